@@ -1,0 +1,48 @@
+# The README's two commands: `make demo` and `make test`. Everything else is
+# plain CMake underneath (build/, build-asan/, build-tsan/).
+JOBS ?= 2
+CMAKE ?= cmake
+DEMO_FLAGS ?= --model mlp --data data/mnist --epochs 3 --batch-size 64 --optimizer adam --lr 0.001
+
+.PHONY: all deps deps-test build demo test test-asan test-tsan bench fuzz install clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh build
+
+deps-test:
+	@scripts/install-deps.sh test
+
+build: deps
+	@$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@$(CMAKE) --build build -j $(JOBS)
+
+demo: build
+	./build/tensorscope train $(DEMO_FLAGS)
+
+test: deps-test build
+	cd build && ctest --output-on-failure -j $(JOBS)
+
+test-asan: deps-test
+	@$(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTS_SANITIZE=ON >/dev/null
+	@$(CMAKE) --build build-asan -j $(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
+
+test-tsan: deps-test
+	@$(CMAKE) -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DTS_TSAN=ON >/dev/null
+	@$(CMAKE) --build build-tsan -j $(JOBS)
+	cd build-tsan && ctest --output-on-failure -j $(JOBS) -R 'outfeed|thread'
+
+bench: deps-test build
+	bench/run.sh build
+
+fuzz: deps-test
+	@$(CMAKE) -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DTS_FUZZ=ON -DTS_BUILD_TESTS=OFF >/dev/null
+	@$(CMAKE) --build build-fuzz -j $(JOBS)
+
+install: build
+	$(CMAKE) --install build
+
+clean:
+	rm -rf build build-asan build-tsan build-fuzz

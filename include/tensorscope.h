@@ -1,0 +1,369 @@
+/*
+ * tensorscope.h -- the whole public API of tensorscope.
+ *
+ * tensorscope trains neural networks on a compiled static graph and lets you
+ * see any tensor of that graph (activations, gradients, accumulated
+ * gradients, updated weights, optimizer state) while training runs.
+ *
+ * This header is the specification. Every function returns a ts_status (or a
+ * handle that is NULL on failure) and keeps a per-thread message readable with
+ * ts_last_error(). The library never exits and never prints unless asked:
+ * it logs through a callback you may replace (ts_set_log_callback).
+ *
+ * Worked example: the tutorial MLP, trained one run at a time.
+ *
+ *     ts_graph *g = ts_graph_new(42);                      // seed for init
+ *     int64_t xs[] = {64, 1, 28, 28}, ys[] = {64};
+ *     ts_tensor *x = ts_input(g, "x", TS_F32, 4, xs);
+ *     ts_tensor *y = ts_input(g, "labels", TS_I32, 1, ys);
+ *     ts_tensor *h = ts_flatten(g, x, 1);                  // [64,784]
+ *     h = ts_relu(g, ts_linear(g, h, 320, "fc1"));
+ *     h = ts_relu(g, ts_linear(g, h, 100, "fc2"));
+ *     h = ts_log_softmax(g, ts_linear(g, h, 10, "fc3"), 1);
+ *     ts_tensor *loss = ts_nll_loss(g, h, y);
+ *     ts_tensor_set_name(loss, "loss");
+ *
+ *     ts_options *o = ts_options_new();
+ *     ts_options_set_device_iterations(o, 4);              // D
+ *     ts_options_anchor(o, "g2", "Gradient___fc2.bias", TS_OUTPUT_ALL, 0);
+ *     ts_model *m = NULL;
+ *     if (ts_model_training(&m, g, loss, o, ts_sgd(0.01f, 0.9f, 0.0f)) ||
+ *         ts_model_compile(m))
+ *         fprintf(stderr, "%s\n", ts_last_error());
+ *
+ *     // one run consumes D x A micro-batches, stacked on the leading axis
+ *     ts_array in[2] = { ts_array_f32(xbuf, 4, (int64_t[]){4*64,1,28,28}),
+ *                        ts_array_i32(ybuf, 1, (int64_t[]){4*64}) };
+ *     const char *names[2] = {"x", "labels"};
+ *     ts_model_run(m, names, in, 2);
+ *     ts_array g2;
+ *     ts_model_anchored(m, "g2", &g2);                     // f32[4,100]
+ *     ts_model_free(m); ts_options_free(o); ts_graph_free(g);
+ *
+ * Tensor names (stable): parameters `<layer>.weight`, `<layer>.bias`; every
+ * op output `<scope>/<OpName>:<k>` (`fc1/MatMul:0`, `Relu:1`); inputs and the
+ * loss as named by you; derived tensors `Gradient___<name>` (per
+ * micro-batch), `Accum___<param>` (mean over A micro-batches, aliasing the
+ * gradient when A = 1), `UpdatedVar___<param>`, `Accl___<param>` (SGD
+ * momentum), `Accl1___`/`Accl2___<param>` (Adam moments), `Step___<param>`.
+ */
+#ifndef TENSORSCOPE_H
+#define TENSORSCOPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define TS_API __attribute__((visibility("default")))
+#else
+#define TS_API
+#endif
+
+#define TS_VERSION_MAJOR 0
+#define TS_VERSION_MINOR 1
+#define TS_VERSION_PATCH 0
+#define TS_VERSION_STRING "0.1.0"
+TS_API const char *ts_version(void);
+
+/* ---------------------------------------------------------------- status */
+
+typedef enum ts_status {
+    TS_OK = 0,
+    TS_ERR_INVALID_ARGUMENT, /* a bad value, name or option */
+    TS_ERR_OUT_OF_MEMORY,    /* the allocator said no */
+    TS_ERR_IO,               /* a file could not be opened, read or written */
+    TS_ERR_FORMAT,           /* a file's contents are corrupt or truncated */
+    TS_ERR_SHAPE,            /* shapes do not fit the op */
+    TS_ERR_NOT_FOUND,        /* an unknown tensor, anchor or key name */
+    TS_ERR_STATE,            /* called at the wrong time (e.g. before compile) */
+    TS_ERR_NUMERICS,         /* a numeric check found NaN or Inf */
+    TS_ERR_UNSUPPORTED,      /* a feature not built in */
+    TS_ERR_INTERNAL          /* a bug in tensorscope: please report it */
+} ts_status;
+
+/* Short upper-case name of a status ("TS_ERR_SHAPE"). */
+TS_API const char *ts_status_name(ts_status s);
+/* The message of the last failure on this thread ("" if none). */
+TS_API const char *ts_last_error(void);
+TS_API void ts_clear_error(void);
+
+/* ------------------------------------------------------- memory and logs */
+
+/* A pluggable allocator; every allocation of the library goes through it.
+ * Passing NULL restores malloc/realloc/free. Set it before creating objects. */
+typedef struct ts_allocator {
+    void *(*alloc)(void *user, size_t size);
+    void *(*realloc)(void *user, void *ptr, size_t size);
+    void (*free)(void *user, void *ptr);
+    void *user;
+} ts_allocator;
+TS_API void ts_set_allocator(const ts_allocator *a);
+
+typedef enum ts_log_level {
+    TS_LOG_OFF = 0,
+    TS_LOG_ERROR = 1, /* also the print op's level: shown unless logs are off */
+    TS_LOG_WARN = 2,
+    TS_LOG_INFO = 3,  /* default */
+    TS_LOG_DEBUG = 4, /* layer template at compile, per-run shapes */
+    TS_LOG_TRACE = 5  /* a line per step: loss, batch size, ms/step, RSS */
+} ts_log_level;
+typedef void (*ts_log_fn)(void *user, int level, const char *message);
+/* Default: lines to stderr. NULL restores it. */
+TS_API void ts_set_log_callback(ts_log_fn fn, void *user);
+/* Messages above this level are not formatted. TS_LOG_LEVEL sets it too. */
+TS_API void ts_set_log_level(int level);
+TS_API int ts_get_log_level(void);
+
+/* ---------------------------------------------------------------- arrays */
+
+typedef enum ts_dtype { TS_F32 = 0, TS_F64, TS_I32, TS_I64, TS_U8 } ts_dtype;
+TS_API const char *ts_dtype_name(ts_dtype t); /* "f32", "i32", ... */
+TS_API size_t ts_dtype_size(ts_dtype t);
+
+#define TS_MAX_DIMS 8
+/* A view of n-dimensional data; owns nothing. */
+typedef struct ts_array {
+    ts_dtype dtype;
+    int ndim;
+    int64_t shape[TS_MAX_DIMS];
+    void *data;
+} ts_array;
+TS_API ts_array ts_array_f32(float *data, int ndim, const int64_t *shape);
+TS_API ts_array ts_array_i32(int32_t *data, int ndim, const int64_t *shape);
+TS_API int64_t ts_array_numel(const ts_array *a);
+/* "f32[4,100]" into buf; returns buf. */
+TS_API const char *ts_array_shape_str(const ts_array *a, char *buf, size_t n);
+
+/* ----------------------------------------------------------------- graph */
+
+typedef struct ts_graph ts_graph;
+typedef struct ts_tensor ts_tensor; /* owned by its graph */
+
+/* A graph owns its parameters' values, initialised from `seed`. */
+TS_API ts_graph *ts_graph_new(uint64_t seed);
+TS_API void ts_graph_free(ts_graph *g);
+
+/* Builders return NULL on error and make the error sticky: building can go
+ * on without checks and the first error is reported again by compile. */
+TS_API ts_status ts_graph_status(const ts_graph *g);
+
+/* Names of op outputs are `<scope>/<Op>:<k>`; scopes nest with dots. */
+TS_API ts_status ts_scope_push(ts_graph *g, const char *name);
+TS_API ts_status ts_scope_pop(ts_graph *g);
+
+/* Source location recorded on the next nodes; the builder macros below call
+ * it with __FILE__/__LINE__ so every node knows where it was built. */
+TS_API ts_graph *ts_graph_at(ts_graph *g, const char *file, int line);
+
+TS_API ts_tensor *ts_input(ts_graph *g, const char *name, ts_dtype dtype, int ndim,
+                           const int64_t *shape);
+/* A trainable parameter, zero-initialised; `name` is used as given. */
+TS_API ts_tensor *ts_param(ts_graph *g, const char *name, int ndim, const int64_t *shape);
+/* y[B,out] = x[B,in] W^T + b; creates `<name>.weight` [out,in] and
+ * `<name>.bias` [out] with PyTorch's default init U(-1/sqrt(in), 1/sqrt(in)),
+ * inside scope `<name>` (ops `name/MatMul:0`, `name/Add:0`). */
+TS_API ts_tensor *ts_linear(ts_graph *g, ts_tensor *x, int64_t out_features, const char *name);
+
+TS_API ts_tensor *ts_matmul(ts_graph *g, ts_tensor *a, ts_tensor *b);   /* [M,K]x[K,N] */
+TS_API ts_tensor *ts_matmul_t(ts_graph *g, ts_tensor *a, ts_tensor *b); /* [M,K]x[N,K]^T */
+TS_API ts_tensor *ts_add(ts_graph *g, ts_tensor *a, ts_tensor *b); /* b broadcasts */
+TS_API ts_tensor *ts_sub(ts_graph *g, ts_tensor *a, ts_tensor *b); /* b broadcasts */
+TS_API ts_tensor *ts_mul(ts_graph *g, ts_tensor *a, ts_tensor *b); /* b broadcasts */
+TS_API ts_tensor *ts_scale(ts_graph *g, ts_tensor *x, float s);
+TS_API ts_tensor *ts_relu(ts_graph *g, ts_tensor *x);
+TS_API ts_tensor *ts_log(ts_graph *g, ts_tensor *x);
+TS_API ts_tensor *ts_reshape(ts_graph *g, ts_tensor *x, int ndim, const int64_t *shape);
+/* Collapses dims start_dim.. into one (PyTorch's flatten(x, start_dim)). */
+TS_API ts_tensor *ts_flatten(ts_graph *g, ts_tensor *x, int start_dim);
+TS_API ts_tensor *ts_log_softmax(ts_graph *g, ts_tensor *x, int dim);
+TS_API ts_tensor *ts_softmax(ts_graph *g, ts_tensor *x, int dim);
+/* mean over the batch of -logp[i, label[i]]; labels i32 [B]. */
+TS_API ts_tensor *ts_nll_loss(ts_graph *g, ts_tensor *logp, ts_tensor *labels);
+/* nll_loss(log_softmax(logits, 1), labels) in one op. */
+TS_API ts_tensor *ts_cross_entropy(ts_graph *g, ts_tensor *logits, ts_tensor *labels);
+TS_API ts_tensor *ts_sum(ts_graph *g, ts_tensor *x);  /* all elements -> [] */
+TS_API ts_tensor *ts_mean(ts_graph *g, ts_tensor *x); /* all elements -> [] */
+/* Identity that logs x each time it runs, and its gradient in the backward
+ * pass as `<title>_gradient` (`Gradient___<name>` for an empty title).
+ * Never optimised away. */
+TS_API ts_tensor *ts_print(ts_graph *g, ts_tensor *x, const char *title);
+
+#ifndef TS_NO_SOURCE_LOCATIONS
+#define TS_AT_(g) ts_graph_at((g), __FILE__, __LINE__)
+#define ts_input(g, ...) ts_input(TS_AT_(g), __VA_ARGS__)
+#define ts_param(g, ...) ts_param(TS_AT_(g), __VA_ARGS__)
+#define ts_linear(g, ...) ts_linear(TS_AT_(g), __VA_ARGS__)
+#define ts_matmul(g, ...) ts_matmul(TS_AT_(g), __VA_ARGS__)
+#define ts_matmul_t(g, ...) ts_matmul_t(TS_AT_(g), __VA_ARGS__)
+#define ts_add(g, ...) ts_add(TS_AT_(g), __VA_ARGS__)
+#define ts_sub(g, ...) ts_sub(TS_AT_(g), __VA_ARGS__)
+#define ts_mul(g, ...) ts_mul(TS_AT_(g), __VA_ARGS__)
+#define ts_scale(g, ...) ts_scale(TS_AT_(g), __VA_ARGS__)
+#define ts_relu(g, ...) ts_relu(TS_AT_(g), __VA_ARGS__)
+#define ts_log(g, ...) ts_log(TS_AT_(g), __VA_ARGS__)
+#define ts_reshape(g, ...) ts_reshape(TS_AT_(g), __VA_ARGS__)
+#define ts_flatten(g, ...) ts_flatten(TS_AT_(g), __VA_ARGS__)
+#define ts_log_softmax(g, ...) ts_log_softmax(TS_AT_(g), __VA_ARGS__)
+#define ts_softmax(g, ...) ts_softmax(TS_AT_(g), __VA_ARGS__)
+#define ts_nll_loss(g, ...) ts_nll_loss(TS_AT_(g), __VA_ARGS__)
+#define ts_cross_entropy(g, ...) ts_cross_entropy(TS_AT_(g), __VA_ARGS__)
+#define ts_sum(g, ...) ts_sum(TS_AT_(g), __VA_ARGS__)
+#define ts_mean(g, ...) ts_mean(TS_AT_(g), __VA_ARGS__)
+#define ts_print(g, ...) ts_print(TS_AT_(g), __VA_ARGS__)
+#endif
+
+TS_API ts_status ts_tensor_set_name(ts_tensor *t, const char *name);
+TS_API const char *ts_tensor_name(const ts_tensor *t);
+/* Shape (and a view of a parameter's values in `out->data`, NULL otherwise). */
+TS_API ts_status ts_tensor_info(const ts_tensor *t, ts_array *out);
+/* Finds a tensor of the graph by name (parameters, inputs, op outputs). */
+TS_API ts_tensor *ts_graph_find(const ts_graph *g, const char *name);
+/* Copies values into a parameter (shape and dtype must match). */
+TS_API ts_status ts_param_set(ts_tensor *param, const ts_array *values);
+
+/* --------------------------------------------------------------- options */
+
+typedef enum ts_output_mode {
+    TS_OUTPUT_DEFAULT = 0, /* FINAL for training, ALL for inference */
+    TS_OUTPUT_FINAL,       /* T: the last sample */
+    TS_OUTPUT_EVERY_N,     /* [S/N, *T]: samples N-1, 2N-1, ... */
+    TS_OUTPUT_ALL,         /* [S, *T]: every sample, in order */
+    TS_OUTPUT_SUM          /* T: the sum over the S samples */
+} ts_output_mode;
+TS_API const char *ts_output_mode_name(ts_output_mode m); /* "all", ... */
+/* Case-insensitive "final", "every_n", "all", "sum", "default". */
+TS_API ts_status ts_output_mode_parse(const char *s, ts_output_mode *out);
+
+typedef enum ts_check_numerics {
+    TS_CHECK_OFF = 0,
+    TS_CHECK_OUTPUT, /* after each layer output and its gradient */
+    TS_CHECK_OP      /* after every op */
+} ts_check_numerics;
+
+/* What a watch computes, OR-ed together. */
+enum {
+    TS_WATCH_STATS = 1,     /* count, mean, std, min, max, L2, zeros, NaN, Inf */
+    TS_WATCH_HISTOGRAM = 2, /* log2-magnitude buckets + TensorBoard buckets */
+    TS_WATCH_RANGE = 4      /* fp16/bf16/fp8 underflow and overflow fractions */
+};
+
+typedef struct ts_options ts_options;
+TS_API ts_options *ts_options_new(void);
+TS_API void ts_options_free(ts_options *o);
+/* D >= 1: the number of optimizer steps (training) per run. */
+TS_API ts_status ts_options_set_device_iterations(ts_options *o, int d);
+/* A >= 1: micro-batches whose gradients are averaged before each step. */
+TS_API ts_status ts_options_set_gradient_accumulation(ts_options *o, int a);
+/* Global output mode of anchors that do not set their own (period for
+ * EVERY_N, else 0). */
+TS_API ts_status ts_options_set_output_mode(ts_options *o, ts_output_mode m, int period);
+/* Anchors `tensor_name` (a glob is not accepted here; see
+ * ts_model_tensor_names) under `short_name`. mode DEFAULT = use the global
+ * mode. Names are checked at compile. */
+TS_API ts_status ts_options_anchor(ts_options *o, const char *short_name,
+                                   const char *tensor_name, ts_output_mode mode, int period);
+/* Summaries of every tensor whose name matches `pattern` (glob if it has
+ * *, ? or [, else substring), every `period` runs (>= 1). */
+TS_API ts_status ts_options_watch(ts_options *o, const char *pattern, int what, int period);
+TS_API ts_status ts_options_set_check_numerics(ts_options *o, ts_check_numerics c);
+/* Worker threads for elementwise ops and reductions (0 = number of cores). */
+TS_API ts_status ts_options_set_threads(ts_options *o, int n);
+
+/* ------------------------------------------------------------ optimizers */
+
+typedef enum ts_optimizer_kind { TS_OPT_SGD = 0, TS_OPT_ADAM, TS_OPT_ADAMW } ts_optimizer_kind;
+typedef struct ts_optimizer {
+    ts_optimizer_kind kind;
+    float lr;
+    float momentum;     /* SGD */
+    float dampening;    /* SGD */
+    int nesterov;       /* SGD */
+    float weight_decay; /* SGD and Adam: L2 added to the gradient; AdamW: decoupled */
+    float beta1, beta2, eps; /* Adam, AdamW */
+} ts_optimizer;
+/* PyTorch's defaults for everything not named. */
+TS_API ts_optimizer ts_sgd(float lr, float momentum, float weight_decay);
+TS_API ts_optimizer ts_adam(float lr);
+TS_API ts_optimizer ts_adamw(float lr, float weight_decay);
+
+/* ----------------------------------------------------------------- model */
+
+typedef struct ts_model ts_model;
+
+/* A training model of `g` minimising `loss` (a scalar). The graph must
+ * outlive the model; parameters live in the graph, so an inference model of
+ * the same graph sees the trained weights. */
+TS_API ts_status ts_model_training(ts_model **out, ts_graph *g, ts_tensor *loss,
+                                   const ts_options *o, ts_optimizer opt);
+/* An inference model computing `outputs` (each anchored under its name). */
+TS_API ts_status ts_model_inference(ts_model **out, ts_graph *g, ts_tensor *const *outputs,
+                                    int n_outputs, const ts_options *o);
+TS_API void ts_model_free(ts_model *m);
+
+/* Validates, infers shapes, orders ops and plans memory. Errors name the
+ * culprit and what to do. */
+TS_API ts_status ts_model_compile(ts_model *m);
+/* Every tensor name of the compiled model, sorted; an error before compile.
+ * The array and strings stay valid until the next compile or free. */
+TS_API ts_status ts_model_tensor_names(const ts_model *m, const char *const **names, size_t *n);
+/* Adds an anchor after compile: the next run recompiles (counted). */
+TS_API ts_status ts_model_anchor(ts_model *m, const char *short_name, const char *tensor_name,
+                                 ts_output_mode mode, int period);
+
+/* One run: D x A micro-batches for training (D for inference). Each input is
+ * given with the micro-batches stacked on axis 0: x of declared shape [B,...]
+ * is passed as [D*A*B, ...]. A different B recompiles (counted). */
+TS_API ts_status ts_model_run(ts_model *m, const char *const *input_names,
+                              const ts_array *inputs, int n_inputs);
+
+/* The anchored array of the last run (see ts_output_mode for its shape).
+ * Valid until the next run. The loss of a training model and each output of
+ * an inference model are anchored under their own names. */
+TS_API ts_status ts_model_anchored(const ts_model *m, const char *short_name, ts_array *out);
+/* Runs so far, and optimizer steps so far. */
+TS_API int64_t ts_model_runs(const ts_model *m);
+TS_API int64_t ts_model_steps(const ts_model *m);
+/* FLOPs of one micro-batch (forward + backward + update) for GFLOP/s. */
+TS_API double ts_model_flops_per_microbatch(const ts_model *m);
+
+/* ----------------------------------------------------------------- data */
+
+typedef struct ts_dataset ts_dataset;
+/* Loads MNIST from `dir` (t10k- or train- gzip'd IDX files, either present).
+ * Images are normalised as (x/255 - 0.5)/0.5 into f32 [N,1,28,28]; labels
+ * are i32 [N]. Corrupt or truncated files are TS_ERR_FORMAT. */
+TS_API ts_status ts_dataset_load_mnist(ts_dataset **out, const char *dir);
+/* Loads one image IDX file and one label IDX file (gzip'd or plain). */
+TS_API ts_status ts_dataset_load_idx(ts_dataset **out, const char *images_path,
+                                     const char *labels_path);
+TS_API void ts_dataset_free(ts_dataset *d);
+TS_API int64_t ts_dataset_size(const ts_dataset *d);
+/* Views of all images f32 [N,1,28,28] and labels i32 [N]. */
+TS_API ts_status ts_dataset_arrays(const ts_dataset *d, ts_array *images, ts_array *labels);
+
+typedef struct ts_loader ts_loader;
+typedef struct ts_loader_config {
+    int64_t batch_size;
+    int64_t first, count; /* the slice of the dataset to iterate (count 0 = to the end) */
+    int shuffle;          /* reshuffle each epoch with a seeded RNG */
+    uint64_t seed;
+    int drop_last;        /* drop a final partial batch */
+} ts_loader_config;
+TS_API ts_status ts_loader_new(ts_loader **out, const ts_dataset *d, ts_loader_config c);
+TS_API void ts_loader_free(ts_loader *l);
+/* Batches per epoch. */
+TS_API int64_t ts_loader_batches(const ts_loader *l);
+/* Fills the next `n` batches stacked on axis 0 into internal buffers and
+ * returns views (valid until the next call). Returns TS_ERR_NOT_FOUND at the
+ * end of an epoch (then the next call starts a new epoch); a short final
+ * group is returned whole when drop_last is off. */
+TS_API ts_status ts_loader_next(ts_loader *l, int n, ts_array *images, ts_array *labels);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TENSORSCOPE_H */

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what tensorscope needs on Debian 12, skipping what is present.
+# Usage: scripts/install-deps.sh [build|test]
+#   build: compilers and libraries to build the library, CLI and demo
+#   test:  also the reference tools the tests use (PyTorch, NumPy, Graphviz)
+set -euo pipefail
+what=${1:-build}
+
+pkgs=(build-essential cmake pkg-config zlib1g-dev libopenblas-dev
+      libcairo2-dev libprotobuf-c-dev protobuf-c-compiler libarchive-dev
+      libunwind-dev)
+if [ "$what" = test ]; then
+  pkgs+=(python3-torch python3-numpy python3-venv python3-pip graphviz clang
+         libclang-rt-14-dev)
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "installing: ${missing[*]}" >&2
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

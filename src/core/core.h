@@ -1,0 +1,51 @@
+/* core.h -- what every layer of the library shares: errors, memory, logs,
+ * small string helpers. Internal: nothing here is API. */
+#ifndef TS_CORE_H
+#define TS_CORE_H
+
+#define TS_NO_SOURCE_LOCATIONS /* the library defines the builder functions */
+#include "tensorscope.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define TS_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define TS_UNUSED __attribute__((unused))
+#else
+#define TS_PRINTF(a, b)
+#define TS_UNUSED
+#endif
+
+#define TS_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Sets this thread's last error and returns `code`, so a failure reads
+ * `return ts_error(TS_ERR_SHAPE, "...%s", name);`. */
+ts_status ts_error(ts_status code, const char *fmt, ...) TS_PRINTF(2, 3);
+/* Prepends "context: " to the current last error (keeps the code). */
+ts_status ts_error_wrap(ts_status code, const char *fmt, ...) TS_PRINTF(2, 3);
+
+/* Allocation through the user's allocator. Failures set the last error. */
+void *ts_malloc(size_t n);
+void *ts_calloc(size_t count, size_t size);
+void *ts_realloc(void *p, size_t n);
+void ts_free(void *p);
+char *ts_strdup(const char *s);
+/* Grows *p (of *cap elements of `elem` bytes) to hold at least `need`. */
+ts_status ts_grow(void **p, size_t *cap, size_t need, size_t elem);
+
+/* Logging through the user's callback; cheap when the level is off. */
+void ts_log(int level, const char *fmt, ...) TS_PRINTF(2, 3);
+bool ts_log_enabled(int level);
+
+/* Glob (has *, ? or [) or case-sensitive substring match (DESIGN.md §6). */
+bool ts_name_matches(const char *pattern, const char *name);
+/* Edit distance, for "did you mean" suggestions. */
+size_t ts_edit_distance(const char *a, const char *b);
+
+/* Monotonic clock in nanoseconds. */
+uint64_t ts_now_ns(void);
+
+#endif

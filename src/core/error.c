@@ -1,0 +1,48 @@
+/* error.c -- status names and the per-thread last-error message. */
+#include "core.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static _Thread_local char last_error[1024];
+
+const char *ts_version(void) { return TS_VERSION_STRING; }
+
+const char *ts_status_name(ts_status s) {
+    switch (s) {
+    case TS_OK: return "TS_OK";
+    case TS_ERR_INVALID_ARGUMENT: return "TS_ERR_INVALID_ARGUMENT";
+    case TS_ERR_OUT_OF_MEMORY: return "TS_ERR_OUT_OF_MEMORY";
+    case TS_ERR_IO: return "TS_ERR_IO";
+    case TS_ERR_FORMAT: return "TS_ERR_FORMAT";
+    case TS_ERR_SHAPE: return "TS_ERR_SHAPE";
+    case TS_ERR_NOT_FOUND: return "TS_ERR_NOT_FOUND";
+    case TS_ERR_STATE: return "TS_ERR_STATE";
+    case TS_ERR_NUMERICS: return "TS_ERR_NUMERICS";
+    case TS_ERR_UNSUPPORTED: return "TS_ERR_UNSUPPORTED";
+    case TS_ERR_INTERNAL: return "TS_ERR_INTERNAL";
+    }
+    return "TS_ERR_UNKNOWN";
+}
+
+const char *ts_last_error(void) { return last_error; }
+void ts_clear_error(void) { last_error[0] = '\0'; }
+
+ts_status ts_error(ts_status code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+ts_status ts_error_wrap(ts_status code, const char *fmt, ...) {
+    char prefix[512], old[sizeof last_error];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    va_end(ap);
+    memcpy(old, last_error, sizeof old);
+    snprintf(last_error, sizeof last_error, "%s: %s", prefix, old);
+    return code;
+}

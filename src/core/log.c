@@ -1,0 +1,55 @@
+/* log.c -- the library speaks only through this callback. */
+#include "core.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static void default_sink(void *u, int level, const char *msg) {
+    (void)u;
+    static const char *tag[] = {"", "E", "W", "I", "D", "T"};
+    fprintf(stderr, "[tensorscope %s] %s\n", tag[level < 0 ? 0 : level > 5 ? 5 : level], msg);
+}
+
+static ts_log_fn sink = default_sink;
+static void *sink_user;
+static int level_now = -1; /* -1: not yet read from TS_LOG_LEVEL */
+
+void ts_set_log_callback(ts_log_fn fn, void *user) {
+    sink = fn ? fn : default_sink;
+    sink_user = fn ? user : NULL;
+}
+
+void ts_set_log_level(int level) { level_now = level < 0 ? 0 : level > 5 ? 5 : level; }
+
+int ts_get_log_level(void) {
+    if (level_now < 0) {
+        const char *e = getenv("TS_LOG_LEVEL");
+        int l = TS_LOG_INFO;
+        if (e && *e) {
+            char *end;
+            long v = strtol(e, &end, 10);
+            if (*end == '\0' && v >= 0 && v <= 5) l = (int)v;
+        }
+        level_now = l;
+    }
+    return level_now;
+}
+
+bool ts_log_enabled(int level) { return level <= ts_get_log_level() && level > 0; }
+
+void ts_log(int level, const char *fmt, ...) {
+    if (!ts_log_enabled(level)) return;
+    char buf[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    sink(sink_user, level, buf);
+}
+
+uint64_t ts_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
