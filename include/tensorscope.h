@@ -330,6 +330,190 @@ TS_API int64_t ts_model_steps(const ts_model *m);
 /* FLOPs of one micro-batch (forward + backward + update) for GFLOP/s. */
 TS_API double ts_model_flops_per_microbatch(const ts_model *m);
 
+/* ------------------------------------------------------------- summaries */
+
+/* One fused pass over a tensor (DESIGN.md §7). Moments, min and max cover
+ * the finite values only; the counts say what else was there. */
+typedef struct ts_stats {
+    int64_t count;    /* all elements */
+    int64_t zeros, nans, pos_infs, neg_infs;
+    double mean, std; /* population std, accumulated in double */
+    double min, max;
+    double l2;        /* sqrt of the sum of squares of finite values */
+} ts_stats;
+
+/* Log2-magnitude histogram: bin i holds finite non-zero values whose float
+ * exponent field is i (|x| in [2^(i-127), 2^(i-126)); bin 0 = subnormals);
+ * exact zeros are counted apart. */
+#define TS_LOG2_BINS 256
+/* TensorBoard's default buckets: right edges +-1e-12 * 1.1^k up to 1e20,
+ * plus 0 and +-DBL_MAX, sorted ascending (see ts_tb_bucket_limits). */
+#define TS_TB_BINS 1549
+
+/* Fractions of the values that would underflow (become 0 or subnormal) or
+ * overflow (become Inf, or exceed the max finite value for e4m3) when cast. */
+typedef struct ts_range {
+    double fp16_underflow, fp16_overflow;
+    double bf16_underflow, bf16_overflow;
+    double e4m3_underflow, e4m3_overflow;
+    double e5m2_underflow, e5m2_overflow;
+} ts_range;
+
+typedef struct ts_summary {
+    int what;            /* TS_WATCH_* computed */
+    ts_stats stats;
+    int64_t log2_zeros;
+    int64_t log2_counts[TS_LOG2_BINS];
+    int64_t tb_counts[TS_TB_BINS];
+    ts_range range;
+} ts_summary;
+
+/* Computes what `what` asks for over x[0..n) in one pass per part. */
+TS_API ts_status ts_summarize_f32(const float *x, int64_t n, int what, ts_summary *out);
+/* The TS_TB_BINS right edges of TensorBoard's default buckets. */
+TS_API const double *ts_tb_bucket_limits(void);
+/* `fc1.weight f32[320,784] n=250880 x∈[-0.0357, 0.0357] μ=1.2e-05 σ=0.0206`
+ * plus ` NaN!`, ` +Inf!`, ` -Inf!`, ` all zeros` flags. */
+TS_API const char *ts_summary_line(const char *name, const ts_array *shape, const ts_stats *s,
+                                   char *buf, size_t n);
+/* The stats table header and one row (`Index Name Mean Std Minimum Maximum
+ * NaNs infs`), as in Graphcore's outfeed example. */
+TS_API const char *ts_stats_table_header(char *buf, size_t n);
+TS_API const char *ts_stats_table_row(int index, const char *name, const ts_stats *s, char *buf,
+                                      size_t n);
+
+/* A watch result of the last run (pattern-selected tensors, see
+ * ts_options_watch). Valid until the next run. */
+typedef struct ts_watch_result {
+    const char *name;   /* tensor name */
+    int64_t run, step;  /* run index and optimizer step it was taken at */
+    const ts_summary *summary;
+} ts_watch_result;
+TS_API ts_status ts_model_watch_results(const ts_model *m, const ts_watch_result **out, size_t *n);
+
+/* ---------------------------------------------------------------- plots */
+
+/* The tutorial's gradient histogram: 50 bins over log2|g| of every value of
+ * the arrays, zeros placed at min - 2, title "Gradient Histogram", y label
+ * "Frequency". PNG via cairo. */
+TS_API ts_status ts_plot_gradient_histogram(const char *png_path, const ts_array *arrays, int n);
+/* Line plot of up to 8 named series sharing an x axis (loss and accuracy
+ * curves). PNG (or SVG when the path ends in .svg). */
+typedef struct ts_series {
+    const char *label;
+    const double *x, *y;
+    int64_t n;
+} ts_series;
+TS_API ts_status ts_plot_lines(const char *path, const char *title, const char *x_label,
+                               const ts_series *series, int n_series);
+
+/* ------------------------------------------------------------------ .npy */
+
+/* Writes an array as a .npy file (format 1.0, little-endian, C order).
+ * Written to a temporary name and renamed: never half-written. */
+TS_API ts_status ts_npy_save(const char *path, const ts_array *a);
+/* Reads a .npy file; data is allocated with the library's allocator and
+ * released with ts_npy_free. Corrupt or truncated files are TS_ERR_FORMAT. */
+TS_API ts_status ts_npy_load(const char *path, ts_array *out);
+TS_API ts_status ts_npy_parse(const void *bytes, size_t n, ts_array *out); /* same, from memory */
+TS_API void ts_npy_free(ts_array *a);
+
+/* --------------------------------------------------------------- outfeed */
+
+typedef enum ts_outfeed_mode { TS_OUTFEED_ALL = 0, TS_OUTFEED_LAST } ts_outfeed_mode;
+typedef struct ts_outfeed ts_outfeed;
+typedef struct ts_outfeed_config {
+    const char *name;
+    ts_outfeed_mode mode;       /* ALL: every enqueue; LAST: only the latest per key */
+    int depth;                  /* records held before the producer waits (>= 1) */
+    const char *const *filters; /* NULL = all keys; n_filters = 0 with non-NULL = none */
+    int n_filters;              /* glob if it has *, ? or [, else substring */
+    int drop_when_full;         /* 0 (default): block the producer; 1: drop and count */
+} ts_outfeed_config;
+typedef struct ts_outfeed_record {
+    int64_t run, sample; /* run index and sample (micro-batch or step) in the run */
+    const char *key;
+    ts_array array;      /* valid until the next dequeue from this queue */
+} ts_outfeed_record;
+typedef void (*ts_outfeed_sink)(void *user, const ts_outfeed_record *rec);
+
+TS_API ts_status ts_outfeed_new(ts_outfeed **out, const ts_outfeed_config *c);
+/* Stops a sink thread (after draining) and frees. */
+TS_API void ts_outfeed_free(ts_outfeed *q);
+TS_API const char *ts_outfeed_name(const ts_outfeed *q);
+/* Whether `key` passes the queue's filters. */
+TS_API int ts_outfeed_accepts(const ts_outfeed *q, const char *key);
+/* Waits up to timeout_ms (-1 = forever) for a record. TS_ERR_NOT_FOUND when
+ * none came; the record's data stays valid until the next dequeue. */
+TS_API ts_status ts_outfeed_dequeue(ts_outfeed *q, ts_outfeed_record *rec, int timeout_ms);
+/* Runs `fn` on a consumer thread for every record, in order. */
+TS_API ts_status ts_outfeed_set_sink(ts_outfeed *q, ts_outfeed_sink fn, void *user);
+/* Records enqueued, dequeued and dropped so far, and nanoseconds producers waited. */
+typedef struct ts_outfeed_counts {
+    int64_t enqueued, dequeued, dropped, wait_ns;
+} ts_outfeed_counts;
+TS_API ts_outfeed_counts ts_outfeed_get_counts(const ts_outfeed *q);
+/* Graph side: stream `t` (per micro-batch) into q under `key`. */
+TS_API ts_status ts_outfeed_add(ts_graph *g, ts_outfeed *q, const char *key, ts_tensor *t);
+/* Optimizer side: stream every parameter gradient `<param>_grad`, either per
+ * micro-batch before accumulation (pre_accumulated = 1) or once per update. */
+TS_API ts_status ts_options_outfeed_gradients(ts_options *o, ts_outfeed *q, int pre_accumulated);
+
+/* ----------------------------------------------------------- TensorBoard */
+
+typedef struct ts_tb_writer ts_tb_writer;
+/* Creates logdir if needed and opens `events.out.tfevents.<secs>.<host>`,
+ * whose first record is `brain.Event:2`. */
+TS_API ts_status ts_tb_open(ts_tb_writer **out, const char *logdir);
+TS_API ts_status ts_tb_scalar(ts_tb_writer *w, const char *tag, int64_t step, double value);
+/* A histogram from a summary computed with TS_WATCH_HISTOGRAM|TS_WATCH_STATS
+ * (TensorBoard's default buckets; the real min, max, sum, sum of squares). */
+TS_API ts_status ts_tb_histogram(ts_tb_writer *w, const char *tag, int64_t step,
+                                 const ts_summary *s);
+TS_API ts_status ts_tb_text(ts_tb_writer *w, const char *tag, int64_t step, const char *text);
+TS_API ts_status ts_tb_flush(ts_tb_writer *w);
+/* Flushes, closes and frees (NULL is fine). */
+TS_API ts_status ts_tb_close(ts_tb_writer *w);
+TS_API const char *ts_tb_path(const ts_tb_writer *w);
+
+/* --------------------------------------------------------- diagnostics */
+
+/* Metrics registry (PyTorch/XLA style). Timing metrics keep total samples,
+ * an accumulator and a ring of recent samples; counters are integers. */
+TS_API void ts_metric_record(const char *name, double value_ns); /* a timing sample */
+TS_API void ts_metric_record_value(const char *name, double value); /* e.g. bytes */
+TS_API void ts_counter_add(const char *name, int64_t delta);
+TS_API int64_t ts_counter_get(const char *name);
+TS_API void ts_metrics_reset(void);
+/* The report: `Metric:` blocks then `Counter:` blocks, each sorted by name,
+ * zero counters skipped. Free with ts_string_free. */
+TS_API char *ts_metrics_report(void);
+/* 369401746001 ns -> "06m09s401ms746.001us" (every unit floored). */
+TS_API const char *ts_format_duration_ns(double ns, char *buf, size_t n);
+TS_API void ts_string_free(char *s);
+
+typedef struct ts_memory_usage {
+    int64_t rss, pss, uss; /* bytes, from /proc/self/smaps_rollup (or status) */
+} ts_memory_usage;
+TS_API ts_status ts_memory_get(ts_memory_usage *out);
+
+/* Installs handlers for SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGABRT that
+ * print a native backtrace and the op being executed to stderr, then
+ * re-raise; and SIGUSR1, which prints every thread's stack and returns. */
+TS_API ts_status ts_crash_handler_install(void);
+
+/* `tensorscope debug-run`: runs argv with the debug variables set and writes
+ * a .tar.gz with its output, metrics, graph dumps, system information, the
+ * exit code or signal and the redacted environment. */
+typedef struct ts_debug_run_config {
+    const char *outfile;    /* F.tar.gz */
+    char *const *argv;      /* the command, NULL-terminated */
+    int tidy;               /* remove the work directory afterwards */
+    double timeout_s;       /* 0 = none; on expiry the child is killed */
+} ts_debug_run_config;
+/* *child_status gets the child's exit code, or 128 + signal. */
+TS_API ts_status ts_debug_run(const ts_debug_run_config *c, int *child_status);
+
 /* ----------------------------------------------------------------- data */
 
 typedef struct ts_dataset ts_dataset;
