@@ -30,7 +30,7 @@ void *ts_calloc(size_t count, size_t size) {
         return NULL;
     }
     void *p = ts_malloc(count * size);
-    if (p) memset(p, 0, count * size ? count * size : 1);
+    if (p && count && size) memset(p, 0, count * size);
     return p;
 }
 

@@ -37,7 +37,7 @@ char *ts_strdup(const char *s);
 ts_status ts_grow(void **p, size_t *cap, size_t need, size_t elem);
 
 /* Logging through the user's callback; cheap when the level is off. */
-void ts_log(int level, const char *fmt, ...) TS_PRINTF(2, 3);
+void ts_logf(int level, const char *fmt, ...) TS_PRINTF(2, 3);
 bool ts_log_enabled(int level);
 
 /* Glob (has *, ? or [) or case-sensitive substring match (DESIGN.md §6). */

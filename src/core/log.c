@@ -38,7 +38,7 @@ int ts_get_log_level(void) {
 
 bool ts_log_enabled(int level) { return level <= ts_get_log_level() && level > 0; }
 
-void ts_log(int level, const char *fmt, ...) {
+void ts_logf(int level, const char *fmt, ...) {
     if (!ts_log_enabled(level)) return;
     char buf[4096];
     va_list ap;
