@@ -43,6 +43,13 @@ ts_status ts_error_wrap(ts_status code, const char *fmt, ...) {
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
     memcpy(old, last_error, sizeof old);
-    snprintf(last_error, sizeof last_error, "%s: %s", prefix, old);
+    size_t n = strlen(prefix);
+    memcpy(last_error, prefix, n);
+    last_error[n] = ':';
+    last_error[n + 1] = ' ';
+    size_t room = sizeof last_error - n - 3, m = strlen(old);
+    if (m > room) m = room;
+    memcpy(last_error + n + 2, old, m);
+    last_error[n + 2 + m] = '\0';
     return code;
 }
