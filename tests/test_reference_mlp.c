@@ -1,0 +1,409 @@
+/* test_reference_mlp.c -- the tutorial MLP end to end against PyTorch.
+ *
+ * tests/fixtures/mlp_v1.bin is written by tests/reference/make_fixtures.py
+ * (PyTorch 1.13, float32, deterministic). This test builds the same model
+ * with the public API, loads the fixture's initial weights and compares
+ * through anchors: the loss, every activation and every gradient, the
+ * parameters after one and two steps of SGD (momentum + weight decay), Adam
+ * and AdamW (both one run per step with D=1 and one run with D=2), and a
+ * 10-step trajectory with D=10, A=2 on MNIST test images 16..335.
+ *
+ * Tolerances: an element matches when |got - want| <= atol + rtol*|want|.
+ * rtol is 1e-5 for one or two steps and 1e-4 after the 10-step trajectory
+ * (rounding differences grow with each step). atol = 1e-6 is a floor for
+ * elements near zero, whose relative error means nothing: sums that cancel,
+ * and Adam's g/(sqrt(g^2)+eps) for tiny g.
+ * Each comparison prints max abs/rel error; any mismatch fails the test. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "fixture.h"
+#include "tensorscope.h"
+
+enum { BATCH = 16, PIXELS = 784, TRAJ_D = 10, TRAJ_A = 2 };
+
+#define RTOL 1e-5
+#define ATOL 1e-6
+#define TRAJ_RTOL 1e-4
+
+static const char *const PARAMS[] = {"fc1.weight", "fc1.bias", "fc2.weight",
+                                     "fc2.bias",   "fc3.weight", "fc3.bias"};
+static const char *const ACTIVATIONS[] = {"fc1/MatMul:0", "fc1/Add:0", "Relu:0",
+                                          "fc2/MatMul:0", "fc2/Add:0", "Relu:1",
+                                          "fc3/MatMul:0", "fc3/Add:0", "LogSoftmax:0"};
+#define N_PARAMS ((int)(sizeof PARAMS / sizeof PARAMS[0]))
+#define N_ACTIVATIONS ((int)(sizeof ACTIVATIONS / sizeof ACTIVATIONS[0]))
+
+typedef struct mlp {
+    ts_graph *g;
+    ts_tensor *loss;
+} mlp;
+
+/* The header's worked example at batch 16. */
+static ts_status mlp_build(mlp *m)
+{
+    m->g = ts_graph_new(42);
+    if (!m->g)
+        return TS_ERR_OUT_OF_MEMORY;
+    ts_graph *g = m->g;
+    int64_t xs[] = {BATCH, 1, 28, 28}, ys[] = {BATCH};
+    ts_tensor *x = ts_input(g, "x", TS_F32, 4, xs);
+    ts_tensor *y = ts_input(g, "labels", TS_I32, 1, ys);
+    ts_tensor *h = ts_flatten(g, x, 1);
+    h = ts_relu(g, ts_linear(g, h, 320, "fc1"));
+    h = ts_relu(g, ts_linear(g, h, 100, "fc2"));
+    h = ts_log_softmax(g, ts_linear(g, h, 10, "fc3"), 1);
+    m->loss = ts_nll_loss(g, h, y);
+    if (m->loss)
+        ts_tensor_set_name(m->loss, "loss");
+    return ts_graph_status(g);
+}
+
+/* The fixture entry `name`; a missing one is a failed check. */
+static const ts_array *need(const fixture *f, const char *name)
+{
+    const ts_array *a = fixture_get(f, name);
+    if (!a)
+        CHECK(0, "fixture has entry %s", name);
+    return a;
+}
+
+static void reset_params(const mlp *m, const fixture *f)
+{
+    int ok = 1;
+    for (int i = 0; i < N_PARAMS; i++) {
+        ts_tensor *p = ts_graph_find(m->g, PARAMS[i]);
+        const ts_array *v = need(f, PARAMS[i]);
+        if (!p || !v || ts_param_set(p, v) != TS_OK) {
+            printf("     %s: %s\n", PARAMS[i], p ? ts_last_error() : "not in the graph");
+            ok = 0;
+        }
+    }
+    CHECK(ok, "parameters set to the fixture's initial values");
+}
+
+static void anchor_all(ts_options *o, const char *prefix, const char *const *names, int n,
+                       ts_output_mode mode)
+{
+    char full[256];
+    for (int i = 0; i < n; i++) {
+        snprintf(full, sizeof full, "%s%s", prefix, names[i]);
+        ts_status st = ts_options_anchor(o, full, full, mode, 0);
+        if (st != TS_OK)
+            CHECK_OK(st, "anchor %s", full);
+    }
+}
+
+/* A compiled training model, or NULL (with a failed check). */
+static ts_model *compile(const mlp *m, ts_options *o, ts_optimizer opt, const char *what)
+{
+    ts_model *model = NULL;
+    ts_status st = ts_model_training(&model, m->g, m->loss, o, opt);
+    if (st == TS_OK)
+        st = ts_model_compile(model);
+    CHECK_OK(st, "compile %s", what);
+    if (st != TS_OK) {
+        ts_model_free(model);
+        return NULL;
+    }
+    return model;
+}
+
+static int run(ts_model *model, const ts_array *x, const ts_array *y, const char *what)
+{
+    const char *names[2] = {"x", "labels"};
+    ts_array in[2] = {*x, *y};
+    ts_status st = ts_model_run(model, names, in, 2);
+    CHECK_OK(st, "run %s", what);
+    return st == TS_OK;
+}
+
+/* Compares anchor `short_name` (or its sample `sample` when >= 0, for ALL
+ * anchors) with `want`. */
+static void expect_anchor(const ts_model *model, const char *short_name, int sample,
+                          const ts_array *want, double rtol, double atol, const char *label)
+{
+    ts_array got;
+    if (!want)
+        return;
+    ts_status st = ts_model_anchored(model, short_name, &got);
+    if (st != TS_OK) {
+        CHECK_OK(st, "anchored %s", short_name);
+        return;
+    }
+    if (sample >= 0) { /* drop the leading sample axis */
+        if (got.ndim < 1 || got.shape[0] <= sample || got.dtype != TS_F32) {
+            CHECK(0, "%s has a sample %d", short_name, sample);
+            return;
+        }
+        int64_t per = 1;
+        for (int d = 1; d < got.ndim; d++)
+            per *= got.shape[d];
+        ts_array s = got;
+        s.ndim = got.ndim - 1;
+        memmove(s.shape, got.shape + 1, sizeof(int64_t) * (size_t)s.ndim);
+        s.data = (float *)got.data + per * sample;
+        got = s;
+    }
+    CHECK_RESULT(ts_expect_array_close(label, &got, want, rtol, atol));
+}
+
+/* Parameters after a step, both as anchored UpdatedVar___ and as the
+ * graph's values (parameters live in the graph). */
+static void expect_params(const mlp *m, const ts_model *model, const fixture *f,
+                          const char *prefix, double rtol, double atol)
+{
+    char name[256], anchor[256], label[300];
+    for (int i = 0; i < N_PARAMS; i++) {
+        snprintf(name, sizeof name, "%s%s", prefix, PARAMS[i]);
+        snprintf(anchor, sizeof anchor, "UpdatedVar___%s", PARAMS[i]);
+        const ts_array *want = need(f, name);
+        expect_anchor(model, anchor, -1, want, rtol, atol, name);
+        ts_array value;
+        ts_tensor *p = ts_graph_find(m->g, PARAMS[i]);
+        if (want && p && ts_tensor_info(p, &value) == TS_OK && value.data) {
+            snprintf(label, sizeof label, "graph %s", name);
+            CHECK_RESULT(ts_expect_array_close(label, &value, want, rtol, atol));
+        } else if (want) {
+            CHECK(0, "graph parameter %s readable", PARAMS[i]);
+        }
+    }
+}
+
+/* Every name the fixture compares is a tensor of the compiled model. */
+static void expect_names(const ts_model *model)
+{
+    const char *const *names = NULL;
+    size_t n = 0;
+    ts_status st = ts_model_tensor_names(model, &names, &n);
+    CHECK_OK(st, "tensor names of the compiled model");
+    if (st != TS_OK)
+        return;
+    int sorted = 1;
+    for (size_t i = 1; i < n; i++)
+        if (strcmp(names[i - 1], names[i]) > 0)
+            sorted = 0;
+    CHECK(sorted, "%zu tensor names, sorted", n);
+    const char *prefixes[] = {"", "Gradient___", "UpdatedVar___", "Accum___"};
+    for (int k = 0; k < 4; k++) {
+        for (int i = 0; i < N_PARAMS + N_ACTIVATIONS; i++) {
+            int is_param = i < N_PARAMS;
+            if (k >= 2 && !is_param)
+                continue;
+            char want[256];
+            snprintf(want, sizeof want, "%s%s", prefixes[k],
+                     is_param ? PARAMS[i] : ACTIVATIONS[i - N_PARAMS]);
+            int found = 0;
+            for (size_t j = 0; j < n && !found; j++)
+                found = strcmp(names[j], want) == 0;
+            if (!found)
+                CHECK(0, "tensor name %s listed", want);
+        }
+    }
+}
+
+/* x and labels repeated `times` along axis 0 (D micro-batches of one batch). */
+typedef struct repeated {
+    float *x;
+    int32_t *y;
+    ts_array xa, ya;
+} repeated;
+
+static int repeat_batch(repeated *r, const ts_array *x, const ts_array *y, int times)
+{
+    int64_t nx = ts_array_numel(x), ny = ts_array_numel(y);
+    r->x = malloc(sizeof(float) * (size_t)(nx * times));
+    r->y = malloc(sizeof(int32_t) * (size_t)(ny * times));
+    if (!r->x || !r->y)
+        return 0;
+    for (int t = 0; t < times; t++) {
+        memcpy(r->x + nx * t, x->data, sizeof(float) * (size_t)nx);
+        memcpy(r->y + ny * t, y->data, sizeof(int32_t) * (size_t)ny);
+    }
+    int64_t xs[4] = {x->shape[0] * times, x->shape[1], x->shape[2], x->shape[3]};
+    int64_t ys[1] = {y->shape[0] * times};
+    r->xa = ts_array_f32(r->x, 4, xs);
+    r->ya = ts_array_i32(r->y, 1, ys);
+    return 1;
+}
+
+static void repeated_free(repeated *r)
+{
+    free(r->x);
+    free(r->y);
+}
+
+/* The loss fixture `<tag>/loss` f32[2] element k as a scalar array. */
+static ts_array loss_at(const ts_array *losses, int k)
+{
+    ts_array a = *losses;
+    a.ndim = 0;
+    a.data = (float *)losses->data + k;
+    return a;
+}
+
+/* Two steps of `opt` on the fixture batch: one run per step with D=1 (the
+ * first run also checks the loss, every activation and every gradient when
+ * `reference` is set), then one run with D=2. */
+static void optimizer_case(const mlp *m, const fixture *f, const char *tag, ts_optimizer opt,
+                           int reference)
+{
+    const ts_array *x = need(f, "x"), *y = need(f, "labels");
+    char key[256], what[256];
+    snprintf(key, sizeof key, "%s/loss", tag);
+    const ts_array *losses = need(f, key);
+    if (!x || !y || !losses)
+        return;
+
+    printf("== %s: D=1, one run per step\n", tag);
+    reset_params(m, f);
+    ts_options *o = ts_options_new();
+    ts_options_anchor(o, "loss", "loss", TS_OUTPUT_FINAL, 0);
+    anchor_all(o, "UpdatedVar___", PARAMS, N_PARAMS, TS_OUTPUT_FINAL);
+    if (reference) {
+        anchor_all(o, "Gradient___", PARAMS, N_PARAMS, TS_OUTPUT_FINAL);
+        anchor_all(o, "", ACTIVATIONS, N_ACTIVATIONS, TS_OUTPUT_FINAL);
+        anchor_all(o, "Gradient___", ACTIVATIONS, N_ACTIVATIONS, TS_OUTPUT_FINAL);
+    }
+    snprintf(what, sizeof what, "%s D=1", tag);
+    ts_model *model = compile(m, o, opt, what);
+    if (model && reference)
+        expect_names(model);
+    for (int step = 1; model && step <= 2; step++) {
+        snprintf(what, sizeof what, "%s D=1 step %d", tag, step);
+        if (!run(model, x, y, what))
+            break;
+        CHECK(ts_model_runs(model) == step && ts_model_steps(model) == step,
+              "runs %lld, steps %lld after run %d", (long long)ts_model_runs(model),
+              (long long)ts_model_steps(model), step);
+        ts_array want_loss = loss_at(losses, step - 1);
+        snprintf(what, sizeof what, "%s/loss[%d]", tag, step - 1);
+        expect_anchor(model, "loss", -1, &want_loss, RTOL, ATOL, what);
+        if (reference && step == 1) {
+            expect_anchor(model, "loss", -1, need(f, "loss"), RTOL, ATOL, "loss");
+            for (int i = 0; i < N_ACTIVATIONS; i++)
+                expect_anchor(model, ACTIVATIONS[i], -1, need(f, ACTIVATIONS[i]), RTOL, ATOL,
+                              ACTIVATIONS[i]);
+            for (int i = 0; i < N_PARAMS + N_ACTIVATIONS; i++) {
+                snprintf(key, sizeof key, "Gradient___%s",
+                         i < N_PARAMS ? PARAMS[i] : ACTIVATIONS[i - N_PARAMS]);
+                expect_anchor(model, key, -1, need(f, key), RTOL, ATOL, key);
+            }
+        }
+        snprintf(key, sizeof key, "%s%d/", tag, step);
+        expect_params(m, model, f, key, RTOL, ATOL);
+    }
+    ts_model_free(model);
+    ts_options_free(o);
+
+    printf("== %s: D=2, one run\n", tag);
+    reset_params(m, f);
+    repeated r = {0};
+    o = ts_options_new();
+    ts_options_set_device_iterations(o, 2);
+    ts_options_anchor(o, "loss", "loss", TS_OUTPUT_ALL, 0);
+    ts_options_anchor(o, "Gradient___fc3.bias", "Gradient___fc3.bias", TS_OUTPUT_ALL, 0);
+    anchor_all(o, "UpdatedVar___", PARAMS, N_PARAMS, TS_OUTPUT_FINAL);
+    snprintf(what, sizeof what, "%s D=2", tag);
+    model = compile(m, o, opt, what);
+    if (model && repeat_batch(&r, x, y, 2) && run(model, &r.xa, &r.ya, what)) {
+        CHECK(ts_model_steps(model) == 2, "steps %lld after one run with D=2",
+              (long long)ts_model_steps(model));
+        snprintf(what, sizeof what, "%s/loss (ALL)", tag);
+        expect_anchor(model, "loss", -1, losses, RTOL, ATOL, what);
+        expect_anchor(model, "Gradient___fc3.bias", 0, need(f, "Gradient___fc3.bias"), RTOL,
+                      ATOL, "Gradient___fc3.bias sample 0 (ALL)");
+        snprintf(key, sizeof key, "%s2/", tag);
+        expect_params(m, model, f, key, RTOL, ATOL);
+    }
+    repeated_free(&r);
+    ts_model_free(model);
+    ts_options_free(o);
+}
+
+/* Ten steps of SGD with D=10, A=2 on MNIST test images 16..335 in one run. */
+static void trajectory_case(const mlp *m, const fixture *f, const char *source_dir)
+{
+    printf("== trajectory: D=%d, A=%d, one run\n", TRAJ_D, TRAJ_A);
+    const ts_array *x0 = need(f, "x"), *labels = need(f, "traj/labels");
+    const ts_array *losses = need(f, "traj/loss");
+    if (!x0 || !labels || !losses)
+        return;
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/data/mnist", source_dir);
+    ts_dataset *ds = NULL;
+    ts_status st = ts_dataset_load_mnist(&ds, dir);
+    CHECK_OK(st, "load MNIST from %s", dir);
+    if (st != TS_OK)
+        return;
+    ts_array images, ys;
+    const int64_t first = BATCH, n = (int64_t)TRAJ_D * TRAJ_A * BATCH;
+    st = ts_dataset_arrays(ds, &images, &ys);
+    CHECK_OK(st, "dataset arrays");
+    if (st != TS_OK || ts_dataset_size(ds) < first + n) {
+        CHECK(0, "MNIST test set has %lld >= %lld images", (long long)ts_dataset_size(ds),
+              (long long)(first + n));
+        ts_dataset_free(ds);
+        return;
+    }
+    /* the loader's normalisation is PyTorch's, so the fixture batch is the
+     * dataset's first 16 images */
+    ts_array head = images;
+    head.shape[0] = BATCH;
+    CHECK_RESULT(ts_expect_array_close("dataset images[0:16] vs fixture x", &head, x0, 0, 1e-6));
+    const int32_t *yl = (const int32_t *)ys.data + first, *yw = labels->data;
+    int same = ts_array_numel(labels) == n;
+    for (int64_t i = 0; same && i < n; i++)
+        same = yl[i] == yw[i];
+    CHECK(same, "dataset labels[%lld:%lld] equal traj/labels", (long long)first,
+          (long long)(first + n));
+
+    int64_t xs[4] = {n, 1, 28, 28}, lsh[1] = {n};
+    ts_array xin = ts_array_f32((float *)images.data + first * PIXELS, 4, xs);
+    ts_array yin = ts_array_i32((int32_t *)ys.data + first, 1, lsh);
+
+    reset_params(m, f);
+    ts_options *o = ts_options_new();
+    ts_options_set_device_iterations(o, TRAJ_D);
+    ts_options_set_gradient_accumulation(o, TRAJ_A);
+    ts_options_anchor(o, "loss", "loss", TS_OUTPUT_ALL, 0);
+    anchor_all(o, "UpdatedVar___", PARAMS, N_PARAMS, TS_OUTPUT_FINAL);
+    ts_model *model = compile(m, o, ts_sgd(0.05f, 0.9f, 0.0f), "trajectory");
+    if (model && run(model, &xin, &yin, "trajectory")) {
+        CHECK(ts_model_steps(model) == TRAJ_D, "steps %lld after D=%d",
+              (long long)ts_model_steps(model), TRAJ_D);
+        expect_anchor(model, "loss", -1, losses, TRAJ_RTOL, ATOL, "traj/loss (ALL, 20 micro-batches)");
+        expect_params(m, model, f, "traj/final/", TRAJ_RTOL, ATOL);
+    }
+    ts_model_free(model);
+    ts_options_free(o);
+    ts_dataset_free(ds);
+}
+
+int main(void)
+{
+    const char *src = getenv("TS_SOURCE_DIR");
+    if (!src || !*src)
+        src = ".";
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/fixtures/mlp_v1.bin", src);
+    fixture *f = fixture_load(path);
+    CHECK(f != NULL, "load %s", path);
+    if (!f)
+        return check_summary("test_reference_mlp");
+
+    mlp m = {0};
+    ts_status st = mlp_build(&m);
+    CHECK_OK(st, "build the tutorial MLP");
+    if (st == TS_OK) {
+        optimizer_case(&m, f, "sgd", ts_sgd(0.1f, 0.9f, 0.01f), 1);
+        optimizer_case(&m, f, "adam", ts_adam(1e-3f), 0);
+        optimizer_case(&m, f, "adamw", ts_adamw(1e-3f, 0.01f), 0);
+        trajectory_case(&m, f, src);
+    }
+    ts_graph_free(m.g);
+    fixture_free(f);
+    return check_summary("test_reference_mlp");
+}
