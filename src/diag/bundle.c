@@ -1,0 +1,544 @@
+/* bundle.c -- `tensorscope debug-run`: run a command with the debug
+ * variables set and archive what it left behind (DESIGN.md §9).
+ *
+ * The work directory (mkdtemp under $TMPDIR or /tmp) receives:
+ *   output.log   the child's stdout and stderr, interleaved through one pipe
+ *                (also copied to our stdout as it arrives)
+ *   metrics.txt  TS_METRICS_FILE, if the child's library wrote it
+ *   graph.txt    TS_SAVE_GRAPH_FILE (TS_SAVE_GRAPH_FMT=text unless set)
+ *   exit.txt     "exit N", "signal N (SIGX)" or "timeout after S s" followed
+ *                by how the killed child ended
+ *   command.txt  the command line, shell-quoted
+ *   env.txt      the child's environment; values of names containing KEY,
+ *                TOKEN, SECRET or PASSWORD (any case) read <redacted>
+ *   sysinfo.txt  uname, CPU, memory, library versions
+ * and is archived as outfile (.tar.gz, pax) under `tensorscope-debug/`.
+ * The child also gets TS_LOG_LEVEL=4 (unless set) and TS_IR_DEBUG=1. It
+ * runs in its own process group so a timeout (SIGTERM, then SIGKILL 2 s
+ * later) reaches the processes it started too. */
+#include "core/core.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <cairo.h>
+#include <cblas.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <protobuf-c/protobuf-c.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+extern char **environ;
+
+#define TS_ARCHIVE_TOP "tensorscope-debug"
+
+static const char *signal_name(int sig) {
+    static const struct {
+        int sig;
+        const char *name;
+    } names[] = {{SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"},
+                 {SIGILL, "SIGILL"},   {SIGTRAP, "SIGTRAP"}, {SIGABRT, "SIGABRT"},
+                 {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},   {SIGKILL, "SIGKILL"},
+                 {SIGUSR1, "SIGUSR1"}, {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"},
+                 {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"},
+                 {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"}, {SIGSYS, "SIGSYS"}};
+    for (size_t i = 0; i < TS_ARRAY_LEN(names); i++)
+        if (names[i].sig == sig)
+            return names[i].name;
+    return "?";
+}
+
+/* -------------------------------------------------------- small helpers */
+
+static char *path_join(const char *dir, const char *name) {
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = ts_malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+static int write_all(int fd, const char *p, size_t n) {
+    while (n > 0) {
+        ssize_t k = write(fd, p, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return -1;
+        p += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+static FILE *open_in(const char *dir, const char *name) {
+    char *p = path_join(dir, name);
+    FILE *f = p ? fopen(p, "w") : NULL;
+    if (p && !f)
+        ts_error(TS_ERR_IO, "debug-run: cannot create %s: %s", p, strerror(errno));
+    ts_free(p);
+    return f;
+}
+
+static ts_status close_file(FILE *f, const char *name) {
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad)
+        return ts_error(TS_ERR_IO, "debug-run: writing %s failed (disk full?)", name);
+    return TS_OK;
+}
+
+static int is_secret_name(const char *entry) {
+    static const char *const words[] = {"KEY", "TOKEN", "SECRET", "PASSWORD"};
+    const char *eq = strchr(entry, '=');
+    size_t n = eq ? (size_t)(eq - entry) : strlen(entry);
+    for (size_t w = 0; w < TS_ARRAY_LEN(words); w++) {
+        size_t k = strlen(words[w]);
+        for (size_t i = 0; i + k <= n; i++)
+            if (strncasecmp(entry + i, words[w], k) == 0)
+                return 1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------ the environment */
+
+typedef struct envlist {
+    char **v;
+    size_t n, cap;
+} envlist;
+
+static ts_status env_push(envlist *e, char *s) {
+    if (!s || ts_grow((void **)&e->v, &e->cap, e->n + 2, sizeof(char *)) != TS_OK) {
+        ts_free(s);
+        return TS_ERR_OUT_OF_MEMORY;
+    }
+    e->v[e->n++] = s;
+    e->v[e->n] = NULL;
+    return TS_OK;
+}
+
+static char *env_pair(const char *name, const char *value) {
+    size_t n = strlen(name) + strlen(value) + 2;
+    char *s = ts_malloc(n);
+    if (s)
+        snprintf(s, n, "%s=%s", name, value);
+    return s;
+}
+
+static void env_free(envlist *e) {
+    for (size_t i = 0; i < e->n; i++)
+        ts_free(e->v[i]);
+    ts_free(e->v);
+}
+
+static int env_has(const char *entry, const char *name) {
+    size_t k = strlen(name);
+    return strncmp(entry, name, k) == 0 && entry[k] == '=';
+}
+
+/* Our environment with the debug variables set or added. */
+static ts_status build_env(envlist *e, const char *work) {
+    char *metrics = path_join(work, "metrics.txt"), *graph = path_join(work, "graph.txt");
+    struct {
+        const char *name, *value;
+        int force; /* replace a value the user set */
+    } vars[] = {{"TS_LOG_LEVEL", "4", 0},          {"TS_METRICS_FILE", metrics, 1},
+                {"TS_SAVE_GRAPH_FILE", graph, 1},   {"TS_SAVE_GRAPH_FMT", "text", 0},
+                {"TS_IR_DEBUG", "1", 1}};
+    ts_status st = metrics && graph ? TS_OK : TS_ERR_OUT_OF_MEMORY;
+    int seen[TS_ARRAY_LEN(vars)] = {0};
+    for (char **p = environ; p && *p && st == TS_OK; p++) {
+        int skip = 0;
+        for (size_t i = 0; i < TS_ARRAY_LEN(vars); i++)
+            if (env_has(*p, vars[i].name)) {
+                seen[i] = 1;
+                skip = vars[i].force;
+            }
+        if (!skip)
+            st = env_push(e, ts_strdup(*p));
+    }
+    for (size_t i = 0; i < TS_ARRAY_LEN(vars) && st == TS_OK; i++)
+        if (vars[i].force || !seen[i])
+            st = env_push(e, env_pair(vars[i].name, vars[i].value));
+    ts_free(metrics);
+    ts_free(graph);
+    return st == TS_OK ? TS_OK : ts_error(st, "debug-run: out of memory building the environment");
+}
+
+/* ------------------------------------------------------- running the child */
+
+typedef struct run_result {
+    int status;       /* waitpid status */
+    int timed_out;
+    int exec_errno;   /* nonzero when the command could not be started */
+} run_result;
+
+static void copy_out(int log_fd, const char *buf, size_t n) {
+    (void)write_all(log_fd, buf, n);
+    (void)write_all(STDOUT_FILENO, buf, n);
+}
+
+static ts_status run_child(const ts_debug_run_config *c, char **envp, int log_fd,
+                           run_result *res) {
+    int out[2], err[2]; /* the child's output; exec's errno if it fails */
+    if (pipe(out) != 0)
+        return ts_error(TS_ERR_IO, "debug-run: pipe: %s", strerror(errno));
+    if (pipe(err) != 0) {
+        close(out[0]);
+        close(out[1]);
+        return ts_error(TS_ERR_IO, "debug-run: pipe: %s", strerror(errno));
+    }
+    for (int i = 0; i < 2; i++) {
+        fcntl(out[i], F_SETFD, FD_CLOEXEC);
+        fcntl(err[i], F_SETFD, FD_CLOEXEC);
+    }
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(out[0]), close(out[1]), close(err[0]), close(err[1]);
+        return ts_error(TS_ERR_IO, "debug-run: fork: %s", strerror(e));
+    }
+    if (pid == 0) { /* only async-signal-safe calls from here to exec */
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        setpgid(0, 0);
+        dup2(out[1], STDOUT_FILENO);
+        dup2(out[1], STDERR_FILENO);
+        environ = envp;
+        execvp(c->argv[0], c->argv);
+        int e = errno;
+        (void)write_all(err[1], (const char *)&e, sizeof e);
+        _exit(127);
+    }
+    setpgid(pid, pid); /* also here, so the group exists before any kill */
+    close(out[1]);
+    close(err[1]);
+
+    memset(res, 0, sizeof(*res));
+    int e = 0;
+    if (read(err[0], &e, sizeof e) == (ssize_t)sizeof e) /* EOF at a successful exec */
+        res->exec_errno = e;
+    close(err[0]);
+    if (res->exec_errno) {
+        char msg[512];
+        int k = snprintf(msg, sizeof msg, "tensorscope debug-run: cannot execute '%s': %s\n",
+                         c->argv[0], strerror(res->exec_errno));
+        copy_out(log_fd, msg, (size_t)k < sizeof msg ? (size_t)k : sizeof msg - 1);
+    }
+
+    uint64_t start = ts_now_ns(), term_at = 0;
+    int reaped = 0, eof = 0, killed = 0;
+    char buf[65536];
+    while (!reaped || !eof) {
+        if (!reaped && waitpid(pid, &res->status, WNOHANG) == pid)
+            reaped = 1;
+        if (reaped && !eof) {
+            /* The child is gone: take what is buffered, but do not wait for
+             * processes it left behind holding the pipe. */
+            fcntl(out[0], F_SETFL, O_NONBLOCK);
+            ssize_t k;
+            while ((k = read(out[0], buf, sizeof buf)) > 0)
+                copy_out(log_fd, buf, (size_t)k);
+            eof = 1;
+            break;
+        }
+        if (!eof) {
+            struct pollfd p = {.fd = out[0], .events = POLLIN};
+            if (poll(&p, 1, 100) > 0) {
+                ssize_t k = read(out[0], buf, sizeof buf);
+                if (k > 0)
+                    copy_out(log_fd, buf, (size_t)k);
+                else if (k == 0 || errno != EINTR)
+                    eof = 1;
+            }
+        } else {
+            struct timespec ts = {0, 20000000};
+            nanosleep(&ts, NULL);
+        }
+        uint64_t now = ts_now_ns();
+        if (!reaped && c->timeout_s > 0 && !res->timed_out &&
+            (double)(now - start) >= c->timeout_s * 1e9) {
+            res->timed_out = 1;
+            term_at = now;
+            kill(-pid, SIGTERM);
+            kill(pid, SIGTERM);
+        }
+        if (!reaped && res->timed_out && !killed && now - term_at >= 2000000000ull) {
+            killed = 1;
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+        }
+    }
+    if (res->timed_out)
+        kill(-pid, SIGKILL); /* whatever the command started */
+    close(out[0]);
+    return TS_OK;
+}
+
+/* -------------------------------------------------------- the text files */
+
+static void write_exit(FILE *f, const ts_debug_run_config *c, const run_result *r) {
+    if (r->timed_out)
+        fprintf(f, "timeout after %g s\n", c->timeout_s);
+    if (r->exec_errno)
+        fprintf(f, "not started: %s\n", strerror(r->exec_errno));
+    if (WIFEXITED(r->status))
+        fprintf(f, "exit %d\n", WEXITSTATUS(r->status));
+    else if (WIFSIGNALED(r->status))
+        fprintf(f, "signal %d (%s)\n", WTERMSIG(r->status), signal_name(WTERMSIG(r->status)));
+}
+
+static void write_command(FILE *f, char *const *argv) {
+    for (size_t i = 0; argv[i]; i++) {
+        const char *a = argv[i];
+        int plain = *a != 0;
+        for (const char *p = a; *p; p++)
+            if (!isalnum((unsigned char)*p) && !strchr("-_./=:,+@%", *p))
+                plain = 0;
+        fputs(i ? " " : "", f);
+        if (plain) {
+            fputs(a, f);
+            continue;
+        }
+        fputc('\'', f);
+        for (const char *p = a; *p; p++)
+            *p == '\'' ? fputs("'\\''", f) : fputc(*p, f);
+        fputc('\'', f);
+    }
+    fputc('\n', f);
+}
+
+static void write_env(FILE *f, char *const *envp) {
+    for (size_t i = 0; envp[i]; i++) {
+        const char *eq = strchr(envp[i], '=');
+        if (eq && is_secret_name(envp[i]))
+            fprintf(f, "%.*s=<redacted>\n", (int)(eq - envp[i]), envp[i]);
+        else
+            fprintf(f, "%s\n", envp[i]);
+    }
+}
+
+/* Copies the lines of a /proc file that start with one of the keys. */
+static void copy_proc_lines(FILE *out, const char *path, const char *key, int first_only) {
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    char line[1024];
+    int n = 0;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, key, strlen(key)) == 0 && (!first_only || n++ == 0))
+            fputs(line, out);
+    fclose(f);
+}
+
+static void write_sysinfo(FILE *f) {
+    struct utsname u;
+    if (uname(&u) == 0)
+        fprintf(f, "uname: %s %s %s %s %s\n", u.sysname, u.nodename, u.release, u.version,
+                u.machine);
+    copy_proc_lines(f, "/proc/cpuinfo", "model name", 1);
+    fprintf(f, "online cpus: %ld\n", sysconf(_SC_NPROCESSORS_ONLN));
+    copy_proc_lines(f, "/proc/meminfo", "MemTotal", 1);
+    copy_proc_lines(f, "/proc/meminfo", "MemAvailable", 1);
+    fprintf(f, "tensorscope: %s\n", ts_version());
+    fprintf(f, "zlib: %s\n", zlibVersion());
+    fprintf(f, "openblas: %s\n", openblas_get_config());
+    fprintf(f, "cairo: %s\n", cairo_version_string());
+    fprintf(f, "protobuf-c: %s\n", protobuf_c_version());
+    const char *la = archive_version_string(); /* "libarchive 3.6.2" */
+    fprintf(f, "libarchive: %s\n", strncmp(la, "libarchive ", 11) == 0 ? la + 11 : la);
+}
+
+/* ------------------------------------------------------------- archiving */
+
+static int not_hidden(const struct dirent *d) { return d->d_name[0] != '.'; }
+
+static ts_status archive_add_file(struct archive *a, const char *dir, const char *name) {
+    char *path = path_join(dir, name);
+    if (!path)
+        return TS_ERR_OUT_OF_MEMORY;
+    ts_status st = TS_OK;
+    struct stat sb;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        if (fd >= 0)
+            close(fd);
+        ts_free(path);
+        return TS_OK; /* not a plain file: nothing to archive */
+    }
+    struct archive_entry *e = archive_entry_new();
+    char member[512];
+    snprintf(member, sizeof member, "%s/%s", TS_ARCHIVE_TOP, name);
+    archive_entry_set_pathname(e, member);
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, 0644);
+    archive_entry_set_size(e, sb.st_size);
+    archive_entry_set_mtime(e, sb.st_mtime, 0);
+    if (archive_write_header(a, e) != ARCHIVE_OK) {
+        st = ts_error(TS_ERR_IO, "debug-run: archiving %s: %s", name, archive_error_string(a));
+    } else {
+        char buf[65536];
+        ssize_t k;
+        la_int64_t left = sb.st_size; /* the size in the header is what we write */
+        while (st == TS_OK && left > 0 && (k = read(fd, buf, sizeof buf)) > 0) {
+            if (k > left)
+                k = (ssize_t)left;
+            if (archive_write_data(a, buf, (size_t)k) != k)
+                st = ts_error(TS_ERR_IO, "debug-run: archiving %s: %s", name,
+                              archive_error_string(a));
+            left -= k;
+        }
+    }
+    archive_entry_free(e);
+    close(fd);
+    ts_free(path);
+    return st;
+}
+
+static ts_status write_archive(const char *work, const char *outfile) {
+    size_t n = strlen(outfile) + 32;
+    char *tmp = ts_malloc(n);
+    if (!tmp)
+        return TS_ERR_OUT_OF_MEMORY;
+    snprintf(tmp, n, "%s.tmp%ld", outfile, (long)getpid());
+    struct archive *a = archive_write_new();
+    ts_status st = TS_OK;
+    if (!a || archive_write_add_filter_gzip(a) != ARCHIVE_OK ||
+        archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
+        archive_write_open_filename(a, tmp) != ARCHIVE_OK)
+        st = ts_error(TS_ERR_IO, "debug-run: cannot create %s: %s", tmp,
+                      a ? archive_error_string(a) : "out of memory");
+    struct dirent **names = NULL;
+    int count = st == TS_OK ? scandir(work, &names, not_hidden, alphasort) : 0;
+    if (count < 0)
+        st = ts_error(TS_ERR_IO, "debug-run: cannot list %s: %s", work, strerror(errno));
+    if (st == TS_OK) {
+        struct archive_entry *e = archive_entry_new();
+        archive_entry_set_pathname(e, TS_ARCHIVE_TOP "/");
+        archive_entry_set_filetype(e, AE_IFDIR);
+        archive_entry_set_perm(e, 0755);
+        archive_entry_set_mtime(e, time(NULL), 0);
+        if (archive_write_header(a, e) != ARCHIVE_OK)
+            st = ts_error(TS_ERR_IO, "debug-run: archiving: %s", archive_error_string(a));
+        archive_entry_free(e);
+    }
+    for (int i = 0; i < count; i++) {
+        if (st == TS_OK)
+            st = archive_add_file(a, work, names[i]->d_name);
+        free(names[i]); /* scandir's, from malloc */
+    }
+    free(names);
+    if (a && archive_write_close(a) != ARCHIVE_OK && st == TS_OK)
+        st = ts_error(TS_ERR_IO, "debug-run: writing %s: %s", tmp, archive_error_string(a));
+    if (a)
+        archive_write_free(a);
+    if (st == TS_OK && rename(tmp, outfile) != 0)
+        st = ts_error(TS_ERR_IO, "debug-run: cannot rename %s to %s: %s", tmp, outfile,
+                      strerror(errno));
+    if (st != TS_OK)
+        unlink(tmp);
+    ts_free(tmp);
+    return st;
+}
+
+static void remove_dir(const char *dir) {
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            char *p = path_join(dir, e->d_name);
+            if (p)
+                unlink(p);
+            ts_free(p);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+/* ------------------------------------------------------------------ API */
+
+static ts_status write_reports(const char *work, const ts_debug_run_config *c, char **envp,
+                               const run_result *r) {
+    static const char *const files[] = {"exit.txt", "command.txt", "env.txt", "sysinfo.txt"};
+    for (size_t i = 0; i < TS_ARRAY_LEN(files); i++) {
+        FILE *f = open_in(work, files[i]);
+        if (!f)
+            return TS_ERR_IO;
+        switch (i) {
+        case 0: write_exit(f, c, r); break;
+        case 1: write_command(f, c->argv); break;
+        case 2: write_env(f, envp); break;
+        default: write_sysinfo(f); break;
+        }
+        ts_status st = close_file(f, files[i]);
+        if (st != TS_OK)
+            return st;
+    }
+    return TS_OK;
+}
+
+ts_status ts_debug_run(const ts_debug_run_config *c, int *child_status) {
+    if (!c || !c->outfile || !*c->outfile || !c->argv || !c->argv[0])
+        return ts_error(TS_ERR_INVALID_ARGUMENT,
+                        "ts_debug_run: needs an outfile and a command (argv[0] is NULL)");
+    if (!(c->timeout_s >= 0))
+        return ts_error(TS_ERR_INVALID_ARGUMENT,
+                        "ts_debug_run: timeout_s is %g; use 0 for none or a positive number",
+                        c->timeout_s);
+    const char *tmpdir = getenv("TMPDIR");
+    char *work = path_join(tmpdir && *tmpdir ? tmpdir : "/tmp", "tensorscope-debug-XXXXXX");
+    if (!work)
+        return TS_ERR_OUT_OF_MEMORY;
+    if (!mkdtemp(work)) {
+        ts_status st = ts_error(TS_ERR_IO, "debug-run: cannot create a work directory %s: %s "
+                                "(set TMPDIR to a writable directory)", work, strerror(errno));
+        ts_free(work);
+        return st;
+    }
+    envlist env = {0};
+    run_result r = {0};
+    ts_status st = build_env(&env, work);
+    char *log_path = st == TS_OK ? path_join(work, "output.log") : NULL;
+    int log_fd = log_path ? open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
+    if (st == TS_OK && log_fd < 0)
+        st = ts_error(TS_ERR_IO, "debug-run: cannot create %s: %s",
+                      log_path ? log_path : "output.log", strerror(errno));
+    ts_free(log_path);
+    if (st == TS_OK)
+        st = run_child(c, env.v, log_fd, &r);
+    if (log_fd >= 0)
+        close(log_fd);
+    if (st == TS_OK) {
+        int code = WIFEXITED(r.status) ? WEXITSTATUS(r.status)
+                   : WIFSIGNALED(r.status) ? 128 + WTERMSIG(r.status) : -1;
+        if (child_status)
+            *child_status = code;
+        st = write_reports(work, c, env.v, &r);
+    }
+    if (st == TS_OK)
+        st = write_archive(work, c->outfile);
+    if (st == TS_OK)
+        ts_logf(TS_LOG_INFO, "debug-run: wrote %s%s%s", c->outfile,
+                c->tidy ? "" : "; work directory kept at ", c->tidy ? "" : work);
+    if (c->tidy)
+        remove_dir(work);
+    env_free(&env);
+    ts_free(work);
+    return st;
+}

@@ -1,0 +1,155 @@
+/* test_debug_run.c -- ts_debug_run on a failing, a killed and a hanging
+ * command; each archive is opened with libarchive and its members read. */
+#include "tensorscope.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int failures;
+
+static void check(int ok, const char *what) {
+    printf("%s: %s\n", ok ? "ok" : "FAIL", what);
+    if (!ok)
+        failures++;
+}
+
+#define MAX_MEMBERS 32
+typedef struct members {
+    int n;
+    char *name[MAX_MEMBERS];
+    char *text[MAX_MEMBERS];
+} members;
+
+static int read_archive(const char *path, members *m) {
+    memset(m, 0, sizeof(*m));
+    struct archive *a = archive_read_new();
+    archive_read_support_filter_all(a);
+    archive_read_support_format_all(a);
+    if (archive_read_open_filename(a, path, 16384) != ARCHIVE_OK) {
+        printf("cannot open %s: %s\n", path, archive_error_string(a));
+        archive_read_free(a);
+        return -1;
+    }
+    struct archive_entry *e;
+    while (m->n < MAX_MEMBERS && archive_read_next_header(a, &e) == ARCHIVE_OK) {
+        size_t size = (size_t)archive_entry_size(e);
+        char *t = malloc(size + 1);
+        la_ssize_t got = archive_read_data(a, t, size);
+        t[got > 0 ? (size_t)got : 0] = 0;
+        m->name[m->n] = strdup(archive_entry_pathname(e));
+        m->text[m->n++] = t;
+    }
+    archive_read_free(a);
+    return 0;
+}
+
+static const char *member(const members *m, const char *name) {
+    char full[256];
+    snprintf(full, sizeof full, "tensorscope-debug/%s", name);
+    for (int i = 0; i < m->n; i++)
+        if (strcmp(m->name[i], full) == 0)
+            return m->text[i];
+    return NULL;
+}
+
+static void free_members(members *m) {
+    for (int i = 0; i < m->n; i++)
+        free(m->name[i]), free(m->text[i]);
+}
+
+/* Runs argv through ts_debug_run, checks what every archive must hold, and
+ * leaves the members in m. */
+static int run(const char *label, char *const *argv, double timeout, int *status, members *m) {
+    char out[512];
+    snprintf(out, sizeof out, "%s/ts_debug_run_%ld_%s.tar.gz",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid(), label);
+    ts_debug_run_config c = {.outfile = out, .argv = argv, .tidy = 1, .timeout_s = timeout};
+    *status = -1;
+    ts_status st = ts_debug_run(&c, status);
+    printf("[%s] status %d, child status %d%s%s\n", label, (int)st, *status,
+           st ? ": " : "", st ? ts_last_error() : "");
+    check(st == TS_OK, "ts_debug_run returns TS_OK");
+    int ok = st == TS_OK && read_archive(out, m) == 0;
+    check(ok, "archive opens with libarchive");
+    if (!ok)
+        return -1;
+    for (int i = 0; i < m->n; i++)
+        printf("  member %s (%zu bytes)\n", m->name[i], strlen(m->text[i]));
+    const char *env = member(m, "env.txt"), *sys = member(m, "sysinfo.txt");
+    check(env && strstr(env, "MY_API_KEY=<redacted>") && !strstr(env, "hunter2"),
+          "env.txt redacts MY_API_KEY");
+    check(env && strstr(env, "TS_IR_DEBUG=1") && strstr(env, "TS_METRICS_FILE="),
+          "env.txt has the debug variables");
+    check(env && strstr(env, "MY_PLAIN_VAR=visible"), "env.txt keeps ordinary values");
+    check(sys && strstr(sys, "uname:") && strstr(sys, "zlib: ") && strstr(sys, "openblas: ") &&
+              strstr(sys, "MemTotal"), "sysinfo.txt has uname, memory and library versions");
+    check(member(m, "command.txt") != NULL, "command.txt present");
+    check(member(m, "output.log") != NULL, "output.log present");
+    unlink(out);
+    char tmp[600];
+    snprintf(tmp, sizeof tmp, "%s.tmp%ld", out, (long)getpid());
+    check(access(tmp, F_OK) != 0, "no temporary archive left behind");
+    return 0;
+}
+
+int main(void) {
+    setenv("MY_API_KEY", "hunter2", 1);
+    setenv("MY_PLAIN_VAR", "visible", 1);
+    members m;
+    int status;
+
+    char *const a1[] = {"sh", "-c", "echo out; echo err >&2; exit 3", NULL};
+    if (run("exit3", a1, 0, &status, &m) == 0) {
+        const char *log = member(&m, "output.log"), *ex = member(&m, "exit.txt");
+        check(status == 3, "exit 3 gives child status 3");
+        check(log && strstr(log, "out\n") && strstr(log, "err\n"), "output.log has stdout and stderr");
+        check(ex && strcmp(ex, "exit 3\n") == 0, "exit.txt says exit 3");
+        const char *cmd = member(&m, "command.txt");
+        check(cmd && strstr(cmd, "sh -c 'echo out; echo err >&2; exit 3'"),
+              "command.txt is the quoted command line");
+        free_members(&m);
+    }
+
+    char *const a2[] = {"sh", "-c", "echo before; kill -9 $$", NULL};
+    if (run("sigkill", a2, 0, &status, &m) == 0) {
+        const char *log = member(&m, "output.log"), *ex = member(&m, "exit.txt");
+        check(status == 128 + 9, "SIGKILL gives child status 137");
+        check(ex && strstr(ex, "signal 9 (SIGKILL)"), "exit.txt names SIGKILL");
+        check(log && strstr(log, "before"), "output.log kept the output before the kill");
+        free_members(&m);
+    }
+
+    char *const a3[] = {"sleep", "30", NULL};
+    uint64_t t0 = (uint64_t)time(NULL);
+    if (run("timeout", a3, 1, &status, &m) == 0) {
+        const char *ex = member(&m, "exit.txt");
+        check(status == 128 + 15, "timeout: child ended by SIGTERM (143)");
+        check(ex && strncmp(ex, "timeout after 1 s\n", 18) == 0, "exit.txt starts with the timeout");
+        check(ex && strstr(ex, "SIGTERM"), "exit.txt says how the child ended");
+        check((uint64_t)time(NULL) - t0 < 10, "timeout returns promptly");
+        free_members(&m);
+    }
+
+    char *const a4[] = {"/nonexistent/tensorscope-no-such-command", NULL};
+    if (run("noexec", a4, 0, &status, &m) == 0) {
+        const char *log = member(&m, "output.log"), *ex = member(&m, "exit.txt");
+        check(status == 127, "a missing command gives 127");
+        check(log && strstr(log, "cannot execute"), "output.log explains the failed start");
+        check(ex && strstr(ex, "not started"), "exit.txt says it did not start");
+        free_members(&m);
+    }
+
+    ts_debug_run_config bad = {.outfile = "/tmp/x.tar.gz", .argv = NULL};
+    check(ts_debug_run(&bad, &status) == TS_ERR_INVALID_ARGUMENT && *ts_last_error(),
+          "no command is TS_ERR_INVALID_ARGUMENT with a message");
+    char *const a5[] = {"true", NULL};
+    ts_debug_run_config unwritable = {.outfile = "/nonexistent-dir/x.tar.gz", .argv = a5, .tidy = 1};
+    check(ts_debug_run(&unwritable, &status) == TS_ERR_IO, "unwritable outfile is TS_ERR_IO");
+
+    printf("%s\n", failures ? "test_debug_run: FAILED" : "test_debug_run: all passed");
+    return failures != 0;
+}
