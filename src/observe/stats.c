@@ -1,0 +1,372 @@
+/* stats.c -- one fused pass of summaries over an f32 tensor (DESIGN.md §7).
+ *
+ * The data is walked in blocks of TS_STATS_BLOCK floats. Each block first
+ * takes a branch-free pass that gcc vectorises: per-lane double sums of
+ * d = x - c and d^2 (c = the running mean, so no cancellation however large
+ * the offset), float min/max and a zero count. A NaN or Inf anywhere in the
+ * block makes those sums non-finite -- that is the only test -- and the block
+ * is then redone by a scalar pass that classifies each value. Blocks are
+ * merged with Chan's update. Histograms and range counts, when asked for,
+ * run over the same block while it is in L1. */
+#include "observe/stats.h"
+
+#include <float.h>
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+
+#define TS_STATS_LANES 16
+#define TS_STATS_RUN 8      /* float partial sums per lane before going double */
+#define TS_STATS_BLOCK 4096 /* a multiple of RUN * LANES; int32 counts fit */
+
+static uint32_t float_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static float bits_float(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* ------------------------------------------------- TensorBoard's buckets */
+
+static double tb_limits[TS_TB_EDGES];
+/* Number of positive limits <= the lower edge of each cell of |x|'s bits
+ * >> 16 (8 exponent + 7 mantissa bits: a cell spans < 1% so at most one
+ * limit lies inside it). */
+static int16_t tb_cell[1 << 15];
+static pthread_once_t tb_once = PTHREAD_ONCE_INIT;
+
+static const double *tb_pos(void) { return tb_limits + TS_TB_SIDE + 2; }
+
+/* Positive limits <= a, by binary search (the table's build and its check). */
+static int tb_count_le_search(double a) {
+    const double *p = tb_pos();
+    int lo = 0, hi = TS_TB_SIDE;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (p[mid] <= a) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+static void tb_build(void) {
+    /* TensorFlow's InitDefaultBucketsInner, step for step, in double. */
+    double pos[TS_TB_SIDE + 8];
+    int k = 0;
+    for (double v = 1.0e-12; v < 1.0e20 && k < (int)TS_ARRAY_LEN(pos); v *= 1.1) pos[k++] = v;
+    /* k == TS_TB_SIDE (checked by the tests against the table's use). */
+    int i = 0;
+    tb_limits[i++] = -DBL_MAX;
+    for (int j = k - 1; j >= 0; j--) tb_limits[i++] = -pos[j];
+    tb_limits[i++] = 0.0;
+    for (int j = 0; j < k; j++) tb_limits[i++] = pos[j];
+    tb_limits[i++] = DBL_MAX;
+    for (uint32_t c = 0; c < TS_ARRAY_LEN(tb_cell); c++)
+        tb_cell[c] = (int16_t)tb_count_le_search((double)bits_float(c << 16));
+}
+
+const double *ts_tb_bucket_limits(void) {
+    pthread_once(&tb_once, tb_build);
+    return tb_limits;
+}
+
+/* Positive limits <= a, for a finite a > 0 whose float bits are `abits`. */
+static int tb_count_le(double a, uint32_t abits) {
+    const double *p = tb_pos();
+    int k = tb_cell[abits >> 16];
+    while (k < TS_TB_SIDE && p[k] <= a) k++;
+    return k;
+}
+
+/* upper_bound for finite float values (see stats.h); layout: -DBL_MAX at 0,
+ * -p[j] at SIDE - j, 0 at SIDE + 1, p[j] at SIDE + 2 + j, DBL_MAX last. */
+static int tb_index_f32(float x) {
+    uint32_t abits = float_bits(x) & 0x7fffffffu;
+    if (abits == 0) return TS_TB_SIDE + 2; /* first limit > 0 is p[0] */
+    double a = fabs((double)x);
+    int le = tb_count_le(a, abits);
+    if (x > 0) return TS_TB_SIDE + 2 + le;
+    /* x < 0: the first -p[j] > x has the largest j with p[j] < a. */
+    int lt = le - (le > 0 && tb_pos()[le - 1] == a);
+    return TS_TB_SIDE + 1 - lt;
+}
+
+int ts_tb_bucket_index(double x) {
+    ts_tb_bucket_limits();
+    if (x == 0) return TS_TB_SIDE + 2;
+    double a = fabs(x);
+    int le = tb_count_le_search(a);
+    if (x > 0) return TS_TB_SIDE + 2 + le;
+    int lt = le - (le > 0 && tb_pos()[le - 1] == a);
+    return TS_TB_SIDE + 1 - lt;
+}
+
+/* ------------------------------------------------------------- moments */
+
+typedef struct block_sums {
+    int64_t n, zeros, nans, pos_infs, neg_infs;
+    double s, q; /* sums of x - c and (x - c)^2 over the finite values */
+    double min, max;
+} block_sums;
+
+/* The vectorised pass over exactly TS_STATS_BLOCK values. d = x - c and d^2
+ * are formed in float and summed in float over runs of TS_STATS_RUN values
+ * per lane, then in double: half the vector work of converting every value,
+ * for a relative error of a few float ulps of each run's sum. A d^2 too big
+ * for a float becomes Inf and takes the (all double) slow path. False when
+ * the block's sums are not finite (a NaN or Inf in it, or such a d^2). */
+static bool block_fast(const float *x, float c, block_sums *b) {
+    double s[TS_STATS_LANES] = {0}, q[TS_STATS_LANES] = {0};
+    float mn[TS_STATS_LANES], mx[TS_STATS_LANES];
+    int32_t z[TS_STATS_LANES] = {0};
+    for (int j = 0; j < TS_STATS_LANES; j++) mn[j] = mx[j] = x[j];
+    for (int r = 0; r < TS_STATS_BLOCK; r += TS_STATS_RUN * TS_STATS_LANES) {
+        float fs[TS_STATS_LANES] = {0}, fq[TS_STATS_LANES] = {0};
+        for (int i = r; i < r + TS_STATS_RUN * TS_STATS_LANES; i += TS_STATS_LANES) {
+            for (int j = 0; j < TS_STATS_LANES; j++) {
+                float v = x[i + j], d = v - c;
+                fs[j] += d;
+                fq[j] += d * d;
+                mn[j] = v < mn[j] ? v : mn[j];
+                mx[j] = v > mx[j] ? v : mx[j];
+                z[j] += v == 0.0f;
+            }
+        }
+        for (int j = 0; j < TS_STATS_LANES; j++) {
+            s[j] += (double)fs[j];
+            q[j] += (double)fq[j];
+        }
+    }
+    double ss = 0, qq = 0;
+    float lo = mn[0], hi = mx[0];
+    int64_t zz = 0;
+    for (int j = 0; j < TS_STATS_LANES; j++) {
+        ss += s[j];
+        qq += q[j];
+        lo = mn[j] < lo ? mn[j] : lo;
+        hi = mx[j] > hi ? mx[j] : hi;
+        zz += z[j];
+    }
+    if (!isfinite(ss) || !isfinite(qq)) return false;
+    memset(b, 0, sizeof *b);
+    b->n = TS_STATS_BLOCK;
+    b->zeros = zz;
+    b->s = ss;
+    b->q = qq;
+    b->min = lo;
+    b->max = hi;
+    return true;
+}
+
+/* The scalar pass: any length, classifies every value. */
+static void block_slow(const float *x, int64_t n, double c, block_sums *b) {
+    memset(b, 0, sizeof *b);
+    b->min = INFINITY;
+    b->max = -INFINITY;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u = float_bits(x[i]);
+        if ((u & 0x7f800000u) == 0x7f800000u) {
+            if (u & 0x007fffffu) b->nans++;
+            else if (u >> 31) b->neg_infs++;
+            else b->pos_infs++;
+            continue;
+        }
+        double v = (double)x[i], d = v - c;
+        b->n++;
+        b->zeros += v == 0.0;
+        b->s += d;
+        b->q += d * d;
+        if (v < b->min) b->min = v;
+        if (v > b->max) b->max = v;
+    }
+}
+
+/* Chan et al.'s parallel update of (n, mean, m2) with another set. */
+static void moments_merge(int64_t *na, double *ma, double *m2a, int64_t nb, double mb,
+                          double m2b) {
+    if (nb == 0) return;
+    if (*na == 0) {
+        *na = nb;
+        *ma = mb;
+        *m2a = m2b;
+        return;
+    }
+    double fa = (double)*na, fb = (double)nb, n = fa + fb, delta = mb - *ma;
+    *ma += delta * (fb / n);
+    *m2a += m2b + delta * delta * (fa * fb / n);
+    *na += nb;
+}
+
+static void add_block(ts_stats_partial *p, const block_sums *b, double c) {
+    p->zeros += b->zeros;
+    p->nans += b->nans;
+    p->pos_infs += b->pos_infs;
+    p->neg_infs += b->neg_infs;
+    if (b->n == 0) return;
+    double fn = (double)b->n, mean = c + b->s / fn, m2 = b->q - b->s * (b->s / fn);
+    moments_merge(&p->finite, &p->mean, &p->m2, b->n, mean, m2 > 0 ? m2 : 0);
+    if (b->min < p->min) p->min = b->min;
+    if (b->max > p->max) p->max = b->max;
+}
+
+static void stats_block(ts_stats_partial *p, const float *x, int64_t n) {
+    /* Shift by the running mean (or the block's first value): keeps d small. */
+    float c = p->finite > 0 ? (float)p->mean : (isfinite(x[0]) ? x[0] : 0.0f);
+    block_sums b;
+    if (n != TS_STATS_BLOCK || !block_fast(x, c, &b)) block_slow(x, n, c, &b);
+    add_block(p, &b, c);
+}
+
+/* ------------------------------------------------- histograms and range */
+
+static void hist_block(ts_stats_partial *p, const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t a = float_bits(x[i]) & 0x7fffffffu, e = a >> 23;
+        if (a == 0) p->log2_zeros++;
+        else if (e != 0xffu) p->log2_counts[e]++;
+        if (e == 0xffu) continue;
+        int k = tb_index_f32(x[i]);
+        p->tb_counts[k < TS_TB_BINS ? k : TS_TB_BINS - 1]++;
+    }
+}
+
+/* Bits of |x| thresholds, one per target (fp16, bf16, e4m3, e5m2): underflow
+ * when 0 < bits < min_normal, overflow when bits >= over_from (and finite). */
+static const uint32_t range_min_normal[4] = {
+    (127u - 14u) << 23, /* fp16 2^-14 */
+    1u << 23,           /* bf16 2^-126: float's own smallest normal */
+    (127u - 6u) << 23,  /* e4m3 2^-6 */
+    (127u - 14u) << 23, /* e5m2 2^-14 */
+};
+static const uint32_t range_over_from[4] = {
+    0x477ff000u,      /* 65520 */
+    0x7f7f8000u,      /* 0x1.ffp127 */
+    0x43e80000u + 1u, /* just above 464 */
+    0x47700000u,      /* 61440 */
+};
+
+static void range_block(ts_stats_partial *p, const float *x, int64_t n) {
+    int64_t under[4] = {0}, over[4] = {0};
+    for (int t = 0; t < 4; t++) {
+        uint32_t lo = range_min_normal[t] - 1u, hi = range_over_from[t];
+        int32_t u = 0, o = 0; /* n <= TS_STATS_BLOCK: no overflow */
+        for (int64_t i = 0; i < n; i++) {
+            uint32_t a = float_bits(x[i]) & 0x7fffffffu;
+            u += a - 1u < lo; /* a == 0 wraps to the top: not counted */
+            o += (a >= hi) & (a < 0x7f800000u);
+        }
+        under[t] += u;
+        over[t] += o;
+    }
+    for (int t = 0; t < 4; t++) {
+        p->under[t] += under[t];
+        p->over[t] += over[t];
+    }
+}
+
+/* ---------------------------------------------------------- the partials */
+
+void ts_stats_partial_init(ts_stats_partial *p, int what) {
+    memset(p, 0, sizeof *p);
+    p->what = what;
+    p->min = INFINITY;
+    p->max = -INFINITY;
+    if (what & TS_WATCH_HISTOGRAM) ts_tb_bucket_limits();
+}
+
+void ts_stats_partial_add(ts_stats_partial *p, const float *x, int64_t n) {
+    if (n <= 0 || !x) return;
+    p->count += n;
+    for (int64_t i = 0; i < n; i += TS_STATS_BLOCK) {
+        int64_t len = n - i < TS_STATS_BLOCK ? n - i : TS_STATS_BLOCK;
+        if (p->what & TS_WATCH_STATS) stats_block(p, x + i, len);
+        if (p->what & TS_WATCH_HISTOGRAM) hist_block(p, x + i, len);
+        if (p->what & TS_WATCH_RANGE) range_block(p, x + i, len);
+    }
+}
+
+void ts_stats_merge(ts_stats_partial *into, const ts_stats_partial *from) {
+    into->count += from->count;
+    into->zeros += from->zeros;
+    into->nans += from->nans;
+    into->pos_infs += from->pos_infs;
+    into->neg_infs += from->neg_infs;
+    moments_merge(&into->finite, &into->mean, &into->m2, from->finite, from->mean, from->m2);
+    if (from->min < into->min) into->min = from->min;
+    if (from->max > into->max) into->max = from->max;
+    into->log2_zeros += from->log2_zeros;
+    for (int i = 0; i < TS_LOG2_BINS; i++) into->log2_counts[i] += from->log2_counts[i];
+    for (int i = 0; i < TS_TB_BINS; i++) into->tb_counts[i] += from->tb_counts[i];
+    for (int t = 0; t < 4; t++) {
+        into->under[t] += from->under[t];
+        into->over[t] += from->over[t];
+    }
+}
+
+void ts_stats_finish(const ts_stats_partial *p, ts_summary *out) {
+    memset(out, 0, sizeof *out);
+    out->what = p->what;
+    ts_stats *s = &out->stats;
+    s->count = p->count;
+    if (p->what & TS_WATCH_STATS) {
+        s->zeros = p->zeros;
+        s->nans = p->nans;
+        s->pos_infs = p->pos_infs;
+        s->neg_infs = p->neg_infs;
+        if (p->finite > 0) {
+            double fn = (double)p->finite;
+            s->mean = p->mean;
+            s->std = sqrt(p->m2 / fn);
+            s->min = p->min;
+            s->max = p->max;
+            s->l2 = sqrt(p->m2 + fn * p->mean * p->mean);
+        } else {
+            s->mean = s->std = s->min = s->max = NAN;
+            s->l2 = 0;
+        }
+    }
+    if (p->what & TS_WATCH_HISTOGRAM) {
+        out->log2_zeros = p->log2_zeros;
+        memcpy(out->log2_counts, p->log2_counts, sizeof out->log2_counts);
+        memcpy(out->tb_counts, p->tb_counts, sizeof out->tb_counts);
+    }
+    if (p->what & TS_WATCH_RANGE && p->count > 0) {
+        double fn = (double)p->count;
+        ts_range *r = &out->range;
+        r->fp16_underflow = (double)p->under[0] / fn;
+        r->fp16_overflow = (double)p->over[0] / fn;
+        r->bf16_underflow = (double)p->under[1] / fn;
+        r->bf16_overflow = (double)p->over[1] / fn;
+        r->e4m3_underflow = (double)p->under[2] / fn;
+        r->e4m3_overflow = (double)p->over[2] / fn;
+        r->e5m2_underflow = (double)p->under[3] / fn;
+        r->e5m2_overflow = (double)p->over[3] / fn;
+    }
+}
+
+ts_status ts_summarize_f32(const float *x, int64_t n, int what, ts_summary *out) {
+    const int all = TS_WATCH_STATS | TS_WATCH_HISTOGRAM | TS_WATCH_RANGE;
+    if (!out) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_summarize_f32: out is NULL");
+    if (n < 0)
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_summarize_f32: n is %lld, must be >= 0",
+                        (long long)n);
+    if (n > 0 && !x)
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_summarize_f32: x is NULL with n = %lld",
+                        (long long)n);
+    if (what == 0 || (what & ~all))
+        return ts_error(TS_ERR_INVALID_ARGUMENT,
+                        "ts_summarize_f32: what = %d; pass a non-empty OR of TS_WATCH_STATS, "
+                        "TS_WATCH_HISTOGRAM and TS_WATCH_RANGE",
+                        what);
+    /* ~15 KB of stack: no allocation in the step loop. */
+    ts_stats_partial p;
+    ts_stats_partial_init(&p, what);
+    ts_stats_partial_add(&p, x, n);
+    ts_stats_finish(&p, out);
+    return TS_OK;
+}

@@ -1,0 +1,64 @@
+/* stats.h -- summaries of f32 tensors in parts (DESIGN.md §7). Internal.
+ *
+ * ts_summarize_f32 is one call; the executor's thread pool splits a big
+ * tensor into chunks instead:
+ *
+ *     ts_stats_partial p[T];                     // one per thread
+ *     ts_stats_partial_init(&p[t], what);        // each thread
+ *     ts_stats_partial_add(&p[t], x + b, e - b); // chunk [b, e), any size
+ *     for (t = 1; t < T; t++) ts_stats_merge(&p[0], &p[t]);
+ *     ts_stats_finish(&p[0], &summary);
+ *
+ * Merging is exact for the counts and Chan's parallel update for the moments,
+ * so any split gives what one pass gives (to rounding).
+ *
+ * Rules the numbers follow:
+ * - mean, std (population), min, max and l2 cover the finite values. With no
+ *   finite value, mean/std/min/max are NaN and l2 is 0.
+ * - log2 histogram: finite non-zero x go to bin = the float exponent field of
+ *   x (bin 0 = subnormals); +-0 are counted in log2_zeros; NaN/Inf nowhere.
+ * - TensorBoard buckets: exactly TensorFlow's Histogram::Add: the bucket of x
+ *   is std::upper_bound(limits, x), i.e. the first limit > x; NaN/Inf skipped.
+ * - range: fractions over all `count` elements. Zeros and non-finite values
+ *   are neither. underflow: 0 < |x| < the target's smallest normal.
+ *   overflow: round-to-nearest-even of |x| to the target's precision exceeds
+ *   its largest finite value, i.e.
+ *     fp16 |x| >= 65520        (65504 + half an ulp; the tie goes up)
+ *     bf16 |x| >= 0x1.ffp127   (3.3961e38, the same rule)
+ *     e5m2 |x| >= 61440        (57344 + half an ulp; the tie goes up)
+ *     e4m3 |x| >  464          (448 + half an ulp; the tie goes down to 448,
+ *                               e4m3 has no Inf: above it is NaN/saturation) */
+#ifndef TS_OBSERVE_STATS_H
+#define TS_OBSERVE_STATS_H
+
+#include "core/core.h"
+
+/* Positive TensorBoard limits 1e-12 * 1.1^k below 1e20 (k = 0..773). */
+#define TS_TB_SIDE 774
+/* Limits in TensorFlow's table: -DBL_MAX, the negatives, 0, the positives,
+ * DBL_MAX. The public TS_TB_BINS must equal it. */
+#define TS_TB_EDGES (2 * TS_TB_SIDE + 3)
+
+typedef struct ts_stats_partial {
+    int what;
+    int64_t count, zeros, nans, pos_infs, neg_infs;
+    int64_t finite;       /* finite values seen: the moments' n */
+    double mean, m2;      /* running mean and sum of squared deviations */
+    double min, max;      /* of finite values; +-Inf while finite == 0 */
+    int64_t log2_zeros;
+    int64_t log2_counts[TS_LOG2_BINS];
+    int64_t tb_counts[TS_TB_BINS];
+    int64_t under[4], over[4]; /* fp16, bf16, e4m3, e5m2 */
+} ts_stats_partial;
+
+void ts_stats_partial_init(ts_stats_partial *p, int what);
+/* Adds x[0..n) (n >= 0; x may be NULL when n == 0). */
+void ts_stats_partial_add(ts_stats_partial *p, const float *x, int64_t n);
+/* into += from (both initialised with the same `what`). */
+void ts_stats_merge(ts_stats_partial *into, const ts_stats_partial *from);
+void ts_stats_finish(const ts_stats_partial *p, ts_summary *out);
+
+/* TensorFlow's bucket index of a finite x: upper_bound over the limits. */
+int ts_tb_bucket_index(double x);
+
+#endif

@@ -1,0 +1,481 @@
+/* test_stats.c -- summaries against independent references: a two-pass
+ * double reference for the moments, frexp for the log2 bins, a brute-force
+ * upper_bound over TensorFlow's bucket limits (rebuilt here), a software
+ * round-to-nearest-even for the low-precision ranges, and the text forms
+ * parsed back. */
+#include "observe/stats.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        int ok_ = (cond) ? 1 : 0;                                                                          \
+        printf("%s ", ok_ ? "ok  " : "FAIL");                                                      \
+        printf(__VA_ARGS__);                                                                       \
+        printf("\n");                                                                              \
+        if (!ok_) failures++;                                                                      \
+    } while (0)
+
+static uint64_t rng = 88172645463325252ull;
+static uint64_t next_u64(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+static double uniform(void) { return ((double)(next_u64() >> 11) + 0.5) / 9007199254740992.0; }
+static double normal(void) { return sqrt(-2 * log(uniform())) * cos(2 * M_PI * uniform()); }
+
+static bool close_rel(double a, double b, double rel) {
+    if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
+    return fabs(a - b) <= rel * fmax(fabs(a), fabs(b)) + 1e-300;
+}
+
+/* ------------------------------------------------------- two-pass reference */
+
+static void reference(const float *x, int64_t n, ts_stats *r) {
+    memset(r, 0, sizeof *r);
+    r->count = n;
+    int64_t k = 0;
+    double sum = 0, mn = INFINITY, mx = -INFINITY;
+    for (int64_t i = 0; i < n; i++) {
+        if (isnan(x[i])) r->nans++;
+        else if (isinf(x[i])) *(x[i] > 0 ? &r->pos_infs : &r->neg_infs) += 1;
+        else {
+            if (x[i] == 0) r->zeros++;
+            k++;
+            sum += x[i];
+            mn = fmin(mn, x[i]);
+            mx = fmax(mx, x[i]);
+        }
+    }
+    double mean = k ? sum / (double)k : NAN, ss = 0, sq = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (isfinite(x[i])) {
+            ss += ((double)x[i] - mean) * ((double)x[i] - mean);
+            sq += (double)x[i] * (double)x[i];
+        }
+    r->mean = mean;
+    r->std = k ? sqrt(ss / (double)k) : NAN;
+    r->min = k ? mn : NAN;
+    r->max = k ? mx : NAN;
+    r->l2 = sqrt(sq);
+}
+
+static void compare_stats(const char *what, const ts_stats *s, const ts_stats *r, double rel) {
+    CHECK(s->count == r->count && s->zeros == r->zeros && s->nans == r->nans &&
+              s->pos_infs == r->pos_infs && s->neg_infs == r->neg_infs,
+          "%s: counts n=%lld zeros=%lld nan=%lld +inf=%lld -inf=%lld (ref %lld %lld %lld %lld %lld)",
+          what, (long long)s->count, (long long)s->zeros, (long long)s->nans,
+          (long long)s->pos_infs, (long long)s->neg_infs, (long long)r->count,
+          (long long)r->zeros, (long long)r->nans, (long long)r->pos_infs, (long long)r->neg_infs);
+    /* The mean is compared on the data's own scale: its std, or its size. */
+    double mscale = fmax(r->std, fabs(r->mean) * 1e-3);
+    CHECK(isnan(r->mean) ? isnan(s->mean) : fabs(s->mean - r->mean) <= rel * mscale,
+          "%s: mean %.12g vs %.12g", what, s->mean, r->mean);
+    CHECK(close_rel(s->std, r->std, rel), "%s: std %.12g vs %.12g", what, s->std, r->std);
+    CHECK(close_rel(s->l2, r->l2, rel), "%s: l2 %.12g vs %.12g", what, s->l2, r->l2);
+    CHECK((isnan(r->min) && isnan(s->min)) || (s->min == r->min && s->max == r->max),
+          "%s: min/max of finite values %.9g %.9g (ref %.9g %.9g)", what, s->min, s->max, r->min,
+          r->max);
+}
+
+/* Random data with an awkward value every `stride` (0: none). */
+static void fill(float *x, int64_t n, double offset, double scale, int64_t stride) {
+    for (int64_t i = 0; i < n; i++) x[i] = (float)(offset + scale * normal());
+    if (!stride) return;
+    for (int64_t i = stride / 2; i < n; i += stride) {
+        switch (next_u64() % 7) {
+        case 0: x[i] = NAN; break;
+        case 1: x[i] = INFINITY; break;
+        case 2: x[i] = -INFINITY; break;
+        case 3: x[i] = 0.0f; break;
+        case 4: x[i] = -0.0f; break;
+        case 5: x[i] = 1e-40f; break; /* subnormal */
+        default: x[i] = -FLT_MAX; break;
+        }
+    }
+}
+
+static void test_moments(void) {
+    const int64_t n = 300007; /* not a multiple of any block size */
+    float *x = malloc((size_t)n * sizeof *x);
+    ts_summary *s = malloc(sizeof *s);
+    ts_stats r;
+    struct {
+        const char *name;
+        double offset, scale;
+        int64_t stride;
+    } cases[] = {
+        {"N(0,1)", 0, 1, 0},
+        {"1e4 + N(0,1)", 1e4, 1, 0},
+        {"1e6 + N(0,1e-2)", 1e6, 1e-2, 0},
+        {"gradient-sized 1e-3 N(0,1)", 0, 1e-3, 0},
+        {"N(0,1e25) (squares beyond float)", 0, 1e25, 0},
+        {"N(0,1) with NaN/Inf/zeros/subnormals/-FLT_MAX", 0, 1, 97},
+        {"1e4 + N(0,1) with specials", 1e4, 1, 97},
+        {"1e4 + N(0,1), a few specials (fast and slow blocks)", 1e4, 1, 40009},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        fill(x, n, cases[c].offset, cases[c].scale, cases[c].stride);
+        ts_status st = ts_summarize_f32(x, n, TS_WATCH_STATS, s);
+        CHECK(st == TS_OK, "%s: summarize ok", cases[c].name);
+        reference(x, n, &r);
+        compare_stats(cases[c].name, &s->stats, &r, 1e-6);
+    }
+    /* Edge cases: all zeros, all NaN, empty, one value. */
+    memset(x, 0, 5000 * sizeof *x);
+    ts_summarize_f32(x, 5000, TS_WATCH_STATS, s);
+    reference(x, 5000, &r);
+    compare_stats("all zeros", &s->stats, &r, 1e-12);
+    for (int i = 0; i < 5000; i++) x[i] = NAN;
+    ts_summarize_f32(x, 5000, TS_WATCH_STATS, s);
+    CHECK(s->stats.nans == 5000 && isnan(s->stats.mean) && isnan(s->stats.min) &&
+              s->stats.l2 == 0,
+          "all NaN: nans=5000, mean/min NaN, l2 0");
+    CHECK(ts_summarize_f32(NULL, 0, TS_WATCH_STATS, s) == TS_OK && s->stats.count == 0,
+          "empty tensor is fine");
+    x[0] = -3.5f;
+    ts_summarize_f32(x, 1, TS_WATCH_STATS, s);
+    CHECK(s->stats.mean == -3.5 && s->stats.std == 0 && s->stats.min == -3.5 &&
+              s->stats.l2 == 3.5,
+          "one value: mean -3.5 std 0 l2 3.5");
+    /* Bad arguments are errors, not crashes. */
+    CHECK(ts_summarize_f32(x, -1, TS_WATCH_STATS, s) == TS_ERR_INVALID_ARGUMENT,
+          "n < 0 rejected: %s", ts_last_error());
+    CHECK(ts_summarize_f32(NULL, 10, TS_WATCH_STATS, s) == TS_ERR_INVALID_ARGUMENT,
+          "NULL data rejected");
+    CHECK(ts_summarize_f32(x, 1, 0, s) == TS_ERR_INVALID_ARGUMENT, "what = 0 rejected");
+    CHECK(ts_summarize_f32(x, 1, 64, s) == TS_ERR_INVALID_ARGUMENT, "unknown what bit rejected");
+    CHECK(ts_summarize_f32(x, 1, TS_WATCH_STATS, NULL) == TS_ERR_INVALID_ARGUMENT,
+          "NULL out rejected");
+    free(x);
+    free(s);
+}
+
+/* ---------------------------------------------------------------- log2 bins */
+
+static void test_log2(void) {
+    const int64_t n = 200003;
+    float *x = malloc((size_t)n * sizeof *x);
+    for (int64_t i = 0; i < n; i++) {
+        double mag = ldexp(1.0 + uniform(), (int)(next_u64() % 300) - 160); /* subnormals too */
+        x[i] = (float)((next_u64() & 1) ? mag : -mag);
+        if (i % 50 == 0) x[i] = 0.0f;
+        if (i % 501 == 0) x[i] = (i % 2) ? NAN : -INFINITY;
+    }
+    int64_t *want = calloc(TS_LOG2_BINS, sizeof *want), zeros = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!isfinite(x[i])) continue;
+        if (x[i] == 0) {
+            zeros++;
+            continue;
+        }
+        int e;
+        frexpf(x[i], &e); /* |x| in [2^(e-1), 2^e) */
+        want[e + 126 > 0 ? e + 126 : 0]++;
+    }
+    ts_summary *s = malloc(sizeof *s);
+    CHECK(ts_summarize_f32(x, n, TS_WATCH_HISTOGRAM, s) == TS_OK, "histogram ok");
+    int bad = 0;
+    for (int i = 0; i < TS_LOG2_BINS; i++) bad += s->log2_counts[i] != want[i];
+    CHECK(bad == 0 && s->log2_zeros == zeros, "log2 bins match frexp (%d bins differ, zeros %lld/%lld)",
+          bad, (long long)s->log2_zeros, (long long)zeros);
+    CHECK(s->log2_counts[0] > 0 && s->log2_counts[127] > 0, "subnormal bin and [1,2) bin used");
+    free(want);
+    free(x);
+    free(s);
+}
+
+/* ------------------------------------------------------- TensorBoard buckets */
+
+static double *tf_limits(int *count) {
+    /* TensorFlow's InitDefaultBucketsInner, written out again here. */
+    double pos[1000];
+    int k = 0;
+    for (double v = 1.0e-12; v < 1.0e20; v *= 1.1) pos[k++] = v;
+    double *l = malloc((size_t)(2 * k + 3) * sizeof *l);
+    int i = 0;
+    l[i++] = -DBL_MAX;
+    for (int j = k - 1; j >= 0; j--) l[i++] = -pos[j];
+    l[i++] = 0.0;
+    for (int j = 0; j < k; j++) l[i++] = pos[j];
+    l[i++] = DBL_MAX;
+    *count = i;
+    return l;
+}
+
+static int upper_bound(const double *l, int n, double x) {
+    int i = 0;
+    while (i < n && !(l[i] > x)) i++;
+    return i;
+}
+
+static void test_tb(void) {
+    int n_lim;
+    double *lim = tf_limits(&n_lim);
+    CHECK(n_lim == TS_TB_EDGES, "TensorFlow's default buckets: %d limits (TS_TB_EDGES %d)", n_lim,
+          TS_TB_EDGES);
+    CHECK(TS_TB_BINS == n_lim,
+          "public TS_TB_BINS (%d) equals TensorFlow's %d limits (the header must say %d)",
+          TS_TB_BINS, n_lim, n_lim);
+    const double *got = ts_tb_bucket_limits();
+    int diff = 0;
+    for (int i = 0; i < n_lim; i++) diff += got[i] != lim[i];
+    CHECK(diff == 0, "ts_tb_bucket_limits equals TensorFlow's table (%d differ)", diff);
+    for (int i = 1; i < n_lim; i++)
+        if (!(got[i] > got[i - 1])) diff++;
+    CHECK(diff == 0, "limits strictly ascending");
+
+    /* Exact limits as doubles (not representable in f32): internal lookup. */
+    int bad = 0;
+    for (int i = 0; i < n_lim - 1; i++) {
+        double v[3] = {lim[i], nextafter(lim[i], -INFINITY), nextafter(lim[i], INFINITY)};
+        for (int t = 0; t < 3; t++) /* finite only: -DBL_MAX's neighbour is -Inf */
+            if (isfinite(v[t]) && ts_tb_bucket_index(v[t]) != upper_bound(lim, n_lim, v[t])) {
+                printf("     limit %d: %.17g -> %d, upper_bound %d\n", i, v[t],
+                       ts_tb_bucket_index(v[t]), upper_bound(lim, n_lim, v[t]));
+                bad++;
+            }
+    }
+    CHECK(bad == 0, "ts_tb_bucket_index == upper_bound at every limit and its neighbours (%d bad)",
+          bad);
+
+    /* Floats: random magnitudes, the f32 roundings of every limit and their
+     * neighbours, zeros, extremes; counts against the brute force. */
+    int64_t cap = 4 * n_lim + 400000, n = 0;
+    float *x = malloc((size_t)cap * sizeof *x);
+    for (int i = 1; i < n_lim - 1; i++) {
+        float f = (float)lim[i];
+        x[n++] = f;
+        x[n++] = nextafterf(f, -INFINITY);
+        x[n++] = nextafterf(f, INFINITY);
+    }
+    x[n++] = 0.0f;
+    x[n++] = -0.0f;
+    x[n++] = FLT_MAX;
+    x[n++] = -FLT_MAX;
+    x[n++] = FLT_TRUE_MIN;
+    x[n++] = -FLT_TRUE_MIN;
+    x[n++] = NAN;
+    x[n++] = INFINITY;
+    while (n < cap) {
+        double mag = ldexp(1.0 + uniform(), (int)(next_u64() % 260) - 140);
+        x[n++] = (float)((next_u64() & 1) ? mag : -mag);
+    }
+    /* While the header's TS_TB_BINS is short (checked above), the top buckets
+     * fold into its last one: compare on that layout. */
+    int64_t *want = calloc((size_t)n_lim + 1, sizeof *want);
+    for (int64_t i = 0; i < n; i++) {
+        if (!isfinite(x[i])) continue;
+        int b = upper_bound(lim, n_lim, x[i]);
+        want[b < TS_TB_BINS ? b : TS_TB_BINS - 1]++;
+    }
+    ts_summary *s = malloc(sizeof *s);
+    CHECK(ts_summarize_f32(x, n, TS_WATCH_HISTOGRAM, s) == TS_OK, "histogram of %lld floats",
+          (long long)n);
+    bad = 0;
+    int m = TS_TB_BINS < n_lim ? TS_TB_BINS : n_lim;
+    for (int i = 0; i < m; i++) bad += s->tb_counts[i] != want[i];
+    CHECK(bad == 0 && want[n_lim] == 0, "tb_counts == brute-force upper_bound counts (%d differ)",
+          bad);
+    free(want);
+    free(x);
+    free(s);
+    free(lim);
+}
+
+/* ------------------------------------------------------------------ range */
+
+/* Round-to-nearest-even of |x| to `mbits` mantissa bits (ignoring the
+ * exponent's top): the reference for overflow. */
+static double rne(double a, int mbits) {
+    int e;
+    frexp(a, &e);
+    double ulp = ldexp(1.0, e - 1 - mbits);
+    return nearbyint(a / ulp) * ulp;
+}
+
+typedef struct fmt {
+    const char *name;
+    int mbits;
+    double max, min_normal;
+    bool has_inf; /* e4m3 has no Inf: anything rounding above max overflows */
+} fmt;
+
+static void test_range(void) {
+    const fmt f[4] = {
+        {"fp16", 10, 65504.0, ldexp(1, -14), true},
+        {"bf16", 7, ldexp(255.0 / 128.0, 127), ldexp(1, -126), true},
+        {"e4m3", 3, 448.0, ldexp(1, -6), false},
+        {"e5m2", 2, 57344.0, ldexp(1, -14), true},
+    };
+    for (int t = 0; t < 4; t++) {
+        /* Values at each boundary: max, the half-ulp point and its float
+         * neighbours, the min normal and its neighbour, zero, non-finite. */
+        double top = f[t].max + ldexp(1.0, (int)log2(f[t].max) - f[t].mbits - 1);
+        float v[16];
+        int k = 0;
+        v[k++] = (float)f[t].max;
+        v[k++] = (float)top;
+        v[k++] = nextafterf((float)top, 0);
+        v[k++] = nextafterf((float)top, INFINITY);
+        v[k++] = -(float)top;
+        v[k++] = -nextafterf((float)top, INFINITY);
+        v[k++] = (float)f[t].min_normal;
+        v[k++] = nextafterf((float)f[t].min_normal, 0);
+        v[k++] = -nextafterf((float)f[t].min_normal, 0);
+        v[k++] = FLT_TRUE_MIN;
+        v[k++] = 0.0f;
+        v[k++] = -0.0f;
+        v[k++] = NAN;
+        v[k++] = INFINITY;
+        v[k++] = 1.0f;
+        int64_t under = 0, over = 0;
+        for (int i = 0; i < k; i++) {
+            if (!isfinite(v[i]) || v[i] == 0) continue;
+            double a = fabs((double)v[i]);
+            if (a < f[t].min_normal) under++;
+            if (rne(a, f[t].mbits) > f[t].max) over++;
+        }
+        ts_summary s;
+        CHECK(ts_summarize_f32(v, k, TS_WATCH_RANGE, &s) == TS_OK, "%s range ok", f[t].name);
+        const double *got = &s.range.fp16_underflow + 2 * t;
+        CHECK(fabs(got[0] - (double)under / k) < 1e-12 && fabs(got[1] - (double)over / k) < 1e-12,
+              "%s: underflow %.4f (want %.4f) overflow %.4f (want %.4f, %lld values above the "
+              "rounding boundary %.9g)",
+              f[t].name, got[0], (double)under / k, got[1], (double)over / k, (long long)over, top);
+        CHECK(over >= 2 && under >= 3, "%s: the boundary values do test both sides", f[t].name);
+    }
+}
+
+/* ----------------------------------------------------------- partial + merge */
+
+static void test_merge(void) {
+    const int64_t n = 123457;
+    float *x = malloc((size_t)n * sizeof *x);
+    fill(x, n, 3.0, 2.0, 997);
+    const int what = TS_WATCH_STATS | TS_WATCH_HISTOGRAM | TS_WATCH_RANGE;
+    ts_summary *one = malloc(sizeof *one), *many = malloc(sizeof *many);
+    ts_summarize_f32(x, n, what, one);
+    ts_stats_partial *acc = malloc(sizeof *acc), *part = malloc(sizeof *part);
+    ts_stats_partial_init(acc, what);
+    const int64_t sizes[] = {1, 4095, 4096, 4097, 7000, 0, 33333, 2};
+    int64_t at = 0;
+    for (int c = 0; at < n; c++) {
+        int64_t len = sizes[c % 8];
+        if (len > n - at) len = n - at;
+        ts_stats_partial_init(part, what);
+        ts_stats_partial_add(part, x + at, len);
+        ts_stats_merge(acc, part);
+        at += len;
+    }
+    ts_stats_finish(acc, many);
+    compare_stats("chunked merge vs one pass", &many->stats, &one->stats, 1e-9);
+    CHECK(memcmp(one->log2_counts, many->log2_counts, sizeof one->log2_counts) == 0 &&
+              memcmp(one->tb_counts, many->tb_counts, sizeof one->tb_counts) == 0 &&
+              one->log2_zeros == many->log2_zeros,
+          "chunked histograms equal one pass");
+    CHECK(memcmp(&one->range, &many->range, sizeof one->range) == 0, "chunked range equal");
+    free(x);
+    free(one);
+    free(many);
+    free(acc);
+    free(part);
+}
+
+/* ------------------------------------------------------------- text forms */
+
+static void test_text(void) {
+    float v[] = {-2.0f, -1.0f, 0.0f, 1.0f, 2.0f, 3.5f, NAN, INFINITY};
+    const int n = 8;
+    ts_summary s;
+    ts_summarize_f32(v, n, TS_WATCH_STATS, &s);
+    ts_stats r;
+    reference(v, n, &r);
+    int64_t shape[2] = {2, 4};
+    ts_array a = ts_array_f32(v, 2, shape);
+    char line[256];
+    ts_summary_line("fc1.weight", &a, &s.stats, line, sizeof line);
+    printf("     line: %s\n", line);
+    long long cnt = -1;
+    double lo = 0, hi = 0, mu = 0, sd = 0;
+    const char *p = strstr(line, " n=");
+    const char *q = strstr(line, "x\u2208[");
+    const char *m = strstr(line, "\u03bc=");
+    const char *d = strstr(line, "\u03c3=");
+    CHECK(strncmp(line, "fc1.weight f32[2,4] ", 20) == 0, "line starts with name and shape");
+    CHECK(p && sscanf(p, " n=%lld", &cnt) == 1 && cnt == 8, "line n=%lld", cnt);
+    CHECK(q && sscanf(q + strlen("x\u2208["), "%lf, %lf]", &lo, &hi) == 2 && lo == r.min &&
+              hi == r.max,
+          "line range [%g, %g] is the finite range [%g, %g]", lo, hi, r.min, r.max);
+    CHECK(m && sscanf(m + strlen("\u03bc="), "%lf", &mu) == 1 && close_rel(mu, r.mean, 5e-3),
+          "line mean %g ~ %g", mu, r.mean);
+    CHECK(d && sscanf(d + strlen("\u03c3="), "%lf", &sd) == 1 && close_rel(sd, r.std, 5e-3),
+          "line std %g ~ %g", sd, r.std);
+    CHECK(strstr(line, " NaN!") && strstr(line, " +Inf!") && !strstr(line, "-Inf!") &&
+              !strstr(line, "all zeros"),
+          "line flags: NaN! +Inf!, no -Inf!, not all zeros");
+    float z[4] = {0, 0, -0.0f, 0};
+    ts_summarize_f32(z, 4, TS_WATCH_STATS, &s);
+    ts_summary_line("b", NULL, &s.stats, line, sizeof line);
+    CHECK(strstr(line, "all zeros") && !strstr(line, "NaN!"), "zeros: '%s'", line);
+    float small[3] = {1.2e-5f, 1.2e-5f, 1.2e-5f};
+    ts_summarize_f32(small, 3, TS_WATCH_STATS, &s);
+    ts_summary_line("t", NULL, &s.stats, line, sizeof line);
+    CHECK(strstr(line, "\u03bc=1.2e-05 "), "3 significant digits, trailing zeros dropped: '%s'",
+          line);
+    char tiny[12];
+    ts_summary_line("a_very_long_tensor_name", &a, &s.stats, tiny, sizeof tiny);
+    CHECK(strlen(tiny) == sizeof tiny - 1, "line truncates safely to the buffer");
+
+    ts_summarize_f32(v, n, TS_WATCH_STATS, &s);
+    char hdr[256], row[256];
+    ts_stats_table_header(hdr, sizeof hdr);
+    ts_stats_table_row(3, "fc2.bias", &s.stats, row, sizeof row);
+    printf("     %s\n     %s\n", hdr, row);
+    const char *cols[] = {"Index", "Name", "Mean", "Std", "Minimum", "Maximum", "NaNs", "infs"};
+    const char *at = hdr;
+    int inorder = 1;
+    for (int i = 0; i < 8; i++) {
+        const char *f = strstr(at, cols[i]);
+        if (!f) inorder = 0;
+        else at = f + strlen(cols[i]);
+    }
+    CHECK(inorder, "header has the columns in order");
+    int idx = -1;
+    char name[64] = "";
+    double cm, cs, cmin, cmax;
+    long long nn = -1, ni = -1;
+    int got = sscanf(row, "%d %63s %lf %lf %lf %lf %lld %lld", &idx, name, &cm, &cs, &cmin, &cmax,
+                     &nn, &ni);
+    CHECK(got == 8 && idx == 3 && strcmp(name, "fc2.bias") == 0, "row parses back (%d fields)",
+          got);
+    CHECK(close_rel(cm, r.mean, 1e-4) && close_rel(cs, r.std, 1e-4) && cmin == r.min &&
+              cmax == r.max && nn == 1 && ni == 1,
+          "row numbers: mean %g std %g min %g max %g nans %lld infs %lld", cm, cs, cmin, cmax, nn,
+          ni);
+    CHECK(strlen(row) == strlen(hdr), "row aligned with header (%zu vs %zu chars)", strlen(row),
+          strlen(hdr));
+    ts_stats_table_row(1, "encoder.block0.attention.query.weight_and_more", &s.stats, row,
+                       sizeof row);
+    CHECK(strlen(row) == strlen(hdr) && strstr(row, "..."), "long name keeps alignment: %s", row);
+}
+
+int main(void) {
+    test_moments();
+    test_log2();
+    test_tb();
+    test_range();
+    test_merge();
+    test_text();
+    if (failures) printf("%d check(s) FAILED\n", failures);
+    else printf("all checks passed\n");
+    return failures != 0;
+}
