@@ -1,0 +1,365 @@
+/* plot.c -- PNG/SVG plots with cairo: the tutorial's gradient histogram and
+ * line plots of training curves. Every file goes to a temp name next to the
+ * target and is renamed once complete, so a reader never sees half a plot. */
+#include "core/core.h"
+
+#include <cairo-svg.h>
+#include <cairo.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#define PLOT_W 800
+#define PLOT_H 600
+#define HIST_BINS 50
+#define MAX_SERIES 8
+
+/* Plot area inside the 800x600 canvas. */
+typedef struct frame {
+    double left, top, width, height;
+    double x0, x1, y0, y1; /* data range shown */
+} frame;
+
+/* matplotlib's tab10: distinct and familiar. */
+static const double series_rgb[MAX_SERIES][3] = {
+    {0.122, 0.467, 0.706}, {1.000, 0.498, 0.055}, {0.173, 0.627, 0.173}, {0.839, 0.153, 0.157},
+    {0.580, 0.404, 0.741}, {0.549, 0.337, 0.294}, {0.890, 0.467, 0.761}, {0.498, 0.498, 0.498},
+};
+
+static double px(const frame *f, double x) {
+    return f->left + (x - f->x0) / (f->x1 - f->x0) * f->width;
+}
+static double py(const frame *f, double y) {
+    return f->top + f->height - (y - f->y0) / (f->y1 - f->y0) * f->height;
+}
+
+/* 1, 2 or 5 times a power of ten, giving about `target` steps over span. */
+static double nice_step(double span, int target) {
+    double raw = span / target, mag = pow(10.0, floor(log10(raw))), f = raw / mag;
+    return (f < 1.5 ? 1.0 : f < 3.0 ? 2.0 : f < 7.0 ? 5.0 : 10.0) * mag;
+}
+
+/* A range that is never empty (a constant series still gets an axis). */
+static void widen(double *lo, double *hi) {
+    if (*hi > *lo) return;
+    double pad = *lo != 0 ? fabs(*lo) * 0.05 : 0.5;
+    *lo -= pad;
+    *hi += pad;
+}
+
+static void text_at(cairo_t *cr, const char *s, double x, double y, double ax, double ay) {
+    cairo_text_extents_t e;
+    cairo_text_extents(cr, s, &e);
+    cairo_move_to(cr, x - e.x_bearing - ax * e.width, y - e.y_bearing - ay * e.height);
+    cairo_show_text(cr, s);
+}
+
+static void tick_label(char *buf, size_t n, double v, double step) {
+    if (fabs(v) < step * 1e-9) v = 0; /* no "-1.2e-17" at the origin */
+    snprintf(buf, n, "%g", v);
+}
+
+/* Background, title, axis labels, box, ticks with labels and a light grid. */
+static void draw_frame(cairo_t *cr, const frame *f, const char *title, const char *x_label,
+                       const char *y_label) {
+    cairo_set_source_rgb(cr, 1, 1, 1);
+    cairo_paint(cr);
+    cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+    cairo_set_source_rgb(cr, 0, 0, 0);
+    if (title && *title) {
+        cairo_set_font_size(cr, 18);
+        text_at(cr, title, f->left + f->width / 2, f->top / 2, 0.5, 0.5);
+    }
+    cairo_set_font_size(cr, 14);
+    if (x_label && *x_label)
+        text_at(cr, x_label, f->left + f->width / 2, PLOT_H - 18, 0.5, 1.0);
+    if (y_label && *y_label) {
+        cairo_save(cr);
+        cairo_translate(cr, 20, f->top + f->height / 2);
+        cairo_rotate(cr, -M_PI / 2);
+        text_at(cr, y_label, 0, 0, 0.5, 0.5);
+        cairo_restore(cr);
+    }
+    cairo_set_font_size(cr, 12);
+    cairo_set_line_width(cr, 1.0);
+    char lab[64];
+    double sx = nice_step(f->x1 - f->x0, 8), sy = nice_step(f->y1 - f->y0, 6);
+    for (double v = ceil(f->x0 / sx) * sx; v <= f->x1 + sx * 1e-9; v += sx) {
+        double x = px(f, v);
+        cairo_set_source_rgb(cr, 0.9, 0.9, 0.9);
+        cairo_move_to(cr, x, f->top);
+        cairo_line_to(cr, x, f->top + f->height);
+        cairo_stroke(cr);
+        cairo_set_source_rgb(cr, 0, 0, 0);
+        cairo_move_to(cr, x, f->top + f->height);
+        cairo_line_to(cr, x, f->top + f->height + 5);
+        cairo_stroke(cr);
+        tick_label(lab, sizeof lab, v, sx);
+        text_at(cr, lab, x, f->top + f->height + 9, 0.5, 0.0);
+    }
+    for (double v = ceil(f->y0 / sy) * sy; v <= f->y1 + sy * 1e-9; v += sy) {
+        double y = py(f, v);
+        cairo_set_source_rgb(cr, 0.9, 0.9, 0.9);
+        cairo_move_to(cr, f->left, y);
+        cairo_line_to(cr, f->left + f->width, y);
+        cairo_stroke(cr);
+        cairo_set_source_rgb(cr, 0, 0, 0);
+        cairo_move_to(cr, f->left - 5, y);
+        cairo_line_to(cr, f->left, y);
+        cairo_stroke(cr);
+        tick_label(lab, sizeof lab, v, sy);
+        text_at(cr, lab, f->left - 8, y, 1.0, 0.5);
+    }
+}
+
+static void draw_box(cairo_t *cr, const frame *f) {
+    cairo_set_source_rgb(cr, 0, 0, 0);
+    cairo_set_line_width(cr, 1.0);
+    cairo_rectangle(cr, f->left, f->top, f->width, f->height);
+    cairo_stroke(cr);
+}
+
+/* ------------------------------------------------------------ writing */
+
+static cairo_status_t write_file(void *closure, const unsigned char *data, unsigned int len) {
+    return fwrite(data, 1, len, (FILE *)closure) == len ? CAIRO_STATUS_SUCCESS
+                                                        : CAIRO_STATUS_WRITE_ERROR;
+}
+
+static bool ends_with_svg(const char *path) {
+    size_t n = strlen(path);
+    return n >= 4 && strcasecmp(path + n - 4, ".svg") == 0;
+}
+
+typedef void (*draw_fn)(cairo_t *cr, const void *ctx);
+
+/* Draws into a PNG or SVG at path.tmp.XXXXXX, then renames it to path. */
+static ts_status render(const char *path, draw_fn draw, const void *ctx) {
+    size_t len = strlen(path);
+    char *tmp = ts_malloc(len + 16);
+    if (!tmp) return ts_error_wrap(TS_ERR_OUT_OF_MEMORY, "plot %s", path);
+    snprintf(tmp, len + 16, "%s.tmp.XXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        ts_status st = ts_error(TS_ERR_IO,
+                                "plot: cannot create %s: %s (is the directory there and writable?)",
+                                tmp, strerror(errno));
+        ts_free(tmp);
+        return st;
+    }
+    FILE *fp = fdopen(fd, "wb");
+    if (!fp) {
+        close(fd);
+        unlink(tmp);
+        ts_free(tmp);
+        return ts_error(TS_ERR_IO, "plot: cannot open a stream on %s", path);
+    }
+    bool svg = ends_with_svg(path);
+    cairo_surface_t *sf = svg ? cairo_svg_surface_create_for_stream(write_file, fp, PLOT_W, PLOT_H)
+                              : cairo_image_surface_create(CAIRO_FORMAT_ARGB32, PLOT_W, PLOT_H);
+    cairo_t *cr = cairo_create(sf);
+    draw(cr, ctx);
+    cairo_status_t cs = cairo_status(cr);
+    cairo_destroy(cr);
+    if (cs == CAIRO_STATUS_SUCCESS && !svg) cs = cairo_surface_write_to_png_stream(sf, write_file, fp);
+    cairo_surface_finish(sf); /* SVG output is flushed here */
+    if (cs == CAIRO_STATUS_SUCCESS) cs = cairo_surface_status(sf);
+    cairo_surface_destroy(sf);
+    int werr = ferror(fp);
+    int cerr = fclose(fp);
+    ts_status st = TS_OK;
+    if (cs != CAIRO_STATUS_SUCCESS)
+        st = ts_error(TS_ERR_IO, "plot %s: cairo: %s", path, cairo_status_to_string(cs));
+    else if (werr || cerr)
+        st = ts_error(TS_ERR_IO, "plot %s: write failed (disk full?)", path);
+    else if (rename(tmp, path) != 0)
+        st = ts_error(TS_ERR_IO, "plot: cannot rename %s to %s: %s", tmp, path, strerror(errno));
+    if (st != TS_OK) unlink(tmp);
+    ts_free(tmp);
+    return st;
+}
+
+/* ------------------------------------------------- gradient histogram */
+
+typedef struct hist_ctx {
+    int64_t counts[HIST_BINS];
+    double lo, hi;
+} hist_ctx;
+
+static void draw_hist(cairo_t *cr, const void *ctx) {
+    const hist_ctx *h = ctx;
+    int64_t top = 1;
+    for (int i = 0; i < HIST_BINS; i++)
+        if (h->counts[i] > top) top = h->counts[i];
+    frame f = {90, 50, PLOT_W - 90 - 30, PLOT_H - 50 - 75, h->lo, h->hi, 0, (double)top * 1.05};
+    draw_frame(cr, &f, "Gradient Histogram", "log2(|gradient|)", "Frequency");
+    double w = (h->hi - h->lo) / HIST_BINS;
+    for (int i = 0; i < HIST_BINS; i++) {
+        if (!h->counts[i]) continue;
+        double x0 = px(&f, h->lo + i * w), x1 = px(&f, h->lo + (i + 1) * w);
+        double y0 = py(&f, 0), y1 = py(&f, (double)h->counts[i]);
+        cairo_rectangle(cr, x0, y1, x1 - x0, y0 - y1);
+        cairo_set_source_rgb(cr, series_rgb[0][0], series_rgb[0][1], series_rgb[0][2]);
+        cairo_fill_preserve(cr);
+        cairo_set_source_rgb(cr, 0.05, 0.2, 0.35);
+        cairo_set_line_width(cr, 0.6);
+        cairo_stroke(cr);
+    }
+    draw_box(cr, &f);
+}
+
+ts_status ts_plot_gradient_histogram(const char *png_path, const ts_array *arrays, int n) {
+    if (!png_path || !*png_path)
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_plot_gradient_histogram: no path given");
+    if (n <= 0 || !arrays)
+        return ts_error(TS_ERR_INVALID_ARGUMENT,
+                        "ts_plot_gradient_histogram: need at least one array (n = %d)", n);
+    /* Pass 1: the range of log2|g| over finite non-zero values. */
+    double lmin = INFINITY, lmax = -INFINITY;
+    int64_t zeros = 0;
+    for (int a = 0; a < n; a++) {
+        int64_t m = ts_array_numel(&arrays[a]);
+        if (arrays[a].dtype != TS_F32 || m < 0 || (m > 0 && !arrays[a].data))
+            return ts_error(TS_ERR_INVALID_ARGUMENT,
+                            "ts_plot_gradient_histogram: array %d is not a valid f32 array", a);
+        const float *x = arrays[a].data;
+        for (int64_t i = 0; i < m; i++) {
+            if (x[i] == 0.0f) zeros++;
+            else if (isfinite(x[i])) {
+                double l = log2(fabs((double)x[i]));
+                if (l < lmin) lmin = l;
+                if (l > lmax) lmax = l;
+            }
+        }
+    }
+    if (!(lmin <= lmax) && zeros == 0)
+        return ts_error(TS_ERR_INVALID_ARGUMENT,
+                        "ts_plot_gradient_histogram: no finite values to plot");
+    if (!(lmin <= lmax)) lmin = lmax = 0; /* only zeros: they sit at -2 */
+    double zero_at = lmin - 2;
+    hist_ctx h;
+    memset(&h, 0, sizeof h);
+    h.lo = zeros ? zero_at : lmin;
+    h.hi = lmax;
+    widen(&h.lo, &h.hi);
+    /* Pass 2: 50 equal bins over [lo, hi]; hi falls in the last bin. */
+    double scale = HIST_BINS / (h.hi - h.lo);
+    for (int a = 0; a < n; a++) {
+        const float *x = arrays[a].data;
+        int64_t m = ts_array_numel(&arrays[a]);
+        for (int64_t i = 0; i < m; i++) {
+            double l;
+            if (x[i] == 0.0f) l = zero_at;
+            else if (isfinite(x[i])) l = log2(fabs((double)x[i]));
+            else continue;
+            int b = (int)((l - h.lo) * scale);
+            h.counts[b < 0 ? 0 : b >= HIST_BINS ? HIST_BINS - 1 : b]++;
+        }
+    }
+    return render(png_path, draw_hist, &h);
+}
+
+/* ------------------------------------------------------------ line plots */
+
+typedef struct lines_ctx {
+    const char *title, *x_label;
+    const ts_series *series;
+    int n;
+    double x0, x1, y0, y1;
+} lines_ctx;
+
+static void draw_lines(cairo_t *cr, const void *ctx) {
+    const lines_ctx *c = ctx;
+    frame f = {90, 50, PLOT_W - 90 - 30, PLOT_H - 50 - 75, c->x0, c->x1, c->y0, c->y1};
+    draw_frame(cr, &f, c->title, c->x_label, NULL);
+    cairo_save(cr);
+    cairo_rectangle(cr, f.left, f.top, f.width, f.height);
+    cairo_clip(cr);
+    cairo_set_line_width(cr, 2.0);
+    cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
+    for (int s = 0; s < c->n; s++) {
+        const ts_series *se = &c->series[s];
+        cairo_set_source_rgb(cr, series_rgb[s][0], series_rgb[s][1], series_rgb[s][2]);
+        bool pen_down = false;
+        for (int64_t i = 0; i < se->n; i++) {
+            if (!isfinite(se->x[i]) || !isfinite(se->y[i])) { /* a gap, not a spike */
+                pen_down = false;
+                continue;
+            }
+            double x = px(&f, se->x[i]), y = py(&f, se->y[i]);
+            if (pen_down) cairo_line_to(cr, x, y);
+            else cairo_move_to(cr, x, y);
+            pen_down = true;
+        }
+        cairo_stroke(cr);
+        if (se->n == 1 && isfinite(se->x[0]) && isfinite(se->y[0])) { /* a lone point */
+            cairo_arc(cr, px(&f, se->x[0]), py(&f, se->y[0]), 3, 0, 2 * M_PI);
+            cairo_fill(cr);
+        }
+    }
+    cairo_restore(cr);
+    draw_box(cr, &f);
+    /* Legend: top right, inside the plot. */
+    cairo_set_font_size(cr, 12);
+    double wmax = 0;
+    char label[MAX_SERIES][64];
+    for (int s = 0; s < c->n; s++) {
+        cairo_text_extents_t e;
+        if (c->series[s].label) snprintf(label[s], sizeof label[s], "%s", c->series[s].label);
+        else snprintf(label[s], sizeof label[s], "series %d", s);
+        cairo_text_extents(cr, label[s], &e);
+        if (e.x_advance > wmax) wmax = e.x_advance;
+    }
+    double lw = wmax + 44, lh = 20.0 * c->n + 10, lx = f.left + f.width - lw - 10, ly = f.top + 10;
+    cairo_rectangle(cr, lx, ly, lw, lh);
+    cairo_set_source_rgba(cr, 1, 1, 1, 0.85);
+    cairo_fill_preserve(cr);
+    cairo_set_source_rgb(cr, 0.7, 0.7, 0.7);
+    cairo_set_line_width(cr, 1);
+    cairo_stroke(cr);
+    for (int s = 0; s < c->n; s++) {
+        double y = ly + 15 + 20.0 * s;
+        cairo_set_source_rgb(cr, series_rgb[s][0], series_rgb[s][1], series_rgb[s][2]);
+        cairo_set_line_width(cr, 2.0);
+        cairo_move_to(cr, lx + 8, y);
+        cairo_line_to(cr, lx + 32, y);
+        cairo_stroke(cr);
+        cairo_set_source_rgb(cr, 0, 0, 0);
+        text_at(cr, label[s], lx + 38, y, 0.0, 0.5);
+    }
+}
+
+ts_status ts_plot_lines(const char *path, const char *title, const char *x_label,
+                        const ts_series *series, int n_series) {
+    if (!path || !*path) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_plot_lines: no path given");
+    if (n_series < 1 || n_series > MAX_SERIES || !series)
+        return ts_error(TS_ERR_INVALID_ARGUMENT,
+                        "ts_plot_lines: %d series; give 1 to %d", n_series, MAX_SERIES);
+    lines_ctx c = {title, x_label, series, n_series, INFINITY, -INFINITY, INFINITY, -INFINITY};
+    for (int s = 0; s < n_series; s++) {
+        const ts_series *se = &series[s];
+        if (se->n < 0 || (se->n > 0 && (!se->x || !se->y)))
+            return ts_error(TS_ERR_INVALID_ARGUMENT,
+                            "ts_plot_lines: series %d has n = %lld but no x or y data", s,
+                            (long long)se->n);
+        for (int64_t i = 0; i < se->n; i++) {
+            if (!isfinite(se->x[i]) || !isfinite(se->y[i])) continue;
+            c.x0 = fmin(c.x0, se->x[i]);
+            c.x1 = fmax(c.x1, se->x[i]);
+            c.y0 = fmin(c.y0, se->y[i]);
+            c.y1 = fmax(c.y1, se->y[i]);
+        }
+    }
+    if (!(c.x0 <= c.x1)) /* nothing finite: an empty, labelled frame */
+        c.x0 = c.x1 = c.y0 = c.y1 = 0;
+    widen(&c.x0, &c.x1);
+    double pad = (c.y1 - c.y0) * 0.05;
+    c.y0 -= pad;
+    c.y1 += pad;
+    widen(&c.y0, &c.y1);
+    return render(path, draw_lines, &c);
+}

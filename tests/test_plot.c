@@ -1,0 +1,158 @@
+/* test_plot.c -- the cairo plots: files appear complete (PNG signature,
+ * cairo reads them back at 800x600; SVG has its root element), and a path
+ * that cannot be written gives TS_ERR_IO and leaves nothing behind. */
+#include "core/core.h"
+
+#include <cairo.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int failures;
+
+/* fontconfig (under cairo's toy text API) keeps its configuration until
+ * process exit; under the sanitizer build that is reported as a leak. */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void) { return "leak:libfontconfig.so\n"; }
+
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        int ok_ = (cond) ? 1 : 0;                                                                  \
+        printf("%s ", ok_ ? "ok  " : "FAIL");                                                      \
+        printf(__VA_ARGS__);                                                                       \
+        printf("\n");                                                                              \
+        if (!ok_) failures++;                                                                      \
+    } while (0)
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+static double uniform(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return ((double)(rng >> 11) + 0.5) / 9007199254740992.0;
+}
+static double normal(void) { return sqrt(-2 * log(uniform())) * cos(2 * M_PI * uniform()); }
+
+static bool png_ok(const char *path) {
+    static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    unsigned char head[8] = {0};
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    size_t got = fread(head, 1, 8, f);
+    fclose(f);
+    if (got != 8 || memcmp(head, sig, 8) != 0) return false;
+    cairo_surface_t *s = cairo_image_surface_create_from_png(path);
+    bool ok = cairo_surface_status(s) == CAIRO_STATUS_SUCCESS &&
+              cairo_image_surface_get_width(s) == 800 && cairo_image_surface_get_height(s) == 600;
+    cairo_surface_destroy(s);
+    return ok;
+}
+
+static bool file_contains(const char *path, const char *needle) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return strstr(buf, needle) != NULL;
+}
+
+/* Names in dir containing ".tmp." (leftover temp files). */
+static int leftovers(const char *dir) {
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (strstr(e->d_name, ".tmp.")) n++;
+    if (d) closedir(d);
+    return n;
+}
+
+int main(void) {
+    const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    char dir[512], path[600];
+    snprintf(dir, sizeof dir, "%s/ts_plot_XXXXXX", base);
+    if (!mkdtemp(dir)) {
+        printf("FAIL cannot make a temp dir under %s\n", base);
+        return 1;
+    }
+
+    /* Three "gradients" at different scales, with zeros and a NaN. */
+    enum { N1 = 20000, N2 = 5000, N3 = 300 };
+    float *g1 = malloc(N1 * sizeof *g1), *g2 = malloc(N2 * sizeof *g2), g3[N3];
+    for (int i = 0; i < N1; i++) g1[i] = (float)(1e-3 * normal());
+    for (int i = 0; i < N2; i++) g2[i] = (float)(3e-6 * normal());
+    for (int i = 0; i < N3; i++) g3[i] = i % 3 ? (float)(0.5 * normal()) : 0.0f;
+    g1[7] = NAN;
+    ts_array arrays[3] = {ts_array_f32(g1, 1, (int64_t[]){N1}),
+                          ts_array_f32(g2, 2, (int64_t[]){50, 100}),
+                          ts_array_f32(g3, 1, (int64_t[]){N3})};
+    snprintf(path, sizeof path, "%s/hist.png", dir);
+    ts_status st = ts_plot_gradient_histogram(path, arrays, 3);
+    CHECK(st == TS_OK, "gradient histogram written: %s", st ? ts_last_error() : path);
+    CHECK(png_ok(path), "histogram is a PNG cairo reads back at 800x600");
+
+    /* Loss and accuracy curves: PNG and SVG. */
+    double x[100], loss[100], acc[100], lr[100];
+    for (int i = 0; i < 100; i++) {
+        x[i] = i;
+        loss[i] = 2.3 * exp(-i / 25.0) + 0.05 * uniform();
+        acc[i] = 1 - exp(-i / 20.0) * 0.9;
+        lr[i] = i < 50 ? 0.5 : 0.25;
+    }
+    loss[40] = NAN; /* a gap, not a failure */
+    ts_series s[3] = {{"loss", x, loss, 100}, {"accuracy", x, acc, 100}, {NULL, x, lr, 100}};
+    snprintf(path, sizeof path, "%s/curves.png", dir);
+    st = ts_plot_lines(path, "Training", "step", s, 3);
+    CHECK(st == TS_OK, "line plot PNG written: %s", st ? ts_last_error() : path);
+    CHECK(png_ok(path), "line plot is a PNG cairo reads back at 800x600");
+    snprintf(path, sizeof path, "%s/curves.svg", dir);
+    st = ts_plot_lines(path, "Training", "step", s, 3);
+    CHECK(st == TS_OK && file_contains(path, "<svg"), "line plot SVG written with an <svg> root");
+
+    /* Bad arguments. */
+    CHECK(ts_plot_lines(path, "t", "x", s, 0) == TS_ERR_INVALID_ARGUMENT, "0 series rejected");
+    CHECK(ts_plot_lines(path, "t", "x", s, 9) == TS_ERR_INVALID_ARGUMENT, "9 series rejected");
+    ts_array wrong = ts_array_i32((int32_t *)g3, 1, (int64_t[]){N3});
+    CHECK(ts_plot_gradient_histogram(path, &wrong, 1) == TS_ERR_INVALID_ARGUMENT,
+          "non-f32 array rejected: %s", ts_last_error());
+    float nans[4] = {NAN, NAN, INFINITY, NAN};
+    ts_array bad = ts_array_f32(nans, 1, (int64_t[]){4});
+    CHECK(ts_plot_gradient_histogram(path, &bad, 1) == TS_ERR_INVALID_ARGUMENT,
+          "nothing finite to plot rejected: %s", ts_last_error());
+
+    /* Unwritable targets: a missing directory, and a path that is a directory
+     * (the temp file is written, the rename fails): TS_ERR_IO, no leftovers. */
+    snprintf(path, sizeof path, "%s/no/such/dir/h.png", dir);
+    CHECK(ts_plot_gradient_histogram(path, arrays, 3) == TS_ERR_IO && access(path, F_OK) != 0,
+          "missing directory: TS_ERR_IO, no file (%s)", ts_last_error());
+    snprintf(path, sizeof path, "%s/adir", dir);
+    mkdir(path, 0700);
+    CHECK(ts_plot_gradient_histogram(path, arrays, 3) == TS_ERR_IO, "target is a directory: %s",
+          ts_last_error());
+    CHECK(ts_plot_lines(path, "t", "x", s, 1) == TS_ERR_IO, "line plot onto a directory: TS_ERR_IO");
+    CHECK(leftovers(dir) == 0, "no temp files left in %s", dir);
+
+    /* Keep the images for a look when asked, else clean up. */
+    if (!getenv("TS_KEEP_PLOTS")) {
+        const char *names[] = {"hist.png", "curves.png", "curves.svg", "adir"};
+        for (int i = 0; i < 4; i++) {
+            snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+            remove(path);
+        }
+        rmdir(dir);
+    } else {
+        printf("     plots kept in %s\n", dir);
+    }
+    free(g1);
+    free(g2);
+    cairo_debug_reset_static_data(); /* cairo's font caches: keeps LeakSanitizer quiet */
+    if (failures) printf("%d check(s) FAILED\n", failures);
+    else printf("all checks passed\n");
+    return failures != 0;
+}
