@@ -1,17 +1,14 @@
 /* plot.c -- PNG/SVG plots with cairo: the tutorial's gradient histogram and
  * line plots of training curves. Every file goes to a temp name next to the
  * target and is renamed once complete, so a reader never sees half a plot. */
-#include "core/core.h"
+#include "io/atomic_file.h"
 
 #include <cairo-svg.h>
 #include <cairo.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
 
 #define PLOT_W 800
 #define PLOT_H 600
@@ -137,50 +134,29 @@ static bool ends_with_svg(const char *path) {
 
 typedef void (*draw_fn)(cairo_t *cr, const void *ctx);
 
-/* Draws into a PNG or SVG at path.tmp.XXXXXX, then renames it to path. */
+/* Draws into a PNG or SVG written through a temp file (io/atomic_file.h). */
 static ts_status render(const char *path, draw_fn draw, const void *ctx) {
-    size_t len = strlen(path);
-    char *tmp = ts_malloc(len + 16);
-    if (!tmp) return ts_error_wrap(TS_ERR_OUT_OF_MEMORY, "plot %s", path);
-    snprintf(tmp, len + 16, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        ts_status st = ts_error(TS_ERR_IO,
-                                "plot: cannot create %s: %s (is the directory there and writable?)",
-                                tmp, strerror(errno));
-        ts_free(tmp);
-        return st;
-    }
-    FILE *fp = fdopen(fd, "wb");
-    if (!fp) {
-        close(fd);
-        unlink(tmp);
-        ts_free(tmp);
-        return ts_error(TS_ERR_IO, "plot: cannot open a stream on %s", path);
-    }
+    ts_atomic_file af;
+    ts_status st = ts_atomic_open(&af, path);
+    if (st != TS_OK) return ts_error_wrap(st, "plot");
     bool svg = ends_with_svg(path);
-    cairo_surface_t *sf = svg ? cairo_svg_surface_create_for_stream(write_file, fp, PLOT_W, PLOT_H)
+    cairo_surface_t *sf = svg ? cairo_svg_surface_create_for_stream(write_file, af.f, PLOT_W, PLOT_H)
                               : cairo_image_surface_create(CAIRO_FORMAT_ARGB32, PLOT_W, PLOT_H);
     cairo_t *cr = cairo_create(sf);
     draw(cr, ctx);
     cairo_status_t cs = cairo_status(cr);
     cairo_destroy(cr);
-    if (cs == CAIRO_STATUS_SUCCESS && !svg) cs = cairo_surface_write_to_png_stream(sf, write_file, fp);
+    if (cs == CAIRO_STATUS_SUCCESS && !svg)
+        cs = cairo_surface_write_to_png_stream(sf, write_file, af.f);
     cairo_surface_finish(sf); /* SVG output is flushed here */
     if (cs == CAIRO_STATUS_SUCCESS) cs = cairo_surface_status(sf);
     cairo_surface_destroy(sf);
-    int werr = ferror(fp);
-    int cerr = fclose(fp);
-    ts_status st = TS_OK;
-    if (cs != CAIRO_STATUS_SUCCESS)
-        st = ts_error(TS_ERR_IO, "plot %s: cairo: %s", path, cairo_status_to_string(cs));
-    else if (werr || cerr)
-        st = ts_error(TS_ERR_IO, "plot %s: write failed (disk full?)", path);
-    else if (rename(tmp, path) != 0)
-        st = ts_error(TS_ERR_IO, "plot: cannot rename %s to %s: %s", tmp, path, strerror(errno));
-    if (st != TS_OK) unlink(tmp);
-    ts_free(tmp);
-    return st;
+    if (cs != CAIRO_STATUS_SUCCESS) {
+        ts_atomic_abort(&af);
+        return ts_error(TS_ERR_IO, "plot %s: cairo: %s", path, cairo_status_to_string(cs));
+    }
+    st = ts_atomic_commit(&af);
+    return st == TS_OK ? TS_OK : ts_error_wrap(st, "plot");
 }
 
 /* ------------------------------------------------- gradient histogram */
