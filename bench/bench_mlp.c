@@ -1,0 +1,118 @@
+/* bench_mlp.c -- training throughput of the tutorial MLP (784-320-100-10,
+ * ReLU, log_softmax + nll_loss, SGD lr 0.01) at a given batch size.
+ *
+ *     bench_mlp BATCH [STEPS [WARMUP [THREADS]]]
+ *
+ * Data: a pool of random batches (seeded, x ~ U(-1,1), labels 0..9) cycled
+ * step by step, as bench/torch_mlp.py does. One run = one step (D = A = 1),
+ * timed with the monotonic clock around ts_model_run, warmup excluded.
+ * Threads: THREADS (default $TS_BENCH_THREADS, else 2) for tensorscope's
+ * pool; BLAS threads come from OPENBLAS_NUM_THREADS (bench/run.sh sets it).
+ * GFLOP/s uses ts_model_flops_per_microbatch (convention in bench/run.sh).
+ *
+ * Prints one line:
+ * `tensorscope batch=B threads=T steps=N ms_per_step=.. samples_per_s=.. gflops=.. loss=..` */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "tensorscope.h"
+
+enum { POOL = 8, PIXELS = 784, CLASSES = 10 };
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static uint64_t xorshift(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static long arg_or(int argc, char **argv, int i, long def)
+{
+    return argc > i ? strtol(argv[i], NULL, 10) : def;
+}
+
+static int fail(const char *what)
+{
+    fprintf(stderr, "bench_mlp: %s: %s\n", what, ts_last_error());
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    const char *env_threads = getenv("TS_BENCH_THREADS");
+    long batch = arg_or(argc, argv, 1, 1000), steps = arg_or(argc, argv, 2, 50);
+    long warmup = arg_or(argc, argv, 3, 5);
+    long threads = arg_or(argc, argv, 4, env_threads ? strtol(env_threads, NULL, 10) : 2);
+    if (batch < 1 || steps < 1 || warmup < 0 || threads < 0) {
+        fprintf(stderr, "usage: bench_mlp BATCH [STEPS [WARMUP [THREADS]]]\n");
+        return 2;
+    }
+
+    ts_graph *g = ts_graph_new(0);
+    int64_t xs[] = {batch, 1, 28, 28}, ys[] = {batch};
+    ts_tensor *x = ts_input(g, "x", TS_F32, 4, xs);
+    ts_tensor *y = ts_input(g, "labels", TS_I32, 1, ys);
+    ts_tensor *h = ts_flatten(g, x, 1);
+    h = ts_relu(g, ts_linear(g, h, 320, "fc1"));
+    h = ts_relu(g, ts_linear(g, h, 100, "fc2"));
+    h = ts_log_softmax(g, ts_linear(g, h, CLASSES, "fc3"), 1);
+    ts_tensor *loss = ts_nll_loss(g, h, y);
+    ts_tensor_set_name(loss, "loss");
+    if (ts_graph_status(g) != TS_OK)
+        return fail("build");
+
+    ts_options *o = ts_options_new();
+    ts_options_set_threads(o, (int)threads);
+    ts_model *m = NULL;
+    if (ts_model_training(&m, g, loss, o, ts_sgd(0.01f, 0.0f, 0.0f)) || ts_model_compile(m))
+        return fail("compile");
+
+    size_t per_x = (size_t)batch * PIXELS;
+    float *xbuf = malloc(sizeof(float) * per_x * POOL);
+    int32_t *ybuf = malloc(sizeof(int32_t) * (size_t)batch * POOL);
+    if (!xbuf || !ybuf)
+        return fail("out of memory");
+    uint64_t seed = 0x9E3779B97F4A7C15u;
+    for (size_t i = 0; i < per_x * POOL; i++)
+        xbuf[i] = (float)(xorshift(&seed) >> 11) * (2.0f / 9007199254740992.0f) - 1.0f;
+    for (size_t i = 0; i < (size_t)batch * POOL; i++)
+        ybuf[i] = (int32_t)(xorshift(&seed) % CLASSES);
+
+    const char *names[2] = {"x", "labels"};
+    double t0 = 0;
+    for (long s = 0; s < warmup + steps; s++) {
+        if (s == warmup)
+            t0 = now_s();
+        size_t k = (size_t)s % POOL;
+        ts_array in[2] = {ts_array_f32(xbuf + k * per_x, 4, xs),
+                          ts_array_i32(ybuf + k * (size_t)batch, 1, ys)};
+        if (ts_model_run(m, names, in, 2))
+            return fail("run");
+    }
+    double secs = now_s() - t0;
+
+    ts_array l;
+    double last_loss = ts_model_anchored(m, "loss", &l) == TS_OK ? *(const float *)l.data : 0.0;
+    double ms = secs * 1e3 / (double)steps;
+    double flops = ts_model_flops_per_microbatch(m) * (double)steps;
+    printf("tensorscope batch=%ld threads=%ld steps=%ld ms_per_step=%.4f samples_per_s=%.1f "
+           "gflops=%.3f loss=%.4f\n",
+           batch, threads, steps, ms, (double)(batch * steps) / secs, flops / secs * 1e-9,
+           last_loss);
+    free(xbuf);
+    free(ybuf);
+    ts_model_free(m);
+    ts_options_free(o);
+    ts_graph_free(g);
+    return 0;
+}

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# bench/run.sh BUILD_DIR -- tensorscope's benchmarks side by side with peers.
+#
+# Each row runs a baseline and a candidate command; each prints one line
+#   <impl> batch=B threads=T steps=N ms_per_step=.. samples_per_s=.. gflops=..
+# and the row reports ratio = baseline ms / candidate ms against a target
+# (PASS when ratio >= target). A benchmark, not a test: exits 0 either way
+# (2 only for a usage error). To add a benchmark (observation overhead,
+# numerics overhead, ...), add a `row` call at the bottom: the baseline may
+# be tensorscope itself (e.g. plain vs. with watches, target 0.95).
+#
+# Threads: TS_BENCH_THREADS (default 2) for both sides, exported as
+# OPENBLAS_NUM_THREADS, OMP_NUM_THREADS and MKL_NUM_THREADS so BLAS and
+# OpenMP pools match; bench_mlp takes it as its thread count and
+# torch_mlp.py as torch.set_num_threads.
+#
+# FLOP convention (GFLOP/s column): matmuls only, per micro-batch of B
+#   forward 2*B*(784*320 + 320*100 + 100*10), backward twice that,
+#   6*B*(784*320 + 320*100 + 100*10) = 1,703,280*B in all
+# (elementwise ops, softmax and the update are not counted; the backward of
+# fc1 needs no input gradient but is counted as in the convention).
+# torch_mlp.py uses this formula; bench_mlp uses ts_model_flops_per_microbatch,
+# which should follow the same convention so the columns compare.
+set -u
+
+usage() { echo "usage: bench/run.sh BUILD_DIR   (env: TS_BENCH_THREADS, TS_BENCH_SCALE)" >&2; exit 2; }
+[ $# -eq 1 ] || usage
+BUILD=$1
+[ -d "$BUILD" ] || { echo "bench/run.sh: no build directory $BUILD (run make build first)" >&2; exit 2; }
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+PY=/usr/bin/python3   # Debian's interpreter: it has python3-torch
+THREADS=${TS_BENCH_THREADS:-2}
+SCALE=${TS_BENCH_SCALE:-1}   # multiplies every step count (0.2 for a quick look)
+export TS_BENCH_THREADS=$THREADS OPENBLAS_NUM_THREADS=$THREADS OMP_NUM_THREADS=$THREADS \
+       MKL_NUM_THREADS=$THREADS
+
+steps() { awk -v n="$1" -v s="$SCALE" 'BEGIN { v = int(n * s); print (v < 1 ? 1 : v) }'; }
+
+# field LINE KEY -> the value of key=value in LINE (empty when absent)
+field() { printf '%s\n' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1; }
+
+# measure CMD... -> the command's result line, or "failed" (its output on stderr)
+measure() {
+    local out line
+    if out=$("$@" 2>&1) && line=$(printf '%s\n' "$out" | grep -E ' ms_per_step=' | tail -n 1) \
+        && [ -n "$line" ]; then
+        printf '%s\n' "$line"
+    else
+        printf '%s\n' "$out" | tail -n 5 | sed 's/^/    | /' >&2
+        echo failed
+    fi
+}
+
+ROWS=() PASSES=0 MISSES=0
+hr() { printf '%.0s-' $(seq 1 70); printf '\n'; }
+
+# row LABEL TARGET BASELINE_CMD CANDIDATE_CMD (each command one string)
+row() {
+    local label=$1 target=$2 base cand
+    base=$(measure bash -c "$3")
+    cand=$(measure bash -c "$4")
+    for line in "$base" "$cand"; do
+        if [ "$line" = failed ]; then
+            printf '%-22s %-12s %10s\n' "$label" "?" failed
+        else
+            printf '%-22s %-12s %10s %12s %9s\n' "$label" "${line%% *}" \
+                "$(field "$line" ms_per_step)" "$(field "$line" samples_per_s)" \
+                "$(field "$line" gflops)"
+        fi
+    done
+    local verdict ratio=-
+    if [ "$base" != failed ] && [ "$cand" != failed ]; then
+        ratio=$(awk -v b="$(field "$base" ms_per_step)" -v c="$(field "$cand" ms_per_step)" \
+            'BEGIN { if (c > 0) printf "%.2f", b / c; else print "-" }')
+    fi
+    if [ "$ratio" != - ] && awk -v r="$ratio" -v t="$target" 'BEGIN { exit !(r >= t) }'; then
+        verdict=PASS; PASSES=$((PASSES + 1))
+    else
+        verdict=MISS; MISSES=$((MISSES + 1))
+    fi
+    printf '%-22s ratio %s/%s ms = %s (target >= %s): %s\n' "$label" "${base%% *}" \
+        "${cand%% *}" "$ratio" "$target" "$verdict"
+    hr
+    ROWS+=("$label: ratio $ratio, target >= $target, $verdict")
+}
+
+echo "threads=$THREADS, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)" \
+     "(other load skews the numbers)"
+printf '%-22s %-12s %10s %12s %9s\n' benchmark impl ms/step samples/s GFLOP/s
+hr
+BENCH=$BUILD/bench_mlp
+
+# the tutorial MLP, training steps: PyTorch ms / tensorscope ms
+row "mlp train batch=1000" 1.0 \
+    "$PY $SRC/bench/torch_mlp.py --batch 1000 --steps $(steps 30) --threads $THREADS" \
+    "$BENCH 1000 $(steps 30) 5 $THREADS"
+row "mlp train batch=32" 2.0 \
+    "$PY $SRC/bench/torch_mlp.py --batch 32 --steps $(steps 500) --threads $THREADS" \
+    "$BENCH 32 $(steps 500) 20 $THREADS"
+
+echo "summary: ${#ROWS[@]} targets, $PASSES PASS, $MISSES MISS"
+for r in "${ROWS[@]}"; do echo "  $r"; done
+exit 0
