@@ -348,7 +348,7 @@ typedef struct ts_stats {
 #define TS_LOG2_BINS 256
 /* TensorBoard's default buckets: right edges +-1e-12 * 1.1^k up to 1e20,
  * plus 0 and +-DBL_MAX, sorted ascending (see ts_tb_bucket_limits). */
-#define TS_TB_BINS 1549
+#define TS_TB_BINS 1551
 
 /* Fractions of the values that would underflow (become 0 or subnormal) or
  * overflow (become Inf, or exceed the max finite value for e4m3) when cast. */

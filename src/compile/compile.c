@@ -1,0 +1,591 @@
+/* compile.c -- from graph + options to a program: shape inference, the live
+ * set and topological order, which tensors get gradients, the named entries,
+ * the memory plan by lifetime class, and anchors/watches resolved to entries. */
+#include "compile/program.h"
+
+#include "graph/ops.h"
+#include "observe/outfeed.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *kind_prefix[] = {"", "Gradient___", "Accum___", "UpdatedVar___", "Accl___", "Accl1___", "Accl2___", "Step___"};
+
+void ts_prog_free(ts_prog *p) {
+    if (!p) return;
+    for (int i = 0; i < p->n_entries; i++) {
+        ts_free(p->entries[i].name);
+        ts_free(p->entries[i].anchors);
+        ts_free(p->entries[i].outfeeds);
+    }
+    for (int i = 0; i < p->n_anchors; i++) ts_free(p->anchors[i].short_name);
+    for (int i = 0; p->zero_before && i < p->n_nodes; i++) ts_free(p->zero_before[i]);
+    for (int i = 0; p->scratch && i < p->n_nodes; i++) ts_free(p->scratch[i]);
+    ts_free(p->scratch);
+    ts_free(p->zero_before);
+    ts_free(p->n_zero_before);
+    ts_free(p->entries);
+    ts_free(p->sorted_names);
+    ts_free(p->anchors);
+    ts_free(p->watch_results);
+    ts_free(p->summaries);
+    ts_free(p->watch_what);
+    ts_free(p->watch_period);
+    ts_free(p->arena_activations);
+    ts_free(p->arena_grads);
+    ts_free(p->arena_anchors);
+    ts_free(p->shape);
+    ts_free(p->order);
+    ts_free(p->live);
+    ts_free(p->needs_grad);
+    ts_free(p->reaches);
+    ts_free(p->value_entry);
+    ts_free(p->grad_entry);
+    ts_free(p->op_ns);
+    ts_free(p);
+}
+
+int ts_prog_find(const ts_prog *p, const char *name) {
+    for (int i = 0; i < p->n_entries; i++)
+        if (strcmp(p->entries[i].name, name) == 0) return i;
+    return -1;
+}
+
+/* "did you mean" with the three closest names */
+static ts_status unknown_name(const ts_prog *p, const char *what, const char *name) {
+    int best[3] = {-1, -1, -1};
+    size_t dist[3] = {(size_t)-1, (size_t)-1, (size_t)-1};
+    for (int i = 0; i < p->n_entries; i++) {
+        size_t d = ts_edit_distance(name, p->entries[i].name);
+        for (int k = 0; k < 3; k++)
+            if (d < dist[k]) {
+                for (int j = 2; j > k; j--) dist[j] = dist[j - 1], best[j] = best[j - 1];
+                dist[k] = d, best[k] = i;
+                break;
+            }
+    }
+    char hint[512] = "";
+    size_t used = 0;
+    for (int k = 0; k < 3 && best[k] >= 0; k++)
+        used += (size_t)snprintf(hint + used, sizeof hint - used, "%s'%s'", k ? ", " : "", p->entries[best[k]].name);
+    return ts_error(TS_ERR_NOT_FOUND, "%s: no tensor named '%s' in this model; closest: %s (list them all with ts_model_tensor_names or `tensorscope names`)",
+                    what, name, hint);
+}
+
+static ts_status add_entry(ts_prog *p, size_t *cap, ts_entry_kind kind, const ts_tensor *t, const ts_shape *shape, bool per_step) {
+    if (ts_grow((void **)&p->entries, cap, (size_t)p->n_entries + 1, sizeof *p->entries)) return TS_ERR_OUT_OF_MEMORY;
+    ts_entry *e = &p->entries[p->n_entries];
+    memset(e, 0, sizeof *e);
+    size_t n = strlen(kind_prefix[kind]) + strlen(t->name) + 1;
+    e->name = ts_malloc(n);
+    if (!e->name) return TS_ERR_OUT_OF_MEMORY;
+    snprintf(e->name, n, "%s%s", kind_prefix[kind], t->name);
+    e->kind = kind;
+    e->node = t->id;
+    e->dtype = kind == TS_KIND_VALUE ? t->dtype : TS_F32;
+    e->shape = kind == TS_KIND_STEP ? (ts_shape){.ndim = 0} : *shape;
+    e->numel = ts_shape_numel(&e->shape);
+    e->per_step = per_step;
+    e->watch = -1;
+    p->n_entries++;
+    return TS_OK;
+}
+
+static int cmp_names(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/* Is node i the output of a layer (for check_numerics=output)? Top-level op
+ * outputs, and outputs leaving their scope. */
+static bool is_layer_output(const ts_graph *g, const ts_prog *p, int i) {
+    const ts_tensor *t = g->t[i];
+    if (t->op == TS_OP_INPUT || t->op == TS_OP_PARAM) return false;
+    const char *slash = strchr(t->name, '/');
+    if (!slash) return true;
+    size_t scope_len = (size_t)(slash - t->name);
+    for (int k = 0; k < p->n_order; k++) {
+        const ts_tensor *c = g->t[p->order[k]];
+        for (int j = 0; j < c->n_in; j++)
+            if (c->in[j] == i && !(strncmp(c->name, t->name, scope_len) == 0 && c->name[scope_len] == '/')) return true;
+    }
+    return false;
+}
+
+static ts_status infer_shapes(ts_model *m, ts_prog *p) {
+    ts_graph *g = m->g;
+    for (int i = 0; i < p->n_nodes; i++) {
+        const ts_tensor *t = g->t[i];
+        const ts_op_def *def = ts_op_get(t->op);
+        if (t->op == TS_OP_INPUT || t->op == TS_OP_PARAM) {
+            p->shape[i] = (i < m->n_override && m->input_override[i].ndim >= 0) ? m->input_override[i] : t->shape;
+            continue;
+        }
+        ts_shape in[2];
+        for (int k = 0; k < t->n_in; k++) in[k] = p->shape[t->in[k]];
+        ts_status st = def->shape(t, in, &p->shape[i]);
+        if (st) return ts_error_wrap(st, "compile: '%s' (%s, built at %s:%d) with the run's input shapes", t->name, def->name,
+                                     t->file ? t->file : "?", t->line);
+    }
+    return TS_OK;
+}
+
+/* Which nodes run, which reach the loss, and which get gradients. */
+static ts_status live_sets(ts_model *m, ts_prog *p, const bool *requested) {
+    ts_graph *g = m->g;
+    int n = p->n_nodes;
+    for (int i = 0; i < n; i++) p->live[i] = false;
+    if (m->training) p->live[m->loss] = true;
+    for (int k = 0; k < m->n_outputs; k++) p->live[m->outputs[k]] = true;
+    for (int i = 0; i < n; i++)
+        if (g->t[i]->op == TS_OP_PRINT) p->live[i] = true; /* never optimised away */
+    for (size_t k = 0; k < g->n_marks; k++) p->live[g->marks[k].tensor] = true;
+    for (int i = n - 1; i >= 0; i--)
+        if (p->live[i])
+            for (int j = 0; j < g->t[i]->n_in; j++) p->live[g->t[i]->in[j]] = true;
+    p->n_order = 0;
+    for (int i = 0; i < n; i++)
+        if (p->live[i]) p->order[p->n_order++] = i;
+    for (int i = 0; i < n; i++) p->reaches[i] = p->needs_grad[i] = false;
+    if (!m->training) return TS_OK;
+    p->reaches[m->loss] = true;
+    for (int i = n - 1; i >= 0; i--)
+        if (p->reaches[i] && p->live[i]) {
+            const ts_op_def *def = ts_op_get(g->t[i]->op);
+            for (int j = 0; j < g->t[i]->n_in; j++)
+                if (!(j == 1 && def->integer_input2)) p->reaches[g->t[i]->in[j]] = true;
+        }
+    for (int k = 0; k < p->n_order; k++) {
+        int i = p->order[k];
+        const ts_tensor *t = g->t[i];
+        bool need = (t->op == TS_OP_PARAM) || requested[i];
+        for (int j = 0; j < t->n_in && !need; j++) need = p->needs_grad[t->in[j]] && !(j == 1 && ts_op_get(t->op)->integer_input2);
+        p->needs_grad[i] = need && p->reaches[i] && t->dtype == TS_F32;
+    }
+    return TS_OK;
+}
+
+/* Gradient names asked for by anchors that the default set lacks. */
+static ts_status requested_grads(ts_model *m, ts_prog *p, bool *requested) {
+    ts_graph *g = m->g;
+    for (size_t k = 0; k < m->opts.n_anchors; k++) {
+        const char *name = m->opts.anchors[k].tensor_name;
+        if (strncmp(name, "Gradient___", 11) != 0 || strpbrk(name, "*?[")) continue;
+        const ts_tensor *t = ts_graph_find(g, name + 11);
+        if (!t || !p->live[t->id]) continue; /* reported as unknown later */
+        if (!m->training)
+            return ts_error(TS_ERR_INVALID_ARGUMENT, "anchor '%s': an inference model computes no gradients", name);
+        if (!p->reaches[t->id])
+            return ts_error(TS_ERR_INVALID_ARGUMENT, "anchor '%s': '%s' does not reach the loss '%s', so it has no gradient",
+                            name, t->name, g->t[m->loss]->name);
+        if (t->dtype != TS_F32) return ts_error(TS_ERR_INVALID_ARGUMENT, "anchor '%s': '%s' is an integer tensor and has no gradient", name, t->name);
+        requested[t->id] = true;
+    }
+    return TS_OK;
+}
+
+static ts_status build_entries(ts_model *m, ts_prog *p) {
+    ts_graph *g = m->g;
+    size_t cap = 0;
+    for (int i = 0; i < p->n_nodes; i++) p->value_entry[i] = p->grad_entry[i] = -1;
+    for (int k = 0; k < p->n_order; k++) {
+        int i = p->order[k];
+        const ts_tensor *t = g->t[i];
+        p->value_entry[i] = p->n_entries;
+        if (add_entry(p, &cap, TS_KIND_VALUE, t, &p->shape[i], t->op == TS_OP_PARAM)) return TS_ERR_OUT_OF_MEMORY;
+        if (p->needs_grad[i]) {
+            p->grad_entry[i] = p->n_entries;
+            if (add_entry(p, &cap, TS_KIND_GRAD, t, &p->shape[i], false)) return TS_ERR_OUT_OF_MEMORY;
+        }
+        if (!m->training || t->op != TS_OP_PARAM || !p->needs_grad[i]) continue;
+        ts_entry_kind kinds[5] = {TS_KIND_ACCUM, TS_KIND_UPDATED};
+        int nk = 2;
+        if (m->opt.kind == TS_OPT_SGD && m->opt.momentum != 0.0f) kinds[nk++] = TS_KIND_ACCL;
+        if (m->opt.kind != TS_OPT_SGD) kinds[nk++] = TS_KIND_ACCL1, kinds[nk++] = TS_KIND_ACCL2, kinds[nk++] = TS_KIND_STEP;
+        for (int q = 0; q < nk; q++)
+            if (add_entry(p, &cap, kinds[q], t, &p->shape[i], true)) return TS_ERR_OUT_OF_MEMORY;
+    }
+    return TS_OK;
+}
+
+/* Buffers: activations (values and activation gradients, lifetimes planned
+ * so dead buffers are reused), gradients of parameters and accumulators,
+ * optimizer state (in the model, survives recompiles), parameters (graph). */
+static ts_status plan_memory(ts_model *m, ts_prog *p) {
+    ts_graph *g = m->g;
+    int L = p->n_order;
+    int64_t *fwd = ts_malloc((size_t)p->n_nodes * sizeof *fwd);
+    ts_interval *iv = ts_calloc((size_t)p->n_entries + 1, sizeof *iv);
+    int *iv_entry = ts_calloc((size_t)p->n_entries + 1, sizeof *iv_entry);
+    if (!fwd || !iv || !iv_entry) {
+        ts_free(fwd), ts_free(iv), ts_free(iv_entry);
+        return TS_ERR_OUT_OF_MEMORY;
+    }
+    for (int k = 0; k < L; k++) fwd[p->order[k]] = k;
+#define BWD(i) ((int64_t)(2 * L - 1) - fwd[i])
+    int64_t end_of_step = 2 * L;
+    int n_iv = 0;
+    size_t grads_bytes = 0;
+    bool alias_accum = m->opts.grad_accum == 1;
+    for (int e = 0; e < p->n_entries; e++) {
+        ts_entry *en = &p->entries[e];
+        const ts_tensor *t = g->t[en->node];
+        size_t bytes = (size_t)en->numel * sizeof(float);
+        bool activation = t->op != TS_OP_PARAM && t->op != TS_OP_INPUT;
+        if (en->kind == TS_KIND_VALUE && activation) {
+            int64_t end = fwd[t->id];
+            for (int k = 0; k < L; k++) {
+                const ts_tensor *c = g->t[p->order[k]];
+                for (int j = 0; j < c->n_in; j++)
+                    if (c->in[j] == t->id) end = end > fwd[c->id] ? end : fwd[c->id];
+                for (int j = 0; j < c->n_in; j++)
+                    if (c->in[j] == t->id && p->needs_grad[c->id]) end = end > BWD(c->id) ? end : BWD(c->id);
+            }
+            if (p->needs_grad[t->id]) end = end > BWD(t->id) ? end : BWD(t->id);
+            iv[n_iv] = (ts_interval){fwd[t->id], end, bytes, 0};
+            iv_entry[n_iv++] = e;
+        } else if (en->kind == TS_KIND_GRAD && activation) {
+            int64_t start = BWD(t->id);
+            for (int k = 0; k < L; k++) {
+                const ts_tensor *c = g->t[p->order[k]];
+                for (int j = 0; j < c->n_in; j++)
+                    if (c->in[j] == t->id && p->needs_grad[c->id] && BWD(c->id) < start) start = BWD(c->id);
+            }
+            if (t->id == m->loss) start = BWD(t->id);
+            iv[n_iv] = (ts_interval){start, BWD(t->id), bytes, 0};
+            iv_entry[n_iv++] = e;
+        } else if (en->kind == TS_KIND_GRAD && t->op == TS_OP_INPUT) {
+            iv[n_iv] = (ts_interval){0, end_of_step, bytes, 0}; /* read after the backward pass */
+            iv_entry[n_iv++] = e;
+        } else if (en->kind == TS_KIND_GRAD || (en->kind == TS_KIND_ACCUM && !alias_accum)) {
+            grads_bytes += (bytes + 63) / 64 * 64;
+        }
+    }
+#undef BWD
+    size_t unplanned = 0;
+    for (int k = 0; k < n_iv; k++) unplanned += (iv[k].bytes + 63) / 64 * 64;
+    size_t act_bytes = ts_memplan(iv, n_iv);
+    ts_status st = TS_OK;
+    if (act_bytes == (size_t)-1) st = TS_ERR_OUT_OF_MEMORY;
+    if (!st && act_bytes && !(p->arena_activations = ts_calloc(act_bytes / sizeof(float), sizeof(float)))) st = TS_ERR_OUT_OF_MEMORY;
+    if (!st && grads_bytes && !(p->arena_grads = ts_calloc(grads_bytes / sizeof(float), sizeof(float)))) st = TS_ERR_OUT_OF_MEMORY;
+    if (st) {
+        ts_free(fwd), ts_free(iv), ts_free(iv_entry);
+        return ts_error(TS_ERR_OUT_OF_MEMORY, "compile: out of memory for %zu bytes of activations and %zu of gradients", act_bytes, grads_bytes);
+    }
+    p->bytes_activations = act_bytes;
+    p->bytes_activations_unplanned = unplanned;
+    p->bytes_grads = grads_bytes;
+    for (int k = 0; k < n_iv; k++) p->entries[iv_entry[k]].data = p->arena_activations + iv[k].offset / sizeof(float);
+    /* everything else points at fixed storage */
+    size_t goff = 0;
+    for (int e = 0; e < p->n_entries; e++) {
+        ts_entry *en = &p->entries[e];
+        ts_tensor *t = g->t[en->node];
+        if (en->data) continue;
+        ts_opt_state *s = NULL;
+        for (int q = 0; q < m->n_state; q++)
+            if (m->state[q].node == t->id) s = &m->state[q];
+        switch (en->kind) {
+        case TS_KIND_VALUE:
+        case TS_KIND_UPDATED: en->data = t->value; break; /* params: graph storage; inputs: set per run */
+        case TS_KIND_GRAD:
+        case TS_KIND_ACCUM:
+            if (en->kind == TS_KIND_ACCUM && alias_accum) {
+                en->data = p->entries[p->grad_entry[t->id]].data;
+            } else {
+                en->data = p->arena_grads + goff / sizeof(float);
+                goff += ((size_t)en->numel * sizeof(float) + 63) / 64 * 64;
+            }
+            break;
+        case TS_KIND_ACCL: en->data = s ? s->accl : NULL; break;
+        case TS_KIND_ACCL1: en->data = s ? s->accl1 : NULL; break;
+        case TS_KIND_ACCL2: en->data = s ? s->accl2 : NULL; break;
+        case TS_KIND_STEP: en->data = s ? &s->step : NULL; break;
+        }
+    }
+    /* a gradient is zeroed right before the first backward that adds to it */
+    for (int k = L - 1; k >= 0; k--) {
+        int c = p->order[k];
+        if (!p->needs_grad[c]) continue;
+        const ts_tensor *ct = g->t[c];
+        for (int j = 0; j < ct->n_in; j++) {
+            int i = ct->in[j];
+            if (!p->needs_grad[i] || g->t[i]->op == TS_OP_PARAM) continue;
+            bool first = true; /* no consumer later in forward order that also needs grad */
+            for (int k2 = k + 1; k2 < L && first; k2++) {
+                const ts_tensor *c2 = g->t[p->order[k2]];
+                if (!p->needs_grad[c2->id]) continue;
+                for (int j2 = 0; j2 < c2->n_in; j2++) first = first && c2->in[j2] != i;
+            }
+            for (int j2 = 0; j2 < j && first; j2++) first = ct->in[j2] != i; /* x*x: zero once */
+            if (!first) continue;
+            int *z = ts_realloc(p->zero_before[c], (size_t)(p->n_zero_before[c] + 1) * sizeof *z);
+            if (!z) {
+                ts_free(fwd), ts_free(iv), ts_free(iv_entry);
+                return TS_ERR_OUT_OF_MEMORY;
+            }
+            p->zero_before[c] = z;
+            z[p->n_zero_before[c]++] = p->grad_entry[i];
+        }
+    }
+    for (int k = 0; k < L; k++) {
+        int i = p->order[k];
+        const ts_op_def *def = ts_op_get(g->t[i]->op);
+        if (!def->scratch_floats) continue;
+        ts_shape in[2];
+        for (int j = 0; j < g->t[i]->n_in; j++) in[j] = p->shape[g->t[i]->in[j]];
+        size_t nf = def->scratch_floats(in, &p->shape[i]);
+        if (!(p->scratch[i] = ts_calloc(nf ? nf : 1, sizeof(float)))) {
+            ts_free(fwd), ts_free(iv), ts_free(iv_entry);
+            return TS_ERR_OUT_OF_MEMORY;
+        }
+    }
+    ts_free(fwd), ts_free(iv), ts_free(iv_entry);
+    return TS_OK;
+}
+
+static ts_status attach_anchor(ts_model *m, ts_prog *p, const char *short_name, int e, ts_output_mode mode, int period) {
+    ts_entry *en = &p->entries[e];
+    if (mode == TS_OUTPUT_DEFAULT) {
+        mode = m->opts.output_mode;
+        period = m->opts.output_period;
+    }
+    if (mode == TS_OUTPUT_DEFAULT) mode = m->training ? TS_OUTPUT_FINAL : TS_OUTPUT_ALL;
+    int64_t S = en->per_step ? p->samples_step : p->samples_mb;
+    int64_t rows = 1;
+    if (mode == TS_OUTPUT_ALL) rows = S;
+    if (mode == TS_OUTPUT_EVERY_N) {
+        if (period < 1 || S % period != 0)
+            return ts_error(TS_ERR_INVALID_ARGUMENT,
+                            "anchor '%s' (%s): every_n period %d must divide the %lld %s per run (D=%d, A=%d); pick a divisor of %lld",
+                            short_name, en->name, period, (long long)S, en->per_step ? "steps" : "micro-batches",
+                            m->opts.device_iterations, m->opts.grad_accum, (long long)S);
+        rows = S / period;
+    }
+    for (int k = 0; k < p->n_anchors; k++)
+        if (strcmp(p->anchors[k].short_name, short_name) == 0)
+            return ts_error(TS_ERR_INVALID_ARGUMENT, "duplicate anchor short name '%s'", short_name);
+    int *ea = ts_realloc(en->anchors, (size_t)(en->n_anchors + 1) * sizeof *ea);
+    if (!ea) return TS_ERR_OUT_OF_MEMORY;
+    en->anchors = ea;
+    ts_anchor *a = &p->anchors[p->n_anchors];
+    memset(a, 0, sizeof *a);
+    if (!(a->short_name = ts_strdup(short_name))) return TS_ERR_OUT_OF_MEMORY;
+    a->entry = e;
+    a->mode = mode;
+    a->period = period;
+    a->rows = rows;
+    a->keeps_axis = mode == TS_OUTPUT_ALL || mode == TS_OUTPUT_EVERY_N;
+    ea[en->n_anchors++] = p->n_anchors++;
+    en->observed = true;
+    return TS_OK;
+}
+
+static ts_status resolve_anchors(ts_model *m, ts_prog *p) {
+    size_t cap = m->opts.n_anchors + (size_t)m->n_outputs + 1;
+    for (size_t k = 0; k < m->opts.n_anchors; k++)
+        if (strpbrk(m->opts.anchors[k].tensor_name, "*?[")) cap += (size_t)p->n_entries;
+    if (!(p->anchors = ts_calloc(cap, sizeof *p->anchors))) return TS_ERR_OUT_OF_MEMORY;
+    for (size_t k = 0; k < m->opts.n_anchors; k++) {
+        const ts_anchor_spec *s = &m->opts.anchors[k];
+        if (strpbrk(s->tensor_name, "*?[")) {
+            int matched = 0;
+            for (int e = 0; e < p->n_entries; e++) {
+                if (!ts_name_matches(s->tensor_name, p->entries[e].name)) continue;
+                if (ts_prog_find(p, p->entries[e].name) != e) continue;
+                bool dup = false;
+                for (int q = 0; q < p->n_anchors; q++) dup = dup || strcmp(p->anchors[q].short_name, p->entries[e].name) == 0;
+                if (dup) continue; /* already anchored by an earlier, more specific request */
+                ts_status st = attach_anchor(m, p, p->entries[e].name, e, s->mode, s->period);
+                if (st) return st;
+                matched++;
+            }
+            if (!matched) return unknown_name(p, "anchor pattern", s->tensor_name);
+            continue;
+        }
+        int e = ts_prog_find(p, s->tensor_name);
+        if (e < 0) {
+            const ts_tensor *t = ts_graph_find(m->g, s->tensor_name);
+            if (t && !p->live[t->id])
+                return ts_error(TS_ERR_NOT_FOUND, "anchor '%s': tensor '%s' is not computed by this model (it feeds neither the loss nor an output)",
+                                s->short_name, s->tensor_name);
+            return unknown_name(p, "anchor", s->tensor_name);
+        }
+        ts_status st = attach_anchor(m, p, s->short_name, e, s->mode, s->period);
+        if (st) return st;
+    }
+    /* the loss and the outputs, under their own names, unless taken */
+    int implicit[64], n_imp = 0;
+    if (m->training) implicit[n_imp++] = m->loss;
+    for (int k = 0; k < m->n_outputs && n_imp < 64; k++) implicit[n_imp++] = m->outputs[k];
+    for (int k = 0; k < n_imp; k++) {
+        const char *name = m->g->t[implicit[k]]->name;
+        bool taken = false;
+        for (int q = 0; q < p->n_anchors; q++) taken = taken || strcmp(p->anchors[q].short_name, name) == 0;
+        if (taken) continue;
+        ts_status st = attach_anchor(m, p, name, p->value_entry[implicit[k]], TS_OUTPUT_DEFAULT, 0);
+        if (st) return st;
+    }
+    size_t total = 0;
+    for (int k = 0; k < p->n_anchors; k++) total += (size_t)(p->anchors[k].rows * p->entries[p->anchors[k].entry].numel);
+    if (total && !(p->arena_anchors = ts_calloc(total, sizeof(float)))) return TS_ERR_OUT_OF_MEMORY;
+    p->bytes_anchors = total * sizeof(float);
+    size_t off = 0;
+    for (int k = 0; k < p->n_anchors; k++) {
+        p->anchors[k].data = p->arena_anchors + off;
+        off += (size_t)(p->anchors[k].rows * p->entries[p->anchors[k].entry].numel);
+    }
+    return TS_OK;
+}
+
+static ts_status resolve_watches(ts_model *m, ts_prog *p) {
+    if (m->opts.n_watches == 0) return TS_OK;
+    int n = 0;
+    for (int e = 0; e < p->n_entries; e++) {
+        ts_entry *en = &p->entries[e];
+        if (en->dtype != TS_F32) continue;
+        for (size_t k = 0; k < m->opts.n_watches; k++)
+            if (ts_name_matches(m->opts.watches[k].pattern, en->name)) {
+                en->watch = n++;
+                break;
+            }
+    }
+    p->n_watch = n;
+    if (!n) return TS_OK;
+    p->watch_results = ts_calloc((size_t)n, sizeof *p->watch_results);
+    p->summaries = ts_calloc((size_t)n, sizeof *p->summaries);
+    p->watch_what = ts_calloc((size_t)n, sizeof *p->watch_what);
+    p->watch_period = ts_calloc((size_t)n, sizeof *p->watch_period);
+    if (!p->watch_results || !p->summaries || !p->watch_what || !p->watch_period) return TS_ERR_OUT_OF_MEMORY;
+    for (int e = 0; e < p->n_entries; e++) {
+        ts_entry *en = &p->entries[e];
+        if (en->watch < 0) continue;
+        int w = en->watch, period = 0, what = 0;
+        for (size_t k = 0; k < m->opts.n_watches; k++)
+            if (ts_name_matches(m->opts.watches[k].pattern, en->name)) {
+                what |= m->opts.watches[k].what;
+                period = period == 0 || m->opts.watches[k].period < period ? m->opts.watches[k].period : period;
+            }
+        p->watch_what[w] = what;
+        p->watch_period[w] = period;
+        p->watch_results[w] = (ts_watch_result){en->name, -1, -1, &p->summaries[w]};
+        en->observed = true;
+    }
+    return TS_OK;
+}
+
+static ts_status add_link(ts_entry *en, ts_outfeed *q, const char *key) {
+    ts_outfeed_link *l = ts_realloc(en->outfeeds, (size_t)(en->n_outfeeds + 1) * sizeof *l);
+    if (!l) return TS_ERR_OUT_OF_MEMORY;
+    en->outfeeds = l;
+    l[en->n_outfeeds++] = (ts_outfeed_link){q, key};
+    en->observed = true;
+    return ts_outfeed_reserve(q, (size_t)en->numel * sizeof(float));
+}
+
+static ts_status resolve_outfeeds(ts_model *m, ts_prog *p) {
+    ts_graph *g = m->g;
+    for (size_t k = 0; k < g->n_marks; k++) {
+        ts_status st = add_link(&p->entries[p->value_entry[g->marks[k].tensor]], g->marks[k].q, g->marks[k].key);
+        if (st) return st;
+    }
+    if (!m->opts.grad_q || !m->training) return TS_OK;
+    for (int e = 0; e < p->n_entries; e++) {
+        ts_entry *en = &p->entries[e];
+        if (g->t[en->node]->op != TS_OP_PARAM) continue;
+        if (en->kind != (m->opts.grad_pre_accumulated ? TS_KIND_GRAD : TS_KIND_ACCUM)) continue;
+        /* the key `<param>_grad` lives in the entry's name buffer's tail */
+        const char *pname = g->t[en->node]->name;
+        size_t n = strlen(pname) + 6;
+        char *key = ts_realloc(en->name, strlen(en->name) + 1 + n);
+        if (!key) return TS_ERR_OUT_OF_MEMORY;
+        en->name = key;
+        char *tail = key + strlen(key) + 1;
+        snprintf(tail, n, "%s_grad", pname);
+        ts_status st = add_link(en, m->opts.grad_q, tail);
+        if (st) return st;
+    }
+    return TS_OK;
+}
+
+static void mark_checks(ts_model *m, ts_prog *p) {
+    ts_check_numerics c = m->opts.check;
+    for (int e = 0; e < p->n_entries && c != TS_CHECK_OFF; e++) {
+        ts_entry *en = &p->entries[e];
+        const ts_tensor *t = m->g->t[en->node];
+        bool check = false;
+        if (en->kind == TS_KIND_VALUE) check = t->op == TS_OP_INPUT ? t->dtype == TS_F32 : (c == TS_CHECK_OP || is_layer_output(m->g, p, t->id));
+        if (en->kind == TS_KIND_GRAD) check = c == TS_CHECK_OP || t->op == TS_OP_PARAM || is_layer_output(m->g, p, t->id);
+        if (en->kind == TS_KIND_UPDATED) check = true;
+        if (t->op == TS_OP_PARAM && en->kind == TS_KIND_VALUE) check = false;
+        en->check = check;
+        en->observed = en->observed || check;
+    }
+}
+
+ts_status ts_prog_build(ts_model *m, ts_prog **out) {
+    *out = NULL;
+    ts_graph *g = m->g;
+    ts_status st = ts_graph_status(g);
+    if (st) return ts_error_wrap(st, "compile: the graph has an error from building it");
+    ts_prog *p = ts_calloc(1, sizeof *p);
+    if (!p) return TS_ERR_OUT_OF_MEMORY;
+    int n = p->n_nodes = (int)g->n;
+    bool *requested = ts_calloc((size_t)n, sizeof *requested);
+    p->shape = ts_calloc((size_t)n, sizeof *p->shape);
+    p->order = ts_calloc((size_t)n, sizeof *p->order);
+    p->live = ts_calloc((size_t)n, sizeof *p->live);
+    p->needs_grad = ts_calloc((size_t)n, sizeof *p->needs_grad);
+    p->reaches = ts_calloc((size_t)n, sizeof *p->reaches);
+    p->value_entry = ts_calloc((size_t)n, sizeof *p->value_entry);
+    p->grad_entry = ts_calloc((size_t)n, sizeof *p->grad_entry);
+    p->zero_before = ts_calloc((size_t)n, sizeof *p->zero_before);
+    p->n_zero_before = ts_calloc((size_t)n, sizeof *p->n_zero_before);
+    p->scratch = ts_calloc((size_t)n, sizeof *p->scratch);
+    p->op_ns = ts_calloc((size_t)n, sizeof *p->op_ns);
+    if (!requested || !p->shape || !p->order || !p->live || !p->needs_grad || !p->reaches || !p->value_entry ||
+        !p->grad_entry || !p->zero_before || !p->n_zero_before || !p->scratch || !p->op_ns) {
+        st = TS_ERR_OUT_OF_MEMORY;
+        goto fail;
+    }
+    p->samples_step = m->opts.device_iterations;
+    p->samples_mb = (int64_t)m->opts.device_iterations * (m->training ? m->opts.grad_accum : 1);
+    if ((st = infer_shapes(m, p))) goto fail;
+    if (m->training && p->shape[m->loss].ndim != 0) {
+        char b[96];
+        st = ts_error(TS_ERR_SHAPE, "compile: the loss '%s' must be a scalar, it is %s (reduce it with ts_mean or ts_sum)",
+                      g->t[m->loss]->name, ts_shape_str(&p->shape[m->loss], b, sizeof b));
+        goto fail;
+    }
+    if ((st = live_sets(m, p, requested))) goto fail;
+    if ((st = requested_grads(m, p, requested))) goto fail;
+    if ((st = live_sets(m, p, requested))) goto fail;
+    if ((st = ts_opt_state_init(m))) goto fail;
+    if ((st = build_entries(m, p))) goto fail;
+    if ((st = plan_memory(m, p))) goto fail;
+    if ((st = resolve_anchors(m, p))) goto fail;
+    if ((st = resolve_watches(m, p))) goto fail;
+    if ((st = resolve_outfeeds(m, p))) goto fail;
+    mark_checks(m, p);
+    if (!(p->sorted_names = ts_calloc((size_t)p->n_entries + 1, sizeof *p->sorted_names))) {
+        st = TS_ERR_OUT_OF_MEMORY;
+        goto fail;
+    }
+    for (int e = 0; e < p->n_entries; e++) p->sorted_names[e] = p->entries[e].name;
+    qsort(p->sorted_names, (size_t)p->n_entries, sizeof *p->sorted_names, cmp_names);
+    for (int k = 0; k < p->n_order; k++) {
+        const ts_tensor *t = g->t[p->order[k]];
+        const ts_op_def *def = ts_op_get(t->op);
+        if (!def->flops) continue;
+        ts_shape in[2];
+        for (int j = 0; j < t->n_in; j++) in[j] = p->shape[t->in[j]];
+        double f = def->flops(in, &p->shape[t->id]);
+        p->flops_mb += m->training && p->needs_grad[t->id] ? 3.0 * f : f;
+    }
+    ts_free(requested);
+    *out = p;
+    return TS_OK;
+fail:
+    ts_free(requested);
+    ts_prog_free(p);
+    return st;
+}

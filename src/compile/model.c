@@ -1,0 +1,177 @@
+/* model.c -- training and inference models: creation, compile and
+ * recompile, names, anchors added after compile. */
+#include "compile/program.h"
+
+#include "diag/metrics.h"
+#include "exec/gemm.h"
+#include "graph/ops.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+static ts_status model_new(ts_model **out, ts_graph *g, const ts_options *o) {
+    *out = NULL;
+    if (!g) return ts_error(TS_ERR_INVALID_ARGUMENT, "model: graph is NULL");
+    ts_status st = ts_graph_status(g);
+    if (st) return ts_error_wrap(st, "model: the graph has an error from building it");
+    ts_model *m = ts_calloc(1, sizeof *m);
+    if (!m) return TS_ERR_OUT_OF_MEMORY;
+    m->g = g;
+    m->loss = -1;
+    m->failed_entry = -1;
+    if (o) st = ts_options_copy(&m->opts, o);
+    else {
+        ts_options *d = ts_options_new();
+        st = d ? ts_options_copy(&m->opts, d) : TS_ERR_OUT_OF_MEMORY;
+        ts_options_free(d);
+    }
+    if (st) {
+        ts_free(m);
+        return st;
+    }
+    const char *env = getenv("TS_CHECK_NUMERICS");
+    if (env && *env) {
+        if (strcasecmp(env, "output") == 0) m->opts.check = TS_CHECK_OUTPUT;
+        else if (strcasecmp(env, "op") == 0) m->opts.check = TS_CHECK_OP;
+        else if (strcasecmp(env, "off") == 0 || strcmp(env, "0") == 0) m->opts.check = TS_CHECK_OFF;
+        else ts_logf(TS_LOG_WARN, "TS_CHECK_NUMERICS='%s' is not off, output or op; ignored", env);
+    }
+    *out = m;
+    return TS_OK;
+}
+
+static bool in_graph(const ts_graph *g, const ts_tensor *t) { return t && t->g == g && t->id >= 0 && (size_t)t->id < g->n && g->t[t->id] == t; }
+
+static ts_status check_optimizer(ts_optimizer o) {
+    if (o.kind < TS_OPT_SGD || o.kind > TS_OPT_ADAMW) return ts_error(TS_ERR_INVALID_ARGUMENT, "unknown optimizer kind %d", (int)o.kind);
+    if (!(o.lr >= 0.0f) || o.lr > 1e6f) return ts_error(TS_ERR_INVALID_ARGUMENT, "learning rate must be a finite value >= 0, got %g", (double)o.lr);
+    if (!(o.momentum >= 0.0f && o.momentum < 1.0f) && o.kind == TS_OPT_SGD)
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "momentum must be in [0, 1), got %g", (double)o.momentum);
+    if (!(o.weight_decay >= 0.0f)) return ts_error(TS_ERR_INVALID_ARGUMENT, "weight decay must be >= 0, got %g", (double)o.weight_decay);
+    if (o.kind != TS_OPT_SGD && !(o.beta1 >= 0.0f && o.beta1 < 1.0f && o.beta2 >= 0.0f && o.beta2 < 1.0f && o.eps > 0.0f))
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "Adam needs betas in [0, 1) and eps > 0");
+    if (o.nesterov && (o.momentum <= 0.0f || o.dampening != 0.0f))
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "Nesterov momentum requires a momentum and zero dampening");
+    return TS_OK;
+}
+
+ts_status ts_model_training(ts_model **out, ts_graph *g, ts_tensor *loss, const ts_options *o, ts_optimizer opt) {
+    if (!out) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_training: out is NULL");
+    *out = NULL;
+    if (g && !in_graph(g, loss)) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_training: the loss is NULL or not a tensor of this graph");
+    ts_status st = check_optimizer(opt);
+    if (st) return st;
+    ts_model *m;
+    if ((st = model_new(&m, g, o))) return st;
+    m->training = true;
+    m->loss = loss->id;
+    m->opt = opt;
+    *out = m;
+    return TS_OK;
+}
+
+ts_status ts_model_inference(ts_model **out, ts_graph *g, ts_tensor *const *outputs, int n_outputs, const ts_options *o) {
+    if (!out) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_inference: out is NULL");
+    *out = NULL;
+    if (n_outputs < 1 || n_outputs > 64 || !outputs) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_inference: give 1 to 64 outputs");
+    for (int i = 0; g && i < n_outputs; i++)
+        if (!in_graph(g, outputs[i])) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_inference: output %d is NULL or not a tensor of this graph", i);
+    if (o && o->grad_accum != 1)
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_inference: gradient accumulation (%d) only applies to training", o->grad_accum);
+    ts_model *m;
+    ts_status st = model_new(&m, g, o);
+    if (st) return st;
+    m->outputs = ts_calloc((size_t)n_outputs, sizeof *m->outputs);
+    if (!m->outputs) {
+        ts_model_free(m);
+        return TS_ERR_OUT_OF_MEMORY;
+    }
+    for (int i = 0; i < n_outputs; i++) m->outputs[i] = outputs[i]->id;
+    m->n_outputs = n_outputs;
+    *out = m;
+    return TS_OK;
+}
+
+void ts_model_free(ts_model *m) {
+    if (!m) return;
+    ts_prog_free(m->prog);
+    ts_opt_state_free(m);
+    ts_pool_free(m->pool);
+    ts_options_clear(&m->opts);
+    ts_free(m->outputs);
+    ts_free(m->input_override);
+    ts_free(m);
+}
+
+static void log_template(const ts_model *m, const ts_prog *p) {
+    if (!ts_log_enabled(TS_LOG_DEBUG)) return;
+    ts_logf(TS_LOG_DEBUG, "layer template (%d ops, %s model):", p->n_order, m->training ? "training" : "inference");
+    ts_logf(TS_LOG_DEBUG, "  %-28s %-12s %-18s %-5s %12s", "name", "op", "shape", "dtype", "bytes");
+    for (int k = 0; k < p->n_order; k++) {
+        const ts_tensor *t = m->g->t[p->order[k]];
+        char b[96];
+        ts_logf(TS_LOG_DEBUG, "  %-28s %-12s %-18s %-5s %12lld", t->name, ts_op_get(t->op)->name,
+                ts_shape_str(&p->shape[t->id], b, sizeof b), ts_dtype_name(t->dtype),
+                (long long)ts_shape_numel(&p->shape[t->id]) * (long long)ts_dtype_size(t->dtype));
+    }
+    ts_logf(TS_LOG_DEBUG, "arenas: activations %zu bytes (%zu without reuse), gradients %zu, anchors %zu", p->bytes_activations,
+            p->bytes_activations_unplanned, p->bytes_grads, p->bytes_anchors);
+}
+
+ts_status ts_model_compile(ts_model *m) {
+    if (!m) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_compile: model is NULL");
+    uint64_t t0 = ts_now_ns();
+    if (!m->pool) {
+        int n = m->opts.threads ? m->opts.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+        if (n < 1) n = 1;
+        ts_status st = ts_pool_new(&m->pool, n);
+        if (st) return st;
+        ts_gemm_set_threads(n);
+    }
+    ts_prog *p;
+    ts_status st = ts_prog_build(m, &p);
+    if (st) return st;
+    ts_prog_free(m->prog);
+    m->prog = p;
+    bool recompile = m->compiled;
+    m->compiled = true;
+    m->stale = false;
+    m->has_run = false;
+    ts_metric_record("CompileTime", (double)(ts_now_ns() - t0));
+    ts_counter_add("Compilations", 1);
+    if (recompile) ts_counter_add_cause("Recompilations", m->stale_cause ? m->stale_cause : "Requested", 1);
+    m->stale_cause = NULL;
+    log_template(m, p);
+    return TS_OK;
+}
+
+ts_status ts_model_tensor_names(const ts_model *m, const char *const **names, size_t *n) {
+    if (!m || !names || !n) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_tensor_names: NULL argument");
+    if (!m->compiled || !m->prog) return ts_error(TS_ERR_STATE, "tensor names are known after ts_model_compile; compile the model first");
+    *names = m->prog->sorted_names;
+    *n = (size_t)m->prog->n_entries;
+    return TS_OK;
+}
+
+ts_status ts_model_anchor(ts_model *m, const char *short_name, const char *tensor_name, ts_output_mode mode, int period) {
+    if (!m) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_anchor: model is NULL");
+    ts_status st = ts_anchor_spec_add(&m->opts.anchors, &m->opts.n_anchors, &m->opts.cap_anchors, short_name, tensor_name, mode, period);
+    if (st || !m->compiled) return st;
+    /* recompile now, so a bad name fails here and the old program stays */
+    m->stale_cause = "AnchorsChanged";
+    st = ts_model_compile(m);
+    if (st) {
+        ts_anchor_spec *a = &m->opts.anchors[--m->opts.n_anchors];
+        ts_free(a->short_name);
+        ts_free(a->tensor_name);
+        m->stale_cause = NULL;
+    }
+    return st;
+}
+
+int64_t ts_model_runs(const ts_model *m) { return m ? m->runs : 0; }
+int64_t ts_model_steps(const ts_model *m) { return m ? m->steps : 0; }
+double ts_model_flops_per_microbatch(const ts_model *m) { return m && m->prog ? m->prog->flops_mb : 0.0; }

@@ -1,0 +1,166 @@
+/* program.h -- what compile produces and the executor runs: the ordered
+ * nodes of a model, every named tensor (an "entry") with its buffer, and the
+ * observers attached to each entry. */
+#ifndef TS_PROGRAM_H
+#define TS_PROGRAM_H
+
+#include "exec/pool.h"
+#include "graph/graph.h"
+
+typedef enum ts_entry_kind {
+    TS_KIND_VALUE = 0, /* op output, input or parameter */
+    TS_KIND_GRAD,      /* Gradient___ (per micro-batch) */
+    TS_KIND_ACCUM,     /* Accum___ (per step) */
+    TS_KIND_UPDATED,   /* UpdatedVar___ (per step) */
+    TS_KIND_ACCL,      /* Accl___ SGD momentum */
+    TS_KIND_ACCL1,     /* Accl1___ Adam first moment */
+    TS_KIND_ACCL2,     /* Accl2___ Adam second moment */
+    TS_KIND_STEP       /* Step___ Adam step count */
+} ts_entry_kind;
+
+typedef struct ts_anchor_spec { /* as the user asked for it */
+    char *short_name;
+    char *tensor_name;
+    ts_output_mode mode;
+    int period;
+} ts_anchor_spec;
+
+typedef struct ts_watch_spec {
+    char *pattern;
+    int what, period;
+} ts_watch_spec;
+
+typedef struct ts_anchor { /* resolved at compile */
+    char *short_name;
+    int entry;
+    ts_output_mode mode; /* never DEFAULT here */
+    int period;
+    int64_t rows;        /* samples kept (ALL: S, EVERY_N: S/N, else 1) */
+    bool keeps_axis;     /* ALL and EVERY_N return [rows, *T] */
+    float *data;         /* rows * numel, in the anchors arena */
+} ts_anchor;
+
+typedef struct ts_outfeed_link {
+    ts_outfeed *q;
+    const char *key;     /* owned by the graph mark or the program */
+} ts_outfeed_link;
+
+typedef struct ts_entry {
+    char *name;
+    ts_entry_kind kind;
+    int node;            /* graph tensor id */
+    ts_dtype dtype;
+    ts_shape shape;
+    int64_t numel;
+    bool per_step;       /* else per micro-batch */
+    float *data;         /* current buffer (inputs: re-pointed each micro-batch) */
+    /* observers; `observed` is the one flag the executor tests */
+    bool observed;
+    int *anchors;
+    int n_anchors;
+    int watch;           /* index into prog->watch_results, -1 = none */
+    ts_outfeed_link *outfeeds;
+    int n_outfeeds;
+    bool check;          /* numeric check after it is produced */
+} ts_entry;
+
+typedef struct ts_prog {
+    int n_nodes;         /* graph size at compile */
+    ts_shape *shape;     /* per node: compiled shape */
+    int *order;          /* live nodes, topological (forward) order */
+    int n_order;
+    bool *live, *needs_grad, *reaches;
+    int *value_entry;    /* per node */
+    int *grad_entry;     /* per node, -1 if no gradient */
+    int **zero_before;   /* per node: grads to zero before its backward */
+    int *n_zero_before;
+    float **scratch;     /* per node */
+    ts_entry *entries;
+    int n_entries;
+    const char **sorted_names;
+    ts_anchor *anchors;
+    int n_anchors;
+    ts_watch_result *watch_results;
+    ts_summary *summaries;
+    int *watch_what, *watch_period;
+    int n_watch;
+    /* arenas by lifetime class */
+    float *arena_activations; size_t bytes_activations;
+    float *arena_grads;       size_t bytes_grads;
+    float *arena_anchors;     size_t bytes_anchors;
+    size_t bytes_activations_unplanned; /* what it would take without reuse */
+    int64_t samples_mb, samples_step;   /* S per run for each kind */
+    double flops_mb;
+    uint64_t *op_ns;     /* per node, this run */
+} ts_prog;
+
+typedef struct ts_opt_state { /* per parameter, survives recompiles */
+    int node;
+    float *accl, *accl1, *accl2; /* momentum / moments */
+    float step;
+} ts_opt_state;
+
+struct ts_options {
+    int device_iterations, grad_accum, threads;
+    ts_output_mode output_mode;
+    int output_period;
+    ts_check_numerics check;
+    ts_anchor_spec *anchors;
+    size_t n_anchors, cap_anchors;
+    ts_watch_spec *watches;
+    size_t n_watches, cap_watches;
+    ts_outfeed *grad_q;
+    int grad_pre_accumulated;
+};
+
+struct ts_model {
+    ts_graph *g;
+    bool training;
+    int loss;            /* node id (training) */
+    int *outputs;        /* node ids (inference) */
+    int n_outputs;
+    ts_options opts;     /* a private copy */
+    ts_optimizer opt;
+    ts_shape *input_override; /* per node, ndim -1 = as declared */
+    int n_override;
+    ts_prog *prog;
+    bool compiled, stale;
+    const char *stale_cause;
+    ts_opt_state *state;
+    int n_state;
+    ts_pool *pool;
+    int64_t runs, steps;
+    bool has_run;
+    /* failure of the last run (numeric check) */
+    int failed_entry;
+};
+
+/* options.c */
+ts_status ts_options_copy(ts_options *dst, const ts_options *src);
+void ts_options_clear(ts_options *o);
+ts_status ts_anchor_spec_add(ts_anchor_spec **v, size_t *n, size_t *cap, const char *short_name,
+                             const char *tensor_name, ts_output_mode mode, int period);
+
+/* compile.c */
+ts_status ts_prog_build(ts_model *m, ts_prog **out);
+void ts_prog_free(ts_prog *p);
+int ts_prog_find(const ts_prog *p, const char *name);
+
+/* memplan.c: offsets for buffers live over [start, end] (inclusive). */
+typedef struct ts_interval {
+    int64_t start, end;
+    size_t bytes;
+    size_t offset; /* out */
+} ts_interval;
+size_t ts_memplan(ts_interval *iv, int n);
+
+/* optim.c */
+ts_status ts_opt_state_init(ts_model *m);
+void ts_opt_state_free(ts_model *m);
+void ts_opt_step(const ts_optimizer *o, ts_opt_state *s, float *param, const float *grad, int64_t n, float grad_scale);
+
+/* observe.c: the executor's one hook */
+ts_status ts_observe(ts_model *m, int entry, int64_t sample);
+void ts_print_tensor(const char *title, const float *x, const ts_shape *s);
+
+#endif

@@ -1,0 +1,309 @@
+/* exec.c -- runs a compiled program: D x A micro-batches of forward and
+ * backward, gradient accumulation and optimizer steps, calling the observe
+ * hook for every tensor the moment it is final. Nothing here allocates. */
+#include "compile/program.h"
+
+#include "diag/crash.h"
+#include "diag/metrics.h"
+#include "exec/kernels.h"
+#include "graph/ops.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The hook is one flag test for unobserved tensors. */
+#define OBSERVE(m, e, sample)                                                   \
+    do {                                                                        \
+        if ((m)->prog->entries[(e)].observed) {                                 \
+            ts_status st_ = ts_observe((m), (e), (sample));                     \
+            if (st_) return st_;                                                \
+        }                                                                       \
+    } while (0)
+
+static ts_kctx make_ctx(const ts_model *m, int node) {
+    const ts_prog *p = m->prog;
+    const ts_tensor *t = m->g->t[node];
+    ts_kctx k = {.node = t, .pool = m->pool, .scratch = p->scratch[node], .out_shape = p->shape[node]};
+    for (int j = 0; j < t->n_in; j++) {
+        int in = t->in[j];
+        const ts_entry *ie = &p->entries[p->value_entry[in]];
+        if (ie->dtype == TS_I32) k.in_i32 = (const int32_t *)(const void *)ie->data;
+        else k.in[j] = ie->data;
+        k.in_shape[j] = p->shape[in];
+        k.din[j] = p->grad_entry[in] >= 0 ? p->entries[p->grad_entry[in]].data : NULL;
+    }
+    k.out = p->entries[p->value_entry[node]].data;
+    if (p->grad_entry[node] >= 0) k.dout = p->entries[p->grad_entry[node]].data;
+    return k;
+}
+
+static void print_op(const ts_model *m, int node, bool gradient) {
+    const ts_tensor *t = m->g->t[node];
+    const ts_prog *p = m->prog;
+    char title[512];
+    if (!gradient) snprintf(title, sizeof title, "%s", t->title[0] ? t->title : t->name);
+    else if (t->title[0]) snprintf(title, sizeof title, "%s_gradient", t->title);
+    else snprintf(title, sizeof title, "Gradient___%s", t->name);
+    const ts_entry *e = &p->entries[gradient ? p->grad_entry[node] : p->value_entry[node]];
+    ts_print_tensor(title, e->data, &e->shape);
+}
+
+static ts_status forward(ts_model *m, int64_t mb) {
+    ts_prog *p = m->prog;
+    ts_graph *g = m->g;
+    for (int k = 0; k < p->n_order; k++) {
+        int i = p->order[k];
+        const ts_tensor *t = g->t[i];
+        if (t->op == TS_OP_INPUT) {
+            OBSERVE(m, p->value_entry[i], mb);
+            continue;
+        }
+        if (t->op == TS_OP_PARAM) continue; /* observed once per step */
+        ts_kctx kc = make_ctx(m, i);
+        ts_crash_set_current_op(ts_op_get(t->op)->name, t->name, t->file);
+        uint64_t t0 = ts_now_ns();
+        ts_op_get(t->op)->forward(&kc);
+        p->op_ns[i] += ts_now_ns() - t0;
+        if (t->op == TS_OP_PRINT) print_op(m, i, false);
+        OBSERVE(m, p->value_entry[i], mb);
+    }
+    return TS_OK;
+}
+
+static ts_status backward(ts_model *m, int64_t mb) {
+    ts_prog *p = m->prog;
+    ts_graph *g = m->g;
+    for (int k = 0; k < p->n_order; k++) {
+        int i = p->order[k];
+        if (g->t[i]->op == TS_OP_PARAM && p->needs_grad[i]) {
+            ts_entry *e = &p->entries[p->grad_entry[i]];
+            memset(e->data, 0, (size_t)e->numel * sizeof(float));
+        }
+    }
+    for (int k = p->n_order - 1; k >= 0; k--) {
+        int i = p->order[k];
+        if (!p->needs_grad[i]) continue;
+        const ts_tensor *t = g->t[i];
+        if (i == m->loss) p->entries[p->grad_entry[i]].data[0] = 1.0f;
+        OBSERVE(m, p->grad_entry[i], mb); /* every consumer has added its part */
+        const ts_op_def *def = ts_op_get(t->op);
+        if (!def->backward) continue;
+        for (int z = 0; z < p->n_zero_before[i]; z++) {
+            ts_entry *e = &p->entries[p->zero_before[i][z]];
+            memset(e->data, 0, (size_t)e->numel * sizeof(float));
+        }
+        ts_kctx kc = make_ctx(m, i);
+        ts_crash_set_current_op(def->name, t->name, t->file);
+        uint64_t t0 = ts_now_ns();
+        def->backward(&kc);
+        p->op_ns[i] += ts_now_ns() - t0;
+        if (t->op == TS_OP_PRINT) print_op(m, i, true);
+    }
+    return TS_OK;
+}
+
+/* Per-parameter entries of one kind, in entry order. */
+static int entry_of(const ts_prog *p, int node, ts_entry_kind kind) {
+    for (int e = p->grad_entry[node]; e >= 0 && e < p->n_entries && p->entries[e].node == node; e++)
+        if (p->entries[e].kind == kind) return e;
+    return -1;
+}
+
+static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
+    ts_prog *p = m->prog;
+    int A = m->opts.grad_accum;
+    for (int s = 0; s < m->n_state; s++) {
+        int node = m->state[s].node;
+        if (!p->live[node] || !p->needs_grad[node]) continue;
+        ts_entry *grad = &p->entries[p->grad_entry[node]];
+        ts_entry *acc = &p->entries[entry_of(p, node, TS_KIND_ACCUM)];
+        if (A > 1) {
+            if (a == 0) memcpy(acc->data, grad->data, (size_t)acc->numel * sizeof(float));
+            else ts_accumulate(m->pool, acc->data, grad->data, acc->numel);
+        }
+    }
+    if (a != A - 1) return TS_OK;
+    ts_crash_set_current_op("Optimizer", "(all parameters)", NULL);
+    for (int s = 0; s < m->n_state; s++) {
+        int node = m->state[s].node;
+        if (!p->live[node] || !p->needs_grad[node]) continue;
+        int acc = entry_of(p, node, TS_KIND_ACCUM);
+        ts_entry *ae = &p->entries[acc];
+        if (A > 1) ts_scale_forward(m->pool, ae->data, ae->data, 1.0f / (float)A, ae->numel); /* the mean */
+        OBSERVE(m, acc, d);
+        ts_opt_step(&m->opt, &m->state[s], m->g->t[node]->value, ae->data, ae->numel, 1.0f);
+        for (int e = acc + 1; e < p->n_entries && p->entries[e].node == node; e++) OBSERVE(m, e, d);
+    }
+    m->steps++;
+    return TS_OK;
+}
+
+/* Matches the user's arrays to the model's inputs; a new micro-batch size
+ * recompiles. */
+static ts_status bind_inputs(ts_model *m, const char *const *names, const ts_array *inputs, int n, const ts_array **bound) {
+    ts_graph *g = m->g;
+    int64_t S = m->training ? (int64_t)m->opts.device_iterations * m->opts.grad_accum : m->opts.device_iterations;
+    for (int k = 0; k < n; k++) {
+        if (!names || !names[k] || !inputs) return ts_error(TS_ERR_INVALID_ARGUMENT, "run: input %d has no name or array", k);
+        const ts_tensor *t = ts_graph_find(g, names[k]);
+        if (!t || t->op != TS_OP_INPUT) return ts_error(TS_ERR_NOT_FOUND, "run: '%s' is not an input of this graph", names[k]);
+        if (bound[t->id]) return ts_error(TS_ERR_INVALID_ARGUMENT, "run: input '%s' given twice", names[k]);
+        bound[t->id] = &inputs[k];
+    }
+    bool changed = false;
+    for (size_t i = 0; i < g->n; i++) {
+        const ts_tensor *t = g->t[i];
+        if (t->op != TS_OP_INPUT || !m->prog->live[i]) continue;
+        const ts_array *a = bound[i];
+        if (!a) return ts_error(TS_ERR_INVALID_ARGUMENT, "run: input '%s' is missing", t->name);
+        if (a->dtype != t->dtype || !a->data)
+            return ts_error(TS_ERR_INVALID_ARGUMENT, "run: input '%s' must be %s data, got %s%s", t->name, ts_dtype_name(t->dtype),
+                            ts_dtype_name(a->dtype), a->data ? "" : " with no data");
+        const ts_shape *cur = &m->prog->shape[i];
+        int want_ndim = t->shape.ndim == 0 ? 1 : t->shape.ndim;
+        bool ok = a->ndim == want_ndim && a->shape[0] > 0 && a->shape[0] % S == 0;
+        for (int j = 1; ok && j < a->ndim; j++) ok = a->shape[j] == cur->d[j];
+        if (!ok) {
+            char b[96], c[128];
+            ts_array_shape_str(a, c, sizeof c);
+            return ts_error(TS_ERR_SHAPE, "run: input '%s' is %s; expected [%lld*B%s] (the %lld micro-batches of the run stacked on axis 0, B the micro-batch size), declared %s",
+                            t->name, c, (long long)S, t->shape.ndim > 1 ? ",..." : "", (long long)S, ts_shape_str(&t->shape, b, sizeof b));
+        }
+        int64_t B = a->shape[0] / S;
+        if (t->shape.ndim > 0 && B != cur->d[0]) {
+            if (!m->input_override) {
+                m->input_override = ts_calloc(g->n, sizeof *m->input_override);
+                if (!m->input_override) return TS_ERR_OUT_OF_MEMORY;
+                for (size_t q = 0; q < g->n; q++) m->input_override[q].ndim = -1;
+                m->n_override = (int)g->n;
+            }
+            m->input_override[i] = *cur;
+            m->input_override[i].d[0] = B;
+            changed = true;
+        }
+    }
+    if (changed) {
+        ts_logf(TS_LOG_DEBUG, "input shape changed: recompiling");
+        m->stale_cause = "InputShapeChanged";
+        return ts_model_compile(m);
+    }
+    return TS_OK;
+}
+
+/* Labels index into class scores: check them before any kernel reads them. */
+static ts_status check_labels(const ts_model *m, const ts_array *const *bound) {
+    const ts_prog *p = m->prog;
+    for (int k = 0; k < p->n_order; k++) {
+        const ts_tensor *t = m->g->t[p->order[k]];
+        if (!ts_op_get(t->op)->integer_input2) continue;
+        const ts_tensor *lab = m->g->t[t->in[1]];
+        if (lab->op != TS_OP_INPUT || !bound[lab->id]) continue;
+        int64_t C = p->shape[t->in[0]].d[1], n = ts_array_numel(bound[lab->id]);
+        const int32_t *y = bound[lab->id]->data;
+        for (int64_t i = 0; i < n; i++)
+            if (y[i] < 0 || y[i] >= C)
+                return ts_error(TS_ERR_INVALID_ARGUMENT, "run: '%s'[%lld] = %d is not a class index in [0, %lld) for %s", lab->name,
+                                (long long)i, (int)y[i], (long long)C, t->name);
+    }
+    return TS_OK;
+}
+
+static void record_op_metrics(ts_model *m) {
+    ts_prog *p = m->prog;
+    uint64_t per_op[TS_OP_COUNT] = {0};
+    for (int k = 0; k < p->n_order; k++) {
+        int i = p->order[k];
+        per_op[m->g->t[i]->op] += p->op_ns[i];
+        p->op_ns[i] = 0;
+    }
+    for (int op = 0; op < TS_OP_COUNT; op++) {
+        if (!per_op[op]) continue;
+        char name[64];
+        snprintf(name, sizeof name, "OpTime.%s", ts_op_get((ts_op)op)->name);
+        ts_metric_record(name, (double)per_op[op]);
+    }
+}
+
+static ts_status run_body(ts_model *m, const ts_array *const *bound) {
+    ts_prog *p = m->prog;
+    ts_graph *g = m->g;
+    int D = m->opts.device_iterations, A = m->training ? m->opts.grad_accum : 1;
+    for (int64_t d = 0; d < D; d++) {
+        for (int a = 0; a < A; a++) {
+            int64_t mb = d * A + a;
+            for (int k = 0; k < p->n_order; k++) {
+                int i = p->order[k];
+                if (g->t[i]->op != TS_OP_INPUT) continue;
+                ts_entry *e = &p->entries[p->value_entry[i]];
+                e->data = (float *)bound[i]->data + mb * e->numel; /* i32 has the same width */
+            }
+            if (a == 0)
+                for (int k = 0; k < p->n_order; k++)
+                    if (g->t[p->order[k]]->op == TS_OP_PARAM) OBSERVE(m, p->value_entry[p->order[k]], d);
+            ts_status st = forward(m, mb);
+            if (!st && m->training) st = backward(m, mb);
+            if (!st && m->training) st = accumulate_and_step(m, a, d);
+            if (st) return st;
+        }
+    }
+    return TS_OK;
+}
+
+ts_status ts_model_run(ts_model *m, const char *const *names, const ts_array *inputs, int n) {
+    if (!m) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_run: model is NULL");
+    if (n < 0) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_run: negative input count");
+    ts_status st = TS_OK;
+    if (!m->compiled || m->stale) st = ts_model_compile(m);
+    if (st) return st;
+    const ts_array **bound = ts_calloc(m->g->n + 1, sizeof *bound); /* once per run, not per step */
+    if (!bound) return TS_ERR_OUT_OF_MEMORY;
+    uint64_t t0 = ts_now_ns();
+    st = bind_inputs(m, names, inputs, n, bound);
+    if (!st) st = check_labels(m, bound);
+    if (!st) {
+        m->failed_entry = -1;
+        st = run_body(m, bound);
+        ts_crash_set_current_op(NULL, NULL, NULL);
+    }
+    ts_free(bound);
+    if (st) return st;
+    record_op_metrics(m);
+    m->runs++;
+    m->has_run = true;
+    ts_metric_record("ExecuteTime", (double)(ts_now_ns() - t0));
+    ts_counter_add("Runs", 1);
+    return TS_OK;
+}
+
+ts_status ts_model_anchored(const ts_model *m, const char *short_name, ts_array *out) {
+    if (!m || !short_name || !out) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_anchored: NULL argument");
+    const ts_prog *p = m->prog;
+    int k = 0;
+    while (p && k < p->n_anchors && strcmp(p->anchors[k].short_name, short_name) != 0) k++;
+    if (!p || k == p->n_anchors) {
+        char known[512] = "";
+        size_t used = 0;
+        for (int q = 0; p && q < p->n_anchors && used < sizeof known - 64; q++)
+            used += (size_t)snprintf(known + used, sizeof known - used, "%s'%s'", q ? ", " : "", p->anchors[q].short_name);
+        return ts_error(TS_ERR_NOT_FOUND, "no anchor named '%s'%s%s", short_name, used ? "; anchors: " : " (the model is not compiled)", known);
+    }
+    if (!m->has_run) return ts_error(TS_ERR_STATE, "anchor '%s' has no value yet: run the model first", short_name);
+    const ts_anchor *a = &p->anchors[k];
+    const ts_entry *e = &p->entries[a->entry];
+    memset(out, 0, sizeof *out);
+    out->dtype = e->dtype;
+    out->data = a->data;
+    int d = 0;
+    if (a->keeps_axis) out->shape[d++] = a->rows;
+    for (int i = 0; i < e->shape.ndim && d < TS_MAX_DIMS; i++) out->shape[d++] = e->shape.d[i];
+    out->ndim = d;
+    return TS_OK;
+}
+
+ts_status ts_model_watch_results(const ts_model *m, const ts_watch_result **out, size_t *n) {
+    if (!m || !out || !n) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_watch_results: NULL argument");
+    if (!m->prog) return ts_error(TS_ERR_STATE, "watch results exist after compile and run");
+    *out = m->prog->watch_results;
+    *n = (size_t)m->prog->n_watch;
+    return TS_OK;
+}

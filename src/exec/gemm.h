@@ -1,0 +1,17 @@
+/* gemm.h -- C[M,N] (+)= op(A) op(B) through CBLAS, and a naive version kept
+ * as the test oracle. Row-major throughout. */
+#ifndef TS_GEMM_H
+#define TS_GEMM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* C = beta*C + op(A)[M,K] op(B)[K,N]; ta/tb: the operand is stored transposed. */
+void ts_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, const float *B,
+             float beta, float *C);
+void ts_gemm_naive(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A,
+                   const float *B, float beta, float *C);
+/* Threads OpenBLAS may use (called once per model compile). */
+void ts_gemm_set_threads(int n);
+
+#endif

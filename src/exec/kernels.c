@@ -1,0 +1,229 @@
+/* kernels.c -- the math of every op, forward and backward. Elementwise loops
+ * are split over the pool when large; small tensors run inline because a
+ * thread hand-off costs more than the work. */
+#include "exec/kernels.h"
+
+#include <math.h>
+#include <string.h>
+
+#define GRAIN 16384
+
+/* One context shape for every elementwise kernel: the slice function reads
+ * what it needs. */
+typedef struct ew {
+    int kind;
+    float *out, *out2;
+    const float *a, *b, *c;
+    float s;
+    int64_t nb;
+} ew;
+
+/* ---- binary ops with suffix broadcasting of b */
+
+static void binary_fwd_slice(void *vctx, int64_t begin, int64_t end) {
+    const ew *e = vctx;
+    float *out = e->out;
+    const float *a = e->a, *b = e->b;
+    int64_t nb = e->nb;
+    if (nb == 1) {
+        float bv = b[0];
+        for (int64_t i = begin; i < end; i++)
+            out[i] = e->kind == TS_BIN_ADD ? a[i] + bv : e->kind == TS_BIN_SUB ? a[i] - bv : a[i] * bv;
+        return;
+    }
+    for (int64_t i = begin; i < end;) {
+        int64_t j = i % nb, run = nb - j;
+        if (run > end - i) run = end - i;
+        const float *ai = a + i, *bj = b + j;
+        float *oi = out + i;
+        switch (e->kind) {
+        case TS_BIN_ADD: for (int64_t k = 0; k < run; k++) oi[k] = ai[k] + bj[k]; break;
+        case TS_BIN_SUB: for (int64_t k = 0; k < run; k++) oi[k] = ai[k] - bj[k]; break;
+        default: for (int64_t k = 0; k < run; k++) oi[k] = ai[k] * bj[k]; break;
+        }
+        i += run;
+    }
+}
+
+void ts_binary_forward(ts_pool *p, int kind, float *out, const float *a, const float *b, int64_t n, int64_t nb) {
+    ew e = {.kind = kind, .out = out, .a = a, .b = b, .nb = nb};
+    ts_pool_for(p, n, GRAIN, binary_fwd_slice, &e);
+}
+
+/* da: elementwise, parallel */
+static void binary_bwd_a_slice(void *vctx, int64_t begin, int64_t end) {
+    const ew *e = vctx;
+    float *da = e->out;
+    const float *dout = e->a, *b = e->b;
+    if (e->kind != TS_BIN_MUL) {
+        for (int64_t i = begin; i < end; i++) da[i] += dout[i];
+        return;
+    }
+    for (int64_t i = begin; i < end; i++) da[i] += dout[i] * b[i % e->nb];
+}
+
+void ts_binary_backward(ts_pool *p, int kind, float *da, float *db, const float *dout, const float *a,
+                        const float *b, int64_t n, int64_t nb) {
+    if (da) {
+        ew e = {.kind = kind, .out = da, .a = dout, .b = b, .nb = nb};
+        ts_pool_for(p, n, GRAIN, binary_bwd_a_slice, &e);
+    }
+    if (db) {
+        /* db[j] += sum over rows of (+-dout or dout*a): a reduction over the
+         * broadcast axis, done row by row so the inner loop vectorises. */
+        float sign = kind == TS_BIN_SUB ? -1.0f : 1.0f;
+        for (int64_t r = 0; r < n / nb; r++) {
+            const float *d = dout + r * nb;
+            if (kind == TS_BIN_MUL) {
+                const float *ar = a + r * nb;
+                for (int64_t j = 0; j < nb; j++) db[j] += d[j] * ar[j];
+            } else {
+                for (int64_t j = 0; j < nb; j++) db[j] += sign * d[j];
+            }
+        }
+    }
+}
+
+/* ---- unary elementwise */
+
+enum { U_SCALE_F, U_SCALE_B, U_RELU_F, U_RELU_B, U_LOG_F, U_LOG_B, U_COPY_F, U_ACC };
+
+static void unary_slice(void *vctx, int64_t begin, int64_t end) {
+    const ew *e = vctx;
+    float *o = e->out;
+    const float *a = e->a, *b = e->b;
+    float s = e->s;
+    switch (e->kind) {
+    case U_SCALE_F: for (int64_t i = begin; i < end; i++) o[i] = s * a[i]; break;
+    case U_SCALE_B: for (int64_t i = begin; i < end; i++) o[i] += s * a[i]; break;
+    case U_RELU_F: for (int64_t i = begin; i < end; i++) o[i] = a[i] > 0.0f ? a[i] : 0.0f; break;
+    /* the kink at 0 takes gradient 0, as PyTorch does */
+    case U_RELU_B: for (int64_t i = begin; i < end; i++) o[i] += b[i] > 0.0f ? a[i] : 0.0f; break;
+    case U_LOG_F: for (int64_t i = begin; i < end; i++) o[i] = logf(a[i]); break;
+    case U_LOG_B: for (int64_t i = begin; i < end; i++) o[i] += a[i] / b[i]; break;
+    case U_COPY_F: memcpy(o + begin, a + begin, (size_t)(end - begin) * sizeof(float)); break;
+    default: for (int64_t i = begin; i < end; i++) o[i] += a[i]; break;
+    }
+}
+
+static void unary(ts_pool *p, int kind, float *out, const float *a, const float *b, float s, int64_t n) {
+    ew e = {.kind = kind, .out = out, .a = a, .b = b, .s = s};
+    ts_pool_for(p, n, GRAIN, unary_slice, &e);
+}
+
+void ts_scale_forward(ts_pool *p, float *out, const float *x, float s, int64_t n) { unary(p, U_SCALE_F, out, x, NULL, s, n); }
+void ts_scale_backward(ts_pool *p, float *dx, const float *dout, float s, int64_t n) { unary(p, U_SCALE_B, dx, dout, NULL, s, n); }
+void ts_relu_forward(ts_pool *p, float *out, const float *x, int64_t n) { unary(p, U_RELU_F, out, x, NULL, 0, n); }
+void ts_relu_backward(ts_pool *p, float *dx, const float *dout, const float *out, int64_t n) { unary(p, U_RELU_B, dx, dout, out, 0, n); }
+void ts_log_forward(ts_pool *p, float *out, const float *x, int64_t n) { unary(p, U_LOG_F, out, x, NULL, 0, n); }
+void ts_log_backward(ts_pool *p, float *dx, const float *dout, const float *x, int64_t n) { unary(p, U_LOG_B, dx, dout, x, 0, n); }
+void ts_copy_forward(ts_pool *p, float *out, const float *x, int64_t n) { unary(p, U_COPY_F, out, x, NULL, 0, n); }
+void ts_copy_backward(ts_pool *p, float *dx, const float *dout, int64_t n) { unary(p, U_ACC, dx, dout, NULL, 0, n); }
+void ts_accumulate(ts_pool *p, float *dst, const float *src, int64_t n) { unary(p, U_ACC, dst, src, NULL, 0, n); }
+
+/* ---- softmax family: [outer, dim, inner], max-subtracted, sums in double */
+
+void ts_log_softmax_forward(float *out, const float *x, int64_t outer, int64_t dim, int64_t inner) {
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t in = 0; in < inner; in++) {
+            const float *xr = x + o * dim * inner + in;
+            float *yr = out + o * dim * inner + in;
+            float mx = -INFINITY;
+            for (int64_t d = 0; d < dim; d++) mx = xr[d * inner] > mx ? xr[d * inner] : mx;
+            double sum = 0;
+            for (int64_t d = 0; d < dim; d++) sum += exp((double)(xr[d * inner] - mx));
+            float lse = mx + (float)log(sum);
+            for (int64_t d = 0; d < dim; d++) yr[d * inner] = xr[d * inner] - lse;
+        }
+}
+
+/* dx = dout - softmax * sum(dout) */
+void ts_log_softmax_backward(float *dx, const float *dout, const float *out, int64_t outer, int64_t dim, int64_t inner) {
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t in = 0; in < inner; in++) {
+            int64_t base = o * dim * inner + in;
+            double s = 0;
+            for (int64_t d = 0; d < dim; d++) s += dout[base + d * inner];
+            for (int64_t d = 0; d < dim; d++) {
+                int64_t i = base + d * inner;
+                dx[i] += dout[i] - expf(out[i]) * (float)s;
+            }
+        }
+}
+
+void ts_softmax_forward(float *out, const float *x, int64_t outer, int64_t dim, int64_t inner) {
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t in = 0; in < inner; in++) {
+            int64_t base = o * dim * inner + in;
+            float mx = -INFINITY;
+            for (int64_t d = 0; d < dim; d++) mx = x[base + d * inner] > mx ? x[base + d * inner] : mx;
+            double sum = 0;
+            for (int64_t d = 0; d < dim; d++) sum += exp((double)(x[base + d * inner] - mx));
+            for (int64_t d = 0; d < dim; d++)
+                out[base + d * inner] = (float)(exp((double)(x[base + d * inner] - mx)) / sum);
+        }
+}
+
+/* dx = y * (dout - sum(dout * y)) */
+void ts_softmax_backward(float *dx, const float *dout, const float *out, int64_t outer, int64_t dim, int64_t inner) {
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t in = 0; in < inner; in++) {
+            int64_t base = o * dim * inner + in;
+            double s = 0;
+            for (int64_t d = 0; d < dim; d++) s += (double)dout[base + d * inner] * out[base + d * inner];
+            for (int64_t d = 0; d < dim; d++) {
+                int64_t i = base + d * inner;
+                dx[i] += out[i] * (dout[i] - (float)s);
+            }
+        }
+}
+
+/* ---- losses (labels were range-checked before the run) */
+
+void ts_nll_forward(float *out, const float *logp, const int32_t *labels, int64_t B, int64_t C) {
+    double s = 0;
+    for (int64_t b = 0; b < B; b++) s -= logp[b * C + labels[b]];
+    out[0] = (float)(s / (double)B);
+}
+
+void ts_nll_backward(float *dlogp, const float *dout, const int32_t *labels, int64_t B, int64_t C) {
+    float g = -dout[0] / (float)B;
+    for (int64_t b = 0; b < B; b++) dlogp[b * C + labels[b]] += g;
+}
+
+void ts_cross_entropy_forward(float *out, float *probs, const float *logits, const int32_t *labels, int64_t B, int64_t C) {
+    ts_softmax_forward(probs, logits, B, C, 1);
+    double s = 0;
+    for (int64_t b = 0; b < B; b++) {
+        /* log-sum-exp again for an exact log-probability (log(prob) loses
+         * precision when the prob is tiny) */
+        const float *x = logits + b * C;
+        float mx = -INFINITY;
+        for (int64_t c = 0; c < C; c++) mx = x[c] > mx ? x[c] : mx;
+        double sum = 0;
+        for (int64_t c = 0; c < C; c++) sum += exp((double)(x[c] - mx));
+        s -= (double)(x[labels[b]] - mx) - log(sum);
+    }
+    out[0] = (float)(s / (double)B);
+}
+
+void ts_cross_entropy_backward(float *dlogits, const float *dout, const float *probs, const int32_t *labels, int64_t B, int64_t C) {
+    float g = dout[0] / (float)B;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t c = 0; c < C; c++)
+            dlogits[b * C + c] += g * (probs[b * C + c] - (c == labels[b] ? 1.0f : 0.0f));
+}
+
+/* ---- reductions to a scalar */
+
+void ts_reduce_forward(float *out, const float *x, int64_t n, bool mean) {
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += x[i];
+    out[0] = (float)(mean ? s / (double)n : s);
+}
+
+void ts_reduce_backward(ts_pool *p, float *dx, const float *dout, int64_t n, bool mean) {
+    float g = mean ? dout[0] / (float)n : dout[0];
+    /* broadcast-add of a scalar: the binary kernel with nb = 1 and a = dx */
+    ts_binary_forward(p, TS_BIN_ADD, dx, dx, &g, n, 1);
+}

@@ -1,0 +1,128 @@
+/* pool.c -- fork-join over slices; the caller runs slice 0 itself. */
+#include "exec/pool.h"
+
+#include <pthread.h>
+
+struct ts_pool {
+    int n;                 /* threads including the caller */
+    pthread_t *threads;
+    pthread_mutex_t mu;
+    pthread_cond_t go, done;
+    uint64_t generation;   /* bumped for every job */
+    int pending;           /* workers still running the current job */
+    bool stop;
+    ts_pool_fn fn;
+    void *ctx;
+    int64_t n_items;
+    int slices;
+};
+
+typedef struct worker_arg {
+    ts_pool *p;
+    int index;
+} worker_arg;
+
+static void slice_bounds(int64_t n, int slices, int i, int64_t *b, int64_t *e) {
+    *b = n * i / slices;
+    *e = n * (i + 1) / slices;
+}
+
+static void *worker_main(void *arg) {
+    worker_arg *w = arg;
+    ts_pool *p = w->p;
+    int me = w->index;
+    ts_free(w);
+    uint64_t seen = 0;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->stop && p->generation == seen) pthread_cond_wait(&p->go, &p->mu);
+        if (p->stop) break;
+        seen = p->generation;
+        ts_pool_fn fn = p->fn;
+        void *ctx = p->ctx;
+        int slices = p->slices;
+        int64_t n = p->n_items;
+        pthread_mutex_unlock(&p->mu);
+        if (me < slices) {
+            int64_t b, e;
+            slice_bounds(n, slices, me, &b, &e);
+            if (e > b) fn(ctx, b, e);
+        }
+        pthread_mutex_lock(&p->mu);
+        if (--p->pending == 0) pthread_cond_signal(&p->done);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+ts_status ts_pool_new(ts_pool **out, int n_threads) {
+    *out = NULL;
+    if (n_threads < 1) n_threads = 1;
+    ts_pool *p = ts_calloc(1, sizeof *p);
+    if (!p) return TS_ERR_OUT_OF_MEMORY;
+    p->n = n_threads;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->go, NULL);
+    pthread_cond_init(&p->done, NULL);
+    if (n_threads > 1) {
+        p->threads = ts_calloc((size_t)n_threads - 1, sizeof *p->threads);
+        if (!p->threads) {
+            ts_pool_free(p);
+            return TS_ERR_OUT_OF_MEMORY;
+        }
+        for (int i = 1; i < n_threads; i++) {
+            worker_arg *w = ts_malloc(sizeof *w);
+            if (w) *w = (worker_arg){p, i};
+            if (!w || pthread_create(&p->threads[i - 1], NULL, worker_main, w) != 0) {
+                ts_free(w);
+                p->n = i; /* free joins the ones that started */
+                ts_pool_free(p);
+                return ts_error(TS_ERR_INTERNAL, "could not start worker thread %d", i);
+            }
+        }
+    }
+    *out = p;
+    return TS_OK;
+}
+
+void ts_pool_free(ts_pool *p) {
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    p->stop = true;
+    pthread_cond_broadcast(&p->go);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 1; i < p->n; i++) pthread_join(p->threads[i - 1], NULL);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->go);
+    pthread_cond_destroy(&p->done);
+    ts_free(p->threads);
+    ts_free(p);
+}
+
+int ts_pool_threads(const ts_pool *p) { return p ? p->n : 1; }
+
+void ts_pool_for(ts_pool *p, int64_t n, int64_t grain, ts_pool_fn fn, void *ctx) {
+    if (n <= 0) return;
+    int slices = p ? p->n : 1;
+    if (grain < 1) grain = 1;
+    if (n / grain < slices) slices = (int)(n / grain);
+    if (slices <= 1) {
+        fn(ctx, 0, n);
+        return;
+    }
+    pthread_mutex_lock(&p->mu);
+    p->fn = fn;
+    p->ctx = ctx;
+    p->n_items = n;
+    p->slices = slices;
+    p->pending = p->n - 1;
+    p->generation++;
+    pthread_cond_broadcast(&p->go);
+    pthread_mutex_unlock(&p->mu);
+    int64_t b, e;
+    slice_bounds(n, slices, 0, &b, &e);
+    fn(ctx, b, e);
+    pthread_mutex_lock(&p->mu);
+    while (p->pending > 0) pthread_cond_wait(&p->done, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+}

@@ -1,0 +1,21 @@
+/* pool.h -- a small fork-join thread pool for elementwise ops and
+ * reductions. Workers sleep on a condition variable between jobs, so they do
+ * not fight OpenBLAS's own threads during GEMM. */
+#ifndef TS_POOL_H
+#define TS_POOL_H
+
+#include "core/core.h"
+
+typedef struct ts_pool ts_pool;
+/* fn(ctx, begin, end) over a slice of [0, n). */
+typedef void (*ts_pool_fn)(void *ctx, int64_t begin, int64_t end);
+
+/* n_threads total including the caller; 1 = no workers. */
+ts_status ts_pool_new(ts_pool **out, int n_threads);
+void ts_pool_free(ts_pool *p);
+int ts_pool_threads(const ts_pool *p);
+/* Splits [0, n) into one contiguous slice per thread (fewer when n is below
+ * `grain` per thread) and waits for all of them. p may be NULL. */
+void ts_pool_for(ts_pool *p, int64_t n, int64_t grain, ts_pool_fn fn, void *ctx);
+
+#endif

@@ -1,0 +1,376 @@
+/* graph.c -- the graph builder: nodes, names, scopes, parameters and the
+ * shape checks made as each node is added. Errors are sticky so a model can
+ * be written without a check per line; compile reports the first one. */
+#include "graph/graph.h"
+
+#include "graph/ops.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+bool ts_shape_equal(const ts_shape *a, const ts_shape *b) {
+    if (a->ndim != b->ndim) return false;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->d[i] != b->d[i]) return false;
+    return true;
+}
+
+const char *ts_shape_str(const ts_shape *s, char *buf, size_t n) {
+    size_t used = 0;
+    used += (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < s->ndim && used < n; i++)
+        used += (size_t)snprintf(buf + used, n - used, "%s%lld", i ? "," : "", (long long)s->d[i]);
+    if (used < n) snprintf(buf + used, n - used, "]");
+    return buf;
+}
+
+/* splitmix64: small, seedable, good enough for initialisation. */
+static uint64_t next_u64(uint64_t *s) {
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+double ts_graph_uniform(ts_graph *g) { return (double)(next_u64(&g->rng) >> 11) * 0x1.0p-53; }
+
+ts_graph *ts_graph_new(uint64_t seed) {
+    ts_graph *g = ts_calloc(1, sizeof *g);
+    if (g) g->rng = seed;
+    return g;
+}
+
+void ts_graph_free(ts_graph *g) {
+    if (!g) return;
+    for (size_t i = 0; i < g->n; i++) {
+        ts_free(g->t[i]->name);
+        ts_free(g->t[i]->title);
+        ts_free(g->t[i]->value);
+        ts_free(g->t[i]);
+    }
+    for (int i = 0; i < g->n_scope; i++) ts_free(g->scope[i]);
+    for (size_t i = 0; i < g->n_op_counts; i++) ts_free(g->op_counts[i].prefix);
+    for (size_t i = 0; i < g->n_marks; i++) ts_free(g->marks[i].key);
+    ts_free(g->marks);
+    ts_free(g->op_counts);
+    ts_free(g->t);
+    ts_free(g);
+}
+
+ts_status ts_graph_status(const ts_graph *g) {
+    if (!g) return ts_error(TS_ERR_INVALID_ARGUMENT, "graph is NULL");
+    if (g->sticky) ts_error(g->sticky, "%s", g->sticky_msg);
+    return g->sticky;
+}
+
+ts_tensor *ts_graph_fail(ts_graph *g, ts_status code, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (g->file) {
+        char where[1200];
+        snprintf(where, sizeof where, "%s (at %s:%d)", msg, g->file, g->line);
+        ts_error(code, "%s", where);
+    } else {
+        ts_error(code, "%s", msg);
+    }
+    if (!g->sticky) {
+        g->sticky = code;
+        snprintf(g->sticky_msg, sizeof g->sticky_msg, "%s", ts_last_error());
+    }
+    return NULL;
+}
+
+ts_graph *ts_graph_at(ts_graph *g, const char *file, int line) {
+    if (g) {
+        g->file = file;
+        g->line = line;
+    }
+    return g;
+}
+
+ts_status ts_scope_push(ts_graph *g, const char *name) {
+    if (!g || !name || !*name) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_scope_push needs a graph and a non-empty name");
+    if (g->n_scope == (int)TS_ARRAY_LEN(g->scope))
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "scopes nest at most %d deep", (int)TS_ARRAY_LEN(g->scope));
+    if (strpbrk(name, "/:"))
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "scope name '%s' may not contain '/' or ':'", name);
+    char *s = ts_strdup(name);
+    if (!s) return TS_ERR_OUT_OF_MEMORY;
+    g->scope[g->n_scope++] = s;
+    return TS_OK;
+}
+
+ts_status ts_scope_pop(ts_graph *g) {
+    if (!g || g->n_scope == 0) return ts_error(TS_ERR_STATE, "ts_scope_pop without a matching ts_scope_push");
+    ts_free(g->scope[--g->n_scope]);
+    return TS_OK;
+}
+
+/* "enc.block0" from the scope stack ("" at top level). */
+static void scope_path(const ts_graph *g, char *buf, size_t n) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < g->n_scope && used < n; i++)
+        used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? "." : "", g->scope[i]);
+}
+
+/* `<scope>/<Op>:<k>` with k counting that op within the scope. */
+static char *op_output_name(ts_graph *g, const char *opname) {
+    char scope[512], prefix[600], name[640];
+    scope_path(g, scope, sizeof scope);
+    if (scope[0])
+        snprintf(prefix, sizeof prefix, "%s/%s", scope, opname);
+    else
+        snprintf(prefix, sizeof prefix, "%s", opname);
+    size_t i = 0;
+    while (i < g->n_op_counts && strcmp(g->op_counts[i].prefix, prefix) != 0) i++;
+    if (i == g->n_op_counts) {
+        if (ts_grow((void **)&g->op_counts, &g->cap_op_counts, i + 1, sizeof *g->op_counts)) return NULL;
+        g->op_counts[i].prefix = ts_strdup(prefix);
+        if (!g->op_counts[i].prefix) return NULL;
+        g->op_counts[i].count = 0;
+        g->n_op_counts++;
+    }
+    snprintf(name, sizeof name, "%s:%d", prefix, g->op_counts[i].count++);
+    return ts_strdup(name);
+}
+
+static bool name_taken(const ts_graph *g, const char *name) {
+    for (size_t i = 0; i < g->n; i++)
+        if (strcmp(g->t[i]->name, name) == 0) return true;
+    return false;
+}
+
+static bool valid_name(const char *name) {
+    if (!name || !*name || strlen(name) > 400) return false;
+    for (const char *p = name; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == '"' || *p == '\\') return false;
+    return true;
+}
+
+ts_tensor *ts_graph_find(const ts_graph *g, const char *name) {
+    if (!g || !name) return NULL;
+    for (size_t i = 0; i < g->n; i++)
+        if (strcmp(g->t[i]->name, name) == 0) return g->t[i];
+    return NULL;
+}
+
+static bool owned(const ts_graph *g, const ts_tensor *t) { return t && t->g == g && t->id >= 0 && (size_t)t->id < g->n && g->t[t->id] == t; }
+
+/* Adds a node: checks inputs, infers its shape by the op table's rule, names it. */
+static ts_tensor *add_node(ts_graph *g, ts_op op, const ts_tensor *a, const ts_tensor *b,
+                           const char *name, void (*setup)(ts_tensor *, const void *), const void *arg) {
+    if (!g) return NULL;
+    if (g->sticky) return NULL;
+    const ts_op_def *def = ts_op_get(op);
+    const ts_tensor *ins[2] = {a, b};
+    for (int i = 0; i < def->arity; i++) {
+        if (!ins[i]) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: input %d is NULL (an earlier builder call failed?)", def->name, i + 1);
+        if (!owned(g, ins[i])) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: input %d belongs to another graph", def->name, i + 1);
+    }
+    if (ts_grow((void **)&g->t, &g->cap, g->n + 1, sizeof *g->t)) return ts_graph_fail(g, TS_ERR_OUT_OF_MEMORY, "out of memory adding %s", def->name);
+    ts_tensor *t = ts_calloc(1, sizeof *t);
+    if (!t) return ts_graph_fail(g, TS_ERR_OUT_OF_MEMORY, "out of memory adding %s", def->name);
+    t->g = g;
+    t->id = (int)g->n;
+    t->op = op;
+    t->n_in = def->arity;
+    t->dtype = TS_F32;
+    t->file = g->file;
+    t->line = g->line;
+    ts_shape in_shapes[2];
+    for (int i = 0; i < def->arity; i++) {
+        t->in[i] = ins[i]->id;
+        in_shapes[i] = ins[i]->shape;
+    }
+    if (setup) setup(t, arg);
+    ts_status st = def->shape ? def->shape(t, in_shapes, &t->shape) : TS_OK;
+    if (st) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", ts_last_error());
+        ts_free(t->title);
+        ts_free(t);
+        return ts_graph_fail(g, st, "%s", msg);
+    }
+    t->name = name ? ts_strdup(name) : op_output_name(g, def->name);
+    if (!t->name) {
+        ts_free(t->title);
+        ts_free(t);
+        return ts_graph_fail(g, TS_ERR_OUT_OF_MEMORY, "out of memory naming %s", def->name);
+    }
+    g->t[g->n++] = t;
+    return t;
+}
+
+static void set_shape(ts_tensor *t, const void *arg) { t->shape = *(const ts_shape *)arg; }
+
+static ts_tensor *add_leaf(ts_graph *g, ts_op op, const char *name, ts_dtype dtype, int ndim,
+                           const int64_t *shape) {
+    if (!g) return NULL;
+    if (g->sticky) return NULL;
+    const char *what = op == TS_OP_INPUT ? "ts_input" : "ts_param";
+    if (!valid_name(name)) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: a name of 1-400 printable characters is required", what);
+    if (name_taken(g, name)) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: the name '%s' is already used in this graph", what, name);
+    if (ndim < 0 || ndim > TS_MAX_DIMS || (ndim > 0 && !shape))
+        return ts_graph_fail(g, TS_ERR_SHAPE, "%s '%s': ndim must be 0..%d with a shape array", what, name, TS_MAX_DIMS);
+    ts_shape s = {.ndim = ndim};
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] <= 0 || shape[i] > (int64_t)1 << 32)
+            return ts_graph_fail(g, TS_ERR_SHAPE, "%s '%s': dimension %d is %lld; dimensions must be positive", what, name, i, (long long)shape[i]);
+        s.d[i] = shape[i];
+    }
+    if (ts_shape_numel(&s) > (int64_t)1 << 34)
+        return ts_graph_fail(g, TS_ERR_SHAPE, "%s '%s' has more than 2^34 elements", what, name);
+    if (dtype != TS_F32 && !(op == TS_OP_INPUT && dtype == TS_I32))
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s '%s': dtype must be f32%s", what, name, op == TS_OP_INPUT ? " (or i32 for labels)" : "");
+    ts_tensor *t = add_node(g, op, NULL, NULL, name, set_shape, &s);
+    if (!t) return NULL;
+    t->dtype = dtype;
+    if (op == TS_OP_PARAM) {
+        t->value = ts_calloc((size_t)ts_shape_numel(&s), sizeof(float));
+        if (!t->value) return ts_graph_fail(g, TS_ERR_OUT_OF_MEMORY, "out of memory for parameter '%s'", name);
+    }
+    return t;
+}
+
+ts_tensor *ts_input(ts_graph *g, const char *name, ts_dtype dtype, int ndim, const int64_t *shape) {
+    return add_leaf(g, TS_OP_INPUT, name, dtype, ndim, shape);
+}
+
+ts_tensor *ts_param(ts_graph *g, const char *name, int ndim, const int64_t *shape) {
+    return add_leaf(g, TS_OP_PARAM, name, TS_F32, ndim, shape);
+}
+
+ts_tensor *ts_linear(ts_graph *g, ts_tensor *x, int64_t out_features, const char *name) {
+    if (!g || g->sticky) return NULL;
+    if (!x) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_linear '%s': input is NULL", name ? name : "?");
+    if (!valid_name(name) || strpbrk(name, "/:"))
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_linear: a layer name without '/' or ':' is required");
+    if (x->shape.ndim != 2)
+        return ts_graph_fail(g, TS_ERR_SHAPE, "ts_linear '%s': input '%s' must be 2-D [batch, features], not %d-D (use ts_flatten first)", name, x->name, x->shape.ndim);
+    if (out_features <= 0) return ts_graph_fail(g, TS_ERR_SHAPE, "ts_linear '%s': out_features must be positive", name);
+    int64_t in = x->shape.d[1];
+    char scope[512], wname[640], bname[640];
+    scope_path(g, scope, sizeof scope);
+    snprintf(wname, sizeof wname, "%s%s%s.weight", scope, scope[0] ? "." : "", name);
+    snprintf(bname, sizeof bname, "%s%s%s.bias", scope, scope[0] ? "." : "", name);
+    ts_tensor *w = ts_param(g, wname, 2, (int64_t[]){out_features, in});
+    ts_tensor *b = ts_param(g, bname, 1, (int64_t[]){out_features});
+    if (!w || !b) return NULL;
+    /* PyTorch's default: kaiming_uniform(a=sqrt(5)) on W and U(-1/sqrt(in), 1/sqrt(in))
+     * on b, both of which come to the bound 1/sqrt(in). */
+    double bound = 1.0 / sqrt((double)in);
+    for (int64_t i = 0; i < out_features * in; i++) w->value[i] = (float)((2.0 * ts_graph_uniform(g) - 1.0) * bound);
+    for (int64_t i = 0; i < out_features; i++) b->value[i] = (float)((2.0 * ts_graph_uniform(g) - 1.0) * bound);
+    if (ts_scope_push(g, name)) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s", ts_last_error());
+    ts_tensor *y = ts_add(g, ts_matmul_t(g, x, w), b);
+    ts_scope_pop(g);
+    return y;
+}
+
+static void set_f(ts_tensor *t, const void *arg) { t->fparam = *(const float *)arg; }
+static void set_i(ts_tensor *t, const void *arg) { t->iparam = *(const int *)arg; }
+static void set_reshape(ts_tensor *t, const void *arg) { t->sparam = *(const ts_shape *)arg; }
+typedef struct flatten_arg {
+    ts_shape target;
+    int start_dim;
+} flatten_arg;
+static void set_flatten(ts_tensor *t, const void *arg) {
+    t->sparam = ((const flatten_arg *)arg)->target;
+    t->iparam = ((const flatten_arg *)arg)->start_dim;
+}
+static void set_title(ts_tensor *t, const void *arg) { t->title = ts_strdup(arg ? arg : ""); }
+
+ts_tensor *ts_matmul(ts_graph *g, ts_tensor *a, ts_tensor *b) { return add_node(g, TS_OP_MATMUL, a, b, NULL, NULL, NULL); }
+ts_tensor *ts_matmul_t(ts_graph *g, ts_tensor *a, ts_tensor *b) { return add_node(g, TS_OP_MATMUL_T, a, b, NULL, NULL, NULL); }
+ts_tensor *ts_add(ts_graph *g, ts_tensor *a, ts_tensor *b) { return add_node(g, TS_OP_ADD, a, b, NULL, NULL, NULL); }
+ts_tensor *ts_sub(ts_graph *g, ts_tensor *a, ts_tensor *b) { return add_node(g, TS_OP_SUB, a, b, NULL, NULL, NULL); }
+ts_tensor *ts_mul(ts_graph *g, ts_tensor *a, ts_tensor *b) { return add_node(g, TS_OP_MUL, a, b, NULL, NULL, NULL); }
+ts_tensor *ts_scale(ts_graph *g, ts_tensor *x, float s) { return add_node(g, TS_OP_SCALE, x, NULL, NULL, set_f, &s); }
+ts_tensor *ts_relu(ts_graph *g, ts_tensor *x) { return add_node(g, TS_OP_RELU, x, NULL, NULL, NULL, NULL); }
+ts_tensor *ts_log(ts_graph *g, ts_tensor *x) { return add_node(g, TS_OP_LOG, x, NULL, NULL, NULL, NULL); }
+ts_tensor *ts_log_softmax(ts_graph *g, ts_tensor *x, int dim) { return add_node(g, TS_OP_LOG_SOFTMAX, x, NULL, NULL, set_i, &dim); }
+ts_tensor *ts_softmax(ts_graph *g, ts_tensor *x, int dim) { return add_node(g, TS_OP_SOFTMAX, x, NULL, NULL, set_i, &dim); }
+ts_tensor *ts_nll_loss(ts_graph *g, ts_tensor *logp, ts_tensor *labels) { return add_node(g, TS_OP_NLL_LOSS, logp, labels, NULL, NULL, NULL); }
+ts_tensor *ts_cross_entropy(ts_graph *g, ts_tensor *logits, ts_tensor *labels) { return add_node(g, TS_OP_CROSS_ENTROPY, logits, labels, NULL, NULL, NULL); }
+ts_tensor *ts_sum(ts_graph *g, ts_tensor *x) { return add_node(g, TS_OP_SUM, x, NULL, NULL, NULL, NULL); }
+ts_tensor *ts_mean(ts_graph *g, ts_tensor *x) { return add_node(g, TS_OP_MEAN, x, NULL, NULL, NULL, NULL); }
+ts_tensor *ts_print(ts_graph *g, ts_tensor *x, const char *title) { return add_node(g, TS_OP_PRINT, x, NULL, NULL, set_title, title); }
+
+ts_tensor *ts_reshape(ts_graph *g, ts_tensor *x, int ndim, const int64_t *shape) {
+    if (!g || g->sticky) return NULL;
+    if (ndim < 0 || ndim > TS_MAX_DIMS || (ndim && !shape)) return ts_graph_fail(g, TS_ERR_SHAPE, "ts_reshape: ndim must be 0..%d with a shape array", TS_MAX_DIMS);
+    ts_shape s = {.ndim = ndim};
+    for (int i = 0; i < ndim; i++) s.d[i] = shape[i];
+    return add_node(g, TS_OP_RESHAPE, x, NULL, NULL, set_reshape, &s);
+}
+
+ts_tensor *ts_flatten(ts_graph *g, ts_tensor *x, int start_dim) {
+    if (!g || g->sticky) return NULL;
+    if (!x) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_flatten: input is NULL");
+    /* A reshape whose target stays symbolic (sparam.ndim = -1, iparam =
+     * start_dim) so that a new batch size re-infers it. */
+    ts_shape s = {.ndim = -1};
+    ts_tensor *t = add_node(g, TS_OP_FLATTEN, x, NULL, NULL, set_flatten, &(flatten_arg){s, start_dim});
+    return t;
+}
+
+ts_status ts_tensor_set_name(ts_tensor *t, const char *name) {
+    if (!t) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_tensor_set_name: tensor is NULL");
+    if (!valid_name(name)) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_tensor_set_name: a name of 1-400 printable characters is required");
+    if (strcmp(t->name, name) == 0) return TS_OK;
+    if (name_taken(t->g, name)) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_tensor_set_name: '%s' is already the name of another tensor", name);
+    if (strncmp(name, "Gradient___", 11) == 0 || strncmp(name, "Accum___", 8) == 0 || strncmp(name, "UpdatedVar___", 13) == 0 ||
+        strncmp(name, "Accl", 4) == 0 || strncmp(name, "Step___", 7) == 0)
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_tensor_set_name: '%s' uses a prefix reserved for derived tensors", name);
+    char *d = ts_strdup(name);
+    if (!d) return TS_ERR_OUT_OF_MEMORY;
+    ts_free(t->name);
+    t->name = d;
+    return TS_OK;
+}
+
+const char *ts_tensor_name(const ts_tensor *t) { return t ? t->name : NULL; }
+
+ts_status ts_tensor_info(const ts_tensor *t, ts_array *out) {
+    if (!t || !out) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_tensor_info: NULL argument");
+    memset(out, 0, sizeof *out);
+    out->dtype = t->dtype;
+    out->ndim = t->shape.ndim;
+    for (int i = 0; i < t->shape.ndim; i++) out->shape[i] = t->shape.d[i];
+    out->data = t->value;
+    return TS_OK;
+}
+
+ts_status ts_param_set(ts_tensor *p, const ts_array *v) {
+    if (!p || !v) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_param_set: NULL argument");
+    if (p->op != TS_OP_PARAM) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_param_set: '%s' is not a parameter", p->name);
+    ts_shape s = {.ndim = v->ndim};
+    if (v->ndim < 0 || v->ndim > TS_MAX_DIMS) return ts_error(TS_ERR_SHAPE, "ts_param_set: bad ndim %d", v->ndim);
+    for (int i = 0; i < v->ndim; i++) s.d[i] = v->shape[i];
+    if (v->dtype != TS_F32 || !ts_shape_equal(&s, &p->shape) || !v->data) {
+        char a[128], b[128];
+        return ts_error(TS_ERR_SHAPE, "ts_param_set: '%s' is f32%s, values are %s%s", p->name,
+                        ts_shape_str(&p->shape, a, sizeof a), ts_dtype_name(v->dtype), ts_shape_str(&s, b, sizeof b));
+    }
+    memcpy(p->value, v->data, (size_t)ts_shape_numel(&s) * sizeof(float));
+    return TS_OK;
+}
+
+ts_status ts_outfeed_add(ts_graph *g, ts_outfeed *q, const char *key, ts_tensor *t) {
+    if (!g || !q || !key || !*key) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_outfeed_add needs a graph, a queue and a key");
+    if (!owned(g, t)) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_outfeed_add '%s': the tensor is NULL or not of this graph", key);
+    if (t->dtype != TS_F32 && t->dtype != TS_I32) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_outfeed_add '%s': unsupported dtype", key);
+    for (size_t i = 0; i < g->n_marks; i++)
+        if (g->marks[i].q == q && strcmp(g->marks[i].key, key) == 0)
+            return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_outfeed_add: key '%s' is already used on this queue", key);
+    if (ts_grow((void **)&g->marks, &g->cap_marks, g->n_marks + 1, sizeof *g->marks)) return TS_ERR_OUT_OF_MEMORY;
+    char *k = ts_strdup(key);
+    if (!k) return TS_ERR_OUT_OF_MEMORY;
+    g->marks[g->n_marks++] = (ts_outfeed_mark){q, k, t->id};
+    return TS_OK;
+}

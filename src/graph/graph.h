@@ -1,0 +1,91 @@
+/* graph.h -- the graph as the builder leaves it: nodes with names, ops,
+ * declared shapes and the source location where each was built. */
+#ifndef TS_GRAPH_H
+#define TS_GRAPH_H
+
+#include "core/core.h"
+
+typedef enum ts_op {
+    TS_OP_INPUT = 0,
+    TS_OP_PARAM,
+    TS_OP_MATMUL,
+    TS_OP_MATMUL_T,
+    TS_OP_ADD,
+    TS_OP_SUB,
+    TS_OP_MUL,
+    TS_OP_SCALE,
+    TS_OP_RELU,
+    TS_OP_LOG,
+    TS_OP_RESHAPE,
+    TS_OP_FLATTEN,
+    TS_OP_LOG_SOFTMAX,
+    TS_OP_SOFTMAX,
+    TS_OP_NLL_LOSS,
+    TS_OP_CROSS_ENTROPY,
+    TS_OP_SUM,
+    TS_OP_MEAN,
+    TS_OP_PRINT,
+    TS_OP_COUNT
+} ts_op;
+
+typedef struct ts_shape {
+    int ndim;
+    int64_t d[TS_MAX_DIMS];
+} ts_shape;
+
+struct ts_tensor {
+    ts_graph *g;
+    int id;
+    char *name;
+    ts_op op;
+    int n_in;
+    int in[2];          /* input tensor ids */
+    ts_dtype dtype;
+    ts_shape shape;     /* as declared / inferred at build time */
+    float fparam;       /* scale factor */
+    int iparam;         /* softmax dim, flatten start dim */
+    ts_shape sparam;    /* reshape target (may hold one -1) */
+    char *title;        /* print op */
+    const char *file;   /* where it was built (string literal of the caller) */
+    int line;
+    float *value;       /* parameters only: owned by the graph */
+};
+
+typedef struct ts_outfeed_mark {
+    ts_outfeed *q;
+    char *key;
+    int tensor;
+} ts_outfeed_mark;
+
+struct ts_graph {
+    ts_tensor **t;
+    size_t n, cap;
+    char *scope[16];
+    int n_scope;
+    struct { char *prefix; int count; } *op_counts; /* "<scope>/<Op>" -> next k */
+    size_t n_op_counts, cap_op_counts;
+    ts_status sticky;
+    char sticky_msg[1024];
+    uint64_t rng;
+    const char *file;
+    int line;
+    ts_outfeed_mark *marks;
+    size_t n_marks, cap_marks;
+};
+
+static inline int64_t ts_shape_numel(const ts_shape *s) {
+    int64_t n = 1;
+    for (int i = 0; i < s->ndim; i++) n *= s->d[i];
+    return n;
+}
+bool ts_shape_equal(const ts_shape *a, const ts_shape *b);
+/* "[16,784]" */
+const char *ts_shape_str(const ts_shape *s, char *buf, size_t n);
+
+/* Uniform float in [0,1) from the graph's seeded generator. */
+double ts_graph_uniform(ts_graph *g);
+
+/* Records a failure on the graph (first one wins) and returns NULL. */
+ts_tensor *ts_graph_fail(ts_graph *g, ts_status code, const char *fmt, ...) TS_PRINTF(3, 4);
+
+#endif

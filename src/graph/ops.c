@@ -1,0 +1,238 @@
+/* ops.c -- the op table: one row per op. Shape rules check what the user
+ * built and say what would fit; the kernel adapters unpack a node's context
+ * into the fixed-argument kernels of exec/kernels.c. */
+#include "graph/ops.h"
+
+#include "exec/gemm.h"
+#include "exec/kernels.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define SHAPE_ERR(...) ts_error(TS_ERR_SHAPE, __VA_ARGS__)
+
+static const char *sh(const ts_shape *s, char *buf) { return ts_shape_str(s, buf, 96); }
+
+/* ------------------------------------------------------------ shape rules */
+
+static ts_status shape_leaf(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
+    (void)n, (void)in, (void)out;
+    return TS_OK; /* declared by the user */
+}
+
+static ts_status shape_matmul(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
+    char a[96], b[96];
+    bool t = n->op == TS_OP_MATMUL_T;
+    if (in[0].ndim != 2 || in[1].ndim != 2)
+        return SHAPE_ERR("MatMul needs 2-D operands, got %s and %s", sh(&in[0], a), sh(&in[1], b));
+    int64_t k2 = t ? in[1].d[1] : in[1].d[0];
+    if (in[0].d[1] != k2)
+        return SHAPE_ERR("MatMul%s: inner dimensions differ: %s x %s%s (%lld != %lld)", t ? " (B transposed)" : "",
+                         sh(&in[0], a), sh(&in[1], b), t ? "^T" : "", (long long)in[0].d[1], (long long)k2);
+    *out = (ts_shape){.ndim = 2, .d = {in[0].d[0], t ? in[1].d[0] : in[1].d[1]}};
+    return TS_OK;
+}
+
+/* b broadcasts when its shape (without leading 1s) is a suffix of a's. */
+static ts_status shape_binary(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
+    char a[96], b[96];
+    const ts_shape *sa = &in[0], *sb = &in[1];
+    int lead = 0;
+    while (lead < sb->ndim && sb->d[lead] == 1 && sb->ndim - lead > 0) lead++;
+    int rest = sb->ndim - lead;
+    bool ok = rest <= sa->ndim;
+    for (int i = 0; ok && i < rest; i++) ok = sb->d[lead + i] == sa->d[sa->ndim - rest + i];
+    if (!ok || sb->ndim > sa->ndim)
+        return SHAPE_ERR("%s: %s does not broadcast to %s (the second operand's shape must be a suffix of the first's)",
+                         ts_op_get(n->op)->name, sh(sb, b), sh(sa, a));
+    *out = *sa;
+    return TS_OK;
+}
+
+static ts_status shape_same(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
+    (void)n;
+    *out = in[0];
+    return TS_OK;
+}
+
+static ts_status shape_reshape(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
+    char a[96], b[96];
+    int64_t numel = ts_shape_numel(&in[0]);
+    if (n->sparam.ndim < 0) { /* flatten(start_dim) */
+        int sd = n->iparam < 0 ? n->iparam + in[0].ndim : n->iparam;
+        if (sd < 0 || (sd >= in[0].ndim && !(in[0].ndim == 0 && sd == 0)))
+            return SHAPE_ERR("Flatten: start_dim %d is out of range for %s", n->iparam, sh(&in[0], a));
+        ts_shape s = {.ndim = sd + 1};
+        for (int i = 0; i < sd; i++) s.d[i] = in[0].d[i];
+        s.d[sd] = 1;
+        for (int i = sd; i < in[0].ndim; i++) s.d[sd] *= in[0].d[i];
+        *out = s;
+        return TS_OK;
+    }
+    ts_shape s = n->sparam;
+    int minus = -1;
+    int64_t known = 1;
+    for (int i = 0; i < s.ndim; i++) {
+        if (s.d[i] == -1 && minus < 0) minus = i;
+        else if (s.d[i] <= 0) return SHAPE_ERR("Reshape: target %s has a bad dimension (positive sizes and at most one -1)", sh(&s, b));
+        else known *= s.d[i];
+    }
+    if (minus >= 0) {
+        if (numel % known) return SHAPE_ERR("Reshape: %s cannot be viewed as %s", sh(&in[0], a), sh(&s, b));
+        s.d[minus] = numel / known;
+    }
+    if (ts_shape_numel(&s) != numel)
+        return SHAPE_ERR("Reshape: %s (%lld elements) cannot be viewed as %s", sh(&in[0], a), (long long)numel, sh(&s, b));
+    *out = s;
+    return TS_OK;
+}
+
+static ts_status shape_softmax(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
+    char a[96];
+    int d = n->iparam < 0 ? n->iparam + in[0].ndim : n->iparam;
+    if (in[0].ndim < 1 || d < 0 || d >= in[0].ndim)
+        return SHAPE_ERR("%s: dim %d is out of range for %s", ts_op_get(n->op)->name, n->iparam, sh(&in[0], a));
+    *out = in[0];
+    return TS_OK;
+}
+
+static ts_status shape_loss(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
+    char a[96], b[96];
+    const ts_tensor *labels = n->g->t[n->in[1]];
+    if (labels->dtype != TS_I32)
+        return SHAPE_ERR("%s: labels '%s' must be an i32 input, not %s", ts_op_get(n->op)->name, labels->name, ts_dtype_name(labels->dtype));
+    if (in[0].ndim != 2 || in[1].ndim != 1 || in[0].d[0] != in[1].d[0])
+        return SHAPE_ERR("%s: expects scores [B,C] and labels [B], got %s and %s", ts_op_get(n->op)->name, sh(&in[0], a), sh(&in[1], b));
+    *out = (ts_shape){.ndim = 0};
+    return TS_OK;
+}
+
+static ts_status shape_reduce(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
+    (void)n, (void)in;
+    *out = (ts_shape){.ndim = 0};
+    return TS_OK;
+}
+
+/* --------------------------------------------------------------- adapters */
+
+static int64_t numel_out(const ts_kctx *k) { return ts_shape_numel(&k->out_shape); }
+
+static void fwd_matmul(const ts_kctx *k) {
+    bool t = k->node->op == TS_OP_MATMUL_T;
+    int64_t M = k->in_shape[0].d[0], K = k->in_shape[0].d[1], N = k->out_shape.d[1];
+    ts_gemm(false, t, M, N, K, k->in[0], k->in[1], 0.0f, k->out);
+}
+
+/* C = A op(B): dA += dC op(B)^T ; dB += A^T dC (or dC^T A when B was transposed) */
+static void bwd_matmul(const ts_kctx *k) {
+    bool t = k->node->op == TS_OP_MATMUL_T;
+    int64_t M = k->in_shape[0].d[0], K = k->in_shape[0].d[1], N = k->out_shape.d[1];
+    if (k->din[0]) ts_gemm(false, !t, M, K, N, k->dout, k->in[1], 1.0f, k->din[0]);
+    if (k->din[1]) {
+        if (t) ts_gemm(true, false, N, K, M, k->dout, k->in[0], 1.0f, k->din[1]);
+        else ts_gemm(true, false, K, N, M, k->in[0], k->dout, 1.0f, k->din[1]);
+    }
+}
+
+static int bin_kind(ts_op op) { return op == TS_OP_ADD ? TS_BIN_ADD : op == TS_OP_SUB ? TS_BIN_SUB : TS_BIN_MUL; }
+
+static void fwd_binary(const ts_kctx *k) {
+    ts_binary_forward(k->pool, bin_kind(k->node->op), k->out, k->in[0], k->in[1], numel_out(k), ts_shape_numel(&k->in_shape[1]));
+}
+
+static void bwd_binary(const ts_kctx *k) {
+    ts_binary_backward(k->pool, bin_kind(k->node->op), k->din[0], k->din[1], k->dout, k->in[0], k->in[1], numel_out(k),
+                       ts_shape_numel(&k->in_shape[1]));
+}
+
+static void fwd_scale(const ts_kctx *k) { ts_scale_forward(k->pool, k->out, k->in[0], k->node->fparam, numel_out(k)); }
+static void bwd_scale(const ts_kctx *k) { ts_scale_backward(k->pool, k->din[0], k->dout, k->node->fparam, numel_out(k)); }
+static void fwd_relu(const ts_kctx *k) { ts_relu_forward(k->pool, k->out, k->in[0], numel_out(k)); }
+static void bwd_relu(const ts_kctx *k) { ts_relu_backward(k->pool, k->din[0], k->dout, k->out, numel_out(k)); }
+static void fwd_log(const ts_kctx *k) { ts_log_forward(k->pool, k->out, k->in[0], numel_out(k)); }
+static void bwd_log(const ts_kctx *k) { ts_log_backward(k->pool, k->din[0], k->dout, k->in[0], numel_out(k)); }
+
+static void fwd_copy(const ts_kctx *k) {
+    if (k->out != k->in[0]) ts_copy_forward(k->pool, k->out, k->in[0], numel_out(k));
+}
+static void bwd_copy(const ts_kctx *k) { ts_copy_backward(k->pool, k->din[0], k->dout, numel_out(k)); }
+
+static void softmax_dims(const ts_kctx *k, int64_t *outer, int64_t *dim, int64_t *inner) {
+    const ts_shape *s = &k->in_shape[0];
+    int d = k->node->iparam < 0 ? k->node->iparam + s->ndim : k->node->iparam;
+    *outer = 1, *inner = 1;
+    for (int i = 0; i < d; i++) *outer *= s->d[i];
+    for (int i = d + 1; i < s->ndim; i++) *inner *= s->d[i];
+    *dim = s->d[d];
+}
+
+static void fwd_log_softmax(const ts_kctx *k) {
+    int64_t o, d, i;
+    softmax_dims(k, &o, &d, &i);
+    ts_log_softmax_forward(k->out, k->in[0], o, d, i);
+}
+static void bwd_log_softmax(const ts_kctx *k) {
+    int64_t o, d, i;
+    softmax_dims(k, &o, &d, &i);
+    ts_log_softmax_backward(k->din[0], k->dout, k->out, o, d, i);
+}
+static void fwd_softmax(const ts_kctx *k) {
+    int64_t o, d, i;
+    softmax_dims(k, &o, &d, &i);
+    ts_softmax_forward(k->out, k->in[0], o, d, i);
+}
+static void bwd_softmax(const ts_kctx *k) {
+    int64_t o, d, i;
+    softmax_dims(k, &o, &d, &i);
+    ts_softmax_backward(k->din[0], k->dout, k->out, o, d, i);
+}
+
+static void fwd_nll(const ts_kctx *k) { ts_nll_forward(k->out, k->in[0], k->in_i32, k->in_shape[0].d[0], k->in_shape[0].d[1]); }
+static void bwd_nll(const ts_kctx *k) { ts_nll_backward(k->din[0], k->dout, k->in_i32, k->in_shape[0].d[0], k->in_shape[0].d[1]); }
+static void fwd_ce(const ts_kctx *k) {
+    ts_cross_entropy_forward(k->out, k->scratch, k->in[0], k->in_i32, k->in_shape[0].d[0], k->in_shape[0].d[1]);
+}
+static void bwd_ce(const ts_kctx *k) {
+    ts_cross_entropy_backward(k->din[0], k->dout, k->scratch, k->in_i32, k->in_shape[0].d[0], k->in_shape[0].d[1]);
+}
+static void fwd_sum(const ts_kctx *k) { ts_reduce_forward(k->out, k->in[0], ts_shape_numel(&k->in_shape[0]), false); }
+static void bwd_sum(const ts_kctx *k) { ts_reduce_backward(k->pool, k->din[0], k->dout, ts_shape_numel(&k->in_shape[0]), false); }
+static void fwd_mean(const ts_kctx *k) { ts_reduce_forward(k->out, k->in[0], ts_shape_numel(&k->in_shape[0]), true); }
+static void bwd_mean(const ts_kctx *k) { ts_reduce_backward(k->pool, k->din[0], k->dout, ts_shape_numel(&k->in_shape[0]), true); }
+
+/* ------------------------------------------------------------------ costs */
+
+static double flops_matmul(const ts_shape *in, const ts_shape *out) { return 2.0 * (double)in[0].d[0] * (double)in[0].d[1] * (double)out->d[1]; }
+static double flops_elementwise(const ts_shape *in, const ts_shape *out) { (void)in; return (double)ts_shape_numel(out); }
+static double flops_input(const ts_shape *in, const ts_shape *out) { (void)out; return (double)ts_shape_numel(&in[0]); }
+static double flops_softmax(const ts_shape *in, const ts_shape *out) { (void)in; return 5.0 * (double)ts_shape_numel(out); }
+static size_t scratch_ce(const ts_shape *in, const ts_shape *out) { (void)out; return (size_t)ts_shape_numel(&in[0]); }
+
+/* ------------------------------------------------------------------ table */
+
+/* Designated by enum value, so a row can never land at the wrong index. */
+static const ts_op_def table[] = {
+    [TS_OP_INPUT] = {TS_OP_INPUT, "Input", 0, false, false, shape_leaf, NULL, NULL, NULL, NULL},
+    [TS_OP_PARAM] = {TS_OP_PARAM, "Param", 0, false, false, shape_leaf, NULL, NULL, NULL, NULL},
+    [TS_OP_MATMUL] = {TS_OP_MATMUL, "MatMul", 2, false, false, shape_matmul, fwd_matmul, bwd_matmul, flops_matmul, NULL},
+    [TS_OP_MATMUL_T] = {TS_OP_MATMUL_T, "MatMul", 2, false, false, shape_matmul, fwd_matmul, bwd_matmul, flops_matmul, NULL},
+    [TS_OP_ADD] = {TS_OP_ADD, "Add", 2, false, false, shape_binary, fwd_binary, bwd_binary, flops_elementwise, NULL},
+    [TS_OP_SUB] = {TS_OP_SUB, "Sub", 2, false, false, shape_binary, fwd_binary, bwd_binary, flops_elementwise, NULL},
+    [TS_OP_MUL] = {TS_OP_MUL, "Mul", 2, false, false, shape_binary, fwd_binary, bwd_binary, flops_elementwise, NULL},
+    [TS_OP_SCALE] = {TS_OP_SCALE, "Scale", 1, false, false, shape_same, fwd_scale, bwd_scale, flops_elementwise, NULL},
+    [TS_OP_RELU] = {TS_OP_RELU, "Relu", 1, true, false, shape_same, fwd_relu, bwd_relu, flops_elementwise, NULL},
+    [TS_OP_LOG] = {TS_OP_LOG, "Log", 1, false, false, shape_same, fwd_log, bwd_log, flops_elementwise, NULL},
+    [TS_OP_RESHAPE] = {TS_OP_RESHAPE, "Reshape", 1, false, false, shape_reshape, fwd_copy, bwd_copy, NULL, NULL},
+    [TS_OP_FLATTEN] = {TS_OP_FLATTEN, "Flatten", 1, false, false, shape_reshape, fwd_copy, bwd_copy, NULL, NULL},
+    [TS_OP_LOG_SOFTMAX] = {TS_OP_LOG_SOFTMAX, "LogSoftmax", 1, true, false, shape_softmax, fwd_log_softmax, bwd_log_softmax, flops_softmax, NULL},
+    [TS_OP_SOFTMAX] = {TS_OP_SOFTMAX, "Softmax", 1, true, false, shape_softmax, fwd_softmax, bwd_softmax, flops_softmax, NULL},
+    [TS_OP_NLL_LOSS] = {TS_OP_NLL_LOSS, "NllLoss", 2, false, true, shape_loss, fwd_nll, bwd_nll, flops_input, NULL},
+    [TS_OP_CROSS_ENTROPY] = {TS_OP_CROSS_ENTROPY, "CrossEntropy", 2, false, true, shape_loss, fwd_ce, bwd_ce, flops_softmax, scratch_ce},
+    [TS_OP_SUM] = {TS_OP_SUM, "ReduceSum", 1, false, false, shape_reduce, fwd_sum, bwd_sum, flops_input, NULL},
+    [TS_OP_MEAN] = {TS_OP_MEAN, "ReduceMean", 1, false, false, shape_reduce, fwd_mean, bwd_mean, flops_input, NULL},
+    /* the executor adds the printing around the copy */
+    [TS_OP_PRINT] = {TS_OP_PRINT, "Print", 1, false, false, shape_same, fwd_copy, bwd_copy, NULL, NULL},
+};
+_Static_assert(sizeof table / sizeof table[0] == TS_OP_COUNT, "the op table must cover every ts_op");
+
+const ts_op_def *ts_op_get(ts_op op) { return &table[op]; }

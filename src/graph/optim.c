@@ -1,0 +1,87 @@
+/* optim.c -- SGD (momentum, dampening, nesterov, weight decay), Adam and
+ * AdamW, following PyTorch's update formulas exactly so that runs match. */
+#include "compile/program.h"
+
+#include <math.h>
+#include <string.h>
+
+ts_optimizer ts_sgd(float lr, float momentum, float weight_decay) {
+    return (ts_optimizer){.kind = TS_OPT_SGD, .lr = lr, .momentum = momentum, .weight_decay = weight_decay,
+                          .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f};
+}
+
+ts_optimizer ts_adam(float lr) {
+    return (ts_optimizer){.kind = TS_OPT_ADAM, .lr = lr, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f};
+}
+
+ts_optimizer ts_adamw(float lr, float weight_decay) {
+    return (ts_optimizer){.kind = TS_OPT_ADAMW, .lr = lr, .weight_decay = weight_decay, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f};
+}
+
+/* One parameter's update. grad_scale turns an accumulated sum into a mean. */
+void ts_opt_step(const ts_optimizer *o, ts_opt_state *s, float *p, const float *grad, int64_t n, float grad_scale) {
+    s->step += 1.0f;
+    if (o->kind == TS_OPT_SGD) {
+        float lr = o->lr, mom = o->momentum, damp = 1.0f - o->dampening, wd = o->weight_decay;
+        bool first = s->step == 1.0f;
+        for (int64_t i = 0; i < n; i++) {
+            float g = grad[i] * grad_scale + wd * p[i];
+            if (mom != 0.0f) {
+                float b = first ? g : mom * s->accl[i] + damp * g;
+                s->accl[i] = b;
+                g = o->nesterov ? g + mom * b : b;
+            }
+            p[i] -= lr * g;
+        }
+        return;
+    }
+    double t = s->step;
+    float b1 = o->beta1, b2 = o->beta2;
+    float bc1 = (float)(1.0 - pow(b1, t)), bc2 = (float)(1.0 - pow(b2, t));
+    float step_size = o->lr / bc1, bc2_sqrt = sqrtf(bc2);
+    bool adamw = o->kind == TS_OPT_ADAMW;
+    float wd = o->weight_decay, decay = 1.0f - o->lr * o->weight_decay;
+    for (int64_t i = 0; i < n; i++) {
+        float g = grad[i] * grad_scale;
+        if (adamw) p[i] *= decay;
+        else g += wd * p[i];
+        float m = s->accl1[i] = b1 * s->accl1[i] + (1.0f - b1) * g;
+        float v = s->accl2[i] = b2 * s->accl2[i] + (1.0f - b2) * g * g;
+        p[i] -= step_size * m / (sqrtf(v) / bc2_sqrt + o->eps);
+    }
+}
+
+ts_status ts_opt_state_init(ts_model *m) {
+    if (m->state) return TS_OK;
+    ts_graph *g = m->g;
+    int n = 0;
+    for (size_t i = 0; i < g->n; i++) n += g->t[i]->op == TS_OP_PARAM;
+    m->state = ts_calloc((size_t)(n ? n : 1), sizeof *m->state);
+    if (!m->state) return TS_ERR_OUT_OF_MEMORY;
+    m->n_state = 0;
+    for (size_t i = 0; i < g->n; i++) {
+        const ts_tensor *t = g->t[i];
+        if (t->op != TS_OP_PARAM) continue;
+        ts_opt_state *s = &m->state[m->n_state++];
+        s->node = t->id;
+        size_t numel = (size_t)ts_shape_numel(&t->shape);
+        if (m->opt.kind == TS_OPT_SGD && m->opt.momentum != 0.0f) {
+            if (!(s->accl = ts_calloc(numel, sizeof(float)))) return TS_ERR_OUT_OF_MEMORY;
+        } else if (m->opt.kind != TS_OPT_SGD) {
+            if (!(s->accl1 = ts_calloc(numel, sizeof(float))) || !(s->accl2 = ts_calloc(numel, sizeof(float))))
+                return TS_ERR_OUT_OF_MEMORY;
+        }
+    }
+    return TS_OK;
+}
+
+void ts_opt_state_free(ts_model *m) {
+    for (int i = 0; i < m->n_state; i++) {
+        ts_free(m->state[i].accl);
+        ts_free(m->state[i].accl1);
+        ts_free(m->state[i].accl2);
+    }
+    ts_free(m->state);
+    m->state = NULL;
+    m->n_state = 0;
+}

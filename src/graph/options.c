@@ -1,0 +1,166 @@
+/* options.c -- run options: iterations, accumulation, anchors, watches,
+ * numeric checks. Setters validate at once; names are checked at compile. */
+#include "compile/program.h"
+
+#include <string.h>
+#include <strings.h>
+
+ts_options *ts_options_new(void) {
+    ts_options *o = ts_calloc(1, sizeof *o);
+    if (!o) return NULL;
+    o->device_iterations = 1;
+    o->grad_accum = 1;
+    o->output_mode = TS_OUTPUT_DEFAULT;
+    o->check = TS_CHECK_OFF;
+    return o;
+}
+
+void ts_options_clear(ts_options *o) {
+    for (size_t i = 0; i < o->n_anchors; i++) {
+        ts_free(o->anchors[i].short_name);
+        ts_free(o->anchors[i].tensor_name);
+    }
+    for (size_t i = 0; i < o->n_watches; i++) ts_free(o->watches[i].pattern);
+    ts_free(o->anchors);
+    ts_free(o->watches);
+    memset(o, 0, sizeof *o);
+}
+
+void ts_options_free(ts_options *o) {
+    if (!o) return;
+    ts_options_clear(o);
+    ts_free(o);
+}
+
+ts_status ts_options_set_device_iterations(ts_options *o, int d) {
+    if (!o) return ts_error(TS_ERR_INVALID_ARGUMENT, "options is NULL");
+    if (d < 1) return ts_error(TS_ERR_INVALID_ARGUMENT, "device iterations must be >= 1, got %d", d);
+    o->device_iterations = d;
+    return TS_OK;
+}
+
+ts_status ts_options_set_gradient_accumulation(ts_options *o, int a) {
+    if (!o) return ts_error(TS_ERR_INVALID_ARGUMENT, "options is NULL");
+    if (a < 1) return ts_error(TS_ERR_INVALID_ARGUMENT, "gradient accumulation count must be >= 1, got %d", a);
+    o->grad_accum = a;
+    return TS_OK;
+}
+
+ts_status ts_options_set_threads(ts_options *o, int n) {
+    if (!o) return ts_error(TS_ERR_INVALID_ARGUMENT, "options is NULL");
+    if (n < 0 || n > 256) return ts_error(TS_ERR_INVALID_ARGUMENT, "threads must be 0 (all cores) .. 256, got %d", n);
+    o->threads = n;
+    return TS_OK;
+}
+
+ts_status ts_options_set_check_numerics(ts_options *o, ts_check_numerics c) {
+    if (!o) return ts_error(TS_ERR_INVALID_ARGUMENT, "options is NULL");
+    if (c < TS_CHECK_OFF || c > TS_CHECK_OP) return ts_error(TS_ERR_INVALID_ARGUMENT, "check_numerics must be off, output or op");
+    o->check = c;
+    return TS_OK;
+}
+
+static ts_status check_mode(ts_output_mode m, int period, bool allow_default) {
+    if (m < TS_OUTPUT_DEFAULT || m > TS_OUTPUT_SUM || (m == TS_OUTPUT_DEFAULT && !allow_default))
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "unknown output mode %d (use final, every_n, all or sum)", (int)m);
+    if (m == TS_OUTPUT_EVERY_N && period < 1)
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "output mode every_n needs a period >= 1, got %d", period);
+    if (m != TS_OUTPUT_EVERY_N && period != 0 && period != 1)
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "a period (%d) only applies to output mode every_n", period);
+    return TS_OK;
+}
+
+ts_status ts_options_set_output_mode(ts_options *o, ts_output_mode m, int period) {
+    if (!o) return ts_error(TS_ERR_INVALID_ARGUMENT, "options is NULL");
+    ts_status st = check_mode(m, period, true);
+    if (st) return st;
+    o->output_mode = m;
+    o->output_period = period;
+    return TS_OK;
+}
+
+ts_status ts_anchor_spec_add(ts_anchor_spec **v, size_t *n, size_t *cap, const char *short_name,
+                             const char *tensor_name, ts_output_mode mode, int period) {
+    if (!tensor_name || !*tensor_name) return ts_error(TS_ERR_INVALID_ARGUMENT, "an anchor needs a tensor name");
+    bool glob = strpbrk(tensor_name, "*?[") != NULL;
+    if (!short_name || !*short_name) short_name = tensor_name;
+    if (glob && strcmp(short_name, tensor_name) != 0)
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "anchor pattern '%s': a glob anchors each match under its own name, so give no short name", tensor_name);
+    ts_status st = check_mode(mode, period, true);
+    if (st) return st;
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp((*v)[i].short_name, short_name) == 0)
+            return ts_error(TS_ERR_INVALID_ARGUMENT, "duplicate anchor short name '%s' (already anchoring '%s')", short_name, (*v)[i].tensor_name);
+    if (ts_grow((void **)v, cap, *n + 1, sizeof **v)) return TS_ERR_OUT_OF_MEMORY;
+    ts_anchor_spec *a = &(*v)[*n];
+    a->short_name = ts_strdup(short_name);
+    a->tensor_name = ts_strdup(tensor_name);
+    if (!a->short_name || !a->tensor_name) {
+        ts_free(a->short_name);
+        ts_free(a->tensor_name);
+        return TS_ERR_OUT_OF_MEMORY;
+    }
+    a->mode = mode;
+    a->period = mode == TS_OUTPUT_EVERY_N ? period : 0;
+    (*n)++;
+    return TS_OK;
+}
+
+ts_status ts_options_anchor(ts_options *o, const char *short_name, const char *tensor_name, ts_output_mode mode, int period) {
+    if (!o) return ts_error(TS_ERR_INVALID_ARGUMENT, "options is NULL");
+    return ts_anchor_spec_add(&o->anchors, &o->n_anchors, &o->cap_anchors, short_name, tensor_name, mode, period);
+}
+
+ts_status ts_options_watch(ts_options *o, const char *pattern, int what, int period) {
+    if (!o || !pattern || !*pattern) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_options_watch needs options and a pattern");
+    if (what <= 0 || (what & ~(TS_WATCH_STATS | TS_WATCH_HISTOGRAM | TS_WATCH_RANGE)))
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "watch '%s': what must combine TS_WATCH_STATS, TS_WATCH_HISTOGRAM and TS_WATCH_RANGE", pattern);
+    if (period < 1) return ts_error(TS_ERR_INVALID_ARGUMENT, "watch '%s': period must be >= 1 run, got %d", pattern, period);
+    if (ts_grow((void **)&o->watches, &o->cap_watches, o->n_watches + 1, sizeof *o->watches)) return TS_ERR_OUT_OF_MEMORY;
+    char *p = ts_strdup(pattern);
+    if (!p) return TS_ERR_OUT_OF_MEMORY;
+    o->watches[o->n_watches++] = (ts_watch_spec){p, what, period};
+    return TS_OK;
+}
+
+ts_status ts_options_outfeed_gradients(ts_options *o, ts_outfeed *q, int pre_accumulated) {
+    if (!o || !q) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_options_outfeed_gradients needs options and a queue");
+    o->grad_q = q;
+    o->grad_pre_accumulated = pre_accumulated ? 1 : 0;
+    return TS_OK;
+}
+
+ts_status ts_options_copy(ts_options *dst, const ts_options *src) {
+    ts_options o = *src;
+    o.anchors = NULL, o.n_anchors = 0, o.cap_anchors = 0;
+    o.watches = NULL, o.n_watches = 0, o.cap_watches = 0;
+    for (size_t i = 0; i < src->n_anchors; i++) {
+        const ts_anchor_spec *a = &src->anchors[i];
+        if (ts_anchor_spec_add(&o.anchors, &o.n_anchors, &o.cap_anchors, a->short_name, a->tensor_name, a->mode, a->period)) {
+            ts_options_clear(&o);
+            return TS_ERR_OUT_OF_MEMORY;
+        }
+    }
+    for (size_t i = 0; i < src->n_watches; i++)
+        if (ts_options_watch(&o, src->watches[i].pattern, src->watches[i].what, src->watches[i].period)) {
+            ts_options_clear(&o);
+            return TS_ERR_OUT_OF_MEMORY;
+        }
+    *dst = o;
+    return TS_OK;
+}
+
+static const char *mode_names[] = {"default", "final", "every_n", "all", "sum"};
+
+const char *ts_output_mode_name(ts_output_mode m) {
+    return m >= TS_OUTPUT_DEFAULT && m <= TS_OUTPUT_SUM ? mode_names[m] : "unknown";
+}
+
+ts_status ts_output_mode_parse(const char *s, ts_output_mode *out) {
+    for (int i = 0; s && i < (int)TS_ARRAY_LEN(mode_names); i++)
+        if (strcasecmp(s, mode_names[i]) == 0 || (i == TS_OUTPUT_EVERY_N && strcasecmp(s, "everyn") == 0)) {
+            *out = (ts_output_mode)i;
+            return TS_OK;
+        }
+    return ts_error(TS_ERR_INVALID_ARGUMENT, "unknown output mode '%s' (use final, every_n, all, sum or default)", s ? s : "");
+}

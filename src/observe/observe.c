@@ -1,0 +1,162 @@
+/* observe.c -- the one hook the executor calls when a tensor is final:
+ * anchors copy it by their output mode, watches summarise it where it lives,
+ * outfeeds stream it, numeric checks stop the run at the first NaN/Inf. */
+#include "compile/program.h"
+
+#include "diag/metrics.h"
+#include "graph/ops.h"
+#include "observe/outfeed.h"
+#include "observe/stats.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- anchors: rows by output mode (DESIGN.md §4) */
+
+static void capture_anchor(const ts_anchor *a, const ts_entry *e, int64_t sample, int64_t S) {
+    size_t n = (size_t)e->numel;
+    switch (a->mode) {
+    case TS_OUTPUT_ALL: memcpy(a->data + (size_t)sample * n, e->data, n * sizeof(float)); break;
+    case TS_OUTPUT_EVERY_N:
+        if ((sample + 1) % a->period == 0) memcpy(a->data + (size_t)((sample + 1) / a->period - 1) * n, e->data, n * sizeof(float));
+        break;
+    case TS_OUTPUT_SUM:
+        if (sample == 0) memcpy(a->data, e->data, n * sizeof(float));
+        else
+            for (size_t i = 0; i < n; i++) a->data[i] += e->data[i];
+        break;
+    default:
+        if (sample == S - 1) memcpy(a->data, e->data, n * sizeof(float));
+        break;
+    }
+}
+
+/* ---- watches: split big tensors over the pool, merge partial stats */
+
+typedef struct stats_job {
+    const float *x;
+    ts_stats_partial part[2];
+    int64_t bounds[3];
+} stats_job;
+
+static void stats_slice(void *ctx, int64_t begin, int64_t end) {
+    stats_job *j = ctx;
+    int slot = begin == 0 ? 0 : 1;
+    ts_stats_partial_add(&j->part[slot], j->x + begin, end - begin);
+}
+
+static void summarize(ts_model *m, const ts_entry *e, int w) {
+    ts_prog *p = m->prog;
+    int what = p->watch_what[w];
+    stats_job j = {.x = e->data};
+    ts_stats_partial_init(&j.part[0], what);
+    ts_stats_partial_init(&j.part[1], what);
+    /* two slices at most: one per core on the machines we target */
+    ts_pool_for(ts_pool_threads(m->pool) >= 2 ? m->pool : NULL, e->numel, 1 << 16, stats_slice, &j);
+    ts_stats_merge(&j.part[0], &j.part[1]);
+    ts_stats_finish(&j.part[0], &p->summaries[w]);
+    p->watch_results[w].run = m->runs;
+    p->watch_results[w].step = m->steps;
+}
+
+/* ---- numeric checks */
+
+static bool has_nonfinite(const float *x, int64_t n) {
+    uint32_t bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &x[i], sizeof u);
+        bad |= (u & 0x7f800000u) == 0x7f800000u;
+    }
+    return bad != 0;
+}
+
+static void stats_line(const char *label, const char *name, const float *x, const ts_shape *s, char *buf, size_t n) {
+    ts_summary sum;
+    ts_summarize_f32(x, ts_shape_numel(s), TS_WATCH_STATS, &sum);
+    ts_array shape = {.dtype = TS_F32, .ndim = s->ndim};
+    for (int i = 0; i < s->ndim; i++) shape.shape[i] = s->d[i];
+    char line[512];
+    snprintf(buf, n, "  %s %s", label, ts_summary_line(name, &shape, &sum.stats, line, sizeof line));
+}
+
+static ts_status numerics_report(ts_model *m, int entry, int64_t sample) {
+    ts_prog *p = m->prog;
+    const ts_entry *e = &p->entries[entry];
+    const ts_tensor *t = m->g->t[e->node];
+    const char *opname = ts_op_get(t->op)->name;
+    char report[4096], line[700];
+    size_t used = 0;
+    const char *phase = e->kind == TS_KIND_GRAD ? "backward" : e->kind == TS_KIND_VALUE ? "forward" : "optimizer step";
+    used += (size_t)snprintf(report + used, sizeof report - used,
+                             "numeric check: first non-finite value in '%s' (%s of op %s '%s', built at %s:%d), run %lld, %s %lld, %s pass",
+                             e->name, e->kind == TS_KIND_VALUE ? "output" : "derived tensor", opname, t->name, t->file ? t->file : "?", t->line,
+                             (long long)m->runs, e->per_step ? "step" : "micro-batch", (long long)sample, phase);
+    stats_line("value:", e->name, e->data, &e->shape, line, sizeof line);
+    used += (size_t)snprintf(report + used, sizeof report - used, "\n%s", line);
+    for (int j = 0; j < t->n_in && used < sizeof report; j++) {
+        const ts_entry *ie = &p->entries[p->value_entry[t->in[j]]];
+        if (ie->dtype != TS_F32) continue;
+        char label[32];
+        snprintf(label, sizeof label, "input %d:", j);
+        stats_line(label, ie->name, ie->data, &ie->shape, line, sizeof line);
+        used += (size_t)snprintf(report + used, sizeof report - used, "\n%s", line);
+    }
+    ts_counter_add("NonFiniteFound", 1);
+    m->failed_entry = entry;
+    ts_logf(TS_LOG_ERROR, "%s", report);
+    return ts_error(TS_ERR_NUMERICS, "%s", report);
+}
+
+ts_status ts_observe(ts_model *m, int entry, int64_t sample) {
+    ts_prog *p = m->prog;
+    ts_entry *e = &p->entries[entry];
+    int64_t S = e->per_step ? p->samples_step : p->samples_mb;
+    if (e->check && e->dtype == TS_F32 && has_nonfinite(e->data, e->numel)) return numerics_report(m, entry, sample);
+    if (e->n_anchors) {
+        uint64_t t0 = ts_now_ns();
+        for (int k = 0; k < e->n_anchors; k++) capture_anchor(&p->anchors[e->anchors[k]], e, sample, S);
+        ts_metric_record("TransferToHost", (double)(ts_now_ns() - t0));
+        ts_counter_add("AnchorsCopied", e->n_anchors);
+    }
+    if (e->watch >= 0 && sample == S - 1 && m->runs % p->watch_period[e->watch] == 0) summarize(m, e, e->watch);
+    for (int k = 0; k < e->n_outfeeds; k++) {
+        ts_array a = {.dtype = e->dtype, .ndim = e->shape.ndim, .data = e->data};
+        for (int i = 0; i < e->shape.ndim; i++) a.shape[i] = e->shape.d[i];
+        ts_status st = ts_outfeed_push(e->outfeeds[k].q, m->runs, sample, e->outfeeds[k].key, &a);
+        if (st) return st;
+    }
+    return TS_OK;
+}
+
+/* ---- print op: PyTorch-like, summarised past 1000 values with 3 edge items */
+
+#define PRINT_THRESHOLD 1000
+#define PRINT_EDGE 3
+
+static void print_dim(char *buf, size_t n, size_t *used, const float *x, const ts_shape *s, int dim, int64_t offset, bool summarise) {
+    int64_t size = s->d[dim], stride = 1;
+    for (int i = dim + 1; i < s->ndim; i++) stride *= s->d[i];
+    if (*used < n) *used += (size_t)snprintf(buf + *used, n - *used, "[");
+    for (int64_t i = 0; i < size && *used < n; i++) {
+        if (summarise && size > 2 * PRINT_EDGE && i == PRINT_EDGE) {
+            *used += (size_t)snprintf(buf + *used, n - *used, "..., ");
+            i = size - PRINT_EDGE - 1;
+            continue;
+        }
+        if (dim == s->ndim - 1) *used += (size_t)snprintf(buf + *used, n - *used, "%.4f", (double)x[offset + i]);
+        else print_dim(buf, n, used, x, s, dim + 1, offset + i * stride, summarise);
+        if (i + 1 < size && *used < n) *used += (size_t)snprintf(buf + *used, n - *used, dim == s->ndim - 1 ? ", " : ",\n ");
+    }
+    if (*used < n) *used += (size_t)snprintf(buf + *used, n - *used, "]");
+}
+
+void ts_print_tensor(const char *title, const float *x, const ts_shape *s) {
+    if (!ts_log_enabled(TS_LOG_ERROR)) return;
+    char buf[4000], shape[96];
+    size_t used = 0;
+    if (s->ndim == 0) used = (size_t)snprintf(buf, sizeof buf, "%.4f", (double)x[0]);
+    else print_dim(buf, sizeof buf, &used, x, s, 0, 0, ts_shape_numel(s) > PRINT_THRESHOLD);
+    ts_logf(TS_LOG_ERROR, "%s: f32%s %s", title, ts_shape_str(s, shape, sizeof shape), buf);
+}
