@@ -10,9 +10,12 @@
  *
  * Tolerances: an element matches when |got - want| <= atol + rtol*|want|.
  * rtol is 1e-5 for one or two steps and 1e-4 after the 10-step trajectory
- * (rounding differences grow with each step). atol = 1e-6 is a floor for
- * elements near zero, whose relative error means nothing: sums that cancel,
- * and Adam's g/(sqrt(g^2)+eps) for tiny g.
+ * (rounding differences grow with each step). atol is a floor for elements
+ * near zero, whose relative error means nothing (sums that cancel, Adam's
+ * g/(sqrt(g^2)+eps) for tiny g): 1e-6 for the loss, activations and
+ * parameters (|values| ~ 0.01..2), 1e-7 for gradients (|values| ~ 1e-3; the
+ * engine agrees to ~1e-8, and PyTorch float32 vs float64 differ by < 4e-8
+ * on the updated parameters even after 10 steps).
  * Each comparison prints max abs/rel error; any mismatch fails the test. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +29,7 @@ enum { BATCH = 16, PIXELS = 784, TRAJ_D = 10, TRAJ_A = 2 };
 
 #define RTOL 1e-5
 #define ATOL 1e-6
+#define GRAD_ATOL 1e-7
 #define TRAJ_RTOL 1e-4
 
 static const char *const PARAMS[] = {"fc1.weight", "fc1.bias", "fc2.weight",
@@ -289,7 +293,7 @@ static void optimizer_case(const mlp *m, const fixture *f, const char *tag, ts_o
             for (int i = 0; i < N_PARAMS + N_ACTIVATIONS; i++) {
                 snprintf(key, sizeof key, "Gradient___%s",
                          i < N_PARAMS ? PARAMS[i] : ACTIVATIONS[i - N_PARAMS]);
-                expect_anchor(model, key, -1, need(f, key), RTOL, ATOL, key);
+                expect_anchor(model, key, -1, need(f, key), RTOL, GRAD_ATOL, key);
             }
         }
         snprintf(key, sizeof key, "%s%d/", tag, step);
@@ -314,7 +318,7 @@ static void optimizer_case(const mlp *m, const fixture *f, const char *tag, ts_o
         snprintf(what, sizeof what, "%s/loss (ALL)", tag);
         expect_anchor(model, "loss", -1, losses, RTOL, ATOL, what);
         expect_anchor(model, "Gradient___fc3.bias", 0, need(f, "Gradient___fc3.bias"), RTOL,
-                      ATOL, "Gradient___fc3.bias sample 0 (ALL)");
+                      GRAD_ATOL, "Gradient___fc3.bias sample 0 (ALL)");
         snprintf(key, sizeof key, "%s2/", tag);
         expect_params(m, model, f, key, RTOL, ATOL);
     }
