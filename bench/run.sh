@@ -28,6 +28,7 @@ usage() { echo "usage: bench/run.sh BUILD_DIR   (env: TS_BENCH_THREADS, TS_BENCH
 BUILD=$1
 [ -d "$BUILD" ] || { echo "bench/run.sh: no build directory $BUILD (run make build first)" >&2; exit 2; }
 SRC=$(cd "$(dirname "$0")/.." && pwd)
+CORES=$(getconf _NPROCESSORS_ONLN)   # before OMP_NUM_THREADS is set: nproc obeys it
 PY=/usr/bin/python3   # Debian's interpreter: it has python3-torch
 THREADS=${TS_BENCH_THREADS:-2}
 SCALE=${TS_BENCH_SCALE:-1}   # multiplies every step count (0.2 for a quick look)
@@ -84,7 +85,7 @@ row() {
     ROWS+=("$label: ratio $ratio, target >= $target, $verdict")
 }
 
-echo "threads=$THREADS, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)" \
+echo "threads=$THREADS, $CORES cores, load average $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)" \
      "(other load skews the numbers)"
 printf '%-22s %-12s %10s %12s %9s\n' benchmark impl ms/step samples/s GFLOP/s
 hr
