@@ -502,6 +502,29 @@ TS_API ts_status ts_memory_get(ts_memory_usage *out);
  * re-raise; and SIGUSR1, which prints every thread's stack and returns. */
 TS_API ts_status ts_crash_handler_install(void);
 
+/* Graph dumps: every node with its name, op, shape, dtype and flags
+ * (parameter, gradient, anchored, printed, watched); with `locations` (or
+ * TS_IR_DEBUG=1) the source file:line where it was built. Pass the model
+ * (may be NULL) for compiled shapes, gradients and observation flags.
+ * TS_SAVE_GRAPH_FILE + TS_SAVE_GRAPH_FMT (text|dot) write one at compile.
+ * Free with ts_string_free. */
+typedef enum ts_dump_format { TS_DUMP_TEXT = 0, TS_DUMP_DOT } ts_dump_format;
+TS_API char *ts_graph_dump(const ts_graph *g, const ts_model *m, ts_dump_format fmt, int locations);
+
+/* Bytes held by a compiled model, by lifetime class, and the process's. */
+typedef struct ts_model_memory {
+    int64_t parameters, gradients, optimizer_state, activations, anchors;
+    int64_t activations_without_reuse; /* what the memory plan saved against */
+    ts_memory_usage process;
+} ts_model_memory;
+TS_API ts_status ts_model_memory_get(const ts_model *m, ts_model_memory *out);
+/* One line: "memory: params 1.09MB grads ... rss 52.1MB pss ... uss ..." */
+TS_API const char *ts_model_memory_line(const ts_model *m, char *buf, size_t n);
+
+/* After a run that failed with TS_ERR_NUMERICS: the name of the first
+ * non-finite tensor, or NULL. */
+TS_API const char *ts_model_failed_tensor(const ts_model *m);
+
 /* `tensorscope debug-run`: runs argv with the debug variables set and writes
  * a .tar.gz with its output, metrics, graph dumps, system information, the
  * exit code or signal and the redacted environment. */

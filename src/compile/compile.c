@@ -43,6 +43,7 @@ void ts_prog_free(ts_prog *p) {
     ts_free(p->value_entry);
     ts_free(p->grad_entry);
     ts_free(p->op_ns);
+    ts_free(p->bound);
     ts_free(p);
 }
 
@@ -542,7 +543,8 @@ ts_status ts_prog_build(ts_model *m, ts_prog **out) {
     p->n_zero_before = ts_calloc((size_t)n, sizeof *p->n_zero_before);
     p->scratch = ts_calloc((size_t)n, sizeof *p->scratch);
     p->op_ns = ts_calloc((size_t)n, sizeof *p->op_ns);
-    if (!requested || !p->shape || !p->order || !p->live || !p->needs_grad || !p->reaches || !p->value_entry ||
+    p->bound = ts_calloc((size_t)n + 1, sizeof *p->bound);
+    if (!p->bound || !requested || !p->shape || !p->order || !p->live || !p->needs_grad || !p->reaches || !p->value_entry ||
         !p->grad_entry || !p->zero_before || !p->n_zero_before || !p->scratch || !p->op_ns) {
         st = TS_ERR_OUT_OF_MEMORY;
         goto fail;

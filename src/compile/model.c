@@ -2,6 +2,7 @@
  * recompile, names, anchors added after compile. */
 #include "compile/program.h"
 
+#include "diag/hooks.h"
 #include "diag/metrics.h"
 #include "exec/gemm.h"
 #include "graph/ops.h"
@@ -145,6 +146,7 @@ ts_status ts_model_compile(ts_model *m) {
     if (recompile) ts_counter_add_cause("Recompilations", m->stale_cause ? m->stale_cause : "Requested", 1);
     m->stale_cause = NULL;
     log_template(m, p);
+    ts_diag_after_compile(m);
     return TS_OK;
 }
 

@@ -92,6 +92,7 @@ typedef struct ts_prog {
     int64_t samples_mb, samples_step;   /* S per run for each kind */
     double flops_mb;
     uint64_t *op_ns;     /* per node, this run */
+    const ts_array **bound; /* per node: the run's input arrays */
 } ts_prog;
 
 typedef struct ts_opt_state { /* per parameter, survives recompiles */

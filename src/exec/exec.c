@@ -4,6 +4,7 @@
 #include "compile/program.h"
 
 #include "diag/crash.h"
+#include "diag/hooks.h"
 #include "diag/metrics.h"
 #include "exec/kernels.h"
 #include "graph/ops.h"
@@ -140,8 +141,10 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
 
 /* Matches the user's arrays to the model's inputs; a new micro-batch size
  * recompiles. */
-static ts_status bind_inputs(ts_model *m, const char *const *names, const ts_array *inputs, int n, const ts_array **bound) {
+static ts_status bind_inputs(ts_model *m, const char *const *names, const ts_array *inputs, int n) {
     ts_graph *g = m->g;
+    const ts_array **bound = m->prog->bound;
+    memset(bound, 0, (size_t)m->prog->n_nodes * sizeof *bound);
     int64_t S = m->training ? (int64_t)m->opts.device_iterations * m->opts.grad_accum : m->opts.device_iterations;
     for (int k = 0; k < n; k++) {
         if (!names || !names[k] || !inputs) return ts_error(TS_ERR_INVALID_ARGUMENT, "run: input %d has no name or array", k);
@@ -185,7 +188,8 @@ static ts_status bind_inputs(ts_model *m, const char *const *names, const ts_arr
     if (changed) {
         ts_logf(TS_LOG_DEBUG, "input shape changed: recompiling");
         m->stale_cause = "InputShapeChanged";
-        return ts_model_compile(m);
+        ts_status st = ts_model_compile(m);
+        return st ? st : bind_inputs(m, names, inputs, n); /* into the new program */
     }
     return TS_OK;
 }
@@ -255,23 +259,22 @@ ts_status ts_model_run(ts_model *m, const char *const *names, const ts_array *in
     ts_status st = TS_OK;
     if (!m->compiled || m->stale) st = ts_model_compile(m);
     if (st) return st;
-    const ts_array **bound = ts_calloc(m->g->n + 1, sizeof *bound); /* once per run, not per step */
-    if (!bound) return TS_ERR_OUT_OF_MEMORY;
     uint64_t t0 = ts_now_ns();
-    st = bind_inputs(m, names, inputs, n, bound);
-    if (!st) st = check_labels(m, bound);
+    st = bind_inputs(m, names, inputs, n);
+    if (!st) st = check_labels(m, m->prog->bound);
     if (!st) {
         m->failed_entry = -1;
-        st = run_body(m, bound);
+        st = run_body(m, m->prog->bound);
         ts_crash_set_current_op(NULL, NULL, NULL);
     }
-    ts_free(bound);
     if (st) return st;
     record_op_metrics(m);
     m->runs++;
     m->has_run = true;
-    ts_metric_record("ExecuteTime", (double)(ts_now_ns() - t0));
+    uint64_t run_ns = ts_now_ns() - t0;
+    ts_metric_record("ExecuteTime", (double)run_ns);
     ts_counter_add("Runs", 1);
+    ts_diag_after_run(m, run_ns);
     return TS_OK;
 }
 
@@ -306,4 +309,8 @@ ts_status ts_model_watch_results(const ts_model *m, const ts_watch_result **out,
     *out = m->prog->watch_results;
     *n = (size_t)m->prog->n_watch;
     return TS_OK;
+}
+
+const char *ts_model_failed_tensor(const ts_model *m) {
+    return m && m->prog && m->failed_entry >= 0 ? m->prog->entries[m->failed_entry].name : NULL;
 }

@@ -1,0 +1,14 @@
+/* hooks.h -- what the diagnostics layer does around compile and runs:
+ * graph dumps (TS_SAVE_GRAPH_FILE), the metrics file (TS_METRICS_FILE) and
+ * the per-step trace line at log level 5. Internal. */
+#ifndef TS_DIAG_HOOKS_H
+#define TS_DIAG_HOOKS_H
+
+#include "compile/program.h"
+
+/* After every successful compile (and recompile). */
+void ts_diag_after_compile(const ts_model *m);
+/* After every successful run; run_ns is its wall time. */
+void ts_diag_after_run(const ts_model *m, uint64_t run_ns);
+
+#endif
