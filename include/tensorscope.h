@@ -222,6 +222,9 @@ TS_API const char *ts_tensor_name(const ts_tensor *t);
 TS_API ts_status ts_tensor_info(const ts_tensor *t, ts_array *out);
 /* Finds a tensor of the graph by name (parameters, inputs, op outputs). */
 TS_API ts_tensor *ts_graph_find(const ts_graph *g, const char *name);
+/* Every tensor of the graph in build order (i < ts_graph_tensor_count). */
+TS_API size_t ts_graph_tensor_count(const ts_graph *g);
+TS_API ts_tensor *ts_graph_tensor_at(const ts_graph *g, size_t i);
 /* Copies values into a parameter (shape and dtype must match). */
 TS_API ts_status ts_param_set(ts_tensor *param, const ts_array *values);
 
@@ -324,6 +327,9 @@ TS_API ts_status ts_model_run(ts_model *m, const char *const *input_names,
  * Valid until the next run. The loss of a training model and each output of
  * an inference model are anchored under their own names. */
 TS_API ts_status ts_model_anchored(const ts_model *m, const char *short_name, ts_array *out);
+/* Short names of every anchor of the compiled model (globs expanded), in
+ * the order they were resolved. Valid until the next compile or free. */
+TS_API ts_status ts_model_anchor_list(const ts_model *m, const char *const **short_names, size_t *n);
 /* Runs so far, and optimizer steps so far. */
 TS_API int64_t ts_model_runs(const ts_model *m);
 TS_API int64_t ts_model_steps(const ts_model *m);

@@ -28,6 +28,7 @@ void ts_prog_free(ts_prog *p) {
     ts_free(p->entries);
     ts_free(p->sorted_names);
     ts_free(p->anchors);
+    ts_free(p->anchor_names);
     ts_free(p->watch_results);
     ts_free(p->summaries);
     ts_free(p->watch_what);
@@ -426,6 +427,8 @@ static ts_status resolve_anchors(ts_model *m, ts_prog *p) {
         ts_status st = attach_anchor(m, p, name, p->value_entry[implicit[k]], TS_OUTPUT_DEFAULT, 0);
         if (st) return st;
     }
+    if (!(p->anchor_names = ts_calloc((size_t)p->n_anchors + 1, sizeof *p->anchor_names))) return TS_ERR_OUT_OF_MEMORY;
+    for (int k = 0; k < p->n_anchors; k++) p->anchor_names[k] = p->anchors[k].short_name;
     size_t total = 0;
     for (int k = 0; k < p->n_anchors; k++) total += (size_t)(p->anchors[k].rows * p->entries[p->anchors[k].entry].numel);
     if (total && !(p->arena_anchors = ts_calloc(total, sizeof(float)))) return TS_ERR_OUT_OF_MEMORY;

@@ -80,6 +80,7 @@ typedef struct ts_prog {
     const char **sorted_names;
     ts_anchor *anchors;
     int n_anchors;
+    const char **anchor_names;
     ts_watch_result *watch_results;
     ts_summary *summaries;
     int *watch_what, *watch_period;

@@ -314,3 +314,11 @@ ts_status ts_model_watch_results(const ts_model *m, const ts_watch_result **out,
 const char *ts_model_failed_tensor(const ts_model *m) {
     return m && m->prog && m->failed_entry >= 0 ? m->prog->entries[m->failed_entry].name : NULL;
 }
+
+ts_status ts_model_anchor_list(const ts_model *m, const char *const **short_names, size_t *n) {
+    if (!m || !short_names || !n) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_anchor_list: NULL argument");
+    if (!m->prog) return ts_error(TS_ERR_STATE, "anchors are resolved at compile; compile the model first");
+    *short_names = m->prog->anchor_names;
+    *n = (size_t)m->prog->n_anchors;
+    return TS_OK;
+}

@@ -374,3 +374,6 @@ ts_status ts_outfeed_add(ts_graph *g, ts_outfeed *q, const char *key, ts_tensor 
     g->marks[g->n_marks++] = (ts_outfeed_mark){q, k, t->id};
     return TS_OK;
 }
+
+size_t ts_graph_tensor_count(const ts_graph *g) { return g ? g->n : 0; }
+ts_tensor *ts_graph_tensor_at(const ts_graph *g, size_t i) { return g && i < g->n ? g->t[i] : NULL; }

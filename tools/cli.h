@@ -1,0 +1,67 @@
+/* cli.h -- shared pieces of the tensorscope command-line tool. The CLI is
+ * a pure client of the public API: nothing here reaches into src/. */
+#ifndef TS_CLI_H
+#define TS_CLI_H
+
+#include "tensorscope.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+
+/* Exit codes: what shells and CI expect. */
+enum { CLI_OK = 0, CLI_RUNTIME = 1, CLI_USAGE = 2 };
+
+/* ---- flags: a table per command; parse fills the destinations */
+typedef enum { FLAG_BOOL, FLAG_INT, FLAG_FLOAT, FLAG_STRING, FLAG_LIST } flag_kind;
+typedef struct cli_list {
+    const char *items[64];
+    int n;
+} cli_list;
+typedef struct cli_flag {
+    const char *name; /* "--batch-size" */
+    flag_kind kind;
+    void *dest;       /* bool*, long*, double*, const char**, cli_list* */
+    const char *metavar;
+    const char *help;
+} cli_flag;
+
+/* Parses argv[first..argc); stops at "--" (its index goes to *rest, else
+ * argc). Prints a usage error naming the flag and returns CLI_USAGE, or
+ * CLI_OK; "--help" prints the help and sets *help_shown. */
+int cli_parse(const char *cmd, const char *usage, const cli_flag *flags, int argc, char **argv, int first, int *rest,
+              bool *help_shown);
+void cli_print_help(FILE *f, const char *cmd, const char *usage, const cli_flag *flags);
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int cli_runtime_error(const char *what);
+
+/* ---- built-in models */
+typedef struct cli_model {
+    ts_graph *g;
+    ts_tensor *x, *labels, *logp, *loss;
+} cli_model;
+/* Builds `name` for micro-batch size B; tensors whose names match a pattern
+ * of `prints` are wrapped in a print op. */
+ts_status cli_model_build(const char *name, long batch, uint64_t seed, const cli_list *prints, cli_model *out);
+const char *cli_model_names(void);
+
+/* ---- commands */
+int cmd_train(int argc, char **argv, bool eval_only);
+int cmd_names(int argc, char **argv);
+int cmd_graph(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
+int cmd_debug_run(int argc, char **argv);
+
+/* ---- progress bar on stderr (silent when not a terminal or quiet) */
+typedef struct cli_progress {
+    bool on;
+    const char *label;
+    long total, done;
+    double t0;
+    int last_width;
+} cli_progress;
+void cli_progress_start(cli_progress *p, bool enabled, const char *label, long total);
+void cli_progress_update(cli_progress *p, long done, double loss);
+void cli_progress_end(cli_progress *p);
+double cli_now(void);
+
+#endif

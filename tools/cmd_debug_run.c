@@ -1,0 +1,24 @@
+/* cmd_debug_run.c -- `debug-run --outfile F.tar.gz [--tidy] [--timeout S] -- CMD ...` */
+#include "cli.h"
+
+int cmd_debug_run(int argc, char **argv) {
+    const char *outfile = NULL;
+    bool tidy = false;
+    double timeout = 0;
+    const cli_flag flags[] = {{"--outfile", FLAG_STRING, &outfile, "F.tar.gz", "archive to write (required)"},
+                              {"--tidy", FLAG_BOOL, &tidy, NULL, "remove the work directory afterwards"},
+                              {"--timeout", FLAG_FLOAT, &timeout, "S", "kill the command after S seconds"},
+                              {NULL, FLAG_BOOL, NULL, NULL, NULL}};
+    bool help;
+    int rest;
+    int rc = cli_parse("debug-run", "--outfile F.tar.gz [--tidy] [--timeout S] -- CMD ...", flags, argc, argv, 2, &rest, &help);
+    if (rc || help) return rc;
+    if (!outfile) return cli_usage_error("debug-run", "--outfile F.tar.gz is required");
+    if (timeout < 0) return cli_usage_error("debug-run", "--timeout must be >= 0");
+    if (rest >= argc) return cli_usage_error("debug-run", "give the command to run after '--'");
+    ts_debug_run_config c = {.outfile = outfile, .argv = argv + rest, .tidy = tidy, .timeout_s = timeout};
+    int status = 0;
+    if (ts_debug_run(&c, &status)) return cli_runtime_error("debug-run");
+    fprintf(stderr, "tensorscope: debug bundle written to %s (command exit status %d)\n", outfile, status);
+    return status == 0 ? CLI_OK : CLI_RUNTIME;
+}

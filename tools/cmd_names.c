@@ -1,0 +1,106 @@
+/* cmd_names.c -- `names` and `graph`: what a model contains. */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+typedef struct model_args {
+    const char *model, *optimizer, *format;
+    long batch_size, repeat_count, grad_accum;
+    double momentum;
+    bool locations, inference;
+    cli_list anchors;
+} model_args;
+
+/* Builds and compiles the training (or inference) model the flags describe. */
+static int compile_model(const char *cmd, const model_args *a, cli_model *cm, ts_model **m) {
+    ts_status st = cli_model_build(a->model, a->batch_size, 0, NULL, cm);
+    if (st == TS_ERR_NOT_FOUND) return cli_usage_error(cmd, "unknown model '%s' (built-in: %s)", a->model, cli_model_names());
+    if (st) return cli_runtime_error("building the model");
+    ts_options *o = ts_options_new();
+    if (!o) return cli_runtime_error("options");
+    ts_optimizer opt;
+    if (strcasecmp(a->optimizer, "sgd") == 0) opt = ts_sgd(0.01f, (float)a->momentum, 0);
+    else if (strcasecmp(a->optimizer, "adam") == 0) opt = ts_adam(0.001f);
+    else if (strcasecmp(a->optimizer, "adamw") == 0) opt = ts_adamw(0.001f, 0.01f);
+    else {
+        ts_options_free(o);
+        return cli_usage_error(cmd, "--optimizer must be sgd, adam or adamw");
+    }
+    if (ts_options_set_device_iterations(o, (int)a->repeat_count) || ts_options_set_gradient_accumulation(o, (int)a->grad_accum)) {
+        ts_options_free(o);
+        return cli_usage_error(cmd, "%s", ts_last_error());
+    }
+    for (int i = 0; i < a->anchors.n; i++)
+        if (ts_options_anchor(o, NULL, a->anchors.items[i], TS_OUTPUT_DEFAULT, 0)) {
+            ts_options_free(o);
+            return cli_usage_error(cmd, "--anchor: %s", ts_last_error());
+        }
+    ts_tensor *outs[1] = {cm->logp};
+    st = a->inference ? ts_model_inference(m, cm->g, outs, 1, o) : ts_model_training(m, cm->g, cm->loss, o, opt);
+    ts_options_free(o);
+    if (st || ts_model_compile(*m)) return strstr(ts_last_error(), "anchor") ? cli_usage_error(cmd, "%s", ts_last_error()) : cli_runtime_error("compiling");
+    return CLI_OK;
+}
+
+#define MODEL_FLAGS(a)                                                                                  \
+    {"--model", FLAG_STRING, &(a).model, "NAME", "built-in model (mlp)"},                               \
+    {"--batch-size", FLAG_INT, &(a).batch_size, "B", "micro-batch size (default 64)"},                  \
+    {"--optimizer", FLAG_STRING, &(a).optimizer, "sgd|adam|adamw", "optimizer state to include"},       \
+    {"--momentum", FLAG_FLOAT, &(a).momentum, "M", "SGD momentum (adds Accl___ tensors)"},              \
+    {"--repeat-count", FLAG_INT, &(a).repeat_count, "D", "device iterations"},                          \
+    {"--gradient-accumulation-count", FLAG_INT, &(a).grad_accum, "A", "gradient accumulation"},         \
+    {"--inference", FLAG_BOOL, &(a).inference, NULL, "an inference model (no gradients)"},              \
+    {"--anchor", FLAG_LIST, &(a).anchors, "NAME", "anchor a tensor (marks it in dumps; adds gradients)"}
+
+static model_args defaults(void) {
+    return (model_args){.model = "mlp", .optimizer = "sgd", .format = "text", .batch_size = 64, .repeat_count = 1, .grad_accum = 1};
+}
+
+int cmd_names(int argc, char **argv) {
+    model_args a = defaults();
+    const cli_flag flags[] = {MODEL_FLAGS(a), {NULL, FLAG_BOOL, NULL, NULL, NULL}};
+    bool help;
+    int rc = cli_parse("names", "[--model mlp] [flags]", flags, argc, argv, 2, NULL, &help);
+    if (rc || help) return rc;
+    cli_model cm = {0};
+    ts_model *m = NULL;
+    rc = compile_model("names", &a, &cm, &m);
+    if (!rc) {
+        const char *const *names;
+        size_t n;
+        ts_model_tensor_names(m, &names, &n);
+        for (size_t i = 0; i < n; i++) printf("%s\n", names[i]);
+    }
+    ts_model_free(m);
+    ts_graph_free(cm.g);
+    return rc;
+}
+
+int cmd_graph(int argc, char **argv) {
+    model_args a = defaults();
+    const cli_flag flags[] = {MODEL_FLAGS(a),
+                              {"--format", FLAG_STRING, &a.format, "text|dot", "output format (default text)"},
+                              {"--locations", FLAG_BOOL, &a.locations, NULL, "show where each node was built"},
+                              {NULL, FLAG_BOOL, NULL, NULL, NULL}};
+    bool help;
+    int rc = cli_parse("graph", "[--model mlp] [--format text|dot] [flags]", flags, argc, argv, 2, NULL, &help);
+    if (rc || help) return rc;
+    ts_dump_format fmt;
+    if (strcasecmp(a.format, "text") == 0) fmt = TS_DUMP_TEXT;
+    else if (strcasecmp(a.format, "dot") == 0) fmt = TS_DUMP_DOT;
+    else return cli_usage_error("graph", "--format must be text or dot, got '%s'", a.format);
+    cli_model cm = {0};
+    ts_model *m = NULL;
+    rc = compile_model("graph", &a, &cm, &m);
+    if (!rc) {
+        char *s = ts_graph_dump(cm.g, m, fmt, a.locations);
+        if (s) fputs(s, stdout);
+        else rc = cli_runtime_error("dumping the graph");
+        ts_string_free(s);
+    }
+    ts_model_free(m);
+    ts_graph_free(cm.g);
+    return rc;
+}

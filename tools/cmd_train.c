@@ -1,0 +1,599 @@
+/* cmd_train.c -- `tensorscope train` and `tensorscope eval`: the main job.
+ * Trains a built-in model on MNIST with the observation the user asked for:
+ * anchors, watches and the stats table, outfeeds, print ops, numeric
+ * checks, TensorBoard, plots, .npy dumps and the metrics report. */
+#include "cli.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+typedef struct train_args {
+    const char *model, *data, *optimizer, *output_mode, *check_numerics, *histogram, *dump_npy, *tensorboard, *plot;
+    const char *save_weights, *weights;
+    long epochs, batch_size, seed, holdout, repeat_count, grad_accum, threads, log_verbosity, watch_period, max_steps;
+    double lr, momentum, weight_decay;
+    bool outfeed_pre, stats, run_single_step, metrics, log_memory, quiet, all;
+    cli_list anchors, outfeeds, watches, prints;
+} train_args;
+
+/* ---- outfeed sink: runs on the queue's consumer thread */
+typedef struct sink_state {
+    const char *dump_dir;
+    long records, written;
+    char keys[32][128];
+    long counts[32];
+    int n_keys;
+} sink_state;
+
+static void safe_name(const char *in, char *out, size_t n) {
+    size_t i = 0;
+    for (; in[i] && i + 1 < n; i++) out[i] = (in[i] == '/' || in[i] == ':' || in[i] == ' ') ? '_' : in[i];
+    out[i] = '\0';
+}
+
+static void on_record(void *user, const ts_outfeed_record *r) {
+    sink_state *s = user;
+    s->records++;
+    int k = 0;
+    while (k < s->n_keys && strcmp(s->keys[k], r->key) != 0) k++;
+    if (k == s->n_keys && k < 32) snprintf(s->keys[s->n_keys++], sizeof s->keys[0], "%s", r->key);
+    if (k < 32) s->counts[k]++;
+    if (s->dump_dir) {
+        char key[128], path[1024];
+        safe_name(r->key, key, sizeof key);
+        snprintf(path, sizeof path, "%s/outfeed/%s.run%lld.sample%lld.npy", s->dump_dir, key, (long long)r->run, (long long)r->sample);
+        if (ts_npy_save(path, &r->array) == TS_OK) s->written++;
+    }
+}
+
+/* NAME[:MODE[:N]] where NAME may itself contain ':' (e.g. Relu:0). */
+static int parse_anchor(const char *spec, char *name, size_t n, ts_output_mode *mode, int *period) {
+    *mode = TS_OUTPUT_DEFAULT;
+    *period = 0;
+    snprintf(name, n, "%s", spec);
+    char *last = strrchr(name, ':');
+    if (!last) return 0;
+    char *end;
+    long v = strtol(last + 1, &end, 10);
+    if (*end == '\0' && end != last + 1) { /* trailing number: a period if a mode precedes it */
+        *last = '\0';
+        char *prev = strrchr(name, ':');
+        ts_output_mode m;
+        if (prev && ts_output_mode_parse(prev + 1, &m) == TS_OK) {
+            *prev = '\0';
+            *mode = m;
+            *period = (int)v;
+            return 0;
+        }
+        *last = ':'; /* part of the name, like Relu:0 */
+        return 0;
+    }
+    ts_output_mode m;
+    if (ts_output_mode_parse(last + 1, &m) == TS_OK) {
+        *last = '\0';
+        *mode = m;
+    }
+    return 0;
+}
+
+static bool matches_any(const cli_list *l, const char *name) {
+    for (int i = 0; i < l->n; i++) {
+        const char *p = l->items[i];
+        if (strpbrk(p, "*?[") ? fnmatch(p, name, 0) == 0 : strstr(name, p) != NULL) return true;
+    }
+    return false;
+}
+
+/* Held-out accuracy and mean loss with an inference model of the same graph. */
+static ts_status evaluate(ts_model *inf, const cli_model *cm, const ts_dataset *ds, int64_t first, int64_t count, long batch,
+                          double *acc, double *loss) {
+    ts_loader *l;
+    ts_status st = ts_loader_new(&l, ds, (ts_loader_config){.batch_size = batch, .first = first, .count = count});
+    if (st) return st;
+    int64_t right = 0, seen = 0;
+    double nll = 0;
+    const char *names[1] = {"x"};
+    const char *out_name = ts_tensor_name(cm->logp);
+    for (;;) {
+        ts_array x, y, lp;
+        st = ts_loader_next(l, 1, &x, &y);
+        if (st == TS_ERR_NOT_FOUND) {
+            st = TS_OK;
+            break;
+        }
+        if (st || (st = ts_model_run(inf, names, &x, 1)) || (st = ts_model_anchored(inf, out_name, &lp))) break;
+        const float *p = lp.data;
+        const int32_t *lab = y.data;
+        int64_t B = y.shape[0], C = lp.shape[lp.ndim - 1];
+        for (int64_t i = 0; i < B; i++) {
+            int64_t best = 0;
+            for (int64_t c = 1; c < C; c++)
+                if (p[i * C + c] > p[i * C + best]) best = c;
+            right += best == lab[i];
+            nll -= p[i * C + lab[i]];
+        }
+        seen += B;
+    }
+    ts_loader_free(l);
+    *acc = seen ? (double)right / (double)seen : 0;
+    *loss = seen ? nll / (double)seen : 0;
+    return st;
+}
+
+static void print_stats_table(const ts_model *m) {
+    const ts_watch_result *w;
+    size_t n;
+    if (ts_model_watch_results(m, &w, &n) || n == 0) return;
+    char line[512];
+    printf("%s\n", ts_stats_table_header(line, sizeof line));
+    int idx = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (w[i].run < 0 || !(w[i].summary->what & TS_WATCH_STATS)) continue;
+        printf("%s\n", ts_stats_table_row(idx++, w[i].name, &w[i].summary->stats, line, sizeof line));
+    }
+}
+
+static ts_status save_weights(const cli_model *cm, const char *dir) {
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) return TS_ERR_IO;
+    for (size_t i = 0; i < ts_graph_tensor_count(cm->g); i++) {
+        ts_tensor *t = ts_graph_tensor_at(cm->g, i);
+        ts_array a;
+        if (ts_tensor_info(t, &a) || !a.data) continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s.npy", dir, ts_tensor_name(t));
+        ts_status st = ts_npy_save(path, &a);
+        if (st) return st;
+    }
+    return TS_OK;
+}
+
+static ts_status load_weights(const cli_model *cm, const char *dir) {
+    for (size_t i = 0; i < ts_graph_tensor_count(cm->g); i++) {
+        ts_tensor *t = ts_graph_tensor_at(cm->g, i);
+        ts_array a, v;
+        if (ts_tensor_info(t, &a) || !a.data) continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s.npy", dir, ts_tensor_name(t));
+        ts_status st = ts_npy_load(path, &v);
+        if (st) return st;
+        st = ts_param_set(t, &v);
+        ts_npy_free(&v);
+        if (st) return st;
+    }
+    return TS_OK;
+}
+
+typedef struct curve {
+    double x[4096], y[4096];
+    int64_t n;
+} curve;
+static void curve_add(curve *c, double x, double y) {
+    if (c->n < 4096) c->x[c->n] = x, c->y[c->n++] = y;
+}
+
+int cmd_train(int argc, char **argv, bool eval_only) {
+    const char *cmd = eval_only ? "eval" : "train";
+    train_args a = {.model = "mlp", .data = "data/mnist", .optimizer = "sgd", .epochs = 1, .batch_size = 64, .seed = 0,
+                    .holdout = 2000, .repeat_count = 1, .grad_accum = 1, .threads = 0, .log_verbosity = -1, .watch_period = 1,
+                    .lr = 0.01, .check_numerics = NULL};
+    const cli_flag flags[] = {
+        {"--model", FLAG_STRING, &a.model, "NAME", "built-in model (mlp)"},
+        {"--data", FLAG_STRING, &a.data, "DIR", "MNIST directory of gzip'd IDX files (default data/mnist)"},
+        {"--epochs", FLAG_INT, &a.epochs, "N", "passes over the training split (default 1)"},
+        {"--batch-size", FLAG_INT, &a.batch_size, "B", "micro-batch size (default 64)"},
+        {"--lr", FLAG_FLOAT, &a.lr, "LR", "learning rate (default 0.01)"},
+        {"--optimizer", FLAG_STRING, &a.optimizer, "sgd|adam|adamw", "optimizer (default sgd)"},
+        {"--momentum", FLAG_FLOAT, &a.momentum, "M", "SGD momentum (default 0)"},
+        {"--weight-decay", FLAG_FLOAT, &a.weight_decay, "WD", "weight decay (default 0)"},
+        {"--seed", FLAG_INT, &a.seed, "N", "seed for initialisation and shuffling (default 0)"},
+        {"--holdout", FLAG_INT, &a.holdout, "N", "last N images held out for accuracy (default 2000)"},
+        {"--all", FLAG_BOOL, &a.all, NULL, "eval: evaluate on every image, not only the held-out ones"},
+        {"--repeat-count", FLAG_INT, &a.repeat_count, "D", "device iterations: optimizer steps per run (default 1)"},
+        {"--gradient-accumulation-count", FLAG_INT, &a.grad_accum, "A", "micro-batches averaged per step (default 1)"},
+        {"--max-steps", FLAG_INT, &a.max_steps, "N", "stop after N runs"},
+        {"--threads", FLAG_INT, &a.threads, "N", "worker threads (default: all cores)"},
+        {"--anchor", FLAG_LIST, &a.anchors, "NAME[:MODE[:N]]", "anchor a tensor (glob ok); MODE final|every_n|all|sum"},
+        {"--output-mode", FLAG_STRING, &a.output_mode, "MODE[:N]", "global output mode of anchors"},
+        {"--outfeed", FLAG_LIST, &a.outfeeds, "PATTERN", "stream matching activations / <param>_grad keys to an outfeed"},
+        {"--outfeed-pre-accumulated-gradients", FLAG_BOOL, &a.outfeed_pre, NULL, "stream gradients per micro-batch"},
+        {"--watch", FLAG_LIST, &a.watches, "PATTERN", "summarise matching tensors (stats + histograms)"},
+        {"--watch-period", FLAG_INT, &a.watch_period, "N", "summarise every N runs (default 1)"},
+        {"--stats", FLAG_BOOL, &a.stats, NULL, "print the stats table of watched tensors each epoch"},
+        {"--histogram", FLAG_STRING, &a.histogram, "FILE.png", "write the gradient histogram of anchored gradients"},
+        {"--dump-npy", FLAG_STRING, &a.dump_npy, "DIR", "write anchored arrays and outfeed records as .npy"},
+        {"--print-tensor", FLAG_LIST, &a.prints, "NAME", "insert a print op on a tensor (glob ok)"},
+        {"--run-single-step", FLAG_BOOL, &a.run_single_step, NULL, "run one step, report, stop"},
+        {"--check-numerics", FLAG_STRING, &a.check_numerics, "off|output|op", "stop at the first NaN/Inf and say where"},
+        {"--metrics", FLAG_BOOL, &a.metrics, NULL, "print the metrics report at exit"},
+        {"--log-verbosity", FLAG_INT, &a.log_verbosity, "0-5", "log level (5: a line per step)"},
+        {"--log-memory", FLAG_BOOL, &a.log_memory, NULL, "log memory by class after compile and each epoch"},
+        {"--tensorboard", FLAG_STRING, &a.tensorboard, "DIR", "write TensorBoard event files to DIR"},
+        {"--plot", FLAG_STRING, &a.plot, "FILE.png", "plot loss and accuracy curves"},
+        {"--save-weights", FLAG_STRING, &a.save_weights, "DIR", "save parameters as .npy at the end"},
+        {"--weights", FLAG_STRING, &a.weights, "DIR", "load parameters from .npy files first"},
+        {"--quiet", FLAG_BOOL, &a.quiet, NULL, "no progress bar"},
+        {NULL, FLAG_BOOL, NULL, NULL, NULL}};
+    bool help;
+    int rc = cli_parse(cmd, "[flags]", flags, argc, argv, 2, NULL, &help);
+    if (rc || help) return rc;
+
+    /* ---- validate before doing any work */
+    if (a.epochs < (eval_only ? 0 : 1) || a.epochs > 100000) return cli_usage_error(cmd, "--epochs must be 1..100000, got %ld", a.epochs);
+    if (a.batch_size < 1 || a.batch_size > 100000) return cli_usage_error(cmd, "--batch-size must be 1..100000, got %ld", a.batch_size);
+    if (!(a.lr >= 0)) return cli_usage_error(cmd, "--lr must be >= 0, got %g", a.lr);
+    if (a.momentum < 0 || a.momentum >= 1) return cli_usage_error(cmd, "--momentum must be in [0, 1), got %g", a.momentum);
+    if (a.weight_decay < 0) return cli_usage_error(cmd, "--weight-decay must be >= 0, got %g", a.weight_decay);
+    if (a.repeat_count < 1 || a.repeat_count > 100000) return cli_usage_error(cmd, "--repeat-count must be >= 1, got %ld", a.repeat_count);
+    if (a.grad_accum < 1 || a.grad_accum > 100000) return cli_usage_error(cmd, "--gradient-accumulation-count must be >= 1, got %ld", a.grad_accum);
+    if (a.threads < 0 || a.threads > 256) return cli_usage_error(cmd, "--threads must be 0..256, got %ld", a.threads);
+    if (a.watch_period < 1) return cli_usage_error(cmd, "--watch-period must be >= 1, got %ld", a.watch_period);
+    if (a.holdout < 0) return cli_usage_error(cmd, "--holdout must be >= 0, got %ld", a.holdout);
+    if (a.max_steps < 0) return cli_usage_error(cmd, "--max-steps must be >= 0, got %ld", a.max_steps);
+    if (a.log_verbosity > 5 || a.log_verbosity < -1) return cli_usage_error(cmd, "--log-verbosity must be 0..5, got %ld", a.log_verbosity);
+    ts_optimizer opt;
+    if (strcasecmp(a.optimizer, "sgd") == 0) opt = ts_sgd((float)a.lr, (float)a.momentum, (float)a.weight_decay);
+    else if (strcasecmp(a.optimizer, "adam") == 0) opt = ts_adam((float)a.lr), opt.weight_decay = (float)a.weight_decay;
+    else if (strcasecmp(a.optimizer, "adamw") == 0) opt = ts_adamw((float)a.lr, (float)a.weight_decay);
+    else return cli_usage_error(cmd, "--optimizer must be sgd, adam or adamw, got '%s'", a.optimizer);
+    ts_check_numerics check = TS_CHECK_OFF;
+    if (a.check_numerics) {
+        if (strcasecmp(a.check_numerics, "off") == 0) check = TS_CHECK_OFF;
+        else if (strcasecmp(a.check_numerics, "output") == 0) check = TS_CHECK_OUTPUT;
+        else if (strcasecmp(a.check_numerics, "op") == 0) check = TS_CHECK_OP;
+        else return cli_usage_error(cmd, "--check-numerics must be off, output or op, got '%s'", a.check_numerics);
+    }
+    ts_output_mode gmode = TS_OUTPUT_DEFAULT;
+    int gperiod = 0;
+    if (a.output_mode) {
+        char buf[64];
+        snprintf(buf, sizeof buf, "%s", a.output_mode);
+        char *colon = strchr(buf, ':');
+        if (colon) *colon = '\0', gperiod = atoi(colon + 1);
+        if (ts_output_mode_parse(buf, &gmode)) return cli_usage_error(cmd, "%s", ts_last_error());
+    }
+    if (a.log_verbosity >= 0) ts_set_log_level((int)a.log_verbosity);
+    ts_crash_handler_install();
+
+    /* ---- data and model */
+    ts_dataset *ds = NULL;
+    cli_model cm = {0};
+    ts_options *o = NULL;
+    ts_model *tm = NULL, *inf = NULL;
+    ts_outfeed *q = NULL;
+    ts_tb_writer *tb = NULL;
+    ts_loader *loader = NULL;
+    sink_state sink = {.dump_dir = a.dump_npy};
+    curve *loss_curve = calloc(1, sizeof *loss_curve), *acc_curve = calloc(1, sizeof *acc_curve);
+    rc = CLI_RUNTIME;
+    if (!loss_curve || !acc_curve) goto done;
+    if (ts_dataset_load_mnist(&ds, a.data)) {
+        cli_runtime_error("loading the dataset");
+        goto done;
+    }
+    int64_t N = ts_dataset_size(ds);
+    if (a.holdout >= N) {
+        rc = cli_usage_error(cmd, "--holdout %ld leaves no training images (the dataset has %lld)", a.holdout, (long long)N);
+        goto done;
+    }
+    int64_t n_train = N - a.holdout;
+    ts_status st = cli_model_build(a.model, a.batch_size, (uint64_t)a.seed, &a.prints, &cm);
+    if (st == TS_ERR_NOT_FOUND) {
+        rc = cli_usage_error(cmd, "unknown model '%s' (built-in: %s)", a.model, cli_model_names());
+        goto done;
+    }
+    if (st) {
+        cli_runtime_error("building the model");
+        goto done;
+    }
+    if (a.weights && load_weights(&cm, a.weights)) {
+        cli_runtime_error("loading weights");
+        goto done;
+    }
+    if (!(o = ts_options_new())) goto done;
+    int S = (int)(a.repeat_count * a.grad_accum);
+    if ((st = ts_options_set_device_iterations(o, (int)a.repeat_count)) || (st = ts_options_set_gradient_accumulation(o, (int)a.grad_accum)) ||
+        (st = ts_options_set_threads(o, (int)a.threads)) || (st = ts_options_set_check_numerics(o, check)) ||
+        (st = ts_options_set_output_mode(o, gmode, gperiod))) {
+        rc = cli_usage_error(cmd, "%s", ts_last_error());
+        goto done;
+    }
+    /* the CLI's own loss anchor: the sum over the run, for the mean loss */
+    ts_options_anchor(o, "cli.loss", "loss", TS_OUTPUT_SUM, 0);
+    for (int i = 0; i < a.anchors.n; i++) {
+        char name[512];
+        ts_output_mode mode;
+        int period;
+        parse_anchor(a.anchors.items[i], name, sizeof name, &mode, &period);
+        const char *shortn = strpbrk(name, "*?[") ? NULL : name;
+        if (ts_options_anchor(o, shortn, name, mode, period)) {
+            rc = cli_usage_error(cmd, "--anchor %s: %s", a.anchors.items[i], ts_last_error());
+            goto done;
+        }
+    }
+    bool want_hist = a.histogram != NULL;
+    if (want_hist && a.anchors.n == 0)
+        ts_options_anchor(o, NULL, "Gradient___fc*", TS_OUTPUT_DEFAULT, 0); /* the tutorial's six gradients */
+    int watch_what = TS_WATCH_STATS | (a.tensorboard ? TS_WATCH_HISTOGRAM : 0);
+    for (int i = 0; i < a.watches.n; i++)
+        if (ts_options_watch(o, a.watches.items[i], watch_what, (int)a.watch_period)) {
+            rc = cli_usage_error(cmd, "--watch: %s", ts_last_error());
+            goto done;
+        }
+    if (a.stats && a.watches.n == 0) {
+        for (int i = 0; i < a.anchors.n; i++) {
+            char name[512];
+            ts_output_mode mode;
+            int period;
+            parse_anchor(a.anchors.items[i], name, sizeof name, &mode, &period);
+            ts_options_watch(o, name, TS_WATCH_STATS, (int)a.watch_period);
+        }
+        if (a.anchors.n == 0) ts_options_watch(o, "Gradient___fc*", TS_WATCH_STATS, (int)a.watch_period);
+    }
+    if (a.tensorboard) ts_options_watch(o, "Accum___*", TS_WATCH_STATS, 1); /* global gradient norm */
+    if (a.outfeeds.n) {
+        ts_outfeed_config qc = {.name = "cli", .mode = TS_OUTFEED_ALL, .depth = 64, .filters = a.outfeeds.items, .n_filters = a.outfeeds.n};
+        if (ts_outfeed_new(&q, &qc)) {
+            cli_runtime_error("creating the outfeed");
+            goto done;
+        }
+        if (a.dump_npy) {
+            char d[1024];
+            snprintf(d, sizeof d, "%s/outfeed", a.dump_npy);
+            mkdir(a.dump_npy, 0777);
+            mkdir(d, 0777);
+        }
+        bool grads = false;
+        int marked = 0;
+        for (size_t i = 0; i < ts_graph_tensor_count(cm.g); i++) {
+            ts_tensor *t = ts_graph_tensor_at(cm.g, i);
+            const char *name = ts_tensor_name(t);
+            ts_array info;
+            ts_tensor_info(t, &info);
+            char key[600];
+            snprintf(key, sizeof key, "%s_grad", name);
+            if (info.data && matches_any(&a.outfeeds, key)) grads = true;
+            if (!info.data && matches_any(&a.outfeeds, name) && ts_outfeed_add(cm.g, q, name, t) == TS_OK) marked++;
+        }
+        if (grads) ts_options_outfeed_gradients(o, q, a.outfeed_pre);
+        if (!grads && !marked) {
+            rc = cli_usage_error(cmd, "--outfeed: no activation or <param>_grad key matches %s", a.outfeeds.items[0]);
+            goto done;
+        }
+        if (ts_outfeed_set_sink(q, on_record, &sink)) {
+            cli_runtime_error("starting the outfeed consumer");
+            goto done;
+        }
+    }
+    ts_tensor *outs[1] = {cm.logp};
+    ts_options *io = ts_options_new();
+    if (!io) goto done;
+    ts_options_set_threads(io, (int)a.threads);
+    st = ts_model_inference(&inf, cm.g, outs, 1, io);
+    ts_options_free(io);
+    if (st || ts_model_compile(inf)) {
+        cli_runtime_error("compiling the inference model");
+        goto done;
+    }
+    if (eval_only) {
+        double acc, loss;
+        int64_t first = a.all ? 0 : n_train, count = a.all ? N : a.holdout;
+        if (count == 0) {
+            rc = cli_usage_error(cmd, "nothing to evaluate: --holdout is 0 (use --all)");
+            goto done;
+        }
+        if (evaluate(inf, &cm, ds, first, count, a.batch_size, &acc, &loss)) {
+            cli_runtime_error("evaluating");
+            goto done;
+        }
+        printf("eval: %lld images, loss %.4f, accuracy %.2f%%\n", (long long)count, loss, 100 * acc);
+        rc = CLI_OK;
+        goto done;
+    }
+    if (ts_model_training(&tm, cm.g, cm.loss, o, opt) || ts_model_compile(tm)) {
+        const char *msg = ts_last_error();
+        if (strstr(msg, "anchor") || strstr(msg, "period")) rc = cli_usage_error(cmd, "%s", msg);
+        else cli_runtime_error("compiling the training model");
+        goto done;
+    }
+    if (a.log_memory) {
+        char line[512];
+        fprintf(stderr, "%s\n", ts_model_memory_line(tm, line, sizeof line));
+    }
+    if (a.tensorboard) {
+        if (ts_tb_open(&tb, a.tensorboard)) {
+            cli_runtime_error("opening the TensorBoard log");
+            goto done;
+        }
+        char cfg[1024];
+        snprintf(cfg, sizeof cfg,
+                 "model: %s  \noptimizer: %s lr=%g momentum=%g weight_decay=%g  \nbatch size: %ld, repeat count (D): %ld, gradient accumulation (A): %ld  \nepochs: %ld, seed: %ld, train/held-out: %lld/%ld",
+                 a.model, a.optimizer, a.lr, a.momentum, a.weight_decay, a.batch_size, a.repeat_count, a.grad_accum, a.epochs, a.seed,
+                 (long long)n_train, a.holdout);
+        ts_tb_text(tb, "config", 0, cfg);
+    }
+    if (ts_loader_new(&loader, ds, (ts_loader_config){.batch_size = a.batch_size, .first = 0, .count = n_train, .shuffle = 1,
+                                                      .seed = (uint64_t)a.seed, .drop_last = 1})) {
+        cli_runtime_error("creating the data loader");
+        goto done;
+    }
+    long runs_per_epoch = (long)(ts_loader_batches(loader) / S);
+    if (runs_per_epoch < 1) {
+        rc = cli_usage_error(cmd, "one run needs %d batches of %ld (D x A), the training split holds %lld batches", S, a.batch_size,
+                             (long long)ts_loader_batches(loader));
+        goto done;
+    }
+    const char *in_names[2] = {"x", "labels"};
+    long total_runs = 0;
+    bool stop = false;
+    double t_start = cli_now();
+    for (long ep = 1; ep <= a.epochs && !stop; ep++) {
+        cli_progress bar;
+        char label[64];
+        snprintf(label, sizeof label, "epoch %ld/%ld", ep, a.epochs);
+        cli_progress_start(&bar, !a.quiet, label, runs_per_epoch);
+        double ep_loss = 0, t0 = cli_now();
+        long ep_runs = 0;
+        for (;;) {
+            ts_array in[2];
+            st = ts_loader_next(loader, S, &in[0], &in[1]);
+            if (st == TS_ERR_NOT_FOUND) break;
+            double r0 = cli_now();
+            if (st || (st = ts_model_run(tm, in_names, in, 2))) {
+                cli_progress_end(&bar);
+                if (st == TS_ERR_NUMERICS) {
+                    fprintf(stderr, "tensorscope: training stopped by the numeric check:\n%s\n", ts_last_error());
+                } else {
+                    cli_runtime_error("training");
+                }
+                goto done;
+            }
+            double run_s = cli_now() - r0;
+            double loss = NAN;
+            ts_array la;
+            if (ts_model_anchored(tm, "cli.loss", &la) == TS_OK) loss = (double)((const float *)la.data)[0] / S; /* SUM -> mean */
+            ep_loss += loss;
+            ep_runs++;
+            total_runs++;
+            curve_add(loss_curve, (double)total_runs, loss);
+            cli_progress_update(&bar, ep_runs, loss);
+            if (tb) {
+                int64_t step = ts_model_steps(tm);
+                ts_tb_scalar(tb, "loss", step, loss);
+                ts_tb_scalar(tb, "learning_rate", step, a.lr);
+                ts_tb_scalar(tb, "samples_per_second", step, (double)(S * a.batch_size) / run_s);
+                const ts_watch_result *w;
+                size_t nw;
+                double norm2 = 0;
+                bool have_norm = false;
+                if (ts_model_watch_results(tm, &w, &nw) == TS_OK)
+                    for (size_t i = 0; i < nw; i++) {
+                        if (w[i].run != ts_model_runs(tm) - 1) continue;
+                        if (strncmp(w[i].name, "Accum___", 8) == 0) {
+                            norm2 += w[i].summary->stats.l2 * w[i].summary->stats.l2;
+                            have_norm = true;
+                        }
+                        if (w[i].summary->what & TS_WATCH_HISTOGRAM) ts_tb_histogram(tb, w[i].name, step, w[i].summary);
+                    }
+                if (have_norm) ts_tb_scalar(tb, "gradient_norm", step, sqrt(norm2));
+            }
+            if (a.run_single_step || (a.max_steps && total_runs >= a.max_steps)) {
+                stop = true;
+                break;
+            }
+        }
+        cli_progress_end(&bar);
+        double ep_s = cli_now() - t0, acc = 0, hl = 0;
+        if (a.holdout > 0 && evaluate(inf, &cm, ds, n_train, a.holdout, a.batch_size, &acc, &hl)) {
+            cli_runtime_error("evaluating");
+            goto done;
+        }
+        curve_add(acc_curve, (double)total_runs, acc);
+        printf("epoch %ld/%ld: loss %.4f", ep, a.epochs, ep_runs ? ep_loss / (double)ep_runs : NAN);
+        if (a.holdout > 0) printf("  held-out accuracy %.2f%% (loss %.4f)", 100 * acc, hl);
+        printf("  %.2f s, %.0f samples/s\n", ep_s, (double)(ep_runs * S * a.batch_size) / ep_s);
+        fflush(stdout);
+        if (tb && a.holdout > 0) ts_tb_scalar(tb, "heldout_accuracy", ts_model_steps(tm), acc);
+        if (a.stats) print_stats_table(tm);
+        if (a.log_memory) {
+            char line[512];
+            fprintf(stderr, "%s\n", ts_model_memory_line(tm, line, sizeof line));
+        }
+    }
+    printf("trained %ld runs (%lld steps, %lld samples) in %.2f s\n", total_runs, (long long)ts_model_steps(tm),
+           (long long)(total_runs * S * a.batch_size), cli_now() - t_start);
+
+    /* ---- what the user asked to keep */
+    const char *const *anames;
+    size_t n_anchors = 0;
+    ts_model_anchor_list(tm, &anames, &n_anchors);
+    if (a.anchors.n) {
+        printf("anchored tensors (last run):\n");
+        for (size_t i = 0; i < n_anchors; i++) {
+            if (strcmp(anames[i], "cli.loss") == 0 || strcmp(anames[i], "loss") == 0) continue;
+            ts_array arr;
+            if (ts_model_anchored(tm, anames[i], &arr)) continue;
+            ts_summary s;
+            char line[512];
+            if (arr.dtype == TS_F32 && ts_summarize_f32(arr.data, ts_array_numel(&arr), TS_WATCH_STATS, &s) == TS_OK)
+                printf("  %s\n", ts_summary_line(anames[i], &arr, &s.stats, line, sizeof line));
+        }
+    }
+    if (a.dump_npy) {
+        mkdir(a.dump_npy, 0777);
+        int written = 0;
+        for (size_t i = 0; i < n_anchors; i++) {
+            if (strcmp(anames[i], "cli.loss") == 0) continue;
+            ts_array arr;
+            char fname[512], path[1024];
+            if (ts_model_anchored(tm, anames[i], &arr)) continue;
+            safe_name(anames[i], fname, sizeof fname);
+            snprintf(path, sizeof path, "%s/%s.npy", a.dump_npy, fname);
+            if (ts_npy_save(path, &arr)) {
+                cli_runtime_error("writing .npy");
+                goto done;
+            }
+            written++;
+        }
+        printf("wrote %d anchored arrays to %s/\n", written, a.dump_npy);
+    }
+    if (want_hist) {
+        ts_array arrs[64];
+        int n = 0;
+        for (size_t i = 0; i < n_anchors && n < 64; i++)
+            if (strncmp(anames[i], "Gradient___", 11) == 0 && ts_model_anchored(tm, anames[i], &arrs[n]) == TS_OK) n++;
+        if (n == 0) fprintf(stderr, "tensorscope: --histogram: no anchored Gradient___ tensor to plot (anchor some with --anchor)\n");
+        else if (ts_plot_gradient_histogram(a.histogram, arrs, n)) {
+            cli_runtime_error("writing the histogram");
+            goto done;
+        } else printf("Saved histogram to %s\n", a.histogram);
+    }
+    if (a.plot) {
+        ts_series s[2] = {{"training loss", loss_curve->x, loss_curve->y, loss_curve->n},
+                          {"held-out accuracy", acc_curve->x, acc_curve->y, acc_curve->n}};
+        if (ts_plot_lines(a.plot, "Training", "run", s, a.holdout > 0 ? 2 : 1)) {
+            cli_runtime_error("writing the plot");
+            goto done;
+        }
+        printf("Saved plot to %s\n", a.plot);
+    }
+    if (a.save_weights) {
+        if (save_weights(&cm, a.save_weights)) {
+            cli_runtime_error("saving weights");
+            goto done;
+        }
+        printf("saved weights to %s/\n", a.save_weights);
+    }
+    rc = CLI_OK;
+done:
+    if (q) {
+        ts_outfeed_free(q); /* drains: every record reaches the sink */
+        q = NULL;
+        if (rc == CLI_OK) {
+            printf("outfeed: %ld records", sink.records);
+            for (int k = 0; k < sink.n_keys; k++) printf("%s %s x%ld", k ? "," : ":", sink.keys[k], sink.counts[k]);
+            if (a.dump_npy) printf(" (%ld written to %s/outfeed/)", sink.written, a.dump_npy);
+            printf("\n");
+        }
+    }
+    if (tb && ts_tb_close(tb) && rc == CLI_OK) rc = cli_runtime_error("closing the TensorBoard log");
+    else if (tb && rc == CLI_OK) printf("TensorBoard logs in %s (run: tensorboard --logdir %s)\n", a.tensorboard, a.tensorboard);
+    if (a.metrics) {
+        char *r = ts_metrics_report();
+        if (r) fputs(r, stdout);
+        ts_string_free(r);
+    }
+    ts_loader_free(loader);
+    ts_model_free(tm);
+    ts_model_free(inf);
+    ts_options_free(o);
+    ts_graph_free(cm.g);
+    ts_dataset_free(ds);
+    free(loss_curve);
+    free(acc_curve);
+    return rc;
+}

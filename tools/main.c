@@ -1,0 +1,44 @@
+/* main.c -- `tensorscope COMMAND [flags]`: dispatch, help and version.
+ * Exit codes: 0 success, 1 runtime error, 2 usage error. */
+#include "cli.h"
+
+#include <signal.h>
+#include <string.h>
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: tensorscope COMMAND [flags]\n\n"
+               "Train neural networks on a compiled static graph and see any tensor in it.\n\n"
+               "commands:\n"
+               "  train       train a built-in model on MNIST, observing what you ask for\n"
+               "  eval        evaluate a built-in model (optionally with saved weights)\n"
+               "  names       compile a model and print every tensor name\n"
+               "  graph       print a model's graph as text or Graphviz DOT\n"
+               "  inspect     summarise a .npy file: one line, stats and a histogram\n"
+               "  debug-run   run a command with debug settings and archive what it left\n\n"
+               "Run 'tensorscope COMMAND --help' for a command's flags; --version prints the version.\n");
+}
+
+int main(int argc, char **argv) {
+    signal(SIGPIPE, SIG_IGN); /* a closed pipe is an error to report, not a death */
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_USAGE;
+    }
+    const char *c = argv[1];
+    if (strcmp(c, "--help") == 0 || strcmp(c, "-h") == 0 || strcmp(c, "help") == 0) {
+        usage(stdout);
+        return CLI_OK;
+    }
+    if (strcmp(c, "--version") == 0 || strcmp(c, "version") == 0) {
+        printf("tensorscope %s\n", ts_version());
+        return CLI_OK;
+    }
+    if (strcmp(c, "train") == 0) return cmd_train(argc, argv, false);
+    if (strcmp(c, "eval") == 0) return cmd_train(argc, argv, true);
+    if (strcmp(c, "names") == 0) return cmd_names(argc, argv);
+    if (strcmp(c, "graph") == 0) return cmd_graph(argc, argv);
+    if (strcmp(c, "inspect") == 0) return cmd_inspect(argc, argv);
+    if (strcmp(c, "debug-run") == 0) return cmd_debug_run(argc, argv);
+    fprintf(stderr, "tensorscope: unknown command '%s'\nRun 'tensorscope --help' for the list of commands.\n", c);
+    return CLI_USAGE;
+}

@@ -1,0 +1,48 @@
+/* models.c -- the CLI's built-in models, built with the public API. */
+#include "cli.h"
+
+#include <fnmatch.h>
+#include <string.h>
+
+static bool wants_print(const cli_list *prints, const char *name) {
+    for (int i = 0; prints && i < prints->n; i++)
+        if (strcmp(prints->items[i], name) == 0 || fnmatch(prints->items[i], name, 0) == 0) return true;
+    return false;
+}
+
+/* Wraps t in a print op when asked, so the rest of the model reads the print. */
+static ts_tensor *maybe_print(ts_graph *g, ts_tensor *t, const cli_list *prints) {
+    if (t && wants_print(prints, ts_tensor_name(t))) return ts_print(g, t, ts_tensor_name(t));
+    return t;
+}
+
+/* The observing-tensors tutorial's MLP: 784-320-100-10, ReLU, LogSoftmax over
+ * the class dimension, NLL loss. */
+static ts_status build_mlp(long B, uint64_t seed, const cli_list *prints, cli_model *m) {
+    ts_graph *g = ts_graph_new(seed);
+    if (!g) return TS_ERR_OUT_OF_MEMORY;
+    m->g = g;
+    m->x = ts_input(g, "x", TS_F32, 4, (int64_t[]){B, 1, 28, 28});
+    m->labels = ts_input(g, "labels", TS_I32, 1, (int64_t[]){B});
+    ts_tensor *h = maybe_print(g, ts_flatten(g, m->x, 1), prints);
+    h = maybe_print(g, ts_linear(g, h, 320, "fc1"), prints);
+    h = maybe_print(g, ts_relu(g, h), prints);
+    h = maybe_print(g, ts_linear(g, h, 100, "fc2"), prints);
+    h = maybe_print(g, ts_relu(g, h), prints);
+    h = maybe_print(g, ts_linear(g, h, 10, "fc3"), prints);
+    m->logp = maybe_print(g, ts_log_softmax(g, h, 1), prints);
+    m->loss = ts_nll_loss(g, m->logp, m->labels);
+    ts_status st = ts_graph_status(g);
+    if (!st) st = ts_tensor_set_name(m->loss, "loss");
+    if (!st) m->loss = maybe_print(g, m->loss, prints);
+    return st ? st : ts_graph_status(g);
+}
+
+const char *cli_model_names(void) { return "mlp"; }
+
+ts_status cli_model_build(const char *name, long batch, uint64_t seed, const cli_list *prints, cli_model *out) {
+    memset(out, 0, sizeof *out);
+    if (batch < 1 || batch > 1000000) return TS_ERR_INVALID_ARGUMENT;
+    if (strcmp(name, "mlp") == 0) return build_mlp(batch, seed, prints, out);
+    return TS_ERR_NOT_FOUND;
+}

@@ -1,0 +1,40 @@
+/* progress.c -- a one-line progress bar on stderr: rate, ETA, current loss.
+ * Off when stderr is not a terminal (logs and CI stay clean) or --quiet. */
+#include "cli.h"
+
+#include <time.h>
+#include <unistd.h>
+
+double cli_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+void cli_progress_start(cli_progress *p, bool enabled, const char *label, long total) {
+    p->on = enabled && isatty(STDERR_FILENO);
+    p->label = label;
+    p->total = total;
+    p->done = 0;
+    p->t0 = cli_now();
+    p->last_width = 0;
+}
+
+void cli_progress_update(cli_progress *p, long done, double loss) {
+    if (!p->on) return;
+    p->done = done;
+    double el = cli_now() - p->t0, rate = el > 0 ? (double)done / el : 0;
+    double eta = rate > 0 ? (double)(p->total - done) / rate : 0;
+    int width = 30, fill = p->total ? (int)((long)width * done / p->total) : 0;
+    char bar[32];
+    for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
+    bar[width] = '\0';
+    fprintf(stderr, "\r%s [%s] %ld/%ld %.1f it/s ETA %.0fs loss %.4f ", p->label, bar, done, p->total, rate, eta, loss);
+    fflush(stderr);
+}
+
+void cli_progress_end(cli_progress *p) {
+    if (!p->on) return;
+    fprintf(stderr, "\r%*s\r", 100, "");
+    fflush(stderr);
+}
