@@ -1,0 +1,123 @@
+/* test_gemm.c -- the BLAS-backed ts_gemm against the naive oracle
+ * ts_gemm_naive, for all four transpose combinations, odd and large sizes,
+ * beta 0 and 1.
+ *
+ * Tolerance: each element's difference must be within
+ * (K + 2) * FLT_EPSILON * (sum_k |a_ik b_kj| + |beta c_ij|), the worst-case
+ * rounding bound of a length-K float dot product in any summation order, so a
+ * wrong index or transpose (an O(1) error) cannot pass while a different
+ * blocking order always does. The oracle itself is checked by hand on 2x2. */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "exec/gemm.h"
+
+static uint64_t rng_state = 0x243F6A8885A308D3ull;
+
+static float urand(void) /* in [-1, 1) */
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((double)(rng_state >> 11) * 0x1.0p-53 * 2.0 - 1.0);
+}
+
+static float *rand_buf(int64_t n)
+{
+    float *p = malloc(sizeof(float) * (size_t)(n ? n : 1));
+    for (int64_t i = 0; p && i < n; i++)
+        p[i] = urand();
+    return p;
+}
+
+/* op(A)[i,k] and op(B)[k,j] for stored-transposed operands. */
+static float at(const float *A, bool ta, int64_t M, int64_t K, int64_t i, int64_t k)
+{
+    return ta ? A[k * M + i] : A[i * K + k];
+}
+
+static void one_case(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float beta)
+{
+    float *A = rand_buf(M * K), *B = rand_buf(K * N), *C0 = rand_buf(M * N);
+    float *Cb = malloc(sizeof(float) * (size_t)(M * N));
+    float *Cn = malloc(sizeof(float) * (size_t)(M * N));
+    if (!A || !B || !C0 || !Cb || !Cn) {
+        CHECK(0, "allocate %lldx%lldx%lld", (long long)M, (long long)N, (long long)K);
+        goto out;
+    }
+    memcpy(Cb, C0, sizeof(float) * (size_t)(M * N));
+    memcpy(Cn, C0, sizeof(float) * (size_t)(M * N));
+    ts_gemm(ta, tb, M, N, K, A, B, beta, Cb);
+    ts_gemm_naive(ta, tb, M, N, K, A, B, beta, Cn);
+    double max_abs = 0, max_ratio = 0;
+    int64_t bad = 0;
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            double mag = fabs((double)beta * C0[i * N + j]);
+            for (int64_t k = 0; k < K; k++)
+                mag += fabs((double)at(A, ta, M, K, i, k) * at(B, !tb, N, K, j, k));
+            double bound = (double)(K + 2) * FLT_EPSILON * mag + 1e-30;
+            double d = fabs((double)Cb[i * N + j] - Cn[i * N + j]);
+            if (!(d <= bound))
+                bad++;
+            if (d > max_abs)
+                max_abs = d;
+            if (d / bound > max_ratio)
+                max_ratio = d / bound;
+        }
+    CHECK(bad == 0, "gemm %c%c M=%lld N=%lld K=%lld beta=%g: max_abs=%.3g, max err/bound=%.3g%s",
+          ta ? 'T' : 'N', tb ? 'T' : 'N', (long long)M, (long long)N, (long long)K, (double)beta,
+          max_abs, max_ratio, bad ? " (elements out of bound)" : "");
+out:
+    free(A), free(B), free(C0), free(Cb), free(Cn);
+}
+
+/* The oracle by hand: [[1,2],[3,4]] x [[5,6],[7,8]] = [[19,22],[43,50]]. */
+static void oracle_by_hand(void)
+{
+    const float A[4] = {1, 2, 3, 4}, B[4] = {5, 6, 7, 8};
+    const float AT[4] = {1, 3, 2, 4}, BT[4] = {5, 7, 6, 8}; /* stored transposed */
+    const float want[4] = {19, 22, 43, 50};
+    const float *as[2] = {A, AT}, *bs[2] = {B, BT};
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            float C[4] = {1, 1, 1, 1}, Cb[4] = {1, 1, 1, 1};
+            ts_gemm_naive(ta, tb, 2, 2, 2, as[ta], bs[tb], 0.0f, C);
+            ts_gemm(ta, tb, 2, 2, 2, as[ta], bs[tb], 1.0f, Cb);
+            int ok = 1;
+            for (int i = 0; i < 4; i++)
+                ok = ok && C[i] == want[i] && Cb[i] == want[i] + 1.0f;
+            CHECK(ok, "2x2 by hand %c%c: naive (beta 0) and BLAS (beta 1) exact", ta ? 'T' : 'N',
+                  tb ? 'T' : 'N');
+        }
+}
+
+int main(void)
+{
+    oracle_by_hand();
+    static const int64_t sizes[][3] = {
+        {1, 1, 1},   {7, 13, 5},  {13, 5, 7},   {1, 17, 3},  {17, 1, 3},   {3, 4, 1},
+        {33, 31, 65}, {16, 10, 100}, {64, 320, 784}, {64, 784, 320}, {100, 320, 64},
+    };
+    const float betas[2] = {0.0f, 1.0f};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++)
+                for (int b = 0; b < 2; b++)
+                    one_case(ta, tb, sizes[s][0], sizes[s][1], sizes[s][2], betas[b]);
+    /* beta 0 must ignore what C held, even NaN (BLAS semantics) */
+    float A[6], B[6], C[4], want[4];
+    for (int i = 0; i < 6; i++)
+        A[i] = urand(), B[i] = urand();
+    for (int i = 0; i < 4; i++)
+        C[i] = NAN;
+    ts_gemm(false, false, 2, 2, 3, A, B, 0.0f, C);
+    ts_gemm_naive(false, false, 2, 2, 3, A, B, 0.0f, want);
+    int finite = 1;
+    for (int i = 0; i < 4; i++)
+        finite = finite && isfinite(C[i]) && fabsf(C[i] - want[i]) <= 1e-6f;
+    CHECK(finite, "beta 0 overwrites a NaN-filled C");
+    return check_summary("test_gemm");
+}

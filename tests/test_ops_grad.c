@@ -1,0 +1,646 @@
+/* test_ops_grad.c -- every op's gradient against central finite differences.
+ *
+ * Method: for an op y = op(params...), the graph ends in the scalar loss
+ * L = sum(y * R) with R a fixed random input, so dL/dparam is the op's
+ * vector-Jacobian product with R. A training model with SGD lr = 0 (the
+ * parameters never move) anchors Gradient___<param>; one run gives the
+ * analytic gradient. Then every element of every parameter is moved by
+ * +-eps with ts_param_set and the same model is run again reading the
+ * anchored loss: fd = (L(x+eps) - L(x-eps)) / (2 eps), differenced in
+ * double. An element passes when |fd - analytic| <= atol + rtol * max(|fd|,
+ * |analytic|). The loss itself is float32, so its rounding (~1e-7 |L|) is
+ * divided by 2 eps: ops linear in each parameter (matmul, add, sub, mul,
+ * scale, reshape, sum, mean, nll_loss) have no truncation error and use a
+ * large eps (0.1); smooth nonlinear ops (log, softmax family, cross entropy)
+ * use eps 1e-2..1e-3 where the O(eps^2) truncation stays under rtol.
+ *
+ * The relu kink: sampled relu inputs are kept at |x| >= 0.1 > eps, so a
+ * difference never straddles 0. The kink is checked apart: at exactly 0 (and
+ * -0) the gradient must be the subgradient 0, as PyTorch's; just above it
+ * (1e-30, 1e-7) it must be R exactly, just below 0 exactly.
+ *
+ * One line per op with max abs/rel error. Gradients of activations are
+ * checked on one chain (Gradient___fc1/Add:0, Gradient___Relu:0) by
+ * differencing a copy of the chain that starts from that activation as a
+ * parameter. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "tensorscope.h"
+
+#define MAX_PARAMS 8
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+
+static double urand(void) /* [0, 1) */
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(rng_state >> 11) * 0x1.0p-53;
+}
+
+/* Parameter value distributions. */
+typedef enum dist { D_SYM = 0, D_AWAY, D_POS } dist;
+
+static float sample(dist d)
+{
+    switch (d) {
+    case D_AWAY: /* |x| in [0.1, 1], either sign: away from relu's kink */
+        return (float)((0.1 + 0.9 * urand()) * (urand() < 0.5 ? -1.0 : 1.0));
+    case D_POS: /* [0.5, 2]: log's domain, well inside */
+        return (float)(0.5 + 1.5 * urand());
+    default:
+        return (float)(2.0 * urand() - 1.0);
+    }
+}
+
+static void fill(ts_tensor *p, dist d)
+{
+    ts_array info;
+    if (!p || ts_tensor_info(p, &info) != TS_OK || !info.data)
+        return;
+    int64_t n = ts_array_numel(&info);
+    float *tmp = malloc(sizeof(float) * (size_t)n);
+    if (!tmp)
+        return;
+    for (int64_t i = 0; i < n; i++)
+        tmp[i] = sample(d);
+    ts_array a = ts_array_f32(tmp, info.ndim, info.shape);
+    ts_param_set(p, &a);
+    free(tmp);
+}
+
+static ts_tensor *rparam(ts_graph *g, const char *name, int ndim, const int64_t *shape, dist d)
+{
+    ts_tensor *p = ts_param(g, name, ndim, shape);
+    fill(p, d);
+    return p;
+}
+
+/* ---------------------------------------------------------------- harness */
+
+typedef struct op_case {
+    const char *label;
+    ts_tensor *(*build)(ts_graph *g, const struct op_case *c);
+    double eps, rtol, atol;
+    int iarg;            /* dim / start_dim / variant */
+    int ndim_b;          /* broadcast operand's rank, or -1 for "same tensor" */
+    int64_t shape_b[4];
+} op_case;
+
+enum { NB = 4, NC = 5 };
+static const int32_t LABELS[NB] = {0, 3, 4, 1};
+
+typedef struct param_ref {
+    ts_tensor *t;
+    char name[128];
+    int64_t n;
+    ts_array info;
+    float *grad; /* analytic, copied after the first run */
+} param_ref;
+
+static int find_params(ts_graph *g, param_ref *ps)
+{
+    int n = 0;
+    for (size_t i = 0; i < ts_graph_tensor_count(g) && n < MAX_PARAMS; i++) {
+        ts_tensor *t = ts_graph_tensor_at(g, i);
+        ts_array info;
+        if (ts_tensor_info(t, &info) != TS_OK || !info.data)
+            continue; /* only parameters expose values */
+        ps[n].t = t;
+        snprintf(ps[n].name, sizeof ps[n].name, "%s", ts_tensor_name(t));
+        ps[n].info = info;
+        ps[n].n = ts_array_numel(&info);
+        ps[n].grad = NULL;
+        n++;
+    }
+    return n;
+}
+
+typedef struct loss_model {
+    ts_graph *g;
+    ts_model *m;
+    ts_options *o;
+    float *r;
+    ts_array in[2];
+    int n_in;
+} loss_model;
+
+static void loss_model_free(loss_model *lm)
+{
+    ts_model_free(lm->m);
+    ts_options_free(lm->o);
+    ts_graph_free(lm->g);
+    free(lm->r);
+    memset(lm, 0, sizeof *lm);
+}
+
+/* L = sum(y * R) named "loss", a training model with SGD lr 0 anchoring
+ * Gradient___<p> for every parameter and every name in `extra`. */
+static int loss_model_new(loss_model *lm, ts_graph *g, ts_tensor *y, const param_ref *ps, int np,
+                          const char *const *extra, int n_extra, const char *label)
+{
+    memset(lm, 0, sizeof *lm);
+    lm->g = g;
+    ts_array yi;
+    if (!y || ts_tensor_info(y, &yi) != TS_OK) {
+        CHECK_OK(ts_graph_status(g), "%s: build", label);
+        return 0;
+    }
+    int64_t rshape[TS_MAX_DIMS] = {1};
+    int rnd = yi.ndim ? yi.ndim : 1;
+    for (int i = 0; i < yi.ndim; i++)
+        rshape[i] = yi.shape[i];
+    ts_tensor *R = ts_input(g, "R", TS_F32, yi.ndim, yi.shape);
+    ts_tensor *loss = ts_sum(g, ts_mul(g, y, R));
+    if (!loss || ts_tensor_set_name(loss, "loss") != TS_OK) {
+        CHECK_OK(ts_graph_status(g), "%s: loss", label);
+        return 0;
+    }
+    int64_t nr = ts_array_numel(&yi);
+    lm->r = malloc(sizeof(float) * (size_t)nr);
+    for (int64_t i = 0; lm->r && i < nr; i++)
+        lm->r[i] = (float)(2.0 * urand() - 1.0);
+    lm->in[0] = ts_array_f32(lm->r, rnd, rshape);
+    lm->n_in = 1;
+    if (ts_graph_find(g, "labels")) {
+        lm->in[1] = ts_array_i32((int32_t *)LABELS, 1, (int64_t[]){NB});
+        lm->n_in = 2;
+    }
+    lm->o = ts_options_new();
+    char name[160];
+    for (int i = 0; i < np; i++) {
+        snprintf(name, sizeof name, "Gradient___%s", ps[i].name);
+        ts_options_anchor(lm->o, name, name, TS_OUTPUT_FINAL, 0);
+    }
+    for (int i = 0; i < n_extra; i++)
+        ts_options_anchor(lm->o, extra[i], extra[i], TS_OUTPUT_FINAL, 0);
+    ts_status st = ts_model_training(&lm->m, g, loss, lm->o, ts_sgd(0.0f, 0.0f, 0.0f));
+    if (!st)
+        st = ts_model_compile(lm->m);
+    if (st) {
+        CHECK_OK(st, "%s: compile", label);
+        return 0;
+    }
+    return 1;
+}
+
+static int loss_run(loss_model *lm, double *loss)
+{
+    static const char *const names[2] = {"R", "labels"};
+    ts_status st = ts_model_run(lm->m, names, lm->in, lm->n_in);
+    ts_array a;
+    if (!st)
+        st = ts_model_anchored(lm->m, "loss", &a);
+    if (st) {
+        CHECK_OK(st, "run for the loss");
+        return 0;
+    }
+    *loss = ((const float *)a.data)[0];
+    return 1;
+}
+
+typedef struct err_stats {
+    double max_abs, max_rel;
+    int64_t n, bad;
+} err_stats;
+
+static void compare(err_stats *s, double fd, double an, double rtol, double atol)
+{
+    double d = fabs(fd - an), mag = fmax(fabs(fd), fabs(an));
+    if (!(d <= atol + rtol * mag))
+        s->bad++;
+    if (d > s->max_abs)
+        s->max_abs = d;
+    if (mag > atol && d / mag > s->max_rel)
+        s->max_rel = d / mag;
+    s->n++;
+}
+
+/* Central differences over every element of every parameter in ps. */
+static void fd_params(loss_model *lm, param_ref *ps, int np, double eps, double rtol, double atol,
+                      err_stats *s)
+{
+    for (int i = 0; i < np; i++) {
+        float *v = malloc(sizeof(float) * (size_t)ps[i].n);
+        if (!v)
+            return;
+        memcpy(v, ps[i].info.data, sizeof(float) * (size_t)ps[i].n);
+        ts_array a = ts_array_f32(v, ps[i].info.ndim, ps[i].info.shape);
+        for (int64_t k = 0; k < ps[i].n; k++) {
+            float x = v[k];
+            double lp, lmn;
+            v[k] = (float)(x + eps);
+            double up = (double)v[k] - x;
+            ts_param_set(ps[i].t, &a);
+            int ok = loss_run(lm, &lp);
+            v[k] = (float)(x - eps);
+            double down = x - (double)v[k];
+            ts_param_set(ps[i].t, &a);
+            ok = ok && loss_run(lm, &lmn);
+            v[k] = x;
+            ts_param_set(ps[i].t, &a);
+            if (!ok) {
+                free(v);
+                return;
+            }
+            compare(s, (lp - lmn) / (up + down), ps[i].grad[k], rtol, atol);
+        }
+        free(v);
+    }
+}
+
+static int copy_grads(loss_model *lm, param_ref *ps, int np, const char *label)
+{
+    char name[160];
+    for (int i = 0; i < np; i++) {
+        ts_array a;
+        snprintf(name, sizeof name, "Gradient___%s", ps[i].name);
+        ts_status st = ts_model_anchored(lm->m, name, &a);
+        if (st || ts_array_numel(&a) != ps[i].n) {
+            CHECK(0, "%s: %s anchored with %lld elements: %s", label, name,
+                  st ? -1LL : (long long)ts_array_numel(&a), st ? ts_last_error() : "count");
+            return 0;
+        }
+        ps[i].grad = malloc(sizeof(float) * (size_t)ps[i].n);
+        if (!ps[i].grad)
+            return 0;
+        memcpy(ps[i].grad, a.data, sizeof(float) * (size_t)ps[i].n);
+    }
+    return 1;
+}
+
+static void gradcheck(const op_case *c)
+{
+    ts_graph *g = ts_graph_new(7);
+    ts_tensor *y = c->build(g, c);
+    param_ref ps[MAX_PARAMS];
+    int np = find_params(g, ps);
+    loss_model lm = {.g = g};
+    double l0;
+    err_stats s = {0};
+    if (loss_model_new(&lm, g, y, ps, np, NULL, 0, c->label) && loss_run(&lm, &l0) &&
+        copy_grads(&lm, ps, np, c->label)) {
+        fd_params(&lm, ps, np, c->eps, c->rtol, c->atol, &s);
+        CHECK(s.bad == 0 && s.n > 0 && isfinite(l0),
+              "%-28s %3lld elements, eps %-6g max_abs=%.3g max_rel=%.3g (rtol %g, atol %g)%s",
+              c->label, (long long)s.n, c->eps, s.max_abs, s.max_rel, c->rtol, c->atol,
+              s.bad ? " MISMATCH" : "");
+    }
+    for (int i = 0; i < np; i++)
+        free(ps[i].grad);
+    loss_model_free(&lm);
+}
+
+/* ------------------------------------------------------------ op builders */
+
+static const int64_t S234[3] = {2, 3, 4};
+
+static ts_tensor *b_matmul(ts_graph *g, const op_case *c)
+{
+    (void)c;
+    ts_tensor *a = rparam(g, "a", 2, (int64_t[]){3, 4}, D_SYM);
+    ts_tensor *b = rparam(g, "b", 2, (int64_t[]){4, 5}, D_SYM);
+    return ts_matmul(g, a, b);
+}
+
+static ts_tensor *b_matmul_t(ts_graph *g, const op_case *c)
+{
+    (void)c;
+    ts_tensor *a = rparam(g, "a", 2, (int64_t[]){3, 4}, D_SYM);
+    ts_tensor *b = rparam(g, "b", 2, (int64_t[]){5, 4}, D_SYM);
+    return ts_matmul_t(g, a, b);
+}
+
+static ts_tensor *b_linear(ts_graph *g, const op_case *c)
+{
+    (void)c;
+    ts_tensor *x = rparam(g, "x", 2, (int64_t[]){3, 4}, D_SYM);
+    ts_tensor *y = ts_linear(g, x, 5, "fc");
+    fill(ts_graph_find(g, "fc.weight"), D_SYM);
+    fill(ts_graph_find(g, "fc.bias"), D_SYM);
+    return y;
+}
+
+/* add/sub/mul: iarg 0/1/2, b of rank ndim_b (shape_b) or a itself (-1) */
+static ts_tensor *b_binary(ts_graph *g, const op_case *c)
+{
+    ts_tensor *a = rparam(g, "a", 3, S234, D_SYM);
+    ts_tensor *b = c->ndim_b < 0 ? a : rparam(g, "b", c->ndim_b, c->shape_b, D_SYM);
+    return c->iarg == 0 ? ts_add(g, a, b) : c->iarg == 1 ? ts_sub(g, a, b) : ts_mul(g, a, b);
+}
+
+static ts_tensor *b_scale(ts_graph *g, const op_case *c)
+{
+    (void)c;
+    return ts_scale(g, rparam(g, "x", 3, S234, D_SYM), -1.7f);
+}
+
+static ts_tensor *b_relu(ts_graph *g, const op_case *c)
+{
+    (void)c;
+    return ts_relu(g, rparam(g, "x", 3, S234, D_AWAY));
+}
+
+static ts_tensor *b_log(ts_graph *g, const op_case *c)
+{
+    (void)c;
+    return ts_log(g, rparam(g, "x", 2, (int64_t[]){2, 3}, D_POS));
+}
+
+static ts_tensor *b_reshape(ts_graph *g, const op_case *c)
+{
+    ts_tensor *x = rparam(g, "x", 3, S234, D_SYM);
+    if (c->iarg == 0)
+        return ts_reshape(g, x, 2, (int64_t[]){4, -1});
+    return ts_reshape(g, x, 1, (int64_t[]){24});
+}
+
+static ts_tensor *b_flatten(ts_graph *g, const op_case *c)
+{
+    return ts_flatten(g, rparam(g, "x", 3, S234, D_SYM), c->iarg);
+}
+
+static ts_tensor *b_log_softmax(ts_graph *g, const op_case *c)
+{
+    return ts_log_softmax(g, rparam(g, "x", 3, S234, D_SYM), c->iarg);
+}
+
+static ts_tensor *b_softmax(ts_graph *g, const op_case *c)
+{
+    return ts_softmax(g, rparam(g, "x", 3, S234, D_SYM), c->iarg);
+}
+
+static ts_tensor *labels_input(ts_graph *g)
+{
+    return ts_input(g, "labels", TS_I32, 1, (int64_t[]){NB});
+}
+
+static ts_tensor *b_nll(ts_graph *g, const op_case *c)
+{
+    (void)c;
+    ts_tensor *lp = rparam(g, "logp", 2, (int64_t[]){NB, NC}, D_SYM);
+    return ts_nll_loss(g, lp, labels_input(g));
+}
+
+static ts_tensor *b_nll_chain(ts_graph *g, const op_case *c)
+{
+    (void)c;
+    ts_tensor *x = rparam(g, "logits", 2, (int64_t[]){NB, NC}, D_SYM);
+    return ts_nll_loss(g, ts_log_softmax(g, x, 1), labels_input(g));
+}
+
+static ts_tensor *b_ce(ts_graph *g, const op_case *c)
+{
+    (void)c;
+    ts_tensor *x = rparam(g, "logits", 2, (int64_t[]){NB, NC}, D_SYM);
+    return ts_cross_entropy(g, x, labels_input(g));
+}
+
+static ts_tensor *b_sum(ts_graph *g, const op_case *c)
+{
+    (void)c;
+    return ts_sum(g, rparam(g, "x", 3, S234, D_SYM));
+}
+
+static ts_tensor *b_mean(ts_graph *g, const op_case *c)
+{
+    (void)c;
+    return ts_mean(g, rparam(g, "x", 3, S234, D_SYM));
+}
+
+static ts_tensor *b_print(ts_graph *g, const op_case *c)
+{
+    ts_tensor *x = rparam(g, "x", 2, (int64_t[]){2, 3}, D_SYM);
+    /* a print in the middle of a chain, its value used twice downstream */
+    ts_tensor *p = ts_print(g, ts_scale(g, x, 2.0f), c->iarg ? "" : "probe");
+    return ts_mul(g, p, p);
+}
+
+/* ------------------------------------------------------------ print capture */
+
+typedef struct log_capture {
+    int values, gradients, grad_default;
+} log_capture;
+
+static void capture_log(void *user, int level, const char *msg)
+{
+    log_capture *c = user;
+    (void)level;
+    if (strncmp(msg, "probe: ", 7) == 0)
+        c->values++;
+    if (strncmp(msg, "probe_gradient: ", 16) == 0)
+        c->gradients++;
+    if (strncmp(msg, "Gradient___Print:0: ", 20) == 0)
+        c->grad_default++;
+}
+
+/* ---------------------------------------------------------- relu's kink */
+
+static void relu_kink(void)
+{
+    const float xs[8] = {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-7f, -1e-7f, 0.5f, -0.5f};
+    ts_graph *g = ts_graph_new(1);
+    ts_tensor *x = ts_param(g, "x", 1, (int64_t[]){8});
+    ts_array xa = ts_array_f32((float *)xs, 1, (int64_t[]){8});
+    ts_param_set(x, &xa);
+    param_ref ps[MAX_PARAMS];
+    ts_tensor *y = ts_relu(g, x);
+    int np = find_params(g, ps);
+    loss_model lm = {.g = g};
+    double l0;
+    if (loss_model_new(&lm, g, y, ps, np, NULL, 0, "relu kink") && loss_run(&lm, &l0) &&
+        copy_grads(&lm, ps, np, "relu kink")) {
+        int exact = 1;
+        for (int i = 0; i < 8; i++) {
+            float want = xs[i] > 0.0f ? lm.r[i] : 0.0f;
+            if (ps[0].grad[i] != want) {
+                printf("     x=%g: gradient %g, want %g\n", (double)xs[i], (double)ps[0].grad[i],
+                       (double)want);
+                exact = 0;
+            }
+        }
+        CHECK(exact, "relu kink: gradient exactly 0 at x = 0 and -0 (subgradient, as PyTorch), "
+                     "R at 1e-30 and 1e-7, 0 at -1e-30 and -1e-7");
+    }
+    free(ps[0].grad);
+    loss_model_free(&lm);
+}
+
+/* ------------------------------------------------- gradients of activations */
+
+enum { CB = 3, CIN = 4, CH = 6 };
+
+/* The chain from stage `from`: 0 = input x -> fc1 -> Relu -> fc2 ->
+ * log_softmax; 1 = starts at a parameter z (fc1/Add:0's value);
+ * 2 = starts at a parameter h (Relu:0's value). Weights come from w (if
+ * given) so every copy computes the same function. */
+static ts_tensor *chain(ts_graph *g, int from, const float *start, const float *const *w)
+{
+    ts_tensor *h = NULL;
+    if (from == 0) {
+        ts_tensor *x = rparam(g, "x", 2, (int64_t[]){CB, CIN}, D_SYM);
+        ts_tensor *z = ts_linear(g, x, CH, "fc1");
+        h = ts_relu(g, z);
+    } else {
+        ts_tensor *p = ts_param(g, from == 1 ? "z" : "h", 2, (int64_t[]){CB, CH});
+        ts_array a = ts_array_f32((float *)start, 2, (int64_t[]){CB, CH});
+        ts_param_set(p, &a);
+        h = from == 1 ? ts_relu(g, p) : p;
+    }
+    ts_tensor *o = ts_linear(g, h, NC, "fc2");
+    if (w) {
+        ts_array wa = ts_array_f32((float *)w[0], 2, (int64_t[]){NC, CH});
+        ts_array ba = ts_array_f32((float *)w[1], 1, (int64_t[]){NC});
+        ts_param_set(ts_graph_find(g, "fc2.weight"), &wa);
+        ts_param_set(ts_graph_find(g, "fc2.bias"), &ba);
+    }
+    return ts_log_softmax(g, o, 1);
+}
+
+/* FD of a copy of the chain from `from` against the analytic gradient. */
+static void activation_fd(int from, const float *start, const float *const *w, const float *r,
+                          const float *grad, double eps, const char *label)
+{
+    ts_graph *g = ts_graph_new(3);
+    ts_tensor *lp = chain(g, from, start, w);
+    param_ref ps[MAX_PARAMS];
+    int np = find_params(g, ps);
+    int which = -1;
+    for (int i = 0; i < np; i++)
+        if (strcmp(ps[i].name, from == 1 ? "z" : "h") == 0)
+            which = i;
+    loss_model lm = {.g = g};
+    double l0;
+    err_stats s = {0};
+    /* the same R: y = log_softmax, so R has its shape */
+    if (which >= 0 && loss_model_new(&lm, g, lp, ps, np, NULL, 0, label)) {
+        memcpy(lm.r, r, sizeof(float) * CB * NC);
+        ps[which].grad = (float *)grad;
+        if (loss_run(&lm, &l0))
+            fd_params(&lm, &ps[which], 1, eps, 1e-2, 1e-3, &s);
+        ps[which].grad = NULL;
+        CHECK(s.bad == 0 && s.n == CB * CH, "%-28s %3lld elements, eps %-6.2g max_abs=%.3g max_rel=%.3g (rtol 0.01, atol 0.001)%s",
+              label, (long long)s.n, eps, s.max_abs, s.max_rel, s.bad ? " MISMATCH" : "");
+    } else {
+        CHECK(0, "%s: build the chain copy", label);
+    }
+    loss_model_free(&lm);
+}
+
+static void activation_gradients(void)
+{
+    ts_graph *g = ts_graph_new(5);
+    ts_tensor *lp = chain(g, 0, NULL, NULL);
+    param_ref ps[MAX_PARAMS];
+    const char *extra[] = {"fc1/Add:0", "Relu:0", "Gradient___fc1/Add:0", "Gradient___Relu:0"};
+    loss_model lm = {.g = g};
+    double l0;
+    CHECK(lp != NULL, "activation chain built");
+    if (!lp || !loss_model_new(&lm, g, lp, ps, 0, extra, 4, "activation chain") || !loss_run(&lm, &l0)) {
+        loss_model_free(&lm);
+        return;
+    }
+    ts_array z, h, gz, gh;
+    ts_status st = ts_model_anchored(lm.m, "fc1/Add:0", &z);
+    if (!st)
+        st = ts_model_anchored(lm.m, "Relu:0", &h);
+    if (!st)
+        st = ts_model_anchored(lm.m, "Gradient___fc1/Add:0", &gz);
+    if (!st)
+        st = ts_model_anchored(lm.m, "Gradient___Relu:0", &gh);
+    CHECK_OK(st, "activations and their gradients anchored");
+    if (!st) {
+        /* the relu between them: dL/dz = dL/dh where z > 0, else 0 */
+        const float *zv = z.data, *ghv = gh.data, *gzv = gz.data;
+        int ok = 1, kept = 0;
+        for (int i = 0; i < CB * CH; i++) {
+            ok = ok && gzv[i] == (zv[i] > 0 ? ghv[i] : 0.0f);
+            kept += zv[i] > 0;
+        }
+        CHECK(ok && kept > 0 && kept < CB * CH,
+              "Gradient___fc1/Add:0 = Gradient___Relu:0 masked by fc1/Add:0 > 0 (%d of %d kept)", kept,
+              CB * CH);
+        ts_tensor *w2 = ts_graph_find(g, "fc2.weight"), *b2 = ts_graph_find(g, "fc2.bias");
+        ts_array wi, bi;
+        ts_tensor_info(w2, &wi);
+        ts_tensor_info(b2, &bi);
+        const float *w[2] = {wi.data, bi.data};
+        /* a difference of z must not straddle the relu kink: eps stays
+         * below the smallest |z| (and a zero z would have no derivative) */
+        double zmin = 1e9;
+        for (int i = 0; i < CB * CH; i++)
+            zmin = fmin(zmin, fabs(((const float *)z.data)[i]));
+        CHECK(zmin > 1e-4, "fc1/Add:0 stays %.3g away from the relu kink", zmin);
+        activation_fd(2, h.data, w, lm.r, gh.data, 1e-2, "Gradient___Relu:0");
+        activation_fd(1, z.data, w, lm.r, gz.data, fmin(1e-2, 0.5 * zmin), "Gradient___fc1/Add:0");
+    }
+    loss_model_free(&lm);
+}
+
+/* ------------------------------------------------------------------- main */
+
+int main(void)
+{
+    log_capture cap = {0};
+    ts_set_log_callback(capture_log, &cap);
+
+    const double LIN = 0.1; /* eps for ops linear in each parameter */
+    op_case cases[] = {
+        {"matmul [3,4]x[4,5]", b_matmul, LIN, 1e-3, 1e-4, 0, 0, {0}},
+        {"matmul_t [3,4]x[5,4]^T", b_matmul_t, LIN, 1e-3, 1e-4, 0, 0, {0}},
+        {"linear 4->5 (x, W, b)", b_linear, LIN, 1e-3, 1e-4, 0, 0, {0}},
+        {"add same shape", b_binary, LIN, 1e-3, 1e-4, 0, 3, {2, 3, 4}},
+        {"add bias [4]", b_binary, LIN, 1e-3, 1e-4, 0, 1, {4}},
+        {"add suffix [3,4]", b_binary, LIN, 1e-3, 1e-4, 0, 2, {3, 4}},
+        {"add [1,4]", b_binary, LIN, 1e-3, 1e-4, 0, 2, {1, 4}},
+        {"add scalar []", b_binary, LIN, 1e-3, 1e-4, 0, 0, {0}},
+        {"add a+a", b_binary, LIN, 1e-3, 1e-4, 0, -1, {0}},
+        {"sub same shape", b_binary, LIN, 1e-3, 1e-4, 1, 3, {2, 3, 4}},
+        {"sub bias [4]", b_binary, LIN, 1e-3, 1e-4, 1, 1, {4}},
+        {"sub suffix [3,4]", b_binary, LIN, 1e-3, 1e-4, 1, 2, {3, 4}},
+        {"sub scalar []", b_binary, LIN, 1e-3, 1e-4, 1, 0, {0}},
+        {"sub a-a", b_binary, LIN, 1e-3, 1e-4, 1, -1, {0}},
+        {"mul same shape", b_binary, LIN, 1e-3, 1e-4, 2, 3, {2, 3, 4}},
+        {"mul bias [4]", b_binary, LIN, 1e-3, 1e-4, 2, 1, {4}},
+        {"mul suffix [3,4]", b_binary, LIN, 1e-3, 1e-4, 2, 2, {3, 4}},
+        {"mul [1,4]", b_binary, LIN, 1e-3, 1e-4, 2, 2, {1, 4}},
+        {"mul scalar []", b_binary, LIN, 1e-3, 1e-4, 2, 0, {0}},
+        {"mul a*a", b_binary, LIN, 1e-3, 1e-4, 2, -1, {0}},
+        {"scale -1.7", b_scale, LIN, 1e-3, 1e-4, 0, 0, {0}},
+        {"relu (|x| >= 0.1)", b_relu, 1e-2, 1e-3, 1e-4, 0, 0, {0}},
+        {"log (x in [0.5,2])", b_log, 1e-3, 1e-2, 1e-4, 0, 0, {0}},
+        {"reshape [2,3,4]->[4,-1]", b_reshape, LIN, 1e-3, 1e-4, 0, 0, {0}},
+        {"reshape [2,3,4]->[24]", b_reshape, LIN, 1e-3, 1e-4, 1, 0, {0}},
+        {"flatten(1) [2,3,4]", b_flatten, LIN, 1e-3, 1e-4, 1, 0, {0}},
+        {"flatten(0) [2,3,4]", b_flatten, LIN, 1e-3, 1e-4, 0, 0, {0}},
+        {"log_softmax dim 0", b_log_softmax, 1e-2, 1e-2, 1e-4, 0, 0, {0}},
+        {"log_softmax dim 1", b_log_softmax, 1e-2, 1e-2, 1e-4, 1, 0, {0}},
+        {"log_softmax dim 2", b_log_softmax, 1e-2, 1e-2, 1e-4, 2, 0, {0}},
+        {"log_softmax dim -1", b_log_softmax, 1e-2, 1e-2, 1e-4, -1, 0, {0}},
+        {"softmax dim 0", b_softmax, 1e-2, 1e-2, 1e-4, 0, 0, {0}},
+        {"softmax dim 1", b_softmax, 1e-2, 1e-2, 1e-4, 1, 0, {0}},
+        {"softmax dim 2", b_softmax, 1e-2, 1e-2, 1e-4, 2, 0, {0}},
+        {"softmax dim -1", b_softmax, 1e-2, 1e-2, 1e-4, -1, 0, {0}},
+        {"nll_loss [4,5]", b_nll, LIN, 1e-3, 1e-4, 0, 0, {0}},
+        {"nll_loss(log_softmax)", b_nll_chain, 1e-2, 1e-2, 1e-4, 0, 0, {0}},
+        {"cross_entropy [4,5]", b_ce, 1e-2, 1e-2, 1e-4, 0, 0, {0}},
+        {"sum [2,3,4]", b_sum, LIN, 1e-3, 1e-4, 0, 0, {0}},
+        {"mean [2,3,4]", b_mean, LIN, 1e-3, 1e-4, 0, 0, {0}},
+        {"print 'probe' (x2, used twice)", b_print, 1e-2, 1e-3, 1e-4, 0, 0, {0}},
+        {"print '' (x2, used twice)", b_print, 1e-2, 1e-3, 1e-4, 1, 0, {0}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        gradcheck(&cases[i]);
+    relu_kink();
+    activation_gradients();
+
+    ts_set_log_callback(NULL, NULL);
+    CHECK(cap.values > 0 && cap.gradients > 0 && cap.grad_default > 0,
+          "print op logged its value (%d), its gradient as 'probe_gradient' (%d) and, untitled, as "
+          "'Gradient___Print:0' (%d) on each run",
+          cap.values, cap.gradients, cap.grad_default);
+    return check_summary("test_ops_grad");
+}
