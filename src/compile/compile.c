@@ -117,6 +117,7 @@ static ts_status infer_shapes(ts_model *m, ts_prog *p) {
     for (int i = 0; i < p->n_nodes; i++) {
         const ts_tensor *t = g->t[i];
         const ts_op_def *def = ts_op_get(t->op);
+        if (!p->live[i]) continue; /* e.g. the loss of a graph run for inference */
         if (t->op == TS_OP_INPUT || t->op == TS_OP_PARAM) {
             p->shape[i] = (i < m->n_override && m->input_override[i].ndim >= 0) ? m->input_override[i] : t->shape;
             continue;
@@ -554,6 +555,7 @@ ts_status ts_prog_build(ts_model *m, ts_prog **out) {
     }
     p->samples_step = m->opts.device_iterations;
     p->samples_mb = (int64_t)m->opts.device_iterations * (m->training ? m->opts.grad_accum : 1);
+    if ((st = live_sets(m, p, requested))) goto fail; /* structure only: shapes may be unknown */
     if ((st = infer_shapes(m, p))) goto fail;
     if (m->training && p->shape[m->loss].ndim != 0) {
         char b[96];
@@ -561,7 +563,6 @@ ts_status ts_prog_build(ts_model *m, ts_prog **out) {
                       g->t[m->loss]->name, ts_shape_str(&p->shape[m->loss], b, sizeof b));
         goto fail;
     }
-    if ((st = live_sets(m, p, requested))) goto fail;
     if ((st = requested_grads(m, p, requested))) goto fail;
     if ((st = live_sets(m, p, requested))) goto fail;
     if ((st = ts_opt_state_init(m))) goto fail;
