@@ -316,8 +316,10 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         }
     }
     bool want_hist = a.histogram != NULL;
-    if (want_hist && a.anchors.n == 0)
-        ts_options_anchor(o, NULL, "Gradient___fc*", TS_OUTPUT_DEFAULT, 0); /* the tutorial's six gradients */
+    if (want_hist && a.anchors.n == 0) { /* the tutorial's six gradients */
+        ts_options_anchor(o, NULL, "Gradient___*.weight", TS_OUTPUT_DEFAULT, 0);
+        ts_options_anchor(o, NULL, "Gradient___*.bias", TS_OUTPUT_DEFAULT, 0);
+    }
     int watch_what = TS_WATCH_STATS | (a.tensorboard ? TS_WATCH_HISTOGRAM : 0);
     for (int i = 0; i < a.watches.n; i++)
         if (ts_options_watch(o, a.watches.items[i], watch_what, (int)a.watch_period)) {
@@ -332,7 +334,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             parse_anchor(a.anchors.items[i], name, sizeof name, &mode, &period);
             ts_options_watch(o, name, TS_WATCH_STATS, (int)a.watch_period);
         }
-        if (a.anchors.n == 0) ts_options_watch(o, "Gradient___fc*", TS_WATCH_STATS, (int)a.watch_period);
+        if (a.anchors.n == 0) ts_options_watch(o, "Gradient___*.*", TS_WATCH_STATS, (int)a.watch_period);
     }
     if (a.tensorboard) ts_options_watch(o, "Accum___*", TS_WATCH_STATS, 1); /* global gradient norm */
     if (a.outfeeds.n) {

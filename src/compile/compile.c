@@ -29,6 +29,8 @@ void ts_prog_free(ts_prog *p) {
     ts_free(p->sorted_names);
     ts_free(p->anchors);
     ts_free(p->anchor_names);
+    for (int i = 0; i < p->n_keys; i++) ts_free(p->keys[i]);
+    ts_free(p->keys);
     ts_free(p->watch_results);
     ts_free(p->summaries);
     ts_free(p->watch_what);
@@ -498,15 +500,18 @@ static ts_status resolve_outfeeds(ts_model *m, ts_prog *p) {
         ts_entry *en = &p->entries[e];
         if (g->t[en->node]->op != TS_OP_PARAM) continue;
         if (en->kind != (m->opts.grad_pre_accumulated ? TS_KIND_GRAD : TS_KIND_ACCUM)) continue;
-        /* the key `<param>_grad` lives in the entry's name buffer's tail */
         const char *pname = g->t[en->node]->name;
         size_t n = strlen(pname) + 6;
-        char *key = ts_realloc(en->name, strlen(en->name) + 1 + n);
-        if (!key) return TS_ERR_OUT_OF_MEMORY;
-        en->name = key;
-        char *tail = key + strlen(key) + 1;
-        snprintf(tail, n, "%s_grad", pname);
-        ts_status st = add_link(en, m->opts.grad_q, tail);
+        char *key = ts_malloc(n);
+        char **keys = ts_realloc(p->keys, (size_t)(p->n_keys + 1) * sizeof *keys);
+        if (!key || !keys) {
+            ts_free(key);
+            return TS_ERR_OUT_OF_MEMORY;
+        }
+        snprintf(key, n, "%s_grad", pname);
+        p->keys = keys;
+        p->keys[p->n_keys++] = key;
+        ts_status st = add_link(en, m->opts.grad_q, key);
         if (st) return st;
     }
     return TS_OK;

@@ -81,6 +81,8 @@ typedef struct ts_prog {
     ts_anchor *anchors;
     int n_anchors;
     const char **anchor_names;
+    char **keys;         /* outfeed keys the program made (`<param>_grad`) */
+    int n_keys;
     ts_watch_result *watch_results;
     ts_summary *summaries;
     int *watch_what, *watch_period;
