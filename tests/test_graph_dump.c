@@ -1,0 +1,338 @@
+/* test_graph_dump.c -- ts_graph_dump on the tutorial MLP (plus a print op
+ * and an outfeed): every node once with its op, inputs, shape and flags, in
+ * id order; compiled shapes after a run with another micro-batch size;
+ * source locations only when asked (argument or TS_IR_DEBUG); the dump of an
+ * uncompiled graph; TS_SAVE_GRAPH_FILE written at compile in both formats.
+ *
+ * `test_graph_dump --dot FILE` writes the DOT dump of the MLP with a tensor
+ * renamed to WEIRD_NAME (UTF-8 and characters DOT gives meaning to) and a
+ * print title with quotes, backslashes, a newline and a byte that is not
+ * UTF-8, and exits: tests/test_graph_dot.sh feeds it to Graphviz. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "tensorscope.h"
+
+enum { BATCH = 16, D = 2 };
+
+/* Tensor names may not hold quotes or backslashes; print titles may. */
+#define WEIRD_NAME "w\xc3\xa9ird <relu> {a|b}; [x] -> y"
+#define WEIRD_TITLE "say \"hi\\\n\xff"
+
+typedef struct mlp {
+    ts_graph *g;
+    ts_tensor *loss, *relu0;
+    ts_outfeed *q;
+    int fc1_line; /* where fc1 was built */
+} mlp;
+
+static int build(mlp *n, const char *title) {
+    memset(n, 0, sizeof *n);
+    ts_outfeed_config qc = {.name = "probe", .mode = TS_OUTFEED_LAST, .depth = 4};
+    if (ts_outfeed_new(&n->q, &qc)) return 1;
+    ts_graph *g = n->g = ts_graph_new(7);
+    int64_t xs[] = {BATCH, 1, 28, 28}, ys[] = {BATCH};
+    ts_tensor *x = ts_input(g, "x", TS_F32, 4, xs);
+    ts_tensor *y = ts_input(g, "labels", TS_I32, 1, ys);
+    ts_tensor *h = ts_flatten(g, x, 1);
+    n->fc1_line = __LINE__ + 1;
+    h = n->relu0 = ts_relu(g, ts_linear(g, h, 320, "fc1"));
+    h = ts_print(g, h, title);
+    h = ts_relu(g, ts_linear(g, h, 100, "fc2"));
+    ts_outfeed_add(g, n->q, "relu1", h);
+    h = ts_log_softmax(g, ts_linear(g, h, 10, "fc3"), 1);
+    n->loss = ts_nll_loss(g, h, y);
+    ts_tensor_set_name(n->loss, "loss");
+    return ts_graph_status(g) != TS_OK;
+}
+
+static void destroy(mlp *n) {
+    ts_graph_free(n->g);
+    ts_outfeed_free(n->q);
+}
+
+/* The options every model here uses: anchors on a gradient and a weight,
+ * watches on fc1* values and on one gradient. */
+static ts_options *make_options(void) {
+    ts_options *o = ts_options_new();
+    ts_options_set_device_iterations(o, D);
+    ts_options_anchor(o, "g2", "Gradient___fc2.bias", TS_OUTPUT_ALL, 0);
+    ts_options_anchor(o, "w1", "fc1.weight", TS_OUTPUT_FINAL, 0);
+    ts_options_watch(o, "fc1*", TS_WATCH_STATS, 1);
+    ts_options_watch(o, "Gradient___fc3.weight", TS_WATCH_STATS, 1);
+    return o;
+}
+
+static void quiet_log(void *user, int level, const char *msg) { (void)user, (void)level, (void)msg; }
+
+/* The dump's line for `name` (copied into buf), or NULL. */
+static const char *line_of(const char *dump, const char *name, char *buf, size_t n) {
+    char head[512];
+    snprintf(head, sizeof head, "%%%s = ", name);
+    for (const char *p = dump; p && *p;) {
+        const char *end = strchr(p, '\n');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (strncmp(p, head, strlen(head)) == 0 && len < n) {
+            memcpy(buf, p, len);
+            buf[len] = '\0';
+            return buf;
+        }
+        p = end ? end + 1 : NULL;
+    }
+    return NULL;
+}
+
+static int count_lines(const char *s) {
+    int n = 0;
+    for (; *s; s++) n += *s == '\n';
+    return n;
+}
+
+static int has_flag(const char *line, const char *flag) {
+    char f[64];
+    snprintf(f, sizeof f, " [%s]", flag);
+    return strstr(line, f) != NULL;
+}
+
+/* Flags the test knows each node must (and must not) carry. */
+static int check_flags(const char *dump, const ts_graph *g, int compiled) {
+    int bad = 0;
+    for (size_t i = 0; i < ts_graph_tensor_count(g); i++) {
+        const ts_tensor *t = ts_graph_tensor_at(g, i);
+        const char *name = ts_tensor_name(t);
+        char line[1024];
+        if (!line_of(dump, name, line, sizeof line)) return 1;
+        int is_param = strstr(name, ".weight") || strstr(name, ".bias");
+        int is_fc1 = strncmp(name, "fc1", 3) == 0;
+        /* gradients flow to the parameters and what depends on them */
+        int want_grad = compiled && strcmp(name, "x") != 0 && strcmp(name, "labels") != 0 && strcmp(name, "Flatten:0") != 0;
+        const char *want_anchor = !compiled ? NULL
+                                  : strcmp(name, "fc2.bias") == 0 ? "anchored(grad)"
+                                  : strcmp(name, "fc1.weight") == 0 ? "anchored"
+                                  : strcmp(name, "loss") == 0 ? "anchored" : NULL;
+        const char *want_watch = !compiled ? NULL
+                                 : strcmp(name, "fc3.weight") == 0 ? "watched(grad)"
+                                 : is_fc1 ? "watched" : NULL;
+        int ok = has_flag(line, "param") == !!is_param && has_flag(line, "grad") == want_grad &&
+                 (want_anchor ? has_flag(line, want_anchor) : !strstr(line, "[anchored")) &&
+                 (want_watch ? has_flag(line, want_watch) : !strstr(line, "[watched")) &&
+                 has_flag(line, "printed") == (strcmp(name, "Print:0") == 0) &&
+                 has_flag(line, "outfeed") == (strcmp(name, "Relu:1") == 0) &&
+                 has_flag(line, "loss") == (compiled && strcmp(name, "loss") == 0);
+        if (!ok) {
+            printf("     unexpected flags: %s\n", line);
+            bad = 1;
+        }
+    }
+    return bad;
+}
+
+/* Every node once, in id order, as `%name = Op(%in...) : dtype[shape]`;
+ * tensors declared with the batch on axis 0 carry `batch` there. */
+static int check_nodes(const char *dump, const ts_graph *g, int64_t batch) {
+    int bad = 0;
+    size_t n = ts_graph_tensor_count(g);
+    const char *prev = dump;
+    for (size_t i = 0; i < n; i++) {
+        const ts_tensor *t = ts_graph_tensor_at(g, i);
+        char line[1024], want[256];
+        if (!line_of(dump, ts_tensor_name(t), line, sizeof line)) {
+            printf("     no line for %s\n", ts_tensor_name(t));
+            bad = 1;
+            continue;
+        }
+        ts_array info;
+        ts_tensor_info(t, &info);
+        int is_param = info.data != NULL;
+        /* activations and inputs carry the batch on axis 0, except the loss */
+        if (!is_param && info.ndim > 0 && info.shape[0] == BATCH) info.shape[0] = batch;
+        char shape[128];
+        ts_array_shape_str(&info, shape, sizeof shape);
+        snprintf(want, sizeof want, " : %s", shape);
+        if (!strstr(line, want)) {
+            printf("     %s: want '%s' in '%s'\n", ts_tensor_name(t), want, line);
+            bad = 1;
+        }
+        char head[300];
+        snprintf(head, sizeof head, "\n%%%s = ", ts_tensor_name(t));
+        const char *at = strstr(dump, head);
+        if (!at || at < prev) {
+            printf("     %s is not after the previous node\n", ts_tensor_name(t));
+            bad = 1;
+        } else {
+            prev = at;
+        }
+    }
+    if (count_lines(dump) != (int)n + 1) {
+        printf("     %d lines for %zu nodes + 1 header\n", count_lines(dump), n);
+        bad = 1;
+    }
+    return bad;
+}
+
+static char *read_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)len + 1);
+    if (s && fread(s, 1, (size_t)len, f) != (size_t)len) {
+        free(s);
+        s = NULL;
+    }
+    if (s) s[len] = '\0';
+    fclose(f);
+    return s;
+}
+
+static ts_status run_once(ts_model *m, int64_t batch) {
+    int64_t rows = D * batch;
+    float *x = calloc((size_t)(rows * 784), sizeof(float));
+    int32_t *y = calloc((size_t)rows, sizeof(int32_t));
+    for (int64_t i = 0; i < rows * 784; i++) x[i] = (float)((i * 37) % 101) / 101.0f - 0.5f;
+    for (int64_t i = 0; i < rows; i++) y[i] = (int32_t)(i % 10);
+    ts_array in[2] = {ts_array_f32(x, 4, (int64_t[]){rows, 1, 28, 28}), ts_array_i32(y, 1, (int64_t[]){rows})};
+    const char *names[] = {"x", "labels"};
+    ts_status st = ts_model_run(m, names, in, 2);
+    free(x);
+    free(y);
+    return st;
+}
+
+static int write_dot(const char *path) {
+    mlp n;
+    if (build(&n, WEIRD_TITLE)) return 1;
+    ts_status st = ts_tensor_set_name(n.relu0, WEIRD_NAME);
+    ts_options *o = make_options();
+    ts_model *m = NULL;
+    if (!st) st = ts_model_training(&m, n.g, n.loss, o, ts_sgd(0.01f, 0.0f, 0.0f));
+    if (!st) st = ts_model_compile(m);
+    char *dot = st ? NULL : ts_graph_dump(n.g, m, TS_DUMP_DOT, 1);
+    FILE *f = dot ? fopen(path, "w") : NULL;
+    int bad = !f || fputs(dot, f) == EOF;
+    if (f) bad |= fclose(f) != 0;
+    if (bad) fprintf(stderr, "test_graph_dump --dot: %s\n", st ? ts_last_error() : "cannot write the file");
+    ts_string_free(dot);
+    ts_model_free(m);
+    ts_options_free(o);
+    destroy(&n);
+    return bad;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[1], "--dot") == 0) return write_dot(argv[2]);
+    ts_set_log_callback(quiet_log, NULL); /* the print op logs every run */
+    unsetenv("TS_IR_DEBUG");
+    unsetenv("TS_SAVE_GRAPH_FILE");
+    unsetenv("TS_SAVE_GRAPH_FMT");
+
+    mlp n;
+    CHECK(build(&n, "probe") == 0, "built the MLP with a print op and an outfeed");
+    ts_graph *g = n.g;
+
+    /* uncompiled graph: declared shapes, no model flags, no locations */
+    char *plain = ts_graph_dump(g, NULL, TS_DUMP_TEXT, 0);
+    CHECK(plain != NULL, "dump of an uncompiled graph");
+    if (!plain) return check_summary("test_graph_dump");
+    CHECK(check_nodes(plain, g, BATCH) == 0, "uncompiled: every node once, in id order, with its declared shape");
+    CHECK(check_flags(plain, g, 0) == 0, "uncompiled: param/printed/outfeed flags only");
+    char line[1024];
+    CHECK(line_of(plain, "fc1/MatMul:0", line, sizeof line) &&
+              strstr(line, "= MatMul(%Flatten:0, %fc1.weight, transpose_b=true) : f32[16,320]"),
+          "fc1/MatMul:0 line names its op and inputs: %s", line);
+    CHECK(line_of(plain, "loss", line, sizeof line) && strstr(line, "= NllLoss(%LogSoftmax:0, %labels) : f32[]"),
+          "loss line: %s", line);
+    CHECK(strstr(plain, " @ ") == NULL, "no source locations unless asked");
+
+    char *loc = ts_graph_dump(g, NULL, TS_DUMP_TEXT, 1);
+    char want[512];
+    snprintf(want, sizeof want, " @ %s:%d", __FILE__, n.fc1_line);
+    CHECK(loc && line_of(loc, "fc1/Add:0", line, sizeof line) && strstr(line, want),
+          "locations=1: fc1/Add:0 line has '%s'", want);
+    int all_loc = loc != NULL;
+    for (size_t i = 0; loc && i < ts_graph_tensor_count(g); i++)
+        all_loc &= line_of(loc, ts_tensor_name(ts_graph_tensor_at(g, i)), line, sizeof line) && strstr(line, " @ ") != NULL;
+    CHECK(all_loc, "locations=1: every node has ' @ file:line'");
+    setenv("TS_IR_DEBUG", "1", 1);
+    char *env_loc = ts_graph_dump(g, NULL, TS_DUMP_TEXT, 0);
+    unsetenv("TS_IR_DEBUG");
+    CHECK(env_loc && loc && strcmp(env_loc, loc) == 0, "TS_IR_DEBUG=1 adds the same locations");
+    ts_string_free(loc);
+    ts_string_free(env_loc);
+
+    /* compile with TS_SAVE_GRAPH_FILE (text by default) */
+    char dir[] = "/tmp/ts_graph_dumpXXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "temp dir %s", dir);
+    char txt_path[256], dot_path[256];
+    snprintf(txt_path, sizeof txt_path, "%s/graph.txt", dir);
+    snprintf(dot_path, sizeof dot_path, "%s/graph.dot", dir);
+    setenv("TS_SAVE_GRAPH_FILE", txt_path, 1);
+    ts_options *o = make_options();
+    ts_model *m = NULL;
+    CHECK_OK(ts_model_training(&m, g, n.loss, o, ts_sgd(0.01f, 0.9f, 0.0f)), "training model");
+    CHECK_OK(ts_model_compile(m), "compile");
+    char *compiled = ts_graph_dump(g, m, TS_DUMP_TEXT, 0);
+    CHECK(compiled && check_nodes(compiled, g, BATCH) == 0, "compiled: every node with its shape");
+    CHECK(compiled && check_flags(compiled, g, 1) == 0,
+          "compiled: grad, anchored(grad) on fc2.bias, anchored on fc1.weight and loss, watched on fc1*, watched(grad) on fc3.weight");
+    char *saved = read_file(txt_path);
+    CHECK(saved && compiled && strcmp(saved, compiled) == 0, "TS_SAVE_GRAPH_FILE: %s holds the text dump", txt_path);
+    free(saved);
+    ts_string_free(compiled);
+
+    setenv("TS_SAVE_GRAPH_FILE", dot_path, 1);
+    setenv("TS_SAVE_GRAPH_FMT", "dot", 1);
+    CHECK_OK(ts_model_compile(m), "recompile with TS_SAVE_GRAPH_FMT=dot");
+    char *dot = ts_graph_dump(g, m, TS_DUMP_DOT, 0);
+    saved = read_file(dot_path);
+    CHECK(saved && dot && strcmp(saved, dot) == 0 && strncmp(saved, "digraph tensorscope {\n", 22) == 0,
+          "TS_SAVE_GRAPH_FILE: %s holds the DOT dump", dot_path);
+    CHECK(dot && strstr(dot, "label=\"fc2.bias\\nParam\\nf32[100]\\nparam grad anchored(grad)\"") &&
+              strstr(dot, "shape=box") && strstr(dot, "shape=ellipse"),
+          "DOT: fc2.bias labelled with op, shape and flags; params boxes, inputs ellipses");
+    int edges = 0;
+    for (const char *p = dot; p && (p = strstr(p, " -> ")); p++) edges++;
+    /* inputs of Flatten, Relu x2, Print, LogSoftmax: 1 each; MatMul, Add x3 and NllLoss: 2 each */
+    int want_edges = 5 * 1 + 7 * 2;
+    CHECK(edges == want_edges, "DOT: %d edges (want %d, one per input of every node)", edges, want_edges);
+    free(saved);
+    ts_string_free(dot);
+    unsetenv("TS_SAVE_GRAPH_FMT");
+
+    /* a bad path: compile still succeeds (a warning is logged) */
+    setenv("TS_SAVE_GRAPH_FILE", "/nonexistent-dir/graph.txt", 1);
+    CHECK_OK(ts_model_compile(m), "compile succeeds when TS_SAVE_GRAPH_FILE cannot be written");
+    unsetenv("TS_SAVE_GRAPH_FILE");
+
+    /* compiled shapes: run with micro-batch 8 (recompiles), dump shows 8 */
+    CHECK_OK(run_once(m, 8), "run with micro-batch 8 instead of the declared 16");
+    char *small = ts_graph_dump(g, m, TS_DUMP_TEXT, 0);
+    CHECK(small && check_nodes(small, g, 8) == 0, "after the run: compiled shapes have batch 8");
+    CHECK(small && line_of(small, "fc1/MatMul:0", line, sizeof line) && strstr(line, ": f32[8,320]"),
+          "fc1/MatMul:0 is f32[8,320] in the compiled dump: %s", line);
+    ts_string_free(small);
+    plain = (ts_string_free(plain), ts_graph_dump(g, NULL, TS_DUMP_TEXT, 0));
+    CHECK(plain && line_of(plain, "fc1/MatMul:0", line, sizeof line) && strstr(line, ": f32[16,320]"),
+          "without the model the declared f32[16,320] is shown");
+    ts_string_free(plain);
+
+    /* bad arguments */
+    CHECK(ts_graph_dump(NULL, NULL, TS_DUMP_TEXT, 0) == NULL, "NULL graph: NULL (%s)", ts_last_error());
+    CHECK(ts_graph_dump(g, NULL, (ts_dump_format)7, 0) == NULL, "unknown format: NULL (%s)", ts_last_error());
+    ts_graph *other = ts_graph_new(1);
+    CHECK(ts_graph_dump(other, m, TS_DUMP_TEXT, 0) == NULL, "model of another graph: NULL (%s)", ts_last_error());
+    ts_graph_free(other);
+
+    ts_model_free(m);
+    ts_options_free(o);
+    destroy(&n);
+    unlink(txt_path);
+    unlink(dot_path);
+    rmdir(dir);
+    ts_set_log_callback(NULL, NULL);
+    return check_summary("test_graph_dump");
+}
