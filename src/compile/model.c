@@ -40,6 +40,8 @@ static ts_status model_new(ts_model **out, ts_graph *g, const ts_options *o) {
         else if (strcasecmp(env, "off") == 0 || strcmp(env, "0") == 0) m->opts.check = TS_CHECK_OFF;
         else ts_logf(TS_LOG_WARN, "TS_CHECK_NUMERICS='%s' is not off, output or op; ignored", env);
     }
+    env = getenv("TS_OPBYOP");
+    if (env && *env && strcmp(env, "0") != 0) m->opts.check = TS_CHECK_OP; /* every op, checked as it runs */
     *out = m;
     return TS_OK;
 }

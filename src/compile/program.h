@@ -137,6 +137,7 @@ struct ts_model {
     bool has_run;
     /* failure of the last run (numeric check) */
     int failed_entry;
+    bool rerun;          /* re-executing op by op: checks only, no observers */
 };
 
 /* options.c */

@@ -106,11 +106,11 @@ static void flag_words(char *buf, size_t n, const char *word, unsigned mask) {
     if (used < n) snprintf(buf + used, n - used, ")");
 }
 
-/* Shape the model computes for node i (declared when no model or the node
- * was added after compile). */
+/* Shape the model computes for a node; the declared one without a model,
+ * for nodes the model does not run, or added after compile. */
 static const ts_shape *node_shape(const ts_tensor *t, const ts_model *m) {
     const ts_prog *p = m ? m->prog : NULL;
-    return p && t->id < p->n_nodes ? &p->shape[t->id] : &t->shape;
+    return p && t->id < p->n_nodes && p->live[t->id] ? &p->shape[t->id] : &t->shape;
 }
 
 /* Flags, each as open + word + close: " [param] [grad] ..." in text. */

@@ -1,5 +1,131 @@
-/* hooks.c -- diagnostics around compile and runs (being filled in). */
+/* hooks.c -- diagnostics around compile and runs (DESIGN.md §9): the graph
+ * dump of TS_SAVE_GRAPH_FILE, the metrics report appended to
+ * TS_METRICS_FILE, and the per-step trace line at log level 5. Diagnostics
+ * never fail a compile or a run: problems are logged as warnings. */
 #include "diag/hooks.h"
 
-void ts_diag_after_compile(const ts_model *m) { (void)m; }
-void ts_diag_after_run(const ts_model *m, uint64_t run_ns) { (void)m, (void)run_ns; }
+#include "diag/metrics.h"
+#include "io/atomic_file.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static const char *env_or_null(const char *name) {
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+/* ---- after compile: the graph dump */
+
+static ts_status write_text_file(const char *path, const char *text) {
+    ts_atomic_file af;
+    ts_status st = ts_atomic_open(&af, path);
+    if (st) return st;
+    if (fputs(text, af.f) == EOF) {
+        int err = errno;
+        ts_atomic_abort(&af);
+        return ts_error(TS_ERR_IO, "cannot write %s: %s", path, strerror(err));
+    }
+    return ts_atomic_commit(&af);
+}
+
+void ts_diag_after_compile(const ts_model *m) {
+    const char *path = env_or_null("TS_SAVE_GRAPH_FILE");
+    if (!m || !path) return;
+    const char *fmt_name = env_or_null("TS_SAVE_GRAPH_FMT");
+    ts_dump_format fmt = TS_DUMP_TEXT;
+    if (fmt_name && strcasecmp(fmt_name, "dot") == 0) fmt = TS_DUMP_DOT;
+    else if (fmt_name && strcasecmp(fmt_name, "text") != 0)
+        ts_logf(TS_LOG_WARN, "TS_SAVE_GRAPH_FMT='%s' is not text or dot; writing text", fmt_name);
+    /* locations: ts_graph_dump reads TS_IR_DEBUG itself */
+    char *dump = ts_graph_dump(m->g, m, fmt, 0);
+    if (!dump) {
+        ts_logf(TS_LOG_WARN, "TS_SAVE_GRAPH_FILE: no graph dump written: %s", ts_last_error());
+        return;
+    }
+    if (write_text_file(path, dump))
+        ts_logf(TS_LOG_WARN, "TS_SAVE_GRAPH_FILE: %s", ts_last_error());
+    else
+        ts_logf(TS_LOG_DEBUG, "graph dump (%s) written to %s", fmt == TS_DUMP_DOT ? "dot" : "text", path);
+    ts_string_free(dump);
+}
+
+/* ---- after run: the metrics file and the trace line */
+
+static void append_metrics(const ts_model *m, const char *path) {
+    char *report = ts_metrics_report();
+    if (!report) {
+        ts_logf(TS_LOG_WARN, "TS_METRICS_FILE: no report (out of memory)");
+        return;
+    }
+    /* appended, not atomic: each run adds one block to the same file */
+    FILE *f = fopen(path, "a");
+    if (!f) {
+        ts_logf(TS_LOG_WARN, "TS_METRICS_FILE: cannot open %s for appending: %s", path, strerror(errno));
+    } else {
+        long long n = (long long)(m->training ? m->steps : m->runs);
+        bool ok = fprintf(f, "[MetricsData; step=%lld]\n%s", n, report) >= 0;
+        ok = fclose(f) == 0 && ok;
+        if (!ok) ts_logf(TS_LOG_WARN, "TS_METRICS_FILE: cannot write %s: %s", path, strerror(errno));
+    }
+    ts_string_free(report);
+}
+
+/* The loss of the last micro-batch from its anchor (any anchor of the loss
+ * entry: FINAL, ALL, EVERY_N keep it last; SUM gives the sum, so the mean
+ * is shown). false when the model has no anchored loss. */
+static bool anchored_loss(const ts_model *m, double *out) {
+    const ts_prog *p = m->prog;
+    if (!m->training || m->loss < 0 || m->loss >= p->n_nodes) return false;
+    int e = p->value_entry[m->loss];
+    const char *name = m->g->t[m->loss]->name;
+    const ts_anchor *best = NULL;
+    for (int k = 0; k < p->n_anchors; k++) {
+        const ts_anchor *a = &p->anchors[k];
+        if (a->entry != e) continue;
+        if (!best || strcmp(a->short_name, name) == 0) best = a; /* prefer the loss's own name */
+    }
+    if (!best || !best->data || best->rows < 1) return false;
+    const ts_entry *en = &p->entries[e];
+    double v = best->data[(best->rows - 1) * en->numel];
+    if (best->mode == TS_OUTPUT_SUM && p->samples_mb > 0) v /= (double)p->samples_mb;
+    *out = v;
+    return true;
+}
+
+/* Micro-batch size: the first dimension of the first compiled input. */
+static int64_t micro_batch(const ts_model *m) {
+    const ts_prog *p = m->prog;
+    for (int k = 0; k < p->n_order; k++) {
+        int i = p->order[k];
+        if (m->g->t[i]->op == TS_OP_INPUT && p->shape[i].ndim > 0) return p->shape[i].d[0];
+    }
+    return 1;
+}
+
+static void trace_line(const ts_model *m, uint64_t run_ns) {
+    const ts_prog *p = m->prog;
+    int64_t steps = p->samples_step > 0 ? p->samples_step : 1; /* optimizer steps (or inference batches) per run */
+    int64_t B = micro_batch(m);
+    double sec = (double)run_ns * 1e-9;
+    double samples = (double)(B * p->samples_mb);
+    ts_memory_usage mem = {-1, -1, -1};
+    if (ts_memory_get(&mem)) mem.rss = -1;
+    char loss[32] = "n/a";
+    double l;
+    if (anchored_loss(m, &l)) snprintf(loss, sizeof loss, "%.9g", l);
+    ts_logf(TS_LOG_TRACE, "step %lld loss %s batch %lld ms/step %.3f samples/s %.1f RSS %.1f MB GFLOP/s %.3f",
+            (long long)(m->training ? m->steps : m->runs), loss, (long long)B, (double)run_ns * 1e-6 / (double)steps,
+            sec > 0 ? samples / sec : 0.0, mem.rss >= 0 ? (double)mem.rss / (1024.0 * 1024.0) : -1.0,
+            sec > 0 ? p->flops_mb * (double)p->samples_mb / sec * 1e-9 : 0.0);
+}
+
+void ts_diag_after_run(const ts_model *m, uint64_t run_ns) {
+    if (!m || !m->prog) return;
+    const char *path = env_or_null("TS_METRICS_FILE");
+    if (path) append_metrics(m, path);
+    if (ts_log_enabled(TS_LOG_TRACE)) trace_line(m, run_ns);
+}

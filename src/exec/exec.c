@@ -228,6 +228,46 @@ static void record_op_metrics(ts_model *m) {
     }
 }
 
+/* A check after layer outputs found a NaN/Inf: run the same micro-batch
+ * again op by op, checking every tensor, to pin the op that made it. The
+ * parameters have not moved (the step comes after), so this replays it. */
+static ts_status confirm_op_by_op(ts_model *m, int64_t mb) {
+    ts_prog *p = m->prog;
+    const ts_entry *first = &p->entries[m->failed_entry];
+    if (first->kind != TS_KIND_VALUE && first->kind != TS_KIND_GRAD) return TS_ERR_NUMERICS;
+    char original[3000];
+    snprintf(original, sizeof original, "%s", ts_last_error());
+    int first_entry = m->failed_entry;
+    bool *saved = ts_malloc((size_t)p->n_entries * 2 * sizeof *saved); /* only after a failure */
+    if (!saved) return ts_error(TS_ERR_NUMERICS, "%s", original);
+    for (int e = 0; e < p->n_entries; e++) {
+        saved[2 * e] = p->entries[e].check;
+        saved[2 * e + 1] = p->entries[e].observed;
+        if (p->entries[e].dtype == TS_F32 && p->entries[e].kind <= TS_KIND_GRAD) p->entries[e].check = p->entries[e].observed = true;
+    }
+    m->rerun = true;
+    ts_status st = forward(m, mb);
+    if (!st && first->kind == TS_KIND_GRAD) st = backward(m, mb);
+    m->rerun = false;
+    for (int e = 0; e < p->n_entries; e++) {
+        p->entries[e].check = saved[2 * e];
+        p->entries[e].observed = saved[2 * e + 1];
+    }
+    ts_free(saved);
+    if (st != TS_ERR_NUMERICS) {
+        m->failed_entry = first_entry;
+        return ts_error(TS_ERR_NUMERICS, "%s\nop by op re-execution of micro-batch %lld did not reproduce it", original, (long long)mb);
+    }
+    const ts_entry *culprit = &p->entries[m->failed_entry];
+    const ts_tensor *t = m->g->t[culprit->node];
+    char rerun[3000];
+    snprintf(rerun, sizeof rerun, "%s", ts_last_error());
+    ts_logf(TS_LOG_ERROR, "op by op re-execution confirms the culprit: '%s' (op %s, built at %s:%d)", culprit->name,
+            ts_op_get(t->op)->name, t->file ? t->file : "?", t->line);
+    return ts_error(TS_ERR_NUMERICS, "%s\nop by op re-execution of micro-batch %lld confirms the culprit: '%s' (op %s, built at %s:%d)\n%s",
+                    original, (long long)mb, culprit->name, ts_op_get(t->op)->name, t->file ? t->file : "?", t->line, rerun);
+}
+
 static ts_status run_body(ts_model *m, const ts_array *const *bound) {
     ts_prog *p = m->prog;
     ts_graph *g = m->g;
@@ -246,6 +286,7 @@ static ts_status run_body(ts_model *m, const ts_array *const *bound) {
                     if (g->t[p->order[k]]->op == TS_OP_PARAM) OBSERVE(m, p->value_entry[p->order[k]], d);
             ts_status st = forward(m, mb);
             if (!st && m->training) st = backward(m, mb);
+            if (st == TS_ERR_NUMERICS && m->opts.check != TS_CHECK_OP) return confirm_op_by_op(m, mb);
             if (!st && m->training) st = accumulate_and_step(m, a, d);
             if (st) return st;
         }

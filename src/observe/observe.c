@@ -114,6 +114,7 @@ ts_status ts_observe(ts_model *m, int entry, int64_t sample) {
     ts_entry *e = &p->entries[entry];
     int64_t S = e->per_step ? p->samples_step : p->samples_mb;
     if (e->check && e->dtype == TS_F32 && has_nonfinite(e->data, e->numel)) return numerics_report(m, entry, sample);
+    if (m->rerun) return TS_OK;
     if (e->n_anchors) {
         uint64_t t0 = ts_now_ns();
         for (int k = 0; k < e->n_anchors; k++) capture_anchor(&p->anchors[e->anchors[k]], e, sample, S);

@@ -1,0 +1,58 @@
+/* model_memory.c -- bytes a compiled model holds by lifetime class
+ * (DESIGN.md §9), next to the process's RSS/PSS/USS. */
+#include "compile/program.h"
+
+#include "diag/metrics.h"
+
+#include <stdio.h>
+#include <string.h>
+
+ts_status ts_model_memory_get(const ts_model *m, ts_model_memory *out) {
+    if (!m || !out) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_memory_get: NULL argument");
+    memset(out, 0, sizeof *out);
+    const ts_prog *p = m->prog;
+    if (!m->compiled || !p)
+        return ts_error(TS_ERR_STATE, "ts_model_memory_get: the memory plan is made at compile; compile the model first");
+    const ts_graph *g = m->g;
+    for (size_t i = 0; i < g->n; i++)
+        if (g->t[i]->op == TS_OP_PARAM) out->parameters += ts_shape_numel(&g->t[i]->shape) * (int64_t)sizeof(float);
+    /* parameter gradients and accumulators; activation gradients share the
+     * activations arena */
+    out->gradients = (int64_t)p->bytes_grads;
+    for (int s = 0; s < m->n_state; s++) {
+        const ts_opt_state *st = &m->state[s];
+        int64_t bytes = ts_shape_numel(&g->t[st->node]->shape) * (int64_t)sizeof(float);
+        out->optimizer_state += (st->accl ? bytes : 0) + (st->accl1 ? bytes : 0) + (st->accl2 ? bytes : 0);
+        if (st->accl1) out->optimizer_state += (int64_t)sizeof st->step; /* Adam's step count */
+    }
+    out->activations = (int64_t)p->bytes_activations;
+    out->anchors = (int64_t)p->bytes_anchors;
+    out->activations_without_reuse = (int64_t)p->bytes_activations_unplanned;
+    if (ts_memory_get(&out->process)) out->process.rss = out->process.pss = out->process.uss = -1; /* model numbers still hold */
+    return TS_OK;
+}
+
+static const char *bytes_or_na(int64_t b, char *buf, size_t n) {
+    if (b < 0) {
+        snprintf(buf, n, "n/a");
+        return buf;
+    }
+    return ts_format_bytes((double)b, buf, n);
+}
+
+const char *ts_model_memory_line(const ts_model *m, char *buf, size_t n) {
+    if (!buf || n == 0) return buf;
+    ts_model_memory mm;
+    if (ts_model_memory_get(m, &mm)) {
+        snprintf(buf, n, "memory: unavailable (%s)", ts_last_error());
+        return buf;
+    }
+    char b[9][32];
+    snprintf(buf, n, "memory: params %s grads %s optimizer %s activations %s (%s without reuse) anchors %s rss %s pss %s uss %s",
+             bytes_or_na(mm.parameters, b[0], sizeof b[0]), bytes_or_na(mm.gradients, b[1], sizeof b[1]),
+             bytes_or_na(mm.optimizer_state, b[2], sizeof b[2]), bytes_or_na(mm.activations, b[3], sizeof b[3]),
+             bytes_or_na(mm.activations_without_reuse, b[4], sizeof b[4]), bytes_or_na(mm.anchors, b[5], sizeof b[5]),
+             bytes_or_na(mm.process.rss, b[6], sizeof b[6]), bytes_or_na(mm.process.pss, b[7], sizeof b[7]),
+             bytes_or_na(mm.process.uss, b[8], sizeof b[8]));
+    return buf;
+}
