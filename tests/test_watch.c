@@ -1,0 +1,209 @@
+/* test_watch.c -- watches (DESIGN.md §7) on a training model: one result per
+ * tensor whose name matches a pattern (glob or substring), the run and step
+ * it was taken at, a period in runs, and summaries equal to
+ * ts_summarize_f32 of the same tensor's last value (anchored FINAL). A wide
+ * layer checks that a summary split over the thread pool merges to the
+ * single-pass one. */
+#include <fnmatch.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "tensorscope.h"
+
+enum { B = 2, IN = 4, HID = 3, CLS = 2, D = 2, A = 2, RUNS = 4 };
+
+typedef struct watch_case {
+    const char *pattern;
+    int what, period;
+} watch_case;
+
+static const watch_case WATCHES[] = {
+    {"Gradient___fc*", TS_WATCH_STATS | TS_WATCH_HISTOGRAM | TS_WATCH_RANGE, 1},
+    {"UpdatedVar___", TS_WATCH_STATS, 2},
+    {"fc1/Add", TS_WATCH_STATS | TS_WATCH_HISTOGRAM, 1},
+};
+#define N_WATCHES ((int)(sizeof WATCHES / sizeof WATCHES[0]))
+
+/* The test's own matcher: fnmatch for globs, strstr otherwise. */
+static int matches(const char *pattern, const char *name) {
+    return strpbrk(pattern, "*?[") ? fnmatch(pattern, name, 0) == 0 : strstr(name, pattern) != NULL;
+}
+
+/* Union of `what` and the smallest period over the watches matching name. */
+static int expected_what(const char *name, int *period) {
+    int what = 0;
+    *period = 0;
+    for (int k = 0; k < N_WATCHES; k++)
+        if (matches(WATCHES[k].pattern, name)) {
+            what |= WATCHES[k].what;
+            if (*period == 0 || WATCHES[k].period < *period) *period = WATCHES[k].period;
+        }
+    return what;
+}
+
+/* Float data summed in short float runs then in double: agreement to ~1e-9
+ * of the data's scale, whatever the slicing. */
+static int close_to(double got, double want, double scale) { return fabs(got - want) <= 1e-7 * scale; }
+
+/* Compares a watch summary with ts_summarize_f32 over x[0..n). */
+static int same_summary(const ts_summary *got, const float *x, int64_t n, int what, const char *name) {
+    ts_summary *want = calloc(1, sizeof *want);
+    ts_summarize_f32(x, n, what, want);
+    int ok = got->what == what;
+    const ts_stats *g = &got->stats, *w = &want->stats;
+    if (what & TS_WATCH_STATS)
+        ok = ok && g->count == w->count && g->zeros == w->zeros && g->nans == w->nans && g->pos_infs == w->pos_infs &&
+             g->neg_infs == w->neg_infs && close_to(g->mean, w->mean, w->std + fabs(w->mean)) && close_to(g->std, w->std, w->std) && g->min == w->min &&
+             g->max == w->max && close_to(g->l2, w->l2, w->l2);
+    if (what & TS_WATCH_HISTOGRAM)
+        ok = ok && got->log2_zeros == want->log2_zeros && memcmp(got->log2_counts, want->log2_counts, sizeof want->log2_counts) == 0 &&
+             memcmp(got->tb_counts, want->tb_counts, sizeof want->tb_counts) == 0;
+    if (what & TS_WATCH_RANGE) ok = ok && memcmp(&got->range, &want->range, sizeof want->range) == 0;
+    if (!ok)
+        printf("     %s: got n=%lld mean=%.9g std=%.9g min=%g max=%g l2=%.9g; want n=%lld mean=%.9g std=%.9g min=%g max=%g l2=%.9g\n", name,
+               (long long)g->count, g->mean, g->std, g->min, g->max, g->l2, (long long)w->count, w->mean, w->std, w->min, w->max, w->l2);
+    free(want);
+    return ok;
+}
+
+static uint32_t rng = 99u;
+static float rnd(void) {
+    rng = rng * 1664525u + 1013904223u;
+    return (float)(rng >> 8) / (float)(1u << 24) * 2.0f - 1.0f;
+}
+
+static void test_tiny(void) {
+    ts_graph *g = ts_graph_new(5);
+    int64_t xs[] = {B, IN}, ys[] = {B};
+    ts_tensor *x = ts_input(g, "x", TS_F32, 2, xs), *y = ts_input(g, "labels", TS_I32, 1, ys);
+    ts_tensor *h = ts_relu(g, ts_linear(g, x, HID, "fc1"));
+    ts_tensor *loss = ts_cross_entropy(g, ts_linear(g, h, CLS, "fc2"), y);
+    ts_tensor_set_name(loss, "loss");
+    ts_options *o = ts_options_new();
+    ts_options_set_device_iterations(o, D);
+    ts_options_set_gradient_accumulation(o, A);
+    for (int k = 0; k < N_WATCHES; k++)
+        CHECK_OK(ts_options_watch(o, WATCHES[k].pattern, WATCHES[k].what, WATCHES[k].period), "watch '%s' period %d", WATCHES[k].pattern,
+                 WATCHES[k].period);
+    CHECK(ts_options_watch(o, "x", TS_WATCH_STATS, 0) == TS_ERR_INVALID_ARGUMENT, "watch period 0 is refused: %s", ts_last_error());
+    CHECK(ts_options_watch(o, "x", 8, 1) == TS_ERR_INVALID_ARGUMENT, "watch what=8 is refused: %s", ts_last_error());
+    /* the same tensors anchored FINAL (training DEFAULT), under their own names */
+    ts_options_anchor(o, NULL, "Gradient___fc*", TS_OUTPUT_DEFAULT, 0);
+    ts_options_anchor(o, NULL, "UpdatedVar___*", TS_OUTPUT_DEFAULT, 0);
+    ts_options_anchor(o, "fc1/Add:0", "fc1/Add:0", TS_OUTPUT_FINAL, 0);
+    ts_model *m = NULL;
+    ts_status st = ts_model_training(&m, g, loss, o, ts_sgd(0.1f, 0.9f, 0.0f));
+    if (!st) st = ts_model_compile(m);
+    CHECK_OK(st, "compile with watches");
+    if (st) goto done;
+    const char *const *names;
+    size_t n_names = 0, n_expected = 0;
+    ts_model_tensor_names(m, &names, &n_names);
+    int period;
+    for (size_t i = 0; i < n_names; i++) n_expected += strcmp(names[i], "labels") != 0 && expected_what(names[i], &period) != 0;
+    float xb[D * A * B * IN];
+    int32_t yb[D * A * B];
+    ts_summary *upd_saved = calloc(8, sizeof *upd_saved); /* UpdatedVar___ summaries of the last update */
+    for (int r = 0; r < RUNS; r++) {
+        for (int i = 0; i < D * A * B * IN; i++) xb[i] = rnd() * 2.0f;
+        for (int i = 0; i < D * A * B; i++) yb[i] = rnd() > 0.0f;
+        const char *in_names[2] = {"x", "labels"};
+        ts_array in[2] = {ts_array_f32(xb, 2, (int64_t[]){D * A * B, IN}), ts_array_i32(yb, 1, (int64_t[]){D * A * B})};
+        st = ts_model_run(m, in_names, in, 2);
+        CHECK_OK(st, "run %d", r);
+        if (st) break;
+        const ts_watch_result *res;
+        size_t n = 0;
+        CHECK_OK(ts_model_watch_results(m, &res, &n), "run %d: watch results", r);
+        /* one result per matching tensor name, each name once */
+        int names_ok = n == n_expected;
+        for (size_t i = 0; i < n && names_ok; i++) {
+            names_ok = expected_what(res[i].name, &period) != 0;
+            for (size_t j = 0; j < i; j++) names_ok = names_ok && strcmp(res[i].name, res[j].name) != 0;
+        }
+        CHECK(names_ok, "run %d: %zu results, one per tensor matching a pattern (%zu expected)", r, n, n_expected);
+        int n_upd = 0;
+        for (size_t i = 0; i < n; i++) {
+            int what = expected_what(res[i].name, &period);
+            int updated = r % period == 0; /* runs 0, period, 2*period, ... */
+            int64_t want_run = updated ? r : r - r % period;
+            int64_t want_step = (want_run + 1) * D - 1; /* the last step of that run */
+            CHECK(res[i].run == want_run && res[i].step == want_step, "run %d: %s (period %d) taken at run %lld step %lld (want %lld, %lld)", r,
+                  res[i].name, period, (long long)res[i].run, (long long)res[i].step, (long long)want_run, (long long)want_step);
+            int is_upd = strncmp(res[i].name, "UpdatedVar___", 13) == 0;
+            if (updated) {
+                ts_array a;
+                st = ts_model_anchored(m, res[i].name, &a);
+                CHECK(st == TS_OK && same_summary(res[i].summary, a.data, ts_array_numel(&a), what, res[i].name),
+                      "run %d: %s summary (what=%d) = ts_summarize_f32 of its anchored FINAL value", r, res[i].name, what);
+                if (is_upd && n_upd < 8) upd_saved[n_upd] = *res[i].summary;
+            } else if (is_upd && n_upd < 8) {
+                CHECK(memcmp(&upd_saved[n_upd].stats, &res[i].summary->stats, sizeof(ts_stats)) == 0,
+                      "run %d: %s keeps the summary of run %lld (period %d)", r, res[i].name, (long long)want_run, period);
+            }
+            n_upd += is_upd;
+        }
+        CHECK(n_upd == 4, "run %d: the 4 UpdatedVar___ tensors are watched by substring", r);
+    }
+    free(upd_saved);
+done:
+    ts_model_free(m);
+    ts_options_free(o);
+    ts_graph_free(g);
+}
+
+/* A 784 -> 320 layer: 250880 gradient values, summarised in slices over
+ * the pool and merged. */
+static void test_wide(void) {
+    enum { WB = 4, WIN = 784, WOUT = 320 };
+    ts_graph *g = ts_graph_new(9);
+    ts_tensor *x = ts_input(g, "x", TS_F32, 2, (int64_t[]){WB, WIN});
+    ts_tensor *y = ts_input(g, "labels", TS_I32, 1, (int64_t[]){WB});
+    ts_tensor *loss = ts_cross_entropy(g, ts_linear(g, x, WOUT, "fc1"), y);
+    ts_tensor_set_name(loss, "loss");
+    ts_options *o = ts_options_new();
+    ts_options_watch(o, "Gradient___fc1.weight", TS_WATCH_STATS | TS_WATCH_HISTOGRAM | TS_WATCH_RANGE, 1);
+    ts_options_watch(o, "UpdatedVar___fc1.weight", TS_WATCH_STATS | TS_WATCH_HISTOGRAM, 1);
+    ts_options_anchor(o, "g", "Gradient___fc1.weight", TS_OUTPUT_FINAL, 0);
+    ts_options_anchor(o, "w", "UpdatedVar___fc1.weight", TS_OUTPUT_FINAL, 0);
+    ts_model *m = NULL;
+    ts_status st = ts_model_training(&m, g, loss, o, ts_sgd(0.1f, 0.0f, 0.0f));
+    if (!st) st = ts_model_compile(m);
+    static float xb[WB * WIN];
+    int32_t yb[WB];
+    for (int i = 0; i < WB * WIN; i++) xb[i] = (i % WIN) % 5 == 0 ? 0.0f : rnd(); /* zero columns: zero gradients */
+    for (int i = 0; i < WB; i++) yb[i] = (i * 7) % WOUT;
+    const char *in_names[2] = {"x", "labels"};
+    ts_array in[2] = {ts_array_f32(xb, 2, (int64_t[]){WB, WIN}), ts_array_i32(yb, 1, (int64_t[]){WB})};
+    if (!st) st = ts_model_run(m, in_names, in, 2);
+    CHECK_OK(st, "wide layer: compile and run");
+    const ts_watch_result *res;
+    size_t n = 0;
+    if (!st && ts_model_watch_results(m, &res, &n) == TS_OK && n == 2) {
+        for (size_t i = 0; i < n; i++) {
+            ts_array a;
+            int grad = strncmp(res[i].name, "Gradient___", 11) == 0;
+            ts_model_anchored(m, grad ? "g" : "w", &a);
+            int what = grad ? 7 : 3;
+            CHECK(ts_array_numel(&a) == WIN * WOUT && res[i].run == 0 && res[i].step == 0 &&
+                      same_summary(res[i].summary, a.data, ts_array_numel(&a), what, res[i].name),
+                  "wide: %s (%d values, run %lld step %lld) summary merged over slices = single pass", res[i].name, WIN * WOUT,
+                  (long long)res[i].run, (long long)res[i].step);
+        }
+        const ts_watch_result *gr = strncmp(res[0].name, "Gradient___", 11) == 0 ? &res[0] : &res[1];
+        CHECK(gr->summary->stats.zeros >= WOUT * (WIN / 5), "wide: the gradient's zeros counted (%lld)", (long long)gr->summary->stats.zeros);
+    } else
+        CHECK(0, "wide: 2 watch results (got %zu)", n);
+    ts_model_free(m);
+    ts_options_free(o);
+    ts_graph_free(g);
+}
+
+int main(void) {
+    test_tiny();
+    test_wide();
+    return check_summary("test_watch");
+}
