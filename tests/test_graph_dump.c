@@ -320,6 +320,20 @@ int main(int argc, char **argv) {
           "without the model the declared f32[16,320] is shown");
     ts_string_free(plain);
 
+    /* an inference model of the same graph: the loss is not computed */
+    ts_model *inf = NULL;
+    ts_tensor *logp = ts_graph_find(g, "LogSoftmax:0");
+    CHECK_OK(ts_model_inference(&inf, g, &logp, 1, NULL), "inference model of LogSoftmax:0");
+    CHECK_OK(ts_model_compile(inf), "compile the inference model");
+    char *idump = ts_graph_dump(g, inf, TS_DUMP_TEXT, 0);
+    CHECK(idump && line_of(idump, "loss", line, sizeof line) && strstr(line, ": f32[] [unused]") && !strstr(line, "[grad]"),
+          "inference: the loss is [unused] with its declared shape: %s", line);
+    CHECK(idump && line_of(idump, "LogSoftmax:0", line, sizeof line) && strstr(line, ": f32[16,10] [anchored]") &&
+              !strstr(line, "[grad]"),
+          "inference: the output is anchored, no gradients: %s", line);
+    ts_string_free(idump);
+    ts_model_free(inf);
+
     /* bad arguments */
     CHECK(ts_graph_dump(NULL, NULL, TS_DUMP_TEXT, 0) == NULL, "NULL graph: NULL (%s)", ts_last_error());
     CHECK(ts_graph_dump(g, NULL, (ts_dump_format)7, 0) == NULL, "unknown format: NULL (%s)", ts_last_error());
