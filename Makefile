@@ -2,7 +2,7 @@
 # plain CMake underneath (build/, build-asan/, build-tsan/).
 JOBS ?= 2
 CMAKE ?= cmake
-DEMO_FLAGS ?= --model mlp --data data/mnist --epochs 3 --batch-size 64 --optimizer adam --lr 0.001
+DEMO_FLAGS ?= --model mlp --data data/mnist --epochs 3 --batch-size 64 --optimizer adam --lr 0.001 --stats --histogram build/GradientHistogram.png
 
 .PHONY: all deps deps-test build demo test test-asan test-tsan bench fuzz install clean
 
