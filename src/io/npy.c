@@ -217,7 +217,7 @@ static ts_status parse_dict(npy_cursor *c, ts_npy_header *h) {
 
 ts_status ts_npy_header_parse(const uint8_t *b, size_t n, ts_npy_header *h) {
     memset(h, 0, sizeof *h);
-    size_t len;
+    size_t len = 0;
     ts_status s = ts_npy_header_len(b, n, &len);
     if (s) return s;
     if (n < len)
