@@ -1,0 +1,150 @@
+#!/bin/bash
+# test_cli_tensorboard.sh -- `tensorscope train --tensorboard DIR` read back by
+# TensorBoard's own EventAccumulator: the training scalars (loss per run,
+# learning rate, throughput, global gradient norm, held-out accuracy per
+# epoch), the histograms of the watched fc3 gradients (bucket totals = tensor
+# sizes) and the run's config text, cross-checked against what train printed.
+# Uses the venv of tests/test_tensorboard.sh ($TS_BUILD_DIR/tb-venv, same
+# pins), creating it the same way when missing: needs PyPI the first time,
+# and fails rather than skips without it.
+set -uo pipefail
+
+TB_VERSION=2.21.0
+PROTOBUF_VERSION=7.36.2
+
+BUILD=${TS_BUILD_DIR:?set TS_BUILD_DIR to the CMake build directory}
+SRC=${TS_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+BIN=$BUILD/tensorscope
+VENV=$BUILD/tb-venv
+STAMP=$VENV/.tensorscope-tensorboard-$TB_VERSION-protobuf-$PROTOBUF_VERSION
+EPOCHS=2
+
+fail() { echo "FAIL $*"; echo "0 passed, 1 failed"; exit 1; }
+
+[ -x "$BIN" ] || fail "$BIN is missing: build the CLI first (cmake --build $BUILD)"
+
+# The same venv as tests/test_tensorboard.sh; the lock keeps two scripts run
+# in parallel by ctest -j from building it at once.
+exec 9> "$BUILD/tb-venv.lock"
+flock 9
+if [ -f "$STAMP" ]; then
+    echo "ok   reusing $VENV (tensorboard $TB_VERSION, protobuf $PROTOBUF_VERSION)"
+else
+    rm -rf "$VENV"
+    /usr/bin/python3 -m venv --system-site-packages "$VENV" || fail "cannot create a venv in $VENV"
+    if ! "$VENV/bin/pip" install --quiet --disable-pip-version-check --timeout 30 --retries 2 \
+        "tensorboard==$TB_VERSION" "protobuf==$PROTOBUF_VERSION"; then
+        rm -rf "$VENV"
+        fail "pip could not install tensorboard==$TB_VERSION protobuf==$PROTOBUF_VERSION from PyPI (no network or no index?); this test needs them, it does not skip"
+    fi
+    touch "$STAMP"
+    echo "ok   installed tensorboard $TB_VERSION and protobuf $PROTOBUF_VERSION into $VENV"
+fi
+flock -u 9
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/ts_cli_tb.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+
+if ! "$BIN" train --data "$SRC/data/mnist" --quiet --epochs $EPOCHS --batch-size 1000 \
+    --tensorboard "$TMP/tb" --watch 'Gradient___fc3*' > "$TMP/train.out" 2> "$TMP/train.err"; then
+    sed 's/^/     | /' "$TMP/train.err" | head -n 8
+    fail "tensorscope train --tensorboard exited non-zero"
+fi
+echo "ok   train --epochs $EPOCHS --batch-size 1000 --tensorboard DIR --watch 'Gradient___fc3*' exits 0"
+
+"$VENV/bin/python" - "$TMP/tb" "$TMP/train.out" "$EPOCHS" <<'PY'
+import math, re, sys, warnings
+
+warnings.simplefilter("ignore")
+from tensorboard.backend.event_processing import event_accumulator as ea
+from tensorboard.util import tensor_util
+
+logdir, train_out, epochs = sys.argv[1], open(sys.argv[2]).read(), int(sys.argv[3])
+passed = failed = 0
+
+
+def check(ok, msg):
+    global passed, failed
+    print(("ok   " if ok else "FAIL ") + msg, flush=True)
+    passed, failed = passed + bool(ok), failed + (not ok)
+    return ok
+
+
+# What train printed: runs, per-epoch mean loss and held-out accuracy.
+m = re.search(r"^trained (\d+) runs \((\d+) steps", train_out, re.M)
+runs = int(m.group(1)) if m else -1
+epoch_lines = re.findall(r"^epoch (\d+)/\d+: loss ([0-9.]+)\s+held-out accuracy ([0-9.]+)%", train_out, re.M)
+check(runs > 0 and len(epoch_lines) == epochs, f"train printed {runs} runs and {len(epoch_lines)} epoch lines")
+
+acc = ea.EventAccumulator(logdir, size_guidance={ea.SCALARS: 0, ea.HISTOGRAMS: 0, ea.TENSORS: 0})
+acc.Reload()
+tags = acc.Tags()
+want_scalars = ["loss", "learning_rate", "samples_per_second", "gradient_norm", "heldout_accuracy"]
+check(all(t in tags["scalars"] for t in want_scalars), f"scalars {tags['scalars']}")
+
+
+def scalars(tag):
+    return acc.Scalars(tag) if tag in tags["scalars"] else []
+
+
+loss = scalars("loss")
+steps = [e.step for e in loss]
+check(len(loss) == runs and steps == sorted(set(steps)) and steps and steps[0] >= 0,
+      f"loss: {len(loss)} values (want one per run: {runs}), steps {steps[:1]}..{steps[-1:]} increasing")
+vals = [e.value for e in loss]
+check(vals and all(math.isfinite(v) and 0 < v < 10 for v in vals) and abs(vals[0] - math.log(10)) < 0.2,
+      f"loss values finite, first {vals[0] if vals else None:.4f} near ln 10 (untrained 10 classes)")
+if runs > 0 and len(loss) == runs and len(epoch_lines) == epochs:
+    per = runs // epochs
+    means = [sum(vals[i * per:(i + 1) * per]) / per for i in range(epochs)]
+    printed = [float(l) for _, l, _ in epoch_lines]
+    check(all(abs(a - b) < 6e-4 for a, b in zip(means, printed)),
+          f"loss per epoch averages to what train printed: {[round(x, 4) for x in means]} vs {printed}")
+
+lr = scalars("learning_rate")
+check(len(lr) == runs and all(math.isclose(e.value, 0.01, rel_tol=1e-6) for e in lr),
+      f"learning_rate: {len(lr)} values, all 0.01 (the default)")
+sps = scalars("samples_per_second")
+check(len(sps) == runs and all(math.isfinite(e.value) and e.value > 0 for e in sps),
+      f"samples_per_second: {len(sps)} positive values (first {sps[0].value if sps else None:.0f})")
+gn = scalars("gradient_norm")
+check(len(gn) == runs and all(math.isfinite(e.value) and e.value > 0 for e in gn),
+      f"gradient_norm: {len(gn)} positive values (first {gn[0].value if gn else None:.4f})")
+
+ha = scalars("heldout_accuracy")
+printed = [float(a) / 100 for _, _, a in epoch_lines]
+check(len(ha) == epochs and all(0 <= e.value <= 1 for e in ha)
+      and all(abs(e.value - p) < 6e-5 for e, p in zip(ha, printed)),
+      f"heldout_accuracy: {len(ha)} values (one per epoch: {epochs}), {[round(e.value, 4) for e in ha]} "
+      f"= train's {[round(p, 4) for p in printed]}")
+check(len(ha) == epochs and steps and ha[-1].step == steps[-1],
+      "heldout_accuracy logged at the step of the epoch's last run")
+
+# Histograms of the watched gradients: one per run, bucket totals = sizes.
+sizes = {"Gradient___fc3.weight": 1000, "Gradient___fc3.bias": 10}
+norm_sq = {}
+for tag, n in sizes.items():
+    h = acc.Histograms(tag) if tag in tags["histograms"] else []
+    bad = [(e.step, e.histogram_value.num, sum(e.histogram_value.bucket)) for e in h
+           if e.histogram_value.num != n or sum(e.histogram_value.bucket) != n
+           or not e.histogram_value.min <= e.histogram_value.max]
+    check(len(h) == runs and not bad,
+          f"histogram {tag}: {len(h)} (want {runs}), each num = bucket total = {n} (wrong: {bad[:3]})")
+    norm_sq[tag] = {e.step: e.histogram_value.sum_squares for e in h}
+# The global norm covers every parameter's gradient, fc3's among them (D=A=1:
+# the accumulated gradient is the micro-batch's).
+below = [e.step for e in gn
+         if e.value ** 2 < sum(norm_sq[t].get(e.step, 0) for t in sizes) * (1 - 1e-4)]
+check(gn and not below, f"gradient_norm^2 >= fc3's gradient sum of squares at every step (violations: {below[:3]})")
+
+# The run's config as text.
+cfg = acc.Tensors("config") if "config" in tags["tensors"] else []
+text = tensor_util.make_ndarray(cfg[0].tensor_proto).item().decode("utf-8") if cfg else ""
+meta = acc.SummaryMetadata("config").plugin_data.plugin_name if cfg else ""
+check(len(cfg) == 1 and meta == "text" and "model: mlp" in text and "batch size: 1000" in text
+      and f"epochs: {epochs}" in text,
+      f"config text ({meta!r} plugin): {text.splitlines()[0] if text else None!r} ...")
+
+print(f"{passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
+PY
