@@ -1,0 +1,306 @@
+/* test_memplan.c -- the memory plan reuses buffers, and reuse never shows in
+ * what the user sees.
+ *
+ * 1. A deep chain of relus and scales (with a skip connection from the
+ *    first relu to the end): its activations take a few buffers, not one
+ *    per op, and the output is still right. ts_model_memory_get is declared in the header but not
+ *    implemented yet, so the sizes are read from the compiled program
+ *    (compile/program.h: bytes_activations, bytes_activations_unplanned).
+ * 2. One training run of an MLP (D = 2) anchoring every activation with ALL:
+ *    sample 0 must equal an inference model of the initial weights (a graph
+ *    rebuilt from the same seed) on micro-batch 0, and sample 1 an inference
+ *    model of the weights after step 1 (UpdatedVar___ anchored ALL) on
+ *    micro-batch 1. Same kernels, same shapes: bit-exact is expected, 1e-6
+ *    is the limit.
+ * 3. Observation does not perturb training: a run anchoring only the loss
+ *    and one anchoring everything ("*", ALL) with watches and per-op numeric
+ *    checks give identical losses and identical updated weights. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "compile/program.h"
+#include "tensorscope.h"
+
+/* --------------------------------------------------------- 1. deep chain */
+
+static void deep_chain(int training)
+{
+    enum { B = 16, F = 64, DEPTH = 40 };
+    ts_graph *g = ts_graph_new(1);
+    ts_tensor *x = ts_input(g, "x", TS_F32, 2, (int64_t[]){B, F});
+    ts_tensor *h = training ? ts_mul(g, x, ts_param(g, "w", 1, (int64_t[]){F})) : x;
+    ts_tensor *first = NULL;
+    for (int i = 0; i < DEPTH; i++) {
+        h = i % 2 ? ts_scale(g, h, 0.9f) : ts_relu(g, h);
+        if (!first)
+            first = h;
+    }
+    if (!training) /* a skip connection: the first relu lives to the end */
+        h = ts_add(g, h, first);
+    ts_model *m = NULL;
+    ts_status st;
+    if (training) {
+        ts_tensor *loss = ts_mean(g, h);
+        ts_tensor_set_name(loss, "loss");
+        st = ts_model_training(&m, g, loss, NULL, ts_sgd(0.1f, 0, 0));
+    } else {
+        st = ts_model_inference(&m, g, &h, 1, NULL);
+    }
+    if (!st)
+        st = ts_model_compile(m);
+    CHECK_OK(st, "compile a %d-op chain (%s)", DEPTH, training ? "training" : "inference");
+    if (!st) {
+        size_t planned = m->prog->bytes_activations, unplanned = m->prog->bytes_activations_unplanned;
+        size_t one = (size_t)B * F * sizeof(float);
+        /* inference: a value lives until its consumer ran, so two buffers
+         * and the skip connection's suffice; first-fit may use a fourth. Training keeps values for the
+         * backward pass (the plan keeps every op input until its consumer's
+         * backward, ~43 buffers here; the relu outputs alone need 20), so it
+         * only has to be below the sum. */
+        size_t limit = training ? unplanned - one : 4 * one;
+        CHECK(unplanned >= (size_t)DEPTH * one && planned <= limit,
+              "%s chain: activations %zu bytes planned vs %zu without reuse (%.1f buffers of %zu)",
+              training ? "training" : "inference", planned, unplanned, (double)planned / (double)one, one);
+        float *xv = malloc(sizeof(float) * B * F);
+        for (int i = 0; i < B * F; i++)
+            xv[i] = (float)((i % 13) - 6) / 3.0f;
+        ts_array in[2] = {ts_array_f32(xv, 2, (int64_t[]){B, F})};
+        const char *names[1] = {"x"};
+        st = ts_model_run(m, names, in, 1);
+        CHECK_OK(st, "run the chain");
+        ts_array out;
+        if (!st && !training && ts_model_anchored(m, ts_tensor_name(h), &out) == TS_OK) {
+            /* 20 relus and 20 scales of 0.9, plus the first relu */
+            double f = pow(0.9, DEPTH / 2), worst = 0;
+            const float *o = out.data;
+            for (int i = 0; i < B * F; i++)
+                worst = fmax(worst, fabs(o[i] - (xv[i] > 0 ? xv[i] * (f + 1.0) : 0.0)));
+            CHECK(worst < 1e-6, "chain output correct despite buffer reuse (max err %.3g)", worst);
+        }
+        free(xv);
+    }
+    ts_model_free(m);
+    ts_graph_free(g);
+}
+
+/* ----------------------------------------------------------------- MLP */
+
+enum { MB = 8, IN = 20, C = 10, D = 2 };
+
+static const char *const ACTS[] = {"fc1/MatMul:0", "fc1/Add:0", "Relu:0", "fc2/MatMul:0", "fc2/Add:0",
+                                   "Relu:1", "fc3/MatMul:0", "fc3/Add:0", "LogSoftmax:0", "loss"};
+static const char *const PARAMS[] = {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "fc3.weight", "fc3.bias"};
+#define N_ACTS ((int)(sizeof ACTS / sizeof ACTS[0]))
+#define N_PARAMS ((int)(sizeof PARAMS / sizeof PARAMS[0]))
+
+static ts_tensor *mlp(ts_graph *g)
+{
+    ts_tensor *x = ts_input(g, "x", TS_F32, 2, (int64_t[]){MB, IN});
+    ts_tensor *y = ts_input(g, "labels", TS_I32, 1, (int64_t[]){MB});
+    ts_tensor *h = ts_relu(g, ts_linear(g, x, 16, "fc1"));
+    h = ts_relu(g, ts_linear(g, h, 12, "fc2"));
+    h = ts_log_softmax(g, ts_linear(g, h, C, "fc3"), 1);
+    ts_tensor *loss = ts_nll_loss(g, h, y);
+    ts_tensor_set_name(loss, "loss");
+    return loss;
+}
+
+typedef struct inputs {
+    float x[D * 2 * MB * IN];
+    int32_t y[D * 2 * MB];
+} inputs;
+
+static void inputs_make(inputs *in)
+{
+    uint64_t s = 12345;
+    for (int i = 0; i < D * 2 * MB * IN; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        in->x[i] = (float)((double)(s >> 11) * 0x1.0p-53 * 4.0 - 2.0);
+    }
+    for (int i = 0; i < D * 2 * MB; i++)
+        in->y[i] = (int32_t)((i * 7 + 3) % C);
+}
+
+static const char *const IN_NAMES[2] = {"x", "labels"};
+
+static ts_status run_mb(ts_model *m, inputs *in, int first_mb, int n_mb)
+{
+    ts_array a[2] = {ts_array_f32(in->x + first_mb * MB * IN, 2, (int64_t[]){n_mb * MB, IN}),
+                     ts_array_i32(in->y + first_mb * MB, 1, (int64_t[]){n_mb * MB})};
+    return ts_model_run(m, IN_NAMES, a, 2);
+}
+
+/* Max |a - b| over n floats; *exact when every bit matches. */
+static double max_diff(const float *a, const float *b, int64_t n, int *exact)
+{
+    double d = 0;
+    *exact = memcmp(a, b, sizeof(float) * (size_t)n) == 0;
+    for (int64_t i = 0; i < n; i++)
+        d = fmax(d, fabs((double)a[i] - b[i]));
+    return d;
+}
+
+/* An inference model of a fresh graph (seed 42), its weights set from
+ * `weights` (per parameter, NULL = the seed's), run on micro-batch `mb`;
+ * compares every activation with sample `sample` of the training anchors. */
+static void compare_inference(ts_model *train, const float *const *weights, inputs *in, int mb, int sample)
+{
+    ts_graph *g = ts_graph_new(42);
+    mlp(g);
+    for (int p = 0; weights && p < N_PARAMS; p++) {
+        ts_tensor *t = ts_graph_find(g, PARAMS[p]);
+        ts_array info;
+        ts_tensor_info(t, &info);
+        ts_array v = info;
+        v.data = (void *)weights[p];
+        ts_param_set(t, &v);
+    }
+    ts_tensor *outs[N_ACTS];
+    for (int k = 0; k < N_ACTS; k++)
+        outs[k] = ts_graph_find(g, ACTS[k]);
+    ts_model *m = NULL;
+    ts_status st = ts_model_inference(&m, g, outs, N_ACTS, NULL);
+    if (!st)
+        st = ts_model_compile(m);
+    if (!st)
+        st = run_mb(m, in, mb, 1);
+    CHECK_OK(st, "inference model on micro-batch %d", mb);
+    for (int k = 0; !st && k < N_ACTS; k++) {
+        ts_array want, got;
+        if (ts_model_anchored(m, ACTS[k], &want) || ts_model_anchored(train, ACTS[k], &got)) {
+            CHECK(0, "%s anchored in both models: %s", ACTS[k], ts_last_error());
+            continue;
+        }
+        int64_t n = ts_array_numel(&want); /* [1, *T] */
+        int exact = 0;
+        int ok = got.ndim == want.ndim && got.shape[0] == D && ts_array_numel(&got) == D * n;
+        double d = ok ? max_diff((const float *)got.data + sample * n, want.data, n, &exact) : INFINITY;
+        CHECK(ok && d <= 1e-6, "sample %d of %-13s = inference: max diff %.3g%s", sample, ACTS[k], d,
+              exact ? " (bit-exact)" : "");
+    }
+    ts_model_free(m);
+    ts_graph_free(g);
+}
+
+static void anchored_copies(void)
+{
+    inputs in;
+    inputs_make(&in);
+    ts_graph *g = ts_graph_new(42);
+    ts_tensor *loss = mlp(g);
+    ts_options *o = ts_options_new();
+    ts_options_set_device_iterations(o, D);
+    for (int k = 0; k < N_ACTS; k++)
+        ts_options_anchor(o, ACTS[k], ACTS[k], TS_OUTPUT_ALL, 0);
+    ts_options_anchor(o, NULL, "UpdatedVar___*", TS_OUTPUT_ALL, 0);
+    ts_options_anchor(o, NULL, "Gradient___*", TS_OUTPUT_ALL, 0);
+    ts_model *m = NULL;
+    ts_status st = ts_model_training(&m, g, loss, o, ts_sgd(0.1f, 0.9f, 0.0f));
+    if (!st)
+        st = ts_model_compile(m);
+    if (!st)
+        st = run_mb(m, &in, 0, D);
+    CHECK_OK(st, "train D=%d anchoring every activation, gradient and update (ALL)", D);
+    if (!st) {
+        printf("     activations arena %zu bytes, %zu without reuse\n", m->prog->bytes_activations,
+               m->prog->bytes_activations_unplanned);
+        compare_inference(m, NULL, &in, 0, 0);
+        const float *w1[N_PARAMS];
+        char name[64];
+        int ok = 1;
+        for (int p = 0; p < N_PARAMS; p++) {
+            ts_array a;
+            snprintf(name, sizeof name, "UpdatedVar___%s", PARAMS[p]);
+            ok = ok && ts_model_anchored(m, name, &a) == TS_OK && a.shape[0] == D;
+            w1[p] = ok ? a.data : NULL; /* sample 0 = after step 1 */
+        }
+        CHECK(ok, "UpdatedVar___ anchored with %d samples", D);
+        if (ok)
+            compare_inference(m, w1, &in, 1, 1);
+    }
+    ts_model_free(m);
+    ts_options_free(o);
+    ts_graph_free(g);
+}
+
+/* ------------------------------------------ 3. observation changes nothing */
+
+typedef struct trained {
+    float loss[D * 2];
+    float params[N_PARAMS][16 * IN];
+    int64_t numel[N_PARAMS];
+    int ok;
+} trained;
+
+static void train_once(trained *t, int observe_all)
+{
+    inputs in;
+    inputs_make(&in);
+    ts_graph *g = ts_graph_new(42);
+    ts_tensor *loss = mlp(g);
+    ts_options *o = ts_options_new();
+    ts_options_set_device_iterations(o, D);
+    ts_options_set_gradient_accumulation(o, 2);
+    if (observe_all) {
+        ts_options_anchor(o, NULL, "*", TS_OUTPUT_ALL, 0);
+        ts_options_watch(o, "*", TS_WATCH_STATS | TS_WATCH_HISTOGRAM | TS_WATCH_RANGE, 1);
+        ts_options_set_check_numerics(o, TS_CHECK_OP);
+    } else {
+        ts_options_anchor(o, "loss", "loss", TS_OUTPUT_ALL, 0);
+    }
+    ts_model *m = NULL;
+    ts_status st = ts_model_training(&m, g, loss, o, ts_sgd(0.1f, 0.9f, 0.0f));
+    if (!st)
+        st = ts_model_compile(m);
+    if (!st)
+        st = run_mb(m, &in, 0, D * 2);
+    ts_array a;
+    if (!st)
+        st = ts_model_anchored(m, "loss", &a);
+    const char *const *list;
+    size_t n_anchors = 0;
+    if (!st)
+        ts_model_anchor_list(m, &list, &n_anchors);
+    CHECK_OK(st, "train D=%d, A=2 anchoring %s (%zu anchors)", D, observe_all ? "everything" : "the loss only",
+             n_anchors);
+    t->ok = !st && ts_array_numel(&a) == D * 2;
+    if (t->ok)
+        memcpy(t->loss, a.data, sizeof t->loss);
+    for (int p = 0; t->ok && p < N_PARAMS; p++) {
+        ts_array v;
+        ts_tensor_info(ts_graph_find(g, PARAMS[p]), &v);
+        t->numel[p] = ts_array_numel(&v);
+        memcpy(t->params[p], v.data, sizeof(float) * (size_t)t->numel[p]);
+    }
+    ts_model_free(m);
+    ts_options_free(o);
+    ts_graph_free(g);
+}
+
+static void observation_is_free(void)
+{
+    static trained quiet, loud;
+    train_once(&quiet, 0);
+    train_once(&loud, 1);
+    if (!quiet.ok || !loud.ok)
+        return;
+    int exact;
+    double d = max_diff(quiet.loss, loud.loss, D * 2, &exact);
+    CHECK(exact, "losses of all %d micro-batches identical (max diff %.3g)", D * 2, d);
+    for (int p = 0; p < N_PARAMS; p++) {
+        d = max_diff(quiet.params[p], loud.params[p], quiet.numel[p], &exact);
+        CHECK(exact, "%-10s after %d steps identical (max diff %.3g)", PARAMS[p], D, d);
+    }
+}
+
+int main(void)
+{
+    deep_chain(0);
+    deep_chain(1);
+    anchored_copies();
+    observation_is_free();
+    return check_summary("test_memplan");
+}
