@@ -39,6 +39,8 @@ ts_status ts_grow(void **p, size_t *cap, size_t need, size_t elem);
 /* Logging through the user's callback; cheap when the level is off. */
 void ts_logf(int level, const char *fmt, ...) TS_PRINTF(2, 3);
 bool ts_log_enabled(int level);
+/* Hands a finished message of any length to the sink as it is. */
+void ts_log_message(int level, const char *msg);
 
 /* Glob (has *, ? or [) or case-sensitive substring match (DESIGN.md §6). */
 bool ts_name_matches(const char *pattern, const char *name);

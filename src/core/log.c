@@ -53,3 +53,7 @@ uint64_t ts_now_ns(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
+void ts_log_message(int level, const char *msg) {
+    if (ts_log_enabled(level)) sink(sink_user, level, msg);
+}

@@ -155,9 +155,11 @@ static void print_dim(char *buf, size_t n, size_t *used, const float *x, const t
 
 void ts_print_tensor(const char *title, const float *x, const ts_shape *s) {
     if (!ts_log_enabled(TS_LOG_ERROR)) return;
-    char buf[4000], shape[96];
-    size_t used = 0;
-    if (s->ndim == 0) used = (size_t)snprintf(buf, sizeof buf, "%.4f", (double)x[0]);
+    /* room for 1000 values, or the edge items of 8 dims; no allocation */
+    static _Thread_local char buf[1 << 17];
+    char shape[96];
+    size_t used = (size_t)snprintf(buf, sizeof buf, "%.400s: f32%s ", title, ts_shape_str(s, shape, sizeof shape));
+    if (s->ndim == 0) snprintf(buf + used, sizeof buf - used, "%.4f", (double)x[0]);
     else print_dim(buf, sizeof buf, &used, x, s, 0, 0, ts_shape_numel(s) > PRINT_THRESHOLD);
-    ts_logf(TS_LOG_ERROR, "%s: f32%s %s", title, ts_shape_str(s, shape, sizeof shape), buf);
+    ts_log_message(TS_LOG_ERROR, buf);
 }
