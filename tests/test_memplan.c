@@ -3,9 +3,8 @@
  *
  * 1. A deep chain of relus and scales (with a skip connection from the
  *    first relu to the end): its activations take a few buffers, not one
- *    per op, and the output is still right. ts_model_memory_get is declared in the header but not
- *    implemented yet, so the sizes are read from the compiled program
- *    (compile/program.h: bytes_activations, bytes_activations_unplanned).
+ *    per op (ts_model_memory_get: activations vs activations_without_reuse),
+ *    and the output is still right.
  * 2. One training run of an MLP (D = 2) anchoring every activation with ALL:
  *    sample 0 must equal an inference model of the initial weights (a graph
  *    rebuilt from the same seed) on micro-batch 0, and sample 1 an inference
@@ -21,7 +20,6 @@
 #include <string.h>
 
 #include "check.h"
-#include "compile/program.h"
 #include "tensorscope.h"
 
 /* --------------------------------------------------------- 1. deep chain */
@@ -52,8 +50,13 @@ static void deep_chain(int training)
     if (!st)
         st = ts_model_compile(m);
     CHECK_OK(st, "compile a %d-op chain (%s)", DEPTH, training ? "training" : "inference");
+    ts_model_memory mem;
     if (!st) {
-        size_t planned = m->prog->bytes_activations, unplanned = m->prog->bytes_activations_unplanned;
+        st = ts_model_memory_get(m, &mem);
+        CHECK_OK(st, "ts_model_memory_get");
+    }
+    if (!st) {
+        size_t planned = (size_t)mem.activations, unplanned = (size_t)mem.activations_without_reuse;
         size_t one = (size_t)B * F * sizeof(float);
         /* inference: a value lives until its consumer ran, so two buffers
          * and the skip connection's suffice; first-fit may use a fourth. Training keeps values for the
@@ -205,8 +208,10 @@ static void anchored_copies(void)
         st = run_mb(m, &in, 0, D);
     CHECK_OK(st, "train D=%d anchoring every activation, gradient and update (ALL)", D);
     if (!st) {
-        printf("     activations arena %zu bytes, %zu without reuse\n", m->prog->bytes_activations,
-               m->prog->bytes_activations_unplanned);
+        ts_model_memory mem;
+        if (ts_model_memory_get(m, &mem) == TS_OK)
+            printf("     activations %lld bytes, %lld without reuse; anchors %lld\n", (long long)mem.activations,
+                   (long long)mem.activations_without_reuse, (long long)mem.anchors);
         compare_inference(m, NULL, &in, 0, 0);
         const float *w1[N_PARAMS];
         char name[64];
