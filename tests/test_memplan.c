@@ -59,10 +59,10 @@ static void deep_chain(int training)
         size_t planned = (size_t)mem.activations, unplanned = (size_t)mem.activations_without_reuse;
         size_t one = (size_t)B * F * sizeof(float);
         /* inference: a value lives until its consumer ran, so two buffers
-         * and the skip connection's suffice; first-fit may use a fourth. Training keeps values for the
-         * backward pass (the plan keeps every op input until its consumer's
-         * backward, ~43 buffers here; the relu outputs alone need 20), so it
-         * only has to be below the sum. */
+         * and the skip connection's suffice; first-fit may use a fourth.
+         * Training keeps values for the backward pass (the plan keeps every
+         * op input until its consumer's backward, ~43 buffers here; the
+         * relu outputs alone need 20), so it only has to be below the sum. */
         size_t limit = training ? unplanned - one : 4 * one;
         CHECK(unplanned >= (size_t)DEPTH * one && planned <= limit,
               "%s chain: activations %zu bytes planned vs %zu without reuse (%.1f buffers of %zu)",
