@@ -27,9 +27,9 @@ void cli_print_help(FILE *f, const char *cmd, const char *usage, const cli_flag 
     for (const cli_flag *fl = flags; fl->name; fl++) {
         char left[64];
         snprintf(left, sizeof left, "%s%s%s", fl->name, fl->metavar ? " " : "", fl->metavar ? fl->metavar : "");
-        fprintf(f, "  %-34s %s\n", left, fl->help);
+        fprintf(f, "  %-36s %s\n", left, fl->help);
     }
-    fprintf(f, "  %-34s %s\n", "--help", "show this help");
+    fprintf(f, "  %-36s %s\n", "--help", "show this help");
 }
 
 static int set_value(const char *cmd, const cli_flag *fl, const char *v) {

@@ -37,7 +37,7 @@ int cmd_inspect(int argc, char **argv) {
     if (rc || help) return rc;
     if (!path) return cli_usage_error("inspect", "give a .npy file to inspect");
     ts_array a;
-    if (ts_npy_load(path, &a)) return cli_runtime_error(path);
+    if (ts_npy_load(path, &a)) return cli_runtime_error("inspect"); /* the message names the file */
     int64_t n = ts_array_numel(&a);
     float *f = NULL;
     const float *x = a.data;
@@ -63,10 +63,10 @@ int cmd_inspect(int argc, char **argv) {
         free(s), free(f), ts_npy_free(&a);
         return cli_runtime_error("summarising");
     }
-    char line[512];
+    char line[512], row[512];
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     printf("%s\n\n", ts_summary_line(base, &a, &s->stats, line, sizeof line));
-    printf("%s\n%s\n\n", ts_stats_table_header(line, sizeof line), ts_stats_table_row(0, base, &s->stats, line, sizeof line));
+    printf("%s\n%s\n\n", ts_stats_table_header(line, sizeof line), ts_stats_table_row(0, base, &s->stats, row, sizeof row));
     printf("count %lld  zeros %lld  NaN %lld  +Inf %lld  -Inf %lld  L2 %.6g\n", (long long)s->stats.count, (long long)s->stats.zeros,
            (long long)s->stats.nans, (long long)s->stats.pos_infs, (long long)s->stats.neg_infs, s->stats.l2);
     printf("would underflow/overflow: fp16 %.2f%%/%.2f%%  bf16 %.2f%%/%.2f%%  e4m3 %.2f%%/%.2f%%  e5m2 %.2f%%/%.2f%%\n\n",

@@ -138,6 +138,19 @@ static void print_stats_table(const ts_model *m) {
     }
 }
 
+/* Same model, same parameter names: copy the values across. */
+static ts_status copy_params(const cli_model *from, const cli_model *to) {
+    for (size_t i = 0; i < ts_graph_tensor_count(from->g); i++) {
+        ts_tensor *t = ts_graph_tensor_at(from->g, i);
+        ts_array a;
+        if (ts_tensor_info(t, &a) || !a.data) continue;
+        ts_tensor *dst = ts_graph_find(to->g, ts_tensor_name(t));
+        ts_status st = dst ? ts_param_set(dst, &a) : TS_ERR_NOT_FOUND;
+        if (st) return st;
+    }
+    return TS_OK;
+}
+
 static ts_status save_weights(const cli_model *cm, const char *dir) {
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) return TS_ERR_IO;
     for (size_t i = 0; i < ts_graph_tensor_count(cm->g); i++) {
@@ -253,7 +266,12 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         char buf[64];
         snprintf(buf, sizeof buf, "%s", a.output_mode);
         char *colon = strchr(buf, ':');
-        if (colon) *colon = '\0', gperiod = atoi(colon + 1);
+        if (colon) {
+            char *end;
+            *colon = '\0';
+            gperiod = (int)strtol(colon + 1, &end, 10);
+            if (end == colon + 1 || *end) return cli_usage_error(cmd, "--output-mode %s: the period must be an integer", a.output_mode);
+        }
         if (ts_output_mode_parse(buf, &gmode)) return cli_usage_error(cmd, "%s", ts_last_error());
     }
     if (a.log_verbosity >= 0) ts_set_log_level((int)a.log_verbosity);
@@ -261,7 +279,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
 
     /* ---- data and model */
     ts_dataset *ds = NULL;
-    cli_model cm = {0};
+    cli_model cm = {0}, em = {0};
     ts_options *o = NULL;
     ts_model *tm = NULL, *inf = NULL;
     ts_outfeed *q = NULL;
@@ -371,11 +389,17 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             goto done;
         }
     }
-    ts_tensor *outs[1] = {cm.logp};
+    /* evaluation runs on its own copy of the model, so the user's prints and
+     * outfeeds see training only; parameters are copied over before each eval */
+    if (cli_model_build(a.model, a.batch_size, (uint64_t)a.seed, NULL, &em) || (a.weights && copy_params(&cm, &em))) {
+        cli_runtime_error("building the evaluation model");
+        goto done;
+    }
+    ts_tensor *outs[1] = {em.logp};
     ts_options *io = ts_options_new();
     if (!io) goto done;
     ts_options_set_threads(io, (int)a.threads);
-    st = ts_model_inference(&inf, cm.g, outs, 1, io);
+    st = ts_model_inference(&inf, em.g, outs, 1, io);
     ts_options_free(io);
     if (st || ts_model_compile(inf)) {
         cli_runtime_error("compiling the inference model");
@@ -388,7 +412,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             rc = cli_usage_error(cmd, "nothing to evaluate: --holdout is 0 (use --all)");
             goto done;
         }
-        if (evaluate(inf, &cm, ds, first, count, a.batch_size, &acc, &loss)) {
+        if (evaluate(inf, &em, ds, first, count, a.batch_size, &acc, &loss)) {
             cli_runtime_error("evaluating");
             goto done;
         }
@@ -401,6 +425,20 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         if (strstr(msg, "anchor") || strstr(msg, "period")) rc = cli_usage_error(cmd, "%s", msg);
         else cli_runtime_error("compiling the training model");
         goto done;
+    }
+    for (int i = 0; i < a.watches.n; i++) { /* a watch that matches nothing is a typo */
+        const ts_watch_result *w;
+        size_t nw = 0;
+        bool hit = false;
+        ts_model_watch_results(tm, &w, &nw);
+        for (size_t k = 0; k < nw && !hit; k++) {
+            cli_list one = {.items = {a.watches.items[i]}, .n = 1};
+            hit = matches_any(&one, w[k].name);
+        }
+        if (!hit) {
+            rc = cli_usage_error(cmd, "--watch %s matches no tensor (list them with 'tensorscope names')", a.watches.items[i]);
+            goto done;
+        }
     }
     if (a.log_memory) {
         char line[512];
@@ -449,6 +487,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
                 cli_progress_end(&bar);
                 if (st == TS_ERR_NUMERICS) {
                     fprintf(stderr, "tensorscope: training stopped by the numeric check:\n%s\n", ts_last_error());
+                    rc = CLI_RUNTIME;
                 } else {
                     cli_runtime_error("training");
                 }
@@ -490,7 +529,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         }
         cli_progress_end(&bar);
         double ep_s = cli_now() - t0, acc = 0, hl = 0;
-        if (a.holdout > 0 && evaluate(inf, &cm, ds, n_train, a.holdout, a.batch_size, &acc, &hl)) {
+        if (a.holdout > 0 && (copy_params(&cm, &em) || evaluate(inf, &em, ds, n_train, a.holdout, a.batch_size, &acc, &hl))) {
             cli_runtime_error("evaluating");
             goto done;
         }
@@ -594,6 +633,7 @@ done:
     ts_model_free(inf);
     ts_options_free(o);
     ts_graph_free(cm.g);
+    ts_graph_free(em.g);
     ts_dataset_free(ds);
     free(loss_curve);
     free(acc_curve);
