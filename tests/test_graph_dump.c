@@ -203,6 +203,56 @@ static ts_status run_once(ts_model *m, int64_t batch) {
     return st;
 }
 
+/* ---- an allocator that refuses its Nth call and counts live blocks */
+
+static long alloc_calls, alloc_fail_at, alloc_live;
+
+static void *fail_alloc(void *u, size_t n) {
+    (void)u;
+    if (++alloc_calls == alloc_fail_at) return NULL;
+    void *p = malloc(n);
+    alloc_live += p != NULL;
+    return p;
+}
+static void *fail_realloc(void *u, void *p, size_t n) {
+    (void)u;
+    if (++alloc_calls == alloc_fail_at) return NULL;
+    void *q = realloc(p, n);
+    alloc_live += q && !p;
+    return q;
+}
+static void fail_free(void *u, void *p) {
+    (void)u;
+    alloc_live -= p != NULL;
+    free(p);
+}
+
+/* Every allocation of a dump refused in turn: NULL with an out-of-memory
+ * message, never a crash, nothing leaked; with none refused, the same dump. */
+static void check_alloc_failures(const ts_graph *g, const ts_model *m, ts_dump_format fmt) {
+    char *want = ts_graph_dump(g, m, fmt, 1);
+    ts_allocator a = {fail_alloc, fail_realloc, fail_free, NULL};
+    int bad = 0, n_calls = 0;
+    for (long n = 1; n < 1000 && want; n++) {
+        alloc_calls = alloc_live = 0;
+        alloc_fail_at = n;
+        ts_set_allocator(&a);
+        char *d = ts_graph_dump(g, m, fmt, 1);
+        ts_set_allocator(NULL);
+        if (d && alloc_calls < n) { /* no call left to refuse */
+            bad |= strcmp(d, want) != 0;
+            n_calls = (int)alloc_calls;
+            fail_free(NULL, d);
+            break;
+        }
+        if (d) fail_free(NULL, d);
+        bad |= d != NULL || strstr(ts_last_error(), "out of memory") == NULL || alloc_live != 0;
+    }
+    CHECK(want && !bad && n_calls > 0, "%s dump: each of its %d allocations refused in turn gives NULL and an out-of-memory error, leaks nothing",
+          fmt == TS_DUMP_DOT ? "DOT" : "text", n_calls);
+    ts_string_free(want);
+}
+
 static int write_dot(const char *path) {
     mlp n;
     if (build(&n, WEIRD_TITLE)) return 1;
@@ -333,6 +383,9 @@ int main(int argc, char **argv) {
           "inference: the output is anchored, no gradients: %s", line);
     ts_string_free(idump);
     ts_model_free(inf);
+
+    check_alloc_failures(g, m, TS_DUMP_TEXT);
+    check_alloc_failures(g, m, TS_DUMP_DOT);
 
     /* bad arguments */
     CHECK(ts_graph_dump(NULL, NULL, TS_DUMP_TEXT, 0) == NULL, "NULL graph: NULL (%s)", ts_last_error());
