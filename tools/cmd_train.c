@@ -486,7 +486,10 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             if (st || (st = ts_model_run(tm, in_names, in, 2))) {
                 cli_progress_end(&bar);
                 if (st == TS_ERR_NUMERICS) {
-                    fprintf(stderr, "tensorscope: training stopped by the numeric check:\n%s\n", ts_last_error());
+                    if (ts_get_log_level() >= TS_LOG_ERROR) /* the library logged the report */
+                        fprintf(stderr, "tensorscope: training stopped by the numeric check (report above)\n");
+                    else
+                        fprintf(stderr, "tensorscope: training stopped by the numeric check:\n%s\n", ts_last_error());
                     rc = CLI_RUNTIME;
                 } else {
                     cli_runtime_error("training");

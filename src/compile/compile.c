@@ -175,13 +175,13 @@ static ts_status requested_grads(ts_model *m, ts_prog *p, bool *requested) {
         const char *name = m->opts.anchors[k].tensor_name;
         if (strncmp(name, "Gradient___", 11) != 0 || strpbrk(name, "*?[")) continue;
         const ts_tensor *t = ts_graph_find(g, name + 11);
-        if (!t || !p->live[t->id]) continue; /* reported as unknown later */
+        if (!t) continue; /* reported as unknown later */
         if (!m->training)
             return ts_error(TS_ERR_INVALID_ARGUMENT, "anchor '%s': an inference model computes no gradients", name);
+        if (t->dtype != TS_F32) return ts_error(TS_ERR_INVALID_ARGUMENT, "anchor '%s': '%s' is an integer tensor and has no gradient", name, t->name);
         if (!p->reaches[t->id])
             return ts_error(TS_ERR_INVALID_ARGUMENT, "anchor '%s': '%s' does not reach the loss '%s', so it has no gradient",
                             name, t->name, g->t[m->loss]->name);
-        if (t->dtype != TS_F32) return ts_error(TS_ERR_INVALID_ARGUMENT, "anchor '%s': '%s' is an integer tensor and has no gradient", name, t->name);
         requested[t->id] = true;
     }
     return TS_OK;

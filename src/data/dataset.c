@@ -94,8 +94,9 @@ ts_status ts_dataset_load_mnist(ts_dataset **out, const char *dir) {
     if (!dir) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_dataset_load_mnist: dir is NULL");
     struct stat st;
     if (stat(dir, &st) != 0)
-        return ts_error(TS_ERR_IO, "MNIST directory %s: %s (it should hold train- or t10k-images-idx3-ubyte[.gz] and "
-                        "-labels-idx1-ubyte[.gz]; the test set ships in data/mnist)", dir, strerror(errno));
+        return ts_error(TS_ERR_IO, "MNIST directory %s: %s (it should hold train-images-idx3-ubyte[.gz] + "
+                        "train-labels-idx1-ubyte[.gz] or t10k-images-idx3-ubyte[.gz] + t10k-labels-idx1-ubyte[.gz]; the test set ships "
+                        "in data/mnist)", dir, strerror(errno));
     if (!S_ISDIR(st.st_mode))
         return ts_error(TS_ERR_IO, "%s is not a directory; give the directory holding the "
                         "MNIST files", dir);

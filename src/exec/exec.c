@@ -189,7 +189,12 @@ static ts_status bind_inputs(ts_model *m, const char *const *names, const ts_arr
         ts_logf(TS_LOG_DEBUG, "input shape changed: recompiling");
         m->stale_cause = "InputShapeChanged";
         ts_status st = ts_model_compile(m);
-        return st ? st : bind_inputs(m, names, inputs, n); /* into the new program */
+        if (st) { /* keep the shapes the current program was built for */
+            for (int q = 0; q < m->n_override && q < m->prog->n_nodes; q++)
+                if (m->input_override[q].ndim >= 0) m->input_override[q] = m->prog->shape[q];
+            return st;
+        }
+        return bind_inputs(m, names, inputs, n); /* into the new program */
     }
     return TS_OK;
 }
@@ -262,6 +267,8 @@ static ts_status confirm_op_by_op(ts_model *m, int64_t mb) {
     const ts_tensor *t = m->g->t[culprit->node];
     char rerun[3000];
     snprintf(rerun, sizeof rerun, "%s", ts_last_error());
+    ts_logf(TS_LOG_ERROR, "op by op re-execution confirms the culprit: '%s' (op %s, built at %s:%d)", culprit->name,
+            ts_op_get(t->op)->name, t->file ? t->file : "?", t->line);
     return ts_error(TS_ERR_NUMERICS, "%s\nop by op re-execution of micro-batch %lld confirms the culprit: '%s' (op %s, built at %s:%d)\n%s",
                     original, (long long)mb, culprit->name, ts_op_get(t->op)->name, t->file ? t->file : "?", t->line, rerun);
 }

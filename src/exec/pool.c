@@ -67,6 +67,7 @@ ts_status ts_pool_new(ts_pool **out, int n_threads) {
     if (n_threads > 1) {
         p->threads = ts_calloc((size_t)n_threads - 1, sizeof *p->threads);
         if (!p->threads) {
+            p->n = 1; /* no workers to join */
             ts_pool_free(p);
             return TS_ERR_OUT_OF_MEMORY;
         }
@@ -77,6 +78,7 @@ ts_status ts_pool_new(ts_pool **out, int n_threads) {
                 ts_free(w);
                 p->n = i; /* free joins the ones that started */
                 ts_pool_free(p);
+                if (!w) return ts_error(TS_ERR_OUT_OF_MEMORY, "out of memory starting worker thread %d", i);
                 return ts_error(TS_ERR_INTERNAL, "could not start worker thread %d", i);
             }
         }

@@ -188,6 +188,10 @@ static ts_tensor *add_node(ts_graph *g, ts_op op, const ts_tensor *a, const ts_t
         in_shapes[i] = ins[i]->shape;
     }
     if (setup) setup(t, arg);
+    if (op == TS_OP_PRINT && !t->title) {
+        ts_free(t);
+        return ts_graph_fail(g, TS_ERR_OUT_OF_MEMORY, "out of memory adding %s", def->name);
+    }
     ts_status st = def->shape ? def->shape(t, in_shapes, &t->shape) : TS_OK;
     if (st) {
         char msg[1024];
@@ -266,7 +270,8 @@ ts_tensor *ts_linear(ts_graph *g, ts_tensor *x, int64_t out_features, const char
     double bound = 1.0 / sqrt((double)in);
     for (int64_t i = 0; i < out_features * in; i++) w->value[i] = (float)((2.0 * ts_graph_uniform(g) - 1.0) * bound);
     for (int64_t i = 0; i < out_features; i++) b->value[i] = (float)((2.0 * ts_graph_uniform(g) - 1.0) * bound);
-    if (ts_scope_push(g, name)) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s", ts_last_error());
+    ts_status pst = ts_scope_push(g, name);
+    if (pst) return ts_graph_fail(g, pst, "%s", ts_last_error());
     ts_tensor *y = ts_add(g, ts_matmul_t(g, x, w), b);
     ts_scope_pop(g);
     return y;

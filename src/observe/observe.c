@@ -105,6 +105,7 @@ static ts_status numerics_report(ts_model *m, int entry, int64_t sample) {
     }
     ts_counter_add("NonFiniteFound", 1);
     m->failed_entry = entry;
+    ts_logf(TS_LOG_ERROR, "%s", report);
     return ts_error(TS_ERR_NUMERICS, "%s", report);
 }
 
