@@ -217,7 +217,7 @@ static ts_tensor *add_leaf(ts_graph *g, ts_op op, const char *name, ts_dtype dty
     if (!g) return NULL;
     if (g->sticky) return NULL;
     const char *what = op == TS_OP_INPUT ? "ts_input" : "ts_param";
-    if (!valid_name(name)) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: a name of 1-400 printable characters is required", what);
+    if (!valid_name(name)) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: a name of 1-400 printable characters (no quotes or backslashes) is required", what);
     if (name_taken(g, name)) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: the name '%s' is already used in this graph", what, name);
     if (ndim < 0 || ndim > TS_MAX_DIMS || (ndim > 0 && !shape))
         return ts_graph_fail(g, TS_ERR_SHAPE, "%s '%s': ndim must be 0..%d with a shape array", what, name, TS_MAX_DIMS);
@@ -326,7 +326,7 @@ ts_tensor *ts_flatten(ts_graph *g, ts_tensor *x, int start_dim) {
 
 ts_status ts_tensor_set_name(ts_tensor *t, const char *name) {
     if (!t) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_tensor_set_name: tensor is NULL");
-    if (!valid_name(name)) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_tensor_set_name: a name of 1-400 printable characters is required");
+    if (!valid_name(name)) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_tensor_set_name: a name of 1-400 printable characters (no quotes or backslashes) is required");
     if (strcmp(t->name, name) == 0) return TS_OK;
     if (name_taken(t->g, name)) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_tensor_set_name: '%s' is already the name of another tensor", name);
     if (strncmp(name, "Gradient___", 11) == 0 || strncmp(name, "Accum___", 8) == 0 || strncmp(name, "UpdatedVar___", 13) == 0 ||

@@ -103,7 +103,7 @@ static ts_status numerics_report(ts_model *m, int entry, int64_t sample) {
         stats_line(label, ie->name, ie->data, &ie->shape, line, sizeof line);
         used += (size_t)snprintf(report + used, sizeof report - used, "\n%s", line);
     }
-    ts_counter_add("NonFiniteFound", 1);
+    if (!m->rerun) ts_counter_add("NonFiniteFound", 1); /* the op-by-op replay finds the same one */
     m->failed_entry = entry;
     ts_logf(TS_LOG_ERROR, "%s", report);
     return ts_error(TS_ERR_NUMERICS, "%s", report);
