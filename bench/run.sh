@@ -5,9 +5,13 @@
 #   <impl> batch=B threads=T steps=N ms_per_step=.. samples_per_s=.. gflops=..
 # and the row reports ratio = baseline ms / candidate ms against a target
 # (PASS when ratio >= target). A benchmark, not a test: exits 0 either way
-# (2 only for a usage error). To add a benchmark (observation overhead,
-# numerics overhead, ...), add a `row` call at the bottom: the baseline may
-# be tensorscope itself (e.g. plain vs. with watches, target 0.95).
+# (2 only for a usage error). To add a benchmark, add a `row` call at the
+# bottom. Overheads (observation, numeric checks, diagnostics) are
+# `overhead_row`s: one command times the plain and the observed training in
+# one process, interleaved, printing a role=base and a role=cand line and the
+# overhead (median over repetitions of cand / base - 1); the row checks it
+# against a maximum, or just reports it when the maximum is "-". ms/step is
+# then each side's median repetition.
 #
 # Threads: TS_BENCH_THREADS (default 2) for both sides, exported as
 # OPENBLAS_NUM_THREADS, OMP_NUM_THREADS and MKL_NUM_THREADS so BLAS and
@@ -55,20 +59,22 @@ measure() {
 ROWS=() PASSES=0 MISSES=0
 hr() { printf '%.0s-' $(seq 1 70); printf '\n'; }
 
+# show LABEL LINE -> one table line for a result line (or "failed")
+show() {
+    if [ "$2" = failed ]; then
+        printf '%-22s %-12s %10s\n' "$1" "?" failed
+    else
+        printf '%-22s %-12s %10s %12s %9s\n' "$1" "${2%% *}" "$(field "$2" ms_per_step)" \
+            "$(field "$2" samples_per_s)" "$(field "$2" gflops)"
+    fi
+}
+
 # row LABEL TARGET BASELINE_CMD CANDIDATE_CMD (each command one string)
 row() {
     local label=$1 target=$2 base cand
     base=$(measure bash -c "$3")
     cand=$(measure bash -c "$4")
-    for line in "$base" "$cand"; do
-        if [ "$line" = failed ]; then
-            printf '%-22s %-12s %10s\n' "$label" "?" failed
-        else
-            printf '%-22s %-12s %10s %12s %9s\n' "$label" "${line%% *}" \
-                "$(field "$line" ms_per_step)" "$(field "$line" samples_per_s)" \
-                "$(field "$line" gflops)"
-        fi
-    done
+    for line in "$base" "$cand"; do show "$label" "$line"; done
     local verdict ratio=-
     if [ "$base" != failed ] && [ "$cand" != failed ]; then
         ratio=$(awk -v b="$(field "$base" ms_per_step)" -v c="$(field "$cand" ms_per_step)" \
@@ -85,6 +91,40 @@ row() {
     ROWS+=("$label: ratio $ratio, target >= $target, $verdict")
 }
 
+# overhead_row LABEL MAX_PERCENT CMD: CMD prints a role=base and a role=cand
+# line and `overhead pct=.. best_pct=..` (bench_observe, torch_observe.py);
+# MAX_PERCENT "-" = no target
+overhead_row() {
+    local label=$1 max=$2 out base= cand= ovh= pct=- verdict target
+    if out=$(bash -c "$3" 2>&1); then
+        base=$(printf '%s\n' "$out" | grep -E ' role=base .*ms_per_step=' | tail -n 1)
+        cand=$(printf '%s\n' "$out" | grep -E ' role=cand .*ms_per_step=' | tail -n 1)
+        ovh=$(printf '%s\n' "$out" | grep -E '^overhead pct=' | tail -n 1)
+    fi
+    if [ -z "$base" ] || [ -z "$cand" ] || [ -z "$ovh" ]; then
+        printf '%s\n' "$out" | tail -n 5 | sed 's/^/    | /' >&2
+        base=failed cand=failed
+    fi
+    show "$label" "$base"
+    show "$label" "$cand"
+    [ "$base" != failed ] && pct=$(field "$ovh" pct)
+    if [ "$max" = - ]; then
+        verdict=info target="no target"
+    else
+        target="target <= $max%"
+        if [ "$pct" != - ] && awk -v p="$pct" -v m="$max" 'BEGIN { exit !(p <= m) }'; then
+            verdict=PASS; PASSES=$((PASSES + 1))
+        else
+            verdict=MISS; MISSES=$((MISSES + 1))
+        fi
+    fi
+    [ "$pct" != - ] && pct="$pct% (best-of $(field "$ovh" best_pct)%)"
+    printf '%-22s overhead %s/%s = %s (%s): %s\n' "$label" "${cand%% *}" "${base%% *}" \
+        "$pct" "$target" "$verdict"
+    hr
+    ROWS+=("$label: overhead $pct, $target, $verdict")
+}
+
 echo "threads=$THREADS, $CORES cores, load average $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)" \
      "(other load skews the numbers)"
 printf '%-22s %-12s %10s %12s %9s\n' benchmark impl ms/step samples/s GFLOP/s
@@ -99,6 +139,21 @@ row "mlp train batch=32" 2.0 \
     "$PY $SRC/bench/torch_mlp.py --batch 32 --steps $(steps 500) --threads $THREADS" \
     "$BENCH 32 $(steps 500) 20 $THREADS"
 
-echo "summary: ${#ROWS[@]} targets, $PASSES PASS, $MISSES MISS"
+# what observing costs: tensorscope plain vs observed in one process,
+# interleaved repetitions (7 pairs); PyTorch doing the same work for
+# reference (forward hooks + .grad + updated-parameter stats)
+OBS=$BUILD/bench_observe
+row_obs() { echo "$OBS $1 $2 $(steps "$3") $4 $THREADS 7"; }
+row_torch() { echo "$PY $SRC/bench/torch_observe.py --batch $1 --steps $(steps "$2") --warmup $3 --threads $THREADS --reps 7"; }
+overhead_row "watch stats b=1000" 5 "$(row_obs watch 1000 20 3)"
+overhead_row "torch hooks b=1000" - "$(row_torch 1000 20 3)"
+overhead_row "watch stats b=32" 15 "$(row_obs watch 32 200 20)"
+overhead_row "torch hooks b=32" - "$(row_torch 32 200 20)"
+overhead_row "check_numerics b=1000" 5 "$(row_obs numerics 1000 20 3)"
+# diagnostics off (TS_METRICS_FILE unset) with the crash handler installed
+# or not: "unchanged" within the noise of interleaved runs
+overhead_row "crash handler b=32" 2 "$(row_obs crash 32 400 20)"
+
+echo "summary: ${#ROWS[@]} rows, $PASSES PASS, $MISSES MISS"
 for r in "${ROWS[@]}"; do echo "  $r"; done
 exit 0

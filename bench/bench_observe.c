@@ -1,0 +1,292 @@
+/* bench_observe.c -- what observing costs: the tutorial MLP training of
+ * bench_mlp.c, plain (the baseline) against the same training observed.
+ *
+ *     bench_observe MODE BATCH [STEPS [WARMUP [THREADS [REPS]]]]
+ *
+ * MODE
+ *   watch     TS_WATCH_STATS every run (period 1) on every activation (the
+ *             outputs PyTorch's forward hooks see: Flatten, each Linear, each
+ *             ReLU, LogSoftmax), every parameter gradient and every updated
+ *             parameter: 7 + 6 + 6 = 19 summaries a step. The peer is
+ *             bench/torch_observe.py.
+ *   numerics  check_numerics = TS_CHECK_OUTPUT against off.
+ *   crash     one model, with ts_crash_handler_install's handlers in place
+ *             against the previous ones (TS_METRICS_FILE unset): the cost of
+ *             diagnostics that are "off".
+ *
+ * Both sides live in one process and are timed in interleaved repetitions
+ * (REPS, default 7, of STEPS steps each after WARMUP steps per side; the
+ * side that goes first alternates) so that load from other processes hits
+ * both alike. The overhead is the median over repetitions of cand/base - 1
+ * of the pair timed back to back: robust to the machine's speed changing
+ * between pairs (shared 2-core machines change by 2x), where a best-of
+ * would pair one side's lucky moment with the other's ordinary one.
+ * ms_per_step is each side's median repetition, best_ms its best.
+ *
+ * Prints one line per side, then the overhead:
+ * `ts-plain role=base batch=B threads=T steps=N reps=R ms_per_step=.. best_ms=.. samples_per_s=.. gflops=..`
+ * `ts-watch role=cand ...`
+ * `overhead pct=.. best_pct=..` (best_pct: best cand / best base - 1) */
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tensorscope.h"
+
+enum { POOL = 8, PIXELS = 784, CLASSES = 10, MAX_REPS = 64 };
+
+typedef enum mode { MODE_WATCH, MODE_NUMERICS, MODE_CRASH } mode;
+
+/* Activations as PyTorch's module hooks see them, parameter gradients,
+ * updated parameters. Globs: a plain "LogSoftmax:0" would also match
+ * "Gradient___LogSoftmax:0" (substring). */
+static const char *const k_watch[] = {"Flatten:?", "fc?/Add:?", "Relu:?", "LogSoftmax:?",
+                                      "Gradient___fc?.*", "UpdatedVar___*"};
+#define WATCHED 19
+
+typedef struct side {
+    ts_graph *g;
+    ts_options *o;
+    ts_model *m;
+    double secs[MAX_REPS];
+} side;
+
+typedef struct data {
+    long batch;
+    int64_t xs[4], ys[1];
+    float *x;
+    int32_t *y;
+} data;
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static uint64_t xorshift(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static long arg_or(int argc, char **argv, int i, long def)
+{
+    return argc > i ? strtol(argv[i], NULL, 10) : def;
+}
+
+static int fail(const char *what)
+{
+    fprintf(stderr, "bench_observe: %s: %s\n", what, ts_last_error());
+    return 1;
+}
+
+/* The model of bench_mlp.c; `observed` adds what MODE measures. */
+static ts_status side_new(side *s, const data *d, long threads, mode md, int observed)
+{
+    memset(s, 0, sizeof *s);
+    s->g = ts_graph_new(0);
+    ts_tensor *x = ts_input(s->g, "x", TS_F32, 4, d->xs);
+    ts_tensor *y = ts_input(s->g, "labels", TS_I32, 1, d->ys);
+    ts_tensor *h = ts_flatten(s->g, x, 1);
+    h = ts_relu(s->g, ts_linear(s->g, h, 320, "fc1"));
+    h = ts_relu(s->g, ts_linear(s->g, h, 100, "fc2"));
+    h = ts_log_softmax(s->g, ts_linear(s->g, h, CLASSES, "fc3"), 1);
+    ts_tensor *loss = ts_nll_loss(s->g, h, y);
+    ts_tensor_set_name(loss, "loss");
+    if (ts_graph_status(s->g) != TS_OK)
+        return ts_graph_status(s->g);
+    s->o = ts_options_new();
+    ts_status st = ts_options_set_threads(s->o, (int)threads);
+    if (observed && md == MODE_WATCH)
+        for (size_t i = 0; !st && i < sizeof k_watch / sizeof *k_watch; i++)
+            st = ts_options_watch(s->o, k_watch[i], TS_WATCH_STATS, 1);
+    if (!st && observed && md == MODE_NUMERICS)
+        st = ts_options_set_check_numerics(s->o, TS_CHECK_OUTPUT);
+    if (!st)
+        st = ts_model_training(&s->m, s->g, loss, s->o, ts_sgd(0.01f, 0.0f, 0.0f));
+    return st ? st : ts_model_compile(s->m);
+}
+
+static void side_free(side *s)
+{
+    ts_model_free(s->m);
+    ts_options_free(s->o);
+    ts_graph_free(s->g);
+}
+
+/* Steps [first, first + n) of the pool cycle; seconds, or < 0 on error. */
+static double train(ts_model *m, const data *d, long first, long n)
+{
+    static const char *const names[2] = {"x", "labels"};
+    size_t per_x = (size_t)d->batch * PIXELS;
+    double t0 = now_s();
+    for (long s = first; s < first + n; s++) {
+        size_t k = (size_t)s % POOL;
+        ts_array in[2] = {ts_array_f32(d->x + k * per_x, 4, d->xs),
+                          ts_array_i32(d->y + k * (size_t)d->batch, 1, d->ys)};
+        if (ts_model_run(m, names, in, 2))
+            return -1;
+    }
+    return now_s() - t0;
+}
+
+/* The watches really ran: every expected tensor summarised at the last run. */
+static int watches_ok(const ts_model *m)
+{
+    const ts_watch_result *r;
+    size_t n;
+    if (ts_model_watch_results(m, &r, &n))
+        return 0;
+    if (n != WATCHED) {
+        fprintf(stderr, "bench_observe: %zu watched tensors, expected %d\n", n, WATCHED);
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (r[i].run != r[0].run || r[i].run < 0 || r[i].summary->stats.count <= 0) {
+            fprintf(stderr, "bench_observe: watch '%s' not summarised in the last run\n", r[i].name);
+            return 0;
+        }
+    return 1;
+}
+
+/* ---- crash mode: toggle between the previous handlers and tensorscope's */
+
+static const int k_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGUSR1};
+#define NSIG_SAVED (int)(sizeof k_signals / sizeof *k_signals)
+static struct sigaction g_handlers[2][NSIG_SAVED];
+
+static int handlers_prepare(void)
+{
+    for (int i = 0; i < NSIG_SAVED; i++)
+        sigaction(k_signals[i], NULL, &g_handlers[0][i]);
+    if (ts_crash_handler_install())
+        return fail("ts_crash_handler_install");
+    for (int i = 0; i < NSIG_SAVED; i++)
+        sigaction(k_signals[i], NULL, &g_handlers[1][i]);
+    return 0;
+}
+
+static void handlers_use(int installed)
+{
+    for (int i = 0; i < NSIG_SAVED; i++)
+        sigaction(k_signals[i], &g_handlers[installed][i], NULL);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sorts v[0..n) and returns its median. */
+static double median(double *v, long n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* One side's line; *best = its best seconds per step. */
+static void report(const char *impl, const char *role, const side *s, const data *d, long threads,
+                   long steps, long reps, double *best)
+{
+    double v[MAX_REPS];
+    memcpy(v, s->secs, sizeof(double) * (size_t)reps);
+    double med = median(v, reps) / (double)steps;
+    *best = v[0] / (double)steps;
+    printf("%s role=%s batch=%ld threads=%ld steps=%ld reps=%ld ms_per_step=%.4f best_ms=%.4f "
+           "samples_per_s=%.1f gflops=%.3f\n",
+           impl, role, d->batch, threads, steps, reps, med * 1e3, *best * 1e3,
+           (double)d->batch / med, ts_model_flops_per_microbatch(s->m) / med * 1e-9);
+}
+
+int main(int argc, char **argv)
+{
+    const char *env_threads = getenv("TS_BENCH_THREADS");
+    const char *mname = argc > 1 ? argv[1] : "";
+    mode md = strcmp(mname, "watch") == 0      ? MODE_WATCH
+              : strcmp(mname, "numerics") == 0 ? MODE_NUMERICS
+              : strcmp(mname, "crash") == 0    ? MODE_CRASH
+                                               : (mode)-1;
+    long batch = arg_or(argc, argv, 2, 1000), steps = arg_or(argc, argv, 3, 20);
+    long warmup = arg_or(argc, argv, 4, 5);
+    long threads = arg_or(argc, argv, 5, env_threads ? strtol(env_threads, NULL, 10) : 2);
+    long reps = arg_or(argc, argv, 6, 7);
+    if ((int)md < 0 || batch < 1 || steps < 1 || warmup < 0 || threads < 0 || reps < 1 ||
+        reps > MAX_REPS) {
+        fprintf(stderr, "usage: bench_observe watch|numerics|crash BATCH [STEPS [WARMUP [THREADS "
+                        "[REPS (1..%d)]]]]\n", MAX_REPS);
+        return 2;
+    }
+    if (md == MODE_CRASH)
+        unsetenv("TS_METRICS_FILE"); /* "diagnostics off" */
+
+    data d = {.batch = batch, .xs = {batch, 1, 28, 28}, .ys = {batch}};
+    size_t per_x = (size_t)batch * PIXELS;
+    d.x = malloc(sizeof(float) * per_x * POOL);
+    d.y = malloc(sizeof(int32_t) * (size_t)batch * POOL);
+    if (!d.x || !d.y)
+        return fail("out of memory");
+    uint64_t seed = 0x9E3779B97F4A7C15u;
+    for (size_t i = 0; i < per_x * POOL; i++)
+        d.x[i] = (float)(xorshift(&seed) >> 11) * (2.0f / 9007199254740992.0f) - 1.0f;
+    for (size_t i = 0; i < (size_t)batch * POOL; i++)
+        d.y[i] = (int32_t)(xorshift(&seed) % CLASSES);
+
+    /* crash mode: one model, the handlers change; else two models */
+    side sd[2];
+    if (side_new(&sd[0], &d, threads, md, 0))
+        return fail("plain model");
+    if (md == MODE_CRASH) {
+        sd[1] = sd[0];
+        if (handlers_prepare())
+            return 1;
+    } else if (side_new(&sd[1], &d, threads, md, 1)) {
+        return fail("observed model");
+    }
+
+    for (int k = 0; k < 2; k++) {
+        if (md == MODE_CRASH)
+            handlers_use(k);
+        if (train(sd[k].m, &d, 0, warmup) < 0)
+            return fail("warmup run");
+    }
+    for (long r = 0; r < reps; r++)
+        for (int i = 0; i < 2; i++) {
+            int k = (int)((r + i) % 2); /* alternate which side goes first */
+            if (md == MODE_CRASH)
+                handlers_use(k);
+            double secs = train(sd[k].m, &d, warmup + r * steps, steps);
+            if (secs < 0)
+                return fail("run");
+            if (md == MODE_WATCH && k == 1 && !watches_ok(sd[1].m))
+                return 1;
+            sd[k].secs[r] = secs;
+        }
+
+    static const char *const impl[][2] = {{"ts-plain", "ts-watch"},
+                                          {"ts-plain", "ts-numerics"},
+                                          {"ts-nohandler", "ts-handler"}};
+    double best[2], ratio[MAX_REPS];
+    for (int k = 0; k < 2; k++)
+        report(impl[md][k], k ? "cand" : "base", &sd[k], &d, threads, steps, reps, &best[k]);
+    for (long r = 0; r < reps; r++)
+        ratio[r] = sd[1].secs[r] / sd[0].secs[r];
+    printf("overhead pct=%.2f best_pct=%.2f\n", (median(ratio, reps) - 1) * 100,
+           (best[1] / best[0] - 1) * 100);
+
+    if (md == MODE_CRASH)
+        handlers_use(0);
+    else
+        side_free(&sd[1]);
+    side_free(&sd[0]);
+    free(d.x);
+    free(d.y);
+    return 0;
+}
