@@ -53,7 +53,8 @@ static void summarize(ts_model *m, const ts_entry *e, int w) {
     ts_stats_partial_init(&j.part[0], what);
     ts_stats_partial_init(&j.part[1], what);
     /* two slices at most: one per core on the machines we target */
-    ts_pool_for(ts_pool_threads(m->pool) >= 2 ? m->pool : NULL, e->numel, 1 << 16, stats_slice, &j);
+    /* split only big tensors: small ones finish before a worker wakes */
+    ts_pool_for(ts_pool_threads(m->pool) >= 2 ? m->pool : NULL, e->numel, 1 << 19, stats_slice, &j);
     ts_stats_merge(&j.part[0], &j.part[1]);
     ts_stats_finish(&j.part[0], &p->summaries[w]);
     p->watch_results[w].run = m->runs;

@@ -11,6 +11,7 @@
 #include "observe/stats.h"
 
 #include <float.h>
+#include <stddef.h>
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
@@ -114,20 +115,20 @@ typedef struct block_sums {
     double min, max;
 } block_sums;
 
-/* The vectorised pass over exactly TS_STATS_BLOCK values. d = x - c and d^2
+/* The vectorised pass over a multiple of 128 values (at most TS_STATS_BLOCK). d = x - c and d^2
  * are formed in float and summed in float over runs of TS_STATS_RUN values
  * per lane, then in double: half the vector work of converting every value,
  * for a relative error of a few float ulps of each run's sum. A d^2 too big
  * for a float becomes Inf and takes the (all double) slow path. False when
  * the block's sums are not finite (a NaN or Inf in it, or such a d^2). */
-static bool block_fast(const float *x, float c, block_sums *b) {
+static bool block_fast(const float *x, int64_t n, float c, block_sums *b) {
     double s[TS_STATS_LANES] = {0}, q[TS_STATS_LANES] = {0};
     float mn[TS_STATS_LANES], mx[TS_STATS_LANES];
     int32_t z[TS_STATS_LANES] = {0};
     for (int j = 0; j < TS_STATS_LANES; j++) mn[j] = mx[j] = x[j];
-    for (int r = 0; r < TS_STATS_BLOCK; r += TS_STATS_RUN * TS_STATS_LANES) {
+    for (int64_t r = 0; r < n; r += TS_STATS_RUN * TS_STATS_LANES) {
         float fs[TS_STATS_LANES] = {0}, fq[TS_STATS_LANES] = {0};
-        for (int i = r; i < r + TS_STATS_RUN * TS_STATS_LANES; i += TS_STATS_LANES) {
+        for (int64_t i = r; i < r + TS_STATS_RUN * TS_STATS_LANES; i += TS_STATS_LANES) {
             for (int j = 0; j < TS_STATS_LANES; j++) {
                 float v = x[i + j], d = v - c;
                 fs[j] += d;
@@ -154,7 +155,7 @@ static bool block_fast(const float *x, float c, block_sums *b) {
     }
     if (!isfinite(ss) || !isfinite(qq)) return false;
     memset(b, 0, sizeof *b);
-    b->n = TS_STATS_BLOCK;
+    b->n = n;
     b->zeros = zz;
     b->s = ss;
     b->q = qq;
@@ -218,8 +219,15 @@ static void stats_block(ts_stats_partial *p, const float *x, int64_t n) {
     /* Shift by the running mean (or the block's first value): keeps d small. */
     float c = p->finite > 0 ? (float)p->mean : (isfinite(x[0]) ? x[0] : 0.0f);
     block_sums b;
-    if (n != TS_STATS_BLOCK || !block_fast(x, c, &b)) block_slow(x, n, c, &b);
-    add_block(p, &b, c);
+    int64_t nf = n & ~(int64_t)(TS_STATS_RUN * TS_STATS_LANES - 1);
+    if (nf > 0) {
+        if (!block_fast(x, nf, c, &b)) block_slow(x, nf, c, &b);
+        add_block(p, &b, c);
+    }
+    if (n > nf) {
+        block_slow(x + nf, n - nf, c, &b);
+        add_block(p, &b, c);
+    }
 }
 
 /* ------------------------------------------------- histograms and range */
@@ -272,7 +280,14 @@ static void range_block(ts_stats_partial *p, const float *x, int64_t n) {
 /* ---------------------------------------------------------- the partials */
 
 void ts_stats_partial_init(ts_stats_partial *p, int what) {
-    memset(p, 0, sizeof *p);
+    memset(p, 0, offsetof(ts_stats_partial, log2_zeros));
+    memset(p->under, 0, sizeof p->under);
+    memset(p->over, 0, sizeof p->over);
+    if (what & TS_WATCH_HISTOGRAM) {
+        p->log2_zeros = 0;
+        memset(p->log2_counts, 0, sizeof p->log2_counts);
+        memset(p->tb_counts, 0, sizeof p->tb_counts);
+    }
     p->what = what;
     p->min = INFINITY;
     p->max = -INFINITY;
@@ -299,9 +314,11 @@ void ts_stats_merge(ts_stats_partial *into, const ts_stats_partial *from) {
     moments_merge(&into->finite, &into->mean, &into->m2, from->finite, from->mean, from->m2);
     if (from->min < into->min) into->min = from->min;
     if (from->max > into->max) into->max = from->max;
+    if (into->what & TS_WATCH_HISTOGRAM) {
     into->log2_zeros += from->log2_zeros;
     for (int i = 0; i < TS_LOG2_BINS; i++) into->log2_counts[i] += from->log2_counts[i];
     for (int i = 0; i < TS_TB_BINS; i++) into->tb_counts[i] += from->tb_counts[i];
+    }
     for (int t = 0; t < 4; t++) {
         into->under[t] += from->under[t];
         into->over[t] += from->over[t];
@@ -309,7 +326,8 @@ void ts_stats_merge(ts_stats_partial *into, const ts_stats_partial *from) {
 }
 
 void ts_stats_finish(const ts_stats_partial *p, ts_summary *out) {
-    memset(out, 0, sizeof *out);
+    memset(out, 0, offsetof(ts_summary, log2_counts));
+    memset(&out->range, 0, sizeof out->range);
     out->what = p->what;
     ts_stats *s = &out->stats;
     s->count = p->count;
