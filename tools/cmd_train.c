@@ -138,48 +138,54 @@ static void print_stats_table(const ts_model *m) {
     }
 }
 
-/* Same model, same parameter names: copy the values across. */
-static ts_status copy_params(const cli_model *from, const cli_model *to) {
-    for (size_t i = 0; i < ts_graph_tensor_count(from->g); i++) {
-        ts_tensor *t = ts_graph_tensor_at(from->g, i);
+/* Calls fn for every parameter of the model (the tensors that hold values). */
+typedef ts_status (*param_fn)(ts_tensor *t, const ts_array *value, const void *ctx);
+static ts_status each_param(const cli_model *cm, param_fn fn, const void *ctx) {
+    for (size_t i = 0; i < ts_graph_tensor_count(cm->g); i++) {
+        ts_tensor *t = ts_graph_tensor_at(cm->g, i);
         ts_array a;
         if (ts_tensor_info(t, &a) || !a.data) continue;
-        ts_tensor *dst = ts_graph_find(to->g, ts_tensor_name(t));
-        ts_status st = dst ? ts_param_set(dst, &a) : TS_ERR_NOT_FOUND;
+        ts_status st = fn(t, &a, ctx);
         if (st) return st;
     }
     return TS_OK;
+}
+
+static void param_path(const char *dir, const ts_tensor *t, char *path, size_t n) {
+    snprintf(path, n, "%s/%s.npy", dir, ts_tensor_name(t));
+}
+
+/* Same model, same parameter names: copy the values across. */
+static ts_status copy_one(ts_tensor *t, const ts_array *value, const void *to) {
+    ts_tensor *dst = ts_graph_find(((const cli_model *)to)->g, ts_tensor_name(t));
+    return dst ? ts_param_set(dst, value) : TS_ERR_NOT_FOUND;
+}
+static ts_status copy_params(const cli_model *from, const cli_model *to) { return each_param(from, copy_one, to); }
+
+static ts_status save_one(ts_tensor *t, const ts_array *value, const void *dir) {
+    char path[1024];
+    param_path(dir, t, path, sizeof path);
+    return ts_npy_save(path, value);
+}
+
+static ts_status load_one(ts_tensor *t, const ts_array *value, const void *dir) {
+    (void)value;
+    char path[1024];
+    ts_array v;
+    param_path(dir, t, path, sizeof path);
+    ts_status st = ts_npy_load(path, &v);
+    if (st) return st;
+    st = ts_param_set(t, &v);
+    ts_npy_free(&v);
+    return st;
 }
 
 static ts_status save_weights(const cli_model *cm, const char *dir) {
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) return TS_ERR_IO;
-    for (size_t i = 0; i < ts_graph_tensor_count(cm->g); i++) {
-        ts_tensor *t = ts_graph_tensor_at(cm->g, i);
-        ts_array a;
-        if (ts_tensor_info(t, &a) || !a.data) continue;
-        char path[1024];
-        snprintf(path, sizeof path, "%s/%s.npy", dir, ts_tensor_name(t));
-        ts_status st = ts_npy_save(path, &a);
-        if (st) return st;
-    }
-    return TS_OK;
+    mkdir(dir, 0777); /* if that fails, the first save says why */
+    return each_param(cm, save_one, dir);
 }
 
-static ts_status load_weights(const cli_model *cm, const char *dir) {
-    for (size_t i = 0; i < ts_graph_tensor_count(cm->g); i++) {
-        ts_tensor *t = ts_graph_tensor_at(cm->g, i);
-        ts_array a, v;
-        if (ts_tensor_info(t, &a) || !a.data) continue;
-        char path[1024];
-        snprintf(path, sizeof path, "%s/%s.npy", dir, ts_tensor_name(t));
-        ts_status st = ts_npy_load(path, &v);
-        if (st) return st;
-        st = ts_param_set(t, &v);
-        ts_npy_free(&v);
-        if (st) return st;
-    }
-    return TS_OK;
-}
+static ts_status load_weights(const cli_model *cm, const char *dir) { return each_param(cm, load_one, dir); }
 
 typedef struct curve {
     double x[4096], y[4096];
