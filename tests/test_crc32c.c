@@ -1,6 +1,7 @@
 /* test_crc32c.c -- CRC-32C against published vectors and a bitwise
  * reference, TFRecord masking against values computed by TensorBoard's own
  * Python code, and the framing of a real event file read back by hand. */
+#include "files.h"
 #include "check.h"
 #include "core/core.h"
 #include "io/crc32c.h"
@@ -25,26 +26,6 @@ static uint32_t crc32c_bitwise(const uint8_t *p, size_t n) {
 
 static uint32_t get_u32(const uint8_t *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint8_t *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    uint8_t *buf = NULL;
-    size_t cap = 0, len = 0, got;
-    do {
-        if (len == cap) {
-            cap = cap ? 2 * cap : 4096;
-            uint8_t *nb = realloc(buf, cap);
-            if (!nb) break;
-            buf = nb;
-        }
-        got = fread(buf + len, 1, cap - len, f);
-        len += got;
-    } while (got > 0);
-    fclose(f);
-    *n = len;
-    return buf;
 }
 
 static void test_vectors(void) {
@@ -112,7 +93,7 @@ static void test_framing(void) {
     CHECK_OK(ts_tb_close(w), "ts_tb_close");
 
     size_t len = 0;
-    uint8_t *buf = slurp(path, &len);
+    uint8_t *buf = (uint8_t *)test_read_file(path, &len);
     CHECK(buf != NULL && len > 0, "event file %s read back (%zu bytes)", path, len);
     int records = 0, bad_crc = 0;
     size_t at = 0, first_at = 0, first_n = 0;

@@ -7,6 +7,7 @@
  *   samples/s S RSS R MB ...` whose loss is the anchored loss;
  * - ts_model_memory_get / ts_model_memory_line against sizes the test
  *   computes from the graph. */
+#include "files.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,19 +62,6 @@ static ts_status run(ts_model *m, int r) {
     return ts_model_run(m, names, in, 2);
 }
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)len + 1);
-    size_t got = s ? fread(s, 1, (size_t)len, f) : 0;
-    fclose(f);
-    if (s) s[got] = '\0';
-    return s;
-}
-
 /* Splits the metrics file into blocks: starts[k] points at block k's header;
  * returns the block count. */
 static int blocks(char *text, char **starts, int max) {
@@ -116,7 +104,7 @@ static void test_metrics_file(const char *dir) {
     }
     ts_set_log_level(TS_LOG_INFO);
 
-    char *text = slurp(path);
+    char *text = test_read_file(path, NULL);
     CHECK(text != NULL, "TS_METRICS_FILE %s exists after %d runs", path, RUNS);
     char *start[8] = {0};
     int nb = text ? blocks(text, start, 8) : 0;
@@ -156,7 +144,7 @@ static void test_metrics_file(const char *dir) {
     CHECK_OK(ts_model_inference(&inf, n.g, &n.logp, 1, o), "inference model");
     CHECK_OK(run(inf, 0), "inference run 1");
     CHECK_OK(run(inf, 1), "inference run 2");
-    text = slurp(path);
+    text = test_read_file(path, NULL);
     nb = text ? blocks(text, start, 8) : 0;
     CHECK(nb == RUNS + 2 && strncmp(start[nb - 2], "[MetricsData; step=1]\n", 22) == 0 &&
               strncmp(start[nb - 1], "[MetricsData; step=2]\n", 22) == 0,

@@ -1,6 +1,7 @@
 /* test_outfeed.c -- outfeed queues: no record lost or reordered under
  * backpressure (dequeue and sink), filters, LAST mode, counted drops, bad
  * configs and oversize records. Run under TSan by `make test-tsan`. */
+#include "check.h"
 #include "observe/outfeed.h"
 
 #include <pthread.h>
@@ -9,16 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-static int failures;
 
-#define CHECK(cond, ...)                                                                       \
-    do {                                                                                       \
-        int ok_ = (cond) ? 1 : 0;                                                              \
-        printf("%s: ", ok_ ? "ok  " : "FAIL");                                                 \
-        printf(__VA_ARGS__);                                                                   \
-        printf("\n");                                                                          \
-        if (!ok_) failures++;                                                                  \
-    } while (0)
 
 static void sleep_us(long us) {
     struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
@@ -605,6 +597,5 @@ int main(void) {
     test_bad_config();
     test_sizes_and_state();
     test_many_producers();
-    printf("%s (%d failed)\n", failures ? "FAILED" : "all passed", failures);
-    return failures ? 1 : 0;
+    return check_summary("test_outfeed");
 }

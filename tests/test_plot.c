@@ -1,6 +1,7 @@
 /* test_plot.c -- the cairo plots: files appear complete (PNG signature,
  * cairo reads them back at 800x600; SVG has its root element), and a path
  * that cannot be written gives TS_ERR_IO and leaves nothing behind. */
+#include "check.h"
 #include "core/core.h"
 
 #include <cairo.h>
@@ -12,21 +13,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int failures;
 
 /* fontconfig (under cairo's toy text API) keeps its configuration until
  * process exit; under the sanitizer build that is reported as a leak. */
 const char *__lsan_default_suppressions(void);
 const char *__lsan_default_suppressions(void) { return "leak:libfontconfig.so\n"; }
 
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        int ok_ = (cond) ? 1 : 0;                                                                  \
-        printf("%s ", ok_ ? "ok  " : "FAIL");                                                      \
-        printf(__VA_ARGS__);                                                                       \
-        printf("\n");                                                                              \
-        if (!ok_) failures++;                                                                      \
-    } while (0)
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
 static double uniform(void) {
@@ -152,7 +144,5 @@ int main(void) {
     free(g1);
     free(g2);
     cairo_debug_reset_static_data(); /* cairo's font caches: keeps LeakSanitizer quiet */
-    if (failures) printf("%d check(s) FAILED\n", failures);
-    else printf("all checks passed\n");
-    return failures != 0;
+    return check_summary("test_plot");
 }

@@ -3,6 +3,7 @@
  * upper_bound over TensorFlow's bucket limits (rebuilt here), a software
  * round-to-nearest-even for the low-precision ranges, and the text forms
  * parsed back. */
+#include "check.h"
 #include "observe/stats.h"
 
 #include <float.h>
@@ -11,16 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
 
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        int ok_ = (cond) ? 1 : 0;                                                                          \
-        printf("%s ", ok_ ? "ok  " : "FAIL");                                                      \
-        printf(__VA_ARGS__);                                                                       \
-        printf("\n");                                                                              \
-        if (!ok_) failures++;                                                                      \
-    } while (0)
 
 static uint64_t rng = 88172645463325252ull;
 static uint64_t next_u64(void) {
@@ -470,7 +462,5 @@ int main(void) {
     test_range();
     test_merge();
     test_text();
-    if (failures) printf("%d check(s) FAILED\n", failures);
-    else printf("all checks passed\n");
-    return failures != 0;
+    return check_summary("test_stats");
 }

@@ -12,6 +12,7 @@
  *   histograms "weights", steps 0..2: the f32 values (s + 1) (i - 500) 0.01,
  *     i = 0..999, so each holds one exact zero
  *   text "notes", step 3: TB_TEXT */
+#include "files.h"
 #include "check.h"
 #include "core/core.h"
 #include "io/tfrecord.h"
@@ -79,30 +80,10 @@ static ts_status write_run(const char *dir, char *path, size_t path_n, ts_summar
     return st ? st : cst;
 }
 
-static uint8_t *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    uint8_t *buf = NULL;
-    size_t cap = 0, len = 0, got;
-    do {
-        if (len == cap) {
-            cap = cap ? 2 * cap : 65536;
-            uint8_t *nb = realloc(buf, cap);
-            if (!nb) break;
-            buf = nb;
-        }
-        got = fread(buf + len, 1, cap - len, f);
-        len += got;
-    } while (got > 0);
-    fclose(f);
-    *n = len;
-    return buf;
-}
-
 /* Reads every Event of the file; returns how many (-1 on a framing error). */
 static int read_events(const char *path, TensorscopeTb__Event **evs, int max) {
     size_t len = 0, pos = 0, n = 0;
-    uint8_t *buf = slurp(path, &len);
+    uint8_t *buf = (uint8_t *)test_read_file(path, &len);
     if (!buf) return -1;
     const uint8_t *d;
     int k = 0;
