@@ -9,38 +9,17 @@
 # and fails rather than skips without it.
 set -uo pipefail
 
-TB_VERSION=2.21.0
-PROTOBUF_VERSION=7.36.2
-
 BUILD=${TS_BUILD_DIR:?set TS_BUILD_DIR to the CMake build directory}
 SRC=${TS_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 BIN=$BUILD/tensorscope
-VENV=$BUILD/tb-venv
-STAMP=$VENV/.tensorscope-tensorboard-$TB_VERSION-protobuf-$PROTOBUF_VERSION
 EPOCHS=2
 
 fail() { echo "FAIL $*"; echo "0 passed, 1 failed"; exit 1; }
 
 [ -x "$BIN" ] || fail "$BIN is missing: build the CLI first (cmake --build $BUILD)"
 
-# The same venv as tests/test_tensorboard.sh; the lock keeps two scripts run
-# in parallel by ctest -j from building it at once.
-exec 9> "$BUILD/tb-venv.lock"
-flock 9
-if [ -f "$STAMP" ]; then
-    echo "ok   reusing $VENV (tensorboard $TB_VERSION, protobuf $PROTOBUF_VERSION)"
-else
-    rm -rf "$VENV"
-    /usr/bin/python3 -m venv --system-site-packages "$VENV" || fail "cannot create a venv in $VENV"
-    if ! "$VENV/bin/pip" install --quiet --disable-pip-version-check --timeout 30 --retries 2 \
-        "tensorboard==$TB_VERSION" "protobuf==$PROTOBUF_VERSION"; then
-        rm -rf "$VENV"
-        fail "pip could not install tensorboard==$TB_VERSION protobuf==$PROTOBUF_VERSION from PyPI (no network or no index?); this test needs them, it does not skip"
-    fi
-    touch "$STAMP"
-    echo "ok   installed tensorboard $TB_VERSION and protobuf $PROTOBUF_VERSION into $VENV"
-fi
-flock -u 9
+. "$(dirname "$0")/support/tb_venv.sh"
+tb_venv_ensure
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/ts_cli_tb.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT

@@ -9,13 +9,8 @@
 # Needs PyPI the first time: without it the test fails, it does not skip.
 set -euo pipefail
 
-TB_VERSION=2.21.0
-PROTOBUF_VERSION=7.36.2
-
 BUILD=${TS_BUILD_DIR:?set TS_BUILD_DIR to the CMake build directory}
 WRITER=${TS_TB_WRITER:-$BUILD/test_tb_writer}
-VENV=$BUILD/tb-venv
-STAMP=$VENV/.tensorscope-tensorboard-$TB_VERSION-protobuf-$PROTOBUF_VERSION
 
 fail() { echo "FAIL $*"; exit 1; }
 
@@ -23,20 +18,8 @@ if [ ! -x "$WRITER" ]; then
     fail "test program $WRITER is missing: build the tests first (cmake --build $BUILD)"
 fi
 
-if [ -f "$STAMP" ]; then
-    echo "ok   reusing $VENV (tensorboard $TB_VERSION, protobuf $PROTOBUF_VERSION)"
-else
-    rm -rf "$VENV"
-    # Debian's numpy comes from the system site-packages; the rest from PyPI.
-    /usr/bin/python3 -m venv --system-site-packages "$VENV" || fail "cannot create a venv in $VENV"
-    if ! "$VENV/bin/pip" install --quiet --disable-pip-version-check --timeout 30 --retries 2 \
-        "tensorboard==$TB_VERSION" "protobuf==$PROTOBUF_VERSION"; then
-        rm -rf "$VENV"
-        fail "pip could not install tensorboard==$TB_VERSION protobuf==$PROTOBUF_VERSION from PyPI (no network or no index?); this test needs them, it does not skip"
-    fi
-    touch "$STAMP"
-    echo "ok   installed tensorboard $TB_VERSION and protobuf $PROTOBUF_VERSION into $VENV"
-fi
+. "$(dirname "$0")/support/tb_venv.sh"
+tb_venv_ensure
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/ts_tensorboard.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
