@@ -17,29 +17,10 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "bench_common.h"
 #include "tensorscope.h"
 
-enum { POOL = 8, PIXELS = 784, CLASSES = 10 };
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static uint64_t xorshift(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
-static long arg_or(int argc, char **argv, int i, long def)
-{
-    return argc > i ? strtol(argv[i], NULL, 10) : def;
-}
+enum { POOL = 8 };
 
 static int fail(const char *what)
 {
@@ -58,16 +39,9 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    ts_graph *g = ts_graph_new(0);
+    ts_tensor *loss;
+    ts_graph *g = bench_mlp_graph(batch, &loss);
     int64_t xs[] = {batch, 1, 28, 28}, ys[] = {batch};
-    ts_tensor *x = ts_input(g, "x", TS_F32, 4, xs);
-    ts_tensor *y = ts_input(g, "labels", TS_I32, 1, ys);
-    ts_tensor *h = ts_flatten(g, x, 1);
-    h = ts_relu(g, ts_linear(g, h, 320, "fc1"));
-    h = ts_relu(g, ts_linear(g, h, 100, "fc2"));
-    h = ts_log_softmax(g, ts_linear(g, h, CLASSES, "fc3"), 1);
-    ts_tensor *loss = ts_nll_loss(g, h, y);
-    ts_tensor_set_name(loss, "loss");
     if (ts_graph_status(g) != TS_OK)
         return fail("build");
 

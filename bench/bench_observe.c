@@ -34,9 +34,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_common.h"
 #include "tensorscope.h"
 
-enum { POOL = 8, PIXELS = 784, CLASSES = 10, MAX_REPS = 64 };
+enum { POOL = 8, MAX_REPS = 64 };
 
 typedef enum mode { MODE_WATCH, MODE_NUMERICS, MODE_CRASH } mode;
 
@@ -61,26 +62,6 @@ typedef struct data {
     int32_t *y;
 } data;
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static uint64_t xorshift(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
-static long arg_or(int argc, char **argv, int i, long def)
-{
-    return argc > i ? strtol(argv[i], NULL, 10) : def;
-}
-
 static int fail(const char *what)
 {
     fprintf(stderr, "bench_observe: %s: %s\n", what, ts_last_error());
@@ -91,15 +72,8 @@ static int fail(const char *what)
 static ts_status side_new(side *s, const data *d, long threads, mode md, int observed)
 {
     memset(s, 0, sizeof *s);
-    s->g = ts_graph_new(0);
-    ts_tensor *x = ts_input(s->g, "x", TS_F32, 4, d->xs);
-    ts_tensor *y = ts_input(s->g, "labels", TS_I32, 1, d->ys);
-    ts_tensor *h = ts_flatten(s->g, x, 1);
-    h = ts_relu(s->g, ts_linear(s->g, h, 320, "fc1"));
-    h = ts_relu(s->g, ts_linear(s->g, h, 100, "fc2"));
-    h = ts_log_softmax(s->g, ts_linear(s->g, h, CLASSES, "fc3"), 1);
-    ts_tensor *loss = ts_nll_loss(s->g, h, y);
-    ts_tensor_set_name(loss, "loss");
+    ts_tensor *loss;
+    s->g = bench_mlp_graph(d->batch, &loss);
     if (ts_graph_status(s->g) != TS_OK)
         return ts_graph_status(s->g);
     s->o = ts_options_new();
