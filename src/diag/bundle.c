@@ -61,13 +61,16 @@ static const char *signal_name(int sig) {
 
 /* -------------------------------------------------------- small helpers */
 
-static char *path_join(const char *dir, const char *name) {
-    size_t n = strlen(dir) + strlen(name) + 2;
+/* "a<sep>b", allocated: paths ('/') and environment entries ('='). */
+static char *join(const char *a, char sep, const char *b) {
+    size_t n = strlen(a) + strlen(b) + 2;
     char *p = ts_malloc(n);
     if (p)
-        snprintf(p, n, "%s/%s", dir, name);
+        snprintf(p, n, "%s%c%s", a, sep, b);
     return p;
 }
+
+static char *path_join(const char *dir, const char *name) { return join(dir, '/', name); }
 
 static int write_all(int fd, const char *p, size_t n) {
     while (n > 0) {
@@ -128,13 +131,7 @@ static ts_status env_push(envlist *e, char *s) {
     return TS_OK;
 }
 
-static char *env_pair(const char *name, const char *value) {
-    size_t n = strlen(name) + strlen(value) + 2;
-    char *s = ts_malloc(n);
-    if (s)
-        snprintf(s, n, "%s=%s", name, value);
-    return s;
-}
+static char *env_pair(const char *name, const char *value) { return join(name, '=', value); }
 
 static void env_free(envlist *e) {
     for (size_t i = 0; i < e->n; i++)
