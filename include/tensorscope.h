@@ -246,6 +246,8 @@ typedef enum ts_check_numerics {
     TS_CHECK_OUTPUT, /* after each layer output and its gradient */
     TS_CHECK_OP      /* after every op */
 } ts_check_numerics;
+/* Case-insensitive "off" (or "0"), "output", "op". */
+TS_API ts_status ts_check_numerics_parse(const char *s, ts_check_numerics *out);
 
 /* What a watch computes, OR-ed together. */
 enum {

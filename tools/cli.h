@@ -43,6 +43,8 @@ typedef struct cli_model {
  * of `prints` are wrapped in a print op. */
 ts_status cli_model_build(const char *name, long batch, uint64_t seed, const cli_list *prints, cli_model *out);
 const char *cli_model_names(void);
+/* sgd|adam|adamw (any case) with the given hyper-parameters. */
+ts_status cli_optimizer(const char *name, double lr, double momentum, double weight_decay, ts_optimizer *out);
 
 /* ---- commands */
 int cmd_train(int argc, char **argv, bool eval_only);

@@ -21,10 +21,7 @@ static int compile_model(const char *cmd, const model_args *a, cli_model *cm, ts
     ts_options *o = ts_options_new();
     if (!o) return cli_runtime_error("options");
     ts_optimizer opt;
-    if (strcasecmp(a->optimizer, "sgd") == 0) opt = ts_sgd(0.01f, (float)a->momentum, 0);
-    else if (strcasecmp(a->optimizer, "adam") == 0) opt = ts_adam(0.001f);
-    else if (strcasecmp(a->optimizer, "adamw") == 0) opt = ts_adamw(0.001f, 0.01f);
-    else {
+    if (cli_optimizer(a->optimizer, 0.01, a->momentum, 0, &opt)) {
         ts_options_free(o);
         return cli_usage_error(cmd, "--optimizer must be sgd, adam or adamw");
     }

@@ -9,7 +9,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 
 typedef struct train_args {
@@ -255,17 +254,10 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     if (a.max_steps < 0) return cli_usage_error(cmd, "--max-steps must be >= 0, got %ld", a.max_steps);
     if (a.log_verbosity > 5 || a.log_verbosity < -1) return cli_usage_error(cmd, "--log-verbosity must be 0..5, got %ld", a.log_verbosity);
     ts_optimizer opt;
-    if (strcasecmp(a.optimizer, "sgd") == 0) opt = ts_sgd((float)a.lr, (float)a.momentum, (float)a.weight_decay);
-    else if (strcasecmp(a.optimizer, "adam") == 0) opt = ts_adam((float)a.lr), opt.weight_decay = (float)a.weight_decay;
-    else if (strcasecmp(a.optimizer, "adamw") == 0) opt = ts_adamw((float)a.lr, (float)a.weight_decay);
-    else return cli_usage_error(cmd, "--optimizer must be sgd, adam or adamw, got '%s'", a.optimizer);
+    if (cli_optimizer(a.optimizer, a.lr, a.momentum, a.weight_decay, &opt)) return cli_usage_error(cmd, "--optimizer must be sgd, adam or adamw, got '%s'", a.optimizer);
     ts_check_numerics check = TS_CHECK_OFF;
-    if (a.check_numerics) {
-        if (strcasecmp(a.check_numerics, "off") == 0) check = TS_CHECK_OFF;
-        else if (strcasecmp(a.check_numerics, "output") == 0) check = TS_CHECK_OUTPUT;
-        else if (strcasecmp(a.check_numerics, "op") == 0) check = TS_CHECK_OP;
-        else return cli_usage_error(cmd, "--check-numerics must be off, output or op, got '%s'", a.check_numerics);
-    }
+    if (a.check_numerics && ts_check_numerics_parse(a.check_numerics, &check))
+        return cli_usage_error(cmd, "--check-numerics must be off, output or op, got '%s'", a.check_numerics);
     ts_output_mode gmode = TS_OUTPUT_DEFAULT;
     int gperiod = 0;
     if (a.output_mode) {

@@ -3,6 +3,7 @@
 
 #include <fnmatch.h>
 #include <string.h>
+#include <strings.h>
 
 static bool wants_print(const cli_list *prints, const char *name) {
     for (int i = 0; prints && i < prints->n; i++)
@@ -45,4 +46,12 @@ ts_status cli_model_build(const char *name, long batch, uint64_t seed, const cli
     if (batch < 1 || batch > 1000000) return TS_ERR_INVALID_ARGUMENT;
     if (strcmp(name, "mlp") == 0) return build_mlp(batch, seed, prints, out);
     return TS_ERR_NOT_FOUND;
+}
+
+ts_status cli_optimizer(const char *name, double lr, double momentum, double weight_decay, ts_optimizer *out) {
+    if (strcasecmp(name, "sgd") == 0) *out = ts_sgd((float)lr, (float)momentum, (float)weight_decay);
+    else if (strcasecmp(name, "adam") == 0) *out = ts_adam((float)lr), out->weight_decay = (float)weight_decay;
+    else if (strcasecmp(name, "adamw") == 0) *out = ts_adamw((float)lr, (float)weight_decay);
+    else return TS_ERR_NOT_FOUND;
+    return TS_OK;
 }

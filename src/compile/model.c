@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
 static ts_status model_new(ts_model **out, ts_graph *g, const ts_options *o) {
@@ -35,10 +34,7 @@ static ts_status model_new(ts_model **out, ts_graph *g, const ts_options *o) {
     }
     const char *env = getenv("TS_CHECK_NUMERICS");
     if (env && *env) {
-        if (strcasecmp(env, "output") == 0) m->opts.check = TS_CHECK_OUTPUT;
-        else if (strcasecmp(env, "op") == 0) m->opts.check = TS_CHECK_OP;
-        else if (strcasecmp(env, "off") == 0 || strcmp(env, "0") == 0) m->opts.check = TS_CHECK_OFF;
-        else ts_logf(TS_LOG_WARN, "TS_CHECK_NUMERICS='%s' is not off, output or op; ignored", env);
+        if (ts_check_numerics_parse(env, &m->opts.check)) ts_logf(TS_LOG_WARN, "TS_CHECK_NUMERICS: %s; ignored", ts_last_error());
     }
     env = getenv("TS_OPBYOP");
     if (env && *env && strcmp(env, "0") != 0) m->opts.check = TS_CHECK_OP; /* every op, checked as it runs */

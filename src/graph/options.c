@@ -164,3 +164,17 @@ ts_status ts_output_mode_parse(const char *s, ts_output_mode *out) {
         }
     return ts_error(TS_ERR_INVALID_ARGUMENT, "unknown output mode '%s' (use final, every_n, all, sum or default)", s ? s : "");
 }
+
+ts_status ts_check_numerics_parse(const char *s, ts_check_numerics *out) {
+    static const char *names[] = {"off", "output", "op"};
+    for (int i = 0; s && i < (int)TS_ARRAY_LEN(names); i++)
+        if (strcasecmp(s, names[i]) == 0) {
+            *out = (ts_check_numerics)i;
+            return TS_OK;
+        }
+    if (s && strcmp(s, "0") == 0) {
+        *out = TS_CHECK_OFF;
+        return TS_OK;
+    }
+    return ts_error(TS_ERR_INVALID_ARGUMENT, "check_numerics must be off, output or op, got '%s'", s ? s : "");
+}
