@@ -96,6 +96,7 @@ typedef struct ts_prog {
     double flops_mb;
     uint64_t *op_ns;     /* per node, this run */
     const ts_array **bound; /* per node: the run's input arrays */
+    uint64_t anchor_ns, anchor_bytes, anchor_copies; /* this run, reported once after it */
 } ts_prog;
 
 typedef struct ts_opt_state { /* per parameter, survives recompiles */

@@ -217,8 +217,14 @@ static ts_status check_labels(const ts_model *m, const ts_array *const *bound) {
     return TS_OK;
 }
 
-static void record_op_metrics(ts_model *m) {
+static void record_run_metrics(ts_model *m) {
     ts_prog *p = m->prog;
+    if (p->anchor_copies) {
+        ts_metric_record("TransferToHost", (double)p->anchor_ns);
+        ts_metric_record_value("TransferToHostBytes", (double)p->anchor_bytes);
+        ts_counter_add("AnchorsCopied", (int64_t)p->anchor_copies);
+        p->anchor_ns = p->anchor_bytes = p->anchor_copies = 0;
+    }
     uint64_t per_op[TS_OP_COUNT] = {0};
     for (int k = 0; k < p->n_order; k++) {
         int i = p->order[k];
@@ -314,7 +320,7 @@ ts_status ts_model_run(ts_model *m, const char *const *names, const ts_array *in
         ts_crash_set_current_op(NULL, NULL, NULL);
     }
     if (st) return st;
-    record_op_metrics(m);
+    record_run_metrics(m);
     m->runs++;
     m->has_run = true;
     uint64_t run_ns = ts_now_ns() - t0;

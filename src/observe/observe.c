@@ -119,8 +119,9 @@ ts_status ts_observe(ts_model *m, int entry, int64_t sample) {
     if (e->n_anchors) {
         uint64_t t0 = ts_now_ns();
         for (int k = 0; k < e->n_anchors; k++) capture_anchor(&p->anchors[e->anchors[k]], e, sample, S);
-        ts_metric_record("TransferToHost", (double)(ts_now_ns() - t0));
-        ts_counter_add("AnchorsCopied", e->n_anchors);
+        p->anchor_ns += ts_now_ns() - t0; /* to the metrics once per run, not per copy */
+        p->anchor_bytes += (uint64_t)e->n_anchors * (uint64_t)e->numel * sizeof(float);
+        p->anchor_copies += (uint64_t)e->n_anchors;
     }
     if (e->watch >= 0 && sample == S - 1 && m->runs % p->watch_period[e->watch] == 0) summarize(m, e, e->watch);
     for (int k = 0; k < e->n_outfeeds; k++) {
