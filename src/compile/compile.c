@@ -396,7 +396,6 @@ static ts_status resolve_anchors(ts_model *m, ts_prog *p) {
             int matched = 0;
             for (int e = 0; e < p->n_entries; e++) {
                 if (!ts_name_matches(s->tensor_name, p->entries[e].name)) continue;
-                if (ts_prog_find(p, p->entries[e].name) != e) continue;
                 bool dup = false;
                 for (int q = 0; q < p->n_anchors; q++) dup = dup || strcmp(p->anchors[q].short_name, p->entries[e].name) == 0;
                 if (dup) continue; /* already anchored by an earlier, more specific request */
