@@ -153,6 +153,44 @@ static void test_moments(void) {
 
 /* ---------------------------------------------------------------- log2 bins */
 
+/* Agreement as compare_stats judges it, without a line per field. */
+static bool stats_agree(const ts_stats *s, const ts_stats *r, double rel) {
+    double mscale = fmax(r->std, fabs(r->mean) * 1e-3);
+    return s->count == r->count && s->zeros == r->zeros && s->nans == r->nans &&
+           s->pos_infs == r->pos_infs && s->neg_infs == r->neg_infs &&
+           (isnan(r->mean) ? isnan(s->mean) : fabs(s->mean - r->mean) <= rel * mscale) &&
+           close_rel(s->std, r->std, rel) && close_rel(s->l2, r->l2, rel) &&
+           ((isnan(r->min) && isnan(s->min)) || (s->min == r->min && s->max == r->max));
+}
+
+/* Every length around the vector pass's lanes (32) and runs (16 rows), with
+ * a NaN, a zero or an ordinary value last: the ragged end, taken lane by
+ * lane, must count alike. One line; the first disagreement in detail. */
+static void test_lengths(void) {
+    float x[1100];
+    ts_summary *s = malloc(sizeof *s);
+    ts_stats r;
+    int64_t tried = 0, bad = 0;
+    for (int64_t n = 1; n <= 1100; n++)
+        for (int last = 0; last < 3; last++) {
+            fill(x, n, 3.0, 0.5, 0);
+            if (last == 1) x[n - 1] = NAN;
+            if (last == 2) x[n - 1] = 0.0f;
+            ts_summarize_f32(x, n, TS_WATCH_STATS, s);
+            reference(x, n, &r);
+            tried++;
+            if (stats_agree(&s->stats, &r, 1e-6)) continue;
+            if (bad++ == 0) {
+                char what[64];
+                snprintf(what, sizeof what, "length %lld, last case %d", (long long)n, last);
+                compare_stats(what, &s->stats, &r, 1e-6);
+            }
+        }
+    CHECK(bad == 0, "lengths 1..1100 with a NaN, zero or normal last value: %lld of %lld summaries match the reference",
+          (long long)(tried - bad), (long long)tried);
+    free(s);
+}
+
 static void test_log2(void) {
     const int64_t n = 200003;
     float *x = malloc((size_t)n * sizeof *x);
@@ -457,6 +495,7 @@ static void test_text(void) {
 
 int main(void) {
     test_moments();
+    test_lengths();
     test_log2();
     test_tb();
     test_range();

@@ -49,7 +49,8 @@ static void stats_slice(void *ctx, int64_t begin, int64_t end) {
 static void summarize(ts_model *m, const ts_entry *e, int w) {
     ts_prog *p = m->prog;
     int what = p->watch_what[w];
-    stats_job j = {.x = e->data};
+    stats_job j; /* no initialiser: the partials are ~30 KB, init sets what is read */
+    j.x = e->data;
     ts_stats_partial_init(&j.part[0], what);
     ts_stats_partial_init(&j.part[1], what);
     /* two slices at most: one per core on the machines we target */

@@ -3,7 +3,8 @@
  * The data is walked in blocks of TS_STATS_BLOCK floats. Each block first
  * takes a branch-free pass that gcc vectorises: per-lane double sums of
  * d = x - c and d^2 (c = the running mean, so no cancellation however large
- * the offset), float min/max and a zero count. A NaN or Inf anywhere in the
+ * the offset), float min/max and a zero count (blocks are bigger when only
+ * these are asked for). A NaN or Inf anywhere in the
  * block makes those sums non-finite -- that is the only test -- and the block
  * is then redone by a scalar pass that classifies each value. Blocks are
  * merged with Chan's update. Histograms and range counts, when asked for,
@@ -16,9 +17,18 @@
 #include <pthread.h>
 #include <string.h>
 
-#define TS_STATS_LANES 16
-#define TS_STATS_RUN 8      /* float partial sums per lane before going double */
-#define TS_STATS_BLOCK 4096 /* a multiple of RUN * LANES; int32 counts fit */
+#define TS_STATS_LANES 32       /* two AVX-512 vectors: hides the add latency */
+#define TS_STATS_RUN 16         /* float partial sums per lane before going double */
+#define TS_STATS_BLOCK 4096     /* stays in L1 for the histogram/range passes */
+#define TS_STATS_BIG_BLOCK 16384 /* stats alone: fewer merges; int32 counts fit */
+
+/* ISO C mode does not contract a * b + c: ask for the fused op where the
+ * target has it (one instruction instead of two on the busiest pipe). */
+#ifdef FP_FAST_FMAF
+#define TS_FMAF(a, b, c) fmaf(a, b, c)
+#else
+#define TS_FMAF(a, b, c) ((a) * (b) + (c))
+#endif
 
 static uint32_t float_bits(float f) {
     uint32_t u;
@@ -115,33 +125,49 @@ typedef struct block_sums {
     double min, max;
 } block_sums;
 
-/* The vectorised pass over a multiple of 128 values (at most TS_STATS_BLOCK). d = x - c and d^2
- * are formed in float and summed in float over runs of TS_STATS_RUN values
- * per lane, then in double: half the vector work of converting every value,
- * for a relative error of a few float ulps of each run's sum. A d^2 too big
- * for a float becomes Inf and takes the (all double) slow path. False when
- * the block's sums are not finite (a NaN or Inf in it, or such a d^2). */
+/* The vectorised pass over any n >= 1 values (at most a block). d = x - c
+ * and d^2 are formed in float and summed in float over runs of TS_STATS_RUN
+ * rows of TS_STATS_LANES values, then in double: half the vector work of
+ * converting every value, for a relative error of a few float ulps of each
+ * run's sum. The last n % LANES values go through lane by lane in the same
+ * arithmetic. A d^2 too big for a float becomes Inf and takes the (all
+ * double) slow path. False when the block's sums are not finite (a NaN or
+ * Inf in it, or such a d^2). */
 static bool block_fast(const float *x, int64_t n, float c, block_sums *b) {
     double s[TS_STATS_LANES] = {0}, q[TS_STATS_LANES] = {0};
     float mn[TS_STATS_LANES], mx[TS_STATS_LANES];
     int32_t z[TS_STATS_LANES] = {0};
-    for (int j = 0; j < TS_STATS_LANES; j++) mn[j] = mx[j] = x[j];
-    for (int64_t r = 0; r < n; r += TS_STATS_RUN * TS_STATS_LANES) {
+    for (int j = 0; j < TS_STATS_LANES; j++) mn[j] = mx[j] = x[0];
+    int64_t rows = n / TS_STATS_LANES;
+    for (int64_t r = 0;; r += TS_STATS_RUN) {
         float fs[TS_STATS_LANES] = {0}, fq[TS_STATS_LANES] = {0};
-        for (int64_t i = r; i < r + TS_STATS_RUN * TS_STATS_LANES; i += TS_STATS_LANES) {
+        int64_t end = r + TS_STATS_RUN < rows ? r + TS_STATS_RUN : rows;
+        bool last = end == rows;
+        for (int64_t i = r * TS_STATS_LANES; i < end * TS_STATS_LANES; i += TS_STATS_LANES) {
             for (int j = 0; j < TS_STATS_LANES; j++) {
                 float v = x[i + j], d = v - c;
                 fs[j] += d;
-                fq[j] += d * d;
+                fq[j] = TS_FMAF(d, d, fq[j]);
                 mn[j] = v < mn[j] ? v : mn[j];
                 mx[j] = v > mx[j] ? v : mx[j];
                 z[j] += v == 0.0f;
             }
         }
+        if (last) /* the ragged end, lane by lane */
+            for (int64_t i = rows * TS_STATS_LANES; i < n; i++) {
+                int j = (int)(i - rows * TS_STATS_LANES);
+                float v = x[i], d = v - c;
+                fs[j] += d;
+                fq[j] = TS_FMAF(d, d, fq[j]);
+                mn[j] = v < mn[j] ? v : mn[j];
+                mx[j] = v > mx[j] ? v : mx[j];
+                z[j] += v == 0.0f;
+            }
         for (int j = 0; j < TS_STATS_LANES; j++) {
             s[j] += (double)fs[j];
             q[j] += (double)fq[j];
         }
+        if (last) break;
     }
     double ss = 0, qq = 0;
     float lo = mn[0], hi = mx[0];
@@ -219,15 +245,8 @@ static void stats_block(ts_stats_partial *p, const float *x, int64_t n) {
     /* Shift by the running mean (or the block's first value): keeps d small. */
     float c = p->finite > 0 ? (float)p->mean : (isfinite(x[0]) ? x[0] : 0.0f);
     block_sums b;
-    int64_t nf = n & ~(int64_t)(TS_STATS_RUN * TS_STATS_LANES - 1);
-    if (nf > 0) {
-        if (!block_fast(x, nf, c, &b)) block_slow(x, nf, c, &b);
-        add_block(p, &b, c);
-    }
-    if (n > nf) {
-        block_slow(x + nf, n - nf, c, &b);
-        add_block(p, &b, c);
-    }
+    if (!block_fast(x, n, c, &b)) block_slow(x, n, c, &b);
+    add_block(p, &b, c);
 }
 
 /* ------------------------------------------------- histograms and range */
@@ -297,8 +316,10 @@ void ts_stats_partial_init(ts_stats_partial *p, int what) {
 void ts_stats_partial_add(ts_stats_partial *p, const float *x, int64_t n) {
     if (n <= 0 || !x) return;
     p->count += n;
-    for (int64_t i = 0; i < n; i += TS_STATS_BLOCK) {
-        int64_t len = n - i < TS_STATS_BLOCK ? n - i : TS_STATS_BLOCK;
+    /* histograms and ranges walk each block again and want it in L1 */
+    int64_t block = p->what == TS_WATCH_STATS ? TS_STATS_BIG_BLOCK : TS_STATS_BLOCK;
+    for (int64_t i = 0; i < n; i += block) {
+        int64_t len = n - i < block ? n - i : block;
         if (p->what & TS_WATCH_STATS) stats_block(p, x + i, len);
         if (p->what & TS_WATCH_HISTOGRAM) hist_block(p, x + i, len);
         if (p->what & TS_WATCH_RANGE) range_block(p, x + i, len);
