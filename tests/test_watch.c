@@ -2,8 +2,8 @@
  * tensor whose name matches a pattern (glob or substring), the run and step
  * it was taken at, a period in runs, and summaries equal to
  * ts_summarize_f32 of the same tensor's last value (anchored FINAL). A wide
- * layer checks that a summary split over the thread pool merges to the
- * single-pass one. */
+ * layer checks the summaries taken inside the optimizer step, split over
+ * threads, against one pass. */
 #include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
@@ -155,48 +155,76 @@ done:
     ts_graph_free(g);
 }
 
-/* A 784 -> 320 layer: 250880 gradient values, summarised in slices over
- * the pool and merged. */
-static void test_wide(void) {
-    enum { WB = 4, WIN = 784, WOUT = 320 };
+/* A 784 -> 700 layer (548800 values, enough to be split over two threads)
+ * trained one run: the summaries taken inside the optimizer step (gradient,
+ * Accum___, UpdatedVar___, optimizer state), chunk by chunk and merged over
+ * threads, equal one pass over the anchored FINAL values. */
+typedef struct step_case {
+    const char *what;
+    ts_optimizer opt;
+    int accum, threads;
+} step_case;
+
+static void test_step(const step_case *c) {
+    enum { WB = 4, WIN = 784, WOUT = 700 };
+    static const struct {
+        const char *name;
+        int what;
+    } watched[] = {
+        {"Gradient___fc1.weight", TS_WATCH_STATS | TS_WATCH_HISTOGRAM | TS_WATCH_RANGE},
+        {"Accum___fc1.weight", TS_WATCH_STATS},
+        {"UpdatedVar___fc1.weight", TS_WATCH_STATS | TS_WATCH_HISTOGRAM},
+        {"Accl___fc1.weight", TS_WATCH_STATS},
+        {"Accl1___fc1.weight", TS_WATCH_STATS | TS_WATCH_RANGE},
+        {"Accl2___fc1.weight", TS_WATCH_STATS},
+    };
+    enum { N_WATCHED = sizeof watched / sizeof watched[0] };
     ts_graph *g = ts_graph_new(9);
     ts_tensor *x = ts_input(g, "x", TS_F32, 2, (int64_t[]){WB, WIN});
     ts_tensor *y = ts_input(g, "labels", TS_I32, 1, (int64_t[]){WB});
     ts_tensor *loss = ts_cross_entropy(g, ts_linear(g, x, WOUT, "fc1"), y);
     ts_tensor_set_name(loss, "loss");
     ts_options *o = ts_options_new();
-    ts_options_watch(o, "Gradient___fc1.weight", TS_WATCH_STATS | TS_WATCH_HISTOGRAM | TS_WATCH_RANGE, 1);
-    ts_options_watch(o, "UpdatedVar___fc1.weight", TS_WATCH_STATS | TS_WATCH_HISTOGRAM, 1);
-    ts_options_anchor(o, "g", "Gradient___fc1.weight", TS_OUTPUT_FINAL, 0);
-    ts_options_anchor(o, "w", "UpdatedVar___fc1.weight", TS_OUTPUT_FINAL, 0);
+    ts_options_set_threads(o, c->threads);
+    ts_options_set_gradient_accumulation(o, c->accum);
+    for (int k = 0; k < N_WATCHED; k++) ts_options_watch(o, watched[k].name, watched[k].what, 1); /* none matching is fine */
+    ts_options_anchor(o, NULL, "*___fc1.weight", TS_OUTPUT_FINAL, 0); /* each under its own name */
     ts_model *m = NULL;
-    ts_status st = ts_model_training(&m, g, loss, o, ts_sgd(0.1f, 0.0f, 0.0f));
+    ts_status st = ts_model_training(&m, g, loss, o, c->opt);
     if (!st) st = ts_model_compile(m);
-    static float xb[WB * WIN];
-    int32_t yb[WB];
-    for (int i = 0; i < WB * WIN; i++) xb[i] = (i % WIN) % 5 == 0 ? 0.0f : rnd(); /* zero columns: zero gradients */
-    for (int i = 0; i < WB; i++) yb[i] = (i * 7) % WOUT;
+    int n_exist = 0; /* the optimizer decides which state exists */
+    const char *const *names;
+    size_t n_names = 0;
+    if (!st) ts_model_tensor_names(m, &names, &n_names);
+    for (int k = 0; k < N_WATCHED; k++)
+        for (size_t i = 0; i < n_names; i++) n_exist += strcmp(names[i], watched[k].name) == 0;
+    static float xb[2 * WB * WIN];
+    int32_t yb[2 * WB];
+    for (int i = 0; i < c->accum * WB * WIN; i++) xb[i] = (i % WIN) % 5 == 0 ? 0.0f : rnd(); /* zero columns: zero gradients */
+    for (int i = 0; i < c->accum * WB; i++) yb[i] = (i * 7) % WOUT;
     const char *in_names[2] = {"x", "labels"};
-    ts_array in[2] = {ts_array_f32(xb, 2, (int64_t[]){WB, WIN}), ts_array_i32(yb, 1, (int64_t[]){WB})};
-    if (!st) st = ts_model_run(m, in_names, in, 2);
-    CHECK_OK(st, "wide layer: compile and run");
+    ts_array in[2] = {ts_array_f32(xb, 2, (int64_t[]){c->accum * WB, WIN}), ts_array_i32(yb, 1, (int64_t[]){c->accum * WB})};
+    for (int r = 0; !st && r < 2; r++) st = ts_model_run(m, in_names, in, 2); /* two steps: the state is not zero */
+    CHECK_OK(st, "%s: compile, watch and run", c->what);
     const ts_watch_result *res;
     size_t n = 0;
-    if (!st && ts_model_watch_results(m, &res, &n) == TS_OK && n == 2) {
+    if (!st && ts_model_watch_results(m, &res, &n) == TS_OK && (int)n == n_exist) {
+        int64_t zeros = -1;
         for (size_t i = 0; i < n; i++) {
+            int what = 0;
+            for (int k = 0; k < N_WATCHED; k++)
+                if (strcmp(res[i].name, watched[k].name) == 0) what = watched[k].what;
             ts_array a;
-            int grad = strncmp(res[i].name, "Gradient___", 11) == 0;
-            ts_model_anchored(m, grad ? "g" : "w", &a);
-            int what = grad ? 7 : 3;
-            CHECK(ts_array_numel(&a) == WIN * WOUT && res[i].run == 0 && res[i].step == 0 &&
+            ts_model_anchored(m, res[i].name, &a);
+            CHECK(ts_array_numel(&a) == WIN * WOUT && res[i].run == 1 && res[i].step == 1 &&
                       same_summary(res[i].summary, a.data, ts_array_numel(&a), what, res[i].name),
-                  "wide: %s (%d values, run %lld step %lld) summary merged over slices = single pass", res[i].name, WIN * WOUT,
+                  "%s: %s (%d values, run %lld step %lld) = one pass over its anchored value", c->what, res[i].name, WIN * WOUT,
                   (long long)res[i].run, (long long)res[i].step);
+            if (strncmp(res[i].name, "Gradient___", 11) == 0) zeros = res[i].summary->stats.zeros;
         }
-        const ts_watch_result *gr = strncmp(res[0].name, "Gradient___", 11) == 0 ? &res[0] : &res[1];
-        CHECK(gr->summary->stats.zeros >= WOUT * (WIN / 5), "wide: the gradient's zeros counted (%lld)", (long long)gr->summary->stats.zeros);
+        CHECK(zeros >= WOUT * (WIN / 5), "%s: the gradient's zeros counted (%lld)", c->what, (long long)zeros);
     } else
-        CHECK(0, "wide: 2 watch results (got %zu)", n);
+        CHECK(0, "%s: %d watch results (got %zu)", c->what, n_exist, n);
     ts_model_free(m);
     ts_options_free(o);
     ts_graph_free(g);
@@ -204,6 +232,17 @@ static void test_wide(void) {
 
 int main(void) {
     test_tiny();
-    test_wide();
+    static const step_case steps[] = {
+        {"SGD, no accumulation, 2 threads", {0}, 1, 2},
+        {"SGD momentum, accumulation 2, 1 thread", {0}, 2, 1},
+        {"Adam, no accumulation, 2 threads", {0}, 1, 2},
+        {"AdamW, accumulation 2, 3 threads", {0}, 2, 3},
+    };
+    ts_optimizer opts[] = {ts_sgd(0.1f, 0.0f, 0.0f), ts_sgd(0.1f, 0.9f, 0.0f), ts_adam(1e-3f), ts_adamw(1e-3f, 0.01f)};
+    for (int k = 0; k < 4; k++) {
+        step_case c = steps[k];
+        c.opt = opts[k];
+        test_step(&c);
+    }
     return check_summary("test_watch");
 }

@@ -5,6 +5,7 @@
 
 #include "graph/ops.h"
 #include "observe/outfeed.h"
+#include "observe/stats.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,7 @@ void ts_prog_free(ts_prog *p) {
     ts_free(p->summaries);
     ts_free(p->watch_what);
     ts_free(p->watch_period);
+    ts_free(p->parts);
     ts_free(p->arena_activations);
     ts_free(p->arena_grads);
     ts_free(p->arena_anchors);
@@ -443,6 +445,22 @@ static ts_status resolve_anchors(ts_model *m, ts_prog *p) {
     return TS_OK;
 }
 
+/* Entries the optimizer step reads or writes whole: their summaries are
+ * taken inside it. A parameter's gradient is what the step reads only
+ * without accumulation (Accum___ then shares its buffer). */
+static bool in_step(const ts_model *m, const ts_entry *en) {
+    if (!m->training || m->g->t[en->node]->op != TS_OP_PARAM) return false;
+    switch (en->kind) {
+    case TS_KIND_GRAD: return m->opts.grad_accum == 1;
+    case TS_KIND_ACCUM:
+    case TS_KIND_UPDATED:
+    case TS_KIND_ACCL:
+    case TS_KIND_ACCL1:
+    case TS_KIND_ACCL2: return true;
+    default: return false;
+    }
+}
+
 static ts_status resolve_watches(ts_model *m, ts_prog *p) {
     if (m->opts.n_watches == 0) return TS_OK;
     int n = 0;
@@ -475,7 +493,11 @@ static ts_status resolve_watches(ts_model *m, ts_prog *p) {
         p->watch_period[w] = period;
         p->watch_results[w] = (ts_watch_result){en->name, -1, -1, &p->summaries[w]};
         en->observed = true;
+        en->watch_in_step = in_step(m, en);
     }
+    /* per-thread partial summaries, allocated here: none in the step loop */
+    p->n_slots = ts_pool_threads(m->pool) < TS_MAX_SLOTS ? ts_pool_threads(m->pool) : TS_MAX_SLOTS;
+    if (!(p->parts = ts_calloc((size_t)p->n_slots * TS_STEP_WATCHES, sizeof(ts_stats_partial)))) return TS_ERR_OUT_OF_MEMORY;
     return TS_OK;
 }
 

@@ -59,6 +59,7 @@ typedef struct ts_entry {
     int *anchors;
     int n_anchors;
     int watch;           /* index into prog->watch_results, -1 = none */
+    bool watch_in_step;  /* summarised inside the optimizer step (ts_observe_step) */
     ts_outfeed_link *outfeeds;
     int n_outfeeds;
     bool check;          /* numeric check after it is produced */
@@ -87,6 +88,8 @@ typedef struct ts_prog {
     ts_summary *summaries;
     int *watch_what, *watch_period;
     int n_watch;
+    struct ts_stats_partial *parts; /* n_slots * TS_STEP_WATCHES partial summaries */
+    int n_slots;                    /* threads a summary is split over */
     /* arenas by lifetime class */
     float *arena_activations; size_t bytes_activations;
     float *arena_grads;       size_t bytes_grads;
@@ -163,10 +166,27 @@ size_t ts_memplan(ts_interval *iv, int n);
 /* optim.c */
 ts_status ts_opt_state_init(ts_model *m);
 void ts_opt_state_free(ts_model *m);
-void ts_opt_step(const ts_optimizer *o, ts_opt_state *s, float *param, const float *grad, int64_t n, float grad_scale);
+/* One step of one parameter: ts_opt_begin once, then ts_opt_update over
+ * [0, n) in one call or in pieces (the executor interleaves summaries). */
+typedef struct ts_opt_consts {
+    bool first;                 /* the first step (SGD momentum starts from g) */
+    float step_size, bc2_sqrt;  /* Adam's bias corrections */
+} ts_opt_consts;
+ts_opt_consts ts_opt_begin(const ts_optimizer *o, ts_opt_state *s);
+void ts_opt_update(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, const float *grad, int64_t begin,
+                   int64_t end);
 
 /* observe.c: the executor's one hook */
 ts_status ts_observe(ts_model *m, int entry, int64_t sample);
+/* The optimizer step of parameter `node` in step d of the run: runs
+ * update(ctx, begin, end) over [0, n) and, around each chunk of it while the
+ * chunk is in cache, summarises the watched entries the step reads (its
+ * gradient, Accum___) and writes (UpdatedVar___, optimizer state) -- one walk
+ * over the parameter instead of one per summary. */
+typedef void (*ts_update_fn)(void *ctx, int64_t begin, int64_t end);
+#define TS_STEP_WATCHES 5 /* Gradient___, Accum___, UpdatedVar___, two optimizer states */
+#define TS_MAX_SLOTS 4    /* threads one summary is split over, at most */
+void ts_observe_step(ts_model *m, int node, int64_t d, ts_update_fn update, void *ctx, int64_t n);
 void ts_print_tensor(const char *title, const float *x, const ts_shape *s);
 
 #endif

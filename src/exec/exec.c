@@ -110,6 +110,19 @@ static int entry_of(const ts_prog *p, int node, ts_entry_kind kind) {
     return -1;
 }
 
+typedef struct update_job {
+    const ts_optimizer *opt;
+    ts_opt_consts consts;
+    ts_opt_state *state;
+    float *param;
+    const float *grad;
+} update_job;
+
+static void update_range(void *ctx, int64_t begin, int64_t end) {
+    const update_job *u = ctx;
+    ts_opt_update(u->opt, &u->consts, u->state, u->param, u->grad, begin, end);
+}
+
 static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
     ts_prog *p = m->prog;
     int A = m->opts.grad_accum;
@@ -132,7 +145,8 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
         ts_entry *ae = &p->entries[acc];
         if (A > 1) ts_scale_forward(m->pool, ae->data, ae->data, 1.0f / (float)A, ae->numel); /* the mean */
         OBSERVE(m, acc, d);
-        ts_opt_step(&m->opt, &m->state[s], m->g->t[node]->value, ae->data, ae->numel, 1.0f);
+        update_job u = {&m->opt, ts_opt_begin(&m->opt, &m->state[s]), &m->state[s], m->g->t[node]->value, ae->data};
+        ts_observe_step(m, node, d, update_range, &u, ae->numel);
         for (int e = acc + 1; e < p->n_entries && p->entries[e].node == node; e++) OBSERVE(m, e, d);
     }
     m->steps++;

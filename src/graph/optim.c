@@ -18,16 +18,29 @@ ts_optimizer ts_adamw(float lr, float weight_decay) {
     return (ts_optimizer){.kind = TS_OPT_ADAMW, .lr = lr, .weight_decay = weight_decay, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f};
 }
 
-/* One parameter's update. grad_scale turns an accumulated sum into a mean. */
-void ts_opt_step(const ts_optimizer *o, ts_opt_state *s, float *p, const float *grad, int64_t n, float grad_scale) {
+/* Counts the step and computes what every element of it shares. */
+ts_opt_consts ts_opt_begin(const ts_optimizer *o, ts_opt_state *s) {
     s->step += 1.0f;
+    ts_opt_consts c = {.first = s->step == 1.0f};
+    if (o->kind != TS_OPT_SGD) {
+        double t = s->step;
+        float bc1 = (float)(1.0 - pow(o->beta1, t)), bc2 = (float)(1.0 - pow(o->beta2, t));
+        c.step_size = o->lr / bc1;
+        c.bc2_sqrt = sqrtf(bc2);
+    }
+    return c;
+}
+
+/* Elements [begin, end) of one parameter's update (any split of [0, n)
+ * gives the same result). */
+void ts_opt_update(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *p, const float *grad, int64_t begin,
+                   int64_t end) {
     if (o->kind == TS_OPT_SGD) {
         float lr = o->lr, mom = o->momentum, damp = 1.0f - o->dampening, wd = o->weight_decay;
-        bool first = s->step == 1.0f;
-        for (int64_t i = 0; i < n; i++) {
-            float g = grad[i] * grad_scale + wd * p[i];
+        for (int64_t i = begin; i < end; i++) {
+            float g = grad[i] + wd * p[i];
             if (mom != 0.0f) {
-                float b = first ? g : mom * s->accl[i] + damp * g;
+                float b = c->first ? g : mom * s->accl[i] + damp * g;
                 s->accl[i] = b;
                 g = o->nesterov ? g + mom * b : b;
             }
@@ -35,14 +48,11 @@ void ts_opt_step(const ts_optimizer *o, ts_opt_state *s, float *p, const float *
         }
         return;
     }
-    double t = s->step;
-    float b1 = o->beta1, b2 = o->beta2;
-    float bc1 = (float)(1.0 - pow(b1, t)), bc2 = (float)(1.0 - pow(b2, t));
-    float step_size = o->lr / bc1, bc2_sqrt = sqrtf(bc2);
+    float b1 = o->beta1, b2 = o->beta2, step_size = c->step_size, bc2_sqrt = c->bc2_sqrt;
     bool adamw = o->kind == TS_OPT_ADAMW;
     float wd = o->weight_decay, decay = 1.0f - o->lr * o->weight_decay;
-    for (int64_t i = 0; i < n; i++) {
-        float g = grad[i] * grad_scale;
+    for (int64_t i = begin; i < end; i++) {
+        float g = grad[i];
         if (adamw) p[i] *= decay;
         else g += wd * p[i];
         float m = s->accl1[i] = b1 * s->accl1[i] + (1.0f - b1) * g;
