@@ -36,7 +36,7 @@ static void capture_anchor(const ts_anchor *a, const ts_entry *e, int64_t sample
 
 /* Tensors below this many values are summarised by the calling thread: they
  * finish before a sleeping worker would wake. */
-#define SPLIT_MIN (1 << 19)
+#define SPLIT_MIN (1 << 16)
 /* The optimizer step walks a parameter in chunks this size: each chunk is
  * summarised before and after its update while it sits in L1. */
 #define STEP_CHUNK 4096
