@@ -34,8 +34,8 @@ static void capture_anchor(const ts_anchor *a, const ts_entry *e, int64_t sample
 
 /* ---- watches: split big tensors over the pool, merge partial stats */
 
-/* Tensors below this many values are summarised by the calling thread: they
- * finish before a sleeping worker would wake. */
+/* Below this many values one thread summarises: a hand-off to the pool
+ * costs more than it saves. */
 #define SPLIT_MIN (1 << 16)
 /* The optimizer step walks a parameter in chunks this size: each chunk is
  * summarised before and after its update while it sits in L1. */
@@ -47,82 +47,62 @@ static bool watch_due(const ts_model *m, const ts_entry *e, int64_t sample) {
     return e->watch >= 0 && sample == S - 1 && m->runs % p->watch_period[e->watch] == 0;
 }
 
-/* Folds the other threads' part of summary k into slot 0's. */
-static void merge_slots(ts_prog *p, int k, int n_slots) {
-    for (int s = 1; s < n_slots; s++) ts_stats_merge(&p->parts[k], &p->parts[s * TS_STEP_WATCHES + k]);
-}
-
-/* Summary k (merged) becomes watch w's result for this run. */
-static void publish(ts_model *m, int k, int w) {
-    ts_prog *p = m->prog;
-    ts_stats_finish(&p->parts[k], &p->summaries[w]);
-    p->watch_results[w].run = m->runs;
-    p->watch_results[w].step = m->steps;
-}
-
-/* Slots split [0, n) evenly; slot s covers [n * s / slots, n * (s + 1) / slots). */
-static void slot_range(int64_t n, int slots, int64_t s, int64_t *b, int64_t *e) {
-    *b = n * s / slots;
-    *e = n * (s + 1) / slots;
-}
-
-static int slots_for(const ts_model *m, int64_t n) { return n >= SPLIT_MIN ? m->prog->n_slots : 1; }
-
-typedef struct stats_job {
-    ts_prog *p;
-    const float *x;
-    int64_t n;
-    int slots;
-} stats_job;
-
-static void stats_slots(void *ctx, int64_t s0, int64_t s1) {
-    const stats_job *j = ctx;
-    for (int64_t s = s0; s < s1; s++) {
-        int64_t b, e;
-        slot_range(j->n, j->slots, s, &b, &e);
-        ts_stats_partial_add(&j->p->parts[s * TS_STEP_WATCHES], j->x + b, e - b);
-    }
-}
-
-static void summarize(ts_model *m, const ts_entry *e, int w) {
-    ts_prog *p = m->prog;
-    stats_job j = {p, e->data, e->numel, slots_for(m, e->numel)};
-    for (int s = 0; s < j.slots; s++) ts_stats_partial_init(&p->parts[s * TS_STEP_WATCHES], p->watch_what[w]);
-    ts_pool_for(j.slots > 1 ? m->pool : NULL, j.slots, 1, stats_slots, &j);
-    merge_slots(p, 0, j.slots);
-    publish(m, 0, w);
-}
-
-typedef struct step_job {
+/* One walk over entries of the same size, split into one slice per thread:
+ * summaries of the entries, and optionally an update between those it reads
+ * and those it writes. Slot s of summary k is parts[s * TS_STEP_WATCHES + k]. */
+typedef struct walk_job {
     ts_prog *p;
     const ts_entry *entries[TS_STEP_WATCHES];
     int part[TS_STEP_WATCHES]; /* summary each entry adds to (shared by aliases) */
     int n_read, n;             /* entries [0, n_read) are read by the update, the rest written */
     int64_t numel;
     int slots;
-    ts_update_fn update;
+    ts_update_fn update;       /* NULL: summaries only */
     void *ctx;
-} step_job;
+} walk_job;
 
-static void step_slots(void *ctx, int64_t s0, int64_t s1) {
-    const step_job *j = ctx;
+static void walk_slots(void *ctx, int64_t s0, int64_t s1) {
+    const walk_job *j = ctx;
     for (int64_t s = s0; s < s1; s++) {
-        int64_t b, e;
-        slot_range(j->numel, j->slots, s, &b, &e);
+        int64_t b = j->numel * s / j->slots, e = j->numel * (s + 1) / j->slots;
+        int64_t chunk = j->update ? STEP_CHUNK : e - b;
         ts_stats_partial *parts = &j->p->parts[s * TS_STEP_WATCHES];
-        for (int64_t c = b; c < e; c += STEP_CHUNK) {
-            int64_t len = e - c < STEP_CHUNK ? e - c : STEP_CHUNK;
+        for (int64_t c = b; c < e; c += chunk) {
+            int64_t len = e - c < chunk ? e - c : chunk;
             for (int k = 0; k < j->n_read; k++)
                 if (j->part[k] == k) ts_stats_partial_add(&parts[k], j->entries[k]->data + c, len);
-            j->update(j->ctx, c, c + len);
+            if (j->update) j->update(j->ctx, c, c + len);
             for (int k = j->n_read; k < j->n; k++) ts_stats_partial_add(&parts[k], j->entries[k]->data + c, len);
         }
     }
 }
 
+/* Runs the walk and publishes each entry's summary as this run's result. */
+static void walk(ts_model *m, walk_job *j) {
+    ts_prog *p = m->prog;
+    j->slots = j->numel >= SPLIT_MIN ? p->n_slots : 1;
+    for (int s = 0; s < j->slots; s++)
+        for (int k = 0; k < j->n; k++) ts_stats_partial_init(&p->parts[s * TS_STEP_WATCHES + k], p->watch_what[j->entries[k]->watch]);
+    ts_pool_for(j->slots > 1 ? m->pool : NULL, j->slots, 1, walk_slots, j);
+    for (int k = 0; k < j->n; k++)
+        if (j->part[k] == k)
+            for (int s = 1; s < j->slots; s++) ts_stats_merge(&p->parts[k], &p->parts[s * TS_STEP_WATCHES + k]);
+    for (int k = 0; k < j->n; k++) {
+        int w = j->entries[k]->watch;
+        ts_stats_finish(&p->parts[j->part[k]], &p->summaries[w]);
+        p->watch_results[w].run = m->runs;
+        p->watch_results[w].step = m->steps;
+    }
+}
+
+static void summarize(ts_model *m, const ts_entry *e) {
+    walk_job j = {.p = m->prog, .entries = {e}, .n_read = 1, .n = 1, .numel = e->numel};
+    walk(m, &j);
+}
+
 void ts_observe_step(ts_model *m, int node, int64_t d, ts_update_fn update, void *ctx, int64_t n) {
     ts_prog *p = m->prog;
-    step_job j = {.p = p, .numel = n, .update = update, .ctx = ctx};
+    walk_job j = {.p = p, .numel = n, .update = update, .ctx = ctx};
     int A = m->opts.grad_accum;
     /* read entries first, then written ones */
     for (int pass = 0; pass < 2; pass++) {
@@ -139,17 +119,8 @@ void ts_observe_step(ts_model *m, int node, int64_t d, ts_update_fn update, void
         }
         if (pass == 0) j.n_read = j.n;
     }
-    if (j.n == 0) {
-        update(ctx, 0, n);
-        return;
-    }
-    j.slots = slots_for(m, n);
-    for (int s = 0; s < j.slots; s++)
-        for (int k = 0; k < j.n; k++) ts_stats_partial_init(&p->parts[s * TS_STEP_WATCHES + k], p->watch_what[j.entries[k]->watch]);
-    ts_pool_for(j.slots > 1 ? m->pool : NULL, j.slots, 1, step_slots, &j);
-    for (int k = 0; k < j.n; k++)
-        if (j.part[k] == k) merge_slots(p, k, j.slots);
-    for (int k = 0; k < j.n; k++) publish(m, j.part[k], j.entries[k]->watch);
+    if (j.n == 0) update(ctx, 0, n);
+    else walk(m, &j);
 }
 
 /* ---- numeric checks */
@@ -214,7 +185,7 @@ ts_status ts_observe(ts_model *m, int entry, int64_t sample) {
         p->anchor_bytes += (uint64_t)e->n_anchors * (uint64_t)e->numel * sizeof(float);
         p->anchor_copies += (uint64_t)e->n_anchors;
     }
-    if (!e->watch_in_step && watch_due(m, e, sample)) summarize(m, e, e->watch);
+    if (!e->watch_in_step && watch_due(m, e, sample)) summarize(m, e);
     for (int k = 0; k < e->n_outfeeds; k++) {
         ts_array a = {.dtype = e->dtype, .ndim = e->shape.ndim, .data = e->data};
         for (int i = 0; i < e->shape.ndim; i++) a.shape[i] = e->shape.d[i];
