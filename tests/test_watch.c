@@ -162,7 +162,7 @@ done:
 typedef struct step_case {
     const char *what;
     ts_optimizer opt;
-    int accum, threads;
+    int accum, threads, iterations;
 } step_case;
 
 static void test_step(const step_case *c) {
@@ -187,6 +187,7 @@ static void test_step(const step_case *c) {
     ts_options *o = ts_options_new();
     ts_options_set_threads(o, c->threads);
     ts_options_set_gradient_accumulation(o, c->accum);
+    ts_options_set_device_iterations(o, c->iterations);
     for (int k = 0; k < N_WATCHED; k++) ts_options_watch(o, watched[k].name, watched[k].what, 1); /* none matching is fine */
     ts_options_anchor(o, NULL, "*___fc1.weight", TS_OUTPUT_FINAL, 0); /* each under its own name */
     ts_model *m = NULL;
@@ -198,12 +199,13 @@ static void test_step(const step_case *c) {
     if (!st) ts_model_tensor_names(m, &names, &n_names);
     for (int k = 0; k < N_WATCHED; k++)
         for (size_t i = 0; i < n_names; i++) n_exist += strcmp(names[i], watched[k].name) == 0;
-    static float xb[2 * WB * WIN];
-    int32_t yb[2 * WB];
-    for (int i = 0; i < c->accum * WB * WIN; i++) xb[i] = (i % WIN) % 5 == 0 ? 0.0f : rnd(); /* zero columns: zero gradients */
-    for (int i = 0; i < c->accum * WB; i++) yb[i] = (i * 7) % WOUT;
+    static float xb[4 * WB * WIN];
+    int32_t yb[4 * WB];
+    int64_t rows = (int64_t)c->iterations * c->accum * WB; /* at most 4 micro-batches a run */
+    for (int64_t i = 0; i < rows * WIN; i++) xb[i] = (i % WIN) % 5 == 0 ? 0.0f : rnd(); /* zero columns: zero gradients */
+    for (int64_t i = 0; i < rows; i++) yb[i] = (int32_t)((i * 7) % WOUT);
     const char *in_names[2] = {"x", "labels"};
-    ts_array in[2] = {ts_array_f32(xb, 2, (int64_t[]){c->accum * WB, WIN}), ts_array_i32(yb, 1, (int64_t[]){c->accum * WB})};
+    ts_array in[2] = {ts_array_f32(xb, 2, (int64_t[]){rows, WIN}), ts_array_i32(yb, 1, (int64_t[]){rows})};
     for (int r = 0; !st && r < 2; r++) st = ts_model_run(m, in_names, in, 2); /* two steps: the state is not zero */
     CHECK_OK(st, "%s: compile, watch and run", c->what);
     const ts_watch_result *res;
@@ -216,7 +218,8 @@ static void test_step(const step_case *c) {
                 if (strcmp(res[i].name, watched[k].name) == 0) what = watched[k].what;
             ts_array a;
             ts_model_anchored(m, res[i].name, &a);
-            CHECK(ts_array_numel(&a) == WIN * WOUT && res[i].run == 1 && res[i].step == 1 &&
+            int64_t last_step = 2 * c->iterations - 1; /* of the second run */
+            CHECK(ts_array_numel(&a) == WIN * WOUT && res[i].run == 1 && res[i].step == last_step &&
                       same_summary(res[i].summary, a.data, ts_array_numel(&a), what, res[i].name),
                   "%s: %s (%d values, run %lld step %lld) = one pass over its anchored value", c->what, res[i].name, WIN * WOUT,
                   (long long)res[i].run, (long long)res[i].step);
@@ -233,10 +236,10 @@ static void test_step(const step_case *c) {
 int main(void) {
     test_tiny();
     static const step_case steps[] = {
-        {"SGD, no accumulation, 2 threads", {0}, 1, 2},
-        {"SGD momentum, accumulation 2, 1 thread", {0}, 2, 1},
-        {"Adam, no accumulation, 2 threads", {0}, 1, 2},
-        {"AdamW, accumulation 2, 3 threads", {0}, 2, 3},
+        {"SGD, no accumulation, 2 threads, 2 steps a run", {0}, 1, 2, 2},
+        {"SGD momentum, accumulation 2, 1 thread", {0}, 2, 1, 1},
+        {"Adam, no accumulation, 2 threads", {0}, 1, 2, 1},
+        {"AdamW, accumulation 2, 3 threads, 2 steps a run", {0}, 2, 3, 2},
     };
     ts_optimizer opts[] = {ts_sgd(0.1f, 0.0f, 0.0f), ts_sgd(0.1f, 0.9f, 0.0f), ts_adam(1e-3f), ts_adamw(1e-3f, 0.01f)};
     for (int k = 0; k < 4; k++) {
