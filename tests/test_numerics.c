@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "mlp.h"
 #include "tensorscope.h"
 
 static const char *MODE_NAME[] = {"off", "output", "op"};
@@ -135,24 +136,6 @@ static void test_log(ts_check_numerics mode) {
 
 enum { B = 16, PIX = 784 };
 
-typedef struct mlp {
-    ts_graph *g;
-    ts_tensor *loss;
-} mlp;
-
-static void build_mlp(mlp *n) {
-    ts_graph *g = n->g = ts_graph_new(42);
-    int64_t xs[] = {B, 1, 28, 28}, ys[] = {B};
-    ts_tensor *x = ts_input(g, "x", TS_F32, 4, xs);
-    ts_tensor *y = ts_input(g, "labels", TS_I32, 1, ys);
-    ts_tensor *h = ts_flatten(g, x, 1);
-    h = ts_relu(g, ts_linear(g, h, 320, "fc1"));
-    h = ts_relu(g, ts_linear(g, h, 100, "fc2"));
-    h = ts_log_softmax(g, ts_linear(g, h, 10, "fc3"), 1);
-    n->loss = ts_nll_loss(g, h, y);
-    ts_tensor_set_name(n->loss, "loss");
-}
-
 static float mx[2 * B * PIX];
 static int32_t my[2 * B];
 
@@ -180,7 +163,7 @@ static char diverged_at[2][256]; /* pinned tensor per mode (output, op) */
 static void test_divergence(ts_check_numerics mode) {
     printf("-- (b) SGD lr 1e4 diverges, check_numerics=%s\n", MODE_NAME[mode]);
     mlp n;
-    build_mlp(&n);
+    test_mlp_build(&n, B, 42);
     ts_options *o = ts_options_new();
     ts_options_set_check_numerics(o, mode);
     ts_model *m = NULL;
@@ -228,7 +211,7 @@ static void test_divergence(ts_check_numerics mode) {
 static void test_nan_input(ts_check_numerics mode) {
     printf("-- (c) NaN in the input data, check_numerics=%s\n", MODE_NAME[mode]);
     mlp n;
-    build_mlp(&n);
+    test_mlp_build(&n, B, 42);
     ts_options *o = ts_options_new();
     ts_options_set_device_iterations(o, 2);
     ts_options_set_check_numerics(o, mode);

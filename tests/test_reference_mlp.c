@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "mlp.h"
 #include "fixture.h"
 #include "tensorscope.h"
 
@@ -39,31 +40,6 @@ static const char *const ACTIVATIONS[] = {"fc1/MatMul:0", "fc1/Add:0", "Relu:0",
                                           "fc3/MatMul:0", "fc3/Add:0", "LogSoftmax:0"};
 #define N_PARAMS ((int)(sizeof PARAMS / sizeof PARAMS[0]))
 #define N_ACTIVATIONS ((int)(sizeof ACTIVATIONS / sizeof ACTIVATIONS[0]))
-
-typedef struct mlp {
-    ts_graph *g;
-    ts_tensor *loss;
-} mlp;
-
-/* The header's worked example at batch 16. */
-static ts_status mlp_build(mlp *m)
-{
-    m->g = ts_graph_new(42);
-    if (!m->g)
-        return TS_ERR_OUT_OF_MEMORY;
-    ts_graph *g = m->g;
-    int64_t xs[] = {BATCH, 1, 28, 28}, ys[] = {BATCH};
-    ts_tensor *x = ts_input(g, "x", TS_F32, 4, xs);
-    ts_tensor *y = ts_input(g, "labels", TS_I32, 1, ys);
-    ts_tensor *h = ts_flatten(g, x, 1);
-    h = ts_relu(g, ts_linear(g, h, 320, "fc1"));
-    h = ts_relu(g, ts_linear(g, h, 100, "fc2"));
-    h = ts_log_softmax(g, ts_linear(g, h, 10, "fc3"), 1);
-    m->loss = ts_nll_loss(g, h, y);
-    if (m->loss)
-        ts_tensor_set_name(m->loss, "loss");
-    return ts_graph_status(g);
-}
 
 /* The fixture entry `name`; a missing one is a failed check. */
 static const ts_array *need(const fixture *f, const char *name)
@@ -399,7 +375,7 @@ int main(void)
         return check_summary("test_reference_mlp");
 
     mlp m = {0};
-    ts_status st = mlp_build(&m);
+    ts_status st = test_mlp_build(&m, BATCH, 42); /* the header's worked example at batch 16 */
     CHECK_OK(st, "build the tutorial MLP");
     if (st == TS_OK) {
         optimizer_case(&m, f, "sgd", ts_sgd(0.1f, 0.9f, 0.01f), 1);
