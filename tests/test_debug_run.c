@@ -171,8 +171,15 @@ int main(void) {
     check(ts_debug_run(&bad, &status) == TS_ERR_INVALID_ARGUMENT && *ts_last_error(),
           "no command is TS_ERR_INVALID_ARGUMENT with a message");
     char *const a5[] = {"true", NULL};
-    ts_debug_run_config unwritable = {.outfile = "/nonexistent-dir/x.tar.gz", .argv = a5, .tidy = 1};
+    char marker[128];
+    snprintf(marker, sizeof marker, "/tmp/ts_debug_run_ran_%ld", (long)getpid());
+    char touch_cmd[200];
+    snprintf(touch_cmd, sizeof touch_cmd, "touch %s", marker);
+    char *const a7[] = {"sh", "-c", touch_cmd, NULL};
+    ts_debug_run_config unwritable = {.outfile = "/nonexistent-dir/x.tar.gz", .argv = a7, .tidy = 1};
     check(ts_debug_run(&unwritable, &status) == TS_ERR_IO, "unwritable outfile is TS_ERR_IO");
+    check(access(marker, F_OK) != 0, "... found before the command runs (it did not run)");
+    unlink(marker);
 
     /* secrets: by name, inside URLs, and in the command's flags */
     static const char *const secret_env[][2] = {

@@ -144,8 +144,7 @@ ts_status ts_model_compile(ts_model *m) {
     if (recompile) ts_counter_add_cause("Recompilations", m->stale_cause ? m->stale_cause : "Requested", 1);
     m->stale_cause = NULL;
     log_template(m, p);
-    ts_diag_after_compile(m);
-    return TS_OK;
+    return ts_diag_after_compile(m);
 }
 
 ts_status ts_model_tensor_names(const ts_model *m, const char *const **names, size_t *n) {

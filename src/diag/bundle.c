@@ -482,13 +482,13 @@ static ts_status archive_add_file(struct archive *a, const char *dir, const char
     return st;
 }
 
-/* The archive is written exclusively under a temporary name next to
- * outfile (never through a file or link planted there), owner-only. */
-static ts_status write_archive(const char *work, const char *outfile) {
-    ts_atomic_file af;
-    ts_status st = ts_atomic_open_mode(&af, outfile, 0600);
-    if (st != TS_OK)
-        return ts_error_wrap(st, "debug-run");
+/* Into af: outfile's temporary, created exclusively (never through a file
+ * or link planted there), owner-only, before the command ran so an
+ * unwritable outfile is found first. Commits or aborts af. */
+static ts_status write_archive(const char *work, ts_atomic_file *afp, const char *outfile) {
+    ts_atomic_file af = *afp;
+    memset(afp, 0, sizeof *afp);
+    ts_status st = TS_OK;
     struct archive *a = archive_write_new();
     if (!a || archive_write_add_filter_gzip(a) != ARCHIVE_OK ||
         archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
@@ -574,14 +574,21 @@ ts_status ts_debug_run(const ts_debug_run_config *c, int *child_status) {
         return ts_error(TS_ERR_INVALID_ARGUMENT,
                         "ts_debug_run: timeout_s is %g; use 0 for none or a positive number",
                         c->timeout_s);
+    ts_atomic_file af; /* first: an outfile that cannot be written stops us before the command runs */
+    ts_status ost = ts_atomic_open_mode(&af, c->outfile, 0600);
+    if (ost != TS_OK)
+        return ts_error_wrap(ost, "debug-run: --outfile");
     const char *tmpdir = getenv("TMPDIR");
     char *work = path_join(tmpdir && *tmpdir ? tmpdir : "/tmp", "tensorscope-debug-XXXXXX");
-    if (!work)
+    if (!work) {
+        ts_atomic_abort(&af);
         return TS_ERR_OUT_OF_MEMORY;
+    }
     if (!mkdtemp(work)) {
         ts_status st = ts_error(TS_ERR_IO, "debug-run: cannot create a work directory %s: %s "
                                 "(set TMPDIR to a writable directory)", work, strerror(errno));
         ts_free(work);
+        ts_atomic_abort(&af);
         return st;
     }
     envlist env = {0};
@@ -605,7 +612,9 @@ ts_status ts_debug_run(const ts_debug_run_config *c, int *child_status) {
         st = write_reports(work, c, env.v, &r);
     }
     if (st == TS_OK)
-        st = write_archive(work, c->outfile);
+        st = write_archive(work, &af, c->outfile);
+    else
+        ts_atomic_abort(&af);
     if (st == TS_OK)
         ts_logf(TS_LOG_INFO, "debug-run: wrote %s%s%s", c->outfile,
                 c->tidy ? "" : "; work directory kept at ", c->tidy ? "" : work);
