@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,11 +69,11 @@ static void child_abort(void) {
     tscrash_test_abort();
 }
 
-static volatile int worker_stop;
+static atomic_int worker_stop; /* read by the worker, set by main */
 
 __attribute__((noinline)) void tscrash_test_worker_wait(void) {
     struct timespec ms = {0, 1000000};
-    while (!worker_stop)
+    while (!atomic_load(&worker_stop))
         nanosleep(&ms, NULL);
 }
 
@@ -91,7 +92,7 @@ static void child_usr1(void) {
     struct timespec ms = {0, 20000000};
     nanosleep(&ms, NULL); /* let the worker reach its wait loop */
     kill(getpid(), SIGUSR1);
-    worker_stop = 1;
+    atomic_store(&worker_stop, 1);
     pthread_join(t, NULL);
     fprintf(stderr, "child still alive\n");
     _exit(0);
