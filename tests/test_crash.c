@@ -48,6 +48,7 @@ static int run_child(void (*fn)(void), char *buf, size_t cap) {
 }
 
 /* UBSan would report the store itself; the point is the real fault. */
+static const int fault_line = __LINE__ + 3; /* the store below */
 __attribute__((noinline, no_sanitize("undefined"))) void tscrash_test_null_deref(void) {
     volatile int *volatile p = NULL;
     *p = 42;
@@ -116,6 +117,12 @@ int main(void) {
           "report names op, tensor and source location");
     check(strstr(buf, "tscrash_test_null_deref") != NULL, "backtrace has the faulting function");
     check(strstr(buf, " main+") != NULL, "backtrace reaches main");
+    char where[64], line[256] = "";
+    snprintf(where, sizeof where, "test_crash.c:%d", fault_line);
+    const char *src = strstr(buf, "source lines"), *at = src ? strstr(src, "tscrash_test_null_deref at ") : NULL;
+    if (at)
+        snprintf(line, sizeof line, "%.*s", (int)strcspn(at, "\n"), at);
+    check(strstr(line, where) != NULL, "file:line of the faulting store from the debug info (addr2line)");
 
     st = run_child(child_abort, buf, sizeof buf);
     printf("--- child stderr (SIGABRT) ---\n%s---\n", buf);
