@@ -80,13 +80,18 @@ static void on_record(void *user, const ts_outfeed_record *r) {
 static volatile sig_atomic_t g_interrupted;
 static void on_interrupt(int sig) { g_interrupted = sig; }
 static void catch_interrupts(bool on) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on ? on_interrupt : SIG_DFL;
-    sa.sa_flags = on ? SA_RESETHAND | SA_RESTART : 0;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    static const int sigs[2] = {SIGINT, SIGTERM};
+    static bool caught[2];
+    for (int i = 0; i < 2; i++) {
+        struct sigaction sa, old;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on ? on_interrupt : SIG_DFL;
+        sa.sa_flags = on ? SA_RESETHAND | SA_RESTART : 0;
+        sigemptyset(&sa.sa_mask);
+        if (on && sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue; /* e.g. `cmd &` in a script */
+        if (on || caught[i]) sigaction(sigs[i], &sa, NULL);
+        caught[i] = on;
+    }
 }
 
 static bool matches_any(const cli_list *l, const char *name) {
