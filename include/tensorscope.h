@@ -225,6 +225,8 @@ TS_API ts_tensor *ts_graph_find(const ts_graph *g, const char *name);
 /* Every tensor of the graph in build order (i < ts_graph_tensor_count). */
 TS_API size_t ts_graph_tensor_count(const ts_graph *g);
 TS_API ts_tensor *ts_graph_tensor_at(const ts_graph *g, size_t i);
+/* 1 for a graph input (made by ts_input), else 0: bindings feed a run from it. */
+TS_API int ts_tensor_is_input(const ts_tensor *t);
 /* Copies values into a parameter (shape and dtype must match). */
 TS_API ts_status ts_param_set(ts_tensor *param, const ts_array *values);
 

@@ -382,3 +382,4 @@ ts_status ts_outfeed_add(ts_graph *g, ts_outfeed *q, const char *key, ts_tensor 
 
 size_t ts_graph_tensor_count(const ts_graph *g) { return g ? g->n : 0; }
 ts_tensor *ts_graph_tensor_at(const ts_graph *g, size_t i) { return g && i < g->n ? g->t[i] : NULL; }
+int ts_tensor_is_input(const ts_tensor *t) { return t && t->op == TS_OP_INPUT; }
