@@ -39,7 +39,7 @@ def plot(gradients, path):
     plt.hist(values, bins=50)
     plt.title("Gradient Histogram")
     plt.ylabel("Frequency")
-    plt.xlabel("log2|gradient| (zeros at min - 2)")
+    plt.xlabel("log2(|gradient|)")
     plt.savefig(path)
 
 
