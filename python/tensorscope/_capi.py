@@ -293,6 +293,8 @@ def dtype_name(code):
 def to_c(a, what):
     """A ts_array viewing numpy array `a` (no copy when it is C-contiguous).
     Returns (ts_array, the array it views: keep it alive while C reads it)."""
+    if hasattr(a, "detach") and hasattr(a, "numpy"):  # a torch tensor
+        a = a.detach().cpu().numpy()
     a = np.asarray(a)
     code = _DTYPE_CODE.get(a.dtype)
     if code is None:

@@ -171,7 +171,7 @@ class Model:
         return self.graph.dump(self, fmt, locations)
 
 
-def _tensor(graph, t, what):
+def _tensor(graph, t):
     return t if isinstance(t, Tensor) else graph.tensor(t)
 
 
@@ -184,11 +184,15 @@ def training_model(model, options=None, optimizer=None, loss="loss", example_inp
         return training_model_of_module(model, options, optimizer, example_inputs)
     if optimizer is None:
         raise TypeError("training_model needs an optimizer, e.g. optimizer=ts.SGD(lr=0.01)")
+    return new_training_model(Model, model, options, optimizer, loss)
+
+
+def new_training_model(cls, graph, options, optimizer, loss):
     options = options or Options()
-    loss_t = _tensor(model, loss, "loss")
+    loss_t = _tensor(graph, loss)
     h = C.c_void_p()
-    check(lib.ts_model_training(C.byref(h), model._h, loss_t._h, options._h, optimizer))
-    return Model(model, options, h.value, True, [loss_t.name])
+    check(lib.ts_model_training(C.byref(h), graph._h, loss_t._h, options._h, optimizer))
+    return cls(graph, options, h.value, True, [loss_t.name])
 
 
 def inference_model(model, options=None, outputs=None):
@@ -196,7 +200,7 @@ def inference_model(model, options=None, outputs=None):
     the outputs an ONNX import recorded). A call returns them, anchored
     under their names."""
     options = options or Options()
-    outs = [_tensor(model, t, "output") for t in (outputs or model.outputs)]
+    outs = [_tensor(model, t) for t in (outputs or model.outputs)]
     if not outs:
         raise ValueError("inference_model needs outputs=[...] (tensors or names)")
     ptrs = (C.c_void_p * len(outs))(*[t._h for t in outs])
