@@ -2,10 +2,10 @@
 # test_python.sh -- the Python package as a user gets it: `pip install
 # ./python` into a venv under the build dir, then its pytest tests
 # (python/tests). The venv (pytest and the build backend, pinned) is made
-# once, under a lock, from Debian's interpreter with its site-packages, so
-# Debian's numpy and PyTorch are visible to the tests that wrap a torch
-# module. Needs PyPI the first time; without it the test fails, it does not
-# skip. The library is rebuilt incrementally in $BUILD/python-build.
+# once by py_venv.sh, with Debian's numpy and PyTorch visible to the tests
+# that wrap a torch module. Needs PyPI the first time; without it the test
+# fails, it does not skip. The library is rebuilt incrementally in
+# $BUILD/python-build.
 set -u
 build=${TS_BUILD_DIR:-build}
 src=${TS_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -15,19 +15,8 @@ SKBUILD_VERSION=1.1.2
 VENV=$build/py-venv
 fail() { echo "FAIL $*"; echo "test_python: FAIL"; exit 1; }
 
-exec 9>"$build/py-venv.lock" # never two builders at once (ctest -j)
-flock 9
-stamp=$VENV/.tensorscope-pytest-$PYTEST_VERSION-skbuild-$SKBUILD_VERSION
-if [ ! -f "$stamp" ]; then
-    rm -rf "$VENV"
-    /usr/bin/python3 -m venv --system-site-packages "$VENV" || fail "cannot create a venv in $VENV"
-    if ! "$VENV/bin/pip" install --quiet --disable-pip-version-check --timeout 30 --retries 2 \
-        "pytest==$PYTEST_VERSION" "scikit-build-core==$SKBUILD_VERSION"; then
-        rm -rf "$VENV"
-        fail "pip could not install pytest==$PYTEST_VERSION scikit-build-core==$SKBUILD_VERSION (no network or no index?)"
-    fi
-    touch "$stamp"
-fi
+. "$(dirname "$0")/support/py_venv.sh"
+py_venv_ensure "$VENV" "pytest==$PYTEST_VERSION" "scikit-build-core==$SKBUILD_VERSION"
 log=$build/python-install.log
 if ! CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} "$VENV/bin/pip" install \
     --disable-pip-version-check --no-build-isolation --no-deps --force-reinstall \

@@ -251,20 +251,20 @@ def last_error():
 def check(status):
     """Raises the exception of a non-zero ts_status with the library's message."""
     if status:
-        raise error_for(status, last_error(), lib.ts_status_name(status).decode())
+        raise error_for(status, last_error())
 
 
 def checked_handle(ptr, what):
     """A handle returned by a function that gives NULL on failure."""
     if not ptr:
-        raise error_for(1, last_error() or f"{what} failed", "TS_ERR_INVALID_ARGUMENT")
+        raise error_for(1, last_error() or f"{what} failed")
     return ptr
 
 
 def take_string(ptr):
     """A library string that the caller frees (ts_string_free)."""
     if not ptr:
-        raise error_for(2, last_error() or "out of memory", "TS_ERR_OUT_OF_MEMORY")
+        raise error_for(2, last_error() or "out of memory")
     try:
         return C.string_at(ptr).decode("utf-8", "replace")
     finally:
@@ -328,6 +328,6 @@ def to_numpy(arr, what="array"):
     out = np.empty(shape, dtype)
     if out.size:
         if not arr.data:
-            raise error_for(7, f"{what}: the library returned no data", "TS_ERR_STATE")
+            raise error_for(7, f"{what}: the library returned no data")
         C.memmove(out.ctypes.data, arr.data, out.nbytes)
     return out

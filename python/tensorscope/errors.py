@@ -6,68 +6,68 @@ or shape, LookupError for an unknown name, OSError for a file, ...)."""
 
 
 class TensorscopeError(Exception):
-    """A failure reported by the library. `status` is its ts_status name
-    (e.g. "TS_ERR_SHAPE"); str(e) is the library's message."""
+    """A failure reported by the library: str(e) is its message, e.status
+    the ts_status name ("TS_ERR_SHAPE")."""
 
-    status = "TS_ERR"
-
-    def __init__(self, message, status=None):
-        super().__init__(message)
-        if status:
-            self.status = status
-
-
-class InvalidArgumentError(TensorscopeError, ValueError):
-    status = "TS_ERR_INVALID_ARGUMENT"
-
-
-class OutOfMemoryError(TensorscopeError, MemoryError):
-    status = "TS_ERR_OUT_OF_MEMORY"
-
-
-class FileError(TensorscopeError, OSError):
-    status = "TS_ERR_IO"
+    @property
+    def status(self):
+        from ._capi import lib
+        if type(self) not in _BY_STATUS:
+            return "TS_ERR"
+        return lib.ts_status_name(_BY_STATUS.index(type(self)) + 1).decode()
 
     def __str__(self):  # OSError would print its args tuple
         return self.args[0] if self.args else ""
 
 
+class InvalidArgumentError(TensorscopeError, ValueError):
+    """A bad value, name or option."""
+
+
+class OutOfMemoryError(TensorscopeError, MemoryError):
+    """The allocator said no."""
+
+
+class FileError(TensorscopeError, OSError):
+    """A file could not be opened, read or written."""
+
+
 class FormatError(TensorscopeError, ValueError):
-    status = "TS_ERR_FORMAT"
+    """A file's contents are corrupt or truncated."""
 
 
 class ShapeError(TensorscopeError, ValueError):
-    status = "TS_ERR_SHAPE"
+    """Shapes do not fit the op."""
 
 
 class NotFoundError(TensorscopeError, LookupError):
-    status = "TS_ERR_NOT_FOUND"
+    """An unknown tensor, anchor or key name."""
 
 
 class StateError(TensorscopeError, RuntimeError):
-    status = "TS_ERR_STATE"
+    """Called at the wrong time (e.g. before compile)."""
 
 
 class NumericsError(TensorscopeError, FloatingPointError):
     """A numeric check found NaN or Inf; `tensor` names the first one."""
 
-    status = "TS_ERR_NUMERICS"
     tensor = None
 
 
 class UnsupportedError(TensorscopeError, NotImplementedError):
-    status = "TS_ERR_UNSUPPORTED"
+    """A feature not built in."""
 
 
 class InternalError(TensorscopeError, RuntimeError):
-    status = "TS_ERR_INTERNAL"
+    """A bug in tensorscope: please report it."""
 
 
-# index = ts_status value
-_BY_STATUS = [None, InvalidArgumentError, OutOfMemoryError, FileError, FormatError, ShapeError,
+# in ts_status order, from TS_ERR_INVALID_ARGUMENT = 1
+_BY_STATUS = [InvalidArgumentError, OutOfMemoryError, FileError, FormatError, ShapeError,
               NotFoundError, StateError, NumericsError, UnsupportedError, InternalError]
 
 
-def error_for(status, message, status_name=None):
-    cls = _BY_STATUS[status] if 0 < status < len(_BY_STATUS) else TensorscopeError
-    return cls(message, status_name)
+def error_for(status, message):
+    """The exception of a non-zero ts_status."""
+    cls = _BY_STATUS[status - 1] if 1 <= status <= len(_BY_STATUS) else TensorscopeError
+    return cls(message)

@@ -87,7 +87,7 @@ class Model:
         c_arrays = (_capi.Array * max(n, 1))(*[a for a, _ in arrays.values()])
         st = lib.ts_model_run(self._h, names, c_arrays, n)
         if st == 8:  # TS_ERR_NUMERICS: say which tensor
-            e = NumericsError(_capi.last_error(), "TS_ERR_NUMERICS")
+            e = NumericsError(_capi.last_error())
             failed = lib.ts_model_failed_tensor(self._h)
             e.tensor = failed.decode() if failed else None
             raise e
