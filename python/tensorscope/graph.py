@@ -12,11 +12,13 @@ import ctypes as C
 import inspect
 import os
 import sys
+import weakref
 
 import numpy as np
 
 from . import _capi
 from ._capi import check, cstr, lib
+from .errors import NotFoundError, StateError
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -130,11 +132,16 @@ class Tensor:
     """A tensor of a graph (owned by the graph). Its values exist only for
     parameters; anchor any other tensor to see it in a model."""
 
-    __slots__ = ("graph", "_h")
+    __slots__ = ("graph", "_ptr")
 
     def __init__(self, graph, handle):
         self.graph = graph
-        self._h = handle
+        self._ptr = handle
+
+    @property
+    def _h(self):
+        self.graph._h  # raises once the graph is closed
+        return self._ptr
 
     @property
     def name(self):
@@ -185,7 +192,6 @@ class Tensor:
     def _param_array(self):
         a = self._info()
         if not a.data:
-            from .errors import StateError
             raise StateError(f"'{self.name}' is not a parameter: only parameters hold values in "
                              "a graph; anchor it (Options.anchor_tensor) to see it in a run")
         return a
@@ -194,10 +200,10 @@ class Tensor:
         return f"<Tensor {self.name} {_capi.shape_str(self._info())}>"
 
     def __eq__(self, other):
-        return isinstance(other, Tensor) and other._h == self._h
+        return isinstance(other, Tensor) and other._ptr == self._ptr
 
     def __hash__(self):
-        return hash(self._h)
+        return hash(self._ptr)
 
     def __add__(self, other):
         return self.graph.add(self, other)
@@ -232,8 +238,15 @@ class Graph:
     _files = {}  # source file names handed to ts_graph_at (kept for the process)
 
     def __init__(self, seed=0, _handle=None):
-        self._h = _handle or _capi.checked_handle(lib.ts_graph_new(int(seed)), "ts_graph_new")
+        self._ptr = _handle or _capi.checked_handle(lib.ts_graph_new(int(seed)), "ts_graph_new")
         self._queues = []  # outfeed queues the graph streams to must outlive it
+        self._models = weakref.WeakSet()  # closed before the graph
+
+    @property
+    def _h(self):
+        if self._ptr is None:
+            raise StateError("the graph was closed")
+        return self._ptr
 
     @classmethod
     def from_onnx(cls, path, input_shapes=None):
@@ -253,13 +266,16 @@ class Graph:
         return cls(_handle=h.value)
 
     def close(self):
-        """Frees the graph now (models of it must be closed first)."""
-        if self._h:
-            lib.ts_graph_free(self._h)
-            self._h = None
+        """Frees the graph now, and closes the models of it first; using
+        any of them, or a tensor of the graph, afterwards is a StateError."""
+        for m in list(self._models):
+            m.close()
+        if self._ptr is not None:
+            lib.ts_graph_free(self._ptr)
+            self._ptr = None
 
     def __del__(self):
-        if self._h and not sys.is_finalizing():
+        if getattr(self, "_ptr", None) is not None and not sys.is_finalizing():
             self.close()
 
     def _locate(self):
@@ -282,7 +298,6 @@ class Graph:
         """The tensor called `name` (parameters, inputs, op outputs)."""
         ptr = lib.ts_graph_find(self._h, cstr(name))
         if not ptr:
-            from .errors import NotFoundError
             raise NotFoundError(_capi.last_error() or f"no tensor named '{name}' in the graph")
         return Tensor(self, ptr)
 

@@ -8,12 +8,13 @@ zero-copy output is `Tensor.view()` of a parameter.
 """
 import ctypes as C
 import sys
+import threading
 
 import numpy as np
 
 from . import _capi
 from ._capi import check, cstr, lib
-from .errors import NumericsError
+from .errors import NumericsError, StateError
 from .graph import Graph, Tensor
 from .options import Options
 
@@ -39,17 +40,27 @@ class Model:
     def __init__(self, graph, options, handle, training, returns):
         self.graph = graph      # parameters live in the graph
         self.options = options  # and queues in the options
-        self._h = handle
+        self._ptr = handle
         self.training = training
         self._returns = returns  # anchor names a call returns
+        self._lock = threading.RLock()  # one call into the model at a time
+        graph._models.add(self)
+
+    @property
+    def _h(self):
+        if self._ptr is None:
+            raise StateError("the model was closed (or its graph was)")
+        return self._ptr
 
     def close(self):
-        if self._h:
-            lib.ts_model_free(self._h)
-            self._h = None
+        """Frees the model now; using it afterwards is a StateError."""
+        with self._lock:
+            if self._ptr is not None:
+                lib.ts_model_free(self._ptr)
+                self._ptr = None
 
     def __del__(self):
-        if getattr(self, "_h", None) and not sys.is_finalizing():
+        if getattr(self, "_ptr", None) is not None and not sys.is_finalizing():
             self.close()
 
     # ---- life cycle
@@ -57,7 +68,8 @@ class Model:
         """Validates, infers shapes, orders ops and plans memory. Inputs,
         when given, are checked to match the graph's inputs by name and
         dtype (their batch size is taken at the first run)."""
-        check(lib.ts_model_compile(self._h))
+        with self._lock:
+            check(lib.ts_model_compile(self._h))
         if inputs or named_inputs:
             for name, (arr, _) in self._arrays(inputs, named_inputs).items():
                 declared = self.graph.tensor(name).dtype
@@ -81,7 +93,10 @@ class Model:
     def __call__(self, *inputs, **named_inputs):
         """One run. Returns the loss (training) or the outputs (inference)
         as the anchors return them: copies."""
-        arrays = self._arrays(inputs, named_inputs)
+        with self._lock:
+            return self._run(self._arrays(inputs, named_inputs))
+
+    def _run(self, arrays):
         n = len(arrays)
         names = (C.c_char_p * max(n, 1))(*[cstr(k) for k in arrays])
         c_arrays = (_capi.Array * max(n, 1))(*[a for a, _ in arrays.values()])
@@ -118,8 +133,9 @@ class Model:
     def get_anchored_tensor(self, short_name):
         """The anchored array of the last run (shape per its output mode), a copy."""
         a = _capi.Array()
-        check(lib.ts_model_anchored(self._h, cstr(short_name), C.byref(a)))
-        return _capi.to_numpy(a, short_name)
+        with self._lock:
+            check(lib.ts_model_anchored(self._h, cstr(short_name), C.byref(a)))
+            return _capi.to_numpy(a, short_name)
 
     # ---- observation
     def watches(self):
@@ -128,9 +144,14 @@ class Model:
         and with histograms log2_zeros, log2_counts, tb_counts; with ranges
         a `range` dict."""
         ptr, n = C.POINTER(_capi.WatchResult)(), C.c_size_t()
-        check(lib.ts_model_watch_results(self._h, C.byref(ptr), C.byref(n)))
+        with self._lock:
+            check(lib.ts_model_watch_results(self._h, C.byref(ptr), C.byref(n)))
+            return self._watch_dicts(ptr, n.value)
+
+    @staticmethod
+    def _watch_dicts(ptr, n):
         out = {}
-        for i in range(n.value):
+        for i in range(n):
             r = ptr[i]
             if not r.summary:
                 continue

@@ -242,13 +242,9 @@ class OutfeedQueue:
         c = lib.ts_outfeed_get_counts(self._h)
         return {n: getattr(c, n) for n, _ in c._fields_}
 
-    def close(self):
-        """Stops the consumer thread and frees the queue (models feeding it
-        must be closed first)."""
-        if self._h:
+    def __del__(self):
+        # Freed (its consumer thread stopped) once nothing uses it: the graphs
+        # and options it was given to keep it alive, and models keep those.
+        if getattr(self, "_h", None) and not sys.is_finalizing():
             lib.ts_outfeed_free(self._h)
             self._h = None
-
-    def __del__(self):
-        if getattr(self, "_h", None) and not sys.is_finalizing():
-            self.close()

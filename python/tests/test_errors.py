@@ -144,3 +144,41 @@ def test_numerics_error_names_the_tensor():
 def test_missing_files():
     with pytest.raises(ts.FileError):
         ts.Dataset.mnist("/nonexistent-directory")
+
+
+def test_closed_graphs_and_models_raise_instead_of_crashing():
+    g = small_mlp()
+    m = ts.training_model(g, ts.Options(), optimizer=ts.SGD(lr=0.01))
+    m.compile()
+    fc1 = g.tensor("fc1.weight")
+    g.close()  # closes m first
+    with pytest.raises(ts.StateError, match="closed"):
+        m(*batches(1))
+    with pytest.raises(ts.StateError, match="closed"):
+        fc1.numpy()
+    with pytest.raises(ts.StateError, match="closed"):
+        g.relu(fc1)
+    m.close()
+    g.close()  # twice is fine
+
+
+def test_one_call_into_a_model_at_a_time():
+    import threading
+    m = ts.training_model(small_mlp(), ts.Options(), optimizer=ts.SGD(lr=0.01))
+    m.compile()
+    errors = []
+
+    def work(seed):
+        try:
+            for i in range(5):
+                m(*batches(1, seed=seed * 10 + i))
+                m.get_anchored_tensor("loss")
+        except Exception as e:  # noqa: BLE001 -- reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and m.runs == 20
