@@ -169,8 +169,15 @@ class Tensor:
         return bool(self._info().data)
 
     @property
-    def is_input(self):
-        return bool(lib.ts_tensor_is_input(self._h))
+    def op(self):
+        """The op's name ("MatMul", "Param", "Input", ...)."""
+        return lib.ts_tensor_op(self._h).decode()
+
+    @property
+    def location(self):
+        """Where it was built ("train.py:42"), or ""."""
+        buf = C.create_string_buffer(1024)
+        return lib.ts_tensor_location(self._h, buf, len(buf)).decode()
 
     def numpy(self):
         """A copy of a parameter's current values."""
@@ -309,7 +316,7 @@ class Graph:
     @property
     def inputs(self):
         """The graph's inputs in build order: the order `model(*inputs)` takes."""
-        return [t for t in self.tensors() if t.is_input]
+        return [t for t in self.tensors() if t.op == "Input"]
 
     @property
     def outputs(self):
