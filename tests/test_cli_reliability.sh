@@ -78,7 +78,7 @@ cp -r w wnan
 $PY -c "import numpy as np; a=np.load('wnan/fc2.bias.npy'); a[3]=np.nan; np.save('wnan/fc2.bias.npy', a)"
 run nanw "$BIN" train "${FAST[@]}" --max-steps 1 --weights wnan
 check "a weight file with a NaN is refused (exit 1, names the file)" \
-    eval '[ $rc -eq 1 ] && has nanw.err "fc2.bias.npy holds 1 NaN"' || show nanw.err
+    eval '[ $rc -eq 1 ] && has nanw.err "fc2.bias.npy: .fc2.bias. holds 1 NaN"' || show nanw.err
 cp -r w wfifo && rm wfifo/fc1.weight.npy && mkfifo wfifo/fc1.weight.npy
 run fifo timeout 60 "$BIN" train "${FAST[@]}" --max-steps 1 --weights wfifo
 check "a FIFO as a weight file: an error at once, not a hang" \

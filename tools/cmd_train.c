@@ -179,34 +179,8 @@ static ts_status save_one(ts_tensor *t, const ts_array *value, const void *dir) 
     return st;
 }
 
-/* A weight that is NaN or infinite is refused: training from it would only
- * spread NaN, silently. The message is printed here (the library's error
- * is not ours to set); the caller then only stops. */
-static bool weights_reported;
-static ts_status load_one(ts_tensor *t, const ts_array *value, const void *dir) {
-    (void)value;
-    char *path = cli_path(dir, ts_tensor_name(t), ".npy");
-    ts_array v = {0};
-    ts_status st = path ? ts_npy_load(path, &v) : TS_ERR_OUT_OF_MEMORY;
-    if (!st && v.dtype == TS_F32) {
-        int64_t bad = 0, n = ts_array_numel(&v);
-        for (int64_t i = 0; i < n; i++) bad += !isfinite(((const float *)v.data)[i]);
-        if (bad) {
-            fprintf(stderr, "tensorscope: loading weights: %s holds %lld NaN or infinite value%s of %lld; it is not a usable weight file\n",
-                    path, (long long)bad, bad == 1 ? "" : "s", (long long)n);
-            weights_reported = true;
-            st = TS_ERR_FORMAT;
-        }
-    }
-    if (!st) st = ts_param_set(t, &v);
-    ts_npy_free(&v);
-    free(path);
-    return st;
-}
-
 static ts_status save_weights(const cli_model *cm, const char *dir) { return each_param(cm, save_one, dir); }
 
-static ts_status load_weights(const cli_model *cm, const char *dir) { return each_param(cm, load_one, dir); }
 
 typedef struct curve {
     double x[4096], y[4096];
@@ -339,8 +313,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         cli_runtime_error("building the model");
         goto done;
     }
-    if (a.weights && load_weights(&cm, a.weights)) {
-        if (!weights_reported) cli_runtime_error("loading weights");
+    if (a.weights && ts_graph_load_weights(cm.g, a.weights)) { /* checked whole (shapes, NaN) before any is set */
+        cli_runtime_error("loading weights");
         goto done;
     }
     if (!(o = ts_options_new())) goto done;
