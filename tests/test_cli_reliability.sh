@@ -14,33 +14,13 @@ BIN=$BUILD/tensorscope
 DATA=$SRC/data/mnist
 PY=/usr/bin/python3 # Debian's python3-numpy
 
-passed=0 failed=0
-ok() { echo "ok   $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL $*"; failed=$((failed + 1)); }
-check() { # check MESSAGE CMD...
-    local msg=$1
-    shift
-    if "$@"; then ok "$msg"; else fail "$msg"; return 1; fi
-}
-finish() {
-    echo "$passed passed, $failed failed"
-    [ "$failed" -eq 0 ]
-    exit
-}
+# shellcheck source=support/cli_checks.sh
+source "$SRC/tests/support/cli_checks.sh"
 [ -x "$BIN" ] || { fail "$BIN is missing"; finish; }
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/ts_cli_rel.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 cd "$T" || exit 1
-rc=0
-run() { # run NAME CMD...: stdout NAME.out, stderr NAME.err, status $rc
-    local name=$1
-    shift
-    "$@" > "$name.out" 2> "$name.err"
-    rc=$?
-}
-has() { grep -Eq -- "$2" "$1"; }
-show() { sed 's/^/     | /' "$1" | head -n "${2:-6}"; }
 FAST=(--data "$DATA" --quiet --batch-size 500 --holdout 1000)
 
 usage2() { # usage2 WHAT REGEX ARGS...: exit 2 and REGEX on stderr, quickly (no training)
