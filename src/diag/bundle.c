@@ -344,7 +344,7 @@ static void write_exit(FILE *f, const ts_debug_run_config *c, const run_result *
 static void put_quoted(FILE *f, const char *a) {
     int plain = *a != 0;
     for (const char *p = a; *p; p++)
-        if (!isalnum((unsigned char)*p) && !strchr("-_./=:,+@%<>", *p))
+        if (!isalnum((unsigned char)*p) && !strchr("-_./=:,+@%", *p))
             plain = 0;
     if (plain) {
         put_redacted_urls(f, a);
