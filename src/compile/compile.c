@@ -197,6 +197,7 @@ static ts_status build_entries(ts_model *m, ts_prog *p) {
         const ts_tensor *t = g->t[i];
         p->value_entry[i] = p->n_entries;
         if (add_entry(p, &cap, TS_KIND_VALUE, t, &p->shape[i], t->op == TS_OP_PARAM)) return TS_ERR_OUT_OF_MEMORY;
+        p->entries[p->value_entry[i]].view = ts_op_get(t->op)->view && g->t[t->in[0]]->op == TS_OP_INPUT;
         if (p->needs_grad[i]) {
             p->grad_entry[i] = p->n_entries;
             if (add_entry(p, &cap, TS_KIND_GRAD, t, &p->shape[i], false)) return TS_ERR_OUT_OF_MEMORY;
@@ -236,7 +237,7 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
         const ts_tensor *t = g->t[en->node];
         size_t bytes = (size_t)en->numel * sizeof(float);
         bool activation = t->op != TS_OP_PARAM && t->op != TS_OP_INPUT;
-        if (en->kind == TS_KIND_VALUE && activation) {
+        if (en->kind == TS_KIND_VALUE && activation && !en->view) {
             /* live until the last forward consumer, and until the backward
              * of each consumer that reads it (and its own backward when that
              * reads the output): a value no backward reads dies in forward */

@@ -54,6 +54,7 @@ typedef struct ts_entry {
     int64_t numel;
     bool per_step;       /* else per micro-batch */
     float *data;         /* current buffer (inputs: re-pointed each micro-batch) */
+    bool view;           /* a view (Reshape, Flatten) of a model input: shares and follows its buffer */
     /* observers; `observed` is the one flag the executor tests */
     bool observed;
     int *anchors;

@@ -247,6 +247,10 @@ static ts_status run_body(ts_model *m, const ts_array *const *bound) {
                 ts_entry *e = &p->entries[p->value_entry[i]];
                 e->data = (float *)bound[i]->data + mb * e->numel; /* i32 has the same width */
             }
+            for (int k = 0; k < p->n_order; k++) { /* views of inputs follow them; their forward copies nothing */
+                ts_entry *e = &p->entries[p->value_entry[p->order[k]]];
+                if (e->view) e->data = p->entries[p->value_entry[g->t[p->order[k]]->in[0]]].data;
+            }
             if (a == 0)
                 for (int k = 0; k < p->n_order; k++)
                     if (g->t[p->order[k]]->op == TS_OP_PARAM) OBSERVE(m, p->value_entry[p->order[k]], d);

@@ -33,6 +33,7 @@ typedef struct ts_op_def {
      * may reuse its buffer once the forward consumers are done. 0 (the
      * default) = it reads every input: always safe, never wrong. */
     unsigned bwd_unread_inputs;
+    bool view;              /* output = input 0's data reshaped: of a model input it shares the buffer, no copy */
     unsigned int_inputs;    /* bit j: input j is i32 (labels, indices) and gets no gradient */
     ts_shape_fn shape;
     ts_kernel_fn forward;
