@@ -120,17 +120,17 @@ static int64_t numel_out(const ts_kctx *k) { return ts_shape_numel(&k->out_shape
 static void fwd_matmul(const ts_kctx *k) {
     bool t = k->node->op == TS_OP_MATMUL_T;
     int64_t M = k->in_shape[0].d[0], K = k->in_shape[0].d[1], N = k->out_shape.d[1];
-    ts_gemm(false, t, M, N, K, k->in[0], k->in[1], 0.0f, k->out);
+    ts_gemm_pool(k->pool, false, t, M, N, K, k->in[0], k->in[1], 0.0f, k->out);
 }
 
 /* C = A op(B): dA += dC op(B)^T ; dB += A^T dC (or dC^T A when B was transposed) */
 static void bwd_matmul(const ts_kctx *k) {
     bool t = k->node->op == TS_OP_MATMUL_T;
     int64_t M = k->in_shape[0].d[0], K = k->in_shape[0].d[1], N = k->out_shape.d[1];
-    if (k->din[0]) ts_gemm(false, !t, M, K, N, k->dout, k->in[1], 1.0f, k->din[0]);
+    if (k->din[0]) ts_gemm_pool(k->pool, false, !t, M, K, N, k->dout, k->in[1], 1.0f, k->din[0]);
     if (k->din[1]) {
-        if (t) ts_gemm(true, false, N, K, M, k->dout, k->in[0], 1.0f, k->din[1]);
-        else ts_gemm(true, false, K, N, M, k->in[0], k->dout, 1.0f, k->din[1]);
+        if (t) ts_gemm_pool(k->pool, true, false, N, K, M, k->dout, k->in[0], 1.0f, k->din[1]);
+        else ts_gemm_pool(k->pool, true, false, K, N, M, k->in[0], k->dout, 1.0f, k->din[1]);
     }
 }
 
