@@ -182,17 +182,16 @@ static void print_row(const row *rw) {
     }
     const ts_compare_result *r = &rw->r;
     double frac = r->count ? 100.0 * (double)r->mismatches / (double)r->count : 0;
-    printf("%-8s %-40s %-16s max_abs %.3g at %s  max_rel %.3g  mismatched %.2f%%  mean %.5g/%.5g  std %.5g/%.5g  "
-           "min %.5g/%.5g  max %.5g/%.5g  atol needed %.3g",
-           status_word(rw->status), rw->ts_name, rw->shape, r->max_abs, rw->why, r->max_rel, frac, r->a.mean, r->ref.mean,
-           r->a.std, r->ref.std, r->a.min, r->ref.min, r->a.max, r->ref.max, r->min_atol);
+    printf("%-8s %-32s %-14s max_abs %-9.3g at %-10s max_rel %-9.3g mismatched %6.2f%%  atol needed %.3g", status_word(rw->status),
+           rw->ts_name, rw->shape, r->max_abs, rw->why, r->max_rel, frac, r->min_atol);
+    if (strcmp(rw->ts_name, rw->ref_name) != 0) printf("  (reference '%s')", rw->ref_name);
+    printf("\n         %-32s mean %11.5g / %-11.5g std %11.5g / %-11.5g min %11.5g / %-11.5g max %11.5g / %.5g\n", "  ours / reference:",
+           r->a.mean, r->ref.mean, r->a.std, r->ref.std, r->a.min, r->ref.min, r->a.max, r->ref.max);
     int64_t nf_a = r->a.nans + r->a.pos_infs + r->a.neg_infs, nf_r = r->ref.nans + r->ref.pos_infs + r->ref.neg_infs;
     if (nf_a || nf_r)
-        printf("  non-finite %lld NaN %lld +Inf %lld -Inf / reference %lld NaN %lld +Inf %lld -Inf", (long long)r->a.nans,
+        printf("         non-finite: ours %lld NaN %lld +Inf %lld -Inf, reference %lld NaN %lld +Inf %lld -Inf\n", (long long)r->a.nans,
                (long long)r->a.pos_infs, (long long)r->a.neg_infs, (long long)r->ref.nans, (long long)r->ref.pos_infs,
                (long long)r->ref.neg_infs);
-    if (strcmp(rw->ts_name, rw->ref_name) != 0) printf("  (reference '%s')", rw->ref_name);
-    printf("\n");
 }
 
 /* JSON string body with escapes. */
@@ -699,7 +698,7 @@ int cmd_compare(int argc, char **argv) {
     }
     if (first >= 0) {
         explain(two_dumps ? NULL : cm.g, rows, n_rows, &rows[first], detail, sizeof detail);
-        printf("\nfirst divergence: %s -- %s\n", rows[first].ts_name, detail);
+        printf("\nfirst divergence: %s\n  %s\n", rows[first].ts_name, detail);
     }
     printf("\ncompared: %d passed, %d failed; %d without a counterpart or with another shape; %d skipped\n", passes, fails,
            problems, skipped);
