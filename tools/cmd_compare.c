@@ -409,7 +409,9 @@ static void explain(ts_graph *g, const row *rows, int n, const row *bad, char *d
 
 /* Reference names map to tensorscope names: --map pairs first, then the
  * exact name, then a module path: the last op output of that scope
- * (`fc1` -> `fc1/Add:0`), with `Gradient___` carried over. */
+ * (`fc1` -> `fc1/Add:0`), or of the one scope that ends with it (PyTorch's
+ * exporter nests `features.0` as `/features/features.0/Conv`, imported as
+ * scope `features.features.0`), with `Gradient___` carried over. */
 static char *resolve_name(ts_graph *g, const char *ref, char *const *map, int n_map) {
     for (int i = 0; i + 1 < n_map; i += 2)
         if (strcmp(map[i], ref) == 0) return strdup(map[i + 1]);
@@ -417,12 +419,21 @@ static char *resolve_name(ts_graph *g, const char *ref, char *const *map, int n_
     bool grad = base != ref;
     if (ts_graph_find(g, base)) return strdup(ref);
     size_t len = strlen(base);
-    const char *last = NULL;
+    const char *exact = NULL, *suffix = NULL;
+    size_t suffix_scope = 0;
+    bool ambiguous = false;
     for (size_t i = 0; i < ts_graph_tensor_count(g); i++) {
         const char *nm = ts_tensor_name(ts_graph_tensor_at(g, i));
         const char *slash = strrchr(nm, '/');
-        if (slash && (size_t)(slash - nm) == len && strncmp(nm, base, len) == 0) last = nm;
+        if (!slash) continue;
+        size_t sl = (size_t)(slash - nm);
+        if (sl == len && strncmp(nm, base, len) == 0) exact = nm;
+        else if (sl > len && nm[sl - len - 1] == '.' && strncmp(nm + sl - len, base, len) == 0) {
+            if (suffix && (suffix_scope != sl || strncmp(suffix, nm, sl) != 0)) ambiguous = true;
+            suffix = nm, suffix_scope = sl;
+        }
     }
+    const char *last = exact ? exact : ambiguous ? NULL : suffix;
     if (!last) return NULL;
     size_t n = strlen(last) + 12;
     char *s = malloc(n);
