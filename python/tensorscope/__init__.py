@@ -27,7 +27,7 @@ from .errors import (FileError, FormatError, InternalError, InvalidArgumentError
                      TensorscopeError, UnsupportedError)
 from .graph import OPS, Graph, Tensor, print_tensor
 from .model import Model, inference_model, metrics_report, training_model
-from .observe import plot_gradient_histogram, save_npy, summary, summary_line
+from .observe import compare, plot_gradient_histogram, save_npy, summary, summary_line
 from .options import SGD, Adam, AdamW, Options, OutfeedQueue, OutputMode, Record, Watch
 
 __version__ = _lib.ts_version().decode()

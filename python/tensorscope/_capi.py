@@ -88,6 +88,12 @@ class OutfeedCounts(C.Structure):  # ts_outfeed_counts
                 ("wait_ns", C.c_int64)]
 
 
+class CompareResult(C.Structure):  # ts_compare_result
+    _fields_ = [("count", C.c_int64), ("mismatches", C.c_int64), ("max_abs", C.c_double),
+                ("max_abs_index", C.c_int64), ("max_rel", C.c_double), ("min_atol", C.c_double),
+                ("a", Stats), ("ref", Stats), ("pass", C.c_int)]
+
+
 class MemoryUsage(C.Structure):  # ts_memory_usage
     _fields_ = [("rss", C.c_int64), ("pss", C.c_int64), ("uss", C.c_int64)]
 
@@ -143,6 +149,8 @@ _PROTOTYPES = {
     "ts_graph_tensor_count": (C.c_size_t, [P]),
     "ts_graph_tensor_at": (P, [P, C.c_size_t]),
     "ts_param_set": (_st, [P, C.POINTER(Array)]),
+    "ts_graph_save_weights": (_st, [P, S]),
+    "ts_graph_load_weights": (_st, [P, S]),
     "ts_graph_dump": (C.c_void_p, [P, P, C.c_int, C.c_int]),
     # options
     "ts_output_mode_parse": (_st, [S, C.POINTER(C.c_int)]),
@@ -179,6 +187,9 @@ _PROTOTYPES = {
     "ts_model_memory_get": (_st, [P, C.POINTER(ModelMemory)]),
     "ts_model_memory_line": (S, [P, C.c_char_p, C.c_size_t]),
     "ts_model_failed_tensor": (S, [P]),
+    "ts_model_lint": (_st, [P, C.POINTER(STRS), C.POINTER(C.c_size_t)]),
+    "ts_compare_arrays": (_st, [C.POINTER(Array), C.POINTER(Array), C.c_double, C.c_double,
+                                C.POINTER(CompareResult)]),
     # summaries and plots
     "ts_summarize_f32": (_st, [C.POINTER(C.c_float), C.c_int64, C.c_int, C.POINTER(Summary)]),
     "ts_summary_line": (S, [S, C.POINTER(Array), C.POINTER(Stats), C.c_char_p, C.c_size_t]),
@@ -274,6 +285,11 @@ def take_string(ptr):
 
 def cstr(s):
     return None if s is None else str(s).encode()
+
+
+def as_dict(struct, skip=()):
+    """A struct's fields as a dict (nested structs stay structs: skip them)."""
+    return {n: getattr(struct, n) for n, _ in struct._fields_ if n not in skip}
 
 
 def strings(ptr, n):

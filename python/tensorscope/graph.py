@@ -338,6 +338,16 @@ class Graph:
         for name, v in values.items():
             self.tensor(name).set_value(v)
 
+    def save_weights(self, path):
+        """Every parameter: one .npz archive when `path` ends in .npz, else
+        `<name>.npy` files in directory `path`."""
+        check(lib.ts_graph_save_weights(self._h, cstr(path)))
+
+    def load_weights(self, path):
+        """Loads what save_weights wrote (or PyTorch's state dict saved the
+        same way): every parameter, with its shape, and nothing else."""
+        check(lib.ts_graph_load_weights(self._h, cstr(path)))
+
     # ---- building
     def status(self):
         """Raises the graph's sticky builder error, if any."""

@@ -20,15 +20,14 @@ from .options import Options
 
 
 def _summary_dict(s):
-    st = s.stats
-    out = {n: getattr(st, n) for n, _ in st._fields_}
+    out = _capi.as_dict(s.stats)
     out["what"] = s.what
     if s.what & 2:
         out["log2_zeros"] = s.log2_zeros
         out["log2_counts"] = np.ctypeslib.as_array(s.log2_counts).copy()
         out["tb_counts"] = np.ctypeslib.as_array(s.tb_counts).copy()
     if s.what & 4:
-        out["range"] = {n: getattr(s.range, n) for n, _ in s.range._fields_}
+        out["range"] = _capi.as_dict(s.range)
     return out
 
 
@@ -137,6 +136,14 @@ class Model:
             check(lib.ts_model_anchored(self._h, cstr(short_name), C.byref(a)))
             return _capi.to_numpy(a, short_name)
 
+    def lint(self):
+        """Warnings found at compile about mistakes that give bad scores
+        without an error (softmax over the batch, NLL on values that are not
+        log-probabilities, a parameter with no path to the loss, ...)."""
+        ptr, n = _capi.STRS(), C.c_size_t()
+        check(lib.ts_model_lint(self._h, C.byref(ptr), C.byref(n)))
+        return _capi.strings(ptr, n.value)
+
     # ---- observation
     def watches(self):
         """{tensor name: summary dict} of the last run's watches: count,
@@ -168,8 +175,8 @@ class Model:
         """Bytes held by the compiled model by lifetime class, and the process's."""
         m = _capi.ModelMemory()
         check(lib.ts_model_memory_get(self._h, C.byref(m)))
-        out = {n: getattr(m, n) for n, _ in m._fields_ if n != "process"}
-        out["process"] = {n: getattr(m.process, n) for n, _ in m.process._fields_}
+        out = _capi.as_dict(m, skip=("process",))
+        out["process"] = _capi.as_dict(m.process)
         return out
 
     def memory_line(self):

@@ -12,6 +12,7 @@ STRUCTS = {
     "ts_outfeed_config": _capi.OutfeedConfig, "ts_outfeed_record": _capi.OutfeedRecord,
     "ts_outfeed_counts": _capi.OutfeedCounts, "ts_memory_usage": _capi.MemoryUsage,
     "ts_model_memory": _capi.ModelMemory, "ts_loader_config": _capi.LoaderConfig,
+    "ts_compare_result": _capi.CompareResult,
 }
 
 
