@@ -20,6 +20,7 @@ Errors of the library are raised as TensorscopeError subclasses carrying its
 message. Arrays returned are copies (valid after the next run); inputs are
 read in place when C-contiguous; Tensor.view() is the zero-copy exception.
 """
+from . import _capi
 from ._capi import lib as _lib
 from .data import DataLoader, Dataset
 from .errors import (FileError, FormatError, InternalError, InvalidArgumentError,
@@ -36,6 +37,24 @@ __version__ = _lib.ts_version().decode()
 def set_log_level(level):
     """0 off, 1 error (print ops), 2 warn, 3 info (default), 4 debug, 5 trace."""
     _lib.ts_set_log_level(int(level))
+
+
+_log_fn = None  # the callback the library holds
+
+
+def set_log_callback(fn):
+    """Routes the library's log lines (print ops included) to fn(level,
+    message), e.g. to show them in a notebook; None restores stderr. fn runs
+    on whichever thread logs and must not call back into tensorscope."""
+    global _log_fn
+    if fn is None:
+        _lib.ts_set_log_callback(_capi.LOG_FN(), None)
+        _log_fn = None
+        return
+    new = _capi.LOG_FN(lambda _user, level, message: fn(level, message.decode("utf-8",
+                                                                                  "replace")))
+    _lib.ts_set_log_callback(new, None)
+    _log_fn = new
 
 
 def metrics_reset():

@@ -115,6 +115,7 @@ class OnnxInput(C.Structure):  # ts_onnx_input
 
 
 SINK_FN = C.CFUNCTYPE(None, C.c_void_p, C.POINTER(OutfeedRecord))
+LOG_FN = C.CFUNCTYPE(None, C.c_void_p, C.c_int, C.c_char_p)
 
 # ------------------------------------------------------------- prototypes
 
@@ -130,6 +131,7 @@ _PROTOTYPES = {
     "ts_last_error": (S, []),
     "ts_clear_error": (None, []),
     "ts_set_log_level": (None, [C.c_int]),
+    "ts_set_log_callback": (None, [LOG_FN, C.c_void_p]),
     "ts_get_log_level": (C.c_int, []),
     "ts_dtype_name": (S, [C.c_int]),
     "ts_array_shape_str": (S, [C.POINTER(Array), C.c_char_p, C.c_size_t]),
