@@ -24,7 +24,10 @@ def _load():
     # TENSORSCOPE_LIBRARY points at another build (e.g. build/libtensorscope.so).
     path = os.environ.get("TENSORSCOPE_LIBRARY") or os.path.join(_HERE, "libtensorscope.so")
     try:
-        return C.CDLL(path)
+        # RTLD_GLOBAL (it exports only ts_* names): loaded locally, its
+        # libunwind dependency breaks C++ exception unwinding in libraries
+        # loaded after it (PyTorch's ONNX export aborted in libgcc_s).
+        return C.CDLL(path, mode=C.RTLD_GLOBAL)
     except OSError as e:
         raise ImportError(
             f"tensorscope: cannot load the library {path} ({e}); reinstall the package "

@@ -203,16 +203,22 @@ def _tensor(graph, t):
     return t if isinstance(t, Tensor) else graph.tensor(t)
 
 
-def training_model(model, options=None, optimizer=None, loss="loss", example_inputs=None):
-    """A training model of `model`: a ts.Graph minimising its tensor `loss`
-    (a Tensor or a name), or a torch.nn.Module returning its loss (exported
-    through ONNX with `example_inputs`; see copy_weights_to_torch)."""
+def training_model(model, options=None, optimizer=None, loss=None, example_inputs=None):
+    """A training model of `model`, minimising `loss`:
+
+    - a ts.Graph: `loss` is its loss tensor or its name (default "loss");
+    - a torch.nn.Module, exported through ONNX in training mode with
+      `example_inputs` (the inputs of one micro-batch): with loss=None its
+      forward returns the loss, last (PopTorch's convention); with
+      loss="cross_entropy" or "nll" its forward returns scores or
+      log-probabilities and tensorscope adds the loss over an input
+      "labels" (i32 [B]). See TorchModel.copy_weights_to_torch."""
     if not isinstance(model, Graph):
         from ._torch import training_model_of_module
-        return training_model_of_module(model, options, optimizer, example_inputs)
+        return training_model_of_module(model, options, optimizer, example_inputs, loss)
     if optimizer is None:
         raise TypeError("training_model needs an optimizer, e.g. optimizer=ts.SGD(lr=0.01)")
-    return new_training_model(Model, model, options, optimizer, loss)
+    return new_training_model(Model, model, options, optimizer, "loss" if loss is None else loss)
 
 
 def new_training_model(cls, graph, options, optimizer, loss):
