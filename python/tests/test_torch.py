@@ -101,3 +101,25 @@ def test_a_module_returning_its_loss_trains_as_in_torch():
     except ts.UnsupportedError as e:  # the importer has no loss ops yet
         assert "NegativeLogLikelihoodLoss" in str(e) or "CrossEntropyLoss" in str(e)
         pytest.xfail(str(e).split(":")[-1][:200])
+
+
+@pytest.mark.skipif(not HAS_ONNX_IMPORT, reason="this library does not import ONNX")
+def test_from_onnx_inference_matches_torch(tmp_path):
+    from tensorscope._torch import export_onnx
+    torch.manual_seed(1)
+    net = Scores()
+    path = str(tmp_path / "scores.onnx")
+    export_onnx(net, (torch.zeros(4, 6),), path, ["x"])
+    g = ts.Graph.from_onnx(path, {"x": [4, 6]})
+    assert [t.name for t in g.inputs] == ["x"]
+    assert set(g.parameters()) == {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}
+    model = ts.inference_model(g, ts.Options().device_iterations(2))  # the file's outputs
+    model.compile()
+    x, _ = batches(2)
+    out = model(x)
+    assert out.shape == (2, 4, 3)
+    with torch.no_grad():
+        want = net(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(out.reshape(8, 3), want, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ts.FileError):
+        ts.Graph.from_onnx(str(tmp_path / "missing.onnx"))
