@@ -32,6 +32,13 @@ from .observe import compare, plot_gradient_histogram, save_npy, summary, summar
 from .options import SGD, Adam, AdamW, Options, OutfeedQueue, OutputMode, Record, Watch
 
 __version__ = _lib.ts_version().decode()
+__all__ = ["Adam", "AdamW", "DataLoader", "Dataset", "FileError", "FormatError", "Graph",
+           "InternalError", "InvalidArgumentError", "Model", "NotFoundError", "NumericsError",
+           "OPS", "Options", "OutOfMemoryError", "OutfeedQueue", "OutputMode", "Record", "SGD",
+           "ShapeError", "StateError", "Tensor", "TensorscopeError", "UnsupportedError",
+           "Watch", "compare", "inference_model", "metrics_report", "metrics_reset",
+           "plot_gradient_histogram", "print_tensor", "save_npy", "set_log_callback",
+           "set_log_level", "summary", "summary_line", "training_model"]
 
 
 def set_log_level(level):

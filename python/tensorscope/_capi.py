@@ -136,7 +136,6 @@ _PROTOTYPES = {
     "ts_set_log_level": (None, [C.c_int]),
     "ts_set_log_callback": (None, [LOG_FN, C.c_void_p]),
     "ts_get_log_level": (C.c_int, []),
-    "ts_dtype_name": (S, [C.c_int]),
     "ts_array_shape_str": (S, [C.POINTER(Array), C.c_char_p, C.c_size_t]),
     # graph
     "ts_graph_new": (P, [C.c_uint64]),
@@ -306,10 +305,6 @@ def strings(ptr, n):
 DTYPES = [np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int32), np.dtype(np.int64),
           np.dtype(np.uint8)]  # index = ts_dtype
 _DTYPE_CODE = {d: i for i, d in enumerate(DTYPES)}
-
-
-def dtype_name(code):
-    return lib.ts_dtype_name(code).decode()
 
 
 def to_c(a, what):

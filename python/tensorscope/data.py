@@ -24,9 +24,10 @@ class Dataset:
     def from_arrays(cls, x, labels):
         """A dataset of copies of x [N,...] and integer labels [N]."""
         fn = _capi.function("ts_dataset_from_arrays", "Dataset.from_arrays")
-        (ax, kx), (al, kl) = _capi.to_c(x, "x"), _capi.to_c(labels, "labels")
+        (ax, keep_x), (al, keep_labels) = _capi.to_c(x, "x"), _capi.to_c(labels, "labels")
         h = C.c_void_p()
         check(fn(C.byref(h), C.byref(ax), C.byref(al)))
+        del keep_x, keep_labels  # the arrays the library copied
         return cls(h.value)
 
     def __len__(self):

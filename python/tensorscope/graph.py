@@ -119,7 +119,7 @@ def _make_op(method, cname, spec):
             cargs += _convert(kind, bound.arguments[name], self, f"{method}({name})")
         fn = getattr(lib, cname) if present else _capi.function(cname, f"Graph.{method}")
         self._locate()
-        return self._tensor(fn(self._h, *cargs), method)
+        return self._tensor(fn(self._h, *cargs))
 
     op.__name__ = method
     op.__qualname__ = f"Graph.{method}"
@@ -295,7 +295,7 @@ class Graph:
         b = Graph._files.setdefault(f, C.create_string_buffer(f.encode()))
         lib.ts_graph_at(self._h, b, frame.f_lineno)
 
-    def _tensor(self, ptr, what):
+    def _tensor(self, ptr):
         if not ptr:
             _capi.check(lib.ts_graph_status(self._h) or 1)
         return Tensor(self, ptr)
