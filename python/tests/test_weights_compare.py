@@ -89,3 +89,10 @@ def test_runs_after_loading_weights_use_them(tmp_path):
         m.compile()
         losses.append(float(m(*batches(1))))
     assert losses[0] == losses[1]
+
+
+def test_save_npy_read_by_numpy(tmp_path):
+    a = np.arange(12, dtype=np.int64).reshape(3, 4)[:, ::2]  # not contiguous
+    path = str(tmp_path / "a.npy")
+    ts.save_npy(path, a)
+    np.testing.assert_array_equal(np.load(path), a)
