@@ -9,8 +9,11 @@ import os
 
 import numpy as np
 
-from .errors import error_for
+from .errors import (InvalidArgumentError, OutOfMemoryError, StateError, UnsupportedError,
+                     error_for)
 
+TS_ERR_NOT_FOUND = 6  # ts_status values the binding acts on
+TS_ERR_NUMERICS = 8
 TS_MAX_DIMS = 8
 TS_LOG2_BINS = 256
 TS_TB_BINS = 1551
@@ -250,7 +253,6 @@ def function(name, what):
     build of the library does not have it. Called at use, never at import."""
     f = getattr(lib, name, None)
     if f is None:
-        from .errors import UnsupportedError
         raise UnsupportedError(
             f"{what} needs {name}, which this libtensorscope ({lib.ts_version().decode()}) "
             "does not have; install a newer tensorscope")
@@ -273,14 +275,14 @@ def check(status):
 def checked_handle(ptr, what):
     """A handle returned by a function that gives NULL on failure."""
     if not ptr:
-        raise error_for(1, last_error() or f"{what} failed")
+        raise InvalidArgumentError(last_error() or f"{what} failed")
     return ptr
 
 
 def take_string(ptr):
     """A library string that the caller frees (ts_string_free)."""
     if not ptr:
-        raise error_for(2, last_error() or "out of memory")
+        raise OutOfMemoryError(last_error() or "out of memory")
     try:
         return C.string_at(ptr).decode("utf-8", "replace")
     finally:
@@ -345,6 +347,6 @@ def to_numpy(arr, what="array"):
     out = np.empty(shape, dtype)
     if out.size:
         if not arr.data:
-            raise error_for(7, f"{what}: the library returned no data")
+            raise StateError(f"{what}: the library returned no data")
         C.memmove(out.ctypes.data, arr.data, out.nbytes)
     return out

@@ -68,7 +68,7 @@ class DataLoader:
         x, y = _capi.Array(), _capi.Array()
         while True:
             st = lib.ts_loader_next(self._h, self.group, C.byref(x), C.byref(y))
-            if st == 6:  # TS_ERR_NOT_FOUND: the epoch is over
+            if st == _capi.TS_ERR_NOT_FOUND:  # the epoch is over
                 return
             check(st)
             yield _capi.to_numpy(x, "images"), _capi.to_numpy(y, "labels")

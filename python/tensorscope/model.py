@@ -16,17 +16,17 @@ from . import _capi
 from ._capi import check, cstr, lib
 from .errors import NumericsError, StateError
 from .graph import Graph, Tensor
-from .options import Options
+from .options import Options, Watch
 
 
 def _summary_dict(s):
     out = _capi.as_dict(s.stats)
     out["what"] = s.what
-    if s.what & 2:
+    if s.what & Watch.HISTOGRAM:
         out["log2_zeros"] = s.log2_zeros
         out["log2_counts"] = np.ctypeslib.as_array(s.log2_counts).copy()
         out["tb_counts"] = np.ctypeslib.as_array(s.tb_counts).copy()
-    if s.what & 4:
+    if s.what & Watch.RANGE:
         out["range"] = _capi.as_dict(s.range)
     return out
 
@@ -100,7 +100,7 @@ class Model:
         names = (C.c_char_p * max(n, 1))(*[cstr(k) for k in arrays])
         c_arrays = (_capi.Array * max(n, 1))(*[a for a, _ in arrays.values()])
         st = lib.ts_model_run(self._h, names, c_arrays, n)
-        if st == 8:  # TS_ERR_NUMERICS: say which tensor
+        if st == _capi.TS_ERR_NUMERICS:  # say which tensor
             e = NumericsError(_capi.last_error())
             failed = lib.ts_model_failed_tensor(self._h)
             e.tensor = failed.decode() if failed else None

@@ -217,7 +217,7 @@ class OutfeedQueue:
         rec = _capi.OutfeedRecord()
         while True:
             st = lib.ts_outfeed_dequeue(self._h, C.byref(rec), 0)
-            if st == 6:  # TS_ERR_NOT_FOUND: nothing left
+            if st == _capi.TS_ERR_NOT_FOUND:  # nothing left
                 return
             check(st)
             yield Record(rec.key.decode(), rec.run, rec.sample,
