@@ -495,6 +495,14 @@ typedef struct ts_series {
 TS_API ts_status ts_plot_lines(const char *path, const char *title, const char *x_label,
                                const ts_series *series, int n_series);
 
+/* A grid of image tiles with one shared colour scale and a colour bar.
+ * [T,H,W]: T tiles laid out near-square, labelled by index (the channels of
+ * one sample's feature maps); [R,C,H,W]: R rows of C tiles labelled "r,c"
+ * (conv filters: output by input channel). Values of both signs use a
+ * blue-white-red scale symmetric about 0, others viridis from min to max;
+ * NaN/Inf pixels are magenta. PNG (or SVG when the path ends in .svg). */
+TS_API ts_status ts_plot_tiles(const char *path, const char *title, const ts_array *a);
+
 /* ------------------------------------------------------------------ .npy */
 
 /* Writes an array as a .npy file (format 1.0, little-endian, C order).

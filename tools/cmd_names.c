@@ -42,7 +42,7 @@ static int compile_model(const char *cmd, const model_args *a, cli_model *cm, ts
 }
 
 #define MODEL_FLAGS(a)                                                                                  \
-    {"--model", FLAG_STRING, &(a).model, "NAME", "built-in model (mlp)"},                               \
+    {"--model", FLAG_STRING, &(a).model, "NAME", "built-in model (mlp, cnn)"},                               \
     {"--batch-size", FLAG_INT, &(a).batch_size, "B", "micro-batch size (default 64)"},                  \
     {"--optimizer", FLAG_STRING, &(a).optimizer, "sgd|adam|adamw", "optimizer state to include"},       \
     {"--momentum", FLAG_FLOAT, &(a).momentum, "M", "SGD momentum (adds Accl___ tensors)"},              \
