@@ -150,22 +150,6 @@ static double train(ts_model *m, const bench *b, long first, long n)
     return now_s() - t0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, long n)
-{
-    double *c = malloc(sizeof(double) * (size_t)n);
-    memcpy(c, v, sizeof(double) * (size_t)n);
-    qsort(c, (size_t)n, sizeof(double), cmp_double);
-    double r = n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
-    free(c);
-    return r;
-}
-
 int main(int argc, char **argv)
 {
     const char *env_threads = getenv("TS_BENCH_THREADS");
@@ -226,21 +210,18 @@ int main(int argc, char **argv)
         const ts_watch_result *w;
         size_t nw = 0;
         ts_model_watch_results(sides[1].m, &w, &nw);
-        double ratio[MAX_REPS], best[2];
+        double ratio[MAX_REPS], best[2], lo = 1e9, hi = -1e9;
+        for (long r = 0; r < n_reps; r++) { /* pairs first: median() sorts secs */
+            ratio[r] = secs[1][r] / secs[0][r];
+            lo = ratio[r] < lo ? ratio[r] : lo, hi = ratio[r] > hi ? ratio[r] : hi;
+        }
         for (int k = 0; k < 2; k++) {
-            double med = median(secs[k], n_reps) / (double)steps, lo = secs[k][0], hi = secs[k][0];
-            for (long r = 0; r < n_reps; r++)
-                lo = secs[k][r] < lo ? secs[k][r] : lo, hi = secs[k][r] > hi ? secs[k][r] : hi;
-            best[k] = lo / (double)steps;
+            double med = median(secs[k], n_reps) / (double)steps; /* sorted now */
+            best[k] = secs[k][0] / (double)steps;
             printf("%s role=%s model=%s batch=%ld threads=%ld steps=%ld reps=%ld watched=%zu ms_per_step=%.4f best_ms=%.4f worst_ms=%.4f "
                    "samples_per_s=%.1f gflops=%.3f\n",
                    impl[k], k ? "cand" : "base", b.model, b.batch, b.threads, steps, n_reps, k ? nw : 0, med * 1e3, best[k] * 1e3,
-                   hi / (double)steps * 1e3, (double)b.batch / med, flops / med * 1e-9);
-        }
-        double lo = 1e9, hi = -1e9;
-        for (long r = 0; r < n_reps; r++) {
-            ratio[r] = secs[1][r] / secs[0][r];
-            lo = ratio[r] < lo ? ratio[r] : lo, hi = ratio[r] > hi ? ratio[r] : hi;
+                   secs[k][n_reps - 1] / (double)steps * 1e3, (double)b.batch / med, flops / med * 1e-9);
         }
         printf("overhead pct=%.2f best_pct=%.2f min_pct=%.2f max_pct=%.2f\n", (median(ratio, n_reps) - 1) * 100,
                (best[1] / best[0] - 1) * 100, (lo - 1) * 100, (hi - 1) * 100);

@@ -26,6 +26,7 @@
 #include "check.h"
 #include "cnn.h"
 #include "fixture.h"
+#include "reference.h"
 #include "tensorscope.h"
 
 enum { BATCH = 16, PIXELS = 784, TRAJ_D = 10, TRAJ_A = 2 };
@@ -46,14 +47,6 @@ static const char *const ACTIVATIONS[] = {"conv1/Conv2d:0", "bn1/BatchNorm:0", "
 #define N_BUFFERS ((int)(sizeof BUFFERS / sizeof BUFFERS[0]))
 #define N_ACTIVATIONS ((int)(sizeof ACTIVATIONS / sizeof ACTIVATIONS[0]))
 
-static const ts_array *need(const fixture *f, const char *name)
-{
-    const ts_array *a = fixture_get(f, name);
-    if (!a)
-        CHECK(0, "fixture has entry %s", name);
-    return a;
-}
-
 /* Parameters and buffers back to the fixture's initial values. */
 static void reset_state(const cnn *m, const fixture *f)
 {
@@ -70,53 +63,6 @@ static void reset_state(const cnn *m, const fixture *f)
     CHECK(ok, "parameters and running statistics set to the fixture's initial values");
 }
 
-static void anchor_all(ts_options *o, const char *prefix, const char *const *names, int n, ts_output_mode mode)
-{
-    char full[256];
-    for (int i = 0; i < n; i++) {
-        snprintf(full, sizeof full, "%s%s", prefix, names[i]);
-        ts_status st = ts_options_anchor(o, full, full, mode, 0);
-        if (st != TS_OK)
-            CHECK_OK(st, "anchor %s", full);
-    }
-}
-
-static ts_model *compile(const cnn *m, ts_options *o, ts_optimizer opt, const char *what)
-{
-    ts_model *model = NULL;
-    ts_status st = ts_model_training(&model, m->g, m->loss, o, opt);
-    if (st == TS_OK)
-        st = ts_model_compile(model);
-    CHECK_OK(st, "compile %s", what);
-    if (st != TS_OK) {
-        ts_model_free(model);
-        return NULL;
-    }
-    return model;
-}
-
-static int run(ts_model *model, const ts_array *x, const ts_array *y, const char *what)
-{
-    const char *names[2] = {"x", "labels"};
-    ts_array in[2] = {*x, *y};
-    ts_status st = ts_model_run(model, names, in, 2);
-    CHECK_OK(st, "run %s", what);
-    return st == TS_OK;
-}
-
-static void expect_anchor(const ts_model *model, const char *short_name, const ts_array *want, double rtol, double atol, const char *label)
-{
-    ts_array got;
-    if (!want)
-        return;
-    ts_status st = ts_model_anchored(model, short_name, &got);
-    if (st != TS_OK) {
-        CHECK_OK(st, "anchored %s", short_name);
-        return;
-    }
-    CHECK_RESULT(ts_expect_array_close(label, &got, want, rtol, atol));
-}
-
 /* A tensor of the reference pass: atol + 2 f32_error/<name>. */
 static void expect_reference(const ts_model *model, const fixture *f, const char *name, double atol)
 {
@@ -125,7 +71,7 @@ static void expect_reference(const ts_model *model, const fixture *f, const char
     const ts_array *e = need(f, key);
     double err = e ? (double)((const float *)e->data)[0] : 0.0;
     snprintf(label, sizeof label, "%s (atol +%.2g)", name, 2 * err);
-    expect_anchor(model, name, need(f, name), RTOL, atol + 2 * err, label);
+    expect_anchor(model, name, -1, need(f, name), RTOL, atol + 2 * err, label);
 }
 
 /* Parameters (as UpdatedVar___ anchors and graph values) and running
@@ -139,7 +85,7 @@ static void expect_state(const cnn *m, const ts_model *model, const fixture *f, 
         snprintf(name, sizeof name, "%s%s", prefix, base);
         snprintf(anchor, sizeof anchor, "%s%s", is_param ? "UpdatedVar___" : "", base);
         const ts_array *want = need(f, name);
-        expect_anchor(model, anchor, want, rtol, atol, name);
+        expect_anchor(model, anchor, -1, want, rtol, atol, name);
         ts_array value;
         ts_tensor *p = ts_graph_find(m->g, base);
         if (want && p && ts_tensor_info(p, &value) == TS_OK && value.data) {
@@ -170,7 +116,7 @@ static void step_case(const cnn *m, const fixture *f, const char *tag, ts_optimi
         anchor_all(o, "", ACTIVATIONS, N_ACTIVATIONS, TS_OUTPUT_FINAL);
         anchor_all(o, "Gradient___", ACTIVATIONS, N_ACTIVATIONS, TS_OUTPUT_FINAL);
     }
-    ts_model *model = compile(m, o, opt, tag);
+    ts_model *model = compile(m->g, m->loss, o, opt, tag);
     snprintf(what, sizeof what, "%s step 1", tag);
     if (model && run(model, x, y, what)) {
         if (reference) {
@@ -183,7 +129,7 @@ static void step_case(const cnn *m, const fixture *f, const char *tag, ts_optimi
             }
             for (int i = 0; i < N_BUFFERS; i++) {
                 snprintf(key, sizeof key, "running/%s", BUFFERS[i]);
-                expect_anchor(model, BUFFERS[i], need(f, key), RTOL, ATOL, key);
+                expect_anchor(model, BUFFERS[i], -1, need(f, key), RTOL, ATOL, key);
             }
         }
         snprintf(key, sizeof key, "%s1/", tag);
@@ -231,10 +177,10 @@ static void trajectory_case(const cnn *m, const fixture *f, const char *source_d
     ts_options_anchor(o, "loss", "loss", TS_OUTPUT_ALL, 0);
     anchor_all(o, "UpdatedVar___", PARAMS, N_PARAMS, TS_OUTPUT_FINAL);
     anchor_all(o, "", BUFFERS, N_BUFFERS, TS_OUTPUT_FINAL);
-    ts_model *model = compile(m, o, ts_sgd(0.05f, 0.9f, 0.0f), "trajectory");
+    ts_model *model = compile(m->g, m->loss, o, ts_sgd(0.05f, 0.9f, 0.0f), "trajectory");
     if (model && run(model, &xin, &yin, "trajectory")) {
         CHECK(ts_model_steps(model) == TRAJ_D, "steps %lld after D=%d", (long long)ts_model_steps(model), TRAJ_D);
-        expect_anchor(model, "loss", losses, TRAJ_RTOL, ATOL, "traj/loss (ALL, 20 micro-batches)");
+        expect_anchor(model, "loss", -1, losses, TRAJ_RTOL, ATOL, "traj/loss (ALL, 20 micro-batches)");
         expect_state(m, model, f, "traj/final/", TRAJ_RTOL, ATOL);
     }
     ts_model_free(model);
