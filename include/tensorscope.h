@@ -170,9 +170,9 @@ TS_API ts_tensor *ts_linear(ts_graph *g, ts_tensor *x, int64_t out_features, con
 
 TS_API ts_tensor *ts_matmul(ts_graph *g, ts_tensor *a, ts_tensor *b);   /* [M,K]x[K,N] */
 TS_API ts_tensor *ts_matmul_t(ts_graph *g, ts_tensor *a, ts_tensor *b); /* [M,K]x[N,K]^T */
-TS_API ts_tensor *ts_add(ts_graph *g, ts_tensor *a, ts_tensor *b); /* b broadcasts */
-TS_API ts_tensor *ts_sub(ts_graph *g, ts_tensor *a, ts_tensor *b); /* b broadcasts */
-TS_API ts_tensor *ts_mul(ts_graph *g, ts_tensor *a, ts_tensor *b); /* b broadcasts */
+TS_API ts_tensor *ts_add(ts_graph *g, ts_tensor *a, ts_tensor *b); /* numpy broadcasting */
+TS_API ts_tensor *ts_sub(ts_graph *g, ts_tensor *a, ts_tensor *b); /* numpy broadcasting */
+TS_API ts_tensor *ts_mul(ts_graph *g, ts_tensor *a, ts_tensor *b); /* numpy broadcasting */
 TS_API ts_tensor *ts_scale(ts_graph *g, ts_tensor *x, float s);
 TS_API ts_tensor *ts_relu(ts_graph *g, ts_tensor *x);
 TS_API ts_tensor *ts_log(ts_graph *g, ts_tensor *x);
@@ -191,6 +191,53 @@ TS_API ts_tensor *ts_mean(ts_graph *g, ts_tensor *x); /* all elements -> [] */
  * pass as `<title>_gradient` (`Gradient___<name>` for an empty title).
  * Never optimised away. */
 TS_API ts_tensor *ts_print(ts_graph *g, ts_tensor *x, const char *title);
+
+
+/* ---- tensor and transformer ops. add, sub, mul and div broadcast by
+ * numpy's rules (shapes aligned on the right, each pair of dims equal or
+ * one of them 1); gradients are summed over the broadcast dims. Negative
+ * dims count from the end. */
+/* A named constant (f32 or i32, copied): listed and anchorable, no gradient
+ * (masks, position ids). */
+TS_API ts_tensor *ts_constant(ts_graph *g, const char *name, const ts_array *value);
+TS_API ts_tensor *ts_div(ts_graph *g, ts_tensor *a, ts_tensor *b);
+TS_API ts_tensor *ts_exp(ts_graph *g, ts_tensor *x);
+TS_API ts_tensor *ts_sqrt(ts_graph *g, ts_tensor *x);
+TS_API ts_tensor *ts_pow(ts_graph *g, ts_tensor *x, float exponent);
+TS_API ts_tensor *ts_erf(ts_graph *g, ts_tensor *x);
+/* 0.5 x (1 + erf(x / sqrt 2)); tanh_approx: PyTorch's approximate='tanh'. */
+TS_API ts_tensor *ts_gelu(ts_graph *g, ts_tensor *x, int tanh_approx);
+/* weight [V,C] gathered by i32 indices [...] -> [...,C]; the backward pass
+ * scatter-adds into the weight's gradient (an index out of [0,V) is an
+ * error at run). */
+TS_API ts_tensor *ts_embedding(ts_graph *g, ts_tensor *weight, ts_tensor *indices);
+/* Normalises over the last `ndims` dims, then * weight + bias (both of the
+ * shape of those dims), as PyTorch's layer_norm. */
+TS_API ts_tensor *ts_layer_norm(ts_graph *g, ts_tensor *x, ts_tensor *weight, ts_tensor *bias, int ndims, float eps);
+/* [...,M,K] x [...,K,N] -> [...,M,N], the leading dims broadcast; with
+ * transpose_a / transpose_b an operand is stored as [...,K,M] / [...,N,K]. */
+TS_API ts_tensor *ts_matmul_batched(ts_graph *g, ts_tensor *a, ts_tensor *b, int transpose_a, int transpose_b);
+/* out dim i is x's dim perm[i] (perm has x's rank entries). */
+TS_API ts_tensor *ts_permute(ts_graph *g, ts_tensor *x, const int *perm);
+TS_API ts_tensor *ts_transpose(ts_graph *g, ts_tensor *x, int dim0, int dim1);
+/* x[..., start:start+length, ...] along dim. */
+TS_API ts_tensor *ts_slice(ts_graph *g, ts_tensor *x, int dim, int64_t start, int64_t length);
+/* n equal slices along dim into out[0..n). */
+TS_API ts_status ts_split(ts_graph *g, ts_tensor *x, int dim, int n, ts_tensor **out);
+TS_API ts_tensor *ts_concat(ts_graph *g, ts_tensor *const *xs, int n, int dim);
+/* cond (i32, non-zero = true) ? a : b, all three broadcast together. */
+TS_API ts_tensor *ts_where(ts_graph *g, ts_tensor *cond, ts_tensor *a, ts_tensor *b);
+/* x with `value` (may be -INFINITY) where the i32 mask, broadcast to x, is
+ * non-zero. */
+TS_API ts_tensor *ts_masked_fill(ts_graph *g, ts_tensor *x, ts_tensor *mask, float value);
+/* Reductions over the n_axes given axes (keepdim: they stay as 1). Max's
+ * gradient goes to every element equal to the maximum. */
+TS_API ts_tensor *ts_reduce_sum(ts_graph *g, ts_tensor *x, int n_axes, const int *axes, int keepdim);
+TS_API ts_tensor *ts_reduce_mean(ts_graph *g, ts_tensor *x, int n_axes, const int *axes, int keepdim);
+TS_API ts_tensor *ts_reduce_max(ts_graph *g, ts_tensor *x, int n_axes, const int *axes, int keepdim);
+/* ts_cross_entropy over logits [N,...,V] and labels [N,...]; labels equal
+ * to ignore_index count neither in the loss nor in the mean. */
+TS_API ts_tensor *ts_cross_entropy_ignore(ts_graph *g, ts_tensor *logits, ts_tensor *labels, int32_t ignore_index);
 
 #ifndef TS_NO_SOURCE_LOCATIONS
 #define TS_AT_(g) ts_graph_at((g), __FILE__, __LINE__)
@@ -214,6 +261,27 @@ TS_API ts_tensor *ts_print(ts_graph *g, ts_tensor *x, const char *title);
 #define ts_sum(g, ...) ts_sum(TS_AT_(g), __VA_ARGS__)
 #define ts_mean(g, ...) ts_mean(TS_AT_(g), __VA_ARGS__)
 #define ts_print(g, ...) ts_print(TS_AT_(g), __VA_ARGS__)
+#define ts_constant(g, ...) ts_constant(TS_AT_(g), __VA_ARGS__)
+#define ts_div(g, ...) ts_div(TS_AT_(g), __VA_ARGS__)
+#define ts_exp(g, ...) ts_exp(TS_AT_(g), __VA_ARGS__)
+#define ts_sqrt(g, ...) ts_sqrt(TS_AT_(g), __VA_ARGS__)
+#define ts_pow(g, ...) ts_pow(TS_AT_(g), __VA_ARGS__)
+#define ts_erf(g, ...) ts_erf(TS_AT_(g), __VA_ARGS__)
+#define ts_gelu(g, ...) ts_gelu(TS_AT_(g), __VA_ARGS__)
+#define ts_embedding(g, ...) ts_embedding(TS_AT_(g), __VA_ARGS__)
+#define ts_layer_norm(g, ...) ts_layer_norm(TS_AT_(g), __VA_ARGS__)
+#define ts_matmul_batched(g, ...) ts_matmul_batched(TS_AT_(g), __VA_ARGS__)
+#define ts_permute(g, ...) ts_permute(TS_AT_(g), __VA_ARGS__)
+#define ts_transpose(g, ...) ts_transpose(TS_AT_(g), __VA_ARGS__)
+#define ts_slice(g, ...) ts_slice(TS_AT_(g), __VA_ARGS__)
+#define ts_split(g, ...) ts_split(TS_AT_(g), __VA_ARGS__)
+#define ts_concat(g, ...) ts_concat(TS_AT_(g), __VA_ARGS__)
+#define ts_where(g, ...) ts_where(TS_AT_(g), __VA_ARGS__)
+#define ts_masked_fill(g, ...) ts_masked_fill(TS_AT_(g), __VA_ARGS__)
+#define ts_reduce_sum(g, ...) ts_reduce_sum(TS_AT_(g), __VA_ARGS__)
+#define ts_reduce_mean(g, ...) ts_reduce_mean(TS_AT_(g), __VA_ARGS__)
+#define ts_reduce_max(g, ...) ts_reduce_max(TS_AT_(g), __VA_ARGS__)
+#define ts_cross_entropy_ignore(g, ...) ts_cross_entropy_ignore(TS_AT_(g), __VA_ARGS__)
 #endif
 
 TS_API ts_status ts_tensor_set_name(ts_tensor *t, const char *name);

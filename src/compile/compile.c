@@ -104,7 +104,7 @@ static int cmp_names(const void *a, const void *b) { return strcmp(*(const char 
  * outputs, and outputs leaving their scope. */
 static bool is_layer_output(const ts_graph *g, const ts_prog *p, int i) {
     const ts_tensor *t = g->t[i];
-    if (t->op == TS_OP_INPUT || t->op == TS_OP_PARAM) return false;
+    if (t->op == TS_OP_INPUT || t->op == TS_OP_PARAM || t->op == TS_OP_CONST) return false;
     const char *slash = strchr(t->name, '/');
     if (!slash) return true;
     size_t scope_len = (size_t)(slash - t->name);
@@ -122,7 +122,7 @@ static ts_status infer_shapes(ts_model *m, ts_prog *p) {
         const ts_tensor *t = g->t[i];
         const ts_op_def *def = ts_op_get(t->op);
         if (!p->live[i]) continue; /* e.g. the loss of a graph run for inference */
-        if (t->op == TS_OP_INPUT || t->op == TS_OP_PARAM) {
+        if (t->op == TS_OP_INPUT || t->op == TS_OP_PARAM || t->op == TS_OP_CONST) {
             p->shape[i] = (i < m->n_override && m->input_override[i].ndim >= 0) ? m->input_override[i] : t->shape;
             continue;
         }
@@ -235,7 +235,7 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
         ts_entry *en = &p->entries[e];
         const ts_tensor *t = g->t[en->node];
         size_t bytes = (size_t)en->numel * sizeof(float);
-        bool activation = t->op != TS_OP_PARAM && t->op != TS_OP_INPUT;
+        bool activation = t->op != TS_OP_PARAM && t->op != TS_OP_INPUT && t->op != TS_OP_CONST;
         if (en->kind == TS_KIND_VALUE && activation) {
             int64_t end = fwd[t->id];
             for (int k = 0; k < L; k++) {
@@ -546,7 +546,7 @@ static void mark_checks(ts_model *m, ts_prog *p) {
         if (en->kind == TS_KIND_VALUE) check = t->op == TS_OP_INPUT ? t->dtype == TS_F32 : (c == TS_CHECK_OP || is_layer_output(m->g, p, t->id));
         if (en->kind == TS_KIND_GRAD) check = c == TS_CHECK_OP || t->op == TS_OP_PARAM || is_layer_output(m->g, p, t->id);
         if (en->kind == TS_KIND_UPDATED) check = true;
-        if (t->op == TS_OP_PARAM && en->kind == TS_KIND_VALUE) check = false;
+        if ((t->op == TS_OP_PARAM || t->op == TS_OP_CONST) && en->kind == TS_KIND_VALUE) check = false;
         en->check = check;
         en->observed = en->observed || check;
     }

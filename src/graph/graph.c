@@ -110,8 +110,7 @@ ts_status ts_scope_pop(ts_graph *g) {
     return TS_OK;
 }
 
-/* "enc.block0" from the scope stack ("" at top level). */
-static void scope_path(const ts_graph *g, char *buf, size_t n) {
+void ts_graph_scope_path(const ts_graph *g, char *buf, size_t n) {
     size_t used = 0;
     buf[0] = '\0';
     for (int i = 0; i < g->n_scope && used < n; i++)
@@ -121,7 +120,7 @@ static void scope_path(const ts_graph *g, char *buf, size_t n) {
 /* `<scope>/<Op>:<k>` with k counting that op within the scope. */
 static char *op_output_name(ts_graph *g, const char *opname) {
     char scope[512], prefix[600], name[640];
-    scope_path(g, scope, sizeof scope);
+    ts_graph_scope_path(g, scope, sizeof scope);
     if (scope[0])
         snprintf(prefix, sizeof prefix, "%s/%s", scope, opname);
     else
@@ -164,7 +163,7 @@ static bool owned(const ts_graph *g, const ts_tensor *t) { return t && t->g == g
 /* Adds a node with n inputs: checks them (ownership, dtype: f32 except the
  * op's integer inputs, which are i32), infers its shape by the op table's
  * rule, names it. */
-static ts_tensor *add_node_n(ts_graph *g, ts_op op, const ts_tensor *const *ins, int n, const char *name,
+ts_tensor *ts_graph_add_node(ts_graph *g, ts_op op, const ts_tensor *const *ins, int n, const char *name,
                              void (*setup)(ts_tensor *, const void *), const void *arg) {
     if (!g) return NULL;
     if (g->sticky) return NULL;
@@ -224,7 +223,7 @@ static ts_tensor *add_node(ts_graph *g, ts_op op, const ts_tensor *a, const ts_t
                            void (*setup)(ts_tensor *, const void *), const void *arg) {
     const ts_tensor *ins[2] = {a, b};
     int arity = ts_op_get(op)->arity;
-    return add_node_n(g, op, ins, arity < 0 ? 0 : arity, name, setup, arg);
+    return ts_graph_add_node(g, op, ins, arity < 0 ? 0 : arity, name, setup, arg);
 }
 
 static void set_shape(ts_tensor *t, const void *arg) { t->shape = *(const ts_shape *)arg; }
@@ -233,7 +232,7 @@ static ts_tensor *add_leaf(ts_graph *g, ts_op op, const char *name, ts_dtype dty
                            const int64_t *shape) {
     if (!g) return NULL;
     if (g->sticky) return NULL;
-    const char *what = op == TS_OP_INPUT ? "ts_input" : "ts_param";
+    const char *what = op == TS_OP_INPUT ? "ts_input" : op == TS_OP_CONST ? "ts_constant" : "ts_param";
     if (!valid_name(name)) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: a name of 1-400 printable characters (no quotes or backslashes) is required", what);
     if (name_taken(g, name)) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: the name '%s' is already used in this graph", what, name);
     if (ndim < 0 || ndim > TS_MAX_DIMS || (ndim > 0 && !shape))
@@ -246,12 +245,12 @@ static ts_tensor *add_leaf(ts_graph *g, ts_op op, const char *name, ts_dtype dty
     }
     if (ts_shape_numel(&s) > (int64_t)1 << 34)
         return ts_graph_fail(g, TS_ERR_SHAPE, "%s '%s' has more than 2^34 elements", what, name);
-    if (dtype != TS_F32 && !(op == TS_OP_INPUT && dtype == TS_I32))
-        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s '%s': dtype must be f32%s", what, name, op == TS_OP_INPUT ? " (or i32 for labels)" : "");
+    if (dtype != TS_F32 && !(op != TS_OP_PARAM && dtype == TS_I32))
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s '%s': dtype must be f32%s", what, name, op != TS_OP_PARAM ? " or i32" : "");
     ts_tensor *t = add_node(g, op, NULL, NULL, name, set_shape, &s);
     if (!t) return NULL;
     t->dtype = dtype;
-    if (op == TS_OP_PARAM) {
+    if (op == TS_OP_PARAM || op == TS_OP_CONST) { /* an i32 constant keeps its values in the same 4-byte slots */
         t->value = ts_calloc((size_t)ts_shape_numel(&s), sizeof(float));
         if (!t->value) return ts_graph_fail(g, TS_ERR_OUT_OF_MEMORY, "out of memory for parameter '%s'", name);
     }
@@ -266,6 +265,15 @@ ts_tensor *ts_param(ts_graph *g, const char *name, int ndim, const int64_t *shap
     return add_leaf(g, TS_OP_PARAM, name, TS_F32, ndim, shape);
 }
 
+ts_tensor *ts_constant(ts_graph *g, const char *name, const ts_array *value) {
+    if (!g || g->sticky) return NULL;
+    if (!value || !value->data || value->ndim < 0 || value->ndim > TS_MAX_DIMS)
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_constant '%s': a value array with data is required", name ? name : "?");
+    ts_tensor *t = add_leaf(g, TS_OP_CONST, name, value->dtype, value->ndim, value->shape);
+    if (t) memcpy(t->value, value->data, (size_t)ts_shape_numel(&t->shape) * 4);
+    return t;
+}
+
 ts_tensor *ts_linear(ts_graph *g, ts_tensor *x, int64_t out_features, const char *name) {
     if (!g || g->sticky) return NULL;
     if (!x) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_linear '%s': input is NULL", name ? name : "?");
@@ -276,7 +284,7 @@ ts_tensor *ts_linear(ts_graph *g, ts_tensor *x, int64_t out_features, const char
     if (out_features <= 0) return ts_graph_fail(g, TS_ERR_SHAPE, "ts_linear '%s': out_features must be positive", name);
     int64_t in = x->shape.d[1];
     char scope[512], wname[640], bname[640];
-    scope_path(g, scope, sizeof scope);
+    ts_graph_scope_path(g, scope, sizeof scope);
     snprintf(wname, sizeof wname, "%s%s%s.weight", scope, scope[0] ? "." : "", name);
     snprintf(bname, sizeof bname, "%s%s%s.bias", scope, scope[0] ? "." : "", name);
     ts_tensor *w = ts_param(g, wname, 2, (int64_t[]){out_features, in});
