@@ -78,6 +78,7 @@ typedef struct ts_prog {
     float **scratch;     /* per node */
     ts_entry *entries;
     int n_entries;
+    ts_strmap entry_index; /* entry name -> index */
     const char **sorted_names;
     ts_anchor *anchors;
     int n_anchors;

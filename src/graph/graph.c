@@ -54,6 +54,8 @@ void ts_graph_free(ts_graph *g) {
     for (size_t i = 0; i < g->n_marks; i++) ts_free(g->marks[i].key);
     ts_free(g->marks);
     ts_free(g->op_counts);
+    ts_strmap_free(&g->names);
+    ts_strmap_free(&g->prefixes);
     ts_free(g->t);
     ts_free(g);
 }
@@ -125,12 +127,16 @@ static char *op_output_name(ts_graph *g, const char *opname) {
         snprintf(prefix, sizeof prefix, "%s/%s", scope, opname);
     else
         snprintf(prefix, sizeof prefix, "%s", opname);
-    size_t i = 0;
-    while (i < g->n_op_counts && strcmp(g->op_counts[i].prefix, prefix) != 0) i++;
-    if (i == g->n_op_counts) {
+    int found = ts_strmap_get(&g->prefixes, prefix);
+    size_t i = found >= 0 ? (size_t)found : g->n_op_counts;
+    if (found < 0) {
         if (ts_grow((void **)&g->op_counts, &g->cap_op_counts, i + 1, sizeof *g->op_counts)) return NULL;
         g->op_counts[i].prefix = ts_strdup(prefix);
         if (!g->op_counts[i].prefix) return NULL;
+        if (ts_strmap_put(&g->prefixes, g->op_counts[i].prefix, (int)i)) {
+            ts_free(g->op_counts[i].prefix);
+            return NULL;
+        }
         g->op_counts[i].count = 0;
         g->n_op_counts++;
     }
@@ -138,11 +144,7 @@ static char *op_output_name(ts_graph *g, const char *opname) {
     return ts_strdup(name);
 }
 
-static bool name_taken(const ts_graph *g, const char *name) {
-    for (size_t i = 0; i < g->n; i++)
-        if (strcmp(g->t[i]->name, name) == 0) return true;
-    return false;
-}
+static bool name_taken(const ts_graph *g, const char *name) { return ts_strmap_get(&g->names, name) >= 0; }
 
 static bool valid_name(const char *name) {
     if (!name || !*name || strlen(name) > 400) return false;
@@ -153,9 +155,8 @@ static bool valid_name(const char *name) {
 
 ts_tensor *ts_graph_find(const ts_graph *g, const char *name) {
     if (!g || !name) return NULL;
-    for (size_t i = 0; i < g->n; i++)
-        if (strcmp(g->t[i]->name, name) == 0) return g->t[i];
-    return NULL;
+    int id = ts_strmap_get(&g->names, name);
+    return id >= 0 ? g->t[id] : NULL;
 }
 
 static bool owned(const ts_graph *g, const ts_tensor *t) { return t && t->g == g && t->id >= 0 && (size_t)t->id < g->n && g->t[t->id] == t; }
@@ -209,6 +210,10 @@ ts_tensor *ts_graph_add_node(ts_graph *g, ts_op op, const ts_tensor *const *ins,
         return ts_graph_fail(g, st, "%s", msg);
     }
     t->name = name ? ts_strdup(name) : op_output_name(g, def->name);
+    if (t->name && ts_strmap_get(&g->names, t->name) < 0 && ts_strmap_put(&g->names, t->name, t->id)) {
+        ts_free(t->name);
+        t->name = NULL;
+    }
     if (!t->name) {
         ts_free(t->title);
         ts_free(t);
@@ -359,6 +364,11 @@ ts_status ts_tensor_set_name(ts_tensor *t, const char *name) {
         return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_tensor_set_name: '%s' uses a prefix reserved for derived tensors", name);
     char *d = ts_strdup(name);
     if (!d) return TS_ERR_OUT_OF_MEMORY;
+    if (ts_strmap_put(&t->g->names, d, t->id)) {
+        ts_free(d);
+        return TS_ERR_OUT_OF_MEMORY;
+    }
+    if (ts_strmap_get(&t->g->names, t->name) == t->id) ts_strmap_del(&t->g->names, t->name);
     ts_free(t->name);
     t->name = d;
     return TS_OK;

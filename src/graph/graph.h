@@ -95,6 +95,8 @@ struct ts_graph {
     int line;
     ts_outfeed_mark *marks;
     size_t n_marks, cap_marks;
+    ts_strmap names;    /* tensor name -> id */
+    ts_strmap prefixes; /* "<scope>/<Op>" -> index in op_counts */
 };
 
 static inline int64_t ts_shape_numel(const ts_shape *s) {
