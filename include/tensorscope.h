@@ -646,6 +646,51 @@ TS_API int64_t ts_loader_batches(const ts_loader *l);
  * group is returned whole when drop_last is off. */
 TS_API ts_status ts_loader_next(ts_loader *l, int n, ts_array *images, ts_array *labels);
 
+/* ------------------------------------------------------- text corpora */
+
+/* A text file (or DIR/input.txt) as a character corpus: the vocabulary is
+ * its distinct bytes in byte order (id i is ts_corpus_vocab(c)[i]); the
+ * last tenth is the held-out split. */
+typedef struct ts_corpus ts_corpus;
+TS_API ts_status ts_corpus_load(ts_corpus **out, const char *path);
+TS_API void ts_corpus_free(ts_corpus *c);
+TS_API int ts_corpus_vocab_size(const ts_corpus *c);
+TS_API const char *ts_corpus_vocab(const ts_corpus *c);
+/* Tokens in the training (held_out = 0) or held-out (1) split. */
+TS_API int64_t ts_corpus_length(const ts_corpus *c, int held_out);
+/* `batch` windows of T+1 tokens of a split at offsets drawn from the
+ * splitmix64 generator *rng (offset = next % (length - T)): inputs x and
+ * targets y (x shifted by one), both i32 [batch, T]. */
+TS_API ts_status ts_corpus_sample(const ts_corpus *c, int held_out, int64_t batch, int64_t T, uint64_t *rng,
+                                  int32_t *x, int32_t *y);
+/* The window at `offset` of a split (for a pass over the held-out text). */
+TS_API ts_status ts_corpus_window(const ts_corpus *c, int held_out, int64_t offset, int64_t T, int32_t *x,
+                                  int32_t *y);
+/* Token ids of `text` into ids (strlen(text) of them, *n set); a character
+ * outside the vocabulary is an error naming it. */
+TS_API ts_status ts_corpus_encode(const ts_corpus *c, const char *text, int32_t *ids, int64_t *n);
+
+/* ------------------------------------------------------------------ GPT */
+
+/* A character GPT (pre-norm blocks, causal self-attention, GELU MLPs, tied
+ * input/output embeddings) built into g. Inputs `tokens` and `targets`,
+ * i32 [batch, block_size]; the loss `loss` is the mean cross entropy.
+ * Names: `wte.weight` (also the output projection: one parameter, one
+ * gradient), `wpe.weight`, `blocks.<i>.ln1`, `blocks.<i>.attn.qkv`,
+ * `blocks.<i>.attn.proj`, `blocks.<i>.ln2`, `blocks.<i>.mlp.fc`,
+ * `blocks.<i>.mlp.proj`, `ln_f`; attention probabilities
+ * `blocks.<i>.attn/Softmax:0` [batch, heads, T, T]; logits `logits`
+ * [batch, T, vocab]. Weights N(0, 0.02) (projections into the residual
+ * stream 0.02/sqrt(2 layers)), biases 0, layer norms 1 and 0, from the
+ * graph's seed. */
+typedef struct ts_gpt_config {
+    int64_t vocab, block_size, layers, heads, embd, batch;
+} ts_gpt_config;
+typedef struct ts_gpt {
+    ts_tensor *tokens, *targets, *logits, *loss;
+} ts_gpt;
+TS_API ts_status ts_gpt_build(ts_graph *g, const ts_gpt_config *c, ts_gpt *out);
+
 #ifdef __cplusplus
 }
 #endif

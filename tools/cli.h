@@ -46,12 +46,22 @@ const char *cli_model_names(void);
 /* sgd|adam|adamw (any case) with the given hyper-parameters. */
 ts_status cli_optimizer(const char *name, double lr, double momentum, double weight_decay, ts_optimizer *out);
 
+/* ---- weights: every parameter as DIR/<name>.npy */
+ts_status cli_save_weights(const ts_graph *g, const char *dir);
+ts_status cli_load_weights(const ts_graph *g, const char *dir);
+/* same parameter names: copy the values across */
+ts_status cli_copy_weights(const ts_graph *from, ts_graph *to);
+
 /* ---- commands */
 int cmd_train(int argc, char **argv, bool eval_only);
 int cmd_names(int argc, char **argv);
 int cmd_graph(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_debug_run(int argc, char **argv);
+/* `train --model gpt` and `generate` (cmd_gpt.c) */
+bool cli_wants_gpt(int argc, char **argv);
+int cmd_train_gpt(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
 
 /* ---- progress bar on stderr (silent when not a terminal or quiet) */
 typedef struct cli_progress {

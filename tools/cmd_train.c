@@ -139,11 +139,11 @@ static void print_stats_table(const ts_model *m) {
 
 /* Calls fn for every parameter of the model (the tensors that hold values). */
 typedef ts_status (*param_fn)(ts_tensor *t, const ts_array *value, const void *ctx);
-static ts_status each_param(const cli_model *cm, param_fn fn, const void *ctx) {
-    for (size_t i = 0; i < ts_graph_tensor_count(cm->g); i++) {
-        ts_tensor *t = ts_graph_tensor_at(cm->g, i);
+static ts_status each_param(const ts_graph *g, param_fn fn, const void *ctx) {
+    for (size_t i = 0; i < ts_graph_tensor_count(g); i++) {
+        ts_tensor *t = ts_graph_tensor_at(g, i);
         ts_array a;
-        if (ts_tensor_info(t, &a) || !a.data) continue;
+        if (ts_tensor_info(t, &a) || !a.data || a.dtype != TS_F32) continue; /* parameters (and f32 constants) */
         ts_status st = fn(t, &a, ctx);
         if (st) return st;
     }
@@ -156,10 +156,10 @@ static void param_path(const char *dir, const ts_tensor *t, char *path, size_t n
 
 /* Same model, same parameter names: copy the values across. */
 static ts_status copy_one(ts_tensor *t, const ts_array *value, const void *to) {
-    ts_tensor *dst = ts_graph_find(((const cli_model *)to)->g, ts_tensor_name(t));
+    ts_tensor *dst = ts_graph_find(to, ts_tensor_name(t));
     return dst ? ts_param_set(dst, value) : TS_ERR_NOT_FOUND;
 }
-static ts_status copy_params(const cli_model *from, const cli_model *to) { return each_param(from, copy_one, to); }
+ts_status cli_copy_weights(const ts_graph *from, ts_graph *to) { return each_param(from, copy_one, to); }
 
 static ts_status save_one(ts_tensor *t, const ts_array *value, const void *dir) {
     char path[1024];
@@ -179,12 +179,12 @@ static ts_status load_one(ts_tensor *t, const ts_array *value, const void *dir) 
     return st;
 }
 
-static ts_status save_weights(const cli_model *cm, const char *dir) {
+ts_status cli_save_weights(const ts_graph *g, const char *dir) {
     mkdir(dir, 0777); /* if that fails, the first save says why */
-    return each_param(cm, save_one, dir);
+    return each_param(g, save_one, dir);
 }
 
-static ts_status load_weights(const cli_model *cm, const char *dir) { return each_param(cm, load_one, dir); }
+ts_status cli_load_weights(const ts_graph *g, const char *dir) { return each_param(g, load_one, dir); }
 
 typedef struct curve {
     double x[4096], y[4096];
@@ -306,7 +306,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         cli_runtime_error("building the model");
         goto done;
     }
-    if (a.weights && load_weights(&cm, a.weights)) {
+    if (a.weights && cli_load_weights(cm.g, a.weights)) {
         cli_runtime_error("loading weights");
         goto done;
     }
@@ -389,7 +389,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     }
     /* evaluation runs on its own copy of the model, so the user's prints and
      * outfeeds see training only; parameters are copied over before each eval */
-    if (cli_model_build(a.model, a.batch_size, (uint64_t)a.seed, NULL, &em) || (a.weights && copy_params(&cm, &em))) {
+    if (cli_model_build(a.model, a.batch_size, (uint64_t)a.seed, NULL, &em) || (a.weights && cli_copy_weights(cm.g, em.g))) {
         cli_runtime_error("building the evaluation model");
         goto done;
     }
@@ -530,7 +530,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         }
         cli_progress_end(&bar);
         double ep_s = cli_now() - t0, acc = 0, hl = 0;
-        if (a.holdout > 0 && (copy_params(&cm, &em) || evaluate(inf, &em, ds, n_train, a.holdout, a.batch_size, &acc, &hl))) {
+        if (a.holdout > 0 && (cli_copy_weights(cm.g, em.g) || evaluate(inf, &em, ds, n_train, a.holdout, a.batch_size, &acc, &hl))) {
             cli_runtime_error("evaluating");
             goto done;
         }
@@ -604,7 +604,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         printf("Saved plot to %s\n", a.plot);
     }
     if (a.save_weights) {
-        if (save_weights(&cm, a.save_weights)) {
+        if (cli_save_weights(cm.g, a.save_weights)) {
             cli_runtime_error("saving weights");
             goto done;
         }

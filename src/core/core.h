@@ -63,6 +63,9 @@ ts_status ts_strmap_put(ts_strmap *m, const char *key, int value); /* inserts or
 void ts_strmap_del(ts_strmap *m, const char *key);
 void ts_strmap_free(ts_strmap *m);
 
+/* splitmix64: the next 64 random bits of *state (rng.c). */
+uint64_t ts_splitmix64(uint64_t *state);
+
 /* Monotonic clock in nanoseconds. */
 uint64_t ts_now_ns(void);
 

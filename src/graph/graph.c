@@ -25,15 +25,7 @@ const char *ts_shape_str(const ts_shape *s, char *buf, size_t n) {
     return buf;
 }
 
-/* splitmix64: small, seedable, good enough for initialisation. */
-static uint64_t next_u64(uint64_t *s) {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-double ts_graph_uniform(ts_graph *g) { return (double)(next_u64(&g->rng) >> 11) * 0x1.0p-53; }
+double ts_graph_uniform(ts_graph *g) { return (double)(ts_splitmix64(&g->rng) >> 11) * 0x1.0p-53; }
 
 ts_graph *ts_graph_new(uint64_t seed) {
     ts_graph *g = ts_calloc(1, sizeof *g);
