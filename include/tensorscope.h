@@ -483,6 +483,20 @@ typedef struct ts_series {
 TS_API ts_status ts_plot_lines(const char *path, const char *title, const char *x_label,
                                const ts_series *series, int n_series);
 
+/* Attention probabilities of one sample, [heads, T, T] (rows: queries,
+ * columns: keys), one panel per head (4 a row), viridis over [0, max], a
+ * colour bar; exact zeros (masked positions) stay white, so a causal mask
+ * shows as an empty upper triangle. With `labels` (T characters) and
+ * T <= 64 the axes are labelled with them. PNG via cairo. */
+TS_API ts_status ts_plot_attention(const char *png_path, const char *title, const float *probs,
+                                   int heads, int T, const char *labels);
+/* The same picture as PNG bytes in memory (for ts_tb_image); free *png with
+ * ts_buffer_free. */
+TS_API ts_status ts_plot_attention_png(unsigned char **png, size_t *n, int *width, int *height,
+                                       const char *title, const float *probs, int heads, int T,
+                                       const char *labels);
+TS_API void ts_buffer_free(void *p);
+
 /* ------------------------------------------------------------------ .npy */
 
 /* Writes an array as a .npy file (format 1.0, little-endian, C order).
@@ -547,6 +561,10 @@ TS_API ts_status ts_tb_scalar(ts_tb_writer *w, const char *tag, int64_t step, do
 TS_API ts_status ts_tb_histogram(ts_tb_writer *w, const char *tag, int64_t step,
                                  const ts_summary *s);
 TS_API ts_status ts_tb_text(ts_tb_writer *w, const char *tag, int64_t step, const char *text);
+/* An image (PNG bytes, e.g. from ts_plot_attention_png) for the images
+ * dashboard. */
+TS_API ts_status ts_tb_image(ts_tb_writer *w, const char *tag, int64_t step, const void *png, size_t n,
+                             int width, int height);
 TS_API ts_status ts_tb_flush(ts_tb_writer *w);
 /* Flushes, closes and frees (NULL is fine). */
 TS_API ts_status ts_tb_close(ts_tb_writer *w);

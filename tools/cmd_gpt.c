@@ -81,6 +81,72 @@ typedef struct gpt_args {
     cli_list anchors, watches, attention_maps;
 } gpt_args;
 
+/* TENSOR[:SAMPLE]: the tensor name has its own ':<k>', so a sample is the
+ * last field only when what precedes it still has a ':' */
+static bool parse_map(const char *spec, char *name, size_t n, long *sample) {
+    const char *last = strrchr(spec, ':');
+    *sample = 0;
+    snprintf(name, n, "%s", spec);
+    if (last && memchr(spec, ':', (size_t)(last - spec))) {
+        char *end;
+        errno = 0;
+        *sample = strtol(last + 1, &end, 10);
+        if (errno || end == last + 1 || *end || *sample < 0) return false;
+        name[last - spec] = '\0';
+    }
+    return true;
+}
+
+/* Attention maps of a held-out batch: the anchored [B,H,T,T] tensors as
+ * PNGs (and TensorBoard images) for the chosen samples. */
+static ts_status attention_maps(ts_model *inf, const gpt_run *r, const gpt_args *a, int32_t *x, int32_t *y, ts_tb_writer *tb,
+                                long step) {
+    uint64_t rng = EVAL_SEED;
+    int64_t B = r->cfg.batch, T = r->cfg.block_size;
+    static const char *const names[2] = {"tokens", "targets"};
+    ts_array in[2] = {ts_array_i32(x, 2, (int64_t[]){B, T}), ts_array_i32(y, 2, (int64_t[]){B, T})};
+    ts_status st = ts_corpus_sample(r->corpus, 1, B, T, &rng, x, y);
+    if (!st) st = ts_model_run(inf, names, in, 2);
+    const char *vocab = ts_corpus_vocab(r->corpus);
+    for (int i = 0; !st && i < a->attention_maps.n; i++) {
+        char name[512], path[1200], labels[4097], title[700];
+        long s;
+        parse_map(a->attention_maps.items[i], name, sizeof name, &s);
+        ts_array v;
+        if ((st = ts_model_anchored(inf, name, &v))) break;
+        if (v.ndim != 4 || v.shape[2] != v.shape[3] || s >= v.shape[0]) {
+            fprintf(stderr, "tensorscope: --attention-map %s: the tensor is %s, not [B,H,T,T] with sample %ld < B\n", name,
+                    ts_array_shape_str(&v, title, sizeof title), s);
+            return TS_ERR_INVALID_ARGUMENT;
+        }
+        int64_t H = v.shape[1], TT = v.shape[2];
+        for (int64_t t = 0; t < TT && t < T; t++) labels[t] = vocab[x[s * T + t]];
+        labels[TT < T ? TT : T] = '\0';
+        const float *probs = (const float *)v.data + s * H * TT * TT;
+        snprintf(title, sizeof title, "%s  sample %ld  step %ld", name, s, step);
+        char file[512];
+        snprintf(file, sizeof file, "%s", name);
+        for (char *c = file; *c; c++)
+            if (*c == '/' || *c == ':') *c = '_';
+        snprintf(path, sizeof path, "%s/attention_%s_s%ld.png", a->attn_dir, file, s);
+        mkdir(a->attn_dir, 0777);
+        if ((st = ts_plot_attention(path, title, probs, (int)H, (int)TT, TT <= T ? labels : NULL))) break;
+        printf("attention map: %s\n", path);
+        if (tb) {
+            unsigned char *png;
+            size_t n;
+            int w, h;
+            char tag[600];
+            snprintf(tag, sizeof tag, "%s/sample_%ld", name, s);
+            if ((st = ts_plot_attention_png(&png, &n, &w, &h, title, probs, (int)H, (int)TT, labels))) break;
+            st = ts_tb_image(tb, tag, step, png, n, w, h);
+            ts_buffer_free(png);
+        }
+    }
+    return st;
+}
+
+
 int cmd_train_gpt(int argc, char **argv) {
     const char *cmd = "train --model gpt";
     gpt_args a = {.model = "gpt", .data = "data/tinyshakespeare", .attn_dir = ".", .layers = 2, .heads = 4, .embd = 64, .block = 64,
@@ -150,6 +216,15 @@ int cmd_train_gpt(int argc, char **argv) {
             rc = cli_usage_error(cmd, "--anchor %s: %s", a.anchors.items[i], ts_last_error());
             goto done;
         }
+    for (int i = 0; i < a.attention_maps.n; i++) {
+        char name[512];
+        long s;
+        if (!parse_map(a.attention_maps.items[i], name, sizeof name, &s) || s >= a.batch) {
+            rc = cli_usage_error(cmd, "--attention-map %s: TENSOR[:SAMPLE] with a sample in 0..%ld", a.attention_maps.items[i], a.batch - 1);
+            goto done;
+        }
+        ts_options_anchor(io, name, name, TS_OUTPUT_FINAL, 0); /* a repeat is refused at compile: fine */
+    }
     for (int i = 0; i < a.watches.n; i++)
         if (ts_options_watch(o, a.watches.items[i], TS_WATCH_STATS, (int)a.eval_interval)) {
             rc = cli_usage_error(cmd, "--watch: %s", ts_last_error());
@@ -162,7 +237,8 @@ int cmd_train_gpt(int argc, char **argv) {
     }
     ts_tensor *outs[1] = {r.gpt.loss};
     if (ts_model_inference(&inf, r.g, outs, 1, io) || ts_model_compile(inf)) {
-        cli_runtime_error("compiling the evaluation model");
+        rc = strstr(ts_last_error(), "no tensor named") ? cli_usage_error(cmd, "--attention-map: %s", ts_last_error())
+                                                         : cli_runtime_error("compiling the evaluation model");
         goto done;
     }
     if (a.tensorboard && ts_tb_open(&tb, a.tensorboard)) {
@@ -232,6 +308,10 @@ int cmd_train_gpt(int argc, char **argv) {
             ts_summarize_f32(v.data, ts_array_numel(&v), TS_WATCH_STATS, &s);
             printf("  anchor %s\n", ts_summary_line(a.anchors.items[i], &v, &s.stats, line, sizeof line));
         }
+    }
+    if (a.attention_maps.n && attention_maps(inf, &r, &a, x, y, tb, a.steps)) {
+        cli_runtime_error("writing attention maps");
+        goto done;
     }
     if (a.save_weights && (cli_save_weights(r.g, a.save_weights) || save_config(&r, a.save_weights))) {
         cli_runtime_error("saving the weights");
