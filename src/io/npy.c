@@ -9,9 +9,11 @@
 #include "io/atomic_file.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define NPY_MAGIC "\x93NUMPY"
 #define NPY_MAGIC_LEN 6
@@ -324,8 +326,27 @@ ts_status ts_npy_load(const char *path, ts_array *out) {
     if (!out) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_npy_load: out is NULL");
     memset(out, 0, sizeof *out);
     if (!path) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_npy_load: path is NULL");
-    FILE *f = fopen(path, "rb");
-    if (!f) return ts_error(TS_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; only regular
+     * files are read (a FIFO or device could block or never end) */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return ts_error(TS_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        ts_status s = ts_error(TS_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+        close(fd);
+        return s;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        return ts_error(TS_ERR_IO, "cannot read %s: it is not a regular file (a %s); give the path of a .npy file",
+                        path, S_ISDIR(sb.st_mode) ? "directory" : S_ISFIFO(sb.st_mode) ? "FIFO" : "device or socket");
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return ts_error(TS_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    }
     ts_status s = load(f, out);
     fclose(f);
     return s ? ts_error_wrap(s, "%s", path) : TS_OK;
@@ -370,7 +391,8 @@ static size_t build_header(const ts_array *a, char *buf, size_t cap) {
     return total;
 }
 
-ts_status ts_npy_save(const char *path, const ts_array *a) {
+ts_status ts_npy_header_for(const char *path, const ts_array *a, char *hdr, size_t cap, size_t *hdr_len,
+                            size_t *data_bytes) {
     if (!path || !a) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_npy_save: path or array is NULL");
     if (!valid_dtype(a->dtype))
         return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_npy_save %s: unknown dtype %d", path,
@@ -385,12 +407,19 @@ ts_status ts_npy_save(const char *path, const ts_array *a) {
         return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_npy_save %s: array too large", path);
     if (!host_little_endian())
         return ts_error(TS_ERR_UNSUPPORTED, ".npy writing needs a little-endian host");
-    char hdr[512];
-    size_t hl = build_header(a, hdr, sizeof hdr);
-    if (!hl) return ts_error(TS_ERR_INTERNAL, "ts_npy_save %s: header does not fit", path);
-    size_t bytes = (size_t)numel * ts_dtype_size(a->dtype);
+    *hdr_len = build_header(a, hdr, cap);
+    if (!*hdr_len) return ts_error(TS_ERR_INTERNAL, "ts_npy_save %s: header does not fit", path);
+    *data_bytes = (size_t)numel * ts_dtype_size(a->dtype);
+    return TS_OK;
+}
+
+ts_status ts_npy_save(const char *path, const ts_array *a) {
+    char hdr[TS_NPY_HEADER_MAX];
+    size_t hl, bytes;
+    ts_status s = ts_npy_header_for(path, a, hdr, sizeof hdr, &hl, &bytes);
+    if (s) return s;
     ts_atomic_file af;
-    ts_status s = ts_atomic_open(&af, path);
+    s = ts_atomic_open(&af, path);
     if (s) return s;
     if (fwrite(hdr, 1, hl, af.f) != hl || (bytes && fwrite(a->data, 1, bytes, af.f) != bytes)) {
         s = ts_error(TS_ERR_IO, "cannot write %s: %s", path, strerror(errno));
