@@ -267,35 +267,38 @@ void ts_embedding_backward(float *dw, const float *dout, const int32_t *idx, int
     }
 }
 
+/* One context for the kernels over rows of n (layer norm, softmax): each
+ * slice function reads what it needs. */
+typedef struct rows_ctx {
+    float *out, *aux; /* aux: layer norm's stats, softmax's dx */
+    const float *x, *w, *b, *dout, *y;
+    int64_t n;
+    float eps;
+    bool log;
+} rows_ctx;
+
 /* -------------------------------------------------------------- layer norm */
 
-typedef struct ln_ctx {
-    float *y, *stats;
-    const float *x, *w, *b;
-    int64_t D;
-    float eps;
-} ln_ctx;
-
 static void ln_fwd_slice(void *vctx, int64_t begin, int64_t end) {
-    const ln_ctx *c = vctx;
-    int64_t D = c->D;
+    const rows_ctx *c = vctx;
+    int64_t D = c->n;
     for (int64_t r = begin; r < end; r++) {
         const float *x = c->x + r * D;
-        float *y = c->y + r * D;
+        float *y = c->out + r * D;
         float s = 0;
         for (int64_t j = 0; j < D; j++) s += x[j];
         float mean = s / (float)D, v = 0;
         for (int64_t j = 0; j < D; j++) v += (x[j] - mean) * (x[j] - mean);
         float rstd = 1.0f / sqrtf(v / (float)D + c->eps);
         for (int64_t j = 0; j < D; j++) y[j] = (x[j] - mean) * rstd * c->w[j] + c->b[j];
-        c->stats[2 * r] = mean;
-        c->stats[2 * r + 1] = rstd;
+        c->aux[2 * r] = mean;
+        c->aux[2 * r + 1] = rstd;
     }
 }
 
 void ts_layer_norm_forward(ts_pool *p, float *y, float *stats, const float *x, const float *w, const float *b, int64_t rows,
                            int64_t D, float eps) {
-    ln_ctx c = {y, stats, x, w, b, D, eps};
+    rows_ctx c = {.out = y, .aux = stats, .x = x, .w = w, .b = b, .n = D, .eps = eps};
     ts_pool_for(p, rows, GRAIN / (D > 0 ? D : 1) + 1, ln_fwd_slice, &c);
 }
 
@@ -598,15 +601,8 @@ void ts_reduce_axes_backward(int kind, float *dx, const float *dout, const float
 
 /* ----------------------------------------------------------- softmax rows */
 
-typedef struct sm_ctx {
-    float *out, *dx;
-    const float *x, *dout, *y;
-    int64_t n;
-    bool log;
-} sm_ctx;
-
 static void sm_fwd_slice(void *vctx, int64_t begin, int64_t end) {
-    const sm_ctx *c = vctx;
+    const rows_ctx *c = vctx;
     int64_t n = c->n;
     for (int64_t r = begin; r < end; r++) {
         const float *x = c->x + r * n;
@@ -631,11 +627,11 @@ static void sm_fwd_slice(void *vctx, int64_t begin, int64_t end) {
 }
 
 static void sm_bwd_slice(void *vctx, int64_t begin, int64_t end) {
-    const sm_ctx *c = vctx;
+    const rows_ctx *c = vctx;
     int64_t n = c->n;
     for (int64_t r = begin; r < end; r++) {
         const float *y = c->y + r * n, *d = c->dout + r * n;
-        float *dx = c->dx + r * n;
+        float *dx = c->aux + r * n;
         float s = 0;
         if (c->log) {
             if (y[0] == -INFINITY) {
@@ -653,12 +649,12 @@ static void sm_bwd_slice(void *vctx, int64_t begin, int64_t end) {
 }
 
 void ts_softmax_rows_forward(ts_pool *p, float *out, const float *x, int64_t rows, int64_t n, bool log) {
-    sm_ctx c = {.out = out, .x = x, .n = n, .log = log};
+    rows_ctx c = {.out = out, .x = x, .n = n, .log = log};
     ts_pool_for(p, rows, 1 + GRAIN / (n + 1), sm_fwd_slice, &c);
 }
 
 void ts_softmax_rows_backward(ts_pool *p, float *dx, const float *dout, const float *out, int64_t rows, int64_t n, bool log) {
-    sm_ctx c = {.dx = dx, .dout = dout, .y = out, .n = n, .log = log};
+    rows_ctx c = {.aux = dx, .dout = dout, .y = out, .n = n, .log = log};
     ts_pool_for(p, rows, 1 + GRAIN / (n + 1), sm_bwd_slice, &c);
 }
 

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_fixtures import ROOT, Writer  # noqa: E402
+from make_fixtures import ROOT, Writer, accumulated_steps  # noqa: E402
 import torch_gpt_model  # noqa: E402
 
 V, T, L, H, C, B = 11, 8, 2, 2, 16, 3
@@ -105,15 +105,7 @@ def main():
     p = leaf_copies(params)
     opt = torch.optim.AdamW(list(p.values()), lr=1e-2, weight_decay=0.1)
     tt, ty = data[B:, :T].contiguous(), data[B:, 1:].contiguous()
-    losses = []
-    for step in range(TRAJ_STEPS):
-        opt.zero_grad()
-        for k in range(TRAJ_ACCUM):
-            i = (step * TRAJ_ACCUM + k) * B
-            loss, _ = forward(p, tt[i:i + B], ty[i:i + B])
-            (loss / TRAJ_ACCUM).backward()
-            losses.append(loss.item())
-        opt.step()
+    losses = accumulated_steps(opt, lambda i: forward(p, tt[i * B:(i + 1) * B], ty[i * B:(i + 1) * B])[0], TRAJ_STEPS, TRAJ_ACCUM)
     w.add("traj/tokens", tt)
     w.add("traj/targets", ty)
     w.add("traj/loss", np.array(losses, dtype=np.float32))
