@@ -229,7 +229,7 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
      * latest / earliest forward position of a consumer that needs a
      * gradient (-1 when none) */
     size_t nn = (size_t)p->n_nodes;
-    int64_t *fwd = ts_malloc(4 * nn * sizeof *fwd);
+    int64_t *fwd = ts_malloc(6 * nn * sizeof *fwd);
     ts_interval *iv = ts_calloc((size_t)p->n_entries + 1, sizeof *iv);
     int *iv_entry = ts_calloc((size_t)p->n_entries + 1, sizeof *iv_entry);
     if (!fwd || !iv || !iv_entry) {
@@ -237,7 +237,10 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
         return TS_ERR_OUT_OF_MEMORY;
     }
     int64_t *last_fwd = fwd + nn, *last_grad = fwd + 2 * nn, *first_grad = fwd + 3 * nn;
-    for (size_t i = 0; i < nn; i++) last_fwd[i] = last_grad[i] = first_grad[i] = -1;
+    /* views: a reshape of an activation shares its buffer (no copy); root =
+     * the activation owning the buffer, iv_of = its interval */
+    int64_t *root = fwd + 4 * nn, *iv_of = fwd + 5 * nn;
+    for (size_t i = 0; i < nn; i++) last_fwd[i] = last_grad[i] = first_grad[i] = root[i] = iv_of[i] = -1;
     for (int k = 0; k < L; k++) fwd[p->order[k]] = k;
     for (int k = 0; k < L; k++) {
         const ts_tensor *c = g->t[p->order[k]];
@@ -264,6 +267,14 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
             if (last_fwd[t->id] > end) end = last_fwd[t->id];
             if (first_grad[t->id] >= 0 && (int64_t)(2 * L - 1) - first_grad[t->id] > end) end = (int64_t)(2 * L - 1) - first_grad[t->id];
             if (p->needs_grad[t->id]) end = end > BWD(t->id) ? end : BWD(t->id);
+            int64_t r = (t->op == TS_OP_RESHAPE || t->op == TS_OP_FLATTEN) ? root[t->in[0]] : -1;
+            if (r >= 0) { /* a view: the owner's buffer lives as long as the view too */
+                root[t->id] = r;
+                if (iv[iv_of[r]].end < end) iv[iv_of[r]].end = end;
+                continue;
+            }
+            root[t->id] = t->id;
+            iv_of[t->id] = n_iv;
             iv[n_iv] = (ts_interval){fwd[t->id], end, bytes, 0};
             iv_entry[n_iv++] = e;
         } else if (en->kind == TS_KIND_GRAD && activation) {
@@ -295,6 +306,11 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
     p->bytes_activations_unplanned = unplanned;
     p->bytes_grads = grads_bytes;
     for (int k = 0; k < n_iv; k++) p->entries[iv_entry[k]].data = p->arena_activations + iv[k].offset / sizeof(float);
+    for (int e = 0; e < p->n_entries; e++) { /* views: the reshape kernel sees out == in and copies nothing */
+        ts_entry *en = &p->entries[e];
+        if (en->kind == TS_KIND_VALUE && root[en->node] >= 0 && root[en->node] != en->node)
+            en->data = p->entries[p->value_entry[root[en->node]]].data;
+    }
     /* everything else points at fixed storage */
     int64_t *state_of = last_fwd; /* reused: node -> optimizer state index */
     for (size_t i = 0; i < nn; i++) state_of[i] = -1;
