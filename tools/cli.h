@@ -59,12 +59,6 @@ const char *cli_model_names(void);
 /* sgd|adam|adamw (any case) with the given hyper-parameters. */
 ts_status cli_optimizer(const char *name, double lr, double momentum, double weight_decay, ts_optimizer *out);
 
-/* ---- weights: every parameter as DIR/<name>.npy */
-ts_status cli_save_weights(const ts_graph *g, const char *dir);
-ts_status cli_load_weights(const ts_graph *g, const char *dir);
-/* same parameter names: copy the values across */
-ts_status cli_copy_weights(const ts_graph *from, ts_graph *to);
-
 /* ---- commands */
 int cmd_train(int argc, char **argv, bool eval_only);
 int cmd_names(int argc, char **argv);

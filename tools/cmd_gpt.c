@@ -201,11 +201,11 @@ int cmd_train_gpt(int argc, char **argv) {
         goto done;
     }
     r.cfg = (ts_gpt_config){ts_corpus_vocab_size(r.corpus), a.block, a.layers, a.heads, a.embd, a.batch};
-    if (gpt_build(&r, (uint64_t)a.seed) || (a.weights && cli_load_weights(r.g, a.weights))) {
+    if (gpt_build(&r, (uint64_t)a.seed) || (a.weights && ts_graph_load_weights(r.g, a.weights))) {
         cli_runtime_error(a.weights ? "loading weights" : "building the model");
         goto done;
     }
-    if (a.save_init && cli_save_weights(r.g, a.save_init)) {
+    if (a.save_init && ts_graph_save_weights(r.g, a.save_init)) {
         cli_runtime_error("saving the initial weights");
         goto done;
     }
@@ -313,7 +313,7 @@ int cmd_train_gpt(int argc, char **argv) {
         cli_runtime_error("writing attention maps");
         goto done;
     }
-    if (a.save_weights && (cli_save_weights(r.g, a.save_weights) || save_config(&r, a.save_weights))) {
+    if (a.save_weights && (ts_graph_save_weights(r.g, a.save_weights) || save_config(&r, a.save_weights))) {
         cli_runtime_error("saving the weights");
         goto done;
     }
@@ -403,7 +403,7 @@ int cmd_generate(int argc, char **argv) {
         goto done;
     }
     ts_options_set_threads(o, (int)threads);
-    if (gpt_build(&r, 0) || cli_load_weights(r.g, weights)) {
+    if (gpt_build(&r, 0) || ts_graph_load_weights(r.g, weights)) {
         cli_runtime_error("loading the model");
         goto done;
     }

@@ -80,13 +80,18 @@ static void on_record(void *user, const ts_outfeed_record *r) {
 static volatile sig_atomic_t g_interrupted;
 static void on_interrupt(int sig) { g_interrupted = sig; }
 static void catch_interrupts(bool on) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on ? on_interrupt : SIG_DFL;
-    sa.sa_flags = on ? SA_RESETHAND | SA_RESTART : 0;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    static const int sigs[2] = {SIGINT, SIGTERM};
+    static bool caught[2];
+    for (int i = 0; i < 2; i++) {
+        struct sigaction sa, old;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on ? on_interrupt : SIG_DFL;
+        sa.sa_flags = on ? SA_RESETHAND | SA_RESTART : 0;
+        sigemptyset(&sa.sa_mask);
+        if (on && sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue; /* e.g. `cmd &` in a script */
+        if (on || caught[i]) sigaction(sigs[i], &sa, NULL);
+        caught[i] = on;
+    }
 }
 
 static bool matches_any(const cli_list *l, const char *name) {
@@ -148,11 +153,11 @@ static void print_stats_table(const ts_model *m) {
 
 /* Calls fn for every parameter of the model (the tensors that hold values). */
 typedef ts_status (*param_fn)(ts_tensor *t, const ts_array *value, const void *ctx);
-static ts_status each_param(const ts_graph *g, param_fn fn, const void *ctx) {
-    for (size_t i = 0; i < ts_graph_tensor_count(g); i++) {
-        ts_tensor *t = ts_graph_tensor_at(g, i);
+static ts_status each_param(const cli_model *cm, param_fn fn, const void *ctx) {
+    for (size_t i = 0; i < ts_graph_tensor_count(cm->g); i++) {
+        ts_tensor *t = ts_graph_tensor_at(cm->g, i);
         ts_array a;
-        if (ts_tensor_info(t, &a) || !a.data || a.dtype != TS_F32) continue; /* parameters (and f32 constants) */
+        if (ts_tensor_info(t, &a) || !a.data) continue;
         ts_status st = fn(t, &a, ctx);
         if (st) return st;
     }
@@ -162,10 +167,10 @@ static ts_status each_param(const ts_graph *g, param_fn fn, const void *ctx) {
 
 /* Same model, same parameter names: copy the values across. */
 static ts_status copy_one(ts_tensor *t, const ts_array *value, const void *to) {
-    ts_tensor *dst = ts_graph_find(to, ts_tensor_name(t));
+    ts_tensor *dst = ts_graph_find(((const cli_model *)to)->g, ts_tensor_name(t));
     return dst ? ts_param_set(dst, value) : TS_ERR_NOT_FOUND;
 }
-ts_status cli_copy_weights(const ts_graph *from, ts_graph *to) { return each_param(from, copy_one, to); }
+static ts_status copy_params(const cli_model *from, const cli_model *to) { return each_param(from, copy_one, to); }
 
 static ts_status save_one(ts_tensor *t, const ts_array *value, const void *dir) {
     char *path = cli_path(dir, ts_tensor_name(t), ".npy");
@@ -174,37 +179,8 @@ static ts_status save_one(ts_tensor *t, const ts_array *value, const void *dir) 
     return st;
 }
 
-/* A weight that is NaN or infinite is refused: training from it would only
- * spread NaN, silently. The message is printed here (the library's error
- * is not ours to set); the caller then only stops. */
-static bool weights_reported;
-static ts_status load_one(ts_tensor *t, const ts_array *value, const void *dir) {
-    (void)value;
-    char *path = cli_path(dir, ts_tensor_name(t), ".npy");
-    ts_array v = {0};
-    ts_status st = path ? ts_npy_load(path, &v) : TS_ERR_OUT_OF_MEMORY;
-    if (!st && v.dtype == TS_F32) {
-        int64_t bad = 0, n = ts_array_numel(&v);
-        for (int64_t i = 0; i < n; i++) bad += !isfinite(((const float *)v.data)[i]);
-        if (bad) {
-            fprintf(stderr, "tensorscope: loading weights: %s holds %lld NaN or infinite value%s of %lld; it is not a usable weight file\n",
-                    path, (long long)bad, bad == 1 ? "" : "s", (long long)n);
-            weights_reported = true;
-            st = TS_ERR_FORMAT;
-        }
-    }
-    if (!st) st = ts_param_set(t, &v);
-    ts_npy_free(&v);
-    free(path);
-    return st;
-}
+static ts_status save_weights(const cli_model *cm, const char *dir) { return each_param(cm, save_one, dir); }
 
-ts_status cli_save_weights(const ts_graph *g, const char *dir) {
-    mkdir(dir, 0777); /* if that fails, the first save says why */
-    return each_param(g, save_one, dir);
-}
-
-ts_status cli_load_weights(const ts_graph *g, const char *dir) { return each_param(g, load_one, dir); }
 
 typedef struct curve {
     double x[4096], y[4096];
@@ -337,8 +313,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         cli_runtime_error("building the model");
         goto done;
     }
-    if (a.weights && cli_load_weights(cm.g, a.weights)) {
-        if (!weights_reported) cli_runtime_error("loading weights");
+    if (a.weights && ts_graph_load_weights(cm.g, a.weights)) { /* checked whole (shapes, NaN) before any is set */
+        cli_runtime_error("loading weights");
         goto done;
     }
     if (!(o = ts_options_new())) goto done;
@@ -419,7 +395,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     }
     /* evaluation runs on its own copy of the model, so the user's prints and
      * outfeeds see training only; parameters are copied over before each eval */
-    if (cli_model_build(a.model, a.batch_size, (uint64_t)a.seed, NULL, &em) || (a.weights && cli_copy_weights(cm.g, em.g))) {
+    if (cli_model_build(a.model, a.batch_size, (uint64_t)a.seed, NULL, &em) || (a.weights && copy_params(&cm, &em))) {
         cli_runtime_error("building the evaluation model");
         goto done;
     }
@@ -587,7 +563,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         }
         cli_progress_end(&bar);
         double ep_s = cli_now() - t0, acc = 0, hl = 0;
-        if (a.holdout > 0 && (cli_copy_weights(cm.g, em.g) || evaluate(inf, &em, ds, n_train, a.holdout, a.batch_size, &acc, &hl))) {
+        if (a.holdout > 0 && (copy_params(&cm, &em) || evaluate(inf, &em, ds, n_train, a.holdout, a.batch_size, &acc, &hl))) {
             cli_runtime_error("evaluating");
             goto done;
         }
@@ -670,7 +646,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         printf("Saved plot to %s\n", a.plot);
     }
     if (a.save_weights) {
-        if (cli_save_weights(cm.g, a.save_weights)) {
+        if (save_weights(&cm, a.save_weights)) {
             cli_runtime_error("saving weights");
             goto done;
         }

@@ -201,6 +201,7 @@ static ts_status build_entries(ts_model *m, ts_prog *p) {
         const ts_tensor *t = g->t[i];
         p->value_entry[i] = p->n_entries;
         if (add_entry(p, &cap, TS_KIND_VALUE, t, &p->shape[i], t->op == TS_OP_PARAM)) return TS_ERR_OUT_OF_MEMORY;
+        p->entries[p->value_entry[i]].view = ts_op_get(t->op)->view && g->t[t->in[0]]->op == TS_OP_INPUT;
         if (p->needs_grad[i]) {
             p->grad_entry[i] = p->n_entries;
             if (add_entry(p, &cap, TS_KIND_GRAD, t, &p->shape[i], false)) return TS_ERR_OUT_OF_MEMORY;
@@ -225,9 +226,10 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
     ts_graph *g = m->g;
     int L = p->n_order;
     /* fwd: forward position; per node over its consumers (one pass over the
-     * edges): last_fwd = the last forward use, last_grad / first_grad = the
-     * latest / earliest forward position of a consumer that needs a
-     * gradient (-1 when none) */
+     * edges): last_fwd = the last forward use, last_grad = the latest
+     * forward position of a consumer that needs a gradient, first_read = the
+     * earliest of a consumer whose backward reads the node's value (-1 when
+     * none) */
     size_t nn = (size_t)p->n_nodes;
     int64_t *fwd = ts_malloc(6 * nn * sizeof *fwd);
     ts_interval *iv = ts_calloc((size_t)p->n_entries + 1, sizeof *iv);
@@ -236,20 +238,21 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
         ts_free(fwd), ts_free(iv), ts_free(iv_entry);
         return TS_ERR_OUT_OF_MEMORY;
     }
-    int64_t *last_fwd = fwd + nn, *last_grad = fwd + 2 * nn, *first_grad = fwd + 3 * nn;
+    int64_t *last_fwd = fwd + nn, *last_grad = fwd + 2 * nn, *first_read = fwd + 3 * nn;
     /* views: a reshape of an activation shares its buffer (no copy); root =
      * the activation owning the buffer, iv_of = its interval */
     int64_t *root = fwd + 4 * nn, *iv_of = fwd + 5 * nn;
-    for (size_t i = 0; i < nn; i++) last_fwd[i] = last_grad[i] = first_grad[i] = root[i] = iv_of[i] = -1;
+    for (size_t i = 0; i < nn; i++) last_fwd[i] = last_grad[i] = first_read[i] = root[i] = iv_of[i] = -1;
     for (int k = 0; k < L; k++) fwd[p->order[k]] = k;
     for (int k = 0; k < L; k++) {
         const ts_tensor *c = g->t[p->order[k]];
+        const ts_op_def *cd = ts_op_get(c->op);
         for (int j = 0; j < c->n_in; j++) {
             int i = c->in[j];
             last_fwd[i] = k;
             if (!p->needs_grad[c->id]) continue;
             last_grad[i] = k;
-            if (first_grad[i] < 0) first_grad[i] = k;
+            if (first_read[i] < 0 && cd->backward && !((cd->bwd_unread_inputs >> j) & 1u)) first_read[i] = k;
         }
     }
 #define BWD(i) ((int64_t)(2 * L - 1) - fwd[i])
@@ -262,13 +265,16 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
         const ts_tensor *t = g->t[en->node];
         size_t bytes = (size_t)en->numel * sizeof(float);
         bool activation = t->op != TS_OP_PARAM && t->op != TS_OP_INPUT && t->op != TS_OP_CONST;
-        if (en->kind == TS_KIND_VALUE && activation) {
+        if (en->kind == TS_KIND_VALUE && activation && !en->view) {
+            /* live until the last forward consumer, and until the backward
+             * of each consumer that reads it (and its own backward when that
+             * reads the output): a value no backward reads dies in forward */
             int64_t end = fwd[t->id];
             if (last_fwd[t->id] > end) end = last_fwd[t->id];
-            if (first_grad[t->id] >= 0 && (int64_t)(2 * L - 1) - first_grad[t->id] > end) end = (int64_t)(2 * L - 1) - first_grad[t->id];
-            if (p->needs_grad[t->id]) end = end > BWD(t->id) ? end : BWD(t->id);
-            int64_t r = (t->op == TS_OP_RESHAPE || t->op == TS_OP_FLATTEN) ? root[t->in[0]] : -1;
-            if (r >= 0) { /* a view: the owner's buffer lives as long as the view too */
+            if (first_read[t->id] >= 0 && (int64_t)(2 * L - 1) - first_read[t->id] > end) end = (int64_t)(2 * L - 1) - first_read[t->id];
+            if (p->needs_grad[t->id] && ts_op_get(t->op)->needs_output) end = end > BWD(t->id) ? end : BWD(t->id);
+            int64_t r = ts_op_get(t->op)->view ? root[t->in[0]] : -1;
+            if (r >= 0) { /* a view of an activation: the owner's buffer lives as long as the view too */
                 root[t->id] = r;
                 if (iv[iv_of[r]].end < end) iv[iv_of[r]].end = end;
                 continue;
