@@ -48,6 +48,7 @@ for f in w/wte.weight.npy w/wpe.weight.npy w/gpt.txt w/vocab.txt; do
     [ -s "$f" ] && ok "saved $f" || fail "saved $f"
 done
 [ ! -e w/lm_head.weight.npy ] && ok "no separate output projection saved (tied)" || fail "an lm_head weight exists"
+[ ! -e w/causal_mask.npy ] && ok "the causal mask (a constant) is not saved as a weight" || fail "causal_mask.npy saved"
 
 for m in maps/attention_blocks.0.attn_Softmax_0_s0.png maps/attention_blocks.0.attn_Softmax_0_s3.png; do
     if $PY - "$m" <<'PYEOF'
