@@ -133,11 +133,29 @@ static ts_model *train_model(ts_graph *g, const ts_gpt *gpt, ts_options *o)
     return st ? NULL : m;
 }
 
-static ts_status run(ts_model *m, const ts_array *x, const ts_array *y)
+/* A compiled training model run once on the fixture's `<prefix>tokens` and
+ * `<prefix>targets`; NULL (after a failed check) when any of it failed. */
+static ts_model *train_and_run(ts_graph *g, const ts_gpt *gpt, ts_options *o, const fixture *f, const char *prefix, const char *what)
 {
+    char xn[64], yn[64];
+    snprintf(xn, sizeof xn, "%stokens", prefix);
+    snprintf(yn, sizeof yn, "%stargets", prefix);
+    const ts_array *x = fixture_get(f, xn), *y = fixture_get(f, yn);
+    ts_model *m = train_model(g, gpt, o);
+    if (!m || !x || !y) {
+        CHECK(x && y, "fixture has %s and %s", xn, yn);
+        ts_model_free(m);
+        return NULL;
+    }
     const char *names[2] = {"tokens", "targets"};
     ts_array in[2] = {*x, *y};
-    return ts_model_run(m, names, in, 2);
+    ts_status st = ts_model_run(m, names, in, 2);
+    CHECK_OK(st, "%s", what);
+    if (st) {
+        ts_model_free(m);
+        return NULL;
+    }
+    return m;
 }
 
 static void one_step(const fixture *f)
@@ -161,29 +179,24 @@ static void one_step(const fixture *f)
         ts_options_anchor(o, gname, gname, TS_OUTPUT_FINAL, 0);
         n_act++;
     }
-    ts_model *m = train_model(g, &gpt, o);
-    const ts_array *x = fixture_get(f, "tokens"), *y = fixture_get(f, "targets");
-    if (m && x && y) {
-        ts_status st = run(m, x, y);
-        CHECK_OK(st, "one AdamW step");
-        if (!st) {
-            expect(m, "loss", fixture_get(f, "loss"), 1e-5, 1e-6);
-            for (int i = 0; i < f->n; i++) {
-                const char *name = f->entries[i].name;
-                ts_array got;
-                if (ts_model_anchored(m, name, &got) != TS_OK || strcmp(name, "loss") == 0 || strncmp(name, "Gradient___", 11) == 0)
-                    continue;
-                char gname[256];
-                snprintf(gname, sizeof gname, "Gradient___%s", name);
-                expect(m, name, &f->entries[i].array, 1e-4, 1e-5);
-                expect(m, gname, fixture_get(f, gname), 1e-4, 1e-6);
-            }
-            CHECK(n_act >= 40, "%d activations compared (attention probabilities among them)", n_act);
-            c.m = m;
-            for_params(g, expect_grad, &c);
-            c.prefix = "adamw1/", c.rtol = 1e-4, c.atol = 1e-5;
-            for_params(g, expect_value, &c);
+    ts_model *m = train_and_run(g, &gpt, o, f, "", "one AdamW step");
+    if (m) {
+        expect(m, "loss", fixture_get(f, "loss"), 1e-5, 1e-6);
+        for (int i = 0; i < f->n; i++) {
+            const char *name = f->entries[i].name;
+            ts_array got;
+            if (ts_model_anchored(m, name, &got) != TS_OK || strcmp(name, "loss") == 0 || strncmp(name, "Gradient___", 11) == 0)
+                continue;
+            char gname[256];
+            snprintf(gname, sizeof gname, "Gradient___%s", name);
+            expect(m, name, &f->entries[i].array, 1e-4, 1e-5);
+            expect(m, gname, fixture_get(f, gname), 1e-4, 1e-6);
         }
+        CHECK(n_act >= 40, "%d activations compared (attention probabilities among them)", n_act);
+        c.m = m;
+        for_params(g, expect_grad, &c);
+        c.prefix = "adamw1/", c.rtol = 1e-4, c.atol = 1e-5;
+        for_params(g, expect_value, &c);
     }
     ts_model_free(m);
     ts_options_free(o);
@@ -198,16 +211,11 @@ static void trajectory(const fixture *f)
     ts_options_set_device_iterations(o, STEPS);
     ts_options_set_gradient_accumulation(o, ACCUM);
     ts_options_anchor(o, "losses", "loss", TS_OUTPUT_ALL, 0);
-    ts_model *m = train_model(g, &gpt, o);
-    const ts_array *x = fixture_get(f, "traj/tokens"), *y = fixture_get(f, "traj/targets");
-    if (m && x && y) {
-        ts_status st = run(m, x, y);
-        CHECK_OK(st, "10 AdamW steps with A = 2 in one run (D = 10)");
-        if (!st) {
-            expect(m, "losses", fixture_get(f, "traj/loss"), 1e-3, 1e-4);
-            ctx c = {.f = f, .prefix = "traj/final/", .rtol = 1e-3, .atol = 1e-4};
-            for_params(g, expect_value, &c);
-        }
+    ts_model *m = train_and_run(g, &gpt, o, f, "traj/", "10 AdamW steps with A = 2 in one run (D = 10)");
+    if (m) {
+        expect(m, "losses", fixture_get(f, "traj/loss"), 1e-3, 1e-4);
+        ctx c = {.f = f, .prefix = "traj/final/", .rtol = 1e-3, .atol = 1e-4};
+        for_params(g, expect_value, &c);
     }
     ts_model_free(m);
     ts_options_free(o);
