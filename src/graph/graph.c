@@ -229,7 +229,7 @@ static ts_tensor *add_leaf(ts_graph *g, ts_op op, const char *name, ts_dtype dty
                            const int64_t *shape) {
     if (!g) return NULL;
     if (g->sticky) return NULL;
-    const char *what = op == TS_OP_INPUT ? "ts_input" : op == TS_OP_CONST ? "ts_constant" : "ts_param";
+    const char *what = op == TS_OP_INPUT ? "ts_input" : op == TS_OP_PARAM ? "ts_param" : op == TS_OP_CONST ? "ts_constant" : "ts_buffer";
     if (!valid_name(name)) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: a name of 1-400 printable characters (no quotes or backslashes) is required", what);
     if (name_taken(g, name)) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: the name '%s' is already used in this graph", what, name);
     if (ndim < 0 || ndim > TS_MAX_DIMS || (ndim > 0 && !shape))
@@ -247,7 +247,7 @@ static ts_tensor *add_leaf(ts_graph *g, ts_op op, const char *name, ts_dtype dty
     ts_tensor *t = add_node(g, op, NULL, NULL, name, set_shape, &s);
     if (!t) return NULL;
     t->dtype = dtype;
-    if (op == TS_OP_PARAM || op == TS_OP_CONST) { /* an i32 constant keeps its values in the same 4-byte slots */
+    if (ts_op_holds_value(op)) {
         t->value = ts_calloc((size_t)ts_shape_numel(&s), sizeof(float));
         if (!t->value) return ts_graph_fail(g, TS_ERR_OUT_OF_MEMORY, "out of memory for parameter '%s'", name);
     }
@@ -269,6 +269,10 @@ ts_tensor *ts_constant(ts_graph *g, const char *name, const ts_array *value) {
     ts_tensor *t = add_leaf(g, TS_OP_CONST, name, value->dtype, value->ndim, value->shape);
     if (t) memcpy(t->value, value->data, (size_t)ts_shape_numel(&t->shape) * 4);
     return t;
+}
+
+ts_tensor *ts_buffer(ts_graph *g, const char *name, int ndim, const int64_t *shape) {
+    return add_leaf(g, TS_OP_BUFFER, name, TS_F32, ndim, shape);
 }
 
 ts_tensor *ts_linear(ts_graph *g, ts_tensor *x, int64_t out_features, const char *name) {
@@ -380,7 +384,7 @@ ts_status ts_tensor_info(const ts_tensor *t, ts_array *out) {
 
 ts_status ts_param_set(ts_tensor *p, const ts_array *v) {
     if (!p || !v) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_param_set: NULL argument");
-    if (p->op != TS_OP_PARAM) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_param_set: '%s' is not a parameter", p->name);
+    if (!ts_op_holds_value(p->op)) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_param_set: '%s' is not a parameter or buffer", p->name);
     ts_shape s = {.ndim = v->ndim};
     if (v->ndim < 0 || v->ndim > TS_MAX_DIMS) return ts_error(TS_ERR_SHAPE, "ts_param_set: bad ndim %d", v->ndim);
     for (int i = 0; i < v->ndim; i++) s.d[i] = v->shape[i];
