@@ -4,6 +4,7 @@
 #ifndef TS_PROGRAM_H
 #define TS_PROGRAM_H
 
+#include "core/collective.h"
 #include "exec/pool.h"
 #include "graph/graph.h"
 
@@ -37,7 +38,8 @@ typedef struct ts_anchor { /* resolved at compile */
     int period;
     int64_t rows;        /* samples kept (ALL: S, EVERY_N: S/N, else 1) */
     bool keeps_axis;     /* ALL and EVERY_N return [rows, *T] */
-    float *data;         /* rows * numel, in the anchors arena */
+    float *local;        /* rows * numel this replica captures, in the anchors arena */
+    float *data;         /* [rows, R, *T] returned (R = 1: the same as local) */
 } ts_anchor;
 
 typedef struct ts_outfeed_link {
@@ -100,6 +102,13 @@ typedef struct ts_prog {
     uint64_t *op_ns;     /* per node, this run */
     const ts_array **bound; /* per node: the run's input arrays */
     uint64_t anchor_ns, anchor_bytes, anchor_copies; /* this run, reported once after it */
+    /* replicas (R > 1, model/replicas.c): what the ranks exchange */
+    size_t anchor_local;          /* floats of all anchors' local rows, contiguous */
+    float *anchor_gathered;       /* R * anchor_local: every replica's rows, by rank */
+    ts_summary *rep_gathered;     /* R * n_watch summaries, by rank */
+    ts_summary *rep_summaries;    /* n_watch * (R + 1): per replica, then reduced */
+    ts_watch_result *rep_results; /* the rows ts_model_watch_results returns */
+    uint32_t *rep_sums;           /* (R + 1) * parameters: weight checksums */
 } ts_prog;
 
 typedef struct ts_opt_state { /* per parameter, survives recompiles */
@@ -119,6 +128,7 @@ struct ts_options {
     size_t n_watches, cap_watches;
     ts_outfeed *grad_q;
     int grad_pre_accumulated;
+    int replicas, replica_check; /* R (1 = off) and steps between weight checks */
 };
 
 struct ts_model {
@@ -142,6 +152,9 @@ struct ts_model {
     /* failure of the last run (numeric check) */
     int failed_entry;
     bool rerun;          /* re-executing op by op: checks only, no observers */
+    /* replicas: the job's collectives (NULL without replicas) */
+    const ts_collective *coll;
+    int64_t next_check;  /* step of the next weight checksum */
 };
 
 /* options.c */
@@ -154,6 +167,8 @@ ts_status ts_anchor_spec_add(ts_anchor_spec **v, size_t *n, size_t *cap, const c
 ts_status ts_prog_build(ts_model *m, ts_prog **out);
 void ts_prog_free(ts_prog *p);
 int ts_prog_find(const ts_prog *p, const char *name);
+/* A parameter's derived entry of one kind (Accum___, ...), -1 if none. */
+int ts_prog_entry_of(const ts_prog *p, int node, ts_entry_kind kind);
 
 /* memplan.c: offsets for buffers live over [start, end] (inclusive). */
 typedef struct ts_interval {
@@ -175,6 +190,17 @@ typedef struct ts_opt_consts {
 ts_opt_consts ts_opt_begin(const ts_optimizer *o, ts_opt_state *s);
 void ts_opt_update(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, const float *grad, int64_t begin,
                    int64_t end);
+
+/* model/replicas.c: a replica's part of a run (DESIGN.md §15) */
+int ts_replicas(const ts_model *m); /* R, 1 without replicas */
+/* Joins the job's collectives and sizes what the ranks exchange (compile). */
+ts_status ts_replicas_compile(ts_model *m, ts_prog *p);
+/* Before a run: the weight checksum when due. */
+ts_status ts_replicas_before_run(ts_model *m);
+/* Averages every parameter's Accum___ over the replicas (before the step). */
+ts_status ts_replicas_allreduce(ts_model *m);
+/* After a run: anchors and watch results of every replica, on every rank. */
+ts_status ts_replicas_after_run(ts_model *m);
 
 /* observe.c: the executor's one hook */
 ts_status ts_observe(ts_model *m, int entry, int64_t sample);

@@ -88,9 +88,9 @@ static bool anchored_loss(const ts_model *m, double *out) {
         if (a->entry != e) continue;
         if (!best || strcmp(a->short_name, name) == 0) best = a; /* prefer the loss's own name */
     }
-    if (!best || !best->data || best->rows < 1) return false;
+    if (!best || !best->local || best->rows < 1) return false;
     const ts_entry *en = &p->entries[e];
-    double v = best->data[(best->rows - 1) * en->numel];
+    double v = best->local[(best->rows - 1) * en->numel]; /* this replica's */
     if (best->mode == TS_OUTPUT_SUM && p->samples_mb > 0) v /= (double)p->samples_mb;
     *out = v;
     return true;

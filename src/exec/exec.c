@@ -103,13 +103,6 @@ static ts_status backward(ts_model *m, int64_t mb) {
     return TS_OK;
 }
 
-/* Per-parameter entries of one kind, in entry order. */
-static int entry_of(const ts_prog *p, int node, ts_entry_kind kind) {
-    for (int e = p->grad_entry[node]; e >= 0 && e < p->n_entries && p->entries[e].node == node; e++)
-        if (p->entries[e].kind == kind) return e;
-    return -1;
-}
-
 typedef struct update_job {
     const ts_optimizer *opt;
     ts_opt_consts consts;
@@ -130,18 +123,23 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
         int node = m->state[s].node;
         if (!p->live[node] || !p->needs_grad[node]) continue;
         ts_entry *grad = &p->entries[p->grad_entry[node]];
-        ts_entry *acc = &p->entries[entry_of(p, node, TS_KIND_ACCUM)];
+        ts_entry *acc = &p->entries[ts_prog_entry_of(p, node, TS_KIND_ACCUM)];
         if (A > 1) {
             if (a == 0) memcpy(acc->data, grad->data, (size_t)acc->numel * sizeof(float));
             else ts_accumulate(m->pool, acc->data, grad->data, acc->numel);
         }
     }
     if (a != A - 1) return TS_OK;
+    if (m->coll) { /* replicas: Accum___ becomes the mean over them */
+        ts_crash_set_current_op("AllReduce", "(all parameters)", NULL);
+        ts_status st = ts_replicas_allreduce(m);
+        if (st) return st;
+    }
     ts_crash_set_current_op("Optimizer", "(all parameters)", NULL);
     for (int s = 0; s < m->n_state; s++) {
         int node = m->state[s].node;
         if (!p->live[node] || !p->needs_grad[node]) continue;
-        int acc = entry_of(p, node, TS_KIND_ACCUM);
+        int acc = ts_prog_entry_of(p, node, TS_KIND_ACCUM);
         ts_entry *ae = &p->entries[acc];
         if (A > 1) ts_scale_forward(m->pool, ae->data, ae->data, 1.0f / (float)A, ae->numel); /* the mean */
         OBSERVE(m, acc, d);
@@ -160,6 +158,7 @@ static ts_status bind_inputs(ts_model *m, const char *const *names, const ts_arr
     const ts_array **bound = m->prog->bound;
     memset(bound, 0, (size_t)m->prog->n_nodes * sizeof *bound);
     int64_t S = m->training ? (int64_t)m->opts.device_iterations * m->opts.grad_accum : m->opts.device_iterations;
+    S *= ts_replicas(m); /* every micro-batch holds one slice per replica */
     for (int k = 0; k < n; k++) {
         if (!names || !names[k] || !inputs) return ts_error(TS_ERR_INVALID_ARGUMENT, "run: input %d has no name or array", k);
         const ts_tensor *t = ts_graph_find(g, names[k]);
@@ -183,8 +182,9 @@ static ts_status bind_inputs(ts_model *m, const char *const *names, const ts_arr
         if (!ok) {
             char b[96], c[128];
             ts_array_shape_str(a, c, sizeof c);
-            return ts_error(TS_ERR_SHAPE, "run: input '%s' is %s; expected [%lld*B%s] (the %lld micro-batches of the run stacked on axis 0, B the micro-batch size), declared %s",
-                            t->name, c, (long long)S, t->shape.ndim > 1 ? ",..." : "", (long long)S, ts_shape_str(&t->shape, b, sizeof b));
+            return ts_error(TS_ERR_SHAPE, "run: input '%s' is %s; expected [%lld*B%s] (the %lld micro-batches%s of the run stacked on axis 0, B the micro-batch size), declared %s",
+                            t->name, c, (long long)S, t->shape.ndim > 1 ? ",..." : "", (long long)S,
+                            ts_replicas(m) > 1 ? " x replicas" : "", ts_shape_str(&t->shape, b, sizeof b));
         }
         int64_t B = a->shape[0] / S;
         if (t->shape.ndim > 0 && B != cur->d[0]) {
@@ -297,6 +297,7 @@ static ts_status run_body(ts_model *m, const ts_array *const *bound) {
     ts_prog *p = m->prog;
     ts_graph *g = m->g;
     int D = m->opts.device_iterations, A = m->training ? m->opts.grad_accum : 1;
+    int64_t R = ts_replicas(m), replica = m->coll ? m->coll->rank : 0;
     for (int64_t d = 0; d < D; d++) {
         for (int a = 0; a < A; a++) {
             int64_t mb = d * A + a;
@@ -304,7 +305,7 @@ static ts_status run_body(ts_model *m, const ts_array *const *bound) {
                 int i = p->order[k];
                 if (g->t[i]->op != TS_OP_INPUT) continue;
                 ts_entry *e = &p->entries[p->value_entry[i]];
-                e->data = (float *)bound[i]->data + mb * e->numel; /* i32 has the same width */
+                e->data = (float *)bound[i]->data + (mb * R + replica) * e->numel; /* i32 has the same width */
             }
             if (a == 0)
                 for (int k = 0; k < p->n_order; k++)
@@ -328,11 +329,16 @@ ts_status ts_model_run(ts_model *m, const char *const *names, const ts_array *in
     uint64_t t0 = ts_now_ns();
     st = bind_inputs(m, names, inputs, n);
     if (!st) st = check_labels(m, m->prog->bound);
+    if (!st) st = ts_replicas_before_run(m);
     if (!st) {
         m->failed_entry = -1;
         st = run_body(m, m->prog->bound);
         ts_crash_set_current_op(NULL, NULL, NULL);
     }
+    if (!st) st = ts_replicas_after_run(m);
+    /* a failure of this rank alone: the other replicas wait for it in vain
+     * (TS_ERR_DIST is either seen by every rank or has marked the job) */
+    if (st && st != TS_ERR_DIST && m->coll) m->coll->mark_failed();
     if (st) return st;
     record_run_metrics(m);
     m->runs++;
@@ -364,6 +370,7 @@ ts_status ts_model_anchored(const ts_model *m, const char *short_name, ts_array 
     out->data = a->data;
     int d = 0;
     if (a->keeps_axis) out->shape[d++] = a->rows;
+    if (ts_replicas(m) > 1) out->shape[d++] = ts_replicas(m);
     for (int i = 0; i < e->shape.ndim && d < TS_MAX_DIMS; i++) out->shape[d++] = e->shape.d[i];
     out->ndim = d;
     return TS_OK;
@@ -372,8 +379,9 @@ ts_status ts_model_anchored(const ts_model *m, const char *short_name, ts_array 
 ts_status ts_model_watch_results(const ts_model *m, const ts_watch_result **out, size_t *n) {
     if (!m || !out || !n) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_watch_results: NULL argument");
     if (!m->prog) return ts_error(TS_ERR_STATE, "watch results exist after compile and run");
-    *out = m->prog->watch_results;
-    *n = (size_t)m->prog->n_watch;
+    bool replicas = m->coll && m->prog->rep_results;
+    *out = replicas ? m->prog->rep_results : m->prog->watch_results;
+    *n = (size_t)m->prog->n_watch * (replicas ? (size_t)ts_replicas(m) + 1 : 1);
     return TS_OK;
 }
 

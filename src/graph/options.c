@@ -12,6 +12,8 @@ ts_options *ts_options_new(void) {
     o->grad_accum = 1;
     o->output_mode = TS_OUTPUT_DEFAULT;
     o->check = TS_CHECK_OFF;
+    o->replicas = 1;
+    o->replica_check = 100;
     return o;
 }
 
@@ -50,6 +52,15 @@ ts_status ts_options_set_threads(ts_options *o, int n) {
     if (!o) return ts_error(TS_ERR_INVALID_ARGUMENT, "options is NULL");
     if (n < 0 || n > 256) return ts_error(TS_ERR_INVALID_ARGUMENT, "threads must be 0 (all cores) .. 256, got %d", n);
     o->threads = n;
+    return TS_OK;
+}
+
+ts_status ts_options_set_replication(ts_options *o, int replicas, int check_every) {
+    if (!o) return ts_error(TS_ERR_INVALID_ARGUMENT, "options is NULL");
+    if (replicas < 1 || replicas > 4096) return ts_error(TS_ERR_INVALID_ARGUMENT, "replicas must be 1 (off) .. 4096, got %d", replicas);
+    if (check_every < 0) return ts_error(TS_ERR_INVALID_ARGUMENT, "replica weight check period must be >= 0 steps (0 = never), got %d", check_every);
+    o->replicas = replicas;
+    o->replica_check = check_every;
     return TS_OK;
 }
 
