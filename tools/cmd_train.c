@@ -128,12 +128,17 @@ static void print_stats_table(const ts_model *m) {
     const ts_watch_result *w;
     size_t n;
     if (ts_model_watch_results(m, &w, &n) || n == 0) return;
-    char line[512];
+    char line[512], name[600];
     printf("%s\n", ts_stats_table_header(line, sizeof line));
     int idx = 0;
+    bool replicas = false;
+    for (size_t i = 0; i < n; i++) replicas = replicas || w[i].replica >= 0;
     for (size_t i = 0; i < n; i++) {
         if (w[i].run < 0 || !(w[i].summary->what & TS_WATCH_STATS)) continue;
-        printf("%s\n", ts_stats_table_row(idx++, w[i].name, &w[i].summary->stats, line, sizeof line));
+        if (!replicas) snprintf(name, sizeof name, "%s", w[i].name);
+        else if (w[i].replica >= 0) snprintf(name, sizeof name, "%s[%d]", w[i].name, w[i].replica); /* one replica's */
+        else snprintf(name, sizeof name, "%s[all]", w[i].name);                                     /* reduced over them */
+        printf("%s\n", ts_stats_table_row(idx++, name, &w[i].summary->stats, line, sizeof line));
     }
 }
 
@@ -274,6 +279,17 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     }
     if (a.log_verbosity >= 0) ts_set_log_level((int)a.log_verbosity);
     ts_crash_handler_install();
+    /* under mpirun: one replica per rank; rank 0 alone prints and writes files */
+    if (ts_dist_init(NULL, NULL)) {
+        fprintf(stderr, "tensorscope %s: %s\n", cmd, ts_last_error());
+        return CLI_RUNTIME;
+    }
+    const int R = ts_dist_size();
+    const bool lead = ts_dist_rank() == 0;
+    if (!lead) {
+        a.quiet = true;
+        if (!freopen("/dev/null", "w", stdout)) return CLI_RUNTIME;
+    }
 
     /* ---- data and model */
     ts_dataset *ds = NULL;
@@ -283,7 +299,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     ts_outfeed *q = NULL;
     ts_tb_writer *tb = NULL;
     ts_loader *loader = NULL;
-    sink_state sink = {.dump_dir = a.dump_npy};
+    sink_state sink = {.dump_dir = lead ? a.dump_npy : NULL};
     curve *loss_curve = calloc(1, sizeof *loss_curve), *acc_curve = calloc(1, sizeof *acc_curve);
     rc = CLI_RUNTIME;
     if (!loss_curve || !acc_curve) goto done;
@@ -314,7 +330,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     int S = (int)(a.repeat_count * a.grad_accum);
     if ((st = ts_options_set_device_iterations(o, (int)a.repeat_count)) || (st = ts_options_set_gradient_accumulation(o, (int)a.grad_accum)) ||
         (st = ts_options_set_threads(o, (int)a.threads)) || (st = ts_options_set_check_numerics(o, check)) ||
-        (st = ts_options_set_output_mode(o, gmode, gperiod))) {
+        (st = ts_options_set_output_mode(o, gmode, gperiod)) || (st = ts_options_set_replication(o, R, 100))) {
         rc = cli_usage_error(cmd, "%s", ts_last_error());
         goto done;
     }
@@ -359,7 +375,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             cli_runtime_error("creating the outfeed");
             goto done;
         }
-        if (a.dump_npy) {
+        if (sink.dump_dir) {
             char d[1024];
             snprintf(d, sizeof d, "%s/outfeed", a.dump_npy);
             mkdir(a.dump_npy, 0777);
@@ -442,7 +458,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         char line[512];
         fprintf(stderr, "%s\n", ts_model_memory_line(tm, line, sizeof line));
     }
-    if (a.tensorboard) {
+    if (R > 1) printf("replicas: %d (one per MPI rank), micro-batch %ld each, %ld per step\n", R, a.batch_size, a.batch_size * R);
+    if (a.tensorboard && lead) {
         if (ts_tb_open(&tb, a.tensorboard)) {
             cli_runtime_error("opening the TensorBoard log");
             goto done;
@@ -454,14 +471,15 @@ int cmd_train(int argc, char **argv, bool eval_only) {
                  (long long)n_train, a.holdout);
         ts_tb_text(tb, "config", 0, cfg);
     }
-    if (ts_loader_new(&loader, ds, (ts_loader_config){.batch_size = a.batch_size, .first = 0, .count = n_train, .shuffle = 1,
+    /* every rank loads the combined batch of the replicas; each computes its slice */
+    if (ts_loader_new(&loader, ds, (ts_loader_config){.batch_size = a.batch_size * R, .first = 0, .count = n_train, .shuffle = 1,
                                                       .seed = (uint64_t)a.seed, .drop_last = 1})) {
         cli_runtime_error("creating the data loader");
         goto done;
     }
     long runs_per_epoch = (long)(ts_loader_batches(loader) / S);
     if (runs_per_epoch < 1) {
-        rc = cli_usage_error(cmd, "one run needs %d batches of %ld (D x A), the training split holds %lld batches", S, a.batch_size,
+        rc = cli_usage_error(cmd, "one run needs %d batches of %ld (D x A), the training split holds %lld batches", S, a.batch_size * R,
                              (long long)ts_loader_batches(loader));
         goto done;
     }
@@ -497,7 +515,11 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             double run_s = cli_now() - r0;
             double loss = NAN;
             ts_array la;
-            if (ts_model_anchored(tm, "cli.loss", &la) == TS_OK) loss = (double)((const float *)la.data)[0] / S; /* SUM -> mean */
+            if (ts_model_anchored(tm, "cli.loss", &la) == TS_OK) { /* SUM over the run (one per replica) -> mean */
+                double sum = 0;
+                for (int64_t i = 0; i < ts_array_numel(&la); i++) sum += ((const float *)la.data)[i];
+                loss = sum / (double)(S * ts_array_numel(&la));
+            }
             ep_loss += loss;
             ep_runs++;
             total_runs++;
@@ -507,7 +529,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
                 int64_t step = ts_model_steps(tm);
                 ts_tb_scalar(tb, "loss", step, loss);
                 ts_tb_scalar(tb, "learning_rate", step, a.lr);
-                ts_tb_scalar(tb, "samples_per_second", step, (double)(S * a.batch_size) / run_s);
+                ts_tb_scalar(tb, "samples_per_second", step, (double)(S * a.batch_size * R) / run_s);
                 const ts_watch_result *w;
                 size_t nw;
                 double norm2 = 0;
@@ -515,11 +537,12 @@ int cmd_train(int argc, char **argv, bool eval_only) {
                 if (ts_model_watch_results(tm, &w, &nw) == TS_OK)
                     for (size_t i = 0; i < nw; i++) {
                         if (w[i].run != ts_model_runs(tm) - 1) continue;
-                        if (strncmp(w[i].name, "Accum___", 8) == 0) {
+                        /* replicas: Accum___ is the same on each (replica 0's row); histograms of all of them */
+                        if (strncmp(w[i].name, "Accum___", 8) == 0 && (R == 1 || w[i].replica == 0)) {
                             norm2 += w[i].summary->stats.l2 * w[i].summary->stats.l2;
                             have_norm = true;
                         }
-                        if (w[i].summary->what & TS_WATCH_HISTOGRAM) ts_tb_histogram(tb, w[i].name, step, w[i].summary);
+                        if (w[i].summary->what & TS_WATCH_HISTOGRAM && w[i].replica < 0) ts_tb_histogram(tb, w[i].name, step, w[i].summary);
                     }
                 if (have_norm) ts_tb_scalar(tb, "gradient_norm", step, sqrt(norm2));
             }
@@ -537,7 +560,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         curve_add(acc_curve, (double)total_runs, acc);
         printf("epoch %ld/%ld: loss %.4f", ep, a.epochs, ep_runs ? ep_loss / (double)ep_runs : NAN);
         if (a.holdout > 0) printf("  held-out accuracy %.2f%% (loss %.4f)", 100 * acc, hl);
-        printf("  %.2f s, %.0f samples/s\n", ep_s, (double)(ep_runs * S * a.batch_size) / ep_s);
+        printf("  %.2f s, %.0f samples/s\n", ep_s, (double)(ep_runs * S * a.batch_size * R) / ep_s);
         fflush(stdout);
         if (tb && a.holdout > 0) ts_tb_scalar(tb, "heldout_accuracy", ts_model_steps(tm), acc);
         if (a.stats) print_stats_table(tm);
@@ -547,7 +570,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         }
     }
     printf("trained %ld runs (%lld steps, %lld samples) in %.2f s\n", total_runs, (long long)ts_model_steps(tm),
-           (long long)(total_runs * S * a.batch_size), cli_now() - t_start);
+           (long long)(total_runs * S * a.batch_size * R), cli_now() - t_start);
 
     /* ---- what the user asked to keep */
     const char *const *anames;
@@ -565,7 +588,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
                 printf("  %s\n", ts_summary_line(anames[i], &arr, &s.stats, line, sizeof line));
         }
     }
-    if (a.dump_npy) {
+    if (a.dump_npy && lead) {
         mkdir(a.dump_npy, 0777);
         int written = 0;
         for (size_t i = 0; i < n_anchors; i++) {
@@ -583,7 +606,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         }
         printf("wrote %d anchored arrays to %s/\n", written, a.dump_npy);
     }
-    if (want_hist) {
+    if (want_hist && lead) {
         ts_array arrs[64];
         int n = 0;
         for (size_t i = 0; i < n_anchors && n < 64; i++)
@@ -594,7 +617,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             goto done;
         } else printf("Saved histogram to %s\n", a.histogram);
     }
-    if (a.plot) {
+    if (a.plot && lead) {
         ts_series s[2] = {{"training loss", loss_curve->x, loss_curve->y, loss_curve->n},
                           {"held-out accuracy", acc_curve->x, acc_curve->y, acc_curve->n}};
         if (ts_plot_lines(a.plot, "Training", "run", s, a.holdout > 0 ? 2 : 1)) {
@@ -603,7 +626,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         }
         printf("Saved plot to %s\n", a.plot);
     }
-    if (a.save_weights) {
+    if (a.save_weights && lead) {
         if (save_weights(&cm, a.save_weights)) {
             cli_runtime_error("saving weights");
             goto done;
@@ -638,5 +661,6 @@ done:
     ts_dataset_free(ds);
     free(loss_curve);
     free(acc_curve);
+    if (ts_dist_finalize() && rc == CLI_OK) rc = cli_runtime_error("leaving the MPI job");
     return rc;
 }

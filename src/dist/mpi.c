@@ -30,6 +30,7 @@ static int launcher_size(void) {
 #ifdef TS_HAVE_MPI
 
 #include <mpi.h>
+#include <sched.h>
 #include <time.h>
 
 #define MAX_PENDING 1024 /* all-reduces in flight: one per parameter */
@@ -57,8 +58,10 @@ static ts_status mpi_fail(int rc, const char *what) {
     return ts_error(TS_ERR_DIST, "rank %d of %d: %s failed: %s (another rank probably died)", job.rank, job.size, what, msg);
 }
 
-/* Polls until every request is complete or the deadline passes; sleeps a
- * little longer each round (up to a millisecond) so a waiting rank does not
+/* Polls until every request is complete or the deadline passes. MPI
+ * progresses a non-blocking collective only inside MPI calls, so it polls
+ * back to back (yielding the CPU) for the first 50 ms, then sleeps a little
+ * longer each round (up to a millisecond) so a rank that waits long does not
  * take a core from the ones still computing. */
 static ts_status wait_all(MPI_Request *r, int n, const char *what) {
     struct timespec t0, now, nap = {0, 20000};
@@ -75,6 +78,10 @@ static ts_status wait_all(MPI_Request *r, int n, const char *what) {
             return ts_error(TS_ERR_DIST,
                             "rank %d of %d: %s did not complete within %.0f s: another rank died, hangs or runs a different model; stopping (ts_dist_set_timeout changes the limit)",
                             job.rank, job.size, what, timeout_s);
+        }
+        if (waited < 0.05) {
+            sched_yield();
+            continue;
         }
         nanosleep(&nap, NULL);
         if (nap.tv_nsec < 1000000) nap.tv_nsec *= 2;
