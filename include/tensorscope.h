@@ -474,6 +474,7 @@ typedef struct ts_outfeed_record {
     int64_t run, sample; /* run index and sample (micro-batch or step) in the run */
     const char *key;
     ts_array array;      /* valid until the next dequeue from this queue */
+    int replica;         /* the replica (MPI rank) that produced it; 0 outside a job */
 } ts_outfeed_record;
 typedef void (*ts_outfeed_sink)(void *user, const ts_outfeed_record *rec);
 

@@ -194,6 +194,38 @@ static void desync(int R) {
     free(y);
 }
 
+/* Outfeed records say which replica produced them. */
+static void outfeed_tagged(int R) {
+    int64_t n = (int64_t)R * B;
+    float *x = malloc((size_t)n * PIXELS * sizeof *x);
+    int32_t *y = malloc((size_t)n * sizeof *y);
+    mlp net;
+    ts_outfeed *q = NULL;
+    ts_model *m = NULL;
+    ts_options *o = ts_options_new();
+    ts_outfeed_config qc = {.name = "replica", .mode = TS_OUTFEED_ALL, .depth = 4};
+    CHECK_OK(test_mlp_build(&net, B, 7), "outfeed: build");
+    CHECK_OK(ts_outfeed_new(&q, &qc), "outfeed: new queue");
+    ts_outfeed_add(net.g, q, "relu", ts_graph_find(net.g, "Relu:0"));
+    ts_options_set_replication(o, R, 0);
+    ts_options_set_threads(o, 1);
+    CHECK_OK(ts_model_training(&m, net.g, net.loss, o, ts_sgd(0.01f, 0, 0)), "outfeed: model");
+    make_data(x, y, n, 5);
+    const char *names[2] = {"x", "labels"};
+    ts_array in[2] = {ts_array_f32(x, 4, (int64_t[]){n, 1, 28, 28}), ts_array_i32(y, 1, (int64_t[]){n})};
+    CHECK_OK(ts_model_run(m, names, in, 2), "outfeed: run");
+    ts_outfeed_record rec;
+    CHECK_OK(ts_outfeed_dequeue(q, &rec, 1000), "outfeed: a record");
+    CHECK(rec.replica == ts_dist_rank() && rec.array.shape[0] == B, "outfeed: the record of Relu:0 [%lld, ...] carries replica %d on rank %d",
+          (long long)rec.array.shape[0], rec.replica, ts_dist_rank());
+    ts_model_free(m);
+    ts_outfeed_free(q);
+    ts_options_free(o);
+    ts_graph_free(net.g);
+    free(x);
+    free(y);
+}
+
 /* The last rank stops answering (or dies); the others' next collective must
  * fail within the timeout, or mpirun ends the job. */
 static int hang(int R, bool die) {
@@ -238,6 +270,7 @@ int main(int argc, char **argv) {
         printf("rank %d of %d\n", ts_dist_rank(), R);
         same_numbers(R, "sgd momentum D=2", ts_sgd(0.05f, 0.9f, 0.0f), 2, 1, 5, 1e-4, 1e-6);
         same_numbers(R, "adam A=2", ts_adam(1e-3f), 1, 2, 10, 1e-4, 1e-5);
+        outfeed_tagged(R);
         desync(R);
     }
     int rc = check_summary("test_dist");
