@@ -154,6 +154,33 @@ overhead_row "check_numerics b=1000" 5 "$(row_obs numerics 1000 20 3)"
 # or not: "unchanged" within the noise of interleaved runs
 overhead_row "crash handler b=32" 2 "$(row_obs crash 32 400 20)"
 
+# data parallel (DESIGN.md §15): one process with 2 threads vs 2 MPI ranks
+# (replicas) with 1 thread each, the same combined batch; no target: on one
+# machine the ranks share its cores and memory bandwidth, the row shows what
+# the all-reduce costs (allreduce = its share of the step)
+replica_row() { # LABEL BATCH STEPS WARMUP
+    local base cand
+    base=$(measure "$BENCH" "$2" "$(steps "$3")" "$4" 2)
+    cand=$(measure env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+        mpirun --oversubscribe --bind-to none -np 2 "$BUILD/bench_replicas" "$2" "$(steps "$3")" "$4" 1)
+    show "$1" "$base"
+    show "$1" "$cand"
+    local ratio=- share=-
+    if [ "$base" != failed ] && [ "$cand" != failed ]; then
+        ratio=$(awk -v b="$(field "$base" ms_per_step)" -v c="$(field "$cand" ms_per_step)" 'BEGIN { printf "%.2f", b / c }')
+        share=$(field "$cand" allreduce_pct)%
+    fi
+    printf '%-22s ratio 1x2 threads/2x1 ranks ms = %s, all-reduce %s of the step: info\n' "$1" "$ratio" "$share"
+    hr
+    ROWS+=("$1: ratio $ratio, all-reduce $share of the step, info")
+}
+if command -v mpirun >/dev/null && [ -x "$BUILD/bench_replicas" ]; then
+    replica_row "mlp 2 ranks b=1000" 1000 30 5
+    replica_row "mlp 2 ranks b=64" 64 300 20
+else
+    echo "mlp 2 ranks: skipped (no mpirun or no bench_replicas: scripts/install-deps.sh test, reconfigure)"
+fi
+
 echo "summary: ${#ROWS[@]} rows, $PASSES PASS, $MISSES MISS"
 for r in "${ROWS[@]}"; do echo "  $r"; done
 exit 0

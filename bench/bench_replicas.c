@@ -1,0 +1,122 @@
+/* bench_replicas.c -- training throughput of the tutorial MLP as R
+ * data-parallel replicas, one per MPI rank (DESIGN.md §15).
+ *
+ *     mpirun -np R bench_replicas BATCH [STEPS [WARMUP [THREADS]]]
+ *
+ * BATCH is the combined batch of a step: each replica computes BATCH/R
+ * samples, then the gradients are averaged (MPI_Allreduce). Same data pool
+ * and timing as bench_mlp (one run = one step, warmup excluded), so its
+ * line compares with `bench_mlp BATCH` run with R threads. Without mpirun it
+ * is one replica. Rank 0 prints one line:
+ * `tensorscope-ranksR batch=B threads=T steps=N ms_per_step=.. samples_per_s=.. gflops=.. allreduce_pct=..`
+ * where allreduce_pct is the share of the step spent in the all-reduce
+ * (the library's AllReduceTime metric over the timed steps). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_common.h"
+#include "tensorscope.h"
+
+enum { POOL = 8 };
+
+static int fail(const char *what)
+{
+    fprintf(stderr, "bench_replicas: %s: %s\n", what, ts_last_error());
+    ts_dist_finalize();
+    return 1;
+}
+
+/* The total of a timing metric in seconds, read back from the report
+ * ("Accumulator: 01s192ms400.590us"); 0 when the metric is absent. */
+static double metric_total_s(const char *name)
+{
+    char *r = ts_metrics_report(), head[128];
+    double total = 0;
+    snprintf(head, sizeof head, "Metric: %s\n", name);
+    const char *p = r ? strstr(r, head) : NULL;
+    p = p ? strstr(p, "Accumulator: ") : NULL;
+    if (p) {
+        p += strlen("Accumulator: ");
+        while (*p && *p != '\n') {
+            char *end;
+            double v = strtod(p, &end);
+            if (end == p)
+                break;
+            static const struct { const char *unit; double s; } units[] = {
+                {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}, {"s", 1.0}, {"m", 60.0}, {"h", 3600.0}};
+            size_t u = 0;
+            while (u < sizeof units / sizeof units[0] && strncmp(end, units[u].unit, strlen(units[u].unit)) != 0)
+                u++;
+            if (u == sizeof units / sizeof units[0])
+                break;
+            total += v * units[u].s;
+            p = end + strlen(units[u].unit);
+        }
+    }
+    ts_string_free(r);
+    return total;
+}
+
+int main(int argc, char **argv)
+{
+    if (ts_dist_init(&argc, &argv))
+        return fail("joining the MPI job");
+    int R = ts_dist_size();
+    long batch = arg_or(argc, argv, 1, 1000), steps = arg_or(argc, argv, 2, 50);
+    long warmup = arg_or(argc, argv, 3, 5), threads = arg_or(argc, argv, 4, 1);
+    if (batch < 1 || steps < 1 || warmup < 0 || threads < 0 || batch % R != 0) {
+        fprintf(stderr, "usage: mpirun -np R bench_replicas BATCH [STEPS [WARMUP [THREADS]]] (R divides BATCH)\n");
+        return 2;
+    }
+    ts_tensor *loss;
+    ts_graph *g = bench_mlp_graph(batch / R, &loss);
+    if (ts_graph_status(g) != TS_OK)
+        return fail("build");
+    ts_options *o = ts_options_new();
+    ts_options_set_threads(o, (int)threads);
+    ts_options_set_replication(o, R, 0);
+    ts_model *m = NULL;
+    if (ts_model_training(&m, g, loss, o, ts_sgd(0.01f, 0.0f, 0.0f)) || ts_model_compile(m))
+        return fail("compile");
+
+    int64_t xs[] = {batch, 1, 28, 28}, ys[] = {batch};
+    size_t per_x = (size_t)batch * PIXELS;
+    float *xbuf = malloc(sizeof(float) * per_x * POOL);
+    int32_t *ybuf = malloc(sizeof(int32_t) * (size_t)batch * POOL);
+    if (!xbuf || !ybuf)
+        return fail("out of memory");
+    uint64_t seed = 0x9E3779B97F4A7C15u;
+    for (size_t i = 0; i < per_x * POOL; i++)
+        xbuf[i] = (float)(xorshift(&seed) >> 11) * (2.0f / 9007199254740992.0f) - 1.0f;
+    for (size_t i = 0; i < (size_t)batch * POOL; i++)
+        ybuf[i] = (int32_t)(xorshift(&seed) % CLASSES);
+
+    const char *names[2] = {"x", "labels"};
+    double t0 = 0;
+    for (long s = 0; s < warmup + steps; s++) {
+        if (s == warmup) {
+            ts_metrics_reset();
+            t0 = now_s();
+        }
+        size_t k = (size_t)s % POOL;
+        ts_array in[2] = {ts_array_f32(xbuf + k * per_x, 4, xs), ts_array_i32(ybuf + k * (size_t)batch, 1, ys)};
+        if (ts_model_run(m, names, in, 2))
+            return fail("run");
+    }
+    double secs = now_s() - t0, allreduce = metric_total_s("AllReduceTime");
+    double flops = ts_model_flops_per_microbatch(m) * (double)steps * R;
+    if (ts_dist_rank() == 0)
+        printf("tensorscope-ranks%d batch=%ld threads=%ld steps=%ld ms_per_step=%.4f samples_per_s=%.1f "
+               "gflops=%.3f allreduce_pct=%.1f\n",
+               R, batch, threads, steps, secs * 1e3 / (double)steps, (double)(batch * steps) / secs,
+               flops / secs * 1e-9, 100.0 * allreduce / secs);
+    free(xbuf);
+    free(ybuf);
+    ts_model_free(m);
+    ts_options_free(o);
+    ts_graph_free(g);
+    ts_dist_finalize();
+    return 0;
+}
