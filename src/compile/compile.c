@@ -23,6 +23,8 @@ void ts_prog_free(ts_prog *p) {
     for (int i = 0; i < p->n_anchors; i++) ts_free(p->anchors[i].short_name);
     for (int i = 0; p->zero_before && i < p->n_nodes; i++) ts_free(p->zero_before[i]);
     for (int i = 0; p->scratch && i < p->n_nodes; i++) ts_free(p->scratch[i]);
+    for (int i = 0; i < p->n_lint; i++) ts_free(p->lint[i]);
+    ts_free(p->lint);
     ts_free(p->scratch);
     ts_free(p->zero_before);
     ts_free(p->n_zero_before);
@@ -615,6 +617,7 @@ ts_status ts_prog_build(ts_model *m, ts_prog **out) {
     if ((st = resolve_outfeeds(m, p))) goto fail;
     if ((st = ts_replicas_compile(m, p))) goto fail;
     mark_checks(m, p);
+    ts_lint(m, p);
     if (!(p->sorted_names = ts_calloc((size_t)p->n_entries + 1, sizeof *p->sorted_names))) {
         st = TS_ERR_OUT_OF_MEMORY;
         goto fail;

@@ -102,6 +102,8 @@ typedef struct ts_prog {
     uint64_t *op_ns;     /* per node, this run */
     const ts_array **bound; /* per node: the run's input arrays */
     uint64_t anchor_ns, anchor_bytes, anchor_copies; /* this run, reported once after it */
+    char **lint;         /* model lint warnings (lint.c) */
+    int n_lint;
     /* replicas (R > 1, model/replicas.c): what the ranks exchange */
     size_t anchor_local;          /* floats of all anchors' local rows, contiguous */
     float *anchor_gathered;       /* R * anchor_local: every replica's rows, by rank */
@@ -169,6 +171,9 @@ void ts_prog_free(ts_prog *p);
 int ts_prog_find(const ts_prog *p, const char *name);
 /* A parameter's derived entry of one kind (Accum___, ...), -1 if none. */
 int ts_prog_entry_of(const ts_prog *p, int node, ts_entry_kind kind);
+
+/* lint.c: fills p->lint (and logs each warning) */
+void ts_lint(const ts_model *m, ts_prog *p);
 
 /* memplan.c: offsets for buffers live over [start, end] (inclusive). */
 typedef struct ts_interval {

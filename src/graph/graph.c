@@ -399,3 +399,14 @@ ts_status ts_outfeed_add(ts_graph *g, ts_outfeed *q, const char *key, ts_tensor 
 
 size_t ts_graph_tensor_count(const ts_graph *g) { return g ? g->n : 0; }
 ts_tensor *ts_graph_tensor_at(const ts_graph *g, size_t i) { return g && i < g->n ? g->t[i] : NULL; }
+
+const char *ts_tensor_op(const ts_tensor *t) { return t ? ts_op_get(t->op)->name : NULL; }
+int ts_tensor_input_count(const ts_tensor *t) { return t ? t->n_in : 0; }
+ts_tensor *ts_tensor_input(const ts_tensor *t, int i) { return t && i >= 0 && i < t->n_in ? t->g->t[t->in[i]] : NULL; }
+
+const char *ts_tensor_location(const ts_tensor *t, char *buf, size_t n) {
+    if (!buf || !n) return "";
+    if (t && t->file) snprintf(buf, n, "%s:%d", t->file, t->line);
+    else buf[0] = '\0';
+    return buf;
+}
