@@ -302,6 +302,16 @@ TS_API ts_status ts_options_set_threads(ts_options *o, int n);
  * weights are compared across ranks: a desync is TS_ERR_DIST naming the
  * rank and the first differing parameter. */
 TS_API ts_status ts_options_set_replication(ts_options *o, int replicas, int check_every);
+/* A pipeline of K stages, one per rank of the MPI job (K must equal its
+ * number of ranks; 1 = off): the model is split before the first op of each
+ * scope in split_at (K - 1 names, in forward order; `fc2` splits before
+ * `fc2/MatMul:0`). Each step's A micro-batches stream through the stages
+ * (GPipe: every forward, then every backward; the last stage runs each
+ * backward right after its forward); activations and gradients cross ranks
+ * as MPI messages; each stage updates its own parameters, and after each
+ * run every rank holds all of them. Anchors and watch results of every
+ * stage reach every rank. Every rank passes the same inputs. */
+TS_API ts_status ts_options_set_pipeline(ts_options *o, int stages, const char *const *split_at, int n_split);
 
 /* ------------------------------------------------------------ optimizers */
 

@@ -164,6 +164,61 @@ out:
     free(y);
 }
 
+/* A pipeline of K stages against the same model in one process. */
+static void pipeline_numbers(int K, const char *label, ts_optimizer opt, int D, int A, int runs, double rtol, double atol) {
+    int64_t n = (int64_t)D * A * B;
+    float *x = malloc((size_t)n * PIXELS * sizeof *x);
+    int32_t *y = malloc((size_t)n * sizeof *y);
+    const char *splits[] = {"fc2", "fc3"};
+    trained pipe, one;
+    CHECK_OK(setup(&pipe, B, 1, D, A, opt), "%s: model", label);
+    CHECK_OK(setup(&one, B, 1, D, A, opt), "%s: the unpipelined model", label);
+    ts_model_free(pipe.m);
+    pipe.m = NULL;
+    ts_outfeed *q = NULL; /* Relu:0 is stage 0's: only rank 0 computes it */
+    ts_outfeed_config qc = {.name = "stage0", .mode = TS_OUTFEED_ALL, .depth = 64, .drop_when_full = 1};
+    CHECK_OK(ts_outfeed_new(&q, &qc), "%s: outfeed", label);
+    ts_outfeed_add(pipe.net.g, q, "relu", ts_graph_find(pipe.net.g, "Relu:0"));
+    CHECK_OK(ts_options_set_pipeline(pipe.o, K, splits, K - 1), "%s: %d stages split at fc2%s", label, K, K > 2 ? ", fc3" : "");
+    ts_options_anchor(pipe.o, "loss_all", "loss", TS_OUTPUT_ALL, 0);
+    ts_options_anchor(one.o, "loss_all", "loss", TS_OUTPUT_ALL, 0);
+    ts_model_free(one.m);
+    one.m = NULL;
+    CHECK_OK(ts_model_training(&pipe.m, pipe.net.g, pipe.net.loss, pipe.o, opt), "%s: pipelined model", label);
+    CHECK_OK(ts_model_training(&one.m, one.net.g, one.net.loss, one.o, opt), "%s: reference model", label);
+    if (!x || !y || !pipe.m || !one.m) goto out;
+    for (int r = 0; r < runs; r++) {
+        make_data(x, y, n, (unsigned)r + 11);
+        ts_status a = run(&pipe, x, y, n), b = run(&one, x, y, n);
+        if (a || b) {
+            CHECK(0, "%s: run %d: %s", label, r, ts_last_error());
+            goto out;
+        }
+        if (r == runs - 1) { /* anchors of the first and the last stage reach every rank */
+            ts_array g1p, g1o, lp, lo;
+            CHECK_OK(ts_model_anchored(pipe.m, "g1", &g1p), "%s: Gradient___fc1.bias (stage 0) anchored on rank %d", label, ts_dist_rank());
+            ts_model_anchored(one.m, "g1", &g1o);
+            CHECK(g1p.ndim == 2 && g1p.shape[0] == D * A, "%s: ALL anchor shape [S, 320], no replica axis", label);
+            CHECK_RESULT(ts_expect_close("pipelined Gradient___fc1.bias = unpipelined", g1p.data, g1o.data, ts_array_numel(&g1o), rtol, 1e-7));
+            CHECK_OK(ts_model_anchored(pipe.m, "loss_all", &lp), "%s: loss (last stage) anchored on rank %d", label, ts_dist_rank());
+            ts_model_anchored(one.m, "loss_all", &lo);
+            CHECK_RESULT(ts_expect_close("pipelined loss = unpipelined", lp.data, lo.data, ts_array_numel(&lo), rtol, 1e-6));
+        }
+    }
+    CHECK(ts_model_steps(pipe.m) == (int64_t)D * runs, "%s: %lld steps", label, (long long)ts_model_steps(pipe.m));
+    CHECK_RESULT(weights_close(&pipe, &one, label, rtol, atol));
+    ts_outfeed_counts c = ts_outfeed_get_counts(q);
+    int64_t want = ts_dist_rank() == 0 ? (int64_t)runs * D * A : 0;
+    CHECK(c.enqueued + c.dropped == want, "%s: rank %d computed Relu:0 (stage 0) %lld times, expected %lld", label, ts_dist_rank(),
+          (long long)(c.enqueued + c.dropped), (long long)want);
+out:
+    teardown(&pipe);
+    ts_outfeed_free(q);
+    teardown(&one);
+    free(x);
+    free(y);
+}
+
 /* One rank's weights changed behind the model's back. */
 static void desync(int R) {
     int64_t n = (int64_t)R * B;
@@ -270,6 +325,10 @@ int main(int argc, char **argv) {
         printf("rank %d of %d\n", ts_dist_rank(), R);
         same_numbers(R, "sgd momentum D=2", ts_sgd(0.05f, 0.9f, 0.0f), 2, 1, 5, 1e-4, 1e-6);
         same_numbers(R, "adam A=2", ts_adam(1e-3f), 1, 2, 10, 1e-4, 1e-5);
+        if (R <= 3) {
+            pipeline_numbers(R, "pipeline sgd momentum D=2 A=2", ts_sgd(0.05f, 0.9f, 0.0f), 2, 2, 5, 1e-4, 1e-6);
+            pipeline_numbers(R, "pipeline adam A=3", ts_adam(1e-3f), 1, 3, 10, 1e-4, 1e-5);
+        }
         outfeed_tagged(R);
         desync(R);
     }

@@ -40,6 +40,13 @@ void ts_prog_free(ts_prog *p) {
     ts_free(p->rep_summaries);
     ts_free(p->rep_results);
     ts_free(p->rep_sums);
+    ts_free(p->stage);
+    ts_free(p->bnd_in);
+    ts_free(p->bnd_out);
+    ts_free(p->inbox);
+    ts_free(p->outbox);
+    ts_free(p->slots);
+    ts_free(p->param_sync);
     ts_free(p->watch_what);
     ts_free(p->watch_period);
     ts_free(p->parts);
@@ -446,13 +453,13 @@ static ts_status resolve_anchors(ts_model *m, ts_prog *p) {
     for (int k = 0; k < p->n_anchors; k++) p->anchor_names[k] = p->anchors[k].short_name;
     /* each replica's rows, then with R > 1 every replica's rows as gathered
      * (by rank) and the returned arrays (replica axis after the sample axis) */
-    size_t local = 0, R = (size_t)ts_replicas(m);
+    size_t local = 0, R = (size_t)ts_replicas(m), K = (size_t)ts_stages(m);
     for (int k = 0; k < p->n_anchors; k++) local += (size_t)(p->anchors[k].rows * p->entries[p->anchors[k].entry].numel);
-    size_t total = R > 1 ? local * (1 + 2 * R) : local;
+    size_t total = local * (1 + (R > 1 ? 2 * R : 0) + (K > 1 ? K : 0)); /* pipelines gather every stage's rows */
     if (total && !(p->arena_anchors = ts_calloc(total, sizeof(float)))) return TS_ERR_OUT_OF_MEMORY;
     p->bytes_anchors = total * sizeof(float);
     p->anchor_local = local;
-    if (R > 1) p->anchor_gathered = p->arena_anchors + local;
+    if (R > 1 || K > 1) p->anchor_gathered = p->arena_anchors + local;
     size_t off = 0;
     for (int k = 0; k < p->n_anchors; k++) {
         p->anchors[k].local = p->arena_anchors + off;
@@ -616,6 +623,7 @@ ts_status ts_prog_build(ts_model *m, ts_prog **out) {
     if ((st = resolve_watches(m, p))) goto fail;
     if ((st = resolve_outfeeds(m, p))) goto fail;
     if ((st = ts_replicas_compile(m, p))) goto fail;
+    if ((st = ts_pipeline_compile(m, p))) goto fail;
     mark_checks(m, p);
     ts_lint(m, p);
     if (!(p->sorted_names = ts_calloc((size_t)p->n_entries + 1, sizeof *p->sorted_names))) {

@@ -111,6 +111,17 @@ typedef struct ts_prog {
     ts_summary *rep_summaries;    /* n_watch * (R + 1): per replica, then reduced */
     ts_watch_result *rep_results; /* the rows ts_model_watch_results returns */
     uint32_t *rep_sums;           /* (R + 1) * parameters: weight checksums */
+    /* pipeline stages (K > 1, model/pipeline.c) */
+    int *stage;                   /* per node: its stage (-1 unused); NULL without a pipeline */
+    int *bnd_in, n_bnd_in;        /* tensors the previous stage sends, node ids in order */
+    int *bnd_out, n_bnd_out;      /* tensors sent to the next stage */
+    int64_t len_in, len_out;      /* floats of one micro-batch's message each way */
+    float *inbox;                 /* one received message */
+    float *outbox;                /* A messages forward (len_out), then A backward (len_in) */
+    float *slots;                 /* A copies of the activations between forward and backward */
+    float *param_sync;            /* (K + 1) * (parameters + 1) floats exchanged after a run */
+    int64_t param_floats;
+    uint64_t wait_ns;             /* this run: time blocked receiving (the bubble) */
 } ts_prog;
 
 typedef struct ts_opt_state { /* per parameter, survives recompiles */
@@ -131,6 +142,8 @@ struct ts_options {
     ts_outfeed *grad_q;
     int grad_pre_accumulated;
     int replicas, replica_check; /* R (1 = off) and steps between weight checks */
+    int stages;                  /* pipeline stages K (1 = off) */
+    char **split_at;             /* K - 1 scope names */
 };
 
 struct ts_model {
@@ -206,6 +219,24 @@ ts_status ts_replicas_before_run(ts_model *m);
 ts_status ts_replicas_allreduce(ts_model *m);
 /* After a run: anchors and watch results of every replica, on every rank. */
 ts_status ts_replicas_after_run(ts_model *m);
+
+/* model/pipeline.c: a pipeline stage's part of a run (DESIGN.md §15) */
+int ts_stages(const ts_model *m); /* K, 1 without a pipeline */
+/* Stages of the nodes, the tensors crossing them, the buffers (compile). */
+ts_status ts_pipeline_compile(ts_model *m, ts_prog *p);
+/* Whether this rank runs `node` (every node without a pipeline). */
+static inline bool ts_in_stage(const ts_model *m, int node) { return !m->prog->stage || m->prog->stage[node] == m->coll->rank; }
+/* Micro-batch a of the step: activations from the previous stage, to the
+ * next one; gradients from the next stage, to the previous one. */
+ts_status ts_pipeline_recv_forward(ts_model *m, int a);
+ts_status ts_pipeline_send_forward(ts_model *m, int a);
+ts_status ts_pipeline_recv_backward(ts_model *m, int a);
+ts_status ts_pipeline_send_backward(ts_model *m, int a);
+/* Keeps micro-batch a's activations until its backward (restore = back). */
+void ts_pipeline_keep(ts_model *m, int a, bool restore);
+/* After a run: every stage's parameters, anchors and watch results on every
+ * rank; the bubble metric. */
+ts_status ts_pipeline_after_run(ts_model *m, uint64_t run_ns);
 
 /* observe.c: the executor's one hook */
 ts_status ts_observe(ts_model *m, int entry, int64_t sample);

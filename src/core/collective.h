@@ -18,8 +18,11 @@ typedef struct ts_collective {
     /* recv[r * bytes ..] <- rank r's send[0..bytes), on every rank; `what`
      * names it in a failure ("the weight checksums"). */
     ts_status (*allgather)(const void *send, void *recv, size_t bytes, const char *what);
-    /* Point-to-point messages of floats (pipeline stages). */
-    ts_status (*send)(int peer, int tag, const float *buf, int64_t n);
+    /* Point-to-point messages of floats (pipeline stages): a send starts
+     * and returns (buf must stay untouched until send_wait completes every
+     * started send); a receive completes before it returns. */
+    ts_status (*send_start)(int peer, int tag, const float *buf, int64_t n);
+    ts_status (*send_wait)(void);
     ts_status (*recv)(int peer, int tag, float *buf, int64_t n);
     /* This rank failed (its run returned an error): the others cannot
      * finish their collectives, so leaving the job must end it. */

@@ -43,6 +43,8 @@ static struct {
     float *buf[MAX_PENDING];
     int64_t n[MAX_PENDING];
     int pending;
+    MPI_Request sends[MAX_PENDING];
+    int pending_sends;
 } job = {.size = 1};
 
 int ts_dist_available(void) { return 1; }
@@ -125,12 +127,23 @@ static ts_status allgather(const void *send, void *recv, size_t bytes, const cha
     return wait_all(&r, 1, what);
 }
 
-static ts_status send_floats(int peer, int tag, const float *buf, int64_t n) {
+static ts_status send_wait(void) {
+    int n = job.pending_sends;
+    job.pending_sends = 0;
+    return n ? wait_all(job.sends, n, "the sends to the neighbouring stages") : TS_OK;
+}
+
+static ts_status send_start(int peer, int tag, const float *buf, int64_t n) {
+    if (job.failed) return ts_error(TS_ERR_DIST, "rank %d: an earlier collective failed; the job must stop", job.rank);
     if (n > INT32_MAX) return ts_error(TS_ERR_UNSUPPORTED, "message of %lld values: more than MPI's int count", (long long)n);
-    MPI_Request r;
-    int rc = MPI_Isend(buf, (int)n, MPI_FLOAT, peer, tag, MPI_COMM_WORLD, &r);
+    if (job.pending_sends == MAX_PENDING) {
+        ts_status st = send_wait();
+        if (st) return st;
+    }
+    int rc = MPI_Isend(buf, (int)n, MPI_FLOAT, peer, tag, MPI_COMM_WORLD, &job.sends[job.pending_sends]);
     if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Isend");
-    return wait_all(&r, 1, "a send to the next stage");
+    job.pending_sends++;
+    return TS_OK;
 }
 
 static ts_status recv_floats(int peer, int tag, float *buf, int64_t n) {
@@ -138,7 +151,7 @@ static ts_status recv_floats(int peer, int tag, float *buf, int64_t n) {
     MPI_Request r;
     int rc = MPI_Irecv(buf, (int)n, MPI_FLOAT, peer, tag, MPI_COMM_WORLD, &r);
     if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Irecv");
-    return wait_all(&r, 1, "a receive from another stage");
+    return wait_all(&r, 1, "a receive from the neighbouring stage");
 }
 
 static void mark_failed(void) { job.failed = true; }
@@ -157,7 +170,7 @@ ts_status ts_dist_init(int *argc, char ***argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &job.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &job.size);
     job.coll = (ts_collective){.rank = job.rank, .size = job.size, .allreduce_mean_start = allreduce_mean_start,
-                               .allreduce_wait = allreduce_wait, .allgather = allgather, .send = send_floats, .recv = recv_floats,
+                               .allreduce_wait = allreduce_wait, .allgather = allgather, .send_start = send_start, .send_wait = send_wait, .recv = recv_floats,
                                .mark_failed = mark_failed};
     job.joined = true;
     ts_logf(TS_LOG_DEBUG, "rank %d of %d joined the MPI job", job.rank, job.size);

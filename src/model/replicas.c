@@ -56,7 +56,7 @@ ts_status ts_replicas_compile(ts_model *m, ts_prog *p) {
 }
 
 ts_status ts_replicas_before_run(ts_model *m) {
-    if (!m->coll || !m->training || m->opts.replica_check == 0 || m->steps < m->next_check) return TS_OK;
+    if (ts_replicas(m) == 1 || !m->training || m->opts.replica_check == 0 || m->steps < m->next_check) return TS_OK;
     m->next_check = m->steps + m->opts.replica_check;
     ts_prog *p = m->prog;
     int R = m->coll->size, n = m->n_state;
@@ -132,7 +132,7 @@ static void place_watches(ts_model *m, int R) {
 }
 
 ts_status ts_replicas_after_run(ts_model *m) {
-    if (!m->coll) return TS_OK;
+    if (ts_replicas(m) == 1) return TS_OK;
     ts_prog *p = m->prog;
     int R = m->coll->size;
     uint64_t t0 = ts_now_ns();
