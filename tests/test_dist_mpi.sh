@@ -1,10 +1,11 @@
 #!/bin/bash
 # test_dist_mpi.sh -- replicas under mpirun (DESIGN.md §15): test_dist with 2
 # and 3 ranks (same numbers, the replica axis, per-replica watch rows, a
-# desync), a rank that hangs and a rank that dies (the others must stop with
-# a message within the timeout, never hang), and the CLI under mpirun (rank 0
-# alone prints and writes; anchors keep the replica axis; the per-replica
-# stats table). Skipped (exit 77) when the build has no MPI or mpirun is
+# desync, 2- and 3-stage pipelines), a rank that hangs and a rank that dies
+# (the others must stop with a message within the timeout, never hang), and
+# the CLI under mpirun (rank 0 alone prints and writes; anchors keep the
+# replica axis; the per-replica stats table; a 2-stage pipeline trains like
+# one process). Skipped (exit 77) when the build has no MPI or mpirun is
 # missing: `scripts/install-deps.sh test` installs OpenMPI.
 set -u
 
@@ -72,6 +73,19 @@ print("Gradient___fc1.bias.npy", a.shape, a.dtype)
 assert a.shape == (1, 2, 320), a.shape
 assert not np.array_equal(a[0, 0], a[0, 1]), "the replicas saw different samples, so their gradients differ"
 EOF
+    # a 2-stage pipeline of the MLP trains like the unpipelined one (A = 4 micro-batches a step)
+    timeout 300 "${MPIRUN[@]}" -np 2 "$BUILD/tensorscope" train --data "$DATA" --batch-size 16 --gradient-accumulation-count 4 --holdout 500 \
+        --max-steps 30 --threads 1 --pipeline-stages 2 --split-at fc2 --quiet --metrics --log-verbosity 4 >pipe.out 2>pipe.err
+    rc=$?
+    [ $rc -eq 0 ] && ok "mpirun -np 2 tensorscope train --pipeline-stages 2 --split-at fc2 exits 0" || { fail "2-stage pipeline: exit $rc"; tail -5 pipe.err; }
+    "$BUILD/tensorscope" train --data "$DATA" --batch-size 16 --gradient-accumulation-count 4 --holdout 500 --max-steps 30 --threads 1 --quiet >one4.out 2>&1
+    two=$(grep -o 'loss [0-9.]*  held-out accuracy [0-9.]*%' pipe.out) one=$(grep -o 'loss [0-9.]*  held-out accuracy [0-9.]*%' one4.out)
+    [ -n "$two" ] && [ "$two" = "$one" ] && ok "the 2-stage pipeline trains like one process ($two)" || fail "pipeline: '$two', one process: '$one'"
+    grep -q 'rank 1 (stage 1, from fc2): F0 B0 F1 B1' pipe.err && ok "the schedule is logged at level 4" || fail "no schedule in the log"
+    grep -q 'Metric: PipelineBubblePercent' pipe.out && ok "the metrics report has the bubble" || fail "no PipelineBubblePercent in the metrics"
+    timeout 60 "${MPIRUN[@]}" -np 2 "$BUILD/tensorscope" train --data "$DATA" --pipeline-stages 2 --split-at nosuchscope --max-steps 1 --quiet >bad.out 2>bad.err
+    rc=$?
+    [ $rc -ne 0 ] && grep -q "no op of scope 'nosuchscope'" bad.err && ok "an unknown split scope is a clear error (exit $rc)" || { fail "unknown split scope: exit $rc"; tail -5 bad.err; }
 fi
 
 echo "$passed passed, $failed failed"

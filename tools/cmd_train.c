@@ -13,7 +13,8 @@
 
 typedef struct train_args {
     const char *model, *data, *optimizer, *output_mode, *check_numerics, *histogram, *dump_npy, *tensorboard, *plot;
-    const char *save_weights, *weights;
+    const char *save_weights, *weights, *split_at;
+    long pipeline_stages;
     long epochs, batch_size, seed, holdout, repeat_count, grad_accum, threads, log_verbosity, watch_period, max_steps;
     double lr, momentum, weight_decay;
     bool outfeed_pre, stats, run_single_step, metrics, log_memory, quiet, all;
@@ -239,6 +240,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--plot", FLAG_STRING, &a.plot, "FILE.png", "plot loss and accuracy curves"},
         {"--save-weights", FLAG_STRING, &a.save_weights, "DIR", "save parameters as .npy at the end"},
         {"--weights", FLAG_STRING, &a.weights, "DIR", "load parameters from .npy files first"},
+        {"--pipeline-stages", FLAG_INT, &a.pipeline_stages, "K", "under mpirun -np K: one pipeline stage per rank (else one replica per rank)"},
+        {"--split-at", FLAG_STRING, &a.split_at, "SCOPE[,SCOPE...]", "the K-1 scopes that start stages 2..K (e.g. fc2,fc3)"},
         {"--quiet", FLAG_BOOL, &a.quiet, NULL, "no progress bar"},
         {NULL, FLAG_BOOL, NULL, NULL, NULL}};
     bool help;
@@ -284,10 +287,23 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         fprintf(stderr, "tensorscope %s: %s\n", cmd, ts_last_error());
         return CLI_RUNTIME;
     }
-    const int R = ts_dist_size();
+    /* one pipeline stage per rank with --pipeline-stages, else one replica per rank */
+    const int K = a.pipeline_stages > 1 ? (int)a.pipeline_stages : 1, R = K > 1 ? 1 : ts_dist_size();
+    char splits_buf[512] = "";
+    const char *splits[16];
+    int n_splits = 0;
+    if (a.split_at) {
+        snprintf(splits_buf, sizeof splits_buf, "%s", a.split_at);
+        for (char *tok = strtok(splits_buf, ","); tok && n_splits < 16; tok = strtok(NULL, ",")) splits[n_splits++] = tok;
+    }
+    if (a.pipeline_stages < 0 || a.pipeline_stages > 16) return cli_usage_error(cmd, "--pipeline-stages must be 1..16, got %ld", a.pipeline_stages);
+    if (n_splits != K - 1)
+        return cli_usage_error(cmd, "--pipeline-stages %d needs --split-at with %d scope%s (the first ops of stages 2..%d, e.g. fc2), got %d", K, K - 1,
+                               K == 2 ? "" : "s", K, n_splits);
     const bool lead = ts_dist_rank() == 0;
     if (!lead) {
         a.quiet = true;
+        if (ts_get_log_level() > TS_LOG_WARN) ts_set_log_level(TS_LOG_WARN); /* rank 0 logs the job's story */
         if (!freopen("/dev/null", "w", stdout)) return CLI_RUNTIME;
     }
 
@@ -330,7 +346,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     int S = (int)(a.repeat_count * a.grad_accum);
     if ((st = ts_options_set_device_iterations(o, (int)a.repeat_count)) || (st = ts_options_set_gradient_accumulation(o, (int)a.grad_accum)) ||
         (st = ts_options_set_threads(o, (int)a.threads)) || (st = ts_options_set_check_numerics(o, check)) ||
-        (st = ts_options_set_output_mode(o, gmode, gperiod)) || (st = ts_options_set_replication(o, R, 100))) {
+        (st = ts_options_set_output_mode(o, gmode, gperiod)) || (st = ts_options_set_replication(o, R, 100)) ||
+        (st = ts_options_set_pipeline(o, K, splits, n_splits))) {
         rc = cli_usage_error(cmd, "%s", ts_last_error());
         goto done;
     }
@@ -459,6 +476,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         fprintf(stderr, "%s\n", ts_model_memory_line(tm, line, sizeof line));
     }
     if (R > 1) printf("replicas: %d (one per MPI rank), micro-batch %ld each, %ld per step\n", R, a.batch_size, a.batch_size * R);
+    if (K > 1) printf("pipeline: %d stages (one per MPI rank), split at %s\n", K, a.split_at);
     if (a.tensorboard && lead) {
         if (ts_tb_open(&tb, a.tensorboard)) {
             cli_runtime_error("opening the TensorBoard log");
