@@ -222,9 +222,8 @@ overhead_row "crash handler b=32" 2 "$(row_obs crash 32 400 20)"
 # the all-reduce costs (allreduce = its share of the step)
 replica_row() { # LABEL BATCH STEPS WARMUP
     local base cand
-    base=$(measure "$BENCH" "$2" "$(steps "$3")" "$4" 2)
-    cand=$(measure env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-        mpirun --oversubscribe --bind-to none -np 2 "$BUILD/bench_replicas" "$2" "$(steps "$3")" "$4" 1)
+    base=$(measure "$BENCH $2 $(steps "$3") $4 2")
+    cand=$(measure "$MPIRUN2 $BUILD/bench_replicas $2 $(steps "$3") $4 1")
     show "$1" "$base"
     show "$1" "$cand"
     local ratio=- share=-
@@ -237,8 +236,17 @@ replica_row() { # LABEL BATCH STEPS WARMUP
     ROWS+=("$1: ratio $ratio, all-reduce $share of the step, info")
 }
 if command -v mpirun >/dev/null && [ -x "$BUILD/bench_replicas" ]; then
+    MPIRUN2="env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe --bind-to none -np 2"
     replica_row "mlp 2 ranks b=1000" 1000 30 5
     replica_row "mlp 2 ranks b=64" 64 300 20
+    # a 2-stage pipeline (split at fc2), 4 micro-batches a step: the bubble
+    line=$(measure "$MPIRUN2 $BUILD/bench_replicas 256 $(steps 100) 10 1 4")
+    show "mlp 2 stages b=256" "$line"
+    bubble="$(field "$line" bubble_pct)% (ideal $(field "$line" ideal_bubble_pct)%)"
+    [ "$line" = failed ] && bubble=-
+    printf '%-22s pipeline bubble %s of the step: info\n' "mlp 2 stages b=256" "$bubble"
+    hr
+    ROWS+=("mlp 2 stages b=256: bubble $bubble, info")
 else
     echo "mlp 2 ranks: skipped (no mpirun or no bench_replicas: scripts/install-deps.sh test, reconfigure)"
 fi
