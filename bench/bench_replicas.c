@@ -101,31 +101,10 @@ int main(int argc, char **argv)
     if (ts_model_training(&m, g, loss, o, ts_sgd(0.01f, 0.0f, 0.0f)) || ts_model_compile(m))
         return fail("compile");
 
-    int64_t xs[] = {batch, 1, 28, 28}, ys[] = {batch};
-    size_t per_x = (size_t)batch * PIXELS;
-    float *xbuf = malloc(sizeof(float) * per_x * POOL);
-    int32_t *ybuf = malloc(sizeof(int32_t) * (size_t)batch * POOL);
-    if (!xbuf || !ybuf)
-        return fail("out of memory");
-    uint64_t seed = 0x9E3779B97F4A7C15u;
-    for (size_t i = 0; i < per_x * POOL; i++)
-        xbuf[i] = (float)(xorshift(&seed) >> 11) * (2.0f / 9007199254740992.0f) - 1.0f;
-    for (size_t i = 0; i < (size_t)batch * POOL; i++)
-        ybuf[i] = (int32_t)(xorshift(&seed) % CLASSES);
-
-    const char *names[2] = {"x", "labels"};
-    double t0 = 0;
-    for (long s = 0; s < warmup + steps; s++) {
-        if (s == warmup) {
-            ts_metrics_reset();
-            t0 = now_s();
-        }
-        size_t k = (size_t)s % POOL;
-        ts_array in[2] = {ts_array_f32(xbuf + k * per_x, 4, xs), ts_array_i32(ybuf + k * (size_t)batch, 1, ys)};
-        if (ts_model_run(m, names, in, 2))
-            return fail("run");
-    }
-    double secs = now_s() - t0, allreduce = metric_total("AllReduceTime", NULL), runs = 0;
+    double secs = bench_timed_runs(m, batch, POOL, warmup, steps);
+    if (secs < 0)
+        return fail("run");
+    double allreduce = metric_total("AllReduceTime", NULL), runs = 0;
     double bubble = metric_total("PipelineBubblePercent", &runs);
     double flops = ts_model_flops_per_microbatch(m) * (double)steps * (double)shards;
     if (ts_dist_rank() == 0 && A == 0)
@@ -138,8 +117,6 @@ int main(int argc, char **argv)
                "gflops=%.3f micro_batches=%ld bubble_pct=%.1f ideal_bubble_pct=%.1f\n",
                R, batch, threads, steps, secs * 1e3 / (double)steps, (double)(batch * steps) / secs,
                flops / secs * 1e-9, A, runs > 0 ? bubble / runs : 0.0, 100.0 * (R - 1) / (double)(A + R - 1));
-    free(xbuf);
-    free(ybuf);
     ts_model_free(m);
     ts_options_free(o);
     ts_graph_free(g);

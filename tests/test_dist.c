@@ -34,14 +34,36 @@ enum { B = 4, PIXELS = 784, CLASSES = 10 };
 
 static const char *const PARAMS[] = {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "fc3.weight", "fc3.bias"};
 
-/* Deterministic data, the same on every rank: n samples. */
-static void make_data(float *x, int32_t *y, int64_t n, unsigned seed) {
-    uint64_t s = seed * 2654435761u + 1;
-    for (int64_t i = 0; i < n * PIXELS; i++) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        x[i] = (float)((double)(s >> 40) / (double)(1ull << 24)) * 2.0f - 1.0f;
+/* n samples of deterministic data, the same on every rank. */
+typedef struct samples {
+    float *x;
+    int32_t *y;
+    int64_t n;
+} samples;
+
+/* Room for n samples; the test stops when there is none. */
+static samples data_new(int64_t n) {
+    samples d = {malloc((size_t)n * PIXELS * sizeof(float)), malloc((size_t)n * sizeof(int32_t)), n};
+    if (!d.x || !d.y) {
+        fprintf(stderr, "test_dist: out of memory for %lld samples\n", (long long)n);
+        exit(1);
     }
-    for (int64_t i = 0; i < n; i++) y[i] = (int32_t)((i * 7 + seed) % CLASSES);
+    return d;
+}
+
+static void data_free(samples *d) {
+    free(d->x);
+    free(d->y);
+}
+
+/* Fills d from `seed`. */
+static void make_data(samples *d, unsigned seed) {
+    uint64_t s = seed * 2654435761u + 1;
+    for (int64_t i = 0; i < d->n * PIXELS; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        d->x[i] = (float)((double)(s >> 40) / (double)(1ull << 24)) * 2.0f - 1.0f;
+    }
+    for (int64_t i = 0; i < d->n; i++) d->y[i] = (int32_t)((i * 7 + seed) % CLASSES);
 }
 
 typedef struct trained {
@@ -73,10 +95,10 @@ static void teardown(trained *t) {
     ts_graph_free(t->net.g);
 }
 
-static ts_status run(trained *t, float *x, int32_t *y, int64_t n) {
+static ts_status run(ts_model *m, const samples *d) {
     const char *names[2] = {"x", "labels"};
-    ts_array in[2] = {ts_array_f32(x, 4, (int64_t[]){n, 1, 28, 28}), ts_array_i32(y, 1, (int64_t[]){n})};
-    return ts_model_run(t->m, names, in, 2);
+    ts_array in[2] = {ts_array_f32(d->x, 4, (int64_t[]){d->n, 1, 28, 28}), ts_array_i32(d->y, 1, (int64_t[]){d->n})};
+    return ts_model_run(m, names, in, 2);
 }
 
 static int weights_close(const trained *a, const trained *b, const char *label, double rtol, double atol) {
@@ -95,15 +117,14 @@ static int weights_close(const trained *a, const trained *b, const char *label, 
 /* R replicas of micro-batch B against one process of micro-batch R*B. */
 static void same_numbers(int R, const char *label, ts_optimizer opt, int D, int A, int runs, double rtol, double atol) {
     int64_t S = (int64_t)D * A, n = S * R * B;
-    float *x = malloc((size_t)n * PIXELS * sizeof *x);
-    int32_t *y = malloc((size_t)n * sizeof *y);
+    samples d = data_new(n);
     trained rep, one;
     CHECK_OK(setup(&rep, B, R, D, A, opt), "%s: %d replicas of micro-batch %d compile", label, R, B);
     CHECK_OK(setup(&one, (int64_t)R * B, 1, D, A, opt), "%s: one process of micro-batch %d compiles", label, R * B);
-    if (!x || !y || !rep.m || !one.m) goto out;
+    if (!rep.m || !one.m) goto out;
     for (int r = 0; r < runs; r++) {
-        make_data(x, y, n, (unsigned)r);
-        ts_status a = run(&rep, x, y, n), b = run(&one, x, y, n);
+        make_data(&d, (unsigned)r);
+        ts_status a = run(rep.m, &d), b = run(one.m, &d);
         if (a || b) {
             CHECK(0, "%s: run %d: %s", label, r, ts_last_error());
             goto out;
@@ -160,15 +181,13 @@ static void same_numbers(int R, const char *label, ts_optimizer opt, int D, int 
 out:
     teardown(&rep);
     teardown(&one);
-    free(x);
-    free(y);
+    data_free(&d);
 }
 
 /* A pipeline of K stages against the same model in one process. */
 static void pipeline_numbers(int K, const char *label, ts_optimizer opt, int D, int A, int runs, double rtol, double atol) {
     int64_t n = (int64_t)D * A * B;
-    float *x = malloc((size_t)n * PIXELS * sizeof *x);
-    int32_t *y = malloc((size_t)n * sizeof *y);
+    samples d = data_new(n);
     const char *splits[] = {"fc2", "fc3"};
     trained pipe, one;
     CHECK_OK(setup(&pipe, B, 1, D, A, opt), "%s: model", label);
@@ -186,10 +205,10 @@ static void pipeline_numbers(int K, const char *label, ts_optimizer opt, int D, 
     one.m = NULL;
     CHECK_OK(ts_model_training(&pipe.m, pipe.net.g, pipe.net.loss, pipe.o, opt), "%s: pipelined model", label);
     CHECK_OK(ts_model_training(&one.m, one.net.g, one.net.loss, one.o, opt), "%s: reference model", label);
-    if (!x || !y || !pipe.m || !one.m) goto out;
+    if (!pipe.m || !one.m) goto out;
     for (int r = 0; r < runs; r++) {
-        make_data(x, y, n, (unsigned)r + 11);
-        ts_status a = run(&pipe, x, y, n), b = run(&one, x, y, n);
+        make_data(&d, (unsigned)r + 11);
+        ts_status a = run(pipe.m, &d), b = run(one.m, &d);
         if (a || b) {
             CHECK(0, "%s: run %d: %s", label, r, ts_last_error());
             goto out;
@@ -215,19 +234,17 @@ out:
     teardown(&pipe);
     ts_outfeed_free(q);
     teardown(&one);
-    free(x);
-    free(y);
+    data_free(&d);
 }
 
 /* One rank's weights changed behind the model's back. */
 static void desync(int R) {
     int64_t n = (int64_t)R * B;
-    float *x = malloc((size_t)n * PIXELS * sizeof *x);
-    int32_t *y = malloc((size_t)n * sizeof *y);
+    samples d = data_new(n);
     trained t;
     CHECK_OK(setup(&t, B, R, 1, 1, ts_sgd(0.01f, 0, 0)), "desync: compile");
-    make_data(x, y, n, 3);
-    CHECK_OK(run(&t, x, y, n), "desync: a first run in step");
+    make_data(&d, 3);
+    CHECK_OK(run(t.m, &d), "desync: a first run in step");
     if (ts_dist_rank() == R - 1) {
         ts_tensor *p = ts_graph_find(t.net.g, "fc2.bias");
         ts_array v;
@@ -239,21 +256,19 @@ static void desync(int R) {
         ts_param_set(p, &b);
         free(bump);
     }
-    ts_status st = run(&t, x, y, n);
+    ts_status st = run(t.m, &d);
     char want[64];
     snprintf(want, sizeof want, "rank %d's 'fc2.bias'", R - 1);
     CHECK(st == TS_ERR_DIST && strstr(ts_last_error(), want) && strstr(ts_last_error(), "out of sync"),
           "desync: TS_ERR_DIST naming the rank and the parameter on rank %d: %s", ts_dist_rank(), ts_last_error());
     teardown(&t);
-    free(x);
-    free(y);
+    data_free(&d);
 }
 
 /* Outfeed records say which replica produced them. */
 static void outfeed_tagged(int R) {
     int64_t n = (int64_t)R * B;
-    float *x = malloc((size_t)n * PIXELS * sizeof *x);
-    int32_t *y = malloc((size_t)n * sizeof *y);
+    samples d = data_new(n);
     mlp net;
     ts_outfeed *q = NULL;
     ts_model *m = NULL;
@@ -265,10 +280,8 @@ static void outfeed_tagged(int R) {
     ts_options_set_replication(o, R, 0);
     ts_options_set_threads(o, 1);
     CHECK_OK(ts_model_training(&m, net.g, net.loss, o, ts_sgd(0.01f, 0, 0)), "outfeed: model");
-    make_data(x, y, n, 5);
-    const char *names[2] = {"x", "labels"};
-    ts_array in[2] = {ts_array_f32(x, 4, (int64_t[]){n, 1, 28, 28}), ts_array_i32(y, 1, (int64_t[]){n})};
-    CHECK_OK(ts_model_run(m, names, in, 2), "outfeed: run");
+    make_data(&d, 5);
+    CHECK_OK(run(m, &d), "outfeed: run");
     ts_outfeed_record rec;
     CHECK_OK(ts_outfeed_dequeue(q, &rec, 1000), "outfeed: a record");
     CHECK(rec.replica == ts_dist_rank() && rec.array.shape[0] == B, "outfeed: the record of Relu:0 [%lld, ...] carries replica %d on rank %d",
@@ -277,8 +290,7 @@ static void outfeed_tagged(int R) {
     ts_outfeed_free(q);
     ts_options_free(o);
     ts_graph_free(net.g);
-    free(x);
-    free(y);
+    data_free(&d);
 }
 
 /* The last rank stops answering (or dies); the others' next collective must
@@ -286,16 +298,15 @@ static void outfeed_tagged(int R) {
 static int hang(int R, bool die) {
     ts_dist_set_timeout(2.0);
     int64_t n = (int64_t)R * B;
-    float *x = malloc((size_t)n * PIXELS * sizeof *x);
-    int32_t *y = malloc((size_t)n * sizeof *y);
+    samples d = data_new(n);
     trained t;
     if (setup(&t, B, R, 1, 1, ts_sgd(0.01f, 0, 0))) return 2;
-    make_data(x, y, n, 1);
+    make_data(&d, 1);
     if (ts_dist_rank() == R - 1) {
         if (die) raise(SIGKILL);
         sleep(60); /* hangs: mpirun ends it when the others abort */
     }
-    ts_status st = run(&t, x, y, n);
+    ts_status st = run(t.m, &d);
     fprintf(stderr, "rank %d: run: %s: %s\n", ts_dist_rank(), ts_status_name(st), ts_last_error());
     ts_dist_finalize(); /* after TS_ERR_DIST: ends the job */
     return st == TS_ERR_DIST ? 0 : 1;
