@@ -282,13 +282,9 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     }
     if (a.log_verbosity >= 0) ts_set_log_level((int)a.log_verbosity);
     ts_crash_handler_install();
-    /* under mpirun: one replica per rank; rank 0 alone prints and writes files */
-    if (ts_dist_init(NULL, NULL)) {
-        fprintf(stderr, "tensorscope %s: %s\n", cmd, ts_last_error());
-        return CLI_RUNTIME;
-    }
-    /* one pipeline stage per rank with --pipeline-stages, else one replica per rank */
-    const int K = a.pipeline_stages > 1 ? (int)a.pipeline_stages : 1, R = K > 1 ? 1 : ts_dist_size();
+    /* under mpirun: one pipeline stage per rank with --pipeline-stages, else
+     * one replica per rank; rank 0 alone prints and writes files */
+    const int K = a.pipeline_stages > 1 ? (int)a.pipeline_stages : 1;
     char splits_buf[512] = "";
     const char *splits[16];
     int n_splits = 0;
@@ -300,6 +296,11 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     if (n_splits != K - 1)
         return cli_usage_error(cmd, "--pipeline-stages %d needs --split-at with %d scope%s (the first ops of stages 2..%d, e.g. fc2), got %d", K, K - 1,
                                K == 2 ? "" : "s", K, n_splits);
+    if (ts_dist_init(NULL, NULL)) {
+        fprintf(stderr, "tensorscope %s: %s\n", cmd, ts_last_error());
+        return CLI_RUNTIME;
+    }
+    const int R = K > 1 ? 1 : ts_dist_size();
     const bool lead = ts_dist_rank() == 0;
     if (!lead) {
         a.quiet = true;
