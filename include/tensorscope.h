@@ -640,7 +640,7 @@ TS_API ts_status ts_dist_init(int *argc, char ***argv);
  * cannot be left cleanly: it then ends every rank of the job with exit code
  * 1 (MPI_Abort) and does not return. */
 TS_API ts_status ts_dist_finalize(void);
-TS_API int ts_dist_rank(void); /* 0 outside a job */
+TS_API int ts_dist_rank(void); /* 0 outside a job; only rank 0 writes TS_METRICS_FILE and TS_SAVE_GRAPH_FILE */
 TS_API int ts_dist_size(void); /* 1 outside a job */
 /* Whether this build has MPI. */
 TS_API int ts_dist_available(void);

@@ -78,6 +78,13 @@ print("Gradient___fc1.bias.npy", a.shape, a.dtype)
 assert a.shape == (1, 2, 320), a.shape
 assert not np.array_equal(a[0, 0], a[0, 1]), "the replicas saw different samples, so their gradients differ"
 EOF
+    # the library's own files (TS_METRICS_FILE): rank 0 alone appends, as many blocks as one process
+    TS_METRICS_FILE=two.met timeout 120 "${MPIRUN[@]}" -np 2 -x TS_METRICS_FILE "$BUILD/tensorscope" train --data "$DATA" --max-steps 3 \
+        --holdout 128 --threads 1 --quiet >/dev/null 2>&1
+    TS_METRICS_FILE=one.met "$BUILD/tensorscope" train --data "$DATA" --max-steps 3 --holdout 128 --threads 1 --quiet >/dev/null 2>&1
+    two=$(grep -c 'Metric: ExecuteTime' two.met 2>/dev/null) one=$(grep -c 'Metric: ExecuteTime' one.met 2>/dev/null)
+    [ -n "$one" ] && [ "$one" -gt 0 ] && [ "$two" = "$one" ] && ok "TS_METRICS_FILE is written by rank 0 alone ($two blocks, one process: $one)" \
+        || fail "TS_METRICS_FILE blocks: 2 ranks $two, one process $one"
     # a 2-stage pipeline of the MLP trains like the unpipelined one (A = 4 micro-batches a step)
     timeout 300 "${MPIRUN[@]}" -np 2 "$BUILD/tensorscope" train --data "$DATA" --batch-size 16 --gradient-accumulation-count 4 --holdout 500 \
         --max-steps 30 --threads 1 --pipeline-stages 2 --split-at fc2 --quiet --metrics --log-verbosity 4 >pipe.out 2>pipe.err

@@ -34,7 +34,7 @@ static ts_status write_text_file(const char *path, const char *text) {
 
 void ts_diag_after_compile(const ts_model *m) {
     const char *path = env_or_null("TS_SAVE_GRAPH_FILE");
-    if (!m || !path) return;
+    if (!m || !path || ts_dist_rank() != 0) return; /* in an MPI job, rank 0 alone writes files */
     const char *fmt_name = env_or_null("TS_SAVE_GRAPH_FMT");
     ts_dump_format fmt = TS_DUMP_TEXT;
     if (fmt_name && strcasecmp(fmt_name, "dot") == 0) fmt = TS_DUMP_DOT;
@@ -126,6 +126,6 @@ static void trace_line(const ts_model *m, uint64_t run_ns) {
 void ts_diag_after_run(const ts_model *m, uint64_t run_ns) {
     if (!m || !m->prog) return;
     const char *path = env_or_null("TS_METRICS_FILE");
-    if (path) append_metrics(m, path);
+    if (path && ts_dist_rank() == 0) append_metrics(m, path); /* rank 0 alone writes files */
     if (ts_log_enabled(TS_LOG_TRACE)) trace_line(m, run_ns);
 }

@@ -147,6 +147,7 @@ static ts_status send_start(int peer, int tag, const float *buf, int64_t n) {
 }
 
 static ts_status recv_floats(int peer, int tag, float *buf, int64_t n) {
+    if (job.failed) return ts_error(TS_ERR_DIST, "rank %d: an earlier collective failed; the job must stop", job.rank);
     if (n > INT32_MAX) return ts_error(TS_ERR_UNSUPPORTED, "message of %lld values: more than MPI's int count", (long long)n);
     MPI_Request r;
     int rc = MPI_Irecv(buf, (int)n, MPI_FLOAT, peer, tag, MPI_COMM_WORLD, &r);
