@@ -143,13 +143,18 @@ static ts_status infer_shapes(ts_model *m, ts_prog *p) {
         if (!p->live[i]) continue; /* e.g. the loss of a graph run for inference */
         if (t->op == TS_OP_INPUT || t->op == TS_OP_PARAM) {
             p->shape[i] = (i < m->n_override && m->input_override[i].ndim >= 0) ? m->input_override[i] : t->shape;
-            continue;
+        } else {
+            ts_shape in[TS_MAX_INPUTS];
+            for (int k = 0; k < t->n_in; k++) in[k] = p->shape[t->in[k]];
+            ts_status st = def->shape(t, in, &p->shape[i]);
+            if (st) return ts_error_wrap(st, "compile: '%s' (%s, built at %s:%d) with the run's input shapes", t->name, def->name,
+                                         t->file ? t->file : "?", t->line);
         }
-        ts_shape in[TS_MAX_INPUTS];
-        for (int k = 0; k < t->n_in; k++) in[k] = p->shape[t->in[k]];
-        ts_status st = def->shape(t, in, &p->shape[i]);
-        if (st) return ts_error_wrap(st, "compile: '%s' (%s, built at %s:%d) with the run's input shapes", t->name, def->name,
-                                     t->file ? t->file : "?", t->line);
+        if (ts_shape_numel(&p->shape[i]) > TS_MAX_NUMEL) { /* a huge micro-batch size given at run time */
+            char b[96];
+            return ts_error(TS_ERR_SHAPE, "compile: '%s' would be %s, more than 2^34 elements; use a smaller micro-batch size",
+                            t->name, ts_shape_str(&p->shape[i], b, sizeof b));
+        }
     }
     return TS_OK;
 }
@@ -216,6 +221,7 @@ static ts_status build_entries(ts_model *m, ts_prog *p) {
         const ts_tensor *t = g->t[i];
         p->value_entry[i] = p->n_entries;
         if (add_entry(p, &cap, TS_KIND_VALUE, t, &p->shape[i], t->op == TS_OP_PARAM)) return TS_ERR_OUT_OF_MEMORY;
+        p->entries[p->value_entry[i]].view = ts_op_get(t->op)->view && g->t[t->in[0]]->op == TS_OP_INPUT;
         if (p->needs_grad[i]) {
             p->grad_entry[i] = p->n_entries;
             if (add_entry(p, &cap, TS_KIND_GRAD, t, &p->shape[i], false)) return TS_ERR_OUT_OF_MEMORY;
@@ -255,16 +261,22 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
         const ts_tensor *t = g->t[en->node];
         size_t bytes = (size_t)en->numel * sizeof(float);
         bool activation = t->op != TS_OP_PARAM && t->op != TS_OP_INPUT;
-        if (en->kind == TS_KIND_VALUE && activation) {
+        if (en->kind == TS_KIND_VALUE && activation && !en->view) {
+            /* live until the last forward consumer, and until the backward
+             * of each consumer that reads it (and its own backward when that
+             * reads the output): a value no backward reads dies in forward */
             int64_t end = fwd[t->id];
             for (int k = 0; k < L; k++) {
                 const ts_tensor *c = g->t[p->order[k]];
-                for (int j = 0; j < c->n_in; j++)
-                    if (c->in[j] == t->id) end = end > fwd[c->id] ? end : fwd[c->id];
-                for (int j = 0; j < c->n_in; j++)
-                    if (c->in[j] == t->id && p->needs_grad[c->id]) end = end > BWD(c->id) ? end : BWD(c->id);
+                const ts_op_def *cd = ts_op_get(c->op);
+                for (int j = 0; j < c->n_in; j++) {
+                    if (c->in[j] != t->id) continue;
+                    end = end > fwd[c->id] ? end : fwd[c->id];
+                    bool read_back = p->needs_grad[c->id] && cd->backward && !((cd->bwd_unread_inputs >> j) & 1u);
+                    if (read_back) end = end > BWD(c->id) ? end : BWD(c->id);
+                }
             }
-            if (p->needs_grad[t->id]) end = end > BWD(t->id) ? end : BWD(t->id);
+            if (p->needs_grad[t->id] && ts_op_get(t->op)->needs_output) end = end > BWD(t->id) ? end : BWD(t->id);
             iv[n_iv] = (ts_interval){fwd[t->id], end, bytes, 0};
             iv_entry[n_iv++] = e;
         } else if (en->kind == TS_KIND_GRAD && activation) {

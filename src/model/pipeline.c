@@ -76,8 +76,9 @@ static ts_status boundary(const ts_model *m, ts_prog *p, int from, int **out, in
     for (int k = 0; k < p->n_order; k++) {
         const ts_tensor *t = g->t[p->order[k]];
         if (is_leaf(t) || p->stage[t->id] != from + 1) continue;
-        for (int j = 0; j < t->n_in; j++)
-            if (!is_leaf(g->t[t->in[j]]) && p->stage[t->in[j]] == from) crosses[t->in[j]] = true;
+        for (int j = 0; j < t->n_in; j++) /* a view of an input follows the input, which every rank has */
+            if (!is_leaf(g->t[t->in[j]]) && p->stage[t->in[j]] == from && !p->entries[p->value_entry[t->in[j]]].view)
+                crosses[t->in[j]] = true;
     }
     for (int i = 0; i < p->n_nodes; i++) *n += crosses[i];
     *out = ts_calloc((size_t)*n + 1, sizeof **out);
