@@ -24,7 +24,7 @@ static bool in_scope(const char *name, const char *scope) {
     return strncmp(name, scope, n) == 0 && (name[n] == '/' || name[n] == '.');
 }
 
-static bool is_leaf(const ts_tensor *t) { return t->op == TS_OP_INPUT || t->op == TS_OP_PARAM; }
+static bool is_leaf(const ts_tensor *t) { return t->op == TS_OP_INPUT || t->op == TS_OP_PARAM || t->op == TS_OP_BUFFER; }
 
 /* Stage of every op by the splits, then of inputs and parameters by their
  * consumers; a parameter used by two stages, or a tensor used two stages
