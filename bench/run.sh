@@ -262,6 +262,16 @@ if command -v mpirun >/dev/null && [ -x "$BUILD/bench_replicas" ]; then
     MPIRUN2="env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe --bind-to none -np 2"
     replica_row "mlp 2 ranks b=1000" 1000 30 5
     replica_row "mlp 2 ranks b=64" 64 300 20
+    # the CNN through the CLI (samples/s of its training epoch, eval excluded)
+    cnn_sps() { bash -c "$1" 2>/dev/null | sed -n 's/.* \([0-9.]*\) samples\/s.*/\1/p' | head -n 1; }
+    CNN_FLAGS="--data $SRC/data/mnist --model cnn --max-steps $(steps 60) --holdout 64 --quiet"
+    one=$(cnn_sps "$BUILD/tensorscope train $CNN_FLAGS --batch-size 64 --threads 2")
+    two=$(cnn_sps "$MPIRUN2 $BUILD/tensorscope train $CNN_FLAGS --batch-size 32 --threads 1")
+    ratio=$(awk -v a="${one:-0}" -v b="${two:-0}" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", b / a; else print "-" }')
+    printf '%-22s 1 process x 2 threads %s samples/s, 2 ranks x 1 thread %s samples/s, ratio %s: info\n' \
+        "cnn 2 ranks b=64" "${one:-failed}" "${two:-failed}" "$ratio"
+    hr
+    ROWS+=("cnn 2 ranks b=64: ratio $ratio (samples/s 2 ranks / 1 process), info")
     # a 2-stage pipeline (split at fc2), 4 micro-batches a step: the bubble
     line=$(measure "$MPIRUN2 $BUILD/bench_replicas 256 $(steps 100) 10 1 4")
     show "mlp 2 stages b=256" "$line"
