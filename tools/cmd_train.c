@@ -16,11 +16,11 @@
 
 typedef struct train_args {
     const char *model, *data, *optimizer, *output_mode, *check_numerics, *histogram, *dump_npy, *tensorboard, *plot;
-    const char *save_weights, *weights, *dump_limit;
+    const char *save_weights, *weights, *dump_limit, *picture_dir;
     long epochs, batch_size, seed, holdout, repeat_count, grad_accum, threads, log_verbosity, watch_period, max_steps;
     double lr, momentum, weight_decay;
     bool outfeed_pre, stats, run_single_step, metrics, log_memory, quiet, all;
-    cli_list anchors, outfeeds, watches, prints;
+    cli_list anchors, outfeeds, watches, prints, feature_maps, filters;
 } train_args;
 
 /* ---- outfeed sink: runs on the queue's consumer thread */
@@ -80,13 +80,18 @@ static void on_record(void *user, const ts_outfeed_record *r) {
 static volatile sig_atomic_t g_interrupted;
 static void on_interrupt(int sig) { g_interrupted = sig; }
 static void catch_interrupts(bool on) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on ? on_interrupt : SIG_DFL;
-    sa.sa_flags = on ? SA_RESETHAND | SA_RESTART : 0;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    static const int sigs[2] = {SIGINT, SIGTERM};
+    static bool caught[2];
+    for (int i = 0; i < 2; i++) {
+        struct sigaction sa, old;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on ? on_interrupt : SIG_DFL;
+        sa.sa_flags = on ? SA_RESETHAND | SA_RESTART : 0;
+        sigemptyset(&sa.sa_mask);
+        if (on && sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue; /* e.g. `cmd &` in a script */
+        if (on || caught[i]) sigaction(sigs[i], &sa, NULL);
+        caught[i] = on;
+    }
 }
 
 static bool matches_any(const cli_list *l, const char *name) {
@@ -174,34 +179,8 @@ static ts_status save_one(ts_tensor *t, const ts_array *value, const void *dir) 
     return st;
 }
 
-/* A weight that is NaN or infinite is refused: training from it would only
- * spread NaN, silently. The message is printed here (the library's error
- * is not ours to set); the caller then only stops. */
-static bool weights_reported;
-static ts_status load_one(ts_tensor *t, const ts_array *value, const void *dir) {
-    (void)value;
-    char *path = cli_path(dir, ts_tensor_name(t), ".npy");
-    ts_array v = {0};
-    ts_status st = path ? ts_npy_load(path, &v) : TS_ERR_OUT_OF_MEMORY;
-    if (!st && v.dtype == TS_F32) {
-        int64_t bad = 0, n = ts_array_numel(&v);
-        for (int64_t i = 0; i < n; i++) bad += !isfinite(((const float *)v.data)[i]);
-        if (bad) {
-            fprintf(stderr, "tensorscope: loading weights: %s holds %lld NaN or infinite value%s of %lld; it is not a usable weight file\n",
-                    path, (long long)bad, bad == 1 ? "" : "s", (long long)n);
-            weights_reported = true;
-            st = TS_ERR_FORMAT;
-        }
-    }
-    if (!st) st = ts_param_set(t, &v);
-    ts_npy_free(&v);
-    free(path);
-    return st;
-}
-
 static ts_status save_weights(const cli_model *cm, const char *dir) { return each_param(cm, save_one, dir); }
 
-static ts_status load_weights(const cli_model *cm, const char *dir) { return each_param(cm, load_one, dir); }
 
 typedef struct curve {
     double x[4096], y[4096];
@@ -213,16 +192,16 @@ static void curve_add(curve *c, double x, double y) {
 
 int cmd_train(int argc, char **argv, bool eval_only) {
     const char *cmd = eval_only ? "eval" : "train";
-    train_args a = {.model = "mlp", .data = "data/mnist", .optimizer = "sgd", .epochs = 1, .batch_size = 64, .seed = 0,
+    train_args a = {.model = "mlp", .data = "data/mnist", .optimizer = NULL, .epochs = 1, .batch_size = 64, .seed = 0,
                     .holdout = 2000, .repeat_count = 1, .grad_accum = 1, .threads = 0, .log_verbosity = -1, .watch_period = 1,
-                    .lr = 0.01, .check_numerics = NULL};
+                    .lr = -1, .check_numerics = NULL};
     const cli_flag flags[] = {
-        {"--model", FLAG_STRING, &a.model, "NAME", "built-in model (mlp)"},
+        {"--model", FLAG_STRING, &a.model, "NAME", "built-in model (mlp, cnn)"},
         {"--data", FLAG_STRING, &a.data, "DIR", "MNIST directory of gzip'd IDX files (default data/mnist)"},
         {"--epochs", FLAG_INT, &a.epochs, "N", "passes over the training split (default 1)"},
         {"--batch-size", FLAG_INT, &a.batch_size, "B", "micro-batch size (default 64)"},
-        {"--lr", FLAG_FLOAT, &a.lr, "LR", "learning rate (default 0.01)"},
-        {"--optimizer", FLAG_STRING, &a.optimizer, "sgd|adam|adamw", "optimizer (default sgd)"},
+        {"--lr", FLAG_FLOAT, &a.lr, "LR", "learning rate (default: mlp 0.01, cnn 0.001)"},
+        {"--optimizer", FLAG_STRING, &a.optimizer, "sgd|adam|adamw", "optimizer (default: mlp sgd, cnn adam)"},
         {"--momentum", FLAG_FLOAT, &a.momentum, "M", "SGD momentum (default 0)"},
         {"--weight-decay", FLAG_FLOAT, &a.weight_decay, "WD", "weight decay (default 0)"},
         {"--seed", FLAG_INT, &a.seed, "N", "seed for initialisation and shuffling (default 0)"},
@@ -252,6 +231,9 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--plot", FLAG_STRING, &a.plot, "FILE.png", "plot loss and accuracy curves"},
         {"--save-weights", FLAG_STRING, &a.save_weights, "DIR", "save parameters as .npy at the end"},
         {"--weights", FLAG_STRING, &a.weights, "DIR", "load parameters from .npy files first"},
+        {"--feature-maps", FLAG_LIST, &a.feature_maps, "TENSOR[:SAMPLE]", "PNG grid of a 4-D activation's channels for one held-out sample"},
+        {"--filters", FLAG_LIST, &a.filters, "PARAM", "PNG grid of a conv weight's kernels (e.g. conv1.weight)"},
+        {"--picture-dir", FLAG_STRING, &a.picture_dir, "DIR", "where --feature-maps and --filters write (default .)"},
         {"--quiet", FLAG_BOOL, &a.quiet, NULL, "no progress bar"},
         {NULL, FLAG_BOOL, NULL, NULL, NULL}};
     bool help;
@@ -261,6 +243,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     /* ---- validate before doing any work */
     if (a.epochs < (eval_only ? 0 : 1) || a.epochs > 100000) return cli_usage_error(cmd, "--epochs must be 1..100000, got %ld", a.epochs);
     if (a.batch_size < 1 || a.batch_size > 100000) return cli_usage_error(cmd, "--batch-size must be 1..100000, got %ld", a.batch_size);
+    cli_model_defaults(a.model, a.optimizer ? NULL : &a.optimizer, a.lr == -1 ? &a.lr : NULL);
     if (!(a.lr >= 0 && a.lr <= 1e6)) return cli_usage_error(cmd, "--lr must be in [0, 1e6], got %g", a.lr);
     if (a.momentum < 0 || a.momentum >= 1) return cli_usage_error(cmd, "--momentum must be in [0, 1), got %g", a.momentum);
     if (a.weight_decay < 0) return cli_usage_error(cmd, "--weight-decay must be >= 0, got %g", a.weight_decay);
@@ -334,8 +317,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         cli_runtime_error("building the model");
         goto done;
     }
-    if (a.weights && load_weights(&cm, a.weights)) {
-        if (!weights_reported) cli_runtime_error("loading weights");
+    if (a.weights && ts_graph_load_weights(cm.g, a.weights)) { /* checked whole (shapes, NaN) before any is set */
+        cli_runtime_error("loading weights");
         goto done;
     }
     if (!(o = ts_options_new())) goto done;
@@ -665,6 +648,28 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             goto done;
         }
         printf("Saved plot to %s\n", a.plot);
+    }
+    if (a.feature_maps.n || a.filters.n) {
+        const char *dir = a.picture_dir ? a.picture_dir : ".";
+        ts_loader *pl = NULL;
+        ts_array px, py;
+        int64_t first = a.holdout > 0 ? n_train : 0;
+        if (a.picture_dir) mkdir(a.picture_dir, 0777); /* if that fails, the first write says why */
+        if (copy_params(&cm, &em) ||
+            ts_loader_new(&pl, ds, (ts_loader_config){.batch_size = a.batch_size, .first = first, .count = a.batch_size}) ||
+            ts_loader_next(pl, 1, &px, &py)) {
+            ts_loader_free(pl);
+            cli_runtime_error("preparing a held-out batch for the pictures");
+            goto done;
+        }
+        int prc = CLI_OK;
+        for (int i = 0; i < a.feature_maps.n && prc == CLI_OK; i++) prc = cli_feature_maps(&em, &px, a.feature_maps.items[i], dir);
+        for (int i = 0; i < a.filters.n && prc == CLI_OK; i++) prc = cli_filters(&cm, a.filters.items[i], dir);
+        ts_loader_free(pl);
+        if (prc != CLI_OK) {
+            rc = prc;
+            goto done;
+        }
     }
     if (a.save_weights) {
         if (save_weights(&cm, a.save_weights)) {
