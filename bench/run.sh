@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # bench/run.sh BUILD_DIR -- tensorscope's benchmarks side by side with peers.
 #
-# Each row runs a baseline and a candidate command; each prints one line
-#   <impl> batch=B threads=T steps=N ms_per_step=.. samples_per_s=.. gflops=..
-# and the row reports ratio = baseline ms / candidate ms against a target
-# (PASS when ratio >= target). A benchmark, not a test: exits 0 either way
-# (2 only for a usage error). To add a benchmark, add a `row` call at the
+# Every implementation prints one line
+#   <impl> batch=B threads=T steps=N ms_per_step=.. samples_per_s=.. gflops=.. [peak_rss_mb=..]
+# A training row (`mlp_row`) runs tensorscope and the peers and reports
+# ratio = peer ms / tensorscope ms against a target (PASS when ratio >=
+# target). A benchmark, not a test: exits 0 either way (2 only for a usage
+# error). To add a benchmark, add an `mlp_row` or `overhead_row` call at the
 # bottom. Overheads (observation, numeric checks, diagnostics) are
 # `overhead_row`s: one command times the plain and the observed training in
 # one process, interleaved, printing a role=base and a role=cand line and the
-# overhead (median over repetitions of cand / base - 1); the row checks it
-# against a maximum, or just reports it when the maximum is "-". ms/step is
-# then each side's median repetition.
+# overhead (median over repetitions of cand / base - 1, with the spread of
+# the pairs); the row checks it against a maximum, or just reports it when
+# the maximum is "-". ms/step is then each side's median repetition, the
+# spread its best..worst.
 #
 # Peers: the current PyTorch from PyPI (pinned in bench/torch_venv.sh, in a
 # venv under BUILD made on the first run and reused) is the peer the targets

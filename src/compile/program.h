@@ -103,6 +103,7 @@ typedef struct ts_prog {
     int64_t samples_mb, samples_step;   /* S per run for each kind */
     double flops_mb;
     uint64_t *op_ns;     /* per node, this run */
+    uint64_t opt_ns;     /* optimizer steps, this run */
     const ts_array **bound; /* per node: the run's input arrays */
     uint64_t anchor_ns, anchor_bytes, anchor_copies; /* this run, reported once after it */
     /* the optimizer step clears the gradients it consumed (A = 1) chunk by

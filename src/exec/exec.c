@@ -155,6 +155,7 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
         if (st) return st;
     }
     ts_crash_set_current_op("Optimizer", "(all parameters)", NULL);
+    uint64_t t0 = ts_now_ns();
     int cleared = 0;
     for (int s = 0; s < m->n_state; s++) {
         int node = m->state[s].node;
@@ -169,6 +170,7 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
         for (int e = acc + 1; e < p->n_entries && p->entries[e].node == node; e++) OBSERVE(m, e, d);
     }
     p->param_grads_zero = cleared == p->n_param_grads; /* else the next backward clears them */
+    p->opt_ns += ts_now_ns() - t0;
     m->steps++;
     return TS_OK;
 }
@@ -216,6 +218,8 @@ static void record_run_metrics(ts_model *m) {
         per_op[m->g->t[i]->op] += p->op_ns[i];
         p->op_ns[i] = 0;
     }
+    if (p->opt_ns) ts_metric_record("OpTime.Optimizer", (double)p->opt_ns);
+    p->opt_ns = 0;
     for (int op = 0; op < TS_OP_COUNT; op++) {
         if (!per_op[op]) continue;
         char name[64];
