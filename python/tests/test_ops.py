@@ -65,3 +65,28 @@ def test_an_op_the_library_lacks_is_an_error_at_call_time():
     for method in missing:
         with pytest.raises(ts.UnsupportedError, match=ts.OPS[method][0]):
             getattr(g, method)()
+
+
+@pytest.mark.skipif(not has("ts_conv2d_layer"), reason="this library has no convolutions")
+def test_struct_arguments_against_numpy():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 2, 5, 5)).astype(np.float32)
+    g = ts.Graph(seed=4)
+    xt = g.input("x", "f32", list(x.shape))
+    conv = g.conv2d_layer(xt, 3, 3, 3, {"stride_h": 2, "stride_w": 2}, name="conv1")
+    pool = g.max_pool2d(xt, {"kernel_h": 2, "kernel_w": 2})
+    m = ts.inference_model(g, ts.Options(), outputs=[conv, pool])
+    m.compile()
+    got_conv, got_pool = (a[0] for a in m(x))
+    w, b = g.tensor("conv1.weight").numpy(), g.tensor("conv1.bias").numpy()
+    want = np.empty((1, 3, 2, 2), np.float64)
+    for i in range(2):
+        for j in range(2):
+            patch = x[0, :, 2 * i:2 * i + 3, 2 * j:2 * j + 3].astype(np.float64)
+            want[0, :, i, j] = (w * patch).sum(axis=(1, 2, 3)) + b
+    np.testing.assert_allclose(got_conv, want, rtol=1e-5, atol=1e-6)
+    # 2x2 windows with stride 2 over the top-left 4x4 (the 5th row and column left out)
+    np.testing.assert_array_equal(got_pool,
+                                  x[:, :, :4, :4].reshape(1, 2, 2, 2, 2, 2).max(axis=(3, 5)))
+    with pytest.raises(TypeError, match="stride_h"):
+        g.max_pool2d(xt, {"kernel": 2})
