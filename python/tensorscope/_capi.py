@@ -243,6 +243,7 @@ _PROTOTYPES = {
     "ts_graph_from_onnx": (_st, [C.POINTER(P), S, C.POINTER(OnnxInput), C.c_int]),
     "ts_graph_output_count": (C.c_size_t, [P]),
     "ts_graph_output_at": (P, [P, C.c_size_t]),
+    "ts_tensor_alias": (S, [P]),
     "ts_dataset_from_arrays": (_st, [C.POINTER(P), C.POINTER(Array), C.POINTER(Array)]),
 }
 

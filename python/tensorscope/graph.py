@@ -265,6 +265,12 @@ class Tensor:
         return lib.ts_tensor_op(self._h).decode()
 
     @property
+    def alias(self):
+        """An imported tensor's name in its file (None for others)."""
+        name = _capi.function("ts_tensor_alias", "Tensor.alias")(self._h)
+        return name.decode() if name else None
+
+    @property
     def location(self):
         """Where it was built ("train.py:42"), or ""."""
         buf = C.create_string_buffer(1024)
