@@ -257,7 +257,20 @@ class Tensor:
 
     @property
     def is_parameter(self):
-        return bool(self._info().data)
+        """A trainable parameter (not a buffer)."""
+        return bool(self._info().data) and not self.is_buffer
+
+    @property
+    def is_buffer(self):
+        """State the graph holds without a gradient (batch norm's running
+        statistics)."""
+        return bool(_capi.function("ts_tensor_is_buffer", "Tensor.is_buffer")(self._h))
+
+    @property
+    def inputs(self):
+        """The tensors this op reads."""
+        n = lib.ts_tensor_input_count(self._h)
+        return [Tensor(self.graph, lib.ts_tensor_input(self._h, i)) for i in range(n)]
 
     @property
     def op(self):
@@ -296,8 +309,9 @@ class Tensor:
     def _param_array(self):
         a = self._info()
         if not a.data:
-            raise StateError(f"'{self.name}' is not a parameter: only parameters hold values in "
-                             "a graph; anchor it (Options.anchor_tensor) to see it in a run")
+            raise StateError(f"'{self.name}' is not a parameter: only parameters and buffers hold "
+                             "values in a graph; anchor it (Options.anchor_tensor) to see it in "
+                             "a run")
         return a
 
     def __repr__(self):
@@ -423,15 +437,15 @@ class Graph:
         return [Tensor(self, lib.ts_graph_output_at(self._h, i)) for i in range(n)]
 
     def parameters(self):
-        """{name: Tensor} of every parameter, in build order."""
+        """{name: Tensor} of every trainable parameter, in build order."""
         return {t.name: t for t in self.tensors() if t.is_parameter}
 
     def state_dict(self):
-        """{name: numpy copy} of every parameter (PyTorch's word)."""
-        return {name: t.numpy() for name, t in self.parameters().items()}
+        """{name: numpy copy} of every parameter and buffer (PyTorch's word)."""
+        return {t.name: t.numpy() for t in self.tensors() if t._info().data}
 
     def load_state_dict(self, values):
-        """Copies {name: array} into the parameters of those names."""
+        """Copies {name: array} into the parameters (or buffers) of those names."""
         for name, v in values.items():
             self.tensor(name).set_value(v)
 

@@ -90,3 +90,17 @@ def test_struct_arguments_against_numpy():
                                   x[:, :, :4, :4].reshape(1, 2, 2, 2, 2, 2).max(axis=(3, 5)))
     with pytest.raises(TypeError, match="stride_h"):
         g.max_pool2d(xt, {"kernel": 2})
+
+
+@pytest.mark.skipif(not has("ts_batch_norm_layer"), reason="this library has no batch norm")
+def test_buffers_are_state_but_not_parameters():
+    g = ts.Graph()
+    x = g.input("x", "f32", [4, 3])
+    y = g.batch_norm_layer(x, "bn1")
+    assert [t.name for t in y.inputs][0] == "x"
+    assert set(g.parameters()) == {"bn1.weight", "bn1.bias"}
+    assert set(g.state_dict()) == {"bn1.weight", "bn1.bias", "bn1.running_mean",
+                                   "bn1.running_var"}
+    rv = g.tensor("bn1.running_var")
+    assert rv.is_buffer and not rv.is_parameter
+    np.testing.assert_array_equal(rv.numpy(), np.ones(3, np.float32))
