@@ -257,8 +257,8 @@ class Tensor:
 
     @property
     def is_parameter(self):
-        """A trainable parameter (not a buffer)."""
-        return bool(self._info().data) and not self.is_buffer
+        """A trainable parameter (not a buffer, not a constant)."""
+        return self.op == "Param"
 
     @property
     def is_buffer(self):
@@ -309,9 +309,9 @@ class Tensor:
     def _param_array(self):
         a = self._info()
         if not a.data:
-            raise StateError(f"'{self.name}' is not a parameter: only parameters and buffers hold "
-                             "values in a graph; anchor it (Options.anchor_tensor) to see it in "
-                             "a run")
+            raise StateError(f"'{self.name}' is not a parameter: only parameters, buffers and "
+                             "constants hold values in a graph; anchor it "
+                             "(Options.anchor_tensor) to see it in a run")
         return a
 
     def __repr__(self):
@@ -442,7 +442,7 @@ class Graph:
 
     def state_dict(self):
         """{name: numpy copy} of every parameter and buffer (PyTorch's word)."""
-        return {t.name: t.numpy() for t in self.tensors() if t._info().data}
+        return {t.name: t.numpy() for t in self.tensors() if t.is_parameter or t.is_buffer}
 
     def load_state_dict(self, values):
         """Copies {name: array} into the parameters (or buffers) of those names."""

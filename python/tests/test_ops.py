@@ -104,3 +104,13 @@ def test_buffers_are_state_but_not_parameters():
     rv = g.tensor("bn1.running_var")
     assert rv.is_buffer and not rv.is_parameter
     np.testing.assert_array_equal(rv.numpy(), np.ones(3, np.float32))
+
+
+@pytest.mark.skipif(not has("ts_constant"), reason="this library has no constants")
+def test_constants_hold_values_but_are_not_state():
+    g = ts.Graph()
+    mask = g.constant("mask", np.eye(2, dtype=np.float32))
+    g.param("w", [2, 2])
+    np.testing.assert_array_equal(mask.numpy(), np.eye(2))
+    assert mask.op == "Const" and not mask.is_parameter and not mask.is_buffer
+    assert list(g.parameters()) == ["w"] and list(g.state_dict()) == ["w"]
