@@ -87,7 +87,7 @@ class Summary(C.Structure):  # ts_summary
 
 class WatchResult(C.Structure):  # ts_watch_result
     _fields_ = [("name", C.c_char_p), ("run", C.c_int64), ("step", C.c_int64),
-                ("summary", C.POINTER(Summary))]
+                ("summary", C.POINTER(Summary)), ("replica", C.c_int)]
 
 
 class OutfeedConfig(C.Structure):  # ts_outfeed_config
@@ -98,7 +98,7 @@ class OutfeedConfig(C.Structure):  # ts_outfeed_config
 
 class OutfeedRecord(C.Structure):  # ts_outfeed_record
     _fields_ = [("run", C.c_int64), ("sample", C.c_int64), ("key", C.c_char_p),
-                ("array", Array)]
+                ("array", Array), ("replica", C.c_int)]
 
 
 class OutfeedCounts(C.Structure):  # ts_outfeed_counts
@@ -187,6 +187,15 @@ _PROTOTYPES = {
     "ts_options_watch": (_st, [P, S, C.c_int, C.c_int]),
     "ts_options_set_check_numerics": (_st, [P, C.c_int]),
     "ts_options_set_threads": (_st, [P, C.c_int]),
+    "ts_options_set_replication": (_st, [P, C.c_int, C.c_int]),
+    "ts_options_set_pipeline": (_st, [P, C.c_int, STRS, C.c_int]),
+    # MPI jobs
+    "ts_dist_init": (_st, [P, P]),
+    "ts_dist_finalize": (_st, []),
+    "ts_dist_rank": (C.c_int, []),
+    "ts_dist_size": (C.c_int, []),
+    "ts_dist_available": (C.c_int, []),
+    "ts_dist_set_timeout": (_st, [C.c_double]),
     # optimizers
     "ts_sgd": (Optimizer, [C.c_float, C.c_float, C.c_float]),
     "ts_adam": (Optimizer, [C.c_float]),
