@@ -42,6 +42,15 @@ bool ts_log_enabled(int level);
 /* Hands a finished message of any length to the sink as it is. */
 void ts_log_message(int level, const char *msg);
 
+/* Environment values, parsed strictly (env.c). ts_parse_bool takes
+ * 1/0, true/false, yes/no, on/off (any case); ts_parse_log_level takes 0-5
+ * or off/error/warn/info/debug/trace. ts_env_flag reads a boolean variable:
+ * unset or empty is off, anything else not understood is warned about and
+ * taken as off. */
+bool ts_parse_bool(const char *s, bool *out);
+bool ts_parse_log_level(const char *s, int *out);
+bool ts_env_flag(const char *name);
+
 /* Glob (has *, ? or [) or case-sensitive substring match (DESIGN.md §6). */
 bool ts_name_matches(const char *pattern, const char *name);
 /* Edit distance, for "did you mean" suggestions. */

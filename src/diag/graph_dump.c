@@ -193,9 +193,7 @@ static void node_attrs(dump_buf *b, const ts_tensor *t) {
 }
 
 static bool want_locations(int locations) {
-    if (locations) return true;
-    const char *env = getenv("TS_IR_DEBUG");
-    return env && *env && strcmp(env, "0") != 0;
+    return locations || ts_env_flag("TS_IR_DEBUG");
 }
 
 /* ---- text */
