@@ -220,8 +220,17 @@ TS_API ts_status ts_tensor_set_name(ts_tensor *t, const char *name);
 TS_API const char *ts_tensor_name(const ts_tensor *t);
 /* Shape (and a view of a parameter's values in `out->data`, NULL otherwise). */
 TS_API ts_status ts_tensor_info(const ts_tensor *t, ts_array *out);
+/* The one rule for every tensor pattern (anchors, watches, outfeed filters,
+ * the CLI's --anchor, --watch, --outfeed, --print-tensor): a pattern with
+ * `*`, `?` or `[` is a glob over the whole name (fnmatch, `*` crosses `/`);
+ * any other pattern is one name, matched exactly and case-sensitively.
+ * Returns 1 on a match. */
+TS_API int ts_name_matches(const char *pattern, const char *name);
 /* Finds a tensor of the graph by name (parameters, inputs, op outputs). */
 TS_API ts_tensor *ts_graph_find(const ts_graph *g, const char *name);
+/* The (up to) three tensor names of the graph closest to `name`, quoted and
+ * comma-separated, for "did you mean" messages; returns buf. */
+TS_API const char *ts_graph_closest_names(const ts_graph *g, const char *name, char *buf, size_t n);
 /* Every tensor of the graph in build order (i < ts_graph_tensor_count). */
 TS_API size_t ts_graph_tensor_count(const ts_graph *g);
 TS_API ts_tensor *ts_graph_tensor_at(const ts_graph *g, size_t i);
@@ -266,13 +275,13 @@ TS_API ts_status ts_options_set_gradient_accumulation(ts_options *o, int a);
 /* Global output mode of anchors that do not set their own (period for
  * EVERY_N, else 0). */
 TS_API ts_status ts_options_set_output_mode(ts_options *o, ts_output_mode m, int period);
-/* Anchors `tensor_name` (a glob is not accepted here; see
- * ts_model_tensor_names) under `short_name`. mode DEFAULT = use the global
- * mode. Names are checked at compile. */
+/* Anchors `tensor_name` under `short_name` (NULL = the tensor's name); a
+ * glob (ts_name_matches) anchors every match under its own name. mode
+ * DEFAULT = use the global mode. Names are checked at compile. */
 TS_API ts_status ts_options_anchor(ts_options *o, const char *short_name,
                                    const char *tensor_name, ts_output_mode mode, int period);
-/* Summaries of every tensor whose name matches `pattern` (glob if it has
- * *, ? or [, else substring), every `period` runs (>= 1). */
+/* Summaries of every tensor whose name matches `pattern` (ts_name_matches:
+ * a glob, or one exact name), every `period` runs (>= 1). */
 TS_API ts_status ts_options_watch(ts_options *o, const char *pattern, int what, int period);
 TS_API ts_status ts_options_set_check_numerics(ts_options *o, ts_check_numerics c);
 /* Worker threads for elementwise ops and reductions (0 = number of cores). */
@@ -435,7 +444,7 @@ typedef struct ts_outfeed_config {
     ts_outfeed_mode mode;       /* ALL: every enqueue; LAST: only the latest per key */
     int depth;                  /* records held before the producer waits (>= 1) */
     const char *const *filters; /* NULL = all keys; n_filters = 0 with non-NULL = none */
-    int n_filters;              /* glob if it has *, ? or [, else substring */
+    int n_filters;              /* each a pattern as in ts_name_matches */
     int drop_when_full;         /* 0 (default): block the producer; 1: drop and count */
 } ts_outfeed_config;
 typedef struct ts_outfeed_record {

@@ -33,6 +33,12 @@ int cli_parse(const char *cmd, const char *usage, const cli_flag *flags, int arg
 void cli_print_help(FILE *f, const char *cmd, const char *usage, const cli_flag *flags);
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int cli_runtime_error(const char *what);
+/* Tensor patterns, one rule for every flag (ts_name_matches): a glob if
+ * the pattern has *, ? or [, else one exact name. */
+bool cli_list_matches(const cli_list *l, const char *name);
+bool cli_graph_has_match(const ts_graph *g, const char *pattern);
+/* The usage error of a pattern that matches nothing, with the closest names. */
+int cli_no_match_error(const char *cmd, const char *flag, const char *pattern, const ts_graph *g);
 
 /* ---- built-in models */
 typedef struct cli_model {

@@ -5,7 +5,6 @@
 #include "cli.h"
 
 #include <errno.h>
-#include <fnmatch.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,14 +77,6 @@ static int parse_anchor(const char *spec, char *name, size_t n, ts_output_mode *
         *mode = m;
     }
     return 0;
-}
-
-static bool matches_any(const cli_list *l, const char *name) {
-    for (int i = 0; i < l->n; i++) {
-        const char *p = l->items[i];
-        if (strpbrk(p, "*?[") ? fnmatch(p, name, 0) == 0 : strstr(name, p) != NULL) return true;
-    }
-    return false;
 }
 
 /* Held-out accuracy and mean loss with an inference model of the same graph. */
@@ -306,6 +297,11 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         cli_runtime_error("building the model");
         goto done;
     }
+    for (int i = 0; i < a.prints.n; i++)
+        if (!cli_graph_has_match(cm.g, a.prints.items[i])) {
+            rc = cli_no_match_error(cmd, "--print-tensor", a.prints.items[i], cm.g);
+            goto done;
+        }
     if (a.weights && load_weights(&cm, a.weights)) {
         cli_runtime_error("loading weights");
         goto done;
@@ -374,8 +370,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             ts_tensor_info(t, &info);
             char key[600];
             snprintf(key, sizeof key, "%s_grad", name);
-            if (info.data && matches_any(&a.outfeeds, key)) grads = true;
-            if (!info.data && matches_any(&a.outfeeds, name) && ts_outfeed_add(cm.g, q, name, t) == TS_OK) marked++;
+            if (info.data && cli_list_matches(&a.outfeeds, key)) grads = true;
+            if (!info.data && cli_list_matches(&a.outfeeds, name) && ts_outfeed_add(cm.g, q, name, t) == TS_OK) marked++;
         }
         if (grads) ts_options_outfeed_gradients(o, q, a.outfeed_pre);
         if (!grads && !marked) {
@@ -429,12 +425,20 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         size_t nw = 0;
         bool hit = false;
         ts_model_watch_results(tm, &w, &nw);
-        for (size_t k = 0; k < nw && !hit; k++) {
-            cli_list one = {.items = {a.watches.items[i]}, .n = 1};
-            hit = matches_any(&one, w[k].name);
-        }
+        for (size_t k = 0; k < nw && !hit; k++) hit = ts_name_matches(a.watches.items[i], w[k].name);
         if (!hit) {
             rc = cli_usage_error(cmd, "--watch %s matches no tensor (list them with 'tensorscope names')", a.watches.items[i]);
+            goto done;
+        }
+    }
+    if (want_hist) { /* the histogram plots anchored gradients: none would be a silent no-op */
+        const char *const *an;
+        size_t nan_ = 0;
+        bool grad = false;
+        ts_model_anchor_list(tm, &an, &nan_);
+        for (size_t i = 0; i < nan_ && !grad; i++) grad = strncmp(an[i], "Gradient___", 11) == 0;
+        if (!grad) {
+            rc = cli_usage_error(cmd, "--histogram %s plots anchored gradients, and no --anchor names one (add --anchor 'Gradient___*' or leave out --anchor for the six layer gradients)", a.histogram);
             goto done;
         }
     }

@@ -1,20 +1,27 @@
 /* models.c -- the CLI's built-in models, built with the public API. */
 #include "cli.h"
 
-#include <fnmatch.h>
 #include <string.h>
 #include <strings.h>
 
-static bool wants_print(const cli_list *prints, const char *name) {
-    for (int i = 0; prints && i < prints->n; i++)
-        if (strcmp(prints->items[i], name) == 0 || fnmatch(prints->items[i], name, 0) == 0) return true;
-    return false;
-}
-
 /* Wraps t in a print op when asked, so the rest of the model reads the print. */
 static ts_tensor *maybe_print(ts_graph *g, ts_tensor *t, const cli_list *prints) {
-    if (t && wants_print(prints, ts_tensor_name(t))) return ts_print(g, t, ts_tensor_name(t));
+    if (t && cli_list_matches(prints, ts_tensor_name(t))) return ts_print(g, t, ts_tensor_name(t));
     return t;
+}
+
+/* Parameters are created inside their layers: a print op beside each one
+ * asked for logs its value every micro-batch. */
+static ts_status print_params(ts_graph *g, const cli_list *prints) {
+    size_t n = ts_graph_tensor_count(g);
+    for (size_t i = 0; prints && prints->n && i < n; i++) {
+        ts_tensor *t = ts_graph_tensor_at(g, i);
+        ts_array a;
+        if (ts_tensor_info(t, &a) == TS_OK && a.data && cli_list_matches(prints, ts_tensor_name(t)) &&
+            !ts_print(g, t, ts_tensor_name(t)))
+            return ts_graph_status(g);
+    }
+    return TS_OK;
 }
 
 /* The observing-tensors tutorial's MLP: 784-320-100-10, ReLU, LogSoftmax over
@@ -36,6 +43,7 @@ static ts_status build_mlp(long B, uint64_t seed, const cli_list *prints, cli_mo
     ts_status st = ts_graph_status(g);
     if (!st) st = ts_tensor_set_name(m->loss, "loss");
     if (!st) m->loss = maybe_print(g, m->loss, prints);
+    if (!st) st = print_params(g, prints);
     return st ? st : ts_graph_status(g);
 }
 

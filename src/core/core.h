@@ -51,10 +51,12 @@ bool ts_parse_bool(const char *s, bool *out);
 bool ts_parse_log_level(const char *s, int *out);
 bool ts_env_flag(const char *name);
 
-/* Glob (has *, ? or [) or case-sensitive substring match (DESIGN.md §6). */
-bool ts_name_matches(const char *pattern, const char *name);
 /* Edit distance, for "did you mean" suggestions. */
 size_t ts_edit_distance(const char *a, const char *b);
+/* The (up to) three of n names closest to `name`, quoted and
+ * comma-separated into buf: `'fc1/Add:0', 'fc1/MatMul:0', 'fc1.bias'`. */
+typedef const char *(*ts_name_at)(const void *ctx, size_t i);
+const char *ts_closest_names(const char *name, ts_name_at get, const void *ctx, size_t n, char *buf, size_t cap);
 
 /* Monotonic clock in nanoseconds. */
 uint64_t ts_now_ns(void);
