@@ -1,0 +1,71 @@
+#!/bin/bash
+# test_cli_ux.sh -- the everyday edges of the command-line tool: no flag is a
+# silent no-op (patterns that match nothing, --histogram without gradients,
+# eval's own flags), one name-matching rule for every tensor pattern,
+# learning-rate schedules, checkpoint and resume. Every check prints `ok ...`
+# or `FAIL ...`; the script exits non-zero if any failed. Runs on MNIST's
+# test set (data/mnist) with large batches to stay fast.
+set -u
+
+BUILD=${TS_BUILD_DIR:?set TS_BUILD_DIR to the CMake build directory}
+SRC=${TS_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+BIN=$BUILD/tensorscope
+DATA=$SRC/data/mnist
+
+passed=0 failed=0
+ok() { echo "ok   $*"; passed=$((passed + 1)); }
+fail() { echo "FAIL $*"; failed=$((failed + 1)); }
+check() { # check MESSAGE CMD...: ok when CMD succeeds
+    local msg=$1
+    shift
+    if "$@"; then ok "$msg"; else fail "$msg"; return 1; fi
+}
+finish() {
+    echo "$passed passed, $failed failed"
+    [ "$failed" -eq 0 ]
+    exit
+}
+[ -x "$BIN" ] || { fail "$BIN is missing: build the CLI first"; finish; }
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/ts_ux.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+rc=0
+run() { # run NAME CMD...: stdout to NAME.out, stderr to NAME.err, status in $rc
+    local name=$1
+    shift
+    "$@" > "$name.out" 2> "$name.err"
+    rc=$?
+}
+has() { grep -Eq -- "$2" "$1"; }
+hasf() { grep -Fq -- "$2" "$1"; }
+show() { sed 's/^/     | /' "$1" | head -n "${2:-8}"; }
+T_ARGS=(--data "$DATA" --quiet --batch-size 1000)
+
+# ---- one name-matching rule; a pattern that matches nothing is a usage error
+run pt_none "$BIN" train "${T_ARGS[@]}" --max-steps 1 --print-tensor fc1/Add
+check "--print-tensor fc1/Add (no such name): exit 2, says names match exactly, closest 'fc1/Add:0'" \
+    eval '[ $rc -eq 2 ] && hasf pt_none.err "matches no tensor" && hasf pt_none.err "'"'fc1/Add:0'"'" && ! [ -s pt_none.out ]' || show pt_none.err
+run pt_param "$BIN" train "${T_ARGS[@]}" --max-steps 1 --print-tensor fc3.bias
+check "--print-tensor fc3.bias: the parameter's 10 values printed" \
+    eval '[ $rc -eq 0 ] && has pt_param.err "fc3.bias: f32\[10\] \[[-0-9.]+(, [-0-9.]+){9}\]"' || show pt_param.err
+run pt_glob "$BIN" train "${T_ARGS[@]}" --max-steps 1 --print-tensor 'Relu:*'
+check "--print-tensor 'Relu:*' (glob): Relu:0 and Relu:1 printed" \
+    eval '[ $rc -eq 0 ] && hasf pt_glob.err "Relu:0: f32[1000,320]" && hasf pt_glob.err "Relu:1: f32[1000,100]"' || show pt_glob.err
+run w_sub "$BIN" train "${T_ARGS[@]}" --max-steps 1 --watch fc1
+check "--watch fc1 (a prefix, not a name): exit 2" eval '[ $rc -eq 2 ] && hasf w_sub.err "--watch fc1 matches no tensor"' || show w_sub.err
+run of_sub "$BIN" train "${T_ARGS[@]}" --max-steps 1 --outfeed Relu
+check "--outfeed Relu (a prefix, not a name): exit 2" eval '[ $rc -eq 2 ] && hasf of_sub.err "--outfeed"' || show of_sub.err
+
+# ---- --histogram needs anchored gradients: a usage error before training
+run hist "$BIN" train "${T_ARGS[@]}" --max-steps 1 --anchor Relu:0 --histogram h.png
+check "--histogram with only --anchor Relu:0: exit 2 before training, no PNG" \
+    eval '[ $rc -eq 2 ] && hasf hist.err "--histogram" && ! hasf hist.out "trained" && ! [ -e h.png ]' || show hist.err
+
+# ---- environment values parsed strictly
+run lvl env TS_LOG_LEVEL=loud "$BIN" train "${T_ARGS[@]}" --max-steps 1
+check "TS_LOG_LEVEL=loud: warned about on stderr, training goes on" \
+    eval '[ $rc -eq 0 ] && hasf lvl.err "TS_LOG_LEVEL='"'loud'"' is not a level"' || show lvl.err
+run lvln env TS_LOG_LEVEL=trace "$BIN" train "${T_ARGS[@]}" --max-steps 2
+check "TS_LOG_LEVEL=trace: the per-step lines of level 5" eval '[ $rc -eq 0 ] && [ "$(grep -c "step [0-9]* loss" lvln.err)" -ge 2 ]' || show lvln.err
+finish
