@@ -68,4 +68,24 @@ check "TS_LOG_LEVEL=loud: warned about on stderr, training goes on" \
     eval '[ $rc -eq 0 ] && hasf lvl.err "TS_LOG_LEVEL='"'loud'"' is not a level"' || show lvl.err
 run lvln env TS_LOG_LEVEL=trace "$BIN" train "${T_ARGS[@]}" --max-steps 2
 check "TS_LOG_LEVEL=trace: the per-step lines of level 5" eval '[ $rc -eq 0 ] && [ "$(grep -c "step [0-9]* loss" lvln.err)" -ge 2 ]' || show lvln.err
+
+# ---- eval: its own --help, training flags refused, untrained weights warned about
+run ehelp "$BIN" eval --help
+missing="" extra=""
+for f in --model --data --batch-size --seed --holdout --all --threads --weights --quiet --help; do
+    has ehelp.out "^  $f( |\$)" || missing="$missing $f"
+done
+for f in --epochs --lr --tensorboard --plot --stats --anchor --watch --histogram; do has ehelp.out "^  $f( |\$)" && extra="$extra $f"; done
+check "eval --help: eval's flags${missing:+ (missing:$missing)}, no training flag${extra:+ (has:$extra)}" \
+    eval '[ $rc -eq 0 ] && has ehelp.out "^usage: tensorscope eval" && [ -z "$missing$extra" ]'
+run etrain "$BIN" eval --data "$DATA" --tensorboard D --plot e.png --stats
+check "eval --tensorboard D --plot e.png --stats: exit 2 naming --tensorboard, nothing written" \
+    eval '[ $rc -eq 2 ] && hasf etrain.err "--tensorboard is a training flag" && [ ! -e D ] && [ ! -e e.png ]' || show etrain.err
+run eeq "$BIN" eval --data "$DATA" --epochs=3
+check "eval --epochs=3: exit 2" eval '[ $rc -eq 2 ] && hasf eeq.err "--epochs is a training flag"' || show eeq.err
+run erand "$BIN" eval --data "$DATA" --batch-size 500 --holdout 1000
+check "eval without --weights: a warning that the weights are untrained, then the result" \
+    eval '[ $rc -eq 0 ] && hasf erand.err "untrained random initialisation" && has erand.out "^eval: 1000 images"' || show erand.err
+run tall "$BIN" train "${T_ARGS[@]}" --all
+check "train --all (an eval flag): exit 2" eval '[ $rc -eq 2 ] && hasf tall.err "--all is an eval flag"'
 finish

@@ -185,6 +185,44 @@ static void curve_add(curve *c, double x, double y) {
     if (c->n < 4096) c->x[c->n] = x, c->y[c->n++] = y;
 }
 
+#define TS_ARRAY_COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* eval takes the flags that say which model, which weights and which
+ * images; everything about training or observing it is refused, not ignored. */
+static const char *const EVAL_FLAGS[] = {"--model", "--data", "--batch-size", "--seed", "--holdout", "--all", "--threads",
+                                         "--weights", "--log-verbosity", "--metrics", "--quiet"};
+
+static bool is_eval_flag(const char *name, size_t len) {
+    for (size_t i = 0; i < TS_ARRAY_COUNT(EVAL_FLAGS); i++)
+        if (strlen(EVAL_FLAGS[i]) == len && strncmp(EVAL_FLAGS[i], name, len) == 0) return true;
+    return false;
+}
+
+/* The eval subset of the train table (with its terminator) in out. */
+static const cli_flag *eval_flags(const cli_flag *all, cli_flag *out) {
+    size_t n = 0;
+    for (const cli_flag *f = all; f->name; f++)
+        if (is_eval_flag(f->name, strlen(f->name))) out[n++] = *f;
+    out[n] = (cli_flag){NULL, FLAG_BOOL, NULL, NULL, NULL};
+    return out;
+}
+
+/* The index of the first argument that is a train flag eval does not take, or 0. */
+static int train_only_flag(const cli_flag *all, const cli_flag *evalt, int argc, char **argv) {
+    for (int i = 2; i < argc; i++) {
+        const char *eq = strchr(argv[i], '=');
+        size_t len = eq ? (size_t)(eq - argv[i]) : strlen(argv[i]);
+        if (strncmp(argv[i], "--", 2) != 0 || is_eval_flag(argv[i], len)) {
+            for (const cli_flag *f = evalt; f->name; f++) /* skip the value of an eval flag */
+                if (!eq && strcmp(f->name, argv[i]) == 0 && f->kind != FLAG_BOOL) i++;
+            continue;
+        }
+        for (const cli_flag *f = all; f->name; f++)
+            if (strlen(f->name) == len && strncmp(f->name, argv[i], len) == 0) return i;
+    }
+    return 0;
+}
+
 int cmd_train(int argc, char **argv, bool eval_only) {
     const char *cmd = eval_only ? "eval" : "train";
     train_args a = {.model = "mlp", .data = "data/mnist", .optimizer = "sgd", .epochs = 1, .batch_size = 64, .seed = 0,
@@ -201,7 +239,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--weight-decay", FLAG_FLOAT, &a.weight_decay, "WD", "weight decay (default 0)"},
         {"--seed", FLAG_INT, &a.seed, "N", "seed for initialisation and shuffling (default 0)"},
         {"--holdout", FLAG_INT, &a.holdout, "N", "last N images held out for accuracy (default 2000)"},
-        {"--all", FLAG_BOOL, &a.all, NULL, "eval: evaluate on every image, not only the held-out ones"},
+        {"--all", FLAG_BOOL, &a.all, NULL, "eval only: evaluate on every image, not only the held-out ones"},
         {"--repeat-count", FLAG_INT, &a.repeat_count, "D", "device iterations: optimizer steps per run (default 1)"},
         {"--gradient-accumulation-count", FLAG_INT, &a.grad_accum, "A", "micro-batches averaged per step (default 1)"},
         {"--max-steps", FLAG_INT, &a.max_steps, "N", "stop after N runs"},
@@ -227,11 +265,18 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--weights", FLAG_STRING, &a.weights, "DIR", "load parameters from .npy files first"},
         {"--quiet", FLAG_BOOL, &a.quiet, NULL, "no progress bar"},
         {NULL, FLAG_BOOL, NULL, NULL, NULL}};
+    cli_flag eval_table[TS_ARRAY_COUNT(flags)];
+    const cli_flag *table = eval_only ? eval_flags(flags, eval_table) : flags;
+    if (eval_only) {
+        int bad = train_only_flag(flags, eval_table, argc, argv);
+        if (bad) return cli_usage_error(cmd, "%s is a training flag: eval only evaluates the model (its flags are in 'tensorscope eval --help')", argv[bad]);
+    }
     bool help;
-    int rc = cli_parse(cmd, "[flags]", flags, argc, argv, 2, NULL, &help);
+    int rc = cli_parse(cmd, "[flags]", table, argc, argv, 2, NULL, &help);
     if (rc || help) return rc;
 
     /* ---- validate before doing any work */
+    if (!eval_only && a.all) return cli_usage_error(cmd, "--all is an eval flag (train always holds out the last --holdout images)");
     if (a.epochs < (eval_only ? 0 : 1) || a.epochs > 100000) return cli_usage_error(cmd, "--epochs must be 1..100000, got %ld", a.epochs);
     if (a.batch_size < 1 || a.batch_size > 100000) return cli_usage_error(cmd, "--batch-size must be 1..100000, got %ld", a.batch_size);
     if (!(a.lr >= 0)) return cli_usage_error(cmd, "--lr must be >= 0, got %g", a.lr);
@@ -401,6 +446,10 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     }
     if (eval_only) {
         double acc, loss;
+        if (!a.weights)
+            fprintf(stderr, "tensorscope eval: warning: no --weights given: evaluating the untrained random initialisation (seed %ld); "
+                            "save trained weights with 'tensorscope train --save-weights DIR' and pass --weights DIR\n",
+                    a.seed);
         int64_t first = a.all ? 0 : n_train, count = a.all ? N : a.holdout;
         if (count == 0) {
             rc = cli_usage_error(cmd, "nothing to evaluate: --holdout is 0 (use --all)");
