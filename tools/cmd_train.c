@@ -269,7 +269,9 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     const cli_flag *table = eval_only ? eval_flags(flags, eval_table) : flags;
     if (eval_only) {
         int bad = train_only_flag(flags, eval_table, argc, argv);
-        if (bad) return cli_usage_error(cmd, "%s is a training flag: eval only evaluates the model (its flags are in 'tensorscope eval --help')", argv[bad]);
+        if (bad)
+            return cli_usage_error(cmd, "%.*s is a training flag: eval only evaluates the model (its flags are in 'tensorscope eval --help')",
+                                   (int)strcspn(argv[bad], "="), argv[bad]);
     }
     bool help;
     int rc = cli_parse(cmd, "[flags]", table, argc, argv, 2, NULL, &help);
