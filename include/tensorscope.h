@@ -304,6 +304,28 @@ TS_API ts_optimizer ts_sgd(float lr, float momentum, float weight_decay);
 TS_API ts_optimizer ts_adam(float lr);
 TS_API ts_optimizer ts_adamw(float lr, float weight_decay);
 
+/* Learning-rate schedules, evaluated at every optimizer step t (0-based):
+ * a linear warmup over the first W steps, lr * (t + 1) / W (PyTorch's
+ * LinearLR(1/W, 1, W - 1)), then with u = t - W
+ *   CONSTANT  lr
+ *   STEP      lr * gamma^floor(u / step_size)          (StepLR)
+ *   COSINE    min_lr + (lr - min_lr)(1 + cos(pi min(u, T) / T)) / 2, T =
+ *             total_steps                           (CosineAnnealingLR) */
+typedef enum ts_lr_schedule_kind { TS_LR_CONSTANT = 0, TS_LR_STEP, TS_LR_COSINE } ts_lr_schedule_kind;
+typedef struct ts_lr_schedule {
+    ts_lr_schedule_kind kind;
+    int64_t warmup_steps; /* W >= 0 (0 = none) */
+    int64_t step_size;    /* STEP: >= 1 */
+    double gamma;         /* STEP: >= 0 */
+    int64_t total_steps;  /* COSINE: T >= 1, the steps after warmup */
+    double min_lr;        /* COSINE: >= 0 */
+} ts_lr_schedule;
+/* Case-insensitive "constant", "step", "cosine". */
+TS_API ts_status ts_lr_schedule_parse(const char *s, ts_lr_schedule_kind *out);
+TS_API const char *ts_lr_schedule_name(ts_lr_schedule_kind k);
+/* The learning rate of step t for a base rate (no checks: see above). */
+TS_API double ts_lr_at(const ts_lr_schedule *s, double base_lr, int64_t t);
+
 /* ----------------------------------------------------------------- model */
 
 typedef struct ts_model ts_model;
@@ -341,6 +363,11 @@ TS_API ts_status ts_model_anchored(const ts_model *m, const char *short_name, ts
 /* Short names of every anchor of the compiled model (globs expanded), in
  * the order they were resolved. Valid until the next compile or free. */
 TS_API ts_status ts_model_anchor_list(const ts_model *m, const char *const **short_names, size_t *n);
+/* Follows `s` from the next optimizer step on, counted from step 0 of the
+ * model (the optimizer's lr is the base rate); NULL = constant. */
+TS_API ts_status ts_model_set_lr_schedule(ts_model *m, const ts_lr_schedule *s);
+/* The learning rate of the last optimizer step (the next one's before any). */
+TS_API double ts_model_learning_rate(const ts_model *m);
 /* Runs so far, and optimizer steps so far. */
 TS_API int64_t ts_model_runs(const ts_model *m);
 TS_API int64_t ts_model_steps(const ts_model *m);

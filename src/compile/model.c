@@ -67,6 +67,7 @@ ts_status ts_model_training(ts_model **out, ts_graph *g, ts_tensor *loss, const 
     m->training = true;
     m->loss = loss->id;
     m->opt = opt;
+    m->base_lr = opt.lr;
     *out = m;
     return TS_OK;
 }

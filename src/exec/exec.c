@@ -138,6 +138,7 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
     }
     if (a != A - 1) return TS_OK;
     ts_crash_set_current_op("Optimizer", "(all parameters)", NULL);
+    m->opt.lr = (float)ts_lr_at(&m->sched, m->base_lr, m->steps);
     for (int s = 0; s < m->n_state; s++) {
         int node = m->state[s].node;
         if (!p->live[node] || !p->needs_grad[node]) continue;
