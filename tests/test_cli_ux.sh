@@ -88,4 +88,18 @@ check "eval without --weights: a warning that the weights are untrained, then th
     eval '[ $rc -eq 0 ] && hasf erand.err "untrained random initialisation" && has erand.out "^eval: 1000 images"' || show erand.err
 run tall "$BIN" train "${T_ARGS[@]}" --all
 check "train --all (an eval flag): exit 2" eval '[ $rc -eq 2 ] && hasf tall.err "--all is an eval flag"'
+
+# ---- learning-rate schedules: the rate of every step in the level-5 trace
+run sched env TS_LOG_LEVEL=5 "$BIN" train "${T_ARGS[@]}" --max-steps 6 --lr 0.01 --lr-schedule step --lr-step-size 2 --lr-gamma 0.5 --warmup-steps 2
+lrs=$(sed -n 's/.* step [0-9]* loss [^ ]* lr \([^ ]*\) .*/\1/p' sched.err | awk '{printf "%s%.6g", (NR > 1 ? " " : ""), $1}')
+# warmup: 0.01*1/2, 0.01*2/2; then StepLR(2, 0.5) from 0.01 counted from the end of the warmup
+check "--lr-schedule step --lr-step-size 2 --lr-gamma 0.5 --warmup-steps 2: rates '$lrs'" \
+    eval '[ $rc -eq 0 ] && [ "$lrs" = "0.005 0.01 0.01 0.01 0.005 0.005" ] && has sched.out "lr 0.005$"' || show sched.err
+run cos env TS_LOG_LEVEL=5 "$BIN" train "${T_ARGS[@]}" --max-steps 4 --lr 0.01 --lr-schedule cosine --lr-min 0.001
+lrs=$(sed -n 's/.* step [0-9]* loss [^ ]* lr \([^ ]*\) .*/\1/p' cos.err | awk '{printf "%s%.5g", (NR > 1 ? " " : ""), $1}')
+# CosineAnnealingLR(T_max=4, eta_min=0.001): 0.001 + 0.009 (1 + cos(pi t/4))/2
+want=$(awk 'BEGIN { for (t = 0; t < 4; t++) printf "%s%.5g", t ? " " : "", 0.001 + 0.009 * (1 + cos(3.141592653589793 * t / 4)) / 2 }')
+check "--lr-schedule cosine over the 4 planned steps: rates '$lrs' (want '$want')" eval '[ $rc -eq 0 ] && [ "$lrs" = "$want" ]' || show cos.err
+run badsched "$BIN" train "${T_ARGS[@]}" --lr-schedule linear
+check "--lr-schedule linear: exit 2" eval '[ $rc -eq 2 ] && hasf badsched.err "--lr-schedule must be constant, step or cosine"'
 finish

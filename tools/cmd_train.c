@@ -12,9 +12,10 @@
 
 typedef struct train_args {
     const char *model, *data, *optimizer, *output_mode, *check_numerics, *histogram, *dump_npy, *tensorboard, *plot;
-    const char *save_weights, *weights;
+    const char *save_weights, *weights, *lr_schedule;
     long epochs, batch_size, seed, holdout, repeat_count, grad_accum, threads, log_verbosity, watch_period, max_steps;
-    double lr, momentum, weight_decay;
+    long warmup_steps, lr_step_size;
+    double lr, momentum, weight_decay, lr_gamma, lr_min;
     bool outfeed_pre, stats, run_single_step, metrics, log_memory, quiet, all;
     cli_list anchors, outfeeds, watches, prints;
 } train_args;
@@ -227,13 +228,18 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     const char *cmd = eval_only ? "eval" : "train";
     train_args a = {.model = "mlp", .data = "data/mnist", .optimizer = "sgd", .epochs = 1, .batch_size = 64, .seed = 0,
                     .holdout = 2000, .repeat_count = 1, .grad_accum = 1, .threads = 0, .log_verbosity = -1, .watch_period = 1,
-                    .lr = 0.01, .check_numerics = NULL};
+                    .lr = 0.01, .check_numerics = NULL, .lr_schedule = "constant", .lr_step_size = 1000, .lr_gamma = 0.1};
     const cli_flag flags[] = {
         {"--model", FLAG_STRING, &a.model, "NAME", "built-in model (mlp)"},
         {"--data", FLAG_STRING, &a.data, "DIR", "MNIST directory of gzip'd IDX files (default data/mnist)"},
         {"--epochs", FLAG_INT, &a.epochs, "N", "passes over the training split (default 1)"},
         {"--batch-size", FLAG_INT, &a.batch_size, "B", "micro-batch size (default 64)"},
         {"--lr", FLAG_FLOAT, &a.lr, "LR", "learning rate (default 0.01)"},
+        {"--lr-schedule", FLAG_STRING, &a.lr_schedule, "constant|step|cosine", "learning rate per optimizer step (default constant)"},
+        {"--warmup-steps", FLAG_INT, &a.warmup_steps, "N", "rise linearly to --lr over the first N steps (default 0)"},
+        {"--lr-step-size", FLAG_INT, &a.lr_step_size, "N", "step schedule: multiply the rate by --lr-gamma every N steps (default 1000)"},
+        {"--lr-gamma", FLAG_FLOAT, &a.lr_gamma, "G", "step schedule: the factor (default 0.1)"},
+        {"--lr-min", FLAG_FLOAT, &a.lr_min, "LR", "cosine schedule: the rate at the last step (default 0)"},
         {"--optimizer", FLAG_STRING, &a.optimizer, "sgd|adam|adamw", "optimizer (default sgd)"},
         {"--momentum", FLAG_FLOAT, &a.momentum, "M", "SGD momentum (default 0)"},
         {"--weight-decay", FLAG_FLOAT, &a.weight_decay, "WD", "weight decay (default 0)"},
@@ -293,6 +299,12 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     if (a.log_verbosity > 5 || a.log_verbosity < -1) return cli_usage_error(cmd, "--log-verbosity must be 0..5, got %ld", a.log_verbosity);
     ts_optimizer opt;
     if (cli_optimizer(a.optimizer, a.lr, a.momentum, a.weight_decay, &opt)) return cli_usage_error(cmd, "--optimizer must be sgd, adam or adamw, got '%s'", a.optimizer);
+    ts_lr_schedule sched = {.warmup_steps = a.warmup_steps, .step_size = a.lr_step_size, .gamma = a.lr_gamma, .min_lr = a.lr_min};
+    if (ts_lr_schedule_parse(a.lr_schedule, &sched.kind)) return cli_usage_error(cmd, "--lr-schedule must be constant, step or cosine, got '%s'", a.lr_schedule);
+    if (a.warmup_steps < 0) return cli_usage_error(cmd, "--warmup-steps must be >= 0, got %ld", a.warmup_steps);
+    if (a.lr_step_size < 1) return cli_usage_error(cmd, "--lr-step-size must be >= 1, got %ld", a.lr_step_size);
+    if (!(a.lr_gamma >= 0)) return cli_usage_error(cmd, "--lr-gamma must be >= 0, got %g", a.lr_gamma);
+    if (!(a.lr_min >= 0) || a.lr_min > a.lr) return cli_usage_error(cmd, "--lr-min must be in [0, --lr], got %g", a.lr_min);
     ts_check_numerics check = TS_CHECK_OFF;
     if (a.check_numerics && ts_check_numerics_parse(a.check_numerics, &check))
         return cli_usage_error(cmd, "--check-numerics must be off, output or op, got '%s'", a.check_numerics);
@@ -520,6 +532,19 @@ int cmd_train(int argc, char **argv, bool eval_only) {
                              (long long)ts_loader_batches(loader));
         goto done;
     }
+    long planned_runs = a.epochs * runs_per_epoch;
+    if (a.max_steps && a.max_steps < planned_runs) planned_runs = a.max_steps;
+    if (a.run_single_step) planned_runs = 1;
+    int64_t planned_steps = (int64_t)planned_runs * a.repeat_count;
+    sched.total_steps = planned_steps - sched.warmup_steps > 0 ? planned_steps - sched.warmup_steps : 1;
+    if (ts_model_set_lr_schedule(tm, &sched)) {
+        rc = cli_usage_error(cmd, "%s", ts_last_error());
+        goto done;
+    }
+    bool scheduled = sched.kind != TS_LR_CONSTANT || sched.warmup_steps > 0;
+    if (scheduled && !a.quiet)
+        fprintf(stderr, "learning rate: %s schedule from %g, %lld warmup steps, %lld steps in all\n", ts_lr_schedule_name(sched.kind), a.lr,
+                (long long)sched.warmup_steps, (long long)planned_steps);
     const char *in_names[2] = {"x", "labels"};
     long total_runs = 0;
     bool stop = false;
@@ -561,7 +586,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             if (tb) {
                 int64_t step = ts_model_steps(tm);
                 ts_tb_scalar(tb, "loss", step, loss);
-                ts_tb_scalar(tb, "learning_rate", step, a.lr);
+                ts_tb_scalar(tb, "learning_rate", step, ts_model_learning_rate(tm));
                 ts_tb_scalar(tb, "samples_per_second", step, (double)(S * a.batch_size) / run_s);
                 const ts_watch_result *w;
                 size_t nw;
@@ -592,7 +617,9 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         curve_add(acc_curve, (double)total_runs, acc);
         printf("epoch %ld/%ld: loss %.4f", ep, a.epochs, ep_runs ? ep_loss / (double)ep_runs : NAN);
         if (a.holdout > 0) printf("  held-out accuracy %.2f%% (loss %.4f)", 100 * acc, hl);
-        printf("  %.2f s, %.0f samples/s\n", ep_s, (double)(ep_runs * S * a.batch_size) / ep_s);
+        printf("  %.2f s, %.0f samples/s", ep_s, (double)(ep_runs * S * a.batch_size) / ep_s);
+        if (scheduled) printf("  lr %.6g", ts_model_learning_rate(tm));
+        printf("\n");
         fflush(stdout);
         if (tb && a.holdout > 0) ts_tb_scalar(tb, "heldout_accuracy", ts_model_steps(tm), acc);
         if (a.stats) print_stats_table(tm);

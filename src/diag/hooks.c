@@ -67,7 +67,7 @@ static void append_metrics(const ts_model *m, const char *path) {
         ts_logf(TS_LOG_WARN, "TS_METRICS_FILE: cannot open %s for appending: %s", path, strerror(errno));
     } else {
         long long n = (long long)(m->training ? m->steps : m->runs);
-        bool ok = fprintf(f, "[MetricsData; step=%lld]\n%s", n, report) >= 0;
+        bool ok = fprintf(f, "[MetricsData; %s=%lld]\n%s", m->training ? "step" : "eval_run", n, report) >= 0;
         ok = fclose(f) == 0 && ok;
         if (!ok) ts_logf(TS_LOG_WARN, "TS_METRICS_FILE: cannot write %s: %s", path, strerror(errno));
     }
@@ -117,8 +117,10 @@ static void trace_line(const ts_model *m, uint64_t run_ns) {
     char loss[32] = "n/a";
     double l;
     if (anchored_loss(m, &l)) snprintf(loss, sizeof loss, "%.9g", l);
-    ts_logf(TS_LOG_TRACE, "step %lld loss %s batch %lld ms/step %.3f samples/s %.1f RSS %.1f MB GFLOP/s %.3f",
-            (long long)(m->training ? m->steps : m->runs), loss, (long long)B, (double)run_ns * 1e-6 / (double)steps,
+    char lr[32] = "";
+    if (m->training) snprintf(lr, sizeof lr, " lr %.9g", (double)m->opt.lr);
+    ts_logf(TS_LOG_TRACE, "%s %lld loss %s%s batch %lld ms/step %.3f samples/s %.1f RSS %.1f MB GFLOP/s %.3f",
+            m->training ? "step" : "eval run", (long long)(m->training ? m->steps : m->runs), loss, lr, (long long)B, (double)run_ns * 1e-6 / (double)steps,
             sec > 0 ? samples / sec : 0.0, mem.rss >= 0 ? (double)mem.rss / (1024.0 * 1024.0) : -1.0,
             sec > 0 ? p->flops_mb * (double)p->samples_mb / sec * 1e-9 : 0.0);
 }
