@@ -614,6 +614,23 @@ TS_API int64_t ts_loader_batches(const ts_loader *l);
  * group is returned whole when drop_last is off. */
 TS_API ts_status ts_loader_next(ts_loader *l, int n, ts_array *images, ts_array *labels);
 
+/* Epochs the loader has started (0 before the first batch). */
+TS_API int64_t ts_loader_epoch(const ts_loader *l);
+
+/* ----------------------------------------------------------- checkpoints */
+
+/* A compiled training model's whole state -- parameters, optimizer state
+ * (momentum, Adam moments and step counts), run and step counts -- and,
+ * when `l` is not NULL, the data loader's position and shuffle RNG, in one
+ * versioned file (docs/formats.md) written atomically: a crash never
+ * leaves a half-written checkpoint. Loading it into the same model (same
+ * graph, optimizer and options, freshly compiled) and loader (same data
+ * and configuration) continues exactly where it was: the following runs
+ * write the same weights, bit for bit, as a run never interrupted. A
+ * checkpoint that does not fit is refused and changes nothing. */
+TS_API ts_status ts_checkpoint_save(const char *path, const ts_model *m, const ts_loader *l);
+TS_API ts_status ts_checkpoint_load(const char *path, ts_model *m, ts_loader *l);
+
 #ifdef __cplusplus
 }
 #endif

@@ -341,7 +341,7 @@ void ts_npy_free(ts_array *a) {
 
 /* Preamble + dict + padding + '\n' into buf; returns its length (a multiple
  * of TS_NPY_ALIGN) or 0 if it does not fit. */
-static size_t build_header(const ts_array *a, char *buf, size_t cap) {
+size_t ts_npy_build_header(const ts_array *a, char *buf, size_t cap) {
     const char *descr = NULL;
     for (size_t i = 0; i < TS_ARRAY_LEN(npy_types); i++)
         if (npy_types[i].dtype == a->dtype) descr = npy_types[i].descr;
@@ -386,7 +386,7 @@ ts_status ts_npy_save(const char *path, const ts_array *a) {
     if (!host_little_endian())
         return ts_error(TS_ERR_UNSUPPORTED, ".npy writing needs a little-endian host");
     char hdr[512];
-    size_t hl = build_header(a, hdr, sizeof hdr);
+    size_t hl = ts_npy_build_header(a, hdr, sizeof hdr);
     if (!hl) return ts_error(TS_ERR_INTERNAL, "ts_npy_save %s: header does not fit", path);
     size_t bytes = (size_t)numel * ts_dtype_size(a->dtype);
     ts_atomic_file af;

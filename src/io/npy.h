@@ -24,4 +24,8 @@ ts_status ts_npy_header_len(const uint8_t *b, size_t n, size_t *len);
 /* Parses magic, version and the header dict; `n` >= ts_npy_header_len. */
 ts_status ts_npy_header_parse(const uint8_t *b, size_t n, ts_npy_header *h);
 
+/* Writes the header of `a` (format 1.0, data 64-byte aligned) into buf;
+ * its length, or 0 when it does not fit. */
+size_t ts_npy_build_header(const ts_array *a, char *buf, size_t n);
+
 #endif
