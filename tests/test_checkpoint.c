@@ -3,7 +3,7 @@
  * (new graph, model and loader) writes the same weights, bit for bit, as the
  * run never interrupted -- with SGD momentum and with Adam, D = 2 and A = 2,
  * a shuffling loader crossing epoch boundaries, and a cosine schedule.
- * Bad checkpoints (corrupt byte, truncated, another optimizer, another
+ * Bad checkpoints (corrupt byte, truncated, another optimizer, schedule or
  * loader) are refused and change nothing. */
 #include "check.h"
 #include "mlp.h"
@@ -140,6 +140,10 @@ static void test_refusals(const char *path) {
     st = ts_checkpoint_load(path, b.m, b.l);
     CHECK(st == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "--seed"), "another loader seed: %s", ts_last_error());
     CHECK(same_params(ref.n.g, b.n.g) && ts_model_steps(b.m) == 0, "and the model is untouched");
+    ts_model_set_lr_schedule(b.m, NULL);
+    st = ts_checkpoint_load(path, b.m, NULL);
+    CHECK(st == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "schedule"), "another learning-rate schedule: %s", ts_last_error());
+    ts_model_set_lr_schedule(b.m, &(ts_lr_schedule){.kind = TS_LR_COSINE, .warmup_steps = 3, .total_steps = 13});
     CHECK_OK(ts_checkpoint_load(path, b.m, NULL), "without a loader: the model alone");
     CHECK(ts_model_steps(b.m) == 2 * D, "its steps restored (%lld)", (long long)ts_model_steps(b.m));
     job_end(&b);

@@ -97,9 +97,28 @@ check "--lr-schedule step --lr-step-size 2 --lr-gamma 0.5 --warmup-steps 2: rate
     eval '[ $rc -eq 0 ] && [ "$lrs" = "0.005 0.01 0.01 0.01 0.005 0.005" ] && has sched.out "lr 0.005$"' || show sched.err
 run cos env TS_LOG_LEVEL=5 "$BIN" train "${T_ARGS[@]}" --max-steps 4 --lr 0.01 --lr-schedule cosine --lr-min 0.001
 lrs=$(sed -n 's/.* step [0-9]* loss [^ ]* lr \([^ ]*\) .*/\1/p' cos.err | awk '{printf "%s%.5g", (NR > 1 ? " " : ""), $1}')
-# CosineAnnealingLR(T_max=4, eta_min=0.001): 0.001 + 0.009 (1 + cos(pi t/4))/2
-want=$(awk 'BEGIN { for (t = 0; t < 4; t++) printf "%s%.5g", t ? " " : "", 0.001 + 0.009 * (1 + cos(3.141592653589793 * t / 4)) / 2 }')
-check "--lr-schedule cosine over the 4 planned steps: rates '$lrs' (want '$want')" eval '[ $rc -eq 0 ] && [ "$lrs" = "$want" ]' || show cos.err
+# the plan is one epoch of 8 runs (--max-steps only stops early):
+# CosineAnnealingLR(T_max=8, eta_min=0.001): 0.001 + 0.009 (1 + cos(pi t/8))/2
+want=$(awk 'BEGIN { for (t = 0; t < 4; t++) printf "%s%.5g", t ? " " : "", 0.001 + 0.009 * (1 + cos(3.141592653589793 * t / 8)) / 2 }')
+check "--lr-schedule cosine over the epoch's 8 steps, stopped after 4: rates '$lrs' (want '$want')" eval '[ $rc -eq 0 ] && [ "$lrs" = "$want" ]' || show cos.err
 run badsched "$BIN" train "${T_ARGS[@]}" --lr-schedule linear
 check "--lr-schedule linear: exit 2" eval '[ $rc -eq 2 ] && hasf badsched.err "--lr-schedule must be constant, step or cosine"'
+
+# ---- checkpoint and resume: stopped at step 11 of 24 and resumed, the weights
+# equal those of the run never stopped, byte for byte (two epochs, momentum,
+# cosine schedule)
+C_ARGS=(--data "$DATA" --quiet --batch-size 500 --holdout 4000 --epochs 2 --momentum 0.9 --lr 0.05 --lr-schedule cosine --warmup-steps 3)
+run straight "$BIN" train "${C_ARGS[@]}" --save-weights W1
+run part1 "$BIN" train "${C_ARGS[@]}" --max-steps 11 --checkpoint-dir C --checkpoint-every 4
+run part2 "$BIN" train "${C_ARGS[@]}" --resume C --save-weights W2
+same=0
+for f in W1/*.npy; do cmp -s "$f" "W2/${f#W1/}" && same=$((same + 1)); done
+check "--checkpoint-dir C --checkpoint-every 4 --max-steps 11, then --resume C: $same of 6 parameters equal the straight run's, byte for byte" \
+    eval '[ $same -eq 6 ] && hasf part1.out "checkpoint at step 11 in C/checkpoint.tsck" && hasf part2.out "trained 24 runs"' || show part2.err
+run badresume "$BIN" train "${C_ARGS[@]}" --lr 0.1 --resume C
+check "--resume with another --lr: exit 1, the schedule named" eval '[ $rc -eq 1 ] && hasf badresume.err "schedule"' || show badresume.err
+run noresume "$BIN" train "${C_ARGS[@]}" --resume nowhere
+check "--resume nowhere: exit 1 naming nowhere/checkpoint.tsck" eval '[ $rc -eq 1 ] && hasf noresume.err "nowhere/checkpoint.tsck"'
+run everyonly "$BIN" train "${C_ARGS[@]}" --checkpoint-every 3
+check "--checkpoint-every without --checkpoint-dir: exit 2" eval '[ $rc -eq 2 ] && hasf everyonly.err "--checkpoint-dir"'
 finish

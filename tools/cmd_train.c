@@ -12,9 +12,9 @@
 
 typedef struct train_args {
     const char *model, *data, *optimizer, *output_mode, *check_numerics, *histogram, *dump_npy, *tensorboard, *plot;
-    const char *save_weights, *weights, *lr_schedule;
+    const char *save_weights, *weights, *lr_schedule, *checkpoint_dir, *resume;
     long epochs, batch_size, seed, holdout, repeat_count, grad_accum, threads, log_verbosity, watch_period, max_steps;
-    long warmup_steps, lr_step_size;
+    long warmup_steps, lr_step_size, checkpoint_every;
     double lr, momentum, weight_decay, lr_gamma, lr_min;
     bool outfeed_pre, stats, run_single_step, metrics, log_memory, quiet, all;
     cli_list anchors, outfeeds, watches, prints;
@@ -239,7 +239,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--warmup-steps", FLAG_INT, &a.warmup_steps, "N", "rise linearly to --lr over the first N steps (default 0)"},
         {"--lr-step-size", FLAG_INT, &a.lr_step_size, "N", "step schedule: multiply the rate by --lr-gamma every N steps (default 1000)"},
         {"--lr-gamma", FLAG_FLOAT, &a.lr_gamma, "G", "step schedule: the factor (default 0.1)"},
-        {"--lr-min", FLAG_FLOAT, &a.lr_min, "LR", "cosine schedule: the rate at the last step (default 0)"},
+        {"--lr-min", FLAG_FLOAT, &a.lr_min, "LR", "cosine schedule: the rate at the last step of --epochs (default 0)"},
         {"--optimizer", FLAG_STRING, &a.optimizer, "sgd|adam|adamw", "optimizer (default sgd)"},
         {"--momentum", FLAG_FLOAT, &a.momentum, "M", "SGD momentum (default 0)"},
         {"--weight-decay", FLAG_FLOAT, &a.weight_decay, "WD", "weight decay (default 0)"},
@@ -269,6 +269,9 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--plot", FLAG_STRING, &a.plot, "FILE.png", "plot loss and accuracy curves"},
         {"--save-weights", FLAG_STRING, &a.save_weights, "DIR", "save parameters as .npy at the end"},
         {"--weights", FLAG_STRING, &a.weights, "DIR", "load parameters from .npy files first"},
+        {"--checkpoint-dir", FLAG_STRING, &a.checkpoint_dir, "DIR", "write DIR/checkpoint.tsck (weights, optimizer, step, data position) at the end"},
+        {"--checkpoint-every", FLAG_INT, &a.checkpoint_every, "N", "with --checkpoint-dir: also every N runs"},
+        {"--resume", FLAG_STRING, &a.resume, "DIR", "continue from DIR/checkpoint.tsck (same flags; --max-steps counts from the start)"},
         {"--quiet", FLAG_BOOL, &a.quiet, NULL, "no progress bar"},
         {NULL, FLAG_BOOL, NULL, NULL, NULL}};
     cli_flag eval_table[TS_ARRAY_COUNT(flags)];
@@ -305,6 +308,9 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     if (a.lr_step_size < 1) return cli_usage_error(cmd, "--lr-step-size must be >= 1, got %ld", a.lr_step_size);
     if (!(a.lr_gamma >= 0)) return cli_usage_error(cmd, "--lr-gamma must be >= 0, got %g", a.lr_gamma);
     if (!(a.lr_min >= 0) || a.lr_min > a.lr) return cli_usage_error(cmd, "--lr-min must be in [0, --lr], got %g", a.lr_min);
+    if (a.checkpoint_every < 0) return cli_usage_error(cmd, "--checkpoint-every must be >= 1, got %ld", a.checkpoint_every);
+    if (a.checkpoint_every && !a.checkpoint_dir) return cli_usage_error(cmd, "--checkpoint-every needs --checkpoint-dir DIR");
+    if (a.resume && a.weights) return cli_usage_error(cmd, "--resume restores the weights: leave out --weights");
     ts_check_numerics check = TS_CHECK_OFF;
     if (a.check_numerics && ts_check_numerics_parse(a.check_numerics, &check))
         return cli_usage_error(cmd, "--check-numerics must be off, output or op, got '%s'", a.check_numerics);
@@ -532,10 +538,9 @@ int cmd_train(int argc, char **argv, bool eval_only) {
                              (long long)ts_loader_batches(loader));
         goto done;
     }
-    long planned_runs = a.epochs * runs_per_epoch;
-    if (a.max_steps && a.max_steps < planned_runs) planned_runs = a.max_steps;
-    if (a.run_single_step) planned_runs = 1;
-    int64_t planned_steps = (int64_t)planned_runs * a.repeat_count;
+    /* the plan is --epochs: --max-steps and --run-single-step stop early, so
+     * a run stopped and resumed follows the same schedule */
+    int64_t planned_steps = (int64_t)a.epochs * runs_per_epoch * a.repeat_count;
     sched.total_steps = planned_steps - sched.warmup_steps > 0 ? planned_steps - sched.warmup_steps : 1;
     if (ts_model_set_lr_schedule(tm, &sched)) {
         rc = cli_usage_error(cmd, "%s", ts_last_error());
@@ -545,11 +550,27 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     if (scheduled && !a.quiet)
         fprintf(stderr, "learning rate: %s schedule from %g, %lld warmup steps, %lld steps in all\n", ts_lr_schedule_name(sched.kind), a.lr,
                 (long long)sched.warmup_steps, (long long)planned_steps);
+    char ckpt[1100] = "";
+    if (a.resume) {
+        snprintf(ckpt, sizeof ckpt, "%s/checkpoint.tsck", a.resume);
+        if (ts_checkpoint_load(ckpt, tm, loader)) {
+            cli_runtime_error("resuming");
+            goto done;
+        }
+        if (!a.quiet)
+            fprintf(stderr, "resumed from %s at step %lld (run %lld, epoch %lld)\n", ckpt, (long long)ts_model_steps(tm),
+                    (long long)ts_model_runs(tm), (long long)ts_loader_epoch(loader));
+    }
+    if (a.checkpoint_dir) {
+        mkdir(a.checkpoint_dir, 0777); /* if that fails, the first save says why */
+        snprintf(ckpt, sizeof ckpt, "%s/checkpoint.tsck", a.checkpoint_dir);
+    }
     const char *in_names[2] = {"x", "labels"};
-    long total_runs = 0;
-    bool stop = false;
+    long total_runs = (long)ts_model_runs(tm);
+    long first_epoch = ts_loader_epoch(loader) > 1 ? (long)ts_loader_epoch(loader) : 1;
+    bool stop = a.max_steps && total_runs >= a.max_steps;
     double t_start = cli_now();
-    for (long ep = 1; ep <= a.epochs && !stop; ep++) {
+    for (long ep = first_epoch; ep <= a.epochs && !stop; ep++) {
         cli_progress bar;
         char label[64];
         snprintf(label, sizeof label, "epoch %ld/%ld", ep, a.epochs);
@@ -603,6 +624,11 @@ int cmd_train(int argc, char **argv, bool eval_only) {
                     }
                 if (have_norm) ts_tb_scalar(tb, "gradient_norm", step, sqrt(norm2));
             }
+            if (a.checkpoint_dir && a.checkpoint_every && total_runs % a.checkpoint_every == 0 && ts_checkpoint_save(ckpt, tm, loader)) {
+                cli_progress_end(&bar);
+                cli_runtime_error("writing the checkpoint");
+                goto done;
+            }
             if (a.run_single_step || (a.max_steps && total_runs >= a.max_steps)) {
                 stop = true;
                 break;
@@ -627,6 +653,13 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             char line[512];
             fprintf(stderr, "%s\n", ts_model_memory_line(tm, line, sizeof line));
         }
+    }
+    if (a.checkpoint_dir) {
+        if (ts_checkpoint_save(ckpt, tm, loader)) {
+            cli_runtime_error("writing the checkpoint");
+            goto done;
+        }
+        printf("checkpoint at step %lld in %s\n", (long long)ts_model_steps(tm), ckpt);
     }
     printf("trained %ld runs (%lld steps, %lld samples) in %.2f s\n", total_runs, (long long)ts_model_steps(tm),
            (long long)(total_runs * S * a.batch_size), cli_now() - t_start);

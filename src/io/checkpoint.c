@@ -9,6 +9,7 @@
  *     crc      u32      CRC-32C of everything before it
  *
  * Records: `meta` i64[4] (steps, runs, optimizer kind, parameters),
+ * `schedule` f64[6] (base rate, kind, warmup, step size, gamma, total steps),
  * `param/<name>` (values), `accl/`, `accl1/`, `accl2/<name>` (optimizer
  * state, as the optimizer has it), `step/<name>` f32[] (its step count),
  * and with a loader `loader` i64[11] (ts_loader_pos) and `loader/order`
@@ -67,12 +68,25 @@ static void put_record(writer *w, const char *name, const ts_array *a) {
     put(w, a->data, bytes);
 }
 
+/* What the learning rate of every step depends on. */
+static void schedule_values(const ts_model *m, double *v) {
+    const ts_lr_schedule *s = &m->sched;
+    double x[6] = {m->base_lr, s->kind, (double)s->warmup_steps, (double)s->step_size, s->gamma, (double)s->total_steps};
+    if (s->kind != TS_LR_STEP) x[3] = x[4] = 0;
+    if (s->kind != TS_LR_COSINE) x[5] = 0;
+    memcpy(v, x, sizeof x);
+}
+
 /* Calls fn for every record of the model's state, in file order. */
 typedef void (*record_fn)(void *ctx, const char *name, ts_array *a);
 static void each_record(const ts_model *m, int64_t *meta, float *steps, record_fn fn, void *ctx) {
     const ts_graph *g = m->g;
     ts_array a = {.dtype = TS_I64, .ndim = 1, .shape = {4}, .data = meta};
     fn(ctx, "meta", &a);
+    double sched[6];
+    schedule_values(m, sched);
+    ts_array sa = {.dtype = TS_F64, .ndim = 1, .shape = {6}, .data = sched};
+    fn(ctx, "schedule", &sa);
     for (int i = 0; i < m->n_state; i++) {
         const ts_tensor *t = g->t[m->state[i].node];
         char name[600];
@@ -299,6 +313,19 @@ static ts_status restore(const char *path, const record *recs, uint32_t n, ts_mo
     if (mv[2] != (int64_t)m->opt.kind || mv[3] != m->n_state || mv[0] < 0 || mv[1] < 0)
         return ts_error(TS_ERR_INVALID_ARGUMENT, "checkpoint %s was written by a model with optimizer %s and %lld parameters; this one has %s and %d",
                         path, mv[2] >= 0 && mv[2] <= 2 ? opt_names[mv[2]] : "?", (long long)mv[3], opt_names[m->opt.kind], m->n_state);
+    const record *sr;
+    double sv[6];
+    if ((st = want(recs, n, path, "schedule", TS_F64, 6, &sr))) return st;
+    schedule_values(m, sv);
+    if (memcmp(sv, sr->a.data, sizeof sv) != 0) {
+        const double *c = sr->a.data;
+        return ts_error(TS_ERR_INVALID_ARGUMENT,
+                        "checkpoint %s was written following a %s learning-rate schedule from %g (warmup %g, step size %g, gamma %g, total "
+                        "%g steps); this model follows %s from %g (warmup %g, step size %g, gamma %g, total %g steps): resume with the same "
+                        "learning rate and schedule",
+                        path, ts_lr_schedule_name((ts_lr_schedule_kind)c[1]), c[0], c[2], c[3], c[4], c[5],
+                        ts_lr_schedule_name(m->sched.kind), sv[0], sv[2], sv[3], sv[4], sv[5]);
+    }
     if ((st = state_records(path, recs, n, m, false))) return st;
     if (l) {
         const record *pr, *orr;
