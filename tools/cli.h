@@ -58,6 +58,8 @@ int cmd_names(int argc, char **argv);
 int cmd_graph(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_debug_run(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
+int cmd_lint(int argc, char **argv);
 
 /* ---- progress bar on stderr (silent when not a terminal or quiet) */
 typedef struct cli_progress {

@@ -54,13 +54,12 @@ static void put_u64(writer *w, uint64_t v) {
 }
 
 static void put_record(writer *w, const char *name, const ts_array *a) {
-    char hdr[512];
-    size_t hl = ts_npy_build_header(a, hdr, sizeof hdr);
-    if (!hl) {
+    char hdr[TS_NPY_HEADER_MAX];
+    size_t hl, bytes;
+    if (ts_npy_header_for(name, a, hdr, sizeof hdr, &hl, &bytes)) {
         w->failed = true;
         return;
     }
-    size_t bytes = (size_t)ts_array_numel(a) * ts_dtype_size(a->dtype);
     put_u32(w, (uint32_t)strlen(name));
     put(w, name, strlen(name));
     put_u64(w, (uint64_t)(hl + bytes));

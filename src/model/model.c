@@ -1,5 +1,6 @@
 /* model.c -- training and inference models: creation, compile and
- * recompile, names, anchors added after compile. */
+ * recompile, anchors added after compile. The model layer is the one that
+ * drives compile/ and exec/ (run.c) and reads results back (retrieve.c). */
 #include "compile/program.h"
 
 #include "diag/hooks.h"
@@ -148,14 +149,6 @@ ts_status ts_model_compile(ts_model *m) {
     return TS_OK;
 }
 
-ts_status ts_model_tensor_names(const ts_model *m, const char *const **names, size_t *n) {
-    if (!m || !names || !n) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_tensor_names: NULL argument");
-    if (!m->compiled || !m->prog) return ts_error(TS_ERR_STATE, "tensor names are known after ts_model_compile; compile the model first");
-    *names = m->prog->sorted_names;
-    *n = (size_t)m->prog->n_entries;
-    return TS_OK;
-}
-
 ts_status ts_model_anchor(ts_model *m, const char *short_name, const char *tensor_name, ts_output_mode mode, int period) {
     if (!m) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_anchor: model is NULL");
     ts_status st = ts_anchor_spec_add(&m->opts.anchors, &m->opts.n_anchors, &m->opts.cap_anchors, short_name, tensor_name, mode, period);
@@ -171,7 +164,3 @@ ts_status ts_model_anchor(ts_model *m, const char *short_name, const char *tenso
     }
     return st;
 }
-
-int64_t ts_model_runs(const ts_model *m) { return m ? m->runs : 0; }
-int64_t ts_model_steps(const ts_model *m) { return m ? m->steps : 0; }
-double ts_model_flops_per_microbatch(const ts_model *m) { return m && m->prog ? m->prog->flops_mb : 0.0; }
