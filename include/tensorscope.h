@@ -550,6 +550,17 @@ TS_API ts_status ts_tb_scalar(ts_tb_writer *w, const char *tag, int64_t step, do
 TS_API ts_status ts_tb_histogram(ts_tb_writer *w, const char *tag, int64_t step,
                                  const ts_summary *s);
 TS_API ts_status ts_tb_text(ts_tb_writer *w, const char *tag, int64_t step, const char *text);
+/* The run's hyperparameters for TensorBoard's HParams dashboard (its
+ * session start): each a number, or a string when `text` is not NULL. The
+ * dashboard shows them beside the run's last scalar values. */
+typedef struct ts_tb_hparam {
+    const char *name;
+    const char *text;
+    double number;
+} ts_tb_hparam;
+TS_API ts_status ts_tb_hparams(ts_tb_writer *w, const ts_tb_hparam *hp, int n);
+/* The session's end for the HParams dashboard: success or failure. */
+TS_API ts_status ts_tb_hparams_end(ts_tb_writer *w, int success);
 TS_API ts_status ts_tb_flush(ts_tb_writer *w);
 /* Flushes, closes and frees (NULL is fine). */
 TS_API ts_status ts_tb_close(ts_tb_writer *w);

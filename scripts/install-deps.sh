@@ -2,7 +2,8 @@
 # Installs what tensorscope needs on Debian 12, skipping what is present.
 # Usage: scripts/install-deps.sh [build|test]
 #   build: compilers and libraries to build the library, CLI and demo
-#   test:  also the reference tools the tests use (PyTorch, NumPy, Graphviz)
+#   test:  also the reference tools the tests use (PyTorch, NumPy, Graphviz,
+#          headless Chromium for the TensorBoard screenshots)
 set -euo pipefail
 what=${1:-build}
 
@@ -11,7 +12,7 @@ pkgs=(build-essential cmake pkg-config zlib1g-dev libopenblas-dev
       libunwind-dev)
 if [ "$what" = test ]; then
   pkgs+=(python3-torch python3-numpy python3-venv python3-pip graphviz clang
-         libclang-rt-14-dev)
+         libclang-rt-14-dev chromium)
 fi
 
 missing=()

@@ -61,6 +61,23 @@ int cmd_debug_run(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_lint(int argc, char **argv);
 
+/* ---- TensorBoard (tb_log.c) */
+/* Opens root/name, or root/<date>_<host> when name is NULL (with _2, _3 ...
+ * if that exists); the run's directory goes to dir. */
+ts_status cli_tb_open(const char *root, const char *name, ts_tb_writer **out, char *dir, size_t n);
+typedef struct cli_hparams {
+    const char *model, *optimizer, *lr_schedule;
+    double lr, momentum, weight_decay;
+    long warmup_steps, batch_size, repeat_count, grad_accum, epochs, seed;
+} cli_hparams;
+void cli_tb_hparams(ts_tb_writer *tb, const cli_hparams *h);
+/* train/loss, train/learning_rate, train/samples_per_second at the model's
+ * step; grad_norm/<param> and grad_norm/global from the Accum___ watches;
+ * histograms and range/<name>/<format>_<under|over>flow of the watches. */
+void cli_tb_step(ts_tb_writer *tb, const ts_model *m, double loss, double samples_per_s);
+/* eval/loss and eval/accuracy (percent) of the held-out images. */
+void cli_tb_eval(ts_tb_writer *tb, int64_t step, double loss, double accuracy);
+
 /* ---- progress bar on stderr (silent when not a terminal or quiet) */
 typedef struct cli_progress {
     bool on;

@@ -12,11 +12,12 @@
 
 typedef struct train_args {
     const char *model, *data, *optimizer, *output_mode, *check_numerics, *histogram, *dump_npy, *tensorboard, *plot;
-    const char *save_weights, *weights, *lr_schedule, *checkpoint_dir, *resume;
+    const char *save_weights, *weights, *lr_schedule, *checkpoint_dir, *resume, *run_name;
     long epochs, batch_size, seed, holdout, repeat_count, grad_accum, threads, log_verbosity, watch_period, max_steps;
     long warmup_steps, lr_step_size, checkpoint_every;
     double lr, momentum, weight_decay, lr_gamma, lr_min;
-    bool outfeed_pre, stats, run_single_step, metrics, log_memory, quiet, all;
+    bool outfeed_pre, stats, run_single_step, metrics, log_memory, quiet, all, watch_range;
+    long stats_every;
     cli_list anchors, outfeeds, watches, prints;
 } train_args;
 
@@ -116,16 +117,31 @@ static ts_status evaluate(ts_model *inf, const cli_model *cm, const ts_dataset *
     return st;
 }
 
+/* The stats table of the watches of the model's last run under Graphcore's
+ * "Step N - Summary Stats" heading, and the fp16/bf16/fp8 range fractions
+ * of those watched with --watch-range. */
 static void print_stats_table(const ts_model *m) {
     const ts_watch_result *w;
     size_t n;
     if (ts_model_watch_results(m, &w, &n) || n == 0) return;
     char line[512];
-    printf("%s\n", ts_stats_table_header(line, sizeof line));
+    printf("Step %lld - Summary Stats\n%s\n", (long long)ts_model_steps(m), ts_stats_table_header(line, sizeof line));
     int idx = 0;
+    bool ranges = false;
     for (size_t i = 0; i < n; i++) {
-        if (w[i].run < 0 || !(w[i].summary->what & TS_WATCH_STATS)) continue;
-        printf("%s\n", ts_stats_table_row(idx++, w[i].name, &w[i].summary->stats, line, sizeof line));
+        if (w[i].run < 0) continue;
+        ranges = ranges || (w[i].summary->what & TS_WATCH_RANGE);
+        if (w[i].summary->what & TS_WATCH_STATS) printf("%s\n", ts_stats_table_row(idx++, w[i].name, &w[i].summary->stats, line, sizeof line));
+    }
+    if (!ranges) return;
+    printf("%-5s %-28s %21s %21s %21s %21s\n", "Index", "Name (underflow/overflow %)", "fp16", "bf16", "fp8 e4m3", "fp8 e5m2");
+    idx = 0;
+    for (size_t i = 0; i < n; i++) {
+        const ts_range *r = &w[i].summary->range;
+        if (w[i].run < 0 || !(w[i].summary->what & TS_WATCH_RANGE)) continue;
+        printf("%-5d %-28s %10.4f/%-10.4f %10.4f/%-10.4f %10.4f/%-10.4f %10.4f/%-10.4f\n", idx++, w[i].name, 100 * r->fp16_underflow,
+               100 * r->fp16_overflow, 100 * r->bf16_underflow, 100 * r->bf16_overflow, 100 * r->e4m3_underflow, 100 * r->e4m3_overflow,
+               100 * r->e5m2_underflow, 100 * r->e5m2_overflow);
     }
 }
 
@@ -256,7 +272,9 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--outfeed-pre-accumulated-gradients", FLAG_BOOL, &a.outfeed_pre, NULL, "stream gradients per micro-batch"},
         {"--watch", FLAG_LIST, &a.watches, "PATTERN", "summarise matching tensors (stats + histograms)"},
         {"--watch-period", FLAG_INT, &a.watch_period, "N", "summarise every N runs (default 1)"},
+        {"--watch-range", FLAG_BOOL, &a.watch_range, NULL, "also the fp16/bf16/fp8 underflow and overflow fractions of watched tensors"},
         {"--stats", FLAG_BOOL, &a.stats, NULL, "print the stats table of watched tensors each epoch"},
+        {"--stats-every", FLAG_INT, &a.stats_every, "N", "print the stats table every N runs ('Step N - Summary Stats')"},
         {"--histogram", FLAG_STRING, &a.histogram, "FILE.png", "write the gradient histogram of anchored gradients"},
         {"--dump-npy", FLAG_STRING, &a.dump_npy, "DIR", "write anchored arrays and outfeed records as .npy"},
         {"--print-tensor", FLAG_LIST, &a.prints, "NAME", "insert a print op on a tensor (glob ok)"},
@@ -265,7 +283,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--metrics", FLAG_BOOL, &a.metrics, NULL, "print the metrics report at exit"},
         {"--log-verbosity", FLAG_INT, &a.log_verbosity, "0-5", "log level (5: a line per step)"},
         {"--log-memory", FLAG_BOOL, &a.log_memory, NULL, "log memory by class after compile and each epoch"},
-        {"--tensorboard", FLAG_STRING, &a.tensorboard, "DIR", "write TensorBoard event files to DIR"},
+        {"--tensorboard", FLAG_STRING, &a.tensorboard, "DIR", "write TensorBoard event files to DIR/<date>_<host> (one run each)"},
+        {"--run-name", FLAG_STRING, &a.run_name, "NAME", "with --tensorboard: write to DIR/NAME instead"},
         {"--plot", FLAG_STRING, &a.plot, "FILE.png", "plot loss and accuracy curves"},
         {"--save-weights", FLAG_STRING, &a.save_weights, "DIR", "save parameters as .npy at the end"},
         {"--weights", FLAG_STRING, &a.weights, "DIR", "load parameters from .npy files first"},
@@ -308,6 +327,10 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     if (a.lr_step_size < 1) return cli_usage_error(cmd, "--lr-step-size must be >= 1, got %ld", a.lr_step_size);
     if (!(a.lr_gamma >= 0)) return cli_usage_error(cmd, "--lr-gamma must be >= 0, got %g", a.lr_gamma);
     if (!(a.lr_min >= 0) || a.lr_min > a.lr) return cli_usage_error(cmd, "--lr-min must be in [0, --lr], got %g", a.lr_min);
+    if (a.stats_every < 0) return cli_usage_error(cmd, "--stats-every must be >= 1, got %ld", a.stats_every);
+    if (a.stats_every) a.stats = true;
+    if (a.watch_range && a.watches.n == 0) return cli_usage_error(cmd, "--watch-range needs --watch PATTERN (the tensors whose ranges to take)");
+    if (a.run_name && !a.tensorboard) return cli_usage_error(cmd, "--run-name names a TensorBoard run: it needs --tensorboard DIR");
     if (a.checkpoint_every < 0) return cli_usage_error(cmd, "--checkpoint-every must be >= 1, got %ld", a.checkpoint_every);
     if (a.checkpoint_every && !a.checkpoint_dir) return cli_usage_error(cmd, "--checkpoint-every needs --checkpoint-dir DIR");
     if (a.resume && a.weights) return cli_usage_error(cmd, "--resume restores the weights: leave out --weights");
@@ -338,6 +361,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     ts_model *tm = NULL, *inf = NULL;
     ts_outfeed *q = NULL;
     ts_tb_writer *tb = NULL;
+    char tb_dir[1100] = "";
     ts_loader *loader = NULL;
     sink_state sink = {.dump_dir = a.dump_npy};
     curve *loss_curve = calloc(1, sizeof *loss_curve), *acc_curve = calloc(1, sizeof *acc_curve);
@@ -397,7 +421,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         ts_options_anchor(o, NULL, "Gradient___*.weight", TS_OUTPUT_DEFAULT, 0);
         ts_options_anchor(o, NULL, "Gradient___*.bias", TS_OUTPUT_DEFAULT, 0);
     }
-    int watch_what = TS_WATCH_STATS | (a.tensorboard ? TS_WATCH_HISTOGRAM : 0);
+    int watch_what = TS_WATCH_STATS | (a.tensorboard ? TS_WATCH_HISTOGRAM : 0) | (a.watch_range ? TS_WATCH_RANGE : 0);
     for (int i = 0; i < a.watches.n; i++)
         if (ts_options_watch(o, a.watches.items[i], watch_what, (int)a.watch_period)) {
             rc = cli_usage_error(cmd, "--watch: %s", ts_last_error());
@@ -516,10 +540,13 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         fprintf(stderr, "%s\n", ts_model_memory_line(tm, line, sizeof line));
     }
     if (a.tensorboard) {
-        if (ts_tb_open(&tb, a.tensorboard)) {
+        if (cli_tb_open(a.tensorboard, a.run_name, &tb, tb_dir, sizeof tb_dir)) {
             cli_runtime_error("opening the TensorBoard log");
             goto done;
         }
+        cli_hparams hp = {a.model, a.optimizer, a.lr_schedule, a.lr, a.momentum, a.weight_decay, a.warmup_steps, a.batch_size,
+                          a.repeat_count, a.grad_accum, a.epochs, a.seed};
+        cli_tb_hparams(tb, &hp);
         char cfg[1024];
         snprintf(cfg, sizeof cfg,
                  "model: %s  \noptimizer: %s lr=%g momentum=%g weight_decay=%g  \nbatch size: %ld, repeat count (D): %ld, gradient accumulation (A): %ld  \nepochs: %ld, seed: %ld, train/held-out: %lld/%ld",
@@ -604,25 +631,10 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             total_runs++;
             curve_add(loss_curve, (double)total_runs, loss);
             cli_progress_update(&bar, ep_runs, loss);
-            if (tb) {
-                int64_t step = ts_model_steps(tm);
-                ts_tb_scalar(tb, "loss", step, loss);
-                ts_tb_scalar(tb, "learning_rate", step, ts_model_learning_rate(tm));
-                ts_tb_scalar(tb, "samples_per_second", step, (double)(S * a.batch_size) / run_s);
-                const ts_watch_result *w;
-                size_t nw;
-                double norm2 = 0;
-                bool have_norm = false;
-                if (ts_model_watch_results(tm, &w, &nw) == TS_OK)
-                    for (size_t i = 0; i < nw; i++) {
-                        if (w[i].run != ts_model_runs(tm) - 1) continue;
-                        if (strncmp(w[i].name, "Accum___", 8) == 0) {
-                            norm2 += w[i].summary->stats.l2 * w[i].summary->stats.l2;
-                            have_norm = true;
-                        }
-                        if (w[i].summary->what & TS_WATCH_HISTOGRAM) ts_tb_histogram(tb, w[i].name, step, w[i].summary);
-                    }
-                if (have_norm) ts_tb_scalar(tb, "gradient_norm", step, sqrt(norm2));
+            if (tb) cli_tb_step(tb, tm, loss, (double)(S * a.batch_size) / run_s);
+            if (a.stats_every && total_runs % a.stats_every == 0) {
+                cli_progress_end(&bar);
+                print_stats_table(tm);
             }
             if (a.checkpoint_dir && a.checkpoint_every && total_runs % a.checkpoint_every == 0 && ts_checkpoint_save(ckpt, tm, loader)) {
                 cli_progress_end(&bar);
@@ -647,8 +659,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         if (scheduled) printf("  lr %.6g", ts_model_learning_rate(tm));
         printf("\n");
         fflush(stdout);
-        if (tb && a.holdout > 0) ts_tb_scalar(tb, "heldout_accuracy", ts_model_steps(tm), acc);
-        if (a.stats) print_stats_table(tm);
+        if (tb && a.holdout > 0) cli_tb_eval(tb, ts_model_steps(tm), hl, acc);
+        if (a.stats && !a.stats_every) print_stats_table(tm);
         if (a.log_memory) {
             char line[512];
             fprintf(stderr, "%s\n", ts_model_memory_line(tm, line, sizeof line));
@@ -737,8 +749,9 @@ done:
             printf("\n");
         }
     }
+    if (tb) ts_tb_hparams_end(tb, rc == CLI_OK);
     if (tb && ts_tb_close(tb) && rc == CLI_OK) rc = cli_runtime_error("closing the TensorBoard log");
-    else if (tb && rc == CLI_OK) printf("TensorBoard logs in %s (run: tensorboard --logdir %s)\n", a.tensorboard, a.tensorboard);
+    else if (tb && rc == CLI_OK) printf("TensorBoard logs in %s (run: tensorboard --logdir %s)\n", tb_dir, a.tensorboard);
     if (a.metrics) {
         char *r = ts_metrics_report();
         if (r) fputs(r, stdout);
