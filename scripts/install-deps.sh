@@ -11,7 +11,7 @@ pkgs=(build-essential cmake pkg-config zlib1g-dev libopenblas-dev
       libcairo2-dev libprotobuf-c-dev protobuf-c-compiler libarchive-dev
       libunwind-dev)
 if [ "$what" = test ]; then
-  pkgs+=(python3-torch python3-numpy python3-venv python3-pip graphviz clang
+  pkgs+=(python3-torch python3-numpy python3-venv python3-pip python3-pil graphviz clang
          libclang-rt-14-dev chromium)
 fi
 
