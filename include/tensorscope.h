@@ -453,6 +453,11 @@ TS_API ts_status ts_model_watch_results(const ts_model *m, const ts_watch_result
  * the arrays, zeros placed at min - 2, title "Gradient Histogram", y label
  * "Frequency". PNG via cairo. */
 TS_API ts_status ts_plot_gradient_histogram(const char *png_path, const ts_array *arrays, int n);
+/* The same, with the zeros bar labelled "zeros: N", the count of values and
+ * of NaN/+Inf/-Inf (not plotted) in a corner, and `caption` (which tensors,
+ * which step; NULL for none) under it. */
+TS_API ts_status ts_plot_gradient_histogram_captioned(const char *png_path, const ts_array *arrays, int n,
+                                                      const char *caption);
 /* Line plot of up to 8 named series sharing an x axis (loss and accuracy
  * curves). PNG (or SVG when the path ends in .svg). */
 typedef struct ts_series {
@@ -462,6 +467,16 @@ typedef struct ts_series {
 } ts_series;
 TS_API ts_status ts_plot_lines(const char *path, const char *title, const char *x_label,
                                const ts_series *series, int n_series);
+/* Up to 4 panels stacked over one x axis, each with its own y axis and
+ * label (loss above, accuracy below). Series of up to 50 points get a dot
+ * on every point. */
+typedef struct ts_plot_panel {
+    const char *y_label;
+    const ts_series *series;
+    int n_series;
+} ts_plot_panel;
+TS_API ts_status ts_plot_panels(const char *path, const char *title, const char *x_label,
+                                const ts_plot_panel *panels, int n_panels);
 
 /* `tensorscope compare`'s picture: each tensor's max relative error (log
  * scale, in the given order) against its tolerance, green when within it,

@@ -121,4 +121,10 @@ run noresume "$BIN" train "${C_ARGS[@]}" --resume nowhere
 check "--resume nowhere: exit 1 naming nowhere/checkpoint.tsck" eval '[ $rc -eq 1 ] && hasf noresume.err "nowhere/checkpoint.tsck"'
 run everyonly "$BIN" train "${C_ARGS[@]}" --checkpoint-every 3
 check "--checkpoint-every without --checkpoint-dir: exit 2" eval '[ $rc -eq 2 ] && hasf everyonly.err "--checkpoint-dir"'
+
+# ---- plots: x in optimizer steps, loss and accuracy panels; the histogram
+# is captioned (its pixels are checked in test_plot)
+run plot "$BIN" train "${T_ARGS[@]}" --epochs 1 --repeat-count 2 --plot P.png --histogram H.png
+check "--plot and --histogram with one epoch of D=2: both PNGs written" \
+    eval '[ $rc -eq 0 ] && hasf plot.out "Saved plot to P.png" && hasf plot.out "Saved histogram to H.png" && [ -s P.png ] && [ -s H.png ]' || show plot.err
 finish

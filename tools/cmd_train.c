@@ -364,9 +364,9 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     char tb_dir[1100] = "";
     ts_loader *loader = NULL;
     sink_state sink = {.dump_dir = a.dump_npy};
-    curve *loss_curve = calloc(1, sizeof *loss_curve), *acc_curve = calloc(1, sizeof *acc_curve);
+    curve *loss_curve = calloc(1, sizeof *loss_curve), *acc_curve = calloc(1, sizeof *acc_curve), *hl_curve = calloc(1, sizeof *hl_curve);
     rc = CLI_RUNTIME;
-    if (!loss_curve || !acc_curve) goto done;
+    if (!loss_curve || !acc_curve || !hl_curve) goto done;
     if (ts_dataset_load_mnist(&ds, a.data)) {
         cli_runtime_error("loading the dataset");
         goto done;
@@ -629,7 +629,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             ep_loss += loss;
             ep_runs++;
             total_runs++;
-            curve_add(loss_curve, (double)total_runs, loss);
+            curve_add(loss_curve, (double)ts_model_steps(tm), loss); /* x: optimizer steps, as TensorBoard's */
             cli_progress_update(&bar, ep_runs, loss);
             if (tb) cli_tb_step(tb, tm, loss, (double)(S * a.batch_size) / run_s);
             if (a.stats_every && total_runs % a.stats_every == 0) {
@@ -652,7 +652,10 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             cli_runtime_error("evaluating");
             goto done;
         }
-        curve_add(acc_curve, (double)total_runs, acc);
+        if (a.holdout > 0) {
+            curve_add(acc_curve, (double)ts_model_steps(tm), 100 * acc); /* percent, as printed */
+            curve_add(hl_curve, (double)ts_model_steps(tm), hl);
+        }
         printf("epoch %ld/%ld: loss %.4f", ep, a.epochs, ep_runs ? ep_loss / (double)ep_runs : NAN);
         if (a.holdout > 0) printf("  held-out accuracy %.2f%% (loss %.4f)", 100 * acc, hl);
         printf("  %.2f s, %.0f samples/s", ep_s, (double)(ep_runs * S * a.batch_size) / ep_s);
@@ -715,16 +718,26 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         int n = 0;
         for (size_t i = 0; i < n_anchors && n < 64; i++)
             if (strncmp(anames[i], "Gradient___", 11) == 0 && ts_model_anchored(tm, anames[i], &arrs[n]) == TS_OK) n++;
+        char caption[512];
+        int used = 0;
+        caption[0] = '\0';
+        for (size_t i = 0, k = 0; i < n_anchors && k < (size_t)n && used < (int)sizeof caption; i++)
+            if (strncmp(anames[i], "Gradient___", 11) == 0)
+                used += snprintf(caption + used, sizeof caption - (size_t)used, "%s%s", k++ ? ", " : "", anames[i] + 11);
+        if (used < (int)sizeof caption)
+            snprintf(caption + used, sizeof caption - (size_t)used, " gradients at step %lld (last micro-batch)", (long long)ts_model_steps(tm));
         if (n == 0) fprintf(stderr, "tensorscope: --histogram: no anchored Gradient___ tensor to plot (anchor some with --anchor)\n");
-        else if (ts_plot_gradient_histogram(a.histogram, arrs, n)) {
+        else if (ts_plot_gradient_histogram_captioned(a.histogram, arrs, n, caption)) {
             cli_runtime_error("writing the histogram");
             goto done;
         } else printf("Saved histogram to %s\n", a.histogram);
     }
     if (a.plot) {
-        ts_series s[2] = {{"training loss", loss_curve->x, loss_curve->y, loss_curve->n},
-                          {"held-out accuracy", acc_curve->x, acc_curve->y, acc_curve->n}};
-        if (ts_plot_lines(a.plot, "Training", "run", s, a.holdout > 0 ? 2 : 1)) {
+        ts_series losses[2] = {{"training loss (mean of each run)", loss_curve->x, loss_curve->y, loss_curve->n},
+                               {"held-out loss (each epoch)", hl_curve->x, hl_curve->y, hl_curve->n}};
+        ts_series accs[1] = {{"held-out accuracy (each epoch)", acc_curve->x, acc_curve->y, acc_curve->n}};
+        ts_plot_panel panels[2] = {{"loss", losses, a.holdout > 0 ? 2 : 1}, {"accuracy (%)", accs, 1}};
+        if (ts_plot_panels(a.plot, "Training", "optimizer step", panels, a.holdout > 0 ? 2 : 1)) {
             cli_runtime_error("writing the plot");
             goto done;
         }
@@ -766,5 +779,6 @@ done:
     ts_dataset_free(ds);
     free(loss_curve);
     free(acc_curve);
+    free(hl_curve);
     return rc;
 }
