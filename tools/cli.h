@@ -49,6 +49,10 @@ typedef struct cli_model {
  * of `prints` are wrapped in a print op. */
 ts_status cli_model_build(const char *name, long batch, uint64_t seed, const cli_list *prints, cli_model *out);
 const char *cli_model_names(void);
+/* Where MNIST is when --data is not given: ./data/mnist, else the installed
+ * <bindir>/../share/tensorscope/mnist, else <bindir>/../data/mnist (a build
+ * directory inside a checkout); buf holds the path when it is built. */
+const char *cli_default_data_dir(char *buf, size_t n);
 /* sgd|adam|adamw (any case) with the given hyper-parameters. */
 ts_status cli_optimizer(const char *name, double lr, double momentum, double weight_decay, ts_optimizer *out);
 

@@ -5,6 +5,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -242,12 +243,12 @@ static int train_only_flag(const cli_flag *all, const cli_flag *evalt, int argc,
 
 int cmd_train(int argc, char **argv, bool eval_only) {
     const char *cmd = eval_only ? "eval" : "train";
-    train_args a = {.model = "mlp", .data = "data/mnist", .optimizer = "sgd", .epochs = 1, .batch_size = 64, .seed = 0,
+    train_args a = {.model = "mlp", .data = NULL, .optimizer = "sgd", .epochs = 1, .batch_size = 64, .seed = 0,
                     .holdout = 2000, .repeat_count = 1, .grad_accum = 1, .threads = 0, .log_verbosity = -1, .watch_period = 1,
                     .lr = 0.01, .check_numerics = NULL, .lr_schedule = "constant", .lr_step_size = 1000, .lr_gamma = 0.1};
     const cli_flag flags[] = {
         {"--model", FLAG_STRING, &a.model, "NAME", "built-in model (mlp)"},
-        {"--data", FLAG_STRING, &a.data, "DIR", "MNIST directory of gzip'd IDX files (default data/mnist)"},
+        {"--data", FLAG_STRING, &a.data, "DIR", "MNIST directory of gzip'd IDX files (default: data/mnist, else the installed copy)"},
         {"--epochs", FLAG_INT, &a.epochs, "N", "passes over the training split (default 1)"},
         {"--batch-size", FLAG_INT, &a.batch_size, "B", "micro-batch size (default 64)"},
         {"--lr", FLAG_FLOAT, &a.lr, "LR", "learning rate (default 0.01)"},
@@ -367,6 +368,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     curve *loss_curve = calloc(1, sizeof *loss_curve), *acc_curve = calloc(1, sizeof *acc_curve), *hl_curve = calloc(1, sizeof *hl_curve);
     rc = CLI_RUNTIME;
     if (!loss_curve || !acc_curve || !hl_curve) goto done;
+    char data_dir[PATH_MAX + 64];
+    if (!a.data) a.data = cli_default_data_dir(data_dir, sizeof data_dir);
     if (ts_dataset_load_mnist(&ds, a.data)) {
         cli_runtime_error("loading the dataset");
         goto done;

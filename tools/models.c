@@ -1,7 +1,10 @@
 /* models.c -- the CLI's built-in models, built with the public API. */
 #include "cli.h"
 
+#include <limits.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <strings.h>
 
 /* Wraps t in a print op when asked, so the rest of the model reads the print. */
@@ -62,4 +65,32 @@ ts_status cli_optimizer(const char *name, double lr, double momentum, double wei
     else if (strcasecmp(name, "adamw") == 0) *out = ts_adamw((float)lr, (float)weight_decay);
     else return TS_ERR_NOT_FOUND;
     return TS_OK;
+}
+
+static bool has_mnist(const char *dir) {
+    char path[PATH_MAX + 64];
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/t10k-images-idx3-ubyte.gz", dir);
+    if (stat(path, &sb) == 0) return true;
+    snprintf(path, sizeof path, "%s/train-images-idx3-ubyte.gz", dir);
+    return stat(path, &sb) == 0;
+}
+
+const char *cli_default_data_dir(char *buf, size_t n) {
+    if (has_mnist("data/mnist")) return "data/mnist"; /* a checkout */
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len > 0) {
+        exe[len] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = '\0';
+        /* installed: <prefix>/bin/tensorscope -> <prefix>/share/tensorscope/mnist;
+         * built: <checkout>/build/tensorscope -> <checkout>/data/mnist */
+        static const char *const rel[] = {"../share/tensorscope/mnist", "../data/mnist"};
+        for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+            snprintf(buf, n, "%s/%s", exe, rel[i]);
+            if (has_mnist(buf)) return buf;
+        }
+    }
+    return "data/mnist"; /* not found: the loader's error names it */
 }
