@@ -9,7 +9,7 @@ what=${1:-build}
 
 pkgs=(build-essential cmake pkg-config zlib1g-dev libopenblas-dev
       libcairo2-dev libprotobuf-c-dev protobuf-c-compiler libarchive-dev
-      libunwind-dev
+      libunwind-dev binutils # binutils: addr2line, file:line in crash reports
       # libarchive's private dependencies, for linking libtensorscope.a
       # statically (pkg-config --static): -lacl -lzstd -llz4
       libacl1-dev libzstd-dev liblz4-dev)

@@ -182,17 +182,16 @@ static void print_row(const row *rw) {
     }
     const ts_compare_result *r = &rw->r;
     double frac = r->count ? 100.0 * (double)r->mismatches / (double)r->count : 0;
-    printf("%-8s %-40s %-16s max_abs %.3g at %s  max_rel %.3g  mismatched %.2f%%  mean %.5g/%.5g  std %.5g/%.5g  "
-           "min %.5g/%.5g  max %.5g/%.5g  atol needed %.3g",
-           status_word(rw->status), rw->ts_name, rw->shape, r->max_abs, rw->why, r->max_rel, frac, r->a.mean, r->ref.mean,
-           r->a.std, r->ref.std, r->a.min, r->ref.min, r->a.max, r->ref.max, r->min_atol);
+    printf("%-8s %-32s %-14s max_abs %-9.3g at %-10s max_rel %-9.3g mismatched %6.2f%%  atol needed %.3g", status_word(rw->status),
+           rw->ts_name, rw->shape, r->max_abs, rw->why, r->max_rel, frac, r->min_atol);
+    if (strcmp(rw->ts_name, rw->ref_name) != 0) printf("  (reference '%s')", rw->ref_name);
+    printf("\n         %-32s mean %11.5g / %-11.5g std %11.5g / %-11.5g min %11.5g / %-11.5g max %11.5g / %.5g\n", "  ours / reference:",
+           r->a.mean, r->ref.mean, r->a.std, r->ref.std, r->a.min, r->ref.min, r->a.max, r->ref.max);
     int64_t nf_a = r->a.nans + r->a.pos_infs + r->a.neg_infs, nf_r = r->ref.nans + r->ref.pos_infs + r->ref.neg_infs;
     if (nf_a || nf_r)
-        printf("  non-finite %lld NaN %lld +Inf %lld -Inf / reference %lld NaN %lld +Inf %lld -Inf", (long long)r->a.nans,
+        printf("         non-finite: ours %lld NaN %lld +Inf %lld -Inf, reference %lld NaN %lld +Inf %lld -Inf\n", (long long)r->a.nans,
                (long long)r->a.pos_infs, (long long)r->a.neg_infs, (long long)r->ref.nans, (long long)r->ref.pos_infs,
                (long long)r->ref.neg_infs);
-    if (strcmp(rw->ts_name, rw->ref_name) != 0) printf("  (reference '%s')", rw->ref_name);
-    printf("\n");
 }
 
 /* JSON string body with escapes. */
@@ -410,7 +409,9 @@ static void explain(ts_graph *g, const row *rows, int n, const row *bad, char *d
 
 /* Reference names map to tensorscope names: --map pairs first, then the
  * exact name, then a module path: the last op output of that scope
- * (`fc1` -> `fc1/Add:0`), with `Gradient___` carried over. */
+ * (`fc1` -> `fc1/Add:0`), or of the one scope that ends with it (PyTorch's
+ * exporter nests `features.0` as `/features/features.0/Conv`, imported as
+ * scope `features.features.0`), with `Gradient___` carried over. */
 static char *resolve_name(ts_graph *g, const char *ref, char *const *map, int n_map) {
     for (int i = 0; i + 1 < n_map; i += 2)
         if (strcmp(map[i], ref) == 0) return strdup(map[i + 1]);
@@ -418,12 +419,21 @@ static char *resolve_name(ts_graph *g, const char *ref, char *const *map, int n_
     bool grad = base != ref;
     if (ts_graph_find(g, base)) return strdup(ref);
     size_t len = strlen(base);
-    const char *last = NULL;
+    const char *exact = NULL, *suffix = NULL;
+    size_t suffix_scope = 0;
+    bool ambiguous = false;
     for (size_t i = 0; i < ts_graph_tensor_count(g); i++) {
         const char *nm = ts_tensor_name(ts_graph_tensor_at(g, i));
         const char *slash = strrchr(nm, '/');
-        if (slash && (size_t)(slash - nm) == len && strncmp(nm, base, len) == 0) last = nm;
+        if (!slash) continue;
+        size_t sl = (size_t)(slash - nm);
+        if (sl == len && strncmp(nm, base, len) == 0) exact = nm;
+        else if (sl > len && nm[sl - len - 1] == '.' && strncmp(nm + sl - len, base, len) == 0) {
+            if (suffix && (suffix_scope != sl || strncmp(suffix, nm, sl) != 0)) ambiguous = true;
+            suffix = nm, suffix_scope = sl;
+        }
     }
+    const char *last = exact ? exact : ambiguous ? NULL : suffix;
     if (!last) return NULL;
     size_t n = strlen(last) + 12;
     char *s = malloc(n);
@@ -699,7 +709,7 @@ int cmd_compare(int argc, char **argv) {
     }
     if (first >= 0) {
         explain(two_dumps ? NULL : cm.g, rows, n_rows, &rows[first], detail, sizeof detail);
-        printf("\nfirst divergence: %s -- %s\n", rows[first].ts_name, detail);
+        printf("\nfirst divergence: %s\n  %s\n", rows[first].ts_name, detail);
     }
     printf("\ncompared: %d passed, %d failed; %d without a counterpart or with another shape; %d skipped\n", passes, fails,
            problems, skipped);

@@ -52,7 +52,7 @@ void cli_tb_hparams(ts_tb_writer *tb, const cli_hparams *h) {
         fprintf(stderr, "tensorscope: warning: TensorBoard hyperparameters not written: %s\n", ts_last_error());
 }
 
-static void range_scalars(ts_tb_writer *tb, const char *name, int64_t step, const ts_range *r) {
+static ts_status range_scalars(ts_tb_writer *tb, const char *name, int64_t step, const ts_range *r) {
     const struct {
         const char *what;
         double v;
@@ -60,39 +60,42 @@ static void range_scalars(ts_tb_writer *tb, const char *name, int64_t step, cons
              {"bf16_overflow", r->bf16_overflow},   {"e4m3_underflow", r->e4m3_underflow}, {"e4m3_overflow", r->e4m3_overflow},
              {"e5m2_underflow", r->e5m2_underflow}, {"e5m2_overflow", r->e5m2_overflow}};
     char tag[600];
-    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+    ts_status st = TS_OK;
+    for (size_t i = 0; i < sizeof f / sizeof f[0] && !st; i++) {
         snprintf(tag, sizeof tag, "range/%s/%s", name, f[i].what);
-        ts_tb_scalar(tb, tag, step, f[i].v);
+        st = ts_tb_scalar(tb, tag, step, f[i].v);
     }
+    return st;
 }
 
-void cli_tb_step(ts_tb_writer *tb, const ts_model *m, double loss, double samples_per_s) {
+ts_status cli_tb_step(ts_tb_writer *tb, const ts_model *m, double loss, double samples_per_s) {
     int64_t step = ts_model_steps(m);
-    ts_tb_scalar(tb, "train/loss", step, loss);
-    ts_tb_scalar(tb, "train/learning_rate", step, ts_model_learning_rate(m));
-    ts_tb_scalar(tb, "train/samples_per_second", step, samples_per_s);
+    ts_status st = ts_tb_scalar(tb, "train/loss", step, loss);
+    if (!st) st = ts_tb_scalar(tb, "train/learning_rate", step, ts_model_learning_rate(m));
+    if (!st) st = ts_tb_scalar(tb, "train/samples_per_second", step, samples_per_s);
     const ts_watch_result *w;
-    size_t nw;
+    size_t nw = 0;
     double norm2 = 0;
     bool have_norm = false;
     char tag[600];
-    if (ts_model_watch_results(m, &w, &nw) == TS_OK)
-        for (size_t i = 0; i < nw; i++) {
+    if (!st && ts_model_watch_results(m, &w, &nw) == TS_OK)
+        for (size_t i = 0; i < nw && !st; i++) {
             if (w[i].run != ts_model_runs(m) - 1) continue;
             const ts_summary *s = w[i].summary;
             if (strncmp(w[i].name, "Accum___", 8) == 0 && (s->what & TS_WATCH_STATS)) { /* the gradient of the step */
                 norm2 += s->stats.l2 * s->stats.l2;
                 have_norm = true;
                 snprintf(tag, sizeof tag, "grad_norm/%s", w[i].name + 8);
-                ts_tb_scalar(tb, tag, step, s->stats.l2);
+                st = ts_tb_scalar(tb, tag, step, s->stats.l2);
             }
-            if (s->what & TS_WATCH_HISTOGRAM) ts_tb_histogram(tb, w[i].name, step, s);
-            if (s->what & TS_WATCH_RANGE) range_scalars(tb, w[i].name, step, &s->range);
+            if (!st && (s->what & TS_WATCH_HISTOGRAM)) st = ts_tb_histogram(tb, w[i].name, step, s);
+            if (!st && (s->what & TS_WATCH_RANGE)) st = range_scalars(tb, w[i].name, step, &s->range);
         }
-    if (have_norm) ts_tb_scalar(tb, "grad_norm/global", step, sqrt(norm2));
+    if (!st && have_norm) st = ts_tb_scalar(tb, "grad_norm/global", step, sqrt(norm2));
+    return st;
 }
 
-void cli_tb_eval(ts_tb_writer *tb, int64_t step, double loss, double accuracy) {
-    ts_tb_scalar(tb, "eval/loss", step, loss);
-    ts_tb_scalar(tb, "eval/accuracy", step, 100 * accuracy); /* percent, as the console prints it */
+ts_status cli_tb_eval(ts_tb_writer *tb, int64_t step, double loss, double accuracy) {
+    ts_status st = ts_tb_scalar(tb, "eval/loss", step, loss);
+    return st ? st : ts_tb_scalar(tb, "eval/accuracy", step, 100 * accuracy); /* percent, as the console prints it */
 }

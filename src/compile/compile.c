@@ -115,13 +115,18 @@ static ts_status infer_shapes(ts_model *m, ts_prog *p) {
         if (!p->live[i]) continue; /* e.g. the loss of a graph run for inference */
         if (t->op == TS_OP_INPUT || t->op == TS_OP_PARAM) {
             p->shape[i] = (i < m->n_override && m->input_override[i].ndim >= 0) ? m->input_override[i] : t->shape;
-            continue;
+        } else {
+            ts_shape in[TS_MAX_INPUTS];
+            for (int k = 0; k < t->n_in; k++) in[k] = p->shape[t->in[k]];
+            ts_status st = def->shape(t, in, &p->shape[i]);
+            if (st) return ts_error_wrap(st, "compile: '%s' (%s, built at %s:%d) with the run's input shapes", t->name, def->name,
+                                         t->file ? t->file : "?", t->line);
         }
-        ts_shape in[TS_MAX_INPUTS];
-        for (int k = 0; k < t->n_in; k++) in[k] = p->shape[t->in[k]];
-        ts_status st = def->shape(t, in, &p->shape[i]);
-        if (st) return ts_error_wrap(st, "compile: '%s' (%s, built at %s:%d) with the run's input shapes", t->name, def->name,
-                                     t->file ? t->file : "?", t->line);
+        if (ts_shape_numel(&p->shape[i]) > TS_MAX_NUMEL) { /* a huge micro-batch size given at run time */
+            char b[96];
+            return ts_error(TS_ERR_SHAPE, "compile: '%s' would be %s, more than 2^34 elements; use a smaller micro-batch size",
+                            t->name, ts_shape_str(&p->shape[i], b, sizeof b));
+        }
     }
     return TS_OK;
 }

@@ -253,7 +253,7 @@ static ts_tensor *add_leaf(ts_graph *g, ts_op op, const char *name, ts_dtype dty
             return ts_graph_fail(g, TS_ERR_SHAPE, "%s '%s': dimension %d is %lld; dimensions must be positive", what, name, i, (long long)shape[i]);
         s.d[i] = shape[i];
     }
-    if (ts_shape_numel(&s) > (int64_t)1 << 34)
+    if (ts_shape_numel(&s) > TS_MAX_NUMEL)
         return ts_graph_fail(g, TS_ERR_SHAPE, "%s '%s' has more than 2^34 elements", what, name);
     if (dtype != TS_F32 && !(op == TS_OP_INPUT && dtype == TS_I32))
         return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s '%s': dtype must be f32%s", what, name, op == TS_OP_INPUT ? " (or i32 for labels)" : "");

@@ -84,6 +84,5 @@ ts_status ts_model_run(ts_model *m, const char *const *names, const ts_array *in
     uint64_t run_ns = ts_now_ns() - t0;
     ts_metric_record("ExecuteTime", (double)run_ns);
     ts_counter_add("Runs", 1);
-    ts_diag_after_run(m, run_ns);
-    return TS_OK;
+    return ts_diag_after_run(m, run_ns);
 }
