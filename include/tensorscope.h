@@ -5,7 +5,8 @@
  * see any tensor of that graph (activations, gradients, accumulated
  * gradients, updated weights, optimizer state) while training runs.
  *
- * This header is the specification. Every function returns a ts_status (or a
+ * This header is the specification; the design notes behind it are in
+ * docs/ (docs/README.md), which the section references below point to. Every function returns a ts_status (or a
  * handle that is NULL on failure) and keeps a per-thread message readable with
  * ts_last_error(). The library never exits and never prints unless asked:
  * it logs through a callback you may replace (ts_set_log_callback).
@@ -388,7 +389,7 @@ TS_API double ts_model_flops_per_microbatch(const ts_model *m);
 
 /* ------------------------------------------------------------- summaries */
 
-/* One fused pass over a tensor (DESIGN.md §7). Moments, min and max cover
+/* One fused pass over a tensor (docs/observation.md#summaries). Moments, min and max cover
  * the finite values only; the counts say what else was there. */
 typedef struct ts_stats {
     int64_t count;    /* all elements */

@@ -1,4 +1,4 @@
-/* test_outfeed_model.c -- outfeed queues fed by a training model (DESIGN.md
+/* test_outfeed_model.c -- outfeed queues fed by a training model (docs/README.md
  * §6): activations marked with ts_outfeed_add, gradients streamed per
  * micro-batch (pre-accumulated: D*A records per parameter per run) or per
  * update (accumulated: D per run) under `<param>_grad`. Records come as

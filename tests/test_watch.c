@@ -1,4 +1,4 @@
-/* test_watch.c -- watches (DESIGN.md §7) on a training model: one result per
+/* test_watch.c -- watches (docs/observation.md#summaries) on a training model: one result per
  * tensor whose name matches a pattern (glob or substring), the run and step
  * it was taken at, a period in runs, and summaries equal to
  * ts_summarize_f32 of the same tensor's last value (anchored FINAL). A wide

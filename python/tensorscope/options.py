@@ -11,7 +11,7 @@ from ._capi import check, cstr, lib
 
 
 class OutputMode(enum.IntEnum):
-    """How an anchor returns the S samples of a run (DESIGN.md §4)."""
+    """How an anchor returns the S samples of a run (docs/architecture.md#output-modes)."""
     Default = 0  # Final for training, All for inference
     Final = 1    # T: the last sample
     EveryN = 2   # [S/N, *T]: samples N-1, 2N-1, ...
@@ -151,7 +151,7 @@ Record.__doc__ = "One outfeed record: run index, sample in the run, key, numpy a
 
 
 class OutfeedQueue:
-    """A named queue of records streamed while a model runs (DESIGN.md §6).
+    """A named queue of records streamed while a model runs (docs/observation.md#outfeed-queues).
 
     mode "all" is lossless: a consumer thread of the library hands every
     record to this object as it is enqueued (a copy), so a run never waits on

@@ -1,4 +1,4 @@
-/* hooks.c -- diagnostics around compile and runs (DESIGN.md §9): the graph
+/* hooks.c -- diagnostics around compile and runs (docs/observation.md#diagnostics): the graph
  * dump of TS_SAVE_GRAPH_FILE, the metrics report appended to
  * TS_METRICS_FILE, and the per-step trace line at log level 5. Diagnostics
  * never fail a compile or a run: problems are logged as warnings. */
