@@ -8,8 +8,9 @@
  * This header is the specification; the design notes behind it are in
  * docs/ (docs/README.md), which the section references below point to.
  * Every function returns a ts_status (or a handle that is NULL on failure)
- * and keeps a per-thread message readable with ts_last_error(). The library never exits and never prints unless asked:
- * it logs through a callback you may replace (ts_set_log_callback).
+ * and keeps a per-thread message readable with ts_last_error(). The library
+ * never exits and never prints unless asked: it logs through a callback you
+ * may replace (ts_set_log_callback).
  *
  * Worked example: the tutorial MLP, trained one run at a time.
  *
