@@ -127,4 +127,18 @@ check "--checkpoint-every without --checkpoint-dir: exit 2" eval '[ $rc -eq 2 ] 
 run plot "$BIN" train "${T_ARGS[@]}" --epochs 1 --repeat-count 2 --plot P.png --histogram H.png
 check "--plot and --histogram with one epoch of D=2: both PNGs written" \
     eval '[ $rc -eq 0 ] && hasf plot.out "Saved plot to P.png" && hasf plot.out "Saved histogram to H.png" && [ -s P.png ] && [ -s H.png ]' || show plot.err
+
+# ---- TS_SAVE_GRAPH_FILE appends every compile: the debug bundle of a train
+# run holds the evaluation graph and the training graph
+run dbg env TMPDIR="$T" "$BIN" debug-run --outfile B.tar.gz -- "$BIN" train "${T_ARGS[@]}" --max-steps 1
+mkdir -p bundle && tar xzf B.tar.gz -C bundle 2> /dev/null
+g=bundle/tensorscope-debug/graph.txt
+check "debug-run -- train: graph.txt holds $(grep -c '^# ---- compile' "$g" 2> /dev/null) compiles, the inference and the training graph" \
+    eval '[ $rc -eq 0 ] && grep -q "^# ---- compile [0-9]*: inference model" "$g" && grep -q "^# ---- compile [0-9]*: training model" "$g"' || show "$g"
+
+# ---- a recompilation says which input changed, from what to what: 1000
+# held-out images in batches of 300 end with a batch of 100
+run recomp "$BIN" train --data "$DATA" --quiet --batch-size 300 --holdout 1000 --max-steps 1
+check "recompilation logged with the input and both shapes" \
+    eval '[ $rc -eq 0 ] && hasf recomp.err "recompiling the inference model: input '"'x'"' changed from [300,1,28,28] to [100,1,28,28]"' || show recomp.err
 finish

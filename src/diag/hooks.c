@@ -20,16 +20,17 @@ static const char *env_or_null(const char *name) {
 
 /* ---- after compile: the graph dump */
 
-static ts_status write_text_file(const char *path, const char *text) {
-    ts_atomic_file af;
-    ts_status st = ts_atomic_open(&af, path);
-    if (st) return st;
-    if (fputs(text, af.f) == EOF) {
-        int err = errno;
-        ts_atomic_abort(&af);
-        return ts_error(TS_ERR_IO, "cannot write %s: %s", path, strerror(err));
-    }
-    return ts_atomic_commit(&af);
+/* Appends one block (a header line naming the compile, then the dump) with
+ * a single write, so each compile's graph is whole and none hides another. */
+static ts_status append_dump(const char *path, const ts_model *m, ts_dump_format fmt, const char *dump) {
+    FILE *f = fopen(path, "a");
+    if (!f) return ts_error(TS_ERR_IO, "cannot open %s for appending: %s", path, strerror(errno));
+    const char *c = fmt == TS_DUMP_DOT ? "//" : "#";
+    bool ok = fprintf(f, "%s ---- compile %lld: %s model\n%s", c, (long long)ts_counter_get("Compilations"),
+                      m->training ? "training" : "inference", dump) >= 0 && fflush(f) == 0;
+    int err = errno;
+    ok = fclose(f) == 0 && ok;
+    return ok ? TS_OK : ts_error(TS_ERR_IO, "cannot write %s: %s", path, strerror(err ? err : errno));
 }
 
 ts_status ts_diag_after_compile(const ts_model *m) {
@@ -43,10 +44,10 @@ ts_status ts_diag_after_compile(const ts_model *m) {
     /* locations: ts_graph_dump reads TS_IR_DEBUG itself */
     char *dump = ts_graph_dump(m->g, m, fmt, 0);
     if (!dump) return ts_error_wrap(TS_ERR_IO, "TS_SAVE_GRAPH_FILE: no graph dump written");
-    ts_status st = write_text_file(path, dump);
+    ts_status st = append_dump(path, m, fmt, dump);
     ts_string_free(dump);
     if (st) return ts_error_wrap(st, "TS_SAVE_GRAPH_FILE");
-    ts_logf(TS_LOG_DEBUG, "graph dump (%s) written to %s", fmt == TS_DUMP_DOT ? "dot" : "text", path);
+    ts_logf(TS_LOG_DEBUG, "graph dump (%s) appended to %s", fmt == TS_DUMP_DOT ? "dot" : "text", path);
     return TS_OK;
 }
 

@@ -7,6 +7,7 @@
 #include "diag/metrics.h"
 #include "exec/exec.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* Matches the user's arrays to the model's inputs; a new micro-batch size
@@ -24,6 +25,7 @@ static ts_status bind_inputs(ts_model *m, const char *const *names, const ts_arr
         bound[t->id] = &inputs[k];
     }
     bool changed = false;
+    char why[256] = "";
     for (size_t i = 0; i < g->n; i++) {
         const ts_tensor *t = g->t[i];
         if (t->op != TS_OP_INPUT || !m->prog->live[i]) continue;
@@ -50,13 +52,21 @@ static ts_status bind_inputs(ts_model *m, const char *const *names, const ts_arr
                 for (size_t q = 0; q < g->n; q++) m->input_override[q].ndim = -1;
                 m->n_override = (int)g->n;
             }
+            if (!changed) { /* the log line names the first input that changed */
+                char was[96], now[96];
+                ts_shape_str(cur, was, sizeof was);
+                m->input_override[i] = *cur;
+                m->input_override[i].d[0] = B;
+                ts_shape_str(&m->input_override[i], now, sizeof now);
+                snprintf(why, sizeof why, "input '%s' changed from %s to %s", t->name, was, now);
+            }
             m->input_override[i] = *cur;
             m->input_override[i].d[0] = B;
             changed = true;
         }
     }
     if (changed) {
-        ts_logf(TS_LOG_DEBUG, "input shape changed: recompiling");
+        ts_logf(TS_LOG_INFO, "recompiling the %s model: %s (micro-batch size)", m->training ? "training" : "inference", why);
         m->stale_cause = "InputShapeChanged";
         ts_status st = ts_model_compile(m);
         if (st) { /* keep the shapes the current program was built for */
