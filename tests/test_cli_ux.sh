@@ -141,4 +141,28 @@ check "debug-run -- train: graph.txt holds $(grep -c '^# ---- compile' "$g" 2> /
 run recomp "$BIN" train --data "$DATA" --quiet --batch-size 300 --holdout 1000 --max-steps 1
 check "recompilation logged with the input and both shapes" \
     eval '[ $rc -eq 0 ] && hasf recomp.err "recompiling the inference model: input '"'x'"' changed from [300,1,28,28] to [100,1,28,28]"' || show recomp.err
+
+# ---- outfeed: one stacked [S, *T] array per key per run, read by NumPy; the
+# last sample of run 1 equals the anchored Relu:0 (final) of that run
+run ofs "$BIN" train "${T_ARGS[@]}" --max-steps 2 --repeat-count 2 --gradient-accumulation-count 2 \
+    --outfeed 'Relu:0' --outfeed 'fc3.weight_grad' --anchor Relu:0:final --dump-npy OF
+/usr/bin/python3 - > ofs.py.out 2>&1 <<'PY'
+import numpy as np
+r = [np.load(f"OF/outfeed/Relu_0.run{i}.npy") for i in (0, 1)]
+g = [np.load(f"OF/outfeed/fc3.weight_grad.run{i}.npy") for i in (0, 1)]
+a = np.load("OF/Relu_0.npy")
+assert all(x.shape == (4, 1000, 320) for x in r), [x.shape for x in r]  # D x A micro-batches
+assert all(x.shape == (2, 10, 100) for x in g), [x.shape for x in g]    # D steps (accumulated)
+assert np.array_equal(r[1][-1], a), "last stacked sample != anchored Relu:0"
+assert not np.array_equal(r[0][0], r[0][1]), "samples of a run differ"
+print("ok")
+PY
+check "--outfeed with --dump-npy: Relu_0.run{0,1}.npy [4,1000,320], fc3.weight_grad.run{0,1}.npy [2,10,100]; the last sample = the anchor" \
+    eval '[ $rc -eq 0 ] && grep -qx ok ofs.py.out && [ "$(ls OF/outfeed | wc -l)" -eq 4 ]' || show ofs.py.out
+run oflast "$BIN" train "${T_ARGS[@]}" --max-steps 2 --repeat-count 2 --outfeed 'Relu:0' --outfeed-mode last --outfeed-depth 4
+n=$(sed -n 's/^outfeed: \([0-9]*\) records.*/\1/p' oflast.out)
+check "--outfeed-mode last --outfeed-depth 4: accepted, $n records of the 4 produced (LAST keeps the latest per key; the library test checks it)" \
+    eval '[ $rc -eq 0 ] && [ -n "$n" ] && [ "$n" -ge 1 ] && [ "$n" -le 4 ]' || show oflast.err
+run ofbad "$BIN" train "${T_ARGS[@]}" --outfeed-depth 8
+check "--outfeed-depth without --outfeed: exit 2" eval '[ $rc -eq 2 ] && hasf ofbad.err "--outfeed PATTERN"'
 finish

@@ -16,7 +16,9 @@
 
 typedef struct train_args {
     const char *model, *data, *optimizer, *output_mode, *check_numerics, *histogram, *dump_npy, *tensorboard, *plot;
-    const char *save_weights, *weights, *lr_schedule, *checkpoint_dir, *resume, *run_name, *dump_limit;
+    const char *save_weights, *weights, *lr_schedule, *checkpoint_dir, *resume, *run_name, *dump_limit, *outfeed_mode;
+    long outfeed_depth;
+    bool outfeed_drop;
     long epochs, batch_size, seed, holdout, repeat_count, grad_accum, threads, log_verbosity, watch_period, max_steps;
     long warmup_steps, lr_step_size, checkpoint_every;
     double lr, momentum, weight_decay, lr_gamma, lr_min;
@@ -32,6 +34,15 @@ typedef struct sink_state {
     char keys[32][128];
     long counts[32];
     int n_keys;
+    /* per key, the samples of one run stacked on a leading axis, written as
+     * one <key>.run<R>.npy [S, *T] when the next run's first record comes
+     * (or at the end) */
+    struct {
+        unsigned char *data;
+        size_t cap, sample_bytes;
+        int64_t run, n;
+        ts_array proto; /* dtype and shape of one sample */
+    } stack[32];
     long long budget;          /* bytes of dumps allowed (--dump-limit); 0: no limit */
     atomic_llong bytes;        /* bytes of dumps written so far */
     atomic_int failed, full;   /* a write failed (message in err) / the budget is spent */
@@ -44,35 +55,75 @@ static void safe_name(const char *in, char *out, size_t n) {
     out[i] = '\0';
 }
 
+/* Writes key k's stacked samples as <dir>/outfeed/<key>.run<R>.npy. */
+static void sink_flush(sink_state *s, int k) {
+    if (!s->stack[k].n || atomic_load(&s->failed) || atomic_load(&s->full)) return;
+    ts_array a = s->stack[k].proto;
+    if (a.ndim >= TS_MAX_DIMS) a.ndim = TS_MAX_DIMS - 1;
+    memmove(a.shape + 1, a.shape, (size_t)a.ndim * sizeof a.shape[0]);
+    a.shape[0] = s->stack[k].n;
+    a.ndim++;
+    a.data = s->stack[k].data;
+    long long size = 128 + (long long)(s->stack[k].sample_bytes * (size_t)s->stack[k].n); /* header + data */
+    s->stack[k].n = 0;
+    if (s->budget && atomic_load(&s->bytes) + size > s->budget) {
+        atomic_store(&s->full, 1);
+        return;
+    }
+    char key[128], name[200];
+    safe_name(s->keys[k], key, sizeof key);
+    snprintf(name, sizeof name, "%s.run%lld", key, (long long)s->stack[k].run);
+    char *dir = cli_path(s->dump_dir, "outfeed", ""), *path = dir ? cli_path(dir, name, ".npy") : NULL;
+    if (!path) {
+        snprintf(s->err, sizeof s->err, "out of memory");
+        atomic_store(&s->failed, 1);
+    } else if (ts_npy_save(path, &a) == TS_OK) {
+        s->written++;
+        atomic_fetch_add(&s->bytes, size);
+    } else {
+        snprintf(s->err, sizeof s->err, "%s", ts_last_error()); /* this thread's message */
+        atomic_store(&s->failed, 1);
+    }
+    free(dir);
+    free(path);
+}
+
 static void on_record(void *user, const ts_outfeed_record *r) {
     sink_state *s = user;
     s->records++;
     int k = 0;
     while (k < s->n_keys && strcmp(s->keys[k], r->key) != 0) k++;
     if (k == s->n_keys && k < 32) snprintf(s->keys[s->n_keys++], sizeof s->keys[0], "%s", r->key);
-    if (k < 32) s->counts[k]++;
-    if (s->dump_dir && !atomic_load(&s->failed) && !atomic_load(&s->full)) {
-        long long size = 128 + ts_array_numel(&r->array) * (long long)ts_dtype_size(r->array.dtype); /* header + data */
-        if (s->budget && atomic_load(&s->bytes) + size > s->budget) {
-            atomic_store(&s->full, 1);
+    if (k >= 32) return;
+    s->counts[k]++;
+    if (!s->dump_dir || atomic_load(&s->failed) || atomic_load(&s->full)) return;
+    if (s->stack[k].n && s->stack[k].run != r->run) sink_flush(s, k);
+    size_t bytes = (size_t)ts_array_numel(&r->array) * ts_dtype_size(r->array.dtype);
+    if (s->stack[k].n && bytes != s->stack[k].sample_bytes) sink_flush(s, k); /* a new shape: its own file */
+    size_t need = bytes * (size_t)(s->stack[k].n + 1);
+    if (need > s->stack[k].cap) { /* grows while the first runs come, then stays */
+        unsigned char *grown = realloc(s->stack[k].data, need * 2);
+        if (!grown) {
+            snprintf(s->err, sizeof s->err, "out of memory stacking outfeed records of '%s'", r->key);
+            atomic_store(&s->failed, 1);
             return;
         }
-        char key[128], name[200];
-        safe_name(r->key, key, sizeof key);
-        snprintf(name, sizeof name, "%s.run%lld.sample%lld", key, (long long)r->run, (long long)r->sample);
-        char *dir = cli_path(s->dump_dir, "outfeed", ""), *path = dir ? cli_path(dir, name, ".npy") : NULL;
-        if (!path) {
-            snprintf(s->err, sizeof s->err, "out of memory");
-            atomic_store(&s->failed, 1);
-        } else if (ts_npy_save(path, &r->array) == TS_OK) {
-            s->written++;
-            atomic_fetch_add(&s->bytes, size);
-        } else {
-            snprintf(s->err, sizeof s->err, "%s", ts_last_error()); /* this thread's message */
-            atomic_store(&s->failed, 1);
-        }
-        free(dir);
-        free(path);
+        s->stack[k].data = grown;
+        s->stack[k].cap = need * 2;
+    }
+    memcpy(s->stack[k].data + bytes * (size_t)s->stack[k].n, r->array.data, bytes);
+    s->stack[k].proto = r->array;
+    s->stack[k].sample_bytes = bytes;
+    s->stack[k].run = r->run;
+    s->stack[k].n++;
+}
+
+/* After the queue is drained: the last run's stacks, then the buffers. */
+static void sink_finish(sink_state *s) {
+    for (int k = 0; k < s->n_keys && k < 32; k++) {
+        sink_flush(s, k);
+        free(s->stack[k].data);
+        s->stack[k].data = NULL;
     }
 }
 
@@ -262,7 +313,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     const char *cmd = eval_only ? "eval" : "train";
     train_args a = {.model = "mlp", .data = NULL, .optimizer = "sgd", .epochs = 1, .batch_size = 64, .seed = 0,
                     .holdout = 2000, .repeat_count = 1, .grad_accum = 1, .threads = 0, .log_verbosity = -1, .watch_period = 1,
-                    .lr = 0.01, .check_numerics = NULL, .lr_schedule = "constant", .lr_step_size = 1000, .lr_gamma = 0.1};
+                    .lr = 0.01, .check_numerics = NULL, .lr_schedule = "constant", .lr_step_size = 1000, .lr_gamma = 0.1, .outfeed_depth = 64};
     const cli_flag flags[] = {
         {"--model", FLAG_STRING, &a.model, "NAME", "built-in model (mlp)"},
         {"--data", FLAG_STRING, &a.data, "DIR", "MNIST directory of gzip'd IDX files (default: data/mnist, else the installed copy)"},
@@ -288,6 +339,9 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--output-mode", FLAG_STRING, &a.output_mode, "MODE[:N]", "global output mode of anchors"},
         {"--outfeed", FLAG_LIST, &a.outfeeds, "PATTERN", "stream matching activations / <param>_grad keys to an outfeed"},
         {"--outfeed-pre-accumulated-gradients", FLAG_BOOL, &a.outfeed_pre, NULL, "stream gradients per micro-batch"},
+        {"--outfeed-mode", FLAG_STRING, &a.outfeed_mode, "all|last", "all: every record (default); last: only the latest per key"},
+        {"--outfeed-depth", FLAG_INT, &a.outfeed_depth, "N", "records the queue holds before training waits (default 64)"},
+        {"--outfeed-drop", FLAG_BOOL, &a.outfeed_drop, NULL, "drop (and count) records when the queue is full instead of waiting"},
         {"--watch", FLAG_LIST, &a.watches, "PATTERN", "summarise matching tensors (stats + histograms)"},
         {"--watch-period", FLAG_INT, &a.watch_period, "N", "summarise every N runs (default 1)"},
         {"--watch-range", FLAG_BOOL, &a.watch_range, NULL, "also the fp16/bf16/fp8 underflow and overflow fractions of watched tensors"},
@@ -352,6 +406,13 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     if (a.lr_step_size < 1) return cli_usage_error(cmd, "--lr-step-size must be >= 1, got %ld", a.lr_step_size);
     if (!(a.lr_gamma >= 0)) return cli_usage_error(cmd, "--lr-gamma must be >= 0, got %g", a.lr_gamma);
     if (!(a.lr_min >= 0) || a.lr_min > a.lr) return cli_usage_error(cmd, "--lr-min must be in [0, --lr], got %g", a.lr_min);
+    ts_outfeed_mode of_mode = TS_OUTFEED_ALL;
+    if (a.outfeed_mode && strcmp(a.outfeed_mode, "last") == 0) of_mode = TS_OUTFEED_LAST;
+    else if (a.outfeed_mode && strcmp(a.outfeed_mode, "all") != 0)
+        return cli_usage_error(cmd, "--outfeed-mode must be all or last, got '%s'", a.outfeed_mode);
+    if (a.outfeed_depth < 1 || a.outfeed_depth > 1000000) return cli_usage_error(cmd, "--outfeed-depth must be 1..1000000, got %ld", a.outfeed_depth);
+    if ((a.outfeed_mode || a.outfeed_drop || a.outfeed_depth != 64) && a.outfeeds.n == 0)
+        return cli_usage_error(cmd, "--outfeed-mode, --outfeed-depth and --outfeed-drop set up the queue of --outfeed PATTERN: give one");
     if (a.stats_every < 0) return cli_usage_error(cmd, "--stats-every must be >= 1, got %ld", a.stats_every);
     if (a.stats_every) a.stats = true;
     if (a.watch_range && a.watches.n == 0) return cli_usage_error(cmd, "--watch-range needs --watch PATTERN (the tensors whose ranges to take)");
@@ -470,7 +531,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     }
     if (a.tensorboard) ts_options_watch(o, "Accum___*", TS_WATCH_STATS, 1); /* global gradient norm */
     if (a.outfeeds.n) {
-        ts_outfeed_config qc = {.name = "cli", .mode = TS_OUTFEED_ALL, .depth = 64, .filters = a.outfeeds.items, .n_filters = a.outfeeds.n};
+        ts_outfeed_config qc = {.name = "cli", .mode = of_mode, .depth = (int)a.outfeed_depth, .filters = a.outfeeds.items,
+                                .n_filters = a.outfeeds.n, .drop_when_full = a.outfeed_drop};
         if (ts_outfeed_new(&q, &qc)) {
             cli_runtime_error("creating the outfeed");
             goto done;
@@ -819,6 +881,7 @@ done:
     if (q) {
         ts_outfeed_free(q); /* drains: every record reaches the sink */
         q = NULL;
+        sink_finish(&sink);
         if (atomic_load(&sink.failed) && rc == CLI_OK) {
             fprintf(stderr, "tensorscope: writing outfeed dumps: %s\n", sink.err);
             rc = CLI_RUNTIME;
@@ -826,7 +889,7 @@ done:
         if (rc == CLI_OK || dumps_full) {
             printf("outfeed: %ld records", sink.records);
             for (int k = 0; k < sink.n_keys; k++) printf("%s %s x%ld", k ? "," : ":", sink.keys[k], sink.counts[k]);
-            if (a.dump_npy) printf(" (%ld written to %s/outfeed/)", sink.written, a.dump_npy);
+            if (a.dump_npy) printf(" (%ld files written to %s/outfeed/, one [S,*T] array per key per run)", sink.written, a.dump_npy);
             printf("\n");
         }
     }
