@@ -21,7 +21,9 @@ static int compile_model(const char *cmd, const model_args *a, cli_model *cm, ts
     ts_options *o = ts_options_new();
     if (!o) return cli_runtime_error("options");
     ts_optimizer opt;
-    if (cli_optimizer(a->optimizer, 0.01, a->momentum, 0, &opt)) {
+    const char *optimizer = a->optimizer;
+    if (!optimizer) cli_model_defaults(a->model, &optimizer, NULL);
+    if (cli_optimizer(optimizer, 0.01, a->momentum, 0, &opt)) {
         ts_options_free(o);
         return cli_usage_error(cmd, "--optimizer must be sgd, adam or adamw");
     }
@@ -42,9 +44,9 @@ static int compile_model(const char *cmd, const model_args *a, cli_model *cm, ts
 }
 
 #define MODEL_FLAGS(a)                                                                                  \
-    {"--model", FLAG_STRING, &(a).model, "NAME", "built-in model (mlp)"},                               \
+    {"--model", FLAG_STRING, &(a).model, "NAME", "built-in model (mlp, cnn)"},                               \
     {"--batch-size", FLAG_INT, &(a).batch_size, "B", "micro-batch size (default 64)"},                  \
-    {"--optimizer", FLAG_STRING, &(a).optimizer, "sgd|adam|adamw", "optimizer state to include"},       \
+    {"--optimizer", FLAG_STRING, &(a).optimizer, "sgd|adam|adamw", "optimizer state to include (default: the model's, mlp sgd, cnn adam)"},       \
     {"--momentum", FLAG_FLOAT, &(a).momentum, "M", "SGD momentum (adds Accl___ tensors)"},              \
     {"--repeat-count", FLAG_INT, &(a).repeat_count, "D", "device iterations"},                          \
     {"--gradient-accumulation-count", FLAG_INT, &(a).grad_accum, "A", "gradient accumulation"},         \
@@ -52,7 +54,7 @@ static int compile_model(const char *cmd, const model_args *a, cli_model *cm, ts
     {"--anchor", FLAG_LIST, &(a).anchors, "NAME", "anchor a tensor (marks it in dumps; adds gradients)"}
 
 static model_args defaults(void) {
-    return (model_args){.model = "mlp", .optimizer = "sgd", .format = "text", .batch_size = 64, .repeat_count = 1, .grad_accum = 1};
+    return (model_args){.model = "mlp", .optimizer = NULL, .format = "text", .batch_size = 64, .repeat_count = 1, .grad_accum = 1};
 }
 
 int cmd_names(int argc, char **argv) {

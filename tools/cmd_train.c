@@ -16,7 +16,7 @@
 
 typedef struct train_args {
     const char *model, *data, *optimizer, *output_mode, *check_numerics, *histogram, *dump_npy, *tensorboard, *plot;
-    const char *save_weights, *weights, *lr_schedule, *checkpoint_dir, *resume, *run_name, *dump_limit, *outfeed_mode;
+    const char *save_weights, *weights, *lr_schedule, *checkpoint_dir, *resume, *run_name, *dump_limit, *outfeed_mode, *picture_dir;
     long outfeed_depth;
     bool outfeed_drop;
     long epochs, batch_size, seed, holdout, repeat_count, grad_accum, threads, log_verbosity, watch_period, max_steps;
@@ -24,7 +24,7 @@ typedef struct train_args {
     double lr, momentum, weight_decay, lr_gamma, lr_min;
     bool outfeed_pre, stats, run_single_step, metrics, log_memory, quiet, all, watch_range;
     long stats_every;
-    cli_list anchors, outfeeds, watches, prints;
+    cli_list anchors, outfeeds, watches, prints, feature_maps, filters;
 } train_args;
 
 /* ---- outfeed sink: runs on the queue's consumer thread */
@@ -133,13 +133,18 @@ static void sink_finish(sink_state *s) {
 static volatile sig_atomic_t g_interrupted;
 static void on_interrupt(int sig) { g_interrupted = sig; }
 static void catch_interrupts(bool on) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on ? on_interrupt : SIG_DFL;
-    sa.sa_flags = on ? SA_RESETHAND | SA_RESTART : 0;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    static const int sigs[2] = {SIGINT, SIGTERM};
+    static bool caught[2];
+    for (int i = 0; i < 2; i++) {
+        struct sigaction sa, old;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on ? on_interrupt : SIG_DFL;
+        sa.sa_flags = on ? SA_RESETHAND | SA_RESTART : 0;
+        sigemptyset(&sa.sa_mask);
+        if (on && sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue; /* e.g. `cmd &` in a script */
+        if (on || caught[i]) sigaction(sigs[i], &sa, NULL);
+        caught[i] = on;
+    }
 }
 
 /* Held-out accuracy and mean loss with an inference model of the same graph. */
@@ -234,34 +239,8 @@ static ts_status save_one(ts_tensor *t, const ts_array *value, const void *dir) 
     return st;
 }
 
-/* A weight that is NaN or infinite is refused: training from it would only
- * spread NaN, silently. The message is printed here (the library's error
- * is not ours to set); the caller then only stops. */
-static bool weights_reported;
-static ts_status load_one(ts_tensor *t, const ts_array *value, const void *dir) {
-    (void)value;
-    char *path = cli_path(dir, ts_tensor_name(t), ".npy");
-    ts_array v = {0};
-    ts_status st = path ? ts_npy_load(path, &v) : TS_ERR_OUT_OF_MEMORY;
-    if (!st && v.dtype == TS_F32) {
-        int64_t bad = 0, n = ts_array_numel(&v);
-        for (int64_t i = 0; i < n; i++) bad += !isfinite(((const float *)v.data)[i]);
-        if (bad) {
-            fprintf(stderr, "tensorscope: loading weights: %s holds %lld NaN or infinite value%s of %lld; it is not a usable weight file\n",
-                    path, (long long)bad, bad == 1 ? "" : "s", (long long)n);
-            weights_reported = true;
-            st = TS_ERR_FORMAT;
-        }
-    }
-    if (!st) st = ts_param_set(t, &v);
-    ts_npy_free(&v);
-    free(path);
-    return st;
-}
-
 static ts_status save_weights(const cli_model *cm, const char *dir) { return each_param(cm, save_one, dir); }
 
-static ts_status load_weights(const cli_model *cm, const char *dir) { return each_param(cm, load_one, dir); }
 
 typedef struct curve {
     double x[4096], y[4096];
@@ -311,21 +290,21 @@ static int train_only_flag(const cli_flag *all, const cli_flag *evalt, int argc,
 
 int cmd_train(int argc, char **argv, bool eval_only) {
     const char *cmd = eval_only ? "eval" : "train";
-    train_args a = {.model = "mlp", .data = NULL, .optimizer = "sgd", .epochs = 1, .batch_size = 64, .seed = 0,
+    train_args a = {.model = "mlp", .data = NULL, .optimizer = NULL, .epochs = 1, .batch_size = 64, .seed = 0,
                     .holdout = 2000, .repeat_count = 1, .grad_accum = 1, .threads = 0, .log_verbosity = -1, .watch_period = 1,
-                    .lr = 0.01, .check_numerics = NULL, .lr_schedule = "constant", .lr_step_size = 1000, .lr_gamma = 0.1, .outfeed_depth = 64};
+                    .lr = -1, .check_numerics = NULL, .lr_schedule = "constant", .lr_step_size = 1000, .lr_gamma = 0.1, .outfeed_depth = 64};
     const cli_flag flags[] = {
-        {"--model", FLAG_STRING, &a.model, "NAME", "built-in model (mlp)"},
+        {"--model", FLAG_STRING, &a.model, "NAME", "built-in model (mlp, cnn)"},
         {"--data", FLAG_STRING, &a.data, "DIR", "MNIST directory of gzip'd IDX files (default: data/mnist, else the installed copy)"},
         {"--epochs", FLAG_INT, &a.epochs, "N", "passes over the training split (default 1)"},
         {"--batch-size", FLAG_INT, &a.batch_size, "B", "micro-batch size (default 64)"},
-        {"--lr", FLAG_FLOAT, &a.lr, "LR", "learning rate (default 0.01)"},
+        {"--lr", FLAG_FLOAT, &a.lr, "LR", "learning rate (default: mlp 0.01, cnn 0.001)"},
         {"--lr-schedule", FLAG_STRING, &a.lr_schedule, "constant|step|cosine", "learning rate per optimizer step (default constant)"},
         {"--warmup-steps", FLAG_INT, &a.warmup_steps, "N", "rise linearly to --lr over the first N steps (default 0)"},
         {"--lr-step-size", FLAG_INT, &a.lr_step_size, "N", "step schedule: multiply the rate by --lr-gamma every N steps (default 1000)"},
         {"--lr-gamma", FLAG_FLOAT, &a.lr_gamma, "G", "step schedule: the factor (default 0.1)"},
         {"--lr-min", FLAG_FLOAT, &a.lr_min, "LR", "cosine schedule: the rate at the last step of --epochs (default 0)"},
-        {"--optimizer", FLAG_STRING, &a.optimizer, "sgd|adam|adamw", "optimizer (default sgd)"},
+        {"--optimizer", FLAG_STRING, &a.optimizer, "sgd|adam|adamw", "optimizer (default: mlp sgd, cnn adam)"},
         {"--momentum", FLAG_FLOAT, &a.momentum, "M", "SGD momentum (default 0)"},
         {"--weight-decay", FLAG_FLOAT, &a.weight_decay, "WD", "weight decay (default 0)"},
         {"--seed", FLAG_INT, &a.seed, "N", "seed for initialisation and shuffling (default 0)"},
@@ -364,6 +343,9 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--checkpoint-dir", FLAG_STRING, &a.checkpoint_dir, "DIR", "write DIR/checkpoint.tsck (weights, optimizer, step, data position) at the end"},
         {"--checkpoint-every", FLAG_INT, &a.checkpoint_every, "N", "with --checkpoint-dir: also every N runs"},
         {"--resume", FLAG_STRING, &a.resume, "DIR", "continue from DIR/checkpoint.tsck (same flags; --max-steps counts from the start)"},
+        {"--feature-maps", FLAG_LIST, &a.feature_maps, "TENSOR[:SAMPLE]", "PNG grid of a 4-D activation's channels for one held-out sample"},
+        {"--filters", FLAG_LIST, &a.filters, "PARAM", "PNG grid of a conv weight's kernels (e.g. conv1.weight)"},
+        {"--picture-dir", FLAG_STRING, &a.picture_dir, "DIR", "where --feature-maps and --filters write (default .)"},
         {"--quiet", FLAG_BOOL, &a.quiet, NULL, "no progress bar"},
         {NULL, FLAG_BOOL, NULL, NULL, NULL}};
     cli_flag eval_table[TS_ARRAY_COUNT(flags)];
@@ -382,6 +364,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     if (!eval_only && a.all) return cli_usage_error(cmd, "--all is an eval flag (train always holds out the last --holdout images)");
     if (a.epochs < (eval_only ? 0 : 1) || a.epochs > 100000) return cli_usage_error(cmd, "--epochs must be 1..100000, got %ld", a.epochs);
     if (a.batch_size < 1 || a.batch_size > 100000) return cli_usage_error(cmd, "--batch-size must be 1..100000, got %ld", a.batch_size);
+    cli_model_defaults(a.model, a.optimizer ? NULL : &a.optimizer, a.lr == -1 ? &a.lr : NULL);
     if (!(a.lr >= 0 && a.lr <= 1e6)) return cli_usage_error(cmd, "--lr must be in [0, 1e6], got %g", a.lr);
     if (a.momentum < 0 || a.momentum >= 1) return cli_usage_error(cmd, "--momentum must be in [0, 1), got %g", a.momentum);
     if (a.weight_decay < 0) return cli_usage_error(cmd, "--weight-decay must be >= 0, got %g", a.weight_decay);
@@ -483,8 +466,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             rc = cli_no_match_error(cmd, "--print-tensor", a.prints.items[i], cm.g);
             goto done;
         }
-    if (a.weights && load_weights(&cm, a.weights)) {
-        if (!weights_reported) cli_runtime_error("loading weights");
+    if (a.weights && ts_graph_load_weights(cm.g, a.weights)) { /* checked whole (shapes, NaN) before any is set */
+        cli_runtime_error("loading weights");
         goto done;
     }
     if (!(o = ts_options_new())) goto done;
@@ -868,6 +851,28 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             goto done;
         }
         printf("Saved plot to %s\n", a.plot);
+    }
+    if (a.feature_maps.n || a.filters.n) {
+        const char *dir = a.picture_dir ? a.picture_dir : ".";
+        ts_loader *pl = NULL;
+        ts_array px, py;
+        int64_t first = a.holdout > 0 ? n_train : 0;
+        if (a.picture_dir) mkdir(a.picture_dir, 0777); /* if that fails, the first write says why */
+        if (copy_params(&cm, &em) ||
+            ts_loader_new(&pl, ds, (ts_loader_config){.batch_size = a.batch_size, .first = first, .count = a.batch_size}) ||
+            ts_loader_next(pl, 1, &px, &py)) {
+            ts_loader_free(pl);
+            cli_runtime_error("preparing a held-out batch for the pictures");
+            goto done;
+        }
+        int prc = CLI_OK;
+        for (int i = 0; i < a.feature_maps.n && prc == CLI_OK; i++) prc = cli_feature_maps(&em, &px, a.feature_maps.items[i], dir);
+        for (int i = 0; i < a.filters.n && prc == CLI_OK; i++) prc = cli_filters(&cm, a.filters.items[i], dir);
+        ts_loader_free(pl);
+        if (prc != CLI_OK) {
+            rc = prc;
+            goto done;
+        }
     }
     if (a.save_weights) {
         if (save_weights(&cm, a.save_weights)) {

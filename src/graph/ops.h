@@ -16,7 +16,11 @@ typedef struct ts_kctx {
     float *din[TS_MAX_INPUTS]; /* gradients of the inputs to accumulate into, or NULL */
     ts_shape in_shape[TS_MAX_INPUTS];
     ts_shape out_shape;
-    float *scratch;        /* per-node scratch planned at compile */
+    float *scratch;        /* per-node scratch planned at compile, kept from forward to backward */
+    float *workspace;      /* transient scratch shared by all nodes (valid during one kernel call) */
+    bool training;         /* a training model (batch statistics, dropout on) */
+    bool update_state;     /* forward may update buffers (training, not a diagnostic replay) */
+    uint64_t iteration;    /* micro-batches trained before this one (seeds dropout) */
     struct ts_pool *pool;  /* worker threads for elementwise work */
 } ts_kctx;
 
@@ -29,12 +33,18 @@ typedef struct ts_op_def {
     const char *name;       /* name in tensor names: `MatMul`, `Relu`, ... */
     int arity;              /* inputs; TS_ARITY_VARIADIC: 1..TS_MAX_INPUTS, checked by the shape rule */
     bool needs_output;      /* backward reads the forward output */
+    /* bit j: the backward never reads input j's value, so the memory plan
+     * may reuse its buffer once the forward consumers are done. 0 (the
+     * default) = it reads every input: always safe, never wrong. */
+    unsigned bwd_unread_inputs;
+    bool view;              /* output = input 0's data reshaped: of a model input it shares the buffer, no copy */
     unsigned int_inputs;    /* bit j: input j is i32 (labels, indices) and gets no gradient */
     ts_shape_fn shape;
     ts_kernel_fn forward;
     ts_kernel_fn backward;  /* NULL: no gradient flows through */
     ts_flops_fn flops;      /* forward FLOPs; backward counted as 2x */
     size_t (*scratch_floats)(const ts_shape *in, const ts_shape *out);
+    size_t (*workspace_floats)(const ts_shape *in, const ts_shape *out); /* transient, shared */
 } ts_op_def;
 
 #define TS_ARITY_VARIADIC (-1)
