@@ -12,34 +12,12 @@ SRC=${TS_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 BIN=$BUILD/tensorscope
 DATA=$SRC/data/mnist
 
-passed=0 failed=0
-ok() { echo "ok   $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL $*"; failed=$((failed + 1)); }
-check() { # check MESSAGE CMD...: ok when CMD succeeds
-    local msg=$1
-    shift
-    if "$@"; then ok "$msg"; else fail "$msg"; return 1; fi
-}
-finish() {
-    echo "$passed passed, $failed failed"
-    [ "$failed" -eq 0 ]
-    exit
-}
+. "$(dirname "$0")/support/cli_checks.sh"
 [ -x "$BIN" ] || { fail "$BIN is missing: build the CLI first"; finish; }
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/ts_ux.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 cd "$T" || exit 1
-rc=0
-run() { # run NAME CMD...: stdout to NAME.out, stderr to NAME.err, status in $rc
-    local name=$1
-    shift
-    "$@" > "$name.out" 2> "$name.err"
-    rc=$?
-}
-has() { grep -Eq -- "$2" "$1"; }
-hasf() { grep -Fq -- "$2" "$1"; }
-show() { sed 's/^/     | /' "$1" | head -n "${2:-8}"; }
 T_ARGS=(--data "$DATA" --quiet --batch-size 1000)
 
 # ---- one name-matching rule; a pattern that matches nothing is a usage error

@@ -12,15 +12,7 @@ BUILD=${TS_BUILD_DIR:?set TS_BUILD_DIR to the CMake build directory}
 SRC=${TS_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 APP=$SRC/tests/support/install_app
 
-passed=0 failed=0
-ok() { echo "ok   $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL $*"; failed=$((failed + 1)); }
-check() {
-    local msg=$1
-    shift
-    if "$@"; then ok "$msg"; else fail "$msg"; return 1; fi
-}
-show() { sed 's/^/     | /' "$1" | head -n "${2:-6}"; }
+. "$(dirname "$0")/support/cli_checks.sh"
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/ts_install.XXXXXX")
 trap 'rm -rf "$T"' EXIT
@@ -67,5 +59,4 @@ check "the installed CLI trains from an unrelated directory on its installed MNI
     eval '[ $rc -eq 0 ] && grep -q "^trained 2 runs" train.out && [ -f "$T/moved/share/tensorscope/mnist/t10k-images-idx3-ubyte.gz" ]' || show train.err
 cd "$T" || exit 1
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

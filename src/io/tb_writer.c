@@ -231,19 +231,16 @@ ts_status ts_tb_histogram(ts_tb_writer *w, const char *tag, int64_t step, const 
     return tb_write_value(w, step, &v);
 }
 
-ts_status ts_tb_text(ts_tb_writer *w, const char *tag, int64_t step, const char *text) {
-    ts_status st = tb_check(w, tag, "ts_tb_text");
-    if (st) return st;
-    if (!text) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_tb_text('%s'): text is NULL", tag);
-    /* What tf.summary.text writes: a scalar DT_STRING tensor tagged for the
-     * text plugin (whose TextPluginData at version 0 serializes to nothing). */
-    TensorscopeTb__SummaryMetadata__PluginData plugin =
-        TENSORSCOPE_TB__SUMMARY_METADATA__PLUGIN_DATA__INIT;
-    plugin.plugin_name = (char *)"text";
+/* A scalar DT_STRING tensor tagged for a plugin, with the plugin's data:
+ * what tf.summary.text and the hparams summaries write. */
+static ts_status tb_write_plugin_string(ts_tb_writer *w, const char *tag, int64_t step, const char *plugin_name,
+                                       ProtobufCBinaryData content, ProtobufCBinaryData str) {
+    TensorscopeTb__SummaryMetadata__PluginData plugin = TENSORSCOPE_TB__SUMMARY_METADATA__PLUGIN_DATA__INIT;
+    plugin.plugin_name = (char *)plugin_name;
+    plugin.content = content;
     TensorscopeTb__SummaryMetadata meta = TENSORSCOPE_TB__SUMMARY_METADATA__INIT;
     meta.plugin_data = &plugin;
     TensorscopeTb__TensorShapeProto shape = TENSORSCOPE_TB__TENSOR_SHAPE_PROTO__INIT;
-    ProtobufCBinaryData str = {strlen(text), (uint8_t *)text};
     TensorscopeTb__TensorProto tensor = TENSORSCOPE_TB__TENSOR_PROTO__INIT;
     tensor.dtype = TENSORSCOPE_TB__DATA_TYPE__DT_STRING;
     tensor.tensor_shape = &shape;
@@ -257,6 +254,15 @@ ts_status ts_tb_text(ts_tb_writer *w, const char *tag, int64_t step, const char 
     return tb_write_value(w, step, &v);
 }
 
+ts_status ts_tb_text(ts_tb_writer *w, const char *tag, int64_t step, const char *text) {
+    ts_status st = tb_check(w, tag, "ts_tb_text");
+    if (st) return st;
+    if (!text) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_tb_text('%s'): text is NULL", tag);
+    /* the text plugin's TextPluginData at version 0 serializes to nothing */
+    return tb_write_plugin_string(w, tag, step, "text", (ProtobufCBinaryData){0, NULL},
+                                  (ProtobufCBinaryData){strlen(text), (uint8_t *)text});
+}
+
 /* One hparams-plugin summary (`_hparams_/session_start_info` or
  * `_hparams_/session_end_info`), as TensorBoard's hparams summary_v2 writes
  * it: the plugin data in the metadata, an empty string tensor as the value. */
@@ -265,24 +271,7 @@ static ts_status tb_write_hparams(ts_tb_writer *w, const char *tag, TensorscopeT
     uint8_t *content = ts_malloc(n ? n : 1);
     if (!content) return TS_ERR_OUT_OF_MEMORY;
     protobuf_c_message_pack(&pd->base, content);
-    TensorscopeTb__SummaryMetadata__PluginData plugin = TENSORSCOPE_TB__SUMMARY_METADATA__PLUGIN_DATA__INIT;
-    plugin.plugin_name = (char *)"hparams";
-    plugin.content = (ProtobufCBinaryData){n, content};
-    TensorscopeTb__SummaryMetadata meta = TENSORSCOPE_TB__SUMMARY_METADATA__INIT;
-    meta.plugin_data = &plugin;
-    TensorscopeTb__TensorShapeProto shape = TENSORSCOPE_TB__TENSOR_SHAPE_PROTO__INIT;
-    ProtobufCBinaryData empty = {0, (uint8_t *)""};
-    TensorscopeTb__TensorProto tensor = TENSORSCOPE_TB__TENSOR_PROTO__INIT;
-    tensor.dtype = TENSORSCOPE_TB__DATA_TYPE__DT_STRING;
-    tensor.tensor_shape = &shape;
-    tensor.n_string_val = 1;
-    tensor.string_val = &empty;
-    TensorscopeTb__Summary__Value v = TENSORSCOPE_TB__SUMMARY__VALUE__INIT;
-    v.tag = (char *)tag;
-    v.metadata = &meta;
-    v.value_case = TENSORSCOPE_TB__SUMMARY__VALUE__VALUE_TENSOR;
-    v.tensor = &tensor;
-    ts_status st = tb_write_value(w, 0, &v);
+    ts_status st = tb_write_plugin_string(w, tag, 0, "hparams", (ProtobufCBinaryData){n, content}, (ProtobufCBinaryData){0, (uint8_t *)""});
     ts_free(content);
     return st;
 }
