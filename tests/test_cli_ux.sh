@@ -143,4 +143,14 @@ check "--outfeed-mode last --outfeed-depth 4: accepted, $n records of the 4 prod
     eval '[ $rc -eq 0 ] && [ -n "$n" ] && [ "$n" -ge 1 ] && [ "$n" -le 4 ]' || show oflast.err
 run ofbad "$BIN" train "${T_ARGS[@]}" --outfeed-depth 8
 check "--outfeed-depth without --outfeed: exit 2" eval '[ $rc -eq 2 ] && hasf ofbad.err "--outfeed PATTERN"'
+
+# ---- level 5: a line per micro-batch with its loss and batch size; the
+# losses of the last run equal the anchored loss (mode all) NumPy reads
+run mb env TS_LOG_LEVEL=5 "$BIN" train "${T_ARGS[@]}" --max-steps 2 --gradient-accumulation-count 2 --anchor loss:all --dump-npy L
+n=$(grep -c "micro-batch [12]/2 of step [12]: loss [0-9.]* batch 1000" mb.err)
+last=$(sed -n 's/.*micro-batch [12]\/2 of step 2: loss \([0-9.]*\) batch 1000/\1/p' mb.err | tr '\n' ' ')
+/usr/bin/python3 -c "import numpy as np, sys; a = np.load('L/loss.npy'); w = [float(x) for x in sys.argv[1:]]; sys.exit(0 if a.shape == (2,) and np.allclose(a, w, rtol=1e-6) else 1)" $last
+ok_np=$?
+check "TS_LOG_LEVEL=5 with A=2: $n micro-batch lines (want 4), step 2's losses $last= the anchored loss:all" \
+    eval '[ $rc -eq 0 ] && [ "$n" -eq 4 ] && [ $ok_np -eq 0 ]' || show mb.err
 finish

@@ -255,6 +255,23 @@ static ts_status confirm_op_by_op(ts_model *m, int64_t mb) {
                     original, (long long)mb, culprit->name, ts_op_get(t->op)->name, t->file ? t->file : "?", t->line, rerun);
 }
 
+/* Log level 5 (RETURNN's log_verbosity 5): a line per micro-batch with its
+ * loss and size, as its forward pass leaves them. */
+static void trace_micro_batch(const ts_model *m, int a, int A) {
+    const ts_prog *p = m->prog;
+    int64_t B = 1;
+    for (int k = 0; k < p->n_order; k++) {
+        int i = p->order[k];
+        if (m->g->t[i]->op == TS_OP_INPUT && p->shape[i].ndim > 0) {
+            B = p->shape[i].d[0];
+            break;
+        }
+    }
+    const ts_entry *le = &p->entries[p->value_entry[m->loss]];
+    ts_logf(TS_LOG_TRACE, "micro-batch %d/%d of step %lld: loss %.9g batch %lld", a + 1, A, (long long)m->steps + 1, (double)le->data[0],
+            (long long)B);
+}
+
 static ts_status run_body(ts_model *m, const ts_array *const *bound) {
     ts_prog *p = m->prog;
     ts_graph *g = m->g;
@@ -276,6 +293,7 @@ static ts_status run_body(ts_model *m, const ts_array *const *bound) {
                 for (int k = 0; k < p->n_order; k++)
                     if (g->t[p->order[k]]->op == TS_OP_PARAM) OBSERVE(m, p->value_entry[p->order[k]], d);
             ts_status st = forward(m, mb);
+            if (!st && m->training && ts_log_enabled(TS_LOG_TRACE)) trace_micro_batch(m, a, A);
             if (!st && m->training) st = backward(m, mb);
             if (st == TS_ERR_NUMERICS && m->opts.check != TS_CHECK_OP) return confirm_op_by_op(m, mb);
             if (!st && m->training) st = accumulate_and_step(m, a, d);
