@@ -153,4 +153,10 @@ last=$(sed -n 's/.*micro-batch [12]\/2 of step 2: loss \([0-9.]*\) batch 1000/\1
 ok_np=$?
 check "TS_LOG_LEVEL=5 with A=2: $n micro-batch lines (want 4), step 2's losses $last= the anchored loss:all" \
     eval '[ $rc -eq 0 ] && [ "$n" -eq 4 ] && [ $ok_np -eq 0 ]' || show mb.err
+
+# ---- debug level: the shapes of every run (D=2 stacks two micro-batches)
+run dbgshape env TS_LOG_LEVEL=debug "$BIN" train "${T_ARGS[@]}" --max-steps 2 --repeat-count 2
+check "TS_LOG_LEVEL=debug: 'run N (training): x f32[2000,1,28,28], labels i32[2000]' for both runs, inference runs labelled" \
+    eval '[ $rc -eq 0 ] && [ "$(grep -c "run [12] (training): x f32\[2000,1,28,28\], labels i32\[2000\]" dbgshape.err)" -eq 2 ] &&
+          hasf dbgshape.err "run 1 (inference): x f32[1000,1,28,28]"' || show dbgshape.err
 finish

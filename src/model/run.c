@@ -79,6 +79,17 @@ static ts_status bind_inputs(ts_model *m, const char *const *names, const ts_arr
     return TS_OK;
 }
 
+/* Debug level: the shapes each run is given ("run 3 (training): x
+ * f32[128,1,28,28], labels i32[128]"), as the layer template is at compile. */
+static void log_run_shapes(const ts_model *m, const char *const *names, const ts_array *inputs, int n) {
+    char line[1024], shape[128];
+    size_t used = (size_t)snprintf(line, sizeof line, "run %lld (%s):", (long long)m->runs + 1, m->training ? "training" : "inference");
+    for (int i = 0; i < n && used < sizeof line; i++)
+        used += (size_t)snprintf(line + used, sizeof line - used, "%s %s %s", i ? "," : "", names[i],
+                                 ts_array_shape_str(&inputs[i], shape, sizeof shape));
+    ts_log_message(TS_LOG_DEBUG, line);
+}
+
 ts_status ts_model_run(ts_model *m, const char *const *names, const ts_array *inputs, int n) {
     if (!m) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_run: model is NULL");
     if (n < 0) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_run: negative input count");
@@ -87,6 +98,7 @@ ts_status ts_model_run(ts_model *m, const char *const *names, const ts_array *in
     if (st) return st;
     uint64_t t0 = ts_now_ns();
     st = bind_inputs(m, names, inputs, n);
+    if (!st && ts_log_enabled(TS_LOG_DEBUG)) log_run_shapes(m, names, inputs, n);
     if (!st) st = ts_exec_run(m);
     if (st) return st;
     m->runs++;
