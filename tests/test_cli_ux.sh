@@ -159,4 +159,21 @@ run dbgshape env TS_LOG_LEVEL=debug "$BIN" train "${T_ARGS[@]}" --max-steps 2 --
 check "TS_LOG_LEVEL=debug: 'run N (training): x f32[2000,1,28,28], labels i32[2000]' for both runs, inference runs labelled" \
     eval '[ $rc -eq 0 ] && [ "$(grep -c "run [12] (training): x f32\[2000,1,28,28\], labels i32\[2000\]" dbgshape.err)" -eq 2 ] &&
           hasf dbgshape.err "run 1 (inference): x f32[1000,1,28,28]"' || show dbgshape.err
+
+# ---- progress on a terminal (script(1) gives a pty): at most 10 redraws a
+# second, evaluation shows progress too; --quiet draws nothing
+if command -v script > /dev/null; then
+    s0=$(date +%s.%N)
+    script -qc "$BIN train --data $DATA --batch-size 100 --max-steps 60" tty.log > /dev/null 2>&1
+    s1=$(date +%s.%N)
+    draws=$(tr '\r' '\n' < tty.log | grep -c "epoch 1/1 \[")
+    evals=$(tr '\r' '\n' < tty.log | grep -c "evaluating \[")
+    limit=$(awk -v a="$s0" -v b="$s1" 'BEGIN { printf "%d", (b - a) * 10 + 2 }')
+    check "progress on a terminal: $draws training redraws for 60 runs (limit $limit for the elapsed time), $evals during evaluation" \
+        eval '[ "$draws" -ge 1 ] && [ "$draws" -le "$limit" ] && [ "$draws" -lt 60 ] && [ "$evals" -ge 1 ]'
+    script -qc "$BIN train --data $DATA --batch-size 100 --max-steps 60 --quiet" ttyq.log > /dev/null 2>&1
+    check "--quiet on a terminal: no progress drawn" eval '! grep -q "\[#*\.*\]" ttyq.log'
+else
+    fail "script(1) is missing (bsdutils): cannot give the CLI a terminal"
+fi
 finish

@@ -111,7 +111,7 @@ typedef struct cli_progress {
     bool on;
     const char *label;
     long total, done;
-    double t0;
+    double t0, last_draw;
     int last_width;
     long long written; /* bytes of dumps written so far, shown when > 0 */
 } cli_progress;

@@ -149,7 +149,9 @@ static void catch_interrupts(bool on) {
 
 /* Held-out accuracy and mean loss with an inference model of the same graph. */
 static ts_status evaluate(ts_model *inf, const cli_model *cm, const ts_dataset *ds, int64_t first, int64_t count, long batch,
-                          double *acc, double *loss) {
+                          double *acc, double *loss, bool progress) {
+    cli_progress bar; /* on a terminal and without --quiet: evaluation shows progress too */
+    cli_progress_start(&bar, progress, "evaluating", (long)((count + batch - 1) / batch));
     ts_loader *l;
     ts_status st = ts_loader_new(&l, ds, (ts_loader_config){.batch_size = batch, .first = first, .count = count});
     if (st) return st;
@@ -176,7 +178,9 @@ static ts_status evaluate(ts_model *inf, const cli_model *cm, const ts_dataset *
             nll -= p[i * C + lab[i]];
         }
         seen += B;
+        cli_progress_update(&bar, bar.done + 1, nll / (double)seen);
     }
+    cli_progress_end(&bar);
     ts_loader_free(l);
     *acc = seen ? (double)right / (double)seen : 0;
     *loss = seen ? nll / (double)seen : 0;
@@ -574,7 +578,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             rc = cli_usage_error(cmd, "nothing to evaluate: --holdout is 0 (use --all)");
             goto done;
         }
-        if (evaluate(inf, &em, ds, first, count, a.batch_size, &acc, &loss)) {
+        if (evaluate(inf, &em, ds, first, count, a.batch_size, &acc, &loss, !a.quiet)) {
             cli_runtime_error("evaluating");
             goto done;
         }
@@ -749,7 +753,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         }
         cli_progress_end(&bar);
         double ep_s = cli_now() - t0, acc = 0, hl = 0;
-        if (a.holdout > 0 && (copy_params(&cm, &em) || evaluate(inf, &em, ds, n_train, a.holdout, a.batch_size, &acc, &hl))) {
+        if (a.holdout > 0 && (copy_params(&cm, &em) || evaluate(inf, &em, ds, n_train, a.holdout, a.batch_size, &acc, &hl, !a.quiet))) {
             cli_runtime_error("evaluating");
             goto done;
         }
