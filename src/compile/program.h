@@ -143,6 +143,7 @@ struct ts_model {
     int n_override;
     ts_prog *prog;
     bool compiled, stale;
+    bool recompile_logged; /* the first recompilation is logged at info */
     const char *stale_cause;
     ts_opt_state *state;
     int n_state;

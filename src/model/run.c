@@ -66,7 +66,10 @@ static ts_status bind_inputs(ts_model *m, const char *const *names, const ts_arr
         }
     }
     if (changed) {
-        ts_logf(TS_LOG_INFO, "recompiling the %s model: %s (micro-batch size)", m->training ? "training" : "inference", why);
+        /* said at info the first time, at debug after (a last partial batch recompiles each epoch) */
+        ts_logf(m->recompile_logged ? TS_LOG_DEBUG : TS_LOG_INFO, "recompiling the %s model: %s (micro-batch size)%s",
+                m->training ? "training" : "inference", why, m->recompile_logged ? "" : "; later recompilations are logged at debug level");
+        m->recompile_logged = true;
         m->stale_cause = "InputShapeChanged";
         ts_status st = ts_model_compile(m);
         if (st) { /* keep the shapes the current program was built for */
