@@ -58,6 +58,25 @@ size_t ts_edit_distance(const char *a, const char *b);
 typedef const char *(*ts_name_at)(const void *ctx, size_t i);
 const char *ts_closest_names(const char *name, ts_name_at get, const void *ctx, size_t n, char *buf, size_t cap);
 
+/* String -> int map for name lookups (strmap.c). Keys are borrowed: keep
+ * each key string alive, unchanged, while it is in the map. Zero-initialise. */
+typedef struct ts_strmap {
+    size_t cap, n, used; /* used counts removed slots too */
+    struct ts_strmap_slot {
+        const char *key;
+        uint64_t hash;
+        int value;
+    } *slots;
+} ts_strmap;
+uint64_t ts_strmap_hash(const char *s);
+int ts_strmap_get(const ts_strmap *m, const char *key); /* -1 when absent */
+ts_status ts_strmap_put(ts_strmap *m, const char *key, int value); /* inserts or replaces */
+void ts_strmap_del(ts_strmap *m, const char *key);
+void ts_strmap_free(ts_strmap *m);
+
+/* splitmix64: the next 64 random bits of *state (rng.c). */
+uint64_t ts_splitmix64(uint64_t *state);
+
 /* Monotonic clock in nanoseconds. */
 uint64_t ts_now_ns(void);
 
