@@ -329,6 +329,24 @@ typedef struct bn_job {
     bool batch, update;
 } bn_job;
 
+/* sum (a[i] - ma) (b[i] - mb) over one plane (b NULL: sum a[i] - ma), in 8
+ * float lanes (vectorised) whose total is returned in double: planes are
+ * short, the double sum over the batch keeps the precision */
+static double lane_sum(const float *restrict a, float ma, const float *restrict b, float mb, int64_t n) {
+    float acc[8] = {0};
+    int64_t i = 0;
+    if (b)
+        for (; i + 8 <= n; i += 8)
+            for (int k = 0; k < 8; k++) acc[k] += (a[i + k] - ma) * (b[i + k] - mb);
+    else
+        for (; i + 8 <= n; i += 8)
+            for (int k = 0; k < 8; k++) acc[k] += a[i + k] - ma;
+    double t = 0;
+    for (; i < n; i++) t += (double)(a[i] - ma) * (b ? (double)(b[i] - mb) : 1.0);
+    for (int k = 0; k < 8; k++) t += acc[k];
+    return t;
+}
+
 static void bn_fwd_channels(void *vj, int64_t begin, int64_t end) {
     const bn_job *j = vj;
     int64_t M = j->N * j->inner;
@@ -336,14 +354,11 @@ static void bn_fwd_channels(void *vj, int64_t begin, int64_t end) {
         double mean, var;
         if (j->batch) {
             double s = 0, ss = 0;
-            for (int64_t n = 0; n < j->N; n++) {
-                const float *r = j->x + (n * j->C + c) * j->inner;
-                for (int64_t i = 0; i < j->inner; i++) s += r[i];
-            }
+            for (int64_t n = 0; n < j->N; n++) s += lane_sum(j->x + (n * j->C + c) * j->inner, 0.0f, NULL, 0.0f, j->inner);
             mean = s / (double)M;
             for (int64_t n = 0; n < j->N; n++) {
                 const float *r = j->x + (n * j->C + c) * j->inner;
-                for (int64_t i = 0; i < j->inner; i++) ss += ((double)r[i] - mean) * ((double)r[i] - mean);
+                ss += lane_sum(r, (float)mean, r, (float)mean, j->inner);
             }
             var = ss / (double)M;
             if (j->update) {
@@ -376,10 +391,8 @@ static void bn_bwd_channels(void *vj, int64_t begin, int64_t end) {
         double sdy = 0, sdyx = 0;
         for (int64_t n = 0; n < j->N; n++) {
             const float *r = j->x + (n * j->C + c) * j->inner, *d = j->dy + (n * j->C + c) * j->inner;
-            for (int64_t i = 0; i < j->inner; i++) {
-                sdy += d[i];
-                sdyx += (double)d[i] * (double)((r[i] - m) * invstd);
-            }
+            sdy += lane_sum(d, 0.0f, NULL, 0.0f, j->inner);
+            sdyx += lane_sum(d, 0.0f, r, m, j->inner) * invstd;
         }
         if (j->dw) j->dw[c] += (float)sdyx;
         if (j->db) j->db[c] += (float)sdy;
