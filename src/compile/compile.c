@@ -129,8 +129,9 @@ static ts_status infer_shapes(ts_model *m, ts_prog *p) {
         ts_shape in[2];
         for (int k = 0; k < t->n_in; k++) in[k] = p->shape[t->in[k]];
         ts_status st = def->shape(t, in, &p->shape[i]);
-        if (st) return ts_error_wrap(st, "compile: '%s' (%s, built at %s:%d) with the run's input shapes", t->name, def->name,
-                                     t->file ? t->file : "?", t->line);
+        char where[600];
+        if (st) return ts_error_wrap(st, "compile: '%s' (%s, built at %s) with the run's input shapes", t->name, def->name,
+                                     ts_tensor_where(t, where, sizeof where));
     }
     return TS_OK;
 }
