@@ -453,6 +453,23 @@ TS_API ts_status ts_npy_load(const char *path, ts_array *out);
 TS_API ts_status ts_npy_parse(const void *bytes, size_t n, ts_array *out); /* same, from memory */
 TS_API void ts_npy_free(ts_array *a);
 
+/* ------------------------------------------------------------------ .npz */
+
+/* NumPy's .npz archives (numpy.savez / savez_compressed): named arrays.
+ * Loading reads every member (stored or deflated) into memory. */
+typedef struct ts_npz ts_npz;
+TS_API ts_status ts_npz_load(const char *path, ts_npz **out);
+TS_API void ts_npz_free(ts_npz *z);
+TS_API size_t ts_npz_count(const ts_npz *z);
+/* Member i's name without ".npy", and its array (valid until ts_npz_free). */
+TS_API const char *ts_npz_name(const ts_npz *z, size_t i);
+TS_API const ts_array *ts_npz_array(const ts_npz *z, size_t i);
+/* The array named `name`, or NULL. */
+TS_API const ts_array *ts_npz_find(const ts_npz *z, const char *name);
+/* Writes n named arrays as an .npz (members stored uncompressed), under a
+ * temporary name then renamed: never half-written. */
+TS_API ts_status ts_npz_save(const char *path, const char *const *names, const ts_array *arrays, size_t n);
+
 /* --------------------------------------------------------------- outfeed */
 
 typedef enum ts_outfeed_mode { TS_OUTFEED_ALL = 0, TS_OUTFEED_LAST } ts_outfeed_mode;

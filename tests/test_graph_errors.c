@@ -262,11 +262,22 @@ static void build_errors(void)
         ts_graph_free(g);
     }
 
+    /* float ops on integer tensors are refused when building, not at run time */
+    g = ts_graph_new(1);
+    ts_tensor *li = ts_input(g, "labels", TS_I32, 1, (int64_t[]){4});
+    expect_build_err(g, ts_relu(g, li), TS_ERR_INVALID_ARGUMENT, "relu of an i32 tensor", "'labels' is i32", "f32");
+    ts_graph_free(g);
+    g = ts_graph_new(1);
+    a = ts_input(g, "x", TS_F32, 1, (int64_t[]){4});
+    li = ts_input(g, "labels", TS_I32, 1, (int64_t[]){4});
+    expect_build_err(g, ts_mul(g, a, li), TS_ERR_INVALID_ARGUMENT, "mul by an i32 tensor", "input 2 'labels'", "f32");
+    ts_graph_free(g);
+
     /* losses */
     g = ts_graph_new(1);
     a = ts_input(g, "x", TS_F32, 2, (int64_t[]){4, 10});
     ts_tensor *yf = ts_input(g, "labels", TS_F32, 1, (int64_t[]){4});
-    expect_build_err(g, ts_nll_loss(g, a, yf), TS_ERR_SHAPE, "nll_loss with f32 labels", "i32", "labels");
+    expect_build_err(g, ts_nll_loss(g, a, yf), TS_ERR_INVALID_ARGUMENT, "nll_loss with f32 labels", "i32", "labels");
     ts_graph_free(g);
     g = ts_graph_new(1);
     a = ts_input(g, "x", TS_F32, 2, (int64_t[]){4, 10});

@@ -24,7 +24,6 @@
 
 #include "check.h"
 #include "files.h"
-#include "io/npz.h"
 #include "onnx.pb-c.h"
 #include "tensorscope.h"
 
@@ -88,8 +87,8 @@ static void check_model(const char *name) {
     snprintf(path, sizeof path, DIR "%s.onnx", name);
     snprintf(npz_path, sizeof npz_path, DIR "%s.npz", name);
     printf("-- %s\n", name);
-    ts_npz z;
-    ts_status zs = ts_npz_read(npz_path, &z);
+    ts_npz *z = NULL;
+    ts_status zs = ts_npz_load(npz_path, &z);
     CHECK(zs == TS_OK, "%s.npz reads%s%s", name, zs ? ": " : "", zs ? ts_last_error() : "");
     if (zs) return;
     ts_graph *g = NULL;
@@ -100,12 +99,12 @@ static void check_model(const char *name) {
         else CHECK(st == TS_ERR_UNSUPPORTED && strstr(msg, "node ") && strstr(msg, "opset ") && strstr(msg, "is not") &&
                   strstr(msg, path),
               "%s: not importable yet, with a clear unsupported-op error: %s", name, msg);
-        ts_npz_free(&z);
+        ts_npz_free(z);
         return;
     }
     printf("     %s imports fully\n", name);
-    const ts_array *x = ts_npz_get(&z, "x"), *labels = ts_npz_get(&z, "labels"), *want = ts_npz_get(&z, "out");
-    const ts_array *loss_want = ts_npz_get(&z, "loss"), *traj = ts_npz_get(&z, "traj");
+    const ts_array *x = ts_npz_find(z, "x"), *labels = ts_npz_find(z, "labels"), *want = ts_npz_find(z, "out");
+    const ts_array *loss_want = ts_npz_find(z, "loss"), *traj = ts_npz_find(z, "traj");
     CHECK(ts_graph_output_count(g) == 1, "%s: one graph output", name);
     ts_tensor *out = ts_graph_output_at(g, 0);
     CHECK(ts_graph_find(g, "out") == out, "%s: the file's output name 'out' finds the output (alias of %s)", name, ts_tensor_name(out));
@@ -117,13 +116,15 @@ static void check_model(const char *name) {
     ts_options *o = ts_options_new();
     ts_options_anchor(o, "out", ts_tensor_name(out), TS_OUTPUT_FINAL, 0);
     int n_grads = 0;
-    for (size_t i = 0; i < z.n; i++)
-        if (strncmp(z.e[i].name, "grad/", 5) == 0 && ts_graph_find(g, z.e[i].name + 5)) {
+    for (size_t i = 0; i < ts_npz_count(z); i++) {
+        const char *entry = ts_npz_name(z, i);
+        if (strncmp(entry, "grad/", 5) == 0 && ts_graph_find(g, entry + 5)) {
             char anchor[600];
-            snprintf(anchor, sizeof anchor, "Gradient___%s", z.e[i].name + 5);
-            ts_options_anchor(o, z.e[i].name, anchor, TS_OUTPUT_FINAL, 0);
+            snprintf(anchor, sizeof anchor, "Gradient___%s", entry + 5);
+            ts_options_anchor(o, entry, anchor, TS_OUTPUT_FINAL, 0);
             n_grads++;
         }
+    }
     ts_model *m = NULL;
     CHECK_OK(ts_model_training(&m, g, loss, o, ts_sgd(0.0f, 0.0f, 0.0f)), "%s: training model", name);
     CHECK_OK(ts_model_compile(m), "%s: compiles", name);
@@ -138,10 +139,11 @@ static void check_model(const char *name) {
     if (ts_model_anchored(m, "out", &a) == TS_OK) CHECK_RESULT(compare("output", a.data, want, RTOL, ATOL));
     if (ts_model_anchored(m, "loss", &a) == TS_OK) CHECK_RESULT(compare("loss", a.data, loss_want, RTOL, ATOL));
     CHECK(n_grads > 0, "%s: %d parameter gradients to compare", name, n_grads);
-    for (size_t i = 0; i < z.n; i++)
-        if (strncmp(z.e[i].name, "grad/", 5) == 0 && ts_graph_find(g, z.e[i].name + 5) &&
-            ts_model_anchored(m, z.e[i].name, &a) == TS_OK)
-            CHECK_RESULT(compare(z.e[i].name, a.data, &z.e[i].array, GRAD_RTOL, GRAD_ATOL));
+    for (size_t i = 0; i < ts_npz_count(z); i++) {
+        const char *entry = ts_npz_name(z, i);
+        if (strncmp(entry, "grad/", 5) == 0 && ts_graph_find(g, entry + 5) && ts_model_anchored(m, entry, &a) == TS_OK)
+            CHECK_RESULT(compare(entry, a.data, ts_npz_array(z, i), GRAD_RTOL, GRAD_ATOL));
+    }
     ts_model_free(m);
     ts_options_free(o);
 
@@ -162,7 +164,7 @@ static void check_model(const char *name) {
     if (in[0].data != x->data) free(in[0].data);
     free(lab);
     ts_graph_free(g);
-    ts_npz_free(&z);
+    ts_npz_free(z);
 }
 
 /* Names and locations of an imported model (DESIGN.md §3). */

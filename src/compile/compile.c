@@ -126,7 +126,7 @@ static ts_status infer_shapes(ts_model *m, ts_prog *p) {
             p->shape[i] = (i < m->n_override && m->input_override[i].ndim >= 0) ? m->input_override[i] : t->shape;
             continue;
         }
-        ts_shape in[2];
+        ts_shape in[TS_MAX_INPUTS];
         for (int k = 0; k < t->n_in; k++) in[k] = p->shape[t->in[k]];
         ts_status st = def->shape(t, in, &p->shape[i]);
         char where[600];
@@ -157,15 +157,14 @@ static ts_status live_sets(ts_model *m, ts_prog *p, const bool *requested) {
     p->reaches[m->loss] = true;
     for (int i = n - 1; i >= 0; i--)
         if (p->reaches[i] && p->live[i]) {
-            const ts_op_def *def = ts_op_get(g->t[i]->op);
             for (int j = 0; j < g->t[i]->n_in; j++)
-                if (!(j == 1 && def->integer_input2)) p->reaches[g->t[i]->in[j]] = true;
+                if (!ts_op_int_input(g->t[i]->op, j)) p->reaches[g->t[i]->in[j]] = true;
         }
     for (int k = 0; k < p->n_order; k++) {
         int i = p->order[k];
         const ts_tensor *t = g->t[i];
         bool need = (t->op == TS_OP_PARAM) || requested[i];
-        for (int j = 0; j < t->n_in && !need; j++) need = p->needs_grad[t->in[j]] && !(j == 1 && ts_op_get(t->op)->integer_input2);
+        for (int j = 0; j < t->n_in && !need; j++) need = p->needs_grad[t->in[j]] && !ts_op_int_input(t->op, j);
         p->needs_grad[i] = need && p->reaches[i] && t->dtype == TS_F32;
     }
     return TS_OK;
@@ -339,7 +338,7 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
         int i = p->order[k];
         const ts_op_def *def = ts_op_get(g->t[i]->op);
         if (!def->scratch_floats) continue;
-        ts_shape in[2];
+        ts_shape in[TS_MAX_INPUTS];
         for (int j = 0; j < g->t[i]->n_in; j++) in[j] = p->shape[g->t[i]->in[j]];
         size_t nf = def->scratch_floats(in, &p->shape[i]);
         if (!(p->scratch[i] = ts_calloc(nf ? nf : 1, sizeof(float)))) {
@@ -609,7 +608,7 @@ ts_status ts_prog_build(ts_model *m, ts_prog **out) {
         const ts_tensor *t = g->t[p->order[k]];
         const ts_op_def *def = ts_op_get(t->op);
         if (!def->flops) continue;
-        ts_shape in[2];
+        ts_shape in[TS_MAX_INPUTS];
         for (int j = 0; j < t->n_in; j++) in[j] = p->shape[t->in[j]];
         double f = def->flops(in, &p->shape[t->id]);
         p->flops_mb += m->training && p->needs_grad[t->id] ? 3.0 * f : f;

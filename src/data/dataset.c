@@ -3,7 +3,6 @@
  * samples and i32 labels, so the loader only copies. */
 #include "core/core.h"
 #include "io/idx.h"
-#include "io/npz.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -235,11 +234,11 @@ ts_status ts_dataset_load_arrays(ts_dataset **out, ts_dataset **heldout, const c
         ts_npy_free(&l);
         return s;
     }
-    ts_npz z;
-    ts_status s = ts_npz_read(path, &z);
+    ts_npz *z = NULL;
+    ts_status s = ts_npz_load(path, &z);
     if (s) return s;
-    const ts_array *x = ts_npz_get(&z, "x"), *l = ts_npz_get(&z, "labels");
-    const ts_array *xh = ts_npz_get(&z, "x_heldout"), *lh = ts_npz_get(&z, "labels_heldout");
+    const ts_array *x = ts_npz_find(z, "x"), *l = ts_npz_find(z, "labels");
+    const ts_array *xh = ts_npz_find(z, "x_heldout"), *lh = ts_npz_find(z, "labels_heldout");
     if (!x || !l)
         s = ts_error(TS_ERR_NOT_FOUND, "%s holds no arrays named 'x' and 'labels'; write it with np.savez(path, x=x, labels=labels) "
                      "(and optionally x_heldout=..., labels_heldout=...)", path);
@@ -260,6 +259,6 @@ ts_status ts_dataset_load_arrays(ts_dataset **out, ts_dataset **heldout, const c
             *heldout = NULL;
         }
     }
-    ts_npz_free(&z);
+    ts_npz_free(z);
     return s;
 }

@@ -294,7 +294,7 @@ static void dump_dot(dump_buf *b, const ts_graph *g, const ts_model *m, const no
         const ts_tensor *t = g->t[i];
         for (int j = 0; j < t->n_in; j++)
             putf(b, "  n%d -> n%zu%s;\n", t->in[j], i,
-                 ts_op_get(t->op)->integer_input2 && j == 1 ? " [style=dashed]" : "");
+                 ts_op_int_input(t->op, j) ? " [style=dashed]" : "");
     }
     put(b, "}\n");
 }

@@ -24,11 +24,11 @@
 static ts_kctx make_ctx(const ts_model *m, int node) {
     const ts_prog *p = m->prog;
     const ts_tensor *t = m->g->t[node];
-    ts_kctx k = {.node = t, .pool = m->pool, .scratch = p->scratch[node], .out_shape = p->shape[node]};
+    ts_kctx k = {.node = t, .n_in = t->n_in, .pool = m->pool, .scratch = p->scratch[node], .out_shape = p->shape[node]};
     for (int j = 0; j < t->n_in; j++) {
         int in = t->in[j];
         const ts_entry *ie = &p->entries[p->value_entry[in]];
-        if (ie->dtype == TS_I32) k.in_i32 = (const int32_t *)(const void *)ie->data;
+        if (ie->dtype == TS_I32) k.in_int[j] = (const int32_t *)(const void *)ie->data;
         else k.in[j] = ie->data;
         k.in_shape[j] = p->shape[in];
         k.din[j] = p->grad_entry[in] >= 0 ? p->entries[p->grad_entry[in]].data : NULL;
@@ -218,7 +218,7 @@ static ts_status check_labels(const ts_model *m, const ts_array *const *bound) {
     const ts_prog *p = m->prog;
     for (int k = 0; k < p->n_order; k++) {
         const ts_tensor *t = m->g->t[p->order[k]];
-        if (!ts_op_get(t->op)->integer_input2) continue;
+        if (t->op != TS_OP_NLL_LOSS && t->op != TS_OP_CROSS_ENTROPY) continue;
         const ts_tensor *lab = m->g->t[t->in[1]];
         if (lab->op != TS_OP_INPUT || !bound[lab->id]) continue;
         int64_t C = p->shape[t->in[0]].d[1], n = ts_array_numel(bound[lab->id]);

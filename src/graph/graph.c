@@ -213,16 +213,25 @@ ts_tensor *ts_graph_find(const ts_graph *g, const char *name) {
 
 static bool owned(const ts_graph *g, const ts_tensor *t) { return t && t->g == g && t->id >= 0 && (size_t)t->id < g->n && g->t[t->id] == t; }
 
-/* Adds a node: checks inputs, infers its shape by the op table's rule, names it. */
-static ts_tensor *add_node(ts_graph *g, ts_op op, const ts_tensor *a, const ts_tensor *b,
-                           const char *name, void (*setup)(ts_tensor *, const void *), const void *arg) {
+/* Adds a node with n inputs: checks them (ownership, dtype: f32 except the
+ * op's integer inputs, which are i32), infers its shape by the op table's
+ * rule, names it. */
+static ts_tensor *add_node_n(ts_graph *g, ts_op op, const ts_tensor *const *ins, int n, const char *name,
+                             void (*setup)(ts_tensor *, const void *), const void *arg) {
     if (!g) return NULL;
     if (g->sticky) return NULL;
     const ts_op_def *def = ts_op_get(op);
-    const ts_tensor *ins[2] = {a, b};
-    for (int i = 0; i < def->arity; i++) {
+    if (n < 0 || n > TS_MAX_INPUTS || (def->arity != TS_ARITY_VARIADIC && n != def->arity) ||
+        (def->arity == TS_ARITY_VARIADIC && n < 1))
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: takes %d inputs, got %d", def->name, def->arity, n);
+    for (int i = 0; i < n; i++) {
         if (!ins[i]) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: input %d is NULL (an earlier builder call failed?)", def->name, i + 1);
         if (!owned(g, ins[i])) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: input %d belongs to another graph", def->name, i + 1);
+        ts_dtype want = ts_op_int_input(op, i) ? TS_I32 : TS_F32;
+        if (ins[i]->dtype != want)
+            return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: input %d '%s' is %s; this input takes %s tensors%s", def->name, i + 1,
+                                 ins[i]->name, ts_dtype_name(ins[i]->dtype), ts_dtype_name(want),
+                                 want == TS_F32 ? " (integer tensors such as labels or token ids cannot be used here)" : "");
     }
     if (ts_grow((void **)&g->t, &g->cap, g->n + 1, sizeof *g->t)) return ts_graph_fail(g, TS_ERR_OUT_OF_MEMORY, "out of memory adding %s", def->name);
     ts_tensor *t = ts_calloc(1, sizeof *t);
@@ -230,13 +239,13 @@ static ts_tensor *add_node(ts_graph *g, ts_op op, const ts_tensor *a, const ts_t
     t->g = g;
     t->id = (int)g->n;
     t->op = op;
-    t->n_in = def->arity;
+    t->n_in = n;
     t->dtype = TS_F32;
     t->file = g->file;
     t->line = g->line;
     t->origin = g->origin;
-    ts_shape in_shapes[2];
-    for (int i = 0; i < def->arity; i++) {
+    ts_shape in_shapes[TS_MAX_INPUTS];
+    for (int i = 0; i < n; i++) {
         t->in[i] = ins[i]->id;
         in_shapes[i] = ins[i]->shape;
     }
@@ -261,6 +270,14 @@ static ts_tensor *add_node(ts_graph *g, ts_op op, const ts_tensor *a, const ts_t
     }
     g->t[g->n++] = t;
     return t;
+}
+
+/* A node of arity 0, 1 or 2 (b NULL for unary ops, both NULL for leaves). */
+static ts_tensor *add_node(ts_graph *g, ts_op op, const ts_tensor *a, const ts_tensor *b, const char *name,
+                           void (*setup)(ts_tensor *, const void *), const void *arg) {
+    const ts_tensor *ins[2] = {a, b};
+    int arity = ts_op_get(op)->arity;
+    return add_node_n(g, op, ins, arity < 0 ? 0 : arity, name, setup, arg);
 }
 
 static void set_shape(ts_tensor *t, const void *arg) { t->shape = *(const ts_shape *)arg; }

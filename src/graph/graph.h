@@ -5,6 +5,9 @@
 
 #include "core/core.h"
 
+#define TS_MAX_INPUTS 8 /* inputs of one node */
+#define TS_MAX_ATTRS 16 /* integer and float attributes of one node */
+
 typedef enum ts_op {
     TS_OP_INPUT = 0,
     TS_OP_PARAM,
@@ -39,11 +42,13 @@ struct ts_tensor {
     char *name;
     ts_op op;
     int n_in;
-    int in[2];          /* input tensor ids */
+    int in[TS_MAX_INPUTS]; /* input tensor ids */
     ts_dtype dtype;
     ts_shape shape;     /* as declared / inferred at build time */
     float fparam;       /* scale factor */
     int iparam;         /* softmax dim, flatten start dim */
+    int64_t attr[TS_MAX_ATTRS]; /* op-specific integer attributes (strides, pads, axes, ...) */
+    float fattr[TS_MAX_ATTRS];  /* op-specific float attributes (eps, momentum, ...) */
     ts_shape sparam;    /* reshape target (may hold one -1) */
     char *title;        /* print op */
     const char *file;   /* where it was built (string literal of the caller, or a

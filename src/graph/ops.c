@@ -187,13 +187,13 @@ static void bwd_softmax(const ts_kctx *k) {
     ts_softmax_backward(k->din[0], k->dout, k->out, o, d, i);
 }
 
-static void fwd_nll(const ts_kctx *k) { ts_nll_forward(k->out, k->in[0], k->in_i32, k->in_shape[0].d[0], k->in_shape[0].d[1]); }
-static void bwd_nll(const ts_kctx *k) { ts_nll_backward(k->din[0], k->dout, k->in_i32, k->in_shape[0].d[0], k->in_shape[0].d[1]); }
+static void fwd_nll(const ts_kctx *k) { ts_nll_forward(k->out, k->in[0], k->in_int[1], k->in_shape[0].d[0], k->in_shape[0].d[1]); }
+static void bwd_nll(const ts_kctx *k) { ts_nll_backward(k->din[0], k->dout, k->in_int[1], k->in_shape[0].d[0], k->in_shape[0].d[1]); }
 static void fwd_ce(const ts_kctx *k) {
-    ts_cross_entropy_forward(k->out, k->scratch, k->in[0], k->in_i32, k->in_shape[0].d[0], k->in_shape[0].d[1]);
+    ts_cross_entropy_forward(k->out, k->scratch, k->in[0], k->in_int[1], k->in_shape[0].d[0], k->in_shape[0].d[1]);
 }
 static void bwd_ce(const ts_kctx *k) {
-    ts_cross_entropy_backward(k->din[0], k->dout, k->scratch, k->in_i32, k->in_shape[0].d[0], k->in_shape[0].d[1]);
+    ts_cross_entropy_backward(k->din[0], k->dout, k->scratch, k->in_int[1], k->in_shape[0].d[0], k->in_shape[0].d[1]);
 }
 static void fwd_sum(const ts_kctx *k) { ts_reduce_forward(k->out, k->in[0], ts_shape_numel(&k->in_shape[0]), false); }
 static void bwd_sum(const ts_kctx *k) { ts_reduce_backward(k->pool, k->din[0], k->dout, ts_shape_numel(&k->in_shape[0]), false); }
@@ -212,26 +212,26 @@ static size_t scratch_ce(const ts_shape *in, const ts_shape *out) { (void)out; r
 
 /* Designated by enum value, so a row can never land at the wrong index. */
 static const ts_op_def table[] = {
-    [TS_OP_INPUT] = {TS_OP_INPUT, "Input", 0, false, false, shape_leaf, NULL, NULL, NULL, NULL},
-    [TS_OP_PARAM] = {TS_OP_PARAM, "Param", 0, false, false, shape_leaf, NULL, NULL, NULL, NULL},
-    [TS_OP_MATMUL] = {TS_OP_MATMUL, "MatMul", 2, false, false, shape_matmul, fwd_matmul, bwd_matmul, flops_matmul, NULL},
-    [TS_OP_MATMUL_T] = {TS_OP_MATMUL_T, "MatMul", 2, false, false, shape_matmul, fwd_matmul, bwd_matmul, flops_matmul, NULL},
-    [TS_OP_ADD] = {TS_OP_ADD, "Add", 2, false, false, shape_binary, fwd_binary, bwd_binary, flops_elementwise, NULL},
-    [TS_OP_SUB] = {TS_OP_SUB, "Sub", 2, false, false, shape_binary, fwd_binary, bwd_binary, flops_elementwise, NULL},
-    [TS_OP_MUL] = {TS_OP_MUL, "Mul", 2, false, false, shape_binary, fwd_binary, bwd_binary, flops_elementwise, NULL},
-    [TS_OP_SCALE] = {TS_OP_SCALE, "Scale", 1, false, false, shape_same, fwd_scale, bwd_scale, flops_elementwise, NULL},
-    [TS_OP_RELU] = {TS_OP_RELU, "Relu", 1, true, false, shape_same, fwd_relu, bwd_relu, flops_elementwise, NULL},
-    [TS_OP_LOG] = {TS_OP_LOG, "Log", 1, false, false, shape_same, fwd_log, bwd_log, flops_elementwise, NULL},
-    [TS_OP_RESHAPE] = {TS_OP_RESHAPE, "Reshape", 1, false, false, shape_reshape, fwd_copy, bwd_copy, NULL, NULL},
-    [TS_OP_FLATTEN] = {TS_OP_FLATTEN, "Flatten", 1, false, false, shape_reshape, fwd_copy, bwd_copy, NULL, NULL},
-    [TS_OP_LOG_SOFTMAX] = {TS_OP_LOG_SOFTMAX, "LogSoftmax", 1, true, false, shape_softmax, fwd_log_softmax, bwd_log_softmax, flops_softmax, NULL},
-    [TS_OP_SOFTMAX] = {TS_OP_SOFTMAX, "Softmax", 1, true, false, shape_softmax, fwd_softmax, bwd_softmax, flops_softmax, NULL},
-    [TS_OP_NLL_LOSS] = {TS_OP_NLL_LOSS, "NllLoss", 2, false, true, shape_loss, fwd_nll, bwd_nll, flops_input, NULL},
-    [TS_OP_CROSS_ENTROPY] = {TS_OP_CROSS_ENTROPY, "CrossEntropy", 2, false, true, shape_loss, fwd_ce, bwd_ce, flops_softmax, scratch_ce},
-    [TS_OP_SUM] = {TS_OP_SUM, "ReduceSum", 1, false, false, shape_reduce, fwd_sum, bwd_sum, flops_input, NULL},
-    [TS_OP_MEAN] = {TS_OP_MEAN, "ReduceMean", 1, false, false, shape_reduce, fwd_mean, bwd_mean, flops_input, NULL},
+    [TS_OP_INPUT] = {.op = TS_OP_INPUT, .name = "Input", .shape = shape_leaf},
+    [TS_OP_PARAM] = {.op = TS_OP_PARAM, .name = "Param", .shape = shape_leaf},
+    [TS_OP_MATMUL] = {.op = TS_OP_MATMUL, .name = "MatMul", .arity = 2, .shape = shape_matmul, .forward = fwd_matmul, .backward = bwd_matmul, .flops = flops_matmul},
+    [TS_OP_MATMUL_T] = {.op = TS_OP_MATMUL_T, .name = "MatMul", .arity = 2, .shape = shape_matmul, .forward = fwd_matmul, .backward = bwd_matmul, .flops = flops_matmul},
+    [TS_OP_ADD] = {.op = TS_OP_ADD, .name = "Add", .arity = 2, .shape = shape_binary, .forward = fwd_binary, .backward = bwd_binary, .flops = flops_elementwise},
+    [TS_OP_SUB] = {.op = TS_OP_SUB, .name = "Sub", .arity = 2, .shape = shape_binary, .forward = fwd_binary, .backward = bwd_binary, .flops = flops_elementwise},
+    [TS_OP_MUL] = {.op = TS_OP_MUL, .name = "Mul", .arity = 2, .shape = shape_binary, .forward = fwd_binary, .backward = bwd_binary, .flops = flops_elementwise},
+    [TS_OP_SCALE] = {.op = TS_OP_SCALE, .name = "Scale", .arity = 1, .shape = shape_same, .forward = fwd_scale, .backward = bwd_scale, .flops = flops_elementwise},
+    [TS_OP_RELU] = {.op = TS_OP_RELU, .name = "Relu", .arity = 1, .needs_output = true, .shape = shape_same, .forward = fwd_relu, .backward = bwd_relu, .flops = flops_elementwise},
+    [TS_OP_LOG] = {.op = TS_OP_LOG, .name = "Log", .arity = 1, .shape = shape_same, .forward = fwd_log, .backward = bwd_log, .flops = flops_elementwise},
+    [TS_OP_RESHAPE] = {.op = TS_OP_RESHAPE, .name = "Reshape", .arity = 1, .shape = shape_reshape, .forward = fwd_copy, .backward = bwd_copy},
+    [TS_OP_FLATTEN] = {.op = TS_OP_FLATTEN, .name = "Flatten", .arity = 1, .shape = shape_reshape, .forward = fwd_copy, .backward = bwd_copy},
+    [TS_OP_LOG_SOFTMAX] = {.op = TS_OP_LOG_SOFTMAX, .name = "LogSoftmax", .arity = 1, .needs_output = true, .shape = shape_softmax, .forward = fwd_log_softmax, .backward = bwd_log_softmax, .flops = flops_softmax},
+    [TS_OP_SOFTMAX] = {.op = TS_OP_SOFTMAX, .name = "Softmax", .arity = 1, .needs_output = true, .shape = shape_softmax, .forward = fwd_softmax, .backward = bwd_softmax, .flops = flops_softmax},
+    [TS_OP_NLL_LOSS] = {.op = TS_OP_NLL_LOSS, .name = "NllLoss", .arity = 2, .int_inputs = 1u << 1, .shape = shape_loss, .forward = fwd_nll, .backward = bwd_nll, .flops = flops_input},
+    [TS_OP_CROSS_ENTROPY] = {.op = TS_OP_CROSS_ENTROPY, .name = "CrossEntropy", .arity = 2, .int_inputs = 1u << 1, .shape = shape_loss, .forward = fwd_ce, .backward = bwd_ce, .flops = flops_softmax, .scratch_floats = scratch_ce},
+    [TS_OP_SUM] = {.op = TS_OP_SUM, .name = "ReduceSum", .arity = 1, .shape = shape_reduce, .forward = fwd_sum, .backward = bwd_sum, .flops = flops_input},
+    [TS_OP_MEAN] = {.op = TS_OP_MEAN, .name = "ReduceMean", .arity = 1, .shape = shape_reduce, .forward = fwd_mean, .backward = bwd_mean, .flops = flops_input},
     /* the executor adds the printing around the copy */
-    [TS_OP_PRINT] = {TS_OP_PRINT, "Print", 1, false, false, shape_same, fwd_copy, bwd_copy, NULL, NULL},
+    [TS_OP_PRINT] = {.op = TS_OP_PRINT, .name = "Print", .arity = 1, .shape = shape_same, .forward = fwd_copy, .backward = bwd_copy},
 };
 _Static_assert(sizeof table / sizeof table[0] == TS_OP_COUNT, "the op table must cover every ts_op");
 

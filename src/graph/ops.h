@@ -8,12 +8,13 @@
 /* What a kernel sees of one node at run time. */
 typedef struct ts_kctx {
     const ts_tensor *node;
-    const float *in[2];    /* input values (labels arrive as int32 in in_i32) */
-    const int32_t *in_i32; /* integer second input (labels) */
+    int n_in;
+    const float *in[TS_MAX_INPUTS];       /* float input values (NULL for integer inputs) */
+    const int32_t *in_int[TS_MAX_INPUTS]; /* integer input values (labels, indices), else NULL */
     float *out;            /* output value */
     const float *dout;     /* gradient of the output */
-    float *din[2];         /* gradients of the inputs to accumulate into, or NULL */
-    ts_shape in_shape[2];
+    float *din[TS_MAX_INPUTS]; /* gradients of the inputs to accumulate into, or NULL */
+    ts_shape in_shape[TS_MAX_INPUTS];
     ts_shape out_shape;
     float *scratch;        /* per-node scratch planned at compile */
     struct ts_pool *pool;  /* worker threads for elementwise work */
@@ -26,9 +27,9 @@ typedef double (*ts_flops_fn)(const ts_shape *in, const ts_shape *out);
 typedef struct ts_op_def {
     ts_op op;
     const char *name;       /* name in tensor names: `MatMul`, `Relu`, ... */
-    int arity;
+    int arity;              /* inputs; TS_ARITY_VARIADIC: 1..TS_MAX_INPUTS, checked by the shape rule */
     bool needs_output;      /* backward reads the forward output */
-    bool integer_input2;    /* second input is int32 labels (no gradient) */
+    unsigned int_inputs;    /* bit j: input j is i32 (labels, indices) and gets no gradient */
     ts_shape_fn shape;
     ts_kernel_fn forward;
     ts_kernel_fn backward;  /* NULL: no gradient flows through */
@@ -36,6 +37,10 @@ typedef struct ts_op_def {
     size_t (*scratch_floats)(const ts_shape *in, const ts_shape *out);
 } ts_op_def;
 
+#define TS_ARITY_VARIADIC (-1)
+
 const ts_op_def *ts_op_get(ts_op op);
+/* Whether input j of `op` is an integer input (no gradient flows to it). */
+static inline bool ts_op_int_input(ts_op op, int j) { return (ts_op_get(op)->int_inputs >> j) & 1u; }
 
 #endif

@@ -370,7 +370,8 @@ static size_t build_header(const ts_array *a, char *buf, size_t cap) {
     return total;
 }
 
-ts_status ts_npy_save(const char *path, const ts_array *a) {
+ts_status ts_npy_header_for(const char *path, const ts_array *a, char *hdr, size_t cap, size_t *hdr_len,
+                            size_t *data_bytes) {
     if (!path || !a) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_npy_save: path or array is NULL");
     if (!valid_dtype(a->dtype))
         return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_npy_save %s: unknown dtype %d", path,
@@ -385,12 +386,19 @@ ts_status ts_npy_save(const char *path, const ts_array *a) {
         return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_npy_save %s: array too large", path);
     if (!host_little_endian())
         return ts_error(TS_ERR_UNSUPPORTED, ".npy writing needs a little-endian host");
-    char hdr[512];
-    size_t hl = build_header(a, hdr, sizeof hdr);
-    if (!hl) return ts_error(TS_ERR_INTERNAL, "ts_npy_save %s: header does not fit", path);
-    size_t bytes = (size_t)numel * ts_dtype_size(a->dtype);
+    *hdr_len = build_header(a, hdr, cap);
+    if (!*hdr_len) return ts_error(TS_ERR_INTERNAL, "ts_npy_save %s: header does not fit", path);
+    *data_bytes = (size_t)numel * ts_dtype_size(a->dtype);
+    return TS_OK;
+}
+
+ts_status ts_npy_save(const char *path, const ts_array *a) {
+    char hdr[TS_NPY_HEADER_MAX];
+    size_t hl, bytes;
+    ts_status s = ts_npy_header_for(path, a, hdr, sizeof hdr, &hl, &bytes);
+    if (s) return s;
     ts_atomic_file af;
-    ts_status s = ts_atomic_open(&af, path);
+    s = ts_atomic_open(&af, path);
     if (s) return s;
     if (fwrite(hdr, 1, hl, af.f) != hl || (bytes && fwrite(a->data, 1, bytes, af.f) != bytes)) {
         s = ts_error(TS_ERR_IO, "cannot write %s: %s", path, strerror(errno));

@@ -24,4 +24,11 @@ ts_status ts_npy_header_len(const uint8_t *b, size_t n, size_t *len);
 /* Parses magic, version and the header dict; `n` >= ts_npy_header_len. */
 ts_status ts_npy_header_parse(const uint8_t *b, size_t n, ts_npy_header *h);
 
+/* Checks `a` and builds its .npy header into hdr (TS_NPY_HEADER_MAX
+ * bytes): the header's length and the data's byte count. `path` names the
+ * destination in errors. */
+#define TS_NPY_HEADER_MAX 512
+ts_status ts_npy_header_for(const char *path, const ts_array *a, char *hdr, size_t cap, size_t *hdr_len,
+                            size_t *data_bytes);
+
 #endif
