@@ -238,7 +238,8 @@ typedef struct ts_onnx_input {
 } ts_onnx_input;
 /* Reads an ONNX model into a new graph (parameters keep the file's
  * initializer names; see DESIGN.md §3/§13). Inputs with dynamic dims must be
- * given; others may be. Opsets 13 to 17 of the default domain; shape
+ * given; others may be (a given shape replaces the file's, e.g. the batch
+ * size of the exporter's example input). Opsets 13 to 17 of the default domain; shape
  * computations (Shape, Gather, Concat, Unsqueeze, ConstantOfShape, Range,
  * Cast, ...) are folded for the static shapes, the rest becomes graph ops
  * named `<scope>/<OpType>:<k>` with the scope read from the node's name

@@ -387,6 +387,23 @@ static ts_status attach_anchor(ts_model *m, ts_prog *p, const char *short_name, 
     return TS_OK;
 }
 
+/* The entry `name`, or, for an imported model, the entry of the tensor that
+ * a file's value name (an alias) stands for, with any derived prefix kept
+ * (`Gradient___/fc2/Gemm_output_0` -> `Gradient___fc2/Gemm:0`). */
+static int find_entry(const ts_model *m, const ts_prog *p, const char *name) {
+    int e = ts_prog_find(p, name);
+    for (size_t k = 0; e < 0 && k < TS_ARRAY_LEN(kind_prefix); k++) {
+        size_t n = strlen(kind_prefix[k]);
+        if (strncmp(name, kind_prefix[k], n) != 0) continue;
+        const ts_tensor *t = ts_graph_find(m->g, name + n);
+        if (!t || strcmp(t->name, name + n) == 0) continue;
+        char full[1024];
+        snprintf(full, sizeof full, "%s%s", kind_prefix[k], t->name);
+        e = ts_prog_find(p, full);
+    }
+    return e;
+}
+
 static ts_status resolve_anchors(ts_model *m, ts_prog *p) {
     size_t cap = m->opts.n_anchors + (size_t)m->n_outputs + 1;
     for (size_t k = 0; k < m->opts.n_anchors; k++)
@@ -408,7 +425,7 @@ static ts_status resolve_anchors(ts_model *m, ts_prog *p) {
             if (!matched) return unknown_name(p, "anchor pattern", s->tensor_name);
             continue;
         }
-        int e = ts_prog_find(p, s->tensor_name);
+        int e = find_entry(m, p, s->tensor_name);
         if (e < 0) {
             const ts_tensor *t = ts_graph_find(m->g, s->tensor_name);
             if (t && !p->live[t->id])

@@ -699,7 +699,10 @@ static ts_status import_node(importer *im, const Node *n, int index) {
     if (scope[0]) ts_scope_pop(im->g);
     if (st) {
         for (int i = 0; i < io.n_out; i++) ts_const_free(&io.out[i].c);
-        return st;
+        if (strncmp(ts_last_error(), im->path, strlen(im->path)) == 0) return st;
+        char msg[900]; /* a builder's error: say which node of the file */
+        snprintf(msg, sizeof msg, "%s", ts_last_error());
+        return node_error(im, st, "%s", msg);
     }
     /* The node's result is named after its op type when the builder named
      * it after another op (Gemm = MatMul + Add). */
@@ -769,11 +772,11 @@ static ts_status import_inputs(importer *im, const TensorscopeOnnx__GraphProto *
             if (user->ndim < 0 || user->ndim > TS_MAX_DIMS) return ts_error(TS_ERR_INVALID_ARGUMENT, "input '%s': ndim %d is out of range", vi->name, user->ndim);
             if (tt->shape && user->ndim != s.ndim)
                 return ts_error(TS_ERR_SHAPE, "%s: input '%s' has %d dimensions (%s) but %d were given", im->path, vi->name, s.ndim, dims, user->ndim);
+            /* a given size replaces the file's, dynamic or not: exporters
+             * record the example's batch size, and shape computations are
+             * folded for the sizes given here */
             for (int d = 0; d < user->ndim; d++) {
                 if (user->shape[d] <= 0) return ts_error(TS_ERR_SHAPE, "input '%s': dimension %d must be positive", vi->name, d);
-                if (s.d[d] > 0 && tt->shape && s.d[d] != user->shape[d])
-                    return ts_error(TS_ERR_SHAPE, "%s: input '%s' has the fixed shape %s; dimension %d cannot be %lld", im->path, vi->name, dims, d,
-                                    (long long)user->shape[d]);
                 s.d[d] = user->shape[d];
             }
             s.ndim = user->ndim;
