@@ -13,11 +13,11 @@
 
 typedef struct train_args {
     const char *model, *data, *optimizer, *output_mode, *check_numerics, *histogram, *dump_npy, *tensorboard, *plot;
-    const char *save_weights, *weights;
+    const char *save_weights, *weights, *loss, *labels_input;
     long epochs, batch_size, seed, holdout, repeat_count, grad_accum, threads, log_verbosity, watch_period, max_steps;
     double lr, momentum, weight_decay;
     bool outfeed_pre, stats, run_single_step, metrics, log_memory, quiet, all;
-    cli_list anchors, outfeeds, watches, prints;
+    cli_list anchors, outfeeds, watches, prints, inputs;
 } train_args;
 
 /* ---- outfeed sink: runs on the queue's consumer thread */
@@ -96,7 +96,7 @@ static ts_status evaluate(ts_model *inf, const cli_model *cm, const ts_dataset *
     if (st) return st;
     int64_t right = 0, seen = 0;
     double nll = 0;
-    const char *names[1] = {"x"};
+    const char *names[1] = {ts_tensor_name(cm->x)};
     const char *out_name = ts_tensor_name(cm->logp);
     for (;;) {
         ts_array x, y, lp;
@@ -114,7 +114,9 @@ static ts_status evaluate(ts_model *inf, const cli_model *cm, const ts_dataset *
             for (int64_t c = 1; c < C; c++)
                 if (p[i * C + c] > p[i * C + best]) best = c;
             right += best == lab[i];
-            nll -= p[i * C + lab[i]];
+            double lse = 0; /* logits: log-softmax them for the loss */
+            for (int64_t c = 0; cm->logits && c < C; c++) lse += exp((double)p[i * C + c] - (double)p[i * C + best]);
+            nll -= p[i * C + lab[i]] - (cm->logits ? p[i * C + best] + log(lse) : 0);
         }
         seen += B;
     }
@@ -186,6 +188,63 @@ static ts_status save_weights(const cli_model *cm, const char *dir) {
 
 static ts_status load_weights(const cli_model *cm, const char *dir) { return each_param(cm, load_one, dir); }
 
+/* --data: arrays (an .npz, or a directory with x.npy) rather than MNIST. */
+static bool is_array_data(const char *path) {
+    size_t n = strlen(path);
+    struct stat st;
+    char x[4096];
+    snprintf(x, sizeof x, "%s/x.npy", path);
+    return (n > 4 && strcmp(path + n - 4, ".npz") == 0) || stat(x, &st) == 0;
+}
+
+/* The data's samples must fit the model's input: same sizes after the batch
+ * dimension, and float data for a float input. */
+static int check_data(const char *cmd, const cli_model *cm, const ts_dataset *ds, const ts_dataset *hds, const char *path) {
+    ts_array x, want;
+    ts_dataset_arrays(ds, &x, NULL);
+    ts_tensor_info(cm->x, &want);
+    bool ok = x.ndim == want.ndim;
+    for (int i = 1; ok && i < x.ndim; i++) ok = x.shape[i] == want.shape[i];
+    char a[128], b[128];
+    if (!ok) {
+        x.shape[0] = want.shape[0];
+        return cli_usage_error(cmd, "the data in %s has samples of %s but the model's input '%s' is %s (batch first); give data of that "
+                               "shape, or the model's input shape with --input %s:...", path, ts_array_shape_str(&x, a, sizeof a),
+                               ts_tensor_name(cm->x), ts_array_shape_str(&want, b, sizeof b), ts_tensor_name(cm->x));
+    }
+    if (want.dtype != TS_F32)
+        return cli_usage_error(cmd, "the model's input '%s' takes %s values; --data feeds float samples", ts_tensor_name(cm->x),
+                               ts_dtype_name(want.dtype));
+    if (hds) {
+        ts_array h;
+        ts_dataset_arrays(hds, &h, NULL);
+        h.shape[0] = x.shape[0];
+        if (strcmp(ts_array_shape_str(&h, a, sizeof a), ts_array_shape_str(&x, b, sizeof b)) != 0)
+            return cli_usage_error(cmd, "%s: x_heldout's samples are %s, x's are %s", path, a, b);
+    }
+    ts_array lab, lwant;
+    ts_dataset_arrays(ds, NULL, &lab);
+    ts_tensor_info(cm->labels, &lwant);
+    if (!cm->onehot && lab.ndim != lwant.ndim)
+        return cli_usage_error(cmd, "the labels in %s have %d dimensions, the model's '%s' takes %d", path, lab.ndim,
+                               ts_tensor_name(cm->labels), lwant.ndim);
+    return CLI_OK;
+}
+
+/* mse against one-hot targets: labels i32 [B] -> f32 [B, C] in *buf. */
+static float *to_onehot(ts_array *labels, int64_t C, float *buf) {
+    int64_t B = labels->shape[0];
+    float *b = realloc(buf, (size_t)(B * C) * sizeof *b);
+    if (!b) return NULL;
+    memset(b, 0, (size_t)(B * C) * sizeof *b);
+    for (int64_t i = 0; i < B; i++) {
+        int32_t y = ((const int32_t *)labels->data)[i];
+        if (y >= 0 && y < C) b[i * C + y] = 1.0f;
+    }
+    *labels = ts_array_f32(b, 2, (int64_t[]){B, C});
+    return b;
+}
+
 typedef struct curve {
     double x[4096], y[4096];
     int64_t n;
@@ -197,11 +256,14 @@ static void curve_add(curve *c, double x, double y) {
 int cmd_train(int argc, char **argv, bool eval_only) {
     const char *cmd = eval_only ? "eval" : "train";
     train_args a = {.model = "mlp", .data = "data/mnist", .optimizer = "sgd", .epochs = 1, .batch_size = 64, .seed = 0,
-                    .holdout = 2000, .repeat_count = 1, .grad_accum = 1, .threads = 0, .log_verbosity = -1, .watch_period = 1,
+                    .holdout = -1, .repeat_count = 1, .grad_accum = 1, .threads = 0, .log_verbosity = -1, .watch_period = 1,
                     .lr = 0.01, .check_numerics = NULL};
     const cli_flag flags[] = {
-        {"--model", FLAG_STRING, &a.model, "NAME", "built-in model (mlp)"},
-        {"--data", FLAG_STRING, &a.data, "DIR", "MNIST directory of gzip'd IDX files (default data/mnist)"},
+        {"--model", FLAG_STRING, &a.model, "NAME|FILE.onnx", "built-in model (mlp) or an ONNX file"},
+        {"--input", FLAG_LIST, &a.inputs, "NAME:SHAPE", "ONNX: static shape of an input, e.g. x:64x1x28x28 (dim 0 = --batch-size)"},
+        {"--loss", FLAG_STRING, &a.loss, "cross_entropy|nll|mse", "ONNX: loss on the output (default nll after LogSoftmax, else cross_entropy)"},
+        {"--labels-input", FLAG_STRING, &a.labels_input, "NAME", "ONNX: the file's labels input; its scalar output is the loss"},
+        {"--data", FLAG_STRING, &a.data, "DIR|FILE.npz", "MNIST IDX directory, x.npy + labels.npy directory, or .npz (default data/mnist)"},
         {"--epochs", FLAG_INT, &a.epochs, "N", "passes over the training split (default 1)"},
         {"--batch-size", FLAG_INT, &a.batch_size, "B", "micro-batch size (default 64)"},
         {"--lr", FLAG_FLOAT, &a.lr, "LR", "learning rate (default 0.01)"},
@@ -209,7 +271,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--momentum", FLAG_FLOAT, &a.momentum, "M", "SGD momentum (default 0)"},
         {"--weight-decay", FLAG_FLOAT, &a.weight_decay, "WD", "weight decay (default 0)"},
         {"--seed", FLAG_INT, &a.seed, "N", "seed for initialisation and shuffling (default 0)"},
-        {"--holdout", FLAG_INT, &a.holdout, "N", "last N images held out for accuracy (default 2000)"},
+        {"--holdout", FLAG_INT, &a.holdout, "N", "last N samples held out for accuracy (default 2000, arrays: 10%; an .npz's x_heldout instead)"},
         {"--all", FLAG_BOOL, &a.all, NULL, "eval: evaluate on every image, not only the held-out ones"},
         {"--repeat-count", FLAG_INT, &a.repeat_count, "D", "device iterations: optimizer steps per run (default 1)"},
         {"--gradient-accumulation-count", FLAG_INT, &a.grad_accum, "A", "micro-batches averaged per step (default 1)"},
@@ -250,7 +312,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     if (a.grad_accum < 1 || a.grad_accum > 100000) return cli_usage_error(cmd, "--gradient-accumulation-count must be >= 1, got %ld", a.grad_accum);
     if (a.threads < 0 || a.threads > 256) return cli_usage_error(cmd, "--threads must be 0..256, got %ld", a.threads);
     if (a.watch_period < 1) return cli_usage_error(cmd, "--watch-period must be >= 1, got %ld", a.watch_period);
-    if (a.holdout < 0) return cli_usage_error(cmd, "--holdout must be >= 0, got %ld", a.holdout);
+    if (a.holdout < -1) return cli_usage_error(cmd, "--holdout must be >= 0, got %ld", a.holdout);
     if (a.max_steps < 0) return cli_usage_error(cmd, "--max-steps must be >= 0, got %ld", a.max_steps);
     if (a.log_verbosity > 5 || a.log_verbosity < -1) return cli_usage_error(cmd, "--log-verbosity must be 0..5, got %ld", a.log_verbosity);
     ts_optimizer opt;
@@ -276,7 +338,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     ts_crash_handler_install();
 
     /* ---- data and model */
-    ts_dataset *ds = NULL;
+    ts_dataset *ds = NULL, *hds = NULL;
+    float *onehot = NULL;
     cli_model cm = {0}, em = {0};
     ts_options *o = NULL;
     ts_model *tm = NULL, *inf = NULL;
@@ -287,25 +350,30 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     curve *loss_curve = calloc(1, sizeof *loss_curve), *acc_curve = calloc(1, sizeof *acc_curve);
     rc = CLI_RUNTIME;
     if (!loss_curve || !acc_curve) goto done;
-    if (ts_dataset_load_mnist(&ds, a.data)) {
+    if (is_array_data(a.data) ? ts_dataset_load_arrays(&ds, &hds, a.data) : ts_dataset_load_mnist(&ds, a.data)) {
         cli_runtime_error("loading the dataset");
         goto done;
     }
     int64_t N = ts_dataset_size(ds);
+    if (a.holdout < 0) a.holdout = hds ? 0 : is_array_data(a.data) ? (long)(N / 10 < 2000 ? N / 10 : 2000) : 2000;
     if (a.holdout >= N) {
         rc = cli_usage_error(cmd, "--holdout %ld leaves no training images (the dataset has %lld)", a.holdout, (long long)N);
         goto done;
     }
     int64_t n_train = N - a.holdout;
-    ts_status st = cli_model_build(a.model, a.batch_size, (uint64_t)a.seed, &a.prints, &cm);
-    if (st == TS_ERR_NOT_FOUND) {
-        rc = cli_usage_error(cmd, "unknown model '%s' (built-in: %s)", a.model, cli_model_names());
+    cli_import imp = {&a.inputs, a.loss, a.labels_input};
+    ts_status st = cli_model_open(a.model, a.batch_size, (uint64_t)a.seed, &a.prints, &imp, &cm);
+    if (st == TS_ERR_NOT_FOUND && !cm.error[0]) {
+        rc = cli_usage_error(cmd, "unknown model '%s' (built-in: %s; or an ONNX file ending in .onnx)", a.model, cli_model_names());
         goto done;
     }
     if (st) {
-        cli_runtime_error("building the model");
+        if (cm.error[0]) rc = cli_usage_error(cmd, "%s", cm.error);
+        else cli_runtime_error("building the model");
         goto done;
     }
+    if ((rc = check_data(cmd, &cm, ds, hds, a.data)) != CLI_OK) goto done;
+    rc = CLI_RUNTIME;
     if (a.weights && load_weights(&cm, a.weights)) {
         cli_runtime_error("loading weights");
         goto done;
@@ -389,7 +457,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     }
     /* evaluation runs on its own copy of the model, so the user's prints and
      * outfeeds see training only; parameters are copied over before each eval */
-    if (cli_model_build(a.model, a.batch_size, (uint64_t)a.seed, NULL, &em) || (a.weights && copy_params(&cm, &em))) {
+    if (cli_model_open(a.model, a.batch_size, (uint64_t)a.seed, NULL, &imp, &em) || (a.weights && copy_params(&cm, &em))) {
         cli_runtime_error("building the evaluation model");
         goto done;
     }
@@ -406,11 +474,13 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     if (eval_only) {
         double acc, loss;
         int64_t first = a.all ? 0 : n_train, count = a.all ? N : a.holdout;
+        const ts_dataset *eds = hds && !a.all ? hds : ds;
+        if (hds && !a.all) first = 0, count = ts_dataset_size(hds);
         if (count == 0) {
             rc = cli_usage_error(cmd, "nothing to evaluate: --holdout is 0 (use --all)");
             goto done;
         }
-        if (evaluate(inf, &em, ds, first, count, a.batch_size, &acc, &loss)) {
+        if (evaluate(inf, &em, eds, first, count, a.batch_size, &acc, &loss)) {
             cli_runtime_error("evaluating");
             goto done;
         }
@@ -465,7 +535,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
                              (long long)ts_loader_batches(loader));
         goto done;
     }
-    const char *in_names[2] = {"x", "labels"};
+    const char *in_names[2] = {ts_tensor_name(cm.x), ts_tensor_name(cm.labels)};
     long total_runs = 0;
     bool stop = false;
     double t_start = cli_now();
@@ -481,6 +551,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             st = ts_loader_next(loader, S, &in[0], &in[1]);
             if (st == TS_ERR_NOT_FOUND) break;
             double r0 = cli_now();
+            if (!st && cm.onehot && !(onehot = to_onehot(&in[1], cm.onehot, onehot))) st = TS_ERR_OUT_OF_MEMORY;
             if (st || (st = ts_model_run(tm, in_names, in, 2))) {
                 cli_progress_end(&bar);
                 if (st == TS_ERR_NUMERICS) {
@@ -530,16 +601,18 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         }
         cli_progress_end(&bar);
         double ep_s = cli_now() - t0, acc = 0, hl = 0;
-        if (a.holdout > 0 && (copy_params(&cm, &em) || evaluate(inf, &em, ds, n_train, a.holdout, a.batch_size, &acc, &hl))) {
+        bool held = a.holdout > 0 || hds;
+        if (held && (copy_params(&cm, &em) || evaluate(inf, &em, hds ? hds : ds, hds ? 0 : n_train, hds ? ts_dataset_size(hds) : a.holdout,
+                                                        a.batch_size, &acc, &hl))) {
             cli_runtime_error("evaluating");
             goto done;
         }
         curve_add(acc_curve, (double)total_runs, acc);
         printf("epoch %ld/%ld: loss %.4f", ep, a.epochs, ep_runs ? ep_loss / (double)ep_runs : NAN);
-        if (a.holdout > 0) printf("  held-out accuracy %.2f%% (loss %.4f)", 100 * acc, hl);
+        if (held) printf("  held-out accuracy %.2f%% (loss %.4f)", 100 * acc, hl);
         printf("  %.2f s, %.0f samples/s\n", ep_s, (double)(ep_runs * S * a.batch_size) / ep_s);
         fflush(stdout);
-        if (tb && a.holdout > 0) ts_tb_scalar(tb, "heldout_accuracy", ts_model_steps(tm), acc);
+        if (tb && held) ts_tb_scalar(tb, "heldout_accuracy", ts_model_steps(tm), acc);
         if (a.stats) print_stats_table(tm);
         if (a.log_memory) {
             char line[512];
@@ -636,6 +709,8 @@ done:
     ts_graph_free(cm.g);
     ts_graph_free(em.g);
     ts_dataset_free(ds);
+    ts_dataset_free(hds);
+    free(onehot);
     free(loss_curve);
     free(acc_curve);
     return rc;
