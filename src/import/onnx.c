@@ -577,47 +577,48 @@ static ts_status op_fold(importer *im, node_io *io) {
 /* One row per ONNX op type: the import table. */
 static const struct {
     const char *op_type;
+    int required;  /* inputs that must be present */
     import_fn fn;
 } op_table[] = {
-    {"Abs", op_unary},
-    {"Add", op_binary},
-    {"Cast", op_fold},
-    {"Ceil", op_unary},
-    {"Concat", op_fold},
-    {"Constant", op_constant},
-    {"ConstantOfShape", op_fold},
-    {"Div", op_binary},
-    {"Dropout", op_dropout},
-    {"Equal", op_binary},
-    {"Expand", op_fold},
-    {"Flatten", op_flatten},
-    {"Floor", op_unary},
-    {"Gather", op_fold},
-    {"Gemm", op_gemm},
-    {"Greater", op_binary},
-    {"Identity", op_identity},
-    {"Less", op_binary},
-    {"Log", op_unary},
-    {"LogSoftmax", op_softmax},
-    {"MatMul", op_matmul},
-    {"Mul", op_binary},
-    {"Neg", op_unary},
-    {"Not", op_unary},
-    {"Pow", op_binary},
-    {"Range", op_fold},
-    {"Reciprocal", op_unary},
-    {"Relu", op_unary},
-    {"Reshape", op_reshape},
-    {"Shape", op_shape},
-    {"Size", op_size},
-    {"Slice", op_fold},
-    {"Softmax", op_softmax},
-    {"Sqrt", op_unary},
-    {"Squeeze", op_squeeze_unsqueeze},
-    {"Sub", op_binary},
-    {"Transpose", op_fold},
-    {"Unsqueeze", op_squeeze_unsqueeze},
-    {"Where", op_fold},
+    {"Abs", 1, op_unary},
+    {"Add", 2, op_binary},
+    {"Cast", 1, op_fold},
+    {"Ceil", 1, op_unary},
+    {"Concat", 1, op_fold},
+    {"Constant", 0, op_constant},
+    {"ConstantOfShape", 1, op_fold},
+    {"Div", 2, op_binary},
+    {"Dropout", 1, op_dropout},
+    {"Equal", 2, op_binary},
+    {"Expand", 2, op_fold},
+    {"Flatten", 1, op_flatten},
+    {"Floor", 1, op_unary},
+    {"Gather", 2, op_fold},
+    {"Gemm", 2, op_gemm},
+    {"Greater", 2, op_binary},
+    {"Identity", 1, op_identity},
+    {"Less", 2, op_binary},
+    {"Log", 1, op_unary},
+    {"LogSoftmax", 1, op_softmax},
+    {"MatMul", 2, op_matmul},
+    {"Mul", 2, op_binary},
+    {"Neg", 1, op_unary},
+    {"Not", 1, op_unary},
+    {"Pow", 2, op_binary},
+    {"Range", 3, op_fold},
+    {"Reciprocal", 1, op_unary},
+    {"Relu", 1, op_unary},
+    {"Reshape", 2, op_reshape},
+    {"Shape", 1, op_shape},
+    {"Size", 1, op_size},
+    {"Slice", 3, op_fold},
+    {"Softmax", 1, op_softmax},
+    {"Sqrt", 1, op_unary},
+    {"Squeeze", 1, op_squeeze_unsqueeze},
+    {"Sub", 2, op_binary},
+    {"Transpose", 1, op_fold},
+    {"Unsqueeze", 1, op_squeeze_unsqueeze},
+    {"Where", 3, op_fold},
 };
 
 static const char *supported_list(void) {
@@ -628,9 +629,12 @@ static const char *supported_list(void) {
     return buf;
 }
 
-static import_fn find_op(const char *op_type) {
+static import_fn find_op(const char *op_type, int *required) {
     for (size_t i = 0; i < TS_ARRAY_LEN(op_table); i++)
-        if (strcmp(op_table[i].op_type, op_type) == 0) return op_table[i].fn;
+        if (strcmp(op_table[i].op_type, op_type) == 0) {
+            *required = op_table[i].required;
+            return op_table[i].fn;
+        }
     return NULL;
 }
 
@@ -667,7 +671,8 @@ static ts_status import_node(importer *im, const Node *n, int index) {
     if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx") != 0)
         return node_error(im, TS_ERR_UNSUPPORTED, "op type %s of domain '%s' is not supported: tensorscope imports the default ONNX "
                           "domain (opsets %d to %d): %s", n->op_type, n->domain, MIN_OPSET, MAX_OPSET, supported_list());
-    import_fn fn = find_op(n->op_type);
+    int required = 0;
+    import_fn fn = find_op(n->op_type, &required);
     if (!fn)
         return node_error(im, TS_ERR_UNSUPPORTED, "op type %s is not supported yet; tensorscope imports: %s", n->op_type, supported_list());
     if (n->n_input > MAX_NODE_IO || n->n_output > MAX_NODE_IO || n->n_output == 0)
@@ -684,10 +689,8 @@ static ts_status import_node(importer *im, const Node *n, int index) {
             return node_error(im, TS_ERR_FORMAT, "input '%s' is defined by no earlier node, initializer or graph input (the file is "
                               "corrupt or its nodes are not in topological order)", n->input[i]);
     }
-    if (io.n_in == 0 || !io.in[0]) {
-        if (strcmp(n->op_type, "Constant") != 0 && strcmp(n->op_type, "Range") != 0 && strcmp(n->op_type, "ConstantOfShape") != 0)
-            return node_error(im, TS_ERR_FORMAT, "its first input is missing");
-    }
+    for (int i = 0; i < required; i++)
+        if (i >= io.n_in || !io.in[i]) return node_error(im, TS_ERR_FORMAT, "input %d is required but missing", i);
     char scope[512];
     scope_of(n->name, scope, sizeof scope);
     ts_graph_at(im->g, im->file, index);
@@ -716,7 +719,9 @@ static ts_status import_node(importer *im, const Node *n, int index) {
             ts_free(name);
         }
         if (!st && o->t && n->output[i] && *n->output[i]) st = ts_graph_add_alias(im->g, n->output[i], o->t);
-        if (!st && n->output[i] && *n->output[i]) st = define(im, n->output[i], o);
+        /* an output the op does not compute (Dropout's mask, ...) stays
+         * undefined: a node that reads it fails with a clear message */
+        if (!st && n->output[i] && *n->output[i] && (o->t || o->c.v)) st = define(im, n->output[i], o);
         else ts_const_free(&o->c);
     }
     return st;
