@@ -19,7 +19,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 typedef TensorscopeOnnx__NodeProto Node;
 typedef TensorscopeOnnx__TensorProto TensorProto;
@@ -36,7 +39,10 @@ typedef struct value {
     const char *name; /* the file's name (points into the parsed model) */
     ts_tensor *t;     /* graph tensor, or NULL for a constant */
     ts_const c;       /* host constant when t is NULL */
-    bool initializer; /* a float initializer: becomes a parameter when read by a graph op */
+    /* A float initializer: a parameter (made the first time a graph op
+     * reads it), never folded; its data is decoded only when needed
+     * (c.v NULL until then), straight from the file's bytes. */
+    const TensorProto *param;
 } value;
 
 typedef struct importer {
@@ -187,8 +193,13 @@ static ts_status read_external(const importer *im, const TensorProto *tp, const 
     return st;
 }
 
-/* A TensorProto (initializer or attribute) as a host constant. */
-static ts_status tensor_to_const(const importer *im, const TensorProto *tp, const char *what, ts_const *c) {
+static bool external(const TensorProto *tp) {
+    return tp->has_data_location && tp->data_location == TENSORSCOPE_ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+}
+
+/* The shape and type of a TensorProto into c (c->v stays NULL), after
+ * checking that its data is all there. */
+static ts_status tensor_check(const importer *im, const TensorProto *tp, const char *what, ts_const *c) {
     memset(c, 0, sizeof *c);
     ts_status st = check_dims(im, what, tp->n_dims, tp->dims, &c->shape);
     if (st) return st;
@@ -197,23 +208,14 @@ static ts_status tensor_to_const(const importer *im, const TensorProto *tp, cons
     if (!esize)
         return ts_error(TS_ERR_UNSUPPORTED, "%s: %s has ONNX data type %d (%s), which tensorscope does not read", im->path, what, dt,
                         ts_onnx_dtype_name(dt));
-    int64_t n = ts_shape_numel(&c->shape);
     c->dtype = dt;
-    c->v = ts_malloc((size_t)(n ? n : 1) * sizeof *c->v);
-    if (!c->v) return TS_ERR_OUT_OF_MEMORY;
+    int64_t n = ts_shape_numel(&c->shape);
     size_t want = (size_t)n * esize;
-    if (tp->has_data_location && tp->data_location == TENSORSCOPE_ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
-        uint8_t *b = NULL;
-        st = read_external(im, tp, what, want, &b);
-        if (!st) ts_onnx_decode_raw(dt, b, (size_t)n, c->v);
-        ts_free(b);
-        return st;
-    }
+    if (external(tp)) return TS_OK; /* checked when read */
     if (tp->has_raw_data) {
         if (tp->raw_data.len != want)
             return ts_error(TS_ERR_FORMAT, "%s: %s holds %zu bytes of data for %lld elements of %s (%zu expected): the file is corrupt or "
                             "truncated", im->path, what, tp->raw_data.len, (long long)n, ts_onnx_dtype_name(dt), want);
-        ts_onnx_decode_raw(dt, tp->raw_data.data, (size_t)n, c->v);
         return TS_OK;
     }
     size_t have;
@@ -227,6 +229,27 @@ static ts_status tensor_to_const(const importer *im, const TensorProto *tp, cons
     if (have != (size_t)n)
         return ts_error(TS_ERR_FORMAT, "%s: %s holds %zu values for shape of %lld elements: the file is corrupt or truncated", im->path,
                         what, have, (long long)n);
+    return TS_OK;
+}
+
+/* The values of a checked TensorProto into c->v (allocated here). */
+static ts_status tensor_decode(const importer *im, const TensorProto *tp, const char *what, ts_const *c) {
+    int dt = c->dtype;
+    int64_t n = ts_shape_numel(&c->shape);
+    c->v = ts_malloc((size_t)(n ? n : 1) * sizeof *c->v);
+    if (!c->v) return TS_ERR_OUT_OF_MEMORY;
+    if (external(tp)) {
+        uint8_t *b = NULL;
+        ts_status st = read_external(im, tp, what, (size_t)n * ts_onnx_dtype_size(dt), &b);
+        if (!st) ts_onnx_decode_raw(dt, b, (size_t)n, c->v);
+        ts_free(b);
+        if (st) ts_const_free(c);
+        return st;
+    }
+    if (tp->has_raw_data) {
+        ts_onnx_decode_raw(dt, tp->raw_data.data, (size_t)n, c->v);
+        return TS_OK;
+    }
     for (int64_t i = 0; i < n; i++) {
         switch (dt) {
         case TS_ONNX_FLOAT: c->v[i] = tp->float_data[i]; break;
@@ -239,6 +262,20 @@ static ts_status tensor_to_const(const importer *im, const TensorProto *tp, cons
         }
     }
     return TS_OK;
+}
+
+/* A TensorProto (initializer or attribute) as a host constant. */
+static ts_status tensor_to_const(const importer *im, const TensorProto *tp, const char *what, ts_const *c) {
+    ts_status st = tensor_check(im, tp, what, c);
+    return st ? st : tensor_decode(im, tp, what, c);
+}
+
+/* A parameter's values for folding (Transpose of a weight, ...). */
+static ts_status decoded(const importer *im, value *v) {
+    if (!v || !v->param || v->c.v) return TS_OK;
+    char what[600];
+    snprintf(what, sizeof what, "initializer '%s'", v->name);
+    return tensor_decode(im, v->param, what, &v->c);
 }
 
 /* ------------------------------------------------------------ attributes */
@@ -267,18 +304,30 @@ static void attr_ints(const importer *im, const char *name, const int64_t **v, i
 
 static bool is_const(const value *v) { return v && !v->t; }
 
+static bool host_little_endian(void) {
+    const uint16_t one = 1;
+    return *(const uint8_t *)&one == 1;
+}
+
 /* A graph tensor for v: float initializers become parameters under their
- * own names the first time a graph op reads them. */
+ * own names the first time a graph op reads them (float32 raw data is
+ * copied as it is, the rest converted). */
 static ts_tensor *as_tensor(importer *im, value *v, ts_status *st) {
     if (v->t) return v->t;
-    if (v->initializer && ts_onnx_dtype_is_float(v->c.dtype)) {
+    if (v->param) {
         ts_tensor *p = ts_param(im->g, v->name, v->c.shape.ndim, v->c.shape.d);
         if (!p) {
             *st = ts_graph_status(im->g);
             return NULL;
         }
         int64_t n = ts_shape_numel(&v->c.shape);
-        for (int64_t i = 0; i < n; i++) p->value[i] = (float)v->c.v[i];
+        const TensorProto *tp = v->param;
+        if (!v->c.v && tp->has_raw_data && !external(tp) && v->c.dtype == TS_ONNX_FLOAT && host_little_endian()) {
+            memcpy(p->value, tp->raw_data.data, (size_t)n * sizeof(float));
+        } else {
+            if ((*st = decoded(im, v))) return NULL;
+            for (int64_t i = 0; i < n; i++) p->value[i] = (float)v->c.v[i];
+        }
         v->t = p;
         return p;
     }
@@ -289,7 +338,7 @@ static ts_tensor *as_tensor(importer *im, value *v, ts_status *st) {
 
 /* Whether v is a constant scalar (any shape of one element), into *s. */
 static bool const_scalar(const value *v, double *s) {
-    if (!is_const(v) || v->initializer || ts_shape_numel(&v->c.shape) != 1) return false;
+    if (!is_const(v) || v->param || ts_shape_numel(&v->c.shape) != 1) return false;
     *s = v->c.v[0];
     return true;
 }
@@ -321,7 +370,7 @@ static ts_status op_binary(importer *im, node_io *io) {
     const char *op = im->node->op_type;
     if (io->n_in != 2) return node_error(im, TS_ERR_FORMAT, "needs 2 inputs, has %d", io->n_in);
     value *a = io->in[0], *b = io->in[1];
-    if (is_const(a) && is_const(b) && !(a->initializer || b->initializer))
+    if (is_const(a) && is_const(b) && !a->param && !b->param)
         return fold_result(im, ts_const_binary(op, &a->c, &b->c, &io->out[0].c));
     double s;
     ts_status st = TS_OK;
@@ -347,7 +396,7 @@ static ts_status op_binary(importer *im, node_io *io) {
 static ts_status op_unary(importer *im, node_io *io) {
     const char *op = im->node->op_type;
     value *x = io->in[0];
-    if (is_const(x) && !x->initializer) return fold_result(im, ts_const_unary(op, &x->c, &io->out[0].c));
+    if (is_const(x) && !x->param) return fold_result(im, ts_const_unary(op, &x->c, &io->out[0].c));
     ts_status st = TS_OK;
     ts_tensor *t = as_tensor(im, x, &st);
     if (!t) return st;
@@ -357,10 +406,12 @@ static ts_status op_unary(importer *im, node_io *io) {
     return node_error(im, TS_ERR_UNSUPPORTED, "%s on a graph tensor is not available yet (it is folded when its input is constant)", op);
 }
 
+/* The same tensor under a second name (a parameter stays one tensor). */
 static ts_status op_identity(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    if (io->in[0]->param && !as_tensor(im, io->in[0], &st)) return st;
     if (is_const(io->in[0])) return fold_result(im, ts_const_copy(&io->in[0]->c, &io->out[0].c));
-    io->out[0] = *io->in[0];
-    io->out[0].initializer = false;
+    io->out[0] = (value){.t = io->in[0]->t};
     return TS_OK;
 }
 
@@ -414,6 +465,10 @@ static ts_status op_size(importer *im, node_io *io) {
 
 /* Ops that exist only folded here: every input must be a constant. */
 static ts_status need_consts(importer *im, node_io *io) {
+    for (int i = 0; i < io->n_in; i++) {
+        ts_status st = decoded(im, io->in[i]);
+        if (st) return st;
+    }
     for (int i = 0; i < io->n_in; i++)
         if (io->in[i] && !is_const(io->in[i]))
             return node_error(im, TS_ERR_UNSUPPORTED, "%s is folded when its inputs are constants, but input %d ('%s') is computed by "
@@ -423,7 +478,9 @@ static ts_status need_consts(importer *im, node_io *io) {
 }
 
 /* An int64 list from a constant input (axes, shape, ...) into v[0..*n). */
-static ts_status const_ints(importer *im, const value *x, int64_t *v, int *n, const char *what) {
+static ts_status const_ints(importer *im, value *x, int64_t *v, int *n, const char *what) {
+    ts_status st = decoded(im, x);
+    if (st) return st;
     if (!is_const(x) || x->c.shape.ndim > 1 || ts_shape_numel(&x->c.shape) > TS_MAX_DIMS)
         return node_error(im, TS_ERR_UNSUPPORTED, "its %s ('%s') must be a constant list of at most %d values", what, x ? x->name : "?",
                           TS_MAX_DIMS);
@@ -445,7 +502,7 @@ static ts_status axes_of(importer *im, node_io *io, int input, int64_t *axes, in
 }
 
 static ts_status reshape_to(importer *im, value *x, const ts_shape *s, value *out) {
-    if (is_const(x) && !x->initializer) {
+    if (is_const(x) && !x->param) {
         ts_status st = ts_const_copy(&x->c, &out->c);
         if (!st) out->c.shape = *s;
         return fold_result(im, st);
@@ -454,8 +511,7 @@ static ts_status reshape_to(importer *im, value *x, const ts_shape *s, value *ou
     ts_tensor *t = as_tensor(im, x, &st);
     if (!t) return st;
     if (ts_shape_equal(&t->shape, s)) {
-        *out = *x;
-        out->initializer = false;
+        *out = (value){.t = t};
         return TS_OK;
     }
     return built(im, ts_reshape(im->g, t, s->ndim, s->d), out);
@@ -817,8 +873,10 @@ static ts_status import_graph(importer *im, const TensorscopeOnnx__ModelProto *m
         if (!tp->name || !*tp->name) return ts_error(TS_ERR_FORMAT, "%s: initializer %zu has no name", im->path, i);
         char what[600];
         snprintf(what, sizeof what, "initializer '%s'", tp->name);
-        value v = {.initializer = true};
-        ts_status st = tensor_to_const(im, tp, what, &v.c);
+        value v = {0};
+        ts_status st = tensor_check(im, tp, what, &v.c);
+        if (!st && ts_onnx_dtype_is_float(v.c.dtype)) v.param = tp;
+        else if (!st) st = tensor_decode(im, tp, what, &v.c);
         if (!st) st = define(im, tp->name, &v);
         if (st) {
             ts_const_free(&v.c);
@@ -843,34 +901,25 @@ static ts_status import_graph(importer *im, const TensorscopeOnnx__ModelProto *m
     return ts_graph_status(im->g);
 }
 
-static ts_status read_file(const char *path, uint8_t **out, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return ts_error(TS_ERR_IO, "cannot open ONNX model %s: %s", path, strerror(errno));
+/* Maps the file read-only (the parser copies what it keeps). */
+static ts_status map_file(const char *path, void **out, size_t *n) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return ts_error(TS_ERR_IO, "cannot open ONNX model %s: %s", path, strerror(errno));
     struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(f);
-        return ts_error(TS_ERR_IO, "%s is not a regular file", path);
+    ts_status s = TS_OK;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) s = ts_error(TS_ERR_IO, "%s is not a regular file", path);
+    else if ((uint64_t)st.st_size > MAX_MODEL_BYTES)
+        s = ts_error(TS_ERR_UNSUPPORTED, "%s is %lld bytes; ONNX files hold at most 2 GB (larger models keep their weights as external "
+                     "data)", path, (long long)st.st_size);
+    *out = NULL;
+    *n = s ? 0 : (size_t)st.st_size;
+    if (!s && *n) {
+        void *p = mmap(NULL, *n, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+        if (p == MAP_FAILED) s = ts_error(TS_ERR_IO, "cannot map %s: %s", path, strerror(errno));
+        else *out = p;
     }
-    if ((uint64_t)st.st_size > MAX_MODEL_BYTES) {
-        fclose(f);
-        return ts_error(TS_ERR_UNSUPPORTED, "%s is %lld bytes; ONNX files hold at most 2 GB (larger models keep their weights as external "
-                        "data)", path, (long long)st.st_size);
-    }
-    size_t size = (size_t)st.st_size;
-    uint8_t *b = ts_malloc(size ? size : 1);
-    if (!b) {
-        fclose(f);
-        return TS_ERR_OUT_OF_MEMORY;
-    }
-    size_t got = fread(b, 1, size, f);
-    fclose(f);
-    if (got != size) {
-        ts_free(b);
-        return ts_error(TS_ERR_IO, "%s: read %zu of %zu bytes", path, got, size);
-    }
-    *out = b;
-    *n = size;
-    return TS_OK;
+    close(fd);
+    return s;
 }
 
 static void *pb_alloc(void *user, size_t n) { (void)user; return ts_malloc(n ? n : 1); }
@@ -923,12 +972,12 @@ ts_status ts_graph_from_onnx(ts_graph **out, const char *path, const ts_onnx_inp
     if (n_inputs < 0 || (n_inputs > 0 && !inputs)) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_graph_from_onnx: bad input list");
     for (int i = 0; i < n_inputs; i++)
         if (!inputs[i].name) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_graph_from_onnx: input %d has no name", i);
-    uint8_t *b = NULL;
+    void *b = NULL;
     size_t n = 0;
     uint64_t t0 = ts_now_ns();
-    ts_status st = read_file(path, &b, &n);
+    ts_status st = map_file(path, &b, &n);
     if (!st) st = ts_onnx_import_bytes(out, b, n, path, inputs, n_inputs);
-    ts_free(b);
+    if (b) munmap(b, n);
     if (!st) ts_metric_record("OnnxImportTime", (double)(ts_now_ns() - t0));
     return st;
 }
