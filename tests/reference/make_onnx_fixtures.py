@@ -10,7 +10,7 @@ For each model NAME it writes NAME.onnx and NAME.npz holding
   out               PyTorch's output for x
   loss              cross_entropy(out, labels) (mean; GPT: over [B*T, V])
   grad/<param>      d loss / d param for every named parameter
-  traj              (LeNet only) the loss of 10 SGD steps (lr 0.05) on x
+  traj              (MLP, LeNet) the loss of 10 SGD steps (lr 0.05) on x
 mlp_dynamic_op13 leaves the batch dimension dynamic; mlp_op11 is an opset
 the importer refuses (its test checks the message).
 Widths are reduced so every file stays small; weights and inputs come from
@@ -202,7 +202,7 @@ def main():
     labels = torch.randint(0, 5, (4,))
     for opset in (13, 17):
         torch.manual_seed(1)
-        write(f"mlp_op{opset}", MLP(), x, labels, opset)
+        write(f"mlp_op{opset}", MLP(), x, labels, opset, traj=True)
     # a batch dimension left dynamic (the importer needs its size given),
     # and an opset older than the importer reads
     torch.manual_seed(1)
