@@ -4,7 +4,7 @@ JOBS ?= 2
 CMAKE ?= cmake
 DEMO_FLAGS ?= --model mlp --data data/mnist --epochs 3 --batch-size 64 --optimizer adam --lr 0.001 --stats --histogram build/GradientHistogram.png
 
-.PHONY: all deps deps-test build demo test test-asan test-tsan bench fuzz install clean
+.PHONY: all deps deps-test build demo test test-asan test-tsan bench fuzz fuzz-run install clean
 
 all: build
 
@@ -32,14 +32,21 @@ test-asan: deps-test
 test-tsan: deps-test
 	@$(CMAKE) -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DTS_TSAN=ON >/dev/null
 	@$(CMAKE) --build build-tsan -j $(JOBS)
-	cd build-tsan && TSAN_OPTIONS=suppressions=$(CURDIR)/tests/tsan.supp ctest --output-on-failure -j $(JOBS) -R 'outfeed|watch|anchors|reference'
+	cd build-tsan && TSAN_OPTIONS=suppressions=$(CURDIR)/tests/tsan.supp ctest --output-on-failure -j $(JOBS)
 
 bench: deps-test build
 	bench/run.sh build
 
+# libFuzzer targets with the library instrumented (coverage + ASan/UBSan)
 fuzz: deps-test
 	@$(CMAKE) -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DTS_FUZZ=ON -DTS_BUILD_TESTS=OFF >/dev/null
 	@$(CMAKE) --build build-fuzz -j $(JOBS)
+
+# each target for FUZZ_SECONDS (default 60), FUZZ_JOBS at a time; exit 1 on a finding
+FUZZ_SECONDS ?= 60
+FUZZ_JOBS ?= 1
+fuzz-run: fuzz
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(FUZZ_JOBS) scripts/fuzz-run.sh build-fuzz
 
 install: build
 	$(CMAKE) --install build

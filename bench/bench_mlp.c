@@ -10,11 +10,13 @@
  * pool; BLAS threads come from OPENBLAS_NUM_THREADS (bench/run.sh sets it).
  * GFLOP/s uses ts_model_flops_per_microbatch (convention in bench/run.sh).
  *
- * Prints one line:
- * `tensorscope batch=B threads=T steps=N ms_per_step=.. samples_per_s=.. gflops=.. loss=..` */
+ * Prints one line; peak_rss_mb is the process's peak resident set
+ * (getrusage), act_mb the activation arena the memory plan laid out:
+ * `tensorscope batch=B threads=T steps=N ms_per_step=.. samples_per_s=.. gflops=.. peak_rss_mb=.. act_mb=.. loss=..` */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "bench_common.h"
@@ -79,10 +81,14 @@ int main(int argc, char **argv)
     double last_loss = ts_model_anchored(m, "loss", &l) == TS_OK ? *(const float *)l.data : 0.0;
     double ms = secs * 1e3 / (double)steps;
     double flops = ts_model_flops_per_microbatch(m) * (double)steps;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    ts_model_memory mem;
+    double act_mb = ts_model_memory_get(m, &mem) == TS_OK ? (double)mem.activations / 1048576.0 : -1.0;
     printf("tensorscope batch=%ld threads=%ld steps=%ld ms_per_step=%.4f samples_per_s=%.1f "
-           "gflops=%.3f loss=%.4f\n",
+           "gflops=%.3f peak_rss_mb=%.1f act_mb=%.2f loss=%.4f\n",
            batch, threads, steps, ms, (double)(batch * steps) / secs, flops / secs * 1e-9,
-           last_loss);
+           (double)ru.ru_maxrss / 1024.0, act_mb, last_loss);
     free(xbuf);
     free(ybuf);
     ts_model_free(m);

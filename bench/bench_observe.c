@@ -21,12 +21,13 @@
  * of the pair timed back to back: robust to the machine's speed changing
  * between pairs (shared 2-core machines change by 2x), where a best-of
  * would pair one side's lucky moment with the other's ordinary one.
- * ms_per_step is each side's median repetition, best_ms its best.
+ * ms_per_step is each side's median repetition, best_ms and worst_ms its
+ * spread; min_pct and max_pct the spread of the pairs' overheads.
  *
  * Prints one line per side, then the overhead:
- * `ts-plain role=base batch=B threads=T steps=N reps=R ms_per_step=.. best_ms=.. samples_per_s=.. gflops=..`
+ * `ts-plain role=base batch=B threads=T steps=N reps=R ms_per_step=.. best_ms=.. worst_ms=.. samples_per_s=.. gflops=..`
  * `ts-watch role=cand ...`
- * `overhead pct=.. best_pct=..` (best_pct: best cand / best base - 1) */
+ * `overhead pct=.. best_pct=.. min_pct=.. max_pct=..` (best_pct: best cand / best base - 1) */
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -166,7 +167,8 @@ static double median(double *v, long n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* One side's line; *best = its best seconds per step. */
+/* One side's line (median, best and worst repetition); *best = its best
+ * seconds per step. */
 static void report(const char *impl, const char *role, const side *s, const data *d, long threads,
                    long steps, long reps, double *best)
 {
@@ -175,9 +177,9 @@ static void report(const char *impl, const char *role, const side *s, const data
     double med = median(v, reps) / (double)steps;
     *best = v[0] / (double)steps;
     printf("%s role=%s batch=%ld threads=%ld steps=%ld reps=%ld ms_per_step=%.4f best_ms=%.4f "
-           "samples_per_s=%.1f gflops=%.3f\n",
+           "worst_ms=%.4f samples_per_s=%.1f gflops=%.3f\n",
            impl, role, d->batch, threads, steps, reps, med * 1e3, *best * 1e3,
-           (double)d->batch / med, ts_model_flops_per_microbatch(s->m) / med * 1e-9);
+           v[reps - 1] / (double)steps * 1e3, (double)d->batch / med, ts_model_flops_per_microbatch(s->m) / med * 1e-9);
 }
 
 int main(int argc, char **argv)
@@ -252,8 +254,9 @@ int main(int argc, char **argv)
         report(impl[md][k], k ? "cand" : "base", &sd[k], &d, threads, steps, reps, &best[k]);
     for (long r = 0; r < reps; r++)
         ratio[r] = sd[1].secs[r] / sd[0].secs[r];
-    printf("overhead pct=%.2f best_pct=%.2f\n", (median(ratio, reps) - 1) * 100,
-           (best[1] / best[0] - 1) * 100);
+    double med = median(ratio, reps); /* sorts: ratio[0] and ratio[reps-1] are the spread */
+    printf("overhead pct=%.2f best_pct=%.2f min_pct=%.2f max_pct=%.2f\n", (med - 1) * 100,
+           (best[1] / best[0] - 1) * 100, (ratio[0] - 1) * 100, (ratio[reps - 1] - 1) * 100);
 
     if (md == MODE_CRASH)
         handlers_use(0);

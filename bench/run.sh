@@ -13,6 +13,16 @@
 # against a maximum, or just reports it when the maximum is "-". ms/step is
 # then each side's median repetition.
 #
+# Peers: the current PyTorch from PyPI (pinned in bench/torch_venv.sh, in a
+# venv under BUILD made on the first run and reused) is the peer the targets
+# are set against; Debian's python3-torch (1.13) stays as an extra row. The
+# table header prints both versions. The MLP rows are interleaved: REPS
+# rounds (TS_BENCH_REPS, default 5), each running every implementation once
+# in a rotating order, so that load from other processes hits all alike; a
+# row prints each side's median ms/step and its spread (fastest..slowest
+# round) and the ratio of the medians, with the spread of the per-round
+# ratios.
+#
 # Threads: TS_BENCH_THREADS (default 2) for both sides, exported as
 # OPENBLAS_NUM_THREADS, OMP_NUM_THREADS and MKL_NUM_THREADS so BLAS and
 # OpenMP pools match; bench_mlp takes it as its thread count and
@@ -33,9 +43,10 @@ BUILD=$1
 [ -d "$BUILD" ] || { echo "bench/run.sh: no build directory $BUILD (run make build first)" >&2; exit 2; }
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 CORES=$(getconf _NPROCESSORS_ONLN)   # before OMP_NUM_THREADS is set: nproc obeys it
-PY=/usr/bin/python3   # Debian's interpreter: it has python3-torch
+PY=/usr/bin/python3   # Debian's interpreter: it has python3-torch (1.13)
 THREADS=${TS_BENCH_THREADS:-2}
 SCALE=${TS_BENCH_SCALE:-1}   # multiplies every step count (0.2 for a quick look)
+REPS=${TS_BENCH_REPS:-5}     # interleaved rounds of the MLP rows
 export TS_BENCH_THREADS=$THREADS OPENBLAS_NUM_THREADS=$THREADS OMP_NUM_THREADS=$THREADS \
        MKL_NUM_THREADS=$THREADS
 
@@ -44,10 +55,10 @@ steps() { awk -v n="$1" -v s="$SCALE" 'BEGIN { v = int(n * s); print (v < 1 ? 1 
 # field LINE KEY -> the value of key=value in LINE (empty when absent)
 field() { printf '%s\n' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1; }
 
-# measure CMD... -> the command's result line, or "failed" (its output on stderr)
+# measure CMD -> the command's result line, or "failed" (its output on stderr)
 measure() {
     local out line
-    if out=$("$@" 2>&1) && line=$(printf '%s\n' "$out" | grep -E ' ms_per_step=' | tail -n 1) \
+    if out=$(bash -c "$1" 2>&1) && line=$(printf '%s\n' "$out" | grep -E ' ms_per_step=' | tail -n 1) \
         && [ -n "$line" ]; then
         printf '%s\n' "$line"
     else
@@ -57,38 +68,81 @@ measure() {
 }
 
 ROWS=() PASSES=0 MISSES=0
-hr() { printf '%.0s-' $(seq 1 70); printf '\n'; }
+hr() { printf '%.0s-' $(seq 1 96); printf '\n'; }
+HEAD_FMT='%-22s %-16s %9s %-17s %11s %8s %8s\n'
 
-# show LABEL LINE -> one table line for a result line (or "failed")
+# show LABEL LINE [SPREAD] -> one table line for a result line (or "failed")
 show() {
     if [ "$2" = failed ]; then
-        printf '%-22s %-12s %10s\n' "$1" "?" failed
+        printf '%-22s %-16s %9s\n' "$1" "?" failed
     else
-        printf '%-22s %-12s %10s %12s %9s\n' "$1" "${2%% *}" "$(field "$2" ms_per_step)" \
-            "$(field "$2" samples_per_s)" "$(field "$2" gflops)"
+        local rss
+        rss=$(field "$2" peak_rss_mb)
+        printf "$HEAD_FMT" "$1" "${2%% *}" "$(field "$2" ms_per_step)" "${3:-}" \
+            "$(field "$2" samples_per_s)" "$(field "$2" gflops)" "${rss:--}"
     fi
 }
 
-# row LABEL TARGET BASELINE_CMD CANDIDATE_CMD (each command one string)
-row() {
-    local label=$1 target=$2 base cand
-    base=$(measure bash -c "$3")
-    cand=$(measure bash -c "$4")
-    for line in "$base" "$cand"; do show "$label" "$line"; done
-    local verdict ratio=-
-    if [ "$base" != failed ] && [ "$cand" != failed ]; then
-        ratio=$(awk -v b="$(field "$base" ms_per_step)" -v c="$(field "$cand" ms_per_step)" \
-            'BEGIN { if (c > 0) printf "%.2f", b / c; else print "-" }')
-    fi
-    if [ "$ratio" != - ] && awk -v r="$ratio" -v t="$target" 'BEGIN { exit !(r >= t) }'; then
-        verdict=PASS; PASSES=$((PASSES + 1))
-    else
-        verdict=MISS; MISSES=$((MISSES + 1))
-    fi
-    printf '%-22s ratio %s/%s ms = %s (target >= %s): %s\n' "$label" "${base%% *}" \
-        "${cand%% *}" "$ratio" "$target" "$verdict"
+# stat OP -> reads numbers on stdin; OP median|min|max
+stat() { sort -g | awk -v op="$1" '{ v[NR] = $1 } END {
+    if (!NR) { print "-"; exit }
+    if (op == "min") print v[1]; else if (op == "max") print v[NR];
+    else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.4f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# mlp_row LABEL TARGET BATCH STEPS WARMUP: tensorscope against PyTorch 2.x
+# (the target: PyTorch 2.x median ms / tensorscope median ms >= TARGET) and
+# Debian's PyTorch (no target), REPS interleaved rounds.
+mlp_row() {
+    local label=$1 target=$2 batch=$3 n m i k r
+    local -a cmds=("$BENCH $batch $(steps "$4") $5 $THREADS"
+                   "$TORCH2_PY $SRC/bench/torch_mlp.py --batch $batch --steps $(steps "$4") --warmup $5 --threads $THREADS"
+                   "$PY $SRC/bench/torch_mlp.py --batch $batch --steps $(steps "$4") --warmup $5 --threads $THREADS")
+    local -a lines=("" "" "") ms=("" "" "") rat=("" "")
+    [ -n "$TORCH2_PY" ] || cmds[1]="false"
+    n=${#cmds[@]}
+    for ((r = 0; r < REPS; r++)); do
+        local -a got=()
+        for ((i = 0; i < n; i++)); do
+            k=$(((i + r) % n))   # rotate which implementation goes first
+            got[k]=$(measure "${cmds[k]}")
+            [ "${got[k]}" = failed ] || { lines[k]+="${got[k]}"$'\n'; ms[k]+="$(field "${got[k]}" ms_per_step) "; }
+        done
+        for k in 1 2; do   # this round's ratio against each peer
+            [ "${got[0]}" = failed ] || [ "${got[k]}" = failed ] || rat[k - 1]+="$(awk -v b="$(field "${got[k]}" ms_per_step)" \
+                -v c="$(field "${got[0]}" ms_per_step)" 'BEGIN { printf "%.3f", b / c }') "
+        done
+    done
+    local -a med=()
+    for ((k = 0; k < n; k++)); do
+        if [ -z "${ms[k]}" ]; then show "$label" failed; med[k]=-; continue; fi
+        med[k]=$(printf '%s\n' ${ms[k]} | stat median)
+        # the round whose ms/step is the median (REPS odd) gives the other columns
+        m=$(printf '%s' "${lines[k]}" | awk -v t="${med[k]}" '{ for (i = 1; i <= NF; i++) if ($i == "ms_per_step=" t) { print; exit } }')
+        [ -n "$m" ] || m="$(printf '%s' "${lines[k]}" | head -n 1 | sed "s/ms_per_step=[^ ]*/ms_per_step=${med[k]}/")"
+        show "$label" "$m" "$(printf '%s\n' ${ms[k]} | stat min)..$(printf '%s\n' ${ms[k]} | stat max)"
+    done
+    local verdict ratio=- spread peer
+    for k in 1 2; do
+        ratio=- spread=
+        if [ "${med[0]}" != - ] && [ "${med[k]}" != - ]; then
+            ratio=$(awk -v b="${med[k]}" -v c="${med[0]}" 'BEGIN { printf "%.2f", b / c }')
+            spread=" (rounds $(printf '%s\n' ${rat[k - 1]} | stat min)..$(printf '%s\n' ${rat[k - 1]} | stat max))"
+        fi
+        peer=$([ "$k" = 1 ] && echo "$TORCH2_VER" || echo "$TORCH1_VER")
+        if [ "$k" = 2 ]; then
+            printf '%-22s ratio pytorch-%s/tensorscope = %s%s (no target)\n' "$label" "$peer" "$ratio" "$spread"
+            continue
+        fi
+        if [ "$ratio" != - ] && awk -v r="$ratio" -v t="$target" 'BEGIN { exit !(r >= t) }'; then
+            verdict=PASS; PASSES=$((PASSES + 1))
+        else
+            verdict=MISS; MISSES=$((MISSES + 1))
+        fi
+        printf '%-22s ratio pytorch-%s/tensorscope = %s%s (target >= %s): %s\n' "$label" "$peer" \
+            "$ratio" "$spread" "$target" "$verdict"
+        ROWS+=("$label: ratio $ratio vs PyTorch $peer$spread, target >= $target, $verdict")
+    done
     hr
-    ROWS+=("$label: ratio $ratio, target >= $target, $verdict")
 }
 
 # overhead_row LABEL MAX_PERCENT CMD: CMD prints a role=base and a role=cand
@@ -105,8 +159,10 @@ overhead_row() {
         printf '%s\n' "$out" | tail -n 5 | sed 's/^/    | /' >&2
         base=failed cand=failed
     fi
-    show "$label" "$base"
-    show "$label" "$cand"
+    local line
+    for line in "$base" "$cand"; do
+        show "$label" "$line" "$(field "$line" best_ms)..$(field "$line" worst_ms)"
+    done
     [ "$base" != failed ] && pct=$(field "$ovh" pct)
     if [ "$max" = - ]; then
         verdict=info target="no target"
@@ -118,36 +174,42 @@ overhead_row() {
             verdict=MISS; MISSES=$((MISSES + 1))
         fi
     fi
-    [ "$pct" != - ] && pct="$pct% (best-of $(field "$ovh" best_pct)%)"
+    [ "$pct" != - ] && pct="$pct% (pairs $(field "$ovh" min_pct)..$(field "$ovh" max_pct)%)"
     printf '%-22s overhead %s/%s = %s (%s): %s\n' "$label" "${cand%% *}" "${base%% *}" \
         "$pct" "$target" "$verdict"
     hr
     ROWS+=("$label: overhead $pct, $target, $verdict")
 }
 
-echo "threads=$THREADS, $CORES cores, load average $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)" \
-     "(other load skews the numbers)"
-printf '%-22s %-12s %10s %12s %9s\n' benchmark impl ms/step samples/s GFLOP/s
+. "$SRC/bench/torch_venv.sh"
+TORCH2_PY= TORCH2_VER=none
+if torch_venv_ensure; then
+    TORCH2_PY=$TORCH_VENV_PY
+    TORCH2_VER=$("$TORCH2_PY" -c 'import torch; print(torch.__version__.split("+")[0])' 2>/dev/null) || TORCH2_PY=
+fi
+TORCH1_VER=$("$PY" -c 'import torch; print(torch.__version__.split("+")[0])' 2>/dev/null) || TORCH1_VER=none
+TORCH2_PY=${TORCH2_PY:-false}   # a missing peer makes its rows "failed"
+
+echo "peers: PyTorch $TORCH2_VER (PyPI, $TORCH_VENV; the targets' peer), PyTorch $TORCH1_VER (Debian, $PY)"
+echo "threads=$THREADS, $CORES cores, $REPS interleaved rounds, load average" \
+     "$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null) (other load skews the numbers)"
+printf "$HEAD_FMT" benchmark impl ms/step "spread(ms)" samples/s GFLOP/s "RSS(MB)"
 hr
 BENCH=$BUILD/bench_mlp
 
-# the tutorial MLP, training steps: PyTorch ms / tensorscope ms
-row "mlp train batch=1000" 1.0 \
-    "$PY $SRC/bench/torch_mlp.py --batch 1000 --steps $(steps 30) --threads $THREADS" \
-    "$BENCH 1000 $(steps 30) 5 $THREADS"
-row "mlp train batch=32" 2.0 \
-    "$PY $SRC/bench/torch_mlp.py --batch 32 --steps $(steps 500) --threads $THREADS" \
-    "$BENCH 32 $(steps 500) 20 $THREADS"
+# the tutorial MLP, training steps: PyTorch 2.x ms / tensorscope ms
+mlp_row "mlp train batch=1000" 1.15 1000 30 5
+mlp_row "mlp train batch=32" 2.0 32 500 20
 
 # what observing costs: tensorscope plain vs observed in one process,
-# interleaved repetitions (7 pairs); PyTorch doing the same work for
+# interleaved repetitions (7 pairs); PyTorch 2.x doing the same work for
 # reference (forward hooks + .grad + updated-parameter stats)
 OBS=$BUILD/bench_observe
 row_obs() { echo "$OBS $1 $2 $(steps "$3") $4 $THREADS 7"; }
-row_torch() { echo "$PY $SRC/bench/torch_observe.py --batch $1 --steps $(steps "$2") --warmup $3 --threads $THREADS --reps 7"; }
-overhead_row "watch stats b=1000" 5 "$(row_obs watch 1000 20 3)"
+row_torch() { echo "$TORCH2_PY $SRC/bench/torch_observe.py --batch $1 --steps $(steps "$2") --warmup $3 --threads $THREADS --reps 7"; }
+overhead_row "watch stats b=1000" 3 "$(row_obs watch 1000 20 3)"
 overhead_row "torch hooks b=1000" - "$(row_torch 1000 20 3)"
-overhead_row "watch stats b=32" 15 "$(row_obs watch 32 200 20)"
+overhead_row "watch stats b=32" 10 "$(row_obs watch 32 200 20)"
 overhead_row "torch hooks b=32" - "$(row_torch 32 200 20)"
 overhead_row "check_numerics b=1000" 5 "$(row_obs numerics 1000 20 3)"
 # diagnostics off (TS_METRICS_FILE unset) with the crash handler installed

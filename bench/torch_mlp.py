@@ -12,11 +12,14 @@ with set_to_none, no per-step .item().
 GFLOP/s counts matmuls only (the convention of bench/run.sh):
 6 * B * (784*320 + 320*100 + 100*10) per step.
 
-Prints one line:
-`pytorch batch=B threads=T steps=N ms_per_step=.. samples_per_s=.. gflops=.. loss=..`
+Runs under any PyTorch: bench/run.sh runs it with the current PyPI release
+(its venv) and with Debian's. Prints one line, the impl named by the version
+and peak_rss_mb the process's peak resident set (getrusage):
+`pytorch-2.15.0 batch=B threads=T steps=N ms_per_step=.. samples_per_s=.. gflops=.. peak_rss_mb=.. loss=..`
 """
 import argparse
 import os
+import resource
 import time
 
 import torch
@@ -60,9 +63,10 @@ def main():
         opt.step()
     secs = time.perf_counter() - t0
 
-    print(f"pytorch batch={a.batch} threads={a.threads} steps={a.steps} "
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    print(f"pytorch-{torch.__version__.split('+')[0]} batch={a.batch} threads={a.threads} steps={a.steps} "
           f"ms_per_step={secs * 1e3 / a.steps:.4f} samples_per_s={a.batch * a.steps / secs:.1f} "
-          f"gflops={matmul_flops_per_step(a.batch) * a.steps / secs * 1e-9:.3f} "
+          f"gflops={matmul_flops_per_step(a.batch) * a.steps / secs * 1e-9:.3f} peak_rss_mb={rss_mb:.1f} "
           f"loss={loss.item():.4f}")
 
 

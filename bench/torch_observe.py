@@ -15,11 +15,12 @@ after backward() and of every parameter after optimizer.step(): 7 + 6 + 6
 Both models live in one process and are timed in interleaved repetitions
 (the side that goes first alternates); the overhead is the median over
 repetitions of cand/base - 1 of the pair timed back to back (see
-bench_observe.c). ms_per_step is each side's median repetition, best_ms its
-best. Prints one line per side, then the overhead:
-`torch-plain role=base batch=B threads=T steps=N reps=R ms_per_step=.. best_ms=.. samples_per_s=.. gflops=..`
+bench_observe.c). ms_per_step is each side's median repetition, best_ms and
+worst_ms its spread; min_pct and max_pct the spread of the pairs' overheads. Prints one line per side, then the overhead:
+`torch-plain role=base batch=B threads=T steps=N reps=R ms_per_step=.. best_ms=.. worst_ms=.. samples_per_s=.. gflops=..`
 `torch-hooks role=cand ...`
-`overhead pct=.. best_pct=..`
+`overhead pct=.. best_pct=.. min_pct=.. max_pct=..`
+(the impl names carry the version: torch2.15.0-plain)
 """
 import argparse
 import os
@@ -110,15 +111,19 @@ def main():
 
     flops = 6 * a.batch * sum(i * o for i, o in LAYERS)
     best = []
-    for k, impl in enumerate(("torch-plain", "torch-hooks")):
+    ver = torch.__version__.split("+")[0]
+    for k, impl in enumerate((f"torch{ver}-plain", f"torch{ver}-hooks")):
         med = statistics.median(secs[k]) / a.steps
         best.append(min(secs[k]) / a.steps)
         print(f"{impl} role={'cand' if k else 'base'} batch={a.batch} threads={a.threads} "
               f"steps={a.steps} reps={a.reps} ms_per_step={med * 1e3:.4f} "
-              f"best_ms={best[k] * 1e3:.4f} samples_per_s={a.batch / med:.1f} "
+              f"best_ms={best[k] * 1e3:.4f} worst_ms={max(secs[k]) / a.steps * 1e3:.4f} "
+              f"samples_per_s={a.batch / med:.1f} "
               f"gflops={flops / med * 1e-9:.3f}")
-    ratio = statistics.median(c / b for b, c in zip(secs[0], secs[1]))
-    print(f"overhead pct={(ratio - 1) * 100:.2f} best_pct={(best[1] / best[0] - 1) * 100:.2f}")
+    ratios = [c / b for b, c in zip(secs[0], secs[1])]
+    ratio = statistics.median(ratios)
+    print(f"overhead pct={(ratio - 1) * 100:.2f} best_pct={(best[1] / best[0] - 1) * 100:.2f} "
+          f"min_pct={(min(ratios) - 1) * 100:.2f} max_pct={(max(ratios) - 1) * 100:.2f}")
 
 if __name__ == "__main__":
     main()

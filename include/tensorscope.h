@@ -227,6 +227,18 @@ TS_API size_t ts_graph_tensor_count(const ts_graph *g);
 TS_API ts_tensor *ts_graph_tensor_at(const ts_graph *g, size_t i);
 /* Copies values into a parameter (shape and dtype must match). */
 TS_API ts_status ts_param_set(ts_tensor *param, const ts_array *values);
+/* What a node is: its op's name ("MatMul", "Param", "Input"), its inputs,
+ * and where it was built ("file.c:42", or "" when unknown) into buf. */
+TS_API const char *ts_tensor_op(const ts_tensor *t);
+TS_API int ts_tensor_input_count(const ts_tensor *t);
+TS_API ts_tensor *ts_tensor_input(const ts_tensor *t, int i);
+TS_API const char *ts_tensor_location(const ts_tensor *t, char *buf, size_t n);
+/* Every parameter's values: saved to PATH ending in .npz as one archive,
+ * otherwise into directory PATH as `<name>.npy` files (created if needed).
+ * Loading needs every parameter, with its shape; a file entry the graph
+ * does not have is an error too (a strict state-dict load). */
+TS_API ts_status ts_graph_save_weights(const ts_graph *g, const char *path);
+TS_API ts_status ts_graph_load_weights(ts_graph *g, const char *path);
 
 /* ----------------------------------------------------------- ONNX import */
 
@@ -443,6 +455,12 @@ typedef struct ts_series {
 TS_API ts_status ts_plot_lines(const char *path, const char *title, const char *x_label,
                                const ts_series *series, int n_series);
 
+/* `tensorscope compare`'s picture: each tensor's max relative error (log
+ * scale, in the given order) against its tolerance, green when within it,
+ * red when not, the first failure (index, or -1) marked. */
+TS_API ts_status ts_plot_errors(const char *path, const char *const *names, const double *max_rel, const double *tol,
+                                int n, int first_failure);
+
 /* ------------------------------------------------------------------ .npy */
 
 /* Writes an array as a .npy file (format 1.0, little-endian, C order).
@@ -573,6 +591,28 @@ typedef struct ts_model_memory {
 TS_API ts_status ts_model_memory_get(const ts_model *m, ts_model_memory *out);
 /* One line: "memory: params 1.09MB grads ... rss 52.1MB pss ... uss ..." */
 TS_API const char *ts_model_memory_line(const ts_model *m, char *buf, size_t n);
+
+/* Model lint: warnings found at compile about mistakes that give bad
+ * scores without an error (softmax over the batch dimension, NLL loss on
+ * values that are not log-probabilities, a parameter with no path to the
+ * loss, a print op whose result is unused, ...). Each is also logged at
+ * TS_LOG_WARN. Valid until the next compile or free. */
+TS_API ts_status ts_model_lint(const ts_model *m, const char *const **warnings, size_t *n);
+
+/* Element-wise comparison of `a` with a reference `ref` (any dtypes, the
+ * same shape): an element matches when |a - r| <= atol + rtol * |r|
+ * (torch.isclose's rule), or when both are NaN, or both the same infinity. */
+typedef struct ts_compare_result {
+    int64_t count, mismatches;
+    double max_abs;          /* largest |a - r| over pairs of finite values */
+    int64_t max_abs_index;   /* its flat index, -1 when there is none */
+    double max_rel;          /* largest |a - r| / |r| (inf where r = 0 and a != 0) */
+    double min_atol;         /* smallest atol that passes at this rtol (inf when a NaN or Inf differs) */
+    ts_stats a, ref;         /* both sides' summaries */
+    int pass;                /* no mismatch */
+} ts_compare_result;
+TS_API ts_status ts_compare_arrays(const ts_array *a, const ts_array *ref, double atol, double rtol,
+                                   ts_compare_result *out);
 
 /* After a run that failed with TS_ERR_NUMERICS: the name of the first
  * non-finite tensor, or NULL. */

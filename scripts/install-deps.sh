@@ -8,7 +8,7 @@ what=${1:-build}
 
 pkgs=(build-essential cmake pkg-config zlib1g-dev libopenblas-dev
       libcairo2-dev libprotobuf-c-dev protobuf-c-compiler libarchive-dev
-      libunwind-dev)
+      libunwind-dev binutils) # binutils: addr2line, file:line in crash reports
 if [ "$what" = test ]; then
   pkgs+=(python3-torch python3-numpy python3-venv python3-pip graphviz clang
          libclang-rt-14-dev)

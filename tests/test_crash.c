@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,7 @@ static int run_child(void (*fn)(void), char *buf, size_t cap) {
 }
 
 /* UBSan would report the store itself; the point is the real fault. */
+static const int fault_line = __LINE__ + 3; /* the store below */
 __attribute__((noinline, no_sanitize("undefined"))) void tscrash_test_null_deref(void) {
     volatile int *volatile p = NULL;
     *p = 42;
@@ -68,11 +70,11 @@ static void child_abort(void) {
     tscrash_test_abort();
 }
 
-static volatile int worker_stop;
+static atomic_int worker_stop; /* read by the worker, set by main */
 
 __attribute__((noinline)) void tscrash_test_worker_wait(void) {
     struct timespec ms = {0, 1000000};
-    while (!worker_stop)
+    while (!atomic_load(&worker_stop))
         nanosleep(&ms, NULL);
 }
 
@@ -91,7 +93,7 @@ static void child_usr1(void) {
     struct timespec ms = {0, 20000000};
     nanosleep(&ms, NULL); /* let the worker reach its wait loop */
     kill(getpid(), SIGUSR1);
-    worker_stop = 1;
+    atomic_store(&worker_stop, 1);
     pthread_join(t, NULL);
     fprintf(stderr, "child still alive\n");
     _exit(0);
@@ -115,6 +117,12 @@ int main(void) {
           "report names op, tensor and source location");
     check(strstr(buf, "tscrash_test_null_deref") != NULL, "backtrace has the faulting function");
     check(strstr(buf, " main+") != NULL, "backtrace reaches main");
+    char where[64], line[256] = "";
+    snprintf(where, sizeof where, "test_crash.c:%d", fault_line);
+    const char *src = strstr(buf, "source lines"), *at = src ? strstr(src, "tscrash_test_null_deref at ") : NULL;
+    if (at)
+        snprintf(line, sizeof line, "%.*s", (int)strcspn(at, "\n"), at);
+    check(strstr(line, where) != NULL, "file:line of the faulting store from the debug info (addr2line)");
 
     st = run_child(child_abort, buf, sizeof buf);
     printf("--- child stderr (SIGABRT) ---\n%s---\n", buf);

@@ -6,7 +6,9 @@
 #include <archive_entry.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <dirent.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int failures;
@@ -63,6 +65,8 @@ static void free_members(members *m) {
 
 /* Runs argv through ts_debug_run, checks what every archive must hold, and
  * leaves the members in m. */
+static int leftover_tmp(const char *out);
+
 static int run(const char *label, char *const *argv, double timeout, int *status, members *m) {
     char out[512];
     snprintf(out, sizeof out, "%s/ts_debug_run_%ld_%s.tar.gz",
@@ -89,11 +93,31 @@ static int run(const char *label, char *const *argv, double timeout, int *status
               strstr(sys, "MemTotal"), "sysinfo.txt has uname, memory and library versions");
     check(member(m, "command.txt") != NULL, "command.txt present");
     check(member(m, "output.log") != NULL, "output.log present");
+    struct stat sb;
+    check(stat(out, &sb) == 0 && (sb.st_mode & 0777) == 0600, "the archive is owner-only (0600)");
     unlink(out);
-    char tmp[600];
-    snprintf(tmp, sizeof tmp, "%s.tmp%ld", out, (long)getpid());
-    check(access(tmp, F_OK) != 0, "no temporary archive left behind");
+    check(!leftover_tmp(out), "no temporary archive left behind");
     return 0;
+}
+
+/* Any "<out>.tmp..." file next to out. */
+static int leftover_tmp(const char *out) {
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", out);
+    char *slash = strrchr(dir, '/');
+    const char *base = slash ? slash + 1 : out;
+    if (slash)
+        *slash = 0;
+    char prefix[600];
+    snprintf(prefix, sizeof prefix, "%s.tmp", base);
+    DIR *d = opendir(slash ? dir : ".");
+    int found = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL)
+        found |= strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    if (d)
+        closedir(d);
+    return found;
 }
 
 int main(void) {
@@ -147,8 +171,101 @@ int main(void) {
     check(ts_debug_run(&bad, &status) == TS_ERR_INVALID_ARGUMENT && *ts_last_error(),
           "no command is TS_ERR_INVALID_ARGUMENT with a message");
     char *const a5[] = {"true", NULL};
-    ts_debug_run_config unwritable = {.outfile = "/nonexistent-dir/x.tar.gz", .argv = a5, .tidy = 1};
+    char marker[128];
+    snprintf(marker, sizeof marker, "/tmp/ts_debug_run_ran_%ld", (long)getpid());
+    char touch_cmd[200];
+    snprintf(touch_cmd, sizeof touch_cmd, "touch %s", marker);
+    char *const a7[] = {"sh", "-c", touch_cmd, NULL};
+    ts_debug_run_config unwritable = {.outfile = "/nonexistent-dir/x.tar.gz", .argv = a7, .tidy = 1};
     check(ts_debug_run(&unwritable, &status) == TS_ERR_IO, "unwritable outfile is TS_ERR_IO");
+    check(access(marker, F_OK) != 0, "... found before the command runs (it did not run)");
+    unlink(marker);
+
+    /* secrets: by name, inside URLs, and in the command's flags */
+    static const char *const secret_env[][2] = {
+        {"DATABASE_URL", "postgres://u:pw1secret@h/db"}, {"HTTPS_PROXY", "http://bob:hunter3@proxy:3128"},
+        {"PGPASSWD", "pgsecret4"},          {"API_CREDENTIALS", "credsecret5"},
+        {"SLACK_WEBHOOK_URL", "https://hooks.example/hooksecret6"}, {"AUTH_BEARER", "bearersecret7"},
+        {"PRIVATE_PEM", "pemsecret8"},      {"GIT_URL", "https://tokensecret9@git.example/repo"}};
+    for (size_t i = 0; i < sizeof secret_env / sizeof secret_env[0]; i++)
+        setenv(secret_env[i][0], secret_env[i][1], 1);
+    char *const a6[] = {"true", "--api-key=argsecret1", "--token", "argsecret2", "--password", "argsecret3",
+                        "--url=https://user:argsecret4@example.com/x", "--lr", "0.5", NULL};
+    if (run("secrets", a6, 0, &status, &m) == 0) {
+        const char *env = member(&m, "env.txt"), *cmd = member(&m, "command.txt");
+        static const char *const leaked[] = {"pw1secret", "hunter3", "pgsecret4", "credsecret5", "hooksecret6",
+                                             "bearersecret7", "pemsecret8", "tokensecret9", "argsecret1",
+                                             "argsecret2", "argsecret3", "argsecret4"};
+        for (size_t i = 0; i < sizeof leaked / sizeof leaked[0]; i++) {
+            char what[128];
+            snprintf(what, sizeof what, "%s is in neither env.txt nor command.txt", leaked[i]);
+            check(env && cmd && !strstr(env, leaked[i]) && !strstr(cmd, leaked[i]), what);
+        }
+        check(env && strstr(env, "DATABASE_URL=postgres://u:<redacted>@h/db"), "a URL keeps all but its password");
+        check(cmd && strstr(cmd, "--lr 0.5") && strstr(cmd, "--token '<redacted>'"),
+              "command.txt keeps ordinary flags and names the redacted ones");
+        free_members(&m);
+    }
+    for (size_t i = 0; i < sizeof secret_env / sizeof secret_env[0]; i++)
+        unsetenv(secret_env[i][0]);
+
+    /* a link planted at a temporary name is never followed; the kept work
+     * directory is owner-only */
+    {
+        char dir[] = "/tmp/ts_debug_run_linkXXXXXX";
+        check(mkdtemp(dir) != NULL, "a scratch directory");
+        char precious[600], out[600], link[700];
+        snprintf(precious, sizeof precious, "%s/precious", dir);
+        snprintf(out, sizeof out, "%s/out.tar.gz", dir);
+        FILE *f = fopen(precious, "w");
+        if (f) {
+            fputs("keep me\n", f);
+            fclose(f);
+        }
+        snprintf(link, sizeof link, "%s.tmp%ld", out, (long)getpid()); /* the old fixed name */
+        check(symlink(precious, link) == 0, "symlink planted at the old temporary name");
+        for (int k = 0; k < 4; k++) { /* and at the first names of the current scheme */
+            snprintf(link, sizeof link, "%s.tmp.%ld.%d", out, (long)getpid(), k);
+            (void)symlink(precious, link);
+        }
+        setenv("TMPDIR", dir, 1);
+        ts_debug_run_config c = {.outfile = out, .argv = a5, .tidy = 0};
+        check(ts_debug_run(&c, &status) == TS_OK, "debug-run with planted links succeeds");
+        unsetenv("TMPDIR");
+        char *text = NULL;
+        f = fopen(precious, "r");
+        char buf[64] = "";
+        if (f) {
+            text = fgets(buf, sizeof buf, f);
+            fclose(f);
+        }
+        check(text && strcmp(buf, "keep me\n") == 0, "the link's target is untouched");
+        members mm;
+        check(read_archive(out, &mm) == 0 && member(&mm, "exit.txt") != NULL, "the archive was written");
+        free_members(&mm);
+        DIR *d = opendir(dir);
+        struct dirent *e;
+        int kept = 0;
+        while (d && (e = readdir(d)) != NULL) {
+            if (strncmp(e->d_name, "tensorscope-debug-", 18) != 0)
+                continue;
+            char p[1200];
+            struct stat sb;
+            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+            kept = stat(p, &sb) == 0 && (sb.st_mode & 0777) == 0700;
+            char cmdline[1300];
+            snprintf(cmdline, sizeof cmdline, "rm -rf '%s'", p);
+            if (system(cmdline) != 0)
+                printf("cannot remove %s\n", p);
+        }
+        if (d)
+            closedir(d);
+        check(kept, "the kept work directory is owner-only (0700)");
+        char cmdline[700];
+        snprintf(cmdline, sizeof cmdline, "rm -rf '%s'", dir);
+        if (system(cmdline) != 0)
+            printf("cannot remove %s\n", dir);
+    }
 
     printf("%s\n", failures ? "test_debug_run: FAILED" : "test_debug_run: all passed");
     return failures != 0;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -353,9 +354,16 @@ int main(int argc, char **argv) {
     ts_string_free(dot);
     unsetenv("TS_SAVE_GRAPH_FMT");
 
-    /* a bad path: compile still succeeds (a warning is logged) */
+    /* a bad path: the compile reports it (TS_ERR_IO naming the variable) */
     setenv("TS_SAVE_GRAPH_FILE", "/nonexistent-dir/graph.txt", 1);
-    CHECK_OK(ts_model_compile(m), "compile succeeds when TS_SAVE_GRAPH_FILE cannot be written");
+    ts_status st = ts_model_compile(m);
+    CHECK(st == TS_ERR_IO && strstr(ts_last_error(), "TS_SAVE_GRAPH_FILE") && strstr(ts_last_error(), "/nonexistent-dir"),
+          "TS_SAVE_GRAPH_FILE that cannot be written fails the compile: %s", ts_last_error());
+    /* a device is written through, never replaced */
+    setenv("TS_SAVE_GRAPH_FILE", "/dev/null", 1);
+    CHECK_OK(ts_model_compile(m), "TS_SAVE_GRAPH_FILE=/dev/null");
+    struct stat sb;
+    CHECK(stat("/dev/null", &sb) == 0 && S_ISCHR(sb.st_mode), "/dev/null is still a character device");
     unsetenv("TS_SAVE_GRAPH_FILE");
 
     /* compiled shapes: run with micro-batch 8 (recompiles), dump shows 8 */

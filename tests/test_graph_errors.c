@@ -327,6 +327,8 @@ static void option_errors(void)
         "every_n");
     CHECK(ts_output_mode_parse("EVERY_N", &mode) == TS_OK && mode == TS_OUTPUT_EVERY_N,
           "parse 'EVERY_N' (case-insensitive)");
+    ERR(ts_output_mode_parse("all", NULL), TS_ERR_INVALID_ARGUMENT, "output mode parse into NULL", "NULL");
+    ERR(ts_check_numerics_parse("op", NULL), TS_ERR_INVALID_ARGUMENT, "check_numerics parse into NULL", "NULL");
     ERR(ts_options_set_threads(o, -1), TS_ERR_INVALID_ARGUMENT, "threads -1", "threads");
     ERR(ts_options_set_check_numerics(o, (ts_check_numerics)7), TS_ERR_INVALID_ARGUMENT, "check_numerics 7",
         "check_numerics");
@@ -659,6 +661,35 @@ static void failed_recompile(void)
     ts_graph_free(g);
 }
 
+/* Sizes whose element count overflows int64 are refused, when building
+ * and when a run brings a huge micro-batch (before any data is read). */
+static void huge_sizes(void)
+{
+    printf("== huge sizes\n");
+    ts_graph *g = ts_graph_new(1);
+    int64_t big = (int64_t)1 << 32;
+    ts_tensor *t = ts_input(g, "x", TS_F32, 3, (int64_t[]){big, big, big});
+    expect_build_err(g, t, TS_ERR_SHAPE, "input [2^32,2^32,2^32] (2^96 elements)", "2^34", NULL);
+    ts_graph_free(g);
+
+    net n = net_build();
+    ts_status st;
+    ts_model *m = compile_with(&n, NULL, &st);
+    CHECK_OK(st, "compile the test net");
+    static float x1[IN];
+    static int32_t y1[1];
+    for (int shift = 61; shift <= 62; shift++) {
+        int64_t rows = (int64_t)1 << shift; /* far more than the data: the run must refuse before reading */
+        ts_array in[2] = {ts_array_f32(x1, 2, (int64_t[]){rows, IN}), ts_array_i32(y1, 1, (int64_t[]){rows})};
+        char what[64];
+        snprintf(what, sizeof what, "a run with B = 2^%d", shift);
+        ERR(ts_model_run(m, IN_NAMES, in, 2), TS_ERR_SHAPE, what, "micro-batch");
+    }
+    CHECK(ts_model_runs(m) == 0, "no run counted");
+    ts_model_free(m);
+    ts_graph_free(n.g);
+}
+
 int main(void)
 {
     ts_set_log_level(TS_LOG_OFF); /* the print op in the test net */
@@ -667,5 +698,6 @@ int main(void)
     compile_errors();
     recompiles();
     failed_recompile();
+    huge_sizes();
     return check_summary("test_graph_errors");
 }

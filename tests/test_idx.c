@@ -287,6 +287,38 @@ static void test_bad_files(void) {
     ts_idx_free(&x);
 }
 
+/* The largest single allocation, through the library's allocator hook. */
+static size_t peak_alloc;
+static void *peak_malloc(void *u, size_t n) { (void)u; if (n > peak_alloc) peak_alloc = n; return malloc(n); }
+static void *peak_realloc(void *u, void *p, size_t n) { (void)u; if (n > peak_alloc) peak_alloc = n; return realloc(p, n); }
+static void peak_free(void *u, void *p) { (void)u; free(p); }
+
+/* A header is a claim: memory follows the data that is really there. */
+static void test_claimed_size(void) {
+    ts_allocator a = {peak_malloc, peak_realloc, peak_free, NULL};
+    static uint8_t buf[16 + (8u << 20)];
+    put_be32(buf, 0x803);
+    put_be32(buf + 4, 65535), put_be32(buf + 8, 256), put_be32(buf + 12, 256); /* 4 GiB claimed */
+    const char *tiny = write_file("claims-4g.gz", buf, 16 + 10, 1);
+    ts_set_allocator(&a);
+    peak_alloc = 0;
+    ts_idx x;
+    ts_status st = ts_idx_read(tiny, &x);
+    ts_set_allocator(NULL);
+    CHECK(st == TS_ERR_FORMAT && strstr(ts_last_error(), "truncated"), "26 bytes claiming 4 GiB: truncated (%s)",
+          ts_last_error());
+    CHECK(peak_alloc <= ((size_t)2 << 20), "... with at most 2 MiB allocated (%zu bytes)", peak_alloc);
+
+    memset(buf + 16, 0, 8u << 20); /* 8 MiB of real zeros (a few KiB of gzip) */
+    const char *bomb = write_file("claims-4g-has-8m.gz", buf, sizeof buf, 1);
+    ts_set_allocator(&a);
+    peak_alloc = 0;
+    st = ts_idx_read(bomb, &x);
+    ts_set_allocator(NULL);
+    CHECK(st == TS_ERR_FORMAT && strstr(ts_last_error(), "truncated"), "8 MiB of data claiming 4 GiB: truncated");
+    CHECK(peak_alloc <= ((size_t)16 << 20), "... with at most twice the data allocated (%zu bytes)", peak_alloc);
+}
+
 int main(void) {
     const char *t = getenv("TMPDIR");
     snprintf(tmpdir, sizeof tmpdir, "%s/ts_test_idx_XXXXXX", t && *t ? t : "/tmp");
@@ -297,6 +329,7 @@ int main(void) {
     test_shipped_mnist();
     test_mnist_dir_errors();
     test_bad_files();
+    test_claimed_size();
     for (int i = 0; i < n_paths; i++) unlink(paths[i]);
     rmdir(tmpdir);
     return check_summary("test_idx");

@@ -194,6 +194,18 @@ static void test_bad_config(const ts_dataset *d) {
     CHECK(s == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "n must be"),
           "next with n = 0: %s", ts_last_error());
     ts_loader_free(l);
+
+    /* batch sizes near INT64_MAX: no overflow, one partial batch of all N */
+    l = loader(d, INT64_MAX, 0, 0, 0, 0, 0);
+    CHECK(l && ts_loader_batches(l) == 1, "batch_size INT64_MAX: 1 batch (%lld)", (long long)ts_loader_batches(l));
+    s = l ? ts_loader_next(l, 3, &im, &lb) : TS_ERR_INTERNAL;
+    CHECK(s == TS_OK && im.shape[0] == N && lb.shape[0] == N, "3 batches of INT64_MAX serve the %d samples", N);
+    ts_loader_free(l);
+    expect_bad(d, (ts_loader_config){INT64_MAX - 1, 0, 0, 0, 0, 1}, "drop_last", "drop_last with INT64_MAX-1");
+    l = loader(d, INT64_MAX / 2 + 1, 0, 0, 0, 0, 0);
+    s = l ? ts_loader_next(l, 2, &im, &lb) : TS_ERR_INTERNAL;
+    CHECK(s == TS_OK && im.shape[0] == N, "2 x (2^62) samples requested: the %d there are", N);
+    ts_loader_free(l);
 }
 
 /* Counts allocations, to show ts_loader_next allocates nothing once warm. */

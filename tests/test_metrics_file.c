@@ -152,12 +152,19 @@ static void test_metrics_file(const char *dir) {
     free(text);
     ts_model_free(inf);
 
-    /* an unwritable path: a warning, the run goes on */
+    /* an unwritable path: the run's error, at once, naming the variable and path */
     setenv("TS_METRICS_FILE", "/nonexistent-dir/metrics.txt", 1);
-    warnings[0] = '\0';
-    CHECK_OK(run(m, 9), "a run with TS_METRICS_FILE in a missing directory succeeds");
-    CHECK(strstr(warnings, "TS_METRICS_FILE") && strstr(warnings, "/nonexistent-dir/metrics.txt"),
-          "a warning names the variable and path: %s", warnings);
+    int64_t runs_before = ts_model_runs(m);
+    ts_status st = run(m, 9);
+    CHECK(st == TS_ERR_IO && strstr(ts_last_error(), "TS_METRICS_FILE") &&
+              strstr(ts_last_error(), "/nonexistent-dir/metrics.txt"),
+          "a run with TS_METRICS_FILE in a missing directory is TS_ERR_IO: %s", ts_last_error());
+    CHECK(ts_model_runs(m) == runs_before + 1, "the run itself counts");
+    /* a full disk (/dev/full): the write error is reported, not only logged */
+    setenv("TS_METRICS_FILE", "/dev/full", 1);
+    st = run(m, 9);
+    CHECK(st == TS_ERR_IO && strstr(ts_last_error(), "/dev/full"), "TS_METRICS_FILE=/dev/full is TS_ERR_IO: %s",
+          ts_last_error());
     unsetenv("TS_METRICS_FILE");
 
     ts_model_free(m);

@@ -2,10 +2,13 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
     va_list ap;
@@ -49,9 +52,13 @@ static int set_value(const char *cmd, const cli_flag *fl, const char *v) {
         *(double *)fl->dest = x;
         return CLI_OK;
     }
-    case FLAG_STRING: *(const char **)fl->dest = v; return CLI_OK;
+    case FLAG_STRING:
+        if (!*v) return cli_usage_error(cmd, "%s needs a non-empty value (%s)", fl->name, fl->metavar ? fl->metavar : "VALUE");
+        *(const char **)fl->dest = v;
+        return CLI_OK;
     case FLAG_LIST: {
         cli_list *l = fl->dest;
+        if (!*v) return cli_usage_error(cmd, "%s needs a non-empty value (%s)", fl->name, fl->metavar ? fl->metavar : "VALUE");
         if (l->n == (int)(sizeof l->items / sizeof l->items[0])) return cli_usage_error(cmd, "too many %s flags (at most 64)", fl->name);
         l->items[l->n++] = v;
         return CLI_OK;
@@ -94,4 +101,129 @@ int cli_parse(const char *cmd, const char *usage, const cli_flag *flags, int arg
         if (rc) return rc;
     }
     return CLI_OK;
+}
+
+/* A period after a mode: 1..INT_MAX, all of the text (no silent truncation:
+ * 4294967297 is not 1). */
+static int parse_period(const char *cmd, const char *what, const char *text, int *period) {
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (end == text || *end)
+        return cli_usage_error(cmd, "%s: the period must be an integer, got '%s'", what, text);
+    if (errno == ERANGE || v < 1 || v > INT_MAX)
+        return cli_usage_error(cmd, "%s: the period must be 1..%d, got %s", what, INT_MAX, text);
+    *period = (int)v;
+    return CLI_OK;
+}
+
+int cli_parse_anchor(const char *cmd, const char *spec, char *name, size_t n, ts_output_mode *mode, int *period) {
+    *mode = TS_OUTPUT_DEFAULT;
+    *period = 0;
+    if (!*spec) return cli_usage_error(cmd, "--anchor needs a tensor name");
+    if (strlen(spec) >= n) return cli_usage_error(cmd, "--anchor: the spec is longer than %zu characters", n - 1);
+    memcpy(name, spec, strlen(spec) + 1);
+    char *last = strrchr(name, ':');
+    if (!last) return CLI_OK;
+    ts_output_mode m;
+    const char *tail = last + 1;
+    if (*tail && strspn(tail, "0123456789") == strlen(tail)) { /* trailing number: a period if a mode precedes it */
+        *last = '\0';
+        char *prev = strrchr(name, ':');
+        if (prev && ts_output_mode_parse(prev + 1, &m) == TS_OK) {
+            int rc = parse_period(cmd, spec, tail, period);
+            if (rc) return rc;
+            *prev = '\0';
+            *mode = m;
+        } else {
+            *last = ':'; /* part of the name, like Relu:0 */
+        }
+    } else if (ts_output_mode_parse(tail, &m) == TS_OK) {
+        *last = '\0';
+        *mode = m;
+    }
+    if (!*name) return cli_usage_error(cmd, "--anchor %s: the tensor name before ':' is empty", spec);
+    return CLI_OK;
+}
+
+int cli_parse_output_mode(const char *cmd, const char *spec, ts_output_mode *mode, int *period) {
+    *period = 0;
+    const char *colon = strchr(spec, ':');
+    size_t n = colon ? (size_t)(colon - spec) : strlen(spec);
+    char buf[32];
+    if (n >= sizeof buf) return cli_usage_error(cmd, "--output-mode '%s' is not final, every_n, all, sum or default", spec);
+    memcpy(buf, spec, n);
+    buf[n] = '\0';
+    if (ts_output_mode_parse(buf, mode)) return cli_usage_error(cmd, "--output-mode: %s", ts_last_error());
+    return colon ? parse_period(cmd, "--output-mode", colon + 1, period) : CLI_OK;
+}
+
+char *cli_path(const char *dir, const char *name, const char *suffix) {
+    size_t n = strlen(dir) + strlen(name) + strlen(suffix) + 2;
+    char *p = malloc(n);
+    if (p) snprintf(p, n, "%s/%s%s", dir, name, suffix);
+    return p;
+}
+
+/* mkdir -p */
+static int make_dirs(const char *dir) {
+    char *p = strdup(dir);
+    if (!p) return -1;
+    int rc = 0;
+    for (char *c = p + 1; rc == 0; c++) {
+        if (*c != '/' && *c != '\0') continue;
+        char saved = *c;
+        *c = '\0';
+        if (mkdir(p, 0777) != 0 && errno != EEXIST) rc = -1;
+        *c = saved;
+        if (!saved) break;
+    }
+    free(p);
+    return rc;
+}
+
+int cli_check_output(const char *cmd, const char *flag, const char *path, bool is_dir) {
+    struct stat sb;
+    if (!*path) return cli_usage_error(cmd, "%s needs a non-empty path", flag);
+    if (is_dir) {
+        if (make_dirs(path) != 0 || stat(path, &sb) != 0)
+            return cli_usage_error(cmd, "%s %s: cannot create the directory: %s", flag, path, strerror(errno));
+        if (!S_ISDIR(sb.st_mode)) return cli_usage_error(cmd, "%s %s: not a directory", flag, path);
+        if (access(path, W_OK | X_OK) != 0) return cli_usage_error(cmd, "%s %s: the directory is not writable", flag, path);
+        return CLI_OK;
+    }
+    if (stat(path, &sb) == 0) {
+        if (S_ISDIR(sb.st_mode)) return cli_usage_error(cmd, "%s %s: is a directory; give a file name", flag, path);
+        if (access(path, W_OK) != 0) return cli_usage_error(cmd, "%s %s: the file is not writable", flag, path);
+        if (!S_ISREG(sb.st_mode)) return CLI_OK; /* a device or FIFO is written through */
+    }
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    if (!dir) return cli_usage_error(cmd, "out of memory");
+    int rc = CLI_OK;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        rc = cli_usage_error(cmd, "%s %s: the directory %s does not exist", flag, path, dir);
+    else if (access(dir, W_OK | X_OK) != 0)
+        rc = cli_usage_error(cmd, "%s %s: the directory %s is not writable", flag, path, dir);
+    free(dir);
+    return rc;
+}
+
+int cli_parse_size(const char *text, long long *bytes) {
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || errno || !(v >= 0)) return -1;
+    double mult = 1;
+    switch (*end) {
+    case 'k': case 'K': mult = 1024.0, end++; break;
+    case 'm': case 'M': mult = 1048576.0, end++; break;
+    case 'g': case 'G': mult = 1073741824.0, end++; break;
+    case 't': case 'T': mult = 1099511627776.0, end++; break;
+    default: break;
+    }
+    if (*end == 'B' || *end == 'b') end++;
+    if (*end || v * mult > 9e18) return -1;
+    *bytes = (long long)(v * mult);
+    return 0;
 }

@@ -31,6 +31,19 @@ typedef struct cli_flag {
 int cli_parse(const char *cmd, const char *usage, const cli_flag *flags, int argc, char **argv, int first, int *rest,
               bool *help_shown);
 void cli_print_help(FILE *f, const char *cmd, const char *usage, const cli_flag *flags);
+/* --anchor NAME[:MODE[:N]] into name (n bytes), where NAME may itself hold
+ * ':' (Relu:0); N is 1..INT_MAX. --output-mode MODE[:N]. Usage errors name
+ * the spec. */
+int cli_parse_anchor(const char *cmd, const char *spec, char *name, size_t n, ts_output_mode *mode, int *period);
+int cli_parse_output_mode(const char *cmd, const char *spec, ts_output_mode *mode, int *period);
+/* Before any work: an output file's directory exists and is writable (and
+ * the file, if there, is not a directory); an output directory is created
+ * (mkdir -p) and writable. A usage error otherwise. */
+int cli_check_output(const char *cmd, const char *flag, const char *path, bool is_dir);
+/* "dir/name<suffix>", malloc'd (no fixed-size path buffers); NULL when out of memory. */
+char *cli_path(const char *dir, const char *name, const char *suffix);
+/* "500M", "2G", "1048576": bytes; -1 for anything else. */
+int cli_parse_size(const char *text, long long *bytes);
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int cli_runtime_error(const char *what);
 
@@ -64,6 +77,8 @@ int cmd_names(int argc, char **argv);
 int cmd_graph(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_debug_run(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
+int cmd_lint(int argc, char **argv);
 
 /* ---- progress bar on stderr (silent when not a terminal or quiet) */
 typedef struct cli_progress {
@@ -72,6 +87,7 @@ typedef struct cli_progress {
     long total, done;
     double t0;
     int last_width;
+    long long written; /* bytes of dumps written so far, shown when > 0 */
 } cli_progress;
 void cli_progress_start(cli_progress *p, bool enabled, const char *label, long total);
 void cli_progress_update(cli_progress *p, long done, double loss);

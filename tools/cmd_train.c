@@ -6,14 +6,17 @@
 
 #include <errno.h>
 #include <fnmatch.h>
+#include <limits.h>
 #include <math.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 typedef struct train_args {
     const char *model, *data, *optimizer, *output_mode, *check_numerics, *histogram, *dump_npy, *tensorboard, *plot;
-    const char *save_weights, *weights, *loss, *labels_input;
+    const char *save_weights, *weights, *dump_limit, *loss, *labels_input;
     long epochs, batch_size, seed, holdout, repeat_count, grad_accum, threads, log_verbosity, watch_period, max_steps;
     double lr, momentum, weight_decay;
     bool outfeed_pre, stats, run_single_step, metrics, log_memory, quiet, all;
@@ -27,6 +30,10 @@ typedef struct sink_state {
     char keys[32][128];
     long counts[32];
     int n_keys;
+    long long budget;          /* bytes of dumps allowed (--dump-limit); 0: no limit */
+    atomic_llong bytes;        /* bytes of dumps written so far */
+    atomic_int failed, full;   /* a write failed (message in err) / the budget is spent */
+    char err[512];
 } sink_state;
 
 static void safe_name(const char *in, char *out, size_t n) {
@@ -42,42 +49,44 @@ static void on_record(void *user, const ts_outfeed_record *r) {
     while (k < s->n_keys && strcmp(s->keys[k], r->key) != 0) k++;
     if (k == s->n_keys && k < 32) snprintf(s->keys[s->n_keys++], sizeof s->keys[0], "%s", r->key);
     if (k < 32) s->counts[k]++;
-    if (s->dump_dir) {
-        char key[128], path[1024];
+    if (s->dump_dir && !atomic_load(&s->failed) && !atomic_load(&s->full)) {
+        long long size = 128 + ts_array_numel(&r->array) * (long long)ts_dtype_size(r->array.dtype); /* header + data */
+        if (s->budget && atomic_load(&s->bytes) + size > s->budget) {
+            atomic_store(&s->full, 1);
+            return;
+        }
+        char key[128], name[200];
         safe_name(r->key, key, sizeof key);
-        snprintf(path, sizeof path, "%s/outfeed/%s.run%lld.sample%lld.npy", s->dump_dir, key, (long long)r->run, (long long)r->sample);
-        if (ts_npy_save(path, &r->array) == TS_OK) s->written++;
+        snprintf(name, sizeof name, "%s.run%lld.sample%lld", key, (long long)r->run, (long long)r->sample);
+        char *dir = cli_path(s->dump_dir, "outfeed", ""), *path = dir ? cli_path(dir, name, ".npy") : NULL;
+        if (!path) {
+            snprintf(s->err, sizeof s->err, "out of memory");
+            atomic_store(&s->failed, 1);
+        } else if (ts_npy_save(path, &r->array) == TS_OK) {
+            s->written++;
+            atomic_fetch_add(&s->bytes, size);
+        } else {
+            snprintf(s->err, sizeof s->err, "%s", ts_last_error()); /* this thread's message */
+            atomic_store(&s->failed, 1);
+        }
+        free(dir);
+        free(path);
     }
 }
 
-/* NAME[:MODE[:N]] where NAME may itself contain ':' (e.g. Relu:0). */
-static int parse_anchor(const char *spec, char *name, size_t n, ts_output_mode *mode, int *period) {
-    *mode = TS_OUTPUT_DEFAULT;
-    *period = 0;
-    snprintf(name, n, "%s", spec);
-    char *last = strrchr(name, ':');
-    if (!last) return 0;
-    char *end;
-    long v = strtol(last + 1, &end, 10);
-    if (*end == '\0' && end != last + 1) { /* trailing number: a period if a mode precedes it */
-        *last = '\0';
-        char *prev = strrchr(name, ':');
-        ts_output_mode m;
-        if (prev && ts_output_mode_parse(prev + 1, &m) == TS_OK) {
-            *prev = '\0';
-            *mode = m;
-            *period = (int)v;
-            return 0;
-        }
-        *last = ':'; /* part of the name, like Relu:0 */
-        return 0;
-    }
-    ts_output_mode m;
-    if (ts_output_mode_parse(last + 1, &m) == TS_OK) {
-        *last = '\0';
-        *mode = m;
-    }
-    return 0;
+/* SIGINT / SIGTERM while training: the current run finishes, every sink is
+ * flushed and closed and what was asked is written, then exit 130 / 143.
+ * SA_RESETHAND: a second signal acts at once (the default: exit). */
+static volatile sig_atomic_t g_interrupted;
+static void on_interrupt(int sig) { g_interrupted = sig; }
+static void catch_interrupts(bool on) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on ? on_interrupt : SIG_DFL;
+    sa.sa_flags = on ? SA_RESETHAND | SA_RESTART : 0;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
 }
 
 static bool matches_any(const cli_list *l, const char *name) {
@@ -152,9 +161,6 @@ static ts_status each_param(const cli_model *cm, param_fn fn, const void *ctx) {
     return TS_OK;
 }
 
-static void param_path(const char *dir, const ts_tensor *t, char *path, size_t n) {
-    snprintf(path, n, "%s/%s.npy", dir, ts_tensor_name(t));
-}
 
 /* Same model, same parameter names: copy the values across. */
 static ts_status copy_one(ts_tensor *t, const ts_array *value, const void *to) {
@@ -164,27 +170,38 @@ static ts_status copy_one(ts_tensor *t, const ts_array *value, const void *to) {
 static ts_status copy_params(const cli_model *from, const cli_model *to) { return each_param(from, copy_one, to); }
 
 static ts_status save_one(ts_tensor *t, const ts_array *value, const void *dir) {
-    char path[1024];
-    param_path(dir, t, path, sizeof path);
-    return ts_npy_save(path, value);
-}
-
-static ts_status load_one(ts_tensor *t, const ts_array *value, const void *dir) {
-    (void)value;
-    char path[1024];
-    ts_array v;
-    param_path(dir, t, path, sizeof path);
-    ts_status st = ts_npy_load(path, &v);
-    if (st) return st;
-    st = ts_param_set(t, &v);
-    ts_npy_free(&v);
+    char *path = cli_path(dir, ts_tensor_name(t), ".npy");
+    ts_status st = path ? ts_npy_save(path, value) : TS_ERR_OUT_OF_MEMORY;
+    free(path);
     return st;
 }
 
-static ts_status save_weights(const cli_model *cm, const char *dir) {
-    mkdir(dir, 0777); /* if that fails, the first save says why */
-    return each_param(cm, save_one, dir);
+/* A weight that is NaN or infinite is refused: training from it would only
+ * spread NaN, silently. The message is printed here (the library's error
+ * is not ours to set); the caller then only stops. */
+static bool weights_reported;
+static ts_status load_one(ts_tensor *t, const ts_array *value, const void *dir) {
+    (void)value;
+    char *path = cli_path(dir, ts_tensor_name(t), ".npy");
+    ts_array v = {0};
+    ts_status st = path ? ts_npy_load(path, &v) : TS_ERR_OUT_OF_MEMORY;
+    if (!st && v.dtype == TS_F32) {
+        int64_t bad = 0, n = ts_array_numel(&v);
+        for (int64_t i = 0; i < n; i++) bad += !isfinite(((const float *)v.data)[i]);
+        if (bad) {
+            fprintf(stderr, "tensorscope: loading weights: %s holds %lld NaN or infinite value%s of %lld; it is not a usable weight file\n",
+                    path, (long long)bad, bad == 1 ? "" : "s", (long long)n);
+            weights_reported = true;
+            st = TS_ERR_FORMAT;
+        }
+    }
+    if (!st) st = ts_param_set(t, &v);
+    ts_npy_free(&v);
+    free(path);
+    return st;
 }
+
+static ts_status save_weights(const cli_model *cm, const char *dir) { return each_param(cm, save_one, dir); }
 
 static ts_status load_weights(const cli_model *cm, const char *dir) { return each_param(cm, load_one, dir); }
 
@@ -286,6 +303,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--stats", FLAG_BOOL, &a.stats, NULL, "print the stats table of watched tensors each epoch"},
         {"--histogram", FLAG_STRING, &a.histogram, "FILE.png", "write the gradient histogram of anchored gradients"},
         {"--dump-npy", FLAG_STRING, &a.dump_npy, "DIR", "write anchored arrays and outfeed records as .npy"},
+        {"--dump-limit", FLAG_STRING, &a.dump_limit, "SIZE", "stop when outfeed dumps reach SIZE (default 1G; 0: no limit)"},
         {"--print-tensor", FLAG_LIST, &a.prints, "NAME", "insert a print op on a tensor (glob ok)"},
         {"--run-single-step", FLAG_BOOL, &a.run_single_step, NULL, "run one step, report, stop"},
         {"--check-numerics", FLAG_STRING, &a.check_numerics, "off|output|op", "stop at the first NaN/Inf and say where"},
@@ -305,13 +323,19 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     /* ---- validate before doing any work */
     if (a.epochs < (eval_only ? 0 : 1) || a.epochs > 100000) return cli_usage_error(cmd, "--epochs must be 1..100000, got %ld", a.epochs);
     if (a.batch_size < 1 || a.batch_size > 100000) return cli_usage_error(cmd, "--batch-size must be 1..100000, got %ld", a.batch_size);
-    if (!(a.lr >= 0)) return cli_usage_error(cmd, "--lr must be >= 0, got %g", a.lr);
+    if (!(a.lr >= 0 && a.lr <= 1e6)) return cli_usage_error(cmd, "--lr must be in [0, 1e6], got %g", a.lr);
     if (a.momentum < 0 || a.momentum >= 1) return cli_usage_error(cmd, "--momentum must be in [0, 1), got %g", a.momentum);
     if (a.weight_decay < 0) return cli_usage_error(cmd, "--weight-decay must be >= 0, got %g", a.weight_decay);
     if (a.repeat_count < 1 || a.repeat_count > 100000) return cli_usage_error(cmd, "--repeat-count must be >= 1, got %ld", a.repeat_count);
     if (a.grad_accum < 1 || a.grad_accum > 100000) return cli_usage_error(cmd, "--gradient-accumulation-count must be >= 1, got %ld", a.grad_accum);
     if (a.threads < 0 || a.threads > 256) return cli_usage_error(cmd, "--threads must be 0..256, got %ld", a.threads);
-    if (a.watch_period < 1) return cli_usage_error(cmd, "--watch-period must be >= 1, got %ld", a.watch_period);
+    if (a.watch_period < 1 || a.watch_period > INT_MAX) return cli_usage_error(cmd, "--watch-period must be 1..%d, got %ld", INT_MAX, a.watch_period);
+    if (a.repeat_count * a.grad_accum > 1000000) /* both <= 100000: no overflow in long */
+        return cli_usage_error(cmd, "--repeat-count x --gradient-accumulation-count is %ld micro-batches a run; at most 1000000",
+                               a.repeat_count * a.grad_accum);
+    long long dump_limit = 1LL << 30;
+    if (a.dump_limit && cli_parse_size(a.dump_limit, &dump_limit))
+        return cli_usage_error(cmd, "--dump-limit expects a size such as 500M or 2G (0: no limit), got '%s'", a.dump_limit);
     if (a.holdout < -1) return cli_usage_error(cmd, "--holdout must be >= 0, got %ld", a.holdout);
     if (a.max_steps < 0) return cli_usage_error(cmd, "--max-steps must be >= 0, got %ld", a.max_steps);
     if (a.log_verbosity > 5 || a.log_verbosity < -1) return cli_usage_error(cmd, "--log-verbosity must be 0..5, got %ld", a.log_verbosity);
@@ -322,18 +346,21 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         return cli_usage_error(cmd, "--check-numerics must be off, output or op, got '%s'", a.check_numerics);
     ts_output_mode gmode = TS_OUTPUT_DEFAULT;
     int gperiod = 0;
-    if (a.output_mode) {
-        char buf[64];
-        snprintf(buf, sizeof buf, "%s", a.output_mode);
-        char *colon = strchr(buf, ':');
-        if (colon) {
-            char *end;
-            *colon = '\0';
-            gperiod = (int)strtol(colon + 1, &end, 10);
-            if (end == colon + 1 || *end) return cli_usage_error(cmd, "--output-mode %s: the period must be an integer", a.output_mode);
-        }
-        if (ts_output_mode_parse(buf, &gmode)) return cli_usage_error(cmd, "%s", ts_last_error());
+    if (a.output_mode && (rc = cli_parse_output_mode(cmd, a.output_mode, &gmode, &gperiod))) return rc;
+    for (int i = 0; i < a.anchors.n; i++) {
+        char name[512];
+        ts_output_mode mode;
+        int period;
+        if ((rc = cli_parse_anchor(cmd, a.anchors.items[i], name, sizeof name, &mode, &period))) return rc;
     }
+    /* output paths: checked (directories created) before any work */
+    const struct {
+        const char *flag, *path;
+        bool dir;
+    } outputs[] = {{"--plot", a.plot, false}, {"--histogram", a.histogram, false}, {"--save-weights", a.save_weights, true},
+                   {"--dump-npy", a.dump_npy, true}, {"--tensorboard", a.tensorboard, true}};
+    for (size_t i = 0; i < sizeof outputs / sizeof outputs[0]; i++)
+        if (outputs[i].path && (rc = cli_check_output(cmd, outputs[i].flag, outputs[i].path, outputs[i].dir))) return rc;
     if (a.log_verbosity >= 0) ts_set_log_level((int)a.log_verbosity);
     ts_crash_handler_install();
 
@@ -346,7 +373,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     ts_outfeed *q = NULL;
     ts_tb_writer *tb = NULL;
     ts_loader *loader = NULL;
-    sink_state sink = {.dump_dir = a.dump_npy};
+    sink_state sink = {.dump_dir = a.dump_npy, .budget = dump_limit};
+    bool dumps_full = false;
     curve *loss_curve = calloc(1, sizeof *loss_curve), *acc_curve = calloc(1, sizeof *acc_curve);
     rc = CLI_RUNTIME;
     if (!loss_curve || !acc_curve) goto done;
@@ -375,11 +403,11 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     if ((rc = check_data(cmd, &cm, ds, hds, a.data)) != CLI_OK) goto done;
     rc = CLI_RUNTIME;
     if (a.weights && load_weights(&cm, a.weights)) {
-        cli_runtime_error("loading weights");
+        if (!weights_reported) cli_runtime_error("loading weights");
         goto done;
     }
     if (!(o = ts_options_new())) goto done;
-    int S = (int)(a.repeat_count * a.grad_accum);
+    int S = (int)(a.repeat_count * a.grad_accum); /* <= 1000000, checked above */
     if ((st = ts_options_set_device_iterations(o, (int)a.repeat_count)) || (st = ts_options_set_gradient_accumulation(o, (int)a.grad_accum)) ||
         (st = ts_options_set_threads(o, (int)a.threads)) || (st = ts_options_set_check_numerics(o, check)) ||
         (st = ts_options_set_output_mode(o, gmode, gperiod))) {
@@ -392,7 +420,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         char name[512];
         ts_output_mode mode;
         int period;
-        parse_anchor(a.anchors.items[i], name, sizeof name, &mode, &period);
+        cli_parse_anchor(cmd, a.anchors.items[i], name, sizeof name, &mode, &period); /* checked above */
         const char *shortn = strpbrk(name, "*?[") ? NULL : name;
         if (ts_options_anchor(o, shortn, name, mode, period)) {
             rc = cli_usage_error(cmd, "--anchor %s: %s", a.anchors.items[i], ts_last_error());
@@ -415,7 +443,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             char name[512];
             ts_output_mode mode;
             int period;
-            parse_anchor(a.anchors.items[i], name, sizeof name, &mode, &period);
+            cli_parse_anchor(cmd, a.anchors.items[i], name, sizeof name, &mode, &period);
             ts_options_watch(o, name, TS_WATCH_STATS, (int)a.watch_period);
         }
         if (a.anchors.n == 0) ts_options_watch(o, "Gradient___*.*", TS_WATCH_STATS, (int)a.watch_period);
@@ -427,12 +455,11 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             cli_runtime_error("creating the outfeed");
             goto done;
         }
-        if (a.dump_npy) {
-            char d[1024];
-            snprintf(d, sizeof d, "%s/outfeed", a.dump_npy);
-            mkdir(a.dump_npy, 0777);
-            mkdir(d, 0777);
-        }
+        char *d = a.dump_npy ? cli_path(a.dump_npy, "outfeed", "") : NULL;
+        rc = d ? cli_check_output(cmd, "--dump-npy", d, true) : CLI_OK;
+        free(d);
+        if (rc) goto done;
+        rc = CLI_RUNTIME;
         bool grads = false;
         int marked = 0;
         for (size_t i = 0; i < ts_graph_tensor_count(cm.g); i++) {
@@ -522,7 +549,10 @@ int cmd_train(int argc, char **argv, bool eval_only) {
                  "model: %s  \noptimizer: %s lr=%g momentum=%g weight_decay=%g  \nbatch size: %ld, repeat count (D): %ld, gradient accumulation (A): %ld  \nepochs: %ld, seed: %ld, train/held-out: %lld/%ld",
                  a.model, a.optimizer, a.lr, a.momentum, a.weight_decay, a.batch_size, a.repeat_count, a.grad_accum, a.epochs, a.seed,
                  (long long)n_train, a.holdout);
-        ts_tb_text(tb, "config", 0, cfg);
+        if (ts_tb_text(tb, "config", 0, cfg)) {
+            cli_runtime_error("writing the TensorBoard log");
+            goto done;
+        }
     }
     if (ts_loader_new(&loader, ds, (ts_loader_config){.batch_size = a.batch_size, .first = 0, .count = n_train, .shuffle = 1,
                                                       .seed = (uint64_t)a.seed, .drop_last = 1})) {
@@ -539,6 +569,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     long total_runs = 0;
     bool stop = false;
     double t_start = cli_now();
+    catch_interrupts(true);
     for (long ep = 1; ep <= a.epochs && !stop; ep++) {
         cli_progress bar;
         char label[64];
@@ -573,12 +604,13 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             ep_runs++;
             total_runs++;
             curve_add(loss_curve, (double)total_runs, loss);
+            bar.written = atomic_load(&sink.bytes);
             cli_progress_update(&bar, ep_runs, loss);
-            if (tb) {
+            if (tb) { /* every write checked: a full disk stops training now, not at close */
                 int64_t step = ts_model_steps(tm);
-                ts_tb_scalar(tb, "loss", step, loss);
-                ts_tb_scalar(tb, "learning_rate", step, a.lr);
-                ts_tb_scalar(tb, "samples_per_second", step, (double)(S * a.batch_size) / run_s);
+                ts_status tst = ts_tb_scalar(tb, "loss", step, loss);
+                if (!tst) tst = ts_tb_scalar(tb, "learning_rate", step, a.lr);
+                if (!tst) tst = ts_tb_scalar(tb, "samples_per_second", step, (double)(S * a.batch_size) / run_s);
                 const ts_watch_result *w;
                 size_t nw;
                 double norm2 = 0;
@@ -590,9 +622,31 @@ int cmd_train(int argc, char **argv, bool eval_only) {
                             norm2 += w[i].summary->stats.l2 * w[i].summary->stats.l2;
                             have_norm = true;
                         }
-                        if (w[i].summary->what & TS_WATCH_HISTOGRAM) ts_tb_histogram(tb, w[i].name, step, w[i].summary);
+                        if (!tst && (w[i].summary->what & TS_WATCH_HISTOGRAM)) tst = ts_tb_histogram(tb, w[i].name, step, w[i].summary);
                     }
-                if (have_norm) ts_tb_scalar(tb, "gradient_norm", step, sqrt(norm2));
+                if (!tst && have_norm) tst = ts_tb_scalar(tb, "gradient_norm", step, sqrt(norm2));
+                if (tst) {
+                    cli_progress_end(&bar);
+                    cli_runtime_error("writing the TensorBoard log");
+                    goto done;
+                }
+            }
+            if (atomic_load(&sink.failed)) {
+                cli_progress_end(&bar);
+                fprintf(stderr, "tensorscope: writing outfeed dumps: %s\n", sink.err);
+                goto done;
+            }
+            if (atomic_load(&sink.full)) {
+                cli_progress_end(&bar);
+                fprintf(stderr, "tensorscope: --dump-npy: the outfeed dumps reached --dump-limit %s (%lld bytes written) at run %ld; "
+                        "stopping (raise --dump-limit, 0 for no limit, or dump fewer keys)\n",
+                        a.dump_limit ? a.dump_limit : "1G", (long long)atomic_load(&sink.bytes), total_runs);
+                dumps_full = stop = true;
+                break;
+            }
+            if (g_interrupted) {
+                stop = true;
+                break;
             }
             if (a.run_single_step || (a.max_steps && total_runs >= a.max_steps)) {
                 stop = true;
@@ -610,15 +664,23 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         curve_add(acc_curve, (double)total_runs, acc);
         printf("epoch %ld/%ld: loss %.4f", ep, a.epochs, ep_runs ? ep_loss / (double)ep_runs : NAN);
         if (held) printf("  held-out accuracy %.2f%% (loss %.4f)", 100 * acc, hl);
-        printf("  %.2f s, %.0f samples/s\n", ep_s, (double)(ep_runs * S * a.batch_size) / ep_s);
+        printf("  %.2f s, %.0f samples/s", ep_s, (double)(ep_runs * S * a.batch_size) / ep_s);
+        if (a.dump_npy && q) printf("  outfeed dumps %.1f MB", (double)atomic_load(&sink.bytes) / 1e6);
+        printf("\n");
         fflush(stdout);
-        if (tb && held) ts_tb_scalar(tb, "heldout_accuracy", ts_model_steps(tm), acc);
+        if (tb && ((held && ts_tb_scalar(tb, "heldout_accuracy", ts_model_steps(tm), acc)) || ts_tb_flush(tb))) {
+            cli_runtime_error("writing the TensorBoard log");
+            goto done;
+        }
         if (a.stats) print_stats_table(tm);
         if (a.log_memory) {
             char line[512];
             fprintf(stderr, "%s\n", ts_model_memory_line(tm, line, sizeof line));
         }
     }
+    if (g_interrupted)
+        fprintf(stderr, "tensorscope: interrupted by %s after %ld runs: writing what was asked, then exiting (again to exit at once)\n",
+                g_interrupted == SIGINT ? "SIGINT" : "SIGTERM", total_runs);
     printf("trained %ld runs (%lld steps, %lld samples) in %.2f s\n", total_runs, (long long)ts_model_steps(tm),
            (long long)(total_runs * S * a.batch_size), cli_now() - t_start);
 
@@ -639,16 +701,17 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         }
     }
     if (a.dump_npy) {
-        mkdir(a.dump_npy, 0777);
         int written = 0;
         for (size_t i = 0; i < n_anchors; i++) {
             if (strcmp(anames[i], "cli.loss") == 0) continue;
             ts_array arr;
-            char fname[512], path[1024];
+            char fname[512];
             if (ts_model_anchored(tm, anames[i], &arr)) continue;
             safe_name(anames[i], fname, sizeof fname);
-            snprintf(path, sizeof path, "%s/%s.npy", a.dump_npy, fname);
-            if (ts_npy_save(path, &arr)) {
+            char *path = cli_path(a.dump_npy, fname, ".npy");
+            ts_status wst = path ? ts_npy_save(path, &arr) : TS_ERR_OUT_OF_MEMORY;
+            free(path);
+            if (wst) {
                 cli_runtime_error("writing .npy");
                 goto done;
             }
@@ -683,12 +746,16 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         }
         printf("saved weights to %s/\n", a.save_weights);
     }
-    rc = CLI_OK;
+    rc = dumps_full ? CLI_RUNTIME : CLI_OK;
 done:
     if (q) {
         ts_outfeed_free(q); /* drains: every record reaches the sink */
         q = NULL;
-        if (rc == CLI_OK) {
+        if (atomic_load(&sink.failed) && rc == CLI_OK) {
+            fprintf(stderr, "tensorscope: writing outfeed dumps: %s\n", sink.err);
+            rc = CLI_RUNTIME;
+        }
+        if (rc == CLI_OK || dumps_full) {
             printf("outfeed: %ld records", sink.records);
             for (int k = 0; k < sink.n_keys; k++) printf("%s %s x%ld", k ? "," : ":", sink.keys[k], sink.counts[k]);
             if (a.dump_npy) printf(" (%ld written to %s/outfeed/)", sink.written, a.dump_npy);
@@ -713,5 +780,7 @@ done:
     free(onehot);
     free(loss_curve);
     free(acc_curve);
+    catch_interrupts(false);
+    if (rc == CLI_OK && g_interrupted) rc = 128 + g_interrupted; /* 130, 143: what shells expect */
     return rc;
 }

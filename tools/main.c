@@ -14,6 +14,8 @@ static void usage(FILE *f) {
                "  names       compile a model and print every tensor name\n"
                "  graph       print a model's graph as text or Graphviz DOT\n"
                "  inspect     summarise a .npy file: one line, stats and a histogram\n"
+               "  compare     run a model and compare every tensor with a reference dump (or two dumps)\n"
+               "  lint        list the mistakes a model's graph shows that give bad scores without an error\n"
                "  debug-run   run a command with debug settings and archive what it left\n\n"
                "Run 'tensorscope COMMAND --help' for a command's flags; --version prints the version.\n");
 }
@@ -39,6 +41,8 @@ int main(int argc, char **argv) {
     if (strcmp(c, "graph") == 0) return cmd_graph(argc, argv);
     if (strcmp(c, "inspect") == 0) return cmd_inspect(argc, argv);
     if (strcmp(c, "debug-run") == 0) return cmd_debug_run(argc, argv);
+    if (strcmp(c, "compare") == 0) return cmd_compare(argc, argv);
+    if (strcmp(c, "lint") == 0) return cmd_lint(argc, argv);
     fprintf(stderr, "tensorscope: unknown command '%s'\nRun 'tensorscope --help' for the list of commands.\n", c);
     return CLI_USAGE;
 }

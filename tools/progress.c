@@ -18,6 +18,7 @@ void cli_progress_start(cli_progress *p, bool enabled, const char *label, long t
     p->done = 0;
     p->t0 = cli_now();
     p->last_width = 0;
+    p->written = 0;
 }
 
 void cli_progress_update(cli_progress *p, long done, double loss) {
@@ -30,6 +31,7 @@ void cli_progress_update(cli_progress *p, long done, double loss) {
     for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
     bar[width] = '\0';
     fprintf(stderr, "\r%s [%s] %ld/%ld %.1f it/s ETA %.0fs loss %.4f ", p->label, bar, done, p->total, rate, eta, loss);
+    if (p->written > 0) fprintf(stderr, "dumps %.1f MB ", (double)p->written / 1e6);
     fflush(stderr);
 }
 

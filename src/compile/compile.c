@@ -23,6 +23,8 @@ void ts_prog_free(ts_prog *p) {
     for (int i = 0; i < p->n_anchors; i++) ts_free(p->anchors[i].short_name);
     for (int i = 0; p->zero_before && i < p->n_nodes; i++) ts_free(p->zero_before[i]);
     for (int i = 0; p->scratch && i < p->n_nodes; i++) ts_free(p->scratch[i]);
+    for (int i = 0; i < p->n_lint; i++) ts_free(p->lint[i]);
+    ts_free(p->lint);
     ts_free(p->scratch);
     ts_free(p->zero_before);
     ts_free(p->n_zero_before);
@@ -124,14 +126,19 @@ static ts_status infer_shapes(ts_model *m, ts_prog *p) {
         if (!p->live[i]) continue; /* e.g. the loss of a graph run for inference */
         if (t->op == TS_OP_INPUT || t->op == TS_OP_PARAM) {
             p->shape[i] = (i < m->n_override && m->input_override[i].ndim >= 0) ? m->input_override[i] : t->shape;
-            continue;
+        } else {
+            ts_shape in[TS_MAX_INPUTS];
+            for (int k = 0; k < t->n_in; k++) in[k] = p->shape[t->in[k]];
+            ts_status st = def->shape(t, in, &p->shape[i]);
+            char where[600];
+            if (st) return ts_error_wrap(st, "compile: '%s' (%s, built at %s) with the run's input shapes", t->name, def->name,
+                                         ts_tensor_where(t, where, sizeof where));
         }
-        ts_shape in[TS_MAX_INPUTS];
-        for (int k = 0; k < t->n_in; k++) in[k] = p->shape[t->in[k]];
-        ts_status st = def->shape(t, in, &p->shape[i]);
-        char where[600];
-        if (st) return ts_error_wrap(st, "compile: '%s' (%s, built at %s) with the run's input shapes", t->name, def->name,
-                                     ts_tensor_where(t, where, sizeof where));
+        if (ts_shape_numel(&p->shape[i]) > TS_MAX_NUMEL) { /* a huge micro-batch size given at run time */
+            char b[96];
+            return ts_error(TS_ERR_SHAPE, "compile: '%s' would be %s, more than 2^34 elements; use a smaller micro-batch size",
+                            t->name, ts_shape_str(&p->shape[i], b, sizeof b));
+        }
     }
     return TS_OK;
 }
@@ -615,6 +622,7 @@ ts_status ts_prog_build(ts_model *m, ts_prog **out) {
     if ((st = resolve_watches(m, p))) goto fail;
     if ((st = resolve_outfeeds(m, p))) goto fail;
     mark_checks(m, p);
+    ts_lint(m, p);
     if (!(p->sorted_names = ts_calloc((size_t)p->n_entries + 1, sizeof *p->sorted_names))) {
         st = TS_ERR_OUT_OF_MEMORY;
         goto fail;

@@ -100,6 +100,8 @@ typedef struct ts_prog {
     uint64_t *op_ns;     /* per node, this run */
     const ts_array **bound; /* per node: the run's input arrays */
     uint64_t anchor_ns, anchor_bytes, anchor_copies; /* this run, reported once after it */
+    char **lint;         /* model lint warnings (lint.c) */
+    int n_lint;
 } ts_prog;
 
 typedef struct ts_opt_state { /* per parameter, survives recompiles */
@@ -154,6 +156,9 @@ ts_status ts_anchor_spec_add(ts_anchor_spec **v, size_t *n, size_t *cap, const c
 ts_status ts_prog_build(ts_model *m, ts_prog **out);
 void ts_prog_free(ts_prog *p);
 int ts_prog_find(const ts_prog *p, const char *name);
+
+/* lint.c: fills p->lint (and logs each warning) */
+void ts_lint(const ts_model *m, ts_prog *p);
 
 /* memplan.c: offsets for buffers live over [start, end] (inclusive). */
 typedef struct ts_interval {

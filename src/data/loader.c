@@ -99,8 +99,8 @@ ts_status ts_loader_new(ts_loader **out, const ts_dataset *d, ts_loader_config c
     l->sample = n ? ts_array_numel(&im) / n : 0;
     l->lsample = n ? ts_array_numel(&lb) / n : 0;
     l->c = c;
-    l->batches = c.drop_last ? c.count / c.batch_size
-                             : (c.count + c.batch_size - 1) / c.batch_size;
+    /* no (count + batch_size - 1): batch_size may be near INT64_MAX */
+    l->batches = c.count / c.batch_size + (!c.drop_last && c.count % c.batch_size != 0);
     l->usable = c.drop_last ? l->batches * c.batch_size : c.count;
     l->rng = c.seed;
     l->order = ts_calloc((size_t)c.count, sizeof *l->order);
@@ -128,7 +128,8 @@ ts_status ts_loader_next(ts_loader *l, int n, ts_array *images, ts_array *labels
     if (n < 1)
         return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_loader_next: n must be >= 1 batch (got %d)",
                         n);
-    int64_t want = (int64_t)n * l->c.batch_size;
+    /* more than the slice is the same as the whole slice (and cannot overflow) */
+    int64_t want = l->c.batch_size > l->c.count / n ? l->c.count + 1 : (int64_t)n * l->c.batch_size;
     if (l->c.drop_last && want > l->usable)
         return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_loader_next: %d batches per call, but an "
                         "epoch has only %lld full batches (drop_last is on): nothing could ever "

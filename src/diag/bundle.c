@@ -8,15 +8,22 @@
  *   graph.txt    TS_SAVE_GRAPH_FILE (TS_SAVE_GRAPH_FMT=text unless set)
  *   exit.txt     "exit N", "signal N (SIGX)" or "timeout after S s" followed
  *                by how the killed child ended
- *   command.txt  the command line, shell-quoted
- *   env.txt      the child's environment; values of names containing KEY,
- *                TOKEN, SECRET or PASSWORD (any case) read <redacted>
+ *   command.txt  the command line, shell-quoted, secrets redacted
+ *   env.txt      the child's environment, secrets redacted
  *   sysinfo.txt  uname, CPU, memory, library versions
  * and is archived as outfile (.tar.gz, pax) under `tensorscope-debug/`.
+ * What is redacted (docs/debug-bundle.md says the same to users): the value
+ * of every variable whose name holds one of secret_words (any case), the
+ * password of every URL with credentials (scheme://user:pass@host, or the
+ * user part when there is no password: scheme://token@host) in any value or
+ * argument, and the value of every argument flag whose name holds a secret
+ * word (--api-key=V, --token V). The work directory is 0700 and every file
+ * in it and the archive 0600: only their owner reads them.
  * The child also gets TS_LOG_LEVEL=4 (unless set) and TS_IR_DEBUG=1. It
  * runs in its own process group so a timeout (SIGTERM, then SIGKILL 2 s
  * later) reaches the processes it started too. */
 #include "core/core.h"
+#include "io/atomic_file.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -87,7 +94,10 @@ static int write_all(int fd, const char *p, size_t n) {
 
 static FILE *open_in(const char *dir, const char *name) {
     char *p = path_join(dir, name);
-    FILE *f = p ? fopen(p, "w") : NULL;
+    int fd = p ? open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600) : -1;
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (fd >= 0 && !f)
+        close(fd);
     if (p && !f)
         ts_error(TS_ERR_IO, "debug-run: cannot create %s: %s", p, strerror(errno));
     ts_free(p);
@@ -101,17 +111,50 @@ static ts_status close_file(FILE *f, const char *name) {
     return TS_OK;
 }
 
-static int is_secret_name(const char *entry) {
-    static const char *const words[] = {"KEY", "TOKEN", "SECRET", "PASSWORD"};
-    const char *eq = strchr(entry, '=');
-    size_t n = eq ? (size_t)(eq - entry) : strlen(entry);
-    for (size_t w = 0; w < TS_ARRAY_LEN(words); w++) {
-        size_t k = strlen(words[w]);
+/* Names of variables and flags whose values are secrets (any case, as
+ * part of the name: MY_API_KEY, PGPASSWD, --auth-token). */
+static const char *const secret_words[] = {"KEY",     "TOKEN",   "SECRET",     "PASS",  "PWD",
+                                           "CREDENTIAL", "AUTH", "PRIVATE",   "WEBHOOK", "COOKIE",
+                                           "SESSION", "SIGNATURE", "CERT",   "BEARER", "DSN"};
+
+static int has_secret_word(const char *name, size_t n) {
+    for (size_t w = 0; w < TS_ARRAY_LEN(secret_words); w++) {
+        size_t k = strlen(secret_words[w]);
         for (size_t i = 0; i + k <= n; i++)
-            if (strncasecmp(entry + i, words[w], k) == 0)
+            if (strncasecmp(name + i, secret_words[w], k) == 0)
                 return 1;
     }
     return 0;
+}
+
+/* Writes text with the credentials of every URL in it replaced:
+ * scheme://user:pw@host -> scheme://user:<redacted>@host, and
+ * scheme://tok@host -> scheme://<redacted>@host. */
+static void put_redacted_urls(FILE *f, const char *text) {
+    const char *p = text;
+    for (;;) {
+        const char *sep = strstr(p, "://");
+        if (!sep) {
+            fputs(p, f);
+            return;
+        }
+        const char *auth = sep + 3, *end = auth, *at = NULL;
+        while (*end && !strchr("/?#", *end) && !isspace((unsigned char)*end)) {
+            if (*end == '@')
+                at = end;
+            end++;
+        }
+        fwrite(p, 1, (size_t)(auth - p), f);
+        if (at) {
+            const char *colon = memchr(auth, ':', (size_t)(at - auth));
+            if (colon)
+                fwrite(auth, 1, (size_t)(colon + 1 - auth), f);
+            fputs("<redacted>", f);
+            p = at;
+        } else {
+            p = auth;
+        }
+    }
 }
 
 /* ------------------------------------------------------ the environment */
@@ -298,22 +341,54 @@ static void write_exit(FILE *f, const ts_debug_run_config *c, const run_result *
         fprintf(f, "signal %d (%s)\n", WTERMSIG(r->status), signal_name(WTERMSIG(r->status)));
 }
 
+static void put_quoted(FILE *f, const char *a) {
+    int plain = *a != 0;
+    for (const char *p = a; *p; p++)
+        if (!isalnum((unsigned char)*p) && !strchr("-_./=:,+@%<>", *p))
+            plain = 0;
+    if (plain) {
+        put_redacted_urls(f, a);
+        return;
+    }
+    fputc('\'', f);
+    for (const char *p = a; *p; p++)
+        *p == '\'' ? fputs("'\\''", f) : fputc(*p, f);
+    fputc('\'', f);
+}
+
+/* A flag whose name holds a secret word: "--api-key=V" (value inline) or
+ * "--token" (value in the next argument). */
+static int secret_flag(const char *a, const char **inline_value) {
+    *inline_value = NULL;
+    if (a[0] != '-')
+        return 0;
+    const char *eq = strchr(a, '=');
+    size_t n = eq ? (size_t)(eq - a) : strlen(a);
+    if (!has_secret_word(a, n))
+        return 0;
+    *inline_value = eq ? eq + 1 : NULL;
+    return 1;
+}
+
 static void write_command(FILE *f, char *const *argv) {
+    int hide_next = 0;
     for (size_t i = 0; argv[i]; i++) {
-        const char *a = argv[i];
-        int plain = *a != 0;
-        for (const char *p = a; *p; p++)
-            if (!isalnum((unsigned char)*p) && !strchr("-_./=:,+@%", *p))
-                plain = 0;
+        const char *a = argv[i], *value;
         fputs(i ? " " : "", f);
-        if (plain) {
-            fputs(a, f);
-            continue;
+        if (hide_next) {
+            fputs("'<redacted>'", f);
+            hide_next = 0;
+        } else if (i > 0 && secret_flag(a, &value)) {
+            if (value) {
+                fwrite(a, 1, (size_t)(value - a), f);
+                fputs("'<redacted>'", f);
+            } else {
+                put_quoted(f, a);
+                hide_next = 1;
+            }
+        } else {
+            put_quoted(f, a);
         }
-        fputc('\'', f);
-        for (const char *p = a; *p; p++)
-            *p == '\'' ? fputs("'\\''", f) : fputc(*p, f);
-        fputc('\'', f);
     }
     fputc('\n', f);
 }
@@ -321,10 +396,12 @@ static void write_command(FILE *f, char *const *argv) {
 static void write_env(FILE *f, char *const *envp) {
     for (size_t i = 0; envp[i]; i++) {
         const char *eq = strchr(envp[i], '=');
-        if (eq && is_secret_name(envp[i]))
+        if (eq && has_secret_word(envp[i], (size_t)(eq - envp[i]))) {
             fprintf(f, "%.*s=<redacted>\n", (int)(eq - envp[i]), envp[i]);
-        else
-            fprintf(f, "%s\n", envp[i]);
+        } else {
+            put_redacted_urls(f, envp[i]);
+            fputc('\n', f);
+        }
     }
 }
 
@@ -381,7 +458,7 @@ static ts_status archive_add_file(struct archive *a, const char *dir, const char
     snprintf(member, sizeof member, "%s/%s", TS_ARCHIVE_TOP, name);
     archive_entry_set_pathname(e, member);
     archive_entry_set_filetype(e, AE_IFREG);
-    archive_entry_set_perm(e, 0644);
+    archive_entry_set_perm(e, 0600);
     archive_entry_set_size(e, sb.st_size);
     archive_entry_set_mtime(e, sb.st_mtime, 0);
     if (archive_write_header(a, e) != ARCHIVE_OK) {
@@ -405,18 +482,18 @@ static ts_status archive_add_file(struct archive *a, const char *dir, const char
     return st;
 }
 
-static ts_status write_archive(const char *work, const char *outfile) {
-    size_t n = strlen(outfile) + 32;
-    char *tmp = ts_malloc(n);
-    if (!tmp)
-        return TS_ERR_OUT_OF_MEMORY;
-    snprintf(tmp, n, "%s.tmp%ld", outfile, (long)getpid());
-    struct archive *a = archive_write_new();
+/* Into af: outfile's temporary, created exclusively (never through a file
+ * or link planted there), owner-only, before the command ran so an
+ * unwritable outfile is found first. Commits or aborts af. */
+static ts_status write_archive(const char *work, ts_atomic_file *afp, const char *outfile) {
+    ts_atomic_file af = *afp;
+    memset(afp, 0, sizeof *afp);
     ts_status st = TS_OK;
+    struct archive *a = archive_write_new();
     if (!a || archive_write_add_filter_gzip(a) != ARCHIVE_OK ||
         archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
-        archive_write_open_filename(a, tmp) != ARCHIVE_OK)
-        st = ts_error(TS_ERR_IO, "debug-run: cannot create %s: %s", tmp,
+        archive_write_open_FILE(a, af.f) != ARCHIVE_OK)
+        st = ts_error(TS_ERR_IO, "debug-run: cannot create %s: %s", outfile,
                       a ? archive_error_string(a) : "out of memory");
     struct dirent **names = NULL;
     int count = st == TS_OK ? scandir(work, &names, not_hidden, alphasort) : 0;
@@ -426,7 +503,7 @@ static ts_status write_archive(const char *work, const char *outfile) {
         struct archive_entry *e = archive_entry_new();
         archive_entry_set_pathname(e, TS_ARCHIVE_TOP "/");
         archive_entry_set_filetype(e, AE_IFDIR);
-        archive_entry_set_perm(e, 0755);
+        archive_entry_set_perm(e, 0700);
         archive_entry_set_mtime(e, time(NULL), 0);
         if (archive_write_header(a, e) != ARCHIVE_OK)
             st = ts_error(TS_ERR_IO, "debug-run: archiving: %s", archive_error_string(a));
@@ -439,16 +516,15 @@ static ts_status write_archive(const char *work, const char *outfile) {
     }
     free(names);
     if (a && archive_write_close(a) != ARCHIVE_OK && st == TS_OK)
-        st = ts_error(TS_ERR_IO, "debug-run: writing %s: %s", tmp, archive_error_string(a));
+        st = ts_error(TS_ERR_IO, "debug-run: writing %s: %s", outfile, archive_error_string(a));
     if (a)
         archive_write_free(a);
-    if (st == TS_OK && rename(tmp, outfile) != 0)
-        st = ts_error(TS_ERR_IO, "debug-run: cannot rename %s to %s: %s", tmp, outfile,
-                      strerror(errno));
-    if (st != TS_OK)
-        unlink(tmp);
-    ts_free(tmp);
-    return st;
+    if (st != TS_OK) {
+        ts_atomic_abort(&af);
+        return st;
+    }
+    st = ts_atomic_commit(&af);
+    return st == TS_OK ? TS_OK : ts_error_wrap(st, "debug-run");
 }
 
 static void remove_dir(const char *dir) {
@@ -498,21 +574,28 @@ ts_status ts_debug_run(const ts_debug_run_config *c, int *child_status) {
         return ts_error(TS_ERR_INVALID_ARGUMENT,
                         "ts_debug_run: timeout_s is %g; use 0 for none or a positive number",
                         c->timeout_s);
+    ts_atomic_file af; /* first: an outfile that cannot be written stops us before the command runs */
+    ts_status ost = ts_atomic_open_mode(&af, c->outfile, 0600);
+    if (ost != TS_OK)
+        return ts_error_wrap(ost, "debug-run: --outfile");
     const char *tmpdir = getenv("TMPDIR");
     char *work = path_join(tmpdir && *tmpdir ? tmpdir : "/tmp", "tensorscope-debug-XXXXXX");
-    if (!work)
+    if (!work) {
+        ts_atomic_abort(&af);
         return TS_ERR_OUT_OF_MEMORY;
+    }
     if (!mkdtemp(work)) {
         ts_status st = ts_error(TS_ERR_IO, "debug-run: cannot create a work directory %s: %s "
                                 "(set TMPDIR to a writable directory)", work, strerror(errno));
         ts_free(work);
+        ts_atomic_abort(&af);
         return st;
     }
     envlist env = {0};
     run_result r = {0};
     ts_status st = build_env(&env, work);
     char *log_path = st == TS_OK ? path_join(work, "output.log") : NULL;
-    int log_fd = log_path ? open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
+    int log_fd = log_path ? open(log_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600) : -1;
     if (st == TS_OK && log_fd < 0)
         st = ts_error(TS_ERR_IO, "debug-run: cannot create %s: %s",
                       log_path ? log_path : "output.log", strerror(errno));
@@ -529,7 +612,9 @@ ts_status ts_debug_run(const ts_debug_run_config *c, int *child_status) {
         st = write_reports(work, c, env.v, &r);
     }
     if (st == TS_OK)
-        st = write_archive(work, c->outfile);
+        st = write_archive(work, &af, c->outfile);
+    else
+        ts_atomic_abort(&af);
     if (st == TS_OK)
         ts_logf(TS_LOG_INFO, "debug-run: wrote %s%s%s", c->outfile,
                 c->tidy ? "" : "; work directory kept at ", c->tidy ? "" : work);

@@ -32,9 +32,9 @@ static ts_status write_text_file(const char *path, const char *text) {
     return ts_atomic_commit(&af);
 }
 
-void ts_diag_after_compile(const ts_model *m) {
+ts_status ts_diag_after_compile(const ts_model *m) {
     const char *path = env_or_null("TS_SAVE_GRAPH_FILE");
-    if (!m || !path) return;
+    if (!m || !path) return TS_OK;
     const char *fmt_name = env_or_null("TS_SAVE_GRAPH_FMT");
     ts_dump_format fmt = TS_DUMP_TEXT;
     if (fmt_name && strcasecmp(fmt_name, "dot") == 0) fmt = TS_DUMP_DOT;
@@ -42,36 +42,33 @@ void ts_diag_after_compile(const ts_model *m) {
         ts_logf(TS_LOG_WARN, "TS_SAVE_GRAPH_FMT='%s' is not text or dot; writing text", fmt_name);
     /* locations: ts_graph_dump reads TS_IR_DEBUG itself */
     char *dump = ts_graph_dump(m->g, m, fmt, 0);
-    if (!dump) {
-        ts_logf(TS_LOG_WARN, "TS_SAVE_GRAPH_FILE: no graph dump written: %s", ts_last_error());
-        return;
-    }
-    if (write_text_file(path, dump))
-        ts_logf(TS_LOG_WARN, "TS_SAVE_GRAPH_FILE: %s", ts_last_error());
-    else
-        ts_logf(TS_LOG_DEBUG, "graph dump (%s) written to %s", fmt == TS_DUMP_DOT ? "dot" : "text", path);
+    if (!dump) return ts_error_wrap(TS_ERR_IO, "TS_SAVE_GRAPH_FILE: no graph dump written");
+    ts_status st = write_text_file(path, dump);
     ts_string_free(dump);
+    if (st) return ts_error_wrap(st, "TS_SAVE_GRAPH_FILE");
+    ts_logf(TS_LOG_DEBUG, "graph dump (%s) written to %s", fmt == TS_DUMP_DOT ? "dot" : "text", path);
+    return TS_OK;
 }
 
 /* ---- after run: the metrics file and the trace line */
 
-static void append_metrics(const ts_model *m, const char *path) {
+static ts_status append_metrics(const ts_model *m, const char *path) {
     char *report = ts_metrics_report();
-    if (!report) {
-        ts_logf(TS_LOG_WARN, "TS_METRICS_FILE: no report (out of memory)");
-        return;
-    }
+    if (!report) return ts_error(TS_ERR_OUT_OF_MEMORY, "TS_METRICS_FILE: no report (out of memory)");
     /* appended, not atomic: each run adds one block to the same file */
+    ts_status st = TS_OK;
     FILE *f = fopen(path, "a");
     if (!f) {
-        ts_logf(TS_LOG_WARN, "TS_METRICS_FILE: cannot open %s for appending: %s", path, strerror(errno));
+        st = ts_error(TS_ERR_IO, "TS_METRICS_FILE: cannot open %s for appending: %s", path, strerror(errno));
     } else {
         long long n = (long long)(m->training ? m->steps : m->runs);
-        bool ok = fprintf(f, "[MetricsData; step=%lld]\n%s", n, report) >= 0;
+        bool ok = fprintf(f, "[MetricsData; step=%lld]\n%s", n, report) >= 0 && fflush(f) == 0;
+        int err = errno;
         ok = fclose(f) == 0 && ok;
-        if (!ok) ts_logf(TS_LOG_WARN, "TS_METRICS_FILE: cannot write %s: %s", path, strerror(errno));
+        if (!ok) st = ts_error(TS_ERR_IO, "TS_METRICS_FILE: cannot write %s: %s", path, strerror(err ? err : errno));
     }
     ts_string_free(report);
+    return st;
 }
 
 /* The loss of the last micro-batch from its anchor (any anchor of the loss
@@ -123,9 +120,9 @@ static void trace_line(const ts_model *m, uint64_t run_ns) {
             sec > 0 ? p->flops_mb * (double)p->samples_mb / sec * 1e-9 : 0.0);
 }
 
-void ts_diag_after_run(const ts_model *m, uint64_t run_ns) {
-    if (!m || !m->prog) return;
-    const char *path = env_or_null("TS_METRICS_FILE");
-    if (path) append_metrics(m, path);
+ts_status ts_diag_after_run(const ts_model *m, uint64_t run_ns) {
+    if (!m || !m->prog) return TS_OK;
     if (ts_log_enabled(TS_LOG_TRACE)) trace_line(m, run_ns);
+    const char *path = env_or_null("TS_METRICS_FILE");
+    return path ? append_metrics(m, path) : TS_OK;
 }

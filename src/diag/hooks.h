@@ -6,9 +6,11 @@
 
 #include "compile/program.h"
 
-/* After every successful compile (and recompile). */
-void ts_diag_after_compile(const ts_model *m);
-/* After every successful run; run_ns is its wall time. */
-void ts_diag_after_run(const ts_model *m, uint64_t run_ns);
+/* After every successful compile (and recompile). A graph dump that cannot
+ * be written is TS_ERR_IO (the compile itself stands). */
+ts_status ts_diag_after_compile(const ts_model *m);
+/* After every successful run; run_ns is its wall time. A metrics file that
+ * cannot be written is TS_ERR_IO (the run itself counts). */
+ts_status ts_diag_after_run(const ts_model *m, uint64_t run_ns);
 
 #endif

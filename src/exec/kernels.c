@@ -96,9 +96,11 @@ static void unary_slice(void *vctx, int64_t begin, int64_t end) {
     switch (e->kind) {
     case U_SCALE_F: for (int64_t i = begin; i < end; i++) o[i] = s * a[i]; break;
     case U_SCALE_B: for (int64_t i = begin; i < end; i++) o[i] += s * a[i]; break;
-    case U_RELU_F: for (int64_t i = begin; i < end; i++) o[i] = a[i] > 0.0f ? a[i] : 0.0f; break;
-    /* the kink at 0 takes gradient 0, as PyTorch does */
-    case U_RELU_B: for (int64_t i = begin; i < end; i++) o[i] += b[i] > 0.0f ? a[i] : 0.0f; break;
+    /* NaN stays NaN (a NaN compares false): written so, not `a > 0 ? a : 0` */
+    case U_RELU_F: for (int64_t i = begin; i < end; i++) o[i] = a[i] < 0.0f ? 0.0f : a[i]; break;
+    /* the kink at 0 takes gradient 0 and a NaN output passes it, as PyTorch's
+     * threshold backward (zero where out <= 0) */
+    case U_RELU_B: for (int64_t i = begin; i < end; i++) o[i] += b[i] <= 0.0f ? 0.0f : a[i]; break;
     case U_LOG_F: for (int64_t i = begin; i < end; i++) o[i] = logf(a[i]); break;
     case U_LOG_B: for (int64_t i = begin; i < end; i++) o[i] += a[i] / b[i]; break;
     case U_COPY_F: memcpy(o + begin, a + begin, (size_t)(end - begin) * sizeof(float)); break;

@@ -16,7 +16,7 @@ enum { TS_BIN_ADD = 0, TS_BIN_SUB, TS_BIN_MUL };
 /* out[n] = s * x[n];  dx[n] += s * dout[n] */
 void ts_scale_forward(ts_pool *p, float *out, const float *x, float s, int64_t n);
 void ts_scale_backward(ts_pool *p, float *dx, const float *dout, float s, int64_t n);
-/* out[n] = max(x, 0);  dx[n] += dout * (out > 0) */
+/* out[n] = max(x, 0), NaN kept;  dx[n] += dout * !(out <= 0) */
 void ts_relu_forward(ts_pool *p, float *out, const float *x, int64_t n);
 void ts_relu_backward(ts_pool *p, float *dx, const float *dout, const float *out, int64_t n);
 /* out[n] = log(x);  dx[n] += dout / x */

@@ -297,7 +297,7 @@ static ts_tensor *add_leaf(ts_graph *g, ts_op op, const char *name, ts_dtype dty
             return ts_graph_fail(g, TS_ERR_SHAPE, "%s '%s': dimension %d is %lld; dimensions must be positive", what, name, i, (long long)shape[i]);
         s.d[i] = shape[i];
     }
-    if (ts_shape_numel(&s) > (int64_t)1 << 34)
+    if (ts_shape_numel(&s) > TS_MAX_NUMEL)
         return ts_graph_fail(g, TS_ERR_SHAPE, "%s '%s' has more than 2^34 elements", what, name);
     if (dtype != TS_F32 && !(op == TS_OP_INPUT && dtype == TS_I32))
         return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s '%s': dtype must be f32%s", what, name, op == TS_OP_INPUT ? " (or i32 for labels)" : "");
@@ -452,3 +452,14 @@ ts_status ts_outfeed_add(ts_graph *g, ts_outfeed *q, const char *key, ts_tensor 
 
 size_t ts_graph_tensor_count(const ts_graph *g) { return g ? g->n : 0; }
 ts_tensor *ts_graph_tensor_at(const ts_graph *g, size_t i) { return g && i < g->n ? g->t[i] : NULL; }
+
+const char *ts_tensor_op(const ts_tensor *t) { return t ? ts_op_get(t->op)->name : NULL; }
+int ts_tensor_input_count(const ts_tensor *t) { return t ? t->n_in : 0; }
+ts_tensor *ts_tensor_input(const ts_tensor *t, int i) { return t && i >= 0 && i < t->n_in ? t->g->t[t->in[i]] : NULL; }
+
+const char *ts_tensor_location(const ts_tensor *t, char *buf, size_t n) {
+    if (!buf || !n) return "";
+    if (t && t->file) snprintf(buf, n, "%s:%d", t->file, t->line);
+    else buf[0] = '\0';
+    return buf;
+}

@@ -89,9 +89,14 @@ struct ts_graph {
     size_t n_strings, cap_strings;
 };
 
+/* The most elements one tensor may have (64 GiB of f32). */
+#define TS_MAX_NUMEL ((int64_t)1 << 34)
+/* Saturates at INT64_MAX instead of overflowing, so a size check against
+ * TS_MAX_NUMEL also catches shapes whose product does not fit. */
 static inline int64_t ts_shape_numel(const ts_shape *s) {
     int64_t n = 1;
-    for (int i = 0; i < s->ndim; i++) n *= s->d[i];
+    for (int i = 0; i < s->ndim; i++)
+        if (__builtin_mul_overflow(n, s->d[i], &n)) return INT64_MAX;
     return n;
 }
 bool ts_shape_equal(const ts_shape *a, const ts_shape *b);

@@ -157,6 +157,7 @@ const char *ts_output_mode_name(ts_output_mode m) {
 }
 
 ts_status ts_output_mode_parse(const char *s, ts_output_mode *out) {
+    if (!out) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_output_mode_parse: out is NULL");
     for (int i = 0; s && i < (int)TS_ARRAY_LEN(mode_names); i++)
         if (strcasecmp(s, mode_names[i]) == 0 || (i == TS_OUTPUT_EVERY_N && strcasecmp(s, "everyn") == 0)) {
             *out = (ts_output_mode)i;
@@ -166,6 +167,7 @@ ts_status ts_output_mode_parse(const char *s, ts_output_mode *out) {
 }
 
 ts_status ts_check_numerics_parse(const char *s, ts_check_numerics *out) {
+    if (!out) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_check_numerics_parse: out is NULL");
     static const char *names[] = {"off", "output", "op"};
     for (int i = 0; s && i < (int)TS_ARRAY_LEN(names); i++)
         if (strcasecmp(s, names[i]) == 0) {

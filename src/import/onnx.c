@@ -608,6 +608,33 @@ static ts_status op_gemm(importer *im, node_io *io) {
     return built(im, y, &io->out[0]);
 }
 
+/* The file's own loss: NegativeLogLikelihoodLoss (after a LogSoftmax) and
+ * SoftmaxCrossEntropyLoss on [N,C] scores and integer labels [N], reduced
+ * by mean (or sum); the second output of SoftmaxCrossEntropyLoss is the
+ * log-probabilities. */
+static ts_status op_loss(importer *im, node_io *io) {
+    bool ce = strcmp(im->node->op_type, "SoftmaxCrossEntropyLoss") == 0;
+    const Attr *red = attr(im, "reduction");
+    const char *reduction = red && red->has_s ? (const char *)red->s.data : "mean";
+    size_t rlen = red && red->has_s ? red->s.len : 4;
+    bool sum = rlen == 3 && strncmp(reduction, "sum", 3) == 0;
+    if (!sum && !(rlen == 4 && strncmp(reduction, "mean", 4) == 0))
+        return node_error(im, TS_ERR_UNSUPPORTED, "reduction '%.*s' is not available; mean and sum are", (int)rlen, reduction);
+    if (io->n_in > 2 && io->in[2]) return node_error(im, TS_ERR_UNSUPPORTED, "class weights are not available yet");
+    /* PyTorch always writes ignore_index=-100: no class index is negative */
+    if (attr_i(im, "ignore_index", -1) >= 0)
+        return node_error(im, TS_ERR_UNSUPPORTED, "ignore_index %lld is not available yet (a negative one is)",
+                          (long long)attr_i(im, "ignore_index", -1));
+    ts_status st = TS_OK;
+    ts_tensor *x = as_tensor(im, io->in[0], &st), *y = x ? as_tensor(im, io->in[1], &st) : NULL;
+    if (!y) return st;
+    ts_tensor *loss = ce ? ts_cross_entropy(im->g, x, y) : ts_nll_loss(im->g, x, y);
+    if (loss && sum) loss = ts_scale(im->g, loss, (float)x->shape.d[0]);
+    st = built(im, loss, &io->out[0]);
+    if (!st && ce && io->n_out > 1) st = built(im, ts_log_softmax(im->g, x, 1), &io->out[1]);
+    return st;
+}
+
 /* Folded-only ops: a thin row each over the constant kernels. */
 static ts_status op_fold(importer *im, node_io *io) {
     ts_status st = need_consts(im, io);
@@ -657,6 +684,7 @@ static const struct {
     {"Log", 1, op_unary},
     {"LogSoftmax", 1, op_softmax},
     {"MatMul", 2, op_matmul},
+    {"NegativeLogLikelihoodLoss", 2, op_loss},
     {"Mul", 2, op_binary},
     {"Neg", 1, op_unary},
     {"Not", 1, op_unary},
@@ -669,6 +697,7 @@ static const struct {
     {"Size", 1, op_size},
     {"Slice", 3, op_fold},
     {"Softmax", 1, op_softmax},
+    {"SoftmaxCrossEntropyLoss", 2, op_loss},
     {"Sqrt", 1, op_unary},
     {"Squeeze", 1, op_squeeze_unsqueeze},
     {"Sub", 2, op_binary},

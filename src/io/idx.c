@@ -142,10 +142,25 @@ static ts_status read_file(gzFile f, const char *path, ts_idx *out) {
         return ts_error(TS_ERR_FORMAT, "%s is truncated: %zu bytes, the IDX header needs %zu",
                         path, 4 + got, 4 + need);
     if ((s = check_dims(hdr + 4, path, out))) return s;
-    out->data = ts_malloc(out->size);
-    if (!out->data) return TS_ERR_OUT_OF_MEMORY;
-    if ((s = gz_read(f, path, out->data, out->size, &got))) return s;
-    if (got < out->size) return truncated(out, path, got);
+    /* The header's size is a claim: the buffer grows (doubling from 1 MiB)
+     * only as data actually arrives, so a short file claiming 4 GiB costs
+     * at most twice what it holds. */
+    size_t cap = 0, have = 0;
+    while (have < out->size) {
+        if (have == cap) {
+            size_t next = cap ? (cap > out->size / 2 ? out->size : 2 * cap) : ((size_t)1 << 20);
+            if (next > out->size) next = out->size;
+            uint8_t *nd = ts_realloc(out->data, next);
+            if (!nd) return TS_ERR_OUT_OF_MEMORY;
+            out->data = nd;
+            cap = next;
+        }
+        size_t want = cap - have;
+        if ((s = gz_read(f, path, out->data + have, want, &got))) return s;
+        have += got;
+        if (got < want) break; /* the data ended */
+    }
+    if (have < out->size) return truncated(out, path, have);
     /* One more read: finds trailing bytes, and makes zlib check the CRC. */
     uint8_t extra;
     if ((s = gz_read(f, path, &extra, 1, &got))) return s;

@@ -9,9 +9,11 @@
 #include "io/atomic_file.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define NPY_MAGIC "\x93NUMPY"
 #define NPY_MAGIC_LEN 6
@@ -324,8 +326,27 @@ ts_status ts_npy_load(const char *path, ts_array *out) {
     if (!out) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_npy_load: out is NULL");
     memset(out, 0, sizeof *out);
     if (!path) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_npy_load: path is NULL");
-    FILE *f = fopen(path, "rb");
-    if (!f) return ts_error(TS_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; only regular
+     * files are read (a FIFO or device could block or never end) */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return ts_error(TS_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        ts_status s = ts_error(TS_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+        close(fd);
+        return s;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        return ts_error(TS_ERR_IO, "cannot read %s: it is not a regular file (a %s); give the path of a .npy file",
+                        path, S_ISDIR(sb.st_mode) ? "directory" : S_ISFIFO(sb.st_mode) ? "FIFO" : "device or socket");
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return ts_error(TS_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    }
     ts_status s = load(f, out);
     fclose(f);
     return s ? ts_error_wrap(s, "%s", path) : TS_OK;

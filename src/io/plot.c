@@ -339,3 +339,86 @@ ts_status ts_plot_lines(const char *path, const char *title, const char *x_label
     widen(&c.y0, &c.y1);
     return render(path, draw_lines, &c);
 }
+
+/* ------------------------------------------------- compare: error plot */
+
+typedef struct errors_ctx {
+    const char *const *names;
+    const double *rel, *tol;
+    int n, mark;
+    double y0, y1; /* log10 range shown */
+} errors_ctx;
+
+/* log10 of an error, kept inside the frame (0 at the floor, inf at the top). */
+static double log_clip(const errors_ctx *c, double v) {
+    if (!(v > 0)) return c->y0;
+    if (isinf(v)) return c->y1;
+    return fmin(fmax(log10(v), c->y0), c->y1);
+}
+
+static void draw_errors(cairo_t *cr, const void *ctx) {
+    const errors_ctx *c = ctx;
+    frame f = {90, 50, PLOT_W - 90 - 30, PLOT_H - 50 - 75, -0.5, c->n > 1 ? c->n - 0.5 : 0.5, c->y0, c->y1};
+    draw_frame(cr, &f, "Max relative error per tensor", "tensor, in topological order",
+               "max relative error (log10: -6 is 1e-6)");
+    cairo_save(cr);
+    cairo_rectangle(cr, f.left, f.top, f.width, f.height);
+    cairo_clip(cr);
+    /* the tolerance, as a relative error: a dashed step line */
+    const double dash[] = {6, 4};
+    cairo_set_dash(cr, dash, 2, 0);
+    cairo_set_source_rgb(cr, 0.4, 0.4, 0.4);
+    cairo_set_line_width(cr, 1.5);
+    for (int i = 0; i < c->n; i++) {
+        double y = py(&f, log_clip(c, c->tol[i]));
+        if (i == 0) cairo_move_to(cr, px(&f, i - 0.5), y);
+        else cairo_line_to(cr, px(&f, i - 0.5), y);
+        cairo_line_to(cr, px(&f, i + 0.5), y);
+    }
+    cairo_stroke(cr);
+    cairo_set_dash(cr, NULL, 0, 0);
+    if (c->mark >= 0) { /* the first divergence */
+        cairo_set_source_rgb(cr, 0.84, 0.15, 0.16);
+        cairo_move_to(cr, px(&f, c->mark), f.top);
+        cairo_line_to(cr, px(&f, c->mark), f.top + f.height);
+        cairo_stroke(cr);
+    }
+    cairo_set_line_width(cr, 1.0);
+    for (int i = 0; i < c->n; i++) {
+        bool bad = !(c->rel[i] <= c->tol[i]);
+        if (bad) cairo_set_source_rgb(cr, 0.84, 0.15, 0.16);
+        else cairo_set_source_rgb(cr, 0.17, 0.63, 0.17);
+        cairo_arc(cr, px(&f, i), py(&f, log_clip(c, c->rel[i])), 4, 0, 2 * M_PI);
+        cairo_fill(cr);
+    }
+    cairo_restore(cr);
+    draw_box(cr, &f);
+    cairo_set_font_size(cr, 12);
+    cairo_set_source_rgb(cr, 0, 0, 0);
+    char note[600];
+    if (c->mark >= 0) {
+        snprintf(note, sizeof note, "first divergence: %s", c->names[c->mark]);
+        cairo_set_source_rgb(cr, 0.84, 0.15, 0.16);
+    } else snprintf(note, sizeof note, "every tensor within tolerance");
+    text_at(cr, note, f.left + 8, f.top + 8, 0.0, 0.0);
+    cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
+    text_at(cr, "dashed: tolerance (rtol + atol/max|ref|)   green: pass   red: fail", f.left + 8, f.top + 26, 0.0, 0.0);
+}
+
+ts_status ts_plot_errors(const char *path, const char *const *names, const double *max_rel, const double *tol, int n,
+                         int first_failure) {
+    if (!path || !*path) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_plot_errors: no path given");
+    if (n < 0 || (n > 0 && (!names || !max_rel || !tol)) || first_failure >= n)
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_plot_errors: %d tensors with missing data or a bad first_failure %d", n,
+                        first_failure);
+    errors_ctx c = {names, max_rel, tol, n, first_failure, INFINITY, -INFINITY};
+    for (int i = 0; i < n; i++) {
+        double v[2] = {max_rel[i], tol[i]};
+        for (int k = 0; k < 2; k++)
+            if (v[k] > 0 && isfinite(v[k])) c.y0 = fmin(c.y0, floor(log10(v[k]))), c.y1 = fmax(c.y1, ceil(log10(v[k])));
+    }
+    if (!(c.y0 <= c.y1)) c.y0 = -8, c.y1 = 0;
+    c.y0 -= 1; /* room for exact matches at the floor */
+    c.y1 += 1; /* and for infinite errors at the top */
+    return render(path, draw_errors, &c);
+}

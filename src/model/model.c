@@ -1,5 +1,6 @@
 /* model.c -- training and inference models: creation, compile and
- * recompile, names, anchors added after compile. */
+ * recompile, anchors added after compile. The model layer is the one that
+ * drives compile/ and exec/ (run.c) and reads results back (retrieve.c). */
 #include "compile/program.h"
 
 #include "diag/hooks.h"
@@ -46,7 +47,7 @@ static bool in_graph(const ts_graph *g, const ts_tensor *t) { return t && t->g =
 
 static ts_status check_optimizer(ts_optimizer o) {
     if (o.kind < TS_OPT_SGD || o.kind > TS_OPT_ADAMW) return ts_error(TS_ERR_INVALID_ARGUMENT, "unknown optimizer kind %d", (int)o.kind);
-    if (!(o.lr >= 0.0f) || o.lr > 1e6f) return ts_error(TS_ERR_INVALID_ARGUMENT, "learning rate must be a finite value >= 0, got %g", (double)o.lr);
+    if (!(o.lr >= 0.0f) || o.lr > 1e6f) return ts_error(TS_ERR_INVALID_ARGUMENT, "learning rate must be in [0, 1e6], got %g", (double)o.lr);
     if (!(o.momentum >= 0.0f && o.momentum < 1.0f) && o.kind == TS_OPT_SGD)
         return ts_error(TS_ERR_INVALID_ARGUMENT, "momentum must be in [0, 1), got %g", (double)o.momentum);
     if (!(o.weight_decay >= 0.0f)) return ts_error(TS_ERR_INVALID_ARGUMENT, "weight decay must be >= 0, got %g", (double)o.weight_decay);
@@ -144,16 +145,7 @@ ts_status ts_model_compile(ts_model *m) {
     if (recompile) ts_counter_add_cause("Recompilations", m->stale_cause ? m->stale_cause : "Requested", 1);
     m->stale_cause = NULL;
     log_template(m, p);
-    ts_diag_after_compile(m);
-    return TS_OK;
-}
-
-ts_status ts_model_tensor_names(const ts_model *m, const char *const **names, size_t *n) {
-    if (!m || !names || !n) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_tensor_names: NULL argument");
-    if (!m->compiled || !m->prog) return ts_error(TS_ERR_STATE, "tensor names are known after ts_model_compile; compile the model first");
-    *names = m->prog->sorted_names;
-    *n = (size_t)m->prog->n_entries;
-    return TS_OK;
+    return ts_diag_after_compile(m);
 }
 
 ts_status ts_model_anchor(ts_model *m, const char *short_name, const char *tensor_name, ts_output_mode mode, int period) {
@@ -171,7 +163,3 @@ ts_status ts_model_anchor(ts_model *m, const char *short_name, const char *tenso
     }
     return st;
 }
-
-int64_t ts_model_runs(const ts_model *m) { return m ? m->runs : 0; }
-int64_t ts_model_steps(const ts_model *m) { return m ? m->steps : 0; }
-double ts_model_flops_per_microbatch(const ts_model *m) { return m && m->prog ? m->prog->flops_mb : 0.0; }

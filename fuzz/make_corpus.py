@@ -1,0 +1,78 @@
+#!/usr/bin/python3
+"""Writes the seed corpora under fuzz/corpus/<target>/ (committed; rerun
+after changing a target's input format): valid inputs of every kind the
+product reads, and a few near misses. NumPy writes the .npy seeds."""
+import gzip
+import io
+import os
+import struct
+
+import numpy as np
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+
+
+def put(target, name, data):
+    d = os.path.join(ROOT, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+def idx(dims, payload):
+    return struct.pack(">BBBB", 0, 0, 8, len(dims)) + b"".join(struct.pack(">I", d) for d in dims) + payload
+
+
+def idx_pair(images, labels, gz_here):
+    if not gz_here:  # the files themselves, gzip framing included
+        images, labels = gzip.compress(images, mtime=0), gzip.compress(labels, mtime=0)
+    return bytes([1 if gz_here else 0]) + struct.pack("<H", len(images)) + images + labels
+
+
+n, r, c = 3, 4, 4
+images = idx([n, r, c], bytes(range(n * r * c)))
+labels = idx([n], bytes([1, 7, 9]))
+put("fuzz_idx_gz", "valid_gz_in_harness", idx_pair(images, labels, True))
+put("fuzz_idx_gz", "valid_gzip_files", idx_pair(images, labels, False))
+put("fuzz_idx_gz", "plain_files", bytes([0]) + struct.pack("<H", len(images)) + images + labels)
+put("fuzz_idx_gz", "truncated_images", idx_pair(images[:-5], labels, True))
+put("fuzz_idx_gz", "count_mismatch", idx_pair(images, idx([2], bytes([1, 2])), True))
+put("fuzz_idx_gz", "huge_claim", idx_pair(idx([60000, 28, 28], b"\0" * 16), labels, True))
+
+for name, a in {
+    "f32_2x3": np.arange(6, dtype="<f4").reshape(2, 3) * 0.5,
+    "f64_4": np.arange(4, dtype="<f8") / 3,
+    "i32_3x2": np.arange(6, dtype="<i4").reshape(3, 2) - 2,
+    "i64_2x2": np.arange(4, dtype="<i8"),
+    "u8_5x1": np.arange(5, dtype="u1").reshape(5, 1),
+    "scalar": np.array(3.25, dtype="<f4"),
+    "empty_0x3": np.zeros((0, 3), dtype="<f4"),
+    "nan_inf": np.array([np.nan, np.inf, -np.inf, 1.0], dtype="<f4"),
+    "big_endian": np.arange(3, dtype=">f4"),
+    "fortran": np.asfortranarray(np.arange(6, dtype="<f4").reshape(2, 3)),
+}.items():
+    b = io.BytesIO()
+    np.save(b, a)
+    put("fuzz_npy_load", name + ".npy", b.getvalue())
+b = io.BytesIO()
+np.lib.format.write_array(b, np.arange(6, dtype="<f4").reshape(2, 3), version=(2, 0))
+put("fuzz_npy_load", "v2_f32_2x3.npy", b.getvalue())
+
+for name, args in {
+    "typical": ["--epochs", "3", "--lr", "0.01", "--quiet", "--data", "data/mnist"],
+    "anchors": ["--anchor", "fc1/MatMul:0:every_n:2", "--anchor=Gradient___*.weight:all", "--anchor", "Relu:0"],
+    "output_mode": ["--output-mode", "every_n:4", "--dump-limit", "500M"],
+    "inline_values": ["--epochs=2", "--lr=1e-3", "--data=d"],
+    "bad": ["--epochs", "4294967297", "--anchor", "x:every_n:4294967297", "--nope"],
+    "rest": ["--quiet", "--", "echo", "hi"],
+    "help": ["--help"],
+}.items():
+    put("fuzz_cli_args", name, b"\0".join(a.encode() for a in args))
+
+for name, vals in {
+    "op": ["op", "0", "text", "1"],
+    "output_dot": ["output", "1", "dot", "0"],
+    "junk": ["sometimes", "yes", "svg", "2"],
+    "empty": [""],
+}.items():
+    put("fuzz_env", name, b"\0".join(v.encode() for v in vals))

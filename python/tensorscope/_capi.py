@@ -1,0 +1,334 @@
+"""The C library through ctypes: its structs, its prototypes, its errors.
+
+Everything here mirrors include/tensorscope.h one to one (tests/test_abi.py
+checks every struct's size and field offsets against the C compiler). The
+rest of the package only calls `lib.<function>` and `check(status)`.
+"""
+import ctypes as C
+import os
+
+import numpy as np
+
+from .errors import error_for
+
+TS_MAX_DIMS = 8
+TS_LOG2_BINS = 256
+TS_TB_BINS = 1551
+
+# ---------------------------------------------------------------- loading
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _load():
+    # TENSORSCOPE_LIBRARY points at another build (e.g. build/libtensorscope.so).
+    path = os.environ.get("TENSORSCOPE_LIBRARY") or os.path.join(_HERE, "libtensorscope.so")
+    try:
+        return C.CDLL(path)
+    except OSError as e:
+        raise ImportError(
+            f"tensorscope: cannot load the library {path} ({e}); reinstall the package "
+            "with `pip install ./python` from the repository, or set TENSORSCOPE_LIBRARY "
+            "to a libtensorscope.so") from None
+
+
+lib = _load()
+
+# ---------------------------------------------------------------- structs
+
+
+class Array(C.Structure):  # ts_array
+    _fields_ = [("dtype", C.c_int), ("ndim", C.c_int), ("shape", C.c_int64 * TS_MAX_DIMS),
+                ("data", C.c_void_p)]
+
+
+class Optimizer(C.Structure):  # ts_optimizer
+    _fields_ = [("kind", C.c_int), ("lr", C.c_float), ("momentum", C.c_float),
+                ("dampening", C.c_float), ("nesterov", C.c_int), ("weight_decay", C.c_float),
+                ("beta1", C.c_float), ("beta2", C.c_float), ("eps", C.c_float)]
+
+
+class Stats(C.Structure):  # ts_stats
+    _fields_ = [("count", C.c_int64), ("zeros", C.c_int64), ("nans", C.c_int64),
+                ("pos_infs", C.c_int64), ("neg_infs", C.c_int64), ("mean", C.c_double),
+                ("std", C.c_double), ("min", C.c_double), ("max", C.c_double),
+                ("l2", C.c_double)]
+
+
+class Range(C.Structure):  # ts_range
+    _fields_ = [(n, C.c_double) for n in (
+        "fp16_underflow", "fp16_overflow", "bf16_underflow", "bf16_overflow",
+        "e4m3_underflow", "e4m3_overflow", "e5m2_underflow", "e5m2_overflow")]
+
+
+class Summary(C.Structure):  # ts_summary
+    _fields_ = [("what", C.c_int), ("stats", Stats), ("log2_zeros", C.c_int64),
+                ("log2_counts", C.c_int64 * TS_LOG2_BINS), ("tb_counts", C.c_int64 * TS_TB_BINS),
+                ("range", Range)]
+
+
+class WatchResult(C.Structure):  # ts_watch_result
+    _fields_ = [("name", C.c_char_p), ("run", C.c_int64), ("step", C.c_int64),
+                ("summary", C.POINTER(Summary))]
+
+
+class OutfeedConfig(C.Structure):  # ts_outfeed_config
+    _fields_ = [("name", C.c_char_p), ("mode", C.c_int), ("depth", C.c_int),
+                ("filters", C.POINTER(C.c_char_p)), ("n_filters", C.c_int),
+                ("drop_when_full", C.c_int)]
+
+
+class OutfeedRecord(C.Structure):  # ts_outfeed_record
+    _fields_ = [("run", C.c_int64), ("sample", C.c_int64), ("key", C.c_char_p),
+                ("array", Array)]
+
+
+class OutfeedCounts(C.Structure):  # ts_outfeed_counts
+    _fields_ = [("enqueued", C.c_int64), ("dequeued", C.c_int64), ("dropped", C.c_int64),
+                ("wait_ns", C.c_int64)]
+
+
+class MemoryUsage(C.Structure):  # ts_memory_usage
+    _fields_ = [("rss", C.c_int64), ("pss", C.c_int64), ("uss", C.c_int64)]
+
+
+class ModelMemory(C.Structure):  # ts_model_memory
+    _fields_ = [("parameters", C.c_int64), ("gradients", C.c_int64),
+                ("optimizer_state", C.c_int64), ("activations", C.c_int64),
+                ("anchors", C.c_int64), ("activations_without_reuse", C.c_int64),
+                ("process", MemoryUsage)]
+
+
+class LoaderConfig(C.Structure):  # ts_loader_config
+    _fields_ = [("batch_size", C.c_int64), ("first", C.c_int64), ("count", C.c_int64),
+                ("shuffle", C.c_int), ("seed", C.c_uint64), ("drop_last", C.c_int)]
+
+
+class OnnxInput(C.Structure):  # ts_onnx_input
+    _fields_ = [("name", C.c_char_p), ("ndim", C.c_int), ("shape", C.c_int64 * TS_MAX_DIMS)]
+
+
+SINK_FN = C.CFUNCTYPE(None, C.c_void_p, C.POINTER(OutfeedRecord))
+
+# ------------------------------------------------------------- prototypes
+
+P = C.c_void_p  # every opaque handle
+S = C.c_char_p
+I64P = C.POINTER(C.c_int64)
+STRS = C.POINTER(C.c_char_p)
+_st = C.c_int  # ts_status
+
+_PROTOTYPES = {
+    "ts_version": (S, []),
+    "ts_status_name": (S, [_st]),
+    "ts_last_error": (S, []),
+    "ts_clear_error": (None, []),
+    "ts_set_log_level": (None, [C.c_int]),
+    "ts_get_log_level": (C.c_int, []),
+    "ts_dtype_name": (S, [C.c_int]),
+    "ts_array_shape_str": (S, [C.POINTER(Array), C.c_char_p, C.c_size_t]),
+    # graph
+    "ts_graph_new": (P, [C.c_uint64]),
+    "ts_graph_free": (None, [P]),
+    "ts_graph_status": (_st, [P]),
+    "ts_scope_push": (_st, [P, S]),
+    "ts_scope_pop": (_st, [P]),
+    "ts_graph_at": (P, [P, S, C.c_int]),
+    "ts_tensor_set_name": (_st, [P, S]),
+    "ts_tensor_name": (S, [P]),
+    "ts_tensor_info": (_st, [P, C.POINTER(Array)]),
+    "ts_tensor_op": (S, [P]),
+    "ts_tensor_location": (S, [P, C.c_char_p, C.c_size_t]),
+    "ts_graph_find": (P, [P, S]),
+    "ts_graph_tensor_count": (C.c_size_t, [P]),
+    "ts_graph_tensor_at": (P, [P, C.c_size_t]),
+    "ts_param_set": (_st, [P, C.POINTER(Array)]),
+    "ts_graph_dump": (C.c_void_p, [P, P, C.c_int, C.c_int]),
+    # options
+    "ts_output_mode_parse": (_st, [S, C.POINTER(C.c_int)]),
+    "ts_output_mode_name": (S, [C.c_int]),
+    "ts_check_numerics_parse": (_st, [S, C.POINTER(C.c_int)]),
+    "ts_options_new": (P, []),
+    "ts_options_free": (None, [P]),
+    "ts_options_set_device_iterations": (_st, [P, C.c_int]),
+    "ts_options_set_gradient_accumulation": (_st, [P, C.c_int]),
+    "ts_options_set_output_mode": (_st, [P, C.c_int, C.c_int]),
+    "ts_options_anchor": (_st, [P, S, S, C.c_int, C.c_int]),
+    "ts_options_watch": (_st, [P, S, C.c_int, C.c_int]),
+    "ts_options_set_check_numerics": (_st, [P, C.c_int]),
+    "ts_options_set_threads": (_st, [P, C.c_int]),
+    # optimizers
+    "ts_sgd": (Optimizer, [C.c_float, C.c_float, C.c_float]),
+    "ts_adam": (Optimizer, [C.c_float]),
+    "ts_adamw": (Optimizer, [C.c_float, C.c_float]),
+    # model
+    "ts_model_training": (_st, [C.POINTER(P), P, P, P, Optimizer]),
+    "ts_model_inference": (_st, [C.POINTER(P), P, C.POINTER(P), C.c_int, P]),
+    "ts_model_free": (None, [P]),
+    "ts_model_compile": (_st, [P]),
+    "ts_model_tensor_names": (_st, [P, C.POINTER(STRS), C.POINTER(C.c_size_t)]),
+    "ts_model_anchor": (_st, [P, S, S, C.c_int, C.c_int]),
+    "ts_model_run": (_st, [P, STRS, C.POINTER(Array), C.c_int]),
+    "ts_model_anchored": (_st, [P, S, C.POINTER(Array)]),
+    "ts_model_anchor_list": (_st, [P, C.POINTER(STRS), C.POINTER(C.c_size_t)]),
+    "ts_model_runs": (C.c_int64, [P]),
+    "ts_model_steps": (C.c_int64, [P]),
+    "ts_model_flops_per_microbatch": (C.c_double, [P]),
+    "ts_model_watch_results": (_st, [P, C.POINTER(C.POINTER(WatchResult)),
+                                     C.POINTER(C.c_size_t)]),
+    "ts_model_memory_get": (_st, [P, C.POINTER(ModelMemory)]),
+    "ts_model_memory_line": (S, [P, C.c_char_p, C.c_size_t]),
+    "ts_model_failed_tensor": (S, [P]),
+    # summaries and plots
+    "ts_summarize_f32": (_st, [C.POINTER(C.c_float), C.c_int64, C.c_int, C.POINTER(Summary)]),
+    "ts_summary_line": (S, [S, C.POINTER(Array), C.POINTER(Stats), C.c_char_p, C.c_size_t]),
+    "ts_plot_gradient_histogram": (_st, [S, C.POINTER(Array), C.c_int]),
+    "ts_npy_save": (_st, [S, C.POINTER(Array)]),
+    # outfeed
+    "ts_outfeed_new": (_st, [C.POINTER(P), C.POINTER(OutfeedConfig)]),
+    "ts_outfeed_free": (None, [P]),
+    "ts_outfeed_name": (S, [P]),
+    "ts_outfeed_accepts": (C.c_int, [P, S]),
+    "ts_outfeed_dequeue": (_st, [P, C.POINTER(OutfeedRecord), C.c_int]),
+    "ts_outfeed_set_sink": (_st, [P, SINK_FN, C.c_void_p]),
+    "ts_outfeed_get_counts": (OutfeedCounts, [P]),
+    "ts_outfeed_add": (_st, [P, P, S, P]),
+    "ts_options_outfeed_gradients": (_st, [P, P, C.c_int]),
+    # diagnostics
+    "ts_metrics_report": (C.c_void_p, []),
+    "ts_metrics_reset": (None, []),
+    "ts_counter_get": (C.c_int64, [S]),
+    "ts_string_free": (None, [C.c_void_p]),
+    # data
+    "ts_dataset_load_mnist": (_st, [C.POINTER(P), S]),
+    "ts_dataset_free": (None, [P]),
+    "ts_dataset_size": (C.c_int64, [P]),
+    "ts_dataset_arrays": (_st, [P, C.POINTER(Array), C.POINTER(Array)]),
+    "ts_loader_new": (_st, [C.POINTER(P), P, LoaderConfig]),
+    "ts_loader_free": (None, [P]),
+    "ts_loader_batches": (C.c_int64, [P]),
+    "ts_loader_next": (_st, [P, C.c_int, C.POINTER(Array), C.POINTER(Array)]),
+    # ONNX import (may be missing from an older library: see `function`)
+    "ts_graph_from_onnx": (_st, [C.POINTER(P), S, C.POINTER(OnnxInput), C.c_int]),
+    "ts_graph_output_count": (C.c_size_t, [P]),
+    "ts_graph_output_at": (P, [P, C.c_size_t]),
+    "ts_dataset_from_arrays": (_st, [C.POINTER(P), C.POINTER(Array), C.POINTER(Array)]),
+}
+
+
+def declare(name, restype, argtypes):
+    """Sets a function's prototype if the library has it (False if not)."""
+    f = getattr(lib, name, None)
+    if f is None:
+        return False
+    f.restype = restype
+    f.argtypes = argtypes
+    return True
+
+
+for _name, (_res, _args) in _PROTOTYPES.items():
+    declare(_name, _res, _args)
+
+
+def function(name, what):
+    """The C function `name`, or an UnsupportedError naming `what` when this
+    build of the library does not have it. Called at use, never at import."""
+    f = getattr(lib, name, None)
+    if f is None:
+        from .errors import UnsupportedError
+        raise UnsupportedError(
+            f"{what} needs {name}, which this libtensorscope ({lib.ts_version().decode()}) "
+            "does not have; install a newer tensorscope")
+    return f
+
+
+# ----------------------------------------------------------------- errors
+
+
+def last_error():
+    return lib.ts_last_error().decode("utf-8", "replace")
+
+
+def check(status):
+    """Raises the exception of a non-zero ts_status with the library's message."""
+    if status:
+        raise error_for(status, last_error())
+
+
+def checked_handle(ptr, what):
+    """A handle returned by a function that gives NULL on failure."""
+    if not ptr:
+        raise error_for(1, last_error() or f"{what} failed")
+    return ptr
+
+
+def take_string(ptr):
+    """A library string that the caller frees (ts_string_free)."""
+    if not ptr:
+        raise error_for(2, last_error() or "out of memory")
+    try:
+        return C.string_at(ptr).decode("utf-8", "replace")
+    finally:
+        lib.ts_string_free(ptr)
+
+
+def cstr(s):
+    return None if s is None else str(s).encode()
+
+
+def strings(ptr, n):
+    return [ptr[i].decode() for i in range(n)]
+
+
+# ----------------------------------------------------------------- arrays
+
+DTYPES = [np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int32), np.dtype(np.int64),
+          np.dtype(np.uint8)]  # index = ts_dtype
+_DTYPE_CODE = {d: i for i, d in enumerate(DTYPES)}
+
+
+def dtype_name(code):
+    return lib.ts_dtype_name(code).decode()
+
+
+def to_c(a, what):
+    """A ts_array viewing numpy array `a` (no copy when it is C-contiguous).
+    Returns (ts_array, the array it views: keep it alive while C reads it)."""
+    if hasattr(a, "detach") and hasattr(a, "numpy"):  # a torch tensor
+        a = a.detach().cpu().numpy()
+    a = np.asarray(a)
+    code = _DTYPE_CODE.get(a.dtype)
+    if code is None:
+        names = ", ".join(str(d) for d in DTYPES)
+        raise TypeError(f"{what}: numpy dtype {a.dtype} has no tensorscope dtype; "
+                        f"use one of {names} (e.g. {what}.astype(np.float32))")
+    if a.ndim > TS_MAX_DIMS:
+        raise ValueError(f"{what}: {a.ndim} dimensions; tensorscope arrays have at most "
+                         f"{TS_MAX_DIMS}")
+    a = np.ascontiguousarray(a)
+    arr = Array(code, a.ndim)
+    arr.shape[:a.ndim] = a.shape
+    arr.data = a.ctypes.data if a.size else None
+    return arr, a
+
+
+def shape_of(arr):
+    return tuple(arr.shape[i] for i in range(arr.ndim))
+
+
+def shape_str(arr):
+    """The library's "f32[4,100]"."""
+    buf = C.create_string_buffer(128)
+    return lib.ts_array_shape_str(C.byref(arr), buf, len(buf)).decode()
+
+
+def to_numpy(arr, what="array"):
+    """A numpy copy of a ts_array (the library's buffer may be reused after)."""
+    dtype = DTYPES[arr.dtype]
+    shape = shape_of(arr)
+    out = np.empty(shape, dtype)
+    if out.size:
+        if not arr.data:
+            raise error_for(7, f"{what}: the library returned no data")
+        C.memmove(out.ctypes.data, arr.data, out.nbytes)
+    return out

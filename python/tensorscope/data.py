@@ -1,0 +1,78 @@
+"""Datasets and loaders of the library (MNIST, arrays), batches as numpy."""
+import ctypes as C
+import sys
+
+from . import _capi
+from ._capi import check, cstr, lib
+
+
+class Dataset:
+    """Images f32 [N,1,28,28] and labels i32 [N] held by the library."""
+
+    def __init__(self, handle):
+        self._h = handle
+
+    @classmethod
+    def mnist(cls, directory):
+        """MNIST from `directory` (t10k- or train- gzip'd IDX files),
+        normalised as (x/255 - 0.5)/0.5."""
+        h = C.c_void_p()
+        check(lib.ts_dataset_load_mnist(C.byref(h), cstr(directory)))
+        return cls(h.value)
+
+    @classmethod
+    def from_arrays(cls, x, labels):
+        """A dataset of copies of x [N,...] and integer labels [N]."""
+        fn = _capi.function("ts_dataset_from_arrays", "Dataset.from_arrays")
+        (ax, kx), (al, kl) = _capi.to_c(x, "x"), _capi.to_c(labels, "labels")
+        h = C.c_void_p()
+        check(fn(C.byref(h), C.byref(ax), C.byref(al)))
+        return cls(h.value)
+
+    def __len__(self):
+        return lib.ts_dataset_size(self._h)
+
+    def arrays(self):
+        """(images, labels) as numpy copies."""
+        x, y = _capi.Array(), _capi.Array()
+        check(lib.ts_dataset_arrays(self._h, C.byref(x), C.byref(y)))
+        return _capi.to_numpy(x, "images"), _capi.to_numpy(y, "labels")
+
+    def __del__(self):
+        if getattr(self, "_h", None) and not sys.is_finalizing():
+            lib.ts_dataset_free(self._h)
+            self._h = None
+
+
+class DataLoader:
+    """Batches of a dataset: `for x, labels in loader:` is one epoch.
+    `group` batches are stacked on axis 0 per item (D x A for a model run).
+    Each item is a copy (the library reuses its buffers)."""
+
+    def __init__(self, dataset, batch_size, shuffle=False, seed=0, drop_last=False, group=1,
+                 first=0, count=0):
+        self.dataset = dataset  # the loader reads it
+        self.group = int(group)
+        cfg = _capi.LoaderConfig(int(batch_size), int(first), int(count), int(bool(shuffle)),
+                                 int(seed), int(bool(drop_last)))
+        h = C.c_void_p()
+        check(lib.ts_loader_new(C.byref(h), dataset._h, cfg))
+        self._h = h.value
+
+    def __len__(self):
+        """Batches per epoch."""
+        return lib.ts_loader_batches(self._h)
+
+    def __iter__(self):
+        x, y = _capi.Array(), _capi.Array()
+        while True:
+            st = lib.ts_loader_next(self._h, self.group, C.byref(x), C.byref(y))
+            if st == 6:  # TS_ERR_NOT_FOUND: the epoch is over
+                return
+            check(st)
+            yield _capi.to_numpy(x, "images"), _capi.to_numpy(y, "labels")
+
+    def __del__(self):
+        if getattr(self, "_h", None) and not sys.is_finalizing():
+            lib.ts_loader_free(self._h)
+            self._h = None

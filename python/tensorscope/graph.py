@@ -1,0 +1,377 @@
+"""Graphs and their tensors: the builder of include/tensorscope.h.
+
+Every builder function of the C API is one row of OPS below: the method name,
+the C function and its arguments after the graph as `name:kind[=default]`.
+Kinds: T tensor, I int, L int64, F float, S string, D dtype, SHAPE a shape
+(the C function takes `int ndim, const int64_t *shape`). Adding an op to the
+binding is adding its row.
+"""
+import ast
+import contextlib
+import ctypes as C
+import inspect
+import os
+import sys
+import weakref
+
+import numpy as np
+
+from . import _capi
+from ._capi import check, cstr, lib
+from .errors import NotFoundError, StateError
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+OPS = {
+    "input": ("ts_input", "name:S dtype:D shape:SHAPE"),
+    "param": ("ts_param", "name:S shape:SHAPE"),
+    "linear": ("ts_linear", "x:T out_features:L name:S"),
+    "matmul": ("ts_matmul", "a:T b:T"),
+    "matmul_t": ("ts_matmul_t", "a:T b:T"),
+    "add": ("ts_add", "a:T b:T"),
+    "sub": ("ts_sub", "a:T b:T"),
+    "mul": ("ts_mul", "a:T b:T"),
+    "scale": ("ts_scale", "x:T s:F"),
+    "relu": ("ts_relu", "x:T"),
+    "log": ("ts_log", "x:T"),
+    "reshape": ("ts_reshape", "x:T shape:SHAPE"),
+    "flatten": ("ts_flatten", "x:T start_dim:I=1"),
+    "log_softmax": ("ts_log_softmax", "x:T dim:I"),
+    "softmax": ("ts_softmax", "x:T dim:I"),
+    "nll_loss": ("ts_nll_loss", "logp:T labels:T"),
+    "cross_entropy": ("ts_cross_entropy", "logits:T labels:T"),
+    "sum": ("ts_sum", "x:T"),
+    "mean": ("ts_mean", "x:T"),
+    "print_tensor": ("ts_print", "x:T title:S=''"),
+}
+
+_CTYPES = {"T": [C.c_void_p], "I": [C.c_int], "L": [C.c_int64], "F": [C.c_float],
+           "S": [C.c_char_p], "D": [C.c_int], "SHAPE": [C.c_int, C.POINTER(C.c_int64)]}
+
+_DTYPE_NAMES = {"f32": 0, "float32": 0, "f64": 1, "float64": 1, "i32": 2, "int32": 2,
+                "i64": 3, "int64": 3, "u8": 4, "uint8": 4}
+
+
+def dtype_code(d):
+    """A ts_dtype from "f32", "float32", np.float32 or np.dtype('float32')."""
+    if isinstance(d, str) and d in _DTYPE_NAMES:
+        return _DTYPE_NAMES[d]
+    try:
+        return _capi.DTYPES.index(np.dtype(d))
+    except (TypeError, ValueError):
+        raise TypeError(f"dtype {d!r}: use one of f32, f64, i32, i64, u8 "
+                        "(or the numpy dtypes of the same names)") from None
+
+
+def _shape_args(shape):
+    shape = [int(d) for d in shape]
+    return [len(shape), (C.c_int64 * max(len(shape), 1))(*shape)]
+
+
+def _convert(kind, value, graph, what):
+    if kind == "T":
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{what}: expected a tensorscope Tensor, got {type(value).__name__}")
+        if value.graph is not graph:
+            raise ValueError(f"{what}: tensor '{value.name}' belongs to another graph")
+        return [value._h]
+    if kind == "I":
+        return [int(value)]
+    if kind == "L":
+        return [int(value)]
+    if kind == "F":
+        return [float(value)]
+    if kind == "S":
+        return [cstr(value)]
+    if kind == "D":
+        return [dtype_code(value)]
+    if kind == "SHAPE":
+        return _shape_args(value)
+    raise AssertionError(kind)
+
+
+def _parse(spec):
+    params = []
+    for item in spec.split():
+        name, kind = item.split(":", 1)
+        default = inspect.Parameter.empty
+        if "=" in kind:
+            kind, text = kind.split("=", 1)
+            default = ast.literal_eval(text)
+        params.append((name, kind, default))
+    return params
+
+
+def _make_op(method, cname, spec):
+    params = _parse(spec)
+    argtypes = [C.c_void_p] + [t for _, kind, _ in params for t in _CTYPES[kind]]
+    present = _capi.declare(cname, C.c_void_p, argtypes)
+    sig = inspect.Signature(
+        [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)] +
+        [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=d)
+         for n, _, d in params])
+
+    def op(self, *args, **kwargs):
+        bound = sig.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        cargs = []
+        for name, kind, _ in params:
+            cargs += _convert(kind, bound.arguments[name], self, f"{method}({name})")
+        fn = getattr(lib, cname) if present else _capi.function(cname, f"Graph.{method}")
+        self._locate()
+        return self._tensor(fn(self._h, *cargs), method)
+
+    op.__name__ = method
+    op.__qualname__ = f"Graph.{method}"
+    op.__signature__ = sig
+    op.__doc__ = f"The builder's {cname} (include/tensorscope.h); returns a Tensor."
+    return op
+
+
+class Tensor:
+    """A tensor of a graph (owned by the graph). Its values exist only for
+    parameters; anchor any other tensor to see it in a model."""
+
+    __slots__ = ("graph", "_ptr")
+
+    def __init__(self, graph, handle):
+        self.graph = graph
+        self._ptr = handle
+
+    @property
+    def _h(self):
+        self.graph._h  # raises once the graph is closed
+        return self._ptr
+
+    @property
+    def name(self):
+        return lib.ts_tensor_name(self._h).decode()
+
+    @name.setter
+    def name(self, value):
+        check(lib.ts_tensor_set_name(self._h, cstr(value)))
+
+    def _info(self):
+        a = _capi.Array()
+        check(lib.ts_tensor_info(self._h, C.byref(a)))
+        return a
+
+    @property
+    def shape(self):
+        return _capi.shape_of(self._info())
+
+    @property
+    def dtype(self):
+        return _capi.DTYPES[self._info().dtype]
+
+    @property
+    def is_parameter(self):
+        return bool(self._info().data)
+
+    @property
+    def op(self):
+        """The op's name ("MatMul", "Param", "Input", ...)."""
+        return lib.ts_tensor_op(self._h).decode()
+
+    @property
+    def location(self):
+        """Where it was built ("train.py:42"), or ""."""
+        buf = C.create_string_buffer(1024)
+        return lib.ts_tensor_location(self._h, buf, len(buf)).decode()
+
+    def numpy(self):
+        """A copy of a parameter's current values."""
+        return _capi.to_numpy(self._param_array(), self.name)
+
+    def view(self):
+        """A zero-copy, read-only view of a parameter's values: it follows
+        training as the optimizer updates them in place, and keeps the graph
+        alive while it exists."""
+        a = self._param_array()
+        return np.asarray(_View(self.graph, a))
+
+    def set_value(self, values):
+        """Copies `values` into this parameter (the library checks shape and dtype)."""
+        arr, keep = _capi.to_c(values, self.name)
+        check(lib.ts_param_set(self._h, C.byref(arr)))
+        del keep
+
+    def _param_array(self):
+        a = self._info()
+        if not a.data:
+            raise StateError(f"'{self.name}' is not a parameter: only parameters hold values in "
+                             "a graph; anchor it (Options.anchor_tensor) to see it in a run")
+        return a
+
+    def __repr__(self):
+        return f"<Tensor {self.name} {_capi.shape_str(self._info())}>"
+
+    def __eq__(self, other):
+        return isinstance(other, Tensor) and other._ptr == self._ptr
+
+    def __hash__(self):
+        return hash(self._ptr)
+
+    def __add__(self, other):
+        return self.graph.add(self, other)
+
+    def __sub__(self, other):
+        return self.graph.sub(self, other)
+
+    def __mul__(self, other):
+        if isinstance(other, Tensor):
+            return self.graph.mul(self, other)
+        return self.graph.scale(self, other)
+
+    def __matmul__(self, other):
+        return self.graph.matmul(self, other)
+
+
+class _View:
+    """Exposes a parameter's memory to numpy without copying."""
+
+    def __init__(self, graph, arr):
+        self._graph = graph  # the memory lives as long as the graph
+        self.__array_interface__ = {
+            "shape": _capi.shape_of(arr), "typestr": _capi.DTYPES[arr.dtype].str,
+            "data": (arr.data, True), "version": 3}
+
+
+class Graph:
+    """A model graph: `ts.Graph(seed)` then the builder's ops as methods
+    (`g.input`, `g.linear`, `g.relu`, ...), or `ts.Graph.from_onnx(...)`.
+    Parameters live in the graph and are initialised from `seed`."""
+
+    _files = {}  # source file names handed to ts_graph_at (kept for the process)
+
+    def __init__(self, seed=0, _handle=None):
+        self._ptr = _handle or _capi.checked_handle(lib.ts_graph_new(int(seed)), "ts_graph_new")
+        self._queues = []  # outfeed queues the graph streams to must outlive it
+        self._models = weakref.WeakSet()  # closed before the graph
+
+    @property
+    def _h(self):
+        if self._ptr is None:
+            raise StateError("the graph was closed")
+        return self._ptr
+
+    @classmethod
+    def from_onnx(cls, path, input_shapes=None):
+        """Reads an ONNX model. `input_shapes` maps input names to shapes;
+        inputs with dynamic dimensions must be given, others may be."""
+        fn = _capi.function("ts_graph_from_onnx", "Graph.from_onnx")
+        shapes = dict(input_shapes or {})
+        inputs = (_capi.OnnxInput * max(len(shapes), 1))()
+        names = []
+        for i, (name, shape) in enumerate(shapes.items()):
+            names.append(cstr(name))
+            inputs[i].name = names[-1]
+            inputs[i].ndim = len(shape)
+            inputs[i].shape[:len(shape)] = [int(d) for d in shape]
+        h = C.c_void_p()
+        check(fn(C.byref(h), cstr(path), inputs, len(shapes)))
+        return cls(_handle=h.value)
+
+    def close(self):
+        """Frees the graph now, and closes the models of it first; using
+        any of them, or a tensor of the graph, afterwards is a StateError."""
+        for m in list(self._models):
+            m.close()
+        if self._ptr is not None:
+            lib.ts_graph_free(self._ptr)
+            self._ptr = None
+
+    def __del__(self):
+        if getattr(self, "_ptr", None) is not None and not sys.is_finalizing():
+            self.close()
+
+    def _locate(self):
+        """Records the user's line (the first caller outside this package) as
+        the source location of the next nodes."""
+        frame = sys._getframe(1)
+        while frame.f_back and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+            frame = frame.f_back
+        f = frame.f_code.co_filename
+        b = Graph._files.setdefault(f, C.create_string_buffer(f.encode()))
+        lib.ts_graph_at(self._h, b, frame.f_lineno)
+
+    def _tensor(self, ptr, what):
+        if not ptr:
+            _capi.check(lib.ts_graph_status(self._h) or 1)
+        return Tensor(self, ptr)
+
+    # ---- lookup
+    def tensor(self, name):
+        """The tensor called `name` (parameters, inputs, op outputs)."""
+        ptr = lib.ts_graph_find(self._h, cstr(name))
+        if not ptr:
+            raise NotFoundError(_capi.last_error() or f"no tensor named '{name}' in the graph")
+        return Tensor(self, ptr)
+
+    def tensors(self):
+        """Every tensor in build order."""
+        n = lib.ts_graph_tensor_count(self._h)
+        return [Tensor(self, lib.ts_graph_tensor_at(self._h, i)) for i in range(n)]
+
+    @property
+    def inputs(self):
+        """The graph's inputs in build order: the order `model(*inputs)` takes."""
+        return [t for t in self.tensors() if t.op == "Input"]
+
+    @property
+    def outputs(self):
+        """The outputs an ONNX import recorded, in file order."""
+        count = _capi.function("ts_graph_output_count", "Graph.outputs")
+        n = count(self._h)
+        return [Tensor(self, lib.ts_graph_output_at(self._h, i)) for i in range(n)]
+
+    def parameters(self):
+        """{name: Tensor} of every parameter, in build order."""
+        return {t.name: t for t in self.tensors() if t.is_parameter}
+
+    def state_dict(self):
+        """{name: numpy copy} of every parameter (PyTorch's word)."""
+        return {name: t.numpy() for name, t in self.parameters().items()}
+
+    def load_state_dict(self, values):
+        """Copies {name: array} into the parameters of those names."""
+        for name, v in values.items():
+            self.tensor(name).set_value(v)
+
+    # ---- building
+    def status(self):
+        """Raises the graph's sticky builder error, if any."""
+        check(lib.ts_graph_status(self._h))
+
+    @contextlib.contextmanager
+    def scope(self, name):
+        """`with g.scope("block0"):` names op outputs `block0/<Op>:<k>`."""
+        check(lib.ts_scope_push(self._h, cstr(name)))
+        try:
+            yield self
+        finally:
+            check(lib.ts_scope_pop(self._h))
+
+    def outfeed(self, queue, key, tensor):
+        """Streams `tensor` (per micro-batch) into `queue` under `key`."""
+        check(lib.ts_outfeed_add(self._h, queue._h, cstr(key), tensor._h))
+        self._queues.append(queue)
+
+    def dump(self, model=None, fmt="text", locations=False):
+        """The graph as text (or Graphviz dot with fmt="dot"); with a model,
+        its compiled shapes, gradients and observation flags."""
+        fmts = {"text": 0, "dot": 1}
+        if fmt not in fmts:
+            raise ValueError(f"dump format {fmt!r}: use 'text' or 'dot'")
+        return _capi.take_string(lib.ts_graph_dump(self._h, model._h if model else None,
+                                                   fmts[fmt], int(bool(locations))))
+
+
+for _method, (_cname, _spec) in OPS.items():
+    setattr(Graph, _method, _make_op(_method, _cname, _spec))
+
+
+def print_tensor(x, title=""):
+    """PopTorch's print_tensor: an identity that logs x each time it runs and
+    its gradient (`<title>_gradient`) in the backward pass."""
+    return x.graph.print_tensor(x, title)

@@ -1,0 +1,235 @@
+"""Training and inference models (PopTorch's training_model/inference_model).
+
+Arrays: inputs are passed to the library without a copy when they are
+C-contiguous and of the graph's dtype (numpy makes a contiguous copy
+otherwise); everything returned (anchors, outfeed records, watches,
+parameters' values) is a copy that stays valid after the next run. The only
+zero-copy output is `Tensor.view()` of a parameter.
+"""
+import ctypes as C
+import sys
+import threading
+
+import numpy as np
+
+from . import _capi
+from ._capi import check, cstr, lib
+from .errors import NumericsError, StateError
+from .graph import Graph, Tensor
+from .options import Options
+
+
+def _summary_dict(s):
+    st = s.stats
+    out = {n: getattr(st, n) for n, _ in st._fields_}
+    out["what"] = s.what
+    if s.what & 2:
+        out["log2_zeros"] = s.log2_zeros
+        out["log2_counts"] = np.ctypeslib.as_array(s.log2_counts).copy()
+        out["tb_counts"] = np.ctypeslib.as_array(s.tb_counts).copy()
+    if s.what & 4:
+        out["range"] = {n: getattr(s.range, n) for n, _ in s.range._fields_}
+    return out
+
+
+class Model:
+    """A compiled-on-demand model of a graph. Call it with numpy arrays, one
+    per graph input (positionally in the graph's input order, or by name):
+    each holds D x A micro-batches stacked on axis 0, as in the C API."""
+
+    def __init__(self, graph, options, handle, training, returns):
+        self.graph = graph      # parameters live in the graph
+        self.options = options  # and queues in the options
+        self._ptr = handle
+        self.training = training
+        self._returns = returns  # anchor names a call returns
+        self._lock = threading.RLock()  # one call into the model at a time
+        graph._models.add(self)
+
+    @property
+    def _h(self):
+        if self._ptr is None:
+            raise StateError("the model was closed (or its graph was)")
+        return self._ptr
+
+    def close(self):
+        """Frees the model now; using it afterwards is a StateError."""
+        with self._lock:
+            if self._ptr is not None:
+                lib.ts_model_free(self._ptr)
+                self._ptr = None
+
+    def __del__(self):
+        if getattr(self, "_ptr", None) is not None and not sys.is_finalizing():
+            self.close()
+
+    # ---- life cycle
+    def compile(self, *inputs, **named_inputs):
+        """Validates, infers shapes, orders ops and plans memory. Inputs,
+        when given, are checked to match the graph's inputs by name and
+        dtype (their batch size is taken at the first run)."""
+        with self._lock:
+            check(lib.ts_model_compile(self._h))
+        if inputs or named_inputs:
+            for name, (arr, _) in self._arrays(inputs, named_inputs).items():
+                declared = self.graph.tensor(name).dtype
+                if _capi.DTYPES[arr.dtype] != declared:
+                    raise TypeError(f"input '{name}' is {_capi.DTYPES[arr.dtype]} but the graph "
+                                    f"declares {declared}")
+        return self
+
+    def _arrays(self, inputs, named):
+        names = [t.name for t in self.graph.inputs]
+        if len(inputs) > len(names):
+            raise TypeError(f"{len(inputs)} inputs given; the graph has {len(names)}: "
+                            f"{', '.join(names)}")
+        given = dict(zip(names, inputs))
+        for k, v in named.items():
+            if k in given:
+                raise TypeError(f"input '{k}' given twice")
+            given[k] = v
+        return {k: _capi.to_c(v, k) for k, v in given.items()}
+
+    def __call__(self, *inputs, **named_inputs):
+        """One run. Returns the loss (training) or the outputs (inference)
+        as the anchors return them: copies."""
+        with self._lock:
+            return self._run(self._arrays(inputs, named_inputs))
+
+    def _run(self, arrays):
+        n = len(arrays)
+        names = (C.c_char_p * max(n, 1))(*[cstr(k) for k in arrays])
+        c_arrays = (_capi.Array * max(n, 1))(*[a for a, _ in arrays.values()])
+        st = lib.ts_model_run(self._h, names, c_arrays, n)
+        if st == 8:  # TS_ERR_NUMERICS: say which tensor
+            e = NumericsError(_capi.last_error())
+            failed = lib.ts_model_failed_tensor(self._h)
+            e.tensor = failed.decode() if failed else None
+            raise e
+        check(st)
+        del arrays  # the library has read them
+        outs = [self.get_anchored_tensor(r) for r in self._returns]
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    # ---- names and anchors
+    def get_tensor_names(self):
+        """Every tensor name of the compiled model, sorted (an error before compile)."""
+        ptr, n = _capi.STRS(), C.c_size_t()
+        check(lib.ts_model_tensor_names(self._h, C.byref(ptr), C.byref(n)))
+        return _capi.strings(ptr, n.value)
+
+    def anchor_tensor(self, short_name, tensor_name, mode="default", period=0):
+        """Adds an anchor after compile (the next run recompiles, counted)."""
+        from .options import output_mode
+        check(lib.ts_model_anchor(self._h, cstr(short_name), cstr(tensor_name),
+                                  output_mode(mode), int(period)))
+
+    def anchors(self):
+        """Short names of every anchor of the compiled model."""
+        ptr, n = _capi.STRS(), C.c_size_t()
+        check(lib.ts_model_anchor_list(self._h, C.byref(ptr), C.byref(n)))
+        return _capi.strings(ptr, n.value)
+
+    def get_anchored_tensor(self, short_name):
+        """The anchored array of the last run (shape per its output mode), a copy."""
+        a = _capi.Array()
+        with self._lock:
+            check(lib.ts_model_anchored(self._h, cstr(short_name), C.byref(a)))
+            return _capi.to_numpy(a, short_name)
+
+    # ---- observation
+    def watches(self):
+        """{tensor name: summary dict} of the last run's watches: count,
+        zeros, nans, pos_infs, neg_infs, mean, std, min, max, l2, run, step,
+        and with histograms log2_zeros, log2_counts, tb_counts; with ranges
+        a `range` dict."""
+        ptr, n = C.POINTER(_capi.WatchResult)(), C.c_size_t()
+        with self._lock:
+            check(lib.ts_model_watch_results(self._h, C.byref(ptr), C.byref(n)))
+            return self._watch_dicts(ptr, n.value)
+
+    @staticmethod
+    def _watch_dicts(ptr, n):
+        out = {}
+        for i in range(n):
+            r = ptr[i]
+            if not r.summary:
+                continue
+            d = _summary_dict(r.summary.contents)
+            d["run"], d["step"] = r.run, r.step
+            out[r.name.decode()] = d
+        return out
+
+    def metrics_report(self):
+        """The metrics report (PyTorch/XLA style) of this process."""
+        return metrics_report()
+
+    def memory(self):
+        """Bytes held by the compiled model by lifetime class, and the process's."""
+        m = _capi.ModelMemory()
+        check(lib.ts_model_memory_get(self._h, C.byref(m)))
+        out = {n: getattr(m, n) for n, _ in m._fields_ if n != "process"}
+        out["process"] = {n: getattr(m.process, n) for n, _ in m.process._fields_}
+        return out
+
+    def memory_line(self):
+        buf = C.create_string_buffer(512)
+        return lib.ts_model_memory_line(self._h, buf, len(buf)).decode()
+
+    @property
+    def runs(self):
+        return lib.ts_model_runs(self._h)
+
+    @property
+    def steps(self):
+        return lib.ts_model_steps(self._h)
+
+    def flops_per_microbatch(self):
+        return lib.ts_model_flops_per_microbatch(self._h)
+
+    def dump(self, fmt="text", locations=False):
+        """The graph with this model's compiled shapes and observation flags."""
+        return self.graph.dump(self, fmt, locations)
+
+
+def _tensor(graph, t):
+    return t if isinstance(t, Tensor) else graph.tensor(t)
+
+
+def training_model(model, options=None, optimizer=None, loss="loss", example_inputs=None):
+    """A training model of `model`: a ts.Graph minimising its tensor `loss`
+    (a Tensor or a name), or a torch.nn.Module returning its loss (exported
+    through ONNX with `example_inputs`; see copy_weights_to_torch)."""
+    if not isinstance(model, Graph):
+        from ._torch import training_model_of_module
+        return training_model_of_module(model, options, optimizer, example_inputs)
+    if optimizer is None:
+        raise TypeError("training_model needs an optimizer, e.g. optimizer=ts.SGD(lr=0.01)")
+    return new_training_model(Model, model, options, optimizer, loss)
+
+
+def new_training_model(cls, graph, options, optimizer, loss):
+    options = options or Options()
+    loss_t = _tensor(graph, loss)
+    h = C.c_void_p()
+    check(lib.ts_model_training(C.byref(h), graph._h, loss_t._h, options._h, optimizer))
+    return cls(graph, options, h.value, True, [loss_t.name])
+
+
+def inference_model(model, options=None, outputs=None):
+    """An inference model computing `outputs` (Tensors or names; default:
+    the outputs an ONNX import recorded). A call returns them, anchored
+    under their names."""
+    options = options or Options()
+    outs = [_tensor(model, t) for t in (outputs or model.outputs)]
+    if not outs:
+        raise ValueError("inference_model needs outputs=[...] (tensors or names)")
+    ptrs = (C.c_void_p * len(outs))(*[t._h for t in outs])
+    h = C.c_void_p()
+    check(lib.ts_model_inference(C.byref(h), model._h, ptrs, len(outs), options._h))
+    return Model(model, options, h.value, False, [t.name for t in outs])
+
+
+def metrics_report():
+    """The metrics report: `Metric:` blocks then `Counter:` blocks."""
+    return _capi.take_string(lib.ts_metrics_report())

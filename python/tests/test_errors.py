@@ -1,0 +1,184 @@
+"""Misuse raises an exception carrying the library's message; the
+interpreter survives every case (these run in-process)."""
+import numpy as np
+import pytest
+
+import tensorscope as ts
+from conftest import batches, small_mlp
+
+
+@pytest.fixture
+def model():
+    m = ts.training_model(small_mlp(), ts.Options(), optimizer=ts.SGD(lr=0.01))
+    m.compile()
+    return m
+
+
+def test_one_class_per_status_of_the_header():
+    classes = [ts.InvalidArgumentError, ts.OutOfMemoryError, ts.FileError, ts.FormatError,
+               ts.ShapeError, ts.NotFoundError, ts.StateError, ts.NumericsError,
+               ts.UnsupportedError, ts.InternalError]
+    assert [c("m").status for c in classes] == [
+        "TS_ERR_INVALID_ARGUMENT", "TS_ERR_OUT_OF_MEMORY", "TS_ERR_IO", "TS_ERR_FORMAT",
+        "TS_ERR_SHAPE", "TS_ERR_NOT_FOUND", "TS_ERR_STATE", "TS_ERR_NUMERICS",
+        "TS_ERR_UNSUPPORTED", "TS_ERR_INTERNAL"]
+    assert str(ts.FileError("no such file")) == "no such file"
+
+
+def test_names_before_compile_is_a_state_error():
+    m = ts.training_model(small_mlp(), ts.Options(), optimizer=ts.SGD(lr=0.01))
+    with pytest.raises(ts.StateError, match="compile") as e:
+        m.get_tensor_names()
+    assert e.value.status == "TS_ERR_STATE"
+    assert isinstance(e.value, RuntimeError)
+
+
+def test_anchor_before_the_first_run(model):
+    with pytest.raises(ts.StateError, match="run the model first"):
+        model.get_anchored_tensor("loss")
+
+
+def test_unknown_anchor_names_the_known_ones(model):
+    model(*batches(1))
+    with pytest.raises(ts.NotFoundError, match="'loss'") as e:
+        model.get_anchored_tensor("nope")
+    assert isinstance(e.value, LookupError)
+
+
+def test_unknown_tensor_name_at_compile_lists_close_names():
+    opts = ts.Options().anchor_tensor("g", "Gradient___fc1.wieght")
+    m = ts.training_model(small_mlp(), opts, optimizer=ts.SGD(lr=0.01))
+    with pytest.raises(ts.NotFoundError, match="Gradient___fc1.weight"):
+        m.compile()
+
+
+def test_wrong_dtype_of_an_input(model):
+    x, y = batches(1)
+    with pytest.raises(ts.InvalidArgumentError, match="'x' must be f32"):
+        model(x.astype(np.float64), y)
+    with pytest.raises(ts.InvalidArgumentError, match="labels"):
+        model(x, y.astype(np.int64))
+
+
+def test_wrong_shape_of_an_input(model):
+    x, y = batches(1)
+    with pytest.raises(ts.ShapeError, match="'x' is f32\\[4,7\\]"):
+        model(np.zeros((4, 7), np.float32), y)
+
+
+def test_missing_and_extra_inputs(model):
+    x, y = batches(1)
+    with pytest.raises(ts.InvalidArgumentError, match="'labels' is missing"):
+        model(x)
+    with pytest.raises(TypeError, match="the graph has 2"):
+        model(x, y, y)
+    with pytest.raises(TypeError, match="given twice"):
+        model(x, y, x=x)
+
+
+def test_arrays_numpy_cannot_pass(model):
+    x, y = batches(1)
+    with pytest.raises(TypeError, match="float16"):
+        model(x.astype(np.float16), y)
+    with pytest.raises(TypeError, match="bool"):
+        model(x > 0, y)
+    with pytest.raises(ValueError, match="at most 8"):
+        model(np.zeros([1] * 9, np.float32), y)
+
+
+def test_builder_errors_carry_the_python_line():
+    g = ts.Graph()
+    a = g.input("a", "f32", [2, 3])
+    with pytest.raises(ts.ShapeError, match=r"inner dimensions differ.*test_errors\.py:\d+"):
+        g.matmul(a, a)
+
+
+def test_builder_argument_errors():
+    g, other = ts.Graph(), ts.Graph()
+    a = g.input("a", "f32", [2, 3])
+    b = other.input("b", "f32", [3, 2])
+    with pytest.raises(ValueError, match="another graph"):
+        g.matmul(a, b)
+    with pytest.raises(TypeError, match="Tensor"):
+        g.relu(np.zeros(3))
+    with pytest.raises(TypeError, match="dtype"):
+        g.input("c", "complex", [2])
+    with pytest.raises(ts.NotFoundError):
+        g.tensor("nothing")
+    with pytest.raises(ts.StateError, match="not a parameter"):
+        a.numpy()
+
+
+def test_bad_options():
+    o = ts.Options()
+    with pytest.raises(ts.InvalidArgumentError):
+        o.device_iterations(0)
+    with pytest.raises(ts.InvalidArgumentError, match="every_n"):
+        o.output_mode("sometimes")
+    with pytest.raises(ts.InvalidArgumentError):
+        o.check_numerics("loud")
+    with pytest.raises(ValueError, match="stats"):
+        o.watch("fc1", "colours")
+
+
+def test_param_set_with_a_wrong_shape():
+    g = small_mlp()
+    with pytest.raises(ts.TensorscopeError, match="fc1.weight"):
+        g.tensor("fc1.weight").set_value(np.zeros((2, 2), np.float32))
+
+
+def test_numerics_error_names_the_tensor():
+    g = ts.Graph()
+    x = g.input("x", "f32", [2, 2])
+    labels = g.input("labels", "i32", [2])
+    loss = g.cross_entropy(g.log(g.linear(x, 2, "fc")), labels)
+    loss.name = "loss"
+    m = ts.training_model(g, ts.Options().check_numerics("op"), optimizer=ts.SGD(lr=0.1))
+    m.compile()
+    with pytest.raises(ts.NumericsError) as e:
+        m(np.full((2, 2), -100.0, np.float32), np.zeros(2, np.int32))
+    assert e.value.tensor
+    assert e.value.tensor in str(e.value)
+
+
+def test_missing_files():
+    with pytest.raises(ts.FileError):
+        ts.Dataset.mnist("/nonexistent-directory")
+
+
+def test_closed_graphs_and_models_raise_instead_of_crashing():
+    g = small_mlp()
+    m = ts.training_model(g, ts.Options(), optimizer=ts.SGD(lr=0.01))
+    m.compile()
+    fc1 = g.tensor("fc1.weight")
+    g.close()  # closes m first
+    with pytest.raises(ts.StateError, match="closed"):
+        m(*batches(1))
+    with pytest.raises(ts.StateError, match="closed"):
+        fc1.numpy()
+    with pytest.raises(ts.StateError, match="closed"):
+        g.relu(fc1)
+    m.close()
+    g.close()  # twice is fine
+
+
+def test_one_call_into_a_model_at_a_time():
+    import threading
+    m = ts.training_model(small_mlp(), ts.Options(), optimizer=ts.SGD(lr=0.01))
+    m.compile()
+    errors = []
+
+    def work(seed):
+        try:
+            for i in range(5):
+                m(*batches(1, seed=seed * 10 + i))
+                m.get_anchored_tensor("loss")
+        except Exception as e:  # noqa: BLE001 -- reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and m.runs == 20

@@ -1,0 +1,27 @@
+"""examples/observing_tensors.py runs end to end, prints what the C
+tutorial prints and writes a real PNG."""
+import os
+import re
+import subprocess
+import sys
+
+
+def test_observing_tensors(tmp_path, source_dir, mnist_dir):
+    script = os.path.join(source_dir, "examples", "observing_tensors.py")
+    p = subprocess.run([sys.executable, script, mnist_dir], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout.splitlines()
+    assert re.fullmatch(r"Tensor names \(\d+\):", out[0])
+    for name in ["x", "labels", "loss", "fc1.weight", "fc1/MatMul:0", "Relu:0", "LogSoftmax:0",
+                 "Accum___fc1.weight", "UpdatedVar___fc2.bias", "Gradient___fc3.bias"]:
+        assert f"  {name}" in out
+    losses = [float(m.group(1)) for line in out
+              if (m := re.fullmatch(r"batch \d+/10 loss ([0-9.]+)", line))]
+    assert len(losses) == 10 and losses[-1] < losses[0]
+    assert re.search(r"^epoch 1: mean loss [0-9.]+ over 10 batches$", p.stdout, re.M)
+    assert "  Gradient___fc1.weight f32[320,784]" in out
+    assert "  Gradient___fc3.bias f32[10]" in out
+    assert out[-1] == "Saved histogram to ./GradientHistogram.png"
+    with open(tmp_path / "GradientHistogram.png", "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"

@@ -1,0 +1,76 @@
+"""Watches as dicts, the one-line summary and the print op, each checked
+against NumPy over the same values."""
+import re
+
+import numpy as np
+import pytest
+
+import tensorscope as ts
+from conftest import batches, small_mlp
+
+
+def test_watch_results_are_dicts_that_match_numpy():
+    g = small_mlp()
+    opts = (ts.Options().watch("Relu:0", "stats|histogram|range")
+            .anchor_tensor("r", "Relu:0", "final"))
+    m = ts.training_model(g, opts, optimizer=ts.SGD(lr=0.01))
+    m.compile()
+    m(*batches(1))
+    w = m.watches()
+    assert set(w) == {"Relu:0", "Gradient___Relu:0"}  # a pattern without *?[ is a substring
+    s = w["Relu:0"]
+    r = m.get_anchored_tensor("r").astype(np.float64)
+    assert s["count"] == r.size and s["zeros"] == int((r == 0).sum())
+    assert s["nans"] == 0 and s["pos_infs"] == 0
+    assert s["mean"] == pytest.approx(r.mean(), rel=1e-6)
+    assert s["std"] == pytest.approx(r.std(), rel=1e-5)
+    assert s["min"] == r.min() and s["max"] == pytest.approx(r.max())
+    assert s["l2"] == pytest.approx(np.sqrt((r * r).sum()), rel=1e-6)
+    assert s["log2_zeros"] == s["zeros"]
+    assert s["log2_counts"].sum() + s["log2_zeros"] == r.size
+    exps = np.frexp(r[r != 0].astype(np.float32))[1] - 1 + 127  # the float exponent field
+    np.testing.assert_array_equal(np.bincount(exps, minlength=256), s["log2_counts"])
+    assert set(s["range"]) >= {"fp16_underflow", "bf16_overflow"}
+    assert s["run"] == 0
+
+
+def test_summary_line_is_the_library_line(capsys):
+    a = np.array([[1.0, -2.0, 0.5], [0.0, 4.0, np.nan]])
+    ts.summary(a, "a")
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("a f64[2,3] n=6 ")
+    assert "NaN!" in line
+    finite = a[np.isfinite(a)]
+    m = re.search(r"x∈\[(\S+), (\S+)\] μ=(\S+) σ=(\S+)", line)
+    assert float(m.group(1)) == finite.min() and float(m.group(2)) == finite.max()
+    assert float(m.group(3)) == pytest.approx(finite.mean(), rel=1e-2)
+    assert float(m.group(4)) == pytest.approx(finite.std(), rel=1e-2)
+    assert ts.summary_line(np.zeros((2, 2), np.float32)).endswith("all zeros")
+    with pytest.raises(TypeError):
+        ts.summary(np.array(["text"]))
+
+
+def test_print_tensor_logs_the_value_and_its_gradient(capfd):
+    g = ts.Graph(seed=3)
+    x = g.input("x", "f32", [2, 3])
+    labels = g.input("labels", "i32", [2])
+    h = ts.print_tensor(g.linear(x, 3, "fc"), "logits")
+    loss = g.cross_entropy(h, labels)
+    loss.name = "loss"
+    m = ts.training_model(g, ts.Options(), optimizer=ts.SGD(lr=0.01))
+    m.compile()
+    m(np.ones((2, 3), np.float32), np.zeros(2, np.int32))
+    err = capfd.readouterr().err
+    assert "logits" in err and "logits_gradient" in err
+
+
+def test_metrics_report_counts_runs():
+    m = ts.training_model(small_mlp(), ts.Options(), optimizer=ts.SGD(lr=0.01))
+    m.compile()
+    m(*batches(1))
+    report = m.metrics_report()
+    assert report.startswith("Metric: ")
+    assert "ExecuteTime" in report and "CompileTime" in report
+    assert m.runs == 1 and m.steps == 1
+    assert m.memory()["parameters"] == 4 * (5 * 6 + 5 + 3 * 5 + 3)
+    assert "Relu:0" in m.dump()

@@ -1,0 +1,108 @@
+/* lint.c -- the model lint: mistakes that give bad scores without an error
+ * or a NaN (DESIGN.md §14), found on the compiled program and kept as
+ * warnings (also logged). */
+#include "compile/program.h"
+
+#include "graph/ops.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static void warn(ts_prog *p, size_t *cap, const char *fmt, ...) TS_PRINTF(3, 4);
+static void warn(ts_prog *p, size_t *cap, const char *fmt, ...) {
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    ts_logf(TS_LOG_WARN, "lint: %s", buf);
+    char *s = ts_strdup(buf);
+    if (!s || ts_grow((void **)&p->lint, cap, (size_t)p->n_lint + 1, sizeof *p->lint)) {
+        ts_free(s);
+        return; /* a warning lost to memory pressure is still logged */
+    }
+    p->lint[p->n_lint++] = s;
+}
+
+static const char *where(const ts_tensor *t, char *buf, size_t n) {
+    if (t->file) snprintf(buf, n, " (built at %s:%d)", t->file, t->line);
+    else buf[0] = '\0';
+    return buf;
+}
+
+/* The tensor behind identities that keep values (print, reshape, flatten). */
+static const ts_tensor *through_identities(const ts_graph *g, const ts_tensor *t) {
+    while (t->op == TS_OP_PRINT || t->op == TS_OP_RESHAPE || t->op == TS_OP_FLATTEN) t = g->t[t->in[0]];
+    return t;
+}
+
+/* The micro-batch size: the leading dimension of the graph's inputs. */
+static int64_t batch_size(const ts_model *m, const ts_prog *p) {
+    for (int k = 0; k < p->n_order; k++) {
+        const ts_tensor *t = m->g->t[p->order[k]];
+        if (t->op == TS_OP_INPUT && p->shape[t->id].ndim > 0) return p->shape[t->id].d[0];
+    }
+    return -1;
+}
+
+static bool consumed(const ts_model *m, const ts_prog *p, int id) {
+    for (int k = 0; k < p->n_order; k++) {
+        const ts_tensor *c = m->g->t[p->order[k]];
+        for (int j = 0; j < c->n_in; j++)
+            if (c->in[j] == id) return true;
+    }
+    if (m->training && m->loss == id) return true;
+    for (int k = 0; k < m->n_outputs; k++)
+        if (m->outputs[k] == id) return true;
+    for (size_t k = 0; k < m->g->n_marks; k++)
+        if (m->g->marks[k].tensor == id) return true;
+    return false;
+}
+
+void ts_lint(const ts_model *m, ts_prog *p) {
+    const ts_graph *g = m->g;
+    size_t cap = 0;
+    char loc[600];
+    int64_t B = batch_size(m, p);
+    for (int k = 0; k < p->n_order; k++) {
+        const ts_tensor *t = g->t[p->order[k]];
+        const ts_shape *in0 = t->n_in ? &p->shape[t->in[0]] : NULL;
+        if ((t->op == TS_OP_SOFTMAX || t->op == TS_OP_LOG_SOFTMAX) && in0 && in0->ndim >= 2) {
+            int d = t->iparam < 0 ? t->iparam + in0->ndim : t->iparam;
+            if (d == 0 && in0->d[0] == B)
+                warn(p, &cap,
+                     "'%s' normalises over dim 0, the batch dimension (%lld samples)%s: each class score is divided among the "
+                     "samples of the batch instead of among the classes; use dim %d (the class dimension)",
+                     t->name, (long long)B, where(t, loc, sizeof loc), in0->ndim - 1);
+        }
+        if (t->op == TS_OP_NLL_LOSS) {
+            const ts_tensor *src = through_identities(g, g->t[t->in[0]]);
+            if (src->op != TS_OP_LOG_SOFTMAX)
+                warn(p, &cap,
+                     "'%s' takes '%s' (%s), which is not a LogSoftmax: NLL loss expects log-probabilities; apply "
+                     "log_softmax first, or use cross_entropy on the raw scores%s",
+                     t->name, src->name, ts_op_get(src->op)->name, where(t, loc, sizeof loc));
+        }
+        if (t->op == TS_OP_PRINT && !consumed(m, p, t->id))
+            warn(p, &cap,
+                 "the print op '%s' is not used by anything: it still prints (print ops are never optimised away), "
+                 "but the model computes with its input, not with its result%s",
+                 t->name, where(t, loc, sizeof loc));
+    }
+    if (!m->training) return;
+    for (size_t i = 0; i < g->n; i++) {
+        const ts_tensor *t = g->t[i];
+        if (t->op == TS_OP_PARAM && !p->reaches[i])
+            warn(p, &cap, "parameter '%s' has no path to the loss '%s': it is never trained%s", t->name, g->t[m->loss]->name,
+                 where(t, loc, sizeof loc));
+    }
+}
+
+ts_status ts_model_lint(const ts_model *m, const char *const **warnings, size_t *n) {
+    if (!m || !warnings || !n) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_lint: NULL argument");
+    if (!m->compiled || !m->prog) return ts_error(TS_ERR_STATE, "lint warnings are known after ts_model_compile; compile the model first");
+    *warnings = (const char *const *)m->prog->lint;
+    *n = (size_t)m->prog->n_lint;
+    return TS_OK;
+}

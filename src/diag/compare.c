@@ -1,0 +1,72 @@
+/* compare.c -- one tensor against its reference, element by element, with
+ * torch.isclose's rule; what `tensorscope compare` reports per tensor
+ * (DESIGN.md §14). */
+#include "core/core.h"
+
+#include <math.h>
+#include <string.h>
+
+static double value_at(const ts_array *a, int64_t i) {
+    switch (a->dtype) {
+    case TS_F32: return ((const float *)a->data)[i];
+    case TS_F64: return ((const double *)a->data)[i];
+    case TS_I32: return ((const int32_t *)a->data)[i];
+    case TS_I64: return (double)((const int64_t *)a->data)[i];
+    case TS_U8: return ((const uint8_t *)a->data)[i];
+    }
+    return NAN;
+}
+
+/* The summary of any array, through the f32 summary kernel. */
+static ts_status summarize(const ts_array *a, int64_t n, ts_stats *out) {
+    ts_summary *s = ts_malloc(sizeof *s);
+    float *tmp = a->dtype == TS_F32 ? NULL : ts_malloc((size_t)(n ? n : 1) * sizeof *tmp);
+    if (!s || (a->dtype != TS_F32 && !tmp)) {
+        ts_free(s);
+        ts_free(tmp);
+        return ts_error(TS_ERR_OUT_OF_MEMORY, "ts_compare_arrays: out of memory");
+    }
+    for (int64_t i = 0; tmp && i < n; i++) tmp[i] = (float)value_at(a, i);
+    ts_status st = ts_summarize_f32(tmp ? tmp : a->data, n, TS_WATCH_STATS, s);
+    if (!st) *out = s->stats;
+    ts_free(s);
+    ts_free(tmp);
+    return st;
+}
+
+ts_status ts_compare_arrays(const ts_array *a, const ts_array *ref, double atol, double rtol, ts_compare_result *out) {
+    if (!a || !ref || !out) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_compare_arrays: NULL argument");
+    memset(out, 0, sizeof *out);
+    out->max_abs_index = -1;
+    if (!(atol >= 0) || !(rtol >= 0) || isinf(atol) || isinf(rtol))
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_compare_arrays: atol and rtol must be finite and >= 0 (got %g, %g)", atol, rtol);
+    int64_t n = ts_array_numel(a);
+    bool same = a->ndim == ref->ndim && n >= 0 && n == ts_array_numel(ref);
+    for (int i = 0; same && i < a->ndim; i++) same = a->shape[i] == ref->shape[i];
+    if (!same) {
+        char sa[160], sr[160];
+        return ts_error(TS_ERR_SHAPE, "shapes differ: %s vs reference %s", ts_array_shape_str(a, sa, sizeof sa),
+                        ts_array_shape_str(ref, sr, sizeof sr));
+    }
+    if (n > 0 && (!a->data || !ref->data)) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_compare_arrays: data is NULL");
+    out->count = n;
+    for (int64_t i = 0; i < n; i++) {
+        double x = value_at(a, i), r = value_at(ref, i);
+        bool ok;
+        if (isfinite(x) && isfinite(r)) {
+            double d = fabs(x - r), lim = rtol * fabs(r);
+            ok = d <= atol + lim;
+            if (d > out->max_abs || out->max_abs_index < 0) out->max_abs = d, out->max_abs_index = i;
+            double rel = r != 0 ? d / fabs(r) : (d > 0 ? INFINITY : 0);
+            if (rel > out->max_rel) out->max_rel = rel;
+            if (d - lim > out->min_atol) out->min_atol = d - lim;
+        } else {
+            ok = (isnan(x) && isnan(r)) || (isinf(x) && x == r);
+            if (!ok) out->min_atol = INFINITY;
+        }
+        out->mismatches += !ok;
+    }
+    out->pass = out->mismatches == 0;
+    ts_status st = summarize(a, n, &out->a);
+    return st ? st : summarize(ref, n, &out->ref);
+}

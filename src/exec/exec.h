@@ -1,0 +1,16 @@
+/* exec.h -- the executor of a compiled program. It runs what compile built
+ * (m->prog) and never compiles: binding the inputs, recompiling for a new
+ * micro-batch size and the run's bookkeeping belong to the model layer. */
+#ifndef TS_EXEC_H
+#define TS_EXEC_H
+
+#include "compile/program.h"
+
+/* One run over the inputs bound in m->prog->bound (one array per input
+ * node, each the run's S micro-batches stacked on axis 0): checks class
+ * labels, then D x A micro-batches of forward, backward and optimizer steps
+ * with the observers; records the per-op times. On a numeric-check failure
+ * m->failed_entry names the tensor. */
+ts_status ts_exec_run(ts_model *m);
+
+#endif

@@ -1,0 +1,63 @@
+/* retrieve.c -- what a user reads back from a model: tensor names, anchored
+ * values, watch results, the tensor a numeric check stopped at, counters. */
+#include "compile/program.h"
+
+#include <stdio.h>
+#include <string.h>
+
+ts_status ts_model_tensor_names(const ts_model *m, const char *const **names, size_t *n) {
+    if (!m || !names || !n) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_tensor_names: NULL argument");
+    if (!m->compiled || !m->prog) return ts_error(TS_ERR_STATE, "tensor names are known after ts_model_compile; compile the model first");
+    *names = m->prog->sorted_names;
+    *n = (size_t)m->prog->n_entries;
+    return TS_OK;
+}
+
+ts_status ts_model_anchored(const ts_model *m, const char *short_name, ts_array *out) {
+    if (!m || !short_name || !out) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_anchored: NULL argument");
+    const ts_prog *p = m->prog;
+    int k = 0;
+    while (p && k < p->n_anchors && strcmp(p->anchors[k].short_name, short_name) != 0) k++;
+    if (!p || k == p->n_anchors) {
+        char known[512] = "";
+        size_t used = 0;
+        for (int q = 0; p && q < p->n_anchors && used < sizeof known - 64; q++)
+            used += (size_t)snprintf(known + used, sizeof known - used, "%s'%s'", q ? ", " : "", p->anchors[q].short_name);
+        return ts_error(TS_ERR_NOT_FOUND, "no anchor named '%s'%s%s", short_name, used ? "; anchors: " : " (the model is not compiled)", known);
+    }
+    if (!m->has_run) return ts_error(TS_ERR_STATE, "anchor '%s' has no value yet: run the model first", short_name);
+    const ts_anchor *a = &p->anchors[k];
+    const ts_entry *e = &p->entries[a->entry];
+    memset(out, 0, sizeof *out);
+    out->dtype = e->dtype;
+    out->data = a->data;
+    int d = 0;
+    if (a->keeps_axis) out->shape[d++] = a->rows;
+    for (int i = 0; i < e->shape.ndim && d < TS_MAX_DIMS; i++) out->shape[d++] = e->shape.d[i];
+    out->ndim = d;
+    return TS_OK;
+}
+
+ts_status ts_model_watch_results(const ts_model *m, const ts_watch_result **out, size_t *n) {
+    if (!m || !out || !n) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_watch_results: NULL argument");
+    if (!m->prog) return ts_error(TS_ERR_STATE, "watch results exist after compile and run");
+    *out = m->prog->watch_results;
+    *n = (size_t)m->prog->n_watch;
+    return TS_OK;
+}
+
+const char *ts_model_failed_tensor(const ts_model *m) {
+    return m && m->prog && m->failed_entry >= 0 ? m->prog->entries[m->failed_entry].name : NULL;
+}
+
+ts_status ts_model_anchor_list(const ts_model *m, const char *const **short_names, size_t *n) {
+    if (!m || !short_names || !n) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_anchor_list: NULL argument");
+    if (!m->prog) return ts_error(TS_ERR_STATE, "anchors are resolved at compile; compile the model first");
+    *short_names = m->prog->anchor_names;
+    *n = (size_t)m->prog->n_anchors;
+    return TS_OK;
+}
+
+int64_t ts_model_runs(const ts_model *m) { return m ? m->runs : 0; }
+int64_t ts_model_steps(const ts_model *m) { return m ? m->steps : 0; }
+double ts_model_flops_per_microbatch(const ts_model *m) { return m && m->prog ? m->prog->flops_mb : 0.0; }

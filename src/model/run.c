@@ -1,0 +1,88 @@
+/* run.c -- one run of a model: compile when it has not been or is stale,
+ * bind the user's arrays to the inputs (a new micro-batch size recompiles),
+ * then hand the compiled program to the executor. */
+#include "compile/program.h"
+
+#include "diag/hooks.h"
+#include "diag/metrics.h"
+#include "exec/exec.h"
+
+#include <string.h>
+
+/* Matches the user's arrays to the model's inputs; a new micro-batch size
+ * recompiles. */
+static ts_status bind_inputs(ts_model *m, const char *const *names, const ts_array *inputs, int n) {
+    ts_graph *g = m->g;
+    const ts_array **bound = m->prog->bound;
+    memset(bound, 0, (size_t)m->prog->n_nodes * sizeof *bound);
+    int64_t S = m->training ? (int64_t)m->opts.device_iterations * m->opts.grad_accum : m->opts.device_iterations;
+    for (int k = 0; k < n; k++) {
+        if (!names || !names[k] || !inputs) return ts_error(TS_ERR_INVALID_ARGUMENT, "run: input %d has no name or array", k);
+        const ts_tensor *t = ts_graph_find(g, names[k]);
+        if (!t || t->op != TS_OP_INPUT) return ts_error(TS_ERR_NOT_FOUND, "run: '%s' is not an input of this graph", names[k]);
+        if (bound[t->id]) return ts_error(TS_ERR_INVALID_ARGUMENT, "run: input '%s' given twice", names[k]);
+        bound[t->id] = &inputs[k];
+    }
+    bool changed = false;
+    for (size_t i = 0; i < g->n; i++) {
+        const ts_tensor *t = g->t[i];
+        if (t->op != TS_OP_INPUT || !m->prog->live[i]) continue;
+        const ts_array *a = bound[i];
+        if (!a) return ts_error(TS_ERR_INVALID_ARGUMENT, "run: input '%s' is missing", t->name);
+        if (a->dtype != t->dtype || !a->data)
+            return ts_error(TS_ERR_INVALID_ARGUMENT, "run: input '%s' must be %s data, got %s%s", t->name, ts_dtype_name(t->dtype),
+                            ts_dtype_name(a->dtype), a->data ? "" : " with no data");
+        const ts_shape *cur = &m->prog->shape[i];
+        int want_ndim = t->shape.ndim == 0 ? 1 : t->shape.ndim;
+        bool ok = a->ndim == want_ndim && a->shape[0] > 0 && a->shape[0] % S == 0;
+        for (int j = 1; ok && j < a->ndim; j++) ok = a->shape[j] == cur->d[j];
+        if (!ok) {
+            char b[96], c[128];
+            ts_array_shape_str(a, c, sizeof c);
+            return ts_error(TS_ERR_SHAPE, "run: input '%s' is %s; expected [%lld*B%s] (the %lld micro-batches of the run stacked on axis 0, B the micro-batch size), declared %s",
+                            t->name, c, (long long)S, t->shape.ndim > 1 ? ",..." : "", (long long)S, ts_shape_str(&t->shape, b, sizeof b));
+        }
+        int64_t B = a->shape[0] / S;
+        if (t->shape.ndim > 0 && B != cur->d[0]) {
+            if (!m->input_override) {
+                m->input_override = ts_calloc(g->n, sizeof *m->input_override);
+                if (!m->input_override) return TS_ERR_OUT_OF_MEMORY;
+                for (size_t q = 0; q < g->n; q++) m->input_override[q].ndim = -1;
+                m->n_override = (int)g->n;
+            }
+            m->input_override[i] = *cur;
+            m->input_override[i].d[0] = B;
+            changed = true;
+        }
+    }
+    if (changed) {
+        ts_logf(TS_LOG_DEBUG, "input shape changed: recompiling");
+        m->stale_cause = "InputShapeChanged";
+        ts_status st = ts_model_compile(m);
+        if (st) { /* keep the shapes the current program was built for */
+            for (int q = 0; q < m->n_override && q < m->prog->n_nodes; q++)
+                if (m->input_override[q].ndim >= 0) m->input_override[q] = m->prog->shape[q];
+            return st;
+        }
+        return bind_inputs(m, names, inputs, n); /* into the new program */
+    }
+    return TS_OK;
+}
+
+ts_status ts_model_run(ts_model *m, const char *const *names, const ts_array *inputs, int n) {
+    if (!m) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_run: model is NULL");
+    if (n < 0) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_run: negative input count");
+    ts_status st = TS_OK;
+    if (!m->compiled || m->stale) st = ts_model_compile(m);
+    if (st) return st;
+    uint64_t t0 = ts_now_ns();
+    st = bind_inputs(m, names, inputs, n);
+    if (!st) st = ts_exec_run(m);
+    if (st) return st;
+    m->runs++;
+    m->has_run = true;
+    uint64_t run_ns = ts_now_ns() - t0;
+    ts_metric_record("ExecuteTime", (double)run_ns);
+    ts_counter_add("Runs", 1);
+    return ts_diag_after_run(m, run_ns);
+}

@@ -1,0 +1,28 @@
+# py_venv.sh -- sourced by the tests that need Python packages from PyPI.
+# py_venv_ensure VENV PKG==VERSION... makes VENV from Debian's interpreter
+# with its site-packages (so Debian's numpy and PyTorch are visible) and
+# installs the pinned packages into it, once, reused while the pins match.
+# It returns holding the lock VENV.lock on fd 9 (never two builders at once
+# under ctest -j): release it with `flock -u 9` when done with the venv's
+# set-up. Needs PyPI the first time: without it the caller's fail() is
+# called; the tests fail, they do not skip.
+py_venv_ensure() {
+    local venv=$1
+    shift
+    local pins="$*"
+    local stamp="$venv/.tensorscope-${pins// /+}"
+    exec 9>"$venv.lock"
+    flock 9
+    if [ -f "$stamp" ]; then
+        echo "ok   reusing $venv ($pins)"
+        return 0
+    fi
+    rm -rf "$venv"
+    /usr/bin/python3 -m venv --system-site-packages "$venv" || fail "cannot create a venv in $venv"
+    if ! "$venv/bin/pip" install --quiet --disable-pip-version-check --timeout 30 --retries 2 "$@"; then
+        rm -rf "$venv"
+        fail "pip could not install $pins from PyPI (no network or no index?); this test needs them, it does not skip"
+    fi
+    touch "$stamp"
+    echo "ok   installed $pins into $venv"
+}

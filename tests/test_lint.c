@@ -1,0 +1,72 @@
+/* test_lint.c -- the model lint (DESIGN.md §14): the seed tutorial's
+ * LogSoftmax(dim=0) is flagged, as are NLL loss on values that are not
+ * log-probabilities, a parameter with no path to the loss and a print op
+ * whose result is unused; the tutorial's corrected model has no warning. */
+#include <string.h>
+
+#include "check.h"
+
+enum { B = 16, IN = 20 };
+
+typedef struct variant {
+    int softmax_dim;    /* 1 = right, 0 = over the batch */
+    int use_log_softmax; /* 0: NLL on the raw scores */
+    int dead_param;     /* a parameter that feeds nothing */
+    int unused_print;   /* a print op whose result nobody reads */
+} variant;
+
+/* Returns the lint warnings (joined) of the variant's training model. */
+static size_t lint_of(variant v, char *joined, size_t cap) {
+    ts_graph *g = ts_graph_new(1);
+    ts_tensor *x = ts_input(g, "x", TS_F32, 2, (int64_t[]){B, IN});
+    ts_tensor *y = ts_input(g, "labels", TS_I32, 1, (int64_t[]){B});
+    ts_tensor *h = ts_relu(g, ts_linear(g, x, 32, "fc1"));
+    if (v.unused_print) ts_print(g, h, "hidden");
+    h = ts_linear(g, h, 10, "fc2");
+    if (v.use_log_softmax) h = ts_log_softmax(g, h, v.softmax_dim);
+    if (v.dead_param) ts_param(g, "orphan.weight", 1, (int64_t[]){4});
+    ts_tensor *loss = ts_nll_loss(g, h, y);
+    ts_options *o = ts_options_new();
+    ts_model *m = NULL;
+    const char *const *w = NULL;
+    size_t n = 0;
+    joined[0] = '\0';
+    if (ts_model_training(&m, g, loss, o, ts_sgd(0.1f, 0, 0)) == TS_OK) {
+        CHECK(ts_model_lint(m, &w, &n) == TS_ERR_STATE, "lint before compile is a state error");
+        CHECK_OK(ts_model_compile(m), "compile");
+        CHECK_OK(ts_model_lint(m, &w, &n), "lint");
+        for (size_t i = 0; i < n; i++) {
+            strncat(joined, w[i], cap - strlen(joined) - 2);
+            strncat(joined, "\n", cap - strlen(joined) - 1);
+        }
+    }
+    ts_model_free(m);
+    ts_options_free(o);
+    ts_graph_free(g);
+    return n;
+}
+
+int main(void) {
+    ts_set_log_level(TS_LOG_ERROR); /* the warnings are checked, not shown */
+    static char w[8192];
+    size_t n = lint_of((variant){1, 1, 0, 0}, w, sizeof w);
+    CHECK(n == 0, "the corrected tutorial model has no warning (%zu: %s)", n, w);
+
+    n = lint_of((variant){0, 1, 0, 0}, w, sizeof w);
+    CHECK(n == 1 && strstr(w, "LogSoftmax:0") && strstr(w, "batch dimension") && strstr(w, "use dim 1"),
+          "the seed tutorial's LogSoftmax(dim=0) is flagged: %s", w);
+    CHECK(strstr(w, "test_lint.c:") != NULL, "... with the line that built it");
+
+    n = lint_of((variant){1, 0, 0, 0}, w, sizeof w);
+    CHECK(n == 1 && strstr(w, "not a LogSoftmax") && strstr(w, "fc2/Add:0"), "NLL loss on raw scores is flagged: %s", w);
+
+    n = lint_of((variant){1, 1, 1, 0}, w, sizeof w);
+    CHECK(n == 1 && strstr(w, "orphan.weight") && strstr(w, "never trained"), "a parameter with no path to the loss: %s", w);
+
+    n = lint_of((variant){1, 1, 0, 1}, w, sizeof w);
+    CHECK(n == 1 && strstr(w, "print op") && strstr(w, "not used"), "an unused print op is noted: %s", w);
+
+    n = lint_of((variant){0, 0, 1, 1}, w, sizeof w);
+    CHECK(n == 3, "three mistakes at once give three warnings (%zu)", n);
+    return check_summary("test_lint");
+}

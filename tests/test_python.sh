@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# test_python.sh -- the Python package as a user gets it: `pip install
+# ./python` into a venv under the build dir, then its pytest tests
+# (python/tests). The venv (pytest and the build backend, pinned) is made
+# once by py_venv.sh, with Debian's numpy and PyTorch visible to the tests
+# that wrap a torch module. Needs PyPI the first time; without it the test
+# fails, it does not skip. The library is rebuilt incrementally in
+# $BUILD/python-build.
+set -u
+build=${TS_BUILD_DIR:-build}
+src=${TS_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+build=$(cd "$build" && pwd)
+PYTEST_VERSION=9.2.0
+SKBUILD_VERSION=1.1.2
+VENV=$build/py-venv
+fail() { echo "FAIL $*"; echo "test_python: FAIL"; exit 1; }
+
+. "$(dirname "$0")/support/py_venv.sh"
+py_venv_ensure "$VENV" "pytest==$PYTEST_VERSION" "scikit-build-core==$SKBUILD_VERSION"
+log=$build/python-install.log
+if ! CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} "$VENV/bin/pip" install \
+    --disable-pip-version-check --no-build-isolation --no-deps --force-reinstall \
+    --config-settings=build-dir="$build/python-build" "$src/python" >"$log" 2>&1; then
+    tail -40 "$log"
+    fail "pip install ./python failed (log: $log)"
+fi
+echo "ok   pip install ./python into $VENV"
+flock -u 9
+
+# Outside the source tree, so that `import tensorscope` is the installed package.
+cd "$build" || fail "cannot cd to $build"
+unset TENSORSCOPE_LIBRARY
+TS_SOURCE_DIR=$src "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$src/python/tests"
+rc=$?
+case $rc in
+0) echo "test_python: PASS" ;;
+5) fail "pytest collected no tests from $src/python/tests" ;;
+*) fail "pytest exit status $rc" ;;
+esac

@@ -1,0 +1,87 @@
+/* test_weights.c -- ts_graph_save_weights / ts_graph_load_weights: a
+ * directory of .npy files and one .npz round-trip every parameter; loading
+ * is strict (a missing parameter, an extra array or another shape is an
+ * error naming it) and a failed load changes nothing. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+
+static ts_graph *model(uint64_t seed) {
+    ts_graph *g = ts_graph_new(seed);
+    ts_tensor *x = ts_input(g, "x", TS_F32, 2, (int64_t[]){4, 6});
+    ts_linear(g, ts_relu(g, ts_linear(g, x, 5, "fc1")), 3, "fc2");
+    return g;
+}
+
+static float value0(ts_graph *g, const char *name) {
+    ts_array a;
+    ts_tensor_info(ts_graph_find(g, name), &a);
+    return ((float *)a.data)[0];
+}
+
+static int same_weights(ts_graph *a, ts_graph *b) {
+    const char *names[] = {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"};
+    for (int i = 0; i < 4; i++) {
+        ts_array x, y;
+        ts_tensor_info(ts_graph_find(a, names[i]), &x);
+        ts_tensor_info(ts_graph_find(b, names[i]), &y);
+        if (memcmp(x.data, y.data, (size_t)ts_array_numel(&x) * 4) != 0) return 0;
+    }
+    return 1;
+}
+
+int main(void) {
+    char dir[256], path[512], cmd[700];
+    snprintf(dir, sizeof dir, "%s/ts_weights.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(dir)) return 1;
+    ts_graph *a = model(1), *b = model(2);
+    CHECK(!same_weights(a, b), "two seeds give different weights");
+
+    snprintf(path, sizeof path, "%s/w", dir);
+    CHECK_OK(ts_graph_save_weights(a, path), "save to a directory of .npy");
+    CHECK_OK(ts_graph_load_weights(b, path), "load it into another graph");
+    CHECK(same_weights(a, b), "the weights are equal after the round trip");
+
+    ts_graph *c = model(3);
+    snprintf(path, sizeof path, "%s/w.npz", dir);
+    CHECK_OK(ts_graph_save_weights(a, path), "save to an .npz");
+    CHECK_OK(ts_graph_load_weights(c, path), "load the .npz");
+    CHECK(same_weights(a, c), "equal after the .npz round trip");
+
+    /* strict: a graph with another layer size, an extra parameter, a missing one */
+    ts_graph *wide = ts_graph_new(4);
+    ts_tensor *x = ts_input(wide, "x", TS_F32, 2, (int64_t[]){4, 6});
+    ts_linear(wide, ts_relu(wide, ts_linear(wide, x, 7, "fc1")), 3, "fc2");
+    float before = value0(wide, "fc2.bias");
+    ts_status st = ts_graph_load_weights(wide, path);
+    CHECK(st == TS_ERR_SHAPE && strstr(ts_last_error(), "fc1.weight") && strstr(ts_last_error(), "[7,6]"),
+          "another shape is an error naming the parameter: %s", ts_last_error());
+    CHECK(value0(wide, "fc2.bias") == before, "... and a failed load changes nothing (fc2.bias, which fits, is untouched)");
+
+    ts_graph *more = model(5);
+    ts_param(more, "extra.weight", 1, (int64_t[]){2});
+    st = ts_graph_load_weights(more, path);
+    CHECK(st == TS_ERR_NOT_FOUND && strstr(ts_last_error(), "extra.weight"), "a parameter the file lacks: %s", ts_last_error());
+    snprintf(path, sizeof path, "%s/w", dir);
+    st = ts_graph_load_weights(more, path);
+    CHECK(st == TS_ERR_IO && strstr(ts_last_error(), "extra.weight.npy"), "... also from a directory: %s", ts_last_error());
+
+    ts_graph *fewer = ts_graph_new(6);
+    x = ts_input(fewer, "x", TS_F32, 2, (int64_t[]){4, 6});
+    ts_linear(fewer, x, 5, "fc1");
+    st = ts_graph_load_weights(fewer, path);
+    CHECK(st == TS_ERR_NOT_FOUND && strstr(ts_last_error(), "fc2."), "an array the model lacks: %s", ts_last_error());
+
+    CHECK(ts_graph_save_weights(a, "") == TS_ERR_INVALID_ARGUMENT, "an empty path is refused");
+    CHECK(ts_graph_load_weights(a, "") == TS_ERR_INVALID_ARGUMENT, "... for loading too");
+    snprintf(path, sizeof path, "%s/none", dir);
+    CHECK(ts_graph_load_weights(a, path) == TS_ERR_IO, "a missing path: %s", ts_last_error());
+    CHECK(ts_graph_load_weights(a, "/dev/null") == TS_ERR_IO, "a device file is refused: %s", ts_last_error());
+
+    ts_graph_free(a), ts_graph_free(b), ts_graph_free(c), ts_graph_free(wide), ts_graph_free(more), ts_graph_free(fewer);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) printf("note: could not remove %s\n", dir);
+    return check_summary("test_weights");
+}

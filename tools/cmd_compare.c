@@ -1,0 +1,771 @@
+/* cmd_compare.c -- `compare` and `lint`: bad scores without a crash or a NaN
+ * (DESIGN.md §14). `compare` runs one forward (and backward) of a model on
+ * given weights and inputs and compares every tensor a reference dump holds,
+ * in topological order, naming the first divergence and whether its inputs
+ * already differed; or compares two dumps. `lint` lists the model lint. */
+#include "cli.h"
+
+#include <dirent.h>
+#include <fnmatch.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ------------------------------------------------------------ named arrays */
+
+/* Named arrays from an .npz or a directory of .npy files. */
+typedef struct dump {
+    ts_npz *z;             /* .npz: arrays live here */
+    char **names;          /* directory: owned names and arrays */
+    ts_array *arrays;
+    size_t n;
+} dump;
+
+static void dump_free(dump *d) {
+    ts_npz_free(d->z);
+    for (size_t i = 0; d->names && i < d->n; i++) {
+        free(d->names[i]);
+        ts_npy_free(&d->arrays[i]);
+    }
+    free(d->names);
+    free(d->arrays);
+    memset(d, 0, sizeof *d);
+}
+
+static size_t dump_count(const dump *d) { return d->z ? ts_npz_count(d->z) : d->n; }
+static const char *dump_name(const dump *d, size_t i) { return d->z ? ts_npz_name(d->z, i) : d->names[i]; }
+static const ts_array *dump_array(const dump *d, size_t i) { return d->z ? ts_npz_array(d->z, i) : &d->arrays[i]; }
+static const ts_array *dump_find(const dump *d, const char *name) {
+    for (size_t i = 0; i < dump_count(d); i++)
+        if (strcmp(dump_name(d, i), name) == 0) return dump_array(d, i);
+    return NULL;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static ts_status dump_load(const char *path, dump *d) {
+    memset(d, 0, sizeof *d);
+    struct stat sb;
+    if (stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode)) return ts_npz_load(path, &d->z);
+    DIR *dir = opendir(path);
+    if (!dir) {
+        fprintf(stderr, "tensorscope compare: cannot open %s (an .npz file or a directory of .npy files)\n", path);
+        return TS_ERR_IO;
+    }
+    size_t cap = 0;
+    ts_status st = TS_OK;
+    for (struct dirent *e; !st && (e = readdir(dir));) {
+        size_t len = strlen(e->d_name);
+        if (len <= 4 || strcmp(e->d_name + len - 4, ".npy") != 0) continue;
+        if (d->n == cap) {
+            cap = cap ? 2 * cap : 64;
+            char **nn = realloc(d->names, cap * sizeof *nn);
+            if (nn) d->names = nn;
+            ts_array *na = realloc(d->arrays, cap * sizeof *na);
+            if (na) d->arrays = na;
+            if (!nn || !na) {
+                st = TS_ERR_OUT_OF_MEMORY;
+                break;
+            }
+        }
+        d->names[d->n] = strndup(e->d_name, len - 4);
+        d->n += d->names[d->n] != NULL;
+    }
+    closedir(dir);
+    if (!st) qsort(d->names, d->n, sizeof *d->names, cmp_str);
+    for (size_t i = 0; !st && i < d->n; i++) {
+        size_t plen = strlen(path) + strlen(d->names[i]) + 6;
+        char *p = malloc(plen);
+        if (!p) st = TS_ERR_OUT_OF_MEMORY;
+        else {
+            snprintf(p, plen, "%s/%s.npy", path, d->names[i]);
+            st = ts_npy_load(p, &d->arrays[i]);
+            free(p);
+        }
+        if (st) d->n = i; /* free what was loaded */
+    }
+    if (st) dump_free(d);
+    return st;
+}
+
+/* ------------------------------------------------------------- tolerances */
+
+typedef struct tol_rule {
+    const char *glob;
+    double atol, rtol;
+} tol_rule;
+
+typedef struct compare_args {
+    const char *model, *weights, *inputs, *reference, *map, *report, *plot, *a, *b;
+    double atol, rtol;
+    bool grads, fail_fast;
+    cli_list tols;
+    tol_rule rules[64];
+    int n_rules;
+} compare_args;
+
+static void tol_for(const compare_args *a, const char *name, double *atol, double *rtol) {
+    *atol = a->atol, *rtol = a->rtol;
+    for (int i = 0; i < a->n_rules; i++) /* the last matching rule wins */
+        if (fnmatch(a->rules[i].glob, name, 0) == 0) *atol = a->rules[i].atol, *rtol = a->rules[i].rtol;
+}
+
+/* NAME_GLOB:ATOL:RTOL (the glob may itself hold ':'; the numbers are last). */
+static int parse_tol(compare_args *a, const char *spec) {
+    const char *r = strrchr(spec, ':');
+    const char *q = r && r > spec ? r - 1 : NULL;
+    while (q && q > spec && *q != ':') q--;
+    char *end1, *end2;
+    if (!r || !q || *q != ':' || q == spec) return cli_usage_error("compare", "--tol wants NAME_GLOB:ATOL:RTOL, got '%s'", spec);
+    double at = strtod(q + 1, &end1), rt = strtod(r + 1, &end2);
+    if (end1 != r || *end2 || !(at >= 0) || !(rt >= 0) || isinf(at) || isinf(rt))
+        return cli_usage_error("compare", "--tol '%s': ATOL and RTOL must be numbers >= 0", spec);
+    char *glob = strndup(spec, (size_t)(q - spec));
+    if (!glob) return cli_runtime_error("--tol");
+    a->rules[a->n_rules++] = (tol_rule){glob, at, rt};
+    return CLI_OK;
+}
+
+/* ---------------------------------------------------------------- results */
+
+typedef enum { R_PASS, R_FAIL, R_SHAPE, R_MISSING, R_SKIP } row_status;
+
+typedef struct row {
+    const char *ref_name;  /* as in the reference */
+    char *ts_name;         /* tensorscope's name (NULL: no counterpart) */
+    long order;            /* topological position */
+    row_status status;
+    ts_compare_result r;
+    double atol, rtol;
+    char shape[96], ref_shape[96];
+    char why[256];
+} row;
+
+static const char *status_word(row_status s) {
+    return s == R_PASS ? "PASS" : s == R_FAIL ? "FAIL" : s == R_SHAPE ? "SHAPE" : s == R_SKIP ? "SKIPPED" : "NO-MATCH";
+}
+
+static void index_str(const ts_array *a, int64_t flat, char *buf, size_t n) {
+    if (flat < 0) {
+        snprintf(buf, n, "-");
+        return;
+    }
+    int64_t idx[TS_MAX_DIMS];
+    for (int i = a->ndim - 1; i >= 0; i--) {
+        idx[i] = a->shape[i] ? flat % a->shape[i] : 0;
+        flat = a->shape[i] ? flat / a->shape[i] : 0;
+    }
+    size_t k = (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < a->ndim && k < n; i++) k += (size_t)snprintf(buf + k, n - k, i ? ",%lld" : "%lld", (long long)idx[i]);
+    if (k < n) snprintf(buf + k, n - k, "]");
+}
+
+static void compare_one(const compare_args *a, row *rw, const ts_array *mine, const ts_array *ref) {
+    tol_for(a, rw->ts_name ? rw->ts_name : rw->ref_name, &rw->atol, &rw->rtol);
+    ts_array_shape_str(ref, rw->ref_shape, sizeof rw->ref_shape);
+    ts_array_shape_str(mine, rw->shape, sizeof rw->shape);
+    ts_status st = ts_compare_arrays(mine, ref, rw->atol, rw->rtol, &rw->r);
+    if (st) {
+        rw->status = R_SHAPE;
+        snprintf(rw->why, sizeof rw->why, "%s", ts_last_error());
+        return;
+    }
+    rw->status = rw->r.pass ? R_PASS : R_FAIL;
+    index_str(ref, rw->r.max_abs_index, rw->why, sizeof rw->why);
+}
+
+static void print_row(const row *rw) {
+    if (rw->status == R_MISSING || rw->status == R_SHAPE || rw->status == R_SKIP) {
+        printf("%-8s %-40s %s\n", status_word(rw->status), rw->ref_name, rw->why);
+        return;
+    }
+    const ts_compare_result *r = &rw->r;
+    double frac = r->count ? 100.0 * (double)r->mismatches / (double)r->count : 0;
+    printf("%-8s %-32s %-14s max_abs %-9.3g at %-10s max_rel %-9.3g mismatched %6.2f%%  atol needed %.3g", status_word(rw->status),
+           rw->ts_name, rw->shape, r->max_abs, rw->why, r->max_rel, frac, r->min_atol);
+    if (strcmp(rw->ts_name, rw->ref_name) != 0) printf("  (reference '%s')", rw->ref_name);
+    printf("\n         %-32s mean %11.5g / %-11.5g std %11.5g / %-11.5g min %11.5g / %-11.5g max %11.5g / %.5g\n", "  ours / reference:",
+           r->a.mean, r->ref.mean, r->a.std, r->ref.std, r->a.min, r->ref.min, r->a.max, r->ref.max);
+    int64_t nf_a = r->a.nans + r->a.pos_infs + r->a.neg_infs, nf_r = r->ref.nans + r->ref.pos_infs + r->ref.neg_infs;
+    if (nf_a || nf_r)
+        printf("         non-finite: ours %lld NaN %lld +Inf %lld -Inf, reference %lld NaN %lld +Inf %lld -Inf\n", (long long)r->a.nans,
+               (long long)r->a.pos_infs, (long long)r->a.neg_infs, (long long)r->ref.nans, (long long)r->ref.pos_infs,
+               (long long)r->ref.neg_infs);
+}
+
+/* JSON string body with escapes. */
+static void json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static void json_num(FILE *f, double v) {
+    if (isnan(v)) fputs("\"NaN\"", f);
+    else if (isinf(v)) fputs(v > 0 ? "\"Infinity\"" : "\"-Infinity\"", f);
+    else fprintf(f, "%.9g", v);
+}
+
+static void json_stats(FILE *f, const char *key, const ts_stats *s) {
+    fprintf(f, "\"%s\": {\"mean\": ", key);
+    json_num(f, s->mean);
+    fputs(", \"std\": ", f);
+    json_num(f, s->std);
+    fputs(", \"min\": ", f);
+    json_num(f, s->min);
+    fputs(", \"max\": ", f);
+    json_num(f, s->max);
+    fprintf(f, ", \"nans\": %lld, \"pos_infs\": %lld, \"neg_infs\": %lld}", (long long)s->nans, (long long)s->pos_infs,
+            (long long)s->neg_infs);
+}
+
+static int write_report(const char *path, const row *rows, int n, const char *first, const char *first_detail,
+                        const char *const *unreferenced, int n_unref) {
+    if (!*path) return cli_usage_error("compare", "--report needs a file name");
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "tensorscope compare: cannot write %s\n", path);
+        return CLI_RUNTIME;
+    }
+    fputs("{\n  \"tensors\": [\n", f);
+    for (int i = 0; i < n; i++) {
+        const row *rw = &rows[i];
+        fputs("    {\"name\": ", f);
+        json_str(f, rw->ts_name ? rw->ts_name : "");
+        fputs(", \"reference\": ", f);
+        json_str(f, rw->ref_name);
+        fprintf(f, ", \"status\": \"%s\"", status_word(rw->status));
+        if (rw->status == R_PASS || rw->status == R_FAIL) {
+            fputs(", \"shape\": ", f);
+            json_str(f, rw->shape);
+            fputs(", \"max_abs\": ", f);
+            json_num(f, rw->r.max_abs);
+            fputs(", \"max_abs_index\": ", f);
+            json_str(f, rw->why);
+            fputs(", \"max_rel\": ", f);
+            json_num(f, rw->r.max_rel);
+            fprintf(f, ", \"mismatched\": %lld, \"count\": %lld, \"atol\": ", (long long)rw->r.mismatches, (long long)rw->r.count);
+            json_num(f, rw->atol);
+            fputs(", \"rtol\": ", f);
+            json_num(f, rw->rtol);
+            fputs(", \"atol_needed\": ", f);
+            json_num(f, rw->r.min_atol);
+            fputs(", ", f);
+            json_stats(f, "ours", &rw->r.a);
+            fputs(", ", f);
+            json_stats(f, "reference_stats", &rw->r.ref);
+        } else {
+            fputs(", \"error\": ", f);
+            json_str(f, rw->why);
+        }
+        fprintf(f, "}%s\n", i + 1 < n ? "," : "");
+    }
+    fputs("  ],\n  \"first_divergence\": ", f);
+    if (first) {
+        fputs("{\"name\": ", f);
+        json_str(f, first);
+        fputs(", \"detail\": ", f);
+        json_str(f, first_detail);
+        fputs("}", f);
+    } else fputs("null", f);
+    fputs(",\n  \"unreferenced\": [", f);
+    for (int i = 0; i < n_unref; i++) {
+        if (i) fputs(", ", f);
+        json_str(f, unreferenced[i]);
+    }
+    fputs("]\n}\n", f);
+    if (fclose(f) != 0) {
+        fprintf(stderr, "tensorscope compare: writing %s failed\n", path);
+        return CLI_RUNTIME;
+    }
+    return CLI_OK;
+}
+
+static int write_plot(const char *path, const row *rows, int n, int first_fail) {
+    double *x = calloc((size_t)n + 1, sizeof *x), *y = calloc((size_t)n + 1, sizeof *y);
+    const char **labels = calloc((size_t)n + 1, sizeof *labels);
+    double *tol = calloc((size_t)n + 1, sizeof *tol);
+    int k = 0, mark = -1;
+    for (int i = 0; x && y && labels && tol && i < n; i++) {
+        if (rows[i].status != R_PASS && rows[i].status != R_FAIL) continue;
+        if (i == first_fail) mark = k;
+        x[k] = k;
+        y[k] = rows[i].r.max_rel;
+        /* the rule's relative bound for the largest reference value */
+        double big = fmax(fabs(rows[i].r.ref.min), fabs(rows[i].r.ref.max));
+        tol[k] = rows[i].rtol + (big > 0 ? rows[i].atol / big : 0);
+        labels[k++] = rows[i].ts_name;
+    }
+    ts_status st = x && y && labels && tol ? ts_plot_errors(path, labels, y, tol, k, mark) : TS_ERR_OUT_OF_MEMORY;
+    free(x), free(y), free(labels), free(tol);
+    return st ? cli_runtime_error("--plot") : CLI_OK;
+}
+
+/* ---------------------------------------------------------- the verdict */
+
+static const row *find_row(const row *rows, int n, const char *ts_name) {
+    for (int i = 0; i < n; i++)
+        if (rows[i].ts_name && strcmp(rows[i].ts_name, ts_name) == 0) return &rows[i];
+    return NULL;
+}
+
+/* What `name`'s computation read, as far as the reference can tell: a
+ * value's op inputs, looking through intermediates the reference does not
+ * hold (fc2/MatMul:0 on the way to fc2/Add:0) down to referenced tensors,
+ * parameters and inputs; for a gradient, the gradients of the value's
+ * consumers and the value itself. */
+typedef struct source_list {
+    char name[TS_MAX_DIMS * 4][512];
+    int n;
+} source_list;
+
+static void add_source(source_list *s, const char *name) {
+    for (int i = 0; i < s->n; i++)
+        if (strcmp(s->name[i], name) == 0) return;
+    if (s->n < (int)(sizeof s->name / sizeof s->name[0]) && strlen(name) < sizeof s->name[0]) strcpy(s->name[s->n++], name);
+}
+
+static void value_sources(ts_graph *g, const row *rows, int n, ts_tensor *t, source_list *s, int depth) {
+    for (int j = 0; j < ts_tensor_input_count(t); j++) {
+        ts_tensor *in = ts_tensor_input(t, j);
+        const char *op = ts_tensor_op(in);
+        if (depth < 8 && !find_row(rows, n, ts_tensor_name(in)) && strcmp(op, "Param") != 0 && strcmp(op, "Input") != 0)
+            value_sources(g, rows, n, in, s, depth + 1);
+        else add_source(s, ts_tensor_name(in));
+    }
+}
+
+static void sources(ts_graph *g, const row *rows, int n, const char *name, source_list *s) {
+    s->n = 0;
+    if (strncmp(name, "Gradient___", 11) == 0) {
+        ts_tensor *t = ts_graph_find(g, name + 11);
+        char buf[600];
+        for (size_t i = 0; t && i < ts_graph_tensor_count(g); i++) {
+            ts_tensor *c = ts_graph_tensor_at(g, i);
+            for (int j = 0; j < ts_tensor_input_count(c); j++)
+                if (ts_tensor_input(c, j) == t) {
+                    snprintf(buf, sizeof buf, "Gradient___%s", ts_tensor_name(c));
+                    add_source(s, buf);
+                    break;
+                }
+        }
+        if (t) add_source(s, name + 11);
+        return;
+    }
+    ts_tensor *t = ts_graph_find(g, name);
+    if (t) value_sources(g, rows, n, t, s, 0);
+}
+
+static void explain(ts_graph *g, const row *rows, int n, const row *bad, char *detail, size_t dn) {
+    const char *base = strncmp(bad->ts_name, "Gradient___", 11) == 0 ? bad->ts_name + 11 : bad->ts_name;
+    ts_tensor *t = g ? ts_graph_find(g, base) : NULL;
+    char loc[512] = "";
+    size_t k = 0;
+    detail[0] = '\0';
+    if (t) {
+        ts_tensor_location(t, loc, sizeof loc);
+        k += (size_t)snprintf(detail + k, dn - k, "op %s%s%s%s", ts_tensor_op(t), bad->ts_name != base ? " (its backward)" : "",
+                              *loc ? " built at " : "", loc);
+    }
+    if (!g) {
+        snprintf(detail, dn, "two dumps: no graph to say what it was computed from");
+        return;
+    }
+    static source_list src;
+    sources(g, rows, n, bad->ts_name, &src);
+    int differ = 0, unknown = 0;
+    const char *first_bad = NULL;
+    char unchecked[1024] = "";
+    size_t u = 0;
+    for (int i = 0; i < src.n && k < dn; i++) {
+        const row *r = find_row(rows, n, src.name[i]);
+        const char *state = !r ? "not in the reference" : r->status == R_PASS ? "matches" : "differs";
+        if (!r) {
+            unknown++;
+            if (u < sizeof unchecked) u += (size_t)snprintf(unchecked + u, sizeof unchecked - u, "%s%s", u ? ", " : "", src.name[i]);
+        } else if (r->status != R_PASS) {
+            differ++;
+            if (!first_bad) first_bad = r->ts_name;
+        }
+        k += (size_t)snprintf(detail + k, dn - k, "%s%s %s", i ? "; " : "; computed from: ", src.name[i], state);
+    }
+    if (k >= dn) return;
+    if (differ) snprintf(detail + k, dn - k, ". An input already differs (%s): look upstream", first_bad);
+    else if (src.n && !unknown) snprintf(detail + k, dn - k, ". Inputs match, output differs: the op itself differs");
+    else if (src.n && unknown < src.n)
+        snprintf(detail + k, dn - k, ". Inputs match, output differs: the op itself differs, or what the reference does not hold (%s)",
+                 unchecked);
+    else if (src.n) snprintf(detail + k, dn - k, ". None of its inputs is in the reference: cannot say more");
+    else snprintf(detail + k, dn - k, ". It has no inputs: the value itself differs (weights or data)");
+}
+
+/* ------------------------------------------------- model side of the run */
+
+/* Reference names map to tensorscope names: --map pairs first, then the
+ * exact name, then a module path: the last op output of that scope
+ * (`fc1` -> `fc1/Add:0`), or of the one scope that ends with it (PyTorch's
+ * exporter nests `features.0` as `/features/features.0/Conv`, imported as
+ * scope `features.features.0`), with `Gradient___` carried over. */
+static char *resolve_name(ts_graph *g, const char *ref, char *const *map, int n_map) {
+    for (int i = 0; i + 1 < n_map; i += 2)
+        if (strcmp(map[i], ref) == 0) return strdup(map[i + 1]);
+    const char *base = strncmp(ref, "Gradient___", 11) == 0 ? ref + 11 : ref;
+    bool grad = base != ref;
+    if (ts_graph_find(g, base)) return strdup(ref);
+    size_t len = strlen(base);
+    const char *exact = NULL, *suffix = NULL;
+    size_t suffix_scope = 0;
+    bool ambiguous = false;
+    for (size_t i = 0; i < ts_graph_tensor_count(g); i++) {
+        const char *nm = ts_tensor_name(ts_graph_tensor_at(g, i));
+        const char *slash = strrchr(nm, '/');
+        if (!slash) continue;
+        size_t sl = (size_t)(slash - nm);
+        if (sl == len && strncmp(nm, base, len) == 0) exact = nm;
+        else if (sl > len && nm[sl - len - 1] == '.' && strncmp(nm + sl - len, base, len) == 0) {
+            if (suffix && (suffix_scope != sl || strncmp(suffix, nm, sl) != 0)) ambiguous = true;
+            suffix = nm, suffix_scope = sl;
+        }
+    }
+    const char *last = exact ? exact : ambiguous ? NULL : suffix;
+    if (!last) return NULL;
+    size_t n = strlen(last) + 12;
+    char *s = malloc(n);
+    if (s) snprintf(s, n, "%s%s", grad ? "Gradient___" : "", last);
+    return s;
+}
+
+static long topo_position(ts_graph *g, const char *name) {
+    bool grad = strncmp(name, "Gradient___", 11) == 0;
+    const char *base = grad ? name + 11 : name;
+    long n = (long)ts_graph_tensor_count(g);
+    for (long i = 0; i < n; i++)
+        if (strcmp(ts_tensor_name(ts_graph_tensor_at(g, (size_t)i)), base) == 0) return grad ? 2 * n - i : i;
+    return 3 * n;
+}
+
+static int cmp_rows(const void *a, const void *b) {
+    const row *x = a, *y = b;
+    return (x->order > y->order) - (x->order < y->order);
+}
+
+/* Reads the --map file: lines `REFERENCE_NAME TENSORSCOPE_NAME`. */
+static int read_map(const char *path, char ***out, int *n) {
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "tensorscope compare: cannot open --map %s\n", path);
+        return CLI_RUNTIME;
+    }
+    char line[2048];
+    int cap = 0, lineno = 0;
+    *out = NULL, *n = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        char a[1024], b[1024];
+        if (line[0] == '#' || strspn(line, " \t\r\n") == strlen(line)) continue;
+        if (sscanf(line, "%1023s %1023s", a, b) != 2) {
+            fclose(f);
+            return cli_usage_error("compare", "--map %s line %d: want 'REFERENCE_NAME TENSORSCOPE_NAME'", path, lineno);
+        }
+        if (*n + 2 > cap) {
+            cap = cap ? 2 * cap : 32;
+            char **nn = realloc(*out, (size_t)cap * sizeof *nn);
+            if (!nn) break;
+            *out = nn;
+        }
+        (*out)[(*n)++] = strdup(a);
+        (*out)[(*n)++] = strdup(b);
+    }
+    fclose(f);
+    return CLI_OK;
+}
+
+/* Converts a NumPy array to what an input of `dtype` takes (f32 or i32). */
+static ts_status convert_input(const ts_array *src, ts_dtype dtype, ts_array *dst, void **buf) {
+    int64_t n = ts_array_numel(src);
+    *dst = *src;
+    *buf = NULL;
+    if (src->dtype == dtype) return TS_OK;
+    void *b = malloc((size_t)(n ? n : 1) * 4);
+    if (!b) return TS_ERR_OUT_OF_MEMORY;
+    for (int64_t i = 0; i < n; i++) {
+        double v;
+        switch (src->dtype) {
+        case TS_F32: v = ((const float *)src->data)[i]; break;
+        case TS_F64: v = ((const double *)src->data)[i]; break;
+        case TS_I32: v = ((const int32_t *)src->data)[i]; break;
+        case TS_I64: v = (double)((const int64_t *)src->data)[i]; break;
+        default: v = ((const uint8_t *)src->data)[i]; break;
+        }
+        if (dtype == TS_F32) ((float *)b)[i] = (float)v;
+        else ((int32_t *)b)[i] = (int32_t)v;
+    }
+    dst->dtype = dtype;
+    dst->data = b;
+    *buf = b;
+    return TS_OK;
+}
+
+/* Runs the model once on the inputs with every resolved row anchored;
+ * fills each row's comparison. */
+static int run_model(const compare_args *a, dump *inputs, dump *ref, row *rows, int n_rows, cli_model *cm, ts_model **mp) {
+    const char *iname = dump_count(inputs) ? dump_name(inputs, 0) : NULL;
+    const ts_array *first = iname ? dump_array(inputs, 0) : NULL;
+    if (!first || first->ndim < 1) return cli_usage_error("compare", "--inputs %s holds no array with a batch dimension", a->inputs);
+    ts_status st = cli_model_build(a->model, (long)first->shape[0], 0, NULL, cm);
+    if (st == TS_ERR_NOT_FOUND) return cli_usage_error("compare", "unknown model '%s' (built-in: %s)", a->model, cli_model_names());
+    if (st) return cli_runtime_error("building the model");
+    if (a->weights && ts_graph_load_weights(cm->g, a->weights)) return cli_runtime_error("loading --weights");
+    ts_options *o = ts_options_new();
+    if (!o) return cli_runtime_error("options");
+    for (int i = 0; i < n_rows; i++)
+        if (rows[i].ts_name && ts_options_anchor(o, rows[i].ts_name, rows[i].ts_name, TS_OUTPUT_FINAL, 0)) {
+            ts_options_free(o);
+            return cli_runtime_error("anchoring");
+        }
+    /* forward only: the loss too when the labels are given */
+    ts_tensor *outs[2] = {cm->logp, cm->loss};
+    int n_outs = cm->labels && dump_find(inputs, ts_tensor_name(cm->labels)) ? 2 : 1;
+    st = a->grads ? ts_model_training(mp, cm->g, cm->loss, o, ts_sgd(0.0f, 0.0f, 0.0f))
+                  : ts_model_inference(mp, cm->g, outs, n_outs, o);
+    ts_options_free(o);
+    if (st || ts_model_compile(*mp)) return cli_runtime_error("compiling the model");
+    /* the graph's inputs, by name, from --inputs */
+    const char *names[16];
+    ts_array arrays[16];
+    void *bufs[16] = {0};
+    int n_in = 0;
+    for (size_t i = 0; i < ts_graph_tensor_count(cm->g) && n_in < 16; i++) {
+        ts_tensor *t = ts_graph_tensor_at(cm->g, i);
+        if (strcmp(ts_tensor_op(t), "Input") != 0) continue;
+        const ts_array *v = dump_find(inputs, ts_tensor_name(t));
+        ts_array info;
+        ts_tensor_info(t, &info);
+        if (!v) {
+            if (!a->grads && t == cm->labels) continue; /* labels are not needed for the forward */
+            return cli_usage_error("compare", "--inputs %s has no array '%s' (an input of the model)", a->inputs, ts_tensor_name(t));
+        }
+        if (convert_input(v, info.dtype, &arrays[n_in], &bufs[n_in])) return cli_runtime_error("converting inputs");
+        names[n_in++] = ts_tensor_name(t);
+    }
+    st = ts_model_run(*mp, names, arrays, n_in);
+    for (int i = 0; i < n_in; i++) free(bufs[i]);
+    if (st && st != TS_ERR_NUMERICS) return cli_runtime_error("running the model");
+    for (int i = 0; i < n_rows; i++) {
+        if (!rows[i].ts_name) continue;
+        ts_array mine;
+        if (ts_model_anchored(*mp, rows[i].ts_name, &mine)) {
+            rows[i].status = R_MISSING;
+            snprintf(rows[i].why, sizeof rows[i].why, "%s", ts_last_error());
+            continue;
+        }
+        compare_one(a, &rows[i], &mine, dump_find(ref, rows[i].ref_name));
+    }
+    return CLI_OK;
+}
+
+int cmd_compare(int argc, char **argv) {
+    compare_args a = {.atol = 1e-5, .rtol = 1e-4};
+    const cli_flag flags[] = {
+        {"--model", FLAG_STRING, &a.model, "NAME", "built-in model to run (mlp)"},
+        {"--weights", FLAG_STRING, &a.weights, "W", "parameters: an .npz or a directory of .npy files"},
+        {"--inputs", FLAG_STRING, &a.inputs, "NPZ", "the model's inputs by name (x, labels), batch on axis 0"},
+        {"--reference", FLAG_STRING, &a.reference, "NPZ", "reference tensors by name (.npz or directory of .npy)"},
+        {"--grads", FLAG_BOOL, &a.grads, NULL, "also run the backward and compare gradients (Gradient___*)"},
+        {"--atol", FLAG_FLOAT, &a.atol, "A", "absolute tolerance (default 1e-5)"},
+        {"--rtol", FLAG_FLOAT, &a.rtol, "R", "relative tolerance (default 1e-4): |a-r| <= atol + rtol*|r|"},
+        {"--tol", FLAG_LIST, &a.tols, "GLOB:A:R", "tolerances for tensors matching GLOB (the last match wins)"},
+        {"--fail-fast", FLAG_BOOL, &a.fail_fast, NULL, "stop at the first tensor that differs"},
+        {"--map", FLAG_STRING, &a.map, "FILE", "lines 'REFERENCE_NAME TENSORSCOPE_NAME' where names differ"},
+        {"--report", FLAG_STRING, &a.report, "FILE.json", "write every figure as JSON"},
+        {"--plot", FLAG_STRING, &a.plot, "FILE.png", "max relative error per tensor, log scale, tolerance line"},
+        {"--a", FLAG_STRING, &a.a, "DUMP", "compare two dumps: this one ..."},
+        {"--b", FLAG_STRING, &a.b, "DUMP", "... against this reference (.npz or directory of .npy)"},
+        {NULL, FLAG_BOOL, NULL, NULL, NULL}};
+    bool help;
+    int rc = cli_parse("compare", "--model M --inputs IN.npz --reference REF.npz [--weights W] [--grads] [flags]\n"
+                                  "       tensorscope compare --a DUMP --b DUMP [flags]",
+                       flags, argc, argv, 2, NULL, &help);
+    if (rc || help) return rc;
+    if (!(a.atol >= 0) || !(a.rtol >= 0)) return cli_usage_error("compare", "--atol and --rtol must be >= 0");
+    for (int i = 0; i < a.tols.n; i++)
+        if ((rc = parse_tol(&a, a.tols.items[i]))) return rc;
+    bool two_dumps = a.a || a.b;
+    if (two_dumps && (!a.a || !a.b)) return cli_usage_error("compare", "--a and --b go together");
+    if (two_dumps && (a.model || a.inputs || a.reference || a.grads || a.weights))
+        return cli_usage_error("compare", "--a/--b compare two dumps; --model, --inputs, --reference, --weights and --grads run a model");
+    if (!two_dumps && (!a.inputs || !a.reference))
+        return cli_usage_error("compare", "give --model M --inputs IN.npz --reference REF.npz, or --a DUMP --b DUMP");
+    if (!two_dumps && !a.model) a.model = "mlp";
+    if (a.report && !*a.report) return cli_usage_error("compare", "--report needs a file name");
+    if (a.plot && !*a.plot) return cli_usage_error("compare", "--plot needs a file name");
+
+    dump ref = {0}, inputs = {0}, mine = {0};
+    char **map = NULL;
+    int n_map = 0;
+    cli_model cm = {0};
+    ts_model *m = NULL;
+    row *rows = NULL;
+    int n_rows = 0;
+    const char **unref = NULL;
+    int n_unref = 0;
+    if (dump_load(two_dumps ? a.b : a.reference, &ref)) {
+        rc = cli_runtime_error("reading the reference");
+        goto done;
+    }
+    if (two_dumps ? dump_load(a.a, &mine) != TS_OK : dump_load(a.inputs, &inputs) != TS_OK) {
+        rc = cli_runtime_error(two_dumps ? "reading --a" : "reading --inputs");
+        goto done;
+    }
+    if (a.map && (rc = read_map(a.map, &map, &n_map))) goto done;
+    n_rows = (int)dump_count(&ref);
+    rows = calloc((size_t)n_rows + 1, sizeof *rows);
+    if (!rows) {
+        rc = cli_runtime_error("out of memory");
+        goto done;
+    }
+    if (two_dumps) {
+        for (int i = 0; i < n_rows; i++) {
+            row *rw = &rows[i];
+            rw->ref_name = dump_name(&ref, (size_t)i);
+            rw->order = i;
+            const ts_array *x = dump_find(&mine, rw->ref_name);
+            if (!x) {
+                rw->status = R_MISSING;
+                snprintf(rw->why, sizeof rw->why, "not in %s", a.a);
+                continue;
+            }
+            rw->ts_name = strdup(rw->ref_name);
+            compare_one(&a, rw, x, dump_array(&ref, (size_t)i));
+        }
+        unref = calloc(dump_count(&mine) + 1, sizeof *unref);
+        for (size_t i = 0; unref && i < dump_count(&mine); i++)
+            if (!dump_find(&ref, dump_name(&mine, i))) unref[n_unref++] = dump_name(&mine, i);
+    } else {
+        /* resolve names on a throwaway build (batch 1) to know what to anchor */
+        cli_model probe = {0};
+        if (cli_model_build(a.model, 1, 0, NULL, &probe) == TS_ERR_NOT_FOUND) {
+            rc = cli_usage_error("compare", "unknown model '%s' (built-in: %s)", a.model, cli_model_names());
+            goto done;
+        }
+        for (int i = 0; i < n_rows; i++) {
+            row *rw = &rows[i];
+            rw->ref_name = dump_name(&ref, (size_t)i);
+            rw->ts_name = probe.g ? resolve_name(probe.g, rw->ref_name, map, n_map) : NULL;
+            bool is_grad = rw->ts_name && strncmp(rw->ts_name, "Gradient___", 11) == 0;
+            rw->order = rw->ts_name && probe.g ? topo_position(probe.g, rw->ts_name) : 4L * n_rows + i;
+            if (!rw->ts_name) {
+                rw->status = R_MISSING;
+                snprintf(rw->why, sizeof rw->why, "no tensor of the model has this name or scope (give --map REFERENCE_NAME NAME)");
+            } else if (is_grad && !a.grads) {
+                free(rw->ts_name);
+                rw->ts_name = NULL;
+                rw->status = R_SKIP;
+                snprintf(rw->why, sizeof rw->why, "a gradient: add --grads to run the backward and compare it");
+            }
+        }
+        ts_graph_free(probe.g);
+        qsort(rows, (size_t)n_rows, sizeof *rows, cmp_rows);
+        if ((rc = run_model(&a, &inputs, &ref, rows, n_rows, &cm, &m))) goto done;
+        /* layer outputs and parameter gradients of the model that the reference lacks */
+        unref = calloc(ts_graph_tensor_count(cm.g) * 2 + 1, sizeof *unref);
+        for (size_t i = 0; unref && i < ts_graph_tensor_count(cm.g); i++) {
+            const char *nm = ts_tensor_name(ts_graph_tensor_at(cm.g, i));
+            const char *op = ts_tensor_op(ts_graph_tensor_at(cm.g, i));
+            if (strcmp(op, "Input") == 0 || strcmp(op, "Param") == 0 || find_row(rows, n_rows, nm)) continue;
+            unref[n_unref++] = nm;
+        }
+    }
+
+    int first = -1, fails = 0, passes = 0, problems = 0, skipped = 0;
+    char detail[4096] = "";
+    for (int i = 0; i < n_rows; i++) {
+        if (rows[i].status == R_FAIL && first < 0) first = i;
+        fails += rows[i].status == R_FAIL;
+        passes += rows[i].status == R_PASS;
+        problems += rows[i].status == R_SHAPE || rows[i].status == R_MISSING;
+        skipped += rows[i].status == R_SKIP;
+    }
+    printf("%s: %d tensors in the reference, compared in topological order; element rule |a - r| <= atol + rtol*|r| "
+           "(atol %g, rtol %g)\n",
+           two_dumps ? "compare two dumps" : a.model, n_rows, a.atol, a.rtol);
+    for (int i = 0; i < n_rows; i++) {
+        print_row(&rows[i]);
+        if (a.fail_fast && i == first) {
+            printf("(--fail-fast: stopped at the first tensor that differs)\n");
+            break;
+        }
+    }
+    if (n_unref) {
+        printf("%d tensor%s of the model %s no reference:", n_unref, n_unref == 1 ? "" : "s", n_unref == 1 ? "has" : "have");
+        for (int i = 0; i < n_unref && i < 12; i++) printf(" %s", unref[i]);
+        printf("%s\n", n_unref > 12 ? " ..." : "");
+    }
+    if (first >= 0) {
+        explain(two_dumps ? NULL : cm.g, rows, n_rows, &rows[first], detail, sizeof detail);
+        printf("\nfirst divergence: %s\n  %s\n", rows[first].ts_name, detail);
+    }
+    printf("\ncompared: %d passed, %d failed; %d without a counterpart or with another shape; %d skipped\n", passes, fails,
+           problems, skipped);
+    rc = fails || problems ? CLI_RUNTIME : CLI_OK;
+    int wrc = CLI_OK;
+    if (a.report) wrc = write_report(a.report, rows, n_rows, first >= 0 ? rows[first].ts_name : NULL, detail, unref, n_unref);
+    if (!wrc && a.plot) wrc = write_plot(a.plot, rows, n_rows, first);
+    if (wrc) rc = wrc;
+done:
+    for (int i = 0; rows && i < n_rows; i++) free(rows[i].ts_name);
+    free(rows);
+    free(unref);
+    for (int i = 0; i < n_map; i++) free(map[i]);
+    free(map);
+    for (int i = 0; i < a.n_rules; i++) free((char *)a.rules[i].glob);
+    ts_model_free(m);
+    ts_graph_free(cm.g);
+    dump_free(&ref);
+    dump_free(&inputs);
+    dump_free(&mine);
+    return rc;
+}
+
+int cmd_lint(int argc, char **argv) {
+    const char *model = "mlp";
+    long batch = 64;
+    bool inference = false;
+    const cli_flag flags[] = {{"--model", FLAG_STRING, &model, "NAME", "built-in model (mlp)"},
+                              {"--batch-size", FLAG_INT, &batch, "B", "micro-batch size (default 64)"},
+                              {"--inference", FLAG_BOOL, &inference, NULL, "lint the inference model"},
+                              {NULL, FLAG_BOOL, NULL, NULL, NULL}};
+    bool help;
+    int rc = cli_parse("lint", "[--model mlp] [--batch-size B] [--inference]", flags, argc, argv, 2, NULL, &help);
+    if (rc || help) return rc;
+    cli_model cm = {0};
+    ts_status st = cli_model_build(model, batch, 0, NULL, &cm);
+    if (st == TS_ERR_NOT_FOUND) return cli_usage_error("lint", "unknown model '%s' (built-in: %s)", model, cli_model_names());
+    if (st) return cli_runtime_error("building the model");
+    ts_set_log_level(TS_LOG_ERROR); /* the warnings are printed below, once */
+    ts_options *o = ts_options_new();
+    ts_model *m = NULL;
+    ts_tensor *outs[1] = {cm.logp};
+    st = !o ? TS_ERR_OUT_OF_MEMORY
+            : inference ? ts_model_inference(&m, cm.g, outs, 1, o) : ts_model_training(&m, cm.g, cm.loss, o, ts_sgd(0.01f, 0, 0));
+    if (!st) st = ts_model_compile(m);
+    const char *const *w;
+    size_t n = 0;
+    if (!st) st = ts_model_lint(m, &w, &n);
+    if (st) rc = cli_runtime_error("compiling the model");
+    else {
+        for (size_t i = 0; i < n; i++) printf("warning: %s\n", w[i]);
+        printf("%s: %zu lint warning%s\n", model, n, n == 1 ? "" : "s");
+        rc = n ? CLI_RUNTIME : CLI_OK;
+    }
+    ts_model_free(m);
+    ts_options_free(o);
+    ts_graph_free(cm.g);
+    return rc;
+}
