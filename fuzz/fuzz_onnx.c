@@ -1,8 +1,11 @@
 /* fuzz_onnx.c -- the ONNX importer on arbitrary bytes: protobuf decoding,
  * initializer data, attribute and shape folding, builder calls. Errors,
- * never crashes or leaks. Seeds: fuzz/corpus/onnx/ (models exported by
- * PyTorch, copies of tests/reference/onnx/ fixtures):
- *     build-fuzz/fuzz_onnx fuzz/corpus/onnx */
+ * never crashes or leaks. Seeds: fuzz/corpus/fuzz_onnx/ (models exported
+ * by PyTorch, copied from tests/reference/onnx/ by fuzz/make_corpus.py).
+ * The bytes go in through the importer's in-memory entry (what
+ * ts_graph_from_onnx calls after mapping the file) with a model path in a
+ * directory that does not exist, so external-data references are refused
+ * rather than opening whatever a fuzzed name points to. */
 #include <stddef.h>
 #include <stdint.h>
 
