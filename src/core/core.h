@@ -47,6 +47,9 @@ bool ts_name_matches(const char *pattern, const char *name);
 /* Edit distance, for "did you mean" suggestions. */
 size_t ts_edit_distance(const char *a, const char *b);
 
+/* Element i of an array of any dtype, as a double (NaN for an unknown dtype). */
+double ts_array_value(const ts_array *a, int64_t i);
+
 /* Monotonic clock in nanoseconds. */
 uint64_t ts_now_ns(void);
 

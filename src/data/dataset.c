@@ -142,17 +142,6 @@ ts_status ts_dataset_arrays(const ts_dataset *d, ts_array *images, ts_array *lab
     return TS_OK;
 }
 
-/* One element of a as a double. */
-static double element(const ts_array *a, int64_t i) {
-    switch (a->dtype) {
-    case TS_F32: return ((const float *)a->data)[i];
-    case TS_F64: return ((const double *)a->data)[i];
-    case TS_I32: return ((const int32_t *)a->data)[i];
-    case TS_I64: return (double)((const int64_t *)a->data)[i];
-    case TS_U8: return ((const uint8_t *)a->data)[i];
-    }
-    return 0;
-}
 
 static bool is_float(ts_dtype t) { return t == TS_F32 || t == TS_F64; }
 
@@ -190,9 +179,9 @@ ts_status ts_dataset_from_arrays(ts_dataset **out, const ts_array *x, const ts_a
         ts_dataset_free(d);
         return TS_ERR_OUT_OF_MEMORY;
     }
-    for (int64_t i = 0; i < nx; i++) d->images[i] = (float)element(x, i);
+    for (int64_t i = 0; i < nx; i++) d->images[i] = (float)ts_array_value(x, i);
     for (int64_t i = 0; i < nl; i++) {
-        double v = element(labels, i);
+        double v = ts_array_value(labels, i);
         if (v < 0 || v > INT32_MAX) {
             ts_dataset_free(d);
             return ts_error(TS_ERR_INVALID_ARGUMENT, "label %lld is %.0f; class labels must be in 0..2^31-1", (long long)i, v);
