@@ -2,7 +2,7 @@
 # test_onnx_cli.sh -- `--model FILE.onnx` and array data from the command
 # line, as a user runs them: PyTorch's exported MLP (tests/reference/onnx)
 # trained on an .npz and on an x.npy + labels.npy directory written by
-# NumPy in any float dtype with integer labels; the gradient of one step on
+# NumPy (float16/32/64 samples, int8/32/64 and uint8 labels); the gradient of one step on
 # the whole batch equals PyTorch's (the fixture's); names lists the file's
 # value names and anchors take them; graph dumps show model.onnx:<node>;
 # eval; and the errors: data that does not fit the model, an op the importer
@@ -60,6 +60,7 @@ np.save("dir/x.npy", x)
 np.save("dir/labels.npy", y)
 np.savez("wrong.npz", x=np.zeros((10, 1, 5, 5), np.float32), labels=np.zeros(10, np.int64))
 np.savez("floatlabels.npz", x=x, labels=y.astype(np.float32))
+np.savez("half.npz", x=x.astype(np.float16), labels=y.astype(np.int8))
 PYEOF
 
 # one SGD step on the fixture's whole batch (order-free mean): PyTorch's gradient
@@ -82,6 +83,10 @@ else fail "train on an .npz"; show npz.out; show npz.err; fi
 run dir "$BIN" train --model "$M" --data dir --epochs 1 --batch-size 30 --quiet --loss cross_entropy
 if [ "$rc" -eq 0 ] && has dir.out "trained 9 runs"; then ok "train on x.npy + labels.npy (10% held out: 270 training samples, 9 batches of 30)"
 else fail "train on a directory of .npy"; show dir.out; show dir.err; fi
+
+run half "$BIN" train --model "$M" --data half.npz --epochs 1 --batch-size 30 --quiet
+[ "$rc" -eq 0 ] && has half.out "trained 9 runs" && ok "float16 samples and int8 labels (NumPy's narrow types) are read" ||
+    { fail "float16 / int8 data"; show half.err; }
 
 run mse "$BIN" train --model "$M" --data dir --epochs 1 --batch-size 30 --quiet --loss mse
 [ "$rc" -eq 0 ] && has mse.out "epoch 1/1: loss" && ok "--loss mse trains against one-hot labels" || { fail "--loss mse"; show mse.err; }
