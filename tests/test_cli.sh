@@ -14,19 +14,8 @@ BIN=$BUILD/tensorscope
 DATA=$SRC/data/mnist
 PY=/usr/bin/python3 # Debian's python3-numpy lives here, not in the first python3 on PATH
 
-passed=0 failed=0
-ok() { echo "ok   $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL $*"; failed=$((failed + 1)); }
-check() { # check MESSAGE CMD...: ok when CMD succeeds
-    local msg=$1
-    shift
-    if "$@"; then ok "$msg"; else fail "$msg"; return 1; fi
-}
-finish() {
-    echo "$passed passed, $failed failed"
-    [ "$failed" -eq 0 ]
-    exit
-}
+# shellcheck source=support/cli_checks.sh
+source "$SRC/tests/support/cli_checks.sh"
 
 [ -x "$BIN" ] || { fail "$BIN is missing: build the CLI first (cmake --build $BUILD)"; finish; }
 [ -f "$DATA/t10k-images-idx3-ubyte.gz" ] || { fail "MNIST test set missing in $DATA"; finish; }
@@ -35,17 +24,6 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/ts_cli.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 cd "$T" || exit 1
 
-# run NAME CMD...: stdout to NAME.out, stderr to NAME.err, status in $rc.
-rc=0
-run() {
-    local name=$1
-    shift
-    "$@" > "$name.out" 2> "$name.err"
-    rc=$?
-}
-has() { grep -Eq -- "$2" "$1"; }            # has FILE REGEX
-hasf() { grep -Fq -- "$2" "$1"; }           # hasf FILE STRING
-show() { sed 's/^/     | /' "$1" | head -n "${2:-8}"; } # context for a failure
 T_ARGS=(--data "$DATA" --quiet)
 
 # ---- help and version

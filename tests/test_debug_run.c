@@ -204,6 +204,8 @@ int main(void) {
         check(env && strstr(env, "DATABASE_URL=postgres://u:<redacted>@h/db"), "a URL keeps all but its password");
         check(cmd && strstr(cmd, "--lr 0.5") && strstr(cmd, "--token '<redacted>'"),
               "command.txt keeps ordinary flags and names the redacted ones");
+        check(cmd && strstr(cmd, "'--url=https://user:<redacted>@example.com/x'"),
+              "a URL argument keeps all but its password, shell-quoted");
         free_members(&m);
     }
     for (size_t i = 0; i < sizeof secret_env / sizeof secret_env[0]; i++)

@@ -1,4 +1,5 @@
-/* test_gemm.c -- the BLAS-backed ts_gemm against the naive oracle
+/* test_gemm.c -- the BLAS-backed ts_gemm and ts_gemm_pool (split over a
+ * 2- and a 3-thread pool, by rows and by columns) against the naive oracle
  * ts_gemm_naive, for all four transpose combinations, odd and large sizes,
  * beta 0 and 1.
  *
@@ -15,6 +16,7 @@
 
 #include "check.h"
 #include "exec/gemm.h"
+#include "exec/pool.h"
 
 static uint64_t rng_state = 0x243F6A8885A308D3ull;
 
@@ -38,6 +40,8 @@ static float at(const float *A, bool ta, int64_t M, int64_t K, int64_t i, int64_
     return ta ? A[k * M + i] : A[i * K + k];
 }
 
+static ts_pool *g_pool; /* NULL: ts_gemm, else ts_gemm_pool over it */
+
 static void one_case(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float beta)
 {
     float *A = rand_buf(M * K), *B = rand_buf(K * N), *C0 = rand_buf(M * N);
@@ -49,7 +53,10 @@ static void one_case(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float be
     }
     memcpy(Cb, C0, sizeof(float) * (size_t)(M * N));
     memcpy(Cn, C0, sizeof(float) * (size_t)(M * N));
-    ts_gemm(ta, tb, M, N, K, A, B, beta, Cb);
+    if (g_pool)
+        ts_gemm_pool(g_pool, ta, tb, M, N, K, A, B, beta, Cb);
+    else
+        ts_gemm(ta, tb, M, N, K, A, B, beta, Cb);
     ts_gemm_naive(ta, tb, M, N, K, A, B, beta, Cn);
     double max_abs = 0, max_ratio = 0;
     int64_t bad = 0;
@@ -67,8 +74,8 @@ static void one_case(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float be
             if (d / bound > max_ratio)
                 max_ratio = d / bound;
         }
-    CHECK(bad == 0, "gemm %c%c M=%lld N=%lld K=%lld beta=%g: max_abs=%.3g, max err/bound=%.3g%s",
-          ta ? 'T' : 'N', tb ? 'T' : 'N', (long long)M, (long long)N, (long long)K, (double)beta,
+    CHECK(bad == 0, "gemm%s %c%c M=%lld N=%lld K=%lld beta=%g: max_abs=%.3g, max err/bound=%.3g%s",
+          g_pool ? (ts_pool_threads(g_pool) == 2 ? " pool2" : " pool3") : "", ta ? 'T' : 'N', tb ? 'T' : 'N', (long long)M, (long long)N, (long long)K, (double)beta,
           max_abs, max_ratio, bad ? " (elements out of bound)" : "");
 out:
     free(A), free(B), free(C0), free(Cb), free(Cn);
@@ -107,6 +114,22 @@ int main(void)
             for (int tb = 0; tb < 2; tb++)
                 for (int b = 0; b < 2; b++)
                     one_case(ta, tb, sizes[s][0], sizes[s][1], sizes[s][2], betas[b]);
+    /* split over a pool: by rows (M >= 64), by columns (M small, N large),
+     * odd sizes so slices are uneven, and one too small to split */
+    static const int64_t split_sizes[][3] = {{256, 96, 200}, {200, 100, 320}, {131, 97, 67},
+                                             {32, 320, 200},   {16, 100, 320},  {7, 13, 5}};
+    for (int threads = 2; threads <= 3; threads++) {
+        if (ts_pool_new(&g_pool, threads) != TS_OK) {
+            CHECK(0, "a %d-thread pool", threads);
+            continue;
+        }
+        for (size_t s = 0; s < sizeof split_sizes / sizeof split_sizes[0]; s++)
+            for (int ta = 0; ta < 2; ta++)
+                for (int tb = 0; tb < 2; tb++)
+                    one_case(ta, tb, split_sizes[s][0], split_sizes[s][1], split_sizes[s][2], betas[(ta + tb + (int)s) % 2]);
+        ts_pool_free(g_pool);
+        g_pool = NULL;
+    }
     /* beta 0 must ignore what C held, even NaN (BLAS semantics) */
     float A[6], B[6], C[4], want[4];
     for (int i = 0; i < 6; i++)

@@ -661,6 +661,42 @@ static void failed_recompile(void)
     ts_graph_free(g);
 }
 
+/* Float ops on an int32 tensor (labels) are refused when building, with a
+ * message naming the op, the tensor and the dtype: they compiled and then
+ * crashed in ts_model_run. */
+typedef enum { I_RELU, I_MUL, I_ADD, I_SCALE, I_LINEAR, I_LOG_SOFTMAX, I_SUM } int_case;
+static void int_inputs(void)
+{
+    printf("== int32 tensors into float ops\n");
+    static const char *const names[] = {"ts_relu", "ts_mul", "ts_add", "ts_scale", "ts_linear", "ts_log_softmax", "ts_sum"};
+    static const char *const ops[] = {"Relu", "Mul", "Add", "Scale", "MatMul", "LogSoftmax", "Sum"};
+    for (int c = I_RELU; c <= I_SUM; c++) {
+        ts_graph *g = ts_graph_new(1);
+        ts_tensor *x = ts_input(g, "x", TS_F32, 2, (int64_t[]){B, IN});
+        ts_tensor *y = ts_input(g, "labels", TS_I32, 2, (int64_t[]){B, IN});
+        ts_tensor *t = NULL;
+        switch ((int_case)c) {
+        case I_RELU: t = ts_relu(g, y); break;
+        case I_MUL: t = ts_mul(g, x, y); break;
+        case I_ADD: t = ts_add(g, y, x); break;
+        case I_SCALE: t = ts_scale(g, y, 2.0f); break;
+        case I_LINEAR: t = ts_linear(g, y, 3, "fc"); break;
+        case I_LOG_SOFTMAX: t = ts_log_softmax(g, y, 1); break;
+        case I_SUM: t = ts_sum(g, y); break;
+        }
+        char what[64];
+        snprintf(what, sizeof what, "%s on an i32 tensor", names[c]);
+        expect_build_err(g, t, TS_ERR_INVALID_ARGUMENT, what, ops[c], "'labels' is i32");
+        /* the graph stays usable for reporting: compiling it is the sticky error, not a crash */
+        ts_model *m = NULL;
+        ts_tensor *outs[1] = {x};
+        ts_status st = ts_model_inference(&m, g, outs, 1, NULL);
+        CHECK(st != TS_OK || ts_model_compile(m) != TS_OK, "%s: the graph does not compile afterwards", names[c]);
+        ts_model_free(m);
+        ts_graph_free(g);
+    }
+}
+
 /* Sizes whose element count overflows int64 are refused, when building
  * and when a run brings a huge micro-batch (before any data is read). */
 static void huge_sizes(void)
@@ -699,5 +735,6 @@ int main(void)
     recompiles();
     failed_recompile();
     huge_sizes();
+    int_inputs();
     return check_summary("test_graph_errors");
 }

@@ -3,8 +3,9 @@
  *
  * 1. A deep chain of relus and scales (with a skip connection from the
  *    first relu to the end): its activations take a few buffers, not one
- *    per op (ts_model_memory_get: activations vs activations_without_reuse),
- *    and the output is still right.
+ *    per op (ts_model_memory_get: activations vs activations_without_reuse);
+ *    in training only the values some backward reads outlive the forward
+ *    pass; the output is still right.
  * 2. One training run of an MLP (D = 2) anchoring every activation with ALL:
  *    sample 0 must equal an inference model of the initial weights (a graph
  *    rebuilt from the same seed) on micro-batch 0, and sample 1 an inference
@@ -13,7 +14,9 @@
  *    is the limit.
  * 3. Observation does not perturb training: a run anchoring only the loss
  *    and one anchoring everything ("*", ALL) with watches and per-op numeric
- *    checks give identical losses and identical updated weights. */
+ *    checks give identical losses and identical updated weights.
+ * 4. Flatten of a model input is a view: no buffer, no copy, and it follows
+ *    the input from micro-batch to micro-batch. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,10 +63,12 @@ static void deep_chain(int training)
         size_t one = (size_t)B * F * sizeof(float);
         /* inference: a value lives until its consumer ran, so two buffers
          * and the skip connection's suffice; first-fit may use a fourth.
-         * Training keeps values for the backward pass (the plan keeps every
-         * op input until its consumer's backward, ~43 buffers here; the
-         * relu outputs alone need 20), so it only has to be below the sum. */
-        size_t limit = training ? unplanned - one : 4 * one;
+         * Training keeps only what a backward reads: the 20 relu outputs
+         * (Relu's backward reads its output), not the scales' outputs nor
+         * the relus' inputs (no backward reads them), plus a few values and
+         * gradients in flight. Keeping every op input until its consumer's
+         * backward would take ~43 buffers. */
+        size_t limit = training ? (size_t)(DEPTH / 2 + 4) * one : 4 * one;
         CHECK(unplanned >= (size_t)DEPTH * one && planned <= limit,
               "%s chain: activations %zu bytes planned vs %zu without reuse (%.1f buffers of %zu)",
               training ? "training" : "inference", planned, unplanned, (double)planned / (double)one, one);
@@ -301,10 +306,64 @@ static void observation_is_free(void)
     }
 }
 
+/* ------------------------------------------- 4. a view of a model input */
+
+/* Flatten of the input x shares x's buffer (no bytes of its own, no copy)
+ * and follows it from micro-batch to micro-batch: anchored with ALL over
+ * D = 3 micro-batches it equals x, and what consumes it (a scale) too. */
+static void input_view(void)
+{
+    enum { VD = 3, VB = 2, VC = 3, VH = 4 };
+    ts_graph *g = ts_graph_new(1);
+    ts_tensor *x = ts_input(g, "x", TS_F32, 3, (int64_t[]){VB, VC, VH});
+    ts_tensor *f = ts_flatten(g, x, 1);
+    ts_tensor *s = ts_scale(g, f, 2.0f);
+    ts_options *o = ts_options_new();
+    ts_status st = ts_options_set_device_iterations(o, VD);
+    if (!st)
+        st = ts_options_anchor(o, "f", ts_tensor_name(f), TS_OUTPUT_ALL, 0);
+    if (!st)
+        st = ts_options_anchor(o, "s", ts_tensor_name(s), TS_OUTPUT_ALL, 0);
+    ts_model *m = NULL;
+    if (!st)
+        st = ts_model_inference(&m, g, &s, 1, o);
+    if (!st)
+        st = ts_model_compile(m);
+    CHECK_OK(st, "compile Flatten of an input");
+    ts_model_memory mem;
+    if (!st && ts_model_memory_get(m, &mem) == TS_OK)
+        CHECK(mem.activations_without_reuse == (VB * VC * VH * 4 + 63) / 64 * 64,
+              "only the scale's output takes activation bytes (%lld, want %d, buffers 64-byte aligned): the flatten is a view",
+              (long long)mem.activations_without_reuse, (VB * VC * VH * 4 + 63) / 64 * 64);
+    float xv[VD * VB * VC * VH];
+    for (int i = 0; i < VD * VB * VC * VH; i++)
+        xv[i] = (float)i - 7.5f;
+    ts_array in = ts_array_f32(xv, 3, (int64_t[]){VD * VB, VC, VH});
+    const char *names[1] = {"x"};
+    if (!st)
+        st = ts_model_run(m, names, &in, 1);
+    CHECK_OK(st, "run %d micro-batches", VD);
+    ts_array fa, sa;
+    if (!st && ts_model_anchored(m, "f", &fa) == TS_OK && ts_model_anchored(m, "s", &sa) == TS_OK) {
+        const float *fv = fa.data, *sv = sa.data;
+        int bad = 0;
+        for (int i = 0; i < VD * VB * VC * VH; i++)
+            bad += fv[i] != xv[i] || sv[i] != 2.0f * xv[i];
+        CHECK(bad == 0 && fa.ndim == 3 && fa.shape[0] == VD && fa.shape[2] == VC * VH,
+              "Flatten:0 anchored ALL equals x in every micro-batch (%d wrong)", bad);
+    } else {
+        CHECK(0, "anchors f and s readable: %s", ts_last_error());
+    }
+    ts_model_free(m);
+    ts_options_free(o);
+    ts_graph_free(g);
+}
+
 int main(void)
 {
     deep_chain(0);
     deep_chain(1);
+    input_view();
     anchored_copies();
     observation_is_free();
     return check_summary("test_memplan");

@@ -30,7 +30,7 @@ flock -u 9
 # Outside the source tree, so that `import tensorscope` is the installed package.
 cd "$build" || fail "cannot cd to $build"
 unset TENSORSCOPE_LIBRARY
-TS_SOURCE_DIR=$src "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$src/python/tests"
+TS_SOURCE_DIR=$src TS_BUILD_DIR=$build "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$src/python/tests"
 rc=$?
 case $rc in
 0) echo "test_python: PASS" ;;

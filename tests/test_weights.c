@@ -2,6 +2,7 @@
  * directory of .npy files and one .npz round-trip every parameter; loading
  * is strict (a missing parameter, an extra array or another shape is an
  * error naming it) and a failed load changes nothing. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -79,6 +80,22 @@ int main(void) {
     snprintf(path, sizeof path, "%s/none", dir);
     CHECK(ts_graph_load_weights(a, path) == TS_ERR_IO, "a missing path: %s", ts_last_error());
     CHECK(ts_graph_load_weights(a, "/dev/null") == TS_ERR_IO, "a device file is refused: %s", ts_last_error());
+
+    /* a NaN in a weight file is refused, and nothing is set */
+    snprintf(path, sizeof path, "%s/w", dir);
+    ts_tensor *b2 = ts_graph_find(a, "fc2.bias");
+    ts_array v;
+    CHECK(b2 && ts_tensor_info(b2, &v) == TS_OK, "fc2.bias");
+    float saved = ((float *)v.data)[1];
+    ((float *)v.data)[1] = NAN;
+    snprintf(path, sizeof path, "%s/nan", dir);
+    CHECK_OK(ts_graph_save_weights(a, path), "save weights holding a NaN");
+    ((float *)v.data)[1] = saved;
+    float before_nan = value0(b, "fc1.bias");
+    st = ts_graph_load_weights(b, path);
+    CHECK(st == TS_ERR_FORMAT && strstr(ts_last_error(), "fc2.bias") && strstr(ts_last_error(), "NaN"),
+          "a weight file with a NaN is refused: %s", ts_last_error());
+    CHECK(value0(b, "fc1.bias") == before_nan, "... and nothing is set");
 
     ts_graph_free(a), ts_graph_free(b), ts_graph_free(c), ts_graph_free(wide), ts_graph_free(more), ts_graph_free(fewer);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -80,13 +80,18 @@ static void on_record(void *user, const ts_outfeed_record *r) {
 static volatile sig_atomic_t g_interrupted;
 static void on_interrupt(int sig) { g_interrupted = sig; }
 static void catch_interrupts(bool on) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on ? on_interrupt : SIG_DFL;
-    sa.sa_flags = on ? SA_RESETHAND | SA_RESTART : 0;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    static const int sigs[2] = {SIGINT, SIGTERM};
+    static bool caught[2];
+    for (int i = 0; i < 2; i++) {
+        struct sigaction sa, old;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on ? on_interrupt : SIG_DFL;
+        sa.sa_flags = on ? SA_RESETHAND | SA_RESTART : 0;
+        sigemptyset(&sa.sa_mask);
+        if (on && sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue; /* e.g. `cmd &` in a script */
+        if (on || caught[i]) sigaction(sigs[i], &sa, NULL);
+        caught[i] = on;
+    }
 }
 
 static bool matches_any(const cli_list *l, const char *name) {
@@ -176,34 +181,8 @@ static ts_status save_one(ts_tensor *t, const ts_array *value, const void *dir) 
     return st;
 }
 
-/* A weight that is NaN or infinite is refused: training from it would only
- * spread NaN, silently. The message is printed here (the library's error
- * is not ours to set); the caller then only stops. */
-static bool weights_reported;
-static ts_status load_one(ts_tensor *t, const ts_array *value, const void *dir) {
-    (void)value;
-    char *path = cli_path(dir, ts_tensor_name(t), ".npy");
-    ts_array v = {0};
-    ts_status st = path ? ts_npy_load(path, &v) : TS_ERR_OUT_OF_MEMORY;
-    if (!st && v.dtype == TS_F32) {
-        int64_t bad = 0, n = ts_array_numel(&v);
-        for (int64_t i = 0; i < n; i++) bad += !isfinite(((const float *)v.data)[i]);
-        if (bad) {
-            fprintf(stderr, "tensorscope: loading weights: %s holds %lld NaN or infinite value%s of %lld; it is not a usable weight file\n",
-                    path, (long long)bad, bad == 1 ? "" : "s", (long long)n);
-            weights_reported = true;
-            st = TS_ERR_FORMAT;
-        }
-    }
-    if (!st) st = ts_param_set(t, &v);
-    ts_npy_free(&v);
-    free(path);
-    return st;
-}
-
 static ts_status save_weights(const cli_model *cm, const char *dir) { return each_param(cm, save_one, dir); }
 
-static ts_status load_weights(const cli_model *cm, const char *dir) { return each_param(cm, load_one, dir); }
 
 /* --data: arrays (an .npz, or a directory with x.npy) rather than MNIST. */
 static bool is_array_data(const char *path) {
@@ -402,8 +381,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     }
     if ((rc = check_data(cmd, &cm, ds, hds, a.data)) != CLI_OK) goto done;
     rc = CLI_RUNTIME;
-    if (a.weights && load_weights(&cm, a.weights)) {
-        if (!weights_reported) cli_runtime_error("loading weights");
+    if (a.weights && ts_graph_load_weights(cm.g, a.weights)) { /* checked whole (shapes, NaN) before any is set */
+        cli_runtime_error("loading weights");
         goto done;
     }
     if (!(o = ts_options_new())) goto done;

@@ -20,6 +20,7 @@ Errors of the library are raised as TensorscopeError subclasses carrying its
 message. Arrays returned are copies (valid after the next run); inputs are
 read in place when C-contiguous; Tensor.view() is the zero-copy exception.
 """
+from . import _capi
 from ._capi import lib as _lib
 from .data import DataLoader, Dataset
 from .errors import (FileError, FormatError, InternalError, InvalidArgumentError,
@@ -27,15 +28,40 @@ from .errors import (FileError, FormatError, InternalError, InvalidArgumentError
                      TensorscopeError, UnsupportedError)
 from .graph import OPS, Graph, Tensor, print_tensor
 from .model import Model, inference_model, metrics_report, training_model
-from .observe import plot_gradient_histogram, save_npy, summary, summary_line
+from .observe import compare, plot_gradient_histogram, save_npy, summary, summary_line
 from .options import SGD, Adam, AdamW, Options, OutfeedQueue, OutputMode, Record, Watch
 
 __version__ = _lib.ts_version().decode()
+__all__ = ["Adam", "AdamW", "DataLoader", "Dataset", "FileError", "FormatError", "Graph",
+           "InternalError", "InvalidArgumentError", "Model", "NotFoundError", "NumericsError",
+           "OPS", "Options", "OutOfMemoryError", "OutfeedQueue", "OutputMode", "Record", "SGD",
+           "ShapeError", "StateError", "Tensor", "TensorscopeError", "UnsupportedError",
+           "Watch", "compare", "inference_model", "metrics_report", "metrics_reset",
+           "plot_gradient_histogram", "print_tensor", "save_npy", "set_log_callback",
+           "set_log_level", "summary", "summary_line", "training_model"]
 
 
 def set_log_level(level):
     """0 off, 1 error (print ops), 2 warn, 3 info (default), 4 debug, 5 trace."""
     _lib.ts_set_log_level(int(level))
+
+
+_log_fn = None  # the callback the library holds
+
+
+def set_log_callback(fn):
+    """Routes the library's log lines (print ops included) to fn(level,
+    message), e.g. to show them in a notebook; None restores stderr. fn runs
+    on whichever thread logs and must not call back into tensorscope."""
+    global _log_fn
+    if fn is None:
+        _lib.ts_set_log_callback(_capi.LOG_FN(), None)
+        _log_fn = None
+        return
+    new = _capi.LOG_FN(lambda _user, level, message: fn(level, message.decode("utf-8",
+                                                                                  "replace")))
+    _lib.ts_set_log_callback(new, None)
+    _log_fn = new
 
 
 def metrics_reset():

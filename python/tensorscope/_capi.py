@@ -9,8 +9,11 @@ import os
 
 import numpy as np
 
-from .errors import error_for
+from .errors import (InvalidArgumentError, OutOfMemoryError, StateError, UnsupportedError,
+                     error_for)
 
+TS_ERR_NOT_FOUND = 6  # ts_status values the binding acts on
+TS_ERR_NUMERICS = 8
 TS_MAX_DIMS = 8
 TS_LOG2_BINS = 256
 TS_TB_BINS = 1551
@@ -24,7 +27,10 @@ def _load():
     # TENSORSCOPE_LIBRARY points at another build (e.g. build/libtensorscope.so).
     path = os.environ.get("TENSORSCOPE_LIBRARY") or os.path.join(_HERE, "libtensorscope.so")
     try:
-        return C.CDLL(path)
+        # RTLD_GLOBAL (it exports only ts_* names): loaded locally, its
+        # libunwind dependency breaks C++ exception unwinding in libraries
+        # loaded after it (PyTorch's ONNX export aborted in libgcc_s).
+        return C.CDLL(path, mode=C.RTLD_GLOBAL)
     except OSError as e:
         raise ImportError(
             f"tensorscope: cannot load the library {path} ({e}); reinstall the package "
@@ -88,6 +94,12 @@ class OutfeedCounts(C.Structure):  # ts_outfeed_counts
                 ("wait_ns", C.c_int64)]
 
 
+class CompareResult(C.Structure):  # ts_compare_result
+    _fields_ = [("count", C.c_int64), ("mismatches", C.c_int64), ("max_abs", C.c_double),
+                ("max_abs_index", C.c_int64), ("max_rel", C.c_double), ("min_atol", C.c_double),
+                ("a", Stats), ("ref", Stats), ("pass", C.c_int)]
+
+
 class MemoryUsage(C.Structure):  # ts_memory_usage
     _fields_ = [("rss", C.c_int64), ("pss", C.c_int64), ("uss", C.c_int64)]
 
@@ -109,6 +121,7 @@ class OnnxInput(C.Structure):  # ts_onnx_input
 
 
 SINK_FN = C.CFUNCTYPE(None, C.c_void_p, C.POINTER(OutfeedRecord))
+LOG_FN = C.CFUNCTYPE(None, C.c_void_p, C.c_int, C.c_char_p)
 
 # ------------------------------------------------------------- prototypes
 
@@ -124,8 +137,8 @@ _PROTOTYPES = {
     "ts_last_error": (S, []),
     "ts_clear_error": (None, []),
     "ts_set_log_level": (None, [C.c_int]),
+    "ts_set_log_callback": (None, [LOG_FN, C.c_void_p]),
     "ts_get_log_level": (C.c_int, []),
-    "ts_dtype_name": (S, [C.c_int]),
     "ts_array_shape_str": (S, [C.POINTER(Array), C.c_char_p, C.c_size_t]),
     # graph
     "ts_graph_new": (P, [C.c_uint64]),
@@ -143,6 +156,8 @@ _PROTOTYPES = {
     "ts_graph_tensor_count": (C.c_size_t, [P]),
     "ts_graph_tensor_at": (P, [P, C.c_size_t]),
     "ts_param_set": (_st, [P, C.POINTER(Array)]),
+    "ts_graph_save_weights": (_st, [P, S]),
+    "ts_graph_load_weights": (_st, [P, S]),
     "ts_graph_dump": (C.c_void_p, [P, P, C.c_int, C.c_int]),
     # options
     "ts_output_mode_parse": (_st, [S, C.POINTER(C.c_int)]),
@@ -179,6 +194,9 @@ _PROTOTYPES = {
     "ts_model_memory_get": (_st, [P, C.POINTER(ModelMemory)]),
     "ts_model_memory_line": (S, [P, C.c_char_p, C.c_size_t]),
     "ts_model_failed_tensor": (S, [P]),
+    "ts_model_lint": (_st, [P, C.POINTER(STRS), C.POINTER(C.c_size_t)]),
+    "ts_compare_arrays": (_st, [C.POINTER(Array), C.POINTER(Array), C.c_double, C.c_double,
+                                C.POINTER(CompareResult)]),
     # summaries and plots
     "ts_summarize_f32": (_st, [C.POINTER(C.c_float), C.c_int64, C.c_int, C.POINTER(Summary)]),
     "ts_summary_line": (S, [S, C.POINTER(Array), C.POINTER(Stats), C.c_char_p, C.c_size_t]),
@@ -235,7 +253,6 @@ def function(name, what):
     build of the library does not have it. Called at use, never at import."""
     f = getattr(lib, name, None)
     if f is None:
-        from .errors import UnsupportedError
         raise UnsupportedError(
             f"{what} needs {name}, which this libtensorscope ({lib.ts_version().decode()}) "
             "does not have; install a newer tensorscope")
@@ -258,14 +275,14 @@ def check(status):
 def checked_handle(ptr, what):
     """A handle returned by a function that gives NULL on failure."""
     if not ptr:
-        raise error_for(1, last_error() or f"{what} failed")
+        raise InvalidArgumentError(last_error() or f"{what} failed")
     return ptr
 
 
 def take_string(ptr):
     """A library string that the caller frees (ts_string_free)."""
     if not ptr:
-        raise error_for(2, last_error() or "out of memory")
+        raise OutOfMemoryError(last_error() or "out of memory")
     try:
         return C.string_at(ptr).decode("utf-8", "replace")
     finally:
@@ -274,6 +291,11 @@ def take_string(ptr):
 
 def cstr(s):
     return None if s is None else str(s).encode()
+
+
+def as_dict(struct, skip=()):
+    """A struct's fields as a dict (nested structs stay structs: skip them)."""
+    return {n: getattr(struct, n) for n, _ in struct._fields_ if n not in skip}
 
 
 def strings(ptr, n):
@@ -285,10 +307,6 @@ def strings(ptr, n):
 DTYPES = [np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int32), np.dtype(np.int64),
           np.dtype(np.uint8)]  # index = ts_dtype
 _DTYPE_CODE = {d: i for i, d in enumerate(DTYPES)}
-
-
-def dtype_name(code):
-    return lib.ts_dtype_name(code).decode()
 
 
 def to_c(a, what):
@@ -329,6 +347,6 @@ def to_numpy(arr, what="array"):
     out = np.empty(shape, dtype)
     if out.size:
         if not arr.data:
-            raise error_for(7, f"{what}: the library returned no data")
+            raise StateError(f"{what}: the library returned no data")
         C.memmove(out.ctypes.data, arr.data, out.nbytes)
     return out

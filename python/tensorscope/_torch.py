@@ -75,12 +75,18 @@ class TorchModel(Model):
                                     for n, p in self.module.named_parameters()})
 
 
-def training_model_of_module(module, options, optimizer, example_inputs):
+_LOSSES = {"cross_entropy": "cross_entropy", "nll": "nll_loss"}  # loss= -> Graph method
+
+
+def training_model_of_module(module, options, optimizer, example_inputs, loss):
     if example_inputs is None:
-        raise TypeError("wrapping a torch module needs example_inputs=(x, labels, ...): the "
-                        "inputs of one micro-batch, as forward takes them")
+        raise TypeError("wrapping a torch module needs example_inputs=(x, ...): the inputs of "
+                        "one micro-batch, as forward takes them")
     if optimizer is None:
         raise TypeError("training_model needs an optimizer (ts.SGD(...) or a torch.optim one)")
+    if loss is not None and loss not in _LOSSES:
+        raise ValueError(f"loss={loss!r}: for a torch module use None (forward returns its loss, "
+                         f"last) or one of {', '.join(_LOSSES)}")
     _capi.function("ts_graph_from_onnx", "training_model(torch module)")  # fail before exporting
     if not isinstance(example_inputs, (tuple, list)):
         example_inputs = (example_inputs,)
@@ -92,9 +98,14 @@ def training_model_of_module(module, options, optimizer, example_inputs):
         graph = Graph.from_onnx(path, {n: tuple(t.shape) for n, t in zip(names, example_inputs)})
     outputs = graph.outputs
     if not outputs:
-        raise ValueError("the exported module has no output; forward must return the loss "
-                         "(last, as in PopTorch)")
-    loss = outputs[-1]  # PopTorch: forward returns (output, loss) or loss
-    model = new_training_model(TorchModel, graph, options, _optimizer_of(optimizer), loss)
+        raise ValueError("the exported module has no output")
+    if loss is None:
+        loss_t = outputs[-1]  # PopTorch: forward returns (output, loss) or loss
+    else:
+        scores = outputs[0]
+        labels = graph.input("labels", "i32", [scores.shape[0]])
+        loss_t = getattr(graph, _LOSSES[loss])(scores, labels)
+        loss_t.name = "loss"
+    model = new_training_model(TorchModel, graph, options, _optimizer_of(optimizer), loss_t)
     model.module = module
     return model

@@ -24,9 +24,10 @@ class Dataset:
     def from_arrays(cls, x, labels):
         """A dataset of copies of x [N,...] and integer labels [N]."""
         fn = _capi.function("ts_dataset_from_arrays", "Dataset.from_arrays")
-        (ax, kx), (al, kl) = _capi.to_c(x, "x"), _capi.to_c(labels, "labels")
+        (ax, keep_x), (al, keep_labels) = _capi.to_c(x, "x"), _capi.to_c(labels, "labels")
         h = C.c_void_p()
         check(fn(C.byref(h), C.byref(ax), C.byref(al)))
+        del keep_x, keep_labels  # the arrays the library copied
         return cls(h.value)
 
     def __len__(self):
@@ -67,7 +68,7 @@ class DataLoader:
         x, y = _capi.Array(), _capi.Array()
         while True:
             st = lib.ts_loader_next(self._h, self.group, C.byref(x), C.byref(y))
-            if st == 6:  # TS_ERR_NOT_FOUND: the epoch is over
+            if st == _capi.TS_ERR_NOT_FOUND:  # the epoch is over
                 return
             check(st)
             yield _capi.to_numpy(x, "images"), _capi.to_numpy(y, "labels")

@@ -2,9 +2,17 @@
 
 Every builder function of the C API is one row of OPS below: the method name,
 the C function and its arguments after the graph as `name:kind[=default]`.
-Kinds: T tensor, I int, L int64, F float, S string, D dtype, SHAPE a shape
-(the C function takes `int ndim, const int64_t *shape`). Adding an op to the
-binding is adding its row.
+Adding an op to the binding is adding its row (tests/test_abi.py checks each
+row against the prototype in include/tensorscope.h). Kinds, with the C
+parameters each stands for:
+
+    T     ts_tensor *                 T?   ts_tensor * (None gives NULL)
+    TS    ts_tensor *const *, int n   (a list of tensors)
+    I     int                         I32  int32_t
+    L     int64_t                     F    float
+    S     const char * (None: NULL)   D    ts_dtype ("f32", np.float32, ...)
+    SHAPE int ndim, const int64_t *   NI   int n, const int * (a list of ints)
+    IP    const int * (a list of ints whose length the op knows)
 """
 import ast
 import contextlib
@@ -45,8 +53,10 @@ OPS = {
     "print_tensor": ("ts_print", "x:T title:S=''"),
 }
 
-_CTYPES = {"T": [C.c_void_p], "I": [C.c_int], "L": [C.c_int64], "F": [C.c_float],
-           "S": [C.c_char_p], "D": [C.c_int], "SHAPE": [C.c_int, C.POINTER(C.c_int64)]}
+_CTYPES = {"T": [C.c_void_p], "T?": [C.c_void_p], "TS": [C.POINTER(C.c_void_p), C.c_int],
+           "I": [C.c_int], "I32": [C.c_int32], "L": [C.c_int64], "F": [C.c_float],
+           "S": [C.c_char_p], "D": [C.c_int], "SHAPE": [C.c_int, C.POINTER(C.c_int64)],
+           "NI": [C.c_int, C.POINTER(C.c_int)], "IP": [C.POINTER(C.c_int)]}
 
 _DTYPE_NAMES = {"f32": 0, "float32": 0, "f64": 1, "float64": 1, "i32": 2, "int32": 2,
                 "i64": 3, "int64": 3, "u8": 4, "uint8": 4}
@@ -68,17 +78,34 @@ def _shape_args(shape):
     return [len(shape), (C.c_int64 * max(len(shape), 1))(*shape)]
 
 
+def _tensor_arg(value, graph, what):
+    if not isinstance(value, Tensor):
+        raise TypeError(f"{what}: expected a tensorscope Tensor, got {type(value).__name__}")
+    if value.graph is not graph:
+        raise ValueError(f"{what}: tensor '{value.name}' belongs to another graph")
+    return value._h
+
+
+def _ints(values):
+    values = [int(v) for v in values]
+    return (C.c_int * max(len(values), 1))(*values), len(values)
+
+
 def _convert(kind, value, graph, what):
     if kind == "T":
-        if not isinstance(value, Tensor):
-            raise TypeError(f"{what}: expected a tensorscope Tensor, got {type(value).__name__}")
-        if value.graph is not graph:
-            raise ValueError(f"{what}: tensor '{value.name}' belongs to another graph")
-        return [value._h]
-    if kind == "I":
+        return [_tensor_arg(value, graph, what)]
+    if kind == "T?":
+        return [None if value is None else _tensor_arg(value, graph, what)]
+    if kind == "TS":
+        ptrs = [_tensor_arg(v, graph, f"{what}[{i}]") for i, v in enumerate(value)]
+        return [(C.c_void_p * max(len(ptrs), 1))(*ptrs), len(ptrs)]
+    if kind in ("I", "I32", "L"):
         return [int(value)]
-    if kind == "L":
-        return [int(value)]
+    if kind == "NI":
+        arr, n = _ints(value)
+        return [n, arr]
+    if kind == "IP":
+        return [_ints(value)[0]]
     if kind == "F":
         return [float(value)]
     if kind == "S":
@@ -119,7 +146,7 @@ def _make_op(method, cname, spec):
             cargs += _convert(kind, bound.arguments[name], self, f"{method}({name})")
         fn = getattr(lib, cname) if present else _capi.function(cname, f"Graph.{method}")
         self._locate()
-        return self._tensor(fn(self._h, *cargs), method)
+        return self._tensor(fn(self._h, *cargs))
 
     op.__name__ = method
     op.__qualname__ = f"Graph.{method}"
@@ -295,7 +322,7 @@ class Graph:
         b = Graph._files.setdefault(f, C.create_string_buffer(f.encode()))
         lib.ts_graph_at(self._h, b, frame.f_lineno)
 
-    def _tensor(self, ptr, what):
+    def _tensor(self, ptr):
         if not ptr:
             _capi.check(lib.ts_graph_status(self._h) or 1)
         return Tensor(self, ptr)
@@ -337,6 +364,16 @@ class Graph:
         """Copies {name: array} into the parameters of those names."""
         for name, v in values.items():
             self.tensor(name).set_value(v)
+
+    def save_weights(self, path):
+        """Every parameter: one .npz archive when `path` ends in .npz, else
+        `<name>.npy` files in directory `path`."""
+        check(lib.ts_graph_save_weights(self._h, cstr(path)))
+
+    def load_weights(self, path):
+        """Loads what save_weights wrote (or PyTorch's state dict saved the
+        same way): every parameter, with its shape, and nothing else."""
+        check(lib.ts_graph_load_weights(self._h, cstr(path)))
 
     # ---- building
     def status(self):

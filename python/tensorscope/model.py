@@ -16,19 +16,18 @@ from . import _capi
 from ._capi import check, cstr, lib
 from .errors import NumericsError, StateError
 from .graph import Graph, Tensor
-from .options import Options
+from .options import Options, Watch
 
 
 def _summary_dict(s):
-    st = s.stats
-    out = {n: getattr(st, n) for n, _ in st._fields_}
+    out = _capi.as_dict(s.stats)
     out["what"] = s.what
-    if s.what & 2:
+    if s.what & Watch.HISTOGRAM:
         out["log2_zeros"] = s.log2_zeros
         out["log2_counts"] = np.ctypeslib.as_array(s.log2_counts).copy()
         out["tb_counts"] = np.ctypeslib.as_array(s.tb_counts).copy()
-    if s.what & 4:
-        out["range"] = {n: getattr(s.range, n) for n, _ in s.range._fields_}
+    if s.what & Watch.RANGE:
+        out["range"] = _capi.as_dict(s.range)
     return out
 
 
@@ -101,7 +100,7 @@ class Model:
         names = (C.c_char_p * max(n, 1))(*[cstr(k) for k in arrays])
         c_arrays = (_capi.Array * max(n, 1))(*[a for a, _ in arrays.values()])
         st = lib.ts_model_run(self._h, names, c_arrays, n)
-        if st == 8:  # TS_ERR_NUMERICS: say which tensor
+        if st == _capi.TS_ERR_NUMERICS:  # say which tensor
             e = NumericsError(_capi.last_error())
             failed = lib.ts_model_failed_tensor(self._h)
             e.tensor = failed.decode() if failed else None
@@ -137,6 +136,14 @@ class Model:
             check(lib.ts_model_anchored(self._h, cstr(short_name), C.byref(a)))
             return _capi.to_numpy(a, short_name)
 
+    def lint(self):
+        """Warnings found at compile about mistakes that give bad scores
+        without an error (softmax over the batch, NLL on values that are not
+        log-probabilities, a parameter with no path to the loss, ...)."""
+        ptr, n = _capi.STRS(), C.c_size_t()
+        check(lib.ts_model_lint(self._h, C.byref(ptr), C.byref(n)))
+        return _capi.strings(ptr, n.value)
+
     # ---- observation
     def watches(self):
         """{tensor name: summary dict} of the last run's watches: count,
@@ -168,8 +175,8 @@ class Model:
         """Bytes held by the compiled model by lifetime class, and the process's."""
         m = _capi.ModelMemory()
         check(lib.ts_model_memory_get(self._h, C.byref(m)))
-        out = {n: getattr(m, n) for n, _ in m._fields_ if n != "process"}
-        out["process"] = {n: getattr(m.process, n) for n, _ in m.process._fields_}
+        out = _capi.as_dict(m, skip=("process",))
+        out["process"] = _capi.as_dict(m.process)
         return out
 
     def memory_line(self):
@@ -196,16 +203,22 @@ def _tensor(graph, t):
     return t if isinstance(t, Tensor) else graph.tensor(t)
 
 
-def training_model(model, options=None, optimizer=None, loss="loss", example_inputs=None):
-    """A training model of `model`: a ts.Graph minimising its tensor `loss`
-    (a Tensor or a name), or a torch.nn.Module returning its loss (exported
-    through ONNX with `example_inputs`; see copy_weights_to_torch)."""
+def training_model(model, options=None, optimizer=None, loss=None, example_inputs=None):
+    """A training model of `model`, minimising `loss`:
+
+    - a ts.Graph: `loss` is its loss tensor or its name (default "loss");
+    - a torch.nn.Module, exported through ONNX in training mode with
+      `example_inputs` (the inputs of one micro-batch): with loss=None its
+      forward returns the loss, last (PopTorch's convention); with
+      loss="cross_entropy" or "nll" its forward returns scores or
+      log-probabilities and tensorscope adds the loss over an input
+      "labels" (i32 [B]). See TorchModel.copy_weights_to_torch."""
     if not isinstance(model, Graph):
         from ._torch import training_model_of_module
-        return training_model_of_module(model, options, optimizer, example_inputs)
+        return training_model_of_module(model, options, optimizer, example_inputs, loss)
     if optimizer is None:
         raise TypeError("training_model needs an optimizer, e.g. optimizer=ts.SGD(lr=0.01)")
-    return new_training_model(Model, model, options, optimizer, loss)
+    return new_training_model(Model, model, options, optimizer, "loss" if loss is None else loss)
 
 
 def new_training_model(cls, graph, options, optimizer, loss):

@@ -45,3 +45,19 @@ def save_npy(path, array):
     """Writes a .npy file with the library (never half-written)."""
     arr, keep = _capi.to_c(array, "array")
     check(lib.ts_npy_save(cstr(path), C.byref(arr)))
+    del keep  # the array the library wrote
+
+
+def compare(a, ref, atol=1e-5, rtol=1e-3):
+    """Compares `a` with the reference `ref` element by element (same shape,
+    any dtypes) with torch.isclose's rule |a - r| <= atol + rtol * |r|, NaN
+    matching NaN: a dict with count, mismatches, max_abs, max_abs_index,
+    max_rel, min_atol, pass, and both sides' stats (`a`, `ref`)."""
+    (ca, keep_a), (cr, keep_ref) = _capi.to_c(a, "a"), _capi.to_c(ref, "ref")
+    r = _capi.CompareResult()
+    check(lib.ts_compare_arrays(C.byref(ca), C.byref(cr), float(atol), float(rtol), C.byref(r)))
+    del keep_a, keep_ref  # the arrays the library read
+    out = _capi.as_dict(r, skip=("a", "ref", "pass"))
+    out["pass"] = bool(getattr(r, "pass"))
+    out["a"], out["ref"] = _capi.as_dict(r.a), _capi.as_dict(r.ref)
+    return out

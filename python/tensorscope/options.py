@@ -217,7 +217,7 @@ class OutfeedQueue:
         rec = _capi.OutfeedRecord()
         while True:
             st = lib.ts_outfeed_dequeue(self._h, C.byref(rec), 0)
-            if st == 6:  # TS_ERR_NOT_FOUND: nothing left
+            if st == _capi.TS_ERR_NOT_FOUND:  # nothing left
                 return
             check(st)
             yield Record(rec.key.decode(), rec.run, rec.sample,
@@ -239,8 +239,7 @@ class OutfeedQueue:
 
     def counts(self):
         """{"enqueued", "dequeued", "dropped", "wait_ns"} so far."""
-        c = lib.ts_outfeed_get_counts(self._h)
-        return {n: getattr(c, n) for n, _ in c._fields_}
+        return _capi.as_dict(lib.ts_outfeed_get_counts(self._h))
 
     def __del__(self):
         # Freed (its consumer thread stopped) once nothing uses it: the graphs

@@ -2,9 +2,11 @@
 every field's offset as the C compiler lays them out."""
 import ctypes
 import os
+import re
 import subprocess
 
 from tensorscope import _capi
+from tensorscope.graph import OPS, _parse
 
 STRUCTS = {
     "ts_array": _capi.Array, "ts_optimizer": _capi.Optimizer, "ts_stats": _capi.Stats,
@@ -12,6 +14,7 @@ STRUCTS = {
     "ts_outfeed_config": _capi.OutfeedConfig, "ts_outfeed_record": _capi.OutfeedRecord,
     "ts_outfeed_counts": _capi.OutfeedCounts, "ts_memory_usage": _capi.MemoryUsage,
     "ts_model_memory": _capi.ModelMemory, "ts_loader_config": _capi.LoaderConfig,
+    "ts_compare_result": _capi.CompareResult,
 }
 
 
@@ -38,3 +41,26 @@ def test_structs_match_the_header(tmp_path, source_dir):
         assert int(seen[cname]) == ctypes.sizeof(cls), cname
         for field, _ in cls._fields_:
             assert int(seen[f"{cname}.{field}"]) == getattr(cls, field).offset, f"{cname}.{field}"
+
+
+# The C parameters each kind of a builder row stands for (tensorscope/graph.py).
+KIND_C_TYPES = {"T": ["ts_tensor *"], "T?": ["ts_tensor *"], "TS": ["ts_tensor *const *", "int"],
+                "I": ["int"], "I32": ["int32_t"], "L": ["int64_t"], "F": ["float"],
+                "S": ["const char *"], "D": ["ts_dtype"], "SHAPE": ["int", "const int64_t *"],
+                "NI": ["int", "const int *"], "IP": ["const int *"]}
+
+
+def test_builder_rows_match_the_header(source_dir):
+    with open(os.path.join(source_dir, "include", "tensorscope.h")) as f:
+        header = f.read()
+    prototypes = {m.group(1): m.group(2) for m in re.finditer(
+        r"TS_API ts_tensor \*(\w+)\(([^)]*)\);", header)}
+    for method, (cname, spec) in OPS.items():
+        if cname not in prototypes:  # not in this library: a call raises UnsupportedError
+            assert not hasattr(_capi.lib, cname), cname
+            continue
+        params = [" ".join(p.split()) for p in prototypes[cname].split(",")]
+        c_types = [re.sub(r"\s*\*\s*", " *", re.sub(r"\s*\b\w+$", "", p)).strip()
+                   for p in params]
+        expected = ["ts_graph *"] + [t for _, kind, _ in _parse(spec) for t in KIND_C_TYPES[kind]]
+        assert c_types == expected, f"{method}: {cname}({prototypes[cname]})"

@@ -182,3 +182,24 @@ def test_one_call_into_a_model_at_a_time():
     for t in threads:
         t.join()
     assert errors == [] and m.runs == 20
+
+
+def test_compile_checks_example_inputs_against_the_graph():
+    m = ts.training_model(small_mlp(), ts.Options(), optimizer=ts.SGD(lr=0.01))
+    x, y = batches(1)
+    m.compile(x, y)  # fine
+    with pytest.raises(TypeError, match="'labels' is int64 but the graph declares int32"):
+        m.compile(x, y.astype(np.int64))
+
+
+def test_builder_methods_have_signatures_and_keywords():
+    import inspect
+    assert str(inspect.signature(ts.Graph.linear)) == "(self, x, out_features, name)"
+    assert inspect.signature(ts.Graph.print_tensor).parameters["title"].default == ""
+    g = ts.Graph()
+    x = g.input(name="x", dtype=np.float32, shape=(3, 4))
+    h = g.linear(x, out_features=2, name="fc")
+    assert h.shape == (3, 2) and h.name == "fc/Add:0"
+    with pytest.raises(TypeError):
+        g.linear(x, 2, "fc2", 7)
+    assert g.flatten(x).shape == (3, 4)  # start_dim defaults to 1

@@ -5,6 +5,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 
 def test_observing_tensors(tmp_path, source_dir, mnist_dir):
     script = os.path.join(source_dir, "examples", "observing_tensors.py")
@@ -25,3 +27,19 @@ def test_observing_tensors(tmp_path, source_dir, mnist_dir):
     assert out[-1] == "Saved histogram to ./GradientHistogram.png"
     with open(tmp_path / "GradientHistogram.png", "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_observing_tensors_prints_what_the_c_tutorial_prints(tmp_path, mnist_dir, source_dir):
+    build = os.environ.get("TS_BUILD_DIR")
+    c_example = os.path.join(build or "", "example_observing_tensors")
+    if not build or not os.path.exists(c_example):
+        pytest.skip("TS_BUILD_DIR has no example_observing_tensors (run through ctest)")
+    (tmp_path / "c").mkdir()
+    (tmp_path / "py").mkdir()
+    c = subprocess.run([c_example, mnist_dir], cwd=tmp_path / "c", capture_output=True,
+                       text=True, timeout=600)
+    py = subprocess.run([sys.executable, os.path.join(source_dir, "examples",
+                                                      "observing_tensors.py"), mnist_dir],
+                        cwd=tmp_path / "py", capture_output=True, text=True, timeout=600)
+    assert c.returncode == 0 and py.returncode == 0, c.stderr + py.stderr
+    assert py.stdout == c.stdout  # names, every loss, shapes: line for line

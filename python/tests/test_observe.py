@@ -64,6 +64,25 @@ def test_print_tensor_logs_the_value_and_its_gradient(capfd):
     assert "logits" in err and "logits_gradient" in err
 
 
+def test_log_callback_receives_print_ops():
+    lines = []
+    ts.set_log_callback(lambda level, message: lines.append((level, message)))
+    try:
+        g = ts.Graph(seed=3)
+        x = g.input("x", "f32", [2, 3])
+        labels = g.input("labels", "i32", [2])
+        loss = g.cross_entropy(ts.print_tensor(g.linear(x, 3, "fc"), "logits"), labels)
+        loss.name = "loss"
+        m = ts.training_model(g, ts.Options(), optimizer=ts.SGD(lr=0.01))
+        m.compile()
+        m(np.ones((2, 3), np.float32), np.zeros(2, np.int32))
+    finally:
+        ts.set_log_callback(None)
+    printed = [msg for level, msg in lines if level == 1]
+    assert any("logits" in msg and "logits_gradient" not in msg for msg in printed)
+    assert any("logits_gradient" in msg for msg in printed)
+
+
 def test_metrics_report_counts_runs():
     m = ts.training_model(small_mlp(), ts.Options(), optimizer=ts.SGD(lr=0.01))
     m.compile()

@@ -205,6 +205,7 @@ static ts_status build_entries(ts_model *m, ts_prog *p) {
         const ts_tensor *t = g->t[i];
         p->value_entry[i] = p->n_entries;
         if (add_entry(p, &cap, TS_KIND_VALUE, t, &p->shape[i], t->op == TS_OP_PARAM)) return TS_ERR_OUT_OF_MEMORY;
+        p->entries[p->value_entry[i]].view = ts_op_get(t->op)->view && g->t[t->in[0]]->op == TS_OP_INPUT;
         if (p->needs_grad[i]) {
             p->grad_entry[i] = p->n_entries;
             if (add_entry(p, &cap, TS_KIND_GRAD, t, &p->shape[i], false)) return TS_ERR_OUT_OF_MEMORY;
@@ -244,16 +245,22 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
         const ts_tensor *t = g->t[en->node];
         size_t bytes = (size_t)en->numel * sizeof(float);
         bool activation = t->op != TS_OP_PARAM && t->op != TS_OP_INPUT;
-        if (en->kind == TS_KIND_VALUE && activation) {
+        if (en->kind == TS_KIND_VALUE && activation && !en->view) {
+            /* live until the last forward consumer, and until the backward
+             * of each consumer that reads it (and its own backward when that
+             * reads the output): a value no backward reads dies in forward */
             int64_t end = fwd[t->id];
             for (int k = 0; k < L; k++) {
                 const ts_tensor *c = g->t[p->order[k]];
-                for (int j = 0; j < c->n_in; j++)
-                    if (c->in[j] == t->id) end = end > fwd[c->id] ? end : fwd[c->id];
-                for (int j = 0; j < c->n_in; j++)
-                    if (c->in[j] == t->id && p->needs_grad[c->id]) end = end > BWD(c->id) ? end : BWD(c->id);
+                const ts_op_def *cd = ts_op_get(c->op);
+                for (int j = 0; j < c->n_in; j++) {
+                    if (c->in[j] != t->id) continue;
+                    end = end > fwd[c->id] ? end : fwd[c->id];
+                    bool read_back = p->needs_grad[c->id] && cd->backward && !((cd->bwd_unread_inputs >> j) & 1u);
+                    if (read_back) end = end > BWD(c->id) ? end : BWD(c->id);
+                }
             }
-            if (p->needs_grad[t->id]) end = end > BWD(t->id) ? end : BWD(t->id);
+            if (p->needs_grad[t->id] && ts_op_get(t->op)->needs_output) end = end > BWD(t->id) ? end : BWD(t->id);
             iv[n_iv] = (ts_interval){fwd[t->id], end, bytes, 0};
             iv_entry[n_iv++] = e;
         } else if (en->kind == TS_KIND_GRAD && activation) {

@@ -54,6 +54,7 @@ typedef struct ts_entry {
     int64_t numel;
     bool per_step;       /* else per micro-batch */
     float *data;         /* current buffer (inputs: re-pointed each micro-batch) */
+    bool view;           /* a view (Reshape, Flatten) of a model input: shares and follows its buffer */
     /* observers; `observed` is the one flag the executor tests */
     bool observed;
     int *anchors;
@@ -100,6 +101,10 @@ typedef struct ts_prog {
     uint64_t *op_ns;     /* per node, this run */
     const ts_array **bound; /* per node: the run's input arrays */
     uint64_t anchor_ns, anchor_bytes, anchor_copies; /* this run, reported once after it */
+    /* the optimizer step clears the gradients it consumed (A = 1) chunk by
+     * chunk while they are in cache, so the next backward need not */
+    bool param_grads_zero;
+    int n_param_grads;   /* parameter gradients the backward clears */
     char **lint;         /* model lint warnings (lint.c) */
     int n_lint;
 } ts_prog;
@@ -172,7 +177,8 @@ size_t ts_memplan(ts_interval *iv, int n);
 ts_status ts_opt_state_init(ts_model *m);
 void ts_opt_state_free(ts_model *m);
 /* One step of one parameter: ts_opt_begin once, then ts_opt_update over
- * [0, n) in one call or in pieces (the executor interleaves summaries). */
+ * [0, n) in one call or in pieces (the executor interleaves summaries and
+ * splits big parameters over its pool). */
 typedef struct ts_opt_consts {
     bool first;                 /* the first step (SGD momentum starts from g) */
     float step_size, bc2_sqrt;  /* Adam's bias corrections */

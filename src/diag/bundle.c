@@ -341,19 +341,32 @@ static void write_exit(FILE *f, const ts_debug_run_config *c, const run_result *
         fprintf(f, "signal %d (%s)\n", WTERMSIG(r->status), signal_name(WTERMSIG(r->status)));
 }
 
-static void put_quoted(FILE *f, const char *a) {
+/* The argument with URL credentials redacted, shell-quoted unless plain. */
+static void put_quoted(FILE *f, const char *arg) {
+    char *red = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&red, &len);
+    if (m) {
+        put_redacted_urls(m, arg);
+        if (fclose(m) != 0) {
+            free(red);
+            red = NULL;
+        }
+    }
+    const char *a = red ? red : "<redacted: out of memory>";
     int plain = *a != 0;
     for (const char *p = a; *p; p++)
-        if (!isalnum((unsigned char)*p) && !strchr("-_./=:,+@%<>", *p))
+        if (!isalnum((unsigned char)*p) && !strchr("-_./=:,+@%", *p))
             plain = 0;
     if (plain) {
-        put_redacted_urls(f, a);
-        return;
+        fputs(a, f);
+    } else {
+        fputc('\'', f);
+        for (const char *p = a; *p; p++)
+            *p == '\'' ? fputs("'\\''", f) : fputc(*p, f);
+        fputc('\'', f);
     }
-    fputc('\'', f);
-    for (const char *p = a; *p; p++)
-        *p == '\'' ? fputs("'\\''", f) : fputc(*p, f);
-    fputc('\'', f);
+    free(red); /* open_memstream's, from malloc */
 }
 
 /* A flag whose name holds a secret word: "--api-key=V" (value inline) or

@@ -479,6 +479,35 @@ static int ask_thread(pid_t pid, long tid, int gen) {
     return (int)syscall(SYS_rt_tgsigqueueinfo, pid, (pid_t)tid, SIGUSR1, &info);
 }
 
+/* Whether thread tid blocks SIGUSR1: the SigBlk mask of
+ * /proc/self/task/<tid>/status (open, read, close: async-signal-safe). */
+static int blocks_usr1(long tid) {
+    sbuf path = {.fd = -1};
+    sb_str(&path, "/proc/self/task/");
+    sb_uint(&path, (unsigned long long)tid, 10, 1);
+    sb_str(&path, "/status");
+    path.b[path.n < sizeof path.b ? path.n : sizeof path.b - 1] = '\0';
+    int fd = open(path.b, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    char buf[4096];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    const char *p = strstr(buf, "SigBlk:");
+    if (!p)
+        return 0;
+    p += 7;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    unsigned long long mask = 0;
+    for (; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); p++)
+        mask = mask << 4 | (unsigned long long)(*p <= '9' ? *p - '0' : *p - 'a' + 10);
+    return (mask >> (SIGUSR1 - 1)) & 1;
+}
+
 static void dump_all_threads(void *uc) {
     sbuf s = {.fd = STDERR_FILENO};
     pid_t pid = getpid();
@@ -514,6 +543,10 @@ static void dump_all_threads(void *uc) {
                     tid = tid * 10 + (*p - '0');
                 if (tid == self)
                     continue;
+                if (blocks_usr1(tid)) { /* e.g. a sanitizer's own thread: asking would only time out */
+                    dump_header(&s, tid, " (blocks SIGUSR1: stack not shown)");
+                    continue;
+                }
                 atomic_store(&g_dump_ack, 0);
                 if (ask_thread(pid, tid, gen) != 0)
                     continue; /* exited meanwhile */

@@ -75,13 +75,18 @@ static ts_status forward(ts_model *m, int64_t mb) {
 static ts_status backward(ts_model *m, int64_t mb) {
     ts_prog *p = m->prog;
     ts_graph *g = m->g;
-    for (int k = 0; k < p->n_order; k++) {
-        int i = p->order[k];
-        if (g->t[i]->op == TS_OP_PARAM && p->needs_grad[i]) {
-            ts_entry *e = &p->entries[p->grad_entry[i]];
-            memset(e->data, 0, (size_t)e->numel * sizeof(float));
+    if (!p->param_grads_zero) {
+        p->n_param_grads = 0;
+        for (int k = 0; k < p->n_order; k++) {
+            int i = p->order[k];
+            if (g->t[i]->op == TS_OP_PARAM && p->needs_grad[i]) {
+                ts_entry *e = &p->entries[p->grad_entry[i]];
+                memset(e->data, 0, (size_t)e->numel * sizeof(float));
+                p->n_param_grads++;
+            }
         }
     }
+    p->param_grads_zero = false;
     for (int k = p->n_order - 1; k >= 0; k--) {
         int i = p->order[k];
         if (!p->needs_grad[i]) continue;
@@ -116,12 +121,20 @@ typedef struct update_job {
     ts_opt_consts consts;
     ts_opt_state *state;
     float *param;
-    const float *grad;
+    float *grad;
+    bool clear;          /* zero the gradient once consumed (A = 1: nothing reads it again this step) */
 } update_job;
+
+/* chunks of the update small enough that the gradient is still in L1 when cleared */
+#define UPDATE_CHUNK 4096
 
 static void update_range(void *ctx, int64_t begin, int64_t end) {
     const update_job *u = ctx;
-    ts_opt_update(u->opt, &u->consts, u->state, u->param, u->grad, begin, end);
+    for (int64_t c = begin; c < end; c += UPDATE_CHUNK) {
+        int64_t e = end - c < UPDATE_CHUNK ? end : c + UPDATE_CHUNK;
+        ts_opt_update(u->opt, &u->consts, u->state, u->param, u->grad, c, e);
+        if (u->clear) memset(u->grad + c, 0, (size_t)(e - c) * sizeof(float));
+    }
 }
 
 static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
@@ -139,6 +152,7 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
     }
     if (a != A - 1) return TS_OK;
     ts_crash_set_current_op("Optimizer", "(all parameters)", NULL);
+    int cleared = 0;
     for (int s = 0; s < m->n_state; s++) {
         int node = m->state[s].node;
         if (!p->live[node] || !p->needs_grad[node]) continue;
@@ -146,10 +160,12 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
         ts_entry *ae = &p->entries[acc];
         if (A > 1) ts_scale_forward(m->pool, ae->data, ae->data, 1.0f / (float)A, ae->numel); /* the mean */
         OBSERVE(m, acc, d);
-        update_job u = {&m->opt, ts_opt_begin(&m->opt, &m->state[s]), &m->state[s], m->g->t[node]->value, ae->data};
+        update_job u = {&m->opt, ts_opt_begin(&m->opt, &m->state[s]), &m->state[s], m->g->t[node]->value, ae->data, A == 1};
         ts_observe_step(m, node, d, update_range, &u, ae->numel);
+        cleared += A == 1;
         for (int e = acc + 1; e < p->n_entries && p->entries[e].node == node; e++) OBSERVE(m, e, d);
     }
+    p->param_grads_zero = cleared == p->n_param_grads; /* else the next backward clears them */
     m->steps++;
     return TS_OK;
 }
@@ -248,6 +264,10 @@ static ts_status run_body(ts_model *m, const ts_array *const *bound) {
                 if (g->t[i]->op != TS_OP_INPUT) continue;
                 ts_entry *e = &p->entries[p->value_entry[i]];
                 e->data = (float *)bound[i]->data + mb * e->numel; /* i32 has the same width */
+            }
+            for (int k = 0; k < p->n_order; k++) { /* views of inputs follow them; their forward copies nothing */
+                ts_entry *e = &p->entries[p->value_entry[p->order[k]]];
+                if (e->view) e->data = p->entries[p->value_entry[g->t[p->order[k]]->in[0]]].data;
             }
             if (a == 0)
                 for (int k = 0; k < p->n_order; k++)

@@ -1,16 +1,80 @@
 /* gemm.c -- matrix products. OpenBLAS does the work; the naive loop is the
- * oracle the tests compare it with. */
+ * oracle the tests compare it with.
+ *
+ * Two ways to run threads: ts_gemm lets OpenBLAS use its own threads (as many
+ * as ts_gemm_set_threads said); ts_gemm_pool splits C over the executor's
+ * pool and each slice calls a one-thread OpenBLAS. The second keeps one set
+ * of threads busy for the whole step: OpenBLAS's threads, waiting by yielding
+ * between products, no longer take the cores from the pool's elementwise
+ * work and the pool's from the products (two 2-thread pools on 2 cores). */
 #include "exec/gemm.h"
 
+#include "exec/pool.h"
+
 #include <cblas.h>
+#include <stdatomic.h>
 
 void openblas_set_num_threads(int num_threads);
 
+static _Atomic int g_threads = 1;   /* what ts_gemm lets OpenBLAS use */
+static _Atomic int g_blas_now = 0;  /* what OpenBLAS is set to now (0: not set yet) */
+
+/* Changed only between products, from the thread that calls them. */
+static void blas_threads(int n) {
+    if (atomic_load_explicit(&g_blas_now, memory_order_relaxed) == n) return;
+    atomic_store_explicit(&g_blas_now, n, memory_order_relaxed);
+    openblas_set_num_threads(n);
+}
+
+static void sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+                  int64_t ldb, float beta, float *C, int64_t ldc) {
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, 1.0f,
+                A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
+}
+
 void ts_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, const float *B,
              float beta, float *C) {
-    int lda = (int)(ta ? M : K), ldb = (int)(tb ? K : N);
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                (int)M, (int)N, (int)K, 1.0f, A, lda, B, ldb, beta, C, (int)N);
+    blas_threads(atomic_load_explicit(&g_threads, memory_order_relaxed));
+    sgemm(ta, tb, M, N, K, A, ta ? M : K, B, tb ? K : N, beta, C, N);
+}
+
+typedef struct gemm_job {
+    bool ta, tb, by_rows;
+    int64_t M, N, K;
+    const float *A, *B;
+    float beta;
+    float *C;
+} gemm_job;
+
+/* C[begin:end, :] (rows) or C[:, begin:end] (columns) */
+static void gemm_slice(void *ctx, int64_t begin, int64_t end) {
+    const gemm_job *j = ctx;
+    int64_t lda = j->ta ? j->M : j->K, ldb = j->tb ? j->K : j->N;
+    if (j->by_rows)
+        sgemm(j->ta, j->tb, end - begin, j->N, j->K, j->ta ? j->A + begin : j->A + begin * j->K, lda, j->B, ldb, j->beta,
+              j->C + begin * j->N, j->N);
+    else
+        sgemm(j->ta, j->tb, j->M, end - begin, j->K, j->A, lda, j->tb ? j->B + begin * j->K : j->B + begin, ldb, j->beta,
+              j->C + begin, j->N);
+}
+
+/* below this many multiply-adds a product runs on the calling thread: a
+ * hand-off costs a few microseconds */
+#define GEMM_PAR_MACS (256 * 1024)
+/* a slice keeps at least this many rows or columns (the kernels' blocking) */
+#define GEMM_MIN_SPLIT 32
+
+void ts_gemm_pool(struct ts_pool *p, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, const float *B,
+                  float beta, float *C) {
+    blas_threads(1);
+    gemm_job j = {ta, tb, true, M, N, K, A, B, beta, C};
+    int threads = ts_pool_threads(p);
+    if (threads <= 1 || M * N * K < GEMM_PAR_MACS || (M < 2 * GEMM_MIN_SPLIT && N < 2 * GEMM_MIN_SPLIT)) {
+        gemm_slice(&j, 0, M);
+        return;
+    }
+    j.by_rows = M >= 2 * GEMM_MIN_SPLIT; /* rows share B's packing least badly; columns when the batch is small */
+    ts_pool_for(p, j.by_rows ? M : N, GEMM_MIN_SPLIT, gemm_slice, &j);
 }
 
 void ts_gemm_naive(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A,
@@ -27,4 +91,4 @@ void ts_gemm_naive(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const floa
         }
 }
 
-void ts_gemm_set_threads(int n) { openblas_set_num_threads(n < 1 ? 1 : n); }
+void ts_gemm_set_threads(int n) { atomic_store_explicit(&g_threads, n < 1 ? 1 : n, memory_order_relaxed); }

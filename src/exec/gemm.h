@@ -9,9 +9,15 @@
 /* C = beta*C + op(A)[M,K] op(B)[K,N]; ta/tb: the operand is stored transposed. */
 void ts_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, const float *B,
              float beta, float *C);
+/* The same product split over the pool's threads (rows of C, or columns when
+ * C has few rows), each slice on a one-thread OpenBLAS; small products run
+ * on the calling thread. p may be NULL. Not from inside a pool slice. */
+struct ts_pool;
+void ts_gemm_pool(struct ts_pool *p, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, const float *B,
+                  float beta, float *C);
 void ts_gemm_naive(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A,
                    const float *B, float beta, float *C);
-/* Threads OpenBLAS may use (called once per model compile). */
+/* Threads OpenBLAS may use in ts_gemm (called once per model compile). */
 void ts_gemm_set_threads(int n);
 
 #endif

@@ -120,17 +120,17 @@ static int64_t numel_out(const ts_kctx *k) { return ts_shape_numel(&k->out_shape
 static void fwd_matmul(const ts_kctx *k) {
     bool t = k->node->op == TS_OP_MATMUL_T;
     int64_t M = k->in_shape[0].d[0], K = k->in_shape[0].d[1], N = k->out_shape.d[1];
-    ts_gemm(false, t, M, N, K, k->in[0], k->in[1], 0.0f, k->out);
+    ts_gemm_pool(k->pool, false, t, M, N, K, k->in[0], k->in[1], 0.0f, k->out);
 }
 
 /* C = A op(B): dA += dC op(B)^T ; dB += A^T dC (or dC^T A when B was transposed) */
 static void bwd_matmul(const ts_kctx *k) {
     bool t = k->node->op == TS_OP_MATMUL_T;
     int64_t M = k->in_shape[0].d[0], K = k->in_shape[0].d[1], N = k->out_shape.d[1];
-    if (k->din[0]) ts_gemm(false, !t, M, K, N, k->dout, k->in[1], 1.0f, k->din[0]);
+    if (k->din[0]) ts_gemm_pool(k->pool, false, !t, M, K, N, k->dout, k->in[1], 1.0f, k->din[0]);
     if (k->din[1]) {
-        if (t) ts_gemm(true, false, N, K, M, k->dout, k->in[0], 1.0f, k->din[1]);
-        else ts_gemm(true, false, K, N, M, k->in[0], k->dout, 1.0f, k->din[1]);
+        if (t) ts_gemm_pool(k->pool, true, false, N, K, M, k->dout, k->in[0], 1.0f, k->din[1]);
+        else ts_gemm_pool(k->pool, true, false, K, N, M, k->in[0], k->dout, 1.0f, k->din[1]);
     }
 }
 
@@ -216,22 +216,22 @@ static const ts_op_def table[] = {
     [TS_OP_PARAM] = {.op = TS_OP_PARAM, .name = "Param", .shape = shape_leaf},
     [TS_OP_MATMUL] = {.op = TS_OP_MATMUL, .name = "MatMul", .arity = 2, .shape = shape_matmul, .forward = fwd_matmul, .backward = bwd_matmul, .flops = flops_matmul},
     [TS_OP_MATMUL_T] = {.op = TS_OP_MATMUL_T, .name = "MatMul", .arity = 2, .shape = shape_matmul, .forward = fwd_matmul, .backward = bwd_matmul, .flops = flops_matmul},
-    [TS_OP_ADD] = {.op = TS_OP_ADD, .name = "Add", .arity = 2, .shape = shape_binary, .forward = fwd_binary, .backward = bwd_binary, .flops = flops_elementwise},
-    [TS_OP_SUB] = {.op = TS_OP_SUB, .name = "Sub", .arity = 2, .shape = shape_binary, .forward = fwd_binary, .backward = bwd_binary, .flops = flops_elementwise},
+    [TS_OP_ADD] = {.op = TS_OP_ADD, .name = "Add", .arity = 2, .bwd_unread_inputs = 0x3u, .shape = shape_binary, .forward = fwd_binary, .backward = bwd_binary, .flops = flops_elementwise},
+    [TS_OP_SUB] = {.op = TS_OP_SUB, .name = "Sub", .arity = 2, .bwd_unread_inputs = 0x3u, .shape = shape_binary, .forward = fwd_binary, .backward = bwd_binary, .flops = flops_elementwise},
     [TS_OP_MUL] = {.op = TS_OP_MUL, .name = "Mul", .arity = 2, .shape = shape_binary, .forward = fwd_binary, .backward = bwd_binary, .flops = flops_elementwise},
-    [TS_OP_SCALE] = {.op = TS_OP_SCALE, .name = "Scale", .arity = 1, .shape = shape_same, .forward = fwd_scale, .backward = bwd_scale, .flops = flops_elementwise},
-    [TS_OP_RELU] = {.op = TS_OP_RELU, .name = "Relu", .arity = 1, .needs_output = true, .shape = shape_same, .forward = fwd_relu, .backward = bwd_relu, .flops = flops_elementwise},
+    [TS_OP_SCALE] = {.op = TS_OP_SCALE, .name = "Scale", .arity = 1, .bwd_unread_inputs = 0x1u, .shape = shape_same, .forward = fwd_scale, .backward = bwd_scale, .flops = flops_elementwise},
+    [TS_OP_RELU] = {.op = TS_OP_RELU, .name = "Relu", .arity = 1, .needs_output = true, .bwd_unread_inputs = 0x1u, .shape = shape_same, .forward = fwd_relu, .backward = bwd_relu, .flops = flops_elementwise},
     [TS_OP_LOG] = {.op = TS_OP_LOG, .name = "Log", .arity = 1, .shape = shape_same, .forward = fwd_log, .backward = bwd_log, .flops = flops_elementwise},
-    [TS_OP_RESHAPE] = {.op = TS_OP_RESHAPE, .name = "Reshape", .arity = 1, .shape = shape_reshape, .forward = fwd_copy, .backward = bwd_copy},
-    [TS_OP_FLATTEN] = {.op = TS_OP_FLATTEN, .name = "Flatten", .arity = 1, .shape = shape_reshape, .forward = fwd_copy, .backward = bwd_copy},
-    [TS_OP_LOG_SOFTMAX] = {.op = TS_OP_LOG_SOFTMAX, .name = "LogSoftmax", .arity = 1, .needs_output = true, .shape = shape_softmax, .forward = fwd_log_softmax, .backward = bwd_log_softmax, .flops = flops_softmax},
-    [TS_OP_SOFTMAX] = {.op = TS_OP_SOFTMAX, .name = "Softmax", .arity = 1, .needs_output = true, .shape = shape_softmax, .forward = fwd_softmax, .backward = bwd_softmax, .flops = flops_softmax},
-    [TS_OP_NLL_LOSS] = {.op = TS_OP_NLL_LOSS, .name = "NllLoss", .arity = 2, .int_inputs = 1u << 1, .shape = shape_loss, .forward = fwd_nll, .backward = bwd_nll, .flops = flops_input},
-    [TS_OP_CROSS_ENTROPY] = {.op = TS_OP_CROSS_ENTROPY, .name = "CrossEntropy", .arity = 2, .int_inputs = 1u << 1, .shape = shape_loss, .forward = fwd_ce, .backward = bwd_ce, .flops = flops_softmax, .scratch_floats = scratch_ce},
-    [TS_OP_SUM] = {.op = TS_OP_SUM, .name = "ReduceSum", .arity = 1, .shape = shape_reduce, .forward = fwd_sum, .backward = bwd_sum, .flops = flops_input},
-    [TS_OP_MEAN] = {.op = TS_OP_MEAN, .name = "ReduceMean", .arity = 1, .shape = shape_reduce, .forward = fwd_mean, .backward = bwd_mean, .flops = flops_input},
+    [TS_OP_RESHAPE] = {.op = TS_OP_RESHAPE, .name = "Reshape", .arity = 1, .bwd_unread_inputs = 0x1u, .view = true, .shape = shape_reshape, .forward = fwd_copy, .backward = bwd_copy},
+    [TS_OP_FLATTEN] = {.op = TS_OP_FLATTEN, .name = "Flatten", .arity = 1, .bwd_unread_inputs = 0x1u, .view = true, .shape = shape_reshape, .forward = fwd_copy, .backward = bwd_copy},
+    [TS_OP_LOG_SOFTMAX] = {.op = TS_OP_LOG_SOFTMAX, .name = "LogSoftmax", .arity = 1, .needs_output = true, .bwd_unread_inputs = 0x1u, .shape = shape_softmax, .forward = fwd_log_softmax, .backward = bwd_log_softmax, .flops = flops_softmax},
+    [TS_OP_SOFTMAX] = {.op = TS_OP_SOFTMAX, .name = "Softmax", .arity = 1, .needs_output = true, .bwd_unread_inputs = 0x1u, .shape = shape_softmax, .forward = fwd_softmax, .backward = bwd_softmax, .flops = flops_softmax},
+    [TS_OP_NLL_LOSS] = {.op = TS_OP_NLL_LOSS, .name = "NllLoss", .arity = 2, .int_inputs = 1u << 1, .bwd_unread_inputs = 0x1u, .shape = shape_loss, .forward = fwd_nll, .backward = bwd_nll, .flops = flops_input},
+    [TS_OP_CROSS_ENTROPY] = {.op = TS_OP_CROSS_ENTROPY, .name = "CrossEntropy", .arity = 2, .int_inputs = 1u << 1, .bwd_unread_inputs = 0x1u, .shape = shape_loss, .forward = fwd_ce, .backward = bwd_ce, .flops = flops_softmax, .scratch_floats = scratch_ce},
+    [TS_OP_SUM] = {.op = TS_OP_SUM, .name = "ReduceSum", .arity = 1, .bwd_unread_inputs = 0x1u, .shape = shape_reduce, .forward = fwd_sum, .backward = bwd_sum, .flops = flops_input},
+    [TS_OP_MEAN] = {.op = TS_OP_MEAN, .name = "ReduceMean", .arity = 1, .bwd_unread_inputs = 0x1u, .shape = shape_reduce, .forward = fwd_mean, .backward = bwd_mean, .flops = flops_input},
     /* the executor adds the printing around the copy */
-    [TS_OP_PRINT] = {.op = TS_OP_PRINT, .name = "Print", .arity = 1, .shape = shape_same, .forward = fwd_copy, .backward = bwd_copy},
+    [TS_OP_PRINT] = {.op = TS_OP_PRINT, .name = "Print", .arity = 1, .bwd_unread_inputs = 0x1u, .shape = shape_same, .forward = fwd_copy, .backward = bwd_copy},
 };
 _Static_assert(sizeof table / sizeof table[0] == TS_OP_COUNT, "the op table must cover every ts_op");
 

@@ -29,6 +29,11 @@ typedef struct ts_op_def {
     const char *name;       /* name in tensor names: `MatMul`, `Relu`, ... */
     int arity;              /* inputs; TS_ARITY_VARIADIC: 1..TS_MAX_INPUTS, checked by the shape rule */
     bool needs_output;      /* backward reads the forward output */
+    /* bit j: the backward never reads input j's value, so the memory plan
+     * may reuse its buffer once the forward consumers are done. 0 (the
+     * default) = it reads every input: always safe, never wrong. */
+    unsigned bwd_unread_inputs;
+    bool view;              /* output = input 0's data reshaped: of a model input it shares the buffer, no copy */
     unsigned int_inputs;    /* bit j: input j is i32 (labels, indices) and gets no gradient */
     ts_shape_fn shape;
     ts_kernel_fn forward;

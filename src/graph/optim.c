@@ -33,31 +33,39 @@ ts_opt_consts ts_opt_begin(const ts_optimizer *o, ts_opt_state *s) {
 
 /* Elements [begin, end) of one parameter's update (any split of [0, n)
  * gives the same result). */
-void ts_opt_update(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *p, const float *grad, int64_t begin,
+void ts_opt_update(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, const float *grad, int64_t begin,
                    int64_t end) {
+    /* restrict: parameter, gradient and state never share storage, so the
+     * loops vectorise without run-time overlap checks */
+    float *restrict p = param;
+    const float *restrict gr = grad;
     if (o->kind == TS_OPT_SGD) {
         float lr = o->lr, mom = o->momentum, damp = 1.0f - o->dampening, wd = o->weight_decay;
+        if (mom == 0.0f) {
+            for (int64_t i = begin; i < end; i++) p[i] -= lr * (gr[i] + wd * p[i]);
+            return;
+        }
+        float *restrict accl = s->accl;
+        bool first = c->first, nesterov = o->nesterov;
         for (int64_t i = begin; i < end; i++) {
-            float g = grad[i] + wd * p[i];
-            if (mom != 0.0f) {
-                float b = c->first ? g : mom * s->accl[i] + damp * g;
-                s->accl[i] = b;
-                g = o->nesterov ? g + mom * b : b;
-            }
-            p[i] -= lr * g;
+            float g = gr[i] + wd * p[i];
+            float b = first ? g : mom * accl[i] + damp * g;
+            accl[i] = b;
+            p[i] -= lr * (nesterov ? g + mom * b : b);
         }
         return;
     }
-    float b1 = o->beta1, b2 = o->beta2, step_size = c->step_size, bc2_sqrt = c->bc2_sqrt;
+    float b1 = o->beta1, b2 = o->beta2, step_size = c->step_size, bc2_sqrt = c->bc2_sqrt, eps = o->eps;
     bool adamw = o->kind == TS_OPT_ADAMW;
     float wd = o->weight_decay, decay = 1.0f - o->lr * o->weight_decay;
+    float *restrict m1 = s->accl1, *restrict m2 = s->accl2;
     for (int64_t i = begin; i < end; i++) {
-        float g = grad[i];
+        float g = gr[i];
         if (adamw) p[i] *= decay;
         else g += wd * p[i];
-        float m = s->accl1[i] = b1 * s->accl1[i] + (1.0f - b1) * g;
-        float v = s->accl2[i] = b2 * s->accl2[i] + (1.0f - b2) * g * g;
-        p[i] -= step_size * m / (sqrtf(v) / bc2_sqrt + o->eps);
+        float m = m1[i] = b1 * m1[i] + (1.0f - b1) * g;
+        float v = m2[i] = b2 * m2[i] + (1.0f - b2) * g * g;
+        p[i] -= step_size * m / (sqrtf(v) / bc2_sqrt + eps);
     }
 }
 

@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -60,14 +61,22 @@ ts_status ts_graph_save_weights(const ts_graph *g, const char *path) {
     return st;
 }
 
-/* Whether v can be t's value (f32, t's shape); says why not. */
+/* Whether v can be t's value (f32, t's shape, every value finite: training
+ * from a NaN would only spread it, silently); says why not. */
 static ts_status fits(const ts_tensor *t, const ts_array *cur, const ts_array *v, const char *where) {
     bool ok = v->dtype == TS_F32 && v->ndim == cur->ndim;
     for (int i = 0; ok && i < v->ndim; i++) ok = v->shape[i] == cur->shape[i];
-    if (ok) return TS_OK;
-    char a[160], b[160];
-    return ts_error(TS_ERR_SHAPE, "%s: '%s' is %s in the model but %s in the file", where, ts_tensor_name(t),
-                    ts_array_shape_str(cur, a, sizeof a), ts_array_shape_str(v, b, sizeof b));
+    if (!ok) {
+        char a[160], b[160];
+        return ts_error(TS_ERR_SHAPE, "%s: '%s' is %s in the model but %s in the file", where, ts_tensor_name(t),
+                        ts_array_shape_str(cur, a, sizeof a), ts_array_shape_str(v, b, sizeof b));
+    }
+    int64_t n = ts_array_numel(v), bad = 0;
+    for (int64_t i = 0; i < n; i++) bad += !isfinite(((const float *)v->data)[i]);
+    if (bad)
+        return ts_error(TS_ERR_FORMAT, "%s: '%s' holds %lld NaN or infinite value%s of %lld; these are not usable weights", where,
+                        ts_tensor_name(t), (long long)bad, bad == 1 ? "" : "s", (long long)n);
+    return TS_OK;
 }
 
 /* An entry of the file that is not a value of the graph. */

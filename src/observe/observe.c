@@ -119,7 +119,7 @@ void ts_observe_step(ts_model *m, int node, int64_t d, ts_update_fn update, void
         }
         if (pass == 0) j.n_read = j.n;
     }
-    if (j.n == 0) update(ctx, 0, n);
+    if (j.n == 0) ts_pool_for(n >= SPLIT_MIN ? m->pool : NULL, n, SPLIT_MIN / 2, update, ctx); /* unwatched: split big ones */
     else walk(m, &j);
 }
 
