@@ -50,6 +50,8 @@ import sys, numpy as np
 f = np.load(sys.argv[1])
 np.savez("batch.npz", x=f["x"].astype(np.float64), labels=f["labels"].astype(np.int32))
 np.save("grad_fc1_weight.npy", f["grad/fc1.weight"])
+np.savez("cin.npz", x=f["x"])
+np.savez("cref.npz", out=f["out"])
 rng = np.random.default_rng(0)
 x = rng.standard_normal((300, 1, 4, 4)).astype(np.float32)
 y = np.argmax(x.reshape(300, 16) @ rng.standard_normal((16, 5)), 1)
@@ -74,6 +76,10 @@ err = np.max(np.abs(got - want) / (np.abs(want) + 1e-6))
 print("     max rel error", err)
 assert got.shape == want.shape and err < 1e-4
 PYEOF
+
+run cmp "$BIN" compare --model "$M" --inputs cin.npz --reference cref.npz
+[ "$rc" -eq 0 ] && has cmp.out "^PASS +out +f32\[4,5\]" && ok "compare --model mlp.onnx against PyTorch's output, by the file's output name" ||
+    { fail "compare with an ONNX model"; show cmp.out; show cmp.err; }
 
 run npz "$BIN" train --model "$M" --data data.npz --epochs 2 --batch-size 20 --lr 0.1 --anchor 'Gradient___fc2*' --stats --quiet
 if [ "$rc" -eq 0 ] && has npz.out "epoch 2/2: loss [0-9.]+  held-out accuracy" && has npz.out "Gradient___fc2.weight" &&

@@ -182,6 +182,28 @@ static void check_names(void) {
     char *dump = ts_graph_dump(g, NULL, TS_DUMP_TEXT, 1);
     CHECK(dump && strstr(dump, "@ mlp_op13.onnx:3 (/fc2/Gemm)"), "the graph dump shows model.onnx:<node index> (<node name>)");
     ts_string_free(dump);
+
+    /* an infinite weight: the numeric check names the imported node */
+    ts_options *o = ts_options_new();
+    ts_options_set_check_numerics(o, TS_CHECK_OUTPUT);
+    ts_model *m = NULL;
+    ts_tensor *out = ts_graph_output_at(g, 0);
+    CHECK_OK(ts_model_inference(&m, g, &out, 1, o), "an inference model of the import");
+    float x[64], w[120];
+    for (int i = 0; i < 64; i++) x[i] = 1.0f;
+    for (int i = 0; i < 120; i++) w[i] = 0.1f;
+    w[7] = 1.0f / 0.0f;
+    ts_array wa = ts_array_f32(w, 2, (int64_t[]){10, 12});
+    CHECK_OK(ts_param_set(ts_graph_find(g, "fc2.weight"), &wa), "fc2.weight set with an Inf");
+    ts_array in = ts_array_f32(x, 4, (int64_t[]){4, 1, 4, 4});
+    const char *names[1] = {"x"};
+    ts_set_log_level(TS_LOG_OFF);
+    ts_status st = m ? ts_model_run(m, names, &in, 1) : TS_ERR_STATE;
+    ts_set_log_level(TS_LOG_INFO);
+    CHECK(st == TS_ERR_NUMERICS && strstr(ts_last_error(), "mlp_op13.onnx:3 (/fc2/Gemm)"),
+          "the numeric check's report gives the node as model.onnx:<index> (<name>): %.300s", ts_last_error());
+    ts_model_free(m);
+    ts_options_free(o);
     ts_graph_free(g);
 }
 
