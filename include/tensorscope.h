@@ -651,7 +651,8 @@ TS_API ts_status ts_dataset_from_arrays(ts_dataset **out, const ts_array *x,
 TS_API ts_status ts_dataset_load_arrays(ts_dataset **out, ts_dataset **heldout, const char *path);
 TS_API void ts_dataset_free(ts_dataset *d);
 TS_API int64_t ts_dataset_size(const ts_dataset *d);
-/* Views of all images f32 [N,1,28,28] and labels i32 [N]. */
+/* Views of all samples f32 [N,...] (MNIST: [N,1,28,28]) and labels i32 [N,...]
+ * (MNIST: [N]). */
 TS_API ts_status ts_dataset_arrays(const ts_dataset *d, ts_array *images, ts_array *labels);
 
 typedef struct ts_loader ts_loader;
