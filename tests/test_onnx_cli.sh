@@ -94,6 +94,10 @@ run half "$BIN" train --model "$M" --data half.npz --epochs 1 --batch-size 30 --
 [ "$rc" -eq 0 ] && has half.out "trained 9 runs" && ok "float16 samples and int8 labels (NumPy's narrow types) are read" ||
     { fail "float16 / int8 data"; show half.err; }
 
+run outp "$BIN" train --model "$M" --data dir --batch-size 30 --run-single-step --quiet --output /fc3/Gemm_output_0 --anchor Gradient___fc3/Gemm:0
+[ "$rc" -eq 0 ] && has outp.out "Gradient___fc3/Gemm:0 f32\[30,5\]" && ok "--output puts the loss on another tensor (the logits before LogSoftmax)" ||
+    { fail "--output"; show outp.out; show outp.err; }
+
 run mse "$BIN" train --model "$M" --data dir --epochs 1 --batch-size 30 --quiet --loss mse
 [ "$rc" -eq 0 ] && has mse.out "epoch 1/1: loss" && ok "--loss mse trains against one-hot labels" || { fail "--loss mse"; show mse.err; }
 

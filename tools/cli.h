@@ -60,6 +60,7 @@ typedef struct cli_import {
     const cli_list *inputs;   /* NAME:D0xD1x... (dim 0 is set to the batch size) */
     const char *loss;         /* cross_entropy|nll|mse; NULL: nll after a LogSoftmax, else cross_entropy */
     const char *labels_input; /* the file's own labels input; its scalar output is the loss */
+    const char *output;       /* the scores the loss is put on (a tensor or file value name); NULL: the first output */
 } cli_import;
 /* A built-in model by name, or an ONNX file (a name ending in .onnx). */
 ts_status cli_model_open(const char *name, long batch, uint64_t seed, const cli_list *prints, const cli_import *imp,

@@ -6,7 +6,7 @@
 #include <strings.h>
 
 typedef struct model_args {
-    const char *model, *optimizer, *format, *loss, *labels_input;
+    const char *model, *optimizer, *format, *loss, *labels_input, *output;
     long batch_size, repeat_count, grad_accum;
     double momentum;
     bool locations, inference;
@@ -15,7 +15,7 @@ typedef struct model_args {
 
 /* Builds and compiles the training (or inference) model the flags describe. */
 static int compile_model(const char *cmd, const model_args *a, cli_model *cm, ts_model **m) {
-    cli_import imp = {&a->inputs, a->loss, a->labels_input};
+    cli_import imp = {&a->inputs, a->loss, a->labels_input, a->output};
     ts_status st = cli_model_open(a->model, a->batch_size, 0, NULL, &imp, cm);
     if (st == TS_ERR_NOT_FOUND && !cm->error[0])
         return cli_usage_error(cmd, "unknown model '%s' (built-in: %s; or an ONNX file ending in .onnx)", a->model, cli_model_names());
@@ -48,6 +48,7 @@ static int compile_model(const char *cmd, const model_args *a, cli_model *cm, ts
     {"--input", FLAG_LIST, &(a).inputs, "NAME:SHAPE", "ONNX: static shape of an input (dim 0 = --batch-size)"}, \
     {"--loss", FLAG_STRING, &(a).loss, "cross_entropy|nll|mse", "ONNX: loss on the output"},            \
     {"--labels-input", FLAG_STRING, &(a).labels_input, "NAME", "ONNX: the file's labels input (its scalar output is the loss)"}, \
+    {"--output", FLAG_STRING, &(a).output, "NAME", "ONNX: the scores to put the loss on (default: the first output)"}, \
     {"--batch-size", FLAG_INT, &(a).batch_size, "B", "micro-batch size (default 64)"},                  \
     {"--optimizer", FLAG_STRING, &(a).optimizer, "sgd|adam|adamw", "optimizer state to include"},       \
     {"--momentum", FLAG_FLOAT, &(a).momentum, "M", "SGD momentum (adds Accl___ tensors)"},              \

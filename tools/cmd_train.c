@@ -16,7 +16,7 @@
 
 typedef struct train_args {
     const char *model, *data, *optimizer, *output_mode, *check_numerics, *histogram, *dump_npy, *tensorboard, *plot;
-    const char *save_weights, *weights, *dump_limit, *loss, *labels_input;
+    const char *save_weights, *weights, *dump_limit, *loss, *labels_input, *output;
     long epochs, batch_size, seed, holdout, repeat_count, grad_accum, threads, log_verbosity, watch_period, max_steps;
     double lr, momentum, weight_decay;
     bool outfeed_pre, stats, run_single_step, metrics, log_memory, quiet, all;
@@ -259,6 +259,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--input", FLAG_LIST, &a.inputs, "NAME:SHAPE", "ONNX: static shape of an input, e.g. x:64x1x28x28 (dim 0 = --batch-size)"},
         {"--loss", FLAG_STRING, &a.loss, "cross_entropy|nll|mse", "ONNX: loss on the output (default nll after LogSoftmax, else cross_entropy)"},
         {"--labels-input", FLAG_STRING, &a.labels_input, "NAME", "ONNX: the file's labels input; its scalar output is the loss"},
+        {"--output", FLAG_STRING, &a.output, "NAME", "ONNX: the scores to put the loss on (default: the first output)"},
         {"--data", FLAG_STRING, &a.data, "DIR|FILE.npz", "MNIST IDX directory, x.npy + labels.npy directory, or .npz (default data/mnist)"},
         {"--epochs", FLAG_INT, &a.epochs, "N", "passes over the training split (default 1)"},
         {"--batch-size", FLAG_INT, &a.batch_size, "B", "micro-batch size (default 64)"},
@@ -368,7 +369,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         goto done;
     }
     int64_t n_train = N - a.holdout;
-    cli_import imp = {&a.inputs, a.loss, a.labels_input};
+    cli_import imp = {&a.inputs, a.loss, a.labels_input, a.output};
     ts_status st = cli_model_open(a.model, a.batch_size, (uint64_t)a.seed, &a.prints, &imp, &cm);
     if (st == TS_ERR_NOT_FOUND && !cm.error[0]) {
         rc = cli_usage_error(cmd, "unknown model '%s' (built-in: %s; or an ONNX file ending in .onnx)", a.model, cli_model_names());

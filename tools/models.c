@@ -148,6 +148,11 @@ static ts_status open_onnx(const char *path, long batch, const cli_list *prints,
         if (info.ndim == 0 && !file_loss) file_loss = o;
         else if (info.ndim > 0 && !scores) scores = o;
     }
+    if (imp && imp->output) {
+        scores = ts_graph_find(g, imp->output);
+        if (!scores) return fail(m, TS_ERR_NOT_FOUND, "--output %s: %s has no tensor or value of that name (see `tensorscope names --model %s`)",
+                                 imp->output, path, path);
+    }
     if (lab_name) {
         m->labels = ts_graph_find(g, lab_name);
         if (!m->labels) return fail(m, TS_ERR_NOT_FOUND, "--labels-input %s: %s has no input of that name", lab_name, path);
