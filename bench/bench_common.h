@@ -32,6 +32,19 @@ static inline long arg_or(int argc, char **argv, int i, long def)
     return argc > i ? strtol(argv[i], NULL, 10) : def;
 }
 
+static inline int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sorts v[0..n) and returns its median. */
+static inline double median(double *v, long n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 /* The tutorial MLP (784-320-100-10) at micro-batch `batch` into a new graph;
  * *loss gets the loss tensor, named "loss". Check ts_graph_status(g). */
 static inline ts_graph *bench_mlp_graph(long batch, ts_tensor **loss)

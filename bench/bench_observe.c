@@ -154,19 +154,6 @@ static void handlers_use(int installed)
         sigaction(k_signals[i], &g_handlers[installed][i], NULL);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Sorts v[0..n) and returns its median. */
-static double median(double *v, long n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* One side's line (median, best and worst repetition); *best = its best
  * seconds per step. */
 static void report(const char *impl, const char *role, const side *s, const data *d, long threads,

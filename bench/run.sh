@@ -93,10 +93,22 @@ stat() { sort -g | awk -v op="$1" '{ v[NR] = $1 } END {
 # (the target: PyTorch 2.x median ms / tensorscope median ms >= TARGET) and
 # Debian's PyTorch (no target), REPS interleaved rounds.
 mlp_row() {
-    local label=$1 target=$2 batch=$3 n m i k r
-    local -a cmds=("$BENCH $batch $(steps "$4") $5 $THREADS"
-                   "$TORCH2_PY $SRC/bench/torch_mlp.py --batch $batch --steps $(steps "$4") --warmup $5 --threads $THREADS"
-                   "$PY $SRC/bench/torch_mlp.py --batch $batch --steps $(steps "$4") --warmup $5 --threads $THREADS")
+    peer_row "$1" "$2" "$BENCH $3 $(steps "$4") $5 $THREADS" \
+        "$SRC/bench/torch_mlp.py --batch $3 --steps $(steps "$4") --warmup $5 --threads $THREADS"
+}
+
+# cnn_row LABEL TARGET MODEL BATCH STEPS WARMUP: bench_cnn against
+# torch_cnn.py, as mlp_row
+cnn_row() {
+    peer_row "$1" "$2" "$BUILD/bench_cnn train $3 $4 $(steps "$5") $6 $THREADS" \
+        "$SRC/bench/torch_cnn.py --mode train --model $3 --batch $4 --steps $(steps "$5") --warmup $6 --threads $THREADS"
+}
+
+# peer_row LABEL TARGET TS_CMD TORCH_SCRIPT_AND_ARGS: the tensorscope command
+# against the script under PyTorch 2.x (the target) and Debian's PyTorch
+peer_row() {
+    local label=$1 target=$2 n m i k r
+    local -a cmds=("$3" "$TORCH2_PY $4" "$PY $4")
     local -a lines=("" "" "") ms=("" "" "") rat=("" "")
     [ -n "$TORCH2_PY" ] || cmds[1]="false"
     n=${#cmds[@]}
@@ -201,6 +213,12 @@ BENCH=$BUILD/bench_mlp
 mlp_row "mlp train batch=1000" 1.15 1000 30 5
 mlp_row "mlp train batch=32" 2.0 32 500 20
 
+# convolutional networks, training steps at batch 64 (bench_cnn.c,
+# torch_cnn.py): the LeNet+BN of --model cnn, and a 3-stage ResNet on
+# 3x32x32 random inputs
+cnn_row "lenet+bn train b=64" 1.0 lenet 64 20 3
+cnn_row "resnet3 train b=64" 1.0 resnet 64 5 1
+
 # what observing costs: tensorscope plain vs observed in one process,
 # interleaved repetitions (7 pairs); PyTorch 2.x doing the same work for
 # reference (forward hooks + .grad + updated-parameter stats)
@@ -212,6 +230,11 @@ overhead_row "torch hooks b=1000" - "$(row_torch 1000 20 3)"
 overhead_row "watch stats b=32" 10 "$(row_obs watch 32 200 20)"
 overhead_row "torch hooks b=32" - "$(row_torch 32 200 20)"
 overhead_row "check_numerics b=1000" 5 "$(row_obs numerics 1000 20 3)"
+# the same on the CNN: every activation, parameter gradient and updated
+# parameter summarised every step; PyTorch hooks doing the same beside it
+cnn_obs() { echo "$BUILD/bench_cnn observe lenet 64 $(steps 10) 2 $THREADS 7"; }
+overhead_row "cnn watch stats b=64" 5 "$(cnn_obs)"
+overhead_row "cnn torch hooks b=64" - "$TORCH2_PY $SRC/bench/torch_cnn.py --mode observe --model lenet --batch 64 --steps $(steps 10) --warmup 2 --threads $THREADS --reps 7"
 # diagnostics off (TS_METRICS_FILE unset) with the crash handler installed
 # or not: "unchanged" within the noise of interleaved runs
 overhead_row "crash handler b=32" 2 "$(row_obs crash 32 400 20)"

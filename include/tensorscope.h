@@ -216,6 +216,86 @@ TS_API ts_tensor *ts_print(ts_graph *g, ts_tensor *x, const char *title);
 #define ts_print(g, ...) ts_print(TS_AT_(g), __VA_ARGS__)
 #endif
 
+/* ---- convolutional networks (NCHW throughout, PyTorch's semantics) */
+
+/* Geometry of a 2-D convolution; zeros mean PyTorch's defaults (stride 1,
+ * no padding, dilation 1, one group). Padding may be asymmetric; `same`
+ * pads so that the output has the input's size (stride 1 only; an odd total
+ * puts the extra row/column at the bottom/right, as PyTorch does). */
+typedef struct ts_conv2d_params {
+    int stride_h, stride_w;
+    int pad_top, pad_bottom, pad_left, pad_right;
+    int dilation_h, dilation_w;
+    int groups;
+    int same;
+} ts_conv2d_params;
+/* y[N,OC,OH,OW] = conv(x[N,C,H,W], w[OC,C/groups,KH,KW]) + b[OC] (b may be
+ * NULL); p NULL = defaults. */
+TS_API ts_tensor *ts_conv2d(ts_graph *g, ts_tensor *x, ts_tensor *w, ts_tensor *b,
+                            const ts_conv2d_params *p);
+/* A conv layer: creates `<name>.weight` [OC,C/groups,KH,KW] and (if bias)
+ * `<name>.bias` [OC], PyTorch's default init U(-1/sqrt(fan_in),
+ * 1/sqrt(fan_in)) with fan_in = C/groups*KH*KW; the op is `<name>/Conv2d:0`. */
+TS_API ts_tensor *ts_conv2d_layer(ts_graph *g, ts_tensor *x, int64_t out_channels, int kernel_h,
+                                  int kernel_w, const ts_conv2d_params *p, int bias, const char *name);
+
+/* Pooling window: kernel (required), stride (0 = the kernel), padding per
+ * side. exclude_pad (avg only): 0 divides by the whole window, padding
+ * included (PyTorch's count_include_pad=True default). */
+typedef struct ts_pool2d_params {
+    int kernel_h, kernel_w;
+    int stride_h, stride_w;
+    int pad_top, pad_bottom, pad_left, pad_right;
+    int exclude_pad;
+} ts_pool2d_params;
+/* Max pooling: padding never wins, ties go to the first element of the
+ * window (row-major), a NaN in the window gives NaN (PyTorch's CPU rules). */
+TS_API ts_tensor *ts_max_pool2d(ts_graph *g, ts_tensor *x, const ts_pool2d_params *p);
+TS_API ts_tensor *ts_avg_pool2d(ts_graph *g, ts_tensor *x, const ts_pool2d_params *p);
+/* [N,C,H,W] -> [N,C,1,1]: the mean of each channel (adaptive_avg_pool2d(x, 1)). */
+TS_API ts_tensor *ts_global_avg_pool2d(ts_graph *g, ts_tensor *x);
+
+/* Non-trainable state the graph holds and saves with the parameters (listed
+ * by ts_tensor_info like a parameter, set with ts_param_set), never given a
+ * gradient; zero-initialised. */
+TS_API ts_tensor *ts_buffer(ts_graph *g, const char *name, int ndim, const int64_t *shape);
+/* 1 for a buffer (ts_buffer, batch norm running statistics), else 0. */
+TS_API int ts_tensor_is_buffer(const ts_tensor *t);
+/* Batch normalisation over axis 1 of x [N,C] or [N,C,H,W]. A training model
+ * normalises with the batch statistics (biased variance) and updates the
+ * running buffers each micro-batch: r = (1-momentum) r + momentum s, with the
+ * unbiased variance; an inference model normalises with the running values.
+ * frozen = 1 uses the running values in training too (no update). */
+TS_API ts_tensor *ts_batch_norm(ts_graph *g, ts_tensor *x, ts_tensor *weight, ts_tensor *bias,
+                                ts_tensor *running_mean, ts_tensor *running_var, float eps,
+                                float momentum, int frozen);
+/* A batch norm layer over x's axis 1 (eps 1e-5, momentum 0.1): creates
+ * `<name>.weight` (ones), `<name>.bias` (zeros), buffers
+ * `<name>.running_mean` (zeros) and `<name>.running_var` (ones); the op is
+ * `<name>/BatchNorm:0`. */
+TS_API ts_tensor *ts_batch_norm_layer(ts_graph *g, ts_tensor *x, const char *name);
+/* Inverted dropout: x * mask, the mask a tensor of its own
+ * (`<scope>/DropoutMask:<k>`, values 0 or 1/(1-p)), drawn per micro-batch
+ * from the graph seed (the same seed gives the same masks), all ones in an
+ * inference model. 0 <= p < 1. */
+TS_API ts_tensor *ts_dropout(ts_graph *g, ts_tensor *x, float p);
+TS_API ts_tensor *ts_tanh(ts_graph *g, ts_tensor *x);
+TS_API ts_tensor *ts_sigmoid(ts_graph *g, ts_tensor *x);
+
+#ifndef TS_NO_SOURCE_LOCATIONS
+#define ts_conv2d(g, ...) ts_conv2d(TS_AT_(g), __VA_ARGS__)
+#define ts_conv2d_layer(g, ...) ts_conv2d_layer(TS_AT_(g), __VA_ARGS__)
+#define ts_max_pool2d(g, ...) ts_max_pool2d(TS_AT_(g), __VA_ARGS__)
+#define ts_avg_pool2d(g, ...) ts_avg_pool2d(TS_AT_(g), __VA_ARGS__)
+#define ts_global_avg_pool2d(g, ...) ts_global_avg_pool2d(TS_AT_(g), __VA_ARGS__)
+#define ts_buffer(g, ...) ts_buffer(TS_AT_(g), __VA_ARGS__)
+#define ts_batch_norm(g, ...) ts_batch_norm(TS_AT_(g), __VA_ARGS__)
+#define ts_batch_norm_layer(g, ...) ts_batch_norm_layer(TS_AT_(g), __VA_ARGS__)
+#define ts_dropout(g, ...) ts_dropout(TS_AT_(g), __VA_ARGS__)
+#define ts_tanh(g, ...) ts_tanh(TS_AT_(g), __VA_ARGS__)
+#define ts_sigmoid(g, ...) ts_sigmoid(TS_AT_(g), __VA_ARGS__)
+#endif
+
 TS_API ts_status ts_tensor_set_name(ts_tensor *t, const char *name);
 TS_API const char *ts_tensor_name(const ts_tensor *t);
 /* Shape (and a view of a parameter's values in `out->data`, NULL otherwise). */
@@ -454,6 +534,14 @@ typedef struct ts_series {
 } ts_series;
 TS_API ts_status ts_plot_lines(const char *path, const char *title, const char *x_label,
                                const ts_series *series, int n_series);
+
+/* A grid of image tiles with one shared colour scale and a colour bar.
+ * [T,H,W]: T tiles laid out near-square, labelled by index (the channels of
+ * one sample's feature maps); [R,C,H,W]: R rows of C tiles labelled "r,c"
+ * (conv filters: output by input channel). Values of both signs use a
+ * blue-white-red scale symmetric about 0, others viridis from min to max;
+ * NaN/Inf pixels are magenta. PNG (or SVG when the path ends in .svg). */
+TS_API ts_status ts_plot_tiles(const char *path, const char *title, const ts_array *a);
 
 /* `tensorscope compare`'s picture: each tensor's max relative error (log
  * scale, in the given order) against its tolerance, green when within it,

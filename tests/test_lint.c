@@ -68,5 +68,29 @@ int main(void) {
 
     n = lint_of((variant){0, 0, 1, 1}, w, sizeof w);
     CHECK(n == 3, "three mistakes at once give three warnings (%zu)", n);
+    /* dropout in an inference model; batch norm trained on one value per channel */
+    ts_graph *g = ts_graph_new(1);
+    ts_tensor *x = ts_input(g, "x", TS_F32, 2, (int64_t[]){1, IN});
+    ts_tensor *h = ts_dropout(g, ts_linear(g, x, 8, "fc1"), 0.5f);
+    h = ts_batch_norm_layer(g, h, "bn1");
+    ts_tensor *y = ts_input(g, "labels", TS_I32, 1, (int64_t[]){1});
+    ts_tensor *logp = ts_log_softmax(g, ts_linear(g, h, 10, "fc2"), 1);
+    ts_tensor *loss = ts_nll_loss(g, logp, y);
+    ts_options *o = ts_options_new();
+    ts_model *inf = NULL, *tr = NULL;
+    const char *const *lw;
+    size_t ln = 0;
+    CHECK_OK(ts_model_inference(&inf, g, &logp, 1, o), "an inference model with dropout");
+    CHECK_OK(ts_model_compile(inf), "compile it");
+    CHECK(!ts_model_lint(inf, &lw, &ln) && ln == 1 && strstr(lw[0], "dropout") && strstr(lw[0], "inference model"),
+          "dropout in an inference model is noted: %s", ln ? lw[0] : "(none)");
+    CHECK_OK(ts_model_training(&tr, g, loss, o, ts_sgd(0.1f, 0, 0)), "a training model at batch size 1");
+    CHECK_OK(ts_model_compile(tr), "compile it");
+    CHECK(!ts_model_lint(tr, &lw, &ln) && ln == 1 && strstr(lw[0], "bn1/BatchNorm:0") && strstr(lw[0], "variance is 0"),
+          "batch norm trained on one sample is flagged: %s", ln ? lw[0] : "(none)");
+    ts_model_free(inf);
+    ts_model_free(tr);
+    ts_options_free(o);
+    ts_graph_free(g);
     return check_summary("test_lint");
 }

@@ -107,8 +107,8 @@ static int find_params(ts_graph *g, param_ref *ps)
     for (size_t i = 0; i < ts_graph_tensor_count(g) && n < MAX_PARAMS; i++) {
         ts_tensor *t = ts_graph_tensor_at(g, i);
         ts_array info;
-        if (ts_tensor_info(t, &info) != TS_OK || !info.data)
-            continue; /* only parameters expose values */
+        if (ts_tensor_info(t, &info) != TS_OK || !info.data || ts_tensor_is_buffer(t))
+            continue; /* only parameters and buffers expose values; buffers get no gradient */
         ps[n].t = t;
         snprintf(ps[n].name, sizeof ps[n].name, "%s", ts_tensor_name(t));
         ps[n].info = info;
@@ -419,6 +419,143 @@ static ts_tensor *b_print(ts_graph *g, const op_case *c)
     return ts_mul(g, p, p);
 }
 
+/* ------------------------------------------------- convolutional networks */
+
+/* conv2d variants by iarg: the input [2,C,H,W] and weight shapes and the
+ * geometry, with bias when has_bias. */
+typedef struct conv_variant {
+    int64_t C, H, W, OC, KH, KW;
+    ts_conv2d_params p;
+    int has_bias;
+} conv_variant;
+
+static const conv_variant CONV_VARIANTS[] = {
+    {1, 5, 5, 2, 3, 3, {0}, 1},                                         /* plain, odd sizes */
+    {3, 7, 6, 4, 3, 2, {.stride_h = 2, .stride_w = 3}, 1},              /* stride > 1, non-square kernel */
+    {2, 5, 6, 3, 3, 3, {.pad_top = 1, .pad_bottom = 2, .pad_left = 0, .pad_right = 1}, 0}, /* asymmetric padding, no bias */
+    {2, 7, 7, 2, 3, 3, {.dilation_h = 2, .dilation_w = 2, .pad_top = 1, .pad_bottom = 1, .pad_left = 2, .pad_right = 2}, 1},
+    {4, 5, 5, 6, 3, 3, {.groups = 2, .pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1}, 1}, /* groups */
+    {3, 6, 5, 3, 3, 3, {.groups = 3, .stride_h = 2, .stride_w = 2, .pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1}, 1},
+    {2, 5, 4, 3, 2, 4, {.same = 1}, 1},                                 /* "same", even kernel: extra padding bottom/right */
+};
+
+static ts_tensor *b_conv2d(ts_graph *g, const op_case *c)
+{
+    const conv_variant *v = &CONV_VARIANTS[c->iarg];
+    int64_t G = v->p.groups ? v->p.groups : 1;
+    ts_tensor *x = rparam(g, "x", 4, (int64_t[]){2, v->C, v->H, v->W}, D_SYM);
+    ts_tensor *w = rparam(g, "w", 4, (int64_t[]){v->OC, v->C / G, v->KH, v->KW}, D_SYM);
+    ts_tensor *b = v->has_bias ? rparam(g, "b", 1, (int64_t[]){v->OC}, D_SYM) : NULL;
+    return ts_conv2d(g, x, w, b, &v->p);
+}
+
+/* x [2,2,H,W] with distinct values 0.05 apart (a shuffled grid), so that a
+ * difference of 0.02 never changes a window's winner. */
+static ts_tensor *distinct_param(ts_graph *g, int64_t H, int64_t W)
+{
+    int64_t n = 4 * H * W;
+    ts_tensor *x = ts_param(g, "x", 4, (int64_t[]){2, 2, H, W});
+    float *v = malloc(sizeof(float) * (size_t)n);
+    if (!v)
+        return x;
+    for (int64_t i = 0; i < n; i++)
+        v[i] = (float)(0.05 * (double)(i - n / 2));
+    for (int64_t i = n - 1; i > 0; i--) {
+        int64_t j = (int64_t)(urand() * (double)(i + 1));
+        float t = v[i];
+        v[i] = v[j], v[j] = t;
+    }
+    ts_array a = ts_array_f32(v, 4, (int64_t[]){2, 2, H, W});
+    ts_param_set(x, &a);
+    free(v);
+    return x;
+}
+
+static const ts_pool2d_params POOL_VARIANTS[] = {
+    {.kernel_h = 2, .kernel_w = 2},                                                          /* LeNet's */
+    {.kernel_h = 3, .kernel_w = 3, .stride_h = 2, .stride_w = 2, .pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1},
+    {.kernel_h = 3, .kernel_w = 2, .stride_h = 1, .stride_w = 2, .pad_top = 0, .pad_bottom = 1, .pad_left = 1, .pad_right = 0},
+    {.kernel_h = 3, .kernel_w = 3, .stride_h = 2, .stride_w = 1, .pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1,
+     .exclude_pad = 1},
+};
+
+static ts_tensor *b_max_pool(ts_graph *g, const op_case *c)
+{
+    return ts_max_pool2d(g, distinct_param(g, 5, 7), &POOL_VARIANTS[c->iarg]);
+}
+
+static ts_tensor *b_avg_pool(ts_graph *g, const op_case *c)
+{
+    return ts_avg_pool2d(g, rparam(g, "x", 4, (int64_t[]){2, 2, 5, 7}, D_SYM), &POOL_VARIANTS[c->iarg]);
+}
+
+static ts_tensor *b_global_pool(ts_graph *g, const op_case *c)
+{
+    (void)c;
+    return ts_global_avg_pool2d(g, rparam(g, "x", 4, (int64_t[]){2, 3, 3, 5}, D_SYM));
+}
+
+/* batch norm: iarg 0 = 4-D batch statistics, 1 = 2-D batch statistics,
+ * 2 = 4-D frozen (running statistics, as in inference) */
+static ts_tensor *b_batch_norm(ts_graph *g, const op_case *c)
+{
+    ts_tensor *x = c->iarg == 1 ? rparam(g, "x", 2, (int64_t[]){5, 3}, D_SYM) : rparam(g, "x", 4, (int64_t[]){3, 2, 3, 2}, D_SYM);
+    int64_t C = c->iarg == 1 ? 3 : 2;
+    ts_tensor *w = rparam(g, "bn.weight", 1, &C, D_AWAY), *b = rparam(g, "bn.bias", 1, &C, D_SYM);
+    ts_tensor *rm = ts_buffer(g, "bn.running_mean", 1, &C), *rv = ts_buffer(g, "bn.running_var", 1, &C);
+    fill(rm, D_SYM);
+    fill(rv, D_POS);
+    return ts_batch_norm(g, x, w, b, rm, rv, 1e-5f, 0.1f, c->iarg == 2);
+}
+
+static ts_tensor *b_tanh(ts_graph *g, const op_case *c)
+{
+    (void)c;
+    return ts_tanh(g, rparam(g, "x", 3, S234, D_SYM));
+}
+
+static ts_tensor *b_sigmoid(ts_graph *g, const op_case *c)
+{
+    (void)c;
+    ts_tensor *x = rparam(g, "x", 3, S234, D_SYM);
+    return ts_sigmoid(g, ts_scale(g, x, 4.0f));
+}
+
+/* Max pooling's ties and NaN, as PyTorch's CPU kernel: the first maximum of
+ * the window (row-major) takes the gradient; a NaN in the window makes the
+ * output NaN. */
+static void pool_ties(void)
+{
+    /* [1,1,4,4]: window (0,0) all 1; (0,1) 2 at (0,3) and (1,2); (1,0) NaN; (1,1) -inf and 5, 5 */
+    const float xs[16] = {1, 1, 0, 2, 1, 1, 2, 0, 3, NAN, -INFINITY, 5, 0, 3, 5, 5};
+    ts_graph *g = ts_graph_new(1);
+    ts_tensor *x = ts_param(g, "x", 4, (int64_t[]){1, 1, 4, 4});
+    ts_array xa = ts_array_f32((float *)xs, 4, (int64_t[]){1, 1, 4, 4});
+    ts_param_set(x, &xa);
+    ts_tensor *y = ts_max_pool2d(g, x, &(ts_pool2d_params){.kernel_h = 2, .kernel_w = 2});
+    param_ref ps[MAX_PARAMS];
+    int np = find_params(g, ps);
+    loss_model lm = {.g = g};
+    const char *extra[1] = {"MaxPool2d:0"};
+    double l0;
+    if (loss_model_new(&lm, g, y, ps, np, extra, 1, "pool ties") && loss_run(&lm, &l0) && copy_grads(&lm, ps, np, "pool ties")) {
+        ts_array ya;
+        ts_model_anchored(lm.m, "MaxPool2d:0", &ya);
+        const float *yv = ya.data;
+        CHECK(yv[0] == 1 && yv[1] == 2 && isnan(yv[2]) && yv[3] == 5, "max_pool2d ties and NaN: outputs %g %g %g %g (want 1 2 nan 5)",
+              (double)yv[0], (double)yv[1], (double)yv[2], (double)yv[3]);
+        /* winners: (0,0), (0,3), the NaN at (2,1), (2,3) */
+        float want[16] = {0};
+        want[0] = lm.r[0], want[3] = lm.r[1], want[9] = lm.r[2], want[11] = lm.r[3];
+        int exact = 1;
+        for (int i = 0; i < 16; i++)
+            exact = exact && ps[0].grad[i] == want[i];
+        CHECK(exact, "max_pool2d ties: the gradient goes to the first maximum of each window (row-major), to the NaN in a window with one");
+    }
+    free(ps[0].grad);
+    loss_model_free(&lm);
+}
+
 /* ------------------------------------------------------------ print capture */
 
 typedef struct log_capture {
@@ -631,10 +768,31 @@ int main(void)
         {"mean [2,3,4]", b_mean, LIN, 1e-3, 1e-4, 0, 0, {0}},
         {"print 'probe' (x2, used twice)", b_print, 1e-2, 1e-3, 1e-4, 0, 0, {0}},
         {"print '' (x2, used twice)", b_print, 1e-2, 1e-3, 1e-4, 1, 0, {0}},
+        {"conv2d 1->2 k3 5x5", b_conv2d, LIN, 1e-3, 1e-4, 0, 0, {0}},
+        {"conv2d stride 2,3 k3x2 7x6", b_conv2d, LIN, 1e-3, 1e-4, 1, 0, {0}},
+        {"conv2d pad 1,2,0,1 no bias", b_conv2d, LIN, 1e-3, 1e-4, 2, 0, {0}},
+        {"conv2d dilation 2 pad 1,2", b_conv2d, LIN, 1e-3, 1e-4, 3, 0, {0}},
+        {"conv2d groups 2", b_conv2d, LIN, 1e-3, 1e-4, 4, 0, {0}},
+        {"conv2d depthwise stride 2", b_conv2d, LIN, 1e-3, 1e-4, 5, 0, {0}},
+        {"conv2d same, k2x4", b_conv2d, LIN, 1e-3, 1e-4, 6, 0, {0}},
+        {"max_pool2d k2", b_max_pool, 2e-2, 1e-3, 1e-4, 0, 0, {0}},
+        {"max_pool2d k3 s2 pad 1", b_max_pool, 2e-2, 1e-3, 1e-4, 1, 0, {0}},
+        {"max_pool2d k3x2 s1,2 pad 0,1,1,0", b_max_pool, 2e-2, 1e-3, 1e-4, 2, 0, {0}},
+        {"avg_pool2d k2", b_avg_pool, LIN, 1e-3, 1e-4, 0, 0, {0}},
+        {"avg_pool2d k3 s2 pad 1 (incl pad)", b_avg_pool, LIN, 1e-3, 1e-4, 1, 0, {0}},
+        {"avg_pool2d k3x2 pad 0,1,1,0", b_avg_pool, LIN, 1e-3, 1e-4, 2, 0, {0}},
+        {"avg_pool2d k3 pad 1 (excl pad)", b_avg_pool, LIN, 1e-3, 1e-4, 3, 0, {0}},
+        {"global_avg_pool2d [2,3,3,5]", b_global_pool, LIN, 1e-3, 1e-4, 0, 0, {0}},
+        {"batch_norm 4-D batch stats", b_batch_norm, 1e-2, 1e-2, 2e-4, 0, 0, {0}},
+        {"batch_norm 2-D batch stats", b_batch_norm, 1e-2, 1e-2, 2e-4, 1, 0, {0}},
+        {"batch_norm 4-D frozen", b_batch_norm, 1e-2, 1e-2, 1e-4, 2, 0, {0}},
+        {"tanh", b_tanh, 1e-2, 1e-2, 1e-4, 0, 0, {0}},
+        {"sigmoid(4x)", b_sigmoid, 1e-3, 1e-2, 1e-4, 0, 0, {0}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         gradcheck(&cases[i]);
     relu_kink();
+    pool_ties();
     activation_gradients();
 
     ts_set_log_callback(NULL, NULL);

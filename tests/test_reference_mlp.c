@@ -24,6 +24,7 @@
 #include "check.h"
 #include "mlp.h"
 #include "fixture.h"
+#include "reference.h"
 #include "tensorscope.h"
 
 enum { BATCH = 16, PIXELS = 784, TRAJ_D = 10, TRAJ_A = 2 };
@@ -41,15 +42,6 @@ static const char *const ACTIVATIONS[] = {"fc1/MatMul:0", "fc1/Add:0", "Relu:0",
 #define N_PARAMS ((int)(sizeof PARAMS / sizeof PARAMS[0]))
 #define N_ACTIVATIONS ((int)(sizeof ACTIVATIONS / sizeof ACTIVATIONS[0]))
 
-/* The fixture entry `name`; a missing one is a failed check. */
-static const ts_array *need(const fixture *f, const char *name)
-{
-    const ts_array *a = fixture_get(f, name);
-    if (!a)
-        CHECK(0, "fixture has entry %s", name);
-    return a;
-}
-
 static void reset_params(const mlp *m, const fixture *f)
 {
     int ok = 1;
@@ -62,72 +54,6 @@ static void reset_params(const mlp *m, const fixture *f)
         }
     }
     CHECK(ok, "parameters set to the fixture's initial values");
-}
-
-static void anchor_all(ts_options *o, const char *prefix, const char *const *names, int n,
-                       ts_output_mode mode)
-{
-    char full[256];
-    for (int i = 0; i < n; i++) {
-        snprintf(full, sizeof full, "%s%s", prefix, names[i]);
-        ts_status st = ts_options_anchor(o, full, full, mode, 0);
-        if (st != TS_OK)
-            CHECK_OK(st, "anchor %s", full);
-    }
-}
-
-/* A compiled training model, or NULL (with a failed check). */
-static ts_model *compile(const mlp *m, ts_options *o, ts_optimizer opt, const char *what)
-{
-    ts_model *model = NULL;
-    ts_status st = ts_model_training(&model, m->g, m->loss, o, opt);
-    if (st == TS_OK)
-        st = ts_model_compile(model);
-    CHECK_OK(st, "compile %s", what);
-    if (st != TS_OK) {
-        ts_model_free(model);
-        return NULL;
-    }
-    return model;
-}
-
-static int run(ts_model *model, const ts_array *x, const ts_array *y, const char *what)
-{
-    const char *names[2] = {"x", "labels"};
-    ts_array in[2] = {*x, *y};
-    ts_status st = ts_model_run(model, names, in, 2);
-    CHECK_OK(st, "run %s", what);
-    return st == TS_OK;
-}
-
-/* Compares anchor `short_name` (or its sample `sample` when >= 0, for ALL
- * anchors) with `want`. */
-static void expect_anchor(const ts_model *model, const char *short_name, int sample,
-                          const ts_array *want, double rtol, double atol, const char *label)
-{
-    ts_array got;
-    if (!want)
-        return;
-    ts_status st = ts_model_anchored(model, short_name, &got);
-    if (st != TS_OK) {
-        CHECK_OK(st, "anchored %s", short_name);
-        return;
-    }
-    if (sample >= 0) { /* drop the leading sample axis */
-        if (got.ndim < 1 || got.shape[0] <= sample || got.dtype != TS_F32) {
-            CHECK(0, "%s has a sample %d", short_name, sample);
-            return;
-        }
-        int64_t per = 1;
-        for (int d = 1; d < got.ndim; d++)
-            per *= got.shape[d];
-        ts_array s = got;
-        s.ndim = got.ndim - 1;
-        memmove(s.shape, got.shape + 1, sizeof(int64_t) * (size_t)s.ndim);
-        s.data = (float *)got.data + per * sample;
-        got = s;
-    }
-    CHECK_RESULT(ts_expect_array_close(label, &got, want, rtol, atol));
 }
 
 /* Parameters after a step, both as anchored UpdatedVar___ and as the
@@ -248,7 +174,7 @@ static void optimizer_case(const mlp *m, const fixture *f, const char *tag, ts_o
         anchor_all(o, "Gradient___", ACTIVATIONS, N_ACTIVATIONS, TS_OUTPUT_FINAL);
     }
     snprintf(what, sizeof what, "%s D=1", tag);
-    ts_model *model = compile(m, o, opt, what);
+    ts_model *model = compile(m->g, m->loss, o, opt, what);
     if (model && reference)
         expect_names(model);
     for (int step = 1; model && step <= 2; step++) {
@@ -287,7 +213,7 @@ static void optimizer_case(const mlp *m, const fixture *f, const char *tag, ts_o
     ts_options_anchor(o, "Gradient___fc3.bias", "Gradient___fc3.bias", TS_OUTPUT_ALL, 0);
     anchor_all(o, "UpdatedVar___", PARAMS, N_PARAMS, TS_OUTPUT_FINAL);
     snprintf(what, sizeof what, "%s D=2", tag);
-    model = compile(m, o, opt, what);
+    model = compile(m->g, m->loss, o, opt, what);
     if (model && repeat_batch(&r, x, y, 2) && run(model, &r.xa, &r.ya, what)) {
         CHECK(ts_model_steps(model) == 2, "steps %lld after one run with D=2",
               (long long)ts_model_steps(model));
@@ -350,7 +276,7 @@ static void trajectory_case(const mlp *m, const fixture *f, const char *source_d
     ts_options_set_gradient_accumulation(o, TRAJ_A);
     ts_options_anchor(o, "loss", "loss", TS_OUTPUT_ALL, 0);
     anchor_all(o, "UpdatedVar___", PARAMS, N_PARAMS, TS_OUTPUT_FINAL);
-    ts_model *model = compile(m, o, ts_sgd(0.05f, 0.9f, 0.0f), "trajectory");
+    ts_model *model = compile(m->g, m->loss, o, ts_sgd(0.05f, 0.9f, 0.0f), "trajectory");
     if (model && run(model, &xin, &yin, "trajectory")) {
         CHECK(ts_model_steps(model) == TRAJ_D, "steps %lld after D=%d",
               (long long)ts_model_steps(model), TRAJ_D);

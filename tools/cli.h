@@ -69,8 +69,18 @@ ts_status cli_model_open(const char *name, long batch, uint64_t seed, const cli_
  * of `prints` are wrapped in a print op. */
 ts_status cli_model_build(const char *name, long batch, uint64_t seed, const cli_list *prints, cli_model *out);
 const char *cli_model_names(void);
+/* The model's default optimizer and learning rate, filled where asked
+ * (mlp: sgd 0.01; cnn: adam 0.001, the settings its accuracy target is for). */
+void cli_model_defaults(const char *name, const char **optimizer, double *lr);
 /* sgd|adam|adamw (any case) with the given hyper-parameters. */
 ts_status cli_optimizer(const char *name, double lr, double momentum, double weight_decay, ts_optimizer *out);
+
+/* ---- pictures (pictures.c): PNGs written into dir; CLI exit codes */
+/* The channels of activation spec = TENSOR[:SAMPLE] for one sample of the
+ * batch x, computed by an inference model of em's graph. */
+int cli_feature_maps(const cli_model *em, const ts_array *x, const char *spec, const char *dir);
+/* A conv weight's kernels (one tile per output channel for one input channel). */
+int cli_filters(const cli_model *cm, const char *param, const char *dir);
 
 /* ---- commands */
 int cmd_train(int argc, char **argv, bool eval_only);

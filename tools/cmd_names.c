@@ -23,7 +23,9 @@ static int compile_model(const char *cmd, const model_args *a, cli_model *cm, ts
     ts_options *o = ts_options_new();
     if (!o) return cli_runtime_error("options");
     ts_optimizer opt;
-    if (cli_optimizer(a->optimizer, 0.01, a->momentum, 0, &opt)) {
+    const char *optimizer = a->optimizer;
+    if (!optimizer) cli_model_defaults(a->model, &optimizer, NULL);
+    if (cli_optimizer(optimizer, 0.01, a->momentum, 0, &opt)) {
         ts_options_free(o);
         return cli_usage_error(cmd, "--optimizer must be sgd, adam or adamw");
     }
@@ -44,13 +46,13 @@ static int compile_model(const char *cmd, const model_args *a, cli_model *cm, ts
 }
 
 #define MODEL_FLAGS(a)                                                                                  \
-    {"--model", FLAG_STRING, &(a).model, "NAME|FILE.onnx", "built-in model (mlp) or an ONNX file"},     \
+    {"--model", FLAG_STRING, &(a).model, "NAME|FILE.onnx", "built-in model (mlp, cnn) or an ONNX file"}, \
     {"--input", FLAG_LIST, &(a).inputs, "NAME:SHAPE", "ONNX: static shape of an input (dim 0 = --batch-size)"}, \
     {"--loss", FLAG_STRING, &(a).loss, "cross_entropy|nll|mse", "ONNX: loss on the output"},            \
     {"--labels-input", FLAG_STRING, &(a).labels_input, "NAME", "ONNX: the file's labels input (its scalar output is the loss)"}, \
     {"--output", FLAG_STRING, &(a).output, "NAME", "ONNX: the scores to put the loss on (default: the first output)"}, \
     {"--batch-size", FLAG_INT, &(a).batch_size, "B", "micro-batch size (default 64)"},                  \
-    {"--optimizer", FLAG_STRING, &(a).optimizer, "sgd|adam|adamw", "optimizer state to include"},       \
+    {"--optimizer", FLAG_STRING, &(a).optimizer, "sgd|adam|adamw", "optimizer state to include (default: the model's, mlp sgd, cnn adam)"},       \
     {"--momentum", FLAG_FLOAT, &(a).momentum, "M", "SGD momentum (adds Accl___ tensors)"},              \
     {"--repeat-count", FLAG_INT, &(a).repeat_count, "D", "device iterations"},                          \
     {"--gradient-accumulation-count", FLAG_INT, &(a).grad_accum, "A", "gradient accumulation"},         \
@@ -58,7 +60,7 @@ static int compile_model(const char *cmd, const model_args *a, cli_model *cm, ts
     {"--anchor", FLAG_LIST, &(a).anchors, "NAME", "anchor a tensor (marks it in dumps; adds gradients)"}
 
 static model_args defaults(void) {
-    return (model_args){.model = "mlp", .optimizer = "sgd", .format = "text", .batch_size = 64, .repeat_count = 1, .grad_accum = 1};
+    return (model_args){.model = "mlp", .optimizer = NULL, .format = "text", .batch_size = 64, .repeat_count = 1, .grad_accum = 1};
 }
 
 int cmd_names(int argc, char **argv) {

@@ -16,11 +16,11 @@
 
 typedef struct train_args {
     const char *model, *data, *optimizer, *output_mode, *check_numerics, *histogram, *dump_npy, *tensorboard, *plot;
-    const char *save_weights, *weights, *dump_limit, *loss, *labels_input, *output;
+    const char *save_weights, *weights, *dump_limit, *picture_dir, *loss, *labels_input, *output;
     long epochs, batch_size, seed, holdout, repeat_count, grad_accum, threads, log_verbosity, watch_period, max_steps;
     double lr, momentum, weight_decay;
     bool outfeed_pre, stats, run_single_step, metrics, log_memory, quiet, all;
-    cli_list anchors, outfeeds, watches, prints, inputs;
+    cli_list anchors, outfeeds, watches, prints, feature_maps, filters, inputs;
 } train_args;
 
 /* ---- outfeed sink: runs on the queue's consumer thread */
@@ -251,11 +251,11 @@ static void curve_add(curve *c, double x, double y) {
 
 int cmd_train(int argc, char **argv, bool eval_only) {
     const char *cmd = eval_only ? "eval" : "train";
-    train_args a = {.model = "mlp", .data = "data/mnist", .optimizer = "sgd", .epochs = 1, .batch_size = 64, .seed = 0,
+    train_args a = {.model = "mlp", .data = "data/mnist", .optimizer = NULL, .epochs = 1, .batch_size = 64, .seed = 0,
                     .holdout = -1, .repeat_count = 1, .grad_accum = 1, .threads = 0, .log_verbosity = -1, .watch_period = 1,
-                    .lr = 0.01, .check_numerics = NULL};
+                    .lr = -1, .check_numerics = NULL};
     const cli_flag flags[] = {
-        {"--model", FLAG_STRING, &a.model, "NAME|FILE.onnx", "built-in model (mlp) or an ONNX file"},
+        {"--model", FLAG_STRING, &a.model, "NAME|FILE.onnx", "built-in model (mlp, cnn) or an ONNX file"},
         {"--input", FLAG_LIST, &a.inputs, "NAME:SHAPE", "ONNX: static shape of an input, e.g. x:64x1x28x28 (dim 0 = --batch-size)"},
         {"--loss", FLAG_STRING, &a.loss, "cross_entropy|nll|mse", "ONNX: loss on the output (default nll after LogSoftmax, else cross_entropy)"},
         {"--labels-input", FLAG_STRING, &a.labels_input, "NAME", "ONNX: the file's labels input; its scalar output is the loss"},
@@ -263,8 +263,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--data", FLAG_STRING, &a.data, "DIR|FILE.npz", "MNIST IDX directory, x.npy + labels.npy directory, or .npz (default data/mnist)"},
         {"--epochs", FLAG_INT, &a.epochs, "N", "passes over the training split (default 1)"},
         {"--batch-size", FLAG_INT, &a.batch_size, "B", "micro-batch size (default 64)"},
-        {"--lr", FLAG_FLOAT, &a.lr, "LR", "learning rate (default 0.01)"},
-        {"--optimizer", FLAG_STRING, &a.optimizer, "sgd|adam|adamw", "optimizer (default sgd)"},
+        {"--lr", FLAG_FLOAT, &a.lr, "LR", "learning rate (default: mlp 0.01, cnn 0.001)"},
+        {"--optimizer", FLAG_STRING, &a.optimizer, "sgd|adam|adamw", "optimizer (default: mlp sgd, cnn adam)"},
         {"--momentum", FLAG_FLOAT, &a.momentum, "M", "SGD momentum (default 0)"},
         {"--weight-decay", FLAG_FLOAT, &a.weight_decay, "WD", "weight decay (default 0)"},
         {"--seed", FLAG_INT, &a.seed, "N", "seed for initialisation and shuffling (default 0)"},
@@ -294,6 +294,9 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--plot", FLAG_STRING, &a.plot, "FILE.png", "plot loss and accuracy curves"},
         {"--save-weights", FLAG_STRING, &a.save_weights, "DIR", "save parameters as .npy at the end"},
         {"--weights", FLAG_STRING, &a.weights, "DIR", "load parameters from .npy files first"},
+        {"--feature-maps", FLAG_LIST, &a.feature_maps, "TENSOR[:SAMPLE]", "PNG grid of a 4-D activation's channels for one held-out sample"},
+        {"--filters", FLAG_LIST, &a.filters, "PARAM", "PNG grid of a conv weight's kernels (e.g. conv1.weight)"},
+        {"--picture-dir", FLAG_STRING, &a.picture_dir, "DIR", "where --feature-maps and --filters write (default .)"},
         {"--quiet", FLAG_BOOL, &a.quiet, NULL, "no progress bar"},
         {NULL, FLAG_BOOL, NULL, NULL, NULL}};
     bool help;
@@ -303,6 +306,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     /* ---- validate before doing any work */
     if (a.epochs < (eval_only ? 0 : 1) || a.epochs > 100000) return cli_usage_error(cmd, "--epochs must be 1..100000, got %ld", a.epochs);
     if (a.batch_size < 1 || a.batch_size > 100000) return cli_usage_error(cmd, "--batch-size must be 1..100000, got %ld", a.batch_size);
+    cli_model_defaults(a.model, a.optimizer ? NULL : &a.optimizer, a.lr == -1 ? &a.lr : NULL);
     if (!(a.lr >= 0 && a.lr <= 1e6)) return cli_usage_error(cmd, "--lr must be in [0, 1e6], got %g", a.lr);
     if (a.momentum < 0 || a.momentum >= 1) return cli_usage_error(cmd, "--momentum must be in [0, 1), got %g", a.momentum);
     if (a.weight_decay < 0) return cli_usage_error(cmd, "--weight-decay must be >= 0, got %g", a.weight_decay);
@@ -718,6 +722,28 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             goto done;
         }
         printf("Saved plot to %s\n", a.plot);
+    }
+    if (a.feature_maps.n || a.filters.n) {
+        const char *dir = a.picture_dir ? a.picture_dir : ".";
+        ts_loader *pl = NULL;
+        ts_array px, py;
+        int64_t first = a.holdout > 0 ? n_train : 0;
+        if (a.picture_dir) mkdir(a.picture_dir, 0777); /* if that fails, the first write says why */
+        if (copy_params(&cm, &em) ||
+            ts_loader_new(&pl, ds, (ts_loader_config){.batch_size = a.batch_size, .first = first, .count = a.batch_size}) ||
+            ts_loader_next(pl, 1, &px, &py)) {
+            ts_loader_free(pl);
+            cli_runtime_error("preparing a held-out batch for the pictures");
+            goto done;
+        }
+        int prc = CLI_OK;
+        for (int i = 0; i < a.feature_maps.n && prc == CLI_OK; i++) prc = cli_feature_maps(&em, &px, a.feature_maps.items[i], dir);
+        for (int i = 0; i < a.filters.n && prc == CLI_OK; i++) prc = cli_filters(&cm, a.filters.items[i], dir);
+        ts_loader_free(pl);
+        if (prc != CLI_OK) {
+            rc = prc;
+            goto done;
+        }
     }
     if (a.save_weights) {
         if (save_weights(&cm, a.save_weights)) {

@@ -26,6 +26,7 @@ void ts_prog_free(ts_prog *p) {
     for (int i = 0; i < p->n_lint; i++) ts_free(p->lint[i]);
     ts_free(p->lint);
     ts_free(p->scratch);
+    ts_free(p->workspace);
     ts_free(p->zero_before);
     ts_free(p->n_zero_before);
     ts_free(p->entries);
@@ -106,7 +107,7 @@ static int cmp_names(const void *a, const void *b) { return strcmp(*(const char 
  * outputs, and outputs leaving their scope. */
 static bool is_layer_output(const ts_graph *g, const ts_prog *p, int i) {
     const ts_tensor *t = g->t[i];
-    if (t->op == TS_OP_INPUT || t->op == TS_OP_PARAM) return false;
+    if (t->op == TS_OP_INPUT || ts_op_holds_value(t->op)) return false;
     const char *slash = strchr(t->name, '/');
     if (!slash) return true;
     size_t scope_len = (size_t)(slash - t->name);
@@ -124,7 +125,7 @@ static ts_status infer_shapes(ts_model *m, ts_prog *p) {
         const ts_tensor *t = g->t[i];
         const ts_op_def *def = ts_op_get(t->op);
         if (!p->live[i]) continue; /* e.g. the loss of a graph run for inference */
-        if (t->op == TS_OP_INPUT || t->op == TS_OP_PARAM) {
+        if (t->op == TS_OP_INPUT || ts_op_holds_value(t->op)) {
             p->shape[i] = (i < m->n_override && m->input_override[i].ndim >= 0) ? m->input_override[i] : t->shape;
         } else {
             ts_shape in[TS_MAX_INPUTS];
@@ -172,6 +173,7 @@ static ts_status live_sets(ts_model *m, ts_prog *p, const bool *requested) {
         const ts_tensor *t = g->t[i];
         bool need = (t->op == TS_OP_PARAM) || requested[i];
         for (int j = 0; j < t->n_in && !need; j++) need = p->needs_grad[t->in[j]] && !ts_op_int_input(t->op, j);
+        if (t->n_in > 0 && !ts_op_get(t->op)->backward) need = false; /* e.g. a dropout mask: nothing flows through */
         p->needs_grad[i] = need && p->reaches[i] && t->dtype == TS_F32;
     }
     return TS_OK;
@@ -188,6 +190,9 @@ static ts_status requested_grads(ts_model *m, ts_prog *p, bool *requested) {
         if (!m->training)
             return ts_error(TS_ERR_INVALID_ARGUMENT, "anchor '%s': an inference model computes no gradients", name);
         if (t->dtype != TS_F32) return ts_error(TS_ERR_INVALID_ARGUMENT, "anchor '%s': '%s' is an integer tensor and has no gradient", name, t->name);
+        if (t->op == TS_OP_BUFFER)
+            return ts_error(TS_ERR_INVALID_ARGUMENT, "anchor '%s': '%s' is a buffer (state an op updates, such as running statistics) and has no gradient",
+                            name, t->name);
         if (!p->reaches[t->id])
             return ts_error(TS_ERR_INVALID_ARGUMENT, "anchor '%s': '%s' does not reach the loss '%s', so it has no gradient",
                             name, t->name, g->t[m->loss]->name);
@@ -204,7 +209,7 @@ static ts_status build_entries(ts_model *m, ts_prog *p) {
         int i = p->order[k];
         const ts_tensor *t = g->t[i];
         p->value_entry[i] = p->n_entries;
-        if (add_entry(p, &cap, TS_KIND_VALUE, t, &p->shape[i], t->op == TS_OP_PARAM)) return TS_ERR_OUT_OF_MEMORY;
+        if (add_entry(p, &cap, TS_KIND_VALUE, t, &p->shape[i], ts_op_holds_value(t->op))) return TS_ERR_OUT_OF_MEMORY;
         p->entries[p->value_entry[i]].view = ts_op_get(t->op)->view && g->t[t->in[0]]->op == TS_OP_INPUT;
         if (p->needs_grad[i]) {
             p->grad_entry[i] = p->n_entries;
@@ -244,7 +249,7 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
         ts_entry *en = &p->entries[e];
         const ts_tensor *t = g->t[en->node];
         size_t bytes = (size_t)en->numel * sizeof(float);
-        bool activation = t->op != TS_OP_PARAM && t->op != TS_OP_INPUT;
+        bool activation = !ts_op_holds_value(t->op) && t->op != TS_OP_INPUT;
         if (en->kind == TS_KIND_VALUE && activation && !en->view) {
             /* live until the last forward consumer, and until the backward
              * of each consumer that reads it (and its own backward when that
@@ -348,17 +353,27 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
             z[p->n_zero_before[c]++] = p->grad_entry[i];
         }
     }
+    size_t workspace = 0;
     for (int k = 0; k < L; k++) {
         int i = p->order[k];
         const ts_op_def *def = ts_op_get(g->t[i]->op);
-        if (!def->scratch_floats) continue;
+        if (!def->scratch_floats && !def->workspace_floats) continue;
         ts_shape in[TS_MAX_INPUTS];
         for (int j = 0; j < g->t[i]->n_in; j++) in[j] = p->shape[g->t[i]->in[j]];
+        if (def->workspace_floats) {
+            size_t w = def->workspace_floats(in, &p->shape[i]);
+            workspace = w > workspace ? w : workspace;
+        }
+        if (!def->scratch_floats) continue;
         size_t nf = def->scratch_floats(in, &p->shape[i]);
         if (!(p->scratch[i] = ts_calloc(nf ? nf : 1, sizeof(float)))) {
             ts_free(fwd), ts_free(iv), ts_free(iv_entry);
             return TS_ERR_OUT_OF_MEMORY;
         }
+    }
+    if (workspace && !(p->workspace = ts_malloc(workspace * sizeof(float)))) {
+        ts_free(fwd), ts_free(iv), ts_free(iv_entry);
+        return ts_error(TS_ERR_OUT_OF_MEMORY, "compile: out of memory for %zu bytes of kernel workspace", workspace * sizeof(float));
     }
     ts_free(fwd), ts_free(iv), ts_free(iv_entry);
     return TS_OK;
@@ -578,7 +593,7 @@ static void mark_checks(ts_model *m, ts_prog *p) {
         if (en->kind == TS_KIND_VALUE) check = t->op == TS_OP_INPUT ? t->dtype == TS_F32 : (c == TS_CHECK_OP || is_layer_output(m->g, p, t->id));
         if (en->kind == TS_KIND_GRAD) check = c == TS_CHECK_OP || t->op == TS_OP_PARAM || is_layer_output(m->g, p, t->id);
         if (en->kind == TS_KIND_UPDATED) check = true;
-        if (t->op == TS_OP_PARAM && en->kind == TS_KIND_VALUE) check = false;
+        if (ts_op_holds_value(t->op) && en->kind == TS_KIND_VALUE) check = false;
         en->check = check;
         en->observed = en->observed || check;
     }

@@ -84,6 +84,20 @@ void ts_lint(const ts_model *m, ts_prog *p) {
                      "log_softmax first, or use cross_entropy on the raw scores%s",
                      t->name, src->name, ts_op_get(src->op)->name, where(t, loc, sizeof loc));
         }
+        if (t->op == TS_OP_DROPOUT_MASK && !m->training && t->fattr[0] > 0)
+            warn(p, &cap,
+                 "dropout '%s' (p = %g) is in an inference model: it runs as the identity here (like PyTorch's eval()); a "
+                 "reference run in train() mode, or a model meant to sample with dropout, will differ%s",
+                 t->name, (double)t->fattr[0], where(t, loc, sizeof loc));
+        if (t->op == TS_OP_BATCH_NORM && m->training && !t->attr[0] && in0) {
+            int64_t per_channel = in0->d[0];
+            for (int d = 2; d < in0->ndim; d++) per_channel *= in0->d[d];
+            if (per_channel <= 1)
+                warn(p, &cap,
+                     "batch norm '%s' trains on batches of %lld value%s per channel: the batch variance is 0, so it outputs only "
+                     "its bias and learns nothing (use a larger micro-batch, or freeze it)%s",
+                     t->name, (long long)per_channel, per_channel == 1 ? "" : "s", where(t, loc, sizeof loc));
+        }
         if (t->op == TS_OP_PRINT && !consumed(m, p, t->id))
             warn(p, &cap,
                  "the print op '%s' is not used by anything: it still prints (print ops are never optimised away), "

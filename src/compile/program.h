@@ -77,6 +77,7 @@ typedef struct ts_prog {
     int **zero_before;   /* per node: grads to zero before its backward */
     int *n_zero_before;
     float **scratch;     /* per node */
+    float *workspace;    /* transient scratch of the largest need, shared by all nodes */
     ts_entry *entries;
     int n_entries;
     const char **sorted_names;

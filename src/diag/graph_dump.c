@@ -120,6 +120,7 @@ static void node_flag_text(dump_buf *b, const ts_tensor *t, const ts_model *m, c
     bool known = p && t->id < p->n_nodes;
     char w[160];
     if (t->op == TS_OP_PARAM) putf(b, "%sparam%s", open, close);
+    if (t->op == TS_OP_BUFFER) putf(b, "%sbuffer%s", open, close);
     if (known && p->needs_grad[t->id]) putf(b, "%sgrad%s", open, close);
     if (f->anchored) {
         flag_words(w, sizeof w, "anchored", f->anchored);
@@ -260,7 +261,7 @@ static void dump_dot(dump_buf *b, const ts_graph *g, const ts_model *m, const no
         put(&label, t->name);
         put(&label, "\n");
         put(&label, ts_op_get(t->op)->name);
-        if (t->op != TS_OP_INPUT && t->op != TS_OP_PARAM) {
+        if (t->op != TS_OP_INPUT && !ts_op_holds_value(t->op)) {
             dump_buf attrs = {0};
             node_attrs(&attrs, t);
             if (attrs.len) putf(&label, "(%s)", attrs.p + 2); /* drop the leading ", " */
@@ -276,13 +277,13 @@ static void dump_dot(dump_buf *b, const ts_graph *g, const ts_model *m, const no
         if (loc) putf(&label, "\n%s", ts_tensor_where(t, where, sizeof where));
         if (label.failed) b->failed = true;
 
-        const char *node_shape_attr = t->op == TS_OP_PARAM ? "box" : t->op == TS_OP_INPUT ? "ellipse" : "box";
-        const char *style = t->op == TS_OP_PARAM || t->op == TS_OP_INPUT ? "filled" : "rounded,filled";
+        const char *node_shape_attr = t->op == TS_OP_INPUT ? "ellipse" : "box";
+        const char *style = ts_op_holds_value(t->op) || t->op == TS_OP_INPUT ? "filled" : "rounded,filled";
         /* anchored: amber; watched: blue; both: green; params grey */
         const char *fill = f->anchored && f->watched ? "#aed581"
                            : f->anchored             ? "#ffd54f"
                            : f->watched              ? "#81d4fa"
-                           : t->op == TS_OP_PARAM    ? "#e0e0e0"
+                           : ts_op_holds_value(t->op) ? "#e0e0e0"
                                                      : "#ffffff";
         putf(b, "  n%zu [label=\"", i);
         put_dot_escaped(b, label.p ? label.p : "");

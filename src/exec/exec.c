@@ -22,10 +22,14 @@
         }                                                                       \
     } while (0)
 
-static ts_kctx make_ctx(const ts_model *m, int node) {
+/* mb: the micro-batch of this run the kernel works on. */
+static ts_kctx make_ctx(const ts_model *m, int node, int64_t mb) {
     const ts_prog *p = m->prog;
     const ts_tensor *t = m->g->t[node];
-    ts_kctx k = {.node = t, .n_in = t->n_in, .pool = m->pool, .scratch = p->scratch[node], .out_shape = p->shape[node]};
+    int A = m->training ? m->opts.grad_accum : 1;
+    ts_kctx k = {.node = t, .n_in = t->n_in, .pool = m->pool, .scratch = p->scratch[node], .workspace = p->workspace,
+                 .out_shape = p->shape[node], .training = m->training, .update_state = m->training && !m->rerun,
+                 .iteration = (uint64_t)(m->steps * A + mb % A)};
     for (int j = 0; j < t->n_in; j++) {
         int in = t->in[j];
         const ts_entry *ie = &p->entries[p->value_entry[in]];
@@ -60,8 +64,8 @@ static ts_status forward(ts_model *m, int64_t mb) {
             OBSERVE(m, p->value_entry[i], mb);
             continue;
         }
-        if (t->op == TS_OP_PARAM) continue; /* observed once per step */
-        ts_kctx kc = make_ctx(m, i);
+        if (ts_op_holds_value(t->op)) continue; /* observed once per step */
+        ts_kctx kc = make_ctx(m, i, mb);
         ts_crash_set_current_op(ts_op_get(t->op)->name, t->name, t->file);
         uint64_t t0 = ts_now_ns();
         ts_op_get(t->op)->forward(&kc);
@@ -99,7 +103,7 @@ static ts_status backward(ts_model *m, int64_t mb) {
             ts_entry *e = &p->entries[p->zero_before[i][z]];
             memset(e->data, 0, (size_t)e->numel * sizeof(float));
         }
-        ts_kctx kc = make_ctx(m, i);
+        ts_kctx kc = make_ctx(m, i, mb);
         ts_crash_set_current_op(def->name, t->name, t->file);
         uint64_t t0 = ts_now_ns();
         def->backward(&kc);
@@ -278,6 +282,9 @@ static ts_status run_body(ts_model *m, const ts_array *const *bound) {
             if (!st && m->training) st = accumulate_and_step(m, a, d);
             if (st) return st;
         }
+        /* buffers (running statistics) as the step left them */
+        for (int k = 0; k < p->n_order; k++)
+            if (g->t[p->order[k]]->op == TS_OP_BUFFER) OBSERVE(m, p->value_entry[p->order[k]], d);
     }
     return TS_OK;
 }

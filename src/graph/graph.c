@@ -160,8 +160,7 @@ ts_status ts_scope_pop(ts_graph *g) {
     return TS_OK;
 }
 
-/* "enc.block0" from the scope stack ("" at top level). */
-static void scope_path(const ts_graph *g, char *buf, size_t n) {
+void ts_graph_scope_path(const ts_graph *g, char *buf, size_t n) {
     size_t used = 0;
     buf[0] = '\0';
     for (int i = 0; i < g->n_scope && used < n; i++)
@@ -171,7 +170,7 @@ static void scope_path(const ts_graph *g, char *buf, size_t n) {
 /* `<scope>/<Op>:<k>` with k counting that op within the scope. */
 char *ts_graph_op_output_name(ts_graph *g, const char *opname) {
     char scope[512], prefix[600], name[640];
-    scope_path(g, scope, sizeof scope);
+    ts_graph_scope_path(g, scope, sizeof scope);
     if (scope[0])
         snprintf(prefix, sizeof prefix, "%s/%s", scope, opname);
     else
@@ -216,7 +215,7 @@ static bool owned(const ts_graph *g, const ts_tensor *t) { return t && t->g == g
 /* Adds a node with n inputs: checks them (ownership, dtype: f32 except the
  * op's integer inputs, which are i32), infers its shape by the op table's
  * rule, names it. */
-static ts_tensor *add_node_n(ts_graph *g, ts_op op, const ts_tensor *const *ins, int n, const char *name,
+ts_tensor *ts_graph_add_node(ts_graph *g, ts_op op, const ts_tensor *const *ins, int n, const char *name,
                              void (*setup)(ts_tensor *, const void *), const void *arg) {
     if (!g) return NULL;
     if (g->sticky) return NULL;
@@ -277,7 +276,7 @@ static ts_tensor *add_node(ts_graph *g, ts_op op, const ts_tensor *a, const ts_t
                            void (*setup)(ts_tensor *, const void *), const void *arg) {
     const ts_tensor *ins[2] = {a, b};
     int arity = ts_op_get(op)->arity;
-    return add_node_n(g, op, ins, arity < 0 ? 0 : arity, name, setup, arg);
+    return ts_graph_add_node(g, op, ins, arity < 0 ? 0 : arity, name, setup, arg);
 }
 
 static void set_shape(ts_tensor *t, const void *arg) { t->shape = *(const ts_shape *)arg; }
@@ -286,7 +285,7 @@ static ts_tensor *add_leaf(ts_graph *g, ts_op op, const char *name, ts_dtype dty
                            const int64_t *shape) {
     if (!g) return NULL;
     if (g->sticky) return NULL;
-    const char *what = op == TS_OP_INPUT ? "ts_input" : "ts_param";
+    const char *what = op == TS_OP_INPUT ? "ts_input" : op == TS_OP_PARAM ? "ts_param" : "ts_buffer";
     if (!valid_name(name)) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: a name of 1-400 printable characters (no quotes or backslashes) is required", what);
     if (name_taken(g, name)) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: the name '%s' is already used in this graph", what, name);
     if (ndim < 0 || ndim > TS_MAX_DIMS || (ndim > 0 && !shape))
@@ -304,7 +303,7 @@ static ts_tensor *add_leaf(ts_graph *g, ts_op op, const char *name, ts_dtype dty
     ts_tensor *t = add_node(g, op, NULL, NULL, name, set_shape, &s);
     if (!t) return NULL;
     t->dtype = dtype;
-    if (op == TS_OP_PARAM) {
+    if (ts_op_holds_value(op)) {
         t->value = ts_calloc((size_t)ts_shape_numel(&s), sizeof(float));
         if (!t->value) return ts_graph_fail(g, TS_ERR_OUT_OF_MEMORY, "out of memory for parameter '%s'", name);
     }
@@ -319,6 +318,10 @@ ts_tensor *ts_param(ts_graph *g, const char *name, int ndim, const int64_t *shap
     return add_leaf(g, TS_OP_PARAM, name, TS_F32, ndim, shape);
 }
 
+ts_tensor *ts_buffer(ts_graph *g, const char *name, int ndim, const int64_t *shape) {
+    return add_leaf(g, TS_OP_BUFFER, name, TS_F32, ndim, shape);
+}
+
 ts_tensor *ts_linear(ts_graph *g, ts_tensor *x, int64_t out_features, const char *name) {
     if (!g || g->sticky) return NULL;
     if (!x) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_linear '%s': input is NULL", name ? name : "?");
@@ -329,7 +332,7 @@ ts_tensor *ts_linear(ts_graph *g, ts_tensor *x, int64_t out_features, const char
     if (out_features <= 0) return ts_graph_fail(g, TS_ERR_SHAPE, "ts_linear '%s': out_features must be positive", name);
     int64_t in = x->shape.d[1];
     char scope[512], wname[640], bname[640];
-    scope_path(g, scope, sizeof scope);
+    ts_graph_scope_path(g, scope, sizeof scope);
     snprintf(wname, sizeof wname, "%s%s%s.weight", scope, scope[0] ? "." : "", name);
     snprintf(bname, sizeof bname, "%s%s%s.bias", scope, scope[0] ? "." : "", name);
     ts_tensor *w = ts_param(g, wname, 2, (int64_t[]){out_features, in});
@@ -423,7 +426,7 @@ ts_status ts_tensor_info(const ts_tensor *t, ts_array *out) {
 
 ts_status ts_param_set(ts_tensor *p, const ts_array *v) {
     if (!p || !v) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_param_set: NULL argument");
-    if (p->op != TS_OP_PARAM) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_param_set: '%s' is not a parameter", p->name);
+    if (!ts_op_holds_value(p->op)) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_param_set: '%s' is not a parameter or buffer", p->name);
     ts_shape s = {.ndim = v->ndim};
     if (v->ndim < 0 || v->ndim > TS_MAX_DIMS) return ts_error(TS_ERR_SHAPE, "ts_param_set: bad ndim %d", v->ndim);
     for (int i = 0; i < v->ndim; i++) s.d[i] = v->shape[i];

@@ -28,6 +28,16 @@ typedef enum ts_op {
     TS_OP_SUM,
     TS_OP_MEAN,
     TS_OP_PRINT,
+    /* convolutional networks (cnn.c builds them, exec/cnn.c runs them) */
+    TS_OP_BUFFER,         /* non-trainable state held by the graph (batch norm running stats) */
+    TS_OP_CONV2D,
+    TS_OP_MAX_POOL2D,
+    TS_OP_AVG_POOL2D,
+    TS_OP_GLOBAL_AVG_POOL,
+    TS_OP_BATCH_NORM,
+    TS_OP_DROPOUT_MASK,
+    TS_OP_TANH,
+    TS_OP_SIGMOID,
     TS_OP_COUNT
 } ts_op;
 
@@ -102,6 +112,18 @@ static inline int64_t ts_shape_numel(const ts_shape *s) {
 bool ts_shape_equal(const ts_shape *a, const ts_shape *b);
 /* "[16,784]" */
 const char *ts_shape_str(const ts_shape *s, char *buf, size_t n);
+
+/* Leaves whose values the graph holds: parameters (trained) and buffers
+ * (state an op updates, e.g. batch norm running statistics; no gradient). */
+static inline bool ts_op_holds_value(ts_op op) { return op == TS_OP_PARAM || op == TS_OP_BUFFER; }
+
+/* Adds a node of op `op` with n inputs (checked, shape inferred by the op
+ * table, named `<scope>/<Op>:<k>` unless `name`); setup(t, arg) fills its
+ * attributes before the shape rule runs. NULL on error (sticky). */
+ts_tensor *ts_graph_add_node(ts_graph *g, ts_op op, const ts_tensor *const *ins, int n, const char *name,
+                             void (*setup)(ts_tensor *, const void *), const void *arg);
+/* "enc.block0" from the scope stack ("" at top level). */
+void ts_graph_scope_path(const ts_graph *g, char *buf, size_t n);
 
 /* Uniform float in [0,1) from the graph's seeded generator. */
 double ts_graph_uniform(ts_graph *g);

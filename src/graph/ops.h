@@ -16,7 +16,11 @@ typedef struct ts_kctx {
     float *din[TS_MAX_INPUTS]; /* gradients of the inputs to accumulate into, or NULL */
     ts_shape in_shape[TS_MAX_INPUTS];
     ts_shape out_shape;
-    float *scratch;        /* per-node scratch planned at compile */
+    float *scratch;        /* per-node scratch planned at compile, kept from forward to backward */
+    float *workspace;      /* transient scratch shared by all nodes (valid during one kernel call) */
+    bool training;         /* a training model (batch statistics, dropout on) */
+    bool update_state;     /* forward may update buffers (training, not a diagnostic replay) */
+    uint64_t iteration;    /* micro-batches trained before this one (seeds dropout) */
     struct ts_pool *pool;  /* worker threads for elementwise work */
 } ts_kctx;
 
@@ -40,6 +44,7 @@ typedef struct ts_op_def {
     ts_kernel_fn backward;  /* NULL: no gradient flows through */
     ts_flops_fn flops;      /* forward FLOPs; backward counted as 2x */
     size_t (*scratch_floats)(const ts_shape *in, const ts_shape *out);
+    size_t (*workspace_floats)(const ts_shape *in, const ts_shape *out); /* transient, shared */
 } ts_op_def;
 
 #define TS_ARITY_VARIADIC (-1)

@@ -340,6 +340,132 @@ ts_status ts_plot_lines(const char *path, const char *title, const char *x_label
     return render(path, draw_lines, &c);
 }
 
+/* ------------------------------------------------------------ image tiles */
+
+typedef struct tiles_ctx {
+    const char *title;
+    const float *x;
+    int64_t n, rows, cols, h, w; /* n tiles in a grid of rows x cols, each h x w */
+    bool grid_given;          /* 4-D input: label tiles "o,i" */
+    double lo, hi;            /* the shared colour scale */
+    bool diverging;
+} tiles_ctx;
+
+/* viridis at 5 stops; blue-white-red for values of both signs */
+static void colour(const tiles_ctx *c, double v, double rgb[3]) {
+    static const double vir[5][3] = {{0.267, 0.005, 0.329}, {0.231, 0.322, 0.545}, {0.129, 0.569, 0.549}, {0.369, 0.788, 0.384}, {0.993, 0.906, 0.144}};
+    static const double div[3][3] = {{0.020, 0.188, 0.380}, {0.969, 0.969, 0.969}, {0.404, 0.000, 0.122}};
+    if (!isfinite(v)) {
+        rgb[0] = 1, rgb[1] = 0, rgb[2] = 1; /* NaN/Inf: magenta, impossible to miss */
+        return;
+    }
+    double t = (v - c->lo) / (c->hi - c->lo);
+    t = t < 0 ? 0 : t > 1 ? 1 : t;
+    int stops = c->diverging ? 3 : 5;
+    const double(*map)[3] = c->diverging ? div : vir;
+    double s = t * (stops - 1);
+    int i = (int)s;
+    if (i >= stops - 1) i = stops - 2;
+    double f = s - i;
+    for (int k = 0; k < 3; k++) rgb[k] = map[i][k] + f * (map[i + 1][k] - map[i][k]);
+}
+
+static void draw_tiles(cairo_t *cr, const void *ctx) {
+    const tiles_ctx *c = ctx;
+    cairo_set_source_rgb(cr, 1, 1, 1);
+    cairo_paint(cr);
+    cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+    cairo_set_source_rgb(cr, 0, 0, 0);
+    cairo_set_font_size(cr, 16);
+    text_at(cr, c->title ? c->title : "", (PLOT_W - 110) / 2.0, 20, 0.5, 0.5);
+    /* grid area: x in [20, PLOT_W-130], y in [45, PLOT_H-15]; square pixels */
+    double gw = PLOT_W - 150, gh = PLOT_H - 60, gap = 14;
+    double cell = fmin((gw - gap * (double)(c->cols - 1)) / (double)(c->cols * c->w), (gh - gap * (double)c->rows) / (double)(c->rows * c->h));
+    double tw = cell * (double)c->w, th = cell * (double)c->h;
+    double x0 = 20 + (gw - (tw + gap) * (double)c->cols + gap) / 2, y0 = 45;
+    cairo_set_font_size(cr, 10);
+    for (int64_t r = 0; r < c->rows; r++)
+        for (int64_t q = 0; q < c->cols; q++) {
+            int64_t t = r * c->cols + q;
+            if (t >= c->n) break;
+            double tx = x0 + (double)q * (tw + gap), ty = y0 + (double)r * (th + gap) + 12;
+            const float *img = c->x + t * c->h * c->w;
+            cairo_set_antialias(cr, CAIRO_ANTIALIAS_NONE); /* crisp pixels, no seams */
+            for (int64_t i = 0; i < c->h; i++)
+                for (int64_t j = 0; j < c->w; j++) {
+                    double rgb[3];
+                    colour(c, img[i * c->w + j], rgb);
+                    cairo_set_source_rgb(cr, rgb[0], rgb[1], rgb[2]);
+                    cairo_rectangle(cr, tx + (double)j * cell, ty + (double)i * cell, cell, cell);
+                    cairo_fill(cr);
+                }
+            cairo_set_antialias(cr, CAIRO_ANTIALIAS_DEFAULT);
+            cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
+            cairo_set_line_width(cr, 0.5);
+            cairo_rectangle(cr, tx, ty, tw, th);
+            cairo_stroke(cr);
+            char lab[48];
+            if (c->grid_given) snprintf(lab, sizeof lab, "%lld,%lld", (long long)r, (long long)q);
+            else snprintf(lab, sizeof lab, "%lld", (long long)t);
+            cairo_set_source_rgb(cr, 0, 0, 0);
+            text_at(cr, lab, tx + tw / 2, ty - 2, 0.5, 1.0);
+        }
+    /* colour bar with ticks */
+    double bx = PLOT_W - 100, by = 60, bw = 22, bh = PLOT_H - 120;
+    for (int k = 0; k < 256; k++) {
+        double rgb[3], v = c->lo + (c->hi - c->lo) * (k + 0.5) / 256.0;
+        colour(c, v, rgb);
+        cairo_set_source_rgb(cr, rgb[0], rgb[1], rgb[2]);
+        cairo_rectangle(cr, bx, by + bh - bh * (k + 1) / 256.0, bw, bh / 256.0 + 0.5);
+        cairo_fill(cr);
+    }
+    cairo_set_source_rgb(cr, 0, 0, 0);
+    cairo_set_line_width(cr, 1);
+    cairo_rectangle(cr, bx, by, bw, bh);
+    cairo_stroke(cr);
+    cairo_set_font_size(cr, 11);
+    double step = nice_step(c->hi - c->lo, 6);
+    char lab[48];
+    for (double v = ceil(c->lo / step) * step; v <= c->hi + step * 1e-9; v += step) {
+        double y = by + bh - (v - c->lo) / (c->hi - c->lo) * bh;
+        cairo_move_to(cr, bx + bw, y);
+        cairo_line_to(cr, bx + bw + 4, y);
+        cairo_stroke(cr);
+        tick_label(lab, sizeof lab, v, step);
+        text_at(cr, lab, bx + bw + 7, y, 0.0, 0.5);
+    }
+}
+
+ts_status ts_plot_tiles(const char *path, const char *title, const ts_array *a) {
+    if (!path || !*path || !a || !a->data) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_plot_tiles: a path and an array with data are required");
+    if (a->dtype != TS_F32 || (a->ndim != 3 && a->ndim != 4)) {
+        char s[128];
+        return ts_error(TS_ERR_SHAPE, "ts_plot_tiles: takes f32 [T,H,W] or [R,C,H,W], got %s", ts_array_shape_str(a, s, sizeof s));
+    }
+    tiles_ctx c = {.title = title, .x = a->data, .grid_given = a->ndim == 4, .lo = INFINITY, .hi = -INFINITY};
+    int64_t T = a->ndim == 4 ? a->shape[0] * a->shape[1] : a->shape[0];
+    c.h = a->shape[a->ndim - 2], c.w = a->shape[a->ndim - 1];
+    if (T < 1 || T > 4096 || c.h < 1 || c.w < 1 || c.h * c.w > 1 << 20)
+        return ts_error(TS_ERR_SHAPE, "ts_plot_tiles: %lld tiles of %lldx%lld; give 1 to 4096 tiles of at most 2^20 pixels", (long long)T,
+                        (long long)c.h, (long long)c.w);
+    if (a->ndim == 4) c.rows = a->shape[0], c.cols = a->shape[1];
+    else {
+        c.cols = (int64_t)ceil(sqrt((double)T * 1.3));
+        c.rows = (T + c.cols - 1) / c.cols;
+    }
+    for (int64_t i = 0; i < T * c.h * c.w; i++) {
+        float v = c.x[i];
+        if (!isfinite(v)) continue;
+        c.lo = fmin(c.lo, v), c.hi = fmax(c.hi, v);
+    }
+    if (!(c.lo <= c.hi)) c.lo = 0, c.hi = 1; /* nothing finite */
+    c.diverging = c.lo < 0 && c.hi > 0;
+    if (c.diverging) c.hi = fmax(-c.lo, c.hi), c.lo = -c.hi;
+    widen(&c.lo, &c.hi);
+    c.n = T;
+    return render(path, draw_tiles, &c);
+}
+
 /* ------------------------------------------------- compare: error plot */
 
 typedef struct errors_ctx {

@@ -1,0 +1,59 @@
+/* cnn.h -- kernels of convolutional networks: conv2d (im2col + GEMM, and a
+ * direct loop kept as the test oracle), pooling, batch norm, the dropout
+ * mask, tanh and sigmoid. Same conventions as kernels.h: outputs first,
+ * backward kernels ACCUMULATE into input gradients (NULL = not wanted). */
+#ifndef TS_CNN_H
+#define TS_CNN_H
+
+#include "exec/pool.h"
+
+/* Geometry of a conv or pooling window over NCHW. Padding at the bottom and
+ * right is implied by OH, OW. */
+typedef struct ts_conv_geom {
+    int64_t N, C, H, W;   /* input */
+    int64_t OC, OH, OW;   /* output (pooling: OC = C) */
+    int64_t KH, KW;       /* window */
+    int64_t SH, SW;       /* stride */
+    int64_t PT, PL;       /* padding at the top and left */
+    int64_t DH, DW;       /* dilation (pooling: 1) */
+    int64_t groups;       /* conv only */
+} ts_conv_geom;
+
+/* Workspace floats conv needs: C*KH*KW*N*OH*OW (columns) + OC*N*OH*OW. */
+size_t ts_conv2d_workspace(const ts_conv_geom *g);
+/* y[N,OC,OH,OW] = x[N,C,H,W] (*) w[OC,C/groups,KH,KW] + b[OC] (b may be NULL) */
+void ts_conv2d_forward(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g);
+/* dx += ..., dw += ..., db += ... (each may be NULL) */
+void ts_conv2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
+                        const ts_conv_geom *g);
+/* The direct seven-loop convolution in double: the oracle of the tests. */
+void ts_conv2d_naive_forward(float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g);
+void ts_conv2d_naive_backward(float *dx, float *dw, float *db, const float *dy, const float *x, const float *w, const ts_conv_geom *g);
+
+/* Max pooling; the backward pass finds the winner again from x. */
+void ts_max_pool2d_forward(ts_pool *p, float *y, const float *x, const ts_conv_geom *g);
+void ts_max_pool2d_backward(ts_pool *p, float *dx, const float *dy, const float *x, const ts_conv_geom *g);
+/* Average pooling: divided by KH*KW (include_pad) or by the in-bounds count. */
+void ts_avg_pool2d_forward(ts_pool *p, float *y, const float *x, const ts_conv_geom *g, bool include_pad);
+void ts_avg_pool2d_backward(ts_pool *p, float *dx, const float *dy, const ts_conv_geom *g, bool include_pad);
+
+/* Batch norm over axis 1 of x viewed as [N, C, inner]. stats[2C] (mean,
+ * invstd) is kept for backward. batch: normalise with batch statistics (and
+ * update the running buffers when update is set), else with the running ones. */
+void ts_batch_norm_forward(ts_pool *p, float *y, float *stats, const float *x, const float *w, const float *b, float *run_mean,
+                           float *run_var, int64_t N, int64_t C, int64_t inner, float eps, float momentum, bool batch, bool update);
+void ts_batch_norm_backward(ts_pool *p, float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
+                            const float *stats, int64_t N, int64_t C, int64_t inner, bool batch);
+
+/* mask[n] = 0 with probability p, else 1/(1-p); a pure function of
+ * (seed, iteration, n). */
+void ts_dropout_mask(ts_pool *p, float *mask, int64_t n, float prob, uint64_t seed, uint64_t iteration);
+
+/* y = tanh(x);  dx += dy * (1 - y^2) */
+void ts_tanh_forward(ts_pool *p, float *y, const float *x, int64_t n);
+void ts_tanh_backward(ts_pool *p, float *dx, const float *dy, const float *y, int64_t n);
+/* y = 1 / (1 + exp(-x));  dx += dy * y * (1 - y) */
+void ts_sigmoid_forward(ts_pool *p, float *y, const float *x, int64_t n);
+void ts_sigmoid_backward(ts_pool *p, float *dx, const float *dy, const float *y, int64_t n);
+
+#endif

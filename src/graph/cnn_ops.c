@@ -1,0 +1,249 @@
+/* cnn_ops.c -- the convolutional ops' shape rules (each error names the
+ * layer and the sizes, and says what would fit) and the adapters from a
+ * node's context to the kernels of exec/cnn.c. */
+#include "graph/cnn_ops.h"
+
+#include "exec/cnn.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define SHAPE_ERR(...) ts_error(TS_ERR_SHAPE, __VA_ARGS__)
+
+static const char *sh(const ts_shape *s, char *buf) { return ts_shape_str(s, buf, 96); }
+
+/* The layer a node belongs to: its scope ("conv1"), or "(top level)".
+ * While building the node has no name yet: the graph's scope stack says. */
+static const char *layer_of(const ts_tensor *n, char *buf, size_t len) {
+    if (n->name) {
+        const char *slash = strchr(n->name, '/');
+        if (!slash) snprintf(buf, len, "(top level)");
+        else snprintf(buf, len, "%.*s", (int)(slash - n->name), n->name);
+    } else {
+        ts_graph_scope_path(n->g, buf, len);
+        if (!buf[0]) snprintf(buf, len, "(top level)");
+    }
+    return buf;
+}
+
+/* ---------------------------------------------------------- shape rules */
+
+static ts_status need_4d(const ts_tensor *n, const char *op, const ts_shape *x) {
+    char l[256], a[96];
+    if (x->ndim == 4) return TS_OK;
+    return SHAPE_ERR("%s in layer '%s': input %s is %d-D; it takes 4-D NCHW input [N,C,H,W] (for a single image add the batch axis, "
+                     "for [N,H,W] add a channel axis, with ts_reshape)",
+                     op, layer_of(n, l, sizeof l), sh(x, a), x->ndim);
+}
+
+/* Output size of one axis, or -1 when the window does not fit. */
+static int64_t out_size(int64_t in, int64_t pad, int64_t k_eff, int64_t stride) {
+    return in + pad < k_eff ? -1 : (in + pad - k_eff) / stride + 1;
+}
+
+ts_status ts_shape_conv2d(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
+    char l[256], a[96], b[96];
+    const ts_shape *x = &in[0], *w = &in[1];
+    const int64_t *at = n->attr;
+    if (n->n_in < 2 || n->n_in > 3) return SHAPE_ERR("Conv2d takes an input, a weight and an optional bias, got %d inputs", n->n_in);
+    ts_status st = need_4d(n, "Conv2d", x);
+    if (st) return st;
+    layer_of(n, l, sizeof l);
+    if (w->ndim != 4)
+        return SHAPE_ERR("Conv2d in layer '%s': weight %s must be 4-D [out_channels, in_channels/groups, kernel_h, kernel_w]", l, sh(w, a));
+    int64_t C = x->d[1], OC = w->d[0], G = at[CA_GROUPS];
+    if (G < 1 || C % G || OC % G)
+        return SHAPE_ERR("Conv2d in layer '%s': groups=%lld must divide both the input channels (%lld, input %s) and the output channels "
+                         "(%lld, weight %s)",
+                         l, (long long)G, (long long)C, sh(x, a), (long long)OC, sh(w, b));
+    if (w->d[1] * G != C)
+        return SHAPE_ERR("Conv2d in layer '%s': channel mismatch: the input %s has %lld channels but the weight %s takes %lld "
+                         "(in_channels/groups = %lld, groups = %lld)",
+                         l, sh(x, a), (long long)C, sh(w, b), (long long)(w->d[1] * G), (long long)w->d[1], (long long)G);
+    if (n->n_in == 3 && (in[2].ndim != 1 || in[2].d[0] != OC))
+        return SHAPE_ERR("Conv2d in layer '%s': bias %s must be [%lld], one value per output channel", l, sh(&in[2], a), (long long)OC);
+    int64_t ekh = (w->d[2] - 1) * at[CA_DH] + 1, ekw = (w->d[3] - 1) * at[CA_DW] + 1;
+    int64_t OH = out_size(x->d[2], at[CA_PT] + at[CA_PB], ekh, at[CA_SH]);
+    int64_t OW = out_size(x->d[3], at[CA_PL] + at[CA_PR], ekw, at[CA_SW]);
+    if (OH < 1 || OW < 1)
+        return SHAPE_ERR("Conv2d in layer '%s': the kernel %lldx%lld (%lldx%lld with dilation %lld,%lld) is larger than the padded input "
+                         "%lldx%lld (input %s, padding top %lld bottom %lld left %lld right %lld): pad more or use a smaller kernel",
+                         l, (long long)w->d[2], (long long)w->d[3], (long long)ekh, (long long)ekw, (long long)at[CA_DH],
+                         (long long)at[CA_DW], (long long)(x->d[2] + at[CA_PT] + at[CA_PB]),
+                         (long long)(x->d[3] + at[CA_PL] + at[CA_PR]), sh(x, a), (long long)at[CA_PT], (long long)at[CA_PB],
+                         (long long)at[CA_PL], (long long)at[CA_PR]);
+    *out = (ts_shape){.ndim = 4, .d = {x->d[0], OC, OH, OW}};
+    return TS_OK;
+}
+
+ts_status ts_shape_pool2d(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
+    char l[256], a[96];
+    const char *op = ts_op_get(n->op)->name;
+    const ts_shape *x = &in[0];
+    const int64_t *at = n->attr;
+    ts_status st = need_4d(n, op, x);
+    if (st) return st;
+    layer_of(n, l, sizeof l);
+    int64_t KH = at[PA_KH], KW = at[PA_KW];
+    if (2 * at[CA_PT] > KH || 2 * at[CA_PB] > KH || 2 * at[CA_PL] > KW || 2 * at[CA_PR] > KW)
+        return SHAPE_ERR("%s in layer '%s': padding (top %lld bottom %lld left %lld right %lld) must be at most half the kernel %lldx%lld",
+                         op, l, (long long)at[CA_PT], (long long)at[CA_PB], (long long)at[CA_PL], (long long)at[CA_PR], (long long)KH,
+                         (long long)KW);
+    int64_t OH = out_size(x->d[2], at[CA_PT] + at[CA_PB], KH, at[CA_SH]);
+    int64_t OW = out_size(x->d[3], at[CA_PL] + at[CA_PR], KW, at[CA_SW]);
+    if (OH < 1 || OW < 1)
+        return SHAPE_ERR("%s in layer '%s': the window %lldx%lld is larger than the padded input %lldx%lld (input %s)", op, l,
+                         (long long)KH, (long long)KW, (long long)(x->d[2] + at[CA_PT] + at[CA_PB]),
+                         (long long)(x->d[3] + at[CA_PL] + at[CA_PR]), sh(x, a));
+    *out = (ts_shape){.ndim = 4, .d = {x->d[0], x->d[1], OH, OW}};
+    return TS_OK;
+}
+
+ts_status ts_shape_global_pool(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
+    ts_status st = need_4d(n, "GlobalAvgPool", &in[0]);
+    if (st) return st;
+    *out = (ts_shape){.ndim = 4, .d = {in[0].d[0], in[0].d[1], 1, 1}};
+    return TS_OK;
+}
+
+ts_status ts_shape_batch_norm(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
+    char l[256], a[96], b[96];
+    static const char *const what[5] = {"input", "weight", "bias", "running_mean", "running_var"};
+    layer_of(n, l, sizeof l);
+    if (in[0].ndim != 2 && in[0].ndim != 4)
+        return SHAPE_ERR("BatchNorm in layer '%s': input %s is %d-D; it normalises axis 1 of [N,C] or [N,C,H,W]", l, sh(&in[0], a),
+                         in[0].ndim);
+    for (int j = 1; j < 5; j++)
+        if (in[j].ndim != 1 || in[j].d[0] != in[0].d[1])
+            return SHAPE_ERR("BatchNorm in layer '%s': %s %s must be [%lld], one value per channel of the input %s", l, what[j],
+                             sh(&in[j], b), (long long)in[0].d[1], sh(&in[0], a));
+    *out = in[0];
+    return TS_OK;
+}
+
+ts_status ts_shape_dropout_mask(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
+    (void)n;
+    *out = in[0];
+    return TS_OK;
+}
+
+/* ------------------------------------------------------------- adapters */
+
+static ts_conv_geom conv_geom(const ts_kctx *k) {
+    const int64_t *at = k->node->attr;
+    const ts_shape *x = &k->in_shape[0], *w = &k->in_shape[1], *y = &k->out_shape;
+    return (ts_conv_geom){.N = x->d[0], .C = x->d[1], .H = x->d[2], .W = x->d[3], .OC = y->d[1], .OH = y->d[2], .OW = y->d[3],
+                          .KH = w->d[2], .KW = w->d[3], .SH = at[CA_SH], .SW = at[CA_SW], .PT = at[CA_PT], .PL = at[CA_PL],
+                          .DH = at[CA_DH], .DW = at[CA_DW], .groups = at[CA_GROUPS]};
+}
+
+static ts_conv_geom pool_geom(const ts_kctx *k) {
+    const int64_t *at = k->node->attr;
+    const ts_shape *x = &k->in_shape[0], *y = &k->out_shape;
+    return (ts_conv_geom){.N = x->d[0], .C = x->d[1], .H = x->d[2], .W = x->d[3], .OC = x->d[1], .OH = y->d[2], .OW = y->d[3],
+                          .KH = at[PA_KH], .KW = at[PA_KW], .SH = at[CA_SH], .SW = at[CA_SW], .PT = at[CA_PT], .PL = at[CA_PL],
+                          .DH = 1, .DW = 1, .groups = 1};
+}
+
+/* The whole plane as one window. */
+static ts_conv_geom global_geom(const ts_kctx *k) {
+    const ts_shape *x = &k->in_shape[0];
+    return (ts_conv_geom){.N = x->d[0], .C = x->d[1], .H = x->d[2], .W = x->d[3], .OC = x->d[1], .OH = 1, .OW = 1, .KH = x->d[2],
+                          .KW = x->d[3], .SH = 1, .SW = 1, .DH = 1, .DW = 1, .groups = 1};
+}
+
+void ts_fwd_conv2d(const ts_kctx *k) {
+    ts_conv_geom g = conv_geom(k);
+    ts_conv2d_forward(k->pool, k->workspace, k->out, k->in[0], k->in[1], k->n_in == 3 ? k->in[2] : NULL, &g);
+}
+
+void ts_bwd_conv2d(const ts_kctx *k) {
+    ts_conv_geom g = conv_geom(k);
+    ts_conv2d_backward(k->pool, k->workspace, k->din[0], k->din[1], k->n_in == 3 ? k->din[2] : NULL, k->dout, k->in[0], k->in[1], &g);
+}
+
+void ts_fwd_max_pool2d(const ts_kctx *k) {
+    ts_conv_geom g = pool_geom(k);
+    ts_max_pool2d_forward(k->pool, k->out, k->in[0], &g);
+}
+void ts_bwd_max_pool2d(const ts_kctx *k) {
+    ts_conv_geom g = pool_geom(k);
+    if (k->din[0]) ts_max_pool2d_backward(k->pool, k->din[0], k->dout, k->in[0], &g);
+}
+void ts_fwd_avg_pool2d(const ts_kctx *k) {
+    ts_conv_geom g = pool_geom(k);
+    ts_avg_pool2d_forward(k->pool, k->out, k->in[0], &g, k->node->attr[PA_EXCLUDE_PAD] == 0);
+}
+void ts_bwd_avg_pool2d(const ts_kctx *k) {
+    ts_conv_geom g = pool_geom(k);
+    if (k->din[0]) ts_avg_pool2d_backward(k->pool, k->din[0], k->dout, &g, k->node->attr[PA_EXCLUDE_PAD] == 0);
+}
+void ts_fwd_global_pool(const ts_kctx *k) {
+    ts_conv_geom g = global_geom(k);
+    ts_avg_pool2d_forward(k->pool, k->out, k->in[0], &g, true);
+}
+void ts_bwd_global_pool(const ts_kctx *k) {
+    ts_conv_geom g = global_geom(k);
+    if (k->din[0]) ts_avg_pool2d_backward(k->pool, k->din[0], k->dout, &g, true);
+}
+
+static void bn_dims(const ts_kctx *k, int64_t *N, int64_t *C, int64_t *inner) {
+    const ts_shape *x = &k->in_shape[0];
+    *N = x->d[0], *C = x->d[1], *inner = 1;
+    for (int i = 2; i < x->ndim; i++) *inner *= x->d[i];
+}
+
+/* Batch statistics in a training model unless frozen. */
+static bool bn_batch(const ts_kctx *k) { return k->training && !k->node->attr[0]; }
+
+void ts_fwd_batch_norm(const ts_kctx *k) {
+    int64_t N, C, inner;
+    bn_dims(k, &N, &C, &inner);
+    bool batch = bn_batch(k);
+    /* the running buffers are graph-held state this op updates in place */
+    float *rm = (float *)(uintptr_t)k->in[3], *rv = (float *)(uintptr_t)k->in[4];
+    ts_batch_norm_forward(k->pool, k->out, k->scratch, k->in[0], k->in[1], k->in[2], rm, rv, N, C, inner, k->node->fattr[0],
+                          k->node->fattr[1], batch, batch && k->update_state);
+}
+
+void ts_bwd_batch_norm(const ts_kctx *k) {
+    int64_t N, C, inner;
+    bn_dims(k, &N, &C, &inner);
+    ts_batch_norm_backward(k->pool, k->din[0], k->din[1], k->din[2], k->dout, k->in[0], k->in[1], k->scratch, N, C, inner, bn_batch(k));
+}
+
+void ts_fwd_dropout_mask(const ts_kctx *k) {
+    int64_t n = ts_shape_numel(&k->out_shape);
+    if (!k->training) {
+        for (int64_t i = 0; i < n; i++) k->out[i] = 1.0f;
+        return;
+    }
+    ts_dropout_mask(k->pool, k->out, n, k->node->fattr[0], (uint64_t)k->node->attr[0], k->iteration);
+}
+
+void ts_fwd_tanh(const ts_kctx *k) { ts_tanh_forward(k->pool, k->out, k->in[0], ts_shape_numel(&k->out_shape)); }
+void ts_bwd_tanh(const ts_kctx *k) {
+    if (k->din[0]) ts_tanh_backward(k->pool, k->din[0], k->dout, k->out, ts_shape_numel(&k->out_shape));
+}
+void ts_fwd_sigmoid(const ts_kctx *k) { ts_sigmoid_forward(k->pool, k->out, k->in[0], ts_shape_numel(&k->out_shape)); }
+void ts_bwd_sigmoid(const ts_kctx *k) {
+    if (k->din[0]) ts_sigmoid_backward(k->pool, k->din[0], k->dout, k->out, ts_shape_numel(&k->out_shape));
+}
+
+/* ---------------------------------------------------------------- costs */
+
+double ts_flops_conv2d(const ts_shape *in, const ts_shape *out) {
+    return 2.0 * (double)ts_shape_numel(out) * (double)(in[1].d[1] * in[1].d[2] * in[1].d[3]);
+}
+double ts_flops_pool2d(const ts_shape *in, const ts_shape *out) {
+    (void)out;
+    return (double)ts_shape_numel(&in[0]);
+}
+size_t ts_workspace_conv2d(const ts_shape *in, const ts_shape *out) {
+    ts_conv_geom g = {.N = in[0].d[0], .C = in[0].d[1], .KH = in[1].d[2], .KW = in[1].d[3], .OC = out->d[1], .OH = out->d[2], .OW = out->d[3]};
+    return ts_conv2d_workspace(&g);
+}
+size_t ts_scratch_batch_norm(const ts_shape *in, const ts_shape *out) {
+    (void)out;
+    return 2 * (size_t)in[0].d[1];
+}

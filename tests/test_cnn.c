@@ -1,0 +1,401 @@
+/* test_cnn.c -- the convolutional pieces beyond their gradients (those are
+ * in test_ops_grad):
+ *  - conv2d's im2col + GEMM path against the direct loop (the oracle), over
+ *    a spread of geometries, forward and backward, with and without threads.
+ *    Forward tolerance: (K + 2) * FLT_EPSILON * (|x| (*) |w| + |b|), the
+ *    rounding bound of a length-K float dot product in any order, so a wrong
+ *    index (an O(1) error) cannot pass;
+ *  - build errors that name the layer and the sizes;
+ *  - batch norm's running statistics (momentum update with the unbiased
+ *    variance, computed here in double from the batch), inference with the
+ *    running values, the buffers listed, anchorable and without gradients;
+ *  - dropout: the mask's values and rate, determinism for a seed, a new mask
+ *    each micro-batch, the gradient through the mask, identity in inference. */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "exec/cnn.h"
+#include "tensorscope.h"
+
+static uint64_t rng_state = 0x243F6A8885A308D3ull;
+
+static float urand(void) /* in [-1, 1) */
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((double)(rng_state >> 11) * 0x1.0p-53 * 2.0 - 1.0);
+}
+
+static float *rand_buf(int64_t n)
+{
+    float *p = malloc(sizeof(float) * (size_t)(n ? n : 1));
+    for (int64_t i = 0; p && i < n; i++)
+        p[i] = urand();
+    return p;
+}
+
+/* ------------------------------------------------ conv2d: fast vs oracle */
+
+static int64_t osize(int64_t in, int64_t pa, int64_t pb, int64_t k, int64_t d, int64_t s)
+{
+    return (in + pa + pb - (k - 1) * d - 1) / s + 1;
+}
+
+static void conv_case(ts_pool *pool, int64_t N, int64_t C, int64_t H, int64_t W, int64_t OC, int64_t KH, int64_t KW, int64_t SH, int64_t SW,
+                      int64_t PT, int64_t PB, int64_t PL, int64_t PR, int64_t DH, int64_t DW, int64_t G)
+{
+    ts_conv_geom g = {.N = N, .C = C, .H = H, .W = W, .OC = OC, .KH = KH, .KW = KW, .SH = SH, .SW = SW, .PT = PT, .PL = PL, .DH = DH,
+                      .DW = DW, .groups = G};
+    g.OH = osize(H, PT, PB, KH, DH, SH);
+    g.OW = osize(W, PL, PR, KW, DW, SW);
+    int64_t nx = N * C * H * W, nw = OC * (C / G) * KH * KW, ny = N * OC * g.OH * g.OW;
+    float *x = rand_buf(nx), *w = rand_buf(nw), *b = rand_buf(OC), *dy = rand_buf(ny);
+    float *y = calloc((size_t)ny, sizeof(float)), *y0 = calloc((size_t)ny, sizeof(float)), *bound = calloc((size_t)ny, sizeof(float));
+    float *ax = malloc(sizeof(float) * (size_t)nx), *aw = malloc(sizeof(float) * (size_t)nw), *ab = malloc(sizeof(float) * (size_t)OC);
+    float *ws = malloc(sizeof(float) * ts_conv2d_workspace(&g));
+    float *dx = calloc((size_t)nx, sizeof(float)), *dw = calloc((size_t)nw, sizeof(float)), *db = calloc((size_t)OC, sizeof(float));
+    float *dx0 = calloc((size_t)nx, sizeof(float)), *dw0 = calloc((size_t)nw, sizeof(float)), *db0 = calloc((size_t)OC, sizeof(float));
+    if (!x || !w || !b || !dy || !y || !y0 || !bound || !ax || !aw || !ab || !ws || !dx || !dw || !db || !dx0 || !dw0 || !db0) {
+        CHECK(0, "conv case: out of memory");
+        goto done;
+    }
+    for (int64_t i = 0; i < nx; i++)
+        ax[i] = fabsf(x[i]);
+    for (int64_t i = 0; i < nw; i++)
+        aw[i] = fabsf(w[i]);
+    for (int64_t i = 0; i < OC; i++)
+        ab[i] = fabsf(b[i]);
+    /* start the accumulating outputs from a non-zero value: backward adds */
+    for (int64_t i = 0; i < nx; i++)
+        dx[i] = dx0[i] = 0.25f;
+    ts_conv2d_forward(pool, ws, y, x, w, b, &g);
+    ts_conv2d_naive_forward(y0, x, w, b, &g);
+    ts_conv2d_naive_forward(bound, ax, aw, ab, &g);
+    double K = (double)((C / G) * KH * KW), worst = 0;
+    int64_t bad = 0;
+    for (int64_t i = 0; i < ny; i++) {
+        double d = fabs((double)y[i] - y0[i]), tol = (K + 2) * FLT_EPSILON * bound[i] + 1e-30;
+        bad += !(d <= tol);
+        worst = fmax(worst, d / tol);
+    }
+    ts_conv2d_backward(pool, ws, dx, dw, db, dy, x, w, &g);
+    ts_conv2d_naive_backward(dx0, dw0, db0, dy, x, w, &g);
+    double bw = 0, mag = 0;
+    for (int64_t i = 0; i < nx; i++)
+        bw = fmax(bw, fabs((double)dx[i] - dx0[i])), mag = fmax(mag, fabs((double)dx0[i]));
+    for (int64_t i = 0; i < nw; i++)
+        bw = fmax(bw, fabs((double)dw[i] - dw0[i])), mag = fmax(mag, fabs((double)dw0[i]));
+    for (int64_t i = 0; i < OC; i++)
+        bw = fmax(bw, fabs((double)db[i] - db0[i])), mag = fmax(mag, fabs((double)db0[i]));
+    /* the backward sums run over N*OH*OW (dw) or OC*KH*KW (dx) products */
+    double btol = 4e-6 * mag * sqrt((double)(N * g.OH * g.OW + OC * KH * KW));
+    CHECK(bad == 0 && bw <= btol,
+          "conv2d fast == oracle: x[%lld,%lld,%lld,%lld] k%lldx%lld s%lld,%lld p%lld,%lld,%lld,%lld d%lld,%lld g%lld -> [%lld,%lld,%lld,%lld]%s "
+          "forward worst %.2f of the bound, backward max diff %.3g (tol %.3g)",
+          (long long)N, (long long)C, (long long)H, (long long)W, (long long)KH, (long long)KW, (long long)SH, (long long)SW, (long long)PT,
+          (long long)PB, (long long)PL, (long long)PR, (long long)DH, (long long)DW, (long long)G, (long long)N, (long long)OC,
+          (long long)g.OH, (long long)g.OW, pool ? " threads" : "", worst, bw, btol);
+done:
+    free(x), free(w), free(b), free(dy), free(y), free(y0), free(bound), free(ax), free(aw), free(ab), free(ws);
+    free(dx), free(dw), free(db), free(dx0), free(dw0), free(db0);
+}
+
+static void conv_oracle(void)
+{
+    ts_pool *pool = NULL;
+    CHECK_OK(ts_pool_new(&pool, 2), "a pool of 2 threads");
+    for (int t = 0; t < 2; t++) {
+        ts_pool *p = t ? pool : NULL;
+        conv_case(p, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1);           /* 1x1 everything */
+        conv_case(p, 3, 1, 28, 28, 6, 5, 5, 1, 1, 0, 0, 0, 0, 1, 1, 1);         /* LeNet conv1 */
+        conv_case(p, 4, 6, 12, 12, 16, 5, 5, 1, 1, 0, 0, 0, 0, 1, 1, 1);        /* LeNet conv2 */
+        conv_case(p, 2, 16, 9, 11, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1);        /* ResNet downsampling, odd sizes */
+        conv_case(p, 2, 16, 8, 8, 32, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1);         /* 1x1 shortcut, stride 2 */
+        conv_case(p, 2, 5, 13, 7, 4, 3, 2, 3, 1, 2, 0, 1, 1, 2, 3, 1);          /* asymmetric, dilated */
+        conv_case(p, 3, 8, 10, 10, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4);        /* groups 4 */
+        conv_case(p, 2, 8, 10, 9, 16, 3, 3, 1, 2, 1, 1, 1, 1, 1, 1, 8);         /* depthwise x2 */
+        conv_case(p, 1, 3, 32, 32, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);        /* ResNet stem */
+    }
+    ts_pool_free(pool);
+}
+
+/* ------------------------------------------------------------ build errors */
+
+static void expect_error(ts_graph *g, ts_tensor *y, const char *what, const char *const *parts, int n)
+{
+    ts_status st = ts_graph_status(g);
+    const char *msg = ts_last_error();
+    int has = y == NULL && st == TS_ERR_SHAPE;
+    for (int i = 0; i < n; i++)
+        has = has && strstr(msg, parts[i]) != NULL;
+    CHECK(has, "%s: a shape error naming the layer and sizes: %s", what, msg);
+}
+
+static void build_errors(void)
+{
+    ts_graph *g = ts_graph_new(1);
+    ts_tensor *x = ts_input(g, "x", TS_F32, 4, (int64_t[]){2, 3, 4, 4});
+    ts_tensor *y = ts_conv2d_layer(g, x, 8, 7, 7, &(ts_conv2d_params){.pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1}, 1, "big");
+    expect_error(g, y, "kernel larger than the padded input", (const char *[]){"'big'", "7x7", "6x6", "[2,3,4,4]"}, 4);
+    ts_graph_free(g);
+
+    g = ts_graph_new(1);
+    x = ts_input(g, "x", TS_F32, 4, (int64_t[]){2, 3, 8, 8});
+    ts_tensor *w = ts_param(g, "w", 4, (int64_t[]){4, 2, 3, 3});
+    ts_scope_push(g, "conv2");
+    y = ts_conv2d(g, x, w, NULL, NULL);
+    ts_scope_pop(g);
+    expect_error(g, y, "channel mismatch", (const char *[]){"'conv2'", "[2,3,8,8]", "3 channels", "[4,2,3,3]", "takes 2"}, 5);
+    ts_graph_free(g);
+
+    g = ts_graph_new(1);
+    x = ts_input(g, "x", TS_F32, 4, (int64_t[]){2, 6, 8, 8});
+    y = ts_conv2d_layer(g, x, 8, 3, 3, &(ts_conv2d_params){.groups = 4}, 1, "grouped");
+    expect_error(g, y, "groups not dividing the channels", (const char *[]){"'grouped'", "groups=4", "(6,", "[2,6,8,8]"}, 4);
+    ts_graph_free(g);
+
+    g = ts_graph_new(1);
+    x = ts_input(g, "x", TS_F32, 3, (int64_t[]){1, 28, 28});
+    y = ts_conv2d_layer(g, x, 6, 5, 5, NULL, 1, "conv1");
+    expect_error(g, y, "3-D input to conv2d", (const char *[]){"'conv1'", "[1,28,28]", "3-D", "4-D"}, 4);
+    ts_graph_free(g);
+
+    g = ts_graph_new(1);
+    x = ts_input(g, "x", TS_F32, 3, (int64_t[]){1, 28, 28});
+    w = ts_param(g, "w", 4, (int64_t[]){4, 1, 3, 3});
+    y = ts_conv2d(g, x, w, NULL, NULL);
+    expect_error(g, y, "3-D input to ts_conv2d", (const char *[]){"(top level)", "[1,28,28]", "3-D"}, 3);
+    ts_graph_free(g);
+
+    g = ts_graph_new(1);
+    x = ts_input(g, "x", TS_F32, 4, (int64_t[]){2, 3, 2, 5});
+    y = ts_max_pool2d(g, x, &(ts_pool2d_params){.kernel_h = 3, .kernel_w = 3});
+    expect_error(g, y, "pool window larger than the input", (const char *[]){"MaxPool2d", "3x3", "2x5"}, 3);
+    ts_graph_free(g);
+
+    /* a batch size that no longer fits is reported at compile */
+    g = ts_graph_new(1);
+    x = ts_input(g, "x", TS_F32, 4, (int64_t[]){2, 3, 8, 8});
+    ts_tensor *h = ts_batch_norm_layer(g, ts_conv2d_layer(g, x, 4, 3, 3, NULL, 0, "c"), "bn");
+    CHECK(h && ts_graph_find(g, "c/Conv2d:0") && ts_graph_find(g, "bn/BatchNorm:0") && ts_graph_find(g, "bn.running_var"),
+          "layers name their op and tensors: c/Conv2d:0, c.weight, bn/BatchNorm:0, bn.running_mean, bn.running_var");
+    ts_graph_free(g);
+}
+
+/* ------------------------------------------------------------- batch norm */
+
+enum { BN_N = 4, BN_C = 3, BN_HW = 5 };
+
+static void batch_norm_running(void)
+{
+    ts_graph *g = ts_graph_new(3);
+    int64_t xs[4] = {BN_N, BN_C, 1, BN_HW};
+    ts_tensor *x = ts_input(g, "x", TS_F32, 4, xs);
+    ts_tensor *y = ts_batch_norm_layer(g, x, "bn");
+    ts_tensor *loss = ts_mean(g, ts_mul(g, y, y));
+    ts_tensor_set_name(loss, "loss");
+    ts_options *o = ts_options_new();
+    ts_options_set_device_iterations(o, 2);
+    ts_options_anchor(o, "rm", "bn.running_mean", TS_OUTPUT_ALL, 0);
+    ts_options_anchor(o, "rv", "bn.running_var", TS_OUTPUT_FINAL, 0);
+    ts_model *m = NULL;
+    ts_status st = ts_model_training(&m, g, loss, o, ts_sgd(0.0f, 0.0f, 0.0f));
+    if (!st)
+        st = ts_model_compile(m);
+    CHECK_OK(st, "a training model with a batch norm layer compiles");
+    const char *const *names;
+    size_t n_names = 0;
+    int listed = 0, grad = 0;
+    if (!st && !ts_model_tensor_names(m, &names, &n_names))
+        for (size_t i = 0; i < n_names; i++) {
+            listed += strcmp(names[i], "bn.running_mean") == 0 || strcmp(names[i], "bn.running_var") == 0;
+            grad += strstr(names[i], "running_") && strncmp(names[i], "Gradient___", 11) == 0;
+            grad += strstr(names[i], "running_") && strncmp(names[i], "Accl", 4) == 0;
+        }
+    CHECK(listed == 2 && grad == 0, "the running buffers are listed by name, with no gradient or optimizer state");
+    float xv[2 * BN_N * BN_C * BN_HW];
+    for (int i = 0; i < 2 * BN_N * BN_C * BN_HW; i++)
+        xv[i] = 2.0f * urand() + (float)(i % 3);
+    ts_array in = ts_array_f32(xv, 4, (int64_t[]){2 * BN_N, BN_C, 1, BN_HW});
+    const char *nm[1] = {"x"};
+    if (!st)
+        st = ts_model_run(m, nm, &in, 1);
+    CHECK_OK(st, "one run of two steps");
+    /* expected: r = 0.9 r + 0.1 stat, twice; var unbiased over N*HW = 20 */
+    double rm[BN_C], rv[BN_C];
+    double want_rm_step1[BN_C];
+    for (int c = 0; c < BN_C; c++)
+        rm[c] = 0, rv[c] = 1;
+    for (int s = 0; s < 2; s++)
+        for (int c = 0; c < BN_C; c++) {
+            double sum = 0, ss = 0, M = BN_N * BN_HW;
+            for (int nn = 0; nn < BN_N; nn++)
+                for (int i = 0; i < BN_HW; i++)
+                    sum += xv[((s * BN_N + nn) * BN_C + c) * BN_HW + i];
+            double mean = sum / M;
+            for (int nn = 0; nn < BN_N; nn++)
+                for (int i = 0; i < BN_HW; i++) {
+                    double d = xv[((s * BN_N + nn) * BN_C + c) * BN_HW + i] - mean;
+                    ss += d * d;
+                }
+            rm[c] = 0.9 * rm[c] + 0.1 * mean;
+            rv[c] = 0.9 * rv[c] + 0.1 * ss / (M - 1);
+            if (s == 0)
+                want_rm_step1[c] = rm[c];
+        }
+    ts_array a_rm, a_rv, v_rm, v_rv;
+    ts_tensor_info(ts_graph_find(g, "bn.running_mean"), &v_rm);
+    ts_tensor_info(ts_graph_find(g, "bn.running_var"), &v_rv);
+    double err = 0;
+    for (int c = 0; c < BN_C; c++)
+        err = fmax(err, fmax(fabs(((float *)v_rm.data)[c] - rm[c]), fabs(((float *)v_rv.data)[c] - rv[c])));
+    CHECK(!st && err < 1e-5, "running mean/var after 2 steps: momentum 0.1 with the unbiased batch variance (max err %.2g)", err);
+    int anch = !st && !ts_model_anchored(m, "rm", &a_rm) && !ts_model_anchored(m, "rv", &a_rv) && a_rm.ndim == 2 && a_rm.shape[0] == 2;
+    double aerr = 1;
+    if (anch) {
+        aerr = 0;
+        for (int c = 0; c < BN_C; c++) {
+            aerr = fmax(aerr, fabs(((float *)a_rm.data)[c] - want_rm_step1[c]));
+            aerr = fmax(aerr, fabs(((float *)a_rm.data)[BN_C + c] - rm[c]));
+            aerr = fmax(aerr, fabs(((float *)a_rv.data)[c] - rv[c]));
+        }
+    }
+    CHECK(anch && aerr < 1e-5, "bn.running_mean anchored per step [2,%d] (after step 1 and 2) and bn.running_var final (max err %.2g)", BN_C,
+          aerr);
+    ts_status gs = ts_model_anchor(m, "g", "Gradient___bn.running_mean", TS_OUTPUT_FINAL, 0);
+    if (!gs)
+        gs = ts_model_run(m, nm, &in, 1);
+    CHECK(gs != TS_OK, "Gradient___bn.running_mean does not exist: %s", ts_last_error());
+
+    /* inference normalises with the running values */
+    ts_tensor *outs[1] = {y};
+    ts_model *inf = NULL;
+    st = ts_model_inference(&inf, g, outs, 1, NULL);
+    if (!st)
+        st = ts_model_compile(inf);
+    float before[BN_C];
+    memcpy(before, v_rm.data, sizeof before);
+    ts_array ya;
+    in.shape[0] = BN_N;
+    if (!st)
+        st = ts_model_run(inf, nm, &in, 1);
+    if (!st)
+        st = ts_model_anchored(inf, ts_tensor_name(y), &ya);
+    double ierr = 1;
+    if (!st) {
+        ierr = 0;
+        const float *rmv = v_rm.data, *rvv = v_rv.data;
+        for (int nn = 0; nn < BN_N; nn++)
+            for (int c = 0; c < BN_C; c++)
+                for (int i = 0; i < BN_HW; i++) {
+                    int k = (nn * BN_C + c) * BN_HW + i;
+                    double want = (xv[k] - rmv[c]) / sqrt((double)rvv[c] + 1e-5);
+                    ierr = fmax(ierr, fabs(((float *)ya.data)[k] - want));
+                }
+    }
+    CHECK(!st && ierr < 1e-5 && memcmp(before, v_rm.data, sizeof before) == 0,
+          "inference uses the running mean/var and leaves them unchanged (max err %.2g)", ierr);
+    ts_model_free(inf);
+    ts_model_free(m);
+    ts_options_free(o);
+    ts_graph_free(g);
+}
+
+/* ---------------------------------------------------------------- dropout */
+
+enum { DR_N = 4000 };
+
+/* A graph y = dropout(x) with loss sum(y * R); runs it for `runs` runs of
+ * one step and returns the last mask and Gradient___x. */
+static int dropout_run(uint64_t seed, int runs, float *mask, float *gx, float *R, int *mask_changed)
+{
+    ts_graph *g = ts_graph_new(seed);
+    ts_tensor *x = ts_param(g, "x", 1, (int64_t[]){DR_N});
+    ts_tensor *r = ts_input(g, "R", TS_F32, 1, (int64_t[]){DR_N});
+    ts_tensor *y = ts_dropout(g, x, 0.25f);
+    ts_tensor *loss = ts_sum(g, ts_mul(g, y, r));
+    ts_tensor_set_name(loss, "loss");
+    ts_options *o = ts_options_new();
+    ts_options_anchor(o, "mask", "DropoutMask:0", TS_OUTPUT_FINAL, 0);
+    ts_options_anchor(o, "gx", "Gradient___x", TS_OUTPUT_FINAL, 0);
+    ts_model *m = NULL;
+    ts_status st = ts_model_training(&m, g, loss, o, ts_sgd(0.0f, 0.0f, 0.0f));
+    ts_array in = ts_array_f32(R, 1, (int64_t[]){DR_N});
+    const char *nm[1] = {"R"};
+    float *prev = malloc(sizeof(float) * DR_N);
+    *mask_changed = 0;
+    for (int k = 0; !st && prev && k < runs; k++) {
+        st = ts_model_run(m, nm, &in, 1);
+        ts_array a, b;
+        if (!st)
+            st = ts_model_anchored(m, "mask", &a);
+        if (!st)
+            st = ts_model_anchored(m, "gx", &b);
+        if (!st) {
+            if (k > 0 && memcmp(prev, a.data, sizeof(float) * DR_N) != 0)
+                *mask_changed = 1;
+            memcpy(prev, a.data, sizeof(float) * DR_N);
+            memcpy(mask, a.data, sizeof(float) * DR_N);
+            memcpy(gx, b.data, sizeof(float) * DR_N);
+        }
+    }
+    if (st)
+        CHECK_OK(st, "dropout model runs");
+    free(prev);
+    /* inference: the identity */
+    int identity = 0;
+    ts_tensor *outs[1] = {y};
+    ts_model *inf = NULL;
+    ts_array xi;
+    ts_tensor_info(x, &xi);
+    for (int i = 0; i < DR_N; i++)
+        ((float *)xi.data)[i] = (float)i;
+    if (!st && !ts_model_inference(&inf, g, outs, 1, NULL) && !ts_model_run(inf, NULL, NULL, 0)) {
+        ts_array ya;
+        if (!ts_model_anchored(inf, ts_tensor_name(y), &ya))
+            identity = memcmp(ya.data, xi.data, sizeof(float) * DR_N) == 0;
+    }
+    ts_model_free(inf);
+    ts_model_free(m);
+    ts_options_free(o);
+    ts_graph_free(g);
+    return !st && identity;
+}
+
+static void dropout(void)
+{
+    float *R = rand_buf(DR_N), *m1 = malloc(sizeof(float) * DR_N), *m2 = malloc(sizeof(float) * DR_N), *m3 = malloc(sizeof(float) * DR_N);
+    float *g1 = malloc(sizeof(float) * DR_N), *g2 = malloc(sizeof(float) * DR_N), *g3 = malloc(sizeof(float) * DR_N);
+    int ch1 = 0, ch2 = 0, ch3 = 0;
+    int ok1 = R && m1 && m2 && m3 && g1 && g2 && g3 && dropout_run(11, 3, m1, g1, R, &ch1);
+    int ok2 = ok1 && dropout_run(11, 3, m2, g2, R, &ch2);
+    int ok3 = ok2 && dropout_run(12, 3, m3, g3, R, &ch3);
+    CHECK(ok1 && ok2 && ok3, "dropout models ran; in inference the output equals the input");
+    if (ok3) {
+        int64_t zeros = 0, values_ok = 1, grad_ok = 1;
+        for (int i = 0; i < DR_N; i++) {
+            zeros += m1[i] == 0.0f;
+            values_ok = values_ok && (m1[i] == 0.0f || m1[i] == 1.0f / 0.75f);
+            grad_ok = grad_ok && g1[i] == R[i] * m1[i];
+        }
+        /* 4000 draws at p = 0.25: sd = sqrt(4000 * 0.25 * 0.75) = 27 */
+        CHECK(values_ok && llabs(zeros - 1000) < 150, "the mask holds 0 or 1/(1-p); %lld of %d dropped at p = 0.25", (long long)zeros, DR_N);
+        CHECK(grad_ok, "Gradient___x = R * mask (the mask is a constant of the backward pass)");
+        CHECK(memcmp(m1, m2, sizeof(float) * DR_N) == 0 && memcmp(m1, m3, sizeof(float) * DR_N) != 0,
+              "the same seed gives the same masks, another seed other masks");
+        CHECK(ch1 && ch2 && ch3, "each step draws a new mask");
+    }
+    free(R), free(m1), free(m2), free(m3), free(g1), free(g2), free(g3);
+}
+
+int main(void)
+{
+    conv_oracle();
+    build_errors();
+    batch_norm_running();
+    dropout();
+    return check_summary("test_cnn");
+}
