@@ -403,6 +403,8 @@ static ts_status op_unary(importer *im, node_io *io) {
     if (strcmp(op, "Relu") == 0) return built(im, ts_relu(im->g, t), &io->out[0]);
     if (strcmp(op, "Log") == 0) return built(im, ts_log(im->g, t), &io->out[0]);
     if (strcmp(op, "Neg") == 0) return built(im, ts_scale(im->g, t, -1.0f), &io->out[0]);
+    if (strcmp(op, "Tanh") == 0) return built(im, ts_tanh(im->g, t), &io->out[0]);
+    if (strcmp(op, "Sigmoid") == 0) return built(im, ts_sigmoid(im->g, t), &io->out[0]);
     return node_error(im, TS_ERR_UNSUPPORTED, "%s on a graph tensor is not available yet (it is folded when its input is constant)", op);
 }
 
@@ -418,12 +420,18 @@ static ts_status op_identity(importer *im, node_io *io) {
 /* Dropout: the identity in an inference export (no training_mode input, or
  * a constant false); the mask output, when asked for, is all ones. */
 static ts_status op_dropout(importer *im, node_io *io) {
-    double train = 0;
+    double train = 0, ratio = 0.5;
     if (io->n_in >= 3 && io->in[2] && !(is_const(io->in[2]) && const_scalar(io->in[2], &train)))
-        return node_error(im, TS_ERR_UNSUPPORTED, "a training-mode Dropout (training_mode is not a constant) is not available yet");
-    if (train != 0)
-        return node_error(im, TS_ERR_UNSUPPORTED, "a training-mode Dropout is not available yet; export with model.eval() or "
-                          "training=TrainingMode.EVAL, or wait for the dropout op");
+        return node_error(im, TS_ERR_UNSUPPORTED, "a Dropout whose training_mode is computed by the graph is not available");
+    if (io->n_in >= 2 && io->in[1] && !const_scalar(io->in[1], &ratio))
+        return node_error(im, TS_ERR_UNSUPPORTED, "a Dropout whose ratio is not a constant is not available");
+    if (train != 0) { /* a training export: the dropout op (its mask output is not available) */
+        if (io->n_out > 1 && im->node->output[1] && *im->node->output[1])
+            return node_error(im, TS_ERR_UNSUPPORTED, "Dropout's mask output is not available");
+        ts_status st = TS_OK;
+        ts_tensor *x = as_tensor(im, io->in[0], &st);
+        return x ? built(im, ts_dropout(im->g, x, (float)ratio), &io->out[0]) : st;
+    }
     ts_status st = op_identity(im, io);
     if (!st && io->n_out > 1) st = fold_result(im, ts_const_fill(shape_of(io->in[0]), TS_ONNX_BOOL, 1.0, &io->out[1].c));
     return st;
@@ -608,6 +616,124 @@ static ts_status op_gemm(importer *im, node_io *io) {
     return built(im, y, &io->out[0]);
 }
 
+/* Pad: PyTorch writes one with zero pads before an avg_pool2d; that is
+ * the identity. Non-zero padding is not available yet. */
+static ts_status op_pad(importer *im, node_io *io) {
+    int64_t pads[2 * TS_MAX_DIMS];
+    int n = 0;
+    if (io->n_in > 1 && io->in[1]) {
+        ts_status st = decoded(im, io->in[1]);
+        if (st) return st;
+        if (!is_const(io->in[1]) || ts_shape_numel(&io->in[1]->c.shape) > 2 * TS_MAX_DIMS)
+            return node_error(im, TS_ERR_UNSUPPORTED, "its pads must be a constant list");
+        n = (int)ts_shape_numel(&io->in[1]->c.shape);
+        for (int i = 0; i < n; i++) pads[i] = (int64_t)io->in[1]->c.v[i];
+    } else {
+        const int64_t *v;
+        int64_t na;
+        attr_ints(im, "pads", &v, &na);
+        n = na > 2 * TS_MAX_DIMS ? 2 * TS_MAX_DIMS : na < 0 ? 0 : (int)na;
+        for (int i = 0; i < n; i++) pads[i] = v[i];
+    }
+    for (int i = 0; i < n; i++)
+        if (pads[i] != 0)
+            return node_error(im, TS_ERR_UNSUPPORTED, "a Pad with non-zero padding is not available yet (padding inside Conv and the "
+                              "pooling ops is)");
+    return op_identity(im, io);
+}
+
+/* Conv, NCHW 2-D as PyTorch exports it: pads [top, left, bottom, right],
+ * strides, dilations, group; auto_pad SAME_UPPER at stride 1 as `same`. */
+static ts_status op_conv(importer *im, node_io *io) {
+    const int64_t *v;
+    int64_t n;
+    ts_conv2d_params p = {0};
+    attr_ints(im, "kernel_shape", &v, &n);
+    if (n >= 0 && n != 2) return node_error(im, TS_ERR_UNSUPPORTED, "a %lld-D convolution is not available; 2-D ones are", (long long)n);
+    attr_ints(im, "strides", &v, &n);
+    if (n == 2) p.stride_h = (int)v[0], p.stride_w = (int)v[1];
+    attr_ints(im, "dilations", &v, &n);
+    if (n == 2) p.dilation_h = (int)v[0], p.dilation_w = (int)v[1];
+    attr_ints(im, "pads", &v, &n);
+    if (n == 4) p.pad_top = (int)v[0], p.pad_left = (int)v[1], p.pad_bottom = (int)v[2], p.pad_right = (int)v[3];
+    p.groups = (int)attr_i(im, "group", 1);
+    const Attr *ap = attr(im, "auto_pad");
+    if (ap && ap->has_s && !(ap->s.len == 6 && memcmp(ap->s.data, "NOTSET", 6) == 0)) {
+        if (ap->s.len == 10 && memcmp(ap->s.data, "SAME_UPPER", 10) == 0) p.same = 1;
+        else return node_error(im, TS_ERR_UNSUPPORTED, "auto_pad %.*s is not available; NOTSET and SAME_UPPER are", (int)ap->s.len, (const char *)ap->s.data);
+    }
+    ts_status st = TS_OK;
+    ts_tensor *x = as_tensor(im, io->in[0], &st), *w = x ? as_tensor(im, io->in[1], &st) : NULL, *b = NULL;
+    if (!w) return st;
+    if (w->shape.ndim != 4) return node_error(im, TS_ERR_UNSUPPORTED, "a convolution with a %d-D weight is not available; 2-D ones are", w->shape.ndim);
+    if (io->n_in > 2 && io->in[2] && !(b = as_tensor(im, io->in[2], &st))) return st;
+    return built(im, ts_conv2d(im->g, x, w, b, &p), &io->out[0]);
+}
+
+/* MaxPool and AveragePool (2-D, ceil_mode 0, no indices output). */
+static ts_status op_pool(importer *im, node_io *io) {
+    bool max = strcmp(im->node->op_type, "MaxPool") == 0;
+    const int64_t *v;
+    int64_t n;
+    ts_pool2d_params p = {0};
+    attr_ints(im, "kernel_shape", &v, &n);
+    if (n != 2) return node_error(im, TS_ERR_UNSUPPORTED, "a %lld-D pooling window is not available; 2-D ones are", (long long)n);
+    p.kernel_h = (int)v[0], p.kernel_w = (int)v[1];
+    attr_ints(im, "strides", &v, &n);
+    if (n == 2) p.stride_h = (int)v[0], p.stride_w = (int)v[1];
+    attr_ints(im, "pads", &v, &n);
+    if (n == 4) p.pad_top = (int)v[0], p.pad_left = (int)v[1], p.pad_bottom = (int)v[2], p.pad_right = (int)v[3];
+    attr_ints(im, "dilations", &v, &n);
+    if (n == 2 && (v[0] != 1 || v[1] != 1)) return node_error(im, TS_ERR_UNSUPPORTED, "dilated pooling is not available");
+    if (attr_i(im, "ceil_mode", 0)) return node_error(im, TS_ERR_UNSUPPORTED, "ceil_mode=1 is not available; export with ceil_mode=False");
+    if (max && io->n_out > 1 && im->node->output[1] && *im->node->output[1])
+        return node_error(im, TS_ERR_UNSUPPORTED, "MaxPool's indices output is not available");
+    p.exclude_pad = max ? 0 : attr_i(im, "count_include_pad", 0) == 0;
+    ts_status st = TS_OK;
+    ts_tensor *x = as_tensor(im, io->in[0], &st);
+    if (!x) return st;
+    return built(im, max ? ts_max_pool2d(im->g, x, &p) : ts_avg_pool2d(im->g, x, &p), &io->out[0]);
+}
+
+static ts_status op_global_avg_pool(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x = as_tensor(im, io->in[0], &st);
+    return x ? built(im, ts_global_avg_pool2d(im->g, x), &io->out[0]) : st;
+}
+
+/* A running statistic: a buffer under the initializer's name. */
+static ts_tensor *as_buffer(importer *im, value *v, ts_status *st) {
+    if (v->t) return v->t;
+    if (!v->param) {
+        *st = node_error(im, TS_ERR_UNSUPPORTED, "its running statistic '%s' must be an initializer", v->name);
+        return NULL;
+    }
+    ts_tensor *b = ts_buffer(im->g, v->name, v->c.shape.ndim, v->c.shape.d);
+    if (!b || (*st = decoded(im, v))) {
+        if (!b) *st = ts_graph_status(im->g);
+        return NULL;
+    }
+    int64_t n = ts_shape_numel(&v->c.shape);
+    for (int64_t i = 0; i < n; i++) b->value[i] = (float)v->c.v[i];
+    v->t = b;
+    return b;
+}
+
+/* BatchNormalization: training_mode 1 (a training export) normalises with
+ * batch statistics and updates the running buffers (ONNX's momentum m is
+ * PyTorch's 1 - m); an inference export's node keeps using the running
+ * values when trained (frozen). */
+static ts_status op_batch_norm(importer *im, node_io *io) {
+    if (io->n_in < 5) return node_error(im, TS_ERR_FORMAT, "needs 5 inputs");
+    bool training = attr_i(im, "training_mode", 0) != 0;
+    float eps = (float)attr_f(im, "epsilon", 1e-5), momentum = (float)(1.0 - attr_f(im, "momentum", 0.9));
+    ts_status st = TS_OK;
+    ts_tensor *x = as_tensor(im, io->in[0], &st), *w = x ? as_tensor(im, io->in[1], &st) : NULL,
+              *b = w ? as_tensor(im, io->in[2], &st) : NULL, *rm = b ? as_buffer(im, io->in[3], &st) : NULL,
+              *rv = rm ? as_buffer(im, io->in[4], &st) : NULL;
+    if (!rv) return st;
+    return built(im, ts_batch_norm(im->g, x, w, b, rm, rv, eps, momentum, !training), &io->out[0]);
+}
 /* The file's own loss: NegativeLogLikelihoodLoss (after a LogSoftmax) and
  * SoftmaxCrossEntropyLoss on [N,C] scores and integer labels [N], reduced
  * by mean (or sum); the second output of SoftmaxCrossEntropyLoss is the
@@ -665,11 +791,14 @@ static const struct {
 } op_table[] = {
     {"Abs", 1, op_unary},
     {"Add", 2, op_binary},
+    {"AveragePool", 1, op_pool},
+    {"BatchNormalization", 5, op_batch_norm},
     {"Cast", 1, op_fold},
     {"Ceil", 1, op_unary},
     {"Concat", 1, op_fold},
     {"Constant", 0, op_constant},
     {"ConstantOfShape", 1, op_fold},
+    {"Conv", 2, op_conv},
     {"Div", 2, op_binary},
     {"Dropout", 1, op_dropout},
     {"Equal", 2, op_binary},
@@ -678,22 +807,26 @@ static const struct {
     {"Floor", 1, op_unary},
     {"Gather", 2, op_fold},
     {"Gemm", 2, op_gemm},
+    {"GlobalAveragePool", 1, op_global_avg_pool},
     {"Greater", 2, op_binary},
     {"Identity", 1, op_identity},
     {"Less", 2, op_binary},
     {"Log", 1, op_unary},
     {"LogSoftmax", 1, op_softmax},
     {"MatMul", 2, op_matmul},
+    {"MaxPool", 1, op_pool},
     {"NegativeLogLikelihoodLoss", 2, op_loss},
     {"Mul", 2, op_binary},
     {"Neg", 1, op_unary},
     {"Not", 1, op_unary},
+    {"Pad", 1, op_pad},
     {"Pow", 2, op_binary},
     {"Range", 3, op_fold},
     {"Reciprocal", 1, op_unary},
     {"Relu", 1, op_unary},
     {"Reshape", 2, op_reshape},
     {"Shape", 1, op_shape},
+    {"Sigmoid", 1, op_unary},
     {"Size", 1, op_size},
     {"Slice", 3, op_fold},
     {"Softmax", 1, op_softmax},
@@ -701,6 +834,7 @@ static const struct {
     {"Sqrt", 1, op_unary},
     {"Squeeze", 1, op_squeeze_unsqueeze},
     {"Sub", 2, op_binary},
+    {"Tanh", 1, op_unary},
     {"Transpose", 1, op_fold},
     {"Unsqueeze", 1, op_squeeze_unsqueeze},
     {"Where", 3, op_fold},

@@ -173,6 +173,8 @@ ts_status ts_const_unary(const char *op, const ts_const *x, ts_const *out) {
         else if (strcmp(op, "Reciprocal") == 0) v = 1.0 / v;
         else if (strcmp(op, "Relu") == 0) v = v > 0 ? v : 0;
         else if (strcmp(op, "Sqrt") == 0) v = sqrt(v);
+        else if (strcmp(op, "Tanh") == 0) v = tanh(v);
+        else if (strcmp(op, "Sigmoid") == 0) v = 1.0 / (1.0 + exp(-v));
         else {
             ts_const_free(out);
             return ts_error(TS_ERR_UNSUPPORTED, "%s cannot be folded", op);

@@ -36,7 +36,7 @@ ts_status ts_const_fill(const ts_shape *s, int dtype, double v, ts_const *out);
 ts_status ts_const_copy(const ts_const *a, ts_const *out);
 /* Add Sub Mul Div Pow Equal Greater Less, with NumPy broadcasting. */
 ts_status ts_const_binary(const char *op, const ts_const *a, const ts_const *b, ts_const *out);
-/* Abs Ceil Floor Log Neg Not Reciprocal Relu Sqrt. */
+/* Abs Ceil Floor Log Neg Not Reciprocal Relu Sigmoid Sqrt Tanh. */
 ts_status ts_const_unary(const char *op, const ts_const *x, ts_const *out);
 /* Reshape's target for `in` (0 copies a dimension unless allowzero, one -1). */
 ts_status ts_const_reshape_target(const ts_shape *in, const int64_t *want, int n, bool allowzero, ts_shape *out);
