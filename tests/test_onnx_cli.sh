@@ -16,28 +16,12 @@ BIN=$BUILD/tensorscope
 FIX=$SRC/tests/reference/onnx
 PY=/usr/bin/python3 # Debian's python3-numpy lives here
 
-passed=0 failed=0
-ok() { echo "ok   $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL $*"; failed=$((failed + 1)); }
-finish() {
-    echo "$passed passed, $failed failed"
-    [ "$failed" -eq 0 ]
-    exit
-}
+. "$SRC/tests/support/cli_checks.sh"
 [ -x "$BIN" ] || { fail "$BIN is missing: build the CLI first"; finish; }
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/ts_onnx_cli.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 cd "$T" || exit 1
-rc=0
-run() { # run NAME CMD...: stdout to NAME.out, stderr to NAME.err, status in $rc
-    local name=$1
-    shift
-    "$@" > "$name.out" 2> "$name.err"
-    rc=$?
-}
-has() { grep -Eq -- "$2" "$1"; }
-show() { sed 's/^/     | /' "$1" | head -n "${2:-8}"; }
 expect() { # expect NAME RC REGEX MESSAGE: status and stderr
     if [ "$rc" -eq "$2" ] && has "$1.err" "$3"; then ok "$4 (exit $2)"; else fail "$4: exit $rc, stderr:"; show "$1.err"; fi
 }
