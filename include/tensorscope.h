@@ -40,7 +40,8 @@
  *     ts_model_anchored(m, "g2", &g2);                     // f32[4,100]
  *     ts_model_free(m); ts_options_free(o); ts_graph_free(g);
  *
- * Tensor names (stable): parameters `<layer>.weight`, `<layer>.bias`; every
+ * Tensor names (stable): parameters `<layer>.weight`, `<layer>.bias`;
+ * buffers `<layer>.running_mean`, `<layer>.running_var` (batch norm); every
  * op output `<scope>/<OpName>:<k>` (`fc1/MatMul:0`, `Relu:1`); inputs and the
  * loss as named by you; derived tensors `Gradient___<name>` (per
  * micro-batch), `Accum___<param>` (mean over A micro-batches, aliasing the

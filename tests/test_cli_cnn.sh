@@ -14,33 +14,12 @@ BIN=$BUILD/tensorscope
 DATA=$SRC/data/mnist
 PY=/usr/bin/python3
 
-passed=0 failed=0
-ok() { echo "ok   $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL $*"; failed=$((failed + 1)); }
-check() {
-    local msg=$1
-    shift
-    if "$@"; then ok "$msg"; else fail "$msg"; return 1; fi
-}
-finish() {
-    echo "$passed passed, $failed failed"
-    [ "$failed" -eq 0 ]
-    exit
-}
+# shellcheck source=support/cli_checks.sh
+source "$SRC/tests/support/cli_checks.sh"
 [ -x "$BIN" ] || { fail "$BIN is missing"; finish; }
 T=$(mktemp -d "${TMPDIR:-/tmp}/ts_cli_cnn.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 cd "$T" || exit 1
-rc=0
-run() {
-    local name=$1
-    shift
-    "$@" > "$name.out" 2> "$name.err"
-    rc=$?
-}
-has() { grep -Eq -- "$2" "$1"; }
-hasf() { grep -Fq -- "$2" "$1"; }
-show() { sed 's/^/     | /' "$1" | head -n "${2:-8}"; }
 png() { [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; }
 T_ARGS=(--model cnn --data "$DATA" --quiet --threads 2)
 

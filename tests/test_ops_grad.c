@@ -19,6 +19,12 @@
  * -0) the gradient must be the subgradient 0, as PyTorch's; just above it
  * (1e-30, 1e-7) it must be R exactly, just below 0 exactly.
  *
+ * Convolutional ops: conv2d over strides, asymmetric and "same" padding,
+ * dilation, groups and depthwise; pooling (max over values spaced 0.05
+ * apart, so eps 0.02 never changes a window's winner; its ties and NaN are
+ * checked exactly apart, as relu's kink); batch norm with batch statistics
+ * (2-D and 4-D) and frozen (running statistics); tanh and sigmoid.
+ *
  * One line per op with max abs/rel error. Gradients of activations are
  * checked on one chain (Gradient___fc1/Add:0, Gradient___Relu:0) by
  * differencing a copy of the chain that starts from that activation as a

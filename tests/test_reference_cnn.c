@@ -143,32 +143,16 @@ static void step_case(const cnn *m, const fixture *f, const char *tag, ts_optimi
 static void trajectory_case(const cnn *m, const fixture *f, const char *source_dir)
 {
     printf("== trajectory: D=%d, A=%d, one run\n", TRAJ_D, TRAJ_A);
-    const ts_array *labels = need(f, "traj/labels"), *losses = need(f, "traj/loss");
-    if (!labels || !losses)
+    const ts_array *x0 = need(f, "x"), *labels = need(f, "traj/labels"), *losses = need(f, "traj/loss");
+    if (!x0 || !labels || !losses)
         return;
-    char dir[1024];
-    snprintf(dir, sizeof dir, "%s/data/mnist", source_dir);
     ts_dataset *ds = NULL;
-    ts_status st = ts_dataset_load_mnist(&ds, dir);
-    CHECK_OK(st, "load MNIST from %s", dir);
-    if (st != TS_OK)
-        return;
-    ts_array images, ys;
+    ts_array xin, yin;
     const int64_t first = BATCH, n = (int64_t)TRAJ_D * TRAJ_A * BATCH;
-    st = ts_dataset_arrays(ds, &images, &ys);
-    if (st != TS_OK || ts_dataset_size(ds) < first + n) {
-        CHECK(0, "MNIST test set has %lld >= %lld images", (long long)ts_dataset_size(ds), (long long)(first + n));
+    if (!trajectory_inputs(source_dir, x0, labels, first, n, BATCH, &ds, &xin, &yin)) {
         ts_dataset_free(ds);
         return;
     }
-    const int32_t *yl = (const int32_t *)ys.data + first, *yw = labels->data;
-    int same = ts_array_numel(labels) == n;
-    for (int64_t i = 0; same && i < n; i++)
-        same = yl[i] == yw[i];
-    CHECK(same, "dataset labels[%lld:%lld] equal traj/labels", (long long)first, (long long)(first + n));
-    int64_t xs[4] = {n, 1, 28, 28}, lsh[1] = {n};
-    ts_array xin = ts_array_f32((float *)images.data + first * PIXELS, 4, xs);
-    ts_array yin = ts_array_i32((int32_t *)ys.data + first, 1, lsh);
 
     reset_state(m, f);
     ts_options *o = ts_options_new();

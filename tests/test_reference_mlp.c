@@ -237,38 +237,13 @@ static void trajectory_case(const mlp *m, const fixture *f, const char *source_d
     const ts_array *losses = need(f, "traj/loss");
     if (!x0 || !labels || !losses)
         return;
-    char dir[1024];
-    snprintf(dir, sizeof dir, "%s/data/mnist", source_dir);
     ts_dataset *ds = NULL;
-    ts_status st = ts_dataset_load_mnist(&ds, dir);
-    CHECK_OK(st, "load MNIST from %s", dir);
-    if (st != TS_OK)
-        return;
-    ts_array images, ys;
+    ts_array xin, yin;
     const int64_t first = BATCH, n = (int64_t)TRAJ_D * TRAJ_A * BATCH;
-    st = ts_dataset_arrays(ds, &images, &ys);
-    CHECK_OK(st, "dataset arrays");
-    if (st != TS_OK || ts_dataset_size(ds) < first + n) {
-        CHECK(0, "MNIST test set has %lld >= %lld images", (long long)ts_dataset_size(ds),
-              (long long)(first + n));
+    if (!trajectory_inputs(source_dir, x0, labels, first, n, BATCH, &ds, &xin, &yin)) {
         ts_dataset_free(ds);
         return;
     }
-    /* the loader's normalisation is PyTorch's, so the fixture batch is the
-     * dataset's first 16 images */
-    ts_array head = images;
-    head.shape[0] = BATCH;
-    CHECK_RESULT(ts_expect_array_close("dataset images[0:16] vs fixture x", &head, x0, 0, 1e-6));
-    const int32_t *yl = (const int32_t *)ys.data + first, *yw = labels->data;
-    int same = ts_array_numel(labels) == n;
-    for (int64_t i = 0; same && i < n; i++)
-        same = yl[i] == yw[i];
-    CHECK(same, "dataset labels[%lld:%lld] equal traj/labels", (long long)first,
-          (long long)(first + n));
-
-    int64_t xs[4] = {n, 1, 28, 28}, lsh[1] = {n};
-    ts_array xin = ts_array_f32((float *)images.data + first * PIXELS, 4, xs);
-    ts_array yin = ts_array_i32((int32_t *)ys.data + first, 1, lsh);
 
     reset_params(m, f);
     ts_options *o = ts_options_new();

@@ -88,4 +88,41 @@ static inline void expect_anchor(const ts_model *model, const char *short_name, 
     CHECK_RESULT(ts_expect_array_close(label, &got, want, rtol, atol));
 }
 
+/* The trajectory's inputs: MNIST test images [first, first+n) of
+ * <source_dir>/data/mnist as x [n,1,28,28] and labels [n] (views into *ds,
+ * which the caller frees), the labels checked against the fixture's `labels`
+ * and the first `batch` images against the fixture's batch `x0` (the
+ * loader's normalisation is PyTorch's). 0 with a failed check if missing. */
+static inline int trajectory_inputs(const char *source_dir, const ts_array *x0, const ts_array *labels, int64_t first, int64_t n,
+                                    int64_t batch, ts_dataset **ds, ts_array *xin, ts_array *yin)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/data/mnist", source_dir);
+    *ds = NULL;
+    ts_status st = ts_dataset_load_mnist(ds, dir);
+    CHECK_OK(st, "load MNIST from %s", dir);
+    if (st != TS_OK)
+        return 0;
+    ts_array images, ys;
+    st = ts_dataset_arrays(*ds, &images, &ys);
+    CHECK_OK(st, "dataset arrays");
+    if (st != TS_OK || ts_dataset_size(*ds) < first + n) {
+        CHECK(0, "MNIST test set has %lld >= %lld images", (long long)ts_dataset_size(*ds), (long long)(first + n));
+        return 0;
+    }
+    ts_array head = images;
+    head.shape[0] = batch;
+    CHECK_RESULT(ts_expect_array_close("dataset images[0:batch] vs fixture x", &head, x0, 0, 1e-6));
+    const int32_t *yl = (const int32_t *)ys.data + first, *yw = labels->data;
+    int same = ts_array_numel(labels) == n;
+    for (int64_t i = 0; same && i < n; i++)
+        same = yl[i] == yw[i];
+    CHECK(same, "dataset labels[%lld:%lld] equal traj/labels", (long long)first, (long long)(first + n));
+    int64_t per = images.shape[1] * images.shape[2] * images.shape[3];
+    int64_t xs[4] = {n, images.shape[1], images.shape[2], images.shape[3]}, lsh[1] = {n};
+    *xin = ts_array_f32((float *)images.data + first * per, 4, xs);
+    *yin = ts_array_i32((int32_t *)ys.data + first, 1, lsh);
+    return 1;
+}
+
 #endif
