@@ -47,6 +47,7 @@ np.save("dir/labels.npy", y)
 np.savez("wrong.npz", x=np.zeros((10, 1, 5, 5), np.float32), labels=np.zeros(10, np.int64))
 np.savez("floatlabels.npz", x=x, labels=y.astype(np.float32))
 np.savez("half.npz", x=x.astype(np.float16), labels=y.astype(np.int8))
+np.savez("images.npz", x=rng.standard_normal((48, 3, 32, 32)).astype(np.float32), labels=rng.integers(0, 10, 48))
 PYEOF
 
 # one SGD step on the fixture's whole batch (order-free mean): PyTorch's gradient
@@ -81,6 +82,12 @@ run half "$BIN" train --model "$M" --data half.npz --epochs 1 --batch-size 30 --
 run outp "$BIN" train --model "$M" --data dir --batch-size 30 --run-single-step --quiet --output /fc3/Gemm_output_0 --anchor Gradient___fc3/Gemm:0
 [ "$rc" -eq 0 ] && has outp.out "Gradient___fc3/Gemm:0 f32\[30,5\]" && ok "--output puts the loss on another tensor (the logits before LogSoftmax)" ||
     { fail "--output"; show outp.out; show outp.err; }
+
+# the kind of line the issue expects a user to type: a ResNet-18 export
+run rn "$BIN" train --model "$FIX/resnet18_train_op15.onnx" --data images.npz --batch-size 8 --anchor 'Gradient___layer4*' --stats --quiet
+if [ "$rc" -eq 0 ] && has rn.out "Gradient___layer4.0.conv1.weight" && has rn.out "layer4.0.bn1/BatchNormalization:0" &&
+    has rn.out "epoch 1/1: loss"; then ok "train --model resnet18.onnx --anchor 'Gradient___layer4*' --stats"
+else fail "train an imported ResNet-18"; show rn.out; show rn.err; fi
 
 run mse "$BIN" train --model "$M" --data dir --epochs 1 --batch-size 30 --quiet --loss mse
 [ "$rc" -eq 0 ] && has mse.out "epoch 1/1: loss" && ok "--loss mse trains against one-hot labels" || { fail "--loss mse"; show mse.err; }

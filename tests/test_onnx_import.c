@@ -219,6 +219,15 @@ static void check_names(void) {
     ts_model_free(m);
     ts_options_free(o);
     ts_graph_free(g);
+
+    /* PyTorch names a Sequential's child by its whole path
+     * (/layer4/layer4.0/conv1/Conv): the scope is the module path */
+    g = NULL;
+    CHECK_OK(ts_graph_from_onnx(&g, DIR "resnet18_train_op15.onnx", NULL, 0), "resnet18_train_op15 imports");
+    CHECK(g && ts_graph_find(g, "layer4.0.conv1/Conv:0") && ts_graph_find(g, "layer4.0.bn1/BatchNormalization:0") &&
+              ts_graph_find(g, "layer4.0.bn1.running_mean"),
+          "/layer4/layer4.0/conv1/Conv -> layer4.0.conv1/Conv:0, beside layer4.0.conv1.weight; buffers keep their names");
+    ts_graph_free(g);
 }
 
 static void expect_error(const char *what, ts_status want, const char *needle, ts_status got) {

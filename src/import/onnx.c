@@ -860,22 +860,35 @@ static import_fn find_op(const char *op_type, int *required) {
 /* ------------------------------------------------------------------ scope */
 
 /* "/blocks.0/attn/MatMul" -> "blocks.0.attn" (the components before the
- * last, joined with dots); "" for a name without a scope. */
+ * last, joined with dots); "" for a name without a scope. PyTorch names a
+ * Sequential's child after its full path ("/layer4/layer4.0/conv1/Conv"):
+ * a component that the next one repeats as its prefix is dropped, so the
+ * scope is the module path of the parameters ("layer4.0.conv1"). */
 static void scope_of(const char *name, char *buf, size_t n) {
     buf[0] = '\0';
     if (!name) return;
     const char *last = strrchr(name, '/');
     if (!last) return;
     size_t used = 0;
-    for (const char *p = name; p < last && used + 1 < n; p++) {
-        char c = *p;
-        if (c == '/') {
-            if (used == 0 || buf[used - 1] == '.') continue;
-            c = '.';
-        } else if (c == ':' || (unsigned char)c < 0x20 || c == '"' || c == '\\') {
-            c = '_';
+    for (const char *p = name; p < last && used + 1 < n;) {
+        if (*p == '/') {
+            p++;
+            continue;
         }
-        buf[used++] = c;
+        const char *end = p;
+        while (end < last && *end != '/') end++;
+        size_t len = (size_t)(end - p);
+        const char *next = end < last ? end + 1 : NULL;
+        /* "layer4" followed by "layer4.0": keep only the second */
+        if (next && next < last && strncmp(next, p, len) == 0 && next[len] == '.') {
+            p = end;
+            continue;
+        }
+        if (used && used + 1 < n) buf[used++] = '.';
+        for (; p < end && used + 1 < n; p++) {
+            char c = *p;
+            buf[used++] = (c == ':' || (unsigned char)c < 0x20 || c == '"' || c == '\\') ? '_' : c;
+        }
     }
     while (used && buf[used - 1] == '.') used--;
     buf[used] = '\0';
