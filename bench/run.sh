@@ -239,9 +239,17 @@ overhead_row "cnn torch hooks b=64" - "$TORCH2_PY $SRC/bench/torch_cnn.py --mode
 # or not: "unchanged" within the noise of interleaved runs
 overhead_row "crash handler b=32" 2 "$(row_obs crash 32 400 20)"
 
+# the character GPT (4 layers, 4 heads, 128 channels, T=64, batch 32):
+# against PyTorch 2.x (the target) and Debian's, peak memory on each line, and
+# what watching every activation, gradient and updated weight costs
+peer_row "gpt train 4x128 T=64" 1.0 "$BUILD/bench_gpt train $(steps 10) $THREADS" \
+    "$SRC/bench/torch_gpt.py bench --layers 4 --heads 4 --embd 128 --block-size 64 --batch-size 32 --steps $(steps 10) --threads $THREADS"
+overhead_row "gpt watch stats" 5 "$BUILD/bench_gpt watch $(steps 4) $THREADS 4 4 128 64 32 5"
+"$BUILD/bench_compile" 100000 | sed 's/^/compile: /'
+
 # importing a full-size ONNX export (about 45 MB): median wall time of
 # repeated imports against 1 s; models written to a temporary directory by
-# bench/make_onnx_models.py (ResNet-18 imports fully once conv lands)
+# bench/make_onnx_models.py
 time_row() {
     local label=$1 max=$2 out line ms verdict
     out=$(bash -c "$3" 2>&1)

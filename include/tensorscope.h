@@ -171,9 +171,9 @@ TS_API ts_tensor *ts_linear(ts_graph *g, ts_tensor *x, int64_t out_features, con
 
 TS_API ts_tensor *ts_matmul(ts_graph *g, ts_tensor *a, ts_tensor *b);   /* [M,K]x[K,N] */
 TS_API ts_tensor *ts_matmul_t(ts_graph *g, ts_tensor *a, ts_tensor *b); /* [M,K]x[N,K]^T */
-TS_API ts_tensor *ts_add(ts_graph *g, ts_tensor *a, ts_tensor *b); /* b broadcasts */
-TS_API ts_tensor *ts_sub(ts_graph *g, ts_tensor *a, ts_tensor *b); /* b broadcasts */
-TS_API ts_tensor *ts_mul(ts_graph *g, ts_tensor *a, ts_tensor *b); /* b broadcasts */
+TS_API ts_tensor *ts_add(ts_graph *g, ts_tensor *a, ts_tensor *b); /* numpy broadcasting */
+TS_API ts_tensor *ts_sub(ts_graph *g, ts_tensor *a, ts_tensor *b); /* numpy broadcasting */
+TS_API ts_tensor *ts_mul(ts_graph *g, ts_tensor *a, ts_tensor *b); /* numpy broadcasting */
 TS_API ts_tensor *ts_scale(ts_graph *g, ts_tensor *x, float s);
 TS_API ts_tensor *ts_relu(ts_graph *g, ts_tensor *x);
 TS_API ts_tensor *ts_log(ts_graph *g, ts_tensor *x);
@@ -192,6 +192,53 @@ TS_API ts_tensor *ts_mean(ts_graph *g, ts_tensor *x); /* all elements -> [] */
  * pass as `<title>_gradient` (`Gradient___<name>` for an empty title).
  * Never optimised away. */
 TS_API ts_tensor *ts_print(ts_graph *g, ts_tensor *x, const char *title);
+
+
+/* ---- tensor and transformer ops. add, sub, mul and div broadcast by
+ * numpy's rules (shapes aligned on the right, each pair of dims equal or
+ * one of them 1); gradients are summed over the broadcast dims. Negative
+ * dims count from the end. */
+/* A named constant (f32 or i32, copied): listed and anchorable, no gradient
+ * (masks, position ids). */
+TS_API ts_tensor *ts_constant(ts_graph *g, const char *name, const ts_array *value);
+TS_API ts_tensor *ts_div(ts_graph *g, ts_tensor *a, ts_tensor *b);
+TS_API ts_tensor *ts_exp(ts_graph *g, ts_tensor *x);
+TS_API ts_tensor *ts_sqrt(ts_graph *g, ts_tensor *x);
+TS_API ts_tensor *ts_pow(ts_graph *g, ts_tensor *x, float exponent);
+TS_API ts_tensor *ts_erf(ts_graph *g, ts_tensor *x);
+/* 0.5 x (1 + erf(x / sqrt 2)); tanh_approx: PyTorch's approximate='tanh'. */
+TS_API ts_tensor *ts_gelu(ts_graph *g, ts_tensor *x, int tanh_approx);
+/* weight [V,C] gathered by i32 indices [...] -> [...,C]; the backward pass
+ * scatter-adds into the weight's gradient (an index out of [0,V) is an
+ * error at run). */
+TS_API ts_tensor *ts_embedding(ts_graph *g, ts_tensor *weight, ts_tensor *indices);
+/* Normalises over the last `ndims` dims, then * weight + bias (both of the
+ * shape of those dims), as PyTorch's layer_norm. */
+TS_API ts_tensor *ts_layer_norm(ts_graph *g, ts_tensor *x, ts_tensor *weight, ts_tensor *bias, int ndims, float eps);
+/* [...,M,K] x [...,K,N] -> [...,M,N], the leading dims broadcast; with
+ * transpose_a / transpose_b an operand is stored as [...,K,M] / [...,N,K]. */
+TS_API ts_tensor *ts_matmul_batched(ts_graph *g, ts_tensor *a, ts_tensor *b, int transpose_a, int transpose_b);
+/* out dim i is x's dim perm[i] (perm has x's rank entries). */
+TS_API ts_tensor *ts_permute(ts_graph *g, ts_tensor *x, const int *perm);
+TS_API ts_tensor *ts_transpose(ts_graph *g, ts_tensor *x, int dim0, int dim1);
+/* x[..., start:start+length, ...] along dim. */
+TS_API ts_tensor *ts_slice(ts_graph *g, ts_tensor *x, int dim, int64_t start, int64_t length);
+/* n equal slices along dim into out[0..n). */
+TS_API ts_status ts_split(ts_graph *g, ts_tensor *x, int dim, int n, ts_tensor **out);
+TS_API ts_tensor *ts_concat(ts_graph *g, ts_tensor *const *xs, int n, int dim);
+/* cond (i32, non-zero = true) ? a : b, all three broadcast together. */
+TS_API ts_tensor *ts_where(ts_graph *g, ts_tensor *cond, ts_tensor *a, ts_tensor *b);
+/* x with `value` (may be -INFINITY) where the i32 mask, broadcast to x, is
+ * non-zero. */
+TS_API ts_tensor *ts_masked_fill(ts_graph *g, ts_tensor *x, ts_tensor *mask, float value);
+/* Reductions over the n_axes given axes (keepdim: they stay as 1). Max's
+ * gradient goes to every element equal to the maximum. */
+TS_API ts_tensor *ts_reduce_sum(ts_graph *g, ts_tensor *x, int n_axes, const int *axes, int keepdim);
+TS_API ts_tensor *ts_reduce_mean(ts_graph *g, ts_tensor *x, int n_axes, const int *axes, int keepdim);
+TS_API ts_tensor *ts_reduce_max(ts_graph *g, ts_tensor *x, int n_axes, const int *axes, int keepdim);
+/* ts_cross_entropy over logits [N,...,V] and labels [N,...]; labels equal
+ * to ignore_index count neither in the loss nor in the mean. */
+TS_API ts_tensor *ts_cross_entropy_ignore(ts_graph *g, ts_tensor *logits, ts_tensor *labels, int32_t ignore_index);
 
 #ifndef TS_NO_SOURCE_LOCATIONS
 #define TS_AT_(g) ts_graph_at((g), __FILE__, __LINE__)
@@ -215,6 +262,27 @@ TS_API ts_tensor *ts_print(ts_graph *g, ts_tensor *x, const char *title);
 #define ts_sum(g, ...) ts_sum(TS_AT_(g), __VA_ARGS__)
 #define ts_mean(g, ...) ts_mean(TS_AT_(g), __VA_ARGS__)
 #define ts_print(g, ...) ts_print(TS_AT_(g), __VA_ARGS__)
+#define ts_constant(g, ...) ts_constant(TS_AT_(g), __VA_ARGS__)
+#define ts_div(g, ...) ts_div(TS_AT_(g), __VA_ARGS__)
+#define ts_exp(g, ...) ts_exp(TS_AT_(g), __VA_ARGS__)
+#define ts_sqrt(g, ...) ts_sqrt(TS_AT_(g), __VA_ARGS__)
+#define ts_pow(g, ...) ts_pow(TS_AT_(g), __VA_ARGS__)
+#define ts_erf(g, ...) ts_erf(TS_AT_(g), __VA_ARGS__)
+#define ts_gelu(g, ...) ts_gelu(TS_AT_(g), __VA_ARGS__)
+#define ts_embedding(g, ...) ts_embedding(TS_AT_(g), __VA_ARGS__)
+#define ts_layer_norm(g, ...) ts_layer_norm(TS_AT_(g), __VA_ARGS__)
+#define ts_matmul_batched(g, ...) ts_matmul_batched(TS_AT_(g), __VA_ARGS__)
+#define ts_permute(g, ...) ts_permute(TS_AT_(g), __VA_ARGS__)
+#define ts_transpose(g, ...) ts_transpose(TS_AT_(g), __VA_ARGS__)
+#define ts_slice(g, ...) ts_slice(TS_AT_(g), __VA_ARGS__)
+#define ts_split(g, ...) ts_split(TS_AT_(g), __VA_ARGS__)
+#define ts_concat(g, ...) ts_concat(TS_AT_(g), __VA_ARGS__)
+#define ts_where(g, ...) ts_where(TS_AT_(g), __VA_ARGS__)
+#define ts_masked_fill(g, ...) ts_masked_fill(TS_AT_(g), __VA_ARGS__)
+#define ts_reduce_sum(g, ...) ts_reduce_sum(TS_AT_(g), __VA_ARGS__)
+#define ts_reduce_mean(g, ...) ts_reduce_mean(TS_AT_(g), __VA_ARGS__)
+#define ts_reduce_max(g, ...) ts_reduce_max(TS_AT_(g), __VA_ARGS__)
+#define ts_cross_entropy_ignore(g, ...) ts_cross_entropy_ignore(TS_AT_(g), __VA_ARGS__)
 #endif
 
 /* ---- convolutional networks (NCHW throughout, PyTorch's semantics) */
@@ -536,6 +604,19 @@ typedef struct ts_series {
 TS_API ts_status ts_plot_lines(const char *path, const char *title, const char *x_label,
                                const ts_series *series, int n_series);
 
+/* Attention probabilities of one sample, [heads, T, T] (rows: queries,
+ * columns: keys), one panel per head (4 a row), viridis over [0, max], a
+ * colour bar; exact zeros (masked positions) stay white, so a causal mask
+ * shows as an empty upper triangle. With `labels` (T characters) and
+ * T <= 64 the axes are labelled with them. PNG via cairo. */
+TS_API ts_status ts_plot_attention(const char *png_path, const char *title, const float *probs,
+                                   int heads, int T, const char *labels);
+/* The same picture as PNG bytes in memory (for ts_tb_image); free *png with
+ * ts_buffer_free. */
+TS_API ts_status ts_plot_attention_png(unsigned char **png, size_t *n, int *width, int *height,
+                                       const char *title, const float *probs, int heads, int T,
+                                       const char *labels);
+TS_API void ts_buffer_free(void *p);
 /* A grid of image tiles with one shared colour scale and a colour bar.
  * [T,H,W]: T tiles laid out near-square, labelled by index (the channels of
  * one sample's feature maps); [R,C,H,W]: R rows of C tiles labelled "r,c"
@@ -631,6 +712,10 @@ TS_API ts_status ts_tb_scalar(ts_tb_writer *w, const char *tag, int64_t step, do
 TS_API ts_status ts_tb_histogram(ts_tb_writer *w, const char *tag, int64_t step,
                                  const ts_summary *s);
 TS_API ts_status ts_tb_text(ts_tb_writer *w, const char *tag, int64_t step, const char *text);
+/* An image (PNG bytes, e.g. from ts_plot_attention_png) for the images
+ * dashboard. */
+TS_API ts_status ts_tb_image(ts_tb_writer *w, const char *tag, int64_t step, const void *png, size_t n,
+                             int width, int height);
 TS_API ts_status ts_tb_flush(ts_tb_writer *w);
 /* Flushes, closes and frees (NULL is fine). */
 TS_API ts_status ts_tb_close(ts_tb_writer *w);
@@ -761,6 +846,51 @@ TS_API int64_t ts_loader_batches(const ts_loader *l);
  * end of an epoch (then the next call starts a new epoch); a short final
  * group is returned whole when drop_last is off. */
 TS_API ts_status ts_loader_next(ts_loader *l, int n, ts_array *images, ts_array *labels);
+
+/* ------------------------------------------------------- text corpora */
+
+/* A text file (or DIR/input.txt) as a character corpus: the vocabulary is
+ * its distinct bytes in byte order (id i is ts_corpus_vocab(c)[i]); the
+ * last tenth is the held-out split. */
+typedef struct ts_corpus ts_corpus;
+TS_API ts_status ts_corpus_load(ts_corpus **out, const char *path);
+TS_API void ts_corpus_free(ts_corpus *c);
+TS_API int ts_corpus_vocab_size(const ts_corpus *c);
+TS_API const char *ts_corpus_vocab(const ts_corpus *c);
+/* Tokens in the training (held_out = 0) or held-out (1) split. */
+TS_API int64_t ts_corpus_length(const ts_corpus *c, int held_out);
+/* `batch` windows of T+1 tokens of a split at offsets drawn from the
+ * splitmix64 generator *rng (offset = next % (length - T)): inputs x and
+ * targets y (x shifted by one), both i32 [batch, T]. */
+TS_API ts_status ts_corpus_sample(const ts_corpus *c, int held_out, int64_t batch, int64_t T, uint64_t *rng,
+                                  int32_t *x, int32_t *y);
+/* The window at `offset` of a split (for a pass over the held-out text). */
+TS_API ts_status ts_corpus_window(const ts_corpus *c, int held_out, int64_t offset, int64_t T, int32_t *x,
+                                  int32_t *y);
+/* Token ids of `text` into ids (strlen(text) of them, *n set); a character
+ * outside the vocabulary is an error naming it. */
+TS_API ts_status ts_corpus_encode(const ts_corpus *c, const char *text, int32_t *ids, int64_t *n);
+
+/* ------------------------------------------------------------------ GPT */
+
+/* A character GPT (pre-norm blocks, causal self-attention, GELU MLPs, tied
+ * input/output embeddings) built into g. Inputs `tokens` and `targets`,
+ * i32 [batch, block_size]; the loss `loss` is the mean cross entropy.
+ * Names: `wte.weight` (also the output projection: one parameter, one
+ * gradient), `wpe.weight`, `blocks.<i>.ln1`, `blocks.<i>.attn.qkv`,
+ * `blocks.<i>.attn.proj`, `blocks.<i>.ln2`, `blocks.<i>.mlp.fc`,
+ * `blocks.<i>.mlp.proj`, `ln_f`; attention probabilities
+ * `blocks.<i>.attn/Softmax:0` [batch, heads, T, T]; logits `logits`
+ * [batch, T, vocab]. Weights N(0, 0.02) (projections into the residual
+ * stream 0.02/sqrt(2 layers)), biases 0, layer norms 1 and 0, from the
+ * graph's seed. */
+typedef struct ts_gpt_config {
+    int64_t vocab, block_size, layers, heads, embd, batch;
+} ts_gpt_config;
+typedef struct ts_gpt {
+    ts_tensor *tokens, *targets, *logits, *loss;
+} ts_gpt;
+TS_API ts_status ts_gpt_build(ts_graph *g, const ts_gpt_config *c, ts_gpt *out);
 
 #ifdef __cplusplus
 }

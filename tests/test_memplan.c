@@ -306,6 +306,54 @@ static void observation_is_free(void)
     }
 }
 
+/* ------------------------------------- 5. a view of an activation */
+
+/* relu -> reshape -> relu: the reshape of an activation shares its buffer
+ * (no copy, no bytes of its own), and still reads as the reshaped values. */
+static void reshape_is_a_view(void)
+{
+    enum { B = 8, F = 32 };
+    ts_graph *g = ts_graph_new(1);
+    ts_tensor *x = ts_input(g, "x", TS_F32, 2, (int64_t[]){B, F});
+    ts_tensor *r = ts_reshape(g, ts_relu(g, x), 3, (int64_t[]){B, 4, F / 4});
+    ts_tensor *y = ts_relu(g, r);
+    ts_options *o = ts_options_new();
+    ts_options_anchor(o, "relu0", "Relu:0", TS_OUTPUT_FINAL, 0);
+    ts_options_anchor(o, "view", "Reshape:0", TS_OUTPUT_FINAL, 0);
+    ts_model *m = NULL;
+    ts_status st = ts_model_inference(&m, g, &y, 1, o);
+    if (!st)
+        st = ts_model_compile(m);
+    CHECK_OK(st, "compile relu -> reshape -> relu");
+    float xv[B * F];
+    for (int i = 0; i < B * F; i++)
+        xv[i] = (float)(i % 7) - 3.0f;
+    ts_array in = ts_array_f32(xv, 2, (int64_t[]){B, F});
+    const char *names[1] = {"x"};
+    ts_model_memory mem;
+    ts_array a0, av;
+    if (!st)
+        st = ts_model_run(m, names, &in, 1);
+    if (!st)
+        st = ts_model_memory_get(m, &mem);
+    if (!st)
+        st = ts_model_anchored(m, "relu0", &a0);
+    if (!st)
+        st = ts_model_anchored(m, "view", &av);
+    CHECK_OK(st, "run, memory, anchors");
+    if (!st) {
+        int64_t one = (int64_t)B * F * (int64_t)sizeof(float);
+        CHECK(mem.activations_without_reuse == 2 * one,
+              "two activation buffers for three op outputs (%lld bytes, one is %lld): the reshape has none of its own",
+              (long long)mem.activations_without_reuse, (long long)one);
+        CHECK(av.ndim == 3 && av.shape[1] == 4 && memcmp(a0.data, av.data, sizeof xv) == 0,
+              "the view reads as the reshaped relu output");
+    }
+    ts_model_free(m);
+    ts_options_free(o);
+    ts_graph_free(g);
+}
+
 /* ------------------------------------------- 4. a view of a model input */
 
 /* Flatten of the input x shares x's buffer (no bytes of its own, no copy)
@@ -361,6 +409,7 @@ static void input_view(void)
 
 int main(void)
 {
+    reshape_is_a_view();
     deep_chain(0);
     deep_chain(1);
     input_view();

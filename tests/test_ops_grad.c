@@ -113,8 +113,8 @@ static int find_params(ts_graph *g, param_ref *ps)
     for (size_t i = 0; i < ts_graph_tensor_count(g) && n < MAX_PARAMS; i++) {
         ts_tensor *t = ts_graph_tensor_at(g, i);
         ts_array info;
-        if (ts_tensor_info(t, &info) != TS_OK || !info.data || ts_tensor_is_buffer(t))
-            continue; /* only parameters and buffers expose values; buffers get no gradient */
+        if (ts_tensor_info(t, &info) != TS_OK || !info.data || ts_tensor_is_buffer(t) || info.dtype != TS_F32)
+            continue; /* parameters expose values; buffers get no gradient; i32 constants (masks, indices) neither */
         ps[n].t = t;
         snprintf(ps[n].name, sizeof ps[n].name, "%s", ts_tensor_name(t));
         ps[n].info = info;
@@ -423,6 +423,157 @@ static ts_tensor *b_print(ts_graph *g, const op_case *c)
     /* a print in the middle of a chain, its value used twice downstream */
     ts_tensor *p = ts_print(g, ts_scale(g, x, 2.0f), c->iarg ? "" : "probe");
     return ts_mul(g, p, p);
+}
+
+
+/* ------------------------------------------------ tensor/transformer ops */
+
+static ts_tensor *iconst(ts_graph *g, const char *name, int ndim, const int64_t *shape, const int32_t *v)
+{
+    ts_array a = ts_array_i32((int32_t *)v, ndim, shape);
+    return ts_constant(g, name, &a);
+}
+
+/* numpy broadcasting of both operands: iarg op (0 add, 1 sub, 2 mul, 3 div),
+ * a [3,1] or [2,3,4] against b of shape_b */
+static ts_tensor *b_bcast(ts_graph *g, const op_case *c)
+{
+    int a_small = c->ndim_b >= 3;
+    ts_tensor *a = a_small ? rparam(g, "a", 2, (int64_t[]){3, 1}, D_SYM) : rparam(g, "a", 3, S234, D_SYM);
+    ts_tensor *b = rparam(g, "b", c->ndim_b, c->shape_b, c->iarg == 3 ? D_POS : D_SYM);
+    switch (c->iarg) {
+    case 0: return ts_add(g, a, b);
+    case 1: return ts_sub(g, a, b);
+    case 2: return ts_mul(g, a, b);
+    default: return ts_div(g, a, b);
+    }
+}
+
+/* iarg: 0 exp, 1 sqrt, 2 pow 3, 3 pow 0.5, 4 erf, 5 gelu, 6 gelu tanh */
+static ts_tensor *b_unary_math(ts_graph *g, const op_case *c)
+{
+    dist d = c->iarg == 1 || c->iarg == 3 ? D_POS : D_SYM;
+    ts_tensor *x = rparam(g, "x", 3, S234, d);
+    switch (c->iarg) {
+    case 0: return ts_exp(g, x);
+    case 1: return ts_sqrt(g, x);
+    case 2: return ts_pow(g, x, 3.0f);
+    case 3: return ts_pow(g, x, 0.5f);
+    case 4: return ts_erf(g, ts_scale(g, x, 2.0f));
+    case 5: return ts_gelu(g, ts_scale(g, x, 3.0f), 0);
+    default: return ts_gelu(g, ts_scale(g, x, 3.0f), 1);
+    }
+}
+
+static const int32_t IDX6[6] = {4, 0, 2, 4, 4, 1}; /* repeats: the scatter-add sums them */
+
+/* iarg 0: embedding [5,3] gathered by [2,3]; 1: tied, the same weight used
+ * again as the output projection (one parameter, one gradient) */
+static ts_tensor *b_embedding(ts_graph *g, const op_case *c)
+{
+    ts_tensor *w = rparam(g, "wte.weight", 2, (int64_t[]){5, 3}, D_SYM);
+    ts_tensor *idx = iconst(g, "idx", 2, (int64_t[]){2, 3}, IDX6);
+    ts_tensor *e = ts_embedding(g, w, idx);
+    if (c->iarg == 0)
+        return e;
+    return ts_matmul_t(g, ts_reshape(g, e, 2, (int64_t[]){6, 3}), w);
+}
+
+/* iarg: normalised trailing dims (1 or 2) */
+static ts_tensor *b_layer_norm(ts_graph *g, const op_case *c)
+{
+    ts_tensor *x = rparam(g, "x", 3, S234, D_SYM);
+    const int64_t *ws = c->iarg == 1 ? (int64_t[]){4} : (int64_t[]){3, 4};
+    ts_tensor *w = rparam(g, "ln.weight", c->iarg, ws, D_SYM);
+    ts_tensor *b = rparam(g, "ln.bias", c->iarg, ws, D_SYM);
+    return ts_layer_norm(g, x, w, b, c->iarg, 1e-5f);
+}
+
+/* iarg bits: 1 a transposed, 2 b transposed, 4 broadcast batch dims
+ * ([2,1,3,4] x [3,4,5]) */
+static ts_tensor *b_bmm(ts_graph *g, const op_case *c)
+{
+    int ta = c->iarg & 1, tb = (c->iarg >> 1) & 1, bc = c->iarg & 4;
+    int64_t sa[4], sb[4];
+    int na, nb;
+    if (bc) {
+        na = 4, sa[0] = 2, sa[1] = 1, sa[2] = ta ? 4 : 3, sa[3] = ta ? 3 : 4;
+        nb = 3, sb[0] = 3, sb[1] = tb ? 5 : 4, sb[2] = tb ? 4 : 5;
+    } else {
+        na = 3, sa[0] = 2, sa[1] = ta ? 4 : 3, sa[2] = ta ? 3 : 4;
+        nb = 3, sb[0] = 2, sb[1] = tb ? 5 : 4, sb[2] = tb ? 4 : 5;
+    }
+    ts_tensor *a = rparam(g, "a", na, sa, D_SYM);
+    ts_tensor *b = rparam(g, "b", nb, sb, D_SYM);
+    return ts_matmul_batched(g, a, b, ta, tb);
+}
+
+/* iarg 0: permute (2,0,1); 1: transpose(-1,-2) then a view; 2: slice; 3:
+ * split into 2 and concat reversed; 4: concat of two parameters on dim 2 */
+static ts_tensor *b_layout(ts_graph *g, const op_case *c)
+{
+    ts_tensor *x = rparam(g, "x", 3, S234, D_SYM);
+    switch (c->iarg) {
+    case 0: return ts_permute(g, x, (const int[]){2, 0, 1});
+    case 1: return ts_reshape(g, ts_transpose(g, x, -1, -2), 2, (int64_t[]){8, 3});
+    case 2: return ts_slice(g, x, 1, 1, 2);
+    case 3: {
+        ts_tensor *p[2];
+        if (ts_split(g, x, -1, 2, p))
+            return NULL;
+        return ts_concat(g, (ts_tensor *[]){p[1], p[0]}, 2, -1);
+    }
+    default: {
+        ts_tensor *y = rparam(g, "y", 3, (int64_t[]){2, 3, 2}, D_SYM);
+        return ts_concat(g, (ts_tensor *[]){x, y}, 2, 2);
+    }
+    }
+}
+
+/* a causal mask [4,4] (1 above the diagonal); row 3 of the second variant
+ * fully masked */
+static const int32_t CAUSAL[16] = {0, 1, 1, 1, 0, 0, 1, 1, 0, 0, 0, 1, 0, 0, 0, 0};
+static const int32_t CAUSAL_FULL_ROW[16] = {0, 1, 1, 1, 0, 0, 1, 1, 0, 0, 0, 1, 1, 1, 1, 1};
+
+/* iarg 0: softmax(masked_fill(x, causal, -inf)) over x [2,4,4]; 1: same
+ * with a fully masked row; 2: log_softmax of the causal case on rows that
+ * keep something (masked entries are -inf, so read through a where); 3:
+ * where(cond [4,1], a [2,4,4], b [4]) */
+static ts_tensor *b_masked(ts_graph *g, const op_case *c)
+{
+    ts_tensor *x = rparam(g, "x", 3, (int64_t[]){2, 4, 4}, D_SYM);
+    if (c->iarg == 3) {
+        ts_tensor *cond = iconst(g, "cond", 2, (int64_t[]){4, 1}, (const int32_t[]){1, 0, 0, 1});
+        ts_tensor *b = rparam(g, "b", 1, (int64_t[]){4}, D_SYM);
+        return ts_where(g, cond, x, b);
+    }
+    ts_tensor *m = iconst(g, "mask", 2, (int64_t[]){4, 4}, c->iarg == 1 ? CAUSAL_FULL_ROW : CAUSAL);
+    ts_tensor *f = ts_masked_fill(g, x, m, -INFINITY);
+    if (c->iarg < 2)
+        return ts_softmax(g, f, -1);
+    ts_tensor *zero = ts_param(g, "zero", 0, NULL); /* 0; a parameter, so its gradient is checked too */
+    return ts_where(g, m, zero, ts_log_softmax(g, f, -1));
+}
+
+/* iarg: 0 sum, 1 mean, 2 max over axes (0, 2); ndim_b: keepdim */
+static ts_tensor *b_reduce(ts_graph *g, const op_case *c)
+{
+    ts_tensor *x = rparam(g, "x", 3, S234, D_SYM);
+    const int axes[2] = {0, -1};
+    if (c->iarg == 0)
+        return ts_reduce_sum(g, x, 2, axes, c->ndim_b);
+    if (c->iarg == 1)
+        return ts_reduce_mean(g, x, 2, axes, c->ndim_b);
+    return ts_reduce_max(g, x, 1, (const int[]){1}, c->ndim_b);
+}
+
+/* cross entropy over [2,3,5] logits, labels [2,3] with two ignored (-100) */
+static ts_tensor *b_ce_ignore(ts_graph *g, const op_case *c)
+{
+    (void)c;
+    ts_tensor *x = rparam(g, "logits", 3, (int64_t[]){2, 3, 5}, D_SYM);
+    ts_tensor *y = iconst(g, "targets", 2, (int64_t[]){2, 3}, (const int32_t[]){1, -100, 4, 0, 2, -100});
+    return ts_cross_entropy_ignore(g, x, y, -100);
 }
 
 /* ------------------------------------------------- convolutional networks */
@@ -774,6 +925,46 @@ int main(void)
         {"mean [2,3,4]", b_mean, LIN, 1e-3, 1e-4, 0, 0, {0}},
         {"print 'probe' (x2, used twice)", b_print, 1e-2, 1e-3, 1e-4, 0, 0, {0}},
         {"print '' (x2, used twice)", b_print, 1e-2, 1e-3, 1e-4, 1, 0, {0}},
+        {"add [2,3,4]+[2,1,4]", b_bcast, LIN, 1e-3, 1e-4, 0, 3, {2, 1, 4}},
+        {"add [3,1]+[2,1,4] (both)", b_bcast, LIN, 1e-3, 1e-4, 0, 3, {2, 1, 4}},
+        {"sub [2,3,4]-[3,1]", b_bcast, LIN, 1e-3, 1e-4, 1, 2, {3, 1}},
+        {"mul [2,3,4]*[2,1,1]", b_bcast, LIN, 1e-3, 1e-4, 2, 3, {2, 1, 1}},
+        {"div [2,3,4]/[2,3,4]", b_bcast, 1e-3, 1e-2, 1e-4, 3, 2, {3, 4}},
+        {"div [3,1]/[2,1,4]", b_bcast, 1e-3, 1e-2, 1e-4, 3, 3, {2, 1, 4}},
+        {"div [2,3,4]/[1]", b_bcast, 1e-3, 1e-2, 1e-4, 3, 1, {1}},
+        {"exp", b_unary_math, 1e-3, 1e-2, 1e-4, 0, 0, {0}},
+        {"sqrt (x in [0.5,2])", b_unary_math, 1e-3, 1e-2, 1e-4, 1, 0, {0}},
+        {"pow 3", b_unary_math, 1e-3, 1e-2, 1e-4, 2, 0, {0}},
+        {"pow 0.5 (x in [0.5,2])", b_unary_math, 1e-3, 1e-2, 1e-4, 3, 0, {0}},
+        {"erf(2x)", b_unary_math, 1e-3, 1e-2, 1e-4, 4, 0, {0}},
+        {"gelu erf (3x)", b_unary_math, 1e-3, 1e-2, 1e-4, 5, 0, {0}},
+        {"gelu tanh (3x)", b_unary_math, 1e-3, 1e-2, 1e-4, 6, 0, {0}},
+        {"embedding [5,3] by [2,3]", b_embedding, LIN, 1e-3, 1e-4, 0, 0, {0}},
+        {"embedding tied (wte twice)", b_embedding, 1e-2, 1e-2, 1e-4, 1, 0, {0}},
+        {"layer_norm last dim", b_layer_norm, 1e-3, 1e-2, 1e-4, 1, 0, {0}},
+        {"layer_norm last 2 dims", b_layer_norm, 1e-3, 1e-2, 1e-4, 2, 0, {0}},
+        {"bmm [2,3,4]x[2,4,5]", b_bmm, LIN, 1e-3, 1e-4, 0, 0, {0}},
+        {"bmm a^T", b_bmm, LIN, 1e-3, 1e-4, 1, 0, {0}},
+        {"bmm b^T", b_bmm, LIN, 1e-3, 1e-4, 2, 0, {0}},
+        {"bmm a^T b^T", b_bmm, LIN, 1e-3, 1e-4, 3, 0, {0}},
+        {"bmm broadcast [2,1,3,4]x[3,4,5]", b_bmm, LIN, 1e-3, 1e-4, 4, 0, {0}},
+        {"bmm broadcast b^T", b_bmm, LIN, 1e-3, 1e-4, 6, 0, {0}},
+        {"permute (2,0,1)", b_layout, LIN, 1e-3, 1e-4, 0, 0, {0}},
+        {"transpose(-1,-2) + reshape", b_layout, LIN, 1e-3, 1e-4, 1, 0, {0}},
+        {"slice dim 1 [1:3]", b_layout, LIN, 1e-3, 1e-4, 2, 0, {0}},
+        {"split 2 + concat reversed", b_layout, LIN, 1e-3, 1e-4, 3, 0, {0}},
+        {"concat dim 2", b_layout, LIN, 1e-3, 1e-4, 4, 0, {0}},
+        {"softmax(causal -inf fill)", b_masked, 1e-2, 1e-2, 1e-4, 0, 0, {0}},
+        {"softmax fully masked row", b_masked, 1e-2, 1e-2, 1e-4, 1, 0, {0}},
+        {"log_softmax(causal fill)", b_masked, 1e-2, 1e-2, 1e-4, 2, 0, {0}},
+        {"where([4,1], [2,4,4], [4])", b_masked, LIN, 1e-3, 1e-4, 3, 0, {0}},
+        {"reduce_sum axes (0,-1)", b_reduce, LIN, 1e-3, 1e-4, 0, 0, {0}},
+        {"reduce_sum keepdim", b_reduce, LIN, 1e-3, 1e-4, 0, 1, {0}},
+        {"reduce_mean axes (0,-1)", b_reduce, LIN, 1e-3, 1e-4, 1, 0, {0}},
+        {"reduce_mean keepdim", b_reduce, LIN, 1e-3, 1e-4, 1, 1, {0}},
+        {"reduce_max axis 1", b_reduce, 1e-3, 1e-3, 1e-4, 2, 0, {0}},
+        {"reduce_max keepdim", b_reduce, 1e-3, 1e-3, 1e-4, 2, 1, {0}},
+        {"cross_entropy [2,3,5] ignore", b_ce_ignore, 1e-2, 1e-2, 1e-4, 0, 0, {0}},
         {"conv2d 1->2 k3 5x5", b_conv2d, LIN, 1e-3, 1e-4, 0, 0, {0}},
         {"conv2d stride 2,3 k3x2 7x6", b_conv2d, LIN, 1e-3, 1e-4, 1, 0, {0}},
         {"conv2d pad 1,2,0,1 no bias", b_conv2d, LIN, 1e-3, 1e-4, 2, 0, {0}},

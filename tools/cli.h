@@ -90,6 +90,10 @@ int cmd_inspect(int argc, char **argv);
 int cmd_debug_run(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_lint(int argc, char **argv);
+/* `train --model gpt` and `generate` (cmd_gpt.c) */
+bool cli_wants_gpt(int argc, char **argv);
+int cmd_train_gpt(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
 
 /* ---- progress bar on stderr (silent when not a terminal or quiet) */
 typedef struct cli_progress {

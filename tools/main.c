@@ -9,8 +9,9 @@ static void usage(FILE *f) {
     fprintf(f, "usage: tensorscope COMMAND [flags]\n\n"
                "Train neural networks on a compiled static graph and see any tensor in it.\n\n"
                "commands:\n"
-               "  train       train a built-in model on MNIST, observing what you ask for\n"
+               "  train       train a built-in model (mlp on MNIST, gpt on text), observing what you ask for\n"
                "  eval        evaluate a built-in model (optionally with saved weights)\n"
+               "  generate    sample text from a trained character GPT (train --model gpt)\n"
                "  names       compile a model and print every tensor name\n"
                "  graph       print a model's graph as text or Graphviz DOT\n"
                "  inspect     summarise a .npy file: one line, stats and a histogram\n"
@@ -35,7 +36,9 @@ int main(int argc, char **argv) {
         printf("tensorscope %s\n", ts_version());
         return CLI_OK;
     }
+    if (strcmp(c, "train") == 0 && cli_wants_gpt(argc, argv)) return cmd_train_gpt(argc, argv);
     if (strcmp(c, "train") == 0) return cmd_train(argc, argv, false);
+    if (strcmp(c, "generate") == 0) return cmd_generate(argc, argv);
     if (strcmp(c, "eval") == 0) return cmd_train(argc, argv, true);
     if (strcmp(c, "names") == 0) return cmd_names(argc, argv);
     if (strcmp(c, "graph") == 0) return cmd_graph(argc, argv);

@@ -30,6 +30,7 @@ void ts_prog_free(ts_prog *p) {
     ts_free(p->zero_before);
     ts_free(p->n_zero_before);
     ts_free(p->entries);
+    ts_strmap_free(&p->entry_index);
     ts_free(p->sorted_names);
     ts_free(p->anchors);
     ts_free(p->anchor_names);
@@ -55,11 +56,7 @@ void ts_prog_free(ts_prog *p) {
     ts_free(p);
 }
 
-int ts_prog_find(const ts_prog *p, const char *name) {
-    for (int i = 0; i < p->n_entries; i++)
-        if (strcmp(p->entries[i].name, name) == 0) return i;
-    return -1;
-}
+int ts_prog_find(const ts_prog *p, const char *name) { return ts_strmap_get(&p->entry_index, name); }
 
 /* "did you mean" with the three closest names */
 static ts_status unknown_name(const ts_prog *p, const char *what, const char *name) {
@@ -223,6 +220,8 @@ static ts_status build_entries(ts_model *m, ts_prog *p) {
         for (int q = 0; q < nk; q++)
             if (add_entry(p, &cap, kinds[q], t, &p->shape[i], true)) return TS_ERR_OUT_OF_MEMORY;
     }
+    for (int e = 0; e < p->n_entries; e++)
+        if (ts_strmap_put(&p->entry_index, p->entries[e].name, e)) return TS_ERR_OUT_OF_MEMORY;
     return TS_OK;
 }
 
@@ -232,14 +231,36 @@ static ts_status build_entries(ts_model *m, ts_prog *p) {
 static ts_status plan_memory(ts_model *m, ts_prog *p) {
     ts_graph *g = m->g;
     int L = p->n_order;
-    int64_t *fwd = ts_malloc((size_t)p->n_nodes * sizeof *fwd);
+    /* fwd: forward position; per node over its consumers (one pass over the
+     * edges): last_fwd = the last forward use, last_grad = the latest
+     * forward position of a consumer that needs a gradient, first_read = the
+     * earliest of a consumer whose backward reads the node's value (-1 when
+     * none) */
+    size_t nn = (size_t)p->n_nodes;
+    int64_t *fwd = ts_malloc(6 * nn * sizeof *fwd);
     ts_interval *iv = ts_calloc((size_t)p->n_entries + 1, sizeof *iv);
     int *iv_entry = ts_calloc((size_t)p->n_entries + 1, sizeof *iv_entry);
     if (!fwd || !iv || !iv_entry) {
         ts_free(fwd), ts_free(iv), ts_free(iv_entry);
         return TS_ERR_OUT_OF_MEMORY;
     }
+    int64_t *last_fwd = fwd + nn, *last_grad = fwd + 2 * nn, *first_read = fwd + 3 * nn;
+    /* views: a reshape of an activation shares its buffer (no copy); root =
+     * the activation owning the buffer, iv_of = its interval */
+    int64_t *root = fwd + 4 * nn, *iv_of = fwd + 5 * nn;
+    for (size_t i = 0; i < nn; i++) last_fwd[i] = last_grad[i] = first_read[i] = root[i] = iv_of[i] = -1;
     for (int k = 0; k < L; k++) fwd[p->order[k]] = k;
+    for (int k = 0; k < L; k++) {
+        const ts_tensor *c = g->t[p->order[k]];
+        const ts_op_def *cd = ts_op_get(c->op);
+        for (int j = 0; j < c->n_in; j++) {
+            int i = c->in[j];
+            last_fwd[i] = k;
+            if (!p->needs_grad[c->id]) continue;
+            last_grad[i] = k;
+            if (first_read[i] < 0 && cd->backward && !((cd->bwd_unread_inputs >> j) & 1u)) first_read[i] = k;
+        }
+    }
 #define BWD(i) ((int64_t)(2 * L - 1) - fwd[i])
     int64_t end_of_step = 2 * L;
     int n_iv = 0;
@@ -255,26 +276,22 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
              * of each consumer that reads it (and its own backward when that
              * reads the output): a value no backward reads dies in forward */
             int64_t end = fwd[t->id];
-            for (int k = 0; k < L; k++) {
-                const ts_tensor *c = g->t[p->order[k]];
-                const ts_op_def *cd = ts_op_get(c->op);
-                for (int j = 0; j < c->n_in; j++) {
-                    if (c->in[j] != t->id) continue;
-                    end = end > fwd[c->id] ? end : fwd[c->id];
-                    bool read_back = p->needs_grad[c->id] && cd->backward && !((cd->bwd_unread_inputs >> j) & 1u);
-                    if (read_back) end = end > BWD(c->id) ? end : BWD(c->id);
-                }
-            }
+            if (last_fwd[t->id] > end) end = last_fwd[t->id];
+            if (first_read[t->id] >= 0 && (int64_t)(2 * L - 1) - first_read[t->id] > end) end = (int64_t)(2 * L - 1) - first_read[t->id];
             if (p->needs_grad[t->id] && ts_op_get(t->op)->needs_output) end = end > BWD(t->id) ? end : BWD(t->id);
+            int64_t r = ts_op_get(t->op)->view ? root[t->in[0]] : -1;
+            if (r >= 0) { /* a view of an activation: the owner's buffer lives as long as the view too */
+                root[t->id] = r;
+                if (iv[iv_of[r]].end < end) iv[iv_of[r]].end = end;
+                continue;
+            }
+            root[t->id] = t->id;
+            iv_of[t->id] = n_iv;
             iv[n_iv] = (ts_interval){fwd[t->id], end, bytes, 0};
             iv_entry[n_iv++] = e;
         } else if (en->kind == TS_KIND_GRAD && activation) {
             int64_t start = BWD(t->id);
-            for (int k = 0; k < L; k++) {
-                const ts_tensor *c = g->t[p->order[k]];
-                for (int j = 0; j < c->n_in; j++)
-                    if (c->in[j] == t->id && p->needs_grad[c->id] && BWD(c->id) < start) start = BWD(c->id);
-            }
+            if (last_grad[t->id] >= 0 && (int64_t)(2 * L - 1) - last_grad[t->id] < start) start = (int64_t)(2 * L - 1) - last_grad[t->id];
             if (t->id == m->loss) start = BWD(t->id);
             iv[n_iv] = (ts_interval){start, BWD(t->id), bytes, 0};
             iv_entry[n_iv++] = e;
@@ -301,15 +318,21 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
     p->bytes_activations_unplanned = unplanned;
     p->bytes_grads = grads_bytes;
     for (int k = 0; k < n_iv; k++) p->entries[iv_entry[k]].data = p->arena_activations + iv[k].offset / sizeof(float);
+    for (int e = 0; e < p->n_entries; e++) { /* views: the reshape kernel sees out == in and copies nothing */
+        ts_entry *en = &p->entries[e];
+        if (en->kind == TS_KIND_VALUE && root[en->node] >= 0 && root[en->node] != en->node)
+            en->data = p->entries[p->value_entry[root[en->node]]].data;
+    }
     /* everything else points at fixed storage */
+    int64_t *state_of = last_fwd; /* reused: node -> optimizer state index */
+    for (size_t i = 0; i < nn; i++) state_of[i] = -1;
+    for (int q = 0; q < m->n_state; q++) state_of[m->state[q].node] = q;
     size_t goff = 0;
     for (int e = 0; e < p->n_entries; e++) {
         ts_entry *en = &p->entries[e];
         ts_tensor *t = g->t[en->node];
         if (en->data) continue;
-        ts_opt_state *s = NULL;
-        for (int q = 0; q < m->n_state; q++)
-            if (m->state[q].node == t->id) s = &m->state[q];
+        ts_opt_state *s = state_of[t->id] >= 0 ? &m->state[state_of[t->id]] : NULL;
         switch (en->kind) {
         case TS_KIND_VALUE:
         case TS_KIND_UPDATED: en->data = t->value; break; /* params: graph storage; inputs: set per run */
@@ -336,12 +359,7 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
         for (int j = 0; j < ct->n_in; j++) {
             int i = ct->in[j];
             if (!p->needs_grad[i] || g->t[i]->op == TS_OP_PARAM) continue;
-            bool first = true; /* no consumer later in forward order that also needs grad */
-            for (int k2 = k + 1; k2 < L && first; k2++) {
-                const ts_tensor *c2 = g->t[p->order[k2]];
-                if (!p->needs_grad[c2->id]) continue;
-                for (int j2 = 0; j2 < c2->n_in; j2++) first = first && c2->in[j2] != i;
-            }
+            bool first = last_grad[i] == k; /* no consumer later in forward order that also needs grad */
             for (int j2 = 0; j2 < j && first; j2++) first = ct->in[j2] != i; /* x*x: zero once */
             if (!first) continue;
             int *z = ts_realloc(p->zero_before[c], (size_t)(p->n_zero_before[c] + 1) * sizeof *z);

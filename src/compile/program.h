@@ -80,6 +80,7 @@ typedef struct ts_prog {
     float *workspace;    /* transient scratch of the largest need, shared by all nodes */
     ts_entry *entries;
     int n_entries;
+    ts_strmap entry_index; /* entry name -> index */
     const char **sorted_names;
     ts_anchor *anchors;
     int n_anchors;

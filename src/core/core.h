@@ -49,6 +49,24 @@ size_t ts_edit_distance(const char *a, const char *b);
 
 /* Element i of an array of any dtype, as a double (NaN for an unknown dtype). */
 double ts_array_value(const ts_array *a, int64_t i);
+/* String -> int map for name lookups (strmap.c). Keys are borrowed: keep
+ * each key string alive, unchanged, while it is in the map. Zero-initialise. */
+typedef struct ts_strmap {
+    size_t cap, n, used; /* used counts removed slots too */
+    struct ts_strmap_slot {
+        const char *key;
+        uint64_t hash;
+        int value;
+    } *slots;
+} ts_strmap;
+uint64_t ts_strmap_hash(const char *s);
+int ts_strmap_get(const ts_strmap *m, const char *key); /* -1 when absent */
+ts_status ts_strmap_put(ts_strmap *m, const char *key, int value); /* inserts or replaces */
+void ts_strmap_del(ts_strmap *m, const char *key);
+void ts_strmap_free(ts_strmap *m);
+
+/* splitmix64: the next 64 random bits of *state (rng.c). */
+uint64_t ts_splitmix64(uint64_t *state);
 
 /* Monotonic clock in nanoseconds. */
 uint64_t ts_now_ns(void);

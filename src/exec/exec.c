@@ -174,20 +174,31 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
     return TS_OK;
 }
 
-/* Labels index into class scores: check them before any kernel reads them. */
+/* Labels index into class scores and token ids into embedding rows: check
+ * them before any kernel reads them (an ignore_index label is allowed). */
 static ts_status check_labels(const ts_model *m, const ts_array *const *bound) {
     const ts_prog *p = m->prog;
     for (int k = 0; k < p->n_order; k++) {
         const ts_tensor *t = m->g->t[p->order[k]];
-        if (t->op != TS_OP_NLL_LOSS && t->op != TS_OP_CROSS_ENTROPY) continue;
+        if (t->op != TS_OP_NLL_LOSS && t->op != TS_OP_CROSS_ENTROPY && t->op != TS_OP_EMBEDDING) continue;
         const ts_tensor *lab = m->g->t[t->in[1]];
-        if (lab->op != TS_OP_INPUT || !bound[lab->id]) continue;
-        int64_t C = p->shape[t->in[0]].d[1], n = ts_array_numel(bound[lab->id]);
-        const int32_t *y = bound[lab->id]->data;
+        const ts_shape *s0 = &p->shape[t->in[0]];
+        int64_t C = t->op == TS_OP_EMBEDDING ? s0->d[0] : s0->d[s0->ndim - 1], n;
+        const int32_t *y;
+        if (lab->op == TS_OP_INPUT && bound[lab->id]) {
+            n = ts_array_numel(bound[lab->id]);
+            y = bound[lab->id]->data;
+        } else if (lab->op == TS_OP_CONST) {
+            n = ts_shape_numel(&lab->shape);
+            y = (const int32_t *)(const void *)lab->value;
+        } else {
+            continue;
+        }
+        bool ignore = t->op == TS_OP_CROSS_ENTROPY && t->attr[0];
         for (int64_t i = 0; i < n; i++)
-            if (y[i] < 0 || y[i] >= C)
-                return ts_error(TS_ERR_INVALID_ARGUMENT, "run: '%s'[%lld] = %d is not a class index in [0, %lld) for %s", lab->name,
-                                (long long)i, (int)y[i], (long long)C, t->name);
+            if ((y[i] < 0 || y[i] >= C) && !(ignore && y[i] == (int32_t)t->attr[1]))
+                return ts_error(TS_ERR_INVALID_ARGUMENT, "run: '%s'[%lld] = %d is not %s in [0, %lld) for %s", lab->name, (long long)i,
+                                (int)y[i], t->op == TS_OP_EMBEDDING ? "a row index" : "a class index", (long long)C, t->name);
     }
     return TS_OK;
 }
@@ -284,7 +295,7 @@ static ts_status run_body(ts_model *m, const ts_array *const *bound) {
         }
         /* buffers (running statistics) as the step left them */
         for (int k = 0; k < p->n_order; k++)
-            if (g->t[p->order[k]]->op == TS_OP_BUFFER) OBSERVE(m, p->value_entry[p->order[k]], d);
+            if (g->t[p->order[k]]->op == TS_OP_BUFFER || g->t[p->order[k]]->op == TS_OP_CONST) OBSERVE(m, p->value_entry[p->order[k]], d);
     }
     return TS_OK;
 }

@@ -28,7 +28,7 @@ static void binary_fwd_slice(void *vctx, int64_t begin, int64_t end) {
     if (nb == 1) {
         float bv = b[0];
         for (int64_t i = begin; i < end; i++)
-            out[i] = e->kind == TS_BIN_ADD ? a[i] + bv : e->kind == TS_BIN_SUB ? a[i] - bv : a[i] * bv;
+            out[i] = e->kind == TS_BIN_ADD ? a[i] + bv : e->kind == TS_BIN_SUB ? a[i] - bv : e->kind == TS_BIN_MUL ? a[i] * bv : a[i] / bv;
         return;
     }
     for (int64_t i = begin; i < end;) {
@@ -39,7 +39,8 @@ static void binary_fwd_slice(void *vctx, int64_t begin, int64_t end) {
         switch (e->kind) {
         case TS_BIN_ADD: for (int64_t k = 0; k < run; k++) oi[k] = ai[k] + bj[k]; break;
         case TS_BIN_SUB: for (int64_t k = 0; k < run; k++) oi[k] = ai[k] - bj[k]; break;
-        default: for (int64_t k = 0; k < run; k++) oi[k] = ai[k] * bj[k]; break;
+        case TS_BIN_MUL: for (int64_t k = 0; k < run; k++) oi[k] = ai[k] * bj[k]; break;
+        default: for (int64_t k = 0; k < run; k++) oi[k] = ai[k] / bj[k]; break;
         }
         i += run;
     }
@@ -55,8 +56,12 @@ static void binary_bwd_a_slice(void *vctx, int64_t begin, int64_t end) {
     const ew *e = vctx;
     float *da = e->out;
     const float *dout = e->a, *b = e->b;
-    if (e->kind != TS_BIN_MUL) {
+    if (e->kind == TS_BIN_ADD || e->kind == TS_BIN_SUB) {
         for (int64_t i = begin; i < end; i++) da[i] += dout[i];
+        return;
+    }
+    if (e->kind == TS_BIN_DIV) {
+        for (int64_t i = begin; i < end; i++) da[i] += dout[i] / b[i % e->nb];
         return;
     }
     for (int64_t i = begin; i < end; i++) da[i] += dout[i] * b[i % e->nb];
@@ -77,6 +82,9 @@ void ts_binary_backward(ts_pool *p, int kind, float *da, float *db, const float 
             if (kind == TS_BIN_MUL) {
                 const float *ar = a + r * nb;
                 for (int64_t j = 0; j < nb; j++) db[j] += d[j] * ar[j];
+            } else if (kind == TS_BIN_DIV) { /* d(a/b)/db = -a/b^2 */
+                const float *ar = a + r * nb;
+                for (int64_t j = 0; j < nb; j++) db[j] -= d[j] * ar[j] / (b[j] * b[j]);
             } else {
                 for (int64_t j = 0; j < nb; j++) db[j] += sign * d[j];
             }

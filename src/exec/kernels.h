@@ -6,12 +6,12 @@
 
 #include "exec/pool.h"
 
-/* out[n] = a[n] (+|-|*) b[n % nb]   (b broadcasts over a's leading dims) */
+/* out[n] = a[n] (+|-|*|/) b[n % nb]   (b broadcasts over a's leading dims) */
 void ts_binary_forward(ts_pool *p, int kind, float *out, const float *a, const float *b, int64_t n, int64_t nb);
 /* da[n] += ..., db[nb] += sum over repeats of ... (da or db may be NULL) */
 void ts_binary_backward(ts_pool *p, int kind, float *da, float *db, const float *dout, const float *a,
                         const float *b, int64_t n, int64_t nb);
-enum { TS_BIN_ADD = 0, TS_BIN_SUB, TS_BIN_MUL };
+enum { TS_BIN_ADD = 0, TS_BIN_SUB, TS_BIN_MUL, TS_BIN_DIV };
 
 /* out[n] = s * x[n];  dx[n] += s * dout[n] */
 void ts_scale_forward(ts_pool *p, float *out, const float *x, float s, int64_t n);

@@ -25,15 +25,7 @@ const char *ts_shape_str(const ts_shape *s, char *buf, size_t n) {
     return buf;
 }
 
-/* splitmix64: small, seedable, good enough for initialisation. */
-static uint64_t next_u64(uint64_t *s) {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-double ts_graph_uniform(ts_graph *g) { return (double)(next_u64(&g->rng) >> 11) * 0x1.0p-53; }
+double ts_graph_uniform(ts_graph *g) { return (double)(ts_splitmix64(&g->rng) >> 11) * 0x1.0p-53; }
 
 ts_graph *ts_graph_new(uint64_t seed) {
     ts_graph *g = ts_calloc(1, sizeof *g);
@@ -59,6 +51,8 @@ void ts_graph_free(ts_graph *g) {
     ts_free(g->strings);
     ts_free(g->marks);
     ts_free(g->op_counts);
+    ts_strmap_free(&g->names);
+    ts_strmap_free(&g->prefixes);
     ts_free(g->t);
     ts_free(g);
 }
@@ -175,12 +169,16 @@ char *ts_graph_op_output_name(ts_graph *g, const char *opname) {
         snprintf(prefix, sizeof prefix, "%s/%s", scope, opname);
     else
         snprintf(prefix, sizeof prefix, "%s", opname);
-    size_t i = 0;
-    while (i < g->n_op_counts && strcmp(g->op_counts[i].prefix, prefix) != 0) i++;
-    if (i == g->n_op_counts) {
+    int found = ts_strmap_get(&g->prefixes, prefix);
+    size_t i = found >= 0 ? (size_t)found : g->n_op_counts;
+    if (found < 0) {
         if (ts_grow((void **)&g->op_counts, &g->cap_op_counts, i + 1, sizeof *g->op_counts)) return NULL;
         g->op_counts[i].prefix = ts_strdup(prefix);
         if (!g->op_counts[i].prefix) return NULL;
+        if (ts_strmap_put(&g->prefixes, g->op_counts[i].prefix, (int)i)) {
+            ts_free(g->op_counts[i].prefix);
+            return NULL;
+        }
         g->op_counts[i].count = 0;
         g->n_op_counts++;
     }
@@ -188,11 +186,7 @@ char *ts_graph_op_output_name(ts_graph *g, const char *opname) {
     return ts_strdup(name);
 }
 
-static bool name_taken(const ts_graph *g, const char *name) {
-    for (size_t i = 0; i < g->n; i++)
-        if (strcmp(g->t[i]->name, name) == 0) return true;
-    return false;
-}
+static bool name_taken(const ts_graph *g, const char *name) { return ts_strmap_get(&g->names, name) >= 0; }
 
 static bool valid_name(const char *name) {
     if (!name || !*name || strlen(name) > 400) return false;
@@ -203,8 +197,8 @@ static bool valid_name(const char *name) {
 
 ts_tensor *ts_graph_find(const ts_graph *g, const char *name) {
     if (!g || !name) return NULL;
-    for (size_t i = 0; i < g->n; i++)
-        if (strcmp(g->t[i]->name, name) == 0) return g->t[i];
+    int id = ts_strmap_get(&g->names, name);
+    if (id >= 0) return g->t[id];
     for (size_t i = 0; i < g->n_aliases; i++)
         if (strcmp(g->aliases[i].name, name) == 0) return g->t[g->aliases[i].tensor];
     return NULL;
@@ -262,6 +256,10 @@ ts_tensor *ts_graph_add_node(ts_graph *g, ts_op op, const ts_tensor *const *ins,
         return ts_graph_fail(g, st, "%s", msg);
     }
     t->name = name ? ts_strdup(name) : ts_graph_op_output_name(g, def->name);
+    if (t->name && ts_strmap_get(&g->names, t->name) < 0 && ts_strmap_put(&g->names, t->name, t->id)) {
+        ts_free(t->name);
+        t->name = NULL;
+    }
     if (!t->name) {
         ts_free(t->title);
         ts_free(t);
@@ -285,7 +283,7 @@ static ts_tensor *add_leaf(ts_graph *g, ts_op op, const char *name, ts_dtype dty
                            const int64_t *shape) {
     if (!g) return NULL;
     if (g->sticky) return NULL;
-    const char *what = op == TS_OP_INPUT ? "ts_input" : op == TS_OP_PARAM ? "ts_param" : "ts_buffer";
+    const char *what = op == TS_OP_INPUT ? "ts_input" : op == TS_OP_PARAM ? "ts_param" : op == TS_OP_CONST ? "ts_constant" : "ts_buffer";
     if (!valid_name(name)) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: a name of 1-400 printable characters (no quotes or backslashes) is required", what);
     if (name_taken(g, name)) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: the name '%s' is already used in this graph", what, name);
     if (ndim < 0 || ndim > TS_MAX_DIMS || (ndim > 0 && !shape))
@@ -298,8 +296,8 @@ static ts_tensor *add_leaf(ts_graph *g, ts_op op, const char *name, ts_dtype dty
     }
     if (ts_shape_numel(&s) > TS_MAX_NUMEL)
         return ts_graph_fail(g, TS_ERR_SHAPE, "%s '%s' has more than 2^34 elements", what, name);
-    if (dtype != TS_F32 && !(op == TS_OP_INPUT && dtype == TS_I32))
-        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s '%s': dtype must be f32%s", what, name, op == TS_OP_INPUT ? " (or i32 for labels)" : "");
+    if (dtype != TS_F32 && !(op != TS_OP_PARAM && dtype == TS_I32))
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s '%s': dtype must be f32%s", what, name, op != TS_OP_PARAM ? " or i32" : "");
     ts_tensor *t = add_node(g, op, NULL, NULL, name, set_shape, &s);
     if (!t) return NULL;
     t->dtype = dtype;
@@ -316,6 +314,15 @@ ts_tensor *ts_input(ts_graph *g, const char *name, ts_dtype dtype, int ndim, con
 
 ts_tensor *ts_param(ts_graph *g, const char *name, int ndim, const int64_t *shape) {
     return add_leaf(g, TS_OP_PARAM, name, TS_F32, ndim, shape);
+}
+
+ts_tensor *ts_constant(ts_graph *g, const char *name, const ts_array *value) {
+    if (!g || g->sticky) return NULL;
+    if (!value || !value->data || value->ndim < 0 || value->ndim > TS_MAX_DIMS)
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_constant '%s': a value array with data is required", name ? name : "?");
+    ts_tensor *t = add_leaf(g, TS_OP_CONST, name, value->dtype, value->ndim, value->shape);
+    if (t) memcpy(t->value, value->data, (size_t)ts_shape_numel(&t->shape) * 4);
+    return t;
 }
 
 ts_tensor *ts_buffer(ts_graph *g, const char *name, int ndim, const int64_t *shape) {
@@ -407,6 +414,11 @@ ts_status ts_tensor_set_name(ts_tensor *t, const char *name) {
         return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_tensor_set_name: '%s' uses a prefix reserved for derived tensors", name);
     char *d = ts_strdup(name);
     if (!d) return TS_ERR_OUT_OF_MEMORY;
+    if (ts_strmap_put(&t->g->names, d, t->id)) {
+        ts_free(d);
+        return TS_ERR_OUT_OF_MEMORY;
+    }
+    if (ts_strmap_get(&t->g->names, t->name) == t->id) ts_strmap_del(&t->g->names, t->name);
     ts_free(t->name);
     t->name = d;
     return TS_OK;

@@ -28,6 +28,25 @@ typedef enum ts_op {
     TS_OP_SUM,
     TS_OP_MEAN,
     TS_OP_PRINT,
+    /* tensor and transformer ops (kernels in exec/kernels_tensor.c) */
+    TS_OP_CONST,        /* a leaf holding a value (f32 or i32) that gets no gradient */
+    TS_OP_DIV,
+    TS_OP_EXP,
+    TS_OP_SQRT,
+    TS_OP_POW,          /* fattr[0]: the exponent */
+    TS_OP_ERF,
+    TS_OP_GELU,         /* attr[0]: 1 = tanh approximation */
+    TS_OP_EMBEDDING,    /* in: weight [V,C], indices i32 [...] */
+    TS_OP_LAYER_NORM,   /* in: x, weight, bias; attr[0]: normalised trailing dims; fattr[0]: eps */
+    TS_OP_BATCH_MATMUL, /* attr[0], attr[1]: a, b stored transposed */
+    TS_OP_PERMUTE,      /* attr[0..ndim): the permutation */
+    TS_OP_SLICE,        /* attr[0] dim, attr[1] start, attr[2] length */
+    TS_OP_CONCAT,       /* attr[0] dim */
+    TS_OP_WHERE,        /* in: cond i32, a, b */
+    TS_OP_MASKED_FILL,  /* in: x, mask i32; fattr[0]: the fill value */
+    TS_OP_REDUCE_SUM_AXES, /* attr[0]: axis bit mask, attr[1]: keepdim */
+    TS_OP_REDUCE_MEAN_AXES,
+    TS_OP_REDUCE_MAX_AXES,
     /* convolutional networks (cnn.c builds them, exec/cnn.c runs them) */
     TS_OP_BUFFER,         /* non-trainable state held by the graph (batch norm running stats) */
     TS_OP_CONV2D,
@@ -97,6 +116,8 @@ struct ts_graph {
     size_t n_outputs, cap_outputs;
     char **strings;
     size_t n_strings, cap_strings;
+    ts_strmap names;    /* tensor name -> id */
+    ts_strmap prefixes; /* "<scope>/<Op>" -> index in op_counts */
 };
 
 /* The most elements one tensor may have (64 GiB of f32). */
@@ -115,7 +136,7 @@ const char *ts_shape_str(const ts_shape *s, char *buf, size_t n);
 
 /* Leaves whose values the graph holds: parameters (trained) and buffers
  * (state an op updates, e.g. batch norm running statistics; no gradient). */
-static inline bool ts_op_holds_value(ts_op op) { return op == TS_OP_PARAM || op == TS_OP_BUFFER; }
+static inline bool ts_op_holds_value(ts_op op) { return op == TS_OP_PARAM || op == TS_OP_BUFFER || op == TS_OP_CONST; }
 
 /* Adds a node of op `op` with n inputs (checked, shape inferred by the op
  * table, named `<scope>/<Op>:<k>` unless `name`); setup(t, arg) fills its
@@ -141,6 +162,13 @@ ts_status ts_graph_add_output(ts_graph *g, const ts_tensor *t);
 /* `<scope>/<opname>:<k>` with the builder's own counters, for a node named
  * after an op other than its table row (an imported Gemm). */
 char *ts_graph_op_output_name(ts_graph *g, const char *opname);
+/* Adds a node with n inputs: checks them, runs setup(t, arg) on the new
+ * node (attributes), infers its shape by the op table's rule, names it
+ * `<scope>/<Op>:<k>` unless `name` is given. NULL on error (sticky). */
+ts_tensor *ts_graph_add_node(ts_graph *g, ts_op op, const ts_tensor *const *ins, int n, const char *name,
+                             void (*setup)(ts_tensor *, const void *), const void *arg);
+/* "enc.block0" from the scope stack ("" at top level). */
+void ts_graph_scope_path(const ts_graph *g, char *buf, size_t n);
 
 /* Records a failure on the graph (first one wins) and returns NULL. */
 ts_tensor *ts_graph_fail(ts_graph *g, ts_status code, const char *fmt, ...) TS_PRINTF(3, 4);

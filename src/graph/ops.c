@@ -6,6 +6,7 @@
 #include "exec/gemm.h"
 #include "graph/cnn_ops.h"
 #include "exec/kernels.h"
+#include "graph/ops_tensor.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -31,22 +32,6 @@ static ts_status shape_matmul(const ts_tensor *n, const ts_shape *in, ts_shape *
         return SHAPE_ERR("MatMul%s: inner dimensions differ: %s x %s%s (%lld != %lld)", t ? " (B transposed)" : "",
                          sh(&in[0], a), sh(&in[1], b), t ? "^T" : "", (long long)in[0].d[1], (long long)k2);
     *out = (ts_shape){.ndim = 2, .d = {in[0].d[0], t ? in[1].d[0] : in[1].d[1]}};
-    return TS_OK;
-}
-
-/* b broadcasts when its shape (without leading 1s) is a suffix of a's. */
-static ts_status shape_binary(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
-    char a[96], b[96];
-    const ts_shape *sa = &in[0], *sb = &in[1];
-    int lead = 0;
-    while (lead < sb->ndim && sb->d[lead] == 1 && sb->ndim - lead > 0) lead++;
-    int rest = sb->ndim - lead;
-    bool ok = rest <= sa->ndim;
-    for (int i = 0; ok && i < rest; i++) ok = sb->d[lead + i] == sa->d[sa->ndim - rest + i];
-    if (!ok || sb->ndim > sa->ndim)
-        return SHAPE_ERR("%s: %s does not broadcast to %s (the second operand's shape must be a suffix of the first's)",
-                         ts_op_get(n->op)->name, sh(sb, b), sh(sa, a));
-    *out = *sa;
     return TS_OK;
 }
 
@@ -135,17 +120,6 @@ static void bwd_matmul(const ts_kctx *k) {
     }
 }
 
-static int bin_kind(ts_op op) { return op == TS_OP_ADD ? TS_BIN_ADD : op == TS_OP_SUB ? TS_BIN_SUB : TS_BIN_MUL; }
-
-static void fwd_binary(const ts_kctx *k) {
-    ts_binary_forward(k->pool, bin_kind(k->node->op), k->out, k->in[0], k->in[1], numel_out(k), ts_shape_numel(&k->in_shape[1]));
-}
-
-static void bwd_binary(const ts_kctx *k) {
-    ts_binary_backward(k->pool, bin_kind(k->node->op), k->din[0], k->din[1], k->dout, k->in[0], k->in[1], numel_out(k),
-                       ts_shape_numel(&k->in_shape[1]));
-}
-
 static void fwd_scale(const ts_kctx *k) { ts_scale_forward(k->pool, k->out, k->in[0], k->node->fparam, numel_out(k)); }
 static void bwd_scale(const ts_kctx *k) { ts_scale_backward(k->pool, k->din[0], k->dout, k->node->fparam, numel_out(k)); }
 static void fwd_relu(const ts_kctx *k) { ts_relu_forward(k->pool, k->out, k->in[0], numel_out(k)); }
@@ -158,44 +132,8 @@ static void fwd_copy(const ts_kctx *k) {
 }
 static void bwd_copy(const ts_kctx *k) { ts_copy_backward(k->pool, k->din[0], k->dout, numel_out(k)); }
 
-static void softmax_dims(const ts_kctx *k, int64_t *outer, int64_t *dim, int64_t *inner) {
-    const ts_shape *s = &k->in_shape[0];
-    int d = k->node->iparam < 0 ? k->node->iparam + s->ndim : k->node->iparam;
-    *outer = 1, *inner = 1;
-    for (int i = 0; i < d; i++) *outer *= s->d[i];
-    for (int i = d + 1; i < s->ndim; i++) *inner *= s->d[i];
-    *dim = s->d[d];
-}
-
-static void fwd_log_softmax(const ts_kctx *k) {
-    int64_t o, d, i;
-    softmax_dims(k, &o, &d, &i);
-    ts_log_softmax_forward(k->out, k->in[0], o, d, i);
-}
-static void bwd_log_softmax(const ts_kctx *k) {
-    int64_t o, d, i;
-    softmax_dims(k, &o, &d, &i);
-    ts_log_softmax_backward(k->din[0], k->dout, k->out, o, d, i);
-}
-static void fwd_softmax(const ts_kctx *k) {
-    int64_t o, d, i;
-    softmax_dims(k, &o, &d, &i);
-    ts_softmax_forward(k->out, k->in[0], o, d, i);
-}
-static void bwd_softmax(const ts_kctx *k) {
-    int64_t o, d, i;
-    softmax_dims(k, &o, &d, &i);
-    ts_softmax_backward(k->din[0], k->dout, k->out, o, d, i);
-}
-
 static void fwd_nll(const ts_kctx *k) { ts_nll_forward(k->out, k->in[0], k->in_int[1], k->in_shape[0].d[0], k->in_shape[0].d[1]); }
 static void bwd_nll(const ts_kctx *k) { ts_nll_backward(k->din[0], k->dout, k->in_int[1], k->in_shape[0].d[0], k->in_shape[0].d[1]); }
-static void fwd_ce(const ts_kctx *k) {
-    ts_cross_entropy_forward(k->out, k->scratch, k->in[0], k->in_int[1], k->in_shape[0].d[0], k->in_shape[0].d[1]);
-}
-static void bwd_ce(const ts_kctx *k) {
-    ts_cross_entropy_backward(k->din[0], k->dout, k->scratch, k->in_int[1], k->in_shape[0].d[0], k->in_shape[0].d[1]);
-}
 static void fwd_sum(const ts_kctx *k) { ts_reduce_forward(k->out, k->in[0], ts_shape_numel(&k->in_shape[0]), false); }
 static void bwd_sum(const ts_kctx *k) { ts_reduce_backward(k->pool, k->din[0], k->dout, ts_shape_numel(&k->in_shape[0]), false); }
 static void fwd_mean(const ts_kctx *k) { ts_reduce_forward(k->out, k->in[0], ts_shape_numel(&k->in_shape[0]), true); }
@@ -207,7 +145,6 @@ static double flops_matmul(const ts_shape *in, const ts_shape *out) { return 2.0
 static double flops_elementwise(const ts_shape *in, const ts_shape *out) { (void)in; return (double)ts_shape_numel(out); }
 static double flops_input(const ts_shape *in, const ts_shape *out) { (void)out; return (double)ts_shape_numel(&in[0]); }
 static double flops_softmax(const ts_shape *in, const ts_shape *out) { (void)in; return 5.0 * (double)ts_shape_numel(out); }
-static size_t scratch_ce(const ts_shape *in, const ts_shape *out) { (void)out; return (size_t)ts_shape_numel(&in[0]); }
 
 /* ------------------------------------------------------------------ table */
 
@@ -217,22 +154,41 @@ static const ts_op_def table[] = {
     [TS_OP_PARAM] = {.op = TS_OP_PARAM, .name = "Param", .shape = shape_leaf},
     [TS_OP_MATMUL] = {.op = TS_OP_MATMUL, .name = "MatMul", .arity = 2, .shape = shape_matmul, .forward = fwd_matmul, .backward = bwd_matmul, .flops = flops_matmul},
     [TS_OP_MATMUL_T] = {.op = TS_OP_MATMUL_T, .name = "MatMul", .arity = 2, .shape = shape_matmul, .forward = fwd_matmul, .backward = bwd_matmul, .flops = flops_matmul},
-    [TS_OP_ADD] = {.op = TS_OP_ADD, .name = "Add", .arity = 2, .bwd_unread_inputs = 0x3u, .shape = shape_binary, .forward = fwd_binary, .backward = bwd_binary, .flops = flops_elementwise},
-    [TS_OP_SUB] = {.op = TS_OP_SUB, .name = "Sub", .arity = 2, .bwd_unread_inputs = 0x3u, .shape = shape_binary, .forward = fwd_binary, .backward = bwd_binary, .flops = flops_elementwise},
-    [TS_OP_MUL] = {.op = TS_OP_MUL, .name = "Mul", .arity = 2, .shape = shape_binary, .forward = fwd_binary, .backward = bwd_binary, .flops = flops_elementwise},
+    [TS_OP_ADD] = {.op = TS_OP_ADD, .name = "Add", .arity = 2, .bwd_unread_inputs = 0x3u, .shape = ts_shape_broadcast_binary, .forward = ts_fwd_broadcast_binary, .backward = ts_bwd_broadcast_binary, .flops = flops_elementwise},
+    [TS_OP_SUB] = {.op = TS_OP_SUB, .name = "Sub", .arity = 2, .bwd_unread_inputs = 0x3u, .shape = ts_shape_broadcast_binary, .forward = ts_fwd_broadcast_binary, .backward = ts_bwd_broadcast_binary, .flops = flops_elementwise},
+    [TS_OP_MUL] = {.op = TS_OP_MUL, .name = "Mul", .arity = 2, .shape = ts_shape_broadcast_binary, .forward = ts_fwd_broadcast_binary, .backward = ts_bwd_broadcast_binary, .flops = flops_elementwise},
     [TS_OP_SCALE] = {.op = TS_OP_SCALE, .name = "Scale", .arity = 1, .bwd_unread_inputs = 0x1u, .shape = shape_same, .forward = fwd_scale, .backward = bwd_scale, .flops = flops_elementwise},
     [TS_OP_RELU] = {.op = TS_OP_RELU, .name = "Relu", .arity = 1, .needs_output = true, .bwd_unread_inputs = 0x1u, .shape = shape_same, .forward = fwd_relu, .backward = bwd_relu, .flops = flops_elementwise},
     [TS_OP_LOG] = {.op = TS_OP_LOG, .name = "Log", .arity = 1, .shape = shape_same, .forward = fwd_log, .backward = bwd_log, .flops = flops_elementwise},
     [TS_OP_RESHAPE] = {.op = TS_OP_RESHAPE, .name = "Reshape", .arity = 1, .bwd_unread_inputs = 0x1u, .view = true, .shape = shape_reshape, .forward = fwd_copy, .backward = bwd_copy},
     [TS_OP_FLATTEN] = {.op = TS_OP_FLATTEN, .name = "Flatten", .arity = 1, .bwd_unread_inputs = 0x1u, .view = true, .shape = shape_reshape, .forward = fwd_copy, .backward = bwd_copy},
-    [TS_OP_LOG_SOFTMAX] = {.op = TS_OP_LOG_SOFTMAX, .name = "LogSoftmax", .arity = 1, .needs_output = true, .bwd_unread_inputs = 0x1u, .shape = shape_softmax, .forward = fwd_log_softmax, .backward = bwd_log_softmax, .flops = flops_softmax},
-    [TS_OP_SOFTMAX] = {.op = TS_OP_SOFTMAX, .name = "Softmax", .arity = 1, .needs_output = true, .bwd_unread_inputs = 0x1u, .shape = shape_softmax, .forward = fwd_softmax, .backward = bwd_softmax, .flops = flops_softmax},
+    [TS_OP_LOG_SOFTMAX] = {.op = TS_OP_LOG_SOFTMAX, .name = "LogSoftmax", .arity = 1, .needs_output = true, .bwd_unread_inputs = 0x1u, .shape = shape_softmax, .forward = ts_fwd_softmax_any, .backward = ts_bwd_softmax_any, .flops = flops_softmax},
+    [TS_OP_SOFTMAX] = {.op = TS_OP_SOFTMAX, .name = "Softmax", .arity = 1, .needs_output = true, .bwd_unread_inputs = 0x1u, .shape = shape_softmax, .forward = ts_fwd_softmax_any, .backward = ts_bwd_softmax_any, .flops = flops_softmax},
     [TS_OP_NLL_LOSS] = {.op = TS_OP_NLL_LOSS, .name = "NllLoss", .arity = 2, .int_inputs = 1u << 1, .bwd_unread_inputs = 0x1u, .shape = shape_loss, .forward = fwd_nll, .backward = bwd_nll, .flops = flops_input},
-    [TS_OP_CROSS_ENTROPY] = {.op = TS_OP_CROSS_ENTROPY, .name = "CrossEntropy", .arity = 2, .int_inputs = 1u << 1, .bwd_unread_inputs = 0x1u, .shape = shape_loss, .forward = fwd_ce, .backward = bwd_ce, .flops = flops_softmax, .scratch_floats = scratch_ce},
+    [TS_OP_CROSS_ENTROPY] = {.op = TS_OP_CROSS_ENTROPY, .name = "CrossEntropy", .arity = 2, .int_inputs = 1u << 1, .bwd_unread_inputs = 0x1u, .shape = ts_shape_cross_entropy, .forward = ts_fwd_cross_entropy, .backward = ts_bwd_cross_entropy, .flops = flops_softmax, .scratch_floats = ts_scratch_cross_entropy},
     [TS_OP_SUM] = {.op = TS_OP_SUM, .name = "ReduceSum", .arity = 1, .bwd_unread_inputs = 0x1u, .shape = shape_reduce, .forward = fwd_sum, .backward = bwd_sum, .flops = flops_input},
     [TS_OP_MEAN] = {.op = TS_OP_MEAN, .name = "ReduceMean", .arity = 1, .bwd_unread_inputs = 0x1u, .shape = shape_reduce, .forward = fwd_mean, .backward = bwd_mean, .flops = flops_input},
     /* the executor adds the printing around the copy */
     [TS_OP_PRINT] = {.op = TS_OP_PRINT, .name = "Print", .arity = 1, .bwd_unread_inputs = 0x1u, .shape = shape_same, .forward = fwd_copy, .backward = bwd_copy},
+    /* tensor and transformer ops (ops_tensor.c, exec/kernels_tensor.c) */
+    [TS_OP_CONST] = {.op = TS_OP_CONST, .name = "Const", .shape = shape_leaf},
+    [TS_OP_DIV] = {.op = TS_OP_DIV, .name = "Div", .arity = 2, .shape = ts_shape_broadcast_binary, .forward = ts_fwd_broadcast_binary, .backward = ts_bwd_broadcast_binary, .flops = flops_elementwise},
+    [TS_OP_EXP] = {.op = TS_OP_EXP, .name = "Exp", .arity = 1, .bwd_unread_inputs = 0x1u, .needs_output = true, .shape = shape_same, .forward = ts_fwd_unary_math, .backward = ts_bwd_unary_math, .flops = flops_elementwise},
+    [TS_OP_SQRT] = {.op = TS_OP_SQRT, .name = "Sqrt", .arity = 1, .bwd_unread_inputs = 0x1u, .needs_output = true, .shape = shape_same, .forward = ts_fwd_unary_math, .backward = ts_bwd_unary_math, .flops = flops_elementwise},
+    [TS_OP_POW] = {.op = TS_OP_POW, .name = "Pow", .arity = 1, .shape = shape_same, .forward = ts_fwd_unary_math, .backward = ts_bwd_unary_math, .flops = flops_elementwise},
+    [TS_OP_ERF] = {.op = TS_OP_ERF, .name = "Erf", .arity = 1, .shape = shape_same, .forward = ts_fwd_unary_math, .backward = ts_bwd_unary_math, .flops = flops_elementwise},
+    [TS_OP_GELU] = {.op = TS_OP_GELU, .name = "Gelu", .arity = 1, .shape = shape_same, .forward = ts_fwd_unary_math, .backward = ts_bwd_unary_math, .flops = flops_elementwise},
+    [TS_OP_EMBEDDING] = {.op = TS_OP_EMBEDDING, .name = "Embedding", .arity = 2, .bwd_unread_inputs = 0x1u, .int_inputs = 1u << 1, .shape = ts_shape_embedding, .forward = ts_fwd_embedding, .backward = ts_bwd_embedding, .flops = flops_elementwise},
+    [TS_OP_LAYER_NORM] = {.op = TS_OP_LAYER_NORM, .name = "LayerNorm", .arity = 3, .bwd_unread_inputs = 0x4u, .shape = ts_shape_layer_norm, .forward = ts_fwd_layer_norm, .backward = ts_bwd_layer_norm, .flops = ts_flops_layer_norm, .scratch_floats = ts_scratch_layer_norm},
+    [TS_OP_BATCH_MATMUL] = {.op = TS_OP_BATCH_MATMUL, .name = "MatMul", .arity = 2, .shape = ts_shape_bmm, .forward = ts_fwd_bmm, .backward = ts_bwd_bmm, .flops = ts_flops_bmm},
+    [TS_OP_PERMUTE] = {.op = TS_OP_PERMUTE, .name = "Transpose", .arity = 1, .bwd_unread_inputs = 0x1u, .shape = ts_shape_permute, .forward = ts_fwd_permute, .backward = ts_bwd_permute},
+    [TS_OP_SLICE] = {.op = TS_OP_SLICE, .name = "Slice", .arity = 1, .bwd_unread_inputs = 0x1u, .shape = ts_shape_slice, .forward = ts_fwd_slice, .backward = ts_bwd_slice},
+    [TS_OP_CONCAT] = {.op = TS_OP_CONCAT, .name = "Concat", .arity = TS_ARITY_VARIADIC, .bwd_unread_inputs = 0xffu, .shape = ts_shape_concat, .forward = ts_fwd_concat, .backward = ts_bwd_concat},
+    [TS_OP_WHERE] = {.op = TS_OP_WHERE, .name = "Where", .arity = 3, .bwd_unread_inputs = 0x6u, .int_inputs = 1u << 0, .shape = ts_shape_where, .forward = ts_fwd_where, .backward = ts_bwd_where, .flops = flops_elementwise},
+    [TS_OP_MASKED_FILL] = {.op = TS_OP_MASKED_FILL, .name = "MaskedFill", .arity = 2, .bwd_unread_inputs = 0x1u, .int_inputs = 1u << 1, .shape = ts_shape_masked_fill, .forward = ts_fwd_masked_fill, .backward = ts_bwd_masked_fill, .flops = flops_elementwise},
+    [TS_OP_REDUCE_SUM_AXES] = {.op = TS_OP_REDUCE_SUM_AXES, .name = "ReduceSum", .arity = 1, .bwd_unread_inputs = 0x1u, .shape = ts_shape_reduce_axes, .forward = ts_fwd_reduce_axes, .backward = ts_bwd_reduce_axes, .flops = flops_input},
+    [TS_OP_REDUCE_MEAN_AXES] = {.op = TS_OP_REDUCE_MEAN_AXES, .name = "ReduceMean", .arity = 1, .bwd_unread_inputs = 0x1u, .shape = ts_shape_reduce_axes, .forward = ts_fwd_reduce_axes, .backward = ts_bwd_reduce_axes, .flops = flops_input},
+    [TS_OP_REDUCE_MAX_AXES] = {.op = TS_OP_REDUCE_MAX_AXES, .name = "ReduceMax", .arity = 1, .needs_output = true, .shape = ts_shape_reduce_axes, .forward = ts_fwd_reduce_axes, .backward = ts_bwd_reduce_axes, .flops = flops_input},
     /* convolutional networks (graph/cnn_ops.c) */
     [TS_OP_BUFFER] = {.op = TS_OP_BUFFER, .name = "Buffer", .shape = shape_leaf},
     [TS_OP_CONV2D] = {.op = TS_OP_CONV2D, .name = "Conv2d", .arity = TS_ARITY_VARIADIC, .shape = ts_shape_conv2d, .forward = ts_fwd_conv2d, .backward = ts_bwd_conv2d, .flops = ts_flops_conv2d, .workspace_floats = ts_workspace_conv2d},

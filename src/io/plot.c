@@ -134,14 +134,15 @@ static bool ends_with_svg(const char *path) {
 
 typedef void (*draw_fn)(cairo_t *cr, const void *ctx);
 
-/* Draws into a PNG or SVG written through a temp file (io/atomic_file.h). */
-static ts_status render(const char *path, draw_fn draw, const void *ctx) {
+/* Draws a W x H canvas into a PNG or SVG written through a temp file
+ * (io/atomic_file.h). */
+static ts_status render_size(const char *path, int W, int H, draw_fn draw, const void *ctx) {
     ts_atomic_file af;
     ts_status st = ts_atomic_open(&af, path);
     if (st != TS_OK) return ts_error_wrap(st, "plot");
     bool svg = ends_with_svg(path);
-    cairo_surface_t *sf = svg ? cairo_svg_surface_create_for_stream(write_file, af.f, PLOT_W, PLOT_H)
-                              : cairo_image_surface_create(CAIRO_FORMAT_ARGB32, PLOT_W, PLOT_H);
+    cairo_surface_t *sf = svg ? cairo_svg_surface_create_for_stream(write_file, af.f, W, H)
+                              : cairo_image_surface_create(CAIRO_FORMAT_ARGB32, W, H);
     cairo_t *cr = cairo_create(sf);
     draw(cr, ctx);
     cairo_status_t cs = cairo_status(cr);
@@ -157,6 +158,44 @@ static ts_status render(const char *path, draw_fn draw, const void *ctx) {
     }
     st = ts_atomic_commit(&af);
     return st == TS_OK ? TS_OK : ts_error_wrap(st, "plot");
+}
+
+static ts_status render(const char *path, draw_fn draw, const void *ctx) { return render_size(path, PLOT_W, PLOT_H, draw, ctx); }
+
+typedef struct mem_png {
+    unsigned char *data;
+    size_t n, cap;
+    bool failed;
+} mem_png;
+
+static cairo_status_t write_mem(void *closure, const unsigned char *data, unsigned int len) {
+    mem_png *m = closure;
+    if (ts_grow((void **)&m->data, &m->cap, m->n + len, 1)) {
+        m->failed = true;
+        return CAIRO_STATUS_WRITE_ERROR;
+    }
+    memcpy(m->data + m->n, data, len);
+    m->n += len;
+    return CAIRO_STATUS_SUCCESS;
+}
+
+/* Draws a W x H canvas into PNG bytes in memory (for TensorBoard images). */
+static ts_status render_png_memory(int W, int H, draw_fn draw, const void *ctx, unsigned char **png, size_t *n) {
+    mem_png m = {0};
+    cairo_surface_t *sf = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, W, H);
+    cairo_t *cr = cairo_create(sf);
+    draw(cr, ctx);
+    cairo_status_t cs = cairo_status(cr);
+    cairo_destroy(cr);
+    if (cs == CAIRO_STATUS_SUCCESS) cs = cairo_surface_write_to_png_stream(sf, write_mem, &m);
+    cairo_surface_destroy(sf);
+    if (cs != CAIRO_STATUS_SUCCESS) {
+        ts_free(m.data);
+        return m.failed ? TS_ERR_OUT_OF_MEMORY : ts_error(TS_ERR_INTERNAL, "plot: cairo: %s", cairo_status_to_string(cs));
+    }
+    *png = m.data;
+    *n = m.n;
+    return TS_OK;
 }
 
 /* ------------------------------------------------- gradient histogram */
@@ -548,3 +587,130 @@ ts_status ts_plot_errors(const char *path, const char *const *names, const doubl
     c.y1 += 1; /* and for infinite errors at the top */
     return render(path, draw_errors, &c);
 }
+
+/* ------------------------------------------------------- attention maps */
+
+#define ATT_PANEL 260 /* pixels per head panel */
+#define ATT_COLS 4
+
+typedef struct att_ctx {
+    const char *title;
+    const float *probs; /* [heads, T, T] */
+    int heads, T;
+    const char *labels;
+    double vmax;
+    int W, H;
+} att_ctx;
+
+/* viridis, by its anchor colours every quarter */
+static void viridis(double t, double *r, double *g, double *b) {
+    static const double c[5][3] = {{0.267, 0.005, 0.329}, {0.229, 0.322, 0.546}, {0.128, 0.567, 0.551},
+                                   {0.369, 0.789, 0.383}, {0.993, 0.906, 0.144}};
+    t = t < 0 ? 0 : t > 1 ? 1 : t;
+    int i = t >= 1 ? 3 : (int)(t * 4);
+    double f = t * 4 - i;
+    *r = c[i][0] + f * (c[i + 1][0] - c[i][0]);
+    *g = c[i][1] + f * (c[i + 1][1] - c[i][1]);
+    *b = c[i][2] + f * (c[i + 1][2] - c[i][2]);
+}
+
+/* a printable form of one label character */
+static const char *label_text(char ch, char *buf) {
+    if (ch == '\n') return "\xe2\x86\xb5"; /* U+21B5 */
+    if (ch == ' ') return "\xe2\x90\xa3";  /* U+2423 */
+    if ((unsigned char)ch < 0x20 || (unsigned char)ch >= 0x7f) return "?";
+    buf[0] = ch, buf[1] = '\0';
+    return buf;
+}
+
+static void draw_attention(cairo_t *cr, const void *vctx) {
+    const att_ctx *c = vctx;
+    int T = c->T, cols = c->heads < ATT_COLS ? c->heads : ATT_COLS;
+    bool labelled = c->labels && T <= 64;
+    double margin = labelled ? 28 : 14, top = 50;
+    cairo_set_source_rgb(cr, 1, 1, 1);
+    cairo_paint(cr);
+    cairo_select_font_face(cr, "monospace", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+    cairo_set_source_rgb(cr, 0, 0, 0);
+    cairo_set_font_size(cr, 16);
+    if (c->title) text_at(cr, c->title, c->W / 2.0, 22, 0.5, 0.5);
+    double cell = (ATT_PANEL - margin - 10) / (double)T;
+    for (int h = 0; h < c->heads; h++) {
+        double x0 = (h % cols) * ATT_PANEL + margin, y0 = top + (h / cols) * (ATT_PANEL + 20) + margin;
+        const float *p = c->probs + (int64_t)h * T * T;
+        for (int i = 0; i < T; i++)
+            for (int j = 0; j < T; j++) {
+                float v = p[(int64_t)i * T + j];
+                double r = 1, g = 1, b = 1; /* exactly 0 (masked): left white */
+                if (v != 0.0f) viridis(v / c->vmax, &r, &g, &b);
+                cairo_set_source_rgb(cr, r, g, b);
+                cairo_rectangle(cr, x0 + j * cell, y0 + i * cell, cell + 0.3, cell + 0.3);
+                cairo_fill(cr);
+            }
+        cairo_set_source_rgb(cr, 0, 0, 0);
+        cairo_set_line_width(cr, 1);
+        cairo_rectangle(cr, x0, y0, cell * T, cell * T);
+        cairo_stroke(cr);
+        char head[32];
+        snprintf(head, sizeof head, "head %d", h);
+        cairo_set_font_size(cr, 12);
+        text_at(cr, head, x0 + cell * T / 2, y0 - (labelled ? 18 : 4), 0.5, 1.0);
+        if (labelled) { /* keys along the top, queries down the left */
+            cairo_set_font_size(cr, cell < 9 ? cell : 9);
+            char b[2];
+            for (int i = 0; i < T; i++) {
+                const char *s = label_text(c->labels[i], b);
+                text_at(cr, s, x0 + (i + 0.5) * cell, y0 - 2, 0.5, 1.0);
+                text_at(cr, s, x0 - 3, y0 + (i + 0.5) * cell, 1.0, 0.5);
+            }
+        }
+    }
+    /* colour bar */
+    double bx = cols * ATT_PANEL + 20, by = top + 30, bh = ATT_PANEL - 60;
+    for (int k = 0; k < 100; k++) {
+        double r, g, b;
+        viridis(1.0 - k / 99.0, &r, &g, &b);
+        cairo_set_source_rgb(cr, r, g, b);
+        cairo_rectangle(cr, bx, by + k * bh / 100, 18, bh / 100 + 0.5);
+        cairo_fill(cr);
+    }
+    cairo_set_source_rgb(cr, 0, 0, 0);
+    cairo_rectangle(cr, bx, by, 18, bh);
+    cairo_stroke(cr);
+    cairo_set_font_size(cr, 11);
+    char lab[32];
+    snprintf(lab, sizeof lab, "%.3g", c->vmax);
+    text_at(cr, lab, bx + 22, by, 0.0, 0.5);
+    text_at(cr, "0+", bx + 22, by + bh, 0.0, 0.5);
+    text_at(cr, "masked: white", bx - 10, by + bh + 22, 0.0, 0.5);
+}
+
+static ts_status attention_ctx(att_ctx *c, const char *title, const float *probs, int heads, int T, const char *labels) {
+    if (!probs || heads < 1 || heads > 64 || T < 1 || T > 1024)
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_plot_attention: probabilities [heads, T, T] with 1..64 heads and T 1..1024 are required");
+    int cols = heads < ATT_COLS ? heads : ATT_COLS, rows = (heads + ATT_COLS - 1) / ATT_COLS;
+    *c = (att_ctx){title, probs, heads, T, labels, 0, cols * ATT_PANEL + 110, 50 + rows * (ATT_PANEL + 20) + 20};
+    for (int64_t i = 0; i < (int64_t)heads * T * T; i++)
+        if (probs[i] > c->vmax) c->vmax = probs[i];
+    if (!(c->vmax > 0)) c->vmax = 1;
+    return TS_OK;
+}
+
+ts_status ts_plot_attention(const char *png_path, const char *title, const float *probs, int heads, int T, const char *labels) {
+    if (!png_path || !*png_path) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_plot_attention: no path given");
+    att_ctx c = {0};
+    ts_status st = attention_ctx(&c, title, probs, heads, T, labels);
+    return st ? st : render_size(png_path, c.W, c.H, draw_attention, &c);
+}
+
+ts_status ts_plot_attention_png(unsigned char **png, size_t *n, int *width, int *height, const char *title, const float *probs, int heads,
+                                int T, const char *labels) {
+    if (!png || !n || !width || !height) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_plot_attention_png: NULL argument");
+    att_ctx c = {0};
+    ts_status st = attention_ctx(&c, title, probs, heads, T, labels);
+    if (st) return st;
+    *width = c.W, *height = c.H;
+    return render_png_memory(c.W, c.H, draw_attention, &c, png, n);
+}
+
+void ts_buffer_free(void *p) { ts_free(p); }

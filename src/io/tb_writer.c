@@ -231,6 +231,24 @@ ts_status ts_tb_histogram(ts_tb_writer *w, const char *tag, int64_t step, const 
     return tb_write_value(w, step, &v);
 }
 
+ts_status ts_tb_image(ts_tb_writer *w, const char *tag, int64_t step, const void *png, size_t n, int width, int height) {
+    ts_status st = tb_check(w, tag, "ts_tb_image");
+    if (st) return st;
+    if (!png || n < 8 || memcmp(png, "\x89PNG", 4) != 0 || width < 1 || height < 1)
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_tb_image('%s'): give PNG bytes and the image's width and height", tag);
+    TensorscopeTb__Summary__Image im = TENSORSCOPE_TB__SUMMARY__IMAGE__INIT;
+    im.height = height;
+    im.width = width;
+    im.colorspace = 4;
+    im.encoded_image_string.data = (uint8_t *)png;
+    im.encoded_image_string.len = n;
+    TensorscopeTb__Summary__Value v = TENSORSCOPE_TB__SUMMARY__VALUE__INIT;
+    v.tag = (char *)tag;
+    v.value_case = TENSORSCOPE_TB__SUMMARY__VALUE__VALUE_IMAGE;
+    v.image = &im;
+    return tb_write_value(w, step, &v);
+}
+
 ts_status ts_tb_text(ts_tb_writer *w, const char *tag, int64_t step, const char *text) {
     ts_status st = tb_check(w, tag, "ts_tb_text");
     if (st) return st;

@@ -19,7 +19,8 @@ static bool is_npz(const char *path) {
 /* Tensors that hold values (parameters and state buffers), i-th of them. */
 static ts_tensor *valued_at(const ts_graph *g, size_t i, ts_array *value) {
     ts_tensor *t = ts_graph_tensor_at(g, i);
-    if (!t || ts_tensor_info(t, value) || !value->data) return NULL;
+    /* constants (masks, ids) are rebuilt with the graph: not weights */
+    if (!t || ts_tensor_info(t, value) || !value->data || strcmp(ts_tensor_op(t), "Const") == 0) return NULL;
     return t;
 }
 
@@ -83,7 +84,7 @@ static ts_status fits(const ts_tensor *t, const ts_array *cur, const ts_array *v
 static ts_status extra(const ts_graph *g, const char *name, const char *where) {
     ts_array cur;
     ts_tensor *t = ts_graph_find(g, name);
-    if (t && !ts_tensor_info(t, &cur) && cur.data) return TS_OK;
+    if (t && !ts_tensor_info(t, &cur) && cur.data && strcmp(ts_tensor_op(t), "Const") != 0) return TS_OK;
     return ts_error(TS_ERR_NOT_FOUND, "%s holds '%s', which is not a parameter of the model (load into the model it came from)", where, name);
 }
 

@@ -200,18 +200,26 @@ def optimizer_steps(w, tag, make_opt, params, x, y, steps=2):
     w.add(f"{tag}/loss", np.array(losses, dtype=np.float32))
 
 
+def accumulated_steps(opt, micro_loss, steps, accum):
+    """`steps` optimizer steps, each on the mean gradient of `accum`
+    micro-batches; micro_loss(i) is micro-batch i's loss. Returns the
+    per-micro-batch losses (not divided by accum)."""
+    losses = []
+    for step in range(steps):
+        opt.zero_grad()
+        for k in range(accum):
+            loss = micro_loss(step * accum + k)
+            (loss / accum).backward()
+            losses.append(loss.item())
+        opt.step()
+    return losses
+
+
 def trajectory(w, params, x, y):
     p = leaf_copies(params)
     opt = torch.optim.SGD([p[n] for n in PARAMS], lr=0.05, momentum=0.9)
-    losses = []
-    for step in range(TRAJ_STEPS):
-        opt.zero_grad()
-        for k in range(TRAJ_ACCUM):
-            i = (step * TRAJ_ACCUM + k) * BATCH
-            loss, _ = forward(p, x[i:i + BATCH], y[i:i + BATCH])
-            (loss / TRAJ_ACCUM).backward()
-            losses.append(loss.item())
-        opt.step()
+    losses = accumulated_steps(
+        opt, lambda i: forward(p, x[i * BATCH:(i + 1) * BATCH], y[i * BATCH:(i + 1) * BATCH])[0], TRAJ_STEPS, TRAJ_ACCUM)
     w.add("traj/loss", np.array(losses, dtype=np.float32))
     w.add("traj/labels", y.numpy())
     w.add_params("traj/final/", p, snapshot=True)

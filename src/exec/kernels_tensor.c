@@ -1,0 +1,695 @@
+/* kernels_tensor.c -- the math of the tensor and transformer ops. Broadcast
+ * and layout kernels walk an n-d view whose adjacent dims are merged when
+ * every operand's layout allows, so the inner loop is as long as possible;
+ * the common contiguous cases (bias add, rows) have their own loops. */
+#include "exec/kernels_tensor.h"
+
+#include "exec/gemm.h"
+#include "exec/kernels.h"
+
+#include <math.h>
+#include <string.h>
+
+#define GRAIN 16384
+#define NOPS 3
+
+/* ------------------------------------------------------- broadcast views */
+
+/* The output is contiguous over d[]; operand k is read at stride s[k][i]
+ * along dim i (0 where it is broadcast). */
+typedef struct bview {
+    int nd, nops;
+    int64_t d[TS_MAX_DIMS];
+    int64_t s[NOPS][TS_MAX_DIMS];
+} bview;
+
+/* From the output dims and each operand's strides per output dim: drops
+ * dims of size 1 and merges a dim into the previous one when every operand
+ * steps through both as through one. */
+static void bview_make(bview *v, const ts_shape *so, int nops, int64_t st[NOPS][TS_MAX_DIMS]) {
+    v->nd = 0;
+    v->nops = nops;
+    for (int i = 0; i < so->ndim; i++) {
+        if (so->d[i] == 1) continue;
+        bool merge = v->nd > 0;
+        for (int k = 0; k < nops && merge; k++) merge = v->s[k][v->nd - 1] == st[k][i] * so->d[i];
+        if (merge) {
+            v->d[v->nd - 1] *= so->d[i];
+            for (int k = 0; k < nops; k++) v->s[k][v->nd - 1] = st[k][i];
+        } else {
+            v->d[v->nd] = so->d[i];
+            for (int k = 0; k < nops; k++) v->s[k][v->nd] = st[k][i];
+            v->nd++;
+        }
+    }
+    if (v->nd == 0) {
+        v->nd = 1;
+        v->d[0] = 1;
+        for (int k = 0; k < nops; k++) v->s[k][0] = 0;
+    }
+}
+
+/* Operands broadcast to `so` by numpy's rules (aligned on the right). */
+static void bview_broadcast(bview *v, const ts_shape *so, int nops, const ts_shape *const *ops) {
+    int64_t st[NOPS][TS_MAX_DIMS];
+    for (int k = 0; k < nops; k++) {
+        int64_t stride = 1;
+        for (int i = so->ndim - 1; i >= 0; i--) {
+            int j = i - (so->ndim - ops[k]->ndim);
+            if (j < 0 || ops[k]->d[j] == 1) {
+                st[k][i] = 0;
+            } else {
+                st[k][i] = stride;
+                stride *= ops[k]->d[j];
+            }
+        }
+    }
+    bview_make(v, so, nops, st);
+}
+
+typedef void (*row_fn)(void *ctx, int64_t o, const int64_t *off, const int64_t *st, int64_t n);
+
+/* Calls row() for every innermost row of the view, in output order. */
+static void bview_rows(const bview *v, row_fn row, void *ctx) {
+    int nd = v->nd;
+    int64_t n = v->d[nd - 1], rows = 1, st[NOPS] = {0}, off[NOPS] = {0}, idx[TS_MAX_DIMS] = {0};
+    for (int k = 0; k < v->nops; k++) st[k] = v->s[k][nd - 1];
+    for (int i = 0; i < nd - 1; i++) rows *= v->d[i];
+    for (int64_t r = 0; r < rows; r++) {
+        row(ctx, r * n, off, st, n);
+        for (int i = nd - 2; i >= 0; i--) {
+            idx[i]++;
+            for (int k = 0; k < v->nops; k++) off[k] += v->s[k][i];
+            if (idx[i] < v->d[i]) break;
+            for (int k = 0; k < v->nops; k++) off[k] -= v->s[k][i] * v->d[i];
+            idx[i] = 0;
+        }
+    }
+}
+
+bool ts_broadcast_shape(const ts_shape *a, const ts_shape *b, ts_shape *out) {
+    int nd = a->ndim > b->ndim ? a->ndim : b->ndim;
+    ts_shape s = {.ndim = nd};
+    for (int i = 0; i < nd; i++) {
+        int ia = i - (nd - a->ndim), ib = i - (nd - b->ndim);
+        int64_t da = ia >= 0 ? a->d[ia] : 1, db = ib >= 0 ? b->d[ib] : 1;
+        if (da != db && da != 1 && db != 1) return false;
+        s.d[i] = da == 1 ? db : da;
+    }
+    *out = s;
+    return true;
+}
+
+/* b broadcasts as a suffix of a, which has the output's shape: the fast
+ * contiguous kernels of kernels.c apply (a bias add, a scalar). */
+static bool suffix_case(const ts_shape *so, const ts_shape *sa, const ts_shape *sb) {
+    if (!ts_shape_equal(so, sa)) return false;
+    int lead = 0;
+    while (lead < sb->ndim && sb->d[lead] == 1) lead++;
+    int rest = sb->ndim - lead;
+    if (rest > sa->ndim) return false;
+    for (int i = 0; i < rest; i++)
+        if (sb->d[lead + i] != sa->d[sa->ndim - rest + i]) return false;
+    return true;
+}
+
+typedef struct bin_ctx {
+    int kind;
+    float *out, *da, *db;
+    const float *a, *b, *dout;
+} bin_ctx;
+
+static void bin_fwd_row(void *vctx, int64_t o, const int64_t *off, const int64_t *st, int64_t n) {
+    const bin_ctx *c = vctx;
+    const float *a = c->a + off[0], *b = c->b + off[1];
+    float *y = c->out + o;
+    int64_t sa = st[0], sb = st[1];
+    switch (c->kind) {
+    case TS_BIN_ADD: for (int64_t j = 0; j < n; j++) y[j] = a[j * sa] + b[j * sb]; break;
+    case TS_BIN_SUB: for (int64_t j = 0; j < n; j++) y[j] = a[j * sa] - b[j * sb]; break;
+    case TS_BIN_MUL: for (int64_t j = 0; j < n; j++) y[j] = a[j * sa] * b[j * sb]; break;
+    default: for (int64_t j = 0; j < n; j++) y[j] = a[j * sa] / b[j * sb]; break;
+    }
+}
+
+static void bin_bwd_row(void *vctx, int64_t o, const int64_t *off, const int64_t *st, int64_t n) {
+    const bin_ctx *c = vctx;
+    const float *a = c->a + off[0], *b = c->b + off[1], *d = c->dout + o;
+    int64_t sa = st[0], sb = st[1];
+    if (c->da) {
+        float *da = c->da + off[0];
+        switch (c->kind) {
+        case TS_BIN_ADD:
+        case TS_BIN_SUB: for (int64_t j = 0; j < n; j++) da[j * sa] += d[j]; break;
+        case TS_BIN_MUL: for (int64_t j = 0; j < n; j++) da[j * sa] += d[j] * b[j * sb]; break;
+        default: for (int64_t j = 0; j < n; j++) da[j * sa] += d[j] / b[j * sb]; break;
+        }
+    }
+    if (c->db) {
+        float *db = c->db + off[1];
+        switch (c->kind) {
+        case TS_BIN_ADD: for (int64_t j = 0; j < n; j++) db[j * sb] += d[j]; break;
+        case TS_BIN_SUB: for (int64_t j = 0; j < n; j++) db[j * sb] -= d[j]; break;
+        case TS_BIN_MUL: for (int64_t j = 0; j < n; j++) db[j * sb] += d[j] * a[j * sa]; break;
+        default:
+            for (int64_t j = 0; j < n; j++) {
+                float bv = b[j * sb];
+                db[j * sb] -= d[j] * a[j * sa] / (bv * bv);
+            }
+            break;
+        }
+    }
+}
+
+void ts_bcast_binary_forward(ts_pool *p, int kind, float *out, const float *a, const float *b, const ts_shape *so,
+                             const ts_shape *sa, const ts_shape *sb) {
+    if (suffix_case(so, sa, sb)) {
+        ts_binary_forward(p, kind, out, a, b, ts_shape_numel(so), ts_shape_numel(sb));
+        return;
+    }
+    bview v;
+    bview_broadcast(&v, so, 2, (const ts_shape *[]){sa, sb});
+    bin_ctx c = {.kind = kind, .out = out, .a = a, .b = b};
+    bview_rows(&v, bin_fwd_row, &c);
+}
+
+void ts_bcast_binary_backward(ts_pool *p, int kind, float *da, float *db, const float *dout, const float *a, const float *b,
+                              const ts_shape *so, const ts_shape *sa, const ts_shape *sb) {
+    if (suffix_case(so, sa, sb)) {
+        ts_binary_backward(p, kind, da, db, dout, a, b, ts_shape_numel(so), ts_shape_numel(sb));
+        return;
+    }
+    bview v;
+    bview_broadcast(&v, so, 2, (const ts_shape *[]){sa, sb});
+    bin_ctx c = {.kind = kind, .da = da, .db = db, .a = a, .b = b, .dout = dout};
+    bview_rows(&v, bin_bwd_row, &c);
+}
+
+/* ------------------------------------------------------------- elementwise */
+
+typedef struct un_ctx {
+    int kind;
+    float *out;
+    const float *x, *dout, *y;
+    float pw;
+} un_ctx;
+
+#define SQRT1_2 0.70710678118654752440f
+#define SQRT_2_PI 0.79788456080286535588f /* sqrt(2/pi) */
+#define INV_SQRT_2PI 0.39894228040143267794f
+#define GELU_C 0.044715f
+#define TWO_SQRT_PI 1.12837916709551257390f /* 2/sqrt(pi) */
+
+static void un_fwd_slice(void *vctx, int64_t begin, int64_t end) {
+    const un_ctx *c = vctx;
+    float *y = c->out;
+    const float *x = c->x;
+    switch (c->kind) {
+    case TS_UN_EXP: for (int64_t i = begin; i < end; i++) y[i] = expf(x[i]); break;
+    case TS_UN_SQRT: for (int64_t i = begin; i < end; i++) y[i] = sqrtf(x[i]); break;
+    case TS_UN_POW: for (int64_t i = begin; i < end; i++) y[i] = powf(x[i], c->pw); break;
+    case TS_UN_ERF: for (int64_t i = begin; i < end; i++) y[i] = erff(x[i]); break;
+    case TS_UN_GELU: for (int64_t i = begin; i < end; i++) y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * SQRT1_2)); break;
+    default:
+        for (int64_t i = begin; i < end; i++) {
+            float v = x[i];
+            y[i] = 0.5f * v * (1.0f + tanhf(SQRT_2_PI * (v + GELU_C * v * v * v)));
+        }
+        break;
+    }
+}
+
+static void un_bwd_slice(void *vctx, int64_t begin, int64_t end) {
+    const un_ctx *c = vctx;
+    float *dx = c->out;
+    const float *x = c->x, *d = c->dout, *y = c->y;
+    switch (c->kind) {
+    case TS_UN_EXP: for (int64_t i = begin; i < end; i++) dx[i] += d[i] * y[i]; break;
+    case TS_UN_SQRT: for (int64_t i = begin; i < end; i++) dx[i] += d[i] * 0.5f / y[i]; break;
+    case TS_UN_POW: for (int64_t i = begin; i < end; i++) dx[i] += d[i] * c->pw * powf(x[i], c->pw - 1.0f); break;
+    case TS_UN_ERF: for (int64_t i = begin; i < end; i++) dx[i] += d[i] * TWO_SQRT_PI * expf(-x[i] * x[i]); break;
+    case TS_UN_GELU:
+        for (int64_t i = begin; i < end; i++) {
+            float v = x[i];
+            dx[i] += d[i] * (0.5f * (1.0f + erff(v * SQRT1_2)) + v * INV_SQRT_2PI * expf(-0.5f * v * v));
+        }
+        break;
+    default:
+        for (int64_t i = begin; i < end; i++) {
+            float v = x[i], t = tanhf(SQRT_2_PI * (v + GELU_C * v * v * v));
+            dx[i] += d[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * SQRT_2_PI * (1.0f + 3.0f * GELU_C * v * v));
+        }
+        break;
+    }
+}
+
+void ts_unary_forward(ts_pool *p, int kind, float *out, const float *x, float pw, int64_t n) {
+    un_ctx c = {.kind = kind, .out = out, .x = x, .pw = pw};
+    ts_pool_for(p, n, GRAIN, un_fwd_slice, &c);
+}
+
+void ts_unary_backward(ts_pool *p, int kind, float *dx, const float *dout, const float *x, const float *out, float pw, int64_t n) {
+    un_ctx c = {.kind = kind, .out = dx, .x = x, .dout = dout, .y = out, .pw = pw};
+    ts_pool_for(p, n, GRAIN, un_bwd_slice, &c);
+}
+
+/* --------------------------------------------------------------- embedding */
+
+void ts_embedding_forward(float *out, const float *w, const int32_t *idx, int64_t n, int64_t C) {
+    for (int64_t i = 0; i < n; i++) memcpy(out + i * C, w + (int64_t)idx[i] * C, (size_t)C * sizeof(float));
+}
+
+void ts_embedding_backward(float *dw, const float *dout, const int32_t *idx, int64_t n, int64_t C) {
+    for (int64_t i = 0; i < n; i++) {
+        float *r = dw + (int64_t)idx[i] * C;
+        const float *d = dout + i * C;
+        for (int64_t c = 0; c < C; c++) r[c] += d[c];
+    }
+}
+
+/* One context for the kernels over rows of n (layer norm, softmax): each
+ * slice function reads what it needs. */
+typedef struct rows_ctx {
+    float *out, *aux; /* aux: layer norm's stats, softmax's dx */
+    const float *x, *w, *b, *dout, *y;
+    int64_t n;
+    float eps;
+    bool log;
+} rows_ctx;
+
+/* -------------------------------------------------------------- layer norm */
+
+static void ln_fwd_slice(void *vctx, int64_t begin, int64_t end) {
+    const rows_ctx *c = vctx;
+    int64_t D = c->n;
+    for (int64_t r = begin; r < end; r++) {
+        const float *x = c->x + r * D;
+        float *y = c->out + r * D;
+        float s = 0;
+        for (int64_t j = 0; j < D; j++) s += x[j];
+        float mean = s / (float)D, v = 0;
+        for (int64_t j = 0; j < D; j++) v += (x[j] - mean) * (x[j] - mean);
+        float rstd = 1.0f / sqrtf(v / (float)D + c->eps);
+        for (int64_t j = 0; j < D; j++) y[j] = (x[j] - mean) * rstd * c->w[j] + c->b[j];
+        c->aux[2 * r] = mean;
+        c->aux[2 * r + 1] = rstd;
+    }
+}
+
+void ts_layer_norm_forward(ts_pool *p, float *y, float *stats, const float *x, const float *w, const float *b, int64_t rows,
+                           int64_t D, float eps) {
+    rows_ctx c = {.out = y, .aux = stats, .x = x, .w = w, .b = b, .n = D, .eps = eps};
+    ts_pool_for(p, rows, GRAIN / (D > 0 ? D : 1) + 1, ln_fwd_slice, &c);
+}
+
+/* dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * w */
+void ts_layer_norm_backward(float *dx, float *dw, float *db, const float *dy, const float *x, const float *stats, const float *w,
+                            int64_t rows, int64_t D) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * D, *d = dy + r * D;
+        float mean = stats[2 * r], rstd = stats[2 * r + 1];
+        float sg = 0, sgx = 0;
+        for (int64_t j = 0; j < D; j++) {
+            float xh = (xr[j] - mean) * rstd, gj = d[j] * w[j];
+            sg += gj;
+            sgx += gj * xh;
+            if (dw) dw[j] += d[j] * xh;
+            if (db) db[j] += d[j];
+        }
+        if (!dx) continue;
+        float mg = sg / (float)D, mgx = sgx / (float)D;
+        float *o = dx + r * D;
+        for (int64_t j = 0; j < D; j++) {
+            float xh = (xr[j] - mean) * rstd;
+            o[j] += rstd * (d[j] * w[j] - mg - xh * mgx);
+        }
+    }
+}
+
+/* ---------------------------------------------------------- batched matmul */
+
+typedef struct bmm_ctx {
+    bool ta, tb, backward;
+    int64_t M, N, K, szc, sza, szb;
+    float *c, *da, *db;
+    const float *a, *b, *dc;
+} bmm_ctx;
+
+static void bmm_row(void *vctx, int64_t o, const int64_t *off, const int64_t *st, int64_t n) {
+    const bmm_ctx *x = vctx;
+    for (int64_t j = 0; j < n; j++) {
+        int64_t ic = (o + j) * x->szc, ia = (off[0] + j * st[0]) * x->sza, ib = (off[1] + j * st[1]) * x->szb;
+        if (!x->backward) {
+            ts_gemm(x->ta, x->tb, x->M, x->N, x->K, x->a + ia, x->b + ib, 0.0f, x->c + ic);
+            continue;
+        }
+        if (x->da) {
+            if (!x->ta) ts_gemm(false, !x->tb, x->M, x->K, x->N, x->dc + ic, x->b + ib, 1.0f, x->da + ia);
+            else ts_gemm(x->tb, true, x->K, x->M, x->N, x->b + ib, x->dc + ic, 1.0f, x->da + ia);
+        }
+        if (x->db) {
+            if (!x->tb) ts_gemm(!x->ta, false, x->K, x->N, x->M, x->a + ia, x->dc + ic, 1.0f, x->db + ib);
+            else ts_gemm(true, x->ta, x->N, x->K, x->M, x->dc + ic, x->a + ia, 1.0f, x->db + ib);
+        }
+    }
+}
+
+static void bmm_run(bmm_ctx *x, const ts_shape *sc, const ts_shape *sa, const ts_shape *sb) {
+    ts_shape bc = *sc, ba = *sa, bb = *sb;
+    bc.ndim -= 2, ba.ndim -= 2, bb.ndim -= 2;
+    x->M = sc->d[sc->ndim - 2];
+    x->N = sc->d[sc->ndim - 1];
+    x->K = x->ta ? sa->d[sa->ndim - 2] : sa->d[sa->ndim - 1];
+    x->szc = x->M * x->N, x->sza = x->M * x->K, x->szb = x->K * x->N;
+    bview v;
+    bview_broadcast(&v, &bc, 2, (const ts_shape *[]){&ba, &bb});
+    bview_rows(&v, bmm_row, x);
+}
+
+void ts_bmm_forward(float *c, const float *a, const float *b, bool ta, bool tb, const ts_shape *sc, const ts_shape *sa,
+                    const ts_shape *sb) {
+    bmm_ctx x = {.ta = ta, .tb = tb, .c = c, .a = a, .b = b};
+    bmm_run(&x, sc, sa, sb);
+}
+
+void ts_bmm_backward(float *da, float *db, const float *dc, const float *a, const float *b, bool ta, bool tb,
+                     const ts_shape *sc, const ts_shape *sa, const ts_shape *sb) {
+    bmm_ctx x = {.ta = ta, .tb = tb, .backward = true, .da = da, .db = db, .dc = dc, .a = a, .b = b};
+    bmm_run(&x, sc, sa, sb);
+}
+
+/* ------------------------------------------------------------------ layout */
+
+typedef struct copy_ctx {
+    float *out;
+    const float *x;
+    float *dx;
+    const float *dout;
+} copy_ctx;
+
+static void permute_fwd_row(void *vctx, int64_t o, const int64_t *off, const int64_t *st, int64_t n) {
+    const copy_ctx *c = vctx;
+    const float *x = c->x + off[0];
+    float *y = c->out + o;
+    if (st[0] == 1) memcpy(y, x, (size_t)n * sizeof(float));
+    else
+        for (int64_t j = 0; j < n; j++) y[j] = x[j * st[0]];
+}
+
+static void permute_bwd_row(void *vctx, int64_t o, const int64_t *off, const int64_t *st, int64_t n) {
+    const copy_ctx *c = vctx;
+    float *dx = c->dx + off[0];
+    const float *d = c->dout + o;
+    for (int64_t j = 0; j < n; j++) dx[j * st[0]] += d[j];
+}
+
+static void permute_view(bview *v, const ts_shape *sx, const int64_t *perm) {
+    int64_t xs[TS_MAX_DIMS], st[NOPS][TS_MAX_DIMS];
+    ts_shape so = {.ndim = sx->ndim};
+    int64_t s = 1;
+    for (int i = sx->ndim - 1; i >= 0; i--) xs[i] = s, s *= sx->d[i];
+    for (int i = 0; i < sx->ndim; i++) {
+        so.d[i] = sx->d[perm[i]];
+        st[0][i] = xs[perm[i]];
+    }
+    bview_make(v, &so, 1, st);
+}
+
+typedef struct perm_par {
+    const bview *v;
+    copy_ctx *c;
+} perm_par;
+
+/* rows of the outermost dim split over the pool */
+static void permute_slice(void *vctx, int64_t begin, int64_t end) {
+    const perm_par *pp = vctx;
+    bview sub = *pp->v;
+    copy_ctx c = *pp->c;
+    int64_t inner = 1;
+    for (int i = 1; i < sub.nd; i++) inner *= sub.d[i];
+    c.x += begin * sub.s[0][0];
+    c.out += begin * inner;
+    sub.d[0] = end - begin;
+    bview_rows(&sub, permute_fwd_row, &c);
+}
+
+void ts_permute_forward(ts_pool *p, float *out, const float *x, const ts_shape *sx, const int64_t *perm) {
+    bview v;
+    permute_view(&v, sx, perm);
+    copy_ctx c = {.out = out, .x = x};
+    if (v.nd < 2) {
+        bview_rows(&v, permute_fwd_row, &c);
+        return;
+    }
+    perm_par pp = {&v, &c};
+    ts_pool_for(p, v.d[0], 1 + GRAIN / (ts_shape_numel(sx) / v.d[0] + 1), permute_slice, &pp);
+}
+
+void ts_permute_backward(float *dx, const float *dout, const ts_shape *sx, const int64_t *perm) {
+    bview v;
+    permute_view(&v, sx, perm);
+    copy_ctx c = {.dx = dx, .dout = dout};
+    bview_rows(&v, permute_bwd_row, &c);
+}
+
+void ts_slice_forward(float *out, const float *x, int64_t outer, int64_t dim_in, int64_t inner, int64_t start, int64_t len) {
+    for (int64_t o = 0; o < outer; o++)
+        memcpy(out + o * len * inner, x + (o * dim_in + start) * inner, (size_t)(len * inner) * sizeof(float));
+}
+
+void ts_slice_backward(float *dx, const float *dout, int64_t outer, int64_t dim_in, int64_t inner, int64_t start, int64_t len) {
+    for (int64_t o = 0; o < outer; o++) {
+        float *r = dx + (o * dim_in + start) * inner;
+        const float *d = dout + o * len * inner;
+        for (int64_t j = 0; j < len * inner; j++) r[j] += d[j];
+    }
+}
+
+void ts_concat_part_forward(float *out, const float *part, int64_t outer, int64_t dim_out, int64_t inner, int64_t at, int64_t dk) {
+    for (int64_t o = 0; o < outer; o++)
+        memcpy(out + (o * dim_out + at) * inner, part + o * dk * inner, (size_t)(dk * inner) * sizeof(float));
+}
+
+/* ------------------------------------------------------ where, masked fill */
+
+typedef struct where_ctx {
+    float *out, *da, *db;
+    const int32_t *cond;
+    const float *a, *b, *dout;
+    float value;
+} where_ctx;
+
+static void where_fwd_row(void *vctx, int64_t o, const int64_t *off, const int64_t *st, int64_t n) {
+    const where_ctx *c = vctx;
+    const int32_t *m = c->cond + off[0];
+    float *y = c->out + o;
+    if (!c->b) { /* masked fill: operand 1 is x */
+        const float *x = c->a + off[1];
+        for (int64_t j = 0; j < n; j++) y[j] = m[j * st[0]] ? c->value : x[j * st[1]];
+        return;
+    }
+    const float *a = c->a + off[1], *b = c->b + off[2];
+    for (int64_t j = 0; j < n; j++) y[j] = m[j * st[0]] ? a[j * st[1]] : b[j * st[2]];
+}
+
+static void where_bwd_row(void *vctx, int64_t o, const int64_t *off, const int64_t *st, int64_t n) {
+    const where_ctx *c = vctx;
+    const int32_t *m = c->cond + off[0];
+    const float *d = c->dout + o;
+    for (int64_t j = 0; j < n; j++) {
+        bool t = m[j * st[0]] != 0;
+        if (t && c->da) c->da[off[1] + j * st[1]] += d[j];
+        if (!t && c->db) c->db[off[2] + j * st[2]] += d[j];
+    }
+}
+
+void ts_where_forward(float *out, const int32_t *cond, const float *a, const float *b, const ts_shape *so, const ts_shape *sc,
+                      const ts_shape *sa, const ts_shape *sb) {
+    bview v;
+    bview_broadcast(&v, so, 3, (const ts_shape *[]){sc, sa, sb});
+    where_ctx c = {.out = out, .cond = cond, .a = a, .b = b};
+    bview_rows(&v, where_fwd_row, &c);
+}
+
+void ts_where_backward(float *da, float *db, const float *dout, const int32_t *cond, const ts_shape *so, const ts_shape *sc,
+                       const ts_shape *sa, const ts_shape *sb) {
+    bview v;
+    bview_broadcast(&v, so, 3, (const ts_shape *[]){sc, sa, sb});
+    where_ctx c = {.da = da, .db = db, .dout = dout, .cond = cond};
+    bview_rows(&v, where_bwd_row, &c);
+}
+
+void ts_masked_fill_forward(float *out, const float *x, const int32_t *mask, float value, const ts_shape *so, const ts_shape *sm) {
+    bview v;
+    bview_broadcast(&v, so, 2, (const ts_shape *[]){sm, so});
+    where_ctx c = {.out = out, .cond = mask, .a = x, .value = value};
+    bview_rows(&v, where_fwd_row, &c);
+}
+
+void ts_masked_fill_backward(float *dx, const float *dout, const int32_t *mask, const ts_shape *so, const ts_shape *sm) {
+    /* where(mask, value, x): x's gradient flows where the mask is 0 */
+    bview v;
+    bview_broadcast(&v, so, 3, (const ts_shape *[]){sm, so, so});
+    where_ctx c = {.db = dx, .dout = dout, .cond = mask};
+    bview_rows(&v, where_bwd_row, &c);
+}
+
+/* -------------------------------------------------------------- reductions */
+
+typedef struct red_ctx {
+    int kind;
+    float *out, *dx;
+    const float *x, *dout, *y;
+    float scale; /* backward of sum and mean */
+} red_ctx;
+
+/* the view runs over x (operand 0, contiguous) with out as operand 1 */
+static void red_fwd_row(void *vctx, int64_t o, const int64_t *off, const int64_t *st, int64_t n) {
+    (void)off;
+    const red_ctx *c = vctx;
+    const float *x = c->x + o;
+    float *r = c->out + off[1];
+    if (c->kind == TS_RED_MAX) {
+        for (int64_t j = 0; j < n; j++)
+            if (x[j] > r[j * st[1]] || isnan(x[j])) r[j * st[1]] = x[j];
+        return;
+    }
+    if (st[1] == 0) {
+        float s = 0;
+        for (int64_t j = 0; j < n; j++) s += x[j];
+        r[0] += s;
+        return;
+    }
+    for (int64_t j = 0; j < n; j++) r[j * st[1]] += x[j];
+}
+
+static void red_bwd_row(void *vctx, int64_t o, const int64_t *off, const int64_t *st, int64_t n) {
+    const red_ctx *c = vctx;
+    float *dx = c->dx + o;
+    const float *d = c->dout + off[1];
+    if (c->kind == TS_RED_MAX) {
+        const float *x = c->x + o, *y = c->y + off[1];
+        for (int64_t j = 0; j < n; j++)
+            if (x[j] == y[j * st[1]]) dx[j] += d[j * st[1]];
+        return;
+    }
+    for (int64_t j = 0; j < n; j++) dx[j] += c->scale * d[j * st[1]];
+}
+
+void ts_reduce_axes_forward(int kind, float *out, const float *x, const ts_shape *sx, const ts_shape *sr) {
+    int64_t nr = ts_shape_numel(sr), nx = ts_shape_numel(sx);
+    for (int64_t i = 0; i < nr; i++) out[i] = kind == TS_RED_MAX ? -INFINITY : 0.0f;
+    bview v;
+    bview_broadcast(&v, sx, 2, (const ts_shape *[]){sx, sr});
+    red_ctx c = {.kind = kind, .out = out, .x = x};
+    bview_rows(&v, red_fwd_row, &c);
+    if (kind == TS_RED_MEAN) {
+        float k = (float)nr / (float)nx;
+        for (int64_t i = 0; i < nr; i++) out[i] *= k;
+    }
+}
+
+/* max: the gradient goes to every element equal to the maximum */
+void ts_reduce_axes_backward(int kind, float *dx, const float *dout, const float *x, const float *out, const ts_shape *sx,
+                             const ts_shape *sr) {
+    bview v;
+    bview_broadcast(&v, sx, 2, (const ts_shape *[]){sx, sr});
+    float scale = kind == TS_RED_MEAN ? (float)ts_shape_numel(sr) / (float)ts_shape_numel(sx) : 1.0f;
+    red_ctx c = {.kind = kind, .dx = dx, .dout = dout, .x = x, .y = out, .scale = scale};
+    bview_rows(&v, red_bwd_row, &c);
+}
+
+/* ----------------------------------------------------------- softmax rows */
+
+static void sm_fwd_slice(void *vctx, int64_t begin, int64_t end) {
+    const rows_ctx *c = vctx;
+    int64_t n = c->n;
+    for (int64_t r = begin; r < end; r++) {
+        const float *x = c->x + r * n;
+        float *y = c->out + r * n;
+        float mx = -INFINITY;
+        for (int64_t j = 0; j < n; j++) mx = x[j] > mx ? x[j] : mx;
+        if (mx == -INFINITY) { /* fully masked row */
+            for (int64_t j = 0; j < n; j++) y[j] = c->log ? -INFINITY : 0.0f;
+            continue;
+        }
+        float s = 0;
+        if (c->log) {
+            for (int64_t j = 0; j < n; j++) s += expf(x[j] - mx);
+            float lse = mx + logf(s);
+            for (int64_t j = 0; j < n; j++) y[j] = x[j] - lse;
+        } else {
+            for (int64_t j = 0; j < n; j++) s += (y[j] = expf(x[j] - mx));
+            float inv = 1.0f / s;
+            for (int64_t j = 0; j < n; j++) y[j] *= inv;
+        }
+    }
+}
+
+static void sm_bwd_slice(void *vctx, int64_t begin, int64_t end) {
+    const rows_ctx *c = vctx;
+    int64_t n = c->n;
+    for (int64_t r = begin; r < end; r++) {
+        const float *y = c->y + r * n, *d = c->dout + r * n;
+        float *dx = c->aux + r * n;
+        float s = 0;
+        if (c->log) {
+            if (y[0] == -INFINITY) {
+                bool all = true;
+                for (int64_t j = 0; j < n && all; j++) all = y[j] == -INFINITY;
+                if (all) continue; /* fully masked: no gradient */
+            }
+            for (int64_t j = 0; j < n; j++) s += d[j];
+            for (int64_t j = 0; j < n; j++) dx[j] += d[j] - expf(y[j]) * s;
+        } else {
+            for (int64_t j = 0; j < n; j++) s += d[j] * y[j];
+            for (int64_t j = 0; j < n; j++) dx[j] += y[j] * (d[j] - s);
+        }
+    }
+}
+
+void ts_softmax_rows_forward(ts_pool *p, float *out, const float *x, int64_t rows, int64_t n, bool log) {
+    rows_ctx c = {.out = out, .x = x, .n = n, .log = log};
+    ts_pool_for(p, rows, 1 + GRAIN / (n + 1), sm_fwd_slice, &c);
+}
+
+void ts_softmax_rows_backward(ts_pool *p, float *dx, const float *dout, const float *out, int64_t rows, int64_t n, bool log) {
+    rows_ctx c = {.aux = dx, .dout = dout, .y = out, .n = n, .log = log};
+    ts_pool_for(p, rows, 1 + GRAIN / (n + 1), sm_bwd_slice, &c);
+}
+
+/* ----------------------------------------------------------- cross entropy */
+
+void ts_ce_forward(ts_pool *p, float *out, float *probs, const float *logits, const int32_t *labels, int64_t rows, int64_t V,
+                   bool has_ignore, int32_t ignore) {
+    ts_softmax_rows_forward(p, probs, logits, rows, V, false);
+    double s = 0;
+    int64_t counted = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        if (has_ignore && labels[r] == ignore) continue;
+        /* log-sum-exp again for an exact log-probability (log of a tiny
+         * probability loses precision) */
+        const float *x = logits + r * V;
+        float mx = -INFINITY, sum = 0;
+        for (int64_t c = 0; c < V; c++) mx = x[c] > mx ? x[c] : mx;
+        for (int64_t c = 0; c < V; c++) sum += expf(x[c] - mx);
+        s += (double)(mx + logf(sum) - x[labels[r]]);
+        counted++;
+    }
+    out[0] = counted ? (float)(s / (double)counted) : 0.0f;
+}
+
+void ts_ce_backward(float *dlogits, const float *dout, const float *probs, const int32_t *labels, int64_t rows, int64_t V,
+                    bool has_ignore, int32_t ignore) {
+    int64_t counted = 0;
+    for (int64_t r = 0; r < rows; r++) counted += !(has_ignore && labels[r] == ignore);
+    if (!counted) return;
+    float g = dout[0] / (float)counted;
+    for (int64_t r = 0; r < rows; r++) {
+        if (has_ignore && labels[r] == ignore) continue;
+        float *d = dlogits + r * V;
+        const float *pr = probs + r * V;
+        for (int64_t c = 0; c < V; c++) d[c] += g * pr[c];
+        d[labels[r]] -= g;
+    }
+}

@@ -1,0 +1,89 @@
+/* kernels_tensor.h -- kernels of the tensor and transformer ops: numpy
+ * broadcasting, elementwise math, embedding, layer norm, batched matmul,
+ * permute/slice/concat, where/masked fill, reductions over axes, softmax
+ * rows and cross entropy over [..., V]. Same conventions as kernels.h:
+ * outputs first, then inputs, then shapes; backward kernels ACCUMULATE into
+ * the input gradients (NULL = not wanted). */
+#ifndef TS_KERNELS_TENSOR_H
+#define TS_KERNELS_TENSOR_H
+
+#include "exec/pool.h"
+#include "graph/graph.h"
+
+/* ---- numpy broadcasting */
+
+/* out = broadcast of a and b by numpy's rules; false when they do not fit. */
+bool ts_broadcast_shape(const ts_shape *a, const ts_shape *b, ts_shape *out);
+/* kind: TS_BIN_ADD, TS_BIN_SUB, TS_BIN_MUL or TS_BIN_DIV (kernels.h);
+ * out [so] = a [sa] (op) b [sb], both broadcast to so. */
+void ts_bcast_binary_forward(ts_pool *p, int kind, float *out, const float *a, const float *b, const ts_shape *so,
+                             const ts_shape *sa, const ts_shape *sb);
+/* da [sa] += ..., db [sb] += ... summed over the dims each was broadcast on. */
+void ts_bcast_binary_backward(ts_pool *p, int kind, float *da, float *db, const float *dout, const float *a, const float *b,
+                              const ts_shape *so, const ts_shape *sa, const ts_shape *sb);
+
+/* ---- elementwise math: out[n] = f(x[n]); dx[n] += dout[n] f'(x[n]) */
+enum { TS_UN_EXP = 0, TS_UN_SQRT, TS_UN_POW, TS_UN_ERF, TS_UN_GELU, TS_UN_GELU_TANH };
+/* p: the exponent of TS_UN_POW */
+void ts_unary_forward(ts_pool *p, int kind, float *out, const float *x, float pw, int64_t n);
+/* out: the forward output (exp and sqrt read it) */
+void ts_unary_backward(ts_pool *p, int kind, float *dx, const float *dout, const float *x, const float *out, float pw, int64_t n);
+
+/* ---- embedding: out[n, C] = w[idx[n], :];  dw[idx[n], :] += dout[n, :] */
+void ts_embedding_forward(float *out, const float *w, const int32_t *idx, int64_t n, int64_t C);
+void ts_embedding_backward(float *dw, const float *dout, const int32_t *idx, int64_t n, int64_t C);
+
+/* ---- layer norm over rows of D: y = (x - mean) * rstd * w + b; stats
+ * [2*rows] keeps mean and rstd for backward */
+void ts_layer_norm_forward(ts_pool *p, float *y, float *stats, const float *x, const float *w, const float *b, int64_t rows,
+                           int64_t D, float eps);
+void ts_layer_norm_backward(float *dx, float *dw, float *db, const float *dy, const float *x, const float *stats, const float *w,
+                            int64_t rows, int64_t D);
+
+/* ---- batched matmul: C[..., M, N] = op(A)[..., M, K] op(B)[..., K, N],
+ * leading dims broadcast; sc, sa, sb the shapes as stored */
+void ts_bmm_forward(float *c, const float *a, const float *b, bool ta, bool tb, const ts_shape *sc, const ts_shape *sa,
+                    const ts_shape *sb);
+void ts_bmm_backward(float *da, float *db, const float *dc, const float *a, const float *b, bool ta, bool tb,
+                     const ts_shape *sc, const ts_shape *sa, const ts_shape *sb);
+
+/* ---- layout: out = permute(x, perm) (out[i...] = x[perm-ordered i...]) */
+void ts_permute_forward(ts_pool *p, float *out, const float *x, const ts_shape *sx, const int64_t *perm);
+void ts_permute_backward(float *dx, const float *dout, const ts_shape *sx, const int64_t *perm);
+/* out = x[..., start:start+len, ...] along dim; outer/inner around dim */
+void ts_slice_forward(float *out, const float *x, int64_t outer, int64_t dim_in, int64_t inner, int64_t start, int64_t len);
+void ts_slice_backward(float *dx, const float *dout, int64_t outer, int64_t dim_in, int64_t inner, int64_t start, int64_t len);
+/* concat: part k [outer, dk, inner] goes to out at offset `at` of dim_out */
+void ts_concat_part_forward(float *out, const float *part, int64_t outer, int64_t dim_out, int64_t inner, int64_t at, int64_t dk);
+
+/* ---- where / masked fill (numpy broadcasting of every operand to so) */
+void ts_where_forward(float *out, const int32_t *cond, const float *a, const float *b, const ts_shape *so, const ts_shape *sc,
+                      const ts_shape *sa, const ts_shape *sb);
+void ts_where_backward(float *da, float *db, const float *dout, const int32_t *cond, const ts_shape *so, const ts_shape *sc,
+                       const ts_shape *sa, const ts_shape *sb);
+/* masked fill is where(mask, value, x) with a scalar value */
+void ts_masked_fill_forward(float *out, const float *x, const int32_t *mask, float value, const ts_shape *so, const ts_shape *sm);
+void ts_masked_fill_backward(float *dx, const float *dout, const int32_t *mask, const ts_shape *so, const ts_shape *sm);
+
+/* ---- reductions of x [sx] over the axes in the bit mask into out (the
+ * reduced dims kept as 1 in sr) */
+enum { TS_RED_SUM = 0, TS_RED_MEAN, TS_RED_MAX };
+void ts_reduce_axes_forward(int kind, float *out, const float *x, const ts_shape *sx, const ts_shape *sr);
+void ts_reduce_axes_backward(int kind, float *dx, const float *dout, const float *x, const float *out, const ts_shape *sx,
+                             const ts_shape *sr);
+
+/* ---- softmax over contiguous rows (the last dim), split over the pool; a
+ * row that is -inf everywhere (fully masked) gives zeros (log-softmax:
+ * -inf) instead of NaN, and no gradient */
+void ts_softmax_rows_forward(ts_pool *p, float *out, const float *x, int64_t rows, int64_t n, bool log);
+void ts_softmax_rows_backward(ts_pool *p, float *dx, const float *dout, const float *out, int64_t rows, int64_t n, bool log);
+
+/* ---- cross entropy of logits [rows, V] against labels [rows], the mean
+ * over rows whose label is not `ignore` (all ignored: 0); probs [rows, V]
+ * kept for backward */
+void ts_ce_forward(ts_pool *p, float *out, float *probs, const float *logits, const int32_t *labels, int64_t rows, int64_t V,
+                   bool has_ignore, int32_t ignore);
+void ts_ce_backward(float *dlogits, const float *dout, const float *probs, const int32_t *labels, int64_t rows, int64_t V,
+                    bool has_ignore, int32_t ignore);
+
+#endif

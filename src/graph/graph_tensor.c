@@ -1,0 +1,137 @@
+/* graph_tensor.c -- builders of the tensor and transformer ops: argument
+ * checks that need the caller's view (negative dims, axis lists), then one
+ * node through ts_graph_add_node whose shape rule does the rest. */
+#include "graph/graph.h"
+
+#include <string.h>
+
+typedef struct attrs {
+    int64_t attr[TS_MAX_ATTRS];
+    float fattr[TS_MAX_ATTRS];
+} attrs;
+
+static void set_attrs(ts_tensor *t, const void *arg) {
+    const attrs *a = arg;
+    memcpy(t->attr, a->attr, sizeof t->attr);
+    memcpy(t->fattr, a->fattr, sizeof t->fattr);
+}
+
+static ts_tensor *node(ts_graph *g, ts_op op, int n, const ts_tensor *const *ins, const attrs *a) {
+    return ts_graph_add_node(g, op, ins, n, NULL, a ? set_attrs : NULL, a);
+}
+static ts_tensor *unary(ts_graph *g, ts_op op, ts_tensor *x, const attrs *a) { return node(g, op, 1, (const ts_tensor *[]){x}, a); }
+
+/* dim (may be negative) of x normalised to 0..ndim-1, or -1 after recording an error */
+static int norm_dim(ts_graph *g, const char *what, const ts_tensor *x, int dim) {
+    if (!g || g->sticky) return -1;
+    if (!x) {
+        ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: input is NULL (an earlier builder call failed?)", what);
+        return -1;
+    }
+    int d = dim < 0 ? dim + x->shape.ndim : dim;
+    if (d < 0 || d >= x->shape.ndim) {
+        ts_graph_fail(g, TS_ERR_SHAPE, "%s: dim %d is out of range for '%s' (%d dims)", what, dim, x->name, x->shape.ndim);
+        return -1;
+    }
+    return d;
+}
+
+ts_tensor *ts_div(ts_graph *g, ts_tensor *a, ts_tensor *b) { return node(g, TS_OP_DIV, 2, (const ts_tensor *[]){a, b}, NULL); }
+ts_tensor *ts_exp(ts_graph *g, ts_tensor *x) { return unary(g, TS_OP_EXP, x, NULL); }
+ts_tensor *ts_sqrt(ts_graph *g, ts_tensor *x) { return unary(g, TS_OP_SQRT, x, NULL); }
+ts_tensor *ts_erf(ts_graph *g, ts_tensor *x) { return unary(g, TS_OP_ERF, x, NULL); }
+ts_tensor *ts_pow(ts_graph *g, ts_tensor *x, float exponent) { return unary(g, TS_OP_POW, x, &(attrs){.fattr = {exponent}}); }
+ts_tensor *ts_gelu(ts_graph *g, ts_tensor *x, int tanh_approx) { return unary(g, TS_OP_GELU, x, &(attrs){.attr = {tanh_approx != 0}}); }
+
+ts_tensor *ts_embedding(ts_graph *g, ts_tensor *weight, ts_tensor *indices) {
+    return node(g, TS_OP_EMBEDDING, 2, (const ts_tensor *[]){weight, indices}, NULL);
+}
+
+ts_tensor *ts_layer_norm(ts_graph *g, ts_tensor *x, ts_tensor *weight, ts_tensor *bias, int ndims, float eps) {
+    if (g && !g->sticky && !(eps >= 0.0f)) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_layer_norm: eps must be >= 0");
+    return node(g, TS_OP_LAYER_NORM, 3, (const ts_tensor *[]){x, weight, bias}, &(attrs){.attr = {ndims}, .fattr = {eps}});
+}
+
+ts_tensor *ts_matmul_batched(ts_graph *g, ts_tensor *a, ts_tensor *b, int transpose_a, int transpose_b) {
+    return node(g, TS_OP_BATCH_MATMUL, 2, (const ts_tensor *[]){a, b}, &(attrs){.attr = {transpose_a != 0, transpose_b != 0}});
+}
+
+ts_tensor *ts_permute(ts_graph *g, ts_tensor *x, const int *perm) {
+    if (!g || g->sticky) return NULL;
+    if (!x || !perm) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_permute: input and permutation are required");
+    attrs a = {.attr = {0}};
+    for (int i = 0; i < x->shape.ndim; i++) a.attr[i] = perm[i] < 0 ? perm[i] + x->shape.ndim : perm[i];
+    return unary(g, TS_OP_PERMUTE, x, &a);
+}
+
+ts_tensor *ts_transpose(ts_graph *g, ts_tensor *x, int dim0, int dim1) {
+    int d0 = norm_dim(g, "ts_transpose", x, dim0), d1 = d0 < 0 ? -1 : norm_dim(g, "ts_transpose", x, dim1);
+    if (d1 < 0) return NULL;
+    int perm[TS_MAX_DIMS];
+    for (int i = 0; i < x->shape.ndim; i++) perm[i] = i == d0 ? d1 : i == d1 ? d0 : i;
+    return ts_permute(g, x, perm);
+}
+
+ts_tensor *ts_slice(ts_graph *g, ts_tensor *x, int dim, int64_t start, int64_t length) {
+    int d = norm_dim(g, "ts_slice", x, dim);
+    if (d < 0) return NULL;
+    return unary(g, TS_OP_SLICE, x, &(attrs){.attr = {d, start, length}});
+}
+
+ts_status ts_split(ts_graph *g, ts_tensor *x, int dim, int n, ts_tensor **out) {
+    int d = norm_dim(g, "ts_split", x, dim);
+    if (d < 0) return ts_graph_status(g);
+    if (n < 1 || !out || x->shape.d[d] % n) {
+        ts_graph_fail(g, TS_ERR_SHAPE, "ts_split: dim %d of '%s' (%lld) does not split into %d equal parts", dim, x->name,
+                      (long long)x->shape.d[d], n);
+        return ts_graph_status(g);
+    }
+    int64_t len = x->shape.d[d] / n;
+    for (int k = 0; k < n; k++)
+        if (!(out[k] = ts_slice(g, x, d, k * len, len))) return ts_graph_status(g);
+    return TS_OK;
+}
+
+ts_tensor *ts_concat(ts_graph *g, ts_tensor *const *xs, int n, int dim) {
+    if (!g || g->sticky) return NULL;
+    if (!xs || n < 1 || n > TS_MAX_INPUTS)
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_concat: takes 1 to %d tensors, got %d", TS_MAX_INPUTS, n);
+    int d = norm_dim(g, "ts_concat", xs[0], dim);
+    if (d < 0) return NULL;
+    return node(g, TS_OP_CONCAT, n, (const ts_tensor *const *)xs, &(attrs){.attr = {d}});
+}
+
+ts_tensor *ts_where(ts_graph *g, ts_tensor *cond, ts_tensor *a, ts_tensor *b) {
+    return node(g, TS_OP_WHERE, 3, (const ts_tensor *[]){cond, a, b}, NULL);
+}
+
+ts_tensor *ts_masked_fill(ts_graph *g, ts_tensor *x, ts_tensor *mask, float value) {
+    return node(g, TS_OP_MASKED_FILL, 2, (const ts_tensor *[]){x, mask}, &(attrs){.fattr = {value}});
+}
+
+static ts_tensor *reduce(ts_graph *g, ts_op op, const char *what, ts_tensor *x, int n_axes, const int *axes, int keepdim) {
+    if (!g || g->sticky) return NULL;
+    if (n_axes < 1 || !axes) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: give at least one axis (ts_sum / ts_mean reduce everything)", what);
+    int64_t mask = 0;
+    for (int i = 0; i < n_axes; i++) {
+        int d = norm_dim(g, what, x, axes[i]);
+        if (d < 0) return NULL;
+        if ((mask >> d) & 1) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: axis %d is given twice", what, axes[i]);
+        mask |= (int64_t)1 << d;
+    }
+    return unary(g, op, x, &(attrs){.attr = {mask, keepdim != 0}});
+}
+
+ts_tensor *ts_reduce_sum(ts_graph *g, ts_tensor *x, int n, const int *axes, int keepdim) {
+    return reduce(g, TS_OP_REDUCE_SUM_AXES, "ts_reduce_sum", x, n, axes, keepdim);
+}
+ts_tensor *ts_reduce_mean(ts_graph *g, ts_tensor *x, int n, const int *axes, int keepdim) {
+    return reduce(g, TS_OP_REDUCE_MEAN_AXES, "ts_reduce_mean", x, n, axes, keepdim);
+}
+ts_tensor *ts_reduce_max(ts_graph *g, ts_tensor *x, int n, const int *axes, int keepdim) {
+    return reduce(g, TS_OP_REDUCE_MAX_AXES, "ts_reduce_max", x, n, axes, keepdim);
+}
+
+ts_tensor *ts_cross_entropy_ignore(ts_graph *g, ts_tensor *logits, ts_tensor *labels, int32_t ignore_index) {
+    return node(g, TS_OP_CROSS_ENTROPY, 2, (const ts_tensor *[]){logits, labels}, &(attrs){.attr = {1, ignore_index}});
+}

@@ -1,0 +1,352 @@
+/* ops_tensor.c -- shape rules and kernel adapters of the tensor and
+ * transformer ops. Shape rules say what was built and what would fit;
+ * adapters unpack a node's context into the kernels of exec/kernels_tensor.c. */
+#include "graph/ops_tensor.h"
+
+#include "exec/kernels.h"
+#include "exec/kernels_tensor.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define SHAPE_ERR(...) ts_error(TS_ERR_SHAPE, __VA_ARGS__)
+
+static const char *sh(const ts_shape *s, char *buf) { return ts_shape_str(s, buf, 96); }
+static const char *opname(const ts_tensor *n) { return ts_op_get(n->op)->name; }
+
+/* ------------------------------------------------------------ shape rules */
+
+ts_status ts_shape_broadcast_binary(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
+    char a[96], b[96];
+    if (!ts_broadcast_shape(&in[0], &in[1], out))
+        return SHAPE_ERR("%s: %s does not broadcast with %s (numpy's rules: aligned on the right, each pair of dims equal or one of them 1)",
+                         opname(n), sh(&in[0], a), sh(&in[1], b));
+    return TS_OK;
+}
+
+ts_status ts_shape_embedding(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
+    char a[96], b[96];
+    (void)n;
+    if (in[0].ndim != 2) return SHAPE_ERR("Embedding: the weight must be [num_embeddings, dim], got %s", sh(&in[0], a));
+    if (in[1].ndim >= TS_MAX_DIMS) return SHAPE_ERR("Embedding: indices %s have too many dims (at most %d)", sh(&in[1], b), TS_MAX_DIMS - 1);
+    *out = in[1];
+    out->d[out->ndim++] = in[0].d[1];
+    return TS_OK;
+}
+
+ts_status ts_shape_layer_norm(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
+    char a[96], b[96], c[96];
+    int k = (int)n->attr[0];
+    if (k < 1 || k > in[0].ndim)
+        return SHAPE_ERR("LayerNorm: normalises the last %d dims but the input %s has %d", k, sh(&in[0], a), in[0].ndim);
+    for (int j = 1; j <= 2; j++) {
+        bool ok = in[j].ndim == k;
+        for (int i = 0; ok && i < k; i++) ok = in[j].d[i] == in[0].d[in[0].ndim - k + i];
+        if (!ok)
+            return SHAPE_ERR("LayerNorm: the %s %s must have the shape of the last %d dims of the input %s", j == 1 ? "weight" : "bias",
+                             sh(&in[j], b), k, sh(&in[0], c));
+    }
+    *out = in[0];
+    return TS_OK;
+}
+
+ts_status ts_shape_bmm(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
+    char a[96], b[96];
+    bool ta = n->attr[0] != 0, tb = n->attr[1] != 0;
+    const ts_shape *sa = &in[0], *sb = &in[1];
+    if (sa->ndim < 2 || sb->ndim < 2)
+        return SHAPE_ERR("MatMul (batched): operands need at least 2 dims, got %s and %s", sh(sa, a), sh(sb, b));
+    int64_t M = sa->d[sa->ndim - (ta ? 1 : 2)], Ka = sa->d[sa->ndim - (ta ? 2 : 1)];
+    int64_t Kb = sb->d[sb->ndim - (tb ? 1 : 2)], N = sb->d[sb->ndim - (tb ? 2 : 1)];
+    if (Ka != Kb)
+        return SHAPE_ERR("MatMul (batched%s%s): inner dimensions differ: %s x %s (%lld != %lld)", ta ? ", a transposed" : "",
+                         tb ? ", b transposed" : "", sh(sa, a), sh(sb, b), (long long)Ka, (long long)Kb);
+    ts_shape ba = *sa, bb = *sb;
+    ba.ndim -= 2, bb.ndim -= 2;
+    if (!ts_broadcast_shape(&ba, &bb, out))
+        return SHAPE_ERR("MatMul (batched): the batch dims of %s and %s do not broadcast", sh(sa, a), sh(sb, b));
+    out->d[out->ndim++] = M;
+    out->d[out->ndim++] = N;
+    return TS_OK;
+}
+
+ts_status ts_shape_permute(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
+    char a[96];
+    bool seen[TS_MAX_DIMS] = {false};
+    for (int i = 0; i < in[0].ndim; i++) {
+        int64_t p = n->attr[i];
+        if (p < 0 || p >= in[0].ndim || seen[p])
+            return SHAPE_ERR("Transpose: the permutation is not one of the %d dims of %s", in[0].ndim, sh(&in[0], a));
+        seen[p] = true;
+        out->d[i] = in[0].d[p];
+    }
+    out->ndim = in[0].ndim;
+    return TS_OK;
+}
+
+ts_status ts_shape_slice(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
+    char a[96];
+    int64_t dim = n->attr[0], start = n->attr[1], len = n->attr[2];
+    if (dim < 0 || dim >= in[0].ndim) return SHAPE_ERR("Slice: dim %lld is out of range for %s", (long long)dim, sh(&in[0], a));
+    if (start < 0 || len < 1 || start + len > in[0].d[dim])
+        return SHAPE_ERR("Slice: [%lld, %lld) is not inside dim %lld of %s", (long long)start, (long long)(start + len), (long long)dim,
+                         sh(&in[0], a));
+    *out = in[0];
+    out->d[dim] = len;
+    return TS_OK;
+}
+
+ts_status ts_shape_concat(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
+    char a[96], b[96];
+    int64_t dim = n->attr[0];
+    if (dim < 0 || dim >= in[0].ndim) return SHAPE_ERR("Concat: dim %lld is out of range for %s", (long long)dim, sh(&in[0], a));
+    *out = in[0];
+    for (int k = 1; k < n->n_in; k++) {
+        bool ok = in[k].ndim == in[0].ndim;
+        for (int i = 0; ok && i < in[0].ndim; i++) ok = i == dim || in[k].d[i] == in[0].d[i];
+        if (!ok)
+            return SHAPE_ERR("Concat along dim %lld: input %d %s does not match input 1 %s outside that dim", (long long)dim, k + 1,
+                             sh(&in[k], b), sh(&in[0], a));
+        out->d[dim] += in[k].d[dim];
+    }
+    return TS_OK;
+}
+
+ts_status ts_shape_where(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
+    char a[96], b[96], c[96];
+    (void)n;
+    ts_shape ab;
+    if (!ts_broadcast_shape(&in[1], &in[2], &ab) || !ts_broadcast_shape(&in[0], &ab, out))
+        return SHAPE_ERR("Where: condition %s, a %s and b %s do not broadcast together", sh(&in[0], a), sh(&in[1], b), sh(&in[2], c));
+    return TS_OK;
+}
+
+ts_status ts_shape_masked_fill(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
+    char a[96], b[96];
+    (void)n;
+    if (!ts_broadcast_shape(&in[0], &in[1], out) || !ts_shape_equal(out, &in[0]))
+        return SHAPE_ERR("MaskedFill: the mask %s must broadcast to the input %s", sh(&in[1], b), sh(&in[0], a));
+    return TS_OK;
+}
+
+/* the reduced shape with the reduced dims kept as 1 */
+static ts_shape kept_shape(const ts_tensor *n, const ts_shape *x) {
+    ts_shape r = *x;
+    for (int i = 0; i < x->ndim; i++)
+        if ((n->attr[0] >> i) & 1) r.d[i] = 1;
+    return r;
+}
+
+ts_status ts_shape_reduce_axes(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
+    char a[96];
+    if (n->attr[0] >> in[0].ndim)
+        return SHAPE_ERR("%s: an axis is out of range for %s", opname(n), sh(&in[0], a));
+    ts_shape r = kept_shape(n, &in[0]);
+    if (!n->attr[1]) {
+        int k = 0;
+        for (int i = 0; i < in[0].ndim; i++)
+            if (!((n->attr[0] >> i) & 1)) r.d[k++] = in[0].d[i];
+        r.ndim = k;
+    }
+    *out = r;
+    return TS_OK;
+}
+
+ts_status ts_shape_cross_entropy(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
+    char a[96], b[96];
+    const ts_tensor *labels = n->g->t[n->in[1]];
+    if (labels->dtype != TS_I32)
+        return SHAPE_ERR("%s: labels '%s' must be an i32 tensor, not %s", opname(n), labels->name, ts_dtype_name(labels->dtype));
+    bool ok = in[0].ndim >= 2 && in[1].ndim == in[0].ndim - 1;
+    for (int i = 0; ok && i < in[1].ndim; i++) ok = in[1].d[i] == in[0].d[i];
+    if (!ok)
+        return SHAPE_ERR("%s: expects logits [N,...,V] and labels [N,...] (the logits' shape without its last dim), got %s and %s",
+                         opname(n), sh(&in[0], a), sh(&in[1], b));
+    *out = (ts_shape){.ndim = 0};
+    return TS_OK;
+}
+
+/* --------------------------------------------------------------- adapters */
+
+static int64_t numel_out(const ts_kctx *k) { return ts_shape_numel(&k->out_shape); }
+
+static int bin_kind(ts_op op) {
+    return op == TS_OP_ADD ? TS_BIN_ADD : op == TS_OP_SUB ? TS_BIN_SUB : op == TS_OP_MUL ? TS_BIN_MUL : TS_BIN_DIV;
+}
+
+void ts_fwd_broadcast_binary(const ts_kctx *k) {
+    ts_bcast_binary_forward(k->pool, bin_kind(k->node->op), k->out, k->in[0], k->in[1], &k->out_shape, &k->in_shape[0],
+                            &k->in_shape[1]);
+}
+
+void ts_bwd_broadcast_binary(const ts_kctx *k) {
+    ts_bcast_binary_backward(k->pool, bin_kind(k->node->op), k->din[0], k->din[1], k->dout, k->in[0], k->in[1], &k->out_shape,
+                             &k->in_shape[0], &k->in_shape[1]);
+}
+
+static int unary_kind(const ts_tensor *n) {
+    switch (n->op) {
+    case TS_OP_EXP: return TS_UN_EXP;
+    case TS_OP_SQRT: return TS_UN_SQRT;
+    case TS_OP_POW: return TS_UN_POW;
+    case TS_OP_ERF: return TS_UN_ERF;
+    default: return n->attr[0] ? TS_UN_GELU_TANH : TS_UN_GELU;
+    }
+}
+
+void ts_fwd_unary_math(const ts_kctx *k) { ts_unary_forward(k->pool, unary_kind(k->node), k->out, k->in[0], k->node->fattr[0], numel_out(k)); }
+void ts_bwd_unary_math(const ts_kctx *k) {
+    ts_unary_backward(k->pool, unary_kind(k->node), k->din[0], k->dout, k->in[0], k->out, k->node->fattr[0], numel_out(k));
+}
+
+void ts_fwd_embedding(const ts_kctx *k) {
+    ts_embedding_forward(k->out, k->in[0], k->in_int[1], ts_shape_numel(&k->in_shape[1]), k->in_shape[0].d[1]);
+}
+void ts_bwd_embedding(const ts_kctx *k) {
+    if (k->din[0]) ts_embedding_backward(k->din[0], k->dout, k->in_int[1], ts_shape_numel(&k->in_shape[1]), k->in_shape[0].d[1]);
+}
+
+static void ln_dims(const ts_kctx *k, int64_t *rows, int64_t *D) {
+    *D = ts_shape_numel(&k->in_shape[1]);
+    *rows = numel_out(k) / *D;
+}
+void ts_fwd_layer_norm(const ts_kctx *k) {
+    int64_t rows, D;
+    ln_dims(k, &rows, &D);
+    ts_layer_norm_forward(k->pool, k->out, k->scratch, k->in[0], k->in[1], k->in[2], rows, D, k->node->fattr[0]);
+}
+void ts_bwd_layer_norm(const ts_kctx *k) {
+    int64_t rows, D;
+    ln_dims(k, &rows, &D);
+    ts_layer_norm_backward(k->din[0], k->din[1], k->din[2], k->dout, k->in[0], k->scratch, k->in[1], rows, D);
+}
+
+void ts_fwd_bmm(const ts_kctx *k) {
+    ts_bmm_forward(k->out, k->in[0], k->in[1], k->node->attr[0] != 0, k->node->attr[1] != 0, &k->out_shape, &k->in_shape[0], &k->in_shape[1]);
+}
+void ts_bwd_bmm(const ts_kctx *k) {
+    ts_bmm_backward(k->din[0], k->din[1], k->dout, k->in[0], k->in[1], k->node->attr[0] != 0, k->node->attr[1] != 0, &k->out_shape,
+                    &k->in_shape[0], &k->in_shape[1]);
+}
+
+void ts_fwd_permute(const ts_kctx *k) { ts_permute_forward(k->pool, k->out, k->in[0], &k->in_shape[0], k->node->attr); }
+void ts_bwd_permute(const ts_kctx *k) { ts_permute_backward(k->din[0], k->dout, &k->in_shape[0], k->node->attr); }
+
+/* [outer, dim, inner] around dim d of s */
+static void around(const ts_shape *s, int64_t d, int64_t *outer, int64_t *inner) {
+    *outer = 1, *inner = 1;
+    for (int64_t i = 0; i < d; i++) *outer *= s->d[i];
+    for (int64_t i = d + 1; i < s->ndim; i++) *inner *= s->d[i];
+}
+
+void ts_fwd_slice(const ts_kctx *k) {
+    int64_t o, in, d = k->node->attr[0];
+    around(&k->in_shape[0], d, &o, &in);
+    ts_slice_forward(k->out, k->in[0], o, k->in_shape[0].d[d], in, k->node->attr[1], k->node->attr[2]);
+}
+void ts_bwd_slice(const ts_kctx *k) {
+    int64_t o, in, d = k->node->attr[0];
+    around(&k->in_shape[0], d, &o, &in);
+    ts_slice_backward(k->din[0], k->dout, o, k->in_shape[0].d[d], in, k->node->attr[1], k->node->attr[2]);
+}
+
+void ts_fwd_concat(const ts_kctx *k) {
+    int64_t o, in, d = k->node->attr[0], at = 0;
+    around(&k->out_shape, d, &o, &in);
+    for (int j = 0; j < k->n_in; j++) {
+        ts_concat_part_forward(k->out, k->in[j], o, k->out_shape.d[d], in, at, k->in_shape[j].d[d]);
+        at += k->in_shape[j].d[d];
+    }
+}
+/* the gradient of part j is the slice of dout it came from */
+void ts_bwd_concat(const ts_kctx *k) {
+    int64_t o, in, d = k->node->attr[0], at = 0;
+    around(&k->out_shape, d, &o, &in);
+    for (int j = 0; j < k->n_in; j++) {
+        int64_t dk = k->in_shape[j].d[d];
+        if (k->din[j]) {
+            for (int64_t q = 0; q < o; q++) {
+                float *r = k->din[j] + q * dk * in;
+                const float *src = k->dout + (q * k->out_shape.d[d] + at) * in;
+                for (int64_t i = 0; i < dk * in; i++) r[i] += src[i];
+            }
+        }
+        at += dk;
+    }
+}
+
+void ts_fwd_where(const ts_kctx *k) {
+    ts_where_forward(k->out, k->in_int[0], k->in[1], k->in[2], &k->out_shape, &k->in_shape[0], &k->in_shape[1], &k->in_shape[2]);
+}
+void ts_bwd_where(const ts_kctx *k) {
+    ts_where_backward(k->din[1], k->din[2], k->dout, k->in_int[0], &k->out_shape, &k->in_shape[0], &k->in_shape[1], &k->in_shape[2]);
+}
+
+void ts_fwd_masked_fill(const ts_kctx *k) {
+    ts_masked_fill_forward(k->out, k->in[0], k->in_int[1], k->node->fattr[0], &k->out_shape, &k->in_shape[1]);
+}
+void ts_bwd_masked_fill(const ts_kctx *k) {
+    if (k->din[0]) ts_masked_fill_backward(k->din[0], k->dout, k->in_int[1], &k->out_shape, &k->in_shape[1]);
+}
+
+static int red_kind(ts_op op) { return op == TS_OP_REDUCE_SUM_AXES ? TS_RED_SUM : op == TS_OP_REDUCE_MEAN_AXES ? TS_RED_MEAN : TS_RED_MAX; }
+void ts_fwd_reduce_axes(const ts_kctx *k) {
+    ts_shape r = kept_shape(k->node, &k->in_shape[0]);
+    ts_reduce_axes_forward(red_kind(k->node->op), k->out, k->in[0], &k->in_shape[0], &r);
+}
+void ts_bwd_reduce_axes(const ts_kctx *k) {
+    ts_shape r = kept_shape(k->node, &k->in_shape[0]);
+    ts_reduce_axes_backward(red_kind(k->node->op), k->din[0], k->dout, k->in[0], k->out, &k->in_shape[0], &r);
+}
+
+static int64_t ce_rows(const ts_kctx *k, int64_t *V) {
+    *V = k->in_shape[0].d[k->in_shape[0].ndim - 1];
+    return ts_shape_numel(&k->in_shape[1]);
+}
+void ts_fwd_cross_entropy(const ts_kctx *k) {
+    int64_t V, rows = ce_rows(k, &V);
+    ts_ce_forward(k->pool, k->out, k->scratch, k->in[0], k->in_int[1], rows, V, k->node->attr[0] != 0, (int32_t)k->node->attr[1]);
+}
+void ts_bwd_cross_entropy(const ts_kctx *k) {
+    int64_t V, rows = ce_rows(k, &V);
+    ts_ce_backward(k->din[0], k->dout, k->scratch, k->in_int[1], rows, V, k->node->attr[0] != 0, (int32_t)k->node->attr[1]);
+}
+
+static void softmax_dims(const ts_kctx *k, int64_t *outer, int64_t *dim, int64_t *inner) {
+    const ts_shape *s = &k->in_shape[0];
+    int d = k->node->iparam < 0 ? k->node->iparam + s->ndim : k->node->iparam;
+    around(s, d, outer, inner);
+    *dim = s->d[d];
+}
+
+void ts_fwd_softmax_any(const ts_kctx *k) {
+    int64_t o, d, i;
+    bool log = k->node->op == TS_OP_LOG_SOFTMAX;
+    softmax_dims(k, &o, &d, &i);
+    if (i == 1) ts_softmax_rows_forward(k->pool, k->out, k->in[0], o, d, log);
+    else if (log) ts_log_softmax_forward(k->out, k->in[0], o, d, i);
+    else ts_softmax_forward(k->out, k->in[0], o, d, i);
+}
+
+void ts_bwd_softmax_any(const ts_kctx *k) {
+    int64_t o, d, i;
+    bool log = k->node->op == TS_OP_LOG_SOFTMAX;
+    softmax_dims(k, &o, &d, &i);
+    if (i == 1) ts_softmax_rows_backward(k->pool, k->din[0], k->dout, k->out, o, d, log);
+    else if (log) ts_log_softmax_backward(k->din[0], k->dout, k->out, o, d, i);
+    else ts_softmax_backward(k->din[0], k->dout, k->out, o, d, i);
+}
+
+/* ------------------------------------------------------------------ costs */
+
+double ts_flops_bmm(const ts_shape *in, const ts_shape *out) {
+    /* a's last two dims hold M x K, stored transposed or not */
+    const ts_shape *a = &in[0];
+    int64_t K = a->d[a->ndim - 1] * a->d[a->ndim - 2] / out->d[out->ndim - 2];
+    return 2.0 * (double)ts_shape_numel(out) * (double)K;
+}
+double ts_flops_layer_norm(const ts_shape *in, const ts_shape *out) { (void)in; return 8.0 * (double)ts_shape_numel(out); }
+size_t ts_scratch_layer_norm(const ts_shape *in, const ts_shape *out) {
+    return 2 * (size_t)(ts_shape_numel(out) / ts_shape_numel(&in[1]));
+}
+size_t ts_scratch_cross_entropy(const ts_shape *in, const ts_shape *out) { (void)out; return (size_t)ts_shape_numel(&in[0]); }
