@@ -32,6 +32,58 @@ static inline long arg_or(int argc, char **argv, int i, long def)
     return argc > i ? strtol(argv[i], NULL, 10) : def;
 }
 
+/* The pool of `pool` random batches the MLP benchmarks cycle through step
+ * by step, as bench/torch_mlp.py makes it (seeded; x ~ U(-1,1) as
+ * [pool*batch, 784], labels 0..9). Returns 0 when out of memory. */
+static inline int bench_data_pool(long batch, int pool, float **x, int32_t **y)
+{
+    size_t nx = (size_t)batch * PIXELS * (size_t)pool, ny = (size_t)batch * (size_t)pool;
+    *x = malloc(sizeof(float) * nx);
+    *y = malloc(sizeof(int32_t) * ny);
+    if (!*x || !*y)
+        return 0;
+    uint64_t seed = 0x9E3779B97F4A7C15u;
+    for (size_t i = 0; i < nx; i++)
+        (*x)[i] = (float)(xorshift(&seed) >> 11) * (2.0f / 9007199254740992.0f) - 1.0f;
+    for (size_t i = 0; i < ny; i++)
+        (*y)[i] = (int32_t)(xorshift(&seed) % CLASSES);
+    return 1;
+}
+
+/* Trains m (inputs "x" [batch*A,1,28,28] and "labels") for warmup + steps
+ * runs through a pool of `pool` random batches, and returns the seconds the
+ * timed runs took (the metrics registry is reset when they start), or -1
+ * when out of memory or a run fails (ts_last_error says why). */
+static inline double bench_timed_runs(ts_model *m, long batch, int pool, long warmup, long steps)
+{
+    float *x;
+    int32_t *y;
+    if (!bench_data_pool(batch, pool, &x, &y)) {
+        free(x);
+        free(y);
+        return -1;
+    }
+    const char *names[2] = {"x", "labels"};
+    int64_t xs[] = {batch, 1, 28, 28}, ys[] = {batch};
+    double t0 = 0;
+    for (long s = 0; s < warmup + steps; s++) {
+        if (s == warmup) {
+            ts_metrics_reset();
+            t0 = now_s();
+        }
+        size_t k = (size_t)s % (size_t)pool;
+        ts_array in[2] = {ts_array_f32(x + k * (size_t)batch * PIXELS, 4, xs), ts_array_i32(y + k * (size_t)batch, 1, ys)};
+        if (ts_model_run(m, names, in, 2)) {
+            t0 = -1;
+            break;
+        }
+    }
+    double secs = t0 < 0 ? -1 : now_s() - t0;
+    free(x);
+    free(y);
+    return secs;
+}
+
 static inline int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;

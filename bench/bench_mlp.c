@@ -43,7 +43,6 @@ int main(int argc, char **argv)
 
     ts_tensor *loss;
     ts_graph *g = bench_mlp_graph(batch, &loss);
-    int64_t xs[] = {batch, 1, 28, 28}, ys[] = {batch};
     if (ts_graph_status(g) != TS_OK)
         return fail("build");
 
@@ -53,29 +52,9 @@ int main(int argc, char **argv)
     if (ts_model_training(&m, g, loss, o, ts_sgd(0.01f, 0.0f, 0.0f)) || ts_model_compile(m))
         return fail("compile");
 
-    size_t per_x = (size_t)batch * PIXELS;
-    float *xbuf = malloc(sizeof(float) * per_x * POOL);
-    int32_t *ybuf = malloc(sizeof(int32_t) * (size_t)batch * POOL);
-    if (!xbuf || !ybuf)
-        return fail("out of memory");
-    uint64_t seed = 0x9E3779B97F4A7C15u;
-    for (size_t i = 0; i < per_x * POOL; i++)
-        xbuf[i] = (float)(xorshift(&seed) >> 11) * (2.0f / 9007199254740992.0f) - 1.0f;
-    for (size_t i = 0; i < (size_t)batch * POOL; i++)
-        ybuf[i] = (int32_t)(xorshift(&seed) % CLASSES);
-
-    const char *names[2] = {"x", "labels"};
-    double t0 = 0;
-    for (long s = 0; s < warmup + steps; s++) {
-        if (s == warmup)
-            t0 = now_s();
-        size_t k = (size_t)s % POOL;
-        ts_array in[2] = {ts_array_f32(xbuf + k * per_x, 4, xs),
-                          ts_array_i32(ybuf + k * (size_t)batch, 1, ys)};
-        if (ts_model_run(m, names, in, 2))
-            return fail("run");
-    }
-    double secs = now_s() - t0;
+    double secs = bench_timed_runs(m, batch, POOL, warmup, steps);
+    if (secs < 0)
+        return fail("run");
 
     ts_array l;
     double last_loss = ts_model_anchored(m, "loss", &l) == TS_OK ? *(const float *)l.data : 0.0;
@@ -89,8 +68,6 @@ int main(int argc, char **argv)
            "gflops=%.3f peak_rss_mb=%.1f act_mb=%.2f loss=%.4f\n",
            batch, threads, steps, ms, (double)(batch * steps) / secs, flops / secs * 1e-9,
            (double)ru.ru_maxrss / 1024.0, act_mb, last_loss);
-    free(xbuf);
-    free(ybuf);
     ts_model_free(m);
     ts_options_free(o);
     ts_graph_free(g);

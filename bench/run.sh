@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # bench/run.sh BUILD_DIR -- tensorscope's benchmarks side by side with peers.
 #
-# Each row runs a baseline and a candidate command; each prints one line
-#   <impl> batch=B threads=T steps=N ms_per_step=.. samples_per_s=.. gflops=..
-# and the row reports ratio = baseline ms / candidate ms against a target
-# (PASS when ratio >= target). A benchmark, not a test: exits 0 either way
-# (2 only for a usage error). To add a benchmark, add a `row` call at the
+# Every implementation prints one line
+#   <impl> batch=B threads=T steps=N ms_per_step=.. samples_per_s=.. gflops=.. [peak_rss_mb=..]
+# A training row (`mlp_row`) runs tensorscope and the peers and reports
+# ratio = peer ms / tensorscope ms against a target (PASS when ratio >=
+# target). A benchmark, not a test: exits 0 either way (2 only for a usage
+# error). To add a benchmark, add an `mlp_row` or `overhead_row` call at the
 # bottom. Overheads (observation, numeric checks, diagnostics) are
 # `overhead_row`s: one command times the plain and the observed training in
 # one process, interleaved, printing a role=base and a role=cand line and the
-# overhead (median over repetitions of cand / base - 1); the row checks it
-# against a maximum, or just reports it when the maximum is "-". ms/step is
-# then each side's median repetition.
+# overhead (median over repetitions of cand / base - 1, with the spread of
+# the pairs); the row checks it against a maximum, or just reports it when
+# the maximum is "-". ms/step is then each side's median repetition, the
+# spread its best..worst.
 #
 # Peers: the current PyTorch from PyPI (pinned in bench/torch_venv.sh, in a
 # venv under BUILD made on the first run and reused) is the peer the targets
@@ -246,6 +248,50 @@ peer_row "gpt train 4x128 T=64" 1.0 "$BUILD/bench_gpt train $(steps 10) $THREADS
     "$SRC/bench/torch_gpt.py bench --layers 4 --heads 4 --embd 128 --block-size 64 --batch-size 32 --steps $(steps 10) --threads $THREADS"
 overhead_row "gpt watch stats" 5 "$BUILD/bench_gpt watch $(steps 4) $THREADS 4 4 128 64 32 5"
 "$BUILD/bench_compile" 100000 | sed 's/^/compile: /'
+# data parallel (DESIGN.md §15): one process with 2 threads vs 2 MPI ranks
+# (replicas) with 1 thread each, the same combined batch; no target: on one
+# machine the ranks share its cores and memory bandwidth, the row shows what
+# the all-reduce costs (allreduce = its share of the step)
+replica_row() { # LABEL BATCH STEPS WARMUP
+    local base cand
+    base=$(measure "$BENCH $2 $(steps "$3") $4 2")
+    cand=$(measure "$MPIRUN2 $BUILD/bench_replicas $2 $(steps "$3") $4 1")
+    show "$1" "$base"
+    show "$1" "$cand"
+    local ratio=- share=-
+    if [ "$base" != failed ] && [ "$cand" != failed ]; then
+        ratio=$(awk -v b="$(field "$base" ms_per_step)" -v c="$(field "$cand" ms_per_step)" 'BEGIN { printf "%.2f", b / c }')
+        share=$(field "$cand" allreduce_pct)%
+    fi
+    printf '%-22s ratio 1x2 threads/2x1 ranks ms = %s, all-reduce %s of the step: info\n' "$1" "$ratio" "$share"
+    hr
+    ROWS+=("$1: ratio $ratio, all-reduce $share of the step, info")
+}
+if command -v mpirun >/dev/null && [ -x "$BUILD/bench_replicas" ]; then
+    MPIRUN2="env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe --bind-to none -np 2"
+    replica_row "mlp 2 ranks b=1000" 1000 30 5
+    replica_row "mlp 2 ranks b=64" 64 300 20
+    # the CNN through the CLI (samples/s of its training epoch, eval excluded)
+    cnn_sps() { bash -c "$1" 2>/dev/null | sed -n 's/.* \([0-9.]*\) samples\/s.*/\1/p' | head -n 1; }
+    CNN_FLAGS="--data $SRC/data/mnist --model cnn --max-steps $(steps 60) --holdout 64 --quiet"
+    one=$(cnn_sps "$BUILD/tensorscope train $CNN_FLAGS --batch-size 64 --threads 2")
+    two=$(cnn_sps "$MPIRUN2 $BUILD/tensorscope train $CNN_FLAGS --batch-size 32 --threads 1")
+    ratio=$(awk -v a="${one:-0}" -v b="${two:-0}" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", b / a; else print "-" }')
+    printf '%-22s 1 process x 2 threads %s samples/s, 2 ranks x 1 thread %s samples/s, ratio %s: info\n' \
+        "cnn 2 ranks b=64" "${one:-failed}" "${two:-failed}" "$ratio"
+    hr
+    ROWS+=("cnn 2 ranks b=64: ratio $ratio (samples/s 2 ranks / 1 process), info")
+    # a 2-stage pipeline (split at fc2), 4 micro-batches a step: the bubble
+    line=$(measure "$MPIRUN2 $BUILD/bench_replicas 256 $(steps 100) 10 1 4")
+    show "mlp 2 stages b=256" "$line"
+    bubble="$(field "$line" bubble_pct)% (ideal $(field "$line" ideal_bubble_pct)%)"
+    [ "$line" = failed ] && bubble=-
+    printf '%-22s pipeline bubble %s of the step: info\n' "mlp 2 stages b=256" "$bubble"
+    hr
+    ROWS+=("mlp 2 stages b=256: bubble $bubble, info")
+else
+    echo "mlp 2 ranks: skipped (no mpirun or no bench_replicas: scripts/install-deps.sh test, reconfigure)"
+fi
 
 # importing a full-size ONNX export (about 45 MB): median wall time of
 # repeated imports against 1 s; models written to a temporary directory by

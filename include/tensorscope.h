@@ -83,7 +83,8 @@ typedef enum ts_status {
     TS_ERR_STATE,            /* called at the wrong time (e.g. before compile) */
     TS_ERR_NUMERICS,         /* a numeric check found NaN or Inf */
     TS_ERR_UNSUPPORTED,      /* a feature not built in */
-    TS_ERR_INTERNAL          /* a bug in tensorscope: please report it */
+    TS_ERR_INTERNAL,         /* a bug in tensorscope: please report it */
+    TS_ERR_DIST              /* another rank died, hung or disagrees (replicas) */
 } ts_status;
 
 /* Short upper-case name of a status ("TS_ERR_SHAPE"). */
@@ -466,6 +467,28 @@ TS_API ts_status ts_options_watch(ts_options *o, const char *pattern, int what, 
 TS_API ts_status ts_options_set_check_numerics(ts_options *o, ts_check_numerics c);
 /* Worker threads for elementwise ops and reductions (0 = number of cores). */
 TS_API ts_status ts_options_set_threads(ts_options *o, int n);
+/* R data-parallel replicas, one per rank of the MPI job (R must equal its
+ * number of ranks; 1 = off; see ts_dist_init and DESIGN.md §15). Every rank
+ * passes the same combined batch, x of declared shape [B,...] as
+ * [D*A*R*B, ...]; replica r computes samples [r*B, (r+1)*B) of each
+ * micro-batch. Gradients are averaged over the replicas (MPI_Allreduce)
+ * before each step: `Gradient___` is per replica, `Accum___` the average.
+ * Anchors gain a replica axis after the sample axis ([S, R, *T] for ALL and
+ * EVERY_N, [R, *T] for FINAL and SUM), watch results a row per replica and a
+ * reduced row, on every rank. Every `check_every` steps (0 = never) the
+ * weights are compared across ranks: a desync is TS_ERR_DIST naming the
+ * rank and the first differing parameter. */
+TS_API ts_status ts_options_set_replication(ts_options *o, int replicas, int check_every);
+/* A pipeline of K stages, one per rank of the MPI job (K must equal its
+ * number of ranks; 1 = off): the model is split before the first op of each
+ * scope in split_at (K - 1 names, in forward order; `fc2` splits before
+ * `fc2/MatMul:0`). Each step's A micro-batches stream through the stages
+ * (GPipe: every forward, then every backward; the last stage runs each
+ * backward right after its forward); activations and gradients cross ranks
+ * as MPI messages; each stage updates its own parameters, and after each
+ * run every rank holds all of them. Anchors and watch results of every
+ * stage reach every rank. Every rank passes the same inputs. */
+TS_API ts_status ts_options_set_pipeline(ts_options *o, int stages, const char *const *split_at, int n_split);
 
 /* ------------------------------------------------------------ optimizers */
 
@@ -585,6 +608,8 @@ typedef struct ts_watch_result {
     const char *name;   /* tensor name */
     int64_t run, step;  /* run index and optimizer step it was taken at */
     const ts_summary *summary;
+    int replica;        /* with replicas: the replica, or -1 for the row
+                           reduced over all of them; -1 without replicas */
 } ts_watch_result;
 TS_API ts_status ts_model_watch_results(const ts_model *m, const ts_watch_result **out, size_t *n);
 
@@ -675,6 +700,7 @@ typedef struct ts_outfeed_record {
     int64_t run, sample; /* run index and sample (micro-batch or step) in the run */
     const char *key;
     ts_array array;      /* valid until the next dequeue from this queue */
+    int replica;         /* the replica (MPI rank) that produced it; 0 outside a job */
 } ts_outfeed_record;
 typedef void (*ts_outfeed_sink)(void *user, const ts_outfeed_record *rec);
 
@@ -803,6 +829,27 @@ typedef struct ts_debug_run_config {
 } ts_debug_run_config;
 /* *child_status gets the child's exit code, or 128 + signal. */
 TS_API ts_status ts_debug_run(const ts_debug_run_config *c, int *child_status);
+
+/* ------------------------------------------------- MPI jobs (DESIGN.md §15) */
+
+/* Joins the MPI job this process was started in (`mpirun -np R prog`): call
+ * once, from the main thread, before compiling models (argc/argv may be
+ * NULL). Outside an MPI launcher it does nothing: a job of one rank.
+ * TS_ERR_UNSUPPORTED when started by mpirun but built without MPI (install
+ * libopenmpi-dev, e.g. scripts/install-deps.sh, and reconfigure). */
+TS_API ts_status ts_dist_init(int *argc, char ***argv);
+/* Leaves the job (MPI_Finalize). After a collective failed (TS_ERR_DIST) MPI
+ * cannot be left cleanly: it then ends every rank of the job with exit code
+ * 1 (MPI_Abort) and does not return. */
+TS_API ts_status ts_dist_finalize(void);
+TS_API int ts_dist_rank(void); /* 0 outside a job; only rank 0 writes TS_METRICS_FILE and TS_SAVE_GRAPH_FILE */
+TS_API int ts_dist_size(void); /* 1 outside a job */
+/* Whether this build has MPI. */
+TS_API int ts_dist_available(void);
+/* Seconds a rank waits for the others in one collective (all-reduce,
+ * gather, checksum) before failing with TS_ERR_DIST: a rank that died or
+ * hangs stops the others with a message, never a silent hang (default 60). */
+TS_API ts_status ts_dist_set_timeout(double seconds);
 
 /* ----------------------------------------------------------------- data */
 

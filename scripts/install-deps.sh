@@ -3,6 +3,7 @@
 # Usage: scripts/install-deps.sh [build|test]
 #   build: compilers and libraries to build the library, CLI and demo
 #   test:  also the reference tools the tests use (PyTorch, NumPy, Graphviz)
+#          and OpenMPI (the replica tests run under mpirun; optional to build)
 set -euo pipefail
 what=${1:-build}
 
@@ -11,7 +12,7 @@ pkgs=(build-essential cmake pkg-config zlib1g-dev libopenblas-dev
       libunwind-dev binutils) # binutils: addr2line, file:line in crash reports
 if [ "$what" = test ]; then
   pkgs+=(python3-torch python3-numpy python3-venv python3-pip graphviz clang
-         libclang-rt-14-dev)
+         libclang-rt-14-dev libopenmpi-dev openmpi-bin)
 fi
 
 missing=()

@@ -16,7 +16,8 @@
 
 typedef struct train_args {
     const char *model, *data, *optimizer, *output_mode, *check_numerics, *histogram, *dump_npy, *tensorboard, *plot;
-    const char *save_weights, *weights, *dump_limit, *picture_dir, *loss, *labels_input, *output;
+    const char *save_weights, *weights, *dump_limit, *picture_dir, *split_at, *loss, *labels_input, *output;
+    long pipeline_stages;
     long epochs, batch_size, seed, holdout, repeat_count, grad_accum, threads, log_verbosity, watch_period, max_steps;
     double lr, momentum, weight_decay;
     bool outfeed_pre, stats, run_single_step, metrics, log_memory, quiet, all;
@@ -144,12 +145,17 @@ static void print_stats_table(const ts_model *m) {
     const ts_watch_result *w;
     size_t n;
     if (ts_model_watch_results(m, &w, &n) || n == 0) return;
-    char line[512];
+    char line[512], name[600];
     printf("%s\n", ts_stats_table_header(line, sizeof line));
     int idx = 0;
+    bool replicas = false;
+    for (size_t i = 0; i < n; i++) replicas = replicas || w[i].replica >= 0;
     for (size_t i = 0; i < n; i++) {
         if (w[i].run < 0 || !(w[i].summary->what & TS_WATCH_STATS)) continue;
-        printf("%s\n", ts_stats_table_row(idx++, w[i].name, &w[i].summary->stats, line, sizeof line));
+        if (!replicas) snprintf(name, sizeof name, "%s", w[i].name);
+        else if (w[i].replica >= 0) snprintf(name, sizeof name, "%s[%d]", w[i].name, w[i].replica); /* one replica's */
+        else snprintf(name, sizeof name, "%s[all]", w[i].name);                                     /* reduced over them */
+        printf("%s\n", ts_stats_table_row(idx++, name, &w[i].summary->stats, line, sizeof line));
     }
 }
 
@@ -297,6 +303,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--feature-maps", FLAG_LIST, &a.feature_maps, "TENSOR[:SAMPLE]", "PNG grid of a 4-D activation's channels for one held-out sample"},
         {"--filters", FLAG_LIST, &a.filters, "PARAM", "PNG grid of a conv weight's kernels (e.g. conv1.weight)"},
         {"--picture-dir", FLAG_STRING, &a.picture_dir, "DIR", "where --feature-maps and --filters write (default .)"},
+        {"--pipeline-stages", FLAG_INT, &a.pipeline_stages, "K", "under mpirun -np K: one pipeline stage per rank (else one replica per rank)"},
+        {"--split-at", FLAG_STRING, &a.split_at, "SCOPE[,SCOPE...]", "the K-1 scopes that start stages 2..K (e.g. fc2,fc3)"},
         {"--quiet", FLAG_BOOL, &a.quiet, NULL, "no progress bar"},
         {NULL, FLAG_BOOL, NULL, NULL, NULL}};
     bool help;
@@ -347,6 +355,31 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         if (outputs[i].path && (rc = cli_check_output(cmd, outputs[i].flag, outputs[i].path, outputs[i].dir))) return rc;
     if (a.log_verbosity >= 0) ts_set_log_level((int)a.log_verbosity);
     ts_crash_handler_install();
+    /* under mpirun: one pipeline stage per rank with --pipeline-stages, else
+     * one replica per rank; rank 0 alone prints and writes files */
+    const int K = a.pipeline_stages > 1 ? (int)a.pipeline_stages : 1;
+    char splits_buf[512] = "";
+    const char *splits[16];
+    int n_splits = 0;
+    if (a.split_at) {
+        snprintf(splits_buf, sizeof splits_buf, "%s", a.split_at);
+        for (char *tok = strtok(splits_buf, ","); tok && n_splits < 16; tok = strtok(NULL, ",")) splits[n_splits++] = tok;
+    }
+    if (a.pipeline_stages < 0 || a.pipeline_stages > 16) return cli_usage_error(cmd, "--pipeline-stages must be 1..16, got %ld", a.pipeline_stages);
+    if (n_splits != K - 1)
+        return cli_usage_error(cmd, "--pipeline-stages %d needs --split-at with %d scope%s (the first ops of stages 2..%d, e.g. fc2), got %d", K, K - 1,
+                               K == 2 ? "" : "s", K, n_splits);
+    if (ts_dist_init(NULL, NULL)) {
+        fprintf(stderr, "tensorscope %s: %s\n", cmd, ts_last_error());
+        return CLI_RUNTIME;
+    }
+    const int R = K > 1 ? 1 : ts_dist_size();
+    const bool lead = ts_dist_rank() == 0;
+    if (!lead) {
+        a.quiet = true;
+        if (ts_get_log_level() > TS_LOG_WARN) ts_set_log_level(TS_LOG_WARN); /* rank 0 logs the job's story */
+        if (!freopen("/dev/null", "w", stdout)) return CLI_RUNTIME;
+    }
 
     /* ---- data and model */
     ts_dataset *ds = NULL, *hds = NULL;
@@ -357,7 +390,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     ts_outfeed *q = NULL;
     ts_tb_writer *tb = NULL;
     ts_loader *loader = NULL;
-    sink_state sink = {.dump_dir = a.dump_npy, .budget = dump_limit};
+    sink_state sink = {.dump_dir = lead ? a.dump_npy : NULL, .budget = dump_limit};
     bool dumps_full = false;
     curve *loss_curve = calloc(1, sizeof *loss_curve), *acc_curve = calloc(1, sizeof *acc_curve);
     rc = CLI_RUNTIME;
@@ -394,7 +427,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     int S = (int)(a.repeat_count * a.grad_accum); /* <= 1000000, checked above */
     if ((st = ts_options_set_device_iterations(o, (int)a.repeat_count)) || (st = ts_options_set_gradient_accumulation(o, (int)a.grad_accum)) ||
         (st = ts_options_set_threads(o, (int)a.threads)) || (st = ts_options_set_check_numerics(o, check)) ||
-        (st = ts_options_set_output_mode(o, gmode, gperiod))) {
+        (st = ts_options_set_output_mode(o, gmode, gperiod)) || (st = ts_options_set_replication(o, R, 100)) ||
+        (st = ts_options_set_pipeline(o, K, splits, n_splits))) {
         rc = cli_usage_error(cmd, "%s", ts_last_error());
         goto done;
     }
@@ -439,7 +473,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             cli_runtime_error("creating the outfeed");
             goto done;
         }
-        char *d = a.dump_npy ? cli_path(a.dump_npy, "outfeed", "") : NULL;
+        char *d = sink.dump_dir ? cli_path(a.dump_npy, "outfeed", "") : NULL;
         rc = d ? cli_check_output(cmd, "--dump-npy", d, true) : CLI_OK;
         free(d);
         if (rc) goto done;
@@ -523,7 +557,9 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         char line[512];
         fprintf(stderr, "%s\n", ts_model_memory_line(tm, line, sizeof line));
     }
-    if (a.tensorboard) {
+    if (R > 1) printf("replicas: %d (one per MPI rank), micro-batch %ld each, %ld per step\n", R, a.batch_size, a.batch_size * R);
+    if (K > 1) printf("pipeline: %d stages (one per MPI rank), split at %s\n", K, a.split_at);
+    if (a.tensorboard && lead) {
         if (ts_tb_open(&tb, a.tensorboard)) {
             cli_runtime_error("opening the TensorBoard log");
             goto done;
@@ -538,14 +574,15 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             goto done;
         }
     }
-    if (ts_loader_new(&loader, ds, (ts_loader_config){.batch_size = a.batch_size, .first = 0, .count = n_train, .shuffle = 1,
+    /* every rank loads the combined batch of the replicas; each computes its slice */
+    if (ts_loader_new(&loader, ds, (ts_loader_config){.batch_size = a.batch_size * R, .first = 0, .count = n_train, .shuffle = 1,
                                                       .seed = (uint64_t)a.seed, .drop_last = 1})) {
         cli_runtime_error("creating the data loader");
         goto done;
     }
     long runs_per_epoch = (long)(ts_loader_batches(loader) / S);
     if (runs_per_epoch < 1) {
-        rc = cli_usage_error(cmd, "one run needs %d batches of %ld (D x A), the training split holds %lld batches", S, a.batch_size,
+        rc = cli_usage_error(cmd, "one run needs %d batches of %ld (D x A), the training split holds %lld batches", S, a.batch_size * R,
                              (long long)ts_loader_batches(loader));
         goto done;
     }
@@ -583,7 +620,11 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             double run_s = cli_now() - r0;
             double loss = NAN;
             ts_array la;
-            if (ts_model_anchored(tm, "cli.loss", &la) == TS_OK) loss = (double)((const float *)la.data)[0] / S; /* SUM -> mean */
+            if (ts_model_anchored(tm, "cli.loss", &la) == TS_OK) { /* SUM over the run (one per replica) -> mean */
+                double sum = 0;
+                for (int64_t i = 0; i < ts_array_numel(&la); i++) sum += ((const float *)la.data)[i];
+                loss = sum / (double)(S * ts_array_numel(&la));
+            }
             ep_loss += loss;
             ep_runs++;
             total_runs++;
@@ -594,7 +635,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
                 int64_t step = ts_model_steps(tm);
                 ts_status tst = ts_tb_scalar(tb, "loss", step, loss);
                 if (!tst) tst = ts_tb_scalar(tb, "learning_rate", step, a.lr);
-                if (!tst) tst = ts_tb_scalar(tb, "samples_per_second", step, (double)(S * a.batch_size) / run_s);
+                if (!tst) tst = ts_tb_scalar(tb, "samples_per_second", step, (double)(S * a.batch_size * R) / run_s);
                 const ts_watch_result *w;
                 size_t nw;
                 double norm2 = 0;
@@ -602,11 +643,13 @@ int cmd_train(int argc, char **argv, bool eval_only) {
                 if (ts_model_watch_results(tm, &w, &nw) == TS_OK)
                     for (size_t i = 0; i < nw; i++) {
                         if (w[i].run != ts_model_runs(tm) - 1) continue;
-                        if (strncmp(w[i].name, "Accum___", 8) == 0) {
+                        /* replicas: Accum___ is the same on each (replica 0's row); histograms of all of them */
+                        if (strncmp(w[i].name, "Accum___", 8) == 0 && (R == 1 || w[i].replica == 0)) {
                             norm2 += w[i].summary->stats.l2 * w[i].summary->stats.l2;
                             have_norm = true;
                         }
-                        if (!tst && (w[i].summary->what & TS_WATCH_HISTOGRAM)) tst = ts_tb_histogram(tb, w[i].name, step, w[i].summary);
+                        if (!tst && (w[i].summary->what & TS_WATCH_HISTOGRAM) && w[i].replica < 0)
+                            tst = ts_tb_histogram(tb, w[i].name, step, w[i].summary);
                     }
                 if (!tst && have_norm) tst = ts_tb_scalar(tb, "gradient_norm", step, sqrt(norm2));
                 if (tst) {
@@ -648,7 +691,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         curve_add(acc_curve, (double)total_runs, acc);
         printf("epoch %ld/%ld: loss %.4f", ep, a.epochs, ep_runs ? ep_loss / (double)ep_runs : NAN);
         if (held) printf("  held-out accuracy %.2f%% (loss %.4f)", 100 * acc, hl);
-        printf("  %.2f s, %.0f samples/s", ep_s, (double)(ep_runs * S * a.batch_size) / ep_s);
+        printf("  %.2f s, %.0f samples/s", ep_s, (double)(ep_runs * S * a.batch_size * R) / ep_s);
         if (a.dump_npy && q) printf("  outfeed dumps %.1f MB", (double)atomic_load(&sink.bytes) / 1e6);
         printf("\n");
         fflush(stdout);
@@ -666,7 +709,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         fprintf(stderr, "tensorscope: interrupted by %s after %ld runs: writing what was asked, then exiting (again to exit at once)\n",
                 g_interrupted == SIGINT ? "SIGINT" : "SIGTERM", total_runs);
     printf("trained %ld runs (%lld steps, %lld samples) in %.2f s\n", total_runs, (long long)ts_model_steps(tm),
-           (long long)(total_runs * S * a.batch_size), cli_now() - t_start);
+           (long long)(total_runs * S * a.batch_size * R), cli_now() - t_start);
 
     /* ---- what the user asked to keep */
     const char *const *anames;
@@ -684,7 +727,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
                 printf("  %s\n", ts_summary_line(anames[i], &arr, &s.stats, line, sizeof line));
         }
     }
-    if (a.dump_npy) {
+    if (a.dump_npy && lead) {
         int written = 0;
         for (size_t i = 0; i < n_anchors; i++) {
             if (strcmp(anames[i], "cli.loss") == 0) continue;
@@ -703,7 +746,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         }
         printf("wrote %d anchored arrays to %s/\n", written, a.dump_npy);
     }
-    if (want_hist) {
+    if (want_hist && lead) {
         ts_array arrs[64];
         int n = 0;
         for (size_t i = 0; i < n_anchors && n < 64; i++)
@@ -714,7 +757,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             goto done;
         } else printf("Saved histogram to %s\n", a.histogram);
     }
-    if (a.plot) {
+    if (a.plot && lead) {
         ts_series s[2] = {{"training loss", loss_curve->x, loss_curve->y, loss_curve->n},
                           {"held-out accuracy", acc_curve->x, acc_curve->y, acc_curve->n}};
         if (ts_plot_lines(a.plot, "Training", "run", s, a.holdout > 0 ? 2 : 1)) {
@@ -723,7 +766,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         }
         printf("Saved plot to %s\n", a.plot);
     }
-    if (a.feature_maps.n || a.filters.n) {
+    if ((a.feature_maps.n || a.filters.n) && lead) {
         const char *dir = a.picture_dir ? a.picture_dir : ".";
         ts_loader *pl = NULL;
         ts_array px, py;
@@ -745,7 +788,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             goto done;
         }
     }
-    if (a.save_weights) {
+    if (a.save_weights && lead) {
         if (save_weights(&cm, a.save_weights)) {
             cli_runtime_error("saving weights");
             goto done;
@@ -788,5 +831,6 @@ done:
     free(acc_curve);
     catch_interrupts(false);
     if (rc == CLI_OK && g_interrupted) rc = 128 + g_interrupted; /* 130, 143: what shells expect */
+    if (ts_dist_finalize() && rc == CLI_OK) rc = cli_runtime_error("leaving the MPI job");
     return rc;
 }

@@ -23,7 +23,7 @@ read in place when C-contiguous; Tensor.view() is the zero-copy exception.
 from . import _capi
 from ._capi import lib as _lib
 from .data import DataLoader, Dataset
-from .errors import (FileError, FormatError, InternalError, InvalidArgumentError,
+from .errors import (DistError, FileError, FormatError, InternalError, InvalidArgumentError,
                      NotFoundError, NumericsError, OutOfMemoryError, ShapeError, StateError,
                      TensorscopeError, UnsupportedError)
 from .graph import OPS, Graph, Tensor, print_tensor
@@ -32,12 +32,12 @@ from .observe import compare, plot_gradient_histogram, save_npy, summary, summar
 from .options import SGD, Adam, AdamW, Options, OutfeedQueue, OutputMode, Record, Watch
 
 __version__ = _lib.ts_version().decode()
-__all__ = ["Adam", "AdamW", "DataLoader", "Dataset", "FileError", "FormatError", "Graph",
+__all__ = ["Adam", "AdamW", "DataLoader", "Dataset", "DistError", "FileError", "FormatError", "Graph",
            "InternalError", "InvalidArgumentError", "Model", "NotFoundError", "NumericsError",
            "OPS", "Options", "OutOfMemoryError", "OutfeedQueue", "OutputMode", "Record", "SGD",
            "ShapeError", "StateError", "Tensor", "TensorscopeError", "UnsupportedError",
            "Watch", "compare", "inference_model", "metrics_report", "metrics_reset",
-           "plot_gradient_histogram", "print_tensor", "save_npy", "set_log_callback",
+           "plot_gradient_histogram", "dist_init", "dist_finalize", "print_tensor", "save_npy", "set_log_callback",
            "set_log_level", "summary", "summary_line", "training_model"]
 
 
@@ -62,6 +62,18 @@ def set_log_callback(fn):
                                                                                   "replace")))
     _lib.ts_set_log_callback(new, None)
     _log_fn = new
+
+
+def dist_init():
+    """Joins the MPI job this process was started in (mpirun -np R python
+    ...); outside one it does nothing. Returns (rank, size)."""
+    _capi.check(_lib.ts_dist_init(None, None))
+    return _lib.ts_dist_rank(), _lib.ts_dist_size()
+
+
+def dist_finalize():
+    """Leaves the MPI job (after a DistError it ends every rank)."""
+    _capi.check(_lib.ts_dist_finalize())
 
 
 def metrics_reset():

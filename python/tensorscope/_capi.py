@@ -48,6 +48,18 @@ class Array(C.Structure):  # ts_array
                 ("data", C.c_void_p)]
 
 
+class Conv2dParams(C.Structure):  # ts_conv2d_params
+    _fields_ = [(n, C.c_int) for n in (
+        "stride_h", "stride_w", "pad_top", "pad_bottom", "pad_left", "pad_right", "dilation_h",
+        "dilation_w", "groups", "same")]
+
+
+class Pool2dParams(C.Structure):  # ts_pool2d_params
+    _fields_ = [(n, C.c_int) for n in (
+        "kernel_h", "kernel_w", "stride_h", "stride_w", "pad_top", "pad_bottom", "pad_left",
+        "pad_right", "exclude_pad")]
+
+
 class Optimizer(C.Structure):  # ts_optimizer
     _fields_ = [("kind", C.c_int), ("lr", C.c_float), ("momentum", C.c_float),
                 ("dampening", C.c_float), ("nesterov", C.c_int), ("weight_decay", C.c_float),
@@ -75,7 +87,7 @@ class Summary(C.Structure):  # ts_summary
 
 class WatchResult(C.Structure):  # ts_watch_result
     _fields_ = [("name", C.c_char_p), ("run", C.c_int64), ("step", C.c_int64),
-                ("summary", C.POINTER(Summary))]
+                ("summary", C.POINTER(Summary)), ("replica", C.c_int)]
 
 
 class OutfeedConfig(C.Structure):  # ts_outfeed_config
@@ -86,7 +98,7 @@ class OutfeedConfig(C.Structure):  # ts_outfeed_config
 
 class OutfeedRecord(C.Structure):  # ts_outfeed_record
     _fields_ = [("run", C.c_int64), ("sample", C.c_int64), ("key", C.c_char_p),
-                ("array", Array)]
+                ("array", Array), ("replica", C.c_int)]
 
 
 class OutfeedCounts(C.Structure):  # ts_outfeed_counts
@@ -151,6 +163,9 @@ _PROTOTYPES = {
     "ts_tensor_name": (S, [P]),
     "ts_tensor_info": (_st, [P, C.POINTER(Array)]),
     "ts_tensor_op": (S, [P]),
+    "ts_tensor_input_count": (C.c_int, [P]),
+    "ts_tensor_input": (P, [P, C.c_int]),
+    "ts_tensor_is_buffer": (C.c_int, [P]),
     "ts_tensor_location": (S, [P, C.c_char_p, C.c_size_t]),
     "ts_graph_find": (P, [P, S]),
     "ts_graph_tensor_count": (C.c_size_t, [P]),
@@ -172,6 +187,15 @@ _PROTOTYPES = {
     "ts_options_watch": (_st, [P, S, C.c_int, C.c_int]),
     "ts_options_set_check_numerics": (_st, [P, C.c_int]),
     "ts_options_set_threads": (_st, [P, C.c_int]),
+    "ts_options_set_replication": (_st, [P, C.c_int, C.c_int]),
+    "ts_options_set_pipeline": (_st, [P, C.c_int, STRS, C.c_int]),
+    # MPI jobs
+    "ts_dist_init": (_st, [P, P]),
+    "ts_dist_finalize": (_st, []),
+    "ts_dist_rank": (C.c_int, []),
+    "ts_dist_size": (C.c_int, []),
+    "ts_dist_available": (C.c_int, []),
+    "ts_dist_set_timeout": (_st, [C.c_double]),
     # optimizers
     "ts_sgd": (Optimizer, [C.c_float, C.c_float, C.c_float]),
     "ts_adam": (Optimizer, [C.c_float]),
@@ -226,10 +250,12 @@ _PROTOTYPES = {
     "ts_loader_free": (None, [P]),
     "ts_loader_batches": (C.c_int64, [P]),
     "ts_loader_next": (_st, [P, C.c_int, C.POINTER(Array), C.POINTER(Array)]),
+    "ts_split": (_st, [P, P, C.c_int, C.c_int, C.POINTER(P)]),
     # ONNX import (may be missing from an older library: see `function`)
     "ts_graph_from_onnx": (_st, [C.POINTER(P), S, C.POINTER(OnnxInput), C.c_int]),
     "ts_graph_output_count": (C.c_size_t, [P]),
     "ts_graph_output_at": (P, [P, C.c_size_t]),
+    "ts_tensor_alias": (S, [P]),
     "ts_dataset_from_arrays": (_st, [C.POINTER(P), C.POINTER(Array), C.POINTER(Array)]),
 }
 

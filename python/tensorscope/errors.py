@@ -62,9 +62,14 @@ class InternalError(TensorscopeError, RuntimeError):
     """A bug in tensorscope: please report it."""
 
 
+class DistError(TensorscopeError, RuntimeError):
+    """Another rank of the MPI job died, hung or disagrees (replicas, stages)."""
+
+
 # in ts_status order, from TS_ERR_INVALID_ARGUMENT = 1
 _BY_STATUS = [InvalidArgumentError, OutOfMemoryError, FileError, FormatError, ShapeError,
-              NotFoundError, StateError, NumericsError, UnsupportedError, InternalError]
+              NotFoundError, StateError, NumericsError, UnsupportedError, InternalError,
+              DistError]
 
 
 def error_for(status, message):

@@ -13,6 +13,10 @@ parameters each stands for:
     S     const char * (None: NULL)   D    ts_dtype ("f32", np.float32, ...)
     SHAPE int ndim, const int64_t *   NI   int n, const int * (a list of ints)
     IP    const int * (a list of ints whose length the op knows)
+    A     const ts_array * (a numpy array, copied by the op)
+    CONV2D, POOL2D  const ts_conv2d_params *, const ts_pool2d_params *:
+          a dict of the struct's fields ({"stride_h": 2, ...}; unnamed
+          fields 0), or None for NULL (the op's defaults)
 """
 import ast
 import contextlib
@@ -51,12 +55,52 @@ OPS = {
     "sum": ("ts_sum", "x:T"),
     "mean": ("ts_mean", "x:T"),
     "print_tensor": ("ts_print", "x:T title:S=''"),
+    # convolutional networks
+    "conv2d": ("ts_conv2d", "x:T w:T b:T?=None params:CONV2D=None"),
+    "conv2d_layer": ("ts_conv2d_layer",
+                     "x:T out_channels:L kernel_h:I kernel_w:I params:CONV2D=None bias:I=1 "
+                     "name:S=None"),
+    "max_pool2d": ("ts_max_pool2d", "x:T params:POOL2D"),
+    "avg_pool2d": ("ts_avg_pool2d", "x:T params:POOL2D"),
+    "global_avg_pool2d": ("ts_global_avg_pool2d", "x:T"),
+    "buffer": ("ts_buffer", "name:S shape:SHAPE"),
+    "batch_norm": ("ts_batch_norm", "x:T weight:T bias:T running_mean:T running_var:T "
+                                    "eps:F=1e-05 momentum:F=0.1 frozen:I=0"),
+    "batch_norm_layer": ("ts_batch_norm_layer", "x:T name:S"),
+    "dropout": ("ts_dropout", "x:T p:F"),
+    "tanh": ("ts_tanh", "x:T"),
+    "sigmoid": ("ts_sigmoid", "x:T"),
+    # transformers
+    "constant": ("ts_constant", "name:S value:A"),
+    "div": ("ts_div", "a:T b:T"),
+    "exp": ("ts_exp", "x:T"),
+    "sqrt": ("ts_sqrt", "x:T"),
+    "pow": ("ts_pow", "x:T exponent:F"),
+    "erf": ("ts_erf", "x:T"),
+    "gelu": ("ts_gelu", "x:T tanh_approx:I=0"),
+    "embedding": ("ts_embedding", "weight:T indices:T"),
+    "layer_norm": ("ts_layer_norm", "x:T weight:T bias:T ndims:I=1 eps:F=1e-05"),
+    "matmul_batched": ("ts_matmul_batched", "a:T b:T transpose_a:I=0 transpose_b:I=0"),
+    "permute": ("ts_permute", "x:T perm:IP"),
+    "transpose": ("ts_transpose", "x:T dim0:I dim1:I"),
+    "slice": ("ts_slice", "x:T dim:I start:L length:L"),
+    "concat": ("ts_concat", "xs:TS dim:I"),
+    "where": ("ts_where", "cond:T a:T b:T"),
+    "masked_fill": ("ts_masked_fill", "x:T mask:T value:F"),
+    "reduce_sum": ("ts_reduce_sum", "x:T axes:NI keepdim:I=0"),
+    "reduce_mean": ("ts_reduce_mean", "x:T axes:NI keepdim:I=0"),
+    "reduce_max": ("ts_reduce_max", "x:T axes:NI keepdim:I=0"),
+    "cross_entropy_ignore": ("ts_cross_entropy_ignore",
+                             "logits:T labels:T ignore_index:I32=-100"),
 }
 
 _CTYPES = {"T": [C.c_void_p], "T?": [C.c_void_p], "TS": [C.POINTER(C.c_void_p), C.c_int],
            "I": [C.c_int], "I32": [C.c_int32], "L": [C.c_int64], "F": [C.c_float],
            "S": [C.c_char_p], "D": [C.c_int], "SHAPE": [C.c_int, C.POINTER(C.c_int64)],
-           "NI": [C.c_int, C.POINTER(C.c_int)], "IP": [C.POINTER(C.c_int)]}
+           "NI": [C.c_int, C.POINTER(C.c_int)], "IP": [C.POINTER(C.c_int)],
+           "A": [C.POINTER(_capi.Array)], "CONV2D": [C.POINTER(_capi.Conv2dParams)],
+           "POOL2D": [C.POINTER(_capi.Pool2dParams)]}
+_STRUCTS = {"CONV2D": _capi.Conv2dParams, "POOL2D": _capi.Pool2dParams}
 
 _DTYPE_NAMES = {"f32": 0, "float32": 0, "f64": 1, "float64": 1, "i32": 2, "int32": 2,
                 "i64": 3, "int64": 3, "u8": 4, "uint8": 4}
@@ -86,9 +130,23 @@ def _tensor_arg(value, graph, what):
     return value._h
 
 
-def _ints(values):
+def _ints(values, pad=0):
+    """A C int array of `values`, padded with -1 (never a valid dim) to
+    `pad` entries for ops that read as many as they expect."""
     values = [int(v) for v in values]
-    return (C.c_int * max(len(values), 1))(*values), len(values)
+    n = len(values)
+    return (C.c_int * max(n, pad, 1))(*(values + [-1] * max(pad - n, 0))), n
+
+
+def _struct(cls, value, what):
+    if value is None:
+        return None
+    fields = [n for n, _ in cls._fields_]
+    unknown = set(value) - set(fields)
+    if unknown:
+        raise TypeError(f"{what}: unknown field(s) {', '.join(sorted(unknown))}; the fields are "
+                        f"{', '.join(fields)}")
+    return C.pointer(cls(**{k: int(v) for k, v in value.items()}))
 
 
 def _convert(kind, value, graph, what):
@@ -105,7 +163,13 @@ def _convert(kind, value, graph, what):
         arr, n = _ints(value)
         return [n, arr]
     if kind == "IP":
-        return [_ints(value)[0]]
+        return [_ints(value, pad=_capi.TS_MAX_DIMS)[0]]
+    if kind == "A":
+        arr, keep = _capi.to_c(value, what)
+        arr._keep = keep  # alive as long as the argument
+        return [C.pointer(arr)]
+    if kind in _STRUCTS:
+        return [_struct(_STRUCTS[kind], value, what)]
     if kind == "F":
         return [float(value)]
     if kind == "S":
@@ -139,12 +203,12 @@ def _make_op(method, cname, spec):
          for n, _, d in params])
 
     def op(self, *args, **kwargs):
+        fn = getattr(lib, cname) if present else _capi.function(cname, f"Graph.{method}")
         bound = sig.bind(self, *args, **kwargs)
         bound.apply_defaults()
         cargs = []
         for name, kind, _ in params:
             cargs += _convert(kind, bound.arguments[name], self, f"{method}({name})")
-        fn = getattr(lib, cname) if present else _capi.function(cname, f"Graph.{method}")
         self._locate()
         return self._tensor(fn(self._h, *cargs))
 
@@ -193,12 +257,31 @@ class Tensor:
 
     @property
     def is_parameter(self):
-        return bool(self._info().data)
+        """A trainable parameter (not a buffer, not a constant)."""
+        return self.op == "Param"
+
+    @property
+    def is_buffer(self):
+        """State the graph holds without a gradient (batch norm's running
+        statistics)."""
+        return bool(_capi.function("ts_tensor_is_buffer", "Tensor.is_buffer")(self._h))
+
+    @property
+    def inputs(self):
+        """The tensors this op reads."""
+        n = lib.ts_tensor_input_count(self._h)
+        return [Tensor(self.graph, lib.ts_tensor_input(self._h, i)) for i in range(n)]
 
     @property
     def op(self):
         """The op's name ("MatMul", "Param", "Input", ...)."""
         return lib.ts_tensor_op(self._h).decode()
+
+    @property
+    def alias(self):
+        """An imported tensor's name in its file (None for others)."""
+        name = _capi.function("ts_tensor_alias", "Tensor.alias")(self._h)
+        return name.decode() if name else None
 
     @property
     def location(self):
@@ -226,8 +309,9 @@ class Tensor:
     def _param_array(self):
         a = self._info()
         if not a.data:
-            raise StateError(f"'{self.name}' is not a parameter: only parameters hold values in "
-                             "a graph; anchor it (Options.anchor_tensor) to see it in a run")
+            raise StateError(f"'{self.name}' is not a parameter: only parameters, buffers and "
+                             "constants hold values in a graph; anchor it "
+                             "(Options.anchor_tensor) to see it in a run")
         return a
 
     def __repr__(self):
@@ -353,15 +437,15 @@ class Graph:
         return [Tensor(self, lib.ts_graph_output_at(self._h, i)) for i in range(n)]
 
     def parameters(self):
-        """{name: Tensor} of every parameter, in build order."""
+        """{name: Tensor} of every trainable parameter, in build order."""
         return {t.name: t for t in self.tensors() if t.is_parameter}
 
     def state_dict(self):
-        """{name: numpy copy} of every parameter (PyTorch's word)."""
-        return {name: t.numpy() for name, t in self.parameters().items()}
+        """{name: numpy copy} of every parameter and buffer (PyTorch's word)."""
+        return {t.name: t.numpy() for t in self.tensors() if t.is_parameter or t.is_buffer}
 
     def load_state_dict(self, values):
-        """Copies {name: array} into the parameters of those names."""
+        """Copies {name: array} into the parameters (or buffers) of those names."""
         for name, v in values.items():
             self.tensor(name).set_value(v)
 
@@ -388,6 +472,14 @@ class Graph:
             yield self
         finally:
             check(lib.ts_scope_pop(self._h))
+
+    def split(self, x, dim, n):
+        """`n` equal slices of x along `dim` (ts_split), as a list."""
+        fn = _capi.function("ts_split", "Graph.split")
+        out = (C.c_void_p * max(int(n), 1))()
+        self._locate()
+        check(fn(self._h, _tensor_arg(x, self, "split(x)"), int(dim), int(n), out))
+        return [Tensor(self, out[i]) for i in range(int(n))]
 
     def outfeed(self, queue, key, tensor):
         """Streams `tensor` (per micro-batch) into `queue` under `key`."""

@@ -113,6 +113,22 @@ class Options:
         check(lib.ts_options_set_threads(self._h, int(n)))
         return self
 
+    def replication(self, replicas, check_every=100):
+        """R data-parallel replicas, one per rank of the MPI job (see
+        tensorscope.dist_init): every rank passes the combined batch, each
+        computes its slice, gradients are averaged before each step; anchors
+        gain a replica axis after the sample axis."""
+        check(lib.ts_options_set_replication(self._h, int(replicas), int(check_every)))
+        return self
+
+    def pipeline(self, stages, split_at):
+        """A pipeline of `stages` stages, one per rank of the MPI job, split
+        before the first op of each scope in split_at (stages - 1 names)."""
+        names = [s.encode() for s in split_at]
+        arr = (C.c_char_p * max(len(names), 1))(*names)
+        check(lib.ts_options_set_pipeline(self._h, int(stages), arr, len(names)))
+        return self
+
 
 # ------------------------------------------------------------ optimizers
 

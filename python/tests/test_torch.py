@@ -113,6 +113,8 @@ def test_from_onnx_inference_matches_torch(tmp_path):
     g = ts.Graph.from_onnx(path, {"x": [4, 6]})
     assert [t.name for t in g.inputs] == ["x"]
     assert set(g.parameters()) == {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}
+    aliased = {t.alias: t for t in g.tensors() if t.alias}
+    assert aliased and all(g.tensor(a) == t for a, t in aliased.items())  # found by file name
     model = ts.inference_model(g, ts.Options().device_iterations(2))  # the file's outputs
     model.compile()
     x, _ = batches(2)

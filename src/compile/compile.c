@@ -38,6 +38,17 @@ void ts_prog_free(ts_prog *p) {
     ts_free(p->keys);
     ts_free(p->watch_results);
     ts_free(p->summaries);
+    ts_free(p->rep_gathered);
+    ts_free(p->rep_summaries);
+    ts_free(p->rep_results);
+    ts_free(p->rep_sums);
+    ts_free(p->stage);
+    ts_free(p->bnd_in);
+    ts_free(p->bnd_out);
+    ts_free(p->inbox);
+    ts_free(p->outbox);
+    ts_free(p->slots);
+    ts_free(p->param_sync);
     ts_free(p->watch_what);
     ts_free(p->watch_period);
     ts_free(p->parts);
@@ -57,6 +68,12 @@ void ts_prog_free(ts_prog *p) {
 }
 
 int ts_prog_find(const ts_prog *p, const char *name) { return ts_strmap_get(&p->entry_index, name); }
+
+int ts_prog_entry_of(const ts_prog *p, int node, ts_entry_kind kind) {
+    for (int e = p->grad_entry[node]; e >= 0 && e < p->n_entries && p->entries[e].node == node; e++)
+        if (p->entries[e].kind == kind) return e;
+    return -1;
+}
 
 /* "did you mean" with the three closest names */
 static ts_status unknown_name(const ts_prog *p, const char *what, const char *name) {
@@ -497,13 +514,19 @@ static ts_status resolve_anchors(ts_model *m, ts_prog *p) {
     }
     if (!(p->anchor_names = ts_calloc((size_t)p->n_anchors + 1, sizeof *p->anchor_names))) return TS_ERR_OUT_OF_MEMORY;
     for (int k = 0; k < p->n_anchors; k++) p->anchor_names[k] = p->anchors[k].short_name;
-    size_t total = 0;
-    for (int k = 0; k < p->n_anchors; k++) total += (size_t)(p->anchors[k].rows * p->entries[p->anchors[k].entry].numel);
+    /* each replica's rows, then with R > 1 every replica's rows as gathered
+     * (by rank) and the returned arrays (replica axis after the sample axis) */
+    size_t local = 0, R = (size_t)ts_replicas(m), K = (size_t)ts_stages(m);
+    for (int k = 0; k < p->n_anchors; k++) local += (size_t)(p->anchors[k].rows * p->entries[p->anchors[k].entry].numel);
+    size_t total = local * (1 + (R > 1 ? 2 * R : 0) + (K > 1 ? K : 0)); /* pipelines gather every stage's rows */
     if (total && !(p->arena_anchors = ts_calloc(total, sizeof(float)))) return TS_ERR_OUT_OF_MEMORY;
     p->bytes_anchors = total * sizeof(float);
+    p->anchor_local = local;
+    if (R > 1 || K > 1) p->anchor_gathered = p->arena_anchors + local;
     size_t off = 0;
     for (int k = 0; k < p->n_anchors; k++) {
-        p->anchors[k].data = p->arena_anchors + off;
+        p->anchors[k].local = p->arena_anchors + off;
+        p->anchors[k].data = R > 1 ? p->arena_anchors + local * (1 + R) + off * R : p->anchors[k].local;
         off += (size_t)(p->anchors[k].rows * p->entries[p->anchors[k].entry].numel);
     }
     return TS_OK;
@@ -511,11 +534,12 @@ static ts_status resolve_anchors(ts_model *m, ts_prog *p) {
 
 /* Entries the optimizer step reads or writes whole: their summaries are
  * taken inside it. A parameter's gradient is what the step reads only
- * without accumulation (Accum___ then shares its buffer). */
+ * without accumulation (Accum___ then shares its buffer) and without
+ * replicas (the all-reduce overwrites it before the step). */
 static bool in_step(const ts_model *m, const ts_entry *en) {
     if (!m->training || m->g->t[en->node]->op != TS_OP_PARAM) return false;
     switch (en->kind) {
-    case TS_KIND_GRAD: return m->opts.grad_accum == 1;
+    case TS_KIND_GRAD: return m->opts.grad_accum == 1 && ts_replicas(m) == 1;
     case TS_KIND_ACCUM:
     case TS_KIND_UPDATED:
     case TS_KIND_ACCL:
@@ -555,7 +579,7 @@ static ts_status resolve_watches(ts_model *m, ts_prog *p) {
             }
         p->watch_what[w] = what;
         p->watch_period[w] = period;
-        p->watch_results[w] = (ts_watch_result){en->name, -1, -1, &p->summaries[w]};
+        p->watch_results[w] = (ts_watch_result){en->name, -1, -1, &p->summaries[w], -1};
         en->observed = true;
         en->watch_in_step = in_step(m, en);
     }
@@ -661,6 +685,8 @@ ts_status ts_prog_build(ts_model *m, ts_prog **out) {
     if ((st = resolve_anchors(m, p))) goto fail;
     if ((st = resolve_watches(m, p))) goto fail;
     if ((st = resolve_outfeeds(m, p))) goto fail;
+    if ((st = ts_replicas_compile(m, p))) goto fail;
+    if ((st = ts_pipeline_compile(m, p))) goto fail;
     mark_checks(m, p);
     ts_lint(m, p);
     if (!(p->sorted_names = ts_calloc((size_t)p->n_entries + 1, sizeof *p->sorted_names))) {

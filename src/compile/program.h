@@ -4,6 +4,7 @@
 #ifndef TS_PROGRAM_H
 #define TS_PROGRAM_H
 
+#include "core/collective.h"
 #include "exec/pool.h"
 #include "graph/graph.h"
 
@@ -37,7 +38,8 @@ typedef struct ts_anchor { /* resolved at compile */
     int period;
     int64_t rows;        /* samples kept (ALL: S, EVERY_N: S/N, else 1) */
     bool keeps_axis;     /* ALL and EVERY_N return [rows, *T] */
-    float *data;         /* rows * numel, in the anchors arena */
+    float *local;        /* rows * numel this replica captures, in the anchors arena */
+    float *data;         /* [rows, R, *T] returned (R = 1: the same as local) */
 } ts_anchor;
 
 typedef struct ts_outfeed_link {
@@ -101,6 +103,7 @@ typedef struct ts_prog {
     int64_t samples_mb, samples_step;   /* S per run for each kind */
     double flops_mb;
     uint64_t *op_ns;     /* per node, this run */
+    uint64_t opt_ns;     /* optimizer steps, this run */
     const ts_array **bound; /* per node: the run's input arrays */
     uint64_t anchor_ns, anchor_bytes, anchor_copies; /* this run, reported once after it */
     /* the optimizer step clears the gradients it consumed (A = 1) chunk by
@@ -109,6 +112,24 @@ typedef struct ts_prog {
     int n_param_grads;   /* parameter gradients the backward clears */
     char **lint;         /* model lint warnings (lint.c) */
     int n_lint;
+    /* replicas (R > 1, model/replicas.c): what the ranks exchange */
+    size_t anchor_local;          /* floats of all anchors' local rows, contiguous */
+    float *anchor_gathered;       /* R * anchor_local: every replica's rows, by rank */
+    ts_summary *rep_gathered;     /* R * n_watch summaries, by rank */
+    ts_summary *rep_summaries;    /* n_watch * (R + 1): per replica, then reduced */
+    ts_watch_result *rep_results; /* the rows ts_model_watch_results returns */
+    uint32_t *rep_sums;           /* (R + 1) * parameters: weight checksums */
+    /* pipeline stages (K > 1, model/pipeline.c) */
+    int *stage;                   /* per node: its stage (-1 unused); NULL without a pipeline */
+    int *bnd_in, n_bnd_in;        /* tensors the previous stage sends, node ids in order */
+    int *bnd_out, n_bnd_out;      /* tensors sent to the next stage */
+    int64_t len_in, len_out;      /* floats of one micro-batch's message each way */
+    float *inbox;                 /* one received message */
+    float *outbox;                /* A messages forward (len_out), then A backward (len_in) */
+    float *slots;                 /* A copies of the activations between forward and backward */
+    float *param_sync;            /* (K + 1) * (parameters + 1) floats exchanged after a run */
+    int64_t param_floats;
+    uint64_t wait_ns;             /* this run: time blocked receiving (the bubble) */
 } ts_prog;
 
 typedef struct ts_opt_state { /* per parameter, survives recompiles */
@@ -128,6 +149,9 @@ struct ts_options {
     size_t n_watches, cap_watches;
     ts_outfeed *grad_q;
     int grad_pre_accumulated;
+    int replicas, replica_check; /* R (1 = off) and steps between weight checks */
+    int stages;                  /* pipeline stages K (1 = off) */
+    char **split_at;             /* K - 1 scope names */
 };
 
 struct ts_model {
@@ -151,6 +175,9 @@ struct ts_model {
     /* failure of the last run (numeric check) */
     int failed_entry;
     bool rerun;          /* re-executing op by op: checks only, no observers */
+    /* replicas: the job's collectives (NULL without replicas) */
+    const ts_collective *coll;
+    int64_t next_check;  /* step of the next weight checksum */
 };
 
 /* options.c */
@@ -163,6 +190,8 @@ ts_status ts_anchor_spec_add(ts_anchor_spec **v, size_t *n, size_t *cap, const c
 ts_status ts_prog_build(ts_model *m, ts_prog **out);
 void ts_prog_free(ts_prog *p);
 int ts_prog_find(const ts_prog *p, const char *name);
+/* A parameter's derived entry of one kind (Accum___, ...), -1 if none. */
+int ts_prog_entry_of(const ts_prog *p, int node, ts_entry_kind kind);
 
 /* lint.c: fills p->lint (and logs each warning) */
 void ts_lint(const ts_model *m, ts_prog *p);
@@ -188,6 +217,35 @@ typedef struct ts_opt_consts {
 ts_opt_consts ts_opt_begin(const ts_optimizer *o, ts_opt_state *s);
 void ts_opt_update(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, const float *grad, int64_t begin,
                    int64_t end);
+
+/* model/replicas.c: a replica's part of a run (DESIGN.md §15) */
+int ts_replicas(const ts_model *m); /* R, 1 without replicas */
+/* Joins the job's collectives and sizes what the ranks exchange (compile). */
+ts_status ts_replicas_compile(ts_model *m, ts_prog *p);
+/* Before a run: the weight checksum when due. */
+ts_status ts_replicas_before_run(ts_model *m);
+/* Averages every parameter's Accum___ over the replicas (before the step). */
+ts_status ts_replicas_allreduce(ts_model *m);
+/* After a run: anchors and watch results of every replica, on every rank. */
+ts_status ts_replicas_after_run(ts_model *m);
+
+/* model/pipeline.c: a pipeline stage's part of a run (DESIGN.md §15) */
+int ts_stages(const ts_model *m); /* K, 1 without a pipeline */
+/* Stages of the nodes, the tensors crossing them, the buffers (compile). */
+ts_status ts_pipeline_compile(ts_model *m, ts_prog *p);
+/* Whether this rank runs `node` (every node without a pipeline). */
+static inline bool ts_in_stage(const ts_model *m, int node) { return !m->prog->stage || m->prog->stage[node] == m->coll->rank; }
+/* Micro-batch a of the step: activations from the previous stage, to the
+ * next one; gradients from the next stage, to the previous one. */
+ts_status ts_pipeline_recv_forward(ts_model *m, int a);
+ts_status ts_pipeline_send_forward(ts_model *m, int a);
+ts_status ts_pipeline_recv_backward(ts_model *m, int a);
+ts_status ts_pipeline_send_backward(ts_model *m, int a);
+/* Keeps micro-batch a's activations until its backward (restore = back). */
+void ts_pipeline_keep(ts_model *m, int a, bool restore);
+/* After a run: every stage's parameters, anchors and watch results on every
+ * rank; the bubble metric. */
+ts_status ts_pipeline_after_run(ts_model *m, uint64_t run_ns);
 
 /* observe.c: the executor's one hook */
 ts_status ts_observe(ts_model *m, int entry, int64_t sample);

@@ -21,6 +21,7 @@ const char *ts_status_name(ts_status s) {
     case TS_ERR_NUMERICS: return "TS_ERR_NUMERICS";
     case TS_ERR_UNSUPPORTED: return "TS_ERR_UNSUPPORTED";
     case TS_ERR_INTERNAL: return "TS_ERR_INTERNAL";
+    case TS_ERR_DIST: return "TS_ERR_DIST";
     }
     return "TS_ERR_UNKNOWN";
 }

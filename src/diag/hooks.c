@@ -34,7 +34,7 @@ static ts_status write_text_file(const char *path, const char *text) {
 
 ts_status ts_diag_after_compile(const ts_model *m) {
     const char *path = env_or_null("TS_SAVE_GRAPH_FILE");
-    if (!m || !path) return TS_OK;
+    if (!m || !path || ts_dist_rank() != 0) return TS_OK; /* in an MPI job, rank 0 alone writes files */
     const char *fmt_name = env_or_null("TS_SAVE_GRAPH_FMT");
     ts_dump_format fmt = TS_DUMP_TEXT;
     if (fmt_name && strcasecmp(fmt_name, "dot") == 0) fmt = TS_DUMP_DOT;
@@ -85,9 +85,9 @@ static bool anchored_loss(const ts_model *m, double *out) {
         if (a->entry != e) continue;
         if (!best || strcmp(a->short_name, name) == 0) best = a; /* prefer the loss's own name */
     }
-    if (!best || !best->data || best->rows < 1) return false;
+    if (!best || !best->local || best->rows < 1) return false;
     const ts_entry *en = &p->entries[e];
-    double v = best->data[(best->rows - 1) * en->numel];
+    double v = best->local[(best->rows - 1) * en->numel]; /* this replica's */
     if (best->mode == TS_OUTPUT_SUM && p->samples_mb > 0) v /= (double)p->samples_mb;
     *out = v;
     return true;
@@ -124,5 +124,5 @@ ts_status ts_diag_after_run(const ts_model *m, uint64_t run_ns) {
     if (!m || !m->prog) return TS_OK;
     if (ts_log_enabled(TS_LOG_TRACE)) trace_line(m, run_ns);
     const char *path = env_or_null("TS_METRICS_FILE");
-    return path ? append_metrics(m, path) : TS_OK;
+    return path && ts_dist_rank() == 0 ? append_metrics(m, path) : TS_OK; /* rank 0 alone writes files */
 }

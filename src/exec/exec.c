@@ -60,6 +60,7 @@ static ts_status forward(ts_model *m, int64_t mb) {
     for (int k = 0; k < p->n_order; k++) {
         int i = p->order[k];
         const ts_tensor *t = g->t[i];
+        if (!ts_in_stage(m, i)) continue; /* another rank's stage */
         if (t->op == TS_OP_INPUT) {
             OBSERVE(m, p->value_entry[i], mb);
             continue;
@@ -93,7 +94,7 @@ static ts_status backward(ts_model *m, int64_t mb) {
     p->param_grads_zero = false;
     for (int k = p->n_order - 1; k >= 0; k--) {
         int i = p->order[k];
-        if (!p->needs_grad[i]) continue;
+        if (!p->needs_grad[i] || !ts_in_stage(m, i)) continue;
         const ts_tensor *t = g->t[i];
         if (i == m->loss) p->entries[p->grad_entry[i]].data[0] = 1.0f;
         OBSERVE(m, p->grad_entry[i], mb); /* every consumer has added its part */
@@ -111,13 +112,6 @@ static ts_status backward(ts_model *m, int64_t mb) {
         if (t->op == TS_OP_PRINT) print_op(m, i, true);
     }
     return TS_OK;
-}
-
-/* Per-parameter entries of one kind, in entry order. */
-static int entry_of(const ts_prog *p, int node, ts_entry_kind kind) {
-    for (int e = p->grad_entry[node]; e >= 0 && e < p->n_entries && p->entries[e].node == node; e++)
-        if (p->entries[e].kind == kind) return e;
-    return -1;
 }
 
 typedef struct update_job {
@@ -146,21 +140,27 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
     int A = m->opts.grad_accum;
     for (int s = 0; s < m->n_state; s++) {
         int node = m->state[s].node;
-        if (!p->live[node] || !p->needs_grad[node]) continue;
+        if (!p->live[node] || !p->needs_grad[node] || !ts_in_stage(m, node)) continue;
         ts_entry *grad = &p->entries[p->grad_entry[node]];
-        ts_entry *acc = &p->entries[entry_of(p, node, TS_KIND_ACCUM)];
+        ts_entry *acc = &p->entries[ts_prog_entry_of(p, node, TS_KIND_ACCUM)];
         if (A > 1) {
             if (a == 0) memcpy(acc->data, grad->data, (size_t)acc->numel * sizeof(float));
             else ts_accumulate(m->pool, acc->data, grad->data, acc->numel);
         }
     }
     if (a != A - 1) return TS_OK;
+    if (ts_replicas(m) > 1) { /* replicas: Accum___ becomes the mean over them */
+        ts_crash_set_current_op("AllReduce", "(all parameters)", NULL);
+        ts_status st = ts_replicas_allreduce(m);
+        if (st) return st;
+    }
     ts_crash_set_current_op("Optimizer", "(all parameters)", NULL);
+    uint64_t t0 = ts_now_ns();
     int cleared = 0;
     for (int s = 0; s < m->n_state; s++) {
         int node = m->state[s].node;
-        if (!p->live[node] || !p->needs_grad[node]) continue;
-        int acc = entry_of(p, node, TS_KIND_ACCUM);
+        if (!p->live[node] || !p->needs_grad[node] || !ts_in_stage(m, node)) continue;
+        int acc = ts_prog_entry_of(p, node, TS_KIND_ACCUM);
         ts_entry *ae = &p->entries[acc];
         if (A > 1) ts_scale_forward(m->pool, ae->data, ae->data, 1.0f / (float)A, ae->numel); /* the mean */
         OBSERVE(m, acc, d);
@@ -170,6 +170,7 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
         for (int e = acc + 1; e < p->n_entries && p->entries[e].node == node; e++) OBSERVE(m, e, d);
     }
     p->param_grads_zero = cleared == p->n_param_grads; /* else the next backward clears them */
+    p->opt_ns += ts_now_ns() - t0;
     m->steps++;
     return TS_OK;
 }
@@ -217,6 +218,8 @@ static void record_run_metrics(ts_model *m) {
         per_op[m->g->t[i]->op] += p->op_ns[i];
         p->op_ns[i] = 0;
     }
+    if (p->opt_ns) ts_metric_record("OpTime.Optimizer", (double)p->opt_ns);
+    p->opt_ns = 0;
     for (int op = 0; op < TS_OP_COUNT; op++) {
         if (!per_op[op]) continue;
         char name[64];
@@ -267,35 +270,96 @@ static ts_status confirm_op_by_op(ts_model *m, int64_t mb) {
                     original, (long long)mb, culprit->name, ts_op_get(t->op)->name, where, rerun);
 }
 
-static ts_status run_body(ts_model *m, const ts_array *const *bound) {
+/* Points the inputs at micro-batch mb of the run (this replica's slice). */
+static void bind_micro_batch(ts_model *m, const ts_array *const *bound, int64_t mb) {
     ts_prog *p = m->prog;
-    ts_graph *g = m->g;
+    int64_t R = ts_replicas(m), replica = R > 1 ? m->coll->rank : 0;
+    for (int k = 0; k < p->n_order; k++) {
+        int i = p->order[k];
+        if (m->g->t[i]->op != TS_OP_INPUT) continue;
+        ts_entry *e = &p->entries[p->value_entry[i]];
+        e->data = (float *)bound[i]->data + (mb * R + replica) * e->numel; /* i32 has the same width */
+    }
+    for (int k = 0; k < p->n_order; k++) { /* views of inputs follow them; their forward copies nothing */
+        ts_entry *e = &p->entries[p->value_entry[p->order[k]]];
+        if (e->view) e->data = p->entries[p->value_entry[m->g->t[p->order[k]]->in[0]]].data;
+    }
+}
+
+/* The parameters are observed once per step, before its first forward. */
+static ts_status observe_params(ts_model *m, int64_t d) {
+    ts_prog *p = m->prog;
+    for (int k = 0; k < p->n_order; k++)
+        if (m->g->t[p->order[k]]->op == TS_OP_PARAM && ts_in_stage(m, p->order[k])) OBSERVE(m, p->value_entry[p->order[k]], d);
+    return TS_OK;
+}
+
+/* Buffers (running statistics) as the step left them. */
+static ts_status observe_buffers(ts_model *m, int64_t d) {
+    ts_prog *p = m->prog;
+    for (int k = 0; k < p->n_order; k++)
+        if ((m->g->t[p->order[k]]->op == TS_OP_BUFFER || m->g->t[p->order[k]]->op == TS_OP_CONST) && ts_in_stage(m, p->order[k]))
+            OBSERVE(m, p->value_entry[p->order[k]], d);
+    return TS_OK;
+}
+
+static ts_status run_body(ts_model *m, const ts_array *const *bound) {
     int D = m->opts.device_iterations, A = m->training ? m->opts.grad_accum : 1;
     for (int64_t d = 0; d < D; d++) {
         for (int a = 0; a < A; a++) {
             int64_t mb = d * A + a;
-            for (int k = 0; k < p->n_order; k++) {
-                int i = p->order[k];
-                if (g->t[i]->op != TS_OP_INPUT) continue;
-                ts_entry *e = &p->entries[p->value_entry[i]];
-                e->data = (float *)bound[i]->data + mb * e->numel; /* i32 has the same width */
-            }
-            for (int k = 0; k < p->n_order; k++) { /* views of inputs follow them; their forward copies nothing */
-                ts_entry *e = &p->entries[p->value_entry[p->order[k]]];
-                if (e->view) e->data = p->entries[p->value_entry[g->t[p->order[k]]->in[0]]].data;
-            }
-            if (a == 0)
-                for (int k = 0; k < p->n_order; k++)
-                    if (g->t[p->order[k]]->op == TS_OP_PARAM) OBSERVE(m, p->value_entry[p->order[k]], d);
-            ts_status st = forward(m, mb);
+            bind_micro_batch(m, bound, mb);
+            ts_status st = a == 0 ? observe_params(m, d) : TS_OK;
+            if (!st) st = forward(m, mb);
             if (!st && m->training) st = backward(m, mb);
             if (st == TS_ERR_NUMERICS && m->opts.check != TS_CHECK_OP) return confirm_op_by_op(m, mb);
             if (!st && m->training) st = accumulate_and_step(m, a, d);
             if (st) return st;
         }
-        /* buffers (running statistics) as the step left them */
-        for (int k = 0; k < p->n_order; k++)
-            if (g->t[p->order[k]]->op == TS_OP_BUFFER || g->t[p->order[k]]->op == TS_OP_CONST) OBSERVE(m, p->value_entry[p->order[k]], d);
+        ts_status st = observe_buffers(m, d);
+        if (st) return st;
+    }
+    return TS_OK;
+}
+
+/* A pipeline stage's run (GPipe): each step, the forward of every
+ * micro-batch (activations from the previous stage, to the next), then the
+ * backward of every micro-batch (gradients from the next stage, to the
+ * previous) and the step of this stage's parameters. The last stage runs
+ * each backward right after its forward. Sends do not wait for the
+ * receiver; each step waits for its sends at its end. */
+static ts_status run_pipelined(ts_model *m, const ts_array *const *bound) {
+    int D = m->opts.device_iterations, A = m->training ? m->opts.grad_accum : 1;
+    bool last = m->coll->rank == m->coll->size - 1;
+    for (int64_t d = 0; d < D; d++) {
+        ts_status st = observe_params(m, d);
+        for (int a = 0; a < A && !st; a++) {
+            int64_t mb = d * A + a;
+            bind_micro_batch(m, bound, mb);
+            if (!st) st = ts_pipeline_recv_forward(m, a);
+            if (!st) st = forward(m, mb);
+            if (!st) st = ts_pipeline_send_forward(m, a);
+            if (st || !m->training) continue;
+            if (last) {
+                st = backward(m, mb);
+                if (!st) st = ts_pipeline_send_backward(m, a);
+                if (!st) st = accumulate_and_step(m, a, d);
+            } else {
+                ts_pipeline_keep(m, a, false);
+            }
+        }
+        for (int a = 0; a < A && !st && m->training && !last; a++) {
+            int64_t mb = d * A + a;
+            ts_pipeline_keep(m, a, true);
+            bind_micro_batch(m, bound, mb);
+            st = ts_pipeline_recv_backward(m, a);
+            if (!st) st = backward(m, mb);
+            if (!st) st = ts_pipeline_send_backward(m, a);
+            if (!st) st = accumulate_and_step(m, a, d);
+        }
+        if (!st) st = m->coll->send_wait();
+        if (!st) st = observe_buffers(m, d);
+        if (st) return st;
     }
     return TS_OK;
 }
@@ -304,7 +368,7 @@ ts_status ts_exec_run(ts_model *m) {
     ts_status st = check_labels(m, m->prog->bound);
     if (st) return st;
     m->failed_entry = -1;
-    st = run_body(m, m->prog->bound);
+    st = m->prog->stage ? run_pipelined(m, m->prog->bound) : run_body(m, m->prog->bound);
     ts_crash_set_current_op(NULL, NULL, NULL);
     if (st) return st;
     record_run_metrics(m);

@@ -15,7 +15,7 @@ typedef struct ew {
     float *out, *out2;
     const float *a, *b, *c;
     float s;
-    int64_t nb;
+    int64_t nb, rows;
 } ew;
 
 /* ---- binary ops with suffix broadcasting of b */
@@ -67,8 +67,34 @@ static void binary_bwd_a_slice(void *vctx, int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; i++) da[i] += dout[i] * b[i % e->nb];
 }
 
+/* Add/Sub: da and db in one pass over dout, split over columns of the
+ * broadcast row so each thread owns its slice of db (no partial sums). */
+static void binary_bwd_add_cols(void *vctx, int64_t j0, int64_t j1) {
+    const ew *e = vctx;
+    float *da = e->out, *db = e->out2;
+    const float *dout = e->a;
+    int64_t nb = e->nb, rows = e->rows;
+    float sign = e->s;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *d = dout + r * nb;
+        if (da) {
+            float *dar = da + r * nb;
+            for (int64_t j = j0; j < j1; j++) dar[j] += d[j];
+        }
+        if (db)
+            for (int64_t j = j0; j < j1; j++) db[j] += sign * d[j];
+    }
+}
+
 void ts_binary_backward(ts_pool *p, int kind, float *da, float *db, const float *dout, const float *a,
                         const float *b, int64_t n, int64_t nb) {
+    int64_t rows = n / nb;
+    if (kind != TS_BIN_MUL && db && nb >= 64) {
+        ew e = {.kind = kind, .out = da, .out2 = db, .a = dout, .s = kind == TS_BIN_SUB ? -1.0f : 1.0f, .nb = nb, .rows = rows};
+        int64_t grain = GRAIN / rows > 16 ? GRAIN / rows : 16; /* columns per slice: at least GRAIN values */
+        ts_pool_for(p, nb, grain, binary_bwd_add_cols, &e);
+        return;
+    }
     if (da) {
         ew e = {.kind = kind, .out = da, .a = dout, .b = b, .nb = nb};
         ts_pool_for(p, n, GRAIN, binary_bwd_a_slice, &e);

@@ -12,6 +12,9 @@ ts_options *ts_options_new(void) {
     o->grad_accum = 1;
     o->output_mode = TS_OUTPUT_DEFAULT;
     o->check = TS_CHECK_OFF;
+    o->replicas = 1;
+    o->replica_check = 100;
+    o->stages = 1;
     return o;
 }
 
@@ -21,6 +24,8 @@ void ts_options_clear(ts_options *o) {
         ts_free(o->anchors[i].tensor_name);
     }
     for (size_t i = 0; i < o->n_watches; i++) ts_free(o->watches[i].pattern);
+    for (int i = 0; o->split_at && i < o->stages - 1; i++) ts_free(o->split_at[i]);
+    ts_free(o->split_at);
     ts_free(o->anchors);
     ts_free(o->watches);
     memset(o, 0, sizeof *o);
@@ -51,6 +56,41 @@ ts_status ts_options_set_threads(ts_options *o, int n) {
     if (n < 0 || n > 256) return ts_error(TS_ERR_INVALID_ARGUMENT, "threads must be 0 (all cores) .. 256, got %d", n);
     o->threads = n;
     return TS_OK;
+}
+
+ts_status ts_options_set_replication(ts_options *o, int replicas, int check_every) {
+    if (!o) return ts_error(TS_ERR_INVALID_ARGUMENT, "options is NULL");
+    if (replicas < 1 || replicas > 4096) return ts_error(TS_ERR_INVALID_ARGUMENT, "replicas must be 1 (off) .. 4096, got %d", replicas);
+    if (check_every < 0) return ts_error(TS_ERR_INVALID_ARGUMENT, "replica weight check period must be >= 0 steps (0 = never), got %d", check_every);
+    o->replicas = replicas;
+    o->replica_check = check_every;
+    return TS_OK;
+}
+
+static ts_status set_split(ts_options *o, int stages, const char *const *split_at) {
+    char **v = stages > 1 ? ts_calloc((size_t)stages - 1, sizeof *v) : NULL;
+    if (stages > 1 && !v) return TS_ERR_OUT_OF_MEMORY;
+    for (int i = 0; i < stages - 1; i++)
+        if (!(v[i] = ts_strdup(split_at[i]))) {
+            for (int k = 0; k < i; k++) ts_free(v[k]);
+            ts_free(v);
+            return TS_ERR_OUT_OF_MEMORY;
+        }
+    for (int i = 0; o->split_at && i < o->stages - 1; i++) ts_free(o->split_at[i]);
+    ts_free(o->split_at);
+    o->split_at = v;
+    o->stages = stages;
+    return TS_OK;
+}
+
+ts_status ts_options_set_pipeline(ts_options *o, int stages, const char *const *split_at, int n_split) {
+    if (!o) return ts_error(TS_ERR_INVALID_ARGUMENT, "options is NULL");
+    if (stages < 1 || stages > 1024) return ts_error(TS_ERR_INVALID_ARGUMENT, "pipeline stages must be 1 (off) .. 1024, got %d", stages);
+    if (n_split != stages - 1 || (n_split > 0 && !split_at))
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "a pipeline of %d stages is split at %d scopes, got %d", stages, stages - 1, n_split);
+    for (int i = 0; i < n_split; i++)
+        if (!split_at[i] || !*split_at[i]) return ts_error(TS_ERR_INVALID_ARGUMENT, "pipeline split %d: empty scope name", i);
+    return set_split(o, stages, split_at);
 }
 
 ts_status ts_options_set_check_numerics(ts_options *o, ts_check_numerics c) {
@@ -134,6 +174,8 @@ ts_status ts_options_copy(ts_options *dst, const ts_options *src) {
     ts_options o = *src;
     o.anchors = NULL, o.n_anchors = 0, o.cap_anchors = 0;
     o.watches = NULL, o.n_watches = 0, o.cap_watches = 0;
+    o.split_at = NULL, o.stages = 1;
+    if (set_split(&o, src->stages, (const char *const *)src->split_at)) return TS_ERR_OUT_OF_MEMORY;
     for (size_t i = 0; i < src->n_anchors; i++) {
         const ts_anchor_spec *a = &src->anchors[i];
         if (ts_anchor_spec_add(&o.anchors, &o.n_anchors, &o.cap_anchors, a->short_name, a->tensor_name, a->mode, a->period)) {

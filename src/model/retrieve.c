@@ -33,6 +33,7 @@ ts_status ts_model_anchored(const ts_model *m, const char *short_name, ts_array 
     out->data = a->data;
     int d = 0;
     if (a->keeps_axis) out->shape[d++] = a->rows;
+    if (ts_replicas(m) > 1) out->shape[d++] = ts_replicas(m);
     for (int i = 0; i < e->shape.ndim && d < TS_MAX_DIMS; i++) out->shape[d++] = e->shape.d[i];
     out->ndim = d;
     return TS_OK;
@@ -41,8 +42,9 @@ ts_status ts_model_anchored(const ts_model *m, const char *short_name, ts_array 
 ts_status ts_model_watch_results(const ts_model *m, const ts_watch_result **out, size_t *n) {
     if (!m || !out || !n) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_watch_results: NULL argument");
     if (!m->prog) return ts_error(TS_ERR_STATE, "watch results exist after compile and run");
-    *out = m->prog->watch_results;
-    *n = (size_t)m->prog->n_watch;
+    bool replicas = m->coll && m->prog->rep_results;
+    *out = replicas ? m->prog->rep_results : m->prog->watch_results;
+    *n = (size_t)m->prog->n_watch * (replicas ? (size_t)ts_replicas(m) + 1 : 1);
     return TS_OK;
 }
 

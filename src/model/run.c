@@ -16,6 +16,7 @@ static ts_status bind_inputs(ts_model *m, const char *const *names, const ts_arr
     const ts_array **bound = m->prog->bound;
     memset(bound, 0, (size_t)m->prog->n_nodes * sizeof *bound);
     int64_t S = m->training ? (int64_t)m->opts.device_iterations * m->opts.grad_accum : m->opts.device_iterations;
+    S *= ts_replicas(m); /* every micro-batch holds one slice per replica */
     for (int k = 0; k < n; k++) {
         if (!names || !names[k] || !inputs) return ts_error(TS_ERR_INVALID_ARGUMENT, "run: input %d has no name or array", k);
         const ts_tensor *t = ts_graph_find(g, names[k]);
@@ -39,8 +40,9 @@ static ts_status bind_inputs(ts_model *m, const char *const *names, const ts_arr
         if (!ok) {
             char b[96], c[128];
             ts_array_shape_str(a, c, sizeof c);
-            return ts_error(TS_ERR_SHAPE, "run: input '%s' is %s; expected [%lld*B%s] (the %lld micro-batches of the run stacked on axis 0, B the micro-batch size), declared %s",
-                            t->name, c, (long long)S, t->shape.ndim > 1 ? ",..." : "", (long long)S, ts_shape_str(&t->shape, b, sizeof b));
+            return ts_error(TS_ERR_SHAPE, "run: input '%s' is %s; expected [%lld*B%s] (the %lld micro-batches%s of the run stacked on axis 0, B the micro-batch size), declared %s",
+                            t->name, c, (long long)S, t->shape.ndim > 1 ? ",..." : "", (long long)S,
+                            ts_replicas(m) > 1 ? " x replicas" : "", ts_shape_str(&t->shape, b, sizeof b));
         }
         int64_t B = a->shape[0] / S;
         if (t->shape.ndim > 0 && B != cur->d[0]) {
@@ -77,7 +79,13 @@ ts_status ts_model_run(ts_model *m, const char *const *names, const ts_array *in
     if (st) return st;
     uint64_t t0 = ts_now_ns();
     st = bind_inputs(m, names, inputs, n);
+    if (!st) st = ts_replicas_before_run(m);
     if (!st) st = ts_exec_run(m);
+    if (!st) st = ts_replicas_after_run(m);
+    if (!st) st = ts_pipeline_after_run(m, ts_now_ns() - t0);
+    /* a failure of this rank alone: the other replicas wait for it in vain
+     * (TS_ERR_DIST is either seen by every rank or has marked the job) */
+    if (st && st != TS_ERR_DIST && m->coll) m->coll->mark_failed();
     if (st) return st;
     m->runs++;
     m->has_run = true;

@@ -17,17 +17,17 @@
 static void capture_anchor(const ts_anchor *a, const ts_entry *e, int64_t sample, int64_t S) {
     size_t n = (size_t)e->numel;
     switch (a->mode) {
-    case TS_OUTPUT_ALL: memcpy(a->data + (size_t)sample * n, e->data, n * sizeof(float)); break;
+    case TS_OUTPUT_ALL: memcpy(a->local + (size_t)sample * n, e->data, n * sizeof(float)); break;
     case TS_OUTPUT_EVERY_N:
-        if ((sample + 1) % a->period == 0) memcpy(a->data + (size_t)((sample + 1) / a->period - 1) * n, e->data, n * sizeof(float));
+        if ((sample + 1) % a->period == 0) memcpy(a->local + (size_t)((sample + 1) / a->period - 1) * n, e->data, n * sizeof(float));
         break;
     case TS_OUTPUT_SUM:
-        if (sample == 0) memcpy(a->data, e->data, n * sizeof(float));
+        if (sample == 0) memcpy(a->local, e->data, n * sizeof(float));
         else
-            for (size_t i = 0; i < n; i++) a->data[i] += e->data[i];
+            for (size_t i = 0; i < n; i++) a->local[i] += e->data[i];
         break;
     default:
-        if (sample == S - 1) memcpy(a->data, e->data, n * sizeof(float));
+        if (sample == S - 1) memcpy(a->local, e->data, n * sizeof(float));
         break;
     }
 }

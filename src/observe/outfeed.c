@@ -14,6 +14,7 @@
 
 typedef struct outfeed_slot {
     int64_t run, sample;
+    int replica;
     char key[TS_OUTFEED_KEY_MAX];
     ts_array array; /* array.data points at buf */
     unsigned char *buf;
@@ -405,6 +406,7 @@ ts_status ts_outfeed_push(ts_outfeed *q, int64_t run, int64_t sample, const char
         outfeed_slot *s = &q->slots[slot];
         s->run = run;
         s->sample = sample;
+        s->replica = ts_dist_rank(); /* in an MPI job, the rank's replica */
         memcpy(s->key, key, key_len + 1);
         s->array = *a;
         s->array.data = s->buf;
@@ -461,6 +463,7 @@ static ts_status take_locked(ts_outfeed *q, ts_outfeed_record *rec, int timeout_
     q->counts.dequeued++;
     rec->run = q->slots[s].run;
     rec->sample = q->slots[s].sample;
+    rec->replica = q->slots[s].replica;
     rec->key = q->slots[s].key;
     rec->array = q->slots[s].array;
     return TS_OK;

@@ -388,6 +388,39 @@ void ts_stats_finish(const ts_stats_partial *p, ts_summary *out) {
     }
 }
 
+void ts_stats_from_summary(const ts_summary *s, ts_stats_partial *p) {
+    ts_stats_partial_init(p, s->what);
+    const ts_stats *st = &s->stats;
+    p->count = st->count;
+    if (s->what & TS_WATCH_STATS) {
+        p->zeros = st->zeros;
+        p->nans = st->nans;
+        p->pos_infs = st->pos_infs;
+        p->neg_infs = st->neg_infs;
+        p->finite = st->count - st->nans - st->pos_infs - st->neg_infs;
+        if (p->finite > 0) {
+            p->mean = st->mean;
+            p->m2 = st->std * st->std * (double)p->finite;
+            p->min = st->min;
+            p->max = st->max;
+        }
+    }
+    if (s->what & TS_WATCH_HISTOGRAM) {
+        p->log2_zeros = s->log2_zeros;
+        memcpy(p->log2_counts, s->log2_counts, sizeof p->log2_counts);
+        memcpy(p->tb_counts, s->tb_counts, sizeof p->tb_counts);
+    }
+    if (s->what & TS_WATCH_RANGE) {
+        const ts_range *r = &s->range;
+        const double under[4] = {r->fp16_underflow, r->bf16_underflow, r->e4m3_underflow, r->e5m2_underflow};
+        const double over[4] = {r->fp16_overflow, r->bf16_overflow, r->e4m3_overflow, r->e5m2_overflow};
+        for (int t = 0; t < 4; t++) {
+            p->under[t] = llround(under[t] * (double)st->count);
+            p->over[t] = llround(over[t] * (double)st->count);
+        }
+    }
+}
+
 ts_status ts_summarize_f32(const float *x, int64_t n, int what, ts_summary *out) {
     const int all = TS_WATCH_STATS | TS_WATCH_HISTOGRAM | TS_WATCH_RANGE;
     if (!out) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_summarize_f32: out is NULL");

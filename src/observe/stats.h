@@ -57,6 +57,9 @@ void ts_stats_partial_add(ts_stats_partial *p, const float *x, int64_t n);
 /* into += from (both initialised with the same `what`). */
 void ts_stats_merge(ts_stats_partial *into, const ts_stats_partial *from);
 void ts_stats_finish(const ts_stats_partial *p, ts_summary *out);
+/* The partial a finished summary came from (to rounding), so summaries
+ * taken apart (one per replica) merge into one. */
+void ts_stats_from_summary(const ts_summary *s, ts_stats_partial *p);
 
 /* TensorFlow's bucket index of a finite x: upper_bound over the limits. */
 int ts_tb_bucket_index(double x);

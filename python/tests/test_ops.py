@@ -1,0 +1,116 @@
+"""Builder ops from Python: each op's forward values against NumPy, and an
+op the library lacks is a clear error at call time."""
+import math
+
+import numpy as np
+import pytest
+
+import tensorscope as ts
+
+X = np.array([[0.5, 1.0, 2.0], [0.25, 3.0, 1.5]], np.float32)
+ELEMENTWISE = {
+    "relu": lambda x: np.maximum(x, 0), "log": np.log, "exp": np.exp, "sqrt": np.sqrt,
+    "tanh": np.tanh, "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+    "erf": np.vectorize(math.erf),
+}
+
+
+def forward(build, x=X):
+    g = ts.Graph()
+    xt = g.input("x", "f32", list(x.shape))
+    out = build(g, xt)
+    m = ts.inference_model(g, ts.Options(), outputs=[out])
+    m.compile()
+    return m(x)[0]  # inference anchors every batch: [1, ...]
+
+
+def has(cname):
+    return hasattr(ts._capi.lib, cname)
+
+
+@pytest.mark.parametrize("op", sorted(ELEMENTWISE))
+def test_elementwise_ops_against_numpy(op):
+    cname = ts.OPS[op][0]
+    if not has(cname):
+        pytest.skip(f"this library has no {cname}")
+    got = forward(lambda g, x: getattr(g, op)(x))
+    np.testing.assert_allclose(got, ELEMENTWISE[op](X.astype(np.float64)), rtol=1e-5, atol=1e-6)
+
+
+def test_binary_and_shape_ops_against_numpy():
+    np.testing.assert_allclose(forward(lambda g, x: x * 2.0 + x - x), X * 2, rtol=1e-6)
+    np.testing.assert_allclose(forward(lambda g, x: g.reshape(x, [3, 2])), X.reshape(3, 2))
+    np.testing.assert_allclose(forward(lambda g, x: g.softmax(x, 1)),
+                               np.exp(X) / np.exp(X).sum(1, keepdims=True), rtol=1e-5)
+    np.testing.assert_allclose(forward(lambda g, x: g.mean(x)), X.mean(), rtol=1e-6)
+
+
+@pytest.mark.skipif(not has("ts_concat"), reason="this library has no transformer ops")
+def test_list_arguments_against_numpy():
+    np.testing.assert_allclose(forward(lambda g, x: g.concat([x, x], 0)),
+                               np.concatenate([X, X], 0))
+    np.testing.assert_allclose(forward(lambda g, x: g.permute(x, [1, 0])), X.T)
+    np.testing.assert_allclose(forward(lambda g, x: g.reduce_sum(x, [1], keepdim=1)),
+                               X.sum(1, keepdims=True), rtol=1e-6)
+    halves = []
+    forward(lambda g, x: halves.extend(g.split(x, 1, 3)) or halves[1])
+    assert [t.shape for t in halves] == [(2, 1)] * 3
+
+
+def test_an_op_the_library_lacks_is_an_error_at_call_time():
+    missing = [m for m, (cname, _) in ts.OPS.items() if not has(cname)]
+    if not missing:
+        pytest.skip("this library has every op of the table")
+    g = ts.Graph()
+    for method in missing:
+        with pytest.raises(ts.UnsupportedError, match=ts.OPS[method][0]):
+            getattr(g, method)()
+
+
+@pytest.mark.skipif(not has("ts_conv2d_layer"), reason="this library has no convolutions")
+def test_struct_arguments_against_numpy():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 2, 5, 5)).astype(np.float32)
+    g = ts.Graph(seed=4)
+    xt = g.input("x", "f32", list(x.shape))
+    conv = g.conv2d_layer(xt, 3, 3, 3, {"stride_h": 2, "stride_w": 2}, name="conv1")
+    pool = g.max_pool2d(xt, {"kernel_h": 2, "kernel_w": 2})
+    m = ts.inference_model(g, ts.Options(), outputs=[conv, pool])
+    m.compile()
+    got_conv, got_pool = (a[0] for a in m(x))
+    w, b = g.tensor("conv1.weight").numpy(), g.tensor("conv1.bias").numpy()
+    want = np.empty((1, 3, 2, 2), np.float64)
+    for i in range(2):
+        for j in range(2):
+            patch = x[0, :, 2 * i:2 * i + 3, 2 * j:2 * j + 3].astype(np.float64)
+            want[0, :, i, j] = (w * patch).sum(axis=(1, 2, 3)) + b
+    np.testing.assert_allclose(got_conv, want, rtol=1e-5, atol=1e-6)
+    # 2x2 windows with stride 2 over the top-left 4x4 (the 5th row and column left out)
+    np.testing.assert_array_equal(got_pool,
+                                  x[:, :, :4, :4].reshape(1, 2, 2, 2, 2, 2).max(axis=(3, 5)))
+    with pytest.raises(TypeError, match="stride_h"):
+        g.max_pool2d(xt, {"kernel": 2})
+
+
+@pytest.mark.skipif(not has("ts_batch_norm_layer"), reason="this library has no batch norm")
+def test_buffers_are_state_but_not_parameters():
+    g = ts.Graph()
+    x = g.input("x", "f32", [4, 3])
+    y = g.batch_norm_layer(x, "bn1")
+    assert [t.name for t in y.inputs][0] == "x"
+    assert set(g.parameters()) == {"bn1.weight", "bn1.bias"}
+    assert set(g.state_dict()) == {"bn1.weight", "bn1.bias", "bn1.running_mean",
+                                   "bn1.running_var"}
+    rv = g.tensor("bn1.running_var")
+    assert rv.is_buffer and not rv.is_parameter
+    np.testing.assert_array_equal(rv.numpy(), np.ones(3, np.float32))
+
+
+@pytest.mark.skipif(not has("ts_constant"), reason="this library has no constants")
+def test_constants_hold_values_but_are_not_state():
+    g = ts.Graph()
+    mask = g.constant("mask", np.eye(2, dtype=np.float32))
+    g.param("w", [2, 2])
+    np.testing.assert_array_equal(mask.numpy(), np.eye(2))
+    assert mask.op == "Const" and not mask.is_parameter and not mask.is_buffer
+    assert list(g.parameters()) == ["w"] and list(g.state_dict()) == ["w"]

@@ -1,0 +1,35 @@
+/* collective.h -- what a replica (or pipeline stage) needs from the other
+ * ranks of its job, as a table of functions the model calls. src/dist/
+ * implements it with MPI; nothing else knows how. Internal: not API.
+ *
+ * Every call blocks until it is complete on this rank, or fails with
+ * TS_ERR_DIST once the job's timeout has passed (a rank died or hangs). */
+#ifndef TS_COLLECTIVE_H
+#define TS_COLLECTIVE_H
+
+#include "core/core.h"
+
+typedef struct ts_collective {
+    int rank, size;
+    /* Starts buf[0..n) <- the mean over ranks of buf[0..n), in place. */
+    ts_status (*allreduce_mean_start)(float *buf, int64_t n);
+    /* Completes every started all-reduce. */
+    ts_status (*allreduce_wait)(void);
+    /* recv[r * bytes ..] <- rank r's send[0..bytes), on every rank; `what`
+     * names it in a failure ("the weight checksums"). */
+    ts_status (*allgather)(const void *send, void *recv, size_t bytes, const char *what);
+    /* Point-to-point messages of floats (pipeline stages): a send starts
+     * and returns (buf must stay untouched until send_wait completes every
+     * started send); a receive completes before it returns. */
+    ts_status (*send_start)(int peer, int tag, const float *buf, int64_t n);
+    ts_status (*send_wait)(void);
+    ts_status (*recv)(int peer, int tag, float *buf, int64_t n);
+    /* This rank failed (its run returned an error): the others cannot
+     * finish their collectives, so leaving the job must end it. */
+    void (*mark_failed)(void);
+} ts_collective;
+
+/* The job's collectives, or NULL outside a job of more than one rank. */
+const ts_collective *ts_collective_get(void);
+
+#endif

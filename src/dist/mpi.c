@@ -1,0 +1,210 @@
+/* mpi.c -- the job of ranks a model runs in: the one file that talks to MPI
+ * (DESIGN.md §2, §15). It implements the collective table the model calls
+ * (core/collective.h) with non-blocking MPI calls polled against a
+ * deadline, so a rank that died or hangs makes the others fail with
+ * TS_ERR_DIST instead of waiting forever. Without MPI at build time the
+ * public calls say how to get it. */
+#include "core/collective.h"
+
+#include <stdlib.h>
+
+static double timeout_s = 60.0;
+
+ts_status ts_dist_set_timeout(double seconds) {
+    if (!(seconds > 0.0) || seconds > 1e6) return ts_error(TS_ERR_INVALID_ARGUMENT, "dist timeout must be in (0, 1e6] seconds, got %g", seconds);
+    timeout_s = seconds;
+    return TS_OK;
+}
+
+/* The size of the job the launcher started, from its environment (1 when
+ * none did). */
+static int launcher_size(void) {
+    const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"};
+    for (size_t i = 0; i < TS_ARRAY_LEN(vars); i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v) return atoi(v);
+    }
+    return 1;
+}
+
+#ifdef TS_HAVE_MPI
+
+#include <mpi.h>
+#include <sched.h>
+#include <time.h>
+
+#define MAX_PENDING 1024 /* all-reduces in flight: one per parameter */
+
+static struct {
+    bool joined, owns, failed;
+    int rank, size;
+    ts_collective coll;
+    MPI_Request req[MAX_PENDING];
+    float *buf[MAX_PENDING];
+    int64_t n[MAX_PENDING];
+    int pending;
+    MPI_Request sends[MAX_PENDING];
+    int pending_sends;
+} job = {.size = 1};
+
+int ts_dist_available(void) { return 1; }
+int ts_dist_rank(void) { return job.rank; }
+int ts_dist_size(void) { return job.size; }
+const ts_collective *ts_collective_get(void) { return job.joined && job.size > 1 ? &job.coll : NULL; }
+
+static ts_status mpi_fail(int rc, const char *what) {
+    char msg[MPI_MAX_ERROR_STRING] = "";
+    int len = 0;
+    MPI_Error_string(rc, msg, &len);
+    job.failed = true;
+    return ts_error(TS_ERR_DIST, "rank %d of %d: %s failed: %s (another rank probably died)", job.rank, job.size, what, msg);
+}
+
+/* Polls until every request is complete or the deadline passes. MPI
+ * progresses a non-blocking collective only inside MPI calls, so it polls
+ * back to back (yielding the CPU) for the first 50 ms, then sleeps a little
+ * longer each round (up to a millisecond) so a rank that waits long does not
+ * take a core from the ones still computing. */
+static ts_status wait_all(MPI_Request *r, int n, const char *what) {
+    struct timespec t0, now, nap = {0, 20000};
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        int done = 0;
+        int rc = MPI_Testall(n, r, &done, MPI_STATUSES_IGNORE);
+        if (rc != MPI_SUCCESS) return mpi_fail(rc, what);
+        if (done) return TS_OK;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double waited = (double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec);
+        if (waited > timeout_s) {
+            job.failed = true;
+            return ts_error(TS_ERR_DIST,
+                            "rank %d of %d: %s did not complete within %.0f s: another rank died, hangs or runs a different model; stopping (ts_dist_set_timeout changes the limit)",
+                            job.rank, job.size, what, timeout_s);
+        }
+        if (waited < 0.05) {
+            sched_yield();
+            continue;
+        }
+        nanosleep(&nap, NULL);
+        if (nap.tv_nsec < 1000000) nap.tv_nsec *= 2;
+    }
+}
+
+static ts_status allreduce_mean_start(float *buf, int64_t n) {
+    if (job.failed) return ts_error(TS_ERR_DIST, "rank %d: an earlier collective failed; the job must stop", job.rank);
+    if (n > INT32_MAX) return ts_error(TS_ERR_UNSUPPORTED, "all-reduce of %lld values: more than MPI's int count", (long long)n);
+    if (job.pending == MAX_PENDING) {
+        ts_status st = job.coll.allreduce_wait();
+        if (st) return st;
+    }
+    int k = job.pending;
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &job.req[k]);
+    if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Iallreduce");
+    job.buf[k] = buf;
+    job.n[k] = n;
+    job.pending++;
+    return TS_OK;
+}
+
+static ts_status allreduce_wait(void) {
+    int n = job.pending;
+    job.pending = 0;
+    if (n == 0) return TS_OK;
+    ts_status st = wait_all(job.req, n, "the gradient all-reduce");
+    if (st) return st;
+    float inv = 1.0f / (float)job.size;
+    for (int k = 0; k < n; k++)
+        for (int64_t i = 0; i < job.n[k]; i++) job.buf[k][i] *= inv;
+    return TS_OK;
+}
+
+static ts_status allgather(const void *send, void *recv, size_t bytes, const char *what) {
+    if (job.failed) return ts_error(TS_ERR_DIST, "rank %d: an earlier collective failed; the job must stop", job.rank);
+    if (bytes > INT32_MAX) return ts_error(TS_ERR_UNSUPPORTED, "gather of %zu bytes: more than MPI's int count", bytes);
+    MPI_Request r;
+    int rc = MPI_Iallgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, MPI_COMM_WORLD, &r);
+    if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Iallgather");
+    return wait_all(&r, 1, what);
+}
+
+static ts_status send_wait(void) {
+    int n = job.pending_sends;
+    job.pending_sends = 0;
+    return n ? wait_all(job.sends, n, "the sends to the neighbouring stages") : TS_OK;
+}
+
+static ts_status send_start(int peer, int tag, const float *buf, int64_t n) {
+    if (job.failed) return ts_error(TS_ERR_DIST, "rank %d: an earlier collective failed; the job must stop", job.rank);
+    if (n > INT32_MAX) return ts_error(TS_ERR_UNSUPPORTED, "message of %lld values: more than MPI's int count", (long long)n);
+    if (job.pending_sends == MAX_PENDING) {
+        ts_status st = send_wait();
+        if (st) return st;
+    }
+    int rc = MPI_Isend(buf, (int)n, MPI_FLOAT, peer, tag, MPI_COMM_WORLD, &job.sends[job.pending_sends]);
+    if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Isend");
+    job.pending_sends++;
+    return TS_OK;
+}
+
+static ts_status recv_floats(int peer, int tag, float *buf, int64_t n) {
+    if (job.failed) return ts_error(TS_ERR_DIST, "rank %d: an earlier collective failed; the job must stop", job.rank);
+    if (n > INT32_MAX) return ts_error(TS_ERR_UNSUPPORTED, "message of %lld values: more than MPI's int count", (long long)n);
+    MPI_Request r;
+    int rc = MPI_Irecv(buf, (int)n, MPI_FLOAT, peer, tag, MPI_COMM_WORLD, &r);
+    if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Irecv");
+    return wait_all(&r, 1, "a receive from the neighbouring stage");
+}
+
+static void mark_failed(void) { job.failed = true; }
+
+ts_status ts_dist_init(int *argc, char ***argv) {
+    if (job.joined) return TS_OK;
+    if (launcher_size() <= 1) return TS_OK; /* not under mpirun: a job of one */
+    int inited = 0, provided = 0;
+    MPI_Initialized(&inited);
+    if (!inited) {
+        if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+            return ts_error(TS_ERR_DIST, "MPI_Init_thread failed: is this process started by mpirun?");
+        job.owns = true;
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, &job.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &job.size);
+    job.coll = (ts_collective){.rank = job.rank, .size = job.size, .allreduce_mean_start = allreduce_mean_start,
+                               .allreduce_wait = allreduce_wait, .allgather = allgather, .send_start = send_start, .send_wait = send_wait, .recv = recv_floats,
+                               .mark_failed = mark_failed};
+    job.joined = true;
+    ts_logf(TS_LOG_DEBUG, "rank %d of %d joined the MPI job", job.rank, job.size);
+    return TS_OK;
+}
+
+ts_status ts_dist_finalize(void) {
+    if (!job.joined) return TS_OK;
+    if (job.failed) MPI_Abort(MPI_COMM_WORLD, 1); /* a collective is pending somewhere: MPI_Finalize would hang */
+    job.joined = false;
+    if (job.owns && MPI_Finalize() != MPI_SUCCESS) return ts_error(TS_ERR_DIST, "MPI_Finalize failed");
+    job.rank = 0;
+    job.size = 1;
+    return TS_OK;
+}
+
+#else /* built without MPI */
+
+int ts_dist_available(void) { return 0; }
+int ts_dist_rank(void) { return 0; }
+int ts_dist_size(void) { return 1; }
+const ts_collective *ts_collective_get(void) { return NULL; }
+
+ts_status ts_dist_init(int *argc, char ***argv) {
+    (void)argc, (void)argv;
+    int n = launcher_size();
+    if (n > 1)
+        return ts_error(TS_ERR_UNSUPPORTED,
+                        "started by mpirun with %d ranks, but this tensorscope was built without MPI: install libopenmpi-dev and openmpi-bin (scripts/install-deps.sh test) and reconfigure (cmake -S . -B build)",
+                        n);
+    return TS_OK;
+}
+
+ts_status ts_dist_finalize(void) { return TS_OK; }
+
+#endif

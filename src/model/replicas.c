@@ -1,0 +1,159 @@
+/* replicas.c -- a data-parallel replica's part of a run (DESIGN.md §15):
+ * the weight checksum across ranks, the gradient all-reduce before the
+ * step, and after the run every replica's anchors (a replica axis after the
+ * sample axis, §4) and watch results (a row per replica and a reduced row).
+ * Talks to the other ranks only through the collective table (src/dist/
+ * implements it); everything it exchanges is sized at compile. */
+#include "compile/program.h"
+
+#include "diag/metrics.h"
+#include "io/crc32c.h"
+#include "observe/stats.h"
+
+#include <string.h>
+
+int ts_replicas(const ts_model *m) { return m->opts.replicas > 1 ? m->opts.replicas : 1; }
+
+/* The parameters the optimizer updates, in the same order on every rank. */
+static bool trained(const ts_model *m, int s) {
+    int node = m->state[s].node;
+    return m->prog->live[node] && m->prog->needs_grad[node];
+}
+
+ts_status ts_replicas_compile(ts_model *m, ts_prog *p) {
+    int R = ts_replicas(m);
+    m->coll = NULL;
+    if (R == 1) return TS_OK;
+    const ts_collective *c = ts_collective_get();
+    if (!c && !ts_dist_available())
+        return ts_error(TS_ERR_UNSUPPORTED,
+                        "replication %d needs MPI, and this tensorscope was built without it: install libopenmpi-dev and openmpi-bin (scripts/install-deps.sh test), reconfigure, and run under `mpirun -np %d`",
+                        R, R);
+    if (!c)
+        return ts_error(TS_ERR_STATE, "replication %d needs an MPI job of %d ranks: start the program with `mpirun -np %d ...` and call ts_dist_init first",
+                        R, R, R);
+    if (c->size != R)
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "replication %d, but the MPI job has %d ranks: one replica per rank, so use `mpirun -np %d` or replication %d",
+                        R, c->size, R, c->size);
+    size_t W = (size_t)p->n_watch, n = (size_t)R + 1;
+    if (W) {
+        p->rep_gathered = ts_calloc(W * (size_t)R, sizeof *p->rep_gathered);
+        p->rep_summaries = ts_calloc(W * n, sizeof *p->rep_summaries);
+        p->rep_results = ts_calloc(W * n, sizeof *p->rep_results);
+        if (!p->rep_gathered || !p->rep_summaries || !p->rep_results) return TS_ERR_OUT_OF_MEMORY;
+        for (size_t w = 0; w < W; w++)
+            for (size_t r = 0; r < n; r++) {
+                ts_watch_result *res = &p->rep_results[w * n + r];
+                *res = p->watch_results[w];
+                res->summary = &p->rep_summaries[w * n + r];
+                res->replica = r < (size_t)R ? (int)r : -1;
+            }
+    }
+    if (m->n_state && !(p->rep_sums = ts_calloc(n * (size_t)m->n_state, sizeof *p->rep_sums))) return TS_ERR_OUT_OF_MEMORY;
+    m->coll = c;
+    m->next_check = m->steps; /* check before the first run of this program */
+    return TS_OK;
+}
+
+ts_status ts_replicas_before_run(ts_model *m) {
+    if (ts_replicas(m) == 1 || !m->training || m->opts.replica_check == 0 || m->steps < m->next_check) return TS_OK;
+    m->next_check = m->steps + m->opts.replica_check;
+    ts_prog *p = m->prog;
+    int R = m->coll->size, n = m->n_state;
+    uint32_t *mine = p->rep_sums + (size_t)R * (size_t)n, *all = p->rep_sums;
+    for (int s = 0; s < n; s++) {
+        const ts_entry *e = &p->entries[p->value_entry[m->state[s].node]];
+        mine[s] = trained(m, s) ? ts_crc32c(m->g->t[m->state[s].node]->value, (size_t)e->numel * sizeof(float)) : 0;
+    }
+    ts_status st = m->coll->allgather(mine, all, (size_t)n * sizeof *mine, "the exchange of weight checksums");
+    if (st) return st;
+    ts_counter_add("ReplicaWeightChecks", 1);
+    for (int r = 1; r < R; r++)
+        for (int s = 0; s < n; s++)
+            if (all[(size_t)r * (size_t)n + (size_t)s] != all[s])
+                return ts_error(TS_ERR_DIST,
+                                "replicas out of sync after %lld steps: rank %d's '%s' differs from rank 0's (CRC-32C %08x, rank 0 %08x); every rank must start from the same weights (same seed, or the same ts_param_set on every rank)",
+                                (long long)m->steps, r, m->g->t[m->state[s].node]->name, (unsigned)all[(size_t)r * (size_t)n + (size_t)s],
+                                (unsigned)all[s]);
+    return TS_OK;
+}
+
+ts_status ts_replicas_allreduce(ts_model *m) {
+    ts_prog *p = m->prog;
+    uint64_t t0 = ts_now_ns();
+    size_t bytes = 0;
+    for (int s = 0; s < m->n_state; s++) {
+        if (!trained(m, s)) continue;
+        ts_entry *acc = &p->entries[ts_prog_entry_of(p, m->state[s].node, TS_KIND_ACCUM)];
+        ts_status st = m->coll->allreduce_mean_start(acc->data, acc->numel);
+        if (st) return st;
+        bytes += (size_t)acc->numel * sizeof(float);
+    }
+    ts_status st = m->coll->allreduce_wait();
+    if (st) return st;
+    ts_metric_record("AllReduceTime", (double)(ts_now_ns() - t0));
+    ts_metric_record_value("AllReduceBytes", (double)bytes);
+    return TS_OK;
+}
+
+/* [R][rows][T] by rank -> [rows][R][T]: the replica axis after the sample axis. */
+static void place_anchors(ts_prog *p, int R) {
+    for (int k = 0; k < p->n_anchors; k++) {
+        const ts_anchor *a = &p->anchors[k];
+        size_t numel = (size_t)p->entries[a->entry].numel, off = (size_t)(a->local - p->arena_anchors);
+        for (int64_t row = 0; row < a->rows; row++)
+            for (int r = 0; r < R; r++)
+                memcpy(a->data + ((size_t)row * (size_t)R + (size_t)r) * numel,
+                       p->anchor_gathered + (size_t)r * p->anchor_local + off + (size_t)row * numel, numel * sizeof(float));
+    }
+}
+
+/* Rows of the watches taken this run: each replica's, then the reduced one
+ * (the summary of every replica's values together). */
+static void place_watches(ts_model *m, int R) {
+    ts_prog *p = m->prog;
+    size_t n = (size_t)R + 1;
+    ts_stats_partial all, one;
+    for (int w = 0; w < p->n_watch; w++) {
+        if (p->watch_results[w].run != m->runs) continue;
+        for (int r = 0; r <= R; r++) {
+            ts_watch_result *res = &p->rep_results[(size_t)w * n + (size_t)r];
+            res->run = p->watch_results[w].run;
+            res->step = p->watch_results[w].step;
+        }
+        for (int r = 0; r < R; r++) {
+            const ts_summary *s = &p->rep_gathered[(size_t)r * (size_t)p->n_watch + (size_t)w];
+            p->rep_summaries[(size_t)w * n + (size_t)r] = *s;
+            ts_stats_from_summary(s, r == 0 ? &all : &one);
+            if (r > 0) ts_stats_merge(&all, &one);
+        }
+        ts_stats_finish(&all, &p->rep_summaries[(size_t)w * n + (size_t)R]);
+    }
+}
+
+ts_status ts_replicas_after_run(ts_model *m) {
+    if (ts_replicas(m) == 1) return TS_OK;
+    ts_prog *p = m->prog;
+    int R = m->coll->size;
+    uint64_t t0 = ts_now_ns();
+    size_t bytes = 0;
+    if (p->anchor_local) {
+        ts_status st = m->coll->allgather(p->arena_anchors, p->anchor_gathered, p->anchor_local * sizeof(float), "the gather of anchored tensors");
+        if (st) return st;
+        place_anchors(p, R);
+        bytes += p->anchor_local * sizeof(float);
+    }
+    bool due = false;
+    for (int w = 0; w < p->n_watch; w++) due = due || p->watch_results[w].run == m->runs;
+    if (due) { /* the same on every rank: periods and run counts are */
+        ts_status st = m->coll->allgather(p->summaries, p->rep_gathered, (size_t)p->n_watch * sizeof *p->summaries, "the gather of watch summaries");
+        if (st) return st;
+        place_watches(m, R);
+        bytes += (size_t)p->n_watch * sizeof *p->summaries;
+    }
+    if (bytes) {
+        ts_metric_record("ReplicaGatherTime", (double)(ts_now_ns() - t0));
+        ts_metric_record_value("ReplicaGatherBytes", (double)bytes);
+    }
+    return TS_OK;
+}

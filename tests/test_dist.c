@@ -1,0 +1,349 @@
+/* test_dist.c -- data-parallel replicas (DESIGN.md §4 replica axis, §15).
+ *
+ * Alone (as ctest runs it) it checks what a job of one rank says: asking for
+ * replicas without mpirun is a clear error. Under `mpirun -np R`
+ * (tests/test_dist_mpi.sh runs R = 2 and 3) every rank checks:
+ * - same numbers: R replicas of micro-batch b give the same weights after
+ *   10 steps as one process of micro-batch R*b, with SGD + momentum (D=2)
+ *   and with Adam (A=2), to float tolerance;
+ * - the replica axis: an ALL anchor of Gradient___fc1.bias is [S, R, 320]
+ *   whose mean over replicas is the one-process gradient at the first step,
+ *   a FINAL Accum___ is [R, *T] with identical rows;
+ * - watch results: a row per replica (equal to a summary of that replica's
+ *   anchored gradient) and a reduced row over all of them;
+ * - a desync (one rank's weights changed) is TS_ERR_DIST naming the rank and
+ *   the parameter on every rank.
+ * `test_dist hang` is the failure case: the last rank stops answering and
+ * the others must fail within the timeout with a message, and `test_dist die`
+ * kills it (the script checks the time and the message). `test_dist --available` exits 0 iff this build
+ * has MPI. */
+#include <math.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "fixture.h"
+#include "mlp.h"
+#include "tensorscope.h"
+
+enum { B = 4, PIXELS = 784, CLASSES = 10 };
+
+static const char *const PARAMS[] = {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "fc3.weight", "fc3.bias"};
+
+/* n samples of deterministic data, the same on every rank. */
+typedef struct samples {
+    float *x;
+    int32_t *y;
+    int64_t n;
+} samples;
+
+/* Room for n samples; the test stops when there is none. */
+static samples data_new(int64_t n) {
+    samples d = {malloc((size_t)n * PIXELS * sizeof(float)), malloc((size_t)n * sizeof(int32_t)), n};
+    if (!d.x || !d.y) {
+        fprintf(stderr, "test_dist: out of memory for %lld samples\n", (long long)n);
+        exit(1);
+    }
+    return d;
+}
+
+static void data_free(samples *d) {
+    free(d->x);
+    free(d->y);
+}
+
+/* Fills d from `seed`. */
+static void make_data(samples *d, unsigned seed) {
+    uint64_t s = seed * 2654435761u + 1;
+    for (int64_t i = 0; i < d->n * PIXELS; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        d->x[i] = (float)((double)(s >> 40) / (double)(1ull << 24)) * 2.0f - 1.0f;
+    }
+    for (int64_t i = 0; i < d->n; i++) d->y[i] = (int32_t)((i * 7 + seed) % CLASSES);
+}
+
+typedef struct trained {
+    mlp net;
+    ts_model *m;
+    ts_options *o;
+} trained;
+
+static ts_status setup(trained *t, int64_t batch, int replicas, int D, int A, ts_optimizer opt) {
+    memset(t, 0, sizeof *t);
+    ts_status st = test_mlp_build(&t->net, batch, 7);
+    if (st) return st;
+    t->o = ts_options_new();
+    if (!t->o) return TS_ERR_OUT_OF_MEMORY;
+    if ((st = ts_options_set_device_iterations(t->o, D)) || (st = ts_options_set_gradient_accumulation(t->o, A)) ||
+        (st = ts_options_set_threads(t->o, 1)) || (st = ts_options_set_replication(t->o, replicas, 1)))
+        return st;
+    ts_options_anchor(t->o, "g1", "Gradient___fc1.bias", TS_OUTPUT_ALL, 0);
+    ts_options_anchor(t->o, "acc3", "Accum___fc3.bias", TS_OUTPUT_FINAL, 0);
+    ts_options_anchor(t->o, "g3", "Gradient___fc3.bias", TS_OUTPUT_FINAL, 0);
+    ts_options_watch(t->o, "Gradient___fc3.bias", TS_WATCH_STATS | TS_WATCH_HISTOGRAM, 1);
+    if ((st = ts_model_training(&t->m, t->net.g, t->net.loss, t->o, opt))) return st;
+    return ts_model_compile(t->m);
+}
+
+static void teardown(trained *t) {
+    ts_model_free(t->m);
+    ts_options_free(t->o);
+    ts_graph_free(t->net.g);
+}
+
+static ts_status run(ts_model *m, const samples *d) {
+    const char *names[2] = {"x", "labels"};
+    ts_array in[2] = {ts_array_f32(d->x, 4, (int64_t[]){d->n, 1, 28, 28}), ts_array_i32(d->y, 1, (int64_t[]){d->n})};
+    return ts_model_run(m, names, in, 2);
+}
+
+static int weights_close(const trained *a, const trained *b, const char *label, double rtol, double atol) {
+    int failed = 0;
+    for (size_t i = 0; i < sizeof PARAMS / sizeof PARAMS[0]; i++) {
+        ts_array wa, wb;
+        ts_tensor_info(ts_graph_find(a->net.g, PARAMS[i]), &wa);
+        ts_tensor_info(ts_graph_find(b->net.g, PARAMS[i]), &wb);
+        char what[128];
+        snprintf(what, sizeof what, "%s: %s", label, PARAMS[i]);
+        failed |= ts_expect_close(what, wa.data, wb.data, ts_array_numel(&wa), rtol, atol);
+    }
+    return failed;
+}
+
+/* R replicas of micro-batch B against one process of micro-batch R*B. */
+static void same_numbers(int R, const char *label, ts_optimizer opt, int D, int A, int runs, double rtol, double atol) {
+    int64_t S = (int64_t)D * A, n = S * R * B;
+    samples d = data_new(n);
+    trained rep, one;
+    CHECK_OK(setup(&rep, B, R, D, A, opt), "%s: %d replicas of micro-batch %d compile", label, R, B);
+    CHECK_OK(setup(&one, (int64_t)R * B, 1, D, A, opt), "%s: one process of micro-batch %d compiles", label, R * B);
+    if (!rep.m || !one.m) goto out;
+    for (int r = 0; r < runs; r++) {
+        make_data(&d, (unsigned)r);
+        ts_status a = run(rep.m, &d), b = run(one.m, &d);
+        if (a || b) {
+            CHECK(0, "%s: run %d: %s", label, r, ts_last_error());
+            goto out;
+        }
+        if (r == 0) { /* the replica axis, at the first step (same weights) */
+            ts_array g1, g1one, acc;
+            CHECK_OK(ts_model_anchored(rep.m, "g1", &g1), "%s: anchored g1", label);
+            ts_model_anchored(one.m, "g1", &g1one);
+            CHECK(g1.ndim == 3 && g1.shape[0] == S && g1.shape[1] == R && g1.shape[2] == 320, "%s: ALL anchor is [S=%lld, R=%d, 320]: got ndim %d [%lld, %lld, ...]",
+                  label, (long long)S, R, g1.ndim, (long long)g1.shape[0], (long long)g1.shape[1]);
+            float mean[320];
+            for (int i = 0; i < 320; i++) {
+                double s = 0;
+                for (int q = 0; q < R; q++) s += ((const float *)g1.data)[q * 320 + i];
+                mean[i] = (float)(s / R);
+            }
+            CHECK_RESULT(ts_expect_close("mean over replicas of Gradient___fc1.bias[0] = the one-process gradient", mean, g1one.data, 320, 1e-4, 1e-7));
+            CHECK_OK(ts_model_anchored(rep.m, "acc3", &acc), "%s: anchored acc3", label);
+            CHECK(acc.ndim == 2 && acc.shape[0] == R && acc.shape[1] == CLASSES, "%s: FINAL anchor of Accum___fc3.bias is [R, 10]", label);
+            int same = 1;
+            for (int q = 1; q < R; q++) same &= memcmp(acc.data, (const float *)acc.data + q * CLASSES, CLASSES * sizeof(float)) == 0;
+            CHECK(same, "%s: Accum___ (after the all-reduce) is the same on every replica", label);
+            /* watches: a row per replica, then the reduced row */
+            const ts_watch_result *w;
+            size_t nw = 0;
+            ts_array g3;
+            CHECK_OK(ts_model_watch_results(rep.m, &w, &nw), "%s: watch results", label);
+            ts_model_anchored(rep.m, "g3", &g3);
+            CHECK(nw == (size_t)R + 1 && w[R].replica == -1 && w[0].replica == 0, "%s: %zu watch rows: one per replica and the reduced one", label, nw);
+            for (int q = 0; q < R && nw == (size_t)R + 1; q++) {
+                ts_summary s;
+                ts_summarize_f32((const float *)g3.data + q * CLASSES, CLASSES, TS_WATCH_STATS, &s);
+                CHECK(w[q].summary->stats.count == CLASSES && fabs(w[q].summary->stats.mean - s.stats.mean) < 1e-9 &&
+                          fabs(w[q].summary->stats.std - s.stats.std) < 1e-9 && w[q].summary->stats.max == s.stats.max,
+                      "%s: replica %d's row summarises that replica's gradient (mean %.6g)", label, q, s.stats.mean);
+            }
+            if (nw == (size_t)R + 1) {
+                ts_summary all;
+                ts_summarize_f32(g3.data, (int64_t)R * CLASSES, TS_WATCH_STATS | TS_WATCH_HISTOGRAM, &all);
+                const ts_summary *red = w[R].summary;
+                int64_t hist = 0;
+                for (int k = 0; k < TS_LOG2_BINS; k++) hist += red->log2_counts[k] == all.log2_counts[k] ? 0 : 1;
+                double tol = 1e-6 * all.stats.std; /* merged moments vs one pass: rounding only */
+                CHECK(red->stats.count == R * CLASSES && fabs(red->stats.mean - all.stats.mean) <= tol &&
+                          fabs(red->stats.std - all.stats.std) <= tol && red->stats.min == all.stats.min &&
+                          red->stats.max == all.stats.max && hist == 0,
+                      "%s: the reduced row is the summary of every replica's values (n=%lld, mean %.6g vs %.6g, std %.6g vs %.6g)",
+                      label, (long long)red->stats.count, red->stats.mean, all.stats.mean, red->stats.std, all.stats.std);
+            }
+        }
+    }
+    CHECK(ts_model_steps(rep.m) == (int64_t)D * runs, "%s: %lld steps", label, (long long)ts_model_steps(rep.m));
+    CHECK_RESULT(weights_close(&rep, &one, label, rtol, atol));
+out:
+    teardown(&rep);
+    teardown(&one);
+    data_free(&d);
+}
+
+/* A pipeline of K stages against the same model in one process. */
+static void pipeline_numbers(int K, const char *label, ts_optimizer opt, int D, int A, int runs, double rtol, double atol) {
+    int64_t n = (int64_t)D * A * B;
+    samples d = data_new(n);
+    const char *splits[] = {"fc2", "fc3"};
+    trained pipe, one;
+    CHECK_OK(setup(&pipe, B, 1, D, A, opt), "%s: model", label);
+    CHECK_OK(setup(&one, B, 1, D, A, opt), "%s: the unpipelined model", label);
+    ts_model_free(pipe.m);
+    pipe.m = NULL;
+    ts_outfeed *q = NULL; /* Relu:0 is stage 0's: only rank 0 computes it */
+    ts_outfeed_config qc = {.name = "stage0", .mode = TS_OUTFEED_ALL, .depth = 64, .drop_when_full = 1};
+    CHECK_OK(ts_outfeed_new(&q, &qc), "%s: outfeed", label);
+    ts_outfeed_add(pipe.net.g, q, "relu", ts_graph_find(pipe.net.g, "Relu:0"));
+    CHECK_OK(ts_options_set_pipeline(pipe.o, K, splits, K - 1), "%s: %d stages split at fc2%s", label, K, K > 2 ? ", fc3" : "");
+    ts_options_anchor(pipe.o, "loss_all", "loss", TS_OUTPUT_ALL, 0);
+    ts_options_anchor(one.o, "loss_all", "loss", TS_OUTPUT_ALL, 0);
+    ts_model_free(one.m);
+    one.m = NULL;
+    CHECK_OK(ts_model_training(&pipe.m, pipe.net.g, pipe.net.loss, pipe.o, opt), "%s: pipelined model", label);
+    CHECK_OK(ts_model_training(&one.m, one.net.g, one.net.loss, one.o, opt), "%s: reference model", label);
+    if (!pipe.m || !one.m) goto out;
+    for (int r = 0; r < runs; r++) {
+        make_data(&d, (unsigned)r + 11);
+        ts_status a = run(pipe.m, &d), b = run(one.m, &d);
+        if (a || b) {
+            CHECK(0, "%s: run %d: %s", label, r, ts_last_error());
+            goto out;
+        }
+        if (r == runs - 1) { /* anchors of the first and the last stage reach every rank */
+            ts_array g1p, g1o, lp, lo;
+            CHECK_OK(ts_model_anchored(pipe.m, "g1", &g1p), "%s: Gradient___fc1.bias (stage 0) anchored on rank %d", label, ts_dist_rank());
+            ts_model_anchored(one.m, "g1", &g1o);
+            CHECK(g1p.ndim == 2 && g1p.shape[0] == D * A, "%s: ALL anchor shape [S, 320], no replica axis", label);
+            CHECK_RESULT(ts_expect_close("pipelined Gradient___fc1.bias = unpipelined", g1p.data, g1o.data, ts_array_numel(&g1o), rtol, 1e-7));
+            CHECK_OK(ts_model_anchored(pipe.m, "loss_all", &lp), "%s: loss (last stage) anchored on rank %d", label, ts_dist_rank());
+            ts_model_anchored(one.m, "loss_all", &lo);
+            CHECK_RESULT(ts_expect_close("pipelined loss = unpipelined", lp.data, lo.data, ts_array_numel(&lo), rtol, 1e-6));
+        }
+    }
+    CHECK(ts_model_steps(pipe.m) == (int64_t)D * runs, "%s: %lld steps", label, (long long)ts_model_steps(pipe.m));
+    CHECK_RESULT(weights_close(&pipe, &one, label, rtol, atol));
+    ts_outfeed_counts c = ts_outfeed_get_counts(q);
+    int64_t want = ts_dist_rank() == 0 ? (int64_t)runs * D * A : 0;
+    CHECK(c.enqueued + c.dropped == want, "%s: rank %d computed Relu:0 (stage 0) %lld times, expected %lld", label, ts_dist_rank(),
+          (long long)(c.enqueued + c.dropped), (long long)want);
+out:
+    teardown(&pipe);
+    ts_outfeed_free(q);
+    teardown(&one);
+    data_free(&d);
+}
+
+/* One rank's weights changed behind the model's back. */
+static void desync(int R) {
+    int64_t n = (int64_t)R * B;
+    samples d = data_new(n);
+    trained t;
+    CHECK_OK(setup(&t, B, R, 1, 1, ts_sgd(0.01f, 0, 0)), "desync: compile");
+    make_data(&d, 3);
+    CHECK_OK(run(t.m, &d), "desync: a first run in step");
+    if (ts_dist_rank() == R - 1) {
+        ts_tensor *p = ts_graph_find(t.net.g, "fc2.bias");
+        ts_array v;
+        ts_tensor_info(p, &v);
+        float *bump = malloc((size_t)ts_array_numel(&v) * sizeof *bump);
+        memcpy(bump, v.data, (size_t)ts_array_numel(&v) * sizeof *bump);
+        bump[5] += 1e-3f;
+        ts_array b = ts_array_f32(bump, v.ndim, v.shape);
+        ts_param_set(p, &b);
+        free(bump);
+    }
+    ts_status st = run(t.m, &d);
+    char want[64];
+    snprintf(want, sizeof want, "rank %d's 'fc2.bias'", R - 1);
+    CHECK(st == TS_ERR_DIST && strstr(ts_last_error(), want) && strstr(ts_last_error(), "out of sync"),
+          "desync: TS_ERR_DIST naming the rank and the parameter on rank %d: %s", ts_dist_rank(), ts_last_error());
+    teardown(&t);
+    data_free(&d);
+}
+
+/* Outfeed records say which replica produced them. */
+static void outfeed_tagged(int R) {
+    int64_t n = (int64_t)R * B;
+    samples d = data_new(n);
+    mlp net;
+    ts_outfeed *q = NULL;
+    ts_model *m = NULL;
+    ts_options *o = ts_options_new();
+    ts_outfeed_config qc = {.name = "replica", .mode = TS_OUTFEED_ALL, .depth = 4};
+    CHECK_OK(test_mlp_build(&net, B, 7), "outfeed: build");
+    CHECK_OK(ts_outfeed_new(&q, &qc), "outfeed: new queue");
+    ts_outfeed_add(net.g, q, "relu", ts_graph_find(net.g, "Relu:0"));
+    ts_options_set_replication(o, R, 0);
+    ts_options_set_threads(o, 1);
+    CHECK_OK(ts_model_training(&m, net.g, net.loss, o, ts_sgd(0.01f, 0, 0)), "outfeed: model");
+    make_data(&d, 5);
+    CHECK_OK(run(m, &d), "outfeed: run");
+    ts_outfeed_record rec;
+    CHECK_OK(ts_outfeed_dequeue(q, &rec, 1000), "outfeed: a record");
+    CHECK(rec.replica == ts_dist_rank() && rec.array.shape[0] == B, "outfeed: the record of Relu:0 [%lld, ...] carries replica %d on rank %d",
+          (long long)rec.array.shape[0], rec.replica, ts_dist_rank());
+    ts_model_free(m);
+    ts_outfeed_free(q);
+    ts_options_free(o);
+    ts_graph_free(net.g);
+    data_free(&d);
+}
+
+/* The last rank stops answering (or dies); the others' next collective must
+ * fail within the timeout, or mpirun ends the job. */
+static int hang(int R, bool die) {
+    ts_dist_set_timeout(2.0);
+    int64_t n = (int64_t)R * B;
+    samples d = data_new(n);
+    trained t;
+    if (setup(&t, B, R, 1, 1, ts_sgd(0.01f, 0, 0))) return 2;
+    make_data(&d, 1);
+    if (ts_dist_rank() == R - 1) {
+        if (die) raise(SIGKILL);
+        sleep(60); /* hangs: mpirun ends it when the others abort */
+    }
+    ts_status st = run(t.m, &d);
+    fprintf(stderr, "rank %d: run: %s: %s\n", ts_dist_rank(), ts_status_name(st), ts_last_error());
+    ts_dist_finalize(); /* after TS_ERR_DIST: ends the job */
+    return st == TS_ERR_DIST ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--available") == 0) return ts_dist_available() ? 0 : 1;
+    if (ts_dist_init(&argc, &argv)) {
+        fprintf(stderr, "%s\n", ts_last_error());
+        return 1;
+    }
+    int R = ts_dist_size();
+    if (argc > 1 && strcmp(argv[1], "hang") == 0) return hang(R, false);
+    if (argc > 1 && strcmp(argv[1], "die") == 0) return hang(R, true);
+    if (R == 1) {
+        trained t;
+        ts_status st = setup(&t, B, 2, 1, 1, ts_sgd(0.01f, 0, 0));
+        CHECK((st == TS_ERR_STATE || st == TS_ERR_UNSUPPORTED) && strstr(ts_last_error(), "mpirun -np 2"),
+              "replication 2 outside an MPI job says how to start one: %s", ts_last_error());
+        teardown(&t);
+        ts_options *o = ts_options_new();
+        CHECK(ts_options_set_replication(o, 0, 1) == TS_ERR_INVALID_ARGUMENT, "replication 0 is refused: %s", ts_last_error());
+        CHECK(ts_options_set_replication(o, 2, -1) == TS_ERR_INVALID_ARGUMENT, "a negative check period is refused: %s", ts_last_error());
+        ts_options_free(o);
+        CHECK(ts_dist_rank() == 0 && ts_dist_size() == 1, "outside a job: rank 0 of 1");
+    } else {
+        printf("rank %d of %d\n", ts_dist_rank(), R);
+        same_numbers(R, "sgd momentum D=2", ts_sgd(0.05f, 0.9f, 0.0f), 2, 1, 5, 1e-4, 1e-6);
+        same_numbers(R, "adam A=2", ts_adam(1e-3f), 1, 2, 10, 1e-4, 1e-5);
+        if (R <= 3) {
+            pipeline_numbers(R, "pipeline sgd momentum D=2 A=2", ts_sgd(0.05f, 0.9f, 0.0f), 2, 2, 5, 1e-4, 1e-6);
+            pipeline_numbers(R, "pipeline adam A=3", ts_adam(1e-3f), 1, 3, 10, 1e-4, 1e-5);
+        }
+        outfeed_tagged(R);
+        desync(R);
+    }
+    int rc = check_summary("test_dist");
+    ts_dist_finalize();
+    return rc;
+}

@@ -1,0 +1,104 @@
+#!/bin/bash
+# test_dist_mpi.sh -- replicas under mpirun (DESIGN.md §15): test_dist with 2
+# and 3 ranks (same numbers, the replica axis, per-replica watch rows, a
+# desync, 2- and 3-stage pipelines), a rank that hangs and a rank that dies
+# (the others must stop with a message within the timeout, never hang), and
+# the CLI under mpirun (rank 0 alone prints and writes; anchors keep the
+# replica axis; the per-replica stats table; a 2-stage pipeline trains like
+# one process). Skipped (exit 77) when the build has no MPI or mpirun is
+# missing: `scripts/install-deps.sh test` installs OpenMPI.
+set -u
+
+BUILD=${TS_BUILD_DIR:?set TS_BUILD_DIR to the CMake build directory}
+SRC=${TS_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+DATA=$SRC/data/mnist
+PY=/usr/bin/python3
+
+command -v mpirun >/dev/null || { echo "SKIP: mpirun not found (apt-get install openmpi-bin)"; exit 77; }
+"$BUILD/test_dist" --available || { echo "SKIP: built without MPI (apt-get install libopenmpi-dev, reconfigure)"; exit 77; }
+
+# CI runs as root; OpenMPI refuses that unless told. Two cores: oversubscribe.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+MPIRUN=(mpirun --oversubscribe --bind-to none)
+# Under AddressSanitizer (make test-asan) memory errors stay fatal, but leak
+# checks are off for the ranks: OpenMPI's plugins leak at MPI_Finalize and are
+# unloaded by then, leaving no symbols to suppress. test_dist alone (ctest)
+# and every other test keep the leak check.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+
+passed=0 failed=0
+ok() { echo "ok   $*"; passed=$((passed + 1)); }
+fail() { echo "FAIL $*"; failed=$((failed + 1)); }
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/ts_dist.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+
+for np in 2 3; do
+    if timeout 300 "${MPIRUN[@]}" -np "$np" "$BUILD/test_dist" >"$T/np$np.out" 2>&1; then
+        ok "test_dist under mpirun -np $np ($(grep -c '^ok' "$T/np$np.out") checks passed over the ranks)"
+    else
+        fail "test_dist under mpirun -np $np:"
+        grep -E 'FAIL|rror' "$T/np$np.out" | head -20
+    fi
+done
+
+# A rank that hangs, then one that dies: the job ends, non-zero, with a message.
+for mode in hang die; do
+    start=$(date +%s)
+    timeout 60 "${MPIRUN[@]}" -np 2 "$BUILD/test_dist" "$mode" >"$T/$mode.out" 2>&1
+    rc=$? secs=$(($(date +%s) - start))
+    if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$secs" -lt 30 ] && grep -q "$([ $mode = hang ] && echo 'did not complete within 2 s' || echo 'rank 1')" "$T/$mode.out"; then
+        ok "a rank that ${mode}s stops the job in ${secs} s with exit $rc and a message"
+    else
+        fail "a rank that ${mode}s: exit $rc after ${secs} s:"
+        tail -20 "$T/$mode.out"
+    fi
+done
+
+# The CLI: mpirun -np 2 tensorscope train with an anchor and the stats table.
+if [ -f "$DATA/t10k-images-idx3-ubyte.gz" ]; then
+    cd "$T" || exit 1
+    timeout 300 "${MPIRUN[@]}" -np 2 "$BUILD/tensorscope" train --data "$DATA" --batch-size 32 --holdout 500 --max-steps 20 --threads 1 \
+        --anchor 'Gradient___fc1.bias:all' --stats --dump-npy dump --quiet >cli.out 2>cli.err
+    rc=$?
+    if [ $rc -eq 0 ]; then ok "mpirun -np 2 tensorscope train exits 0"; else fail "mpirun -np 2 tensorscope train: exit $rc"; cat cli.err; fi
+    n=$(grep -c '^epoch 1/1' cli.out)
+    [ "$n" -eq 1 ] && ok "rank 0 alone prints (one epoch line)" || fail "expected one epoch line, got $n"
+    # the same training in one process with the combined batch: the same loss and accuracy
+    "$BUILD/tensorscope" train --data "$DATA" --batch-size 64 --holdout 500 --max-steps 20 --threads 1 --quiet >one.out 2>&1
+    two=$(grep -o 'loss [0-9.]*  held-out accuracy [0-9.]*%' cli.out) one=$(grep -o 'loss [0-9.]*  held-out accuracy [0-9.]*%' one.out)
+    [ -n "$two" ] && [ "$two" = "$one" ] && ok "2 replicas of batch 32 train like one process of batch 64 ($two)" || fail "2 replicas: '$two', one process: '$one'"
+    grep -q 'replicas: 2' cli.out && ok "the run says it has 2 replicas" || fail "no 'replicas: 2' line in the output"
+    rows=$(grep -cE 'Gradient___fc1\.bias\[(0|1|all)\]' cli.out)
+    [ "$rows" -eq 3 ] && ok "the stats table has a row per replica and the reduced row" || { fail "stats rows for Gradient___fc1.bias: $rows, expected 3"; cat cli.out; }
+    if "$PY" - dump/Gradient___fc1.bias.npy <<'EOF'; then ok "the anchored array has the replica axis [S, R, 320]"; else fail "the anchored array's shape"; fi
+import sys, numpy as np
+a = np.load(sys.argv[1])
+print("Gradient___fc1.bias.npy", a.shape, a.dtype)
+assert a.shape == (1, 2, 320), a.shape
+assert not np.array_equal(a[0, 0], a[0, 1]), "the replicas saw different samples, so their gradients differ"
+EOF
+    # the library's own files (TS_METRICS_FILE): rank 0 alone appends, as many blocks as one process
+    TS_METRICS_FILE=two.met timeout 120 "${MPIRUN[@]}" -np 2 -x TS_METRICS_FILE "$BUILD/tensorscope" train --data "$DATA" --max-steps 3 \
+        --holdout 128 --threads 1 --quiet >/dev/null 2>&1
+    TS_METRICS_FILE=one.met "$BUILD/tensorscope" train --data "$DATA" --max-steps 3 --holdout 128 --threads 1 --quiet >/dev/null 2>&1
+    two=$(grep -c 'Metric: ExecuteTime' two.met 2>/dev/null) one=$(grep -c 'Metric: ExecuteTime' one.met 2>/dev/null)
+    [ -n "$one" ] && [ "$one" -gt 0 ] && [ "$two" = "$one" ] && ok "TS_METRICS_FILE is written by rank 0 alone ($two blocks, one process: $one)" \
+        || fail "TS_METRICS_FILE blocks: 2 ranks $two, one process $one"
+    # a 2-stage pipeline of the MLP trains like the unpipelined one (A = 4 micro-batches a step)
+    timeout 300 "${MPIRUN[@]}" -np 2 "$BUILD/tensorscope" train --data "$DATA" --batch-size 16 --gradient-accumulation-count 4 --holdout 500 \
+        --max-steps 30 --threads 1 --pipeline-stages 2 --split-at fc2 --quiet --metrics --log-verbosity 4 >pipe.out 2>pipe.err
+    rc=$?
+    [ $rc -eq 0 ] && ok "mpirun -np 2 tensorscope train --pipeline-stages 2 --split-at fc2 exits 0" || { fail "2-stage pipeline: exit $rc"; tail -5 pipe.err; }
+    "$BUILD/tensorscope" train --data "$DATA" --batch-size 16 --gradient-accumulation-count 4 --holdout 500 --max-steps 30 --threads 1 --quiet >one4.out 2>&1
+    two=$(grep -o 'loss [0-9.]*  held-out accuracy [0-9.]*%' pipe.out) one=$(grep -o 'loss [0-9.]*  held-out accuracy [0-9.]*%' one4.out)
+    [ -n "$two" ] && [ "$two" = "$one" ] && ok "the 2-stage pipeline trains like one process ($two)" || fail "pipeline: '$two', one process: '$one'"
+    grep -q 'rank 1 (stage 1, from fc2): F0 B0 F1 B1' pipe.err && ok "the schedule is logged at level 4" || fail "no schedule in the log"
+    grep -q 'Metric: PipelineBubblePercent' pipe.out && ok "the metrics report has the bubble" || fail "no PipelineBubblePercent in the metrics"
+    timeout 60 "${MPIRUN[@]}" -np 2 "$BUILD/tensorscope" train --data "$DATA" --pipeline-stages 2 --split-at nosuchscope --max-steps 1 --quiet >bad.out 2>bad.err
+    rc=$?
+    [ $rc -ne 0 ] && grep -q "no op of scope 'nosuchscope'" bad.err && ok "an unknown split scope is a clear error (exit $rc)" || { fail "unknown split scope: exit $rc"; tail -5 bad.err; }
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
