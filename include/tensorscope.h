@@ -5,10 +5,12 @@
  * see any tensor of that graph (activations, gradients, accumulated
  * gradients, updated weights, optimizer state) while training runs.
  *
- * This header is the specification. Every function returns a ts_status (or a
- * handle that is NULL on failure) and keeps a per-thread message readable with
- * ts_last_error(). The library never exits and never prints unless asked:
- * it logs through a callback you may replace (ts_set_log_callback).
+ * This header is the specification; the design notes behind it are in
+ * docs/ (docs/README.md), which the section references below point to.
+ * Every function returns a ts_status (or a handle that is NULL on failure)
+ * and keeps a per-thread message readable with ts_last_error(). The library
+ * never exits and never prints unless asked: it logs through a callback you
+ * may replace (ts_set_log_callback).
  *
  * Worked example: the tutorial MLP, trained one run at a time.
  *
@@ -370,8 +372,17 @@ TS_API ts_status ts_tensor_set_name(ts_tensor *t, const char *name);
 TS_API const char *ts_tensor_name(const ts_tensor *t);
 /* Shape (and a view of a parameter's values in `out->data`, NULL otherwise). */
 TS_API ts_status ts_tensor_info(const ts_tensor *t, ts_array *out);
+/* The one rule for every tensor pattern (anchors, watches, outfeed filters,
+ * the CLI's --anchor, --watch, --outfeed, --print-tensor): a pattern with
+ * `*`, `?` or `[` is a glob over the whole name (fnmatch, `*` crosses `/`);
+ * any other pattern is one name, matched exactly and case-sensitively.
+ * Returns 1 on a match. */
+TS_API int ts_name_matches(const char *pattern, const char *name);
 /* Finds a tensor of the graph by name (parameters, inputs, op outputs). */
 TS_API ts_tensor *ts_graph_find(const ts_graph *g, const char *name);
+/* The (up to) three tensor names of the graph closest to `name`, quoted and
+ * comma-separated, for "did you mean" messages; returns buf. */
+TS_API const char *ts_graph_closest_names(const ts_graph *g, const char *name, char *buf, size_t n);
 /* Every tensor of the graph in build order (i < ts_graph_tensor_count). */
 TS_API size_t ts_graph_tensor_count(const ts_graph *g);
 TS_API ts_tensor *ts_graph_tensor_at(const ts_graph *g, size_t i);
@@ -456,13 +467,13 @@ TS_API ts_status ts_options_set_gradient_accumulation(ts_options *o, int a);
 /* Global output mode of anchors that do not set their own (period for
  * EVERY_N, else 0). */
 TS_API ts_status ts_options_set_output_mode(ts_options *o, ts_output_mode m, int period);
-/* Anchors `tensor_name` (a glob is not accepted here; see
- * ts_model_tensor_names) under `short_name`. mode DEFAULT = use the global
- * mode. Names are checked at compile. */
+/* Anchors `tensor_name` under `short_name` (NULL = the tensor's name); a
+ * glob (ts_name_matches) anchors every match under its own name. mode
+ * DEFAULT = use the global mode. Names are checked at compile. */
 TS_API ts_status ts_options_anchor(ts_options *o, const char *short_name,
                                    const char *tensor_name, ts_output_mode mode, int period);
-/* Summaries of every tensor whose name matches `pattern` (glob if it has
- * *, ? or [, else substring), every `period` runs (>= 1). */
+/* Summaries of every tensor whose name matches `pattern` (ts_name_matches:
+ * a glob, or one exact name), every `period` runs (>= 1). */
 TS_API ts_status ts_options_watch(ts_options *o, const char *pattern, int what, int period);
 TS_API ts_status ts_options_set_check_numerics(ts_options *o, ts_check_numerics c);
 /* Worker threads for elementwise ops and reductions (0 = number of cores). */
@@ -507,6 +518,28 @@ TS_API ts_optimizer ts_sgd(float lr, float momentum, float weight_decay);
 TS_API ts_optimizer ts_adam(float lr);
 TS_API ts_optimizer ts_adamw(float lr, float weight_decay);
 
+/* Learning-rate schedules, evaluated at every optimizer step t (0-based):
+ * a linear warmup over the first W steps, lr * (t + 1) / W (PyTorch's
+ * LinearLR(1/W, 1, W - 1)), then with u = t - W
+ *   CONSTANT  lr
+ *   STEP      lr * gamma^floor(u / step_size)          (StepLR)
+ *   COSINE    min_lr + (lr - min_lr)(1 + cos(pi min(u, T) / T)) / 2, T =
+ *             total_steps                           (CosineAnnealingLR) */
+typedef enum ts_lr_schedule_kind { TS_LR_CONSTANT = 0, TS_LR_STEP, TS_LR_COSINE } ts_lr_schedule_kind;
+typedef struct ts_lr_schedule {
+    ts_lr_schedule_kind kind;
+    int64_t warmup_steps; /* W >= 0 (0 = none) */
+    int64_t step_size;    /* STEP: >= 1 */
+    double gamma;         /* STEP: >= 0 */
+    int64_t total_steps;  /* COSINE: T >= 1, the steps after warmup */
+    double min_lr;        /* COSINE: >= 0 */
+} ts_lr_schedule;
+/* Case-insensitive "constant", "step", "cosine". */
+TS_API ts_status ts_lr_schedule_parse(const char *s, ts_lr_schedule_kind *out);
+TS_API const char *ts_lr_schedule_name(ts_lr_schedule_kind k);
+/* The learning rate of step t for a base rate (no checks: see above). */
+TS_API double ts_lr_at(const ts_lr_schedule *s, double base_lr, int64_t t);
+
 /* ----------------------------------------------------------------- model */
 
 typedef struct ts_model ts_model;
@@ -544,6 +577,11 @@ TS_API ts_status ts_model_anchored(const ts_model *m, const char *short_name, ts
 /* Short names of every anchor of the compiled model (globs expanded), in
  * the order they were resolved. Valid until the next compile or free. */
 TS_API ts_status ts_model_anchor_list(const ts_model *m, const char *const **short_names, size_t *n);
+/* Follows `s` from the next optimizer step on, counted from step 0 of the
+ * model (the optimizer's lr is the base rate); NULL = constant. */
+TS_API ts_status ts_model_set_lr_schedule(ts_model *m, const ts_lr_schedule *s);
+/* The learning rate of the last optimizer step (the next one's before any). */
+TS_API double ts_model_learning_rate(const ts_model *m);
 /* Runs so far, and optimizer steps so far. */
 TS_API int64_t ts_model_runs(const ts_model *m);
 TS_API int64_t ts_model_steps(const ts_model *m);
@@ -552,7 +590,7 @@ TS_API double ts_model_flops_per_microbatch(const ts_model *m);
 
 /* ------------------------------------------------------------- summaries */
 
-/* One fused pass over a tensor (DESIGN.md §7). Moments, min and max cover
+/* One fused pass over a tensor (docs/observation.md#summaries). Moments, min and max cover
  * the finite values only; the counts say what else was there. */
 typedef struct ts_stats {
     int64_t count;    /* all elements */
@@ -619,6 +657,11 @@ TS_API ts_status ts_model_watch_results(const ts_model *m, const ts_watch_result
  * the arrays, zeros placed at min - 2, title "Gradient Histogram", y label
  * "Frequency". PNG via cairo. */
 TS_API ts_status ts_plot_gradient_histogram(const char *png_path, const ts_array *arrays, int n);
+/* The same, with the zeros bar labelled "zeros: N", the count of values and
+ * of NaN/+Inf/-Inf (not plotted) in a corner, and `caption` (which tensors,
+ * which step; NULL for none) under it. */
+TS_API ts_status ts_plot_gradient_histogram_captioned(const char *png_path, const ts_array *arrays, int n,
+                                                      const char *caption);
 /* Line plot of up to 8 named series sharing an x axis (loss and accuracy
  * curves). PNG (or SVG when the path ends in .svg). */
 typedef struct ts_series {
@@ -628,6 +671,16 @@ typedef struct ts_series {
 } ts_series;
 TS_API ts_status ts_plot_lines(const char *path, const char *title, const char *x_label,
                                const ts_series *series, int n_series);
+/* Up to 4 panels stacked over one x axis, each with its own y axis and
+ * label (loss above, accuracy below). Series of up to 50 points get a dot
+ * on every point. */
+typedef struct ts_plot_panel {
+    const char *y_label;
+    const ts_series *series;
+    int n_series;
+} ts_plot_panel;
+TS_API ts_status ts_plot_panels(const char *path, const char *title, const char *x_label,
+                                const ts_plot_panel *panels, int n_panels);
 
 /* Attention probabilities of one sample, [heads, T, T] (rows: queries,
  * columns: keys), one panel per head (4 a row), viridis over [0, max], a
@@ -693,7 +746,7 @@ typedef struct ts_outfeed_config {
     ts_outfeed_mode mode;       /* ALL: every enqueue; LAST: only the latest per key */
     int depth;                  /* records held before the producer waits (>= 1) */
     const char *const *filters; /* NULL = all keys; n_filters = 0 with non-NULL = none */
-    int n_filters;              /* glob if it has *, ? or [, else substring */
+    int n_filters;              /* each a pattern as in ts_name_matches */
     int drop_when_full;         /* 0 (default): block the producer; 1: drop and count */
 } ts_outfeed_config;
 typedef struct ts_outfeed_record {
@@ -738,6 +791,17 @@ TS_API ts_status ts_tb_scalar(ts_tb_writer *w, const char *tag, int64_t step, do
 TS_API ts_status ts_tb_histogram(ts_tb_writer *w, const char *tag, int64_t step,
                                  const ts_summary *s);
 TS_API ts_status ts_tb_text(ts_tb_writer *w, const char *tag, int64_t step, const char *text);
+/* The run's hyperparameters for TensorBoard's HParams dashboard (its
+ * session start): each a number, or a string when `text` is not NULL. The
+ * dashboard shows them beside the run's last scalar values. */
+typedef struct ts_tb_hparam {
+    const char *name;
+    const char *text;
+    double number;
+} ts_tb_hparam;
+TS_API ts_status ts_tb_hparams(ts_tb_writer *w, const ts_tb_hparam *hp, int n);
+/* The session's end for the HParams dashboard: success or failure. */
+TS_API ts_status ts_tb_hparams_end(ts_tb_writer *w, int success);
 /* An image (PNG bytes, e.g. from ts_plot_attention_png) for the images
  * dashboard. */
 TS_API ts_status ts_tb_image(ts_tb_writer *w, const char *tag, int64_t step, const void *png, size_t n,
@@ -894,6 +958,22 @@ TS_API int64_t ts_loader_batches(const ts_loader *l);
  * group is returned whole when drop_last is off. */
 TS_API ts_status ts_loader_next(ts_loader *l, int n, ts_array *images, ts_array *labels);
 
+/* Epochs the loader has started (0 before the first batch). */
+TS_API int64_t ts_loader_epoch(const ts_loader *l);
+
+/* ----------------------------------------------------------- checkpoints */
+
+/* A compiled training model's whole state -- parameters, optimizer state
+ * (momentum, Adam moments and step counts), run and step counts -- and,
+ * when `l` is not NULL, the data loader's position and shuffle RNG, in one
+ * versioned file (docs/formats.md) written atomically: a crash never
+ * leaves a half-written checkpoint. Loading it into the same model (same
+ * graph, optimizer and options, freshly compiled) and loader (same data
+ * and configuration) continues exactly where it was: the following runs
+ * write the same weights, bit for bit, as a run never interrupted. A
+ * checkpoint that does not fit is refused and changes nothing. */
+TS_API ts_status ts_checkpoint_save(const char *path, const ts_model *m, const ts_loader *l);
+TS_API ts_status ts_checkpoint_load(const char *path, ts_model *m, ts_loader *l);
 /* ------------------------------------------------------- text corpora */
 
 /* A text file (or DIR/input.txt) as a character corpus: the vocabulary is

@@ -2,17 +2,21 @@
 # Installs what tensorscope needs on Debian 12, skipping what is present.
 # Usage: scripts/install-deps.sh [build|test]
 #   build: compilers and libraries to build the library, CLI and demo
-#   test:  also the reference tools the tests use (PyTorch, NumPy, Graphviz)
-#          and OpenMPI (the replica tests run under mpirun; optional to build)
+#   test:  also the reference tools the tests use (PyTorch, NumPy, Graphviz,
+#          headless Chromium for the TensorBoard screenshots) and OpenMPI
+#          (the replica tests run under mpirun; optional to build)
 set -euo pipefail
 what=${1:-build}
 
 pkgs=(build-essential cmake pkg-config zlib1g-dev libopenblas-dev
       libcairo2-dev libprotobuf-c-dev protobuf-c-compiler libarchive-dev
-      libunwind-dev binutils) # binutils: addr2line, file:line in crash reports
+      libunwind-dev binutils # binutils: addr2line, file:line in crash reports
+      # libarchive's private dependencies, for linking libtensorscope.a
+      # statically (pkg-config --static): -lacl -lzstd -llz4
+      libacl1-dev libzstd-dev liblz4-dev)
 if [ "$what" = test ]; then
-  pkgs+=(python3-torch python3-numpy python3-venv python3-pip graphviz clang
-         libclang-rt-14-dev libopenmpi-dev openmpi-bin)
+  pkgs+=(python3-torch python3-numpy python3-venv python3-pip python3-pil graphviz clang
+         libclang-rt-14-dev chromium libopenmpi-dev openmpi-bin)
 fi
 
 missing=()

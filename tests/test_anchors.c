@@ -1,4 +1,4 @@
-/* test_anchors.c -- output modes of anchors (DESIGN.md §4): returned shapes
+/* test_anchors.c -- output modes of anchors (docs/architecture.md#output-modes): returned shapes
  * and values for FINAL, EVERY_N, ALL, SUM and DEFAULT, over several device
  * iterations D and gradient accumulations A, for per-micro-batch tensors
  * (input, activation, loss, gradients) and per-step tensors (parameter

@@ -168,7 +168,7 @@ check "--metrics: 'Metric: ExecuteTime' with TotalSamples, 'Counter: Runs' = $ru
 # ---- outfeed: activations and fc3 gradients, D=2, A=2
 outfeed() { # outfeed NAME EXTRA...: sets runs, keys (KEY COUNT lines) and total
     run "$1" "$BIN" train "${T_ARGS[@]}" --batch-size 500 --max-steps 3 --repeat-count 2 \
-        --gradient-accumulation-count 2 --outfeed Relu --outfeed 'fc3*_grad' "${@:2}"
+        --gradient-accumulation-count 2 --outfeed 'Relu:*' --outfeed 'fc3*_grad' "${@:2}"
     runs=$(sed -n 's/^trained \([0-9]*\) runs.*/\1/p' "$1.out")
     # shellcheck disable=SC2034 # read in check's eval
     total=$(sed -n 's/^outfeed: \([0-9]*\) records.*/\1/p' "$1.out")

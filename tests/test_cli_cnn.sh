@@ -55,7 +55,7 @@ check "print op: bn2/BatchNorm:0 and its gradient printed with the shape [100,16
     eval 'has train.err "bn2/BatchNorm:0: f32\[100,16,10,10\]" && has train.err "bn2/BatchNorm:0_gradient: f32\[100,16,10,10\]"'
 check "outfeed: Relu:0 and conv1.weight_grad records ($(grep '^outfeed:' train.out))" \
     eval 'has train.out "^outfeed: .*Relu:0 x[1-9]" && has train.out "conv1.weight_grad x6"'
-check "TensorBoard event file written" eval 'ls tb/*tfevents* > /dev/null 2>&1'
+check "TensorBoard event file written (in the run's subdirectory)" eval 'ls tb/*/*tfevents* > /dev/null 2>&1'
 check "metrics: OpTime.Conv2d and OpTime.BatchNorm recorded" eval 'hasf train.out "OpTime.Conv2d" && hasf train.out "OpTime.BatchNorm"'
 for f in pics/feature_maps_Relu_0_1.png pics/feature_maps_MaxPool2d_1_0.png pics/filters_conv1.weight.png pics/filters_conv2.weight.png; do
     check "picture $f is a PNG" png "$f"

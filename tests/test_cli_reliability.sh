@@ -117,7 +117,7 @@ interrupt() { # interrupt SIG DIR: train in the background, signal it once train
     local pid=$!
     set +m
     for _ in $(seq 600); do
-        grep -q "loss" "$d/tb"/events.* 2> /dev/null && break
+        grep -q "loss" "$d/tb"/*/events.* 2> /dev/null && break
         sleep 0.1
     done
     sleep 1
@@ -129,7 +129,7 @@ interrupt INT sigint
 check "SIGINT: exit 130 after writing what was asked (weights, plot, dumps)" \
     eval '[ $rc -eq 130 ] && has sigint/err "interrupted by SIGINT" && [ -f sigint/w/fc1.weight.npy ] && [ -f sigint/p.png ] && [ -f sigint/npy/Gradient___fc3.bias.npy ]' ||
     show sigint/err
-check "SIGINT: the TensorBoard file ends with a whole record" tfrecords_whole sigint/tb/events.*
+check "SIGINT: the TensorBoard file ends with a whole record" tfrecords_whole sigint/tb/*/events.*
 interrupt TERM sigterm
 check "SIGTERM: exit 143 after writing the weights" \
     eval '[ $rc -eq 143 ] && has sigterm/err "interrupted by SIGTERM" && [ -f sigterm/w/fc3.bias.npy ]' || show sigterm/err

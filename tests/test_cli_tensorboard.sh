@@ -1,9 +1,13 @@
 #!/bin/bash
 # test_cli_tensorboard.sh -- `tensorscope train --tensorboard DIR` read back by
-# TensorBoard's own EventAccumulator: the training scalars (loss per run,
-# learning rate, throughput, global gradient norm, held-out accuracy per
-# epoch), the histograms of the watched fc3 gradients (bucket totals = tensor
-# sizes) and the run's config text, cross-checked against what train printed.
+# TensorBoard's own EventAccumulator: each run in its own subdirectory
+# (DIR/<date>_<host>, a second run beside the first; --run-name NAME), the
+# training scalars grouped with `/` (train/loss per run, train/learning_rate,
+# train/samples_per_second, grad_norm/global and per parameter, eval/loss and
+# eval/accuracy per epoch), the histograms of the watched fc3 gradients
+# (bucket totals = tensor sizes), their fp16/bf16/fp8 range fractions
+# (range/...), the hyperparameters for the HParams dashboard and the run's
+# config text, cross-checked against what train printed.
 # Uses the venv of tests/test_tensorboard.sh ($TS_BUILD_DIR/tb-venv, same
 # pins), creating it the same way when missing: needs PyPI the first time,
 # and fails rather than skips without it.
@@ -25,13 +29,23 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/ts_cli_tb.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 
 if ! "$BIN" train --data "$SRC/data/mnist" --quiet --epochs $EPOCHS --batch-size 1000 \
-    --tensorboard "$TMP/tb" --watch 'Gradient___fc3*' > "$TMP/train.out" 2> "$TMP/train.err"; then
+    --tensorboard "$TMP/tb" --watch 'Gradient___fc3*' --watch-range > "$TMP/train.out" 2> "$TMP/train.err"; then
     sed 's/^/     | /' "$TMP/train.err" | head -n 8
     fail "tensorscope train --tensorboard exited non-zero"
 fi
-echo "ok   train --epochs $EPOCHS --batch-size 1000 --tensorboard DIR --watch 'Gradient___fc3*' exits 0"
+echo "ok   train --epochs $EPOCHS --batch-size 1000 --tensorboard DIR --watch 'Gradient___fc3*' --watch-range exits 0"
+RUN=$(sed -n 's/^TensorBoard logs in \([^ ]*\) (run: tensorboard --logdir .*)$/\1/p' "$TMP/train.out")
+case "$RUN" in
+"$TMP/tb/"20[0-9][0-9]-[01][0-9]-[0-3][0-9]_[0-2][0-9]-[0-5][0-9]-[0-5][0-9]_*) echo "ok   the run went to its own subdirectory ${RUN#$TMP/}" ;;
+*) fail "the run's directory '$RUN' is not DIR/<date>_<host>" ;;
+esac
+"$BIN" train --data "$SRC/data/mnist" --quiet --max-steps 2 --batch-size 1000 --tensorboard "$TMP/tb" > /dev/null 2>&1
+"$BIN" train --data "$SRC/data/mnist" --quiet --max-steps 2 --batch-size 1000 --tensorboard "$TMP/tb" --run-name lr-0.01 > /dev/null 2>&1
+n=$(find "$TMP/tb" -name 'events.out.tfevents.*' | wc -l)
+[ "$n" -eq 3 ] && [ -d "$TMP/tb/lr-0.01" ] || fail "three runs into one DIR left $n event files (want 3, one in DIR/lr-0.01)"
+echo "ok   three runs into one DIR: three subdirectories, one named by --run-name"
 
-"$VENV/bin/python" - "$TMP/tb" "$TMP/train.out" "$EPOCHS" <<'PY'
+"$VENV/bin/python" - "$RUN" "$TMP/train.out" "$EPOCHS" <<'PY'
 import math, re, sys, warnings
 
 warnings.simplefilter("ignore")
@@ -58,15 +72,16 @@ check(runs > 0 and len(epoch_lines) == epochs, f"train printed {runs} runs and {
 acc = ea.EventAccumulator(logdir, size_guidance={ea.SCALARS: 0, ea.HISTOGRAMS: 0, ea.TENSORS: 0})
 acc.Reload()
 tags = acc.Tags()
-want_scalars = ["loss", "learning_rate", "samples_per_second", "gradient_norm", "heldout_accuracy"]
-check(all(t in tags["scalars"] for t in want_scalars), f"scalars {tags['scalars']}")
+want_scalars = ["train/loss", "train/learning_rate", "train/samples_per_second", "grad_norm/global", "eval/loss", "eval/accuracy"] + \
+    [f"grad_norm/fc{i}.{p}" for i in (1, 2, 3) for p in ("weight", "bias")]
+check(all(t in tags["scalars"] for t in want_scalars), f"scalars grouped with '/': {sorted(t for t in tags['scalars'] if not t.startswith('range/'))}")
 
 
 def scalars(tag):
     return acc.Scalars(tag) if tag in tags["scalars"] else []
 
 
-loss = scalars("loss")
+loss = scalars("train/loss")
 steps = [e.step for e in loss]
 check(len(loss) == runs and steps == sorted(set(steps)) and steps and steps[0] >= 0,
       f"loss: {len(loss)} values (want one per run: {runs}), steps {steps[:1]}..{steps[-1:]} increasing")
@@ -80,24 +95,42 @@ if runs > 0 and len(loss) == runs and len(epoch_lines) == epochs:
     check(all(abs(a - b) < 6e-4 for a, b in zip(means, printed)),
           f"loss per epoch averages to what train printed: {[round(x, 4) for x in means]} vs {printed}")
 
-lr = scalars("learning_rate")
+lr = scalars("train/learning_rate")
 check(len(lr) == runs and all(math.isclose(e.value, 0.01, rel_tol=1e-6) for e in lr),
-      f"learning_rate: {len(lr)} values, all 0.01 (the default)")
-sps = scalars("samples_per_second")
+      f"train/learning_rate: {len(lr)} values, all 0.01 (the default)")
+sps = scalars("train/samples_per_second")
 check(len(sps) == runs and all(math.isfinite(e.value) and e.value > 0 for e in sps),
       f"samples_per_second: {len(sps)} positive values (first {sps[0].value if sps else None:.0f})")
-gn = scalars("gradient_norm")
+gn = scalars("grad_norm/global")
 check(len(gn) == runs and all(math.isfinite(e.value) and e.value > 0 for e in gn),
       f"gradient_norm: {len(gn)} positive values (first {gn[0].value if gn else None:.4f})")
 
-ha = scalars("heldout_accuracy")
-printed = [float(a) / 100 for _, _, a in epoch_lines]
-check(len(ha) == epochs and all(0 <= e.value <= 1 for e in ha)
-      and all(abs(e.value - p) < 6e-5 for e, p in zip(ha, printed)),
-      f"heldout_accuracy: {len(ha)} values (one per epoch: {epochs}), {[round(e.value, 4) for e in ha]} "
-      f"= train's {[round(p, 4) for p in printed]}")
+per_param = [scalars(f"grad_norm/fc{i}.{p}") for i in (1, 2, 3) for p in ("weight", "bias")]
+check(gn and all(len(s) == len(gn) for s in per_param)
+      and all(abs(g.value ** 2 - sum(s[k].value ** 2 for s in per_param)) <= 1e-4 * g.value ** 2 for k, g in enumerate(gn)),
+      "grad_norm/global^2 = the sum of the six grad_norm/<param>^2 at every step")
+
+ha = scalars("eval/accuracy")
+printed = [float(a) for _, _, a in epoch_lines]
+check(len(ha) == epochs and all(0 <= e.value <= 100 for e in ha)
+      and all(abs(e.value - p) < 6e-3 for e, p in zip(ha, printed)),
+      f"eval/accuracy: {len(ha)} values (one per epoch: {epochs}), {[round(e.value, 2) for e in ha]}% "
+      f"= train's {printed}%")
 check(len(ha) == epochs and steps and ha[-1].step == steps[-1],
-      "heldout_accuracy logged at the step of the epoch's last run")
+      "eval/accuracy logged at the step of the epoch's last run")
+hl = scalars("eval/loss")
+printed_hl = [float(x) for x in re.findall(r"^epoch \d+/\d+: .*held-out accuracy [0-9.]+% \(loss ([0-9.]+)\)", train_out, re.M)]
+check(len(hl) == epochs and all(abs(e.value - p) < 6e-4 for e, p in zip(hl, printed_hl)),
+      f"eval/loss (held-out): {[round(e.value, 4) for e in hl]} = train's {printed_hl}")
+
+rng = [t for t in tags["scalars"] if t.startswith("range/")]
+want_rng = {f"range/Gradient___fc3.{p}/{f}_{k}" for p in ("weight", "bias") for f in ("fp16", "bf16", "e4m3", "e5m2")
+            for k in ("underflow", "overflow")}
+check(want_rng <= set(rng) and all(0 <= e.value <= 1 for t in want_rng for e in scalars(t)),
+      f"{len(rng)} range/ scalars, the 16 of fc3's gradients among them, fractions in [0, 1]")
+hp = acc.SummaryMetadata("_hparams_/session_start_info").plugin_data if "_hparams_/session_start_info" in tags["tensors"] else None
+check(hp is not None and hp.plugin_name == "hparams" and b"optimizer" in hp.content and b"batch_size" in hp.content,
+      "hyperparameters for the HParams dashboard (_hparams_/session_start_info)")
 
 # Histograms of the watched gradients: one per run, bucket totals = sizes.
 sizes = {"Gradient___fc3.weight": 1000, "Gradient___fc3.bias": 10}

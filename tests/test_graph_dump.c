@@ -331,8 +331,26 @@ int main(int argc, char **argv) {
     CHECK(compiled && check_flags(compiled, g, 1) == 0,
           "compiled: grad, anchored(grad) on fc2.bias, anchored on fc1.weight and loss, watched on fc1*, watched(grad) on fc3.weight");
     char *saved = read_file(txt_path);
-    CHECK(saved && compiled && strcmp(saved, compiled) == 0, "TS_SAVE_GRAPH_FILE: %s holds the text dump", txt_path);
+    const char *body = saved ? strchr(saved, '\n') : NULL;
+    CHECK(saved && compiled && strncmp(saved, "# ---- compile ", 15) == 0 && strstr(saved, ": training model\n") && body &&
+              strcmp(body + 1, compiled) == 0,
+          "TS_SAVE_GRAPH_FILE: %s holds a '# ---- compile N: training model' line and the text dump", txt_path);
     free(saved);
+    /* a second compile (an inference model of the same graph) appends: the
+     * training graph is not overwritten by the evaluation graph */
+    ts_model *evm = NULL;
+    CHECK_OK(ts_model_inference(&evm, g, &n.loss, 1, NULL), "inference model");
+    CHECK_OK(ts_model_compile(evm), "compile it");
+    char *inf_dump = ts_graph_dump(g, evm, TS_DUMP_TEXT, 0);
+    saved = read_file(txt_path);
+    const char *second = saved ? strstr(saved, "# ---- compile ") : NULL;
+    second = second ? strstr(second + 1, "# ---- compile ") : NULL;
+    CHECK(saved && compiled && inf_dump && strncmp(strchr(saved, '\n') + 1, compiled, strlen(compiled)) == 0 && second &&
+              strstr(second, ": inference model\n") && strcmp(strchr(second, '\n') + 1, inf_dump) == 0,
+          "a second compile appends its graph after the first (%zu bytes in all)", saved ? strlen(saved) : (size_t)0);
+    free(saved);
+    ts_string_free(inf_dump);
+    ts_model_free(evm);
     ts_string_free(compiled);
 
     setenv("TS_SAVE_GRAPH_FILE", dot_path, 1);
@@ -340,8 +358,10 @@ int main(int argc, char **argv) {
     CHECK_OK(ts_model_compile(m), "recompile with TS_SAVE_GRAPH_FMT=dot");
     char *dot = ts_graph_dump(g, m, TS_DUMP_DOT, 0);
     saved = read_file(dot_path);
-    CHECK(saved && dot && strcmp(saved, dot) == 0 && strncmp(saved, "digraph tensorscope {\n", 22) == 0,
-          "TS_SAVE_GRAPH_FILE: %s holds the DOT dump", dot_path);
+    body = saved ? strchr(saved, '\n') : NULL;
+    CHECK(saved && dot && strncmp(saved, "// ---- compile ", 16) == 0 && body && strcmp(body + 1, dot) == 0 &&
+              strncmp(body + 1, "digraph tensorscope {\n", 22) == 0,
+          "TS_SAVE_GRAPH_FILE: %s holds a '// ---- compile' comment and the DOT dump", dot_path);
     CHECK(dot && strstr(dot, "label=\"fc2.bias\\nParam\\nf32[100]\\nparam grad anchored(grad)\"") &&
               strstr(dot, "shape=box") && strstr(dot, "shape=ellipse"),
           "DOT: fc2.bias labelled with op, shape and flags; params boxes, inputs ellipses");

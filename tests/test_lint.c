@@ -1,4 +1,4 @@
-/* test_lint.c -- the model lint (DESIGN.md §14): the seed tutorial's
+/* test_lint.c -- the model lint (docs/observation.md#comparing-against-a-reference): the seed tutorial's
  * LogSoftmax(dim=0) is flagged, as are NLL loss on values that are not
  * log-probabilities, a parameter with no path to the loss and a print op
  * whose result is unused; the tutorial's corrected model has no warning. */

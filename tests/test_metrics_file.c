@@ -1,6 +1,7 @@
 /* test_metrics_file.c -- what the diagnostics hooks do after each run, and
  * the model's memory by class:
- * - TS_METRICS_FILE: every run appends `[MetricsData; step=N]` (N = optimizer
+ * - TS_METRICS_FILE: every run appends `[MetricsData; step=N]` (eval_run=N
+ *   for an inference model) (N = optimizer
  *   steps for training, runs for inference) and the full metrics report;
  *   a path that cannot be written costs a warning, not the run;
  * - log level 5: one line per run `step N loss L batch B ms/step T
@@ -21,13 +22,14 @@ enum { BATCH = 8, D = 2, RUNS = 3 };
 /* ---- captured log lines */
 
 static char trace[16][512];
-static int n_trace;
+static int n_trace, n_eval_trace;
 static char warnings[4096];
 
 static void capture(void *user, int level, const char *msg) {
     (void)user;
     if (level == TS_LOG_TRACE && strncmp(msg, "step ", 5) == 0 && n_trace < 16)
         snprintf(trace[n_trace++], sizeof trace[0], "%s", msg);
+    if (level == TS_LOG_TRACE && strncmp(msg, "eval run ", 9) == 0 && !strstr(msg, " lr ")) n_eval_trace++;
     if (level == TS_LOG_WARN) strncat(warnings, msg, sizeof warnings - strlen(warnings) - 2), strcat(warnings, "\n");
 }
 
@@ -66,7 +68,7 @@ static ts_status run(ts_model *m, int r) {
  * returns the block count. */
 static int blocks(char *text, char **starts, int max) {
     int n = 0;
-    for (char *p = text; (p = strstr(p, "[MetricsData; step=")) && n < max; p++) starts[n++] = p;
+    for (char *p = text; (p = strstr(p, "[MetricsData; ")) && n < max; p++) starts[n++] = p;
     return n;
 }
 
@@ -131,10 +133,11 @@ static void test_metrics_file(const char *dir) {
         long long step = -1, batch = -1;
         char loss[64] = "";
         double ms = -1, sps = -1, rss = -1;
-        int got = sscanf(trace[r], "step %lld loss %63s batch %lld ms/step %lf samples/s %lf RSS %lf MB", &step, loss, &batch,
+        double lr = -1;
+        int got = sscanf(trace[r], "step %lld loss %63s lr %lf batch %lld ms/step %lf samples/s %lf RSS %lf MB", &step, loss, &lr, &batch,
                          &ms, &sps, &rss);
         float l = strtof(loss, NULL);
-        CHECK(got == 6 && step == (long long)(r + 1) * D && batch == BATCH && ms > 0 && sps > 0 && rss > 1,
+        CHECK(got == 7 && step == (long long)(r + 1) * D && batch == BATCH && ms > 0 && sps > 0 && rss > 1 && lr > 0,
               "trace %d: '%s'", r + 1, trace[r]);
         CHECK(l == losses[r] && l > 0, "trace %d: loss %s equals the anchored loss %.9g", r + 1, loss, (double)losses[r]);
     }
@@ -142,13 +145,16 @@ static void test_metrics_file(const char *dir) {
     /* an inference model: step = runs */
     ts_model *inf = NULL;
     CHECK_OK(ts_model_inference(&inf, n.g, &n.logp, 1, o), "inference model");
+    ts_set_log_level(TS_LOG_TRACE);
     CHECK_OK(run(inf, 0), "inference run 1");
     CHECK_OK(run(inf, 1), "inference run 2");
+    ts_set_log_level(TS_LOG_INFO);
     text = test_read_file(path, NULL);
     nb = text ? blocks(text, start, 8) : 0;
-    CHECK(nb == RUNS + 2 && strncmp(start[nb - 2], "[MetricsData; step=1]\n", 22) == 0 &&
-              strncmp(start[nb - 1], "[MetricsData; step=2]\n", 22) == 0,
-          "inference appends blocks with step = runs (1, 2)");
+    CHECK(nb == RUNS + 2 && strncmp(start[nb - 2], "[MetricsData; eval_run=1]\n", 26) == 0 &&
+              strncmp(start[nb - 1], "[MetricsData; eval_run=2]\n", 26) == 0,
+          "inference appends blocks labelled eval_run = runs (1, 2), not steps");
+    CHECK(n_eval_trace == 2 && n_trace == RUNS, "its trace lines say 'eval run N' (%d), without a learning rate", n_eval_trace);
     free(text);
     ts_model_free(inf);
 

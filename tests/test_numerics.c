@@ -1,4 +1,4 @@
-/* test_numerics.c -- numeric checks (DESIGN.md §8) on three real failures,
+/* test_numerics.c -- numeric checks (docs/observation.md#numeric-checks) on three real failures,
  * with check_numerics = output and = op:
  * (a) the log of a negative activation inside a scoped block: pinned to the
  *     Log output, with its op, the file:line of the ts_log call and the stats

@@ -1,4 +1,4 @@
-/* test_outfeed_model.c -- outfeed queues fed by a training model (DESIGN.md
+/* test_outfeed_model.c -- outfeed queues fed by a training model (docs/README.md
  * §6): activations marked with ts_outfeed_add, gradients streamed per
  * micro-batch (pre-accumulated: D*A records per parameter per run) or per
  * update (accumulated: D per run) under `<param>_grad`. Records come as
@@ -255,8 +255,8 @@ static int only_keys(const recs *r, const char *a, const char *b) {
 static void test_filters_and_last(void) {
     net n;
     net_build(&n);
-    const char *glob[] = {"fc1*"}, *sub[] = {"logit"}, *upper[] = {"FC1"}, *bias[] = {"*.bias_grad"};
-    ts_outfeed *qg = queue("glob", TS_OUTFEED_ALL, 64, glob, 1), *qs = queue("substring", TS_OUTFEED_ALL, 64, sub, 1),
+    const char *glob[] = {"fc1*"}, *sub[] = {"logits"}, *upper[] = {"FC1"}, *bias[] = {"*.bias_grad"};
+    ts_outfeed *qg = queue("glob", TS_OUTFEED_ALL, 64, glob, 1), *qs = queue("exact", TS_OUTFEED_ALL, 64, sub, 1),
                *qn = queue("none", TS_OUTFEED_ALL, 64, glob, 0), *qu = queue("case", TS_OUTFEED_ALL, 64, upper, 1),
                *ql = queue("last", TS_OUTFEED_LAST, 4, NULL, 0), *qb = queue("bias", TS_OUTFEED_ALL, 64, bias, 1);
     ts_outfeed *qs_all[] = {qg, qs, qn, qu, ql};
@@ -264,9 +264,9 @@ static void test_filters_and_last(void) {
         ts_outfeed_add(n.g, qs_all[k], "fc1/Relu", n.relu);
         ts_outfeed_add(n.g, qs_all[k], "logits", n.logits);
     }
-    CHECK(ts_outfeed_accepts(qg, "fc1/Relu") && !ts_outfeed_accepts(qg, "logits") && ts_outfeed_accepts(qs, "logits") &&
+    CHECK(ts_outfeed_accepts(qg, "fc1/Relu") && !ts_outfeed_accepts(qg, "logits") && ts_outfeed_accepts(qs, "logits") && !ts_outfeed_accepts(qs, "logits2") &&
               !ts_outfeed_accepts(qn, "fc1/Relu") && !ts_outfeed_accepts(qu, "fc1/Relu"),
-          "ts_outfeed_accepts: glob, substring, empty list, case-sensitive");
+          "ts_outfeed_accepts: glob, exact name (not a prefix), empty list, case-sensitive");
     ts_options *o = ts_options_new();
     ts_options_set_device_iterations(o, D);
     ts_options_set_gradient_accumulation(o, A);
@@ -279,7 +279,7 @@ static void test_filters_and_last(void) {
         CHECK(r.n == S && only_keys(&r, "fc1/Relu", NULL), "filter 'fc1*' (glob): %d records, all fc1/Relu", r.n);
         recs_clear(&r);
         drain(qs, &r);
-        CHECK(r.n == S && only_keys(&r, "logits", NULL) && records_match_anchors(m, &r, 0, r.n, 0), "filter 'logit' (substring): %d logits records",
+        CHECK(r.n == S && only_keys(&r, "logits", NULL) && records_match_anchors(m, &r, 0, r.n, 0), "filter 'logits' (exact name): %d logits records",
               r.n);
         recs_clear(&r);
         drain(qn, &r);

@@ -107,6 +107,43 @@ int main(void) {
     st = ts_plot_lines(path, "Training", "step", s, 3);
     CHECK(st == TS_OK && file_contains(path, "<svg"), "line plot SVG written with an <svg> root");
 
+    /* Panels: loss above, accuracy below, each on its own y axis; a lone
+     * accuracy point (one epoch) is drawn, in the lower panel only. The
+     * series colours are matplotlib's tab10: blue, orange, green. */
+    double ax[1] = {99}, ay[1] = {42.5};
+    ts_series ls[2] = {{"training loss", x, loss, 100}, {"held-out loss", ax, ay, 0}};
+    ts_series as[1] = {{"held-out accuracy (%)", ax, ay, 1}};
+    ts_plot_panel pn[2] = {{"loss", ls, 2}, {"accuracy (%)", as, 1}}; /* colours run on: blue, orange, green */
+    snprintf(path, sizeof path, "%s/panels.png", dir);
+    st = ts_plot_panels(path, "Training", "optimizer step", pn, 2);
+    CHECK(st == TS_OK && png_ok(path), "two-panel plot written: %s", st ? ts_last_error() : path);
+    cairo_surface_t *img = cairo_image_surface_create_from_png(path);
+    int blue_top = 0, blue_bottom = 0, green_top = 0, green_bottom = 0, green_right = 0;
+    if (cairo_surface_status(img) == CAIRO_STATUS_SUCCESS) {
+        const unsigned char *d = cairo_image_surface_get_data(img);
+        int stride = cairo_image_surface_get_stride(img);
+        for (int yy = 0; yy < 600; yy++)
+            for (int xx = 0; xx < 800; xx++) {
+                const unsigned char *p = d + yy * stride + xx * 4; /* B G R A */
+                bool blue = abs(p[2] - 31) < 30 && abs(p[1] - 119) < 30 && abs(p[0] - 180) < 30;
+                bool green = abs(p[2] - 44) < 30 && abs(p[1] - 160) < 30 && abs(p[0] - 44) < 30;
+                bool top = yy < 300;
+                blue_top += blue && top, blue_bottom += blue && !top;
+                green_top += green && top, green_bottom += green && !top;
+                green_right += green && !top && xx > 700 && (yy < 320 || yy > 360); /* the dot, not the legend */
+            }
+    }
+    cairo_surface_destroy(img);
+    CHECK(blue_top > 500 && blue_bottom < 50, "the loss line is in the top panel only (%d blue pixels above, %d below)", blue_top, blue_bottom);
+    CHECK(green_bottom > 20 && green_top == 0 && green_right > 10,
+          "the lone accuracy point is a visible dot at the right of the lower panel (%d green pixels, %d at the point)", green_bottom,
+          green_right);
+    CHECK(ts_plot_panels(path, "t", "x", pn, 0) == TS_ERR_INVALID_ARGUMENT && ts_plot_panels(path, "t", "x", pn, 5) == TS_ERR_INVALID_ARGUMENT,
+          "0 or 5 panels rejected");
+    snprintf(path, sizeof path, "%s/hist_captioned.png", dir);
+    st = ts_plot_gradient_histogram_captioned(path, arrays, 3, "g1, g2, g3 at step 7");
+    CHECK(st == TS_OK && png_ok(path), "captioned histogram written");
+
     /* Bad arguments. */
     CHECK(ts_plot_lines(path, "t", "x", s, 0) == TS_ERR_INVALID_ARGUMENT, "0 series rejected");
     CHECK(ts_plot_lines(path, "t", "x", s, 9) == TS_ERR_INVALID_ARGUMENT, "9 series rejected");

@@ -1,4 +1,4 @@
-/* test_print.c -- the print op (DESIGN.md §5): an identity in the forward
+/* test_print.c -- the print op (docs/observation.md#print-op): an identity in the forward
  * pass that logs its input with title and shape each time it runs, logs
  * the gradient in the backward pass as `<title>_gradient` (or
  * `Gradient___<name>` for an empty title), summarises past 1000 values with

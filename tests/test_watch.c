@@ -1,4 +1,4 @@
-/* test_watch.c -- watches (DESIGN.md §7) on a training model: one result per
+/* test_watch.c -- watches (docs/observation.md#summaries) on a training model: one result per
  * tensor whose name matches a pattern (glob or substring), the run and step
  * it was taken at, a period in runs, and summaries equal to
  * ts_summarize_f32 of the same tensor's last value (anchored FINAL). A wide
@@ -22,14 +22,15 @@ typedef struct watch_case {
 
 static const watch_case WATCHES[] = {
     {"Gradient___fc*", TS_WATCH_STATS | TS_WATCH_HISTOGRAM | TS_WATCH_RANGE, 1},
-    {"UpdatedVar___", TS_WATCH_STATS, 2},
-    {"fc1/Add", TS_WATCH_STATS | TS_WATCH_HISTOGRAM, 1},
+    {"UpdatedVar___*", TS_WATCH_STATS, 2},
+    {"fc1/Add:0", TS_WATCH_STATS | TS_WATCH_HISTOGRAM, 1},
+    {"fc2/Add", TS_WATCH_STATS, 1}, /* no tensor is named so: matches nothing */
 };
 #define N_WATCHES ((int)(sizeof WATCHES / sizeof WATCHES[0]))
 
-/* The test's own matcher: fnmatch for globs, strstr otherwise. */
+/* The test's own matcher: fnmatch for globs, the exact name otherwise. */
 static int matches(const char *pattern, const char *name) {
-    return strpbrk(pattern, "*?[") ? fnmatch(pattern, name, 0) == 0 : strstr(name, pattern) != NULL;
+    return strpbrk(pattern, "*?[") ? fnmatch(pattern, name, 0) == 0 : strcmp(name, pattern) == 0;
 }
 
 /* Union of `what` and the smallest period over the watches matching name. */

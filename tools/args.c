@@ -103,6 +103,26 @@ int cli_parse(const char *cmd, const char *usage, const cli_flag *flags, int arg
     return CLI_OK;
 }
 
+bool cli_list_matches(const cli_list *l, const char *name) {
+    for (int i = 0; l && i < l->n; i++)
+        if (ts_name_matches(l->items[i], name)) return true;
+    return false;
+}
+
+bool cli_graph_has_match(const ts_graph *g, const char *pattern) {
+    for (size_t i = 0; i < ts_graph_tensor_count(g); i++)
+        if (ts_name_matches(pattern, ts_tensor_name(ts_graph_tensor_at(g, i)))) return true;
+    return false;
+}
+
+int cli_no_match_error(const char *cmd, const char *flag, const char *pattern, const ts_graph *g) {
+    char close[512];
+    ts_graph_closest_names(g, pattern, close, sizeof close);
+    bool glob = strpbrk(pattern, "*?[") != NULL;
+    return cli_usage_error(cmd, "%s %s matches no tensor%s; closest: %s (list them all with 'tensorscope names')", flag, pattern,
+                           glob ? "" : " (a name without *, ? or [ must match exactly)", close);
+}
+
 /* A period after a mode: 1..INT_MAX, all of the text (no silent truncation:
  * 4294967297 is not 1). */
 static int parse_period(const char *cmd, const char *what, const char *text, int *period) {

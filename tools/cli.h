@@ -5,8 +5,10 @@
 
 #include "tensorscope.h"
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 /* Exit codes: what shells and CI expect. */
 enum { CLI_OK = 0, CLI_RUNTIME = 1, CLI_USAGE = 2 };
@@ -46,6 +48,12 @@ char *cli_path(const char *dir, const char *name, const char *suffix);
 int cli_parse_size(const char *text, long long *bytes);
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int cli_runtime_error(const char *what);
+/* Tensor patterns, one rule for every flag (ts_name_matches): a glob if
+ * the pattern has *, ? or [, else one exact name. */
+bool cli_list_matches(const cli_list *l, const char *name);
+bool cli_graph_has_match(const ts_graph *g, const char *pattern);
+/* The usage error of a pattern that matches nothing, with the closest names. */
+int cli_no_match_error(const char *cmd, const char *flag, const char *pattern, const ts_graph *g);
 
 /* ---- built-in models */
 typedef struct cli_model {
@@ -69,6 +77,10 @@ ts_status cli_model_open(const char *name, long batch, uint64_t seed, const cli_
  * of `prints` are wrapped in a print op. */
 ts_status cli_model_build(const char *name, long batch, uint64_t seed, const cli_list *prints, cli_model *out);
 const char *cli_model_names(void);
+/* Where MNIST is when --data is not given: ./data/mnist, else the installed
+ * <bindir>/../share/tensorscope/mnist, else <bindir>/../data/mnist (a build
+ * directory inside a checkout); buf holds the path when it is built. */
+const char *cli_default_data_dir(char *buf, size_t n);
 /* The model's default optimizer and learning rate, filled where asked
  * (mlp: sgd 0.01; cnn: adam 0.001, the settings its accuracy target is for). */
 void cli_model_defaults(const char *name, const char **optimizer, double *lr);
@@ -95,12 +107,31 @@ bool cli_wants_gpt(int argc, char **argv);
 int cmd_train_gpt(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 
+/* ---- TensorBoard (tb_log.c) */
+/* Opens root/name, or root/<date>_<host> when name is NULL (with _2, _3 ...
+ * if that exists); the run's directory goes to dir. */
+ts_status cli_tb_open(const char *root, const char *name, ts_tb_writer **out, char *dir, size_t n);
+typedef struct cli_hparams {
+    const char *model, *optimizer, *lr_schedule;
+    double lr, momentum, weight_decay;
+    long warmup_steps, batch_size, repeat_count, grad_accum, epochs, seed;
+} cli_hparams;
+void cli_tb_hparams(ts_tb_writer *tb, const cli_hparams *h);
+/* train/loss, train/learning_rate, train/samples_per_second at the model's
+ * step; grad_norm/<param> and grad_norm/global from the Accum___ watches;
+ * histograms and range/<name>/<format>_<under|over>flow of the watches. */
+/* replicas > 1: the watch results hold a row per replica and one over all */
+ts_status cli_tb_step(ts_tb_writer *tb, const ts_model *m, double loss, double samples_per_s, int replicas);
+/* eval/loss and eval/accuracy (percent) of the held-out images. Both
+ * return the first write's failure (a full disk stops training). */
+ts_status cli_tb_eval(ts_tb_writer *tb, int64_t step, double loss, double accuracy);
+
 /* ---- progress bar on stderr (silent when not a terminal or quiet) */
 typedef struct cli_progress {
     bool on;
     const char *label;
     long total, done;
-    double t0;
+    double t0, last_draw;
     int last_width;
     long long written; /* bytes of dumps written so far, shown when > 0 */
 } cli_progress;

@@ -1,5 +1,5 @@
 /* cmd_compare.c -- `compare` and `lint`: bad scores without a crash or a NaN
- * (DESIGN.md §14). `compare` runs one forward (and backward) of a model on
+ * (docs/observation.md#comparing-against-a-reference). `compare` runs one forward (and backward) of a model on
  * given weights and inputs and compares every tensor a reference dump holds,
  * in topological order, naming the first divergence and whether its inputs
  * already differed; or compares two dumps. `lint` lists the model lint. */

@@ -16,11 +16,15 @@
 
 typedef struct train_args {
     const char *model, *data, *optimizer, *output_mode, *check_numerics, *histogram, *dump_npy, *tensorboard, *plot;
-    const char *save_weights, *weights, *dump_limit, *picture_dir, *split_at, *loss, *labels_input, *output;
-    long pipeline_stages;
+    const char *save_weights, *weights, *lr_schedule, *checkpoint_dir, *resume, *run_name, *dump_limit, *outfeed_mode, *picture_dir, *loss, *labels_input, *output;
+    const char *split_at;
+    long outfeed_depth, pipeline_stages;
+    bool outfeed_drop;
     long epochs, batch_size, seed, holdout, repeat_count, grad_accum, threads, log_verbosity, watch_period, max_steps;
-    double lr, momentum, weight_decay;
-    bool outfeed_pre, stats, run_single_step, metrics, log_memory, quiet, all;
+    long warmup_steps, lr_step_size, checkpoint_every;
+    double lr, momentum, weight_decay, lr_gamma, lr_min;
+    bool outfeed_pre, stats, run_single_step, metrics, log_memory, quiet, all, watch_range;
+    long stats_every;
     cli_list anchors, outfeeds, watches, prints, feature_maps, filters, inputs;
 } train_args;
 
@@ -31,6 +35,15 @@ typedef struct sink_state {
     char keys[32][128];
     long counts[32];
     int n_keys;
+    /* per key, the samples of one run stacked on a leading axis, written as
+     * one <key>.run<R>.npy [S, *T] when the next run's first record comes
+     * (or at the end) */
+    struct {
+        unsigned char *data;
+        size_t cap, sample_bytes;
+        int64_t run, n;
+        ts_array proto; /* dtype and shape of one sample */
+    } stack[32];
     long long budget;          /* bytes of dumps allowed (--dump-limit); 0: no limit */
     atomic_llong bytes;        /* bytes of dumps written so far */
     atomic_int failed, full;   /* a write failed (message in err) / the budget is spent */
@@ -43,35 +56,75 @@ static void safe_name(const char *in, char *out, size_t n) {
     out[i] = '\0';
 }
 
+/* Writes key k's stacked samples as <dir>/outfeed/<key>.run<R>.npy. */
+static void sink_flush(sink_state *s, int k) {
+    if (!s->stack[k].n || atomic_load(&s->failed) || atomic_load(&s->full)) return;
+    ts_array a = s->stack[k].proto;
+    if (a.ndim >= TS_MAX_DIMS) a.ndim = TS_MAX_DIMS - 1;
+    memmove(a.shape + 1, a.shape, (size_t)a.ndim * sizeof a.shape[0]);
+    a.shape[0] = s->stack[k].n;
+    a.ndim++;
+    a.data = s->stack[k].data;
+    long long size = 128 + (long long)(s->stack[k].sample_bytes * (size_t)s->stack[k].n); /* header + data */
+    s->stack[k].n = 0;
+    if (s->budget && atomic_load(&s->bytes) + size > s->budget) {
+        atomic_store(&s->full, 1);
+        return;
+    }
+    char key[128], name[200];
+    safe_name(s->keys[k], key, sizeof key);
+    snprintf(name, sizeof name, "%s.run%lld", key, (long long)s->stack[k].run);
+    char *dir = cli_path(s->dump_dir, "outfeed", ""), *path = dir ? cli_path(dir, name, ".npy") : NULL;
+    if (!path) {
+        snprintf(s->err, sizeof s->err, "out of memory");
+        atomic_store(&s->failed, 1);
+    } else if (ts_npy_save(path, &a) == TS_OK) {
+        s->written++;
+        atomic_fetch_add(&s->bytes, size);
+    } else {
+        snprintf(s->err, sizeof s->err, "%s", ts_last_error()); /* this thread's message */
+        atomic_store(&s->failed, 1);
+    }
+    free(dir);
+    free(path);
+}
+
 static void on_record(void *user, const ts_outfeed_record *r) {
     sink_state *s = user;
     s->records++;
     int k = 0;
     while (k < s->n_keys && strcmp(s->keys[k], r->key) != 0) k++;
     if (k == s->n_keys && k < 32) snprintf(s->keys[s->n_keys++], sizeof s->keys[0], "%s", r->key);
-    if (k < 32) s->counts[k]++;
-    if (s->dump_dir && !atomic_load(&s->failed) && !atomic_load(&s->full)) {
-        long long size = 128 + ts_array_numel(&r->array) * (long long)ts_dtype_size(r->array.dtype); /* header + data */
-        if (s->budget && atomic_load(&s->bytes) + size > s->budget) {
-            atomic_store(&s->full, 1);
+    if (k >= 32) return;
+    s->counts[k]++;
+    if (!s->dump_dir || atomic_load(&s->failed) || atomic_load(&s->full)) return;
+    if (s->stack[k].n && s->stack[k].run != r->run) sink_flush(s, k);
+    size_t bytes = (size_t)ts_array_numel(&r->array) * ts_dtype_size(r->array.dtype);
+    if (s->stack[k].n && bytes != s->stack[k].sample_bytes) sink_flush(s, k); /* a new shape: its own file */
+    size_t need = bytes * (size_t)(s->stack[k].n + 1);
+    if (need > s->stack[k].cap) { /* grows while the first runs come, then stays */
+        unsigned char *grown = realloc(s->stack[k].data, need * 2);
+        if (!grown) {
+            snprintf(s->err, sizeof s->err, "out of memory stacking outfeed records of '%s'", r->key);
+            atomic_store(&s->failed, 1);
             return;
         }
-        char key[128], name[200];
-        safe_name(r->key, key, sizeof key);
-        snprintf(name, sizeof name, "%s.run%lld.sample%lld", key, (long long)r->run, (long long)r->sample);
-        char *dir = cli_path(s->dump_dir, "outfeed", ""), *path = dir ? cli_path(dir, name, ".npy") : NULL;
-        if (!path) {
-            snprintf(s->err, sizeof s->err, "out of memory");
-            atomic_store(&s->failed, 1);
-        } else if (ts_npy_save(path, &r->array) == TS_OK) {
-            s->written++;
-            atomic_fetch_add(&s->bytes, size);
-        } else {
-            snprintf(s->err, sizeof s->err, "%s", ts_last_error()); /* this thread's message */
-            atomic_store(&s->failed, 1);
-        }
-        free(dir);
-        free(path);
+        s->stack[k].data = grown;
+        s->stack[k].cap = need * 2;
+    }
+    memcpy(s->stack[k].data + bytes * (size_t)s->stack[k].n, r->array.data, bytes);
+    s->stack[k].proto = r->array;
+    s->stack[k].sample_bytes = bytes;
+    s->stack[k].run = r->run;
+    s->stack[k].n++;
+}
+
+/* After the queue is drained: the last run's stacks, then the buffers. */
+static void sink_finish(sink_state *s) {
+    for (int k = 0; k < s->n_keys && k < 32; k++) {
+        sink_flush(s, k);
+        free(s->stack[k].data);
+        s->stack[k].data = NULL;
     }
 }
 
@@ -95,17 +148,11 @@ static void catch_interrupts(bool on) {
     }
 }
 
-static bool matches_any(const cli_list *l, const char *name) {
-    for (int i = 0; i < l->n; i++) {
-        const char *p = l->items[i];
-        if (strpbrk(p, "*?[") ? fnmatch(p, name, 0) == 0 : strstr(name, p) != NULL) return true;
-    }
-    return false;
-}
-
 /* Held-out accuracy and mean loss with an inference model of the same graph. */
 static ts_status evaluate(ts_model *inf, const cli_model *cm, const ts_dataset *ds, int64_t first, int64_t count, long batch,
-                          double *acc, double *loss) {
+                          double *acc, double *loss, bool progress) {
+    cli_progress bar; /* on a terminal and without --quiet: evaluation shows progress too */
+    cli_progress_start(&bar, progress, "evaluating", (long)((count + batch - 1) / batch));
     ts_loader *l;
     ts_status st = ts_loader_new(&l, ds, (ts_loader_config){.batch_size = batch, .first = first, .count = count});
     if (st) return st;
@@ -134,28 +181,45 @@ static ts_status evaluate(ts_model *inf, const cli_model *cm, const ts_dataset *
             nll -= p[i * C + lab[i]] - (cm->logits ? p[i * C + best] + log(lse) : 0);
         }
         seen += B;
+        cli_progress_update(&bar, bar.done + 1, nll / (double)seen);
     }
+    cli_progress_end(&bar);
     ts_loader_free(l);
     *acc = seen ? (double)right / (double)seen : 0;
     *loss = seen ? nll / (double)seen : 0;
     return st;
 }
 
+/* The stats table of the watches of the model's last run under Graphcore's
+ * "Step N - Summary Stats" heading, and the fp16/bf16/fp8 range fractions
+ * of those watched with --watch-range. */
 static void print_stats_table(const ts_model *m) {
     const ts_watch_result *w;
     size_t n;
     if (ts_model_watch_results(m, &w, &n) || n == 0) return;
     char line[512], name[600];
-    printf("%s\n", ts_stats_table_header(line, sizeof line));
+    printf("Step %lld - Summary Stats\n%s\n", (long long)ts_model_steps(m), ts_stats_table_header(line, sizeof line));
     int idx = 0;
-    bool replicas = false;
+    bool ranges = false, replicas = false;
     for (size_t i = 0; i < n; i++) replicas = replicas || w[i].replica >= 0;
     for (size_t i = 0; i < n; i++) {
-        if (w[i].run < 0 || !(w[i].summary->what & TS_WATCH_STATS)) continue;
+        if (w[i].run < 0) continue;
+        ranges = ranges || (w[i].summary->what & TS_WATCH_RANGE);
+        if (!(w[i].summary->what & TS_WATCH_STATS)) continue;
         if (!replicas) snprintf(name, sizeof name, "%s", w[i].name);
         else if (w[i].replica >= 0) snprintf(name, sizeof name, "%s[%d]", w[i].name, w[i].replica); /* one replica's */
         else snprintf(name, sizeof name, "%s[all]", w[i].name);                                     /* reduced over them */
         printf("%s\n", ts_stats_table_row(idx++, name, &w[i].summary->stats, line, sizeof line));
+    }
+    if (!ranges) return;
+    printf("%-5s %-28s %21s %21s %21s %21s\n", "Index", "Name (underflow/overflow %)", "fp16", "bf16", "fp8 e4m3", "fp8 e5m2");
+    idx = 0;
+    for (size_t i = 0; i < n; i++) {
+        const ts_range *r = &w[i].summary->range;
+        if (w[i].run < 0 || !(w[i].summary->what & TS_WATCH_RANGE) || w[i].replica >= 0) continue;
+        printf("%-5d %-28s %10.4f/%-10.4f %10.4f/%-10.4f %10.4f/%-10.4f %10.4f/%-10.4f\n", idx++, w[i].name, 100 * r->fp16_underflow,
+               100 * r->fp16_overflow, 100 * r->bf16_underflow, 100 * r->bf16_overflow, 100 * r->e4m3_underflow, 100 * r->e4m3_overflow,
+               100 * r->e5m2_underflow, 100 * r->e5m2_overflow);
     }
 }
 
@@ -255,21 +319,64 @@ static void curve_add(curve *c, double x, double y) {
     if (c->n < 4096) c->x[c->n] = x, c->y[c->n++] = y;
 }
 
+#define TS_ARRAY_COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* eval takes the flags that say which model, which weights and which
+ * images; everything about training or observing it is refused, not ignored. */
+static const char *const EVAL_FLAGS[] = {"--model", "--data", "--batch-size", "--seed", "--holdout", "--all", "--threads",
+                                         "--weights", "--log-verbosity", "--metrics", "--quiet"};
+
+static bool is_eval_flag(const char *name, size_t len) {
+    for (size_t i = 0; i < TS_ARRAY_COUNT(EVAL_FLAGS); i++)
+        if (strlen(EVAL_FLAGS[i]) == len && strncmp(EVAL_FLAGS[i], name, len) == 0) return true;
+    return false;
+}
+
+/* The eval subset of the train table (with its terminator) in out. */
+static const cli_flag *eval_flags(const cli_flag *all, cli_flag *out) {
+    size_t n = 0;
+    for (const cli_flag *f = all; f->name; f++)
+        if (is_eval_flag(f->name, strlen(f->name))) out[n++] = *f;
+    out[n] = (cli_flag){NULL, FLAG_BOOL, NULL, NULL, NULL};
+    return out;
+}
+
+/* The index of the first argument that is a train flag eval does not take, or 0. */
+static int train_only_flag(const cli_flag *all, const cli_flag *evalt, int argc, char **argv) {
+    for (int i = 2; i < argc; i++) {
+        const char *eq = strchr(argv[i], '=');
+        size_t len = eq ? (size_t)(eq - argv[i]) : strlen(argv[i]);
+        if (strncmp(argv[i], "--", 2) != 0 || is_eval_flag(argv[i], len)) {
+            for (const cli_flag *f = evalt; f->name; f++) /* skip the value of an eval flag */
+                if (!eq && strcmp(f->name, argv[i]) == 0 && f->kind != FLAG_BOOL) i++;
+            continue;
+        }
+        for (const cli_flag *f = all; f->name; f++)
+            if (strlen(f->name) == len && strncmp(f->name, argv[i], len) == 0) return i;
+    }
+    return 0;
+}
+
 int cmd_train(int argc, char **argv, bool eval_only) {
     const char *cmd = eval_only ? "eval" : "train";
-    train_args a = {.model = "mlp", .data = "data/mnist", .optimizer = NULL, .epochs = 1, .batch_size = 64, .seed = 0,
+    train_args a = {.model = "mlp", .data = NULL, .optimizer = NULL, .epochs = 1, .batch_size = 64, .seed = 0,
                     .holdout = -1, .repeat_count = 1, .grad_accum = 1, .threads = 0, .log_verbosity = -1, .watch_period = 1,
-                    .lr = -1, .check_numerics = NULL};
+                    .lr = -1, .check_numerics = NULL, .lr_schedule = "constant", .lr_step_size = 1000, .lr_gamma = 0.1, .outfeed_depth = 64};
     const cli_flag flags[] = {
         {"--model", FLAG_STRING, &a.model, "NAME|FILE.onnx", "built-in model (mlp, cnn) or an ONNX file"},
         {"--input", FLAG_LIST, &a.inputs, "NAME:SHAPE", "ONNX: static shape of an input, e.g. x:64x1x28x28 (dim 0 = --batch-size)"},
         {"--loss", FLAG_STRING, &a.loss, "cross_entropy|nll|mse", "ONNX: loss on the output (default nll after LogSoftmax, else cross_entropy)"},
         {"--labels-input", FLAG_STRING, &a.labels_input, "NAME", "ONNX: the file's labels input; its scalar output is the loss"},
         {"--output", FLAG_STRING, &a.output, "NAME", "ONNX: the scores to put the loss on (default: the first output)"},
-        {"--data", FLAG_STRING, &a.data, "DIR|FILE.npz", "MNIST IDX directory, x.npy + labels.npy directory, or .npz (default data/mnist)"},
+        {"--data", FLAG_STRING, &a.data, "DIR|FILE.npz", "MNIST IDX directory (default: data/mnist, else the installed copy), x.npy + labels.npy directory, or .npz"},
         {"--epochs", FLAG_INT, &a.epochs, "N", "passes over the training split (default 1)"},
         {"--batch-size", FLAG_INT, &a.batch_size, "B", "micro-batch size (default 64)"},
         {"--lr", FLAG_FLOAT, &a.lr, "LR", "learning rate (default: mlp 0.01, cnn 0.001)"},
+        {"--lr-schedule", FLAG_STRING, &a.lr_schedule, "constant|step|cosine", "learning rate per optimizer step (default constant)"},
+        {"--warmup-steps", FLAG_INT, &a.warmup_steps, "N", "rise linearly to --lr over the first N steps (default 0)"},
+        {"--lr-step-size", FLAG_INT, &a.lr_step_size, "N", "step schedule: multiply the rate by --lr-gamma every N steps (default 1000)"},
+        {"--lr-gamma", FLAG_FLOAT, &a.lr_gamma, "G", "step schedule: the factor (default 0.1)"},
+        {"--lr-min", FLAG_FLOAT, &a.lr_min, "LR", "cosine schedule: the rate at the last step of --epochs (default 0)"},
         {"--optimizer", FLAG_STRING, &a.optimizer, "sgd|adam|adamw", "optimizer (default: mlp sgd, cnn adam)"},
         {"--momentum", FLAG_FLOAT, &a.momentum, "M", "SGD momentum (default 0)"},
         {"--weight-decay", FLAG_FLOAT, &a.weight_decay, "WD", "weight decay (default 0)"},
@@ -284,9 +391,14 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--output-mode", FLAG_STRING, &a.output_mode, "MODE[:N]", "global output mode of anchors"},
         {"--outfeed", FLAG_LIST, &a.outfeeds, "PATTERN", "stream matching activations / <param>_grad keys to an outfeed"},
         {"--outfeed-pre-accumulated-gradients", FLAG_BOOL, &a.outfeed_pre, NULL, "stream gradients per micro-batch"},
+        {"--outfeed-mode", FLAG_STRING, &a.outfeed_mode, "all|last", "all: every record (default); last: only the latest per key"},
+        {"--outfeed-depth", FLAG_INT, &a.outfeed_depth, "N", "records the queue holds before training waits (default 64)"},
+        {"--outfeed-drop", FLAG_BOOL, &a.outfeed_drop, NULL, "drop (and count) records when the queue is full instead of waiting"},
         {"--watch", FLAG_LIST, &a.watches, "PATTERN", "summarise matching tensors (stats + histograms)"},
         {"--watch-period", FLAG_INT, &a.watch_period, "N", "summarise every N runs (default 1)"},
+        {"--watch-range", FLAG_BOOL, &a.watch_range, NULL, "also the fp16/bf16/fp8 underflow and overflow fractions of watched tensors"},
         {"--stats", FLAG_BOOL, &a.stats, NULL, "print the stats table of watched tensors each epoch"},
+        {"--stats-every", FLAG_INT, &a.stats_every, "N", "print the stats table every N runs ('Step N - Summary Stats')"},
         {"--histogram", FLAG_STRING, &a.histogram, "FILE.png", "write the gradient histogram of anchored gradients"},
         {"--dump-npy", FLAG_STRING, &a.dump_npy, "DIR", "write anchored arrays and outfeed records as .npy"},
         {"--dump-limit", FLAG_STRING, &a.dump_limit, "SIZE", "stop when outfeed dumps reach SIZE (default 1G; 0: no limit)"},
@@ -296,10 +408,14 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--metrics", FLAG_BOOL, &a.metrics, NULL, "print the metrics report at exit"},
         {"--log-verbosity", FLAG_INT, &a.log_verbosity, "0-5", "log level (5: a line per step)"},
         {"--log-memory", FLAG_BOOL, &a.log_memory, NULL, "log memory by class after compile and each epoch"},
-        {"--tensorboard", FLAG_STRING, &a.tensorboard, "DIR", "write TensorBoard event files to DIR"},
+        {"--tensorboard", FLAG_STRING, &a.tensorboard, "DIR", "write TensorBoard event files to DIR/<date>_<host> (one run each)"},
+        {"--run-name", FLAG_STRING, &a.run_name, "NAME", "with --tensorboard: write to DIR/NAME instead"},
         {"--plot", FLAG_STRING, &a.plot, "FILE.png", "plot loss and accuracy curves"},
         {"--save-weights", FLAG_STRING, &a.save_weights, "DIR", "save parameters as .npy at the end"},
         {"--weights", FLAG_STRING, &a.weights, "DIR", "load parameters from .npy files first"},
+        {"--checkpoint-dir", FLAG_STRING, &a.checkpoint_dir, "DIR", "write DIR/checkpoint.tsck (weights, optimizer, step, data position) at the end"},
+        {"--checkpoint-every", FLAG_INT, &a.checkpoint_every, "N", "with --checkpoint-dir: also every N runs"},
+        {"--resume", FLAG_STRING, &a.resume, "DIR", "continue from DIR/checkpoint.tsck (same flags; --max-steps counts from the start)"},
         {"--feature-maps", FLAG_LIST, &a.feature_maps, "TENSOR[:SAMPLE]", "PNG grid of a 4-D activation's channels for one held-out sample"},
         {"--filters", FLAG_LIST, &a.filters, "PARAM", "PNG grid of a conv weight's kernels (e.g. conv1.weight)"},
         {"--picture-dir", FLAG_STRING, &a.picture_dir, "DIR", "where --feature-maps and --filters write (default .)"},
@@ -307,11 +423,20 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--split-at", FLAG_STRING, &a.split_at, "SCOPE[,SCOPE...]", "the K-1 scopes that start stages 2..K (e.g. fc2,fc3)"},
         {"--quiet", FLAG_BOOL, &a.quiet, NULL, "no progress bar"},
         {NULL, FLAG_BOOL, NULL, NULL, NULL}};
+    cli_flag eval_table[TS_ARRAY_COUNT(flags)];
+    const cli_flag *table = eval_only ? eval_flags(flags, eval_table) : flags;
+    if (eval_only) {
+        int bad = train_only_flag(flags, eval_table, argc, argv);
+        if (bad)
+            return cli_usage_error(cmd, "%.*s is a training flag: eval only evaluates the model (its flags are in 'tensorscope eval --help')",
+                                   (int)strcspn(argv[bad], "="), argv[bad]);
+    }
     bool help;
-    int rc = cli_parse(cmd, "[flags]", flags, argc, argv, 2, NULL, &help);
+    int rc = cli_parse(cmd, "[flags]", table, argc, argv, 2, NULL, &help);
     if (rc || help) return rc;
 
     /* ---- validate before doing any work */
+    if (!eval_only && a.all) return cli_usage_error(cmd, "--all is an eval flag (train always holds out the last --holdout images)");
     if (a.epochs < (eval_only ? 0 : 1) || a.epochs > 100000) return cli_usage_error(cmd, "--epochs must be 1..100000, got %ld", a.epochs);
     if (a.batch_size < 1 || a.batch_size > 100000) return cli_usage_error(cmd, "--batch-size must be 1..100000, got %ld", a.batch_size);
     cli_model_defaults(a.model, a.optimizer ? NULL : &a.optimizer, a.lr == -1 ? &a.lr : NULL);
@@ -333,6 +458,26 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     if (a.log_verbosity > 5 || a.log_verbosity < -1) return cli_usage_error(cmd, "--log-verbosity must be 0..5, got %ld", a.log_verbosity);
     ts_optimizer opt;
     if (cli_optimizer(a.optimizer, a.lr, a.momentum, a.weight_decay, &opt)) return cli_usage_error(cmd, "--optimizer must be sgd, adam or adamw, got '%s'", a.optimizer);
+    ts_lr_schedule sched = {.warmup_steps = a.warmup_steps, .step_size = a.lr_step_size, .gamma = a.lr_gamma, .min_lr = a.lr_min};
+    if (ts_lr_schedule_parse(a.lr_schedule, &sched.kind)) return cli_usage_error(cmd, "--lr-schedule must be constant, step or cosine, got '%s'", a.lr_schedule);
+    if (a.warmup_steps < 0) return cli_usage_error(cmd, "--warmup-steps must be >= 0, got %ld", a.warmup_steps);
+    if (a.lr_step_size < 1) return cli_usage_error(cmd, "--lr-step-size must be >= 1, got %ld", a.lr_step_size);
+    if (!(a.lr_gamma >= 0)) return cli_usage_error(cmd, "--lr-gamma must be >= 0, got %g", a.lr_gamma);
+    if (!(a.lr_min >= 0) || a.lr_min > a.lr) return cli_usage_error(cmd, "--lr-min must be in [0, --lr], got %g", a.lr_min);
+    ts_outfeed_mode of_mode = TS_OUTFEED_ALL;
+    if (a.outfeed_mode && strcmp(a.outfeed_mode, "last") == 0) of_mode = TS_OUTFEED_LAST;
+    else if (a.outfeed_mode && strcmp(a.outfeed_mode, "all") != 0)
+        return cli_usage_error(cmd, "--outfeed-mode must be all or last, got '%s'", a.outfeed_mode);
+    if (a.outfeed_depth < 1 || a.outfeed_depth > 1000000) return cli_usage_error(cmd, "--outfeed-depth must be 1..1000000, got %ld", a.outfeed_depth);
+    if ((a.outfeed_mode || a.outfeed_drop || a.outfeed_depth != 64) && a.outfeeds.n == 0)
+        return cli_usage_error(cmd, "--outfeed-mode, --outfeed-depth and --outfeed-drop set up the queue of --outfeed PATTERN: give one");
+    if (a.stats_every < 0) return cli_usage_error(cmd, "--stats-every must be >= 1, got %ld", a.stats_every);
+    if (a.stats_every) a.stats = true;
+    if (a.watch_range && a.watches.n == 0) return cli_usage_error(cmd, "--watch-range needs --watch PATTERN (the tensors whose ranges to take)");
+    if (a.run_name && !a.tensorboard) return cli_usage_error(cmd, "--run-name names a TensorBoard run: it needs --tensorboard DIR");
+    if (a.checkpoint_every < 0) return cli_usage_error(cmd, "--checkpoint-every must be >= 1, got %ld", a.checkpoint_every);
+    if (a.checkpoint_every && !a.checkpoint_dir) return cli_usage_error(cmd, "--checkpoint-every needs --checkpoint-dir DIR");
+    if (a.resume && a.weights) return cli_usage_error(cmd, "--resume restores the weights: leave out --weights");
     ts_check_numerics check = TS_CHECK_OFF;
     if (a.check_numerics && ts_check_numerics_parse(a.check_numerics, &check))
         return cli_usage_error(cmd, "--check-numerics must be off, output or op, got '%s'", a.check_numerics);
@@ -389,12 +534,15 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     ts_model *tm = NULL, *inf = NULL;
     ts_outfeed *q = NULL;
     ts_tb_writer *tb = NULL;
+    char tb_dir[1100] = "";
     ts_loader *loader = NULL;
     sink_state sink = {.dump_dir = lead ? a.dump_npy : NULL, .budget = dump_limit};
     bool dumps_full = false;
-    curve *loss_curve = calloc(1, sizeof *loss_curve), *acc_curve = calloc(1, sizeof *acc_curve);
+    curve *loss_curve = calloc(1, sizeof *loss_curve), *acc_curve = calloc(1, sizeof *acc_curve), *hl_curve = calloc(1, sizeof *hl_curve);
     rc = CLI_RUNTIME;
-    if (!loss_curve || !acc_curve) goto done;
+    if (!loss_curve || !acc_curve || !hl_curve) goto done;
+    char data_dir[PATH_MAX + 64];
+    if (!a.data) a.data = cli_default_data_dir(data_dir, sizeof data_dir);
     if (is_array_data(a.data) ? ts_dataset_load_arrays(&ds, &hds, a.data) : ts_dataset_load_mnist(&ds, a.data)) {
         cli_runtime_error("loading the dataset");
         goto done;
@@ -418,6 +566,11 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         goto done;
     }
     if ((rc = check_data(cmd, &cm, ds, hds, a.data)) != CLI_OK) goto done;
+    for (int i = 0; i < a.prints.n; i++)
+        if (!cli_graph_has_match(cm.g, a.prints.items[i])) {
+            rc = cli_no_match_error(cmd, "--print-tensor", a.prints.items[i], cm.g);
+            goto done;
+        }
     rc = CLI_RUNTIME;
     if (a.weights && ts_graph_load_weights(cm.g, a.weights)) { /* checked whole (shapes, NaN) before any is set */
         cli_runtime_error("loading weights");
@@ -450,7 +603,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         ts_options_anchor(o, NULL, "Gradient___*.weight", TS_OUTPUT_DEFAULT, 0);
         ts_options_anchor(o, NULL, "Gradient___*.bias", TS_OUTPUT_DEFAULT, 0);
     }
-    int watch_what = TS_WATCH_STATS | (a.tensorboard ? TS_WATCH_HISTOGRAM : 0);
+    int watch_what = TS_WATCH_STATS | (a.tensorboard ? TS_WATCH_HISTOGRAM : 0) | (a.watch_range ? TS_WATCH_RANGE : 0);
     for (int i = 0; i < a.watches.n; i++)
         if (ts_options_watch(o, a.watches.items[i], watch_what, (int)a.watch_period)) {
             rc = cli_usage_error(cmd, "--watch: %s", ts_last_error());
@@ -468,7 +621,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     }
     if (a.tensorboard) ts_options_watch(o, "Accum___*", TS_WATCH_STATS, 1); /* global gradient norm */
     if (a.outfeeds.n) {
-        ts_outfeed_config qc = {.name = "cli", .mode = TS_OUTFEED_ALL, .depth = 64, .filters = a.outfeeds.items, .n_filters = a.outfeeds.n};
+        ts_outfeed_config qc = {.name = "cli", .mode = of_mode, .depth = (int)a.outfeed_depth, .filters = a.outfeeds.items,
+                                .n_filters = a.outfeeds.n, .drop_when_full = a.outfeed_drop};
         if (ts_outfeed_new(&q, &qc)) {
             cli_runtime_error("creating the outfeed");
             goto done;
@@ -487,8 +641,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             ts_tensor_info(t, &info);
             char key[600];
             snprintf(key, sizeof key, "%s_grad", name);
-            if (info.data && matches_any(&a.outfeeds, key)) grads = true;
-            if (!info.data && matches_any(&a.outfeeds, name) && ts_outfeed_add(cm.g, q, name, t) == TS_OK) marked++;
+            if (info.data && cli_list_matches(&a.outfeeds, key)) grads = true;
+            if (!info.data && cli_list_matches(&a.outfeeds, name) && ts_outfeed_add(cm.g, q, name, t) == TS_OK) marked++;
         }
         if (grads) ts_options_outfeed_gradients(o, q, a.outfeed_pre);
         if (!grads && !marked) {
@@ -518,6 +672,10 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     }
     if (eval_only) {
         double acc, loss;
+        if (!a.weights)
+            fprintf(stderr, "tensorscope eval: warning: no --weights given: evaluating the untrained random initialisation (seed %ld); "
+                            "save trained weights with 'tensorscope train --save-weights DIR' and pass --weights DIR\n",
+                    a.seed);
         int64_t first = a.all ? 0 : n_train, count = a.all ? N : a.holdout;
         const ts_dataset *eds = hds && !a.all ? hds : ds;
         if (hds && !a.all) first = 0, count = ts_dataset_size(hds);
@@ -525,7 +683,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             rc = cli_usage_error(cmd, "nothing to evaluate: --holdout is 0 (use --all)");
             goto done;
         }
-        if (evaluate(inf, &em, eds, first, count, a.batch_size, &acc, &loss)) {
+        if (evaluate(inf, &em, eds, first, count, a.batch_size, &acc, &loss, !a.quiet)) {
             cli_runtime_error("evaluating");
             goto done;
         }
@@ -544,12 +702,20 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         size_t nw = 0;
         bool hit = false;
         ts_model_watch_results(tm, &w, &nw);
-        for (size_t k = 0; k < nw && !hit; k++) {
-            cli_list one = {.items = {a.watches.items[i]}, .n = 1};
-            hit = matches_any(&one, w[k].name);
-        }
+        for (size_t k = 0; k < nw && !hit; k++) hit = ts_name_matches(a.watches.items[i], w[k].name);
         if (!hit) {
             rc = cli_usage_error(cmd, "--watch %s matches no tensor (list them with 'tensorscope names')", a.watches.items[i]);
+            goto done;
+        }
+    }
+    if (want_hist) { /* the histogram plots anchored gradients: none would be a silent no-op */
+        const char *const *an;
+        size_t nan_ = 0;
+        bool grad = false;
+        ts_model_anchor_list(tm, &an, &nan_);
+        for (size_t i = 0; i < nan_ && !grad; i++) grad = strncmp(an[i], "Gradient___", 11) == 0;
+        if (!grad) {
+            rc = cli_usage_error(cmd, "--histogram %s plots anchored gradients, and no --anchor names one (add --anchor 'Gradient___*' or leave out --anchor for the six layer gradients)", a.histogram);
             goto done;
         }
     }
@@ -560,10 +726,13 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     if (R > 1) printf("replicas: %d (one per MPI rank), micro-batch %ld each, %ld per step\n", R, a.batch_size, a.batch_size * R);
     if (K > 1) printf("pipeline: %d stages (one per MPI rank), split at %s\n", K, a.split_at);
     if (a.tensorboard && lead) {
-        if (ts_tb_open(&tb, a.tensorboard)) {
+        if (cli_tb_open(a.tensorboard, a.run_name, &tb, tb_dir, sizeof tb_dir)) {
             cli_runtime_error("opening the TensorBoard log");
             goto done;
         }
+        cli_hparams hp = {a.model, a.optimizer, a.lr_schedule, a.lr, a.momentum, a.weight_decay, a.warmup_steps, a.batch_size,
+                          a.repeat_count, a.grad_accum, a.epochs, a.seed};
+        cli_tb_hparams(tb, &hp);
         char cfg[1024];
         snprintf(cfg, sizeof cfg,
                  "model: %s  \noptimizer: %s lr=%g momentum=%g weight_decay=%g  \nbatch size: %ld, repeat count (D): %ld, gradient accumulation (A): %ld  \nepochs: %ld, seed: %ld, train/held-out: %lld/%ld",
@@ -586,12 +755,40 @@ int cmd_train(int argc, char **argv, bool eval_only) {
                              (long long)ts_loader_batches(loader));
         goto done;
     }
+    /* the plan is --epochs: --max-steps and --run-single-step stop early, so
+     * a run stopped and resumed follows the same schedule */
+    int64_t planned_steps = (int64_t)a.epochs * runs_per_epoch * a.repeat_count;
+    sched.total_steps = planned_steps - sched.warmup_steps > 0 ? planned_steps - sched.warmup_steps : 1;
+    if (ts_model_set_lr_schedule(tm, &sched)) {
+        rc = cli_usage_error(cmd, "%s", ts_last_error());
+        goto done;
+    }
+    bool scheduled = sched.kind != TS_LR_CONSTANT || sched.warmup_steps > 0;
+    if (scheduled && !a.quiet)
+        fprintf(stderr, "learning rate: %s schedule from %g, %lld warmup steps, %lld steps in all\n", ts_lr_schedule_name(sched.kind), a.lr,
+                (long long)sched.warmup_steps, (long long)planned_steps);
+    char ckpt[1100] = "";
+    if (a.resume) {
+        snprintf(ckpt, sizeof ckpt, "%s/checkpoint.tsck", a.resume);
+        if (ts_checkpoint_load(ckpt, tm, loader)) {
+            cli_runtime_error("resuming");
+            goto done;
+        }
+        if (!a.quiet)
+            fprintf(stderr, "resumed from %s at step %lld (run %lld, epoch %lld)\n", ckpt, (long long)ts_model_steps(tm),
+                    (long long)ts_model_runs(tm), (long long)ts_loader_epoch(loader));
+    }
+    if (a.checkpoint_dir) {
+        mkdir(a.checkpoint_dir, 0777); /* if that fails, the first save says why */
+        snprintf(ckpt, sizeof ckpt, "%s/checkpoint.tsck", a.checkpoint_dir);
+    }
     const char *in_names[2] = {ts_tensor_name(cm.x), ts_tensor_name(cm.labels)};
-    long total_runs = 0;
-    bool stop = false;
+    long total_runs = (long)ts_model_runs(tm);
+    long first_epoch = ts_loader_epoch(loader) > 1 ? (long)ts_loader_epoch(loader) : 1;
+    bool stop = a.max_steps && total_runs >= a.max_steps;
     double t_start = cli_now();
     catch_interrupts(true);
-    for (long ep = 1; ep <= a.epochs && !stop; ep++) {
+    for (long ep = first_epoch; ep <= a.epochs && !stop; ep++) {
         cli_progress bar;
         char label[64];
         snprintf(label, sizeof label, "epoch %ld/%ld", ep, a.epochs);
@@ -628,35 +825,22 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             ep_loss += loss;
             ep_runs++;
             total_runs++;
-            curve_add(loss_curve, (double)total_runs, loss);
+            curve_add(loss_curve, (double)ts_model_steps(tm), loss); /* x: optimizer steps, as TensorBoard's */
             bar.written = atomic_load(&sink.bytes);
             cli_progress_update(&bar, ep_runs, loss);
-            if (tb) { /* every write checked: a full disk stops training now, not at close */
-                int64_t step = ts_model_steps(tm);
-                ts_status tst = ts_tb_scalar(tb, "loss", step, loss);
-                if (!tst) tst = ts_tb_scalar(tb, "learning_rate", step, a.lr);
-                if (!tst) tst = ts_tb_scalar(tb, "samples_per_second", step, (double)(S * a.batch_size * R) / run_s);
-                const ts_watch_result *w;
-                size_t nw;
-                double norm2 = 0;
-                bool have_norm = false;
-                if (ts_model_watch_results(tm, &w, &nw) == TS_OK)
-                    for (size_t i = 0; i < nw; i++) {
-                        if (w[i].run != ts_model_runs(tm) - 1) continue;
-                        /* replicas: Accum___ is the same on each (replica 0's row); histograms of all of them */
-                        if (strncmp(w[i].name, "Accum___", 8) == 0 && (R == 1 || w[i].replica == 0)) {
-                            norm2 += w[i].summary->stats.l2 * w[i].summary->stats.l2;
-                            have_norm = true;
-                        }
-                        if (!tst && (w[i].summary->what & TS_WATCH_HISTOGRAM) && w[i].replica < 0)
-                            tst = ts_tb_histogram(tb, w[i].name, step, w[i].summary);
-                    }
-                if (!tst && have_norm) tst = ts_tb_scalar(tb, "gradient_norm", step, sqrt(norm2));
-                if (tst) {
-                    cli_progress_end(&bar);
-                    cli_runtime_error("writing the TensorBoard log");
-                    goto done;
-                }
+            if (tb && cli_tb_step(tb, tm, loss, (double)(S * a.batch_size * R) / run_s, R)) { /* a full disk stops training now */
+                cli_progress_end(&bar);
+                cli_runtime_error("writing the TensorBoard log");
+                goto done;
+            }
+            if (a.stats_every && total_runs % a.stats_every == 0) {
+                cli_progress_end(&bar);
+                print_stats_table(tm);
+            }
+            if (lead && a.checkpoint_dir && a.checkpoint_every && total_runs % a.checkpoint_every == 0 && ts_checkpoint_save(ckpt, tm, loader)) {
+                cli_progress_end(&bar);
+                cli_runtime_error("writing the checkpoint");
+                goto done;
             }
             if (atomic_load(&sink.failed)) {
                 cli_progress_end(&bar);
@@ -684,22 +868,26 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         double ep_s = cli_now() - t0, acc = 0, hl = 0;
         bool held = a.holdout > 0 || hds;
         if (held && (copy_params(&cm, &em) || evaluate(inf, &em, hds ? hds : ds, hds ? 0 : n_train, hds ? ts_dataset_size(hds) : a.holdout,
-                                                        a.batch_size, &acc, &hl))) {
+                                                        a.batch_size, &acc, &hl, !a.quiet))) {
             cli_runtime_error("evaluating");
             goto done;
         }
-        curve_add(acc_curve, (double)total_runs, acc);
+        if (held) {
+            curve_add(acc_curve, (double)ts_model_steps(tm), 100 * acc); /* percent, as printed */
+            curve_add(hl_curve, (double)ts_model_steps(tm), hl);
+        }
         printf("epoch %ld/%ld: loss %.4f", ep, a.epochs, ep_runs ? ep_loss / (double)ep_runs : NAN);
         if (held) printf("  held-out accuracy %.2f%% (loss %.4f)", 100 * acc, hl);
         printf("  %.2f s, %.0f samples/s", ep_s, (double)(ep_runs * S * a.batch_size * R) / ep_s);
+        if (scheduled) printf("  lr %.6g", ts_model_learning_rate(tm));
         if (a.dump_npy && q) printf("  outfeed dumps %.1f MB", (double)atomic_load(&sink.bytes) / 1e6);
         printf("\n");
         fflush(stdout);
-        if (tb && ((held && ts_tb_scalar(tb, "heldout_accuracy", ts_model_steps(tm), acc)) || ts_tb_flush(tb))) {
+        if (tb && ((held && cli_tb_eval(tb, ts_model_steps(tm), hl, acc)) || ts_tb_flush(tb))) {
             cli_runtime_error("writing the TensorBoard log");
             goto done;
         }
-        if (a.stats) print_stats_table(tm);
+        if (a.stats && !a.stats_every) print_stats_table(tm);
         if (a.log_memory) {
             char line[512];
             fprintf(stderr, "%s\n", ts_model_memory_line(tm, line, sizeof line));
@@ -708,6 +896,13 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     if (g_interrupted)
         fprintf(stderr, "tensorscope: interrupted by %s after %ld runs: writing what was asked, then exiting (again to exit at once)\n",
                 g_interrupted == SIGINT ? "SIGINT" : "SIGTERM", total_runs);
+    if (a.checkpoint_dir && lead) {
+        if (ts_checkpoint_save(ckpt, tm, loader)) {
+            cli_runtime_error("writing the checkpoint");
+            goto done;
+        }
+        printf("checkpoint at step %lld in %s\n", (long long)ts_model_steps(tm), ckpt);
+    }
     printf("trained %ld runs (%lld steps, %lld samples) in %.2f s\n", total_runs, (long long)ts_model_steps(tm),
            (long long)(total_runs * S * a.batch_size * R), cli_now() - t_start);
 
@@ -751,16 +946,26 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         int n = 0;
         for (size_t i = 0; i < n_anchors && n < 64; i++)
             if (strncmp(anames[i], "Gradient___", 11) == 0 && ts_model_anchored(tm, anames[i], &arrs[n]) == TS_OK) n++;
+        char caption[512];
+        int used = 0;
+        caption[0] = '\0';
+        for (size_t i = 0, k = 0; i < n_anchors && k < (size_t)n && used < (int)sizeof caption; i++)
+            if (strncmp(anames[i], "Gradient___", 11) == 0)
+                used += snprintf(caption + used, sizeof caption - (size_t)used, "%s%s", k++ ? ", " : "", anames[i] + 11);
+        if (used < (int)sizeof caption)
+            snprintf(caption + used, sizeof caption - (size_t)used, " gradients at step %lld (last micro-batch)", (long long)ts_model_steps(tm));
         if (n == 0) fprintf(stderr, "tensorscope: --histogram: no anchored Gradient___ tensor to plot (anchor some with --anchor)\n");
-        else if (ts_plot_gradient_histogram(a.histogram, arrs, n)) {
+        else if (ts_plot_gradient_histogram_captioned(a.histogram, arrs, n, caption)) {
             cli_runtime_error("writing the histogram");
             goto done;
         } else printf("Saved histogram to %s\n", a.histogram);
     }
     if (a.plot && lead) {
-        ts_series s[2] = {{"training loss", loss_curve->x, loss_curve->y, loss_curve->n},
-                          {"held-out accuracy", acc_curve->x, acc_curve->y, acc_curve->n}};
-        if (ts_plot_lines(a.plot, "Training", "run", s, a.holdout > 0 ? 2 : 1)) {
+        ts_series losses[2] = {{"training loss (mean of each run)", loss_curve->x, loss_curve->y, loss_curve->n},
+                               {"held-out loss (each epoch)", hl_curve->x, hl_curve->y, hl_curve->n}};
+        ts_series accs[1] = {{"held-out accuracy (each epoch)", acc_curve->x, acc_curve->y, acc_curve->n}};
+        ts_plot_panel panels[2] = {{"loss", losses, a.holdout > 0 ? 2 : 1}, {"accuracy (%)", accs, 1}};
+        if (ts_plot_panels(a.plot, "Training", "optimizer step", panels, a.holdout > 0 ? 2 : 1)) {
             cli_runtime_error("writing the plot");
             goto done;
         }
@@ -800,6 +1005,7 @@ done:
     if (q) {
         ts_outfeed_free(q); /* drains: every record reaches the sink */
         q = NULL;
+        sink_finish(&sink);
         if (atomic_load(&sink.failed) && rc == CLI_OK) {
             fprintf(stderr, "tensorscope: writing outfeed dumps: %s\n", sink.err);
             rc = CLI_RUNTIME;
@@ -807,12 +1013,13 @@ done:
         if (rc == CLI_OK || dumps_full) {
             printf("outfeed: %ld records", sink.records);
             for (int k = 0; k < sink.n_keys; k++) printf("%s %s x%ld", k ? "," : ":", sink.keys[k], sink.counts[k]);
-            if (a.dump_npy) printf(" (%ld written to %s/outfeed/)", sink.written, a.dump_npy);
+            if (a.dump_npy) printf(" (%ld files written to %s/outfeed/, one [S,*T] array per key per run)", sink.written, a.dump_npy);
             printf("\n");
         }
     }
+    if (tb) ts_tb_hparams_end(tb, rc == CLI_OK);
     if (tb && ts_tb_close(tb) && rc == CLI_OK) rc = cli_runtime_error("closing the TensorBoard log");
-    else if (tb && rc == CLI_OK) printf("TensorBoard logs in %s (run: tensorboard --logdir %s)\n", a.tensorboard, a.tensorboard);
+    else if (tb && rc == CLI_OK) printf("TensorBoard logs in %s (run: tensorboard --logdir %s)\n", tb_dir, a.tensorboard);
     if (a.metrics) {
         char *r = ts_metrics_report();
         if (r) fputs(r, stdout);
@@ -829,6 +1036,7 @@ done:
     free(onehot);
     free(loss_curve);
     free(acc_curve);
+    free(hl_curve);
     catch_interrupts(false);
     if (rc == CLI_OK && g_interrupted) rc = 128 + g_interrupted; /* 130, 143: what shells expect */
     if (ts_dist_finalize() && rc == CLI_OK) rc = cli_runtime_error("leaving the MPI job");

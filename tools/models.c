@@ -1,23 +1,30 @@
 /* models.c -- the CLI's built-in models, built with the public API. */
 #include "cli.h"
 
-#include <fnmatch.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
+#include <limits.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <strings.h>
-
-static bool wants_print(const cli_list *prints, const char *name) {
-    for (int i = 0; prints && i < prints->n; i++)
-        if (strcmp(prints->items[i], name) == 0 || fnmatch(prints->items[i], name, 0) == 0) return true;
-    return false;
-}
 
 /* Wraps t in a print op when asked, so the rest of the model reads the print. */
 static ts_tensor *maybe_print(ts_graph *g, ts_tensor *t, const cli_list *prints) {
-    if (t && wants_print(prints, ts_tensor_name(t))) return ts_print(g, t, ts_tensor_name(t));
+    if (t && cli_list_matches(prints, ts_tensor_name(t))) return ts_print(g, t, ts_tensor_name(t));
     return t;
+}
+
+/* Parameters are created inside their layers: a print op beside each one
+ * asked for logs its value every micro-batch. */
+static ts_status print_params(ts_graph *g, const cli_list *prints) {
+    size_t n = ts_graph_tensor_count(g);
+    for (size_t i = 0; prints && prints->n && i < n; i++) {
+        ts_tensor *t = ts_graph_tensor_at(g, i);
+        ts_array a;
+        if (ts_tensor_info(t, &a) == TS_OK && a.data && cli_list_matches(prints, ts_tensor_name(t)) &&
+            !ts_print(g, t, ts_tensor_name(t)))
+            return ts_graph_status(g);
+    }
+    return TS_OK;
 }
 
 /* The observing-tensors tutorial's MLP: 784-320-100-10, ReLU, LogSoftmax over
@@ -39,6 +46,7 @@ static ts_status build_mlp(long B, uint64_t seed, const cli_list *prints, cli_mo
     ts_status st = ts_graph_status(g);
     if (!st) st = ts_tensor_set_name(m->loss, "loss");
     if (!st) m->loss = maybe_print(g, m->loss, prints);
+    if (!st) st = print_params(g, prints);
     return st ? st : ts_graph_status(g);
 }
 
@@ -228,9 +236,9 @@ static ts_status open_onnx(const char *path, long batch, const cli_list *prints,
     if (!st) st = ts_tensor_set_name(m->loss, "loss");
     for (size_t i = 0; !st && prints && prints->n && i < ts_graph_tensor_count(g); i++) {
         ts_tensor *t = ts_graph_tensor_at(g, i);
-        if (t != m->loss && wants_print(prints, ts_tensor_name(t))) ts_print(g, t, ts_tensor_name(t));
+        if (t != m->loss && cli_list_matches(prints, ts_tensor_name(t))) ts_print(g, t, ts_tensor_name(t));
     }
-    if (!st && wants_print(prints, "loss")) ts_print(g, m->loss, "loss");
+    if (!st && cli_list_matches(prints, "loss")) ts_print(g, m->loss, "loss");
     return st ? st : ts_graph_status(g);
 }
 
@@ -245,4 +253,32 @@ ts_status cli_model_open(const char *name, long batch, uint64_t seed, const cli_
         out->g = NULL;
     }
     return st;
+}
+
+static bool has_mnist(const char *dir) {
+    char path[PATH_MAX + 64];
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/t10k-images-idx3-ubyte.gz", dir);
+    if (stat(path, &sb) == 0) return true;
+    snprintf(path, sizeof path, "%s/train-images-idx3-ubyte.gz", dir);
+    return stat(path, &sb) == 0;
+}
+
+const char *cli_default_data_dir(char *buf, size_t n) {
+    if (has_mnist("data/mnist")) return "data/mnist"; /* a checkout */
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len > 0) {
+        exe[len] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = '\0';
+        /* installed: <prefix>/bin/tensorscope -> <prefix>/share/tensorscope/mnist;
+         * built: <checkout>/build/tensorscope -> <checkout>/data/mnist */
+        static const char *const rel[] = {"../share/tensorscope/mnist", "../data/mnist"};
+        for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+            snprintf(buf, n, "%s/%s", exe, rel[i]);
+            if (has_mnist(buf)) return buf;
+        }
+    }
+    return "data/mnist"; /* not found: the loader's error names it */
 }

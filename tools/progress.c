@@ -19,12 +19,16 @@ void cli_progress_start(cli_progress *p, bool enabled, const char *label, long t
     p->t0 = cli_now();
     p->last_width = 0;
     p->written = 0;
+    p->last_draw = 0;
 }
 
 void cli_progress_update(cli_progress *p, long done, double loss) {
     if (!p->on) return;
     p->done = done;
-    double el = cli_now() - p->t0, rate = el > 0 ? (double)done / el : 0;
+    double now = cli_now();
+    if (done < p->total && now - p->last_draw < 0.1) return; /* at most 10 redraws a second, and the last one */
+    p->last_draw = now;
+    double el = now - p->t0, rate = el > 0 ? (double)done / el : 0;
     double eta = rate > 0 ? (double)(p->total - done) / rate : 0;
     int width = 30, fill = p->total ? (int)((long)width * done / p->total) : 0;
     char bar[32];

@@ -9,7 +9,7 @@ from ._capi import check, cstr, lib
 
 
 def summary_line(array, name=""):
-    """The one-line summary of DESIGN.md §7 (lovely-tensors style) of any
+    """The one-line summary of docs/observation.md#summaries (lovely-tensors style) of any
     numeric array: `name f32[3,4] n=12 x∈[-1, 2] μ=0.5 σ=0.9` plus NaN/Inf
     and all-zeros flags. The library computes it over the values as f32."""
     a = np.asarray(array)

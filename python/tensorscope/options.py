@@ -11,7 +11,7 @@ from ._capi import check, cstr, lib
 
 
 class OutputMode(enum.IntEnum):
-    """How an anchor returns the S samples of a run (DESIGN.md §4)."""
+    """How an anchor returns the S samples of a run (docs/architecture.md#output-modes)."""
     Default = 0  # Final for training, All for inference
     Final = 1    # T: the last sample
     EveryN = 2   # [S/N, *T]: samples N-1, 2N-1, ...
@@ -88,7 +88,7 @@ class Options:
 
     def watch(self, pattern, what="stats", period=1):
         """Summaries of every tensor whose name matches `pattern` (a glob with
-        *, ? or [, else a substring), every `period` runs; `what` is a Watch
+        *, ? or [, else one exact name: ts_name_matches), every `period` runs; `what` is a Watch
         flag set or a string such as "stats|histogram"."""
         check(lib.ts_options_watch(self._h, cstr(pattern), _watch_what(what), int(period)))
         return self
@@ -167,14 +167,14 @@ Record.__doc__ = "One outfeed record: run index, sample in the run, key, numpy a
 
 
 class OutfeedQueue:
-    """A named queue of records streamed while a model runs (DESIGN.md §6).
+    """A named queue of records streamed while a model runs (docs/observation.md#outfeed-queues).
 
     mode "all" is lossless: a consumer thread of the library hands every
     record to this object as it is enqueued (a copy), so a run never waits on
     Python; `for rec in q:` yields them in order, each once. mode "last"
     keeps only the latest record per key; iterating takes what is there.
     `filters`: None = every key, [] = none, else globs (*, ?, [) or
-    substrings. `drop_when_full` drops (and counts) instead of waiting."""
+    exact keys. `drop_when_full` drops (and counts) instead of waiting."""
 
     def __init__(self, name="outfeed", mode="all", depth=64, filters=None,
                  drop_when_full=False):

@@ -11,13 +11,13 @@ from conftest import batches, small_mlp
 
 def test_watch_results_are_dicts_that_match_numpy():
     g = small_mlp()
-    opts = (ts.Options().watch("Relu:0", "stats|histogram|range")
+    opts = (ts.Options().watch("*Relu:0", "stats|histogram|range")
             .anchor_tensor("r", "Relu:0", "final"))
     m = ts.training_model(g, opts, optimizer=ts.SGD(lr=0.01))
     m.compile()
     m(*batches(1))
     w = m.watches()
-    assert set(w) == {"Relu:0", "Gradient___Relu:0"}  # a pattern without *?[ is a substring
+    assert set(w) == {"Relu:0", "Gradient___Relu:0"}  # a glob; a pattern without *?[ is one exact name
     s = w["Relu:0"]
     r = m.get_anchored_tensor("r").astype(np.float64)
     assert s["count"] == r.size and s["zeros"] == int((r == 0).sum())

@@ -1,4 +1,4 @@
-"""Every output mode's shape and values (DESIGN.md §4), checked against
+"""Every output mode's shape and values (docs/architecture.md#output-modes), checked against
 each other and against NumPy computing the same gradients and updates."""
 import numpy as np
 import pytest

@@ -75,23 +75,12 @@ int ts_prog_entry_of(const ts_prog *p, int node, ts_entry_kind kind) {
     return -1;
 }
 
+static const char *entry_name(const void *p, size_t i) { return ((const ts_prog *)p)->entries[i].name; }
+
 /* "did you mean" with the three closest names */
 static ts_status unknown_name(const ts_prog *p, const char *what, const char *name) {
-    int best[3] = {-1, -1, -1};
-    size_t dist[3] = {(size_t)-1, (size_t)-1, (size_t)-1};
-    for (int i = 0; i < p->n_entries; i++) {
-        size_t d = ts_edit_distance(name, p->entries[i].name);
-        for (int k = 0; k < 3; k++)
-            if (d < dist[k]) {
-                for (int j = 2; j > k; j--) dist[j] = dist[j - 1], best[j] = best[j - 1];
-                dist[k] = d, best[k] = i;
-                break;
-            }
-    }
-    char hint[512] = "";
-    size_t used = 0;
-    for (int k = 0; k < 3 && best[k] >= 0; k++)
-        used += (size_t)snprintf(hint + used, sizeof hint - used, "%s'%s'", k ? ", " : "", p->entries[best[k]].name);
+    char hint[512];
+    ts_closest_names(name, entry_name, p, (size_t)p->n_entries, hint, sizeof hint);
     return ts_error(TS_ERR_NOT_FOUND, "%s: no tensor named '%s' in this model; closest: %s (list them all with ts_model_tensor_names or `tensorscope names`)",
                     what, name, hint);
 }

@@ -1,5 +1,5 @@
 /* lint.c -- the model lint: mistakes that give bad scores without an error
- * or a NaN (DESIGN.md §14), found on the compiled program and kept as
+ * or a NaN (docs/observation.md#comparing-against-a-reference), found on the compiled program and kept as
  * warnings (also logged). */
 #include "compile/program.h"
 

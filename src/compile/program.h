@@ -161,11 +161,14 @@ struct ts_model {
     int *outputs;        /* node ids (inference) */
     int n_outputs;
     ts_options opts;     /* a private copy */
-    ts_optimizer opt;
+    ts_optimizer opt;      /* opt.lr: the rate of the current step */
+    float base_lr;         /* the rate the schedule scales */
+    ts_lr_schedule sched;
     ts_shape *input_override; /* per node, ndim -1 = as declared */
     int n_override;
     ts_prog *prog;
     bool compiled, stale;
+    bool recompile_logged; /* the first recompilation is logged at info */
     const char *stale_cause;
     ts_opt_state *state;
     int n_state;

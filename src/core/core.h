@@ -42,10 +42,21 @@ bool ts_log_enabled(int level);
 /* Hands a finished message of any length to the sink as it is. */
 void ts_log_message(int level, const char *msg);
 
-/* Glob (has *, ? or [) or case-sensitive substring match (DESIGN.md §6). */
-bool ts_name_matches(const char *pattern, const char *name);
+/* Environment values, parsed strictly (env.c). ts_parse_bool takes
+ * 1/0, true/false, yes/no, on/off (any case); ts_parse_log_level takes 0-5
+ * or off/error/warn/info/debug/trace. ts_env_flag reads a boolean variable:
+ * unset or empty is off, anything else not understood is warned about and
+ * taken as off. */
+bool ts_parse_bool(const char *s, bool *out);
+bool ts_parse_log_level(const char *s, int *out);
+bool ts_env_flag(const char *name);
+
 /* Edit distance, for "did you mean" suggestions. */
 size_t ts_edit_distance(const char *a, const char *b);
+/* The (up to) three of n names closest to `name`, quoted and
+ * comma-separated into buf: `'fc1/Add:0', 'fc1/MatMul:0', 'fc1.bias'`. */
+typedef const char *(*ts_name_at)(const void *ctx, size_t i);
+const char *ts_closest_names(const char *name, ts_name_at get, const void *ctx, size_t n, char *buf, size_t cap);
 
 /* Element i of an array of any dtype, as a double (NaN for an unknown dtype). */
 double ts_array_value(const ts_array *a, int64_t i);

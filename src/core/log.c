@@ -26,12 +26,13 @@ int ts_get_log_level(void) {
     if (level_now < 0) {
         const char *e = getenv("TS_LOG_LEVEL");
         int l = TS_LOG_INFO;
-        if (e && *e) {
-            char *end;
-            long v = strtol(e, &end, 10);
-            if (*end == '\0' && v >= 0 && v <= 5) l = (int)v;
-        }
+        bool bad = e && *e && !ts_parse_log_level(e, &l);
         level_now = l;
+        if (bad) { /* said once, at the level that stays in force */
+            char msg[256];
+            snprintf(msg, sizeof msg, "TS_LOG_LEVEL='%.80s' is not a level (0-5 or off, error, warn, info, debug, trace); using info", e);
+            sink(sink_user, TS_LOG_WARN, msg);
+        }
     }
     return level_now;
 }

@@ -2,12 +2,13 @@
 #include "core.h"
 
 #include <fnmatch.h>
+#include <stdio.h>
 #include <string.h>
 
-bool ts_name_matches(const char *pattern, const char *name) {
-    if (strpbrk(pattern, "*?["))
-        return fnmatch(pattern, name, 0) == 0;
-    return strstr(name, pattern) != NULL;
+int ts_name_matches(const char *pattern, const char *name) {
+    if (!pattern || !name) return 0;
+    if (strpbrk(pattern, "*?[")) return fnmatch(pattern, name, 0) == 0;
+    return strcmp(name, pattern) == 0;
 }
 
 size_t ts_edit_distance(const char *a, const char *b) {
@@ -26,4 +27,22 @@ size_t ts_edit_distance(const char *a, const char *b) {
         }
     }
     return row[n];
+}
+
+const char *ts_closest_names(const char *name, ts_name_at get, const void *ctx, size_t n, char *buf, size_t cap) {
+    size_t best[3], dist[3] = {(size_t)-1, (size_t)-1, (size_t)-1};
+    for (size_t i = 0; i < n; i++) {
+        size_t d = ts_edit_distance(name, get(ctx, i));
+        for (int k = 0; k < 3; k++)
+            if (d < dist[k]) {
+                for (int j = 2; j > k; j--) dist[j] = dist[j - 1], best[j] = best[j - 1];
+                dist[k] = d, best[k] = i;
+                break;
+            }
+    }
+    size_t used = 0;
+    if (cap) buf[0] = '\0';
+    for (int k = 0; k < 3 && dist[k] != (size_t)-1 && used < cap; k++)
+        used += (size_t)snprintf(buf + used, cap - used, "%s'%s'", k ? ", " : "", get(ctx, best[k]));
+    return buf;
 }

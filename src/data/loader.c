@@ -1,6 +1,6 @@
 /* loader.c -- batches of a dataset slice, reshuffled each epoch with a seeded
  * RNG (same seed, same order), gathered into buffers the loader owns. */
-#include "core/core.h"
+#include "data/loader.h"
 
 #include <string.h>
 
@@ -161,3 +161,35 @@ ts_status ts_loader_next(ts_loader *l, int n, ts_array *images, ts_array *labels
     labels->data = l->lab_buf;
     return TS_OK;
 }
+
+void ts_loader_get_pos(const ts_loader *l, ts_loader_pos *out, const int64_t **order) {
+    *out = (ts_loader_pos){.epoch = l->epoch, .pos = l->pos, .in_epoch = l->in_epoch, .rng = l->rng, .first = l->c.first,
+                           .count = l->c.count, .batch_size = l->c.batch_size, .shuffle = l->c.shuffle != 0,
+                           .drop_last = l->c.drop_last != 0, .seed = l->c.seed};
+    *order = l->order;
+}
+
+ts_status ts_loader_set_pos(ts_loader *l, const ts_loader_pos *p, const int64_t *order, int64_t n) {
+    if (p->first != l->c.first || p->count != l->c.count || p->batch_size != l->c.batch_size ||
+        p->shuffle != (l->c.shuffle != 0) || p->drop_last != (l->c.drop_last != 0) || p->seed != l->c.seed)
+        return ts_error(TS_ERR_INVALID_ARGUMENT,
+                        "the checkpoint's data loader served %lld samples from %lld in batches of %lld (seed %llu, shuffle %lld); "
+                        "this one serves %lld from %lld in batches of %lld (seed %llu, shuffle %d): resume with the same "
+                        "data, --holdout, --batch-size and --seed",
+                        (long long)p->count, (long long)p->first, (long long)p->batch_size, (unsigned long long)p->seed,
+                        (long long)p->shuffle, (long long)l->c.count, (long long)l->c.first, (long long)l->c.batch_size,
+                        (unsigned long long)l->c.seed, l->c.shuffle);
+    if (n != l->c.count || p->pos < 0 || p->pos > l->usable || p->epoch < 0)
+        return ts_error(TS_ERR_FORMAT, "the checkpoint's data loader position is corrupt");
+    for (int64_t i = 0; i < n; i++)
+        if (order[i] < l->c.first || order[i] >= l->c.first + l->c.count)
+            return ts_error(TS_ERR_FORMAT, "the checkpoint's data loader order is corrupt (index %lld)", (long long)order[i]);
+    memcpy(l->order, order, (size_t)n * sizeof *order);
+    l->epoch = p->epoch;
+    l->pos = p->pos;
+    l->in_epoch = p->in_epoch != 0;
+    l->rng = p->rng;
+    return TS_OK;
+}
+
+int64_t ts_loader_epoch(const ts_loader *l) { return l ? l->epoch : 0; }

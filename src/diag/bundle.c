@@ -1,5 +1,5 @@
 /* bundle.c -- `tensorscope debug-run`: run a command with the debug
- * variables set and archive what it left behind (DESIGN.md §9).
+ * variables set and archive what it left behind (docs/observation.md#diagnostics).
  *
  * The work directory (mkdtemp under $TMPDIR or /tmp) receives:
  *   output.log   the child's stdout and stderr, interleaved through one pipe

@@ -1,6 +1,6 @@
 /* compare.c -- one tensor against its reference, element by element, with
  * torch.isclose's rule; what `tensorscope compare` reports per tensor
- * (DESIGN.md §14). */
+ * (docs/observation.md#comparing-against-a-reference). */
 #include "core/core.h"
 
 #include <math.h>

@@ -1,4 +1,4 @@
-/* crash.h -- internal side of the crash handler (DESIGN.md §9). */
+/* crash.h -- internal side of the crash handler (docs/observation.md#diagnostics). */
 #ifndef TS_DIAG_CRASH_H
 #define TS_DIAG_CRASH_H
 

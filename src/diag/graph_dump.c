@@ -1,4 +1,4 @@
-/* graph_dump.c -- the graph as text or Graphviz DOT (DESIGN.md §9): every
+/* graph_dump.c -- the graph as text or Graphviz DOT (docs/observation.md#diagnostics): every
  * node with its op, inputs, shape, dtype and what observes it, optionally
  * where it was built. With a compiled model the shapes are the compiled
  * ones and the flags say what the program really does with each tensor. */
@@ -194,9 +194,7 @@ static void node_attrs(dump_buf *b, const ts_tensor *t) {
 }
 
 static bool want_locations(int locations) {
-    if (locations) return true;
-    const char *env = getenv("TS_IR_DEBUG");
-    return env && *env && strcmp(env, "0") != 0;
+    return locations || ts_env_flag("TS_IR_DEBUG");
 }
 
 /* ---- text */

@@ -1,4 +1,4 @@
-/* hooks.c -- diagnostics around compile and runs (DESIGN.md §9): the graph
+/* hooks.c -- diagnostics around compile and runs (docs/observation.md#diagnostics): the graph
  * dump of TS_SAVE_GRAPH_FILE, the metrics report appended to
  * TS_METRICS_FILE, and the per-step trace line at log level 5. Diagnostics
  * never fail a compile or a run: problems are logged as warnings. */
@@ -20,16 +20,17 @@ static const char *env_or_null(const char *name) {
 
 /* ---- after compile: the graph dump */
 
-static ts_status write_text_file(const char *path, const char *text) {
-    ts_atomic_file af;
-    ts_status st = ts_atomic_open(&af, path);
-    if (st) return st;
-    if (fputs(text, af.f) == EOF) {
-        int err = errno;
-        ts_atomic_abort(&af);
-        return ts_error(TS_ERR_IO, "cannot write %s: %s", path, strerror(err));
-    }
-    return ts_atomic_commit(&af);
+/* Appends one block (a header line naming the compile, then the dump) with
+ * a single write, so each compile's graph is whole and none hides another. */
+static ts_status append_dump(const char *path, const ts_model *m, ts_dump_format fmt, const char *dump) {
+    FILE *f = fopen(path, "a");
+    if (!f) return ts_error(TS_ERR_IO, "cannot open %s for appending: %s", path, strerror(errno));
+    const char *c = fmt == TS_DUMP_DOT ? "//" : "#";
+    bool ok = fprintf(f, "%s ---- compile %lld: %s model\n%s", c, (long long)ts_counter_get("Compilations"),
+                      m->training ? "training" : "inference", dump) >= 0 && fflush(f) == 0;
+    int err = errno;
+    ok = fclose(f) == 0 && ok;
+    return ok ? TS_OK : ts_error(TS_ERR_IO, "cannot write %s: %s", path, strerror(err ? err : errno));
 }
 
 ts_status ts_diag_after_compile(const ts_model *m) {
@@ -43,10 +44,10 @@ ts_status ts_diag_after_compile(const ts_model *m) {
     /* locations: ts_graph_dump reads TS_IR_DEBUG itself */
     char *dump = ts_graph_dump(m->g, m, fmt, 0);
     if (!dump) return ts_error_wrap(TS_ERR_IO, "TS_SAVE_GRAPH_FILE: no graph dump written");
-    ts_status st = write_text_file(path, dump);
+    ts_status st = append_dump(path, m, fmt, dump);
     ts_string_free(dump);
     if (st) return ts_error_wrap(st, "TS_SAVE_GRAPH_FILE");
-    ts_logf(TS_LOG_DEBUG, "graph dump (%s) written to %s", fmt == TS_DUMP_DOT ? "dot" : "text", path);
+    ts_logf(TS_LOG_DEBUG, "graph dump (%s) appended to %s", fmt == TS_DUMP_DOT ? "dot" : "text", path);
     return TS_OK;
 }
 
@@ -62,7 +63,7 @@ static ts_status append_metrics(const ts_model *m, const char *path) {
         st = ts_error(TS_ERR_IO, "TS_METRICS_FILE: cannot open %s for appending: %s", path, strerror(errno));
     } else {
         long long n = (long long)(m->training ? m->steps : m->runs);
-        bool ok = fprintf(f, "[MetricsData; step=%lld]\n%s", n, report) >= 0 && fflush(f) == 0;
+        bool ok = fprintf(f, "[MetricsData; %s=%lld]\n%s", m->training ? "step" : "eval_run", n, report) >= 0 && fflush(f) == 0;
         int err = errno;
         ok = fclose(f) == 0 && ok;
         if (!ok) st = ts_error(TS_ERR_IO, "TS_METRICS_FILE: cannot write %s: %s", path, strerror(err ? err : errno));
@@ -114,8 +115,10 @@ static void trace_line(const ts_model *m, uint64_t run_ns) {
     char loss[32] = "n/a";
     double l;
     if (anchored_loss(m, &l)) snprintf(loss, sizeof loss, "%.9g", l);
-    ts_logf(TS_LOG_TRACE, "step %lld loss %s batch %lld ms/step %.3f samples/s %.1f RSS %.1f MB GFLOP/s %.3f",
-            (long long)(m->training ? m->steps : m->runs), loss, (long long)B, (double)run_ns * 1e-6 / (double)steps,
+    char lr[32] = "";
+    if (m->training) snprintf(lr, sizeof lr, " lr %.9g", (double)m->opt.lr);
+    ts_logf(TS_LOG_TRACE, "%s %lld loss %s%s batch %lld ms/step %.3f samples/s %.1f RSS %.1f MB GFLOP/s %.3f",
+            m->training ? "step" : "eval run", (long long)(m->training ? m->steps : m->runs), loss, lr, (long long)B, (double)run_ns * 1e-6 / (double)steps,
             sec > 0 ? samples / sec : 0.0, mem.rss >= 0 ? (double)mem.rss / (1024.0 * 1024.0) : -1.0,
             sec > 0 ? p->flops_mb * (double)p->samples_mb / sec * 1e-9 : 0.0);
 }

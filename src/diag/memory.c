@@ -1,4 +1,4 @@
-/* memory.c -- process memory from /proc (DESIGN.md §9). */
+/* memory.c -- process memory from /proc (docs/observation.md#diagnostics). */
 #include "core/core.h"
 
 #include <stdio.h>

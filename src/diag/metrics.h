@@ -1,4 +1,4 @@
-/* metrics.h -- internal side of the metrics registry (DESIGN.md §9).
+/* metrics.h -- internal side of the metrics registry (docs/observation.md#diagnostics).
  *
  * Names: timing metrics via ts_metric_record (nanoseconds), value metrics
  * via ts_metric_record_value. A value metric whose name contains "Bytes"

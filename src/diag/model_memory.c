@@ -1,5 +1,5 @@
 /* model_memory.c -- bytes a compiled model holds by lifetime class
- * (DESIGN.md §9), next to the process's RSS/PSS/USS. */
+ * (docs/observation.md#diagnostics), next to the process's RSS/PSS/USS. */
 #include "compile/program.h"
 
 #include "diag/metrics.h"

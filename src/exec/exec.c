@@ -156,6 +156,7 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
     }
     ts_crash_set_current_op("Optimizer", "(all parameters)", NULL);
     uint64_t t0 = ts_now_ns();
+    m->opt.lr = (float)ts_lr_at(&m->sched, m->base_lr, m->steps);
     int cleared = 0;
     for (int s = 0; s < m->n_state; s++) {
         int node = m->state[s].node;
@@ -270,6 +271,23 @@ static ts_status confirm_op_by_op(ts_model *m, int64_t mb) {
                     original, (long long)mb, culprit->name, ts_op_get(t->op)->name, where, rerun);
 }
 
+/* Log level 5 (RETURNN's log_verbosity 5): a line per micro-batch with its
+ * loss and size, as its forward pass leaves them. */
+static void trace_micro_batch(const ts_model *m, int a, int A) {
+    const ts_prog *p = m->prog;
+    int64_t B = 1;
+    for (int k = 0; k < p->n_order; k++) {
+        int i = p->order[k];
+        if (m->g->t[i]->op == TS_OP_INPUT && p->shape[i].ndim > 0) {
+            B = p->shape[i].d[0];
+            break;
+        }
+    }
+    const ts_entry *le = &p->entries[p->value_entry[m->loss]];
+    ts_logf(TS_LOG_TRACE, "micro-batch %d/%d of step %lld: loss %.9g batch %lld", a + 1, A, (long long)m->steps + 1, (double)le->data[0],
+            (long long)B);
+}
+
 /* Points the inputs at micro-batch mb of the run (this replica's slice). */
 static void bind_micro_batch(ts_model *m, const ts_array *const *bound, int64_t mb) {
     ts_prog *p = m->prog;
@@ -311,6 +329,7 @@ static ts_status run_body(ts_model *m, const ts_array *const *bound) {
             bind_micro_batch(m, bound, mb);
             ts_status st = a == 0 ? observe_params(m, d) : TS_OK;
             if (!st) st = forward(m, mb);
+            if (!st && m->training && ts_log_enabled(TS_LOG_TRACE)) trace_micro_batch(m, a, A);
             if (!st && m->training) st = backward(m, mb);
             if (st == TS_ERR_NUMERICS && m->opts.check != TS_CHECK_OP) return confirm_op_by_op(m, mb);
             if (!st && m->training) st = accumulate_and_step(m, a, d);

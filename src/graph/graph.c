@@ -204,6 +204,15 @@ ts_tensor *ts_graph_find(const ts_graph *g, const char *name) {
     return NULL;
 }
 
+static const char *tensor_name_at(const void *g, size_t i) { return ((const ts_graph *)g)->t[i]->name; }
+
+const char *ts_graph_closest_names(const ts_graph *g, const char *name, char *buf, size_t n) {
+    if (!buf || !n) return buf;
+    buf[0] = '\0';
+    if (!g || !name) return buf;
+    return ts_closest_names(name, tensor_name_at, g, g->n, buf, n);
+}
+
 static bool owned(const ts_graph *g, const ts_tensor *t) { return t && t->g == g && t->id >= 0 && (size_t)t->id < g->n && g->t[t->id] == t; }
 
 /* Adds a node with n inputs: checks them (ownership, dtype: f32 except the

@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <string.h>
+#include <strings.h>
 
 ts_optimizer ts_sgd(float lr, float momentum, float weight_decay) {
     return (ts_optimizer){.kind = TS_OPT_SGD, .lr = lr, .momentum = momentum, .weight_decay = weight_decay,
@@ -17,6 +18,55 @@ ts_optimizer ts_adam(float lr) {
 ts_optimizer ts_adamw(float lr, float weight_decay) {
     return (ts_optimizer){.kind = TS_OPT_ADAMW, .lr = lr, .weight_decay = weight_decay, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f};
 }
+
+ts_status ts_lr_schedule_parse(const char *s, ts_lr_schedule_kind *out) {
+    for (int k = TS_LR_CONSTANT; k <= TS_LR_COSINE; k++)
+        if (s && strcasecmp(s, ts_lr_schedule_name((ts_lr_schedule_kind)k)) == 0) return *out = (ts_lr_schedule_kind)k, TS_OK;
+    return ts_error(TS_ERR_INVALID_ARGUMENT, "unknown learning-rate schedule '%s' (use constant, step or cosine)", s ? s : "(null)");
+}
+
+const char *ts_lr_schedule_name(ts_lr_schedule_kind k) {
+    switch (k) {
+    case TS_LR_CONSTANT: return "constant";
+    case TS_LR_STEP: return "step";
+    case TS_LR_COSINE: return "cosine";
+    }
+    return "?";
+}
+
+double ts_lr_at(const ts_lr_schedule *s, double base_lr, int64_t t) {
+    if (!s || t < 0) return base_lr;
+    if (t < s->warmup_steps) return base_lr * (double)(t + 1) / (double)s->warmup_steps;
+    int64_t u = t - (s->warmup_steps > 0 ? s->warmup_steps : 0);
+    switch (s->kind) {
+    case TS_LR_STEP: return s->step_size > 0 ? base_lr * pow(s->gamma, (double)(u / s->step_size)) : base_lr;
+    case TS_LR_COSINE: {
+        if (s->total_steps < 1) return base_lr;
+        double f = (double)(u < s->total_steps ? u : s->total_steps) / (double)s->total_steps;
+        return s->min_lr + (base_lr - s->min_lr) * (1.0 + cos(M_PI * f)) / 2.0;
+    }
+    default: return base_lr;
+    }
+}
+
+ts_status ts_model_set_lr_schedule(ts_model *m, const ts_lr_schedule *s) {
+    if (!m) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_set_lr_schedule: model is NULL");
+    if (!m->training) return ts_error(TS_ERR_STATE, "ts_model_set_lr_schedule: an inference model has no optimizer");
+    ts_lr_schedule c = s ? *s : (ts_lr_schedule){.kind = TS_LR_CONSTANT};
+    if (c.kind < TS_LR_CONSTANT || c.kind > TS_LR_COSINE) return ts_error(TS_ERR_INVALID_ARGUMENT, "unknown learning-rate schedule kind %d", (int)c.kind);
+    if (c.warmup_steps < 0) return ts_error(TS_ERR_INVALID_ARGUMENT, "warmup steps must be >= 0, got %lld", (long long)c.warmup_steps);
+    if (c.kind == TS_LR_STEP && (c.step_size < 1 || !(c.gamma >= 0) || c.gamma > 1e6))
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "step schedule: step size must be >= 1 and gamma a finite value >= 0 (got %lld, %g)",
+                        (long long)c.step_size, c.gamma);
+    if (c.kind == TS_LR_COSINE && (c.total_steps < 1 || !(c.min_lr >= 0) || c.min_lr > 1e6))
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "cosine schedule: total steps must be >= 1 and the minimum rate a finite value >= 0 (got %lld, %g)",
+                        (long long)c.total_steps, c.min_lr);
+    m->sched = c;
+    m->opt.lr = (float)ts_lr_at(&m->sched, m->base_lr, m->steps);
+    return TS_OK;
+}
+
+double ts_model_learning_rate(const ts_model *m) { return m ? (double)m->opt.lr : 0.0; }
 
 /* Counts the step and computes what every element of it shares. */
 ts_opt_consts ts_opt_begin(const ts_optimizer *o, ts_opt_state *s) {

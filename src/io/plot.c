@@ -27,6 +27,8 @@ static const double series_rgb[MAX_SERIES][3] = {
     {0.580, 0.404, 0.741}, {0.549, 0.337, 0.294}, {0.890, 0.467, 0.761}, {0.498, 0.498, 0.498},
 };
 
+static void draw_axes(cairo_t *cr, const frame *f, const char *title, const char *x_label, const char *y_label);
+
 static double px(const frame *f, double x) {
     return f->left + (x - f->x0) / (f->x1 - f->x0) * f->width;
 }
@@ -55,6 +57,21 @@ static void text_at(cairo_t *cr, const char *s, double x, double y, double ax, d
     cairo_show_text(cr, s);
 }
 
+/* Text on a white box, readable over bars and lines. */
+static void text_boxed(cairo_t *cr, const char *s, double x, double y, double ax, double ay) {
+    cairo_text_extents_t e;
+    cairo_text_extents(cr, s, &e);
+    double r, g, b, a;
+    cairo_pattern_get_rgba(cairo_get_source(cr), &r, &g, &b, &a);
+    cairo_save(cr);
+    cairo_set_source_rgba(cr, 1, 1, 1, 0.85);
+    cairo_rectangle(cr, x - ax * e.width - 3, y - ay * e.height - 2, e.width + 6, e.height + 4);
+    cairo_fill(cr);
+    cairo_restore(cr);
+    cairo_set_source_rgba(cr, r, g, b, a);
+    text_at(cr, s, x, y, ax, ay);
+}
+
 static void tick_label(char *buf, size_t n, double v, double step) {
     if (fabs(v) < step * 1e-9) v = 0; /* no "-1.2e-17" at the origin */
     snprintf(buf, n, "%g", v);
@@ -65,15 +82,21 @@ static void draw_frame(cairo_t *cr, const frame *f, const char *title, const cha
                        const char *y_label) {
     cairo_set_source_rgb(cr, 1, 1, 1);
     cairo_paint(cr);
+    draw_axes(cr, f, title, x_label, y_label);
+}
+
+/* What draw_frame draws, without painting the background (panels). The
+ * title goes above the frame, the x label below it. */
+static void draw_axes(cairo_t *cr, const frame *f, const char *title, const char *x_label, const char *y_label) {
     cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
     cairo_set_source_rgb(cr, 0, 0, 0);
     if (title && *title) {
         cairo_set_font_size(cr, 18);
-        text_at(cr, title, f->left + f->width / 2, f->top / 2, 0.5, 0.5);
+        text_at(cr, title, f->left + f->width / 2, f->top - 25, 0.5, 0.5);
     }
     cairo_set_font_size(cr, 14);
     if (x_label && *x_label)
-        text_at(cr, x_label, f->left + f->width / 2, PLOT_H - 18, 0.5, 1.0);
+        text_at(cr, x_label, f->left + f->width / 2, f->top + f->height + 57, 0.5, 1.0);
     if (y_label && *y_label) {
         cairo_save(cr);
         cairo_translate(cr, 20, f->top + f->height / 2);
@@ -203,6 +226,9 @@ static ts_status render_png_memory(int W, int H, draw_fn draw, const void *ctx, 
 typedef struct hist_ctx {
     int64_t counts[HIST_BINS];
     double lo, hi;
+    int64_t zeros, nans, pos_infs, neg_infs, total;
+    int zero_bin;        /* -1 without zeros */
+    const char *caption; /* which tensors, which step */
 } hist_ctx;
 
 static void draw_hist(cairo_t *cr, const void *ctx) {
@@ -210,7 +236,7 @@ static void draw_hist(cairo_t *cr, const void *ctx) {
     int64_t top = 1;
     for (int i = 0; i < HIST_BINS; i++)
         if (h->counts[i] > top) top = h->counts[i];
-    frame f = {90, 50, PLOT_W - 90 - 30, PLOT_H - 50 - 75, h->lo, h->hi, 0, (double)top * 1.05};
+    frame f = {90, 50, PLOT_W - 90 - 30, PLOT_H - 50 - 75, h->lo, h->hi, 0, (double)top * 1.2}; /* room for the notes */
     draw_frame(cr, &f, "Gradient Histogram", "log2(|gradient|)", "Frequency");
     double w = (h->hi - h->lo) / HIST_BINS;
     for (int i = 0; i < HIST_BINS; i++) {
@@ -225,9 +251,28 @@ static void draw_hist(cairo_t *cr, const void *ctx) {
         cairo_stroke(cr);
     }
     draw_box(cr, &f);
+    char note[512];
+    cairo_set_font_size(cr, 12);
+    cairo_set_source_rgb(cr, 0, 0, 0);
+    if (h->zero_bin >= 0) { /* the exact zeros sit in their own bar, 2 left of the smallest magnitude */
+        snprintf(note, sizeof note, "zeros: %lld", (long long)h->zeros);
+        double x = px(&f, h->lo + (h->zero_bin + 0.5) * w), y = py(&f, (double)h->counts[h->zero_bin]);
+        text_boxed(cr, note, fmax(x, f.left + 4), fmax(y - 6, f.top + 4), x < f.left + 40 ? 0.0 : 0.5, 1.0);
+    }
+    snprintf(note, sizeof note, "%lld values; NaN: %lld, +Inf: %lld, -Inf: %lld%s", (long long)h->total, (long long)h->nans,
+             (long long)h->pos_infs, (long long)h->neg_infs, h->nans + h->pos_infs + h->neg_infs ? " (not plotted)" : "");
+    text_boxed(cr, note, f.left + f.width - 8, f.top + 8, 1.0, 0.0);
+    if (h->caption && *h->caption) {
+        cairo_set_source_rgb(cr, 0.25, 0.25, 0.25);
+        text_boxed(cr, h->caption, f.left + f.width - 8, f.top + 26, 1.0, 0.0);
+    }
 }
 
 ts_status ts_plot_gradient_histogram(const char *png_path, const ts_array *arrays, int n) {
+    return ts_plot_gradient_histogram_captioned(png_path, arrays, n, NULL);
+}
+
+ts_status ts_plot_gradient_histogram_captioned(const char *png_path, const ts_array *arrays, int n, const char *caption) {
     if (!png_path || !*png_path)
         return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_plot_gradient_histogram: no path given");
     if (n <= 0 || !arrays)
@@ -235,16 +280,19 @@ ts_status ts_plot_gradient_histogram(const char *png_path, const ts_array *array
                         "ts_plot_gradient_histogram: need at least one array (n = %d)", n);
     /* Pass 1: the range of log2|g| over finite non-zero values. */
     double lmin = INFINITY, lmax = -INFINITY;
-    int64_t zeros = 0;
+    int64_t zeros = 0, nans = 0, pinf = 0, ninf = 0, total = 0;
     for (int a = 0; a < n; a++) {
         int64_t m = ts_array_numel(&arrays[a]);
         if (arrays[a].dtype != TS_F32 || m < 0 || (m > 0 && !arrays[a].data))
             return ts_error(TS_ERR_INVALID_ARGUMENT,
                             "ts_plot_gradient_histogram: array %d is not a valid f32 array", a);
         const float *x = arrays[a].data;
+        total += m;
         for (int64_t i = 0; i < m; i++) {
             if (x[i] == 0.0f) zeros++;
-            else if (isfinite(x[i])) {
+            else if (isnan(x[i])) nans++;
+            else if (isinf(x[i])) x[i] > 0 ? pinf++ : ninf++;
+            else {
                 double l = log2(fabs((double)x[i]));
                 if (l < lmin) lmin = l;
                 if (l > lmax) lmax = l;
@@ -261,6 +309,8 @@ ts_status ts_plot_gradient_histogram(const char *png_path, const ts_array *array
     h.lo = zeros ? zero_at : lmin;
     h.hi = lmax;
     widen(&h.lo, &h.hi);
+    h.zeros = zeros, h.nans = nans, h.pos_infs = pinf, h.neg_infs = ninf, h.total = total, h.caption = caption;
+    h.zero_bin = -1;
     /* Pass 2: 50 equal bins over [lo, hi]; hi falls in the last bin. */
     double scale = HIST_BINS / (h.hi - h.lo);
     for (int a = 0; a < n; a++) {
@@ -272,7 +322,9 @@ ts_status ts_plot_gradient_histogram(const char *png_path, const ts_array *array
             else if (isfinite(x[i])) l = log2(fabs((double)x[i]));
             else continue;
             int b = (int)((l - h.lo) * scale);
-            h.counts[b < 0 ? 0 : b >= HIST_BINS ? HIST_BINS - 1 : b]++;
+            b = b < 0 ? 0 : b >= HIST_BINS ? HIST_BINS - 1 : b;
+            h.counts[b]++;
+            if (x[i] == 0.0f) h.zero_bin = b;
         }
     }
     return render(png_path, draw_hist, &h);
@@ -280,65 +332,60 @@ ts_status ts_plot_gradient_histogram(const char *png_path, const ts_array *array
 
 /* ------------------------------------------------------------ line plots */
 
-typedef struct lines_ctx {
-    const char *title, *x_label;
-    const ts_series *series;
-    int n;
-    double x0, x1, y0, y1;
-} lines_ctx;
-
-static void draw_lines(cairo_t *cr, const void *ctx) {
-    const lines_ctx *c = ctx;
-    frame f = {90, 50, PLOT_W - 90 - 30, PLOT_H - 50 - 75, c->x0, c->x1, c->y0, c->y1};
-    draw_frame(cr, &f, c->title, c->x_label, NULL);
+/* Series drawn in a frame: lines with gaps at non-finite values, and a dot
+ * on every point of a short series (an epoch-level curve of a few points,
+ * or one, stays visible). The legend sits top right inside the frame. */
+static void draw_series(cairo_t *cr, const frame *f, const ts_series *series, int n, int color0) {
     cairo_save(cr);
-    cairo_rectangle(cr, f.left, f.top, f.width, f.height);
+    cairo_rectangle(cr, f->left, f->top, f->width, f->height);
     cairo_clip(cr);
     cairo_set_line_width(cr, 2.0);
     cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
-    for (int s = 0; s < c->n; s++) {
-        const ts_series *se = &c->series[s];
-        cairo_set_source_rgb(cr, series_rgb[s][0], series_rgb[s][1], series_rgb[s][2]);
+    for (int s = 0; s < n; s++) {
+        const ts_series *se = &series[s];
+        const double *rgb = series_rgb[(color0 + s) % MAX_SERIES];
+        cairo_set_source_rgb(cr, rgb[0], rgb[1], rgb[2]);
         bool pen_down = false;
         for (int64_t i = 0; i < se->n; i++) {
             if (!isfinite(se->x[i]) || !isfinite(se->y[i])) { /* a gap, not a spike */
                 pen_down = false;
                 continue;
             }
-            double x = px(&f, se->x[i]), y = py(&f, se->y[i]);
+            double x = px(f, se->x[i]), y = py(f, se->y[i]);
             if (pen_down) cairo_line_to(cr, x, y);
             else cairo_move_to(cr, x, y);
             pen_down = true;
         }
         cairo_stroke(cr);
-        if (se->n == 1 && isfinite(se->x[0]) && isfinite(se->y[0])) { /* a lone point */
-            cairo_arc(cr, px(&f, se->x[0]), py(&f, se->y[0]), 3, 0, 2 * M_PI);
+        for (int64_t i = 0; se->n <= 50 && i < se->n; i++) {
+            if (!isfinite(se->x[i]) || !isfinite(se->y[i])) continue;
+            cairo_arc(cr, px(f, se->x[i]), py(f, se->y[i]), 3.5, 0, 2 * M_PI);
             cairo_fill(cr);
         }
     }
     cairo_restore(cr);
-    draw_box(cr, &f);
-    /* Legend: top right, inside the plot. */
+    draw_box(cr, f);
     cairo_set_font_size(cr, 12);
     double wmax = 0;
     char label[MAX_SERIES][64];
-    for (int s = 0; s < c->n; s++) {
+    for (int s = 0; s < n; s++) {
         cairo_text_extents_t e;
-        if (c->series[s].label) snprintf(label[s], sizeof label[s], "%s", c->series[s].label);
+        if (series[s].label) snprintf(label[s], sizeof label[s], "%s", series[s].label);
         else snprintf(label[s], sizeof label[s], "series %d", s);
         cairo_text_extents(cr, label[s], &e);
         if (e.x_advance > wmax) wmax = e.x_advance;
     }
-    double lw = wmax + 44, lh = 20.0 * c->n + 10, lx = f.left + f.width - lw - 10, ly = f.top + 10;
+    double lw = wmax + 44, lh = 20.0 * n + 10, lx = f->left + f->width - lw - 10, ly = f->top + 10;
     cairo_rectangle(cr, lx, ly, lw, lh);
     cairo_set_source_rgba(cr, 1, 1, 1, 0.85);
     cairo_fill_preserve(cr);
     cairo_set_source_rgb(cr, 0.7, 0.7, 0.7);
     cairo_set_line_width(cr, 1);
     cairo_stroke(cr);
-    for (int s = 0; s < c->n; s++) {
+    for (int s = 0; s < n; s++) {
         double y = ly + 15 + 20.0 * s;
-        cairo_set_source_rgb(cr, series_rgb[s][0], series_rgb[s][1], series_rgb[s][2]);
+        const double *rgb = series_rgb[(color0 + s) % MAX_SERIES];
+        cairo_set_source_rgb(cr, rgb[0], rgb[1], rgb[2]);
         cairo_set_line_width(cr, 2.0);
         cairo_move_to(cr, lx + 8, y);
         cairo_line_to(cr, lx + 32, y);
@@ -348,35 +395,74 @@ static void draw_lines(cairo_t *cr, const void *ctx) {
     }
 }
 
+/* Panels stacked top to bottom over one x range; each its own y range. */
+#define MAX_PANELS 4
+typedef struct panels_ctx {
+    const char *title, *x_label;
+    const ts_plot_panel *panels;
+    int n;
+    double x0, x1, y0[MAX_PANELS], y1[MAX_PANELS];
+} panels_ctx;
+
+static void draw_panels(cairo_t *cr, const void *ctx) {
+    const panels_ctx *c = ctx;
+    cairo_set_source_rgb(cr, 1, 1, 1);
+    cairo_paint(cr);
+    const double top = 50, bottom = 75, gap = 30, total = PLOT_H - top - bottom;
+    double h = (total - gap * (c->n - 1)) / c->n;
+    int color = 0;
+    for (int k = 0; k < c->n; k++) {
+        frame f = {90, top + k * (h + gap), PLOT_W - 90 - 30, h, c->x0, c->x1, c->y0[k], c->y1[k]};
+        draw_axes(cr, &f, k == 0 ? c->title : NULL, k == c->n - 1 ? c->x_label : NULL, c->panels[k].y_label);
+        draw_series(cr, &f, c->panels[k].series, c->panels[k].n_series, color);
+        color += c->panels[k].n_series;
+    }
+}
+
+ts_status ts_plot_panels(const char *path, const char *title, const char *x_label, const ts_plot_panel *panels, int n_panels) {
+    if (!path || !*path) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_plot_panels: no path given");
+    if (n_panels < 1 || n_panels > MAX_PANELS || !panels)
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_plot_panels: %d panels; give 1 to %d", n_panels, MAX_PANELS);
+    panels_ctx c = {title, x_label, panels, n_panels, INFINITY, -INFINITY, {0}, {0}};
+    for (int k = 0; k < n_panels; k++) {
+        const ts_plot_panel *pn = &panels[k];
+        if (pn->n_series < 1 || pn->n_series > MAX_SERIES || !pn->series)
+            return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_plot_panels: panel %d has %d series; give 1 to %d", k, pn->n_series, MAX_SERIES);
+        c.y0[k] = INFINITY, c.y1[k] = -INFINITY;
+        for (int s = 0; s < pn->n_series; s++) {
+            const ts_series *se = &pn->series[s];
+            if (se->n < 0 || (se->n > 0 && (!se->x || !se->y)))
+                return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_plot_panels: series %d of panel %d has n = %lld but no x or y data", s, k,
+                                (long long)se->n);
+            for (int64_t i = 0; i < se->n; i++) {
+                if (!isfinite(se->x[i]) || !isfinite(se->y[i])) continue;
+                c.x0 = fmin(c.x0, se->x[i]);
+                c.x1 = fmax(c.x1, se->x[i]);
+                c.y0[k] = fmin(c.y0[k], se->y[i]);
+                c.y1[k] = fmax(c.y1[k], se->y[i]);
+            }
+        }
+        if (!(c.y0[k] <= c.y1[k])) c.y0[k] = c.y1[k] = 0; /* nothing finite: an empty, labelled frame */
+        double pad = (c.y1[k] - c.y0[k]) * 0.05;
+        c.y0[k] -= pad;
+        c.y1[k] += pad;
+        widen(&c.y0[k], &c.y1[k]);
+    }
+    if (!(c.x0 <= c.x1)) c.x0 = c.x1 = 0;
+    widen(&c.x0, &c.x1);
+    double xpad = (c.x1 - c.x0) * 0.02; /* points at the ends stay whole */
+    c.x0 -= xpad;
+    c.x1 += xpad;
+    return render(path, draw_panels, &c);
+}
+
 ts_status ts_plot_lines(const char *path, const char *title, const char *x_label,
                         const ts_series *series, int n_series) {
-    if (!path || !*path) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_plot_lines: no path given");
     if (n_series < 1 || n_series > MAX_SERIES || !series)
         return ts_error(TS_ERR_INVALID_ARGUMENT,
                         "ts_plot_lines: %d series; give 1 to %d", n_series, MAX_SERIES);
-    lines_ctx c = {title, x_label, series, n_series, INFINITY, -INFINITY, INFINITY, -INFINITY};
-    for (int s = 0; s < n_series; s++) {
-        const ts_series *se = &series[s];
-        if (se->n < 0 || (se->n > 0 && (!se->x || !se->y)))
-            return ts_error(TS_ERR_INVALID_ARGUMENT,
-                            "ts_plot_lines: series %d has n = %lld but no x or y data", s,
-                            (long long)se->n);
-        for (int64_t i = 0; i < se->n; i++) {
-            if (!isfinite(se->x[i]) || !isfinite(se->y[i])) continue;
-            c.x0 = fmin(c.x0, se->x[i]);
-            c.x1 = fmax(c.x1, se->x[i]);
-            c.y0 = fmin(c.y0, se->y[i]);
-            c.y1 = fmax(c.y1, se->y[i]);
-        }
-    }
-    if (!(c.x0 <= c.x1)) /* nothing finite: an empty, labelled frame */
-        c.x0 = c.x1 = c.y0 = c.y1 = 0;
-    widen(&c.x0, &c.x1);
-    double pad = (c.y1 - c.y0) * 0.05;
-    c.y0 -= pad;
-    c.y1 += pad;
-    widen(&c.y0, &c.y1);
-    return render(path, draw_lines, &c);
+    ts_plot_panel one = {NULL, series, n_series};
+    return ts_plot_panels(path, title, x_label, &one, 1);
 }
 
 /* ------------------------------------------------------------ image tiles */

@@ -249,19 +249,16 @@ ts_status ts_tb_image(ts_tb_writer *w, const char *tag, int64_t step, const void
     return tb_write_value(w, step, &v);
 }
 
-ts_status ts_tb_text(ts_tb_writer *w, const char *tag, int64_t step, const char *text) {
-    ts_status st = tb_check(w, tag, "ts_tb_text");
-    if (st) return st;
-    if (!text) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_tb_text('%s'): text is NULL", tag);
-    /* What tf.summary.text writes: a scalar DT_STRING tensor tagged for the
-     * text plugin (whose TextPluginData at version 0 serializes to nothing). */
-    TensorscopeTb__SummaryMetadata__PluginData plugin =
-        TENSORSCOPE_TB__SUMMARY_METADATA__PLUGIN_DATA__INIT;
-    plugin.plugin_name = (char *)"text";
+/* A scalar DT_STRING tensor tagged for a plugin, with the plugin's data:
+ * what tf.summary.text and the hparams summaries write. */
+static ts_status tb_write_plugin_string(ts_tb_writer *w, const char *tag, int64_t step, const char *plugin_name,
+                                       ProtobufCBinaryData content, ProtobufCBinaryData str) {
+    TensorscopeTb__SummaryMetadata__PluginData plugin = TENSORSCOPE_TB__SUMMARY_METADATA__PLUGIN_DATA__INIT;
+    plugin.plugin_name = (char *)plugin_name;
+    plugin.content = content;
     TensorscopeTb__SummaryMetadata meta = TENSORSCOPE_TB__SUMMARY_METADATA__INIT;
     meta.plugin_data = &plugin;
     TensorscopeTb__TensorShapeProto shape = TENSORSCOPE_TB__TENSOR_SHAPE_PROTO__INIT;
-    ProtobufCBinaryData str = {strlen(text), (uint8_t *)text};
     TensorscopeTb__TensorProto tensor = TENSORSCOPE_TB__TENSOR_PROTO__INIT;
     tensor.dtype = TENSORSCOPE_TB__DATA_TYPE__DT_STRING;
     tensor.tensor_shape = &shape;
@@ -273,6 +270,71 @@ ts_status ts_tb_text(ts_tb_writer *w, const char *tag, int64_t step, const char 
     v.value_case = TENSORSCOPE_TB__SUMMARY__VALUE__VALUE_TENSOR;
     v.tensor = &tensor;
     return tb_write_value(w, step, &v);
+}
+
+ts_status ts_tb_text(ts_tb_writer *w, const char *tag, int64_t step, const char *text) {
+    ts_status st = tb_check(w, tag, "ts_tb_text");
+    if (st) return st;
+    if (!text) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_tb_text('%s'): text is NULL", tag);
+    /* the text plugin's TextPluginData at version 0 serializes to nothing */
+    return tb_write_plugin_string(w, tag, step, "text", (ProtobufCBinaryData){0, NULL},
+                                  (ProtobufCBinaryData){strlen(text), (uint8_t *)text});
+}
+
+/* One hparams-plugin summary (`_hparams_/session_start_info` or
+ * `_hparams_/session_end_info`), as TensorBoard's hparams summary_v2 writes
+ * it: the plugin data in the metadata, an empty string tensor as the value. */
+static ts_status tb_write_hparams(ts_tb_writer *w, const char *tag, TensorscopeTb__HParamsPluginData *pd) {
+    size_t n = protobuf_c_message_get_packed_size(&pd->base);
+    uint8_t *content = ts_malloc(n ? n : 1);
+    if (!content) return TS_ERR_OUT_OF_MEMORY;
+    protobuf_c_message_pack(&pd->base, content);
+    ts_status st = tb_write_plugin_string(w, tag, 0, "hparams", (ProtobufCBinaryData){n, content}, (ProtobufCBinaryData){0, (uint8_t *)""});
+    ts_free(content);
+    return st;
+}
+
+ts_status ts_tb_hparams(ts_tb_writer *w, const ts_tb_hparam *hp, int n) {
+    ts_status st = tb_check(w, "hparams", "ts_tb_hparams");
+    if (st) return st;
+    if (n < 0 || n > 256 || (n && !hp)) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_tb_hparams: give 0 to 256 hyperparameters");
+    TensorscopeTb__HParamsEntry entries[256], *ptrs[256];
+    TensorscopeTb__PbValue values[256];
+    for (int i = 0; i < n; i++) {
+        if (!hp[i].name || !hp[i].name[0]) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_tb_hparams: hyperparameter %d has no name", i);
+        tensorscope_tb__pb_value__init(&values[i]);
+        if (hp[i].text) {
+            values[i].kind_case = TENSORSCOPE_TB__PB_VALUE__KIND_STRING_VALUE;
+            values[i].string_value = (char *)hp[i].text;
+        } else {
+            values[i].kind_case = TENSORSCOPE_TB__PB_VALUE__KIND_NUMBER_VALUE;
+            values[i].number_value = hp[i].number;
+        }
+        tensorscope_tb__hparams_entry__init(&entries[i]);
+        entries[i].key = (char *)hp[i].name;
+        entries[i].value = &values[i];
+        ptrs[i] = &entries[i];
+    }
+    TensorscopeTb__HParamsSessionStartInfo info = TENSORSCOPE_TB__HPARAMS_SESSION_START_INFO__INIT;
+    info.n_hparams = (size_t)n;
+    info.hparams = ptrs;
+    info.start_time_secs = tb_wall_time();
+    TensorscopeTb__HParamsPluginData pd = TENSORSCOPE_TB__HPARAMS_PLUGIN_DATA__INIT;
+    pd.data_case = TENSORSCOPE_TB__HPARAMS_PLUGIN_DATA__DATA_SESSION_START_INFO;
+    pd.session_start_info = &info;
+    return tb_write_hparams(w, "_hparams_/session_start_info", &pd);
+}
+
+ts_status ts_tb_hparams_end(ts_tb_writer *w, int success) {
+    ts_status st = tb_check(w, "hparams", "ts_tb_hparams_end");
+    if (st) return st;
+    TensorscopeTb__HParamsSessionEndInfo info = TENSORSCOPE_TB__HPARAMS_SESSION_END_INFO__INIT;
+    info.status = success ? 1 : 2;
+    info.end_time_secs = tb_wall_time();
+    TensorscopeTb__HParamsPluginData pd = TENSORSCOPE_TB__HPARAMS_PLUGIN_DATA__INIT;
+    pd.data_case = TENSORSCOPE_TB__HPARAMS_PLUGIN_DATA__DATA_SESSION_END_INFO;
+    pd.session_end_info = &info;
+    return tb_write_hparams(w, "_hparams_/session_end_info", &pd);
 }
 
 ts_status ts_tb_flush(ts_tb_writer *w) {

@@ -37,8 +37,7 @@ static ts_status model_new(ts_model **out, ts_graph *g, const ts_options *o) {
     if (env && *env) {
         if (ts_check_numerics_parse(env, &m->opts.check)) ts_logf(TS_LOG_WARN, "TS_CHECK_NUMERICS: %s; ignored", ts_last_error());
     }
-    env = getenv("TS_OPBYOP");
-    if (env && *env && strcmp(env, "0") != 0) m->opts.check = TS_CHECK_OP; /* every op, checked as it runs */
+    if (ts_env_flag("TS_OPBYOP")) m->opts.check = TS_CHECK_OP; /* every op, checked as it runs */
     *out = m;
     return TS_OK;
 }
@@ -69,6 +68,7 @@ ts_status ts_model_training(ts_model **out, ts_graph *g, ts_tensor *loss, const 
     m->training = true;
     m->loss = loss->id;
     m->opt = opt;
+    m->base_lr = opt.lr;
     *out = m;
     return TS_OK;
 }

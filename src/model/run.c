@@ -7,6 +7,7 @@
 #include "diag/metrics.h"
 #include "exec/exec.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* Matches the user's arrays to the model's inputs; a new micro-batch size
@@ -25,6 +26,7 @@ static ts_status bind_inputs(ts_model *m, const char *const *names, const ts_arr
         bound[t->id] = &inputs[k];
     }
     bool changed = false;
+    char why[256] = "";
     for (size_t i = 0; i < g->n; i++) {
         const ts_tensor *t = g->t[i];
         if (t->op != TS_OP_INPUT || !m->prog->live[i]) continue;
@@ -52,13 +54,24 @@ static ts_status bind_inputs(ts_model *m, const char *const *names, const ts_arr
                 for (size_t q = 0; q < g->n; q++) m->input_override[q].ndim = -1;
                 m->n_override = (int)g->n;
             }
+            if (!changed) { /* the log line names the first input that changed */
+                char was[96], now[96];
+                ts_shape_str(cur, was, sizeof was);
+                m->input_override[i] = *cur;
+                m->input_override[i].d[0] = B;
+                ts_shape_str(&m->input_override[i], now, sizeof now);
+                snprintf(why, sizeof why, "input '%s' changed from %s to %s", t->name, was, now);
+            }
             m->input_override[i] = *cur;
             m->input_override[i].d[0] = B;
             changed = true;
         }
     }
     if (changed) {
-        ts_logf(TS_LOG_DEBUG, "input shape changed: recompiling");
+        /* said at info the first time, at debug after (a last partial batch recompiles each epoch) */
+        ts_logf(m->recompile_logged ? TS_LOG_DEBUG : TS_LOG_INFO, "recompiling the %s model: %s (micro-batch size)%s",
+                m->training ? "training" : "inference", why, m->recompile_logged ? "" : "; later recompilations are logged at debug level");
+        m->recompile_logged = true;
         m->stale_cause = "InputShapeChanged";
         ts_status st = ts_model_compile(m);
         if (st) { /* keep the shapes the current program was built for */
@@ -71,6 +84,17 @@ static ts_status bind_inputs(ts_model *m, const char *const *names, const ts_arr
     return TS_OK;
 }
 
+/* Debug level: the shapes each run is given ("run 3 (training): x
+ * f32[128,1,28,28], labels i32[128]"), as the layer template is at compile. */
+static void log_run_shapes(const ts_model *m, const char *const *names, const ts_array *inputs, int n) {
+    char line[1024], shape[128];
+    size_t used = (size_t)snprintf(line, sizeof line, "run %lld (%s):", (long long)m->runs + 1, m->training ? "training" : "inference");
+    for (int i = 0; i < n && used < sizeof line; i++)
+        used += (size_t)snprintf(line + used, sizeof line - used, "%s %s %s", i ? "," : "", names[i],
+                                 ts_array_shape_str(&inputs[i], shape, sizeof shape));
+    ts_log_message(TS_LOG_DEBUG, line);
+}
+
 ts_status ts_model_run(ts_model *m, const char *const *names, const ts_array *inputs, int n) {
     if (!m) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_run: model is NULL");
     if (n < 0) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_run: negative input count");
@@ -80,6 +104,7 @@ ts_status ts_model_run(ts_model *m, const char *const *names, const ts_array *in
     uint64_t t0 = ts_now_ns();
     st = bind_inputs(m, names, inputs, n);
     if (!st) st = ts_replicas_before_run(m);
+    if (!st && ts_log_enabled(TS_LOG_DEBUG)) log_run_shapes(m, names, inputs, n);
     if (!st) st = ts_exec_run(m);
     if (!st) st = ts_replicas_after_run(m);
     if (!st) st = ts_pipeline_after_run(m, ts_now_ns() - t0);

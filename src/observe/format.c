@@ -1,6 +1,6 @@
 /* format.c -- text forms of a summary: the one-line summary (lovely-tensors
  * style, 3 significant digits) and the fixed-width stats table of
- * Graphcore's outfeed example (DESIGN.md §7). */
+ * Graphcore's outfeed example (docs/observation.md#summaries). */
 #include "core/core.h"
 
 #include <stdio.h>

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* ---- anchors: rows by output mode (DESIGN.md §4) */
+/* ---- anchors: rows by output mode (docs/architecture.md#output-modes) */
 
 static void capture_anchor(const ts_anchor *a, const ts_entry *e, int64_t sample, int64_t S) {
     size_t n = (size_t)e->numel;

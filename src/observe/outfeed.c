@@ -1,5 +1,5 @@
 /* outfeed.c -- bounded queues of tensor records from the executor to the
- * host (DESIGN.md §6): filters, ALL/LAST modes, backpressure or counted
+ * host (docs/observation.md#outfeed-queues): filters, ALL/LAST modes, backpressure or counted
  * drops, dequeue with timeout or a sink on a consumer thread.
  *
  * One mutex guards the queue state; array data is copied outside it, into a

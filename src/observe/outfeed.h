@@ -1,4 +1,4 @@
-/* outfeed.h -- the producer side of outfeed queues (DESIGN.md §6), for the
+/* outfeed.h -- the producer side of outfeed queues (docs/observation.md#outfeed-queues), for the
  * executor. Internal: the public side is in tensorscope.h.
  *
  * Life of a queue:

@@ -1,4 +1,4 @@
-/* stats.c -- one fused pass of summaries over an f32 tensor (DESIGN.md §7).
+/* stats.c -- one fused pass of summaries over an f32 tensor (docs/observation.md#summaries).
  *
  * The data is walked in blocks of TS_STATS_BLOCK floats. Each block first
  * takes a branch-free pass that gcc vectorises: per-lane double sums of

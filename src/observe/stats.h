@@ -1,4 +1,4 @@
-/* stats.h -- summaries of f32 tensors in parts (DESIGN.md §7). Internal.
+/* stats.h -- summaries of f32 tensors in parts (docs/observation.md#summaries). Internal.
  *
  * ts_summarize_f32 is one call; the executor's thread pool splits a big
  * tensor into chunks instead:

@@ -1,0 +1,170 @@
+/* test_checkpoint.c -- checkpoint and resume on the tutorial MLP: a run
+ * interrupted after k runs, saved, and resumed in a fresh process state
+ * (new graph, model and loader) writes the same weights, bit for bit, as the
+ * run never interrupted -- with SGD momentum and with Adam, D = 2 and A = 2,
+ * a shuffling loader crossing epoch boundaries, and a cosine schedule.
+ * Bad checkpoints (corrupt byte, truncated, another optimizer, schedule or
+ * loader) are refused and change nothing. */
+#include "check.h"
+#include "mlp.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { B = 50, D = 2, A = 2, RUNS = 8 };
+
+typedef struct job {
+    mlp n;
+    ts_model *m;
+    ts_loader *l;
+    ts_options *o;
+} job;
+
+static ts_dataset *ds;
+
+static void job_start(job *j, ts_optimizer opt, uint64_t loader_seed) {
+    memset(j, 0, sizeof *j);
+    test_mlp_build(&j->n, B, 7);
+    j->o = ts_options_new();
+    ts_options_set_device_iterations(j->o, D);
+    ts_options_set_gradient_accumulation(j->o, A);
+    CHECK_OK(ts_model_training(&j->m, j->n.g, j->n.loss, j->o, opt), "training model");
+    CHECK_OK(ts_model_compile(j->m), "compile");
+    ts_lr_schedule cos = {.kind = TS_LR_COSINE, .warmup_steps = 3, .total_steps = 13};
+    CHECK_OK(ts_model_set_lr_schedule(j->m, &cos), "cosine schedule");
+    /* 700 images, 14 batches an epoch: 3 runs of D x A = 4, the rest dropped */
+    ts_loader_config c = {.batch_size = B, .first = 100, .count = 700, .shuffle = 1, .seed = loader_seed, .drop_last = 1};
+    CHECK_OK(ts_loader_new(&j->l, ds, c), "loader");
+}
+
+static void job_runs(job *j, int runs) {
+    const char *names[2] = {"x", "labels"};
+    for (int r = 0; r < runs; r++) {
+        ts_array in[2];
+        ts_status st = ts_loader_next(j->l, D * A, &in[0], &in[1]);
+        if (st == TS_ERR_NOT_FOUND) st = ts_loader_next(j->l, D * A, &in[0], &in[1]); /* a new epoch */
+        if (st || (st = ts_model_run(j->m, names, in, 2))) {
+            CHECK_OK(st, "run");
+            return;
+        }
+    }
+}
+
+static void job_end(job *j) {
+    ts_model_free(j->m);
+    ts_loader_free(j->l);
+    ts_options_free(j->o);
+    ts_graph_free(j->n.g);
+}
+
+/* Bitwise equality of every parameter. */
+static int same_params(const ts_graph *a, const ts_graph *b) {
+    for (size_t i = 0; i < ts_graph_tensor_count(a); i++) {
+        ts_array x, y;
+        ts_tensor_info(ts_graph_tensor_at(a, i), &x);
+        if (!x.data) continue;
+        ts_tensor_info(ts_graph_find(b, ts_tensor_name(ts_graph_tensor_at(a, i))), &y);
+        if (!y.data || memcmp(x.data, y.data, (size_t)ts_array_numel(&x) * sizeof(float)) != 0) return 0;
+    }
+    return 1;
+}
+
+static void test_resume(const char *what, ts_optimizer opt, const char *path) {
+    printf("-- %s: %d runs straight vs 3 + save + resume + %d\n", what, RUNS, RUNS - 3);
+    job ref, a, b;
+    job_start(&ref, opt, 11);
+    job_runs(&ref, RUNS);
+    job_start(&a, opt, 11);
+    job_runs(&a, 3);
+    CHECK_OK(ts_checkpoint_save(path, a.m, a.l), "save after 3 runs");
+    job_runs(&a, 1); /* what happens after the save must not matter */
+    job_end(&a);
+    job_start(&b, opt, 11);
+    CHECK_OK(ts_checkpoint_load(path, b.m, b.l), "load into a fresh model and loader");
+    CHECK(ts_model_runs(b.m) == 3 && ts_model_steps(b.m) == 3 * D && ts_loader_epoch(b.l) == 1,
+          "counts restored: %lld runs, %lld steps, loader epoch %lld", (long long)ts_model_runs(b.m), (long long)ts_model_steps(b.m),
+          (long long)ts_loader_epoch(b.l));
+    job_runs(&b, RUNS - 3);
+    CHECK(ts_model_steps(b.m) == ts_model_steps(ref.m) && ts_loader_epoch(b.l) == ts_loader_epoch(ref.l) && ts_loader_epoch(b.l) >= 3,
+          "same step (%lld) and epoch (%lld) as the straight run", (long long)ts_model_steps(b.m), (long long)ts_loader_epoch(b.l));
+    CHECK(same_params(ref.n.g, b.n.g), "%s: the resumed run's weights equal the straight run's, bit for bit", what);
+    CHECK(ts_model_learning_rate(b.m) == ts_model_learning_rate(ref.m), "and its learning rate (%g)", ts_model_learning_rate(b.m));
+    job_end(&b);
+    job_end(&ref);
+}
+
+static void test_refusals(const char *path) {
+    printf("-- checkpoints that do not fit are refused and change nothing\n");
+    job a, b;
+    job_start(&a, ts_sgd(0.05f, 0.9f, 0.0f), 11);
+    job_runs(&a, 2);
+    CHECK_OK(ts_checkpoint_save(path, a.m, a.l), "save");
+    job_end(&a);
+    FILE *f = fopen(path, "rb");
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    unsigned char *bytes = malloc((size_t)size);
+    fseek(f, 0, SEEK_SET);
+    CHECK(fread(bytes, 1, (size_t)size, f) == (size_t)size && memcmp(bytes, "TSCKPT", 6) == 0, "the file starts with TSCKPT (%ld bytes)", size);
+    fclose(f);
+
+    char bad[1200];
+    snprintf(bad, sizeof bad, "%s.bad", path);
+    job_start(&b, ts_sgd(0.05f, 0.9f, 0.0f), 11);
+    job ref;
+    job_start(&ref, ts_sgd(0.05f, 0.9f, 0.0f), 11);
+    bytes[size / 2] ^= 0x10;
+    f = fopen(bad, "wb");
+    fwrite(bytes, 1, (size_t)size, f);
+    fclose(f);
+    ts_status st = ts_checkpoint_load(bad, b.m, b.l);
+    CHECK(st == TS_ERR_FORMAT && strstr(ts_last_error(), "checksum"), "one flipped bit: TS_ERR_FORMAT: %s", ts_last_error());
+    bytes[size / 2] ^= 0x10;
+    f = fopen(bad, "wb");
+    fwrite(bytes, 1, (size_t)size - 100, f);
+    fclose(f);
+    st = ts_checkpoint_load(bad, b.m, b.l);
+    CHECK(st == TS_ERR_FORMAT, "truncated: TS_ERR_FORMAT: %s", ts_last_error());
+    st = ts_checkpoint_load("/nonexistent/ckpt", b.m, b.l);
+    CHECK(st == TS_ERR_IO && strstr(ts_last_error(), "/nonexistent/ckpt"), "missing file: TS_ERR_IO naming it");
+    CHECK(same_params(ref.n.g, b.n.g) && ts_model_steps(b.m) == 0, "after the refusals the model is untouched");
+    job_end(&b);
+
+    job_start(&b, ts_adam(1e-3f), 11);
+    st = ts_checkpoint_load(path, b.m, b.l);
+    CHECK(st == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "optimizer"), "an SGD checkpoint into an Adam model: %s", ts_last_error());
+    job_end(&b);
+    job_start(&b, ts_sgd(0.05f, 0.9f, 0.0f), 12);
+    st = ts_checkpoint_load(path, b.m, b.l);
+    CHECK(st == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "--seed"), "another loader seed: %s", ts_last_error());
+    CHECK(same_params(ref.n.g, b.n.g) && ts_model_steps(b.m) == 0, "and the model is untouched");
+    ts_model_set_lr_schedule(b.m, NULL);
+    st = ts_checkpoint_load(path, b.m, NULL);
+    CHECK(st == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "schedule"), "another learning-rate schedule: %s", ts_last_error());
+    ts_model_set_lr_schedule(b.m, &(ts_lr_schedule){.kind = TS_LR_COSINE, .warmup_steps = 3, .total_steps = 13});
+    CHECK_OK(ts_checkpoint_load(path, b.m, NULL), "without a loader: the model alone");
+    CHECK(ts_model_steps(b.m) == 2 * D, "its steps restored (%lld)", (long long)ts_model_steps(b.m));
+    job_end(&b);
+    job_end(&ref);
+    free(bytes);
+    remove(bad);
+}
+
+int main(void) {
+    const char *src = getenv("TS_SOURCE_DIR");
+    char dir[1024], path[1100];
+    snprintf(dir, sizeof dir, "%s/data/mnist", src ? src : ".");
+    ts_status st = ts_dataset_load_mnist(&ds, dir);
+    CHECK_OK(st, "MNIST from %s", dir);
+    if (st) return check_summary("test_checkpoint");
+    snprintf(path, sizeof path, "%s/ts_ckpt_%d.tsck", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+    test_resume("SGD momentum 0.9, weight decay", ts_sgd(0.05f, 0.9f, 1e-4f), path);
+    test_resume("Adam", ts_adam(1e-3f), path);
+    test_resume("AdamW", ts_adamw(1e-3f, 0.01f), path);
+    test_refusals(path);
+    remove(path);
+    ts_dataset_free(ds);
+    return check_summary("test_checkpoint");
+}

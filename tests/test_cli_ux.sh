@@ -1,0 +1,179 @@
+#!/bin/bash
+# test_cli_ux.sh -- the everyday edges of the command-line tool: no flag is a
+# silent no-op (patterns that match nothing, --histogram without gradients,
+# eval's own flags), one name-matching rule for every tensor pattern,
+# learning-rate schedules, checkpoint and resume. Every check prints `ok ...`
+# or `FAIL ...`; the script exits non-zero if any failed. Runs on MNIST's
+# test set (data/mnist) with large batches to stay fast.
+set -u
+
+BUILD=${TS_BUILD_DIR:?set TS_BUILD_DIR to the CMake build directory}
+SRC=${TS_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+BIN=$BUILD/tensorscope
+DATA=$SRC/data/mnist
+
+. "$(dirname "$0")/support/cli_checks.sh"
+[ -x "$BIN" ] || { fail "$BIN is missing: build the CLI first"; finish; }
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/ts_ux.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+T_ARGS=(--data "$DATA" --quiet --batch-size 1000)
+
+# ---- one name-matching rule; a pattern that matches nothing is a usage error
+run pt_none "$BIN" train "${T_ARGS[@]}" --max-steps 1 --print-tensor fc1/Add
+check "--print-tensor fc1/Add (no such name): exit 2, says names match exactly, closest 'fc1/Add:0'" \
+    eval '[ $rc -eq 2 ] && hasf pt_none.err "matches no tensor" && hasf pt_none.err "'"'fc1/Add:0'"'" && ! [ -s pt_none.out ]' || show pt_none.err
+run pt_param "$BIN" train "${T_ARGS[@]}" --max-steps 1 --print-tensor fc3.bias
+check "--print-tensor fc3.bias: the parameter's 10 values printed" \
+    eval '[ $rc -eq 0 ] && has pt_param.err "fc3.bias: f32\[10\] \[[-0-9.]+(, [-0-9.]+){9}\]"' || show pt_param.err
+run pt_glob "$BIN" train "${T_ARGS[@]}" --max-steps 1 --print-tensor 'Relu:*'
+check "--print-tensor 'Relu:*' (glob): Relu:0 and Relu:1 printed" \
+    eval '[ $rc -eq 0 ] && hasf pt_glob.err "Relu:0: f32[1000,320]" && hasf pt_glob.err "Relu:1: f32[1000,100]"' || show pt_glob.err
+run w_sub "$BIN" train "${T_ARGS[@]}" --max-steps 1 --watch fc1
+check "--watch fc1 (a prefix, not a name): exit 2" eval '[ $rc -eq 2 ] && hasf w_sub.err "--watch fc1 matches no tensor"' || show w_sub.err
+run of_sub "$BIN" train "${T_ARGS[@]}" --max-steps 1 --outfeed Relu
+check "--outfeed Relu (a prefix, not a name): exit 2" eval '[ $rc -eq 2 ] && hasf of_sub.err "--outfeed"' || show of_sub.err
+
+# ---- --histogram needs anchored gradients: a usage error before training
+run hist "$BIN" train "${T_ARGS[@]}" --max-steps 1 --anchor Relu:0 --histogram h.png
+check "--histogram with only --anchor Relu:0: exit 2 before training, no PNG" \
+    eval '[ $rc -eq 2 ] && hasf hist.err "--histogram" && ! hasf hist.out "trained" && ! [ -e h.png ]' || show hist.err
+
+# ---- environment values parsed strictly
+run lvl env TS_LOG_LEVEL=loud "$BIN" train "${T_ARGS[@]}" --max-steps 1
+check "TS_LOG_LEVEL=loud: warned about on stderr, training goes on" \
+    eval '[ $rc -eq 0 ] && hasf lvl.err "TS_LOG_LEVEL='"'loud'"' is not a level"' || show lvl.err
+run lvln env TS_LOG_LEVEL=trace "$BIN" train "${T_ARGS[@]}" --max-steps 2
+check "TS_LOG_LEVEL=trace: the per-step lines of level 5" eval '[ $rc -eq 0 ] && [ "$(grep -c "step [0-9]* loss" lvln.err)" -ge 2 ]' || show lvln.err
+
+# ---- eval: its own --help, training flags refused, untrained weights warned about
+run ehelp "$BIN" eval --help
+missing="" extra=""
+for f in --model --data --batch-size --seed --holdout --all --threads --weights --quiet --help; do
+    has ehelp.out "^  $f( |\$)" || missing="$missing $f"
+done
+for f in --epochs --lr --tensorboard --plot --stats --anchor --watch --histogram; do has ehelp.out "^  $f( |\$)" && extra="$extra $f"; done
+check "eval --help: eval's flags${missing:+ (missing:$missing)}, no training flag${extra:+ (has:$extra)}" \
+    eval '[ $rc -eq 0 ] && has ehelp.out "^usage: tensorscope eval" && [ -z "$missing$extra" ]'
+run etrain "$BIN" eval --data "$DATA" --tensorboard D --plot e.png --stats
+check "eval --tensorboard D --plot e.png --stats: exit 2 naming --tensorboard, nothing written" \
+    eval '[ $rc -eq 2 ] && hasf etrain.err "--tensorboard is a training flag" && [ ! -e D ] && [ ! -e e.png ]' || show etrain.err
+run eeq "$BIN" eval --data "$DATA" --epochs=3
+check "eval --epochs=3: exit 2" eval '[ $rc -eq 2 ] && hasf eeq.err "--epochs is a training flag"' || show eeq.err
+run erand "$BIN" eval --data "$DATA" --batch-size 500 --holdout 1000
+check "eval without --weights: a warning that the weights are untrained, then the result" \
+    eval '[ $rc -eq 0 ] && hasf erand.err "untrained random initialisation" && has erand.out "^eval: 1000 images"' || show erand.err
+run tall "$BIN" train "${T_ARGS[@]}" --all
+check "train --all (an eval flag): exit 2" eval '[ $rc -eq 2 ] && hasf tall.err "--all is an eval flag"'
+
+# ---- learning-rate schedules: the rate of every step in the level-5 trace
+run sched env TS_LOG_LEVEL=5 "$BIN" train "${T_ARGS[@]}" --max-steps 6 --lr 0.01 --lr-schedule step --lr-step-size 2 --lr-gamma 0.5 --warmup-steps 2
+lrs=$(sed -n 's/.* step [0-9]* loss [^ ]* lr \([^ ]*\) .*/\1/p' sched.err | awk '{printf "%s%.6g", (NR > 1 ? " " : ""), $1}')
+# warmup: 0.01*1/2, 0.01*2/2; then StepLR(2, 0.5) from 0.01 counted from the end of the warmup
+check "--lr-schedule step --lr-step-size 2 --lr-gamma 0.5 --warmup-steps 2: rates '$lrs'" \
+    eval '[ $rc -eq 0 ] && [ "$lrs" = "0.005 0.01 0.01 0.01 0.005 0.005" ] && has sched.out "lr 0.005$"' || show sched.err
+run cos env TS_LOG_LEVEL=5 "$BIN" train "${T_ARGS[@]}" --max-steps 4 --lr 0.01 --lr-schedule cosine --lr-min 0.001
+lrs=$(sed -n 's/.* step [0-9]* loss [^ ]* lr \([^ ]*\) .*/\1/p' cos.err | awk '{printf "%s%.5g", (NR > 1 ? " " : ""), $1}')
+# the plan is one epoch of 8 runs (--max-steps only stops early):
+# CosineAnnealingLR(T_max=8, eta_min=0.001): 0.001 + 0.009 (1 + cos(pi t/8))/2
+want=$(awk 'BEGIN { for (t = 0; t < 4; t++) printf "%s%.5g", t ? " " : "", 0.001 + 0.009 * (1 + cos(3.141592653589793 * t / 8)) / 2 }')
+check "--lr-schedule cosine over the epoch's 8 steps, stopped after 4: rates '$lrs' (want '$want')" eval '[ $rc -eq 0 ] && [ "$lrs" = "$want" ]' || show cos.err
+run badsched "$BIN" train "${T_ARGS[@]}" --lr-schedule linear
+check "--lr-schedule linear: exit 2" eval '[ $rc -eq 2 ] && hasf badsched.err "--lr-schedule must be constant, step or cosine"'
+
+# ---- checkpoint and resume: stopped at step 11 of 24 and resumed, the weights
+# equal those of the run never stopped, byte for byte (two epochs, momentum,
+# cosine schedule)
+C_ARGS=(--data "$DATA" --quiet --batch-size 500 --holdout 4000 --epochs 2 --momentum 0.9 --lr 0.05 --lr-schedule cosine --warmup-steps 3)
+run straight "$BIN" train "${C_ARGS[@]}" --save-weights W1
+run part1 "$BIN" train "${C_ARGS[@]}" --max-steps 11 --checkpoint-dir C --checkpoint-every 4
+run part2 "$BIN" train "${C_ARGS[@]}" --resume C --save-weights W2
+same=0
+for f in W1/*.npy; do cmp -s "$f" "W2/${f#W1/}" && same=$((same + 1)); done
+check "--checkpoint-dir C --checkpoint-every 4 --max-steps 11, then --resume C: $same of 6 parameters equal the straight run's, byte for byte" \
+    eval '[ $same -eq 6 ] && hasf part1.out "checkpoint at step 11 in C/checkpoint.tsck" && hasf part2.out "trained 24 runs"' || show part2.err
+run badresume "$BIN" train "${C_ARGS[@]}" --lr 0.1 --resume C
+check "--resume with another --lr: exit 1, the schedule named" eval '[ $rc -eq 1 ] && hasf badresume.err "schedule"' || show badresume.err
+run noresume "$BIN" train "${C_ARGS[@]}" --resume nowhere
+check "--resume nowhere: exit 1 naming nowhere/checkpoint.tsck" eval '[ $rc -eq 1 ] && hasf noresume.err "nowhere/checkpoint.tsck"'
+run everyonly "$BIN" train "${C_ARGS[@]}" --checkpoint-every 3
+check "--checkpoint-every without --checkpoint-dir: exit 2" eval '[ $rc -eq 2 ] && hasf everyonly.err "--checkpoint-dir"'
+
+# ---- plots: x in optimizer steps, loss and accuracy panels; the histogram
+# is captioned (its pixels are checked in test_plot)
+run plot "$BIN" train "${T_ARGS[@]}" --epochs 1 --repeat-count 2 --plot P.png --histogram H.png
+check "--plot and --histogram with one epoch of D=2: both PNGs written" \
+    eval '[ $rc -eq 0 ] && hasf plot.out "Saved plot to P.png" && hasf plot.out "Saved histogram to H.png" && [ -s P.png ] && [ -s H.png ]' || show plot.err
+
+# ---- TS_SAVE_GRAPH_FILE appends every compile: the debug bundle of a train
+# run holds the evaluation graph and the training graph
+run dbg env TMPDIR="$T" "$BIN" debug-run --outfile B.tar.gz -- "$BIN" train "${T_ARGS[@]}" --max-steps 1
+mkdir -p bundle && tar xzf B.tar.gz -C bundle 2> /dev/null
+g=bundle/tensorscope-debug/graph.txt
+check "debug-run -- train: graph.txt holds $(grep -c '^# ---- compile' "$g" 2> /dev/null) compiles, the inference and the training graph" \
+    eval '[ $rc -eq 0 ] && grep -q "^# ---- compile [0-9]*: inference model" "$g" && grep -q "^# ---- compile [0-9]*: training model" "$g"' || show "$g"
+
+# ---- a recompilation says which input changed, from what to what: 1000
+# held-out images in batches of 300 end with a batch of 100
+run recomp "$BIN" train --data "$DATA" --quiet --batch-size 300 --holdout 1000 --max-steps 1
+check "recompilation logged with the input and both shapes" \
+    eval '[ $rc -eq 0 ] && hasf recomp.err "recompiling the inference model: input '"'x'"' changed from [300,1,28,28] to [100,1,28,28]"' || show recomp.err
+
+# ---- outfeed: one stacked [S, *T] array per key per run, read by NumPy; the
+# last sample of run 1 equals the anchored Relu:0 (final) of that run
+run ofs "$BIN" train "${T_ARGS[@]}" --max-steps 2 --repeat-count 2 --gradient-accumulation-count 2 \
+    --outfeed 'Relu:0' --outfeed 'fc3.weight_grad' --anchor Relu:0:final --dump-npy OF
+/usr/bin/python3 - > ofs.py.out 2>&1 <<'PY'
+import numpy as np
+r = [np.load(f"OF/outfeed/Relu_0.run{i}.npy") for i in (0, 1)]
+g = [np.load(f"OF/outfeed/fc3.weight_grad.run{i}.npy") for i in (0, 1)]
+a = np.load("OF/Relu_0.npy")
+assert all(x.shape == (4, 1000, 320) for x in r), [x.shape for x in r]  # D x A micro-batches
+assert all(x.shape == (2, 10, 100) for x in g), [x.shape for x in g]    # D steps (accumulated)
+assert np.array_equal(r[1][-1], a), "last stacked sample != anchored Relu:0"
+assert not np.array_equal(r[0][0], r[0][1]), "samples of a run differ"
+print("ok")
+PY
+check "--outfeed with --dump-npy: Relu_0.run{0,1}.npy [4,1000,320], fc3.weight_grad.run{0,1}.npy [2,10,100]; the last sample = the anchor" \
+    eval '[ $rc -eq 0 ] && grep -qx ok ofs.py.out && [ "$(ls OF/outfeed | wc -l)" -eq 4 ]' || show ofs.py.out
+run oflast "$BIN" train "${T_ARGS[@]}" --max-steps 2 --repeat-count 2 --outfeed 'Relu:0' --outfeed-mode last --outfeed-depth 4
+n=$(sed -n 's/^outfeed: \([0-9]*\) records.*/\1/p' oflast.out)
+check "--outfeed-mode last --outfeed-depth 4: accepted, $n records of the 4 produced (LAST keeps the latest per key; the library test checks it)" \
+    eval '[ $rc -eq 0 ] && [ -n "$n" ] && [ "$n" -ge 1 ] && [ "$n" -le 4 ]' || show oflast.err
+run ofbad "$BIN" train "${T_ARGS[@]}" --outfeed-depth 8
+check "--outfeed-depth without --outfeed: exit 2" eval '[ $rc -eq 2 ] && hasf ofbad.err "--outfeed PATTERN"'
+
+# ---- level 5: a line per micro-batch with its loss and batch size; the
+# losses of the last run equal the anchored loss (mode all) NumPy reads
+run mb env TS_LOG_LEVEL=5 "$BIN" train "${T_ARGS[@]}" --max-steps 2 --gradient-accumulation-count 2 --anchor loss:all --dump-npy L
+n=$(grep -c "micro-batch [12]/2 of step [12]: loss [0-9.]* batch 1000" mb.err)
+last=$(sed -n 's/.*micro-batch [12]\/2 of step 2: loss \([0-9.]*\) batch 1000/\1/p' mb.err | tr '\n' ' ')
+/usr/bin/python3 -c "import numpy as np, sys; a = np.load('L/loss.npy'); w = [float(x) for x in sys.argv[1:]]; sys.exit(0 if a.shape == (2,) and np.allclose(a, w, rtol=1e-6) else 1)" $last
+ok_np=$?
+check "TS_LOG_LEVEL=5 with A=2: $n micro-batch lines (want 4), step 2's losses $last= the anchored loss:all" \
+    eval '[ $rc -eq 0 ] && [ "$n" -eq 4 ] && [ $ok_np -eq 0 ]' || show mb.err
+
+# ---- debug level: the shapes of every run (D=2 stacks two micro-batches)
+run dbgshape env TS_LOG_LEVEL=debug "$BIN" train "${T_ARGS[@]}" --max-steps 2 --repeat-count 2
+check "TS_LOG_LEVEL=debug: 'run N (training): x f32[2000,1,28,28], labels i32[2000]' for both runs, inference runs labelled" \
+    eval '[ $rc -eq 0 ] && [ "$(grep -c "run [12] (training): x f32\[2000,1,28,28\], labels i32\[2000\]" dbgshape.err)" -eq 2 ] &&
+          hasf dbgshape.err "run 1 (inference): x f32[1000,1,28,28]"' || show dbgshape.err
+
+# ---- progress on a terminal (script(1) gives a pty): at most 10 redraws a
+# second, evaluation shows progress too; --quiet draws nothing
+if command -v script > /dev/null; then
+    s0=$(date +%s.%N)
+    script -qc "$BIN train --data $DATA --batch-size 100 --max-steps 60" tty.log > /dev/null 2>&1
+    s1=$(date +%s.%N)
+    draws=$(tr '\r' '\n' < tty.log | grep -c "epoch 1/1 \[")
+    evals=$(tr '\r' '\n' < tty.log | grep -c "evaluating \[")
+    limit=$(awk -v a="$s0" -v b="$s1" 'BEGIN { printf "%d", (b - a) * 10 + 2 }')
+    check "progress on a terminal: $draws training redraws for 60 runs (limit $limit for the elapsed time), $evals during evaluation" \
+        eval '[ "$draws" -ge 1 ] && [ "$draws" -le "$limit" ] && [ "$draws" -lt 60 ] && [ "$evals" -ge 1 ]'
+    script -qc "$BIN train --data $DATA --batch-size 100 --max-steps 60 --quiet" ttyq.log > /dev/null 2>&1
+    check "--quiet on a terminal: no progress drawn" eval '! grep -q "\[#*\.*\]" ttyq.log'
+else
+    fail "script(1) is missing (bsdutils): cannot give the CLI a terminal"
+fi
+finish
