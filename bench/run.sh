@@ -293,6 +293,33 @@ else
     echo "mlp 2 ranks: skipped (no mpirun or no bench_replicas: scripts/install-deps.sh test, reconfigure)"
 fi
 
+# importing a full-size ONNX export (about 45 MB): median wall time of
+# repeated imports against 1 s; models written to a temporary directory by
+# bench/make_onnx_models.py
+time_row() {
+    local label=$1 max=$2 out line ms verdict
+    out=$(bash -c "$3" 2>&1)
+    line=$(printf '%s\n' "$out" | grep -E '^onnx_import .*median_ms=' | tail -n 1)
+    ms=$(field "$line" median_ms)
+    if [ -n "$ms" ] && [ -z "$(printf '%s' "$line" | grep failed)" ] && awk -v m="$ms" -v x="$max" 'BEGIN { exit !(m <= x) }'; then
+        verdict=PASS; PASSES=$((PASSES + 1))
+    else
+        verdict=MISS; MISSES=$((MISSES + 1))
+        printf '%s\n' "$out" | tail -n 2 | cut -c1-200 | sed 's/^/    | /' >&2
+    fi
+    printf '%-22s median %s ms (cpu %s ms, target <= %s ms): %s\n' "$label" "${ms:-?}" "$(field "$line" cpu_median_ms)" "$max" "$verdict"
+    hr
+    ROWS+=("$label: ${ms:-?} ms, target <= $max ms, $verdict")
+}
+ONNX_DIR=$(mktemp -d)
+if $PY "$SRC/bench/make_onnx_models.py" "$ONNX_DIR" >/dev/null 2>&1; then
+    time_row "onnx import resnet18" 1000 "$BUILD/bench_onnx_import $ONNX_DIR/resnet18.onnx 7"
+    time_row "onnx import mlp 50MB" 1000 "$BUILD/bench_onnx_import $ONNX_DIR/mlp45m.onnx 7"
+else
+    echo "onnx import: could not export the models (needs $PY with torch)" >&2
+fi
+rm -rf "$ONNX_DIR"
+
 echo "summary: ${#ROWS[@]} rows, $PASSES PASS, $MISSES MISS"
 for r in "${ROWS[@]}"; do echo "  $r"; done
 exit 0

@@ -76,3 +76,10 @@ for name, vals in {
     "empty": [""],
 }.items():
     put("fuzz_env", name, b"\0".join(v.encode() for v in vals))
+
+# fuzz_onnx: models PyTorch exported (tests/reference/make_onnx_fixtures.py
+# writes them), one per kind of graph the importer folds or builds
+FIXTURES = os.path.join(os.path.dirname(ROOT), "..", "tests", "reference", "onnx")
+for name in ("mlp_op13", "mlp_dynamic_op13", "lenet_op13", "resnet18_train_op15", "gpt2_op17"):
+    with open(os.path.join(FIXTURES, name + ".onnx"), "rb") as f:
+        put("fuzz_onnx", name + ".onnx", f.read())

@@ -401,6 +401,34 @@ TS_API const char *ts_tensor_location(const ts_tensor *t, char *buf, size_t n);
 TS_API ts_status ts_graph_save_weights(const ts_graph *g, const char *path);
 TS_API ts_status ts_graph_load_weights(ts_graph *g, const char *path);
 
+/* ----------------------------------------------------------- ONNX import */
+
+/* The static shape of one input of an imported model. */
+typedef struct ts_onnx_input {
+    const char *name;
+    int ndim;
+    int64_t shape[TS_MAX_DIMS];
+} ts_onnx_input;
+/* Reads an ONNX model into a new graph (parameters keep the file's
+ * initializer names; see DESIGN.md §3/§13). Inputs with dynamic dims must be
+ * given; others may be (a given shape replaces the file's, e.g. the batch
+ * size of the exporter's example input). Opsets 13 to 17 of the default domain; shape
+ * computations (Shape, Gather, Concat, Unsqueeze, ConstantOfShape, Range,
+ * Cast, ...) are folded for the static shapes, the rest becomes graph ops
+ * named `<scope>/<OpType>:<k>` with the scope read from the node's name
+ * (`/blocks.0/attn/MatMul` -> `blocks.0.attn/MatMul:0`); the file's value
+ * names are aliases that ts_graph_find also finds. Each node records
+ * `model.onnx:<node index> (<node name>)` as its source location. An op type
+ * the importer lacks is TS_ERR_UNSUPPORTED naming the op type, the node,
+ * the opset and the op types it supports. */
+TS_API ts_status ts_graph_from_onnx(ts_graph **out, const char *path,
+                                    const ts_onnx_input *inputs, int n_inputs);
+/* The graph outputs an import recorded, in file order. */
+TS_API size_t ts_graph_output_count(const ts_graph *g);
+TS_API ts_tensor *ts_graph_output_at(const ts_graph *g, size_t i);
+/* The file's own name of an imported tensor (its first alias), or NULL. */
+TS_API const char *ts_tensor_alias(const ts_tensor *t);
+
 /* --------------------------------------------------------------- options */
 
 typedef enum ts_output_mode {
@@ -897,9 +925,19 @@ TS_API ts_status ts_dataset_load_mnist(ts_dataset **out, const char *dir);
 /* Loads one image IDX file and one label IDX file (gzip'd or plain). */
 TS_API ts_status ts_dataset_load_idx(ts_dataset **out, const char *images_path,
                                      const char *labels_path);
+/* Datasets from arrays (copied): x f32/f64/... [N,...], labels integer [N]
+ * (i32, i64 or u8, each >= 0). x is stored as f32 [N,...]. */
+TS_API ts_status ts_dataset_from_arrays(ts_dataset **out, const ts_array *x,
+                                        const ts_array *labels);
+/* Loads arrays for ts_dataset_from_arrays from `path`: a directory holding
+ * x.npy and labels.npy, or one .npz with `x` and `labels`. When the .npz also
+ * holds `x_heldout` and `labels_heldout`, *heldout (if not NULL) gets them
+ * as a second dataset; otherwise *heldout is NULL. */
+TS_API ts_status ts_dataset_load_arrays(ts_dataset **out, ts_dataset **heldout, const char *path);
 TS_API void ts_dataset_free(ts_dataset *d);
 TS_API int64_t ts_dataset_size(const ts_dataset *d);
-/* Views of all images f32 [N,1,28,28] and labels i32 [N]. */
+/* Views of all samples f32 [N,...] (MNIST: [N,1,28,28]) and labels i32 [N,...]
+ * (MNIST: [N]). */
 TS_API ts_status ts_dataset_arrays(const ts_dataset *d, ts_array *images, ts_array *labels);
 
 typedef struct ts_loader ts_loader;

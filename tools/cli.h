@@ -5,8 +5,10 @@
 
 #include "tensorscope.h"
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 /* Exit codes: what shells and CI expect. */
 enum { CLI_OK = 0, CLI_RUNTIME = 1, CLI_USAGE = 2 };
@@ -57,7 +59,20 @@ int cli_no_match_error(const char *cmd, const char *flag, const char *pattern, c
 typedef struct cli_model {
     ts_graph *g;
     ts_tensor *x, *labels, *logp, *loss;
+    bool logits;     /* logp holds logits (cross_entropy): evaluation log-softmaxes them */
+    int64_t onehot;  /* mse: labels are fed as one-hot f32 [B, onehot] */
+    char error[512]; /* a usage problem found by cli_model_open (else see ts_last_error) */
 } cli_model;
+/* How an ONNX file becomes a trainable model (`--model FILE.onnx`). */
+typedef struct cli_import {
+    const cli_list *inputs;   /* NAME:D0xD1x... (dim 0 is set to the batch size) */
+    const char *loss;         /* cross_entropy|nll|mse; NULL: nll after a LogSoftmax, else cross_entropy */
+    const char *labels_input; /* the file's own labels input; its scalar output is the loss */
+    const char *output;       /* the scores the loss is put on (a tensor or file value name); NULL: the first output */
+} cli_import;
+/* A built-in model by name, or an ONNX file (a name ending in .onnx). */
+ts_status cli_model_open(const char *name, long batch, uint64_t seed, const cli_list *prints, const cli_import *imp,
+                         cli_model *out);
 /* Builds `name` for micro-batch size B; tensors whose names match a pattern
  * of `prints` are wrapped in a print op. */
 ts_status cli_model_build(const char *name, long batch, uint64_t seed, const cli_list *prints, cli_model *out);

@@ -518,7 +518,7 @@ static int run_model(const compare_args *a, dump *inputs, dump *ref, row *rows, 
     const char *iname = dump_count(inputs) ? dump_name(inputs, 0) : NULL;
     const ts_array *first = iname ? dump_array(inputs, 0) : NULL;
     if (!first || first->ndim < 1) return cli_usage_error("compare", "--inputs %s holds no array with a batch dimension", a->inputs);
-    ts_status st = cli_model_build(a->model, (long)first->shape[0], 0, NULL, cm);
+    ts_status st = cli_model_open(a->model, (long)first->shape[0], 0, NULL, NULL, cm);
     if (st == TS_ERR_NOT_FOUND) return cli_usage_error("compare", "unknown model '%s' (built-in: %s)", a->model, cli_model_names());
     if (st) return cli_runtime_error("building the model");
     if (a->weights && ts_graph_load_weights(cm->g, a->weights)) return cli_runtime_error("loading --weights");
@@ -573,7 +573,7 @@ static int run_model(const compare_args *a, dump *inputs, dump *ref, row *rows, 
 int cmd_compare(int argc, char **argv) {
     compare_args a = {.atol = 1e-5, .rtol = 1e-4};
     const cli_flag flags[] = {
-        {"--model", FLAG_STRING, &a.model, "NAME", "built-in model to run (mlp)"},
+        {"--model", FLAG_STRING, &a.model, "NAME|FILE.onnx", "built-in model to run (mlp) or an ONNX file"},
         {"--weights", FLAG_STRING, &a.weights, "W", "parameters: an .npz or a directory of .npy files"},
         {"--inputs", FLAG_STRING, &a.inputs, "NPZ", "the model's inputs by name (x, labels), batch on axis 0"},
         {"--reference", FLAG_STRING, &a.reference, "NPZ", "reference tensors by name (.npz or directory of .npy)"},
@@ -650,7 +650,7 @@ int cmd_compare(int argc, char **argv) {
     } else {
         /* resolve names on a throwaway build (batch 1) to know what to anchor */
         cli_model probe = {0};
-        if (cli_model_build(a.model, 1, 0, NULL, &probe) == TS_ERR_NOT_FOUND) {
+        if (cli_model_open(a.model, 1, 0, NULL, NULL, &probe) == TS_ERR_NOT_FOUND) {
             rc = cli_usage_error("compare", "unknown model '%s' (built-in: %s)", a.model, cli_model_names());
             goto done;
         }
@@ -737,7 +737,7 @@ int cmd_lint(int argc, char **argv) {
     const char *model = "mlp";
     long batch = 64;
     bool inference = false;
-    const cli_flag flags[] = {{"--model", FLAG_STRING, &model, "NAME", "built-in model (mlp)"},
+    const cli_flag flags[] = {{"--model", FLAG_STRING, &model, "NAME|FILE.onnx", "built-in model (mlp) or an ONNX file"},
                               {"--batch-size", FLAG_INT, &batch, "B", "micro-batch size (default 64)"},
                               {"--inference", FLAG_BOOL, &inference, NULL, "lint the inference model"},
                               {NULL, FLAG_BOOL, NULL, NULL, NULL}};
@@ -745,7 +745,7 @@ int cmd_lint(int argc, char **argv) {
     int rc = cli_parse("lint", "[--model mlp] [--batch-size B] [--inference]", flags, argc, argv, 2, NULL, &help);
     if (rc || help) return rc;
     cli_model cm = {0};
-    ts_status st = cli_model_build(model, batch, 0, NULL, &cm);
+    ts_status st = cli_model_open(model, batch, 0, NULL, NULL, &cm);
     if (st == TS_ERR_NOT_FOUND) return cli_usage_error("lint", "unknown model '%s' (built-in: %s)", model, cli_model_names());
     if (st) return cli_runtime_error("building the model");
     ts_set_log_level(TS_LOG_ERROR); /* the warnings are printed below, once */

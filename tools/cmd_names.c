@@ -6,18 +6,20 @@
 #include <strings.h>
 
 typedef struct model_args {
-    const char *model, *optimizer, *format;
+    const char *model, *optimizer, *format, *loss, *labels_input, *output;
     long batch_size, repeat_count, grad_accum;
     double momentum;
     bool locations, inference;
-    cli_list anchors;
+    cli_list anchors, inputs;
 } model_args;
 
 /* Builds and compiles the training (or inference) model the flags describe. */
 static int compile_model(const char *cmd, const model_args *a, cli_model *cm, ts_model **m) {
-    ts_status st = cli_model_build(a->model, a->batch_size, 0, NULL, cm);
-    if (st == TS_ERR_NOT_FOUND) return cli_usage_error(cmd, "unknown model '%s' (built-in: %s)", a->model, cli_model_names());
-    if (st) return cli_runtime_error("building the model");
+    cli_import imp = {&a->inputs, a->loss, a->labels_input, a->output};
+    ts_status st = cli_model_open(a->model, a->batch_size, 0, NULL, &imp, cm);
+    if (st == TS_ERR_NOT_FOUND && !cm->error[0])
+        return cli_usage_error(cmd, "unknown model '%s' (built-in: %s; or an ONNX file ending in .onnx)", a->model, cli_model_names());
+    if (st) return cm->error[0] ? cli_usage_error(cmd, "%s", cm->error) : cli_runtime_error("building the model");
     ts_options *o = ts_options_new();
     if (!o) return cli_runtime_error("options");
     ts_optimizer opt;
@@ -44,7 +46,11 @@ static int compile_model(const char *cmd, const model_args *a, cli_model *cm, ts
 }
 
 #define MODEL_FLAGS(a)                                                                                  \
-    {"--model", FLAG_STRING, &(a).model, "NAME", "built-in model (mlp, cnn)"},                               \
+    {"--model", FLAG_STRING, &(a).model, "NAME|FILE.onnx", "built-in model (mlp, cnn) or an ONNX file"}, \
+    {"--input", FLAG_LIST, &(a).inputs, "NAME:SHAPE", "ONNX: static shape of an input (dim 0 = --batch-size)"}, \
+    {"--loss", FLAG_STRING, &(a).loss, "cross_entropy|nll|mse", "ONNX: loss on the output"},            \
+    {"--labels-input", FLAG_STRING, &(a).labels_input, "NAME", "ONNX: the file's labels input (its scalar output is the loss)"}, \
+    {"--output", FLAG_STRING, &(a).output, "NAME", "ONNX: the scores to put the loss on (default: the first output)"}, \
     {"--batch-size", FLAG_INT, &(a).batch_size, "B", "micro-batch size (default 64)"},                  \
     {"--optimizer", FLAG_STRING, &(a).optimizer, "sgd|adam|adamw", "optimizer state to include (default: the model's, mlp sgd, cnn adam)"},       \
     {"--momentum", FLAG_FLOAT, &(a).momentum, "M", "SGD momentum (adds Accl___ tensors)"},              \
@@ -71,6 +77,16 @@ int cmd_names(int argc, char **argv) {
         size_t n;
         ts_model_tensor_names(m, &names, &n);
         for (size_t i = 0; i < n; i++) printf("%s\n", names[i]);
+        /* an imported model's own value names find the same tensors */
+        bool header = false;
+        for (size_t i = 0; i < ts_graph_tensor_count(cm.g); i++) {
+            const ts_tensor *t = ts_graph_tensor_at(cm.g, i);
+            const char *alias = ts_tensor_alias(t);
+            if (!alias) continue;
+            if (!header) printf("# the model file's value names (aliases):\n");
+            header = true;
+            printf("%s -> %s\n", alias, ts_tensor_name(t));
+        }
     }
     ts_model_free(m);
     ts_graph_free(cm.g);

@@ -16,7 +16,7 @@
 
 typedef struct train_args {
     const char *model, *data, *optimizer, *output_mode, *check_numerics, *histogram, *dump_npy, *tensorboard, *plot;
-    const char *save_weights, *weights, *lr_schedule, *checkpoint_dir, *resume, *run_name, *dump_limit, *outfeed_mode, *picture_dir;
+    const char *save_weights, *weights, *lr_schedule, *checkpoint_dir, *resume, *run_name, *dump_limit, *outfeed_mode, *picture_dir, *loss, *labels_input, *output;
     const char *split_at;
     long outfeed_depth, pipeline_stages;
     bool outfeed_drop;
@@ -25,7 +25,7 @@ typedef struct train_args {
     double lr, momentum, weight_decay, lr_gamma, lr_min;
     bool outfeed_pre, stats, run_single_step, metrics, log_memory, quiet, all, watch_range;
     long stats_every;
-    cli_list anchors, outfeeds, watches, prints, feature_maps, filters;
+    cli_list anchors, outfeeds, watches, prints, feature_maps, filters, inputs;
 } train_args;
 
 /* ---- outfeed sink: runs on the queue's consumer thread */
@@ -158,7 +158,7 @@ static ts_status evaluate(ts_model *inf, const cli_model *cm, const ts_dataset *
     if (st) return st;
     int64_t right = 0, seen = 0;
     double nll = 0;
-    const char *names[1] = {"x"};
+    const char *names[1] = {ts_tensor_name(cm->x)};
     const char *out_name = ts_tensor_name(cm->logp);
     for (;;) {
         ts_array x, y, lp;
@@ -176,7 +176,9 @@ static ts_status evaluate(ts_model *inf, const cli_model *cm, const ts_dataset *
             for (int64_t c = 1; c < C; c++)
                 if (p[i * C + c] > p[i * C + best]) best = c;
             right += best == lab[i];
-            nll -= p[i * C + lab[i]];
+            double lse = 0; /* logits: log-softmax them for the loss */
+            for (int64_t c = 0; cm->logits && c < C; c++) lse += exp((double)p[i * C + c] - (double)p[i * C + best]);
+            nll -= p[i * C + lab[i]] - (cm->logits ? p[i * C + best] + log(lse) : 0);
         }
         seen += B;
         cli_progress_update(&bar, bar.done + 1, nll / (double)seen);
@@ -252,6 +254,63 @@ static ts_status save_one(ts_tensor *t, const ts_array *value, const void *dir) 
 static ts_status save_weights(const cli_model *cm, const char *dir) { return each_param(cm, save_one, dir); }
 
 
+/* --data: arrays (an .npz, or a directory with x.npy) rather than MNIST. */
+static bool is_array_data(const char *path) {
+    size_t n = strlen(path);
+    struct stat st;
+    char x[4096];
+    snprintf(x, sizeof x, "%s/x.npy", path);
+    return (n > 4 && strcmp(path + n - 4, ".npz") == 0) || stat(x, &st) == 0;
+}
+
+/* The data's samples must fit the model's input: same sizes after the batch
+ * dimension, and float data for a float input. */
+static int check_data(const char *cmd, const cli_model *cm, const ts_dataset *ds, const ts_dataset *hds, const char *path) {
+    ts_array x, want;
+    ts_dataset_arrays(ds, &x, NULL);
+    ts_tensor_info(cm->x, &want);
+    bool ok = x.ndim == want.ndim;
+    for (int i = 1; ok && i < x.ndim; i++) ok = x.shape[i] == want.shape[i];
+    char a[128], b[128];
+    if (!ok) {
+        x.shape[0] = want.shape[0];
+        return cli_usage_error(cmd, "the data in %s has samples of %s but the model's input '%s' is %s (batch first); give data of that "
+                               "shape, or the model's input shape with --input %s:...", path, ts_array_shape_str(&x, a, sizeof a),
+                               ts_tensor_name(cm->x), ts_array_shape_str(&want, b, sizeof b), ts_tensor_name(cm->x));
+    }
+    if (want.dtype != TS_F32)
+        return cli_usage_error(cmd, "the model's input '%s' takes %s values; --data feeds float samples", ts_tensor_name(cm->x),
+                               ts_dtype_name(want.dtype));
+    if (hds) {
+        ts_array h;
+        ts_dataset_arrays(hds, &h, NULL);
+        h.shape[0] = x.shape[0];
+        if (strcmp(ts_array_shape_str(&h, a, sizeof a), ts_array_shape_str(&x, b, sizeof b)) != 0)
+            return cli_usage_error(cmd, "%s: x_heldout's samples are %s, x's are %s", path, a, b);
+    }
+    ts_array lab, lwant;
+    ts_dataset_arrays(ds, NULL, &lab);
+    ts_tensor_info(cm->labels, &lwant);
+    if (!cm->onehot && lab.ndim != lwant.ndim)
+        return cli_usage_error(cmd, "the labels in %s have %d dimensions, the model's '%s' takes %d", path, lab.ndim,
+                               ts_tensor_name(cm->labels), lwant.ndim);
+    return CLI_OK;
+}
+
+/* mse against one-hot targets: labels i32 [B] -> f32 [B, C] in *buf. */
+static float *to_onehot(ts_array *labels, int64_t C, float *buf) {
+    int64_t B = labels->shape[0];
+    float *b = realloc(buf, (size_t)(B * C) * sizeof *b);
+    if (!b) return NULL;
+    memset(b, 0, (size_t)(B * C) * sizeof *b);
+    for (int64_t i = 0; i < B; i++) {
+        int32_t y = ((const int32_t *)labels->data)[i];
+        if (y >= 0 && y < C) b[i * C + y] = 1.0f;
+    }
+    *labels = ts_array_f32(b, 2, (int64_t[]){B, C});
+    return b;
+}
+
 typedef struct curve {
     double x[4096], y[4096];
     int64_t n;
@@ -301,11 +360,15 @@ static int train_only_flag(const cli_flag *all, const cli_flag *evalt, int argc,
 int cmd_train(int argc, char **argv, bool eval_only) {
     const char *cmd = eval_only ? "eval" : "train";
     train_args a = {.model = "mlp", .data = NULL, .optimizer = NULL, .epochs = 1, .batch_size = 64, .seed = 0,
-                    .holdout = 2000, .repeat_count = 1, .grad_accum = 1, .threads = 0, .log_verbosity = -1, .watch_period = 1,
+                    .holdout = -1, .repeat_count = 1, .grad_accum = 1, .threads = 0, .log_verbosity = -1, .watch_period = 1,
                     .lr = -1, .check_numerics = NULL, .lr_schedule = "constant", .lr_step_size = 1000, .lr_gamma = 0.1, .outfeed_depth = 64};
     const cli_flag flags[] = {
-        {"--model", FLAG_STRING, &a.model, "NAME", "built-in model (mlp, cnn)"},
-        {"--data", FLAG_STRING, &a.data, "DIR", "MNIST directory of gzip'd IDX files (default: data/mnist, else the installed copy)"},
+        {"--model", FLAG_STRING, &a.model, "NAME|FILE.onnx", "built-in model (mlp, cnn) or an ONNX file"},
+        {"--input", FLAG_LIST, &a.inputs, "NAME:SHAPE", "ONNX: static shape of an input, e.g. x:64x1x28x28 (dim 0 = --batch-size)"},
+        {"--loss", FLAG_STRING, &a.loss, "cross_entropy|nll|mse", "ONNX: loss on the output (default nll after LogSoftmax, else cross_entropy)"},
+        {"--labels-input", FLAG_STRING, &a.labels_input, "NAME", "ONNX: the file's labels input; its scalar output is the loss"},
+        {"--output", FLAG_STRING, &a.output, "NAME", "ONNX: the scores to put the loss on (default: the first output)"},
+        {"--data", FLAG_STRING, &a.data, "DIR|FILE.npz", "MNIST IDX directory (default: data/mnist, else the installed copy), x.npy + labels.npy directory, or .npz"},
         {"--epochs", FLAG_INT, &a.epochs, "N", "passes over the training split (default 1)"},
         {"--batch-size", FLAG_INT, &a.batch_size, "B", "micro-batch size (default 64)"},
         {"--lr", FLAG_FLOAT, &a.lr, "LR", "learning rate (default: mlp 0.01, cnn 0.001)"},
@@ -318,8 +381,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--momentum", FLAG_FLOAT, &a.momentum, "M", "SGD momentum (default 0)"},
         {"--weight-decay", FLAG_FLOAT, &a.weight_decay, "WD", "weight decay (default 0)"},
         {"--seed", FLAG_INT, &a.seed, "N", "seed for initialisation and shuffling (default 0)"},
-        {"--holdout", FLAG_INT, &a.holdout, "N", "last N images held out for accuracy (default 2000)"},
-        {"--all", FLAG_BOOL, &a.all, NULL, "eval only: evaluate on every image, not only the held-out ones"},
+        {"--holdout", FLAG_INT, &a.holdout, "N", "last N samples held out for accuracy (default 2000, arrays: 10%; an .npz's x_heldout instead)"},
+        {"--all", FLAG_BOOL, &a.all, NULL, "eval: evaluate on every image, not only the held-out ones"},
         {"--repeat-count", FLAG_INT, &a.repeat_count, "D", "device iterations: optimizer steps per run (default 1)"},
         {"--gradient-accumulation-count", FLAG_INT, &a.grad_accum, "A", "micro-batches averaged per step (default 1)"},
         {"--max-steps", FLAG_INT, &a.max_steps, "N", "stop after N runs"},
@@ -390,7 +453,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     long long dump_limit = 1LL << 30;
     if (a.dump_limit && cli_parse_size(a.dump_limit, &dump_limit))
         return cli_usage_error(cmd, "--dump-limit expects a size such as 500M or 2G (0: no limit), got '%s'", a.dump_limit);
-    if (a.holdout < 0) return cli_usage_error(cmd, "--holdout must be >= 0, got %ld", a.holdout);
+    if (a.holdout < -1) return cli_usage_error(cmd, "--holdout must be >= 0, got %ld", a.holdout);
     if (a.max_steps < 0) return cli_usage_error(cmd, "--max-steps must be >= 0, got %ld", a.max_steps);
     if (a.log_verbosity > 5 || a.log_verbosity < -1) return cli_usage_error(cmd, "--log-verbosity must be 0..5, got %ld", a.log_verbosity);
     ts_optimizer opt;
@@ -464,7 +527,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     }
 
     /* ---- data and model */
-    ts_dataset *ds = NULL;
+    ts_dataset *ds = NULL, *hds = NULL;
+    float *onehot = NULL;
     cli_model cm = {0}, em = {0};
     ts_options *o = NULL;
     ts_model *tm = NULL, *inf = NULL;
@@ -479,30 +543,35 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     if (!loss_curve || !acc_curve || !hl_curve) goto done;
     char data_dir[PATH_MAX + 64];
     if (!a.data) a.data = cli_default_data_dir(data_dir, sizeof data_dir);
-    if (ts_dataset_load_mnist(&ds, a.data)) {
+    if (is_array_data(a.data) ? ts_dataset_load_arrays(&ds, &hds, a.data) : ts_dataset_load_mnist(&ds, a.data)) {
         cli_runtime_error("loading the dataset");
         goto done;
     }
     int64_t N = ts_dataset_size(ds);
+    if (a.holdout < 0) a.holdout = hds ? 0 : is_array_data(a.data) ? (long)(N / 10 < 2000 ? N / 10 : 2000) : 2000;
     if (a.holdout >= N) {
         rc = cli_usage_error(cmd, "--holdout %ld leaves no training images (the dataset has %lld)", a.holdout, (long long)N);
         goto done;
     }
     int64_t n_train = N - a.holdout;
-    ts_status st = cli_model_build(a.model, a.batch_size, (uint64_t)a.seed, &a.prints, &cm);
-    if (st == TS_ERR_NOT_FOUND) {
-        rc = cli_usage_error(cmd, "unknown model '%s' (built-in: %s)", a.model, cli_model_names());
+    cli_import imp = {&a.inputs, a.loss, a.labels_input, a.output};
+    ts_status st = cli_model_open(a.model, a.batch_size, (uint64_t)a.seed, &a.prints, &imp, &cm);
+    if (st == TS_ERR_NOT_FOUND && !cm.error[0]) {
+        rc = cli_usage_error(cmd, "unknown model '%s' (built-in: %s; or an ONNX file ending in .onnx)", a.model, cli_model_names());
         goto done;
     }
     if (st) {
-        cli_runtime_error("building the model");
+        if (cm.error[0]) rc = cli_usage_error(cmd, "%s", cm.error);
+        else cli_runtime_error("building the model");
         goto done;
     }
+    if ((rc = check_data(cmd, &cm, ds, hds, a.data)) != CLI_OK) goto done;
     for (int i = 0; i < a.prints.n; i++)
         if (!cli_graph_has_match(cm.g, a.prints.items[i])) {
             rc = cli_no_match_error(cmd, "--print-tensor", a.prints.items[i], cm.g);
             goto done;
         }
+    rc = CLI_RUNTIME;
     if (a.weights && ts_graph_load_weights(cm.g, a.weights)) { /* checked whole (shapes, NaN) before any is set */
         cli_runtime_error("loading weights");
         goto done;
@@ -587,7 +656,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     }
     /* evaluation runs on its own copy of the model, so the user's prints and
      * outfeeds see training only; parameters are copied over before each eval */
-    if (cli_model_build(a.model, a.batch_size, (uint64_t)a.seed, NULL, &em) || (a.weights && copy_params(&cm, &em))) {
+    if (cli_model_open(a.model, a.batch_size, (uint64_t)a.seed, NULL, &imp, &em) || (a.weights && copy_params(&cm, &em))) {
         cli_runtime_error("building the evaluation model");
         goto done;
     }
@@ -608,11 +677,13 @@ int cmd_train(int argc, char **argv, bool eval_only) {
                             "save trained weights with 'tensorscope train --save-weights DIR' and pass --weights DIR\n",
                     a.seed);
         int64_t first = a.all ? 0 : n_train, count = a.all ? N : a.holdout;
+        const ts_dataset *eds = hds && !a.all ? hds : ds;
+        if (hds && !a.all) first = 0, count = ts_dataset_size(hds);
         if (count == 0) {
             rc = cli_usage_error(cmd, "nothing to evaluate: --holdout is 0 (use --all)");
             goto done;
         }
-        if (evaluate(inf, &em, ds, first, count, a.batch_size, &acc, &loss, !a.quiet)) {
+        if (evaluate(inf, &em, eds, first, count, a.batch_size, &acc, &loss, !a.quiet)) {
             cli_runtime_error("evaluating");
             goto done;
         }
@@ -711,7 +782,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         mkdir(a.checkpoint_dir, 0777); /* if that fails, the first save says why */
         snprintf(ckpt, sizeof ckpt, "%s/checkpoint.tsck", a.checkpoint_dir);
     }
-    const char *in_names[2] = {"x", "labels"};
+    const char *in_names[2] = {ts_tensor_name(cm.x), ts_tensor_name(cm.labels)};
     long total_runs = (long)ts_model_runs(tm);
     long first_epoch = ts_loader_epoch(loader) > 1 ? (long)ts_loader_epoch(loader) : 1;
     bool stop = a.max_steps && total_runs >= a.max_steps;
@@ -729,6 +800,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             st = ts_loader_next(loader, S, &in[0], &in[1]);
             if (st == TS_ERR_NOT_FOUND) break;
             double r0 = cli_now();
+            if (!st && cm.onehot && !(onehot = to_onehot(&in[1], cm.onehot, onehot))) st = TS_ERR_OUT_OF_MEMORY;
             if (st || (st = ts_model_run(tm, in_names, in, 2))) {
                 cli_progress_end(&bar);
                 if (st == TS_ERR_NUMERICS) {
@@ -794,22 +866,24 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         }
         cli_progress_end(&bar);
         double ep_s = cli_now() - t0, acc = 0, hl = 0;
-        if (a.holdout > 0 && (copy_params(&cm, &em) || evaluate(inf, &em, ds, n_train, a.holdout, a.batch_size, &acc, &hl, !a.quiet))) {
+        bool held = a.holdout > 0 || hds;
+        if (held && (copy_params(&cm, &em) || evaluate(inf, &em, hds ? hds : ds, hds ? 0 : n_train, hds ? ts_dataset_size(hds) : a.holdout,
+                                                        a.batch_size, &acc, &hl, !a.quiet))) {
             cli_runtime_error("evaluating");
             goto done;
         }
-        if (a.holdout > 0) {
+        if (held) {
             curve_add(acc_curve, (double)ts_model_steps(tm), 100 * acc); /* percent, as printed */
             curve_add(hl_curve, (double)ts_model_steps(tm), hl);
         }
         printf("epoch %ld/%ld: loss %.4f", ep, a.epochs, ep_runs ? ep_loss / (double)ep_runs : NAN);
-        if (a.holdout > 0) printf("  held-out accuracy %.2f%% (loss %.4f)", 100 * acc, hl);
+        if (held) printf("  held-out accuracy %.2f%% (loss %.4f)", 100 * acc, hl);
         printf("  %.2f s, %.0f samples/s", ep_s, (double)(ep_runs * S * a.batch_size * R) / ep_s);
         if (scheduled) printf("  lr %.6g", ts_model_learning_rate(tm));
         if (a.dump_npy && q) printf("  outfeed dumps %.1f MB", (double)atomic_load(&sink.bytes) / 1e6);
         printf("\n");
         fflush(stdout);
-        if (tb && ((a.holdout > 0 && cli_tb_eval(tb, ts_model_steps(tm), hl, acc)) || ts_tb_flush(tb))) {
+        if (tb && ((held && cli_tb_eval(tb, ts_model_steps(tm), hl, acc)) || ts_tb_flush(tb))) {
             cli_runtime_error("writing the TensorBoard log");
             goto done;
         }
@@ -958,6 +1032,8 @@ done:
     ts_graph_free(cm.g);
     ts_graph_free(em.g);
     ts_dataset_free(ds);
+    ts_dataset_free(hds);
+    free(onehot);
     free(loss_curve);
     free(acc_curve);
     free(hl_curve);

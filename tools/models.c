@@ -107,6 +107,154 @@ ts_status cli_optimizer(const char *name, double lr, double momentum, double wei
     return TS_OK;
 }
 
+/* A usage problem found here (not by the library): kept in m->error. */
+static ts_status fail(cli_model *m, ts_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static ts_status fail(cli_model *m, ts_status st, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m->error, sizeof m->error, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcasecmp(s + n - m, suffix) == 0;
+}
+
+/* NAME:D0xD1x... (or commas) into *in. */
+static ts_status parse_input_spec(cli_model *m, const char *spec, char *name, size_t n, ts_onnx_input *in) {
+    const char *colon = strrchr(spec, ':');
+    if (!colon || colon == spec || (size_t)(colon - spec) >= n)
+        return fail(m, TS_ERR_INVALID_ARGUMENT, "--input %s: expected NAME:SHAPE, e.g. x:64x1x28x28", spec);
+    memcpy(name, spec, (size_t)(colon - spec));
+    name[colon - spec] = '\0';
+    in->name = name;
+    in->ndim = 0;
+    const char *p = colon + 1;
+    while (*p) {
+        char *end;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || v <= 0 || in->ndim == TS_MAX_DIMS)
+            return fail(m, TS_ERR_INVALID_ARGUMENT, "--input %s: the shape must be up to %d positive sizes joined by x, e.g. x:64x1x28x28",
+                            spec, TS_MAX_DIMS);
+        in->shape[in->ndim++] = v;
+        p = end;
+        if (*p == 'x' || *p == ',') p++;
+        else if (*p) return fail(m, TS_ERR_INVALID_ARGUMENT, "--input %s: unexpected '%c' in the shape", spec, *p);
+    }
+    return TS_OK;
+}
+
+/* The op type in a tensor name `<scope>/<Op>:<k>`. */
+static bool made_by(const ts_tensor *t, const char *op) {
+    const char *name = ts_tensor_name(t), *slash = strrchr(name, '/'), *colon = strrchr(name, ':');
+    const char *start = slash ? slash + 1 : name;
+    size_t n = strlen(op);
+    return colon && (size_t)(colon - start) == n && strncmp(start, op, n) == 0;
+}
+
+/* An imported model: the graph's first tensor is the file's first input
+ * (x), its first non-scalar output the scores, and the loss is added on
+ * top of them unless the file computes its own. */
+static ts_status open_onnx(const char *path, long batch, const cli_list *prints, const cli_import *imp, cli_model *m) {
+    ts_onnx_input in[16] = {{0}};
+    char names[16][256];
+    int n_in = 0;
+    for (int i = 0; imp && imp->inputs && i < imp->inputs->n; i++) {
+        if (n_in == 16) return fail(m, TS_ERR_INVALID_ARGUMENT, "--input: at most 16 inputs");
+        ts_status st = parse_input_spec(m, imp->inputs->items[i], names[n_in], sizeof names[n_in], &in[n_in]);
+        if (st) return st;
+        in[n_in].shape[0] = batch; /* the batch is --batch-size */
+        n_in++;
+    }
+    ts_status st = ts_graph_from_onnx(&m->g, path, in, n_in);
+    if (st) return st;
+    if (n_in == 0) { /* the exported example's batch size becomes --batch-size */
+        ts_tensor *x = ts_graph_tensor_at(m->g, 0);
+        ts_array info;
+        ts_tensor_info(x, &info);
+        if (info.ndim > 0 && info.shape[0] != batch) {
+            snprintf(names[0], sizeof names[0], "%s", ts_tensor_name(x));
+            in[0] = (ts_onnx_input){.name = names[0], .ndim = info.ndim};
+            memcpy(in[0].shape, info.shape, sizeof in[0].shape);
+            in[0].shape[0] = batch;
+            ts_graph_free(m->g);
+            m->g = NULL;
+            if ((st = ts_graph_from_onnx(&m->g, path, in, 1))) return st;
+        }
+    }
+    ts_graph *g = m->g;
+    m->x = ts_graph_tensor_at(g, 0);
+    const char *lab_name = imp && imp->labels_input ? imp->labels_input : NULL;
+    size_t n_out = ts_graph_output_count(g);
+    ts_tensor *scores = NULL, *file_loss = NULL;
+    for (size_t i = 0; i < n_out; i++) {
+        ts_tensor *o = ts_graph_output_at(g, i);
+        ts_array info;
+        ts_tensor_info(o, &info);
+        if (info.ndim == 0 && !file_loss) file_loss = o;
+        else if (info.ndim > 0 && !scores) scores = o;
+    }
+    if (imp && imp->output) {
+        scores = ts_graph_find(g, imp->output);
+        if (!scores) return fail(m, TS_ERR_NOT_FOUND, "--output %s: %s has no tensor or value of that name (see `tensorscope names --model %s`)",
+                                 imp->output, path, path);
+    }
+    if (lab_name) {
+        m->labels = ts_graph_find(g, lab_name);
+        if (!m->labels) return fail(m, TS_ERR_NOT_FOUND, "--labels-input %s: %s has no input of that name", lab_name, path);
+        if (m->labels == m->x) m->x = ts_graph_tensor_at(g, 1);
+        if (!file_loss) return fail(m, TS_ERR_INVALID_ARGUMENT, "--labels-input %s: %s has no scalar (loss) output to train", lab_name, path);
+        m->loss = file_loss;
+        m->logp = scores;
+        m->logits = true;
+    } else {
+        if (!scores) return fail(m, TS_ERR_INVALID_ARGUMENT, "%s has no non-scalar output to put a loss on", path);
+        ts_array info;
+        ts_tensor_info(scores, &info);
+        if (info.ndim != 2)
+            return fail(m, TS_ERR_SHAPE, "%s: the output '%s' is %d-D; --loss takes [batch, classes] scores", path, ts_tensor_name(scores), info.ndim);
+        const char *loss = imp && imp->loss ? imp->loss : made_by(scores, "LogSoftmax") ? "nll" : "cross_entropy";
+        m->logp = scores;
+        if (strcasecmp(loss, "mse") == 0) { /* against one-hot targets */
+            m->onehot = info.shape[1];
+            m->labels = ts_input(g, "labels", TS_F32, 2, info.shape);
+            ts_tensor *d = ts_sub(g, scores, m->labels);
+            m->loss = ts_mean(g, ts_mul(g, d, d));
+            m->logits = true;
+        } else if (strcasecmp(loss, "nll") == 0 || strcasecmp(loss, "cross_entropy") == 0) {
+            m->labels = ts_input(g, "labels", TS_I32, 1, (int64_t[]){info.shape[0]});
+            bool nll = strcasecmp(loss, "nll") == 0;
+            m->loss = nll ? ts_nll_loss(g, scores, m->labels) : ts_cross_entropy(g, scores, m->labels);
+            m->logits = !nll;
+        } else {
+            return fail(m, TS_ERR_INVALID_ARGUMENT, "--loss must be cross_entropy, nll or mse, got '%s'", loss);
+        }
+    }
+    st = ts_graph_status(g);
+    if (!st) st = ts_tensor_set_name(m->loss, "loss");
+    for (size_t i = 0; !st && prints && prints->n && i < ts_graph_tensor_count(g); i++) {
+        ts_tensor *t = ts_graph_tensor_at(g, i);
+        if (t != m->loss && cli_list_matches(prints, ts_tensor_name(t))) ts_print(g, t, ts_tensor_name(t));
+    }
+    if (!st && cli_list_matches(prints, "loss")) ts_print(g, m->loss, "loss");
+    return st ? st : ts_graph_status(g);
+}
+
+ts_status cli_model_open(const char *name, long batch, uint64_t seed, const cli_list *prints, const cli_import *imp,
+                         cli_model *out) {
+    if (!ends_with(name, ".onnx")) return cli_model_build(name, batch, seed, prints, out);
+    memset(out, 0, sizeof *out);
+    if (batch < 1 || batch > 1000000) return TS_ERR_INVALID_ARGUMENT;
+    ts_status st = open_onnx(name, batch, prints, imp, out);
+    if (st) {
+        ts_graph_free(out->g);
+        out->g = NULL;
+    }
+    return st;
+}
+
 static bool has_mnist(const char *dir) {
     char path[PATH_MAX + 64];
     struct stat sb;

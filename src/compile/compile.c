@@ -134,8 +134,9 @@ static ts_status infer_shapes(ts_model *m, ts_prog *p) {
             ts_shape in[TS_MAX_INPUTS];
             for (int k = 0; k < t->n_in; k++) in[k] = p->shape[t->in[k]];
             ts_status st = def->shape(t, in, &p->shape[i]);
-            if (st) return ts_error_wrap(st, "compile: '%s' (%s, built at %s:%d) with the run's input shapes", t->name, def->name,
-                                         t->file ? t->file : "?", t->line);
+            char where[600];
+            if (st) return ts_error_wrap(st, "compile: '%s' (%s, built at %s) with the run's input shapes", t->name, def->name,
+                                         ts_tensor_where(t, where, sizeof where));
         }
         if (ts_shape_numel(&p->shape[i]) > TS_MAX_NUMEL) { /* a huge micro-batch size given at run time */
             char b[96];
@@ -439,6 +440,23 @@ static ts_status attach_anchor(ts_model *m, ts_prog *p, const char *short_name, 
     return TS_OK;
 }
 
+/* The entry `name`, or, for an imported model, the entry of the tensor that
+ * a file's value name (an alias) stands for, with any derived prefix kept
+ * (`Gradient___/fc2/Gemm_output_0` -> `Gradient___fc2/Gemm:0`). */
+static int find_entry(const ts_model *m, const ts_prog *p, const char *name) {
+    int e = ts_prog_find(p, name);
+    for (size_t k = 0; e < 0 && k < TS_ARRAY_LEN(kind_prefix); k++) {
+        size_t n = strlen(kind_prefix[k]);
+        if (strncmp(name, kind_prefix[k], n) != 0) continue;
+        const ts_tensor *t = ts_graph_find(m->g, name + n);
+        if (!t || strcmp(t->name, name + n) == 0) continue;
+        char full[1024];
+        snprintf(full, sizeof full, "%s%s", kind_prefix[k], t->name);
+        e = ts_prog_find(p, full);
+    }
+    return e;
+}
+
 static ts_status resolve_anchors(ts_model *m, ts_prog *p) {
     size_t cap = m->opts.n_anchors + (size_t)m->n_outputs + 1;
     for (size_t k = 0; k < m->opts.n_anchors; k++)
@@ -460,7 +478,7 @@ static ts_status resolve_anchors(ts_model *m, ts_prog *p) {
             if (!matched) return unknown_name(p, "anchor pattern", s->tensor_name);
             continue;
         }
-        int e = ts_prog_find(p, s->tensor_name);
+        int e = find_entry(m, p, s->tensor_name);
         if (e < 0) {
             const ts_tensor *t = ts_graph_find(m->g, s->tensor_name);
             if (t && !p->live[t->id])

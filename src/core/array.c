@@ -1,6 +1,7 @@
 /* array.c -- dtypes and the ts_array view: names, sizes, element counts. */
 #include "core.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -78,4 +79,15 @@ const char *ts_array_shape_str(const ts_array *a, char *buf, size_t n) {
     }
     if (w >= 0 && (used += (size_t)w) < n) snprintf(buf + used, n - used, "]");
     return buf;
+}
+
+double ts_array_value(const ts_array *a, int64_t i) {
+    switch (a->dtype) {
+    case TS_F32: return ((const float *)a->data)[i];
+    case TS_F64: return ((const double *)a->data)[i];
+    case TS_I32: return ((const int32_t *)a->data)[i];
+    case TS_I64: return (double)((const int64_t *)a->data)[i];
+    case TS_U8: return ((const uint8_t *)a->data)[i];
+    }
+    return NAN;
 }

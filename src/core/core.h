@@ -58,6 +58,8 @@ size_t ts_edit_distance(const char *a, const char *b);
 typedef const char *(*ts_name_at)(const void *ctx, size_t i);
 const char *ts_closest_names(const char *name, ts_name_at get, const void *ctx, size_t n, char *buf, size_t cap);
 
+/* Element i of an array of any dtype, as a double (NaN for an unknown dtype). */
+double ts_array_value(const ts_array *a, int64_t i);
 /* String -> int map for name lookups (strmap.c). Keys are borrowed: keep
  * each key string alive, unchanged, while it is in the map. Zero-initialise. */
 typedef struct ts_strmap {

@@ -1,5 +1,6 @@
-/* dataset.c -- MNIST-style datasets: IDX images + labels, normalised once at
- * load so the loader only copies. */
+/* dataset.c -- datasets: MNIST-style IDX images + labels normalised once at
+ * load, or arrays (x.npy + labels.npy, one .npz) converted once to f32
+ * samples and i32 labels, so the loader only copies. */
 #include "core/core.h"
 #include "io/idx.h"
 
@@ -11,9 +12,10 @@
 #define TS_MNIST_CLASSES 10
 
 struct ts_dataset {
-    int64_t n, rows, cols;
-    float *images;   /* [n,1,rows,cols], (x/255 - 0.5)/0.5 */
-    int32_t *labels; /* [n], 0..9 */
+    int64_t n;
+    ts_array x_shape, label_shape; /* [n, ...] each (data unused) */
+    float *images;   /* [n, ...]; MNIST: [n,1,rows,cols], (x/255 - 0.5)/0.5 */
+    int32_t *labels; /* [n, ...]; MNIST: [n], 0..9 */
 };
 
 static ts_status check_pair(const ts_idx *im, const char *images_path, const ts_idx *lb,
@@ -43,8 +45,8 @@ static ts_status build(ts_dataset **out, const ts_idx *im, const ts_idx *lb) {
     ts_dataset *d = ts_calloc(1, sizeof *d);
     if (!d) return TS_ERR_OUT_OF_MEMORY;
     d->n = im->dims[0];
-    d->rows = im->dims[1];
-    d->cols = im->dims[2];
+    d->x_shape = (ts_array){.dtype = TS_F32, .ndim = 4, .shape = {d->n, 1, im->dims[1], im->dims[2]}};
+    d->label_shape = (ts_array){.dtype = TS_I32, .ndim = 1, .shape = {d->n}};
     d->images = ts_calloc(im->size, sizeof *d->images);
     d->labels = ts_calloc(lb->size, sizeof *d->labels);
     if (!d->images || !d->labels) {
@@ -135,7 +137,117 @@ int64_t ts_dataset_size(const ts_dataset *d) { return d ? d->n : 0; }
 
 ts_status ts_dataset_arrays(const ts_dataset *d, ts_array *images, ts_array *labels) {
     if (!d) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_dataset_arrays: dataset is NULL");
-    if (images) *images = ts_array_f32(d->images, 4, (int64_t[]){d->n, 1, d->rows, d->cols});
-    if (labels) *labels = ts_array_i32(d->labels, 1, (int64_t[]){d->n});
+    if (images) *images = d->x_shape, images->data = d->images;
+    if (labels) *labels = d->label_shape, labels->data = d->labels;
     return TS_OK;
+}
+
+
+static bool is_float(ts_dtype t) { return t == TS_F32 || t == TS_F64; }
+
+ts_status ts_dataset_from_arrays(ts_dataset **out, const ts_array *x, const ts_array *labels) {
+    if (!out) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_dataset_from_arrays: out is NULL");
+    *out = NULL;
+    if (!x || !labels || !x->data || !labels->data)
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_dataset_from_arrays: x and labels (with data) are required");
+    if (ts_dtype_size(x->dtype) == 0 || ts_dtype_size(labels->dtype) == 0)
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_dataset_from_arrays: unknown dtype");
+    if (is_float(labels->dtype))
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "labels are %s; class labels must be integers (labels.astype(np.int64))",
+                        ts_dtype_name(labels->dtype));
+    if (x->ndim < 1 || x->ndim > TS_MAX_DIMS || labels->ndim < 1 || labels->ndim > TS_MAX_DIMS)
+        return ts_error(TS_ERR_SHAPE, "x and labels need a leading sample dimension (x has %d dimensions, labels %d)", x->ndim, labels->ndim);
+    char a[128], b[128];
+    if (x->shape[0] != labels->shape[0])
+        return ts_error(TS_ERR_SHAPE, "x is %s but labels are %s: they must hold the same number of samples (axis 0)",
+                        ts_array_shape_str(x, a, sizeof a), ts_array_shape_str(labels, b, sizeof b));
+    if (x->shape[0] < 1) return ts_error(TS_ERR_SHAPE, "x holds no samples");
+    int64_t nx = ts_array_numel(x), nl = ts_array_numel(labels);
+    if (nx < 1 || nl < 1) return ts_error(TS_ERR_SHAPE, "x or labels is empty");
+    ts_dataset *d = ts_calloc(1, sizeof *d);
+    if (!d) return TS_ERR_OUT_OF_MEMORY;
+    d->n = x->shape[0];
+    d->x_shape = *x;
+    d->x_shape.dtype = TS_F32;
+    d->x_shape.data = NULL;
+    d->label_shape = *labels;
+    d->label_shape.dtype = TS_I32;
+    d->label_shape.data = NULL;
+    d->images = ts_malloc((size_t)nx * sizeof *d->images);
+    d->labels = ts_malloc((size_t)nl * sizeof *d->labels);
+    if (!d->images || !d->labels) {
+        ts_dataset_free(d);
+        return TS_ERR_OUT_OF_MEMORY;
+    }
+    for (int64_t i = 0; i < nx; i++) d->images[i] = (float)ts_array_value(x, i);
+    for (int64_t i = 0; i < nl; i++) {
+        double v = ts_array_value(labels, i);
+        if (v < 0 || v > INT32_MAX) {
+            ts_dataset_free(d);
+            return ts_error(TS_ERR_INVALID_ARGUMENT, "label %lld is %.0f; class labels must be in 0..2^31-1", (long long)i, v);
+        }
+        d->labels[i] = (int32_t)v;
+    }
+    *out = d;
+    return TS_OK;
+}
+
+static ts_status from_pair(ts_dataset **out, const ts_array *x, const char *xname, const ts_array *labels, const char *lname) {
+    ts_status st = ts_dataset_from_arrays(out, x, labels);
+    if (st) return ts_error_wrap(st, "%s and %s", xname, lname);
+    return TS_OK;
+}
+
+ts_status ts_dataset_load_arrays(ts_dataset **out, ts_dataset **heldout, const char *path) {
+    if (!out) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_dataset_load_arrays: out is NULL");
+    *out = NULL;
+    if (heldout) *heldout = NULL;
+    if (!path) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_dataset_load_arrays: path is NULL");
+    struct stat st;
+    if (stat(path, &st) != 0) return ts_error(TS_ERR_IO, "data %s: %s", path, strerror(errno));
+    if (S_ISDIR(st.st_mode)) {
+        char xp[4096], lp[4096];
+        snprintf(xp, sizeof xp, "%s/x.npy", path);
+        snprintf(lp, sizeof lp, "%s/labels.npy", path);
+        if (!is_file(xp) || !is_file(lp))
+            return ts_error(TS_ERR_IO, "data directory %s has no x.npy + labels.npy (nor MNIST files): save your arrays with "
+                            "np.save('x.npy', x); np.save('labels.npy', labels), or give one .npz", path);
+        ts_array x, l;
+        memset(&l, 0, sizeof l);
+        ts_status s = ts_npy_load(xp, &x);
+        if (s) return ts_error_wrap(s, "%s", xp);
+        s = ts_npy_load(lp, &l);
+        if (s) s = ts_error_wrap(s, "%s", lp);
+        if (!s) s = from_pair(out, &x, xp, &l, lp);
+        ts_npy_free(&x);
+        ts_npy_free(&l);
+        return s;
+    }
+    ts_npz *z = NULL;
+    ts_status s = ts_npz_load(path, &z);
+    if (s) return s;
+    const ts_array *x = ts_npz_find(z, "x"), *l = ts_npz_find(z, "labels");
+    const ts_array *xh = ts_npz_find(z, "x_heldout"), *lh = ts_npz_find(z, "labels_heldout");
+    if (!x || !l)
+        s = ts_error(TS_ERR_NOT_FOUND, "%s holds no arrays named 'x' and 'labels'; write it with np.savez(path, x=x, labels=labels) "
+                     "(and optionally x_heldout=..., labels_heldout=...)", path);
+    else if ((xh == NULL) != (lh == NULL))
+        s = ts_error(TS_ERR_NOT_FOUND, "%s has %s but not %s; give both or neither", path, xh ? "x_heldout" : "labels_heldout",
+                     xh ? "labels_heldout" : "x_heldout");
+    if (!s) s = from_pair(out, x, "x", l, "labels");
+    if (!s && xh && heldout) {
+        s = from_pair(heldout, xh, "x_heldout", lh, "labels_heldout");
+        if (!s && ts_array_numel(xh) / xh->shape[0] != ts_array_numel(x) / x->shape[0])
+            s = ts_error(TS_ERR_SHAPE, "%s: x_heldout's samples differ in shape from x's", path);
+    }
+    if (s) {
+        ts_dataset_free(*out);
+        *out = NULL;
+        if (heldout) {
+            ts_dataset_free(*heldout);
+            *heldout = NULL;
+        }
+    }
+    ts_npz_free(z);
+    return s;
 }

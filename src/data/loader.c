@@ -5,9 +5,10 @@
 #include <string.h>
 
 struct ts_loader {
-    const float *images;   /* the dataset's, [N, 1, rows, cols] */
-    const int32_t *labels; /* [N] */
-    int64_t rows, cols, sample; /* sample = floats per image */
+    const float *images;   /* the dataset's, [N, *sample shape] */
+    const int32_t *labels; /* [N, *label shape] */
+    ts_array im_shape, lb_shape; /* the dataset's shapes (data NULL) */
+    int64_t sample, lsample; /* floats per sample, labels per sample */
     ts_loader_config c;    /* count resolved (never 0) */
     int64_t batches;       /* per epoch */
     int64_t usable;        /* samples served per epoch (full batches only with drop_last) */
@@ -16,8 +17,8 @@ struct ts_loader {
     int64_t epoch;         /* epochs started */
     bool in_epoch;
     uint64_t rng;
-    float *img_buf;        /* [cap, 1, rows, cols] */
-    int32_t *lab_buf;      /* [cap] */
+    float *img_buf;        /* [cap, *sample shape] */
+    int32_t *lab_buf;      /* [cap, *label shape] */
     int64_t cap;           /* samples the buffers hold */
 };
 
@@ -58,7 +59,7 @@ static ts_status reserve(ts_loader *l, int64_t samples) {
     float *im = ts_realloc(l->img_buf, (size_t)(samples * l->sample) * sizeof *im);
     if (!im) return TS_ERR_OUT_OF_MEMORY;
     l->img_buf = im;
-    int32_t *lb = ts_realloc(l->lab_buf, (size_t)samples * sizeof *lb);
+    int32_t *lb = ts_realloc(l->lab_buf, (size_t)(samples * l->lsample) * sizeof *lb);
     if (!lb) return TS_ERR_OUT_OF_MEMORY;
     l->lab_buf = lb;
     l->cap = samples;
@@ -93,9 +94,10 @@ ts_status ts_loader_new(ts_loader **out, const ts_dataset *d, ts_loader_config c
     if (!l) return TS_ERR_OUT_OF_MEMORY;
     l->images = im.data;
     l->labels = lb.data;
-    l->rows = im.shape[2];
-    l->cols = im.shape[3];
-    l->sample = l->rows * l->cols;
+    l->im_shape = im;
+    l->lb_shape = lb;
+    l->sample = n ? ts_array_numel(&im) / n : 0;
+    l->lsample = n ? ts_array_numel(&lb) / n : 0;
     l->c = c;
     /* no (count + batch_size - 1): batch_size may be near INT64_MAX */
     l->batches = c.count / c.batch_size + (!c.drop_last && c.count % c.batch_size != 0);
@@ -144,15 +146,19 @@ ts_status ts_loader_next(ts_loader *l, int n, ts_array *images, ts_array *labels
     int64_t take = want < left ? want : left;
     ts_status s = reserve(l, take);
     if (s) return s;
-    size_t row = (size_t)l->sample * sizeof *l->img_buf;
+    size_t row = (size_t)l->sample * sizeof *l->img_buf, lrow = (size_t)l->lsample * sizeof *l->lab_buf;
     for (int64_t i = 0; i < take; i++) {
         int64_t k = l->order[l->pos + i];
         memcpy(l->img_buf + i * l->sample, l->images + k * l->sample, row);
-        l->lab_buf[i] = l->labels[k];
+        memcpy(l->lab_buf + i * l->lsample, l->labels + k * l->lsample, lrow);
     }
     l->pos += take;
-    *images = ts_array_f32(l->img_buf, 4, (int64_t[]){take, 1, l->rows, l->cols});
-    *labels = ts_array_i32(l->lab_buf, 1, (int64_t[]){take});
+    *images = l->im_shape;
+    images->shape[0] = take;
+    images->data = l->img_buf;
+    *labels = l->lb_shape;
+    labels->shape[0] = take;
+    labels->data = l->lab_buf;
     return TS_OK;
 }
 

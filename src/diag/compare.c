@@ -6,17 +6,6 @@
 #include <math.h>
 #include <string.h>
 
-static double value_at(const ts_array *a, int64_t i) {
-    switch (a->dtype) {
-    case TS_F32: return ((const float *)a->data)[i];
-    case TS_F64: return ((const double *)a->data)[i];
-    case TS_I32: return ((const int32_t *)a->data)[i];
-    case TS_I64: return (double)((const int64_t *)a->data)[i];
-    case TS_U8: return ((const uint8_t *)a->data)[i];
-    }
-    return NAN;
-}
-
 /* The summary of any array, through the f32 summary kernel. */
 static ts_status summarize(const ts_array *a, int64_t n, ts_stats *out) {
     ts_summary *s = ts_malloc(sizeof *s);
@@ -26,7 +15,7 @@ static ts_status summarize(const ts_array *a, int64_t n, ts_stats *out) {
         ts_free(tmp);
         return ts_error(TS_ERR_OUT_OF_MEMORY, "ts_compare_arrays: out of memory");
     }
-    for (int64_t i = 0; tmp && i < n; i++) tmp[i] = (float)value_at(a, i);
+    for (int64_t i = 0; tmp && i < n; i++) tmp[i] = (float)ts_array_value(a, i);
     ts_status st = ts_summarize_f32(tmp ? tmp : a->data, n, TS_WATCH_STATS, s);
     if (!st) *out = s->stats;
     ts_free(s);
@@ -51,7 +40,7 @@ ts_status ts_compare_arrays(const ts_array *a, const ts_array *ref, double atol,
     if (n > 0 && (!a->data || !ref->data)) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_compare_arrays: data is NULL");
     out->count = n;
     for (int64_t i = 0; i < n; i++) {
-        double x = value_at(a, i), r = value_at(ref, i);
+        double x = ts_array_value(a, i), r = ts_array_value(ref, i);
         bool ok;
         if (isfinite(x) && isfinite(r)) {
             double d = fabs(x - r), lim = rtol * fabs(r);

@@ -205,13 +205,13 @@ static void dump_text(dump_buf *b, const ts_graph *g, const ts_model *m, const n
                         : m->training ? "training model, compiled shapes" : "inference model, compiled shapes");
     for (size_t i = 0; i < g->n; i++) {
         const ts_tensor *t = g->t[i];
-        char shape[160];
+        char shape[160], where[600];
         putf(b, "%%%s = %s(", t->name, ts_op_get(t->op)->name);
         for (int j = 0; j < t->n_in; j++) putf(b, "%s%%%s", j ? ", " : "", g->t[t->in[j]]->name);
         node_attrs(b, t);
         putf(b, ") : %s%s", ts_dtype_name(t->dtype), ts_shape_str(node_shape(t, m), shape, sizeof shape));
         node_flag_text(b, t, m, &flags[i], " [", "]");
-        if (loc) putf(b, " @ %s:%d", t->file ? t->file : "?", t->line);
+        if (loc) putf(b, " @ %s", ts_tensor_where(t, where, sizeof where));
         put(b, "\n");
     }
 }
@@ -253,7 +253,7 @@ static void dump_dot(dump_buf *b, const ts_graph *g, const ts_model *m, const no
     for (size_t i = 0; i < g->n; i++) {
         const ts_tensor *t = g->t[i];
         const node_flags *f = &flags[i];
-        char shape[160];
+        char shape[160], where[600];
         /* build the label unescaped, then escape it whole */
         dump_buf label = {0};
         put(&label, t->name);
@@ -272,7 +272,7 @@ static void dump_dot(dump_buf *b, const ts_graph *g, const ts_model *m, const no
         if (fl.len) putf(&label, "\n%s", fl.p + 1);
         if (fl.failed) label.failed = true;
         ts_free(fl.p);
-        if (loc) putf(&label, "\n%s:%d", t->file ? t->file : "?", t->line);
+        if (loc) putf(&label, "\n%s", ts_tensor_where(t, where, sizeof where));
         if (label.failed) b->failed = true;
 
         const char *node_shape_attr = t->op == TS_OP_INPUT ? "ellipse" : "box";

@@ -263,10 +263,12 @@ static ts_status confirm_op_by_op(ts_model *m, int64_t mb) {
     const ts_tensor *t = m->g->t[culprit->node];
     char rerun[3000];
     snprintf(rerun, sizeof rerun, "%s", ts_last_error());
-    ts_logf(TS_LOG_ERROR, "op by op re-execution confirms the culprit: '%s' (op %s, built at %s:%d)", culprit->name,
-            ts_op_get(t->op)->name, t->file ? t->file : "?", t->line);
-    return ts_error(TS_ERR_NUMERICS, "%s\nop by op re-execution of micro-batch %lld confirms the culprit: '%s' (op %s, built at %s:%d)\n%s",
-                    original, (long long)mb, culprit->name, ts_op_get(t->op)->name, t->file ? t->file : "?", t->line, rerun);
+    char where[600];
+    ts_tensor_where(t, where, sizeof where);
+    ts_logf(TS_LOG_ERROR, "op by op re-execution confirms the culprit: '%s' (op %s, built at %s)", culprit->name,
+            ts_op_get(t->op)->name, where);
+    return ts_error(TS_ERR_NUMERICS, "%s\nop by op re-execution of micro-batch %lld confirms the culprit: '%s' (op %s, built at %s)\n%s",
+                    original, (long long)mb, culprit->name, ts_op_get(t->op)->name, where, rerun);
 }
 
 /* Log level 5 (RETURNN's log_verbosity 5): a line per micro-batch with its

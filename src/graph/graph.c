@@ -44,6 +44,11 @@ void ts_graph_free(ts_graph *g) {
     for (int i = 0; i < g->n_scope; i++) ts_free(g->scope[i]);
     for (size_t i = 0; i < g->n_op_counts; i++) ts_free(g->op_counts[i].prefix);
     for (size_t i = 0; i < g->n_marks; i++) ts_free(g->marks[i].key);
+    for (size_t i = 0; i < g->n_aliases; i++) ts_free(g->aliases[i].name);
+    for (size_t i = 0; i < g->n_strings; i++) ts_free(g->strings[i]);
+    ts_free(g->aliases);
+    ts_free(g->outputs);
+    ts_free(g->strings);
     ts_free(g->marks);
     ts_free(g->op_counts);
     ts_strmap_free(&g->names);
@@ -78,13 +83,58 @@ ts_tensor *ts_graph_fail(ts_graph *g, ts_status code, const char *fmt, ...) {
     return NULL;
 }
 
+static bool valid_name(const char *name);
+
 ts_graph *ts_graph_at(ts_graph *g, const char *file, int line) {
     if (g) {
         g->file = file;
         g->line = line;
+        g->origin = NULL;
     }
     return g;
 }
+
+const char *ts_tensor_where(const ts_tensor *t, char *buf, size_t n) {
+    if (t->origin)
+        snprintf(buf, n, "%s:%d (%s)", t->file ? t->file : "?", t->line, t->origin);
+    else
+        snprintf(buf, n, "%s:%d", t->file ? t->file : "?", t->line);
+    return buf;
+}
+
+const char *ts_graph_keep_string(ts_graph *g, const char *s) {
+    if (ts_grow((void **)&g->strings, &g->cap_strings, g->n_strings + 1, sizeof *g->strings)) return NULL;
+    char *d = ts_strdup(s);
+    if (d) g->strings[g->n_strings++] = d;
+    return d;
+}
+
+ts_status ts_graph_add_alias(ts_graph *g, const char *alias, const ts_tensor *t) {
+    if (!valid_name(alias) || strcmp(alias, t->name) == 0) return TS_OK; /* nothing to find */
+    for (size_t i = 0; i < g->n_aliases; i++)
+        if (strcmp(g->aliases[i].name, alias) == 0) return TS_OK;
+    if (ts_grow((void **)&g->aliases, &g->cap_aliases, g->n_aliases + 1, sizeof *g->aliases)) return TS_ERR_OUT_OF_MEMORY;
+    char *d = ts_strdup(alias);
+    if (!d) return TS_ERR_OUT_OF_MEMORY;
+    g->aliases[g->n_aliases].name = d;
+    g->aliases[g->n_aliases++].tensor = t->id;
+    return TS_OK;
+}
+
+const char *ts_graph_alias_of(const ts_graph *g, const ts_tensor *t) {
+    for (size_t i = 0; g && t && i < g->n_aliases; i++)
+        if (g->aliases[i].tensor == t->id) return g->aliases[i].name;
+    return NULL;
+}
+
+ts_status ts_graph_add_output(ts_graph *g, const ts_tensor *t) {
+    if (ts_grow((void **)&g->outputs, &g->cap_outputs, g->n_outputs + 1, sizeof *g->outputs)) return TS_ERR_OUT_OF_MEMORY;
+    g->outputs[g->n_outputs++] = t->id;
+    return TS_OK;
+}
+
+size_t ts_graph_output_count(const ts_graph *g) { return g ? g->n_outputs : 0; }
+ts_tensor *ts_graph_output_at(const ts_graph *g, size_t i) { return g && i < g->n_outputs ? g->t[g->outputs[i]] : NULL; }
 
 ts_status ts_scope_push(ts_graph *g, const char *name) {
     if (!g || !name || !*name) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_scope_push needs a graph and a non-empty name");
@@ -112,7 +162,7 @@ void ts_graph_scope_path(const ts_graph *g, char *buf, size_t n) {
 }
 
 /* `<scope>/<Op>:<k>` with k counting that op within the scope. */
-static char *op_output_name(ts_graph *g, const char *opname) {
+char *ts_graph_op_output_name(ts_graph *g, const char *opname) {
     char scope[512], prefix[600], name[640];
     ts_graph_scope_path(g, scope, sizeof scope);
     if (scope[0])
@@ -148,7 +198,10 @@ static bool valid_name(const char *name) {
 ts_tensor *ts_graph_find(const ts_graph *g, const char *name) {
     if (!g || !name) return NULL;
     int id = ts_strmap_get(&g->names, name);
-    return id >= 0 ? g->t[id] : NULL;
+    if (id >= 0) return g->t[id];
+    for (size_t i = 0; i < g->n_aliases; i++)
+        if (strcmp(g->aliases[i].name, name) == 0) return g->t[g->aliases[i].tensor];
+    return NULL;
 }
 
 static const char *tensor_name_at(const void *g, size_t i) { return ((const ts_graph *)g)->t[i]->name; }
@@ -192,6 +245,7 @@ ts_tensor *ts_graph_add_node(ts_graph *g, ts_op op, const ts_tensor *const *ins,
     t->dtype = TS_F32;
     t->file = g->file;
     t->line = g->line;
+    t->origin = g->origin;
     ts_shape in_shapes[TS_MAX_INPUTS];
     for (int i = 0; i < n; i++) {
         t->in[i] = ins[i]->id;
@@ -210,7 +264,7 @@ ts_tensor *ts_graph_add_node(ts_graph *g, ts_op op, const ts_tensor *const *ins,
         ts_free(t);
         return ts_graph_fail(g, st, "%s", msg);
     }
-    t->name = name ? ts_strdup(name) : op_output_name(g, def->name);
+    t->name = name ? ts_strdup(name) : ts_graph_op_output_name(g, def->name);
     if (t->name && ts_strmap_get(&g->names, t->name) < 0 && ts_strmap_put(&g->names, t->name, t->id)) {
         ts_free(t->name);
         t->name = NULL;

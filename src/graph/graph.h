@@ -80,8 +80,10 @@ struct ts_tensor {
     float fattr[TS_MAX_ATTRS];  /* op-specific float attributes (eps, momentum, ...) */
     ts_shape sparam;    /* reshape target (may hold one -1) */
     char *title;        /* print op */
-    const char *file;   /* where it was built (string literal of the caller) */
-    int line;
+    const char *file;   /* where it was built (string literal of the caller, or a
+                           graph-owned model file name for imported nodes) */
+    int line;           /* line, or node index in an imported model file */
+    const char *origin; /* imported nodes: the file's node name (graph-owned) */
     float *value;       /* parameters only: owned by the graph */
 };
 
@@ -105,6 +107,15 @@ struct ts_graph {
     int line;
     ts_outfeed_mark *marks;
     size_t n_marks, cap_marks;
+    const char *origin; /* recorded on the next nodes with file/line */
+    /* imported models: the file's value names (aliases), the outputs in file
+     * order, and strings the nodes point to */
+    struct { char *name; int tensor; } *aliases;
+    size_t n_aliases, cap_aliases;
+    int *outputs;
+    size_t n_outputs, cap_outputs;
+    char **strings;
+    size_t n_strings, cap_strings;
     ts_strmap names;    /* tensor name -> id */
     ts_strmap prefixes; /* "<scope>/<Op>" -> index in op_counts */
 };
@@ -138,6 +149,19 @@ void ts_graph_scope_path(const ts_graph *g, char *buf, size_t n);
 /* Uniform float in [0,1) from the graph's seeded generator. */
 double ts_graph_uniform(ts_graph *g);
 
+/* `file:line`, and ` (origin)` for an imported node, into buf. */
+const char *ts_tensor_where(const ts_tensor *t, char *buf, size_t n);
+/* A copy of s owned by the graph (freed with it), for locations. */
+const char *ts_graph_keep_string(ts_graph *g, const char *s);
+/* Makes `alias` find t with ts_graph_find (an imported file's value name). */
+ts_status ts_graph_add_alias(ts_graph *g, const char *alias, const ts_tensor *t);
+/* The alias of t (the first one recorded), or NULL. */
+const char *ts_graph_alias_of(const ts_graph *g, const ts_tensor *t);
+/* Appends t to the graph's outputs (ts_graph_output_at). */
+ts_status ts_graph_add_output(ts_graph *g, const ts_tensor *t);
+/* `<scope>/<opname>:<k>` with the builder's own counters, for a node named
+ * after an op other than its table row (an imported Gemm). */
+char *ts_graph_op_output_name(ts_graph *g, const char *opname);
 /* Adds a node with n inputs: checks them, runs setup(t, arg) on the new
  * node (attributes), infers its shape by the op table's rule, names it
  * `<scope>/<Op>:<k>` unless `name` is given. NULL on error (sticky). */

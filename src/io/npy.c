@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -147,11 +148,26 @@ static ts_status parse_descr(npy_cursor *c, ts_npy_header *h) {
         h->dtype = TS_U8;
         return TS_OK;
     }
+    /* narrower types NumPy writes, widened as they are read */
+    static const struct {
+        const char *descr;
+        ts_dtype dtype;
+        char widen;
+        size_t size;
+    } narrow[] = {{"<f2", TS_F32, 'h', 2}, {"|i1", TS_I32, 'b', 1}, {"|b1", TS_U8, 'b', 1}, {"<i2", TS_I32, 's', 2},
+                  {"<u2", TS_I32, 'S', 2}, {"<u4", TS_I64, 'U', 4}};
+    for (size_t i = 0; i < TS_ARRAY_LEN(narrow); i++)
+        if (strcmp(d, narrow[i].descr) == 0) {
+            h->dtype = narrow[i].dtype;
+            h->widen = narrow[i].widen;
+            h->file_size = narrow[i].size;
+            return TS_OK;
+        }
     if (d[0] == '>')
         return ts_error(TS_ERR_UNSUPPORTED, ".npy dtype '%s' is big-endian; convert it with "
                         "a.astype(a.dtype.newbyteorder('<'))", d);
-    return ts_error(TS_ERR_UNSUPPORTED, ".npy dtype '%s' is not supported; use one of <f4, <f8, "
-                    "<i4, <i8, |u1", d);
+    return ts_error(TS_ERR_UNSUPPORTED, ".npy dtype '%s' is not supported; use one of <f2, <f4, <f8, "
+                    "|i1, <i2, <i4, <i8, |u1, <u2, <u4, |b1", d);
 }
 
 static ts_status parse_shape(npy_cursor *c, ts_npy_header *h) {
@@ -230,8 +246,8 @@ ts_status ts_npy_header_parse(const uint8_t *b, size_t n, ts_npy_header *h) {
     ts_array a = {.dtype = h->dtype, .ndim = h->ndim};
     memcpy(a.shape, h->shape, sizeof a.shape);
     int64_t numel = ts_array_numel(&a);
-    size_t esize = ts_dtype_size(h->dtype);
-    if (numel < 0 || (uint64_t)numel > SIZE_MAX / esize)
+    size_t esize = h->widen ? h->file_size : ts_dtype_size(h->dtype);
+    if (numel < 0 || (uint64_t)numel > SIZE_MAX / esize / 8)
         return ts_error(TS_ERR_FORMAT, "corrupt .npy header: its shape has too many elements");
     h->data_offset = len;
     h->data_bytes = (size_t)numel * esize;
@@ -262,14 +278,42 @@ static void set_out(const ts_npy_header *h, void *data, ts_array *out) {
     out->data = data;
 }
 
+/* The file's narrower elements at src as h->dtype, into a new buffer. */
+static void *widen(const ts_npy_header *h, const uint8_t *src) {
+    size_t n = h->data_bytes / h->file_size;
+    void *dst = ts_malloc(n ? n * ts_dtype_size(h->dtype) : 1);
+    if (!dst) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *p = src + i * h->file_size;
+        uint32_t u = p[0] | (h->file_size > 1 ? (uint32_t)p[1] << 8 : 0);
+        if (h->file_size == 4) u |= (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+        switch (h->widen) {
+        case 'h': { /* IEEE half */
+            int e = (int)(u >> 10) & 0x1f, m = (int)(u & 0x3ff);
+            float v = e == 0 ? ldexpf((float)m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexpf((float)(m | 0x400), e - 25);
+            ((float *)dst)[i] = (u & 0x8000) ? -v : v;
+            break;
+        }
+        case 'b':
+            if (h->dtype == TS_U8) ((uint8_t *)dst)[i] = p[0] != 0;
+            else ((int32_t *)dst)[i] = (int8_t)p[0];
+            break;
+        case 's': ((int32_t *)dst)[i] = (int16_t)u; break;
+        case 'S': ((int32_t *)dst)[i] = (int32_t)u; break;
+        default: ((int64_t *)dst)[i] = u; break;
+        }
+    }
+    return dst;
+}
+
 static ts_status parse(const uint8_t *b, size_t n, ts_array *out) {
     ts_npy_header h;
     ts_status s = ts_npy_header_parse(b, n, &h);
     if (!s) s = check_data_size(&h, n - h.data_offset);
     if (s) return s;
-    void *data = ts_malloc(h.data_bytes);
+    void *data = h.widen ? widen(&h, b + h.data_offset) : ts_malloc(h.data_bytes ? h.data_bytes : 1);
     if (!data) return TS_ERR_OUT_OF_MEMORY;
-    if (h.data_bytes) memcpy(data, b + h.data_offset, h.data_bytes);
+    if (h.data_bytes && !h.widen) memcpy(data, b + h.data_offset, h.data_bytes);
     set_out(&h, data, out);
     return TS_OK;
 }
@@ -314,6 +358,12 @@ static ts_status load(FILE *f, ts_array *out) {
     if (!data) return TS_ERR_OUT_OF_MEMORY;
     s = read_exact(f, data, h.data_bytes, &got);
     if (!s) s = check_data_size(&h, got + (got == h.data_bytes && fgetc(f) != EOF));
+    if (!s && h.widen) {
+        void *wide = widen(&h, data);
+        ts_free(data);
+        data = wide;
+        if (!wide) s = TS_ERR_OUT_OF_MEMORY;
+    }
     if (s) {
         ts_free(data);
         return s;

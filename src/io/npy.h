@@ -15,7 +15,10 @@ typedef struct ts_npy_header {
     int ndim;
     int64_t shape[TS_MAX_DIMS];
     size_t data_offset; /* where the data starts */
-    size_t data_bytes;  /* numel x element size */
+    size_t data_bytes;  /* numel x element size in the file */
+    char widen;         /* narrower types NumPy writes, read as `dtype`: 'h' float16,
+                           'b' int8/bool, 's' int16, 'S' uint16, 'U' uint32; 0: as stored */
+    size_t file_size;   /* element size in the file */
 } ts_npy_header;
 
 /* From the first `n` bytes (at least TS_NPY_PREFIX_MAX, or the whole input

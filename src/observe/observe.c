@@ -149,12 +149,12 @@ static ts_status numerics_report(ts_model *m, int entry, int64_t sample) {
     const ts_entry *e = &p->entries[entry];
     const ts_tensor *t = m->g->t[e->node];
     const char *opname = ts_op_get(t->op)->name;
-    char report[4096], line[700];
+    char report[4096], line[700], where[600];
     size_t used = 0;
     const char *phase = e->kind == TS_KIND_GRAD ? "backward" : e->kind == TS_KIND_VALUE ? "forward" : "optimizer step";
     used += (size_t)snprintf(report + used, sizeof report - used,
-                             "numeric check: first non-finite value in '%s' (%s of op %s '%s', built at %s:%d), run %lld, %s %lld, %s pass",
-                             e->name, e->kind == TS_KIND_VALUE ? "output" : "derived tensor", opname, t->name, t->file ? t->file : "?", t->line,
+                             "numeric check: first non-finite value in '%s' (%s of op %s '%s', built at %s), run %lld, %s %lld, %s pass",
+                             e->name, e->kind == TS_KIND_VALUE ? "output" : "derived tensor", opname, t->name, ts_tensor_where(t, where, sizeof where),
                              (long long)m->runs, e->per_step ? "step" : "micro-batch", (long long)sample, phase);
     stats_line("value:", e->name, e->data, &e->shape, line, sizeof line);
     used += (size_t)snprintf(report + used, sizeof report - used, "\n%s", line);

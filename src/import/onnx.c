@@ -1,0 +1,1161 @@
+/* onnx.c -- ONNX model files -> graph (DESIGN.md §13).
+ *
+ * The file is parsed with protobuf-c (src/import/proto/onnx.proto, a proto2
+ * subset of ONNX's schema). Every value name of the file maps to either a
+ * graph tensor or a host constant (initializers, Constant nodes, and what
+ * the shape computations make of them). Nodes are imported in file order
+ * (ONNX requires a topological order) through one table from op type to an
+ * import function: with only constant inputs a node is folded on the host
+ * (shape subgraphs: Shape, Gather, Concat, Unsqueeze, ConstantOfShape, Range,
+ * Cast, Equal, Where, Slice, ... for the static input shapes given), else it
+ * becomes builder calls. Float initializers become parameters under their
+ * own names the first time a graph op reads them. */
+#include "import/onnx_consts.h"
+
+#include "onnx.pb-c.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef TensorscopeOnnx__NodeProto Node;
+typedef TensorscopeOnnx__TensorProto TensorProto;
+typedef TensorscopeOnnx__AttributeProto Attr;
+typedef TensorscopeOnnx__ValueInfoProto ValueInfo;
+
+#define MIN_OPSET 13
+#define MAX_OPSET 17
+#define MAX_NODE_IO 16
+#define MAX_MODEL_BYTES ((size_t)1 << 31)
+
+/* One value of the file: a graph tensor or a host constant. */
+typedef struct value {
+    const char *name; /* the file's name (points into the parsed model) */
+    ts_tensor *t;     /* graph tensor, or NULL for a constant */
+    ts_const c;       /* host constant when t is NULL */
+    /* A float initializer: a parameter (made the first time a graph op
+     * reads it), never folded; its data is decoded only when needed
+     * (c.v NULL until then), straight from the file's bytes. */
+    const TensorProto *param;
+} value;
+
+typedef struct importer {
+    ts_graph *g;
+    const char *path;
+    char dir[4096];       /* the model's directory, for external data */
+    const char *file;     /* basename, graph-owned, for locations */
+    int64_t opset;
+    value **v;
+    size_t nv, capv;
+    size_t *hash;         /* open addressing over v: index + 1, 0 = empty */
+    size_t hcap;
+    const Node *node;     /* the node being imported */
+    int node_index;
+} importer;
+
+typedef struct node_io {
+    value *in[MAX_NODE_IO];
+    int n_in;
+    value out[MAX_NODE_IO];
+    int n_out;
+} node_io;
+
+typedef ts_status (*import_fn)(importer *im, node_io *io);
+
+/* ----------------------------------------------------------------- values */
+
+static size_t hash_str(const char *s) {
+    size_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static value *lookup(const importer *im, const char *name) {
+    if (!im->hcap) return NULL;
+    for (size_t i = hash_str(name) & (im->hcap - 1);; i = (i + 1) & (im->hcap - 1)) {
+        size_t k = im->hash[i];
+        if (!k) return NULL;
+        if (strcmp(im->v[k - 1]->name, name) == 0) return im->v[k - 1];
+    }
+}
+
+static ts_status rehash(importer *im, size_t cap) {
+    size_t *h = ts_calloc(cap, sizeof *h);
+    if (!h) return TS_ERR_OUT_OF_MEMORY;
+    for (size_t k = 0; k < im->nv; k++) {
+        size_t i = hash_str(im->v[k]->name) & (cap - 1);
+        while (h[i]) i = (i + 1) & (cap - 1);
+        h[i] = k + 1;
+    }
+    ts_free(im->hash);
+    im->hash = h;
+    im->hcap = cap;
+    return TS_OK;
+}
+
+/* Defines `name` (a later definition of the same name replaces the first). */
+static ts_status define(importer *im, const char *name, const value *val) {
+    value *old = lookup(im, name);
+    if (old) {
+        ts_const_free(&old->c);
+        *old = *val;
+        old->name = name;
+        return TS_OK;
+    }
+    if ((im->nv + 1) * 2 > im->hcap && rehash(im, im->hcap ? im->hcap * 2 : 256)) return TS_ERR_OUT_OF_MEMORY;
+    if (ts_grow((void **)&im->v, &im->capv, im->nv + 1, sizeof *im->v)) return TS_ERR_OUT_OF_MEMORY;
+    value *v = ts_malloc(sizeof *v);
+    if (!v) return TS_ERR_OUT_OF_MEMORY;
+    *v = *val;
+    v->name = name;
+    im->v[im->nv] = v;
+    size_t i = hash_str(name) & (im->hcap - 1);
+    while (im->hash[i]) i = (i + 1) & (im->hcap - 1);
+    im->hash[i] = ++im->nv;
+    return TS_OK;
+}
+
+/* ----------------------------------------------------------------- errors */
+
+static const char *node_name(const importer *im) {
+    return im->node && im->node->name && *im->node->name ? im->node->name : "(unnamed)";
+}
+
+/* "model.onnx: node 12 '/conv1/Conv' (Conv): ..." */
+static ts_status node_error(const importer *im, ts_status code, const char *fmt, ...) TS_PRINTF(3, 4);
+static ts_status node_error(const importer *im, ts_status code, const char *fmt, ...) {
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return ts_error(code, "%s: node %d '%s' (%s, opset %lld): %s", im->path, im->node_index, node_name(im),
+                    im->node->op_type ? im->node->op_type : "?", (long long)im->opset, msg);
+}
+
+/* --------------------------------------------------------------- tensors */
+
+static ts_status check_dims(const importer *im, const char *what, size_t n, const int64_t *dims, ts_shape *s) {
+    if (n > TS_MAX_DIMS)
+        return ts_error(TS_ERR_UNSUPPORTED, "%s: %s has %zu dimensions; tensorscope supports at most %d", im->path, what, n, TS_MAX_DIMS);
+    s->ndim = (int)n;
+    int64_t numel = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (dims[i] < 0 || dims[i] > ((int64_t)1 << 32))
+            return ts_error(TS_ERR_FORMAT, "%s: %s has a bad dimension %lld (corrupt file?)", im->path, what, (long long)dims[i]);
+        s->d[i] = dims[i];
+        numel *= dims[i] ? dims[i] : 1;
+        if (numel > ((int64_t)1 << 34))
+            return ts_error(TS_ERR_FORMAT, "%s: %s claims more than 2^34 elements (corrupt file?)", im->path, what);
+    }
+    return TS_OK;
+}
+
+/* The bytes of an external-data tensor: `location`, `offset`, `length`
+ * relative to the model's directory. */
+static ts_status read_external(const importer *im, const TensorProto *tp, const char *what, size_t want, uint8_t **out) {
+    const char *loc = NULL;
+    long long offset = 0, length = -1;
+    for (size_t i = 0; i < tp->n_external_data; i++) {
+        const char *k = tp->external_data[i]->key, *v = tp->external_data[i]->value;
+        if (!k || !v) continue;
+        if (strcmp(k, "location") == 0) loc = v;
+        else if (strcmp(k, "offset") == 0) offset = atoll(v);
+        else if (strcmp(k, "length") == 0) length = atoll(v);
+    }
+    if (!loc || !*loc || strstr(loc, "..") || loc[0] == '/')
+        return ts_error(TS_ERR_FORMAT, "%s: %s keeps its data outside the file but names no usable 'location' (a file beside the model)",
+                        im->path, what);
+    if (offset < 0 || (length >= 0 && (size_t)length != want))
+        return ts_error(TS_ERR_FORMAT, "%s: %s: external data offset %lld / length %lld do not fit its %zu bytes", im->path, what,
+                        offset, length, want);
+    char full[8192];
+    snprintf(full, sizeof full, "%s/%s", im->dir, loc);
+    FILE *f = fopen(full, "rb");
+    if (!f)
+        return ts_error(TS_ERR_IO, "%s: %s keeps its data in the external file '%s' (looked for %s): %s; copy that file next "
+                        "to the model, or re-export with the weights inside the model",
+                        im->path, what, loc, full, strerror(errno));
+    uint8_t *b = ts_malloc(want ? want : 1);
+    ts_status st = b ? TS_OK : TS_ERR_OUT_OF_MEMORY;
+    if (!st && fseek(f, (long)offset, SEEK_SET) != 0) st = ts_error(TS_ERR_IO, "%s: cannot seek to %lld in %s", im->path, offset, full);
+    if (!st && fread(b, 1, want, f) != want)
+        st = ts_error(TS_ERR_FORMAT, "%s: external file %s is shorter than %s needs (%zu bytes at offset %lld)", im->path, full, what, want, offset);
+    fclose(f);
+    if (st) ts_free(b);
+    else *out = b;
+    return st;
+}
+
+static bool external(const TensorProto *tp) {
+    return tp->has_data_location && tp->data_location == TENSORSCOPE_ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+}
+
+/* The shape and type of a TensorProto into c (c->v stays NULL), after
+ * checking that its data is all there. */
+static ts_status tensor_check(const importer *im, const TensorProto *tp, const char *what, ts_const *c) {
+    memset(c, 0, sizeof *c);
+    ts_status st = check_dims(im, what, tp->n_dims, tp->dims, &c->shape);
+    if (st) return st;
+    int dt = tp->data_type;
+    size_t esize = ts_onnx_dtype_size(dt);
+    if (!esize)
+        return ts_error(TS_ERR_UNSUPPORTED, "%s: %s has ONNX data type %d (%s), which tensorscope does not read", im->path, what, dt,
+                        ts_onnx_dtype_name(dt));
+    c->dtype = dt;
+    int64_t n = ts_shape_numel(&c->shape);
+    size_t want = (size_t)n * esize;
+    if (external(tp)) return TS_OK; /* checked when read */
+    if (tp->has_raw_data) {
+        if (tp->raw_data.len != want)
+            return ts_error(TS_ERR_FORMAT, "%s: %s holds %zu bytes of data for %lld elements of %s (%zu expected): the file is corrupt or "
+                            "truncated", im->path, what, tp->raw_data.len, (long long)n, ts_onnx_dtype_name(dt), want);
+        return TS_OK;
+    }
+    size_t have;
+    switch (dt) {
+    case TS_ONNX_FLOAT: have = tp->n_float_data; break;
+    case TS_ONNX_INT64: have = tp->n_int64_data; break;
+    case TS_ONNX_DOUBLE: have = tp->n_double_data; break;
+    case TS_ONNX_UINT64: case TS_ONNX_UINT32: have = tp->n_uint64_data; break;
+    default: have = tp->n_int32_data; break; /* int32, int16, int8, uint8, uint16, bool, float16, bfloat16 */
+    }
+    if (have != (size_t)n)
+        return ts_error(TS_ERR_FORMAT, "%s: %s holds %zu values for shape of %lld elements: the file is corrupt or truncated", im->path,
+                        what, have, (long long)n);
+    return TS_OK;
+}
+
+/* The values of a checked TensorProto into c->v (allocated here). */
+static ts_status tensor_decode(const importer *im, const TensorProto *tp, const char *what, ts_const *c) {
+    int dt = c->dtype;
+    int64_t n = ts_shape_numel(&c->shape);
+    c->v = ts_malloc((size_t)(n ? n : 1) * sizeof *c->v);
+    if (!c->v) return TS_ERR_OUT_OF_MEMORY;
+    if (external(tp)) {
+        uint8_t *b = NULL;
+        ts_status st = read_external(im, tp, what, (size_t)n * ts_onnx_dtype_size(dt), &b);
+        if (!st) ts_onnx_decode_raw(dt, b, (size_t)n, c->v);
+        ts_free(b);
+        if (st) ts_const_free(c);
+        return st;
+    }
+    if (tp->has_raw_data) {
+        ts_onnx_decode_raw(dt, tp->raw_data.data, (size_t)n, c->v);
+        return TS_OK;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        switch (dt) {
+        case TS_ONNX_FLOAT: c->v[i] = tp->float_data[i]; break;
+        case TS_ONNX_INT64: c->v[i] = (double)tp->int64_data[i]; break;
+        case TS_ONNX_DOUBLE: c->v[i] = tp->double_data[i]; break;
+        case TS_ONNX_UINT64: case TS_ONNX_UINT32: c->v[i] = (double)tp->uint64_data[i]; break;
+        case TS_ONNX_FLOAT16: c->v[i] = ts_onnx_half((uint16_t)tp->int32_data[i]); break;
+        case TS_ONNX_BFLOAT16: c->v[i] = ts_onnx_bfloat((uint16_t)tp->int32_data[i]); break;
+        default: c->v[i] = tp->int32_data[i]; break;
+        }
+    }
+    return TS_OK;
+}
+
+/* A TensorProto (initializer or attribute) as a host constant. */
+static ts_status tensor_to_const(const importer *im, const TensorProto *tp, const char *what, ts_const *c) {
+    ts_status st = tensor_check(im, tp, what, c);
+    return st ? st : tensor_decode(im, tp, what, c);
+}
+
+/* A parameter's values for folding (Transpose of a weight, ...). */
+static ts_status decoded(const importer *im, value *v) {
+    if (!v || !v->param || v->c.v) return TS_OK;
+    char what[600];
+    snprintf(what, sizeof what, "initializer '%s'", v->name);
+    return tensor_decode(im, v->param, what, &v->c);
+}
+
+/* ------------------------------------------------------------ attributes */
+
+static const Attr *attr(const importer *im, const char *name) {
+    for (size_t i = 0; i < im->node->n_attribute; i++)
+        if (im->node->attribute[i]->name && strcmp(im->node->attribute[i]->name, name) == 0) return im->node->attribute[i];
+    return NULL;
+}
+static int64_t attr_i(const importer *im, const char *name, int64_t def) {
+    const Attr *a = attr(im, name);
+    return a && a->has_i ? a->i : def;
+}
+static double attr_f(const importer *im, const char *name, double def) {
+    const Attr *a = attr(im, name);
+    return a && a->has_f ? a->f : def;
+}
+/* An INTS attribute, or *n = -1 when absent. */
+static void attr_ints(const importer *im, const char *name, const int64_t **v, int64_t *n) {
+    const Attr *a = attr(im, name);
+    *v = a ? a->ints : NULL;
+    *n = a ? (int64_t)a->n_ints : -1;
+}
+
+/* ---------------------------------------------------------- graph tensors */
+
+static bool is_const(const value *v) { return v && !v->t; }
+
+static bool host_little_endian(void) {
+    const uint16_t one = 1;
+    return *(const uint8_t *)&one == 1;
+}
+
+/* A graph tensor for v: float initializers become parameters under their
+ * own names the first time a graph op reads them (float32 raw data is
+ * copied as it is, the rest converted). */
+static ts_tensor *as_tensor(importer *im, value *v, ts_status *st) {
+    if (v->t) return v->t;
+    if (v->param) {
+        ts_tensor *p = ts_param(im->g, v->name, v->c.shape.ndim, v->c.shape.d);
+        if (!p) {
+            *st = ts_graph_status(im->g);
+            return NULL;
+        }
+        int64_t n = ts_shape_numel(&v->c.shape);
+        const TensorProto *tp = v->param;
+        if (!v->c.v && tp->has_raw_data && !external(tp) && v->c.dtype == TS_ONNX_FLOAT && host_little_endian()) {
+            memcpy(p->value, tp->raw_data.data, (size_t)n * sizeof(float));
+        } else {
+            if ((*st = decoded(im, v))) return NULL;
+            for (int64_t i = 0; i < n; i++) p->value[i] = (float)v->c.v[i];
+        }
+        v->t = p;
+        return p;
+    }
+    *st = node_error(im, TS_ERR_UNSUPPORTED, "its input '%s' is a %s constant %s (not an initializer), which tensorscope cannot use as a "
+                     "graph operand yet", v->name, ts_onnx_dtype_name(v->c.dtype), "computed at import");
+    return NULL;
+}
+
+/* Whether v is a constant scalar (any shape of one element), into *s. */
+static bool const_scalar(const value *v, double *s) {
+    if (!is_const(v) || v->param || ts_shape_numel(&v->c.shape) != 1) return false;
+    *s = v->c.v[0];
+    return true;
+}
+
+static ts_status built(importer *im, ts_tensor *t, value *out) {
+    if (!t) return ts_graph_status(im->g) ? ts_graph_status(im->g) : node_error(im, TS_ERR_INTERNAL, "a builder returned NULL");
+    memset(out, 0, sizeof *out);
+    out->t = t;
+    return TS_OK;
+}
+
+static int norm_axis(int64_t axis, int ndim) { return (int)(axis < 0 ? axis + ndim : axis); }
+
+static const ts_shape *shape_of(const value *v) { return v->t ? &v->t->shape : &v->c.shape; }
+
+/* ------------------------------------------------------------ op imports */
+
+static ts_status fold_result(importer *im, ts_status st) {
+    if (st == TS_OK) return TS_OK;
+    char msg[600];
+    snprintf(msg, sizeof msg, "%s", ts_last_error());
+    return node_error(im, st, "%s", msg);
+}
+
+/* Elementwise binary ops: folded on constants; Add/Sub/Mul on graph
+ * tensors when one side's shape is a suffix of the other's (the rest of
+ * NumPy broadcasting comes with the broadcasting ops). */
+static ts_status op_binary(importer *im, node_io *io) {
+    const char *op = im->node->op_type;
+    if (io->n_in != 2) return node_error(im, TS_ERR_FORMAT, "needs 2 inputs, has %d", io->n_in);
+    value *a = io->in[0], *b = io->in[1];
+    if (is_const(a) && is_const(b) && !a->param && !b->param)
+        return fold_result(im, ts_const_binary(op, &a->c, &b->c, &io->out[0].c));
+    double s;
+    ts_status st = TS_OK;
+    /* x * c, c * x, x / c: a scale */
+    if (strcmp(op, "Mul") == 0 && const_scalar(b, &s) && a->t) return built(im, ts_scale(im->g, a->t, (float)s), &io->out[0]);
+    if (strcmp(op, "Mul") == 0 && const_scalar(a, &s) && b->t) return built(im, ts_scale(im->g, b->t, (float)s), &io->out[0]);
+    if (strcmp(op, "Div") == 0 && const_scalar(b, &s) && a->t && s != 0.0)
+        return built(im, ts_scale(im->g, a->t, (float)(1.0 / s)), &io->out[0]);
+    if (strcmp(op, "Add") && strcmp(op, "Sub") && strcmp(op, "Mul"))
+        return node_error(im, TS_ERR_UNSUPPORTED, "%s on graph tensors is not available yet (only on constants, or divided by a constant "
+                          "scalar); supported binary graph ops: Add, Sub, Mul", op);
+    ts_tensor *ta = as_tensor(im, a, &st), *tb = ta ? as_tensor(im, b, &st) : NULL;
+    if (!tb) return st;
+    bool swap = ta->shape.ndim < tb->shape.ndim || (ta->shape.ndim == tb->shape.ndim && ts_shape_numel(&ta->shape) < ts_shape_numel(&tb->shape));
+    ts_tensor *r;
+    if (!swap) r = strcmp(op, "Add") == 0 ? ts_add(im->g, ta, tb) : strcmp(op, "Sub") == 0 ? ts_sub(im->g, ta, tb) : ts_mul(im->g, ta, tb);
+    else if (strcmp(op, "Sub") == 0) r = ts_scale(im->g, ts_sub(im->g, tb, ta), -1.0f);
+    else r = strcmp(op, "Add") == 0 ? ts_add(im->g, tb, ta) : ts_mul(im->g, tb, ta);
+    return built(im, r, &io->out[0]);
+}
+
+/* Unary ops: folded on constants; on graph tensors those the op table has. */
+static ts_status op_unary(importer *im, node_io *io) {
+    const char *op = im->node->op_type;
+    value *x = io->in[0];
+    if (is_const(x) && !x->param) return fold_result(im, ts_const_unary(op, &x->c, &io->out[0].c));
+    ts_status st = TS_OK;
+    ts_tensor *t = as_tensor(im, x, &st);
+    if (!t) return st;
+    if (strcmp(op, "Relu") == 0) return built(im, ts_relu(im->g, t), &io->out[0]);
+    if (strcmp(op, "Log") == 0) return built(im, ts_log(im->g, t), &io->out[0]);
+    if (strcmp(op, "Neg") == 0) return built(im, ts_scale(im->g, t, -1.0f), &io->out[0]);
+    if (strcmp(op, "Tanh") == 0) return built(im, ts_tanh(im->g, t), &io->out[0]);
+    if (strcmp(op, "Sigmoid") == 0) return built(im, ts_sigmoid(im->g, t), &io->out[0]);
+    return node_error(im, TS_ERR_UNSUPPORTED, "%s on a graph tensor is not available yet (it is folded when its input is constant)", op);
+}
+
+/* The same tensor under a second name (a parameter stays one tensor). */
+static ts_status op_identity(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    if (io->in[0]->param && !as_tensor(im, io->in[0], &st)) return st;
+    if (is_const(io->in[0])) return fold_result(im, ts_const_copy(&io->in[0]->c, &io->out[0].c));
+    io->out[0] = (value){.t = io->in[0]->t};
+    return TS_OK;
+}
+
+/* Dropout: the identity in an inference export (no training_mode input, or
+ * a constant false); the mask output, when asked for, is all ones. */
+static ts_status op_dropout(importer *im, node_io *io) {
+    double train = 0, ratio = 0.5;
+    if (io->n_in >= 3 && io->in[2] && !(is_const(io->in[2]) && const_scalar(io->in[2], &train)))
+        return node_error(im, TS_ERR_UNSUPPORTED, "a Dropout whose training_mode is computed by the graph is not available");
+    if (io->n_in >= 2 && io->in[1] && !const_scalar(io->in[1], &ratio))
+        return node_error(im, TS_ERR_UNSUPPORTED, "a Dropout whose ratio is not a constant is not available");
+    if (train != 0) { /* a training export: the dropout op (its mask output is not available) */
+        if (io->n_out > 1 && im->node->output[1] && *im->node->output[1])
+            return node_error(im, TS_ERR_UNSUPPORTED, "Dropout's mask output is not available");
+        ts_status st = TS_OK;
+        ts_tensor *x = as_tensor(im, io->in[0], &st);
+        return x ? built(im, ts_dropout(im->g, x, (float)ratio), &io->out[0]) : st;
+    }
+    ts_status st = op_identity(im, io);
+    if (!st && io->n_out > 1) st = fold_result(im, ts_const_fill(shape_of(io->in[0]), TS_ONNX_BOOL, 1.0, &io->out[1].c));
+    return st;
+}
+
+static ts_status op_constant(importer *im, node_io *io) {
+    const Attr *a;
+    ts_const *c = &io->out[0].c;
+    if ((a = attr(im, "value")) && a->t) return tensor_to_const(im, a->t, "the Constant's value", c);
+    if ((a = attr(im, "value_float")) && a->has_f) return fold_result(im, ts_const_fill(&(ts_shape){0}, TS_ONNX_FLOAT, a->f, c));
+    if ((a = attr(im, "value_int")) && a->has_i) return fold_result(im, ts_const_fill(&(ts_shape){0}, TS_ONNX_INT64, (double)a->i, c));
+    if ((a = attr(im, "value_floats")) || (a = attr(im, "value_ints"))) {
+        bool fl = a->n_floats > 0 || strcmp(a->name, "value_floats") == 0;
+        size_t n = fl ? a->n_floats : a->n_ints;
+        ts_status st = ts_const_fill(&(ts_shape){.ndim = 1, .d = {(int64_t)n}}, fl ? TS_ONNX_FLOAT : TS_ONNX_INT64, 0, c);
+        for (size_t i = 0; !st && i < n; i++) c->v[i] = fl ? a->floats[i] : (double)a->ints[i];
+        return fold_result(im, st);
+    }
+    return node_error(im, TS_ERR_UNSUPPORTED, "a Constant needs a 'value', 'value_float(s)' or 'value_int(s)' attribute");
+}
+
+/* Shape of anything whose shape is known (every value here). */
+static ts_status op_shape(importer *im, node_io *io) {
+    const ts_shape *s = shape_of(io->in[0]);
+    int64_t start = attr_i(im, "start", 0), end = attr_i(im, "end", s->ndim);
+    if (start < 0) start += s->ndim;
+    if (end < 0) end += s->ndim;
+    start = start < 0 ? 0 : start > s->ndim ? s->ndim : start;
+    end = end < start ? start : end > s->ndim ? s->ndim : end;
+    ts_const *c = &io->out[0].c;
+    ts_status st = ts_const_fill(&(ts_shape){.ndim = 1, .d = {end - start}}, TS_ONNX_INT64, 0, c);
+    for (int64_t i = start; !st && i < end; i++) c->v[i - start] = (double)s->d[i];
+    return fold_result(im, st);
+}
+
+static ts_status op_size(importer *im, node_io *io) {
+    return fold_result(im, ts_const_fill(&(ts_shape){0}, TS_ONNX_INT64, (double)ts_shape_numel(shape_of(io->in[0])), &io->out[0].c));
+}
+
+/* Ops that exist only folded here: every input must be a constant. */
+static ts_status need_consts(importer *im, node_io *io) {
+    for (int i = 0; i < io->n_in; i++) {
+        ts_status st = decoded(im, io->in[i]);
+        if (st) return st;
+    }
+    for (int i = 0; i < io->n_in; i++)
+        if (io->in[i] && !is_const(io->in[i]))
+            return node_error(im, TS_ERR_UNSUPPORTED, "%s is folded when its inputs are constants, but input %d ('%s') is computed by "
+                              "the graph; %s on graph tensors is not available yet", im->node->op_type, i, io->in[i]->name,
+                              im->node->op_type);
+    return TS_OK;
+}
+
+/* An int64 list from a constant input (axes, shape, ...) into v[0..*n). */
+static ts_status const_ints(importer *im, value *x, int64_t *v, int *n, const char *what) {
+    ts_status st = decoded(im, x);
+    if (st) return st;
+    if (!is_const(x) || x->c.shape.ndim > 1 || ts_shape_numel(&x->c.shape) > TS_MAX_DIMS)
+        return node_error(im, TS_ERR_UNSUPPORTED, "its %s ('%s') must be a constant list of at most %d values", what, x ? x->name : "?",
+                          TS_MAX_DIMS);
+    *n = (int)ts_shape_numel(&x->c.shape);
+    for (int i = 0; i < *n; i++) v[i] = (int64_t)x->c.v[i];
+    return TS_OK;
+}
+
+/* Axes from the input (opset >= 13) or the attribute. */
+static ts_status axes_of(importer *im, node_io *io, int input, int64_t *axes, int *n) {
+    if (io->n_in > input && io->in[input]) return const_ints(im, io->in[input], axes, n, "axes");
+    const int64_t *a;
+    int64_t na;
+    attr_ints(im, "axes", &a, &na);
+    if (na > TS_MAX_DIMS) return node_error(im, TS_ERR_FORMAT, "too many axes");
+    *n = na < 0 ? -1 : (int)na;
+    for (int i = 0; i < *n; i++) axes[i] = a[i];
+    return TS_OK;
+}
+
+static ts_status reshape_to(importer *im, value *x, const ts_shape *s, value *out) {
+    if (is_const(x) && !x->param) {
+        ts_status st = ts_const_copy(&x->c, &out->c);
+        if (!st) out->c.shape = *s;
+        return fold_result(im, st);
+    }
+    ts_status st = TS_OK;
+    ts_tensor *t = as_tensor(im, x, &st);
+    if (!t) return st;
+    if (ts_shape_equal(&t->shape, s)) {
+        *out = (value){.t = t};
+        return TS_OK;
+    }
+    return built(im, ts_reshape(im->g, t, s->ndim, s->d), out);
+}
+
+static ts_status op_reshape(importer *im, node_io *io) {
+    if (io->n_in != 2) return node_error(im, TS_ERR_FORMAT, "needs 2 inputs");
+    int64_t want[TS_MAX_DIMS];
+    int n = 0;
+    ts_status st = const_ints(im, io->in[1], want, &n, "target shape");
+    if (st) return st;
+    ts_shape s;
+    st = ts_const_reshape_target(shape_of(io->in[0]), want, n, attr_i(im, "allowzero", 0) != 0, &s);
+    if (st) return fold_result(im, st);
+    return reshape_to(im, io->in[0], &s, &io->out[0]);
+}
+
+static ts_status op_flatten(importer *im, node_io *io) {
+    const ts_shape *in = shape_of(io->in[0]);
+    int axis = norm_axis(attr_i(im, "axis", 1), in->ndim);
+    if (axis < 0 || axis > in->ndim) return node_error(im, TS_ERR_SHAPE, "axis %d is out of range for %d dimensions", axis, in->ndim);
+    if (axis == 1 && in->ndim >= 2 && io->in[0]->t) return built(im, ts_flatten(im->g, io->in[0]->t, 1), &io->out[0]);
+    ts_shape s = {.ndim = 2, .d = {1, 1}};
+    for (int i = 0; i < in->ndim; i++) s.d[i < axis ? 0 : 1] *= in->d[i];
+    return reshape_to(im, io->in[0], &s, &io->out[0]);
+}
+
+static ts_status op_squeeze_unsqueeze(importer *im, node_io *io) {
+    int64_t axes[TS_MAX_DIMS];
+    int n = 0;
+    ts_status st = axes_of(im, io, 1, axes, &n);
+    if (st) return st;
+    ts_shape s;
+    st = ts_const_squeeze_shape(shape_of(io->in[0]), axes, n, strcmp(im->node->op_type, "Unsqueeze") == 0, &s);
+    if (st) return fold_result(im, st);
+    return reshape_to(im, io->in[0], &s, &io->out[0]);
+}
+
+static ts_status op_softmax(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *t = as_tensor(im, io->in[0], &st);
+    if (!t) return st;
+    int axis = norm_axis(attr_i(im, "axis", -1), t->shape.ndim);
+    bool log = strcmp(im->node->op_type, "LogSoftmax") == 0;
+    return built(im, log ? ts_log_softmax(im->g, t, axis) : ts_softmax(im->g, t, axis), &io->out[0]);
+}
+
+/* [.., K] x [K, N]: 2-D, or leading dims folded into rows. */
+static ts_tensor *matmul_2d(importer *im, ts_tensor *a, ts_tensor *b, bool transb, ts_status *st) {
+    if (b->shape.ndim != 2 || a->shape.ndim < 2) {
+        *st = node_error(im, TS_ERR_UNSUPPORTED, "a batched MatMul (operands of %d and %d dimensions) is not available yet; 2-D weights "
+                         "are", a->shape.ndim, b->shape.ndim);
+        return NULL;
+    }
+    ts_tensor *x = a;
+    int64_t rows = ts_shape_numel(&a->shape) / a->shape.d[a->shape.ndim - 1];
+    if (a->shape.ndim > 2) x = ts_reshape(im->g, a, 2, (int64_t[]){rows, a->shape.d[a->shape.ndim - 1]});
+    ts_tensor *y = transb ? ts_matmul_t(im->g, x, b) : ts_matmul(im->g, x, b);
+    if (y && a->shape.ndim > 2) {
+        ts_shape s = a->shape;
+        s.d[s.ndim - 1] = y->shape.d[1];
+        y = ts_reshape(im->g, y, s.ndim, s.d);
+    }
+    if (!y) *st = ts_graph_status(im->g);
+    return y;
+}
+
+static ts_status op_matmul(importer *im, node_io *io) {
+    if (io->n_in != 2) return node_error(im, TS_ERR_FORMAT, "needs 2 inputs");
+    ts_status st = TS_OK;
+    ts_tensor *a = as_tensor(im, io->in[0], &st), *b = a ? as_tensor(im, io->in[1], &st) : NULL;
+    if (!b) return st;
+    ts_tensor *y = matmul_2d(im, a, b, false, &st);
+    return y ? built(im, y, &io->out[0]) : st;
+}
+
+/* Y = alpha op(A) op(B) + beta C */
+static ts_status op_gemm(importer *im, node_io *io) {
+    if (io->n_in < 2) return node_error(im, TS_ERR_FORMAT, "needs at least 2 inputs");
+    if (attr_i(im, "transA", 0)) return node_error(im, TS_ERR_UNSUPPORTED, "Gemm with transA=1 is not available yet");
+    double alpha = attr_f(im, "alpha", 1.0), beta = attr_f(im, "beta", 1.0);
+    ts_status st = TS_OK;
+    ts_tensor *a = as_tensor(im, io->in[0], &st), *b = a ? as_tensor(im, io->in[1], &st) : NULL;
+    if (!b) return st;
+    ts_tensor *y = matmul_2d(im, a, b, attr_i(im, "transB", 0) != 0, &st);
+    if (!y) return st;
+    if (alpha != 1.0) y = ts_scale(im->g, y, (float)alpha);
+    if (io->n_in > 2 && io->in[2] && beta != 0.0) {
+        ts_tensor *c = as_tensor(im, io->in[2], &st);
+        if (!c) return st;
+        if (beta != 1.0) c = ts_scale(im->g, c, (float)beta);
+        y = ts_add(im->g, y, c);
+    }
+    return built(im, y, &io->out[0]);
+}
+
+/* Pad: PyTorch writes one with zero pads before an avg_pool2d; that is
+ * the identity. Non-zero padding is not available yet. */
+static ts_status op_pad(importer *im, node_io *io) {
+    int64_t pads[2 * TS_MAX_DIMS];
+    int n = 0;
+    if (io->n_in > 1 && io->in[1]) {
+        ts_status st = decoded(im, io->in[1]);
+        if (st) return st;
+        if (!is_const(io->in[1]) || ts_shape_numel(&io->in[1]->c.shape) > 2 * TS_MAX_DIMS)
+            return node_error(im, TS_ERR_UNSUPPORTED, "its pads must be a constant list");
+        n = (int)ts_shape_numel(&io->in[1]->c.shape);
+        for (int i = 0; i < n; i++) pads[i] = (int64_t)io->in[1]->c.v[i];
+    } else {
+        const int64_t *v;
+        int64_t na;
+        attr_ints(im, "pads", &v, &na);
+        n = na > 2 * TS_MAX_DIMS ? 2 * TS_MAX_DIMS : na < 0 ? 0 : (int)na;
+        for (int i = 0; i < n; i++) pads[i] = v[i];
+    }
+    for (int i = 0; i < n; i++)
+        if (pads[i] != 0)
+            return node_error(im, TS_ERR_UNSUPPORTED, "a Pad with non-zero padding is not available yet (padding inside Conv and the "
+                              "pooling ops is)");
+    return op_identity(im, io);
+}
+
+/* Conv, NCHW 2-D as PyTorch exports it: pads [top, left, bottom, right],
+ * strides, dilations, group; auto_pad SAME_UPPER at stride 1 as `same`. */
+static ts_status op_conv(importer *im, node_io *io) {
+    const int64_t *v;
+    int64_t n;
+    ts_conv2d_params p = {0};
+    attr_ints(im, "kernel_shape", &v, &n);
+    if (n >= 0 && n != 2) return node_error(im, TS_ERR_UNSUPPORTED, "a %lld-D convolution is not available; 2-D ones are", (long long)n);
+    attr_ints(im, "strides", &v, &n);
+    if (n == 2) p.stride_h = (int)v[0], p.stride_w = (int)v[1];
+    attr_ints(im, "dilations", &v, &n);
+    if (n == 2) p.dilation_h = (int)v[0], p.dilation_w = (int)v[1];
+    attr_ints(im, "pads", &v, &n);
+    if (n == 4) p.pad_top = (int)v[0], p.pad_left = (int)v[1], p.pad_bottom = (int)v[2], p.pad_right = (int)v[3];
+    p.groups = (int)attr_i(im, "group", 1);
+    const Attr *ap = attr(im, "auto_pad");
+    if (ap && ap->has_s && !(ap->s.len == 6 && memcmp(ap->s.data, "NOTSET", 6) == 0)) {
+        if (ap->s.len == 10 && memcmp(ap->s.data, "SAME_UPPER", 10) == 0) p.same = 1;
+        else return node_error(im, TS_ERR_UNSUPPORTED, "auto_pad %.*s is not available; NOTSET and SAME_UPPER are", (int)ap->s.len, (const char *)ap->s.data);
+    }
+    ts_status st = TS_OK;
+    ts_tensor *x = as_tensor(im, io->in[0], &st), *w = x ? as_tensor(im, io->in[1], &st) : NULL, *b = NULL;
+    if (!w) return st;
+    if (w->shape.ndim != 4) return node_error(im, TS_ERR_UNSUPPORTED, "a convolution with a %d-D weight is not available; 2-D ones are", w->shape.ndim);
+    if (io->n_in > 2 && io->in[2] && !(b = as_tensor(im, io->in[2], &st))) return st;
+    return built(im, ts_conv2d(im->g, x, w, b, &p), &io->out[0]);
+}
+
+/* MaxPool and AveragePool (2-D, ceil_mode 0, no indices output). */
+static ts_status op_pool(importer *im, node_io *io) {
+    bool max = strcmp(im->node->op_type, "MaxPool") == 0;
+    const int64_t *v;
+    int64_t n;
+    ts_pool2d_params p = {0};
+    attr_ints(im, "kernel_shape", &v, &n);
+    if (n != 2) return node_error(im, TS_ERR_UNSUPPORTED, "a %lld-D pooling window is not available; 2-D ones are", (long long)n);
+    p.kernel_h = (int)v[0], p.kernel_w = (int)v[1];
+    attr_ints(im, "strides", &v, &n);
+    if (n == 2) p.stride_h = (int)v[0], p.stride_w = (int)v[1];
+    attr_ints(im, "pads", &v, &n);
+    if (n == 4) p.pad_top = (int)v[0], p.pad_left = (int)v[1], p.pad_bottom = (int)v[2], p.pad_right = (int)v[3];
+    attr_ints(im, "dilations", &v, &n);
+    if (n == 2 && (v[0] != 1 || v[1] != 1)) return node_error(im, TS_ERR_UNSUPPORTED, "dilated pooling is not available");
+    if (attr_i(im, "ceil_mode", 0)) return node_error(im, TS_ERR_UNSUPPORTED, "ceil_mode=1 is not available; export with ceil_mode=False");
+    if (max && io->n_out > 1 && im->node->output[1] && *im->node->output[1])
+        return node_error(im, TS_ERR_UNSUPPORTED, "MaxPool's indices output is not available");
+    p.exclude_pad = max ? 0 : attr_i(im, "count_include_pad", 0) == 0;
+    ts_status st = TS_OK;
+    ts_tensor *x = as_tensor(im, io->in[0], &st);
+    if (!x) return st;
+    return built(im, max ? ts_max_pool2d(im->g, x, &p) : ts_avg_pool2d(im->g, x, &p), &io->out[0]);
+}
+
+static ts_status op_global_avg_pool(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x = as_tensor(im, io->in[0], &st);
+    return x ? built(im, ts_global_avg_pool2d(im->g, x), &io->out[0]) : st;
+}
+
+/* A running statistic: a buffer under the initializer's name. */
+static ts_tensor *as_buffer(importer *im, value *v, ts_status *st) {
+    if (v->t) return v->t;
+    if (!v->param) {
+        *st = node_error(im, TS_ERR_UNSUPPORTED, "its running statistic '%s' must be an initializer", v->name);
+        return NULL;
+    }
+    ts_tensor *b = ts_buffer(im->g, v->name, v->c.shape.ndim, v->c.shape.d);
+    if (!b || (*st = decoded(im, v))) {
+        if (!b) *st = ts_graph_status(im->g);
+        return NULL;
+    }
+    int64_t n = ts_shape_numel(&v->c.shape);
+    for (int64_t i = 0; i < n; i++) b->value[i] = (float)v->c.v[i];
+    v->t = b;
+    return b;
+}
+
+/* BatchNormalization: training_mode 1 (a training export) normalises with
+ * batch statistics and updates the running buffers (ONNX's momentum m is
+ * PyTorch's 1 - m); an inference export's node keeps using the running
+ * values when trained (frozen). */
+static ts_status op_batch_norm(importer *im, node_io *io) {
+    if (io->n_in < 5) return node_error(im, TS_ERR_FORMAT, "needs 5 inputs");
+    bool training = attr_i(im, "training_mode", 0) != 0;
+    float eps = (float)attr_f(im, "epsilon", 1e-5), momentum = (float)(1.0 - attr_f(im, "momentum", 0.9));
+    ts_status st = TS_OK;
+    ts_tensor *x = as_tensor(im, io->in[0], &st), *w = x ? as_tensor(im, io->in[1], &st) : NULL,
+              *b = w ? as_tensor(im, io->in[2], &st) : NULL, *rm = b ? as_buffer(im, io->in[3], &st) : NULL,
+              *rv = rm ? as_buffer(im, io->in[4], &st) : NULL;
+    if (!rv) return st;
+    return built(im, ts_batch_norm(im->g, x, w, b, rm, rv, eps, momentum, !training), &io->out[0]);
+}
+/* The file's own loss: NegativeLogLikelihoodLoss (after a LogSoftmax) and
+ * SoftmaxCrossEntropyLoss on [N,C] scores and integer labels [N], reduced
+ * by mean (or sum); the second output of SoftmaxCrossEntropyLoss is the
+ * log-probabilities. */
+static ts_status op_loss(importer *im, node_io *io) {
+    bool ce = strcmp(im->node->op_type, "SoftmaxCrossEntropyLoss") == 0;
+    const Attr *red = attr(im, "reduction");
+    const char *reduction = red && red->has_s ? (const char *)red->s.data : "mean";
+    size_t rlen = red && red->has_s ? red->s.len : 4;
+    bool sum = rlen == 3 && strncmp(reduction, "sum", 3) == 0;
+    if (!sum && !(rlen == 4 && strncmp(reduction, "mean", 4) == 0))
+        return node_error(im, TS_ERR_UNSUPPORTED, "reduction '%.*s' is not available; mean and sum are", (int)rlen, reduction);
+    if (io->n_in > 2 && io->in[2]) return node_error(im, TS_ERR_UNSUPPORTED, "class weights are not available yet");
+    /* PyTorch always writes ignore_index=-100: no class index is negative */
+    if (attr_i(im, "ignore_index", -1) >= 0)
+        return node_error(im, TS_ERR_UNSUPPORTED, "ignore_index %lld is not available yet (a negative one is)",
+                          (long long)attr_i(im, "ignore_index", -1));
+    ts_status st = TS_OK;
+    ts_tensor *x = as_tensor(im, io->in[0], &st), *y = x ? as_tensor(im, io->in[1], &st) : NULL;
+    if (!y) return st;
+    ts_tensor *loss = ce ? ts_cross_entropy(im->g, x, y) : ts_nll_loss(im->g, x, y);
+    if (loss && sum) loss = ts_scale(im->g, loss, (float)x->shape.d[0]);
+    st = built(im, loss, &io->out[0]);
+    if (!st && ce && io->n_out > 1) st = built(im, ts_log_softmax(im->g, x, 1), &io->out[1]);
+    return st;
+}
+
+/* Folded-only ops: a thin row each over the constant kernels. */
+static ts_status op_fold(importer *im, node_io *io) {
+    ts_status st = need_consts(im, io);
+    if (st) return st;
+    const ts_const *in[MAX_NODE_IO];
+    for (int i = 0; i < io->n_in; i++) in[i] = io->in[i] ? &io->in[i]->c : NULL;
+    ts_const_attrs at = {0};
+    at.axis = attr_i(im, "axis", 0);
+    at.to = (int)attr_i(im, "to", 0);
+    attr_ints(im, "perm", &at.perm, &at.n_perm);
+    const Attr *v = attr(im, "value");
+    ts_const fillv = {0};
+    if (v && v->t) {
+        st = tensor_to_const(im, v->t, "the fill value", &fillv);
+        if (st) return st;
+        at.fill = &fillv;
+    }
+    st = ts_const_op(im->node->op_type, in, io->n_in, &at, &io->out[0].c);
+    ts_const_free(&fillv);
+    return fold_result(im, st);
+}
+
+/* One row per ONNX op type: the import table. */
+static const struct {
+    const char *op_type;
+    int required;  /* inputs that must be present */
+    import_fn fn;
+} op_table[] = {
+    {"Abs", 1, op_unary},
+    {"Add", 2, op_binary},
+    {"AveragePool", 1, op_pool},
+    {"BatchNormalization", 5, op_batch_norm},
+    {"Cast", 1, op_fold},
+    {"Ceil", 1, op_unary},
+    {"Concat", 1, op_fold},
+    {"Constant", 0, op_constant},
+    {"ConstantOfShape", 1, op_fold},
+    {"Conv", 2, op_conv},
+    {"Div", 2, op_binary},
+    {"Dropout", 1, op_dropout},
+    {"Equal", 2, op_binary},
+    {"Expand", 2, op_fold},
+    {"Flatten", 1, op_flatten},
+    {"Floor", 1, op_unary},
+    {"Gather", 2, op_fold},
+    {"Gemm", 2, op_gemm},
+    {"GlobalAveragePool", 1, op_global_avg_pool},
+    {"Greater", 2, op_binary},
+    {"Identity", 1, op_identity},
+    {"Less", 2, op_binary},
+    {"Log", 1, op_unary},
+    {"LogSoftmax", 1, op_softmax},
+    {"MatMul", 2, op_matmul},
+    {"MaxPool", 1, op_pool},
+    {"NegativeLogLikelihoodLoss", 2, op_loss},
+    {"Mul", 2, op_binary},
+    {"Neg", 1, op_unary},
+    {"Not", 1, op_unary},
+    {"Pad", 1, op_pad},
+    {"Pow", 2, op_binary},
+    {"Range", 3, op_fold},
+    {"Reciprocal", 1, op_unary},
+    {"Relu", 1, op_unary},
+    {"Reshape", 2, op_reshape},
+    {"Shape", 1, op_shape},
+    {"Sigmoid", 1, op_unary},
+    {"Size", 1, op_size},
+    {"Slice", 3, op_fold},
+    {"Softmax", 1, op_softmax},
+    {"SoftmaxCrossEntropyLoss", 2, op_loss},
+    {"Sqrt", 1, op_unary},
+    {"Squeeze", 1, op_squeeze_unsqueeze},
+    {"Sub", 2, op_binary},
+    {"Tanh", 1, op_unary},
+    {"Transpose", 1, op_fold},
+    {"Unsqueeze", 1, op_squeeze_unsqueeze},
+    {"Where", 3, op_fold},
+};
+
+static const char *supported_list(void) {
+    static char buf[1024];
+    size_t used = 0;
+    for (size_t i = 0; i < TS_ARRAY_LEN(op_table) && used < sizeof buf; i++)
+        used += (size_t)snprintf(buf + used, sizeof buf - used, "%s%s", i ? ", " : "", op_table[i].op_type);
+    return buf;
+}
+
+static import_fn find_op(const char *op_type, int *required) {
+    for (size_t i = 0; i < TS_ARRAY_LEN(op_table); i++)
+        if (strcmp(op_table[i].op_type, op_type) == 0) {
+            *required = op_table[i].required;
+            return op_table[i].fn;
+        }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ scope */
+
+/* "/blocks.0/attn/MatMul" -> "blocks.0.attn" (the components before the
+ * last, joined with dots); "" for a name without a scope. PyTorch names a
+ * Sequential's child after its full path ("/layer4/layer4.0/conv1/Conv"):
+ * a component that the next one repeats as its prefix is dropped, so the
+ * scope is the module path of the parameters ("layer4.0.conv1"). */
+static void scope_of(const char *name, char *buf, size_t n) {
+    buf[0] = '\0';
+    if (!name) return;
+    const char *last = strrchr(name, '/');
+    if (!last) return;
+    size_t used = 0;
+    for (const char *p = name; p < last && used + 1 < n;) {
+        if (*p == '/') {
+            p++;
+            continue;
+        }
+        const char *end = p;
+        while (end < last && *end != '/') end++;
+        size_t len = (size_t)(end - p);
+        const char *next = end < last ? end + 1 : NULL;
+        /* "layer4" followed by "layer4.0": keep only the second */
+        if (next && next < last && strncmp(next, p, len) == 0 && next[len] == '.') {
+            p = end;
+            continue;
+        }
+        if (used && used + 1 < n) buf[used++] = '.';
+        for (; p < end && used + 1 < n; p++) {
+            char c = *p;
+            buf[used++] = (c == ':' || (unsigned char)c < 0x20 || c == '"' || c == '\\') ? '_' : c;
+        }
+    }
+    while (used && buf[used - 1] == '.') used--;
+    buf[used] = '\0';
+}
+
+/* ----------------------------------------------------------------- import */
+
+static ts_status import_node(importer *im, const Node *n, int index) {
+    im->node = n;
+    im->node_index = index;
+    if (!n->op_type || !*n->op_type) return node_error(im, TS_ERR_FORMAT, "the node has no op type (corrupt file?)");
+    if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx") != 0)
+        return node_error(im, TS_ERR_UNSUPPORTED, "op type %s of domain '%s' is not supported: tensorscope imports the default ONNX "
+                          "domain (opsets %d to %d): %s", n->op_type, n->domain, MIN_OPSET, MAX_OPSET, supported_list());
+    int required = 0;
+    import_fn fn = find_op(n->op_type, &required);
+    if (!fn)
+        return node_error(im, TS_ERR_UNSUPPORTED, "op type %s is not supported yet; tensorscope imports: %s", n->op_type, supported_list());
+    if (n->n_input > MAX_NODE_IO || n->n_output > MAX_NODE_IO || n->n_output == 0)
+        return node_error(im, TS_ERR_FORMAT, "%zu inputs and %zu outputs (1..%d outputs, at most %d inputs are read)", n->n_input,
+                          n->n_output, MAX_NODE_IO, MAX_NODE_IO);
+    node_io io;
+    memset(&io, 0, sizeof io);
+    io.n_in = (int)n->n_input;
+    io.n_out = (int)n->n_output;
+    for (size_t i = 0; i < n->n_input; i++) {
+        if (!n->input[i] || !*n->input[i]) continue; /* an omitted optional input */
+        io.in[i] = lookup(im, n->input[i]);
+        if (!io.in[i])
+            return node_error(im, TS_ERR_FORMAT, "input '%s' is defined by no earlier node, initializer or graph input (the file is "
+                              "corrupt or its nodes are not in topological order)", n->input[i]);
+    }
+    for (int i = 0; i < required; i++)
+        if (i >= io.n_in || !io.in[i]) return node_error(im, TS_ERR_FORMAT, "input %d is required but missing", i);
+    char scope[512];
+    scope_of(n->name, scope, sizeof scope);
+    ts_graph_at(im->g, im->file, index);
+    im->g->origin = n->name && *n->name ? ts_graph_keep_string(im->g, n->name) : NULL;
+    size_t first_new = ts_graph_tensor_count(im->g);
+    ts_status st = scope[0] ? ts_scope_push(im->g, scope) : TS_OK;
+    if (st) return node_error(im, st, "%s", ts_last_error());
+    st = fn(im, &io);
+    if (scope[0]) ts_scope_pop(im->g);
+    if (st) {
+        for (int i = 0; i < io.n_out; i++) ts_const_free(&io.out[i].c);
+        if (strncmp(ts_last_error(), im->path, strlen(im->path)) == 0) return st;
+        char msg[900]; /* a builder's error: say which node of the file */
+        snprintf(msg, sizeof msg, "%s", ts_last_error());
+        return node_error(im, st, "%s", msg);
+    }
+    /* The node's result is named after its op type when the builder named
+     * it after another op (Gemm = MatMul + Add). */
+    for (int i = 0; i < io.n_out && !st; i++) {
+        value *o = &io.out[i];
+        if (o->t && (size_t)o->t->id >= first_new && strcmp(ts_op_get(o->t->op)->name, n->op_type) != 0) {
+            if (scope[0]) ts_scope_push(im->g, scope);
+            char *name = ts_graph_op_output_name(im->g, n->op_type);
+            if (scope[0]) ts_scope_pop(im->g);
+            st = name ? ts_tensor_set_name(o->t, name) : TS_ERR_OUT_OF_MEMORY;
+            ts_free(name);
+        }
+        if (!st && o->t && n->output[i] && *n->output[i]) st = ts_graph_add_alias(im->g, n->output[i], o->t);
+        /* an output the op does not compute (Dropout's mask, ...) stays
+         * undefined: a node that reads it fails with a clear message */
+        if (!st && n->output[i] && *n->output[i] && (o->t || o->c.v)) st = define(im, n->output[i], o);
+        else ts_const_free(&o->c);
+    }
+    return st;
+}
+
+static ts_status import_inputs(importer *im, const TensorscopeOnnx__GraphProto *gp, const ts_onnx_input *given, int n_given) {
+    for (int k = 0; k < n_given; k++) {
+        bool found = false;
+        for (size_t i = 0; i < gp->n_input && !found; i++) found = gp->input[i]->name && strcmp(gp->input[i]->name, given[k].name) == 0;
+        if (!found) {
+            char names[512] = "";
+            size_t used = 0;
+            for (size_t i = 0; i < gp->n_input && used < sizeof names; i++)
+                if (gp->input[i]->name && !lookup(im, gp->input[i]->name))
+                    used += (size_t)snprintf(names + used, sizeof names - used, "%s'%s'", used ? ", " : "", gp->input[i]->name);
+            return ts_error(TS_ERR_NOT_FOUND, "%s has no input named '%s'; its inputs: %s", im->path, given[k].name, names);
+        }
+    }
+    for (size_t i = 0; i < gp->n_input; i++) {
+        const ValueInfo *vi = gp->input[i];
+        if (!vi->name || !*vi->name) return ts_error(TS_ERR_FORMAT, "%s: graph input %zu has no name", im->path, i);
+        if (lookup(im, vi->name)) continue; /* an initializer listed as an input (IR < 4) */
+        const ts_onnx_input *user = NULL;
+        for (int k = 0; k < n_given; k++)
+            if (strcmp(given[k].name, vi->name) == 0) user = &given[k];
+        const TensorscopeOnnx__TypeProto__Tensor *tt = vi->type ? vi->type->tensor_type : NULL;
+        if (!tt) return ts_error(TS_ERR_UNSUPPORTED, "%s: input '%s' is not a tensor", im->path, vi->name);
+        int elem = tt->has_elem_type ? tt->elem_type : TS_ONNX_FLOAT;
+        ts_dtype dt;
+        if (ts_onnx_dtype_is_float(elem)) dt = TS_F32;
+        else if (elem == TS_ONNX_INT64 || elem == TS_ONNX_INT32) dt = TS_I32;
+        else return ts_error(TS_ERR_UNSUPPORTED, "%s: input '%s' has data type %s; tensorscope feeds float or integer inputs", im->path,
+                             vi->name, ts_onnx_dtype_name(elem));
+        ts_shape s = {0};
+        if (tt->shape) {
+            if (tt->shape->n_dim > TS_MAX_DIMS) return ts_error(TS_ERR_UNSUPPORTED, "%s: input '%s' has more than %d dimensions", im->path, vi->name, TS_MAX_DIMS);
+            s.ndim = (int)tt->shape->n_dim;
+        } else if (!user) {
+            return ts_error(TS_ERR_INVALID_ARGUMENT, "%s: input '%s' has no shape in the file; give it (--input %s:D0xD1x...)", im->path,
+                            vi->name, vi->name);
+        }
+        char dims[256] = "";
+        size_t used = 0;
+        for (int d = 0; d < s.ndim; d++) {
+            const TensorscopeOnnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
+            if (dim->has_dim_value && dim->dim_value > 0) s.d[d] = dim->dim_value;
+            else s.d[d] = -1;
+            used += (size_t)snprintf(dims + used, sizeof dims - used, "%s%s", d ? "x" : "",
+                                     s.d[d] > 0 ? "" : dim->dim_param && *dim->dim_param ? dim->dim_param : "?");
+            if (s.d[d] > 0 && used < sizeof dims) used += (size_t)snprintf(dims + used, sizeof dims - used, "%lld", (long long)s.d[d]);
+        }
+        if (user) {
+            if (user->ndim < 0 || user->ndim > TS_MAX_DIMS) return ts_error(TS_ERR_INVALID_ARGUMENT, "input '%s': ndim %d is out of range", vi->name, user->ndim);
+            if (tt->shape && user->ndim != s.ndim)
+                return ts_error(TS_ERR_SHAPE, "%s: input '%s' has %d dimensions (%s) but %d were given", im->path, vi->name, s.ndim, dims, user->ndim);
+            /* a given size replaces the file's, dynamic or not: exporters
+             * record the example's batch size, and shape computations are
+             * folded for the sizes given here */
+            for (int d = 0; d < user->ndim; d++) {
+                if (user->shape[d] <= 0) return ts_error(TS_ERR_SHAPE, "input '%s': dimension %d must be positive", vi->name, d);
+                s.d[d] = user->shape[d];
+            }
+            s.ndim = user->ndim;
+        }
+        for (int d = 0; d < s.ndim; d++)
+            if (s.d[d] <= 0)
+                return ts_error(TS_ERR_INVALID_ARGUMENT, "%s: input '%s' has the dynamic shape %s; give its static shape (ts_onnx_input, or "
+                                "--input %s:%s with numbers)", im->path, vi->name, dims, vi->name, dims);
+        ts_graph_at(im->g, im->file, -1);
+        im->g->origin = "graph input";
+        ts_tensor *t = ts_input(im->g, vi->name, dt, s.ndim, s.d);
+        if (!t) return ts_graph_status(im->g);
+        value v = {.t = t};
+        ts_status st = define(im, vi->name, &v);
+        if (st) return st;
+    }
+    return TS_OK;
+}
+
+static ts_status import_graph(importer *im, const TensorscopeOnnx__ModelProto *mp, const ts_onnx_input *inputs, int n_inputs) {
+    const TensorscopeOnnx__GraphProto *gp = mp->graph;
+    if (!gp) return ts_error(TS_ERR_FORMAT, "%s holds no graph (not an ONNX model, or truncated)", im->path);
+    im->opset = 0;
+    for (size_t i = 0; i < mp->n_opset_import; i++) {
+        const char *d = mp->opset_import[i]->domain;
+        if (!d || !*d || strcmp(d, "ai.onnx") == 0) im->opset = mp->opset_import[i]->version;
+    }
+    if (im->opset < MIN_OPSET || im->opset > MAX_OPSET)
+        return ts_error(TS_ERR_UNSUPPORTED, "%s uses opset %lld of the default ONNX domain; tensorscope imports opsets %d to %d (re-export "
+                        "with torch.onnx.export(..., opset_version=%d))", im->path, (long long)im->opset, MIN_OPSET, MAX_OPSET, MAX_OPSET);
+    for (size_t i = 0; i < gp->n_initializer; i++) {
+        const TensorProto *tp = gp->initializer[i];
+        if (!tp->name || !*tp->name) return ts_error(TS_ERR_FORMAT, "%s: initializer %zu has no name", im->path, i);
+        char what[600];
+        snprintf(what, sizeof what, "initializer '%s'", tp->name);
+        value v = {0};
+        ts_status st = tensor_check(im, tp, what, &v.c);
+        if (!st && ts_onnx_dtype_is_float(v.c.dtype)) v.param = tp;
+        else if (!st) st = tensor_decode(im, tp, what, &v.c);
+        if (!st) st = define(im, tp->name, &v);
+        if (st) {
+            ts_const_free(&v.c);
+            return st;
+        }
+    }
+    ts_status st = import_inputs(im, gp, inputs, n_inputs);
+    for (size_t i = 0; !st && i < gp->n_node; i++) st = import_node(im, gp->node[i], (int)i);
+    if (st) return st;
+    im->node = NULL;
+    for (size_t i = 0; i < gp->n_output; i++) {
+        const char *name = gp->output[i]->name;
+        value *v = name ? lookup(im, name) : NULL;
+        if (!v) return ts_error(TS_ERR_FORMAT, "%s: graph output '%s' is computed by no node", im->path, name ? name : "?");
+        if (!v->t)
+            return ts_error(TS_ERR_UNSUPPORTED, "%s: graph output '%s' is a constant (it does not depend on any input); tensorscope "
+                            "imports outputs computed from the inputs", im->path, name);
+        st = ts_graph_add_output(im->g, v->t);
+        if (st) return st;
+    }
+    if (gp->n_output == 0) return ts_error(TS_ERR_FORMAT, "%s: the graph has no outputs", im->path);
+    return ts_graph_status(im->g);
+}
+
+/* Maps the file read-only (the parser copies what it keeps). */
+static ts_status map_file(const char *path, void **out, size_t *n) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return ts_error(TS_ERR_IO, "cannot open ONNX model %s: %s", path, strerror(errno));
+    struct stat st;
+    ts_status s = TS_OK;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) s = ts_error(TS_ERR_IO, "%s is not a regular file", path);
+    else if ((uint64_t)st.st_size > MAX_MODEL_BYTES)
+        s = ts_error(TS_ERR_UNSUPPORTED, "%s is %lld bytes; ONNX files hold at most 2 GB (larger models keep their weights as external "
+                     "data)", path, (long long)st.st_size);
+    *out = NULL;
+    *n = s ? 0 : (size_t)st.st_size;
+    if (!s && *n) {
+        void *p = mmap(NULL, *n, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+        if (p == MAP_FAILED) s = ts_error(TS_ERR_IO, "cannot map %s: %s", path, strerror(errno));
+        else *out = p;
+    }
+    close(fd);
+    return s;
+}
+
+static void *pb_alloc(void *user, size_t n) { (void)user; return ts_malloc(n ? n : 1); }
+static void pb_free(void *user, void *p) { (void)user; ts_free(p); }
+
+ts_status ts_onnx_import_bytes(ts_graph **out, const uint8_t *bytes, size_t n, const char *path, const ts_onnx_input *inputs,
+                               int n_inputs) {
+    *out = NULL;
+    if (n == 0) return ts_error(TS_ERR_FORMAT, "%s is empty: not an ONNX model", path);
+    ProtobufCAllocator alloc = {pb_alloc, pb_free, NULL};
+    TensorscopeOnnx__ModelProto *mp = tensorscope_onnx__model_proto__unpack(&alloc, n, bytes);
+    if (!mp)
+        return ts_error(TS_ERR_FORMAT, "%s is not a valid ONNX model: its protobuf encoding is corrupt or truncated (%zu bytes)", path, n);
+    importer im;
+    memset(&im, 0, sizeof im);
+    im.path = path;
+    snprintf(im.dir, sizeof im.dir, "%s", path);
+    char *slash = strrchr(im.dir, '/');
+    if (slash) *slash = '\0';
+    else snprintf(im.dir, sizeof im.dir, ".");
+    im.g = ts_graph_new(0);
+    ts_status st = im.g ? TS_OK : TS_ERR_OUT_OF_MEMORY;
+    if (!st) {
+        const char *base = strrchr(path, '/');
+        im.file = ts_graph_keep_string(im.g, base ? base + 1 : path);
+        st = im.file ? import_graph(&im, mp, inputs, n_inputs) : TS_ERR_OUT_OF_MEMORY;
+    }
+    ts_graph_at(im.g, NULL, 0);
+    for (size_t i = 0; i < im.nv; i++) {
+        ts_const_free(&im.v[i]->c);
+        ts_free(im.v[i]);
+    }
+    ts_free(im.v);
+    ts_free(im.hash);
+    tensorscope_onnx__model_proto__free_unpacked(mp, &alloc);
+    if (st) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", ts_last_error());
+        ts_graph_free(im.g);
+        return ts_error(st, "%s", msg);
+    }
+    *out = im.g;
+    return TS_OK;
+}
+
+ts_status ts_graph_from_onnx(ts_graph **out, const char *path, const ts_onnx_input *inputs, int n_inputs) {
+    if (!out) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_graph_from_onnx: out is NULL");
+    *out = NULL;
+    if (!path) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_graph_from_onnx: path is NULL");
+    if (n_inputs < 0 || (n_inputs > 0 && !inputs)) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_graph_from_onnx: bad input list");
+    for (int i = 0; i < n_inputs; i++)
+        if (!inputs[i].name) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_graph_from_onnx: input %d has no name", i);
+    void *b = NULL;
+    size_t n = 0;
+    uint64_t t0 = ts_now_ns();
+    ts_status st = map_file(path, &b, &n);
+    if (!st) st = ts_onnx_import_bytes(out, b, n, path, inputs, n_inputs);
+    if (b) munmap(b, n);
+    if (!st) ts_metric_record("OnnxImportTime", (double)(ts_now_ns() - t0));
+    return st;
+}
+
+const char *ts_tensor_alias(const ts_tensor *t) { return t ? ts_graph_alias_of(t->g, t) : NULL; }

@@ -1,0 +1,450 @@
+/* onnx_consts.c -- host constants of an ONNX import and the ops folded on
+ * them. Shapes here are tiny (a handful of int64s, a [T,T] mask), so the
+ * kernels are plain loops over a multi-index. */
+#include "import/onnx_consts.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define CONST_MAX_ELEMS ((int64_t)1 << 26) /* folded tensors stay small */
+
+size_t ts_onnx_dtype_size(int dt) {
+    switch (dt) {
+    case TS_ONNX_FLOAT: case TS_ONNX_INT32: case TS_ONNX_UINT32: return 4;
+    case TS_ONNX_INT64: case TS_ONNX_DOUBLE: case TS_ONNX_UINT64: return 8;
+    case TS_ONNX_UINT8: case TS_ONNX_INT8: case TS_ONNX_BOOL: return 1;
+    case TS_ONNX_UINT16: case TS_ONNX_INT16: case TS_ONNX_FLOAT16: case TS_ONNX_BFLOAT16: return 2;
+    default: return 0;
+    }
+}
+
+const char *ts_onnx_dtype_name(int dt) {
+    static const char *const names[] = {"undefined", "float", "uint8", "int8", "uint16", "int16", "int32", "int64", "string",
+                                        "bool", "float16", "double", "uint32", "uint64", "complex64", "complex128", "bfloat16"};
+    return dt >= 0 && dt < (int)TS_ARRAY_LEN(names) ? names[dt] : "unknown";
+}
+
+bool ts_onnx_dtype_is_float(int dt) {
+    return dt == TS_ONNX_FLOAT || dt == TS_ONNX_DOUBLE || dt == TS_ONNX_FLOAT16 || dt == TS_ONNX_BFLOAT16;
+}
+
+double ts_onnx_half(uint16_t h) {
+    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m | 0x400, e - 25);
+    return (h & 0x8000) ? -v : v;
+}
+
+double ts_onnx_bfloat(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static uint64_t le(const uint8_t *b, size_t n) {
+    uint64_t x = 0;
+    for (size_t i = 0; i < n; i++) x |= (uint64_t)b[i] << (8 * i);
+    return x;
+}
+
+void ts_onnx_decode_raw(int dt, const uint8_t *b, size_t n, double *out) {
+    size_t es = ts_onnx_dtype_size(dt);
+    for (size_t i = 0; i < n; i++, b += es) {
+        uint64_t x = le(b, es);
+        switch (dt) {
+        case TS_ONNX_FLOAT: { uint32_t u = (uint32_t)x; float f; memcpy(&f, &u, 4); out[i] = f; break; }
+        case TS_ONNX_DOUBLE: { double d; memcpy(&d, &x, 8); out[i] = d; break; }
+        case TS_ONNX_FLOAT16: out[i] = ts_onnx_half((uint16_t)x); break;
+        case TS_ONNX_BFLOAT16: out[i] = ts_onnx_bfloat((uint16_t)x); break;
+        case TS_ONNX_INT8: out[i] = (int8_t)x; break;
+        case TS_ONNX_INT16: out[i] = (int16_t)x; break;
+        case TS_ONNX_INT32: out[i] = (int32_t)x; break;
+        case TS_ONNX_INT64: out[i] = (double)(int64_t)x; break;
+        case TS_ONNX_BOOL: out[i] = x != 0; break;
+        default: out[i] = (double)x; break; /* unsigned */
+        }
+    }
+}
+
+void ts_const_free(ts_const *c) {
+    if (!c) return;
+    ts_free(c->v);
+    c->v = NULL;
+}
+
+ts_status ts_const_fill(const ts_shape *s, int dtype, double v, ts_const *out) {
+    int64_t n = ts_shape_numel(s);
+    if (n < 0 || n > CONST_MAX_ELEMS)
+        return ts_error(TS_ERR_UNSUPPORTED, "a constant of %lld elements is too large to fold at import", (long long)n);
+    out->dtype = dtype;
+    out->shape = *s;
+    out->v = ts_malloc((size_t)(n ? n : 1) * sizeof *out->v);
+    if (!out->v) return TS_ERR_OUT_OF_MEMORY;
+    for (int64_t i = 0; i < n; i++) out->v[i] = v;
+    return TS_OK;
+}
+
+ts_status ts_const_copy(const ts_const *a, ts_const *out) {
+    ts_status st = ts_const_fill(&a->shape, a->dtype, 0, out);
+    if (!st) memcpy(out->v, a->v, (size_t)ts_shape_numel(&a->shape) * sizeof *out->v);
+    return st;
+}
+
+/* A value as the type dt holds it: float32 rounding, integer truncation. */
+static double as_type(int dt, double v) {
+    if (dt == TS_ONNX_FLOAT) return (double)(float)v;
+    if (ts_onnx_dtype_is_float(dt)) return v;
+    if (dt == TS_ONNX_BOOL) return v != 0;
+    return isfinite(v) ? trunc(v) : 0;
+}
+
+static const char *shape_s(const ts_shape *s, char *buf) { return ts_shape_str(s, buf, 96); }
+
+/* NumPy broadcasting of a and b into out. */
+static ts_status broadcast(const ts_shape *a, const ts_shape *b, ts_shape *out) {
+    int n = a->ndim > b->ndim ? a->ndim : b->ndim;
+    out->ndim = n;
+    for (int i = 0; i < n; i++) {
+        int ia = i - (n - a->ndim), ib = i - (n - b->ndim);
+        int64_t da = ia >= 0 ? a->d[ia] : 1, db = ib >= 0 ? b->d[ib] : 1;
+        if (da != db && da != 1 && db != 1) {
+            char x[96], y[96];
+            return ts_error(TS_ERR_SHAPE, "shapes %s and %s do not broadcast", shape_s(a, x), shape_s(b, y));
+        }
+        out->d[i] = da == 1 ? db : da;
+    }
+    return TS_OK;
+}
+
+/* Flat index into `in` (broadcast to `out`) of out's multi-index idx. */
+static int64_t bindex(const ts_shape *in, const ts_shape *out, const int64_t *idx) {
+    int64_t k = 0;
+    int off = out->ndim - in->ndim;
+    for (int i = 0; i < in->ndim; i++) k = k * in->d[i] + (in->d[i] == 1 ? 0 : idx[i + off]);
+    return k;
+}
+
+static void next_index(const ts_shape *s, int64_t *idx) {
+    for (int i = s->ndim - 1; i >= 0; i--) {
+        if (++idx[i] < s->d[i]) return;
+        idx[i] = 0;
+    }
+}
+
+static double apply_binary(const char *op, int dt, double x, double y) {
+    if (strcmp(op, "Add") == 0) return x + y;
+    if (strcmp(op, "Sub") == 0) return x - y;
+    if (strcmp(op, "Mul") == 0) return x * y;
+    if (strcmp(op, "Div") == 0) return ts_onnx_dtype_is_float(dt) ? x / y : (y == 0 ? 0 : trunc(x / y));
+    if (strcmp(op, "Pow") == 0) return pow(x, y);
+    if (strcmp(op, "Equal") == 0) return x == y;
+    if (strcmp(op, "Greater") == 0) return x > y;
+    return x < y; /* Less */
+}
+
+ts_status ts_const_binary(const char *op, const ts_const *a, const ts_const *b, ts_const *out) {
+    ts_shape s;
+    ts_status st = broadcast(&a->shape, &b->shape, &s);
+    if (st) return st;
+    bool cmp = strcmp(op, "Equal") == 0 || strcmp(op, "Greater") == 0 || strcmp(op, "Less") == 0;
+    int dt = cmp ? TS_ONNX_BOOL : a->dtype;
+    st = ts_const_fill(&s, dt, 0, out);
+    if (st) return st;
+    int64_t idx[TS_MAX_DIMS] = {0}, n = ts_shape_numel(&s);
+    for (int64_t i = 0; i < n; i++, next_index(&s, idx))
+        out->v[i] = as_type(dt, apply_binary(op, a->dtype, a->v[bindex(&a->shape, &s, idx)], b->v[bindex(&b->shape, &s, idx)]));
+    return TS_OK;
+}
+
+ts_status ts_const_unary(const char *op, const ts_const *x, ts_const *out) {
+    ts_status st = ts_const_copy(x, out);
+    if (st) return st;
+    if (strcmp(op, "Not") == 0) out->dtype = TS_ONNX_BOOL;
+    int64_t n = ts_shape_numel(&x->shape);
+    for (int64_t i = 0; i < n; i++) {
+        double v = x->v[i];
+        if (strcmp(op, "Abs") == 0) v = fabs(v);
+        else if (strcmp(op, "Ceil") == 0) v = ceil(v);
+        else if (strcmp(op, "Floor") == 0) v = floor(v);
+        else if (strcmp(op, "Log") == 0) v = log(v);
+        else if (strcmp(op, "Neg") == 0) v = -v;
+        else if (strcmp(op, "Not") == 0) v = v == 0;
+        else if (strcmp(op, "Reciprocal") == 0) v = 1.0 / v;
+        else if (strcmp(op, "Relu") == 0) v = v > 0 ? v : 0;
+        else if (strcmp(op, "Sqrt") == 0) v = sqrt(v);
+        else if (strcmp(op, "Tanh") == 0) v = tanh(v);
+        else if (strcmp(op, "Sigmoid") == 0) v = 1.0 / (1.0 + exp(-v));
+        else {
+            ts_const_free(out);
+            return ts_error(TS_ERR_UNSUPPORTED, "%s cannot be folded", op);
+        }
+        out->v[i] = as_type(out->dtype, v);
+    }
+    return TS_OK;
+}
+
+ts_status ts_const_reshape_target(const ts_shape *in, const int64_t *want, int n, bool allowzero, ts_shape *out) {
+    char a[96];
+    if (n < 0 || n > TS_MAX_DIMS) return ts_error(TS_ERR_UNSUPPORTED, "a reshape to %d dimensions (at most %d)", n, TS_MAX_DIMS);
+    out->ndim = n;
+    int minus = -1;
+    int64_t known = 1;
+    for (int i = 0; i < n; i++) {
+        int64_t d = want[i];
+        if (d == 0 && !allowzero) {
+            if (i >= in->ndim) return ts_error(TS_ERR_SHAPE, "reshape target dimension %d is 0 (copy) but the input %s has no such dimension", i, shape_s(in, a));
+            d = in->d[i];
+        }
+        if (d == -1) {
+            if (minus >= 0) return ts_error(TS_ERR_SHAPE, "reshape target has more than one -1");
+            minus = i;
+            continue;
+        }
+        if (d < 0) return ts_error(TS_ERR_SHAPE, "reshape target dimension %d is %lld", i, (long long)d);
+        out->d[i] = d;
+        known *= d;
+    }
+    int64_t numel = ts_shape_numel(in);
+    if (minus >= 0) {
+        if (known == 0 || numel % known) return ts_error(TS_ERR_SHAPE, "%s cannot be reshaped with a -1 over %lld known elements", shape_s(in, a), (long long)known);
+        out->d[minus] = numel / known;
+    }
+    if (ts_shape_numel(out) != numel) {
+        char b[96];
+        return ts_error(TS_ERR_SHAPE, "%s cannot be reshaped to %s", shape_s(in, a), shape_s(out, b));
+    }
+    return TS_OK;
+}
+
+ts_status ts_const_squeeze_shape(const ts_shape *in, const int64_t *axes, int n, bool unsqueeze, ts_shape *out) {
+    char a[96];
+    if (unsqueeze) {
+        if (n < 0) return ts_error(TS_ERR_FORMAT, "Unsqueeze needs axes");
+        int r = in->ndim + n;
+        if (r > TS_MAX_DIMS) return ts_error(TS_ERR_UNSUPPORTED, "Unsqueeze to %d dimensions (at most %d)", r, TS_MAX_DIMS);
+        bool at[TS_MAX_DIMS] = {false};
+        for (int i = 0; i < n; i++) {
+            int64_t ax = axes[i] < 0 ? axes[i] + r : axes[i];
+            if (ax < 0 || ax >= r || at[ax]) return ts_error(TS_ERR_SHAPE, "Unsqueeze axis %lld is out of range or repeated", (long long)axes[i]);
+            at[ax] = true;
+        }
+        out->ndim = r;
+        for (int i = 0, k = 0; i < r; i++) out->d[i] = at[i] ? 1 : in->d[k++];
+        return TS_OK;
+    }
+    bool drop[TS_MAX_DIMS] = {false};
+    for (int i = 0; i < in->ndim; i++) drop[i] = n < 0 && in->d[i] == 1;
+    for (int i = 0; i < n; i++) {
+        int64_t ax = axes[i] < 0 ? axes[i] + in->ndim : axes[i];
+        if (ax < 0 || ax >= in->ndim || in->d[ax] != 1)
+            return ts_error(TS_ERR_SHAPE, "Squeeze axis %lld of %s is not a dimension of size 1", (long long)axes[i], shape_s(in, a));
+        drop[ax] = true;
+    }
+    out->ndim = 0;
+    for (int i = 0; i < in->ndim; i++)
+        if (!drop[i]) out->d[out->ndim++] = in->d[i];
+    return TS_OK;
+}
+
+/* ---------------------------------------------------------- folded ops */
+
+static ts_status need_inputs(const char *op, const ts_const *const *in, int n_in, int lo, int hi) {
+    if (n_in < lo || n_in > hi) return ts_error(TS_ERR_FORMAT, "%s needs %d to %d inputs, has %d", op, lo, hi, n_in);
+    for (int i = 0; i < lo; i++)
+        if (!in[i]) return ts_error(TS_ERR_FORMAT, "%s: input %d is missing", op, i);
+    return TS_OK;
+}
+
+static ts_status shape_from(const ts_const *c, ts_shape *s) {
+    int64_t n = ts_shape_numel(&c->shape);
+    if (c->shape.ndim > 1 || n > TS_MAX_DIMS) return ts_error(TS_ERR_UNSUPPORTED, "a shape of %lld dimensions (at most %d)", (long long)n, TS_MAX_DIMS);
+    s->ndim = (int)n;
+    for (int i = 0; i < s->ndim; i++) {
+        if (c->v[i] < 0 || c->v[i] > (double)((int64_t)1 << 32)) return ts_error(TS_ERR_SHAPE, "shape dimension %g is out of range", c->v[i]);
+        s->d[i] = (int64_t)c->v[i];
+    }
+    return TS_OK;
+}
+
+static ts_status fold_cast(const ts_const *x, int to, ts_const *out) {
+    if (!ts_onnx_dtype_size(to)) return ts_error(TS_ERR_UNSUPPORTED, "Cast to %s", ts_onnx_dtype_name(to));
+    ts_status st = ts_const_copy(x, out);
+    if (st) return st;
+    out->dtype = to;
+    for (int64_t i = 0; i < ts_shape_numel(&x->shape); i++) out->v[i] = as_type(to, x->v[i]);
+    return TS_OK;
+}
+
+static ts_status fold_concat(const ts_const *const *in, int n, int64_t axis, ts_const *out) {
+    const ts_shape *s0 = &in[0]->shape;
+    int ax = (int)(axis < 0 ? axis + s0->ndim : axis);
+    if (ax < 0 || ax >= s0->ndim) return ts_error(TS_ERR_SHAPE, "Concat axis %lld is out of range", (long long)axis);
+    ts_shape s = *s0;
+    s.d[ax] = 0;
+    for (int k = 0; k < n; k++) {
+        if (!in[k] || in[k]->shape.ndim != s0->ndim) return ts_error(TS_ERR_SHAPE, "Concat of inputs with different ranks");
+        for (int i = 0; i < s.ndim; i++)
+            if (i != ax && in[k]->shape.d[i] != s0->d[i]) return ts_error(TS_ERR_SHAPE, "Concat: inputs differ off the axis");
+        s.d[ax] += in[k]->shape.d[ax];
+    }
+    ts_status st = ts_const_fill(&s, in[0]->dtype, 0, out);
+    if (st) return st;
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < ax; i++) outer *= s.d[i];
+    for (int i = ax + 1; i < s.ndim; i++) inner *= s.d[i];
+    double *p = out->v;
+    for (int64_t o = 0; o < outer; o++)
+        for (int k = 0; k < n; k++) {
+            int64_t m = in[k]->shape.d[ax] * inner;
+            memcpy(p, in[k]->v + o * m, (size_t)m * sizeof *p);
+            p += m;
+        }
+    return TS_OK;
+}
+
+static ts_status fold_gather(const ts_const *data, const ts_const *idx, int64_t axis, ts_const *out) {
+    const ts_shape *ds = &data->shape;
+    int ax = (int)(axis < 0 ? axis + ds->ndim : axis);
+    if (ax < 0 || ax >= ds->ndim) return ts_error(TS_ERR_SHAPE, "Gather axis %lld is out of range", (long long)axis);
+    ts_shape s = {.ndim = ds->ndim - 1 + idx->shape.ndim};
+    if (s.ndim > TS_MAX_DIMS) return ts_error(TS_ERR_UNSUPPORTED, "Gather result of %d dimensions", s.ndim);
+    int k = 0;
+    for (int i = 0; i < ax; i++) s.d[k++] = ds->d[i];
+    for (int i = 0; i < idx->shape.ndim; i++) s.d[k++] = idx->shape.d[i];
+    for (int i = ax + 1; i < ds->ndim; i++) s.d[k++] = ds->d[i];
+    ts_status st = ts_const_fill(&s, data->dtype, 0, out);
+    if (st) return st;
+    int64_t outer = 1, inner = 1, ni = ts_shape_numel(&idx->shape), dim = ds->d[ax];
+    for (int i = 0; i < ax; i++) outer *= ds->d[i];
+    for (int i = ax + 1; i < ds->ndim; i++) inner *= ds->d[i];
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t j = 0; j < ni; j++) {
+            int64_t x = (int64_t)idx->v[j];
+            if (x < 0) x += dim;
+            if (x < 0 || x >= dim) {
+                ts_const_free(out);
+                return ts_error(TS_ERR_SHAPE, "Gather index %lld is out of range for a dimension of %lld", (long long)idx->v[j], (long long)dim);
+            }
+            memcpy(out->v + (o * ni + j) * inner, data->v + (o * dim + x) * inner, (size_t)inner * sizeof *out->v);
+        }
+    return TS_OK;
+}
+
+/* Copies x broadcast to shape s (Expand, Where's operands). */
+static ts_status fold_expand(const ts_const *x, const ts_shape *want, ts_const *out) {
+    ts_shape s;
+    ts_status st = broadcast(&x->shape, want, &s);
+    if (!st) st = ts_const_fill(&s, x->dtype, 0, out);
+    if (st) return st;
+    int64_t idx[TS_MAX_DIMS] = {0}, n = ts_shape_numel(&s);
+    for (int64_t i = 0; i < n; i++, next_index(&s, idx)) out->v[i] = x->v[bindex(&x->shape, &s, idx)];
+    return TS_OK;
+}
+
+static ts_status fold_where(const ts_const *c, const ts_const *x, const ts_const *y, ts_const *out) {
+    ts_shape s, s2;
+    ts_status st = broadcast(&c->shape, &x->shape, &s2);
+    if (!st) st = broadcast(&s2, &y->shape, &s);
+    if (!st) st = ts_const_fill(&s, x->dtype, 0, out);
+    if (st) return st;
+    int64_t idx[TS_MAX_DIMS] = {0}, n = ts_shape_numel(&s);
+    for (int64_t i = 0; i < n; i++, next_index(&s, idx))
+        out->v[i] = c->v[bindex(&c->shape, &s, idx)] != 0 ? x->v[bindex(&x->shape, &s, idx)] : y->v[bindex(&y->shape, &s, idx)];
+    return TS_OK;
+}
+
+static ts_status fold_range(const ts_const *a, const ts_const *b, const ts_const *d, ts_const *out) {
+    if (ts_shape_numel(&a->shape) != 1 || ts_shape_numel(&b->shape) != 1 || ts_shape_numel(&d->shape) != 1)
+        return ts_error(TS_ERR_SHAPE, "Range needs scalar start, limit and delta");
+    double start = a->v[0], limit = b->v[0], delta = d->v[0];
+    if (delta == 0) return ts_error(TS_ERR_SHAPE, "Range with delta 0");
+    double cnt = ceil((limit - start) / delta);
+    ts_shape s = {.ndim = 1, .d = {cnt > 0 ? (int64_t)cnt : 0}};
+    ts_status st = ts_const_fill(&s, a->dtype, 0, out);
+    for (int64_t i = 0; !st && i < s.d[0]; i++) out->v[i] = as_type(a->dtype, start + (double)i * delta);
+    return st;
+}
+
+static ts_status fold_slice(const ts_const *const *in, int n_in, ts_const *out) {
+    const ts_const *x = in[0];
+    int r = x->shape.ndim;
+    int64_t start[TS_MAX_DIMS], step[TS_MAX_DIMS];
+    ts_shape s = x->shape;
+    for (int i = 0; i < r; i++) start[i] = 0, step[i] = 1;
+    int64_t n = ts_shape_numel(&in[1]->shape);
+    if (n != ts_shape_numel(&in[2]->shape) || n > r) return ts_error(TS_ERR_SHAPE, "Slice: starts and ends differ in length");
+    for (int64_t k = 0; k < n; k++) {
+        int64_t ax = n_in > 3 && in[3] ? (int64_t)in[3]->v[k] : k;
+        if (ax < 0) ax += r;
+        if (ax < 0 || ax >= r) return ts_error(TS_ERR_SHAPE, "Slice axis out of range");
+        double st = in[1]->v[k], en = in[2]->v[k], dim = (double)x->shape.d[ax];
+        int64_t sp = n_in > 4 && in[4] ? (int64_t)in[4]->v[k] : 1;
+        if (sp == 0) return ts_error(TS_ERR_SHAPE, "Slice step 0");
+        if (st < 0) st += dim;
+        if (en < 0) en += dim;
+        if (sp > 0) {
+            st = st < 0 ? 0 : st > dim ? dim : st;
+            en = en < 0 ? 0 : en > dim ? dim : en;
+        } else {
+            st = st < 0 ? -1 : st > dim - 1 ? dim - 1 : st;
+            en = en < -1 ? -1 : en > dim - 1 ? dim - 1 : en;
+        }
+        double cnt = ceil((en - st) / (double)sp);
+        start[ax] = (int64_t)st;
+        step[ax] = sp;
+        s.d[ax] = cnt > 0 ? (int64_t)cnt : 0;
+    }
+    ts_status st = ts_const_fill(&s, x->dtype, 0, out);
+    if (st) return st;
+    int64_t idx[TS_MAX_DIMS] = {0}, total = ts_shape_numel(&s);
+    for (int64_t i = 0; i < total; i++, next_index(&s, idx)) {
+        int64_t f = 0;
+        for (int d = 0; d < r; d++) f = f * x->shape.d[d] + start[d] + idx[d] * step[d];
+        out->v[i] = x->v[f];
+    }
+    return TS_OK;
+}
+
+static ts_status fold_transpose(const ts_const *x, const int64_t *perm, int64_t n_perm, ts_const *out) {
+    int r = x->shape.ndim;
+    int p[TS_MAX_DIMS];
+    if (n_perm >= 0 && n_perm != r) return ts_error(TS_ERR_SHAPE, "Transpose perm has %lld entries for %d dimensions", (long long)n_perm, r);
+    for (int i = 0; i < r; i++) p[i] = n_perm < 0 ? r - 1 - i : (int)perm[i];
+    ts_shape s = {.ndim = r};
+    for (int i = 0; i < r; i++) {
+        if (p[i] < 0 || p[i] >= r) return ts_error(TS_ERR_SHAPE, "Transpose perm entry %d is out of range", p[i]);
+        s.d[i] = x->shape.d[p[i]];
+    }
+    ts_status st = ts_const_fill(&s, x->dtype, 0, out);
+    if (st) return st;
+    int64_t idx[TS_MAX_DIMS] = {0}, n = ts_shape_numel(&s);
+    for (int64_t i = 0; i < n; i++, next_index(&s, idx)) {
+        int64_t src[TS_MAX_DIMS], f = 0;
+        for (int d = 0; d < r; d++) src[p[d]] = idx[d];
+        for (int d = 0; d < r; d++) f = f * x->shape.d[d] + src[d];
+        out->v[i] = x->v[f];
+    }
+    return TS_OK;
+}
+
+ts_status ts_const_op(const char *op, const ts_const *const *in, int n_in, const ts_const_attrs *at, ts_const *out) {
+    ts_status st;
+    ts_shape s;
+    if (strcmp(op, "Cast") == 0) return (st = need_inputs(op, in, n_in, 1, 1)) ? st : fold_cast(in[0], at->to, out);
+    if (strcmp(op, "Concat") == 0) return (st = need_inputs(op, in, n_in, 1, 64)) ? st : fold_concat(in, n_in, at->axis, out);
+    if (strcmp(op, "ConstantOfShape") == 0) {
+        if ((st = need_inputs(op, in, n_in, 1, 1)) || (st = shape_from(in[0], &s))) return st;
+        return ts_const_fill(&s, at->fill ? at->fill->dtype : TS_ONNX_FLOAT, at->fill && ts_shape_numel(&at->fill->shape) ? at->fill->v[0] : 0, out);
+    }
+    if (strcmp(op, "Expand") == 0) {
+        if ((st = need_inputs(op, in, n_in, 2, 2)) || (st = shape_from(in[1], &s))) return st;
+        return fold_expand(in[0], &s, out);
+    }
+    if (strcmp(op, "Gather") == 0) return (st = need_inputs(op, in, n_in, 2, 2)) ? st : fold_gather(in[0], in[1], at->axis, out);
+    if (strcmp(op, "Range") == 0) return (st = need_inputs(op, in, n_in, 3, 3)) ? st : fold_range(in[0], in[1], in[2], out);
+    if (strcmp(op, "Slice") == 0) return (st = need_inputs(op, in, n_in, 3, 5)) ? st : fold_slice(in, n_in, out);
+    if (strcmp(op, "Transpose") == 0) return (st = need_inputs(op, in, n_in, 1, 1)) ? st : fold_transpose(in[0], at->perm, at->n_perm, out);
+    if (strcmp(op, "Where") == 0) return (st = need_inputs(op, in, n_in, 3, 3)) ? st : fold_where(in[0], in[1], in[2], out);
+    return ts_error(TS_ERR_UNSUPPORTED, "%s cannot be folded", op);
+}

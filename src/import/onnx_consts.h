@@ -1,0 +1,61 @@
+/* onnx_consts.h -- host constants of an ONNX import and the ops folded on
+ * them (shape subgraphs: Shape -> Gather -> Concat -> Reshape, masks, ...).
+ * Values are held as doubles whatever their ONNX type (int64 shapes and
+ * indices are exact up to 2^53; float results are rounded to float32 like
+ * the exporter's own constant folding). Internal: nothing here is API. */
+#ifndef TS_ONNX_CONSTS_H
+#define TS_ONNX_CONSTS_H
+
+#include "graph/graph.h"
+#include "graph/ops.h"
+
+/* ONNX TensorProto.DataType values. */
+enum {
+    TS_ONNX_FLOAT = 1, TS_ONNX_UINT8 = 2, TS_ONNX_INT8 = 3, TS_ONNX_UINT16 = 4, TS_ONNX_INT16 = 5,
+    TS_ONNX_INT32 = 6, TS_ONNX_INT64 = 7, TS_ONNX_STRING = 8, TS_ONNX_BOOL = 9, TS_ONNX_FLOAT16 = 10,
+    TS_ONNX_DOUBLE = 11, TS_ONNX_UINT32 = 12, TS_ONNX_UINT64 = 13, TS_ONNX_BFLOAT16 = 16
+};
+
+typedef struct ts_const {
+    int dtype;      /* ONNX data type */
+    ts_shape shape;
+    double *v;      /* numel values, owned */
+} ts_const;
+
+/* Bytes per element of a readable ONNX type, 0 for one we do not read. */
+size_t ts_onnx_dtype_size(int dt);
+const char *ts_onnx_dtype_name(int dt);
+bool ts_onnx_dtype_is_float(int dt);
+double ts_onnx_half(uint16_t h);
+double ts_onnx_bfloat(uint16_t h);
+/* n little-endian elements of type dt from b into out. */
+void ts_onnx_decode_raw(int dt, const uint8_t *b, size_t n, double *out);
+
+void ts_const_free(ts_const *c);
+ts_status ts_const_fill(const ts_shape *s, int dtype, double v, ts_const *out);
+ts_status ts_const_copy(const ts_const *a, ts_const *out);
+/* Add Sub Mul Div Pow Equal Greater Less, with NumPy broadcasting. */
+ts_status ts_const_binary(const char *op, const ts_const *a, const ts_const *b, ts_const *out);
+/* Abs Ceil Floor Log Neg Not Reciprocal Relu Sigmoid Sqrt Tanh. */
+ts_status ts_const_unary(const char *op, const ts_const *x, ts_const *out);
+/* Reshape's target for `in` (0 copies a dimension unless allowzero, one -1). */
+ts_status ts_const_reshape_target(const ts_shape *in, const int64_t *want, int n, bool allowzero, ts_shape *out);
+/* The shape after Squeeze (n = -1: every 1) or Unsqueeze at `axes`. */
+ts_status ts_const_squeeze_shape(const ts_shape *in, const int64_t *axes, int n, bool unsqueeze, ts_shape *out);
+
+typedef struct ts_const_attrs {
+    int64_t axis;          /* Concat, Gather */
+    int to;                /* Cast */
+    const int64_t *perm;   /* Transpose (n_perm -1: reversed) */
+    int64_t n_perm;
+    const ts_const *fill;  /* ConstantOfShape (NULL: float 0) */
+} ts_const_attrs;
+/* Cast Concat ConstantOfShape Expand Gather Range Slice Transpose Where. */
+ts_status ts_const_op(const char *op, const ts_const *const *in, int n_in, const ts_const_attrs *at, ts_const *out);
+
+/* The ONNX import of bytes already in memory (the fuzz target's entry);
+ * `path` names the model in messages and locates external data. */
+ts_status ts_onnx_import_bytes(ts_graph **out, const uint8_t *bytes, size_t n, const char *path,
+                               const ts_onnx_input *inputs, int n_inputs);
+
+#endif

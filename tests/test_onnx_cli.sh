@@ -1,0 +1,128 @@
+#!/bin/bash
+# test_onnx_cli.sh -- `--model FILE.onnx` and array data from the command
+# line, as a user runs them: PyTorch's exported MLP (tests/reference/onnx)
+# trained on an .npz and on an x.npy + labels.npy directory written by
+# NumPy (float16/32/64 samples, int8/32/64 and uint8 labels); the gradient of one step on
+# the whole batch equals PyTorch's (the fixture's); names lists the file's
+# value names and anchors take them; graph dumps show model.onnx:<node>;
+# eval; and the errors: data that does not fit the model, an op the importer
+# lacks (GPT-2's embedding Gather, for now), a missing file, bad --input / --loss, float labels. Every check
+# prints `ok ...` or `FAIL ...`; the script exits non-zero if any failed.
+set -u
+
+BUILD=${TS_BUILD_DIR:?set TS_BUILD_DIR to the CMake build directory}
+SRC=${TS_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+BIN=$BUILD/tensorscope
+FIX=$SRC/tests/reference/onnx
+PY=/usr/bin/python3 # Debian's python3-numpy lives here
+
+. "$SRC/tests/support/cli_checks.sh"
+[ -x "$BIN" ] || { fail "$BIN is missing: build the CLI first"; finish; }
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/ts_onnx_cli.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+expect() { # expect NAME RC REGEX MESSAGE: status and stderr
+    if [ "$rc" -eq "$2" ] && has "$1.err" "$3"; then ok "$4 (exit $2)"; else fail "$4: exit $rc, stderr:"; show "$1.err"; fi
+}
+
+M=$FIX/mlp_op13.onnx
+# the fixture's batch as data (float64 x, int32 labels), a bigger random set
+# as an .npz with a held-out split, and a directory of float32/int64 arrays
+$PY - "$FIX/mlp_op13.npz" <<'PYEOF' || fail "numpy writes the data"
+import sys, numpy as np
+f = np.load(sys.argv[1])
+np.savez("batch.npz", x=f["x"].astype(np.float64), labels=f["labels"].astype(np.int32))
+np.save("grad_fc1_weight.npy", f["grad/fc1.weight"])
+np.savez("cin.npz", x=f["x"])
+np.savez("cref.npz", out=f["out"])
+rng = np.random.default_rng(0)
+x = rng.standard_normal((300, 1, 4, 4)).astype(np.float32)
+y = np.argmax(x.reshape(300, 16) @ rng.standard_normal((16, 5)), 1)
+np.savez("data.npz", x=x[:240], labels=y[:240], x_heldout=x[240:], labels_heldout=y[240:].astype(np.uint8))
+import os
+os.mkdir("dir")
+np.save("dir/x.npy", x)
+np.save("dir/labels.npy", y)
+np.savez("wrong.npz", x=np.zeros((10, 1, 5, 5), np.float32), labels=np.zeros(10, np.int64))
+np.savez("floatlabels.npz", x=x, labels=y.astype(np.float32))
+np.savez("half.npz", x=x.astype(np.float16), labels=y.astype(np.int8))
+np.savez("images.npz", x=rng.standard_normal((48, 3, 32, 32)).astype(np.float32), labels=rng.integers(0, 10, 48))
+PYEOF
+
+# one SGD step on the fixture's whole batch (order-free mean): PyTorch's gradient
+run grad "$BIN" train --model "$M" --data batch.npz --batch-size 4 --holdout 0 --run-single-step --lr 0 \
+    --anchor Gradient___fc1.weight --dump-npy dump --quiet
+if [ "$rc" -eq 0 ] && $PY - <<'PYEOF'; then ok "train --model mlp.onnx: the gradient of fc1.weight equals PyTorch's (1e-4)"; else fail "gradient against PyTorch"; show grad.err; fi
+import numpy as np, glob
+got = np.load(glob.glob("dump/Gradient___fc1.weight*.npy")[0])
+want = np.load("grad_fc1_weight.npy")
+err = np.max(np.abs(got - want) / (np.abs(want) + 1e-6))
+print("     max rel error", err)
+assert got.shape == want.shape and err < 1e-4
+PYEOF
+
+run cmp "$BIN" compare --model "$M" --inputs cin.npz --reference cref.npz
+[ "$rc" -eq 0 ] && has cmp.out "^PASS +out +f32\[4,5\]" && ok "compare --model mlp.onnx against PyTorch's output, by the file's output name" ||
+    { fail "compare with an ONNX model"; show cmp.out; show cmp.err; }
+
+run npz "$BIN" train --model "$M" --data data.npz --epochs 2 --batch-size 20 --lr 0.1 --anchor 'Gradient___fc2*' --stats --quiet
+if [ "$rc" -eq 0 ] && has npz.out "epoch 2/2: loss [0-9.]+  held-out accuracy" && has npz.out "Gradient___fc2.weight" &&
+    has npz.out "trained 24 runs"; then ok "train on an .npz with x_heldout: epochs, held-out accuracy, stats of anchored gradients"
+else fail "train on an .npz"; show npz.out; show npz.err; fi
+
+run dir "$BIN" train --model "$M" --data dir --epochs 1 --batch-size 30 --quiet --loss cross_entropy
+if [ "$rc" -eq 0 ] && has dir.out "trained 9 runs"; then ok "train on x.npy + labels.npy (10% held out: 270 training samples, 9 batches of 30)"
+else fail "train on a directory of .npy"; show dir.out; show dir.err; fi
+
+run half "$BIN" train --model "$M" --data half.npz --epochs 1 --batch-size 30 --quiet
+[ "$rc" -eq 0 ] && has half.out "trained 9 runs" && ok "float16 samples and int8 labels (NumPy's narrow types) are read" ||
+    { fail "float16 / int8 data"; show half.err; }
+
+run outp "$BIN" train --model "$M" --data dir --batch-size 30 --run-single-step --quiet --output /fc3/Gemm_output_0 --anchor Gradient___fc3/Gemm:0
+[ "$rc" -eq 0 ] && has outp.out "Gradient___fc3/Gemm:0 f32\[30,5\]" && ok "--output puts the loss on another tensor (the logits before LogSoftmax)" ||
+    { fail "--output"; show outp.out; show outp.err; }
+
+# the kind of line the issue expects a user to type: a ResNet-18 export
+run rn "$BIN" train --model "$FIX/resnet18_train_op15.onnx" --data images.npz --batch-size 8 --anchor 'Gradient___layer4*' --stats --quiet
+if [ "$rc" -eq 0 ] && has rn.out "Gradient___layer4.0.conv1.weight" && has rn.out "layer4.0.bn1/BatchNormalization:0" &&
+    has rn.out "epoch 1/1: loss"; then ok "train --model resnet18.onnx --anchor 'Gradient___layer4*' --stats"
+else fail "train an imported ResNet-18"; show rn.out; show rn.err; fi
+
+run mse "$BIN" train --model "$M" --data dir --epochs 1 --batch-size 30 --quiet --loss mse
+[ "$rc" -eq 0 ] && has mse.out "epoch 1/1: loss" && ok "--loss mse trains against one-hot labels" || { fail "--loss mse"; show mse.err; }
+
+run alias "$BIN" train --model "$M" --data dir --batch-size 30 --run-single-step --quiet --anchor /fc1/Gemm_output_0 --anchor 'Gradient___/fc2/Gemm_output_0'
+if [ "$rc" -eq 0 ] && has alias.out "/fc1/Gemm_output_0 f32\[30,12\]" && has alias.out "Gradient___/fc2/Gemm_output_0 f32\[30,10\]"; then
+    ok "anchors take the file's value names (and behind Gradient___)"
+else fail "anchors by the file's names"; show alias.out; show alias.err; fi
+
+run names "$BIN" names --model "$M"
+if [ "$rc" -eq 0 ] && has names.out "^fc1\.weight$" && has names.out "^fc1/Gemm:0$" && has names.out "^/fc1/Gemm_output_0 -> fc1/Gemm:0$" &&
+    has names.out "^out -> LogSoftmax:0$"; then ok "names lists parameters, op outputs and the file's value names"
+else fail "names --model"; show names.out 40; fi
+
+run graph "$BIN" graph --model "$M" --locations
+[ "$rc" -eq 0 ] && has graph.out "fc2/Gemm:0 = Add.*@ mlp_op13.onnx:3 \(/fc2/Gemm\)" && ok "graph --locations shows mlp_op13.onnx:<node> (<node name>)" ||
+    { fail "graph --locations"; show graph.out 20; }
+
+run eval "$BIN" eval --model "$M" --data data.npz --batch-size 20
+[ "$rc" -eq 0 ] && has eval.out "eval: 60 images" && ok "eval on x_heldout" || { fail "eval"; show eval.out; show eval.err; }
+
+run wrong "$BIN" train --model "$M" --data wrong.npz --batch-size 5 --quiet
+expect wrong 2 "samples of f32\[5,1,5,5\] but the model's input 'x' is f32\[5,1,4,4\]" "data whose samples do not fit the model's input"
+run flab "$BIN" train --model "$M" --data floatlabels.npz --quiet
+expect flab 1 "labels are f32; class labels must be integers" "float labels"
+run gpt "$BIN" train --model "$FIX/gpt2_op13.onnx" --data data.npz --quiet
+expect gpt 1 "node 9 '/wte/Gather' \(Gather, opset 13\): Gather is folded when its inputs are constants.*not available yet" "an op the importer lacks"
+run missing "$BIN" train --model nothere.onnx --data data.npz --quiet
+expect missing 1 "cannot open ONNX model nothere.onnx" "a missing model file"
+run badin "$BIN" train --model "$M" --data data.npz --input x:4xq --quiet
+expect badin 2 "--input x:4xq" "a malformed --input"
+run badloss "$BIN" train --model "$M" --data data.npz --loss hinge --quiet
+expect badloss 2 "--loss must be cross_entropy, nll or mse" "an unknown --loss"
+run dyn "$BIN" names --model "$FIX/mlp_dynamic_op13.onnx" --batch-size 8
+expect dyn 1 "input 'x' has the dynamic shape batchx1x4x4; give its static shape .*--input x:" "a dynamic shape not given says which --input to give"
+run dyn2 "$BIN" train --model "$FIX/mlp_dynamic_op13.onnx" --input x:1x1x4x4 --data dir --batch-size 30 --run-single-step --quiet
+[ "$rc" -eq 0 ] && has dyn2.out "trained 1 runs" && ok "--input gives it (dim 0 from --batch-size)" || { fail "--input for a dynamic batch"; show dyn2.err; }
+finish
