@@ -704,10 +704,11 @@ TS_API void ts_buffer_free(void *p);
 TS_API ts_status ts_plot_tiles(const char *path, const char *title, const ts_array *a);
 
 /* `tensorscope compare`'s picture: each tensor's max relative error (log
- * scale, in the given order) against its tolerance, green when within it,
- * red when not, the first failure (index, or -1) marked. */
+ * scale, in the given order) against its tolerance, green when it passed
+ * (pass[i], or max_rel <= tol when pass is NULL), red when not, the first
+ * failure (index, or -1) marked. */
 TS_API ts_status ts_plot_errors(const char *path, const char *const *names, const double *max_rel, const double *tol,
-                                int n, int first_failure);
+                                const int *pass, int n, int first_failure);
 
 /* ------------------------------------------------------------------ .npy */
 

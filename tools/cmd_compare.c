@@ -291,8 +291,9 @@ static int write_plot(const char *path, const row *rows, int n, int first_fail) 
     double *x = calloc((size_t)n + 1, sizeof *x), *y = calloc((size_t)n + 1, sizeof *y);
     const char **labels = calloc((size_t)n + 1, sizeof *labels);
     double *tol = calloc((size_t)n + 1, sizeof *tol);
+    int *pass = calloc((size_t)n + 1, sizeof *pass);
     int k = 0, mark = -1;
-    for (int i = 0; x && y && labels && tol && i < n; i++) {
+    for (int i = 0; x && y && labels && tol && pass && i < n; i++) {
         if (rows[i].status != R_PASS && rows[i].status != R_FAIL) continue;
         if (i == first_fail) mark = k;
         x[k] = k;
@@ -300,10 +301,11 @@ static int write_plot(const char *path, const row *rows, int n, int first_fail) 
         /* the rule's relative bound for the largest reference value */
         double big = fmax(fabs(rows[i].r.ref.min), fabs(rows[i].r.ref.max));
         tol[k] = rows[i].rtol + (big > 0 ? rows[i].atol / big : 0);
+        pass[k] = rows[i].status == R_PASS;
         labels[k++] = rows[i].ts_name;
     }
-    ts_status st = x && y && labels && tol ? ts_plot_errors(path, labels, y, tol, k, mark) : TS_ERR_OUT_OF_MEMORY;
-    free(x), free(y), free(labels), free(tol);
+    ts_status st = x && y && labels && tol && pass ? ts_plot_errors(path, labels, y, tol, pass, k, mark) : TS_ERR_OUT_OF_MEMORY;
+    free(x), free(y), free(labels), free(tol), free(pass);
     return st ? cli_runtime_error("--plot") : CLI_OK;
 }
 

@@ -596,6 +596,7 @@ ts_status ts_plot_tiles(const char *path, const char *title, const ts_array *a) 
 typedef struct errors_ctx {
     const char *const *names;
     const double *rel, *tol;
+    const int *pass;
     int n, mark;
     double y0, y1; /* log10 range shown */
 } errors_ctx;
@@ -636,7 +637,7 @@ static void draw_errors(cairo_t *cr, const void *ctx) {
     }
     cairo_set_line_width(cr, 1.0);
     for (int i = 0; i < c->n; i++) {
-        bool bad = !(c->rel[i] <= c->tol[i]);
+        bool bad = c->pass ? !c->pass[i] : !(c->rel[i] <= c->tol[i]);
         if (bad) cairo_set_source_rgb(cr, 0.84, 0.15, 0.16);
         else cairo_set_source_rgb(cr, 0.17, 0.63, 0.17);
         cairo_arc(cr, px(&f, i), py(&f, log_clip(c, c->rel[i])), 4, 0, 2 * M_PI);
@@ -653,16 +654,16 @@ static void draw_errors(cairo_t *cr, const void *ctx) {
     } else snprintf(note, sizeof note, "every tensor within tolerance");
     text_at(cr, note, f.left + 8, f.top + 8, 0.0, 0.0);
     cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
-    text_at(cr, "dashed: tolerance (rtol + atol/max|ref|)   green: pass   red: fail", f.left + 8, f.top + 26, 0.0, 0.0);
+    text_at(cr, "dashed: tolerance at the largest |ref| (rtol + atol/max|ref|)   green: pass   red: fail", f.left + 8, f.top + 26, 0.0, 0.0);
 }
 
-ts_status ts_plot_errors(const char *path, const char *const *names, const double *max_rel, const double *tol, int n,
-                         int first_failure) {
+ts_status ts_plot_errors(const char *path, const char *const *names, const double *max_rel, const double *tol, const int *pass,
+                         int n, int first_failure) {
     if (!path || !*path) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_plot_errors: no path given");
     if (n < 0 || (n > 0 && (!names || !max_rel || !tol)) || first_failure >= n)
         return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_plot_errors: %d tensors with missing data or a bad first_failure %d", n,
                         first_failure);
-    errors_ctx c = {names, max_rel, tol, n, first_failure, INFINITY, -INFINITY};
+    errors_ctx c = {names, max_rel, tol, pass, n, first_failure, INFINITY, -INFINITY};
     for (int i = 0; i < n; i++) {
         double v[2] = {max_rel[i], tol[i]};
         for (int k = 0; k < 2; k++)
