@@ -48,9 +48,10 @@ def save_npy(path, array):
     del keep  # the array the library wrote
 
 
-def compare(a, ref, atol=1e-5, rtol=1e-3):
+def compare(a, ref, atol=1e-5, rtol=1e-4):
     """Compares `a` with the reference `ref` element by element (same shape,
-    any dtypes) with torch.isclose's rule |a - r| <= atol + rtol * |r|, NaN
+    any dtypes) with torch.isclose's rule |a - r| <= atol + rtol * |r| (the
+    defaults are `tensorscope compare`'s), NaN
     matching NaN: a dict with count, mismatches, max_abs, max_abs_index,
     max_rel, min_atol, pass, and both sides' stats (`a`, `ref`)."""
     (ca, keep_a), (cr, keep_ref) = _capi.to_c(a, "a"), _capi.to_c(ref, "ref")
