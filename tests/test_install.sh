@@ -22,6 +22,11 @@ cmake --install "$BUILD" --prefix "$T/prefix" > install.log 2>&1
 check "cmake --install into a fresh prefix" test -f "$T/prefix/lib/pkgconfig/tensorscope.pc" || { show install.log; }
 check "the .pc finds its prefix from where it lies" grep -qx 'prefix=${pcfiledir}/../..' "$T/prefix/lib/pkgconfig/tensorscope.pc"
 
+# a sanitizer build's library needs its runtime in the programs linked to it
+SAN=""
+grep -q '^TS_SANITIZE:BOOL=ON' "$BUILD/CMakeCache.txt" 2>/dev/null && SAN="-fsanitize=address,undefined"
+grep -q '^TS_TSAN:BOOL=ON' "$BUILD/CMakeCache.txt" 2>/dev/null && SAN="-fsanitize=thread"
+
 want="tensorscope $(sed -n 's/^#define TS_VERSION_STRING "\(.*\)"/\1/p' "$SRC/include/tensorscope.h"): 17 tensors"
 build_pc() { # build_pc NAME PKG_CONFIG_DIR [static]: compile and run the app
     local name=$1 pcdir=$2 libs
@@ -32,7 +37,7 @@ build_pc() { # build_pc NAME PKG_CONFIG_DIR [static]: compile and run the app
         libs=$(PKG_CONFIG_PATH=$pcdir pkg-config --libs tensorscope)
     fi
     # shellcheck disable=SC2046,SC2086
-    cc "$APP/app.c" -o "$name" $(PKG_CONFIG_PATH=$pcdir pkg-config --cflags tensorscope) $libs > "$name.log" 2>&1 &&
+    cc $SAN "$APP/app.c" -o "$name" $(PKG_CONFIG_PATH=$pcdir pkg-config --cflags tensorscope) $libs > "$name.log" 2>&1 &&
         LD_LIBRARY_PATH=$(PKG_CONFIG_PATH=$pcdir pkg-config --variable=libdir tensorscope) "./$name" > "$name.out" 2>> "$name.log" &&
         [ "$(cat "$name.out")" = "$want" ]
 }
@@ -44,7 +49,7 @@ mv "$T/prefix" "$T/moved"
 check "the prefix moved elsewhere: pkg-config still builds a working app" build_pc app_moved "$T/moved/lib/pkgconfig" || show app_moved.log
 check "the build tree's own .pc ($BUILD/pkgconfig)" build_pc app_build "$BUILD/pkgconfig" || show app_build.log
 
-if cmake -S "$APP" -B cm -DCMAKE_PREFIX_PATH="$T/moved" > cm.log 2>&1 && cmake --build cm -j 2 >> cm.log 2>&1 &&
+if cmake -S "$APP" -B cm -DCMAKE_PREFIX_PATH="$T/moved" -DCMAKE_C_FLAGS="$SAN" > cm.log 2>&1 && cmake --build cm -j 2 >> cm.log 2>&1 &&
     [ "$(LD_LIBRARY_PATH=$T/moved/lib cm/app_shared)" = "$want" ] && [ "$(cm/app_static)" = "$want" ]; then
     ok "find_package(tensorscope): tensorscope::tensorscope and tensorscope::tensorscope_static build and run"
 else
