@@ -9,7 +9,8 @@ takes::
                    ``Gradient___<module path>`` (the gradient of each output)
                    and ``Gradient___<parameter name>`` for every parameter
     inputs.npz     the inputs under their names (``x``; targets as ``labels``)
-    weights.npz    the state dict (parameters and buffers) as float32
+    weights.npz    the state dict (parameters and buffers) as float32, a tied
+                   weight once under its first name
 
 The names match tensorscope's: a module path is a scope there, and
 ``compare`` matches it with the last op output of that scope
@@ -91,7 +92,11 @@ def dump(module, inputs, path, loss_fn=None, targets=None, targets_name="labels"
     if targets is not None:
         ins[targets_name] = _np(targets)
     np.savez(os.path.join(path, "inputs.npz"), **ins)
-    np.savez(os.path.join(path, "weights.npz"),
-             **{k: _np(v).astype(np.float32) for k, v in module.state_dict().items()
-                if v.is_floating_point()})
+    weights, seen = {}, set()
+    for k, v in module.state_dict(keep_vars=True).items():
+        # a tied weight (lm_head.weight = wte.weight) is one parameter, saved once
+        if v.is_floating_point() and v.data_ptr() not in seen:
+            seen.add(v.data_ptr())
+            weights[k] = _np(v).astype(np.float32)
+    np.savez(os.path.join(path, "weights.npz"), **weights)
     return ref

@@ -3,6 +3,8 @@ its reference dump with python/tensorscope_ref.py (Debian's torch).
 
 usage: compare_models.py OUT_DIR
 writes OUT_DIR/lenet.onnx, OUT_DIR/lenet/{reference,inputs,weights}.npz,
+       OUT_DIR/gpt.onnx and OUT_DIR/gpt/ (make_onnx_fixtures.py's 2-layer
+       GPT-2-style model, tied embeddings),
        OUT_DIR/lenet_dim0/ (the same LeNet with log_softmax over dim 0, the
        planted bug), OUT_DIR/tutorial.onnx (the seed tutorial's MLP with
        LogSoftmax(dim=0), for the lint)
@@ -15,7 +17,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tensorscope_ref  # noqa: E402
+from make_onnx_fixtures import GPT  # noqa: E402
 
 
 class LeNet(nn.Module):
@@ -71,3 +75,11 @@ bad = LeNet(dim=0).eval()
 bad.load_state_dict(net.state_dict())
 tensorscope_ref.dump(bad, {"x": x}, os.path.join(out, "lenet_dim0"), loss_fn=F.nll_loss, targets=y)
 export(Tutorial().eval(), x, os.path.join(out, "tutorial.onnx"))
+
+torch.manual_seed(7)
+gpt = GPT().eval()
+idx = torch.randint(0, 32, (2, 8))
+targets = torch.randint(0, 32, (2, 8))
+export(gpt, idx, os.path.join(out, "gpt.onnx"))
+tensorscope_ref.dump(gpt, {"x": idx}, os.path.join(out, "gpt"), targets=targets,
+                     loss_fn=lambda o, t: F.cross_entropy(o.reshape(-1, o.shape[-1]), t.reshape(-1)))
