@@ -921,6 +921,45 @@ static ts_status op_split(importer *im, node_io *io) {
     return st;
 }
 
+/* Slice of a graph tensor (step 1 on each axis): ts_slice per axis;
+ * folded on constants. */
+static ts_status op_slice(importer *im, node_io *io) {
+    if (is_const(io->in[0]) && !io->in[0]->param) return op_fold(im, io);
+    ts_status st = TS_OK;
+    ts_tensor *x = as_tensor(im, io->in[0], &st);
+    if (!x) return st;
+    int64_t starts[TS_MAX_DIMS], ends[TS_MAX_DIMS], axes[TS_MAX_DIMS], steps[TS_MAX_DIMS];
+    int n = 0, ne = 0, na = 0, ns = 0;
+    if ((st = const_ints(im, io->in[1], starts, &n, "starts")) || (st = const_ints(im, io->in[2], ends, &ne, "ends"))) return st;
+    if (io->n_in > 3 && io->in[3] && (st = const_ints(im, io->in[3], axes, &na, "axes"))) return st;
+    if (io->n_in > 4 && io->in[4] && (st = const_ints(im, io->in[4], steps, &ns, "steps"))) return st;
+    if (ne != n || (na && na != n) || (ns && ns != n)) return node_error(im, TS_ERR_SHAPE, "starts, ends, axes and steps differ in length");
+    for (int k = 0; k < n; k++) {
+        if (ns && steps[k] != 1)
+            return node_error(im, TS_ERR_UNSUPPORTED, "a Slice of a graph tensor with step %lld is not available; step 1 is",
+                              (long long)steps[k]);
+        int ax = norm_axis(na ? axes[k] : k, x->shape.ndim);
+        if (ax < 0 || ax >= x->shape.ndim) return node_error(im, TS_ERR_SHAPE, "axis out of range for %d dimensions", x->shape.ndim);
+        int64_t start, count;
+        ts_const_slice_range(x->shape.d[ax], (double)starts[k], (double)ends[k], 1, &start, &count);
+        if (start != 0 || count != x->shape.d[ax]) x = ts_slice(im->g, x, ax, start, count);
+        if (!x) return ts_graph_status(im->g);
+    }
+    return built(im, x, &io->out[0]);
+}
+
+/* Concat: folded on constants, else ts_concat of the graph tensors. */
+static ts_status op_concat(importer *im, node_io *io) {
+    bool all_const = true;
+    for (int i = 0; i < io->n_in; i++) all_const = all_const && io->in[i] && is_const(io->in[i]) && !io->in[i]->param;
+    if (all_const) return op_fold(im, io);
+    ts_tensor *xs[MAX_NODE_IO];
+    ts_status st = TS_OK;
+    for (int i = 0; i < io->n_in; i++)
+        if (!io->in[i] || !(xs[i] = as_tensor(im, io->in[i], &st))) return st ? st : node_error(im, TS_ERR_FORMAT, "input %d is missing", i);
+    return built(im, ts_concat(im->g, xs, io->n_in, norm_axis(attr_i(im, "axis", 0), xs[0]->shape.ndim)), &io->out[0]);
+}
+
 /* Where: folded on constants; a constant condition choosing a constant
  * scalar is a masked fill (attention's causal mask); else ts_where. */
 static ts_status op_where(importer *im, node_io *io) {
@@ -960,7 +999,7 @@ static const struct {
     {"BatchNormalization", 5, op_batch_norm},
     {"Cast", 1, op_fold},
     {"Ceil", 1, op_unary},
-    {"Concat", 1, op_fold},
+    {"Concat", 1, op_concat},
     {"Constant", 0, op_constant},
     {"ConstantOfShape", 1, op_fold},
     {"Conv", 2, op_conv},
@@ -996,7 +1035,7 @@ static const struct {
     {"Shape", 1, op_shape},
     {"Sigmoid", 1, op_unary},
     {"Size", 1, op_size},
-    {"Slice", 3, op_fold},
+    {"Slice", 3, op_slice},
     {"Softmax", 1, op_softmax},
     {"Split", 1, op_split},
     {"SoftmaxCrossEntropyLoss", 2, op_loss},
