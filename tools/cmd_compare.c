@@ -409,11 +409,16 @@ static void explain(ts_graph *g, const row *rows, int n, const row *bad, char *d
 
 /* ------------------------------------------------- model side of the run */
 
+/* Whether scope (of length sl) is `base` or inside it (`base.` prefix). */
+static bool in_module(const char *scope, size_t sl, const char *base, size_t len) {
+    return sl >= len && strncmp(scope, base, len) == 0 && (sl == len || scope[len] == '.');
+}
+
 /* Reference names map to tensorscope names: --map pairs first, then the
- * exact name, then a module path: the last op output of that scope
- * (`fc1` -> `fc1/Add:0`), or of the one scope that ends with it (PyTorch's
- * exporter nests `features.0` as `/features/features.0/Conv`, imported as
- * scope `features.features.0`), with `Gradient___` carried over. */
+ * exact name, then a module path: the last op output built inside that
+ * module (`fc1` -> `fc1/Add:0`; `h.0.attn` -> its c_proj's output, the
+ * module's result), or inside the one module whose scope ends with it,
+ * with `Gradient___` carried over. */
 static char *resolve_name(ts_graph *g, const char *ref, char *const *map, int n_map) {
     for (int i = 0; i + 1 < n_map; i += 2)
         if (strcmp(map[i], ref) == 0) return strdup(map[i + 1]);
@@ -421,21 +426,29 @@ static char *resolve_name(ts_graph *g, const char *ref, char *const *map, int n_
     bool grad = base != ref;
     if (ts_graph_find(g, base)) return strdup(ref);
     size_t len = strlen(base);
-    const char *exact = NULL, *suffix = NULL;
-    size_t suffix_scope = 0;
+    const char *inside = NULL, *suffix = NULL;
+    size_t suffix_end = 0;
     bool ambiguous = false;
     for (size_t i = 0; i < ts_graph_tensor_count(g); i++) {
         const char *nm = ts_tensor_name(ts_graph_tensor_at(g, i));
         const char *slash = strrchr(nm, '/');
         if (!slash) continue;
         size_t sl = (size_t)(slash - nm);
-        if (sl == len && strncmp(nm, base, len) == 0) exact = nm;
-        else if (sl > len && nm[sl - len - 1] == '.' && strncmp(nm + sl - len, base, len) == 0) {
-            if (suffix && (suffix_scope != sl || strncmp(suffix, nm, sl) != 0)) ambiguous = true;
-            suffix = nm, suffix_scope = sl;
+        if (in_module(nm, sl, base, len)) {
+            inside = nm;
+            continue;
+        }
+        /* `.base` ending a component of the scope: a module nested under
+         * a prefix the reference does not name */
+        for (const char *q = nm; q && q < slash; q = memchr(q + 1, '.', (size_t)(slash - q - 1))) {
+            if (*q != '.' || !in_module(q + 1, (size_t)(slash - q - 1), base, len)) continue;
+            size_t end = (size_t)(q + 1 - nm) + len;
+            if (suffix && (suffix_end != end || strncmp(suffix, nm, end) != 0)) ambiguous = true;
+            suffix = nm, suffix_end = end;
+            break;
         }
     }
-    const char *last = exact ? exact : ambiguous ? NULL : suffix;
+    const char *last = inside ? inside : ambiguous ? NULL : suffix;
     if (!last) return NULL;
     size_t n = strlen(last) + 12;
     char *s = malloc(n);
