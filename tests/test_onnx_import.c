@@ -346,6 +346,18 @@ static void check_errors(const char *tmp) {
     free(bytes);
 }
 
+/* A node of one output. */
+static TensorscopeOnnx__NodeProto onnx_node(char *op_type, char *name, char **in, size_t n_in, char **out) {
+    TensorscopeOnnx__NodeProto n = TENSORSCOPE_ONNX__NODE_PROTO__INIT;
+    n.op_type = op_type;
+    n.name = name;
+    n.n_input = n_in;
+    n.input = in;
+    n.n_output = 1;
+    n.output = out;
+    return n;
+}
+
 /* Slice and Concat of graph tensors (GPT-2's exports slice and concatenate
  * only constants): a model written here, x [2,6] -> Concat(x[:, 1:-1], x)
  * along axis 1 -> [2,10]. */
@@ -390,19 +402,8 @@ static void check_slice_concat(const char *tmp) {
     axis.has_i = 1;
     axis.i = 1;
     TensorscopeOnnx__AttributeProto *attrs[1] = {&axis};
-    TensorscopeOnnx__NodeProto slice = TENSORSCOPE_ONNX__NODE_PROTO__INIT, cat = slice;
-    slice.op_type = "Slice";
-    slice.name = "/Slice";
-    slice.n_input = 4;
-    slice.input = slice_in;
-    slice.n_output = 1;
-    slice.output = slice_out;
-    cat.op_type = "Concat";
-    cat.name = "/Concat";
-    cat.n_input = 2;
-    cat.input = cat_in;
-    cat.n_output = 1;
-    cat.output = cat_out;
+    TensorscopeOnnx__NodeProto slice = onnx_node("Slice", "/Slice", slice_in, 4, slice_out),
+                               cat = onnx_node("Concat", "/Concat", cat_in, 2, cat_out);
     cat.n_attribute = 1;
     cat.attribute = attrs;
     TensorscopeOnnx__NodeProto *nodes[2] = {&slice, &cat};
