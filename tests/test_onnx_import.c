@@ -10,7 +10,11 @@
  * 1e-5 relative, gradients of the parameters that keep their names (an eval
  * export folds batch norm into new initializers) to 1e-4 (elementwise, with
  * a floor of 1e-4 of the tensor's largest value for elements near zero), the
- * trajectory to 1e-4. One that does not import must fail with TS_ERR_UNSUPPORTED and the
+ * trajectory to 1e-4. GPT-2's eval export folds the tied lm_head weight
+ * into a transposed copy of wte.weight and stores the equal layer-norm
+ * parameters once (Identity for the others): wte.weight's gradient (the
+ * embedding's plus lm_head's) and each layer norm's own gradient matching
+ * PyTorch's check that the import undoes both. One that does not import must fail with TS_ERR_UNSUPPORTED and the
  * message that names the op type, the node, the opset and the supported op
  * types -- never silently skipped. MUST_IMPORT lists the files that import
  * with today's op set; a regression there fails.
@@ -38,7 +42,7 @@
 static const char *const MODELS[] = {"mlp_op13", "mlp_op17", "lenet_op13", "lenet_op17", "resnet18_eval_op13",
                                       "resnet18_train_op15", "gpt2_op13", "gpt2_op17"};
 static const char *const MUST_IMPORT[] = {"mlp_op13", "mlp_op17", "lenet_op13", "lenet_op17", "resnet18_eval_op13",
-                                           "resnet18_train_op15"};
+                                           "resnet18_train_op15", "gpt2_op13", "gpt2_op17"};
 
 static int must_import(const char *name) {
     for (size_t i = 0; i < sizeof MUST_IMPORT / sizeof *MUST_IMPORT; i++)
@@ -342,12 +346,120 @@ static void check_errors(const char *tmp) {
     free(bytes);
 }
 
+/* A node of one output. */
+static TensorscopeOnnx__NodeProto onnx_node(char *op_type, char *name, char **in, size_t n_in, char **out) {
+    TensorscopeOnnx__NodeProto n = TENSORSCOPE_ONNX__NODE_PROTO__INIT;
+    n.op_type = op_type;
+    n.name = name;
+    n.n_input = n_in;
+    n.input = in;
+    n.n_output = 1;
+    n.output = out;
+    return n;
+}
+
+/* Slice and Concat of graph tensors (GPT-2's exports slice and concatenate
+ * only constants): a model written here, x [2,6] -> Concat(x[:, 1:-1], x)
+ * along axis 1 -> [2,10]. */
+static void check_slice_concat(const char *tmp) {
+    printf("-- Slice and Concat of graph tensors\n");
+    TensorscopeOnnx__TensorShapeProto__Dimension d0 = TENSORSCOPE_ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT, d1 = d0;
+    d0.has_dim_value = d1.has_dim_value = 1;
+    d0.dim_value = 2;
+    d1.dim_value = 6;
+    TensorscopeOnnx__TensorShapeProto__Dimension *dims[2] = {&d0, &d1};
+    TensorscopeOnnx__TensorShapeProto shape = TENSORSCOPE_ONNX__TENSOR_SHAPE_PROTO__INIT;
+    shape.n_dim = 2;
+    shape.dim = dims;
+    TensorscopeOnnx__TypeProto__Tensor tt = TENSORSCOPE_ONNX__TYPE_PROTO__TENSOR__INIT;
+    tt.has_elem_type = 1;
+    tt.elem_type = 1; /* float */
+    tt.shape = &shape;
+    TensorscopeOnnx__TypeProto type = TENSORSCOPE_ONNX__TYPE_PROTO__INIT;
+    type.tensor_type = &tt;
+    TensorscopeOnnx__ValueInfoProto xin = TENSORSCOPE_ONNX__VALUE_INFO_PROTO__INIT, yout = xin;
+    xin.name = "x";
+    xin.type = &type;
+    yout.name = "y";
+    int64_t one = 1, vals[3] = {1, -1, 1};
+    TensorscopeOnnx__TensorProto ints[3];
+    TensorscopeOnnx__TensorProto *inits[3];
+    char *init_names[3] = {"starts", "ends", "axes"};
+    for (int i = 0; i < 3; i++) {
+        ints[i] = (TensorscopeOnnx__TensorProto)TENSORSCOPE_ONNX__TENSOR_PROTO__INIT;
+        ints[i].name = init_names[i];
+        ints[i].n_dims = 1;
+        ints[i].dims = &one;
+        ints[i].has_data_type = 1;
+        ints[i].data_type = 7; /* int64 */
+        ints[i].n_int64_data = 1;
+        ints[i].int64_data = &vals[i];
+        inits[i] = &ints[i];
+    }
+    char *slice_in[4] = {"x", "starts", "ends", "axes"}, *slice_out[1] = {"s"}, *cat_in[2] = {"s", "x"}, *cat_out[1] = {"y"};
+    TensorscopeOnnx__AttributeProto axis = TENSORSCOPE_ONNX__ATTRIBUTE_PROTO__INIT;
+    axis.name = "axis";
+    axis.has_i = 1;
+    axis.i = 1;
+    TensorscopeOnnx__AttributeProto *attrs[1] = {&axis};
+    TensorscopeOnnx__NodeProto slice = onnx_node("Slice", "/Slice", slice_in, 4, slice_out),
+                               cat = onnx_node("Concat", "/Concat", cat_in, 2, cat_out);
+    cat.n_attribute = 1;
+    cat.attribute = attrs;
+    TensorscopeOnnx__NodeProto *nodes[2] = {&slice, &cat};
+    TensorscopeOnnx__ValueInfoProto *ins[1] = {&xin}, *outs[1] = {&yout};
+    TensorscopeOnnx__GraphProto graph = TENSORSCOPE_ONNX__GRAPH_PROTO__INIT;
+    graph.n_node = 2;
+    graph.node = nodes;
+    graph.n_initializer = 3;
+    graph.initializer = inits;
+    graph.n_input = 1;
+    graph.input = ins;
+    graph.n_output = 1;
+    graph.output = outs;
+    TensorscopeOnnx__OperatorSetIdProto opset = TENSORSCOPE_ONNX__OPERATOR_SET_ID_PROTO__INIT;
+    opset.has_version = 1;
+    opset.version = 13;
+    TensorscopeOnnx__OperatorSetIdProto *opsets[1] = {&opset};
+    TensorscopeOnnx__ModelProto model = TENSORSCOPE_ONNX__MODEL_PROTO__INIT;
+    model.n_opset_import = 1;
+    model.opset_import = opsets;
+    model.graph = &graph;
+    size_t size = tensorscope_onnx__model_proto__get_packed_size(&model);
+    uint8_t *packed = malloc(size);
+    tensorscope_onnx__model_proto__pack(&model, packed);
+    char path[600];
+    snprintf(path, sizeof path, "%s/slice_concat.onnx", tmp);
+    CHECK(write_bytes(path, packed, size) == 0, "writes slice_concat.onnx");
+    free(packed);
+    ts_graph *g = NULL;
+    CHECK_OK(ts_graph_from_onnx(&g, path, NULL, 0), "Slice and Concat of a graph input import");
+    if (!g) return;
+    ts_tensor *y = ts_graph_output_at(g, 0);
+    ts_model *m = NULL;
+    CHECK_OK(ts_model_inference(&m, g, &y, 1, NULL), "an inference model of it");
+    float x[12], want[20];
+    for (int i = 0; i < 12; i++) x[i] = (float)(i * i) - 3.5f;
+    for (int r = 0; r < 2; r++)
+        for (int c = 0; c < 10; c++) want[r * 10 + c] = c < 4 ? x[r * 6 + 1 + c] : x[r * 6 + c - 4];
+    ts_array in = ts_array_f32(x, 2, (int64_t[]){2, 6}), a;
+    const char *names[1] = {"x"};
+    CHECK_OK(m ? ts_model_run(m, names, &in, 1) : TS_ERR_STATE, "runs");
+    ts_status got = m ? ts_model_anchored(m, ts_tensor_name(y), &a) : TS_ERR_STATE;
+    CHECK(m && got == TS_OK && ts_array_numel(&a) == 20 && a.shape[a.ndim - 2] == 2 && a.shape[a.ndim - 1] == 10 &&
+              memcmp(a.data, want, sizeof want) == 0,
+          "y = concat(x[:, 1:-1], x) along axis 1, [2,10]");
+    ts_model_free(m);
+    ts_graph_free(g);
+}
+
 int main(void) {
     char tmp[] = "/tmp/ts_onnx_XXXXXX";
     if (!mkdtemp(tmp)) return 1;
     for (size_t i = 0; i < sizeof MODELS / sizeof *MODELS; i++) check_model(MODELS[i]);
     check_names();
     check_errors(tmp);
+    check_slice_concat(tmp);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
     if (system(cmd) != 0) printf("could not remove %s\n", tmp);

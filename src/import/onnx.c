@@ -331,9 +331,30 @@ static ts_tensor *as_tensor(importer *im, value *v, ts_status *st) {
         v->t = p;
         return p;
     }
-    *st = node_error(im, TS_ERR_UNSUPPORTED, "its input '%s' is a %s constant %s (not an initializer), which tensorscope cannot use as a "
-                     "graph operand yet", v->name, ts_onnx_dtype_name(v->c.dtype), "computed at import");
-    return NULL;
+    /* a constant computed at import (a mask, position ids): a graph
+     * constant, i32 for integer and bool data, else f32; never cached in
+     * v, so later folds still see the host constant */
+    int64_t n = ts_shape_numel(&v->c.shape);
+    bool integer = !ts_onnx_dtype_is_float(v->c.dtype);
+    void *data = ts_malloc((size_t)(n ? n : 1) * 4);
+    if (!data) {
+        *st = TS_ERR_OUT_OF_MEMORY;
+        return NULL;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        if (integer) ((int32_t *)data)[i] = (int32_t)v->c.v[i];
+        else ((float *)data)[i] = (float)v->c.v[i];
+    }
+    char name[512];
+    size_t used = 0;
+    for (const char *p = v->name; *p && used + 1 < sizeof name; p++)
+        if (!(used == 0 && *p == '/')) name[used++] = *p == '/' ? '.' : *p;
+    name[used] = '\0';
+    ts_array a = integer ? ts_array_i32(data, v->c.shape.ndim, v->c.shape.d) : ts_array_f32(data, v->c.shape.ndim, v->c.shape.d);
+    ts_tensor *t = ts_constant(im->g, used ? name : "constant", &a);
+    ts_free(data);
+    if (!t) *st = ts_graph_status(im->g);
+    return t;
 }
 
 /* Whether v is a constant scalar (any shape of one element), into *s. */
@@ -379,11 +400,13 @@ static ts_status op_binary(importer *im, node_io *io) {
     if (strcmp(op, "Mul") == 0 && const_scalar(a, &s) && b->t) return built(im, ts_scale(im->g, b->t, (float)s), &io->out[0]);
     if (strcmp(op, "Div") == 0 && const_scalar(b, &s) && a->t && s != 0.0)
         return built(im, ts_scale(im->g, a->t, (float)(1.0 / s)), &io->out[0]);
-    if (strcmp(op, "Add") && strcmp(op, "Sub") && strcmp(op, "Mul"))
-        return node_error(im, TS_ERR_UNSUPPORTED, "%s on graph tensors is not available yet (only on constants, or divided by a constant "
-                          "scalar); supported binary graph ops: Add, Sub, Mul", op);
+    if (strcmp(op, "Pow") == 0 && const_scalar(b, &s) && a->t) return built(im, ts_pow(im->g, a->t, (float)s), &io->out[0]);
+    if (strcmp(op, "Add") && strcmp(op, "Sub") && strcmp(op, "Mul") && strcmp(op, "Div"))
+        return node_error(im, TS_ERR_UNSUPPORTED, "%s on graph tensors is not available yet (only on constants, or Pow with a constant "
+                          "scalar exponent); supported binary graph ops: Add, Sub, Mul, Div", op);
     ts_tensor *ta = as_tensor(im, a, &st), *tb = ta ? as_tensor(im, b, &st) : NULL;
     if (!tb) return st;
+    if (strcmp(op, "Div") == 0) return built(im, ts_div(im->g, ta, tb), &io->out[0]);
     bool swap = ta->shape.ndim < tb->shape.ndim || (ta->shape.ndim == tb->shape.ndim && ts_shape_numel(&ta->shape) < ts_shape_numel(&tb->shape));
     ts_tensor *r;
     if (!swap) r = strcmp(op, "Add") == 0 ? ts_add(im->g, ta, tb) : strcmp(op, "Sub") == 0 ? ts_sub(im->g, ta, tb) : ts_mul(im->g, ta, tb);
@@ -405,13 +428,28 @@ static ts_status op_unary(importer *im, node_io *io) {
     if (strcmp(op, "Neg") == 0) return built(im, ts_scale(im->g, t, -1.0f), &io->out[0]);
     if (strcmp(op, "Tanh") == 0) return built(im, ts_tanh(im->g, t), &io->out[0]);
     if (strcmp(op, "Sigmoid") == 0) return built(im, ts_sigmoid(im->g, t), &io->out[0]);
+    if (strcmp(op, "Sqrt") == 0) return built(im, ts_sqrt(im->g, t), &io->out[0]);
+    if (strcmp(op, "Erf") == 0) return built(im, ts_erf(im->g, t), &io->out[0]);
     return node_error(im, TS_ERR_UNSUPPORTED, "%s on a graph tensor is not available yet (it is folded when its input is constant)", op);
 }
 
 /* The same tensor under a second name (a parameter stays one tensor). */
 static ts_status op_identity(importer *im, node_io *io) {
     ts_status st = TS_OK;
-    if (io->in[0]->param && !as_tensor(im, io->in[0], &st)) return st;
+    value *x = io->in[0];
+    /* PyTorch's exporter stores parameters of equal values once and gives
+     * the others as Identity of it (the layer norms' ones and zeros): a
+     * parameter of its own under the output's name, with its own gradient
+     * (a tied weight is one initializer, read by name, never an Identity) */
+    if (x->param && im->node->output[0] && *im->node->output[0]) {
+        value twin = {.name = im->node->output[0], .param = x->param};
+        twin.c.shape = x->c.shape;
+        twin.c.dtype = x->c.dtype;
+        ts_tensor *t = as_tensor(im, &twin, &st);
+        ts_const_free(&twin.c);
+        return t ? built(im, t, &io->out[0]) : st;
+    }
+    if (x->param && !as_tensor(im, x, &st)) return st;
     if (is_const(io->in[0])) return fold_result(im, ts_const_copy(&io->in[0]->c, &io->out[0].c));
     io->out[0] = (value){.t = io->in[0]->t};
     return TS_OK;
@@ -587,12 +625,36 @@ static ts_tensor *matmul_2d(importer *im, ts_tensor *a, ts_tensor *b, bool trans
     return y;
 }
 
+/* An initializer the exporter made (onnx::...) that holds exactly the
+ * transpose of a named 2-D initializer: a tied weight (lm_head = wte^T)
+ * whose transpose an eval export folded. The named one, or NULL. */
+static value *transposed_twin(importer *im, value *v, ts_status *st) {
+    if (!v->param || v->t || v->c.shape.ndim != 2 || strncmp(v->name, "onnx::", 6) != 0) return NULL;
+    int64_t k = v->c.shape.d[0], n = v->c.shape.d[1];
+    for (size_t i = 0; i < im->nv; i++) {
+        value *w = im->v[i];
+        if (w == v || !w->param || w->c.shape.ndim != 2 || w->c.shape.d[0] != n || w->c.shape.d[1] != k ||
+            strncmp(w->name, "onnx::", 6) == 0)
+            continue;
+        if ((*st = decoded(im, v)) || (*st = decoded(im, w))) return NULL;
+        bool same = true;
+        for (int64_t r = 0; r < k && same; r++)
+            for (int64_t c = 0; c < n && same; c++) same = v->c.v[r * n + c] == w->c.v[c * k + r];
+        if (same) return w;
+    }
+    return NULL;
+}
+
 static ts_status op_matmul(importer *im, node_io *io) {
     if (io->n_in != 2) return node_error(im, TS_ERR_FORMAT, "needs 2 inputs");
     ts_status st = TS_OK;
-    ts_tensor *a = as_tensor(im, io->in[0], &st), *b = a ? as_tensor(im, io->in[1], &st) : NULL;
+    value *twin = transposed_twin(im, io->in[1], &st);
+    if (st) return st;
+    ts_tensor *a = as_tensor(im, io->in[0], &st), *b = a ? as_tensor(im, twin ? twin : io->in[1], &st) : NULL;
     if (!b) return st;
-    ts_tensor *y = matmul_2d(im, a, b, false, &st);
+    if (b->shape.ndim > 2 || (a->shape.ndim > 2 && !twin && !io->in[1]->param && b->shape.ndim == a->shape.ndim))
+        return built(im, ts_matmul_batched(im->g, a, b, 0, 0), &io->out[0]);
+    ts_tensor *y = matmul_2d(im, a, b, twin != NULL, &st);
     return y ? built(im, y, &io->out[0]) : st;
 }
 
@@ -783,6 +845,148 @@ static ts_status op_fold(importer *im, node_io *io) {
     return fold_result(im, st);
 }
 
+/* Gather of rows of a table by integer ids: an embedding (the table is
+ * the parameter under its own name, so a tied weight stays one); folded
+ * when both are constants. */
+static ts_status op_gather(importer *im, node_io *io) {
+    value *data = io->in[0], *idx = io->in[1];
+    if (is_const(data) && !data->param && is_const(idx)) return op_fold(im, io);
+    if (norm_axis(attr_i(im, "axis", 0), shape_of(data)->ndim) != 0 || shape_of(data)->ndim != 2)
+        return node_error(im, TS_ERR_UNSUPPORTED, "a Gather on graph tensors is available as an embedding: rows (axis 0) of a 2-D table");
+    ts_status st = TS_OK;
+    ts_tensor *w = as_tensor(im, data, &st), *i = w ? as_tensor(im, idx, &st) : NULL;
+    return i ? built(im, ts_embedding(im->g, w, i), &io->out[0]) : st;
+}
+
+/* ReduceMean over the axes attribute (opset < 18) or input, keepdims. */
+static ts_status op_reduce_mean(importer *im, node_io *io) {
+    int64_t axes[TS_MAX_DIMS];
+    int n = 0;
+    ts_status st = axes_of(im, io, 1, axes, &n);
+    if (st) return st;
+    ts_tensor *x = as_tensor(im, io->in[0], &st);
+    if (!x) return st;
+    int ax[TS_MAX_DIMS];
+    if (n < 0) n = x->shape.ndim;
+    for (int i = 0; i < n; i++) ax[i] = io->n_in > 1 || attr(im, "axes") ? norm_axis(axes[i], x->shape.ndim) : i;
+    return built(im, ts_reduce_mean(im->g, x, n, ax, attr_i(im, "keepdims", 1) != 0), &io->out[0]);
+}
+
+static ts_status op_transpose(importer *im, node_io *io) {
+    if (is_const(io->in[0]) && !io->in[0]->param) return op_fold(im, io);
+    ts_status st = TS_OK;
+    ts_tensor *x = as_tensor(im, io->in[0], &st);
+    if (!x) return st;
+    const int64_t *p;
+    int64_t np;
+    attr_ints(im, "perm", &p, &np);
+    int perm[TS_MAX_DIMS];
+    if (np >= 0 && np != x->shape.ndim)
+        return node_error(im, TS_ERR_SHAPE, "perm has %lld entries for %d dimensions", (long long)np, x->shape.ndim);
+    for (int i = 0; i < x->shape.ndim; i++) perm[i] = np < 0 ? x->shape.ndim - 1 - i : (int)p[i];
+    return built(im, ts_permute(im->g, x, perm), &io->out[0]);
+}
+
+/* Split into the sizes of the 'split' input (opset >= 13) or attribute,
+ * or equal parts. */
+static ts_status op_split(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x = as_tensor(im, io->in[0], &st);
+    if (!x) return st;
+    int axis = norm_axis(attr_i(im, "axis", 0), x->shape.ndim);
+    if (axis < 0 || axis >= x->shape.ndim) return node_error(im, TS_ERR_SHAPE, "axis out of range for %d dimensions", x->shape.ndim);
+    int64_t sizes[MAX_NODE_IO];
+    int n = 0;
+    if (io->n_in > 1 && io->in[1]) {
+        if ((st = decoded(im, io->in[1]))) return st;
+        if (!is_const(io->in[1]) || ts_shape_numel(&io->in[1]->c.shape) != io->n_out)
+            return node_error(im, TS_ERR_UNSUPPORTED, "its split sizes must be a constant list of one size per output");
+        n = io->n_out;
+        for (int i = 0; i < n; i++) sizes[i] = (int64_t)io->in[1]->c.v[i];
+    } else {
+        const int64_t *v;
+        int64_t nv;
+        attr_ints(im, "split", &v, &nv);
+        n = io->n_out;
+        if (nv >= 0 && nv != n) return node_error(im, TS_ERR_FORMAT, "%lld split sizes for %d outputs", (long long)nv, n);
+        for (int i = 0; i < n; i++) sizes[i] = nv >= 0 ? v[i] : x->shape.d[axis] / n;
+    }
+    int64_t start = 0;
+    for (int i = 0; i < n && !st; i++) {
+        st = built(im, ts_slice(im->g, x, axis, start, sizes[i]), &io->out[i]);
+        start += sizes[i];
+    }
+    if (!st && start != x->shape.d[axis])
+        return node_error(im, TS_ERR_SHAPE, "split sizes add up to %lld, the axis has %lld", (long long)start, (long long)x->shape.d[axis]);
+    return st;
+}
+
+/* Slice of a graph tensor (step 1 on each axis): ts_slice per axis;
+ * folded on constants. */
+static ts_status op_slice(importer *im, node_io *io) {
+    if (is_const(io->in[0]) && !io->in[0]->param) return op_fold(im, io);
+    ts_status st = TS_OK;
+    ts_tensor *x = as_tensor(im, io->in[0], &st);
+    if (!x) return st;
+    int64_t starts[TS_MAX_DIMS], ends[TS_MAX_DIMS], axes[TS_MAX_DIMS], steps[TS_MAX_DIMS];
+    int n = 0, ne = 0, na = 0, ns = 0;
+    if ((st = const_ints(im, io->in[1], starts, &n, "starts")) || (st = const_ints(im, io->in[2], ends, &ne, "ends"))) return st;
+    if (io->n_in > 3 && io->in[3] && (st = const_ints(im, io->in[3], axes, &na, "axes"))) return st;
+    if (io->n_in > 4 && io->in[4] && (st = const_ints(im, io->in[4], steps, &ns, "steps"))) return st;
+    if (ne != n || (na && na != n) || (ns && ns != n)) return node_error(im, TS_ERR_SHAPE, "starts, ends, axes and steps differ in length");
+    for (int k = 0; k < n; k++) {
+        if (ns && steps[k] != 1)
+            return node_error(im, TS_ERR_UNSUPPORTED, "a Slice of a graph tensor with step %lld is not available; step 1 is",
+                              (long long)steps[k]);
+        int ax = norm_axis(na ? axes[k] : k, x->shape.ndim);
+        if (ax < 0 || ax >= x->shape.ndim) return node_error(im, TS_ERR_SHAPE, "axis out of range for %d dimensions", x->shape.ndim);
+        int64_t start, count;
+        ts_const_slice_range(x->shape.d[ax], (double)starts[k], (double)ends[k], 1, &start, &count);
+        if (start != 0 || count != x->shape.d[ax]) x = ts_slice(im->g, x, ax, start, count);
+        if (!x) return ts_graph_status(im->g);
+    }
+    return built(im, x, &io->out[0]);
+}
+
+/* Concat: folded on constants, else ts_concat of the graph tensors. */
+static ts_status op_concat(importer *im, node_io *io) {
+    bool all_const = true;
+    for (int i = 0; i < io->n_in; i++) all_const = all_const && io->in[i] && is_const(io->in[i]) && !io->in[i]->param;
+    if (all_const) return op_fold(im, io);
+    ts_tensor *xs[MAX_NODE_IO];
+    ts_status st = TS_OK;
+    for (int i = 0; i < io->n_in; i++)
+        if (!io->in[i] || !(xs[i] = as_tensor(im, io->in[i], &st))) return st ? st : node_error(im, TS_ERR_FORMAT, "input %d is missing", i);
+    return built(im, ts_concat(im->g, xs, io->n_in, norm_axis(attr_i(im, "axis", 0), xs[0]->shape.ndim)), &io->out[0]);
+}
+
+/* Where: folded on constants; a constant condition choosing a constant
+ * scalar is a masked fill (attention's causal mask); else ts_where. */
+static ts_status op_where(importer *im, node_io *io) {
+    value *c = io->in[0], *a = io->in[1], *b = io->in[2];
+    if (is_const(c) && !c->param && is_const(a) && !a->param && is_const(b) && !b->param) return op_fold(im, io);
+    double s;
+    ts_status st = TS_OK;
+    if (is_const(c) && !c->param && const_scalar(a, &s) && b->t) {
+        ts_tensor *mask = as_tensor(im, c, &st);
+        return mask ? built(im, ts_masked_fill(im->g, b->t, mask, (float)s), &io->out[0]) : st;
+    }
+    ts_tensor *tc = as_tensor(im, c, &st), *ta = tc ? as_tensor(im, a, &st) : NULL, *tb = ta ? as_tensor(im, b, &st) : NULL;
+    return tb ? built(im, ts_where(im->g, tc, ta, tb), &io->out[0]) : st;
+}
+
+/* LayerNormalization (opset 17): over the dims from `axis` on. */
+static ts_status op_layer_norm(importer *im, node_io *io) {
+    if (io->n_out > 1) return node_error(im, TS_ERR_UNSUPPORTED, "LayerNormalization's mean and inverse deviation outputs are not available");
+    ts_status st = TS_OK;
+    ts_tensor *x = as_tensor(im, io->in[0], &st), *w = x ? as_tensor(im, io->in[1], &st) : NULL, *b = NULL;
+    if (!w) return st;
+    if (io->n_in > 2 && io->in[2] && !(b = as_tensor(im, io->in[2], &st))) return st;
+    int axis = norm_axis(attr_i(im, "axis", -1), x->shape.ndim);
+    if (axis < 0 || axis >= x->shape.ndim) return node_error(im, TS_ERR_SHAPE, "axis out of range for %d dimensions", x->shape.ndim);
+    return built(im, ts_layer_norm(im->g, x, w, b, x->shape.ndim - axis, (float)attr_f(im, "epsilon", 1e-5)), &io->out[0]);
+}
+
 /* One row per ONNX op type: the import table. */
 static const struct {
     const char *op_type;
@@ -795,21 +999,23 @@ static const struct {
     {"BatchNormalization", 5, op_batch_norm},
     {"Cast", 1, op_fold},
     {"Ceil", 1, op_unary},
-    {"Concat", 1, op_fold},
+    {"Concat", 1, op_concat},
     {"Constant", 0, op_constant},
     {"ConstantOfShape", 1, op_fold},
     {"Conv", 2, op_conv},
     {"Div", 2, op_binary},
     {"Dropout", 1, op_dropout},
+    {"Erf", 1, op_unary},
     {"Equal", 2, op_binary},
     {"Expand", 2, op_fold},
     {"Flatten", 1, op_flatten},
     {"Floor", 1, op_unary},
-    {"Gather", 2, op_fold},
+    {"Gather", 2, op_gather},
     {"Gemm", 2, op_gemm},
     {"GlobalAveragePool", 1, op_global_avg_pool},
     {"Greater", 2, op_binary},
     {"Identity", 1, op_identity},
+    {"LayerNormalization", 2, op_layer_norm},
     {"Less", 2, op_binary},
     {"Log", 1, op_unary},
     {"LogSoftmax", 1, op_softmax},
@@ -822,22 +1028,24 @@ static const struct {
     {"Pad", 1, op_pad},
     {"Pow", 2, op_binary},
     {"Range", 3, op_fold},
+    {"ReduceMean", 1, op_reduce_mean},
     {"Reciprocal", 1, op_unary},
     {"Relu", 1, op_unary},
     {"Reshape", 2, op_reshape},
     {"Shape", 1, op_shape},
     {"Sigmoid", 1, op_unary},
     {"Size", 1, op_size},
-    {"Slice", 3, op_fold},
+    {"Slice", 3, op_slice},
     {"Softmax", 1, op_softmax},
+    {"Split", 1, op_split},
     {"SoftmaxCrossEntropyLoss", 2, op_loss},
     {"Sqrt", 1, op_unary},
     {"Squeeze", 1, op_squeeze_unsqueeze},
     {"Sub", 2, op_binary},
     {"Tanh", 1, op_unary},
-    {"Transpose", 1, op_fold},
+    {"Transpose", 1, op_transpose},
     {"Unsqueeze", 1, op_squeeze_unsqueeze},
-    {"Where", 3, op_fold},
+    {"Where", 3, op_where},
 };
 
 static const char *supported_list(void) {
@@ -943,7 +1151,7 @@ static ts_status import_node(importer *im, const Node *n, int index) {
      * it after another op (Gemm = MatMul + Add). */
     for (int i = 0; i < io.n_out && !st; i++) {
         value *o = &io.out[i];
-        if (o->t && (size_t)o->t->id >= first_new && strcmp(ts_op_get(o->t->op)->name, n->op_type) != 0) {
+        if (o->t && (size_t)o->t->id >= first_new && !ts_op_holds_value(o->t->op) && strcmp(ts_op_get(o->t->op)->name, n->op_type) != 0) {
             if (scope[0]) ts_scope_push(im->g, scope);
             char *name = ts_graph_op_output_name(im->g, n->op_type);
             if (scope[0]) ts_scope_pop(im->g);

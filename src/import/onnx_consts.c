@@ -366,6 +366,22 @@ static ts_status fold_range(const ts_const *a, const ts_const *b, const ts_const
     return st;
 }
 
+void ts_const_slice_range(int64_t size, double st, double en, int64_t step, int64_t *start, int64_t *count) {
+    double dim = (double)size;
+    if (st < 0) st += dim;
+    if (en < 0) en += dim;
+    if (step > 0) {
+        st = st < 0 ? 0 : st > dim ? dim : st;
+        en = en < 0 ? 0 : en > dim ? dim : en;
+    } else {
+        st = st < 0 ? -1 : st > dim - 1 ? dim - 1 : st;
+        en = en < -1 ? -1 : en > dim - 1 ? dim - 1 : en;
+    }
+    double cnt = ceil((en - st) / (double)step);
+    *start = (int64_t)st;
+    *count = cnt > 0 ? (int64_t)cnt : 0;
+}
+
 static ts_status fold_slice(const ts_const *const *in, int n_in, ts_const *out) {
     const ts_const *x = in[0];
     int r = x->shape.ndim;
@@ -378,22 +394,10 @@ static ts_status fold_slice(const ts_const *const *in, int n_in, ts_const *out) 
         int64_t ax = n_in > 3 && in[3] ? (int64_t)in[3]->v[k] : k;
         if (ax < 0) ax += r;
         if (ax < 0 || ax >= r) return ts_error(TS_ERR_SHAPE, "Slice axis out of range");
-        double st = in[1]->v[k], en = in[2]->v[k], dim = (double)x->shape.d[ax];
         int64_t sp = n_in > 4 && in[4] ? (int64_t)in[4]->v[k] : 1;
         if (sp == 0) return ts_error(TS_ERR_SHAPE, "Slice step 0");
-        if (st < 0) st += dim;
-        if (en < 0) en += dim;
-        if (sp > 0) {
-            st = st < 0 ? 0 : st > dim ? dim : st;
-            en = en < 0 ? 0 : en > dim ? dim : en;
-        } else {
-            st = st < 0 ? -1 : st > dim - 1 ? dim - 1 : st;
-            en = en < -1 ? -1 : en > dim - 1 ? dim - 1 : en;
-        }
-        double cnt = ceil((en - st) / (double)sp);
-        start[ax] = (int64_t)st;
+        ts_const_slice_range(x->shape.d[ax], in[1]->v[k], in[2]->v[k], sp, &start[ax], &s.d[ax]);
         step[ax] = sp;
-        s.d[ax] = cnt > 0 ? (int64_t)cnt : 0;
     }
     ts_status st = ts_const_fill(&s, x->dtype, 0, out);
     if (st) return st;

@@ -26,6 +26,9 @@ typedef struct ts_const {
 size_t ts_onnx_dtype_size(int dt);
 const char *ts_onnx_dtype_name(int dt);
 bool ts_onnx_dtype_is_float(int dt);
+/* ONNX Slice's clamping of one axis of `size`: start and element count for
+ * starts/ends st/en (negative from the end, clamped) and a non-zero step. */
+void ts_const_slice_range(int64_t size, double st, double en, int64_t step, int64_t *start, int64_t *count);
 double ts_onnx_half(uint16_t h);
 double ts_onnx_bfloat(uint16_t h);
 /* n little-endian elements of type dt from b into out. */
