@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test_compare_onnx.sh -- comparing a user's PyTorch model layer by layer:
-# a LeNet exported to ONNX by PyTorch and imported, against the reference
+# a LeNet and a 2-layer GPT-2-style model exported to ONNX by PyTorch and
+# imported, against the reference
 # dump python/tensorscope_ref.py writes of the same module: every activation
 # and gradient passes at the default tolerances; a perturbed weight of the
 # second conv layer and log-softmax over the wrong dim are each named as the
@@ -48,6 +49,15 @@ check "log_softmax over dim 0 in the reference: exit 1" test $rc -eq 1
 check "... fc3 still passes" grep -q "^PASS *fc3/" "$tmp/out3"
 check "... the first divergence is the log-softmax" grep -q "^first divergence: log_softmax/LogSoftmax:0" "$tmp/out3"
 check "... its input fc3 matches: the op itself differs" has "$tmp/out3" "fc3/[A-Za-z0-9]*:0 matches. Inputs match, output differs: the op itself differs"
+
+# the GPT-2-style model (tied embeddings, causal attention), every tensor
+"$TS" compare --model "$tmp/gpt.onnx" --inputs "$tmp/gpt/inputs.npz" --weights "$tmp/gpt/weights.npz" \
+    --reference "$tmp/gpt/reference.npz" --grads >"$tmp/out4" 2>&1
+rc=$?
+grep -E "^(FAIL|SHAPE|NO-MATCH)|^compared|first divergence" "$tmp/out4" | cut -c1-200
+check "the imported GPT matches PyTorch, every module output and gradient (exit 0)" test $rc -eq 0
+check "... all 77 reference tensors pass" has "$tmp/out4" "compared: 77 passed, 0 failed"
+check "... the tied embedding is one parameter with one gradient" has "$tmp/out4" "^PASS *Gradient___wte.weight "
 
 "$TS" lint --model "$tmp/tutorial.onnx" >"$tmp/lint" 2>&1
 rc=$?

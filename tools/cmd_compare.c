@@ -539,11 +539,14 @@ static int run_model(const compare_args *a, dump *inputs, dump *ref, row *rows, 
     if (a->weights && ts_graph_load_weights(cm->g, a->weights)) return cli_runtime_error("loading --weights");
     ts_options *o = ts_options_new();
     if (!o) return cli_runtime_error("options");
-    for (int i = 0; i < n_rows; i++)
-        if (rows[i].ts_name && ts_options_anchor(o, rows[i].ts_name, rows[i].ts_name, TS_OUTPUT_FINAL, 0)) {
+    for (int i = 0; i < n_rows; i++) {
+        bool again = false; /* two module paths may name one tensor (attn and its c_proj) */
+        for (int j = 0; j < i && !again && rows[i].ts_name; j++) again = rows[j].ts_name && strcmp(rows[j].ts_name, rows[i].ts_name) == 0;
+        if (rows[i].ts_name && !again && ts_options_anchor(o, rows[i].ts_name, rows[i].ts_name, TS_OUTPUT_FINAL, 0)) {
             ts_options_free(o);
             return cli_runtime_error("anchoring");
         }
+    }
     /* forward only: the loss too when the labels are given */
     ts_tensor *outs[2] = {cm->logp, cm->loss};
     int n_outs = cm->labels && dump_find(inputs, ts_tensor_name(cm->labels)) ? 2 : 1;
@@ -665,7 +668,10 @@ int cmd_compare(int argc, char **argv) {
     } else {
         /* resolve names on a throwaway build (batch 1) to know what to anchor */
         cli_model probe = {0};
-        if (cli_model_open(a.model, 1, 0, NULL, NULL, &probe) == TS_ERR_NOT_FOUND) {
+        /* the run's batch size: an export may have it folded into reshapes */
+        const ts_array *first_in = dump_count(&inputs) ? dump_array(&inputs, 0) : NULL;
+        long probe_batch = first_in && first_in->ndim > 0 ? (long)first_in->shape[0] : 1;
+        if (cli_model_open(a.model, probe_batch, 0, NULL, NULL, &probe) == TS_ERR_NOT_FOUND) {
             rc = cli_usage_error("compare", "unknown model '%s' (built-in: %s)", a.model, cli_model_names());
             goto done;
         }

@@ -213,9 +213,11 @@ static ts_status open_onnx(const char *path, long batch, const cli_list *prints,
         if (!scores) return fail(m, TS_ERR_INVALID_ARGUMENT, "%s has no non-scalar output to put a loss on", path);
         ts_array info;
         ts_tensor_info(scores, &info);
-        if (info.ndim != 2)
-            return fail(m, TS_ERR_SHAPE, "%s: the output '%s' is %d-D; --loss takes [batch, classes] scores", path, ts_tensor_name(scores), info.ndim);
         const char *loss = imp && imp->loss ? imp->loss : made_by(scores, "LogSoftmax") ? "nll" : "cross_entropy";
+        /* cross entropy also takes [batch, ..., classes] (a language model's [B,T,V]) */
+        if (info.ndim < 2 || (info.ndim > 2 && strcasecmp(loss, "cross_entropy") != 0))
+            return fail(m, TS_ERR_SHAPE, "%s: the output '%s' is %d-D; --loss %s takes [batch, classes] scores (cross_entropy also [batch, ..., classes])",
+                        path, ts_tensor_name(scores), info.ndim, loss);
         m->logp = scores;
         if (strcasecmp(loss, "mse") == 0) { /* against one-hot targets */
             m->onehot = info.shape[1];
@@ -224,7 +226,7 @@ static ts_status open_onnx(const char *path, long batch, const cli_list *prints,
             m->loss = ts_mean(g, ts_mul(g, d, d));
             m->logits = true;
         } else if (strcasecmp(loss, "nll") == 0 || strcasecmp(loss, "cross_entropy") == 0) {
-            m->labels = ts_input(g, "labels", TS_I32, 1, (int64_t[]){info.shape[0]});
+            m->labels = ts_input(g, "labels", TS_I32, info.ndim - 1, info.shape); /* the scores' shape less the classes */
             bool nll = strcasecmp(loss, "nll") == 0;
             m->loss = nll ? ts_nll_loss(g, scores, m->labels) : ts_cross_entropy(g, scores, m->labels);
             m->logits = !nll;
