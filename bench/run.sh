@@ -315,6 +315,22 @@ ONNX_DIR=$(mktemp -d)
 if $PY "$SRC/bench/make_onnx_models.py" "$ONNX_DIR" >/dev/null 2>&1; then
     time_row "onnx import resnet18" 1000 "$BUILD/bench_onnx_import $ONNX_DIR/resnet18.onnx 7"
     time_row "onnx import mlp 50MB" 1000 "$BUILD/bench_onnx_import $ONNX_DIR/mlp45m.onnx 7"
+    # training the imported LeNet+BN against the built-in cnn it was exported
+    # from: samples/s of one epoch each, interleaved rounds, median ratio
+    # imported/built-in against "the same speed" (0.9 allows the noise)
+    sps() { "$BUILD/tensorscope" train --model "$1" --data "$SRC/data/mnist" --epochs 1 --batch-size 64 --optimizer adam \
+        --lr 0.001 --holdout 64 --threads "$THREADS" --quiet 2>/dev/null | sed -n 's/.* \([0-9.]*\) samples\/s.*/\1/p' | head -n 1; }
+    ratios=()
+    for _ in 1 2 3; do
+        b=$(sps cnn) i=$(sps "$ONNX_DIR/lenet_bn.onnx")
+        ratios+=("$(awk -v a="${i:-0}" -v b="${b:-0}" 'BEGIN { if (a > 0 && b > 0) printf "%.3f", a / b; else print 0 }')")
+        printf 'onnx lenet+bn train     built-in %s samples/s, imported %s samples/s\n' "${b:-failed}" "${i:-failed}"
+    done
+    med=$(printf '%s\n' "${ratios[@]}" | sort -n | sed -n 2p)
+    if awk -v r="$med" 'BEGIN { exit !(r >= 0.9) }'; then verdict=PASS; PASSES=$((PASSES + 1)); else verdict=MISS; MISSES=$((MISSES + 1)); fi
+    printf '%-22s imported/built-in samples/s median %s (rounds %s), target >= 0.9: %s\n' "onnx lenet+bn train" "$med" "${ratios[*]}" "$verdict"
+    hr
+    ROWS+=("onnx lenet+bn train: imported/built-in $med, target >= 0.9, $verdict")
 else
     echo "onnx import: could not export the models (needs $PY with torch)" >&2
 fi
