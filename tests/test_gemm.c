@@ -18,21 +18,7 @@
 #include "exec/gemm.h"
 #include "exec/pool.h"
 
-static uint64_t rng_state = 0x243F6A8885A308D3ull;
-
-static float urand(void) /* in [-1, 1) */
-{
-    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-    return (float)((double)(rng_state >> 11) * 0x1.0p-53 * 2.0 - 1.0);
-}
-
-static float *rand_buf(int64_t n)
-{
-    float *p = malloc(sizeof(float) * (size_t)(n ? n : 1));
-    for (int64_t i = 0; p && i < n; i++)
-        p[i] = urand();
-    return p;
-}
+#include "rand.h"
 
 /* op(A)[i,k] and op(B)[k,j] for stored-transposed operands. */
 static float at(const float *A, bool ta, int64_t M, int64_t K, int64_t i, int64_t k)
