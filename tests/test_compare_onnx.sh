@@ -14,13 +14,7 @@ TS=$BUILD/tensorscope
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ts_compare_onnx.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-fails=0 checks=0
-check() {
-    local what=$1; shift
-    checks=$((checks + 1))
-    if "$@"; then echo "ok   $what"; else echo "FAIL $what"; fails=$((fails + 1)); fi
-}
-has() { grep -q -- "$2" "$1"; }
+. "$(dirname "$0")/support/cli_checks.sh"
 
 "$PY" "$SRC/tests/reference/compare_models.py" "$tmp" >/dev/null 2>&1 || { echo "FAIL exporting the models"; exit 1; }
 m=(--model "$tmp/lenet.onnx" --inputs "$tmp/lenet/inputs.npz")
@@ -64,5 +58,4 @@ rc=$?
 cat "$tmp/lint"
 check "lint: the seed tutorial's LogSoftmax(dim=0) is flagged (exit 1)" sh -c "test $rc -eq 1 && grep -q 'batch dimension' '$tmp/lint'"
 
-echo "test_compare_onnx: $checks checks, $fails failed: $([ $fails -eq 0 ] && echo PASS || echo FAIL)"
-[ $fails -eq 0 ]
+finish
