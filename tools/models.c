@@ -27,6 +27,19 @@ static ts_status print_params(ts_graph *g, const cli_list *prints) {
     return TS_OK;
 }
 
+/* The built-in models' common end: fc3 (10 classes), log-softmax over the
+ * class dimension, NLL loss named `loss`; prints where asked (parameters too). */
+static ts_status classifier_head(ts_graph *g, ts_tensor *h, const cli_list *prints, cli_model *m) {
+    h = maybe_print(g, ts_linear(g, h, 10, "fc3"), prints);
+    m->logp = maybe_print(g, ts_log_softmax(g, h, 1), prints);
+    m->loss = ts_nll_loss(g, m->logp, m->labels);
+    ts_status st = ts_graph_status(g);
+    if (!st) st = ts_tensor_set_name(m->loss, "loss");
+    if (!st) m->loss = maybe_print(g, m->loss, prints);
+    if (!st) st = print_params(g, prints);
+    return st ? st : ts_graph_status(g);
+}
+
 /* The observing-tensors tutorial's MLP: 784-320-100-10, ReLU, LogSoftmax over
  * the class dimension, NLL loss. */
 static ts_status build_mlp(long B, uint64_t seed, const cli_list *prints, cli_model *m) {
@@ -40,14 +53,7 @@ static ts_status build_mlp(long B, uint64_t seed, const cli_list *prints, cli_mo
     h = maybe_print(g, ts_relu(g, h), prints);
     h = maybe_print(g, ts_linear(g, h, 100, "fc2"), prints);
     h = maybe_print(g, ts_relu(g, h), prints);
-    h = maybe_print(g, ts_linear(g, h, 10, "fc3"), prints);
-    m->logp = maybe_print(g, ts_log_softmax(g, h, 1), prints);
-    m->loss = ts_nll_loss(g, m->logp, m->labels);
-    ts_status st = ts_graph_status(g);
-    if (!st) st = ts_tensor_set_name(m->loss, "loss");
-    if (!st) m->loss = maybe_print(g, m->loss, prints);
-    if (!st) st = print_params(g, prints);
-    return st ? st : ts_graph_status(g);
+    return classifier_head(g, h, prints, m);
 }
 
 /* LeNet-5 with batch norm: conv 5x5 (pad 2) 1->6, BN, ReLU, max pool 2;
@@ -74,13 +80,7 @@ static ts_status build_cnn(long B, uint64_t seed, const cli_list *prints, cli_mo
     h = maybe_print(g, ts_relu(g, h), prints);
     h = maybe_print(g, ts_linear(g, h, 84, "fc2"), prints);
     h = maybe_print(g, ts_relu(g, h), prints);
-    h = maybe_print(g, ts_linear(g, h, 10, "fc3"), prints);
-    m->logp = maybe_print(g, ts_log_softmax(g, h, 1), prints);
-    m->loss = ts_nll_loss(g, m->logp, m->labels);
-    ts_status st = ts_graph_status(g);
-    if (!st) st = ts_tensor_set_name(m->loss, "loss");
-    if (!st) m->loss = maybe_print(g, m->loss, prints);
-    return st ? st : ts_graph_status(g);
+    return classifier_head(g, h, prints, m);
 }
 
 const char *cli_model_names(void) { return "mlp, cnn"; }
