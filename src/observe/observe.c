@@ -9,6 +9,7 @@
 #include "observe/stats.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,9 +35,9 @@ static void capture_anchor(const ts_anchor *a, const ts_entry *e, int64_t sample
 
 /* ---- watches: split big tensors over the pool, merge partial stats */
 
-/* Below this many values one thread summarises: a hand-off to the pool
- * costs more than it saves. */
-#define SPLIT_MIN (1 << 16)
+/* Below this many values one thread summarises or scans: a hand-off to the
+ * pool (a few microseconds) costs more than it saves. */
+#define SPLIT_MIN (1 << 14)
 /* The optimizer step walks a parameter in chunks this size: each chunk is
  * summarised before and after its update while it sits in L1. */
 #define STEP_CHUNK 4096
@@ -125,14 +126,34 @@ void ts_observe_step(ts_model *m, int node, int64_t d, ts_update_fn update, void
 
 /* ---- numeric checks */
 
-static bool has_nonfinite(const float *x, int64_t n) {
+/* Bit-exact test of the exponent field: vectorises to and/compare/or. */
+static bool any_nonfinite(const float *x, int64_t begin, int64_t end) {
     uint32_t bad = 0;
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = begin; i < end; i++) {
         uint32_t u;
         memcpy(&u, &x[i], sizeof u);
         bad |= (u & 0x7f800000u) == 0x7f800000u;
     }
     return bad != 0;
+}
+
+typedef struct scan_job {
+    const float *x;
+    atomic_bool bad;
+} scan_job;
+
+static void scan_slice(void *ctx, int64_t begin, int64_t end) {
+    scan_job *j = ctx;
+    if (any_nonfinite(j->x, begin, end)) atomic_store_explicit(&j->bad, true, memory_order_relaxed);
+}
+
+/* A memory-bound pass: big tensors are split over the pool, whose threads
+ * together draw more bandwidth than one. */
+static bool has_nonfinite(ts_pool *pool, const float *x, int64_t n) {
+    scan_job j = {.x = x};
+    atomic_init(&j.bad, false);
+    ts_pool_for(n >= SPLIT_MIN ? pool : NULL, n, SPLIT_MIN / 2, scan_slice, &j);
+    return atomic_load_explicit(&j.bad, memory_order_relaxed);
 }
 
 static void stats_line(const char *label, const char *name, const float *x, const ts_shape *s, char *buf, size_t n) {
@@ -176,7 +197,7 @@ ts_status ts_observe(ts_model *m, int entry, int64_t sample) {
     ts_prog *p = m->prog;
     ts_entry *e = &p->entries[entry];
     int64_t S = e->per_step ? p->samples_step : p->samples_mb;
-    if (e->check && e->dtype == TS_F32 && has_nonfinite(e->data, e->numel)) return numerics_report(m, entry, sample);
+    if (e->check && e->dtype == TS_F32 && has_nonfinite(m->pool, e->data, e->numel)) return numerics_report(m, entry, sample);
     if (m->rerun) return TS_OK;
     if (e->n_anchors) {
         uint64_t t0 = ts_now_ns();
