@@ -20,8 +20,10 @@
 /* Floats per vector: the target's widest registers (block_fast). */
 #if defined(__AVX512F__)
 #define TS_STATS_VEC 16
+#include <immintrin.h>
 #elif defined(__AVX__)
 #define TS_STATS_VEC 8
+#include <immintrin.h>
 #else
 #define TS_STATS_VEC 4
 #endif
@@ -31,6 +33,29 @@ typedef float ts_vfloat __attribute__((vector_size(4 * TS_STATS_VEC)));
 typedef int32_t ts_vint __attribute__((vector_size(4 * TS_STATS_VEC)));
 typedef float ts_vfloat4 __attribute__((vector_size(16)));
 typedef double ts_vdouble4 __attribute__((vector_size(32)));
+
+/* min, max (a < b ? a : b, as C's ternary) and a * b + c on vectors: one
+ * instruction each where the target has it, else compare-and-select and
+ * the plain (not contracted, ISO C) multiply-add. */
+#if TS_STATS_VEC == 16
+#define TS_VMIN(a, b) _mm512_min_ps(a, b)
+#define TS_VMAX(a, b) _mm512_max_ps(a, b)
+#define TS_VFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#elif TS_STATS_VEC == 8
+#define TS_VMIN(a, b) _mm256_min_ps(a, b)
+#define TS_VMAX(a, b) _mm256_max_ps(a, b)
+#ifdef __FMA__
+#define TS_VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#endif
+#endif
+#ifndef TS_VMIN
+static ts_vfloat vselect(ts_vint m, ts_vfloat a, ts_vfloat b) { return (ts_vfloat)(((ts_vint)a & m) | ((ts_vint)b & ~m)); }
+#define TS_VMIN(a, b) vselect((a) < (b), a, b)
+#define TS_VMAX(a, b) vselect((a) > (b), a, b)
+#endif
+#ifndef TS_VFMA
+#define TS_VFMA(a, b, c) ((a) * (b) + (c))
+#endif
 #define TS_STATS_BLOCK 4096     /* stays in L1 for the histogram/range passes */
 #define TS_STATS_BIG_BLOCK 16384 /* stats alone: fewer merges; int32 counts fit */
 
@@ -158,10 +183,9 @@ static bool block_fast(const float *x, int64_t n, float c, block_sums *b) {
                 memcpy(&v, x + i + k * V, sizeof v); /* unaligned load */
                 ts_vfloat d = v - cv;
                 fs[k] += d;
-                fq[k] += d * d;
-                ts_vint lt = v < mn[k], gt = v > mx[k];
-                mn[k] = (ts_vfloat)(((ts_vint)v & lt) | ((ts_vint)mn[k] & ~lt));
-                mx[k] = (ts_vfloat)(((ts_vint)v & gt) | ((ts_vint)mx[k] & ~gt));
+                fq[k] = TS_VFMA(d, d, fq[k]);
+                mn[k] = TS_VMIN(v, mn[k]);
+                mx[k] = TS_VMAX(v, mx[k]);
                 z[k] -= v == 0.0f; /* true is -1 */
             }
         for (int k = 1; k < ACC; k++) {
