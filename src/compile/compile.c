@@ -625,6 +625,7 @@ static void mark_checks(ts_model *m, ts_prog *p) {
         if (en->kind == TS_KIND_GRAD) check = c == TS_CHECK_OP || t->op == TS_OP_PARAM || is_layer_output(m->g, p, t->id);
         if (en->kind == TS_KIND_UPDATED) check = true;
         if (ts_op_holds_value(t->op) && en->kind == TS_KIND_VALUE) check = false;
+        if (en->view) check = false; /* the bytes of the model input it views, checked there */
         en->check = check;
         en->observed = en->observed || check;
     }
