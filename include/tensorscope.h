@@ -839,13 +839,31 @@ TS_API ts_status ts_memory_get(ts_memory_usage *out);
 TS_API ts_status ts_crash_handler_install(void);
 
 /* Graph dumps: every node with its name, op, shape, dtype and flags
- * (parameter, gradient, anchored, printed, watched); with `locations` (or
- * TS_IR_DEBUG=1) the source file:line where it was built. Pass the model
- * (may be NULL) for compiled shapes, gradients and observation flags.
- * TS_SAVE_GRAPH_FILE + TS_SAVE_GRAPH_FMT (text|dot) write one at compile.
+ * (parameter, gradient, anchored, printed, watched). Pass the model (may be
+ * NULL) for compiled shapes, gradients and observation flags. `flags` ORs:
+ *   TS_DUMP_LOCATIONS  the source file:line where each node was built (also
+ *                      with TS_IR_DEBUG=1);
+ *   TS_DUMP_BACKWARD   after the forward nodes, what the compiled training
+ *                      program runs for them: the backward pass in the order
+ *                      it runs, one op per backward kernel
+ *                        %Gradient___fc3/MatMul:0, %Gradient___fc3.bias += AddBackward(%Gradient___fc3/Add:0) : ...
+ *                      reading the gradient of the op's output and the
+ *                      forward tensors the kernel keeps, adding into the
+ *                      gradients of its inputs (Gradient___ ..., the names of
+ *                      docs/architecture.md#tensor-names); then the optimizer step
+ *                      of every parameter (Accum___ from Gradient___, then
+ *                      `SGD`, `Adam` or `AdamW` writing UpdatedVar___ and the
+ *                      optimizer state). In DOT, two clusters with edges from
+ *                      the forward tensors read. An error without a model
+ *                      compiled for training.
+ * TS_SAVE_GRAPH_FILE + TS_SAVE_GRAPH_FMT (text|dot) append one at every
+ * compile, headed by the compile's number, the kind of model (training or
+ * inference) and its input shapes; TS_SAVE_GRAPH_BACKWARD=1 adds the
+ * backward pass to training models' dumps (`tensorscope debug-run` sets it).
  * Free with ts_string_free. */
 typedef enum ts_dump_format { TS_DUMP_TEXT = 0, TS_DUMP_DOT } ts_dump_format;
-TS_API char *ts_graph_dump(const ts_graph *g, const ts_model *m, ts_dump_format fmt, int locations);
+enum { TS_DUMP_LOCATIONS = 1, TS_DUMP_BACKWARD = 2 };
+TS_API char *ts_graph_dump(const ts_graph *g, const ts_model *m, ts_dump_format fmt, int flags);
 
 /* Bytes held by a compiled model, by lifetime class, and the process's. */
 typedef struct ts_model_memory {
