@@ -7,7 +7,12 @@
  * (b) SGD with lr 1e4 on the tutorial MLP: the run that diverges stops with
  *     TS_ERR_NUMERICS, naming a tensor; the test reports which one and
  *     whether the weights were still finite;
- * (c) a NaN in the input data: pinned to the input `x`.
+ * (c) a NaN in the input data: pinned to the input `x`;
+ * (d) a Log's backward at 1/x near 0 (the forward finite): blamed on the Log
+ *     whose backward wrote the Inf, with its incoming gradient and forward
+ *     input, not on the Add whose output's gradient it is;
+ * (e) the first checked output's input already Inf (the README's fc3/Add:0
+ *     with fc3/MatMul:0 at Inf): the report says so first.
  * Also: with the check off nothing stops and the loss is NaN; the
  * environment (TS_CHECK_NUMERICS=op, TS_OPBYOP=1) turns checks on without a
  * code change; NonFiniteFound counts failures. */
@@ -233,6 +238,133 @@ static void test_nan_input(ts_check_numerics mode) {
     ts_graph_free(n.g);
 }
 
+/* ------------------------------- (d) a Log's backward at 1/x near 0 */
+
+/* x[4,4] -> fc1 -> Log -> fc2 -> cross entropy, fc1 the identity on its
+ * first 4 outputs: x[1,0] = 1e-44 gives log(x) = -101, finite, and a
+ * backward dout / x past the float range. The Inf first appears in
+ * Gradient___fc1/Add:0, which Log's backward writes: the report must name
+ * the Log (not the Add whose output it is), its incoming gradient and its
+ * forward input. */
+static int log_bwd_line;
+
+static void test_log_backward(ts_check_numerics mode) {
+    printf("-- (d) Log's backward at 1/x near 0, check_numerics=%s\n", MODE_NAME[mode]);
+    ts_graph *g = ts_graph_new(5);
+    int64_t xs[] = {LB, LIN}, ys[] = {LB};
+    ts_tensor *x = ts_input(g, "x", TS_F32, 2, xs);
+    ts_tensor *y = ts_input(g, "labels", TS_I32, 1, ys);
+    ts_tensor *h = ts_linear(g, x, LH, "fc1");
+    log_bwd_line = __LINE__ + 1;
+    h = ts_log(g, h);
+    ts_tensor *loss = ts_cross_entropy(g, ts_linear(g, h, LOUT, "fc2"), y);
+    float w[LH * LIN] = {0}, b[LH] = {0, 0, 0, 0, 1, 1};
+    for (int i = 0; i < LIN; i++) w[i * LIN + i] = 1.0f;
+    ts_array wa = ts_array_f32(w, 2, (int64_t[]){LH, LIN}), ba = ts_array_f32(b, 1, (int64_t[]){LH});
+    ts_param_set(ts_graph_find(g, "fc1.weight"), &wa);
+    ts_param_set(ts_graph_find(g, "fc1.bias"), &ba);
+    ts_options *o = ts_options_new();
+    ts_options_set_check_numerics(o, mode);
+    ts_model *m = NULL;
+    CHECK_OK(ts_model_training(&m, g, loss, o, ts_sgd(0.1f, 0.0f, 0.0f)), "training model");
+    float xv[LB * LIN];
+    int32_t yv[LB];
+    for (int i = 0; i < LB * LIN; i++) xv[i] = 0.25f + 0.1f * (float)i;
+    xv[1 * LIN] = 1e-44f; /* sample 1, column 0: log is finite (-101), 1/x is not */
+    for (int i = 0; i < LB; i++) yv[i] = i % LOUT;
+    ts_array in[2] = {ts_array_f32(xv, 2, (int64_t[]){LB, LIN}), ts_array_i32(yv, 1, (int64_t[]){LB})};
+    const char *names[] = {"x", "labels"};
+    ts_status st = ts_model_run(m, names, in, 2);
+    char msg[8192];
+    snprintf(msg, sizeof msg, "%s", ts_last_error());
+    const char *failed = ts_model_failed_tensor(m);
+    CHECK(st == TS_ERR_NUMERICS, "run returns TS_ERR_NUMERICS (got %s)", ts_status_name(st));
+    CHECK(failed && strcmp(failed, "Gradient___fc1/Add:0") == 0, "failed tensor: the gradient Log's backward writes (%s)",
+          failed ? failed : "(null)");
+    char want[700];
+    snprintf(want, sizeof want,
+             "numeric check: first non-finite value in 'Gradient___fc1/Add:0', produced by Log's backward (op Log 'Log:0', built at %s:%d), "
+             "run 0, micro-batch 0, backward pass\n  value: Gradient___fc1/Add:0 f32[4,6] n=24 ",
+             __FILE__, log_bwd_line);
+    CHECK(strncmp(msg, want, strlen(want)) == 0, "the report starts '%.*s'", (int)strcspn(want, "\n"), want);
+    CHECK(strstr(msg, "\n  incoming gradient: Gradient___Log:0 f32[4,6] n=24 ") != NULL, "it gives the stats of Log's incoming gradient");
+    double mn = stats_min(msg, "\n  forward input 0: fc1/Add:0 f32[4,6] n=24");
+    CHECK(mn > 0 && mn < 1e-43, "and of Log's forward input fc1/Add:0, min %g (want 1e-44, a subnormal)", mn);
+    CHECK(!strstr(msg, "op Add") && !strstr(msg, "fc1/MatMul:0"), "the Add (whose output's gradient it is) and its inputs are not blamed");
+    CHECK(!strstr(msg, "already non-finite"), "the incoming gradient and the forward input are finite: the Log is the origin");
+    if (mode == TS_CHECK_OUTPUT) {
+        snprintf(want, sizeof want,
+                 "op by op re-execution of micro-batch 0 confirms the culprit: 'Gradient___fc1/Add:0' (the backward of op Log 'Log:0', built at %s:%d)",
+                 __FILE__, log_bwd_line);
+        CHECK(strstr(msg, want) != NULL, "output mode: '%s'", want);
+    }
+    CHECK(all_finite(g), "stopped before the optimizer step: the weights are finite");
+    ts_model_free(m);
+    ts_options_free(o);
+    ts_graph_free(g);
+}
+
+/* ---------------- (e) the first checked output's input is already Inf */
+
+/* x[4,4] -> fc3 (MatMul, Add) -> log-softmax -> NLL with fc3.weight 1e30
+ * and x up to 1e10: fc3/MatMul:0 overflows. With check_numerics = output
+ * only the layer output fc3/Add:0 is checked; its input fc3/MatMul:0 is
+ * already Inf, and the report says so first (the README's example). */
+static int fc3_line;
+
+static void test_input_already_nonfinite(ts_check_numerics mode) {
+    printf("-- (e) the first non-finite output's input is already non-finite, check_numerics=%s\n", MODE_NAME[mode]);
+    ts_graph *g = ts_graph_new(5);
+    int64_t xs[] = {LB, LIN}, ys[] = {LB};
+    ts_tensor *x = ts_input(g, "x", TS_F32, 2, xs);
+    ts_tensor *y = ts_input(g, "labels", TS_I32, 1, ys);
+    fc3_line = __LINE__ + 1;
+    ts_tensor *h = ts_linear(g, x, LOUT, "fc3");
+    ts_tensor *loss = ts_nll_loss(g, ts_log_softmax(g, h, 1), y);
+    float w[LOUT * LIN];
+    for (int i = 0; i < LOUT * LIN; i++) w[i] = 1e30f;
+    ts_array wa = ts_array_f32(w, 2, (int64_t[]){LOUT, LIN});
+    ts_param_set(ts_graph_find(g, "fc3.weight"), &wa);
+    ts_options *o = ts_options_new();
+    ts_options_set_check_numerics(o, mode);
+    ts_model *m = NULL;
+    CHECK_OK(ts_model_training(&m, g, loss, o, ts_sgd(0.1f, 0.0f, 0.0f)), "training model");
+    float xv[LB * LIN];
+    int32_t yv[LB];
+    for (int i = 0; i < LB * LIN; i++) xv[i] = 1e10f;
+    for (int i = 0; i < LB; i++) yv[i] = i % LOUT;
+    ts_array in[2] = {ts_array_f32(xv, 2, (int64_t[]){LB, LIN}), ts_array_i32(yv, 1, (int64_t[]){LB})};
+    const char *names[] = {"x", "labels"};
+    ts_status st = ts_model_run(m, names, in, 2);
+    char msg[8192];
+    snprintf(msg, sizeof msg, "%s", ts_last_error());
+    const char *failed = ts_model_failed_tensor(m);
+    CHECK(st == TS_ERR_NUMERICS, "run returns TS_ERR_NUMERICS (got %s)", ts_status_name(st));
+    CHECK(failed && strcmp(failed, "fc3/MatMul:0") == 0, "failed tensor (after the replay in output mode): fc3/MatMul:0 (%s)",
+          failed ? failed : "(null)");
+    char want[700];
+    if (mode == TS_CHECK_OUTPUT) {
+        snprintf(want, sizeof want,
+                 "numeric check: the input 'fc3/MatMul:0' is already non-finite: the origin is upstream of the first non-finite value in "
+                 "'fc3/Add:0' (output of op Add 'fc3/Add:0', built at %s:%d), run 0, micro-batch 0, forward pass\n",
+                 __FILE__, fc3_line);
+        CHECK(strncmp(msg, want, strlen(want)) == 0, "output mode: the report leads with '%.*s'", (int)strcspn(want, ":") + 60, want);
+        snprintf(want, sizeof want, "confirms the culprit: 'fc3/MatMul:0' (op MatMul, built at %s:%d)", __FILE__, fc3_line);
+        CHECK(strstr(msg, want) != NULL, "output mode: the replay confirms '%s'", want);
+        const char *replay = strstr(msg, want);
+        CHECK(replay && !strstr(replay, "already non-finite"), "the replay's report of fc3/MatMul:0 does not say its inputs are (they are finite)");
+    } else {
+        snprintf(want, sizeof want,
+                 "numeric check: first non-finite value in 'fc3/MatMul:0' (output of op MatMul 'fc3/MatMul:0', built at %s:%d), run 0",
+                 __FILE__, fc3_line);
+        CHECK(strncmp(msg, want, strlen(want)) == 0 && !strstr(msg, "already non-finite"),
+              "op mode: fc3/MatMul:0 caught where it is made, its inputs finite: '%s'", want);
+    }
+    ts_model_free(m);
+    ts_options_free(o);
+    ts_graph_free(g);
+}
+
 /* ------------------------------------------------------------- check off */
 
 static void test_off(void) {
@@ -284,6 +416,10 @@ int main(void) {
     test_divergence(TS_CHECK_OP);
     test_nan_input(TS_CHECK_OUTPUT);
     test_nan_input(TS_CHECK_OP);
+    test_log_backward(TS_CHECK_OUTPUT);
+    test_log_backward(TS_CHECK_OP);
+    test_input_already_nonfinite(TS_CHECK_OUTPUT);
+    test_input_already_nonfinite(TS_CHECK_OP);
     test_off();
     test_env("TS_CHECK_NUMERICS", "op");
     test_env("TS_OPBYOP", "1");
