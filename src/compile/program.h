@@ -253,8 +253,9 @@ ts_status ts_pipeline_after_run(ts_model *m, uint64_t run_ns);
 
 /* observe.c: the executor's one hook */
 ts_status ts_observe(ts_model *m, int entry, int64_t sample);
-/* After the backward kernel of `node` (check_numerics = op, and the op by
- * op replay): the gradients it added into, checked, a NaN/Inf blamed on it. */
+/* After the backward kernel of `node` (check_numerics on, and the op by op
+ * replay): the checked gradients it added into, a NaN/Inf blamed on it with
+ * the stats of what it read (alive until the next kernel). */
 ts_status ts_check_backward(ts_model *m, int node, int64_t sample);
 /* The optimizer step of parameter `node` in step d of the run: runs
  * update(ctx, begin, end) over [0, n) and, around each chunk of it while the

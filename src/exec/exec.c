@@ -110,7 +110,7 @@ static ts_status backward(ts_model *m, int64_t mb) {
         def->backward(&kc);
         p->op_ns[i] += ts_now_ns() - t0;
         if (t->op == TS_OP_PRINT) print_op(m, i, true);
-        if (m->opts.check == TS_CHECK_OP || m->rerun) { /* blame the kernel that wrote a NaN/Inf, not the op it flows to */
+        if (m->opts.check != TS_CHECK_OFF || m->rerun) { /* blame the kernel that wrote a NaN/Inf, while what it read is alive */
             ts_status st = ts_check_backward(m, i, mb);
             if (st) return st;
         }
@@ -240,7 +240,7 @@ static ts_status confirm_op_by_op(ts_model *m, int64_t mb) {
     ts_prog *p = m->prog;
     const ts_entry *first = &p->entries[m->failed_entry];
     if (first->kind != TS_KIND_VALUE && first->kind != TS_KIND_GRAD) return TS_ERR_NUMERICS;
-    char original[3000];
+    char original[4096];
     snprintf(original, sizeof original, "%s", ts_last_error());
     int first_entry = m->failed_entry;
     bool *saved = ts_malloc((size_t)p->n_entries * 2 * sizeof *saved); /* only after a failure */
@@ -266,7 +266,7 @@ static ts_status confirm_op_by_op(ts_model *m, int64_t mb) {
     const ts_entry *culprit = &p->entries[m->failed_entry];
     bool bwd = m->failed_op >= 0; /* a gradient: the op whose backward wrote it */
     const ts_tensor *t = m->g->t[bwd ? m->failed_op : culprit->node];
-    char rerun[3000];
+    char rerun[4096];
     snprintf(rerun, sizeof rerun, "%s", ts_last_error());
     char where[600], what[800];
     ts_tensor_where(t, where, sizeof where);

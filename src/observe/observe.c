@@ -171,28 +171,16 @@ static const char *op_words(const ts_tensor *t, char *buf, size_t n) {
     return buf;
 }
 
-/* What a backward kernel reads: the gradient of the op's output, then the
- * forward inputs (and output) it keeps. */
+/* What a backward kernel reads, all alive right after it ran: the
+ * gradient of the op's output, then the forward inputs (and output) the
+ * kernel keeps -- not the others, whose buffers the backward reuses. */
 static int backward_reads(const ts_prog *p, const ts_tensor *c, const ts_entry **v) {
+    const ts_op_def *def = ts_op_get(c->op);
     int n = 0;
     if (p->grad_entry[c->id] >= 0) v[n++] = &p->entries[p->grad_entry[c->id]];
-    for (int j = 0; j < c->n_in; j++) v[n++] = &p->entries[p->value_entry[c->in[j]]];
-    if (ts_op_get(c->op)->needs_output) v[n++] = &p->entries[p->value_entry[c->id]];
-    return n;
-}
-
-/* The ops whose backward adds into the gradient of `node` (its consumers
- * that run a backward), up to max; the count of all of them. */
-static int gradient_writers(const ts_model *m, int node, int *v, int max) {
-    const ts_prog *p = m->prog;
-    int n = 0;
-    for (int k = 0; k < p->n_order; k++) {
-        const ts_tensor *c = m->g->t[p->order[k]];
-        if (!p->needs_grad[c->id] || !ts_op_get(c->op)->backward) continue;
-        bool uses = false;
-        for (int j = 0; j < c->n_in; j++) uses |= c->in[j] == node && !ts_op_int_input(c->op, j);
-        if (uses && n++ < max) v[n - 1] = c->id;
-    }
+    for (int j = 0; j < c->n_in; j++)
+        if (!((def->bwd_unread_inputs >> j) & 1u)) v[n++] = &p->entries[p->value_entry[c->in[j]]];
+    if (def->needs_output) v[n++] = &p->entries[p->value_entry[c->id]];
     return n;
 }
 
@@ -213,7 +201,7 @@ static void add_origin_upstream(report *r, const ts_entry *const *read, int n, b
 }
 
 /* `producer`: the op whose backward kernel just wrote the gradient entry
- * (checked after each kernel), or -1 to find it from the graph. */
+ * (ts_check_backward), or -1. */
 static ts_status numerics_report(ts_model *m, int entry, int64_t sample, int producer) {
     ts_prog *p = m->prog;
     const ts_entry *e = &p->entries[entry];
@@ -223,9 +211,6 @@ static ts_status numerics_report(ts_model *m, int entry, int64_t sample, int pro
     snprintf(run, sizeof run, "run %lld, %s %lld, %s pass", (long long)m->runs, e->per_step ? "step" : "micro-batch", (long long)sample,
              e->kind == TS_KIND_GRAD ? "backward" : e->kind == TS_KIND_VALUE ? "forward" : "optimizer step");
     const ts_entry *read[TS_MAX_INPUTS + 2];
-    int writers[4], n_writers = 0;
-    if (e->kind == TS_KIND_GRAD && producer < 0) n_writers = gradient_writers(m, e->node, writers, 4);
-    if (e->kind == TS_KIND_GRAD && n_writers == 1) producer = writers[0];
     add(&r, "numeric check: ");
     if (e->kind == TS_KIND_VALUE) {
         int n = 0;
@@ -250,19 +235,12 @@ static ts_status numerics_report(ts_model *m, int entry, int64_t sample, int pro
             char label[48];
             if (read[k]->kind == TS_KIND_GRAD) snprintf(label, sizeof label, "incoming gradient:");
             else if (read[k]->node == c->id) snprintf(label, sizeof label, "forward output:");
-            else snprintf(label, sizeof label, "forward input %d:", k - (p->grad_entry[c->id] >= 0));
+            else
+                for (int j = 0; j < c->n_in; j++)
+                    if (read[k]->node == c->in[j]) snprintf(label, sizeof label, "forward input %d:", j);
             if (read[k]->dtype == TS_F32) add_stats(&r, label, read[k]);
         }
-    } else if (e->kind == TS_KIND_GRAD) { /* the sum of several ops' backward: the replay op by op names the one */
-        add(&r, "first non-finite value in '%s', the sum of the backward of %d ops (", e->name, n_writers);
-        for (int k = 0; k < n_writers && k < 4; k++) add(&r, "%s%s", k ? "; " : "", op_words(m->g->t[writers[k]], op, sizeof op));
-        add(&r, "%s), %s", n_writers > 4 ? "; ..." : "", run);
-        add_stats(&r, "value:", e);
-        for (int k = 0; k < n_writers && k < 4; k++) {
-            int ge = p->grad_entry[writers[k]];
-            if (ge >= 0) add_stats(&r, "incoming gradient:", &p->entries[ge]);
-        }
-    } else {
+    } else { /* optimizer state, or a gradient no kernel here wrote (received from another pipeline stage) */
         add(&r, "first non-finite value in '%s' (derived tensor of %s), %s", e->name, op_words(t, op, sizeof op), run);
         add_stats(&r, "value:", e);
     }
