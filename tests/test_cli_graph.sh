@@ -9,13 +9,8 @@
 # each headed by its kind and input shapes; the debug bundle holds both.
 set -u
 
-BUILD=${TS_BUILD_DIR:?set TS_BUILD_DIR to the CMake build directory}
-SRC=${TS_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
-BIN=$BUILD/tensorscope
-DATA=$SRC/data/mnist
-
 . "$(dirname "$0")/support/cli_checks.sh"
-[ -x "$BIN" ] || { fail "$BIN is missing: build the CLI first"; finish; }
+cli_paths
 command -v dot > /dev/null || { fail "Graphviz's dot is not installed (apt-get install graphviz)"; finish; }
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/ts_graph.XXXXXX")

@@ -7,13 +7,8 @@
 # test set (data/mnist) with large batches to stay fast.
 set -u
 
-BUILD=${TS_BUILD_DIR:?set TS_BUILD_DIR to the CMake build directory}
-SRC=${TS_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
-BIN=$BUILD/tensorscope
-DATA=$SRC/data/mnist
-
 . "$(dirname "$0")/support/cli_checks.sh"
-[ -x "$BIN" ] || { fail "$BIN is missing: build the CLI first"; finish; }
+cli_paths
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/ts_ux.XXXXXX")
 trap 'rm -rf "$T"' EXIT
