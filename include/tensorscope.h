@@ -442,6 +442,14 @@ TS_API const char *ts_output_mode_name(ts_output_mode m); /* "all", ... */
 /* Case-insensitive "final", "every_n", "all", "sum", "default". */
 TS_API ts_status ts_output_mode_parse(const char *s, ts_output_mode *out);
 
+/* A NaN/Inf stops the run with TS_ERR_NUMERICS and a report (also logged
+ * at TS_LOG_ERROR) naming the tensor, the op that made it and where that op
+ * was built, with the stats of what the op read: for a gradient, the op
+ * whose backward kernel wrote it ("produced by Log's backward"), its
+ * incoming gradient and the forward tensors it keeps. When one of those is
+ * already non-finite the report says so first (the origin is upstream).
+ * Under OUTPUT the micro-batch is then re-executed op by op and the report
+ * goes on with the op that made the first NaN/Inf (docs/observation.md#numeric-checks). */
 typedef enum ts_check_numerics {
     TS_CHECK_OFF = 0,
     TS_CHECK_OUTPUT, /* after each layer output and its gradient */
@@ -843,19 +851,19 @@ TS_API ts_status ts_crash_handler_install(void);
  * NULL) for compiled shapes, gradients and observation flags. `flags` ORs:
  *   TS_DUMP_LOCATIONS  the source file:line where each node was built (also
  *                      with TS_IR_DEBUG=1);
- *   TS_DUMP_BACKWARD   after the forward nodes, what the compiled training
- *                      program runs for them: the backward pass in the order
- *                      it runs, one op per backward kernel
- *                        %Gradient___fc3/MatMul:0, %Gradient___fc3.bias += AddBackward(%Gradient___fc3/Add:0) : ...
- *                      reading the gradient of the op's output and the
- *                      forward tensors the kernel keeps, adding into the
- *                      gradients of its inputs (Gradient___ ..., the names of
- *                      docs/architecture.md#tensor-names); then the optimizer step
- *                      of every parameter (Accum___ from Gradient___, then
- *                      `SGD`, `Adam` or `AdamW` writing UpdatedVar___ and the
- *                      optimizer state). In DOT, two clusters with edges from
- *                      the forward tensors read. An error without a model
- *                      compiled for training.
+ *   TS_DUMP_BACKWARD   then what a compiled training model runs after the
+ *                      forward pass: one op per backward kernel, in the
+ *                      order they run, reading the gradient of its op's
+ *                      output and the forward tensors the kernel keeps and
+ *                      adding into the gradients of its inputs,
+ *       %Gradient___fc3/MatMul:0, %Gradient___fc3.bias += AddBackward(%Gradient___fc3/Add:0) : f32[64,10], f32[10]
+ *                      then each parameter's optimizer step (Accum___ from
+ *                      Gradient___, then SGD, Adam or AdamW writing
+ *                      UpdatedVar___ and its state, Accl___ ...; the names
+ *                      of docs/architecture.md#tensor-names). In DOT: two
+ *                      clusters, with edges from the forward tensors read.
+ *                      Without a model compiled for training: NULL and
+ *                      TS_ERR_INVALID_ARGUMENT's message.
  * TS_SAVE_GRAPH_FILE + TS_SAVE_GRAPH_FMT (text|dot) append one at every
  * compile, headed by the compile's number, the kind of model (training or
  * inference) and its input shapes; TS_SAVE_GRAPH_BACKWARD=1 adds the
