@@ -214,7 +214,7 @@ static ts_status evaluate(ts_model *inf, const cli_model *cm, const ts_dataset *
 
 /* The stats table under Graphcore's "Step N - Summary Stats" heading: a
  * row per watched tensor of the model's last run, then a row per outfeed
- * key over the records since the last table, named KEY [S,*T] (all S
+ * key over the records since the last table, named KEY f32[S,*T] (all S
  * records stacked, as the dumps stack a run's; mode last: the latest, S = 1),
  * as Graphcore's example summarises what it dequeued; then the fp16/bf16/fp8
  * range fractions of the tensors watched with --watch-range. */
