@@ -636,6 +636,10 @@ typedef struct ts_summary {
 
 /* Computes what `what` asks for over x[0..n) in one pass per part. */
 TS_API ts_status ts_summarize_f32(const float *x, int64_t n, int what, ts_summary *out);
+/* into += from: the summary of both sets of values, as one pass over all of
+ * them would give (to rounding), e.g. records summarised one by one as they
+ * come. Both computed the same `what`; a zeroed `into` (what 0) takes `from`. */
+TS_API ts_status ts_summary_merge(ts_summary *into, const ts_summary *from);
 /* The TS_TB_BINS right edges of TensorBoard's default buckets. */
 TS_API const double *ts_tb_bucket_limits(void);
 /* `fc1.weight f32[320,784] n=250880 x∈[-0.0357, 0.0357] μ=1.2e-05 σ=0.0206`
@@ -777,6 +781,10 @@ TS_API int ts_outfeed_accepts(const ts_outfeed *q, const char *key);
 TS_API ts_status ts_outfeed_dequeue(ts_outfeed *q, ts_outfeed_record *rec, int timeout_ms);
 /* Runs `fn` on a consumer thread for every record, in order. */
 TS_API ts_status ts_outfeed_set_sink(ts_outfeed *q, ts_outfeed_sink fn, void *user);
+/* With a sink: waits until every record enqueued so far has been handed to
+ * it and its call returned (e.g. before reading what the sink gathered
+ * between runs). TS_ERR_STATE without a sink (dequeue drains it). */
+TS_API ts_status ts_outfeed_flush(ts_outfeed *q);
 /* Records enqueued, dequeued and dropped so far, and nanoseconds producers waited. */
 typedef struct ts_outfeed_counts {
     int64_t enqueued, dequeued, dropped, wait_ns;
