@@ -755,6 +755,7 @@ typedef struct ts_outfeed_record {
     const char *key;
     ts_array array;      /* valid until the next dequeue from this queue */
     int replica;         /* the replica (MPI rank) that produced it; 0 outside a job */
+    int stage;           /* the pipeline stage (MPI rank) that produced it; 0 without a pipeline */
 } ts_outfeed_record;
 typedef void (*ts_outfeed_sink)(void *user, const ts_outfeed_record *rec);
 
@@ -765,7 +766,10 @@ TS_API const char *ts_outfeed_name(const ts_outfeed *q);
 /* Whether `key` passes the queue's filters. */
 TS_API int ts_outfeed_accepts(const ts_outfeed *q, const char *key);
 /* Waits up to timeout_ms (-1 = forever) for a record. TS_ERR_NOT_FOUND when
- * none came; the record's data stays valid until the next dequeue. */
+ * none came; the record's data stays valid until the next dequeue. In an
+ * MPI job (replicas or pipeline stages) every rank's queue gets that rank's
+ * records, and rank 0's also gets every other rank's after each run, after
+ * its own and by rank, tagged with their replica and stage. */
 TS_API ts_status ts_outfeed_dequeue(ts_outfeed *q, ts_outfeed_record *rec, int timeout_ms);
 /* Runs `fn` on a consumer thread for every record, in order. */
 TS_API ts_status ts_outfeed_set_sink(ts_outfeed *q, ts_outfeed_sink fn, void *user);

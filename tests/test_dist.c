@@ -184,6 +184,87 @@ out:
     data_free(&d);
 }
 
+/* Every record a queue holds now, copied (at most 256). */
+typedef struct taken {
+    int n;
+    struct {
+        char key[16];
+        int64_t run, sample, numel;
+        int replica, stage;
+        float *v;
+    } r[256];
+} taken;
+
+static void take_all(ts_outfeed *q, taken *t) {
+    ts_outfeed_record rec;
+    while (t->n < 256 && ts_outfeed_dequeue(q, &rec, 0) == TS_OK) {
+        snprintf(t->r[t->n].key, sizeof t->r[t->n].key, "%s", rec.key);
+        t->r[t->n].run = rec.run;
+        t->r[t->n].sample = rec.sample;
+        t->r[t->n].replica = rec.replica;
+        t->r[t->n].stage = rec.stage;
+        t->r[t->n].numel = ts_array_numel(&rec.array);
+        t->r[t->n].v = malloc((size_t)t->r[t->n].numel * sizeof(float));
+        if (t->r[t->n].v) memcpy(t->r[t->n].v, rec.array.data, (size_t)t->r[t->n].numel * sizeof(float));
+        t->n++;
+    }
+}
+
+static void taken_free(taken *t) {
+    for (int i = 0; i < t->n; i++) free(t->r[i].v);
+    t->n = 0;
+}
+
+/* The pipeline's outfeed q against the unpipelined model's q1, after
+ * their runs: each rank holds the records of the tensors of its stage;
+ * rank 0 holds every stage's, its own then by rank, each tagged with its
+ * stage, in the order the unpipelined model made them, with its values. */
+static void pipeline_outfeeds(const char *label, ts_outfeed *q, ts_outfeed *q1, const char *const *keys, const int *key_stage, int per_key) {
+    taken *t = calloc(1, sizeof *t), *ref = calloc(1, sizeof *ref);
+    if (!t || !ref) {
+        free(t);
+        free(ref);
+        return;
+    }
+    take_all(q, t);
+    take_all(q1, ref);
+    int me = ts_dist_rank(), want = 0, bad = 0;
+    for (int k = 0; k < 3; k++) want += me == 0 || key_stage[k] == me ? per_key : 0;
+    CHECK(t->n == want && ref->n == 3 * per_key, "%s: rank %d holds %d outfeed records, expected %d (unpipelined: %d of %d)", label, me, t->n, want, ref->n,
+          3 * per_key);
+    for (int k = 0; k < 3 && t->n == want && ref->n == 3 * per_key; k++) {
+        int i = 0, j = 0, n = 0;
+        if (me != 0 && key_stage[k] != me) continue;
+        for (;; i++, j++, n++) { /* the k-th key's records, in both queues */
+            while (i < t->n && strcmp(t->r[i].key, keys[k])) i++;
+            while (j < ref->n && strcmp(ref->r[j].key, keys[k])) j++;
+            if (i == t->n || j == ref->n) break;
+            if (t->r[i].stage != key_stage[k] || t->r[i].replica != 0 || t->r[i].run != ref->r[j].run || t->r[i].sample != ref->r[j].sample ||
+                t->r[i].numel != ref->r[j].numel) {
+                CHECK(0, "%s: rank %d's record %d of '%s' is stage %d replica %d run %lld sample %lld, expected stage %d run %lld sample %lld", label,
+                      me, n, keys[k], t->r[i].stage, t->r[i].replica, (long long)t->r[i].run, (long long)t->r[i].sample, key_stage[k],
+                      (long long)ref->r[j].run, (long long)ref->r[j].sample);
+                bad = 1;
+                break;
+            }
+            if (ts_expect_close(keys[k], t->r[i].v, ref->r[j].v, t->r[i].numel, 1e-4, 1e-6)) {
+                CHECK(0, "%s: rank %d's record %d of '%s' differs from the unpipelined one", label, me, n, keys[k]);
+                bad = 1;
+                break;
+            }
+        }
+        CHECK(n == per_key || bad, "%s: rank %d matched %d records of '%s', expected %d", label, me, n, keys[k], per_key);
+    }
+    for (int i = 1; i < t->n; i++) /* by rank: the stages come in order within a run */
+        bad |= t->r[i].run == t->r[i - 1].run && t->r[i].stage < t->r[i - 1].stage;
+    CHECK(!bad, "%s: rank %d's outfeed records carry their stage and the unpipelined values, %s", label, me,
+          me ? "its own stage's" : "every stage's, by rank");
+    taken_free(t);
+    taken_free(ref);
+    free(t);
+    free(ref);
+}
+
 /* A pipeline of K stages against the same model in one process. */
 static void pipeline_numbers(int K, const char *label, ts_optimizer opt, int D, int A, int runs, double rtol, double atol) {
     int64_t n = (int64_t)D * A * B;
@@ -194,10 +275,17 @@ static void pipeline_numbers(int K, const char *label, ts_optimizer opt, int D, 
     CHECK_OK(setup(&one, B, 1, D, A, opt), "%s: the unpipelined model", label);
     ts_model_free(pipe.m);
     pipe.m = NULL;
-    ts_outfeed *q = NULL; /* Relu:0 is stage 0's: only rank 0 computes it */
-    ts_outfeed_config qc = {.name = "stage0", .mode = TS_OUTFEED_ALL, .depth = 64, .drop_when_full = 1};
+    /* outfeeds of stage 0 (Relu:0), stage 1 (Relu:1) and the last stage (loss) */
+    static const char *const keys[] = {"Relu:0", "Relu:1", "loss"};
+    int key_stage[] = {0, 1, K - 1};
+    ts_outfeed *q = NULL, *q1 = NULL;
+    ts_outfeed_config qc = {.name = "stages", .mode = TS_OUTFEED_ALL, .depth = 128};
     CHECK_OK(ts_outfeed_new(&q, &qc), "%s: outfeed", label);
-    ts_outfeed_add(pipe.net.g, q, "relu", ts_graph_find(pipe.net.g, "Relu:0"));
+    CHECK_OK(ts_outfeed_new(&q1, &qc), "%s: the unpipelined model's outfeed", label);
+    for (int k = 0; k < 3; k++) {
+        ts_outfeed_add(pipe.net.g, q, keys[k], ts_graph_find(pipe.net.g, keys[k]));
+        ts_outfeed_add(one.net.g, q1, keys[k], ts_graph_find(one.net.g, keys[k]));
+    }
     CHECK_OK(ts_options_set_pipeline(pipe.o, K, splits, K - 1), "%s: %d stages split at fc2%s", label, K, K > 2 ? ", fc3" : "");
     ts_options_anchor(pipe.o, "loss_all", "loss", TS_OUTPUT_ALL, 0);
     ts_options_anchor(one.o, "loss_all", "loss", TS_OUTPUT_ALL, 0);
@@ -226,13 +314,11 @@ static void pipeline_numbers(int K, const char *label, ts_optimizer opt, int D, 
     }
     CHECK(ts_model_steps(pipe.m) == (int64_t)D * runs, "%s: %lld steps", label, (long long)ts_model_steps(pipe.m));
     CHECK_RESULT(weights_close(&pipe, &one, label, rtol, atol));
-    ts_outfeed_counts c = ts_outfeed_get_counts(q);
-    int64_t want = ts_dist_rank() == 0 ? (int64_t)runs * D * A : 0;
-    CHECK(c.enqueued + c.dropped == want, "%s: rank %d computed Relu:0 (stage 0) %lld times, expected %lld", label, ts_dist_rank(),
-          (long long)(c.enqueued + c.dropped), (long long)want);
+    pipeline_outfeeds(label, q, q1, keys, key_stage, runs * D * A);
 out:
     teardown(&pipe);
     ts_outfeed_free(q);
+    ts_outfeed_free(q1);
     teardown(&one);
     data_free(&d);
 }
@@ -265,31 +351,58 @@ static void desync(int R) {
     data_free(&d);
 }
 
-/* Outfeed records say which replica produced them. */
+/* Outfeed records say which replica produced them, and rank 0 gets every
+ * replica's: R replicas with A = 2 micro-batches against one process of
+ * micro-batch R*B, whose Relu:0 rows [r*B, (r+1)*B) are replica r's. */
 static void outfeed_tagged(int R) {
-    int64_t n = (int64_t)R * B;
+    enum { A = 2 };
+    int64_t n = (int64_t)R * B * A;
     samples d = data_new(n);
-    mlp net;
-    ts_outfeed *q = NULL;
-    ts_model *m = NULL;
-    ts_options *o = ts_options_new();
-    ts_outfeed_config qc = {.name = "replica", .mode = TS_OUTFEED_ALL, .depth = 4};
-    CHECK_OK(test_mlp_build(&net, B, 7), "outfeed: build");
+    trained rep, one;
+    ts_outfeed *q = NULL, *q1 = NULL;
+    ts_outfeed_config qc = {.name = "replica", .mode = TS_OUTFEED_ALL, .depth = 16};
+    CHECK_OK(setup(&rep, B, R, 1, A, ts_sgd(0.01f, 0, 0)), "outfeed: %d replicas", R);
+    CHECK_OK(setup(&one, (int64_t)R * B, 1, 1, A, ts_sgd(0.01f, 0, 0)), "outfeed: one process");
     CHECK_OK(ts_outfeed_new(&q, &qc), "outfeed: new queue");
-    ts_outfeed_add(net.g, q, "relu", ts_graph_find(net.g, "Relu:0"));
-    ts_options_set_replication(o, R, 0);
-    ts_options_set_threads(o, 1);
-    CHECK_OK(ts_model_training(&m, net.g, net.loss, o, ts_sgd(0.01f, 0, 0)), "outfeed: model");
+    CHECK_OK(ts_outfeed_new(&q1, &qc), "outfeed: the one process's queue");
+    if (!rep.m || !one.m || !q || !q1) goto out;
+    ts_outfeed_add(rep.net.g, q, "relu", ts_graph_find(rep.net.g, "Relu:0"));
+    ts_outfeed_add(one.net.g, q1, "relu", ts_graph_find(one.net.g, "Relu:0"));
+    CHECK_OK(ts_model_compile(rep.m), "outfeed: %d replicas recompile with the outfeed", R);
+    CHECK_OK(ts_model_compile(one.m), "outfeed: one process recompiles with the outfeed");
     make_data(&d, 5);
-    CHECK_OK(run(m, &d), "outfeed: run");
-    ts_outfeed_record rec;
-    CHECK_OK(ts_outfeed_dequeue(q, &rec, 1000), "outfeed: a record");
-    CHECK(rec.replica == ts_dist_rank() && rec.array.shape[0] == B, "outfeed: the record of Relu:0 [%lld, ...] carries replica %d on rank %d",
-          (long long)rec.array.shape[0], rec.replica, ts_dist_rank());
-    ts_model_free(m);
+    CHECK_OK(run(rep.m, &d), "outfeed: run");
+    CHECK_OK(run(one.m, &d), "outfeed: run of one process");
+    taken *t = calloc(1, sizeof *t), *ref = calloc(1, sizeof *ref);
+    if (!t || !ref) goto out;
+    take_all(q, t);
+    take_all(q1, ref);
+    int me = ts_dist_rank(), want = me == 0 ? R * A : A, bad = 0;
+    CHECK(t->n == want && ref->n == A, "outfeed: rank %d holds %d records (%s), expected %d", me, t->n, me ? "its own" : "every replica's", want);
+    for (int i = 0; i < t->n && t->n == want && ref->n == A; i++) {
+        int r = me == 0 ? i / A : me, a = i % A; /* rank 0: its own, then by rank, each in order */
+        const float *expect = ref->r[a].v + (size_t)r * B * 320;
+        if (strcmp(t->r[i].key, "relu") || t->r[i].replica != r || t->r[i].stage != 0 || t->r[i].sample != a || t->r[i].run != 0 ||
+            t->r[i].numel != B * 320) {
+            CHECK(0, "outfeed: rank %d's record %d is '%s' replica %d stage %d run %lld sample %lld [%lld], expected replica %d sample %d", me, i,
+                  t->r[i].key, t->r[i].replica, t->r[i].stage, (long long)t->r[i].run, (long long)t->r[i].sample, (long long)t->r[i].numel, r, a);
+            bad = 1;
+            break;
+        }
+        char what[96];
+        snprintf(what, sizeof what, "outfeed: rank %d's record %d (replica %d, sample %d) = its rows of Relu:0", me, i, r, a);
+        bad |= ts_expect_close(what, t->r[i].v, expect, B * 320, 1e-5, 1e-6);
+    }
+    CHECK(!bad, "outfeed: rank %d's records carry their replica and the values that replica computed", me);
+    taken_free(t);
+    taken_free(ref);
+    free(t);
+    free(ref);
+out:
+    teardown(&rep);
+    teardown(&one);
     ts_outfeed_free(q);
-    ts_options_free(o);
-    ts_graph_free(net.g);
+    ts_outfeed_free(q1);
     data_free(&d);
 }
 

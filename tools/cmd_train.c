@@ -43,7 +43,14 @@ typedef struct sink_state {
         size_t cap, sample_bytes;
         int64_t run, n;
         ts_array proto; /* dtype and shape of one sample */
+        /* replicas: rank 0 gets its own records of a run, then each other
+         * replica's; `reps` runs of `rows` records each, in replica order,
+         * are written as [S, R, *T] (as anchors are) */
+        int rep, reps;
+        int64_t rows, first_rows;
+        bool even;
     } stack[32];
+    int replicas;
     long long budget;          /* bytes of dumps allowed (--dump-limit); 0: no limit */
     atomic_llong bytes;        /* bytes of dumps written so far */
     atomic_int failed, full;   /* a write failed (message in err) / the budget is spent */
@@ -60,11 +67,27 @@ static void safe_name(const char *in, char *out, size_t n) {
 static void sink_flush(sink_state *s, int k) {
     if (!s->stack[k].n || atomic_load(&s->failed) || atomic_load(&s->full)) return;
     ts_array a = s->stack[k].proto;
-    if (a.ndim >= TS_MAX_DIMS) a.ndim = TS_MAX_DIMS - 1;
-    memmove(a.shape + 1, a.shape, (size_t)a.ndim * sizeof a.shape[0]);
-    a.shape[0] = s->stack[k].n;
-    a.ndim++;
+    int R = s->replicas;
+    bool by_replica = R > 1 && s->stack[k].even && s->stack[k].reps == R && s->stack[k].rows == s->stack[k].first_rows;
+    int lead = by_replica ? 2 : 1;
+    if (a.ndim > TS_MAX_DIMS - lead) a.ndim = TS_MAX_DIMS - lead;
+    memmove(a.shape + lead, a.shape, (size_t)a.ndim * sizeof a.shape[0]);
+    a.shape[0] = by_replica ? s->stack[k].n / R : s->stack[k].n;
+    if (by_replica) a.shape[1] = R;
+    a.ndim += lead;
     a.data = s->stack[k].data;
+    unsigned char *t = NULL; /* [R][S] as they came -> [S][R] */
+    if (by_replica && (t = malloc(s->stack[k].sample_bytes * (size_t)s->stack[k].n))) {
+        size_t one = s->stack[k].sample_bytes;
+        int64_t S = a.shape[0];
+        for (int64_t i = 0; i < S; i++)
+            for (int r = 0; r < R; r++) memcpy(t + ((size_t)i * (size_t)R + (size_t)r) * one, s->stack[k].data + ((size_t)r * (size_t)S + (size_t)i) * one, one);
+        a.data = t;
+    } else if (by_replica) {
+        snprintf(s->err, sizeof s->err, "out of memory ordering outfeed records of '%s' by replica", s->keys[k]);
+        atomic_store(&s->failed, 1);
+        return;
+    }
     long long size = 128 + (long long)(s->stack[k].sample_bytes * (size_t)s->stack[k].n); /* header + data */
     s->stack[k].n = 0;
     if (s->budget && atomic_load(&s->bytes) + size > s->budget) {
@@ -87,6 +110,7 @@ static void sink_flush(sink_state *s, int k) {
     }
     free(dir);
     free(path);
+    free(t);
 }
 
 static void on_record(void *user, const ts_outfeed_record *r) {
@@ -112,6 +136,20 @@ static void on_record(void *user, const ts_outfeed_record *r) {
         s->stack[k].data = grown;
         s->stack[k].cap = need * 2;
     }
+    if (!s->stack[k].n) {
+        s->stack[k].rep = r->replica;
+        s->stack[k].reps = 1;
+        s->stack[k].rows = 0;
+        s->stack[k].even = r->replica == 0;
+    } else if (r->replica != s->stack[k].rep) {
+        if (s->stack[k].reps == 1) s->stack[k].first_rows = s->stack[k].rows;
+        s->stack[k].even = s->stack[k].even && r->replica == s->stack[k].rep + 1 && s->stack[k].rows == s->stack[k].first_rows;
+        s->stack[k].rep = r->replica;
+        s->stack[k].reps++;
+        s->stack[k].rows = 0;
+    }
+    s->stack[k].rows++;
+    if (s->stack[k].reps == 1) s->stack[k].first_rows = s->stack[k].rows;
     memcpy(s->stack[k].data + bytes * (size_t)s->stack[k].n, r->array.data, bytes);
     s->stack[k].proto = r->array;
     s->stack[k].sample_bytes = bytes;
@@ -536,7 +574,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     ts_tb_writer *tb = NULL;
     char tb_dir[1100] = "";
     ts_loader *loader = NULL;
-    sink_state sink = {.dump_dir = lead ? a.dump_npy : NULL, .budget = dump_limit};
+    sink_state sink = {.dump_dir = lead ? a.dump_npy : NULL, .budget = dump_limit, .replicas = R};
     bool dumps_full = false;
     curve *loss_curve = calloc(1, sizeof *loss_curve), *acc_curve = calloc(1, sizeof *acc_curve), *hl_curve = calloc(1, sizeof *hl_curve);
     rc = CLI_RUNTIME;
@@ -1013,7 +1051,7 @@ done:
         if (rc == CLI_OK || dumps_full) {
             printf("outfeed: %ld records", sink.records);
             for (int k = 0; k < sink.n_keys; k++) printf("%s %s x%ld", k ? "," : ":", sink.keys[k], sink.counts[k]);
-            if (a.dump_npy) printf(" (%ld files written to %s/outfeed/, one [S,*T] array per key per run)", sink.written, a.dump_npy);
+            if (a.dump_npy) printf(" (%ld files written to %s/outfeed/, one [S,%s*T] array per key per run)", sink.written, a.dump_npy, R > 1 ? "R," : "");
             printf("\n");
         }
     }

@@ -98,7 +98,7 @@ class OutfeedConfig(C.Structure):  # ts_outfeed_config
 
 class OutfeedRecord(C.Structure):  # ts_outfeed_record
     _fields_ = [("run", C.c_int64), ("sample", C.c_int64), ("key", C.c_char_p),
-                ("array", Array), ("replica", C.c_int)]
+                ("array", Array), ("replica", C.c_int), ("stage", C.c_int)]
 
 
 class OutfeedCounts(C.Structure):  # ts_outfeed_counts

@@ -162,8 +162,10 @@ def AdamW(lr=1e-3, betas=None, eps=None, weight_decay=0.01):
 
 # --------------------------------------------------------------- outfeed
 
-Record = collections.namedtuple("Record", "key run sample array")
-Record.__doc__ = "One outfeed record: run index, sample in the run, key, numpy array (a copy)."
+Record = collections.namedtuple("Record", "key run sample array replica stage", defaults=(0, 0))
+Record.__doc__ = ("One outfeed record: run index, sample in the run, key, numpy array (a copy), "
+                  "and the replica and pipeline stage (MPI rank) that made it; under mpirun rank 0 "
+                  "also gets every other rank's records, after its own, after each run.")
 
 
 class OutfeedQueue:
@@ -208,7 +210,7 @@ class OutfeedQueue:
     def _on_record(self, rec):  # on the library's consumer thread
         r = rec.contents
         self._records.append(Record(r.key.decode(), r.run, r.sample,
-                                    _capi.to_numpy(r.array, "outfeed record")))
+                                    _capi.to_numpy(r.array, "outfeed record"), r.replica, r.stage))
         with self._cond:
             self._received += 1
             self._cond.notify_all()
@@ -237,7 +239,7 @@ class OutfeedQueue:
                 return
             check(st)
             yield Record(rec.key.decode(), rec.run, rec.sample,
-                         _capi.to_numpy(rec.array, "outfeed record"))
+                         _capi.to_numpy(rec.array, "outfeed record"), rec.replica, rec.stage)
 
     def __len__(self):
         """Records waiting to be iterated (mode "all")."""

@@ -130,6 +130,10 @@ typedef struct ts_prog {
     float *param_sync;            /* (K + 1) * (parameters + 1) floats exchanged after a run */
     int64_t param_floats;
     uint64_t wait_ns;             /* this run: time blocked receiving (the bubble) */
+    /* outfeed records to rank 0 (model/outfeeds.c) */
+    unsigned char *fwd;           /* ranks > 0: this run's records, packed; rank 0: every other rank's */
+    size_t fwd_cap, fwd_used;
+    size_t *fwd_at, *fwd_got;     /* rank 0: where rank r's records go (size + 1), and how many bytes came */
 } ts_prog;
 
 typedef struct ts_opt_state { /* per parameter, survives recompiles */
@@ -249,6 +253,17 @@ void ts_pipeline_keep(ts_model *m, int a, bool restore);
 /* After a run: every stage's parameters, anchors and watch results on every
  * rank; the bubble metric. */
 ts_status ts_pipeline_after_run(ts_model *m, uint64_t run_ns);
+
+/* model/outfeeds.c: every rank's outfeed records on rank 0 (DESIGN.md §15) */
+/* Sizes the buffer of one run's records (compile, after the two above). */
+ts_status ts_outfeeds_compile(ts_model *m, ts_prog *p);
+/* The replica and the stage this rank's records carry. */
+int ts_outfeeds_replica(const ts_model *m);
+int ts_outfeeds_stage(const ts_model *m);
+/* A record of link `link` of `entry` this rank pushed: kept for rank 0. */
+ts_status ts_outfeeds_keep(ts_model *m, int entry, int link, int64_t sample, const ts_array *a);
+/* After a run: ranks > 0 send their records, rank 0 pushes them. */
+ts_status ts_outfeeds_after_run(ts_model *m);
 
 /* observe.c: the executor's one hook */
 ts_status ts_observe(ts_model *m, int entry, int64_t sample);

@@ -140,6 +140,9 @@ ts_status ts_pipeline_compile(ts_model *m, ts_prog *p) {
     if (!st) st = boundary(m, p, s, &p->bnd_out, &p->n_bnd_out, &p->len_out);
     if (st) return st;
     int A = m->training ? m->opts.grad_accum : 1;
+    if (2 * (int64_t)A >= TS_TAG_OUTFEED)
+        return ts_error(TS_ERR_UNSUPPORTED, "a pipeline of %d micro-batches a step: at most %d (their messages are tagged by micro-batch)", A,
+                        TS_TAG_OUTFEED / 2 - 1);
     size_t box = (size_t)(p->len_in > p->len_out ? p->len_in : p->len_out);
     p->param_floats = param_floats(m, p);
     p->inbox = ts_calloc(box + 1, sizeof(float));
@@ -158,7 +161,7 @@ ts_status ts_pipeline_compile(ts_model *m, ts_prog *p) {
 /* Receives one message into p->inbox, timing the wait (the bubble). */
 static ts_status receive(ts_model *m, int peer, int tag, int64_t n) {
     uint64_t t0 = ts_now_ns();
-    ts_status st = m->coll->recv(peer, tag, m->prog->inbox, n);
+    ts_status st = m->coll->recv(peer, tag, m->prog->inbox, (size_t)n * sizeof(float), NULL, "a receive from the neighbouring stage");
     m->prog->wait_ns += ts_now_ns() - t0;
     return st;
 }
@@ -186,7 +189,7 @@ ts_status ts_pipeline_send_forward(ts_model *m, int a) {
         memcpy(x, e->data, (size_t)e->numel * sizeof(float));
         x += e->numel;
     }
-    return m->coll->send_start(m->coll->rank + 1, 2 * a, box, p->len_out);
+    return m->coll->send_start(m->coll->rank + 1, 2 * a, box, (size_t)p->len_out * sizeof(float));
 }
 
 /* Gradients travel for the boundary tensors that have one, in the same
@@ -218,7 +221,7 @@ ts_status ts_pipeline_send_backward(ts_model *m, int a) {
         else memset(x, 0, (size_t)n * sizeof(float));
         x += n;
     }
-    return m->coll->send_start(m->coll->rank - 1, 2 * a + 1, box, p->len_in);
+    return m->coll->send_start(m->coll->rank - 1, 2 * a + 1, box, (size_t)p->len_in * sizeof(float));
 }
 
 void ts_pipeline_keep(ts_model *m, int a, bool restore) {

@@ -14,7 +14,7 @@
 
 typedef struct outfeed_slot {
     int64_t run, sample;
-    int replica;
+    int replica, stage;
     char key[TS_OUTFEED_KEY_MAX];
     ts_array array; /* array.data points at buf */
     unsigned char *buf;
@@ -354,6 +354,11 @@ static void report(const ts_outfeed *q, const push_note *note, int64_t run) {
 
 ts_status ts_outfeed_push(ts_outfeed *q, int64_t run, int64_t sample, const char *key,
                           const ts_array *a) {
+    return ts_outfeed_push_from(q, run, sample, key, a, 0, 0);
+}
+
+ts_status ts_outfeed_push_from(ts_outfeed *q, int64_t run, int64_t sample, const char *key,
+                               const ts_array *a, int replica, int stage) {
     if (!q || !key || !a)
         return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_outfeed_push: %s is NULL",
                         !q ? "queue" : !key ? "key" : "array");
@@ -406,7 +411,8 @@ ts_status ts_outfeed_push(ts_outfeed *q, int64_t run, int64_t sample, const char
         outfeed_slot *s = &q->slots[slot];
         s->run = run;
         s->sample = sample;
-        s->replica = ts_dist_rank(); /* in an MPI job, the rank's replica */
+        s->replica = replica;
+        s->stage = stage;
         memcpy(s->key, key, key_len + 1);
         s->array = *a;
         s->array.data = s->buf;
@@ -464,6 +470,7 @@ static ts_status take_locked(ts_outfeed *q, ts_outfeed_record *rec, int timeout_
     rec->run = q->slots[s].run;
     rec->sample = q->slots[s].sample;
     rec->replica = q->slots[s].replica;
+    rec->stage = q->slots[s].stage;
     rec->key = q->slots[s].key;
     rec->array = q->slots[s].array;
     return TS_OK;

@@ -54,6 +54,10 @@ ts_status ts_outfeed_reserve(ts_outfeed *q, size_t max_record_bytes);
  * one producer per queue. Must not race with ts_outfeed_free. */
 ts_status ts_outfeed_push(ts_outfeed *q, int64_t run, int64_t sample, const char *key,
                           const ts_array *a);
+/* The same, for a record of a replica or pipeline stage (an MPI rank),
+ * which the record carries; ts_outfeed_push is replica 0, stage 0. */
+ts_status ts_outfeed_push_from(ts_outfeed *q, int64_t run, int64_t sample, const char *key,
+                               const ts_array *a, int replica, int stage);
 
 /* Wakes waiting producers and consumers. Afterwards pushes fail with
  * TS_ERR_STATE and dequeue delivers what is left, then TS_ERR_NOT_FOUND.
