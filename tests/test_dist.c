@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "cnn.h"
 #include "fixture.h"
 #include "mlp.h"
 #include "tensorscope.h"
@@ -406,6 +407,73 @@ out:
     data_free(&d);
 }
 
+/* Batch norm's running statistics under R replicas of the CNN: after a
+ * step each rank's bn1.running_mean and running_var are the mean over the
+ * replicas of what each computed from its shard, i.e. (momentum 0.1, from
+ * 0 and 1) 0.1 * the mean of the shards' batch means (= the one-process
+ * running_mean of batch R*B) and 0.9 + 0.1 * the mean of the shards'
+ * unbiased variances, computed here from the one-process conv1 output at
+ * the same first step. Then a buffer changed on one rank is a desync the
+ * checksum names. */
+static void bn_buffers(int R) {
+    enum { C = 6, HW = 28 * 28 };
+    int64_t n = (int64_t)R * B;
+    samples d = data_new(n);
+    cnn rep, one;
+    ts_model *mr = NULL, *m1 = NULL;
+    ts_options *o = ts_options_new(), *o1 = ts_options_new();
+    CHECK_OK(test_cnn_build(&rep, B, 3), "bn: %d replicas of the cnn", R);
+    CHECK_OK(test_cnn_build(&one, n, 3), "bn: the cnn of micro-batch %lld", (long long)n);
+    ts_options_set_threads(o, 1);
+    ts_options_set_threads(o1, 1);
+    ts_options_set_replication(o, R, 1); /* the checksum before every run */
+    ts_options_anchor(o1, "conv1", "conv1/Conv2d:0", TS_OUTPUT_FINAL, 0);
+    CHECK_OK(ts_model_training(&mr, rep.g, rep.loss, o, ts_sgd(0.01f, 0, 0)), "bn: replicas' model");
+    CHECK_OK(ts_model_training(&m1, one.g, one.loss, o1, ts_sgd(0.01f, 0, 0)), "bn: one process's model");
+    if (!mr || !m1) goto out;
+    make_data(&d, 9);
+    CHECK_OK(run(mr, &d), "bn: a step of %d replicas", R);
+    CHECK_OK(run(m1, &d), "bn: a step of one process");
+    ts_array x, rm, rv, rm1;
+    CHECK_OK(ts_model_anchored(m1, "conv1", &x), "bn: conv1's output anchored");
+    ts_tensor_info(ts_graph_find(rep.g, "bn1.running_mean"), &rm);
+    ts_tensor_info(ts_graph_find(rep.g, "bn1.running_var"), &rv);
+    ts_tensor_info(ts_graph_find(one.g, "bn1.running_mean"), &rm1);
+    float want_var[C];
+    for (int c = 0; c < C; c++) {
+        double var = 0;
+        for (int r = 0; r < R; r++) { /* replica r's shard: samples r*B .. r*B + B - 1 */
+            double sum = 0, sq = 0;
+            for (int64_t i = (int64_t)r * B; i < (int64_t)(r + 1) * B; i++)
+                for (int k = 0; k < HW; k++) {
+                    double v = ((const float *)x.data)[(i * C + c) * HW + k];
+                    sum += v;
+                    sq += v * v;
+                }
+            double N = (double)B * HW, mean = sum / N;
+            var += (sq - N * mean * mean) / (N - 1) / R;
+        }
+        want_var[c] = (float)(0.9 + 0.1 * var);
+    }
+    CHECK_RESULT(ts_expect_close("bn: bn1.running_mean of the replicas = one process's", rm.data, rm1.data, C, 1e-4, 1e-7));
+    CHECK_RESULT(ts_expect_close("bn: bn1.running_var = 0.9 + 0.1 * the mean of the shards' variances", rv.data, want_var, C, 1e-5, 1e-7));
+    CHECK_OK(run(mr, &d), "bn: a second step: the checksum (weights and buffers) agrees on every rank");
+    if (ts_dist_rank() == R - 1) ((float *)rv.data)[2] += 1e-3f; /* the graph's storage of the buffer */
+    ts_status st = run(mr, &d);
+    char want[64];
+    snprintf(want, sizeof want, "rank %d's 'bn1.running_var'", R - 1);
+    CHECK(st == TS_ERR_DIST && strstr(ts_last_error(), want), "bn: a buffer changed on rank %d is a desync naming it, on rank %d: %s", R - 1, ts_dist_rank(),
+          ts_last_error());
+out:
+    ts_model_free(mr);
+    ts_model_free(m1);
+    ts_options_free(o);
+    ts_options_free(o1);
+    ts_graph_free(rep.g);
+    ts_graph_free(one.g);
+    data_free(&d);
+}
+
 /* The last rank stops answering (or dies); the others' next collective must
  * fail within the timeout, or mpirun ends the job. */
 static int hang(int R, bool die) {
@@ -454,6 +522,7 @@ int main(int argc, char **argv) {
             pipeline_numbers(R, "pipeline adam A=3", ts_adam(1e-3f), 1, 3, 10, 1e-4, 1e-5);
         }
         outfeed_tagged(R);
+        bn_buffers(R);
         desync(R);
     }
     int rc = check_summary("test_dist");

@@ -42,6 +42,7 @@ void ts_prog_free(ts_prog *p) {
     ts_free(p->rep_summaries);
     ts_free(p->rep_results);
     ts_free(p->rep_sums);
+    ts_free(p->rep_nodes);
     ts_free(p->stage);
     ts_free(p->bnd_in);
     ts_free(p->bnd_out);

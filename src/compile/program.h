@@ -118,7 +118,10 @@ typedef struct ts_prog {
     ts_summary *rep_gathered;     /* R * n_watch summaries, by rank */
     ts_summary *rep_summaries;    /* n_watch * (R + 1): per replica, then reduced */
     ts_watch_result *rep_results; /* the rows ts_model_watch_results returns */
-    uint32_t *rep_sums;           /* (R + 1) * parameters: weight checksums */
+    int *rep_nodes, n_rep_nodes;  /* the trained parameters, then the buffers, checked by checksum */
+    int rep_first_buffer;         /* index of the first buffer in rep_nodes */
+    uint32_t *rep_sums;           /* (R + 1) * n_rep_nodes: their checksums */
+    size_t allreduce_bytes;       /* this step's all-reduces, started in the backward */
     /* pipeline stages (K > 1, model/pipeline.c) */
     int *stage;                   /* per node: its stage (-1 unused); NULL without a pipeline */
     int *bnd_in, n_bnd_in;        /* tensors the previous stage sends, node ids in order */
@@ -231,8 +234,15 @@ int ts_replicas(const ts_model *m); /* R, 1 without replicas */
 ts_status ts_replicas_compile(ts_model *m, ts_prog *p);
 /* Before a run: the weight checksum when due. */
 ts_status ts_replicas_before_run(ts_model *m);
-/* Averages every parameter's Accum___ over the replicas (before the step). */
+/* The backward has finished parameter `node`'s gradient of micro-batch mb:
+ * adds it to Accum___ (A > 1) and, at the step's last micro-batch, starts
+ * averaging Accum___ over the replicas while the backward goes on. */
+ts_status ts_replicas_grad_ready(ts_model *m, int node, int64_t mb);
+/* Completes every parameter's average (before the step). */
 ts_status ts_replicas_allreduce(ts_model *m);
+/* After a step: every buffer (running statistics) becomes its mean over
+ * the replicas. */
+ts_status ts_replicas_sync_buffers(ts_model *m);
 /* After a run: anchors and watch results of every replica, on every rank. */
 ts_status ts_replicas_after_run(ts_model *m);
 

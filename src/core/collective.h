@@ -15,6 +15,8 @@ typedef struct ts_collective {
     ts_status (*allreduce_mean_start)(float *buf, int64_t n);
     /* Completes every started all-reduce. */
     ts_status (*allreduce_wait)(void);
+    /* Lets the started all-reduces advance without waiting for them. */
+    ts_status (*allreduce_progress)(void);
     /* recv[r * bytes ..] <- rank r's send[0..bytes), on every rank; `what`
      * names it in a failure ("the weight checksums"). */
     ts_status (*allgather)(const void *send, void *recv, size_t bytes, const char *what);

@@ -92,12 +92,17 @@ static ts_status backward(ts_model *m, int64_t mb) {
         }
     }
     p->param_grads_zero = false;
+    bool replicas = ts_replicas(m) > 1;
     for (int k = p->n_order - 1; k >= 0; k--) {
         int i = p->order[k];
         if (!p->needs_grad[i] || !ts_in_stage(m, i)) continue;
         const ts_tensor *t = g->t[i];
         if (i == m->loss) p->entries[p->grad_entry[i]].data[0] = 1.0f;
         OBSERVE(m, p->grad_entry[i], mb); /* every consumer has added its part */
+        if (t->op == TS_OP_PARAM && replicas && !m->rerun) { /* its all-reduce can start */
+            ts_status st = ts_replicas_grad_ready(m, i, mb);
+            if (st) return st;
+        }
         const ts_op_def *def = ts_op_get(t->op);
         if (!def->backward) continue;
         for (int z = 0; z < p->n_zero_before[i]; z++) {
@@ -110,6 +115,10 @@ static ts_status backward(ts_model *m, int64_t mb) {
         def->backward(&kc);
         p->op_ns[i] += ts_now_ns() - t0;
         if (t->op == TS_OP_PRINT) print_op(m, i, true);
+        if (replicas) {
+            ts_status st = m->coll->allreduce_progress();
+            if (st) return st;
+        }
     }
     return TS_OK;
 }
@@ -138,7 +147,7 @@ static void update_range(void *ctx, int64_t begin, int64_t end) {
 static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
     ts_prog *p = m->prog;
     int A = m->opts.grad_accum;
-    for (int s = 0; s < m->n_state; s++) {
+    for (int s = 0; s < m->n_state && ts_replicas(m) == 1; s++) { /* replicas: done in the backward */
         int node = m->state[s].node;
         if (!p->live[node] || !p->needs_grad[node] || !ts_in_stage(m, node)) continue;
         ts_entry *grad = &p->entries[p->grad_entry[node]];
@@ -149,7 +158,7 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
         }
     }
     if (a != A - 1) return TS_OK;
-    if (ts_replicas(m) > 1) { /* replicas: Accum___ becomes the mean over them */
+    if (ts_replicas(m) > 1) { /* replicas: Accum___ becomes the mean over them (started in the backward) */
         ts_crash_set_current_op("AllReduce", "(all parameters)", NULL);
         ts_status st = ts_replicas_allreduce(m);
         if (st) return st;
@@ -335,7 +344,8 @@ static ts_status run_body(ts_model *m, const ts_array *const *bound) {
             if (!st && m->training) st = accumulate_and_step(m, a, d);
             if (st) return st;
         }
-        ts_status st = observe_buffers(m, d);
+        ts_status st = m->training && ts_replicas(m) > 1 ? ts_replicas_sync_buffers(m) : TS_OK;
+        if (!st) st = observe_buffers(m, d);
         if (st) return st;
     }
     return TS_OK;
