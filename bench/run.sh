@@ -287,9 +287,9 @@ replica_row() { # LABEL MODEL BATCH STEPS WARMUP
         sps="$(awk -v b="${med[0]}" -v c="${med[1]}" -v n="$3" 'BEGIN { printf "%.0f vs %.0f", n * 1000 / b, n * 1000 / c }')"
         ar="$(printf '%s\n' $share | stat median)% ($(printf '%s\n' $share | stat min)..$(printf '%s\n' $share | stat max)%)"
     fi
-    printf '%-22s samples/s 1x2 threads vs 2x1 ranks %s, ratio %s, all-reduce %s of the step: info\n' "$label" "$sps" "$ratio" "$ar"
+    printf '%-22s samples/s 1x2 threads vs 2x1 ranks %s, ratio 2 ranks/1 process %s, all-reduce %s of the step: info\n' "$label" "$sps" "$ratio" "$ar"
     hr
-    ROWS+=("$label: samples/s 1 process x 2 threads vs 2 ranks x 1 thread $sps, ratio $ratio, all-reduce $ar of the step, info")
+    ROWS+=("$label: samples/s 1 process x 2 threads vs 2 ranks x 1 thread $sps, ratio 2 ranks/1 process $ratio, all-reduce $ar of the step, info")
 }
 # pipeline_row LABEL BATCH STEPS WARMUP A: the MLP as 2 stages (split at
 # fc2), A micro-batches a step, REPS rounds: the median bubble (the share of
