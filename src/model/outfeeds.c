@@ -118,6 +118,8 @@ ts_status ts_outfeeds_after_run(ts_model *m) {
         return st ? st : c->send_wait(); /* rank 0 is receiving it now: the run's end waits for every rank */
     }
     for (int r = 1; r < c->size; r++) {
+        p->fwd_got[r] = 0;
+        if (p->fwd_at[r + 1] == p->fwd_at[r]) continue; /* a stage without outfeeds sends nothing */
         char what[64];
         snprintf(what, sizeof what, "the outfeed records of rank %d", r);
         ts_status st = c->recv(r, TS_TAG_OUTFEED, p->fwd + p->fwd_at[r], p->fwd_at[r + 1] - p->fwd_at[r], &p->fwd_got[r], what);
