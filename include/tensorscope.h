@@ -500,6 +500,14 @@ TS_API ts_status ts_options_set_replication(ts_options *o, int replicas, int che
  * run every rank holds all of them. Anchors and watch results of every
  * stage reach every rank. Every rank passes the same inputs. */
 TS_API ts_status ts_options_set_pipeline(ts_options *o, int stages, const char *const *split_at, int n_split);
+/* The order a stage runs its micro-batches in. GPIPE (default): every
+ * forward, then every backward. 1F1B: stage s runs K - 1 - s forwards,
+ * then alternates one forward and one backward, then the last backwards,
+ * so at most K - s micro-batches wait for their backward on it (the same
+ * bubble, less memory in flight). Both give the same weights, bit for bit:
+ * each stage's backwards come in the same order. */
+typedef enum ts_pipeline_schedule { TS_PIPELINE_GPIPE = 0, TS_PIPELINE_1F1B } ts_pipeline_schedule;
+TS_API ts_status ts_options_set_pipeline_schedule(ts_options *o, ts_pipeline_schedule schedule);
 
 /* ------------------------------------------------------------ optimizers */
 

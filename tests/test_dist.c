@@ -13,6 +13,7 @@
  *   anchored gradient) and a reduced row over all of them;
  * - a desync (one rank's weights changed) is TS_ERR_DIST naming the rank and
  *   the parameter on every rank;
+ * - a 1F1B pipeline gives the weights of the same GPipe run bit for bit;
  * - outfeed records: each rank's queue holds its own, rank 0's every
  *   rank's (its own first, then by rank), tagged with their replica or
  *   stage, with the values one process computes (replicas and pipelines,
@@ -275,7 +276,35 @@ static void pipeline_outfeeds(const char *label, ts_outfeed *q, ts_outfeed *q1, 
 }
 
 /* A pipeline of K stages against the same model in one process. */
-static void pipeline_numbers(int K, const char *label, ts_optimizer opt, int D, int A, int runs, double rtol, double atol, bool stage1_only) {
+/* The weights a pipeline ended with, to compare the next one with. */
+static float *last_weights;
+static size_t n_last_weights;
+
+/* Copies g's parameters into last_weights (keep) or says whether they are
+ * the same bit for bit (!keep). */
+static bool weights_as_before(ts_graph *g, bool keep) {
+    size_t n = 0;
+    bool same = last_weights != NULL;
+    for (size_t i = 0; i < sizeof PARAMS / sizeof PARAMS[0]; i++) {
+        ts_array w;
+        ts_tensor_info(ts_graph_find(g, PARAMS[i]), &w);
+        size_t k = (size_t)ts_array_numel(&w);
+        if (keep) {
+            float *grown = realloc(last_weights, (n + k) * sizeof *grown);
+            if (!grown) return false;
+            last_weights = grown;
+            memcpy(last_weights + n, w.data, k * sizeof(float));
+        } else {
+            same = same && n + k <= n_last_weights && memcmp(last_weights + n, w.data, k * sizeof(float)) == 0;
+        }
+        n += k;
+    }
+    if (keep) n_last_weights = n;
+    return same;
+}
+
+static void pipeline_numbers(int K, const char *label, ts_optimizer opt, int D, int A, int runs, double rtol, double atol, bool stage1_only,
+                             ts_pipeline_schedule sched) {
     int64_t n = (int64_t)D * A * B;
     samples d = data_new(n);
     const char *splits[] = {"fc2", "fc3"};
@@ -298,6 +327,7 @@ static void pipeline_numbers(int K, const char *label, ts_optimizer opt, int D, 
         ts_outfeed_add(one.net.g, q1, keys[k], ts_graph_find(one.net.g, keys[k]));
     }
     CHECK_OK(ts_options_set_pipeline(pipe.o, K, splits, K - 1), "%s: %d stages split at fc2%s", label, K, K > 2 ? ", fc3" : "");
+    CHECK_OK(ts_options_set_pipeline_schedule(pipe.o, sched), "%s: schedule", label);
     ts_options_anchor(pipe.o, "loss_all", "loss", TS_OUTPUT_ALL, 0);
     ts_options_anchor(one.o, "loss_all", "loss", TS_OUTPUT_ALL, 0);
     ts_model_free(one.m);
@@ -325,6 +355,10 @@ static void pipeline_numbers(int K, const char *label, ts_optimizer opt, int D, 
     }
     CHECK(ts_model_steps(pipe.m) == (int64_t)D * runs, "%s: %lld steps", label, (long long)ts_model_steps(pipe.m));
     CHECK_RESULT(weights_close(&pipe, &one, label, rtol, atol));
+    if (sched == TS_PIPELINE_1F1B) /* the same backwards in the same order as the GPipe run before it */
+        CHECK(weights_as_before(pipe.net.g, false), "%s: the weights are those of the same run under GPipe, bit for bit", label);
+    else
+        weights_as_before(pipe.net.g, true);
     pipeline_outfeeds(label, q, q1, keys, key_stage, n_keys, runs * D * A);
 out:
     teardown(&pipe);
@@ -528,8 +562,11 @@ int main(int argc, char **argv) {
         same_numbers(R, "sgd momentum D=2", ts_sgd(0.05f, 0.9f, 0.0f), 2, 1, 5, 1e-4, 1e-6);
         same_numbers(R, "adam A=2", ts_adam(1e-3f), 1, 2, 10, 1e-4, 1e-5);
         if (R <= 3) {
-            pipeline_numbers(R, "pipeline sgd momentum D=2 A=2", ts_sgd(0.05f, 0.9f, 0.0f), 2, 2, 5, 1e-4, 1e-6, false);
-            pipeline_numbers(R, "pipeline adam A=3", ts_adam(1e-3f), 1, 3, 10, 1e-4, 1e-5, true);
+            pipeline_numbers(R, "pipeline sgd momentum D=2 A=2", ts_sgd(0.05f, 0.9f, 0.0f), 2, 2, 5, 1e-4, 1e-6, false, TS_PIPELINE_GPIPE);
+            pipeline_numbers(R, "pipeline adam A=3", ts_adam(1e-3f), 1, 3, 10, 1e-4, 1e-5, true, TS_PIPELINE_GPIPE);
+            pipeline_numbers(R, "pipeline sgd A=5", ts_sgd(0.05f, 0.9f, 0.0f), 1, 5, 4, 1e-4, 1e-6, false, TS_PIPELINE_GPIPE);
+            pipeline_numbers(R, "pipeline 1f1b sgd A=5", ts_sgd(0.05f, 0.9f, 0.0f), 1, 5, 4, 1e-4, 1e-6, false, TS_PIPELINE_1F1B);
+            free(last_weights);
         }
         outfeed_tagged(R);
         bn_buffers(R);

@@ -158,6 +158,7 @@ struct ts_options {
     int grad_pre_accumulated;
     int replicas, replica_check; /* R (1 = off) and steps between weight checks */
     int stages;                  /* pipeline stages K (1 = off) */
+    ts_pipeline_schedule schedule;
     char **split_at;             /* K - 1 scope names */
 };
 
@@ -258,6 +259,10 @@ ts_status ts_pipeline_recv_forward(ts_model *m, int a);
 ts_status ts_pipeline_send_forward(ts_model *m, int a);
 ts_status ts_pipeline_recv_backward(ts_model *m, int a);
 ts_status ts_pipeline_send_backward(ts_model *m, int a);
+/* Op k (0 .. 2A - 1 training, A - 1 inference) of a step of this rank's
+ * stage under the model's schedule: the forward or the backward of
+ * micro-batch *a. */
+void ts_pipeline_op(const ts_model *m, int stage, int k, bool *backward, int *a);
 /* Keeps micro-batch a's activations until its backward (restore = back). */
 void ts_pipeline_keep(ts_model *m, int a, bool restore);
 /* After a run: every stage's parameters, anchors and watch results on every

@@ -351,36 +351,31 @@ static ts_status run_body(ts_model *m, const ts_array *const *bound) {
     return TS_OK;
 }
 
-/* A pipeline stage's run (GPipe): each step, the forward of every
- * micro-batch (activations from the previous stage, to the next), then the
- * backward of every micro-batch (gradients from the next stage, to the
- * previous) and the step of this stage's parameters. The last stage runs
- * each backward right after its forward. Sends do not wait for the
- * receiver; each step waits for its sends at its end. */
+/* A pipeline stage's run: each step, the forwards and backwards of its
+ * micro-batches in the order of the schedule (ts_pipeline_op: GPipe or
+ * 1F1B), activations from the previous stage and to the next one, gradients
+ * from the next stage and to the previous one, and after the last backward
+ * the step of this stage's parameters. A micro-batch whose backward does
+ * not follow its forward keeps its activations meanwhile. Sends do not
+ * wait for the receiver; each step waits for its sends at its end. */
 static ts_status run_pipelined(ts_model *m, const ts_array *const *bound) {
-    int D = m->opts.device_iterations, A = m->training ? m->opts.grad_accum : 1;
-    bool last = m->coll->rank == m->coll->size - 1;
+    int D = m->opts.device_iterations, A = m->training ? m->opts.grad_accum : 1, n = m->training ? 2 * A : A, me = m->coll->rank;
     for (int64_t d = 0; d < D; d++) {
         ts_status st = observe_params(m, d);
-        for (int a = 0; a < A && !st; a++) {
+        bool bwd, was_bwd = true;
+        int a, prev = -1;
+        for (int k = 0; k < n && !st; k++, prev = a, was_bwd = bwd) {
+            ts_pipeline_op(m, me, k, &bwd, &a);
             int64_t mb = d * A + a;
+            if (m->training && !was_bwd && !(bwd && a == prev)) ts_pipeline_keep(m, prev, false); /* the last forward waits for its backward */
+            if (bwd && (was_bwd || a != prev)) ts_pipeline_keep(m, a, true); /* its activations back */
             bind_micro_batch(m, bound, mb);
-            if (!st) st = ts_pipeline_recv_forward(m, a);
-            if (!st) st = forward(m, mb);
-            if (!st) st = ts_pipeline_send_forward(m, a);
-            if (st || !m->training) continue;
-            if (last) {
-                st = backward(m, mb);
-                if (!st) st = ts_pipeline_send_backward(m, a);
-                if (!st) st = accumulate_and_step(m, a, d);
-            } else {
-                ts_pipeline_keep(m, a, false);
+            if (!bwd) {
+                st = ts_pipeline_recv_forward(m, a);
+                if (!st) st = forward(m, mb);
+                if (!st) st = ts_pipeline_send_forward(m, a);
+                continue;
             }
-        }
-        for (int a = 0; a < A && !st && m->training && !last; a++) {
-            int64_t mb = d * A + a;
-            ts_pipeline_keep(m, a, true);
-            bind_micro_batch(m, bound, mb);
             st = ts_pipeline_recv_backward(m, a);
             if (!st) st = backward(m, mb);
             if (!st) st = ts_pipeline_send_backward(m, a);

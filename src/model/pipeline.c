@@ -102,20 +102,36 @@ static int64_t param_floats(const ts_model *m, const ts_prog *p) {
     return n;
 }
 
+/* Stage s runs w forwards first: all of them (GPipe), or K - 1 - s
+ * (1F1B), and the last stage none: each backward right after its forward. */
+void ts_pipeline_op(const ts_model *m, int stage, int k, bool *backward, int *a) {
+    int K = ts_stages(m), A = m->training ? m->opts.grad_accum : 1;
+    int w = !m->training ? A : stage == K - 1 ? 0 : m->opts.schedule == TS_PIPELINE_1F1B ? K - 1 - stage : A;
+    if (w > A) w = A;
+    if (k < w) { /* warm-up: forwards */
+        *backward = false, *a = k;
+    } else if (k < 2 * A - w) { /* steady: one forward, one backward */
+        int j = k - w;
+        *backward = j % 2 == 1, *a = j % 2 ? j / 2 : w + j / 2;
+    } else { /* cool-down: backwards */
+        *backward = true, *a = k - A;
+    }
+}
+
 static void log_schedule(const ts_model *m, int K) {
     if (!ts_log_enabled(TS_LOG_DEBUG)) return;
-    int A = m->training ? m->opts.grad_accum : 1;
-    ts_logf(TS_LOG_DEBUG, "pipeline schedule (GPipe, %d stages, %d micro-batches a step; F = forward, B = backward of micro-batch k; ideal bubble %.1f%%):",
-            K, A, 100.0 * (K - 1) / (A + K - 1));
+    int A = m->training ? m->opts.grad_accum : 1, n = m->training ? 2 * A : A;
+    ts_logf(TS_LOG_DEBUG, "pipeline schedule (%s, %d stages, %d micro-batches a step; F = forward, B = backward of micro-batch k; ideal bubble %.1f%%):",
+            m->opts.schedule == TS_PIPELINE_1F1B ? "1F1B" : "GPipe", K, A, 100.0 * (K - 1) / (A + K - 1));
     for (int s = 0; s < K; s++) {
         char line[1024];
         size_t used = (size_t)snprintf(line, sizeof line, "  rank %d (stage %d, from %s):", s, s, s ? m->opts.split_at[s - 1] : "the inputs");
-        for (int a = 0; a < A && used < sizeof line - 32; a++) {
-            used += (size_t)snprintf(line + used, sizeof line - used, " F%d", a);
-            if (m->training && s == K - 1) used += (size_t)snprintf(line + used, sizeof line - used, " B%d", a);
+        for (int k = 0; k < n && used < sizeof line - 32; k++) {
+            bool bwd;
+            int a;
+            ts_pipeline_op(m, s, k, &bwd, &a);
+            used += (size_t)snprintf(line + used, sizeof line - used, " %c%d", bwd ? 'B' : 'F', a);
         }
-        for (int a = 0; m->training && s < K - 1 && a < A && used < sizeof line - 32; a++)
-            used += (size_t)snprintf(line + used, sizeof line - used, " B%d", a);
         if (m->training && used < sizeof line - 8) snprintf(line + used, sizeof line - used, " step");
         ts_logf(TS_LOG_DEBUG, "%s", line);
     }
