@@ -118,6 +118,13 @@ for run in (0, 29):
     assert np.allclose(a, b, rtol=1e-4, atol=1e-5)
 EOF
     grep -q 'rank 1 (stage 1, from fc2): F0 B0 F1 B1' pipe.err && ok "the schedule is logged at level 4" || fail "no schedule in the log"
+    # 1F1B: stage 0 runs one forward ahead, then alternates; the same training
+    timeout 300 "${MPIRUN[@]}" -np 2 "$BUILD/tensorscope" train --data "$DATA" --batch-size 16 --gradient-accumulation-count 4 --holdout 500 \
+        --max-steps 30 --threads 1 --pipeline-stages 2 --split-at fc2 --pipeline-schedule 1f1b --quiet --log-verbosity 4 >pipe1.out 2>pipe1.err
+    grep -q 'rank 0 (stage 0, from the inputs): F0 F1 B0 F2 B1 F3 B2 B3 step' pipe1.err && ok "the 1F1B schedule is logged" ||
+        { fail "no 1F1B schedule in the log"; grep -A2 'pipeline schedule' pipe1.err; }
+    two=$(grep -o 'loss [0-9.]*  held-out accuracy [0-9.]*%' pipe1.out)
+    [ -n "$two" ] && [ "$two" = "$one" ] && ok "the 2-stage 1F1B pipeline trains like one process ($two)" || fail "1F1B pipeline: '$two', one process: '$one'"
     grep -q 'Metric: PipelineBubblePercent' pipe.out && ok "the metrics report has the bubble" || fail "no PipelineBubblePercent in the metrics"
     timeout 60 "${MPIRUN[@]}" -np 2 "$BUILD/tensorscope" train --data "$DATA" --pipeline-stages 2 --split-at nosuchscope --max-steps 1 --quiet >bad.out 2>bad.err
     rc=$?

@@ -17,7 +17,7 @@
 typedef struct train_args {
     const char *model, *data, *optimizer, *output_mode, *check_numerics, *histogram, *dump_npy, *tensorboard, *plot;
     const char *save_weights, *weights, *lr_schedule, *checkpoint_dir, *resume, *run_name, *dump_limit, *outfeed_mode, *picture_dir, *loss, *labels_input, *output;
-    const char *split_at;
+    const char *split_at, *pipeline_schedule;
     long outfeed_depth, pipeline_stages;
     bool outfeed_drop;
     long epochs, batch_size, seed, holdout, repeat_count, grad_accum, threads, log_verbosity, watch_period, max_steps;
@@ -459,6 +459,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--picture-dir", FLAG_STRING, &a.picture_dir, "DIR", "where --feature-maps and --filters write (default .)"},
         {"--pipeline-stages", FLAG_INT, &a.pipeline_stages, "K", "under mpirun -np K: one pipeline stage per rank (else one replica per rank)"},
         {"--split-at", FLAG_STRING, &a.split_at, "SCOPE[,SCOPE...]", "the K-1 scopes that start stages 2..K (e.g. fc2,fc3)"},
+        {"--pipeline-schedule", FLAG_STRING, &a.pipeline_schedule, "gpipe|1f1b", "gpipe: every forward, then every backward (default); 1f1b: one forward, one backward"},
         {"--quiet", FLAG_BOOL, &a.quiet, NULL, "no progress bar"},
         {NULL, FLAG_BOOL, NULL, NULL, NULL}};
     cli_flag eval_table[TS_ARRAY_COUNT(flags)];
@@ -549,6 +550,10 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         for (char *tok = strtok(splits_buf, ","); tok && n_splits < 16; tok = strtok(NULL, ",")) splits[n_splits++] = tok;
     }
     if (a.pipeline_stages < 0 || a.pipeline_stages > 16) return cli_usage_error(cmd, "--pipeline-stages must be 1..16, got %ld", a.pipeline_stages);
+    ts_pipeline_schedule schedule = TS_PIPELINE_GPIPE;
+    if (a.pipeline_schedule && strcmp(a.pipeline_schedule, "1f1b") == 0) schedule = TS_PIPELINE_1F1B;
+    else if (a.pipeline_schedule && strcmp(a.pipeline_schedule, "gpipe") != 0)
+        return cli_usage_error(cmd, "--pipeline-schedule must be gpipe or 1f1b, got '%s'", a.pipeline_schedule);
     if (n_splits != K - 1)
         return cli_usage_error(cmd, "--pipeline-stages %d needs --split-at with %d scope%s (the first ops of stages 2..%d, e.g. fc2), got %d", K, K - 1,
                                K == 2 ? "" : "s", K, n_splits);
@@ -619,7 +624,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     if ((st = ts_options_set_device_iterations(o, (int)a.repeat_count)) || (st = ts_options_set_gradient_accumulation(o, (int)a.grad_accum)) ||
         (st = ts_options_set_threads(o, (int)a.threads)) || (st = ts_options_set_check_numerics(o, check)) ||
         (st = ts_options_set_output_mode(o, gmode, gperiod)) || (st = ts_options_set_replication(o, R, 100)) ||
-        (st = ts_options_set_pipeline(o, K, splits, n_splits))) {
+        (st = ts_options_set_pipeline(o, K, splits, n_splits)) || (st = ts_options_set_pipeline_schedule(o, schedule))) {
         rc = cli_usage_error(cmd, "%s", ts_last_error());
         goto done;
     }

@@ -189,6 +189,7 @@ _PROTOTYPES = {
     "ts_options_set_threads": (_st, [P, C.c_int]),
     "ts_options_set_replication": (_st, [P, C.c_int, C.c_int]),
     "ts_options_set_pipeline": (_st, [P, C.c_int, STRS, C.c_int]),
+    "ts_options_set_pipeline_schedule": (_st, [P, C.c_int]),
     # MPI jobs
     "ts_dist_init": (_st, [P, P]),
     "ts_dist_finalize": (_st, []),

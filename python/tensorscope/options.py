@@ -121,12 +121,18 @@ class Options:
         check(lib.ts_options_set_replication(self._h, int(replicas), int(check_every)))
         return self
 
-    def pipeline(self, stages, split_at):
+    def pipeline(self, stages, split_at, schedule="gpipe"):
         """A pipeline of `stages` stages, one per rank of the MPI job, split
-        before the first op of each scope in split_at (stages - 1 names)."""
+        before the first op of each scope in split_at (stages - 1 names);
+        schedule "gpipe" (every forward, then every backward) or "1f1b" (one
+        forward, one backward: fewer micro-batches in flight)."""
+        schedules = {"gpipe": 0, "1f1b": 1}
+        if schedule not in schedules:
+            raise ValueError(f"pipeline schedule {schedule!r}: use 'gpipe' or '1f1b'")
         names = [s.encode() for s in split_at]
         arr = (C.c_char_p * max(len(names), 1))(*names)
         check(lib.ts_options_set_pipeline(self._h, int(stages), arr, len(names)))
+        check(lib.ts_options_set_pipeline_schedule(self._h, schedules[schedule]))
         return self
 
 

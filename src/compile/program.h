@@ -129,7 +129,8 @@ typedef struct ts_prog {
     int64_t len_in, len_out;      /* floats of one micro-batch's message each way */
     float *inbox;                 /* one received message */
     float *outbox;                /* A messages forward (len_out), then A backward (len_in) */
-    float *slots;                 /* A copies of the activations between forward and backward */
+    float *slots;                 /* n_keep copies of the activations between forward and backward */
+    int n_keep;
     float *param_sync;            /* (K + 1) * (parameters + 1) floats exchanged after a run */
     int64_t param_floats;
     uint64_t wait_ns;             /* this run: time blocked receiving (the bubble) */

@@ -164,8 +164,12 @@ ts_status ts_pipeline_compile(ts_model *m, ts_prog *p) {
     p->inbox = ts_calloc(box + 1, sizeof(float));
     p->outbox = ts_calloc((size_t)A * (size_t)(p->len_in + p->len_out) + 1, sizeof(float));
     p->param_sync = ts_calloc((size_t)(K + 1) * (size_t)(p->param_floats + 1), sizeof(float));
+    /* micro-batches between their forward and their backward at once: all
+     * of them (GPipe), at most K - s (1F1B), consecutive, so a % n_keep
+     * tells their slots apart */
+    p->n_keep = m->opts.schedule == TS_PIPELINE_1F1B && K - s < A ? K - s : A;
     if (m->training && s < K - 1 && A > 1 && p->bytes_activations)
-        p->slots = ts_calloc((size_t)A * p->bytes_activations / sizeof(float), sizeof(float));
+        p->slots = ts_calloc((size_t)p->n_keep * p->bytes_activations / sizeof(float), sizeof(float));
     if (p->n_watch) p->rep_gathered = ts_calloc((size_t)K * (size_t)p->n_watch, sizeof *p->rep_gathered);
     if ((p->n_watch && !p->rep_gathered) || !p->inbox || !p->outbox || !p->param_sync || (m->training && s < K - 1 && A > 1 && p->bytes_activations && !p->slots))
         return TS_ERR_OUT_OF_MEMORY;
@@ -243,7 +247,7 @@ ts_status ts_pipeline_send_backward(ts_model *m, int a) {
 void ts_pipeline_keep(ts_model *m, int a, bool restore) {
     ts_prog *p = m->prog;
     if (!p->slots) return;
-    float *slot = p->slots + (size_t)a * (p->bytes_activations / sizeof(float));
+    float *slot = p->slots + (size_t)(a % p->n_keep) * (p->bytes_activations / sizeof(float));
     if (restore) memcpy(p->arena_activations, slot, p->bytes_activations);
     else memcpy(slot, p->arena_activations, p->bytes_activations);
 }
