@@ -495,7 +495,7 @@ TS_API ts_status ts_options_set_replication(ts_options *o, int replicas, int che
  * scope in split_at (K - 1 names, in forward order; `fc2` splits before
  * `fc2/MatMul:0`). Each step's A micro-batches stream through the stages
  * (GPipe: every forward, then every backward; the last stage runs each
- * backward right after its forward); activations and gradients cross ranks
+ * backward right after its forward; or 1F1B, ts_options_set_pipeline_schedule); activations and gradients cross ranks
  * as MPI messages; each stage updates its own parameters, and after each
  * run every rank holds all of them. Anchors and watch results of every
  * stage reach every rank. Every rank passes the same inputs. */
