@@ -2,13 +2,13 @@
  * LeNet+BN CNN (`--model cnn`) as R data-parallel replicas, one per MPI
  * rank, or of the MLP as a pipeline of K stages (DESIGN.md §15).
  *
- *     mpirun -np R bench_replicas MODEL BATCH [STEPS [WARMUP [THREADS [A]]]]
+ *     mpirun -np R bench_replicas MODEL BATCH [STEPS [WARMUP [THREADS [A [1F1B]]]]]
  *
  * MODEL is mlp or cnn. With A > 0 (the MLP, 2 or 3 ranks) it times a
  * pipeline instead: the MLP split at fc2 (and fc3), A micro-batches of
  * BATCH/A a step, and reports the bubble (PipelineBubblePercent: the share
  * of the step a rank waits for its neighbours, averaged over ranks) as
- * bubble_pct.
+ * bubble_pct; 1F1B = 1 runs the 1F1B schedule instead of GPipe.
  *
  * BATCH is the combined batch of a step: each replica computes BATCH/R
  * samples, then the gradients are averaged (MPI_Allreduce, overlapping the
@@ -83,7 +83,7 @@ int main(int argc, char **argv)
     int R = ts_dist_size();
     const char *model = argc > 1 ? argv[1] : "";
     long batch = arg_or(argc, argv, 2, 1000), steps = arg_or(argc, argv, 3, 50);
-    long warmup = arg_or(argc, argv, 4, 5), threads = arg_or(argc, argv, 5, 1), A = arg_or(argc, argv, 6, 0);
+    long warmup = arg_or(argc, argv, 4, 5), threads = arg_or(argc, argv, 5, 1), A = arg_or(argc, argv, 6, 0), one_f_one_b = arg_or(argc, argv, 7, 0);
     long shards = A > 0 ? A : R; /* micro-batches of a step, or replicas */
     bool cnn_model = strcmp(model, "cnn") == 0;
     if ((!cnn_model && strcmp(model, "mlp") != 0) || batch < 1 || steps < 1 || warmup < 0 || threads < 0 || A < 0 || batch % shards != 0 ||
@@ -110,6 +110,7 @@ int main(int argc, char **argv)
     if (A > 0) {
         ts_options_set_gradient_accumulation(o, (int)A);
         ts_options_set_pipeline(o, R, splits, R - 1);
+        ts_options_set_pipeline_schedule(o, one_f_one_b ? TS_PIPELINE_1F1B : TS_PIPELINE_GPIPE);
     } else if (R > 1) {
         ts_options_set_replication(o, R, 0);
     }
@@ -129,9 +130,9 @@ int main(int argc, char **argv)
                R, model, batch, threads, steps, secs * 1e3 / (double)steps, (double)(batch * steps) / secs,
                flops / secs * 1e-9, 100.0 * allreduce / secs);
     if (ts_dist_rank() == 0 && A > 0)
-        printf("tensorscope-stages%d batch=%ld threads=%ld steps=%ld ms_per_step=%.4f samples_per_s=%.1f "
+        printf("tensorscope-stages%d%s batch=%ld threads=%ld steps=%ld ms_per_step=%.4f samples_per_s=%.1f "
                "gflops=%.3f micro_batches=%ld bubble_pct=%.1f ideal_bubble_pct=%.1f\n",
-               R, batch, threads, steps, secs * 1e3 / (double)steps, (double)(batch * steps) / secs,
+               R, one_f_one_b ? "-1f1b" : "", batch, threads, steps, secs * 1e3 / (double)steps, (double)(batch * steps) / secs,
                flops / secs * 1e-9, A, runs > 0 ? bubble / runs : 0.0, 100.0 * (R - 1) / (double)(A + R - 1));
     ts_model_free(m);
     ts_options_free(o);

@@ -291,14 +291,14 @@ replica_row() { # LABEL MODEL BATCH STEPS WARMUP
     hr
     ROWS+=("$label: samples/s 1 process x 2 threads vs 2 ranks x 1 thread $sps, ratio 2 ranks/1 process $ratio, all-reduce $ar of the step, info")
 }
-# pipeline_row LABEL BATCH STEPS WARMUP A: the MLP as 2 stages (split at
-# fc2), A micro-batches a step, REPS rounds: the median bubble (the share of
-# the step a rank waits for its neighbour) and its spread, and the ideal
-# GPipe bubble (K-1)/(A+K-1)
+# pipeline_row LABEL BATCH STEPS WARMUP A [1F1B]: the MLP as 2 stages
+# (split at fc2), A micro-batches a step, GPipe (or 1F1B), REPS rounds: the
+# median bubble (the share of the step a rank waits for its neighbour) and
+# its spread, and the ideal bubble (K-1)/(A+K-1)
 pipeline_row() {
     local label=$1 r line ms="" bubble="" lines="" ideal=-
     for ((r = 0; r < REPS; r++)); do
-        line=$(measure "$MPIRUN2 $BUILD/bench_replicas mlp $2 $(steps "$3") $4 1 $5")
+        line=$(measure "$MPIRUN2 $BUILD/bench_replicas mlp $2 $(steps "$3") $4 1 $5 ${6:-0}")
         [ "$line" = failed ] && continue
         lines+="$line"$'\n' ms+="$(field "$line" ms_per_step) " bubble+="$(field "$line" bubble_pct) " ideal=$(field "$line" ideal_bubble_pct)
     done
@@ -322,6 +322,7 @@ if command -v mpirun >/dev/null && [ -x "$BUILD/bench_replicas" ]; then
     replica_row "mlp 2 ranks b=64" mlp 64 300 20
     replica_row "cnn 2 ranks b=64" cnn 64 60 5
     pipeline_row "mlp 2 stages b=256" 256 100 10 4
+    pipeline_row "mlp 2 stages 1f1b" 256 100 10 4 1
 else
     echo "mlp 2 ranks: skipped (no mpirun or no bench_replicas: scripts/install-deps.sh test, reconfigure)"
 fi
