@@ -350,7 +350,8 @@ if $PY "$SRC/bench/make_onnx_models.py" "$ONNX_DIR" >/dev/null 2>&1; then
     time_row "onnx import resnet18" 1000 "$BUILD/bench_onnx_import $ONNX_DIR/resnet18.onnx 7"
     time_row "onnx import mlp 50MB" 1000 "$BUILD/bench_onnx_import $ONNX_DIR/mlp45m.onnx 7"
     # training the imported LeNet+BN against the built-in cnn it was exported
-    # from: samples/s of one epoch each, interleaved rounds, median ratio
+    # from: samples/s of one epoch each (--quiet's final line, evaluation
+    # excluded), interleaved rounds, median ratio
     # imported/built-in against "the same speed" (0.9 allows the noise)
     sps() { "$BUILD/tensorscope" train --model "$1" --data "$SRC/data/mnist" --epochs 1 --batch-size 64 --optimizer adam \
         --lr 0.001 --holdout 64 --threads "$THREADS" --quiet 2>/dev/null | sed -n 's/.* \([0-9.]*\) samples\/s.*/\1/p' | head -n 1; }
