@@ -764,7 +764,7 @@ typedef enum ts_outfeed_mode { TS_OUTFEED_ALL = 0, TS_OUTFEED_LAST } ts_outfeed_
 typedef struct ts_outfeed ts_outfeed;
 typedef struct ts_outfeed_config {
     const char *name;
-    ts_outfeed_mode mode;       /* ALL: every enqueue; LAST: only the latest per key */
+    ts_outfeed_mode mode;       /* ALL: every enqueue; LAST: only the latest per key (and replica, stage) */
     int depth;                  /* records held before the producer waits (>= 1) */
     const char *const *filters; /* NULL = all keys; n_filters = 0 with non-NULL = none */
     int n_filters;              /* each a pattern as in ts_name_matches */

@@ -404,14 +404,16 @@ static void outfeed_tagged(int R) {
     int64_t n = (int64_t)R * B * A;
     samples d = data_new(n);
     trained rep, one;
-    ts_outfeed *q = NULL, *q1 = NULL;
-    ts_outfeed_config qc = {.name = "replica", .mode = TS_OUTFEED_ALL, .depth = 16};
+    ts_outfeed *q = NULL, *q1 = NULL, *ql = NULL;
+    ts_outfeed_config qc = {.name = "replica", .mode = TS_OUTFEED_ALL, .depth = 16}, qlc = {.name = "last", .mode = TS_OUTFEED_LAST, .depth = 16};
+    CHECK_OK(ts_outfeed_new(&ql, &qlc), "outfeed: a LAST queue");
     CHECK_OK(setup(&rep, B, R, 1, A, ts_sgd(0.01f, 0, 0)), "outfeed: %d replicas", R);
     CHECK_OK(setup(&one, (int64_t)R * B, 1, 1, A, ts_sgd(0.01f, 0, 0)), "outfeed: one process");
     CHECK_OK(ts_outfeed_new(&q, &qc), "outfeed: new queue");
     CHECK_OK(ts_outfeed_new(&q1, &qc), "outfeed: the one process's queue");
     if (!rep.m || !one.m || !q || !q1) goto out;
     ts_outfeed_add(rep.net.g, q, "relu", ts_graph_find(rep.net.g, "Relu:0"));
+    ts_outfeed_add(rep.net.g, ql, "relu", ts_graph_find(rep.net.g, "Relu:0"));
     ts_outfeed_add(one.net.g, q1, "relu", ts_graph_find(one.net.g, "Relu:0"));
     CHECK_OK(ts_model_compile(rep.m), "outfeed: %d replicas recompile with the outfeed", R);
     CHECK_OK(ts_model_compile(one.m), "outfeed: one process recompiles with the outfeed");
@@ -440,6 +442,11 @@ static void outfeed_tagged(int R) {
     }
     CHECK(!bad, "outfeed: rank %d's records carry their replica and the values that replica computed", me);
     taken_free(t);
+    take_all(ql, t); /* LAST: the latest record of each replica */
+    bad = t->n != (me == 0 ? R : 1);
+    for (int i = 0; i < t->n && !bad; i++) bad = t->r[i].replica != (me == 0 ? i : me) || t->r[i].sample != A - 1;
+    CHECK(!bad, "outfeed: rank %d's LAST queue holds the latest record of %s (%d records)", me, me ? "its replica" : "each replica", t->n);
+    taken_free(t);
     taken_free(ref);
     free(t);
     free(ref);
@@ -448,6 +455,7 @@ out:
     teardown(&one);
     ts_outfeed_free(q);
     ts_outfeed_free(q1);
+    ts_outfeed_free(ql);
     data_free(&d);
 }
 

@@ -242,9 +242,13 @@ static int ring_remove_locked(ts_outfeed *q, int pos) {
     return slot;
 }
 
-static int ring_find_key_locked(const ts_outfeed *q, const char *key) {
-    for (int p = 0; p < q->count; p++)
-        if (strcmp(q->slots[q->ring[(q->head + p) % q->depth]].key, key) == 0) return p;
+/* The waiting record of `key` from the same replica and stage (in an MPI
+ * job rank 0 gets every rank's records: LAST keeps the latest of each). */
+static int ring_find_key_locked(const ts_outfeed *q, const char *key, int replica, int stage) {
+    for (int p = 0; p < q->count; p++) {
+        const outfeed_slot *s = &q->slots[q->ring[(q->head + p) % q->depth]];
+        if (strcmp(s->key, key) == 0 && s->replica == replica && s->stage == stage) return p;
+    }
     return -1;
 }
 
@@ -311,11 +315,11 @@ static void note_drop_locked(ts_outfeed *q, push_note *note, int64_t run, const 
 
 /* Frees room for one more record, or says the record is dropped. Returns
  * TS_OK with *drop set, or TS_ERR_STATE if the queue closed meanwhile. */
-static ts_status make_room_locked(ts_outfeed *q, const char *key, int64_t run, push_note *note,
+static ts_status make_room_locked(ts_outfeed *q, const char *key, int replica, int stage, int64_t run, push_note *note,
                                   bool *drop) {
     *drop = false;
     if (q->mode == TS_OUTFEED_LAST) {
-        int p = ring_find_key_locked(q, key);
+        int p = ring_find_key_locked(q, key, replica, stage);
         if (p >= 0) {
             release_locked(q, ring_remove_locked(q, p)); /* superseded, not a loss */
         } else if (q->count > 0 && q->count + q->filling >= q->depth) {
@@ -397,7 +401,7 @@ ts_status ts_outfeed_push_from(ts_outfeed *q, int64_t run, int64_t sample, const
                       "compile); recompile after the shape changed",
                       q->name, key, bytes, q->reserved);
     else
-        st = make_room_locked(q, key, run, &note, &drop);
+        st = make_room_locked(q, key, replica, stage, run, &note, &drop);
     if (st == TS_OK && !drop) {
         slot = q->free_idx[--q->n_free];
         if (q->slots[slot].cap < bytes) {

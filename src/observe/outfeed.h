@@ -45,7 +45,8 @@ ts_status ts_outfeed_reserve(ts_outfeed *q, size_t max_record_bytes);
  * - A key the filters do not accept: returns TS_OK and does nothing.
  * - ALL mode, queue full: waits for the consumer (backpressure), or with
  *   drop_when_full drops the record, counts it and returns TS_OK.
- * - LAST mode: replaces the waiting record of the same key; never waits on
+ * - LAST mode: replaces the waiting record of the same key (and replica
+ *   and stage); never waits on
  *   the consumer.
  * Errors: TS_ERR_STATE before ts_outfeed_reserve or after ts_outfeed_close
  * (including a close while waiting: that record is not delivered);
