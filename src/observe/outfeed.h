@@ -46,8 +46,7 @@ ts_status ts_outfeed_reserve(ts_outfeed *q, size_t max_record_bytes);
  * - ALL mode, queue full: waits for the consumer (backpressure), or with
  *   drop_when_full drops the record, counts it and returns TS_OK.
  * - LAST mode: replaces the waiting record of the same key (and replica
- *   and stage); never waits on
- *   the consumer.
+ *   and stage); never waits on the consumer.
  * Errors: TS_ERR_STATE before ts_outfeed_reserve or after ts_outfeed_close
  * (including a close while waiting: that record is not delivered);
  * TS_ERR_INVALID_ARGUMENT for a bad array, a key too long, or a record larger
