@@ -302,7 +302,8 @@ ts_status ts_observe(ts_model *m, int entry, int64_t sample) {
     for (int k = 0; k < e->n_outfeeds; k++) {
         ts_array a = {.dtype = e->dtype, .ndim = e->shape.ndim, .data = e->data};
         for (int i = 0; i < e->shape.ndim; i++) a.shape[i] = e->shape.d[i];
-        ts_status st = ts_outfeed_push(e->outfeeds[k].q, m->runs, sample, e->outfeeds[k].key, &a);
+        ts_status st = ts_outfeed_push_from(e->outfeeds[k].q, m->runs, sample, e->outfeeds[k].key, &a, ts_outfeeds_replica(m), ts_outfeeds_stage(m));
+        if (!st) st = ts_outfeeds_keep(m, entry, k, sample, &a);
         if (st) return st;
     }
     return TS_OK;
