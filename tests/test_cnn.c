@@ -41,7 +41,7 @@ static void conv_case(ts_pool *pool, int64_t N, int64_t C, int64_t H, int64_t W,
     float *x = rand_buf(nx), *w = rand_buf(nw), *b = rand_buf(OC), *dy = rand_buf(ny);
     float *y = calloc((size_t)ny, sizeof(float)), *y0 = calloc((size_t)ny, sizeof(float)), *bound = calloc((size_t)ny, sizeof(float));
     float *ax = malloc(sizeof(float) * (size_t)nx), *aw = malloc(sizeof(float) * (size_t)nw), *ab = malloc(sizeof(float) * (size_t)OC);
-    float *ws = malloc(sizeof(float) * ts_conv2d_workspace(&g));
+    float *ws = malloc(sizeof(float) * ts_conv2d_workspace(&g, ts_pool_threads(pool)));
     float *dx = calloc((size_t)nx, sizeof(float)), *dw = calloc((size_t)nw, sizeof(float)), *db = calloc((size_t)OC, sizeof(float));
     float *dx0 = calloc((size_t)nx, sizeof(float)), *dw0 = calloc((size_t)nw, sizeof(float)), *db0 = calloc((size_t)OC, sizeof(float));
     if (!x || !w || !b || !dy || !y || !y0 || !bound || !ax || !aw || !ab || !ws || !dx || !dw || !db || !dx0 || !dw0 || !db0) {
@@ -104,6 +104,8 @@ static void conv_oracle(void)
         conv_case(p, 3, 8, 10, 10, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4);        /* groups 4 */
         conv_case(p, 2, 8, 10, 9, 16, 3, 3, 1, 2, 1, 1, 1, 1, 1, 1, 8);         /* depthwise x2 */
         conv_case(p, 1, 3, 32, 32, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);        /* ResNet stem */
+        conv_case(p, 5, 8, 16, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2);        /* groups 2, samples split unevenly over threads */
+        conv_case(p, 3, 32, 12, 12, 32, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1);       /* 1x1 stride 1: the input is its own columns */
     }
     ts_pool_free(pool);
 }

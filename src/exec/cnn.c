@@ -1,12 +1,16 @@
 /* cnn.c -- convolution, pooling, batch norm, dropout, tanh and sigmoid.
  *
- * conv2d is im2col + one GEMM per group over the whole batch: the columns
- * [C*KH*KW, N*OH*OW] are built in the shared workspace (split over the pool
- * by rows), OpenBLAS multiplies, and the result [OC, N*OH*OW] is permuted to
- * NCHW with the bias added. The backward pass rebuilds the columns (no
- * per-node copy kept between passes), takes dW from one GEMM, then
- * overwrites the columns with W^T dY and scatters them back (col2im, split
- * over the pool by input planes so no two threads write one element). */
+ * conv2d is im2col + GEMM one sample at a time, the samples split over the
+ * pool's threads. Each thread has its own slot of the shared workspace: the
+ * columns of one sample [C*KH*KW, OH*OW] (small enough to stay in cache) and,
+ * in the backward pass, its partial dW and db, summed into the gradients
+ * after the threads join. The product W [OC, C*KH*KW] x columns is the
+ * sample's output [OC, OH*OW], already NCHW. Each product runs on a
+ * one-thread OpenBLAS, so the pool's threads are the only ones working (no
+ * second pool fighting for the cores). The backward pass rebuilds the
+ * columns (no copy kept between passes), takes dW from one product, then
+ * overwrites the columns with W^T dY and scatters them back (col2im). A 1x1
+ * convolution with stride 1 and no padding uses the input as its columns. */
 #include "exec/cnn.h"
 
 #include "exec/gemm.h"
@@ -20,15 +24,30 @@ static int64_t grain_for(int64_t work_per_item) { return work_per_item >= GRAIN 
 
 /* --------------------------------------------------------------- conv2d */
 
-typedef struct conv_job {
+typedef struct cols_job {
     const ts_conv_geom *g;
-    float *col, *y, *dx;
-    const float *x, *src, *b;
-} conv_job;
+    float *col, *dx;
+    const float *x;
+} cols_job;
+
+/* d[i] = s[i * stride] and d[i * stride] += s[i], i < n: rows of 32 or
+ * so floats, short enough that a memcpy call costs more than the copy */
+static void copy_strided(float *restrict d, const float *restrict s, int64_t n, int64_t stride) {
+    if (stride == 1)
+        for (int64_t i = 0; i < n; i++) d[i] = s[i];
+    else
+        for (int64_t i = 0; i < n; i++) d[i] = s[i * stride];
+}
+
+static void add_strided(float *restrict d, const float *restrict s, int64_t n, int64_t stride) {
+    if (stride == 1)
+        for (int64_t i = 0; i < n; i++) d[i] += s[i];
+    else
+        for (int64_t i = 0; i < n; i++) d[i * stride] += s[i];
+}
 
 /* col[r, n*OHW + oh*OW + ow] = x[n, c, ih, iw] (0 outside), r = (c, ki, kj) */
-static void im2col_rows(void *vj, int64_t begin, int64_t end) {
-    const conv_job *j = vj;
+static void im2col_rows(const cols_job *j, int64_t begin, int64_t end) {
     const ts_conv_geom *g = j->g;
     int64_t OHW = g->OH * g->OW, NP = g->N * OHW, KK = g->KH * g->KW;
     for (int64_t r = begin; r < end; r++) {
@@ -49,18 +68,15 @@ static void im2col_rows(void *vj, int64_t begin, int64_t end) {
                 }
                 const float *row = plane + ih * g->W;
                 for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0.0f;
-                if (g->SW == 1 && hi > lo) memcpy(d + lo, row + lo + off, (size_t)(hi - lo) * sizeof(float));
-                else
-                    for (int64_t ow = lo; ow < hi; ow++) d[ow] = row[ow * g->SW + off];
+                if (hi > lo) copy_strided(d + lo, row + lo * g->SW + off, hi - lo, g->SW);
                 for (int64_t ow = hi; ow < g->OW; ow++) d[ow] = 0.0f;
             }
         }
     }
 }
 
-/* dx[n, c, ih, iw] += col[(c, ki, kj), n*OHW + oh*OW + ow], one (n, c) plane per item */
-static void col2im_planes(void *vj, int64_t begin, int64_t end) {
-    const conv_job *j = vj;
+/* dx[n, c, ih, iw] += col[(c, ki, kj), n*OHW + oh*OW + ow], (n, c) planes [begin, end) */
+static void col2im_planes(const cols_job *j, int64_t begin, int64_t end) {
     const ts_conv_geom *g = j->g;
     int64_t OHW = g->OH * g->OW, NP = g->N * OHW, KK = g->KH * g->KW;
     for (int64_t q = begin; q < end; q++) {
@@ -75,81 +91,141 @@ static void col2im_planes(void *vj, int64_t begin, int64_t end) {
                 for (int64_t oh = 0; oh < g->OH; oh++) {
                     int64_t ih = oh * g->SH - g->PT + ki * g->DH;
                     if (ih < 0 || ih >= g->H) continue;
-                    float *row = plane + ih * g->W;
-                    const float *s = src + oh * g->OW;
-                    for (int64_t ow = lo; ow < hi; ow++) row[ow * g->SW + off] += s[ow];
+                    if (hi > lo) add_strided(plane + ih * g->W + lo * g->SW + off, src + oh * g->OW + lo, hi - lo, g->SW);
                 }
             }
     }
 }
 
-/* y[n, oc, :] = src[oc, n, :] + b[oc], one (n, oc) row per item */
-static void to_nchw_rows(void *vj, int64_t begin, int64_t end) {
+typedef struct conv_job {
+    const ts_conv_geom *g; /* the batch */
+    ts_conv_geom one;      /* one sample of it */
+    float *ws, *y, *dx, *dw, *db;
+    const float *x, *w, *b, *dy;
+    int64_t slots;
+    bool direct; /* the input is its own columns */
+} conv_job;
+
+/* below this many multiply-adds a convolution runs on the calling thread */
+#define CONV_PAR_MACS (256 * 1024)
+
+static int64_t conv_slots(const ts_conv_geom *g, int threads) { return g->N < threads ? (g->N > 0 ? g->N : 1) : threads; }
+
+static bool conv_direct(const ts_conv_geom *g) {
+    return g->KH == 1 && g->KW == 1 && g->SH == 1 && g->SW == 1 && g->PT == 0 && g->PL == 0 && g->OH == g->H && g->OW == g->W;
+}
+
+/* a slot: columns [C*KK, OHW], partial dW [OC, C/groups*KK], partial db [OC] */
+static size_t slot_floats(const ts_conv_geom *g) {
+    int64_t KK = g->KH * g->KW;
+    return (size_t)(g->C * KK * g->OH * g->OW + g->OC * (g->C / (g->groups > 0 ? g->groups : 1)) * KK + g->OC);
+}
+
+size_t ts_conv2d_workspace(const ts_conv_geom *g, int threads) { return (size_t)conv_slots(g, threads) * slot_floats(g); }
+
+/* The columns of sample n: built in col, or the input itself. */
+static const float *conv_cols(const conv_job *j, float *col, int64_t n) {
+    const float *xn = j->x + n * j->g->C * j->g->H * j->g->W;
+    if (j->direct) return xn;
+    cols_job c = {.g = &j->one, .col = col, .x = xn};
+    im2col_rows(&c, 0, j->g->C * j->g->KH * j->g->KW);
+    return col;
+}
+
+static void slot_samples(const conv_job *j, int64_t slot, int64_t *n0, int64_t *n1) {
+    *n0 = j->g->N * slot / j->slots;
+    *n1 = j->g->N * (slot + 1) / j->slots;
+}
+
+static void conv_fwd_slots(void *vj, int64_t begin, int64_t end) {
     const conv_job *j = vj;
     const ts_conv_geom *g = j->g;
-    int64_t OHW = g->OH * g->OW;
-    for (int64_t q = begin; q < end; q++) {
-        int64_t n = q / g->OC, oc = q % g->OC;
-        const float *s = j->src + (oc * g->N + n) * OHW;
-        float *d = j->y + q * OHW;
-        float bv = j->b ? j->b[oc] : 0.0f;
-        for (int64_t i = 0; i < OHW; i++) d[i] = s[i] + bv;
+    int64_t KK = g->KH * g->KW, OHW = g->OH * g->OW, CgKK = g->C / g->groups * KK, OCg = g->OC / g->groups;
+    for (int64_t slot = begin; slot < end; slot++) {
+        int64_t n0, n1;
+        slot_samples(j, slot, &n0, &n1);
+        float *col = j->ws + (size_t)slot * slot_floats(g);
+        for (int64_t n = n0; n < n1; n++) {
+            const float *cols = conv_cols(j, col, n);
+            float *yn = j->y + n * g->OC * OHW;
+            for (int64_t gi = 0; gi < g->groups; gi++)
+                ts_gemm_serial(false, false, OCg, OHW, CgKK, j->w + gi * OCg * CgKK, cols + gi * CgKK * OHW, 0.0f, yn + gi * OCg * OHW);
+            for (int64_t oc = 0; j->b && oc < g->OC; oc++) {
+                float bv = j->b[oc], *r = yn + oc * OHW;
+                for (int64_t i = 0; i < OHW; i++) r[i] += bv;
+            }
+        }
     }
 }
 
-/* y[oc, n, :] = src[n, oc, :], one (oc, n) row per item */
-static void from_nchw_rows(void *vj, int64_t begin, int64_t end) {
+static void conv_bwd_slots(void *vj, int64_t begin, int64_t end) {
     const conv_job *j = vj;
     const ts_conv_geom *g = j->g;
-    int64_t OHW = g->OH * g->OW;
-    for (int64_t q = begin; q < end; q++) {
-        int64_t oc = q / g->N, n = q % g->N;
-        memcpy(j->y + q * OHW, j->src + (n * g->OC + oc) * OHW, (size_t)OHW * sizeof(float));
+    int64_t KK = g->KH * g->KW, OHW = g->OH * g->OW, Cg = g->C / g->groups, CgKK = Cg * KK, OCg = g->OC / g->groups;
+    for (int64_t slot = begin; slot < end; slot++) {
+        int64_t n0, n1;
+        slot_samples(j, slot, &n0, &n1);
+        float *col = j->ws + (size_t)slot * slot_floats(g), *dwp = col + g->C * KK * OHW, *dbp = dwp + g->OC * CgKK;
+        memset(dbp, 0, (size_t)g->OC * sizeof(float));
+        for (int64_t n = n0; n < n1; n++) {
+            const float *dyn = j->dy + n * g->OC * OHW;
+            for (int64_t oc = 0; j->db && oc < g->OC; oc++) {
+                double s = 0;
+                for (int64_t i = 0; i < OHW; i++) s += dyn[oc * OHW + i];
+                dbp[oc] += (float)s;
+            }
+            if (j->dw) {
+                const float *cols = conv_cols(j, col, n);
+                for (int64_t gi = 0; gi < g->groups; gi++)
+                    ts_gemm_serial(false, true, OCg, CgKK, OHW, dyn + gi * OCg * OHW, cols + gi * CgKK * OHW, n == n0 ? 0.0f : 1.0f,
+                                   dwp + gi * OCg * CgKK);
+            }
+            if (!j->dx) continue;
+            float *dxn = j->dx + n * g->C * g->H * g->W;
+            for (int64_t gi = 0; gi < g->groups; gi++) /* direct: straight into dx (OHW = H*W, KK = 1) */
+                ts_gemm_serial(true, false, CgKK, OHW, OCg, j->w + gi * OCg * CgKK, dyn + gi * OCg * OHW, j->direct ? 1.0f : 0.0f,
+                               (j->direct ? dxn : col) + gi * CgKK * OHW);
+            if (j->direct) continue;
+            cols_job c = {.g = &j->one, .col = col, .dx = dxn};
+            col2im_planes(&c, 0, g->C);
+        }
     }
 }
 
-size_t ts_conv2d_workspace(const ts_conv_geom *g) {
-    int64_t NP = g->N * g->OH * g->OW;
-    return (size_t)((g->C * g->KH * g->KW + g->OC) * NP);
+/* sum over the slots' partials: out[i] += sum_s part_s[i] */
+static void add_partials(float *out, const float *part, int64_t n, int64_t slots, size_t stride) {
+    for (int64_t i = 0; i < n; i++) {
+        double s = 0;
+        for (int64_t k = 0; k < slots; k++) s += part[(size_t)k * stride + (size_t)i];
+        out[i] += (float)s;
+    }
+}
+
+static conv_job conv_job_for(ts_pool *p, float *ws, const ts_conv_geom *g) {
+    int64_t macs = g->N * g->OC * g->OH * g->OW * (g->C / g->groups) * g->KH * g->KW;
+    conv_job j = {.g = g, .one = *g, .ws = ws, .slots = macs < CONV_PAR_MACS ? 1 : conv_slots(g, ts_pool_threads(p)),
+                  .direct = conv_direct(g)};
+    j.one.N = 1;
+    ts_gemm_serial_begin();
+    return j;
 }
 
 void ts_conv2d_forward(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g) {
-    int64_t KK = g->KH * g->KW, NP = g->N * g->OH * g->OW, Cg = g->C / g->groups, OCg = g->OC / g->groups;
-    float *col = ws, *yp = ws + g->C * KK * NP;
-    conv_job j = {.g = g, .col = col, .x = x};
-    ts_pool_for(p, g->C * KK, grain_for(NP), im2col_rows, &j);
-    for (int64_t gi = 0; gi < g->groups; gi++)
-        ts_gemm(false, false, OCg, NP, Cg * KK, w + gi * OCg * Cg * KK, col + gi * Cg * KK * NP, 0.0f, yp + gi * OCg * NP);
-    conv_job t = {.g = g, .y = y, .src = yp, .b = b};
-    ts_pool_for(p, g->N * g->OC, grain_for(g->OH * g->OW), to_nchw_rows, &t);
+    conv_job j = conv_job_for(p, ws, g);
+    j.y = y, j.x = x, j.w = w, j.b = b;
+    ts_pool_for(p, j.slots, 1, conv_fwd_slots, &j);
 }
 
 void ts_conv2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
                         const ts_conv_geom *g) {
-    int64_t KK = g->KH * g->KW, NP = g->N * g->OH * g->OW, OHW = g->OH * g->OW, Cg = g->C / g->groups, OCg = g->OC / g->groups;
-    float *col = ws, *dyp = ws + g->C * KK * NP;
-    conv_job t = {.g = g, .y = dyp, .src = dy};
-    ts_pool_for(p, g->OC * g->N, grain_for(OHW), from_nchw_rows, &t);
-    if (db)
-        for (int64_t oc = 0; oc < g->OC; oc++) {
-            double s = 0;
-            const float *r = dyp + oc * NP;
-            for (int64_t i = 0; i < NP; i++) s += r[i];
-            db[oc] += (float)s;
-        }
-    if (!dw && !dx) return;
-    if (dw) {
-        conv_job j = {.g = g, .col = col, .x = x};
-        ts_pool_for(p, g->C * KK, grain_for(NP), im2col_rows, &j);
-        for (int64_t gi = 0; gi < g->groups; gi++)
-            ts_gemm(false, true, OCg, Cg * KK, NP, dyp + gi * OCg * NP, col + gi * Cg * KK * NP, 1.0f, dw + gi * OCg * Cg * KK);
-    }
-    if (dx) {
-        for (int64_t gi = 0; gi < g->groups; gi++)
-            ts_gemm(true, false, Cg * KK, NP, OCg, w + gi * OCg * Cg * KK, dyp + gi * OCg * NP, 0.0f, col + gi * Cg * KK * NP);
-        conv_job j = {.g = g, .col = col, .dx = dx};
-        ts_pool_for(p, g->N * g->C, grain_for(KK * OHW), col2im_planes, &j);
-    }
+    if (!dx && !dw && !db) return;
+    conv_job j = conv_job_for(p, ws, g);
+    j.dx = dx, j.dw = dw, j.db = db, j.dy = dy, j.x = x, j.w = w;
+    ts_pool_for(p, j.slots, 1, conv_bwd_slots, &j);
+    int64_t KK = g->KH * g->KW, OHW = g->OH * g->OW, wn = g->OC * (g->C / g->groups) * KK;
+    const float *dwp = ws + g->C * KK * OHW;
+    if (dw) add_partials(dw, dwp, wn, j.slots, slot_floats(g));
+    if (db) add_partials(db, dwp + wn, g->OC, j.slots, slot_floats(g));
 }
 
 /* The input element under output (oh, ow) and kernel tap (ki, kj), or -1. */
@@ -204,64 +280,74 @@ void ts_conv2d_naive_backward(float *dx, float *dw, float *db, const float *dy, 
 typedef struct pool_job {
     const ts_conv_geom *g;
     float *y, *dx;
+    int32_t *idx; /* max: the winners */
     const float *x, *dy;
     bool include_pad;
 } pool_job;
 
-/* Index within the plane of the window's winner: PyTorch's CPU rule, a
- * strictly greater value or a NaN takes over, so ties keep the first and the
- * last NaN wins. Padding is never a candidate. */
-static int64_t max_winner(const ts_conv_geom *g, const float *plane, int64_t oh, int64_t ow) {
-    int64_t best_i = -1;
-    float best = -INFINITY;
-    for (int64_t ki = 0; ki < g->KH; ki++)
-        for (int64_t kj = 0; kj < g->KW; kj++) {
-            int64_t at = tap(g, oh, ow, ki, kj);
-            if (at < 0) continue;
-            if (best_i < 0) best_i = at;
-            float v = plane[at];
-            if (v > best || isnan(v)) best = v, best_i = at;
-        }
-    return best_i;
+/* The kernel taps k < K whose input o*S - P + k*D lies in [0, size): [lo, hi) */
+static void tap_range(int64_t o, int64_t S, int64_t P, int64_t D, int64_t K, int64_t size, int64_t *lo, int64_t *hi) {
+    int64_t first = o * S - P;
+    *lo = first < 0 ? (-first + D - 1) / D : 0;
+    *hi = first > size - 1 ? 0 : (size - 1 - first) / D + 1;
+    if (*hi > K) *hi = K;
+    if (*hi < *lo) *hi = *lo;
 }
 
+/* The winner of each window, its index within the plane kept in idx for
+ * the backward pass: PyTorch's CPU rule, a strictly greater value or a NaN
+ * takes over, so ties keep the first and the last NaN wins. Padding is never
+ * a candidate (a window of padding only gives -inf and index -1). */
 static void max_fwd_planes(void *vj, int64_t begin, int64_t end) {
     const pool_job *j = vj;
     const ts_conv_geom *g = j->g;
+    int64_t OHW = g->OH * g->OW;
     for (int64_t q = begin; q < end; q++) {
         const float *plane = j->x + q * g->H * g->W;
-        float *out = j->y + q * g->OH * g->OW;
-        for (int64_t oh = 0; oh < g->OH; oh++)
+        float *out = j->y + q * OHW;
+        int32_t *at = j->idx + q * OHW;
+        for (int64_t oh = 0; oh < g->OH; oh++) {
+            int64_t ki0, ki1, ih0 = oh * g->SH - g->PT;
+            tap_range(oh, g->SH, g->PT, g->DH, g->KH, g->H, &ki0, &ki1);
             for (int64_t ow = 0; ow < g->OW; ow++) {
-                int64_t at = max_winner(g, plane, oh, ow);
-                out[oh * g->OW + ow] = at >= 0 ? plane[at] : -INFINITY;
+                int64_t kj0, kj1, iw0 = ow * g->SW - g->PL, best_i = -1;
+                tap_range(ow, g->SW, g->PL, g->DW, g->KW, g->W, &kj0, &kj1);
+                float best = -INFINITY;
+                for (int64_t ki = ki0; ki < ki1; ki++) {
+                    int64_t r = (ih0 + ki * g->DH) * g->W + iw0;
+                    for (int64_t kj = kj0; kj < kj1; kj++) {
+                        float v = plane[r + kj * g->DW];
+                        if (best_i < 0 || v > best || isnan(v)) best = v, best_i = r + kj * g->DW;
+                    }
+                }
+                out[oh * g->OW + ow] = best;
+                at[oh * g->OW + ow] = (int32_t)best_i;
             }
+        }
     }
 }
 
 static void max_bwd_planes(void *vj, int64_t begin, int64_t end) {
     const pool_job *j = vj;
     const ts_conv_geom *g = j->g;
+    int64_t OHW = g->OH * g->OW;
     for (int64_t q = begin; q < end; q++) {
-        const float *plane = j->x + q * g->H * g->W;
-        const float *d = j->dy + q * g->OH * g->OW;
+        const float *d = j->dy + q * OHW;
+        const int32_t *at = j->idx + q * OHW;
         float *dplane = j->dx + q * g->H * g->W;
-        for (int64_t oh = 0; oh < g->OH; oh++)
-            for (int64_t ow = 0; ow < g->OW; ow++) {
-                int64_t at = max_winner(g, plane, oh, ow);
-                if (at >= 0) dplane[at] += d[oh * g->OW + ow];
-            }
+        for (int64_t o = 0; o < OHW; o++)
+            if (at[o] >= 0) dplane[at[o]] += d[o];
     }
 }
 
-void ts_max_pool2d_forward(ts_pool *p, float *y, const float *x, const ts_conv_geom *g) {
-    pool_job j = {.g = g, .y = y, .x = x};
+void ts_max_pool2d_forward(ts_pool *p, float *y, int32_t *idx, const float *x, const ts_conv_geom *g) {
+    pool_job j = {.g = g, .y = y, .idx = idx, .x = x};
     ts_pool_for(p, g->N * g->C, grain_for(g->OH * g->OW * g->KH * g->KW), max_fwd_planes, &j);
 }
 
-void ts_max_pool2d_backward(ts_pool *p, float *dx, const float *dy, const float *x, const ts_conv_geom *g) {
-    pool_job j = {.g = g, .dx = dx, .dy = dy, .x = x};
-    ts_pool_for(p, g->N * g->C, grain_for(g->OH * g->OW * g->KH * g->KW), max_bwd_planes, &j);
+void ts_max_pool2d_backward(ts_pool *p, float *dx, const float *dy, const int32_t *idx, const ts_conv_geom *g) {
+    pool_job j = {.g = g, .dx = dx, .dy = dy, .idx = (int32_t *)(uintptr_t)idx};
+    ts_pool_for(p, g->N * g->C, grain_for(g->OH * g->OW), max_bwd_planes, &j);
 }
 
 static double avg_divisor(const ts_conv_geom *g, int64_t oh, int64_t ow, bool include_pad) {
