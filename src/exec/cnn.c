@@ -31,12 +31,26 @@ typedef struct cols_job {
 } cols_job;
 
 /* d[i] = s[i * stride] and d[i * stride] += s[i], i < n: rows of 32 or
- * so floats, short enough that a memcpy call costs more than the copy */
+ * so floats, short enough that a memcpy call costs more than the copy. The
+ * copy is spelled in blocks of 8 and a straight-line tail so that the
+ * compiler emits vector moves, not a call to memcpy. */
 static void copy_strided(float *restrict d, const float *restrict s, int64_t n, int64_t stride) {
-    if (stride == 1)
-        for (int64_t i = 0; i < n; i++) d[i] = s[i];
-    else
+    if (stride != 1) {
         for (int64_t i = 0; i < n; i++) d[i] = s[i * stride];
+        return;
+    }
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) d[i + k] = s[i + k];
+    if (n - i >= 4) {
+        for (int k = 0; k < 4; k++) d[i + k] = s[i + k];
+        i += 4;
+    }
+    if (n - i >= 2) {
+        d[i] = s[i], d[i + 1] = s[i + 1];
+        i += 2;
+    }
+    if (n - i >= 1) d[i] = s[i];
 }
 
 static void add_strided(float *restrict d, const float *restrict s, int64_t n, int64_t stride) {
@@ -294,6 +308,28 @@ static void tap_range(int64_t o, int64_t S, int64_t P, int64_t D, int64_t K, int
     if (*hi < *lo) *hi = *lo;
 }
 
+/* one output row of a 2x2 window with stride 2 inside the plane, the rule
+ * of max_fwd_planes in selects the compiler vectorises (r1 = r0 + W, i0: r0's index) */
+static void max2x2_row(float *restrict out, int32_t *restrict at, const float *restrict r0, const float *restrict r1, int32_t i0,
+                       int32_t W, int64_t OW) {
+    for (int64_t ow = 0; ow < OW; ow++) {
+        float a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1], m = a;
+        int32_t i = i0 + 2 * (int32_t)ow, k = i;
+        bool t = (b > m) | (b != b);
+        m = t ? b : m, k = t ? i + 1 : k;
+        t = (c > m) | (c != c);
+        m = t ? c : m, k = t ? i + W : k;
+        t = (d > m) | (d != d);
+        m = t ? d : m, k = t ? i + W + 1 : k;
+        out[ow] = m, at[ow] = k;
+    }
+}
+
+static bool max2x2(const ts_conv_geom *g) {
+    return g->KH == 2 && g->KW == 2 && g->SH == 2 && g->SW == 2 && g->PT == 0 && g->PL == 0 && g->DH == 1 && g->DW == 1 &&
+           2 * g->OH <= g->H && 2 * g->OW <= g->W;
+}
+
 /* The winner of each window, its index within the plane kept in idx for
  * the backward pass: PyTorch's CPU rule, a strictly greater value or a NaN
  * takes over, so ties keep the first and the last NaN wins. Padding is never
@@ -302,11 +338,16 @@ static void max_fwd_planes(void *vj, int64_t begin, int64_t end) {
     const pool_job *j = vj;
     const ts_conv_geom *g = j->g;
     int64_t OHW = g->OH * g->OW;
+    bool fast = max2x2(g);
     for (int64_t q = begin; q < end; q++) {
         const float *plane = j->x + q * g->H * g->W;
         float *out = j->y + q * OHW;
         int32_t *at = j->idx + q * OHW;
-        for (int64_t oh = 0; oh < g->OH; oh++) {
+        for (int64_t oh = 0; fast && oh < g->OH; oh++) {
+            const float *r0 = plane + 2 * oh * g->W;
+            max2x2_row(out + oh * g->OW, at + oh * g->OW, r0, r0 + g->W, (int32_t)(2 * oh * g->W), (int32_t)g->W, g->OW);
+        }
+        for (int64_t oh = 0; !fast && oh < g->OH; oh++) {
             int64_t ki0, ki1, ih0 = oh * g->SH - g->PT;
             tap_range(oh, g->SH, g->PT, g->DH, g->KH, g->H, &ki0, &ki1);
             for (int64_t ow = 0; ow < g->OW; ow++) {
@@ -315,9 +356,11 @@ static void max_fwd_planes(void *vj, int64_t begin, int64_t end) {
                 float best = -INFINITY;
                 for (int64_t ki = ki0; ki < ki1; ki++) {
                     int64_t r = (ih0 + ki * g->DH) * g->W + iw0;
-                    for (int64_t kj = kj0; kj < kj1; kj++) {
+                    for (int64_t kj = kj0; kj < kj1; kj++) { /* selects, not branches: random data mispredicts */
                         float v = plane[r + kj * g->DW];
-                        if (best_i < 0 || v > best || isnan(v)) best = v, best_i = r + kj * g->DW;
+                        bool take = (best_i < 0) | (v > best) | (v != v);
+                        best = take ? v : best;
+                        best_i = take ? r + kj * g->DW : best_i;
                     }
                 }
                 out[oh * g->OW + ow] = best;
