@@ -106,6 +106,8 @@ static void conv_oracle(void)
         conv_case(p, 1, 3, 32, 32, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);        /* ResNet stem */
         conv_case(p, 5, 8, 16, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2);        /* groups 2, samples split unevenly over threads */
         conv_case(p, 3, 32, 12, 12, 32, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1);       /* 1x1 stride 1: the input is its own columns */
+        conv_case(p, 3, 16, 23, 23, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);        /* columns in two chunks of output rows (12, 11) */
+        conv_case(p, 2, 32, 40, 40, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1);       /* stride 2 in three chunks (7, 7, 6) */
     }
     ts_pool_free(pool);
 }

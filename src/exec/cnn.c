@@ -2,9 +2,10 @@
  *
  * conv2d is im2col + GEMM one sample at a time, the samples split over the
  * pool's threads. Each thread has its own slot of the shared workspace: the
- * columns of one sample [C*KH*KW, OH*OW] (small enough to stay in cache) and,
- * in the backward pass, its partial dW and db, summed into the gradients
- * after the threads join. The product W [OC, C*KH*KW] x columns is the
+ * columns of a chunk of one sample's output rows [C*KH*KW, rows*OW], sized
+ * to stay in the core's cache between im2col and the product, and, in the
+ * backward pass, its partial dW and db, summed into the gradients after the
+ * threads join. The product W [OC, C*KH*KW] x columns is those rows of the
  * sample's output [OC, OH*OW], already NCHW. Each product runs on a
  * one-thread OpenBLAS, so the pool's threads are the only ones working (no
  * second pool fighting for the cores). The backward pass rebuilds the
@@ -23,12 +24,6 @@
 static int64_t grain_for(int64_t work_per_item) { return work_per_item >= GRAIN ? 1 : GRAIN / (work_per_item > 0 ? work_per_item : 1); }
 
 /* --------------------------------------------------------------- conv2d */
-
-typedef struct cols_job {
-    const ts_conv_geom *g;
-    float *col, *dx;
-    const float *x;
-} cols_job;
 
 /* d[i] = s[i * stride] and d[i * stride] += s[i], i < n: rows of 32 or
  * so floats, short enough that a memcpy call costs more than the copy. The
@@ -60,60 +55,53 @@ static void add_strided(float *restrict d, const float *restrict s, int64_t n, i
         for (int64_t i = 0; i < n; i++) d[i * stride] += s[i];
 }
 
-/* col[r, n*OHW + oh*OW + ow] = x[n, c, ih, iw] (0 outside), r = (c, ki, kj) */
-static void im2col_rows(const cols_job *j, int64_t begin, int64_t end) {
-    const ts_conv_geom *g = j->g;
-    int64_t OHW = g->OH * g->OW, NP = g->N * OHW, KK = g->KH * g->KW;
-    for (int64_t r = begin; r < end; r++) {
-        int64_t c = r / KK, ki = (r / g->KW) % g->KH, kj = r % g->KW;
-        float *dst = j->col + r * NP;
-        /* the output columns whose input column is in bounds: [lo, hi) */
-        int64_t off = kj * g->DW - g->PL, lo = 0, hi = g->OW;
-        while (lo < g->OW && lo * g->SW + off < 0) lo++;
-        while (hi > lo && (hi - 1) * g->SW + off >= g->W) hi--;
-        for (int64_t n = 0; n < g->N; n++) {
-            const float *plane = j->x + (n * g->C + c) * g->H * g->W;
-            for (int64_t oh = 0; oh < g->OH; oh++) {
-                float *d = dst + n * OHW + oh * g->OW;
-                int64_t ih = oh * g->SH - g->PT + ki * g->DH;
-                if (ih < 0 || ih >= g->H) {
-                    memset(d, 0, (size_t)g->OW * sizeof(float));
-                    continue;
-                }
-                const float *row = plane + ih * g->W;
-                for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0.0f;
-                if (hi > lo) copy_strided(d + lo, row + lo * g->SW + off, hi - lo, g->SW);
-                for (int64_t ow = hi; ow < g->OW; ow++) d[ow] = 0.0f;
+/* The output columns [lo, hi) of kernel column kj whose input column is
+ * inside the plane; the others read padding. */
+static void col_range(const ts_conv_geom *g, int64_t kj, int64_t *lo, int64_t *hi) {
+    int64_t off = kj * g->DW - g->PL;
+    *lo = 0, *hi = g->OW;
+    while (*lo < g->OW && *lo * g->SW + off < 0) ++*lo;
+    while (*hi > *lo && (*hi - 1) * g->SW + off >= g->W) --*hi;
+}
+
+/* The columns of output rows [oh0, oh1) of one sample x[C, H, W]:
+ * col[(c, ki, kj), (oh - oh0)*OW + ow] = x[c, ih, iw] (0 in the padding) */
+static void im2col(const ts_conv_geom *g, float *col, const float *x, int64_t oh0, int64_t oh1) {
+    int64_t P = (oh1 - oh0) * g->OW, KK = g->KH * g->KW;
+    for (int64_t r = 0; r < g->C * KK; r++) {
+        int64_t c = r / KK, ki = (r / g->KW) % g->KH, kj = r % g->KW, lo, hi, off = kj * g->DW - g->PL;
+        col_range(g, kj, &lo, &hi);
+        const float *plane = x + c * g->H * g->W;
+        for (int64_t oh = oh0; oh < oh1; oh++) {
+            float *d = col + r * P + (oh - oh0) * g->OW;
+            int64_t ih = oh * g->SH - g->PT + ki * g->DH;
+            if (ih < 0 || ih >= g->H) {
+                memset(d, 0, (size_t)g->OW * sizeof(float));
+                continue;
             }
+            for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0.0f;
+            if (hi > lo) copy_strided(d + lo, plane + ih * g->W + lo * g->SW + off, hi - lo, g->SW);
+            for (int64_t ow = hi; ow < g->OW; ow++) d[ow] = 0.0f;
         }
     }
 }
 
-/* dx[n, c, ih, iw] += col[(c, ki, kj), n*OHW + oh*OW + ow], (n, c) planes [begin, end) */
-static void col2im_planes(const cols_job *j, int64_t begin, int64_t end) {
-    const ts_conv_geom *g = j->g;
-    int64_t OHW = g->OH * g->OW, NP = g->N * OHW, KK = g->KH * g->KW;
-    for (int64_t q = begin; q < end; q++) {
-        int64_t n = q / g->C, c = q % g->C;
-        float *plane = j->dx + q * g->H * g->W;
-        for (int64_t ki = 0; ki < g->KH; ki++)
-            for (int64_t kj = 0; kj < g->KW; kj++) {
-                const float *src = j->col + (c * KK + ki * g->KW + kj) * NP + n * OHW;
-                int64_t off = kj * g->DW - g->PL, lo = 0, hi = g->OW;
-                while (lo < g->OW && lo * g->SW + off < 0) lo++;
-                while (hi > lo && (hi - 1) * g->SW + off >= g->W) hi--;
-                for (int64_t oh = 0; oh < g->OH; oh++) {
-                    int64_t ih = oh * g->SH - g->PT + ki * g->DH;
-                    if (ih < 0 || ih >= g->H) continue;
-                    if (hi > lo) add_strided(plane + ih * g->W + lo * g->SW + off, src + oh * g->OW + lo, hi - lo, g->SW);
-                }
-            }
+/* The reverse: dx[c, ih, iw] += col[(c, ki, kj), (oh - oh0)*OW + ow] */
+static void col2im(const ts_conv_geom *g, float *dx, const float *col, int64_t oh0, int64_t oh1) {
+    int64_t P = (oh1 - oh0) * g->OW, KK = g->KH * g->KW;
+    for (int64_t r = 0; r < g->C * KK; r++) {
+        int64_t c = r / KK, ki = (r / g->KW) % g->KH, kj = r % g->KW, lo, hi, off = kj * g->DW - g->PL;
+        col_range(g, kj, &lo, &hi);
+        float *plane = dx + c * g->H * g->W;
+        for (int64_t oh = oh0; oh < oh1 && hi > lo; oh++) {
+            int64_t ih = oh * g->SH - g->PT + ki * g->DH;
+            if (ih >= 0 && ih < g->H) add_strided(plane + ih * g->W + lo * g->SW + off, col + r * P + (oh - oh0) * g->OW + lo, hi - lo, g->SW);
+        }
     }
 }
 
 typedef struct conv_job {
-    const ts_conv_geom *g; /* the batch */
-    ts_conv_geom one;      /* one sample of it */
+    const ts_conv_geom *g;
     float *ws, *y, *dx, *dw, *db;
     const float *x, *w, *b, *dy;
     int64_t slots;
@@ -122,6 +110,9 @@ typedef struct conv_job {
 
 /* below this many multiply-adds a convolution runs on the calling thread */
 #define CONV_PAR_MACS (256 * 1024)
+/* the columns of a chunk of output rows, at most about this many floats:
+ * they stay in the core's L2 cache between im2col and the product */
+#define CONV_CHUNK_FLOATS (48 * 1024)
 
 static int64_t conv_slots(const ts_conv_geom *g, int threads) { return g->N < threads ? (g->N > 0 ? g->N : 1) : threads; }
 
@@ -129,20 +120,34 @@ static bool conv_direct(const ts_conv_geom *g) {
     return g->KH == 1 && g->KW == 1 && g->SH == 1 && g->SW == 1 && g->PT == 0 && g->PL == 0 && g->OH == g->H && g->OW == g->W;
 }
 
-/* a slot: columns [C*KK, OHW], partial dW [OC, C/groups*KK], partial db [OC] */
+/* output rows per chunk: the fewest equal chunks under CONV_CHUNK_FLOATS */
+static int64_t chunk_rows(const ts_conv_geom *g) {
+    if (g->OH < 1 || conv_direct(g)) return g->OH > 0 ? g->OH : 1;
+    int64_t per_row = g->C * g->KH * g->KW * g->OW, rows = per_row > 0 ? CONV_CHUNK_FLOATS / per_row : g->OH;
+    rows = rows < 1 ? 1 : rows > g->OH ? g->OH : rows;
+    int64_t chunks = (g->OH + rows - 1) / rows;
+    return (g->OH + chunks - 1) / chunks;
+}
+
+/* a slot: columns [C*KK, rows*OW], partial dW [OC, C/groups*KK], partial db [OC] */
 static size_t slot_floats(const ts_conv_geom *g) {
     int64_t KK = g->KH * g->KW;
-    return (size_t)(g->C * KK * g->OH * g->OW + g->OC * (g->C / (g->groups > 0 ? g->groups : 1)) * KK + g->OC);
+    return (size_t)(g->C * KK * chunk_rows(g) * g->OW + g->OC * (g->C / (g->groups > 0 ? g->groups : 1)) * KK + g->OC);
 }
 
 size_t ts_conv2d_workspace(const ts_conv_geom *g, int threads) { return (size_t)conv_slots(g, threads) * slot_floats(g); }
 
-/* The columns of sample n: built in col, or the input itself. */
-static const float *conv_cols(const conv_job *j, float *col, int64_t n) {
-    const float *xn = j->x + n * j->g->C * j->g->H * j->g->W;
-    if (j->direct) return xn;
-    cols_job c = {.g = &j->one, .col = col, .x = xn};
-    im2col_rows(&c, 0, j->g->C * j->g->KH * j->g->KW);
+/* The columns of output rows [oh0, oh1) of sample n and their row stride:
+ * built in col, or the input itself. */
+static const float *conv_cols(const conv_job *j, float *col, int64_t n, int64_t oh0, int64_t oh1, int64_t *ld) {
+    const ts_conv_geom *g = j->g;
+    const float *xn = j->x + n * g->C * g->H * g->W;
+    if (j->direct) {
+        *ld = g->H * g->W;
+        return xn + oh0 * g->W;
+    }
+    *ld = (oh1 - oh0) * g->OW;
+    im2col(g, col, xn, oh0, oh1);
     return col;
 }
 
@@ -154,16 +159,20 @@ static void slot_samples(const conv_job *j, int64_t slot, int64_t *n0, int64_t *
 static void conv_fwd_slots(void *vj, int64_t begin, int64_t end) {
     const conv_job *j = vj;
     const ts_conv_geom *g = j->g;
-    int64_t KK = g->KH * g->KW, OHW = g->OH * g->OW, CgKK = g->C / g->groups * KK, OCg = g->OC / g->groups;
+    int64_t OHW = g->OH * g->OW, CgKK = g->C / g->groups * g->KH * g->KW, OCg = g->OC / g->groups, R = chunk_rows(g);
     for (int64_t slot = begin; slot < end; slot++) {
-        int64_t n0, n1;
+        int64_t n0, n1, ld;
         slot_samples(j, slot, &n0, &n1);
         float *col = j->ws + (size_t)slot * slot_floats(g);
         for (int64_t n = n0; n < n1; n++) {
-            const float *cols = conv_cols(j, col, n);
             float *yn = j->y + n * g->OC * OHW;
-            for (int64_t gi = 0; gi < g->groups; gi++)
-                ts_gemm_serial(false, false, OCg, OHW, CgKK, j->w + gi * OCg * CgKK, cols + gi * CgKK * OHW, 0.0f, yn + gi * OCg * OHW);
+            for (int64_t oh0 = 0; oh0 < g->OH; oh0 += R) {
+                int64_t oh1 = oh0 + R < g->OH ? oh0 + R : g->OH;
+                const float *cols = conv_cols(j, col, n, oh0, oh1, &ld);
+                for (int64_t gi = 0; gi < g->groups; gi++)
+                    ts_gemm_serial(false, false, OCg, (oh1 - oh0) * g->OW, CgKK, j->w + gi * OCg * CgKK, CgKK, cols + gi * CgKK * ld, ld,
+                                   0.0f, yn + gi * OCg * OHW + oh0 * g->OW, OHW);
+            }
             for (int64_t oc = 0; j->b && oc < g->OC; oc++) {
                 float bv = j->b[oc], *r = yn + oc * OHW;
                 for (int64_t i = 0; i < OHW; i++) r[i] += bv;
@@ -175,33 +184,36 @@ static void conv_fwd_slots(void *vj, int64_t begin, int64_t end) {
 static void conv_bwd_slots(void *vj, int64_t begin, int64_t end) {
     const conv_job *j = vj;
     const ts_conv_geom *g = j->g;
-    int64_t KK = g->KH * g->KW, OHW = g->OH * g->OW, Cg = g->C / g->groups, CgKK = Cg * KK, OCg = g->OC / g->groups;
+    int64_t OHW = g->OH * g->OW, CgKK = g->C / g->groups * g->KH * g->KW, OCg = g->OC / g->groups, R = chunk_rows(g);
     for (int64_t slot = begin; slot < end; slot++) {
-        int64_t n0, n1;
+        int64_t n0, n1, ld;
         slot_samples(j, slot, &n0, &n1);
-        float *col = j->ws + (size_t)slot * slot_floats(g), *dwp = col + g->C * KK * OHW, *dbp = dwp + g->OC * CgKK;
+        float *col = j->ws + (size_t)slot * slot_floats(g), *dwp = col + g->C * g->KH * g->KW * R * g->OW, *dbp = dwp + g->OC * CgKK;
         memset(dbp, 0, (size_t)g->OC * sizeof(float));
         for (int64_t n = n0; n < n1; n++) {
             const float *dyn = j->dy + n * g->OC * OHW;
+            float *dxn = j->dx ? j->dx + n * g->C * g->H * g->W : NULL;
             for (int64_t oc = 0; j->db && oc < g->OC; oc++) {
                 double s = 0;
                 for (int64_t i = 0; i < OHW; i++) s += dyn[oc * OHW + i];
                 dbp[oc] += (float)s;
             }
-            if (j->dw) {
-                const float *cols = conv_cols(j, col, n);
-                for (int64_t gi = 0; gi < g->groups; gi++)
-                    ts_gemm_serial(false, true, OCg, CgKK, OHW, dyn + gi * OCg * OHW, cols + gi * CgKK * OHW, n == n0 ? 0.0f : 1.0f,
-                                   dwp + gi * OCg * CgKK);
+            for (int64_t oh0 = 0; oh0 < g->OH; oh0 += R) {
+                int64_t oh1 = oh0 + R < g->OH ? oh0 + R : g->OH, P = (oh1 - oh0) * g->OW;
+                const float *dyc = dyn + oh0 * g->OW;
+                if (j->dw) {
+                    const float *cols = conv_cols(j, col, n, oh0, oh1, &ld);
+                    for (int64_t gi = 0; gi < g->groups; gi++)
+                        ts_gemm_serial(false, true, OCg, CgKK, P, dyc + gi * OCg * OHW, OHW, cols + gi * CgKK * ld, ld,
+                                       n == n0 && oh0 == 0 ? 0.0f : 1.0f, dwp + gi * OCg * CgKK, CgKK);
+                }
+                if (!dxn) continue;
+                for (int64_t gi = 0; gi < g->groups; gi++) /* direct: straight into dx (OHW = H*W, KK = 1) */
+                    ts_gemm_serial(true, false, CgKK, P, OCg, j->w + gi * OCg * CgKK, CgKK, dyc + gi * OCg * OHW, OHW,
+                                   j->direct ? 1.0f : 0.0f, j->direct ? dxn + gi * CgKK * OHW + oh0 * g->OW : col + gi * CgKK * P,
+                                   j->direct ? OHW : P);
+                if (!j->direct) col2im(g, dxn, col, oh0, oh1);
             }
-            if (!j->dx) continue;
-            float *dxn = j->dx + n * g->C * g->H * g->W;
-            for (int64_t gi = 0; gi < g->groups; gi++) /* direct: straight into dx (OHW = H*W, KK = 1) */
-                ts_gemm_serial(true, false, CgKK, OHW, OCg, j->w + gi * OCg * CgKK, dyn + gi * OCg * OHW, j->direct ? 1.0f : 0.0f,
-                               (j->direct ? dxn : col) + gi * CgKK * OHW);
-            if (j->direct) continue;
-            cols_job c = {.g = &j->one, .col = col, .dx = dxn};
-            col2im_planes(&c, 0, g->C);
         }
     }
 }
@@ -217,9 +229,7 @@ static void add_partials(float *out, const float *part, int64_t n, int64_t slots
 
 static conv_job conv_job_for(ts_pool *p, float *ws, const ts_conv_geom *g) {
     int64_t macs = g->N * g->OC * g->OH * g->OW * (g->C / g->groups) * g->KH * g->KW;
-    conv_job j = {.g = g, .one = *g, .ws = ws, .slots = macs < CONV_PAR_MACS ? 1 : conv_slots(g, ts_pool_threads(p)),
-                  .direct = conv_direct(g)};
-    j.one.N = 1;
+    conv_job j = {.g = g, .ws = ws, .slots = macs < CONV_PAR_MACS ? 1 : conv_slots(g, ts_pool_threads(p)), .direct = conv_direct(g)};
     ts_gemm_serial_begin();
     return j;
 }
@@ -236,8 +246,8 @@ void ts_conv2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, 
     conv_job j = conv_job_for(p, ws, g);
     j.dx = dx, j.dw = dw, j.db = db, j.dy = dy, j.x = x, j.w = w;
     ts_pool_for(p, j.slots, 1, conv_bwd_slots, &j);
-    int64_t KK = g->KH * g->KW, OHW = g->OH * g->OW, wn = g->OC * (g->C / g->groups) * KK;
-    const float *dwp = ws + g->C * KK * OHW;
+    int64_t wn = g->OC * (g->C / g->groups) * g->KH * g->KW;
+    const float *dwp = ws + g->C * g->KH * g->KW * chunk_rows(g) * g->OW;
     if (dw) add_partials(dw, dwp, wn, j.slots, slot_floats(g));
     if (db) add_partials(db, dwp + wn, g->OC, j.slots, slot_floats(g));
 }
