@@ -271,7 +271,8 @@ if command -v mpirun >/dev/null && [ -x "$BUILD/bench_replicas" ]; then
     MPIRUN2="env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe --bind-to none -np 2"
     replica_row "mlp 2 ranks b=1000" 1000 30 5
     replica_row "mlp 2 ranks b=64" 64 300 20
-    # the CNN through the CLI (samples/s of its training epoch, eval excluded)
+    # the CNN through the CLI (samples/s of --quiet's final line: the training
+    # time, evaluation excluded)
     cnn_sps() { bash -c "$1" 2>/dev/null | sed -n 's/.* \([0-9.]*\) samples\/s.*/\1/p' | head -n 1; }
     CNN_FLAGS="--data $SRC/data/mnist --model cnn --max-steps $(steps 60) --holdout 64 --quiet"
     one=$(cnn_sps "$BUILD/tensorscope train $CNN_FLAGS --batch-size 64 --threads 2")
@@ -316,7 +317,8 @@ if $PY "$SRC/bench/make_onnx_models.py" "$ONNX_DIR" >/dev/null 2>&1; then
     time_row "onnx import resnet18" 1000 "$BUILD/bench_onnx_import $ONNX_DIR/resnet18.onnx 7"
     time_row "onnx import mlp 50MB" 1000 "$BUILD/bench_onnx_import $ONNX_DIR/mlp45m.onnx 7"
     # training the imported LeNet+BN against the built-in cnn it was exported
-    # from: samples/s of one epoch each, interleaved rounds, median ratio
+    # from: samples/s of one epoch each (--quiet's final line, evaluation
+    # excluded), interleaved rounds, median ratio
     # imported/built-in against "the same speed" (0.9 allows the noise)
     sps() { "$BUILD/tensorscope" train --model "$1" --data "$SRC/data/mnist" --epochs 1 --batch-size 64 --optimizer adam \
         --lr 0.001 --holdout 64 --threads "$THREADS" --quiet 2>/dev/null | sed -n 's/.* \([0-9.]*\) samples\/s.*/\1/p' | head -n 1; }

@@ -59,14 +59,15 @@ done
 if [ -f "$DATA/t10k-images-idx3-ubyte.gz" ]; then
     cd "$T" || exit 1
     timeout 300 "${MPIRUN[@]}" -np 2 "$BUILD/tensorscope" train --data "$DATA" --batch-size 32 --holdout 500 --max-steps 20 --threads 1 \
-        --anchor 'Gradient___fc1.bias:all' --stats --dump-npy dump --quiet >cli.out 2>cli.err
+        --anchor 'Gradient___fc1.bias:all' --stats --dump-npy dump >cli.out 2>cli.err
     rc=$?
     if [ $rc -eq 0 ]; then ok "mpirun -np 2 tensorscope train exits 0"; else fail "mpirun -np 2 tensorscope train: exit $rc"; cat cli.err; fi
     n=$(grep -c '^epoch 1/1' cli.out)
     [ "$n" -eq 1 ] && ok "rank 0 alone prints (one epoch line)" || fail "expected one epoch line, got $n"
     # the same training in one process with the combined batch: the same loss and accuracy
     "$BUILD/tensorscope" train --data "$DATA" --batch-size 64 --holdout 500 --max-steps 20 --threads 1 --quiet >one.out 2>&1
-    two=$(grep -o 'loss [0-9.]*  held-out accuracy [0-9.]*%' cli.out) one=$(grep -o 'loss [0-9.]*  held-out accuracy [0-9.]*%' one.out)
+    # (one.out: --quiet, the final line; cli.out: the epoch line first)
+    two=$(grep -o 'loss [0-9.]*  held-out accuracy [0-9.]*%' cli.out | head -n 1) one=$(grep -o 'loss [0-9.]*  held-out accuracy [0-9.]*%' one.out)
     [ -n "$two" ] && [ "$two" = "$one" ] && ok "2 replicas of batch 32 train like one process of batch 64 ($two)" || fail "2 replicas: '$two', one process: '$one'"
     grep -q 'replicas: 2' cli.out && ok "the run says it has 2 replicas" || fail "no 'replicas: 2' line in the output"
     rows=$(grep -cE 'Gradient___fc1\.bias\[(0|1|all)\]' cli.out)

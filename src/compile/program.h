@@ -177,6 +177,7 @@ struct ts_model {
     bool has_run;
     /* failure of the last run (numeric check) */
     int failed_entry;
+    int failed_op;       /* node whose backward wrote the failed gradient, -1 otherwise */
     bool rerun;          /* re-executing op by op: checks only, no observers */
     /* replicas: the job's collectives (NULL without replicas) */
     const ts_collective *coll;
@@ -252,6 +253,10 @@ ts_status ts_pipeline_after_run(ts_model *m, uint64_t run_ns);
 
 /* observe.c: the executor's one hook */
 ts_status ts_observe(ts_model *m, int entry, int64_t sample);
+/* After the backward kernel of `node` (check_numerics on, and the op by op
+ * replay): the checked gradients it added into, a NaN/Inf blamed on it with
+ * the stats of what it read (alive until the next kernel). */
+ts_status ts_check_backward(ts_model *m, int node, int64_t sample);
 /* The optimizer step of parameter `node` in step d of the run: runs
  * update(ctx, begin, end) over [0, n) and, around each chunk of it while the
  * chunk is in cache, summarises the watched entries the step reads (its

@@ -110,6 +110,10 @@ static ts_status backward(ts_model *m, int64_t mb) {
         def->backward(&kc);
         p->op_ns[i] += ts_now_ns() - t0;
         if (t->op == TS_OP_PRINT) print_op(m, i, true);
+        if (m->opts.check != TS_CHECK_OFF || m->rerun) { /* blame the kernel that wrote a NaN/Inf, while what it read is alive */
+            ts_status st = ts_check_backward(m, i, mb);
+            if (st) return st;
+        }
     }
     return TS_OK;
 }
@@ -236,7 +240,7 @@ static ts_status confirm_op_by_op(ts_model *m, int64_t mb) {
     ts_prog *p = m->prog;
     const ts_entry *first = &p->entries[m->failed_entry];
     if (first->kind != TS_KIND_VALUE && first->kind != TS_KIND_GRAD) return TS_ERR_NUMERICS;
-    char original[3000];
+    char original[4096];
     snprintf(original, sizeof original, "%s", ts_last_error());
     int first_entry = m->failed_entry;
     bool *saved = ts_malloc((size_t)p->n_entries * 2 * sizeof *saved); /* only after a failure */
@@ -260,15 +264,17 @@ static ts_status confirm_op_by_op(ts_model *m, int64_t mb) {
         return ts_error(TS_ERR_NUMERICS, "%s\nop by op re-execution of micro-batch %lld did not reproduce it", original, (long long)mb);
     }
     const ts_entry *culprit = &p->entries[m->failed_entry];
-    const ts_tensor *t = m->g->t[culprit->node];
-    char rerun[3000];
+    bool bwd = m->failed_op >= 0; /* a gradient: the op whose backward wrote it */
+    const ts_tensor *t = m->g->t[bwd ? m->failed_op : culprit->node];
+    char rerun[4096];
     snprintf(rerun, sizeof rerun, "%s", ts_last_error());
-    char where[600];
+    char where[600], what[800];
     ts_tensor_where(t, where, sizeof where);
-    ts_logf(TS_LOG_ERROR, "op by op re-execution confirms the culprit: '%s' (op %s, built at %s)", culprit->name,
-            ts_op_get(t->op)->name, where);
-    return ts_error(TS_ERR_NUMERICS, "%s\nop by op re-execution of micro-batch %lld confirms the culprit: '%s' (op %s, built at %s)\n%s",
-                    original, (long long)mb, culprit->name, ts_op_get(t->op)->name, where, rerun);
+    if (bwd) snprintf(what, sizeof what, "the backward of op %s '%s', built at %s", ts_op_get(t->op)->name, t->name, where);
+    else snprintf(what, sizeof what, "op %s, built at %s", ts_op_get(t->op)->name, where);
+    ts_logf(TS_LOG_ERROR, "op by op re-execution confirms the culprit: '%s' (%s)", culprit->name, what);
+    return ts_error(TS_ERR_NUMERICS, "%s\nop by op re-execution of micro-batch %lld confirms the culprit: '%s' (%s)\n%s", original,
+                    (long long)mb, culprit->name, what, rerun);
 }
 
 /* Log level 5 (RETURNN's log_verbosity 5): a line per micro-batch with its
@@ -386,7 +392,7 @@ static ts_status run_pipelined(ts_model *m, const ts_array *const *bound) {
 ts_status ts_exec_run(ts_model *m) {
     ts_status st = check_labels(m, m->prog->bound);
     if (st) return st;
-    m->failed_entry = -1;
+    m->failed_entry = m->failed_op = -1;
     st = m->prog->stage ? run_pipelined(m, m->prog->bound) : run_body(m, m->prog->bound);
     ts_crash_set_current_op(NULL, NULL, NULL);
     if (st) return st;

@@ -33,6 +33,7 @@ struct ts_outfeed {
     pthread_mutex_t mu;
     pthread_cond_t can_take; /* a record arrived, or closed */
     pthread_cond_t can_put;  /* room for one more record, or closed */
+    pthread_cond_t drained;  /* the sink returned with nothing waiting, or closed */
 
     outfeed_slot *slots; /* depth + 1 */
     int n_slots;
@@ -52,6 +53,7 @@ struct ts_outfeed {
     int64_t warned_run;
 
     bool has_sink;
+    bool sink_busy; /* the sink function is running on a record */
     pthread_t sink_thread;
     ts_outfeed_sink sink_fn;
     void *sink_user;
@@ -97,10 +99,13 @@ static ts_status init_sync(ts_outfeed *q) {
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     int rc_take = pthread_cond_init(&q->can_take, &ca);
     int rc_put = pthread_cond_init(&q->can_put, &ca);
+    int rc_drained = pthread_cond_init(&q->drained, &ca);
     pthread_condattr_destroy(&ca);
-    if (rc_take == 0 && rc_put == 0 && pthread_mutex_init(&q->mu, NULL) == 0) return TS_OK;
+    if (rc_take == 0 && rc_put == 0 && rc_drained == 0 && pthread_mutex_init(&q->mu, NULL) == 0)
+        return TS_OK;
     if (rc_take == 0) pthread_cond_destroy(&q->can_take);
     if (rc_put == 0) pthread_cond_destroy(&q->can_put);
+    if (rc_drained == 0) pthread_cond_destroy(&q->drained);
 fail:
     return ts_error(TS_ERR_INTERNAL, "outfeed '%s': could not create its mutex or conditions",
                     q->name);
@@ -161,6 +166,7 @@ void ts_outfeed_close(ts_outfeed *q) {
     q->closed = true;
     pthread_cond_broadcast(&q->can_take);
     pthread_cond_broadcast(&q->can_put);
+    pthread_cond_broadcast(&q->drained);
     pthread_mutex_unlock(&q->mu);
 }
 
@@ -172,6 +178,7 @@ void ts_outfeed_free(ts_outfeed *q) {
     pthread_mutex_destroy(&q->mu);
     pthread_cond_destroy(&q->can_take);
     pthread_cond_destroy(&q->can_put);
+    pthread_cond_destroy(&q->drained);
     free_fields(q);
 }
 
@@ -502,9 +509,12 @@ static void *sink_main(void *arg) {
     ts_outfeed_record rec;
     pthread_mutex_lock(&q->mu);
     while (take_locked(q, &rec, -1) == TS_OK) {
+        q->sink_busy = true;
         pthread_mutex_unlock(&q->mu);
         q->sink_fn(q->sink_user, &rec);
         pthread_mutex_lock(&q->mu);
+        q->sink_busy = false;
+        if (q->count == 0 && q->filling == 0) pthread_cond_broadcast(&q->drained);
     }
     if (q->held >= 0) {
         release_locked(q, q->held);
@@ -538,6 +548,21 @@ ts_status ts_outfeed_set_sink(ts_outfeed *q, ts_outfeed_sink fn, void *user) {
                           q->name);
         }
     }
+    pthread_mutex_unlock(&q->mu);
+    return st;
+}
+
+ts_status ts_outfeed_flush(ts_outfeed *q) {
+    if (!q) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_outfeed_flush: queue is NULL");
+    ts_status st = TS_OK;
+    pthread_mutex_lock(&q->mu);
+    if (!q->has_sink)
+        st = ts_error(TS_ERR_STATE,
+                      "outfeed '%s' has no sink: nothing drains it but ts_outfeed_dequeue",
+                      q->name);
+    else /* a closed queue's sink still drains it, then stops */
+        while ((q->count > 0 || q->filling > 0 || q->sink_busy) && !(q->closed && q->count == 0))
+            pthread_cond_wait(&q->drained, &q->mu);
     pthread_mutex_unlock(&q->mu);
     return st;
 }

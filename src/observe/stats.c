@@ -442,3 +442,24 @@ ts_status ts_summarize_f32(const float *x, int64_t n, int what, ts_summary *out)
     ts_stats_finish(&p, out);
     return TS_OK;
 }
+
+ts_status ts_summary_merge(ts_summary *into, const ts_summary *from) {
+    if (!into || !from)
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_summary_merge: %s is NULL", !into ? "into" : "from");
+    if (into->what == 0) { /* a zeroed summary: nothing summarised yet */
+        *into = *from;
+        return TS_OK;
+    }
+    if (into->what != from->what)
+        return ts_error(TS_ERR_INVALID_ARGUMENT,
+                        "ts_summary_merge: the summaries computed different things (what %d and %d); "
+                        "summarise both with the same TS_WATCH_* flags",
+                        into->what, from->what);
+    /* ~30 KB of stack, as ts_summarize_f32: no allocation */
+    ts_stats_partial a, b;
+    ts_stats_from_summary(into, &a);
+    ts_stats_from_summary(from, &b);
+    ts_stats_merge(&a, &b);
+    ts_stats_finish(&a, into);
+    return TS_OK;
+}
