@@ -55,49 +55,101 @@ static void add_strided(float *restrict d, const float *restrict s, int64_t n, i
         for (int64_t i = 0; i < n; i++) d[i * stride] += s[i];
 }
 
-/* The output columns [lo, hi) of kernel column kj whose input column is
- * inside the plane; the others read padding. */
-static void col_range(const ts_conv_geom *g, int64_t kj, int64_t *lo, int64_t *hi) {
-    int64_t off = kj * g->DW - g->PL;
-    *lo = 0, *hi = g->OW;
-    while (*lo < g->OW && *lo * g->SW + off < 0) ++*lo;
-    while (*hi > *lo && (*hi - 1) * g->SW + off >= g->W) --*hi;
-}
-
 /* The columns of output rows [oh0, oh1) of one sample x[C, H, W]:
- * col[(c, ki, kj), (oh - oh0)*OW + ow] = x[c, ih, iw] (0 in the padding) */
-static void im2col(const ts_conv_geom *g, float *col, const float *x, int64_t oh0, int64_t oh1) {
-    int64_t P = (oh1 - oh0) * g->OW, KK = g->KH * g->KW;
-    for (int64_t r = 0; r < g->C * KK; r++) {
-        int64_t c = r / KK, ki = (r / g->KW) % g->KH, kj = r % g->KW, lo, hi, off = kj * g->DW - g->PL;
-        col_range(g, kj, &lo, &hi);
-        const float *plane = x + c * g->H * g->W;
-        for (int64_t oh = oh0; oh < oh1; oh++) {
-            float *d = col + r * P + (oh - oh0) * g->OW;
-            int64_t ih = oh * g->SH - g->PT + ki * g->DH;
-            if (ih < 0 || ih >= g->H) {
-                memset(d, 0, (size_t)g->OW * sizeof(float));
-                continue;
+ * col[(c, ki, kj), (oh - oh0)*OW + ow] = x[c, ih, iw] (0 in the padding).
+ * Per kernel column kj, the output columns [lo, hi) read inside the plane. */
+static void im2col(const ts_conv_geom *g, float *restrict col, const float *restrict x, int64_t oh0, int64_t oh1) {
+    const int64_t C = g->C, H = g->H, W = g->W, OW = g->OW, KH = g->KH, KW = g->KW, SH = g->SH, SW = g->SW, DH = g->DH;
+    float *d = col;
+    for (int64_t c = 0; c < C; c++)
+        for (int64_t ki = 0; ki < KH; ki++)
+            for (int64_t kj = 0; kj < KW; kj++) {
+                int64_t off = kj * g->DW - g->PL, lo = off < 0 ? (-off + SW - 1) / SW : 0, hi = W - 1 - off < 0 ? 0 : (W - 1 - off) / SW + 1;
+                lo = lo > OW ? OW : lo, hi = hi > OW ? OW : hi < lo ? lo : hi;
+                for (int64_t oh = oh0; oh < oh1; oh++, d += OW) {
+                    int64_t ih = oh * SH - g->PT + ki * DH;
+                    if (ih < 0 || ih >= H) {
+                        for (int64_t ow = 0; ow < OW; ow++) d[ow] = 0.0f;
+                        continue;
+                    }
+                    for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0.0f;
+                    if (hi > lo) copy_strided(d + lo, x + (c * H + ih) * W + lo * SW + off, hi - lo, SW);
+                    for (int64_t ow = hi; ow < OW; ow++) d[ow] = 0.0f;
+                }
             }
-            for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0.0f;
-            if (hi > lo) copy_strided(d + lo, plane + ih * g->W + lo * g->SW + off, hi - lo, g->SW);
-            for (int64_t ow = hi; ow < g->OW; ow++) d[ow] = 0.0f;
-        }
-    }
 }
 
 /* The reverse: dx[c, ih, iw] += col[(c, ki, kj), (oh - oh0)*OW + ow] */
-static void col2im(const ts_conv_geom *g, float *dx, const float *col, int64_t oh0, int64_t oh1) {
-    int64_t P = (oh1 - oh0) * g->OW, KK = g->KH * g->KW;
-    for (int64_t r = 0; r < g->C * KK; r++) {
-        int64_t c = r / KK, ki = (r / g->KW) % g->KH, kj = r % g->KW, lo, hi, off = kj * g->DW - g->PL;
-        col_range(g, kj, &lo, &hi);
-        float *plane = dx + c * g->H * g->W;
-        for (int64_t oh = oh0; oh < oh1 && hi > lo; oh++) {
-            int64_t ih = oh * g->SH - g->PT + ki * g->DH;
-            if (ih >= 0 && ih < g->H) add_strided(plane + ih * g->W + lo * g->SW + off, col + r * P + (oh - oh0) * g->OW + lo, hi - lo, g->SW);
+static void col2im(const ts_conv_geom *g, float *restrict dx, const float *restrict col, int64_t oh0, int64_t oh1) {
+    const int64_t C = g->C, H = g->H, W = g->W, OW = g->OW, KH = g->KH, KW = g->KW, SH = g->SH, SW = g->SW, DH = g->DH;
+    const float *s = col;
+    for (int64_t c = 0; c < C; c++)
+        for (int64_t ki = 0; ki < KH; ki++)
+            for (int64_t kj = 0; kj < KW; kj++) {
+                int64_t off = kj * g->DW - g->PL, lo = off < 0 ? (-off + SW - 1) / SW : 0, hi = W - 1 - off < 0 ? 0 : (W - 1 - off) / SW + 1;
+                lo = lo > OW ? OW : lo, hi = hi > OW ? OW : hi < lo ? lo : hi;
+                for (int64_t oh = oh0; oh < oh1; oh++, s += OW) {
+                    int64_t ih = oh * SH - g->PT + ki * DH;
+                    if (ih >= 0 && ih < H && hi > lo) add_strided(dx + (c * H + ih) * W + lo * SW + off, s + lo, hi - lo, SW);
+                }
+            }
+}
+
+/* Stride 1, dilation 1: the sample padded once to [C, OH+KH-1, OW+KW-1]
+ * (or the input itself when it needs no padding), every row of the columns
+ * is one copy of OW floats and every row of col2im one add, no bounds. */
+static bool conv_unit(const ts_conv_geom *g) { return g->SH == 1 && g->SW == 1 && g->DH == 1 && g->DW == 1; }
+
+static bool conv_padded(const ts_conv_geom *g) {
+    return conv_unit(g) && !(g->PT == 0 && g->PL == 0 && g->OH + g->KH - 1 == g->H && g->OW + g->KW - 1 == g->W);
+}
+
+/* reserved in every slot: the workspace is sized from the shapes alone */
+static int64_t padded_floats(const ts_conv_geom *g) { return g->C * (g->OH + g->KH - 1) * (g->OW + g->KW - 1); }
+
+/* xp[c, i, j] = x[c, i - PT, j - PL] (0 outside), or back: x[c, ih, iw] += xp[...] */
+static void pad_sample(const ts_conv_geom *g, float *restrict xp, const float *restrict x) {
+    int64_t Hp = g->OH + g->KH - 1, Wp = g->OW + g->KW - 1;
+    for (int64_t c = 0; c < g->C; c++)
+        for (int64_t i = 0; i < Hp; i++) {
+            float *d = xp + (c * Hp + i) * Wp;
+            int64_t ih = i - g->PT;
+            for (int64_t j = 0; j < Wp; j++) {
+                int64_t iw = j - g->PL;
+                d[j] = ih >= 0 && ih < g->H && iw >= 0 && iw < g->W ? x[(c * g->H + ih) * g->W + iw] : 0.0f;
+            }
         }
-    }
+}
+
+static void unpad_add(const ts_conv_geom *g, float *restrict x, const float *restrict xp) {
+    int64_t Hp = g->OH + g->KH - 1, Wp = g->OW + g->KW - 1;
+    for (int64_t c = 0; c < g->C; c++)
+        for (int64_t ih = 0; ih < g->H && ih + g->PT < Hp; ih++) {
+            int64_t n = g->W < Wp - g->PL ? g->W : Wp - g->PL;
+            add_strided(x + (c * g->H + ih) * g->W, xp + (c * Hp + ih + g->PT) * Wp + g->PL, n, 1);
+        }
+}
+
+static void im2col_unit(const ts_conv_geom *g, float *restrict col, const float *restrict xp, int64_t oh0, int64_t oh1) {
+    const int64_t OW = g->OW, KH = g->KH, KW = g->KW, Hp = g->OH + KH - 1, Wp = OW + KW - 1;
+    float *d = col;
+    for (int64_t c = 0; c < g->C; c++)
+        for (int64_t ki = 0; ki < KH; ki++)
+            for (int64_t kj = 0; kj < KW; kj++) {
+                const float *s = xp + (c * Hp + ki + oh0) * Wp + kj;
+                for (int64_t oh = oh0; oh < oh1; oh++, d += OW, s += Wp) copy_strided(d, s, OW, 1);
+            }
+}
+
+static void col2im_unit(const ts_conv_geom *g, float *restrict dxp, const float *restrict col, int64_t oh0, int64_t oh1) {
+    const int64_t OW = g->OW, KH = g->KH, KW = g->KW, Hp = g->OH + KH - 1, Wp = OW + KW - 1;
+    const float *s = col;
+    for (int64_t c = 0; c < g->C; c++)
+        for (int64_t ki = 0; ki < KH; ki++)
+            for (int64_t kj = 0; kj < KW; kj++) {
+                float *d = dxp + (c * Hp + ki + oh0) * Wp + kj;
+                for (int64_t oh = oh0; oh < oh1; oh++, s += OW, d += Wp) add_strided(d, s, OW, 1);
+            }
 }
 
 typedef struct conv_job {
@@ -120,34 +172,47 @@ static bool conv_direct(const ts_conv_geom *g) {
     return g->KH == 1 && g->KW == 1 && g->SH == 1 && g->SW == 1 && g->PT == 0 && g->PL == 0 && g->OH == g->H && g->OW == g->W;
 }
 
-/* output rows per chunk: the fewest equal chunks under CONV_CHUNK_FLOATS */
+/* output rows per chunk: the fewest equal chunks under CONV_CHUNK_FLOATS.
+ * This and the slot's size depend on the shapes only (N, C, OC, OH, OW,
+ * KH, KW, groups): the workspace is sized from them. */
 static int64_t chunk_rows(const ts_conv_geom *g) {
-    if (g->OH < 1 || conv_direct(g)) return g->OH > 0 ? g->OH : 1;
+    if (g->OH < 1) return 1;
     int64_t per_row = g->C * g->KH * g->KW * g->OW, rows = per_row > 0 ? CONV_CHUNK_FLOATS / per_row : g->OH;
     rows = rows < 1 ? 1 : rows > g->OH ? g->OH : rows;
     int64_t chunks = (g->OH + rows - 1) / rows;
     return (g->OH + chunks - 1) / chunks;
 }
 
-/* a slot: columns [C*KK, rows*OW], partial dW [OC, C/groups*KK], partial db [OC] */
+/* a slot: columns [C*KK, rows*OW], partial dW [OC, C/groups*KK], partial
+ * db [OC], the padded sample and its gradient (conv_padded) */
+static int64_t col_floats(const ts_conv_geom *g) { return g->C * g->KH * g->KW * chunk_rows(g) * g->OW; }
+
 static size_t slot_floats(const ts_conv_geom *g) {
     int64_t KK = g->KH * g->KW;
-    return (size_t)(g->C * KK * chunk_rows(g) * g->OW + g->OC * (g->C / (g->groups > 0 ? g->groups : 1)) * KK + g->OC);
+    return (size_t)(col_floats(g) + g->OC * (g->C / (g->groups > 0 ? g->groups : 1)) * KK + g->OC + 2 * padded_floats(g));
 }
 
 size_t ts_conv2d_workspace(const ts_conv_geom *g, int threads) { return (size_t)conv_slots(g, threads) * slot_floats(g); }
 
-/* The columns of output rows [oh0, oh1) of sample n and their row stride:
- * built in col, or the input itself. */
-static const float *conv_cols(const conv_job *j, float *col, int64_t n, int64_t oh0, int64_t oh1, int64_t *ld) {
+/* Sample n as im2col reads it: padded into xp, or the input itself */
+static const float *conv_sample(const conv_job *j, float *xp, int64_t n) {
+    const float *xn = j->x + n * j->g->C * j->g->H * j->g->W;
+    if (!conv_padded(j->g)) return xn;
+    pad_sample(j->g, xp, xn);
+    return xp;
+}
+
+/* The columns of output rows [oh0, oh1) of sample xs (conv_sample) and
+ * their row stride: built in col, or the input itself. */
+static const float *conv_cols(const conv_job *j, float *col, const float *xs, int64_t oh0, int64_t oh1, int64_t *ld) {
     const ts_conv_geom *g = j->g;
-    const float *xn = j->x + n * g->C * g->H * g->W;
     if (j->direct) {
         *ld = g->H * g->W;
-        return xn + oh0 * g->W;
+        return xs + oh0 * g->W;
     }
     *ld = (oh1 - oh0) * g->OW;
-    im2col(g, col, xn, oh0, oh1);
+    if (conv_unit(g)) im2col_unit(g, col, xs, oh0, oh1);
+    else im2col(g, col, xs, oh0, oh1);
     return col;
 }
 
@@ -163,12 +228,13 @@ static void conv_fwd_slots(void *vj, int64_t begin, int64_t end) {
     for (int64_t slot = begin; slot < end; slot++) {
         int64_t n0, n1, ld;
         slot_samples(j, slot, &n0, &n1);
-        float *col = j->ws + (size_t)slot * slot_floats(g);
+        float *col = j->ws + (size_t)slot * slot_floats(g), *xp = col + slot_floats(g) - 2 * padded_floats(g);
         for (int64_t n = n0; n < n1; n++) {
             float *yn = j->y + n * g->OC * OHW;
+            const float *xs = conv_sample(j, xp, n);
             for (int64_t oh0 = 0; oh0 < g->OH; oh0 += R) {
                 int64_t oh1 = oh0 + R < g->OH ? oh0 + R : g->OH;
-                const float *cols = conv_cols(j, col, n, oh0, oh1, &ld);
+                const float *cols = conv_cols(j, col, xs, oh0, oh1, &ld);
                 for (int64_t gi = 0; gi < g->groups; gi++)
                     ts_gemm_serial(false, false, OCg, (oh1 - oh0) * g->OW, CgKK, j->w + gi * OCg * CgKK, CgKK, cols + gi * CgKK * ld, ld,
                                    0.0f, yn + gi * OCg * OHW + oh0 * g->OW, OHW);
@@ -185,14 +251,17 @@ static void conv_bwd_slots(void *vj, int64_t begin, int64_t end) {
     const conv_job *j = vj;
     const ts_conv_geom *g = j->g;
     int64_t OHW = g->OH * g->OW, CgKK = g->C / g->groups * g->KH * g->KW, OCg = g->OC / g->groups, R = chunk_rows(g);
+    bool padded = conv_padded(g), unit = conv_unit(g);
     for (int64_t slot = begin; slot < end; slot++) {
         int64_t n0, n1, ld;
         slot_samples(j, slot, &n0, &n1);
-        float *col = j->ws + (size_t)slot * slot_floats(g), *dwp = col + g->C * g->KH * g->KW * R * g->OW, *dbp = dwp + g->OC * CgKK;
+        float *col = j->ws + (size_t)slot * slot_floats(g), *dwp = col + col_floats(g), *dbp = dwp + g->OC * CgKK;
+        float *xp = dbp + g->OC, *dxp = xp + padded_floats(g);
         memset(dbp, 0, (size_t)g->OC * sizeof(float));
         for (int64_t n = n0; n < n1; n++) {
-            const float *dyn = j->dy + n * g->OC * OHW;
-            float *dxn = j->dx ? j->dx + n * g->C * g->H * g->W : NULL;
+            const float *dyn = j->dy + n * g->OC * OHW, *xs = j->dw ? conv_sample(j, xp, n) : NULL;
+            float *dxn = j->dx ? j->dx + n * g->C * g->H * g->W : NULL, *dxs = padded ? dxp : dxn; /* where col2im adds */
+            if (dxn && padded) memset(dxp, 0, (size_t)padded_floats(g) * sizeof(float));
             for (int64_t oc = 0; j->db && oc < g->OC; oc++) {
                 double s = 0;
                 for (int64_t i = 0; i < OHW; i++) s += dyn[oc * OHW + i];
@@ -202,7 +271,7 @@ static void conv_bwd_slots(void *vj, int64_t begin, int64_t end) {
                 int64_t oh1 = oh0 + R < g->OH ? oh0 + R : g->OH, P = (oh1 - oh0) * g->OW;
                 const float *dyc = dyn + oh0 * g->OW;
                 if (j->dw) {
-                    const float *cols = conv_cols(j, col, n, oh0, oh1, &ld);
+                    const float *cols = conv_cols(j, col, xs, oh0, oh1, &ld);
                     for (int64_t gi = 0; gi < g->groups; gi++)
                         ts_gemm_serial(false, true, OCg, CgKK, P, dyc + gi * OCg * OHW, OHW, cols + gi * CgKK * ld, ld,
                                        n == n0 && oh0 == 0 ? 0.0f : 1.0f, dwp + gi * OCg * CgKK, CgKK);
@@ -212,8 +281,11 @@ static void conv_bwd_slots(void *vj, int64_t begin, int64_t end) {
                     ts_gemm_serial(true, false, CgKK, P, OCg, j->w + gi * OCg * CgKK, CgKK, dyc + gi * OCg * OHW, OHW,
                                    j->direct ? 1.0f : 0.0f, j->direct ? dxn + gi * CgKK * OHW + oh0 * g->OW : col + gi * CgKK * P,
                                    j->direct ? OHW : P);
-                if (!j->direct) col2im(g, dxn, col, oh0, oh1);
+                if (j->direct) continue;
+                if (unit) col2im_unit(g, dxs, col, oh0, oh1);
+                else col2im(g, dxn, col, oh0, oh1);
             }
+            if (dxn && padded) unpad_add(g, dxn, dxp);
         }
     }
 }
@@ -247,7 +319,7 @@ void ts_conv2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, 
     j.dx = dx, j.dw = dw, j.db = db, j.dy = dy, j.x = x, j.w = w;
     ts_pool_for(p, j.slots, 1, conv_bwd_slots, &j);
     int64_t wn = g->OC * (g->C / g->groups) * g->KH * g->KW;
-    const float *dwp = ws + g->C * g->KH * g->KW * chunk_rows(g) * g->OW;
+    const float *dwp = ws + col_floats(g);
     if (dw) add_partials(dw, dwp, wn, j.slots, slot_floats(g));
     if (db) add_partials(db, dwp + wn, g->OC, j.slots, slot_floats(g));
 }
