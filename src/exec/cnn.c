@@ -29,11 +29,7 @@ static int64_t grain_for(int64_t work_per_item) { return work_per_item >= GRAIN 
  * so floats, short enough that a memcpy call costs more than the copy. The
  * copy is spelled in blocks of 8 and a straight-line tail so that the
  * compiler emits vector moves, not a call to memcpy. */
-static void copy_strided(float *restrict d, const float *restrict s, int64_t n, int64_t stride) {
-    if (stride != 1) {
-        for (int64_t i = 0; i < n; i++) d[i] = s[i * stride];
-        return;
-    }
+static inline void copy_row(float *restrict d, const float *restrict s, int64_t n) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
         for (int k = 0; k < 8; k++) d[i + k] = s[i + k];
@@ -46,6 +42,12 @@ static void copy_strided(float *restrict d, const float *restrict s, int64_t n, 
         i += 2;
     }
     if (n - i >= 1) d[i] = s[i];
+}
+
+static void copy_strided(float *restrict d, const float *restrict s, int64_t n, int64_t stride) {
+    if (stride == 1) copy_row(d, s, n);
+    else
+        for (int64_t i = 0; i < n; i++) d[i] = s[i * stride];
 }
 
 static void add_strided(float *restrict d, const float *restrict s, int64_t n, int64_t stride) {
@@ -109,15 +111,17 @@ static int64_t padded_floats(const ts_conv_geom *g) { return g->C * (g->OH + g->
 
 /* xp[c, i, j] = x[c, i - PT, j - PL] (0 outside), or back: x[c, ih, iw] += xp[...] */
 static void pad_sample(const ts_conv_geom *g, float *restrict xp, const float *restrict x) {
-    int64_t Hp = g->OH + g->KH - 1, Wp = g->OW + g->KW - 1;
+    int64_t Hp = g->OH + g->KH - 1, Wp = g->OW + g->KW - 1, n = g->W < Wp - g->PL ? g->W : Wp - g->PL; /* columns copied */
     for (int64_t c = 0; c < g->C; c++)
         for (int64_t i = 0; i < Hp; i++) {
             float *d = xp + (c * Hp + i) * Wp;
-            int64_t ih = i - g->PT;
-            for (int64_t j = 0; j < Wp; j++) {
-                int64_t iw = j - g->PL;
-                d[j] = ih >= 0 && ih < g->H && iw >= 0 && iw < g->W ? x[(c * g->H + ih) * g->W + iw] : 0.0f;
+            int64_t ih = i - g->PT, j = 0;
+            if (ih >= 0 && ih < g->H && n > 0) {
+                for (; j < g->PL; j++) d[j] = 0.0f;
+                copy_row(d + j, x + (c * g->H + ih) * g->W, n);
+                j += n;
             }
+            for (; j < Wp; j++) d[j] = 0.0f;
         }
 }
 
@@ -137,7 +141,7 @@ static void im2col_unit(const ts_conv_geom *g, float *restrict col, const float 
         for (int64_t ki = 0; ki < KH; ki++)
             for (int64_t kj = 0; kj < KW; kj++) {
                 const float *s = xp + (c * Hp + ki + oh0) * Wp + kj;
-                for (int64_t oh = oh0; oh < oh1; oh++, d += OW, s += Wp) copy_strided(d, s, OW, 1);
+                for (int64_t oh = oh0; oh < oh1; oh++, d += OW, s += Wp) copy_row(d, s, OW);
             }
 }
 
