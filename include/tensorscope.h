@@ -503,11 +503,19 @@ TS_API ts_status ts_options_set_replication(ts_options *o, int replicas, int che
  * scope in split_at (K - 1 names, in forward order; `fc2` splits before
  * `fc2/MatMul:0`). Each step's A micro-batches stream through the stages
  * (GPipe: every forward, then every backward; the last stage runs each
- * backward right after its forward); activations and gradients cross ranks
+ * backward right after its forward; or 1F1B, ts_options_set_pipeline_schedule); activations and gradients cross ranks
  * as MPI messages; each stage updates its own parameters, and after each
  * run every rank holds all of them. Anchors and watch results of every
  * stage reach every rank. Every rank passes the same inputs. */
 TS_API ts_status ts_options_set_pipeline(ts_options *o, int stages, const char *const *split_at, int n_split);
+/* The order a stage runs its micro-batches in. GPIPE (default): every
+ * forward, then every backward. 1F1B: stage s runs K - 1 - s forwards,
+ * then alternates one forward and one backward, then the last backwards,
+ * so at most K - s micro-batches wait for their backward on it (the same
+ * bubble, less memory in flight). Both give the same weights, bit for bit:
+ * each stage's backwards come in the same order. */
+typedef enum ts_pipeline_schedule { TS_PIPELINE_GPIPE = 0, TS_PIPELINE_1F1B } ts_pipeline_schedule;
+TS_API ts_status ts_options_set_pipeline_schedule(ts_options *o, ts_pipeline_schedule schedule);
 
 /* ------------------------------------------------------------ optimizers */
 
@@ -756,7 +764,7 @@ typedef enum ts_outfeed_mode { TS_OUTFEED_ALL = 0, TS_OUTFEED_LAST } ts_outfeed_
 typedef struct ts_outfeed ts_outfeed;
 typedef struct ts_outfeed_config {
     const char *name;
-    ts_outfeed_mode mode;       /* ALL: every enqueue; LAST: only the latest per key */
+    ts_outfeed_mode mode;       /* ALL: every enqueue; LAST: only the latest per key (and replica, stage) */
     int depth;                  /* records held before the producer waits (>= 1) */
     const char *const *filters; /* NULL = all keys; n_filters = 0 with non-NULL = none */
     int n_filters;              /* each a pattern as in ts_name_matches */
@@ -767,6 +775,7 @@ typedef struct ts_outfeed_record {
     const char *key;
     ts_array array;      /* valid until the next dequeue from this queue */
     int replica;         /* the replica (MPI rank) that produced it; 0 outside a job */
+    int stage;           /* the pipeline stage (MPI rank) that produced it; 0 without a pipeline */
 } ts_outfeed_record;
 typedef void (*ts_outfeed_sink)(void *user, const ts_outfeed_record *rec);
 
@@ -777,7 +786,10 @@ TS_API const char *ts_outfeed_name(const ts_outfeed *q);
 /* Whether `key` passes the queue's filters. */
 TS_API int ts_outfeed_accepts(const ts_outfeed *q, const char *key);
 /* Waits up to timeout_ms (-1 = forever) for a record. TS_ERR_NOT_FOUND when
- * none came; the record's data stays valid until the next dequeue. */
+ * none came; the record's data stays valid until the next dequeue. In an
+ * MPI job (replicas or pipeline stages) every rank's queue gets that rank's
+ * records, and rank 0's also gets every other rank's after each run, after
+ * its own and by rank, tagged with their replica and stage. */
 TS_API ts_status ts_outfeed_dequeue(ts_outfeed *q, ts_outfeed_record *rec, int timeout_ms);
 /* Runs `fn` on a consumer thread for every record, in order. */
 TS_API ts_status ts_outfeed_set_sink(ts_outfeed *q, ts_outfeed_sink fn, void *user);

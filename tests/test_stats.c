@@ -163,9 +163,10 @@ static bool stats_agree(const ts_stats *s, const ts_stats *r, double rel) {
            ((isnan(r->min) && isnan(s->min)) || (s->min == r->min && s->max == r->max));
 }
 
-/* Every length around the vector pass's lanes (32) and runs (16 rows), with
- * a NaN, a zero or an ordinary value last: the ragged end, taken lane by
- * lane, must count alike. One line; the first disagreement in detail. */
+/* Every length around the vector pass's stride (up to 32 values: 2
+ * accumulators of 16-float vectors on AVX-512) and runs (16 strides), with
+ * a NaN, a zero or an ordinary value last: the ragged end, taken value by
+ * value, must count alike. One line; the first disagreement in detail. */
 static void test_lengths(void) {
     float x[1100];
     ts_summary *s = malloc(sizeof *s);

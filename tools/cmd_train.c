@@ -17,7 +17,7 @@
 typedef struct train_args {
     const char *model, *data, *optimizer, *output_mode, *check_numerics, *histogram, *dump_npy, *tensorboard, *plot;
     const char *save_weights, *weights, *lr_schedule, *checkpoint_dir, *resume, *run_name, *dump_limit, *outfeed_mode, *picture_dir, *loss, *labels_input, *output;
-    const char *split_at;
+    const char *split_at, *pipeline_schedule;
     long outfeed_depth, pipeline_stages;
     bool outfeed_drop;
     long epochs, batch_size, seed, holdout, repeat_count, grad_accum, threads, log_verbosity, watch_period, max_steps;
@@ -43,7 +43,14 @@ typedef struct sink_state {
         size_t cap, sample_bytes;
         int64_t run, n;
         ts_array proto; /* dtype and shape of one sample */
+        /* replicas: rank 0 gets its own records of a run, then each other
+         * replica's; `reps` runs of `rows` records each, in replica order,
+         * are written as [S, R, *T] (as anchors are) */
+        int rep, reps;
+        int64_t rows, first_rows;
+        bool even;
     } stack[32];
+    int replicas;
     /* with --stats: per key, the f32 records since the last stats table
      * summarised as one stacked [S, *T] array (mode last: the latest record) */
     ts_summary *since; /* [32], NULL without --stats */
@@ -75,8 +82,22 @@ static ts_array stacked_shape(ts_array one, int64_t n) {
 /* Writes key k's stacked samples as <dir>/outfeed/<key>.run<R>.npy. */
 static void sink_flush(sink_state *s, int k) {
     if (!s->stack[k].n || atomic_load(&s->failed) || atomic_load(&s->full)) return;
-    ts_array a = stacked_shape(s->stack[k].proto, s->stack[k].n);
+    int R = s->replicas;
+    bool by_replica = R > 1 && s->stack[k].even && s->stack[k].reps == R && s->stack[k].rows == s->stack[k].first_rows;
+    ts_array a = by_replica ? stacked_shape(stacked_shape(s->stack[k].proto, R), s->stack[k].n / R) : stacked_shape(s->stack[k].proto, s->stack[k].n);
     a.data = s->stack[k].data;
+    unsigned char *t = NULL; /* [R][S] as they came -> [S][R] */
+    if (by_replica && (t = malloc(s->stack[k].sample_bytes * (size_t)s->stack[k].n))) {
+        size_t one = s->stack[k].sample_bytes;
+        int64_t S = a.shape[0];
+        for (int64_t i = 0; i < S; i++)
+            for (int r = 0; r < R; r++) memcpy(t + ((size_t)i * (size_t)R + (size_t)r) * one, s->stack[k].data + ((size_t)r * (size_t)S + (size_t)i) * one, one);
+        a.data = t;
+    } else if (by_replica) {
+        snprintf(s->err, sizeof s->err, "out of memory ordering outfeed records of '%s' by replica", s->keys[k]);
+        atomic_store(&s->failed, 1);
+        return;
+    }
     long long size = 128 + (long long)(s->stack[k].sample_bytes * (size_t)s->stack[k].n); /* header + data */
     s->stack[k].n = 0;
     if (s->budget && atomic_load(&s->bytes) + size > s->budget) {
@@ -99,6 +120,7 @@ static void sink_flush(sink_state *s, int k) {
     }
     free(dir);
     free(path);
+    free(t);
 }
 
 static void on_record(void *user, const ts_outfeed_record *r) {
@@ -134,6 +156,20 @@ static void on_record(void *user, const ts_outfeed_record *r) {
         s->stack[k].data = grown;
         s->stack[k].cap = need * 2;
     }
+    if (!s->stack[k].n) {
+        s->stack[k].rep = r->replica;
+        s->stack[k].reps = 1;
+        s->stack[k].rows = 0;
+        s->stack[k].even = r->replica == 0;
+    } else if (r->replica != s->stack[k].rep) {
+        if (s->stack[k].reps == 1) s->stack[k].first_rows = s->stack[k].rows;
+        s->stack[k].even = s->stack[k].even && r->replica == s->stack[k].rep + 1 && s->stack[k].rows == s->stack[k].first_rows;
+        s->stack[k].rep = r->replica;
+        s->stack[k].reps++;
+        s->stack[k].rows = 0;
+    }
+    s->stack[k].rows++;
+    if (s->stack[k].reps == 1) s->stack[k].first_rows = s->stack[k].rows;
     memcpy(s->stack[k].data + bytes * (size_t)s->stack[k].n, r->array.data, bytes);
     s->stack[k].proto = r->array;
     s->stack[k].sample_bytes = bytes;
@@ -458,6 +494,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--picture-dir", FLAG_STRING, &a.picture_dir, "DIR", "where --feature-maps and --filters write (default .)"},
         {"--pipeline-stages", FLAG_INT, &a.pipeline_stages, "K", "under mpirun -np K: one pipeline stage per rank (else one replica per rank)"},
         {"--split-at", FLAG_STRING, &a.split_at, "SCOPE[,SCOPE...]", "the K-1 scopes that start stages 2..K (e.g. fc2,fc3)"},
+        {"--pipeline-schedule", FLAG_STRING, &a.pipeline_schedule, "gpipe|1f1b", "gpipe: every forward, then every backward (default); 1f1b: one forward, one backward"},
         {"--quiet", FLAG_BOOL, &a.quiet, NULL, "only errors, warnings and the final result (no progress, no epoch lines)"},
         {NULL, FLAG_BOOL, NULL, NULL, NULL}};
     cli_flag eval_table[TS_ARRAY_COUNT(flags)];
@@ -549,6 +586,10 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         for (char *tok = strtok(splits_buf, ","); tok && n_splits < 16; tok = strtok(NULL, ",")) splits[n_splits++] = tok;
     }
     if (a.pipeline_stages < 0 || a.pipeline_stages > 16) return cli_usage_error(cmd, "--pipeline-stages must be 1..16, got %ld", a.pipeline_stages);
+    ts_pipeline_schedule schedule = TS_PIPELINE_GPIPE;
+    if (a.pipeline_schedule && strcmp(a.pipeline_schedule, "1f1b") == 0) schedule = TS_PIPELINE_1F1B;
+    else if (a.pipeline_schedule && strcmp(a.pipeline_schedule, "gpipe") != 0)
+        return cli_usage_error(cmd, "--pipeline-schedule must be gpipe or 1f1b, got '%s'", a.pipeline_schedule);
     if (n_splits != K - 1)
         return cli_usage_error(cmd, "--pipeline-stages %d needs --split-at with %d scope%s (the first ops of stages 2..%d, e.g. fc2), got %d", K, K - 1,
                                K == 2 ? "" : "s", K, n_splits);
@@ -574,7 +615,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     ts_tb_writer *tb = NULL;
     char tb_dir[1100] = "";
     ts_loader *loader = NULL;
-    sink_state sink = {.dump_dir = lead ? a.dump_npy : NULL, .budget = dump_limit};
+    sink_state sink = {.dump_dir = lead ? a.dump_npy : NULL, .budget = dump_limit, .replicas = R};
     bool dumps_full = false;
     curve *loss_curve = calloc(1, sizeof *loss_curve), *acc_curve = calloc(1, sizeof *acc_curve), *hl_curve = calloc(1, sizeof *hl_curve);
     rc = CLI_RUNTIME;
@@ -619,7 +660,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     if ((st = ts_options_set_device_iterations(o, (int)a.repeat_count)) || (st = ts_options_set_gradient_accumulation(o, (int)a.grad_accum)) ||
         (st = ts_options_set_threads(o, (int)a.threads)) || (st = ts_options_set_check_numerics(o, check)) ||
         (st = ts_options_set_output_mode(o, gmode, gperiod)) || (st = ts_options_set_replication(o, R, 100)) ||
-        (st = ts_options_set_pipeline(o, K, splits, n_splits))) {
+        (st = ts_options_set_pipeline(o, K, splits, n_splits)) || (st = ts_options_set_pipeline_schedule(o, schedule))) {
         rc = cli_usage_error(cmd, "%s", ts_last_error());
         goto done;
     }
@@ -1074,7 +1115,7 @@ done:
         if (rc == CLI_OK || dumps_full) {
             printf("outfeed: %ld records", sink.records);
             for (int k = 0; k < sink.n_keys; k++) printf("%s %s x%ld", k ? "," : ":", sink.keys[k], sink.counts[k]);
-            if (a.dump_npy) printf(" (%ld files written to %s/outfeed/, one [S,*T] array per key per run)", sink.written, a.dump_npy);
+            if (a.dump_npy) printf(" (%ld files written to %s/outfeed/, one [S,%s*T] array per key per run)", sink.written, a.dump_npy, R > 1 ? "R," : "");
             printf("\n");
             if (oc.dropped) /* the library warned as it happened; the count, once */
                 printf("outfeed: %lld records dropped (%s)\n", (long long)oc.dropped,

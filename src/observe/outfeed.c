@@ -14,7 +14,7 @@
 
 typedef struct outfeed_slot {
     int64_t run, sample;
-    int replica;
+    int replica, stage;
     char key[TS_OUTFEED_KEY_MAX];
     ts_array array; /* array.data points at buf */
     unsigned char *buf;
@@ -242,9 +242,13 @@ static int ring_remove_locked(ts_outfeed *q, int pos) {
     return slot;
 }
 
-static int ring_find_key_locked(const ts_outfeed *q, const char *key) {
-    for (int p = 0; p < q->count; p++)
-        if (strcmp(q->slots[q->ring[(q->head + p) % q->depth]].key, key) == 0) return p;
+/* The waiting record of `key` from the same replica and stage (in an MPI
+ * job rank 0 gets every rank's records: LAST keeps the latest of each). */
+static int ring_find_key_locked(const ts_outfeed *q, const char *key, int replica, int stage) {
+    for (int p = 0; p < q->count; p++) {
+        const outfeed_slot *s = &q->slots[q->ring[(q->head + p) % q->depth]];
+        if (strcmp(s->key, key) == 0 && s->replica == replica && s->stage == stage) return p;
+    }
     return -1;
 }
 
@@ -311,11 +315,11 @@ static void note_drop_locked(ts_outfeed *q, push_note *note, int64_t run, const 
 
 /* Frees room for one more record, or says the record is dropped. Returns
  * TS_OK with *drop set, or TS_ERR_STATE if the queue closed meanwhile. */
-static ts_status make_room_locked(ts_outfeed *q, const char *key, int64_t run, push_note *note,
+static ts_status make_room_locked(ts_outfeed *q, const char *key, int replica, int stage, int64_t run, push_note *note,
                                   bool *drop) {
     *drop = false;
     if (q->mode == TS_OUTFEED_LAST) {
-        int p = ring_find_key_locked(q, key);
+        int p = ring_find_key_locked(q, key, replica, stage);
         if (p >= 0) {
             release_locked(q, ring_remove_locked(q, p)); /* superseded, not a loss */
         } else if (q->count > 0 && q->count + q->filling >= q->depth) {
@@ -361,6 +365,11 @@ static void report(const ts_outfeed *q, const push_note *note, int64_t run) {
 
 ts_status ts_outfeed_push(ts_outfeed *q, int64_t run, int64_t sample, const char *key,
                           const ts_array *a) {
+    return ts_outfeed_push_from(q, run, sample, key, a, 0, 0);
+}
+
+ts_status ts_outfeed_push_from(ts_outfeed *q, int64_t run, int64_t sample, const char *key,
+                               const ts_array *a, int replica, int stage) {
     if (!q || !key || !a)
         return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_outfeed_push: %s is NULL",
                         !q ? "queue" : !key ? "key" : "array");
@@ -392,7 +401,7 @@ ts_status ts_outfeed_push(ts_outfeed *q, int64_t run, int64_t sample, const char
                       "compile); recompile after the shape changed",
                       q->name, key, bytes, q->reserved);
     else
-        st = make_room_locked(q, key, run, &note, &drop);
+        st = make_room_locked(q, key, replica, stage, run, &note, &drop);
     if (st == TS_OK && !drop) {
         slot = q->free_idx[--q->n_free];
         if (q->slots[slot].cap < bytes) {
@@ -413,7 +422,8 @@ ts_status ts_outfeed_push(ts_outfeed *q, int64_t run, int64_t sample, const char
         outfeed_slot *s = &q->slots[slot];
         s->run = run;
         s->sample = sample;
-        s->replica = ts_dist_rank(); /* in an MPI job, the rank's replica */
+        s->replica = replica;
+        s->stage = stage;
         memcpy(s->key, key, key_len + 1);
         s->array = *a;
         s->array.data = s->buf;
@@ -471,6 +481,7 @@ static ts_status take_locked(ts_outfeed *q, ts_outfeed_record *rec, int timeout_
     rec->run = q->slots[s].run;
     rec->sample = q->slots[s].sample;
     rec->replica = q->slots[s].replica;
+    rec->stage = q->slots[s].stage;
     rec->key = q->slots[s].key;
     rec->array = q->slots[s].array;
     return TS_OK;
