@@ -92,29 +92,6 @@ done:
     free(dx), free(dw), free(db), free(dx0), free(dw0), free(db0);
 }
 
-static void conv_oracle(void)
-{
-    ts_pool *pool = NULL;
-    CHECK_OK(ts_pool_new(&pool, 2), "a pool of 2 threads");
-    for (int t = 0; t < 2; t++) {
-        ts_pool *p = t ? pool : NULL;
-        conv_case(p, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1);           /* 1x1 everything */
-        conv_case(p, 3, 1, 28, 28, 6, 5, 5, 1, 1, 0, 0, 0, 0, 1, 1, 1);         /* LeNet conv1 */
-        conv_case(p, 4, 6, 12, 12, 16, 5, 5, 1, 1, 0, 0, 0, 0, 1, 1, 1);        /* LeNet conv2 */
-        conv_case(p, 2, 16, 9, 11, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1);        /* ResNet downsampling, odd sizes */
-        conv_case(p, 2, 16, 8, 8, 32, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1);         /* 1x1 shortcut, stride 2 */
-        conv_case(p, 2, 5, 13, 7, 4, 3, 2, 3, 1, 2, 0, 1, 1, 2, 3, 1);          /* asymmetric, dilated */
-        conv_case(p, 3, 8, 10, 10, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4);        /* groups 4 */
-        conv_case(p, 2, 8, 10, 9, 16, 3, 3, 1, 2, 1, 1, 1, 1, 1, 1, 8);         /* depthwise x2 */
-        conv_case(p, 1, 3, 32, 32, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);        /* ResNet stem */
-        conv_case(p, 5, 8, 16, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2);        /* groups 2, samples split unevenly over threads */
-        conv_case(p, 3, 32, 12, 12, 32, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1);       /* 1x1 stride 1: the input is its own columns */
-        conv_case(p, 3, 16, 23, 23, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);        /* columns in two chunks of output rows (12, 11) */
-        conv_case(p, 2, 32, 40, 40, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1);       /* stride 2 in three chunks (7, 7, 6) */
-    }
-    ts_pool_free(pool);
-}
-
 /* ------------------------------------------ max pooling: winners vs a scan */
 
 /* The kernel's windows (the vectorised 2x2 stride-2 rows and the general
@@ -162,12 +139,26 @@ done:
     free(x), free(dy), free(y), free(dx), free(dx0), free(idx);
 }
 
-static void pool_winners(void)
+/* conv2d and max pooling against their oracles, without and with threads */
+static void kernel_oracles(void)
 {
     ts_pool *pool = NULL;
     CHECK_OK(ts_pool_new(&pool, 2), "a pool of 2 threads");
     for (int t = 0; t < 2; t++) {
         ts_pool *p = t ? pool : NULL;
+        conv_case(p, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1);           /* 1x1 everything */
+        conv_case(p, 3, 1, 28, 28, 6, 5, 5, 1, 1, 0, 0, 0, 0, 1, 1, 1);         /* LeNet conv1 */
+        conv_case(p, 4, 6, 12, 12, 16, 5, 5, 1, 1, 0, 0, 0, 0, 1, 1, 1);        /* LeNet conv2 */
+        conv_case(p, 2, 16, 9, 11, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1);        /* ResNet downsampling, odd sizes */
+        conv_case(p, 2, 16, 8, 8, 32, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1);         /* 1x1 shortcut, stride 2 */
+        conv_case(p, 2, 5, 13, 7, 4, 3, 2, 3, 1, 2, 0, 1, 1, 2, 3, 1);          /* asymmetric, dilated */
+        conv_case(p, 3, 8, 10, 10, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4);        /* groups 4 */
+        conv_case(p, 2, 8, 10, 9, 16, 3, 3, 1, 2, 1, 1, 1, 1, 1, 1, 8);         /* depthwise x2 */
+        conv_case(p, 1, 3, 32, 32, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);        /* ResNet stem */
+        conv_case(p, 5, 8, 16, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2);        /* groups 2, samples split unevenly over threads */
+        conv_case(p, 3, 32, 12, 12, 32, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1);       /* 1x1 stride 1: the input is its own columns */
+        conv_case(p, 3, 16, 23, 23, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);        /* columns in two chunks of output rows (12, 11) */
+        conv_case(p, 2, 32, 40, 40, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1);       /* stride 2 in three chunks (7, 7, 6) */
         pool_case(p, 28, 28, 2, 2, 0); /* LeNet's: the vectorised rows */
         pool_case(p, 9, 41, 2, 2, 0);  /* odd sizes: the last row and column unused */
         pool_case(p, 13, 11, 3, 2, 1); /* padding: the general windows */
@@ -446,8 +437,7 @@ static void dropout(void)
 
 int main(void)
 {
-    conv_oracle();
-    pool_winners();
+    kernel_oracles();
     build_errors();
     batch_norm_running();
     dropout();

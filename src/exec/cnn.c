@@ -57,42 +57,40 @@ static void add_strided(float *restrict d, const float *restrict s, int64_t n, i
         for (int64_t i = 0; i < n; i++) d[i * stride] += s[i];
 }
 
-/* The columns of output rows [oh0, oh1) of one sample x[C, H, W]:
- * col[(c, ki, kj), (oh - oh0)*OW + ow] = x[c, ih, iw] (0 in the padding).
- * Per kernel column kj, the output columns [lo, hi) read inside the plane. */
-static void im2col(const ts_conv_geom *g, float *restrict col, const float *restrict x, int64_t oh0, int64_t oh1) {
+/* Kernel column kj reads input column ow*SW + off for output column ow;
+ * those in [lo, hi) are inside the plane, the others read padding. */
+static void col_span(const ts_conv_geom *g, int64_t kj, int64_t *off, int64_t *lo, int64_t *hi) {
+    *off = kj * g->DW - g->PL;
+    *lo = *off < 0 ? (-*off + g->SW - 1) / g->SW : 0;
+    *hi = g->W - 1 - *off < 0 ? 0 : (g->W - 1 - *off) / g->SW + 1;
+    *lo = *lo > g->OW ? g->OW : *lo;
+    *hi = *hi > g->OW ? g->OW : *hi < *lo ? *lo : *hi;
+}
+
+/* The columns of output rows [oh0, oh1) of one sample x[C, H, W] (dx NULL):
+ * col[(c, ki, kj), (oh - oh0)*OW + ow] = x[c, ih, iw] (0 in the padding);
+ * or the reverse (col2im): dx[c, ih, iw] += col[(c, ki, kj), ...]. */
+static void im2col(const ts_conv_geom *g, float *restrict col, const float *restrict x, float *restrict dx, int64_t oh0, int64_t oh1) {
     const int64_t C = g->C, H = g->H, W = g->W, OW = g->OW, KH = g->KH, KW = g->KW, SH = g->SH, SW = g->SW, DH = g->DH;
     float *d = col;
     for (int64_t c = 0; c < C; c++)
         for (int64_t ki = 0; ki < KH; ki++)
             for (int64_t kj = 0; kj < KW; kj++) {
-                int64_t off = kj * g->DW - g->PL, lo = off < 0 ? (-off + SW - 1) / SW : 0, hi = W - 1 - off < 0 ? 0 : (W - 1 - off) / SW + 1;
-                lo = lo > OW ? OW : lo, hi = hi > OW ? OW : hi < lo ? lo : hi;
+                int64_t off, lo, hi;
+                col_span(g, kj, &off, &lo, &hi);
                 for (int64_t oh = oh0; oh < oh1; oh++, d += OW) {
-                    int64_t ih = oh * SH - g->PT + ki * DH;
+                    int64_t ih = oh * SH - g->PT + ki * DH, at = (c * H + ih) * W + lo * SW + off;
+                    if (dx) {
+                        if (ih >= 0 && ih < H && hi > lo) add_strided(dx + at, d + lo, hi - lo, SW);
+                        continue;
+                    }
                     if (ih < 0 || ih >= H) {
                         for (int64_t ow = 0; ow < OW; ow++) d[ow] = 0.0f;
                         continue;
                     }
                     for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0.0f;
-                    if (hi > lo) copy_strided(d + lo, x + (c * H + ih) * W + lo * SW + off, hi - lo, SW);
+                    if (hi > lo) copy_strided(d + lo, x + at, hi - lo, SW);
                     for (int64_t ow = hi; ow < OW; ow++) d[ow] = 0.0f;
-                }
-            }
-}
-
-/* The reverse: dx[c, ih, iw] += col[(c, ki, kj), (oh - oh0)*OW + ow] */
-static void col2im(const ts_conv_geom *g, float *restrict dx, const float *restrict col, int64_t oh0, int64_t oh1) {
-    const int64_t C = g->C, H = g->H, W = g->W, OW = g->OW, KH = g->KH, KW = g->KW, SH = g->SH, SW = g->SW, DH = g->DH;
-    const float *s = col;
-    for (int64_t c = 0; c < C; c++)
-        for (int64_t ki = 0; ki < KH; ki++)
-            for (int64_t kj = 0; kj < KW; kj++) {
-                int64_t off = kj * g->DW - g->PL, lo = off < 0 ? (-off + SW - 1) / SW : 0, hi = W - 1 - off < 0 ? 0 : (W - 1 - off) / SW + 1;
-                lo = lo > OW ? OW : lo, hi = hi > OW ? OW : hi < lo ? lo : hi;
-                for (int64_t oh = oh0; oh < oh1; oh++, s += OW) {
-                    int64_t ih = oh * SH - g->PT + ki * DH;
-                    if (ih >= 0 && ih < H && hi > lo) add_strided(dx + (c * H + ih) * W + lo * SW + off, s + lo, hi - lo, SW);
                 }
             }
 }
@@ -216,7 +214,7 @@ static const float *conv_cols(const conv_job *j, float *col, const float *xs, in
     }
     *ld = (oh1 - oh0) * g->OW;
     if (conv_unit(g)) im2col_unit(g, col, xs, oh0, oh1);
-    else im2col(g, col, xs, oh0, oh1);
+    else im2col(g, col, xs, NULL, oh0, oh1);
     return col;
 }
 
@@ -287,7 +285,7 @@ static void conv_bwd_slots(void *vj, int64_t begin, int64_t end) {
                                    j->direct ? OHW : P);
                 if (j->direct) continue;
                 if (unit) col2im_unit(g, dxs, col, oh0, oh1);
-                else col2im(g, dxn, col, oh0, oh1);
+                else im2col(g, col, NULL, dxn, oh0, oh1);
             }
             if (dxn && padded) unpad_add(g, dxn, dxp);
         }
