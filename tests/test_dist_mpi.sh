@@ -99,6 +99,15 @@ EOF
     two=$(grep -c 'Metric: ExecuteTime' two.met 2>/dev/null) one=$(grep -c 'Metric: ExecuteTime' one.met 2>/dev/null)
     [ -n "$one" ] && [ "$one" -gt 0 ] && [ "$two" = "$one" ] && ok "TS_METRICS_FILE is written by rank 0 alone ($two blocks, one process: $one)" \
         || fail "TS_METRICS_FILE blocks: 2 ranks $two, one process $one"
+    # --dump-limit reached on rank 0 (the one that writes) does not stop it alone: the
+    # other rank would wait for it in the next all-reduce until the timeout
+    start=$SECONDS
+    timeout 120 "${MPIRUN[@]}" -np 2 "$BUILD/tensorscope" train --data "$DATA" --max-steps 30 --holdout 128 --threads 1 \
+        --outfeed 'Relu:0' --dump-npy lim --dump-limit 300K >lim.out 2>lim.err
+    took=$((SECONDS - start))
+    grep -q 'trained 30 runs' lim.out && grep -q 'no more dumps are written, all ranks train on' lim.err && [ "$took" -lt 50 ] \
+        && ok "--dump-limit under mpirun: rank 0 stops dumping, both ranks finish the 30 steps (${took} s)" \
+        || { fail "--dump-limit under mpirun (${took} s)"; tail -3 lim.err; }
     # a 2-stage pipeline of the MLP trains like the unpipelined one (A = 4 micro-batches a step)
     timeout 300 "${MPIRUN[@]}" -np 2 "$BUILD/tensorscope" train --data "$DATA" --batch-size 16 --gradient-accumulation-count 4 --holdout 500 \
         --max-steps 30 --threads 1 --pipeline-stages 2 --split-at fc2 --outfeed 'Relu:1' --dump-npy pdump --quiet --metrics --log-verbosity 4 \

@@ -943,13 +943,20 @@ int cmd_train(int argc, char **argv, bool eval_only) {
                 fprintf(stderr, "tensorscope: writing outfeed dumps: %s\n", sink.err);
                 goto done;
             }
-            if (atomic_load(&sink.full)) {
+            if (atomic_load(&sink.full) && !dumps_full) {
+                /* only rank 0 writes dumps: the ranks of a job (replicas or
+                 * stages) train on together, without further dumps (one rank
+                 * stopping alone would leave the others waiting for it) */
                 cli_progress_end(&bar);
                 fprintf(stderr, "tensorscope: --dump-npy: the outfeed dumps reached --dump-limit %s (%lld bytes written) at run %ld; "
-                        "stopping (raise --dump-limit, 0 for no limit, or dump fewer keys)\n",
-                        a.dump_limit ? a.dump_limit : "1G", (long long)atomic_load(&sink.bytes), total_runs);
-                dumps_full = stop = true;
-                break;
+                        "%s (raise --dump-limit, 0 for no limit, or dump fewer keys)\n",
+                        a.dump_limit ? a.dump_limit : "1G", (long long)atomic_load(&sink.bytes), total_runs,
+                        ts_dist_size() > 1 ? "no more dumps are written, all ranks train on" : "stopping");
+                dumps_full = true;
+                if (ts_dist_size() <= 1) {
+                    stop = true;
+                    break;
+                }
             }
             if (g_interrupted) {
                 stop = true;
