@@ -2,7 +2,7 @@
  * peer of bench/torch_gpt.py bench.
  *
  *     bench_gpt train [STEPS [THREADS [LAYERS HEADS EMBD T BATCH]]]
- *     bench_gpt watch [STEPS [THREADS [... [REPS]]]]
+ *     bench_gpt watch|watch-all [STEPS [THREADS [... [REPS]]]]
  *
  * Defaults: 4 layers, 4 heads, 128 channels, T = 64, batch 32, vocab 65,
  * AdamW; a pool of 8 random token batches cycled step by step, 3 warmup
@@ -10,9 +10,10 @@
  * `tensorscope batch=B threads=T steps=N ms_per_step=.. samples_per_s=.. gflops=.. peak_rss_mb=..`
  * (GFLOP/s: 6 * parameters * tokens, torch_gpt.py's convention). `watch`
  * times the plain model against one watching TS_WATCH_STATS every step on
- * every activation (every op's output), every parameter's gradient and
- * every updated parameter (bench_cnn.c's set; the peer is torch_gpt.py
- * observe), in one process with interleaved repetitions (REPS, default 5;
+ * every activation (every op's output but the linear layers' products
+ * before the bias, as bench_observe.c; `watch-all`: those too), every
+ * parameter's gradient and every updated parameter (the peer is
+ * torch_gpt.py observe), in one process with interleaved repetitions (REPS, default 5;
  * the median of the paired ratios, as bench_observe.c), printing role=base
  * / role=cand lines (watched= the summaries a step) and
  * `overhead pct=.. best_pct=.. min_pct=.. max_pct=..`. */
@@ -41,6 +42,8 @@ static int fail(const char *what)
     return 1;
 }
 
+static int all_ops; /* watch-all: the linear layers' products before the bias too */
+
 static ts_status side_new(side *s, long threads, int watched)
 {
     memset(s, 0, sizeof *s);
@@ -51,12 +54,19 @@ static ts_status side_new(side *s, long threads, int watched)
         return st;
     s->o = ts_options_new();
     ts_options_set_threads(s->o, (int)threads);
-    /* as bench_cnn.c: every activation (every op's output, the attention
-     * probabilities included), every parameter's gradient and its update */
+    /* every activation: every op's output (the attention scores and
+     * probabilities included) but the product inside a linear layer before
+     * its bias, which nn.Linear's hook does not see either (bench_observe.c's
+     * convention); every parameter's gradient and its update */
     for (size_t i = 0; watched && i < ts_graph_tensor_count(s->g) && !st; i++) {
         ts_tensor *t = ts_graph_tensor_at(s->g, i);
-        const char *name = ts_tensor_name(t), *op = ts_tensor_op(t);
+        const char *name = ts_tensor_name(t), *op = ts_tensor_op(t), *slash = strrchr(name, '/');
         char pat[512];
+        if (!all_ops && strcmp(op, "MatMul") == 0 && slash) { /* `<layer>/MatMul:0` of a layer with `<layer>.bias` */
+            snprintf(pat, sizeof pat, "%.*s.bias", (int)(slash - name), name);
+            if (ts_graph_find(s->g, pat))
+                continue;
+        }
         if (strcmp(op, "Param") == 0) {
             snprintf(pat, sizeof pat, "[G]radient___%s", name); /* a glob: exactly this name */
             st = ts_options_watch(s->o, pat, TS_WATCH_STATS, 1);
@@ -129,8 +139,11 @@ int main(int argc, char **argv)
         cfg.block_size = arg_or(argc, argv, 7, 64), cfg.batch = arg_or(argc, argv, 8, 32);
     }
     long reps = arg_or(argc, argv, 9, 5);
+    all_ops = strcmp(mode, "watch-all") == 0;
+    if (all_ops)
+        mode = "watch";
     if (reps < 1 || reps > MAX_REPS || n < 1 || (strcmp(mode, "train") && strcmp(mode, "watch"))) {
-        fprintf(stderr, "usage: bench_gpt train|watch [STEPS [THREADS [LAYERS HEADS EMBD T BATCH [REPS]]]]\n");
+        fprintf(stderr, "usage: bench_gpt train|watch|watch-all [STEPS [THREADS [LAYERS HEADS EMBD T BATCH [REPS]]]]\n");
         return 2;
     }
     size_t per = (size_t)(cfg.batch * cfg.block_size);
