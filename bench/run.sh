@@ -253,46 +253,80 @@ overhead_row "gpt watch stats" 5 "$BUILD/bench_gpt watch $(steps 4) $THREADS 4 4
 overhead_row "gpt torch hooks" - "$TORCH2_PY $SRC/bench/torch_gpt.py observe $GPT_ARGS --steps $(steps 4) --warmup 2 --reps 7"
 "$BUILD/bench_compile" 100000 | sed 's/^/compile: /'
 # data parallel (DESIGN.md §15): one process with 2 threads vs 2 MPI ranks
-# (replicas) with 1 thread each, the same combined batch; no target: on one
-# machine the ranks share its cores and memory bandwidth, the row shows what
-# the all-reduce costs (allreduce = its share of the step)
-replica_row() { # LABEL BATCH STEPS WARMUP
-    local base cand
-    base=$(measure "$BENCH $2 $(steps "$3") $4 2")
-    cand=$(measure "$MPIRUN2 $BUILD/bench_replicas $2 $(steps "$3") $4 1")
-    show "$1" "$base"
-    show "$1" "$cand"
-    local ratio=- share=-
-    if [ "$base" != failed ] && [ "$cand" != failed ]; then
-        ratio=$(awk -v b="$(field "$base" ms_per_step)" -v c="$(field "$cand" ms_per_step)" 'BEGIN { printf "%.2f", b / c }')
-        share=$(field "$cand" allreduce_pct)%
+# (replicas) with 1 thread each, the same combined batch, on the MLP and the
+# CNN (bench_replicas; without mpirun it is the one process); REPS
+# interleaved rounds, each running both in a rotating order; each side's
+# median ms/step with its spread, the ratio of the medians in samples/s (2
+# ranks / 1 process) with the spread of the per-round ratios, and the share
+# of the step the ranks waited for the all-reduce (what the backward did
+# not hide), median and spread. No target: on one machine the ranks share
+# its cores and memory bandwidth.
+replica_row() { # LABEL MODEL BATCH STEPS WARMUP
+    local label=$1 r k i
+    local -a cmds=("$BUILD/bench_replicas $2 $3 $(steps "$4") $5 2" "$MPIRUN2 $BUILD/bench_replicas $2 $3 $(steps "$4") $5 1")
+    local -a lines=("" "") ms=("" "") got=("" "")
+    local rat="" share=""
+    for ((r = 0; r < REPS; r++)); do
+        for ((i = 0; i < 2; i++)); do
+            k=$(((i + r) % 2))
+            got[k]=$(measure "${cmds[k]}")
+            [ "${got[k]}" = failed ] || { lines[k]+="${got[k]}"$'\n'; ms[k]+="$(field "${got[k]}" ms_per_step) "; }
+        done
+        [ "${got[0]}" = failed ] || [ "${got[1]}" = failed ] || rat+="$(awk -v b="$(field "${got[0]}" ms_per_step)" \
+            -v c="$(field "${got[1]}" ms_per_step)" 'BEGIN { printf "%.3f", b / c }') "
+        [ "${got[1]}" = failed ] || share+="$(field "${got[1]}" allreduce_pct) "
+    done
+    local -a med=()
+    for ((k = 0; k < 2; k++)); do
+        if [ -z "${ms[k]}" ]; then show "$label" failed; med[k]=-; continue; fi
+        med[k]=$(printf '%s\n' ${ms[k]} | stat median)
+        local m
+        m=$(printf '%s' "${lines[k]}" | awk -v t="${med[k]}" '{ for (i = 1; i <= NF; i++) if ($i == "ms_per_step=" t) { print; exit } }')
+        [ -n "$m" ] || m="$(printf '%s' "${lines[k]}" | head -n 1 | sed "s/ms_per_step=[^ ]*/ms_per_step=${med[k]}/")"
+        show "$label" "$m" "$(printf '%s\n' ${ms[k]} | stat min)..$(printf '%s\n' ${ms[k]} | stat max)"
+    done
+    local ratio=- sps=- ar=-
+    if [ "${med[0]}" != - ] && [ "${med[1]}" != - ]; then
+        ratio="$(awk -v b="${med[0]}" -v c="${med[1]}" 'BEGIN { printf "%.2f", b / c }') (rounds $(printf '%s\n' $rat | stat min)..$(printf '%s\n' $rat | stat max))"
+        sps="$(awk -v b="${med[0]}" -v c="${med[1]}" -v n="$3" 'BEGIN { printf "%.0f vs %.0f", n * 1000 / b, n * 1000 / c }')"
+        ar="$(printf '%s\n' $share | stat median)% ($(printf '%s\n' $share | stat min)..$(printf '%s\n' $share | stat max)%)"
     fi
-    printf '%-22s ratio 1x2 threads/2x1 ranks ms = %s, all-reduce %s of the step: info\n' "$1" "$ratio" "$share"
+    printf '%-22s samples/s 1x2 threads vs 2x1 ranks %s, ratio 2 ranks/1 process %s, all-reduce %s of the step: info\n' "$label" "$sps" "$ratio" "$ar"
     hr
-    ROWS+=("$1: ratio $ratio, all-reduce $share of the step, info")
+    ROWS+=("$label: samples/s 1 process x 2 threads vs 2 ranks x 1 thread $sps, ratio 2 ranks/1 process $ratio, all-reduce $ar of the step, info")
+}
+# pipeline_row LABEL BATCH STEPS WARMUP A [1F1B]: the MLP as 2 stages
+# (split at fc2), A micro-batches a step, GPipe (or 1F1B), REPS rounds: the
+# median bubble (the share of the step a rank waits for its neighbour) and
+# its spread, and the ideal bubble (K-1)/(A+K-1)
+pipeline_row() {
+    local label=$1 r line ms="" bubble="" lines="" ideal=-
+    for ((r = 0; r < REPS; r++)); do
+        line=$(measure "$MPIRUN2 $BUILD/bench_replicas mlp $2 $(steps "$3") $4 1 $5 ${6:-0}")
+        [ "$line" = failed ] && continue
+        lines+="$line"$'\n' ms+="$(field "$line" ms_per_step) " bubble+="$(field "$line" bubble_pct) " ideal=$(field "$line" ideal_bubble_pct)
+    done
+    if [ -z "$ms" ]; then
+        show "$label" failed
+    else
+        local med m
+        med=$(printf '%s\n' $ms | stat median)
+        m=$(printf '%s' "$lines" | awk -v t="$med" '{ for (i = 1; i <= NF; i++) if ($i == "ms_per_step=" t) { print; exit } }')
+        show "$label" "${m:-$(printf '%s' "$lines" | head -n 1)}" "$(printf '%s\n' $ms | stat min)..$(printf '%s\n' $ms | stat max)"
+    fi
+    local b=-
+    [ -n "$bubble" ] && b="$(printf '%s\n' $bubble | stat median)% ($(printf '%s\n' $bubble | stat min)..$(printf '%s\n' $bubble | stat max)%, ideal $ideal%)"
+    printf '%-22s pipeline bubble %s of the step: info\n' "$label" "$b"
+    hr
+    ROWS+=("$label: bubble $b, info")
 }
 if command -v mpirun >/dev/null && [ -x "$BUILD/bench_replicas" ]; then
     MPIRUN2="env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe --bind-to none -np 2"
-    replica_row "mlp 2 ranks b=1000" 1000 30 5
-    replica_row "mlp 2 ranks b=64" 64 300 20
-    # the CNN through the CLI (samples/s of its training epoch, eval excluded)
-    cnn_sps() { bash -c "$1" 2>/dev/null | sed -n 's/.* \([0-9.]*\) samples\/s.*/\1/p' | head -n 1; }
-    CNN_FLAGS="--data $SRC/data/mnist --model cnn --max-steps $(steps 60) --holdout 64 --quiet"
-    one=$(cnn_sps "$BUILD/tensorscope train $CNN_FLAGS --batch-size 64 --threads 2")
-    two=$(cnn_sps "$MPIRUN2 $BUILD/tensorscope train $CNN_FLAGS --batch-size 32 --threads 1")
-    ratio=$(awk -v a="${one:-0}" -v b="${two:-0}" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", b / a; else print "-" }')
-    printf '%-22s 1 process x 2 threads %s samples/s, 2 ranks x 1 thread %s samples/s, ratio %s: info\n' \
-        "cnn 2 ranks b=64" "${one:-failed}" "${two:-failed}" "$ratio"
-    hr
-    ROWS+=("cnn 2 ranks b=64: ratio $ratio (samples/s 2 ranks / 1 process), info")
-    # a 2-stage pipeline (split at fc2), 4 micro-batches a step: the bubble
-    line=$(measure "$MPIRUN2 $BUILD/bench_replicas 256 $(steps 100) 10 1 4")
-    show "mlp 2 stages b=256" "$line"
-    bubble="$(field "$line" bubble_pct)% (ideal $(field "$line" ideal_bubble_pct)%)"
-    [ "$line" = failed ] && bubble=-
-    printf '%-22s pipeline bubble %s of the step: info\n' "mlp 2 stages b=256" "$bubble"
-    hr
-    ROWS+=("mlp 2 stages b=256: bubble $bubble, info")
+    replica_row "mlp 2 ranks b=1000" mlp 1000 30 5
+    replica_row "mlp 2 ranks b=64" mlp 64 300 20
+    replica_row "cnn 2 ranks b=64" cnn 64 60 5
+    pipeline_row "mlp 2 stages b=256" 256 100 10 4
+    pipeline_row "mlp 2 stages 1f1b" 256 100 10 4 1
 else
     echo "mlp 2 ranks: skipped (no mpirun or no bench_replicas: scripts/install-deps.sh test, reconfigure)"
 fi
@@ -320,7 +354,8 @@ if $PY "$SRC/bench/make_onnx_models.py" "$ONNX_DIR" >/dev/null 2>&1; then
     time_row "onnx import resnet18" 1000 "$BUILD/bench_onnx_import $ONNX_DIR/resnet18.onnx 7"
     time_row "onnx import mlp 50MB" 1000 "$BUILD/bench_onnx_import $ONNX_DIR/mlp45m.onnx 7"
     # training the imported LeNet+BN against the built-in cnn it was exported
-    # from: samples/s of one epoch each, interleaved rounds, median ratio
+    # from: samples/s of one epoch each (--quiet's final line, evaluation
+    # excluded), interleaved rounds, median ratio
     # imported/built-in against "the same speed" (0.9 allows the noise)
     sps() { "$BUILD/tensorscope" train --model "$1" --data "$SRC/data/mnist" --epochs 1 --batch-size 64 --optimizer adam \
         --lr 0.001 --holdout 64 --threads "$THREADS" --quiet 2>/dev/null | sed -n 's/.* \([0-9.]*\) samples\/s.*/\1/p' | head -n 1; }

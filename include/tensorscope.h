@@ -442,6 +442,14 @@ TS_API const char *ts_output_mode_name(ts_output_mode m); /* "all", ... */
 /* Case-insensitive "final", "every_n", "all", "sum", "default". */
 TS_API ts_status ts_output_mode_parse(const char *s, ts_output_mode *out);
 
+/* A NaN/Inf stops the run with TS_ERR_NUMERICS and a report (also logged
+ * at TS_LOG_ERROR) naming the tensor, the op that made it and where that op
+ * was built, with the stats of what the op read: for a gradient, the op
+ * whose backward kernel wrote it ("produced by Log's backward"), its
+ * incoming gradient and the forward tensors it keeps. When one of those is
+ * already non-finite the report says so first (the origin is upstream).
+ * Under OUTPUT the micro-batch is then re-executed op by op and the report
+ * goes on with the op that made the first NaN/Inf (docs/observation.md#numeric-checks). */
 typedef enum ts_check_numerics {
     TS_CHECK_OFF = 0,
     TS_CHECK_OUTPUT, /* after each layer output and its gradient */
@@ -495,11 +503,19 @@ TS_API ts_status ts_options_set_replication(ts_options *o, int replicas, int che
  * scope in split_at (K - 1 names, in forward order; `fc2` splits before
  * `fc2/MatMul:0`). Each step's A micro-batches stream through the stages
  * (GPipe: every forward, then every backward; the last stage runs each
- * backward right after its forward); activations and gradients cross ranks
+ * backward right after its forward; or 1F1B, ts_options_set_pipeline_schedule); activations and gradients cross ranks
  * as MPI messages; each stage updates its own parameters, and after each
  * run every rank holds all of them. Anchors and watch results of every
  * stage reach every rank. Every rank passes the same inputs. */
 TS_API ts_status ts_options_set_pipeline(ts_options *o, int stages, const char *const *split_at, int n_split);
+/* The order a stage runs its micro-batches in. GPIPE (default): every
+ * forward, then every backward. 1F1B: stage s runs K - 1 - s forwards,
+ * then alternates one forward and one backward, then the last backwards,
+ * so at most K - s micro-batches wait for their backward on it (the same
+ * bubble, less memory in flight). Both give the same weights, bit for bit:
+ * each stage's backwards come in the same order. */
+typedef enum ts_pipeline_schedule { TS_PIPELINE_GPIPE = 0, TS_PIPELINE_1F1B } ts_pipeline_schedule;
+TS_API ts_status ts_options_set_pipeline_schedule(ts_options *o, ts_pipeline_schedule schedule);
 
 /* ------------------------------------------------------------ optimizers */
 
@@ -628,6 +644,10 @@ typedef struct ts_summary {
 
 /* Computes what `what` asks for over x[0..n) in one pass per part. */
 TS_API ts_status ts_summarize_f32(const float *x, int64_t n, int what, ts_summary *out);
+/* into += from: the summary of both sets of values, as one pass over all of
+ * them would give (to rounding), e.g. records summarised one by one as they
+ * come. Both computed the same `what`; a zeroed `into` (what 0) takes `from`. */
+TS_API ts_status ts_summary_merge(ts_summary *into, const ts_summary *from);
 /* The TS_TB_BINS right edges of TensorBoard's default buckets. */
 TS_API const double *ts_tb_bucket_limits(void);
 /* `fc1.weight f32[320,784] n=250880 x∈[-0.0357, 0.0357] μ=1.2e-05 σ=0.0206`
@@ -744,7 +764,7 @@ typedef enum ts_outfeed_mode { TS_OUTFEED_ALL = 0, TS_OUTFEED_LAST } ts_outfeed_
 typedef struct ts_outfeed ts_outfeed;
 typedef struct ts_outfeed_config {
     const char *name;
-    ts_outfeed_mode mode;       /* ALL: every enqueue; LAST: only the latest per key */
+    ts_outfeed_mode mode;       /* ALL: every enqueue; LAST: only the latest per key (and replica, stage) */
     int depth;                  /* records held before the producer waits (>= 1) */
     const char *const *filters; /* NULL = all keys; n_filters = 0 with non-NULL = none */
     int n_filters;              /* each a pattern as in ts_name_matches */
@@ -755,6 +775,7 @@ typedef struct ts_outfeed_record {
     const char *key;
     ts_array array;      /* valid until the next dequeue from this queue */
     int replica;         /* the replica (MPI rank) that produced it; 0 outside a job */
+    int stage;           /* the pipeline stage (MPI rank) that produced it; 0 without a pipeline */
 } ts_outfeed_record;
 typedef void (*ts_outfeed_sink)(void *user, const ts_outfeed_record *rec);
 
@@ -765,10 +786,17 @@ TS_API const char *ts_outfeed_name(const ts_outfeed *q);
 /* Whether `key` passes the queue's filters. */
 TS_API int ts_outfeed_accepts(const ts_outfeed *q, const char *key);
 /* Waits up to timeout_ms (-1 = forever) for a record. TS_ERR_NOT_FOUND when
- * none came; the record's data stays valid until the next dequeue. */
+ * none came; the record's data stays valid until the next dequeue. In an
+ * MPI job (replicas or pipeline stages) every rank's queue gets that rank's
+ * records, and rank 0's also gets every other rank's after each run, after
+ * its own and by rank, tagged with their replica and stage. */
 TS_API ts_status ts_outfeed_dequeue(ts_outfeed *q, ts_outfeed_record *rec, int timeout_ms);
 /* Runs `fn` on a consumer thread for every record, in order. */
 TS_API ts_status ts_outfeed_set_sink(ts_outfeed *q, ts_outfeed_sink fn, void *user);
+/* With a sink: waits until every record enqueued so far has been handed to
+ * it and its call returned (e.g. before reading what the sink gathered
+ * between runs). TS_ERR_STATE without a sink (dequeue drains it). */
+TS_API ts_status ts_outfeed_flush(ts_outfeed *q);
 /* Records enqueued, dequeued and dropped so far, and nanoseconds producers waited. */
 typedef struct ts_outfeed_counts {
     int64_t enqueued, dequeued, dropped, wait_ns;
@@ -839,13 +867,31 @@ TS_API ts_status ts_memory_get(ts_memory_usage *out);
 TS_API ts_status ts_crash_handler_install(void);
 
 /* Graph dumps: every node with its name, op, shape, dtype and flags
- * (parameter, gradient, anchored, printed, watched); with `locations` (or
- * TS_IR_DEBUG=1) the source file:line where it was built. Pass the model
- * (may be NULL) for compiled shapes, gradients and observation flags.
- * TS_SAVE_GRAPH_FILE + TS_SAVE_GRAPH_FMT (text|dot) write one at compile.
+ * (parameter, gradient, anchored, printed, watched). Pass the model (may be
+ * NULL) for compiled shapes, gradients and observation flags. `flags` ORs:
+ *   TS_DUMP_LOCATIONS  the source file:line where each node was built (also
+ *                      with TS_IR_DEBUG=1);
+ *   TS_DUMP_BACKWARD   then what a compiled training model runs after the
+ *                      forward pass: one op per backward kernel, in the
+ *                      order they run, reading the gradient of its op's
+ *                      output and the forward tensors the kernel keeps and
+ *                      adding into the gradients of its inputs,
+ *       %Gradient___fc3/MatMul:0, %Gradient___fc3.bias += AddBackward(%Gradient___fc3/Add:0) : f32[64,10], f32[10]
+ *                      then each parameter's optimizer step (Accum___ from
+ *                      Gradient___, then SGD, Adam or AdamW writing
+ *                      UpdatedVar___ and its state, Accl___ ...; the names
+ *                      of docs/architecture.md#tensor-names). In DOT: two
+ *                      clusters, with edges from the forward tensors read.
+ *                      Without a model compiled for training: NULL and
+ *                      TS_ERR_INVALID_ARGUMENT's message.
+ * TS_SAVE_GRAPH_FILE + TS_SAVE_GRAPH_FMT (text|dot) append one at every
+ * compile, headed by the compile's number, the kind of model (training or
+ * inference) and its input shapes; TS_SAVE_GRAPH_BACKWARD=1 adds the
+ * backward pass to training models' dumps (`tensorscope debug-run` sets it).
  * Free with ts_string_free. */
 typedef enum ts_dump_format { TS_DUMP_TEXT = 0, TS_DUMP_DOT } ts_dump_format;
-TS_API char *ts_graph_dump(const ts_graph *g, const ts_model *m, ts_dump_format fmt, int locations);
+enum { TS_DUMP_LOCATIONS = 1, TS_DUMP_BACKWARD = 2 };
+TS_API char *ts_graph_dump(const ts_graph *g, const ts_model *m, ts_dump_format fmt, int flags);
 
 /* Bytes held by a compiled model, by lifetime class, and the process's. */
 typedef struct ts_model_memory {

@@ -255,7 +255,7 @@ check "debug-run without '--': exit 2, nothing written" \
 
 # ---- save-weights, then eval with them: the held-out accuracy train reported
 run save "$BIN" train "${T_ARGS[@]}" --epochs 1 --batch-size 100 --lr 0.05 --save-weights W
-train_acc=$(sed -n 's/^epoch 1\/1: .*held-out accuracy \([0-9.]*%\).*/\1/p' save.out)
+train_acc=$(sed -n 's/^trained .*held-out accuracy \([0-9.]*%\).*/\1/p' save.out) # --quiet: the final line
 run evalw "$BIN" eval --data "$DATA" --batch-size 100 --weights W
 eval_acc=$(sed -n 's/^eval: 2000 images, .* accuracy \([0-9.]*%\)$/\1/p' evalw.out)
 check "save-weights then eval --weights: accuracy $eval_acc = train's held-out $train_acc" \

@@ -75,6 +75,21 @@ PYEOF
 done
 ls tb/events.out.tfevents.* >/dev/null 2>&1 && ok "TensorBoard events written" || fail "no TensorBoard events"
 
+# --quiet: the final line alone (and the watches of the last evaluation);
+# without it the header and a line per evaluation, the same final numbers
+LOUD=()
+for x in "${TINY[@]}"; do [ "$x" != --quiet ] && LOUD+=("$x"); done
+run gloud "$BIN" train "${LOUD[@]}" --steps 20 --eval-interval 10 --eval-batches 2
+run gquiet "$BIN" train "${TINY[@]}" --steps 20 --eval-interval 10 --eval-batches 2
+untimed() { sed -E 's/ in [0-9.]+ s \([0-9.]+ ms\/step\)$//' "$@"; }
+if [ "$rc" -eq 0 ] && [ "$(wc -l < gquiet.out)" -eq 1 ] && grep -q "^final held-out loss" gquiet.out && ! [ -s gquiet.err ] &&
+    [ "$(tail -n 1 gloud.out | untimed)" = "$(untimed gquiet.out)" ]; then
+    ok "train --model gpt --quiet: one line, '$(cat gquiet.out)', as the last line without it (timings aside), stderr empty"
+else fail "train --model gpt --quiet: '$(head -c 300 gquiet.out)' / '$(head -c 300 gquiet.err)'"; fi
+if grep -q "^gpt: 1 layers" gloud.out && [ "$(grep -c "^step [12]0: train loss" gloud.out)" -eq 2 ]; then
+    ok "train --model gpt without --quiet: the header and the 'step 10:', 'step 20:' lines"
+else fail "train --model gpt without --quiet: $(head -c 300 gloud.out)"; fi
+
 run gen1 "$BIN" generate --model gpt --weights w --prompt "ROMEO:" --tokens 50 --seed 7
 run gen2 "$BIN" generate --model gpt --weights w --prompt "ROMEO:" --tokens 50 --seed 7
 if [ "$rc" -eq 0 ] && head -c 6 gen1.out | grep -q "ROMEO:" && [ "$(wc -c <gen1.out)" -ge 56 ]; then ok "generate continues the prompt"; else fail "generate (rc $rc: $(cat gen1.err))"; fi

@@ -28,7 +28,7 @@ tb_venv_ensure
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/ts_cli_tb.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 
-if ! "$BIN" train --data "$SRC/data/mnist" --quiet --epochs $EPOCHS --batch-size 1000 \
+if ! "$BIN" train --data "$SRC/data/mnist" --epochs $EPOCHS --batch-size 1000 \
     --tensorboard "$TMP/tb" --watch 'Gradient___fc3*' --watch-range > "$TMP/train.out" 2> "$TMP/train.err"; then
     sed 's/^/     | /' "$TMP/train.err" | head -n 8
     fail "tensorscope train --tensorboard exited non-zero"

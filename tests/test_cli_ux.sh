@@ -7,13 +7,8 @@
 # test set (data/mnist) with large batches to stay fast.
 set -u
 
-BUILD=${TS_BUILD_DIR:?set TS_BUILD_DIR to the CMake build directory}
-SRC=${TS_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
-BIN=$BUILD/tensorscope
-DATA=$SRC/data/mnist
-
 . "$(dirname "$0")/support/cli_checks.sh"
-[ -x "$BIN" ] || { fail "$BIN is missing: build the CLI first"; finish; }
+cli_paths
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/ts_ux.XXXXXX")
 trap 'rm -rf "$T"' EXIT
@@ -116,15 +111,19 @@ check "debug-run -- train: graph.txt holds $(grep -c '^# ---- compile' "$g" 2> /
 
 # ---- a recompilation says which input changed, from what to what: 1000
 # held-out images in batches of 300 end with a batch of 100
-run recomp "$BIN" train --data "$DATA" --quiet --batch-size 300 --holdout 1000 --max-steps 1
+run recomp "$BIN" train --data "$DATA" --batch-size 300 --holdout 1000 --max-steps 1
 check "recompilation logged with the input and both shapes" \
     eval '[ $rc -eq 0 ] && hasf recomp.err "recompiling the inference model: input '"'x'"' changed from [300,1,28,28] to [100,1,28,28]"' || show recomp.err
 
 # ---- outfeed: one stacked [S, *T] array per key per run, read by NumPy; the
-# last sample of run 1 equals the anchored Relu:0 (final) of that run
+# last sample of run 1 equals the anchored Relu:0 (final) of that run. With
+# --stats-every 1 a "Step N - Summary Stats" table after each run has a row
+# per key over that run's records, KEY f32[S,*T], whose numbers are NumPy's
+# over the stacked array
 run ofs "$BIN" train "${T_ARGS[@]}" --max-steps 2 --repeat-count 2 --gradient-accumulation-count 2 \
-    --outfeed 'Relu:0' --outfeed 'fc3.weight_grad' --anchor Relu:0:final --dump-npy OF
+    --outfeed 'Relu:0' --outfeed 'fc3.weight_grad' --anchor Relu:0:final --dump-npy OF --stats-every 1
 /usr/bin/python3 - > ofs.py.out 2>&1 <<'PY'
+import re
 import numpy as np
 r = [np.load(f"OF/outfeed/Relu_0.run{i}.npy") for i in (0, 1)]
 g = [np.load(f"OF/outfeed/fc3.weight_grad.run{i}.npy") for i in (0, 1)]
@@ -133,16 +132,105 @@ assert all(x.shape == (4, 1000, 320) for x in r), [x.shape for x in r]  # D x A 
 assert all(x.shape == (2, 10, 100) for x in g), [x.shape for x in g]    # D steps (accumulated)
 assert np.array_equal(r[1][-1], a), "last stacked sample != anchored Relu:0"
 assert not np.array_equal(r[0][0], r[0][1]), "samples of a run differ"
+out = open("ofs.out").read()
+tables = re.split(r"^Step (\d+) - Summary Stats$", out, flags=re.M)
+steps = [int(x) for x in tables[1::2]]
+assert steps == [2, 4], steps  # after each run of D = 2 steps
+def row(table, key):
+    m = re.search(r"^ +\d+  " + re.escape(key) + r" f32\[([0-9,]+)\] +(\S+) +(\S+) +(\S+) +(\S+) +(\d+) +(\d+)$", table, re.M)
+    assert m, (key, table)
+    return tuple(int(x) for x in m.group(1).split(",")), [float(x) for x in m.group(2, 3, 4, 5)]
+for run, table in enumerate(tables[2::2]):
+    for key, x in (("Relu:0", r[run]), ("fc3.weight_grad", g[run])):
+        shape, (mean, std, lo, hi) = row(table, key)
+        x = x.astype(np.float64)
+        assert shape == x.shape, (key, shape, x.shape)
+        want = (x.mean(), x.std(), x.min(), x.max())
+        assert abs(mean - want[0]) <= 1e-4 * want[1] + 1e-30, (key, run, mean, want)
+        assert np.allclose((std, lo, hi), want[1:], rtol=1e-4, atol=1e-30), (key, run, (std, lo, hi), want)
 print("ok")
 PY
-check "--outfeed with --dump-npy: Relu_0.run{0,1}.npy [4,1000,320], fc3.weight_grad.run{0,1}.npy [2,10,100]; the last sample = the anchor" \
-    eval '[ $rc -eq 0 ] && grep -qx ok ofs.py.out && [ "$(ls OF/outfeed | wc -l)" -eq 4 ]' || show ofs.py.out
-run oflast "$BIN" train "${T_ARGS[@]}" --max-steps 2 --repeat-count 2 --outfeed 'Relu:0' --outfeed-mode last --outfeed-depth 4
+check "--outfeed --dump-npy --stats-every 1: Relu_0.run{0,1}.npy [4,1000,320], fc3.weight_grad.run{0,1}.npy [2,10,100], the last sample = the anchor; tables at steps 2 and 4 with rows 'Relu:0 f32[4,1000,320]' and 'fc3.weight_grad f32[2,10,100]' equal to NumPy's mean, std, min, max of each run's stacked array" \
+    eval '[ $rc -eq 0 ] && grep -qx ok ofs.py.out && [ "$(ls OF/outfeed | wc -l)" -eq 4 ]' || show ofs.py.out 12
+# --stats (each epoch): a row over every record of the epoch, merged as they came
+run ofe "$BIN" train "${T_ARGS[@]}" --max-steps 3 --repeat-count 2 --outfeed 'fc3.bias_grad' --stats --dump-npy OE
+/usr/bin/python3 - > ofe.py.out 2>&1 <<'PY'
+import re
+import numpy as np
+x = np.concatenate([np.load(f"OE/outfeed/fc3.bias_grad.run{i}.npy") for i in range(3)]).astype(np.float64)
+m = re.search(r"^ +0  fc3\.bias_grad f32\[6,10\] +(\S+) +(\S+) +(\S+) +(\S+) +0 +0$", open("ofe.out").read(), re.M)
+assert m, open("ofe.out").read()
+mean, std, lo, hi = (float(v) for v in m.groups())
+assert abs(mean - x.mean()) <= 1e-4 * x.std() and np.allclose((std, lo, hi), (x.std(), x.min(), x.max()), rtol=1e-4), (m.groups(), x.mean(), x.std())
+print("ok")
+PY
+check "--outfeed fc3.bias_grad --stats over 3 runs of D=2: one row 'fc3.bias_grad f32[6,10]' (no gradient watch rows), NumPy's numbers over the 6 records" \
+    eval '[ $rc -eq 0 ] && grep -qx ok ofe.py.out && [ "$(grep -c "^ *[0-9]*  " ofe.out)" -eq 1 ]' || show ofe.py.out 12
+# --outfeed-mode last: the table's row is the latest record (S = 1): the
+# anchored final Relu:0 of the run
+run oflast "$BIN" train "${T_ARGS[@]}" --max-steps 2 --repeat-count 2 --outfeed 'Relu:0' --outfeed-mode last --outfeed-depth 1 \
+    --stats-every 1 --anchor Relu:0:final --dump-npy OL
 n=$(sed -n 's/^outfeed: \([0-9]*\) records.*/\1/p' oflast.out)
-check "--outfeed-mode last --outfeed-depth 4: accepted, $n records of the 4 produced (LAST keeps the latest per key; the library test checks it)" \
-    eval '[ $rc -eq 0 ] && [ -n "$n" ] && [ "$n" -ge 1 ] && [ "$n" -le 4 ]' || show oflast.err
+/usr/bin/python3 - > oflast.py.out 2>&1 <<'PY'
+import re
+import numpy as np
+a = np.load("OL/Relu_0.npy").astype(np.float64)
+rows = re.findall(r"^ +\d+  Relu:0 f32\[1,1000,320\] +(\S+) +(\S+) +(\S+) +(\S+) +0 +0$", open("oflast.out").read(), re.M)
+assert len(rows) == 2, rows
+mean, std, lo, hi = (float(v) for v in rows[-1])
+assert np.allclose((mean, std, lo, hi), (a.mean(), a.std(), a.min(), a.max()), rtol=1e-4), (rows[-1], a.mean(), a.std())
+print("ok")
+PY
+check "--outfeed-mode last --outfeed-depth 1: $n of the 4 records delivered, each table's row 'Relu:0 f32[1,1000,320]' is the run's last micro-batch (the anchored Relu:0)" \
+    eval '[ $rc -eq 0 ] && [ -n "$n" ] && [ "$n" -ge 2 ] && [ "$n" -le 4 ] && grep -qx ok oflast.py.out' || show oflast.py.out 12
+# --outfeed-depth 1 waits (nothing lost); --outfeed-drop drops when full and
+# counts every record it dropped: delivered + dropped = what was produced
+OFD=(--batch-size 100 --max-steps 2 --repeat-count 4 --gradient-accumulation-count 4 --outfeed 'Relu:*' --outfeed '*_grad' --outfeed-pre-accumulated-gradients --outfeed-depth 1 --stats)
+run ofwait "$BIN" train "${T_ARGS[@]}" "${OFD[@]}"
+run ofdrop "$BIN" train "${T_ARGS[@]}" "${OFD[@]}" --outfeed-drop
+all=$(sed -n 's/^outfeed: \([0-9]*\) records.*/\1/p' ofwait.out)
+got=$(sed -n 's/^outfeed: \([0-9]*\) records:.*/\1/p' ofdrop.out)
+dropped=$(sed -n 's/^outfeed: \([0-9]*\) records dropped (--outfeed-drop: the queue was full)$/\1/p' ofdrop.out)
+warned=$(grep -c "dropping records" ofdrop.err)
+check "--outfeed-depth 1 without --outfeed-drop: all $all records (2 runs x 16 micro-batches x (2 activations + 6 gradients) = 256), none dropped" \
+    eval '[ $rc -eq 0 ] && [ "$all" = 256 ] && ! hasf ofwait.out "dropped" && ! hasf ofwait.err "dropping"' || show ofwait.err
+check "--outfeed-depth 1 --outfeed-drop: $got delivered + ${dropped:-0} dropped = $all, drops warned about ($warned warnings)" \
+    eval '[ -n "$got" ] && [ $((got + ${dropped:-0})) -eq "$all" ] && { [ -z "$dropped" ] || [ "$warned" -ge 1 ]; }' || show ofdrop.out
 run ofbad "$BIN" train "${T_ARGS[@]}" --outfeed-depth 8
 check "--outfeed-depth without --outfeed: exit 2" eval '[ $rc -eq 2 ] && hasf ofbad.err "--outfeed PATTERN"'
+run ofdropbad "$BIN" train "${T_ARGS[@]}" --outfeed-drop
+check "--outfeed-drop without --outfeed: exit 2" eval '[ $rc -eq 2 ] && hasf ofdropbad.err "--outfeed PATTERN"'
+
+# ---- --stats-every N: the table under "Step N - Summary Stats" every N runs
+run se "$BIN" train "${T_ARGS[@]}" --max-steps 5 --stats-every 2 --watch 'Gradient___fc3.bias'
+heads=$(sed -n 's/^Step \([0-9]*\) - Summary Stats$/\1/p' se.out | tr '\n' ' ')
+check "--stats-every 2 over 5 runs: tables at steps '$heads' (want 2 4), each with the watched row" \
+    eval '[ $rc -eq 0 ] && [ "$heads" = "2 4 " ] && [ "$(grep -c "^ *0  Gradient___fc3.bias " se.out)" -eq 2 ]' || show se.out 12
+
+# ---- --quiet: errors, warnings and the final result only. The same run
+# without it prints the epoch lines and a note; the final line is the same
+# (timings aside) and carries the last epoch's numbers
+Q_ARGS=(--data "$DATA" --batch-size 500 --holdout 1000 --epochs 2 --threads 1 --lr-schedule cosine)
+run loud "$BIN" train "${Q_ARGS[@]}"
+run quiet "$BIN" train "${Q_ARGS[@]}" --quiet
+untimed() { sed -E 's/ in [0-9.]+ s:/ in T s:/; s/  [0-9]+ samples\/s/  N samples\/s/' "$@"; }
+last_epoch=$(grep '^epoch 2/2: ' loud.out | sed -E 's/^epoch 2\/2: (loss [0-9.]+  held-out accuracy [0-9.]+% \(loss [0-9.]+\)).*  lr ([0-9.e-]+)$/\1 lr \2/')
+final=$(sed -E 's/^trained .*: (loss [0-9.]+  held-out accuracy [0-9.]+% \(loss [0-9.]+\))  [0-9]+ samples\/s  lr ([0-9.e-]+)$/\1 lr \2/' quiet.out)
+check "--quiet: stdout is one line, '$(cat quiet.out)', stderr empty" \
+    eval '[ $rc -eq 0 ] && [ "$(wc -l < quiet.out)" -eq 1 ] && has quiet.out "^trained 36 runs \(36 steps, 18000 samples\) in " && ! [ -s quiet.err ]' || show quiet.err
+check "without --quiet: 2 epoch lines and the schedule note, the same final line (timings aside)" \
+    eval '[ "$(grep -c "^epoch [12]/2: " loud.out)" -eq 2 ] && hasf loud.err "learning rate: cosine" && [ "$(tail -n 1 loud.out | untimed)" = "$(untimed quiet.out)" ]' || show loud.out
+check "the final line's numbers are the last epoch's: '$final'" eval '[ -n "$last_epoch" ] && [ "$final" = "$last_epoch" ]'
+# eval: the result line alone; the info log of a recompilation (1000 images
+# in batches of 300) silenced, the untrained-weights warning kept
+run eloud "$BIN" eval --data "$DATA" --batch-size 300 --holdout 1000
+run equiet "$BIN" eval --data "$DATA" --batch-size 300 --holdout 1000 --quiet
+check "eval --quiet: stdout '$(cat equiet.out)' as without it, the warning kept, the info log silenced" \
+    eval '[ $rc -eq 0 ] && cmp -s eloud.out equiet.out && [ "$(wc -l < equiet.out)" -eq 1 ] && hasf eloud.err "recompiling" &&
+          ! hasf equiet.err "recompiling" && hasf equiet.err "warning: no --weights"' || show equiet.err
+# an explicit level wins over --quiet
+run qlog env TS_LOG_LEVEL=info "$BIN" eval --data "$DATA" --batch-size 300 --holdout 1000 --quiet
+check "TS_LOG_LEVEL=info with --quiet: the info log shown" eval '[ $rc -eq 0 ] && hasf qlog.err "recompiling"' || show qlog.err
 
 # ---- level 5: a line per micro-batch with its loss and batch size; the
 # losses of the last run equal the anchored loss (mode all) NumPy reads

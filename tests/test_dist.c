@@ -12,7 +12,15 @@
  * - watch results: a row per replica (equal to a summary of that replica's
  *   anchored gradient) and a reduced row over all of them;
  * - a desync (one rank's weights changed) is TS_ERR_DIST naming the rank and
- *   the parameter on every rank.
+ *   the parameter on every rank;
+ * - a 1F1B pipeline gives the weights of the same GPipe run bit for bit;
+ * - outfeed records: each rank's queue holds its own, rank 0's every
+ *   rank's (its own first, then by rank), tagged with their replica or
+ *   stage, with the values one process computes (replicas and pipelines,
+ *   also when a stage has no outfeed);
+ * - batch norm's running statistics of the CNN are averaged over the
+ *   replicas (checked against the shards' statistics) and a buffer changed
+ *   on one rank is a desync naming it.
  * `test_dist hang` is the failure case: the last rank stops answering and
  * the others must fail within the timeout with a message, and `test_dist die`
  * kills it (the script checks the time and the message). `test_dist --available` exits 0 iff this build
@@ -26,6 +34,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "cnn.h"
 #include "fixture.h"
 #include "mlp.h"
 #include "tensorscope.h"
@@ -184,8 +193,118 @@ out:
     data_free(&d);
 }
 
+/* Every record a queue holds now, copied (at most 256). */
+typedef struct taken {
+    int n;
+    struct {
+        char key[16];
+        int64_t run, sample, numel;
+        int replica, stage;
+        float *v;
+    } r[256];
+} taken;
+
+static void take_all(ts_outfeed *q, taken *t) {
+    ts_outfeed_record rec;
+    while (t->n < 256 && ts_outfeed_dequeue(q, &rec, 0) == TS_OK) {
+        snprintf(t->r[t->n].key, sizeof t->r[t->n].key, "%s", rec.key);
+        t->r[t->n].run = rec.run;
+        t->r[t->n].sample = rec.sample;
+        t->r[t->n].replica = rec.replica;
+        t->r[t->n].stage = rec.stage;
+        t->r[t->n].numel = ts_array_numel(&rec.array);
+        t->r[t->n].v = malloc((size_t)t->r[t->n].numel * sizeof(float));
+        if (t->r[t->n].v) memcpy(t->r[t->n].v, rec.array.data, (size_t)t->r[t->n].numel * sizeof(float));
+        t->n++;
+    }
+}
+
+static void taken_free(taken *t) {
+    for (int i = 0; i < t->n; i++) free(t->r[i].v);
+    t->n = 0;
+}
+
+/* The pipeline's outfeed q against the unpipelined model's q1, after
+ * their runs: each rank holds the records of the tensors of its stage;
+ * rank 0 holds every stage's, its own then by rank, each tagged with its
+ * stage, in the order the unpipelined model made them, with its values. */
+static void pipeline_outfeeds(const char *label, ts_outfeed *q, ts_outfeed *q1, const char *const *keys, const int *key_stage, int n_keys,
+                              int per_key) {
+    taken *t = calloc(1, sizeof *t), *ref = calloc(1, sizeof *ref);
+    if (!t || !ref) {
+        free(t);
+        free(ref);
+        return;
+    }
+    take_all(q, t);
+    take_all(q1, ref);
+    int me = ts_dist_rank(), want = 0, bad = 0;
+    for (int k = 0; k < n_keys; k++) want += me == 0 || key_stage[k] == me ? per_key : 0;
+    CHECK(t->n == want && ref->n == n_keys * per_key, "%s: rank %d holds %d outfeed records, expected %d (unpipelined: %d of %d)", label, me, t->n, want, ref->n,
+          n_keys * per_key);
+    for (int k = 0; k < n_keys && t->n == want && ref->n == n_keys * per_key; k++) {
+        int i = 0, j = 0, n = 0;
+        if (me != 0 && key_stage[k] != me) continue;
+        for (;; i++, j++, n++) { /* the k-th key's records, in both queues */
+            while (i < t->n && strcmp(t->r[i].key, keys[k])) i++;
+            while (j < ref->n && strcmp(ref->r[j].key, keys[k])) j++;
+            if (i == t->n || j == ref->n) break;
+            if (t->r[i].stage != key_stage[k] || t->r[i].replica != 0 || t->r[i].run != ref->r[j].run || t->r[i].sample != ref->r[j].sample ||
+                t->r[i].numel != ref->r[j].numel) {
+                CHECK(0, "%s: rank %d's record %d of '%s' is stage %d replica %d run %lld sample %lld, expected stage %d run %lld sample %lld", label,
+                      me, n, keys[k], t->r[i].stage, t->r[i].replica, (long long)t->r[i].run, (long long)t->r[i].sample, key_stage[k],
+                      (long long)ref->r[j].run, (long long)ref->r[j].sample);
+                bad = 1;
+                break;
+            }
+            if (ts_expect_close(keys[k], t->r[i].v, ref->r[j].v, t->r[i].numel, 1e-4, 1e-6)) {
+                CHECK(0, "%s: rank %d's record %d of '%s' differs from the unpipelined one", label, me, n, keys[k]);
+                bad = 1;
+                break;
+            }
+        }
+        CHECK(n == per_key || bad, "%s: rank %d matched %d records of '%s', expected %d", label, me, n, keys[k], per_key);
+    }
+    for (int i = 1; i < t->n; i++) /* by rank: the stages come in order within a run */
+        bad |= t->r[i].run == t->r[i - 1].run && t->r[i].stage < t->r[i - 1].stage;
+    CHECK(!bad, "%s: rank %d's outfeed records carry their stage and the unpipelined values, %s", label, me,
+          me ? "its own stage's" : "every stage's, by rank");
+    taken_free(t);
+    taken_free(ref);
+    free(t);
+    free(ref);
+}
+
 /* A pipeline of K stages against the same model in one process. */
-static void pipeline_numbers(int K, const char *label, ts_optimizer opt, int D, int A, int runs, double rtol, double atol) {
+/* The weights a pipeline ended with, to compare the next one with. */
+static float *last_weights;
+static size_t n_last_weights;
+
+/* Copies g's parameters into last_weights (keep) or says whether they are
+ * the same bit for bit (!keep). */
+static bool weights_as_before(ts_graph *g, bool keep) {
+    size_t n = 0;
+    bool same = last_weights != NULL;
+    for (size_t i = 0; i < sizeof PARAMS / sizeof PARAMS[0]; i++) {
+        ts_array w;
+        ts_tensor_info(ts_graph_find(g, PARAMS[i]), &w);
+        size_t k = (size_t)ts_array_numel(&w);
+        if (keep) {
+            float *grown = realloc(last_weights, (n + k) * sizeof *grown);
+            if (!grown) return false;
+            last_weights = grown;
+            memcpy(last_weights + n, w.data, k * sizeof(float));
+        } else {
+            same = same && n + k <= n_last_weights && memcmp(last_weights + n, w.data, k * sizeof(float)) == 0;
+        }
+        n += k;
+    }
+    if (keep) n_last_weights = n;
+    return same;
+}
+
+static void pipeline_numbers(int K, const char *label, ts_optimizer opt, int D, int A, int runs, double rtol, double atol, bool stage1_only,
+                             ts_pipeline_schedule sched) {
     int64_t n = (int64_t)D * A * B;
     samples d = data_new(n);
     const char *splits[] = {"fc2", "fc3"};
@@ -194,11 +313,21 @@ static void pipeline_numbers(int K, const char *label, ts_optimizer opt, int D, 
     CHECK_OK(setup(&one, B, 1, D, A, opt), "%s: the unpipelined model", label);
     ts_model_free(pipe.m);
     pipe.m = NULL;
-    ts_outfeed *q = NULL; /* Relu:0 is stage 0's: only rank 0 computes it */
-    ts_outfeed_config qc = {.name = "stage0", .mode = TS_OUTFEED_ALL, .depth = 64, .drop_when_full = 1};
+    /* outfeeds of stage 0 (Relu:0), stage 1 (Relu:1) and the last stage
+     * (loss), or of stage 1 alone (the other stages send rank 0 nothing) */
+    static const char *const all_keys[] = {"Relu:0", "Relu:1", "loss"};
+    const char *const *keys = stage1_only ? all_keys + 1 : all_keys;
+    int all_stages[] = {0, 1, K - 1}, *key_stage = stage1_only ? all_stages + 1 : all_stages, n_keys = stage1_only ? 1 : 3;
+    ts_outfeed *q = NULL, *q1 = NULL;
+    ts_outfeed_config qc = {.name = "stages", .mode = TS_OUTFEED_ALL, .depth = 128};
     CHECK_OK(ts_outfeed_new(&q, &qc), "%s: outfeed", label);
-    ts_outfeed_add(pipe.net.g, q, "relu", ts_graph_find(pipe.net.g, "Relu:0"));
+    CHECK_OK(ts_outfeed_new(&q1, &qc), "%s: the unpipelined model's outfeed", label);
+    for (int k = 0; k < n_keys; k++) {
+        ts_outfeed_add(pipe.net.g, q, keys[k], ts_graph_find(pipe.net.g, keys[k]));
+        ts_outfeed_add(one.net.g, q1, keys[k], ts_graph_find(one.net.g, keys[k]));
+    }
     CHECK_OK(ts_options_set_pipeline(pipe.o, K, splits, K - 1), "%s: %d stages split at fc2%s", label, K, K > 2 ? ", fc3" : "");
+    CHECK_OK(ts_options_set_pipeline_schedule(pipe.o, sched), "%s: schedule", label);
     ts_options_anchor(pipe.o, "loss_all", "loss", TS_OUTPUT_ALL, 0);
     ts_options_anchor(one.o, "loss_all", "loss", TS_OUTPUT_ALL, 0);
     ts_model_free(one.m);
@@ -226,13 +355,15 @@ static void pipeline_numbers(int K, const char *label, ts_optimizer opt, int D, 
     }
     CHECK(ts_model_steps(pipe.m) == (int64_t)D * runs, "%s: %lld steps", label, (long long)ts_model_steps(pipe.m));
     CHECK_RESULT(weights_close(&pipe, &one, label, rtol, atol));
-    ts_outfeed_counts c = ts_outfeed_get_counts(q);
-    int64_t want = ts_dist_rank() == 0 ? (int64_t)runs * D * A : 0;
-    CHECK(c.enqueued + c.dropped == want, "%s: rank %d computed Relu:0 (stage 0) %lld times, expected %lld", label, ts_dist_rank(),
-          (long long)(c.enqueued + c.dropped), (long long)want);
+    if (sched == TS_PIPELINE_1F1B) /* the same backwards in the same order as the GPipe run before it */
+        CHECK(weights_as_before(pipe.net.g, false), "%s: the weights are those of the same run under GPipe, bit for bit", label);
+    else
+        weights_as_before(pipe.net.g, true);
+    pipeline_outfeeds(label, q, q1, keys, key_stage, n_keys, runs * D * A);
 out:
     teardown(&pipe);
     ts_outfeed_free(q);
+    ts_outfeed_free(q1);
     teardown(&one);
     data_free(&d);
 }
@@ -265,31 +396,133 @@ static void desync(int R) {
     data_free(&d);
 }
 
-/* Outfeed records say which replica produced them. */
+/* Outfeed records say which replica produced them, and rank 0 gets every
+ * replica's: R replicas with A = 2 micro-batches against one process of
+ * micro-batch R*B, whose Relu:0 rows [r*B, (r+1)*B) are replica r's. */
 static void outfeed_tagged(int R) {
+    enum { A = 2 };
+    int64_t n = (int64_t)R * B * A;
+    samples d = data_new(n);
+    trained rep, one;
+    ts_outfeed *q = NULL, *q1 = NULL, *ql = NULL;
+    ts_outfeed_config qc = {.name = "replica", .mode = TS_OUTFEED_ALL, .depth = 16}, qlc = {.name = "last", .mode = TS_OUTFEED_LAST, .depth = 16};
+    CHECK_OK(ts_outfeed_new(&ql, &qlc), "outfeed: a LAST queue");
+    CHECK_OK(setup(&rep, B, R, 1, A, ts_sgd(0.01f, 0, 0)), "outfeed: %d replicas", R);
+    CHECK_OK(setup(&one, (int64_t)R * B, 1, 1, A, ts_sgd(0.01f, 0, 0)), "outfeed: one process");
+    CHECK_OK(ts_outfeed_new(&q, &qc), "outfeed: new queue");
+    CHECK_OK(ts_outfeed_new(&q1, &qc), "outfeed: the one process's queue");
+    if (!rep.m || !one.m || !q || !q1) goto out;
+    ts_outfeed_add(rep.net.g, q, "relu", ts_graph_find(rep.net.g, "Relu:0"));
+    ts_outfeed_add(rep.net.g, ql, "relu", ts_graph_find(rep.net.g, "Relu:0"));
+    ts_outfeed_add(one.net.g, q1, "relu", ts_graph_find(one.net.g, "Relu:0"));
+    CHECK_OK(ts_model_compile(rep.m), "outfeed: %d replicas recompile with the outfeed", R);
+    CHECK_OK(ts_model_compile(one.m), "outfeed: one process recompiles with the outfeed");
+    make_data(&d, 5);
+    CHECK_OK(run(rep.m, &d), "outfeed: run");
+    CHECK_OK(run(one.m, &d), "outfeed: run of one process");
+    taken *t = calloc(1, sizeof *t), *ref = calloc(1, sizeof *ref);
+    if (!t || !ref) goto out;
+    take_all(q, t);
+    take_all(q1, ref);
+    int me = ts_dist_rank(), want = me == 0 ? R * A : A, bad = 0;
+    CHECK(t->n == want && ref->n == A, "outfeed: rank %d holds %d records (%s), expected %d", me, t->n, me ? "its own" : "every replica's", want);
+    for (int i = 0; i < t->n && t->n == want && ref->n == A; i++) {
+        int r = me == 0 ? i / A : me, a = i % A; /* rank 0: its own, then by rank, each in order */
+        const float *expect = ref->r[a].v + (size_t)r * B * 320;
+        if (strcmp(t->r[i].key, "relu") || t->r[i].replica != r || t->r[i].stage != 0 || t->r[i].sample != a || t->r[i].run != 0 ||
+            t->r[i].numel != B * 320) {
+            CHECK(0, "outfeed: rank %d's record %d is '%s' replica %d stage %d run %lld sample %lld [%lld], expected replica %d sample %d", me, i,
+                  t->r[i].key, t->r[i].replica, t->r[i].stage, (long long)t->r[i].run, (long long)t->r[i].sample, (long long)t->r[i].numel, r, a);
+            bad = 1;
+            break;
+        }
+        char what[96];
+        snprintf(what, sizeof what, "outfeed: rank %d's record %d (replica %d, sample %d) = its rows of Relu:0", me, i, r, a);
+        bad |= ts_expect_close(what, t->r[i].v, expect, B * 320, 1e-5, 1e-6);
+    }
+    CHECK(!bad, "outfeed: rank %d's records carry their replica and the values that replica computed", me);
+    taken_free(t);
+    take_all(ql, t); /* LAST: the latest record of each replica */
+    bad = t->n != (me == 0 ? R : 1);
+    for (int i = 0; i < t->n && !bad; i++) bad = t->r[i].replica != (me == 0 ? i : me) || t->r[i].sample != A - 1;
+    CHECK(!bad, "outfeed: rank %d's LAST queue holds the latest record of %s (%d records)", me, me ? "its replica" : "each replica", t->n);
+    taken_free(t);
+    taken_free(ref);
+    free(t);
+    free(ref);
+out:
+    teardown(&rep);
+    teardown(&one);
+    ts_outfeed_free(q);
+    ts_outfeed_free(q1);
+    ts_outfeed_free(ql);
+    data_free(&d);
+}
+
+/* Batch norm's running statistics under R replicas of the CNN: after a
+ * step each rank's bn1.running_mean and running_var are the mean over the
+ * replicas of what each computed from its shard, i.e. (momentum 0.1, from
+ * 0 and 1) 0.1 * the mean of the shards' batch means (= the one-process
+ * running_mean of batch R*B) and 0.9 + 0.1 * the mean of the shards'
+ * unbiased variances, computed here from the one-process conv1 output at
+ * the same first step. Then a buffer changed on one rank is a desync the
+ * checksum names. */
+static void bn_buffers(int R) {
+    enum { C = 6, HW = 28 * 28 };
     int64_t n = (int64_t)R * B;
     samples d = data_new(n);
-    mlp net;
-    ts_outfeed *q = NULL;
-    ts_model *m = NULL;
-    ts_options *o = ts_options_new();
-    ts_outfeed_config qc = {.name = "replica", .mode = TS_OUTFEED_ALL, .depth = 4};
-    CHECK_OK(test_mlp_build(&net, B, 7), "outfeed: build");
-    CHECK_OK(ts_outfeed_new(&q, &qc), "outfeed: new queue");
-    ts_outfeed_add(net.g, q, "relu", ts_graph_find(net.g, "Relu:0"));
-    ts_options_set_replication(o, R, 0);
+    cnn rep, one;
+    ts_model *mr = NULL, *m1 = NULL;
+    ts_options *o = ts_options_new(), *o1 = ts_options_new();
+    CHECK_OK(test_cnn_build(&rep, B, 3), "bn: %d replicas of the cnn", R);
+    CHECK_OK(test_cnn_build(&one, n, 3), "bn: the cnn of micro-batch %lld", (long long)n);
     ts_options_set_threads(o, 1);
-    CHECK_OK(ts_model_training(&m, net.g, net.loss, o, ts_sgd(0.01f, 0, 0)), "outfeed: model");
-    make_data(&d, 5);
-    CHECK_OK(run(m, &d), "outfeed: run");
-    ts_outfeed_record rec;
-    CHECK_OK(ts_outfeed_dequeue(q, &rec, 1000), "outfeed: a record");
-    CHECK(rec.replica == ts_dist_rank() && rec.array.shape[0] == B, "outfeed: the record of Relu:0 [%lld, ...] carries replica %d on rank %d",
-          (long long)rec.array.shape[0], rec.replica, ts_dist_rank());
-    ts_model_free(m);
-    ts_outfeed_free(q);
+    ts_options_set_threads(o1, 1);
+    ts_options_set_replication(o, R, 1); /* the checksum before every run */
+    ts_options_anchor(o1, "conv1", "conv1/Conv2d:0", TS_OUTPUT_FINAL, 0);
+    CHECK_OK(ts_model_training(&mr, rep.g, rep.loss, o, ts_sgd(0.01f, 0, 0)), "bn: replicas' model");
+    CHECK_OK(ts_model_training(&m1, one.g, one.loss, o1, ts_sgd(0.01f, 0, 0)), "bn: one process's model");
+    if (!mr || !m1) goto out;
+    make_data(&d, 9);
+    CHECK_OK(run(mr, &d), "bn: a step of %d replicas", R);
+    CHECK_OK(run(m1, &d), "bn: a step of one process");
+    ts_array x, rm, rv, rm1;
+    CHECK_OK(ts_model_anchored(m1, "conv1", &x), "bn: conv1's output anchored");
+    ts_tensor_info(ts_graph_find(rep.g, "bn1.running_mean"), &rm);
+    ts_tensor_info(ts_graph_find(rep.g, "bn1.running_var"), &rv);
+    ts_tensor_info(ts_graph_find(one.g, "bn1.running_mean"), &rm1);
+    float want_var[C];
+    for (int c = 0; c < C; c++) {
+        double var = 0;
+        for (int r = 0; r < R; r++) { /* replica r's shard: samples r*B .. r*B + B - 1 */
+            double sum = 0, sq = 0;
+            for (int64_t i = (int64_t)r * B; i < (int64_t)(r + 1) * B; i++)
+                for (int k = 0; k < HW; k++) {
+                    double v = ((const float *)x.data)[(i * C + c) * HW + k];
+                    sum += v;
+                    sq += v * v;
+                }
+            double N = (double)B * HW, mean = sum / N;
+            var += (sq - N * mean * mean) / (N - 1) / R;
+        }
+        want_var[c] = (float)(0.9 + 0.1 * var);
+    }
+    CHECK_RESULT(ts_expect_close("bn: bn1.running_mean of the replicas = one process's", rm.data, rm1.data, C, 1e-4, 1e-7));
+    CHECK_RESULT(ts_expect_close("bn: bn1.running_var = 0.9 + 0.1 * the mean of the shards' variances", rv.data, want_var, C, 1e-5, 1e-7));
+    CHECK_OK(run(mr, &d), "bn: a second step: the checksum (weights and buffers) agrees on every rank");
+    if (ts_dist_rank() == R - 1) ((float *)rv.data)[2] += 1e-3f; /* the graph's storage of the buffer */
+    ts_status st = run(mr, &d);
+    char want[64];
+    snprintf(want, sizeof want, "rank %d's 'bn1.running_var'", R - 1);
+    CHECK(st == TS_ERR_DIST && strstr(ts_last_error(), want), "bn: a buffer changed on rank %d is a desync naming it, on rank %d: %s", R - 1, ts_dist_rank(),
+          ts_last_error());
+out:
+    ts_model_free(mr);
+    ts_model_free(m1);
     ts_options_free(o);
-    ts_graph_free(net.g);
+    ts_options_free(o1);
+    ts_graph_free(rep.g);
+    ts_graph_free(one.g);
     data_free(&d);
 }
 
@@ -337,10 +570,14 @@ int main(int argc, char **argv) {
         same_numbers(R, "sgd momentum D=2", ts_sgd(0.05f, 0.9f, 0.0f), 2, 1, 5, 1e-4, 1e-6);
         same_numbers(R, "adam A=2", ts_adam(1e-3f), 1, 2, 10, 1e-4, 1e-5);
         if (R <= 3) {
-            pipeline_numbers(R, "pipeline sgd momentum D=2 A=2", ts_sgd(0.05f, 0.9f, 0.0f), 2, 2, 5, 1e-4, 1e-6);
-            pipeline_numbers(R, "pipeline adam A=3", ts_adam(1e-3f), 1, 3, 10, 1e-4, 1e-5);
+            pipeline_numbers(R, "pipeline sgd momentum D=2 A=2", ts_sgd(0.05f, 0.9f, 0.0f), 2, 2, 5, 1e-4, 1e-6, false, TS_PIPELINE_GPIPE);
+            pipeline_numbers(R, "pipeline adam A=3", ts_adam(1e-3f), 1, 3, 10, 1e-4, 1e-5, true, TS_PIPELINE_GPIPE);
+            pipeline_numbers(R, "pipeline sgd A=5", ts_sgd(0.05f, 0.9f, 0.0f), 1, 5, 4, 1e-4, 1e-6, false, TS_PIPELINE_GPIPE);
+            pipeline_numbers(R, "pipeline 1f1b sgd A=5", ts_sgd(0.05f, 0.9f, 0.0f), 1, 5, 4, 1e-4, 1e-6, false, TS_PIPELINE_1F1B);
+            free(last_weights);
         }
         outfeed_tagged(R);
+        bn_buffers(R);
         desync(R);
     }
     int rc = check_summary("test_dist");

@@ -4,8 +4,9 @@
 # desync, 2- and 3-stage pipelines), a rank that hangs and a rank that dies
 # (the others must stop with a message within the timeout, never hang), and
 # the CLI under mpirun (rank 0 alone prints and writes; anchors keep the
-# replica axis; the per-replica stats table; a 2-stage pipeline trains like
-# one process). Skipped (exit 77) when the build has no MPI or mpirun is
+# replica axis; the per-replica stats table; rank 0 dumps every replica's
+# and every stage's outfeed records; a 2-stage pipeline trains like one
+# process). Skipped (exit 77) when the build has no MPI or mpirun is
 # missing: `scripts/install-deps.sh test` installs OpenMPI.
 set -u
 
@@ -59,14 +60,16 @@ done
 if [ -f "$DATA/t10k-images-idx3-ubyte.gz" ]; then
     cd "$T" || exit 1
     timeout 300 "${MPIRUN[@]}" -np 2 "$BUILD/tensorscope" train --data "$DATA" --batch-size 32 --holdout 500 --max-steps 20 --threads 1 \
-        --anchor 'Gradient___fc1.bias:all' --stats --dump-npy dump --quiet >cli.out 2>cli.err
+        --anchor 'Gradient___fc1.bias:all' --stats --outfeed 'Relu:0' --dump-npy dump >cli.out 2>cli.err
     rc=$?
     if [ $rc -eq 0 ]; then ok "mpirun -np 2 tensorscope train exits 0"; else fail "mpirun -np 2 tensorscope train: exit $rc"; cat cli.err; fi
     n=$(grep -c '^epoch 1/1' cli.out)
     [ "$n" -eq 1 ] && ok "rank 0 alone prints (one epoch line)" || fail "expected one epoch line, got $n"
     # the same training in one process with the combined batch: the same loss and accuracy
-    "$BUILD/tensorscope" train --data "$DATA" --batch-size 64 --holdout 500 --max-steps 20 --threads 1 --quiet >one.out 2>&1
-    two=$(grep -o 'loss [0-9.]*  held-out accuracy [0-9.]*%' cli.out) one=$(grep -o 'loss [0-9.]*  held-out accuracy [0-9.]*%' one.out)
+    "$BUILD/tensorscope" train --data "$DATA" --batch-size 64 --holdout 500 --max-steps 20 --threads 1 --outfeed 'Relu:0' --dump-npy one \
+        --quiet >one.out 2>&1
+    # (one.out: --quiet, the final line; cli.out: the epoch line first)
+    two=$(grep -o 'loss [0-9.]*  held-out accuracy [0-9.]*%' cli.out | head -n 1) one=$(grep -o 'loss [0-9.]*  held-out accuracy [0-9.]*%' one.out)
     [ -n "$two" ] && [ "$two" = "$one" ] && ok "2 replicas of batch 32 train like one process of batch 64 ($two)" || fail "2 replicas: '$two', one process: '$one'"
     grep -q 'replicas: 2' cli.out && ok "the run says it has 2 replicas" || fail "no 'replicas: 2' line in the output"
     rows=$(grep -cE 'Gradient___fc1\.bias\[(0|1|all)\]' cli.out)
@@ -78,6 +81,17 @@ print("Gradient___fc1.bias.npy", a.shape, a.dtype)
 assert a.shape == (1, 2, 320), a.shape
 assert not np.array_equal(a[0, 0], a[0, 1]), "the replicas saw different samples, so their gradients differ"
 EOF
+    # the outfeed: rank 0 gets both replicas' records and dumps each run as [S, R, *T]; first and
+    # last run against the one process's [S, 64, 320] (the same samples, replica r's rows r*32..)
+    if "$PY" - dump/outfeed one/outfeed <<'EOF'; then ok "rank 0 dumps both replicas' outfeed records as [S, R, *T], equal to one process's"; else fail "the outfeed records of 2 replicas on rank 0"; fi
+import sys, numpy as np
+for run in (0, 19):
+    a = np.load(f"{sys.argv[1]}/Relu_0.run{run}.npy")
+    b = np.load(f"{sys.argv[2]}/Relu_0.run{run}.npy")
+    print(f"Relu_0.run{run}.npy", a.shape, "one process", b.shape, "max diff", float(np.abs(a.reshape(b.shape) - b).max()))
+    assert a.shape == (1, 2, 32, 320), a.shape
+    assert np.allclose(a.reshape(b.shape), b, rtol=1e-4, atol=1e-5)
+EOF
     # the library's own files (TS_METRICS_FILE): rank 0 alone appends, as many blocks as one process
     TS_METRICS_FILE=two.met timeout 120 "${MPIRUN[@]}" -np 2 -x TS_METRICS_FILE "$BUILD/tensorscope" train --data "$DATA" --max-steps 3 \
         --holdout 128 --threads 1 --quiet >/dev/null 2>&1
@@ -87,13 +101,31 @@ EOF
         || fail "TS_METRICS_FILE blocks: 2 ranks $two, one process $one"
     # a 2-stage pipeline of the MLP trains like the unpipelined one (A = 4 micro-batches a step)
     timeout 300 "${MPIRUN[@]}" -np 2 "$BUILD/tensorscope" train --data "$DATA" --batch-size 16 --gradient-accumulation-count 4 --holdout 500 \
-        --max-steps 30 --threads 1 --pipeline-stages 2 --split-at fc2 --quiet --metrics --log-verbosity 4 >pipe.out 2>pipe.err
+        --max-steps 30 --threads 1 --pipeline-stages 2 --split-at fc2 --outfeed 'Relu:1' --dump-npy pdump --quiet --metrics --log-verbosity 4 \
+        >pipe.out 2>pipe.err
     rc=$?
     [ $rc -eq 0 ] && ok "mpirun -np 2 tensorscope train --pipeline-stages 2 --split-at fc2 exits 0" || { fail "2-stage pipeline: exit $rc"; tail -5 pipe.err; }
-    "$BUILD/tensorscope" train --data "$DATA" --batch-size 16 --gradient-accumulation-count 4 --holdout 500 --max-steps 30 --threads 1 --quiet >one4.out 2>&1
+    "$BUILD/tensorscope" train --data "$DATA" --batch-size 16 --gradient-accumulation-count 4 --holdout 500 --max-steps 30 --threads 1 \
+        --outfeed 'Relu:1' --dump-npy one4 --quiet >one4.out 2>&1
     two=$(grep -o 'loss [0-9.]*  held-out accuracy [0-9.]*%' pipe.out) one=$(grep -o 'loss [0-9.]*  held-out accuracy [0-9.]*%' one4.out)
     [ -n "$two" ] && [ "$two" = "$one" ] && ok "the 2-stage pipeline trains like one process ($two)" || fail "pipeline: '$two', one process: '$one'"
+    if "$PY" - pdump/outfeed one4/outfeed <<'EOF'; then ok "stage 1's outfeed records (Relu:1) reach rank 0, equal to one process's"; else fail "stage 1's outfeed records on rank 0"; fi
+import sys, numpy as np
+for run in (0, 29):
+    a = np.load(f"{sys.argv[1]}/Relu_1.run{run}.npy")
+    b = np.load(f"{sys.argv[2]}/Relu_1.run{run}.npy")
+    print(f"Relu_1.run{run}.npy", a.shape, "one process", b.shape, "max diff", float(np.abs(a - b).max()))
+    assert a.shape == (4, 16, 100), a.shape
+    assert np.allclose(a, b, rtol=1e-4, atol=1e-5)
+EOF
     grep -q 'rank 1 (stage 1, from fc2): F0 B0 F1 B1' pipe.err && ok "the schedule is logged at level 4" || fail "no schedule in the log"
+    # 1F1B: stage 0 runs one forward ahead, then alternates; the same training
+    timeout 300 "${MPIRUN[@]}" -np 2 "$BUILD/tensorscope" train --data "$DATA" --batch-size 16 --gradient-accumulation-count 4 --holdout 500 \
+        --max-steps 30 --threads 1 --pipeline-stages 2 --split-at fc2 --pipeline-schedule 1f1b --quiet --log-verbosity 4 >pipe1.out 2>pipe1.err
+    grep -q 'rank 0 (stage 0, from the inputs): F0 F1 B0 F2 B1 F3 B2 B3 step' pipe1.err && ok "the 1F1B schedule is logged" ||
+        { fail "no 1F1B schedule in the log"; grep -A2 'pipeline schedule' pipe1.err; }
+    two=$(grep -o 'loss [0-9.]*  held-out accuracy [0-9.]*%' pipe1.out)
+    [ -n "$two" ] && [ "$two" = "$one" ] && ok "the 2-stage 1F1B pipeline trains like one process ($two)" || fail "1F1B pipeline: '$two', one process: '$one'"
     grep -q 'Metric: PipelineBubblePercent' pipe.out && ok "the metrics report has the bubble" || fail "no PipelineBubblePercent in the metrics"
     timeout 60 "${MPIRUN[@]}" -np 2 "$BUILD/tensorscope" train --data "$DATA" --pipeline-stages 2 --split-at nosuchscope --max-steps 1 --quiet >bad.out 2>bad.err
     rc=$?

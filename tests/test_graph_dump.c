@@ -2,12 +2,16 @@
  * and an outfeed): every node once with its op, inputs, shape and flags, in
  * id order; compiled shapes after a run with another micro-batch size;
  * source locations only when asked (argument or TS_IR_DEBUG); the dump of an
- * uncompiled graph; TS_SAVE_GRAPH_FILE written at compile in both formats.
+ * uncompiled graph; TS_SAVE_GRAPH_FILE written at compile in both formats,
+ * every compile appended; the backward pass and optimizer step
+ * (TS_DUMP_BACKWARD, TS_SAVE_GRAPH_BACKWARD).
  *
  * `test_graph_dump --dot FILE` writes the DOT dump of the MLP with a tensor
  * renamed to WEIRD_NAME (UTF-8 and characters DOT gives meaning to) and a
  * print title with quotes, backslashes, a newline and a byte that is not
- * UTF-8, and exits: tests/test_graph_dot.sh feeds it to Graphviz. */
+ * UTF-8, and exits: tests/test_graph_dot.sh feeds it to Graphviz;
+ * `--dot-backward FILE` the same model's dump with its backward pass and
+ * optimizer step, and its tensor names in FILE.names. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -230,15 +234,15 @@ static void fail_free(void *u, void *p) {
 
 /* Every allocation of a dump refused in turn: NULL with an out-of-memory
  * message, never a crash, nothing leaked; with none refused, the same dump. */
-static void check_alloc_failures(const ts_graph *g, const ts_model *m, ts_dump_format fmt) {
-    char *want = ts_graph_dump(g, m, fmt, 1);
+static void check_alloc_failures(const ts_graph *g, const ts_model *m, ts_dump_format fmt, int flags) {
+    char *want = ts_graph_dump(g, m, fmt, flags);
     ts_allocator a = {fail_alloc, fail_realloc, fail_free, NULL};
     int bad = 0, n_calls = 0;
     for (long n = 1; n < 1000 && want; n++) {
         alloc_calls = alloc_live = 0;
         alloc_fail_at = n;
         ts_set_allocator(&a);
-        char *d = ts_graph_dump(g, m, fmt, 1);
+        char *d = ts_graph_dump(g, m, fmt, flags);
         ts_set_allocator(NULL);
         if (d && alloc_calls < n) { /* no call left to refuse */
             bad |= strcmp(d, want) != 0;
@@ -249,23 +253,169 @@ static void check_alloc_failures(const ts_graph *g, const ts_model *m, ts_dump_f
         if (d) fail_free(NULL, d);
         bad |= d != NULL || strstr(ts_last_error(), "out of memory") == NULL || alloc_live != 0;
     }
-    CHECK(want && !bad && n_calls > 0, "%s dump: each of its %d allocations refused in turn gives NULL and an out-of-memory error, leaks nothing",
-          fmt == TS_DUMP_DOT ? "DOT" : "text", n_calls);
+    CHECK(want && !bad && n_calls > 0, "%s dump%s: each of its %d allocations refused in turn gives NULL and an out-of-memory error, leaks nothing",
+          fmt == TS_DUMP_DOT ? "DOT" : "text", flags & TS_DUMP_BACKWARD ? " with the backward pass" : "", n_calls);
     ts_string_free(want);
 }
 
-static int write_dot(const char *path) {
+/* ---- the backward pass (TS_DUMP_BACKWARD) */
+
+/* The dump's lines after "# backward", comments left out; each split at
+ * " = " / " += " into outputs and the rest. */
+typedef struct bwd_line {
+    char outs[8][160];
+    int n_out;
+    char text[1024];
+} bwd_line;
+
+static int backward_lines(const char *dump, bwd_line *v, int max) {
+    const char *p = dump ? strstr(dump, "\n# backward") : NULL;
+    int n = 0;
+    for (p = p ? p + 1 : NULL; p && *p && n < max;) {
+        const char *end = strchr(p, '\n');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (*p == '%' && len < sizeof v[n].text) {
+            bwd_line *l = &v[n++];
+            memcpy(l->text, p, len);
+            l->text[len] = '\0';
+            const char *eq = strstr(l->text, " = ");
+            const char *pe = strstr(l->text, " += ");
+            const char *stop = pe && (!eq || pe < eq) ? pe : eq;
+            l->n_out = 0;
+            for (const char *q = l->text; stop && q < stop && l->n_out < 8;) {
+                const char *c = strstr(q, ", ");
+                const char *e = c && c < stop ? c : stop;
+                snprintf(l->outs[l->n_out++], sizeof l->outs[0], "%.*s", (int)(e - q - 1), q + 1); /* without the % */
+                q = e + 2;
+            }
+        }
+        p = end ? end + 1 : NULL;
+    }
+    return n;
+}
+
+static int is_derived(const char *name) {
+    static const char *const prefix[] = {"Gradient___", "Accum___", "UpdatedVar___", "Accl___", "Accl1___", "Accl2___", "Step___"};
+    for (size_t k = 0; k < sizeof prefix / sizeof *prefix; k++)
+        if (strncmp(name, prefix[k], strlen(prefix[k])) == 0) return 1;
+    return 0;
+}
+
+/* Every derived tensor the model names (DESIGN's Gradient___, Accum___,
+ * UpdatedVar___, optimizer state) is written by exactly one line; no line
+ * writes a name the model does not have; every gradient a line reads was
+ * written by an earlier line (the order they run in). */
+static int check_backward_names(const char *dump, const ts_model *m, int *n_lines) {
+    static bwd_line lines[256];
+    int n = backward_lines(dump, lines, 256), bad = 0;
+    *n_lines = n;
+    const char *const *names;
+    size_t n_names;
+    if (n == 0 || ts_model_tensor_names(m, &names, &n_names)) return 1;
+    for (size_t i = 0; i < n_names; i++) {
+        if (!is_derived(names[i])) continue;
+        int writers = 0;
+        for (int k = 0; k < n; k++)
+            for (int j = 0; j < lines[k].n_out; j++) writers += strcmp(lines[k].outs[j], names[i]) == 0;
+        if (writers != 1) {
+            printf("     %s is written by %d lines\n", names[i], writers);
+            bad = 1;
+        }
+    }
+    for (int k = 0; k < n; k++) {
+        for (int j = 0; j < lines[k].n_out; j++) {
+            int known = 0;
+            for (size_t i = 0; i < n_names; i++) known |= strcmp(names[i], lines[k].outs[j]) == 0;
+            if (!known) {
+                printf("     line %d writes %s, which the model does not name\n", k, lines[k].outs[j]);
+                bad = 1;
+            }
+        }
+        /* the first argument of a backward op is the gradient it reads */
+        const char *g = strstr(lines[k].text, "Backward(%");
+        if (!g) continue;
+        char read[160];
+        snprintf(read, sizeof read, "%.*s", (int)strcspn(g + 10, ",)"), g + 10);
+        int before = 0;
+        for (int q = 0; q < k; q++)
+            for (int j = 0; j < lines[q].n_out; j++) before |= strcmp(lines[q].outs[j], read) == 0;
+        if (!before) {
+            printf("     line %d reads %s before any line writes it: %s\n", k, read, lines[k].text);
+            bad = 1;
+        }
+    }
+    return bad;
+}
+
+static int has_line(const char *dump, const char *want) {
+    char pat[1200];
+    snprintf(pat, sizeof pat, "\n%s\n", want);
+    int found = dump && strstr(dump, pat) != NULL;
+    if (!found) printf("     no line '%s'\n", want);
+    return found;
+}
+
+static void test_backward(const mlp *n, const ts_model *m) {
+    char *d = ts_graph_dump(n->g, m, TS_DUMP_TEXT, TS_DUMP_BACKWARD);
+    char *plain = ts_graph_dump(n->g, m, TS_DUMP_TEXT, 0);
+    CHECK(d && plain && strncmp(d, plain, strlen(plain)) == 0 && strstr(d + strlen(plain), "# backward, once per micro-batch"),
+          "TS_DUMP_BACKWARD: the forward dump, then a '# backward, once per micro-batch' section");
+    int n_lines = 0;
+    CHECK(d && check_backward_names(d, m, &n_lines) == 0,
+          "each of the model's Gradient___, Accum___, UpdatedVar___ and Accl___ tensors is written by exactly one of the %d lines, "
+          "each gradient read after the line that writes it", n_lines);
+    CHECK(has_line(d, "%Gradient___loss = OnesLike(%loss) : f32[]") &&
+              has_line(d, "%Gradient___LogSoftmax:0 += NllLossBackward(%Gradient___loss, %labels) : f32[16,10]") &&
+              has_line(d, "%Gradient___fc3/Add:0 += LogSoftmaxBackward(%Gradient___LogSoftmax:0, %LogSoftmax:0) : f32[16,10]") &&
+              has_line(d, "%Gradient___fc2/MatMul:0, %Gradient___fc2.bias += AddBackward(%Gradient___fc2/Add:0) : f32[16,100], f32[100] [anchored]") &&
+              has_line(d, "%Gradient___Relu:0 += PrintBackward(%Gradient___Print:0) : f32[16,320]") &&
+              has_line(d, "%Gradient___fc1.weight += MatMulBackward(%Gradient___fc1/MatMul:0, %Flatten:0, %fc1.weight) : f32[320,784]"),
+          "backward lines: the loss's seed, each op's backward with the gradient and forward tensors it reads and the "
+          "gradients it adds into (an anchored one flagged)");
+    CHECK(strstr(d ? d : "", "\n# optimizer step, after every micro-batch\n") &&
+              has_line(d, "%Accum___fc1.weight = Alias(%Gradient___fc1.weight) : f32[320,784]") &&
+              has_line(d, "%UpdatedVar___fc3.bias, %Accl___fc3.bias = SGD(%fc3.bias, %Accum___fc3.bias, %Accl___fc3.bias, lr=0.01, "
+                          "momentum=0.9) : f32[10], f32[10]") &&
+              has_line(d, "%Gradient___Relu:1, %Gradient___fc3.weight += MatMulBackward(%Gradient___fc3/MatMul:0, %Relu:1, %fc3.weight) "
+                          ": f32[16,100], f32[10,100] [watched]"),
+          "optimizer step: Accum___ (the gradient's buffer at A = 1), then SGD writing UpdatedVar___ and the momentum Accl___; "
+          "a watched gradient flagged after its shape");
+    const char *fc1 = d ? strstr(d, "AddBackward(%Gradient___fc1/Add:0)") : NULL;
+    char want[256];
+    snprintf(want, sizeof want, " @ %s:%d\n", __FILE__, n->fc1_line);
+    char *loc = ts_graph_dump(n->g, m, TS_DUMP_TEXT, TS_DUMP_BACKWARD | TS_DUMP_LOCATIONS);
+    const char *fc1_loc = loc ? strstr(loc, "AddBackward(%Gradient___fc1/Add:0)") : NULL;
+    CHECK(fc1 && !strstr(d, " @ ") && fc1_loc && strncmp(strchr(fc1_loc, '\n') - strlen(want) + 1, want, strlen(want)) == 0,
+          "with TS_DUMP_LOCATIONS a backward op says where its op was built: '%.*s'", (int)strlen(want) - 1, want);
+    ts_string_free(loc);
+    ts_string_free(plain);
+    ts_string_free(d);
+}
+
+/* The DOT dump for tests/test_graph_dot.sh; with the backward pass (A = 2,
+ * SGD with momentum), the model's tensor names go to PATH.names. */
+static int write_dot(const char *path, int backward) {
     mlp n;
     if (build(&n, WEIRD_TITLE)) return 1;
     ts_status st = ts_tensor_set_name(n.relu0, WEIRD_NAME);
     ts_options *o = make_options();
     ts_model *m = NULL;
-    if (!st) st = ts_model_training(&m, n.g, n.loss, o, ts_sgd(0.01f, 0.0f, 0.0f));
+    if (!st && backward) st = ts_options_set_gradient_accumulation(o, 2);
+    if (!st) st = ts_model_training(&m, n.g, n.loss, o, ts_sgd(0.01f, backward ? 0.9f : 0.0f, 0.0f));
     if (!st) st = ts_model_compile(m);
-    char *dot = st ? NULL : ts_graph_dump(n.g, m, TS_DUMP_DOT, 1);
+    char *dot = st ? NULL : ts_graph_dump(n.g, m, TS_DUMP_DOT, TS_DUMP_LOCATIONS | (backward ? TS_DUMP_BACKWARD : 0));
     FILE *f = dot ? fopen(path, "w") : NULL;
     int bad = !f || fputs(dot, f) == EOF;
     if (f) bad |= fclose(f) != 0;
+    const char *const *names;
+    size_t n_names;
+    if (!bad && backward && !ts_model_tensor_names(m, &names, &n_names)) {
+        char np[1024];
+        snprintf(np, sizeof np, "%s.names", path);
+        f = fopen(np, "w");
+        for (size_t i = 0; f && i < n_names; i++) fprintf(f, "%s\n", names[i]);
+        bad |= !f || fclose(f) != 0;
+    }
     if (bad) fprintf(stderr, "test_graph_dump --dot: %s\n", st ? ts_last_error() : "cannot write the file");
     ts_string_free(dot);
     ts_model_free(m);
@@ -275,11 +425,13 @@ static int write_dot(const char *path) {
 }
 
 int main(int argc, char **argv) {
-    if (argc == 3 && strcmp(argv[1], "--dot") == 0) return write_dot(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "--dot") == 0) return write_dot(argv[2], 0);
+    if (argc == 3 && strcmp(argv[1], "--dot-backward") == 0) return write_dot(argv[2], 1);
     ts_set_log_callback(quiet_log, NULL); /* the print op logs every run */
     unsetenv("TS_IR_DEBUG");
     unsetenv("TS_SAVE_GRAPH_FILE");
     unsetenv("TS_SAVE_GRAPH_FMT");
+    unsetenv("TS_SAVE_GRAPH_BACKWARD");
 
     mlp n;
     CHECK(build(&n, "probe") == 0, "built the MLP with a print op and an outfeed");
@@ -330,11 +482,13 @@ int main(int argc, char **argv) {
     CHECK(compiled && check_nodes(compiled, g, BATCH) == 0, "compiled: every node with its shape");
     CHECK(compiled && check_flags(compiled, g, 1) == 0,
           "compiled: grad, anchored(grad) on fc2.bias, anchored on fc1.weight and loss, watched on fc1*, watched(grad) on fc3.weight");
+    test_backward(&n, m);
     char *saved = read_file(txt_path);
     const char *body = saved ? strchr(saved, '\n') : NULL;
-    CHECK(saved && compiled && strncmp(saved, "# ---- compile ", 15) == 0 && strstr(saved, ": training model\n") && body &&
+    CHECK(saved && compiled && strncmp(saved, "# ---- compile ", 15) == 0 && strstr(saved, ": training model, inputs x f32[16,1,28,28], labels i32[16]\n") && body &&
               strcmp(body + 1, compiled) == 0,
-          "TS_SAVE_GRAPH_FILE: %s holds a '# ---- compile N: training model' line and the text dump", txt_path);
+          "TS_SAVE_GRAPH_FILE: %s holds a '# ---- compile N: training model, inputs x f32[16,1,28,28], labels i32[16]' line and the text dump",
+          txt_path);
     free(saved);
     /* a second compile (an inference model of the same graph) appends: the
      * training graph is not overwritten by the evaluation graph */
@@ -346,9 +500,31 @@ int main(int argc, char **argv) {
     const char *second = saved ? strstr(saved, "# ---- compile ") : NULL;
     second = second ? strstr(second + 1, "# ---- compile ") : NULL;
     CHECK(saved && compiled && inf_dump && strncmp(strchr(saved, '\n') + 1, compiled, strlen(compiled)) == 0 && second &&
-              strstr(second, ": inference model\n") && strcmp(strchr(second, '\n') + 1, inf_dump) == 0,
+              strstr(second, ": inference model, inputs x f32[16,1,28,28], labels i32[16]\n") && strcmp(strchr(second, '\n') + 1, inf_dump) == 0,
           "a second compile appends its graph after the first (%zu bytes in all)", saved ? strlen(saved) : (size_t)0);
     free(saved);
+    /* TS_SAVE_GRAPH_BACKWARD=1: training dumps with their backward pass, the
+     * inference model's without (it has none) */
+    unlink(txt_path);
+    setenv("TS_SAVE_GRAPH_BACKWARD", "1", 1);
+    CHECK_OK(ts_model_compile(m), "recompile the training model with TS_SAVE_GRAPH_BACKWARD=1");
+    CHECK_OK(ts_model_compile(evm), "recompile the inference model");
+    unsetenv("TS_SAVE_GRAPH_BACKWARD");
+    char *with_bwd = ts_graph_dump(g, m, TS_DUMP_TEXT, TS_DUMP_BACKWARD);
+    saved = read_file(txt_path);
+    second = saved ? strstr(saved + 1, "# ---- compile ") : NULL;
+    CHECK(saved && with_bwd && second && strncmp(strchr(saved, '\n') + 1, with_bwd, strlen(with_bwd)) == 0 &&
+              second == strchr(saved, '\n') + 1 + strlen(with_bwd) && strstr(second, ": inference model") &&
+              strcmp(strchr(second, '\n') + 1, inf_dump) == 0,
+          "TS_SAVE_GRAPH_BACKWARD=1: the training block holds the backward pass, the inference block after it does not");
+    free(saved);
+    ts_string_free(with_bwd);
+    /* the backward pass of a model that has none is an error, as are unknown flags */
+    CHECK(!ts_graph_dump(g, evm, TS_DUMP_TEXT, TS_DUMP_BACKWARD) && strstr(ts_last_error(), "inference model runs no backward"),
+          "TS_DUMP_BACKWARD of an inference model: NULL (%s)", ts_last_error());
+    CHECK(!ts_graph_dump(g, NULL, TS_DUMP_DOT, TS_DUMP_BACKWARD) && strstr(ts_last_error(), "needs a compiled training model"),
+          "TS_DUMP_BACKWARD without a model: NULL (%s)", ts_last_error());
+    CHECK(!ts_graph_dump(g, m, TS_DUMP_TEXT, 4) && strstr(ts_last_error(), "unknown flags"), "flags 4: NULL (%s)", ts_last_error());
     ts_string_free(inf_dump);
     ts_model_free(evm);
     ts_string_free(compiled);
@@ -412,8 +588,10 @@ int main(int argc, char **argv) {
     ts_string_free(idump);
     ts_model_free(inf);
 
-    check_alloc_failures(g, m, TS_DUMP_TEXT);
-    check_alloc_failures(g, m, TS_DUMP_DOT);
+    check_alloc_failures(g, m, TS_DUMP_TEXT, TS_DUMP_LOCATIONS);
+    check_alloc_failures(g, m, TS_DUMP_DOT, TS_DUMP_LOCATIONS);
+    check_alloc_failures(g, m, TS_DUMP_TEXT, TS_DUMP_LOCATIONS | TS_DUMP_BACKWARD);
+    check_alloc_failures(g, m, TS_DUMP_DOT, TS_DUMP_LOCATIONS | TS_DUMP_BACKWARD);
 
     /* bad arguments */
     CHECK(ts_graph_dump(NULL, NULL, TS_DUMP_TEXT, 0) == NULL, "NULL graph: NULL (%s)", ts_last_error());

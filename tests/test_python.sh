@@ -32,6 +32,17 @@ cd "$build" || fail "cannot cd to $build"
 unset TENSORSCOPE_LIBRARY
 TS_SOURCE_DIR=$src TS_BUILD_DIR=$build "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$src/python/tests"
 rc=$?
+# Under mpirun (when there is one and the package was built with MPI): every
+# rank's outfeed records reach rank 0 from Python too.
+if [ $rc -eq 0 ] && command -v mpirun >/dev/null &&
+    "$VENV/bin/python" -c 'import sys, tensorscope._capi as c; sys.exit(0 if c.lib.ts_dist_available() else 1)'; then
+    if OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 PYTHONPATH="$src/python/tests" timeout 300 \
+        mpirun --oversubscribe --bind-to none -x PYTHONPATH -np 2 "$VENV/bin/python" "$src/python/tests/mpi_outfeed.py"; then
+        echo "ok   python/tests/mpi_outfeed.py under mpirun -np 2"
+    else
+        fail "python/tests/mpi_outfeed.py under mpirun -np 2"
+    fi
+fi
 case $rc in
 0) echo "test_python: PASS" ;;
 5) fail "pytest collected no tests from $src/python/tests" ;;

@@ -175,9 +175,10 @@ static bool stats_agree(const ts_stats *s, const ts_stats *r, double rel) {
            ((isnan(r->min) && isnan(s->min)) || (s->min == r->min && s->max == r->max));
 }
 
-/* Every length around the vector pass's lanes (32) and runs (16 rows), with
- * a NaN, a zero or an ordinary value last: the ragged end, taken lane by
- * lane, must count alike. One line; the first disagreement in detail. */
+/* Every length around the vector pass's stride (up to 32 values: 2
+ * accumulators of 16-float vectors on AVX-512) and runs (16 strides), with
+ * a NaN, a zero or an ordinary value last: the ragged end, taken value by
+ * value, must count alike. One line; the first disagreement in detail. */
 static void test_lengths(void) {
     float x[1100];
     ts_summary *s = malloc(sizeof *s);
@@ -415,6 +416,23 @@ static void test_merge(void) {
     }
     ts_stats_finish(acc, many);
     compare_stats("chunked merge vs one pass", &many->stats, &one->stats, 1e-9);
+    /* the public form: finished summaries of records merged as they come */
+    ts_summary *sum = calloc(1, sizeof *sum), *rec = malloc(sizeof *rec);
+    int merged = 0;
+    for (int64_t b = 0; b < n; b += 10000) {
+        ts_summarize_f32(x + b, b + 10000 < n ? 10000 : n - b, TS_WATCH_STATS, rec);
+        merged += ts_summary_merge(sum, rec) == TS_OK;
+    }
+    ts_summary *stats_only = malloc(sizeof *stats_only);
+    ts_summarize_f32(x, n, TS_WATCH_STATS, stats_only);
+    CHECK(merged == 13, "ts_summary_merge: 13 record summaries merged (the first into a zeroed one)");
+    compare_stats("ts_summary_merge of 13 records vs one pass", &sum->stats, &stats_only->stats, 1e-9);
+    CHECK(ts_summary_merge(sum, one) == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "what"),
+          "ts_summary_merge of summaries of different things: %s", ts_last_error());
+    CHECK(ts_summary_merge(NULL, one) == TS_ERR_INVALID_ARGUMENT, "ts_summary_merge(NULL, ...): an error");
+    free(sum);
+    free(rec);
+    free(stats_only);
     CHECK(memcmp(one->log2_counts, many->log2_counts, sizeof one->log2_counts) == 0 &&
               memcmp(one->tb_counts, many->tb_counts, sizeof one->tb_counts) == 0 &&
               one->log2_zeros == many->log2_zeros,

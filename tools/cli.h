@@ -126,18 +126,25 @@ ts_status cli_tb_step(ts_tb_writer *tb, const ts_model *m, double loss, double s
  * return the first write's failure (a full disk stops training). */
 ts_status cli_tb_eval(ts_tb_writer *tb, int64_t step, double loss, double accuracy);
 
-/* ---- progress bar on stderr (silent when not a terminal or quiet) */
+/* ---- progress bar on stderr (silent when not a terminal or quiet):
+ * redrawn at most 10 times a second (CLI_PROGRESS_HZ), and once at the end */
+#define CLI_PROGRESS_HZ 10
 typedef struct cli_progress {
     bool on;
     const char *label;
     long total, done;
     double t0, last_draw;
     int last_width;
-    long long written; /* bytes of dumps written so far, shown when > 0 */
+    long long written;     /* bytes of dumps written so far, shown when > 0 */
+    FILE *out;             /* stderr (a test sets its own) */
+    double (*clock)(void); /* cli_now (a test sets its own) */
 } cli_progress;
 void cli_progress_start(cli_progress *p, bool enabled, const char *label, long total);
 void cli_progress_update(cli_progress *p, long done, double loss);
 void cli_progress_end(cli_progress *p);
 double cli_now(void);
+/* --quiet: the library logs errors and warnings only, unless TS_LOG_LEVEL
+ * (or the command's --log-verbosity, checked by the caller) asks for a level */
+void cli_quiet_logs(void);
 
 #endif

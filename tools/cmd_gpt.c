@@ -55,10 +55,13 @@ static ts_status save_config(const gpt_run *r, const char *dir) {
     return fclose(f) ? TS_ERR_IO : TS_OK;
 }
 
-/* mean loss over `batches` held-out batches drawn from EVAL_SEED */
-static ts_status heldout_loss(ts_model *inf, const gpt_run *r, int32_t *x, int32_t *y, long batches, double *out) {
+/* mean loss over `batches` held-out batches drawn from EVAL_SEED, with a
+ * progress bar on a terminal unless quiet */
+static ts_status heldout_loss(ts_model *inf, const gpt_run *r, int32_t *x, int32_t *y, long batches, bool quiet, double *out) {
     uint64_t rng = EVAL_SEED;
     double s = 0;
+    cli_progress bar;
+    cli_progress_start(&bar, !quiet, "evaluating", batches);
     int64_t B = r->cfg.batch, T = r->cfg.block_size;
     static const char *const names[2] = {"tokens", "targets"};
     for (long b = 0; b < batches; b++) {
@@ -66,9 +69,14 @@ static ts_status heldout_loss(ts_model *inf, const gpt_run *r, int32_t *x, int32
         ts_array in[2] = {ts_array_i32(x, 2, (int64_t[]){B, T}), ts_array_i32(y, 2, (int64_t[]){B, T})}, l;
         if (!st) st = ts_model_run(inf, names, in, 2);
         if (!st) st = ts_model_anchored(inf, "loss", &l);
-        if (st) return st;
+        if (st) {
+            cli_progress_end(&bar);
+            return st;
+        }
         s += ((const float *)l.data)[0];
+        cli_progress_update(&bar, b + 1, s / (double)(b + 1));
     }
+    cli_progress_end(&bar);
     *out = s / (double)batches;
     return TS_OK;
 }
@@ -174,7 +182,7 @@ int cmd_train_gpt(int argc, char **argv) {
         {"--save-init", FLAG_STRING, &a.save_init, "DIR", "save the initial parameters as .npy (for a reference run)"},
         {"--save-weights", FLAG_STRING, &a.save_weights, "DIR", "save parameters, gpt.txt and vocab.txt at the end"},
         {"--weights", FLAG_STRING, &a.weights, "DIR", "start from saved parameters"},
-        {"--quiet", FLAG_BOOL, &a.quiet, NULL, "no progress bar"},
+        {"--quiet", FLAG_BOOL, &a.quiet, NULL, "only errors, warnings and the final line"},
         {NULL, 0, NULL, NULL, NULL},
     };
     bool help;
@@ -189,6 +197,7 @@ int cmd_train_gpt(int argc, char **argv) {
     if (!(a.lr >= 0) || !(a.weight_decay >= 0)) return cli_usage_error(cmd, "--lr and --weight-decay must be >= 0");
     if (a.eval_interval < 1 || a.eval_batches < 1) return cli_usage_error(cmd, "--eval-interval and --eval-batches must be >= 1");
     if (a.threads < 0 || a.threads > 256) return cli_usage_error(cmd, "--threads must be 0..256, got %ld", a.threads);
+    if (a.quiet) cli_quiet_logs();
 
     gpt_run r = {0};
     ts_options *o = ts_options_new(), *io = ts_options_new();
@@ -252,7 +261,8 @@ int cmd_train_gpt(int argc, char **argv) {
         fprintf(stderr, "tensorscope: out of memory\n");
         goto done;
     }
-    printf("gpt: %ld layers, %ld heads, %ld channels, block %ld, vocab %d; batch %ld, %ld steps, AdamW lr %g wd %g; corpus %s: %lld train / %lld held-out characters\n",
+    if (!a.quiet)
+        printf("gpt: %ld layers, %ld heads, %ld channels, block %ld, vocab %d; batch %ld, %ld steps, AdamW lr %g wd %g; corpus %s: %lld train / %lld held-out characters\n",
            a.layers, a.heads, a.embd, a.block, ts_corpus_vocab_size(r.corpus), a.batch, a.steps, a.lr, a.weight_decay, a.data,
            (long long)ts_corpus_length(r.corpus, 0), (long long)ts_corpus_length(r.corpus, 1));
     uint64_t rng = (uint64_t)a.seed;
@@ -272,18 +282,18 @@ int cmd_train_gpt(int argc, char **argv) {
         cli_progress_update(&prog, step, train_loss);
         if (tb) ts_tb_scalar(tb, "train_loss", step, train_loss);
         if (step % a.eval_interval == 0 || step == a.steps) {
-            if (heldout_loss(inf, &r, x, y, a.eval_batches, &held)) {
-                cli_progress_end(&prog);
+            cli_progress_end(&prog); /* the evaluation draws its own */
+            if (heldout_loss(inf, &r, x, y, a.eval_batches, a.quiet, &held)) {
                 cli_runtime_error("evaluating");
                 goto done;
             }
-            cli_progress_end(&prog);
-            printf("step %ld: train loss %.4f, held-out loss %.4f (%.1f s)\n", step, train_loss, held, cli_now() - t0);
+            if (!a.quiet) /* --quiet: the final line, and the watches of the last evaluation */
+                printf("step %ld: train loss %.4f, held-out loss %.4f (%.1f s)\n", step, train_loss, held, cli_now() - t0);
             fflush(stdout);
             if (tb) ts_tb_scalar(tb, "heldout_loss", step, held);
             const ts_watch_result *w;
             size_t nw = 0;
-            if (a.watches.n && ts_model_watch_results(tm, &w, &nw) == TS_OK)
+            if (a.watches.n && (!a.quiet || step == a.steps) && ts_model_watch_results(tm, &w, &nw) == TS_OK)
                 for (size_t i = 0; i < nw; i++) {
                     char line[512];
                     ts_array sh;
@@ -294,7 +304,7 @@ int cmd_train_gpt(int argc, char **argv) {
     }
     cli_progress_end(&prog);
     double secs = cli_now() - t0;
-    if (a.steps == 0 && heldout_loss(inf, &r, x, y, a.eval_batches, &held)) {
+    if (a.steps == 0 && heldout_loss(inf, &r, x, y, a.eval_batches, a.quiet, &held)) {
         cli_runtime_error("evaluating");
         goto done;
     }

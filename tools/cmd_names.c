@@ -9,7 +9,7 @@ typedef struct model_args {
     const char *model, *optimizer, *format, *loss, *labels_input, *output;
     long batch_size, repeat_count, grad_accum;
     double momentum;
-    bool locations, inference;
+    bool locations, inference, backward;
     cli_list anchors, inputs;
 } model_args;
 
@@ -24,8 +24,9 @@ static int compile_model(const char *cmd, const model_args *a, cli_model *cm, ts
     if (!o) return cli_runtime_error("options");
     ts_optimizer opt;
     const char *optimizer = a->optimizer;
-    if (!optimizer) cli_model_defaults(a->model, &optimizer, NULL);
-    if (cli_optimizer(optimizer, 0.01, a->momentum, 0, &opt)) {
+    double lr; /* the model's default, as `train` uses it */
+    cli_model_defaults(a->model, optimizer ? NULL : &optimizer, &lr);
+    if (cli_optimizer(optimizer, lr, a->momentum, 0, &opt)) {
         ts_options_free(o);
         return cli_usage_error(cmd, "--optimizer must be sgd, adam or adamw");
     }
@@ -98,6 +99,7 @@ int cmd_graph(int argc, char **argv) {
     const cli_flag flags[] = {MODEL_FLAGS(a),
                               {"--format", FLAG_STRING, &a.format, "text|dot", "output format (default text)"},
                               {"--locations", FLAG_BOOL, &a.locations, NULL, "show where each node was built"},
+                              {"--backward", FLAG_BOOL, &a.backward, NULL, "add the backward pass and the optimizer step the training program runs"},
                               {NULL, FLAG_BOOL, NULL, NULL, NULL}};
     bool help;
     int rc = cli_parse("graph", "[--model mlp] [--format text|dot] [flags]", flags, argc, argv, 2, NULL, &help);
@@ -106,11 +108,12 @@ int cmd_graph(int argc, char **argv) {
     if (strcasecmp(a.format, "text") == 0) fmt = TS_DUMP_TEXT;
     else if (strcasecmp(a.format, "dot") == 0) fmt = TS_DUMP_DOT;
     else return cli_usage_error("graph", "--format must be text or dot, got '%s'", a.format);
+    if (a.backward && a.inference) return cli_usage_error("graph", "--backward shows the training program: an --inference model runs no backward pass");
     cli_model cm = {0};
     ts_model *m = NULL;
     rc = compile_model("graph", &a, &cm, &m);
     if (!rc) {
-        char *s = ts_graph_dump(cm.g, m, fmt, a.locations);
+        char *s = ts_graph_dump(cm.g, m, fmt, (a.locations ? TS_DUMP_LOCATIONS : 0) | (a.backward ? TS_DUMP_BACKWARD : 0));
         if (s) fputs(s, stdout);
         else rc = cli_runtime_error("dumping the graph");
         ts_string_free(s);

@@ -17,7 +17,7 @@
 typedef struct train_args {
     const char *model, *data, *optimizer, *output_mode, *check_numerics, *histogram, *dump_npy, *tensorboard, *plot;
     const char *save_weights, *weights, *lr_schedule, *checkpoint_dir, *resume, *run_name, *dump_limit, *outfeed_mode, *picture_dir, *loss, *labels_input, *output;
-    const char *split_at;
+    const char *split_at, *pipeline_schedule;
     long outfeed_depth, pipeline_stages;
     bool outfeed_drop;
     long epochs, batch_size, seed, holdout, repeat_count, grad_accum, threads, log_verbosity, watch_period, max_steps;
@@ -43,7 +43,21 @@ typedef struct sink_state {
         size_t cap, sample_bytes;
         int64_t run, n;
         ts_array proto; /* dtype and shape of one sample */
+        /* replicas: rank 0 gets its own records of a run, then each other
+         * replica's; `reps` runs of `rows` records each, in replica order,
+         * are written as [S, R, *T] (as anchors are) */
+        int rep, reps;
+        int64_t rows, first_rows;
+        bool even;
     } stack[32];
+    int replicas;
+    /* with --stats: per key, the f32 records since the last stats table
+     * summarised as one stacked [S, *T] array (mode last: the latest record) */
+    ts_summary *since; /* [32], NULL without --stats */
+    int64_t since_n[32];
+    ts_array since_proto[32];
+    ts_summary scratch; /* one record's summary */
+    bool last_only;
     long long budget;          /* bytes of dumps allowed (--dump-limit); 0: no limit */
     atomic_llong bytes;        /* bytes of dumps written so far */
     atomic_int failed, full;   /* a write failed (message in err) / the budget is spent */
@@ -56,15 +70,34 @@ static void safe_name(const char *in, char *out, size_t n) {
     out[i] = '\0';
 }
 
+/* n samples of `one` stacked on a leading axis: [n, *T] (the data not set). */
+static ts_array stacked_shape(ts_array one, int64_t n) {
+    if (one.ndim >= TS_MAX_DIMS) one.ndim = TS_MAX_DIMS - 1;
+    memmove(one.shape + 1, one.shape, (size_t)one.ndim * sizeof one.shape[0]);
+    one.shape[0] = n;
+    one.ndim++;
+    return one;
+}
+
 /* Writes key k's stacked samples as <dir>/outfeed/<key>.run<R>.npy. */
 static void sink_flush(sink_state *s, int k) {
     if (!s->stack[k].n || atomic_load(&s->failed) || atomic_load(&s->full)) return;
-    ts_array a = s->stack[k].proto;
-    if (a.ndim >= TS_MAX_DIMS) a.ndim = TS_MAX_DIMS - 1;
-    memmove(a.shape + 1, a.shape, (size_t)a.ndim * sizeof a.shape[0]);
-    a.shape[0] = s->stack[k].n;
-    a.ndim++;
+    int R = s->replicas;
+    bool by_replica = R > 1 && s->stack[k].even && s->stack[k].reps == R && s->stack[k].rows == s->stack[k].first_rows;
+    ts_array a = by_replica ? stacked_shape(stacked_shape(s->stack[k].proto, R), s->stack[k].n / R) : stacked_shape(s->stack[k].proto, s->stack[k].n);
     a.data = s->stack[k].data;
+    unsigned char *t = NULL; /* [R][S] as they came -> [S][R] */
+    if (by_replica && (t = malloc(s->stack[k].sample_bytes * (size_t)s->stack[k].n))) {
+        size_t one = s->stack[k].sample_bytes;
+        int64_t S = a.shape[0];
+        for (int64_t i = 0; i < S; i++)
+            for (int r = 0; r < R; r++) memcpy(t + ((size_t)i * (size_t)R + (size_t)r) * one, s->stack[k].data + ((size_t)r * (size_t)S + (size_t)i) * one, one);
+        a.data = t;
+    } else if (by_replica) {
+        snprintf(s->err, sizeof s->err, "out of memory ordering outfeed records of '%s' by replica", s->keys[k]);
+        atomic_store(&s->failed, 1);
+        return;
+    }
     long long size = 128 + (long long)(s->stack[k].sample_bytes * (size_t)s->stack[k].n); /* header + data */
     s->stack[k].n = 0;
     if (s->budget && atomic_load(&s->bytes) + size > s->budget) {
@@ -87,6 +120,7 @@ static void sink_flush(sink_state *s, int k) {
     }
     free(dir);
     free(path);
+    free(t);
 }
 
 static void on_record(void *user, const ts_outfeed_record *r) {
@@ -97,6 +131,16 @@ static void on_record(void *user, const ts_outfeed_record *r) {
     if (k == s->n_keys && k < 32) snprintf(s->keys[s->n_keys++], sizeof s->keys[0], "%s", r->key);
     if (k >= 32) return;
     s->counts[k]++;
+    if (s->since && r->array.dtype == TS_F32 &&
+        ts_summarize_f32(r->array.data, ts_array_numel(&r->array), TS_WATCH_STATS, &s->scratch) == TS_OK) {
+        bool same = s->since_n[k] && ts_array_numel(&s->since_proto[k]) == ts_array_numel(&r->array);
+        if (s->last_only || !same || ts_summary_merge(&s->since[k], &s->scratch) != TS_OK) {
+            s->since[k] = s->scratch; /* the first since the last table (another shape: starts over) */
+            s->since_n[k] = 0;
+        }
+        s->since_n[k]++;
+        s->since_proto[k] = r->array;
+    }
     if (!s->dump_dir || atomic_load(&s->failed) || atomic_load(&s->full)) return;
     if (s->stack[k].n && s->stack[k].run != r->run) sink_flush(s, k);
     size_t bytes = (size_t)ts_array_numel(&r->array) * ts_dtype_size(r->array.dtype);
@@ -112,6 +156,20 @@ static void on_record(void *user, const ts_outfeed_record *r) {
         s->stack[k].data = grown;
         s->stack[k].cap = need * 2;
     }
+    if (!s->stack[k].n) {
+        s->stack[k].rep = r->replica;
+        s->stack[k].reps = 1;
+        s->stack[k].rows = 0;
+        s->stack[k].even = r->replica == 0;
+    } else if (r->replica != s->stack[k].rep) {
+        if (s->stack[k].reps == 1) s->stack[k].first_rows = s->stack[k].rows;
+        s->stack[k].even = s->stack[k].even && r->replica == s->stack[k].rep + 1 && s->stack[k].rows == s->stack[k].first_rows;
+        s->stack[k].rep = r->replica;
+        s->stack[k].reps++;
+        s->stack[k].rows = 0;
+    }
+    s->stack[k].rows++;
+    if (s->stack[k].reps == 1) s->stack[k].first_rows = s->stack[k].rows;
     memcpy(s->stack[k].data + bytes * (size_t)s->stack[k].n, r->array.data, bytes);
     s->stack[k].proto = r->array;
     s->stack[k].sample_bytes = bytes;
@@ -190,13 +248,20 @@ static ts_status evaluate(ts_model *inf, const cli_model *cm, const ts_dataset *
     return st;
 }
 
-/* The stats table of the watches of the model's last run under Graphcore's
- * "Step N - Summary Stats" heading, and the fp16/bf16/fp8 range fractions
- * of those watched with --watch-range. */
-static void print_stats_table(const ts_model *m) {
-    const ts_watch_result *w;
-    size_t n;
-    if (ts_model_watch_results(m, &w, &n) || n == 0) return;
+/* The stats table under Graphcore's "Step N - Summary Stats" heading: a
+ * row per watched tensor of the model's last run, then a row per outfeed
+ * key over the records since the last table, named KEY f32[S,*T] (all S
+ * records stacked, as the dumps stack a run's; mode last: the latest, S = 1),
+ * as Graphcore's example summarises what it dequeued; then the fp16/bf16/fp8
+ * range fractions of the tensors watched with --watch-range. */
+static void print_stats_table(const ts_model *m, ts_outfeed *q, sink_state *sink) {
+    const ts_watch_result *w = NULL;
+    size_t n = 0;
+    if (ts_model_watch_results(m, &w, &n)) n = 0;
+    int outfed = 0;
+    if (q && sink->since && ts_outfeed_flush(q) == TS_OK) /* every record so far summarised, the sink idle */
+        for (int k = 0; k < sink->n_keys && k < 32; k++) outfed += sink->since_n[k] > 0;
+    if (n == 0 && outfed == 0) return;
     char line[512], name[600];
     printf("Step %lld - Summary Stats\n%s\n", (long long)ts_model_steps(m), ts_stats_table_header(line, sizeof line));
     int idx = 0;
@@ -210,6 +275,14 @@ static void print_stats_table(const ts_model *m) {
         else if (w[i].replica >= 0) snprintf(name, sizeof name, "%s[%d]", w[i].name, w[i].replica); /* one replica's */
         else snprintf(name, sizeof name, "%s[all]", w[i].name);                                     /* reduced over them */
         printf("%s\n", ts_stats_table_row(idx++, name, &w[i].summary->stats, line, sizeof line));
+    }
+    for (int k = 0; outfed && k < sink->n_keys && k < 32; k++) {
+        if (!sink->since_n[k]) continue;
+        ts_array all = stacked_shape(sink->since_proto[k], sink->since_n[k]);
+        char shape[160];
+        snprintf(name, sizeof name, "%s %s", sink->keys[k], ts_array_shape_str(&all, shape, sizeof shape));
+        printf("%s\n", ts_stats_table_row(idx++, name, &sink->since[k].stats, line, sizeof line));
+        sink->since_n[k] = 0; /* the next table: the records after this one */
     }
     if (!ranges) return;
     printf("%-5s %-28s %21s %21s %21s %21s\n", "Index", "Name (underflow/overflow %)", "fp16", "bf16", "fp8 e4m3", "fp8 e5m2");
@@ -397,10 +470,10 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--watch", FLAG_LIST, &a.watches, "PATTERN", "summarise matching tensors (stats + histograms)"},
         {"--watch-period", FLAG_INT, &a.watch_period, "N", "summarise every N runs (default 1)"},
         {"--watch-range", FLAG_BOOL, &a.watch_range, NULL, "also the fp16/bf16/fp8 underflow and overflow fractions of watched tensors"},
-        {"--stats", FLAG_BOOL, &a.stats, NULL, "print the stats table of watched tensors each epoch"},
+        {"--stats", FLAG_BOOL, &a.stats, NULL, "print the stats table each epoch: watched tensors, and outfeed keys over their records"},
         {"--stats-every", FLAG_INT, &a.stats_every, "N", "print the stats table every N runs ('Step N - Summary Stats')"},
         {"--histogram", FLAG_STRING, &a.histogram, "FILE.png", "write the gradient histogram of anchored gradients"},
-        {"--dump-npy", FLAG_STRING, &a.dump_npy, "DIR", "write anchored arrays and outfeed records as .npy"},
+        {"--dump-npy", FLAG_STRING, &a.dump_npy, "DIR", "write anchored arrays, and outfeed records as one [S,*T] .npy per key per run"},
         {"--dump-limit", FLAG_STRING, &a.dump_limit, "SIZE", "stop when outfeed dumps reach SIZE (default 1G; 0: no limit)"},
         {"--print-tensor", FLAG_LIST, &a.prints, "NAME", "insert a print op on a tensor (glob ok)"},
         {"--run-single-step", FLAG_BOOL, &a.run_single_step, NULL, "run one step, report, stop"},
@@ -421,7 +494,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--picture-dir", FLAG_STRING, &a.picture_dir, "DIR", "where --feature-maps and --filters write (default .)"},
         {"--pipeline-stages", FLAG_INT, &a.pipeline_stages, "K", "under mpirun -np K: one pipeline stage per rank (else one replica per rank)"},
         {"--split-at", FLAG_STRING, &a.split_at, "SCOPE[,SCOPE...]", "the K-1 scopes that start stages 2..K (e.g. fc2,fc3)"},
-        {"--quiet", FLAG_BOOL, &a.quiet, NULL, "no progress bar"},
+        {"--pipeline-schedule", FLAG_STRING, &a.pipeline_schedule, "gpipe|1f1b", "gpipe: every forward, then every backward (default); 1f1b: one forward, one backward"},
+        {"--quiet", FLAG_BOOL, &a.quiet, NULL, "only errors, warnings and the final result (no progress, no epoch lines)"},
         {NULL, FLAG_BOOL, NULL, NULL, NULL}};
     cli_flag eval_table[TS_ARRAY_COUNT(flags)];
     const cli_flag *table = eval_only ? eval_flags(flags, eval_table) : flags;
@@ -499,6 +573,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     for (size_t i = 0; i < sizeof outputs / sizeof outputs[0]; i++)
         if (outputs[i].path && (rc = cli_check_output(cmd, outputs[i].flag, outputs[i].path, outputs[i].dir))) return rc;
     if (a.log_verbosity >= 0) ts_set_log_level((int)a.log_verbosity);
+    else if (a.quiet) cli_quiet_logs();
     ts_crash_handler_install();
     /* under mpirun: one pipeline stage per rank with --pipeline-stages, else
      * one replica per rank; rank 0 alone prints and writes files */
@@ -511,6 +586,10 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         for (char *tok = strtok(splits_buf, ","); tok && n_splits < 16; tok = strtok(NULL, ",")) splits[n_splits++] = tok;
     }
     if (a.pipeline_stages < 0 || a.pipeline_stages > 16) return cli_usage_error(cmd, "--pipeline-stages must be 1..16, got %ld", a.pipeline_stages);
+    ts_pipeline_schedule schedule = TS_PIPELINE_GPIPE;
+    if (a.pipeline_schedule && strcmp(a.pipeline_schedule, "1f1b") == 0) schedule = TS_PIPELINE_1F1B;
+    else if (a.pipeline_schedule && strcmp(a.pipeline_schedule, "gpipe") != 0)
+        return cli_usage_error(cmd, "--pipeline-schedule must be gpipe or 1f1b, got '%s'", a.pipeline_schedule);
     if (n_splits != K - 1)
         return cli_usage_error(cmd, "--pipeline-stages %d needs --split-at with %d scope%s (the first ops of stages 2..%d, e.g. fc2), got %d", K, K - 1,
                                K == 2 ? "" : "s", K, n_splits);
@@ -536,7 +615,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     ts_tb_writer *tb = NULL;
     char tb_dir[1100] = "";
     ts_loader *loader = NULL;
-    sink_state sink = {.dump_dir = lead ? a.dump_npy : NULL, .budget = dump_limit};
+    sink_state sink = {.dump_dir = lead ? a.dump_npy : NULL, .budget = dump_limit, .replicas = R};
     bool dumps_full = false;
     curve *loss_curve = calloc(1, sizeof *loss_curve), *acc_curve = calloc(1, sizeof *acc_curve), *hl_curve = calloc(1, sizeof *hl_curve);
     rc = CLI_RUNTIME;
@@ -581,7 +660,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     if ((st = ts_options_set_device_iterations(o, (int)a.repeat_count)) || (st = ts_options_set_gradient_accumulation(o, (int)a.grad_accum)) ||
         (st = ts_options_set_threads(o, (int)a.threads)) || (st = ts_options_set_check_numerics(o, check)) ||
         (st = ts_options_set_output_mode(o, gmode, gperiod)) || (st = ts_options_set_replication(o, R, 100)) ||
-        (st = ts_options_set_pipeline(o, K, splits, n_splits))) {
+        (st = ts_options_set_pipeline(o, K, splits, n_splits)) || (st = ts_options_set_pipeline_schedule(o, schedule))) {
         rc = cli_usage_error(cmd, "%s", ts_last_error());
         goto done;
     }
@@ -617,7 +696,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             cli_parse_anchor(cmd, a.anchors.items[i], name, sizeof name, &mode, &period);
             ts_options_watch(o, name, TS_WATCH_STATS, (int)a.watch_period);
         }
-        if (a.anchors.n == 0) ts_options_watch(o, "Gradient___*.*", TS_WATCH_STATS, (int)a.watch_period);
+        if (a.anchors.n == 0 && a.outfeeds.n == 0) ts_options_watch(o, "Gradient___*.*", TS_WATCH_STATS, (int)a.watch_period);
     }
     if (a.tensorboard) ts_options_watch(o, "Accum___*", TS_WATCH_STATS, 1); /* global gradient norm */
     if (a.outfeeds.n) {
@@ -647,6 +726,11 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         if (grads) ts_options_outfeed_gradients(o, q, a.outfeed_pre);
         if (!grads && !marked) {
             rc = cli_usage_error(cmd, "--outfeed: no activation or <param>_grad key matches %s", a.outfeeds.items[0]);
+            goto done;
+        }
+        sink.last_only = of_mode == TS_OUTFEED_LAST;
+        if (a.stats && !(sink.since = calloc(32, sizeof *sink.since))) {
+            cli_runtime_error("allocating the outfeed's stats");
             goto done;
         }
         if (ts_outfeed_set_sink(q, on_record, &sink)) {
@@ -723,8 +807,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         char line[512];
         fprintf(stderr, "%s\n", ts_model_memory_line(tm, line, sizeof line));
     }
-    if (R > 1) printf("replicas: %d (one per MPI rank), micro-batch %ld each, %ld per step\n", R, a.batch_size, a.batch_size * R);
-    if (K > 1) printf("pipeline: %d stages (one per MPI rank), split at %s\n", K, a.split_at);
+    if (R > 1 && !a.quiet) printf("replicas: %d (one per MPI rank), micro-batch %ld each, %ld per step\n", R, a.batch_size, a.batch_size * R);
+    if (K > 1 && !a.quiet) printf("pipeline: %d stages (one per MPI rank), split at %s\n", K, a.split_at);
     if (a.tensorboard && lead) {
         if (cli_tb_open(a.tensorboard, a.run_name, &tb, tb_dir, sizeof tb_dir)) {
             cli_runtime_error("opening the TensorBoard log");
@@ -784,9 +868,12 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     }
     const char *in_names[2] = {ts_tensor_name(cm.x), ts_tensor_name(cm.labels)};
     long total_runs = (long)ts_model_runs(tm);
+    long long first_samples = (long long)total_runs * S * a.batch_size * R; /* a resumed run's samples before it */
     long first_epoch = ts_loader_epoch(loader) > 1 ? (long)ts_loader_epoch(loader) : 1;
     bool stop = a.max_steps && total_runs >= a.max_steps;
-    double t_start = cli_now();
+    double t_start = cli_now(), train_s = 0; /* train_s: training time, evaluation excluded */
+    double last_loss = NAN, last_acc = 0, last_hl = 0;
+    bool last_held = false;
     catch_interrupts(true);
     for (long ep = first_epoch; ep <= a.epochs && !stop; ep++) {
         cli_progress bar;
@@ -835,7 +922,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             }
             if (a.stats_every && total_runs % a.stats_every == 0) {
                 cli_progress_end(&bar);
-                print_stats_table(tm);
+                print_stats_table(tm, q, &sink);
             }
             if (lead && a.checkpoint_dir && a.checkpoint_every && total_runs % a.checkpoint_every == 0 && ts_checkpoint_save(ckpt, tm, loader)) {
                 cli_progress_end(&bar);
@@ -876,18 +963,22 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             curve_add(acc_curve, (double)ts_model_steps(tm), 100 * acc); /* percent, as printed */
             curve_add(hl_curve, (double)ts_model_steps(tm), hl);
         }
-        printf("epoch %ld/%ld: loss %.4f", ep, a.epochs, ep_runs ? ep_loss / (double)ep_runs : NAN);
-        if (held) printf("  held-out accuracy %.2f%% (loss %.4f)", 100 * acc, hl);
-        printf("  %.2f s, %.0f samples/s", ep_s, (double)(ep_runs * S * a.batch_size * R) / ep_s);
-        if (scheduled) printf("  lr %.6g", ts_model_learning_rate(tm));
-        if (a.dump_npy && q) printf("  outfeed dumps %.1f MB", (double)atomic_load(&sink.bytes) / 1e6);
-        printf("\n");
-        fflush(stdout);
+        train_s += ep_s;
+        last_loss = ep_runs ? ep_loss / (double)ep_runs : NAN, last_acc = acc, last_hl = hl, last_held = held;
+        if (!a.quiet) { /* --quiet: the final line says how it ended */
+            printf("epoch %ld/%ld: loss %.4f", ep, a.epochs, last_loss);
+            if (held) printf("  held-out accuracy %.2f%% (loss %.4f)", 100 * acc, hl);
+            printf("  %.2f s, %.0f samples/s", ep_s, (double)(ep_runs * S * a.batch_size * R) / ep_s);
+            if (scheduled) printf("  lr %.6g", ts_model_learning_rate(tm));
+            if (a.dump_npy && q) printf("  outfeed dumps %.1f MB", (double)atomic_load(&sink.bytes) / 1e6);
+            printf("\n");
+            fflush(stdout);
+        }
         if (tb && ((held && cli_tb_eval(tb, ts_model_steps(tm), hl, acc)) || ts_tb_flush(tb))) {
             cli_runtime_error("writing the TensorBoard log");
             goto done;
         }
-        if (a.stats && !a.stats_every) print_stats_table(tm);
+        if (a.stats && !a.stats_every) print_stats_table(tm, q, &sink);
         if (a.log_memory) {
             char line[512];
             fprintf(stderr, "%s\n", ts_model_memory_line(tm, line, sizeof line));
@@ -903,8 +994,18 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         }
         printf("checkpoint at step %lld in %s\n", (long long)ts_model_steps(tm), ckpt);
     }
-    printf("trained %ld runs (%lld steps, %lld samples) in %.2f s\n", total_runs, (long long)ts_model_steps(tm),
-           (long long)(total_runs * S * a.batch_size * R), cli_now() - t_start);
+    /* the final result: what was trained, and how the last epoch ended (its
+     * mean loss and held-out accuracy, as its epoch line); samples/s over
+     * the training time (evaluation excluded) */
+    long long samples = (long long)total_runs * S * a.batch_size * R;
+    printf("trained %ld runs (%lld steps, %lld samples) in %.2f s", total_runs, (long long)ts_model_steps(tm), samples, cli_now() - t_start);
+    if (train_s > 0) {
+        printf(": loss %.4f", last_loss);
+        if (last_held) printf("  held-out accuracy %.2f%% (loss %.4f)", 100 * last_acc, last_hl);
+        printf("  %.0f samples/s", (double)(samples - first_samples) / train_s);
+        if (scheduled) printf("  lr %.6g", ts_model_learning_rate(tm));
+    }
+    printf("\n");
 
     /* ---- what the user asked to keep */
     const char *const *anames;
@@ -1003,6 +1104,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     rc = dumps_full ? CLI_RUNTIME : CLI_OK;
 done:
     if (q) {
+        ts_outfeed_counts oc = ts_outfeed_get_counts(q);
         ts_outfeed_free(q); /* drains: every record reaches the sink */
         q = NULL;
         sink_finish(&sink);
@@ -1013,8 +1115,11 @@ done:
         if (rc == CLI_OK || dumps_full) {
             printf("outfeed: %ld records", sink.records);
             for (int k = 0; k < sink.n_keys; k++) printf("%s %s x%ld", k ? "," : ":", sink.keys[k], sink.counts[k]);
-            if (a.dump_npy) printf(" (%ld files written to %s/outfeed/, one [S,*T] array per key per run)", sink.written, a.dump_npy);
+            if (a.dump_npy) printf(" (%ld files written to %s/outfeed/, one [S,%s*T] array per key per run)", sink.written, a.dump_npy, R > 1 ? "R," : "");
             printf("\n");
+            if (oc.dropped) /* the library warned as it happened; the count, once */
+                printf("outfeed: %lld records dropped (%s)\n", (long long)oc.dropped,
+                       a.outfeed_drop ? "--outfeed-drop: the queue was full" : "more keys waited than --outfeed-depth");
         }
     }
     if (tb) ts_tb_hparams_end(tb, rc == CLI_OK);
@@ -1034,6 +1139,7 @@ done:
     ts_dataset_free(ds);
     ts_dataset_free(hds);
     free(onehot);
+    free(sink.since);
     free(loss_curve);
     free(acc_curve);
     free(hl_curve);

@@ -1,5 +1,6 @@
 /* progress.c -- a one-line progress bar on stderr: rate, ETA, current loss.
- * Off when stderr is not a terminal (logs and CI stay clean) or --quiet. */
+ * Off when stderr is not a terminal (logs and CI stay clean) or --quiet.
+ * Redrawn at most CLI_PROGRESS_HZ times a second, and at the last item. */
 #include "cli.h"
 
 #include <time.h>
@@ -16,17 +17,19 @@ void cli_progress_start(cli_progress *p, bool enabled, const char *label, long t
     p->label = label;
     p->total = total;
     p->done = 0;
-    p->t0 = cli_now();
     p->last_width = 0;
     p->written = 0;
-    p->last_draw = 0;
+    p->last_draw = -1.0; /* the first update draws */
+    p->out = stderr;
+    p->clock = cli_now; /* a test sets its own clock, and t0 from it */
+    p->t0 = p->clock();
 }
 
 void cli_progress_update(cli_progress *p, long done, double loss) {
     if (!p->on) return;
     p->done = done;
-    double now = cli_now();
-    if (done < p->total && now - p->last_draw < 0.1) return; /* at most 10 redraws a second, and the last one */
+    double now = p->clock();
+    if (p->last_draw >= 0 && done < p->total && now - p->last_draw < 1.0 / CLI_PROGRESS_HZ) return; /* and the last one */
     p->last_draw = now;
     double el = now - p->t0, rate = el > 0 ? (double)done / el : 0;
     double eta = rate > 0 ? (double)(p->total - done) / rate : 0;
@@ -34,13 +37,17 @@ void cli_progress_update(cli_progress *p, long done, double loss) {
     char bar[32];
     for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
     bar[width] = '\0';
-    fprintf(stderr, "\r%s [%s] %ld/%ld %.1f it/s ETA %.0fs loss %.4f ", p->label, bar, done, p->total, rate, eta, loss);
-    if (p->written > 0) fprintf(stderr, "dumps %.1f MB ", (double)p->written / 1e6);
-    fflush(stderr);
+    fprintf(p->out, "\r%s [%s] %ld/%ld %.1f it/s ETA %.0fs loss %.4f ", p->label, bar, done, p->total, rate, eta, loss);
+    if (p->written > 0) fprintf(p->out, "dumps %.1f MB ", (double)p->written / 1e6);
+    fflush(p->out);
 }
 
 void cli_progress_end(cli_progress *p) {
     if (!p->on) return;
-    fprintf(stderr, "\r%*s\r", 100, "");
-    fflush(stderr);
+    fprintf(p->out, "\r%*s\r", 100, "");
+    fflush(p->out);
+}
+
+void cli_quiet_logs(void) {
+    if (!getenv("TS_LOG_LEVEL") && ts_get_log_level() > TS_LOG_WARN) ts_set_log_level(TS_LOG_WARN);
 }

@@ -98,7 +98,7 @@ class OutfeedConfig(C.Structure):  # ts_outfeed_config
 
 class OutfeedRecord(C.Structure):  # ts_outfeed_record
     _fields_ = [("run", C.c_int64), ("sample", C.c_int64), ("key", C.c_char_p),
-                ("array", Array), ("replica", C.c_int)]
+                ("array", Array), ("replica", C.c_int), ("stage", C.c_int)]
 
 
 class OutfeedCounts(C.Structure):  # ts_outfeed_counts
@@ -189,6 +189,7 @@ _PROTOTYPES = {
     "ts_options_set_threads": (_st, [P, C.c_int]),
     "ts_options_set_replication": (_st, [P, C.c_int, C.c_int]),
     "ts_options_set_pipeline": (_st, [P, C.c_int, STRS, C.c_int]),
+    "ts_options_set_pipeline_schedule": (_st, [P, C.c_int]),
     # MPI jobs
     "ts_dist_init": (_st, [P, P]),
     "ts_dist_finalize": (_st, []),

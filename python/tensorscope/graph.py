@@ -486,14 +486,18 @@ class Graph:
         check(lib.ts_outfeed_add(self._h, queue._h, cstr(key), tensor._h))
         self._queues.append(queue)
 
-    def dump(self, model=None, fmt="text", locations=False):
+    def dump(self, model=None, fmt="text", locations=False, backward=False):
         """The graph as text (or Graphviz dot with fmt="dot"); with a model,
-        its compiled shapes, gradients and observation flags."""
+        its compiled shapes, gradients and observation flags; backward=True
+        adds the backward pass and optimizer step of a compiled training
+        model (ts_graph_dump's TS_DUMP_BACKWARD)."""
         fmts = {"text": 0, "dot": 1}
         if fmt not in fmts:
             raise ValueError(f"dump format {fmt!r}: use 'text' or 'dot'")
-        return _capi.take_string(lib.ts_graph_dump(self._h, model._h if model else None,
-                                                   fmts[fmt], int(bool(locations))))
+        if backward and (model is None or not model.training):
+            raise ValueError("dump(backward=True) needs a training model: an inference model runs no backward pass")
+        flags = (1 if locations else 0) | (2 if backward else 0)  # TS_DUMP_LOCATIONS, TS_DUMP_BACKWARD
+        return _capi.take_string(lib.ts_graph_dump(self._h, model._h if model else None, fmts[fmt], flags))
 
 
 for _method, (_cname, _spec) in OPS.items():

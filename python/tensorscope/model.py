@@ -194,9 +194,10 @@ class Model:
     def flops_per_microbatch(self):
         return lib.ts_model_flops_per_microbatch(self._h)
 
-    def dump(self, fmt="text", locations=False):
-        """The graph with this model's compiled shapes and observation flags."""
-        return self.graph.dump(self, fmt, locations)
+    def dump(self, fmt="text", locations=False, backward=False):
+        """The graph with this model's compiled shapes and observation flags;
+        backward=True adds the backward pass and optimizer step (training)."""
+        return self.graph.dump(self, fmt, locations, backward)
 
 
 def _tensor(graph, t):

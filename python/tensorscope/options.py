@@ -121,12 +121,18 @@ class Options:
         check(lib.ts_options_set_replication(self._h, int(replicas), int(check_every)))
         return self
 
-    def pipeline(self, stages, split_at):
+    def pipeline(self, stages, split_at, schedule="gpipe"):
         """A pipeline of `stages` stages, one per rank of the MPI job, split
-        before the first op of each scope in split_at (stages - 1 names)."""
+        before the first op of each scope in split_at (stages - 1 names);
+        schedule "gpipe" (every forward, then every backward) or "1f1b" (one
+        forward, one backward: fewer micro-batches in flight)."""
+        schedules = {"gpipe": 0, "1f1b": 1}
+        if schedule not in schedules:
+            raise ValueError(f"pipeline schedule {schedule!r}: use 'gpipe' or '1f1b'")
         names = [s.encode() for s in split_at]
         arr = (C.c_char_p * max(len(names), 1))(*names)
         check(lib.ts_options_set_pipeline(self._h, int(stages), arr, len(names)))
+        check(lib.ts_options_set_pipeline_schedule(self._h, schedules[schedule]))
         return self
 
 
@@ -162,8 +168,10 @@ def AdamW(lr=1e-3, betas=None, eps=None, weight_decay=0.01):
 
 # --------------------------------------------------------------- outfeed
 
-Record = collections.namedtuple("Record", "key run sample array")
-Record.__doc__ = "One outfeed record: run index, sample in the run, key, numpy array (a copy)."
+Record = collections.namedtuple("Record", "key run sample array replica stage", defaults=(0, 0))
+Record.__doc__ = ("One outfeed record: run index, sample in the run, key, numpy array (a copy), "
+                  "and the replica and pipeline stage (MPI rank) that made it; under mpirun rank 0 "
+                  "also gets every other rank's records, after its own, after each run.")
 
 
 class OutfeedQueue:
@@ -208,7 +216,7 @@ class OutfeedQueue:
     def _on_record(self, rec):  # on the library's consumer thread
         r = rec.contents
         self._records.append(Record(r.key.decode(), r.run, r.sample,
-                                    _capi.to_numpy(r.array, "outfeed record")))
+                                    _capi.to_numpy(r.array, "outfeed record"), r.replica, r.stage))
         with self._cond:
             self._received += 1
             self._cond.notify_all()
@@ -237,7 +245,7 @@ class OutfeedQueue:
                 return
             check(st)
             yield Record(rec.key.decode(), rec.run, rec.sample,
-                         _capi.to_numpy(rec.array, "outfeed record"))
+                         _capi.to_numpy(rec.array, "outfeed record"), rec.replica, rec.stage)
 
     def __len__(self):
         """Records waiting to be iterated (mode "all")."""

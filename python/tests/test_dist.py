@@ -12,7 +12,8 @@ def test_outside_mpirun_a_job_of_one_rank():
 
 
 @pytest.mark.parametrize("configure", [lambda o: o.replication(2),
-                                       lambda o: o.pipeline(2, ["fc2"])])
+                                       lambda o: o.pipeline(2, ["fc2"]),
+                                       lambda o: o.pipeline(2, ["fc2"], schedule="1f1b")])
 def test_replicas_or_stages_need_mpirun(configure):
     m = ts.training_model(small_mlp(), configure(ts.Options()), optimizer=ts.SGD(lr=0.01))
     with pytest.raises((ts.StateError, ts.UnsupportedError), match="mpirun -np 2"):
@@ -24,3 +25,5 @@ def test_bad_settings_are_value_errors():
         ts.Options().replication(0)
     with pytest.raises(ts.InvalidArgumentError, match="split at 1 scope"):
         ts.Options().pipeline(2, [])
+    with pytest.raises(ValueError, match="1f1b"):
+        ts.Options().pipeline(2, ["fc2"], schedule="interleaved")

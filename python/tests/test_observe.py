@@ -93,3 +93,6 @@ def test_metrics_report_counts_runs():
     assert m.runs == 1 and m.steps == 1
     assert m.memory()["parameters"] == 4 * (5 * 6 + 5 + 3 * 5 + 3)
     assert "Relu:0" in m.dump()
+    bwd = m.dump(backward=True)
+    assert "\n# backward, once per micro-batch" in bwd and "\n# optimizer step" in bwd
+    assert "+= ReluBackward(%Gradient___Relu:0, %Relu:0)" in bwd

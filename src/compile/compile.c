@@ -42,6 +42,7 @@ void ts_prog_free(ts_prog *p) {
     ts_free(p->rep_summaries);
     ts_free(p->rep_results);
     ts_free(p->rep_sums);
+    ts_free(p->rep_nodes);
     ts_free(p->stage);
     ts_free(p->bnd_in);
     ts_free(p->bnd_out);
@@ -49,6 +50,9 @@ void ts_prog_free(ts_prog *p) {
     ts_free(p->outbox);
     ts_free(p->slots);
     ts_free(p->param_sync);
+    ts_free(p->fwd);
+    ts_free(p->fwd_at);
+    ts_free(p->fwd_got);
     ts_free(p->watch_what);
     ts_free(p->watch_period);
     ts_free(p->parts);
@@ -625,6 +629,7 @@ static void mark_checks(ts_model *m, ts_prog *p) {
         if (en->kind == TS_KIND_GRAD) check = c == TS_CHECK_OP || t->op == TS_OP_PARAM || is_layer_output(m->g, p, t->id);
         if (en->kind == TS_KIND_UPDATED) check = true;
         if (ts_op_holds_value(t->op) && en->kind == TS_KIND_VALUE) check = false;
+        if (en->view) check = false; /* the bytes of the model input it views, checked there */
         en->check = check;
         en->observed = en->observed || check;
     }
@@ -676,6 +681,7 @@ ts_status ts_prog_build(ts_model *m, ts_prog **out) {
     if ((st = resolve_outfeeds(m, p))) goto fail;
     if ((st = ts_replicas_compile(m, p))) goto fail;
     if ((st = ts_pipeline_compile(m, p))) goto fail;
+    if ((st = ts_outfeeds_compile(m, p))) goto fail;
     mark_checks(m, p);
     ts_lint(m, p);
     if (!(p->sorted_names = ts_calloc((size_t)p->n_entries + 1, sizeof *p->sorted_names))) {

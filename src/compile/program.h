@@ -118,7 +118,10 @@ typedef struct ts_prog {
     ts_summary *rep_gathered;     /* R * n_watch summaries, by rank */
     ts_summary *rep_summaries;    /* n_watch * (R + 1): per replica, then reduced */
     ts_watch_result *rep_results; /* the rows ts_model_watch_results returns */
-    uint32_t *rep_sums;           /* (R + 1) * parameters: weight checksums */
+    int *rep_nodes, n_rep_nodes;  /* the trained parameters, then the buffers, checked by checksum */
+    int rep_first_buffer;         /* index of the first buffer in rep_nodes */
+    uint32_t *rep_sums;           /* (R + 1) * n_rep_nodes: their checksums */
+    size_t allreduce_bytes;       /* this step's all-reduces, started in the backward */
     /* pipeline stages (K > 1, model/pipeline.c) */
     int *stage;                   /* per node: its stage (-1 unused); NULL without a pipeline */
     int *bnd_in, n_bnd_in;        /* tensors the previous stage sends, node ids in order */
@@ -126,10 +129,15 @@ typedef struct ts_prog {
     int64_t len_in, len_out;      /* floats of one micro-batch's message each way */
     float *inbox;                 /* one received message */
     float *outbox;                /* A messages forward (len_out), then A backward (len_in) */
-    float *slots;                 /* A copies of the activations between forward and backward */
+    float *slots;                 /* n_keep copies of the activations between forward and backward */
+    int n_keep;
     float *param_sync;            /* (K + 1) * (parameters + 1) floats exchanged after a run */
     int64_t param_floats;
     uint64_t wait_ns;             /* this run: time blocked receiving (the bubble) */
+    /* outfeed records to rank 0 (model/outfeeds.c) */
+    unsigned char *fwd;           /* ranks > 0: this run's records, packed; rank 0: every other rank's */
+    size_t fwd_cap, fwd_used;
+    size_t *fwd_at, *fwd_got;     /* rank 0: where rank r's records go (size + 1), and how many bytes came */
 } ts_prog;
 
 typedef struct ts_opt_state { /* per parameter, survives recompiles */
@@ -151,6 +159,7 @@ struct ts_options {
     int grad_pre_accumulated;
     int replicas, replica_check; /* R (1 = off) and steps between weight checks */
     int stages;                  /* pipeline stages K (1 = off) */
+    ts_pipeline_schedule schedule;
     char **split_at;             /* K - 1 scope names */
 };
 
@@ -177,6 +186,7 @@ struct ts_model {
     bool has_run;
     /* failure of the last run (numeric check) */
     int failed_entry;
+    int failed_op;       /* node whose backward wrote the failed gradient, -1 otherwise */
     bool rerun;          /* re-executing op by op: checks only, no observers */
     /* replicas: the job's collectives (NULL without replicas) */
     const ts_collective *coll;
@@ -227,8 +237,15 @@ int ts_replicas(const ts_model *m); /* R, 1 without replicas */
 ts_status ts_replicas_compile(ts_model *m, ts_prog *p);
 /* Before a run: the weight checksum when due. */
 ts_status ts_replicas_before_run(ts_model *m);
-/* Averages every parameter's Accum___ over the replicas (before the step). */
+/* The backward has finished parameter `node`'s gradient of micro-batch mb:
+ * adds it to Accum___ (A > 1) and, at the step's last micro-batch, starts
+ * averaging Accum___ over the replicas while the backward goes on. */
+ts_status ts_replicas_grad_ready(ts_model *m, int node, int64_t mb);
+/* Completes every parameter's average (before the step). */
 ts_status ts_replicas_allreduce(ts_model *m);
+/* After a step: every buffer (running statistics) becomes its mean over
+ * the replicas. */
+ts_status ts_replicas_sync_buffers(ts_model *m);
 /* After a run: anchors and watch results of every replica, on every rank. */
 ts_status ts_replicas_after_run(ts_model *m);
 
@@ -244,14 +261,33 @@ ts_status ts_pipeline_recv_forward(ts_model *m, int a);
 ts_status ts_pipeline_send_forward(ts_model *m, int a);
 ts_status ts_pipeline_recv_backward(ts_model *m, int a);
 ts_status ts_pipeline_send_backward(ts_model *m, int a);
+/* Op k (0 .. 2A - 1 training, A - 1 inference) of a step of this rank's
+ * stage under the model's schedule: the forward or the backward of
+ * micro-batch *a. */
+void ts_pipeline_op(const ts_model *m, int stage, int k, bool *backward, int *a);
 /* Keeps micro-batch a's activations until its backward (restore = back). */
 void ts_pipeline_keep(ts_model *m, int a, bool restore);
 /* After a run: every stage's parameters, anchors and watch results on every
  * rank; the bubble metric. */
 ts_status ts_pipeline_after_run(ts_model *m, uint64_t run_ns);
 
+/* model/outfeeds.c: every rank's outfeed records on rank 0 (DESIGN.md §15) */
+/* Sizes the buffer of one run's records (compile, after the two above). */
+ts_status ts_outfeeds_compile(ts_model *m, ts_prog *p);
+/* The replica and the stage this rank's records carry. */
+int ts_outfeeds_replica(const ts_model *m);
+int ts_outfeeds_stage(const ts_model *m);
+/* A record of link `link` of `entry` this rank pushed: kept for rank 0. */
+ts_status ts_outfeeds_keep(ts_model *m, int entry, int link, int64_t sample, const ts_array *a);
+/* After a run: ranks > 0 send their records, rank 0 pushes them. */
+ts_status ts_outfeeds_after_run(ts_model *m);
+
 /* observe.c: the executor's one hook */
 ts_status ts_observe(ts_model *m, int entry, int64_t sample);
+/* After the backward kernel of `node` (check_numerics on, and the op by op
+ * replay): the checked gradients it added into, a NaN/Inf blamed on it with
+ * the stats of what it read (alive until the next kernel). */
+ts_status ts_check_backward(ts_model *m, int node, int64_t sample);
 /* The optimizer step of parameter `node` in step d of the run: runs
  * update(ctx, begin, end) over [0, n) and, around each chunk of it while the
  * chunk is in cache, summarises the watched entries the step reads (its

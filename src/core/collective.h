@@ -15,19 +15,28 @@ typedef struct ts_collective {
     ts_status (*allreduce_mean_start)(float *buf, int64_t n);
     /* Completes every started all-reduce. */
     ts_status (*allreduce_wait)(void);
+    /* Lets the started all-reduces advance without waiting for them. */
+    ts_status (*allreduce_progress)(void);
     /* recv[r * bytes ..] <- rank r's send[0..bytes), on every rank; `what`
      * names it in a failure ("the weight checksums"). */
     ts_status (*allgather)(const void *send, void *recv, size_t bytes, const char *what);
-    /* Point-to-point messages of floats (pipeline stages): a send starts
-     * and returns (buf must stay untouched until send_wait completes every
-     * started send); a receive completes before it returns. */
-    ts_status (*send_start)(int peer, int tag, const float *buf, int64_t n);
+    /* Point-to-point messages (pipeline stages, outfeed records to rank
+     * 0): a send starts and returns (buf must stay untouched until
+     * send_wait completes every started send); a receive of at most cap
+     * bytes completes before it returns and says how many came in *got
+     * (NULL: not asked); `what` names it in a failure. */
+    ts_status (*send_start)(int peer, int tag, const void *buf, size_t bytes);
     ts_status (*send_wait)(void);
-    ts_status (*recv)(int peer, int tag, float *buf, int64_t n);
+    ts_status (*recv)(int peer, int tag, void *buf, size_t cap, size_t *got, const char *what);
     /* This rank failed (its run returned an error): the others cannot
      * finish their collectives, so leaving the job must end it. */
     void (*mark_failed)(void);
 } ts_collective;
+
+/* Message tags: a pipeline's micro-batch a sends 2a (forward) and 2a + 1
+ * (backward), below this one, the outfeed records to rank 0 (MPI
+ * guarantees tags up to 32767). */
+#define TS_TAG_OUTFEED 32767
 
 /* The job's collectives, or NULL outside a job of more than one rank. */
 const ts_collective *ts_collective_get(void);

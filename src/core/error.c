@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static _Thread_local char last_error[1024];
+static _Thread_local char last_error[8192]; /* a numeric check and its op-by-op replay fit whole */
 
 const char *ts_version(void) { return TS_VERSION_STRING; }
 

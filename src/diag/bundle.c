@@ -5,7 +5,9 @@
  *   output.log   the child's stdout and stderr, interleaved through one pipe
  *                (also copied to our stdout as it arrives)
  *   metrics.txt  TS_METRICS_FILE, if the child's library wrote it
- *   graph.txt    TS_SAVE_GRAPH_FILE (TS_SAVE_GRAPH_FMT=text unless set)
+ *   graph.txt    TS_SAVE_GRAPH_FILE: every compile's graph, appended, training
+ *                models with their backward pass (TS_SAVE_GRAPH_FMT=text and
+ *                TS_SAVE_GRAPH_BACKWARD=1 unless set)
  *   exit.txt     "exit N", "signal N (SIGX)" or "timeout after S s" followed
  *                by how the killed child ended
  *   command.txt  the command line, shell-quoted, secrets redacted
@@ -195,7 +197,7 @@ static ts_status build_env(envlist *e, const char *work) {
         int force; /* replace a value the user set */
     } vars[] = {{"TS_LOG_LEVEL", "4", 0},          {"TS_METRICS_FILE", metrics, 1},
                 {"TS_SAVE_GRAPH_FILE", graph, 1},   {"TS_SAVE_GRAPH_FMT", "text", 0},
-                {"TS_IR_DEBUG", "1", 1}};
+                {"TS_SAVE_GRAPH_BACKWARD", "1", 0}, {"TS_IR_DEBUG", "1", 1}};
     ts_status st = metrics && graph ? TS_OK : TS_ERR_OUT_OF_MEMORY;
     int seen[TS_ARRAY_LEN(vars)] = {0};
     for (char **p = environ; p && *p && st == TS_OK; p++) {

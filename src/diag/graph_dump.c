@@ -193,8 +193,127 @@ static void node_attrs(dump_buf *b, const ts_tensor *t) {
     }
 }
 
-static bool want_locations(int locations) {
-    return locations || ts_env_flag("TS_IR_DEBUG");
+static bool want_locations(int flags) {
+    return (flags & TS_DUMP_LOCATIONS) || ts_env_flag("TS_IR_DEBUG");
+}
+
+/* ---- the backward pass and the optimizer step of a training program
+ *
+ * Not graph nodes: compile gives every op's backward kernel a place in the
+ * program (the reverse of the forward order) and every parameter an
+ * optimizer update. Each is described as an "op" over the program's named
+ * entries (Gradient___, Accum___, UpdatedVar___, optimizer state, and the
+ * forward values it keeps), the same list for text and DOT. */
+
+#define BWD_MAX_IN (TS_MAX_INPUTS + 2)
+#define BWD_MAX_OUT TS_MAX_INPUTS
+
+typedef struct bwd_op {
+    char op[64];           /* LogBackward, SGD, ... */
+    char attrs[160];       /* ", lr=0.01, momentum=0.9" */
+    const ts_tensor *src;  /* whose op it is (its source location) */
+    int in[BWD_MAX_IN], n_in;    /* entries read */
+    int out[BWD_MAX_OUT], n_out; /* entries written */
+    bool accumulates;      /* adds into its outputs (a backward kernel) */
+    bool optimizer;        /* part of the optimizer step */
+} bwd_op;
+
+static void add_ref(int *v, int *n, int max, int e) {
+    for (int k = 0; k < *n; k++)
+        if (v[k] == e) return; /* x * x reads x once, writes Gradient___x once */
+    if (*n < max && e >= 0) v[(*n)++] = e;
+}
+
+static void optimizer_attrs(const ts_model *m, char *buf, size_t n) {
+    const ts_optimizer *o = &m->opt;
+    size_t used = (size_t)snprintf(buf, n, ", lr=%g", (double)m->base_lr);
+    if (used < n && o->kind == TS_OPT_SGD) {
+        if (o->momentum != 0.0f) used += (size_t)snprintf(buf + used, n - used, ", momentum=%g", (double)o->momentum);
+        if (used < n && o->dampening != 0.0f) used += (size_t)snprintf(buf + used, n - used, ", dampening=%g", (double)o->dampening);
+        if (used < n && o->nesterov) used += (size_t)snprintf(buf + used, n - used, ", nesterov=true");
+    } else if (used < n) {
+        used += (size_t)snprintf(buf + used, n - used, ", betas=(%g, %g), eps=%g", (double)o->beta1, (double)o->beta2, (double)o->eps);
+    }
+    if (used < n && o->weight_decay != 0.0f) snprintf(buf + used, n - used, ", weight_decay=%g", (double)o->weight_decay);
+}
+
+/* The ops of the backward pass in the order they run, then those of the
+ * optimizer step; *out NULL (and *n 0) when there are none. */
+static ts_status backward_ops(const ts_model *m, bwd_op **out, int *n) {
+    const ts_prog *p = m->prog;
+    const ts_graph *g = m->g;
+    *out = NULL;
+    *n = 0;
+    bwd_op *v = ts_calloc((size_t)p->n_order * 3 + 1, sizeof *v); /* per node: a backward, or an accumulation and an update */
+    if (!v) return TS_ERR_OUT_OF_MEMORY;
+    int k = 0;
+    if (m->loss >= 0 && m->loss < p->n_nodes && p->grad_entry[m->loss] >= 0) { /* d loss / d loss = 1 */
+        bwd_op *b = &v[k++];
+        snprintf(b->op, sizeof b->op, "OnesLike");
+        b->src = g->t[m->loss];
+        add_ref(b->in, &b->n_in, BWD_MAX_IN, p->value_entry[m->loss]);
+        add_ref(b->out, &b->n_out, BWD_MAX_OUT, p->grad_entry[m->loss]);
+    }
+    for (int r = p->n_order - 1; r >= 0; r--) {
+        int i = p->order[r];
+        const ts_tensor *t = g->t[i];
+        const ts_op_def *def = ts_op_get(t->op);
+        if (!p->needs_grad[i] || !def->backward) continue;
+        bwd_op *b = &v[k];
+        *b = (bwd_op){.src = t, .accumulates = true};
+        snprintf(b->op, sizeof b->op, "%sBackward", def->name);
+        add_ref(b->in, &b->n_in, BWD_MAX_IN, p->grad_entry[i]);
+        for (int j = 0; j < t->n_in; j++) {
+            if (!((def->bwd_unread_inputs >> j) & 1u)) add_ref(b->in, &b->n_in, BWD_MAX_IN, p->value_entry[t->in[j]]);
+            if (!ts_op_int_input(t->op, j)) add_ref(b->out, &b->n_out, BWD_MAX_OUT, p->grad_entry[t->in[j]]);
+        }
+        if (def->needs_output) add_ref(b->in, &b->n_in, BWD_MAX_IN, p->value_entry[i]);
+        k += b->n_out > 0; /* a gradient asked of an op whose inputs need none: nothing written */
+    }
+    int A = m->opts.grad_accum, R = ts_replicas(m);
+    for (int r = 0; r < p->n_order; r++) {
+        int i = p->order[r];
+        int acc = ts_prog_entry_of(p, i, TS_KIND_ACCUM);
+        if (acc < 0) continue;
+        const ts_tensor *t = g->t[i];
+        bwd_op *a = &v[k++], *u = &v[k++];
+        *a = (bwd_op){.src = t, .optimizer = true};
+        if (A == 1 && R == 1) snprintf(a->op, sizeof a->op, "Alias"); /* the gradient's own buffer */
+        else {
+            snprintf(a->op, sizeof a->op, "AccumulateMean");
+            snprintf(a->attrs, sizeof a->attrs, ", micro_batches=%d%s", A, R > 1 ? ", over_replicas=true" : "");
+        }
+        add_ref(a->in, &a->n_in, BWD_MAX_IN, p->grad_entry[i]);
+        add_ref(a->out, &a->n_out, BWD_MAX_OUT, acc);
+        *u = (bwd_op){.src = t, .optimizer = true};
+        snprintf(u->op, sizeof u->op, "%s", m->opt.kind == TS_OPT_SGD ? "SGD" : m->opt.kind == TS_OPT_ADAM ? "Adam" : "AdamW");
+        optimizer_attrs(m, u->attrs, sizeof u->attrs);
+        add_ref(u->in, &u->n_in, BWD_MAX_IN, p->value_entry[i]);
+        add_ref(u->in, &u->n_in, BWD_MAX_IN, acc);
+        add_ref(u->out, &u->n_out, BWD_MAX_OUT, ts_prog_entry_of(p, i, TS_KIND_UPDATED));
+        for (int e = acc + 1; e < p->n_entries && p->entries[e].node == i; e++)
+            if (p->entries[e].kind != TS_KIND_UPDATED) { /* optimizer state: read and written */
+                add_ref(u->in, &u->n_in, BWD_MAX_IN, e);
+                add_ref(u->out, &u->n_out, BWD_MAX_OUT, e);
+            }
+    }
+    *out = v;
+    *n = k;
+    return TS_OK;
+}
+
+/* Flags of a derived entry: " [anchored] [watched] [outfeed]" in text. */
+static void entry_flag_text(dump_buf *b, const ts_entry *e, const char *open, const char *close) {
+    if (e->n_anchors) putf(b, "%sanchored%s", open, close);
+    if (e->watch >= 0) putf(b, "%swatched%s", open, close);
+    if (e->n_outfeeds) putf(b, "%soutfeed%s", open, close);
+}
+
+static const char *backward_heading(const ts_model *m, char *buf, size_t n) {
+    int A = m->opts.grad_accum;
+    if (A == 1) snprintf(buf, n, "optimizer step, after every micro-batch%s", ts_replicas(m) > 1 ? " of every replica" : "");
+    else snprintf(buf, n, "optimizer step, after every %d micro-batches%s", A, ts_replicas(m) > 1 ? " of every replica" : "");
+    return buf;
 }
 
 /* ---- text */
@@ -212,6 +331,31 @@ static void dump_text(dump_buf *b, const ts_graph *g, const ts_model *m, const n
         putf(b, ") : %s%s", ts_dtype_name(t->dtype), ts_shape_str(node_shape(t, m), shape, sizeof shape));
         node_flag_text(b, t, m, &flags[i], " [", "]");
         if (loc) putf(b, " @ %s", ts_tensor_where(t, where, sizeof where));
+        put(b, "\n");
+    }
+}
+
+/* `%Gradient___a, %Gradient___b += AddBackward(%Gradient___c) : f32[..], f32[..]` */
+static void dump_text_backward(dump_buf *b, const ts_model *m, const bwd_op *ops, int n, bool loc) {
+    const ts_prog *p = m->prog;
+    char shape[160], where[600], heading[96];
+    put(b, "# backward, once per micro-batch: each op's backward reads the gradient of its output and the forward\n"
+           "# tensors it keeps, and adds (+=) into the gradients of its inputs\n");
+    bool in_step = false;
+    for (int k = 0; k < n; k++) {
+        const bwd_op *o = &ops[k];
+        if (o->optimizer && !in_step) putf(b, "# %s\n", backward_heading(m, heading, sizeof heading));
+        in_step = o->optimizer;
+        for (int j = 0; j < o->n_out; j++) putf(b, "%s%%%s", j ? ", " : "", p->entries[o->out[j]].name);
+        putf(b, " %s %s(", o->accumulates ? "+=" : "=", o->op);
+        for (int j = 0; j < o->n_in; j++) putf(b, "%s%%%s", j ? ", " : "", p->entries[o->in[j]].name);
+        putf(b, "%s) :", o->attrs);
+        for (int j = 0; j < o->n_out; j++) { /* each output's flags after its shape */
+            const ts_entry *e = &p->entries[o->out[j]];
+            putf(b, "%s %s%s", j ? "," : "", ts_dtype_name(e->dtype), ts_shape_str(&e->shape, shape, sizeof shape));
+            entry_flag_text(b, e, " [", "]");
+        }
+        if (loc) putf(b, " @ %s", ts_tensor_where(o->src, where, sizeof where));
         put(b, "\n");
     }
 }
@@ -247,6 +391,15 @@ static void put_dot_escaped(dump_buf *b, const char *s) {
     }
 }
 
+/* label="...": the label built unescaped, escaped whole, then freed */
+static void put_dot_label(dump_buf *b, dump_buf *label) {
+    put(b, "label=\"");
+    put_dot_escaped(b, label->p ? label->p : "");
+    put(b, "\"");
+    if (label->failed) b->failed = true;
+    ts_free(label->p);
+}
+
 static void dump_dot(dump_buf *b, const ts_graph *g, const ts_model *m, const node_flags *flags, bool loc) {
     put(b, "digraph tensorscope {\n");
     put(b, "  rankdir=TB;\n  node [fontname=\"monospace\", fontsize=10];\n  edge [color=\"#555555\"];\n");
@@ -273,7 +426,6 @@ static void dump_dot(dump_buf *b, const ts_graph *g, const ts_model *m, const no
         if (fl.failed) label.failed = true;
         ts_free(fl.p);
         if (loc) putf(&label, "\n%s", ts_tensor_where(t, where, sizeof where));
-        if (label.failed) b->failed = true;
 
         const char *node_shape_attr = t->op == TS_OP_INPUT ? "ellipse" : "box";
         const char *style = ts_op_holds_value(t->op) || t->op == TS_OP_INPUT ? "filled" : "rounded,filled";
@@ -283,11 +435,10 @@ static void dump_dot(dump_buf *b, const ts_graph *g, const ts_model *m, const no
                            : f->watched              ? "#81d4fa"
                            : ts_op_holds_value(t->op) ? "#e0e0e0"
                                                      : "#ffffff";
-        putf(b, "  n%zu [label=\"", i);
-        put_dot_escaped(b, label.p ? label.p : "");
-        putf(b, "\", shape=%s, style=\"%s\", fillcolor=\"%s\"%s];\n", node_shape_attr, style, fill,
+        putf(b, "  n%zu [", i);
+        put_dot_label(b, &label);
+        putf(b, ", shape=%s, style=\"%s\", fillcolor=\"%s\"%s];\n", node_shape_attr, style, fill,
              f->anchored || f->watched || t->op == TS_OP_PRINT ? ", penwidth=2" : "");
-        ts_free(label.p);
     }
     for (size_t i = 0; i < g->n; i++) {
         const ts_tensor *t = g->t[i];
@@ -295,10 +446,89 @@ static void dump_dot(dump_buf *b, const ts_graph *g, const ts_model *m, const no
             putf(b, "  n%d -> n%zu%s;\n", t->in[j], i,
                  ts_op_int_input(t->op, j) ? " [style=dashed]" : "");
     }
-    put(b, "}\n");
 }
 
-char *ts_graph_dump(const ts_graph *g, const ts_model *m, ts_dump_format fmt, int locations) {
+/* A DOT node id for an entry: forward values are the graph's nodes. */
+static void put_dot_ref(dump_buf *b, const ts_prog *p, int e) {
+    if (p->entries[e].kind == TS_KIND_VALUE) putf(b, "n%d", p->entries[e].node);
+    else putf(b, "e%d", e);
+}
+
+/* The derived tensors (gradients in the backward cluster, the rest in the
+ * optimizer's) as notes, each op as a rounded box, edges from what it reads
+ * (forward values included) to what it writes; optimizer state is read and
+ * written: one edge with arrows both ways. */
+static void dump_dot_backward(dump_buf *b, const ts_model *m, const bwd_op *ops, int n, bool loc) {
+    const ts_prog *p = m->prog;
+    bool *drawn = ts_calloc((size_t)p->n_entries + 1, sizeof *drawn);
+    if (!drawn) {
+        b->failed = true;
+        return;
+    }
+    char shape[160], where[600], heading[96];
+    for (int cluster = 0; cluster < 2; cluster++) {
+        putf(b, "  subgraph cluster_%s {\n    label=\"%s\";\n    style=dashed;\n    color=\"#888888\";\n",
+             cluster ? "optimizer" : "backward", cluster ? backward_heading(m, heading, sizeof heading) : "backward, once per micro-batch");
+        for (int k = 0; k < n; k++) {
+            const bwd_op *o = &ops[k];
+            if (o->optimizer != (cluster == 1)) continue;
+            for (int side = 0; side < 2; side++)
+                for (int j = 0; j < (side ? o->n_out : o->n_in); j++) {
+                    int e = side ? o->out[j] : o->in[j];
+                    const ts_entry *en = &p->entries[e];
+                    if (en->kind == TS_KIND_VALUE || drawn[e] || (en->kind == TS_KIND_GRAD) != (cluster == 0)) continue;
+                    drawn[e] = true;
+                    dump_buf label = {0};
+                    putf(&label, "%s\n%s%s", en->name, ts_dtype_name(en->dtype), ts_shape_str(&en->shape, shape, sizeof shape));
+                    dump_buf fl = {0};
+                    entry_flag_text(&fl, en, " ", "");
+                    if (fl.len) putf(&label, "\n%s", fl.p + 1);
+                    if (fl.failed) label.failed = true;
+                    ts_free(fl.p);
+                    put(b, "    ");
+                    put_dot_ref(b, p, e);
+                    put(b, " [");
+                    put_dot_label(b, &label);
+                    putf(b, ", shape=note, style=filled, fillcolor=\"%s\"%s];\n",
+                         en->n_anchors && en->watch >= 0 ? "#aed581" : en->n_anchors ? "#ffd54f" : en->watch >= 0 ? "#81d4fa"
+                         : cluster ? "#ede7f6" : "#fce4ec",
+                         en->n_anchors || en->watch >= 0 ? ", penwidth=2" : "");
+                }
+            dump_buf label = {0};
+            put(&label, o->op);
+            if (o->attrs[0]) putf(&label, "(%s)", o->attrs + 2);
+            if (loc) putf(&label, "\n%s", ts_tensor_where(o->src, where, sizeof where));
+            putf(b, "    b%d [", k);
+            put_dot_label(b, &label);
+            putf(b, ", shape=box, style=\"rounded,filled\", fillcolor=\"%s\"];\n", cluster ? "#d1c4e9" : "#f8bbd0");
+        }
+        put(b, "  }\n");
+    }
+    ts_free(drawn);
+    for (int k = 0; k < n; k++) {
+        const bwd_op *o = &ops[k];
+        for (int j = 0; j < o->n_in; j++) {
+            bool both = false;
+            for (int q = 0; q < o->n_out; q++) both |= o->out[q] == o->in[j];
+            put(b, "  ");
+            put_dot_ref(b, p, o->in[j]);
+            putf(b, " -> b%d%s;\n", k,
+                 both ? " [dir=both, color=\"#7e57c2\"]" : p->entries[o->in[j]].kind == TS_KIND_VALUE ? " [color=\"#1e88e5\", style=dashed]" : "");
+        }
+        for (int j = 0; j < o->n_out; j++) {
+            bool both = false;
+            for (int q = 0; q < o->n_in; q++) both |= o->in[q] == o->out[j];
+            if (both) continue;
+            putf(b, "  b%d -> ", k);
+            put_dot_ref(b, p, o->out[j]);
+            put(b, o->accumulates ? " [color=\"#c2185b\"];\n" : ";\n");
+        }
+        /* the parameters' updates one under the other, not side by side */
+        if (o->optimizer && k + 1 < n && ops[k + 1].optimizer && ops[k + 1].src != o->src) putf(b, "  b%d -> b%d [style=invis];\n", k, k + 1);
+    }
+}
+
+char *ts_graph_dump(const ts_graph *g, const ts_model *m, ts_dump_format fmt, int flags) {
     if (!g) {
         ts_error(TS_ERR_INVALID_ARGUMENT, "ts_graph_dump: graph is NULL");
         return NULL;
@@ -311,13 +541,37 @@ char *ts_graph_dump(const ts_graph *g, const ts_model *m, ts_dump_format fmt, in
         ts_error(TS_ERR_INVALID_ARGUMENT, "ts_graph_dump: unknown format %d (TS_DUMP_TEXT or TS_DUMP_DOT)", (int)fmt);
         return NULL;
     }
-    node_flags *flags;
-    if (collect_flags(g, m, &flags)) return NULL;
+    if (flags & ~(TS_DUMP_LOCATIONS | TS_DUMP_BACKWARD)) {
+        ts_error(TS_ERR_INVALID_ARGUMENT, "ts_graph_dump: unknown flags 0x%x (TS_DUMP_LOCATIONS, TS_DUMP_BACKWARD)", (unsigned)flags);
+        return NULL;
+    }
+    bool backward = flags & TS_DUMP_BACKWARD;
+    if (backward && (!m || !m->training || !m->prog)) {
+        ts_error(TS_ERR_INVALID_ARGUMENT, "ts_graph_dump: TS_DUMP_BACKWARD needs a compiled training model (%s)",
+                 !m ? "no model given" : !m->training ? "an inference model runs no backward pass" : "compile it first");
+        return NULL;
+    }
+    node_flags *nf;
+    if (collect_flags(g, m, &nf)) return NULL;
+    bwd_op *ops = NULL;
+    int n_ops = 0;
+    if (backward && backward_ops(m, &ops, &n_ops)) {
+        ts_free(nf);
+        ts_error(TS_ERR_OUT_OF_MEMORY, "ts_graph_dump: out of memory");
+        return NULL;
+    }
     dump_buf b = {0};
-    bool loc = want_locations(locations);
-    if (fmt == TS_DUMP_DOT) dump_dot(&b, g, m, flags, loc);
-    else dump_text(&b, g, m, flags, loc);
-    ts_free(flags);
+    bool loc = want_locations(flags);
+    if (fmt == TS_DUMP_DOT) {
+        dump_dot(&b, g, m, nf, loc);
+        if (backward) dump_dot_backward(&b, m, ops, n_ops, loc);
+        put(&b, "}\n");
+    } else {
+        dump_text(&b, g, m, nf, loc);
+        if (backward) dump_text_backward(&b, m, ops, n_ops, loc);
+    }
+    ts_free(nf);
+    ts_free(ops);
     if (b.failed || !b.p) {
         ts_free(b.p);
         ts_error(TS_ERR_OUT_OF_MEMORY, "ts_graph_dump: out of memory");

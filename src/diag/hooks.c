@@ -20,14 +20,31 @@ static const char *env_or_null(const char *name) {
 
 /* ---- after compile: the graph dump */
 
-/* Appends one block (a header line naming the compile, then the dump) with
- * a single write, so each compile's graph is whole and none hides another. */
+/* "x f32[16,1,28,28], labels i32[16]": the compiled inputs. */
+static void input_shapes(const ts_model *m, char *buf, size_t n) {
+    const ts_prog *p = m->prog;
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < p->n_order && used < n; k++) {
+        const ts_tensor *t = m->g->t[p->order[k]];
+        if (t->op != TS_OP_INPUT) continue;
+        char shape[160];
+        used += (size_t)snprintf(buf + used, n - used, "%s%s %s%s", used ? ", " : "", t->name, ts_dtype_name(t->dtype),
+                                 ts_shape_str(&p->shape[t->id], shape, sizeof shape));
+    }
+}
+
+/* Appends one block (a header line naming the compile, the kind of model
+ * and its input shapes, then the dump) with a single write, so each
+ * compile's graph is whole and none hides another. */
 static ts_status append_dump(const char *path, const ts_model *m, ts_dump_format fmt, const char *dump) {
     FILE *f = fopen(path, "a");
     if (!f) return ts_error(TS_ERR_IO, "cannot open %s for appending: %s", path, strerror(errno));
     const char *c = fmt == TS_DUMP_DOT ? "//" : "#";
-    bool ok = fprintf(f, "%s ---- compile %lld: %s model\n%s", c, (long long)ts_counter_get("Compilations"),
-                      m->training ? "training" : "inference", dump) >= 0 && fflush(f) == 0;
+    char inputs[1024];
+    input_shapes(m, inputs, sizeof inputs);
+    bool ok = fprintf(f, "%s ---- compile %lld: %s model, inputs %s\n%s", c, (long long)ts_counter_get("Compilations"),
+                      m->training ? "training" : "inference", inputs[0] ? inputs : "(none)", dump) >= 0 && fflush(f) == 0;
     int err = errno;
     ok = fclose(f) == 0 && ok;
     return ok ? TS_OK : ts_error(TS_ERR_IO, "cannot write %s: %s", path, strerror(err ? err : errno));
@@ -42,7 +59,8 @@ ts_status ts_diag_after_compile(const ts_model *m) {
     else if (fmt_name && strcasecmp(fmt_name, "text") != 0)
         ts_logf(TS_LOG_WARN, "TS_SAVE_GRAPH_FMT='%s' is not text or dot; writing text", fmt_name);
     /* locations: ts_graph_dump reads TS_IR_DEBUG itself */
-    char *dump = ts_graph_dump(m->g, m, fmt, 0);
+    int flags = m->training && ts_env_flag("TS_SAVE_GRAPH_BACKWARD") ? TS_DUMP_BACKWARD : 0;
+    char *dump = ts_graph_dump(m->g, m, fmt, flags);
     if (!dump) return ts_error_wrap(TS_ERR_IO, "TS_SAVE_GRAPH_FILE: no graph dump written");
     ts_status st = append_dump(path, m, fmt, dump);
     ts_string_free(dump);

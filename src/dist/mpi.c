@@ -65,12 +65,12 @@ static ts_status mpi_fail(int rc, const char *what) {
  * back to back (yielding the CPU) for the first 50 ms, then sleeps a little
  * longer each round (up to a millisecond) so a rank that waits long does not
  * take a core from the ones still computing. */
-static ts_status wait_all(MPI_Request *r, int n, const char *what) {
+static ts_status wait_all(MPI_Request *r, int n, MPI_Status *status, const char *what) {
     struct timespec t0, now, nap = {0, 20000};
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
         int done = 0;
-        int rc = MPI_Testall(n, r, &done, MPI_STATUSES_IGNORE);
+        int rc = MPI_Testall(n, r, &done, status ? status : MPI_STATUSES_IGNORE);
         if (rc != MPI_SUCCESS) return mpi_fail(rc, what);
         if (done) return TS_OK;
         clock_gettime(CLOCK_MONOTONIC, &now);
@@ -106,11 +106,19 @@ static ts_status allreduce_mean_start(float *buf, int64_t n) {
     return TS_OK;
 }
 
+/* Lets the started all-reduces advance (MPI moves a non-blocking
+ * collective on only inside MPI calls): the backward calls it between ops. */
+static ts_status allreduce_progress(void) {
+    if (job.pending == 0) return TS_OK;
+    int done = 0, rc = MPI_Testall(job.pending, job.req, &done, MPI_STATUSES_IGNORE);
+    return rc == MPI_SUCCESS ? TS_OK : mpi_fail(rc, "MPI_Testall");
+}
+
 static ts_status allreduce_wait(void) {
     int n = job.pending;
     job.pending = 0;
     if (n == 0) return TS_OK;
-    ts_status st = wait_all(job.req, n, "the gradient all-reduce");
+    ts_status st = wait_all(job.req, n, NULL, "the gradient all-reduce");
     if (st) return st;
     float inv = 1.0f / (float)job.size;
     for (int k = 0; k < n; k++)
@@ -124,35 +132,41 @@ static ts_status allgather(const void *send, void *recv, size_t bytes, const cha
     MPI_Request r;
     int rc = MPI_Iallgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, MPI_COMM_WORLD, &r);
     if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Iallgather");
-    return wait_all(&r, 1, what);
+    return wait_all(&r, 1, NULL, what);
 }
 
 static ts_status send_wait(void) {
     int n = job.pending_sends;
     job.pending_sends = 0;
-    return n ? wait_all(job.sends, n, "the sends to the neighbouring stages") : TS_OK;
+    return n ? wait_all(job.sends, n, NULL, "the sends to other ranks") : TS_OK;
 }
 
-static ts_status send_start(int peer, int tag, const float *buf, int64_t n) {
+static ts_status send_start(int peer, int tag, const void *buf, size_t bytes) {
     if (job.failed) return ts_error(TS_ERR_DIST, "rank %d: an earlier collective failed; the job must stop", job.rank);
-    if (n > INT32_MAX) return ts_error(TS_ERR_UNSUPPORTED, "message of %lld values: more than MPI's int count", (long long)n);
+    if (bytes > INT32_MAX) return ts_error(TS_ERR_UNSUPPORTED, "message of %zu bytes: more than MPI's int count", bytes);
     if (job.pending_sends == MAX_PENDING) {
         ts_status st = send_wait();
         if (st) return st;
     }
-    int rc = MPI_Isend(buf, (int)n, MPI_FLOAT, peer, tag, MPI_COMM_WORLD, &job.sends[job.pending_sends]);
+    int rc = MPI_Isend(buf, (int)bytes, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &job.sends[job.pending_sends]);
     if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Isend");
     job.pending_sends++;
     return TS_OK;
 }
 
-static ts_status recv_floats(int peer, int tag, float *buf, int64_t n) {
+static ts_status recv_bytes(int peer, int tag, void *buf, size_t cap, size_t *got, const char *what) {
     if (job.failed) return ts_error(TS_ERR_DIST, "rank %d: an earlier collective failed; the job must stop", job.rank);
-    if (n > INT32_MAX) return ts_error(TS_ERR_UNSUPPORTED, "message of %lld values: more than MPI's int count", (long long)n);
+    if (cap > INT32_MAX) return ts_error(TS_ERR_UNSUPPORTED, "message of %zu bytes: more than MPI's int count", cap);
     MPI_Request r;
-    int rc = MPI_Irecv(buf, (int)n, MPI_FLOAT, peer, tag, MPI_COMM_WORLD, &r);
+    MPI_Status status;
+    int rc = MPI_Irecv(buf, (int)cap, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &r);
     if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Irecv");
-    return wait_all(&r, 1, "a receive from the neighbouring stage");
+    ts_status st = wait_all(&r, 1, &status, what);
+    if (st) return st;
+    int count = 0;
+    MPI_Get_count(&status, MPI_BYTE, &count);
+    if (got) *got = (size_t)count;
+    return TS_OK;
 }
 
 static void mark_failed(void) { job.failed = true; }
@@ -171,7 +185,7 @@ ts_status ts_dist_init(int *argc, char ***argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &job.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &job.size);
     job.coll = (ts_collective){.rank = job.rank, .size = job.size, .allreduce_mean_start = allreduce_mean_start,
-                               .allreduce_wait = allreduce_wait, .allgather = allgather, .send_start = send_start, .send_wait = send_wait, .recv = recv_floats,
+                               .allreduce_wait = allreduce_wait, .allreduce_progress = allreduce_progress, .allgather = allgather, .send_start = send_start, .send_wait = send_wait, .recv = recv_bytes,
                                .mark_failed = mark_failed};
     job.joined = true;
     ts_logf(TS_LOG_DEBUG, "rank %d of %d joined the MPI job", job.rank, job.size);

@@ -92,12 +92,17 @@ static ts_status backward(ts_model *m, int64_t mb) {
         }
     }
     p->param_grads_zero = false;
+    bool replicas = ts_replicas(m) > 1;
     for (int k = p->n_order - 1; k >= 0; k--) {
         int i = p->order[k];
         if (!p->needs_grad[i] || !ts_in_stage(m, i)) continue;
         const ts_tensor *t = g->t[i];
         if (i == m->loss) p->entries[p->grad_entry[i]].data[0] = 1.0f;
         OBSERVE(m, p->grad_entry[i], mb); /* every consumer has added its part */
+        if (t->op == TS_OP_PARAM && replicas && !m->rerun) { /* its all-reduce can start */
+            ts_status st = ts_replicas_grad_ready(m, i, mb);
+            if (st) return st;
+        }
         const ts_op_def *def = ts_op_get(t->op);
         if (!def->backward) continue;
         for (int z = 0; z < p->n_zero_before[i]; z++) {
@@ -110,6 +115,14 @@ static ts_status backward(ts_model *m, int64_t mb) {
         def->backward(&kc);
         p->op_ns[i] += ts_now_ns() - t0;
         if (t->op == TS_OP_PRINT) print_op(m, i, true);
+        if (m->opts.check != TS_CHECK_OFF || m->rerun) { /* blame the kernel that wrote a NaN/Inf, while what it read is alive */
+            ts_status st = ts_check_backward(m, i, mb);
+            if (st) return st;
+        }
+        if (replicas) {
+            ts_status st = m->coll->allreduce_progress();
+            if (st) return st;
+        }
     }
     return TS_OK;
 }
@@ -138,7 +151,7 @@ static void update_range(void *ctx, int64_t begin, int64_t end) {
 static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
     ts_prog *p = m->prog;
     int A = m->opts.grad_accum;
-    for (int s = 0; s < m->n_state; s++) {
+    for (int s = 0; s < m->n_state && ts_replicas(m) == 1; s++) { /* replicas: done in the backward */
         int node = m->state[s].node;
         if (!p->live[node] || !p->needs_grad[node] || !ts_in_stage(m, node)) continue;
         ts_entry *grad = &p->entries[p->grad_entry[node]];
@@ -149,7 +162,7 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
         }
     }
     if (a != A - 1) return TS_OK;
-    if (ts_replicas(m) > 1) { /* replicas: Accum___ becomes the mean over them */
+    if (ts_replicas(m) > 1) { /* replicas: Accum___ becomes the mean over them (started in the backward) */
         ts_crash_set_current_op("AllReduce", "(all parameters)", NULL);
         ts_status st = ts_replicas_allreduce(m);
         if (st) return st;
@@ -236,7 +249,7 @@ static ts_status confirm_op_by_op(ts_model *m, int64_t mb) {
     ts_prog *p = m->prog;
     const ts_entry *first = &p->entries[m->failed_entry];
     if (first->kind != TS_KIND_VALUE && first->kind != TS_KIND_GRAD) return TS_ERR_NUMERICS;
-    char original[3000];
+    char original[4096];
     snprintf(original, sizeof original, "%s", ts_last_error());
     int first_entry = m->failed_entry;
     bool *saved = ts_malloc((size_t)p->n_entries * 2 * sizeof *saved); /* only after a failure */
@@ -260,15 +273,17 @@ static ts_status confirm_op_by_op(ts_model *m, int64_t mb) {
         return ts_error(TS_ERR_NUMERICS, "%s\nop by op re-execution of micro-batch %lld did not reproduce it", original, (long long)mb);
     }
     const ts_entry *culprit = &p->entries[m->failed_entry];
-    const ts_tensor *t = m->g->t[culprit->node];
-    char rerun[3000];
+    bool bwd = m->failed_op >= 0; /* a gradient: the op whose backward wrote it */
+    const ts_tensor *t = m->g->t[bwd ? m->failed_op : culprit->node];
+    char rerun[4096];
     snprintf(rerun, sizeof rerun, "%s", ts_last_error());
-    char where[600];
+    char where[600], what[800];
     ts_tensor_where(t, where, sizeof where);
-    ts_logf(TS_LOG_ERROR, "op by op re-execution confirms the culprit: '%s' (op %s, built at %s)", culprit->name,
-            ts_op_get(t->op)->name, where);
-    return ts_error(TS_ERR_NUMERICS, "%s\nop by op re-execution of micro-batch %lld confirms the culprit: '%s' (op %s, built at %s)\n%s",
-                    original, (long long)mb, culprit->name, ts_op_get(t->op)->name, where, rerun);
+    if (bwd) snprintf(what, sizeof what, "the backward of op %s '%s', built at %s", ts_op_get(t->op)->name, t->name, where);
+    else snprintf(what, sizeof what, "op %s, built at %s", ts_op_get(t->op)->name, where);
+    ts_logf(TS_LOG_ERROR, "op by op re-execution confirms the culprit: '%s' (%s)", culprit->name, what);
+    return ts_error(TS_ERR_NUMERICS, "%s\nop by op re-execution of micro-batch %lld confirms the culprit: '%s' (%s)\n%s", original,
+                    (long long)mb, culprit->name, what, rerun);
 }
 
 /* Log level 5 (RETURNN's log_verbosity 5): a line per micro-batch with its
@@ -335,42 +350,38 @@ static ts_status run_body(ts_model *m, const ts_array *const *bound) {
             if (!st && m->training) st = accumulate_and_step(m, a, d);
             if (st) return st;
         }
-        ts_status st = observe_buffers(m, d);
+        ts_status st = m->training && ts_replicas(m) > 1 ? ts_replicas_sync_buffers(m) : TS_OK;
+        if (!st) st = observe_buffers(m, d);
         if (st) return st;
     }
     return TS_OK;
 }
 
-/* A pipeline stage's run (GPipe): each step, the forward of every
- * micro-batch (activations from the previous stage, to the next), then the
- * backward of every micro-batch (gradients from the next stage, to the
- * previous) and the step of this stage's parameters. The last stage runs
- * each backward right after its forward. Sends do not wait for the
- * receiver; each step waits for its sends at its end. */
+/* A pipeline stage's run: each step, the forwards and backwards of its
+ * micro-batches in the order of the schedule (ts_pipeline_op: GPipe or
+ * 1F1B), activations from the previous stage and to the next one, gradients
+ * from the next stage and to the previous one, and after the last backward
+ * the step of this stage's parameters. A micro-batch whose backward does
+ * not follow its forward keeps its activations meanwhile. Sends do not
+ * wait for the receiver; each step waits for its sends at its end. */
 static ts_status run_pipelined(ts_model *m, const ts_array *const *bound) {
-    int D = m->opts.device_iterations, A = m->training ? m->opts.grad_accum : 1;
-    bool last = m->coll->rank == m->coll->size - 1;
+    int D = m->opts.device_iterations, A = m->training ? m->opts.grad_accum : 1, n = m->training ? 2 * A : A, me = m->coll->rank;
     for (int64_t d = 0; d < D; d++) {
         ts_status st = observe_params(m, d);
-        for (int a = 0; a < A && !st; a++) {
+        bool bwd, was_bwd = true;
+        int a, prev = -1;
+        for (int k = 0; k < n && !st; k++, prev = a, was_bwd = bwd) {
+            ts_pipeline_op(m, me, k, &bwd, &a);
             int64_t mb = d * A + a;
+            if (m->training && !was_bwd && !(bwd && a == prev)) ts_pipeline_keep(m, prev, false); /* the last forward waits for its backward */
+            if (bwd && (was_bwd || a != prev)) ts_pipeline_keep(m, a, true); /* its activations back */
             bind_micro_batch(m, bound, mb);
-            if (!st) st = ts_pipeline_recv_forward(m, a);
-            if (!st) st = forward(m, mb);
-            if (!st) st = ts_pipeline_send_forward(m, a);
-            if (st || !m->training) continue;
-            if (last) {
-                st = backward(m, mb);
-                if (!st) st = ts_pipeline_send_backward(m, a);
-                if (!st) st = accumulate_and_step(m, a, d);
-            } else {
-                ts_pipeline_keep(m, a, false);
+            if (!bwd) {
+                st = ts_pipeline_recv_forward(m, a);
+                if (!st) st = forward(m, mb);
+                if (!st) st = ts_pipeline_send_forward(m, a);
+                continue;
             }
-        }
-        for (int a = 0; a < A && !st && m->training && !last; a++) {
-            int64_t mb = d * A + a;
-            ts_pipeline_keep(m, a, true);
-            bind_micro_batch(m, bound, mb);
             st = ts_pipeline_recv_backward(m, a);
             if (!st) st = backward(m, mb);
             if (!st) st = ts_pipeline_send_backward(m, a);
@@ -386,7 +397,7 @@ static ts_status run_pipelined(ts_model *m, const ts_array *const *bound) {
 ts_status ts_exec_run(ts_model *m) {
     ts_status st = check_labels(m, m->prog->bound);
     if (st) return st;
-    m->failed_entry = -1;
+    m->failed_entry = m->failed_op = -1;
     st = m->prog->stage ? run_pipelined(m, m->prog->bound) : run_body(m, m->prog->bound);
     ts_crash_set_current_op(NULL, NULL, NULL);
     if (st) return st;

@@ -83,6 +83,14 @@ static ts_status set_split(ts_options *o, int stages, const char *const *split_a
     return TS_OK;
 }
 
+ts_status ts_options_set_pipeline_schedule(ts_options *o, ts_pipeline_schedule schedule) {
+    if (!o) return ts_error(TS_ERR_INVALID_ARGUMENT, "options is NULL");
+    if (schedule != TS_PIPELINE_GPIPE && schedule != TS_PIPELINE_1F1B)
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "pipeline schedule %d is not TS_PIPELINE_GPIPE or TS_PIPELINE_1F1B", (int)schedule);
+    o->schedule = schedule;
+    return TS_OK;
+}
+
 ts_status ts_options_set_pipeline(ts_options *o, int stages, const char *const *split_at, int n_split) {
     if (!o) return ts_error(TS_ERR_INVALID_ARGUMENT, "options is NULL");
     if (stages < 1 || stages > 1024) return ts_error(TS_ERR_INVALID_ARGUMENT, "pipeline stages must be 1 (off) .. 1024, got %d", stages);

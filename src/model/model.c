@@ -22,7 +22,7 @@ static ts_status model_new(ts_model **out, ts_graph *g, const ts_options *o) {
     if (!m) return TS_ERR_OUT_OF_MEMORY;
     m->g = g;
     m->loss = -1;
-    m->failed_entry = -1;
+    m->failed_entry = m->failed_op = -1;
     if (o) st = ts_options_copy(&m->opts, o);
     else {
         ts_options *d = ts_options_new();

@@ -102,20 +102,36 @@ static int64_t param_floats(const ts_model *m, const ts_prog *p) {
     return n;
 }
 
+/* Stage s runs w forwards first: all of them (GPipe), or K - 1 - s
+ * (1F1B), and the last stage none: each backward right after its forward. */
+void ts_pipeline_op(const ts_model *m, int stage, int k, bool *backward, int *a) {
+    int K = ts_stages(m), A = m->training ? m->opts.grad_accum : 1;
+    int w = !m->training ? A : stage == K - 1 ? 0 : m->opts.schedule == TS_PIPELINE_1F1B ? K - 1 - stage : A;
+    if (w > A) w = A;
+    if (k < w) { /* warm-up: forwards */
+        *backward = false, *a = k;
+    } else if (k < 2 * A - w) { /* steady: one forward, one backward */
+        int j = k - w;
+        *backward = j % 2 == 1, *a = j % 2 ? j / 2 : w + j / 2;
+    } else { /* cool-down: backwards */
+        *backward = true, *a = k - A;
+    }
+}
+
 static void log_schedule(const ts_model *m, int K) {
     if (!ts_log_enabled(TS_LOG_DEBUG)) return;
-    int A = m->training ? m->opts.grad_accum : 1;
-    ts_logf(TS_LOG_DEBUG, "pipeline schedule (GPipe, %d stages, %d micro-batches a step; F = forward, B = backward of micro-batch k; ideal bubble %.1f%%):",
-            K, A, 100.0 * (K - 1) / (A + K - 1));
+    int A = m->training ? m->opts.grad_accum : 1, n = m->training ? 2 * A : A;
+    ts_logf(TS_LOG_DEBUG, "pipeline schedule (%s, %d stages, %d micro-batches a step; F = forward, B = backward of micro-batch k; ideal bubble %.1f%%):",
+            m->opts.schedule == TS_PIPELINE_1F1B ? "1F1B" : "GPipe", K, A, 100.0 * (K - 1) / (A + K - 1));
     for (int s = 0; s < K; s++) {
         char line[1024];
         size_t used = (size_t)snprintf(line, sizeof line, "  rank %d (stage %d, from %s):", s, s, s ? m->opts.split_at[s - 1] : "the inputs");
-        for (int a = 0; a < A && used < sizeof line - 32; a++) {
-            used += (size_t)snprintf(line + used, sizeof line - used, " F%d", a);
-            if (m->training && s == K - 1) used += (size_t)snprintf(line + used, sizeof line - used, " B%d", a);
+        for (int k = 0; k < n && used < sizeof line - 32; k++) {
+            bool bwd;
+            int a;
+            ts_pipeline_op(m, s, k, &bwd, &a);
+            used += (size_t)snprintf(line + used, sizeof line - used, " %c%d", bwd ? 'B' : 'F', a);
         }
-        for (int a = 0; m->training && s < K - 1 && a < A && used < sizeof line - 32; a++)
-            used += (size_t)snprintf(line + used, sizeof line - used, " B%d", a);
         if (m->training && used < sizeof line - 8) snprintf(line + used, sizeof line - used, " step");
         ts_logf(TS_LOG_DEBUG, "%s", line);
     }
@@ -140,13 +156,20 @@ ts_status ts_pipeline_compile(ts_model *m, ts_prog *p) {
     if (!st) st = boundary(m, p, s, &p->bnd_out, &p->n_bnd_out, &p->len_out);
     if (st) return st;
     int A = m->training ? m->opts.grad_accum : 1;
+    if (2 * (int64_t)A >= TS_TAG_OUTFEED)
+        return ts_error(TS_ERR_UNSUPPORTED, "a pipeline of %d micro-batches a step: at most %d (their messages are tagged by micro-batch)", A,
+                        TS_TAG_OUTFEED / 2 - 1);
     size_t box = (size_t)(p->len_in > p->len_out ? p->len_in : p->len_out);
     p->param_floats = param_floats(m, p);
     p->inbox = ts_calloc(box + 1, sizeof(float));
     p->outbox = ts_calloc((size_t)A * (size_t)(p->len_in + p->len_out) + 1, sizeof(float));
     p->param_sync = ts_calloc((size_t)(K + 1) * (size_t)(p->param_floats + 1), sizeof(float));
+    /* micro-batches between their forward and their backward at once: all
+     * of them (GPipe), at most K - s (1F1B), consecutive, so a % n_keep
+     * tells their slots apart */
+    p->n_keep = m->opts.schedule == TS_PIPELINE_1F1B && K - s < A ? K - s : A;
     if (m->training && s < K - 1 && A > 1 && p->bytes_activations)
-        p->slots = ts_calloc((size_t)A * p->bytes_activations / sizeof(float), sizeof(float));
+        p->slots = ts_calloc((size_t)p->n_keep * p->bytes_activations / sizeof(float), sizeof(float));
     if (p->n_watch) p->rep_gathered = ts_calloc((size_t)K * (size_t)p->n_watch, sizeof *p->rep_gathered);
     if ((p->n_watch && !p->rep_gathered) || !p->inbox || !p->outbox || !p->param_sync || (m->training && s < K - 1 && A > 1 && p->bytes_activations && !p->slots))
         return TS_ERR_OUT_OF_MEMORY;
@@ -158,7 +181,7 @@ ts_status ts_pipeline_compile(ts_model *m, ts_prog *p) {
 /* Receives one message into p->inbox, timing the wait (the bubble). */
 static ts_status receive(ts_model *m, int peer, int tag, int64_t n) {
     uint64_t t0 = ts_now_ns();
-    ts_status st = m->coll->recv(peer, tag, m->prog->inbox, n);
+    ts_status st = m->coll->recv(peer, tag, m->prog->inbox, (size_t)n * sizeof(float), NULL, "a receive from the neighbouring stage");
     m->prog->wait_ns += ts_now_ns() - t0;
     return st;
 }
@@ -186,7 +209,7 @@ ts_status ts_pipeline_send_forward(ts_model *m, int a) {
         memcpy(x, e->data, (size_t)e->numel * sizeof(float));
         x += e->numel;
     }
-    return m->coll->send_start(m->coll->rank + 1, 2 * a, box, p->len_out);
+    return m->coll->send_start(m->coll->rank + 1, 2 * a, box, (size_t)p->len_out * sizeof(float));
 }
 
 /* Gradients travel for the boundary tensors that have one, in the same
@@ -218,13 +241,13 @@ ts_status ts_pipeline_send_backward(ts_model *m, int a) {
         else memset(x, 0, (size_t)n * sizeof(float));
         x += n;
     }
-    return m->coll->send_start(m->coll->rank - 1, 2 * a + 1, box, p->len_in);
+    return m->coll->send_start(m->coll->rank - 1, 2 * a + 1, box, (size_t)p->len_in * sizeof(float));
 }
 
 void ts_pipeline_keep(ts_model *m, int a, bool restore) {
     ts_prog *p = m->prog;
     if (!p->slots) return;
-    float *slot = p->slots + (size_t)a * (p->bytes_activations / sizeof(float));
+    float *slot = p->slots + (size_t)(a % p->n_keep) * (p->bytes_activations / sizeof(float));
     if (restore) memcpy(p->arena_activations, slot, p->bytes_activations);
     else memcpy(slot, p->arena_activations, p->bytes_activations);
 }

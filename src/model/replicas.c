@@ -2,11 +2,19 @@
  * the weight checksum across ranks, the gradient all-reduce before the
  * step, and after the run every replica's anchors (a replica axis after the
  * sample axis, §4) and watch results (a row per replica and a reduced row).
+ * The all-reduce overlaps the backward: each parameter's starts as soon as
+ * the backward has finished its gradient (the parameter's last consumer,
+ * in execution order, has added its part), while the layers below still
+ * run, and the step waits for all of them before the optimizer.
+ * Buffers (batch norm's running statistics) are averaged over the
+ * replicas after each step, so that they too stay the same on every rank
+ * and the checksum covers them.
  * Talks to the other ranks only through the collective table (src/dist/
  * implements it); everything it exchanges is sized at compile. */
 #include "compile/program.h"
 
 #include "diag/metrics.h"
+#include "exec/kernels.h"
 #include "io/crc32c.h"
 #include "observe/stats.h"
 
@@ -15,9 +23,9 @@
 int ts_replicas(const ts_model *m) { return m->opts.replicas > 1 ? m->opts.replicas : 1; }
 
 /* The parameters the optimizer updates, in the same order on every rank. */
-static bool trained(const ts_model *m, int s) {
+static bool trained(const ts_model *m, const ts_prog *p, int s) {
     int node = m->state[s].node;
-    return m->prog->live[node] && m->prog->needs_grad[node];
+    return p->live[node] && p->needs_grad[node];
 }
 
 ts_status ts_replicas_compile(ts_model *m, ts_prog *p) {
@@ -49,7 +57,17 @@ ts_status ts_replicas_compile(ts_model *m, ts_prog *p) {
                 res->replica = r < (size_t)R ? (int)r : -1;
             }
     }
-    if (m->n_state && !(p->rep_sums = ts_calloc(n * (size_t)m->n_state, sizeof *p->rep_sums))) return TS_ERR_OUT_OF_MEMORY;
+    /* what must stay the same on every rank: the trained parameters, then
+     * the buffers (running statistics), which the step averages */
+    if (!(p->rep_nodes = ts_calloc((size_t)p->n_order + 1, sizeof *p->rep_nodes))) return TS_ERR_OUT_OF_MEMORY;
+    for (int s = 0; s < m->n_state; s++)
+        if (trained(m, p, s)) p->rep_nodes[p->n_rep_nodes++] = m->state[s].node;
+    p->rep_first_buffer = p->n_rep_nodes;
+    for (int k = 0; k < p->n_order; k++) {
+        const ts_tensor *t = m->g->t[p->order[k]];
+        if (t->op == TS_OP_BUFFER && t->dtype == TS_F32) p->rep_nodes[p->n_rep_nodes++] = t->id;
+    }
+    if (!(p->rep_sums = ts_calloc(n * (size_t)p->n_rep_nodes + 1, sizeof *p->rep_sums))) return TS_ERR_OUT_OF_MEMORY;
     m->coll = c;
     m->next_check = m->steps; /* check before the first run of this program */
     return TS_OK;
@@ -59,40 +77,65 @@ ts_status ts_replicas_before_run(ts_model *m) {
     if (ts_replicas(m) == 1 || !m->training || m->opts.replica_check == 0 || m->steps < m->next_check) return TS_OK;
     m->next_check = m->steps + m->opts.replica_check;
     ts_prog *p = m->prog;
-    int R = m->coll->size, n = m->n_state;
+    int R = m->coll->size, n = p->n_rep_nodes;
     uint32_t *mine = p->rep_sums + (size_t)R * (size_t)n, *all = p->rep_sums;
-    for (int s = 0; s < n; s++) {
-        const ts_entry *e = &p->entries[p->value_entry[m->state[s].node]];
-        mine[s] = trained(m, s) ? ts_crc32c(m->g->t[m->state[s].node]->value, (size_t)e->numel * sizeof(float)) : 0;
+    for (int k = 0; k < n; k++) {
+        int node = p->rep_nodes[k];
+        mine[k] = ts_crc32c(m->g->t[node]->value, (size_t)p->entries[p->value_entry[node]].numel * sizeof(float));
     }
     ts_status st = m->coll->allgather(mine, all, (size_t)n * sizeof *mine, "the exchange of weight checksums");
     if (st) return st;
     ts_counter_add("ReplicaWeightChecks", 1);
     for (int r = 1; r < R; r++)
-        for (int s = 0; s < n; s++)
-            if (all[(size_t)r * (size_t)n + (size_t)s] != all[s])
+        for (int k = 0; k < n; k++)
+            if (all[(size_t)r * (size_t)n + (size_t)k] != all[k])
                 return ts_error(TS_ERR_DIST,
-                                "replicas out of sync after %lld steps: rank %d's '%s' differs from rank 0's (CRC-32C %08x, rank 0 %08x); every rank must start from the same weights (same seed, or the same ts_param_set on every rank)",
-                                (long long)m->steps, r, m->g->t[m->state[s].node]->name, (unsigned)all[(size_t)r * (size_t)n + (size_t)s],
-                                (unsigned)all[s]);
+                                "replicas out of sync after %lld steps: rank %d's '%s' differs from rank 0's (CRC-32C %08x, rank 0 %08x); every rank must start from the same weights and buffers (same seed, or the same ts_param_set on every rank)",
+                                (long long)m->steps, r, m->g->t[p->rep_nodes[k]]->name, (unsigned)all[(size_t)r * (size_t)n + (size_t)k],
+                                (unsigned)all[k]);
     return TS_OK;
 }
 
-ts_status ts_replicas_allreduce(ts_model *m) {
+ts_status ts_replicas_sync_buffers(ts_model *m) {
     ts_prog *p = m->prog;
+    if (p->rep_first_buffer == p->n_rep_nodes) return TS_OK;
     uint64_t t0 = ts_now_ns();
     size_t bytes = 0;
-    for (int s = 0; s < m->n_state; s++) {
-        if (!trained(m, s)) continue;
-        ts_entry *acc = &p->entries[ts_prog_entry_of(p, m->state[s].node, TS_KIND_ACCUM)];
-        ts_status st = m->coll->allreduce_mean_start(acc->data, acc->numel);
+    for (int k = p->rep_first_buffer; k < p->n_rep_nodes; k++) {
+        int node = p->rep_nodes[k];
+        int64_t numel = p->entries[p->value_entry[node]].numel;
+        ts_status st = m->coll->allreduce_mean_start(m->g->t[node]->value, numel);
         if (st) return st;
-        bytes += (size_t)acc->numel * sizeof(float);
+        bytes += (size_t)numel * sizeof(float);
     }
     ts_status st = m->coll->allreduce_wait();
     if (st) return st;
+    ts_metric_record("BufferAllReduceTime", (double)(ts_now_ns() - t0));
+    ts_metric_record_value("BufferAllReduceBytes", (double)bytes);
+    return TS_OK;
+}
+
+ts_status ts_replicas_grad_ready(ts_model *m, int node, int64_t mb) {
+    ts_prog *p = m->prog;
+    int A = m->opts.grad_accum, a = (int)(mb % A);
+    ts_entry *acc = &p->entries[ts_prog_entry_of(p, node, TS_KIND_ACCUM)];
+    if (A > 1) { /* without accumulation Accum___ is the gradient's own buffer */
+        const ts_entry *grad = &p->entries[p->grad_entry[node]];
+        if (a == 0) memcpy(acc->data, grad->data, (size_t)acc->numel * sizeof(float));
+        else ts_accumulate(m->pool, acc->data, grad->data, acc->numel);
+    }
+    if (a != A - 1) return TS_OK;
+    p->allreduce_bytes += (size_t)acc->numel * sizeof(float);
+    return m->coll->allreduce_mean_start(acc->data, acc->numel);
+}
+
+ts_status ts_replicas_allreduce(ts_model *m) {
+    uint64_t t0 = ts_now_ns();
+    ts_status st = m->coll->allreduce_wait();
+    if (st) return st;
     ts_metric_record("AllReduceTime", (double)(ts_now_ns() - t0));
-    ts_metric_record_value("AllReduceBytes", (double)bytes);
+    ts_metric_record_value("AllReduceBytes", (double)m->prog->allreduce_bytes);
+    m->prog->allreduce_bytes = 0;
     return TS_OK;
 }
 

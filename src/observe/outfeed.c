@@ -14,7 +14,7 @@
 
 typedef struct outfeed_slot {
     int64_t run, sample;
-    int replica;
+    int replica, stage;
     char key[TS_OUTFEED_KEY_MAX];
     ts_array array; /* array.data points at buf */
     unsigned char *buf;
@@ -33,6 +33,7 @@ struct ts_outfeed {
     pthread_mutex_t mu;
     pthread_cond_t can_take; /* a record arrived, or closed */
     pthread_cond_t can_put;  /* room for one more record, or closed */
+    pthread_cond_t drained;  /* the sink returned with nothing waiting, or closed */
 
     outfeed_slot *slots; /* depth + 1 */
     int n_slots;
@@ -52,6 +53,7 @@ struct ts_outfeed {
     int64_t warned_run;
 
     bool has_sink;
+    bool sink_busy; /* the sink function is running on a record */
     pthread_t sink_thread;
     ts_outfeed_sink sink_fn;
     void *sink_user;
@@ -97,10 +99,13 @@ static ts_status init_sync(ts_outfeed *q) {
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     int rc_take = pthread_cond_init(&q->can_take, &ca);
     int rc_put = pthread_cond_init(&q->can_put, &ca);
+    int rc_drained = pthread_cond_init(&q->drained, &ca);
     pthread_condattr_destroy(&ca);
-    if (rc_take == 0 && rc_put == 0 && pthread_mutex_init(&q->mu, NULL) == 0) return TS_OK;
+    if (rc_take == 0 && rc_put == 0 && rc_drained == 0 && pthread_mutex_init(&q->mu, NULL) == 0)
+        return TS_OK;
     if (rc_take == 0) pthread_cond_destroy(&q->can_take);
     if (rc_put == 0) pthread_cond_destroy(&q->can_put);
+    if (rc_drained == 0) pthread_cond_destroy(&q->drained);
 fail:
     return ts_error(TS_ERR_INTERNAL, "outfeed '%s': could not create its mutex or conditions",
                     q->name);
@@ -161,6 +166,7 @@ void ts_outfeed_close(ts_outfeed *q) {
     q->closed = true;
     pthread_cond_broadcast(&q->can_take);
     pthread_cond_broadcast(&q->can_put);
+    pthread_cond_broadcast(&q->drained);
     pthread_mutex_unlock(&q->mu);
 }
 
@@ -172,6 +178,7 @@ void ts_outfeed_free(ts_outfeed *q) {
     pthread_mutex_destroy(&q->mu);
     pthread_cond_destroy(&q->can_take);
     pthread_cond_destroy(&q->can_put);
+    pthread_cond_destroy(&q->drained);
     free_fields(q);
 }
 
@@ -235,9 +242,13 @@ static int ring_remove_locked(ts_outfeed *q, int pos) {
     return slot;
 }
 
-static int ring_find_key_locked(const ts_outfeed *q, const char *key) {
-    for (int p = 0; p < q->count; p++)
-        if (strcmp(q->slots[q->ring[(q->head + p) % q->depth]].key, key) == 0) return p;
+/* The waiting record of `key` from the same replica and stage (in an MPI
+ * job rank 0 gets every rank's records: LAST keeps the latest of each). */
+static int ring_find_key_locked(const ts_outfeed *q, const char *key, int replica, int stage) {
+    for (int p = 0; p < q->count; p++) {
+        const outfeed_slot *s = &q->slots[q->ring[(q->head + p) % q->depth]];
+        if (strcmp(s->key, key) == 0 && s->replica == replica && s->stage == stage) return p;
+    }
     return -1;
 }
 
@@ -304,11 +315,11 @@ static void note_drop_locked(ts_outfeed *q, push_note *note, int64_t run, const 
 
 /* Frees room for one more record, or says the record is dropped. Returns
  * TS_OK with *drop set, or TS_ERR_STATE if the queue closed meanwhile. */
-static ts_status make_room_locked(ts_outfeed *q, const char *key, int64_t run, push_note *note,
+static ts_status make_room_locked(ts_outfeed *q, const char *key, int replica, int stage, int64_t run, push_note *note,
                                   bool *drop) {
     *drop = false;
     if (q->mode == TS_OUTFEED_LAST) {
-        int p = ring_find_key_locked(q, key);
+        int p = ring_find_key_locked(q, key, replica, stage);
         if (p >= 0) {
             release_locked(q, ring_remove_locked(q, p)); /* superseded, not a loss */
         } else if (q->count > 0 && q->count + q->filling >= q->depth) {
@@ -354,6 +365,11 @@ static void report(const ts_outfeed *q, const push_note *note, int64_t run) {
 
 ts_status ts_outfeed_push(ts_outfeed *q, int64_t run, int64_t sample, const char *key,
                           const ts_array *a) {
+    return ts_outfeed_push_from(q, run, sample, key, a, 0, 0);
+}
+
+ts_status ts_outfeed_push_from(ts_outfeed *q, int64_t run, int64_t sample, const char *key,
+                               const ts_array *a, int replica, int stage) {
     if (!q || !key || !a)
         return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_outfeed_push: %s is NULL",
                         !q ? "queue" : !key ? "key" : "array");
@@ -385,7 +401,7 @@ ts_status ts_outfeed_push(ts_outfeed *q, int64_t run, int64_t sample, const char
                       "compile); recompile after the shape changed",
                       q->name, key, bytes, q->reserved);
     else
-        st = make_room_locked(q, key, run, &note, &drop);
+        st = make_room_locked(q, key, replica, stage, run, &note, &drop);
     if (st == TS_OK && !drop) {
         slot = q->free_idx[--q->n_free];
         if (q->slots[slot].cap < bytes) {
@@ -406,7 +422,8 @@ ts_status ts_outfeed_push(ts_outfeed *q, int64_t run, int64_t sample, const char
         outfeed_slot *s = &q->slots[slot];
         s->run = run;
         s->sample = sample;
-        s->replica = ts_dist_rank(); /* in an MPI job, the rank's replica */
+        s->replica = replica;
+        s->stage = stage;
         memcpy(s->key, key, key_len + 1);
         s->array = *a;
         s->array.data = s->buf;
@@ -464,6 +481,7 @@ static ts_status take_locked(ts_outfeed *q, ts_outfeed_record *rec, int timeout_
     rec->run = q->slots[s].run;
     rec->sample = q->slots[s].sample;
     rec->replica = q->slots[s].replica;
+    rec->stage = q->slots[s].stage;
     rec->key = q->slots[s].key;
     rec->array = q->slots[s].array;
     return TS_OK;
@@ -502,9 +520,12 @@ static void *sink_main(void *arg) {
     ts_outfeed_record rec;
     pthread_mutex_lock(&q->mu);
     while (take_locked(q, &rec, -1) == TS_OK) {
+        q->sink_busy = true;
         pthread_mutex_unlock(&q->mu);
         q->sink_fn(q->sink_user, &rec);
         pthread_mutex_lock(&q->mu);
+        q->sink_busy = false;
+        if (q->count == 0 && q->filling == 0) pthread_cond_broadcast(&q->drained);
     }
     if (q->held >= 0) {
         release_locked(q, q->held);
@@ -538,6 +559,21 @@ ts_status ts_outfeed_set_sink(ts_outfeed *q, ts_outfeed_sink fn, void *user) {
                           q->name);
         }
     }
+    pthread_mutex_unlock(&q->mu);
+    return st;
+}
+
+ts_status ts_outfeed_flush(ts_outfeed *q) {
+    if (!q) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_outfeed_flush: queue is NULL");
+    ts_status st = TS_OK;
+    pthread_mutex_lock(&q->mu);
+    if (!q->has_sink)
+        st = ts_error(TS_ERR_STATE,
+                      "outfeed '%s' has no sink: nothing drains it but ts_outfeed_dequeue",
+                      q->name);
+    else /* a closed queue's sink still drains it, then stops */
+        while ((q->count > 0 || q->filling > 0 || q->sink_busy) && !(q->closed && q->count == 0))
+            pthread_cond_wait(&q->drained, &q->mu);
     pthread_mutex_unlock(&q->mu);
     return st;
 }

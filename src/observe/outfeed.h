@@ -45,8 +45,8 @@ ts_status ts_outfeed_reserve(ts_outfeed *q, size_t max_record_bytes);
  * - A key the filters do not accept: returns TS_OK and does nothing.
  * - ALL mode, queue full: waits for the consumer (backpressure), or with
  *   drop_when_full drops the record, counts it and returns TS_OK.
- * - LAST mode: replaces the waiting record of the same key; never waits on
- *   the consumer.
+ * - LAST mode: replaces the waiting record of the same key (and replica
+ *   and stage); never waits on the consumer.
  * Errors: TS_ERR_STATE before ts_outfeed_reserve or after ts_outfeed_close
  * (including a close while waiting: that record is not delivered);
  * TS_ERR_INVALID_ARGUMENT for a bad array, a key too long, or a record larger
@@ -54,6 +54,10 @@ ts_status ts_outfeed_reserve(ts_outfeed *q, size_t max_record_bytes);
  * one producer per queue. Must not race with ts_outfeed_free. */
 ts_status ts_outfeed_push(ts_outfeed *q, int64_t run, int64_t sample, const char *key,
                           const ts_array *a);
+/* The same, for a record of a replica or pipeline stage (an MPI rank),
+ * which the record carries; ts_outfeed_push is replica 0, stage 0. */
+ts_status ts_outfeed_push_from(ts_outfeed *q, int64_t run, int64_t sample, const char *key,
+                               const ts_array *a, int replica, int stage);
 
 /* Wakes waiting producers and consumers. Afterwards pushes fail with
  * TS_ERR_STATE and dequeue delivers what is left, then TS_ERR_NOT_FOUND.

@@ -1,7 +1,8 @@
 # cli_checks.sh -- what the CLI test scripts share (sourced): counters and
 # `ok` / `fail` / `check MESSAGE CMD...` / `finish`, and `run NAME CMD...`
 # (stdout to NAME.out, stderr to NAME.err, status in $rc), `has FILE REGEX`,
-# `hasf FILE STRING`, `show FILE [N]` (context for a failure).
+# `hasf FILE STRING`, `show FILE [N]` (context for a failure), and
+# `cli_paths` (BUILD, SRC, BIN, DATA; the script ends failed without the CLI).
 passed=0 failed=0
 ok() { echo "ok   $*"; passed=$((passed + 1)); }
 fail() { echo "FAIL $*"; failed=$((failed + 1)); }
@@ -25,3 +26,10 @@ run() {
 has() { grep -Eq -- "$2" "$1"; }
 hasf() { grep -Fq -- "$2" "$1"; }
 show() { sed 's/^/     | /' "$1" | head -n "${2:-8}"; }
+cli_paths() { # BUILD from TS_BUILD_DIR, SRC (TS_SOURCE_DIR or this checkout), BIN the CLI, DATA MNIST's test set
+    BUILD=${TS_BUILD_DIR:?set TS_BUILD_DIR to the CMake build directory}
+    SRC=${TS_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+    BIN=$BUILD/tensorscope
+    DATA=$SRC/data/mnist
+    [ -x "$BIN" ] || { fail "$BIN is missing: build the CLI first"; finish; }
+}
