@@ -5,6 +5,7 @@
  *    Forward tolerance: (K + 2) * FLT_EPSILON * (|x| (*) |w| + |b|), the
  *    rounding bound of a length-K float dot product in any order, so a wrong
  *    index (an O(1) error) cannot pass;
+ *  - max pooling's winners (ties, NaN, padding) against a plain scan;
  *  - build errors that name the layer and the sizes;
  *  - batch norm's running statistics (momentum update with the unbiased
  *    variance, computed here in double from the batch), inference with the
@@ -41,7 +42,9 @@ static void conv_case(ts_pool *pool, int64_t N, int64_t C, int64_t H, int64_t W,
     float *x = rand_buf(nx), *w = rand_buf(nw), *b = rand_buf(OC), *dy = rand_buf(ny);
     float *y = calloc((size_t)ny, sizeof(float)), *y0 = calloc((size_t)ny, sizeof(float)), *bound = calloc((size_t)ny, sizeof(float));
     float *ax = malloc(sizeof(float) * (size_t)nx), *aw = malloc(sizeof(float) * (size_t)nw), *ab = malloc(sizeof(float) * (size_t)OC);
-    float *ws = malloc(sizeof(float) * ts_conv2d_workspace(&g));
+    /* the workspace sized as the op table does, from the shapes alone (no strides, padding, dilation) */
+    ts_conv_geom shapes = {.N = N, .C = C, .OC = OC, .OH = g.OH, .OW = g.OW, .KH = KH, .KW = KW, .groups = G};
+    float *ws = malloc(sizeof(float) * ts_conv2d_workspace(&shapes, ts_pool_threads(pool)));
     float *dx = calloc((size_t)nx, sizeof(float)), *dw = calloc((size_t)nw, sizeof(float)), *db = calloc((size_t)OC, sizeof(float));
     float *dx0 = calloc((size_t)nx, sizeof(float)), *dw0 = calloc((size_t)nw, sizeof(float)), *db0 = calloc((size_t)OC, sizeof(float));
     if (!x || !w || !b || !dy || !y || !y0 || !bound || !ax || !aw || !ab || !ws || !dx || !dw || !db || !dx0 || !dw0 || !db0) {
@@ -89,7 +92,55 @@ done:
     free(dx), free(dw), free(db), free(dx0), free(dw0), free(db0);
 }
 
-static void conv_oracle(void)
+/* ------------------------------------------ max pooling: winners vs a scan */
+
+/* The kernel's windows (the vectorised 2x2 stride-2 rows and the general
+ * loop) against a plain scan with PyTorch's CPU rule written here: the
+ * first value of the window row-major, then any strictly greater value or
+ * NaN takes over. Values from {0, 1, 2} (ties everywhere) with NaNs; the
+ * gradient goes to the winner. */
+static void pool_case(ts_pool *pool, int64_t H, int64_t W, int64_t K, int64_t S, int64_t P)
+{
+    ts_conv_geom g = {.N = 2, .C = 3, .H = H, .W = W, .OC = 3, .KH = K, .KW = K, .SH = S, .SW = S, .PT = P, .PL = P, .DH = 1, .DW = 1,
+                      .groups = 1};
+    g.OH = osize(H, P, P, K, 1, S);
+    g.OW = osize(W, P, P, K, 1, S);
+    int64_t nx = g.N * g.C * H * W, ny = g.N * g.C * g.OH * g.OW, bad = 0;
+    float *x = rand_buf(nx), *dy = rand_buf(ny), *y = malloc(sizeof(float) * (size_t)ny);
+    float *dx = calloc((size_t)nx, sizeof(float)), *dx0 = calloc((size_t)nx, sizeof(float));
+    int32_t *idx = malloc(sizeof(int32_t) * (size_t)ny);
+    if (!x || !dy || !y || !dx || !dx0 || !idx) {
+        CHECK(0, "pool case: out of memory");
+        goto done;
+    }
+    for (int64_t i = 0; i < nx; i++)
+        x[i] = i % 37 == 5 ? NAN : floorf((x[i] + 1.0f) * 1.5f);
+    ts_max_pool2d_forward(pool, y, idx, x, &g);
+    ts_max_pool2d_backward(pool, dx, dy, idx, &g);
+    for (int64_t q = 0; q < g.N * g.C; q++)
+        for (int64_t oh = 0; oh < g.OH; oh++)
+            for (int64_t ow = 0; ow < g.OW; ow++) {
+                int64_t best_i = -1, o = (q * g.OH + oh) * g.OW + ow;
+                for (int64_t ki = 0; ki < K; ki++)
+                    for (int64_t kj = 0; kj < K; kj++) {
+                        int64_t ih = oh * S - P + ki, iw = ow * S - P + kj, at = ih * W + iw;
+                        if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                        if (best_i < 0 || x[q * H * W + at] > x[q * H * W + best_i] || isnan(x[q * H * W + at])) best_i = at;
+                    }
+                float want = x[q * H * W + best_i];
+                bad += idx[o] != best_i || !(y[o] == want || (isnan(y[o]) && isnan(want)));
+                dx0[q * H * W + best_i] += dy[o];
+            }
+    for (int64_t i = 0; i < nx; i++)
+        bad += dx[i] != dx0[i];
+    CHECK(bad == 0, "max_pool2d k%lld s%lld p%lld on %lldx%lld%s: winners, outputs and gradients as the scan (%lld differ)", (long long)K,
+          (long long)S, (long long)P, (long long)H, (long long)W, pool ? " threads" : "", (long long)bad);
+done:
+    free(x), free(dy), free(y), free(dx), free(dx0), free(idx);
+}
+
+/* conv2d and max pooling against their oracles, without and with threads */
+static void kernel_oracles(void)
 {
     ts_pool *pool = NULL;
     CHECK_OK(ts_pool_new(&pool, 2), "a pool of 2 threads");
@@ -104,6 +155,13 @@ static void conv_oracle(void)
         conv_case(p, 3, 8, 10, 10, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4);        /* groups 4 */
         conv_case(p, 2, 8, 10, 9, 16, 3, 3, 1, 2, 1, 1, 1, 1, 1, 1, 8);         /* depthwise x2 */
         conv_case(p, 1, 3, 32, 32, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);        /* ResNet stem */
+        conv_case(p, 5, 8, 16, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2);        /* groups 2, samples split unevenly over threads */
+        conv_case(p, 3, 32, 12, 12, 32, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1);       /* 1x1 stride 1: the input is its own columns */
+        conv_case(p, 3, 16, 23, 23, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);        /* columns in two chunks of output rows (12, 11) */
+        conv_case(p, 2, 32, 40, 40, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1);       /* stride 2 in three chunks (7, 7, 6) */
+        pool_case(p, 28, 28, 2, 2, 0); /* LeNet's: the vectorised rows */
+        pool_case(p, 9, 41, 2, 2, 0);  /* odd sizes: the last row and column unused */
+        pool_case(p, 13, 11, 3, 2, 1); /* padding: the general windows */
     }
     ts_pool_free(pool);
 }
@@ -379,7 +437,7 @@ static void dropout(void)
 
 int main(void)
 {
-    conv_oracle();
+    kernel_oracles();
     build_errors();
     batch_norm_running();
     dropout();

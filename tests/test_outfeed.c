@@ -199,6 +199,15 @@ static void test_sink(void) {
         long long got = atomic_load(&t.received);
         CHECK(fst == TS_OK && got == 20LL * round, "(b) flush after %d pushes: the sink had returned from %lld", 20 * round, got);
     }
+    /* On a closed queue too: the sink is still running (slowly) on the
+     * last record, none waiting, when the queue closes; flush waits for it. */
+    push_index(q, 60, buf);
+    push_index(q, 61, buf);
+    sleep_us(700); /* the sink is done with 60 and in the middle of 61 */
+    ts_outfeed_close(q);
+    ts_status fst = ts_outfeed_flush(q);
+    long long got = atomic_load(&t.received);
+    CHECK(fst == TS_OK && got == 62, "(b) flush after close: the sink had returned from %lld of 62", got);
     ts_outfeed_free(q);
     CHECK(t.out_of_order == 0 && t.bad == 0, "(b) flushed records in order and intact");
 

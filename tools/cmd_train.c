@@ -50,6 +50,8 @@ typedef struct sink_state {
         int64_t rows, first_rows;
         bool even;
     } stack[32];
+    unsigned char *by_rep; /* a stack reordered [R][S] -> [S][R], grown as needed, kept */
+    size_t by_rep_cap;
     int replicas;
     /* with --stats: per key, the f32 records since the last stats table
      * summarised as one stacked [S, *T] array (mode last: the latest record) */
@@ -86,17 +88,23 @@ static void sink_flush(sink_state *s, int k) {
     bool by_replica = R > 1 && s->stack[k].even && s->stack[k].reps == R && s->stack[k].rows == s->stack[k].first_rows;
     ts_array a = by_replica ? stacked_shape(stacked_shape(s->stack[k].proto, R), s->stack[k].n / R) : stacked_shape(s->stack[k].proto, s->stack[k].n);
     a.data = s->stack[k].data;
-    unsigned char *t = NULL; /* [R][S] as they came -> [S][R] */
-    if (by_replica && (t = malloc(s->stack[k].sample_bytes * (size_t)s->stack[k].n))) {
-        size_t one = s->stack[k].sample_bytes;
+    if (by_replica) { /* [R][S] as they came -> [S][R] */
+        size_t one = s->stack[k].sample_bytes, need = one * (size_t)s->stack[k].n;
+        if (need > s->by_rep_cap) {
+            unsigned char *grown = realloc(s->by_rep, need);
+            if (!grown) {
+                snprintf(s->err, sizeof s->err, "out of memory ordering outfeed records of '%s' by replica", s->keys[k]);
+                atomic_store(&s->failed, 1);
+                return;
+            }
+            s->by_rep = grown;
+            s->by_rep_cap = need;
+        }
         int64_t S = a.shape[0];
         for (int64_t i = 0; i < S; i++)
-            for (int r = 0; r < R; r++) memcpy(t + ((size_t)i * (size_t)R + (size_t)r) * one, s->stack[k].data + ((size_t)r * (size_t)S + (size_t)i) * one, one);
-        a.data = t;
-    } else if (by_replica) {
-        snprintf(s->err, sizeof s->err, "out of memory ordering outfeed records of '%s' by replica", s->keys[k]);
-        atomic_store(&s->failed, 1);
-        return;
+            for (int r = 0; r < R; r++)
+                memcpy(s->by_rep + ((size_t)i * (size_t)R + (size_t)r) * one, s->stack[k].data + ((size_t)r * (size_t)S + (size_t)i) * one, one);
+        a.data = s->by_rep;
     }
     long long size = 128 + (long long)(s->stack[k].sample_bytes * (size_t)s->stack[k].n); /* header + data */
     s->stack[k].n = 0;
@@ -120,7 +128,6 @@ static void sink_flush(sink_state *s, int k) {
     }
     free(dir);
     free(path);
-    free(t);
 }
 
 static void on_record(void *user, const ts_outfeed_record *r) {
@@ -184,6 +191,8 @@ static void sink_finish(sink_state *s) {
         free(s->stack[k].data);
         s->stack[k].data = NULL;
     }
+    free(s->by_rep);
+    s->by_rep = NULL;
 }
 
 /* SIGINT / SIGTERM while training: the current run finishes, every sink is

@@ -28,7 +28,8 @@ from .errors import (DistError, FileError, FormatError, InternalError, InvalidAr
                      TensorscopeError, UnsupportedError)
 from .graph import OPS, Graph, Tensor, print_tensor
 from .model import Model, inference_model, metrics_report, training_model
-from .observe import compare, plot_gradient_histogram, save_npy, summary, summary_line
+from .observe import (compare, merge_summaries, plot_gradient_histogram, save_npy, summarize, summary,
+                      summary_line)
 from .options import SGD, Adam, AdamW, Options, OutfeedQueue, OutputMode, Record, Watch
 
 __version__ = _lib.ts_version().decode()
@@ -36,9 +37,9 @@ __all__ = ["Adam", "AdamW", "DataLoader", "Dataset", "DistError", "FileError", "
            "InternalError", "InvalidArgumentError", "Model", "NotFoundError", "NumericsError",
            "OPS", "Options", "OutOfMemoryError", "OutfeedQueue", "OutputMode", "Record", "SGD",
            "ShapeError", "StateError", "Tensor", "TensorscopeError", "UnsupportedError",
-           "Watch", "compare", "inference_model", "metrics_report", "metrics_reset",
+           "Watch", "compare", "inference_model", "merge_summaries", "metrics_report", "metrics_reset",
            "plot_gradient_histogram", "dist_init", "dist_finalize", "print_tensor", "save_npy", "set_log_callback",
-           "set_log_level", "summary", "summary_line", "training_model"]
+           "set_log_level", "summarize", "summary", "summary_line", "training_model"]
 
 
 def set_log_level(level):

@@ -225,6 +225,7 @@ _PROTOTYPES = {
     # summaries and plots
     "ts_summarize_f32": (_st, [C.POINTER(C.c_float), C.c_int64, C.c_int, C.POINTER(Summary)]),
     "ts_summary_line": (S, [S, C.POINTER(Array), C.POINTER(Stats), C.c_char_p, C.c_size_t]),
+    "ts_summary_merge": (_st, [C.POINTER(Summary), C.POINTER(Summary)]),
     "ts_plot_gradient_histogram": (_st, [S, C.POINTER(Array), C.c_int]),
     "ts_npy_save": (_st, [S, C.POINTER(Array)]),
     # outfeed
@@ -235,6 +236,7 @@ _PROTOTYPES = {
     "ts_outfeed_dequeue": (_st, [P, C.POINTER(OutfeedRecord), C.c_int]),
     "ts_outfeed_set_sink": (_st, [P, SINK_FN, C.c_void_p]),
     "ts_outfeed_get_counts": (OutfeedCounts, [P]),
+    "ts_outfeed_flush": (_st, [P]),
     "ts_outfeed_add": (_st, [P, P, S, P]),
     "ts_options_outfeed_gradients": (_st, [P, P, C.c_int]),
     # diagnostics

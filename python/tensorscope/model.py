@@ -10,25 +10,12 @@ import ctypes as C
 import sys
 import threading
 
-import numpy as np
-
 from . import _capi
 from ._capi import check, cstr, lib
 from .errors import NumericsError, StateError
 from .graph import Graph, Tensor
-from .options import Options, Watch
-
-
-def _summary_dict(s):
-    out = _capi.as_dict(s.stats)
-    out["what"] = s.what
-    if s.what & Watch.HISTOGRAM:
-        out["log2_zeros"] = s.log2_zeros
-        out["log2_counts"] = np.ctypeslib.as_array(s.log2_counts).copy()
-        out["tb_counts"] = np.ctypeslib.as_array(s.tb_counts).copy()
-    if s.what & Watch.RANGE:
-        out["range"] = _capi.as_dict(s.range)
-    return out
+from .observe import _summary_dict
+from .options import Options
 
 
 class Model:

@@ -6,6 +6,7 @@ import numpy as np
 
 from . import _capi
 from ._capi import check, cstr, lib
+from .options import Watch, _watch_what
 
 
 def summary_line(array, name=""):
@@ -25,6 +26,61 @@ def summary_line(array, name=""):
     buf = C.create_string_buffer(1024)
     return lib.ts_summary_line(cstr(name), C.byref(shape), C.byref(s.stats), buf,
                                len(buf)).decode()
+
+
+def _summary_dict(s):
+    """A ts_summary as the dict Model.watches() and summarize() give."""
+    out = _capi.as_dict(s.stats)
+    out["what"] = s.what
+    if s.what & Watch.HISTOGRAM:
+        out["log2_zeros"] = s.log2_zeros
+        out["log2_counts"] = np.ctypeslib.as_array(s.log2_counts).copy()
+        out["tb_counts"] = np.ctypeslib.as_array(s.tb_counts).copy()
+    if s.what & Watch.RANGE:
+        out["range"] = _capi.as_dict(s.range)
+    return out
+
+
+def _summary_struct(d):
+    """The ts_summary of such a dict (its other keys, run and step, ignored)."""
+    s = _capi.Summary()
+    s.what = int(d["what"])
+    for name, _ in _capi.Stats._fields_:
+        setattr(s.stats, name, d[name])
+    if s.what & Watch.HISTOGRAM:
+        s.log2_zeros = int(d["log2_zeros"])
+        C.memmove(s.log2_counts, np.ascontiguousarray(d["log2_counts"], np.int64).ctypes.data,
+                  C.sizeof(s.log2_counts))
+        C.memmove(s.tb_counts, np.ascontiguousarray(d["tb_counts"], np.int64).ctypes.data,
+                  C.sizeof(s.tb_counts))
+    if s.what & Watch.RANGE:
+        for name, _ in _capi.Range._fields_:
+            setattr(s.range, name, d["range"][name])
+    return s
+
+
+def summarize(array, what="stats"):
+    """The library's summary of an array's values (as f32), as a dict like
+    Model.watches() gives: count, zeros, nans, pos_infs, neg_infs, mean, std,
+    min, max, l2, what; with "histogram" log2_zeros, log2_counts, tb_counts;
+    with "range" a `range` dict. `what`: Watch flags or "stats|histogram|range"."""
+    a = np.asarray(array)
+    if a.dtype.kind not in "fiub":
+        raise TypeError(f"summarize: numpy dtype {a.dtype} is not numeric")
+    values = np.ascontiguousarray(a, dtype=np.float32)
+    s = _capi.Summary()
+    check(lib.ts_summarize_f32(values.ctypes.data_as(C.POINTER(C.c_float)), values.size,
+                               _watch_what(what), C.byref(s)))
+    return _summary_dict(s)
+
+
+def merge_summaries(a, b):
+    """The summary of both summaries' values, as one pass over all of them
+    would give (to rounding): e.g. records or runs summarised one by one.
+    Both dicts (summarize(), Model.watches()) computed the same `what`."""
+    into, other = _summary_struct(a), _summary_struct(b)
+    check(_capi.function("ts_summary_merge", "merge_summaries")(C.byref(into), C.byref(other)))
+    return _summary_dict(into)
 
 
 def summary(array, name="", file=None):

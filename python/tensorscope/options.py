@@ -261,6 +261,12 @@ class OutfeedQueue:
         """Whether `key` passes the queue's filters."""
         return bool(lib.ts_outfeed_accepts(self._h, cstr(key)))
 
+    def flush(self):
+        """Mode "all": waits until the consumer thread has handed every
+        record enqueued so far to this queue (iterating waits too). Mode
+        "last" has no consumer thread: a StateError."""
+        check(_capi.function("ts_outfeed_flush", "OutfeedQueue.flush")(self._h))
+
     def counts(self):
         """{"enqueued", "dequeued", "dropped", "wait_ns"} so far."""
         return _capi.as_dict(lib.ts_outfeed_get_counts(self._h))

@@ -50,6 +50,32 @@ def test_summary_line_is_the_library_line(capsys):
         ts.summary(np.array(["text"]))
 
 
+def test_merged_summaries_are_the_summary_of_all_values():
+    rng = np.random.default_rng(5)
+    a = rng.normal(3.0, 2.0, (40, 7)).astype(np.float32)
+    b = rng.normal(-1.0, 0.5, 123).astype(np.float32)
+    b[:9] = 0
+    b[10] = np.inf
+    both = np.concatenate([a.ravel(), b])
+    what = "stats|histogram|range"
+    m = ts.merge_summaries(ts.summarize(a, what), ts.summarize(b, what))
+    whole = ts.summarize(both, what)
+    finite = both[np.isfinite(both)].astype(np.float64)
+    assert m["count"] == both.size and m["zeros"] == 9 and m["pos_infs"] == 1 and m["nans"] == 0
+    assert m["min"] == finite.min() and m["max"] == finite.max()
+    assert m["mean"] == pytest.approx(finite.mean(), rel=1e-6)
+    assert m["std"] == pytest.approx(finite.std(), rel=1e-6)
+    assert m["l2"] == pytest.approx(np.sqrt((finite * finite).sum()), rel=1e-6)
+    np.testing.assert_array_equal(m["log2_counts"], whole["log2_counts"])
+    np.testing.assert_array_equal(m["tb_counts"], whole["tb_counts"])
+    assert m["range"] == pytest.approx(whole["range"])
+    # a zeroed summary takes the other; different `what`s are an error
+    empty = dict(ts.summarize(a), what=0)
+    assert ts.merge_summaries(empty, ts.summarize(b))["count"] == b.size
+    with pytest.raises(ts.InvalidArgumentError, match="different"):
+        ts.merge_summaries(ts.summarize(a), ts.summarize(b, "stats|histogram"))
+
+
 def test_print_tensor_logs_the_value_and_its_gradient(capfd):
     g = ts.Graph(seed=3)
     x = g.input("x", "f32", [2, 3])

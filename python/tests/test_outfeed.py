@@ -1,6 +1,7 @@
 """Outfeed queues from Python: lossless iteration of every record in order,
 whatever the depth, with the values the anchors show."""
 import numpy as np
+import pytest
 
 import tensorscope as ts
 from conftest import batches, small_mlp
@@ -70,3 +71,14 @@ def test_graph_side_outfeed_and_last_mode():
     np.testing.assert_array_equal(last[0].array, every[-1].array)
     assert q_all.accepts("relu") and q_all.name == "acts"
     assert not ts.OutfeedQueue("none", filters=[]).accepts("relu")
+
+
+def test_flush_waits_for_the_consumer_thread():
+    q = ts.OutfeedQueue("grads", depth=2)
+    g, m = model_with(q, True)
+    m(*batches(D * A))
+    q.flush()  # every record of the run handed over: nothing left to wait for
+    assert q._received == q.counts()["enqueued"] == D * A * len(PARAMS)
+    last = ts.OutfeedQueue("last", mode="last")
+    with pytest.raises(ts.StateError, match="no sink"):
+        last.flush()

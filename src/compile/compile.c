@@ -389,7 +389,7 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
         ts_shape in[TS_MAX_INPUTS];
         for (int j = 0; j < g->t[i]->n_in; j++) in[j] = p->shape[g->t[i]->in[j]];
         if (def->workspace_floats) {
-            size_t w = def->workspace_floats(in, &p->shape[i]);
+            size_t w = def->workspace_floats(in, &p->shape[i], ts_pool_threads(m->pool));
             workspace = w > workspace ? w : workspace;
         }
         if (!def->scratch_floats) continue;

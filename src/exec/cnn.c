@@ -1,12 +1,17 @@
 /* cnn.c -- convolution, pooling, batch norm, dropout, tanh and sigmoid.
  *
- * conv2d is im2col + one GEMM per group over the whole batch: the columns
- * [C*KH*KW, N*OH*OW] are built in the shared workspace (split over the pool
- * by rows), OpenBLAS multiplies, and the result [OC, N*OH*OW] is permuted to
- * NCHW with the bias added. The backward pass rebuilds the columns (no
- * per-node copy kept between passes), takes dW from one GEMM, then
- * overwrites the columns with W^T dY and scatters them back (col2im, split
- * over the pool by input planes so no two threads write one element). */
+ * conv2d is im2col + GEMM one sample at a time, the samples split over the
+ * pool's threads. Each thread has its own slot of the shared workspace: the
+ * columns of a chunk of one sample's output rows [C*KH*KW, rows*OW], sized
+ * to stay in the core's cache between im2col and the product, and, in the
+ * backward pass, its partial dW and db, summed into the gradients after the
+ * threads join. The product W [OC, C*KH*KW] x columns is those rows of the
+ * sample's output [OC, OH*OW], already NCHW. Each product runs on a
+ * one-thread OpenBLAS, so the pool's threads are the only ones working (no
+ * second pool fighting for the cores). The backward pass rebuilds the
+ * columns (no copy kept between passes), takes dW from one product, then
+ * overwrites the columns with W^T dY and scatters them back (col2im). A 1x1
+ * convolution with stride 1 and no padding uses the input as its columns. */
 #include "exec/cnn.h"
 
 #include "exec/gemm.h"
@@ -20,136 +25,305 @@ static int64_t grain_for(int64_t work_per_item) { return work_per_item >= GRAIN 
 
 /* --------------------------------------------------------------- conv2d */
 
+/* d[i] = s[i * stride] and d[i * stride] += s[i], i < n: rows of 32 or
+ * so floats, short enough that a memcpy call costs more than the copy. The
+ * copy is spelled in blocks of 8 and a straight-line tail so that the
+ * compiler emits vector moves, not a call to memcpy. */
+static inline void copy_row(float *restrict d, const float *restrict s, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) d[i + k] = s[i + k];
+    if (n - i >= 4) {
+        for (int k = 0; k < 4; k++) d[i + k] = s[i + k];
+        i += 4;
+    }
+    if (n - i >= 2) {
+        d[i] = s[i], d[i + 1] = s[i + 1];
+        i += 2;
+    }
+    if (n - i >= 1) d[i] = s[i];
+}
+
+static void copy_strided(float *restrict d, const float *restrict s, int64_t n, int64_t stride) {
+    if (stride == 1) copy_row(d, s, n);
+    else
+        for (int64_t i = 0; i < n; i++) d[i] = s[i * stride];
+}
+
+static void add_strided(float *restrict d, const float *restrict s, int64_t n, int64_t stride) {
+    if (stride == 1)
+        for (int64_t i = 0; i < n; i++) d[i] += s[i];
+    else
+        for (int64_t i = 0; i < n; i++) d[i * stride] += s[i];
+}
+
+/* Kernel column kj reads input column ow*SW + off for output column ow;
+ * those in [lo, hi) are inside the plane, the others read padding. */
+static void col_span(const ts_conv_geom *g, int64_t kj, int64_t *off, int64_t *lo, int64_t *hi) {
+    *off = kj * g->DW - g->PL;
+    *lo = *off < 0 ? (-*off + g->SW - 1) / g->SW : 0;
+    *hi = g->W - 1 - *off < 0 ? 0 : (g->W - 1 - *off) / g->SW + 1;
+    *lo = *lo > g->OW ? g->OW : *lo;
+    *hi = *hi > g->OW ? g->OW : *hi < *lo ? *lo : *hi;
+}
+
+/* The columns of output rows [oh0, oh1) of one sample x[C, H, W] (dx NULL):
+ * col[(c, ki, kj), (oh - oh0)*OW + ow] = x[c, ih, iw] (0 in the padding);
+ * or the reverse (col2im): dx[c, ih, iw] += col[(c, ki, kj), ...]. */
+static void im2col(const ts_conv_geom *g, float *restrict col, const float *restrict x, float *restrict dx, int64_t oh0, int64_t oh1) {
+    const int64_t C = g->C, H = g->H, W = g->W, OW = g->OW, KH = g->KH, KW = g->KW, SH = g->SH, SW = g->SW, DH = g->DH;
+    float *d = col;
+    for (int64_t c = 0; c < C; c++)
+        for (int64_t ki = 0; ki < KH; ki++)
+            for (int64_t kj = 0; kj < KW; kj++) {
+                int64_t off, lo, hi;
+                col_span(g, kj, &off, &lo, &hi);
+                for (int64_t oh = oh0; oh < oh1; oh++, d += OW) {
+                    int64_t ih = oh * SH - g->PT + ki * DH, at = (c * H + ih) * W + lo * SW + off;
+                    if (dx) {
+                        if (ih >= 0 && ih < H && hi > lo) add_strided(dx + at, d + lo, hi - lo, SW);
+                        continue;
+                    }
+                    if (ih < 0 || ih >= H) {
+                        for (int64_t ow = 0; ow < OW; ow++) d[ow] = 0.0f;
+                        continue;
+                    }
+                    for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0.0f;
+                    if (hi > lo) copy_strided(d + lo, x + at, hi - lo, SW);
+                    for (int64_t ow = hi; ow < OW; ow++) d[ow] = 0.0f;
+                }
+            }
+}
+
+/* Stride 1, dilation 1: the sample padded once to [C, OH+KH-1, OW+KW-1]
+ * (or the input itself when it needs no padding), every row of the columns
+ * is one copy of OW floats and every row of col2im one add, no bounds. */
+static bool conv_unit(const ts_conv_geom *g) { return g->SH == 1 && g->SW == 1 && g->DH == 1 && g->DW == 1; }
+
+static bool conv_padded(const ts_conv_geom *g) {
+    return conv_unit(g) && !(g->PT == 0 && g->PL == 0 && g->OH + g->KH - 1 == g->H && g->OW + g->KW - 1 == g->W);
+}
+
+/* reserved in every slot: the workspace is sized from the shapes alone */
+static int64_t padded_floats(const ts_conv_geom *g) { return g->C * (g->OH + g->KH - 1) * (g->OW + g->KW - 1); }
+
+/* xp[c, i, j] = x[c, i - PT, j - PL] (0 outside), or back: x[c, ih, iw] += xp[...] */
+static void pad_sample(const ts_conv_geom *g, float *restrict xp, const float *restrict x) {
+    int64_t Hp = g->OH + g->KH - 1, Wp = g->OW + g->KW - 1, n = g->W < Wp - g->PL ? g->W : Wp - g->PL; /* columns copied */
+    for (int64_t c = 0; c < g->C; c++)
+        for (int64_t i = 0; i < Hp; i++) {
+            float *d = xp + (c * Hp + i) * Wp;
+            int64_t ih = i - g->PT, j = 0;
+            if (ih >= 0 && ih < g->H && n > 0) {
+                for (; j < g->PL; j++) d[j] = 0.0f;
+                copy_row(d + j, x + (c * g->H + ih) * g->W, n);
+                j += n;
+            }
+            for (; j < Wp; j++) d[j] = 0.0f;
+        }
+}
+
+static void unpad_add(const ts_conv_geom *g, float *restrict x, const float *restrict xp) {
+    int64_t Hp = g->OH + g->KH - 1, Wp = g->OW + g->KW - 1;
+    for (int64_t c = 0; c < g->C; c++)
+        for (int64_t ih = 0; ih < g->H && ih + g->PT < Hp; ih++) {
+            int64_t n = g->W < Wp - g->PL ? g->W : Wp - g->PL;
+            add_strided(x + (c * g->H + ih) * g->W, xp + (c * Hp + ih + g->PT) * Wp + g->PL, n, 1);
+        }
+}
+
+static void im2col_unit(const ts_conv_geom *g, float *restrict col, const float *restrict xp, int64_t oh0, int64_t oh1) {
+    const int64_t OW = g->OW, KH = g->KH, KW = g->KW, Hp = g->OH + KH - 1, Wp = OW + KW - 1;
+    float *d = col;
+    for (int64_t c = 0; c < g->C; c++)
+        for (int64_t ki = 0; ki < KH; ki++)
+            for (int64_t kj = 0; kj < KW; kj++) {
+                const float *s = xp + (c * Hp + ki + oh0) * Wp + kj;
+                for (int64_t oh = oh0; oh < oh1; oh++, d += OW, s += Wp) copy_row(d, s, OW);
+            }
+}
+
+static void col2im_unit(const ts_conv_geom *g, float *restrict dxp, const float *restrict col, int64_t oh0, int64_t oh1) {
+    const int64_t OW = g->OW, KH = g->KH, KW = g->KW, Hp = g->OH + KH - 1, Wp = OW + KW - 1;
+    const float *s = col;
+    for (int64_t c = 0; c < g->C; c++)
+        for (int64_t ki = 0; ki < KH; ki++)
+            for (int64_t kj = 0; kj < KW; kj++) {
+                float *d = dxp + (c * Hp + ki + oh0) * Wp + kj;
+                for (int64_t oh = oh0; oh < oh1; oh++, s += OW, d += Wp) add_strided(d, s, OW, 1);
+            }
+}
+
 typedef struct conv_job {
     const ts_conv_geom *g;
-    float *col, *y, *dx;
-    const float *x, *src, *b;
+    float *ws, *y, *dx, *dw, *db;
+    const float *x, *w, *b, *dy;
+    int64_t slots;
+    bool direct; /* the input is its own columns */
 } conv_job;
 
-/* col[r, n*OHW + oh*OW + ow] = x[n, c, ih, iw] (0 outside), r = (c, ki, kj) */
-static void im2col_rows(void *vj, int64_t begin, int64_t end) {
+/* below this many multiply-adds a convolution runs on the calling thread */
+#define CONV_PAR_MACS (256 * 1024)
+/* the columns of a chunk of output rows, at most about this many floats:
+ * they stay in the core's L2 cache between im2col and the product */
+#define CONV_CHUNK_FLOATS (48 * 1024)
+
+static int64_t conv_slots(const ts_conv_geom *g, int threads) { return g->N < threads ? (g->N > 0 ? g->N : 1) : threads; }
+
+static bool conv_direct(const ts_conv_geom *g) {
+    return g->KH == 1 && g->KW == 1 && g->SH == 1 && g->SW == 1 && g->PT == 0 && g->PL == 0 && g->OH == g->H && g->OW == g->W;
+}
+
+/* output rows per chunk: the fewest equal chunks under CONV_CHUNK_FLOATS.
+ * This and the slot's size depend on the shapes only (N, C, OC, OH, OW,
+ * KH, KW, groups): the workspace is sized from them. */
+static int64_t chunk_rows(const ts_conv_geom *g) {
+    if (g->OH < 1) return 1;
+    int64_t per_row = g->C * g->KH * g->KW * g->OW, rows = per_row > 0 ? CONV_CHUNK_FLOATS / per_row : g->OH;
+    rows = rows < 1 ? 1 : rows > g->OH ? g->OH : rows;
+    int64_t chunks = (g->OH + rows - 1) / rows;
+    return (g->OH + chunks - 1) / chunks;
+}
+
+/* a slot: columns [C*KK, rows*OW], partial dW [OC, C/groups*KK], partial
+ * db [OC], the padded sample and its gradient (conv_padded) */
+static int64_t col_floats(const ts_conv_geom *g) { return g->C * g->KH * g->KW * chunk_rows(g) * g->OW; }
+
+static size_t slot_floats(const ts_conv_geom *g) {
+    int64_t KK = g->KH * g->KW;
+    return (size_t)(col_floats(g) + g->OC * (g->C / (g->groups > 0 ? g->groups : 1)) * KK + g->OC + 2 * padded_floats(g));
+}
+
+size_t ts_conv2d_workspace(const ts_conv_geom *g, int threads) { return (size_t)conv_slots(g, threads) * slot_floats(g); }
+
+/* Sample n as im2col reads it: padded into xp, or the input itself */
+static const float *conv_sample(const conv_job *j, float *xp, int64_t n) {
+    const float *xn = j->x + n * j->g->C * j->g->H * j->g->W;
+    if (!conv_padded(j->g)) return xn;
+    pad_sample(j->g, xp, xn);
+    return xp;
+}
+
+/* The columns of output rows [oh0, oh1) of sample xs (conv_sample) and
+ * their row stride: built in col, or the input itself. */
+static const float *conv_cols(const conv_job *j, float *col, const float *xs, int64_t oh0, int64_t oh1, int64_t *ld) {
+    const ts_conv_geom *g = j->g;
+    if (j->direct) {
+        *ld = g->H * g->W;
+        return xs + oh0 * g->W;
+    }
+    *ld = (oh1 - oh0) * g->OW;
+    if (conv_unit(g)) im2col_unit(g, col, xs, oh0, oh1);
+    else im2col(g, col, xs, NULL, oh0, oh1);
+    return col;
+}
+
+static void slot_samples(const conv_job *j, int64_t slot, int64_t *n0, int64_t *n1) {
+    *n0 = j->g->N * slot / j->slots;
+    *n1 = j->g->N * (slot + 1) / j->slots;
+}
+
+static void conv_fwd_slots(void *vj, int64_t begin, int64_t end) {
     const conv_job *j = vj;
     const ts_conv_geom *g = j->g;
-    int64_t OHW = g->OH * g->OW, NP = g->N * OHW, KK = g->KH * g->KW;
-    for (int64_t r = begin; r < end; r++) {
-        int64_t c = r / KK, ki = (r / g->KW) % g->KH, kj = r % g->KW;
-        float *dst = j->col + r * NP;
-        /* the output columns whose input column is in bounds: [lo, hi) */
-        int64_t off = kj * g->DW - g->PL, lo = 0, hi = g->OW;
-        while (lo < g->OW && lo * g->SW + off < 0) lo++;
-        while (hi > lo && (hi - 1) * g->SW + off >= g->W) hi--;
-        for (int64_t n = 0; n < g->N; n++) {
-            const float *plane = j->x + (n * g->C + c) * g->H * g->W;
-            for (int64_t oh = 0; oh < g->OH; oh++) {
-                float *d = dst + n * OHW + oh * g->OW;
-                int64_t ih = oh * g->SH - g->PT + ki * g->DH;
-                if (ih < 0 || ih >= g->H) {
-                    memset(d, 0, (size_t)g->OW * sizeof(float));
-                    continue;
-                }
-                const float *row = plane + ih * g->W;
-                for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0.0f;
-                if (g->SW == 1 && hi > lo) memcpy(d + lo, row + lo + off, (size_t)(hi - lo) * sizeof(float));
-                else
-                    for (int64_t ow = lo; ow < hi; ow++) d[ow] = row[ow * g->SW + off];
-                for (int64_t ow = hi; ow < g->OW; ow++) d[ow] = 0.0f;
+    int64_t OHW = g->OH * g->OW, CgKK = g->C / g->groups * g->KH * g->KW, OCg = g->OC / g->groups, R = chunk_rows(g);
+    for (int64_t slot = begin; slot < end; slot++) {
+        int64_t n0, n1, ld;
+        slot_samples(j, slot, &n0, &n1);
+        float *col = j->ws + (size_t)slot * slot_floats(g), *xp = col + slot_floats(g) - 2 * padded_floats(g);
+        for (int64_t n = n0; n < n1; n++) {
+            float *yn = j->y + n * g->OC * OHW;
+            const float *xs = conv_sample(j, xp, n);
+            for (int64_t oh0 = 0; oh0 < g->OH; oh0 += R) {
+                int64_t oh1 = oh0 + R < g->OH ? oh0 + R : g->OH;
+                const float *cols = conv_cols(j, col, xs, oh0, oh1, &ld);
+                for (int64_t gi = 0; gi < g->groups; gi++)
+                    ts_gemm_serial(false, false, OCg, (oh1 - oh0) * g->OW, CgKK, j->w + gi * OCg * CgKK, CgKK, cols + gi * CgKK * ld, ld,
+                                   0.0f, yn + gi * OCg * OHW + oh0 * g->OW, OHW);
+            }
+            for (int64_t oc = 0; j->b && oc < g->OC; oc++) {
+                float bv = j->b[oc], *r = yn + oc * OHW;
+                for (int64_t i = 0; i < OHW; i++) r[i] += bv;
             }
         }
     }
 }
 
-/* dx[n, c, ih, iw] += col[(c, ki, kj), n*OHW + oh*OW + ow], one (n, c) plane per item */
-static void col2im_planes(void *vj, int64_t begin, int64_t end) {
+static void conv_bwd_slots(void *vj, int64_t begin, int64_t end) {
     const conv_job *j = vj;
     const ts_conv_geom *g = j->g;
-    int64_t OHW = g->OH * g->OW, NP = g->N * OHW, KK = g->KH * g->KW;
-    for (int64_t q = begin; q < end; q++) {
-        int64_t n = q / g->C, c = q % g->C;
-        float *plane = j->dx + q * g->H * g->W;
-        for (int64_t ki = 0; ki < g->KH; ki++)
-            for (int64_t kj = 0; kj < g->KW; kj++) {
-                const float *src = j->col + (c * KK + ki * g->KW + kj) * NP + n * OHW;
-                int64_t off = kj * g->DW - g->PL, lo = 0, hi = g->OW;
-                while (lo < g->OW && lo * g->SW + off < 0) lo++;
-                while (hi > lo && (hi - 1) * g->SW + off >= g->W) hi--;
-                for (int64_t oh = 0; oh < g->OH; oh++) {
-                    int64_t ih = oh * g->SH - g->PT + ki * g->DH;
-                    if (ih < 0 || ih >= g->H) continue;
-                    float *row = plane + ih * g->W;
-                    const float *s = src + oh * g->OW;
-                    for (int64_t ow = lo; ow < hi; ow++) row[ow * g->SW + off] += s[ow];
-                }
+    int64_t OHW = g->OH * g->OW, CgKK = g->C / g->groups * g->KH * g->KW, OCg = g->OC / g->groups, R = chunk_rows(g);
+    bool padded = conv_padded(g), unit = conv_unit(g);
+    for (int64_t slot = begin; slot < end; slot++) {
+        int64_t n0, n1, ld;
+        slot_samples(j, slot, &n0, &n1);
+        float *col = j->ws + (size_t)slot * slot_floats(g), *dwp = col + col_floats(g), *dbp = dwp + g->OC * CgKK;
+        float *xp = dbp + g->OC, *dxp = xp + padded_floats(g);
+        memset(dbp, 0, (size_t)g->OC * sizeof(float));
+        for (int64_t n = n0; n < n1; n++) {
+            const float *dyn = j->dy + n * g->OC * OHW, *xs = j->dw ? conv_sample(j, xp, n) : NULL;
+            float *dxn = j->dx ? j->dx + n * g->C * g->H * g->W : NULL, *dxs = padded ? dxp : dxn; /* where col2im adds */
+            if (dxn && padded) memset(dxp, 0, (size_t)padded_floats(g) * sizeof(float));
+            for (int64_t oc = 0; j->db && oc < g->OC; oc++) {
+                double s = 0;
+                for (int64_t i = 0; i < OHW; i++) s += dyn[oc * OHW + i];
+                dbp[oc] += (float)s;
             }
+            for (int64_t oh0 = 0; oh0 < g->OH; oh0 += R) {
+                int64_t oh1 = oh0 + R < g->OH ? oh0 + R : g->OH, P = (oh1 - oh0) * g->OW;
+                const float *dyc = dyn + oh0 * g->OW;
+                if (j->dw) {
+                    const float *cols = conv_cols(j, col, xs, oh0, oh1, &ld);
+                    for (int64_t gi = 0; gi < g->groups; gi++)
+                        ts_gemm_serial(false, true, OCg, CgKK, P, dyc + gi * OCg * OHW, OHW, cols + gi * CgKK * ld, ld,
+                                       n == n0 && oh0 == 0 ? 0.0f : 1.0f, dwp + gi * OCg * CgKK, CgKK);
+                }
+                if (!dxn) continue;
+                for (int64_t gi = 0; gi < g->groups; gi++) /* direct: straight into dx (OHW = H*W, KK = 1) */
+                    ts_gemm_serial(true, false, CgKK, P, OCg, j->w + gi * OCg * CgKK, CgKK, dyc + gi * OCg * OHW, OHW,
+                                   j->direct ? 1.0f : 0.0f, j->direct ? dxn + gi * CgKK * OHW + oh0 * g->OW : col + gi * CgKK * P,
+                                   j->direct ? OHW : P);
+                if (j->direct) continue;
+                if (unit) col2im_unit(g, dxs, col, oh0, oh1);
+                else im2col(g, col, NULL, dxn, oh0, oh1);
+            }
+            if (dxn && padded) unpad_add(g, dxn, dxp);
+        }
     }
 }
 
-/* y[n, oc, :] = src[oc, n, :] + b[oc], one (n, oc) row per item */
-static void to_nchw_rows(void *vj, int64_t begin, int64_t end) {
-    const conv_job *j = vj;
-    const ts_conv_geom *g = j->g;
-    int64_t OHW = g->OH * g->OW;
-    for (int64_t q = begin; q < end; q++) {
-        int64_t n = q / g->OC, oc = q % g->OC;
-        const float *s = j->src + (oc * g->N + n) * OHW;
-        float *d = j->y + q * OHW;
-        float bv = j->b ? j->b[oc] : 0.0f;
-        for (int64_t i = 0; i < OHW; i++) d[i] = s[i] + bv;
+/* sum over the slots' partials: out[i] += sum_s part_s[i] */
+static void add_partials(float *out, const float *part, int64_t n, int64_t slots, size_t stride) {
+    for (int64_t i = 0; i < n; i++) {
+        double s = 0;
+        for (int64_t k = 0; k < slots; k++) s += part[(size_t)k * stride + (size_t)i];
+        out[i] += (float)s;
     }
 }
 
-/* y[oc, n, :] = src[n, oc, :], one (oc, n) row per item */
-static void from_nchw_rows(void *vj, int64_t begin, int64_t end) {
-    const conv_job *j = vj;
-    const ts_conv_geom *g = j->g;
-    int64_t OHW = g->OH * g->OW;
-    for (int64_t q = begin; q < end; q++) {
-        int64_t oc = q / g->N, n = q % g->N;
-        memcpy(j->y + q * OHW, j->src + (n * g->OC + oc) * OHW, (size_t)OHW * sizeof(float));
-    }
-}
-
-size_t ts_conv2d_workspace(const ts_conv_geom *g) {
-    int64_t NP = g->N * g->OH * g->OW;
-    return (size_t)((g->C * g->KH * g->KW + g->OC) * NP);
+static conv_job conv_job_for(ts_pool *p, float *ws, const ts_conv_geom *g) {
+    int64_t macs = g->N * g->OC * g->OH * g->OW * (g->C / g->groups) * g->KH * g->KW;
+    conv_job j = {.g = g, .ws = ws, .slots = macs < CONV_PAR_MACS ? 1 : conv_slots(g, ts_pool_threads(p)), .direct = conv_direct(g)};
+    ts_gemm_serial_begin();
+    return j;
 }
 
 void ts_conv2d_forward(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g) {
-    int64_t KK = g->KH * g->KW, NP = g->N * g->OH * g->OW, Cg = g->C / g->groups, OCg = g->OC / g->groups;
-    float *col = ws, *yp = ws + g->C * KK * NP;
-    conv_job j = {.g = g, .col = col, .x = x};
-    ts_pool_for(p, g->C * KK, grain_for(NP), im2col_rows, &j);
-    for (int64_t gi = 0; gi < g->groups; gi++)
-        ts_gemm(false, false, OCg, NP, Cg * KK, w + gi * OCg * Cg * KK, col + gi * Cg * KK * NP, 0.0f, yp + gi * OCg * NP);
-    conv_job t = {.g = g, .y = y, .src = yp, .b = b};
-    ts_pool_for(p, g->N * g->OC, grain_for(g->OH * g->OW), to_nchw_rows, &t);
+    conv_job j = conv_job_for(p, ws, g);
+    j.y = y, j.x = x, j.w = w, j.b = b;
+    ts_pool_for(p, j.slots, 1, conv_fwd_slots, &j);
 }
 
 void ts_conv2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
                         const ts_conv_geom *g) {
-    int64_t KK = g->KH * g->KW, NP = g->N * g->OH * g->OW, OHW = g->OH * g->OW, Cg = g->C / g->groups, OCg = g->OC / g->groups;
-    float *col = ws, *dyp = ws + g->C * KK * NP;
-    conv_job t = {.g = g, .y = dyp, .src = dy};
-    ts_pool_for(p, g->OC * g->N, grain_for(OHW), from_nchw_rows, &t);
-    if (db)
-        for (int64_t oc = 0; oc < g->OC; oc++) {
-            double s = 0;
-            const float *r = dyp + oc * NP;
-            for (int64_t i = 0; i < NP; i++) s += r[i];
-            db[oc] += (float)s;
-        }
-    if (!dw && !dx) return;
-    if (dw) {
-        conv_job j = {.g = g, .col = col, .x = x};
-        ts_pool_for(p, g->C * KK, grain_for(NP), im2col_rows, &j);
-        for (int64_t gi = 0; gi < g->groups; gi++)
-            ts_gemm(false, true, OCg, Cg * KK, NP, dyp + gi * OCg * NP, col + gi * Cg * KK * NP, 1.0f, dw + gi * OCg * Cg * KK);
-    }
-    if (dx) {
-        for (int64_t gi = 0; gi < g->groups; gi++)
-            ts_gemm(true, false, Cg * KK, NP, OCg, w + gi * OCg * Cg * KK, dyp + gi * OCg * NP, 0.0f, col + gi * Cg * KK * NP);
-        conv_job j = {.g = g, .col = col, .dx = dx};
-        ts_pool_for(p, g->N * g->C, grain_for(KK * OHW), col2im_planes, &j);
-    }
+    if (!dx && !dw && !db) return;
+    conv_job j = conv_job_for(p, ws, g);
+    j.dx = dx, j.dw = dw, j.db = db, j.dy = dy, j.x = x, j.w = w;
+    ts_pool_for(p, j.slots, 1, conv_bwd_slots, &j);
+    int64_t wn = g->OC * (g->C / g->groups) * g->KH * g->KW;
+    const float *dwp = ws + col_floats(g);
+    if (dw) add_partials(dw, dwp, wn, j.slots, slot_floats(g));
+    if (db) add_partials(db, dwp + wn, g->OC, j.slots, slot_floats(g));
 }
 
 /* The input element under output (oh, ow) and kernel tap (ki, kj), or -1. */
@@ -204,64 +378,103 @@ void ts_conv2d_naive_backward(float *dx, float *dw, float *db, const float *dy, 
 typedef struct pool_job {
     const ts_conv_geom *g;
     float *y, *dx;
+    int32_t *idx; /* max: the winners */
     const float *x, *dy;
     bool include_pad;
 } pool_job;
 
-/* Index within the plane of the window's winner: PyTorch's CPU rule, a
- * strictly greater value or a NaN takes over, so ties keep the first and the
- * last NaN wins. Padding is never a candidate. */
-static int64_t max_winner(const ts_conv_geom *g, const float *plane, int64_t oh, int64_t ow) {
-    int64_t best_i = -1;
-    float best = -INFINITY;
-    for (int64_t ki = 0; ki < g->KH; ki++)
-        for (int64_t kj = 0; kj < g->KW; kj++) {
-            int64_t at = tap(g, oh, ow, ki, kj);
-            if (at < 0) continue;
-            if (best_i < 0) best_i = at;
-            float v = plane[at];
-            if (v > best || isnan(v)) best = v, best_i = at;
-        }
-    return best_i;
+/* The kernel taps k < K whose input o*S - P + k*D lies in [0, size): [lo, hi) */
+static void tap_range(int64_t o, int64_t S, int64_t P, int64_t D, int64_t K, int64_t size, int64_t *lo, int64_t *hi) {
+    int64_t first = o * S - P;
+    *lo = first < 0 ? (-first + D - 1) / D : 0;
+    *hi = first > size - 1 ? 0 : (size - 1 - first) / D + 1;
+    if (*hi > K) *hi = K;
+    if (*hi < *lo) *hi = *lo;
 }
 
+/* one output row of a 2x2 window with stride 2 inside the plane, the rule
+ * of max_fwd_planes in selects the compiler vectorises (r1 = r0 + W, i0: r0's index) */
+static void max2x2_row(float *restrict out, int32_t *restrict at, const float *restrict r0, const float *restrict r1, int32_t i0,
+                       int32_t W, int64_t OW) {
+    for (int64_t ow = 0; ow < OW; ow++) {
+        float a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1], m = a;
+        int32_t i = i0 + 2 * (int32_t)ow, k = i;
+        bool t = (b > m) | (b != b);
+        m = t ? b : m, k = t ? i + 1 : k;
+        t = (c > m) | (c != c);
+        m = t ? c : m, k = t ? i + W : k;
+        t = (d > m) | (d != d);
+        m = t ? d : m, k = t ? i + W + 1 : k;
+        out[ow] = m, at[ow] = k;
+    }
+}
+
+static bool max2x2(const ts_conv_geom *g) {
+    return g->KH == 2 && g->KW == 2 && g->SH == 2 && g->SW == 2 && g->PT == 0 && g->PL == 0 && g->DH == 1 && g->DW == 1 &&
+           2 * g->OH <= g->H && 2 * g->OW <= g->W;
+}
+
+/* The winner of each window, its index within the plane kept in idx for
+ * the backward pass: PyTorch's CPU rule, a strictly greater value or a NaN
+ * takes over, so ties keep the first and the last NaN wins. Padding is never
+ * a candidate (a window of padding only gives -inf and index -1). */
 static void max_fwd_planes(void *vj, int64_t begin, int64_t end) {
     const pool_job *j = vj;
     const ts_conv_geom *g = j->g;
+    int64_t OHW = g->OH * g->OW;
+    bool fast = max2x2(g);
     for (int64_t q = begin; q < end; q++) {
         const float *plane = j->x + q * g->H * g->W;
-        float *out = j->y + q * g->OH * g->OW;
-        for (int64_t oh = 0; oh < g->OH; oh++)
+        float *out = j->y + q * OHW;
+        int32_t *at = j->idx + q * OHW;
+        for (int64_t oh = 0; fast && oh < g->OH; oh++) {
+            const float *r0 = plane + 2 * oh * g->W;
+            max2x2_row(out + oh * g->OW, at + oh * g->OW, r0, r0 + g->W, (int32_t)(2 * oh * g->W), (int32_t)g->W, g->OW);
+        }
+        for (int64_t oh = 0; !fast && oh < g->OH; oh++) {
+            int64_t ki0, ki1, ih0 = oh * g->SH - g->PT;
+            tap_range(oh, g->SH, g->PT, g->DH, g->KH, g->H, &ki0, &ki1);
             for (int64_t ow = 0; ow < g->OW; ow++) {
-                int64_t at = max_winner(g, plane, oh, ow);
-                out[oh * g->OW + ow] = at >= 0 ? plane[at] : -INFINITY;
+                int64_t kj0, kj1, iw0 = ow * g->SW - g->PL, best_i = -1;
+                tap_range(ow, g->SW, g->PL, g->DW, g->KW, g->W, &kj0, &kj1);
+                float best = -INFINITY;
+                for (int64_t ki = ki0; ki < ki1; ki++) {
+                    int64_t r = (ih0 + ki * g->DH) * g->W + iw0;
+                    for (int64_t kj = kj0; kj < kj1; kj++) { /* selects, not branches: random data mispredicts */
+                        float v = plane[r + kj * g->DW];
+                        bool take = (best_i < 0) | (v > best) | (v != v);
+                        best = take ? v : best;
+                        best_i = take ? r + kj * g->DW : best_i;
+                    }
+                }
+                out[oh * g->OW + ow] = best;
+                at[oh * g->OW + ow] = (int32_t)best_i;
             }
+        }
     }
 }
 
 static void max_bwd_planes(void *vj, int64_t begin, int64_t end) {
     const pool_job *j = vj;
     const ts_conv_geom *g = j->g;
+    int64_t OHW = g->OH * g->OW;
     for (int64_t q = begin; q < end; q++) {
-        const float *plane = j->x + q * g->H * g->W;
-        const float *d = j->dy + q * g->OH * g->OW;
+        const float *d = j->dy + q * OHW;
+        const int32_t *at = j->idx + q * OHW;
         float *dplane = j->dx + q * g->H * g->W;
-        for (int64_t oh = 0; oh < g->OH; oh++)
-            for (int64_t ow = 0; ow < g->OW; ow++) {
-                int64_t at = max_winner(g, plane, oh, ow);
-                if (at >= 0) dplane[at] += d[oh * g->OW + ow];
-            }
+        for (int64_t o = 0; o < OHW; o++)
+            if (at[o] >= 0) dplane[at[o]] += d[o];
     }
 }
 
-void ts_max_pool2d_forward(ts_pool *p, float *y, const float *x, const ts_conv_geom *g) {
-    pool_job j = {.g = g, .y = y, .x = x};
+void ts_max_pool2d_forward(ts_pool *p, float *y, int32_t *idx, const float *x, const ts_conv_geom *g) {
+    pool_job j = {.g = g, .y = y, .idx = idx, .x = x};
     ts_pool_for(p, g->N * g->C, grain_for(g->OH * g->OW * g->KH * g->KW), max_fwd_planes, &j);
 }
 
-void ts_max_pool2d_backward(ts_pool *p, float *dx, const float *dy, const float *x, const ts_conv_geom *g) {
-    pool_job j = {.g = g, .dx = dx, .dy = dy, .x = x};
-    ts_pool_for(p, g->N * g->C, grain_for(g->OH * g->OW * g->KH * g->KW), max_bwd_planes, &j);
+void ts_max_pool2d_backward(ts_pool *p, float *dx, const float *dy, const int32_t *idx, const ts_conv_geom *g) {
+    pool_job j = {.g = g, .dx = dx, .dy = dy, .idx = (int32_t *)(uintptr_t)idx};
+    ts_pool_for(p, g->N * g->C, grain_for(g->OH * g->OW), max_bwd_planes, &j);
 }
 
 static double avg_divisor(const ts_conv_geom *g, int64_t oh, int64_t ow, bool include_pad) {

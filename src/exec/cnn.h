@@ -19,8 +19,10 @@ typedef struct ts_conv_geom {
     int64_t groups;       /* conv only */
 } ts_conv_geom;
 
-/* Workspace floats conv needs: C*KH*KW*N*OH*OW (columns) + OC*N*OH*OW. */
-size_t ts_conv2d_workspace(const ts_conv_geom *g);
+/* Workspace floats conv needs on a pool of `threads`: per thread (at most
+ * N) the columns of one sample C*KH*KW*OH*OW and partial gradients
+ * OC*C/groups*KH*KW + OC. */
+size_t ts_conv2d_workspace(const ts_conv_geom *g, int threads);
 /* y[N,OC,OH,OW] = x[N,C,H,W] (*) w[OC,C/groups,KH,KW] + b[OC] (b may be NULL) */
 void ts_conv2d_forward(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g);
 /* dx += ..., dw += ..., db += ... (each may be NULL) */
@@ -30,9 +32,10 @@ void ts_conv2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, 
 void ts_conv2d_naive_forward(float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g);
 void ts_conv2d_naive_backward(float *dx, float *dw, float *db, const float *dy, const float *x, const float *w, const ts_conv_geom *g);
 
-/* Max pooling; the backward pass finds the winner again from x. */
-void ts_max_pool2d_forward(ts_pool *p, float *y, const float *x, const ts_conv_geom *g);
-void ts_max_pool2d_backward(ts_pool *p, float *dx, const float *dy, const float *x, const ts_conv_geom *g);
+/* Max pooling; idx[N,C,OH,OW] keeps each window's winner (its index within
+ * the input plane, -1 for a window of padding only) for the backward pass. */
+void ts_max_pool2d_forward(ts_pool *p, float *y, int32_t *idx, const float *x, const ts_conv_geom *g);
+void ts_max_pool2d_backward(ts_pool *p, float *dx, const float *dy, const int32_t *idx, const ts_conv_geom *g);
 /* Average pooling: divided by KH*KW (include_pad) or by the in-bounds count. */
 void ts_avg_pool2d_forward(ts_pool *p, float *y, const float *x, const ts_conv_geom *g, bool include_pad);
 void ts_avg_pool2d_backward(ts_pool *p, float *dx, const float *dy, const ts_conv_geom *g, bool include_pad);

@@ -38,6 +38,13 @@ void ts_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, 
     sgemm(ta, tb, M, N, K, A, ta ? M : K, B, tb ? K : N, beta, C, N);
 }
 
+void ts_gemm_serial_begin(void) { blas_threads(1); }
+
+void ts_gemm_serial(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
+                    float beta, float *C, int64_t ldc) {
+    sgemm(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+}
+
 typedef struct gemm_job {
     bool ta, tb, by_rows;
     int64_t M, N, K;

@@ -25,6 +25,13 @@ void ts_gemm_pool(struct ts_pool *p, bool ta, bool tb, int64_t M, int64_t N, int
 typedef void (*ts_gemm_item_fn)(void *ctx, int64_t i, const float **A, const float **B, float **C);
 void ts_gemm_batch_pool(struct ts_pool *p, bool ta, bool tb, int64_t M, int64_t N, int64_t K, int64_t count, ts_gemm_item_fn item,
                         void *ctx, float beta, bool shared_c);
+/* Products run inside pool slices, one per thread, each on a one-thread
+ * OpenBLAS: ts_gemm_serial_begin() on the thread that starts the pool job
+ * (it sets OpenBLAS to one thread), then ts_gemm_serial from the slices;
+ * lda, ldb, ldc: the row strides of A, B, C as stored. */
+void ts_gemm_serial_begin(void);
+void ts_gemm_serial(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
+                    float beta, float *C, int64_t ldc);
 void ts_gemm_naive(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A,
                    const float *B, float beta, float *C);
 /* Threads OpenBLAS may use in ts_gemm (called once per model compile). */

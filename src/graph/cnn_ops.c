@@ -164,11 +164,11 @@ void ts_bwd_conv2d(const ts_kctx *k) {
 
 void ts_fwd_max_pool2d(const ts_kctx *k) {
     ts_conv_geom g = pool_geom(k);
-    ts_max_pool2d_forward(k->pool, k->out, k->in[0], &g);
+    ts_max_pool2d_forward(k->pool, k->out, (int32_t *)(void *)k->scratch, k->in[0], &g);
 }
 void ts_bwd_max_pool2d(const ts_kctx *k) {
     ts_conv_geom g = pool_geom(k);
-    if (k->din[0]) ts_max_pool2d_backward(k->pool, k->din[0], k->dout, k->in[0], &g);
+    if (k->din[0]) ts_max_pool2d_backward(k->pool, k->din[0], k->dout, (const int32_t *)(const void *)k->scratch, &g);
 }
 void ts_fwd_avg_pool2d(const ts_kctx *k) {
     ts_conv_geom g = pool_geom(k);
@@ -239,9 +239,15 @@ double ts_flops_pool2d(const ts_shape *in, const ts_shape *out) {
     (void)out;
     return (double)ts_shape_numel(&in[0]);
 }
-size_t ts_workspace_conv2d(const ts_shape *in, const ts_shape *out) {
-    ts_conv_geom g = {.N = in[0].d[0], .C = in[0].d[1], .KH = in[1].d[2], .KW = in[1].d[3], .OC = out->d[1], .OH = out->d[2], .OW = out->d[3]};
-    return ts_conv2d_workspace(&g);
+size_t ts_workspace_conv2d(const ts_shape *in, const ts_shape *out, int threads) {
+    int64_t groups = in[0].d[1] / in[1].d[1]; /* w is [OC, C/groups, KH, KW] */
+    ts_conv_geom g = {.N = in[0].d[0], .C = in[0].d[1], .KH = in[1].d[2], .KW = in[1].d[3], .OC = out->d[1], .OH = out->d[2], .OW = out->d[3],
+                      .groups = groups};
+    return ts_conv2d_workspace(&g, threads);
+}
+size_t ts_scratch_max_pool2d(const ts_shape *in, const ts_shape *out) { /* the winners, int32 */
+    (void)in;
+    return (size_t)ts_shape_numel(out) * sizeof(int32_t) / sizeof(float);
 }
 size_t ts_scratch_batch_norm(const ts_shape *in, const ts_shape *out) {
     (void)out;

@@ -37,7 +37,8 @@ void ts_bwd_sigmoid(const ts_kctx *k);
 
 double ts_flops_conv2d(const ts_shape *in, const ts_shape *out);
 double ts_flops_pool2d(const ts_shape *in, const ts_shape *out);
-size_t ts_workspace_conv2d(const ts_shape *in, const ts_shape *out);
+size_t ts_workspace_conv2d(const ts_shape *in, const ts_shape *out, int threads);
+size_t ts_scratch_max_pool2d(const ts_shape *in, const ts_shape *out);
 size_t ts_scratch_batch_norm(const ts_shape *in, const ts_shape *out);
 
 #endif

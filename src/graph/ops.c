@@ -192,7 +192,7 @@ static const ts_op_def table[] = {
     /* convolutional networks (graph/cnn_ops.c) */
     [TS_OP_BUFFER] = {.op = TS_OP_BUFFER, .name = "Buffer", .shape = shape_leaf},
     [TS_OP_CONV2D] = {.op = TS_OP_CONV2D, .name = "Conv2d", .arity = TS_ARITY_VARIADIC, .shape = ts_shape_conv2d, .forward = ts_fwd_conv2d, .backward = ts_bwd_conv2d, .flops = ts_flops_conv2d, .workspace_floats = ts_workspace_conv2d},
-    [TS_OP_MAX_POOL2D] = {.op = TS_OP_MAX_POOL2D, .name = "MaxPool2d", .arity = 1, .shape = ts_shape_pool2d, .forward = ts_fwd_max_pool2d, .backward = ts_bwd_max_pool2d, .flops = ts_flops_pool2d},
+    [TS_OP_MAX_POOL2D] = {.op = TS_OP_MAX_POOL2D, .name = "MaxPool2d", .arity = 1, .shape = ts_shape_pool2d, .forward = ts_fwd_max_pool2d, .backward = ts_bwd_max_pool2d, .flops = ts_flops_pool2d, .scratch_floats = ts_scratch_max_pool2d},
     [TS_OP_AVG_POOL2D] = {.op = TS_OP_AVG_POOL2D, .name = "AvgPool2d", .arity = 1, .bwd_unread_inputs = 0x1u, .shape = ts_shape_pool2d, .forward = ts_fwd_avg_pool2d, .backward = ts_bwd_avg_pool2d, .flops = ts_flops_pool2d},
     [TS_OP_GLOBAL_AVG_POOL] = {.op = TS_OP_GLOBAL_AVG_POOL, .name = "GlobalAvgPool", .arity = 1, .bwd_unread_inputs = 0x1u, .shape = ts_shape_global_pool, .forward = ts_fwd_global_pool, .backward = ts_bwd_global_pool, .flops = ts_flops_pool2d},
     [TS_OP_BATCH_NORM] = {.op = TS_OP_BATCH_NORM, .name = "BatchNorm", .arity = 5, .shape = ts_shape_batch_norm, .forward = ts_fwd_batch_norm, .backward = ts_bwd_batch_norm, .flops = flops_softmax, .scratch_floats = ts_scratch_batch_norm},

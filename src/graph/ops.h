@@ -44,7 +44,7 @@ typedef struct ts_op_def {
     ts_kernel_fn backward;  /* NULL: no gradient flows through */
     ts_flops_fn flops;      /* forward FLOPs; backward counted as 2x */
     size_t (*scratch_floats)(const ts_shape *in, const ts_shape *out);
-    size_t (*workspace_floats)(const ts_shape *in, const ts_shape *out); /* transient, shared */
+    size_t (*workspace_floats)(const ts_shape *in, const ts_shape *out, int threads); /* transient, shared; threads: the pool's */
 } ts_op_def;
 
 #define TS_ARITY_VARIADIC (-1)

@@ -273,7 +273,7 @@ static ts_status numerics_report(ts_model *m, int entry, int64_t sample, int pro
             op_words(c, op, sizeof op), run);
         add_stats(&r, "value:", e);
         for (int k = 0; k < n; k++) {
-            char label[48];
+            char label[48] = "read:";
             if (read[k]->kind == TS_KIND_GRAD) snprintf(label, sizeof label, "incoming gradient:");
             else if (read[k]->node == c->id) snprintf(label, sizeof label, "forward output:");
             else

@@ -54,6 +54,7 @@ struct ts_outfeed {
 
     bool has_sink;
     bool sink_busy; /* the sink function is running on a record */
+    bool sink_done; /* the sink thread has delivered everything of a closed queue */
     pthread_t sink_thread;
     ts_outfeed_sink sink_fn;
     void *sink_user;
@@ -531,6 +532,8 @@ static void *sink_main(void *arg) {
         release_locked(q, q->held);
         q->held = -1;
     }
+    q->sink_done = true;
+    pthread_cond_broadcast(&q->drained);
     pthread_mutex_unlock(&q->mu);
     return NULL;
 }
@@ -571,8 +574,8 @@ ts_status ts_outfeed_flush(ts_outfeed *q) {
         st = ts_error(TS_ERR_STATE,
                       "outfeed '%s' has no sink: nothing drains it but ts_outfeed_dequeue",
                       q->name);
-    else /* a closed queue's sink still drains it, then stops */
-        while ((q->count > 0 || q->filling > 0 || q->sink_busy) && !(q->closed && q->count == 0))
+    else /* a closed queue's sink still delivers what is waiting or being filled, then stops */
+        while ((q->count > 0 || q->filling > 0 || q->sink_busy) && !q->sink_done)
             pthread_cond_wait(&q->drained, &q->mu);
     pthread_mutex_unlock(&q->mu);
     return st;
