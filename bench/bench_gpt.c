@@ -2,7 +2,7 @@
  * peer of bench/torch_gpt.py bench.
  *
  *     bench_gpt train [STEPS [THREADS [LAYERS HEADS EMBD T BATCH]]]
- *     bench_gpt watch [STEPS [THREADS [... [REPS]]]]
+ *     bench_gpt watch|watch-all [STEPS [THREADS [... [REPS]]]]
  *
  * Defaults: 4 layers, 4 heads, 128 channels, T = 64, batch 32, vocab 65,
  * AdamW; a pool of 8 random token batches cycled step by step, 3 warmup
@@ -10,10 +10,13 @@
  * `tensorscope batch=B threads=T steps=N ms_per_step=.. samples_per_s=.. gflops=.. peak_rss_mb=..`
  * (GFLOP/s: 6 * parameters * tokens, torch_gpt.py's convention). `watch`
  * times the plain model against one watching TS_WATCH_STATS every step on
- * every activation, every gradient and every updated weight, in one process
- * with interleaved repetitions (REPS, default 5; the median of the paired
- * ratios, as bench_observe.c), printing role=base / role=cand lines and
- * `overhead pct=.. best_pct=..`. */
+ * every activation (every op's output but the linear layers' products
+ * before the bias, as bench_observe.c; `watch-all`: those too), every
+ * parameter's gradient and every updated parameter (the peer is
+ * torch_gpt.py observe), in one process with interleaved repetitions (REPS, default 5;
+ * the median of the paired ratios, as bench_observe.c), printing role=base
+ * / role=cand lines (watched= the summaries a step) and
+ * `overhead pct=.. best_pct=.. min_pct=.. max_pct=..`. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +42,8 @@ static int fail(const char *what)
     return 1;
 }
 
+static int all_ops; /* watch-all: the linear layers' products before the bias too */
+
 static ts_status side_new(side *s, long threads, int watched)
 {
     memset(s, 0, sizeof *s);
@@ -49,14 +54,32 @@ static ts_status side_new(side *s, long threads, int watched)
         return st;
     s->o = ts_options_new();
     ts_options_set_threads(s->o, (int)threads);
-    if (watched) {
-        /* every op output (and activation gradient), every gradient, every
-         * updated weight */
-        const char *pats[] = {"*:[0-9]*", "Gradient___*", "UpdatedVar___*"};
-        for (int i = 0; i < 3; i++)
-            if ((st = ts_options_watch(s->o, pats[i], TS_WATCH_STATS, 1)))
-                return st;
+    /* every activation: every op's output (the attention scores and
+     * probabilities included) but the product inside a linear layer before
+     * its bias, which nn.Linear's hook does not see either (bench_observe.c's
+     * convention); every parameter's gradient and its update */
+    for (size_t i = 0; watched && i < ts_graph_tensor_count(s->g) && !st; i++) {
+        ts_tensor *t = ts_graph_tensor_at(s->g, i);
+        const char *name = ts_tensor_name(t), *op = ts_tensor_op(t), *slash = strrchr(name, '/');
+        char pat[512];
+        if (!all_ops && strcmp(op, "MatMul") == 0 && slash) { /* `<layer>/MatMul:0` of a layer with `<layer>.bias` */
+            snprintf(pat, sizeof pat, "%.*s.bias", (int)(slash - name), name);
+            if (ts_graph_find(s->g, pat))
+                continue;
+        }
+        if (strcmp(op, "Param") == 0) {
+            snprintf(pat, sizeof pat, "[G]radient___%s", name); /* a glob: exactly this name */
+            st = ts_options_watch(s->o, pat, TS_WATCH_STATS, 1);
+            snprintf(pat, sizeof pat, "[U]pdatedVar___%s", name);
+            if (!st)
+                st = ts_options_watch(s->o, pat, TS_WATCH_STATS, 1);
+        } else if (strcmp(op, "Input") && strcmp(op, "Const")) {
+            snprintf(pat, sizeof pat, "[%c]%s", name[0], name + 1);
+            st = ts_options_watch(s->o, pat, TS_WATCH_STATS, 1);
+        }
     }
+    if (st)
+        return st;
     st = ts_model_training(&s->m, s->g, gpt.loss, s->o, ts_adamw(1e-3f, 0.01f));
     return st ? st : ts_model_compile(s->m);
 }
@@ -95,13 +118,14 @@ static int cmp_d(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void line(const char *impl, const char *role, long threads, long n, long reps, double ms, double best)
+static void line(const char *impl, const char *role, long threads, long n, long reps, double ms, double best, double worst,
+                 size_t watched)
 {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("%s%s%s batch=%lld threads=%ld steps=%ld", impl, role ? " role=" : "", role ? role : "", (long long)cfg.batch, threads, n);
     if (reps)
-        printf(" reps=%ld best_ms=%.4f", reps, best);
+        printf(" reps=%ld watched=%zu best_ms=%.4f worst_ms=%.4f", reps, watched, best, worst);
     printf(" ms_per_step=%.4f samples_per_s=%.1f gflops=%.3f peak_rss_mb=%.1f\n", ms, (double)cfg.batch * 1e3 / ms,
            flops_per_step() / (ms * 1e-3) * 1e-9, (double)ru.ru_maxrss / 1024.0);
 }
@@ -115,8 +139,11 @@ int main(int argc, char **argv)
         cfg.block_size = arg_or(argc, argv, 7, 64), cfg.batch = arg_or(argc, argv, 8, 32);
     }
     long reps = arg_or(argc, argv, 9, 5);
+    all_ops = strcmp(mode, "watch-all") == 0;
+    if (all_ops)
+        mode = "watch";
     if (reps < 1 || reps > MAX_REPS || n < 1 || (strcmp(mode, "train") && strcmp(mode, "watch"))) {
-        fprintf(stderr, "usage: bench_gpt train|watch [STEPS [THREADS [LAYERS HEADS EMBD T BATCH [REPS]]]]\n");
+        fprintf(stderr, "usage: bench_gpt train|watch|watch-all [STEPS [THREADS [LAYERS HEADS EMBD T BATCH [REPS]]]]\n");
         return 2;
     }
     size_t per = (size_t)(cfg.batch * cfg.block_size);
@@ -137,7 +164,7 @@ int main(int argc, char **argv)
         double t0 = now_s();
         if (steps(&s[0], n, &k))
             return fail("training");
-        line("tensorscope", NULL, threads, n, 0, (now_s() - t0) * 1e3 / (double)n, 0);
+        line("tensorscope", NULL, threads, n, 0, (now_s() - t0) * 1e3 / (double)n, 0, 0, 0);
         side_free(&s[0]);
         return 0;
     }
@@ -157,16 +184,22 @@ int main(int argc, char **argv)
         }
         ratio[r] = s[1].secs[r] / s[0].secs[r];
     }
-    double med[2], best[2];
+    double med[2], best[2], worst[2];
     for (int j = 0; j < 2; j++) {
         qsort(s[j].secs, (size_t)reps, sizeof(double), cmp_d);
         med[j] = s[j].secs[reps / 2] * 1e3 / (double)n;
         best[j] = s[j].secs[0] * 1e3 / (double)n;
+        worst[j] = s[j].secs[reps - 1] * 1e3 / (double)n;
     }
     qsort(ratio, (size_t)reps, sizeof(double), cmp_d);
-    line("ts-plain", "base", threads, n, reps, med[0], best[0]);
-    line("ts-watch", "cand", threads, n, reps, med[1], best[1]);
-    printf("overhead pct=%.2f best_pct=%.2f\n", (ratio[reps / 2] - 1) * 100, (best[1] / best[0] - 1) * 100);
+    const ts_watch_result *w;
+    size_t nw = 0;
+    if (ts_model_watch_results(s[1].m, &w, &nw))
+        return fail("watch results");
+    line("ts-plain", "base", threads, n, reps, med[0], best[0], worst[0], 0);
+    line("ts-watch", "cand", threads, n, reps, med[1], best[1], worst[1], nw);
+    printf("overhead pct=%.2f best_pct=%.2f min_pct=%.2f max_pct=%.2f\n", (ratio[reps / 2] - 1) * 100, (best[1] / best[0] - 1) * 100,
+           (ratio[0] - 1) * 100, (ratio[reps - 1] - 1) * 100);
     side_free(&s[0]);
     side_free(&s[1]);
     return 0;

@@ -243,10 +243,14 @@ overhead_row "crash handler b=32" 2 "$(row_obs crash 32 400 20)"
 
 # the character GPT (4 layers, 4 heads, 128 channels, T=64, batch 32):
 # against PyTorch 2.x (the target) and Debian's, peak memory on each line, and
-# what watching every activation, gradient and updated weight costs
+# what watching every activation (every op's output), every parameter
+# gradient and every updated parameter costs; PyTorch 2.x's hooks (every
+# module's output, .grad, the updated parameters) beside it
+GPT_ARGS="--layers 4 --heads 4 --embd 128 --block-size 64 --batch-size 32 --threads $THREADS"
 peer_row "gpt train 4x128 T=64" 1.0 "$BUILD/bench_gpt train $(steps 10) $THREADS" \
-    "$SRC/bench/torch_gpt.py bench --layers 4 --heads 4 --embd 128 --block-size 64 --batch-size 32 --steps $(steps 10) --threads $THREADS"
-overhead_row "gpt watch stats" 5 "$BUILD/bench_gpt watch $(steps 4) $THREADS 4 4 128 64 32 5"
+    "$SRC/bench/torch_gpt.py bench $GPT_ARGS --steps $(steps 10)"
+overhead_row "gpt watch stats" 5 "$BUILD/bench_gpt watch $(steps 4) $THREADS 4 4 128 64 32 7"
+overhead_row "gpt torch hooks" - "$TORCH2_PY $SRC/bench/torch_gpt.py observe $GPT_ARGS --steps $(steps 4) --warmup 2 --reps 7"
 "$BUILD/bench_compile" 100000 | sed 's/^/compile: /'
 # data parallel (DESIGN.md §15): one process with 2 threads vs 2 MPI ranks
 # (replicas) with 1 thread each, the same combined batch, on the MLP and the

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""tensorscope's character GPT in PyTorch (tests/reference/torch_gpt_model.py):
-the twin of `tensorscope train --model gpt` and the peer of bench/bench_gpt.c.
+"""tensorscope's character GPT in PyTorch (tests/reference/torch_gpt_model.py,
+as nn.Modules: GPT): the twin of `tensorscope train --model gpt` and the peer
+of bench/bench_gpt.c.
 
 Twin (same initial weights, same batches, same held-out windows):
 
@@ -20,6 +21,20 @@ Benchmark (random tokens, the timing loop of torch_mlp.py):
 prints `pytorch batch=B threads=T steps=N ms_per_step=.. samples_per_s=..
 gflops=.. peak_rss_mb=..` (GFLOP/s: 6 * parameters * tokens per step, the
 matmul convention; attention's T x T products excluded).
+
+Observed training (the peer of `bench_gpt watch`), the same flags and
+--reps R:
+
+    /usr/bin/python3 bench/torch_gpt.py observe ... --steps N --reps R
+
+times the plain model against one observed as a PyTorch user would, in one
+process with interleaved repetitions (as bench/torch_cnn.py --mode observe):
+a forward hook on every module computing torch_observe.stats() of its output
+(the attention probabilities through the Softmax module), the same of every
+parameter's .grad after backward() and of every parameter after step().
+Prints `torch<ver>-plain role=base ...`, `torch<ver>-hooks role=cand ...`
+(watched= the summaries a step) and `overhead pct=.. best_pct=.. min_pct=..
+max_pct=..`.
 """
 import argparse
 import os
@@ -27,12 +42,15 @@ import resource
 import sys
 import time
 
+import statistics
+
 import numpy as np
 import torch
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "reference"))
 import torch_gpt_model  # noqa: E402
+from torch_observe import stats  # noqa: E402  (one definition of the summary)
 
 M64 = (1 << 64) - 1
 EVAL_SEED = 0x5EED
@@ -75,7 +93,7 @@ class Corpus:
 
 def args():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["twin", "bench"])
+    ap.add_argument("mode", choices=["twin", "bench", "observe"])
     ap.add_argument("--init")
     ap.add_argument("--data", default=os.path.join(ROOT, "data", "tinyshakespeare"))
     ap.add_argument("--layers", type=int, default=2)
@@ -90,24 +108,26 @@ def args():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--eval-batches", type=int, default=20)
     ap.add_argument("--threads", type=int, default=int(os.environ.get("TS_BENCH_THREADS", "2")))
+    ap.add_argument("--reps", type=int, default=5)
     return ap.parse_args()
 
 
 def twin(a):
     corpus = Corpus(a.data)
+    model = torch_gpt_model.GPT(corpus.vocab, a.block_size, a.layers, a.heads, a.embd)
     shapes = torch_gpt_model.param_shapes(corpus.vocab, a.block_size, a.layers, a.embd)
-    p = {}
+    init = {}
     for name in shapes:
-        v = np.load(os.path.join(a.init, name + ".npy"))
-        assert v.shape == shapes[name], name
-        p[name] = torch.from_numpy(v).clone().requires_grad_(True)
-    opt = torch.optim.AdamW(list(p.values()), lr=a.lr, weight_decay=a.weight_decay)
+        init[name] = np.load(os.path.join(a.init, name + ".npy"))
+        assert init[name].shape == shapes[name], name
+    model.load_params(init)
+    opt = torch.optim.AdamW(model.parameters(), lr=a.lr, weight_decay=a.weight_decay)
     state = a.seed
     t0 = time.perf_counter()
     for step in range(1, a.steps + 1):
         x, y, state = corpus.sample(False, a.batch_size, a.block_size, state)
         opt.zero_grad(set_to_none=True)
-        loss = torch_gpt_model.forward(p, x, y, a.layers, a.heads)
+        loss = model(x, y)
         loss.backward()
         opt.step()
     secs = time.perf_counter() - t0
@@ -115,34 +135,91 @@ def twin(a):
         state, total = EVAL_SEED, 0.0
         for _ in range(a.eval_batches):
             x, y, state = corpus.sample(True, a.batch_size, a.block_size, state)
-            total += torch_gpt_model.forward(p, x, y, a.layers, a.heads).item()
+            total += model(x, y).item()
     print(f"pytorch twin: final held-out loss {total / a.eval_batches:.4f} nats/char after {a.steps} steps "
           f"in {secs:.1f} s (last train loss {loss.item():.4f})")
 
 
-def bench(a):
-    V = 65
+V = 65  # the benchmark's vocabulary (Tiny Shakespeare's)
+
+
+def bench_side(a, results=None):
+    """A model with its optimizer; `results` (a dict) makes it the observed
+    one: hooks on every module, and train() summarises .grad and the
+    updated parameters into it."""
     torch.manual_seed(0)
-    shapes = torch_gpt_model.param_shapes(V, a.block_size, a.layers, a.embd)
-    p = {k: (torch.randn(s) * 0.02).requires_grad_(True) for k, s in shapes.items()}
-    n_params = sum(int(np.prod(s)) for k, s in shapes.items() if k != "wpe.weight")
-    opt = torch.optim.AdamW(list(p.values()), lr=1e-3, weight_decay=0.01)
-    pool = [torch.randint(0, V, (a.batch_size, a.block_size + 1), dtype=torch.int32) for _ in range(8)]
-    t0 = 0.0
-    for s in range(a.warmup + a.steps):
-        if s == a.warmup:
-            t0 = time.perf_counter()
-        d = pool[s % 8]
+    model = torch_gpt_model.GPT(V, a.block_size, a.layers, a.heads, a.embd)
+    with torch.no_grad():  # ts_gpt_build's initialisation: N(0, 0.02), zero biases, unit norms
+        for name, p in model.named_parameters():
+            if name.endswith(".bias"):
+                p.zero_()
+            elif ".ln" not in name and not name.startswith("ln"):
+                p.normal_(0.0, 0.02)
+    if results is not None:
+        for name, mod in model.named_modules():
+            mod.register_forward_hook(lambda m, i, out, n=name: results.__setitem__("act:" + n, stats(out)))
+    return model, torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01), results
+
+
+def train(side, pool, first, n):
+    model, opt, results = side
+    t0 = time.perf_counter()
+    for s in range(first, first + n):
+        d = pool[s % len(pool)]
         opt.zero_grad(set_to_none=True)
-        loss = torch_gpt_model.forward(p, d[:, :-1], d[:, 1:], a.layers, a.heads)
+        loss = model(d[:, :-1], d[:, 1:])
         loss.backward()
+        if results is not None:
+            for name, p in model.named_parameters():
+                results["grad:" + name] = stats(p.grad)
         opt.step()
-    secs = time.perf_counter() - t0
-    flops = 6.0 * n_params * a.batch_size * a.block_size
+        if results is not None:
+            for name, p in model.named_parameters():
+                results["updated:" + name] = stats(p)
+    return time.perf_counter() - t0, loss
+
+
+def bench_setup(a):
+    torch.manual_seed(1)
+    pool = [torch.randint(0, V, (a.batch_size, a.block_size + 1), dtype=torch.int32) for _ in range(8)]
+    shapes = torch_gpt_model.param_shapes(V, a.block_size, a.layers, a.embd)
+    n_params = sum(int(np.prod(s)) for k, s in shapes.items() if k != "wpe.weight")
+    return pool, 6.0 * n_params * a.batch_size * a.block_size
+
+
+def bench(a):
+    pool, flops = bench_setup(a)
+    side = bench_side(a)
+    train(side, pool, 0, a.warmup)
+    secs, loss = train(side, pool, a.warmup, a.steps)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     print(f"pytorch batch={a.batch_size} threads={a.threads} steps={a.steps} "
           f"ms_per_step={secs * 1e3 / a.steps:.4f} samples_per_s={a.batch_size * a.steps / secs:.1f} "
           f"gflops={flops * a.steps / secs * 1e-9:.3f} peak_rss_mb={rss:.1f} loss={loss.item():.4f}")
+
+
+def observe(a):
+    pool, flops = bench_setup(a)
+    sides = [bench_side(a), bench_side(a, {})]
+    for side in sides:
+        train(side, pool, 0, a.warmup)
+    secs = [[], []]
+    for r in range(a.reps):
+        for i in range(2):
+            k = (r + i) % 2  # alternate which side goes first
+            secs[k].append(train(sides[k], pool, a.warmup + r * a.steps, a.steps)[0])
+    ver = torch.__version__.split("+")[0]
+    best = []
+    for k, impl in enumerate((f"torch{ver}-plain", f"torch{ver}-hooks")):
+        med = statistics.median(secs[k]) / a.steps
+        best.append(min(secs[k]) / a.steps)
+        watched = len(sides[1][2]) if k else 0
+        print(f"{impl} role={'cand' if k else 'base'} batch={a.batch_size} threads={a.threads} steps={a.steps} "
+              f"reps={a.reps} watched={watched} ms_per_step={med * 1e3:.4f} best_ms={best[k] * 1e3:.4f} "
+              f"worst_ms={max(secs[k]) / a.steps * 1e3:.4f} samples_per_s={a.batch_size / med:.1f} gflops={flops / med * 1e-9:.3f}")
+    ratios = [c / b for b, c in zip(secs[0], secs[1])]
+    print(f"overhead pct={(statistics.median(ratios) - 1) * 100:.2f} best_pct={(best[1] / best[0] - 1) * 100:.2f} "
+          f"min_pct={(min(ratios) - 1) * 100:.2f} max_pct={(max(ratios) - 1) * 100:.2f}")
 
 
 def main():
@@ -152,8 +229,10 @@ def main():
         if not a.init:
             sys.exit("torch_gpt.py twin: --init DIR (from tensorscope train --model gpt --save-init DIR) is required")
         twin(a)
-    else:
+    elif a.mode == "bench":
         bench(a)
+    else:
+        observe(a)
 
 
 if __name__ == "__main__":

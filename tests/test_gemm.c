@@ -1,7 +1,8 @@
 /* test_gemm.c -- the BLAS-backed ts_gemm and ts_gemm_pool (split over a
  * 2- and a 3-thread pool, by rows and by columns) against the naive oracle
  * ts_gemm_naive, for all four transpose combinations, odd and large sizes,
- * beta 0 and 1.
+ * beta 0 and 1; ts_gemm_batch_pool's batched products (split, unsplit, all
+ * into one C) product by product against the same oracle.
  *
  * Tolerance: each element's difference must be within
  * (K + 2) * FLT_EPSILON * (sum_k |a_ik b_kj| + |beta c_ij|), the worst-case
@@ -87,6 +88,44 @@ static void oracle_by_hand(void)
         }
 }
 
+/* ts_gemm_batch_pool: `count` products of one shape, operands at strided
+ * offsets in one buffer (as a batched matmul's blocks), against the naive
+ * oracle product by product; shared_c adds every product into one C. */
+typedef struct batch_ctx {
+    const float *A, *B;
+    float *C;
+    int64_t sa, sb, sc;
+} batch_ctx;
+
+static void batch_item(void *vctx, int64_t i, const float **A, const float **B, float **C)
+{
+    const batch_ctx *c = vctx;
+    *A = c->A + i * c->sa, *B = c->B + i * c->sb, *C = c->C + i * c->sc;
+}
+
+static void batch_case(ts_pool *pool, bool ta, bool tb, int64_t M, int64_t N, int64_t K, int64_t count, bool shared)
+{
+    int64_t nc = shared ? M * N : count * M * N;
+    float *A = rand_buf(count * M * K), *B = rand_buf(count * K * N), *C = rand_buf(nc), *want = malloc(sizeof(float) * (size_t)nc);
+    if (!A || !B || !C || !want) {
+        CHECK(0, "allocate a batch");
+        goto out;
+    }
+    memcpy(want, C, sizeof(float) * (size_t)nc);
+    batch_ctx ctx = {A, B, C, M * K, K * N, shared ? 0 : M * N};
+    ts_gemm_batch_pool(pool, ta, tb, M, N, K, count, batch_item, &ctx, 1.0f, shared);
+    double worst = 0;
+    for (int64_t i = 0; i < count; i++)
+        ts_gemm_naive(ta, tb, M, N, K, A + i * M * K, B + i * K * N, 1.0f, want + (shared ? 0 : i * M * N));
+    for (int64_t i = 0; i < nc; i++)
+        worst = fmax(worst, fabs((double)C[i] - want[i]) / (1.0 + fabs((double)want[i])));
+    CHECK(worst <= (double)(count * K + 2) * FLT_EPSILON, "batch of %lld %c%c %lldx%lldx%lld%s on %d threads: worst rel diff %.3g",
+          (long long)count, ta ? 'T' : 'N', tb ? 'T' : 'N', (long long)M, (long long)N, (long long)K, shared ? " into one C" : "",
+          ts_pool_threads(pool), worst);
+out:
+    free(A), free(B), free(C), free(want);
+}
+
 int main(void)
 {
     oracle_by_hand();
@@ -115,6 +154,19 @@ int main(void)
                     one_case(ta, tb, split_sizes[s][0], split_sizes[s][1], split_sizes[s][2], betas[(ta + tb + (int)s) % 2]);
         ts_pool_free(g_pool);
         g_pool = NULL;
+    }
+    /* batched products: split over a pool, too few to split, into one C */
+    ts_pool *bp = NULL;
+    if (ts_pool_new(&bp, 3) == TS_OK) {
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++) {
+                batch_case(bp, ta, tb, 64, 64, 32, 13, false);
+                batch_case(bp, ta, tb, 7, 5, 3, 2, false);
+                batch_case(bp, ta, tb, 33, 17, 9, 5, true);
+            }
+        ts_pool_free(bp);
+    } else {
+        CHECK(0, "a 3-thread pool");
     }
     /* beta 0 must ignore what C held, even NaN (BLAS semantics) */
     float A[6], B[6], C[4], want[4];

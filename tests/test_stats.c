@@ -121,6 +121,18 @@ static void test_moments(void) {
         reference(x, n, &r);
         compare_stats(cases[c].name, &s->stats, &r, 1e-6);
     }
+    /* A causal mask's scores: -inf above the diagonal of 64 x 64 tiles, a
+     * few NaN, +inf and zeros, no finite value beyond float's squares: every
+     * block takes the classifying vector pass, then an all-finite tail block
+     * the fast one again. */
+    for (int64_t i = 0; i < n; i++) {
+        int64_t row = (i / 64) % 64, col = i % 64;
+        x[i] = col > row && i < n - 20000 ? -INFINITY : (float)(3.0 + 0.5 * normal());
+    }
+    for (int64_t i = 1234; i < n - 20000; i += 9973) x[i] = (i / 9973) % 3 == 0 ? NAN : (i / 9973) % 3 == 1 ? INFINITY : 0.0f;
+    ts_summarize_f32(x, n, TS_WATCH_STATS, s);
+    reference(x, n, &r);
+    compare_stats("masked scores (-inf upper triangles, NaN, +inf)", &s->stats, &r, 1e-6);
     /* Edge cases: all zeros, all NaN, empty, one value. */
     memset(x, 0, 5000 * sizeof *x);
     ts_summarize_f32(x, 5000, TS_WATCH_STATS, s);

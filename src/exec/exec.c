@@ -107,7 +107,7 @@ static ts_status backward(ts_model *m, int64_t mb) {
         if (!def->backward) continue;
         for (int z = 0; z < p->n_zero_before[i]; z++) {
             ts_entry *e = &p->entries[p->zero_before[i][z]];
-            memset(e->data, 0, (size_t)e->numel * sizeof(float));
+            ts_zero(m->pool, e->data, e->numel);
         }
         ts_kctx kc = make_ctx(m, i, mb);
         ts_crash_set_current_op(def->name, t->name, t->file);

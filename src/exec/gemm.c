@@ -84,6 +84,42 @@ void ts_gemm_pool(struct ts_pool *p, bool ta, bool tb, int64_t M, int64_t N, int
     ts_pool_for(p, j.by_rows ? M : N, GEMM_MIN_SPLIT, gemm_slice, &j);
 }
 
+typedef struct batch_job {
+    bool ta, tb;
+    int64_t M, N, K;
+    float beta;
+    ts_gemm_item_fn item;
+    void *ctx;
+} batch_job;
+
+static void batch_slice(void *ctx, int64_t begin, int64_t end) {
+    const batch_job *j = ctx;
+    for (int64_t i = begin; i < end; i++) {
+        const float *A, *B;
+        float *C;
+        j->item(j->ctx, i, &A, &B, &C);
+        sgemm(j->ta, j->tb, j->M, j->N, j->K, A, j->ta ? j->M : j->K, B, j->tb ? j->K : j->N, j->beta, C, j->N);
+    }
+}
+
+void ts_gemm_batch_pool(struct ts_pool *p, bool ta, bool tb, int64_t M, int64_t N, int64_t K, int64_t count, ts_gemm_item_fn item,
+                        void *ctx, float beta, bool shared_c) {
+    int threads = ts_pool_threads(p);
+    if (shared_c || count < threads) { /* one product at a time, each split over the pool */
+        for (int64_t i = 0; i < count; i++) {
+            const float *A, *B;
+            float *C;
+            item(ctx, i, &A, &B, &C);
+            ts_gemm_pool(p, ta, tb, M, N, K, A, B, beta, C);
+        }
+        return;
+    }
+    blas_threads(1);
+    batch_job j = {ta, tb, M, N, K, beta, item, ctx};
+    int64_t grain = GEMM_PAR_MACS / (M * N * K + 1) + 1; /* products per slice: a hand-off's worth of work */
+    ts_pool_for(p, count, grain, batch_slice, &j);
+}
+
 void ts_gemm_naive(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A,
                    const float *B, float beta, float *C) {
     for (int64_t i = 0; i < M; i++)

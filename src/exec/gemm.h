@@ -15,6 +15,16 @@ void ts_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, 
 struct ts_pool;
 void ts_gemm_pool(struct ts_pool *p, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, const float *B,
                   float beta, float *C);
+/* `count` products C_i = beta*C_i + op(A_i)[M,K] op(B_i)[K,N] of one shape
+ * (a batched matmul): item(ctx, i, &A, &B, &C) names the operands of
+ * product i. The products are split over the pool's threads, each on a
+ * one-thread OpenBLAS, without copying an operand; shared_c (several
+ * products add into one C, as the gradient of a broadcast operand) runs
+ * them one after another, each split over the pool. Not from inside a pool
+ * slice. */
+typedef void (*ts_gemm_item_fn)(void *ctx, int64_t i, const float **A, const float **B, float **C);
+void ts_gemm_batch_pool(struct ts_pool *p, bool ta, bool tb, int64_t M, int64_t N, int64_t K, int64_t count, ts_gemm_item_fn item,
+                        void *ctx, float beta, bool shared_c);
 /* Products run inside pool slices, one per thread, each on a one-thread
  * OpenBLAS: ts_gemm_serial_begin() on the thread that starts the pool job
  * (it sets OpenBLAS to one thread), then ts_gemm_serial from the slices;

@@ -120,7 +120,7 @@ void ts_binary_backward(ts_pool *p, int kind, float *da, float *db, const float 
 
 /* ---- unary elementwise */
 
-enum { U_SCALE_F, U_SCALE_B, U_RELU_F, U_RELU_B, U_LOG_F, U_LOG_B, U_COPY_F, U_ACC };
+enum { U_SCALE_F, U_SCALE_B, U_RELU_F, U_RELU_B, U_LOG_F, U_LOG_B, U_COPY_F, U_ZERO, U_ACC };
 
 static void unary_slice(void *vctx, int64_t begin, int64_t end) {
     const ew *e = vctx;
@@ -138,6 +138,7 @@ static void unary_slice(void *vctx, int64_t begin, int64_t end) {
     case U_LOG_F: for (int64_t i = begin; i < end; i++) o[i] = logf(a[i]); break;
     case U_LOG_B: for (int64_t i = begin; i < end; i++) o[i] += a[i] / b[i]; break;
     case U_COPY_F: memcpy(o + begin, a + begin, (size_t)(end - begin) * sizeof(float)); break;
+    case U_ZERO: memset(o + begin, 0, (size_t)(end - begin) * sizeof(float)); break;
     default: for (int64_t i = begin; i < end; i++) o[i] += a[i]; break;
     }
 }
@@ -156,6 +157,7 @@ void ts_log_backward(ts_pool *p, float *dx, const float *dout, const float *x, i
 void ts_copy_forward(ts_pool *p, float *out, const float *x, int64_t n) { unary(p, U_COPY_F, out, x, NULL, 0, n); }
 void ts_copy_backward(ts_pool *p, float *dx, const float *dout, int64_t n) { unary(p, U_ACC, dx, dout, NULL, 0, n); }
 void ts_accumulate(ts_pool *p, float *dst, const float *src, int64_t n) { unary(p, U_ACC, dst, src, NULL, 0, n); }
+void ts_zero(ts_pool *p, float *dst, int64_t n) { unary(p, U_ZERO, dst, NULL, NULL, 0, n); }
 
 /* ---- softmax family: [outer, dim, inner], max-subtracted, sums in double */
 

@@ -41,5 +41,7 @@ void ts_reduce_forward(float *out, const float *x, int64_t n, bool mean);
 void ts_reduce_backward(ts_pool *p, float *dx, const float *dout, int64_t n, bool mean);
 /* dst[n] += src[n] */
 void ts_accumulate(ts_pool *p, float *dst, const float *src, int64_t n);
+/* dst[n] = 0 (a gradient before its first contribution) */
+void ts_zero(ts_pool *p, float *dst, int64_t n);
 
 #endif

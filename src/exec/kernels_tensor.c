@@ -6,6 +6,7 @@
 
 #include "exec/gemm.h"
 #include "exec/kernels.h"
+#include "exec/vmath.h"
 
 #include <math.h>
 #include <string.h>
@@ -69,14 +70,21 @@ static void bview_broadcast(bview *v, const ts_shape *so, int nops, const ts_sha
 
 typedef void (*row_fn)(void *ctx, int64_t o, const int64_t *off, const int64_t *st, int64_t n);
 
-/* Calls row() for every innermost row of the view, in output order. */
-static void bview_rows(const bview *v, row_fn row, void *ctx) {
+/* Calls row() for every innermost row of the view whose outermost index is
+ * in [b0, e0), in output order. */
+static void bview_rows_range(const bview *v, int64_t b0, int64_t e0, row_fn row, void *ctx) {
     int nd = v->nd;
-    int64_t n = v->d[nd - 1], rows = 1, st[NOPS] = {0}, off[NOPS] = {0}, idx[TS_MAX_DIMS] = {0};
+    int64_t n = v->d[nd - 1], per0 = 1, rows = 1, o = 0, st[NOPS] = {0}, off[NOPS] = {0}, idx[TS_MAX_DIMS] = {0};
     for (int k = 0; k < v->nops; k++) st[k] = v->s[k][nd - 1];
-    for (int i = 0; i < nd - 1; i++) rows *= v->d[i];
-    for (int64_t r = 0; r < rows; r++) {
-        row(ctx, r * n, off, st, n);
+    for (int i = 1; i < nd - 1; i++) per0 *= v->d[i]; /* rows per outermost index */
+    if (nd > 1) {
+        idx[0] = b0;
+        for (int k = 0; k < v->nops; k++) off[k] = b0 * v->s[k][0];
+        rows = per0 * (e0 - b0);
+        o = b0 * per0 * n;
+    }
+    for (int64_t r = 0; r < rows; r++, o += n) {
+        row(ctx, o, off, st, n);
         for (int i = nd - 2; i >= 0; i--) {
             idx[i]++;
             for (int k = 0; k < v->nops; k++) off[k] += v->s[k][i];
@@ -85,6 +93,33 @@ static void bview_rows(const bview *v, row_fn row, void *ctx) {
             idx[i] = 0;
         }
     }
+}
+
+/* Calls row() for every innermost row of the view, in output order. */
+static void bview_rows(const bview *v, row_fn row, void *ctx) { bview_rows_range(v, 0, v->nd > 1 ? v->d[0] : 1, row, ctx); }
+
+typedef struct rows_job {
+    const bview *v;
+    row_fn row;
+    void *ctx;
+} rows_job;
+
+static void rows_job_slice(void *vctx, int64_t begin, int64_t end) {
+    const rows_job *j = vctx;
+    bview_rows_range(j->v, begin, end, j->row, j->ctx);
+}
+
+/* bview_rows with the outermost dim split over the pool: for kernels whose
+ * rows write disjoint places (each output or gradient element once) */
+static void bview_rows_pool(ts_pool *p, const bview *v, row_fn row, void *ctx) {
+    if (v->nd < 2) {
+        bview_rows(v, row, ctx);
+        return;
+    }
+    int64_t inner = 1;
+    for (int i = 1; i < v->nd; i++) inner *= v->d[i];
+    rows_job j = {v, row, ctx};
+    ts_pool_for(p, v->d[0], 1 + GRAIN / (inner + 1), rows_job_slice, &j);
 }
 
 bool ts_broadcast_shape(const ts_shape *a, const ts_shape *b, ts_shape *out) {
@@ -194,9 +229,7 @@ typedef struct un_ctx {
     float pw;
 } un_ctx;
 
-#define SQRT1_2 0.70710678118654752440f
 #define SQRT_2_PI 0.79788456080286535588f /* sqrt(2/pi) */
-#define INV_SQRT_2PI 0.39894228040143267794f
 #define GELU_C 0.044715f
 #define TWO_SQRT_PI 1.12837916709551257390f /* 2/sqrt(pi) */
 
@@ -209,7 +242,12 @@ static void un_fwd_slice(void *vctx, int64_t begin, int64_t end) {
     case TS_UN_SQRT: for (int64_t i = begin; i < end; i++) y[i] = sqrtf(x[i]); break;
     case TS_UN_POW: for (int64_t i = begin; i < end; i++) y[i] = powf(x[i], c->pw); break;
     case TS_UN_ERF: for (int64_t i = begin; i < end; i++) y[i] = erff(x[i]); break;
-    case TS_UN_GELU: for (int64_t i = begin; i < end; i++) y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * SQRT1_2)); break;
+    case TS_UN_GELU:
+        for (int64_t i = begin; i < end; i++) {
+            float pdf;
+            y[i] = x[i] * ts_vnormal_cdf(x[i], &pdf);
+        }
+        break;
     default:
         for (int64_t i = begin; i < end; i++) {
             float v = x[i];
@@ -228,10 +266,10 @@ static void un_bwd_slice(void *vctx, int64_t begin, int64_t end) {
     case TS_UN_SQRT: for (int64_t i = begin; i < end; i++) dx[i] += d[i] * 0.5f / y[i]; break;
     case TS_UN_POW: for (int64_t i = begin; i < end; i++) dx[i] += d[i] * c->pw * powf(x[i], c->pw - 1.0f); break;
     case TS_UN_ERF: for (int64_t i = begin; i < end; i++) dx[i] += d[i] * TWO_SQRT_PI * expf(-x[i] * x[i]); break;
-    case TS_UN_GELU:
+    case TS_UN_GELU: /* d/dv v Phi(v) = Phi(v) + v phi(v) */
         for (int64_t i = begin; i < end; i++) {
-            float v = x[i];
-            dx[i] += d[i] * (0.5f * (1.0f + erff(v * SQRT1_2)) + v * INV_SQRT_2PI * expf(-0.5f * v * v));
+            float pdf, cdf = ts_vnormal_cdf(x[i], &pdf);
+            dx[i] += d[i] * (cdf + x[i] * pdf);
         }
         break;
     default:
@@ -270,9 +308,9 @@ void ts_embedding_backward(float *dw, const float *dout, const int32_t *idx, int
 /* One context for the kernels over rows of n (layer norm, softmax): each
  * slice function reads what it needs. */
 typedef struct rows_ctx {
-    float *out, *aux; /* aux: layer norm's stats, softmax's dx */
-    const float *x, *w, *b, *dout, *y;
-    int64_t n;
+    float *out, *aux; /* aux: layer norm's stats or db, softmax's dx */
+    const float *x, *w, *b, *dout, *y; /* y: softmax's output, layer norm's stats in backward */
+    int64_t n, rows;
     float eps;
     bool log;
 } rows_ctx;
@@ -302,80 +340,141 @@ void ts_layer_norm_forward(ts_pool *p, float *y, float *stats, const float *x, c
     ts_pool_for(p, rows, GRAIN / (D > 0 ? D : 1) + 1, ln_fwd_slice, &c);
 }
 
-/* dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * w */
-void ts_layer_norm_backward(float *dx, float *dw, float *db, const float *dy, const float *x, const float *stats, const float *w,
-                            int64_t rows, int64_t D) {
-    for (int64_t r = 0; r < rows; r++) {
-        const float *xr = x + r * D, *d = dy + r * D;
-        float mean = stats[2 * r], rstd = stats[2 * r + 1];
+/* dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * w: rows
+ * split over the pool */
+static void ln_bwd_dx_slice(void *vctx, int64_t begin, int64_t end) {
+    const rows_ctx *c = vctx;
+    int64_t D = c->n;
+    const float *w = c->w;
+    for (int64_t r = begin; r < end; r++) {
+        const float *xr = c->x + r * D, *d = c->dout + r * D;
+        float mean = c->y[2 * r], rstd = c->y[2 * r + 1];
         float sg = 0, sgx = 0;
         for (int64_t j = 0; j < D; j++) {
-            float xh = (xr[j] - mean) * rstd, gj = d[j] * w[j];
+            float gj = d[j] * w[j];
             sg += gj;
-            sgx += gj * xh;
-            if (dw) dw[j] += d[j] * xh;
-            if (db) db[j] += d[j];
+            sgx += gj * ((xr[j] - mean) * rstd);
         }
-        if (!dx) continue;
         float mg = sg / (float)D, mgx = sgx / (float)D;
-        float *o = dx + r * D;
-        for (int64_t j = 0; j < D; j++) {
-            float xh = (xr[j] - mean) * rstd;
-            o[j] += rstd * (d[j] * w[j] - mg - xh * mgx);
-        }
+        float *o = c->out + r * D;
+        for (int64_t j = 0; j < D; j++) o[j] += rstd * (d[j] * w[j] - mg - ((xr[j] - mean) * rstd) * mgx);
+    }
+}
+
+/* dw += sum over rows of dy * xhat, db += sum of dy: columns split over
+ * the pool, so each thread owns its part of dw and db */
+static void ln_bwd_dwdb_cols(void *vctx, int64_t j0, int64_t j1) {
+    const rows_ctx *c = vctx;
+    int64_t D = c->n, rows = c->rows;
+    float *dw = c->out, *db = c->aux;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = c->x + r * D, *d = c->dout + r * D;
+        float mean = c->y[2 * r], rstd = c->y[2 * r + 1];
+        if (dw)
+            for (int64_t j = j0; j < j1; j++) dw[j] += d[j] * ((xr[j] - mean) * rstd);
+        if (db)
+            for (int64_t j = j0; j < j1; j++) db[j] += d[j];
+    }
+}
+
+void ts_layer_norm_backward(ts_pool *p, float *dx, float *dw, float *db, const float *dy, const float *x, const float *stats,
+                            const float *w, int64_t rows, int64_t D) {
+    if (dx) {
+        rows_ctx c = {.out = dx, .x = x, .w = w, .dout = dy, .y = stats, .n = D};
+        ts_pool_for(p, rows, GRAIN / (D > 0 ? D : 1) + 1, ln_bwd_dx_slice, &c);
+    }
+    if (dw || db) {
+        rows_ctx c = {.out = dw, .aux = db, .x = x, .dout = dy, .y = stats, .n = D, .rows = rows};
+        int64_t grain = GRAIN / (rows > 0 ? rows : 1);
+        ts_pool_for(p, D, grain > 16 ? grain : 16, ln_bwd_dwdb_cols, &c);
     }
 }
 
 /* ---------------------------------------------------------- batched matmul */
 
+/* The products of a batched matmul go to ts_gemm_batch_pool; product i
+ * (the i-th [M, N] block of C, in order) finds its A and B blocks through
+ * the broadcast view of the batch dims. */
+enum { BMM_C, BMM_DA, BMM_DB };
+
 typedef struct bmm_ctx {
-    bool ta, tb, backward;
-    int64_t M, N, K, szc, sza, szb;
+    int which; /* BMM_C: C = A B; BMM_DA, BMM_DB: the gradient of A or B */
+    bool ta, tb;
+    int64_t szc, sza, szb;
+    bview v;
     float *c, *da, *db;
     const float *a, *b, *dc;
 } bmm_ctx;
 
-static void bmm_row(void *vctx, int64_t o, const int64_t *off, const int64_t *st, int64_t n) {
+static void bmm_item(void *vctx, int64_t i, const float **A, const float **B, float **C) {
     const bmm_ctx *x = vctx;
-    for (int64_t j = 0; j < n; j++) {
-        int64_t ic = (o + j) * x->szc, ia = (off[0] + j * st[0]) * x->sza, ib = (off[1] + j * st[1]) * x->szb;
-        if (!x->backward) {
-            ts_gemm(x->ta, x->tb, x->M, x->N, x->K, x->a + ia, x->b + ib, 0.0f, x->c + ic);
-            continue;
-        }
-        if (x->da) {
-            if (!x->ta) ts_gemm(false, !x->tb, x->M, x->K, x->N, x->dc + ic, x->b + ib, 1.0f, x->da + ia);
-            else ts_gemm(x->tb, true, x->K, x->M, x->N, x->b + ib, x->dc + ic, 1.0f, x->da + ia);
-        }
-        if (x->db) {
-            if (!x->tb) ts_gemm(!x->ta, false, x->K, x->N, x->M, x->a + ia, x->dc + ic, 1.0f, x->db + ib);
-            else ts_gemm(true, x->ta, x->N, x->K, x->M, x->dc + ic, x->a + ia, 1.0f, x->db + ib);
-        }
+    int64_t ia = 0, ib = 0, ic = i * x->szc;
+    for (int d = x->v.nd - 1; d >= 0; d--) { /* i's coordinates in the view */
+        int64_t q = i % x->v.d[d];
+        i /= x->v.d[d];
+        ia += q * x->v.s[0][d];
+        ib += q * x->v.s[1][d];
+    }
+    ia *= x->sza, ib *= x->szb;
+    switch (x->which) {
+    case BMM_C: *A = x->a + ia, *B = x->b + ib, *C = x->c + ic; break;
+    /* dA = dC op(B)^T, or op(B) dC^T when A is stored transposed */
+    case BMM_DA:
+        *C = x->da + ia;
+        if (!x->ta) *A = x->dc + ic, *B = x->b + ib;
+        else *A = x->b + ib, *B = x->dc + ic;
+        break;
+    /* dB = op(A)^T dC, or dC^T op(A) when B is stored transposed */
+    default:
+        *C = x->db + ib;
+        if (!x->tb) *A = x->a + ia, *B = x->dc + ic;
+        else *A = x->dc + ic, *B = x->a + ia;
+        break;
     }
 }
 
-static void bmm_run(bmm_ctx *x, const ts_shape *sc, const ts_shape *sa, const ts_shape *sb) {
+/* M, N, K of C = op(A) op(B); the batch view; whether A's and B's batch
+ * dims are broadcast (a gradient then sums several products) */
+static int64_t bmm_setup(bmm_ctx *x, const ts_shape *sc, const ts_shape *sa, const ts_shape *sb, int64_t *M, int64_t *N, int64_t *K,
+                         bool *a_shared, bool *b_shared) {
     ts_shape bc = *sc, ba = *sa, bb = *sb;
     bc.ndim -= 2, ba.ndim -= 2, bb.ndim -= 2;
-    x->M = sc->d[sc->ndim - 2];
-    x->N = sc->d[sc->ndim - 1];
-    x->K = x->ta ? sa->d[sa->ndim - 2] : sa->d[sa->ndim - 1];
-    x->szc = x->M * x->N, x->sza = x->M * x->K, x->szb = x->K * x->N;
-    bview v;
-    bview_broadcast(&v, &bc, 2, (const ts_shape *[]){&ba, &bb});
-    bview_rows(&v, bmm_row, x);
+    *M = sc->d[sc->ndim - 2];
+    *N = sc->d[sc->ndim - 1];
+    *K = x->ta ? sa->d[sa->ndim - 2] : sa->d[sa->ndim - 1];
+    x->szc = *M * *N, x->sza = *M * *K, x->szb = *K * *N;
+    bview_broadcast(&x->v, &bc, 2, (const ts_shape *[]){&ba, &bb});
+    int64_t count = ts_shape_numel(&bc);
+    *a_shared = ts_shape_numel(&ba) < count;
+    *b_shared = ts_shape_numel(&bb) < count;
+    return count;
 }
 
-void ts_bmm_forward(float *c, const float *a, const float *b, bool ta, bool tb, const ts_shape *sc, const ts_shape *sa,
+void ts_bmm_forward(ts_pool *p, float *c, const float *a, const float *b, bool ta, bool tb, const ts_shape *sc, const ts_shape *sa,
                     const ts_shape *sb) {
-    bmm_ctx x = {.ta = ta, .tb = tb, .c = c, .a = a, .b = b};
-    bmm_run(&x, sc, sa, sb);
+    bmm_ctx x = {.which = BMM_C, .ta = ta, .tb = tb, .c = c, .a = a, .b = b};
+    int64_t M, N, K;
+    bool as, bs;
+    int64_t count = bmm_setup(&x, sc, sa, sb, &M, &N, &K, &as, &bs);
+    ts_gemm_batch_pool(p, ta, tb, M, N, K, count, bmm_item, &x, 0.0f, false);
 }
 
-void ts_bmm_backward(float *da, float *db, const float *dc, const float *a, const float *b, bool ta, bool tb,
+void ts_bmm_backward(ts_pool *p, float *da, float *db, const float *dc, const float *a, const float *b, bool ta, bool tb,
                      const ts_shape *sc, const ts_shape *sa, const ts_shape *sb) {
-    bmm_ctx x = {.ta = ta, .tb = tb, .backward = true, .da = da, .db = db, .dc = dc, .a = a, .b = b};
-    bmm_run(&x, sc, sa, sb);
+    bmm_ctx x = {.ta = ta, .tb = tb, .da = da, .db = db, .dc = dc, .a = a, .b = b};
+    int64_t M, N, K;
+    bool as, bs;
+    int64_t count = bmm_setup(&x, sc, sa, sb, &M, &N, &K, &as, &bs);
+    if (da) {
+        x.which = BMM_DA;
+        if (!ta) ts_gemm_batch_pool(p, false, !tb, M, K, N, count, bmm_item, &x, 1.0f, as);
+        else ts_gemm_batch_pool(p, tb, true, K, M, N, count, bmm_item, &x, 1.0f, as);
+    }
+    if (db) {
+        x.which = BMM_DB;
+        if (!tb) ts_gemm_batch_pool(p, !ta, false, K, N, M, count, bmm_item, &x, 1.0f, bs);
+        else ts_gemm_batch_pool(p, true, ta, N, K, M, count, bmm_item, &x, 1.0f, bs);
+    }
 }
 
 /* ------------------------------------------------------------------ layout */
@@ -415,41 +514,18 @@ static void permute_view(bview *v, const ts_shape *sx, const int64_t *perm) {
     bview_make(v, &so, 1, st);
 }
 
-typedef struct perm_par {
-    const bview *v;
-    copy_ctx *c;
-} perm_par;
-
-/* rows of the outermost dim split over the pool */
-static void permute_slice(void *vctx, int64_t begin, int64_t end) {
-    const perm_par *pp = vctx;
-    bview sub = *pp->v;
-    copy_ctx c = *pp->c;
-    int64_t inner = 1;
-    for (int i = 1; i < sub.nd; i++) inner *= sub.d[i];
-    c.x += begin * sub.s[0][0];
-    c.out += begin * inner;
-    sub.d[0] = end - begin;
-    bview_rows(&sub, permute_fwd_row, &c);
-}
-
 void ts_permute_forward(ts_pool *p, float *out, const float *x, const ts_shape *sx, const int64_t *perm) {
     bview v;
     permute_view(&v, sx, perm);
     copy_ctx c = {.out = out, .x = x};
-    if (v.nd < 2) {
-        bview_rows(&v, permute_fwd_row, &c);
-        return;
-    }
-    perm_par pp = {&v, &c};
-    ts_pool_for(p, v.d[0], 1 + GRAIN / (ts_shape_numel(sx) / v.d[0] + 1), permute_slice, &pp);
+    bview_rows_pool(p, &v, permute_fwd_row, &c);
 }
 
-void ts_permute_backward(float *dx, const float *dout, const ts_shape *sx, const int64_t *perm) {
+void ts_permute_backward(ts_pool *p, float *dx, const float *dout, const ts_shape *sx, const int64_t *perm) {
     bview v;
     permute_view(&v, sx, perm);
     copy_ctx c = {.dx = dx, .dout = dout};
-    bview_rows(&v, permute_bwd_row, &c);
+    bview_rows_pool(p, &v, permute_bwd_row, &c);
 }
 
 void ts_slice_forward(float *out, const float *x, int64_t outer, int64_t dim_in, int64_t inner, int64_t start, int64_t len) {
@@ -519,19 +595,21 @@ void ts_where_backward(float *da, float *db, const float *dout, const int32_t *c
     bview_rows(&v, where_bwd_row, &c);
 }
 
-void ts_masked_fill_forward(float *out, const float *x, const int32_t *mask, float value, const ts_shape *so, const ts_shape *sm) {
+void ts_masked_fill_forward(ts_pool *p, float *out, const float *x, const int32_t *mask, float value, const ts_shape *so,
+                            const ts_shape *sm) {
     bview v;
     bview_broadcast(&v, so, 2, (const ts_shape *[]){sm, so});
     where_ctx c = {.out = out, .cond = mask, .a = x, .value = value};
-    bview_rows(&v, where_fwd_row, &c);
+    bview_rows_pool(p, &v, where_fwd_row, &c);
 }
 
-void ts_masked_fill_backward(float *dx, const float *dout, const int32_t *mask, const ts_shape *so, const ts_shape *sm) {
-    /* where(mask, value, x): x's gradient flows where the mask is 0 */
+void ts_masked_fill_backward(ts_pool *p, float *dx, const float *dout, const int32_t *mask, const ts_shape *so, const ts_shape *sm) {
+    /* where(mask, value, x): x's gradient flows where the mask is 0; x has
+     * the output's shape, so each row writes its own part of dx */
     bview v;
     bview_broadcast(&v, so, 3, (const ts_shape *[]){sm, so, so});
     where_ctx c = {.db = dx, .dout = dout, .cond = mask};
-    bview_rows(&v, where_bwd_row, &c);
+    bview_rows_pool(p, &v, where_bwd_row, &c);
 }
 
 /* -------------------------------------------------------------- reductions */
@@ -615,11 +693,11 @@ static void sm_fwd_slice(void *vctx, int64_t begin, int64_t end) {
         }
         float s = 0;
         if (c->log) {
-            for (int64_t j = 0; j < n; j++) s += expf(x[j] - mx);
+            for (int64_t j = 0; j < n; j++) s += ts_vexp(x[j] - mx);
             float lse = mx + logf(s);
             for (int64_t j = 0; j < n; j++) y[j] = x[j] - lse;
         } else {
-            for (int64_t j = 0; j < n; j++) s += (y[j] = expf(x[j] - mx));
+            for (int64_t j = 0; j < n; j++) s += (y[j] = ts_vexp(x[j] - mx));
             float inv = 1.0f / s;
             for (int64_t j = 0; j < n; j++) y[j] *= inv;
         }
@@ -640,7 +718,7 @@ static void sm_bwd_slice(void *vctx, int64_t begin, int64_t end) {
                 if (all) continue; /* fully masked: no gradient */
             }
             for (int64_t j = 0; j < n; j++) s += d[j];
-            for (int64_t j = 0; j < n; j++) dx[j] += d[j] - expf(y[j]) * s;
+            for (int64_t j = 0; j < n; j++) dx[j] += d[j] - ts_vexp(y[j]) * s;
         } else {
             for (int64_t j = 0; j < n; j++) s += d[j] * y[j];
             for (int64_t j = 0; j < n; j++) dx[j] += y[j] * (d[j] - s);
@@ -672,7 +750,7 @@ void ts_ce_forward(ts_pool *p, float *out, float *probs, const float *logits, co
         const float *x = logits + r * V;
         float mx = -INFINITY, sum = 0;
         for (int64_t c = 0; c < V; c++) mx = x[c] > mx ? x[c] : mx;
-        for (int64_t c = 0; c < V; c++) sum += expf(x[c] - mx);
+        for (int64_t c = 0; c < V; c++) sum += ts_vexp(x[c] - mx);
         s += (double)(mx + logf(sum) - x[labels[r]]);
         counted++;
     }

@@ -37,19 +37,20 @@ void ts_embedding_backward(float *dw, const float *dout, const int32_t *idx, int
  * [2*rows] keeps mean and rstd for backward */
 void ts_layer_norm_forward(ts_pool *p, float *y, float *stats, const float *x, const float *w, const float *b, int64_t rows,
                            int64_t D, float eps);
-void ts_layer_norm_backward(float *dx, float *dw, float *db, const float *dy, const float *x, const float *stats, const float *w,
+void ts_layer_norm_backward(ts_pool *p, float *dx, float *dw, float *db, const float *dy, const float *x, const float *stats, const float *w,
                             int64_t rows, int64_t D);
 
 /* ---- batched matmul: C[..., M, N] = op(A)[..., M, K] op(B)[..., K, N],
- * leading dims broadcast; sc, sa, sb the shapes as stored */
-void ts_bmm_forward(float *c, const float *a, const float *b, bool ta, bool tb, const ts_shape *sc, const ts_shape *sa,
+ * leading dims broadcast; sc, sa, sb the shapes as stored. The products
+ * are split over the pool (ts_gemm_batch_pool), operands read in place */
+void ts_bmm_forward(ts_pool *p, float *c, const float *a, const float *b, bool ta, bool tb, const ts_shape *sc, const ts_shape *sa,
                     const ts_shape *sb);
-void ts_bmm_backward(float *da, float *db, const float *dc, const float *a, const float *b, bool ta, bool tb,
+void ts_bmm_backward(ts_pool *p, float *da, float *db, const float *dc, const float *a, const float *b, bool ta, bool tb,
                      const ts_shape *sc, const ts_shape *sa, const ts_shape *sb);
 
 /* ---- layout: out = permute(x, perm) (out[i...] = x[perm-ordered i...]) */
 void ts_permute_forward(ts_pool *p, float *out, const float *x, const ts_shape *sx, const int64_t *perm);
-void ts_permute_backward(float *dx, const float *dout, const ts_shape *sx, const int64_t *perm);
+void ts_permute_backward(ts_pool *p, float *dx, const float *dout, const ts_shape *sx, const int64_t *perm);
 /* out = x[..., start:start+len, ...] along dim; outer/inner around dim */
 void ts_slice_forward(float *out, const float *x, int64_t outer, int64_t dim_in, int64_t inner, int64_t start, int64_t len);
 void ts_slice_backward(float *dx, const float *dout, int64_t outer, int64_t dim_in, int64_t inner, int64_t start, int64_t len);
@@ -62,8 +63,8 @@ void ts_where_forward(float *out, const int32_t *cond, const float *a, const flo
 void ts_where_backward(float *da, float *db, const float *dout, const int32_t *cond, const ts_shape *so, const ts_shape *sc,
                        const ts_shape *sa, const ts_shape *sb);
 /* masked fill is where(mask, value, x) with a scalar value */
-void ts_masked_fill_forward(float *out, const float *x, const int32_t *mask, float value, const ts_shape *so, const ts_shape *sm);
-void ts_masked_fill_backward(float *dx, const float *dout, const int32_t *mask, const ts_shape *so, const ts_shape *sm);
+void ts_masked_fill_forward(ts_pool *p, float *out, const float *x, const int32_t *mask, float value, const ts_shape *so, const ts_shape *sm);
+void ts_masked_fill_backward(ts_pool *p, float *dx, const float *dout, const int32_t *mask, const ts_shape *so, const ts_shape *sm);
 
 /* ---- reductions of x [sx] over the axes in the bit mask into out (the
  * reduced dims kept as 1 in sr) */

@@ -218,19 +218,19 @@ void ts_fwd_layer_norm(const ts_kctx *k) {
 void ts_bwd_layer_norm(const ts_kctx *k) {
     int64_t rows, D;
     ln_dims(k, &rows, &D);
-    ts_layer_norm_backward(k->din[0], k->din[1], k->din[2], k->dout, k->in[0], k->scratch, k->in[1], rows, D);
+    ts_layer_norm_backward(k->pool, k->din[0], k->din[1], k->din[2], k->dout, k->in[0], k->scratch, k->in[1], rows, D);
 }
 
 void ts_fwd_bmm(const ts_kctx *k) {
-    ts_bmm_forward(k->out, k->in[0], k->in[1], k->node->attr[0] != 0, k->node->attr[1] != 0, &k->out_shape, &k->in_shape[0], &k->in_shape[1]);
+    ts_bmm_forward(k->pool, k->out, k->in[0], k->in[1], k->node->attr[0] != 0, k->node->attr[1] != 0, &k->out_shape, &k->in_shape[0], &k->in_shape[1]);
 }
 void ts_bwd_bmm(const ts_kctx *k) {
-    ts_bmm_backward(k->din[0], k->din[1], k->dout, k->in[0], k->in[1], k->node->attr[0] != 0, k->node->attr[1] != 0, &k->out_shape,
+    ts_bmm_backward(k->pool, k->din[0], k->din[1], k->dout, k->in[0], k->in[1], k->node->attr[0] != 0, k->node->attr[1] != 0, &k->out_shape,
                     &k->in_shape[0], &k->in_shape[1]);
 }
 
 void ts_fwd_permute(const ts_kctx *k) { ts_permute_forward(k->pool, k->out, k->in[0], &k->in_shape[0], k->node->attr); }
-void ts_bwd_permute(const ts_kctx *k) { ts_permute_backward(k->din[0], k->dout, &k->in_shape[0], k->node->attr); }
+void ts_bwd_permute(const ts_kctx *k) { ts_permute_backward(k->pool, k->din[0], k->dout, &k->in_shape[0], k->node->attr); }
 
 /* [outer, dim, inner] around dim d of s */
 static void around(const ts_shape *s, int64_t d, int64_t *outer, int64_t *inner) {
@@ -283,10 +283,10 @@ void ts_bwd_where(const ts_kctx *k) {
 }
 
 void ts_fwd_masked_fill(const ts_kctx *k) {
-    ts_masked_fill_forward(k->out, k->in[0], k->in_int[1], k->node->fattr[0], &k->out_shape, &k->in_shape[1]);
+    ts_masked_fill_forward(k->pool, k->out, k->in[0], k->in_int[1], k->node->fattr[0], &k->out_shape, &k->in_shape[1]);
 }
 void ts_bwd_masked_fill(const ts_kctx *k) {
-    if (k->din[0]) ts_masked_fill_backward(k->din[0], k->dout, k->in_int[1], &k->out_shape, &k->in_shape[1]);
+    if (k->din[0]) ts_masked_fill_backward(k->pool, k->din[0], k->dout, k->in_int[1], &k->out_shape, &k->in_shape[1]);
 }
 
 static int red_kind(ts_op op) { return op == TS_OP_REDUCE_SUM_AXES ? TS_RED_SUM : op == TS_OP_REDUCE_MEAN_AXES ? TS_RED_MEAN : TS_RED_MAX; }

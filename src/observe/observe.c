@@ -105,6 +105,23 @@ static void summarize(ts_model *m, const ts_entry *e) {
     walk(m, &j);
 }
 
+/* A reshape or a transpose holds its input's values in another layout: the
+ * same count, moments, extremes, histograms and ranges. When the input was
+ * summarised this run for the same `what`, its summary is the output's too
+ * (no second pass over the data). True when it was reused. */
+static bool reuse_layout_summary(ts_model *m, const ts_entry *e) {
+    ts_prog *p = m->prog;
+    const ts_tensor *t = m->g->t[e->node];
+    if (e->kind != TS_KIND_VALUE || t->n_in != 1 || !(ts_op_get(t->op)->view || t->op == TS_OP_PERMUTE)) return false;
+    const ts_entry *in = &p->entries[p->value_entry[t->in[0]]];
+    int w = e->watch, wi = in->watch;
+    if (wi < 0 || p->watch_what[wi] != p->watch_what[w] || p->watch_results[wi].run != m->runs || in->numel != e->numel) return false;
+    p->summaries[w] = p->summaries[wi];
+    p->watch_results[w].run = m->runs;
+    p->watch_results[w].step = m->steps;
+    return true;
+}
+
 void ts_observe_step(ts_model *m, int node, int64_t d, ts_update_fn update, void *ctx, int64_t n) {
     ts_prog *p = m->prog;
     walk_job j = {.p = p, .numel = n, .update = update, .ctx = ctx};
@@ -298,7 +315,7 @@ ts_status ts_observe(ts_model *m, int entry, int64_t sample) {
         p->anchor_bytes += (uint64_t)e->n_anchors * (uint64_t)e->numel * sizeof(float);
         p->anchor_copies += (uint64_t)e->n_anchors;
     }
-    if (!e->watch_in_step && watch_due(m, e, sample)) summarize(m, e);
+    if (!e->watch_in_step && watch_due(m, e, sample) && !reuse_layout_summary(m, e)) summarize(m, e);
     for (int k = 0; k < e->n_outfeeds; k++) {
         ts_array a = {.dtype = e->dtype, .ndim = e->shape.ndim, .data = e->data};
         for (int i = 0; i < e->shape.ndim; i++) a.shape[i] = e->shape.d[i];

@@ -6,9 +6,11 @@
  * the offset), float min/max and a zero count (blocks are bigger when only
  * these are asked for). A NaN or Inf anywhere in the
  * block makes those sums non-finite -- that is the only test -- and the block
- * is then redone by a scalar pass that classifies each value. Blocks are
- * merged with Chan's update. Histograms and range counts, when asked for,
- * run over the same block while it is in L1. */
+ * is then redone through the same lanes with each value classified by its
+ * bits (still branch-free: a causal mask's -inf fills half of every masked
+ * attention score); only a finite d^2 beyond float's range needs the scalar
+ * pass. Blocks are merged with Chan's update. Histograms and range counts,
+ * when asked for, run over the same block while it is in L1. */
 #include "observe/stats.h"
 
 #include <float.h>
@@ -233,6 +235,77 @@ static inline bool block_fast(const float *x, int64_t n, float c, block_sums *b)
     return true;
 }
 
+#define MASKED_LANES 32 /* block_masked's lanes: four AVX vectors of each kind */
+#ifdef FP_FAST_FMAF /* ISO C does not contract a * b + c: ask for the fused op */
+#define MASKED_FMA(a, b, c) fmaf(a, b, c)
+#else
+#define MASKED_FMA(a, b, c) ((a) * (b) + (c))
+#endif
+/* One value of block_masked into lane j: NaN and Inf are counted and
+ * leave the sums, min and max alone, by selects rather than branches. */
+#define MASKED_LANE(v, j)                                                                     \
+    do {                                                                                      \
+        uint32_t u_ = float_bits(v), a_ = u_ & 0x7fffffffu;                                   \
+        int fin_ = a_ < 0x7f800000u;                                                          \
+        float d_ = fin_ ? (v) - c : 0.0f;                                                     \
+        fs[j] += d_;                                                                          \
+        fq[j] = MASKED_FMA(d_, d_, fq[j]);                                                       \
+        float lo_ = fin_ ? (v) : INFINITY, hi_ = fin_ ? (v) : -INFINITY;                      \
+        mn[j] = lo_ < mn[j] ? lo_ : mn[j];                                                    \
+        mx[j] = hi_ > mx[j] ? hi_ : mx[j];                                                    \
+        z[j] += (v) == 0.0f;                                                                  \
+        f[j] += fin_;                                                                         \
+        nan[j] += a_ > 0x7f800000u;                                                           \
+        pinf[j] += u_ == 0x7f800000u;                                                         \
+        ninf[j] += u_ == 0xff800000u;                                                         \
+    } while (0)
+
+/* block_fast for a block holding NaN or Inf (a causal mask's -inf fills
+ * half of a masked attention score): the same lanes and runs, each value
+ * classified by its bits. False when a finite d^2 overflows a float (the
+ * double pass takes it). */
+static bool block_masked(const float *x, int64_t n, float c, block_sums *b) {
+    double s[MASKED_LANES] = {0}, q[MASKED_LANES] = {0};
+    float mn[MASKED_LANES], mx[MASKED_LANES];
+    int32_t z[MASKED_LANES] = {0}, f[MASKED_LANES] = {0}, nan[MASKED_LANES] = {0}, pinf[MASKED_LANES] = {0},
+            ninf[MASKED_LANES] = {0};
+    for (int j = 0; j < MASKED_LANES; j++) mn[j] = INFINITY, mx[j] = -INFINITY;
+    int64_t rows = n / MASKED_LANES;
+    for (int64_t r = 0;; r += TS_STATS_RUN) {
+        float fs[MASKED_LANES] = {0}, fq[MASKED_LANES] = {0};
+        int64_t end = r + TS_STATS_RUN < rows ? r + TS_STATS_RUN : rows;
+        bool last = end == rows;
+        for (int64_t i = r * MASKED_LANES; i < end * MASKED_LANES; i += MASKED_LANES)
+            for (int j = 0; j < MASKED_LANES; j++) MASKED_LANE(x[i + j], j);
+        if (last)
+            for (int64_t i = rows * MASKED_LANES; i < n; i++) MASKED_LANE(x[i], (int)(i - rows * MASKED_LANES));
+        for (int j = 0; j < MASKED_LANES; j++) {
+            s[j] += (double)fs[j];
+            q[j] += (double)fq[j];
+        }
+        if (last) break;
+    }
+    memset(b, 0, sizeof *b);
+    float lo = INFINITY, hi = -INFINITY;
+    for (int j = 0; j < MASKED_LANES; j++) {
+        b->s += s[j];
+        b->q += q[j];
+        lo = mn[j] < lo ? mn[j] : lo;
+        hi = mx[j] > hi ? mx[j] : hi;
+        b->zeros += z[j];
+        b->n += f[j];
+        b->nans += nan[j];
+        b->pos_infs += pinf[j];
+        b->neg_infs += ninf[j];
+    }
+    b->min = lo;
+    b->max = hi;
+    return isfinite(b->s) && isfinite(b->q);
+}
+#undef MASKED_LANE
+#undef MASKED_LANES
+#undef MASKED_FMA
+
 /* The scalar pass: any length, classifies every value. */
 static void block_slow(const float *x, int64_t n, double c, block_sums *b) {
     memset(b, 0, sizeof *b);
@@ -292,9 +365,14 @@ static void stats_block(ts_stats_partial *p, const float *x, int64_t n) {
     float c = p->finite > 0 ? (float)p->mean : (isfinite(x[0]) ? x[0] : 0.0f);
     bool centred = p->finite > 1 && p->mean * p->mean <= p->m2 / (double)p->finite;
     block_sums b;
-    bool fast = centred ? block_fast(x, n, 0.0f, &b) : block_fast(x, n, c, &b);
     if (centred) c = 0.0f;
-    if (!fast) block_slow(x, n, c, &b);
+    /* a tensor with NaN or Inf in one block (a masked score) usually has
+     * them in the next: no fast pass that would fail */
+    bool done = !p->masked && (centred ? block_fast(x, n, 0.0f, &b) : block_fast(x, n, c, &b));
+    if (!done) {
+        if (!block_masked(x, n, c, &b)) block_slow(x, n, c, &b);
+        p->masked = b.nans + b.pos_infs + b.neg_infs > 0;
+    }
     add_block(p, &b, c);
 }
 

@@ -41,6 +41,7 @@
 
 typedef struct ts_stats_partial {
     int what;
+    int masked;           /* the last block held NaN or Inf: the next one starts with the classifying pass */
     int64_t count, zeros, nans, pos_infs, neg_infs;
     int64_t finite;       /* finite values seen: the moments' n */
     double mean, m2;      /* running mean and sum of squared deviations */

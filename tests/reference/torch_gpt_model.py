@@ -1,9 +1,14 @@
-"""tensorscope's character GPT (ts_gpt_build) in PyTorch, op for op, with
-tensorscope's names: used by make_gpt_fixtures.py and by the benchmark's
-twin (bench/torch_gpt.py)."""
+"""tensorscope's character GPT (ts_gpt_build) in PyTorch, twice: forward()
+op for op with tensorscope's names for every intermediate (what
+make_gpt_fixtures.py writes), and GPT, the same model as nn.Modules
+(nn.Embedding, nn.LayerNorm, nn.Linear, an attention module, the output
+projection tied to wte) whose parameter names are tensorscope's, so that a
+PyTorch user's forward hooks attach to every layer (bench/torch_gpt.py: the
+twin, the benchmark and the observed training)."""
 import math
 
 import torch
+import torch.nn as nn
 import torch.nn.functional as F
 
 
@@ -75,3 +80,75 @@ def forward(p, tokens, targets, L, H, acts=None):
     logits = (x @ p["wte.weight"].t()).reshape(B, T, V)
     a["logits"] = logits
     return F.cross_entropy(logits.reshape(B * T, V), targets.long().reshape(B * T))
+
+
+class Attention(nn.Module):
+    """Causal self-attention over [B*T, C]: qkv, heads, masked softmax, proj."""
+
+    def __init__(self, C, H, T):
+        super().__init__()
+        self.qkv, self.proj, self.heads = nn.Linear(C, 3 * C), nn.Linear(C, C), H
+        self.register_buffer("mask", torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1), persistent=False)
+        self.softmax = nn.Softmax(dim=-1)  # a module, so a hook sees the attention probabilities
+
+    def forward(self, h, B, T):
+        C = h.shape[1]
+        q, k, v = (part.reshape(B, T, self.heads, C // self.heads).transpose(1, 2) for part in self.qkv(h).split(C, dim=1))
+        att = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(C // self.heads))
+        att = self.softmax(att.masked_fill(self.mask[:T, :T], float("-inf")))
+        return self.proj((att @ v).transpose(1, 2).reshape(B * T, C))
+
+
+class MLP(nn.Module):
+    def __init__(self, C):
+        super().__init__()
+        self.fc, self.gelu, self.proj = nn.Linear(C, 4 * C), nn.GELU(), nn.Linear(4 * C, C)
+
+    def forward(self, h):
+        return self.proj(self.gelu(self.fc(h)))
+
+
+class Block(nn.Module):
+    def __init__(self, C, H, T):
+        super().__init__()
+        self.ln1, self.attn = nn.LayerNorm(C), Attention(C, H, T)
+        self.ln2, self.mlp = nn.LayerNorm(C), MLP(C)
+
+    def forward(self, x, B, T):
+        x = x + self.attn(self.ln1(x), B, T)
+        return x + self.mlp(self.ln2(x))
+
+
+class TiedHead(nn.Module):
+    """logits = x wte^T: the input embedding again (no parameter of its own)."""
+
+    def __init__(self, wte):
+        super().__init__()
+        self.wte = [wte]  # in a list: not a submodule, so wte.weight is named once
+
+    def forward(self, x):
+        return x @ self.wte[0].weight.t()
+
+
+class GPT(nn.Module):
+    """ts_gpt_build as modules; parameter names as param_shapes()."""
+
+    def __init__(self, V, T, L, H, C):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(V, C), nn.Embedding(T, C)
+        self.blocks = nn.ModuleList(Block(C, H, T) for _ in range(L))
+        self.ln_f, self.lm_head = nn.LayerNorm(C), TiedHead(self.wte)
+
+    def forward(self, tokens, targets):
+        B, T = tokens.shape
+        x = (self.wte(tokens.long()) + self.wpe.weight[:T]).reshape(B * T, -1)
+        for block in self.blocks:
+            x = block(x, B, T)
+        logits = self.lm_head(self.ln_f(x))
+        return F.cross_entropy(logits, targets.long().reshape(B * T))
+
+    def load_params(self, p):
+        """Copies {name: array or tensor} (every name of param_shapes) in."""
+        with torch.no_grad():
+            for name, q in self.named_parameters():
+                q.copy_(torch.as_tensor(p[name]))
