@@ -449,6 +449,20 @@ static ts_tensor *b_bcast(ts_graph *g, const op_case *c)
     }
 }
 
+/* a [2,64] op b [64]: a row of b wide enough (>= 64) for ts_binary_backward's
+ * column-split path; iarg as in b_bcast */
+static ts_tensor *b_bcast_wide(ts_graph *g, const op_case *c)
+{
+    ts_tensor *a = rparam(g, "a", 2, (int64_t[]){2, 64}, D_SYM);
+    ts_tensor *b = rparam(g, "b", 1, (int64_t[]){64}, c->iarg == 3 ? D_POS : D_SYM);
+    switch (c->iarg) {
+    case 0: return ts_add(g, a, b);
+    case 1: return ts_sub(g, a, b);
+    case 2: return ts_mul(g, a, b);
+    default: return ts_div(g, a, b);
+    }
+}
+
 /* iarg: 0 exp, 1 sqrt, 2 pow 3, 3 pow 0.5, 4 erf, 5 gelu, 6 gelu tanh */
 static ts_tensor *b_unary_math(ts_graph *g, const op_case *c)
 {
@@ -932,6 +946,10 @@ int main(void)
         {"div [2,3,4]/[2,3,4]", b_bcast, 1e-3, 1e-2, 1e-4, 3, 2, {3, 4}},
         {"div [3,1]/[2,1,4]", b_bcast, 1e-3, 1e-2, 1e-4, 3, 3, {2, 1, 4}},
         {"div [2,3,4]/[1]", b_bcast, 1e-3, 1e-2, 1e-4, 3, 1, {1}},
+        {"add [2,64]+[64]", b_bcast_wide, LIN, 1e-3, 1e-4, 0, 0, {0}},
+        {"sub [2,64]-[64]", b_bcast_wide, LIN, 1e-3, 1e-4, 1, 0, {0}},
+        {"mul [2,64]*[64]", b_bcast_wide, LIN, 1e-3, 1e-4, 2, 0, {0}},
+        {"div [2,64]/[64]", b_bcast_wide, 1e-3, 1e-2, 1e-4, 3, 0, {0}},
         {"exp", b_unary_math, 1e-3, 1e-2, 1e-4, 0, 0, {0}},
         {"sqrt (x in [0.5,2])", b_unary_math, 1e-3, 1e-2, 1e-4, 1, 0, {0}},
         {"pow 3", b_unary_math, 1e-3, 1e-2, 1e-4, 2, 0, {0}},

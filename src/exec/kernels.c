@@ -89,7 +89,7 @@ static void binary_bwd_add_cols(void *vctx, int64_t j0, int64_t j1) {
 void ts_binary_backward(ts_pool *p, int kind, float *da, float *db, const float *dout, const float *a,
                         const float *b, int64_t n, int64_t nb) {
     int64_t rows = n / nb;
-    if (kind != TS_BIN_MUL && db && nb >= 64) {
+    if ((kind == TS_BIN_ADD || kind == TS_BIN_SUB) && db && nb >= 64) { /* Add/Sub only: their gradients do not read a or b */
         ew e = {.kind = kind, .out = da, .out2 = db, .a = dout, .s = kind == TS_BIN_SUB ? -1.0f : 1.0f, .nb = nb, .rows = rows};
         int64_t grain = GRAIN / rows > 16 ? GRAIN / rows : 16; /* columns per slice: at least GRAIN values */
         ts_pool_for(p, nb, grain, binary_bwd_add_cols, &e);
