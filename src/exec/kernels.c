@@ -245,13 +245,6 @@ void ts_cross_entropy_forward(float *out, float *probs, const float *logits, con
     out[0] = (float)(s / (double)B);
 }
 
-void ts_cross_entropy_backward(float *dlogits, const float *dout, const float *probs, const int32_t *labels, int64_t B, int64_t C) {
-    float g = dout[0] / (float)B;
-    for (int64_t b = 0; b < B; b++)
-        for (int64_t c = 0; c < C; c++)
-            dlogits[b * C + c] += g * (probs[b * C + c] - (c == labels[b] ? 1.0f : 0.0f));
-}
-
 /* ---- reductions to a scalar */
 
 void ts_reduce_forward(float *out, const float *x, int64_t n, bool mean) {
