@@ -171,15 +171,8 @@ int main(int argc, char **argv)
     memcpy(b.xs, xs, sizeof xs);
     b.ys[0] = b.batch;
     size_t per = (size_t)(xs[0] * xs[1] * xs[2] * xs[3]);
-    b.x = malloc(sizeof(float) * per * POOL);
-    b.y = malloc(sizeof(int32_t) * (size_t)b.batch * POOL);
-    if (!b.x || !b.y)
+    if (!bench_random_data(per * POOL, (size_t)b.batch * POOL, &b.x, &b.y))
         return fail("out of memory");
-    uint64_t seed = 0x9E3779B97F4A7C15u;
-    for (size_t i = 0; i < per * POOL; i++)
-        b.x[i] = (float)(xorshift(&seed) >> 11) * (2.0f / 9007199254740992.0f) - 1.0f;
-    for (size_t i = 0; i < (size_t)b.batch * POOL; i++)
-        b.y[i] = (int32_t)(xorshift(&seed) % CLASSES);
 
     side sides[2];
     int n_sides = observe ? 2 : 1;

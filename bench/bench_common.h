@@ -32,12 +32,11 @@ static inline long arg_or(int argc, char **argv, int i, long def)
     return argc > i ? strtol(argv[i], NULL, 10) : def;
 }
 
-/* The pool of `pool` random batches the MLP benchmarks cycle through step
- * by step, as bench/torch_mlp.py makes it (seeded; x ~ U(-1,1) as
- * [pool*batch, 784], labels 0..9). Returns 0 when out of memory. */
-static inline int bench_data_pool(long batch, int pool, float **x, int32_t **y)
+/* x ~ U(-1,1) [nx] and labels 0..9 [ny] from a fixed seed, x first: the
+ * random inputs every benchmark trains on. Returns 0 when out of memory
+ * (the caller frees both). */
+static inline int bench_random_data(size_t nx, size_t ny, float **x, int32_t **y)
 {
-    size_t nx = (size_t)batch * PIXELS * (size_t)pool, ny = (size_t)batch * (size_t)pool;
     *x = malloc(sizeof(float) * nx);
     *y = malloc(sizeof(int32_t) * ny);
     if (!*x || !*y)
@@ -48,6 +47,14 @@ static inline int bench_data_pool(long batch, int pool, float **x, int32_t **y)
     for (size_t i = 0; i < ny; i++)
         (*y)[i] = (int32_t)(xorshift(&seed) % CLASSES);
     return 1;
+}
+
+/* The pool of `pool` random batches the MLP benchmarks cycle through step
+ * by step, as bench/torch_mlp.py makes it (seeded; x ~ U(-1,1) as
+ * [pool*batch, 784], labels 0..9). Returns 0 when out of memory. */
+static inline int bench_data_pool(long batch, int pool, float **x, int32_t **y)
+{
+    return bench_random_data((size_t)batch * PIXELS * (size_t)pool, (size_t)batch * (size_t)pool, x, y);
 }
 
 /* Trains m (inputs "x" [batch*A,1,28,28] and "labels") for warmup + steps

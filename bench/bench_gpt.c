@@ -112,12 +112,6 @@ static double flops_per_step(void)
     return 6.0 * params * (double)(cfg.batch * cfg.block_size);
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static void line(const char *impl, const char *role, long threads, long n, long reps, double ms, double best, double worst,
                  size_t watched)
 {
@@ -186,12 +180,12 @@ int main(int argc, char **argv)
     }
     double med[2], best[2], worst[2];
     for (int j = 0; j < 2; j++) {
-        qsort(s[j].secs, (size_t)reps, sizeof(double), cmp_d);
+        qsort(s[j].secs, (size_t)reps, sizeof(double), cmp_double);
         med[j] = s[j].secs[reps / 2] * 1e3 / (double)n;
         best[j] = s[j].secs[0] * 1e3 / (double)n;
         worst[j] = s[j].secs[reps - 1] * 1e3 / (double)n;
     }
-    qsort(ratio, (size_t)reps, sizeof(double), cmp_d);
+    qsort(ratio, (size_t)reps, sizeof(double), cmp_double);
     const ts_watch_result *w;
     size_t nw = 0;
     if (ts_model_watch_results(s[1].m, &w, &nw))

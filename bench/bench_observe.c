@@ -191,16 +191,8 @@ int main(int argc, char **argv)
         unsetenv("TS_METRICS_FILE"); /* "diagnostics off" */
 
     data d = {.batch = batch, .xs = {batch, 1, 28, 28}, .ys = {batch}};
-    size_t per_x = (size_t)batch * PIXELS;
-    d.x = malloc(sizeof(float) * per_x * POOL);
-    d.y = malloc(sizeof(int32_t) * (size_t)batch * POOL);
-    if (!d.x || !d.y)
+    if (!bench_data_pool(batch, POOL, &d.x, &d.y))
         return fail("out of memory");
-    uint64_t seed = 0x9E3779B97F4A7C15u;
-    for (size_t i = 0; i < per_x * POOL; i++)
-        d.x[i] = (float)(xorshift(&seed) >> 11) * (2.0f / 9007199254740992.0f) - 1.0f;
-    for (size_t i = 0; i < (size_t)batch * POOL; i++)
-        d.y[i] = (int32_t)(xorshift(&seed) % CLASSES);
 
     /* crash mode: one model, the handlers change; else two models */
     side sd[2];

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "core/core.h"
 
 static char tmpdir[512];
 
@@ -52,17 +53,6 @@ static double sample_value(const sample *s, int64_t i) {
     case TS_U8: return (double)(i * 63);
     }
     return 0;
-}
-
-static double get(const ts_array *a, int64_t i) {
-    switch (a->dtype) {
-    case TS_F32: return ((const float *)a->data)[i];
-    case TS_F64: return ((const double *)a->data)[i];
-    case TS_I32: return ((const int32_t *)a->data)[i];
-    case TS_I64: return (double)((const int64_t *)a->data)[i];
-    case TS_U8: return ((const uint8_t *)a->data)[i];
-    }
-    return NAN;
 }
 
 static void set(ts_array *a, int64_t i, double v) {
@@ -142,7 +132,7 @@ static void read_numpy_files(const char *dir) {
         double worst = 0;
         for (int64_t i = 0; i < ts_array_numel(&a); i++) {
             double want = (double)i * files[k].scale + files[k].offset;
-            double e = fabs(get(&a, i) - want) / (fabs(want) > 1 ? fabs(want) : 1);
+            double e = fabs(ts_array_value(&a, i) - want) / (fabs(want) > 1 ? fabs(want) : 1);
             if (e > worst) worst = e;
         }
         CHECK(worst < 1e-7, "%s values (max rel err %.2g)", files[k].name, worst);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "core/core.h"
 
 static char tmpdir[256];
 
@@ -27,17 +28,6 @@ static int write_sample(const char *path) {
     return s ? 1 : 0;
 }
 
-static double at(const ts_array *a, int64_t i) {
-    switch (a->dtype) {
-    case TS_F32: return ((const float *)a->data)[i];
-    case TS_F64: return ((const double *)a->data)[i];
-    case TS_I32: return ((const int32_t *)a->data)[i];
-    case TS_I64: return (double)((const int64_t *)a->data)[i];
-    case TS_U8: return ((const uint8_t *)a->data)[i];
-    }
-    return 0;
-}
-
 static void check_array(const ts_npz *z, const char *name, ts_dtype dt, int ndim, const int64_t *shape,
                         double (*f)(int64_t)) {
     const ts_array *a = ts_npz_find(z, name);
@@ -46,7 +36,7 @@ static void check_array(const ts_npz *z, const char *name, ts_dtype dt, int ndim
     int ok = a->dtype == dt && a->ndim == ndim;
     for (int i = 0; ok && i < ndim; i++) ok = a->shape[i] == shape[i];
     int64_t n = ok ? ts_array_numel(a) : 0;
-    for (int64_t i = 0; ok && i < n; i++) ok = at(a, i) == f(i);
+    for (int64_t i = 0; ok && i < n; i++) ok = ts_array_value(a, i) == f(i);
     char buf[64];
     CHECK(ok, "member '%s' is %s with the expected values", name, ts_array_shape_str(a, buf, sizeof buf));
 }

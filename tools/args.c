@@ -178,6 +178,12 @@ int cli_parse_output_mode(const char *cmd, const char *spec, ts_output_mode *mod
     return colon ? parse_period(cmd, "--output-mode", colon + 1, period) : CLI_OK;
 }
 
+void cli_file_safe(const char *in, char *out, size_t n) {
+    size_t i = 0;
+    for (; in[i] && i + 1 < n; i++) out[i] = (in[i] == '/' || in[i] == ':' || in[i] == ' ') ? '_' : in[i];
+    out[i] = '\0';
+}
+
 char *cli_path(const char *dir, const char *name, const char *suffix) {
     size_t n = strlen(dir) + strlen(name) + strlen(suffix) + 2;
     char *p = malloc(n);

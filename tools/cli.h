@@ -44,6 +44,8 @@ int cli_parse_output_mode(const char *cmd, const char *spec, ts_output_mode *mod
 int cli_check_output(const char *cmd, const char *flag, const char *path, bool is_dir);
 /* "dir/name<suffix>", malloc'd (no fixed-size path buffers); NULL when out of memory. */
 char *cli_path(const char *dir, const char *name, const char *suffix);
+/* A tensor name as a file name: '/', ':' and ' ' become '_' ("conv1/Conv2d:0" -> "conv1_Conv2d_0"). */
+void cli_file_safe(const char *in, char *out, size_t n);
 /* "500M", "2G", "1048576": bytes; -1 for anything else. */
 int cli_parse_size(const char *text, long long *bytes);
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -133,9 +133,7 @@ static ts_status attention_maps(ts_model *inf, const gpt_run *r, const gpt_args 
         const float *probs = (const float *)v.data + s * H * TT * TT;
         snprintf(title, sizeof title, "%s  sample %ld  step %ld", name, s, step);
         char file[512];
-        snprintf(file, sizeof file, "%s", name);
-        for (char *c = file; *c; c++)
-            if (*c == '/' || *c == ':') *c = '_';
+        cli_file_safe(name, file, sizeof file);
         snprintf(path, sizeof path, "%s/attention_%s_s%ld.png", a->attn_dir, file, s);
         mkdir(a->attn_dir, 0777);
         if ((st = ts_plot_attention(path, title, probs, (int)H, (int)TT, TT <= T ? labels : NULL))) break;

@@ -66,12 +66,6 @@ typedef struct sink_state {
     char err[512];
 } sink_state;
 
-static void safe_name(const char *in, char *out, size_t n) {
-    size_t i = 0;
-    for (; in[i] && i + 1 < n; i++) out[i] = (in[i] == '/' || in[i] == ':' || in[i] == ' ') ? '_' : in[i];
-    out[i] = '\0';
-}
-
 /* n samples of `one` stacked on a leading axis: [n, *T] (the data not set). */
 static ts_array stacked_shape(ts_array one, int64_t n) {
     if (one.ndim >= TS_MAX_DIMS) one.ndim = TS_MAX_DIMS - 1;
@@ -113,7 +107,7 @@ static void sink_flush(sink_state *s, int k) {
         return;
     }
     char key[128], name[200];
-    safe_name(s->keys[k], key, sizeof key);
+    cli_file_safe(s->keys[k], key, sizeof key);
     snprintf(name, sizeof name, "%s.run%lld", key, (long long)s->stack[k].run);
     char *dir = cli_path(s->dump_dir, "outfeed", ""), *path = dir ? cli_path(dir, name, ".npy") : NULL;
     if (!path) {
@@ -1046,7 +1040,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             ts_array arr;
             char fname[512];
             if (ts_model_anchored(tm, anames[i], &arr)) continue;
-            safe_name(anames[i], fname, sizeof fname);
+            cli_file_safe(anames[i], fname, sizeof fname);
             char *path = cli_path(a.dump_npy, fname, ".npy");
             ts_status wst = path ? ts_npy_save(path, &arr) : TS_ERR_OUT_OF_MEMORY;
             free(path);

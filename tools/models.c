@@ -40,14 +40,22 @@ static ts_status classifier_head(ts_graph *g, ts_tensor *h, const cli_list *prin
     return st ? st : ts_graph_status(g);
 }
 
-/* The observing-tensors tutorial's MLP: 784-320-100-10, ReLU, LogSoftmax over
- * the class dimension, NLL loss. */
-static ts_status build_mlp(long B, uint64_t seed, const cli_list *prints, cli_model *m) {
+/* A new graph in m with the MNIST inputs "x" [B,1,28,28] and "labels" [B];
+ * NULL when out of memory. */
+static ts_graph *mnist_graph(long B, uint64_t seed, cli_model *m) {
     ts_graph *g = ts_graph_new(seed);
-    if (!g) return TS_ERR_OUT_OF_MEMORY;
+    if (!g) return NULL;
     m->g = g;
     m->x = ts_input(g, "x", TS_F32, 4, (int64_t[]){B, 1, 28, 28});
     m->labels = ts_input(g, "labels", TS_I32, 1, (int64_t[]){B});
+    return g;
+}
+
+/* The observing-tensors tutorial's MLP: 784-320-100-10, ReLU, LogSoftmax over
+ * the class dimension, NLL loss. */
+static ts_status build_mlp(long B, uint64_t seed, const cli_list *prints, cli_model *m) {
+    ts_graph *g = mnist_graph(B, seed, m);
+    if (!g) return TS_ERR_OUT_OF_MEMORY;
     ts_tensor *h = maybe_print(g, ts_flatten(g, m->x, 1), prints);
     h = maybe_print(g, ts_linear(g, h, 320, "fc1"), prints);
     h = maybe_print(g, ts_relu(g, h), prints);
@@ -61,11 +69,8 @@ static ts_status build_mlp(long B, uint64_t seed, const cli_list *prints, cli_mo
  * LogSoftmax, NLL loss. The convolutions have no bias: the batch norm after
  * each cancels it. */
 static ts_status build_cnn(long B, uint64_t seed, const cli_list *prints, cli_model *m) {
-    ts_graph *g = ts_graph_new(seed);
+    ts_graph *g = mnist_graph(B, seed, m);
     if (!g) return TS_ERR_OUT_OF_MEMORY;
-    m->g = g;
-    m->x = ts_input(g, "x", TS_F32, 4, (int64_t[]){B, 1, 28, 28});
-    m->labels = ts_input(g, "labels", TS_I32, 1, (int64_t[]){B});
     const ts_pool2d_params pool2 = {.kernel_h = 2, .kernel_w = 2};
     ts_tensor *h = maybe_print(g, ts_conv2d_layer(g, m->x, 6, 5, 5, &(ts_conv2d_params){.same = 1}, 0, "conv1"), prints);
     h = maybe_print(g, ts_batch_norm_layer(g, h, "bn1"), prints);

@@ -6,13 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* "conv1/Conv2d:0" -> "conv1_Conv2d_0" */
-static void file_safe(const char *in, char *out, size_t n) {
-    size_t i = 0;
-    for (; in[i] && i + 1 < n; i++) out[i] = (in[i] == '/' || in[i] == ':' || in[i] == ' ') ? '_' : in[i];
-    out[i] = '\0';
-}
-
 /* TENSOR or TENSOR:SAMPLE; names hold ':' themselves ("Relu:0"), so the whole
  * spec is tried as a name first. */
 static int parse_spec(const ts_graph *g, const char *spec, char *name, size_t n, long *sample) {
@@ -56,7 +49,7 @@ int cli_feature_maps(const cli_model *em, const ts_array *x, const char *spec, c
     /* [1, N, C, H, W] (every sample of the one run) or [N, C, H, W] */
     int64_t C = info.shape[1], H = info.shape[2], W = info.shape[3];
     ts_array one = {.dtype = TS_F32, .ndim = 3, .shape = {C, H, W}, .data = (float *)out.data + sample * C * H * W};
-    file_safe(name, file, sizeof file);
+    cli_file_safe(name, file, sizeof file);
     snprintf(path, sizeof path, "%s/feature_maps_%s_%ld.png", dir, file, sample);
     snprintf(title, sizeof title, "%s, held-out sample %ld: %lld channels of %lldx%lld", name, sample, (long long)C, (long long)H, (long long)W);
     st = ts_plot_tiles(path, title, &one);
@@ -78,7 +71,7 @@ int cli_filters(const cli_model *cm, const char *param, const char *dir) {
         a.ndim = 3;
         a.shape[1] = info.shape[2], a.shape[2] = info.shape[3];
     }
-    file_safe(param, file, sizeof file);
+    cli_file_safe(param, file, sizeof file);
     snprintf(path, sizeof path, "%s/filters_%s.png", dir, file);
     snprintf(title, sizeof title, "%s: %lld x %lld kernels of %lldx%lld%s", param, (long long)info.shape[0], (long long)info.shape[1],
              (long long)info.shape[2], (long long)info.shape[3], info.shape[1] > 1 ? " (row: output, column: input channel)" : "");
