@@ -66,6 +66,7 @@ typedef struct ts_entry {
     ts_outfeed_link *outfeeds;
     int n_outfeeds;
     bool check;          /* numeric check after it is produced */
+    bool checked;        /* a gradient scanned clean after the last backward kernel that wrote it (ts_check_backward): its observation need not scan it again */
 } ts_entry;
 
 typedef struct ts_prog {

@@ -286,6 +286,7 @@ static ts_status numerics_report(ts_model *m, int entry, int64_t sample, int pro
         add_stats(&r, "value:", e);
     }
     if (!m->rerun) ts_counter_add("NonFiniteFound", 1); /* the op-by-op replay finds the same one */
+    for (int k = 0; k < p->n_entries; k++) p->entries[k].checked = false; /* the run stops here: no scan carried into the next */
     m->failed_entry = entry;
     m->failed_op = e->kind == TS_KIND_GRAD ? producer : -1;
     ts_logf(TS_LOG_ERROR, "%s", r.text);
@@ -293,11 +294,13 @@ static ts_status numerics_report(ts_model *m, int entry, int64_t sample, int pro
 }
 
 ts_status ts_check_backward(ts_model *m, int node, int64_t sample) {
-    const ts_prog *p = m->prog;
+    ts_prog *p = m->prog;
     const ts_tensor *t = m->g->t[node];
     for (int j = 0; j < t->n_in; j++) {
         int ge = ts_op_int_input(t->op, j) ? -1 : p->grad_entry[t->in[j]];
-        if (ge >= 0 && p->entries[ge].check && entry_nonfinite(m->pool, &p->entries[ge])) return numerics_report(m, ge, sample, node);
+        if (ge < 0 || !p->entries[ge].check) continue;
+        if (entry_nonfinite(m->pool, &p->entries[ge])) return numerics_report(m, ge, sample, node);
+        p->entries[ge].checked = true;
     }
     return TS_OK;
 }
@@ -306,7 +309,9 @@ ts_status ts_observe(ts_model *m, int entry, int64_t sample) {
     ts_prog *p = m->prog;
     ts_entry *e = &p->entries[entry];
     int64_t S = e->per_step ? p->samples_step : p->samples_mb;
-    if (e->check && e->dtype == TS_F32 && has_nonfinite(m->pool, e->data, e->numel)) return numerics_report(m, entry, sample, -1);
+    bool checked = e->checked; /* its last writer's check scanned it: not twice */
+    e->checked = false;
+    if (e->check && !checked && e->dtype == TS_F32 && has_nonfinite(m->pool, e->data, e->numel)) return numerics_report(m, entry, sample, -1);
     if (m->rerun) return TS_OK;
     if (e->n_anchors) {
         uint64_t t0 = ts_now_ns();
