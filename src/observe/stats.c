@@ -29,7 +29,6 @@
 #else
 #define TS_STATS_VEC 4
 #endif
-#define TS_STATS_ACC 2          /* independent accumulators of each kind */
 #define TS_STATS_RUN 16         /* float partial sums per lane before going double */
 typedef float ts_vfloat __attribute__((vector_size(4 * TS_STATS_VEC)));
 typedef int32_t ts_vint __attribute__((vector_size(4 * TS_STATS_VEC)));
@@ -159,44 +158,49 @@ typedef struct block_sums {
 
 /* The vectorised pass over any n >= 1 values (at most a block), in GCC/Clang
  * vector extensions: plain C arithmetic on TS_STATS_VEC floats at a time
- * that the compiler maps to the target's SIMD registers, with TS_STATS_ACC
- * independent accumulators of each kind so that the adds' latency hides
- * (and all of them stay in registers: 10 on AVX2's 16). d = x - c and d^2
- * are formed in float and summed in float over runs of TS_STATS_RUN
- * vectors per accumulator, then in double: half the vector work of
- * converting every value, for a relative error of a few float ulps of each
- * run's sum. The last n % (VEC * ACC) values go through one by one in the
- * same arithmetic. A d^2 too big for a float becomes Inf and takes the (all
+ * that the compiler maps to the target's SIMD registers. Each iteration
+ * takes four vectors: their squares go to four independent multiply-add
+ * accumulators (the multiply-add's latency hides), while their sum, min,
+ * max and zero count are first reduced as a tree of the four, so one
+ * accumulator of each kind keeps up (all in registers: 8 plus the four
+ * values on AVX2's 16; the four loads are separate variables so the
+ * compiler keeps them there). d = x - c and d^2 are formed in float and
+ * summed in float over runs of TS_STATS_RUN iterations, then in double:
+ * half the vector work of converting every value, for a relative error of
+ * a few float ulps of each run's sum. The last n % (4 * VEC) values go
+ * through one by one in the same arithmetic. A d^2 too big for a float becomes Inf and takes the (all
  * double) slow path. False when the block's sums are not finite (a NaN or
  * Inf in it, or such a d^2). */
 static inline bool block_fast(const float *x, int64_t n, float c, block_sums *b) {
-    enum { V = TS_STATS_VEC, ACC = TS_STATS_ACC, STRIDE = TS_STATS_VEC * TS_STATS_ACC };
+    enum { V = TS_STATS_VEC, STRIDE = TS_STATS_VEC * 4 };
     ts_vdouble4 s[V / 4] = {0}, q[V / 4] = {0};
-    ts_vfloat mn[ACC], mx[ACC], cv = c - (ts_vfloat){0};
-    ts_vint z[ACC] = {0};
-    for (int k = 0; k < ACC; k++) mn[k] = mx[k] = x[0] - (ts_vfloat){0};
+    ts_vfloat mn, mx, cv = c - (ts_vfloat){0};
+    ts_vint z = {0};
+    mn = mx = x[0] - (ts_vfloat){0};
     int64_t whole = n / STRIDE * STRIDE;
     for (int64_t r = 0; r < whole; r += TS_STATS_RUN * STRIDE) {
-        ts_vfloat fs[ACC] = {0}, fq[ACC] = {0};
+        ts_vfloat fs = {0}, q0 = {0}, q1 = {0}, q2 = {0}, q3 = {0};
         int64_t end = r + TS_STATS_RUN * STRIDE < whole ? r + TS_STATS_RUN * STRIDE : whole;
-        for (int64_t i = r; i < end; i += STRIDE)
-            for (int k = 0; k < ACC; k++) {
-                ts_vfloat v;
-                memcpy(&v, x + i + k * V, sizeof v); /* unaligned load */
-                ts_vfloat d = v - cv;
-                fs[k] += d;
-                fq[k] = TS_VFMA(d, d, fq[k]);
-                mn[k] = TS_VMIN(v, mn[k]);
-                mx[k] = TS_VMAX(v, mx[k]);
-                z[k] -= v == 0.0f; /* true is -1 */
-            }
-        for (int k = 1; k < ACC; k++) {
-            fs[0] += fs[k];
-            fq[0] += fq[k];
+        for (int64_t i = r; i < end; i += STRIDE) {
+            ts_vfloat v0, v1, v2, v3; /* unaligned loads */
+            memcpy(&v0, x + i, sizeof v0);
+            memcpy(&v1, x + i + V, sizeof v1);
+            memcpy(&v2, x + i + 2 * V, sizeof v2);
+            memcpy(&v3, x + i + 3 * V, sizeof v3);
+            ts_vfloat d0 = v0 - cv, d1 = v1 - cv, d2 = v2 - cv, d3 = v3 - cv;
+            q0 = TS_VFMA(d0, d0, q0);
+            q1 = TS_VFMA(d1, d1, q1);
+            q2 = TS_VFMA(d2, d2, q2);
+            q3 = TS_VFMA(d3, d3, q3);
+            fs += (d0 + d1) + (d2 + d3);
+            mn = TS_VMIN(TS_VMIN(TS_VMIN(v0, v1), TS_VMIN(v2, v3)), mn);
+            mx = TS_VMAX(TS_VMAX(TS_VMAX(v0, v1), TS_VMAX(v2, v3)), mx);
+            z += ((v0 == 0.0f) + (v1 == 0.0f)) + ((v2 == 0.0f) + (v3 == 0.0f)); /* true is -1 */
         }
+        ts_vfloat fq = (q0 + q1) + (q2 + q3);
         ts_vfloat4 hs[V / 4], hq[V / 4];
-        memcpy(hs, &fs[0], sizeof hs);
-        memcpy(hq, &fq[0], sizeof hq);
+        memcpy(hs, &fs, sizeof hs);
+        memcpy(hq, &fq, sizeof hq);
         for (int h = 0; h < V / 4; h++) {
             s[h] += __builtin_convertvector(hs[h], ts_vdouble4);
             q[h] += __builtin_convertvector(hq[h], ts_vdouble4);
@@ -210,12 +214,11 @@ static inline bool block_fast(const float *x, int64_t n, float c, block_sums *b)
             ss += s[h][j];
             qq += q[h][j];
         }
-    for (int k = 0; k < ACC; k++)
-        for (int j = 0; j < V; j++) {
-            lo = mn[k][j] < lo ? mn[k][j] : lo;
-            hi = mx[k][j] > hi ? mx[k][j] : hi;
-            zz += z[k][j];
-        }
+    for (int j = 0; j < V; j++) {
+        lo = mn[j] < lo ? mn[j] : lo;
+        hi = mx[j] > hi ? mx[j] : hi;
+        zz -= z[j]; /* z counts down */
+    }
     for (int64_t i = whole; i < n; i++) { /* the ragged end */
         float v = x[i], d = v - c;
         ss += (double)d;
