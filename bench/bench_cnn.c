@@ -18,7 +18,7 @@
  * observe times plain against observed training in one process, interleaved
  * (as bench_observe.c; REPS default 7): observed = TS_WATCH_STATS every run
  * on every op output, every parameter gradient and every updated parameter,
- * and prints role=base / role=cand lines and `overhead pct=..`.
+ * and prints role=base / role=cand lines and overhead_report's `overhead pct=..`.
  * GFLOP/s: ts_model_flops_per_microbatch (convs and matmuls 2 flops a MAC,
  * backward counted as twice the forward; torch_cnn.py uses the same count
  * of the same layers). */
@@ -33,7 +33,7 @@
 #include "cnn.h"
 #include "tensorscope.h"
 
-enum { POOL = 8, MAX_REPS = 64 };
+enum { POOL = 8, MAX_REPS = 1024 };
 
 static int fail(const char *what)
 {
@@ -203,11 +203,9 @@ int main(int argc, char **argv)
         const ts_watch_result *w;
         size_t nw = 0;
         ts_model_watch_results(sides[1].m, &w, &nw);
-        double ratio[MAX_REPS], best[2], lo = 1e9, hi = -1e9;
-        for (long r = 0; r < n_reps; r++) { /* pairs first: median() sorts secs */
+        double ratio[MAX_REPS], best[2];
+        for (long r = 0; r < n_reps; r++) /* pairs first: median() sorts secs */
             ratio[r] = secs[1][r] / secs[0][r];
-            lo = ratio[r] < lo ? ratio[r] : lo, hi = ratio[r] > hi ? ratio[r] : hi;
-        }
         for (int k = 0; k < 2; k++) {
             double med = median(secs[k], n_reps) / (double)steps; /* sorted now */
             best[k] = secs[k][0] / (double)steps;
@@ -216,8 +214,7 @@ int main(int argc, char **argv)
                    impl[k], k ? "cand" : "base", b.model, b.batch, b.threads, steps, n_reps, k ? nw : 0, med * 1e3, best[k] * 1e3,
                    secs[k][n_reps - 1] / (double)steps * 1e3, (double)b.batch / med, flops / med * 1e-9);
         }
-        printf("overhead pct=%.2f best_pct=%.2f min_pct=%.2f max_pct=%.2f\n", (median(ratio, n_reps) - 1) * 100,
-               (best[1] / best[0] - 1) * 100, (lo - 1) * 100, (hi - 1) * 100);
+        overhead_report(ratio, n_reps, best[0], best[1]);
     }
     for (int k = 0; k < n_sides; k++)
         side_free(&sides[k]);

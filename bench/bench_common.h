@@ -5,6 +5,7 @@
 #define TS_BENCH_COMMON_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -102,6 +103,28 @@ static inline double median(double *v, long n)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* The overhead line of an interleaved comparison: ratio[r] = cand / base
+ * seconds of pair r (sorted here), best_base and best_cand each side's best
+ * seconds per step. Prints
+ *   overhead pct=.. best_pct=.. min_pct=.. max_pct=.. q1_pct=.. q3_pct=.. ci_lo_pct=.. ci_hi_pct=..
+ * pct: the median pair's overhead, the verdict's figure; q1..q3 the middle
+ * half of the pairs; ci_lo..ci_hi a 95% confidence interval of the median
+ * (the order statistics n/2 -+ 0.98 sqrt(n), distribution-free). A pair is a
+ * short stretch of each side back to back, so many pairs share the machine's
+ * slow and fast moments evenly; the interval says how sure the median is. */
+static inline void overhead_report(double *ratio, long n, double best_base, double best_cand)
+{
+    double med = median(ratio, n); /* sorts */
+    long h = (long)(0.98 * __builtin_sqrt((double)n) + 0.5), lo = n / 2 - h, hi = (n - 1) / 2 + h;
+    lo = lo < 0 ? 0 : lo;
+    hi = hi > n - 1 ? n - 1 : hi;
+#define TS_PCT(r) (((r) - 1) * 100)
+    printf("overhead pct=%.2f best_pct=%.2f min_pct=%.2f max_pct=%.2f q1_pct=%.2f q3_pct=%.2f ci_lo_pct=%.2f ci_hi_pct=%.2f\n",
+           TS_PCT(med), TS_PCT(best_cand / best_base), TS_PCT(ratio[0]), TS_PCT(ratio[n - 1]), TS_PCT(ratio[n / 4]),
+           TS_PCT(ratio[(3 * n) / 4 < n ? (3 * n) / 4 : n - 1]), TS_PCT(ratio[lo]), TS_PCT(ratio[hi]));
+#undef TS_PCT
 }
 
 /* The tutorial MLP (784-320-100-10) at micro-batch `batch` into a new graph;

@@ -13,10 +13,10 @@
  * every activation (every op's output but the linear layers' products
  * before the bias, as bench_observe.c; `watch-all`: those too), every
  * parameter's gradient and every updated parameter (the peer is
- * torch_gpt.py observe), in one process with interleaved repetitions (REPS, default 5;
+ * torch_gpt.py observe), in one process with interleaved pairs (REPS, default 5;
  * the median of the paired ratios, as bench_observe.c), printing role=base
- * / role=cand lines (watched= the summaries a step) and
- * `overhead pct=.. best_pct=.. min_pct=.. max_pct=..`. */
+ * / role=cand lines (watched= the summaries a step) and overhead_report's
+ * `overhead pct=..` line. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +24,7 @@
 
 #include "bench_common.h"
 
-enum { POOL = 8, WARMUP = 3, MAX_REPS = 32, VOCAB = 65 };
+enum { POOL = 8, WARMUP = 3, MAX_REPS = 256, VOCAB = 65 };
 
 typedef struct side {
     ts_graph *g;
@@ -185,15 +185,13 @@ int main(int argc, char **argv)
         best[j] = s[j].secs[0] * 1e3 / (double)n;
         worst[j] = s[j].secs[reps - 1] * 1e3 / (double)n;
     }
-    qsort(ratio, (size_t)reps, sizeof(double), cmp_double);
     const ts_watch_result *w;
     size_t nw = 0;
     if (ts_model_watch_results(s[1].m, &w, &nw))
         return fail("watch results");
     line("ts-plain", "base", threads, n, reps, med[0], best[0], worst[0], 0);
     line("ts-watch", "cand", threads, n, reps, med[1], best[1], worst[1], nw);
-    printf("overhead pct=%.2f best_pct=%.2f min_pct=%.2f max_pct=%.2f\n", (ratio[reps / 2] - 1) * 100, (best[1] / best[0] - 1) * 100,
-           (ratio[0] - 1) * 100, (ratio[reps - 1] - 1) * 100);
+    overhead_report(ratio, reps, best[0], best[1]);
     side_free(&s[0]);
     side_free(&s[1]);
     return 0;

@@ -14,20 +14,22 @@
  *             against the previous ones (TS_METRICS_FILE unset): the cost of
  *             diagnostics that are "off".
  *
- * Both sides live in one process and are timed in interleaved repetitions
- * (REPS, default 7, of STEPS steps each after WARMUP steps per side; the
- * side that goes first alternates) so that load from other processes hits
- * both alike. The overhead is the median over repetitions of cand/base - 1
- * of the pair timed back to back: robust to the machine's speed changing
- * between pairs (shared 2-core machines change by 2x), where a best-of
- * would pair one side's lucky moment with the other's ordinary one.
- * ms_per_step is each side's median repetition, best_ms and worst_ms its
- * spread; min_pct and max_pct the spread of the pairs' overheads.
+ * Both sides live in one process and are timed in interleaved pairs (REPS,
+ * default 7, each STEPS steps of one side then of the other after WARMUP
+ * steps per side; the side that goes first alternates) so that load from
+ * other processes hits both alike. The overhead is the median over pairs of
+ * cand/base - 1: robust to the machine's speed changing between pairs
+ * (shared 2-core machines change by 2x), where a best-of would pair one
+ * side's lucky moment with the other's ordinary one. make bench runs many
+ * short pairs (about 100 of 10-20 ms) and reports the median's 95%
+ * confidence interval (overhead_report in bench_common.h). ms_per_step is
+ * each side's median pair, best_ms and worst_ms its spread.
  *
  * Prints one line per side, then the overhead:
  * `ts-plain role=base batch=B threads=T steps=N reps=R ms_per_step=.. best_ms=.. worst_ms=.. samples_per_s=.. gflops=..`
  * `ts-watch role=cand ...`
- * `overhead pct=.. best_pct=.. min_pct=.. max_pct=..` (best_pct: best cand / best base - 1) */
+ * `overhead pct=.. best_pct=.. min_pct=.. max_pct=.. q1_pct=.. q3_pct=.. ci_lo_pct=.. ci_hi_pct=..`
+ * (best_pct: best cand / best base - 1; the rest: overhead_report) */
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,7 +40,7 @@
 #include "bench_common.h"
 #include "tensorscope.h"
 
-enum { POOL = 8, MAX_REPS = 64 };
+enum { POOL = 8, MAX_REPS = 1024 };
 
 typedef enum mode { MODE_WATCH, MODE_NUMERICS, MODE_CRASH } mode;
 
@@ -233,9 +235,7 @@ int main(int argc, char **argv)
         report(impl[md][k], k ? "cand" : "base", &sd[k], &d, threads, steps, reps, &best[k]);
     for (long r = 0; r < reps; r++)
         ratio[r] = sd[1].secs[r] / sd[0].secs[r];
-    double med = median(ratio, reps); /* sorts: ratio[0] and ratio[reps-1] are the spread */
-    printf("overhead pct=%.2f best_pct=%.2f min_pct=%.2f max_pct=%.2f\n", (med - 1) * 100,
-           (best[1] / best[0] - 1) * 100, (ratio[0] - 1) * 100, (ratio[reps - 1] - 1) * 100);
+    overhead_report(ratio, reps, best[0], best[1]);
 
     if (md == MODE_CRASH)
         handlers_use(0);

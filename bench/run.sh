@@ -48,7 +48,7 @@ CORES=$(getconf _NPROCESSORS_ONLN)   # before OMP_NUM_THREADS is set: nproc obey
 PY=/usr/bin/python3   # Debian's interpreter: it has python3-torch (1.13)
 THREADS=${TS_BENCH_THREADS:-2}
 SCALE=${TS_BENCH_SCALE:-1}   # multiplies every step count (0.2 for a quick look)
-REPS=${TS_BENCH_REPS:-5}     # interleaved rounds of the MLP rows
+REPS=${TS_BENCH_REPS:-7}     # interleaved rounds of the peer rows
 export TS_BENCH_THREADS=$THREADS OPENBLAS_NUM_THREADS=$THREADS OMP_NUM_THREADS=$THREADS \
        MKL_NUM_THREADS=$THREADS
 
@@ -188,7 +188,11 @@ overhead_row() {
             verdict=MISS; MISSES=$((MISSES + 1))
         fi
     fi
-    [ "$pct" != - ] && pct="$pct% (pairs $(field "$ovh" min_pct)..$(field "$ovh" max_pct)%)"
+    if [ "$pct" != - ] && [ -n "$(field "$ovh" ci_lo_pct)" ]; then
+        pct="$pct% (95% CI $(field "$ovh" ci_lo_pct)..$(field "$ovh" ci_hi_pct)%, middle half of the pairs $(field "$ovh" q1_pct)..$(field "$ovh" q3_pct)%)"
+    elif [ "$pct" != - ]; then
+        pct="$pct% (pairs $(field "$ovh" min_pct)..$(field "$ovh" max_pct)%)"
+    fi
     printf '%-22s overhead %s/%s = %s (%s): %s\n' "$label" "${cand%% *}" "${base%% *}" \
         "$pct" "$target" "$verdict"
     hr
@@ -221,25 +225,30 @@ mlp_row "mlp train batch=32" 2.0 32 500 20
 cnn_row "lenet+bn train b=64" 1.0 lenet 64 20 3
 cnn_row "resnet3 train b=64" 1.0 resnet 64 5 1
 
-# what observing costs: tensorscope plain vs observed in one process,
-# interleaved repetitions (7 pairs); PyTorch 2.x doing the same work for
-# reference (forward hooks + .grad + updated-parameter stats)
+# what observing costs: tensorscope plain vs observed in one process, many
+# short interleaved pairs (a few steps of each side back to back, PAIRS of
+# them): the machine's slow and fast moments, which last longer than a pair,
+# fall on both sides alike, and the median pair's overhead comes with a 95%
+# confidence interval (bench_common.h's overhead_report). PyTorch 2.x doing
+# the same work for reference (forward hooks + .grad + updated-parameter
+# stats), 7 longer pairs.
 OBS=$BUILD/bench_observe
-row_obs() { echo "$OBS $1 $2 $(steps "$3") $4 $THREADS 7"; }
+# row_obs MODE BATCH STEPS_PER_PAIR WARMUP PAIRS
+row_obs() { echo "$OBS $1 $2 $3 $4 $THREADS $(steps "$5")"; }
 row_torch() { echo "$TORCH2_PY $SRC/bench/torch_observe.py --batch $1 --steps $(steps "$2") --warmup $3 --threads $THREADS --reps 7"; }
-overhead_row "watch stats b=1000" 3 "$(row_obs watch 1000 20 3)"
+overhead_row "watch stats b=1000" 3 "$(row_obs watch 1000 2 3 201)"
 overhead_row "torch hooks b=1000" - "$(row_torch 1000 20 3)"
-overhead_row "watch stats b=32" 10 "$(row_obs watch 32 200 20)"
+overhead_row "watch stats b=32" 10 "$(row_obs watch 32 20 20 101)"
 overhead_row "torch hooks b=32" - "$(row_torch 32 200 20)"
-overhead_row "check_numerics b=1000" 5 "$(row_obs numerics 1000 20 3)"
+overhead_row "check_numerics b=1000" 5 "$(row_obs numerics 1000 2 3 201)"
 # the same on the CNN: every activation, parameter gradient and updated
 # parameter summarised every step; PyTorch hooks doing the same beside it
-cnn_obs() { echo "$BUILD/bench_cnn observe lenet 64 $(steps 10) 2 $THREADS 7"; }
+cnn_obs() { echo "$BUILD/bench_cnn observe lenet 64 2 2 $THREADS $(steps 101)"; }
 overhead_row "cnn watch stats b=64" 5 "$(cnn_obs)"
 overhead_row "cnn torch hooks b=64" - "$TORCH2_PY $SRC/bench/torch_cnn.py --mode observe --model lenet --batch 64 --steps $(steps 10) --warmup 2 --threads $THREADS --reps 7"
 # diagnostics off (TS_METRICS_FILE unset) with the crash handler installed
 # or not: "unchanged" within the noise of interleaved runs
-overhead_row "crash handler b=32" 2 "$(row_obs crash 32 400 20)"
+overhead_row "crash handler b=32" 2 "$(row_obs crash 32 20 20 201)"
 
 # the character GPT (4 layers, 4 heads, 128 channels, T=64, batch 32):
 # against PyTorch 2.x (the target) and Debian's, peak memory on each line, and
@@ -249,7 +258,7 @@ overhead_row "crash handler b=32" 2 "$(row_obs crash 32 400 20)"
 GPT_ARGS="--layers 4 --heads 4 --embd 128 --block-size 64 --batch-size 32 --threads $THREADS"
 peer_row "gpt train 4x128 T=64" 1.0 "$BUILD/bench_gpt train $(steps 10) $THREADS" \
     "$SRC/bench/torch_gpt.py bench $GPT_ARGS --steps $(steps 10)"
-overhead_row "gpt watch stats" 5 "$BUILD/bench_gpt watch $(steps 4) $THREADS 4 4 128 64 32 7"
+overhead_row "gpt watch stats" 5 "$BUILD/bench_gpt watch 1 $THREADS 4 4 128 64 32 $(steps 31)"
 overhead_row "gpt torch hooks" - "$TORCH2_PY $SRC/bench/torch_gpt.py observe $GPT_ARGS --steps $(steps 4) --warmup 2 --reps 7"
 "$BUILD/bench_compile" 100000 | sed 's/^/compile: /'
 # data parallel (DESIGN.md §15): one process with 2 threads vs 2 MPI ranks
