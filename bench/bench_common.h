@@ -111,13 +111,15 @@ static inline double median(double *v, long n)
  *   overhead pct=.. best_pct=.. min_pct=.. max_pct=.. q1_pct=.. q3_pct=.. ci_lo_pct=.. ci_hi_pct=..
  * pct: the median pair's overhead, the verdict's figure; q1..q3 the middle
  * half of the pairs; ci_lo..ci_hi a 95% confidence interval of the median
- * (the order statistics n/2 -+ 0.98 sqrt(n), distribution-free). A pair is a
+ * (the order statistics at ranks n/2 -+ 0.98 sqrt(n), distribution-free). A pair is a
  * short stretch of each side back to back, so many pairs share the machine's
  * slow and fast moments evenly; the interval says how sure the median is. */
 static inline void overhead_report(double *ratio, long n, double best_base, double best_cand)
 {
     double med = median(ratio, n); /* sorts */
-    long h = (long)(0.98 * __builtin_sqrt((double)n) + 0.5), lo = n / 2 - h, hi = (n - 1) / 2 + h;
+    /* 1-based ranks floor(n/2 - 0.98 sqrt(n)) and ceil(1 + n/2 + 0.98 sqrt(n)) */
+    double h = 0.98 * __builtin_sqrt((double)n);
+    long lo = (long)__builtin_floor((double)n / 2 - h) - 1, hi = (long)__builtin_ceil(1 + (double)n / 2 + h) - 1;
     lo = lo < 0 ? 0 : lo;
     hi = hi > n - 1 ? n - 1 : hi;
 #define TS_PCT(r) (((r) - 1) * 100)
