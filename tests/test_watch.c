@@ -159,12 +159,27 @@ done:
 /* A 784 -> 700 layer (548800 values, enough to be split over two threads)
  * trained one run: the summaries taken inside the optimizer step (gradient,
  * Accum___, UpdatedVar___, optimizer state), chunk by chunk and merged over
- * threads, equal one pass over the anchored FINAL values. */
+ * threads, equal one pass over the anchored FINAL values. `fused`: only
+ * the gradient, Accum___ and the updated weight with plain stats, which the
+ * update summarises from registers as it goes (ts_opt_update_summarised);
+ * the weights must then come out bit-identical to an unwatched twin's.
+ * `nan`: one input value is NaN, so are a row of the gradient and of the
+ * updated weight (the runs holding them are classified from memory). */
 typedef struct step_case {
     const char *what;
     ts_optimizer opt;
-    int accum, threads, iterations;
+    int accum, threads, iterations, fused, nan;
 } step_case;
+
+/* The layer of test_step, its loss named "loss". */
+static ts_graph *step_graph(int64_t wb, int64_t win, int64_t wout) {
+    ts_graph *g = ts_graph_new(9);
+    ts_tensor *x = ts_input(g, "x", TS_F32, 2, (int64_t[]){wb, win});
+    ts_tensor *y = ts_input(g, "labels", TS_I32, 1, (int64_t[]){wb});
+    ts_tensor *loss = ts_cross_entropy(g, ts_linear(g, x, wout, "fc1"), y);
+    ts_tensor_set_name(loss, "loss");
+    return g;
+}
 
 static void test_step(const step_case *c) {
     enum { WB = 4, WIN = 784, WOUT = 700 };
@@ -179,36 +194,46 @@ static void test_step(const step_case *c) {
         {"Accl1___fc1.weight", TS_WATCH_STATS | TS_WATCH_RANGE},
         {"Accl2___fc1.weight", TS_WATCH_STATS},
     };
+    static const int fused_what[] = {TS_WATCH_STATS, TS_WATCH_STATS, TS_WATCH_STATS, 0, 0, 0}; /* gradient, Accum___, update */
     enum { N_WATCHED = sizeof watched / sizeof watched[0] };
-    ts_graph *g = ts_graph_new(9);
-    ts_tensor *x = ts_input(g, "x", TS_F32, 2, (int64_t[]){WB, WIN});
-    ts_tensor *y = ts_input(g, "labels", TS_I32, 1, (int64_t[]){WB});
-    ts_tensor *loss = ts_cross_entropy(g, ts_linear(g, x, WOUT, "fc1"), y);
-    ts_tensor_set_name(loss, "loss");
-    ts_options *o = ts_options_new();
-    ts_options_set_threads(o, c->threads);
-    ts_options_set_gradient_accumulation(o, c->accum);
-    ts_options_set_device_iterations(o, c->iterations);
-    for (int k = 0; k < N_WATCHED; k++) ts_options_watch(o, watched[k].name, watched[k].what, 1); /* none matching is fine */
-    ts_options_anchor(o, NULL, "*___fc1.weight", TS_OUTPUT_FINAL, 0); /* each under its own name */
-    ts_model *m = NULL;
-    ts_status st = ts_model_training(&m, g, loss, o, c->opt);
+    ts_graph *g = step_graph(WB, WIN, WOUT), *twin_g = step_graph(WB, WIN, WOUT);
+    ts_options *o = ts_options_new(), *twin_o = ts_options_new();
+    for (int k = 0; k < 2; k++) {
+        ts_options *ok = k ? twin_o : o;
+        ts_options_set_threads(ok, c->threads);
+        ts_options_set_gradient_accumulation(ok, c->accum);
+        ts_options_set_device_iterations(ok, c->iterations);
+        ts_options_anchor(ok, NULL, "*___fc1.weight", TS_OUTPUT_FINAL, 0); /* each under its own name */
+    }
+    for (int k = 0; k < N_WATCHED; k++) /* none matching is fine */
+        if (!c->fused || fused_what[k]) ts_options_watch(o, watched[k].name, c->fused ? fused_what[k] : watched[k].what, 1);
+    ts_model *m = NULL, *twin = NULL;
+    ts_status st = ts_model_training(&m, g, ts_graph_find(g, "loss"), o, c->opt);
     if (!st) st = ts_model_compile(m);
+    if (!st) st = ts_model_training(&twin, twin_g, ts_graph_find(twin_g, "loss"), twin_o, c->opt);
     int n_exist = 0; /* the optimizer decides which state exists */
     const char *const *names;
     size_t n_names = 0;
     if (!st) ts_model_tensor_names(m, &names, &n_names);
     for (int k = 0; k < N_WATCHED; k++)
-        for (size_t i = 0; i < n_names; i++) n_exist += strcmp(names[i], watched[k].name) == 0;
+        for (size_t i = 0; i < n_names; i++) n_exist += strcmp(names[i], watched[k].name) == 0 && (!c->fused || fused_what[k]);
     static float xb[4 * WB * WIN];
     int32_t yb[4 * WB];
     int64_t rows = (int64_t)c->iterations * c->accum * WB; /* at most 4 micro-batches a run */
     for (int64_t i = 0; i < rows * WIN; i++) xb[i] = (i % WIN) % 5 == 0 ? 0.0f : rnd(); /* zero columns: zero gradients */
     for (int64_t i = 0; i < rows; i++) yb[i] = (int32_t)((i * 7) % WOUT);
+    if (c->nan) xb[3 * WIN + 11] = NAN;
     const char *in_names[2] = {"x", "labels"};
     ts_array in[2] = {ts_array_f32(xb, 2, (int64_t[]){rows, WIN}), ts_array_i32(yb, 1, (int64_t[]){rows})};
     for (int r = 0; !st && r < 2; r++) st = ts_model_run(m, in_names, in, 2); /* two steps: the state is not zero */
+    for (int r = 0; !st && r < 2; r++) st = ts_model_run(twin, in_names, in, 2);
     CHECK_OK(st, "%s: compile, watch and run", c->what);
+    ts_array upd, twin_upd;
+    if (!st && !ts_model_anchored(m, "UpdatedVar___fc1.weight", &upd) && !ts_model_anchored(twin, "UpdatedVar___fc1.weight", &twin_upd))
+        CHECK(ts_array_numel(&upd) == WIN * WOUT && memcmp(upd.data, twin_upd.data, sizeof(float) * WIN * WOUT) == 0,
+              "%s: the watched model's weights are bit-identical to the unwatched twin's", c->what);
+    else
+        CHECK(0, "%s: both models' updated weights anchored", c->what);
     const ts_watch_result *res;
     size_t n = 0;
     if (!st && ts_model_watch_results(m, &res, &n) == TS_OK && (int)n == n_exist) {
@@ -216,7 +241,7 @@ static void test_step(const step_case *c) {
         for (size_t i = 0; i < n; i++) {
             int what = 0;
             for (int k = 0; k < N_WATCHED; k++)
-                if (strcmp(res[i].name, watched[k].name) == 0) what = watched[k].what;
+                if (strcmp(res[i].name, watched[k].name) == 0) what = c->fused ? fused_what[k] : watched[k].what;
             ts_array a;
             ts_model_anchored(m, res[i].name, &a);
             int64_t last_step = 2 * c->iterations - 1; /* of the second run */
@@ -227,23 +252,39 @@ static void test_step(const step_case *c) {
             if (strncmp(res[i].name, "Gradient___", 11) == 0) zeros = res[i].summary->stats.zeros;
         }
         CHECK(zeros >= WOUT * (WIN / 5), "%s: the gradient's zeros counted (%lld)", c->what, (long long)zeros);
+        for (size_t i = 0; c->nan && i < n; i++)
+            CHECK(res[i].summary->stats.nans == WOUT, "%s: %s counts the %d NaN of the poisoned input column (%lld)", c->what, res[i].name,
+                  WOUT, (long long)res[i].summary->stats.nans);
     } else
         CHECK(0, "%s: %d watch results (got %zu)", c->what, n_exist, n);
     ts_model_free(m);
+    ts_model_free(twin);
     ts_options_free(o);
+    ts_options_free(twin_o);
     ts_graph_free(g);
+    ts_graph_free(twin_g);
 }
 
 int main(void) {
     test_tiny();
     static const step_case steps[] = {
-        {"SGD, no accumulation, 2 threads, 2 steps a run", {0}, 1, 2, 2},
-        {"SGD momentum, accumulation 2, 1 thread", {0}, 2, 1, 1},
-        {"Adam, no accumulation, 2 threads", {0}, 1, 2, 1},
-        {"AdamW, accumulation 2, 3 threads, 2 steps a run", {0}, 2, 3, 2},
+        {"SGD, no accumulation, 2 threads, 2 steps a run", {0}, 1, 2, 2, 0, 0},
+        {"SGD momentum, accumulation 2, 1 thread", {0}, 2, 1, 1, 0, 0},
+        {"Adam, no accumulation, 2 threads", {0}, 1, 2, 1, 0, 0},
+        {"AdamW, accumulation 2, 3 threads, 2 steps a run", {0}, 2, 3, 2, 0, 0},
+        {"fused: SGD, 2 threads, 2 steps a run", {0}, 1, 2, 2, 1, 0},
+        {"fused: SGD nesterov and weight decay, 3 threads (ragged slices)", {0}, 1, 3, 1, 1, 0},
+        {"fused: Adam, 1 thread", {0}, 1, 1, 1, 1, 0},
+        {"fused: AdamW, 3 threads, 2 steps a run", {0}, 1, 3, 2, 1, 0},
+        {"fused: SGD, accumulation 2 (the mean is read)", {0}, 2, 2, 1, 1, 0},
+        {"fused: SGD with a NaN input, 2 threads", {0}, 1, 2, 1, 1, 1},
     };
-    ts_optimizer opts[] = {ts_sgd(0.1f, 0.0f, 0.0f), ts_sgd(0.1f, 0.9f, 0.0f), ts_adam(1e-3f), ts_adamw(1e-3f, 0.01f)};
-    for (int k = 0; k < 4; k++) {
+    ts_optimizer nesterov = ts_sgd(0.1f, 0.9f, 1e-3f);
+    nesterov.nesterov = 1;
+    ts_optimizer opts[] = {ts_sgd(0.1f, 0.0f, 0.0f), ts_sgd(0.1f, 0.9f, 0.0f), ts_adam(1e-3f), ts_adamw(1e-3f, 0.01f),
+                           ts_sgd(0.1f, 0.0f, 0.0f), nesterov, ts_adam(1e-3f), ts_adamw(1e-3f, 0.01f), ts_sgd(0.1f, 0.0f, 0.0f),
+                           ts_sgd(0.1f, 0.0f, 0.0f)};
+    for (int k = 0; k < (int)(sizeof steps / sizeof steps[0]); k++) {
         step_case c = steps[k];
         c.opt = opts[k];
         test_step(&c);

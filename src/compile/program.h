@@ -219,6 +219,8 @@ typedef struct ts_interval {
 size_t ts_memplan(ts_interval *iv, int n);
 
 /* optim.c */
+struct ts_stats_stream;
+struct ts_stats_partial;
 ts_status ts_opt_state_init(ts_model *m);
 void ts_opt_state_free(ts_model *m);
 /* One step of one parameter: ts_opt_begin once, then ts_opt_update over
@@ -231,6 +233,14 @@ typedef struct ts_opt_consts {
 ts_opt_consts ts_opt_begin(const ts_optimizer *o, ts_opt_state *s);
 void ts_opt_update(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, const float *grad, int64_t begin,
                    int64_t end);
+/* ts_opt_update over [begin, end) that also summarises, from registers, the
+ * gradient before the update (into gs, then gp at the flush) and the
+ * parameter after it (ps, pp), and zeroes the gradient when `clear`. The
+ * parameter comes out bit-identical to ts_opt_update's. gp or pp NULL: that
+ * summary is not wanted. */
+void ts_opt_update_summarised(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, float *grad, int64_t begin,
+                              int64_t end, bool clear, struct ts_stats_stream *gs, struct ts_stats_partial *gp,
+                              struct ts_stats_stream *ps, struct ts_stats_partial *pp);
 
 /* model/replicas.c: a replica's part of a run (DESIGN.md §15) */
 int ts_replicas(const ts_model *m); /* R, 1 without replicas */
@@ -295,9 +305,19 @@ ts_status ts_check_backward(ts_model *m, int node, int64_t sample);
  * gradient, Accum___) and writes (UpdatedVar___, optimizer state) -- one walk
  * over the parameter instead of one per summary. */
 typedef void (*ts_update_fn)(void *ctx, int64_t begin, int64_t end);
+/* The same update over [begin, end), summarising as ts_opt_update_summarised. */
+typedef void (*ts_update_summarised_fn)(void *ctx, int64_t begin, int64_t end, struct ts_stats_stream *gs, struct ts_stats_partial *gp,
+                                        struct ts_stats_stream *ps, struct ts_stats_partial *pp);
+/* One parameter's optimizer step as the executor hands it to the observer. */
+typedef struct ts_step_update {
+    ts_update_fn update;
+    ts_update_summarised_fn summarised; /* NULL: summaries in separate passes */
+    void *ctx;
+    const float *grad, *param;          /* what `summarised` reads and writes */
+} ts_step_update;
 #define TS_STEP_WATCHES 5 /* Gradient___, Accum___, UpdatedVar___, two optimizer states */
 #define TS_MAX_SLOTS 4    /* threads one summary is split over, at most */
-void ts_observe_step(ts_model *m, int node, int64_t d, ts_update_fn update, void *ctx, int64_t n);
+void ts_observe_step(ts_model *m, int node, int64_t d, const ts_step_update *u, int64_t n);
 void ts_print_tensor(const char *title, const float *x, const ts_shape *s);
 
 #endif

@@ -148,6 +148,12 @@ static void update_range(void *ctx, int64_t begin, int64_t end) {
     }
 }
 
+static void update_summarised(void *ctx, int64_t begin, int64_t end, struct ts_stats_stream *gs, struct ts_stats_partial *gp,
+                              struct ts_stats_stream *ps, struct ts_stats_partial *pp) {
+    const update_job *u = ctx;
+    ts_opt_update_summarised(u->opt, &u->consts, u->state, u->param, u->grad, begin, end, u->clear, gs, gp, ps, pp);
+}
+
 static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
     ts_prog *p = m->prog;
     int A = m->opts.grad_accum;
@@ -179,7 +185,8 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
         if (A > 1) ts_scale_forward(m->pool, ae->data, ae->data, 1.0f / (float)A, ae->numel); /* the mean */
         OBSERVE(m, acc, d);
         update_job u = {&m->opt, ts_opt_begin(&m->opt, &m->state[s]), &m->state[s], m->g->t[node]->value, ae->data, A == 1};
-        ts_observe_step(m, node, d, update_range, &u, ae->numel);
+        ts_step_update su = {update_range, update_summarised, &u, u.grad, u.param};
+        ts_observe_step(m, node, d, &su, ae->numel);
         cleared += A == 1;
         for (int e = acc + 1; e < p->n_entries && p->entries[e].node == node; e++) OBSERVE(m, e, d);
     }

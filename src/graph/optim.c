@@ -1,6 +1,7 @@
 /* optim.c -- SGD (momentum, dampening, nesterov, weight decay), Adam and
  * AdamW, following PyTorch's update formulas exactly so that runs match. */
 #include "compile/program.h"
+#include "observe/stats_vec.h"
 
 #include <math.h>
 #include <string.h>
@@ -116,6 +117,104 @@ void ts_opt_update(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *
         float m = m1[i] = b1 * m1[i] + (1.0f - b1) * g;
         float v = m2[i] = b2 * m2[i] + (1.0f - b2) * g * g;
         p[i] -= step_size * m / (sqrtf(v) / bc2_sqrt + eps);
+    }
+}
+
+/* One run of whole vectors of ts_opt_update, the same operations in the
+ * same order lane by lane (ISO C: nothing contracted), with each gradient
+ * vector summarised (shifted by cg) as read and each parameter vector (by
+ * cp) as written. */
+static inline void update_run(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *restrict p, const float *restrict gr,
+                              int64_t begin, int64_t end, ts_vfloat cg, ts_vfloat cp, ts_vacc *ag, ts_vacc *ap) {
+    enum { V = TS_STATS_VEC };
+    if (o->kind == TS_OPT_SGD && o->momentum == 0.0f) {
+        float lr = o->lr, wd = o->weight_decay;
+        for (int64_t i = begin; i < end; i += V) {
+            ts_vfloat g, w;
+            memcpy(&g, gr + i, sizeof g);
+            memcpy(&w, p + i, sizeof w);
+            w -= lr * (g + wd * w);
+            memcpy(p + i, &w, sizeof w);
+            ts_vacc_add(ag, g, cg);
+            ts_vacc_add(ap, w, cp);
+        }
+    } else if (o->kind == TS_OPT_SGD) {
+        float lr = o->lr, mom = o->momentum, damp = 1.0f - o->dampening, wd = o->weight_decay;
+        float *restrict accl = s->accl;
+        for (int64_t i = begin; i < end; i += V) {
+            ts_vfloat g0, w, b;
+            memcpy(&g0, gr + i, sizeof g0);
+            memcpy(&w, p + i, sizeof w);
+            ts_vfloat g = g0 + wd * w;
+            if (c->first) {
+                b = g;
+            } else {
+                memcpy(&b, accl + i, sizeof b);
+                b = mom * b + damp * g;
+            }
+            memcpy(accl + i, &b, sizeof b);
+            w -= lr * (o->nesterov ? g + mom * b : b);
+            memcpy(p + i, &w, sizeof w);
+            ts_vacc_add(ag, g0, cg);
+            ts_vacc_add(ap, w, cp);
+        }
+    } else {
+        float b1 = o->beta1, b2 = o->beta2, step_size = c->step_size, bc2_sqrt = c->bc2_sqrt, eps = o->eps;
+        bool adamw = o->kind == TS_OPT_ADAMW;
+        float wd = o->weight_decay, decay = 1.0f - o->lr * o->weight_decay;
+        float *restrict m1 = s->accl1, *restrict m2 = s->accl2;
+        for (int64_t i = begin; i < end; i += V) {
+            ts_vfloat g0, w, m, v;
+            memcpy(&g0, gr + i, sizeof g0);
+            memcpy(&w, p + i, sizeof w);
+            memcpy(&m, m1 + i, sizeof m);
+            memcpy(&v, m2 + i, sizeof v);
+            ts_vfloat g = g0;
+            if (adamw) w *= decay;
+            else g += wd * w;
+            m = b1 * m + (1.0f - b1) * g;
+            v = b2 * v + (1.0f - b2) * g * g;
+            memcpy(m1 + i, &m, sizeof m);
+            memcpy(m2 + i, &v, sizeof v);
+            w -= step_size * m / (TS_VSQRT(v) / bc2_sqrt + eps);
+            memcpy(p + i, &w, sizeof w);
+            ts_vacc_add(ag, g0, cg);
+            ts_vacc_add(ap, w, cp);
+        }
+    }
+}
+
+void ts_opt_update_summarised(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, float *grad, int64_t begin,
+                              int64_t end, bool clear, ts_stats_stream *gs, ts_stats_partial *gp, ts_stats_stream *ps,
+                              ts_stats_partial *pp) {
+    enum { V = TS_STATS_VEC, RUN = TS_VACC_RUN * TS_STATS_VEC };
+    int64_t whole = begin + (end - begin) / V * V;
+    if (whole > begin) {
+        if (!gs->shifted && gp) gs->c = ts_stats_shift(gp, grad + begin), gs->shifted = true;
+        if (!ps->shifted && pp) ps->c = ts_stats_shift(pp, param + begin), ps->shifted = true;
+    }
+    ts_vfloat cg = gs->c - (ts_vfloat){0}, cp = ps->c - (ts_vfloat){0}, zero = {0};
+    bool centred = gs->c == 0.0f && ps->c == 0.0f; /* weights and gradients, usually: no shift to subtract */
+    ts_vacc ag, ap;
+    ts_vacc_start(&ag);
+    ts_vacc_start(&ap);
+    for (int64_t r = begin; r < whole; r += RUN) {
+        int64_t e = whole - r < RUN ? whole : r + RUN;
+        ts_vacc_mark mg = ts_vacc_run_begin(&ag), mp = ts_vacc_run_begin(&ap);
+        if (centred) update_run(o, c, s, param, grad, r, e, zero, zero, &ag, &ap);
+        else update_run(o, c, s, param, grad, r, e, cg, cp, &ag, &ap);
+        /* a run with NaN or Inf: classified from memory (the gradient is cleared only after) */
+        if (!ts_vacc_run_end(&ag, mg, e - r) && gp) ts_stats_partial_add(gp, grad + r, e - r);
+        if (!ts_vacc_run_end(&ap, mp, e - r) && pp) ts_stats_partial_add(pp, param + r, e - r);
+        if (clear) memset(grad + r, 0, (size_t)(e - r) * sizeof(float));
+    }
+    if (gp) ts_vacc_finish(&ag, gs, gp);
+    if (pp) ts_vacc_finish(&ap, ps, pp);
+    if (whole < end) { /* the last few values, one by one */
+        if (gp) ts_stats_stream_add(gs, gp, grad + whole, end - whole);
+        ts_opt_update(o, c, s, param, grad, whole, end);
+        if (pp) ts_stats_stream_add(ps, pp, param + whole, end - whole);
+        if (clear) memset(grad + whole, 0, (size_t)(end - whole) * sizeof(float));
     }
 }
 

@@ -12,6 +12,7 @@
  * pass. Blocks are merged with Chan's update. Histograms and range counts,
  * when asked for, run over the same block while it is in L1. */
 #include "observe/stats.h"
+#include "observe/stats_vec.h"
 
 #include <float.h>
 #include <stddef.h>
@@ -19,44 +20,6 @@
 #include <pthread.h>
 #include <string.h>
 
-/* Floats per vector: the target's widest registers (block_fast). */
-#if defined(__AVX512F__)
-#define TS_STATS_VEC 16
-#include <immintrin.h>
-#elif defined(__AVX__)
-#define TS_STATS_VEC 8
-#include <immintrin.h>
-#else
-#define TS_STATS_VEC 4
-#endif
-#define TS_STATS_RUN 16         /* float partial sums per lane before going double */
-typedef float ts_vfloat __attribute__((vector_size(4 * TS_STATS_VEC)));
-typedef int32_t ts_vint __attribute__((vector_size(4 * TS_STATS_VEC)));
-typedef float ts_vfloat4 __attribute__((vector_size(16)));
-typedef double ts_vdouble4 __attribute__((vector_size(32)));
-
-/* min, max (a < b ? a : b, as C's ternary) and a * b + c on vectors: one
- * instruction each where the target has it, else compare-and-select and
- * the plain (not contracted, ISO C) multiply-add. */
-#if TS_STATS_VEC == 16
-#define TS_VMIN(a, b) _mm512_min_ps(a, b)
-#define TS_VMAX(a, b) _mm512_max_ps(a, b)
-#define TS_VFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
-#elif TS_STATS_VEC == 8
-#define TS_VMIN(a, b) _mm256_min_ps(a, b)
-#define TS_VMAX(a, b) _mm256_max_ps(a, b)
-#ifdef __FMA__
-#define TS_VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
-#endif
-#endif
-#ifndef TS_VMIN
-static ts_vfloat vselect(ts_vint m, ts_vfloat a, ts_vfloat b) { return (ts_vfloat)(((ts_vint)a & m) | ((ts_vint)b & ~m)); }
-#define TS_VMIN(a, b) vselect((a) < (b), a, b)
-#define TS_VMAX(a, b) vselect((a) > (b), a, b)
-#endif
-#ifndef TS_VFMA
-#define TS_VFMA(a, b, c) ((a) * (b) + (c))
-#endif
 #define TS_STATS_BLOCK 4096     /* stays in L1 for the histogram/range passes */
 #define TS_STATS_BIG_BLOCK 16384 /* stats alone: fewer merges; int32 counts fit */
 
@@ -360,18 +323,25 @@ static void add_block(ts_stats_partial *p, const block_sums *b, double c) {
     if (b->max > p->max) p->max = b->max;
 }
 
+/* The shift of a block that starts at x: the running mean (or the block's
+ * first value) keeps d small. No shift once the mean is known to be within
+ * a std of 0 (weights, gradients): x^2 then exceeds d^2 by at most 2x, and
+ * the pass is one subtraction a vector lighter (the constant 0 folds away). */
+float ts_stats_shift(const ts_stats_partial *p, const float *x) {
+    if (p->finite > 1 && p->mean * p->mean <= p->m2 / (double)p->finite) return 0.0f;
+    return p->finite > 0 ? (float)p->mean : (isfinite(x[0]) ? x[0] : 0.0f);
+}
+
+static bool block_fast_shifted(const float *x, int64_t n, float c, block_sums *b) {
+    return c == 0.0f ? block_fast(x, n, 0.0f, b) : block_fast(x, n, c, b);
+}
+
 static void stats_block(ts_stats_partial *p, const float *x, int64_t n) {
-    /* Shift by the running mean (or the block's first value): keeps d small.
-     * No shift once the mean is known to be within a std of 0 (weights,
-     * gradients): x^2 then exceeds d^2 by at most 2x, and the pass is one
-     * subtraction a vector lighter (the constant 0 folds away). */
-    float c = p->finite > 0 ? (float)p->mean : (isfinite(x[0]) ? x[0] : 0.0f);
-    bool centred = p->finite > 1 && p->mean * p->mean <= p->m2 / (double)p->finite;
+    float c = ts_stats_shift(p, x);
     block_sums b;
-    if (centred) c = 0.0f;
     /* a tensor with NaN or Inf in one block (a masked score) usually has
      * them in the next: no fast pass that would fail */
-    bool done = !p->masked && (centred ? block_fast(x, n, 0.0f, &b) : block_fast(x, n, c, &b));
+    bool done = !p->masked && block_fast_shifted(x, n, c, &b);
     if (!done) {
         if (!block_masked(x, n, c, &b)) block_slow(x, n, c, &b);
         p->masked = b.nans + b.pos_infs + b.neg_infs > 0;
@@ -424,6 +394,67 @@ static void range_block(ts_stats_partial *p, const float *x, int64_t n) {
         p->under[t] += under[t];
         p->over[t] += over[t];
     }
+}
+
+/* ------------------------------------------------------------- streams */
+
+static void stream_sum(ts_stats_stream *s, int64_t n, int64_t zeros, double sum, double q, double min, double max) {
+    if (s->n == 0) {
+        s->min = min;
+        s->max = max;
+    }
+    s->n += n;
+    s->zeros += zeros;
+    s->s += sum;
+    s->q += q;
+    if (min < s->min) s->min = min;
+    if (max > s->max) s->max = max;
+}
+
+void ts_vacc_finish(const ts_vacc *a, ts_stats_stream *st, ts_stats_partial *p) {
+    if (a->n == 0) return;
+    double ss = 0, qq = 0;
+    for (int h = 0; h < TS_STATS_VEC / 4; h++)
+        for (int j = 0; j < 4; j++) {
+            ss += a->ds[h][j];
+            qq += a->dq[h][j];
+        }
+    float lo = a->mn[0], hi = a->mx[0];
+    int64_t zz = 0;
+    for (int j = 0; j < TS_STATS_VEC; j++) {
+        lo = a->mn[j] < lo ? a->mn[j] : lo;
+        hi = a->mx[j] > hi ? a->mx[j] : hi;
+        zz -= a->z[j]; /* counted down */
+    }
+    stream_sum(st, a->n, zz, ss, qq, lo, hi);
+    p->count += a->n;
+}
+
+void ts_stats_stream_add(ts_stats_stream *s, ts_stats_partial *p, const float *x, int64_t n) {
+    if (n <= 0 || !x) return;
+    p->count += n;
+    if (p->what & TS_WATCH_STATS) {
+        if (!s->shifted) {
+            s->c = ts_stats_shift(p, x);
+            s->shifted = true;
+        }
+        block_sums b;
+        if (!p->masked && block_fast_shifted(x, n, s->c, &b)) {
+            stream_sum(s, b.n, b.zeros, b.s, b.q, b.min, b.max);
+        } else {
+            stats_block(p, x, n); /* NaN or Inf: classified, straight into the partial */
+        }
+    }
+    if (p->what & TS_WATCH_HISTOGRAM) hist_block(p, x, n);
+    if (p->what & TS_WATCH_RANGE) range_block(p, x, n);
+}
+
+void ts_stats_stream_flush(ts_stats_stream *s, ts_stats_partial *p) {
+    if (s->n > 0) {
+        block_sums b = {.n = s->n, .zeros = s->zeros, .s = s->s, .q = s->q, .min = s->min, .max = s->max};
+        add_block(p, &b, s->c);
+    }
+    *s = (ts_stats_stream){0};
 }
 
 /* ---------------------------------------------------------- the partials */

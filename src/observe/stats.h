@@ -58,6 +58,33 @@ void ts_stats_partial_add(ts_stats_partial *p, const float *x, int64_t n);
 /* into += from (both initialised with the same `what`). */
 void ts_stats_merge(ts_stats_partial *into, const ts_stats_partial *from);
 void ts_stats_finish(const ts_stats_partial *p, ts_summary *out);
+/* Summing a tensor's values around one shift while a kernel produces or
+ * consumes them, then merging them into a partial once: the optimizer step
+ * (ts_opt_update_summarised) sums the gradient it reads and the parameter
+ * it writes from registers (stats_vec.h's ts_vacc, folded in with
+ * ts_vacc_finish) and odd values with ts_stats_stream_add:
+ *
+ *     ts_stats_stream s = {0};
+ *     ... ts_vacc_finish(&acc, &s, &p); ts_stats_stream_add(&s, &p, x, n); ...
+ *     ts_stats_stream_flush(&s, &p);
+ *
+ * The result is what ts_stats_partial_add over the same values gives (to
+ * rounding); values holding NaN or Inf go straight to the partial. Flush
+ * every few thousand values so the shift follows the running mean. */
+typedef struct ts_stats_stream {
+    int64_t n, zeros;     /* finite values summed here, and the zeros among them */
+    double s, q;          /* sums of x - c and (x - c)^2 */
+    double min, max;
+    float c;              /* the shift, chosen at the first piece */
+    bool shifted;         /* c is chosen */
+} ts_stats_stream;
+
+void ts_stats_stream_add(ts_stats_stream *s, ts_stats_partial *p, const float *x, int64_t n);
+void ts_stats_stream_flush(ts_stats_stream *s, ts_stats_partial *p);
+/* The shift a block starting at x gets: 0 once p's mean is within a std of
+ * 0, else p's running mean or, before any value, x[0]. */
+float ts_stats_shift(const ts_stats_partial *p, const float *x);
+
 /* The partial a finished summary came from (to rounding), so summaries
  * taken apart (one per replica) merge into one. */
 void ts_stats_from_summary(const ts_summary *s, ts_stats_partial *p);

@@ -1,0 +1,130 @@
+/* stats_vec.h -- the summaries' vector arithmetic, shared by stats.c and by
+ * kernels that summarise values while they compute them: the optimizer step
+ * (graph/optim.c, ts_opt_update_summarised) sums the gradient it reads and
+ * the parameter it writes from registers, so the summaries' arithmetic hides
+ * under the update's memory traffic. GCC/Clang vector extensions: plain C
+ * arithmetic on TS_STATS_VEC floats that the compiler maps to the target's
+ * SIMD registers. */
+#ifndef TS_OBSERVE_STATS_VEC_H
+#define TS_OBSERVE_STATS_VEC_H
+
+#include "observe/stats.h"
+
+#include <stdint.h>
+
+/* Floats per vector: the target's widest registers. */
+#if defined(__AVX512F__)
+#define TS_STATS_VEC 16
+#include <immintrin.h>
+#elif defined(__AVX__)
+#define TS_STATS_VEC 8
+#include <immintrin.h>
+#else
+#define TS_STATS_VEC 4
+#endif
+#define TS_STATS_RUN 16         /* float partial sums per lane before going double */
+typedef float ts_vfloat __attribute__((vector_size(4 * TS_STATS_VEC)));
+typedef int32_t ts_vint __attribute__((vector_size(4 * TS_STATS_VEC)));
+typedef float ts_vfloat4 __attribute__((vector_size(16)));
+typedef double ts_vdouble4 __attribute__((vector_size(32)));
+
+/* min, max (a < b ? a : b, as C's ternary) and a * b + c on vectors: one
+ * instruction each where the target has it, else compare-and-select and
+ * the plain (not contracted, ISO C) multiply-add. */
+#if TS_STATS_VEC == 16
+#define TS_VMIN(a, b) _mm512_min_ps(a, b)
+#define TS_VMAX(a, b) _mm512_max_ps(a, b)
+#define TS_VFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#elif TS_STATS_VEC == 8
+#define TS_VMIN(a, b) _mm256_min_ps(a, b)
+#define TS_VMAX(a, b) _mm256_max_ps(a, b)
+#ifdef __FMA__
+#define TS_VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#endif
+#endif
+#ifndef TS_VMIN
+static inline ts_vfloat vselect(ts_vint m, ts_vfloat a, ts_vfloat b) { return (ts_vfloat)(((ts_vint)a & m) | ((ts_vint)b & ~m)); }
+#define TS_VMIN(a, b) vselect((a) < (b), a, b)
+#define TS_VMAX(a, b) vselect((a) > (b), a, b)
+#endif
+#ifndef TS_VFMA
+#define TS_VFMA(a, b, c) ((a) * (b) + (c))
+#endif
+/* correctly rounded square root of each lane, as sqrtf */
+#if TS_STATS_VEC == 16
+#define TS_VSQRT(a) _mm512_sqrt_ps(a)
+#elif TS_STATS_VEC == 8
+#define TS_VSQRT(a) _mm256_sqrt_ps(a)
+#else
+static inline ts_vfloat ts_vsqrt_lanes(ts_vfloat a) {
+    for (int j = 0; j < TS_STATS_VEC; j++) a[j] = __builtin_sqrtf(a[j]);
+    return a;
+}
+#define TS_VSQRT(a) ts_vsqrt_lanes(a)
+#endif
+
+/* One tensor's sums, lane by lane, while a kernel computes it: d = x - c
+ * and d^2 summed in float over a run of at most TS_VACC_RUN vectors, then
+ * in double; min and max of x; the zeros (counted down: true is -1). A run
+ * with NaN or Inf is dropped whole (ts_vacc_run_end), and the caller
+ * summarises its values from memory with ts_stats_partial_add. */
+typedef struct ts_vacc {
+    ts_vfloat s, q, mn, mx;
+    ts_vint z;
+    ts_vdouble4 ds[TS_STATS_VEC / 4], dq[TS_STATS_VEC / 4];
+    int64_t n; /* values in the runs kept */
+} ts_vacc;
+/* The extremes and zeros before a run, to drop it. */
+typedef struct ts_vacc_mark {
+    ts_vfloat mn, mx;
+    ts_vint z;
+} ts_vacc_mark;
+#define TS_VACC_RUN 64
+
+static inline void ts_vacc_start(ts_vacc *a) {
+    *a = (ts_vacc){.n = 0};
+    a->mn = (ts_vfloat){0} + __builtin_inff();
+    a->mx = (ts_vfloat){0} - __builtin_inff();
+}
+
+static inline ts_vacc_mark ts_vacc_run_begin(ts_vacc *a) {
+    a->s = a->q = (ts_vfloat){0};
+    return (ts_vacc_mark){a->mn, a->mx, a->z};
+}
+
+static inline void ts_vacc_add(ts_vacc *a, ts_vfloat v, ts_vfloat c) {
+    ts_vfloat d = v - c;
+    a->s += d;
+    a->q = TS_VFMA(d, d, a->q);
+    a->mn = TS_VMIN(v, a->mn);
+    a->mx = TS_VMAX(v, a->mx);
+    a->z += v == 0.0f;
+}
+
+/* Keeps the run of n values (true) or, when its sums are not finite (a NaN
+ * or Inf in it), drops it (false). */
+static inline bool ts_vacc_run_end(ts_vacc *a, ts_vacc_mark m, int64_t n) {
+    ts_vint bad = (a->s + a->q) * 0.0f != 0.0f; /* Inf * 0 and NaN are NaN */
+    int any = 0;
+    for (int j = 0; j < TS_STATS_VEC; j++) any |= bad[j];
+    if (any) {
+        a->mn = m.mn;
+        a->mx = m.mx;
+        a->z = m.z;
+        return false;
+    }
+    ts_vfloat4 hs[TS_STATS_VEC / 4], hq[TS_STATS_VEC / 4];
+    __builtin_memcpy(hs, &a->s, sizeof hs);
+    __builtin_memcpy(hq, &a->q, sizeof hq);
+    for (int h = 0; h < TS_STATS_VEC / 4; h++) {
+        a->ds[h] += __builtin_convertvector(hs[h], ts_vdouble4);
+        a->dq[h] += __builtin_convertvector(hq[h], ts_vdouble4);
+    }
+    a->n += n;
+    return true;
+}
+
+/* Adds the kept runs to st (shifted by st->c) and counts them in p. */
+void ts_vacc_finish(const ts_vacc *a, ts_stats_stream *st, ts_stats_partial *p);
+
+#endif
