@@ -258,7 +258,7 @@ overhead_row "crash handler b=32" 2 "$(row_obs crash 32 20 20 201)"
 GPT_ARGS="--layers 4 --heads 4 --embd 128 --block-size 64 --batch-size 32 --threads $THREADS"
 peer_row "gpt train 4x128 T=64" 1.0 "$BUILD/bench_gpt train $(steps 10) $THREADS" \
     "$SRC/bench/torch_gpt.py bench $GPT_ARGS --steps $(steps 10)"
-overhead_row "gpt watch stats" 5 "$BUILD/bench_gpt watch 1 $THREADS 4 4 128 64 32 $(steps 31)"
+overhead_row "gpt watch stats" 5 "$BUILD/bench_gpt watch 2 $THREADS 4 4 128 64 32 $(steps 31)"
 overhead_row "gpt torch hooks" - "$TORCH2_PY $SRC/bench/torch_gpt.py observe $GPT_ARGS --steps $(steps 4) --warmup 2 --reps 7"
 "$BUILD/bench_compile" 100000 | sed 's/^/compile: /'
 # data parallel (DESIGN.md §15): one process with 2 threads vs 2 MPI ranks
