@@ -82,106 +82,111 @@ ts_opt_consts ts_opt_begin(const ts_optimizer *o, ts_opt_state *s) {
     return c;
 }
 
+/* The update of TS_STATS_VEC values: g the gradient, w the parameter, *a
+ * and *b the state (SGD with momentum: *a the momentum buffer; Adam: the
+ * two moments). The one definition of each optimizer's arithmetic, for
+ * whole vectors and, padded, for the last few values; `kind` is a constant
+ * at each call, so each loop below compiles to one optimizer's. */
+enum { STEP_SGD, STEP_MOMENTUM, STEP_ADAM };
+
+static inline ts_vfloat opt_step(int kind, const ts_optimizer *o, const ts_opt_consts *c, ts_vfloat g, ts_vfloat w, ts_vfloat *a,
+                                 ts_vfloat *b) {
+    if (kind != STEP_ADAM) {
+        float lr = o->lr, mom = o->momentum, wd = o->weight_decay;
+        g += wd * w;
+        if (kind == STEP_SGD) return w - lr * g;
+        *a = c->first ? g : mom * *a + (1.0f - o->dampening) * g;
+        return w - lr * (o->nesterov ? g + mom * *a : *a);
+    }
+    float b1 = o->beta1, b2 = o->beta2;
+    if (o->kind == TS_OPT_ADAMW) w *= 1.0f - o->lr * o->weight_decay;
+    else g += o->weight_decay * w;
+    *a = b1 * *a + (1.0f - b1) * g;
+    *b = b2 * *b + (1.0f - b2) * g * g;
+    return w - c->step_size * *a / (TS_VSQRT(*b) / c->bc2_sqrt + o->eps);
+}
+
+/* Whole vectors [begin, end): the update, each gradient vector summarised
+ * (shifted by cg) into ag as read and each parameter vector (cp, ap) as
+ * written; ag and ap NULL: the update alone. */
+static inline __attribute__((always_inline)) void step_loop(int kind, const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s,
+                                                             float *restrict p, const float *restrict gr, int64_t begin, int64_t end,
+                                                             ts_vfloat cg, ts_vfloat cp, ts_vacc *ag, ts_vacc *ap) {
+    enum { V = TS_STATS_VEC };
+    float *restrict sa = kind == STEP_MOMENTUM ? s->accl : kind == STEP_ADAM ? s->accl1 : NULL;
+    float *restrict sb = kind == STEP_ADAM ? s->accl2 : NULL;
+    for (int64_t i = begin; i < end; i += V) {
+        ts_vfloat g, w, a = {0}, b = {0};
+        memcpy(&g, gr + i, sizeof g);
+        memcpy(&w, p + i, sizeof w);
+        if (sa && !(kind == STEP_MOMENTUM && c->first)) memcpy(&a, sa + i, sizeof a);
+        if (sb) memcpy(&b, sb + i, sizeof b);
+        w = opt_step(kind, o, c, g, w, &a, &b);
+        memcpy(p + i, &w, sizeof w);
+        if (sa) memcpy(sa + i, &a, sizeof a);
+        if (sb) memcpy(sb + i, &b, sizeof b);
+        if (ag) ts_vacc_add(ag, g, cg);
+        if (ap) ts_vacc_add(ap, w, cp);
+    }
+}
+
+static int step_kind(const ts_optimizer *o) {
+    return o->kind != TS_OPT_SGD ? STEP_ADAM : o->momentum != 0.0f ? STEP_MOMENTUM : STEP_SGD;
+}
+
+/* The last n < TS_STATS_VEC values at i, through one padded vector. */
+static void step_tail(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, const float *grad, int64_t i,
+                      int64_t n) {
+    enum { V = TS_STATS_VEC };
+    int kind = step_kind(o);
+    float g[V] = {0}, w[V] = {0}, a[V] = {0}, b[V] = {0};
+    float *sa = kind == STEP_MOMENTUM ? s->accl : kind == STEP_ADAM ? s->accl1 : NULL, *sb = kind == STEP_ADAM ? s->accl2 : NULL;
+    size_t bytes = (size_t)n * sizeof(float);
+    memcpy(g, grad + i, bytes);
+    memcpy(w, param + i, bytes);
+    if (sa) memcpy(a, sa + i, bytes);
+    if (sb) memcpy(b, sb + i, bytes);
+    ts_vfloat gv, wv, av, bv;
+    memcpy(&gv, g, sizeof gv);
+    memcpy(&wv, w, sizeof wv);
+    memcpy(&av, a, sizeof av);
+    memcpy(&bv, b, sizeof bv);
+    wv = opt_step(kind, o, c, gv, wv, &av, &bv);
+    memcpy(w, &wv, sizeof w);
+    memcpy(a, &av, sizeof a);
+    memcpy(b, &bv, sizeof b);
+    memcpy(param + i, w, bytes);
+    if (sa) memcpy(sa + i, a, bytes);
+    if (sb) memcpy(sb + i, b, bytes);
+}
+
 /* Elements [begin, end) of one parameter's update (any split of [0, n)
  * gives the same result). */
 void ts_opt_update(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, const float *grad, int64_t begin,
                    int64_t end) {
-    /* restrict: parameter, gradient and state never share storage, so the
-     * loops vectorise without run-time overlap checks */
-    float *restrict p = param;
-    const float *restrict gr = grad;
-    if (o->kind == TS_OPT_SGD) {
-        float lr = o->lr, mom = o->momentum, damp = 1.0f - o->dampening, wd = o->weight_decay;
-        if (mom == 0.0f) {
-            for (int64_t i = begin; i < end; i++) p[i] -= lr * (gr[i] + wd * p[i]);
-            return;
-        }
-        float *restrict accl = s->accl;
-        bool first = c->first, nesterov = o->nesterov;
-        for (int64_t i = begin; i < end; i++) {
-            float g = gr[i] + wd * p[i];
-            float b = first ? g : mom * accl[i] + damp * g;
-            accl[i] = b;
-            p[i] -= lr * (nesterov ? g + mom * b : b);
-        }
-        return;
+    int64_t whole = begin + (end - begin) / TS_STATS_VEC * TS_STATS_VEC;
+    ts_vfloat none = {0};
+    switch (step_kind(o)) {
+    case STEP_SGD: step_loop(STEP_SGD, o, c, s, param, grad, begin, whole, none, none, NULL, NULL); break;
+    case STEP_MOMENTUM: step_loop(STEP_MOMENTUM, o, c, s, param, grad, begin, whole, none, none, NULL, NULL); break;
+    default: step_loop(STEP_ADAM, o, c, s, param, grad, begin, whole, none, none, NULL, NULL); break;
     }
-    float b1 = o->beta1, b2 = o->beta2, step_size = c->step_size, bc2_sqrt = c->bc2_sqrt, eps = o->eps;
-    bool adamw = o->kind == TS_OPT_ADAMW;
-    float wd = o->weight_decay, decay = 1.0f - o->lr * o->weight_decay;
-    float *restrict m1 = s->accl1, *restrict m2 = s->accl2;
-    for (int64_t i = begin; i < end; i++) {
-        float g = gr[i];
-        if (adamw) p[i] *= decay;
-        else g += wd * p[i];
-        float m = m1[i] = b1 * m1[i] + (1.0f - b1) * g;
-        float v = m2[i] = b2 * m2[i] + (1.0f - b2) * g * g;
-        p[i] -= step_size * m / (sqrtf(v) / bc2_sqrt + eps);
-    }
+    if (whole < end) step_tail(o, c, s, param, grad, whole, end - whole);
 }
 
-/* One run of whole vectors of ts_opt_update, the same operations in the
- * same order lane by lane (ISO C: nothing contracted), with each gradient
- * vector summarised (shifted by cg) as read and each parameter vector (by
- * cp) as written. */
-static inline void update_run(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *restrict p, const float *restrict gr,
-                              int64_t begin, int64_t end, ts_vfloat cg, ts_vfloat cp, ts_vacc *ag, ts_vacc *ap) {
-    enum { V = TS_STATS_VEC };
-    if (o->kind == TS_OPT_SGD && o->momentum == 0.0f) {
-        float lr = o->lr, wd = o->weight_decay;
-        for (int64_t i = begin; i < end; i += V) {
-            ts_vfloat g, w;
-            memcpy(&g, gr + i, sizeof g);
-            memcpy(&w, p + i, sizeof w);
-            w -= lr * (g + wd * w);
-            memcpy(p + i, &w, sizeof w);
-            ts_vacc_add(ag, g, cg);
-            ts_vacc_add(ap, w, cp);
-        }
-    } else if (o->kind == TS_OPT_SGD) {
-        float lr = o->lr, mom = o->momentum, damp = 1.0f - o->dampening, wd = o->weight_decay;
-        float *restrict accl = s->accl;
-        for (int64_t i = begin; i < end; i += V) {
-            ts_vfloat g0, w, b;
-            memcpy(&g0, gr + i, sizeof g0);
-            memcpy(&w, p + i, sizeof w);
-            ts_vfloat g = g0 + wd * w;
-            if (c->first) {
-                b = g;
-            } else {
-                memcpy(&b, accl + i, sizeof b);
-                b = mom * b + damp * g;
-            }
-            memcpy(accl + i, &b, sizeof b);
-            w -= lr * (o->nesterov ? g + mom * b : b);
-            memcpy(p + i, &w, sizeof w);
-            ts_vacc_add(ag, g0, cg);
-            ts_vacc_add(ap, w, cp);
-        }
-    } else {
-        float b1 = o->beta1, b2 = o->beta2, step_size = c->step_size, bc2_sqrt = c->bc2_sqrt, eps = o->eps;
-        bool adamw = o->kind == TS_OPT_ADAMW;
-        float wd = o->weight_decay, decay = 1.0f - o->lr * o->weight_decay;
-        float *restrict m1 = s->accl1, *restrict m2 = s->accl2;
-        for (int64_t i = begin; i < end; i += V) {
-            ts_vfloat g0, w, m, v;
-            memcpy(&g0, gr + i, sizeof g0);
-            memcpy(&w, p + i, sizeof w);
-            memcpy(&m, m1 + i, sizeof m);
-            memcpy(&v, m2 + i, sizeof v);
-            ts_vfloat g = g0;
-            if (adamw) w *= decay;
-            else g += wd * w;
-            m = b1 * m + (1.0f - b1) * g;
-            v = b2 * v + (1.0f - b2) * g * g;
-            memcpy(m1 + i, &m, sizeof m);
-            memcpy(m2 + i, &v, sizeof v);
-            w -= step_size * m / (TS_VSQRT(v) / bc2_sqrt + eps);
-            memcpy(p + i, &w, sizeof w);
-            ts_vacc_add(ag, g0, cg);
-            ts_vacc_add(ap, w, cp);
-        }
+/* A run of ts_opt_update_summarised, specialised on the optimizer and on
+ * the shifts being 0. */
+static void summarised_run(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, const float *grad, int64_t begin,
+                           int64_t end, bool centred, ts_vfloat cg, ts_vfloat cp, ts_vacc *ag, ts_vacc *ap) {
+    ts_vfloat zero = {0};
+#define TS_RUN(kind) centred ? step_loop(kind, o, c, s, param, grad, begin, end, zero, zero, ag, ap) \
+                             : step_loop(kind, o, c, s, param, grad, begin, end, cg, cp, ag, ap)
+    switch (step_kind(o)) {
+    case STEP_SGD: TS_RUN(STEP_SGD); break;
+    case STEP_MOMENTUM: TS_RUN(STEP_MOMENTUM); break;
+    default: TS_RUN(STEP_ADAM); break;
     }
+#undef TS_RUN
 }
 
 void ts_opt_update_summarised(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, float *grad, int64_t begin,
@@ -193,7 +198,7 @@ void ts_opt_update_summarised(const ts_optimizer *o, const ts_opt_consts *c, ts_
         if (!gs->shifted && gp) gs->c = ts_stats_shift(gp, grad + begin), gs->shifted = true;
         if (!ps->shifted && pp) ps->c = ts_stats_shift(pp, param + begin), ps->shifted = true;
     }
-    ts_vfloat cg = gs->c - (ts_vfloat){0}, cp = ps->c - (ts_vfloat){0}, zero = {0};
+    ts_vfloat cg = gs->c - (ts_vfloat){0}, cp = ps->c - (ts_vfloat){0};
     bool centred = gs->c == 0.0f && ps->c == 0.0f; /* weights and gradients, usually: no shift to subtract */
     ts_vacc ag, ap;
     ts_vacc_start(&ag);
@@ -201,8 +206,7 @@ void ts_opt_update_summarised(const ts_optimizer *o, const ts_opt_consts *c, ts_
     for (int64_t r = begin; r < whole; r += RUN) {
         int64_t e = whole - r < RUN ? whole : r + RUN;
         ts_vacc_mark mg = ts_vacc_run_begin(&ag), mp = ts_vacc_run_begin(&ap);
-        if (centred) update_run(o, c, s, param, grad, r, e, zero, zero, &ag, &ap);
-        else update_run(o, c, s, param, grad, r, e, cg, cp, &ag, &ap);
+        summarised_run(o, c, s, param, grad, r, e, centred, cg, cp, &ag, &ap);
         /* a run with NaN or Inf: classified from memory (the gradient is cleared only after) */
         if (!ts_vacc_run_end(&ag, mg, e - r) && gp) ts_stats_partial_add(gp, grad + r, e - r);
         if (!ts_vacc_run_end(&ap, mp, e - r) && pp) ts_stats_partial_add(pp, param + r, e - r);
