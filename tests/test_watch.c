@@ -265,8 +265,64 @@ static void test_step(const step_case *c) {
     ts_graph_free(twin_g);
 }
 
+/* A watched Relu of a watched value is summarised in its input's pass
+ * (ts_stats_partial_add_relu): the Relu's summary must be one pass over its
+ * own output, for negative values, zeros of both signs, NaN and Inf (the
+ * Relu passes -0 and NaN), over odd sizes that end in a ragged tail and
+ * span blocks, with and without threads, and over two runs. */
+static void test_relu_pair(int64_t cols, int threads, int poison) {
+    enum { ROWS = 3 };
+    ts_graph *g = ts_graph_new(1);
+    ts_tensor *x = ts_input(g, "x", TS_F32, 2, (int64_t[]){ROWS, cols});
+    ts_tensor *r = ts_relu(g, x);
+    ts_options *o = ts_options_new();
+    ts_options_set_threads(o, threads);
+    ts_options_watch(o, "x", TS_WATCH_STATS, 1);
+    ts_options_watch(o, "Relu:0", TS_WATCH_STATS, 1);
+    ts_options_anchor(o, "relu", "Relu:0", TS_OUTPUT_FINAL, 0);
+    ts_model *m = NULL;
+    ts_status st = ts_model_inference(&m, g, &r, 1, o);
+    float *xv = malloc(sizeof(float) * ROWS * (size_t)cols);
+    for (int run = 0; !st && run < 2; run++) {
+        for (int64_t i = 0; i < ROWS * cols; i++) xv[i] = (i % 7 == 3) ? -0.0f : (i % 11 == 5) ? 0.0f : rnd() * (run ? 3.0f : 1.0f) + 0.25f;
+        if (poison) {
+            xv[cols + 17] = NAN;
+            xv[2 * cols - 1] = -INFINITY;
+            xv[5] = INFINITY;
+        }
+        const char *names[1] = {"x"};
+        ts_array in = ts_array_f32(xv, 2, (int64_t[]){ROWS, cols});
+        st = ts_model_run(m, names, &in, 1);
+    }
+    CHECK_OK(st, "relu pair, %lld columns, %d threads%s: run", (long long)cols, threads, poison ? ", NaN and Inf" : "");
+    const ts_watch_result *res;
+    size_t n = 0;
+    ts_array a;
+    if (!st && !ts_model_watch_results(m, &res, &n) && !ts_model_anchored(m, "relu", &a)) {
+        for (size_t i = 0; i < n; i++) {
+            int is_relu = strcmp(res[i].name, "Relu:0") == 0;
+            CHECK(res[i].run == 1 && same_summary(res[i].summary, is_relu ? a.data : xv, ROWS * cols, TS_WATCH_STATS, res[i].name),
+                  "relu pair, %lld columns, %d threads%s: %s = one pass over its values", (long long)cols, threads, poison ? ", NaN and Inf" : "",
+                  res[i].name);
+            if (is_relu)
+                CHECK(res[i].summary->stats.zeros > ROWS * cols / 4 && res[i].summary->stats.nans == poison &&
+                          res[i].summary->stats.neg_infs == 0 && res[i].summary->stats.pos_infs == poison,
+                      "relu pair: the Relu's zeros (%lld), NaN and Inf counted", (long long)res[i].summary->stats.zeros);
+        }
+        CHECK(n == 2, "relu pair: two watch results (%zu)", n);
+    }
+    free(xv);
+    ts_model_free(m);
+    ts_options_free(o);
+    ts_graph_free(g);
+}
+
 int main(void) {
     test_tiny();
+    test_relu_pair(37, 1, 0);
+    test_relu_pair(9001, 2, 0);
+    test_relu_pair(30011, 3, 1);
+    test_relu_pair(30011, 2, 0);
     static const step_case steps[] = {
         {"SGD, no accumulation, 2 threads, 2 steps a run", {0}, 1, 2, 2, 0, 0},
         {"SGD momentum, accumulation 2, 1 thread", {0}, 2, 1, 1, 0, 0},

@@ -104,6 +104,7 @@ static ts_status add_entry(ts_prog *p, size_t *cap, ts_entry_kind kind, const ts
     e->numel = ts_shape_numel(&e->shape);
     e->per_step = per_step;
     e->watch = -1;
+    e->relu_out = -1;
     p->n_entries++;
     return TS_OK;
 }
@@ -575,6 +576,20 @@ static ts_status resolve_watches(ts_model *m, ts_prog *p) {
         p->watch_results[w] = (ts_watch_result){en->name, -1, -1, &p->summaries[w], -1};
         en->observed = true;
         en->watch_in_step = in_step(m, en);
+    }
+    /* A watched Relu of a watched value, both plain stats on the same
+     * period: its summary is taken in its input's pass (the Relu's values
+     * follow from the input's), one read of memory instead of two. */
+    for (size_t i = 0; i < m->g->n; i++) {
+        const ts_tensor *t = m->g->t[i];
+        if (t->op != TS_OP_RELU || p->value_entry[t->id] < 0 || p->value_entry[t->in[0]] < 0) continue;
+        ts_entry *x = &p->entries[p->value_entry[t->in[0]]], *y = &p->entries[p->value_entry[t->id]];
+        if (x->watch < 0 || y->watch < 0 || x->watch_in_step || y->watch_in_step || x->relu_out >= 0 || x->kind != TS_KIND_VALUE ||
+            x->dtype != TS_F32 || x->numel != y->numel || x->per_step != y->per_step || p->watch_what[x->watch] != TS_WATCH_STATS ||
+            p->watch_what[y->watch] != TS_WATCH_STATS || p->watch_period[x->watch] != p->watch_period[y->watch])
+            continue;
+        x->relu_out = p->value_entry[t->id];
+        y->relu_derived = true;
     }
     /* per-thread partial summaries, allocated here: none in the step loop */
     p->n_slots = ts_pool_threads(m->pool) < TS_MAX_SLOTS ? ts_pool_threads(m->pool) : TS_MAX_SLOTS;

@@ -63,6 +63,8 @@ typedef struct ts_entry {
     int n_anchors;
     int watch;           /* index into prog->watch_results, -1 = none */
     bool watch_in_step;  /* summarised inside the optimizer step (ts_observe_step) */
+    int relu_out;        /* a watched Relu of this value, summarised from this one's data in the same pass (-1: none) */
+    bool relu_derived;   /* this Relu's summary comes from its input's pass (relu_out) */
     ts_outfeed_link *outfeeds;
     int n_outfeeds;
     bool check;          /* numeric check after it is produced */

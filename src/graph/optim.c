@@ -89,44 +89,70 @@ ts_opt_consts ts_opt_begin(const ts_optimizer *o, ts_opt_state *s) {
  * at each call, so each loop below compiles to one optimizer's. */
 enum { STEP_SGD, STEP_MOMENTUM, STEP_ADAM };
 
-static inline ts_vfloat opt_step(int kind, const ts_optimizer *o, const ts_opt_consts *c, ts_vfloat g, ts_vfloat w, ts_vfloat *a,
-                                 ts_vfloat *b) {
+/* What every element of a step shares, read once before the loops (the
+ * stores into the parameter could otherwise alias the optimizer's fields). */
+typedef struct step_k {
+    float lr, mom, damp, wd, b1, b2, step_size, bc2_sqrt, eps, decay;
+    bool first, nesterov, adamw;
+} step_k;
+
+static step_k step_consts(const ts_optimizer *o, const ts_opt_consts *c) {
+    return (step_k){o->lr, o->momentum, 1.0f - o->dampening, o->weight_decay, o->beta1, o->beta2, c->step_size, c->bc2_sqrt, o->eps,
+                    1.0f - o->lr * o->weight_decay, c->first, o->nesterov, o->kind == TS_OPT_ADAMW};
+}
+
+static inline ts_vfloat opt_step(int kind, const step_k *k, ts_vfloat g, ts_vfloat w, ts_vfloat *a, ts_vfloat *b) {
     if (kind != STEP_ADAM) {
-        float lr = o->lr, mom = o->momentum, wd = o->weight_decay;
-        g += wd * w;
-        if (kind == STEP_SGD) return w - lr * g;
-        *a = c->first ? g : mom * *a + (1.0f - o->dampening) * g;
-        return w - lr * (o->nesterov ? g + mom * *a : *a);
+        g += k->wd * w;
+        if (kind == STEP_SGD) return w - k->lr * g;
+        *a = k->first ? g : k->mom * *a + k->damp * g;
+        return w - k->lr * (k->nesterov ? g + k->mom * *a : *a);
     }
-    float b1 = o->beta1, b2 = o->beta2;
-    if (o->kind == TS_OPT_ADAMW) w *= 1.0f - o->lr * o->weight_decay;
-    else g += o->weight_decay * w;
-    *a = b1 * *a + (1.0f - b1) * g;
-    *b = b2 * *b + (1.0f - b2) * g * g;
-    return w - c->step_size * *a / (TS_VSQRT(*b) / c->bc2_sqrt + o->eps);
+    if (k->adamw) w *= k->decay;
+    else g += k->wd * w;
+    *a = k->b1 * *a + (1.0f - k->b1) * g;
+    *b = k->b2 * *b + (1.0f - k->b2) * g * g;
+    return w - k->step_size * *a / (TS_VSQRT(*b) / k->bc2_sqrt + k->eps);
+}
+
+/* The vector at i: the update in memory, *g and *w its gradient and new
+ * parameter. */
+static inline __attribute__((always_inline)) void step_vec(int kind, const step_k *k, float *restrict sa, float *restrict sb,
+                                                            float *restrict p, const float *restrict gr, int64_t i, ts_vfloat *g,
+                                                            ts_vfloat *w) {
+    ts_vfloat a = {0}, b = {0};
+    memcpy(g, gr + i, sizeof *g);
+    memcpy(w, p + i, sizeof *w);
+    if (sa && !(kind == STEP_MOMENTUM && k->first)) memcpy(&a, sa + i, sizeof a);
+    if (sb) memcpy(&b, sb + i, sizeof b);
+    *w = opt_step(kind, k, *g, *w, &a, &b);
+    memcpy(p + i, w, sizeof *w);
+    if (sa) memcpy(sa + i, &a, sizeof a);
+    if (sb) memcpy(sb + i, &b, sizeof b);
 }
 
 /* Whole vectors [begin, end): the update, each gradient vector summarised
  * (shifted by cg) into ag as read and each parameter vector (cp, ap) as
- * written; ag and ap NULL: the update alone. */
+ * written, two vectors at a time; ag and ap NULL: the update alone. */
 static inline __attribute__((always_inline)) void step_loop(int kind, const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s,
                                                              float *restrict p, const float *restrict gr, int64_t begin, int64_t end,
                                                              ts_vfloat cg, ts_vfloat cp, ts_vacc *ag, ts_vacc *ap) {
     enum { V = TS_STATS_VEC };
+    const step_k k = step_consts(o, c);
     float *restrict sa = kind == STEP_MOMENTUM ? s->accl : kind == STEP_ADAM ? s->accl1 : NULL;
     float *restrict sb = kind == STEP_ADAM ? s->accl2 : NULL;
-    for (int64_t i = begin; i < end; i += V) {
-        ts_vfloat g, w, a = {0}, b = {0};
-        memcpy(&g, gr + i, sizeof g);
-        memcpy(&w, p + i, sizeof w);
-        if (sa && !(kind == STEP_MOMENTUM && c->first)) memcpy(&a, sa + i, sizeof a);
-        if (sb) memcpy(&b, sb + i, sizeof b);
-        w = opt_step(kind, o, c, g, w, &a, &b);
-        memcpy(p + i, &w, sizeof w);
-        if (sa) memcpy(sa + i, &a, sizeof a);
-        if (sb) memcpy(sb + i, &b, sizeof b);
-        if (ag) ts_vacc_add(ag, g, cg);
-        if (ap) ts_vacc_add(ap, w, cp);
+    ts_vfloat g0, w0, g1, w1;
+    int64_t i = begin;
+    for (; i + 2 * V <= end; i += 2 * V) {
+        step_vec(kind, &k, sa, sb, p, gr, i, &g0, &w0);
+        step_vec(kind, &k, sa, sb, p, gr, i + V, &g1, &w1);
+        if (ag) ts_vacc_add2(ag, g0, g1, cg);
+        if (ap) ts_vacc_add2(ap, w0, w1, cp);
+    }
+    if (i < end) {
+        step_vec(kind, &k, sa, sb, p, gr, i, &g0, &w0);
+        if (ag) ts_vacc_add(ag, g0, cg);
+        if (ap) ts_vacc_add(ap, w0, cp);
     }
 }
 
@@ -151,7 +177,8 @@ static void step_tail(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_stat
     memcpy(&wv, w, sizeof wv);
     memcpy(&av, a, sizeof av);
     memcpy(&bv, b, sizeof bv);
-    wv = opt_step(kind, o, c, gv, wv, &av, &bv);
+    const step_k k = step_consts(o, c);
+    wv = opt_step(kind, &k, gv, wv, &av, &bv);
     memcpy(w, &wv, sizeof w);
     memcpy(a, &av, sizeof a);
     memcpy(b, &bv, sizeof b);
@@ -195,8 +222,8 @@ void ts_opt_update_summarised(const ts_optimizer *o, const ts_opt_consts *c, ts_
     enum { V = TS_STATS_VEC, RUN = TS_VACC_RUN * TS_STATS_VEC };
     int64_t whole = begin + (end - begin) / V * V;
     if (whole > begin) {
-        if (!gs->shifted && gp) gs->c = ts_stats_shift(gp, grad + begin), gs->shifted = true;
-        if (!ps->shifted && pp) ps->c = ts_stats_shift(pp, param + begin), ps->shifted = true;
+        if (!gs->shifted && gp) gs->c = ts_stats_shift(gp, grad[begin]), gs->shifted = true;
+        if (!ps->shifted && pp) ps->c = ts_stats_shift(pp, param[begin]), ps->shifted = true;
     }
     ts_vfloat cg = gs->c - (ts_vfloat){0}, cp = ps->c - (ts_vfloat){0};
     bool centred = gs->c == 0.0f && ps->c == 0.0f; /* weights and gradients, usually: no shift to subtract */

@@ -72,6 +72,7 @@ typedef struct walk_job {
     int slots;
     const ts_step_update *step; /* NULL: summaries only */
     bool fused;                 /* the step summarises the gradient and the parameter as it updates */
+    bool relu;                  /* summaries only: entry 1 is the Relu of entry 0, summarised from entry 0's values */
 } walk_job;
 
 static void walk_slots(void *ctx, int64_t s0, int64_t s1) {
@@ -79,6 +80,10 @@ static void walk_slots(void *ctx, int64_t s0, int64_t s1) {
     for (int64_t s = s0; s < s1; s++) {
         int64_t b = j->numel * s / j->slots, e = j->numel * (s + 1) / j->slots;
         ts_stats_partial *parts = &j->p->parts[s * TS_STEP_WATCHES];
+        if (j->relu) {
+            ts_stats_partial_add_relu(&parts[0], &parts[1], j->entries[0]->data + b, e - b);
+            continue;
+        }
         if (!j->step) { /* summaries only: one pass */
             for (int k = 0; k < j->n; k++)
                 if (j->part[k] == k) ts_stats_partial_add(&parts[k], j->entries[k]->data + b, e - b);
@@ -136,8 +141,15 @@ static void walk(ts_model *m, walk_job *j) {
     }
 }
 
-static void summarize(ts_model *m, const ts_entry *e) {
-    walk_job j = {.p = m->prog, .entries = {e}, .n_read = 1, .n = 1, .numel = e->numel};
+/* With a watched Relu of e due now (relu_out), both in one pass over e. */
+static void summarize(ts_model *m, const ts_entry *e, int64_t sample) {
+    walk_job j = {.p = m->prog, .entries = {e}, .part = {0, 1}, .n_read = 1, .n = 1, .numel = e->numel};
+    const ts_entry *y = e->relu_out >= 0 ? &m->prog->entries[e->relu_out] : NULL;
+    if (y && watch_due(m, y, sample) && ts_in_stage(m, y->node)) {
+        j.entries[1] = y;
+        j.n = j.n_read = 2;
+        j.relu = true;
+    }
     walk(m, &j);
 }
 
@@ -360,7 +372,8 @@ ts_status ts_observe(ts_model *m, int entry, int64_t sample) {
         p->anchor_bytes += (uint64_t)e->n_anchors * (uint64_t)e->numel * sizeof(float);
         p->anchor_copies += (uint64_t)e->n_anchors;
     }
-    if (!e->watch_in_step && watch_due(m, e, sample) && !reuse_layout_summary(m, e)) summarize(m, e);
+    bool derived = e->relu_derived && p->watch_results[e->watch].run == m->runs; /* taken in its input's pass (summarize) */
+    if (!e->watch_in_step && !derived && watch_due(m, e, sample) && !reuse_layout_summary(m, e)) summarize(m, e, sample);
     for (int k = 0; k < e->n_outfeeds; k++) {
         ts_array a = {.dtype = e->dtype, .ndim = e->shape.ndim, .data = e->data};
         for (int i = 0; i < e->shape.ndim; i++) a.shape[i] = e->shape.d[i];

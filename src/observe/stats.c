@@ -327,9 +327,9 @@ static void add_block(ts_stats_partial *p, const block_sums *b, double c) {
  * first value) keeps d small. No shift once the mean is known to be within
  * a std of 0 (weights, gradients): x^2 then exceeds d^2 by at most 2x, and
  * the pass is one subtraction a vector lighter (the constant 0 folds away). */
-float ts_stats_shift(const ts_stats_partial *p, const float *x) {
+float ts_stats_shift(const ts_stats_partial *p, float first) {
     if (p->finite > 1 && p->mean * p->mean <= p->m2 / (double)p->finite) return 0.0f;
-    return p->finite > 0 ? (float)p->mean : (isfinite(x[0]) ? x[0] : 0.0f);
+    return p->finite > 0 ? (float)p->mean : (isfinite(first) ? first : 0.0f);
 }
 
 static bool block_fast_shifted(const float *x, int64_t n, float c, block_sums *b) {
@@ -337,7 +337,7 @@ static bool block_fast_shifted(const float *x, int64_t n, float c, block_sums *b
 }
 
 static void stats_block(ts_stats_partial *p, const float *x, int64_t n) {
-    float c = ts_stats_shift(p, x);
+    float c = ts_stats_shift(p, x[0]);
     block_sums b;
     /* a tensor with NaN or Inf in one block (a masked score) usually has
      * them in the next: no fast pass that would fail */
@@ -435,7 +435,7 @@ void ts_stats_stream_add(ts_stats_stream *s, ts_stats_partial *p, const float *x
     p->count += n;
     if (p->what & TS_WATCH_STATS) {
         if (!s->shifted) {
-            s->c = ts_stats_shift(p, x);
+            s->c = ts_stats_shift(p, x[0]);
             s->shifted = true;
         }
         block_sums b;
@@ -455,6 +455,57 @@ void ts_stats_stream_flush(ts_stats_stream *s, ts_stats_partial *p) {
         add_block(p, &b, s->c);
     }
     *s = (ts_stats_stream){0};
+}
+
+/* -------------------------------------------------- a value and its Relu */
+
+static float relu1(float v) { return v < 0.0f ? 0.0f : v; } /* as the Relu kernel: -0 and NaN pass */
+
+static ts_vfloat relu_vec(ts_vfloat v) { return (ts_vfloat)((ts_vint)v & ~(ts_vint)(v < 0.0f)); }
+
+void ts_stats_partial_add_relu(ts_stats_partial *px, ts_stats_partial *py, const float *x, int64_t n) {
+    enum { V = TS_STATS_VEC, RUN = TS_VACC_RUN * TS_STATS_VEC };
+    float ys[RUN]; /* a run's Relu values, when they need the classifying pass */
+    for (int64_t b = 0; b < n; b += TS_STATS_BIG_BLOCK) {
+        int64_t end = n - b < TS_STATS_BIG_BLOCK ? n : b + TS_STATS_BIG_BLOCK, whole = b + (end - b) / V * V;
+        ts_stats_stream sx = {.c = ts_stats_shift(px, x[b]), .shifted = true}, sy = {.c = ts_stats_shift(py, relu1(x[b])), .shifted = true};
+        ts_vfloat cx = sx.c - (ts_vfloat){0}, cy = sy.c - (ts_vfloat){0};
+        ts_vacc ax, ay;
+        ts_vacc_start(&ax);
+        ts_vacc_start(&ay);
+        for (int64_t r = b; r < whole; r += RUN) {
+            int64_t e = whole - r < RUN ? whole : r + RUN;
+            ts_vacc_mark mx = ts_vacc_run_begin(&ax), my = ts_vacc_run_begin(&ay);
+            int64_t i = r;
+            for (; i + 2 * V <= e; i += 2 * V) {
+                ts_vfloat v0, v1;
+                memcpy(&v0, x + i, sizeof v0);
+                memcpy(&v1, x + i + V, sizeof v1);
+                ts_vacc_add2(&ax, v0, v1, cx);
+                ts_vacc_add2(&ay, relu_vec(v0), relu_vec(v1), cy);
+            }
+            if (i < e) {
+                ts_vfloat v;
+                memcpy(&v, x + i, sizeof v);
+                ts_vacc_add(&ax, v, cx);
+                ts_vacc_add(&ay, relu_vec(v), cy);
+            }
+            if (!ts_vacc_run_end(&ax, mx, e - r)) ts_stats_partial_add(px, x + r, e - r);
+            if (!ts_vacc_run_end(&ay, my, e - r)) {
+                for (int64_t k = r; k < e; k++) ys[k - r] = relu1(x[k]);
+                ts_stats_partial_add(py, ys, e - r);
+            }
+        }
+        ts_vacc_finish(&ax, &sx, px);
+        ts_vacc_finish(&ay, &sy, py);
+        if (whole < end) { /* the last few values */
+            for (int64_t i = whole; i < end; i++) ys[i - whole] = relu1(x[i]);
+            ts_stats_stream_add(&sx, px, x + whole, end - whole);
+            ts_stats_stream_add(&sy, py, ys, end - whole);
+        }
+        ts_stats_stream_flush(&sx, px);
+        ts_stats_stream_flush(&sy, py);
+    }
 }
 
 /* ---------------------------------------------------------- the partials */

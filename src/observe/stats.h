@@ -81,9 +81,13 @@ typedef struct ts_stats_stream {
 
 void ts_stats_stream_add(ts_stats_stream *s, ts_stats_partial *p, const float *x, int64_t n);
 void ts_stats_stream_flush(ts_stats_stream *s, ts_stats_partial *p);
-/* The shift a block starting at x gets: 0 once p's mean is within a std of
- * 0, else p's running mean or, before any value, x[0]. */
-float ts_stats_shift(const ts_stats_partial *p, const float *x);
+/* The shift of a block whose first value is `first`: 0 once p's mean is
+ * within a std of 0, else p's running mean or, before any value, first. */
+float ts_stats_shift(const ts_stats_partial *p, float first);
+/* Adds x[0..n) to px and Relu(x) (x < 0 ? 0 : x, as the Relu kernel) to py,
+ * in one read of x: the summary of a watched Relu taken in its input's
+ * pass. Both stats only (TS_WATCH_STATS). */
+void ts_stats_partial_add_relu(ts_stats_partial *px, ts_stats_partial *py, const float *x, int64_t n);
 
 /* The partial a finished summary came from (to rounding), so summaries
  * taken apart (one per replica) merge into one. */
