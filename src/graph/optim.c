@@ -82,12 +82,13 @@ ts_opt_consts ts_opt_begin(const ts_optimizer *o, ts_opt_state *s) {
     return c;
 }
 
-/* The update of TS_STATS_VEC values: g the gradient, w the parameter, *a
- * and *b the state (SGD with momentum: *a the momentum buffer; Adam: the
- * two moments). The one definition of each optimizer's arithmetic, for
- * whole vectors and, padded, for the last few values; `kind` is a constant
- * at each call, so each loop below compiles to one optimizer's. */
+/* Each optimizer's arithmetic; `kind` is a constant at each call of the
+ * loops below, so each compiles to one optimizer's. */
 enum { STEP_SGD, STEP_MOMENTUM, STEP_ADAM };
+
+static int step_kind(const ts_optimizer *o) {
+    return o->kind != TS_OPT_SGD ? STEP_ADAM : o->momentum != 0.0f ? STEP_MOMENTUM : STEP_SGD;
+}
 
 /* What every element of a step shares, read once before the loops (the
  * stores into the parameter could otherwise alias the optimizer's fields). */
@@ -101,6 +102,10 @@ static step_k step_consts(const ts_optimizer *o, const ts_opt_consts *c) {
                     1.0f - o->lr * o->weight_decay, c->first, o->nesterov, o->kind == TS_OPT_ADAMW};
 }
 
+/* The update of TS_STATS_VEC values: g the gradient, w the parameter, *a
+ * and *b the state (SGD with momentum: *a the momentum buffer; Adam: the
+ * two moments). The one definition of each optimizer's arithmetic, for
+ * whole vectors and, padded, for the last few values. */
 static inline ts_vfloat opt_step(int kind, const step_k *k, ts_vfloat g, ts_vfloat w, ts_vfloat *a, ts_vfloat *b) {
     if (kind != STEP_ADAM) {
         g += k->wd * w;
@@ -113,6 +118,12 @@ static inline ts_vfloat opt_step(int kind, const step_k *k, ts_vfloat g, ts_vflo
     *a = k->b1 * *a + (1.0f - k->b1) * g;
     *b = k->b2 * *b + (1.0f - k->b2) * g * g;
     return w - k->step_size * *a / (TS_VSQRT(*b) / k->bc2_sqrt + k->eps);
+}
+
+/* The state arrays the optimizer keeps (NULL: none). */
+static inline void step_state(int kind, ts_opt_state *s, float **sa, float **sb) {
+    *sa = kind == STEP_MOMENTUM ? s->accl : kind == STEP_ADAM ? s->accl1 : NULL;
+    *sb = kind == STEP_ADAM ? s->accl2 : NULL;
 }
 
 /* The vector at i: the update in memory, *g and *w its gradient and new
@@ -139,8 +150,8 @@ static inline __attribute__((always_inline)) void step_loop(int kind, const ts_o
                                                              ts_vfloat cg, ts_vfloat cp, ts_vacc *ag, ts_vacc *ap) {
     enum { V = TS_STATS_VEC };
     const step_k k = step_consts(o, c);
-    float *restrict sa = kind == STEP_MOMENTUM ? s->accl : kind == STEP_ADAM ? s->accl1 : NULL;
-    float *restrict sb = kind == STEP_ADAM ? s->accl2 : NULL;
+    float *sa, *sb;
+    step_state(kind, s, &sa, &sb);
     ts_vfloat g0, w0, g1, w1;
     int64_t i = begin;
     for (; i + 2 * V <= end; i += 2 * V) {
@@ -156,35 +167,23 @@ static inline __attribute__((always_inline)) void step_loop(int kind, const ts_o
     }
 }
 
-static int step_kind(const ts_optimizer *o) {
-    return o->kind != TS_OPT_SGD ? STEP_ADAM : o->momentum != 0.0f ? STEP_MOMENTUM : STEP_SGD;
-}
-
 /* The last n < TS_STATS_VEC values at i, through one padded vector. */
 static void step_tail(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, const float *grad, int64_t i,
                       int64_t n) {
-    enum { V = TS_STATS_VEC };
     int kind = step_kind(o);
-    float g[V] = {0}, w[V] = {0}, a[V] = {0}, b[V] = {0};
-    float *sa = kind == STEP_MOMENTUM ? s->accl : kind == STEP_ADAM ? s->accl1 : NULL, *sb = kind == STEP_ADAM ? s->accl2 : NULL;
-    size_t bytes = (size_t)n * sizeof(float);
-    memcpy(g, grad + i, bytes);
-    memcpy(w, param + i, bytes);
-    if (sa) memcpy(a, sa + i, bytes);
-    if (sb) memcpy(b, sb + i, bytes);
-    ts_vfloat gv, wv, av, bv;
-    memcpy(&gv, g, sizeof gv);
-    memcpy(&wv, w, sizeof wv);
-    memcpy(&av, a, sizeof av);
-    memcpy(&bv, b, sizeof bv);
     const step_k k = step_consts(o, c);
-    wv = opt_step(kind, &k, gv, wv, &av, &bv);
-    memcpy(w, &wv, sizeof w);
-    memcpy(a, &av, sizeof a);
-    memcpy(b, &bv, sizeof b);
-    memcpy(param + i, w, bytes);
-    if (sa) memcpy(sa + i, a, bytes);
-    if (sb) memcpy(sb + i, b, bytes);
+    float *sa, *sb;
+    step_state(kind, s, &sa, &sb);
+    size_t bytes = (size_t)n * sizeof(float);
+    ts_vfloat g = {0}, w = {0}, a = {0}, b = {0};
+    memcpy(&g, grad + i, bytes);
+    memcpy(&w, param + i, bytes);
+    if (sa) memcpy(&a, sa + i, bytes);
+    if (sb) memcpy(&b, sb + i, bytes);
+    w = opt_step(kind, &k, g, w, &a, &b);
+    memcpy(param + i, &w, bytes);
+    if (sa) memcpy(sa + i, &a, bytes);
+    if (sb) memcpy(sb + i, &b, bytes);
 }
 
 /* Elements [begin, end) of one parameter's update (any split of [0, n)
@@ -235,8 +234,8 @@ void ts_opt_update_summarised(const ts_optimizer *o, const ts_opt_consts *c, ts_
         ts_vacc_mark mg = ts_vacc_run_begin(&ag), mp = ts_vacc_run_begin(&ap);
         summarised_run(o, c, s, param, grad, r, e, centred, cg, cp, &ag, &ap);
         /* a run with NaN or Inf: classified from memory (the gradient is cleared only after) */
-        if (!ts_vacc_run_end(&ag, mg, e - r) && gp) ts_stats_partial_add(gp, grad + r, e - r);
-        if (!ts_vacc_run_end(&ap, mp, e - r) && pp) ts_stats_partial_add(pp, param + r, e - r);
+        ts_vacc_run_close(&ag, mg, gp, grad + r, e - r);
+        ts_vacc_run_close(&ap, mp, pp, param + r, e - r);
         if (clear) memset(grad + r, 0, (size_t)(e - r) * sizeof(float));
     }
     if (gp) ts_vacc_finish(&ag, gs, gp);

@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#define TS_STATS_RUN 16         /* block_fast: float partial sums per lane before going double */
 #define TS_STATS_BLOCK 4096     /* stays in L1 for the histogram/range passes */
 #define TS_STATS_BIG_BLOCK 16384 /* stats alone: fewer merges; int32 counts fit */
 
@@ -433,20 +434,13 @@ void ts_vacc_finish(const ts_vacc *a, ts_stats_stream *st, ts_stats_partial *p) 
 void ts_stats_stream_add(ts_stats_stream *s, ts_stats_partial *p, const float *x, int64_t n) {
     if (n <= 0 || !x) return;
     p->count += n;
-    if (p->what & TS_WATCH_STATS) {
-        if (!s->shifted) {
-            s->c = ts_stats_shift(p, x[0]);
-            s->shifted = true;
-        }
-        block_sums b;
-        if (!p->masked && block_fast_shifted(x, n, s->c, &b)) {
-            stream_sum(s, b.n, b.zeros, b.s, b.q, b.min, b.max);
-        } else {
-            stats_block(p, x, n); /* NaN or Inf: classified, straight into the partial */
-        }
+    if (!s->shifted) {
+        s->c = ts_stats_shift(p, x[0]);
+        s->shifted = true;
     }
-    if (p->what & TS_WATCH_HISTOGRAM) hist_block(p, x, n);
-    if (p->what & TS_WATCH_RANGE) range_block(p, x, n);
+    block_sums b;
+    if (!p->masked && block_fast_shifted(x, n, s->c, &b)) stream_sum(s, b.n, b.zeros, b.s, b.q, b.min, b.max);
+    else stats_block(p, x, n); /* NaN or Inf: classified, straight into the partial */
 }
 
 void ts_stats_stream_flush(ts_stats_stream *s, ts_stats_partial *p) {
@@ -490,7 +484,7 @@ void ts_stats_partial_add_relu(ts_stats_partial *px, ts_stats_partial *py, const
                 ts_vacc_add(&ax, v, cx);
                 ts_vacc_add(&ay, relu_vec(v), cy);
             }
-            if (!ts_vacc_run_end(&ax, mx, e - r)) ts_stats_partial_add(px, x + r, e - r);
+            ts_vacc_run_close(&ax, mx, px, x + r, e - r);
             if (!ts_vacc_run_end(&ay, my, e - r)) {
                 for (int64_t k = r; k < e; k++) ys[k - r] = relu1(x[k]);
                 ts_stats_partial_add(py, ys, e - r);

@@ -70,12 +70,13 @@ void ts_stats_finish(const ts_stats_partial *p, ts_summary *out);
  *
  * The result is what ts_stats_partial_add over the same values gives (to
  * rounding); values holding NaN or Inf go straight to the partial. Flush
- * every few thousand values so the shift follows the running mean. */
+ * every few thousand values so the shift follows the running mean. Stats
+ * only: p's `what` is TS_WATCH_STATS (no histogram or range). */
 typedef struct ts_stats_stream {
     int64_t n, zeros;     /* finite values summed here, and the zeros among them */
     double s, q;          /* sums of x - c and (x - c)^2 */
     double min, max;
-    float c;              /* the shift, chosen at the first piece */
+    float c;              /* the shift, chosen at the first values */
     bool shifted;         /* c is chosen */
 } ts_stats_stream;
 

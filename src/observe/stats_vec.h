@@ -22,7 +22,6 @@
 #else
 #define TS_STATS_VEC 4
 #endif
-#define TS_STATS_RUN 16         /* float partial sums per lane before going double */
 typedef float ts_vfloat __attribute__((vector_size(4 * TS_STATS_VEC)));
 typedef int32_t ts_vint __attribute__((vector_size(4 * TS_STATS_VEC)));
 typedef float ts_vfloat4 __attribute__((vector_size(16)));
@@ -141,6 +140,12 @@ static inline bool ts_vacc_run_end(ts_vacc *a, ts_vacc_mark m, int64_t n) {
     }
     a->n += n;
     return true;
+}
+
+/* Ends the run of the n values at x: kept, or, holding NaN or Inf,
+ * summarised from memory into p instead (NULL: that summary not wanted). */
+static inline void ts_vacc_run_close(ts_vacc *a, ts_vacc_mark m, ts_stats_partial *p, const float *x, int64_t n) {
+    if (!ts_vacc_run_end(a, m, n) && p) ts_stats_partial_add(p, x, n);
 }
 
 /* Adds the kept runs to st (shifted by st->c) and counts them in p. */
