@@ -308,10 +308,11 @@ def checked_handle(ptr, what):
     return ptr
 
 
-def take_string(ptr):
-    """A library string that the caller frees (ts_string_free)."""
+def take_string(ptr, failure=OutOfMemoryError):
+    """A library string that the caller frees (ts_string_free); NULL raises
+    `failure` with the library's message."""
     if not ptr:
-        raise OutOfMemoryError(last_error() or "out of memory")
+        raise failure(last_error() or "out of memory")
     try:
         return C.string_at(ptr).decode("utf-8", "replace")
     finally:

@@ -30,7 +30,7 @@ import numpy as np
 
 from . import _capi
 from ._capi import check, cstr, lib
-from .errors import NotFoundError, StateError
+from .errors import InvalidArgumentError, NotFoundError, StateError
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -494,10 +494,11 @@ class Graph:
         fmts = {"text": 0, "dot": 1}
         if fmt not in fmts:
             raise ValueError(f"dump format {fmt!r}: use 'text' or 'dot'")
-        if backward and (model is None or not model.training):
-            raise ValueError("dump(backward=True) needs a training model: an inference model runs no backward pass")
         flags = (1 if locations else 0) | (2 if backward else 0)  # TS_DUMP_LOCATIONS, TS_DUMP_BACKWARD
-        return _capi.take_string(lib.ts_graph_dump(self._h, model._h if model else None, fmts[fmt], flags))
+        # the library says what is wrong (backward=True without a compiled
+        # training model, or out of memory)
+        return _capi.take_string(lib.ts_graph_dump(self._h, model._h if model else None, fmts[fmt], flags),
+                                 failure=InvalidArgumentError)
 
 
 for _method, (_cname, _spec) in OPS.items():

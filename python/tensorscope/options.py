@@ -132,7 +132,8 @@ class Options:
         names = [s.encode() for s in split_at]
         arr = (C.c_char_p * max(len(names), 1))(*names)
         check(lib.ts_options_set_pipeline(self._h, int(stages), arr, len(names)))
-        check(lib.ts_options_set_pipeline_schedule(self._h, schedules[schedule]))
+        if schedule != "gpipe":  # the default: no call a library without schedules would lack
+            check(_capi.function("ts_options_set_pipeline_schedule", "Options.pipeline(schedule='1f1b')")(self._h, schedules[schedule]))
         return self
 
 

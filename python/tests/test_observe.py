@@ -122,3 +122,11 @@ def test_metrics_report_counts_runs():
     bwd = m.dump(backward=True)
     assert "\n# backward, once per micro-batch" in bwd and "\n# optimizer step" in bwd
     assert "+= ReluBackward(%Gradient___Relu:0, %Relu:0)" in bwd
+
+
+def test_dump_backward_needs_a_compiled_training_model():
+    g = small_mlp()
+    with pytest.raises(ts.InvalidArgumentError, match="compile it first"):
+        ts.training_model(g, ts.Options(), optimizer=ts.SGD(lr=0.01)).dump(backward=True)
+    with pytest.raises(ts.InvalidArgumentError, match="no model given"):
+        g.dump(backward=True)
