@@ -317,6 +317,7 @@ typedef struct ts_step_update {
     void *ctx;
     const float *grad, *param;          /* what `summarised` reads and writes */
 } ts_step_update;
+#define TS_REPORT_MAX 6144 /* bytes of one numeric-check report (observe.c), kept whole by its re-execution (exec.c) */
 #define TS_STEP_WATCHES 5 /* Gradient___, Accum___, UpdatedVar___, two optimizer states */
 #define TS_MAX_SLOTS 4    /* threads one summary is split over, at most */
 void ts_observe_step(ts_model *m, int node, int64_t d, const ts_step_update *u, int64_t n);

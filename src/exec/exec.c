@@ -256,7 +256,7 @@ static ts_status confirm_op_by_op(ts_model *m, int64_t mb) {
     ts_prog *p = m->prog;
     const ts_entry *first = &p->entries[m->failed_entry];
     if (first->kind != TS_KIND_VALUE && first->kind != TS_KIND_GRAD) return TS_ERR_NUMERICS;
-    char original[4096];
+    char original[TS_REPORT_MAX];
     snprintf(original, sizeof original, "%s", ts_last_error());
     int first_entry = m->failed_entry;
     bool *saved = ts_malloc((size_t)p->n_entries * 2 * sizeof *saved); /* only after a failure */
@@ -282,7 +282,7 @@ static ts_status confirm_op_by_op(ts_model *m, int64_t mb) {
     const ts_entry *culprit = &p->entries[m->failed_entry];
     bool bwd = m->failed_op >= 0; /* a gradient: the op whose backward wrote it */
     const ts_tensor *t = m->g->t[bwd ? m->failed_op : culprit->node];
-    char rerun[4096];
+    char rerun[TS_REPORT_MAX];
     snprintf(rerun, sizeof rerun, "%s", ts_last_error());
     char where[600], what[800];
     ts_tensor_where(t, where, sizeof where);

@@ -98,7 +98,7 @@ static void batch_slice(void *ctx, int64_t begin, int64_t end) {
         const float *A, *B;
         float *C;
         j->item(j->ctx, i, &A, &B, &C);
-        sgemm(j->ta, j->tb, j->M, j->N, j->K, A, j->ta ? j->M : j->K, B, j->tb ? j->K : j->N, j->beta, C, j->N);
+        ts_gemm_serial(j->ta, j->tb, j->M, j->N, j->K, A, j->ta ? j->M : j->K, B, j->tb ? j->K : j->N, j->beta, C, j->N);
     }
 }
 
@@ -114,7 +114,7 @@ void ts_gemm_batch_pool(struct ts_pool *p, bool ta, bool tb, int64_t M, int64_t 
         }
         return;
     }
-    blas_threads(1);
+    ts_gemm_serial_begin();
     batch_job j = {ta, tb, M, N, K, beta, item, ctx};
     int64_t grain = GEMM_PAR_MACS / (M * N * K + 1) + 1; /* products per slice: a hand-off's worth of work */
     ts_pool_for(p, count, grain, batch_slice, &j);

@@ -229,22 +229,6 @@ void ts_nll_backward(float *dlogp, const float *dout, const int32_t *labels, int
     for (int64_t b = 0; b < B; b++) dlogp[b * C + labels[b]] += g;
 }
 
-void ts_cross_entropy_forward(float *out, float *probs, const float *logits, const int32_t *labels, int64_t B, int64_t C) {
-    ts_softmax_forward(probs, logits, B, C, 1);
-    double s = 0;
-    for (int64_t b = 0; b < B; b++) {
-        /* log-sum-exp again for an exact log-probability (log(prob) loses
-         * precision when the prob is tiny) */
-        const float *x = logits + b * C;
-        float mx = -INFINITY;
-        for (int64_t c = 0; c < C; c++) mx = x[c] > mx ? x[c] : mx;
-        double sum = 0;
-        for (int64_t c = 0; c < C; c++) sum += exp((double)(x[c] - mx));
-        s -= (double)(x[labels[b]] - mx) - log(sum);
-    }
-    out[0] = (float)(s / (double)B);
-}
-
 /* ---- reductions to a scalar */
 
 void ts_reduce_forward(float *out, const float *x, int64_t n, bool mean) {

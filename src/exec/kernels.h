@@ -33,8 +33,6 @@ void ts_softmax_backward(float *dx, const float *dout, const float *out, int64_t
 /* out[] = -mean_b logp[b, labels[b]]  (logp [B,C]) */
 void ts_nll_forward(float *out, const float *logp, const int32_t *labels, int64_t B, int64_t C);
 void ts_nll_backward(float *dlogp, const float *dout, const int32_t *labels, int64_t B, int64_t C);
-/* cross entropy of logits [B,C]; probs [B,C] is scratch kept for backward */
-void ts_cross_entropy_forward(float *out, float *probs, const float *logits, const int32_t *labels, int64_t B, int64_t C);
 /* out[] = sum (or mean) of x[n];  dx[n] += dout (/ n) */
 void ts_reduce_forward(float *out, const float *x, int64_t n, bool mean);
 void ts_reduce_backward(ts_pool *p, float *dx, const float *dout, int64_t n, bool mean);

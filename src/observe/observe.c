@@ -231,7 +231,7 @@ static bool has_nonfinite(ts_pool *pool, const float *x, int64_t n) {
 
 /* One numeric-check report, built in place; the first truncation sticks. */
 typedef struct report {
-    char text[6144];
+    char text[TS_REPORT_MAX];
     size_t used;
 } report;
 
