@@ -109,22 +109,10 @@ static ts_status side_new(side *s, const bench *b, int observed)
         return st;
     s->o = ts_options_new();
     ts_options_set_threads(s->o, (int)b->threads);
-    for (size_t i = 0; observed && i < ts_graph_tensor_count(s->g); i++) {
-        ts_tensor *t = ts_graph_tensor_at(s->g, i);
-        const char *name = ts_tensor_name(t);
-        ts_array info;
-        ts_tensor_info(t, &info);
-        char pat[512];
-        if (info.data && !ts_tensor_is_buffer(t)) { /* a parameter: its gradient and its update */
-            snprintf(pat, sizeof pat, "[G]radient___%s", name);
-            ts_options_watch(s->o, pat, TS_WATCH_STATS, 1);
-            snprintf(pat, sizeof pat, "[U]pdatedVar___%s", name);
-            ts_options_watch(s->o, pat, TS_WATCH_STATS, 1);
-        } else if (!info.data && strcmp(name, "x") && strcmp(name, "labels")) {
-            snprintf(pat, sizeof pat, "[%c]%s", name[0], name + 1); /* a glob: exactly this name */
-            ts_options_watch(s->o, pat, TS_WATCH_STATS, 1);
-        }
-    }
+    if (observed) /* every op output, every parameter gradient and update */
+        st = bench_watch_all(s->g, s->o, 0);
+    if (st)
+        return st;
     st = ts_model_training(&s->m, s->g, loss, s->o, ts_sgd(0.01f, 0.9f, 0.0f));
     return st ? st : ts_model_compile(s->m);
 }

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "tensorscope.h"
@@ -125,8 +126,40 @@ static inline void overhead_report(double *ratio, long n, double best_base, doub
 #define TS_PCT(r) (((r) - 1) * 100)
     printf("overhead pct=%.2f best_pct=%.2f min_pct=%.2f max_pct=%.2f q1_pct=%.2f q3_pct=%.2f ci_lo_pct=%.2f ci_hi_pct=%.2f\n",
            TS_PCT(med), TS_PCT(best_cand / best_base), TS_PCT(ratio[0]), TS_PCT(ratio[n - 1]), TS_PCT(ratio[n / 4]),
-           TS_PCT(ratio[(3 * n) / 4 < n ? (3 * n) / 4 : n - 1]), TS_PCT(ratio[lo]), TS_PCT(ratio[hi]));
+           TS_PCT(ratio[(3 * n) / 4]), TS_PCT(ratio[lo]), TS_PCT(ratio[hi]));
 #undef TS_PCT
+}
+
+/* Watches with TS_WATCH_STATS every run what PyTorch's hooks see: every
+ * activation (each op's output but inputs, constants, parameters and
+ * buffers; with skip_prebias, not the product inside a linear layer before
+ * its bias, which nn.Linear's hook does not see either), every parameter's
+ * gradient and its update. Each pattern is a glob ("[c]rest") that matches
+ * exactly one name. */
+static inline ts_status bench_watch_all(ts_graph *g, ts_options *o, int skip_prebias)
+{
+    ts_status st = TS_OK;
+    for (size_t i = 0; i < ts_graph_tensor_count(g) && !st; i++) {
+        ts_tensor *t = ts_graph_tensor_at(g, i);
+        const char *name = ts_tensor_name(t), *op = ts_tensor_op(t), *slash = strrchr(name, '/');
+        char pat[512];
+        if (skip_prebias && strcmp(op, "MatMul") == 0 && slash) { /* `<layer>/MatMul:0` of a layer with `<layer>.bias` */
+            snprintf(pat, sizeof pat, "%.*s.bias", (int)(slash - name), name);
+            if (ts_graph_find(g, pat))
+                continue;
+        }
+        if (strcmp(op, "Param") == 0) {
+            snprintf(pat, sizeof pat, "[G]radient___%s", name);
+            st = ts_options_watch(o, pat, TS_WATCH_STATS, 1);
+            snprintf(pat, sizeof pat, "[U]pdatedVar___%s", name);
+            if (!st)
+                st = ts_options_watch(o, pat, TS_WATCH_STATS, 1);
+        } else if (strcmp(op, "Input") && strcmp(op, "Const") && strcmp(op, "Buffer")) {
+            snprintf(pat, sizeof pat, "[%c]%s", name[0], name + 1);
+            st = ts_options_watch(o, pat, TS_WATCH_STATS, 1);
+        }
+    }
+    return st;
 }
 
 /* The tutorial MLP (784-320-100-10) at micro-batch `batch` into a new graph;

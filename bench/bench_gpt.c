@@ -54,30 +54,11 @@ static ts_status side_new(side *s, long threads, int watched)
         return st;
     s->o = ts_options_new();
     ts_options_set_threads(s->o, (int)threads);
-    /* every activation: every op's output (the attention scores and
-     * probabilities included) but the product inside a linear layer before
-     * its bias, which nn.Linear's hook does not see either (bench_observe.c's
-     * convention); every parameter's gradient and its update */
-    for (size_t i = 0; watched && i < ts_graph_tensor_count(s->g) && !st; i++) {
-        ts_tensor *t = ts_graph_tensor_at(s->g, i);
-        const char *name = ts_tensor_name(t), *op = ts_tensor_op(t), *slash = strrchr(name, '/');
-        char pat[512];
-        if (!all_ops && strcmp(op, "MatMul") == 0 && slash) { /* `<layer>/MatMul:0` of a layer with `<layer>.bias` */
-            snprintf(pat, sizeof pat, "%.*s.bias", (int)(slash - name), name);
-            if (ts_graph_find(s->g, pat))
-                continue;
-        }
-        if (strcmp(op, "Param") == 0) {
-            snprintf(pat, sizeof pat, "[G]radient___%s", name); /* a glob: exactly this name */
-            st = ts_options_watch(s->o, pat, TS_WATCH_STATS, 1);
-            snprintf(pat, sizeof pat, "[U]pdatedVar___%s", name);
-            if (!st)
-                st = ts_options_watch(s->o, pat, TS_WATCH_STATS, 1);
-        } else if (strcmp(op, "Input") && strcmp(op, "Const")) {
-            snprintf(pat, sizeof pat, "[%c]%s", name[0], name + 1);
-            st = ts_options_watch(s->o, pat, TS_WATCH_STATS, 1);
-        }
-    }
+    /* every activation (every op's output: the attention scores and
+     * probabilities included) but, as bench_observe.c, the product inside a
+     * linear layer before its bias; every parameter's gradient and update */
+    if (watched)
+        st = bench_watch_all(s->g, s->o, !all_ops);
     if (st)
         return st;
     st = ts_model_training(&s->m, s->g, gpt.loss, s->o, ts_adamw(1e-3f, 0.01f));
@@ -180,8 +161,7 @@ int main(int argc, char **argv)
     }
     double med[2], best[2], worst[2];
     for (int j = 0; j < 2; j++) {
-        qsort(s[j].secs, (size_t)reps, sizeof(double), cmp_double);
-        med[j] = s[j].secs[reps / 2] * 1e3 / (double)n;
+        med[j] = median(s[j].secs, reps) * 1e3 / (double)n; /* sorts */
         best[j] = s[j].secs[0] * 1e3 / (double)n;
         worst[j] = s[j].secs[reps - 1] * 1e3 / (double)n;
     }

@@ -91,6 +91,17 @@ stat() { sort -g | awk -v op="$1" '{ v[NR] = $1 } END {
     if (op == "min") print v[1]; else if (op == "max") print v[NR];
     else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.4f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
+# median_show LABEL LINES MS: the table line of the round whose ms/step is
+# the median of MS (LINES: one result line per round, MS their ms/step;
+# with REPS odd the median is a round's), with the spread of MS; sets MED
+median_show() {
+    local m
+    MED=$(printf '%s\n' $3 | stat median)
+    m=$(printf '%s' "$2" | awk -v t="$MED" '{ for (i = 1; i <= NF; i++) if ($i == "ms_per_step=" t) { print; exit } }')
+    [ -n "$m" ] || m="$(printf '%s' "$2" | head -n 1 | sed "s/ms_per_step=[^ ]*/ms_per_step=$MED/")"
+    show "$1" "$m" "$(printf '%s\n' $3 | stat min)..$(printf '%s\n' $3 | stat max)"
+}
+
 # mlp_row LABEL TARGET BATCH STEPS WARMUP: tensorscope against PyTorch 2.x
 # (the target: PyTorch 2.x median ms / tensorscope median ms >= TARGET) and
 # Debian's PyTorch (no target), REPS interleaved rounds.
@@ -129,11 +140,8 @@ peer_row() {
     local -a med=()
     for ((k = 0; k < n; k++)); do
         if [ -z "${ms[k]}" ]; then show "$label" failed; med[k]=-; continue; fi
-        med[k]=$(printf '%s\n' ${ms[k]} | stat median)
-        # the round whose ms/step is the median (REPS odd) gives the other columns
-        m=$(printf '%s' "${lines[k]}" | awk -v t="${med[k]}" '{ for (i = 1; i <= NF; i++) if ($i == "ms_per_step=" t) { print; exit } }')
-        [ -n "$m" ] || m="$(printf '%s' "${lines[k]}" | head -n 1 | sed "s/ms_per_step=[^ ]*/ms_per_step=${med[k]}/")"
-        show "$label" "$m" "$(printf '%s\n' ${ms[k]} | stat min)..$(printf '%s\n' ${ms[k]} | stat max)"
+        median_show "$label" "${lines[k]}" "${ms[k]}"
+        med[k]=$MED
     done
     local verdict ratio=- spread peer
     for k in 1 2; do
@@ -288,11 +296,8 @@ replica_row() { # LABEL MODEL BATCH STEPS WARMUP
     local -a med=()
     for ((k = 0; k < 2; k++)); do
         if [ -z "${ms[k]}" ]; then show "$label" failed; med[k]=-; continue; fi
-        med[k]=$(printf '%s\n' ${ms[k]} | stat median)
-        local m
-        m=$(printf '%s' "${lines[k]}" | awk -v t="${med[k]}" '{ for (i = 1; i <= NF; i++) if ($i == "ms_per_step=" t) { print; exit } }')
-        [ -n "$m" ] || m="$(printf '%s' "${lines[k]}" | head -n 1 | sed "s/ms_per_step=[^ ]*/ms_per_step=${med[k]}/")"
-        show "$label" "$m" "$(printf '%s\n' ${ms[k]} | stat min)..$(printf '%s\n' ${ms[k]} | stat max)"
+        median_show "$label" "${lines[k]}" "${ms[k]}"
+        med[k]=$MED
     done
     local ratio=- sps=- ar=-
     if [ "${med[0]}" != - ] && [ "${med[1]}" != - ]; then
@@ -315,14 +320,7 @@ pipeline_row() {
         [ "$line" = failed ] && continue
         lines+="$line"$'\n' ms+="$(field "$line" ms_per_step) " bubble+="$(field "$line" bubble_pct) " ideal=$(field "$line" ideal_bubble_pct)
     done
-    if [ -z "$ms" ]; then
-        show "$label" failed
-    else
-        local med m
-        med=$(printf '%s\n' $ms | stat median)
-        m=$(printf '%s' "$lines" | awk -v t="$med" '{ for (i = 1; i <= NF; i++) if ($i == "ms_per_step=" t) { print; exit } }')
-        show "$label" "${m:-$(printf '%s' "$lines" | head -n 1)}" "$(printf '%s\n' $ms | stat min)..$(printf '%s\n' $ms | stat max)"
-    fi
+    if [ -z "$ms" ]; then show "$label" failed; else median_show "$label" "$lines" "$ms"; fi
     local b=-
     [ -n "$bubble" ] && b="$(printf '%s\n' $bubble | stat median)% ($(printf '%s\n' $bubble | stat min)..$(printf '%s\n' $bubble | stat max)%, ideal $ideal%)"
     printf '%-22s pipeline bubble %s of the step: info\n' "$label" "$b"

@@ -836,6 +836,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         cli_runtime_error("creating the data loader");
         goto done;
     }
+    long long per_run = (long long)S * a.batch_size * R; /* samples one run trains on, over the replicas */
     long runs_per_epoch = (long)(ts_loader_batches(loader) / S);
     if (runs_per_epoch < 1) {
         rc = cli_usage_error(cmd, "one run needs %d batches of %ld (D x A), the training split holds %lld batches", S, a.batch_size * R,
@@ -871,7 +872,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     }
     const char *in_names[2] = {ts_tensor_name(cm.x), ts_tensor_name(cm.labels)};
     long total_runs = (long)ts_model_runs(tm);
-    long long first_samples = (long long)total_runs * S * a.batch_size * R; /* a resumed run's samples before it */
+    long long first_samples = (long long)total_runs * per_run; /* a resumed run's samples before it */
     long first_epoch = ts_loader_epoch(loader) > 1 ? (long)ts_loader_epoch(loader) : 1;
     bool stop = a.max_steps && total_runs >= a.max_steps;
     double t_start = cli_now(), train_s = 0; /* train_s: training time, evaluation excluded */
@@ -918,7 +919,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             curve_add(loss_curve, (double)ts_model_steps(tm), loss); /* x: optimizer steps, as TensorBoard's */
             bar.written = atomic_load(&sink.bytes);
             cli_progress_update(&bar, ep_runs, loss);
-            if (tb && cli_tb_step(tb, tm, loss, (double)(S * a.batch_size * R) / run_s, R)) { /* a full disk stops training now */
+            if (tb && cli_tb_step(tb, tm, loss, (double)per_run / run_s, R)) { /* a full disk stops training now */
                 cli_progress_end(&bar);
                 cli_runtime_error("writing the TensorBoard log");
                 goto done;
@@ -978,7 +979,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         if (!a.quiet) { /* --quiet: the final line says how it ended */
             printf("epoch %ld/%ld: loss %.4f", ep, a.epochs, last_loss);
             if (held) printf("  held-out accuracy %.2f%% (loss %.4f)", 100 * acc, hl);
-            printf("  %.2f s, %.0f samples/s", ep_s, (double)(ep_runs * S * a.batch_size * R) / ep_s);
+            printf("  %.2f s, %.0f samples/s", ep_s, (double)(ep_runs * per_run) / ep_s);
             if (scheduled) printf("  lr %.6g", ts_model_learning_rate(tm));
             if (a.dump_npy && q) printf("  outfeed dumps %.1f MB", (double)atomic_load(&sink.bytes) / 1e6);
             printf("\n");
@@ -1007,7 +1008,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     /* the final result: what was trained, and how the last epoch ended (its
      * mean loss and held-out accuracy, as its epoch line); samples/s over
      * the training time (evaluation excluded) */
-    long long samples = (long long)total_runs * S * a.batch_size * R;
+    long long samples = (long long)total_runs * per_run;
     printf("trained %ld runs (%lld steps, %lld samples) in %.2f s", total_runs, (long long)ts_model_steps(tm), samples, cli_now() - t_start);
     if (train_s > 0) {
         printf(": loss %.4f", last_loss);
