@@ -79,6 +79,23 @@ int ts_prog_entry_of(const ts_prog *p, int node, ts_entry_kind kind) {
     return -1;
 }
 
+int ts_prog_backward_reads(const ts_prog *p, const ts_tensor *t, int reads[TS_MAX_INPUTS + 2]) {
+    const ts_op_def *def = ts_op_get(t->op);
+    int n = 0;
+    if (p->grad_entry[t->id] >= 0) reads[n++] = p->grad_entry[t->id];
+    for (int j = 0; j < t->n_in; j++)
+        if (!((def->bwd_unread_inputs >> j) & 1u) && p->value_entry[t->in[j]] >= 0) reads[n++] = p->value_entry[t->in[j]];
+    if (def->needs_output && p->value_entry[t->id] >= 0) reads[n++] = p->value_entry[t->id];
+    return n;
+}
+
+int ts_prog_backward_writes(const ts_prog *p, const ts_tensor *t, int writes[TS_MAX_INPUTS]) {
+    int n = 0;
+    for (int j = 0; j < t->n_in; j++)
+        if (!ts_op_int_input(t->op, j) && p->grad_entry[t->in[j]] >= 0) writes[n++] = p->grad_entry[t->in[j]];
+    return n;
+}
+
 static const char *entry_name(const void *p, size_t i) { return ((const ts_prog *)p)->entries[i].name; }
 
 /* "did you mean" with the three closest names */

@@ -208,6 +208,13 @@ void ts_prog_free(ts_prog *p);
 int ts_prog_find(const ts_prog *p, const char *name);
 /* A parameter's derived entry of one kind (Accum___, ...), -1 if none. */
 int ts_prog_entry_of(const ts_prog *p, int node, ts_entry_kind kind);
+/* What the backward kernel of node t reads: the gradient of its output,
+ * the forward inputs it keeps (all but bwd_unread_inputs) and its output
+ * when it needs it, in that order; and what it adds into: the gradients
+ * of its float inputs. Entries that do not exist are left out; a repeated
+ * input (x * x) appears twice. Returns how many. */
+int ts_prog_backward_reads(const ts_prog *p, const ts_tensor *t, int reads[TS_MAX_INPUTS + 2]);
+int ts_prog_backward_writes(const ts_prog *p, const ts_tensor *t, int writes[TS_MAX_INPUTS]);
 
 /* lint.c: fills p->lint (and logs each warning) */
 void ts_lint(const ts_model *m, ts_prog *p);

@@ -262,12 +262,10 @@ static ts_status backward_ops(const ts_model *m, bwd_op **out, int *n) {
         bwd_op *b = &v[k];
         *b = (bwd_op){.src = t, .accumulates = true};
         snprintf(b->op, sizeof b->op, "%sBackward", def->name);
-        add_ref(b->in, &b->n_in, BWD_MAX_IN, p->grad_entry[i]);
-        for (int j = 0; j < t->n_in; j++) {
-            if (!((def->bwd_unread_inputs >> j) & 1u)) add_ref(b->in, &b->n_in, BWD_MAX_IN, p->value_entry[t->in[j]]);
-            if (!ts_op_int_input(t->op, j)) add_ref(b->out, &b->n_out, BWD_MAX_OUT, p->grad_entry[t->in[j]]);
-        }
-        if (def->needs_output) add_ref(b->in, &b->n_in, BWD_MAX_IN, p->value_entry[i]);
+        int io[TS_MAX_INPUTS + 2], n_io = ts_prog_backward_reads(p, t, io);
+        for (int q = 0; q < n_io; q++) add_ref(b->in, &b->n_in, BWD_MAX_IN, io[q]);
+        n_io = ts_prog_backward_writes(p, t, io);
+        for (int q = 0; q < n_io; q++) add_ref(b->out, &b->n_out, BWD_MAX_OUT, io[q]);
         k += b->n_out > 0; /* a gradient asked of an op whose inputs need none: nothing written */
     }
     int A = m->opts.grad_accum, R = ts_replicas(m);

@@ -264,16 +264,12 @@ static const char *op_words(const ts_tensor *t, char *buf, size_t n) {
     return buf;
 }
 
-/* What a backward kernel reads, all alive right after it ran: the
- * gradient of the op's output, then the forward inputs (and output) the
- * kernel keeps -- not the others, whose buffers the backward reuses. */
+/* What a backward kernel reads (ts_prog_backward_reads), all alive right
+ * after it ran -- not the inputs it does not keep, whose buffers the
+ * backward reuses. */
 static int backward_reads(const ts_prog *p, const ts_tensor *c, const ts_entry **v) {
-    const ts_op_def *def = ts_op_get(c->op);
-    int n = 0;
-    if (p->grad_entry[c->id] >= 0) v[n++] = &p->entries[p->grad_entry[c->id]];
-    for (int j = 0; j < c->n_in; j++)
-        if (!((def->bwd_unread_inputs >> j) & 1u)) v[n++] = &p->entries[p->value_entry[c->in[j]]];
-    if (def->needs_output) v[n++] = &p->entries[p->value_entry[c->id]];
+    int e[TS_MAX_INPUTS + 2], n = ts_prog_backward_reads(p, c, e);
+    for (int k = 0; k < n; k++) v[k] = &p->entries[e[k]];
     return n;
 }
 
@@ -347,10 +343,10 @@ static ts_status numerics_report(ts_model *m, int entry, int64_t sample, int pro
 
 ts_status ts_check_backward(ts_model *m, int node, int64_t sample) {
     ts_prog *p = m->prog;
-    const ts_tensor *t = m->g->t[node];
-    for (int j = 0; j < t->n_in; j++) {
-        int ge = ts_op_int_input(t->op, j) ? -1 : p->grad_entry[t->in[j]];
-        if (ge < 0 || !p->entries[ge].check) continue;
+    int writes[TS_MAX_INPUTS], n = ts_prog_backward_writes(p, m->g->t[node], writes);
+    for (int k = 0; k < n; k++) {
+        int ge = writes[k];
+        if (!p->entries[ge].check) continue;
         if (entry_nonfinite(m->pool, &p->entries[ge])) return numerics_report(m, ge, sample, node);
         p->entries[ge].checked = true;
     }
