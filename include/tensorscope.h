@@ -122,6 +122,29 @@ TS_API void ts_set_log_callback(ts_log_fn fn, void *user);
 TS_API void ts_set_log_level(int level);
 TS_API int ts_get_log_level(void);
 
+/* ------------------------------------------------- limits on file input */
+
+/* What reading one untrusted file may cost, beyond the bytes the file
+ * really holds. A file that would pass a limit is refused with
+ * TS_ERR_FORMAT naming the limit and how to raise it; nothing is kept.
+ *   TS_LIMIT_IMPORT_BYTES: memory one ONNX import may make that the files
+ *     do not hold: constants folded from shape subgraphs (ConstantOfShape,
+ *     Expand, Tile, Range, ...) while they are alive. Default 1 GiB;
+ *     environment: TS_MAX_IMPORT_BYTES.
+ *   TS_LIMIT_ARCHIVE_BYTES: bytes one .npz may inflate to, over the
+ *     members that are read. Default 2 GiB; environment:
+ *     TS_MAX_ARCHIVE_BYTES.
+ * The environment variables take a byte count with an optional K, M, G or
+ * T suffix (powers of 1024) and are read when the limit is first used; a
+ * value set here wins over the environment. 0 is refused. */
+typedef enum ts_limit { TS_LIMIT_IMPORT_BYTES = 0, TS_LIMIT_ARCHIVE_BYTES } ts_limit;
+TS_API ts_status ts_set_limit(ts_limit which, uint64_t bytes);
+TS_API uint64_t ts_get_limit(ts_limit which);
+/* A size as the CLI and the TS_ variables take it: a number with an
+ * optional K, M, G or T suffix (powers of 1024) and an optional B
+ * ("1.5G", "512MB", "4096"). TS_ERR_INVALID_ARGUMENT for anything else. */
+TS_API ts_status ts_parse_size(const char *text, uint64_t *bytes);
+
 /* ---------------------------------------------------------------- arrays */
 
 typedef enum ts_dtype { TS_F32 = 0, TS_F64, TS_I32, TS_I64, TS_U8 } ts_dtype;

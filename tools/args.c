@@ -236,20 +236,8 @@ int cli_check_output(const char *cmd, const char *flag, const char *path, bool i
 }
 
 int cli_parse_size(const char *text, long long *bytes) {
-    char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (end == text || errno || !(v >= 0)) return -1;
-    double mult = 1;
-    switch (*end) {
-    case 'k': case 'K': mult = 1024.0, end++; break;
-    case 'm': case 'M': mult = 1048576.0, end++; break;
-    case 'g': case 'G': mult = 1073741824.0, end++; break;
-    case 't': case 'T': mult = 1099511627776.0, end++; break;
-    default: break;
-    }
-    if (*end == 'B' || *end == 'b') end++;
-    if (*end || v * mult > 9e18) return -1;
-    *bytes = (long long)(v * mult);
+    uint64_t v;
+    if (ts_parse_size(text, &v) != TS_OK) return -1;
+    *bytes = (long long)v;
     return 0;
 }

@@ -50,6 +50,10 @@ void ts_log_message(int level, const char *msg);
 bool ts_parse_bool(const char *s, bool *out);
 bool ts_parse_log_level(const char *s, int *out);
 bool ts_env_flag(const char *name);
+/* The refusal when reading a file would pass a limit (ts_set_limit):
+ * TS_ERR_FORMAT saying what needed how many bytes, the limit, and how to
+ * raise it. `what` is e.g. "folding ConstantOfShape node 'x'". */
+ts_status ts_limit_exceeded(ts_limit which, const char *what, uint64_t need);
 
 /* Edit distance, for "did you mean" suggestions. */
 size_t ts_edit_distance(const char *a, const char *b);
