@@ -51,10 +51,10 @@ def supported_op_types(source_dir):
     with open(path, encoding="utf-8") as f:
         src = f.read()
     table = re.search(r"\bop_table\[\]\s*=\s*\{(.*?)\n\};", src, re.S)
-    ops = re.findall(r'\{\s*"(\w+)"\s*,\s*\d+\s*,\s*op_\w+\s*\}', table.group(1)) if table else []
+    ops = re.findall(r'^\s*\{\s*"(\w+)"\s*,', table.group(1), re.M) if table else []
     if not ops:
         sys.exit(f"FAIL no op types found in the op_table of {path}: the test reads the rows "
-                 '{"OpType", inputs, op_fn} of that table; update supported_op_types() to its form')
+                 '{"OpType", ...} of that table; update supported_op_types() to its form')
     return ops
 
 

@@ -9,6 +9,7 @@
 # tests/onnx_conformance_expected_failures.txt and on a listed case that
 # passes. `--write-expected` regenerates that list; other arguments go to the
 # script (`--only REGEX`, `-v`).
+# needs: onnx
 set -u
 build=${TS_BUILD_DIR:-build}
 src=${TS_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
