@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# test_onnx_conformance.sh -- ONNX's own backend node test cases for every op
+# type the ONNX importer lists, imported and run as inference models through
+# the Python package (tests/onnx_conformance.py says how). The package in
+# python/ is loaded against this build's libtensorscope.so; onnx (pinned, with
+# the packages it needs) lives in a venv under the build dir, made once by
+# py_venv.sh. Needs PyPI the first time: without it the test fails, it does
+# not skip. Fails on a failing case missing from
+# tests/onnx_conformance_expected_failures.txt and on a listed case that
+# passes. `--write-expected` regenerates that list; other arguments go to the
+# script (`--only REGEX`, `-v`).
+# needs: onnx
+set -u
+build=${TS_BUILD_DIR:-build}
+src=${TS_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+build=$(cd "$build" && pwd)
+VENV=$build/onnx-venv
+fail() { echo "FAIL $*"; echo "test_onnx_conformance: FAIL"; exit 1; }
+
+[ -f "$build/libtensorscope.so" ] || fail "$build/libtensorscope.so is missing: build the library first (cmake --build $build)"
+. "$(dirname "$0")/support/py_venv.sh"
+py_venv_ensure "$VENV" onnx==1.23.2 protobuf==7.36.2 ml_dtypes==0.6.0 numpy==2.4.6 typing_extensions==4.16.0
+flock -u 9
+
+# A sanitizer build's library needs its runtime loaded first: preloaded
+# into Python, whose own allocations are not leak-checked.
+cache=$build/CMakeCache.txt
+cc=$(sed -n 's/^CMAKE_C_COMPILER:[A-Z]*=//p' "$cache" 2>/dev/null)
+runtime=""
+grep -q '^TS_SANITIZE:BOOL=ON' "$cache" 2>/dev/null && runtime=libasan.so
+grep -q '^TS_TSAN:BOOL=ON' "$cache" 2>/dev/null && runtime=libtsan.so
+if [ -n "$runtime" ]; then
+    preload=$("${cc:-cc}" -print-file-name=$runtime)
+    [ -f "$preload" ] || fail "cannot find $runtime of ${cc:-cc} to preload for this sanitizer build"
+    export LD_PRELOAD=$preload${LD_PRELOAD:+:$LD_PRELOAD}
+    export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
+fi
+
+cd "$build" || fail "cannot cd to $build"
+TENSORSCOPE_LIBRARY=$build/libtensorscope.so PYTHONPATH=$src/python TS_SOURCE_DIR=$src \
+    exec "$VENV/bin/python" "$src/tests/onnx_conformance.py" "$@"
