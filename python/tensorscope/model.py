@@ -14,6 +14,7 @@ completed samples (other rows NaN), see Model.cancel.
 import ctypes as C
 import sys
 import threading
+import time
 
 from . import _capi
 from ._capi import check, cstr, lib
@@ -119,19 +120,30 @@ class Model:
         outs = [self.get_anchored_tensor(r) for r in self._returns]
         return outs[0] if len(outs) == 1 else tuple(outs)
 
+    # Runs shorter than this are called on the calling thread: a worker
+    # thread costs tens to hundreds of microseconds a call (0.4 ms on a busy
+    # 2-core machine, as long as a tiny model's whole run), and Ctrl-C then
+    # waits for at most about this long.
+    _DIRECT_S = 0.02
+
     def _cancellable(self, fn, *args):
         """fn(*args), a library call on this model that stops early when
-        asked (ts_model_cancel). On the main thread it runs on a worker
+        asked (ts_model_cancel): (status, message of a failure). On the main
+        thread, unless the last such call was short, it runs on a worker
         thread while the main thread waits, so that Ctrl-C (any exception
         raised by a signal handler) asks it to stop: once it has stopped,
         that exception is raised, with the library's message when the run
         was cut short. Elsewhere it is called directly (signals reach the
         main thread only)."""
         def call():  # the status, and the message of a failure (kept per thread)
+            t0 = time.monotonic()
             st = fn(*args)
+            self._last_call_s = time.monotonic() - t0
             return st, _capi.last_error() if st else ""
 
-        if threading.current_thread() is not threading.main_thread():
+        last = getattr(self, "_last_call_s", None)
+        if threading.current_thread() is not threading.main_thread() or (
+                last is not None and last < self._DIRECT_S):
             return call()
         result = []
         done = threading.Event()
