@@ -77,6 +77,29 @@ for name, vals in {
 }.items():
     put("fuzz_env", name, b"\0".join(v.encode() for v in vals))
 
+
+
+def descriptor(dtype, shape):  # fuzz_py_api's ts_array: dtype, ndim, 8 int16 dims
+    dims = list(shape) + [0] * (8 - len(shape))
+    return bytes([dtype, len(shape) & 0xff]) + b"".join(struct.pack("<h", d) for d in dims)
+
+
+# fuzz_py_api: a byte of numbers (anchor mode, watch what, periods), then
+# output mode, numeric check, schedule, size, anchor short name and pattern,
+# watch pattern, outfeed name, filter and key, pipeline split, tensor
+# lookup, scope, then two array descriptors
+for name, (nums, strs, arrays) in {
+    "basic": (0x43, ["all", "output", "cosine", "1.5G", "o", "out", "fc*", "q", "fc*", "fc.weight", "fc",
+                     "fc.weight", "blk"], descriptor(0, [4, 3]) + descriptor(0, [4, 3])),
+    "every_n": (0x82, ["every_n", "op", "step", "512MB", "h", "fc/MatMul:0", "*", "q2", "[a-z]*", "fc.bias", "fc",
+                       "x", "s"], descriptor(1, [2, 3]) + descriptor(2, [2, 3])),
+    "glob_anchor": (0x19, ["SUM", "off", "constant", "4096", "", "*", "fc.bias", "", "", "", "", "", ""],
+                    descriptor(3, [-1, 3]) + descriptor(0, [0])),
+    "bad": (0xff, ["bogus", "1", "x", "12Q", "a/b", "[", "?", "", "\\", "", "  ", "nope", ""], descriptor(6, [0x7fff])),
+    "empty": (0, [], b""),
+}.items():
+    put("fuzz_py_api", name, bytes([nums]) + b"\0".join(v.encode() for v in strs) + b"\0" + arrays)
+
 # fuzz_onnx: models PyTorch exported (tests/reference/make_onnx_fixtures.py
 # writes them), one per kind of graph the importer folds or builds
 FIXTURES = os.path.join(os.path.dirname(ROOT), "..", "tests", "reference", "onnx")

@@ -86,7 +86,8 @@ typedef enum ts_status {
     TS_ERR_NUMERICS,         /* a numeric check found NaN or Inf */
     TS_ERR_UNSUPPORTED,      /* a feature not built in */
     TS_ERR_INTERNAL,         /* a bug in tensorscope: please report it */
-    TS_ERR_DIST              /* another rank died, hung or disagrees (replicas) */
+    TS_ERR_DIST,             /* another rank died, hung or disagrees (replicas) */
+    TS_ERR_CANCELLED         /* ts_model_cancel stopped the run (what it kept: see there) */
 } ts_status;
 
 /* Short upper-case name of a status ("TS_ERR_SHAPE"). */
@@ -608,6 +609,31 @@ TS_API ts_status ts_model_anchor(ts_model *m, const char *short_name, const char
  * is passed as [D*A*B, ...]. A different B recompiles (counted). */
 TS_API ts_status ts_model_run(ts_model *m, const char *const *input_names,
                               const ts_array *inputs, int n_inputs);
+
+/* Asks the run in progress on `m` to stop (Ctrl-C). Safe from any thread
+ * and from a signal handler (it only sets a flag; a NULL model is
+ * TS_ERR_INVALID_ARGUMENT with no message, as a handler cannot format
+ * one). The run checks the flag before each micro-batch (in an MPI job of
+ * replicas or pipeline stages: before each step, every rank together, so
+ * a cancel on any rank stops every rank at the same step) and returns
+ * TS_ERR_CANCELLED saying how far it got. Each run clears the flag when it
+ * starts: a cancel asked while no run is in progress has no effect.
+ * A cancelled run counts in ts_model_runs and keeps what it computed:
+ *   - parameters and optimizer state as the last completed optimizer step
+ *     left them (ts_model_steps counts it; the micro-batches of an
+ *     unfinished step leave no trace in the weights); buffers (batch-norm
+ *     running statistics) include every completed micro-batch;
+ *   - outfeed records of the completed micro-batches (and steps) were
+ *     enqueued, as after any run (under MPI gathered to rank 0);
+ *   - anchors keep their shape: rows of samples the run completed hold
+ *     their values and every other row is NaN (0 for integer tensors).
+ *     ALL and EVERY_N rows of completed samples are this run's; SUM is the
+ *     sum over the completed samples (NaN when none); FINAL is NaN unless
+ *     the run completed its last sample. A sample of a per-step tensor
+ *     (Accum___, UpdatedVar___, parameters) is a completed step;
+ *   - watch results and metrics of the run are not computed (those of the
+ *     previous run stay). The next run starts afresh. */
+TS_API ts_status ts_model_cancel(ts_model *m);
 
 /* The anchored array of the last run (see ts_output_mode for its shape).
  * Valid until the next run. The loss of a training model and each output of

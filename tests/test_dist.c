@@ -20,7 +20,11 @@
  *   also when a stage has no outfeed);
  * - batch norm's running statistics of the CNN are averaged over the
  *   replicas (checked against the shards' statistics) and a buffer changed
- *   on one rank is a desync naming it.
+ *   on one rank is a desync naming it;
+ * - ts_model_cancel on the last rank alone, during a step, stops every rank
+ *   after that step (replicas and a pipeline): each returns
+ *   TS_ERR_CANCELLED with the same steps done, and the next run is whole,
+ *   the weights the same on every rank (the checksum before it agrees).
  * `test_dist hang` is the failure case: the last rank stops answering and
  * the others must fail within the timeout with a message, and `test_dist die`
  * kills it (the script checks the time and the message). `test_dist --available` exits 0 iff this build
@@ -526,6 +530,49 @@ out:
     data_free(&d);
 }
 
+/* ts_model_cancel on the last rank only, from its log callback during the
+ * forward of micro-batch `tick` (a print op of the loss: the last stage). */
+static ts_model *cancel_model;
+static int cancel_ticks, cancel_tick;
+
+static void cancel_on_tick(void *user, int level, const char *msg) {
+    (void)user, (void)level;
+    if (strstr(msg, "tick") && !strstr(msg, "tick_gradient") && ++cancel_ticks == cancel_tick && ts_dist_rank() == ts_dist_size() - 1)
+        ts_model_cancel(cancel_model);
+}
+
+static void cancelled(int R, bool pipeline) {
+    const char *label = pipeline ? "cancel: pipeline" : "cancel: replicas";
+    int D = 4, A = pipeline ? 2 : 1, K = pipeline ? 1 : R, tick = 2 * A; /* during step 2: every rank stops after it */
+    samples d = data_new((int64_t)D * A * K * B);
+    trained t;
+    memset(&t, 0, sizeof t);
+    ts_status st = test_mlp_build(&t.net, B, 7);
+    if (!st) ts_print(t.net.g, t.net.loss, "tick");
+    t.o = ts_options_new();
+    ts_options_set_threads(t.o, 1);
+    ts_options_set_device_iterations(t.o, D);
+    ts_options_set_gradient_accumulation(t.o, A);
+    const char *splits[] = {"fc2", "fc3"};
+    if (pipeline) ts_options_set_pipeline(t.o, R, splits, R - 1);
+    else ts_options_set_replication(t.o, R, 1); /* the weight checksum before every run */
+    if (!st) st = ts_model_training(&t.m, t.net.g, t.net.loss, t.o, ts_sgd(0.05f, 0.9f, 0.0f));
+    CHECK_OK(st, "%s: model of %d ranks", label, R);
+    if (st) goto out;
+    make_data(&d, 5);
+    cancel_model = t.m, cancel_ticks = 0, cancel_tick = tick;
+    ts_set_log_callback(cancel_on_tick, NULL);
+    st = run(t.m, &d);
+    ts_set_log_callback(NULL, NULL);
+    CHECK(st == TS_ERR_CANCELLED && ts_model_steps(t.m) == 2, "%s: cancelled on rank %d alone, rank %d stops after step 2: %s (%lld steps): %s",
+          label, R - 1, ts_dist_rank(), ts_status_name(st), (long long)ts_model_steps(t.m), ts_last_error());
+    CHECK_OK(run(t.m, &d), "%s: the next run on rank %d is whole, the ranks in step", label, ts_dist_rank());
+    CHECK(ts_model_steps(t.m) == 2 + D, "%s: %lld steps", label, (long long)ts_model_steps(t.m));
+out:
+    teardown(&t);
+    data_free(&d);
+}
+
 /* The last rank stops answering (or dies); the others' next collective must
  * fail within the timeout, or mpirun ends the job. */
 static int hang(int R, bool die) {
@@ -578,6 +625,8 @@ int main(int argc, char **argv) {
         }
         outfeed_tagged(R);
         bn_buffers(R);
+        cancelled(R, false);
+        if (R <= 3) cancelled(R, true);
         desync(R);
     }
     int rc = check_summary("test_dist");

@@ -189,11 +189,17 @@ static void sink_finish(sink_state *s) {
     s->by_rep = NULL;
 }
 
-/* SIGINT / SIGTERM while training: the current run finishes, every sink is
- * flushed and closed and what was asked is written, then exit 130 / 143.
+/* SIGINT / SIGTERM while training: the current run stops before its next
+ * micro-batch (ts_model_cancel; in an MPI job every rank at the same step),
+ * every sink is flushed and closed and what was asked is written (the
+ * weights of the completed steps), then exit 130 / 143.
  * SA_RESETHAND: a second signal acts at once (the default: exit). */
 static volatile sig_atomic_t g_interrupted;
-static void on_interrupt(int sig) { g_interrupted = sig; }
+static ts_model *volatile g_running; /* the model a signal cancels, NULL outside training */
+static void on_interrupt(int sig) {
+    g_interrupted = sig;
+    if (g_running) ts_model_cancel(g_running);
+}
 static void catch_interrupts(bool on) {
     static const int sigs[2] = {SIGINT, SIGTERM};
     static bool caught[2];
@@ -879,6 +885,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     double last_loss = NAN, last_acc = 0, last_hl = 0;
     bool last_held = false;
     catch_interrupts(true);
+    g_running = tm;
     for (long ep = first_epoch; ep <= a.epochs && !stop; ep++) {
         cli_progress bar;
         char label[64];
@@ -894,6 +901,12 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             if (!st && cm.onehot && !(onehot = to_onehot(&in[1], cm.onehot, onehot))) st = TS_ERR_OUT_OF_MEMORY;
             if (st || (st = ts_model_run(tm, in_names, in, 2))) {
                 cli_progress_end(&bar);
+                if (st == TS_ERR_CANCELLED) { /* a signal here, or on another rank of the job */
+                    if (!g_interrupted) g_interrupted = SIGINT;
+                    stop = true;
+                    st = TS_OK;
+                    break;
+                }
                 if (st == TS_ERR_NUMERICS) {
                     if (ts_get_log_level() >= TS_LOG_ERROR) /* the library logged the report */
                         fprintf(stderr, "tensorscope: training stopped by the numeric check (report above)\n");
@@ -995,9 +1008,10 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             fprintf(stderr, "%s\n", ts_model_memory_line(tm, line, sizeof line));
         }
     }
+    g_running = NULL;
     if (g_interrupted)
-        fprintf(stderr, "tensorscope: interrupted by %s after %ld runs: writing what was asked, then exiting (again to exit at once)\n",
-                g_interrupted == SIGINT ? "SIGINT" : "SIGTERM", total_runs);
+        fprintf(stderr, "tensorscope: interrupted by %s after %ld runs (%lld steps): writing what was asked, then exiting (again to exit at once)\n",
+                g_interrupted == SIGINT ? "SIGINT" : "SIGTERM", total_runs, (long long)ts_model_steps(tm));
     if (a.checkpoint_dir && lead) {
         if (ts_checkpoint_save(ckpt, tm, loader)) {
             cli_runtime_error("writing the checkpoint");
@@ -1141,6 +1155,7 @@ done:
         if (r) fputs(r, stdout);
         ts_string_free(r);
     }
+    g_running = NULL;
     ts_loader_free(loader);
     ts_model_free(tm);
     ts_model_free(inf);

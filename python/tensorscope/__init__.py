@@ -23,7 +23,7 @@ read in place when C-contiguous; Tensor.view() is the zero-copy exception.
 from . import _capi
 from ._capi import lib as _lib
 from .data import DataLoader, Dataset
-from .errors import (DistError, FileError, FormatError, InternalError, InvalidArgumentError,
+from .errors import (CancelledError, DistError, FileError, FormatError, InternalError, InvalidArgumentError,
                      NotFoundError, NumericsError, OutOfMemoryError, ShapeError, StateError,
                      TensorscopeError, UnsupportedError)
 from .graph import OPS, Graph, Tensor, print_tensor
@@ -33,7 +33,7 @@ from .observe import (compare, merge_summaries, plot_gradient_histogram, save_np
 from .options import SGD, Adam, AdamW, Options, OutfeedQueue, OutputMode, Record, Watch
 
 __version__ = _lib.ts_version().decode()
-__all__ = ["Adam", "AdamW", "DataLoader", "Dataset", "DistError", "FileError", "FormatError", "Graph",
+__all__ = ["Adam", "AdamW", "CancelledError", "DataLoader", "Dataset", "DistError", "FileError", "FormatError", "Graph",
            "InternalError", "InvalidArgumentError", "Model", "NotFoundError", "NumericsError",
            "OPS", "Options", "OutOfMemoryError", "OutfeedQueue", "OutputMode", "Record", "SGD",
            "ShapeError", "StateError", "Tensor", "TensorscopeError", "UnsupportedError",

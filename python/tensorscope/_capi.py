@@ -6,6 +6,8 @@ rest of the package only calls `lib.<function>` and `check(status)`.
 """
 import ctypes as C
 import os
+import sys
+import threading
 
 import numpy as np
 
@@ -14,6 +16,7 @@ from .errors import (InvalidArgumentError, OutOfMemoryError, StateError, Unsuppo
 
 TS_ERR_NOT_FOUND = 6  # ts_status values the binding acts on
 TS_ERR_NUMERICS = 8
+TS_ERR_CANCELLED = 12
 TS_MAX_DIMS = 8
 TS_LOG2_BINS = 256
 TS_TB_BINS = 1551
@@ -209,6 +212,7 @@ _PROTOTYPES = {
     "ts_model_tensor_names": (_st, [P, C.POINTER(STRS), C.POINTER(C.c_size_t)]),
     "ts_model_anchor": (_st, [P, S, S, C.c_int, C.c_int]),
     "ts_model_run": (_st, [P, STRS, C.POINTER(Array), C.c_int]),
+    "ts_model_cancel": (_st, [P]),
     "ts_model_anchored": (_st, [P, S, C.POINTER(Array)]),
     "ts_model_anchor_list": (_st, [P, C.POINTER(STRS), C.POINTER(C.c_size_t)]),
     "ts_model_runs": (C.c_int64, [P]),
@@ -330,6 +334,94 @@ def as_dict(struct, skip=()):
 
 def strings(ptr, n):
     return [ptr[i].decode() for i in range(n)]
+
+
+# ------------------------------------------------------------ lifetimes
+
+
+class Owned:
+    """A library object's pointer, freed (by `free`) once it is released
+    (its Python owner closed or collected) and nothing still points into
+    it: numpy views of its memory and library objects made from it pin it
+    (a model pins its graph and the queues it streams to). Any order of
+    release and unpinning, the garbage collector's included, frees
+    dependents before what they point into, once each.
+
+    `deps` are Owned objects this one points into: pinned until it is freed.
+    `keep`: Python objects the library calls while it lives (callbacks)."""
+
+    __slots__ = ("ptr", "keep", "_free", "_deps", "_pins", "_released", "_lock")
+
+    def __init__(self, ptr, free, deps=()):
+        self.ptr = ptr
+        self.keep = None
+        self._free = free
+        self._deps = []
+        self._pins = 0
+        self._released = False
+        self._lock = threading.Lock()
+        for d in deps:
+            self.depend(d)
+
+    def depend(self, other):
+        """This object now points into `other`: it stays until this is freed."""
+        other.pin()
+        with self._lock:
+            self._deps.append(other)
+
+    def pin(self):
+        with self._lock:
+            if self.ptr is None:
+                raise StateError("the library object was already freed")
+            self._pins += 1
+
+    def unpin(self):
+        with self._lock:
+            self._pins -= 1
+        self._maybe_free()
+
+    def release(self):
+        """The owner is done with it: freed now, or when the last pin goes."""
+        with self._lock:
+            self._released = True
+        self._maybe_free()
+
+    def _maybe_free(self):
+        with self._lock:
+            if not self._released or self._pins > 0 or self.ptr is None:
+                return
+            ptr, self.ptr = self.ptr, None
+            deps, self._deps = self._deps, []
+        self._free(ptr)
+        for d in deps:
+            d.unpin()
+
+    def __del__(self):
+        if not sys.is_finalizing():
+            self.release()
+
+
+def release(owner):
+    """An owner's __del__: its library object goes once nothing pins it."""
+    owned = getattr(owner, "_owned", None)  # absent when __init__ failed
+    if owned is not None and not sys.is_finalizing():
+        owned.release()
+
+
+class Pin:
+    """Holds an Owned object's memory while it lives (a numpy view's base)."""
+
+    def __init__(self, owned, array_interface=None):
+        owned.pin()
+        self._owned = owned
+        if array_interface is not None:
+            self.__array_interface__ = array_interface
+
+    def __del__(self):
+        owned = getattr(self, "_owned", None)
+        if owned is not None and not sys.is_finalizing():
+            self._owned = None
+            owned.unpin()
 
 
 # ----------------------------------------------------------------- arrays

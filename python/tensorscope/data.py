@@ -1,6 +1,5 @@
 """Datasets and loaders of the library (MNIST, arrays), batches as numpy."""
 import ctypes as C
-import sys
 
 from . import _capi
 from ._capi import check, cstr, lib
@@ -10,7 +9,11 @@ class Dataset:
     """Images f32 [N,1,28,28] and labels i32 [N] held by the library."""
 
     def __init__(self, handle):
-        self._h = handle
+        self._owned = _capi.Owned(handle, lib.ts_dataset_free)  # loaders of it pin it
+
+    @property
+    def _h(self):
+        return self._owned.ptr
 
     @classmethod
     def mnist(cls, directory):
@@ -40,9 +43,8 @@ class Dataset:
         return _capi.to_numpy(x, "images"), _capi.to_numpy(y, "labels")
 
     def __del__(self):
-        if getattr(self, "_h", None) and not sys.is_finalizing():
-            lib.ts_dataset_free(self._h)
-            self._h = None
+        _capi.release(self)
+
 
 
 class DataLoader:
@@ -58,7 +60,11 @@ class DataLoader:
                                  int(seed), int(bool(drop_last)))
         h = C.c_void_p()
         check(lib.ts_loader_new(C.byref(h), dataset._h, cfg))
-        self._h = h.value
+        self._owned = _capi.Owned(h.value, lib.ts_loader_free, [dataset._owned])
+
+    @property
+    def _h(self):
+        return self._owned.ptr
 
     def __len__(self):
         """Batches per epoch."""
@@ -74,6 +80,4 @@ class DataLoader:
             yield _capi.to_numpy(x, "images"), _capi.to_numpy(y, "labels")
 
     def __del__(self):
-        if getattr(self, "_h", None) and not sys.is_finalizing():
-            lib.ts_loader_free(self._h)
-            self._h = None
+        _capi.release(self)

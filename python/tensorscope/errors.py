@@ -66,10 +66,15 @@ class DistError(TensorscopeError, RuntimeError):
     """Another rank of the MPI job died, hung or disagrees (replicas, stages)."""
 
 
+class CancelledError(TensorscopeError, RuntimeError):
+    """Model.cancel() stopped the run: what it computed is kept (the
+    message says how far it got)."""
+
+
 # in ts_status order, from TS_ERR_INVALID_ARGUMENT = 1
 _BY_STATUS = [InvalidArgumentError, OutOfMemoryError, FileError, FormatError, ShapeError,
               NotFoundError, StateError, NumericsError, UnsupportedError, InternalError,
-              DistError]
+              DistError, CancelledError]
 
 
 def error_for(status, message):

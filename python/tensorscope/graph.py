@@ -295,10 +295,13 @@ class Tensor:
 
     def view(self):
         """A zero-copy, read-only view of a parameter's values: it follows
-        training as the optimizer updates them in place, and keeps the graph
-        alive while it exists."""
+        training as the optimizer updates them in place. Like any numpy
+        view it keeps the memory it shows: after Graph.close() it still
+        reads the last values (the graph's memory goes with its last view)."""
         a = self._param_array()
-        return np.asarray(_View(self.graph, a))
+        return np.asarray(_capi.Pin(self.graph._owned, {
+            "shape": _capi.shape_of(a), "typestr": _capi.DTYPES[a.dtype].str,
+            "data": (a.data, True), "version": 3}))
 
     def set_value(self, values):
         """Copies `values` into this parameter (the library checks shape and dtype)."""
@@ -338,16 +341,6 @@ class Tensor:
         return self.graph.matmul(self, other)
 
 
-class _View:
-    """Exposes a parameter's memory to numpy without copying."""
-
-    def __init__(self, graph, arr):
-        self._graph = graph  # the memory lives as long as the graph
-        self.__array_interface__ = {
-            "shape": _capi.shape_of(arr), "typestr": _capi.DTYPES[arr.dtype].str,
-            "data": (arr.data, True), "version": 3}
-
-
 class Graph:
     """A model graph: `ts.Graph(seed)` then the builder's ops as methods
     (`g.input`, `g.linear`, `g.relu`, ...), or `ts.Graph.from_onnx(...)`.
@@ -356,15 +349,20 @@ class Graph:
     _files = {}  # source file names handed to ts_graph_at (kept for the process)
 
     def __init__(self, seed=0, _handle=None):
-        self._ptr = _handle or _capi.checked_handle(lib.ts_graph_new(int(seed)), "ts_graph_new")
-        self._queues = []  # outfeed queues the graph streams to must outlive it
+        ptr = _handle or _capi.checked_handle(lib.ts_graph_new(int(seed)), "ts_graph_new")
+        # freed on close() once no view of a parameter and no model is left;
+        # outfeed queues the graph streams to outlive it
+        self._owned = _capi.Owned(ptr, lib.ts_graph_free)
+        self._closed = False
+        self._queues = []  # the Python side of those queues, for as long as the graph
         self._models = weakref.WeakSet()  # closed before the graph
 
     @property
     def _h(self):
-        if self._ptr is None:
-            raise StateError("the graph was closed")
-        return self._ptr
+        if self._closed:
+            raise StateError("the graph was closed: make a new one (or keep it open while you use "
+                             "its tensors and models)")
+        return self._owned.ptr
 
     @classmethod
     def from_onnx(cls, path, input_shapes=None):
@@ -384,16 +382,17 @@ class Graph:
         return cls(_handle=h.value)
 
     def close(self):
-        """Frees the graph now, and closes the models of it first; using
-        any of them, or a tensor of the graph, afterwards is a StateError."""
+        """Closes the models of the graph, then the graph: using any of
+        them, or a tensor of the graph, afterwards is a StateError. Its
+        memory is freed now, or when the last Tensor.view() of it goes."""
         for m in list(self._models):
             m.close()
-        if self._ptr is not None:
-            lib.ts_graph_free(self._ptr)
-            self._ptr = None
+        if not self._closed:
+            self._closed = True
+            self._owned.release()
 
     def __del__(self):
-        if getattr(self, "_ptr", None) is not None and not sys.is_finalizing():
+        if not getattr(self, "_closed", True) and not sys.is_finalizing():
             self.close()
 
     def _locate(self):
@@ -483,7 +482,10 @@ class Graph:
 
     def outfeed(self, queue, key, tensor):
         """Streams `tensor` (per micro-batch) into `queue` under `key`."""
+        if not isinstance(tensor, Tensor):
+            raise TypeError(f"outfeed: expected a tensorscope Tensor, got {type(tensor).__name__}")
         check(lib.ts_outfeed_add(self._h, queue._h, cstr(key), tensor._h))
+        self._owned.depend(queue._owned)
         self._queues.append(queue)
 
     def dump(self, model=None, fmt="text", locations=False, backward=False):

@@ -199,7 +199,8 @@ class OutfeedQueue:
             cfg.n_filters = len(self._filters)
         h = C.c_void_p()
         check(lib.ts_outfeed_new(C.byref(h), C.byref(cfg)))
-        self._h = h.value
+        # freed when this object goes and no graph or model streams to it
+        self._owned = _capi.Owned(h.value, lib.ts_outfeed_free)
         self._records = collections.deque()
         self._received = 0
         self._cond = threading.Condition()
@@ -211,8 +212,8 @@ class OutfeedQueue:
                 if q is not None:
                     q._on_record(rec)
 
-            self._sink = _capi.SINK_FN(sink)
-            check(lib.ts_outfeed_set_sink(self._h, self._sink, None))
+            self._owned.keep = _capi.SINK_FN(sink)  # called until the queue is freed
+            check(lib.ts_outfeed_set_sink(self._h, self._owned.keep, None))
 
     def _on_record(self, rec):  # on the library's consumer thread
         r = rec.contents
@@ -272,9 +273,11 @@ class OutfeedQueue:
         """{"enqueued", "dequeued", "dropped", "wait_ns"} so far."""
         return _capi.as_dict(lib.ts_outfeed_get_counts(self._h))
 
+    @property
+    def _h(self):
+        return self._owned.ptr
+
     def __del__(self):
         # Freed (its consumer thread stopped) once nothing uses it: the graphs
-        # and options it was given to keep it alive, and models keep those.
-        if getattr(self, "_h", None) and not sys.is_finalizing():
-            lib.ts_outfeed_free(self._h)
-            self._h = None
+        # and models it streams from pin it.
+        _capi.release(self)

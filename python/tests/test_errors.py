@@ -17,11 +17,11 @@ def model():
 def test_one_class_per_status_of_the_header():
     classes = [ts.InvalidArgumentError, ts.OutOfMemoryError, ts.FileError, ts.FormatError,
                ts.ShapeError, ts.NotFoundError, ts.StateError, ts.NumericsError,
-               ts.UnsupportedError, ts.InternalError, ts.DistError]
+               ts.UnsupportedError, ts.InternalError, ts.DistError, ts.CancelledError]
     assert [c("m").status for c in classes] == [
         "TS_ERR_INVALID_ARGUMENT", "TS_ERR_OUT_OF_MEMORY", "TS_ERR_IO", "TS_ERR_FORMAT",
         "TS_ERR_SHAPE", "TS_ERR_NOT_FOUND", "TS_ERR_STATE", "TS_ERR_NUMERICS",
-        "TS_ERR_UNSUPPORTED", "TS_ERR_INTERNAL", "TS_ERR_DIST"]
+        "TS_ERR_UNSUPPORTED", "TS_ERR_INTERNAL", "TS_ERR_DIST", "TS_ERR_CANCELLED"]
     assert str(ts.FileError("no such file")) == "no such file"
 
 

@@ -8,6 +8,8 @@
 #include "exec/pool.h"
 #include "graph/graph.h"
 
+#include <stdatomic.h>
+
 typedef enum ts_entry_kind {
     TS_KIND_VALUE = 0, /* op output, input or parameter */
     TS_KIND_GRAD,      /* Gradient___ (per micro-batch) */
@@ -194,6 +196,12 @@ struct ts_model {
     /* replicas: the job's collectives (NULL without replicas) */
     const ts_collective *coll;
     int64_t next_check;  /* step of the next weight checksum */
+    /* cancelling (ts_model_cancel): the flag, set from any thread or a
+     * signal handler; every rank's flag (MPI jobs); the micro-batches a
+     * cancelled run completed */
+    atomic_int cancel;
+    int *cancel_votes;
+    int64_t cancel_at;
 };
 
 /* options.c */
@@ -290,6 +298,12 @@ void ts_pipeline_keep(ts_model *m, int a, bool restore);
 /* After a run: every stage's parameters, anchors and watch results on every
  * rank; the bubble metric. */
 ts_status ts_pipeline_after_run(ts_model *m, uint64_t run_ns);
+
+/* model/run.c: before micro-batch mb (the a-th of its step) of a run:
+ * TS_ERR_CANCELLED (no message yet) when ts_model_cancel asked to stop.
+ * In an MPI job every rank decides together before each step (a = 0), so
+ * every rank must call it at the same points. */
+ts_status ts_run_cancel_point(ts_model *m, int64_t mb, int a);
 
 /* model/outfeeds.c: every rank's outfeed records on rank 0 (DESIGN.md §15) */
 /* Sizes the buffer of one run's records (compile, after the two above). */

@@ -22,6 +22,7 @@ const char *ts_status_name(ts_status s) {
     case TS_ERR_UNSUPPORTED: return "TS_ERR_UNSUPPORTED";
     case TS_ERR_INTERNAL: return "TS_ERR_INTERNAL";
     case TS_ERR_DIST: return "TS_ERR_DIST";
+    case TS_ERR_CANCELLED: return "TS_ERR_CANCELLED";
     }
     return "TS_ERR_UNKNOWN";
 }

@@ -348,8 +348,10 @@ static ts_status run_body(ts_model *m, const ts_array *const *bound) {
     for (int64_t d = 0; d < D; d++) {
         for (int a = 0; a < A; a++) {
             int64_t mb = d * A + a;
+            ts_status st = ts_run_cancel_point(m, mb, a);
+            if (st) return st;
             bind_micro_batch(m, bound, mb);
-            ts_status st = a == 0 ? observe_params(m, d) : TS_OK;
+            st = a == 0 ? observe_params(m, d) : TS_OK;
             if (!st) st = forward(m, mb);
             if (!st && m->training && ts_log_enabled(TS_LOG_TRACE)) trace_micro_batch(m, a, A);
             if (!st && m->training) st = backward(m, mb);
@@ -374,7 +376,9 @@ static ts_status run_body(ts_model *m, const ts_array *const *bound) {
 static ts_status run_pipelined(ts_model *m, const ts_array *const *bound) {
     int D = m->opts.device_iterations, A = m->training ? m->opts.grad_accum : 1, n = m->training ? 2 * A : A, me = m->coll->rank;
     for (int64_t d = 0; d < D; d++) {
-        ts_status st = observe_params(m, d);
+        ts_status st = ts_run_cancel_point(m, d * A, 0);
+        if (st) return st;
+        st = observe_params(m, d);
         bool bwd, was_bwd = true;
         int a, prev = -1;
         for (int k = 0; k < n && !st; k++, prev = a, was_bwd = bwd) {
@@ -407,7 +411,7 @@ ts_status ts_exec_run(ts_model *m) {
     m->failed_entry = m->failed_op = -1;
     st = m->prog->stage ? run_pipelined(m, m->prog->bound) : run_body(m, m->prog->bound);
     ts_crash_set_current_op(NULL, NULL, NULL);
-    if (st) return st;
-    record_run_metrics(m);
-    return TS_OK;
+    if (st && st != TS_ERR_CANCELLED) return st;
+    record_run_metrics(m); /* a cancelled run's too */
+    return st;
 }

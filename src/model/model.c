@@ -103,6 +103,7 @@ void ts_model_free(ts_model *m) {
     ts_options_clear(&m->opts);
     ts_free(m->outputs);
     ts_free(m->input_override);
+    ts_free(m->cancel_votes);
     ts_free(m);
 }
 

@@ -7,6 +7,7 @@
 #include "diag/metrics.h"
 #include "exec/exec.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -95,17 +96,71 @@ static void log_run_shapes(const ts_model *m, const char *const *names, const ts
     ts_log_message(TS_LOG_DEBUG, line);
 }
 
+ts_status ts_model_cancel(ts_model *m) {
+    if (!m) return TS_ERR_INVALID_ARGUMENT; /* no message: a signal handler may call this */
+    atomic_store_explicit(&m->cancel, 1, memory_order_relaxed);
+    return TS_OK;
+}
+
+ts_status ts_run_cancel_point(ts_model *m, int64_t mb, int a) {
+    int mine = atomic_load_explicit(&m->cancel, memory_order_relaxed);
+    bool stop = mine != 0;
+    if (m->coll) { /* every rank stops at the same step or none does */
+        if (a != 0) return TS_OK;
+        if (!m->cancel_votes) {
+            m->cancel_votes = ts_calloc((size_t)m->coll->size, sizeof *m->cancel_votes); /* once per model */
+            if (!m->cancel_votes) return ts_error(TS_ERR_OUT_OF_MEMORY, "run: no memory for the ranks' cancel flags");
+        }
+        ts_status st = m->coll->allgather(&mine, m->cancel_votes, sizeof mine, "the ranks' cancel flags");
+        if (st) return st;
+        for (int r = 0; r < m->coll->size; r++) stop = stop || m->cancel_votes[r];
+    }
+    if (!stop) return TS_OK;
+    m->cancel_at = mb;
+    return TS_ERR_CANCELLED;
+}
+
+/* A cancelled run's anchors: NaN (0 for integers) in every row of a sample
+ * the run did not complete (see ts_model_cancel). */
+static void blank_unreached_anchors(ts_model *m, int64_t mbs_done) {
+    ts_prog *p = m->prog;
+    int A = m->training ? m->opts.grad_accum : 1;
+    for (int k = 0; k < p->n_anchors; k++) {
+        const ts_anchor *an = &p->anchors[k];
+        const ts_entry *e = &p->entries[an->entry];
+        int64_t S = e->per_step ? p->samples_step : p->samples_mb, done = e->per_step ? mbs_done / A : mbs_done;
+        int64_t first; /* the first row to blank */
+        switch (an->mode) {
+        case TS_OUTPUT_ALL: first = done; break;
+        case TS_OUTPUT_EVERY_N: first = done / an->period; break;
+        case TS_OUTPUT_SUM: first = done > 0 ? 1 : 0; break;
+        default: first = done == S ? 1 : 0; break;
+        }
+        float blank = e->dtype == TS_F32 ? NAN : 0.0f; /* 0.0f has the bits of integer 0 */
+        for (int64_t i = first * e->numel; i < an->rows * e->numel; i++) an->local[i] = blank;
+    }
+}
+
 ts_status ts_model_run(ts_model *m, const char *const *names, const ts_array *inputs, int n) {
     if (!m) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_run: model is NULL");
     if (n < 0) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_run: negative input count");
+    atomic_store_explicit(&m->cancel, 0, memory_order_relaxed); /* a cancel stops the run in progress only */
     ts_status st = TS_OK;
     if (!m->compiled || m->stale) st = ts_model_compile(m);
     if (st) return st;
     uint64_t t0 = ts_now_ns();
+    int64_t steps0 = m->steps;
     st = bind_inputs(m, names, inputs, n);
     if (!st) st = ts_replicas_before_run(m);
     if (!st && ts_log_enabled(TS_LOG_DEBUG)) log_run_shapes(m, names, inputs, n);
     if (!st) st = ts_exec_run(m);
+    /* a cancelled run stopped on every rank at the same point: what it
+     * computed is gathered and kept as after any run */
+    bool cancelled = st == TS_ERR_CANCELLED;
+    if (cancelled) {
+        blank_unreached_anchors(m, m->cancel_at);
+        st = TS_OK;
+    }
     if (!st) st = ts_replicas_after_run(m);
     if (!st) st = ts_pipeline_after_run(m, ts_now_ns() - t0);
     if (!st) st = ts_outfeeds_after_run(m);
@@ -118,5 +173,15 @@ ts_status ts_model_run(ts_model *m, const char *const *names, const ts_array *in
     uint64_t run_ns = ts_now_ns() - t0;
     ts_metric_record("ExecuteTime", (double)run_ns);
     ts_counter_add("Runs", 1);
-    return ts_diag_after_run(m, run_ns);
+    st = ts_diag_after_run(m, run_ns);
+    if (st || !cancelled) return st;
+    ts_counter_add("RunsCancelled", 1);
+    int D = m->opts.device_iterations, A = m->training ? m->opts.grad_accum : 1;
+    if (!m->training)
+        return ts_error(TS_ERR_CANCELLED, "run %lld cancelled after %lld of %d batches; anchors hold the completed ones (other rows NaN)",
+                        (long long)m->runs, (long long)m->cancel_at, D);
+    return ts_error(TS_ERR_CANCELLED,
+                    "run %lld cancelled after %lld of %d micro-batches (%lld of %d optimizer steps completed); the weights are those of the "
+                    "last completed step, anchors hold the completed samples (other rows NaN)",
+                    (long long)m->runs, (long long)m->cancel_at, D * A, (long long)(m->steps - steps0), D);
 }

@@ -1,0 +1,80 @@
+"""Ctrl-C on one rank of an MPI job, from Python, under `mpirun -np 2
+python mpi_cancel.py` (tests/test_python.sh runs it when mpirun and an MPI
+build are there; pytest does not collect it): during a long run, rank 1
+gets SIGINT; its call raises KeyboardInterrupt, rank 0's raises
+CancelledError, both after the same step (2 replicas, then a 2-stage
+pipeline), and the next run is whole on both, the replicas' weights
+checked equal before it."""
+import os
+import signal
+import sys
+import threading
+import time
+
+import numpy as np
+
+import tensorscope as ts
+
+D, B = 2000, 16
+
+
+def model(configure):
+    g = ts.Graph(seed=3)
+    x = g.input("x", "f32", [B, 16])
+    labels = g.input("labels", "i32", [B])
+    h = g.relu(g.linear(g.relu(g.linear(x, 256, "fc1")), 256, "fc2"))
+    loss = g.cross_entropy(g.linear(h, 10, "fc3"), labels)
+    loss.name = "loss"
+    return ts.training_model(g, configure(ts.Options().device_iterations(D).threads(1)),
+                             optimizer=ts.SGD(lr=0.01))
+
+
+def interrupted(m, x, y, rank, label):
+    if rank == 1:
+        threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+    t0 = time.monotonic()
+    try:
+        m(x, y)
+        raise AssertionError(f"{label}: rank {rank}: the run was not stopped")
+    except KeyboardInterrupt as e:
+        assert rank == 1, f"{label}: KeyboardInterrupt on rank {rank}"
+        message = str(e)
+    except ts.CancelledError as e:
+        assert rank == 0, f"{label}: CancelledError on rank {rank}"
+        message = str(e)
+    took = time.monotonic() - t0
+    assert "cancelled after" in message, message
+    assert 0 < m.steps < D and took < 3.0, (m.steps, took)
+    print(f"ok   {label}: rank {rank} stopped after {m.steps} of {D} steps, {took:.2f} s: {message}")
+
+
+def main():
+    ts.set_log_level(1)
+    rank, size = ts.dist_init()
+    assert size == 2, f"run under mpirun -np 2, not {size}"
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((D * B * 2, 16)).astype(np.float32)
+    y = rng.integers(0, 10, D * B * 2).astype(np.int32)
+
+    m = model(lambda o: o.replication(2, check_every=1))  # the weight checksum before every run
+    interrupted(m, x, y, rank, "replicas")
+    # the model is usable: its next run starts with the weight checksum (a
+    # desync would be a DistError) and trains on until Model.cancel on rank 0
+    steps = m.steps
+    if rank == 0:
+        threading.Timer(0.3, m.cancel).start()
+    try:
+        m(x, y)
+    except ts.CancelledError:
+        pass
+    assert m.steps > steps, (steps, m.steps)
+    print(f"ok   replicas: rank {rank}: the next run went on from the same weights ({steps} -> {m.steps} steps)")
+
+    p = model(lambda o: o.pipeline(2, ["fc2"]))
+    interrupted(p, x[:D * B], y[:D * B], rank, "pipeline")
+    ts.dist_finalize()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

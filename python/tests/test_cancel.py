@@ -1,0 +1,95 @@
+"""Stopping a run: Ctrl-C (SIGINT) during a model call stops the run
+between micro-batches and raises KeyboardInterrupt promptly, and
+Model.cancel() from another thread raises CancelledError; either way the
+model stays usable and what the run computed is there (the weights of the
+completed steps, the anchors' completed rows, other rows NaN)."""
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import tensorscope as ts
+
+D, B = 3000, 32  # a run of 3000 micro-batches: tens of seconds if not stopped
+
+
+def long_model():
+    g = ts.Graph(seed=3)
+    x = g.input("x", "f32", [B, 16])
+    labels = g.input("labels", "i32", [B])
+    h = g.relu(g.linear(g.relu(g.linear(x, 512, "fc1")), 512, "fc2"))
+    loss = g.cross_entropy(g.linear(h, 10, "fc3"), labels)
+    loss.name = "loss"
+    opts = ts.Options().device_iterations(D).threads(1).anchor_tensor("losses", "loss", "all")
+    m = ts.training_model(g, opts, optimizer=ts.SGD(lr=0.01))
+    rng = np.random.default_rng(0)
+    xs = rng.standard_normal((D * B, 16)).astype(np.float32)
+    ys = rng.integers(0, 10, D * B).astype(np.int32)
+    return g, m, xs, ys
+
+
+def completed_rows(m):
+    losses = m.get_anchored_tensor("losses")
+    done = int(np.isfinite(losses).sum())
+    assert losses.shape == (D,)
+    assert np.isfinite(losses[:done]).all() and np.isnan(losses[done:]).all()
+    return done
+
+
+def test_ctrl_c_stops_the_run_promptly_and_keeps_its_results():
+    g, m, xs, ys = long_model()
+    w0 = g.tensor("fc1.weight").numpy()
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    t0 = time.monotonic()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt, match="cancelled after"):
+        m(xs, ys)
+    took = time.monotonic() - t0
+    timer.join()
+    assert took < 1.5, f"the call returned {took - 0.5:.2f} s after Ctrl-C"
+    steps = m.steps
+    assert 0 < steps < D, "stopped between micro-batches, after some work"
+    assert m.runs == 1
+    assert completed_rows(m) == steps, "the losses of the completed steps, the rest NaN"
+    assert not np.array_equal(g.tensor("fc1.weight").numpy(), w0), "the completed steps trained"
+    # the model is usable: cancelled again from another thread, then an inference model
+    timer = threading.Timer(0.3, m.cancel)
+    timer.start()
+    with pytest.raises(ts.CancelledError, match="cancelled after"):
+        m(xs, ys)
+    timer.join()
+    assert steps < m.steps < steps + D and m.runs == 2
+    infer = ts.inference_model(g, ts.Options().device_iterations(1), outputs=["loss"])
+    assert np.isfinite(infer(xs[:B], ys[:B]))
+
+
+def test_a_call_off_the_main_thread_is_cancelled_by_model_cancel():
+    g, m, xs, ys = long_model()
+    out = []
+
+    def call():
+        try:
+            m(xs, ys)
+        except ts.CancelledError as e:
+            out.append(e)
+
+    worker = threading.Thread(target=call)
+    worker.start()
+    time.sleep(0.3)
+    m.cancel()
+    worker.join(5)
+    assert not worker.is_alive() and out and out[0].status == "TS_ERR_CANCELLED"
+    assert completed_rows(m) == m.steps > 0
+
+
+def test_a_cancel_between_calls_has_no_effect():
+    g = ts.Graph(seed=1)
+    x = g.input("x", "f32", [2, 3])
+    y = g.relu(x)
+    m = ts.inference_model(g, ts.Options().device_iterations(2), outputs=[y])
+    m.cancel()
+    out = m(np.ones((4, 3), np.float32))
+    assert out.shape == (2, 2, 3) and (out == 1).all()
