@@ -74,8 +74,12 @@ static TensorscopeOnnx__ValueInfoProto *value_info(const char *name, int ndim, c
     for (int i = 0; i < ndim; i++) {
         TensorscopeOnnx__TensorShapeProto__Dimension *d = mem(sizeof *d);
         *d = (TensorscopeOnnx__TensorShapeProto__Dimension)TENSORSCOPE_ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT;
-        d->has_dim_value = 1;
-        d->dim_value = dims[i];
+        if (dims[i] >= 0) {
+            d->has_dim_value = 1;
+            d->dim_value = dims[i];
+        } else { /* a dynamic dimension with a name of -dims[i] characters */
+            d->dim_param = memset(mem((size_t)-dims[i] + 1), 'b', (size_t)-dims[i]);
+        }
         push((void ***)&shape->dim, &shape->n_dim, d);
     }
     TensorscopeOnnx__TypeProto__Tensor *tt = mem(sizeof *tt);
@@ -448,6 +452,18 @@ static void check_values(void) {
     expect("a Conv with pads of 2^31-1", import_as("conv_pads", NULL), TS_ERR_SHAPE, "more than 2^34 elements");
 }
 
+/* a graph input whose dynamic dimensions have long names: the message
+ * that asks for the sizes is cut, never written past its buffer */
+static void check_dim_names(void) {
+    printf("-- names of dynamic dimensions\n");
+    model_begin();
+    input("x", 3, (int64_t[]){-300, -300, -300});
+    output("y");
+    node("Relu", "relu", "x", "y");
+    expect("three dynamic dimensions named with 300 characters each", import_as("dim_names", NULL), TS_ERR_INVALID_ARGUMENT,
+           "has the dynamic shape bbbb");
+}
+
 /* ------------------------------------------------------------ attributes */
 
 static void conv_model(const char *attr_name, int64_t v, bool list) {
@@ -508,6 +524,7 @@ int main(void) {
     check_external();
     check_budget();
     check_values();
+    check_dim_names();
     check_attributes();
     check_pool();
     char cmd[128];

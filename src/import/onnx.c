@@ -1424,8 +1424,10 @@ static ts_status import_inputs(importer *im, const TensorscopeOnnx__GraphProto *
             const TensorscopeOnnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
             if (dim->has_dim_value && dim->dim_value > 0) s.d[d] = dim->dim_value;
             else s.d[d] = -1;
-            used += (size_t)snprintf(dims + used, sizeof dims - used, "%s%s", d ? "x" : "",
-                                     s.d[d] > 0 ? "" : dim->dim_param && *dim->dim_param ? dim->dim_param : "?");
+            /* a long dim_param is cut, never written past the buffer */
+            if (used < sizeof dims)
+                used += (size_t)snprintf(dims + used, sizeof dims - used, "%s%s", d ? "x" : "",
+                                         s.d[d] > 0 ? "" : dim->dim_param && *dim->dim_param ? dim->dim_param : "?");
             if (s.d[d] > 0 && used < sizeof dims) used += (size_t)snprintf(dims + used, sizeof dims - used, "%lld", (long long)s.d[d]);
         }
         if (user) {
