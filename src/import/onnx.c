@@ -1096,7 +1096,10 @@ static ts_status op_split(importer *im, node_io *io) {
         if ((st = decoded(im, io->in[1]))) return st;
         if (!is_const(io->in[1]) || ts_shape_numel(&io->in[1]->c.shape) != io->n_out)
             return node_error(im, TS_ERR_UNSUPPORTED, "its split sizes must be a constant list of one size per output");
-        if ((st = const_ints(im, io->in[1], sizes, &n, "split sizes", 0, dim, false))) return st;
+        n = io->n_out;
+        for (int i = 0; i < n; i++)
+            if (!ts_onnx_int_value(io->in[1]->c.v[i], 0, dim, &sizes[i]))
+                return node_error(im, TS_ERR_FORMAT, "split size %d is %g; the axis has %lld", i, io->in[1]->c.v[i], (long long)dim);
     } else {
         if ((st = attr_int_list(im, "split", 0, dim, sizes, MAX_NODE_IO, &n))) return st;
         if (n >= 0 && n != io->n_out) return node_error(im, TS_ERR_FORMAT, "%d split sizes for %d outputs", n, io->n_out);
