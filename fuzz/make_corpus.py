@@ -106,3 +106,61 @@ FIXTURES = os.path.join(os.path.dirname(ROOT), "..", "tests", "reference", "onnx
 for name in ("mlp_op13", "mlp_dynamic_op13", "lenet_op13", "resnet18_train_op15", "gpt2_op17"):
     with open(os.path.join(FIXTURES, name + ".onnx"), "rb") as f:
         put("fuzz_onnx", name + ".onnx", f.read())
+
+
+# fuzz_onnx_external: a model x [2,4] @ w [4,2] -> y whose weight is
+# external data, written by hand in protobuf's wire format (the `onnx`
+# package is not needed): 4 bytes of model length, the model, the data file.
+def pb_varint(v):
+    v &= (1 << 64) - 1
+    out = b""
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out += bytes([b | 0x80])
+        else:
+            return out + bytes([b])
+
+
+def pb_int(field, v):
+    return pb_varint(field << 3) + pb_varint(v)
+
+
+def pb_bytes(field, data):
+    if isinstance(data, str):
+        data = data.encode()
+    return pb_varint(field << 3 | 2) + pb_varint(len(data)) + data
+
+
+def onnx_value_info(name, dims):
+    shape = b"".join(pb_bytes(1, pb_int(1, d)) for d in dims)  # TensorShapeProto.dim
+    tensor = pb_int(1, 1) + pb_bytes(2, shape)  # elem_type float, shape
+    return pb_bytes(1, name) + pb_bytes(2, pb_bytes(1, tensor))
+
+
+def onnx_external_model(location, offset=None):
+    entries = [("location", location)] + ([("offset", offset)] if offset is not None else [])
+    w = pb_int(1, 4) + pb_int(1, 2) + pb_int(2, 1) + pb_bytes(8, "w")
+    w += b"".join(pb_bytes(13, pb_bytes(1, k) + pb_bytes(2, v)) for k, v in entries) + pb_int(14, 1)
+    node = pb_bytes(1, "x") + pb_bytes(1, "w") + pb_bytes(2, "y") + pb_bytes(3, "mm") + pb_bytes(4, "MatMul")
+    graph = pb_bytes(1, node) + pb_bytes(2, "g") + pb_bytes(5, w)
+    graph += pb_bytes(11, onnx_value_info("x", [2, 4])) + pb_bytes(12, onnx_value_info("y", [2, 2]))
+    return pb_int(1, 8) + pb_bytes(8, pb_int(2, 17)) + pb_bytes(7, graph)
+
+
+weights = np.arange(8, dtype="<f4").tobytes()
+for name, loc, offset, data in [
+    ("beside", "weights.bin", None, weights),
+    ("offset", "weights.bin", "8", b"\0" * 8 + weights),
+    ("short", "weights.bin", None, weights[:12]),
+    ("subfolder", "sub/w.bin", None, b""),
+    ("link_passwd", "passwd.bin", None, b""),
+    ("link_zero", "zero.bin", None, b""),
+    ("link_folder", "up/weights.bin", None, weights),
+    ("fifo", "fifo.bin", None, b""),
+    ("folder", "sub", None, b""),
+    ("dotdot", "sub/../weights.bin", None, weights),
+]:
+    model = onnx_external_model(loc, offset)
+    put("fuzz_onnx_external", name, struct.pack("<I", len(model)) + model + data)

@@ -444,7 +444,11 @@ typedef struct ts_onnx_input {
  * names are aliases that ts_graph_find also finds. Each node records
  * `model.onnx:<node index> (<node name>)` as its source location. An op type
  * the importer lacks is TS_ERR_UNSUPPORTED naming the op type, the node,
- * the opset and the op types it supports. */
+ * the opset and the op types it supports. The file is read as untrusted
+ * input: external data only from regular files inside the model's folder,
+ * reached through no symbolic link (TS_ERR_FORMAT otherwise), within their
+ * size; the constants folded at import count against
+ * TS_LIMIT_IMPORT_BYTES; counts and int64 values out of range are errors. */
 TS_API ts_status ts_graph_from_onnx(ts_graph **out, const char *path,
                                     const ts_onnx_input *inputs, int n_inputs);
 /* The graph outputs an import recorded, in file order. */

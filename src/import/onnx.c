@@ -57,6 +57,7 @@ typedef struct importer {
     size_t hcap;
     const Node *node;     /* the node being imported */
     int node_index;
+    ts_strmap uses;       /* value name -> node inputs still to read it */
 } importer;
 
 typedef struct node_io {
@@ -139,6 +140,14 @@ static ts_status node_error(const importer *im, ts_status code, const char *fmt,
                     im->node->op_type ? im->node->op_type : "?", (long long)im->opset, msg);
 }
 
+/* A kernel's error (onnx_consts.c, the graph builders) as the node's. */
+static ts_status fold_result(importer *im, ts_status st) {
+    if (st == TS_OK) return TS_OK;
+    char msg[600];
+    snprintf(msg, sizeof msg, "%s", ts_last_error());
+    return node_error(im, st, "%s", msg);
+}
+
 /* --------------------------------------------------------------- tensors */
 
 static ts_status check_dims(const importer *im, const char *what, size_t n, const int64_t *dims, ts_shape *s) {
@@ -150,44 +159,128 @@ static ts_status check_dims(const importer *im, const char *what, size_t n, cons
         if (dims[i] < 0 || dims[i] > ((int64_t)1 << 32))
             return ts_error(TS_ERR_FORMAT, "%s: %s has a bad dimension %lld (corrupt file?)", im->path, what, (long long)dims[i]);
         s->d[i] = dims[i];
-        numel *= dims[i] ? dims[i] : 1;
-        if (numel > ((int64_t)1 << 34))
+        if (__builtin_mul_overflow(numel, dims[i] ? dims[i] : 1, &numel) || numel > TS_MAX_NUMEL)
             return ts_error(TS_ERR_FORMAT, "%s: %s claims more than 2^34 elements (corrupt file?)", im->path, what);
     }
     return TS_OK;
 }
 
-/* The bytes of an external-data tensor: `location`, `offset`, `length`
- * relative to the model's directory. */
-static ts_status read_external(const importer *im, const TensorProto *tp, const char *what, size_t want, uint8_t **out) {
+/* A non-negative decimal number of external_data (offset, length). */
+static bool parse_u64(const char *s, uint64_t *out) {
+    uint64_t v = 0;
+    if (!*s) return false;
+    for (; *s; s++)
+        if (*s < '0' || *s > '9' || __builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (uint64_t)(*s - '0'), &v)) return false;
+    *out = v;
+    return true;
+}
+
+/* Opens the external data of tp (`location`, `offset`, `length`) for its
+ * `want` bytes: the location is a relative path inside the model's folder,
+ * opened one component at a time from that folder with O_NOFOLLOW, so no
+ * symbolic link is followed anywhere on the way (a link, even one that
+ * stays inside the folder, is refused); the file is opened O_NONBLOCK and
+ * must be a regular file (a FIFO, device or folder is refused at once,
+ * never read) holding offset + want bytes (overflow-checked, against its
+ * real size, before anything is allocated). *fd and *offset on success. */
+static ts_status external_open(const importer *im, const TensorProto *tp, const char *what, size_t want, int *fd, uint64_t *offset) {
     const char *loc = NULL;
-    long long offset = 0, length = -1;
+    uint64_t length = 0;
+    bool has_length = false;
+    *offset = 0;
     for (size_t i = 0; i < tp->n_external_data; i++) {
         const char *k = tp->external_data[i]->key, *v = tp->external_data[i]->value;
         if (!k || !v) continue;
+        bool ok = true;
         if (strcmp(k, "location") == 0) loc = v;
-        else if (strcmp(k, "offset") == 0) offset = atoll(v);
-        else if (strcmp(k, "length") == 0) length = atoll(v);
+        else if (strcmp(k, "offset") == 0) ok = parse_u64(v, offset);
+        else if (strcmp(k, "length") == 0) ok = has_length = parse_u64(v, &length);
+        if (!ok)
+            return ts_error(TS_ERR_FORMAT, "%s: %s: external data %s '%s' is not a non-negative number (corrupt file?)", im->path, what, k, v);
     }
-    if (!loc || !*loc || strstr(loc, "..") || loc[0] == '/')
-        return ts_error(TS_ERR_FORMAT, "%s: %s keeps its data outside the file but names no usable 'location' (a file beside the model)",
-                        im->path, what);
-    if (offset < 0 || (length >= 0 && (size_t)length != want))
-        return ts_error(TS_ERR_FORMAT, "%s: %s: external data offset %lld / length %lld do not fit its %zu bytes", im->path, what,
-                        offset, length, want);
-    char full[8192];
-    snprintf(full, sizeof full, "%s/%s", im->dir, loc);
-    FILE *f = fopen(full, "rb");
-    if (!f)
-        return ts_error(TS_ERR_IO, "%s: %s keeps its data in the external file '%s' (looked for %s): %s; copy that file next "
-                        "to the model, or re-export with the weights inside the model",
-                        im->path, what, loc, full, strerror(errno));
+    if (!loc || !*loc || loc[0] == '/')
+        return ts_error(TS_ERR_FORMAT, "%s: %s keeps its data outside the file but names no usable 'location' (a relative path to a "
+                        "file inside the model's folder)", im->path, what);
+    if (has_length && length != want)
+        return ts_error(TS_ERR_FORMAT, "%s: %s: external data length %llu does not fit its %zu bytes", im->path, what,
+                        (unsigned long long)length, want);
+    char part[4096];
+    int dir = open(im->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0)
+        return ts_error(TS_ERR_IO, "%s: %s keeps its data in the external file '%s', but the model's folder %s cannot be opened: %s", im->path,
+                        what, loc, im->dir, strerror(errno));
+    ts_status st = TS_OK;
+    for (const char *p = loc; !st;) {
+        const char *slash = strchr(p, '/');
+        size_t len = slash ? (size_t)(slash - p) : strlen(p);
+        bool last = !slash || !slash[1 + strspn(slash + 1, "/")];
+        if (len >= sizeof part) {
+            st = ts_error(TS_ERR_FORMAT, "%s: %s: external data location '%s' has a component longer than %zu bytes", im->path, what, loc,
+                          sizeof part - 1);
+            break;
+        }
+        memcpy(part, p, len);
+        part[len] = '\0';
+        p = slash ? slash + 1 + strspn(slash + 1, "/") : p + len;
+        if (len == 0 || strcmp(part, ".") == 0) {
+            if (last) st = ts_error(TS_ERR_FORMAT, "%s: %s: external data location '%s' names a folder, not a file", im->path, what, loc);
+            continue;
+        }
+        if (strcmp(part, "..") == 0) {
+            st = ts_error(TS_ERR_FORMAT, "%s: %s: external data location '%s' leaves the model's folder ('..'); external data must lie "
+                          "inside the folder of the model", im->path, what, loc);
+            break;
+        }
+        int next = openat(dir, part, last ? O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC
+                                         : O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int err = errno;
+        struct stat sb;
+        if (next < 0 && (err == ELOOP || (err == ENOTDIR && fstatat(dir, part, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(sb.st_mode))))
+            st = ts_error(TS_ERR_FORMAT, "%s: %s: external data location '%s' goes through the symbolic link '%s'; tensorscope follows no "
+                          "links in external data (a model's folder may come from an archive): copy the file itself into the folder",
+                          im->path, what, loc, part);
+        else if (next < 0)
+            st = ts_error(TS_ERR_IO, "%s: %s keeps its data in the external file '%s' (in %s): %s: %s; copy that file next to the model, "
+                          "or re-export with the weights inside the model", im->path, what, loc, im->dir, part, strerror(err));
+        close(dir);
+        dir = next;
+        if (last) break;
+    }
+    if (st) {
+        if (dir >= 0) close(dir);
+        return st;
+    }
+    struct stat sb;
+    uint64_t end = 0;
+    if (fstat(dir, &sb) != 0 || !S_ISREG(sb.st_mode))
+        st = ts_error(TS_ERR_FORMAT, "%s: %s: external data location '%s' is not a regular file (a FIFO, device or folder is never read)",
+                      im->path, what, loc);
+    else if (__builtin_add_overflow(*offset, (uint64_t)want, &end) || end > (uint64_t)sb.st_size)
+        st = ts_error(TS_ERR_FORMAT, "%s: external file '%s' is shorter than %s needs (%zu bytes at offset %llu; the file has %lld)",
+                      im->path, loc, what, want, (unsigned long long)*offset, (long long)sb.st_size);
+    if (st) {
+        close(dir);
+        return st;
+    }
+    *fd = dir;
+    return TS_OK;
+}
+
+/* The bytes of an external-data tensor (external_open's checks first). */
+static ts_status read_external(const importer *im, const TensorProto *tp, const char *what, size_t want, uint8_t **out) {
+    int fd;
+    uint64_t offset;
+    ts_status st = external_open(im, tp, what, want, &fd, &offset);
+    if (st) return st;
     uint8_t *b = ts_malloc(want ? want : 1);
-    ts_status st = b ? TS_OK : TS_ERR_OUT_OF_MEMORY;
-    if (!st && fseek(f, (long)offset, SEEK_SET) != 0) st = ts_error(TS_ERR_IO, "%s: cannot seek to %lld in %s", im->path, offset, full);
-    if (!st && fread(b, 1, want, f) != want)
-        st = ts_error(TS_ERR_FORMAT, "%s: external file %s is shorter than %s needs (%zu bytes at offset %lld)", im->path, full, what, want, offset);
-    fclose(f);
+    if (!b) st = TS_ERR_OUT_OF_MEMORY;
+    for (size_t got = 0; !st && got < want;) {
+        ssize_t k = pread(fd, b + got, want - got, (off_t)(offset + got));
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) st = ts_error(TS_ERR_IO, "%s: cannot read %s's external data: %s", im->path, what, k < 0 ? strerror(errno) : "the file shrank");
+        else got += (size_t)k;
+    }
+    close(fd);
     if (st) ts_free(b);
     else *out = b;
     return st;
@@ -211,7 +304,13 @@ static ts_status tensor_check(const importer *im, const TensorProto *tp, const c
     c->dtype = dt;
     int64_t n = ts_shape_numel(&c->shape);
     size_t want = (size_t)n * esize;
-    if (external(tp)) return TS_OK; /* checked when read */
+    if (external(tp)) { /* checked now, before anything is made of its shape, and again when read */
+        int fd;
+        uint64_t offset;
+        st = external_open(im, tp, what, want, &fd, &offset);
+        if (!st) close(fd);
+        return st;
+    }
     if (tp->has_raw_data) {
         if (tp->raw_data.len != want)
             return ts_error(TS_ERR_FORMAT, "%s: %s holds %zu bytes of data for %lld elements of %s (%zu expected): the file is corrupt or "
@@ -236,16 +335,16 @@ static ts_status tensor_check(const importer *im, const TensorProto *tp, const c
 static ts_status tensor_decode(const importer *im, const TensorProto *tp, const char *what, ts_const *c) {
     int dt = c->dtype;
     int64_t n = ts_shape_numel(&c->shape);
-    c->v = ts_malloc((size_t)(n ? n : 1) * sizeof *c->v);
-    if (!c->v) return TS_ERR_OUT_OF_MEMORY;
-    if (external(tp)) {
+    if (external(tp)) { /* the file's bytes first: its size is checked before the values are allocated */
         uint8_t *b = NULL;
         ts_status st = read_external(im, tp, what, (size_t)n * ts_onnx_dtype_size(dt), &b);
+        if (!st && !(c->v = ts_malloc((size_t)(n ? n : 1) * sizeof *c->v))) st = TS_ERR_OUT_OF_MEMORY;
         if (!st) ts_onnx_decode_raw(dt, b, (size_t)n, c->v);
         ts_free(b);
-        if (st) ts_const_free(c);
         return st;
     }
+    c->v = ts_malloc((size_t)(n ? n : 1) * sizeof *c->v);
+    if (!c->v) return TS_ERR_OUT_OF_MEMORY;
     if (tp->has_raw_data) {
         ts_onnx_decode_raw(dt, tp->raw_data.data, (size_t)n, c->v);
         return TS_OK;
@@ -289,6 +388,37 @@ static int64_t attr_i(const importer *im, const char *name, int64_t def) {
     const Attr *a = attr(im, name);
     return a && a->has_i ? a->i : def;
 }
+/* An INT attribute (def when absent) range-checked into [lo, hi], the
+ * values the op allows: every int64 attribute that ends up in an int or
+ * an index is read here, never truncated. */
+static ts_status attr_int(const importer *im, const char *name, int64_t def, int64_t lo, int64_t hi, int64_t *out) {
+    int64_t v = attr_i(im, name, def);
+    if (v < lo || v > hi)
+        return node_error(im, TS_ERR_FORMAT, "attribute '%s' is %lld; %s takes %lld to %lld", name, (long long)v, im->node->op_type,
+                          (long long)lo, (long long)hi);
+    *out = v;
+    return TS_OK;
+}
+static ts_status attr_int32(const importer *im, const char *name, int64_t def, int64_t lo, int64_t hi, int *out) {
+    int64_t v = 0;
+    ts_status st = attr_int(im, name, def, lo, hi, &v);
+    *out = (int)v;
+    return st;
+}
+static ts_status attr_flag(const importer *im, const char *name, bool *out) {
+    int v = 0;
+    ts_status st = attr_int32(im, name, 0, 0, 1, &v);
+    *out = v != 0;
+    return st;
+}
+/* An axis of a tensor of ndim dimensions, -ndim to ndim - 1 (to ndim when
+ * `end` is), made non-negative. */
+static ts_status attr_axis(const importer *im, const char *name, int64_t def, int ndim, bool end, int *out) {
+    int64_t v = 0;
+    ts_status st = attr_int(im, name, def, -(int64_t)ndim, end ? ndim : ndim - 1, &v);
+    *out = (int)(v < 0 ? v + ndim : v);
+    return st;
+}
 static double attr_f(const importer *im, const char *name, double def) {
     const Attr *a = attr(im, name);
     return a && a->has_f ? a->f : def;
@@ -298,6 +428,22 @@ static void attr_ints(const importer *im, const char *name, const int64_t **v, i
     const Attr *a = attr(im, name);
     *v = a ? a->ints : NULL;
     *n = a ? (int64_t)a->n_ints : -1;
+}
+/* An INTS attribute of at most `cap` values, each range-checked into
+ * [lo, hi] (as attr_int), into out; *n = -1 when absent. */
+static ts_status attr_int_list(const importer *im, const char *name, int64_t lo, int64_t hi, int64_t *out, int cap, int *n) {
+    const int64_t *v;
+    int64_t nv;
+    attr_ints(im, name, &v, &nv);
+    if (nv > cap) return node_error(im, TS_ERR_FORMAT, "attribute '%s' has %lld values; %s takes at most %d", name, (long long)nv, im->node->op_type, cap);
+    *n = (int)nv;
+    for (int i = 0; i < *n; i++) {
+        if (v[i] < lo || v[i] > hi)
+            return node_error(im, TS_ERR_FORMAT, "attribute '%s' value %d is %lld; %s takes %lld to %lld", name, i, (long long)v[i],
+                              im->node->op_type, (long long)lo, (long long)hi);
+        out[i] = v[i];
+    }
+    return TS_OK;
 }
 
 /* ---------------------------------------------------------- graph tensors */
@@ -336,14 +482,27 @@ static ts_tensor *as_tensor(importer *im, value *v, ts_status *st) {
      * v, so later folds still see the host constant */
     int64_t n = ts_shape_numel(&v->c.shape);
     bool integer = !ts_onnx_dtype_is_float(v->c.dtype);
+    if ((*st = ts_const_charge((uint64_t)(n ? n : 1) * 4))) {
+        *st = fold_result(im, *st);
+        return NULL;
+    }
     void *data = ts_malloc((size_t)(n ? n : 1) * 4);
     if (!data) {
         *st = TS_ERR_OUT_OF_MEMORY;
         return NULL;
     }
     for (int64_t i = 0; i < n; i++) {
-        if (integer) ((int32_t *)data)[i] = (int32_t)v->c.v[i];
-        else ((float *)data)[i] = (float)v->c.v[i];
+        int64_t k = 0;
+        if (!integer) {
+            ((float *)data)[i] = (float)v->c.v[i];
+        } else if (ts_onnx_int_value(v->c.v[i], INT32_MIN, INT32_MAX, &k)) {
+            ((int32_t *)data)[i] = (int32_t)k;
+        } else { /* never wrapped */
+            ts_free(data);
+            *st = node_error(im, TS_ERR_UNSUPPORTED, "constant '%s' holds %.17g at element %lld; tensorscope computes integer tensors in "
+                             "int32 (%d to %d)", v->name, v->c.v[i], (long long)i, INT32_MIN, INT32_MAX);
+            return NULL;
+        }
     }
     char name[512];
     size_t used = 0;
@@ -376,13 +535,6 @@ static int norm_axis(int64_t axis, int ndim) { return (int)(axis < 0 ? axis + nd
 static const ts_shape *shape_of(const value *v) { return v->t ? &v->t->shape : &v->c.shape; }
 
 /* ------------------------------------------------------------ op imports */
-
-static ts_status fold_result(importer *im, ts_status st) {
-    if (st == TS_OK) return TS_OK;
-    char msg[600];
-    snprintf(msg, sizeof msg, "%s", ts_last_error());
-    return node_error(im, st, "%s", msg);
-}
 
 /* Elementwise binary ops: folded on constants; Add/Sub/Mul on graph
  * tensors when one side's shape is a suffix of the other's (the rest of
@@ -523,28 +675,34 @@ static ts_status need_consts(importer *im, node_io *io) {
     return TS_OK;
 }
 
-/* An int64 list from a constant input (axes, shape, ...) into v[0..*n). */
-static ts_status const_ints(importer *im, value *x, int64_t *v, int *n, const char *what) {
+/* An int64 list from a constant input (axes, shape, ...) into v[0..*n),
+ * each value in [lo, hi]: outside it an error, or with `clamp` the nearest
+ * end (Slice's starts and ends, which ONNX clamps anyway). */
+static ts_status const_ints(importer *im, value *x, int64_t *v, int *n, const char *what, int64_t lo, int64_t hi, bool clamp) {
     ts_status st = decoded(im, x);
     if (st) return st;
     if (!is_const(x) || x->c.shape.ndim > 1 || ts_shape_numel(&x->c.shape) > TS_MAX_DIMS)
         return node_error(im, TS_ERR_UNSUPPORTED, "its %s ('%s') must be a constant list of at most %d values", what, x ? x->name : "?",
                           TS_MAX_DIMS);
     *n = (int)ts_shape_numel(&x->c.shape);
-    for (int i = 0; i < *n; i++) v[i] = (int64_t)x->c.v[i];
+    for (int i = 0; i < *n; i++) {
+        double d = x->c.v[i];
+        bool ok = ts_onnx_int_value(d, lo, hi, &v[i]);
+        if (!ok && clamp && !isnan(d)) {
+            v[i] = d < 0 ? lo : hi;
+            ok = true;
+        }
+        if (!ok)
+            return node_error(im, TS_ERR_FORMAT, "its %s ('%s') holds %g at %d; it takes integers from %lld to %lld", what, x->name,
+                              x->c.v[i], i, (long long)lo, (long long)hi);
+    }
     return TS_OK;
 }
 
 /* Axes from the input (opset >= 13) or the attribute. */
 static ts_status axes_of(importer *im, node_io *io, int input, int64_t *axes, int *n) {
-    if (io->n_in > input && io->in[input]) return const_ints(im, io->in[input], axes, n, "axes");
-    const int64_t *a;
-    int64_t na;
-    attr_ints(im, "axes", &a, &na);
-    if (na > TS_MAX_DIMS) return node_error(im, TS_ERR_FORMAT, "too many axes");
-    *n = na < 0 ? -1 : (int)na;
-    for (int i = 0; i < *n; i++) axes[i] = a[i];
-    return TS_OK;
+    if (io->n_in > input && io->in[input]) return const_ints(im, io->in[input], axes, n, "axes", -TS_MAX_DIMS, TS_MAX_DIMS, false);
+    return attr_int_list(im, "axes", -TS_MAX_DIMS, TS_MAX_DIMS, axes, TS_MAX_DIMS, n);
 }
 
 static ts_status reshape_to(importer *im, value *x, const ts_shape *s, value *out) {
@@ -567,18 +725,21 @@ static ts_status op_reshape(importer *im, node_io *io) {
     if (io->n_in != 2) return node_error(im, TS_ERR_FORMAT, "needs 2 inputs");
     int64_t want[TS_MAX_DIMS];
     int n = 0;
-    ts_status st = const_ints(im, io->in[1], want, &n, "target shape");
+    bool allowzero = false;
+    ts_status st = const_ints(im, io->in[1], want, &n, "target shape", -1, TS_MAX_NUMEL, false);
+    if (!st) st = attr_flag(im, "allowzero", &allowzero);
     if (st) return st;
     ts_shape s;
-    st = ts_const_reshape_target(shape_of(io->in[0]), want, n, attr_i(im, "allowzero", 0) != 0, &s);
+    st = ts_const_reshape_target(shape_of(io->in[0]), want, n, allowzero, &s);
     if (st) return fold_result(im, st);
     return reshape_to(im, io->in[0], &s, &io->out[0]);
 }
 
 static ts_status op_flatten(importer *im, node_io *io) {
     const ts_shape *in = shape_of(io->in[0]);
-    int axis = norm_axis(attr_i(im, "axis", 1), in->ndim);
-    if (axis < 0 || axis > in->ndim) return node_error(im, TS_ERR_SHAPE, "axis %d is out of range for %d dimensions", axis, in->ndim);
+    int axis;
+    ts_status st = attr_axis(im, "axis", 1, in->ndim, true, &axis);
+    if (st) return st;
     if (axis == 1 && in->ndim >= 2 && io->in[0]->t) return built(im, ts_flatten(im->g, io->in[0]->t, 1), &io->out[0]);
     ts_shape s = {.ndim = 2, .d = {1, 1}};
     for (int i = 0; i < in->ndim; i++) s.d[i < axis ? 0 : 1] *= in->d[i];
@@ -600,7 +761,8 @@ static ts_status op_softmax(importer *im, node_io *io) {
     ts_status st = TS_OK;
     ts_tensor *t = as_tensor(im, io->in[0], &st);
     if (!t) return st;
-    int axis = norm_axis(attr_i(im, "axis", -1), t->shape.ndim);
+    int axis;
+    if ((st = attr_axis(im, "axis", -1, t->shape.ndim, false, &axis))) return st;
     bool log = strcmp(im->node->op_type, "LogSoftmax") == 0;
     return built(im, log ? ts_log_softmax(im->g, t, axis) : ts_softmax(im->g, t, axis), &io->out[0]);
 }
@@ -661,12 +823,15 @@ static ts_status op_matmul(importer *im, node_io *io) {
 /* Y = alpha op(A) op(B) + beta C */
 static ts_status op_gemm(importer *im, node_io *io) {
     if (io->n_in < 2) return node_error(im, TS_ERR_FORMAT, "needs at least 2 inputs");
-    if (attr_i(im, "transA", 0)) return node_error(im, TS_ERR_UNSUPPORTED, "Gemm with transA=1 is not available yet");
+    bool trans_a, trans_b;
+    ts_status st = attr_flag(im, "transA", &trans_a);
+    if (!st) st = attr_flag(im, "transB", &trans_b);
+    if (st) return st;
+    if (trans_a) return node_error(im, TS_ERR_UNSUPPORTED, "Gemm with transA=1 is not available yet");
     double alpha = attr_f(im, "alpha", 1.0), beta = attr_f(im, "beta", 1.0);
-    ts_status st = TS_OK;
     ts_tensor *a = as_tensor(im, io->in[0], &st), *b = a ? as_tensor(im, io->in[1], &st) : NULL;
     if (!b) return st;
-    ts_tensor *y = matmul_2d(im, a, b, attr_i(im, "transB", 0) != 0, &st);
+    ts_tensor *y = matmul_2d(im, a, b, trans_b, &st);
     if (!y) return st;
     if (alpha != 1.0) y = ts_scale(im->g, y, (float)alpha);
     if (io->n_in > 2 && io->in[2] && beta != 0.0) {
@@ -689,7 +854,7 @@ static ts_status op_pad(importer *im, node_io *io) {
         if (!is_const(io->in[1]) || ts_shape_numel(&io->in[1]->c.shape) > 2 * TS_MAX_DIMS)
             return node_error(im, TS_ERR_UNSUPPORTED, "its pads must be a constant list");
         n = (int)ts_shape_numel(&io->in[1]->c.shape);
-        for (int i = 0; i < n; i++) pads[i] = (int64_t)io->in[1]->c.v[i];
+        for (int i = 0; i < n; i++) pads[i] = io->in[1]->c.v[i] != 0; /* only zero is read */
     } else {
         const int64_t *v;
         int64_t na;
@@ -706,25 +871,49 @@ static ts_status op_pad(importer *im, node_io *io) {
 
 /* Conv, NCHW 2-D as PyTorch exports it: pads [top, left, bottom, right],
  * strides, dilations, group; auto_pad SAME_UPPER at stride 1 as `same`. */
+/* The 2-D window attributes of Conv and the pools: kernel_shape, strides
+ * (ONNX's default 1), dilations, pads [top, left, bottom, right], each
+ * range-checked; a list of another length than 2 (4 pads) is refused. */
+typedef struct window {
+    int kernel[2], stride[2], dilation[2], pad[4];
+    bool has_kernel;
+} window;
+
+static ts_status window_attrs(const importer *im, window *w) {
+    static const struct {
+        const char *name;
+        int64_t lo;
+        int len;
+    } lists[] = {{"kernel_shape", 1, 2}, {"strides", 1, 2}, {"dilations", 1, 2}, {"pads", 0, 4}};
+    int *dst[] = {w->kernel, w->stride, w->dilation, w->pad};
+    *w = (window){.stride = {1, 1}, .dilation = {1, 1}};
+    for (size_t k = 0; k < TS_ARRAY_LEN(lists); k++) {
+        int64_t v[4];
+        int n;
+        ts_status st = attr_int_list(im, lists[k].name, lists[k].lo, INT32_MAX, v, 4, &n);
+        if (st) return st;
+        if (n >= 0 && n != lists[k].len)
+            return node_error(im, TS_ERR_UNSUPPORTED, "attribute '%s' has %d values; tensorscope imports 2-D %s (%d values)", lists[k].name,
+                              n, im->node->op_type, lists[k].len);
+        for (int i = 0; i < n; i++) dst[k][i] = (int)v[i];
+        if (k == 0) w->has_kernel = n == 2;
+    }
+    return TS_OK;
+}
+
 static ts_status op_conv(importer *im, node_io *io) {
-    const int64_t *v;
-    int64_t n;
+    window win;
     ts_conv2d_params p = {0};
-    attr_ints(im, "kernel_shape", &v, &n);
-    if (n >= 0 && n != 2) return node_error(im, TS_ERR_UNSUPPORTED, "a %lld-D convolution is not available; 2-D ones are", (long long)n);
-    attr_ints(im, "strides", &v, &n);
-    if (n == 2) p.stride_h = (int)v[0], p.stride_w = (int)v[1];
-    attr_ints(im, "dilations", &v, &n);
-    if (n == 2) p.dilation_h = (int)v[0], p.dilation_w = (int)v[1];
-    attr_ints(im, "pads", &v, &n);
-    if (n == 4) p.pad_top = (int)v[0], p.pad_left = (int)v[1], p.pad_bottom = (int)v[2], p.pad_right = (int)v[3];
-    p.groups = (int)attr_i(im, "group", 1);
+    ts_status st = window_attrs(im, &win);
+    if (!st) st = attr_int32(im, "group", 1, 1, INT32_MAX, &p.groups);
+    if (st) return st;
+    p.stride_h = win.stride[0], p.stride_w = win.stride[1], p.dilation_h = win.dilation[0], p.dilation_w = win.dilation[1];
+    p.pad_top = win.pad[0], p.pad_left = win.pad[1], p.pad_bottom = win.pad[2], p.pad_right = win.pad[3];
     const Attr *ap = attr(im, "auto_pad");
     if (ap && ap->has_s && !(ap->s.len == 6 && memcmp(ap->s.data, "NOTSET", 6) == 0)) {
         if (ap->s.len == 10 && memcmp(ap->s.data, "SAME_UPPER", 10) == 0) p.same = 1;
         else return node_error(im, TS_ERR_UNSUPPORTED, "auto_pad %.*s is not available; NOTSET and SAME_UPPER are", (int)ap->s.len, (const char *)ap->s.data);
     }
-    ts_status st = TS_OK;
     ts_tensor *x = as_tensor(im, io->in[0], &st), *w = x ? as_tensor(im, io->in[1], &st) : NULL, *b = NULL;
     if (!w) return st;
     if (w->shape.ndim != 4) return node_error(im, TS_ERR_UNSUPPORTED, "a convolution with a %d-D weight is not available; 2-D ones are", w->shape.ndim);
@@ -734,24 +923,26 @@ static ts_status op_conv(importer *im, node_io *io) {
 
 /* MaxPool and AveragePool (2-D, ceil_mode 0, no indices output). */
 static ts_status op_pool(importer *im, node_io *io) {
-    bool max = strcmp(im->node->op_type, "MaxPool") == 0;
-    const int64_t *v;
-    int64_t n;
+    bool max = strcmp(im->node->op_type, "MaxPool") == 0, ceil_mode = false, include_pad = false;
+    window win;
     ts_pool2d_params p = {0};
-    attr_ints(im, "kernel_shape", &v, &n);
-    if (n != 2) return node_error(im, TS_ERR_UNSUPPORTED, "a %lld-D pooling window is not available; 2-D ones are", (long long)n);
-    p.kernel_h = (int)v[0], p.kernel_w = (int)v[1];
-    attr_ints(im, "strides", &v, &n);
-    if (n == 2) p.stride_h = (int)v[0], p.stride_w = (int)v[1];
-    attr_ints(im, "pads", &v, &n);
-    if (n == 4) p.pad_top = (int)v[0], p.pad_left = (int)v[1], p.pad_bottom = (int)v[2], p.pad_right = (int)v[3];
-    attr_ints(im, "dilations", &v, &n);
-    if (n == 2 && (v[0] != 1 || v[1] != 1)) return node_error(im, TS_ERR_UNSUPPORTED, "dilated pooling is not available");
-    if (attr_i(im, "ceil_mode", 0)) return node_error(im, TS_ERR_UNSUPPORTED, "ceil_mode=1 is not available; export with ceil_mode=False");
+    ts_status st = window_attrs(im, &win);
+    if (!st) st = attr_flag(im, "ceil_mode", &ceil_mode);
+    if (!st) st = attr_flag(im, "count_include_pad", &include_pad);
+    if (st) return st;
+    if (!win.has_kernel) return node_error(im, TS_ERR_FORMAT, "its attribute 'kernel_shape' is missing");
+    if (win.dilation[0] != 1 || win.dilation[1] != 1) return node_error(im, TS_ERR_UNSUPPORTED, "dilated pooling is not available");
+    if (ceil_mode) return node_error(im, TS_ERR_UNSUPPORTED, "ceil_mode=1 is not available; export with ceil_mode=False");
+    const Attr *ap = attr(im, "auto_pad");
+    if (ap && ap->has_s && !(ap->s.len == 6 && memcmp(ap->s.data, "NOTSET", 6) == 0) && !(ap->s.len == 5 && memcmp(ap->s.data, "VALID", 5) == 0))
+        return node_error(im, TS_ERR_UNSUPPORTED, "auto_pad %.*s is not available for pooling; NOTSET and VALID are", (int)ap->s.len,
+                          (const char *)ap->s.data);
+    if (ap && ap->has_s && ap->s.len == 5) memset(win.pad, 0, sizeof win.pad); /* VALID */
     if (max && io->n_out > 1 && im->node->output[1] && *im->node->output[1])
         return node_error(im, TS_ERR_UNSUPPORTED, "MaxPool's indices output is not available");
-    p.exclude_pad = max ? 0 : attr_i(im, "count_include_pad", 0) == 0;
-    ts_status st = TS_OK;
+    p.kernel_h = win.kernel[0], p.kernel_w = win.kernel[1], p.stride_h = win.stride[0], p.stride_w = win.stride[1];
+    p.pad_top = win.pad[0], p.pad_left = win.pad[1], p.pad_bottom = win.pad[2], p.pad_right = win.pad[3];
+    p.exclude_pad = !max && !include_pad;
     ts_tensor *x = as_tensor(im, io->in[0], &st);
     if (!x) return st;
     return built(im, max ? ts_max_pool2d(im->g, x, &p) : ts_avg_pool2d(im->g, x, &p), &io->out[0]);
@@ -787,9 +978,10 @@ static ts_tensor *as_buffer(importer *im, value *v, ts_status *st) {
  * values when trained (frozen). */
 static ts_status op_batch_norm(importer *im, node_io *io) {
     if (io->n_in < 5) return node_error(im, TS_ERR_FORMAT, "needs 5 inputs");
-    bool training = attr_i(im, "training_mode", 0) != 0;
+    bool training;
+    ts_status st = attr_flag(im, "training_mode", &training);
+    if (st) return st;
     float eps = (float)attr_f(im, "epsilon", 1e-5), momentum = (float)(1.0 - attr_f(im, "momentum", 0.9));
-    ts_status st = TS_OK;
     ts_tensor *x = as_tensor(im, io->in[0], &st), *w = x ? as_tensor(im, io->in[1], &st) : NULL,
               *b = w ? as_tensor(im, io->in[2], &st) : NULL, *rm = b ? as_buffer(im, io->in[3], &st) : NULL,
               *rv = rm ? as_buffer(im, io->in[4], &st) : NULL;
@@ -830,8 +1022,8 @@ static ts_status op_fold(importer *im, node_io *io) {
     const ts_const *in[MAX_NODE_IO];
     for (int i = 0; i < io->n_in; i++) in[i] = io->in[i] ? &io->in[i]->c : NULL;
     ts_const_attrs at = {0};
-    at.axis = attr_i(im, "axis", 0);
-    at.to = (int)attr_i(im, "to", 0);
+    at.axis = attr_i(im, "axis", 0); /* range-checked by the kernels */
+    if ((st = attr_int32(im, "to", 0, 0, TS_ONNX_BFLOAT16, &at.to))) return st;
     attr_ints(im, "perm", &at.perm, &at.n_perm);
     const Attr *v = attr(im, "value");
     ts_const fillv = {0};
@@ -851,9 +1043,11 @@ static ts_status op_fold(importer *im, node_io *io) {
 static ts_status op_gather(importer *im, node_io *io) {
     value *data = io->in[0], *idx = io->in[1];
     if (is_const(data) && !data->param && is_const(idx)) return op_fold(im, io);
-    if (norm_axis(attr_i(im, "axis", 0), shape_of(data)->ndim) != 0 || shape_of(data)->ndim != 2)
+    int axis;
+    ts_status st = attr_axis(im, "axis", 0, shape_of(data)->ndim, false, &axis);
+    if (st) return st;
+    if (axis != 0 || shape_of(data)->ndim != 2)
         return node_error(im, TS_ERR_UNSUPPORTED, "a Gather on graph tensors is available as an embedding: rows (axis 0) of a 2-D table");
-    ts_status st = TS_OK;
     ts_tensor *w = as_tensor(im, data, &st), *i = w ? as_tensor(im, idx, &st) : NULL;
     return i ? built(im, ts_embedding(im->g, w, i), &io->out[0]) : st;
 }
@@ -869,7 +1063,9 @@ static ts_status op_reduce_mean(importer *im, node_io *io) {
     int ax[TS_MAX_DIMS];
     if (n < 0) n = x->shape.ndim;
     for (int i = 0; i < n; i++) ax[i] = io->n_in > 1 || attr(im, "axes") ? norm_axis(axes[i], x->shape.ndim) : i;
-    return built(im, ts_reduce_mean(im->g, x, n, ax, attr_i(im, "keepdims", 1) != 0), &io->out[0]);
+    int keepdims;
+    if ((st = attr_int32(im, "keepdims", 1, 0, 1, &keepdims))) return st;
+    return built(im, ts_reduce_mean(im->g, x, n, ax, keepdims != 0), &io->out[0]);
 }
 
 static ts_status op_transpose(importer *im, node_io *io) {
@@ -877,12 +1073,11 @@ static ts_status op_transpose(importer *im, node_io *io) {
     ts_status st = TS_OK;
     ts_tensor *x = as_tensor(im, io->in[0], &st);
     if (!x) return st;
-    const int64_t *p;
-    int64_t np;
-    attr_ints(im, "perm", &p, &np);
-    int perm[TS_MAX_DIMS];
+    int64_t p[TS_MAX_DIMS];
+    int np, perm[TS_MAX_DIMS];
+    if ((st = attr_int_list(im, "perm", 0, x->shape.ndim - 1, p, TS_MAX_DIMS, &np))) return st;
     if (np >= 0 && np != x->shape.ndim)
-        return node_error(im, TS_ERR_SHAPE, "perm has %lld entries for %d dimensions", (long long)np, x->shape.ndim);
+        return node_error(im, TS_ERR_SHAPE, "perm has %d entries for %d dimensions", np, x->shape.ndim);
     for (int i = 0; i < x->shape.ndim; i++) perm[i] = np < 0 ? x->shape.ndim - 1 - i : (int)p[i];
     return built(im, ts_permute(im->g, x, perm), &io->out[0]);
 }
@@ -893,23 +1088,23 @@ static ts_status op_split(importer *im, node_io *io) {
     ts_status st = TS_OK;
     ts_tensor *x = as_tensor(im, io->in[0], &st);
     if (!x) return st;
-    int axis = norm_axis(attr_i(im, "axis", 0), x->shape.ndim);
-    if (axis < 0 || axis >= x->shape.ndim) return node_error(im, TS_ERR_SHAPE, "axis out of range for %d dimensions", x->shape.ndim);
-    int64_t sizes[MAX_NODE_IO];
+    int axis;
+    if ((st = attr_axis(im, "axis", 0, x->shape.ndim, false, &axis))) return st;
+    int64_t sizes[MAX_NODE_IO], dim = x->shape.d[axis];
     int n = 0;
     if (io->n_in > 1 && io->in[1]) {
         if ((st = decoded(im, io->in[1]))) return st;
         if (!is_const(io->in[1]) || ts_shape_numel(&io->in[1]->c.shape) != io->n_out)
             return node_error(im, TS_ERR_UNSUPPORTED, "its split sizes must be a constant list of one size per output");
         n = io->n_out;
-        for (int i = 0; i < n; i++) sizes[i] = (int64_t)io->in[1]->c.v[i];
+        for (int i = 0; i < n; i++)
+            if (!ts_onnx_int_value(io->in[1]->c.v[i], 0, dim, &sizes[i]))
+                return node_error(im, TS_ERR_FORMAT, "split size %d is %g; the axis has %lld", i, io->in[1]->c.v[i], (long long)dim);
     } else {
-        const int64_t *v;
-        int64_t nv;
-        attr_ints(im, "split", &v, &nv);
+        if ((st = attr_int_list(im, "split", 0, dim, sizes, MAX_NODE_IO, &n))) return st;
+        if (n >= 0 && n != io->n_out) return node_error(im, TS_ERR_FORMAT, "%d split sizes for %d outputs", n, io->n_out);
+        for (int i = n < 0 ? 0 : n; i < io->n_out; i++) sizes[i] = dim / io->n_out;
         n = io->n_out;
-        if (nv >= 0 && nv != n) return node_error(im, TS_ERR_FORMAT, "%lld split sizes for %d outputs", (long long)nv, n);
-        for (int i = 0; i < n; i++) sizes[i] = nv >= 0 ? v[i] : x->shape.d[axis] / n;
     }
     int64_t start = 0;
     for (int i = 0; i < n && !st; i++) {
@@ -930,9 +1125,11 @@ static ts_status op_slice(importer *im, node_io *io) {
     if (!x) return st;
     int64_t starts[TS_MAX_DIMS], ends[TS_MAX_DIMS], axes[TS_MAX_DIMS], steps[TS_MAX_DIMS];
     int n = 0, ne = 0, na = 0, ns = 0;
-    if ((st = const_ints(im, io->in[1], starts, &n, "starts")) || (st = const_ints(im, io->in[2], ends, &ne, "ends"))) return st;
-    if (io->n_in > 3 && io->in[3] && (st = const_ints(im, io->in[3], axes, &na, "axes"))) return st;
-    if (io->n_in > 4 && io->in[4] && (st = const_ints(im, io->in[4], steps, &ns, "steps"))) return st;
+    if ((st = const_ints(im, io->in[1], starts, &n, "starts", INT64_MIN, INT64_MAX, true)) ||
+        (st = const_ints(im, io->in[2], ends, &ne, "ends", INT64_MIN, INT64_MAX, true)))
+        return st;
+    if (io->n_in > 3 && io->in[3] && (st = const_ints(im, io->in[3], axes, &na, "axes", -TS_MAX_DIMS, TS_MAX_DIMS, false))) return st;
+    if (io->n_in > 4 && io->in[4] && (st = const_ints(im, io->in[4], steps, &ns, "steps", INT64_MIN, INT64_MAX, true))) return st;
     if (ne != n || (na && na != n) || (ns && ns != n)) return node_error(im, TS_ERR_SHAPE, "starts, ends, axes and steps differ in length");
     for (int k = 0; k < n; k++) {
         if (ns && steps[k] != 1)
@@ -941,7 +1138,7 @@ static ts_status op_slice(importer *im, node_io *io) {
         int ax = norm_axis(na ? axes[k] : k, x->shape.ndim);
         if (ax < 0 || ax >= x->shape.ndim) return node_error(im, TS_ERR_SHAPE, "axis out of range for %d dimensions", x->shape.ndim);
         int64_t start, count;
-        ts_const_slice_range(x->shape.d[ax], (double)starts[k], (double)ends[k], 1, &start, &count);
+        if ((st = ts_const_slice_range(x->shape.d[ax], (double)starts[k], (double)ends[k], 1, &start, &count))) return fold_result(im, st);
         if (start != 0 || count != x->shape.d[ax]) x = ts_slice(im->g, x, ax, start, count);
         if (!x) return ts_graph_status(im->g);
     }
@@ -957,7 +1154,9 @@ static ts_status op_concat(importer *im, node_io *io) {
     ts_status st = TS_OK;
     for (int i = 0; i < io->n_in; i++)
         if (!io->in[i] || !(xs[i] = as_tensor(im, io->in[i], &st))) return st ? st : node_error(im, TS_ERR_FORMAT, "input %d is missing", i);
-    return built(im, ts_concat(im->g, xs, io->n_in, norm_axis(attr_i(im, "axis", 0), xs[0]->shape.ndim)), &io->out[0]);
+    int axis;
+    if ((st = attr_axis(im, "axis", 0, xs[0]->shape.ndim, false, &axis))) return st;
+    return built(im, ts_concat(im->g, xs, io->n_in, axis), &io->out[0]);
 }
 
 /* Where: folded on constants; a constant condition choosing a constant
@@ -982,8 +1181,8 @@ static ts_status op_layer_norm(importer *im, node_io *io) {
     ts_tensor *x = as_tensor(im, io->in[0], &st), *w = x ? as_tensor(im, io->in[1], &st) : NULL, *b = NULL;
     if (!w) return st;
     if (io->n_in > 2 && io->in[2] && !(b = as_tensor(im, io->in[2], &st))) return st;
-    int axis = norm_axis(attr_i(im, "axis", -1), x->shape.ndim);
-    if (axis < 0 || axis >= x->shape.ndim) return node_error(im, TS_ERR_SHAPE, "axis out of range for %d dimensions", x->shape.ndim);
+    int axis;
+    if ((st = attr_axis(im, "axis", -1, x->shape.ndim, false, &axis))) return st;
     return built(im, ts_layer_norm(im->g, x, w, b, x->shape.ndim - axis, (float)attr_f(im, "epsilon", 1e-5)), &io->out[0]);
 }
 
@@ -1164,6 +1363,25 @@ static ts_status import_node(importer *im, const Node *n, int index) {
         if (!st && n->output[i] && *n->output[i] && (o->t || o->c.v)) st = define(im, n->output[i], o);
         else ts_const_free(&o->c);
     }
+    for (int i = 0; i < io.n_out && !st; i++) {
+        const ts_tensor *t = io.out[i].t;
+        if (!t) continue;
+        bool usable = ts_shape_numel(&t->shape) <= TS_MAX_NUMEL;
+        for (int d = 0; d < t->shape.ndim; d++) usable = usable && t->shape.d[d] >= 0;
+        char buf[96];
+        if (!usable)
+            return node_error(im, TS_ERR_SHAPE, "its output %d would have the shape %s, more than 2^34 elements (check its attributes: "
+                              "pads, strides, kernel)", i, ts_shape_str(&t->shape, buf, sizeof buf));
+    }
+    /* a folded constant is freed after the last node that reads it */
+    for (size_t i = 0; i < n->n_input + n->n_output && !st; i++) {
+        bool in = i < n->n_input;
+        const char *name = in ? n->input[i] : n->output[i - n->n_input];
+        int left = name && *name ? ts_strmap_get(&im->uses, name) : -1;
+        if (in && left > 0) ts_strmap_put(&im->uses, name, --left);
+        value *v = left == 0 ? lookup(im, name) : NULL;
+        if (v && !v->t && !v->param) ts_const_free(&v->c);
+    }
     return st;
 }
 
@@ -1209,8 +1427,10 @@ static ts_status import_inputs(importer *im, const TensorscopeOnnx__GraphProto *
             const TensorscopeOnnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
             if (dim->has_dim_value && dim->dim_value > 0) s.d[d] = dim->dim_value;
             else s.d[d] = -1;
-            used += (size_t)snprintf(dims + used, sizeof dims - used, "%s%s", d ? "x" : "",
-                                     s.d[d] > 0 ? "" : dim->dim_param && *dim->dim_param ? dim->dim_param : "?");
+            /* a long dim_param is cut, never written past the buffer */
+            if (used < sizeof dims)
+                used += (size_t)snprintf(dims + used, sizeof dims - used, "%s%s", d ? "x" : "",
+                                         s.d[d] > 0 ? "" : dim->dim_param && *dim->dim_param ? dim->dim_param : "?");
             if (s.d[d] > 0 && used < sizeof dims) used += (size_t)snprintf(dims + used, sizeof dims - used, "%lld", (long long)s.d[d]);
         }
         if (user) {
@@ -1241,6 +1461,22 @@ static ts_status import_inputs(importer *im, const TensorscopeOnnx__GraphProto *
     return TS_OK;
 }
 
+/* How many node inputs read each value (0 for a node output no node
+ * reads), so import_node frees a folded constant after its last reader. */
+static ts_status count_uses(importer *im, const TensorscopeOnnx__GraphProto *gp) {
+    ts_status st = TS_OK;
+    for (size_t i = 0; !st && i < gp->n_node; i++) {
+        const Node *n = gp->node[i];
+        for (size_t k = 0; !st && k < n->n_input + n->n_output; k++) {
+            const char *name = k < n->n_input ? n->input[k] : n->output[k - n->n_input];
+            int c = name && *name ? ts_strmap_get(&im->uses, name) : 0;
+            if (k < n->n_input && name && *name) st = ts_strmap_put(&im->uses, name, (c < 0 ? 0 : c) + 1);
+            else if (c < 0) st = ts_strmap_put(&im->uses, name, 0);
+        }
+    }
+    return st;
+}
+
 static ts_status import_graph(importer *im, const TensorscopeOnnx__ModelProto *mp, const ts_onnx_input *inputs, int n_inputs) {
     const TensorscopeOnnx__GraphProto *gp = mp->graph;
     if (!gp) return ts_error(TS_ERR_FORMAT, "%s holds no graph (not an ONNX model, or truncated)", im->path);
@@ -1267,7 +1503,8 @@ static ts_status import_graph(importer *im, const TensorscopeOnnx__ModelProto *m
             return st;
         }
     }
-    ts_status st = import_inputs(im, gp, inputs, n_inputs);
+    ts_status st = count_uses(im, gp);
+    if (!st) st = import_inputs(im, gp, inputs, n_inputs);
     for (size_t i = 0; !st && i < gp->n_node; i++) st = import_node(im, gp->node[i], (int)i);
     if (st) return st;
     im->node = NULL;
@@ -1325,6 +1562,7 @@ ts_status ts_onnx_import_bytes(ts_graph **out, const uint8_t *bytes, size_t n, c
     if (slash) *slash = '\0';
     else snprintf(im.dir, sizeof im.dir, ".");
     im.g = ts_graph_new(0);
+    ts_const_budget(ts_get_limit(TS_LIMIT_IMPORT_BYTES));
     ts_status st = im.g ? TS_OK : TS_ERR_OUT_OF_MEMORY;
     if (!st) {
         const char *base = strrchr(path, '/');
@@ -1338,6 +1576,8 @@ ts_status ts_onnx_import_bytes(ts_graph **out, const uint8_t *bytes, size_t n, c
     }
     ts_free(im.v);
     ts_free(im.hash);
+    ts_strmap_free(&im.uses);
+    ts_const_budget(UINT64_MAX);
     tensorscope_onnx__model_proto__free_unpacked(mp, &alloc);
     if (st) {
         char msg[1024];

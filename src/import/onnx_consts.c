@@ -9,6 +9,31 @@
 
 #define CONST_MAX_ELEMS ((int64_t)1 << 26) /* folded tensors stay small */
 
+/* The bytes of folded constants alive in this thread's import, and the
+ * most they may hold (ts_const_budget). */
+static _Thread_local uint64_t budget_live, budget_limit = UINT64_MAX;
+
+void ts_const_budget(uint64_t limit) {
+    budget_live = 0;
+    budget_limit = limit;
+}
+
+ts_status ts_const_charge(uint64_t bytes) {
+    uint64_t need;
+    if (__builtin_add_overflow(budget_live, bytes, &need) || need > budget_limit)
+        return ts_limit_exceeded(TS_LIMIT_IMPORT_BYTES, "the constants folded at import (those still in use and this node's)",
+                                 need < budget_live ? UINT64_MAX : need);
+    budget_live = need;
+    return TS_OK;
+}
+
+bool ts_onnx_int_value(double v, int64_t lo, int64_t hi, int64_t *out) {
+    /* (double)hi may round up past hi: compare against 2^63 exactly */
+    if (!(v >= (double)lo) || !(v < 9223372036854775808.0) || (int64_t)v > hi) return false;
+    *out = (int64_t)v;
+    return true;
+}
+
 size_t ts_onnx_dtype_size(int dt) {
     switch (dt) {
     case TS_ONNX_FLOAT: case TS_ONNX_INT32: case TS_ONNX_UINT32: return 4;
@@ -71,16 +96,26 @@ void ts_const_free(ts_const *c) {
     if (!c) return;
     ts_free(c->v);
     c->v = NULL;
+    budget_live -= c->bytes <= budget_live ? c->bytes : budget_live;
+    c->bytes = 0;
 }
 
 ts_status ts_const_fill(const ts_shape *s, int dtype, double v, ts_const *out) {
     int64_t n = ts_shape_numel(s);
     if (n < 0 || n > CONST_MAX_ELEMS)
         return ts_error(TS_ERR_UNSUPPORTED, "a constant of %lld elements is too large to fold at import", (long long)n);
+    uint64_t bytes = (uint64_t)(n ? n : 1) * sizeof *out->v;
+    ts_status st = ts_const_charge(bytes);
+    if (st) return st;
     out->dtype = dtype;
     out->shape = *s;
-    out->v = ts_malloc((size_t)(n ? n : 1) * sizeof *out->v);
-    if (!out->v) return TS_ERR_OUT_OF_MEMORY;
+    out->bytes = bytes;
+    out->v = ts_malloc((size_t)bytes);
+    if (!out->v) {
+        budget_live -= bytes;
+        out->bytes = 0;
+        return TS_ERR_OUT_OF_MEMORY;
+    }
     for (int64_t i = 0; i < n; i++) out->v[i] = v;
     return TS_OK;
 }
@@ -203,7 +238,8 @@ ts_status ts_const_reshape_target(const ts_shape *in, const int64_t *want, int n
         }
         if (d < 0) return ts_error(TS_ERR_SHAPE, "reshape target dimension %d is %lld", i, (long long)d);
         out->d[i] = d;
-        known *= d;
+        if (__builtin_mul_overflow(known, d, &known) || known > TS_MAX_NUMEL)
+            return ts_error(TS_ERR_SHAPE, "reshape target dimensions up to %d hold more than 2^34 elements", i);
     }
     int64_t numel = ts_shape_numel(in);
     if (minus >= 0) {
@@ -261,8 +297,8 @@ static ts_status shape_from(const ts_const *c, ts_shape *s) {
     if (c->shape.ndim > 1 || n > TS_MAX_DIMS) return ts_error(TS_ERR_UNSUPPORTED, "a shape of %lld dimensions (at most %d)", (long long)n, TS_MAX_DIMS);
     s->ndim = (int)n;
     for (int i = 0; i < s->ndim; i++) {
-        if (c->v[i] < 0 || c->v[i] > (double)((int64_t)1 << 32)) return ts_error(TS_ERR_SHAPE, "shape dimension %g is out of range", c->v[i]);
-        s->d[i] = (int64_t)c->v[i];
+        if (!ts_onnx_int_value(c->v[i], 0, (int64_t)1 << 32, &s->d[i]))
+            return ts_error(TS_ERR_SHAPE, "shape dimension %g is out of range (0 to 2^32)", c->v[i]);
     }
     return TS_OK;
 }
@@ -278,8 +314,8 @@ static ts_status fold_cast(const ts_const *x, int to, ts_const *out) {
 
 static ts_status fold_concat(const ts_const *const *in, int n, int64_t axis, ts_const *out) {
     const ts_shape *s0 = &in[0]->shape;
+    if (axis < -s0->ndim || axis >= s0->ndim) return ts_error(TS_ERR_SHAPE, "Concat axis %lld is out of range", (long long)axis);
     int ax = (int)(axis < 0 ? axis + s0->ndim : axis);
-    if (ax < 0 || ax >= s0->ndim) return ts_error(TS_ERR_SHAPE, "Concat axis %lld is out of range", (long long)axis);
     ts_shape s = *s0;
     s.d[ax] = 0;
     for (int k = 0; k < n; k++) {
@@ -305,8 +341,8 @@ static ts_status fold_concat(const ts_const *const *in, int n, int64_t axis, ts_
 
 static ts_status fold_gather(const ts_const *data, const ts_const *idx, int64_t axis, ts_const *out) {
     const ts_shape *ds = &data->shape;
+    if (axis < -ds->ndim || axis >= ds->ndim) return ts_error(TS_ERR_SHAPE, "Gather axis %lld is out of range", (long long)axis);
     int ax = (int)(axis < 0 ? axis + ds->ndim : axis);
-    if (ax < 0 || ax >= ds->ndim) return ts_error(TS_ERR_SHAPE, "Gather axis %lld is out of range", (long long)axis);
     ts_shape s = {.ndim = ds->ndim - 1 + idx->shape.ndim};
     if (s.ndim > TS_MAX_DIMS) return ts_error(TS_ERR_UNSUPPORTED, "Gather result of %d dimensions", s.ndim);
     int k = 0;
@@ -320,12 +356,12 @@ static ts_status fold_gather(const ts_const *data, const ts_const *idx, int64_t 
     for (int i = ax + 1; i < ds->ndim; i++) inner *= ds->d[i];
     for (int64_t o = 0; o < outer; o++)
         for (int64_t j = 0; j < ni; j++) {
-            int64_t x = (int64_t)idx->v[j];
-            if (x < 0) x += dim;
-            if (x < 0 || x >= dim) {
+            int64_t x;
+            if (!ts_onnx_int_value(idx->v[j], -dim, dim - 1, &x)) {
                 ts_const_free(out);
-                return ts_error(TS_ERR_SHAPE, "Gather index %lld is out of range for a dimension of %lld", (long long)idx->v[j], (long long)dim);
+                return ts_error(TS_ERR_SHAPE, "Gather index %g is out of range for a dimension of %lld", idx->v[j], (long long)dim);
             }
+            if (x < 0) x += dim;
             memcpy(out->v + (o * ni + j) * inner, data->v + (o * dim + x) * inner, (size_t)inner * sizeof *out->v);
         }
     return TS_OK;
@@ -360,13 +396,16 @@ static ts_status fold_range(const ts_const *a, const ts_const *b, const ts_const
     double start = a->v[0], limit = b->v[0], delta = d->v[0];
     if (delta == 0) return ts_error(TS_ERR_SHAPE, "Range with delta 0");
     double cnt = ceil((limit - start) / delta);
+    if (!(cnt <= (double)CONST_MAX_ELEMS))
+        return ts_error(TS_ERR_UNSUPPORTED, "a Range from %g to %g by %g is too large to fold at import", start, limit, delta);
     ts_shape s = {.ndim = 1, .d = {cnt > 0 ? (int64_t)cnt : 0}};
     ts_status st = ts_const_fill(&s, a->dtype, 0, out);
     for (int64_t i = 0; !st && i < s.d[0]; i++) out->v[i] = as_type(a->dtype, start + (double)i * delta);
     return st;
 }
 
-void ts_const_slice_range(int64_t size, double st, double en, int64_t step, int64_t *start, int64_t *count) {
+ts_status ts_const_slice_range(int64_t size, double st, double en, int64_t step, int64_t *start, int64_t *count) {
+    if (isnan(st) || isnan(en)) return ts_error(TS_ERR_SHAPE, "Slice start or end is not a number");
     double dim = (double)size;
     if (st < 0) st += dim;
     if (en < 0) en += dim;
@@ -380,6 +419,7 @@ void ts_const_slice_range(int64_t size, double st, double en, int64_t step, int6
     double cnt = ceil((en - st) / (double)step);
     *start = (int64_t)st;
     *count = cnt > 0 ? (int64_t)cnt : 0;
+    return TS_OK;
 }
 
 static ts_status fold_slice(const ts_const *const *in, int n_in, ts_const *out) {
@@ -389,17 +429,21 @@ static ts_status fold_slice(const ts_const *const *in, int n_in, ts_const *out) 
     ts_shape s = x->shape;
     for (int i = 0; i < r; i++) start[i] = 0, step[i] = 1;
     int64_t n = ts_shape_numel(&in[1]->shape);
-    if (n != ts_shape_numel(&in[2]->shape) || n > r) return ts_error(TS_ERR_SHAPE, "Slice: starts and ends differ in length");
+    const ts_const *axes = n_in > 3 ? in[3] : NULL, *steps = n_in > 4 ? in[4] : NULL;
+    if (n != ts_shape_numel(&in[2]->shape) || n > r || (axes && ts_shape_numel(&axes->shape) != n) ||
+        (steps && ts_shape_numel(&steps->shape) != n))
+        return ts_error(TS_ERR_SHAPE, "Slice: starts, ends, axes and steps differ in length or exceed the rank %d", r);
+    ts_status st;
     for (int64_t k = 0; k < n; k++) {
-        int64_t ax = n_in > 3 && in[3] ? (int64_t)in[3]->v[k] : k;
+        int64_t ax = k, sp = 1;
+        if (axes && !ts_onnx_int_value(axes->v[k], -r, r - 1, &ax)) return ts_error(TS_ERR_SHAPE, "Slice axis %g is out of range", axes->v[k]);
         if (ax < 0) ax += r;
-        if (ax < 0 || ax >= r) return ts_error(TS_ERR_SHAPE, "Slice axis out of range");
-        int64_t sp = n_in > 4 && in[4] ? (int64_t)in[4]->v[k] : 1;
+        if (steps && !ts_onnx_int_value(steps->v[k], INT64_MIN, INT64_MAX, &sp)) return ts_error(TS_ERR_SHAPE, "Slice step %g is out of range", steps->v[k]);
         if (sp == 0) return ts_error(TS_ERR_SHAPE, "Slice step 0");
-        ts_const_slice_range(x->shape.d[ax], in[1]->v[k], in[2]->v[k], sp, &start[ax], &s.d[ax]);
+        if ((st = ts_const_slice_range(x->shape.d[ax], in[1]->v[k], in[2]->v[k], sp, &start[ax], &s.d[ax]))) return st;
         step[ax] = sp;
     }
-    ts_status st = ts_const_fill(&s, x->dtype, 0, out);
+    st = ts_const_fill(&s, x->dtype, 0, out);
     if (st) return st;
     int64_t idx[TS_MAX_DIMS] = {0}, total = ts_shape_numel(&s);
     for (int64_t i = 0; i < total; i++, next_index(&s, idx)) {
@@ -414,10 +458,14 @@ static ts_status fold_transpose(const ts_const *x, const int64_t *perm, int64_t 
     int r = x->shape.ndim;
     int p[TS_MAX_DIMS];
     if (n_perm >= 0 && n_perm != r) return ts_error(TS_ERR_SHAPE, "Transpose perm has %lld entries for %d dimensions", (long long)n_perm, r);
-    for (int i = 0; i < r; i++) p[i] = n_perm < 0 ? r - 1 - i : (int)perm[i];
+    bool seen[TS_MAX_DIMS] = {false};
     ts_shape s = {.ndim = r};
     for (int i = 0; i < r; i++) {
-        if (p[i] < 0 || p[i] >= r) return ts_error(TS_ERR_SHAPE, "Transpose perm entry %d is out of range", p[i]);
+        int64_t q = n_perm < 0 ? r - 1 - i : perm[i];
+        if (q < 0 || q >= r || seen[q])
+            return ts_error(TS_ERR_SHAPE, "Transpose perm entry %lld is out of range or repeated (a permutation of 0..%d)", (long long)q, r - 1);
+        seen[q] = true;
+        p[i] = (int)q;
         s.d[i] = x->shape.d[p[i]];
     }
     ts_status st = ts_const_fill(&s, x->dtype, 0, out);

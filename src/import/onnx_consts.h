@@ -20,15 +20,29 @@ typedef struct ts_const {
     int dtype;      /* ONNX data type */
     ts_shape shape;
     double *v;      /* numel values, owned */
+    uint64_t bytes; /* what v holds against the import's budget (0: file data) */
 } ts_const;
+
+/* The budget of an import's folded constants (TS_LIMIT_IMPORT_BYTES):
+ * ts_const_budget starts one of `limit` bytes for this thread (UINT64_MAX:
+ * none); every result of ts_const_fill and the kernels below is charged
+ * to it until ts_const_free, and ts_const_charge adds what outlives them
+ * (graph constants made from folded values). Past the limit they refuse
+ * with ts_limit_exceeded. */
+void ts_const_budget(uint64_t limit);
+ts_status ts_const_charge(uint64_t bytes);
+/* Whether v is a number in [lo, hi] (NaN never is), truncated into *out:
+ * every float-to-integer conversion of a constant goes through here. */
+bool ts_onnx_int_value(double v, int64_t lo, int64_t hi, int64_t *out);
 
 /* Bytes per element of a readable ONNX type, 0 for one we do not read. */
 size_t ts_onnx_dtype_size(int dt);
 const char *ts_onnx_dtype_name(int dt);
 bool ts_onnx_dtype_is_float(int dt);
 /* ONNX Slice's clamping of one axis of `size`: start and element count for
- * starts/ends st/en (negative from the end, clamped) and a non-zero step. */
-void ts_const_slice_range(int64_t size, double st, double en, int64_t step, int64_t *start, int64_t *count);
+ * starts/ends st/en (negative from the end, clamped) and a non-zero step;
+ * an error for a NaN start or end. */
+ts_status ts_const_slice_range(int64_t size, double st, double en, int64_t step, int64_t *start, int64_t *count);
 double ts_onnx_half(uint16_t h);
 double ts_onnx_bfloat(uint16_t h);
 /* n little-endian elements of type dt from b into out. */

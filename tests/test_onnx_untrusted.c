@@ -1,0 +1,534 @@
+/* test_onnx_untrusted.c -- the ONNX importer as a reader of untrusted files.
+ * Every model here is written by the test (protobuf-c over the project's
+ * ONNX schema subset) into a fresh folder, each one a hostile case:
+ *
+ * - external data: a symbolic link to a file outside the model's folder (or
+ *   to /dev/zero, or a linked folder on the way) is refused and its bytes
+ *   never appear; a FIFO is refused at once instead of blocking; a shape
+ *   larger than the external file is refused before anything is allocated;
+ *   bad offsets are refused; a file in a real subfolder still imports;
+ * - folded constants have a total budget (TS_LIMIT_IMPORT_BYTES) naming the
+ *   node that passes it, and each is freed after its last reader;
+ * - counts and values read from the file that overflow or do not fit
+ *   (a reshape target, dims whose product overflows, a Range, pads, int64
+ *   values outside int32) are errors, never wrapped;
+ * - int64 attributes out of the op's range (Conv strides and group,
+ *   Softmax and Flatten axes) are errors naming node, attribute and value;
+ * - pooling without `strides` uses ONNX's default stride 1.
+ *
+ * A SIGALRM bounds the program: an import that blocks (the FIFO) fails it. */
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "onnx.pb-c.h"
+#include "tensorscope.h"
+
+typedef TensorscopeOnnx__NodeProto Node;
+typedef TensorscopeOnnx__TensorProto Tensor;
+typedef TensorscopeOnnx__AttributeProto Attr;
+
+/* ------------------------------------------------ a model, built in memory */
+
+static void *arena[4096];
+static int n_arena;
+
+static void *mem(size_t n) {
+    void *p = calloc(1, n ? n : 1);
+    if (!p || n_arena == (int)(sizeof arena / sizeof *arena)) abort();
+    arena[n_arena++] = p;
+    return p;
+}
+static char *str(const char *s) { return strcpy(mem(strlen(s) + 1), s); }
+static void mem_free(void) {
+    while (n_arena) free(arena[--n_arena]);
+}
+
+/* Appends p to the array *v of *n pointers (arena-grown). */
+static void push(void ***v, size_t *n, void *p) {
+    void **w = mem((*n + 1) * sizeof *w);
+    if (*n) memcpy(w, *v, *n * sizeof *w);
+    w[(*n)++] = p;
+    *v = w;
+}
+
+static TensorscopeOnnx__GraphProto *graph;
+
+static void model_begin(void) {
+    graph = mem(sizeof *graph);
+    *graph = (TensorscopeOnnx__GraphProto)TENSORSCOPE_ONNX__GRAPH_PROTO__INIT;
+}
+
+static TensorscopeOnnx__ValueInfoProto *value_info(const char *name, int ndim, const int64_t *dims) {
+    TensorscopeOnnx__ValueInfoProto *vi = mem(sizeof *vi);
+    *vi = (TensorscopeOnnx__ValueInfoProto)TENSORSCOPE_ONNX__VALUE_INFO_PROTO__INIT;
+    vi->name = str(name);
+    if (ndim < 0) return vi;
+    TensorscopeOnnx__TensorShapeProto *shape = mem(sizeof *shape);
+    *shape = (TensorscopeOnnx__TensorShapeProto)TENSORSCOPE_ONNX__TENSOR_SHAPE_PROTO__INIT;
+    for (int i = 0; i < ndim; i++) {
+        TensorscopeOnnx__TensorShapeProto__Dimension *d = mem(sizeof *d);
+        *d = (TensorscopeOnnx__TensorShapeProto__Dimension)TENSORSCOPE_ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT;
+        if (dims[i] >= 0) {
+            d->has_dim_value = 1;
+            d->dim_value = dims[i];
+        } else { /* a dynamic dimension with a name of -dims[i] characters */
+            d->dim_param = memset(mem((size_t)-dims[i] + 1), 'b', (size_t)-dims[i]);
+        }
+        push((void ***)&shape->dim, &shape->n_dim, d);
+    }
+    TensorscopeOnnx__TypeProto__Tensor *tt = mem(sizeof *tt);
+    *tt = (TensorscopeOnnx__TypeProto__Tensor)TENSORSCOPE_ONNX__TYPE_PROTO__TENSOR__INIT;
+    tt->has_elem_type = 1;
+    tt->elem_type = 1; /* float */
+    tt->shape = shape;
+    TensorscopeOnnx__TypeProto *type = mem(sizeof *type);
+    *type = (TensorscopeOnnx__TypeProto)TENSORSCOPE_ONNX__TYPE_PROTO__INIT;
+    type->tensor_type = tt;
+    vi->type = type;
+    return vi;
+}
+
+static void input(const char *name, int ndim, const int64_t *dims) {
+    push((void ***)&graph->input, &graph->n_input, value_info(name, ndim, dims));
+}
+static void output(const char *name) { push((void ***)&graph->output, &graph->n_output, value_info(name, -1, NULL)); }
+
+/* A node; ins and outs are comma-separated names ("" for an omitted input). */
+static Node *node(const char *op, const char *name, const char *ins, const char *outs) {
+    Node *n = mem(sizeof *n);
+    *n = (Node)TENSORSCOPE_ONNX__NODE_PROTO__INIT;
+    n->op_type = str(op);
+    n->name = str(name);
+    for (int k = 0; k < 2; k++) {
+        char *list = str(k ? outs : ins);
+        for (char *p = list, *e; *p; p = e) {
+            e = strchr(p, ',');
+            if (e) *e++ = '\0';
+            else e = p + strlen(p);
+            push((void ***)(k ? &n->output : &n->input), k ? &n->n_output : &n->n_input, p);
+        }
+    }
+    push((void ***)&graph->node, &graph->n_node, n);
+    return n;
+}
+
+static Attr *attr(Node *n, const char *name) {
+    Attr *a = mem(sizeof *a);
+    *a = (Attr)TENSORSCOPE_ONNX__ATTRIBUTE_PROTO__INIT;
+    a->name = str(name);
+    push((void ***)&n->attribute, &n->n_attribute, a);
+    return a;
+}
+static void attr_int(Node *n, const char *name, int64_t v) {
+    Attr *a = attr(n, name);
+    a->has_i = 1;
+    a->i = v;
+}
+static void attr_ints(Node *n, const char *name, int count, const int64_t *v) {
+    Attr *a = attr(n, name);
+    a->ints = mem((size_t)count * sizeof *v);
+    memcpy(a->ints, v, (size_t)count * sizeof *v);
+    a->n_ints = (size_t)count;
+}
+
+static Tensor *tensor(const char *name, int dtype, int ndim, const int64_t *dims) {
+    Tensor *t = mem(sizeof *t);
+    *t = (Tensor)TENSORSCOPE_ONNX__TENSOR_PROTO__INIT;
+    t->name = str(name);
+    t->has_data_type = 1;
+    t->data_type = dtype;
+    t->dims = mem((size_t)(ndim ? ndim : 1) * sizeof *dims);
+    if (ndim) memcpy(t->dims, dims, (size_t)ndim * sizeof *dims);
+    t->n_dims = (size_t)ndim;
+    return t;
+}
+/* An int64 initializer [n] holding v. */
+static Tensor *init_i64(const char *name, int n, const int64_t *v) {
+    Tensor *t = tensor(name, 7, 1, (int64_t[]){n});
+    t->int64_data = mem((size_t)n * sizeof *v);
+    memcpy(t->int64_data, v, (size_t)n * sizeof *v);
+    t->n_int64_data = (size_t)n;
+    push((void ***)&graph->initializer, &graph->n_initializer, t);
+    return t;
+}
+static Tensor *init_f32(const char *name, int ndim, const int64_t *dims, const float *v) {
+    Tensor *t = tensor(name, 1, ndim, dims);
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= dims[i];
+    t->float_data = mem((size_t)n * sizeof *v);
+    memcpy(t->float_data, v, (size_t)n * sizeof *v);
+    t->n_float_data = (size_t)n;
+    push((void ***)&graph->initializer, &graph->n_initializer, t);
+    return t;
+}
+/* An initializer whose data is external: location, offset (NULL: none). */
+static Tensor *init_external(const char *name, int dtype, int ndim, const int64_t *dims, const char *location, const char *offset) {
+    Tensor *t = tensor(name, dtype, ndim, dims);
+    t->has_data_location = 1;
+    t->data_location = TENSORSCOPE_ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    const char *keys[2] = {"location", "offset"}, *vals[2] = {location, offset};
+    for (int k = 0; k < 2 && vals[k]; k++) {
+        TensorscopeOnnx__StringStringEntryProto *e = mem(sizeof *e);
+        *e = (TensorscopeOnnx__StringStringEntryProto)TENSORSCOPE_ONNX__STRING_STRING_ENTRY_PROTO__INIT;
+        e->key = str(keys[k]);
+        e->value = str(vals[k]);
+        push((void ***)&t->external_data, &t->n_external_data, e);
+    }
+    push((void ***)&graph->initializer, &graph->n_initializer, t);
+    return t;
+}
+
+static char dir[64];
+
+/* Writes the model as dir/NAME.onnx and imports it; *out keeps the graph
+ * when asked (else it is freed). The model's memory is released. */
+static ts_status import_as(const char *name, ts_graph **out) {
+    TensorscopeOnnx__OperatorSetIdProto opset = TENSORSCOPE_ONNX__OPERATOR_SET_ID_PROTO__INIT;
+    opset.has_version = 1;
+    opset.version = 17;
+    TensorscopeOnnx__OperatorSetIdProto *opsets[1] = {&opset};
+    TensorscopeOnnx__ModelProto model = TENSORSCOPE_ONNX__MODEL_PROTO__INIT;
+    model.n_opset_import = 1;
+    model.opset_import = opsets;
+    model.graph = graph;
+    size_t size = tensorscope_onnx__model_proto__get_packed_size(&model);
+    uint8_t *packed = malloc(size);
+    tensorscope_onnx__model_proto__pack(&model, packed);
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s.onnx", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(packed, 1, size, f) != size || fclose(f) != 0) abort();
+    free(packed);
+    mem_free();
+    ts_graph *g = NULL;
+    ts_status st = ts_graph_from_onnx(&g, path, NULL, 0);
+    if (st != TS_OK && g) {
+        printf("FAIL a graph after an error\n");
+        abort();
+    }
+    if (out) *out = g;
+    else ts_graph_free(g);
+    return st;
+}
+
+static void expect(const char *what, ts_status got, ts_status want, const char *needle) {
+    const char *msg = got ? ts_last_error() : "(imported)";
+    CHECK(got == want && (!needle || strstr(msg, needle)), "%s: %s with '%s': %s", what, ts_status_name(want), needle ? needle : "",
+          msg);
+}
+
+static void write_file(const char *name, const void *b, size_t n) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(b, 1, n, f) != n || fclose(f) != 0) abort();
+}
+
+/* x [2,4] -> MatMul(x, w [4,2]) -> y, w external (or given) */
+static void matmul_model(void) {
+    model_begin();
+    input("x", 2, (int64_t[]){2, 4});
+    output("y");
+    node("MatMul", "mm", "x,w", "y");
+}
+
+/* -------------------------------------------------------- external data */
+
+static void check_external(void) {
+    printf("-- external data\n");
+    char path[256], secret[128];
+    /* a file outside the model's folder, in the folder above it */
+    snprintf(secret, sizeof secret, "%s.secret", dir);
+    FILE *f = fopen(secret, "wb");
+    if (!f) abort();
+    fputs("root:x:0:0:root:/root:/bin/bash\n", f); /* 32 bytes: 4 int64 */
+    fclose(f);
+
+    /* the finding: an int64 initializer from a linked file, used as a
+     * Reshape target, put the file's bytes in the error message */
+    snprintf(path, sizeof path, "%s/passwd.bin", dir);
+    CHECK(symlink(secret, path) == 0, "a link passwd.bin -> a file outside the model's folder");
+    model_begin();
+    input("x", 2, (int64_t[]){2, 4});
+    output("y");
+    init_external("shape", 7, 1, (int64_t[]){4}, "passwd.bin", NULL);
+    node("Reshape", "reshape", "x,shape", "y");
+    ts_status st = import_as("link_reshape", NULL);
+    expect("an int64 initializer through a link out of the folder", st, TS_ERR_FORMAT, "symbolic link 'passwd.bin'");
+    bool leaked = strstr(ts_last_error(), "root") != NULL;
+    for (int i = 0; i < 4; i++) { /* the bytes as the int64 values a Reshape target would print */
+        int64_t v;
+        char num[32];
+        memcpy(&v, "root:x:0:0:root:/root:/bin/bash\n" + 8 * i, 8);
+        snprintf(num, sizeof num, "%lld", (long long)v);
+        leaked = leaked || strstr(ts_last_error(), num);
+        snprintf(num, sizeof num, "%.0f", (double)v); /* as the importer holds it */
+        leaked = leaked || strstr(ts_last_error(), num);
+    }
+    CHECK(!leaked, "the linked file's bytes appear nowhere in the message");
+
+    /* a float weight from a link to /dev/zero with a large shape */
+    snprintf(path, sizeof path, "%s/zero.bin", dir);
+    CHECK(symlink("/dev/zero", path) == 0, "a link zero.bin -> /dev/zero");
+    matmul_model();
+    init_external("w", 1, 2, (int64_t[]){4, (int64_t)1 << 30}, "zero.bin", NULL);
+    expect("a weight from a link to /dev/zero", import_as("zero", NULL), TS_ERR_FORMAT, "symbolic link 'zero.bin'");
+
+    /* a folder on the way that is a link */
+    snprintf(path, sizeof path, "%s/w.bin", dir);
+    float w[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    write_file("w.bin", w, sizeof w);
+    char up[128];
+    snprintf(up, sizeof up, "%s/up", dir);
+    CHECK(symlink("..", up) == 0, "a link up -> ..");
+    matmul_model();
+    init_external("w", 1, 2, (int64_t[]){4, 2}, "up/w.bin", NULL);
+    expect("a location through a linked folder", import_as("uplink", NULL), TS_ERR_FORMAT, "symbolic link 'up'");
+
+    /* a FIFO: refused at once (the alarm ends a blocked import) */
+    snprintf(path, sizeof path, "%s/fifo.bin", dir);
+    CHECK(mkfifo(path, 0600) == 0, "a FIFO fifo.bin");
+    matmul_model();
+    init_external("w", 1, 2, (int64_t[]){4, 2}, "fifo.bin", NULL);
+    expect("a weight in a FIFO", import_as("fifo", NULL), TS_ERR_FORMAT, "not a regular file");
+    matmul_model();
+    init_external("w", 1, 2, (int64_t[]){4, 2}, "sub", NULL);
+    snprintf(path, sizeof path, "%s/sub", dir);
+    CHECK(mkdir(path, 0700) == 0, "a folder sub");
+    expect("a weight in a folder", import_as("folder", NULL), TS_ERR_FORMAT, "not a regular file");
+    matmul_model();
+    init_external("w", 1, 2, (int64_t[]){4, 2}, "sub/../w.bin", NULL);
+    expect("a location with '..'", import_as("dotdot", NULL), TS_ERR_FORMAT, "'..'");
+
+    /* sizes: a shape larger than the file, offsets past it or malformed */
+    matmul_model();
+    init_external("w", 1, 2, (int64_t[]){4, (int64_t)1 << 30}, "w.bin", NULL);
+    expect("a shape of 16 GiB over a 32-byte file", import_as("huge", NULL), TS_ERR_FORMAT, "shorter");
+    const char *offsets[] = {"-8", "8x", "18446744073709551615", "18446744073709551616", "1"};
+    const char *needles[] = {"not a non-negative number", "not a non-negative number", "shorter", "not a non-negative number", "shorter"};
+    for (int i = 0; i < 5; i++) {
+        matmul_model();
+        init_external("w", 1, 2, (int64_t[]){4, 2}, "w.bin", offsets[i]);
+        char what[64];
+        snprintf(what, sizeof what, "offset %s", offsets[i]);
+        expect(what, import_as("offset", NULL), TS_ERR_FORMAT, needles[i]);
+    }
+
+    /* what must still work: a file in a real subfolder, and beside the model */
+    write_file("sub/w.bin", w, sizeof w);
+    const char *good[] = {"sub/w.bin", "w.bin", "./sub//w.bin"};
+    for (int i = 0; i < 3; i++) {
+        matmul_model();
+        init_external("w", 1, 2, (int64_t[]){4, 2}, good[i], NULL);
+        ts_graph *g = NULL;
+        ts_status got = import_as("good", &g);
+        ts_array a;
+        ts_tensor *p = g ? ts_graph_find(g, "w") : NULL;
+        CHECK(got == TS_OK && p && ts_tensor_info(p, &a) == TS_OK && memcmp(a.data, w, sizeof w) == 0,
+              "external data at '%s' imports with the file's values (%s)", good[i], got ? ts_last_error() : "ok");
+        ts_graph_free(g);
+    }
+    unlink(secret);
+}
+
+/* ----------------------------------------------------- constant budget */
+
+/* n ConstantOfShape [side, side] nodes, each read by a Shape; with `keep`
+ * the shapes' sources stay alive to the end (one Concat reads them all). */
+static void constants_model(int n, int64_t side, bool keep) {
+    model_begin();
+    input("x", 2, (int64_t[]){2, 4});
+    output("y");
+    node("Relu", "relu", "x", "y");
+    init_i64("dims", 2, (int64_t[]){side, side});
+    char cat[512] = "";
+    for (int i = 0; i < n; i++) {
+        char nm[32], out[32];
+        snprintf(nm, sizeof nm, "cos%d", i);
+        snprintf(out, sizeof out, "c%d", i);
+        node("ConstantOfShape", nm, "dims", out);
+        snprintf(nm, sizeof nm, "shape%d", i);
+        char sh[32];
+        snprintf(sh, sizeof sh, "s%d", i);
+        node("Shape", nm, out, sh);
+        snprintf(cat + strlen(cat), sizeof cat - strlen(cat), "%s%s", i ? "," : "", out);
+    }
+    if (keep) attr_int(node("Concat", "concat_all", cat, "all"), "axis", 0);
+}
+
+static void check_budget(void) {
+    printf("-- folded constants' budget\n");
+    uint64_t saved = ts_get_limit(TS_LIMIT_IMPORT_BYTES);
+    CHECK_OK(ts_set_limit(TS_LIMIT_IMPORT_BYTES, 600 << 10), "an import limit of 600 KiB");
+    /* 8 x [128,128] doubles = 8 x 128 KiB alive at once */
+    constants_model(8, 128, true);
+    expect("8 constants of 128 KiB all alive to the end", import_as("budget_kept", NULL), TS_ERR_FORMAT, "TS_MAX_IMPORT_BYTES");
+    CHECK(strstr(ts_last_error(), "'cos4'") != NULL, "the refusal names the node that passed the limit (cos4): %s", ts_last_error());
+    constants_model(8, 128, false);
+    expect("8 constants of 128 KiB each read once", import_as("budget_freed", NULL), TS_OK, NULL);
+    /* a graph constant made of a folded one counts too */
+    model_begin();
+    input("x", 2, (int64_t[]){256, 256});
+    output("y");
+    init_i64("dims", 2, (int64_t[]){256, 256});
+    node("ConstantOfShape", "cos", "dims", "c");
+    attr_int(node("Cast", "cast", "c", "f"), "to", 1);
+    node("Add", "add", "x,f", "y");
+    expect("a folded constant of 512 KiB alive while another is made", import_as("budget_graph", NULL), TS_ERR_FORMAT, "'cast'");
+    CHECK_OK(ts_set_limit(TS_LIMIT_IMPORT_BYTES, saved), "the limit restored");
+    model_begin();
+    input("x", 2, (int64_t[]){256, 256});
+    output("y");
+    init_i64("dims", 2, (int64_t[]){256, 256});
+    node("ConstantOfShape", "cos", "dims", "c");
+    attr_int(node("Cast", "cast", "c", "f"), "to", 1);
+    node("Add", "add", "x,f", "y");
+    expect("the same under the default limit", import_as("budget_graph", NULL), TS_OK, NULL);
+}
+
+/* ------------------------------------------------- counts and values */
+
+static void check_values(void) {
+    printf("-- counts and values from the file\n");
+    /* a reshape target whose element count overflows int64 */
+    model_begin();
+    input("x", 2, (int64_t[]){2, 4});
+    output("y");
+    init_i64("shape", 3, (int64_t[]){(int64_t)1 << 40, (int64_t)1 << 40, 8});
+    node("Reshape", "reshape", "x,shape", "y");
+    expect("a reshape target of 2^40 x 2^40 x 8", import_as("reshape_overflow", NULL), TS_ERR_FORMAT, "'reshape'");
+    /* the same as float values beyond int64 (a Cast of a float constant) */
+    model_begin();
+    input("x", 2, (int64_t[]){2, 4});
+    output("y");
+    init_f32("fshape", 1, (int64_t[]){2}, (const float[]){1e30f, -1});
+    attr_int(node("Cast", "cast", "fshape", "shape"), "to", 7);
+    node("Reshape", "reshape", "x,shape", "y");
+    ts_status st = import_as("reshape_float", NULL);
+    CHECK(st != TS_OK && strstr(ts_last_error(), "1e+30"), "a reshape target of 1e30 is refused, never cast: %s", ts_last_error());
+
+    /* dims whose product overflows int64 (2^31 x 2^32 x 2 = 2^64) */
+    model_begin();
+    input("x", 2, (int64_t[]){2, 4});
+    output("y");
+    node("Relu", "relu", "x", "y");
+    Tensor *t = tensor("big", 1, 3, (int64_t[]){(int64_t)1 << 31, (int64_t)1 << 32, 2});
+    push((void ***)&graph->initializer, &graph->n_initializer, t);
+    expect("an initializer of dims [2^31, 2^32, 2]", import_as("dims_overflow", NULL), TS_ERR_FORMAT, "2^34 elements");
+
+    /* Range of 1e30 elements */
+    model_begin();
+    input("x", 2, (int64_t[]){2, 4});
+    output("y");
+    node("Relu", "relu", "x", "y");
+    init_f32("start", 0, NULL, (const float[]){0});
+    init_f32("limit", 0, NULL, (const float[]){1e30f});
+    init_f32("delta", 0, NULL, (const float[]){1});
+    node("Range", "range", "start,limit,delta", "r");
+    expect("a Range of 1e30 elements", import_as("range", NULL), TS_ERR_UNSUPPORTED, "too large to fold");
+
+    /* an int64 constant outside int32 feeding a graph op */
+    model_begin();
+    input("x", 2, (int64_t[]){2, 4});
+    output("y");
+    init_f32("table", 2, (int64_t[]){3, 4}, (const float[12]){0});
+    init_i64("ids", 2, (int64_t[]){1, ((int64_t)1 << 32) + 1});
+    node("Gather", "embed", "table,ids", "e");
+    node("Relu", "relu", "x", "y");
+    expect("embedding ids of 2^32 + 1", import_as("ids", NULL), TS_ERR_UNSUPPORTED, "int32");
+
+    /* a Conv whose pads make an output beyond any tensor */
+    model_begin();
+    input("x", 4, (int64_t[]){1, 1, 4, 4});
+    output("y");
+    init_f32("w", 4, (int64_t[]){1, 1, 1, 1}, (const float[]){1});
+    attr_ints(node("Conv", "conv", "x,w", "y"), "pads", 4, (int64_t[]){2147483647, 2147483647, 2147483647, 2147483647});
+    expect("a Conv with pads of 2^31-1", import_as("conv_pads", NULL), TS_ERR_SHAPE, "more than 2^34 elements");
+}
+
+/* a graph input whose dynamic dimensions have long names: the message
+ * that asks for the sizes is cut, never written past its buffer */
+static void check_dim_names(void) {
+    printf("-- names of dynamic dimensions\n");
+    model_begin();
+    input("x", 3, (int64_t[]){-300, -300, -300});
+    output("y");
+    node("Relu", "relu", "x", "y");
+    expect("three dynamic dimensions named with 300 characters each", import_as("dim_names", NULL), TS_ERR_INVALID_ARGUMENT,
+           "has the dynamic shape bbbb");
+}
+
+/* ------------------------------------------------------------ attributes */
+
+static void conv_model(const char *attr_name, int64_t v, bool list) {
+    model_begin();
+    input("x", 4, (int64_t[]){1, 2, 4, 4});
+    output("y");
+    init_f32("w", 4, (int64_t[]){2, 2, 1, 1}, (const float[4]){1, 0, 0, 1});
+    Node *n = node("Conv", "conv", "x,w", "y");
+    if (list) attr_ints(n, attr_name, 2, (int64_t[]){v, v});
+    else attr_int(n, attr_name, v);
+}
+
+static void check_attributes(void) {
+    printf("-- int64 attributes\n");
+    conv_model("strides", (int64_t)1 << 32, true);
+    expect("Conv strides of 2^32", import_as("conv_strides", NULL), TS_ERR_FORMAT, "'conv' (Conv, opset 17): attribute 'strides' value 0 is 4294967296");
+    conv_model("group", (int64_t)1 << 32, false);
+    expect("Conv group of 2^32", import_as("conv_group", NULL), TS_ERR_FORMAT, "attribute 'group' is 4294967296");
+    model_begin();
+    input("x", 2, (int64_t[]){2, 4});
+    output("y");
+    attr_int(node("Softmax", "softmax", "x", "y"), "axis", (int64_t)1 << 40);
+    expect("Softmax axis 2^40", import_as("softmax_axis", NULL), TS_ERR_FORMAT, "'softmax' (Softmax, opset 17): attribute 'axis' is 1099511627776");
+    model_begin();
+    input("x", 3, (int64_t[]){2, 3, 4});
+    output("y");
+    attr_int(node("Flatten", "flatten", "x", "y"), "axis", -((int64_t)1 << 40));
+    expect("Flatten axis -2^40", import_as("flatten_axis", NULL), TS_ERR_FORMAT, "attribute 'axis' is -1099511627776; Flatten takes -3 to 3");
+    conv_model("group", 1, false);
+    expect("Conv group 1 still imports", import_as("conv_ok", NULL), TS_OK, NULL);
+}
+
+/* ---------------------------------------------------------------- pooling */
+
+static void check_pool(void) {
+    printf("-- pooling defaults\n");
+    const char *ops[2] = {"MaxPool", "AveragePool"};
+    for (int k = 0; k < 2; k++) {
+        model_begin();
+        input("x", 4, (int64_t[]){1, 1, 4, 4});
+        output("y");
+        attr_ints(node(ops[k], "pool", "x", "y"), "kernel_shape", 2, (int64_t[]){2, 2});
+        ts_graph *g = NULL;
+        ts_status st = import_as("pool", &g);
+        ts_array a = {0};
+        CHECK(st == TS_OK && ts_tensor_info(ts_graph_output_at(g, 0), &a) == TS_OK && a.ndim == 4 && a.shape[2] == 3 && a.shape[3] == 3,
+              "%s with a 2x2 kernel and no strides on 4x4 gives 3x3 (ONNX's stride 1), got %lldx%lld", ops[k],
+              (long long)(a.ndim == 4 ? a.shape[2] : -1), (long long)(a.ndim == 4 ? a.shape[3] : -1));
+        ts_graph_free(g);
+    }
+}
+
+int main(void) {
+    ts_set_log_level(TS_LOG_OFF);
+    alarm(60); /* an import that blocks fails the test */
+    snprintf(dir, sizeof dir, "/tmp/ts_onnx_untrusted_XXXXXX");
+    if (!mkdtemp(dir)) return 1;
+    check_external();
+    check_budget();
+    check_values();
+    check_dim_names();
+    check_attributes();
+    check_pool();
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) printf("could not remove %s\n", dir);
+    return check_summary("test_onnx_untrusted");
+}
