@@ -1,12 +1,13 @@
 #!/bin/bash
 # test_dist_options.sh -- ranks started with different options (DESIGN.md
-# §15): under mpirun's MPMD syntax (-np 1 CMD1 : -np 1 CMD2) the two ranks of
-# `tensorscope train` get a different --optimizer, --lr, --batch-size or
-# --lr-schedule. Every rank must stop with TS_ERR_DIST before any step,
-# naming the option and both ranks' values ("rank 1 has the learning rate
-# (--lr) 0.1, rank 0 has 0.01"), not blame the starting weights, and print
-# no banner with a wrong global batch; the same options on both still
-# train. Skipped (exit 77) when the build has no MPI, mpirun or MNIST.
+# §15): under mpirun's MPMD syntax (-np 1 CMD1 : -np 1 CMD2) the two ranks
+# of `tensorscope train` get a different --optimizer, --lr, --batch-size or
+# --lr-schedule (replicas), or --momentum (a 2-stage pipeline). Every rank
+# must stop with TS_ERR_DIST before any step, naming the option and both
+# ranks' values ("rank 1 has the learning rate (--lr) 0.1, rank 0 has
+# 0.01"), not blame the starting weights, and print no banner with a wrong
+# global batch; the same options on both still train. Skipped (exit 77)
+# when the build has no MPI, mpirun or MNIST.
 set -u
 
 BUILD=${TS_BUILD_DIR:?set TS_BUILD_DIR to the CMake build directory}
@@ -57,6 +58,8 @@ mismatch lr "--lr 0.01" "--lr 0.1" "rank 1 has the learning rate (--lr) 0.1, ran
 mismatch batch "--batch-size 32" "--batch-size 16" "rank 1 has input 'x' (its first axis is the micro-batch size, --batch-size) f32[16,1,28,28], rank 0 has f32[32,1,28,28]"
 grep -q 'replicas: 2' batch.out && fail "a banner with a global batch was printed for ranks that disagree on it" || ok "no banner with a wrong global batch"
 mismatch schedule "--lr-schedule constant" "--lr-schedule cosine" "rank 1 has the learning-rate schedule (--lr-schedule) cosine, rank 0 has constant"
+mismatch pipeline "--pipeline-stages 2 --split-at fc2 --momentum 0.9" "--pipeline-stages 2 --split-at fc2 --momentum 0.5" \
+    "rank 1 has the momentum (--momentum) 0.5, rank 0 has 0.9"
 
 timeout 120 "${MPIRUN[@]}" -np 1 "$TS" "${COMMON[@]}" --lr 0.05 : -np 1 "$TS" "${COMMON[@]}" --lr 0.05 >same.out 2>same.err
 rc=$?
