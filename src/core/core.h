@@ -50,6 +50,9 @@ void ts_log_message(int level, const char *msg);
  * cap - 1 bytes and a NUL (never half an escape) and returns the length
  * the whole text needs, as snprintf does. Escaping is idempotent. */
 bool ts_text_needs_escape(const char *s);
+/* Bytes of the valid UTF-8 character at s (1 for ASCII), 0 when it is not
+ * one (overlong forms, surrogates, past U+10FFFF, a cut sequence). */
+size_t ts_utf8_len(const char *s);
 size_t ts_escape_text(char *dst, size_t cap, const char *src);
 
 /* Environment values, parsed strictly (env.c). ts_parse_bool takes

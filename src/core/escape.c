@@ -7,23 +7,17 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The length of the valid UTF-8 sequence at s (2-4), 0 when it is not one;
- * *cp gets its code point. Rejects overlong forms, surrogates and code
- * points past U+10FFFF. */
-static int utf8_seq(const unsigned char *s, uint32_t *cp) {
-    unsigned char b = s[0];
-    int n;
-    uint32_t c, min;
-    if (b >= 0xC2 && b <= 0xDF) n = 2, c = b & 0x1Fu, min = 0x80;
-    else if (b >= 0xE0 && b <= 0xEF) n = 3, c = b & 0x0Fu, min = 0x800;
-    else if (b >= 0xF0 && b <= 0xF4) n = 4, c = b & 0x07u, min = 0x10000;
-    else return 0;
-    for (int i = 1; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80) return 0;
-        c = c << 6 | (s[i] & 0x3Fu);
-    }
-    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return 0;
-    *cp = c;
+size_t ts_utf8_len(const char *str) {
+    const unsigned char *s = (const unsigned char *)str;
+    if (s[0] < 0x80) return 1;
+    size_t n = (s[0] & 0xe0) == 0xc0 ? 2 : (s[0] & 0xf0) == 0xe0 ? 3 : (s[0] & 0xf8) == 0xf0 ? 4 : 0;
+    if (n == 0 || (n == 2 && s[0] < 0xc2) || s[0] > 0xf4) return 0;
+    for (size_t k = 1; k < n; k++)
+        if ((s[k] & 0xc0) != 0x80) return 0;
+    /* overlong forms, surrogates and code points past U+10FFFF */
+    if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0) || (s[0] == 0xf0 && s[1] < 0x90) ||
+        (s[0] == 0xf4 && s[1] >= 0x90))
+        return 0;
     return n;
 }
 
@@ -32,16 +26,14 @@ static int utf8_seq(const unsigned char *s, uint32_t *cp) {
  * it is (*take bytes). */
 static int escape_at(const unsigned char *s, size_t *take, char esc[8]) {
     unsigned char b = s[0];
-    uint32_t cp = 0;
-    int n;
-    *take = 1;
+    size_t n = ts_utf8_len((const char *)s);
+    *take = n ? n : 1;
     if (b < 0x80) {
         if ((b >= 0x20 && b != 0x7F) || b == '\n' || b == '\t') return 0;
         return snprintf(esc, 8, "\\x%02x", b);
     }
-    if ((n = utf8_seq(s, &cp)) == 0) return snprintf(esc, 8, "\\x%02x", b); /* not UTF-8: byte by byte */
-    *take = (size_t)n;
-    if (cp <= 0x9F) return snprintf(esc, 8, "\\u%04x", (unsigned)cp); /* C1 controls (CSI, OSC, ...) */
+    if (n == 0) return snprintf(esc, 8, "\\x%02x", b); /* not UTF-8: byte by byte */
+    if (b == 0xC2 && s[1] <= 0x9F) return snprintf(esc, 8, "\\u%04x", (unsigned)s[1]); /* C1 controls (CSI, OSC, ...) */
     return 0;
 }
 
