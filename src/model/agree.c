@@ -169,6 +169,8 @@ static bool pick_item(void *ctx, const agree_item *it) {
     return false;
 }
 
+#define AGREE_HINT "every rank must build the same model with the same options (the same command line and flags for every rank): stopping before the next step"
+
 ts_status ts_dist_agree(ts_model *m, const ts_prog *p) {
     const ts_collective *c = m->coll;
     if (m->dist_agreed || !c || c->size < 2) return TS_OK;
@@ -203,12 +205,14 @@ ts_status ts_dist_agree(ts_model *m, const ts_prog *p) {
         walk(m, p, pick_item, &pk);
         if (!st && k < N) st = c->allgather(&mine_text, texts, sizeof mine_text, "the comparison of the ranks' training options");
         if (!st) {
-            const char *label = texts[0].label[0] ? texts[0].label : texts[r_bad].label;
-            st = k < N ? ts_error(TS_ERR_DIST,
-                                  "the ranks were started differently: rank %d has %s %s, rank 0 has %s; every rank must build the same model with the same options "
-                                  "(the same command line and flags for every rank): stopping before the next step",
-                                  r_bad, label, texts[r_bad].value, texts[0].value)
-                       : ts_error(TS_ERR_DIST, "the ranks were started differently (their training options hash differently); every rank must build the same model with the same options");
+            const agree_item *a = &texts[r_bad], *z = &texts[0];
+            bool one_label = strcmp(a->label, z->label) == 0 || !z->label[0] || !a->label[0];
+            const char *label = z->label[0] ? z->label : a->label;
+            st = k == N ? ts_error(TS_ERR_DIST, "the ranks were started differently (their training options hash differently); every rank must build the same model with the same options")
+                 : one_label
+                     ? ts_error(TS_ERR_DIST, "the ranks were started differently: rank %d has %s %s, rank 0 has %s; " AGREE_HINT, r_bad, label, a->value, z->value)
+                     : ts_error(TS_ERR_DIST, "the ranks were started differently: rank %d has %s %s, rank 0 has %s %s; " AGREE_HINT, r_bad, a->label, a->value,
+                                z->label, z->value);
         }
     }
     if (!st) m->dist_agreed = true;
