@@ -90,6 +90,14 @@ int main(void) {
     }
     CHECK(n_logged > 0 && seen && !raw, "the print line reaches the log callback escaped (%d lines, escaped title seen: %d, raw control: %d)", n_logged, seen, raw);
     ts_set_log_callback(NULL, NULL);
+
+    /* the one-line summary and the stats table row the CLI prints */
+    ts_stats stats = {.count = 6, .mean = 3.5, .std = 1.7, .min = 1, .max = 6};
+    char line[512];
+    ts_summary_line(c1, NULL, &stats, line, sizeof line);
+    CHECK(!raw_control(line) && strstr(line, c1_escaped) && strstr(line, "\xce\xbc=3.5"), "the summary line shows the name escaped, its \xce\xbc intact: %s", line);
+    ts_stats_table_row(0, c1, &stats, line, sizeof line);
+    CHECK(!raw_control(line) && strstr(line, c1_escaped), "the stats table row shows the name escaped: %s", line);
     ts_model_free(m);
     ts_options_free(o);
     ts_graph_free(g);
