@@ -67,9 +67,9 @@ const char *ts_stats_table_row(int index, const char *name, const ts_stats *s, c
     char shown[TS_TABLE_NAME_WIDTH + 1];
     size_t len = strlen(nm);
     if (len > TS_TABLE_NAME_WIDTH)
-        snprintf(shown, sizeof shown, "...%s", nm + len - (TS_TABLE_NAME_WIDTH - 3));
+        snprintf(shown, sizeof shown, "...%.*s", TS_TABLE_NAME_WIDTH - 3, nm + len - (TS_TABLE_NAME_WIDTH - 3));
     else
-        snprintf(shown, sizeof shown, "%s", nm);
+        snprintf(shown, sizeof shown, "%.*s", TS_TABLE_NAME_WIDTH, nm);
     snprintf(buf, n, "%5d  %-*s %12.5g %12.5g %12.5g %12.5g %6lld %6lld", index,
              TS_TABLE_NAME_WIDTH, shown, s->mean, s->std, s->min, s->max, (long long)s->nans,
              (long long)(s->pos_infs + s->neg_infs));
