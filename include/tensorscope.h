@@ -524,7 +524,11 @@ TS_API ts_status ts_options_set_threads(ts_options *o, int n);
  * EVERY_N, [R, *T] for FINAL and SUM), watch results a row per replica and a
  * reduced row, on every rank. Every `check_every` steps (0 = never) the
  * weights are compared across ranks: a desync is TS_ERR_DIST naming the
- * rank and the first differing parameter. */
+ * rank and the first differing parameter. With replicas or pipeline stages
+ * the ranks compare their options and graph at compile (and again before
+ * the first run after ts_model_set_lr_schedule): ranks built differently
+ * fail, every one of them, with TS_ERR_DIST naming the first difference and
+ * both values, before any step. */
 TS_API ts_status ts_options_set_replication(ts_options *o, int replicas, int check_every);
 /* A pipeline of K stages, one per rank of the MPI job (K must equal its
  * number of ranks; 1 = off): the model is split before the first op of each

@@ -1,5 +1,8 @@
 /* test_debug_run.c -- ts_debug_run on a failing, a killed and a hanging
- * command; each archive is opened with libarchive and its members read. */
+ * command; each archive is opened with libarchive and its members read.
+ * Secrets (by variable name, in URLs, in the command's flags) are redacted
+ * in env.txt and command.txt, and scrubbed from everything archived when
+ * the command prints them. */
 #include "tensorscope.h"
 
 #include <archive.h>
@@ -61,6 +64,13 @@ static const char *member(const members *m, const char *name) {
 static void free_members(members *m) {
     for (int i = 0; i < m->n; i++)
         free(m->name[i]), free(m->text[i]);
+}
+
+static char logged[8192]; /* the library's log lines, while captured */
+static void capture_log(void *user, int level, const char *msg) {
+    (void)user, (void)level;
+    size_t n = strlen(logged);
+    snprintf(logged + n, sizeof logged - n, "%s\n", msg);
 }
 
 /* Runs argv through ts_debug_run, checks what every archive must hold, and
@@ -189,18 +199,39 @@ int main(void) {
         {"PRIVATE_PEM", "pemsecret8"},      {"GIT_URL", "https://tokensecret9@git.example/repo"}};
     for (size_t i = 0; i < sizeof secret_env / sizeof secret_env[0]; i++)
         setenv(secret_env[i][0], secret_env[i][1], 1);
-    char *const a6[] = {"true", "--api-key=argsecret1", "--token", "argsecret2", "--password", "argsecret3",
-                        "--url=https://user:argsecret4@example.com/x", "--lr", "0.5", NULL};
-    if (run("secrets", a6, 0, &status, &m) == 0) {
-        const char *env = member(&m, "env.txt"), *cmd = member(&m, "command.txt");
-        static const char *const leaked[] = {"pw1secret", "hunter3", "pgsecret4", "credsecret5", "hooksecret6",
+    setenv("SHORT_KEY", "q7z", 1); /* too short to scrub from the output */
+    char cwd[512];
+    setenv("PWD", getcwd(cwd, sizeof cwd) ? cwd : "/", 1);
+    /* the command echoes its arguments and its environment: the secrets it
+     * prints must not reach output.log, nor any other member */
+    char *const a6[] = {"sh", "-c", "echo \"args: $*\"; env; echo \"short q7z\"", "sh", "--api-key=argsecret1", "--token", "argsecret2",
+                        "--password", "argsecret3", "--url=https://user:argsecret4@example.com/x", "--lr", "0.5", NULL};
+    ts_set_log_callback(capture_log, NULL);
+    int ran = run("secrets", a6, 0, &status, &m);
+    ts_set_log_callback(NULL, NULL);
+    if (ran == 0) {
+        const char *env = member(&m, "env.txt"), *cmd = member(&m, "command.txt"), *log = member(&m, "output.log");
+        static const char *const leaked[] = {"hunter2", "pw1secret", "hunter3", "pgsecret4", "credsecret5", "hooksecret6",
                                              "bearersecret7", "pemsecret8", "tokensecret9", "argsecret1",
                                              "argsecret2", "argsecret3", "argsecret4"};
+        check(log && strstr(log, "args: --api-key=") && strstr(log, "MY_PLAIN_VAR=visible"), "the command printed its arguments and environment");
         for (size_t i = 0; i < sizeof leaked / sizeof leaked[0]; i++) {
             char what[128];
-            snprintf(what, sizeof what, "%s is in neither env.txt nor command.txt", leaked[i]);
-            check(env && cmd && !strstr(env, leaked[i]) && !strstr(cmd, leaked[i]), what);
+            int found = 0;
+            for (int k = 0; k < m.n; k++)
+                found |= strstr(m.text[k], leaked[i]) != NULL;
+            snprintf(what, sizeof what, "%s is in no member of the archive (output.log included)", leaked[i]);
+            check(env && cmd && !found, what);
         }
+        check(log && strstr(log, "args: --api-key=<redacted> --token <redacted> --password <redacted> --url=https://user:<redacted>@example.com/x --lr 0.5"),
+              "output.log has <redacted> where the command echoed its secret arguments");
+        check(log && strstr(log, "MY_API_KEY=<redacted>") && strstr(log, "DATABASE_URL=postgres://u:<redacted>@h/db"),
+              "output.log has <redacted> where the command printed secret variables");
+        check(log && strstr(log, "short q7z"), "a secret under 4 characters is left in the output (it would mangle it) ...");
+        check(strstr(logged, "SHORT_KEY") && strstr(logged, "too short"), "... and the run says so, naming the variable");
+        char pwd[600];
+        snprintf(pwd, sizeof pwd, "PWD=%s\n", getenv("PWD"));
+        check(env && log && strstr(env, pwd) && strstr(log, pwd), "the working directory (PWD) is no secret: kept in env.txt and output.log");
         check(env && strstr(env, "DATABASE_URL=postgres://u:<redacted>@h/db"), "a URL keeps all but its password");
         check(cmd && strstr(cmd, "--lr 0.5") && strstr(cmd, "--token '<redacted>'"),
               "command.txt keeps ordinary flags and names the redacted ones");
@@ -210,6 +241,7 @@ int main(void) {
     }
     for (size_t i = 0; i < sizeof secret_env / sizeof secret_env[0]; i++)
         unsetenv(secret_env[i][0]);
+    unsetenv("SHORT_KEY");
 
     /* a link planted at a temporary name is never followed; the kept work
      * directory is owner-only */

@@ -202,6 +202,7 @@ struct ts_model {
     atomic_int cancel;
     int *cancel_votes;
     int64_t cancel_at;
+    bool dist_agreed;    /* the ranks' options compared equal (agree.c); cleared by a compile or a new schedule */
 };
 
 /* options.c */
@@ -281,6 +282,11 @@ ts_status ts_replicas_after_run(ts_model *m);
 int ts_stages(const ts_model *m); /* K, 1 without a pipeline */
 /* Stages of the nodes, the tensors crossing them, the buffers (compile). */
 ts_status ts_pipeline_compile(ts_model *m, ts_prog *p);
+/* agree.c: with replicas or stages, every rank's options and graph compared
+ * (a collective): TS_ERR_DIST naming the first that differs and both
+ * values. Once per compile and after a new learning-rate schedule; a no-op
+ * without a job or once agreed. */
+ts_status ts_dist_agree(ts_model *m, const ts_prog *p);
 /* Whether this rank runs `node` (every node without a pipeline). */
 static inline bool ts_in_stage(const ts_model *m, int node) { return !m->prog->stage || m->prog->stage[node] == m->coll->rank; }
 /* Micro-batch a of the step: activations from the previous stage, to the

@@ -42,6 +42,19 @@ bool ts_log_enabled(int level);
 /* Hands a finished message of any length to the sink as it is. */
 void ts_log_message(int level, const char *msg);
 
+/* Text safe to show on a terminal (escape.c): C0 controls other than \n
+ * and \t, DEL and bytes that are not UTF-8 become `\x1b`, the C1 controls
+ * (U+0080..U+009F) `\u009b`; valid UTF-8 (μ, σ, ∈) stays as it is. Every
+ * last-error message and log line goes through it, so a name from a model
+ * file cannot drive the user's terminal. ts_escape_text writes at most
+ * cap - 1 bytes and a NUL (never half an escape) and returns the length
+ * the whole text needs, as snprintf does. Escaping is idempotent. */
+bool ts_text_needs_escape(const char *s);
+/* Bytes of the valid UTF-8 character at s (1 for ASCII), 0 when it is not
+ * one (overlong forms, surrogates, past U+10FFFF, a cut sequence). */
+size_t ts_utf8_len(const char *s);
+size_t ts_escape_text(char *dst, size_t cap, const char *src);
+
 /* Environment values, parsed strictly (env.c). ts_parse_bool takes
  * 1/0, true/false, yes/no, on/off (any case); ts_parse_log_level takes 0-5
  * or off/error/warn/info/debug/trace. ts_env_flag reads a boolean variable:

@@ -30,21 +30,26 @@ const char *ts_status_name(ts_status s) {
 const char *ts_last_error(void) { return last_error; }
 void ts_clear_error(void) { last_error[0] = '\0'; }
 
+/* Every message is escaped (ts_escape_text) as it is stored: the names it
+ * quotes may come from a model file. */
 ts_status ts_error(ts_status code, const char *fmt, ...) {
+    char raw[sizeof last_error];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    ts_escape_text(last_error, sizeof last_error, raw);
     return code;
 }
 
 ts_status ts_error_wrap(ts_status code, const char *fmt, ...) {
-    char prefix[512], old[sizeof last_error];
+    char raw[512], prefix[4 * sizeof raw], old[sizeof last_error];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
-    memcpy(old, last_error, sizeof old);
+    ts_escape_text(prefix, sizeof prefix, raw);
+    memcpy(old, last_error, sizeof old); /* escaped when it was stored */
     size_t n = strlen(prefix);
     memcpy(last_error, prefix, n);
     last_error[n] = ':';

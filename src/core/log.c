@@ -15,6 +15,22 @@ static ts_log_fn sink = default_sink;
 static void *sink_user;
 static int level_now = -1; /* -1: not yet read from TS_LOG_LEVEL */
 
+/* Every line reaches the sink escaped (ts_escape_text): what it quotes may
+ * come from a model file. A clean line goes as it is; a long one that needs
+ * escapes gets a buffer of its size, or is cut when none can be had. */
+static void emit(int level, const char *msg) {
+    if (!ts_text_needs_escape(msg)) {
+        sink(sink_user, level, msg);
+        return;
+    }
+    char small[4096], *buf = small;
+    size_t need = ts_escape_text(small, sizeof small, msg);
+    if (need >= sizeof small && (buf = ts_malloc(need + 1)) != NULL) ts_escape_text(buf, need + 1, msg);
+    else if (!buf) buf = small;
+    sink(sink_user, level, buf);
+    if (buf != small) ts_free(buf);
+}
+
 void ts_set_log_callback(ts_log_fn fn, void *user) {
     sink = fn ? fn : default_sink;
     sink_user = fn ? user : NULL;
@@ -31,7 +47,7 @@ int ts_get_log_level(void) {
         if (bad) { /* said once, at the level that stays in force */
             char msg[256];
             snprintf(msg, sizeof msg, "TS_LOG_LEVEL='%.80s' is not a level (0-5 or off, error, warn, info, debug, trace); using info", e);
-            sink(sink_user, TS_LOG_WARN, msg);
+            emit(TS_LOG_WARN, msg);
         }
     }
     return level_now;
@@ -46,7 +62,7 @@ void ts_logf(int level, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    sink(sink_user, level, buf);
+    emit(level, buf);
 }
 
 uint64_t ts_now_ns(void) {
@@ -56,5 +72,5 @@ uint64_t ts_now_ns(void) {
 }
 
 void ts_log_message(int level, const char *msg) {
-    if (ts_log_enabled(level)) sink(sink_user, level, msg);
+    if (ts_log_enabled(level)) emit(level, msg);
 }

@@ -14,12 +14,15 @@
  *   env.txt      the child's environment, secrets redacted
  *   sysinfo.txt  uname, CPU, memory, library versions
  * and is archived as outfile (.tar.gz, pax) under `tensorscope-debug/`.
- * What is redacted (docs/debug-bundle.md says the same to users): the value
+ * What is redacted (docs/reliability.md says the same to users): the value
  * of every variable whose name holds one of secret_words (any case), the
  * password of every URL with credentials (scheme://user:pass@host, or the
  * user part when there is no password: scheme://token@host) in any value or
  * argument, and the value of every argument flag whose name holds a secret
- * word (--api-key=V, --token V). The work directory is 0700 and every file
+ * word (--api-key=V, --token V); PWD and OLDPWD are not secrets. Every value
+ * so redacted (but the shortest, which would mangle the text) is also
+ * scrubbed from every file archived, output.log included, where the
+ * command printed it (scrub_work). The work directory is 0700 and every file
  * in it and the archive 0600: only their owner reads them.
  * The child also gets TS_LOG_LEVEL=4 (unless set) and TS_IR_DEBUG=1. It
  * runs in its own process group so a timeout (SIGTERM, then SIGKILL 2 s
@@ -129,34 +132,53 @@ static int has_secret_word(const char *name, size_t n) {
     return 0;
 }
 
-/* Writes text with the credentials of every URL in it replaced:
- * scheme://user:pw@host -> scheme://user:<redacted>@host, and
- * scheme://tok@host -> scheme://<redacted>@host. */
-static void put_redacted_urls(FILE *f, const char *text) {
-    const char *p = text;
+/* The next URL credential in text from p: the password of
+ * scheme://user:pw@host, or the user part of scheme://tok@host. Returns
+ * where it starts (*n bytes, maybe 0) and sets *resume to the '@' after
+ * it; NULL when there is none. */
+static const char *url_secret(const char *p, size_t *n, const char **resume) {
     for (;;) {
         const char *sep = strstr(p, "://");
-        if (!sep) {
-            fputs(p, f);
-            return;
-        }
+        if (!sep)
+            return NULL;
         const char *auth = sep + 3, *end = auth, *at = NULL;
         while (*end && !strchr("/?#", *end) && !isspace((unsigned char)*end)) {
             if (*end == '@')
                 at = end;
             end++;
         }
-        fwrite(p, 1, (size_t)(auth - p), f);
         if (at) {
             const char *colon = memchr(auth, ':', (size_t)(at - auth));
-            if (colon)
-                fwrite(auth, 1, (size_t)(colon + 1 - auth), f);
-            fputs("<redacted>", f);
-            p = at;
-        } else {
-            p = auth;
+            const char *start = colon ? colon + 1 : auth;
+            *n = (size_t)(at - start);
+            *resume = at;
+            return start;
         }
+        p = auth;
     }
+}
+
+/* A variable whose value is a secret: its name holds a secret word, and it
+ * is not the shell's working directory (PWD, OLDPWD: "PWD" is in the
+ * words for DB_PWD and the like). */
+static int secret_var(const char *name, size_t n) {
+    if ((n == 3 && strncmp(name, "PWD", 3) == 0) || (n == 6 && strncmp(name, "OLDPWD", 6) == 0))
+        return 0;
+    return has_secret_word(name, n);
+}
+
+/* Writes text with the credentials of every URL in it replaced:
+ * scheme://user:pw@host -> scheme://user:<redacted>@host, and
+ * scheme://tok@host -> scheme://<redacted>@host. */
+static void put_redacted_urls(FILE *f, const char *text) {
+    const char *p = text, *resume, *cred;
+    size_t n;
+    while ((cred = url_secret(p, &n, &resume)) != NULL) {
+        fwrite(p, 1, (size_t)(cred - p), f);
+        fputs("<redacted>", f);
+        p = resume;
+    }
+    fputs(p, f);
 }
 
 /* ------------------------------------------------------ the environment */
@@ -411,7 +433,7 @@ static void write_command(FILE *f, char *const *argv) {
 static void write_env(FILE *f, char *const *envp) {
     for (size_t i = 0; envp[i]; i++) {
         const char *eq = strchr(envp[i], '=');
-        if (eq && has_secret_word(envp[i], (size_t)(eq - envp[i]))) {
+        if (eq && secret_var(envp[i], (size_t)(eq - envp[i]))) {
             fprintf(f, "%.*s=<redacted>\n", (int)(eq - envp[i]), envp[i]);
         } else {
             put_redacted_urls(f, envp[i]);
@@ -449,6 +471,188 @@ static void write_sysinfo(FILE *f) {
     fprintf(f, "protobuf-c: %s\n", protobuf_c_version());
     const char *la = archive_version_string(); /* "libarchive 3.6.2" */
     fprintf(f, "libarchive: %s\n", strncmp(la, "libarchive ", 11) == 0 ? la + 11 : la);
+}
+
+/* ------------------------------------------------- scrubbing the secrets */
+
+/* Every secret value the redaction above knows (secret variables' values,
+ * secret flags' values, URL credentials in any value or argument), to be
+ * scrubbed from everything archived, wherever the command printed it. */
+typedef struct secret {
+    const char *p; /* into the environment or argv, which outlive the list */
+    size_t n;
+} secret;
+typedef struct secrets {
+    secret *v;
+    size_t n, cap, longest;
+    char too_short[512]; /* where the ones too short to scrub are */
+} secrets;
+
+/* Shorter values are left where they are: scrubbing them would mangle the
+ * files (every "abc" in the log), and the run says so. */
+#define TS_SCRUB_MIN 4
+
+static ts_status secret_add(secrets *s, const char *p, size_t n, const char *where) {
+    if (n == 0)
+        return TS_OK;
+    if (n < TS_SCRUB_MIN) {
+        size_t k = strlen(s->too_short);
+        if (!strstr(s->too_short, where) && k + strlen(where) + 8 < sizeof s->too_short)
+            snprintf(s->too_short + k, sizeof s->too_short - k, "%s%s", k ? ", " : "", where);
+        return TS_OK;
+    }
+    for (size_t i = 0; i < s->n; i++)
+        if (s->v[i].n == n && memcmp(s->v[i].p, p, n) == 0)
+            return TS_OK;
+    if (ts_grow((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v) != TS_OK)
+        return TS_ERR_OUT_OF_MEMORY;
+    s->v[s->n++] = (secret){p, n};
+    if (n > s->longest)
+        s->longest = n;
+    return TS_OK;
+}
+
+static ts_status add_url_secrets(secrets *s, const char *text, const char *where) {
+    const char *p = text, *cred;
+    size_t n;
+    ts_status st = TS_OK;
+    while (st == TS_OK && (cred = url_secret(p, &n, &p)) != NULL)
+        st = secret_add(s, cred, n, where);
+    return st;
+}
+
+static int longer_first(const void *a, const void *b) {
+    size_t x = ((const secret *)a)->n, y = ((const secret *)b)->n;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* What env.txt and command.txt redact (write_env, write_command), as values. */
+static ts_status collect_secrets(secrets *s, char *const *envp, char *const *argv) {
+    ts_status st = TS_OK;
+    for (size_t i = 0; envp[i] && st == TS_OK; i++) {
+        const char *eq = strchr(envp[i], '=');
+        if (!eq)
+            continue;
+        char where[96];
+        snprintf(where, sizeof where, "%.*s", (int)(eq - envp[i] < 80 ? eq - envp[i] : 80), envp[i]);
+        if (secret_var(envp[i], (size_t)(eq - envp[i])))
+            st = secret_add(s, eq + 1, strlen(eq + 1), where);
+        if (st == TS_OK)
+            st = add_url_secrets(s, eq + 1, where);
+    }
+    for (size_t i = 1; argv[0] && argv[i] && st == TS_OK; i++) {
+        const char *value;
+        char where[96];
+        snprintf(where, sizeof where, "argument %zu", i);
+        if (secret_flag(argv[i], &value)) {
+            snprintf(where, sizeof where, "%.*s", (int)strcspn(argv[i], "=") < 80 ? (int)strcspn(argv[i], "=") : 80, argv[i]);
+            if (!value && argv[i + 1])
+                value = argv[++i];
+            if (value)
+                st = secret_add(s, value, strlen(value), where);
+        }
+        if (st == TS_OK)
+            st = add_url_secrets(s, argv[i], where);
+    }
+    if (st != TS_OK)
+        return ts_error(TS_ERR_OUT_OF_MEMORY, "debug-run: out of memory listing the secrets to scrub");
+    if (*s->too_short)
+        ts_logf(TS_LOG_WARN, "debug-run: the secret values of %s are under %d characters, too short to scrub from output.log "
+                "and the other files without mangling them: they are redacted in env.txt and command.txt only",
+                s->too_short, TS_SCRUB_MIN);
+    if (s->n)
+        qsort(s->v, s->n, sizeof *s->v, longer_first);
+    return TS_OK;
+}
+
+/* Rewrites dir/name with every occurrence of every secret (the longest
+ * that matches at each place) replaced by <redacted>, streaming: a match
+ * is looked for only where the buffer holds the longest secret's length,
+ * or at the end of the file. The rewrite replaces the file by rename. */
+static ts_status scrub_file(const char *dir, const char *name, const secrets *s) {
+    char *path = path_join(dir, name), *tmp = path ? join(path, '.', "scrub") : NULL;
+    ts_status st = path && tmp ? TS_OK : TS_ERR_OUT_OF_MEMORY;
+    struct stat sb;
+    int in = st == TS_OK ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
+    if (in < 0 || fstat(in, &sb) != 0 || !S_ISREG(sb.st_mode)) { /* not a plain file: not archived either */
+        if (in >= 0)
+            close(in);
+        ts_free(path);
+        ts_free(tmp);
+        return st;
+    }
+    int out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (out < 0)
+        st = ts_error(TS_ERR_IO, "debug-run: cannot create %s: %s", tmp, strerror(errno));
+    size_t cap = 65536 + s->longest, len = 0, i = 0;
+    char *buf = st == TS_OK ? ts_malloc(cap) : NULL;
+    char outbuf[65536];
+    size_t used = 0;
+    int eof = 0;
+    if (st == TS_OK && !buf)
+        st = TS_ERR_OUT_OF_MEMORY;
+    while (st == TS_OK && (!eof || i < len)) {
+        if (!eof && len - i < s->longest) { /* too little left to match: read more */
+            memmove(buf, buf + i, len - i);
+            len -= i, i = 0;
+            ssize_t k = read(in, buf + len, cap - len);
+            if (k < 0 && errno == EINTR)
+                continue;
+            if (k < 0)
+                st = ts_error(TS_ERR_IO, "debug-run: reading %s: %s", path, strerror(errno));
+            eof = k <= 0;
+            len += k > 0 ? (size_t)k : 0;
+            continue;
+        }
+        size_t hit = 0;
+        for (size_t k = 0; k < s->n && !hit; k++)
+            if (s->v[k].n <= len - i && buf[i] == s->v[k].p[0] && memcmp(buf + i, s->v[k].p, s->v[k].n) == 0)
+                hit = s->v[k].n;
+        if (used + 16 > sizeof outbuf) {
+            if (write_all(out, outbuf, used) != 0)
+                st = ts_error(TS_ERR_IO, "debug-run: writing %s: %s", tmp, strerror(errno));
+            used = 0;
+        }
+        if (hit) {
+            memcpy(outbuf + used, "<redacted>", 10);
+            used += 10, i += hit;
+        } else {
+            outbuf[used++] = buf[i++];
+        }
+    }
+    if (st == TS_OK && write_all(out, outbuf, used) != 0)
+        st = ts_error(TS_ERR_IO, "debug-run: writing %s: %s", tmp, strerror(errno));
+    if (out >= 0 && close(out) != 0 && st == TS_OK)
+        st = ts_error(TS_ERR_IO, "debug-run: writing %s: %s", tmp, strerror(errno));
+    close(in);
+    if (st == TS_OK && rename(tmp, path) != 0)
+        st = ts_error(TS_ERR_IO, "debug-run: replacing %s: %s", path, strerror(errno));
+    if (st != TS_OK && out >= 0)
+        unlink(tmp);
+    ts_free(buf);
+    ts_free(path);
+    ts_free(tmp);
+    return st;
+}
+
+static int not_hidden(const struct dirent *d);
+
+/* Scrubs every file of the work directory before it is archived (and kept). */
+static ts_status scrub_work(const char *work, char *const *envp, char *const *argv) {
+    secrets s = {0};
+    ts_status st = collect_secrets(&s, envp, argv);
+    struct dirent **names = NULL;
+    int count = st == TS_OK && s.n ? scandir(work, &names, not_hidden, alphasort) : 0;
+    if (count < 0)
+        st = ts_error(TS_ERR_IO, "debug-run: cannot list %s: %s", work, strerror(errno));
+    for (int i = 0; i < count; i++) {
+        if (st == TS_OK)
+            st = scrub_file(work, names[i]->d_name, &s);
+        free(names[i]); /* scandir's, from malloc */
+    }
+    free(names);
+    ts_free(s.v);
+    return st;
 }
 
 /* ------------------------------------------------------------- archiving */
@@ -626,6 +830,8 @@ ts_status ts_debug_run(const ts_debug_run_config *c, int *child_status) {
             *child_status = code;
         st = write_reports(work, c, env.v, &r);
     }
+    if (st == TS_OK)
+        st = scrub_work(work, env.v, c->argv);
     if (st == TS_OK)
         st = write_archive(work, &af, c->outfile);
     else

@@ -136,27 +136,12 @@ static void node_flag_text(dump_buf *b, const ts_tensor *t, const ts_model *m, c
     if (known && !p->live[t->id]) putf(b, "%sunused%s", open, close);
 }
 
-/* Length of the valid UTF-8 sequence at s, 0 if invalid (Graphviz rejects
- * invalid UTF-8, and a tensor name may hold any bytes). */
-static size_t utf8_len(const unsigned char *s) {
-    if (s[0] < 0x80) return 1;
-    size_t n = (s[0] & 0xe0) == 0xc0 ? 2 : (s[0] & 0xf0) == 0xe0 ? 3 : (s[0] & 0xf8) == 0xf0 ? 4 : 0;
-    if (n == 0 || (n == 2 && s[0] < 0xc2) || s[0] > 0xf4) return 0;
-    for (size_t k = 1; k < n; k++)
-        if ((s[k] & 0xc0) != 0x80) return 0;
-    /* overlong forms, surrogates and code points past U+10FFFF */
-    if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0) || (s[0] == 0xf0 && s[1] < 0x90) ||
-        (s[0] == 0xf4 && s[1] >= 0x90))
-        return 0;
-    return n;
-}
-
 /* A C-style quoted string: quotes, backslashes, control bytes and bytes
  * that are not UTF-8 escaped, so a print title stays on one line. */
 static void put_quoted(dump_buf *b, const char *s) {
     put(b, "\"");
     for (const unsigned char *u = (const unsigned char *)s; *u;) {
-        size_t n = utf8_len(u);
+        size_t n = ts_utf8_len((const char *)u);
         if (*u == '"' || *u == '\\') putf(b, "\\%c", *u);
         else if (*u == '\n') put(b, "\\n");
         else if (*u < 0x20 || *u == 0x7f || n == 0) putf(b, "\\x%02x", *u);
@@ -377,8 +362,8 @@ static void put_dot_escaped(dump_buf *b, const char *s) {
             put(b, "?");
             u++;
         } else {
-            size_t n = utf8_len(u);
-            if (n == 0) {
+            size_t n = ts_utf8_len((const char *)u);
+            if (n == 0 || (u[0] == 0xc2 && u[1] <= 0x9f)) { /* not UTF-8, or a C1 control */
                 put(b, "?");
                 u++;
             } else {
@@ -570,6 +555,13 @@ char *ts_graph_dump(const ts_graph *g, const ts_model *m, ts_dump_format fmt, in
     }
     ts_free(nf);
     ts_free(ops);
+    if (fmt == TS_DUMP_TEXT && !b.failed && b.p && ts_text_needs_escape(b.p)) { /* file names of imported nodes, say: shown, not obeyed */
+        size_t need = ts_escape_text(NULL, 0, b.p);
+        char *shown = ts_malloc(need + 1);
+        if (shown) ts_escape_text(shown, need + 1, b.p);
+        ts_free(b.p);
+        b.p = shown;
+    }
     if (b.failed || !b.p) {
         ts_free(b.p);
         ts_error(TS_ERR_OUT_OF_MEMORY, "ts_graph_dump: out of memory");

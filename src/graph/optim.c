@@ -63,6 +63,7 @@ ts_status ts_model_set_lr_schedule(ts_model *m, const ts_lr_schedule *s) {
         return ts_error(TS_ERR_INVALID_ARGUMENT, "cosine schedule: total steps must be >= 1 and the minimum rate a finite value >= 0 (got %lld, %g)",
                         (long long)c.total_steps, c.min_lr);
     m->sched = c;
+    m->dist_agreed = false; /* the ranks compare it before the next run */
     m->opt.lr = (float)ts_lr_at(&m->sched, m->base_lr, m->steps);
     return TS_OK;
 }

@@ -175,7 +175,8 @@ ts_status ts_pipeline_compile(ts_model *m, ts_prog *p) {
         return TS_ERR_OUT_OF_MEMORY;
     m->coll = c;
     log_schedule(m, K);
-    return TS_OK;
+    m->dist_agreed = false;
+    return ts_dist_agree(m, p);
 }
 
 /* Receives one message into p->inbox, timing the wait (the bubble). */

@@ -70,7 +70,8 @@ ts_status ts_replicas_compile(ts_model *m, ts_prog *p) {
     if (!(p->rep_sums = ts_calloc(n * (size_t)p->n_rep_nodes + 1, sizeof *p->rep_sums))) return TS_ERR_OUT_OF_MEMORY;
     m->coll = c;
     m->next_check = m->steps; /* check before the first run of this program */
-    return TS_OK;
+    m->dist_agreed = false;
+    return ts_dist_agree(m, p);
 }
 
 ts_status ts_replicas_before_run(ts_model *m) {

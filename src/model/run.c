@@ -151,6 +151,7 @@ ts_status ts_model_run(ts_model *m, const char *const *names, const ts_array *in
     uint64_t t0 = ts_now_ns();
     int64_t steps0 = m->steps;
     st = bind_inputs(m, names, inputs, n);
+    if (!st) st = ts_dist_agree(m, m->prog); /* again after a new schedule */
     if (!st) st = ts_replicas_before_run(m);
     if (!st && ts_log_enabled(TS_LOG_DEBUG)) log_run_shapes(m, names, inputs, n);
     if (!st) st = ts_exec_run(m);

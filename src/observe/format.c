@@ -25,7 +25,9 @@ const char *ts_summary_line(const char *name, const ts_array *shape, const ts_st
     if (!buf || n == 0) return buf;
     buf[0] = '\0';
     size_t used = 0;
-    append(buf, n, &used, "%s", name ? name : "?");
+    char shown[1700]; /* a name of 400 bytes, escaped (ts_escape_text): a model's names may hold control sequences */
+    ts_escape_text(shown, sizeof shown, name ? name : "?");
+    append(buf, n, &used, "%s", shown);
     if (shape) {
         char sh[160];
         append(buf, n, &used, " %s", ts_array_shape_str(shape, sh, sizeof sh));
@@ -60,13 +62,14 @@ const char *ts_stats_table_row(int index, const char *name, const ts_stats *s, c
     buf[0] = '\0';
     if (!s) return buf;
     /* Long names keep their tail (the layer and the tensor) and stay aligned. */
-    const char *nm = name ? name : "?";
+    char nm[1700]; /* escaped, as in ts_summary_line */
+    ts_escape_text(nm, sizeof nm, name ? name : "?");
     char shown[TS_TABLE_NAME_WIDTH + 1];
     size_t len = strlen(nm);
     if (len > TS_TABLE_NAME_WIDTH)
-        snprintf(shown, sizeof shown, "...%s", nm + len - (TS_TABLE_NAME_WIDTH - 3));
+        snprintf(shown, sizeof shown, "...%.*s", TS_TABLE_NAME_WIDTH - 3, nm + len - (TS_TABLE_NAME_WIDTH - 3));
     else
-        snprintf(shown, sizeof shown, "%s", nm);
+        snprintf(shown, sizeof shown, "%.*s", TS_TABLE_NAME_WIDTH, nm);
     snprintf(buf, n, "%5d  %-*s %12.5g %12.5g %12.5g %12.5g %6lld %6lld", index,
              TS_TABLE_NAME_WIDTH, shown, s->mean, s->std, s->min, s->max, (long long)s->nans,
              (long long)(s->pos_infs + s->neg_infs));
