@@ -1,5 +1,6 @@
 /* test_debug_run.c -- ts_debug_run on a failing, a killed and a hanging
  * command; each archive is opened with libarchive and its members read. */
+/* needs: debug-bundle */
 #include "tensorscope.h"
 
 #include <archive.h>
