@@ -6,6 +6,7 @@
  * the importer's in-memory entry (what ts_graph_from_onnx calls after
  * mapping the file) with a model path in a directory that does not exist,
  * so external-data references are refused (fuzz_onnx_external fuzzes them). */
+/* needs: onnx */
 #include <stddef.h>
 #include <stdint.h>
 

@@ -8,6 +8,7 @@
  * read within its size, never followed or waited on (fuzz_onnx.h says what
  * a result must be). Seeds: fuzz/corpus/fuzz_onnx_external/ (a MatMul with
  * its weight external at each of these locations, by fuzz/make_corpus.py). */
+/* needs: onnx */
 #include <fcntl.h>
 #include <stddef.h>
 #include <stdint.h>

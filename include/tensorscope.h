@@ -96,6 +96,37 @@ TS_API const char *ts_status_name(ts_status s);
 TS_API const char *ts_last_error(void);
 TS_API void ts_clear_error(void);
 
+/* ------------------------------------------------------ optional features */
+
+/* The core needs only a C compiler, pthreads, zlib and a CBLAS; the rest
+ * are features built when their library is found at configure (and left
+ * out with -DTS_WITH_<LIB>=OFF; `cmake` prints the list):
+ *   "plots"         cairo: ts_plot_*; the CLI's --histogram, --plot,
+ *                   --feature-maps, --filters, compare --plot
+ *   "onnx"          protobuf-c: ts_graph_from_onnx; --model FILE.onnx
+ *   "tensorboard"   protobuf-c: ts_tb_*; --tensorboard
+ *   "npz"           libarchive: ts_npz_load, ts_npz_save, .npz weights
+ *                   (ts_graph_save_weights/ts_graph_load_weights), .npz
+ *                   data (ts_dataset_*), compare's reference dumps
+ *   "debug-bundle"  libarchive, cairo and protobuf-c: ts_debug_run
+ *   "unwind"        libunwind: the crash handler walks stacks with it;
+ *                   without it, with glibc's backtrace() (same report)
+ *   "mpi"           MPI: ts_dist_init under mpirun (replicas, stages)
+ *   "cuda"          0 in this version: there is no CUDA backend yet
+ * A call that needs a feature the build lacks returns TS_ERR_UNSUPPORTED
+ * with a message naming what to install ("plots need cairo: apt-get
+ * install libcairo2-dev, then rebuild tensorscope"); calls that return no
+ * status return 0 or NULL (ts_npz_count, ts_npz_find, ts_tb_path).
+ * ts_has_feature: 1 when built, 0 when not (or for an unknown name). */
+TS_API int ts_has_feature(const char *name);
+/* TS_OK when the feature is built; otherwise TS_ERR_UNSUPPORTED with the
+ * message above; TS_ERR_INVALID_ARGUMENT (listing the names) for an
+ * unknown name. For checking before work starts. */
+TS_API ts_status ts_require_feature(const char *name);
+/* Every feature and whether it is built, in the order above:
+ * "plots yes, onnx yes, tensorboard yes, npz yes, ..., cuda no". */
+TS_API const char *ts_features(void);
+
 /* ------------------------------------------------------- memory and logs */
 
 /* A pluggable allocator; every allocation of the library goes through it.

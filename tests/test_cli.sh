@@ -156,10 +156,14 @@ check "--print-tensor Relu:1: 'Relu:1' and 'Relu:1_gradient' printed on stderr w
     eval '[ $rc -eq 0 ] && has print.err "Relu:1: f32\[1000,100\]" && has print.err "Relu:1_gradient: f32\[1000,100\]" && ! hasf print.out "Relu:1"' || show print.err
 
 png() { [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; }
-run plots "$BIN" train "${T_ARGS[@]}" --batch-size 1000 --max-steps 2 --histogram H.png --plot P.png --metrics
-check "--histogram H.png: a PNG ($(stat -c %s H.png 2> /dev/null) bytes) and 'Saved histogram to H.png'" \
-    eval '[ $rc -eq 0 ] && png H.png && hasf plots.out "Saved histogram to H.png"'
-check "--plot P.png: a PNG and 'Saved plot to P.png'" eval 'png P.png && hasf plots.out "Saved plot to P.png"'
+plot_flags=()
+needs plots "--histogram and --plot" && plot_flags=(--histogram H.png --plot P.png)
+run plots "$BIN" train "${T_ARGS[@]}" --batch-size 1000 --max-steps 2 "${plot_flags[@]}" --metrics
+if [ ${#plot_flags[@]} -gt 0 ]; then
+    check "--histogram H.png: a PNG ($(stat -c %s H.png 2> /dev/null) bytes) and 'Saved histogram to H.png'" \
+        eval '[ $rc -eq 0 ] && png H.png && hasf plots.out "Saved histogram to H.png"'
+    check "--plot P.png: a PNG and 'Saved plot to P.png'" eval 'png P.png && hasf plots.out "Saved plot to P.png"'
+fi
 runs_counter=$(grep -A1 '^Counter: Runs$' plots.out | sed -n 's/^ *Value: *//p')
 check "--metrics: 'Metric: ExecuteTime' with TotalSamples, 'Counter: Runs' = $runs_counter (>= 2 training runs)" \
     eval 'hasf plots.out "Metric: ExecuteTime" && grep -A1 "^Metric: ExecuteTime$" plots.out | has /dev/stdin "TotalSamples: [1-9]" &&
@@ -230,25 +234,27 @@ run inone "$BIN" inspect
 check "inspect with no file: exit 2" eval '[ $rc -eq 2 ] && hasf inone.err "Try '"'"'tensorscope inspect --help'"'"'"'
 
 # ---- debug-run (its work directory goes under TMPDIR, i.e. into $T)
-run dbg env TMPDIR="$T" "$BIN" debug-run --outfile B.tar.gz -- "$BIN" names --model mlp
-tar tzf B.tar.gz > bundle.txt 2> /dev/null
-missing=""
-for f in output.log exit.txt env.txt sysinfo.txt; do grep -Fxq "tensorscope-debug/$f" bundle.txt || missing="$missing $f"; done
-check "debug-run -- names: exit 0, the bundle has output.log, exit.txt, env.txt, sysinfo.txt${missing:+ (missing:$missing)}" \
-    eval '[ $rc -eq 0 ] && [ -z "$missing" ]'
-mkdir -p bundle && tar xzf B.tar.gz -C bundle 2> /dev/null
-check "debug-run: output.log holds the command's output, exit.txt its status 0" \
-    eval 'grep -Fxq fc1.weight bundle/tensorscope-debug/output.log && grep -Eq "(^| )0$" bundle/tensorscope-debug/exit.txt'
-for f in graph.txt metrics.txt; do
-    if [ -f "bundle/tensorscope-debug/$f" ]; then
-        echo "     $f in the bundle ($(wc -l < "bundle/tensorscope-debug/$f") lines):"
-        show "bundle/tensorscope-debug/$f" 4
-    else
-        echo "     (no $f in the bundle)"
-    fi
-done
-run dbgfail env TMPDIR="$T" "$BIN" debug-run --tidy --outfile F.tar.gz -- "$BIN" frobnicate
-check "debug-run of a failing command: exit 1, the bundle still written" eval '[ $rc -eq 1 ] && [ -s F.tar.gz ]'
+if needs debug-bundle "debug-run's bundle"; then
+    run dbg env TMPDIR="$T" "$BIN" debug-run --outfile B.tar.gz -- "$BIN" names --model mlp
+    tar tzf B.tar.gz > bundle.txt 2> /dev/null
+    missing=""
+    for f in output.log exit.txt env.txt sysinfo.txt; do grep -Fxq "tensorscope-debug/$f" bundle.txt || missing="$missing $f"; done
+    check "debug-run -- names: exit 0, the bundle has output.log, exit.txt, env.txt, sysinfo.txt${missing:+ (missing:$missing)}" \
+        eval '[ $rc -eq 0 ] && [ -z "$missing" ]'
+    mkdir -p bundle && tar xzf B.tar.gz -C bundle 2> /dev/null
+    check "debug-run: output.log holds the command's output, exit.txt its status 0" \
+        eval 'grep -Fxq fc1.weight bundle/tensorscope-debug/output.log && grep -Eq "(^| )0$" bundle/tensorscope-debug/exit.txt'
+    for f in graph.txt metrics.txt; do
+        if [ -f "bundle/tensorscope-debug/$f" ]; then
+            echo "     $f in the bundle ($(wc -l < "bundle/tensorscope-debug/$f") lines):"
+            show "bundle/tensorscope-debug/$f" 4
+        else
+            echo "     (no $f in the bundle)"
+        fi
+    done
+    run dbgfail env TMPDIR="$T" "$BIN" debug-run --tidy --outfile F.tar.gz -- "$BIN" frobnicate
+    check "debug-run of a failing command: exit 1, the bundle still written" eval '[ $rc -eq 1 ] && [ -s F.tar.gz ]'
+fi
 run dbgusage "$BIN" debug-run --outfile C.tar.gz
 check "debug-run without '--': exit 2, nothing written" \
     eval '[ $rc -eq 2 ] && hasf dbgusage.err "after '"'"'--'"'"'" && [ ! -e C.tar.gz ]'

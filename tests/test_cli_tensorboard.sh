@@ -11,6 +11,7 @@
 # Uses the venv of tests/test_tensorboard.sh ($TS_BUILD_DIR/tb-venv, same
 # pins), creating it the same way when missing: needs PyPI the first time,
 # and fails rather than skips without it.
+# needs: tensorboard
 set -uo pipefail
 
 BUILD=${TS_BUILD_DIR:?set TS_BUILD_DIR to the CMake build directory}

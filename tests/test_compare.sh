@@ -4,6 +4,7 @@
 # tolerances, gradients included; a planted bug (one weight of fc2, or
 # log-softmax over the wrong dim) is named as the first divergence with its
 # inputs matching; two dumps compare; bad input is reported, never a crash.
+# needs: npz plots
 set -uo pipefail
 PY=/usr/bin/python3
 BUILD=${TS_BUILD_DIR:?set TS_BUILD_DIR}

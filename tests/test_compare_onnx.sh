@@ -7,6 +7,7 @@
 # second conv layer and log-softmax over the wrong dim are each named as the
 # first divergence with their inputs matching; the seed tutorial's
 # LogSoftmax(dim=0) model, exported, triggers the lint.
+# needs: onnx npz
 set -uo pipefail
 PY=/usr/bin/python3
 BUILD=${TS_BUILD_DIR:?set TS_BUILD_DIR}

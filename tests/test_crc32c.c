@@ -1,6 +1,7 @@
 /* test_crc32c.c -- CRC-32C against published vectors and a bitwise
  * reference, TFRecord masking against values computed by TensorBoard's own
  * Python code, and the framing of a real event file read back by hand. */
+/* needs: tensorboard */
 #include "files.h"
 #include "check.h"
 #include "core/core.h"

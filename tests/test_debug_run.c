@@ -3,6 +3,7 @@
  * Secrets (by variable name, in URLs, in the command's flags) are redacted
  * in env.txt and command.txt, and scrubbed from everything archived when
  * the command prints them. */
+/* needs: debug-bundle */
 #include "tensorscope.h"
 
 #include <archive.h>

@@ -6,6 +6,7 @@
  *                          w f32 [2,3] = i*0.5-1, labels i32 [4] = 3-i
  *   test_npz --read F      checks what NumPy wrote to F (same script):
  *                          x f32 [2,2] = i+0.25, y i64 [3] = 10*i, z f64 [] = 2.5 */
+/* needs: npz */
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>

@@ -2,6 +2,7 @@
 # test_npz_numpy.sh -- .npz archives checked against NumPy both ways: NumPy
 # loads what tensorscope writes (`test_npz --write`), and tensorscope reads
 # what numpy.savez and numpy.savez_compressed write (`test_npz --read`).
+# needs: npz
 set -euo pipefail
 
 PY=/usr/bin/python3 # Debian's interpreter, the one with numpy

@@ -8,6 +8,7 @@
 # eval; and the errors: data that does not fit the model, an op the importer
 # lacks (the MLP with its Relu op type renamed Selu), a missing file, bad --input / --loss, float labels. Every check
 # prints `ok ...` or `FAIL ...`; the script exits non-zero if any failed.
+# needs: onnx npz
 set -u
 
 BUILD=${TS_BUILD_DIR:?set TS_BUILD_DIR to the CMake build directory}

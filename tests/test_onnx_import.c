@@ -22,6 +22,7 @@
  * Then the errors: truncated and corrupt files, an old opset, a dynamic batch
  * dimension with and without its size, wrong input names and shapes, and an
  * initializer kept in a missing external-data file. */
+/* needs: onnx npz */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -17,6 +17,7 @@
  * - pooling without `strides` uses ONNX's default stride 1.
  *
  * A SIGALRM bounds the program: an import that blocks (the FIFO) fails it. */
+/* needs: onnx */
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>

@@ -1,6 +1,7 @@
 /* test_plot.c -- the cairo plots: files appear complete (PNG signature,
  * cairo reads them back at 800x600; SVG has its root element), and a path
  * that cannot be written gives TS_ERR_IO and leaves nothing behind. */
+/* needs: plots */
 #include "check.h"
 #include "core/core.h"
 

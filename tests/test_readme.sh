@@ -4,6 +4,7 @@
 # sample and fails when a line it shows is no longer printed or new lines
 # appear where it shows none (numbers masked: timings differ run to run).
 # Regenerate them with scripts/readme_samples.py.
+# needs: plots
 set -u
 BUILD=${TS_BUILD_DIR:?set TS_BUILD_DIR to the CMake build directory}
 SRC=${TS_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}

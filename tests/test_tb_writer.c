@@ -12,6 +12,7 @@
  *   histograms "weights", steps 0..2: the f32 values (s + 1) (i - 500) 0.01,
  *     i = 0..999, so each holds one exact zero
  *   text "notes", step 3: TB_TEXT */
+/* needs: tensorboard */
 #include "files.h"
 #include "check.h"
 #include "core/core.h"

@@ -7,6 +7,7 @@
 # TensorBoard's record reader (both CRCs), its classic EventAccumulator
 # (keeping every event) and the plugin accumulator the web UI uses.
 # Needs PyPI the first time: without it the test fails, it does not skip.
+# needs: tensorboard
 set -euo pipefail
 
 BUILD=${TS_BUILD_DIR:?set TS_BUILD_DIR to the CMake build directory}

@@ -8,6 +8,7 @@
 # hparams dashboards into $TS_BUILD_DIR/tb-screenshots/, checked for the two
 # runs' line colours. Needs PyPI the first time and chromium; fails, never
 # skips, without them.
+# needs: tensorboard plots
 set -uo pipefail
 
 BUILD=${TS_BUILD_DIR:?set TS_BUILD_DIR to the CMake build directory}

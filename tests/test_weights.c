@@ -47,9 +47,17 @@ int main(void) {
 
     ts_graph *c = model(3);
     snprintf(path, sizeof path, "%s/w.npz", dir);
-    CHECK_OK(ts_graph_save_weights(a, path), "save to an .npz");
-    CHECK_OK(ts_graph_load_weights(c, path), "load the .npz");
-    CHECK(same_weights(a, c), "equal after the .npz round trip");
+    const int npz = ts_has_feature("npz");
+    if (npz) {
+        CHECK_OK(ts_graph_save_weights(a, path), "save to an .npz");
+        CHECK_OK(ts_graph_load_weights(c, path), "load the .npz");
+        CHECK(same_weights(a, c), "equal after the .npz round trip");
+    } else { /* built without libarchive: the strict checks below use the directory */
+        CHECK(ts_graph_save_weights(a, path) == TS_ERR_UNSUPPORTED && strstr(ts_last_error(), "apt-get install libarchive-dev"),
+              "built without libarchive, saving an .npz says what to install: %s", ts_last_error());
+        CHECK(access(path, F_OK) != 0, "... and writes nothing");
+        snprintf(path, sizeof path, "%s/w", dir);
+    }
 
     /* strict: a graph with another layer size, an extra parameter, a missing one */
     ts_graph *wide = ts_graph_new(4);
@@ -63,8 +71,10 @@ int main(void) {
 
     ts_graph *more = model(5);
     ts_param(more, "extra.weight", 1, (int64_t[]){2});
-    st = ts_graph_load_weights(more, path);
-    CHECK(st == TS_ERR_NOT_FOUND && strstr(ts_last_error(), "extra.weight"), "a parameter the file lacks: %s", ts_last_error());
+    if (npz) {
+        st = ts_graph_load_weights(more, path);
+        CHECK(st == TS_ERR_NOT_FOUND && strstr(ts_last_error(), "extra.weight"), "a parameter the file lacks: %s", ts_last_error());
+    }
     snprintf(path, sizeof path, "%s/w", dir);
     st = ts_graph_load_weights(more, path);
     CHECK(st == TS_ERR_IO && strstr(ts_last_error(), "extra.weight.npy"), "... also from a directory: %s", ts_last_error());

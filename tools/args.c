@@ -25,6 +25,22 @@ int cli_runtime_error(const char *what) {
     return CLI_RUNTIME;
 }
 
+int cli_need_features(const char *cmd, const cli_need *needs, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (needs[i].feature && ts_require_feature(needs[i].feature) != TS_OK) {
+            fprintf(stderr, "tensorscope %s: %s: %s\n", cmd, needs[i].flag, ts_last_error());
+            return CLI_RUNTIME;
+        }
+    return CLI_OK;
+}
+
+const char *cli_file_feature(const char *path) {
+    size_t n = path ? strlen(path) : 0;
+    if (n > 5 && strcmp(path + n - 5, ".onnx") == 0) return "onnx";
+    if (n > 4 && strcmp(path + n - 4, ".npz") == 0) return "npz";
+    return NULL;
+}
+
 void cli_print_help(FILE *f, const char *cmd, const char *usage, const cli_flag *flags) {
     fprintf(f, "usage: tensorscope %s %s\n\n", cmd, usage);
     for (const cli_flag *fl = flags; fl->name; fl++) {

@@ -49,6 +49,17 @@ void cli_file_safe(const char *in, char *out, size_t n);
 /* "500M", "2G", "1048576": bytes; -1 for anything else. */
 int cli_parse_size(const char *text, long long *bytes);
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Before any work: the optional features the flags given need (see
+ * ts_has_feature). A flag whose feature this build lacks ends the command
+ * (exit 1) with `tensorscope CMD: FLAG: <what to install>`; a NULL
+ * feature is a flag not given or needing none. */
+typedef struct cli_need {
+    const char *flag, *feature;
+} cli_need;
+int cli_need_features(const char *cmd, const cli_need *needs, size_t n);
+/* The feature a file needs by its name: "onnx" for FILE.onnx, "npz" for
+ * FILE.npz; NULL for others and for NULL. */
+const char *cli_file_feature(const char *path);
 int cli_runtime_error(const char *what);
 /* Tensor patterns, one rule for every flag (ts_name_matches): a glob if
  * the pattern has *, ? or [, else one exact name. */

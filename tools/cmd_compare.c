@@ -623,6 +623,11 @@ int cmd_compare(int argc, char **argv) {
     if (!two_dumps && !a.model) a.model = "mlp";
     if (a.report && !*a.report) return cli_usage_error("compare", "--report needs a file name");
     if (a.plot && !*a.plot) return cli_usage_error("compare", "--plot needs a file name");
+    const cli_need needs[] = {{"--plot", a.plot ? "plots" : NULL},          {"--model", cli_file_feature(a.model)},
+                              {"--weights", cli_file_feature(a.weights)}, {"--inputs", cli_file_feature(a.inputs)},
+                              {"--reference", cli_file_feature(a.reference)}, {"--a", cli_file_feature(a.a)},
+                              {"--b", cli_file_feature(a.b)}};
+    if ((rc = cli_need_features("compare", needs, sizeof needs / sizeof needs[0]))) return rc;
 
     dump ref = {0}, inputs = {0}, mine = {0};
     char **map = NULL;

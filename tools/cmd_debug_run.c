@@ -16,6 +16,8 @@ int cmd_debug_run(int argc, char **argv) {
     if (!outfile) return cli_usage_error("debug-run", "--outfile F.tar.gz is required");
     if (timeout < 0) return cli_usage_error("debug-run", "--timeout must be >= 0");
     if (rest >= argc) return cli_usage_error("debug-run", "give the command to run after '--'");
+    const cli_need needs[] = {{"debug-run", "debug-bundle"}};
+    if ((rc = cli_need_features("debug-run", needs, 1))) return rc;
     ts_debug_run_config c = {.outfile = outfile, .argv = argv + rest, .tidy = tidy, .timeout_s = timeout};
     int status = 0;
     if (ts_debug_run(&c, &status)) return cli_runtime_error("debug-run");

@@ -195,6 +195,12 @@ int cmd_train_gpt(int argc, char **argv) {
     if (!(a.lr >= 0) || !(a.weight_decay >= 0)) return cli_usage_error(cmd, "--lr and --weight-decay must be >= 0");
     if (a.eval_interval < 1 || a.eval_batches < 1) return cli_usage_error(cmd, "--eval-interval and --eval-batches must be >= 1");
     if (a.threads < 0 || a.threads > 256) return cli_usage_error(cmd, "--threads must be 0..256, got %ld", a.threads);
+    const cli_need needs[] = {{"--attention-map", a.attention_maps.n ? "plots" : NULL},
+                              {"--tensorboard", a.tensorboard ? "tensorboard" : NULL},
+                              {"--weights", cli_file_feature(a.weights)},
+                              {"--save-init", cli_file_feature(a.save_init)},
+                              {"--save-weights", cli_file_feature(a.save_weights)}};
+    if ((rc = cli_need_features(cmd, needs, sizeof needs / sizeof needs[0]))) return rc;
     if (a.quiet) cli_quiet_logs();
 
     gpt_run r = {0};

@@ -573,6 +573,16 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         int period;
         if ((rc = cli_parse_anchor(cmd, a.anchors.items[i], name, sizeof name, &mode, &period))) return rc;
     }
+    /* the optional features the flags need, before any directory is made */
+    const cli_need needs[] = {{"--histogram", a.histogram ? "plots" : NULL},
+                              {"--plot", a.plot ? "plots" : NULL},
+                              {"--feature-maps", a.feature_maps.n ? "plots" : NULL},
+                              {"--filters", a.filters.n ? "plots" : NULL},
+                              {"--tensorboard", a.tensorboard ? "tensorboard" : NULL},
+                              {"--model", cli_file_feature(a.model)},
+                              {"--data", cli_file_feature(a.data)},
+                              {"--weights", cli_file_feature(a.weights)}}; /* --save-weights: always .npy files */
+    if ((rc = cli_need_features(cmd, needs, sizeof needs / sizeof needs[0]))) return rc;
     /* output paths: checked (directories created) before any work */
     const struct {
         const char *flag, *path;

@@ -18,7 +18,8 @@ static void usage(FILE *f) {
                "  compare     run a model and compare every tensor with a reference dump (or two dumps)\n"
                "  lint        list the mistakes a model's graph shows that give bad scores without an error\n"
                "  debug-run   run a command with debug settings and archive what it left\n\n"
-               "Run 'tensorscope COMMAND --help' for a command's flags; --version prints the version.\n");
+               "Run 'tensorscope COMMAND --help' for a command's flags; --version prints the version\n"
+               "and the optional features this build has.\n");
 }
 
 int main(int argc, char **argv) {
@@ -33,7 +34,7 @@ int main(int argc, char **argv) {
         return CLI_OK;
     }
     if (strcmp(c, "--version") == 0 || strcmp(c, "version") == 0) {
-        printf("tensorscope %s\n", ts_version());
+        printf("tensorscope %s\nfeatures: %s\n", ts_version(), ts_features());
         return CLI_OK;
     }
     if (strcmp(c, "train") == 0 && cli_wants_gpt(argc, argv)) return cmd_train_gpt(argc, argv);

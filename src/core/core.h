@@ -67,6 +67,10 @@ bool ts_env_flag(const char *name);
  * TS_ERR_FORMAT saying what needed how many bytes, the limit, and how to
  * raise it. `what` is e.g. "folding ConstantOfShape node 'x'". */
 ts_status ts_limit_exceeded(ts_limit which, const char *what, uint64_t need);
+/* The refusal of a feature this build lacks (features.c): always
+ * TS_ERR_UNSUPPORTED naming the library and the package to install. For
+ * the *_none.c stand-ins of the optional features. */
+ts_status ts_feature_unsupported(const char *name);
 
 /* Edit distance, for "did you mean" suggestions. */
 size_t ts_edit_distance(const char *a, const char *b);

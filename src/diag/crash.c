@@ -1,15 +1,16 @@
 /* crash.c -- fatal-signal reports and SIGUSR1 all-thread stack dumps.
  *
  * Everything reached from a handler is async-signal-safe: output goes
- * through a stack buffer and write(2), stacks through libunwind's unw_step
- * in local mode; no stdio, no malloc, no lock. Frames are named from tables
- * built when the handler is installed (each loaded module's ELF function
- * symbols, read with malloc then, never in a handler). A fatal report then
+ * through a stack buffer and write(2), stacks through the walker of
+ * unwind.c (libunwind's unw_step in local mode) or unwind_none.c (glibc's
+ * backtrace(), in a build without libunwind); no stdio, no malloc, no
+ * lock. Frames are named from tables built when the handler is installed
+ * (each loaded module's ELF function symbols, read with malloc then, never
+ * in a handler). A fatal report then
  * gives file:line by running addr2line on the frames: a process started
  * with the raw clone and execve system calls (no fork handlers, no locks),
  * waited for at most 3 s. */
 #define _GNU_SOURCE /* dl_iterate_phdr */
-#define UNW_LOCAL_ONLY
 #include "diag/crash.h"
 
 #include "core/core.h"
@@ -18,7 +19,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
-#include <libunwind.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -268,25 +268,6 @@ static const char *base_name(const char *p) {
     return s ? s + 1 : p;
 }
 
-/* Up to max interrupted frames' IPs. */
-static int collect_frames(void *ucontext, uintptr_t *ips, int max) {
-    unw_context_t ctx;
-    unw_cursor_t cur;
-    /* From a handler, start at the interrupted frame itself: the kernel's
-     * ucontext is libunwind's context type on Linux. */
-    int ok = ucontext && unw_init_local2(&cur, (unw_context_t *)ucontext, UNW_INIT_SIGNAL_FRAME) == 0;
-    if (!ok) ok = unw_getcontext(&ctx) == 0 && unw_init_local(&cur, &ctx) == 0;
-    if (!ok) return -1;
-    int n = 0;
-    while (n < max) {
-        unw_word_t ip = 0;
-        if (unw_get_reg(&cur, UNW_REG_IP, &ip) < 0 || ip == 0) break;
-        ips[n++] = (uintptr_t)ip;
-        if (unw_step(&cur) <= 0) break;
-    }
-    return n;
-}
-
 static void write_frames(sbuf *s, const uintptr_t *ips, int n) {
     int ready = atomic_load(&g_tables_ready);
     for (int i = 0; i < n; i++) {
@@ -320,7 +301,7 @@ static void write_frames(sbuf *s, const uintptr_t *ips, int n) {
 void ts_crash_write_backtrace(int fd, void *ucontext) {
     sbuf s = {.fd = fd};
     uintptr_t ips[TS_MAX_FRAMES];
-    int n = collect_frames(ucontext, ips, TS_MAX_FRAMES);
+    int n = ts_crash_collect_frames(ucontext, ips, TS_MAX_FRAMES);
     if (n < 0) {
         sb_str(&s, "  (backtrace unavailable)\n");
         sb_flush(&s);
@@ -430,7 +411,7 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc) {
     sb_str(&s, "tensorscope: native backtrace:\n");
     sb_flush(&s);
     uintptr_t ips[TS_MAX_FRAMES];
-    int n = collect_frames(uc, ips, TS_MAX_FRAMES);
+    int n = ts_crash_collect_frames(uc, ips, TS_MAX_FRAMES);
     if (n < 0) {
         sb_str(&s, "  (backtrace unavailable)\n");
         sb_flush(&s);
@@ -626,11 +607,7 @@ ts_status ts_crash_handler_install(void) {
     if (st != TS_OK)
         return st;
     build_tables();
-    /* Resolve libunwind's lazy state now rather than first inside a handler. */
-    unw_context_t ctx;
-    unw_cursor_t cur;
-    if (unw_getcontext(&ctx) == 0)
-        (void)unw_init_local(&cur, &ctx);
+    ts_crash_unwind_prepare();
     for (size_t i = 0; i < TS_ARRAY_LEN(k_fatal); i++)
         if ((st = install(k_fatal[i].sig, fatal_handler)) != TS_OK)
             return st;

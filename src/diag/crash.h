@@ -2,6 +2,8 @@
 #ifndef TS_DIAG_CRASH_H
 #define TS_DIAG_CRASH_H
 
+#include <stdint.h>
+
 /* Tells the crash handler which op is executing, so a fatal signal report
  * names it: `while executing MatMul -> fc1/MatMul:0 (model.c:12)`. Only
  * stores the three pointers (cheap enough to call per op); the strings must
@@ -12,7 +14,18 @@ void ts_crash_set_current_op(const char *op_name, const char *tensor_name, const
 /* Writes "  #N 0xIP function+0xoff" lines for a stack to fd: with the
  * ucontext an SA_SIGINFO handler got, the interrupted stack from the
  * interrupted frame on; with NULL, the caller's own stack. Async-signal-safe
- * (write(2) and libunwind in local mode). */
+ * (write(2) and ts_crash_collect_frames). */
 void ts_crash_write_backtrace(int fd, void *ucontext);
+
+/* The stack walker, one of two sources picked at configure: unwind.c
+ * (libunwind in local mode) or unwind_none.c (glibc's backtrace(), for a
+ * build without libunwind). Up to max return addresses into ips, from the
+ * interrupted frame of ucontext (an SA_SIGINFO handler's third argument)
+ * or, with NULL, from the caller's frame; -1 when no stack can be walked.
+ * Async-signal-safe once ts_crash_unwind_prepare has run. */
+int ts_crash_collect_frames(void *ucontext, uintptr_t *ips, int max);
+/* Resolves the walker's lazy state (libunwind's caches, the loading of
+ * libgcc_s behind backtrace()) outside any handler: at install. */
+void ts_crash_unwind_prepare(void);
 
 #endif

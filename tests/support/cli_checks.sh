@@ -2,8 +2,11 @@
 # `ok` / `fail` / `check MESSAGE CMD...` / `finish`, and `run NAME CMD...`
 # (stdout to NAME.out, stderr to NAME.err, status in $rc), `has FILE REGEX`,
 # `hasf FILE STRING`, `show FILE [N]` (context for a failure), and
-# `cli_paths` (BUILD, SRC, BIN, DATA; the script ends failed without the CLI).
-passed=0 failed=0
+# `cli_paths` (BUILD, SRC, BIN, DATA; the script ends failed without the CLI),
+# and for the optional features (ts_has_feature) `has_feature NAME` (true
+# when $BIN was built with it) and `needs NAME WHAT` (the same, printing
+# `skip WHAT (...)` when not: `if needs plots "--histogram"; then ... fi`).
+passed=0 failed=0 skipped=0
 ok() { echo "ok   $*"; passed=$((passed + 1)); }
 fail() { echo "FAIL $*"; failed=$((failed + 1)); }
 check() { # check MESSAGE CMD...: ok when CMD succeeds
@@ -12,7 +15,7 @@ check() { # check MESSAGE CMD...: ok when CMD succeeds
     if "$@"; then ok "$msg"; else fail "$msg"; return 1; fi
 }
 finish() {
-    echo "$passed passed, $failed failed"
+    if [ "$skipped" -gt 0 ]; then echo "$passed passed, $failed failed, $skipped skipped"; else echo "$passed passed, $failed failed"; fi
     [ "$failed" -eq 0 ]
     exit
 }
@@ -32,4 +35,11 @@ cli_paths() { # BUILD from TS_BUILD_DIR, SRC (TS_SOURCE_DIR or this checkout), B
     BIN=$BUILD/tensorscope
     DATA=$SRC/data/mnist
     [ -x "$BIN" ] || { fail "$BIN is missing: build the CLI first"; finish; }
+}
+has_feature() { "$BIN" --version 2> /dev/null | grep -Eq "^features:(.*, )? ?$1 yes(,|\$)"; }
+needs() { # needs FEATURE WHAT: true when built with FEATURE, else says WHAT is skipped
+    has_feature "$1" && return 0
+    echo "skip $2 (this build has no $1: see 'tensorscope --version')"
+    skipped=$((skipped + 1))
+    return 1
 }
