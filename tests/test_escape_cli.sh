@@ -5,6 +5,7 @@
 # CLI: `graph --locations`, `names --anchor` with such a name, and `train`
 # failing on the node (its op type renamed Selu, which the importer lacks).
 # No raw ESC or BEL reaches stdout or stderr; the names show as \x1b, \x07.
+# needs: onnx
 set -u
 
 . "$(dirname "$0")/support/cli_checks.sh"
