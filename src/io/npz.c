@@ -155,8 +155,9 @@ static ts_status inflate_member(ts_npz *z, member *m, const char *entry) {
                         "the member is corrupt", h.data_bytes, (unsigned long long)total, (long long)m->stated);
     if (__builtin_add_overflow(z->inflated, total, &need)) need = UINT64_MAX;
     if (need > ts_get_limit(TS_LIMIT_ARCHIVE_BYTES)) {
-        char what[128];
-        snprintf(what, sizeof what, "inflating it (after %llu bytes inflated from the archive before it)", (unsigned long long)z->inflated);
+        char what[128] = "inflating it";
+        if (z->inflated)
+            snprintf(what, sizeof what, "inflating it (after %llu bytes inflated from the archive before it)", (unsigned long long)z->inflated);
         return ts_limit_exceeded(TS_LIMIT_ARCHIVE_BYTES, what, need);
     }
     void *data = ts_malloc(h.data_bytes ? h.data_bytes : 1);
