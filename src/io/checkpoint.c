@@ -202,7 +202,7 @@ static ts_status read_file(const char *path, uint8_t **out, size_t *n) {
     int fd;
     uint64_t size;
     ts_status st = ts_file_open_read(path, "a checkpoint file", &fd, &size);
-    if (st) return ts_error_wrap(st, "the checkpoint");
+    if (st) return st;
     FILE *f = fdopen(fd, "rb");
     if (!f) {
         close(fd);
@@ -322,7 +322,7 @@ static ts_status state_records(const char *path, const record *recs, uint32_t n,
 static const char *schedule_name(double kind) {
     for (int k = TS_LR_CONSTANT; k <= TS_LR_COSINE; k++)
         if (kind == k) return ts_lr_schedule_name((ts_lr_schedule_kind)k);
-    return "unknown";
+    return "corrupt";
 }
 
 /* Everything is checked before anything is changed: a bad checkpoint
