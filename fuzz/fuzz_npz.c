@@ -12,7 +12,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define LIMIT ((uint64_t)64 << 20)
+#define LIMIT ((uint64_t)16 << 20)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static int init;
