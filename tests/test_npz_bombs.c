@@ -87,9 +87,9 @@ static int write_zip(const char *path, const zmember *m, size_t n) {
         le(f, 0x04034b50, 4), le(f, m[i].method == 12 ? 46 : 20, 2), le(f, 0, 2), le(f, m[i].method, 2);
         le(f, 0, 2), le(f, 0x21, 2), le(f, m[i].crc, 4), le(f, m[i].csize, 4), le(f, m[i].usize, 4);
         le(f, strlen(m[i].name), 2), le(f, 0, 2), fputs(m[i].name, f);
-        fwrite(m[i].head, 1, m[i].nhead, f);
+        if (m[i].nhead) fwrite(m[i].head, 1, m[i].nhead, f);
         for (size_t k = 0; k < m[i].repeat; k++) fwrite(m[i].body, 1, m[i].nbody, f);
-        fwrite(m[i].tail, 1, m[i].ntail, f);
+        if (m[i].ntail) fwrite(m[i].tail, 1, m[i].ntail, f);
     }
     uint32_t cd = (uint32_t)ftell(f);
     for (size_t i = 0; i < n; i++) {
