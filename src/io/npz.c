@@ -1,7 +1,9 @@
 /* npz.c -- NumPy's .npz archives: a zip of `<name>.npy` members, as written
  * by numpy.savez and numpy.savez_compressed. Read and written through
- * libarchive (stored or deflated members); each member through the .npy
- * parser. */
+ * libarchive (stored, deflated, bzip2 ... members). Archives are untrusted:
+ * loading reads the directory alone, a member is inflated when asked for,
+ * to exactly the size its .npy header declares, under
+ * TS_LIMIT_ARCHIVE_BYTES. */
 #include "core/core.h"
 #include "io/atomic_file.h"
 #include "io/npy.h"
@@ -114,11 +116,11 @@ static ts_status read_directory(ts_npz *z) {
 }
 
 /* Up to n bytes of the current member into buf: *got < n at its end. */
-static ts_status inflate(ts_npz *z, const char *entry, void *buf, size_t n, size_t *got) {
+static ts_status inflate(ts_npz *z, void *buf, size_t n, size_t *got) {
     *got = 0;
     while (*got < n) {
         la_ssize_t k = archive_read_data(z->a, (uint8_t *)buf + *got, n - *got);
-        if (k < 0) return ts_error(TS_ERR_FORMAT, "member '%s': %s", entry, archive_error_string(z->a));
+        if (k < 0) return ts_error(TS_ERR_FORMAT, "%s", archive_error_string(z->a));
         if (k == 0) break;
         *got += (size_t)k;
     }
@@ -128,22 +130,22 @@ static ts_status inflate(ts_npz *z, const char *entry, void *buf, size_t n, size
 /* Inflates member m: its .npy header first, then exactly the data that
  * header declares, once the declared size is checked against the
  * archive's directory and TS_LIMIT_ARCHIVE_BYTES. */
-static ts_status inflate_member(ts_npz *z, member *m, const char *entry) {
+static ts_status inflate_member(ts_npz *z, member *m) {
     ts_status s = TS_OK;
     if (m->pos < z->next && (s = open_archive(z))) return s;
     struct archive_entry *e;
     while (z->next <= m->pos) {
         if (archive_read_next_header(z->a, &e) != ARCHIVE_OK)
-            return ts_error(TS_ERR_FORMAT, "cannot find member '%s' again (the file changed?): %s", entry, archive_error_string(z->a));
+            return ts_error(TS_ERR_FORMAT, "cannot find it again (did the file change?): %s", archive_error_string(z->a));
         z->next++;
     }
     uint8_t pre[TS_NPY_PREFIX_MAX];
     size_t npre, len, got;
-    if ((s = inflate(z, entry, pre, sizeof pre, &npre)) || (s = ts_npy_header_len(pre, npre, &len))) return s;
+    if ((s = inflate(z, pre, sizeof pre, &npre)) || (s = ts_npy_header_len(pre, npre, &len))) return s;
     uint8_t *hdr = ts_malloc(len); /* at most 1 MiB: ts_npy_header_len caps it */
     if (!hdr) return TS_ERR_OUT_OF_MEMORY;
     memcpy(hdr, pre, npre);
-    if (!(s = inflate(z, entry, hdr + npre, len - npre, &got)) && npre + got < len)
+    if (!(s = inflate(z, hdr + npre, len - npre, &got)) && npre + got < len)
         s = ts_error(TS_ERR_FORMAT, "truncated: %zu bytes, the .npy header needs %zu", npre + got, len);
     ts_npy_header h;
     if (!s) s = ts_npy_header_parse(hdr, len, &h);
@@ -161,15 +163,15 @@ static ts_status inflate_member(ts_npz *z, member *m, const char *entry) {
         return ts_limit_exceeded(TS_LIMIT_ARCHIVE_BYTES, what, need);
     }
     void *data = ts_malloc(h.data_bytes ? h.data_bytes : 1);
-    if (!data) return ts_error(TS_ERR_OUT_OF_MEMORY, "out of memory: member '%s' holds %zu bytes", entry, h.data_bytes);
+    if (!data) return ts_error(TS_ERR_OUT_OF_MEMORY, "out of memory for its %zu bytes", h.data_bytes);
     uint8_t more;
     size_t extra = 0;
-    s = inflate(z, entry, data, h.data_bytes, &got);
+    s = inflate(z, data, h.data_bytes, &got);
     if (!s && got < h.data_bytes)
         s = ts_error(TS_ERR_FORMAT, "truncated: the .npy header declares %zu bytes of data but only %zu follow", h.data_bytes, got);
     /* one byte past the end: more data is an error, and reading to the end
      * lets the archive check the member's CRC */
-    if (!s && !(s = inflate(z, entry, &more, 1, &extra)) && extra)
+    if (!s && !(s = inflate(z, &more, 1, &extra)) && extra)
         s = ts_error(TS_ERR_FORMAT, "more data follows the %zu bytes its .npy header declares: the member is corrupt", h.data_bytes);
     if (s) {
         ts_free(data);
@@ -188,11 +190,9 @@ ts_status ts_npz_get(const ts_npz *cz, const char *name, const ts_array **out) {
     if (!m) return ts_error(TS_ERR_NOT_FOUND, "%s has no array '%s'", z->path, name);
     if (m->failed) return ts_error(m->failed, "%s", m->why ? m->why : "reading failed before");
     if (!m->read) {
-        char entry[4200];
-        snprintf(entry, sizeof entry, "%s.npy", m->name);
-        ts_status s = inflate_member(z, m, entry);
+        ts_status s = inflate_member(z, m);
         if (s) {
-            s = ts_error_wrap(s, "%s: member '%s'", z->path, entry);
+            s = ts_error_wrap(s, "%s: member '%s.npy'", z->path, m->name);
             m->failed = s;
             m->why = ts_strdup(ts_last_error());
             z->next = SIZE_MAX; /* mid-member: start again for the next one */
