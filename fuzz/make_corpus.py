@@ -164,3 +164,52 @@ for name, loc, offset, data in [
 ]:
     model = onnx_external_model(loc, offset)
     put("fuzz_onnx_external", name, struct.pack("<I", len(model)) + model + data)
+
+# fuzz_npz: archives as numpy.savez / savez_compressed write them (members
+# stored, deflated; bzip2 as other zip writers may), with fixed timestamps;
+# and the hostile kinds: bombs whose members inflate past the harness's
+# limit, a member larger than its .npy header says, a directory entry, a
+# member that is not .npy, a truncated archive.
+import bz2  # noqa: E402  (the standard library's, for zipfile)
+import zipfile  # noqa: E402
+
+
+def npy(a):
+    b = io.BytesIO()
+    np.save(b, a)
+    return b.getvalue()
+
+
+def npz(members, method=zipfile.ZIP_STORED):
+    b = io.BytesIO()
+    with zipfile.ZipFile(b, "w") as z:
+        for name, data in members:
+            info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = method
+            z.writestr(info, data)
+    return b.getvalue()
+
+
+assert bz2  # zipfile needs it for ZIP_BZIP2
+data_members = [("x.npy", npy(np.arange(12, dtype="<f4").reshape(4, 3) / 4)),
+                ("labels.npy", npy(np.array([0, 1, 2, 1], dtype="<i8")))]
+put("fuzz_npz", "savez_dataset.npz", npz(data_members))
+put("fuzz_npz", "savez_compressed_dataset.npz", npz(data_members, zipfile.ZIP_DEFLATED))
+put("fuzz_npz", "bzip2_dataset.npz", npz(data_members, zipfile.ZIP_BZIP2))
+put("fuzz_npz", "narrow_types.npz", npz([
+    ("h.npy", npy(np.array([1.5, -2], dtype="<f2"))), ("b.npy", npy(np.array([-1, 7], dtype="i1"))),
+    ("s.npy", npy(np.array([-300], dtype="<i2"))), ("u.npy", npy(np.array([4000000000], dtype="<u4"))),
+    ("t.npy", npy(np.array([True, False]))), ("e.npy", npy(np.zeros((0, 3), dtype="<f4")))], zipfile.ZIP_DEFLATED))
+bomb = npy(np.zeros((32, 1024, 1024), dtype="u1"))  # 32 MiB of zeros
+put("fuzz_npz", "bomb_bzip2.npz", npz([("x.npy", bomb), ("y.npy", bomb), ("z.npy", bomb)], zipfile.ZIP_BZIP2))
+put("fuzz_npz", "bomb_deflate.npz", npz([("x.npy", npy(np.zeros((8, 1024, 1024), dtype="u1")))], zipfile.ZIP_DEFLATED))
+small = npy(np.arange(4, dtype="<f4"))
+put("fuzz_npz", "member_longer_than_header.npz", npz([("x.npy", small + b"\0" * 16)], zipfile.ZIP_DEFLATED))
+put("fuzz_npz", "member_shorter_than_header.npz", npz([("x.npy", small[:-4])]))
+put("fuzz_npz", "not_npy_member.npz", npz([("x.txt", b"hello")]))
+with_dir = io.BytesIO()
+with zipfile.ZipFile(with_dir, "w") as z:
+    z.writestr(zipfile.ZipInfo("d/", date_time=(1980, 1, 1, 0, 0, 0)), b"")
+    z.writestr(zipfile.ZipInfo("d/x.npy", date_time=(1980, 1, 1, 0, 0, 0)), small)
+put("fuzz_npz", "directory_entry.npz", with_dir.getvalue())
+put("fuzz_npz", "truncated.npz", npz(data_members)[:-30])

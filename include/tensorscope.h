@@ -832,16 +832,34 @@ TS_API void ts_npy_free(ts_array *a);
 /* ------------------------------------------------------------------ .npz */
 
 /* NumPy's .npz archives (numpy.savez / savez_compressed): named arrays.
- * Loading reads every member (stored or deflated) into memory. */
+ * Loading reads only the archive's directory (member names and sizes; the
+ * file stays open until ts_npz_free); a member (stored, deflated, bzip2 ...)
+ * is inflated when its array is first asked for, to exactly the size its
+ * .npy header declares, which must match the size the archive states. The
+ * bytes inflated from one archive are capped by TS_LIMIT_ARCHIVE_BYTES. One
+ * archive is read by one thread at a time. A regular file only: a FIFO or
+ * device is refused at once. */
 typedef struct ts_npz ts_npz;
 TS_API ts_status ts_npz_load(const char *path, ts_npz **out);
 TS_API void ts_npz_free(ts_npz *z);
 TS_API size_t ts_npz_count(const ts_npz *z);
-/* Member i's name without ".npy", and its array (valid until ts_npz_free). */
+/* Member i's name without ".npy", and its array (valid until ts_npz_free).
+ * The array is NULL when i is out of range, or when the member cannot be
+ * read (corrupt, or over TS_LIMIT_ARCHIVE_BYTES): then ts_last_error says
+ * why, and ts_npz_get returns the status. */
 TS_API const char *ts_npz_name(const ts_npz *z, size_t i);
 TS_API const ts_array *ts_npz_array(const ts_npz *z, size_t i);
-/* The array named `name`, or NULL. */
+/* The array named `name`, or NULL (no such member, or it cannot be read:
+ * as ts_npz_array). */
 TS_API const ts_array *ts_npz_find(const ts_npz *z, const char *name);
+/* 1 if the archive has a member `name`, else 0; inflates nothing. */
+TS_API int ts_npz_has(const ts_npz *z, const char *name);
+/* The array named `name` into *out, inflated now if it was not yet:
+ * TS_ERR_NOT_FOUND when there is no such member; TS_ERR_FORMAT for a
+ * corrupt member or one that would pass TS_LIMIT_ARCHIVE_BYTES, TS_ERR_IO,
+ * TS_ERR_OUT_OF_MEMORY, each with ts_last_error naming the member and the
+ * file. A member that failed fails the same way when asked again. */
+TS_API ts_status ts_npz_get(const ts_npz *z, const char *name, const ts_array **out);
 /* Writes n named arrays as an .npz (members stored uncompressed), under a
  * temporary name then renamed: never half-written. */
 TS_API ts_status ts_npz_save(const char *path, const char *const *names, const ts_array *arrays, size_t n);

@@ -11,7 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "io/crc32c.h"
 
 enum { B = 50, D = 2, A = 2, RUNS = 8 };
 
@@ -152,7 +156,75 @@ static void test_refusals(const char *path) {
     remove(bad);
 }
 
+/* The file's bytes with the checksum made right again after an edit. */
+static void write_fixed(const char *path, unsigned char *b, size_t n) {
+    uint32_t crc = ts_crc32c(b, n - 4);
+    for (int i = 0; i < 4; i++) b[n - 4 + (size_t)i] = (unsigned char)(crc >> (8 * i));
+    FILE *f = fopen(path, "wb");
+    fwrite(b, 1, n, f);
+    fclose(f);
+}
+
+static double seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* A checkpoint is an untrusted file: counts are checked against the bytes
+ * there before allocating, only regular files are read, and values the
+ * file holds are never cast unchecked. */
+static void test_untrusted(const char *path) {
+    printf("-- untrusted checkpoints\n");
+    job a;
+    job_start(&a, ts_sgd(0.05f, 0.9f, 0.0f), 11);
+    job_runs(&a, 2);
+    CHECK_OK(ts_checkpoint_save(path, a.m, a.l), "save");
+    FILE *f = fopen(path, "rb");
+    static unsigned char b[1 << 22];
+    size_t n = fread(b, 1, sizeof b, f);
+    fclose(f);
+    char bad[1200];
+    snprintf(bad, sizeof bad, "%s.bad", path);
+
+    uint32_t count = (uint32_t)b[12] | (uint32_t)b[13] << 8 | (uint32_t)b[14] << 16 | (uint32_t)b[15] << 24;
+    b[12] = 0, b[13] = 0, b[14] = 0x10, b[15] = 0; /* 1048576 records */
+    write_fixed(bad, b, n);
+    double t0 = seconds();
+    ts_status st = ts_checkpoint_load(bad, a.m, a.l);
+    double dt = seconds() - t0;
+    CHECK(st == TS_ERR_FORMAT && strstr(ts_last_error(), "1048576 records") && strstr(ts_last_error(), "hold at most") && dt < 0.5,
+          "a count of 1048576 records in %zu bytes: refused before allocating, in %.3f s: %s", n, dt, ts_last_error());
+    for (int i = 0; i < 4; i++) b[12 + i] = (unsigned char)(count >> (8 * i));
+
+    /* the schedule record: f64 {base rate 0.05, kind 2 (cosine), ...} */
+    double lr_kind[2] = {(double)0.05f, 2.0}, huge = 1e300;
+    unsigned char *k = NULL;
+    for (size_t i = 0; i + sizeof lr_kind <= n && !k; i++)
+        if (memcmp(b + i, lr_kind, sizeof lr_kind) == 0) k = b + i + 8;
+    CHECK(k != NULL, "the schedule's kind found in the file");
+    if (k) {
+        memcpy(k, &huge, sizeof huge);
+        write_fixed(bad, b, n);
+        st = ts_checkpoint_load(bad, a.m, a.l);
+        CHECK(st == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "a corrupt learning-rate schedule"),
+              "a schedule kind of 1e300: refused, named corrupt: %s", ts_last_error());
+    }
+
+    remove(bad);
+    CHECK(mkfifo(bad, 0600) == 0, "mkfifo");
+    t0 = seconds();
+    st = ts_checkpoint_load(bad, a.m, a.l);
+    dt = seconds() - t0;
+    CHECK(st == TS_ERR_IO && strstr(ts_last_error(), "not a regular file") && strstr(ts_last_error(), bad) && dt < 0.5,
+          "a FIFO as the checkpoint: an error at once (%.3f s), not a hang: %s", dt, ts_last_error());
+    remove(bad);
+    CHECK(ts_model_steps(a.m) == 2 * D, "the model kept its own state (%lld steps)", (long long)ts_model_steps(a.m));
+    job_end(&a);
+}
+
 int main(void) {
+    alarm(300); /* a reader that waits on a FIFO fails here rather than hanging */
     const char *src = getenv("TS_SOURCE_DIR");
     char dir[1024], path[1100];
     snprintf(dir, sizeof dir, "%s/data/mnist", src ? src : ".");
@@ -164,6 +236,7 @@ int main(void) {
     test_resume("Adam", ts_adam(1e-3f), path);
     test_resume("AdamW", ts_adamw(1e-3f, 0.01f), path);
     test_refusals(path);
+    test_untrusted(path);
     remove(path);
     ts_dataset_free(ds);
     return check_summary("test_checkpoint");

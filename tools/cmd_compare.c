@@ -47,7 +47,14 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 static ts_status dump_load(const char *path, dump *d) {
     memset(d, 0, sizeof *d);
     struct stat sb;
-    if (stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode)) return ts_npz_load(path, &d->z);
+    if (stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
+        /* every array is compared: a member that cannot be read is an error here */
+        ts_status st = ts_npz_load(path, &d->z);
+        const ts_array *v;
+        for (size_t i = 0; !st && i < ts_npz_count(d->z); i++) st = ts_npz_get(d->z, ts_npz_name(d->z, i), &v);
+        if (st) dump_free(d);
+        return st;
+    }
     DIR *dir = opendir(path);
     if (!dir) {
         fprintf(stderr, "tensorscope compare: cannot open %s (an .npz file or a directory of .npy files)\n", path);

@@ -226,15 +226,17 @@ ts_status ts_dataset_load_arrays(ts_dataset **out, ts_dataset **heldout, const c
     ts_npz *z = NULL;
     ts_status s = ts_npz_load(path, &z);
     if (s) return s;
-    const ts_array *x = ts_npz_find(z, "x"), *l = ts_npz_find(z, "labels");
-    const ts_array *xh = ts_npz_find(z, "x_heldout"), *lh = ts_npz_find(z, "labels_heldout");
-    if (!x || !l)
+    /* names first (nothing inflated yet), then only the arrays used */
+    const ts_array *x = NULL, *l = NULL, *xh = NULL, *lh = NULL;
+    int has_xh = ts_npz_has(z, "x_heldout"), has_lh = ts_npz_has(z, "labels_heldout");
+    if (!ts_npz_has(z, "x") || !ts_npz_has(z, "labels"))
         s = ts_error(TS_ERR_NOT_FOUND, "%s holds no arrays named 'x' and 'labels'; write it with np.savez(path, x=x, labels=labels) "
                      "(and optionally x_heldout=..., labels_heldout=...)", path);
-    else if ((xh == NULL) != (lh == NULL))
-        s = ts_error(TS_ERR_NOT_FOUND, "%s has %s but not %s; give both or neither", path, xh ? "x_heldout" : "labels_heldout",
-                     xh ? "labels_heldout" : "x_heldout");
-    if (!s) s = from_pair(out, x, "x", l, "labels");
+    else if (has_xh != has_lh)
+        s = ts_error(TS_ERR_NOT_FOUND, "%s has %s but not %s; give both or neither", path, has_xh ? "x_heldout" : "labels_heldout",
+                     has_xh ? "labels_heldout" : "x_heldout");
+    if (!s && !(s = ts_npz_get(z, "x", &x)) && !(s = ts_npz_get(z, "labels", &l))) s = from_pair(out, x, "x", l, "labels");
+    if (!s && has_xh && heldout && !(s = ts_npz_get(z, "x_heldout", &xh))) s = ts_npz_get(z, "labels_heldout", &lh);
     if (!s && xh && heldout) {
         s = from_pair(heldout, xh, "x_heldout", lh, "labels_heldout");
         if (!s && ts_array_numel(xh) / xh->shape[0] != ts_array_numel(x) / x->shape[0])

@@ -23,10 +23,10 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CKPT_MAGIC "TSCKPT\0\0"
 #define CKPT_VERSION 1u
-#define CKPT_MAX_BYTES ((int64_t)1 << 40)
 
 /* ---- writing */
 
@@ -188,38 +188,47 @@ static bool get_u64(reader *r, uint64_t *v) {
 }
 
 typedef struct record {
-    char name[600];
+    const char *name; /* in the file's bytes, not NUL-terminated */
+    uint32_t len;
     ts_array a; /* allocated by ts_npy_parse */
 } record;
 
+/* The smallest record: name_len, npy_len and a .npy preamble. */
+#define CKPT_MIN_RECORD (4 + 8 + TS_NPY_PREFIX_MAX)
+
+/* The whole file, a regular one (a FIFO is refused, not waited on), read
+ * into a buffer of the size the file really has. */
 static ts_status read_file(const char *path, uint8_t **out, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return ts_error(TS_ERR_IO, "cannot open the checkpoint %s: %s", path, strerror(errno));
-    uint8_t *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len == cap && ts_grow((void **)&buf, &cap, cap ? cap * 2 : 1 << 20, 1)) {
-            fclose(f);
-            ts_free(buf);
-            return TS_ERR_OUT_OF_MEMORY;
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0) break;
+    int fd;
+    uint64_t size;
+    ts_status st = ts_file_open_read(path, "a checkpoint file", &fd, &size);
+    if (st) return st;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return ts_error(TS_ERR_IO, "cannot open the checkpoint %s: %s", path, strerror(errno));
     }
+    uint8_t *buf = size <= SIZE_MAX - 1 ? ts_malloc((size_t)size + 1) : NULL;
+    if (!buf) {
+        fclose(f);
+        return ts_error(TS_ERR_OUT_OF_MEMORY, "out of memory reading the checkpoint %s (%llu bytes)", path, (unsigned long long)size);
+    }
+    /* one byte more than the size: a file that grew while read is an error */
+    size_t len = fread(buf, 1, (size_t)size + 1, f);
     bool err = ferror(f) != 0;
     fclose(f);
-    if (err) {
+    if (err || len != size) {
         ts_free(buf);
-        return ts_error(TS_ERR_IO, "cannot read the checkpoint %s", path);
+        return ts_error(TS_ERR_IO, "cannot read the checkpoint %s%s", path, err ? "" : ": it changed while it was read");
     }
     *out = buf, *n = len;
     return TS_OK;
 }
 
 static const record *find(const record *recs, uint32_t n, const char *name) {
+    size_t len = strlen(name);
     for (uint32_t i = 0; i < n; i++)
-        if (strcmp(recs[i].name, name) == 0) return &recs[i];
+        if (recs[i].len == len && memcmp(recs[i].name, name, len) == 0) return &recs[i];
     return NULL;
 }
 
@@ -248,7 +257,10 @@ static ts_status parse_records(const char *path, const uint8_t *b, size_t n, rec
         return ts_error(TS_ERR_FORMAT, "checkpoint %s has format version %u; this tensorscope reads version %u", path, version, CKPT_VERSION);
     get_u32(&r, &cnt);
     r.n = n - 4;
-    if (cnt > 1u << 20) return ts_error(TS_ERR_FORMAT, "checkpoint %s: %u records is corrupt", path, cnt);
+    /* the count is checked against the bytes there before allocating */
+    if (cnt > (r.n - r.at) / CKPT_MIN_RECORD)
+        return ts_error(TS_ERR_FORMAT, "checkpoint %s says it holds %u records but its %zu bytes hold at most %zu: it is corrupt", path, cnt,
+                        n, (r.n - r.at) / CKPT_MIN_RECORD);
     record *recs = ts_calloc(cnt ? cnt : 1, sizeof *recs);
     if (!recs) return TS_ERR_OUT_OF_MEMORY;
     ts_status st = TS_OK;
@@ -256,13 +268,18 @@ static ts_status parse_records(const char *path, const uint8_t *b, size_t n, rec
     for (; i < cnt; i++) {
         uint32_t nl = 0;
         uint64_t bytes = 0;
-        if (!get_u32(&r, &nl) || nl >= sizeof recs[i].name || !get(&r, recs[i].name, nl) || !get_u64(&r, &bytes) ||
-            bytes > r.n - r.at) {
+        if (!get_u32(&r, &nl) || nl > r.n - r.at) {
+            st = ts_error(TS_ERR_FORMAT, "checkpoint %s: record %u is truncated", path, i);
+            break;
+        }
+        recs[i].name = (const char *)r.b + r.at, recs[i].len = nl;
+        r.at += nl;
+        if (!get_u64(&r, &bytes) || bytes > r.n - r.at) {
             st = ts_error(TS_ERR_FORMAT, "checkpoint %s: record %u is truncated", path, i);
             break;
         }
         if ((st = ts_npy_parse(r.b + r.at, (size_t)bytes, &recs[i].a))) {
-            st = ts_error_wrap(st, "checkpoint %s: record '%s'", path, recs[i].name);
+            st = ts_error_wrap(st, "checkpoint %s: record '%.*s'", path, (int)nl, recs[i].name);
             break;
         }
         r.at += (size_t)bytes;
@@ -301,6 +318,13 @@ static ts_status state_records(const char *path, const record *recs, uint32_t n,
     return TS_OK;
 }
 
+/* A schedule kind as the file holds it (any double). */
+static const char *schedule_name(double kind) {
+    for (int k = TS_LR_CONSTANT; k <= TS_LR_COSINE; k++)
+        if (kind == k) return ts_lr_schedule_name((ts_lr_schedule_kind)k);
+    return "corrupt";
+}
+
 /* Everything is checked before anything is changed: a bad checkpoint
  * leaves the model and loader as they were. */
 static ts_status restore(const char *path, const record *recs, uint32_t n, ts_model *m, ts_loader *l) {
@@ -322,7 +346,7 @@ static ts_status restore(const char *path, const record *recs, uint32_t n, ts_mo
                         "checkpoint %s was written following a %s learning-rate schedule from %g (warmup %g, step size %g, gamma %g, total "
                         "%g steps); this model follows %s from %g (warmup %g, step size %g, gamma %g, total %g steps): resume with the same "
                         "learning rate and schedule",
-                        path, ts_lr_schedule_name((ts_lr_schedule_kind)c[1]), c[0], c[2], c[3], c[4], c[5],
+                        path, schedule_name(c[1]), c[0], c[2], c[3], c[4], c[5],
                         ts_lr_schedule_name(m->sched.kind), sv[0], sv[2], sv[3], sv[4], sv[5]);
     }
     if ((st = state_records(path, recs, n, m, false))) return st;
@@ -352,10 +376,9 @@ ts_status ts_checkpoint_load(const char *path, ts_model *m, ts_loader *l) {
     record *recs = NULL;
     uint32_t count = 0;
     st = parse_records(path, bytes, n, &recs, &count);
-    ts_free(bytes);
-    if (st) return st;
-    st = restore(path, recs, count, m, l);
-    for (uint32_t i = 0; i < count; i++) ts_npy_free(&recs[i].a);
+    if (!st) st = restore(path, recs, count, m, l); /* the records' names are in bytes */
+    for (uint32_t i = 0; recs && i < count; i++) ts_npy_free(&recs[i].a);
     ts_free(recs);
+    ts_free(bytes);
     return st;
 }

@@ -311,11 +311,10 @@ static ts_status parse(const uint8_t *b, size_t n, ts_array *out) {
     ts_status s = ts_npy_header_parse(b, n, &h);
     if (!s) s = check_data_size(&h, n - h.data_offset);
     if (s) return s;
-    void *data = h.widen ? widen(&h, b + h.data_offset) : ts_malloc(h.data_bytes ? h.data_bytes : 1);
+    void *data = ts_malloc(h.data_bytes ? h.data_bytes : 1);
     if (!data) return TS_ERR_OUT_OF_MEMORY;
-    if (h.data_bytes && !h.widen) memcpy(data, b + h.data_offset, h.data_bytes);
-    set_out(&h, data, out);
-    return TS_OK;
+    if (h.data_bytes) memcpy(data, b + h.data_offset, h.data_bytes);
+    return ts_npy_take(&h, data, out);
 }
 
 ts_status ts_npy_parse(const void *bytes, size_t n, ts_array *out) {
@@ -333,11 +332,24 @@ static ts_status read_exact(FILE *f, void *buf, size_t n, size_t *got) {
     return TS_OK;
 }
 
-static ts_status load(FILE *f, ts_array *out) {
+ts_status ts_npy_take(const ts_npy_header *h, void *data, ts_array *out) {
+    if (h->widen) {
+        void *wide = widen(h, data);
+        ts_free(data);
+        if (!wide) return ts_error(TS_ERR_OUT_OF_MEMORY, "out of memory widening %zu bytes of .npy data", h->data_bytes);
+        data = wide;
+    }
+    set_out(h, data, out);
+    return TS_OK;
+}
+
+static ts_status load(FILE *f, uint64_t size, ts_array *out) {
     uint8_t pre[TS_NPY_PREFIX_MAX];
     size_t npre, got, len;
     ts_status s = read_exact(f, pre, sizeof pre, &npre);
     if (s || (s = ts_npy_header_len(pre, npre, &len))) return s;
+    if (len > size)
+        return ts_error(TS_ERR_FORMAT, "truncated: %llu bytes, the .npy header needs %zu", (unsigned long long)size, len);
     uint8_t *hdr = ts_malloc(len); /* len >= sizeof pre: no data bytes in pre */
     if (!hdr) return TS_ERR_OUT_OF_MEMORY;
     memcpy(hdr, pre, npre);
@@ -347,35 +359,21 @@ static ts_status load(FILE *f, ts_array *out) {
     ts_npy_header h;
     if (!s) s = ts_npy_header_parse(hdr, len, &h);
     ts_free(hdr);
-    if (s) return s;
     /* Check the size before allocating what a corrupt header claims. */
-    struct stat st;
-    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)) {
-        uint64_t size = (uint64_t)st.st_size;
-        if ((s = check_data_size(&h, size > len ? size - len : 0))) return s;
-    }
-    void *data = ts_malloc(h.data_bytes);
+    if (s || (s = check_data_size(&h, size - len))) return s;
+    void *data = ts_malloc(h.data_bytes ? h.data_bytes : 1);
     if (!data) return TS_ERR_OUT_OF_MEMORY;
     s = read_exact(f, data, h.data_bytes, &got);
     if (!s) s = check_data_size(&h, got + (got == h.data_bytes && fgetc(f) != EOF));
-    if (!s && h.widen) {
-        void *wide = widen(&h, data);
-        ts_free(data);
-        data = wide;
-        if (!wide) s = TS_ERR_OUT_OF_MEMORY;
-    }
     if (s) {
         ts_free(data);
         return s;
     }
-    set_out(&h, data, out);
-    return TS_OK;
+    return ts_npy_take(&h, data, out);
 }
 
-ts_status ts_npy_load(const char *path, ts_array *out) {
-    if (!out) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_npy_load: out is NULL");
-    memset(out, 0, sizeof *out);
-    if (!path) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_npy_load: path is NULL");
+ts_status ts_file_open_read(const char *path, const char *what, int *fd_out, uint64_t *size) {
+    *fd_out = -1;
     /* O_NONBLOCK: opening a FIFO must not wait for a writer; only regular
      * files are read (a FIFO or device could block or never end) */
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -388,16 +386,30 @@ ts_status ts_npy_load(const char *path, ts_array *out) {
     }
     if (!S_ISREG(sb.st_mode)) {
         close(fd);
-        return ts_error(TS_ERR_IO, "cannot read %s: it is not a regular file (a %s); give the path of a .npy file",
-                        path, S_ISDIR(sb.st_mode) ? "directory" : S_ISFIFO(sb.st_mode) ? "FIFO" : "device or socket");
+        return ts_error(TS_ERR_IO, "cannot read %s: it is not a regular file (a %s); give the path of %s", path,
+                        S_ISDIR(sb.st_mode) ? "directory" : S_ISFIFO(sb.st_mode) ? "FIFO" : "device or socket", what);
     }
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    *fd_out = fd;
+    *size = sb.st_size > 0 ? (uint64_t)sb.st_size : 0;
+    return TS_OK;
+}
+
+ts_status ts_npy_load(const char *path, ts_array *out) {
+    if (!out) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_npy_load: out is NULL");
+    memset(out, 0, sizeof *out);
+    if (!path) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_npy_load: path is NULL");
+    int fd;
+    uint64_t size;
+    ts_status s = ts_file_open_read(path, "a .npy file", &fd, &size);
+    if (s) return s;
     FILE *f = fdopen(fd, "rb");
     if (!f) {
+        s = ts_error(TS_ERR_IO, "cannot open %s: %s", path, strerror(errno));
         close(fd);
-        return ts_error(TS_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+        return s;
     }
-    ts_status s = load(f, out);
+    s = load(f, size, out);
     fclose(f);
     return s ? ts_error_wrap(s, "%s", path) : TS_OK;
 }

@@ -27,6 +27,18 @@ ts_status ts_npy_header_len(const uint8_t *b, size_t n, size_t *len);
 /* Parses magic, version and the header dict; `n` >= ts_npy_header_len. */
 ts_status ts_npy_header_parse(const uint8_t *b, size_t n, ts_npy_header *h);
 
+/* Makes `out` from a parsed header and its data as the file holds it
+ * (h->data_bytes, allocated with ts_malloc; taken over, freed on error):
+ * narrower types are widened here. */
+ts_status ts_npy_take(const ts_npy_header *h, void *data, ts_array *out);
+
+/* Opens `path` for reading only if it is a regular file (a FIFO is refused
+ * at once, not waited on): *fd (the caller closes it) and the file's real
+ * size, what every reader of untrusted files checks a stated size against
+ * before allocating. `what` ("a .npy file") ends the error for another
+ * kind of file. */
+ts_status ts_file_open_read(const char *path, const char *what, int *fd, uint64_t *size);
+
 /* Checks `a` and builds its .npy header into hdr (TS_NPY_HEADER_MAX
  * bytes): the header's length and the data's byte count. `path` names the
  * destination in errors. */

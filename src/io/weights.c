@@ -90,17 +90,24 @@ static ts_status extra(const ts_graph *g, const char *name, const char *where) {
 
 /* Reads every value the graph needs into vals[] (owned, from .npy files,
  * or borrowed from the archive), checking each against its tensor; sets
- * nothing. */
+ * nothing. An archive's names are checked first: a missing or foreign
+ * array is reported before anything is inflated. */
 static ts_status gather(ts_graph *g, const char *path, const ts_npz *z, ts_array *vals, bool *owned) {
     ts_status st = TS_OK;
     ts_array cur;
+    for (size_t i = 0; z && !st && i < ts_graph_tensor_count(g); i++) {
+        ts_tensor *t = valued_at(g, i, &cur);
+        if (t && !ts_npz_has(z, ts_tensor_name(t)))
+            st = ts_error(TS_ERR_NOT_FOUND, "%s has no array '%s' (a parameter of the model)", path, ts_tensor_name(t));
+    }
+    for (size_t i = 0; z && !st && i < ts_npz_count(z); i++) st = extra(g, ts_npz_name(z, i), path);
     for (size_t i = 0; !st && i < ts_graph_tensor_count(g); i++) {
         ts_tensor *t = valued_at(g, i, &cur);
         if (!t) continue;
         if (z) {
-            const ts_array *v = ts_npz_find(z, ts_tensor_name(t));
-            if (!v) st = ts_error(TS_ERR_NOT_FOUND, "%s has no array '%s' (a parameter of the model)", path, ts_tensor_name(t));
-            else vals[i] = *v, st = fits(t, &cur, v, path);
+            const ts_array *v;
+            st = ts_npz_get(z, ts_tensor_name(t), &v);
+            if (!st) vals[i] = *v, st = fits(t, &cur, v, path);
             continue;
         }
         char *p = join(path, ts_tensor_name(t), ".npy");
@@ -109,7 +116,6 @@ static ts_status gather(ts_graph *g, const char *path, const ts_npz *z, ts_array
         if (!st) owned[i] = true, st = fits(t, &cur, &vals[i], p);
         ts_free(p);
     }
-    for (size_t i = 0; z && !st && i < ts_npz_count(z); i++) st = extra(g, ts_npz_name(z, i), path);
     DIR *d = st || z ? NULL : opendir(path);
     for (struct dirent *e; d && !st && (e = readdir(d));) {
         size_t n = strlen(e->d_name);
