@@ -4,6 +4,7 @@
  * Any bytes give arrays or errors with a message, never a crash, an
  * overread, or more inflated than TS_LIMIT_ARCHIVE_BYTES allows (set low
  * here, so a bomb is refused well inside libFuzzer's -rss_limit_mb). */
+/* needs: npz */
 #define _GNU_SOURCE /* memfd_create */
 #include <string.h>
 

@@ -5,6 +5,7 @@
 # to raise the limit, or the missing array, without inflating anything:
 # each run stays under 1 GB of address space (where the build is not under
 # ASan, which reserves more) and 20 seconds. And a FIFO given as an .npz.
+# needs: npz
 set -u
 # shellcheck source=support/cli_checks.sh
 source "$(dirname "$0")/support/cli_checks.sh"

@@ -14,6 +14,7 @@
  *                                fc1.weight of 3 GiB) and DIR/weights_bomb.npz
  *                                (the CLI MLP's parameters, fc1.weight 3 GiB)
  *                                for test_cli_archives.sh */
+/* needs: npz */
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>

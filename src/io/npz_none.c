@@ -35,3 +35,14 @@ const ts_array *ts_npz_find(const ts_npz *z, const char *name) {
     (void)z, (void)name;
     return NULL;
 }
+
+int ts_npz_has(const ts_npz *z, const char *name) {
+    (void)z, (void)name;
+    return 0;
+}
+
+ts_status ts_npz_get(const ts_npz *z, const char *name, const ts_array **out) {
+    (void)z, (void)name;
+    if (out) *out = NULL;
+    return ts_feature_unsupported("npz");
+}
