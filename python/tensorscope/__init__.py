@@ -39,12 +39,40 @@ __all__ = ["Adam", "AdamW", "CancelledError", "DataLoader", "Dataset", "DistErro
            "ShapeError", "StateError", "Tensor", "TensorscopeError", "UnsupportedError",
            "Watch", "compare", "inference_model", "merge_summaries", "metrics_report", "metrics_reset",
            "plot_gradient_histogram", "dist_init", "dist_finalize", "print_tensor", "save_npy", "set_log_callback",
-           "set_log_level", "summarize", "summary", "summary_line", "training_model"]
+           "set_limit", "get_limit", "set_log_level", "summarize", "summary", "summary_line", "training_model"]
 
 
 def set_log_level(level):
     """0 off, 1 error (print ops), 2 warn, 3 info (default), 4 debug, 5 trace."""
     _lib.ts_set_log_level(int(level))
+
+
+_LIMITS = {"import": 0, "archive": 1}  # ts_limit
+
+
+def _limit_id(which):
+    if which not in _LIMITS:
+        raise InvalidArgumentError(f"unknown limit {which!r}: one of {', '.join(sorted(_LIMITS))}")
+    return _LIMITS[which]
+
+
+def set_limit(which, size):
+    """What reading one untrusted file may cost, beyond the bytes it holds:
+    "import", the constants one ONNX import folds (default 1 GiB,
+    TS_MAX_IMPORT_BYTES), or "archive", the bytes one .npz inflates to over
+    the arrays read (default 2 GiB, TS_MAX_ARCHIVE_BYTES). size is a byte
+    count or a string such as "8G". A file that would pass it is refused
+    with a FormatError naming the limit."""
+    if isinstance(size, str):
+        n = _capi.C.c_uint64()
+        _capi.check(_lib.ts_parse_size(size.encode(), _capi.C.byref(n)))
+        size = n.value
+    _capi.check(_lib.ts_set_limit(_limit_id(which), int(size)))
+
+
+def get_limit(which):
+    """The limit in bytes ("import" or "archive"), as set_limit describes."""
+    return int(_lib.ts_get_limit(_limit_id(which)))
 
 
 _log_fn = None  # the callback the library holds

@@ -154,6 +154,9 @@ _PROTOTYPES = {
     "ts_set_log_level": (None, [C.c_int]),
     "ts_set_log_callback": (None, [LOG_FN, C.c_void_p]),
     "ts_get_log_level": (C.c_int, []),
+    "ts_set_limit": (_st, [C.c_int, C.c_uint64]),
+    "ts_get_limit": (C.c_uint64, [C.c_int]),
+    "ts_parse_size": (_st, [S, C.POINTER(C.c_uint64)]),
     "ts_array_shape_str": (S, [C.POINTER(Array), C.c_char_p, C.c_size_t]),
     # graph
     "ts_graph_new": (P, [C.c_uint64]),

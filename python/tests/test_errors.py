@@ -203,3 +203,29 @@ def test_builder_methods_have_signatures_and_keywords():
     with pytest.raises(TypeError):
         g.linear(x, 2, "fc2", 7)
     assert g.flatten(x).shape == (3, 4)  # start_dim defaults to 1
+
+
+def test_the_archive_limit_is_settable_and_named_in_the_refusal(tmp_path):
+    g = small_mlp()
+    path = str(tmp_path / "w.npz")
+    g.save_weights(path)
+    before = ts.get_limit("archive")
+    assert before > 0
+    try:
+        ts.set_limit("archive", "1K")
+        assert ts.get_limit("archive") == 1024
+        ts.set_limit("archive", 200)  # fc1.weight's member alone is 248 bytes
+        with pytest.raises(ts.FormatError, match="TS_MAX_ARCHIVE_BYTES") as e:
+            small_mlp().load_weights(path)
+        assert "over the limit of 200 bytes" in str(e.value)
+        ts.set_limit("archive", 64 << 20)
+        small_mlp().load_weights(path)  # under the raised limit it loads
+    finally:
+        ts.set_limit("archive", before)
+    with pytest.raises(ts.InvalidArgumentError, match="one of archive, import"):
+        ts.set_limit("disk", 10)
+    with pytest.raises(ts.InvalidArgumentError, match="0 bytes"):
+        ts.set_limit("import", 0)
+    with pytest.raises(ts.InvalidArgumentError, match="not a size"):
+        ts.set_limit("import", "lots")
+    assert ts.get_limit("import") > 0
