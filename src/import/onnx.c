@@ -712,17 +712,13 @@ static ts_status const_ints(importer *im, value *x, int64_t *v, int *n, const ch
 }
 
 /* The axes of Squeeze, Unsqueeze and the Reduce ops: the attribute 'axes'
- * before version `input_since` of the op, from then on the (constant)
- * input `input`; the other form is not the op's at the model's opset and
- * is refused, never read. *n = -1 when absent. */
+ * before version `input_since` of the op (attr_versions refuses it from
+ * then on), from then on the (constant) input `input`, refused before.
+ * *n = -1 when absent. */
 static ts_status axes_of(importer *im, node_io *io, int input, int input_since, int64_t *axes, int *n) {
-    bool has_input = io->n_in > input && io->in[input];
     if (since(im, input_since)) {
-        if (attr(im, "axes"))
-            return node_error(im, TS_ERR_FORMAT, "attribute 'axes' is not part of %s since opset %d: its axes are input %d (re-export, "
-                              "or fix the exporter)", im->node->op_type, input_since, input);
         *n = -1;
-        return has_input ? const_ints(im, io->in[input], axes, n, "axes", -TS_MAX_DIMS, TS_MAX_DIMS, false) : TS_OK;
+        return io->n_in > input && io->in[input] ? const_ints(im, io->in[input], axes, n, "axes", -TS_MAX_DIMS, TS_MAX_DIMS, false) : TS_OK;
     }
     if (io->n_in > input)
         return node_error(im, TS_ERR_FORMAT, "%s takes its axes as the attribute 'axes' before opset %d, not as input %d", im->node->op_type,
@@ -875,8 +871,7 @@ static ts_status op_gemm(importer *im, node_io *io) {
  * reflect and edge, and wrap from opset 19 on. Non-zero padding is not
  * available yet. */
 static ts_status op_pad(importer *im, node_io *io) {
-    if (io->n_in < 2 || !io->in[1])
-        return node_error(im, TS_ERR_FORMAT, "input 1 (pads) is required%s", attr(im, "pads") ? " (the 'pads' attribute is opset 1's form)" : "");
+    if (io->n_in < 2 || !io->in[1]) return node_error(im, TS_ERR_FORMAT, "input 1 (pads) is required");
     if (io->n_in > 3 && !since(im, 18)) return node_error(im, TS_ERR_FORMAT, "input 3 (axes) is part of Pad from opset 18 on");
     const Attr *mode = attr(im, "mode");
     if (mode) {
@@ -1102,7 +1097,7 @@ static ts_status op_cast(importer *im, node_io *io) {
  * folding (in double) does not do: refused for them. */
 static ts_status op_range(importer *im, node_io *io) {
     int stash = 1;
-    ts_status st = since(im, 27) ? attr_int32(im, "stash_type", 1, INT32_MIN, INT32_MAX, &stash) : TS_OK;
+    ts_status st = attr_int32(im, "stash_type", 1, INT32_MIN, INT32_MAX, &stash);
     if (st) return st;
     int dt = is_const(io->in[0]) ? io->in[0]->c.dtype : 0;
     if (stash != 1 && (dt == TS_ONNX_FLOAT16 || dt == TS_ONNX_BFLOAT16))
@@ -1134,7 +1129,7 @@ static ts_status op_reduce_mean(importer *im, node_io *io) {
     int n = 0, keepdims, noop = 0;
     ts_status st = axes_of(im, io, 1, 18, axes, &n);
     if (!st) st = attr_int32(im, "keepdims", 1, 0, 1, &keepdims);
-    if (!st && since(im, 18)) st = attr_int32(im, "noop_with_empty_axes", 0, 0, 1, &noop);
+    if (!st) st = attr_int32(im, "noop_with_empty_axes", 0, 0, 1, &noop);
     if (st) return st;
     bool all = n < 0 || (n == 0 && since(im, 18));
     if (all && noop) return op_identity(im, io);
@@ -1177,10 +1172,6 @@ static ts_status op_split(importer *im, node_io *io) {
     int64_t sizes[MAX_NODE_IO], dim = x->shape.d[axis], parts = 0;
     int n = io->n_out;
     bool has_split = io->n_in > 1 && io->in[1];
-    if (attr(im, "split"))
-        return node_error(im, TS_ERR_FORMAT, "attribute 'split' is not part of Split since opset 13: the sizes are input 1");
-    if (attr(im, "num_outputs") && !since(im, 18))
-        return node_error(im, TS_ERR_FORMAT, "attribute 'num_outputs' is part of Split from opset 18 on");
     if ((st = attr_int(im, "num_outputs", io->n_out, 1, MAX_NODE_IO, &parts))) return st;
     if (attr(im, "num_outputs") && has_split)
         return node_error(im, TS_ERR_FORMAT, "gives both the 'split' input and the 'num_outputs' attribute; ONNX allows one of them");
@@ -1399,6 +1390,47 @@ static void scope_of(const char *name, char *buf, size_t n) {
     buf[used] = '\0';
 }
 
+/* The attributes an op read here has in some of the opsets 13..MAX_OPSET
+ * only (onnx.defs' schemas): one outside its versions is not the op's at
+ * the model's opset and is refused, never read (nor ignored). */
+static const struct {
+    const char *op_type, *name;
+    int from, until; /* opsets; until 0: still there */
+    const char *instead;
+} attr_versions[] = {
+    {"AveragePool", "dilations", 19, 0, NULL},
+    {"BatchNormalization", "training_mode", 14, 0, NULL},
+    {"Cast", "saturate", 19, 0, NULL},
+    {"Cast", "round_mode", 24, 0, NULL},
+    {"Dropout", "ratio", 1, 11, "the ratio is input 1"},
+    {"Pad", "pads", 1, 10, "the pads are input 1"},
+    {"Range", "stash_type", 27, 0, NULL},
+    {"ReduceMean", "axes", 1, 17, "from opset 18 on, the axes are input 1"},
+    {"ReduceMean", "noop_with_empty_axes", 18, 0, NULL},
+    {"Reshape", "allowzero", 14, 0, NULL},
+    {"Shape", "start", 15, 0, NULL},
+    {"Shape", "end", 15, 0, NULL},
+    {"Split", "split", 1, 12, "the sizes are input 1"},
+    {"Split", "num_outputs", 18, 0, NULL},
+    {"Squeeze", "axes", 1, 12, "the axes are input 1"},
+    {"Unsqueeze", "axes", 1, 12, "the axes are input 1"},
+};
+
+static ts_status check_attr_versions(const importer *im) {
+    for (size_t i = 0; i < TS_ARRAY_LEN(attr_versions); i++) {
+        int from = attr_versions[i].from, until = attr_versions[i].until;
+        if (strcmp(attr_versions[i].op_type, im->node->op_type) != 0 || !attr(im, attr_versions[i].name) ||
+            (since(im, from) && (!until || !since(im, until + 1))))
+            continue;
+        if (until)
+            return node_error(im, TS_ERR_FORMAT, "attribute '%s' is part of %s up to opset %d only (%s); re-export, or fix the exporter",
+                              attr_versions[i].name, im->node->op_type, until, attr_versions[i].instead);
+        return node_error(im, TS_ERR_FORMAT, "attribute '%s' is part of %s from opset %d on; the model's opset reads an older version "
+                          "without it (raise the model's opset, or drop the attribute)", attr_versions[i].name, im->node->op_type, from);
+    }
+    return TS_OK;
+}
+
 /* ----------------------------------------------------------------- import */
 
 static ts_status import_node(importer *im, const Node *n, int index) {
@@ -1412,6 +1444,8 @@ static ts_status import_node(importer *im, const Node *n, int index) {
     import_fn fn = find_op(n->op_type, &required);
     if (!fn)
         return node_error(im, TS_ERR_UNSUPPORTED, "op type %s is not supported yet; tensorscope imports: %s", n->op_type, supported_list());
+    ts_status vst = check_attr_versions(im);
+    if (vst) return vst;
     if (n->n_input > MAX_NODE_IO || n->n_output > MAX_NODE_IO || n->n_output == 0)
         return node_error(im, TS_ERR_FORMAT, "%zu inputs and %zu outputs (1..%d outputs, at most %d inputs are read)", n->n_input,
                           n->n_output, MAX_NODE_IO, MAX_NODE_IO);
