@@ -15,8 +15,10 @@
  *   the axes, mode wrap before 19 (refused) and at 19 (imported);
  * - Squeeze/Unsqueeze 21 with their axes input, the axes attribute at 13
  *   refused;
- * - attributes newer than the model's opset (Shape's start at 13,
- *   Reshape's allowzero at 13, Cast's saturate at 17) are refused;
+ * - a model naming no opset of the default domain is refused;
+ * - ops and attributes newer than the model's opset (LayerNormalization at
+ *   16, Shape's start at 13, Reshape's allowzero at 13, Cast's saturate at
+ *   17) are refused, and LayerNormalization's stash_type other than float;
  * - Cast to float8 and int4 (opset 19 on) is refused naming the type;
  *   Range 27's stash_type for a float16 range other than float is refused. */
 #include <math.h>
@@ -109,6 +111,8 @@ static void check_range(void) {
     expect_at("opset 12", 12, TS_ERR_UNSUPPORTED, "opsets 13 to 28");
     one_node("Relu", 2, 3, "x", "y");
     expect_at("opset 29", 29, TS_ERR_UNSUPPORTED, "uses opset 29 of the default ONNX domain; tensorscope imports opsets 13 to 28");
+    one_node("Relu", 2, 3, "x", "y");
+    expect_at("no opset of the default domain", -1, TS_ERR_FORMAT, "names no opset of the default ONNX domain");
     one_node("Relu", 2, 3, "x", "y");
     run_and_check("relu_op28", 28, 2, 3, 1, (expected[]){{2, {2, 3}, (const float[]){0, 1, 2, 3, 4, 5}}});
 }
@@ -203,7 +207,13 @@ static void check_squeeze(void) {
 }
 
 static void check_new_attributes(void) {
-    printf("-- attributes newer than the model's opset\n");
+    printf("-- ops and attributes newer than the model's opset\n");
+    one_node("LayerNormalization", 2, 3, "x,scale", "y");
+    init_f32("scale", 1, (int64_t[]){3}, (const float[]){1, 1, 1});
+    expect_at("LayerNormalization at opset 16", 16, TS_ERR_FORMAT, "LayerNormalization is part of the default ONNX domain from opset 17 on");
+    attr_int(one_node("LayerNormalization", 2, 3, "x,scale", "y"), "stash_type", 11);
+    init_f32("scale", 1, (int64_t[]){3}, (const float[]){1, 1, 1});
+    expect_at("LayerNormalization's stash_type 11 (double)", 17, TS_ERR_UNSUPPORTED, "stash_type 11 (statistics computed in double)");
     begin(2, 3, "y");
     attr_int(node("Shape", "shape", "x", "s"), "start", 1);
     node("Reshape", "r", "x,s", "y");

@@ -1263,10 +1263,16 @@ static ts_status op_where(importer *im, node_io *io) {
     return tb ? built(im, ts_where(im->g, tc, ta, tb), &io->out[0]) : st;
 }
 
-/* LayerNormalization (opset 17): over the dims from `axis` on. */
+/* LayerNormalization (opset 17): over the dims from `axis` on, computed in
+ * float (stash_type 1, the only one available). */
 static ts_status op_layer_norm(importer *im, node_io *io) {
     if (io->n_out > 1) return node_error(im, TS_ERR_UNSUPPORTED, "LayerNormalization's mean and inverse deviation outputs are not available");
-    ts_status st = TS_OK;
+    int stash;
+    ts_status st = attr_int32(im, "stash_type", 1, INT32_MIN, INT32_MAX, &stash);
+    if (st) return st;
+    if (stash != 1)
+        return node_error(im, TS_ERR_UNSUPPORTED, "stash_type %d (statistics computed in %s) is not available; stash_type 1 (float) is", stash,
+                          ts_onnx_dtype_name(stash));
     ts_tensor *x = as_tensor(im, io->in[0], &st), *w = x ? as_tensor(im, io->in[1], &st) : NULL, *b = NULL;
     if (!w) return st;
     if (io->n_in > 2 && io->in[2] && !(b = as_tensor(im, io->in[2], &st))) return st;
@@ -1390,14 +1396,16 @@ static void scope_of(const char *name, char *buf, size_t n) {
     buf[used] = '\0';
 }
 
-/* The attributes an op read here has in some of the opsets 13..MAX_OPSET
- * only (onnx.defs' schemas): one outside its versions is not the op's at
- * the model's opset and is refused, never read (nor ignored). */
+/* The ops and attributes read here that exist in some of the opsets
+ * 13..MAX_OPSET only (onnx.defs' schemas): one outside its versions is not
+ * part of the op at the model's opset and is refused, never read (nor
+ * ignored). A row without an attribute name is the op itself. */
 static const struct {
     const char *op_type, *name;
     int from, until; /* opsets; until 0: still there */
     const char *instead;
 } attr_versions[] = {
+    {"LayerNormalization", NULL, 17, 0, NULL},
     {"AveragePool", "dilations", 19, 0, NULL},
     {"BatchNormalization", "training_mode", 14, 0, NULL},
     {"Cast", "saturate", 19, 0, NULL},
@@ -1419,9 +1427,13 @@ static const struct {
 static ts_status check_attr_versions(const importer *im) {
     for (size_t i = 0; i < TS_ARRAY_LEN(attr_versions); i++) {
         int from = attr_versions[i].from, until = attr_versions[i].until;
-        if (strcmp(attr_versions[i].op_type, im->node->op_type) != 0 || !attr(im, attr_versions[i].name) ||
+        const char *name = attr_versions[i].name;
+        if (strcmp(attr_versions[i].op_type, im->node->op_type) != 0 || (name && !attr(im, name)) ||
             (since(im, from) && (!until || !since(im, until + 1))))
             continue;
+        if (!name)
+            return node_error(im, TS_ERR_FORMAT, "%s is part of the default ONNX domain from opset %d on; the model's opset has no such "
+                              "op (raise it to %d or more)", im->node->op_type, from, from);
         if (until)
             return node_error(im, TS_ERR_FORMAT, "attribute '%s' is part of %s up to opset %d only (%s); re-export, or fix the exporter",
                               attr_versions[i].name, im->node->op_type, until, attr_versions[i].instead);
@@ -1612,11 +1624,14 @@ static ts_status count_uses(importer *im, const TensorscopeOnnx__GraphProto *gp)
 static ts_status import_graph(importer *im, const TensorscopeOnnx__ModelProto *mp, const ts_onnx_input *inputs, int n_inputs) {
     const TensorscopeOnnx__GraphProto *gp = mp->graph;
     if (!gp) return ts_error(TS_ERR_FORMAT, "%s holds no graph (not an ONNX model, or truncated)", im->path);
-    im->opset = 0;
+    im->opset = -1;
     for (size_t i = 0; i < mp->n_opset_import; i++) {
         const char *d = mp->opset_import[i]->domain;
         if (!d || !*d || strcmp(d, "ai.onnx") == 0) im->opset = mp->opset_import[i]->version;
     }
+    if (im->opset < 0)
+        return ts_error(TS_ERR_FORMAT, "%s names no opset of the default ONNX domain (its opset_import lists none); tensorscope imports "
+                        "opsets %d to %d", im->path, MIN_OPSET, MAX_OPSET);
     if (im->opset < MIN_OPSET || im->opset > MAX_OPSET)
         return ts_error(TS_ERR_UNSUPPORTED, "%s uses opset %lld of the default ONNX domain; tensorscope imports opsets %d to %d (re-export "
                         "with one of them, e.g. torch.onnx.export(..., opset_version=18))", im->path, (long long)im->opset, MIN_OPSET,

@@ -170,7 +170,8 @@ static inline Tensor *init_external(const char *name, int dtype, int ndim, const
 }
 
 static char dir[64];
-/* The default domain's opset of the models written (import_as). */
+/* The default domain's opset of the models written (import_as); a
+ * negative one writes no opset_import. */
 static int64_t model_opset = 17;
 
 /* Writes the model as dir/NAME.onnx and imports it; *out keeps the graph
@@ -181,7 +182,7 @@ static inline ts_status import_as(const char *name, ts_graph **out) {
     opset.version = model_opset;
     TensorscopeOnnx__OperatorSetIdProto *opsets[1] = {&opset};
     TensorscopeOnnx__ModelProto model = TENSORSCOPE_ONNX__MODEL_PROTO__INIT;
-    model.n_opset_import = 1;
+    model.n_opset_import = model_opset < 0 ? 0 : 1;
     model.opset_import = opsets;
     model.graph = graph;
     size_t size = tensorscope_onnx__model_proto__get_packed_size(&model);
