@@ -18,7 +18,9 @@
  * - a model naming no opset of the default domain is refused;
  * - ops and attributes newer than the model's opset (LayerNormalization at
  *   16, Shape's start at 13, Reshape's allowzero at 13, Cast's saturate at
- *   17) are refused, and LayerNormalization's stash_type other than float;
+ *   17) are refused;
+ * - LayerNormalization without its optional bias runs (zeros), its
+ *   stash_type other than float is refused;
  * - Cast to float8 and int4 (opset 19 on) is refused naming the type;
  *   Range 27's stash_type for a float16 range other than float is refused. */
 #include <math.h>
@@ -211,9 +213,6 @@ static void check_new_attributes(void) {
     one_node("LayerNormalization", 2, 3, "x,scale", "y");
     init_f32("scale", 1, (int64_t[]){3}, (const float[]){1, 1, 1});
     expect_at("LayerNormalization at opset 16", 16, TS_ERR_FORMAT, "LayerNormalization is part of the default ONNX domain from opset 17 on");
-    attr_int(one_node("LayerNormalization", 2, 3, "x,scale", "y"), "stash_type", 11);
-    init_f32("scale", 1, (int64_t[]){3}, (const float[]){1, 1, 1});
-    expect_at("LayerNormalization's stash_type 11 (double)", 17, TS_ERR_UNSUPPORTED, "stash_type 11 (statistics computed in double)");
     begin(2, 3, "y");
     attr_int(node("Shape", "shape", "x", "s"), "start", 1);
     node("Reshape", "r", "x,s", "y");
@@ -235,6 +234,22 @@ static void check_new_attributes(void) {
     node("Add", "add", "x,c", "y");
     init_i64("k", 1, (int64_t[]){1});
     expect_at("Cast's saturate at opset 17", 17, TS_ERR_FORMAT, "attribute 'saturate' is part of Cast from opset 19 on");
+}
+
+static void check_layer_norm(void) {
+    printf("-- LayerNormalization\n");
+    /* B is optional: x [2,3] = [[0,1,2],[3,4,5]] normalised per row, times 2 */
+    one_node("LayerNormalization", 2, 3, "x,scale", "y");
+    init_f32("scale", 1, (int64_t[]){3}, (const float[]){2, 2, 2});
+    run_and_check("layer_norm_without_bias", 17, 2, 3, 1,
+                  (expected[]){{2, {2, 3}, (const float[]){-2.4494712f, 0, 2.4494712f, -2.4494712f, 0, 2.4494712f}}});
+    one_node("LayerNormalization", 2, 3, "x,scale,", "y");
+    init_f32("scale", 1, (int64_t[]){3}, (const float[]){2, 2, 2});
+    run_and_check("layer_norm_bias_omitted", 25, 2, 3, 1,
+                  (expected[]){{2, {2, 3}, (const float[]){-2.4494712f, 0, 2.4494712f, -2.4494712f, 0, 2.4494712f}}});
+    attr_int(one_node("LayerNormalization", 2, 3, "x,scale", "y"), "stash_type", 11);
+    init_f32("scale", 1, (int64_t[]){3}, (const float[]){1, 1, 1});
+    expect_at("LayerNormalization's stash_type 11 (double)", 17, TS_ERR_UNSUPPORTED, "stash_type 11 (statistics computed in double)");
 }
 
 /* a float16 scalar initializer */
@@ -286,6 +301,7 @@ int main(void) {
     check_pad();
     check_squeeze();
     check_new_attributes();
+    check_layer_norm();
     check_types();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

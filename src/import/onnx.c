@@ -1264,7 +1264,8 @@ static ts_status op_where(importer *im, node_io *io) {
 }
 
 /* LayerNormalization (opset 17): over the dims from `axis` on, computed in
- * float (stash_type 1, the only one available). */
+ * float (stash_type 1, the only one available); without its optional bias
+ * B, a bias of zeros. */
 static ts_status op_layer_norm(importer *im, node_io *io) {
     if (io->n_out > 1) return node_error(im, TS_ERR_UNSUPPORTED, "LayerNormalization's mean and inverse deviation outputs are not available");
     int stash;
@@ -1276,6 +1277,17 @@ static ts_status op_layer_norm(importer *im, node_io *io) {
     ts_tensor *x = as_tensor(im, io->in[0], &st), *w = x ? as_tensor(im, io->in[1], &st) : NULL, *b = NULL;
     if (!w) return st;
     if (io->n_in > 2 && io->in[2] && !(b = as_tensor(im, io->in[2], &st))) return st;
+    if (!b) { /* B is optional (a layer norm without bias): zeros of the scale's shape */
+        int64_t n = ts_shape_numel(&w->shape);
+        if ((st = ts_const_charge((uint64_t)(n ? n : 1) * 4))) return fold_result(im, st);
+        float *zeros = ts_calloc((size_t)(n ? n : 1), sizeof *zeros);
+        char *name = zeros ? ts_graph_op_output_name(im->g, "ZeroBias") : NULL;
+        ts_array za = ts_array_f32(zeros, w->shape.ndim, w->shape.d);
+        b = name ? ts_constant(im->g, name, &za) : NULL;
+        ts_free(name);
+        ts_free(zeros);
+        if (!b) return ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
+    }
     int axis;
     if ((st = attr_axis(im, "axis", -1, x->shape.ndim, false, &axis))) return st;
     return built(im, ts_layer_norm(im->g, x, w, b, x->shape.ndim - axis, (float)attr_f(im, "epsilon", 1e-5)), &io->out[0]);
