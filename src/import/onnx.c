@@ -1636,12 +1636,15 @@ static ts_status count_uses(importer *im, const TensorscopeOnnx__GraphProto *gp)
 static ts_status import_graph(importer *im, const TensorscopeOnnx__ModelProto *mp, const ts_onnx_input *inputs, int n_inputs) {
     const TensorscopeOnnx__GraphProto *gp = mp->graph;
     if (!gp) return ts_error(TS_ERR_FORMAT, "%s holds no graph (not an ONNX model, or truncated)", im->path);
-    im->opset = -1;
+    bool named = false;
     for (size_t i = 0; i < mp->n_opset_import; i++) {
         const char *d = mp->opset_import[i]->domain;
-        if (!d || !*d || strcmp(d, "ai.onnx") == 0) im->opset = mp->opset_import[i]->version;
+        if (!d || !*d || strcmp(d, "ai.onnx") == 0) {
+            im->opset = mp->opset_import[i]->version;
+            named = true;
+        }
     }
-    if (im->opset < 0)
+    if (!named)
         return ts_error(TS_ERR_FORMAT, "%s names no opset of the default ONNX domain (its opset_import lists none); tensorscope imports "
                         "opsets %d to %d", im->path, MIN_OPSET, MAX_OPSET);
     if (im->opset < MIN_OPSET || im->opset > MAX_OPSET)
