@@ -23,6 +23,7 @@
  *   stash_type other than float is refused;
  * - Cast to float8 and int4 (opset 19 on) is refused naming the type;
  *   Range 27's stash_type for a float16 range other than float is refused. */
+/* needs: onnx */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
