@@ -467,7 +467,10 @@ typedef struct ts_onnx_input {
 /* Reads an ONNX model into a new graph (parameters keep the file's
  * initializer names; see DESIGN.md §3/§13). Inputs with dynamic dims must be
  * given; others may be (a given shape replaces the file's, e.g. the batch
- * size of the exporter's example input). Opsets 13 to 17 of the default domain; shape
+ * size of the exporter's example input). Opsets 13 to 28 of the default
+ * domain (the newest of onnx 1.23.2), each node read by its op's version at
+ * the model's opset: another opset is TS_ERR_UNSUPPORTED naming the range,
+ * an attribute or input its op's version lacks TS_ERR_FORMAT; shape
  * computations (Shape, Gather, Concat, Unsqueeze, ConstantOfShape, Range,
  * Cast, ...) are folded for the static shapes, the rest becomes graph ops
  * named `<scope>/<OpType>:<k>` with the scope read from the node's name

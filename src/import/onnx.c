@@ -29,8 +29,12 @@ typedef TensorscopeOnnx__TensorProto TensorProto;
 typedef TensorscopeOnnx__AttributeProto Attr;
 typedef TensorscopeOnnx__ValueInfoProto ValueInfo;
 
+/* The default domain's opsets read here: 13 (the oldest PyTorch still
+ * writes) to the newest of onnx 1.23.2 (onnx.defs.onnx_opset_version()).
+ * Each node is read by the version of its op that the model's opset
+ * selects (the newest one not above it), see `since`. */
 #define MIN_OPSET 13
-#define MAX_OPSET 17
+#define MAX_OPSET 28
 #define MAX_NODE_IO 16
 #define MAX_MODEL_BYTES ((size_t)1 << 31)
 
@@ -377,6 +381,11 @@ static ts_status decoded(const importer *im, value *v) {
     return tensor_decode(im, v->param, what, &v->c);
 }
 
+/* Whether the node's op is read at version `version` or newer: ONNX reads
+ * each node by the newest version of its op at or below the model's opset,
+ * so a change of version v applies from opset v on. */
+static bool since(const importer *im, int64_t version) { return im->opset >= version; }
+
 /* ------------------------------------------------------------ attributes */
 
 static const Attr *attr(const importer *im, const char *name) {
@@ -640,7 +649,10 @@ static ts_status op_constant(importer *im, node_io *io) {
         for (size_t i = 0; !st && i < n; i++) c->v[i] = fl ? a->floats[i] : (double)a->ints[i];
         return fold_result(im, st);
     }
-    return node_error(im, TS_ERR_UNSUPPORTED, "a Constant needs a 'value', 'value_float(s)' or 'value_int(s)' attribute");
+    if ((a = attr(im, "sparse_value")) || (a = attr(im, "value_string")) || (a = attr(im, "value_strings")))
+        return node_error(im, TS_ERR_UNSUPPORTED, "a Constant given as '%s' is not available (%s); 'value', 'value_float(s)' and "
+                          "'value_int(s)' are", a->name, a->name[0] == 's' ? "sparse tensors" : "strings");
+    return node_error(im, TS_ERR_FORMAT, "a Constant needs one of the attributes 'value', 'value_float(s)', 'value_int(s)'");
 }
 
 /* Shape of anything whose shape is known (every value here). */
@@ -699,9 +711,18 @@ static ts_status const_ints(importer *im, value *x, int64_t *v, int *n, const ch
     return TS_OK;
 }
 
-/* Axes from the input (opset >= 13) or the attribute. */
-static ts_status axes_of(importer *im, node_io *io, int input, int64_t *axes, int *n) {
-    if (io->n_in > input && io->in[input]) return const_ints(im, io->in[input], axes, n, "axes", -TS_MAX_DIMS, TS_MAX_DIMS, false);
+/* The axes of Squeeze, Unsqueeze and the Reduce ops: the attribute 'axes'
+ * before version `input_since` of the op (attr_versions refuses it from
+ * then on), from then on the (constant) input `input`, refused before.
+ * *n = -1 when absent. */
+static ts_status axes_of(importer *im, node_io *io, int input, int input_since, int64_t *axes, int *n) {
+    if (since(im, input_since)) {
+        *n = -1;
+        return io->n_in > input && io->in[input] ? const_ints(im, io->in[input], axes, n, "axes", -TS_MAX_DIMS, TS_MAX_DIMS, false) : TS_OK;
+    }
+    if (io->n_in > input)
+        return node_error(im, TS_ERR_FORMAT, "%s takes its axes as the attribute 'axes' before opset %d, not as input %d", im->node->op_type,
+                          input_since, input);
     return attr_int_list(im, "axes", -TS_MAX_DIMS, TS_MAX_DIMS, axes, TS_MAX_DIMS, n);
 }
 
@@ -749,7 +770,7 @@ static ts_status op_flatten(importer *im, node_io *io) {
 static ts_status op_squeeze_unsqueeze(importer *im, node_io *io) {
     int64_t axes[TS_MAX_DIMS];
     int n = 0;
-    ts_status st = axes_of(im, io, 1, axes, &n);
+    ts_status st = axes_of(im, io, 1, 13, axes, &n);
     if (st) return st;
     ts_shape s;
     st = ts_const_squeeze_shape(shape_of(io->in[0]), axes, n, strcmp(im->node->op_type, "Unsqueeze") == 0, &s);
@@ -844,24 +865,44 @@ static ts_status op_gemm(importer *im, node_io *io) {
 }
 
 /* Pad: PyTorch writes one with zero pads before an avg_pool2d; that is
- * the identity. Non-zero padding is not available yet. */
+ * the identity, whatever the mode and constant value. Its pads are input 1
+ * (2 per padded axis: all the starts, then all the ends), over every axis,
+ * or from opset 18 on over the axes of input 3; the modes are constant,
+ * reflect and edge, and wrap from opset 19 on. Non-zero padding is not
+ * available yet. */
 static ts_status op_pad(importer *im, node_io *io) {
-    int64_t pads[2 * TS_MAX_DIMS];
-    int n = 0;
-    if (io->n_in > 1 && io->in[1]) {
-        ts_status st = decoded(im, io->in[1]);
-        if (st) return st;
-        if (!is_const(io->in[1]) || ts_shape_numel(&io->in[1]->c.shape) > 2 * TS_MAX_DIMS)
-            return node_error(im, TS_ERR_UNSUPPORTED, "its pads must be a constant list");
-        n = (int)ts_shape_numel(&io->in[1]->c.shape);
-        for (int i = 0; i < n; i++) pads[i] = io->in[1]->c.v[i] != 0; /* only zero is read */
-    } else {
-        const int64_t *v;
-        int64_t na;
-        attr_ints(im, "pads", &v, &na);
-        n = na > 2 * TS_MAX_DIMS ? 2 * TS_MAX_DIMS : na < 0 ? 0 : (int)na;
-        for (int i = 0; i < n; i++) pads[i] = v[i];
+    if (io->n_in < 2 || !io->in[1]) return node_error(im, TS_ERR_FORMAT, "input 1 (pads) is required");
+    if (io->n_in > 3 && !since(im, 18)) return node_error(im, TS_ERR_FORMAT, "input 3 (axes) is part of Pad from opset 18 on");
+    const Attr *mode = attr(im, "mode");
+    if (mode) {
+        static const char *const modes[] = {"constant", "reflect", "edge", "wrap"};
+        size_t known = since(im, 19) ? 4 : 3, k = 0;
+        while (k < known && !(mode->has_s && mode->s.len == strlen(modes[k]) && memcmp(mode->s.data, modes[k], mode->s.len) == 0)) k++;
+        if (k == known)
+            return node_error(im, TS_ERR_FORMAT, "mode '%.*s' is not one of Pad's at this opset: constant, reflect, edge%s",
+                              mode->has_s ? (int)mode->s.len : 0, mode->has_s ? (const char *)mode->s.data : "", since(im, 19) ? ", wrap" : "");
     }
+    int ndim = shape_of(io->in[0])->ndim, n = 0, n_axes = ndim;
+    int64_t pads[2 * TS_MAX_DIMS], axes[TS_MAX_DIMS];
+    ts_status st = decoded(im, io->in[1]);
+    if (st) return st;
+    if (!is_const(io->in[1]) || io->in[1]->c.shape.ndim > 1 || ts_shape_numel(&io->in[1]->c.shape) > 2 * TS_MAX_DIMS)
+        return node_error(im, TS_ERR_UNSUPPORTED, "its pads ('%s') must be a constant list of at most %d values", io->in[1]->name, 2 * TS_MAX_DIMS);
+    n = (int)ts_shape_numel(&io->in[1]->c.shape);
+    for (int i = 0; i < n; i++)
+        if (!ts_onnx_int_value(io->in[1]->c.v[i], INT64_MIN, INT64_MAX, &pads[i]))
+            return node_error(im, TS_ERR_FORMAT, "its pads ('%s') hold %g at %d; pads are integers", io->in[1]->name, io->in[1]->c.v[i], i);
+    if (io->n_in > 3 && io->in[3]) {
+        if ((st = const_ints(im, io->in[3], axes, &n_axes, "axes", -ndim, ndim - 1, false))) return st;
+        bool seen[TS_MAX_DIMS] = {false};
+        for (int i = 0; i < n_axes; i++) {
+            int ax = norm_axis(axes[i], ndim);
+            if (seen[ax]) return node_error(im, TS_ERR_FORMAT, "axis %lld is given twice", (long long)axes[i]);
+            seen[ax] = true;
+        }
+    }
+    if (n != 2 * n_axes)
+        return node_error(im, TS_ERR_FORMAT, "its pads hold %d values; Pad takes 2 per padded axis (%d)", n, 2 * n_axes);
     for (int i = 0; i < n; i++)
         if (pads[i] != 0)
             return node_error(im, TS_ERR_UNSUPPORTED, "a Pad with non-zero padding is not available yet (padding inside Conv and the "
@@ -1037,6 +1078,34 @@ static ts_status op_fold(importer *im, node_io *io) {
     return fold_result(im, st);
 }
 
+/* Cast (folded): to one of the types read here. Opset 19's `saturate` and
+ * 24's `round_mode` concern only the float8 targets, which are refused
+ * with the other types tensorscope does not hold (float4, int4, ...). */
+static ts_status op_cast(importer *im, node_io *io) {
+    int to;
+    ts_status st = attr_int32(im, "to", 0, 0, INT32_MAX, &to);
+    if (st) return st;
+    if (!attr(im, "to")) return node_error(im, TS_ERR_FORMAT, "attribute 'to' is required");
+    if (!ts_onnx_dtype_size(to) || to > TS_ONNX_BFLOAT16)
+        return node_error(im, TS_ERR_UNSUPPORTED, "Cast to %s (ONNX data type %d) is not available: tensorscope casts to float, double, "
+                          "float16, bfloat16, bool and the integer types", ts_onnx_dtype_name(to), to);
+    return op_fold(im, io);
+}
+
+/* Range (folded): from opset 27 on, a stash_type other than 1 (float)
+ * asks a float16 or bfloat16 range to be summed in another type, which
+ * folding (in double) does not do: refused for them. */
+static ts_status op_range(importer *im, node_io *io) {
+    int stash = 1;
+    ts_status st = attr_int32(im, "stash_type", 1, INT32_MIN, INT32_MAX, &stash);
+    if (st) return st;
+    int dt = is_const(io->in[0]) ? io->in[0]->c.dtype : 0;
+    if (stash != 1 && (dt == TS_ONNX_FLOAT16 || dt == TS_ONNX_BFLOAT16))
+        return node_error(im, TS_ERR_UNSUPPORTED, "stash_type %d (a %s range summed in %s) is not available; stash_type 1 (float) is",
+                          stash, ts_onnx_dtype_name(dt), ts_onnx_dtype_name(stash));
+    return op_fold(im, io);
+}
+
 /* Gather of rows of a table by integer ids: an embedding (the table is
  * the parameter under its own name, so a tied weight stays one); folded
  * when both are constants. */
@@ -1052,19 +1121,28 @@ static ts_status op_gather(importer *im, node_io *io) {
     return i ? built(im, ts_embedding(im->g, w, i), &io->out[0]) : st;
 }
 
-/* ReduceMean over the axes attribute (opset < 18) or input, keepdims. */
+/* ReduceMean over its axes: the attribute before opset 18, the input
+ * from 18 on; absent (or, from 18 on, an empty list) means every axis,
+ * or none with noop_with_empty_axes=1 (18 on): the identity. keepdims. */
 static ts_status op_reduce_mean(importer *im, node_io *io) {
     int64_t axes[TS_MAX_DIMS];
-    int n = 0;
-    ts_status st = axes_of(im, io, 1, axes, &n);
+    int n = 0, keepdims, noop = 0;
+    ts_status st = axes_of(im, io, 1, 18, axes, &n);
+    if (!st) st = attr_int32(im, "keepdims", 1, 0, 1, &keepdims);
+    if (!st) st = attr_int32(im, "noop_with_empty_axes", 0, 0, 1, &noop);
     if (st) return st;
+    bool all = n < 0 || (n == 0 && since(im, 18));
+    if (all && noop) return op_identity(im, io);
     ts_tensor *x = as_tensor(im, io->in[0], &st);
     if (!x) return st;
     int ax[TS_MAX_DIMS];
-    if (n < 0) n = x->shape.ndim;
-    for (int i = 0; i < n; i++) ax[i] = io->n_in > 1 || attr(im, "axes") ? norm_axis(axes[i], x->shape.ndim) : i;
-    int keepdims;
-    if ((st = attr_int32(im, "keepdims", 1, 0, 1, &keepdims))) return st;
+    if (all) n = x->shape.ndim;
+    if (n == 0) return op_identity(im, io); /* no axis to reduce (a scalar): the identity */
+    for (int i = 0; i < n; i++) {
+        if (!all && (axes[i] < -x->shape.ndim || axes[i] >= x->shape.ndim))
+            return node_error(im, TS_ERR_FORMAT, "axis %lld is out of range for %d dimensions", (long long)axes[i], x->shape.ndim);
+        ax[i] = all ? i : norm_axis(axes[i], x->shape.ndim);
+    }
     return built(im, ts_reduce_mean(im->g, x, n, ax, keepdims != 0), &io->out[0]);
 }
 
@@ -1082,29 +1160,40 @@ static ts_status op_transpose(importer *im, node_io *io) {
     return built(im, ts_permute(im->g, x, perm), &io->out[0]);
 }
 
-/* Split into the sizes of the 'split' input (opset >= 13) or attribute,
- * or equal parts. */
+/* Split into the sizes of the constant 'split' input, or (opset 18 on)
+ * into 'num_outputs' parts of ceil(dim / num_outputs), the last one
+ * smaller; with neither, equal parts, one per output. */
 static ts_status op_split(importer *im, node_io *io) {
     ts_status st = TS_OK;
     ts_tensor *x = as_tensor(im, io->in[0], &st);
     if (!x) return st;
     int axis;
     if ((st = attr_axis(im, "axis", 0, x->shape.ndim, false, &axis))) return st;
-    int64_t sizes[MAX_NODE_IO], dim = x->shape.d[axis];
-    int n = 0;
-    if (io->n_in > 1 && io->in[1]) {
+    int64_t sizes[MAX_NODE_IO], dim = x->shape.d[axis], parts = 0;
+    int n = io->n_out;
+    bool has_split = io->n_in > 1 && io->in[1];
+    if ((st = attr_int(im, "num_outputs", io->n_out, 1, MAX_NODE_IO, &parts))) return st;
+    if (attr(im, "num_outputs") && has_split)
+        return node_error(im, TS_ERR_FORMAT, "gives both the 'split' input and the 'num_outputs' attribute; ONNX allows one of them");
+    if (parts != io->n_out) return node_error(im, TS_ERR_FORMAT, "num_outputs is %lld for %d outputs", (long long)parts, io->n_out);
+    if (has_split) {
         if ((st = decoded(im, io->in[1]))) return st;
         if (!is_const(io->in[1]) || ts_shape_numel(&io->in[1]->c.shape) != io->n_out)
             return node_error(im, TS_ERR_UNSUPPORTED, "its split sizes must be a constant list of one size per output");
-        n = io->n_out;
         for (int i = 0; i < n; i++)
             if (!ts_onnx_int_value(io->in[1]->c.v[i], 0, dim, &sizes[i]))
                 return node_error(im, TS_ERR_FORMAT, "split size %d is %g; the axis has %lld", i, io->in[1]->c.v[i], (long long)dim);
+    } else if (attr(im, "num_outputs")) { /* ceil-sized parts, the rest in the last */
+        int64_t part = (dim + parts - 1) / parts;
+        if (part * (parts - 1) > dim)
+            return node_error(im, TS_ERR_SHAPE, "an axis of %lld does not split into %lld parts of %lld (the last one smaller)",
+                              (long long)dim, (long long)parts, (long long)part);
+        for (int i = 0; i < n; i++) sizes[i] = i < n - 1 ? part : dim - part * (parts - 1);
     } else {
-        if ((st = attr_int_list(im, "split", 0, dim, sizes, MAX_NODE_IO, &n))) return st;
-        if (n >= 0 && n != io->n_out) return node_error(im, TS_ERR_FORMAT, "%d split sizes for %d outputs", n, io->n_out);
-        for (int i = n < 0 ? 0 : n; i < io->n_out; i++) sizes[i] = dim / io->n_out;
-        n = io->n_out;
+        if (dim % n)
+            return node_error(im, TS_ERR_SHAPE, "an axis of %lld does not split into %d equal parts; give the sizes (input 1)%s",
+                              (long long)dim, n, since(im, 18) ? " or num_outputs" : "");
+        for (int i = 0; i < n; i++) sizes[i] = dim / n;
     }
     int64_t start = 0;
     for (int i = 0; i < n && !st; i++) {
@@ -1174,13 +1263,31 @@ static ts_status op_where(importer *im, node_io *io) {
     return tb ? built(im, ts_where(im->g, tc, ta, tb), &io->out[0]) : st;
 }
 
-/* LayerNormalization (opset 17): over the dims from `axis` on. */
+/* LayerNormalization (opset 17): over the dims from `axis` on, computed in
+ * float (stash_type 1, the only one available); without its optional bias
+ * B, a bias of zeros. */
 static ts_status op_layer_norm(importer *im, node_io *io) {
     if (io->n_out > 1) return node_error(im, TS_ERR_UNSUPPORTED, "LayerNormalization's mean and inverse deviation outputs are not available");
-    ts_status st = TS_OK;
+    int stash;
+    ts_status st = attr_int32(im, "stash_type", 1, INT32_MIN, INT32_MAX, &stash);
+    if (st) return st;
+    if (stash != 1)
+        return node_error(im, TS_ERR_UNSUPPORTED, "stash_type %d (statistics computed in %s) is not available; stash_type 1 (float) is", stash,
+                          ts_onnx_dtype_name(stash));
     ts_tensor *x = as_tensor(im, io->in[0], &st), *w = x ? as_tensor(im, io->in[1], &st) : NULL, *b = NULL;
     if (!w) return st;
     if (io->n_in > 2 && io->in[2] && !(b = as_tensor(im, io->in[2], &st))) return st;
+    if (!b) { /* B is optional (a layer norm without bias): zeros of the scale's shape */
+        int64_t n = ts_shape_numel(&w->shape);
+        if ((st = ts_const_charge((uint64_t)(n ? n : 1) * 4))) return fold_result(im, st);
+        float *zeros = ts_calloc((size_t)(n ? n : 1), sizeof *zeros);
+        char *name = zeros ? ts_graph_op_output_name(im->g, "ZeroBias") : NULL;
+        ts_array za = ts_array_f32(zeros, w->shape.ndim, w->shape.d);
+        b = name ? ts_constant(im->g, name, &za) : NULL;
+        ts_free(name);
+        ts_free(zeros);
+        if (!b) return ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
+    }
     int axis;
     if ((st = attr_axis(im, "axis", -1, x->shape.ndim, false, &axis))) return st;
     return built(im, ts_layer_norm(im->g, x, w, b, x->shape.ndim - axis, (float)attr_f(im, "epsilon", 1e-5)), &io->out[0]);
@@ -1196,7 +1303,7 @@ static const struct {
     {"Add", 2, op_binary},
     {"AveragePool", 1, op_pool},
     {"BatchNormalization", 5, op_batch_norm},
-    {"Cast", 1, op_fold},
+    {"Cast", 1, op_cast},
     {"Ceil", 1, op_unary},
     {"Concat", 1, op_concat},
     {"Constant", 0, op_constant},
@@ -1226,7 +1333,7 @@ static const struct {
     {"Not", 1, op_unary},
     {"Pad", 1, op_pad},
     {"Pow", 2, op_binary},
-    {"Range", 3, op_fold},
+    {"Range", 3, op_range},
     {"ReduceMean", 1, op_reduce_mean},
     {"Reciprocal", 1, op_unary},
     {"Relu", 1, op_unary},
@@ -1301,6 +1408,53 @@ static void scope_of(const char *name, char *buf, size_t n) {
     buf[used] = '\0';
 }
 
+/* The ops and attributes read here that exist in some of the opsets
+ * 13..MAX_OPSET only (onnx.defs' schemas): one outside its versions is not
+ * part of the op at the model's opset and is refused, never read (nor
+ * ignored). A row without an attribute name is the op itself. */
+static const struct {
+    const char *op_type, *name;
+    int from, until; /* opsets; until 0: still there */
+    const char *instead;
+} attr_versions[] = {
+    {"LayerNormalization", NULL, 17, 0, NULL},
+    {"AveragePool", "dilations", 19, 0, NULL},
+    {"BatchNormalization", "training_mode", 14, 0, NULL},
+    {"Cast", "saturate", 19, 0, NULL},
+    {"Cast", "round_mode", 24, 0, NULL},
+    {"Dropout", "ratio", 1, 11, "the ratio is input 1"},
+    {"Pad", "pads", 1, 10, "the pads are input 1"},
+    {"Range", "stash_type", 27, 0, NULL},
+    {"ReduceMean", "axes", 1, 17, "from opset 18 on, the axes are input 1"},
+    {"ReduceMean", "noop_with_empty_axes", 18, 0, NULL},
+    {"Reshape", "allowzero", 14, 0, NULL},
+    {"Shape", "start", 15, 0, NULL},
+    {"Shape", "end", 15, 0, NULL},
+    {"Split", "split", 1, 12, "the sizes are input 1"},
+    {"Split", "num_outputs", 18, 0, NULL},
+    {"Squeeze", "axes", 1, 12, "the axes are input 1"},
+    {"Unsqueeze", "axes", 1, 12, "the axes are input 1"},
+};
+
+static ts_status check_attr_versions(const importer *im) {
+    for (size_t i = 0; i < TS_ARRAY_LEN(attr_versions); i++) {
+        int from = attr_versions[i].from, until = attr_versions[i].until;
+        const char *name = attr_versions[i].name;
+        if (strcmp(attr_versions[i].op_type, im->node->op_type) != 0 || (name && !attr(im, name)) ||
+            (since(im, from) && (!until || !since(im, until + 1))))
+            continue;
+        if (!name)
+            return node_error(im, TS_ERR_FORMAT, "%s is part of the default ONNX domain from opset %d on; the model's opset has no such "
+                              "op (raise it to %d or more)", im->node->op_type, from, from);
+        if (until)
+            return node_error(im, TS_ERR_FORMAT, "attribute '%s' is part of %s up to opset %d only (%s); re-export, or fix the exporter",
+                              attr_versions[i].name, im->node->op_type, until, attr_versions[i].instead);
+        return node_error(im, TS_ERR_FORMAT, "attribute '%s' is part of %s from opset %d on; the model's opset reads an older version "
+                          "without it (raise the model's opset, or drop the attribute)", attr_versions[i].name, im->node->op_type, from);
+    }
+    return TS_OK;
+}
+
 /* ----------------------------------------------------------------- import */
 
 static ts_status import_node(importer *im, const Node *n, int index) {
@@ -1314,6 +1468,8 @@ static ts_status import_node(importer *im, const Node *n, int index) {
     import_fn fn = find_op(n->op_type, &required);
     if (!fn)
         return node_error(im, TS_ERR_UNSUPPORTED, "op type %s is not supported yet; tensorscope imports: %s", n->op_type, supported_list());
+    ts_status vst = check_attr_versions(im);
+    if (vst) return vst;
     if (n->n_input > MAX_NODE_IO || n->n_output > MAX_NODE_IO || n->n_output == 0)
         return node_error(im, TS_ERR_FORMAT, "%zu inputs and %zu outputs (1..%d outputs, at most %d inputs are read)", n->n_input,
                           n->n_output, MAX_NODE_IO, MAX_NODE_IO);
@@ -1480,14 +1636,21 @@ static ts_status count_uses(importer *im, const TensorscopeOnnx__GraphProto *gp)
 static ts_status import_graph(importer *im, const TensorscopeOnnx__ModelProto *mp, const ts_onnx_input *inputs, int n_inputs) {
     const TensorscopeOnnx__GraphProto *gp = mp->graph;
     if (!gp) return ts_error(TS_ERR_FORMAT, "%s holds no graph (not an ONNX model, or truncated)", im->path);
-    im->opset = 0;
+    bool named = false;
     for (size_t i = 0; i < mp->n_opset_import; i++) {
         const char *d = mp->opset_import[i]->domain;
-        if (!d || !*d || strcmp(d, "ai.onnx") == 0) im->opset = mp->opset_import[i]->version;
+        if (!d || !*d || strcmp(d, "ai.onnx") == 0) {
+            im->opset = mp->opset_import[i]->version;
+            named = true;
+        }
     }
+    if (!named)
+        return ts_error(TS_ERR_FORMAT, "%s names no opset of the default ONNX domain (its opset_import lists none); tensorscope imports "
+                        "opsets %d to %d", im->path, MIN_OPSET, MAX_OPSET);
     if (im->opset < MIN_OPSET || im->opset > MAX_OPSET)
         return ts_error(TS_ERR_UNSUPPORTED, "%s uses opset %lld of the default ONNX domain; tensorscope imports opsets %d to %d (re-export "
-                        "with torch.onnx.export(..., opset_version=%d))", im->path, (long long)im->opset, MIN_OPSET, MAX_OPSET, MAX_OPSET);
+                        "with one of them, e.g. torch.onnx.export(..., opset_version=18))", im->path, (long long)im->opset, MIN_OPSET,
+                        MAX_OPSET);
     for (size_t i = 0; i < gp->n_initializer; i++) {
         const TensorProto *tp = gp->initializer[i];
         if (!tp->name || !*tp->name) return ts_error(TS_ERR_FORMAT, "%s: initializer %zu has no name", im->path, i);

@@ -46,7 +46,9 @@ size_t ts_onnx_dtype_size(int dt) {
 
 const char *ts_onnx_dtype_name(int dt) {
     static const char *const names[] = {"undefined", "float", "uint8", "int8", "uint16", "int16", "int32", "int64", "string",
-                                        "bool", "float16", "double", "uint32", "uint64", "complex64", "complex128", "bfloat16"};
+                                        "bool", "float16", "double", "uint32", "uint64", "complex64", "complex128", "bfloat16",
+                                        "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "uint4", "int4",
+                                        "float4e2m1", "float8e8m0", "uint2", "int2", "float6e2m3", "float6e3m2"};
     return dt >= 0 && dt < (int)TS_ARRAY_LEN(names) ? names[dt] : "unknown";
 }
 
