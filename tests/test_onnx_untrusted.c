@@ -164,6 +164,18 @@ static void constants_model(int n, int64_t side, bool keep) {
     if (keep) attr_int(node("Concat", "concat_all", cat, "all"), "axis", 0);
 }
 
+/* y = x + Cast(ConstantOfShape([256, 256])): a folded constant of 512 KiB
+ * alive while its cast copy is made. */
+static void folded_cast_model(void) {
+    model_begin();
+    input("x", 2, (int64_t[]){256, 256});
+    output("y");
+    init_i64("dims", 2, (int64_t[]){256, 256});
+    node("ConstantOfShape", "cos", "dims", "c");
+    attr_int(node("Cast", "cast", "c", "f"), "to", 1);
+    node("Add", "add", "x,f", "y");
+}
+
 static void check_budget(void) {
     printf("-- folded constants' budget\n");
     uint64_t saved = ts_get_limit(TS_LIMIT_IMPORT_BYTES);
@@ -175,22 +187,10 @@ static void check_budget(void) {
     constants_model(8, 128, false);
     expect("8 constants of 128 KiB each read once", import_as("budget_freed", NULL), TS_OK, NULL);
     /* a graph constant made of a folded one counts too */
-    model_begin();
-    input("x", 2, (int64_t[]){256, 256});
-    output("y");
-    init_i64("dims", 2, (int64_t[]){256, 256});
-    node("ConstantOfShape", "cos", "dims", "c");
-    attr_int(node("Cast", "cast", "c", "f"), "to", 1);
-    node("Add", "add", "x,f", "y");
+    folded_cast_model();
     expect("a folded constant of 512 KiB alive while another is made", import_as("budget_graph", NULL), TS_ERR_FORMAT, "'cast'");
     CHECK_OK(ts_set_limit(TS_LIMIT_IMPORT_BYTES, saved), "the limit restored");
-    model_begin();
-    input("x", 2, (int64_t[]){256, 256});
-    output("y");
-    init_i64("dims", 2, (int64_t[]){256, 256});
-    node("ConstantOfShape", "cos", "dims", "c");
-    attr_int(node("Cast", "cast", "c", "f"), "to", 1);
-    node("Add", "add", "x,f", "y");
+    folded_cast_model();
     expect("the same under the default limit", import_as("budget_graph", NULL), TS_OK, NULL);
 }
 
