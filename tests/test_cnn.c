@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "exec/cnn.h"
+#include "backend/cpu/cnn.h"
 #include "tensorscope.h"
 
 #include "rand.h"

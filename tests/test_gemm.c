@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "exec/gemm.h"
-#include "exec/pool.h"
+#include "backend/cpu/gemm.h"
+#include "backend/cpu/pool.h"
 
 #include "rand.h"
 

@@ -10,9 +10,9 @@
 #include <string.h>
 
 #include "check.h"
-#include "exec/gemm.h"
-#include "exec/kernels.h"
-#include "exec/kernels_tensor.h"
+#include "backend/cpu/gemm.h"
+#include "backend/cpu/kernels.h"
+#include "backend/cpu/kernels_tensor.h"
 
 static int all_nan(const float *x, int n) {
     for (int i = 0; i < n; i++)

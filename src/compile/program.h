@@ -5,7 +5,7 @@
 #define TS_PROGRAM_H
 
 #include "core/collective.h"
-#include "exec/pool.h"
+#include "backend/cpu/pool.h"
 #include "graph/graph.h"
 
 #include <stdatomic.h>

@@ -7,7 +7,7 @@
 
 #include "diag/crash.h"
 #include "diag/metrics.h"
-#include "exec/kernels.h"
+#include "backend/cpu/kernels.h"
 #include "graph/ops.h"
 
 #include <stdio.h>

@@ -1,9 +1,9 @@
 /* cnn_ops.c -- the convolutional ops' shape rules (each error names the
  * layer and the sizes, and says what would fit) and the adapters from a
- * node's context to the kernels of exec/cnn.c. */
+ * node's context to the kernels of backend/cpu/cnn.c. */
 #include "graph/cnn_ops.h"
 
-#include "exec/cnn.h"
+#include "backend/cpu/cnn.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -16,6 +16,19 @@ bool ts_shape_equal(const ts_shape *a, const ts_shape *b) {
     return true;
 }
 
+bool ts_broadcast_shape(const ts_shape *a, const ts_shape *b, ts_shape *out) {
+    int nd = a->ndim > b->ndim ? a->ndim : b->ndim;
+    ts_shape s = {.ndim = nd};
+    for (int i = 0; i < nd; i++) {
+        int ia = i - (nd - a->ndim), ib = i - (nd - b->ndim);
+        int64_t da = ia >= 0 ? a->d[ia] : 1, db = ib >= 0 ? b->d[ib] : 1;
+        if (da != db && da != 1 && db != 1) return false;
+        s.d[i] = da == 1 ? db : da;
+    }
+    *out = s;
+    return true;
+}
+
 const char *ts_shape_str(const ts_shape *s, char *buf, size_t n) {
     size_t used = 0;
     used += (size_t)snprintf(buf, n, "[");

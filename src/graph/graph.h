@@ -28,7 +28,7 @@ typedef enum ts_op {
     TS_OP_SUM,
     TS_OP_MEAN,
     TS_OP_PRINT,
-    /* tensor and transformer ops (kernels in exec/kernels_tensor.c) */
+    /* tensor and transformer ops (kernels in backend/cpu/kernels_tensor.c) */
     TS_OP_CONST,        /* a leaf holding a value (f32 or i32) that gets no gradient */
     TS_OP_DIV,
     TS_OP_EXP,
@@ -47,7 +47,7 @@ typedef enum ts_op {
     TS_OP_REDUCE_SUM_AXES, /* attr[0]: axis bit mask, attr[1]: keepdim */
     TS_OP_REDUCE_MEAN_AXES,
     TS_OP_REDUCE_MAX_AXES,
-    /* convolutional networks (cnn.c builds them, exec/cnn.c runs them) */
+    /* convolutional networks (cnn.c builds them, backend/cpu/cnn.c runs them) */
     TS_OP_BUFFER,         /* non-trainable state held by the graph (batch norm running stats) */
     TS_OP_CONV2D,
     TS_OP_MAX_POOL2D,
@@ -131,6 +131,8 @@ static inline int64_t ts_shape_numel(const ts_shape *s) {
     return n;
 }
 bool ts_shape_equal(const ts_shape *a, const ts_shape *b);
+/* out = broadcast of a and b by numpy's rules; false when they do not fit. */
+bool ts_broadcast_shape(const ts_shape *a, const ts_shape *b, ts_shape *out);
 /* "[16,784]" */
 const char *ts_shape_str(const ts_shape *s, char *buf, size_t n);
 

@@ -1,11 +1,11 @@
 /* ops.c -- the op table: one row per op. Shape rules check what the user
  * built and say what would fit; the kernel adapters unpack a node's context
- * into the fixed-argument kernels of exec/kernels.c. */
+ * into the fixed-argument kernels of backend/cpu/kernels.c. */
 #include "graph/ops.h"
 
-#include "exec/gemm.h"
+#include "backend/cpu/gemm.h"
 #include "graph/cnn_ops.h"
-#include "exec/kernels.h"
+#include "backend/cpu/kernels.h"
 #include "graph/ops_tensor.h"
 
 #include <stdio.h>
@@ -170,7 +170,7 @@ static const ts_op_def table[] = {
     [TS_OP_MEAN] = {.op = TS_OP_MEAN, .name = "ReduceMean", .arity = 1, .bwd_unread_inputs = 0x1u, .shape = shape_reduce, .forward = fwd_mean, .backward = bwd_mean, .flops = flops_input},
     /* the executor adds the printing around the copy */
     [TS_OP_PRINT] = {.op = TS_OP_PRINT, .name = "Print", .arity = 1, .bwd_unread_inputs = 0x1u, .shape = shape_same, .forward = fwd_copy, .backward = bwd_copy},
-    /* tensor and transformer ops (ops_tensor.c, exec/kernels_tensor.c) */
+    /* tensor and transformer ops (ops_tensor.c, backend/cpu/kernels_tensor.c) */
     [TS_OP_CONST] = {.op = TS_OP_CONST, .name = "Const", .shape = shape_leaf},
     [TS_OP_DIV] = {.op = TS_OP_DIV, .name = "Div", .arity = 2, .shape = ts_shape_broadcast_binary, .forward = ts_fwd_broadcast_binary, .backward = ts_bwd_broadcast_binary, .flops = flops_elementwise},
     [TS_OP_EXP] = {.op = TS_OP_EXP, .name = "Exp", .arity = 1, .bwd_unread_inputs = 0x1u, .needs_output = true, .shape = shape_same, .forward = ts_fwd_unary_math, .backward = ts_bwd_unary_math, .flops = flops_elementwise},

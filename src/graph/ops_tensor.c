@@ -1,10 +1,10 @@
 /* ops_tensor.c -- shape rules and kernel adapters of the tensor and
  * transformer ops. Shape rules say what was built and what would fit;
- * adapters unpack a node's context into the kernels of exec/kernels_tensor.c. */
+ * adapters unpack a node's context into the kernels of backend/cpu/kernels_tensor.c. */
 #include "graph/ops_tensor.h"
 
-#include "exec/kernels.h"
-#include "exec/kernels_tensor.h"
+#include "backend/cpu/kernels.h"
+#include "backend/cpu/kernels_tensor.h"
 
 #include <stdio.h>
 #include <string.h>

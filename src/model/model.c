@@ -5,7 +5,7 @@
 
 #include "diag/hooks.h"
 #include "diag/metrics.h"
-#include "exec/gemm.h"
+#include "backend/cpu/gemm.h"
 #include "graph/ops.h"
 
 #include <stdio.h>

@@ -14,7 +14,7 @@
 #include "compile/program.h"
 
 #include "diag/metrics.h"
-#include "exec/kernels.h"
+#include "backend/cpu/kernels.h"
 #include "io/crc32c.h"
 #include "observe/stats.h"
 

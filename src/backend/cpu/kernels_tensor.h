@@ -7,13 +7,11 @@
 #ifndef TS_KERNELS_TENSOR_H
 #define TS_KERNELS_TENSOR_H
 
-#include "exec/pool.h"
+#include "backend/cpu/pool.h"
 #include "graph/graph.h"
 
 /* ---- numpy broadcasting */
 
-/* out = broadcast of a and b by numpy's rules; false when they do not fit. */
-bool ts_broadcast_shape(const ts_shape *a, const ts_shape *b, ts_shape *out);
 /* kind: TS_BIN_ADD, TS_BIN_SUB, TS_BIN_MUL or TS_BIN_DIV (kernels.h);
  * out [so] = a [sa] (op) b [sb], both broadcast to so. */
 void ts_bcast_binary_forward(ts_pool *p, int kind, float *out, const float *a, const float *b, const ts_shape *so,

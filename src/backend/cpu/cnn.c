@@ -12,9 +12,9 @@
  * columns (no copy kept between passes), takes dW from one product, then
  * overwrites the columns with W^T dY and scatters them back (col2im). A 1x1
  * convolution with stride 1 and no padding uses the input as its columns. */
-#include "exec/cnn.h"
+#include "backend/cpu/cnn.h"
 
-#include "exec/gemm.h"
+#include "backend/cpu/gemm.h"
 
 #include <math.h>
 #include <string.h>

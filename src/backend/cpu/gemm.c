@@ -7,9 +7,9 @@
  * of threads busy for the whole step: OpenBLAS's threads, waiting by yielding
  * between products, no longer take the cores from the pool's elementwise
  * work and the pool's from the products (two 2-thread pools on 2 cores). */
-#include "exec/gemm.h"
+#include "backend/cpu/gemm.h"
 
-#include "exec/pool.h"
+#include "backend/cpu/pool.h"
 
 #include <cblas.h>
 #include <stdatomic.h>

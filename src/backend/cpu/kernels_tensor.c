@@ -2,11 +2,11 @@
  * and layout kernels walk an n-d view whose adjacent dims are merged when
  * every operand's layout allows, so the inner loop is as long as possible;
  * the common contiguous cases (bias add, rows) have their own loops. */
-#include "exec/kernels_tensor.h"
+#include "backend/cpu/kernels_tensor.h"
 
-#include "exec/gemm.h"
-#include "exec/kernels.h"
-#include "exec/vmath.h"
+#include "backend/cpu/gemm.h"
+#include "backend/cpu/kernels.h"
+#include "backend/cpu/vmath.h"
 
 #include <math.h>
 #include <string.h>
@@ -120,19 +120,6 @@ static void bview_rows_pool(ts_pool *p, const bview *v, row_fn row, void *ctx) {
     for (int i = 1; i < v->nd; i++) inner *= v->d[i];
     rows_job j = {v, row, ctx};
     ts_pool_for(p, v->d[0], 1 + GRAIN / (inner + 1), rows_job_slice, &j);
-}
-
-bool ts_broadcast_shape(const ts_shape *a, const ts_shape *b, ts_shape *out) {
-    int nd = a->ndim > b->ndim ? a->ndim : b->ndim;
-    ts_shape s = {.ndim = nd};
-    for (int i = 0; i < nd; i++) {
-        int ia = i - (nd - a->ndim), ib = i - (nd - b->ndim);
-        int64_t da = ia >= 0 ? a->d[ia] : 1, db = ib >= 0 ? b->d[ib] : 1;
-        if (da != db && da != 1 && db != 1) return false;
-        s.d[i] = da == 1 ? db : da;
-    }
-    *out = s;
-    return true;
 }
 
 /* b broadcasts as a suffix of a, which has the output's shape: the fast

@@ -1,7 +1,7 @@
 /* kernels.c -- the math of every op, forward and backward. Elementwise loops
  * are split over the pool when large; small tensors run inline because a
  * thread hand-off costs more than the work. */
-#include "exec/kernels.h"
+#include "backend/cpu/kernels.h"
 
 #include <math.h>
 #include <string.h>
