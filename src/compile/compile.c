@@ -3,6 +3,7 @@
  * the memory plan by lifetime class, and anchors/watches resolved to entries. */
 #include "compile/program.h"
 
+#include "backend/backend.h"
 #include "graph/ops.h"
 #include "observe/outfeed.h"
 #include "observe/stats.h"
@@ -22,11 +23,11 @@ void ts_prog_free(ts_prog *p) {
     }
     for (int i = 0; i < p->n_anchors; i++) ts_free(p->anchors[i].short_name);
     for (int i = 0; p->zero_before && i < p->n_nodes; i++) ts_free(p->zero_before[i]);
-    for (int i = 0; p->scratch && i < p->n_nodes; i++) ts_free(p->scratch[i]);
+    for (int i = 0; p->scratch && i < p->n_nodes; i++) p->backend->free(p->scratch[i]);
     for (int i = 0; i < p->n_lint; i++) ts_free(p->lint[i]);
     ts_free(p->lint);
     ts_free(p->scratch);
-    ts_free(p->workspace);
+    p->backend->free(p->workspace);
     ts_free(p->zero_before);
     ts_free(p->n_zero_before);
     ts_free(p->entries);
@@ -56,8 +57,8 @@ void ts_prog_free(ts_prog *p) {
     ts_free(p->watch_what);
     ts_free(p->watch_period);
     ts_free(p->parts);
-    ts_free(p->arena_activations);
-    ts_free(p->arena_grads);
+    p->backend->free(p->arena_activations);
+    p->backend->free(p->arena_grads);
     ts_free(p->arena_anchors);
     ts_free(p->shape);
     ts_free(p->order);
@@ -198,7 +199,7 @@ static ts_status live_sets(ts_model *m, ts_prog *p, const bool *requested) {
         const ts_tensor *t = g->t[i];
         bool need = (t->op == TS_OP_PARAM) || requested[i];
         for (int j = 0; j < t->n_in && !need; j++) need = p->needs_grad[t->in[j]] && !ts_op_int_input(t->op, j);
-        if (t->n_in > 0 && !ts_op_get(t->op)->backward) need = false; /* e.g. a dropout mask: nothing flows through */
+        if (t->n_in > 0 && !ts_op_get(t->op)->has_backward) need = false; /* e.g. a dropout mask: nothing flows through */
         p->needs_grad[i] = need && p->reaches[i] && t->dtype == TS_F32;
     }
     return TS_OK;
@@ -253,6 +254,14 @@ static ts_status build_entries(ts_model *m, ts_prog *p) {
     return TS_OK;
 }
 
+/* Zeroed memory of the model's device (its backend's). */
+static ts_status device_alloc(const ts_model *m, size_t bytes, float **out) {
+    void *v = NULL;
+    ts_status st = m->backend->alloc(bytes, &v);
+    *out = v;
+    return st;
+}
+
 /* Buffers: activations (values and activation gradients, lifetimes planned
  * so dead buffers are reused), gradients of parameters and accumulators,
  * optimizer state (in the model, survives recompiles), parameters (graph). */
@@ -286,7 +295,7 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
             last_fwd[i] = k;
             if (!p->needs_grad[c->id]) continue;
             last_grad[i] = k;
-            if (first_read[i] < 0 && cd->backward && !((cd->bwd_unread_inputs >> j) & 1u)) first_read[i] = k;
+            if (first_read[i] < 0 && cd->has_backward && !((cd->bwd_unread_inputs >> j) & 1u)) first_read[i] = k;
         }
     }
 #define BWD(i) ((int64_t)(2 * L - 1) - fwd[i])
@@ -336,8 +345,8 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
     size_t act_bytes = ts_memplan(iv, n_iv);
     ts_status st = TS_OK;
     if (act_bytes == (size_t)-1) st = TS_ERR_OUT_OF_MEMORY;
-    if (!st && act_bytes && !(p->arena_activations = ts_calloc(act_bytes / sizeof(float), sizeof(float)))) st = TS_ERR_OUT_OF_MEMORY;
-    if (!st && grads_bytes && !(p->arena_grads = ts_calloc(grads_bytes / sizeof(float), sizeof(float)))) st = TS_ERR_OUT_OF_MEMORY;
+    if (!st && act_bytes) st = device_alloc(m, act_bytes, &p->arena_activations);
+    if (!st && grads_bytes) st = device_alloc(m, grads_bytes, &p->arena_grads);
     if (st) {
         ts_free(fwd), ts_free(iv), ts_free(iv_entry);
         return ts_error(TS_ERR_OUT_OF_MEMORY, "compile: out of memory for %zu bytes of activations and %zu of gradients", act_bytes, grads_bytes);
@@ -403,21 +412,22 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
     for (int k = 0; k < L; k++) {
         int i = p->order[k];
         const ts_op_def *def = ts_op_get(g->t[i]->op);
-        if (!def->scratch_floats && !def->workspace_floats) continue;
+        const ts_kernel_row *kr = &m->backend->kernels[g->t[i]->op];
+        if (!def->scratch_floats && !kr->workspace_floats) continue;
         ts_shape in[TS_MAX_INPUTS];
         for (int j = 0; j < g->t[i]->n_in; j++) in[j] = p->shape[g->t[i]->in[j]];
-        if (def->workspace_floats) {
-            size_t w = def->workspace_floats(in, &p->shape[i], ts_pool_threads(m->pool));
+        if (kr->workspace_floats) {
+            size_t w = kr->workspace_floats(in, &p->shape[i], ts_pool_threads(m->pool));
             workspace = w > workspace ? w : workspace;
         }
         if (!def->scratch_floats) continue;
         size_t nf = def->scratch_floats(in, &p->shape[i]);
-        if (!(p->scratch[i] = ts_calloc(nf ? nf : 1, sizeof(float)))) {
+        if (device_alloc(m, (nf ? nf : 1) * sizeof(float), &p->scratch[i])) {
             ts_free(fwd), ts_free(iv), ts_free(iv_entry);
             return TS_ERR_OUT_OF_MEMORY;
         }
     }
-    if (workspace && !(p->workspace = ts_malloc(workspace * sizeof(float)))) {
+    if (workspace && device_alloc(m, workspace * sizeof(float), &p->workspace)) {
         ts_free(fwd), ts_free(iv), ts_free(iv_entry);
         return ts_error(TS_ERR_OUT_OF_MEMORY, "compile: out of memory for %zu bytes of kernel workspace", workspace * sizeof(float));
     }
@@ -674,6 +684,7 @@ ts_status ts_prog_build(ts_model *m, ts_prog **out) {
     if (st) return ts_error_wrap(st, "compile: the graph has an error from building it");
     ts_prog *p = ts_calloc(1, sizeof *p);
     if (!p) return TS_ERR_OUT_OF_MEMORY;
+    p->backend = m->backend;
     int n = p->n_nodes = (int)g->n;
     bool *requested = ts_calloc((size_t)n, sizeof *requested);
     p->shape = ts_calloc((size_t)n, sizeof *p->shape);

@@ -74,6 +74,7 @@ typedef struct ts_entry {
 } ts_entry;
 
 typedef struct ts_prog {
+    const struct ts_backend *backend; /* holds the arenas, scratch and workspace */
     int n_nodes;         /* graph size at compile */
     ts_shape *shape;     /* per node: compiled shape */
     int *order;          /* live nodes, topological (forward) order */
@@ -186,7 +187,8 @@ struct ts_model {
     const char *stale_cause;
     ts_opt_state *state;
     int n_state;
-    ts_pool *pool;
+    const struct ts_backend *backend; /* the device it runs on (the CPU's) */
+    ts_pool *pool;       /* the CPU backend's stream: its worker threads */
     int64_t runs, steps;
     bool has_run;
     /* failure of the last run (numeric check) */

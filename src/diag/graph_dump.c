@@ -243,7 +243,7 @@ static ts_status backward_ops(const ts_model *m, bwd_op **out, int *n) {
         int i = p->order[r];
         const ts_tensor *t = g->t[i];
         const ts_op_def *def = ts_op_get(t->op);
-        if (!p->needs_grad[i] || !def->backward) continue;
+        if (!p->needs_grad[i] || !def->has_backward) continue;
         bwd_op *b = &v[k];
         *b = (bwd_op){.src = t, .accumulates = true};
         snprintf(b->op, sizeof b->op, "%sBackward", def->name);

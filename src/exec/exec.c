@@ -1,13 +1,15 @@
 /* exec.c -- runs a compiled program: D x A micro-batches of forward and
  * backward, gradient accumulation and optimizer steps, calling the observe
- * hook for every tensor the moment it is final. Nothing here allocates and
- * nothing here compiles: the model layer (src/model/) binds the inputs and
- * recompiles before it calls ts_exec_run. */
+ * hook for every tensor the moment it is final. Kernels, fills, copies and
+ * optimizer updates go through the model's backend (backend/backend.h).
+ * Nothing here allocates and nothing here compiles: the model layer
+ * (src/model/) binds the inputs and recompiles before it calls
+ * ts_exec_run. */
 #include "exec/exec.h"
 
+#include "backend/backend.h"
 #include "diag/crash.h"
 #include "diag/metrics.h"
-#include "backend/cpu/kernels.h"
 #include "graph/ops.h"
 
 #include <stdio.h>
@@ -69,7 +71,7 @@ static ts_status forward(ts_model *m, int64_t mb) {
         ts_kctx kc = make_ctx(m, i, mb);
         ts_crash_set_current_op(ts_op_get(t->op)->name, t->name, t->file);
         uint64_t t0 = ts_now_ns();
-        ts_op_get(t->op)->forward(&kc);
+        m->backend->kernels[t->op].forward(&kc);
         p->op_ns[i] += ts_now_ns() - t0;
         if (t->op == TS_OP_PRINT) print_op(m, i, false);
         OBSERVE(m, p->value_entry[i], mb);
@@ -86,7 +88,7 @@ static ts_status backward(ts_model *m, int64_t mb) {
             int i = p->order[k];
             if (g->t[i]->op == TS_OP_PARAM && p->needs_grad[i]) {
                 ts_entry *e = &p->entries[p->grad_entry[i]];
-                memset(e->data, 0, (size_t)e->numel * sizeof(float));
+                m->backend->zero(NULL, e->data, e->numel);
                 p->n_param_grads++;
             }
         }
@@ -104,15 +106,15 @@ static ts_status backward(ts_model *m, int64_t mb) {
             if (st) return st;
         }
         const ts_op_def *def = ts_op_get(t->op);
-        if (!def->backward) continue;
+        if (!def->has_backward) continue;
         for (int z = 0; z < p->n_zero_before[i]; z++) {
             ts_entry *e = &p->entries[p->zero_before[i][z]];
-            ts_zero(m->pool, e->data, e->numel);
+            m->backend->zero(m->pool, e->data, e->numel);
         }
         ts_kctx kc = make_ctx(m, i, mb);
         ts_crash_set_current_op(def->name, t->name, t->file);
         uint64_t t0 = ts_now_ns();
-        def->backward(&kc);
+        m->backend->kernels[t->op].backward(&kc);
         p->op_ns[i] += ts_now_ns() - t0;
         if (t->op == TS_OP_PRINT) print_op(m, i, true);
         if (m->opts.check != TS_CHECK_OFF || m->rerun) { /* blame the kernel that wrote a NaN/Inf, while what it read is alive */
@@ -128,6 +130,7 @@ static ts_status backward(ts_model *m, int64_t mb) {
 }
 
 typedef struct update_job {
+    const ts_backend *be;
     const ts_optimizer *opt;
     ts_opt_consts consts;
     ts_opt_state *state;
@@ -143,15 +146,15 @@ static void update_range(void *ctx, int64_t begin, int64_t end) {
     const update_job *u = ctx;
     for (int64_t c = begin; c < end; c += UPDATE_CHUNK) {
         int64_t e = end - c < UPDATE_CHUNK ? end : c + UPDATE_CHUNK;
-        ts_opt_update(u->opt, &u->consts, u->state, u->param, u->grad, c, e);
-        if (u->clear) memset(u->grad + c, 0, (size_t)(e - c) * sizeof(float));
+        u->be->opt_update(u->opt, &u->consts, u->state, u->param, u->grad, c, e);
+        if (u->clear) u->be->zero(NULL, u->grad + c, e - c);
     }
 }
 
 static void update_summarised(void *ctx, int64_t begin, int64_t end, struct ts_stats_stream *gs, struct ts_stats_partial *gp,
                               struct ts_stats_stream *ps, struct ts_stats_partial *pp) {
     const update_job *u = ctx;
-    ts_opt_update_summarised(u->opt, &u->consts, u->state, u->param, u->grad, begin, end, u->clear, gs, gp, ps, pp);
+    u->be->opt_update_summarised(u->opt, &u->consts, u->state, u->param, u->grad, begin, end, u->clear, gs, gp, ps, pp);
 }
 
 static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
@@ -163,8 +166,8 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
         ts_entry *grad = &p->entries[p->grad_entry[node]];
         ts_entry *acc = &p->entries[ts_prog_entry_of(p, node, TS_KIND_ACCUM)];
         if (A > 1) {
-            if (a == 0) memcpy(acc->data, grad->data, (size_t)acc->numel * sizeof(float));
-            else ts_accumulate(m->pool, acc->data, grad->data, acc->numel);
+            if (a == 0) m->backend->copy_on_device(m->pool, acc->data, grad->data, (size_t)acc->numel * sizeof(float));
+            else m->backend->accumulate(m->pool, acc->data, grad->data, acc->numel);
         }
     }
     if (a != A - 1) return TS_OK;
@@ -182,9 +185,9 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
         if (!p->live[node] || !p->needs_grad[node] || !ts_in_stage(m, node)) continue;
         int acc = ts_prog_entry_of(p, node, TS_KIND_ACCUM);
         ts_entry *ae = &p->entries[acc];
-        if (A > 1) ts_scale_forward(m->pool, ae->data, ae->data, 1.0f / (float)A, ae->numel); /* the mean */
+        if (A > 1) m->backend->scale(m->pool, ae->data, ae->data, 1.0f / (float)A, ae->numel); /* the mean */
         OBSERVE(m, acc, d);
-        update_job u = {&m->opt, ts_opt_begin(&m->opt, &m->state[s]), &m->state[s], m->g->t[node]->value, ae->data, A == 1};
+        update_job u = {m->backend, &m->opt, ts_opt_begin(&m->opt, &m->state[s]), &m->state[s], m->g->t[node]->value, ae->data, A == 1};
         ts_step_update su = {update_range, update_summarised, &u, u.grad, u.param};
         ts_observe_step(m, node, d, &su, ae->numel);
         cleared += A == 1;

@@ -1,5 +1,6 @@
-/* cnn_ops.h -- shape rules, kernel adapters and costs of the convolutional
- * ops, for their rows in the op table (ops.c). Attributes:
+/* cnn_ops.h -- shape rules, costs and scratch sizes of the convolutional
+ * ops, for their rows in the op table (ops.c); their kernels read the same
+ * attributes. Attributes:
  *   Conv2d       attr: stride h,w | pad top,bottom,left,right | dilation h,w | groups
  *   MaxPool2d,
  *   AvgPool2d    attr: stride h,w | pad top,bottom,left,right | kernel h,w | exclude_pad
@@ -19,25 +20,8 @@ ts_status ts_shape_global_pool(const ts_tensor *n, const ts_shape *in, ts_shape 
 ts_status ts_shape_batch_norm(const ts_tensor *n, const ts_shape *in, ts_shape *out);
 ts_status ts_shape_dropout_mask(const ts_tensor *n, const ts_shape *in, ts_shape *out);
 
-void ts_fwd_conv2d(const ts_kctx *k);
-void ts_bwd_conv2d(const ts_kctx *k);
-void ts_fwd_max_pool2d(const ts_kctx *k);
-void ts_bwd_max_pool2d(const ts_kctx *k);
-void ts_fwd_avg_pool2d(const ts_kctx *k);
-void ts_bwd_avg_pool2d(const ts_kctx *k);
-void ts_fwd_global_pool(const ts_kctx *k);
-void ts_bwd_global_pool(const ts_kctx *k);
-void ts_fwd_batch_norm(const ts_kctx *k);
-void ts_bwd_batch_norm(const ts_kctx *k);
-void ts_fwd_dropout_mask(const ts_kctx *k);
-void ts_fwd_tanh(const ts_kctx *k);
-void ts_bwd_tanh(const ts_kctx *k);
-void ts_fwd_sigmoid(const ts_kctx *k);
-void ts_bwd_sigmoid(const ts_kctx *k);
-
 double ts_flops_conv2d(const ts_shape *in, const ts_shape *out);
 double ts_flops_pool2d(const ts_shape *in, const ts_shape *out);
-size_t ts_workspace_conv2d(const ts_shape *in, const ts_shape *out, int threads);
 size_t ts_scratch_max_pool2d(const ts_shape *in, const ts_shape *out);
 size_t ts_scratch_batch_norm(const ts_shape *in, const ts_shape *out);
 

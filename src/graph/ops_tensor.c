@@ -1,10 +1,7 @@
-/* ops_tensor.c -- shape rules and kernel adapters of the tensor and
- * transformer ops. Shape rules say what was built and what would fit;
- * adapters unpack a node's context into the kernels of backend/cpu/kernels_tensor.c. */
+/* ops_tensor.c -- shape rules, costs and scratch sizes of the tensor and
+ * transformer ops. Shape rules say what was built and what would fit; the
+ * kernels are each backend's (backend/cpu/adapters_tensor.c). */
 #include "graph/ops_tensor.h"
-
-#include "backend/cpu/kernels.h"
-#include "backend/cpu/kernels_tensor.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -130,7 +127,7 @@ ts_status ts_shape_masked_fill(const ts_tensor *n, const ts_shape *in, ts_shape 
 }
 
 /* the reduced shape with the reduced dims kept as 1 */
-static ts_shape kept_shape(const ts_tensor *n, const ts_shape *x) {
+ts_shape ts_reduce_kept_shape(const ts_tensor *n, const ts_shape *x) {
     ts_shape r = *x;
     for (int i = 0; i < x->ndim; i++)
         if ((n->attr[0] >> i) & 1) r.d[i] = 1;
@@ -141,7 +138,7 @@ ts_status ts_shape_reduce_axes(const ts_tensor *n, const ts_shape *in, ts_shape 
     char a[96];
     if (n->attr[0] >> in[0].ndim)
         return SHAPE_ERR("%s: an axis is out of range for %s", opname(n), sh(&in[0], a));
-    ts_shape r = kept_shape(n, &in[0]);
+    ts_shape r = ts_reduce_kept_shape(n, &in[0]);
     if (!n->attr[1]) {
         int k = 0;
         for (int i = 0; i < in[0].ndim; i++)
@@ -164,177 +161,6 @@ ts_status ts_shape_cross_entropy(const ts_tensor *n, const ts_shape *in, ts_shap
                          opname(n), sh(&in[0], a), sh(&in[1], b));
     *out = (ts_shape){.ndim = 0};
     return TS_OK;
-}
-
-/* --------------------------------------------------------------- adapters */
-
-static int64_t numel_out(const ts_kctx *k) { return ts_shape_numel(&k->out_shape); }
-
-static int bin_kind(ts_op op) {
-    return op == TS_OP_ADD ? TS_BIN_ADD : op == TS_OP_SUB ? TS_BIN_SUB : op == TS_OP_MUL ? TS_BIN_MUL : TS_BIN_DIV;
-}
-
-void ts_fwd_broadcast_binary(const ts_kctx *k) {
-    ts_bcast_binary_forward(k->pool, bin_kind(k->node->op), k->out, k->in[0], k->in[1], &k->out_shape, &k->in_shape[0],
-                            &k->in_shape[1]);
-}
-
-void ts_bwd_broadcast_binary(const ts_kctx *k) {
-    ts_bcast_binary_backward(k->pool, bin_kind(k->node->op), k->din[0], k->din[1], k->dout, k->in[0], k->in[1], &k->out_shape,
-                             &k->in_shape[0], &k->in_shape[1]);
-}
-
-static int unary_kind(const ts_tensor *n) {
-    switch (n->op) {
-    case TS_OP_EXP: return TS_UN_EXP;
-    case TS_OP_SQRT: return TS_UN_SQRT;
-    case TS_OP_POW: return TS_UN_POW;
-    case TS_OP_ERF: return TS_UN_ERF;
-    default: return n->attr[0] ? TS_UN_GELU_TANH : TS_UN_GELU;
-    }
-}
-
-void ts_fwd_unary_math(const ts_kctx *k) { ts_unary_forward(k->pool, unary_kind(k->node), k->out, k->in[0], k->node->fattr[0], numel_out(k)); }
-void ts_bwd_unary_math(const ts_kctx *k) {
-    ts_unary_backward(k->pool, unary_kind(k->node), k->din[0], k->dout, k->in[0], k->out, k->node->fattr[0], numel_out(k));
-}
-
-void ts_fwd_embedding(const ts_kctx *k) {
-    ts_embedding_forward(k->out, k->in[0], k->in_int[1], ts_shape_numel(&k->in_shape[1]), k->in_shape[0].d[1]);
-}
-void ts_bwd_embedding(const ts_kctx *k) {
-    if (k->din[0]) ts_embedding_backward(k->din[0], k->dout, k->in_int[1], ts_shape_numel(&k->in_shape[1]), k->in_shape[0].d[1]);
-}
-
-static void ln_dims(const ts_kctx *k, int64_t *rows, int64_t *D) {
-    *D = ts_shape_numel(&k->in_shape[1]);
-    *rows = numel_out(k) / *D;
-}
-void ts_fwd_layer_norm(const ts_kctx *k) {
-    int64_t rows, D;
-    ln_dims(k, &rows, &D);
-    ts_layer_norm_forward(k->pool, k->out, k->scratch, k->in[0], k->in[1], k->in[2], rows, D, k->node->fattr[0]);
-}
-void ts_bwd_layer_norm(const ts_kctx *k) {
-    int64_t rows, D;
-    ln_dims(k, &rows, &D);
-    ts_layer_norm_backward(k->pool, k->din[0], k->din[1], k->din[2], k->dout, k->in[0], k->scratch, k->in[1], rows, D);
-}
-
-void ts_fwd_bmm(const ts_kctx *k) {
-    ts_bmm_forward(k->pool, k->out, k->in[0], k->in[1], k->node->attr[0] != 0, k->node->attr[1] != 0, &k->out_shape, &k->in_shape[0], &k->in_shape[1]);
-}
-void ts_bwd_bmm(const ts_kctx *k) {
-    ts_bmm_backward(k->pool, k->din[0], k->din[1], k->dout, k->in[0], k->in[1], k->node->attr[0] != 0, k->node->attr[1] != 0, &k->out_shape,
-                    &k->in_shape[0], &k->in_shape[1]);
-}
-
-void ts_fwd_permute(const ts_kctx *k) { ts_permute_forward(k->pool, k->out, k->in[0], &k->in_shape[0], k->node->attr); }
-void ts_bwd_permute(const ts_kctx *k) { ts_permute_backward(k->pool, k->din[0], k->dout, &k->in_shape[0], k->node->attr); }
-
-/* [outer, dim, inner] around dim d of s */
-static void around(const ts_shape *s, int64_t d, int64_t *outer, int64_t *inner) {
-    *outer = 1, *inner = 1;
-    for (int64_t i = 0; i < d; i++) *outer *= s->d[i];
-    for (int64_t i = d + 1; i < s->ndim; i++) *inner *= s->d[i];
-}
-
-void ts_fwd_slice(const ts_kctx *k) {
-    int64_t o, in, d = k->node->attr[0];
-    around(&k->in_shape[0], d, &o, &in);
-    ts_slice_forward(k->out, k->in[0], o, k->in_shape[0].d[d], in, k->node->attr[1], k->node->attr[2]);
-}
-void ts_bwd_slice(const ts_kctx *k) {
-    int64_t o, in, d = k->node->attr[0];
-    around(&k->in_shape[0], d, &o, &in);
-    ts_slice_backward(k->din[0], k->dout, o, k->in_shape[0].d[d], in, k->node->attr[1], k->node->attr[2]);
-}
-
-void ts_fwd_concat(const ts_kctx *k) {
-    int64_t o, in, d = k->node->attr[0], at = 0;
-    around(&k->out_shape, d, &o, &in);
-    for (int j = 0; j < k->n_in; j++) {
-        ts_concat_part_forward(k->out, k->in[j], o, k->out_shape.d[d], in, at, k->in_shape[j].d[d]);
-        at += k->in_shape[j].d[d];
-    }
-}
-/* the gradient of part j is the slice of dout it came from */
-void ts_bwd_concat(const ts_kctx *k) {
-    int64_t o, in, d = k->node->attr[0], at = 0;
-    around(&k->out_shape, d, &o, &in);
-    for (int j = 0; j < k->n_in; j++) {
-        int64_t dk = k->in_shape[j].d[d];
-        if (k->din[j]) {
-            for (int64_t q = 0; q < o; q++) {
-                float *r = k->din[j] + q * dk * in;
-                const float *src = k->dout + (q * k->out_shape.d[d] + at) * in;
-                for (int64_t i = 0; i < dk * in; i++) r[i] += src[i];
-            }
-        }
-        at += dk;
-    }
-}
-
-void ts_fwd_where(const ts_kctx *k) {
-    ts_where_forward(k->out, k->in_int[0], k->in[1], k->in[2], &k->out_shape, &k->in_shape[0], &k->in_shape[1], &k->in_shape[2]);
-}
-void ts_bwd_where(const ts_kctx *k) {
-    ts_where_backward(k->din[1], k->din[2], k->dout, k->in_int[0], &k->out_shape, &k->in_shape[0], &k->in_shape[1], &k->in_shape[2]);
-}
-
-void ts_fwd_masked_fill(const ts_kctx *k) {
-    ts_masked_fill_forward(k->pool, k->out, k->in[0], k->in_int[1], k->node->fattr[0], &k->out_shape, &k->in_shape[1]);
-}
-void ts_bwd_masked_fill(const ts_kctx *k) {
-    if (k->din[0]) ts_masked_fill_backward(k->pool, k->din[0], k->dout, k->in_int[1], &k->out_shape, &k->in_shape[1]);
-}
-
-static int red_kind(ts_op op) { return op == TS_OP_REDUCE_SUM_AXES ? TS_RED_SUM : op == TS_OP_REDUCE_MEAN_AXES ? TS_RED_MEAN : TS_RED_MAX; }
-void ts_fwd_reduce_axes(const ts_kctx *k) {
-    ts_shape r = kept_shape(k->node, &k->in_shape[0]);
-    ts_reduce_axes_forward(red_kind(k->node->op), k->out, k->in[0], &k->in_shape[0], &r);
-}
-void ts_bwd_reduce_axes(const ts_kctx *k) {
-    ts_shape r = kept_shape(k->node, &k->in_shape[0]);
-    ts_reduce_axes_backward(red_kind(k->node->op), k->din[0], k->dout, k->in[0], k->out, &k->in_shape[0], &r);
-}
-
-static int64_t ce_rows(const ts_kctx *k, int64_t *V) {
-    *V = k->in_shape[0].d[k->in_shape[0].ndim - 1];
-    return ts_shape_numel(&k->in_shape[1]);
-}
-void ts_fwd_cross_entropy(const ts_kctx *k) {
-    int64_t V, rows = ce_rows(k, &V);
-    ts_ce_forward(k->pool, k->out, k->scratch, k->in[0], k->in_int[1], rows, V, k->node->attr[0] != 0, (int32_t)k->node->attr[1]);
-}
-void ts_bwd_cross_entropy(const ts_kctx *k) {
-    int64_t V, rows = ce_rows(k, &V);
-    ts_ce_backward(k->din[0], k->dout, k->scratch, k->in_int[1], rows, V, k->node->attr[0] != 0, (int32_t)k->node->attr[1]);
-}
-
-static void softmax_dims(const ts_kctx *k, int64_t *outer, int64_t *dim, int64_t *inner) {
-    const ts_shape *s = &k->in_shape[0];
-    int d = k->node->iparam < 0 ? k->node->iparam + s->ndim : k->node->iparam;
-    around(s, d, outer, inner);
-    *dim = s->d[d];
-}
-
-void ts_fwd_softmax_any(const ts_kctx *k) {
-    int64_t o, d, i;
-    bool log = k->node->op == TS_OP_LOG_SOFTMAX;
-    softmax_dims(k, &o, &d, &i);
-    if (i == 1) ts_softmax_rows_forward(k->pool, k->out, k->in[0], o, d, log);
-    else if (log) ts_log_softmax_forward(k->out, k->in[0], o, d, i);
-    else ts_softmax_forward(k->out, k->in[0], o, d, i);
-}
-
-void ts_bwd_softmax_any(const ts_kctx *k) {
-    int64_t o, d, i;
-    bool log = k->node->op == TS_OP_LOG_SOFTMAX;
-    softmax_dims(k, &o, &d, &i);
-    if (i == 1) ts_softmax_rows_backward(k->pool, k->din[0], k->dout, k->out, o, d, log);
-    else if (log) ts_log_softmax_backward(k->din[0], k->dout, k->out, o, d, i);
-    else ts_softmax_backward(k->din[0], k->dout, k->out, o, d, i);
 }
 
 /* ------------------------------------------------------------------ costs */

@@ -3,9 +3,10 @@
  * drives compile/ and exec/ (run.c) and reads results back (retrieve.c). */
 #include "compile/program.h"
 
+#include "backend/backend.h"
+#include "backend/cpu/gemm.h"
 #include "diag/hooks.h"
 #include "diag/metrics.h"
-#include "backend/cpu/gemm.h"
 #include "graph/ops.h"
 
 #include <stdio.h>
@@ -21,6 +22,7 @@ static ts_status model_new(ts_model **out, ts_graph *g, const ts_options *o) {
     ts_model *m = ts_calloc(1, sizeof *m);
     if (!m) return TS_ERR_OUT_OF_MEMORY;
     m->g = g;
+    m->backend = ts_backend_cpu();
     m->loss = -1;
     m->failed_entry = m->failed_op = -1;
     if (o) st = ts_options_copy(&m->opts, o);

@@ -3,6 +3,7 @@
  * outfeeds stream it, numeric checks stop the run at the first NaN/Inf. */
 #include "compile/program.h"
 
+#include "backend/cpu/cpu.h"
 #include "diag/metrics.h"
 #include "graph/ops.h"
 #include "observe/outfeed.h"
@@ -10,7 +11,6 @@
 
 #include <math.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -199,36 +199,6 @@ void ts_observe_step(ts_model *m, int node, int64_t d, const ts_step_update *u, 
 
 /* ---- numeric checks */
 
-/* Bit-exact test of the exponent field: vectorises to and/compare/or. */
-static bool any_nonfinite(const float *x, int64_t begin, int64_t end) {
-    uint32_t bad = 0;
-    for (int64_t i = begin; i < end; i++) {
-        uint32_t u;
-        memcpy(&u, &x[i], sizeof u);
-        bad |= (u & 0x7f800000u) == 0x7f800000u;
-    }
-    return bad != 0;
-}
-
-typedef struct scan_job {
-    const float *x;
-    atomic_bool bad;
-} scan_job;
-
-static void scan_slice(void *ctx, int64_t begin, int64_t end) {
-    scan_job *j = ctx;
-    if (any_nonfinite(j->x, begin, end)) atomic_store_explicit(&j->bad, true, memory_order_relaxed);
-}
-
-/* A memory-bound pass: big tensors are split over the pool (may be NULL),
- * whose threads together draw more bandwidth than one. */
-static bool has_nonfinite(ts_pool *pool, const float *x, int64_t n) {
-    scan_job j = {.x = x};
-    atomic_init(&j.bad, false);
-    ts_pool_for(n >= SPLIT_MIN ? pool : NULL, n, SPLIT_MIN / 2, scan_slice, &j);
-    return atomic_load_explicit(&j.bad, memory_order_relaxed);
-}
-
 /* One numeric-check report, built in place; the first truncation sticks. */
 typedef struct report {
     char text[TS_REPORT_MAX];
@@ -255,7 +225,7 @@ static void add_stats(report *r, const char *label, const ts_entry *e) {
     add(r, "\n  %s %s", label, ts_summary_line(e->name, &shape, &sum.stats, line, sizeof line));
 }
 
-static bool entry_nonfinite(ts_pool *pool, const ts_entry *e) { return e->dtype == TS_F32 && e->data && has_nonfinite(pool, e->data, e->numel); }
+static bool entry_nonfinite(ts_pool *pool, const ts_entry *e) { return e->dtype == TS_F32 && e->data && ts_cpu_has_nonfinite(pool, e->data, e->numel); }
 
 /* "op Log 'block/Log:0', built at file:line" */
 static const char *op_words(const ts_tensor *t, char *buf, size_t n) {
@@ -359,7 +329,7 @@ ts_status ts_observe(ts_model *m, int entry, int64_t sample) {
     int64_t S = e->per_step ? p->samples_step : p->samples_mb;
     bool checked = e->checked; /* its last writer's check scanned it: not twice */
     e->checked = false;
-    if (e->check && !checked && e->dtype == TS_F32 && has_nonfinite(m->pool, e->data, e->numel)) return numerics_report(m, entry, sample, -1);
+    if (e->check && !checked && e->dtype == TS_F32 && ts_cpu_has_nonfinite(m->pool, e->data, e->numel)) return numerics_report(m, entry, sample, -1);
     if (m->rerun) return TS_OK;
     if (e->n_anchors) {
         uint64_t t0 = ts_now_ns();

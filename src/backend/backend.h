@@ -1,0 +1,128 @@
+/* backend.h -- the device contract: what the executor needs from a device,
+ * as a table of functions (in the style of core/collective.h). One backend
+ * per device under src/backend/ (cpu/ always; cuda/ later); a model holds
+ * one (m->backend, the CPU's by default) and nothing but that backend knows
+ * how the device works. Internal: not API. docs/backend.md tells how a
+ * device joins and which entries are called through the table yet.
+ *
+ * Rules every backend follows:
+ * - Device pointers are opaque outside the backend: float * or void *
+ *   values it hands out may not be dereferenced by the host (the CPU's can,
+ *   which is why the layers that still do so work today, see docs).
+ * - Work goes on a stream: `stream` is the model's queue (the CPU backend's
+ *   is its thread pool, ts_pool *, NULL = the calling thread; a GPU's is
+ *   its stream). Work and copies are asynchronous: they may return before
+ *   they are done, in order on that stream; `synchronize` completes them.
+ *   The CPU completes everything before returning.
+ * - Kernels follow the op table (graph/ops.h): one row per ts_op, forward
+ *   and backward of fixed meaning; backward kernels ACCUMULATE into the
+ *   input gradients (NULL = not wanted).
+ * - Reductions (summaries, NaN/Inf scans) run where the tensor lives and
+ *   hand the host a few bytes, never the tensor. */
+#ifndef TS_BACKEND_H
+#define TS_BACKEND_H
+
+#include "graph/graph.h"
+
+struct ts_pool;
+struct ts_opt_consts;
+struct ts_opt_state;
+struct ts_stats_stream;
+struct ts_stats_partial;
+
+/* What a kernel sees of one node at run time. */
+typedef struct ts_kctx {
+    const ts_tensor *node; /* op and attributes (attr, fattr, iparam, fparam) */
+    int n_in;
+    const float *in[TS_MAX_INPUTS];       /* float input values (NULL for integer inputs) */
+    const int32_t *in_int[TS_MAX_INPUTS]; /* integer input values (labels, indices), else NULL */
+    float *out;            /* output value */
+    const float *dout;     /* gradient of the output */
+    float *din[TS_MAX_INPUTS]; /* gradients of the inputs to accumulate into, or NULL */
+    ts_shape in_shape[TS_MAX_INPUTS];
+    ts_shape out_shape;
+    float *scratch;        /* per-node scratch planned at compile, kept from forward to backward */
+    float *workspace;      /* transient scratch shared by all nodes (valid during one kernel call) */
+    bool training;         /* a training model (batch statistics, dropout on) */
+    bool update_state;     /* forward may update buffers (training, not a diagnostic replay) */
+    uint64_t iteration;    /* micro-batches trained before this one (seeds dropout) */
+    struct ts_pool *pool;  /* the stream the kernel runs on (the CPU's worker threads) */
+} ts_kctx;
+
+typedef void (*ts_kernel_fn)(const ts_kctx *k);
+
+/* One op on one device. forward is NULL for the leaves (Input, Param,
+ * Const, Buffer: their values are bound, not computed); backward is NULL
+ * exactly when the op table says no gradient flows through the op
+ * (ts_op_def.has_backward). */
+typedef struct ts_kernel_row {
+    ts_kernel_fn forward;
+    ts_kernel_fn backward;
+    /* Transient floats the op's kernels need during one call, shared by
+     * every node (the largest is planned at compile); NULL: none. threads:
+     * the stream's (the CPU splits work into that many slots). */
+    size_t (*workspace_floats)(const ts_shape *in, const ts_shape *out, int threads);
+} ts_kernel_row;
+
+/* A point on a stream, for timing kernels: ns once complete (the CPU's
+ * clock at record), or a device handle a backend fills. */
+typedef struct ts_event {
+    uint64_t ns;
+    void *handle;
+} ts_event;
+
+typedef struct ts_backend {
+    const char *name; /* "cpu", as the user names the device */
+
+    /* ---- memory: the memory plan's arenas, scratch and workspace */
+    /* *out <- `bytes` of zeroed device memory (bytes > 0), or
+     * TS_ERR_OUT_OF_MEMORY with *out NULL. */
+    ts_status (*alloc)(size_t bytes, void **out);
+    void (*free)(void *p); /* NULL: nothing */
+
+    /* ---- copies, asynchronous on `stream`: complete after `synchronize`;
+     * the host side must stay untouched until then */
+    void (*copy_to_device)(void *stream, void *dst, const void *src, size_t bytes);
+    void (*copy_to_host)(void *stream, void *dst, const void *src, size_t bytes);
+    void (*copy_on_device)(void *stream, void *dst, const void *src, size_t bytes);
+    /* Completes everything started on the stream; a device failure is
+     * TS_ERR_INTERNAL with a message naming the device. */
+    ts_status (*synchronize)(void *stream);
+
+    /* ---- fill; gradient accumulation and its mean */
+    void (*fill)(void *stream, float *dst, float value, int64_t n);
+    void (*zero)(void *stream, float *dst, int64_t n);
+    void (*accumulate)(void *stream, float *dst, const float *src, int64_t n); /* dst += src */
+    void (*scale)(void *stream, float *dst, const float *x, float s, int64_t n); /* dst = s x (dst may be x) */
+
+    /* ---- kernels: kernels[op] for every ts_op (TS_OP_COUNT rows) */
+    const ts_kernel_row *kernels;
+
+    /* ---- the optimizer step of one parameter over [begin, end): as
+     * ts_opt_update / ts_opt_update_summarised (compile/program.h), the
+     * latter fusing the summaries of the gradient it reads and the
+     * parameter it writes, and clearing the gradient when `clear` */
+    void (*opt_update)(const ts_optimizer *o, const struct ts_opt_consts *c, struct ts_opt_state *s, float *param, const float *grad,
+                       int64_t begin, int64_t end);
+    void (*opt_update_summarised)(const ts_optimizer *o, const struct ts_opt_consts *c, struct ts_opt_state *s, float *param,
+                                  float *grad, int64_t begin, int64_t end, bool clear, struct ts_stats_stream *gs,
+                                  struct ts_stats_partial *gp, struct ts_stats_stream *ps, struct ts_stats_partial *pp);
+
+    /* ---- reductions observation needs, into a few bytes on the host */
+    /* Adds x[0..n) to a summary partial (observe/stats.h): stats, the
+     * log2 and TensorBoard histograms and the fp16/bf16/fp8 range
+     * fractions, as the partial's `what` asks. */
+    void (*stats_add)(void *stream, struct ts_stats_partial *p, const float *x, int64_t n);
+    /* Whether x[0..n) holds a NaN or an Inf. */
+    bool (*has_nonfinite)(void *stream, const float *x, int64_t n);
+
+    /* ---- timing */
+    void (*event_record)(void *stream, ts_event *e);
+    /* ns from a to b, both recorded and complete */
+    uint64_t (*event_elapsed_ns)(const ts_event *a, const ts_event *b);
+} ts_backend;
+
+/* The CPU backend (backend/cpu/cpu.c): always built. */
+const ts_backend *ts_backend_cpu(void);
+
+#endif

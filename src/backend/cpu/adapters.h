@@ -1,0 +1,55 @@
+/* adapters.h -- the CPU kernel rows' functions (one forward/backward pair
+ * per op family) for the kernel table in cpu.c: each unpacks a node's
+ * context into the fixed-argument kernels of kernels*.c and cnn.c. */
+#ifndef TS_CPU_ADAPTERS_H
+#define TS_CPU_ADAPTERS_H
+
+#include "backend/backend.h"
+
+/* tensor and transformer ops (adapters_tensor.c) */
+void ts_fwd_broadcast_binary(const ts_kctx *k);
+void ts_bwd_broadcast_binary(const ts_kctx *k);
+void ts_fwd_unary_math(const ts_kctx *k);
+void ts_bwd_unary_math(const ts_kctx *k);
+void ts_fwd_embedding(const ts_kctx *k);
+void ts_bwd_embedding(const ts_kctx *k);
+void ts_fwd_layer_norm(const ts_kctx *k);
+void ts_bwd_layer_norm(const ts_kctx *k);
+void ts_fwd_bmm(const ts_kctx *k);
+void ts_bwd_bmm(const ts_kctx *k);
+void ts_fwd_permute(const ts_kctx *k);
+void ts_bwd_permute(const ts_kctx *k);
+void ts_fwd_slice(const ts_kctx *k);
+void ts_bwd_slice(const ts_kctx *k);
+void ts_fwd_concat(const ts_kctx *k);
+void ts_bwd_concat(const ts_kctx *k);
+void ts_fwd_where(const ts_kctx *k);
+void ts_bwd_where(const ts_kctx *k);
+void ts_fwd_masked_fill(const ts_kctx *k);
+void ts_bwd_masked_fill(const ts_kctx *k);
+void ts_fwd_reduce_axes(const ts_kctx *k);
+void ts_bwd_reduce_axes(const ts_kctx *k);
+void ts_fwd_cross_entropy(const ts_kctx *k);
+void ts_bwd_cross_entropy(const ts_kctx *k);
+void ts_fwd_softmax_any(const ts_kctx *k);
+void ts_bwd_softmax_any(const ts_kctx *k);
+
+/* convolutional networks (adapters_cnn.c) */
+void ts_fwd_conv2d(const ts_kctx *k);
+void ts_bwd_conv2d(const ts_kctx *k);
+void ts_fwd_max_pool2d(const ts_kctx *k);
+void ts_bwd_max_pool2d(const ts_kctx *k);
+void ts_fwd_avg_pool2d(const ts_kctx *k);
+void ts_bwd_avg_pool2d(const ts_kctx *k);
+void ts_fwd_global_pool(const ts_kctx *k);
+void ts_bwd_global_pool(const ts_kctx *k);
+void ts_fwd_batch_norm(const ts_kctx *k);
+void ts_bwd_batch_norm(const ts_kctx *k);
+void ts_fwd_dropout_mask(const ts_kctx *k);
+void ts_fwd_tanh(const ts_kctx *k);
+void ts_bwd_tanh(const ts_kctx *k);
+void ts_fwd_sigmoid(const ts_kctx *k);
+void ts_bwd_sigmoid(const ts_kctx *k);
+size_t ts_cpu_workspace_conv2d(const ts_shape *in, const ts_shape *out, int threads);
+
+#endif

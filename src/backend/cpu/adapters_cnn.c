@@ -1,0 +1,115 @@
+/* adapters_cnn.c -- the CPU kernel rows of the convolutional ops: each
+ * unpacks a node's context (ts_kctx) into the kernels of cnn.c; and the
+ * workspace its convolutions take. */
+#include "backend/cpu/adapters.h"
+
+#include "backend/cpu/cnn.h"
+#include "graph/cnn_ops.h"
+
+static ts_conv_geom conv_geom(const ts_kctx *k) {
+    const int64_t *at = k->node->attr;
+    const ts_shape *x = &k->in_shape[0], *w = &k->in_shape[1], *y = &k->out_shape;
+    return (ts_conv_geom){.N = x->d[0], .C = x->d[1], .H = x->d[2], .W = x->d[3], .OC = y->d[1], .OH = y->d[2], .OW = y->d[3],
+                          .KH = w->d[2], .KW = w->d[3], .SH = at[CA_SH], .SW = at[CA_SW], .PT = at[CA_PT], .PL = at[CA_PL],
+                          .DH = at[CA_DH], .DW = at[CA_DW], .groups = at[CA_GROUPS]};
+}
+
+static ts_conv_geom pool_geom(const ts_kctx *k) {
+    const int64_t *at = k->node->attr;
+    const ts_shape *x = &k->in_shape[0], *y = &k->out_shape;
+    return (ts_conv_geom){.N = x->d[0], .C = x->d[1], .H = x->d[2], .W = x->d[3], .OC = x->d[1], .OH = y->d[2], .OW = y->d[3],
+                          .KH = at[PA_KH], .KW = at[PA_KW], .SH = at[CA_SH], .SW = at[CA_SW], .PT = at[CA_PT], .PL = at[CA_PL],
+                          .DH = 1, .DW = 1, .groups = 1};
+}
+
+/* The whole plane as one window. */
+static ts_conv_geom global_geom(const ts_kctx *k) {
+    const ts_shape *x = &k->in_shape[0];
+    return (ts_conv_geom){.N = x->d[0], .C = x->d[1], .H = x->d[2], .W = x->d[3], .OC = x->d[1], .OH = 1, .OW = 1, .KH = x->d[2],
+                          .KW = x->d[3], .SH = 1, .SW = 1, .DH = 1, .DW = 1, .groups = 1};
+}
+
+void ts_fwd_conv2d(const ts_kctx *k) {
+    ts_conv_geom g = conv_geom(k);
+    ts_conv2d_forward(k->pool, k->workspace, k->out, k->in[0], k->in[1], k->n_in == 3 ? k->in[2] : NULL, &g);
+}
+
+void ts_bwd_conv2d(const ts_kctx *k) {
+    ts_conv_geom g = conv_geom(k);
+    ts_conv2d_backward(k->pool, k->workspace, k->din[0], k->din[1], k->n_in == 3 ? k->din[2] : NULL, k->dout, k->in[0], k->in[1], &g);
+}
+
+void ts_fwd_max_pool2d(const ts_kctx *k) {
+    ts_conv_geom g = pool_geom(k);
+    ts_max_pool2d_forward(k->pool, k->out, (int32_t *)(void *)k->scratch, k->in[0], &g);
+}
+void ts_bwd_max_pool2d(const ts_kctx *k) {
+    ts_conv_geom g = pool_geom(k);
+    if (k->din[0]) ts_max_pool2d_backward(k->pool, k->din[0], k->dout, (const int32_t *)(const void *)k->scratch, &g);
+}
+void ts_fwd_avg_pool2d(const ts_kctx *k) {
+    ts_conv_geom g = pool_geom(k);
+    ts_avg_pool2d_forward(k->pool, k->out, k->in[0], &g, k->node->attr[PA_EXCLUDE_PAD] == 0);
+}
+void ts_bwd_avg_pool2d(const ts_kctx *k) {
+    ts_conv_geom g = pool_geom(k);
+    if (k->din[0]) ts_avg_pool2d_backward(k->pool, k->din[0], k->dout, &g, k->node->attr[PA_EXCLUDE_PAD] == 0);
+}
+void ts_fwd_global_pool(const ts_kctx *k) {
+    ts_conv_geom g = global_geom(k);
+    ts_avg_pool2d_forward(k->pool, k->out, k->in[0], &g, true);
+}
+void ts_bwd_global_pool(const ts_kctx *k) {
+    ts_conv_geom g = global_geom(k);
+    if (k->din[0]) ts_avg_pool2d_backward(k->pool, k->din[0], k->dout, &g, true);
+}
+
+static void bn_dims(const ts_kctx *k, int64_t *N, int64_t *C, int64_t *inner) {
+    const ts_shape *x = &k->in_shape[0];
+    *N = x->d[0], *C = x->d[1], *inner = 1;
+    for (int i = 2; i < x->ndim; i++) *inner *= x->d[i];
+}
+
+/* Batch statistics in a training model unless frozen. */
+static bool bn_batch(const ts_kctx *k) { return k->training && !k->node->attr[0]; }
+
+void ts_fwd_batch_norm(const ts_kctx *k) {
+    int64_t N, C, inner;
+    bn_dims(k, &N, &C, &inner);
+    bool batch = bn_batch(k);
+    /* the running buffers are graph-held state this op updates in place */
+    float *rm = (float *)(uintptr_t)k->in[3], *rv = (float *)(uintptr_t)k->in[4];
+    ts_batch_norm_forward(k->pool, k->out, k->scratch, k->in[0], k->in[1], k->in[2], rm, rv, N, C, inner, k->node->fattr[0],
+                          k->node->fattr[1], batch, batch && k->update_state);
+}
+
+void ts_bwd_batch_norm(const ts_kctx *k) {
+    int64_t N, C, inner;
+    bn_dims(k, &N, &C, &inner);
+    ts_batch_norm_backward(k->pool, k->din[0], k->din[1], k->din[2], k->dout, k->in[0], k->in[1], k->scratch, N, C, inner, bn_batch(k));
+}
+
+void ts_fwd_dropout_mask(const ts_kctx *k) {
+    int64_t n = ts_shape_numel(&k->out_shape);
+    if (!k->training) {
+        for (int64_t i = 0; i < n; i++) k->out[i] = 1.0f;
+        return;
+    }
+    ts_dropout_mask(k->pool, k->out, n, k->node->fattr[0], (uint64_t)k->node->attr[0], k->iteration);
+}
+
+void ts_fwd_tanh(const ts_kctx *k) { ts_tanh_forward(k->pool, k->out, k->in[0], ts_shape_numel(&k->out_shape)); }
+void ts_bwd_tanh(const ts_kctx *k) {
+    if (k->din[0]) ts_tanh_backward(k->pool, k->din[0], k->dout, k->out, ts_shape_numel(&k->out_shape));
+}
+void ts_fwd_sigmoid(const ts_kctx *k) { ts_sigmoid_forward(k->pool, k->out, k->in[0], ts_shape_numel(&k->out_shape)); }
+void ts_bwd_sigmoid(const ts_kctx *k) {
+    if (k->din[0]) ts_sigmoid_backward(k->pool, k->din[0], k->dout, k->out, ts_shape_numel(&k->out_shape));
+}
+
+size_t ts_cpu_workspace_conv2d(const ts_shape *in, const ts_shape *out, int threads) {
+    int64_t groups = in[0].d[1] / in[1].d[1]; /* w is [OC, C/groups, KH, KW] */
+    ts_conv_geom g = {.N = in[0].d[0], .C = in[0].d[1], .KH = in[1].d[2], .KW = in[1].d[3], .OC = out->d[1], .OH = out->d[2], .OW = out->d[3],
+                      .groups = groups};
+    return ts_conv2d_workspace(&g, threads);
+}

@@ -1,0 +1,213 @@
+/* cpu.c -- the CPU backend: the device is the host, its memory the heap,
+ * its stream the model's thread pool (ts_pool *, NULL = the calling
+ * thread), and every call completes before it returns. The kernel table
+ * has one row per op: the rows of the core ops' adapters are here, the
+ * others in adapters_tensor.c and adapters_cnn.c. */
+#include "backend/cpu/cpu.h"
+
+#include "backend/cpu/adapters.h"
+#include "backend/cpu/gemm.h"
+#include "backend/cpu/kernels.h"
+#include "compile/program.h"
+#include "observe/stats.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+/* ------------------------------------------------- core ops' adapters */
+
+static int64_t numel_out(const ts_kctx *k) { return ts_shape_numel(&k->out_shape); }
+
+static void fwd_matmul(const ts_kctx *k) {
+    bool t = k->node->op == TS_OP_MATMUL_T;
+    int64_t M = k->in_shape[0].d[0], K = k->in_shape[0].d[1], N = k->out_shape.d[1];
+    ts_gemm_pool(k->pool, false, t, M, N, K, k->in[0], k->in[1], 0.0f, k->out);
+}
+
+/* C = A op(B): dA += dC op(B)^T ; dB += A^T dC (or dC^T A when B was transposed) */
+static void bwd_matmul(const ts_kctx *k) {
+    bool t = k->node->op == TS_OP_MATMUL_T;
+    int64_t M = k->in_shape[0].d[0], K = k->in_shape[0].d[1], N = k->out_shape.d[1];
+    if (k->din[0]) ts_gemm_pool(k->pool, false, !t, M, K, N, k->dout, k->in[1], 1.0f, k->din[0]);
+    if (k->din[1]) {
+        if (t) ts_gemm_pool(k->pool, true, false, N, K, M, k->dout, k->in[0], 1.0f, k->din[1]);
+        else ts_gemm_pool(k->pool, true, false, K, N, M, k->in[0], k->dout, 1.0f, k->din[1]);
+    }
+}
+
+static void fwd_scale(const ts_kctx *k) { ts_scale_forward(k->pool, k->out, k->in[0], k->node->fparam, numel_out(k)); }
+static void bwd_scale(const ts_kctx *k) { ts_scale_backward(k->pool, k->din[0], k->dout, k->node->fparam, numel_out(k)); }
+static void fwd_relu(const ts_kctx *k) { ts_relu_forward(k->pool, k->out, k->in[0], numel_out(k)); }
+static void bwd_relu(const ts_kctx *k) { ts_relu_backward(k->pool, k->din[0], k->dout, k->out, numel_out(k)); }
+static void fwd_log(const ts_kctx *k) { ts_log_forward(k->pool, k->out, k->in[0], numel_out(k)); }
+static void bwd_log(const ts_kctx *k) { ts_log_backward(k->pool, k->din[0], k->dout, k->in[0], numel_out(k)); }
+
+static void fwd_copy(const ts_kctx *k) {
+    if (k->out != k->in[0]) ts_copy_forward(k->pool, k->out, k->in[0], numel_out(k));
+}
+static void bwd_copy(const ts_kctx *k) { ts_copy_backward(k->pool, k->din[0], k->dout, numel_out(k)); }
+
+static void fwd_nll(const ts_kctx *k) { ts_nll_forward(k->out, k->in[0], k->in_int[1], k->in_shape[0].d[0], k->in_shape[0].d[1]); }
+static void bwd_nll(const ts_kctx *k) { ts_nll_backward(k->din[0], k->dout, k->in_int[1], k->in_shape[0].d[0], k->in_shape[0].d[1]); }
+static void fwd_sum(const ts_kctx *k) { ts_reduce_forward(k->out, k->in[0], ts_shape_numel(&k->in_shape[0]), false); }
+static void bwd_sum(const ts_kctx *k) { ts_reduce_backward(k->pool, k->din[0], k->dout, ts_shape_numel(&k->in_shape[0]), false); }
+static void fwd_mean(const ts_kctx *k) { ts_reduce_forward(k->out, k->in[0], ts_shape_numel(&k->in_shape[0]), true); }
+static void bwd_mean(const ts_kctx *k) { ts_reduce_backward(k->pool, k->din[0], k->dout, ts_shape_numel(&k->in_shape[0]), true); }
+
+/* ------------------------------------------------------- kernel table */
+
+/* Designated by enum value, so a row can never land at the wrong index. */
+static const ts_kernel_row kernels[] = {
+    [TS_OP_INPUT] = {.forward = NULL}, /* a leaf: bound, not computed */
+    [TS_OP_PARAM] = {.forward = NULL}, /* a leaf: bound, not computed */
+    [TS_OP_MATMUL] = {.forward = fwd_matmul, .backward = bwd_matmul},
+    [TS_OP_MATMUL_T] = {.forward = fwd_matmul, .backward = bwd_matmul},
+    [TS_OP_ADD] = {.forward = ts_fwd_broadcast_binary, .backward = ts_bwd_broadcast_binary},
+    [TS_OP_SUB] = {.forward = ts_fwd_broadcast_binary, .backward = ts_bwd_broadcast_binary},
+    [TS_OP_MUL] = {.forward = ts_fwd_broadcast_binary, .backward = ts_bwd_broadcast_binary},
+    [TS_OP_SCALE] = {.forward = fwd_scale, .backward = bwd_scale},
+    [TS_OP_RELU] = {.forward = fwd_relu, .backward = bwd_relu},
+    [TS_OP_LOG] = {.forward = fwd_log, .backward = bwd_log},
+    [TS_OP_RESHAPE] = {.forward = fwd_copy, .backward = bwd_copy},
+    [TS_OP_FLATTEN] = {.forward = fwd_copy, .backward = bwd_copy},
+    [TS_OP_LOG_SOFTMAX] = {.forward = ts_fwd_softmax_any, .backward = ts_bwd_softmax_any},
+    [TS_OP_SOFTMAX] = {.forward = ts_fwd_softmax_any, .backward = ts_bwd_softmax_any},
+    [TS_OP_NLL_LOSS] = {.forward = fwd_nll, .backward = bwd_nll},
+    [TS_OP_CROSS_ENTROPY] = {.forward = ts_fwd_cross_entropy, .backward = ts_bwd_cross_entropy},
+    [TS_OP_SUM] = {.forward = fwd_sum, .backward = bwd_sum},
+    [TS_OP_MEAN] = {.forward = fwd_mean, .backward = bwd_mean},
+    [TS_OP_PRINT] = {.forward = fwd_copy, .backward = bwd_copy},
+    [TS_OP_CONST] = {.forward = NULL}, /* a leaf: bound, not computed */
+    [TS_OP_DIV] = {.forward = ts_fwd_broadcast_binary, .backward = ts_bwd_broadcast_binary},
+    [TS_OP_EXP] = {.forward = ts_fwd_unary_math, .backward = ts_bwd_unary_math},
+    [TS_OP_SQRT] = {.forward = ts_fwd_unary_math, .backward = ts_bwd_unary_math},
+    [TS_OP_POW] = {.forward = ts_fwd_unary_math, .backward = ts_bwd_unary_math},
+    [TS_OP_ERF] = {.forward = ts_fwd_unary_math, .backward = ts_bwd_unary_math},
+    [TS_OP_GELU] = {.forward = ts_fwd_unary_math, .backward = ts_bwd_unary_math},
+    [TS_OP_EMBEDDING] = {.forward = ts_fwd_embedding, .backward = ts_bwd_embedding},
+    [TS_OP_LAYER_NORM] = {.forward = ts_fwd_layer_norm, .backward = ts_bwd_layer_norm},
+    [TS_OP_BATCH_MATMUL] = {.forward = ts_fwd_bmm, .backward = ts_bwd_bmm},
+    [TS_OP_PERMUTE] = {.forward = ts_fwd_permute, .backward = ts_bwd_permute},
+    [TS_OP_SLICE] = {.forward = ts_fwd_slice, .backward = ts_bwd_slice},
+    [TS_OP_CONCAT] = {.forward = ts_fwd_concat, .backward = ts_bwd_concat},
+    [TS_OP_WHERE] = {.forward = ts_fwd_where, .backward = ts_bwd_where},
+    [TS_OP_MASKED_FILL] = {.forward = ts_fwd_masked_fill, .backward = ts_bwd_masked_fill},
+    [TS_OP_REDUCE_SUM_AXES] = {.forward = ts_fwd_reduce_axes, .backward = ts_bwd_reduce_axes},
+    [TS_OP_REDUCE_MEAN_AXES] = {.forward = ts_fwd_reduce_axes, .backward = ts_bwd_reduce_axes},
+    [TS_OP_REDUCE_MAX_AXES] = {.forward = ts_fwd_reduce_axes, .backward = ts_bwd_reduce_axes},
+    [TS_OP_BUFFER] = {.forward = NULL}, /* a leaf: bound, not computed */
+    [TS_OP_CONV2D] = {.forward = ts_fwd_conv2d, .backward = ts_bwd_conv2d, .workspace_floats = ts_cpu_workspace_conv2d},
+    [TS_OP_MAX_POOL2D] = {.forward = ts_fwd_max_pool2d, .backward = ts_bwd_max_pool2d},
+    [TS_OP_AVG_POOL2D] = {.forward = ts_fwd_avg_pool2d, .backward = ts_bwd_avg_pool2d},
+    [TS_OP_GLOBAL_AVG_POOL] = {.forward = ts_fwd_global_pool, .backward = ts_bwd_global_pool},
+    [TS_OP_BATCH_NORM] = {.forward = ts_fwd_batch_norm, .backward = ts_bwd_batch_norm},
+    [TS_OP_DROPOUT_MASK] = {.forward = ts_fwd_dropout_mask},
+    [TS_OP_TANH] = {.forward = ts_fwd_tanh, .backward = ts_bwd_tanh},
+    [TS_OP_SIGMOID] = {.forward = ts_fwd_sigmoid, .backward = ts_bwd_sigmoid},
+};
+_Static_assert(sizeof kernels / sizeof kernels[0] == TS_OP_COUNT, "the CPU kernel table must cover every ts_op");
+
+/* ------------------------------------------------------------- memory */
+
+static ts_status cpu_alloc(size_t bytes, void **out) {
+    *out = ts_calloc(bytes, 1);
+    return *out ? TS_OK : TS_ERR_OUT_OF_MEMORY;
+}
+
+static void cpu_free(void *p) { ts_free(p); }
+
+/* ------------------------------------------- copies: done on return */
+
+static void cpu_copy(void *stream, void *dst, const void *src, size_t bytes) {
+    (void)stream;
+    if (bytes) memcpy(dst, src, bytes);
+}
+
+static ts_status cpu_synchronize(void *stream) {
+    (void)stream;
+    return TS_OK;
+}
+
+/* ------------------------------------------------ fill and accumulate */
+
+static void cpu_fill(void *stream, float *dst, float value, int64_t n) {
+    (void)stream;
+    for (int64_t i = 0; i < n; i++) dst[i] = value;
+}
+
+static void cpu_zero(void *stream, float *dst, int64_t n) { ts_zero(stream, dst, n); }
+static void cpu_accumulate(void *stream, float *dst, const float *src, int64_t n) { ts_accumulate(stream, dst, src, n); }
+static void cpu_scale(void *stream, float *dst, const float *x, float s, int64_t n) { ts_scale_forward(stream, dst, x, s, n); }
+
+/* --------------------------------------------------------- reductions */
+
+static void cpu_stats_add(void *stream, struct ts_stats_partial *p, const float *x, int64_t n) {
+    (void)stream;
+    ts_stats_partial_add(p, x, n);
+}
+
+/* big tensors are split over the pool, whose threads together draw more
+ * bandwidth than one */
+#define SCAN_SPLIT_MIN (1 << 16)
+
+/* Bit-exact test of the exponent field: vectorises to and/compare/or. */
+static bool any_nonfinite(const float *x, int64_t begin, int64_t end) {
+    uint32_t bad = 0;
+    for (int64_t i = begin; i < end; i++) {
+        uint32_t u;
+        memcpy(&u, &x[i], sizeof u);
+        bad |= (u & 0x7f800000u) == 0x7f800000u;
+    }
+    return bad != 0;
+}
+
+typedef struct scan_job {
+    const float *x;
+    atomic_bool bad;
+} scan_job;
+
+static void scan_slice(void *ctx, int64_t begin, int64_t end) {
+    scan_job *j = ctx;
+    if (any_nonfinite(j->x, begin, end)) atomic_store_explicit(&j->bad, true, memory_order_relaxed);
+}
+
+bool ts_cpu_has_nonfinite(ts_pool *pool, const float *x, int64_t n) {
+    scan_job j = {.x = x};
+    atomic_init(&j.bad, false);
+    ts_pool_for(n >= SCAN_SPLIT_MIN ? pool : NULL, n, SCAN_SPLIT_MIN / 2, scan_slice, &j);
+    return atomic_load_explicit(&j.bad, memory_order_relaxed);
+}
+
+static bool cpu_has_nonfinite(void *stream, const float *x, int64_t n) { return ts_cpu_has_nonfinite(stream, x, n); }
+
+/* ------------------------------------------------------------- timing */
+
+static void cpu_event_record(void *stream, ts_event *e) {
+    (void)stream;
+    *e = (ts_event){.ns = ts_now_ns()};
+}
+
+static uint64_t cpu_event_elapsed_ns(const ts_event *a, const ts_event *b) { return b->ns - a->ns; }
+
+static const ts_backend cpu = {
+    .name = "cpu",
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .copy_to_device = cpu_copy,
+    .copy_to_host = cpu_copy,
+    .copy_on_device = cpu_copy,
+    .synchronize = cpu_synchronize,
+    .fill = cpu_fill,
+    .zero = cpu_zero,
+    .accumulate = cpu_accumulate,
+    .scale = cpu_scale,
+    .kernels = kernels,
+    .opt_update = ts_opt_update,
+    .opt_update_summarised = ts_opt_update_summarised,
+    .stats_add = cpu_stats_add,
+    .has_nonfinite = cpu_has_nonfinite,
+    .event_record = cpu_event_record,
+    .event_elapsed_ns = cpu_event_elapsed_ns,
+};
+
+const ts_backend *ts_backend_cpu(void) { return &cpu; }
