@@ -13,8 +13,8 @@
  * implements it); everything it exchanges is sized at compile. */
 #include "compile/program.h"
 
+#include "backend/backend.h"
 #include "diag/metrics.h"
-#include "backend/cpu/kernels.h"
 #include "io/crc32c.h"
 #include "observe/stats.h"
 
@@ -122,8 +122,8 @@ ts_status ts_replicas_grad_ready(ts_model *m, int node, int64_t mb) {
     ts_entry *acc = &p->entries[ts_prog_entry_of(p, node, TS_KIND_ACCUM)];
     if (A > 1) { /* without accumulation Accum___ is the gradient's own buffer */
         const ts_entry *grad = &p->entries[p->grad_entry[node]];
-        if (a == 0) memcpy(acc->data, grad->data, (size_t)acc->numel * sizeof(float));
-        else ts_accumulate(m->pool, acc->data, grad->data, acc->numel);
+        if (a == 0) m->backend->copy_on_device(m->pool, acc->data, grad->data, (size_t)acc->numel * sizeof(float));
+        else m->backend->accumulate(m->pool, acc->data, grad->data, acc->numel);
     }
     if (a != A - 1) return TS_OK;
     p->allreduce_bytes += (size_t)acc->numel * sizeof(float);
