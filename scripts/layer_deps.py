@@ -23,8 +23,10 @@ ALLOWED = {
     "core": set(),
     "graph": {"core"},
     "import": {"core", "graph"},
-    "compile": {"core", "graph"},
-    "backend": {"core"},
+    # compile plans memory in the arenas a backend allocates
+    "compile": {"core", "graph", "backend"},
+    # kernels read the graph's vocabulary: ops, shapes, node attributes
+    "backend": {"core", "graph"},
     "observe": {"core", "graph", "compile", "backend", "io"},
     "exec": {"core", "graph", "compile", "backend", "observe"},
     "dist": {"core"},
@@ -50,7 +52,9 @@ def main():
     build = sys.argv[1]
     src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
     objroot = os.path.join(build, "CMakeFiles", "ts_objs.dir", "src")
-    objs = sorted(glob.glob(os.path.join(objroot, "**", "*.c.o"), recursive=True))
+    # objects of sources that no longer exist (moved or removed) are stale
+    objs = sorted(o for o in glob.glob(os.path.join(objroot, "**", "*.c.o"), recursive=True)
+                  if os.path.exists(os.path.join(src, os.path.relpath(o, objroot)[: -len(".o")])))
     if not objs:
         sys.exit(f"layer_deps: no library objects under {objroot} (build first)")
     defined, undefined = {}, collections.defaultdict(set)

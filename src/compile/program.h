@@ -311,7 +311,6 @@ ts_status ts_pipeline_after_run(ts_model *m, uint64_t run_ns);
  * TS_ERR_CANCELLED (no message yet) when ts_model_cancel asked to stop.
  * In an MPI job every rank decides together before each step (a = 0), so
  * every rank must call it at the same points. */
-ts_status ts_run_cancel_point(ts_model *m, int64_t mb, int a);
 
 /* model/outfeeds.c: every rank's outfeed records on rank 0 (DESIGN.md §15) */
 /* Sizes the buffer of one run's records (compile, after the two above). */

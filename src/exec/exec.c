@@ -56,6 +56,27 @@ static void print_op(const ts_model *m, int node, bool gradient) {
     ts_print_tensor(title, e->data, &e->shape);
 }
 
+/* Before micro-batch mb (the a-th of its step): TS_ERR_CANCELLED once
+ * ts_model_cancel was called. Under MPI the ranks share their flags before
+ * each step, so every rank stops at the same step or none does. */
+static ts_status cancel_point(ts_model *m, int64_t mb, int a) {
+    int mine = atomic_load_explicit(&m->cancel, memory_order_relaxed);
+    bool stop = mine != 0;
+    if (m->coll) { /* every rank stops at the same step or none does */
+        if (a != 0) return TS_OK;
+        if (!m->cancel_votes) {
+            m->cancel_votes = ts_calloc((size_t)m->coll->size, sizeof *m->cancel_votes); /* once per model */
+            if (!m->cancel_votes) return ts_error(TS_ERR_OUT_OF_MEMORY, "run: no memory for the ranks' cancel flags");
+        }
+        ts_status st = m->coll->allgather(&mine, m->cancel_votes, sizeof mine, "the ranks' cancel flags");
+        if (st) return st;
+        for (int r = 0; r < m->coll->size; r++) stop = stop || m->cancel_votes[r];
+    }
+    if (!stop) return TS_OK;
+    m->cancel_at = mb;
+    return TS_ERR_CANCELLED;
+}
+
 static ts_status forward(ts_model *m, int64_t mb) {
     ts_prog *p = m->prog;
     ts_graph *g = m->g;
@@ -351,7 +372,7 @@ static ts_status run_body(ts_model *m, const ts_array *const *bound) {
     for (int64_t d = 0; d < D; d++) {
         for (int a = 0; a < A; a++) {
             int64_t mb = d * A + a;
-            ts_status st = ts_run_cancel_point(m, mb, a);
+            ts_status st = cancel_point(m, mb, a);
             if (st) return st;
             bind_micro_batch(m, bound, mb);
             st = a == 0 ? observe_params(m, d) : TS_OK;
@@ -379,7 +400,7 @@ static ts_status run_body(ts_model *m, const ts_array *const *bound) {
 static ts_status run_pipelined(ts_model *m, const ts_array *const *bound) {
     int D = m->opts.device_iterations, A = m->training ? m->opts.grad_accum : 1, n = m->training ? 2 * A : A, me = m->coll->rank;
     for (int64_t d = 0; d < D; d++) {
-        ts_status st = ts_run_cancel_point(m, d * A, 0);
+        ts_status st = cancel_point(m, d * A, 0);
         if (st) return st;
         st = observe_params(m, d);
         bool bwd, was_bwd = true;

@@ -102,24 +102,6 @@ ts_status ts_model_cancel(ts_model *m) {
     return TS_OK;
 }
 
-ts_status ts_run_cancel_point(ts_model *m, int64_t mb, int a) {
-    int mine = atomic_load_explicit(&m->cancel, memory_order_relaxed);
-    bool stop = mine != 0;
-    if (m->coll) { /* every rank stops at the same step or none does */
-        if (a != 0) return TS_OK;
-        if (!m->cancel_votes) {
-            m->cancel_votes = ts_calloc((size_t)m->coll->size, sizeof *m->cancel_votes); /* once per model */
-            if (!m->cancel_votes) return ts_error(TS_ERR_OUT_OF_MEMORY, "run: no memory for the ranks' cancel flags");
-        }
-        ts_status st = m->coll->allgather(&mine, m->cancel_votes, sizeof mine, "the ranks' cancel flags");
-        if (st) return st;
-        for (int r = 0; r < m->coll->size; r++) stop = stop || m->cancel_votes[r];
-    }
-    if (!stop) return TS_OK;
-    m->cancel_at = mb;
-    return TS_ERR_CANCELLED;
-}
-
 /* A cancelled run's anchors: NaN (0 for integers) in every row of a sample
  * the run did not complete (see ts_model_cancel). */
 static void blank_unreached_anchors(ts_model *m, int64_t mbs_done) {
