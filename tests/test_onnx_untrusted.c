@@ -186,6 +186,20 @@ static void check_budget(void) {
     CHECK(strstr(ts_last_error(), "'cos4'") != NULL, "the refusal names the node that passed the limit (cos4): %s", ts_last_error());
     constants_model(8, 128, false);
     expect("8 constants of 128 KiB each read once", import_as("budget_freed", NULL), TS_OK, NULL);
+    /* constants nothing reads are not computed: 8 x [8192,8192] (512 MiB
+     * each as doubles; 4.2 GB and 20 s before) import within 600 KiB */
+    model_begin();
+    input("x", 2, (int64_t[]){2, 4});
+    output("y");
+    node("Relu", "relu", "x", "y");
+    init_i64("dims", 2, (int64_t[]){8192, 8192});
+    for (int i = 0; i < 8; i++) {
+        char nm[32], out[32];
+        snprintf(nm, sizeof nm, "cos%d", i);
+        snprintf(out, sizeof out, "c%d", i);
+        node("ConstantOfShape", nm, "dims", out);
+    }
+    expect("8 constants of [8192,8192] nobody reads: skipped, not computed", import_as("budget_unread", NULL), TS_OK, NULL);
     /* a graph constant made of a folded one counts too */
     folded_cast_model();
     expect("a folded constant of 512 KiB alive while another is made", import_as("budget_graph", NULL), TS_ERR_FORMAT, "'cast'");

@@ -1457,6 +1457,33 @@ static ts_status check_attr_versions(const importer *im) {
 
 /* ----------------------------------------------------------------- import */
 
+/* A folded constant is freed after the last node that reads it: counts
+ * down the node's inputs' readers and frees what no node reads any more. */
+static void release_values(importer *im, const Node *n) {
+    for (size_t i = 0; i < n->n_input + n->n_output; i++) {
+        bool in = i < n->n_input;
+        const char *name = in ? n->input[i] : n->output[i - n->n_input];
+        int left = name && *name ? ts_strmap_get(&im->uses, name) : -1;
+        if (in && left > 0) ts_strmap_put(&im->uses, name, --left);
+        value *v = left == 0 ? lookup(im, name) : NULL;
+        if (v && !v->t && !v->param) ts_const_free(&v->c);
+    }
+}
+
+/* A node that would be folded (every input a constant that is not a
+ * parameter) and whose outputs nothing reads: computing it would only cost
+ * time and memory (ConstantOfShape of a large shape), so it is skipped. */
+static bool folds_unread(importer *im, const Node *n) {
+    for (size_t i = 0; i < n->n_input; i++) {
+        if (!n->input[i] || !*n->input[i]) continue;
+        const value *v = lookup(im, n->input[i]);
+        if (!v || v->t || v->param) return false;
+    }
+    for (size_t i = 0; i < n->n_output; i++)
+        if (n->output[i] && *n->output[i] && ts_strmap_get(&im->uses, n->output[i]) != 0) return false;
+    return true;
+}
+
 static ts_status import_node(importer *im, const Node *n, int index) {
     im->node = n;
     im->node_index = index;
@@ -1470,6 +1497,12 @@ static ts_status import_node(importer *im, const Node *n, int index) {
         return node_error(im, TS_ERR_UNSUPPORTED, "op type %s is not supported yet; tensorscope imports: %s", n->op_type, supported_list());
     ts_status vst = check_attr_versions(im);
     if (vst) return vst;
+    if (folds_unread(im, n)) {
+        ts_logf(TS_LOG_DEBUG, "%s: node %d '%s' (%s) computes constants nothing reads: skipped", im->path, index,
+                n->name ? n->name : "", n->op_type);
+        release_values(im, n);
+        return TS_OK;
+    }
     if (n->n_input > MAX_NODE_IO || n->n_output > MAX_NODE_IO || n->n_output == 0)
         return node_error(im, TS_ERR_FORMAT, "%zu inputs and %zu outputs (1..%d outputs, at most %d inputs are read)", n->n_input,
                           n->n_output, MAX_NODE_IO, MAX_NODE_IO);
@@ -1529,15 +1562,7 @@ static ts_status import_node(importer *im, const Node *n, int index) {
             return node_error(im, TS_ERR_SHAPE, "its output %d would have the shape %s, more than 2^34 elements (check its attributes: "
                               "pads, strides, kernel)", i, ts_shape_str(&t->shape, buf, sizeof buf));
     }
-    /* a folded constant is freed after the last node that reads it */
-    for (size_t i = 0; i < n->n_input + n->n_output && !st; i++) {
-        bool in = i < n->n_input;
-        const char *name = in ? n->input[i] : n->output[i - n->n_input];
-        int left = name && *name ? ts_strmap_get(&im->uses, name) : -1;
-        if (in && left > 0) ts_strmap_put(&im->uses, name, --left);
-        value *v = left == 0 ? lookup(im, name) : NULL;
-        if (v && !v->t && !v->param) ts_const_free(&v->c);
-    }
+    if (!st) release_values(im, n);
     return st;
 }
 
@@ -1618,7 +1643,8 @@ static ts_status import_inputs(importer *im, const TensorscopeOnnx__GraphProto *
 }
 
 /* How many node inputs read each value (0 for a node output no node
- * reads), so import_node frees a folded constant after its last reader. */
+ * reads; a graph output counts as one reader more), so import_node frees a
+ * folded constant after its last reader and skips what nothing reads. */
 static ts_status count_uses(importer *im, const TensorscopeOnnx__GraphProto *gp) {
     ts_status st = TS_OK;
     for (size_t i = 0; !st && i < gp->n_node; i++) {
@@ -1629,6 +1655,12 @@ static ts_status count_uses(importer *im, const TensorscopeOnnx__GraphProto *gp)
             if (k < n->n_input && name && *name) st = ts_strmap_put(&im->uses, name, (c < 0 ? 0 : c) + 1);
             else if (c < 0) st = ts_strmap_put(&im->uses, name, 0);
         }
+    }
+    for (size_t i = 0; !st && i < gp->n_output; i++) {
+        const char *name = gp->output[i]->name;
+        if (!name || !*name) continue;
+        int c = ts_strmap_get(&im->uses, name);
+        st = ts_strmap_put(&im->uses, name, (c < 0 ? 0 : c) + 1);
     }
     return st;
 }
