@@ -61,3 +61,6 @@ ts_status ts_grow(void **p, size_t *cap, size_t need, size_t elem) {
     *cap = c;
     return TS_OK;
 }
+
+/* What the library hands out for the caller to free (PNG bytes, ...). */
+void ts_buffer_free(void *p) { ts_free(p); }

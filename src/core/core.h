@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #if defined(__GNUC__)
 #define TS_PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -63,6 +64,13 @@ size_t ts_escape_text(char *dst, size_t cap, const char *src);
 bool ts_parse_bool(const char *s, bool *out);
 bool ts_parse_log_level(const char *s, int *out);
 bool ts_env_flag(const char *name);
+/* Opens `path` for reading only if it is a regular file (a FIFO is refused
+ * at once, not waited on): *fd (the caller closes it) and the file's real
+ * size, what every reader of untrusted files checks a stated size against
+ * before allocating. `what` ("a .npy file") ends the error for another
+ * kind of file. ts_file_fopen_read: the same as a stdio stream. */
+ts_status ts_file_open_read(const char *path, const char *what, int *fd, uint64_t *size);
+ts_status ts_file_fopen_read(const char *path, const char *what, FILE **f, uint64_t *size);
 /* The refusal when reading a file would pass a limit (ts_set_limit):
  * TS_ERR_FORMAT saying what needed how many bytes, the limit, and how to
  * raise it. `what` is e.g. "folding ConstantOfShape node 'x'". */

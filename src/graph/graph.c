@@ -140,6 +140,8 @@ const char *ts_graph_alias_of(const ts_graph *g, const ts_tensor *t) {
     return NULL;
 }
 
+const char *ts_tensor_alias(const ts_tensor *t) { return t ? ts_graph_alias_of(t->g, t) : NULL; }
+
 ts_status ts_graph_add_output(ts_graph *g, const ts_tensor *t) {
     if (ts_grow((void **)&g->outputs, &g->cap_outputs, g->n_outputs + 1, sizeof *g->outputs)) return TS_ERR_OUT_OF_MEMORY;
     g->outputs[g->n_outputs++] = t->id;

@@ -1719,16 +1719,16 @@ static ts_status import_graph(importer *im, const TensorscopeOnnx__ModelProto *m
 
 /* Maps the file read-only (the parser copies what it keeps). */
 static ts_status map_file(const char *path, void **out, size_t *n) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return ts_error(TS_ERR_IO, "cannot open ONNX model %s: %s", path, strerror(errno));
-    struct stat st;
-    ts_status s = TS_OK;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) s = ts_error(TS_ERR_IO, "%s is not a regular file", path);
-    else if ((uint64_t)st.st_size > MAX_MODEL_BYTES)
-        s = ts_error(TS_ERR_UNSUPPORTED, "%s is %lld bytes; ONNX files hold at most 2 GB (larger models keep their weights as external "
-                     "data)", path, (long long)st.st_size);
     *out = NULL;
-    *n = s ? 0 : (size_t)st.st_size;
+    *n = 0;
+    int fd;
+    uint64_t size;
+    ts_status s = ts_file_open_read(path, "an ONNX model", &fd, &size);
+    if (s) return s;
+    if (size > MAX_MODEL_BYTES)
+        s = ts_error(TS_ERR_UNSUPPORTED, "%s is %llu bytes; ONNX files hold at most 2 GB (larger models keep their weights as external "
+                     "data)", path, (unsigned long long)size);
+    if (!s) *n = (size_t)size;
     if (!s && *n) {
         void *p = mmap(NULL, *n, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
         if (p == MAP_FAILED) s = ts_error(TS_ERR_IO, "cannot map %s: %s", path, strerror(errno));
@@ -1800,5 +1800,3 @@ ts_status ts_graph_from_onnx(ts_graph **out, const char *path, const ts_onnx_inp
     if (!st) ts_metric_record("OnnxImportTime", (double)(ts_now_ns() - t0));
     return st;
 }
-
-const char *ts_tensor_alias(const ts_tensor *t) { return t ? ts_graph_alias_of(t->g, t) : NULL; }

@@ -14,6 +14,3 @@ ts_status ts_onnx_import_bytes(ts_graph **out, const uint8_t *bytes, size_t n, c
 ts_status ts_graph_from_onnx(ts_graph **out, const char *path, const ts_onnx_input *inputs, int n_inputs) {
     return ts_onnx_import_bytes(out, NULL, 0, path, inputs, n_inputs);
 }
-
-/* Kept here while onnx.c defines it: aliases belong to every graph. */
-const char *ts_tensor_alias(const ts_tensor *t) { return t ? ts_graph_alias_of(t->g, t) : NULL; }

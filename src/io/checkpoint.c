@@ -199,15 +199,10 @@ typedef struct record {
 /* The whole file, a regular one (a FIFO is refused, not waited on), read
  * into a buffer of the size the file really has. */
 static ts_status read_file(const char *path, uint8_t **out, size_t *n) {
-    int fd;
+    FILE *f;
     uint64_t size;
-    ts_status st = ts_file_open_read(path, "a checkpoint file", &fd, &size);
+    ts_status st = ts_file_fopen_read(path, "a checkpoint file", &f, &size);
     if (st) return st;
-    FILE *f = fdopen(fd, "rb");
-    if (!f) {
-        close(fd);
-        return ts_error(TS_ERR_IO, "cannot open the checkpoint %s: %s", path, strerror(errno));
-    }
     uint8_t *buf = size <= SIZE_MAX - 1 ? ts_malloc((size_t)size + 1) : NULL;
     if (!buf) {
         fclose(f);

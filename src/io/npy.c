@@ -372,43 +372,14 @@ static ts_status load(FILE *f, uint64_t size, ts_array *out) {
     return ts_npy_take(&h, data, out);
 }
 
-ts_status ts_file_open_read(const char *path, const char *what, int *fd_out, uint64_t *size) {
-    *fd_out = -1;
-    /* O_NONBLOCK: opening a FIFO must not wait for a writer; only regular
-     * files are read (a FIFO or device could block or never end) */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return ts_error(TS_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        ts_status s = ts_error(TS_ERR_IO, "cannot read %s: %s", path, strerror(errno));
-        close(fd);
-        return s;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return ts_error(TS_ERR_IO, "cannot read %s: it is not a regular file (a %s); give the path of %s", path,
-                        S_ISDIR(sb.st_mode) ? "directory" : S_ISFIFO(sb.st_mode) ? "FIFO" : "device or socket", what);
-    }
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    *fd_out = fd;
-    *size = sb.st_size > 0 ? (uint64_t)sb.st_size : 0;
-    return TS_OK;
-}
-
 ts_status ts_npy_load(const char *path, ts_array *out) {
     if (!out) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_npy_load: out is NULL");
     memset(out, 0, sizeof *out);
     if (!path) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_npy_load: path is NULL");
-    int fd;
+    FILE *f;
     uint64_t size;
-    ts_status s = ts_file_open_read(path, "a .npy file", &fd, &size);
+    ts_status s = ts_file_fopen_read(path, "a .npy file", &f, &size);
     if (s) return s;
-    FILE *f = fdopen(fd, "rb");
-    if (!f) {
-        s = ts_error(TS_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-        close(fd);
-        return s;
-    }
     s = load(f, size, out);
     fclose(f);
     return s ? ts_error_wrap(s, "%s", path) : TS_OK;

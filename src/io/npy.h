@@ -32,13 +32,6 @@ ts_status ts_npy_header_parse(const uint8_t *b, size_t n, ts_npy_header *h);
  * narrower types are widened here. */
 ts_status ts_npy_take(const ts_npy_header *h, void *data, ts_array *out);
 
-/* Opens `path` for reading only if it is a regular file (a FIFO is refused
- * at once, not waited on): *fd (the caller closes it) and the file's real
- * size, what every reader of untrusted files checks a stated size against
- * before allocating. `what` ("a .npy file") ends the error for another
- * kind of file. */
-ts_status ts_file_open_read(const char *path, const char *what, int *fd, uint64_t *size);
-
 /* Checks `a` and builds its .npy header into hdr (TS_NPY_HEADER_MAX
  * bytes): the header's length and the data's byte count. `path` names the
  * destination in errors. */

@@ -799,5 +799,3 @@ ts_status ts_plot_attention_png(unsigned char **png, size_t *n, int *width, int 
     *width = c.W, *height = c.H;
     return render_png_memory(c.W, c.H, draw_attention, &c, png, n);
 }
-
-void ts_buffer_free(void *p) { ts_free(p); }

@@ -47,6 +47,3 @@ ts_status ts_plot_attention_png(unsigned char **png, size_t *n, int *width, int 
     if (n) *n = 0;
     NO_PLOTS();
 }
-
-/* Kept here while plot.c defines it (it frees any buffer the library hands out). */
-void ts_buffer_free(void *p) { ts_free(p); }
