@@ -67,8 +67,8 @@ bool ts_env_flag(const char *name);
 /* Opens `path` for reading only if it is a regular file (a FIFO is refused
  * at once, not waited on): *fd (the caller closes it) and the file's real
  * size, what every reader of untrusted files checks a stated size against
- * before allocating. `what` ("a .npy file") ends the error for another
- * kind of file. ts_file_fopen_read: the same as a stdio stream. */
+ * before allocating. `what` (".npy file", "ONNX model") names the kind of
+ * file in the errors. ts_file_fopen_read: the same as a stdio stream. */
 ts_status ts_file_open_read(const char *path, const char *what, int *fd, uint64_t *size);
 ts_status ts_file_fopen_read(const char *path, const char *what, FILE **f, uint64_t *size);
 /* The refusal when reading a file would pass a limit (ts_set_limit):

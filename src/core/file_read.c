@@ -14,7 +14,7 @@ ts_status ts_file_open_read(const char *path, const char *what, int *fd_out, uin
     /* O_NONBLOCK: opening a FIFO must not wait for a writer; only regular
      * files are read (a FIFO or device could block or never end) */
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return ts_error(TS_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    if (fd < 0) return ts_error(TS_ERR_IO, "cannot open %s %s: %s", what, path, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) != 0) {
         ts_status s = ts_error(TS_ERR_IO, "cannot read %s: %s", path, strerror(errno));
@@ -23,7 +23,7 @@ ts_status ts_file_open_read(const char *path, const char *what, int *fd_out, uin
     }
     if (!S_ISREG(sb.st_mode)) {
         close(fd);
-        return ts_error(TS_ERR_IO, "cannot read %s: it is not a regular file (a %s); give the path of %s", path,
+        return ts_error(TS_ERR_IO, "cannot read %s: it is not a regular file (a %s); give the path of the %s", path,
                         S_ISDIR(sb.st_mode) ? "directory" : S_ISFIFO(sb.st_mode) ? "FIFO" : "device or socket", what);
     }
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);

@@ -1723,7 +1723,7 @@ static ts_status map_file(const char *path, void **out, size_t *n) {
     *n = 0;
     int fd;
     uint64_t size;
-    ts_status s = ts_file_open_read(path, "an ONNX model", &fd, &size);
+    ts_status s = ts_file_open_read(path, "ONNX model", &fd, &size);
     if (s) return s;
     if (size > MAX_MODEL_BYTES)
         s = ts_error(TS_ERR_UNSUPPORTED, "%s is %llu bytes; ONNX files hold at most 2 GB (larger models keep their weights as external "

@@ -201,7 +201,7 @@ typedef struct record {
 static ts_status read_file(const char *path, uint8_t **out, size_t *n) {
     FILE *f;
     uint64_t size;
-    ts_status st = ts_file_fopen_read(path, "a checkpoint file", &f, &size);
+    ts_status st = ts_file_fopen_read(path, "checkpoint", &f, &size);
     if (st) return st;
     uint8_t *buf = size <= SIZE_MAX - 1 ? ts_malloc((size_t)size + 1) : NULL;
     if (!buf) {

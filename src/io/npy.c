@@ -378,7 +378,7 @@ ts_status ts_npy_load(const char *path, ts_array *out) {
     if (!path) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_npy_load: path is NULL");
     FILE *f;
     uint64_t size;
-    ts_status s = ts_file_fopen_read(path, "a .npy file", &f, &size);
+    ts_status s = ts_file_fopen_read(path, ".npy file", &f, &size);
     if (s) return s;
     s = load(f, size, out);
     fclose(f);

@@ -224,7 +224,7 @@ ts_status ts_npz_load(const char *path, ts_npz **out) {
     if (!z) return ts_error(TS_ERR_OUT_OF_MEMORY, "out of memory opening %s", path);
     z->fd = -1;
     uint64_t size;
-    ts_status s = ts_file_open_read(path, "an .npz archive", &z->fd, &size);
+    ts_status s = ts_file_open_read(path, ".npz archive", &z->fd, &size);
     if (!s && !(z->path = ts_strdup(path))) s = ts_error(TS_ERR_OUT_OF_MEMORY, "out of memory opening %s", path);
     if (!s) s = open_archive(z);
     if (!s && (s = read_directory(z))) s = ts_error_wrap(s, "%s", path);
