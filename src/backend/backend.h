@@ -46,7 +46,8 @@ typedef struct ts_kctx {
     bool training;         /* a training model (batch statistics, dropout on) */
     bool update_state;     /* forward may update buffers (training, not a diagnostic replay) */
     uint64_t iteration;    /* micro-batches trained before this one (seeds dropout) */
-    struct ts_pool *pool;  /* the stream the kernel runs on (the CPU's worker threads) */
+    struct ts_pool *pool;  /* the CPU's worker threads (NULL elsewhere) */
+    void *stream;          /* the device's stream the kernel runs on (the CPU's: pool) */
 } ts_kctx;
 
 typedef void (*ts_kernel_fn)(const ts_kctx *k);
@@ -72,7 +73,17 @@ typedef struct ts_event {
 } ts_event;
 
 typedef struct ts_backend {
-    const char *name; /* "cpu", as the user names the device */
+    const char *name; /* "cpu", "cuda", as the user names the device */
+    int ordinal;      /* which device of that kind (cuda:N) */
+    /* Whether the host may read and write the device's memory directly
+     * (the CPU's). Where not, the layers that read tensor values on the
+     * host go through copy_to_host (docs/backend.md). */
+    bool host_addressable;
+    /* The device's stream for a model: *out (CPU: NULL, the model then
+     * passes its thread pool); stream_destroy gives it back. NULL entries:
+     * the device has none. */
+    ts_status (*stream_create)(void **out);
+    void (*stream_destroy)(void *stream);
 
     /* ---- memory: the memory plan's arenas, scratch and workspace */
     /* *out <- `bytes` of zeroed device memory (bytes > 0), or
@@ -124,5 +135,15 @@ typedef struct ts_backend {
 
 /* The CPU backend (backend/cpu/cpu.c): always built. */
 const ts_backend *ts_backend_cpu(void);
+
+/* The CUDA backend of GPU `ordinal` (backend/cuda/cuda.cu), built as a
+ * feature when nvcc is found: *out, or TS_ERR_UNSUPPORTED saying why not
+ * (built without CUDA: backend/cuda_none.c; no GPU, no driver, no such
+ * ordinal) with *out NULL. Thread-safe; the first call initialises it. */
+ts_status ts_backend_cuda(int ordinal, const ts_backend **out);
+
+/* The backend a device string names: "cpu", "cuda", "cuda:N"; anything
+ * else TS_ERR_INVALID_ARGUMENT listing the choices. */
+ts_status ts_backend_for(const char *device, const ts_backend **out);
 
 #endif

@@ -26,6 +26,9 @@
 #ifndef TS_HAVE_MPI
 #define TS_HAVE_MPI 0
 #endif
+#ifndef TS_HAVE_CUDA
+#define TS_HAVE_CUDA 0
+#endif
 
 #define INSTALL(pkgs) "apt-get install " pkgs ", then rebuild tensorscope"
 #define PROTOBUFC INSTALL("libprotobuf-c-dev protobuf-c-compiler")
@@ -45,7 +48,8 @@ static const struct feature {
      INSTALL("libarchive-dev libcairo2-dev libprotobuf-c-dev protobuf-c-compiler")},
     {"unwind", TS_HAVE_UNWIND, "crash backtraces through libunwind need libunwind", INSTALL("libunwind-dev")},
     {"mpi", TS_HAVE_MPI, "replicas and pipeline stages need MPI", INSTALL("libopenmpi-dev openmpi-bin")},
-    {"cuda", 0, "a CUDA device needs a CUDA backend", "this version of tensorscope has none yet"},
+    {"cuda", TS_HAVE_CUDA, "a CUDA device needs tensorscope built with CUDA",
+     "install the CUDA toolkit (nvcc and cuBLAS) so that cmake finds nvcc, then rebuild tensorscope (or run with --device cpu)"},
 };
 
 static const struct feature *find(const char *name) {

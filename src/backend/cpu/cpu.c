@@ -191,6 +191,7 @@ static uint64_t cpu_event_elapsed_ns(const ts_event *a, const ts_event *b) { ret
 
 static const ts_backend cpu = {
     .name = "cpu",
+    .host_addressable = true,
     .alloc = cpu_alloc,
     .free = cpu_free,
     .copy_to_device = cpu_copy,

@@ -1,0 +1,73 @@
+/* adapters.h -- the CUDA kernel rows' functions for the kernel table in
+ * cuda.cu: one forward/backward pair per op family, each the twin of the
+ * CPU's of the same name (backend/cpu/adapters.h) on device pointers and
+ * the kernel context's stream. */
+#ifndef TS_CUDA_ADAPTERS_H
+#define TS_CUDA_ADAPTERS_H
+#include "backend/cuda/cuda.h"
+
+/* core ops (kernels_core.cu) */
+void ts_cu_fwd_matmul(const ts_kctx *k);
+void ts_cu_bwd_matmul(const ts_kctx *k);
+void ts_cu_fwd_scale(const ts_kctx *k);
+void ts_cu_bwd_scale(const ts_kctx *k);
+void ts_cu_fwd_relu(const ts_kctx *k);
+void ts_cu_bwd_relu(const ts_kctx *k);
+void ts_cu_fwd_log(const ts_kctx *k);
+void ts_cu_bwd_log(const ts_kctx *k);
+void ts_cu_fwd_copy(const ts_kctx *k); /* reshape, flatten, print */
+void ts_cu_bwd_copy(const ts_kctx *k);
+void ts_cu_fwd_nll(const ts_kctx *k);
+void ts_cu_bwd_nll(const ts_kctx *k);
+void ts_cu_fwd_sum(const ts_kctx *k); /* sum and mean */
+void ts_cu_bwd_sum(const ts_kctx *k);
+void ts_cu_fwd_softmax_any(const ts_kctx *k);
+void ts_cu_bwd_softmax_any(const ts_kctx *k);
+void ts_cu_fwd_cross_entropy(const ts_kctx *k);
+void ts_cu_bwd_cross_entropy(const ts_kctx *k);
+void ts_cu_fwd_unary_math(const ts_kctx *k); /* exp sqrt pow erf gelu */
+void ts_cu_bwd_unary_math(const ts_kctx *k);
+void ts_cu_fwd_tanh(const ts_kctx *k);
+void ts_cu_bwd_tanh(const ts_kctx *k);
+void ts_cu_fwd_sigmoid(const ts_kctx *k);
+void ts_cu_bwd_sigmoid(const ts_kctx *k);
+
+/* broadcasting, masks and reductions over axes (kernels_broadcast.cu) */
+void ts_cu_fwd_broadcast_binary(const ts_kctx *k); /* add sub mul div */
+void ts_cu_bwd_broadcast_binary(const ts_kctx *k);
+void ts_cu_fwd_where(const ts_kctx *k);
+void ts_cu_bwd_where(const ts_kctx *k);
+void ts_cu_fwd_masked_fill(const ts_kctx *k);
+void ts_cu_bwd_masked_fill(const ts_kctx *k);
+void ts_cu_fwd_reduce_axes(const ts_kctx *k);
+void ts_cu_bwd_reduce_axes(const ts_kctx *k);
+void ts_cu_fwd_dropout_mask(const ts_kctx *k);
+
+/* tensor and transformer ops (kernels_tensor.cu) */
+void ts_cu_fwd_embedding(const ts_kctx *k);
+void ts_cu_bwd_embedding(const ts_kctx *k);
+void ts_cu_fwd_layer_norm(const ts_kctx *k);
+void ts_cu_bwd_layer_norm(const ts_kctx *k);
+void ts_cu_fwd_bmm(const ts_kctx *k);
+void ts_cu_bwd_bmm(const ts_kctx *k);
+void ts_cu_fwd_permute(const ts_kctx *k);
+void ts_cu_bwd_permute(const ts_kctx *k);
+void ts_cu_fwd_slice(const ts_kctx *k);
+void ts_cu_bwd_slice(const ts_kctx *k);
+void ts_cu_fwd_concat(const ts_kctx *k);
+void ts_cu_bwd_concat(const ts_kctx *k);
+
+/* convolutional networks (kernels_cnn.cu) */
+void ts_cu_fwd_conv2d(const ts_kctx *k);
+void ts_cu_bwd_conv2d(const ts_kctx *k);
+size_t ts_cu_workspace_conv2d(const ts_shape *in, const ts_shape *out, int threads);
+void ts_cu_fwd_max_pool2d(const ts_kctx *k);
+void ts_cu_bwd_max_pool2d(const ts_kctx *k);
+void ts_cu_fwd_avg_pool2d(const ts_kctx *k);
+void ts_cu_bwd_avg_pool2d(const ts_kctx *k);
+void ts_cu_fwd_global_pool(const ts_kctx *k);
+void ts_cu_bwd_global_pool(const ts_kctx *k);
+void ts_cu_fwd_batch_norm(const ts_kctx *k);
+void ts_cu_bwd_batch_norm(const ts_kctx *k);
+
+#endif

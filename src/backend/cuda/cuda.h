@@ -1,0 +1,54 @@
+/* cuda.h -- what the CUDA backend's files share (backend/cuda/): the
+ * stream and cuBLAS handle of a kernel, launch sizes, error capture and the
+ * row-major GEMMs. Every kernel has a CPU twin in backend/cpu/ of the same
+ * meaning (docs/backend.md); the kernel rows' functions are declared in
+ * adapters.h. Internal to the backend: compiled by nvcc only. */
+#ifndef TS_CUDA_H
+#define TS_CUDA_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+extern "C" {
+#include "backend/backend.h"
+}
+
+#define TS_CU_THREADS 256
+
+/* Blocks of TS_CU_THREADS covering n items, capped (grid-stride loops
+ * cover the rest). */
+static inline unsigned ts_cu_blocks(int64_t n) {
+    int64_t b = (n + TS_CU_THREADS - 1) / TS_CU_THREADS;
+    if (b < 1) b = 1;
+    if (b > 65535 * 4) b = 65535 * 4;
+    return (unsigned)b;
+}
+
+/* for (i = first; i < n; i += stride) over the whole grid */
+#define TS_CU_FOR(i, n)                                                                  \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (int64_t)(n); \
+         i += (int64_t)blockDim.x * gridDim.x)
+
+static inline cudaStream_t ts_cu_stream(const ts_kctx *k) { return (cudaStream_t)k->stream; }
+
+/* Records the first CUDA error (with `what`: the op or entry that raised
+ * it); the backend's synchronize reports it as TS_ERR_INTERNAL. Call after
+ * each launch: ts_cu_check(cudaGetLastError(), "Relu"). */
+void ts_cu_check(cudaError_t e, const char *what);
+void ts_cu_check_blas(cublasStatus_t e, const char *what);
+
+/* The backend's cuBLAS handle, bound to `stream`. */
+cublasHandle_t ts_cu_blas(cudaStream_t stream);
+
+/* Row-major products as the CPU's ts_gemm_pool: C[M,N] = beta C +
+ * op(A)[M,K] op(B)[K,N], A stored [M,K] ([K,M] when ta), B [K,N] ([N,K]
+ * when tb). fp32 without TF32 unless the user allowed it. */
+void ts_cu_gemm(cudaStream_t s, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, const float *B, float beta,
+                float *C);
+/* `count` such products at fixed strides (elements) between the operands
+ * (0: the same operand every time). */
+void ts_cu_gemm_strided(cudaStream_t s, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t sa, const float *B,
+                        int64_t sb, float beta, float *C, int64_t sc, int64_t count);
+
+#endif

@@ -1,0 +1,8 @@
+/* cuda_none.c -- the CUDA backend's stand-in in a build without CUDA. */
+#include "backend/backend.h"
+
+ts_status ts_backend_cuda(int ordinal, const ts_backend **out) {
+    (void)ordinal;
+    *out = NULL;
+    return ts_require_feature("cuda");
+}

@@ -1,0 +1,188 @@
+/* op_check.c -- see op_check.h. */
+#include "op_check.h"
+
+#include "check.h"
+#include "graph/graph.h"
+#include "graph/ops.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static float next_uniform(uint64_t *s) { /* [0, 1) */
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((double)(*s >> 11) * 0x1.0p-53);
+}
+
+/* One operand on both devices: host values, the CPU's copy, the device's. */
+typedef struct operand {
+    int64_t n;
+    size_t bytes;
+    float *host, *cpu;
+    void *dev;
+} operand;
+
+static bool operand_new(ts_op_checker *c, operand *o, int64_t n) {
+    memset(o, 0, sizeof *o);
+    o->n = n;
+    o->bytes = (size_t)(n ? n : 1) * sizeof(float);
+    o->host = calloc(1, o->bytes);
+    o->cpu = calloc(1, o->bytes);
+    return o->host && o->cpu && c->dev->alloc(o->bytes, &o->dev) == TS_OK;
+}
+
+static void operand_free(ts_op_checker *c, operand *o) {
+    free(o->host);
+    free(o->cpu);
+    if (o->dev) c->dev->free(o->dev);
+}
+
+static void operand_upload(ts_op_checker *c, operand *o) {
+    memcpy(o->cpu, o->host, o->bytes);
+    c->dev->copy_to_device(c->stream, o->dev, o->host, o->bytes);
+}
+
+/* max |device - cpu| / (max |cpu| + 1e-3), NaN where either has one */
+static double compare(ts_op_checker *c, const operand *o, float *scratch) {
+    c->dev->copy_to_host(c->stream, scratch, o->dev, o->bytes);
+    if (c->dev->synchronize(c->stream)) return INFINITY;
+    double err = 0, mag = 0;
+    for (int64_t i = 0; i < o->n; i++) {
+        float a = o->cpu[i], b = scratch[i];
+        if (isnan(a) != isnan(b)) return NAN;
+        if (isnan(a)) continue;
+        if (isinf(a) || isinf(b)) {
+            if (a != b) return INFINITY;
+            continue;
+        }
+        double d = fabs((double)a - (double)b);
+        if (d > err) err = d;
+        if (fabs(a) > mag) mag = fabs(a);
+    }
+    return err / (mag + 1e-3);
+}
+
+void ts_op_check(ts_op_checker *c, const char *label, const ts_tensor *t, const ts_op_case_opts *opts) {
+    ts_op_case_opts o = opts ? *opts : (ts_op_case_opts){0};
+    if (!o.int_hi) o.int_hi = 2;
+    if (o.tol == 0) o.tol = 1e-4f;
+    const ts_graph *g = t->g;
+    const ts_op_def *def = ts_op_get(t->op);
+    const ts_backend *cpu = ts_backend_cpu();
+    const ts_kernel_row *crow = &cpu->kernels[t->op], *drow = &c->dev->kernels[t->op];
+    c->ops_seen[t->op] = true;
+    if (!drow->forward) {
+        CHECK(0, "%s %s: the %s backend has no forward kernel", def->name, label, c->dev->name);
+        return;
+    }
+    if (!c->seed) c->seed = 0x9E3779B97F4A7C15ull;
+    bool bwd = def->has_backward && !o.no_backward;
+    operand in[TS_MAX_INPUTS], din[TS_MAX_INPUTS], out, dout, scratch, wcpu, wdev;
+    memset(in, 0, sizeof in);
+    memset(din, 0, sizeof din);
+    memset(&out, 0, sizeof out);
+    memset(&dout, 0, sizeof dout);
+    memset(&scratch, 0, sizeof scratch);
+    memset(&wcpu, 0, sizeof wcpu);
+    memset(&wdev, 0, sizeof wdev);
+    ts_shape in_shape[TS_MAX_INPUTS];
+    bool ok = true;
+    int64_t biggest = 0;
+    for (int j = 0; j < t->n_in; j++) {
+        const ts_tensor *x = g->t[t->in[j]];
+        in_shape[j] = x->shape;
+        int64_t n = ts_shape_numel(&x->shape);
+        if (n > biggest) biggest = n;
+        ok = ok && operand_new(c, &in[j], n);
+        bool is_int = ts_op_int_input(t->op, j) || x->dtype == TS_I32;
+        for (int64_t i = 0; ok && i < n; i++) {
+            float u = next_uniform(&c->seed);
+            if (is_int) {
+                int32_t v = (int32_t)(u * (float)o.int_hi);
+                memcpy(&in[j].host[i], &v, sizeof v);
+            } else {
+                in[j].host[i] = o.positive ? 0.5f + 1.5f * u : 2.0f * u - 1.0f;
+            }
+        }
+        if (ok) operand_upload(c, &in[j]);
+        if (ok && bwd && !is_int) {
+            ok = operand_new(c, &din[j], n);
+            for (int64_t i = 0; ok && i < n; i++) din[j].host[i] = 2.0f * next_uniform(&c->seed) - 1.0f;
+            if (ok) operand_upload(c, &din[j]);
+        }
+    }
+    int64_t n_out = ts_shape_numel(&t->shape);
+    if (n_out > biggest) biggest = n_out;
+    ok = ok && operand_new(c, &out, n_out) && operand_new(c, &dout, n_out);
+    for (int64_t i = 0; ok && i < n_out; i++) dout.host[i] = 2.0f * next_uniform(&c->seed) - 1.0f;
+    if (ok) operand_upload(c, &dout);
+    size_t nscratch = def->scratch_floats ? def->scratch_floats(in_shape, &t->shape) : 0;
+    size_t nwc = crow->workspace_floats ? crow->workspace_floats(in_shape, &t->shape, 1) : 0;
+    size_t nwd = drow->workspace_floats ? drow->workspace_floats(in_shape, &t->shape, 1) : 0;
+    if (ok) ok = operand_new(c, &scratch, (int64_t)nscratch) && operand_new(c, &wcpu, (int64_t)nwc) && operand_new(c, &wdev, (int64_t)nwd);
+    float *back = ok ? malloc((size_t)(biggest + (int64_t)nscratch + 1) * sizeof(float)) : NULL;
+    if (!ok || !back) {
+        CHECK(0, "%s %s: no memory for the operands", def->name, label);
+        goto done;
+    }
+
+    ts_kctx kc = {.node = t, .n_in = t->n_in, .out_shape = t->shape, .training = true, .update_state = true, .iteration = 3};
+    ts_kctx kd = kc;
+    kc.scratch = scratch.cpu;
+    kc.workspace = wcpu.cpu;
+    kd.scratch = scratch.dev;
+    kd.workspace = wdev.dev;
+    kd.stream = c->stream;
+    kc.out = out.cpu;
+    kd.out = out.dev;
+    kc.dout = dout.cpu;
+    kd.dout = dout.dev;
+    for (int j = 0; j < t->n_in; j++) {
+        kc.in_shape[j] = kd.in_shape[j] = in_shape[j];
+        bool is_int = ts_op_int_input(t->op, j) || g->t[t->in[j]]->dtype == TS_I32;
+        if (is_int) {
+            kc.in_int[j] = (const int32_t *)(const void *)in[j].cpu;
+            kd.in_int[j] = (const int32_t *)(const void *)in[j].dev;
+        } else {
+            kc.in[j] = in[j].cpu;
+            kd.in[j] = in[j].dev;
+        }
+        kc.din[j] = din[j].cpu;
+        kd.din[j] = din[j].dev;
+    }
+    crow->forward(&kc);
+    drow->forward(&kd);
+    double e = compare(c, &out, back);
+    CHECK(e <= o.tol, "%s %s on %s: forward, rel. error %.3g", def->name, label, c->dev->name, e);
+    for (int j = 0; j < t->n_in; j++) {
+        if (!kc.in[j]) continue;
+        e = compare(c, &in[j], back);
+        if (e > 0) CHECK(e <= o.tol, "%s %s on %s: input %d after the forward, rel. error %.3g", def->name, label, c->dev->name, j, e);
+    }
+    if (bwd) {
+        if (!drow->backward) {
+            CHECK(0, "%s %s: the %s backend has no backward kernel", def->name, label, c->dev->name);
+        } else {
+            crow->backward(&kc);
+            drow->backward(&kd);
+            for (int j = 0; j < t->n_in; j++) {
+                if (!din[j].host) continue;
+                e = compare(c, &din[j], back);
+                CHECK(e <= o.tol, "%s %s on %s: gradient of input %d, rel. error %.3g", def->name, label, c->dev->name, j, e);
+            }
+        }
+    }
+    c->checked++;
+done:
+    free(back);
+    for (int j = 0; j < t->n_in; j++) {
+        operand_free(c, &in[j]);
+        operand_free(c, &din[j]);
+    }
+    operand_free(c, &out);
+    operand_free(c, &dout);
+    operand_free(c, &scratch);
+    operand_free(c, &wcpu);
+    operand_free(c, &wdev);
+}

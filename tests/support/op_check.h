@@ -1,0 +1,48 @@
+/* op_check.h -- one op on a device against the CPU backend: the same
+ * random inputs through both kernel tables, the output, the float inputs
+ * after the forward (buffers a forward updates) and the input gradients
+ * (accumulated into the same random starting values) compared. Used by
+ * tests/test_backend_ops.c with the op cases of tests/support/op_cases_*.c.
+ *
+ *     ts_op_checker c = {.dev = dev, .stream = stream};
+ *     ts_graph *g = ts_graph_new(); ...build one node t on leaf inputs...
+ *     ts_op_check(&c, "relu [4,5]", t, NULL);
+ *     ts_graph_free(g);
+ */
+#ifndef TS_TEST_OP_CHECK_H
+#define TS_TEST_OP_CHECK_H
+
+#include "backend/backend.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct ts_op_checker {
+    const ts_backend *dev; /* the device under test */
+    void *stream;          /* its stream (NULL for the CPU) */
+    uint64_t seed;
+    int checked;           /* ops run */
+    bool ops_seen[TS_OP_COUNT]; /* ops with at least one case */
+} ts_op_checker;
+
+typedef struct ts_op_case_opts {
+    int32_t int_hi;   /* i32 inputs uniform in [0, int_hi) (0: 2) */
+    bool positive;    /* float inputs in [0.5, 2) instead of [-1, 1) */
+    float tol;        /* relative tolerance (0: 1e-4), on max |a-b| / (max |cpu| + 1e-3) */
+    bool no_backward; /* check the forward only */
+} ts_op_case_opts;
+
+/* Runs node t (a node whose inputs are all leaves: ts_input, ts_param,
+ * ts_constant) on the CPU and on c->dev and CHECKs each comparison (one
+ * line per case). opts may be NULL. */
+void ts_op_check(ts_op_checker *c, const char *label, const ts_tensor *t, const ts_op_case_opts *opts);
+
+/* The op cases, one function per family (tests/support/op_cases_*.c):
+ * each builds its graphs and calls ts_op_check for every op of the family
+ * with the shapes and attributes worth checking. */
+void ts_op_cases_core(ts_op_checker *c);
+void ts_op_cases_broadcast(ts_op_checker *c);
+void ts_op_cases_tensor(ts_op_checker *c);
+void ts_op_cases_cnn(ts_op_checker *c);
+
+#endif
