@@ -548,6 +548,15 @@ TS_API ts_status ts_options_watch(ts_options *o, const char *pattern, int what, 
 TS_API ts_status ts_options_set_check_numerics(ts_options *o, ts_check_numerics c);
 /* Worker threads for elementwise ops and reductions (0 = number of cores). */
 TS_API ts_status ts_options_set_threads(ts_options *o, int n);
+/* The device the model runs on: "cpu" (the default), "cuda" (the first
+ * GPU) or "cuda:N". Without this call, the TS_DEVICE environment variable
+ * names it, else the CPU. A device this build or machine lacks fails at
+ * ts_model_new / ts_train_new with TS_ERR_UNSUPPORTED saying which (built
+ * without CUDA; no GPU or driver; no GPU N). On a GPU today: parameters,
+ * buffers and optimizer state go to the device before each run and back
+ * after it; observers read a host copy of what they observe; numeric
+ * checks, replicas and pipeline stages run on the CPU only. */
+TS_API ts_status ts_options_set_device(ts_options *o, const char *device);
 /* R data-parallel replicas, one per rank of the MPI job (R must equal its
  * number of ranks; 1 = off; see ts_dist_init and DESIGN.md §15). Every rank
  * passes the same combined batch, x of declared shape [B,...] as

@@ -32,7 +32,7 @@ int main(void) {
     const ts_backend *cpu = ts_backend_cpu();
     for (int op = 0; op < TS_OP_COUNT; op++)
         if (cpu->kernels[op].forward) CHECK(c.ops_seen[op], "op %s has a case", ts_op_get((ts_op)op)->name);
-    printf("%d cases on %s\n", c.checked, dev->name);
+    CHECK(c.failures == 0, "%d cases on %s: %d comparisons failed", c.checked, dev->name, c.failures);
     if (dev->stream_destroy) dev->stream_destroy(c.stream);
     return check_summary("test_backend_ops");
 }

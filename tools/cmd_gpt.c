@@ -84,6 +84,7 @@ static ts_status heldout_loss(ts_model *inf, const gpt_run *r, int32_t *x, int32
 typedef struct gpt_args {
     const char *model, *data, *save_weights, *save_init, *weights, *tensorboard, *attn_dir;
     long layers, heads, embd, block, batch, steps, seed, threads, eval_interval, eval_batches;
+    const char *device;
     double lr, weight_decay;
     bool quiet;
     cli_list anchors, watches, attention_maps;
@@ -170,6 +171,7 @@ int cmd_train_gpt(int argc, char **argv) {
         {"--weight-decay", FLAG_FLOAT, &a.weight_decay, "WD", "AdamW decoupled weight decay (default 0.01)"},
         {"--seed", FLAG_INT, &a.seed, "N", "seed for initialisation and batches (default 0)"},
         {"--threads", FLAG_INT, &a.threads, "N", "worker threads (default: all cores)"},
+        {"--device", FLAG_STRING, &a.device, "cpu|cuda|cuda:N", "where the model runs (default: $TS_DEVICE, else cpu)"},
         {"--eval-interval", FLAG_INT, &a.eval_interval, "N", "held-out loss every N steps (default 250)"},
         {"--eval-batches", FLAG_INT, &a.eval_batches, "N", "held-out batches per evaluation (default 20)"},
         {"--anchor", FLAG_LIST, &a.anchors, "NAME", "anchor a tensor (glob ok); its final value is printed as a summary"},
@@ -224,6 +226,10 @@ int cmd_train_gpt(int argc, char **argv) {
     }
     ts_options_set_threads(o, (int)a.threads);
     ts_options_set_threads(io, (int)a.threads);
+    if (a.device && (ts_options_set_device(o, a.device) || ts_options_set_device(io, a.device))) {
+        rc = cli_usage_error(cmd, "--device: %s", ts_last_error());
+        goto done;
+    }
     for (int i = 0; i < a.anchors.n; i++)
         if (ts_options_anchor(o, a.anchors.items[i], a.anchors.items[i], TS_OUTPUT_FINAL, 0)) {
             rc = cli_usage_error(cmd, "--anchor %s: %s", a.anchors.items[i], ts_last_error());

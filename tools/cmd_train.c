@@ -17,7 +17,7 @@
 typedef struct train_args {
     const char *model, *data, *optimizer, *output_mode, *check_numerics, *histogram, *dump_npy, *tensorboard, *plot;
     const char *save_weights, *weights, *lr_schedule, *checkpoint_dir, *resume, *run_name, *dump_limit, *outfeed_mode, *picture_dir, *loss, *labels_input, *output;
-    const char *split_at, *pipeline_schedule;
+    const char *split_at, *pipeline_schedule, *device;
     long outfeed_depth, pipeline_stages;
     bool outfeed_drop;
     long epochs, batch_size, seed, holdout, repeat_count, grad_accum, threads, log_verbosity, watch_period, max_steps;
@@ -405,7 +405,7 @@ static void curve_add(curve *c, double x, double y) {
 
 /* eval takes the flags that say which model, which weights and which
  * images; everything about training or observing it is refused, not ignored. */
-static const char *const EVAL_FLAGS[] = {"--model", "--data", "--batch-size", "--seed", "--holdout", "--all", "--threads",
+static const char *const EVAL_FLAGS[] = {"--model", "--data", "--batch-size", "--seed", "--holdout", "--all", "--threads", "--device",
                                          "--weights", "--log-verbosity", "--metrics", "--quiet"};
 
 static bool is_eval_flag(const char *name, size_t len) {
@@ -469,6 +469,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--gradient-accumulation-count", FLAG_INT, &a.grad_accum, "A", "micro-batches averaged per step (default 1)"},
         {"--max-steps", FLAG_INT, &a.max_steps, "N", "stop after N runs"},
         {"--threads", FLAG_INT, &a.threads, "N", "worker threads (default: all cores)"},
+        {"--device", FLAG_STRING, &a.device, "cpu|cuda|cuda:N", "where the model runs (default: $TS_DEVICE, else cpu)"},
         {"--anchor", FLAG_LIST, &a.anchors, "NAME[:MODE[:N]]", "anchor a tensor (glob ok); MODE final|every_n|all|sum"},
         {"--output-mode", FLAG_STRING, &a.output_mode, "MODE[:N]", "global output mode of anchors"},
         {"--outfeed", FLAG_LIST, &a.outfeeds, "PATTERN", "stream matching activations / <param>_grad keys to an outfeed"},
@@ -678,6 +679,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     int S = (int)(a.repeat_count * a.grad_accum); /* <= 1000000, checked above */
     if ((st = ts_options_set_device_iterations(o, (int)a.repeat_count)) || (st = ts_options_set_gradient_accumulation(o, (int)a.grad_accum)) ||
         (st = ts_options_set_threads(o, (int)a.threads)) || (st = ts_options_set_check_numerics(o, check)) ||
+        (a.device && (st = ts_options_set_device(o, a.device))) ||
         (st = ts_options_set_output_mode(o, gmode, gperiod)) || (st = ts_options_set_replication(o, R, 100)) ||
         (st = ts_options_set_pipeline(o, K, splits, n_splits)) || (st = ts_options_set_pipeline_schedule(o, schedule))) {
         rc = cli_usage_error(cmd, "%s", ts_last_error());
@@ -767,6 +769,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     ts_options *io = ts_options_new();
     if (!io) goto done;
     ts_options_set_threads(io, (int)a.threads);
+    if (a.device) ts_options_set_device(io, a.device); /* checked on the training options */
     st = ts_model_inference(&inf, em.g, outs, 1, io);
     ts_options_free(io);
     if (st || ts_model_compile(inf)) {

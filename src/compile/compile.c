@@ -59,6 +59,13 @@ void ts_prog_free(ts_prog *p) {
     ts_free(p->parts);
     p->backend->free(p->arena_activations);
     p->backend->free(p->arena_grads);
+    for (int i = 0; i < p->n_dev_copies; i++) p->backend->free(p->dev_copies[i].dev);
+    ts_free(p->dev_copies);
+    ts_free(p->dev_state);
+    for (int i = 0; p->dev_inputs && i < p->n_nodes; i++) p->backend->free(p->dev_inputs[i]);
+    ts_free(p->dev_inputs);
+    ts_free(p->dev_input_bytes);
+    ts_free(p->host_view);
     ts_free(p->arena_anchors);
     ts_free(p->shape);
     ts_free(p->order);

@@ -7,6 +7,7 @@
 #include "core/collective.h"
 #include "backend/cpu/pool.h"
 #include "graph/graph.h"
+#include "graph/optim.h"
 
 #include <stdatomic.h>
 
@@ -71,10 +72,28 @@ typedef struct ts_entry {
     int n_outfeeds;
     bool check;          /* numeric check after it is produced */
     bool checked;        /* a gradient scanned clean after the last backward kernel that wrote it (ts_check_backward): its observation need not scan it again */
+    bool on_host;        /* data is host memory on every device (an optimizer's step count) */
 } ts_entry;
+
+/* A tensor the host keeps and a device works on (model/device.c): the
+ * parameters, buffers, constants and optimizer state. */
+typedef struct ts_device_copy {
+    float *host, *dev;
+    int64_t numel;
+    bool download; /* the run changes it: back to the host after each run */
+} ts_device_copy;
 
 typedef struct ts_prog {
     const struct ts_backend *backend; /* holds the arenas, scratch and workspace */
+    /* a device whose memory the host cannot read (exec/device.c); all
+     * NULL on the CPU */
+    ts_device_copy *dev_copies;
+    int n_dev_copies;
+    ts_opt_state *dev_state;  /* per m->state: the device's moments */
+    float **dev_inputs;       /* per node: the run's inputs on the device */
+    size_t *dev_input_bytes;
+    float *host_view;         /* an entry copied to the host for its observers */
+    int64_t host_view_floats;
     int n_nodes;         /* graph size at compile */
     ts_shape *shape;     /* per node: compiled shape */
     int *order;          /* live nodes, topological (forward) order */
@@ -146,13 +165,9 @@ typedef struct ts_prog {
     size_t *fwd_at, *fwd_got;     /* rank 0: where rank r's records go (size + 1), and how many bytes came */
 } ts_prog;
 
-typedef struct ts_opt_state { /* per parameter, survives recompiles */
-    int node;
-    float *accl, *accl1, *accl2; /* momentum / moments */
-    float step;
-} ts_opt_state;
 
 struct ts_options {
+    char device[16];     /* "cpu", "cuda", "cuda:N"; "" = TS_DEVICE or cpu */
     int device_iterations, grad_accum, threads;
     ts_output_mode output_mode;
     int output_period;
@@ -187,8 +202,9 @@ struct ts_model {
     const char *stale_cause;
     ts_opt_state *state;
     int n_state;
-    const struct ts_backend *backend; /* the device it runs on (the CPU's) */
+    const struct ts_backend *backend; /* the device it runs on */
     ts_pool *pool;       /* the CPU backend's stream: its worker threads */
+    void *stream;        /* another device's stream (NULL on the CPU) */
     int64_t runs, steps;
     bool has_run;
     /* failure of the last run (numeric check) */
@@ -238,29 +254,23 @@ typedef struct ts_interval {
 } ts_interval;
 size_t ts_memplan(ts_interval *iv, int n);
 
-/* optim.c */
-struct ts_stats_stream;
-struct ts_stats_partial;
+/* optim.c (the update itself: graph/optim.h) */
 ts_status ts_opt_state_init(ts_model *m);
 void ts_opt_state_free(ts_model *m);
-/* One step of one parameter: ts_opt_begin once, then ts_opt_update over
- * [0, n) in one call or in pieces (the executor interleaves summaries and
- * splits big parameters over its pool). */
-typedef struct ts_opt_consts {
-    bool first;                 /* the first step (SGD momentum starts from g) */
-    float step_size, bc2_sqrt;  /* Adam's bias corrections */
-} ts_opt_consts;
-ts_opt_consts ts_opt_begin(const ts_optimizer *o, ts_opt_state *s);
-void ts_opt_update(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, const float *grad, int64_t begin,
-                   int64_t end);
-/* ts_opt_update over [begin, end) that also summarises, from registers, the
- * gradient before the update (into gs, then gp at the flush) and the
- * parameter after it (ps, pp), and zeroes the gradient when `clear`. The
- * parameter comes out bit-identical to ts_opt_update's. gp or pp NULL: that
- * summary is not wanted. */
-void ts_opt_update_summarised(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, float *grad, int64_t begin,
-                              int64_t end, bool clear, struct ts_stats_stream *gs, struct ts_stats_partial *gp,
-                              struct ts_stats_stream *ps, struct ts_stats_partial *pp);
+
+/* exec/device.c: a model on a device whose memory the host cannot read
+ * (m->backend->host_addressable false). The host keeps every parameter,
+ * buffer, constant and optimizer state, current after each run; the device
+ * works on its copies. */
+/* At compile: device copies of what the entries point at on the host. */
+ts_status ts_device_bind(ts_model *m, ts_prog *p);
+/* Before a run: the host's values and the run's inputs to the device. */
+ts_status ts_device_before_run(ts_model *m);
+/* After a run: what it changed back to the host; the first device error. */
+ts_status ts_device_after_run(ts_model *m);
+/* Entry e's values on the host: e->data itself where the host can read it,
+ * else a copy (valid until the next call). NULL: the device failed. */
+const float *ts_device_host_view(ts_model *m, const ts_entry *e);
 
 /* model/replicas.c: a replica's part of a run (DESIGN.md §15) */
 int ts_replicas(const ts_model *m); /* R, 1 without replicas */

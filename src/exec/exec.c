@@ -12,14 +12,30 @@
 #include "diag/metrics.h"
 #include "graph/ops.h"
 
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+
+/* Entry e's observers, on its host copy where the device's memory is not
+ * the host's (exec/device.c). */
+static ts_status observe_entry(ts_model *m, int e, int64_t sample) {
+    ts_entry *en = &m->prog->entries[e];
+    if (m->backend->host_addressable || en->on_host) return ts_observe(m, e, sample);
+    float *dev = en->data;
+    const float *h = ts_device_host_view(m, en);
+    if (!h) return ts_error_wrap(TS_ERR_INTERNAL, "run: reading '%s' from %s", en->name, m->backend->name);
+    en->data = (float *)(uintptr_t)h;
+    ts_status st = ts_observe(m, e, sample);
+    en->data = dev;
+    return st;
+}
 
 /* The hook is one flag test for unobserved tensors. */
 #define OBSERVE(m, e, sample)                                                   \
     do {                                                                        \
         if ((m)->prog->entries[(e)].observed) {                                 \
-            ts_status st_ = ts_observe((m), (e), (sample));                     \
+            ts_status st_ = observe_entry((m), (e), (sample));                  \
             if (st_) return st_;                                                \
         }                                                                       \
     } while (0)
@@ -29,7 +45,7 @@ static ts_kctx make_ctx(const ts_model *m, int node, int64_t mb) {
     const ts_prog *p = m->prog;
     const ts_tensor *t = m->g->t[node];
     int A = m->training ? m->opts.grad_accum : 1;
-    ts_kctx k = {.node = t, .n_in = t->n_in, .pool = m->pool, .scratch = p->scratch[node], .workspace = p->workspace,
+    ts_kctx k = {.node = t, .n_in = t->n_in, .pool = m->pool, .stream = m->backend->host_addressable ? (void *)m->pool : m->stream, .scratch = p->scratch[node], .workspace = p->workspace,
                  .out_shape = p->shape[node], .training = m->training, .update_state = m->training && !m->rerun,
                  .iteration = (uint64_t)(m->steps * A + mb % A)};
     for (int j = 0; j < t->n_in; j++) {
@@ -45,7 +61,7 @@ static ts_kctx make_ctx(const ts_model *m, int node, int64_t mb) {
     return k;
 }
 
-static void print_op(const ts_model *m, int node, bool gradient) {
+static void print_op(ts_model *m, int node, bool gradient) {
     const ts_tensor *t = m->g->t[node];
     const ts_prog *p = m->prog;
     char title[512];
@@ -53,7 +69,8 @@ static void print_op(const ts_model *m, int node, bool gradient) {
     else if (t->title[0]) snprintf(title, sizeof title, "%s_gradient", t->title);
     else snprintf(title, sizeof title, "Gradient___%s", t->name);
     const ts_entry *e = &p->entries[gradient ? p->grad_entry[node] : p->value_entry[node]];
-    ts_print_tensor(title, e->data, &e->shape);
+    const float *x = ts_device_host_view(m, e);
+    if (x) ts_print_tensor(title, x, &e->shape);
 }
 
 /* Before micro-batch mb (the a-th of its step): TS_ERR_CANCELLED once
@@ -120,7 +137,7 @@ static ts_status backward(ts_model *m, int64_t mb) {
         int i = p->order[k];
         if (!p->needs_grad[i] || !ts_in_stage(m, i)) continue;
         const ts_tensor *t = g->t[i];
-        if (i == m->loss) p->entries[p->grad_entry[i]].data[0] = 1.0f;
+        if (i == m->loss) m->backend->fill(m->stream, p->entries[p->grad_entry[i]].data, 1.0f, 1);
         OBSERVE(m, p->grad_entry[i], mb); /* every consumer has added its part */
         if (t->op == TS_OP_PARAM && replicas && !m->rerun) { /* its all-reduce can start */
             ts_status st = ts_replicas_grad_ready(m, i, mb);
@@ -158,6 +175,7 @@ typedef struct update_job {
     float *param;
     float *grad;
     bool clear;          /* zero the gradient once consumed (A = 1: nothing reads it again this step) */
+    int64_t chunk;       /* the CPU's pieces, small enough to stay in L1; a device's: the whole */
 } update_job;
 
 /* chunks of the update small enough that the gradient is still in L1 when cleared */
@@ -165,8 +183,8 @@ typedef struct update_job {
 
 static void update_range(void *ctx, int64_t begin, int64_t end) {
     const update_job *u = ctx;
-    for (int64_t c = begin; c < end; c += UPDATE_CHUNK) {
-        int64_t e = end - c < UPDATE_CHUNK ? end : c + UPDATE_CHUNK;
+    for (int64_t c = begin; c < end; c += u->chunk) {
+        int64_t e = end - c < u->chunk ? end : c + u->chunk;
         u->be->opt_update(u->opt, &u->consts, u->state, u->param, u->grad, c, e);
         if (u->clear) u->be->zero(NULL, u->grad + c, e - c);
     }
@@ -208,9 +226,12 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
         ts_entry *ae = &p->entries[acc];
         if (A > 1) m->backend->scale(m->pool, ae->data, ae->data, 1.0f / (float)A, ae->numel); /* the mean */
         OBSERVE(m, acc, d);
-        update_job u = {m->backend, &m->opt, ts_opt_begin(&m->opt, &m->state[s]), &m->state[s], m->g->t[node]->value, ae->data, A == 1};
+        ts_opt_consts consts = ts_opt_begin(&m->opt, &m->state[s]); /* the host's step count */
+        update_job u = {m->backend, &m->opt, consts, p->dev_state ? &p->dev_state[s] : &m->state[s], p->entries[p->value_entry[node]].data,
+                        ae->data, A == 1, m->backend->host_addressable ? UPDATE_CHUNK : ae->numel};
         ts_step_update su = {update_range, update_summarised, &u, u.grad, u.param};
-        ts_observe_step(m, node, d, &su, ae->numel);
+        if (m->backend->host_addressable) ts_observe_step(m, node, d, &su, ae->numel);
+        else update_range(&u, 0, ae->numel); /* one launch; its observers below, from the host copy */
         cleared += A == 1;
         for (int e = acc + 1; e < p->n_entries && p->entries[e].node == node; e++) OBSERVE(m, e, d);
     }
@@ -319,7 +340,7 @@ static ts_status confirm_op_by_op(ts_model *m, int64_t mb) {
 
 /* Log level 5 (RETURNN's log_verbosity 5): a line per micro-batch with its
  * loss and size, as its forward pass leaves them. */
-static void trace_micro_batch(const ts_model *m, int a, int A) {
+static void trace_micro_batch(ts_model *m, int a, int A) {
     const ts_prog *p = m->prog;
     int64_t B = 1;
     for (int k = 0; k < p->n_order; k++) {
@@ -329,9 +350,9 @@ static void trace_micro_batch(const ts_model *m, int a, int A) {
             break;
         }
     }
-    const ts_entry *le = &p->entries[p->value_entry[m->loss]];
-    ts_logf(TS_LOG_TRACE, "micro-batch %d/%d of step %lld: loss %.9g batch %lld", a + 1, A, (long long)m->steps + 1, (double)le->data[0],
-            (long long)B);
+    const float *loss = ts_device_host_view(m, &p->entries[p->value_entry[m->loss]]);
+    ts_logf(TS_LOG_TRACE, "micro-batch %d/%d of step %lld: loss %.9g batch %lld", a + 1, A, (long long)m->steps + 1,
+            loss ? (double)loss[0] : (double)NAN, (long long)B);
 }
 
 /* Points the inputs at micro-batch mb of the run (this replica's slice). */
@@ -342,7 +363,8 @@ static void bind_micro_batch(ts_model *m, const ts_array *const *bound, int64_t 
         int i = p->order[k];
         if (m->g->t[i]->op != TS_OP_INPUT) continue;
         ts_entry *e = &p->entries[p->value_entry[i]];
-        e->data = (float *)bound[i]->data + (mb * R + replica) * e->numel; /* i32 has the same width */
+        float *base = p->dev_inputs ? p->dev_inputs[i] : (float *)bound[i]->data; /* a device's copy of them */
+        e->data = base + (mb * R + replica) * e->numel; /* i32 has the same width */
     }
     for (int k = 0; k < p->n_order; k++) { /* views of inputs follow them; their forward copies nothing */
         ts_entry *e = &p->entries[p->value_entry[p->order[k]]];
@@ -433,8 +455,11 @@ ts_status ts_exec_run(ts_model *m) {
     ts_status st = check_labels(m, m->prog->bound);
     if (st) return st;
     m->failed_entry = m->failed_op = -1;
-    st = m->prog->stage ? run_pipelined(m, m->prog->bound) : run_body(m, m->prog->bound);
+    st = ts_device_before_run(m);
+    if (!st) st = m->prog->stage ? run_pipelined(m, m->prog->bound) : run_body(m, m->prog->bound);
     ts_crash_set_current_op(NULL, NULL, NULL);
+    ts_status dst = ts_device_after_run(m); /* a cancelled or failed run's values too */
+    if (!st) st = dst;
     if (st && st != TS_ERR_CANCELLED) return st;
     record_run_metrics(m); /* a cancelled run's too */
     return st;

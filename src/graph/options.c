@@ -2,6 +2,7 @@
  * numeric checks. Setters validate at once; names are checked at compile. */
 #include "compile/program.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -55,6 +56,19 @@ ts_status ts_options_set_threads(ts_options *o, int n) {
     if (!o) return ts_error(TS_ERR_INVALID_ARGUMENT, "options is NULL");
     if (n < 0 || n > 256) return ts_error(TS_ERR_INVALID_ARGUMENT, "threads must be 0 (all cores) .. 256, got %d", n);
     o->threads = n;
+    return TS_OK;
+}
+
+ts_status ts_options_set_device(ts_options *o, const char *device) {
+    if (!o) return ts_error(TS_ERR_INVALID_ARGUMENT, "options is NULL");
+    if (!device) return ts_error(TS_ERR_INVALID_ARGUMENT, "device is NULL: write cpu, cuda or cuda:N");
+    bool ok = !strcmp(device, "cpu") || !strcmp(device, "cuda");
+    if (!ok && !strncmp(device, "cuda:", 5) && device[5]) {
+        ok = strlen(device) < sizeof o->device;
+        for (const char *c = device + 5; ok && *c; c++) ok = *c >= '0' && *c <= '9';
+    }
+    if (!ok) return ts_error(TS_ERR_INVALID_ARGUMENT, "device '%s' is not one tensorscope knows: the choices are cpu, cuda and cuda:N", device);
+    snprintf(o->device, sizeof o->device, "%s", device);
     return TS_OK;
 }
 

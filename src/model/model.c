@@ -40,6 +40,16 @@ static ts_status model_new(ts_model **out, ts_graph *g, const ts_options *o) {
         if (ts_check_numerics_parse(env, &m->opts.check)) ts_logf(TS_LOG_WARN, "TS_CHECK_NUMERICS: %s; ignored", ts_last_error());
     }
     if (ts_env_flag("TS_OPBYOP")) m->opts.check = TS_CHECK_OP; /* every op, checked as it runs */
+    const char *device = m->opts.device[0] ? m->opts.device : getenv("TS_DEVICE");
+    st = ts_backend_for(device && *device ? device : "cpu", &m->backend);
+    if (!st && m->backend->stream_create) st = m->backend->stream_create(&m->stream);
+    if (st) {
+        st = ts_error_wrap(st, "model: device %s%s", device && *device ? device : "cpu",
+                           m->opts.device[0] ? "" : " (from TS_DEVICE)");
+        ts_options_clear(&m->opts);
+        ts_free(m);
+        return st;
+    }
     *out = m;
     return TS_OK;
 }
@@ -102,6 +112,7 @@ void ts_model_free(ts_model *m) {
     ts_prog_free(m->prog);
     ts_opt_state_free(m);
     ts_pool_free(m->pool);
+    if (m->stream && m->backend->stream_destroy) m->backend->stream_destroy(m->stream);
     ts_options_clear(&m->opts);
     ts_free(m->outputs);
     ts_free(m->input_override);
@@ -136,7 +147,13 @@ ts_status ts_model_compile(ts_model *m) {
     }
     ts_prog *p;
     ts_status st = ts_prog_build(m, &p);
-    if (st) return st;
+    if (!st && !m->backend->host_addressable && m->opts.check != TS_CHECK_OFF)
+        st = ts_error(TS_ERR_UNSUPPORTED, "compile: numeric checks run on the CPU only for now: run with --device cpu, or without --check-numerics");
+    if (!st) st = ts_device_bind(m, p);
+    if (st) {
+        if (p) ts_prog_free(p);
+        return st;
+    }
     ts_prog_free(m->prog);
     m->prog = p;
     bool recompile = m->compiled;

@@ -21,7 +21,8 @@ typedef struct ts_op_checker {
     const ts_backend *dev; /* the device under test */
     void *stream;          /* its stream (NULL for the CPU) */
     uint64_t seed;
-    int checked;           /* ops run */
+    int checked;           /* cases run */
+    int failures;          /* comparisons that failed (check.h's counters are per file: main checks this) */
     bool ops_seen[TS_OP_COUNT]; /* ops with at least one case */
 } ts_op_checker;
 

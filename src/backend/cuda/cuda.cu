@@ -1,0 +1,427 @@
+/* cuda.cu -- the CUDA backend: device memory from cudaMalloc, one stream
+ * per process on one GPU (cuda:N, the first one asked for), cuBLAS for the
+ * GEMMs, and the kernel table (one row per op, the twins of the CPU's in
+ * backend/cpu/). Kernels and copies are asynchronous on the stream; the
+ * first CUDA error is kept, with the op that raised it, and reported by
+ * synchronize. */
+#include "backend/cuda/adapters.h"
+
+extern "C" {
+#include "graph/optim.h"
+#include "observe/stats.h"
+}
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ------------------------------------------------------------- state */
+
+static struct {
+    pthread_mutex_t lock;
+    bool ready;
+    int ordinal;
+    cudaStream_t stream;
+    cublasHandle_t blas;
+    char error[512]; /* the first CUDA error since the last synchronize */
+    float *flag;     /* device word of the NaN/Inf scan */
+    float *staging;  /* pinned host memory for summaries on the host */
+    size_t staging_floats;
+} g_cu = {PTHREAD_MUTEX_INITIALIZER, false, 0, nullptr, nullptr, "", nullptr, nullptr, 0};
+
+void ts_cu_check(cudaError_t e, const char *what) {
+    if (e == cudaSuccess || g_cu.error[0]) return;
+    snprintf(g_cu.error, sizeof g_cu.error, "CUDA error in %s on cuda:%d: %s (%s)", what ? what : "(unknown)", g_cu.ordinal,
+             cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+void ts_cu_check_blas(cublasStatus_t e, const char *what) {
+    if (e == CUBLAS_STATUS_SUCCESS || g_cu.error[0]) return;
+    snprintf(g_cu.error, sizeof g_cu.error, "cuBLAS error in %s on cuda:%d: %s", what ? what : "(unknown)", g_cu.ordinal,
+             cublasGetStatusString(e));
+}
+
+/* Every call goes on the backend's one stream, whatever the caller passed
+ * (the executor passes NULL where the CPU takes its calling thread). */
+static cudaStream_t cu_stream(void *stream) {
+    (void)stream;
+    return g_cu.stream;
+}
+
+cublasHandle_t ts_cu_blas(cudaStream_t stream) {
+    ts_cu_check_blas(cublasSetStream(g_cu.blas, stream), "cublasSetStream");
+    return g_cu.blas;
+}
+
+/* ------------------------------------------------------------ GEMMs */
+
+/* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLAS
+ * gets B first, with the row-major leading dimensions. */
+void ts_cu_gemm_strided(cudaStream_t s, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t sa, const float *B,
+                        int64_t sb, float beta, float *C, int64_t sc, int64_t count) {
+    if (M == 0 || N == 0 || count == 0) return;
+    const float one = 1.0f;
+    cublasHandle_t h = ts_cu_blas(s);
+    int lda = (int)(ta ? M : K), ldb = (int)(tb ? K : N), ldc = (int)N;
+    cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasStatus_t st;
+    if (count == 1)
+        st = cublasSgemm(h, opb, opa, (int)N, (int)M, (int)K, &one, B, ldb, A, lda, &beta, C, ldc);
+    else
+        st = cublasSgemmStridedBatched(h, opb, opa, (int)N, (int)M, (int)K, &one, B, ldb, sb, A, lda, sa, &beta, C, ldc, sc, (int)count);
+    ts_cu_check_blas(st, "GEMM");
+}
+
+void ts_cu_gemm(cudaStream_t s, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, const float *B, float beta,
+                float *C) {
+    ts_cu_gemm_strided(s, ta, tb, M, N, K, A, 0, B, 0, beta, C, 0, 1);
+}
+
+/* ------------------------------------------------------------ memory */
+
+static ts_status cu_alloc(size_t bytes, void **out) {
+    *out = nullptr;
+    cudaError_t e = cudaMalloc(out, bytes ? bytes : 1);
+    if (e != cudaSuccess) {
+        *out = nullptr;
+        (void)cudaGetLastError(); /* an allocation failure is not sticky */
+        size_t free_b = 0, total_b = 0;
+        cudaMemGetInfo(&free_b, &total_b);
+        return ts_error(TS_ERR_OUT_OF_MEMORY, "cuda:%d: no room for %zu bytes (%zu MiB of %zu MiB free): %s", g_cu.ordinal, bytes,
+                        free_b >> 20, total_b >> 20, cudaGetErrorString(e));
+    }
+    e = cudaMemsetAsync(*out, 0, bytes ? bytes : 1, g_cu.stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(g_cu.stream);
+    if (e != cudaSuccess) {
+        cudaFree(*out);
+        *out = nullptr;
+        return ts_error(TS_ERR_INTERNAL, "cuda:%d: clearing new memory: %s", g_cu.ordinal, cudaGetErrorString(e));
+    }
+    return TS_OK;
+}
+
+static void cu_free(void *p) {
+    if (p) ts_cu_check(cudaFree(p), "cudaFree");
+}
+
+/* ----------------------------------------------------------- copies */
+
+static void cu_copy_to_device(void *stream, void *dst, const void *src, size_t bytes) {
+    if (bytes) ts_cu_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cu_stream(stream)), "copy to the device");
+}
+
+static void cu_copy_to_host(void *stream, void *dst, const void *src, size_t bytes) {
+    if (bytes) ts_cu_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, cu_stream(stream)), "copy to the host");
+}
+
+static void cu_copy_on_device(void *stream, void *dst, const void *src, size_t bytes) {
+    if (bytes && dst != src) ts_cu_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cu_stream(stream)), "copy on the device");
+}
+
+static ts_status cu_synchronize(void *stream) {
+    ts_cu_check(cudaStreamSynchronize(cu_stream(stream)), "synchronize");
+    if (!g_cu.error[0]) return TS_OK;
+    ts_status st = ts_error(TS_ERR_INTERNAL, "%s", g_cu.error);
+    g_cu.error[0] = 0;
+    return st;
+}
+
+static ts_status cu_stream_create(void **out) {
+    *out = g_cu.stream; /* one stream per process for now */
+    return TS_OK;
+}
+
+static void cu_stream_destroy(void *stream) { (void)stream; }
+
+/* ----------------------------------------------- fill and accumulate */
+
+/* dst[n] = value */
+__global__ static void fill_kernel(float *dst, float value, int64_t n) {
+    TS_CU_FOR(i, n) dst[i] = value;
+}
+
+/* dst[n] += src[n] */
+__global__ static void accumulate_kernel(float *dst, const float *src, int64_t n) {
+    TS_CU_FOR(i, n) dst[i] += src[i];
+}
+
+/* dst[n] = s x[n] */
+__global__ static void scale_kernel(float *dst, const float *x, float s, int64_t n) {
+    TS_CU_FOR(i, n) dst[i] = s * x[i];
+}
+
+static void cu_fill(void *stream, float *dst, float value, int64_t n) {
+    if (n <= 0) return;
+    fill_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, cu_stream(stream)>>>(dst, value, n);
+    ts_cu_check(cudaGetLastError(), "fill");
+}
+
+static void cu_zero(void *stream, float *dst, int64_t n) {
+    if (n > 0) ts_cu_check(cudaMemsetAsync(dst, 0, (size_t)n * sizeof(float), cu_stream(stream)), "zero");
+}
+
+static void cu_accumulate(void *stream, float *dst, const float *src, int64_t n) {
+    if (n <= 0) return;
+    accumulate_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, cu_stream(stream)>>>(dst, src, n);
+    ts_cu_check(cudaGetLastError(), "accumulate");
+}
+
+static void cu_scale(void *stream, float *dst, const float *x, float s, int64_t n) {
+    if (n <= 0) return;
+    scale_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, cu_stream(stream)>>>(dst, x, s, n);
+    ts_cu_check(cudaGetLastError(), "scale");
+}
+
+/* -------------------------------------------------------- optimizers */
+
+/* The twin of graph/optim.c's opt_step: one element. */
+enum { STEP_SGD, STEP_MOMENTUM, STEP_ADAM };
+
+typedef struct step_k {
+    float lr, mom, damp, wd, b1, b2, step_size, bc2_sqrt, eps, decay;
+    bool first, nesterov, adamw;
+} step_k;
+
+/* param[begin, end) and the optimizer state, the same range */
+template <int KIND>
+__global__ static void opt_kernel(step_k k, float *p, const float *gr, float *sa, float *sb, int64_t n) {
+    TS_CU_FOR(i, n) {
+        float g = gr[i], w = p[i];
+        if (KIND != STEP_ADAM) {
+            g += k.wd * w;
+            if (KIND == STEP_SGD) {
+                p[i] = w - k.lr * g;
+            } else {
+                float a = k.first ? g : k.mom * sa[i] + k.damp * g;
+                sa[i] = a;
+                p[i] = w - k.lr * (k.nesterov ? g + k.mom * a : a);
+            }
+        } else {
+            if (k.adamw) w *= k.decay;
+            else g += k.wd * w;
+            float a = k.b1 * sa[i] + (1.0f - k.b1) * g;
+            float b = k.b2 * sb[i] + (1.0f - k.b2) * g * g;
+            sa[i] = a;
+            sb[i] = b;
+            p[i] = w - k.step_size * a / (sqrtf(b) / k.bc2_sqrt + k.eps);
+        }
+    }
+}
+
+static void cu_opt_update(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, const float *grad,
+                          int64_t begin, int64_t end) {
+    int64_t n = end - begin;
+    if (n <= 0) return;
+    int kind = o->kind != TS_OPT_SGD ? STEP_ADAM : o->momentum != 0.0f ? STEP_MOMENTUM : STEP_SGD;
+    step_k k = {o->lr, o->momentum, 1.0f - o->dampening, o->weight_decay, o->beta1, o->beta2, c->step_size, c->bc2_sqrt, o->eps,
+                1.0f - o->lr * o->weight_decay, c->first, o->nesterov != 0, o->kind == TS_OPT_ADAMW};
+    float *p = param + begin;
+    const float *g = grad + begin;
+    unsigned blocks = ts_cu_blocks(n);
+    if (kind == STEP_SGD) opt_kernel<STEP_SGD><<<blocks, TS_CU_THREADS, 0, g_cu.stream>>>(k, p, g, nullptr, nullptr, n);
+    else if (kind == STEP_MOMENTUM) opt_kernel<STEP_MOMENTUM><<<blocks, TS_CU_THREADS, 0, g_cu.stream>>>(k, p, g, s->accl + begin, nullptr, n);
+    else opt_kernel<STEP_ADAM><<<blocks, TS_CU_THREADS, 0, g_cu.stream>>>(k, p, g, s->accl1 + begin, s->accl2 + begin, n);
+    ts_cu_check(cudaGetLastError(), "Optimizer");
+}
+
+/* Pinned host memory for n floats (grown only when a bigger tensor comes). */
+static float *staging(int64_t n) {
+    if ((size_t)n <= g_cu.staging_floats) return g_cu.staging;
+    if (g_cu.staging) cudaFreeHost(g_cu.staging);
+    g_cu.staging = nullptr;
+    g_cu.staging_floats = 0;
+    if (cudaMallocHost((void **)&g_cu.staging, (size_t)n * sizeof(float)) != cudaSuccess) {
+        (void)cudaGetLastError();
+        g_cu.staging = nullptr;
+        return nullptr;
+    }
+    g_cu.staging_floats = (size_t)n;
+    return g_cu.staging;
+}
+
+/* The summaries through the host: a first slice (DESIGN.md section 17 wants
+ * them reduced on the device; docs/backend.md says what is left). */
+static void summarise_on_host(ts_stats_stream *s, ts_stats_partial *p, const float *x, int64_t n) {
+    float *h = staging(n);
+    if (!h) {
+        ts_cu_check(cudaErrorMemoryAllocation, "summary staging");
+        return;
+    }
+    ts_cu_check(cudaMemcpyAsync(h, x, (size_t)n * sizeof(float), cudaMemcpyDeviceToHost, g_cu.stream), "summary copy");
+    ts_cu_check(cudaStreamSynchronize(g_cu.stream), "summary copy");
+    ts_stats_stream_add(s, p, h, n);
+}
+
+static void cu_opt_update_summarised(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, float *grad,
+                                     int64_t begin, int64_t end, bool clear, ts_stats_stream *gs, ts_stats_partial *gp,
+                                     ts_stats_stream *ps, ts_stats_partial *pp) {
+    if (gp) summarise_on_host(gs, gp, grad + begin, end - begin);
+    cu_opt_update(o, c, s, param, grad, begin, end);
+    if (pp) summarise_on_host(ps, pp, param + begin, end - begin);
+    if (clear) cu_zero(g_cu.stream, grad + begin, end - begin);
+}
+
+/* -------------------------------------------------------- reductions */
+
+static void cu_stats_add(void *stream, ts_stats_partial *p, const float *x, int64_t n) {
+    (void)stream;
+    float *h = staging(n);
+    if (!h) {
+        ts_cu_check(cudaErrorMemoryAllocation, "summary staging");
+        return;
+    }
+    ts_cu_check(cudaMemcpyAsync(h, x, (size_t)n * sizeof(float), cudaMemcpyDeviceToHost, g_cu.stream), "summary copy");
+    ts_cu_check(cudaStreamSynchronize(g_cu.stream), "summary copy");
+    ts_stats_partial_add(p, h, n);
+}
+
+/* *flag = 1 when x[n] holds a NaN or an Inf (exponent all ones) */
+__global__ static void nonfinite_kernel(const float *x, int64_t n, float *flag) {
+    bool bad = false;
+    TS_CU_FOR(i, n) bad |= (__float_as_uint(x[i]) & 0x7f800000u) == 0x7f800000u;
+    if (__syncthreads_or(bad) && threadIdx.x == 0) *flag = 1.0f;
+}
+
+static bool cu_has_nonfinite(void *stream, const float *x, int64_t n) {
+    if (n <= 0) return false;
+    float h = 0;
+    cudaStream_t s = cu_stream(stream);
+    ts_cu_check(cudaMemsetAsync(g_cu.flag, 0, sizeof(float), s), "NaN/Inf scan");
+    nonfinite_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, s>>>(x, n, g_cu.flag);
+    ts_cu_check(cudaGetLastError(), "NaN/Inf scan");
+    ts_cu_check(cudaMemcpyAsync(&h, g_cu.flag, sizeof h, cudaMemcpyDeviceToHost, s), "NaN/Inf scan");
+    ts_cu_check(cudaStreamSynchronize(s), "NaN/Inf scan");
+    return h != 0.0f;
+}
+
+/* ------------------------------------------------------------ timing */
+
+static void cu_event_record(void *stream, ts_event *e) {
+    if (!e->handle) {
+        cudaEvent_t ev;
+        if (cudaEventCreate(&ev) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return;
+        }
+        e->handle = (void *)ev;
+    }
+    ts_cu_check(cudaEventRecord((cudaEvent_t)e->handle, cu_stream(stream)), "event");
+}
+
+static uint64_t cu_event_elapsed_ns(const ts_event *a, const ts_event *b) {
+    float ms = 0;
+    if (!a->handle || !b->handle || cudaEventElapsedTime(&ms, (cudaEvent_t)a->handle, (cudaEvent_t)b->handle) != cudaSuccess) return 0;
+    return (uint64_t)((double)ms * 1e6);
+}
+
+/* ------------------------------------------------------ kernel table */
+
+static ts_kernel_row kernels[TS_OP_COUNT];
+
+static void fill_kernel_table(void) {
+    kernels[TS_OP_MATMUL] = {ts_cu_fwd_matmul, ts_cu_bwd_matmul, nullptr};
+    kernels[TS_OP_MATMUL_T] = {ts_cu_fwd_matmul, ts_cu_bwd_matmul, nullptr};
+    kernels[TS_OP_ADD] = {ts_cu_fwd_broadcast_binary, ts_cu_bwd_broadcast_binary, nullptr};
+    kernels[TS_OP_SUB] = {ts_cu_fwd_broadcast_binary, ts_cu_bwd_broadcast_binary, nullptr};
+    kernels[TS_OP_MUL] = {ts_cu_fwd_broadcast_binary, ts_cu_bwd_broadcast_binary, nullptr};
+    kernels[TS_OP_SCALE] = {ts_cu_fwd_scale, ts_cu_bwd_scale, nullptr};
+    kernels[TS_OP_RELU] = {ts_cu_fwd_relu, ts_cu_bwd_relu, nullptr};
+    kernels[TS_OP_LOG] = {ts_cu_fwd_log, ts_cu_bwd_log, nullptr};
+    kernels[TS_OP_RESHAPE] = {ts_cu_fwd_copy, ts_cu_bwd_copy, nullptr};
+    kernels[TS_OP_FLATTEN] = {ts_cu_fwd_copy, ts_cu_bwd_copy, nullptr};
+    kernels[TS_OP_LOG_SOFTMAX] = {ts_cu_fwd_softmax_any, ts_cu_bwd_softmax_any, nullptr};
+    kernels[TS_OP_SOFTMAX] = {ts_cu_fwd_softmax_any, ts_cu_bwd_softmax_any, nullptr};
+    kernels[TS_OP_NLL_LOSS] = {ts_cu_fwd_nll, ts_cu_bwd_nll, nullptr};
+    kernels[TS_OP_CROSS_ENTROPY] = {ts_cu_fwd_cross_entropy, ts_cu_bwd_cross_entropy, nullptr};
+    kernels[TS_OP_SUM] = {ts_cu_fwd_sum, ts_cu_bwd_sum, nullptr};
+    kernels[TS_OP_MEAN] = {ts_cu_fwd_sum, ts_cu_bwd_sum, nullptr};
+    kernels[TS_OP_PRINT] = {ts_cu_fwd_copy, ts_cu_bwd_copy, nullptr};
+    kernels[TS_OP_DIV] = {ts_cu_fwd_broadcast_binary, ts_cu_bwd_broadcast_binary, nullptr};
+    kernels[TS_OP_EXP] = {ts_cu_fwd_unary_math, ts_cu_bwd_unary_math, nullptr};
+    kernels[TS_OP_SQRT] = {ts_cu_fwd_unary_math, ts_cu_bwd_unary_math, nullptr};
+    kernels[TS_OP_POW] = {ts_cu_fwd_unary_math, ts_cu_bwd_unary_math, nullptr};
+    kernels[TS_OP_ERF] = {ts_cu_fwd_unary_math, ts_cu_bwd_unary_math, nullptr};
+    kernels[TS_OP_GELU] = {ts_cu_fwd_unary_math, ts_cu_bwd_unary_math, nullptr};
+    kernels[TS_OP_EMBEDDING] = {ts_cu_fwd_embedding, ts_cu_bwd_embedding, nullptr};
+    kernels[TS_OP_LAYER_NORM] = {ts_cu_fwd_layer_norm, ts_cu_bwd_layer_norm, nullptr};
+    kernels[TS_OP_BATCH_MATMUL] = {ts_cu_fwd_bmm, ts_cu_bwd_bmm, nullptr};
+    kernels[TS_OP_PERMUTE] = {ts_cu_fwd_permute, ts_cu_bwd_permute, nullptr};
+    kernels[TS_OP_SLICE] = {ts_cu_fwd_slice, ts_cu_bwd_slice, nullptr};
+    kernels[TS_OP_CONCAT] = {ts_cu_fwd_concat, ts_cu_bwd_concat, nullptr};
+    kernels[TS_OP_WHERE] = {ts_cu_fwd_where, ts_cu_bwd_where, nullptr};
+    kernels[TS_OP_MASKED_FILL] = {ts_cu_fwd_masked_fill, ts_cu_bwd_masked_fill, nullptr};
+    kernels[TS_OP_REDUCE_SUM_AXES] = {ts_cu_fwd_reduce_axes, ts_cu_bwd_reduce_axes, nullptr};
+    kernels[TS_OP_REDUCE_MEAN_AXES] = {ts_cu_fwd_reduce_axes, ts_cu_bwd_reduce_axes, nullptr};
+    kernels[TS_OP_REDUCE_MAX_AXES] = {ts_cu_fwd_reduce_axes, ts_cu_bwd_reduce_axes, nullptr};
+    kernels[TS_OP_CONV2D] = {ts_cu_fwd_conv2d, ts_cu_bwd_conv2d, ts_cu_workspace_conv2d};
+    kernels[TS_OP_MAX_POOL2D] = {ts_cu_fwd_max_pool2d, ts_cu_bwd_max_pool2d, nullptr};
+    kernels[TS_OP_AVG_POOL2D] = {ts_cu_fwd_avg_pool2d, ts_cu_bwd_avg_pool2d, nullptr};
+    kernels[TS_OP_GLOBAL_AVG_POOL] = {ts_cu_fwd_global_pool, ts_cu_bwd_global_pool, nullptr};
+    kernels[TS_OP_BATCH_NORM] = {ts_cu_fwd_batch_norm, ts_cu_bwd_batch_norm, nullptr};
+    kernels[TS_OP_DROPOUT_MASK] = {ts_cu_fwd_dropout_mask, nullptr, nullptr};
+    kernels[TS_OP_TANH] = {ts_cu_fwd_tanh, ts_cu_bwd_tanh, nullptr};
+    kernels[TS_OP_SIGMOID] = {ts_cu_fwd_sigmoid, ts_cu_bwd_sigmoid, nullptr};
+    /* the leaves (Input, Param, Const, Buffer) are bound, not computed */
+}
+
+static ts_backend cuda_backend;
+
+static ts_status init_locked(int ordinal) {
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return ts_error(TS_ERR_UNSUPPORTED, "cuda:%d: no usable GPU here (%s): run with --device cpu", ordinal, cudaGetErrorString(e));
+    }
+    if (ordinal >= count)
+        return ts_error(TS_ERR_UNSUPPORTED, "cuda:%d: this machine has %d GPU%s (cuda:0..cuda:%d)", ordinal, count, count == 1 ? "" : "s",
+                        count - 1);
+    if ((e = cudaSetDevice(ordinal)) != cudaSuccess || (e = cudaStreamCreateWithFlags(&g_cu.stream, cudaStreamNonBlocking)) != cudaSuccess ||
+        (e = cudaMalloc((void **)&g_cu.flag, sizeof(float))) != cudaSuccess)
+        return ts_error(TS_ERR_UNSUPPORTED, "cuda:%d: cannot start the GPU: %s", ordinal, cudaGetErrorString(e));
+    cublasStatus_t b = cublasCreate(&g_cu.blas);
+    if (b != CUBLAS_STATUS_SUCCESS) return ts_error(TS_ERR_UNSUPPORTED, "cuda:%d: cannot start cuBLAS: %s", ordinal, cublasGetStatusString(b));
+    cublasSetMathMode(g_cu.blas, CUBLAS_PEDANTIC_MATH); /* fp32 products in fp32, as PyTorch without TF32 */
+    cublasSetStream(g_cu.blas, g_cu.stream);
+    fill_kernel_table();
+    ts_backend *be = &cuda_backend;
+    be->name = "cuda";
+    be->ordinal = ordinal;
+    be->host_addressable = false;
+    be->stream_create = cu_stream_create;
+    be->stream_destroy = cu_stream_destroy;
+    be->alloc = cu_alloc;
+    be->free = cu_free;
+    be->copy_to_device = cu_copy_to_device;
+    be->copy_to_host = cu_copy_to_host;
+    be->copy_on_device = cu_copy_on_device;
+    be->synchronize = cu_synchronize;
+    be->fill = cu_fill;
+    be->zero = cu_zero;
+    be->accumulate = cu_accumulate;
+    be->scale = cu_scale;
+    be->kernels = kernels;
+    be->opt_update = cu_opt_update;
+    be->opt_update_summarised = cu_opt_update_summarised;
+    be->stats_add = cu_stats_add;
+    be->has_nonfinite = cu_has_nonfinite;
+    be->event_record = cu_event_record;
+    be->event_elapsed_ns = cu_event_elapsed_ns;
+    g_cu.ordinal = ordinal;
+    g_cu.ready = true;
+    return TS_OK;
+}
+
+extern "C" ts_status ts_backend_cuda(int ordinal, const ts_backend **out) {
+    *out = nullptr;
+    pthread_mutex_lock(&g_cu.lock);
+    ts_status st = TS_OK;
+    if (!g_cu.ready) st = init_locked(ordinal);
+    else if (ordinal != g_cu.ordinal)
+        st = ts_error(TS_ERR_UNSUPPORTED, "cuda:%d: this process already runs on cuda:%d, and one process uses one GPU for now", ordinal,
+                      g_cu.ordinal);
+    pthread_mutex_unlock(&g_cu.lock);
+    if (!st) *out = &cuda_backend;
+    return st;
+}

@@ -1,0 +1,41 @@
+/* optim.h -- one optimizer step of one parameter, as every backend
+ * computes it: the state a parameter keeps, the constants of a step and the
+ * CPU's update (graph/optim.c); a device's twin is its backend's
+ * opt_update. Plain C, readable by a device compiler. */
+#ifndef TS_OPTIM_H
+#define TS_OPTIM_H
+
+#include "tensorscope.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct ts_stats_stream;
+struct ts_stats_partial;
+
+typedef struct ts_opt_state { /* per parameter, survives recompiles */
+    int node;
+    float *accl, *accl1, *accl2; /* momentum / moments */
+    float step;
+} ts_opt_state;
+
+/* One step of one parameter: ts_opt_begin once, then ts_opt_update over
+ * [0, n) in one call or in pieces (the executor interleaves summaries and
+ * splits big parameters over its pool). */
+typedef struct ts_opt_consts {
+    bool first;                 /* the first step (SGD momentum starts from g) */
+    float step_size, bc2_sqrt;  /* Adam's bias corrections */
+} ts_opt_consts;
+ts_opt_consts ts_opt_begin(const ts_optimizer *o, ts_opt_state *s);
+void ts_opt_update(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, const float *grad, int64_t begin,
+                   int64_t end);
+/* ts_opt_update over [begin, end) that also summarises, from registers, the
+ * gradient before the update (into gs, then gp at the flush) and the
+ * parameter after it (ps, pp), and zeroes the gradient when `clear`. The
+ * parameter comes out bit-identical to ts_opt_update's. gp or pp NULL: that
+ * summary is not wanted. */
+void ts_opt_update_summarised(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, float *grad, int64_t begin,
+                              int64_t end, bool clear, struct ts_stats_stream *gs, struct ts_stats_partial *gp,
+                              struct ts_stats_stream *ps, struct ts_stats_partial *pp);
+
+#endif
