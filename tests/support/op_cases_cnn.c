@@ -1,4 +1,141 @@
-/* op_cases_cnn.c -- the op cases of the cnn family (op_check.h). */
+/* op_cases_cnn.c -- the op cases of the cnn family (op_check.h): Conv2d,
+ * MaxPool2d, AvgPool2d, GlobalAvgPool and BatchNorm, each on leaf inputs
+ * with the geometries their kernels treat apart (padding on each side,
+ * stride, dilation, groups, 1x1 direct, several sample chunks, overlapping
+ * windows, frozen batch norm). */
+#include "check.h"
 #include "op_check.h"
 
-void ts_op_cases_cnn(ts_op_checker *c) { (void)c; }
+#include <stdio.h>
+
+/* x [N,C,H,W] (*) w [OC,C/groups,KH,KW] (+ b [OC]) */
+static void conv_case(ts_op_checker *c, const char *label, int64_t N, int64_t C, int64_t H, int64_t W, int64_t OC, int64_t KH,
+                      int64_t KW, const ts_conv2d_params *p, bool bias) {
+    ts_graph *g = ts_graph_new(1);
+    int64_t groups = p && p->groups ? p->groups : 1;
+    ts_tensor *x = ts_input(g, "x", TS_F32, 4, (int64_t[]){N, C, H, W});
+    ts_tensor *w = ts_param(g, "w", 4, (int64_t[]){OC, C / groups, KH, KW});
+    ts_tensor *b = bias ? ts_param(g, "b", 1, (int64_t[]){OC}) : NULL;
+    ts_tensor *y = ts_conv2d(g, x, w, b, p);
+    CHECK(y != NULL, "Conv2d %s builds", label);
+    if (y) ts_op_check(c, label, y, NULL);
+    ts_graph_free(g);
+}
+
+static void pool_case(ts_op_checker *c, bool max, const char *label, int64_t N, int64_t C, int64_t H, int64_t W,
+                      const ts_pool2d_params *p) {
+    ts_graph *g = ts_graph_new(1);
+    ts_tensor *x = ts_input(g, "x", TS_F32, 4, (int64_t[]){N, C, H, W});
+    ts_tensor *y = max ? ts_max_pool2d(g, x, p) : ts_avg_pool2d(g, x, p);
+    CHECK(y != NULL, "%s %s builds", max ? "MaxPool2d" : "AvgPool2d", label);
+    if (y) ts_op_check(c, label, y, NULL);
+    ts_graph_free(g);
+}
+
+static void global_case(ts_op_checker *c, const char *label, int64_t N, int64_t C, int64_t H, int64_t W) {
+    ts_graph *g = ts_graph_new(1);
+    ts_tensor *x = ts_input(g, "x", TS_F32, 4, (int64_t[]){N, C, H, W});
+    ts_tensor *y = ts_global_avg_pool2d(g, x);
+    CHECK(y != NULL, "GlobalAvgPool %s builds", label);
+    if (y) ts_op_check(c, label, y, NULL);
+    ts_graph_free(g);
+}
+
+/* x [N,C] (ndim 2) or [N,C,H,W]; the harness runs a training model with
+ * update_state: batch statistics and the running buffers updated (compared
+ * after the forward), or with frozen the running ones (positive inputs: the
+ * running variance must be) */
+static void bn_case(ts_op_checker *c, const char *label, int ndim, const int64_t *xs, float eps, float momentum, int frozen) {
+    ts_graph *g = ts_graph_new(1);
+    int64_t C = xs[1];
+    ts_tensor *x = ts_input(g, "x", TS_F32, ndim, xs);
+    ts_tensor *w = ts_param(g, "w", 1, &C), *b = ts_param(g, "b", 1, &C);
+    ts_tensor *rm = ts_buffer(g, "rm", 1, &C), *rv = ts_buffer(g, "rv", 1, &C);
+    ts_tensor *y = ts_batch_norm(g, x, w, b, rm, rv, eps, momentum, frozen);
+    CHECK(y != NULL, "BatchNorm %s builds", label);
+    ts_op_case_opts o = {.positive = frozen != 0};
+    if (y) ts_op_check(c, label, y, &o);
+    ts_graph_free(g);
+}
+
+void ts_op_cases_cnn(ts_op_checker *c) {
+    /* ---- Conv2d */
+    conv_case(c, "3x3 pad 1 bias [2,3,7,9]", 2, 3, 7, 9, 4, 3, 3, &(ts_conv2d_params){.pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1},
+              true);
+    conv_case(c, "3x3 no pad no bias [1,2,5,6]", 1, 2, 5, 6, 3, 3, 3, NULL, false);
+    conv_case(c, "3x3 stride 2 asym pad dilation 2 [2,3,11,10]", 2, 3, 11, 10, 5, 3, 3,
+              &(ts_conv2d_params){.stride_h = 2, .stride_w = 2, .pad_top = 1, .pad_bottom = 0, .pad_left = 2, .pad_right = 1,
+                                  .dilation_h = 2, .dilation_w = 2},
+              false);
+    conv_case(c, "2x5 stride 1,3 dilation 3,1 pad 0,2,1,0 bias [3,2,9,13]", 3, 2, 9, 13, 3, 2, 5,
+              &(ts_conv2d_params){.stride_h = 1, .stride_w = 3, .pad_bottom = 2, .pad_left = 1, .dilation_h = 3}, true);
+    conv_case(c, "groups 2 3x3 same bias [2,4,8,7]", 2, 4, 8, 7, 6, 3, 3, &(ts_conv2d_params){.groups = 2, .same = 1}, true);
+    conv_case(c, "depthwise groups 5 3x3 stride 2 pad 1 [3,5,9,9]", 3, 5, 9, 9, 5, 3, 3,
+              &(ts_conv2d_params){.groups = 5, .stride_h = 2, .stride_w = 2, .pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1},
+              false);
+    conv_case(c, "groups 3 x2 channels 1x1 [2,6,5,5]", 2, 6, 5, 5, 6, 1, 1, &(ts_conv2d_params){.groups = 3}, true);
+    conv_case(c, "1x1 direct bias [3,5,6,7]", 3, 5, 6, 7, 7, 1, 1, NULL, true);
+    conv_case(c, "1x1 direct no bias [2,3,1,1]", 2, 3, 1, 1, 2, 1, 1, NULL, false);
+    conv_case(c, "1x1 stride 2 [2,4,7,7]", 2, 4, 7, 7, 3, 1, 1, &(ts_conv2d_params){.stride_h = 2, .stride_w = 2}, false);
+    conv_case(c, "1x1 pad 1 [2,3,4,5]", 2, 3, 4, 5, 2, 1, 1, &(ts_conv2d_params){.pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1},
+              true);
+    conv_case(c, "kernel = input 4x5 [3,2,4,5]", 3, 2, 4, 5, 3, 4, 5, NULL, true);
+    conv_case(c, "3x3 pad 1 bias [2,16,48,48] (73728 elements)", 2, 16, 48, 48, 16, 3, 3,
+              &(ts_conv2d_params){.pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1}, true);
+    /* C*9*OH*OW = 294912 floats a sample: the CUDA workspace takes 28 at a time, so 30 samples are two chunks */
+    conv_case(c, "3x3 pad 1 [30,32,32,32] (several sample chunks)", 30, 32, 32, 32, 4, 3, 3,
+              &(ts_conv2d_params){.pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1}, true);
+
+    /* ---- MaxPool2d (padding at most half the kernel) */
+    pool_case(c, true, "2x2 stride 2 [2,3,8,8]", 2, 3, 8, 8, &(ts_pool2d_params){.kernel_h = 2, .kernel_w = 2});
+    pool_case(c, true, "2x2 stride 2 odd [2,3,9,7]", 2, 3, 9, 7, &(ts_pool2d_params){.kernel_h = 2, .kernel_w = 2});
+    pool_case(c, true, "3x3 stride 2 pad 1 [2,3,11,13]", 2, 3, 11, 13,
+              &(ts_pool2d_params){.kernel_h = 3, .kernel_w = 3, .stride_h = 2, .stride_w = 2, .pad_top = 1, .pad_bottom = 1, .pad_left = 1,
+                                  .pad_right = 1});
+    pool_case(c, true, "3x2 stride 1 pad 1,0,1,1 [1,2,6,5]", 1, 2, 6, 5,
+              &(ts_pool2d_params){.kernel_h = 3, .kernel_w = 2, .stride_h = 1, .stride_w = 1, .pad_top = 1, .pad_left = 1, .pad_right = 1});
+    pool_case(c, true, "4x4 stride 3,1 pad 2 [2,2,10,9]", 2, 2, 10, 9,
+              &(ts_pool2d_params){.kernel_h = 4, .kernel_w = 4, .stride_h = 3, .stride_w = 1, .pad_top = 2, .pad_bottom = 2, .pad_left = 2,
+                                  .pad_right = 2});
+    pool_case(c, true, "3x3 stride 2 [4,8,64,64] (131072 elements)", 4, 8, 64, 64,
+              &(ts_pool2d_params){.kernel_h = 3, .kernel_w = 3, .stride_h = 2, .stride_w = 2});
+
+    /* ---- AvgPool2d: padding counted (exclude_pad 0) or not */
+    for (int ex = 0; ex < 2; ex++) {
+        char l[128];
+        const char *tag = ex ? "exclude pad" : "include pad";
+        snprintf(l, sizeof l, "2x2 stride 2 %s [2,3,9,7]", tag);
+        pool_case(c, false, l, 2, 3, 9, 7, &(ts_pool2d_params){.kernel_h = 2, .kernel_w = 2, .exclude_pad = ex});
+        snprintf(l, sizeof l, "3x3 stride 1 pad 1 %s [2,3,7,8]", tag);
+        pool_case(c, false, l, 2, 3, 7, 8,
+                  &(ts_pool2d_params){.kernel_h = 3, .kernel_w = 3, .stride_h = 1, .stride_w = 1, .pad_top = 1, .pad_bottom = 1,
+                                      .pad_left = 1, .pad_right = 1, .exclude_pad = ex});
+        snprintf(l, sizeof l, "3x2 stride 2,1 pad 1,0,1,1 %s [1,2,8,5]", tag);
+        pool_case(c, false, l, 1, 2, 8, 5,
+                  &(ts_pool2d_params){.kernel_h = 3, .kernel_w = 2, .stride_h = 2, .stride_w = 1, .pad_top = 1, .pad_left = 1, .pad_right = 1,
+                                      .exclude_pad = ex});
+        snprintf(l, sizeof l, "4x4 stride 3 pad 2 %s [2,2,10,9]", tag);
+        pool_case(c, false, l, 2, 2, 10, 9,
+                  &(ts_pool2d_params){.kernel_h = 4, .kernel_w = 4, .stride_h = 3, .stride_w = 3, .pad_top = 2, .pad_bottom = 2,
+                                      .pad_left = 2, .pad_right = 2, .exclude_pad = ex});
+    }
+    pool_case(c, false, "3x3 stride 2 pad 1 [4,8,64,64] (131072 elements)", 4, 8, 64, 64,
+              &(ts_pool2d_params){.kernel_h = 3, .kernel_w = 3, .stride_h = 2, .stride_w = 2, .pad_top = 1, .pad_bottom = 1, .pad_left = 1,
+                                  .pad_right = 1});
+
+    /* ---- GlobalAvgPool */
+    global_case(c, "[2,3,5,7]", 2, 3, 5, 7);
+    global_case(c, "[3,4,1,1]", 3, 4, 1, 1);
+    global_case(c, "[2,5,17,19]", 2, 5, 17, 19);
+    global_case(c, "[2,3,150,150] (135000 elements)", 2, 3, 150, 150);
+
+    /* ---- BatchNorm */
+    bn_case(c, "[8,5] momentum 0.1", 2, (int64_t[]){8, 5}, 1e-5f, 0.1f, 0);
+    bn_case(c, "[4,3,5,7] eps 1e-3 momentum 0.3", 4, (int64_t[]){4, 3, 5, 7}, 1e-3f, 0.3f, 0);
+    bn_case(c, "[1,4] one sample (unbiased = biased)", 2, (int64_t[]){1, 4}, 1e-5f, 0.1f, 0);
+    bn_case(c, "[1,3,1,1] one element a channel", 4, (int64_t[]){1, 3, 1, 1}, 1e-5f, 1.0f, 0);
+    bn_case(c, "[4,3,5,7] frozen (running statistics)", 4, (int64_t[]){4, 3, 5, 7}, 1e-5f, 0.1f, 1);
+    bn_case(c, "[6,7] frozen", 2, (int64_t[]){6, 7}, 1e-2f, 0.5f, 1);
+    bn_case(c, "[8,16,24,24] (73728 elements)", 4, (int64_t[]){8, 16, 24, 24}, 1e-5f, 0.1f, 0);
+    bn_case(c, "[2,3,300,130] (234000 elements)", 4, (int64_t[]){2, 3, 300, 130}, 1e-5f, 0.1f, 0);
+}
