@@ -1,4 +1,194 @@
-/* op_cases_core.c -- the op cases of the core family (op_check.h). */
+/* op_cases_core.c -- the op cases of the core family (op_check.h): matmul
+ * (plain and B transposed), scale, relu, log, reshape, flatten, print, NLL
+ * loss, sum, mean, softmax and log-softmax over each kind of axis, cross
+ * entropy with and without ignore_index, exp, sqrt, pow, erf, gelu (exact
+ * and tanh), tanh, sigmoid. Sizes include odd ones (not multiples of 32 or
+ * 256), rows longer than a block, and tensors over 65536 elements. */
+#include "check.h"
 #include "op_check.h"
 
-void ts_op_cases_core(ts_op_checker *c) { (void)c; }
+#include "graph/graph.h"
+
+#include <stdio.h>
+
+/* A float leaf of the given shape, named x0, x1, ... */
+static ts_tensor *leaf(ts_graph *g, int ndim, const int64_t *d) {
+    static int id;
+    char name[24];
+    snprintf(name, sizeof name, "x%d", id++);
+    return ts_input(g, name, TS_F32, ndim, d);
+}
+
+/* An i32 leaf (labels) */
+static ts_tensor *labels(ts_graph *g, int ndim, const int64_t *d) {
+    static int id;
+    char name[24];
+    snprintf(name, sizeof name, "labels%d", id++);
+    return ts_input(g, name, TS_I32, ndim, d);
+}
+
+#define SHAPE(...) (sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (const int64_t[]){__VA_ARGS__}
+
+static void check(ts_op_checker *c, const char *label, const ts_tensor *t, const ts_op_case_opts *o) {
+    if (!t) {
+        CHECK(0, "core case %s builds: %s", label, ts_last_error());
+        return;
+    }
+    ts_op_check(c, label, t, o);
+}
+
+static void cases_matmul(ts_op_checker *c) {
+    ts_graph *g = ts_graph_new(1);
+    check(c, "[3,5]x[5,7]", ts_matmul(g, leaf(g, SHAPE(3, 5)), leaf(g, SHAPE(5, 7))), NULL);
+    check(c, "[1,1]x[1,1]", ts_matmul(g, leaf(g, SHAPE(1, 1)), leaf(g, SHAPE(1, 1))), NULL);
+    check(c, "[33,17]x[17,65]", ts_matmul(g, leaf(g, SHAPE(33, 17)), leaf(g, SHAPE(17, 65))), NULL);
+    check(c, "[64,300]x[300,129]", ts_matmul(g, leaf(g, SHAPE(64, 300)), leaf(g, SHAPE(300, 129))), NULL);
+    check(c, "[1,9]x[9,1]", ts_matmul(g, leaf(g, SHAPE(1, 9)), leaf(g, SHAPE(9, 1))), NULL);
+    check(c, "T [3,5]x[7,5]^T", ts_matmul_t(g, leaf(g, SHAPE(3, 5)), leaf(g, SHAPE(7, 5))), NULL);
+    check(c, "T [33,17]x[65,17]^T", ts_matmul_t(g, leaf(g, SHAPE(33, 17)), leaf(g, SHAPE(65, 17))), NULL);
+    check(c, "T [2,257]x[1,257]^T", ts_matmul_t(g, leaf(g, SHAPE(2, 257)), leaf(g, SHAPE(1, 257))), NULL);
+    ts_graph_free(g);
+}
+
+static void cases_elementwise(ts_op_checker *c) {
+    ts_graph *g = ts_graph_new(2);
+    ts_op_case_opts pos = {.positive = true};
+    check(c, "scale 2.5 [4,5]", ts_scale(g, leaf(g, SHAPE(4, 5)), 2.5f), NULL);
+    check(c, "scale -0.5 [70001]", ts_scale(g, leaf(g, SHAPE(70001)), -0.5f), NULL);
+    check(c, "scale 0 [3,7,11]", ts_scale(g, leaf(g, SHAPE(3, 7, 11)), 0.0f), NULL);
+    check(c, "relu [4,5]", ts_relu(g, leaf(g, SHAPE(4, 5))), NULL);
+    check(c, "relu [3,7,11]", ts_relu(g, leaf(g, SHAPE(3, 7, 11))), NULL);
+    check(c, "relu [70001]", ts_relu(g, leaf(g, SHAPE(70001))), NULL);
+    check(c, "log [4,5]", ts_log(g, leaf(g, SHAPE(4, 5))), &pos);
+    check(c, "log [300,257]", ts_log(g, leaf(g, SHAPE(300, 257))), &pos);
+    check(c, "tanh [4,5]", ts_tanh(g, leaf(g, SHAPE(4, 5))), NULL);
+    check(c, "tanh [70001]", ts_tanh(g, leaf(g, SHAPE(70001))), NULL);
+    check(c, "tanh positive [3,7,11]", ts_tanh(g, leaf(g, SHAPE(3, 7, 11))), &pos);
+    check(c, "sigmoid [4,5]", ts_sigmoid(g, leaf(g, SHAPE(4, 5))), NULL);
+    check(c, "sigmoid [70001]", ts_sigmoid(g, leaf(g, SHAPE(70001))), NULL);
+    check(c, "sigmoid positive [3,7,11]", ts_sigmoid(g, leaf(g, SHAPE(3, 7, 11))), &pos);
+    ts_graph_free(g);
+}
+
+static void cases_unary_math(ts_op_checker *c) {
+    ts_graph *g = ts_graph_new(3);
+    ts_op_case_opts pos = {.positive = true};
+    check(c, "exp [4,5]", ts_exp(g, leaf(g, SHAPE(4, 5))), NULL);
+    check(c, "exp [70001]", ts_exp(g, leaf(g, SHAPE(70001))), NULL);
+    check(c, "sqrt [4,5]", ts_sqrt(g, leaf(g, SHAPE(4, 5))), &pos);
+    check(c, "sqrt [3,7,11]", ts_sqrt(g, leaf(g, SHAPE(3, 7, 11))), &pos);
+    check(c, "pow 2 [4,5]", ts_pow(g, leaf(g, SHAPE(4, 5)), 2.0f), NULL);
+    check(c, "pow 3 [3,7,11]", ts_pow(g, leaf(g, SHAPE(3, 7, 11)), 3.0f), NULL);
+    check(c, "pow 0.5 [4,5]", ts_pow(g, leaf(g, SHAPE(4, 5)), 0.5f), &pos);
+    check(c, "pow -1.5 [3,7,11]", ts_pow(g, leaf(g, SHAPE(3, 7, 11)), -1.5f), &pos);
+    check(c, "pow 1 [70001]", ts_pow(g, leaf(g, SHAPE(70001)), 1.0f), NULL);
+    check(c, "erf [4,5]", ts_erf(g, leaf(g, SHAPE(4, 5))), NULL);
+    check(c, "erf [70001]", ts_erf(g, leaf(g, SHAPE(70001))), NULL);
+    check(c, "gelu [4,5]", ts_gelu(g, leaf(g, SHAPE(4, 5)), 0), NULL);
+    check(c, "gelu [70001]", ts_gelu(g, leaf(g, SHAPE(70001)), 0), NULL);
+    check(c, "gelu positive [3,7,11]", ts_gelu(g, leaf(g, SHAPE(3, 7, 11)), 0), &pos);
+    check(c, "gelu tanh [4,5]", ts_gelu(g, leaf(g, SHAPE(4, 5)), 1), NULL);
+    check(c, "gelu tanh [70001]", ts_gelu(g, leaf(g, SHAPE(70001)), 1), NULL);
+    check(c, "gelu tanh positive [3,7,11]", ts_gelu(g, leaf(g, SHAPE(3, 7, 11)), 1), &pos);
+    ts_graph_free(g);
+}
+
+static void cases_copy(ts_op_checker *c) {
+    ts_graph *g = ts_graph_new(4);
+    check(c, "reshape [4,6]->[2,12]", ts_reshape(g, leaf(g, SHAPE(4, 6)), SHAPE(2, 12)), NULL);
+    check(c, "reshape [3,5,7]->[-1,7]", ts_reshape(g, leaf(g, SHAPE(3, 5, 7)), SHAPE(-1, 7)), NULL);
+    check(c, "reshape [70001]->[1,70001]", ts_reshape(g, leaf(g, SHAPE(70001)), SHAPE(1, 70001)), NULL);
+    check(c, "flatten [2,3,4,5] from 1", ts_flatten(g, leaf(g, SHAPE(2, 3, 4, 5)), 1), NULL);
+    check(c, "flatten [2,3,4,5] from 2", ts_flatten(g, leaf(g, SHAPE(2, 3, 4, 5)), 2), NULL);
+    check(c, "flatten [2,3,4,5] from -1", ts_flatten(g, leaf(g, SHAPE(2, 3, 4, 5)), -1), NULL);
+    check(c, "flatten [7,9] from 0", ts_flatten(g, leaf(g, SHAPE(7, 9)), 0), NULL);
+    check(c, "print [5,3]", ts_print(g, leaf(g, SHAPE(5, 3)), "op case"), NULL);
+    ts_graph_free(g);
+}
+
+static void cases_reduce(ts_op_checker *c) {
+    ts_graph *g = ts_graph_new(5);
+    check(c, "sum [4,5]", ts_sum(g, leaf(g, SHAPE(4, 5))), NULL);
+    check(c, "sum [1]", ts_sum(g, leaf(g, SHAPE(1))), NULL);
+    check(c, "sum [3,7,11]", ts_sum(g, leaf(g, SHAPE(3, 7, 11))), NULL);
+    check(c, "sum [70001]", ts_sum(g, leaf(g, SHAPE(70001))), NULL);
+    check(c, "mean [4,5]", ts_mean(g, leaf(g, SHAPE(4, 5))), NULL);
+    check(c, "mean [1]", ts_mean(g, leaf(g, SHAPE(1))), NULL);
+    check(c, "mean [3,7,11]", ts_mean(g, leaf(g, SHAPE(3, 7, 11))), NULL);
+    check(c, "mean [70001]", ts_mean(g, leaf(g, SHAPE(70001))), NULL);
+    ts_graph_free(g);
+}
+
+/* the rows path (softmax over the last axis) and the columns path (an
+ * inner axis), each for softmax and log-softmax */
+static void cases_softmax(ts_op_checker *c) {
+    ts_graph *g = ts_graph_new(6);
+    for (int log = 0; log < 2; log++) {
+        ts_tensor *(*f)(ts_graph *, ts_tensor *, int) = log ? ts_log_softmax : ts_softmax;
+        char l[96];
+        const char *n = log ? "log_softmax" : "softmax";
+        snprintf(l, sizeof l, "%s [4,10] dim 1", n);
+        check(c, l, f(g, leaf(g, SHAPE(4, 10)), 1), NULL);
+        snprintf(l, sizeof l, "%s [4,10] dim -1", n);
+        check(c, l, f(g, leaf(g, SHAPE(4, 10)), -1), NULL);
+        snprintf(l, sizeof l, "%s [4,10] dim 0", n);
+        check(c, l, f(g, leaf(g, SHAPE(4, 10)), 0), NULL);
+        snprintf(l, sizeof l, "%s [2,3,5,7] dim 1", n);
+        check(c, l, f(g, leaf(g, SHAPE(2, 3, 5, 7)), 1), NULL);
+        snprintf(l, sizeof l, "%s [2,3,5,7] dim -2", n);
+        check(c, l, f(g, leaf(g, SHAPE(2, 3, 5, 7)), -2), NULL);
+        snprintf(l, sizeof l, "%s [2,3,5,7] dim 3", n);
+        check(c, l, f(g, leaf(g, SHAPE(2, 3, 5, 7)), 3), NULL);
+        snprintf(l, sizeof l, "%s [5] dim 0", n);
+        check(c, l, f(g, leaf(g, SHAPE(5)), 0), NULL);
+        snprintf(l, sizeof l, "%s [3,300] dim 1", n);
+        check(c, l, f(g, leaf(g, SHAPE(3, 300)), 1), NULL);
+        snprintf(l, sizeof l, "%s [2,9001] dim 1", n);
+        check(c, l, f(g, leaf(g, SHAPE(2, 9001)), 1), NULL);
+        snprintf(l, sizeof l, "%s [70001] dim 0", n);
+        check(c, l, f(g, leaf(g, SHAPE(70001)), 0), NULL);
+        snprintf(l, sizeof l, "%s [1000,70] dim 1", n);
+        check(c, l, f(g, leaf(g, SHAPE(1000, 70)), 1), NULL);
+        snprintf(l, sizeof l, "%s [70,1000] dim 0", n);
+        check(c, l, f(g, leaf(g, SHAPE(70, 1000)), 0), NULL);
+    }
+    ts_graph_free(g);
+}
+
+static void cases_losses(ts_op_checker *c) {
+    ts_graph *g = ts_graph_new(7);
+    check(c, "nll [4,10]", ts_nll_loss(g, leaf(g, SHAPE(4, 10)), labels(g, SHAPE(4))), &(ts_op_case_opts){.int_hi = 10});
+    check(c, "nll [300,3]", ts_nll_loss(g, leaf(g, SHAPE(300, 3)), labels(g, SHAPE(300))), &(ts_op_case_opts){.int_hi = 3});
+    check(c, "nll [1,1]", ts_nll_loss(g, leaf(g, SHAPE(1, 1)), labels(g, SHAPE(1))), &(ts_op_case_opts){.int_hi = 1});
+    check(c, "nll [2000,37]", ts_nll_loss(g, leaf(g, SHAPE(2000, 37)), labels(g, SHAPE(2000))), &(ts_op_case_opts){.int_hi = 37});
+
+    check(c, "cross_entropy [4,10]", ts_cross_entropy(g, leaf(g, SHAPE(4, 10)), labels(g, SHAPE(4))), &(ts_op_case_opts){.int_hi = 10});
+    check(c, "cross_entropy [2,3,7]", ts_cross_entropy(g, leaf(g, SHAPE(2, 3, 7)), labels(g, SHAPE(2, 3))), &(ts_op_case_opts){.int_hi = 7});
+    check(c, "cross_entropy [1,1]", ts_cross_entropy(g, leaf(g, SHAPE(1, 1)), labels(g, SHAPE(1))), &(ts_op_case_opts){.int_hi = 1});
+    check(c, "cross_entropy [3,9001]", ts_cross_entropy(g, leaf(g, SHAPE(3, 9001)), labels(g, SHAPE(3))),
+          &(ts_op_case_opts){.int_hi = 9001});
+    check(c, "cross_entropy [1500,300]", ts_cross_entropy(g, leaf(g, SHAPE(1500, 300)), labels(g, SHAPE(1500))),
+          &(ts_op_case_opts){.int_hi = 300});
+    /* ignore_index: some rows ignored, none (an index no label takes), all */
+    check(c, "cross_entropy ignore 0 [40,5]", ts_cross_entropy_ignore(g, leaf(g, SHAPE(40, 5)), labels(g, SHAPE(40)), 0),
+          &(ts_op_case_opts){.int_hi = 3});
+    check(c, "cross_entropy ignore 2 [2,33,5]", ts_cross_entropy_ignore(g, leaf(g, SHAPE(2, 33, 5)), labels(g, SHAPE(2, 33)), 2),
+          &(ts_op_case_opts){.int_hi = 5});
+    check(c, "cross_entropy ignore -100 [6,11]", ts_cross_entropy_ignore(g, leaf(g, SHAPE(6, 11)), labels(g, SHAPE(6)), -100),
+          &(ts_op_case_opts){.int_hi = 11});
+    check(c, "cross_entropy ignore 0, all ignored [8,4]", ts_cross_entropy_ignore(g, leaf(g, SHAPE(8, 4)), labels(g, SHAPE(8)), 0),
+          &(ts_op_case_opts){.int_hi = 1});
+    check(c, "cross_entropy ignore 1 [3000,7]", ts_cross_entropy_ignore(g, leaf(g, SHAPE(3000, 7)), labels(g, SHAPE(3000)), 1),
+          &(ts_op_case_opts){.int_hi = 7});
+    ts_graph_free(g);
+}
+
+void ts_op_cases_core(ts_op_checker *c) {
+    cases_matmul(c);
+    cases_elementwise(c);
+    cases_unary_math(c);
+    cases_copy(c);
+    cases_reduce(c);
+    cases_softmax(c);
+    cases_losses(c);
+}

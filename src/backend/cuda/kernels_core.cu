@@ -1,0 +1,644 @@
+/* kernels_core.cu -- the CUDA kernels of the core ops: matmul, scale, relu,
+ * log, copies, the losses (NLL, cross entropy), sum and mean, softmax and
+ * log-softmax over any axis, the unary math ops (exp, sqrt, pow, erf, gelu),
+ * tanh and sigmoid. Each adapter is the twin of the CPU's of the same op
+ * (backend/cpu/cpu.c, adapters_tensor.c, adapters_cnn.c) and computes what
+ * it computes, with its accumulations (double where the CPU sums in
+ * double). Backward kernels accumulate into k->din[j] (NULL: skipped).
+ * Reductions are deterministic: block reductions, no atomics. */
+#include "backend/cuda/adapters.h"
+
+extern "C" {
+#include "graph/ops.h"
+}
+
+#include <math.h>
+
+/* the op's name for error capture */
+static const char *op_name(const ts_kctx *k) { return ts_op_get(k->node->op)->name; }
+static int64_t numel_out(const ts_kctx *k) { return ts_shape_numel(&k->out_shape); }
+static int64_t numel_in0(const ts_kctx *k) { return ts_shape_numel(&k->in_shape[0]); }
+
+/* ------------------------------------------------------ block reductions */
+
+/* Sums and maxima over a block whose blockDim.x is a multiple of 32 (at
+ * most 1024): every thread gets the result. `sh` is __shared__ [32]; the
+ * leading barrier lets a block call these back to back with one `sh`. */
+template <typename T> __device__ T warp_sum(T v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+template <typename T> __device__ T block_sum(T v, T *sh) {
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    v = warp_sum(v);
+    __syncthreads();
+    if (lane == 0) sh[warp] = v;
+    __syncthreads();
+    v = lane < warps ? sh[lane] : (T)0;
+    return warp_sum(v);
+}
+
+/* the CPU's max: `x > m ? x : m` from -inf, so a NaN is never the max */
+__device__ float max_nan_skip(float m, float x) { return x > m ? x : m; }
+
+__device__ float block_max(float v, float *sh) {
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    for (int o = 16; o > 0; o >>= 1) v = max_nan_skip(v, __shfl_xor_sync(0xffffffffu, v, o));
+    __syncthreads();
+    if (lane == 0) sh[warp] = v;
+    __syncthreads();
+    v = lane < warps ? sh[lane] : -INFINITY;
+    for (int o = 16; o > 0; o >>= 1) v = max_nan_skip(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+/* threads for one block per row of n: a power of two in [32, 1024] */
+static unsigned row_threads(int64_t n) {
+    unsigned t = 32;
+    while (t < 256 && (int64_t)t < n) t <<= 1;
+    if (n > 8192) t = 1024;
+    return t;
+}
+
+/* blocks for one block per row (a grid-stride loop covers the rest) */
+static unsigned row_blocks(int64_t rows) {
+    if (rows < 1) return 1;
+    return rows > 65535 * 4 ? 65535 * 4 : (unsigned)rows;
+}
+
+/* threads of the single-block reductions (losses, sum, mean) */
+#define TS_CU_REDUCE_THREADS 1024
+
+/* ------------------------------------------------------------------ matmul */
+
+/* C[M,N] = A[M,K] B[K,N]  (MatMul_T: B stored [N,K]) */
+void ts_cu_fwd_matmul(const ts_kctx *k) {
+    bool t = k->node->op == TS_OP_MATMUL_T;
+    int64_t M = k->in_shape[0].d[0], K = k->in_shape[0].d[1], N = k->out_shape.d[1];
+    ts_cu_gemm(ts_cu_stream(k), false, t, M, N, K, k->in[0], k->in[1], 0.0f, k->out);
+}
+
+/* dA += dC op(B)^T ; dB += A^T dC (dC^T A when B was transposed) */
+void ts_cu_bwd_matmul(const ts_kctx *k) {
+    bool t = k->node->op == TS_OP_MATMUL_T;
+    int64_t M = k->in_shape[0].d[0], K = k->in_shape[0].d[1], N = k->out_shape.d[1];
+    cudaStream_t s = ts_cu_stream(k);
+    if (k->din[0]) ts_cu_gemm(s, false, !t, M, K, N, k->dout, k->in[1], 1.0f, k->din[0]);
+    if (k->din[1]) {
+        if (t) ts_cu_gemm(s, true, false, N, K, M, k->dout, k->in[0], 1.0f, k->din[1]);
+        else ts_cu_gemm(s, true, false, K, N, M, k->in[0], k->dout, 1.0f, k->din[1]);
+    }
+}
+
+/* ------------------------------------------------------------------- scale */
+
+/* out[n] = s x[n] */
+__global__ void scale_forward_kernel(float *out, const float *x, float s, int64_t n) {
+    TS_CU_FOR(i, n) out[i] = s * x[i];
+}
+
+/* dx[n] += s dout[n] */
+__global__ void scale_backward_kernel(float *dx, const float *dout, float s, int64_t n) {
+    TS_CU_FOR(i, n) dx[i] += s * dout[i];
+}
+
+void ts_cu_fwd_scale(const ts_kctx *k) {
+    int64_t n = numel_out(k);
+    scale_forward_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, k->in[0], k->node->fparam, n);
+    ts_cu_check(cudaGetLastError(), "Scale");
+}
+
+void ts_cu_bwd_scale(const ts_kctx *k) {
+    if (!k->din[0]) return;
+    int64_t n = numel_out(k);
+    scale_backward_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->din[0], k->dout, k->node->fparam, n);
+    ts_cu_check(cudaGetLastError(), "Scale");
+}
+
+/* -------------------------------------------------------------------- relu */
+
+/* out[n] = max(x, 0), a NaN kept (written so: a NaN compares false) */
+__global__ void relu_forward_kernel(float *out, const float *x, int64_t n) {
+    TS_CU_FOR(i, n) out[i] = x[i] < 0.0f ? 0.0f : x[i];
+}
+
+/* dx[n] += dout where out > 0: the kink and a NaN output pass nothing */
+__global__ void relu_backward_kernel(float *dx, const float *dout, const float *out, int64_t n) {
+    TS_CU_FOR(i, n) dx[i] += out[i] <= 0.0f ? 0.0f : dout[i];
+}
+
+void ts_cu_fwd_relu(const ts_kctx *k) {
+    int64_t n = numel_out(k);
+    relu_forward_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, k->in[0], n);
+    ts_cu_check(cudaGetLastError(), "Relu");
+}
+
+void ts_cu_bwd_relu(const ts_kctx *k) {
+    if (!k->din[0]) return;
+    int64_t n = numel_out(k);
+    relu_backward_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->din[0], k->dout, k->out, n);
+    ts_cu_check(cudaGetLastError(), "Relu");
+}
+
+/* --------------------------------------------------------------------- log */
+
+/* out[n] = log(x) */
+__global__ void log_forward_kernel(float *out, const float *x, int64_t n) {
+    TS_CU_FOR(i, n) out[i] = logf(x[i]);
+}
+
+/* dx[n] += dout / x */
+__global__ void log_backward_kernel(float *dx, const float *dout, const float *x, int64_t n) {
+    TS_CU_FOR(i, n) dx[i] += dout[i] / x[i];
+}
+
+void ts_cu_fwd_log(const ts_kctx *k) {
+    int64_t n = numel_out(k);
+    log_forward_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, k->in[0], n);
+    ts_cu_check(cudaGetLastError(), "Log");
+}
+
+void ts_cu_bwd_log(const ts_kctx *k) {
+    if (!k->din[0]) return;
+    int64_t n = numel_out(k);
+    log_backward_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->din[0], k->dout, k->in[0], n);
+    ts_cu_check(cudaGetLastError(), "Log");
+}
+
+/* ------------------------------------------------ copy: reshape, flatten, print */
+
+/* dst[n] += src[n] */
+__global__ void accumulate_kernel(float *dst, const float *src, int64_t n) {
+    TS_CU_FOR(i, n) dst[i] += src[i];
+}
+
+/* out = x, unless the output is the input's own buffer (a view) */
+void ts_cu_fwd_copy(const ts_kctx *k) {
+    int64_t n = numel_out(k);
+    if (k->out == k->in[0] || n == 0) return;
+    ts_cu_check(cudaMemcpyAsync(k->out, k->in[0], (size_t)n * sizeof(float), cudaMemcpyDeviceToDevice, ts_cu_stream(k)), op_name(k));
+}
+
+/* dx += dout */
+void ts_cu_bwd_copy(const ts_kctx *k) {
+    if (!k->din[0]) return;
+    int64_t n = numel_out(k);
+    accumulate_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->din[0], k->dout, n);
+    ts_cu_check(cudaGetLastError(), op_name(k));
+}
+
+/* --------------------------------------------------------------- NLL loss */
+
+/* out[] = -mean_b logp[b, labels[b]]  (logp [B,C], labels [B]); one
+ * block, the sum in double as the CPU's */
+__global__ void nll_forward_kernel(float *out, const float *logp, const int32_t *labels, int64_t B, int64_t C) {
+    __shared__ double sh[32];
+    double s = 0;
+    for (int64_t b = threadIdx.x; b < B; b += blockDim.x) s += logp[b * C + labels[b]];
+    s = block_sum(s, sh);
+    if (threadIdx.x == 0) out[0] = (float)(-s / (double)B);
+}
+
+/* dlogp[b, labels[b]] += -dout / B  (one row per b: no two threads share an item) */
+__global__ void nll_backward_kernel(float *dlogp, const float *dout, const int32_t *labels, int64_t B, int64_t C) {
+    float g = -dout[0] / (float)B;
+    TS_CU_FOR(b, B) dlogp[b * C + labels[b]] += g;
+}
+
+void ts_cu_fwd_nll(const ts_kctx *k) {
+    int64_t B = k->in_shape[0].d[0], C = k->in_shape[0].d[1];
+    nll_forward_kernel<<<1, TS_CU_REDUCE_THREADS, 0, ts_cu_stream(k)>>>(k->out, k->in[0], k->in_int[1], B, C);
+    ts_cu_check(cudaGetLastError(), "NllLoss");
+}
+
+void ts_cu_bwd_nll(const ts_kctx *k) {
+    if (!k->din[0]) return;
+    int64_t B = k->in_shape[0].d[0], C = k->in_shape[0].d[1];
+    nll_backward_kernel<<<ts_cu_blocks(B), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->din[0], k->dout, k->in_int[1], B, C);
+    ts_cu_check(cudaGetLastError(), "NllLoss");
+}
+
+/* ------------------------------------------------------------ sum and mean */
+
+/* out[] = sum (or mean) of x[n]; one block, the sum in double as the CPU's
+ * (one block: these ops reduce losses and small tensors; a big tensor
+ * would want a two-pass reduction and a workspace) */
+__global__ void reduce_forward_kernel(float *out, const float *x, int64_t n, bool mean) {
+    __shared__ double sh[32];
+    double s = 0;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s += x[i];
+    s = block_sum(s, sh);
+    if (threadIdx.x == 0) out[0] = (float)(mean ? s / (double)n : s);
+}
+
+/* dx[n] += dout (/ n) */
+__global__ void reduce_backward_kernel(float *dx, const float *dout, int64_t n, bool mean) {
+    float g = mean ? dout[0] / (float)n : dout[0];
+    TS_CU_FOR(i, n) dx[i] += g;
+}
+
+void ts_cu_fwd_sum(const ts_kctx *k) {
+    bool mean = k->node->op == TS_OP_MEAN;
+    reduce_forward_kernel<<<1, TS_CU_REDUCE_THREADS, 0, ts_cu_stream(k)>>>(k->out, k->in[0], numel_in0(k), mean);
+    ts_cu_check(cudaGetLastError(), mean ? "ReduceMean" : "ReduceSum");
+}
+
+void ts_cu_bwd_sum(const ts_kctx *k) {
+    if (!k->din[0]) return;
+    bool mean = k->node->op == TS_OP_MEAN;
+    int64_t n = numel_in0(k);
+    reduce_backward_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->din[0], k->dout, n, mean);
+    ts_cu_check(cudaGetLastError(), mean ? "ReduceMean" : "ReduceSum");
+}
+
+/* ---------------------------------------------- softmax over the last axis */
+
+/* y[rows, n] = softmax (or log-softmax) of each row of x, max-subtracted,
+ * float sums as the CPU's rows kernel; a fully masked row (max -inf) gives
+ * 0 (log: -inf). One block per row. */
+__global__ void softmax_rows_forward_kernel(float *y, const float *x, int64_t rows, int64_t n, bool log) {
+    __shared__ float sh[32];
+    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        const float *xr = x + r * n;
+        float *yr = y + r * n;
+        float mx = -INFINITY;
+        for (int64_t j = threadIdx.x; j < n; j += blockDim.x) mx = max_nan_skip(mx, xr[j]);
+        mx = block_max(mx, sh);
+        if (mx == -INFINITY) { /* the whole block takes this branch */
+            for (int64_t j = threadIdx.x; j < n; j += blockDim.x) yr[j] = log ? -INFINITY : 0.0f;
+            continue;
+        }
+        float s = 0;
+        if (log) {
+            for (int64_t j = threadIdx.x; j < n; j += blockDim.x) s += expf(xr[j] - mx);
+            s = block_sum(s, sh);
+            float lse = mx + logf(s);
+            for (int64_t j = threadIdx.x; j < n; j += blockDim.x) yr[j] = xr[j] - lse;
+        } else {
+            for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+                float e = expf(xr[j] - mx);
+                yr[j] = e;
+                s += e;
+            }
+            s = block_sum(s, sh);
+            float inv = 1.0f / s;
+            for (int64_t j = threadIdx.x; j < n; j += blockDim.x) yr[j] *= inv;
+        }
+    }
+}
+
+/* dx[rows, n] += softmax: y (dout - sum(dout y)); log: dout - exp(y) sum(dout),
+ * nothing for a fully masked row (every y -inf). One block per row. */
+__global__ void softmax_rows_backward_kernel(float *dx, const float *dout, const float *y, int64_t rows, int64_t n, bool log) {
+    __shared__ float sh[32];
+    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        const float *yr = y + r * n, *d = dout + r * n;
+        float *dxr = dx + r * n;
+        float s = 0;
+        if (log) {
+            int live = 0;
+            for (int64_t j = threadIdx.x; j < n; j += blockDim.x) live |= yr[j] != -INFINITY;
+            if (!__syncthreads_or(live)) continue; /* uniform over the block */
+            for (int64_t j = threadIdx.x; j < n; j += blockDim.x) s += d[j];
+            s = block_sum(s, sh);
+            for (int64_t j = threadIdx.x; j < n; j += blockDim.x) dxr[j] += d[j] - expf(yr[j]) * s;
+        } else {
+            for (int64_t j = threadIdx.x; j < n; j += blockDim.x) s += d[j] * yr[j];
+            s = block_sum(s, sh);
+            for (int64_t j = threadIdx.x; j < n; j += blockDim.x) dxr[j] += yr[j] * (d[j] - s);
+        }
+    }
+}
+
+/* ------------------------------------------- softmax over an inner axis */
+
+/* x, y [outer, dim, inner], over the middle axis: one thread per (outer,
+ * inner) column, walking dim at stride inner (neighbouring threads read
+ * neighbouring floats); exp and the sums in double as the CPU's. */
+__global__ void softmax_cols_forward_kernel(float *y, const float *x, int64_t outer, int64_t dim, int64_t inner, bool log) {
+    TS_CU_FOR(c, outer * inner) {
+        int64_t o = c / inner, in = c % inner, base = o * dim * inner + in;
+        float mx = -INFINITY;
+        for (int64_t d = 0; d < dim; d++) mx = max_nan_skip(mx, x[base + d * inner]);
+        double sum = 0;
+        for (int64_t d = 0; d < dim; d++) sum += exp((double)(x[base + d * inner] - mx));
+        if (log) {
+            float lse = mx + (float)::log(sum);
+            for (int64_t d = 0; d < dim; d++) y[base + d * inner] = x[base + d * inner] - lse;
+        } else {
+            for (int64_t d = 0; d < dim; d++) y[base + d * inner] = (float)(exp((double)(x[base + d * inner] - mx)) / sum);
+        }
+    }
+}
+
+/* dx += softmax: y (dout - sum(dout y)); log: dout - exp(y) sum(dout); sums in double */
+__global__ void softmax_cols_backward_kernel(float *dx, const float *dout, const float *y, int64_t outer, int64_t dim, int64_t inner,
+                                             bool log) {
+    TS_CU_FOR(c, outer * inner) {
+        int64_t o = c / inner, in = c % inner, base = o * dim * inner + in;
+        double s = 0;
+        if (log) {
+            for (int64_t d = 0; d < dim; d++) s += dout[base + d * inner];
+            for (int64_t d = 0; d < dim; d++) {
+                int64_t i = base + d * inner;
+                dx[i] += dout[i] - expf(y[i]) * (float)s;
+            }
+        } else {
+            for (int64_t d = 0; d < dim; d++) s += (double)dout[base + d * inner] * y[base + d * inner];
+            for (int64_t d = 0; d < dim; d++) {
+                int64_t i = base + d * inner;
+                dx[i] += y[i] * (dout[i] - (float)s);
+            }
+        }
+    }
+}
+
+/* [outer, dim, inner] around the node's axis (iparam, negative from the end) */
+static void softmax_dims(const ts_kctx *k, int64_t *outer, int64_t *dim, int64_t *inner) {
+    const ts_shape *s = &k->in_shape[0];
+    int d = k->node->iparam < 0 ? k->node->iparam + s->ndim : k->node->iparam;
+    *outer = 1, *inner = 1;
+    for (int i = 0; i < d; i++) *outer *= s->d[i];
+    for (int i = d + 1; i < s->ndim; i++) *inner *= s->d[i];
+    *dim = s->d[d];
+}
+
+void ts_cu_fwd_softmax_any(const ts_kctx *k) {
+    int64_t o, d, i;
+    bool log = k->node->op == TS_OP_LOG_SOFTMAX;
+    softmax_dims(k, &o, &d, &i);
+    cudaStream_t s = ts_cu_stream(k);
+    if (i == 1) softmax_rows_forward_kernel<<<row_blocks(o), row_threads(d), 0, s>>>(k->out, k->in[0], o, d, log);
+    else softmax_cols_forward_kernel<<<ts_cu_blocks(o * i), TS_CU_THREADS, 0, s>>>(k->out, k->in[0], o, d, i, log);
+    ts_cu_check(cudaGetLastError(), log ? "LogSoftmax" : "Softmax");
+}
+
+void ts_cu_bwd_softmax_any(const ts_kctx *k) {
+    if (!k->din[0]) return;
+    int64_t o, d, i;
+    bool log = k->node->op == TS_OP_LOG_SOFTMAX;
+    softmax_dims(k, &o, &d, &i);
+    cudaStream_t s = ts_cu_stream(k);
+    if (i == 1) softmax_rows_backward_kernel<<<row_blocks(o), row_threads(d), 0, s>>>(k->din[0], k->dout, k->out, o, d, log);
+    else softmax_cols_backward_kernel<<<ts_cu_blocks(o * i), TS_CU_THREADS, 0, s>>>(k->din[0], k->dout, k->out, o, d, i, log);
+    ts_cu_check(cudaGetLastError(), log ? "LogSoftmax" : "Softmax");
+}
+
+/* ------------------------------------------------------------ cross entropy */
+
+/* The CPU's forward: probs = softmax rows of the logits (kept in scratch
+ * for the backward), and loss = mean over the counted rows (label not
+ * ignore_index) of lse - x[label] with lse = max + log(sum exp(x - max))
+ * (a log-sum-exp, not log(prob), which loses tiny probabilities), the mean
+ * in double. Here in two kernels without extra memory: the first (a block
+ * per row) writes the probs and, of a counted row, puts its loss term in
+ * probs[label]; the second (one block) sums the terms in double and puts
+ * each prob back: exp(-term) = exp(x[label] - lse), within a few ulp of the
+ * prob the first computed. */
+__global__ void ce_forward_rows_kernel(float *probs, const float *logits, const int32_t *labels, int64_t rows, int64_t V, bool has_ignore,
+                                       int32_t ignore) {
+    __shared__ float sh[32];
+    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        const float *x = logits + r * V;
+        float *p = probs + r * V;
+        bool counted = !(has_ignore && labels[r] == ignore);
+        int64_t label = counted ? labels[r] : -1;
+        float mx = -INFINITY;
+        for (int64_t j = threadIdx.x; j < V; j += blockDim.x) mx = max_nan_skip(mx, x[j]);
+        mx = block_max(mx, sh);
+        if (mx == -INFINITY) { /* fully masked: probs 0, the loss term NaN (exp(-inf - -inf) on the CPU) */
+            for (int64_t j = threadIdx.x; j < V; j += blockDim.x) p[j] = j == label ? NAN : 0.0f;
+            continue;
+        }
+        float s = 0;
+        for (int64_t j = threadIdx.x; j < V; j += blockDim.x) {
+            float e = expf(x[j] - mx);
+            p[j] = e;
+            s += e;
+        }
+        s = block_sum(s, sh);
+        float inv = 1.0f / s;
+        /* the thread that wrote probs[label] writes the term there */
+        for (int64_t j = threadIdx.x; j < V; j += blockDim.x) p[j] = j == label ? mx + logf(s) - x[j] : p[j] * inv;
+    }
+}
+
+__global__ void ce_forward_loss_kernel(float *out, float *probs, const float *logits, const int32_t *labels, int64_t rows, int64_t V,
+                                       bool has_ignore, int32_t ignore) {
+    __shared__ double sh[32];
+    __shared__ long long shc[32];
+    double s = 0;
+    long long counted = 0;
+    for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
+        if (has_ignore && labels[r] == ignore) continue;
+        int64_t at = r * V + labels[r];
+        float term = probs[at];
+        s += (double)term;
+        counted++;
+        float p = expf(-term);
+        if (term != term) { /* NaN: a fully masked row's prob is 0; else the row's sum was NaN and so is its prob */
+            const float *x = logits + r * V;
+            bool masked = true;
+            for (int64_t j = 0; j < V && masked; j++) masked = !(x[j] > -INFINITY);
+            p = masked ? 0.0f : term;
+        }
+        probs[at] = p;
+    }
+    s = block_sum(s, sh);
+    counted = block_sum(counted, shc);
+    if (threadIdx.x == 0) out[0] = counted ? (float)(s / (double)counted) : 0.0f;
+}
+
+/* rows counted (label not ignore_index), each block on its own: the
+ * backward has no memory to keep it in between kernels */
+__device__ long long ce_counted(const int32_t *labels, int64_t rows, bool has_ignore, int32_t ignore) {
+    __shared__ long long sh[32];
+    if (!has_ignore) return rows;
+    long long c = 0;
+    for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) c += labels[r] != ignore;
+    return block_sum(c, sh);
+}
+
+/* dlogits[rows, V] += g (probs - onehot(label)), g = dout / counted, over
+ * the counted rows; the label's entry gets (d + g p) - g as the CPU's */
+__global__ void ce_backward_kernel(float *dlogits, const float *dout, const float *probs, const int32_t *labels, int64_t rows, int64_t V,
+                                   bool has_ignore, int32_t ignore) {
+    long long counted = ce_counted(labels, rows, has_ignore, ignore);
+    if (!counted) return; /* the whole block */
+    float g = dout[0] / (float)counted;
+    TS_CU_FOR(i, rows * V) {
+        int64_t r = i / V, c = i % V;
+        int32_t label = labels[r];
+        if (has_ignore && label == ignore) continue;
+        float v = dlogits[i] + g * probs[i];
+        if (c == label) v -= g;
+        dlogits[i] = v;
+    }
+}
+
+/* logits [N,...,V], labels [N,...]: rows = numel(labels) */
+static int64_t ce_rows(const ts_kctx *k, int64_t *V) {
+    *V = k->in_shape[0].d[k->in_shape[0].ndim - 1];
+    return ts_shape_numel(&k->in_shape[1]);
+}
+
+void ts_cu_fwd_cross_entropy(const ts_kctx *k) {
+    int64_t V, rows = ce_rows(k, &V);
+    bool has_ignore = k->node->attr[0] != 0;
+    int32_t ignore = (int32_t)k->node->attr[1];
+    cudaStream_t s = ts_cu_stream(k);
+    ce_forward_rows_kernel<<<row_blocks(rows), row_threads(V), 0, s>>>(k->scratch, k->in[0], k->in_int[1], rows, V, has_ignore, ignore);
+    ts_cu_check(cudaGetLastError(), "CrossEntropy");
+    ce_forward_loss_kernel<<<1, TS_CU_REDUCE_THREADS, 0, s>>>(k->out, k->scratch, k->in[0], k->in_int[1], rows, V, has_ignore, ignore);
+    ts_cu_check(cudaGetLastError(), "CrossEntropy");
+}
+
+void ts_cu_bwd_cross_entropy(const ts_kctx *k) {
+    if (!k->din[0]) return;
+    int64_t V, rows = ce_rows(k, &V);
+    bool has_ignore = k->node->attr[0] != 0;
+    /* each block counts the rows again when some may be ignored: fewer
+     * blocks then, each covering more of the logits */
+    unsigned blocks = ts_cu_blocks(rows * V);
+    if (has_ignore && blocks > 1024) blocks = 1024;
+    ce_backward_kernel<<<blocks, TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->din[0], k->dout, k->scratch, k->in_int[1], rows, V, has_ignore,
+                                                                     (int32_t)k->node->attr[1]);
+    ts_cu_check(cudaGetLastError(), "CrossEntropy");
+}
+
+/* ------------------------------------------------------- unary math ops */
+
+#define SQRT_2_PI 0.79788456080286535588f   /* sqrt(2/pi) */
+#define GELU_C 0.044715f
+#define TWO_SQRT_PI 1.12837916709551257390f /* 2/sqrt(pi) */
+#define INV_SQRT_2PI 0.39894228040143267794f /* 1/sqrt(2 pi) */
+
+enum { UN_EXP, UN_SQRT, UN_POW, UN_ERF, UN_GELU, UN_GELU_TANH };
+
+/* y[n] = f(x): exp, sqrt, pow(x, pw), erf, gelu x Phi(x), gelu's tanh form */
+template <int KIND> __global__ void unary_forward_kernel(float *y, const float *x, float pw, int64_t n) {
+    TS_CU_FOR(i, n) {
+        float v = x[i];
+        if (KIND == UN_EXP) y[i] = expf(v);
+        else if (KIND == UN_SQRT) y[i] = sqrtf(v);
+        else if (KIND == UN_POW) y[i] = powf(v, pw);
+        else if (KIND == UN_ERF) y[i] = erff(v);
+        else if (KIND == UN_GELU) y[i] = v * normcdff(v);
+        else y[i] = 0.5f * v * (1.0f + tanhf(SQRT_2_PI * (v + GELU_C * v * v * v)));
+    }
+}
+
+/* dx[n] += dout f'(x) (exp and sqrt from y = f(x), as the CPU's) */
+template <int KIND> __global__ void unary_backward_kernel(float *dx, const float *dout, const float *x, const float *y, float pw, int64_t n) {
+    TS_CU_FOR(i, n) {
+        float d = dout[i];
+        if (KIND == UN_EXP) dx[i] += d * y[i];
+        else if (KIND == UN_SQRT) dx[i] += d * 0.5f / y[i];
+        else if (KIND == UN_POW) dx[i] += d * pw * powf(x[i], pw - 1.0f);
+        else if (KIND == UN_ERF) dx[i] += d * TWO_SQRT_PI * expf(-x[i] * x[i]);
+        else if (KIND == UN_GELU) { /* d/dv v Phi(v) = Phi(v) + v phi(v) */
+            float v = x[i], pdf = INV_SQRT_2PI * expf(-0.5f * v * v);
+            dx[i] += d * (normcdff(v) + v * pdf);
+        } else {
+            float v = x[i], t = tanhf(SQRT_2_PI * (v + GELU_C * v * v * v));
+            dx[i] += d * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * SQRT_2_PI * (1.0f + 3.0f * GELU_C * v * v));
+        }
+    }
+}
+
+static int unary_kind(const ts_tensor *node) {
+    switch (node->op) {
+    case TS_OP_EXP: return UN_EXP;
+    case TS_OP_SQRT: return UN_SQRT;
+    case TS_OP_POW: return UN_POW;
+    case TS_OP_ERF: return UN_ERF;
+    default: return node->attr[0] ? UN_GELU_TANH : UN_GELU;
+    }
+}
+
+void ts_cu_fwd_unary_math(const ts_kctx *k) {
+    int64_t n = numel_out(k);
+    float pw = k->node->fattr[0];
+    unsigned b = ts_cu_blocks(n);
+    cudaStream_t s = ts_cu_stream(k);
+    switch (unary_kind(k->node)) {
+    case UN_EXP: unary_forward_kernel<UN_EXP><<<b, TS_CU_THREADS, 0, s>>>(k->out, k->in[0], pw, n); break;
+    case UN_SQRT: unary_forward_kernel<UN_SQRT><<<b, TS_CU_THREADS, 0, s>>>(k->out, k->in[0], pw, n); break;
+    case UN_POW: unary_forward_kernel<UN_POW><<<b, TS_CU_THREADS, 0, s>>>(k->out, k->in[0], pw, n); break;
+    case UN_ERF: unary_forward_kernel<UN_ERF><<<b, TS_CU_THREADS, 0, s>>>(k->out, k->in[0], pw, n); break;
+    case UN_GELU: unary_forward_kernel<UN_GELU><<<b, TS_CU_THREADS, 0, s>>>(k->out, k->in[0], pw, n); break;
+    default: unary_forward_kernel<UN_GELU_TANH><<<b, TS_CU_THREADS, 0, s>>>(k->out, k->in[0], pw, n); break;
+    }
+    ts_cu_check(cudaGetLastError(), op_name(k));
+}
+
+void ts_cu_bwd_unary_math(const ts_kctx *k) {
+    if (!k->din[0]) return;
+    int64_t n = numel_out(k);
+    float pw = k->node->fattr[0];
+    unsigned b = ts_cu_blocks(n);
+    cudaStream_t s = ts_cu_stream(k);
+    float *dx = k->din[0];
+    const float *d = k->dout, *x = k->in[0], *y = k->out;
+    switch (unary_kind(k->node)) {
+    case UN_EXP: unary_backward_kernel<UN_EXP><<<b, TS_CU_THREADS, 0, s>>>(dx, d, x, y, pw, n); break;
+    case UN_SQRT: unary_backward_kernel<UN_SQRT><<<b, TS_CU_THREADS, 0, s>>>(dx, d, x, y, pw, n); break;
+    case UN_POW: unary_backward_kernel<UN_POW><<<b, TS_CU_THREADS, 0, s>>>(dx, d, x, y, pw, n); break;
+    case UN_ERF: unary_backward_kernel<UN_ERF><<<b, TS_CU_THREADS, 0, s>>>(dx, d, x, y, pw, n); break;
+    case UN_GELU: unary_backward_kernel<UN_GELU><<<b, TS_CU_THREADS, 0, s>>>(dx, d, x, y, pw, n); break;
+    default: unary_backward_kernel<UN_GELU_TANH><<<b, TS_CU_THREADS, 0, s>>>(dx, d, x, y, pw, n); break;
+    }
+    ts_cu_check(cudaGetLastError(), op_name(k));
+}
+
+/* ------------------------------------------------------- tanh and sigmoid */
+
+/* y[n] = tanh(x) */
+__global__ void tanh_forward_kernel(float *y, const float *x, int64_t n) {
+    TS_CU_FOR(i, n) y[i] = tanhf(x[i]);
+}
+
+/* dx[n] += dy (1 - y^2) */
+__global__ void tanh_backward_kernel(float *dx, const float *dy, const float *y, int64_t n) {
+    TS_CU_FOR(i, n) dx[i] += dy[i] * (1.0f - y[i] * y[i]);
+}
+
+/* y[n] = 1 / (1 + e^-x), never the exp of a large positive number */
+__global__ void sigmoid_forward_kernel(float *y, const float *x, int64_t n) {
+    TS_CU_FOR(i, n) {
+        float v = x[i], e = expf(-fabsf(v));
+        y[i] = v >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
+    }
+}
+
+/* dx[n] += dy y (1 - y) */
+__global__ void sigmoid_backward_kernel(float *dx, const float *dy, const float *y, int64_t n) {
+    TS_CU_FOR(i, n) dx[i] += dy[i] * y[i] * (1.0f - y[i]);
+}
+
+void ts_cu_fwd_tanh(const ts_kctx *k) {
+    int64_t n = numel_out(k);
+    tanh_forward_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, k->in[0], n);
+    ts_cu_check(cudaGetLastError(), "Tanh");
+}
+
+void ts_cu_bwd_tanh(const ts_kctx *k) {
+    if (!k->din[0]) return;
+    int64_t n = numel_out(k);
+    tanh_backward_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->din[0], k->dout, k->out, n);
+    ts_cu_check(cudaGetLastError(), "Tanh");
+}
+
+void ts_cu_fwd_sigmoid(const ts_kctx *k) {
+    int64_t n = numel_out(k);
+    sigmoid_forward_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, k->in[0], n);
+    ts_cu_check(cudaGetLastError(), "Sigmoid");
+}
+
+void ts_cu_bwd_sigmoid(const ts_kctx *k) {
+    if (!k->din[0]) return;
+    int64_t n = numel_out(k);
+    sigmoid_backward_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->din[0], k->dout, k->out, n);
+    ts_cu_check(cudaGetLastError(), "Sigmoid");
+}
