@@ -18,6 +18,7 @@
  *   tensorscope row=R device=D ms_per_step=M (median) spread=S observed_ms_per_step=O overhead_pct=P
  * torch_gpu.py prints the same rows for PyTorch on the same GPU. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

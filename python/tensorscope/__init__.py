@@ -39,7 +39,7 @@ __all__ = ["Adam", "AdamW", "CancelledError", "DataLoader", "Dataset", "DistErro
            "ShapeError", "StateError", "Tensor", "TensorscopeError", "UnsupportedError",
            "Watch", "compare", "inference_model", "merge_summaries", "metrics_report", "metrics_reset",
            "plot_gradient_histogram", "dist_init", "dist_finalize", "print_tensor", "save_npy", "set_log_callback",
-           "set_limit", "get_limit", "set_log_level", "summarize", "summary", "summary_line", "training_model"]
+           "set_limit", "get_limit", "has_feature", "set_log_level", "summarize", "summary", "summary_line", "training_model"]
 
 
 def set_log_level(level):
@@ -54,6 +54,12 @@ def _limit_id(which):
     if which not in _LIMITS:
         raise InvalidArgumentError(f"unknown limit {which!r}: one of {', '.join(sorted(_LIMITS))}")
     return _LIMITS[which]
+
+
+def has_feature(name):
+    """Whether this build has an optional feature: "plots", "onnx",
+    "tensorboard", "npz", "debug-bundle", "unwind", "mpi", "cuda"."""
+    return bool(_lib.ts_has_feature(_capi.cstr(name)))
 
 
 def set_limit(which, size):

@@ -113,6 +113,14 @@ class Options:
         check(lib.ts_options_set_threads(self._h, int(n)))
         return self
 
+    def device(self, name):
+        """Where the model runs: "cpu" (the default), "cuda" (the first GPU)
+        or "cuda:N". Unset, the TS_DEVICE environment variable names it. A
+        device this build or machine lacks fails when the model is made
+        (UnsupportedError saying which: built without CUDA, no GPU)."""
+        check(lib.ts_options_set_device(self._h, cstr(name)))
+        return self
+
     def replication(self, replicas, check_every=100):
         """R data-parallel replicas, one per rank of the MPI job (see
         tensorscope.dist_init): every rank passes the combined batch, each

@@ -1,0 +1,74 @@
+"""Choosing the device: Options().device names it ("cpu", "cuda",
+"cuda:N"); a name tensorscope does not know is a ValueError at once; a
+device this build or machine lacks fails when the model is made, saying
+which. With a GPU, training there gives the CPU's weights (1e-4) and the
+anchors and watches read the same."""
+import numpy as np
+import pytest
+
+import tensorscope as ts
+
+B = 16
+
+
+def model(device, seed=5):
+    g = ts.Graph(seed=seed)
+    x = g.input("x", "f32", [B, 12])
+    labels = g.input("labels", "i32", [B])
+    h = g.relu(g.linear(x, 24, "fc1"))
+    loss = g.cross_entropy(g.linear(h, 5, "fc2"), labels)
+    loss.name = "loss"
+    opts = ts.Options().device(device).anchor_tensor("l", "loss", "sum").device_iterations(2)
+    return g, ts.training_model(g, opts, optimizer=ts.Adam(lr=1e-2))
+
+
+def data():
+    rng = np.random.default_rng(1)
+    return rng.standard_normal((2 * B, 12)).astype(np.float32), rng.integers(0, 5, 2 * B).astype(np.int32)
+
+
+def gpu_or_skip():
+    try:
+        model("cuda")
+    except ts.UnsupportedError as e:
+        pytest.skip(str(e))
+
+
+@pytest.mark.parametrize("name", ["tpu", "cuda:", "cuda:x", "gpu:0", ""])
+def test_unknown_device_names_the_choices(name):
+    with pytest.raises(ValueError, match="cpu, cuda and cuda:N"):
+        ts.Options().device(name)
+
+
+def test_cpu_is_the_default_and_trains():
+    g, m = model("cpu")
+    xs, ys = data()
+    m(x=xs, labels=ys)
+    assert np.isfinite(m.get_anchored_tensor("l")).all()
+
+
+def test_missing_device_says_which():
+    if ts.has_feature("cuda"):
+        try:
+            model("cuda:1023")
+        except ts.UnsupportedError as e:
+            assert "cuda:1023" in str(e)
+        else:
+            pytest.fail("cuda:1023 made a model")
+    else:
+        with pytest.raises(ts.UnsupportedError, match="built with CUDA"):
+            model("cuda")
+
+
+def test_cuda_trains_as_the_cpu():
+    gpu_or_skip()
+    xs, ys = data()
+    gc, mc = model("cpu")
+    gg, mg = model("cuda")
+    for _ in range(5):
+        mc(x=xs, labels=ys)
+        mg(x=xs, labels=ys)
+    for name in ("fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"):
+        a, b = gc.tensor(name).numpy(), gg.tensor(name).numpy()
+        assert np.abs(a - b).max() <= 1e-4 * (np.abs(a).max() + 1e-6), name
+    assert np.allclose(mc.get_anchored_tensor("l"), mg.get_anchored_tensor("l"), rtol=1e-4)
