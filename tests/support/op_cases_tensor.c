@@ -1,4 +1,168 @@
-/* op_cases_tensor.c -- the op cases of the tensor family (op_check.h). */
+/* op_cases_tensor.c -- the op cases of the tensor family (op_check.h):
+ * embedding, layer norm, batched matmul, permute, slice and concat, with
+ * sizes off the multiples of 32 and 256, one case each past 65536
+ * elements, and every broadcast and attribute the CPU kernels tell apart. */
 #include "op_check.h"
 
-void ts_op_cases_tensor(ts_op_checker *c) { (void)c; }
+#include "tensorscope.h"
+
+#include <stdio.h>
+
+static ts_tensor *in_f32(ts_graph *g, const char *name, int nd, const int64_t *d) { return ts_input(g, name, TS_F32, nd, d); }
+
+/* weight [V, C] gathered by indices of shape idx[0..ni) */
+static void embedding_case(ts_op_checker *c, int64_t V, int64_t C, int ni, const int64_t *idx) {
+    char label[96];
+    ts_graph *g = ts_graph_new(1);
+    ts_tensor *w = ts_param(g, "w", 2, (int64_t[]){V, C});
+    ts_tensor *i = ts_input(g, "idx", TS_I32, ni, idx);
+    int64_t n = 1;
+    for (int k = 0; k < ni; k++) n *= idx[k];
+    snprintf(label, sizeof label, "w [%lld,%lld], %lld indices in %d dims", (long long)V, (long long)C, (long long)n, ni);
+    ts_op_check(c, label, ts_embedding(g, w, i), &(ts_op_case_opts){.int_hi = (int32_t)V});
+    ts_graph_free(g);
+}
+
+static void embedding_cases(ts_op_checker *c) {
+    embedding_case(c, 10, 7, 1, (int64_t[]){5});
+    embedding_case(c, 37, 33, 2, (int64_t[]){3, 50}); /* rows hit many times */
+    embedding_case(c, 5, 3, 1, (int64_t[]){600});     /* index tiles past one block, every row hit */
+    embedding_case(c, 300, 260, 2, (int64_t[]){2, 150}); /* C past a block's threads; 78000 outputs */
+    embedding_case(c, 1, 1, 3, (int64_t[]){2, 1, 3});    /* one row, one column */
+}
+
+/* x of shape d[0..nd), normalised over its last `k` dims */
+static void layer_norm_case(ts_op_checker *c, int nd, const int64_t *d, int k, float eps) {
+    char label[96];
+    ts_graph *g = ts_graph_new(1);
+    ts_tensor *x = in_f32(g, "x", nd, d);
+    ts_tensor *w = ts_param(g, "w", k, d + nd - k), *b = ts_param(g, "b", k, d + nd - k);
+    int64_t n = 1;
+    for (int q = 0; q < nd; q++) n *= d[q];
+    snprintf(label, sizeof label, "%lld elements in %d dims, last %d, eps %g", (long long)n, nd, k, (double)eps);
+    ts_op_check(c, label, ts_layer_norm(g, x, w, b, k, eps), NULL);
+    ts_graph_free(g);
+}
+
+static void layer_norm_cases(ts_op_checker *c) {
+    layer_norm_case(c, 2, (int64_t[]){4, 10}, 1, 1e-5f);
+    layer_norm_case(c, 3, (int64_t[]){3, 5, 6}, 2, 1e-3f);
+    layer_norm_case(c, 4, (int64_t[]){2, 3, 4, 5}, 3, 1e-5f);
+    layer_norm_case(c, 2, (int64_t[]){5, 40}, 2, 1e-5f);     /* one row */
+    layer_norm_case(c, 2, (int64_t[]){7, 300}, 1, 1e-5f);    /* a row past 256 threads */
+    layer_norm_case(c, 2, (int64_t[]){2000, 3}, 1, 0.1f);    /* many short rows */
+    layer_norm_case(c, 2, (int64_t[]){300, 257}, 1, 1e-5f);  /* 77100 elements */
+    layer_norm_case(c, 1, (int64_t[]){33}, 1, 1e-5f);        /* the whole tensor */
+}
+
+/* a of shape da[0..na), b of shape db[0..nb) */
+static void bmm_case(ts_op_checker *c, int na, const int64_t *da, int nb, const int64_t *db, int ta, int tb) {
+    char label[160], sa[64] = "", sb[64] = "";
+    for (int q = 0, o = 0; q < na; q++) o += snprintf(sa + o, sizeof sa - (size_t)o, q ? ",%lld" : "%lld", (long long)da[q]);
+    for (int q = 0, o = 0; q < nb; q++) o += snprintf(sb + o, sizeof sb - (size_t)o, q ? ",%lld" : "%lld", (long long)db[q]);
+    snprintf(label, sizeof label, "[%s]%s x [%s]%s", sa, ta ? "^T" : "", sb, tb ? "^T" : "");
+    ts_graph *g = ts_graph_new(1);
+    ts_tensor *a = in_f32(g, "a", na, da), *b = ts_param(g, "b", nb, db);
+    ts_op_check(c, label, ts_matmul_batched(g, a, b, ta, tb), NULL);
+    ts_graph_free(g);
+}
+
+static void bmm_cases(ts_op_checker *c) {
+    /* one batch dim, each transpose */
+    bmm_case(c, 3, (int64_t[]){3, 4, 5}, 3, (int64_t[]){3, 5, 6}, 0, 0);
+    bmm_case(c, 3, (int64_t[]){3, 5, 4}, 3, (int64_t[]){3, 5, 6}, 1, 0);
+    bmm_case(c, 3, (int64_t[]){3, 4, 5}, 3, (int64_t[]){3, 6, 5}, 0, 1);
+    bmm_case(c, 3, (int64_t[]){3, 5, 4}, 3, (int64_t[]){3, 6, 5}, 1, 1);
+    /* no batch dims */
+    bmm_case(c, 2, (int64_t[]){4, 5}, 2, (int64_t[]){5, 6}, 0, 0);
+    /* a broadcast (fewer dims, or a 1): its gradient sums the products */
+    bmm_case(c, 2, (int64_t[]){4, 5}, 3, (int64_t[]){3, 5, 6}, 0, 0);
+    bmm_case(c, 3, (int64_t[]){1, 5, 4}, 4, (int64_t[]){2, 3, 5, 6}, 1, 0);
+    /* b broadcast */
+    bmm_case(c, 3, (int64_t[]){3, 4, 5}, 2, (int64_t[]){5, 6}, 0, 0);
+    bmm_case(c, 4, (int64_t[]){2, 3, 4, 5}, 3, (int64_t[]){3, 6, 5}, 0, 1);
+    bmm_case(c, 4, (int64_t[]){2, 3, 5, 4}, 4, (int64_t[]){2, 1, 6, 5}, 1, 1);
+    /* both broadcast across each other: a batch view of two dims */
+    bmm_case(c, 4, (int64_t[]){2, 1, 4, 5}, 4, (int64_t[]){1, 3, 5, 6}, 0, 0);
+    bmm_case(c, 5, (int64_t[]){2, 1, 3, 5, 4}, 4, (int64_t[]){4, 1, 6, 5}, 1, 1);
+    /* vector-like products */
+    bmm_case(c, 3, (int64_t[]){3, 1, 7}, 3, (int64_t[]){3, 7, 1}, 0, 0);
+    bmm_case(c, 3, (int64_t[]){3, 1, 7}, 2, (int64_t[]){1, 9}, 1, 0); /* K = 1: outer products */
+    /* 72800 outputs, odd sizes */
+    bmm_case(c, 4, (int64_t[]){2, 8, 70, 33}, 4, (int64_t[]){2, 8, 33, 65}, 0, 0);
+}
+
+static void permute_case(ts_op_checker *c, int nd, const int64_t *d, const int *perm) {
+    char label[96];
+    int o = snprintf(label, sizeof label, "%d dims, perm", nd);
+    for (int q = 0; q < nd; q++) o += snprintf(label + o, sizeof label - (size_t)o, " %d", perm[q]);
+    ts_graph *g = ts_graph_new(1);
+    ts_tensor *x = in_f32(g, "x", nd, d);
+    ts_op_check(c, label, ts_permute(g, x, perm), NULL);
+    ts_graph_free(g);
+}
+
+static void permute_cases(ts_op_checker *c) {
+    permute_case(c, 2, (int64_t[]){3, 4}, (int[]){1, 0});
+    permute_case(c, 3, (int64_t[]){2, 3, 4}, (int[]){2, 0, 1});
+    permute_case(c, 3, (int64_t[]){2, 3, 4}, (int[]){0, 1, 2});         /* identity */
+    permute_case(c, 4, (int64_t[]){2, 3, 4, 5}, (int[]){0, 2, 1, 3});   /* dims that merge */
+    permute_case(c, 4, (int64_t[]){1, 5, 1, 7}, (int[]){3, 1, 0, 2});   /* size-1 dims */
+    permute_case(c, 1, (int64_t[]){5}, (int[]){0});
+    permute_case(c, 6, (int64_t[]){2, 1, 3, 2, 2, 3}, (int[]){5, 4, 3, 2, 1, 0});
+    permute_case(c, 3, (int64_t[]){40, 50, 36}, (int[]){1, 2, 0});      /* 72000 elements */
+}
+
+static void slice_case(ts_op_checker *c, int nd, const int64_t *d, int dim, int64_t start, int64_t len) {
+    char label[96];
+    snprintf(label, sizeof label, "%d dims, dim %d [%lld, %lld)", nd, dim, (long long)start, (long long)(start + len));
+    ts_graph *g = ts_graph_new(1);
+    ts_tensor *x = in_f32(g, "x", nd, d);
+    ts_op_check(c, label, ts_slice(g, x, dim, start, len), NULL);
+    ts_graph_free(g);
+}
+
+static void slice_cases(ts_op_checker *c) {
+    slice_case(c, 2, (int64_t[]){4, 10}, 1, 3, 5);
+    slice_case(c, 3, (int64_t[]){6, 3, 5}, 0, 2, 3);  /* outermost */
+    slice_case(c, 3, (int64_t[]){2, 7, 3}, 1, 0, 7);  /* the whole dim */
+    slice_case(c, 3, (int64_t[]){2, 7, 3}, 2, 2, 1);  /* the last element of the innermost dim */
+    slice_case(c, 3, (int64_t[]){2, 7, 3}, -2, 4, 2); /* a negative dim */
+    slice_case(c, 2, (int64_t[]){300, 260}, 1, 1, 259); /* 77700 elements */
+}
+
+/* n parts along dim, part q of size sizes[q] there; the other dims from d */
+static void concat_case(ts_op_checker *c, int nd, const int64_t *d, int dim, int n, const int64_t *sizes) {
+    char label[96];
+    ts_graph *g = ts_graph_new(1);
+    ts_tensor *xs[8];
+    int ad = dim < 0 ? dim + nd : dim;
+    int o = snprintf(label, sizeof label, "%d dims, dim %d, parts", nd, dim);
+    for (int q = 0; q < n; q++) {
+        int64_t s[8];
+        for (int i = 0; i < nd; i++) s[i] = i == ad ? sizes[q] : d[i];
+        char name[8];
+        snprintf(name, sizeof name, "x%d", q);
+        xs[q] = in_f32(g, name, nd, s);
+        o += snprintf(label + o, sizeof label - (size_t)o, " %lld", (long long)sizes[q]);
+    }
+    ts_op_check(c, label, ts_concat(g, xs, n, dim), NULL);
+    ts_graph_free(g);
+}
+
+static void concat_cases(ts_op_checker *c) {
+    concat_case(c, 2, (int64_t[]){0, 3}, 0, 2, (int64_t[]){2, 5});
+    concat_case(c, 3, (int64_t[]){2, 0, 4}, 1, 3, (int64_t[]){1, 3, 5});
+    concat_case(c, 3, (int64_t[]){3, 2, 0}, 2, 2, (int64_t[]){1, 4}); /* innermost */
+    concat_case(c, 2, (int64_t[]){3, 0}, -1, 8, (int64_t[]){1, 2, 3, 1, 4, 1, 2, 5}); /* the most inputs, a negative dim */
+    concat_case(c, 2, (int64_t[]){300, 0}, 1, 2, (int64_t[]){130, 131});        /* 78300 elements */
+}
+
+void ts_op_cases_tensor(ts_op_checker *c) {
+    embedding_cases(c);
+    layer_norm_cases(c);
+    bmm_cases(c);
+    permute_cases(c);
+    slice_cases(c);
+    concat_cases(c);
+}
