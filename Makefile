@@ -4,7 +4,7 @@ JOBS ?= 2
 CMAKE ?= cmake
 DEMO_FLAGS ?= --model mlp --data data/mnist --epochs 3 --batch-size 64 --optimizer adam --lr 0.001 --stats --histogram build/GradientHistogram.png
 
-.PHONY: all deps deps-test build demo test test-asan test-tsan bench fuzz fuzz-run install clean
+.PHONY: all deps deps-test build demo test test-asan test-tsan bench bench-gpu fuzz fuzz-run install clean
 
 all: build
 
@@ -36,6 +36,10 @@ test-tsan: deps-test
 
 bench: deps-test build
 	bench/run.sh build
+
+# the GPU rows beside PyTorch on the same GPU (a GPU machine; scripts/gpu-check.sh)
+bench-gpu:
+	GPU_CHECK_TESTS=0 GPU_CHECK_ALL=0 scripts/gpu-check.sh
 
 # libFuzzer targets with the library instrumented (coverage + ASan/UBSan)
 fuzz: deps-test
