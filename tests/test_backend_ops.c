@@ -1,9 +1,10 @@
 /* test_backend_ops.c -- every op's forward and backward on a device
  * against the CPU backend (tests/support/op_check.h), the same random
- * inputs through both kernel tables. The device is TS_TEST_DEVICE
+ * inputs through both kernel tables, and every optimizer's step. The device is TS_TEST_DEVICE
  * ("cuda" unless set; "cpu" checks the cases and the harness themselves).
  * No such device here: exits 77 (ctest's skip) saying why.
- * labels: gpu */
+ */
+/* labels: gpu */
 #include "check.h"
 #include "graph/ops.h"
 #include "op_check.h"
@@ -28,6 +29,7 @@ int main(void) {
     ts_op_cases_broadcast(&c);
     ts_op_cases_tensor(&c);
     ts_op_cases_cnn(&c);
+    ts_opt_cases(&c);
     /* every op that computes has a case */
     const ts_backend *cpu = ts_backend_cpu();
     for (int op = 0; op < TS_OP_COUNT; op++)

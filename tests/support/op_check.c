@@ -4,6 +4,7 @@
 #include "check.h"
 #include "graph/graph.h"
 #include "graph/ops.h"
+#include "graph/optim.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -193,4 +194,60 @@ done:
     operand_free(c, &scratch);
     operand_free(c, &wcpu);
     operand_free(c, &wdev);
+}
+
+/* One optimizer step over n values on both devices from the same
+ * parameter, gradient and state: the parameter and state compared. */
+static void opt_case(ts_op_checker *c, const char *label, ts_optimizer o, int step, int64_t n) {
+    const ts_backend *cpu = ts_backend_cpu();
+    operand p, g, s1, s2;
+    bool ok = operand_new(c, &p, n) && operand_new(c, &g, n) && operand_new(c, &s1, n) && operand_new(c, &s2, n);
+    float *back = ok ? malloc((size_t)n * sizeof(float)) : NULL;
+    if (!back) {
+        OP_CHECK(c, 0, "optimizer %s: no memory", label);
+    } else {
+        for (int64_t i = 0; i < n; i++) {
+            p.host[i] = 2.0f * next_uniform(&c->seed) - 1.0f;
+            g.host[i] = 0.1f * (2.0f * next_uniform(&c->seed) - 1.0f);
+            s1.host[i] = 0.1f * (2.0f * next_uniform(&c->seed) - 1.0f);
+            s2.host[i] = 0.01f * next_uniform(&c->seed);
+        }
+        operand_upload(c, &p), operand_upload(c, &g), operand_upload(c, &s1), operand_upload(c, &s2);
+        bool adam = o.kind != TS_OPT_SGD, mom = !adam && o.momentum != 0.0f;
+        ts_opt_state sc = {.step = (float)step - 1}, sd = sc;
+        if (mom) sc.accl = s1.cpu, sd.accl = s1.dev;
+        if (adam) sc.accl1 = s1.cpu, sc.accl2 = s2.cpu, sd.accl1 = s1.dev, sd.accl2 = s2.dev;
+        ts_opt_consts k = ts_opt_begin(&o, &sc);
+        cpu->opt_update(&o, &k, &sc, p.cpu, g.cpu, 0, n);
+        c->dev->opt_update(&o, &k, &sd, p.dev, g.dev, 0, n);
+        double e = compare(c, &p, back);
+        OP_CHECK(c, e <= 1e-6, "optimizer %s step %d on %s: parameter, rel. error %.3g", label, step, c->dev->name, e);
+        if (mom || adam) {
+            e = compare(c, &s1, back);
+            OP_CHECK(c, e <= 1e-6, "optimizer %s step %d on %s: first state, rel. error %.3g", label, step, c->dev->name, e);
+        }
+        if (adam) {
+            e = compare(c, &s2, back);
+            OP_CHECK(c, e <= 1e-6, "optimizer %s step %d on %s: second moment, rel. error %.3g", label, step, c->dev->name, e);
+        }
+        c->checked++;
+    }
+    free(back);
+    operand_free(c, &p), operand_free(c, &g), operand_free(c, &s1), operand_free(c, &s2);
+}
+
+void ts_opt_cases(ts_op_checker *c) {
+    ts_optimizer nesterov = ts_sgd(0.1f, 0.9f, 1e-3f);
+    nesterov.nesterov = 1;
+    ts_optimizer damp = ts_sgd(0.05f, 0.8f, 0);
+    damp.dampening = 0.3f;
+    opt_case(c, "sgd", ts_sgd(0.1f, 0, 0), 1, 1000);
+    opt_case(c, "sgd weight decay", ts_sgd(0.1f, 0, 0.01f), 1, 100003);
+    opt_case(c, "sgd momentum (first step)", ts_sgd(0.1f, 0.9f, 0), 1, 5000);
+    opt_case(c, "sgd momentum", ts_sgd(0.1f, 0.9f, 0), 4, 5000);
+    opt_case(c, "sgd momentum dampening", damp, 3, 777);
+    opt_case(c, "sgd nesterov", nesterov, 2, 4097);
+    opt_case(c, "adam (first step)", ts_adam(1e-3f), 1, 3001);
+    opt_case(c, "adam", ts_adam(1e-3f), 7, 100003);
+    opt_case(c, "adamw", ts_adamw(1e-3f, 0.1f), 5, 65537);
 }

@@ -45,5 +45,8 @@ void ts_op_cases_core(ts_op_checker *c);
 void ts_op_cases_broadcast(ts_op_checker *c);
 void ts_op_cases_tensor(ts_op_checker *c);
 void ts_op_cases_cnn(ts_op_checker *c);
+/* Each optimizer's step (SGD, momentum, dampening, Nesterov, weight decay,
+ * Adam, AdamW; a first step and a later one) through both tables' opt_update. */
+void ts_opt_cases(ts_op_checker *c);
 
 #endif
