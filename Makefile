@@ -39,7 +39,7 @@ bench: deps-test build
 
 # the GPU rows beside PyTorch on the same GPU (a GPU machine; scripts/gpu-check.sh)
 bench-gpu:
-	GPU_CHECK_TESTS=0 GPU_CHECK_ALL=0 scripts/gpu-check.sh
+	GPU_CHECK_TESTS=0 scripts/gpu-check.sh
 
 # libFuzzer targets with the library instrumented (coverage + ASan/UBSan)
 fuzz: deps-test

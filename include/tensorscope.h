@@ -425,7 +425,11 @@ TS_API ts_tensor *ts_sigmoid(ts_graph *g, ts_tensor *x);
 
 TS_API ts_status ts_tensor_set_name(ts_tensor *t, const char *name);
 TS_API const char *ts_tensor_name(const ts_tensor *t);
-/* Shape (and a view of a parameter's values in `out->data`, NULL otherwise). */
+/* Shape (and a view of a parameter's values in `out->data`, NULL otherwise).
+ * The view is current after every run, on every device; to change the
+ * values, call ts_param_set: a model on a GPU sends the values again only
+ * after ts_param_set (or a restored checkpoint), not after a write through
+ * this pointer. */
 TS_API ts_status ts_tensor_info(const ts_tensor *t, ts_array *out);
 /* The one rule for every tensor pattern (anchors, watches, outfeed filters,
  * the CLI's --anchor, --watch, --outfeed, --print-tensor): a pattern with
@@ -557,6 +561,11 @@ TS_API ts_status ts_options_set_threads(ts_options *o, int n);
  * after it; observers read a host copy of what they observe; numeric
  * checks, replicas and pipeline stages run on the CPU only. */
 TS_API ts_status ts_options_set_device(ts_options *o, const char *device);
+/* TS_OK when `device` ("cpu", "cuda", "cuda:N") can run models here;
+ * otherwise the error a model on it would give (TS_ERR_INVALID_ARGUMENT
+ * for a name tensorscope does not know, TS_ERR_UNSUPPORTED saying why it
+ * is not here). */
+TS_API ts_status ts_device_check(const char *device);
 /* R data-parallel replicas, one per rank of the MPI job (R must equal its
  * number of ranks; 1 = off; see ts_dist_init and DESIGN.md §15). Every rank
  * passes the same combined batch, x of declared shape [B,...] as

@@ -11,15 +11,19 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-int main(void) {
+/* test_backend_ops --probe: exits 0 when the device is here, else 77
+ * saying why (tests/on_device.sh asks before running a test there). */
+int main(int argc, char **argv) {
     const char *device = getenv("TS_TEST_DEVICE");
     if (!device || !*device) device = "cuda";
     const ts_backend *dev;
     if (ts_backend_for(device, &dev) != TS_OK) {
-        printf("test_backend_ops skipped: no %s device: %s\n", device, ts_last_error());
+        printf("skipped: no %s device: %s\n", device, ts_last_error());
         return 77;
     }
+    if (argc > 1 && !strcmp(argv[1], "--probe")) return 0;
     ts_op_checker c = {.dev = dev};
     if (dev->stream_create && dev->stream_create(&c.stream)) {
         printf("FAIL %s: no stream: %s\n", device, ts_last_error());

@@ -230,6 +230,10 @@ int cmd_train_gpt(int argc, char **argv) {
         rc = cli_usage_error(cmd, "--device: %s", ts_last_error());
         goto done;
     }
+    if (a.device && ts_device_check(a.device)) {
+        rc = cli_runtime_error("--device");
+        goto done;
+    }
     for (int i = 0; i < a.anchors.n; i++)
         if (ts_options_anchor(o, a.anchors.items[i], a.anchors.items[i], TS_OUTPUT_FINAL, 0)) {
             rc = cli_usage_error(cmd, "--anchor %s: %s", a.anchors.items[i], ts_last_error());

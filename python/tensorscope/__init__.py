@@ -39,7 +39,7 @@ __all__ = ["Adam", "AdamW", "CancelledError", "DataLoader", "Dataset", "DistErro
            "ShapeError", "StateError", "Tensor", "TensorscopeError", "UnsupportedError",
            "Watch", "compare", "inference_model", "merge_summaries", "metrics_report", "metrics_reset",
            "plot_gradient_histogram", "dist_init", "dist_finalize", "print_tensor", "save_npy", "set_log_callback",
-           "set_limit", "get_limit", "has_feature", "set_log_level", "summarize", "summary", "summary_line", "training_model"]
+           "set_limit", "get_limit", "has_feature", "check_device", "set_log_level", "summarize", "summary", "summary_line", "training_model"]
 
 
 def set_log_level(level):
@@ -60,6 +60,14 @@ def has_feature(name):
     """Whether this build has an optional feature: "plots", "onnx",
     "tensorboard", "npz", "debug-bundle", "unwind", "mpi", "cuda"."""
     return bool(_lib.ts_has_feature(_capi.cstr(name)))
+
+
+def check_device(name):
+    """Returns when `name` ("cpu", "cuda", "cuda:N") can run models here;
+    otherwise raises what a model on it would (ValueError for a name
+    tensorscope does not know, UnsupportedError saying why it is not
+    here: built without CUDA, no GPU, no GPU N)."""
+    _capi.check(_lib.ts_device_check(_capi.cstr(name)))
 
 
 def set_limit(which, size):

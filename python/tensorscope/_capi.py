@@ -156,6 +156,7 @@ _PROTOTYPES = {
     "ts_get_log_level": (C.c_int, []),
     "ts_set_limit": (_st, [C.c_int, C.c_uint64]),
     "ts_has_feature": (C.c_int, [C.c_char_p]),
+    "ts_device_check": (_st, [C.c_char_p]),
     "ts_get_limit": (C.c_uint64, [C.c_int]),
     "ts_parse_size": (_st, [S, C.POINTER(C.c_uint64)]),
     "ts_array_shape_str": (S, [C.POINTER(Array), C.c_char_p, C.c_size_t]),

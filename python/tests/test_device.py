@@ -29,7 +29,7 @@ def data():
 
 def gpu_or_skip():
     try:
-        model("cuda")
+        ts.check_device("cuda")
     except ts.UnsupportedError as e:
         pytest.skip(str(e))
 
@@ -45,6 +45,15 @@ def test_cpu_is_the_default_and_trains():
     xs, ys = data()
     m(x=xs, labels=ys)
     assert np.isfinite(m.get_anchored_tensor("l")).all()
+
+
+def test_check_device():
+    ts.check_device("cpu")
+    with pytest.raises(ValueError, match="cuda:N"):
+        ts.check_device("cuda:x")
+    if not ts.has_feature("cuda"):
+        with pytest.raises(ts.UnsupportedError, match="built with CUDA"):
+            ts.check_device("cuda")
 
 
 def test_missing_device_says_which():

@@ -23,3 +23,9 @@ ts_status ts_backend_for(const char *device, const ts_backend **out) {
     }
     return ts_error(TS_ERR_INVALID_ARGUMENT, "device '%s' is not one tensorscope knows: the choices are cpu, cuda and cuda:N", device);
 }
+
+ts_status ts_device_check(const char *device) {
+    const ts_backend *b;
+    if (!device) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_device_check: device is NULL: write cpu, cuda or cuda:N");
+    return ts_backend_for(device, &b);
+}

@@ -65,6 +65,14 @@ typedef struct ts_kernel_row {
     size_t (*workspace_floats)(const ts_shape *in, const ts_shape *out, int threads);
 } ts_kernel_row;
 
+/* A stats summary (TS_WATCH_STATS) a device reduced, in the terms of the
+ * host's partial summaries (observe/stats.h): counts, and the moments and
+ * extremes of the finite values (min/max +-Inf while finite == 0). */
+typedef struct ts_device_stats {
+    double count, zeros, nans, pos_infs, neg_infs, finite;
+    double mean, m2, min, max;
+} ts_device_stats;
+
 /* A point on a stream, for timing kernels: ns once complete (the CPU's
  * clock at record), or a device handle a backend fills. */
 typedef struct ts_event {
@@ -124,6 +132,10 @@ typedef struct ts_backend {
      * log2 and TensorBoard histograms and the fp16/bf16/fp8 range
      * fractions, as the partial's `what` asks. */
     void (*stats_add)(void *stream, struct ts_stats_partial *p, const float *x, int64_t n);
+    /* The stats of x[0..n) into *slot (device memory), asynchronously: the
+     * host reads the slots after the run, in one copy. NULL: not needed
+     * (a device whose memory the host reads summarises there). */
+    void (*stats_reduce)(void *stream, const float *x, int64_t n, ts_device_stats *slot);
     /* Whether x[0..n) holds a NaN or an Inf. */
     bool (*has_nonfinite)(void *stream, const float *x, int64_t n);
 

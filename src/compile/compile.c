@@ -66,6 +66,11 @@ void ts_prog_free(ts_prog *p) {
     ts_free(p->dev_inputs);
     ts_free(p->dev_input_bytes);
     ts_free(p->host_view);
+    p->backend->free(p->dev_slots);
+    p->backend->free(p->dev_anchors);
+    ts_free(p->host_slots);
+    ts_free(p->slot_step);
+    ts_free(p->slot_pending);
     ts_free(p->arena_anchors);
     ts_free(p->shape);
     ts_free(p->order);

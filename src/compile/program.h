@@ -81,6 +81,7 @@ typedef struct ts_device_copy {
     float *host, *dev;
     int64_t numel;
     bool download; /* the run changes it: back to the host after each run */
+    bool state;    /* optimizer state: back to the host only for a checkpoint */
 } ts_device_copy;
 
 typedef struct ts_prog {
@@ -89,11 +90,18 @@ typedef struct ts_prog {
      * NULL on the CPU */
     ts_device_copy *dev_copies;
     int n_dev_copies;
+    uint64_t sent_gen;        /* the graph's values_gen the device's copies hold */
+    bool sent;
     ts_opt_state *dev_state;  /* per m->state: the device's moments */
     float **dev_inputs;       /* per node: the run's inputs on the device */
     size_t *dev_input_bytes;
     float *host_view;         /* an entry copied to the host for its observers */
     int64_t host_view_floats;
+    struct ts_device_stats *dev_slots, *host_slots; /* per watch: stats reduced on the device this run */
+    int64_t *slot_step;       /* the step each pending slot was taken at */
+    bool *slot_pending;
+    bool any_pending;
+    float *dev_anchors;       /* the anchors arena's device copy: captured there, copied back after each run */
     int n_nodes;         /* graph size at compile */
     ts_shape *shape;     /* per node: compiled shape */
     int *order;          /* live nodes, topological (forward) order */
@@ -266,8 +274,12 @@ void ts_opt_state_free(ts_model *m);
 ts_status ts_device_bind(ts_model *m, ts_prog *p);
 /* Before a run: the host's values and the run's inputs to the device. */
 ts_status ts_device_before_run(ts_model *m);
-/* After a run: what it changed back to the host; the first device error. */
+/* After a run: what it changed back to the host (the parameters and
+ * buffers); the first device error. */
 ts_status ts_device_after_run(ts_model *m);
+/* The optimizer state to the host (for a checkpoint): it stays on the
+ * device between runs. TS_OK at once on the CPU. */
+ts_status ts_device_fetch_state(const ts_model *m);
 /* Entry e's values on the host: e->data itself where the host can read it,
  * else a copy (valid until the next call). NULL: the device failed. */
 const float *ts_device_host_view(ts_model *m, const ts_entry *e);
@@ -358,6 +370,15 @@ typedef struct ts_step_update {
 #define TS_REPORT_MAX 6144 /* bytes of one numeric-check report (observe.c), kept whole by its re-execution (exec.c) */
 #define TS_STEP_WATCHES 5 /* Gradient___, Accum___, UpdatedVar___, two optimizer states */
 #define TS_MAX_SLOTS 4    /* threads one summary is split over, at most */
+/* A device whose memory the host cannot read: entry's observers, on the
+ * device where they can be: its anchors captured into the device's arena,
+ * a due stats watch reduced into its slot (published by
+ * ts_observe_device_finish). False: the rest need its values on the host
+ * (outfeeds, numeric checks, histograms and ranges): the caller copies
+ * them there and calls ts_observe, which leaves the anchors alone. */
+bool ts_observe_device(ts_model *m, int entry, int64_t sample);
+/* After the run, with the slots copied to the host: the summaries. */
+void ts_observe_device_finish(ts_model *m);
 void ts_observe_step(ts_model *m, int node, int64_t d, const ts_step_update *u, int64_t n);
 void ts_print_tensor(const char *title, const float *x, const ts_shape *s);
 

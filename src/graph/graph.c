@@ -472,6 +472,7 @@ ts_status ts_param_set(ts_tensor *p, const ts_array *v) {
                         ts_shape_str(&p->shape, a, sizeof a), ts_dtype_name(v->dtype), ts_shape_str(&s, b, sizeof b));
     }
     memcpy(p->value, v->data, (size_t)ts_shape_numel(&s) * sizeof(float));
+    p->g->values_gen++;
     return TS_OK;
 }
 

@@ -95,6 +95,10 @@ typedef struct ts_outfeed_mark {
 
 struct ts_graph {
     ts_tensor **t;
+    /* Bumped whenever the host writes the values the graph holds
+     * (ts_param_set, a checkpoint restored, a device's run brought back):
+     * a device's copies are sent again when it moved (exec/device.c). */
+    uint64_t values_gen;
     size_t n, cap;
     char *scope[16];
     int n_scope;

@@ -132,6 +132,7 @@ ts_status ts_checkpoint_save(const char *path, const ts_model *m, const ts_loade
     ts_status st = check_model(m, "ts_checkpoint_save");
     if (st) return st;
     if (!path || !*path) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_checkpoint_save: empty path");
+    if ((st = ts_device_fetch_state(m))) return st; /* a device's optimizer state, brought to the host */
     float *steps = ts_calloc((size_t)m->n_state + 1, sizeof *steps);
     if (!steps) return TS_ERR_OUT_OF_MEMORY;
     for (int i = 0; i < m->n_state; i++) steps[i] = m->state[i].step;
@@ -310,6 +311,7 @@ static ts_status state_records(const char *path, const record *recs, uint32_t n,
         if ((st = want(recs, n, path, name, TS_F32, 1, &r))) return st;
         if (copy) m->state[i].step = *(const float *)r->a.data;
     }
+    if (copy) m->g->values_gen++; /* a device sends them again */
     return TS_OK;
 }
 

@@ -147,11 +147,14 @@ ts_status ts_model_compile(ts_model *m) {
     }
     ts_prog *p;
     ts_status st = ts_prog_build(m, &p);
-    if (!st && !m->backend->host_addressable && m->opts.check != TS_CHECK_OFF)
-        st = ts_error(TS_ERR_UNSUPPORTED, "compile: numeric checks run on the CPU only for now: run with --device cpu, or without --check-numerics");
     if (!st) st = ts_device_bind(m, p);
     if (st) {
         if (p) ts_prog_free(p);
+        return st;
+    }
+    if (m->prog) st = ts_device_fetch_state(m); /* the new program sends it again */
+    if (st) {
+        ts_prog_free(p);
         return st;
     }
     ts_prog_free(m->prog);

@@ -3,6 +3,7 @@
  * outfeeds stream it, numeric checks stop the run at the first NaN/Inf. */
 #include "compile/program.h"
 
+#include "backend/backend.h"
 #include "backend/cpu/cpu.h"
 #include "diag/metrics.h"
 #include "graph/ops.h"
@@ -215,17 +216,33 @@ static void add(report *r, const char *fmt, ...) {
     r->used = n < 0 ? sizeof r->text : r->used + (size_t)n;
 }
 
+/* e's values where the host can read them: e->data, or a device's copy
+ * of them (valid until the next call); NULL when the device failed. */
+static const float *entry_values(ts_model *m, const ts_entry *e) {
+    const ts_prog *p = m->prog;
+    if (p->backend->host_addressable || e->on_host || e->data == p->host_view) return e->data;
+    return ts_device_host_view(m, e);
+}
+
 /* "\n  <label> <name> f32[4,6] n=24 x∈[...] ..." */
-static void add_stats(report *r, const char *label, const ts_entry *e) {
+static void add_stats(ts_model *m, report *r, const char *label, const ts_entry *e) {
     ts_summary sum;
-    ts_summarize_f32(e->data, e->numel, TS_WATCH_STATS, &sum);
+    const float *x = entry_values(m, e);
+    if (!x) return;
+    ts_summarize_f32(x, e->numel, TS_WATCH_STATS, &sum);
     ts_array shape = {.dtype = TS_F32, .ndim = e->shape.ndim};
     for (int i = 0; i < e->shape.ndim; i++) shape.shape[i] = e->shape.d[i];
     char line[512];
     add(r, "\n  %s %s", label, ts_summary_line(e->name, &shape, &sum.stats, line, sizeof line));
 }
 
-static bool entry_nonfinite(ts_pool *pool, const ts_entry *e) { return e->dtype == TS_F32 && e->data && ts_cpu_has_nonfinite(pool, e->data, e->numel); }
+/* A scan where the entry lives: the host's threads, or its device. */
+static bool entry_nonfinite(ts_model *m, const ts_entry *e) {
+    const ts_prog *p = m->prog;
+    if (e->dtype != TS_F32 || !e->data) return false;
+    if (p->backend->host_addressable || e->on_host || e->data == p->host_view) return ts_cpu_has_nonfinite(m->pool, e->data, e->numel);
+    return p->backend->has_nonfinite(m->stream, e->data, e->numel);
+}
 
 /* "op Log 'block/Log:0', built at file:line" */
 static const char *op_words(const ts_tensor *t, char *buf, size_t n) {
@@ -245,13 +262,13 @@ static int backward_reads(const ts_prog *p, const ts_tensor *c, const ts_entry *
 
 /* "the input 'fc3/MatMul:0' is already non-finite: the origin is upstream
  * of the " when one of what the producer read holds a NaN/Inf already. */
-static void add_origin_upstream(report *r, const ts_entry *const *read, int n, bool backward) {
+static void add_origin_upstream(ts_model *m, report *r, const ts_entry *const *read, int n, bool backward) {
     int bad = 0;
-    for (int k = 0; k < n; k++) bad += entry_nonfinite(NULL, read[k]);
+    for (int k = 0; k < n; k++) bad += entry_nonfinite(m, read[k]);
     if (!bad) return;
     add(r, "the %s", bad > 1 ? "inputs " : "");
     for (int k = 0, seen = 0; k < n; k++) {
-        if (!entry_nonfinite(NULL, read[k])) continue;
+        if (!entry_nonfinite(m, read[k])) continue;
         bool grad = backward && read[k]->kind == TS_KIND_GRAD && k == 0;
         add(r, "%s%s'%s'", seen ? ", " : "", bad == 1 ? (grad ? "incoming gradient " : "input ") : "", read[k]->name);
         seen++;
@@ -269,27 +286,27 @@ static ts_status numerics_report(ts_model *m, int entry, int64_t sample, int pro
     char op[800], run[160];
     snprintf(run, sizeof run, "run %lld, %s %lld, %s pass", (long long)m->runs, e->per_step ? "step" : "micro-batch", (long long)sample,
              e->kind == TS_KIND_GRAD ? "backward" : e->kind == TS_KIND_VALUE ? "forward" : "optimizer step");
-    const ts_entry *read[TS_MAX_INPUTS + 2];
+    const ts_entry *read[TS_MAX_INPUTS + 2] = {NULL};
     add(&r, "numeric check: ");
     if (e->kind == TS_KIND_VALUE) {
         int n = 0;
         for (int j = 0; j < t->n_in; j++) read[n++] = &p->entries[p->value_entry[t->in[j]]];
-        add_origin_upstream(&r, read, n, false);
+        add_origin_upstream(m, &r, read, n, false);
         add(&r, "first non-finite value in '%s' (output of %s), %s", e->name, op_words(t, op, sizeof op), run);
-        add_stats(&r, "value:", e);
+        add_stats(m, &r, "value:", e);
         for (int j = 0; j < n; j++) {
             if (read[j]->dtype != TS_F32) continue;
             char label[32];
             snprintf(label, sizeof label, "input %d:", j);
-            add_stats(&r, label, read[j]);
+            add_stats(m, &r, label, read[j]);
         }
     } else if (e->kind == TS_KIND_GRAD && producer >= 0) {
         const ts_tensor *c = m->g->t[producer];
         int n = backward_reads(p, c, read);
-        add_origin_upstream(&r, read, n, true);
+        add_origin_upstream(m, &r, read, n, true);
         add(&r, "first non-finite value in '%s', produced by %s's backward (%s), %s", e->name, ts_op_get(c->op)->name,
             op_words(c, op, sizeof op), run);
-        add_stats(&r, "value:", e);
+        add_stats(m, &r, "value:", e);
         for (int k = 0; k < n; k++) {
             char label[48] = "read:";
             if (read[k]->kind == TS_KIND_GRAD) snprintf(label, sizeof label, "incoming gradient:");
@@ -297,11 +314,11 @@ static ts_status numerics_report(ts_model *m, int entry, int64_t sample, int pro
             else
                 for (int j = 0; j < c->n_in; j++)
                     if (read[k]->node == c->in[j]) snprintf(label, sizeof label, "forward input %d:", j);
-            if (read[k]->dtype == TS_F32) add_stats(&r, label, read[k]);
+            if (read[k]->dtype == TS_F32) add_stats(m, &r, label, read[k]);
         }
     } else { /* optimizer state, or a gradient no kernel here wrote (received from another pipeline stage) */
         add(&r, "first non-finite value in '%s' (derived tensor of %s), %s", e->name, op_words(t, op, sizeof op), run);
-        add_stats(&r, "value:", e);
+        add_stats(m, &r, "value:", e);
     }
     if (!m->rerun) ts_counter_add("NonFiniteFound", 1); /* the op-by-op replay finds the same one */
     for (int k = 0; k < p->n_entries; k++) p->entries[k].checked = false; /* the run stops here: no scan carried into the next */
@@ -317,10 +334,71 @@ ts_status ts_check_backward(ts_model *m, int node, int64_t sample) {
     for (int k = 0; k < n; k++) {
         int ge = writes[k];
         if (!p->entries[ge].check) continue;
-        if (entry_nonfinite(m->pool, &p->entries[ge])) return numerics_report(m, ge, sample, node);
+        if (entry_nonfinite(m, &p->entries[ge])) return numerics_report(m, ge, sample, node);
         p->entries[ge].checked = true;
     }
     return TS_OK;
+}
+
+/* capture_anchor on the device, into the device's copy of the anchors arena */
+static void capture_anchor_device(ts_model *m, const ts_anchor *a, const ts_entry *e, int64_t sample, int64_t S) {
+    const ts_prog *p = m->prog;
+    const ts_backend *be = p->backend;
+    size_t n = (size_t)e->numel;
+    float *local = p->dev_anchors + (a->local - p->arena_anchors);
+    switch (a->mode) {
+    case TS_OUTPUT_ALL: be->copy_on_device(m->stream, local + (size_t)sample * n, e->data, n * sizeof(float)); break;
+    case TS_OUTPUT_EVERY_N:
+        if ((sample + 1) % a->period == 0)
+            be->copy_on_device(m->stream, local + (size_t)((sample + 1) / a->period - 1) * n, e->data, n * sizeof(float));
+        break;
+    case TS_OUTPUT_SUM:
+        if (sample == 0) be->copy_on_device(m->stream, local, e->data, n * sizeof(float));
+        else be->accumulate(m->stream, local, e->data, (int64_t)n);
+        break;
+    default:
+        if (sample == S - 1) be->copy_on_device(m->stream, local, e->data, n * sizeof(float));
+        break;
+    }
+}
+
+bool ts_observe_device(ts_model *m, int entry, int64_t sample) {
+    ts_prog *p = m->prog;
+    const ts_entry *e = &p->entries[entry];
+    if (m->rerun) return false;
+    if (e->n_anchors && p->dev_anchors) { /* into the device's arena, copied to the host once after the run */
+        int64_t S = e->per_step ? p->samples_step : p->samples_mb;
+        for (int k = 0; k < e->n_anchors; k++) capture_anchor_device(m, &p->anchors[e->anchors[k]], e, sample, S);
+        p->anchor_copies += (uint64_t)e->n_anchors;
+    }
+    bool host = e->n_outfeeds || e->check || (e->n_anchors && !p->dev_anchors);
+    if (watch_due(m, e, sample)) {
+        int w = e->watch;
+        if (p->watch_what[w] != TS_WATCH_STATS || !p->dev_slots) return false; /* summarised on the host */
+        p->backend->stats_reduce(m->stream, e->data, e->numel, &p->dev_slots[w]);
+        p->slot_pending[w] = p->any_pending = true;
+        p->slot_step[w] = m->steps;
+    }
+    return !host;
+}
+
+void ts_observe_device_finish(ts_model *m) {
+    ts_prog *p = m->prog;
+    if (!p->any_pending) return;
+    for (int w = 0; w < p->n_watch; w++) {
+        if (!p->slot_pending[w]) continue;
+        const ts_device_stats *d = &p->host_slots[w];
+        ts_stats_partial q;
+        ts_stats_partial_init(&q, TS_WATCH_STATS);
+        q.count = (int64_t)d->count, q.zeros = (int64_t)d->zeros, q.nans = (int64_t)d->nans;
+        q.pos_infs = (int64_t)d->pos_infs, q.neg_infs = (int64_t)d->neg_infs, q.finite = (int64_t)d->finite;
+        if (q.finite > 0) q.mean = d->mean, q.m2 = d->m2, q.min = d->min, q.max = d->max;
+        ts_stats_finish(&q, &p->summaries[w]);
+        p->watch_results[w].run = m->runs;
+        p->watch_results[w].step = p->slot_step[w];
+        p->slot_pending[w] = false;
+    }
+    p->any_pending = false;
 }
 
 ts_status ts_observe(ts_model *m, int entry, int64_t sample) {
@@ -331,7 +409,7 @@ ts_status ts_observe(ts_model *m, int entry, int64_t sample) {
     e->checked = false;
     if (e->check && !checked && e->dtype == TS_F32 && ts_cpu_has_nonfinite(m->pool, e->data, e->numel)) return numerics_report(m, entry, sample, -1);
     if (m->rerun) return TS_OK;
-    if (e->n_anchors) {
+    if (e->n_anchors && !p->dev_anchors) { /* a device's: captured there (ts_observe_device) */
         uint64_t t0 = ts_now_ns();
         for (int k = 0; k < e->n_anchors; k++) capture_anchor(&p->anchors[e->anchors[k]], e, sample, S);
         p->anchor_ns += ts_now_ns() - t0; /* to the metrics once per run, not per copy */

@@ -276,6 +276,10 @@ static void cu_stats_add(void *stream, ts_stats_partial *p, const float *x, int6
     ts_stats_partial_add(p, h, n);
 }
 
+static void cu_stats_reduce(void *stream, const float *x, int64_t n, ts_device_stats *slot) {
+    ts_cu_stats_reduce(cu_stream(stream), x, n, slot);
+}
+
 /* *flag = 1 when x[n] holds a NaN or an Inf (exponent all ones) */
 __global__ static void nonfinite_kernel(const float *x, int64_t n, float *flag) {
     bool bad = false;
@@ -405,6 +409,7 @@ static ts_status init_locked(int ordinal) {
     be->opt_update = cu_opt_update;
     be->opt_update_summarised = cu_opt_update_summarised;
     be->stats_add = cu_stats_add;
+    be->stats_reduce = cu_stats_reduce;
     be->has_nonfinite = cu_has_nonfinite;
     be->event_record = cu_event_record;
     be->event_elapsed_ns = cu_event_elapsed_ns;

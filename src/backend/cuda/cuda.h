@@ -51,4 +51,7 @@ void ts_cu_gemm(cudaStream_t s, bool ta, bool tb, int64_t M, int64_t N, int64_t 
 void ts_cu_gemm_strided(cudaStream_t s, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t sa, const float *B,
                         int64_t sb, float beta, float *C, int64_t sc, int64_t count);
 
+/* The stats of x[0..n) into *slot (stats.cu), on stream s. */
+void ts_cu_stats_reduce(cudaStream_t s, const float *x, int64_t n, ts_device_stats *slot);
+
 #endif

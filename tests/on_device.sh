@@ -1,0 +1,13 @@
+#!/bin/bash
+# on_device.sh DEVICE TEST -- runs test program TEST (built in
+# $TS_BUILD_DIR) with its models on DEVICE (TS_DEVICE=DEVICE): the
+# observation tests' device parameter (ctest's NAME_cuda tests, label gpu).
+# No such device here: exits 77 (ctest's skip) saying why.
+device=$1 test=$2
+probe=$(TS_TEST_DEVICE=$device "$TS_BUILD_DIR/test_backend_ops" --probe)
+rc=$?
+if [ "$rc" != 0 ]; then
+    echo "$test on $device $probe"
+    exit 77
+fi
+TS_DEVICE=$device exec "$TS_BUILD_DIR/$test"
