@@ -11,6 +11,7 @@
 #     GPU_CHECK_BENCH=0 scripts/gpu-check.sh   # no benchmark
 #     GPU_CHECK_GPT2=1 scripts/gpu-check.sh    # also the GPT-2-small row
 #     GPU_CHECK_TESTS=0 scripts/gpu-check.sh   # the benchmark alone (make bench-gpu)
+#     GPU_CHECK_BUDGET=300 scripts/gpu-check.sh # steps past 300 s are skipped (default 470)
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${GPU_CHECK_BUILD:-build-gpu}
@@ -19,9 +20,16 @@ rm -rf "$LOGS"
 mkdir -p "$LOGS"
 JOBS=$(nproc)
 STATUS=0
+BUDGET=${GPU_CHECK_BUDGET:-470} # seconds: a step that would start later is skipped, and says so
 step() { # step NAME TIMEOUT CMD...: runs CMD into $LOGS/NAME.log, records the outcome
     local name=$1 limit=$2
     shift 2
+    if [ "$SECONDS" -ge "$BUDGET" ]; then
+        printf '%-22s skipped: past the %ss budget\n' "$name" "$BUDGET" | tee -a "$LOGS/summary.txt"
+        STATUS=1
+        return 1
+    fi
+    [ $((SECONDS + limit)) -gt "$BUDGET" ] && limit=$((BUDGET - SECONDS + 10))
     local t0=$SECONDS
     timeout "$limit" "$@" >"$LOGS/$name.log" 2>&1
     local rc=$?
