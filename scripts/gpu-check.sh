@@ -59,17 +59,15 @@ step gpu-tests 240 ctest --test-dir "$BUILD" -L gpu --output-on-failure --timeou
 grep -E "tests passed|tests failed|\(Failed\)|\(Skipped\)|\(Timeout\)" "$LOGS/gpu-tests.log" | head -40
 fi
 
-if [ "${GPU_CHECK_BENCH:-1}" = 1 ]; then
-    ROWS="mlp32 mlp1000 lenet64 gpt128"
-    [ "${GPU_CHECK_GPT2:-0}" = 1 ] && ROWS="$ROWS gpt2"
-    for r in $ROWS; do
+bench_rows() { # bench_rows ROW...: tensorscope and PyTorch, each row
+    for r in "$@"; do
         limit=60
         [ "$r" = gpt2 ] && limit=180
         step "bench-ts-$r" "$limit" "$BUILD/bench_gpu" "$r" 20
         step "bench-torch-$r" "$limit" python3 bench/torch_gpu.py "$r" --steps 20
     done
-    python3 scripts/gpu_table.py "$LOGS" | tee "$LOGS/bench-table.md"
-fi
+}
+[ "${GPU_CHECK_BENCH:-1}" = 1 ] && bench_rows mlp32 mlp1000 lenet64 gpt128
 if [ "${GPU_CHECK_TESTS:-1}" = 1 ]; then
 if command -v compute-sanitizer >/dev/null; then
     step memcheck 90 compute-sanitizer --tool memcheck --leak-check no --error-exitcode 9 "$BUILD/test_backend_ops"
@@ -82,6 +80,9 @@ else
     echo "compute-sanitizer: not on this machine" | tee -a "$LOGS/summary.txt"
     fi
 fi
+# GPT-2 small's size last: the longest row
+[ "${GPU_CHECK_BENCH:-1}" = 1 ] && [ "${GPU_CHECK_GPT2:-0}" = 1 ] && bench_rows gpt2
+[ "${GPU_CHECK_BENCH:-1}" = 1 ] && python3 scripts/gpu_table.py "$LOGS" | tee "$LOGS/bench-table.md"
 echo
 cat "$LOGS/summary.txt"
 if [ -n "${OUT:-}" ]; then
