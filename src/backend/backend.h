@@ -147,6 +147,9 @@ typedef struct ts_backend {
 
 /* The CPU backend (backend/cpu/cpu.c): always built. */
 const ts_backend *ts_backend_cpu(void);
+/* The CPU run the way a GPU is ("cpu-staged"): its memory treated as a
+ * device's, so the device path is tested without a GPU. */
+const ts_backend *ts_backend_cpu_staged(void);
 
 /* The CUDA backend of GPU `ordinal` (backend/cuda/cuda.cu), built as a
  * feature when nvcc is found: *out, or TS_ERR_UNSUPPORTED saying why not
@@ -154,8 +157,9 @@ const ts_backend *ts_backend_cpu(void);
  * ordinal) with *out NULL. Thread-safe; the first call initialises it. */
 ts_status ts_backend_cuda(int ordinal, const ts_backend **out);
 
-/* The backend a device string names: "cpu", "cuda", "cuda:N"; anything
- * else TS_ERR_INVALID_ARGUMENT listing the choices. */
+/* The backend a device string names: "cpu", "cuda", "cuda:N" (and
+ * "cpu-staged", for tests); anything else TS_ERR_INVALID_ARGUMENT listing
+ * the choices. */
 ts_status ts_backend_for(const char *device, const ts_backend **out);
 
 #endif

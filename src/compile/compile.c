@@ -68,6 +68,7 @@ void ts_prog_free(ts_prog *p) {
     ts_free(p->host_view);
     p->backend->free(p->dev_slots);
     p->backend->free(p->dev_anchors);
+    p->backend->free(p->dev_stage);
     ts_free(p->host_slots);
     ts_free(p->slot_step);
     ts_free(p->slot_pending);

@@ -102,6 +102,7 @@ typedef struct ts_prog {
     bool *slot_pending;
     bool any_pending;
     float *dev_anchors;       /* the anchors arena's device copy: captured there, copied back after each run */
+    float *dev_stage;         /* an entry the host holds (on_host), sent for its observers on the device */
     int n_nodes;         /* graph size at compile */
     ts_shape *shape;     /* per node: compiled shape */
     int *order;          /* live nodes, topological (forward) order */

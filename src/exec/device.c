@@ -43,7 +43,7 @@ ts_status ts_device_bind(ts_model *m, ts_prog *p) {
     if (ts_replicas(m) > 1 || p->stage)
         return ts_error(TS_ERR_UNSUPPORTED, "compile: replicas and pipeline stages run on the CPU only for now (--device cpu)");
     ts_graph *g = m->g;
-    int64_t biggest = 1;
+    int64_t biggest = 1, host_held = 1;
     for (int e = 0; e < p->n_entries; e++) {
         ts_entry *en = &p->entries[e];
         if (en->numel > biggest) biggest = en->numel;
@@ -55,6 +55,7 @@ ts_status ts_device_bind(ts_model *m, ts_prog *p) {
         bool held = (en->kind == TS_KIND_VALUE || en->kind == TS_KIND_UPDATED) && en->data == t->value && t->value;
         if (en->kind == TS_KIND_STEP) {
             en->on_host = true;
+            if (en->numel > host_held) host_held = en->numel;
             continue;
         }
         if (!held && en->kind != TS_KIND_ACCL && en->kind != TS_KIND_ACCL1 && en->kind != TS_KIND_ACCL2) continue;
@@ -82,6 +83,10 @@ ts_status ts_device_bind(ts_model *m, ts_prog *p) {
     p->host_view = ts_malloc((size_t)biggest * sizeof(float));
     if (!p->dev_inputs || !p->dev_input_bytes || !p->host_view) return TS_ERR_OUT_OF_MEMORY;
     p->host_view_floats = biggest;
+    void *stage = NULL;
+    ts_status sst = p->backend->alloc((size_t)host_held * sizeof(float), &stage);
+    if (sst) return sst;
+    p->dev_stage = stage;
     if (p->anchor_local > 0) {
         void *d = NULL;
         ts_status st = p->backend->alloc((size_t)p->anchor_local * sizeof(float), &d);

@@ -21,8 +21,9 @@
  * the host's (exec/device.c). */
 static ts_status observe_entry(ts_model *m, int e, int64_t sample) {
     ts_entry *en = &m->prog->entries[e];
-    if (m->backend->host_addressable || en->on_host) return ts_observe(m, e, sample);
+    if (m->backend->host_addressable) return ts_observe(m, e, sample);
     if (ts_observe_device(m, e, sample)) return TS_OK; /* nothing the host must read */
+    if (en->on_host) return ts_observe(m, e, sample);
     float *dev = en->data;
     const float *h = ts_device_host_view(m, en);
     if (!h) return ts_error_wrap(TS_ERR_INTERNAL, "run: reading '%s' from %s", en->name, m->backend->name);

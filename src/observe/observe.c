@@ -340,24 +340,25 @@ ts_status ts_check_backward(ts_model *m, int node, int64_t sample) {
     return TS_OK;
 }
 
-/* capture_anchor on the device, into the device's copy of the anchors arena */
-static void capture_anchor_device(ts_model *m, const ts_anchor *a, const ts_entry *e, int64_t sample, int64_t S) {
+/* capture_anchor on the device, into the device's copy of the anchors
+ * arena, from x (e's values on the device) */
+static void capture_anchor_device(ts_model *m, const ts_anchor *a, const ts_entry *e, const float *x, int64_t sample, int64_t S) {
     const ts_prog *p = m->prog;
     const ts_backend *be = p->backend;
     size_t n = (size_t)e->numel;
     float *local = p->dev_anchors + (a->local - p->arena_anchors);
     switch (a->mode) {
-    case TS_OUTPUT_ALL: be->copy_on_device(m->stream, local + (size_t)sample * n, e->data, n * sizeof(float)); break;
+    case TS_OUTPUT_ALL: be->copy_on_device(m->stream, local + (size_t)sample * n, x, n * sizeof(float)); break;
     case TS_OUTPUT_EVERY_N:
         if ((sample + 1) % a->period == 0)
-            be->copy_on_device(m->stream, local + (size_t)((sample + 1) / a->period - 1) * n, e->data, n * sizeof(float));
+            be->copy_on_device(m->stream, local + (size_t)((sample + 1) / a->period - 1) * n, x, n * sizeof(float));
         break;
     case TS_OUTPUT_SUM:
-        if (sample == 0) be->copy_on_device(m->stream, local, e->data, n * sizeof(float));
-        else be->accumulate(m->stream, local, e->data, (int64_t)n);
+        if (sample == 0) be->copy_on_device(m->stream, local, x, n * sizeof(float));
+        else be->accumulate(m->stream, local, x, (int64_t)n);
         break;
     default:
-        if (sample == S - 1) be->copy_on_device(m->stream, local, e->data, n * sizeof(float));
+        if (sample == S - 1) be->copy_on_device(m->stream, local, x, n * sizeof(float));
         break;
     }
 }
@@ -366,16 +367,21 @@ bool ts_observe_device(ts_model *m, int entry, int64_t sample) {
     ts_prog *p = m->prog;
     const ts_entry *e = &p->entries[entry];
     if (m->rerun) return false;
+    const float *x = e->data;
+    if (e->on_host) { /* held by the host (a step count): sent first */
+        p->backend->copy_to_device(m->stream, p->dev_stage, e->data, (size_t)e->numel * sizeof(float));
+        x = p->dev_stage;
+    }
     if (e->n_anchors && p->dev_anchors) { /* into the device's arena, copied to the host once after the run */
         int64_t S = e->per_step ? p->samples_step : p->samples_mb;
-        for (int k = 0; k < e->n_anchors; k++) capture_anchor_device(m, &p->anchors[e->anchors[k]], e, sample, S);
+        for (int k = 0; k < e->n_anchors; k++) capture_anchor_device(m, &p->anchors[e->anchors[k]], e, x, sample, S);
         p->anchor_copies += (uint64_t)e->n_anchors;
     }
     bool host = e->n_outfeeds || e->check || (e->n_anchors && !p->dev_anchors);
     if (watch_due(m, e, sample)) {
         int w = e->watch;
         if (p->watch_what[w] != TS_WATCH_STATS || !p->dev_slots) return false; /* summarised on the host */
-        p->backend->stats_reduce(m->stream, e->data, e->numel, &p->dev_slots[w]);
+        p->backend->stats_reduce(m->stream, x, e->numel, &p->dev_slots[w]);
         p->slot_pending[w] = p->any_pending = true;
         p->slot_step[w] = m->steps;
     }

@@ -212,3 +212,44 @@ static const ts_backend cpu = {
 };
 
 const ts_backend *ts_backend_cpu(void) { return &cpu; }
+
+/* ------------------------------------------- the CPU run as a GPU is */
+
+/* The stats of x[0..n) into *slot, as a device reduces them. */
+static void staged_stats_reduce(void *stream, const float *x, int64_t n, ts_device_stats *slot) {
+    (void)stream;
+    ts_stats_partial q;
+    ts_stats_partial_init(&q, TS_WATCH_STATS);
+    ts_stats_partial_add(&q, x, n);
+    *slot = (ts_device_stats){(double)q.count, (double)q.zeros, (double)q.nans, (double)q.pos_infs, (double)q.neg_infs, (double)q.finite,
+                              q.mean,          q.m2,           q.min,          q.max};
+}
+
+/* "cpu-staged": the CPU's kernels with the host treating the memory as a
+ * device's (host_addressable false), so the device path (exec/device.c,
+ * observation on the device, copies in and out) runs and is tested on any
+ * machine, under the sanitizers too. Not faster than "cpu". */
+static const ts_backend staged = {
+    .name = "cpu-staged",
+    .host_addressable = false,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .copy_to_device = cpu_copy,
+    .copy_to_host = cpu_copy,
+    .copy_on_device = cpu_copy,
+    .synchronize = cpu_synchronize,
+    .fill = cpu_fill,
+    .zero = cpu_zero,
+    .accumulate = cpu_accumulate,
+    .scale = cpu_scale,
+    .kernels = kernels,
+    .opt_update = ts_opt_update,
+    .opt_update_summarised = ts_opt_update_summarised,
+    .stats_add = cpu_stats_add,
+    .stats_reduce = staged_stats_reduce,
+    .has_nonfinite = cpu_has_nonfinite,
+    .event_record = cpu_event_record,
+    .event_elapsed_ns = cpu_event_elapsed_ns,
+};
+
+const ts_backend *ts_backend_cpu_staged(void) { return &staged; }
