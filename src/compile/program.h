@@ -8,6 +8,7 @@
 #include "backend/cpu/pool.h"
 #include "graph/graph.h"
 #include "graph/optim.h"
+#include "graph/options.h"
 
 #include <stdatomic.h>
 
@@ -22,17 +23,6 @@ typedef enum ts_entry_kind {
     TS_KIND_STEP       /* Step___ Adam step count */
 } ts_entry_kind;
 
-typedef struct ts_anchor_spec { /* as the user asked for it */
-    char *short_name;
-    char *tensor_name;
-    ts_output_mode mode;
-    int period;
-} ts_anchor_spec;
-
-typedef struct ts_watch_spec {
-    char *pattern;
-    int what, period;
-} ts_watch_spec;
 
 typedef struct ts_anchor { /* resolved at compile */
     char *short_name;
@@ -174,25 +164,6 @@ typedef struct ts_prog {
     size_t *fwd_at, *fwd_got;     /* rank 0: where rank r's records go (size + 1), and how many bytes came */
 } ts_prog;
 
-
-struct ts_options {
-    char device[16];     /* "cpu", "cuda", "cuda:N"; "" = TS_DEVICE or cpu */
-    int device_iterations, grad_accum, threads;
-    ts_output_mode output_mode;
-    int output_period;
-    ts_check_numerics check;
-    ts_anchor_spec *anchors;
-    size_t n_anchors, cap_anchors;
-    ts_watch_spec *watches;
-    size_t n_watches, cap_watches;
-    ts_outfeed *grad_q;
-    int grad_pre_accumulated;
-    int replicas, replica_check; /* R (1 = off) and steps between weight checks */
-    int stages;                  /* pipeline stages K (1 = off) */
-    ts_pipeline_schedule schedule;
-    char **split_at;             /* K - 1 scope names */
-};
-
 struct ts_model {
     ts_graph *g;
     bool training;
@@ -232,11 +203,6 @@ struct ts_model {
     bool dist_agreed;    /* the ranks' options compared equal (agree.c); cleared by a compile or a new schedule */
 };
 
-/* options.c */
-ts_status ts_options_copy(ts_options *dst, const ts_options *src);
-void ts_options_clear(ts_options *o);
-ts_status ts_anchor_spec_add(ts_anchor_spec **v, size_t *n, size_t *cap, const char *short_name,
-                             const char *tensor_name, ts_output_mode mode, int period);
 
 /* compile.c */
 ts_status ts_prog_build(ts_model *m, ts_prog **out);
@@ -263,26 +229,29 @@ typedef struct ts_interval {
 } ts_interval;
 size_t ts_memplan(ts_interval *iv, int n);
 
-/* optim.c (the update itself: graph/optim.h) */
+/* state.c: each parameter's optimizer state, made at the first compile
+ * (the update itself: graph/optim.h) */
 ts_status ts_opt_state_init(ts_model *m);
 void ts_opt_state_free(ts_model *m);
 
-/* exec/device.c: a model on a device whose memory the host cannot read
+/* A model on a device whose memory the host cannot read
  * (m->backend->host_addressable false). The host keeps every parameter,
  * buffer, constant and optimizer state, current after each run; the device
- * works on its copies. */
+ * works on its copies. compile/device.c: */
 /* At compile: device copies of what the entries point at on the host. */
 ts_status ts_device_bind(ts_model *m, ts_prog *p);
+/* The optimizer state to the host (for a checkpoint or a recompile): it
+ * stays on the device between runs. TS_OK at once on the CPU. */
+ts_status ts_device_fetch_state(const ts_model *m);
+/* exec/device.c: */
 /* Before a run: the host's values and the run's inputs to the device. */
 ts_status ts_device_before_run(ts_model *m);
 /* After a run: what it changed back to the host (the parameters and
  * buffers); the first device error. */
 ts_status ts_device_after_run(ts_model *m);
-/* The optimizer state to the host (for a checkpoint): it stays on the
- * device between runs. TS_OK at once on the CPU. */
-ts_status ts_device_fetch_state(const ts_model *m);
-/* Entry e's values on the host: e->data itself where the host can read it,
- * else a copy (valid until the next call). NULL: the device failed. */
+/* observe/observe.c: entry e's values on the host: e->data itself where
+ * the host can read it, else a copy (valid until the next call). NULL:
+ * the device failed. */
 const float *ts_device_host_view(ts_model *m, const ts_entry *e);
 
 /* model/replicas.c: a replica's part of a run (DESIGN.md §15) */

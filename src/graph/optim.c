@@ -1,6 +1,7 @@
 /* optim.c -- SGD (momentum, dampening, nesterov, weight decay), Adam and
  * AdamW, following PyTorch's update formulas exactly so that runs match. */
-#include "compile/program.h"
+#include "graph/optim.h"
+#include "core/core.h"
 #include "observe/stats_vec.h"
 
 #include <math.h>
@@ -50,25 +51,6 @@ double ts_lr_at(const ts_lr_schedule *s, double base_lr, int64_t t) {
     }
 }
 
-ts_status ts_model_set_lr_schedule(ts_model *m, const ts_lr_schedule *s) {
-    if (!m) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_set_lr_schedule: model is NULL");
-    if (!m->training) return ts_error(TS_ERR_STATE, "ts_model_set_lr_schedule: an inference model has no optimizer");
-    ts_lr_schedule c = s ? *s : (ts_lr_schedule){.kind = TS_LR_CONSTANT};
-    if (c.kind < TS_LR_CONSTANT || c.kind > TS_LR_COSINE) return ts_error(TS_ERR_INVALID_ARGUMENT, "unknown learning-rate schedule kind %d", (int)c.kind);
-    if (c.warmup_steps < 0) return ts_error(TS_ERR_INVALID_ARGUMENT, "warmup steps must be >= 0, got %lld", (long long)c.warmup_steps);
-    if (c.kind == TS_LR_STEP && (c.step_size < 1 || !(c.gamma >= 0) || c.gamma > 1e6))
-        return ts_error(TS_ERR_INVALID_ARGUMENT, "step schedule: step size must be >= 1 and gamma a finite value >= 0 (got %lld, %g)",
-                        (long long)c.step_size, c.gamma);
-    if (c.kind == TS_LR_COSINE && (c.total_steps < 1 || !(c.min_lr >= 0) || c.min_lr > 1e6))
-        return ts_error(TS_ERR_INVALID_ARGUMENT, "cosine schedule: total steps must be >= 1 and the minimum rate a finite value >= 0 (got %lld, %g)",
-                        (long long)c.total_steps, c.min_lr);
-    m->sched = c;
-    m->dist_agreed = false; /* the ranks compare it before the next run */
-    m->opt.lr = (float)ts_lr_at(&m->sched, m->base_lr, m->steps);
-    return TS_OK;
-}
-
-double ts_model_learning_rate(const ts_model *m) { return m ? (double)m->opt.lr : 0.0; }
 
 /* Counts the step and computes what every element of it shares. */
 ts_opt_consts ts_opt_begin(const ts_optimizer *o, ts_opt_state *s) {
@@ -247,39 +229,4 @@ void ts_opt_update_summarised(const ts_optimizer *o, const ts_opt_consts *c, ts_
         if (pp) ts_stats_stream_add(ps, pp, param + whole, end - whole);
         if (clear) memset(grad + whole, 0, (size_t)(end - whole) * sizeof(float));
     }
-}
-
-ts_status ts_opt_state_init(ts_model *m) {
-    if (m->state) return TS_OK;
-    ts_graph *g = m->g;
-    int n = 0;
-    for (size_t i = 0; i < g->n; i++) n += g->t[i]->op == TS_OP_PARAM;
-    m->state = ts_calloc((size_t)(n ? n : 1), sizeof *m->state);
-    if (!m->state) return TS_ERR_OUT_OF_MEMORY;
-    m->n_state = 0;
-    for (size_t i = 0; i < g->n; i++) {
-        const ts_tensor *t = g->t[i];
-        if (t->op != TS_OP_PARAM) continue;
-        ts_opt_state *s = &m->state[m->n_state++];
-        s->node = t->id;
-        size_t numel = (size_t)ts_shape_numel(&t->shape);
-        if (m->opt.kind == TS_OPT_SGD && m->opt.momentum != 0.0f) {
-            if (!(s->accl = ts_calloc(numel, sizeof(float)))) return TS_ERR_OUT_OF_MEMORY;
-        } else if (m->opt.kind != TS_OPT_SGD) {
-            if (!(s->accl1 = ts_calloc(numel, sizeof(float))) || !(s->accl2 = ts_calloc(numel, sizeof(float))))
-                return TS_ERR_OUT_OF_MEMORY;
-        }
-    }
-    return TS_OK;
-}
-
-void ts_opt_state_free(ts_model *m) {
-    for (int i = 0; i < m->n_state; i++) {
-        ts_free(m->state[i].accl);
-        ts_free(m->state[i].accl1);
-        ts_free(m->state[i].accl2);
-    }
-    ts_free(m->state);
-    m->state = NULL;
-    m->n_state = 0;
 }

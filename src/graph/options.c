@@ -1,6 +1,7 @@
 /* options.c -- run options: iterations, accumulation, anchors, watches,
  * numeric checks. Setters validate at once; names are checked at compile. */
-#include "compile/program.h"
+#include "graph/options.h"
+#include "graph/graph.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -186,3 +186,25 @@ ts_status ts_model_anchor(ts_model *m, const char *short_name, const char *tenso
     }
     return st;
 }
+
+/* ---- the learning rate between runs */
+
+ts_status ts_model_set_lr_schedule(ts_model *m, const ts_lr_schedule *s) {
+    if (!m) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_set_lr_schedule: model is NULL");
+    if (!m->training) return ts_error(TS_ERR_STATE, "ts_model_set_lr_schedule: an inference model has no optimizer");
+    ts_lr_schedule c = s ? *s : (ts_lr_schedule){.kind = TS_LR_CONSTANT};
+    if (c.kind < TS_LR_CONSTANT || c.kind > TS_LR_COSINE) return ts_error(TS_ERR_INVALID_ARGUMENT, "unknown learning-rate schedule kind %d", (int)c.kind);
+    if (c.warmup_steps < 0) return ts_error(TS_ERR_INVALID_ARGUMENT, "warmup steps must be >= 0, got %lld", (long long)c.warmup_steps);
+    if (c.kind == TS_LR_STEP && (c.step_size < 1 || !(c.gamma >= 0) || c.gamma > 1e6))
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "step schedule: step size must be >= 1 and gamma a finite value >= 0 (got %lld, %g)",
+                        (long long)c.step_size, c.gamma);
+    if (c.kind == TS_LR_COSINE && (c.total_steps < 1 || !(c.min_lr >= 0) || c.min_lr > 1e6))
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "cosine schedule: total steps must be >= 1 and the minimum rate a finite value >= 0 (got %lld, %g)",
+                        (long long)c.total_steps, c.min_lr);
+    m->sched = c;
+    m->dist_agreed = false; /* the ranks compare it before the next run */
+    m->opt.lr = (float)ts_lr_at(&m->sched, m->base_lr, m->steps);
+    return TS_OK;
+}
+
+double ts_model_learning_rate(const ts_model *m) { return m ? (double)m->opt.lr : 0.0; }

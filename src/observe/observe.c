@@ -216,6 +216,15 @@ static void add(report *r, const char *fmt, ...) {
     r->used = n < 0 ? sizeof r->text : r->used + (size_t)n;
 }
 
+const float *ts_device_host_view(ts_model *m, const ts_entry *e) {
+    ts_prog *p = m->prog;
+    const ts_backend *be = p->backend;
+    if (be->host_addressable || e->on_host || !e->data) return e->data;
+    if (e->numel > p->host_view_floats) return NULL;
+    be->copy_to_host(m->stream, p->host_view, e->data, (size_t)e->numel * ts_dtype_size(e->dtype));
+    return be->synchronize(m->stream) ? NULL : p->host_view;
+}
+
 /* e's values where the host can read them: e->data, or a device's copy
  * of them (valid until the next call); NULL when the device failed. */
 static const float *entry_values(ts_model *m, const ts_entry *e) {

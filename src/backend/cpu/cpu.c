@@ -8,7 +8,7 @@
 #include "backend/cpu/adapters.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"
-#include "compile/program.h"
+#include "graph/optim.h"
 #include "observe/stats.h"
 
 #include <stdatomic.h>

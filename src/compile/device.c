@@ -1,0 +1,109 @@
+/* device.c -- a program on a device whose memory the host cannot read (a
+ * GPU): at compile, device copies of everything the program's entries
+ * point at on the host (parameters, buffers, constants, optimizer
+ * moments), the device's buffers for the run's inputs, anchors and
+ * summaries; and the optimizer state brought back to the host for a
+ * checkpoint or a recompile. What moves at run time is exec/device.c's;
+ * docs/backend.md tells the whole path. */
+#include "backend/backend.h"
+#include "compile/program.h"
+
+/* The device copy of the host storage at `host` (numel floats), made once
+ * per program; the same host storage gets the same copy. */
+static ts_status copy_of(ts_prog *p, float *host, int64_t numel, bool download, bool state, float **dev) {
+    for (int i = 0; i < p->n_dev_copies; i++)
+        if (p->dev_copies[i].host == host) {
+            p->dev_copies[i].download |= download;
+            *dev = p->dev_copies[i].dev;
+            return TS_OK;
+        }
+    ts_device_copy *grown = ts_realloc(p->dev_copies, (size_t)(p->n_dev_copies + 1) * sizeof *grown);
+    if (!grown) return TS_ERR_OUT_OF_MEMORY;
+    p->dev_copies = grown;
+    void *d = NULL;
+    ts_status st = p->backend->alloc((size_t)(numel ? numel : 1) * sizeof(float), &d);
+    if (st) return st;
+    p->dev_copies[p->n_dev_copies++] = (ts_device_copy){.host = host, .dev = d, .numel = numel, .download = download, .state = state};
+    *dev = d;
+    return TS_OK;
+}
+
+ts_status ts_device_bind(ts_model *m, ts_prog *p) {
+    if (p->backend->host_addressable) return TS_OK;
+    if (m->opts.replicas > 1 || m->opts.stages > 1)
+        return ts_error(TS_ERR_UNSUPPORTED, "compile: replicas and pipeline stages run on the CPU only for now (--device cpu)");
+    ts_graph *g = m->g;
+    int64_t biggest = 1, host_held = 1;
+    for (int e = 0; e < p->n_entries; e++) {
+        ts_entry *en = &p->entries[e];
+        if (en->numel > biggest) biggest = en->numel;
+        en->watch_in_step = false; /* observed after the step, on the device or from the host copy */
+        en->relu_out = -1;         /* each summarised from its own values */
+        en->relu_derived = false;
+        if (!en->data) continue;
+        const ts_tensor *t = g->t[en->node];
+        bool held = (en->kind == TS_KIND_VALUE || en->kind == TS_KIND_UPDATED) && en->data == t->value && t->value;
+        if (en->kind == TS_KIND_STEP) {
+            en->on_host = true;
+            if (en->numel > host_held) host_held = en->numel;
+            continue;
+        }
+        if (!held && en->kind != TS_KIND_ACCL && en->kind != TS_KIND_ACCL1 && en->kind != TS_KIND_ACCL2) continue;
+        bool state = en->kind >= TS_KIND_ACCL, changes = t->op == TS_OP_PARAM || t->op == TS_OP_BUFFER;
+        ts_status st = copy_of(p, en->data, en->numel, changes, state, &en->data);
+        if (st) return st;
+    }
+    if (m->n_state) {
+        p->dev_state = ts_calloc((size_t)m->n_state, sizeof *p->dev_state);
+        if (!p->dev_state) return TS_ERR_OUT_OF_MEMORY;
+    }
+    for (int s = 0; s < m->n_state; s++) {
+        ts_opt_state *h = &m->state[s], *d = &p->dev_state[s];
+        *d = *h;
+        int64_t n = ts_shape_numel(&g->t[h->node]->shape);
+        float **arrays[3] = {&d->accl, &d->accl1, &d->accl2};
+        for (int k = 0; k < 3; k++) {
+            if (!*arrays[k]) continue;
+            ts_status st = copy_of(p, *arrays[k], n, false, true, arrays[k]);
+            if (st) return st;
+        }
+    }
+    p->dev_inputs = ts_calloc((size_t)p->n_nodes, sizeof *p->dev_inputs);
+    p->dev_input_bytes = ts_calloc((size_t)p->n_nodes, sizeof *p->dev_input_bytes);
+    p->host_view = ts_malloc((size_t)biggest * sizeof(float));
+    if (!p->dev_inputs || !p->dev_input_bytes || !p->host_view) return TS_ERR_OUT_OF_MEMORY;
+    p->host_view_floats = biggest;
+    void *stage = NULL;
+    ts_status sst = p->backend->alloc((size_t)host_held * sizeof(float), &stage);
+    if (sst) return sst;
+    p->dev_stage = stage;
+    if (p->anchor_local > 0) {
+        void *d = NULL;
+        ts_status st = p->backend->alloc((size_t)p->anchor_local * sizeof(float), &d);
+        if (st) return st;
+        p->dev_anchors = d;
+    }
+    if (p->n_watch > 0) {
+        size_t bytes = (size_t)p->n_watch * sizeof(ts_device_stats);
+        p->host_slots = ts_calloc((size_t)p->n_watch, sizeof *p->host_slots);
+        p->slot_step = ts_calloc((size_t)p->n_watch, sizeof *p->slot_step);
+        p->slot_pending = ts_calloc((size_t)p->n_watch, sizeof *p->slot_pending);
+        if (!p->host_slots || !p->slot_step || !p->slot_pending) return TS_ERR_OUT_OF_MEMORY;
+        void *d = NULL;
+        ts_status st = p->backend->stats_reduce ? p->backend->alloc(bytes, &d) : TS_OK;
+        if (st) return st;
+        p->dev_slots = d;
+    }
+    return TS_OK;
+}
+
+ts_status ts_device_fetch_state(const ts_model *m) {
+    const ts_prog *p = m->prog;
+    if (!p || p->backend->host_addressable) return TS_OK;
+    for (int i = 0; i < p->n_dev_copies; i++) {
+        const ts_device_copy *c = &p->dev_copies[i];
+        if (c->state) p->backend->copy_to_host(m->stream, c->host, c->dev, (size_t)c->numel * sizeof(float));
+    }
+    return p->backend->synchronize(m->stream);
+}
+

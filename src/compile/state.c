@@ -1,0 +1,40 @@
+/* state.c -- each parameter's optimizer state (momentum, Adam's moments
+ * and step count), made at a model's first compile and kept across
+ * recompiles; the update that uses it is graph/optim.c's (the CPU's) or a
+ * device's. */
+#include "compile/program.h"
+
+ts_status ts_opt_state_init(ts_model *m) {
+    if (m->state) return TS_OK;
+    ts_graph *g = m->g;
+    int n = 0;
+    for (size_t i = 0; i < g->n; i++) n += g->t[i]->op == TS_OP_PARAM;
+    m->state = ts_calloc((size_t)(n ? n : 1), sizeof *m->state);
+    if (!m->state) return TS_ERR_OUT_OF_MEMORY;
+    m->n_state = 0;
+    for (size_t i = 0; i < g->n; i++) {
+        const ts_tensor *t = g->t[i];
+        if (t->op != TS_OP_PARAM) continue;
+        ts_opt_state *s = &m->state[m->n_state++];
+        s->node = t->id;
+        size_t numel = (size_t)ts_shape_numel(&t->shape);
+        if (m->opt.kind == TS_OPT_SGD && m->opt.momentum != 0.0f) {
+            if (!(s->accl = ts_calloc(numel, sizeof(float)))) return TS_ERR_OUT_OF_MEMORY;
+        } else if (m->opt.kind != TS_OPT_SGD) {
+            if (!(s->accl1 = ts_calloc(numel, sizeof(float))) || !(s->accl2 = ts_calloc(numel, sizeof(float))))
+                return TS_ERR_OUT_OF_MEMORY;
+        }
+    }
+    return TS_OK;
+}
+
+void ts_opt_state_free(ts_model *m) {
+    for (int i = 0; i < m->n_state; i++) {
+        ts_free(m->state[i].accl);
+        ts_free(m->state[i].accl1);
+        ts_free(m->state[i].accl2);
+    }
+    ts_free(m->state);
+    m->state = NULL;
+    m->n_state = 0;
+}

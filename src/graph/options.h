@@ -1,0 +1,48 @@
+/* options.h -- the run options a model is made with (ts_options of the
+ * public API): iterations, accumulation, device, anchors and watches as the
+ * user asked for them, numeric checks, replicas and pipeline stages. The
+ * setters (graph/options.c) validate at once; names are resolved at
+ * compile. */
+#ifndef TS_OPTIONS_H
+#define TS_OPTIONS_H
+
+#include "tensorscope.h"
+
+#include <stddef.h>
+
+typedef struct ts_anchor_spec { /* as the user asked for it */
+    char *short_name;
+    char *tensor_name;
+    ts_output_mode mode;
+    int period;
+} ts_anchor_spec;
+
+typedef struct ts_watch_spec {
+    char *pattern;
+    int what, period;
+} ts_watch_spec;
+
+struct ts_options {
+    char device[16];     /* "cpu", "cuda", "cuda:N"; "" = TS_DEVICE or cpu */
+    int device_iterations, grad_accum, threads;
+    ts_output_mode output_mode;
+    int output_period;
+    ts_check_numerics check;
+    ts_anchor_spec *anchors;
+    size_t n_anchors, cap_anchors;
+    ts_watch_spec *watches;
+    size_t n_watches, cap_watches;
+    ts_outfeed *grad_q;
+    int grad_pre_accumulated;
+    int replicas, replica_check; /* R (1 = off) and steps between weight checks */
+    int stages;                  /* pipeline stages K (1 = off) */
+    ts_pipeline_schedule schedule;
+    char **split_at;             /* K - 1 scope names */
+};
+
+ts_status ts_options_copy(ts_options *dst, const ts_options *src);
+void ts_options_clear(ts_options *o);
+ts_status ts_anchor_spec_add(ts_anchor_spec **v, size_t *n, size_t *cap, const char *short_name,
+                             const char *tensor_name, ts_output_mode mode, int period);
+
+#endif
