@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "fuzz_file.h"
-#include "io/crc32c.h"
+#include "core/crc32c.h"
 #include "tensorscope.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

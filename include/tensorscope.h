@@ -264,6 +264,8 @@ TS_API ts_tensor *ts_exp(ts_graph *g, ts_tensor *x);
 TS_API ts_tensor *ts_sqrt(ts_graph *g, ts_tensor *x);
 TS_API ts_tensor *ts_pow(ts_graph *g, ts_tensor *x, float exponent);
 TS_API ts_tensor *ts_erf(ts_graph *g, ts_tensor *x);
+/* |x|; its gradient is sign(x) (0 at 0, as PyTorch). */
+TS_API ts_tensor *ts_abs(ts_graph *g, ts_tensor *x);
 /* 0.5 x (1 + erf(x / sqrt 2)); tanh_approx: PyTorch's approximate='tanh'. */
 TS_API ts_tensor *ts_gelu(ts_graph *g, ts_tensor *x, int tanh_approx);
 /* weight [V,C] gathered by i32 indices [...] -> [...,C]; the backward pass
@@ -326,6 +328,7 @@ TS_API ts_tensor *ts_cross_entropy_ignore(ts_graph *g, ts_tensor *logits, ts_ten
 #define ts_sqrt(g, ...) ts_sqrt(TS_AT_(g), __VA_ARGS__)
 #define ts_pow(g, ...) ts_pow(TS_AT_(g), __VA_ARGS__)
 #define ts_erf(g, ...) ts_erf(TS_AT_(g), __VA_ARGS__)
+#define ts_abs(g, ...) ts_abs(TS_AT_(g), __VA_ARGS__)
 #define ts_gelu(g, ...) ts_gelu(TS_AT_(g), __VA_ARGS__)
 #define ts_embedding(g, ...) ts_embedding(TS_AT_(g), __VA_ARGS__)
 #define ts_layer_norm(g, ...) ts_layer_norm(TS_AT_(g), __VA_ARGS__)

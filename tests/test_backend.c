@@ -10,9 +10,9 @@
 
 #include "check.h"
 #include "backend/backend.h"
-#include "compile/program.h"
+#include "compile/model.h"
 #include "graph/ops.h"
-#include "observe/stats.h"
+#include "core/stats.h"
 
 enum { B = 4, IN = 5, HID = 6, CLS = 3, D = 2, A = 2 };
 

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "io/crc32c.h"
+#include "core/crc32c.h"
 
 enum { B = 50, D = 2, A = 2, RUNS = 8 };
 

@@ -5,7 +5,7 @@
 #include "files.h"
 #include "check.h"
 #include "core/core.h"
-#include "io/crc32c.h"
+#include "core/crc32c.h"
 #include "io/tfrecord.h"
 #include "tensorboard.pb-c.h"
 

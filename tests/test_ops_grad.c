@@ -463,7 +463,7 @@ static ts_tensor *b_bcast_wide(ts_graph *g, const op_case *c)
     }
 }
 
-/* iarg: 0 exp, 1 sqrt, 2 pow 3, 3 pow 0.5, 4 erf, 5 gelu, 6 gelu tanh */
+/* iarg: 0 exp, 1 sqrt, 2 pow 3, 3 pow 0.5, 4 erf, 5 gelu, 6 gelu tanh, 7 abs */
 static ts_tensor *b_unary_math(ts_graph *g, const op_case *c)
 {
     dist d = c->iarg == 1 || c->iarg == 3 ? D_POS : D_SYM;
@@ -475,6 +475,7 @@ static ts_tensor *b_unary_math(ts_graph *g, const op_case *c)
     case 3: return ts_pow(g, x, 0.5f);
     case 4: return ts_erf(g, ts_scale(g, x, 2.0f));
     case 5: return ts_gelu(g, ts_scale(g, x, 3.0f), 0);
+    case 7: return ts_abs(g, x);
     default: return ts_gelu(g, ts_scale(g, x, 3.0f), 1);
     }
 }
@@ -957,6 +958,7 @@ int main(void)
         {"erf(2x)", b_unary_math, 1e-3, 1e-2, 1e-4, 4, 0, {0}},
         {"gelu erf (3x)", b_unary_math, 1e-3, 1e-2, 1e-4, 5, 0, {0}},
         {"gelu tanh (3x)", b_unary_math, 1e-3, 1e-2, 1e-4, 6, 0, {0}},
+        {"abs", b_unary_math, 1e-3, 1e-2, 1e-4, 7, 0, {0}},
         {"embedding [5,3] by [2,3]", b_embedding, LIN, 1e-3, 1e-4, 0, 0, {0}},
         {"embedding tied (wte twice)", b_embedding, 1e-2, 1e-2, 1e-4, 1, 0, {0}},
         {"layer_norm last dim", b_layer_norm, 1e-3, 1e-2, 1e-4, 1, 0, {0}},

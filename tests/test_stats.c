@@ -4,7 +4,7 @@
  * round-to-nearest-even for the low-precision ranges, and the text forms
  * parsed back. */
 #include "check.h"
-#include "observe/stats.h"
+#include "core/stats.h"
 
 #include <float.h>
 #include <math.h>

@@ -77,6 +77,7 @@ OPS = {
     "sqrt": ("ts_sqrt", "x:T"),
     "pow": ("ts_pow", "x:T exponent:F"),
     "erf": ("ts_erf", "x:T"),
+    "abs": ("ts_abs", "x:T"),
     "gelu": ("ts_gelu", "x:T tanh_approx:I=0"),
     "embedding": ("ts_embedding", "weight:T indices:T"),
     "layer_norm": ("ts_layer_norm", "x:T weight:T bias:T ndims:I=1 eps:F=1e-05"),

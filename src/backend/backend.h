@@ -66,7 +66,7 @@ typedef struct ts_kernel_row {
 } ts_kernel_row;
 
 /* A stats summary (TS_WATCH_STATS) a device reduced, in the terms of the
- * host's partial summaries (observe/stats.h): counts, and the moments and
+ * host's partial summaries (core/stats.h): counts, and the moments and
  * extremes of the finite values (min/max +-Inf while finite == 0). */
 typedef struct ts_device_stats {
     double count, zeros, nans, pos_infs, neg_infs, finite;
@@ -128,7 +128,7 @@ typedef struct ts_backend {
                                   struct ts_stats_partial *gp, struct ts_stats_stream *ps, struct ts_stats_partial *pp);
 
     /* ---- reductions observation needs, into a few bytes on the host */
-    /* Adds x[0..n) to a summary partial (observe/stats.h): stats, the
+    /* Adds x[0..n) to a summary partial (core/stats.h): stats, the
      * log2 and TensorBoard histograms and the fp16/bf16/fp8 range
      * fractions, as the partial's `what` asks. */
     void (*stats_add)(void *stream, struct ts_stats_partial *p, const float *x, int64_t n);

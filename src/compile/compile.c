@@ -1,12 +1,11 @@
 /* compile.c -- from graph + options to a program: shape inference, the live
  * set and topological order, which tensors get gradients, the named entries,
  * the memory plan by lifetime class, and anchors/watches resolved to entries. */
-#include "compile/program.h"
+#include "compile/model.h"
 
 #include "backend/backend.h"
 #include "graph/ops.h"
-#include "observe/outfeed.h"
-#include "observe/stats.h"
+#include "core/stats.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -643,7 +642,7 @@ static ts_status add_link(ts_entry *en, ts_outfeed *q, const char *key) {
     en->outfeeds = l;
     l[en->n_outfeeds++] = (ts_outfeed_link){q, key};
     en->observed = true;
-    return ts_outfeed_reserve(q, (size_t)en->numel * sizeof(float));
+    return TS_OK; /* the model layer reserves the queue's slots (ts_outfeed_reserve) */
 }
 
 static ts_status resolve_outfeeds(ts_model *m, ts_prog *p) {
@@ -735,9 +734,7 @@ ts_status ts_prog_build(ts_model *m, ts_prog **out) {
     if ((st = resolve_anchors(m, p))) goto fail;
     if ((st = resolve_watches(m, p))) goto fail;
     if ((st = resolve_outfeeds(m, p))) goto fail;
-    if ((st = ts_replicas_compile(m, p))) goto fail;
-    if ((st = ts_pipeline_compile(m, p))) goto fail;
-    if ((st = ts_outfeeds_compile(m, p))) goto fail;
+    if ((st = m->par->compile(m, p))) goto fail; /* the job's ranks (dist/) */
     mark_checks(m, p);
     ts_lint(m, p);
     if (!(p->sorted_names = ts_calloc((size_t)p->n_entries + 1, sizeof *p->sorted_names))) {

@@ -6,7 +6,7 @@
  * checkpoint or a recompile. What moves at run time is exec/device.c's;
  * docs/backend.md tells the whole path. */
 #include "backend/backend.h"
-#include "compile/program.h"
+#include "compile/model.h"
 
 /* The device copy of the host storage at `host` (numel floats), made once
  * per program; the same host storage gets the same copy. */

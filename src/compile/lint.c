@@ -1,7 +1,7 @@
 /* lint.c -- the model lint: mistakes that give bad scores without an error
  * or a NaN (docs/observation.md#comparing-against-a-reference), found on the compiled program and kept as
  * warnings (also logged). */
-#include "compile/program.h"
+#include "compile/model.h"
 
 #include "graph/ops.h"
 

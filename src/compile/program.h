@@ -4,13 +4,12 @@
 #ifndef TS_PROGRAM_H
 #define TS_PROGRAM_H
 
-#include "core/collective.h"
-#include "backend/cpu/pool.h"
 #include "graph/graph.h"
 #include "graph/optim.h"
-#include "graph/options.h"
 
-#include <stdatomic.h>
+/* The observers' partial summaries a program holds (p->parts). */
+#define TS_STEP_WATCHES 5 /* Gradient___, Accum___, UpdatedVar___, two optimizer states */
+#define TS_MAX_SLOTS 4    /* threads one summary is split over, at most */
 
 typedef enum ts_entry_kind {
     TS_KIND_VALUE = 0, /* op output, input or parameter */
@@ -136,7 +135,7 @@ typedef struct ts_prog {
     int n_param_grads;   /* parameter gradients the backward clears */
     char **lint;         /* model lint warnings (lint.c) */
     int n_lint;
-    /* replicas (R > 1, model/replicas.c): what the ranks exchange */
+    /* replicas (R > 1, dist/replicas.c): what the ranks exchange */
     size_t anchor_local;          /* floats of all anchors' local rows, contiguous */
     float *anchor_gathered;       /* R * anchor_local: every replica's rows, by rank */
     ts_summary *rep_gathered;     /* R * n_watch summaries, by rank */
@@ -146,7 +145,7 @@ typedef struct ts_prog {
     int rep_first_buffer;         /* index of the first buffer in rep_nodes */
     uint32_t *rep_sums;           /* (R + 1) * n_rep_nodes: their checksums */
     size_t allreduce_bytes;       /* this step's all-reduces, started in the backward */
-    /* pipeline stages (K > 1, model/pipeline.c) */
+    /* pipeline stages (K > 1, dist/pipeline.c) */
     int *stage;                   /* per node: its stage (-1 unused); NULL without a pipeline */
     int *bnd_in, n_bnd_in;        /* tensors the previous stage sends, node ids in order */
     int *bnd_out, n_bnd_out;      /* tensors sent to the next stage */
@@ -158,54 +157,13 @@ typedef struct ts_prog {
     float *param_sync;            /* (K + 1) * (parameters + 1) floats exchanged after a run */
     int64_t param_floats;
     uint64_t wait_ns;             /* this run: time blocked receiving (the bubble) */
-    /* outfeed records to rank 0 (model/outfeeds.c) */
+    /* outfeed records to rank 0 (dist/outfeeds.c) */
     unsigned char *fwd;           /* ranks > 0: this run's records, packed; rank 0: every other rank's */
     size_t fwd_cap, fwd_used;
     size_t *fwd_at, *fwd_got;     /* rank 0: where rank r's records go (size + 1), and how many bytes came */
 } ts_prog;
 
-struct ts_model {
-    ts_graph *g;
-    bool training;
-    int loss;            /* node id (training) */
-    int *outputs;        /* node ids (inference) */
-    int n_outputs;
-    ts_options opts;     /* a private copy */
-    ts_optimizer opt;      /* opt.lr: the rate of the current step */
-    float base_lr;         /* the rate the schedule scales */
-    ts_lr_schedule sched;
-    ts_shape *input_override; /* per node, ndim -1 = as declared */
-    int n_override;
-    ts_prog *prog;
-    bool compiled, stale;
-    bool recompile_logged; /* the first recompilation is logged at info */
-    const char *stale_cause;
-    ts_opt_state *state;
-    int n_state;
-    const struct ts_backend *backend; /* the device it runs on */
-    ts_pool *pool;       /* the CPU backend's stream: its worker threads */
-    void *stream;        /* another device's stream (NULL on the CPU) */
-    int64_t runs, steps;
-    bool has_run;
-    /* failure of the last run (numeric check) */
-    int failed_entry;
-    int failed_op;       /* node whose backward wrote the failed gradient, -1 otherwise */
-    bool rerun;          /* re-executing op by op: checks only, no observers */
-    /* replicas: the job's collectives (NULL without replicas) */
-    const ts_collective *coll;
-    int64_t next_check;  /* step of the next weight checksum */
-    /* cancelling (ts_model_cancel): the flag, set from any thread or a
-     * signal handler; every rank's flag (MPI jobs); the micro-batches a
-     * cancelled run completed */
-    atomic_int cancel;
-    int *cancel_votes;
-    int64_t cancel_at;
-    bool dist_agreed;    /* the ranks' options compared equal (agree.c); cleared by a compile or a new schedule */
-};
-
-
-/* compile.c */
-ts_status ts_prog_build(ts_model *m, ts_prog **out);
+/* compile.c (ts_prog_build: compile/model.h) */
 void ts_prog_free(ts_prog *p);
 int ts_prog_find(const ts_prog *p, const char *name);
 /* A parameter's derived entry of one kind (Accum___, ...), -1 if none. */
@@ -218,9 +176,6 @@ int ts_prog_entry_of(const ts_prog *p, int node, ts_entry_kind kind);
 int ts_prog_backward_reads(const ts_prog *p, const ts_tensor *t, int reads[TS_MAX_INPUTS + 2]);
 int ts_prog_backward_writes(const ts_prog *p, const ts_tensor *t, int writes[TS_MAX_INPUTS]);
 
-/* lint.c: fills p->lint (and logs each warning) */
-void ts_lint(const ts_model *m, ts_prog *p);
-
 /* memplan.c: offsets for buffers live over [start, end] (inclusive). */
 typedef struct ts_interval {
     int64_t start, end;
@@ -228,128 +183,5 @@ typedef struct ts_interval {
     size_t offset; /* out */
 } ts_interval;
 size_t ts_memplan(ts_interval *iv, int n);
-
-/* state.c: each parameter's optimizer state, made at the first compile
- * (the update itself: graph/optim.h) */
-ts_status ts_opt_state_init(ts_model *m);
-void ts_opt_state_free(ts_model *m);
-
-/* A model on a device whose memory the host cannot read
- * (m->backend->host_addressable false). The host keeps every parameter,
- * buffer, constant and optimizer state, current after each run; the device
- * works on its copies. compile/device.c: */
-/* At compile: device copies of what the entries point at on the host. */
-ts_status ts_device_bind(ts_model *m, ts_prog *p);
-/* The optimizer state to the host (for a checkpoint or a recompile): it
- * stays on the device between runs. TS_OK at once on the CPU. */
-ts_status ts_device_fetch_state(const ts_model *m);
-/* exec/device.c: */
-/* Before a run: the host's values and the run's inputs to the device. */
-ts_status ts_device_before_run(ts_model *m);
-/* After a run: what it changed back to the host (the parameters and
- * buffers); the first device error. */
-ts_status ts_device_after_run(ts_model *m);
-/* observe/observe.c: entry e's values on the host: e->data itself where
- * the host can read it, else a copy (valid until the next call). NULL:
- * the device failed. */
-const float *ts_device_host_view(ts_model *m, const ts_entry *e);
-
-/* model/replicas.c: a replica's part of a run (DESIGN.md §15) */
-int ts_replicas(const ts_model *m); /* R, 1 without replicas */
-/* Joins the job's collectives and sizes what the ranks exchange (compile). */
-ts_status ts_replicas_compile(ts_model *m, ts_prog *p);
-/* Before a run: the weight checksum when due. */
-ts_status ts_replicas_before_run(ts_model *m);
-/* The backward has finished parameter `node`'s gradient of micro-batch mb:
- * adds it to Accum___ (A > 1) and, at the step's last micro-batch, starts
- * averaging Accum___ over the replicas while the backward goes on. */
-ts_status ts_replicas_grad_ready(ts_model *m, int node, int64_t mb);
-/* Completes every parameter's average (before the step). */
-ts_status ts_replicas_allreduce(ts_model *m);
-/* After a step: every buffer (running statistics) becomes its mean over
- * the replicas. */
-ts_status ts_replicas_sync_buffers(ts_model *m);
-/* After a run: anchors and watch results of every replica, on every rank. */
-ts_status ts_replicas_after_run(ts_model *m);
-
-/* model/pipeline.c: a pipeline stage's part of a run (DESIGN.md §15) */
-int ts_stages(const ts_model *m); /* K, 1 without a pipeline */
-/* Stages of the nodes, the tensors crossing them, the buffers (compile). */
-ts_status ts_pipeline_compile(ts_model *m, ts_prog *p);
-/* agree.c: with replicas or stages, every rank's options and graph compared
- * (a collective): TS_ERR_DIST naming the first that differs and both
- * values. Once per compile and after a new learning-rate schedule; a no-op
- * without a job or once agreed. */
-ts_status ts_dist_agree(ts_model *m, const ts_prog *p);
-/* Whether this rank runs `node` (every node without a pipeline). */
-static inline bool ts_in_stage(const ts_model *m, int node) { return !m->prog->stage || m->prog->stage[node] == m->coll->rank; }
-/* Micro-batch a of the step: activations from the previous stage, to the
- * next one; gradients from the next stage, to the previous one. */
-ts_status ts_pipeline_recv_forward(ts_model *m, int a);
-ts_status ts_pipeline_send_forward(ts_model *m, int a);
-ts_status ts_pipeline_recv_backward(ts_model *m, int a);
-ts_status ts_pipeline_send_backward(ts_model *m, int a);
-/* Op k (0 .. 2A - 1 training, A - 1 inference) of a step of this rank's
- * stage under the model's schedule: the forward or the backward of
- * micro-batch *a. */
-void ts_pipeline_op(const ts_model *m, int stage, int k, bool *backward, int *a);
-/* Keeps micro-batch a's activations until its backward (restore = back). */
-void ts_pipeline_keep(ts_model *m, int a, bool restore);
-/* After a run: every stage's parameters, anchors and watch results on every
- * rank; the bubble metric. */
-ts_status ts_pipeline_after_run(ts_model *m, uint64_t run_ns);
-
-/* model/run.c: before micro-batch mb (the a-th of its step) of a run:
- * TS_ERR_CANCELLED (no message yet) when ts_model_cancel asked to stop.
- * In an MPI job every rank decides together before each step (a = 0), so
- * every rank must call it at the same points. */
-
-/* model/outfeeds.c: every rank's outfeed records on rank 0 (DESIGN.md §15) */
-/* Sizes the buffer of one run's records (compile, after the two above). */
-ts_status ts_outfeeds_compile(ts_model *m, ts_prog *p);
-/* The replica and the stage this rank's records carry. */
-int ts_outfeeds_replica(const ts_model *m);
-int ts_outfeeds_stage(const ts_model *m);
-/* A record of link `link` of `entry` this rank pushed: kept for rank 0. */
-ts_status ts_outfeeds_keep(ts_model *m, int entry, int link, int64_t sample, const ts_array *a);
-/* After a run: ranks > 0 send their records, rank 0 pushes them. */
-ts_status ts_outfeeds_after_run(ts_model *m);
-
-/* observe.c: the executor's one hook */
-ts_status ts_observe(ts_model *m, int entry, int64_t sample);
-/* After the backward kernel of `node` (check_numerics on, and the op by op
- * replay): the checked gradients it added into, a NaN/Inf blamed on it with
- * the stats of what it read (alive until the next kernel). */
-ts_status ts_check_backward(ts_model *m, int node, int64_t sample);
-/* The optimizer step of parameter `node` in step d of the run: runs
- * update(ctx, begin, end) over [0, n) and, around each chunk of it while the
- * chunk is in cache, summarises the watched entries the step reads (its
- * gradient, Accum___) and writes (UpdatedVar___, optimizer state) -- one walk
- * over the parameter instead of one per summary. */
-typedef void (*ts_update_fn)(void *ctx, int64_t begin, int64_t end);
-/* The same update over [begin, end), summarising as ts_opt_update_summarised. */
-typedef void (*ts_update_summarised_fn)(void *ctx, int64_t begin, int64_t end, struct ts_stats_stream *gs, struct ts_stats_partial *gp,
-                                        struct ts_stats_stream *ps, struct ts_stats_partial *pp);
-/* One parameter's optimizer step as the executor hands it to the observer. */
-typedef struct ts_step_update {
-    ts_update_fn update;
-    ts_update_summarised_fn summarised; /* NULL: summaries in separate passes */
-    void *ctx;
-    const float *grad, *param;          /* what `summarised` reads and writes */
-} ts_step_update;
-#define TS_REPORT_MAX 6144 /* bytes of one numeric-check report (observe.c), kept whole by its re-execution (exec.c) */
-#define TS_STEP_WATCHES 5 /* Gradient___, Accum___, UpdatedVar___, two optimizer states */
-#define TS_MAX_SLOTS 4    /* threads one summary is split over, at most */
-/* A device whose memory the host cannot read: entry's observers, on the
- * device where they can be: its anchors captured into the device's arena,
- * a due stats watch reduced into its slot (published by
- * ts_observe_device_finish). False: the rest need its values on the host
- * (outfeeds, numeric checks, histograms and ranges): the caller copies
- * them there and calls ts_observe, which leaves the anchors alone. */
-bool ts_observe_device(ts_model *m, int entry, int64_t sample);
-/* After the run, with the slots copied to the host: the summaries. */
-void ts_observe_device_finish(ts_model *m);
-void ts_observe_step(ts_model *m, int node, int64_t d, const ts_step_update *u, int64_t n);
-void ts_print_tensor(const char *title, const float *x, const ts_shape *s);
 
 #endif

@@ -2,7 +2,7 @@
  * and step count), made at a model's first compile and kept across
  * recompiles; the update that uses it is graph/optim.c's (the CPU's) or a
  * device's. */
-#include "compile/program.h"
+#include "compile/model.h"
 
 ts_status ts_opt_state_init(ts_model *m) {
     if (m->state) return TS_OK;

@@ -1,4 +1,4 @@
-/* loader.h -- a loader's position, for checkpoints (io/checkpoint.c).
+/* loader.h -- a loader's position, for checkpoints (model/checkpoint.c).
  * Internal: the API is ts_checkpoint_save/load in tensorscope.h. */
 #ifndef TS_LOADER_H
 #define TS_LOADER_H

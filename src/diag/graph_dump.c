@@ -2,7 +2,7 @@
  * node with its op, inputs, shape, dtype and what observes it, optionally
  * where it was built. With a compiled model the shapes are the compiled
  * ones and the flags say what the program really does with each tensor. */
-#include "compile/program.h"
+#include "compile/model.h"
 
 #include "graph/ops.h"
 

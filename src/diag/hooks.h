@@ -4,7 +4,7 @@
 #ifndef TS_DIAG_HOOKS_H
 #define TS_DIAG_HOOKS_H
 
-#include "compile/program.h"
+#include "compile/model.h"
 
 /* After every successful compile (and recompile). A graph dump that cannot
  * be written is TS_ERR_IO (the compile itself stands). */

@@ -11,7 +11,9 @@
  * read a host copy of their tensor (observe/'s ts_device_host_view).
  * docs/backend.md tells the whole path and what is next. */
 #include "backend/backend.h"
-#include "compile/program.h"
+#include "compile/model.h"
+#include "exec/exec.h"
+#include "observe/observe.h"
 
 
 ts_status ts_device_before_run(ts_model *m) {

@@ -6,6 +6,7 @@
  * (src/model/) binds the inputs and recompiles before it calls
  * ts_exec_run. */
 #include "exec/exec.h"
+#include "observe/observe.h"
 
 #include "backend/backend.h"
 #include "diag/crash.h"
@@ -142,7 +143,7 @@ static ts_status backward(ts_model *m, int64_t mb) {
         if (i == m->loss) m->backend->fill(m->stream, p->entries[p->grad_entry[i]].data, 1.0f, 1);
         OBSERVE(m, p->grad_entry[i], mb); /* every consumer has added its part */
         if (t->op == TS_OP_PARAM && replicas && !m->rerun) { /* its all-reduce can start */
-            ts_status st = ts_replicas_grad_ready(m, i, mb);
+            ts_status st = m->par->grad_ready(m, i, mb);
             if (st) return st;
         }
         const ts_op_def *def = ts_op_get(t->op);
@@ -214,7 +215,7 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
     if (a != A - 1) return TS_OK;
     if (ts_replicas(m) > 1) { /* replicas: Accum___ becomes the mean over them (started in the backward) */
         ts_crash_set_current_op("AllReduce", "(all parameters)", NULL);
-        ts_status st = ts_replicas_allreduce(m);
+        ts_status st = m->par->allreduce(m);
         if (st) return st;
     }
     ts_crash_set_current_op("Optimizer", "(all parameters)", NULL);
@@ -407,7 +408,7 @@ static ts_status run_body(ts_model *m, const ts_array *const *bound) {
             if (!st && m->training) st = accumulate_and_step(m, a, d);
             if (st) return st;
         }
-        ts_status st = m->training && ts_replicas(m) > 1 ? ts_replicas_sync_buffers(m) : TS_OK;
+        ts_status st = m->training && ts_replicas(m) > 1 ? m->par->sync_buffers(m) : TS_OK;
         if (!st) st = observe_buffers(m, d);
         if (st) return st;
     }
@@ -415,7 +416,7 @@ static ts_status run_body(ts_model *m, const ts_array *const *bound) {
 }
 
 /* A pipeline stage's run: each step, the forwards and backwards of its
- * micro-batches in the order of the schedule (ts_pipeline_op: GPipe or
+ * micro-batches in the order of the schedule (the dist table's schedule_op: GPipe or
  * 1F1B), activations from the previous stage and to the next one, gradients
  * from the next stage and to the previous one, and after the last backward
  * the step of this stage's parameters. A micro-batch whose backward does
@@ -430,20 +431,20 @@ static ts_status run_pipelined(ts_model *m, const ts_array *const *bound) {
         bool bwd, was_bwd = true;
         int a, prev = -1;
         for (int k = 0; k < n && !st; k++, prev = a, was_bwd = bwd) {
-            ts_pipeline_op(m, me, k, &bwd, &a);
+            m->par->schedule_op(m, me, k, &bwd, &a);
             int64_t mb = d * A + a;
-            if (m->training && !was_bwd && !(bwd && a == prev)) ts_pipeline_keep(m, prev, false); /* the last forward waits for its backward */
-            if (bwd && (was_bwd || a != prev)) ts_pipeline_keep(m, a, true); /* its activations back */
+            if (m->training && !was_bwd && !(bwd && a == prev)) m->par->keep(m, prev, false); /* the last forward waits for its backward */
+            if (bwd && (was_bwd || a != prev)) m->par->keep(m, a, true); /* its activations back */
             bind_micro_batch(m, bound, mb);
             if (!bwd) {
-                st = ts_pipeline_recv_forward(m, a);
+                st = m->par->recv_forward(m, a);
                 if (!st) st = forward(m, mb);
-                if (!st) st = ts_pipeline_send_forward(m, a);
+                if (!st) st = m->par->send_forward(m, a);
                 continue;
             }
-            st = ts_pipeline_recv_backward(m, a);
+            st = m->par->recv_backward(m, a);
             if (!st) st = backward(m, mb);
-            if (!st) st = ts_pipeline_send_backward(m, a);
+            if (!st) st = m->par->send_backward(m, a);
             if (!st) st = accumulate_and_step(m, a, d);
         }
         if (!st) st = m->coll->send_wait();

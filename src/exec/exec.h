@@ -4,7 +4,7 @@
 #ifndef TS_EXEC_H
 #define TS_EXEC_H
 
-#include "compile/program.h"
+#include "compile/model.h"
 
 /* One run over the inputs bound in m->prog->bound (one array per input
  * node, each the run's S micro-batches stacked on axis 0): checks class
@@ -12,5 +12,12 @@
  * with the observers; records the per-op times. On a numeric-check failure
  * m->failed_entry names the tensor. */
 ts_status ts_exec_run(ts_model *m);
+
+/* device.c: a run on a device whose memory the host cannot read */
+/* Before a run: the host's values and the run's inputs to the device. */
+ts_status ts_device_before_run(ts_model *m);
+/* After a run: what it changed back to the host (the parameters and
+ * buffers); the first device error. */
+ts_status ts_device_after_run(ts_model *m);
 
 #endif

@@ -57,6 +57,7 @@ typedef enum ts_op {
     TS_OP_DROPOUT_MASK,
     TS_OP_TANH,
     TS_OP_SIGMOID,
+    TS_OP_ABS,
     TS_OP_COUNT
 } ts_op;
 

@@ -40,6 +40,7 @@ ts_tensor *ts_div(ts_graph *g, ts_tensor *a, ts_tensor *b) { return node(g, TS_O
 ts_tensor *ts_exp(ts_graph *g, ts_tensor *x) { return unary(g, TS_OP_EXP, x, NULL); }
 ts_tensor *ts_sqrt(ts_graph *g, ts_tensor *x) { return unary(g, TS_OP_SQRT, x, NULL); }
 ts_tensor *ts_erf(ts_graph *g, ts_tensor *x) { return unary(g, TS_OP_ERF, x, NULL); }
+ts_tensor *ts_abs(ts_graph *g, ts_tensor *x) { return unary(g, TS_OP_ABS, x, NULL); }
 ts_tensor *ts_pow(ts_graph *g, ts_tensor *x, float exponent) { return unary(g, TS_OP_POW, x, &(attrs){.fattr = {exponent}}); }
 ts_tensor *ts_gelu(ts_graph *g, ts_tensor *x, int tanh_approx) { return unary(g, TS_OP_GELU, x, &(attrs){.attr = {tanh_approx != 0}}); }
 

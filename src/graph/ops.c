@@ -157,6 +157,7 @@ static const ts_op_def table[] = {
     [TS_OP_DROPOUT_MASK] = {.op = TS_OP_DROPOUT_MASK, .name = "DropoutMask", .arity = 1, .bwd_unread_inputs = 0x1u, .shape = ts_shape_dropout_mask, .flops = flops_elementwise},
     [TS_OP_TANH] = {.op = TS_OP_TANH, .name = "Tanh", .arity = 1, .bwd_unread_inputs = 0x1u, .needs_output = true, .has_backward = true, .shape = shape_same, .flops = flops_elementwise},
     [TS_OP_SIGMOID] = {.op = TS_OP_SIGMOID, .name = "Sigmoid", .arity = 1, .bwd_unread_inputs = 0x1u, .needs_output = true, .has_backward = true, .shape = shape_same, .flops = flops_elementwise},
+    [TS_OP_ABS] = {.op = TS_OP_ABS, .name = "Abs", .arity = 1, .has_backward = true, .shape = shape_same, .flops = flops_elementwise},
 };
 _Static_assert(sizeof table / sizeof table[0] == TS_OP_COUNT, "the op table must cover every ts_op");
 

@@ -2,7 +2,7 @@
  * AdamW, following PyTorch's update formulas exactly so that runs match. */
 #include "graph/optim.h"
 #include "core/core.h"
-#include "observe/stats_vec.h"
+#include "core/stats_vec.h"
 
 #include <math.h>
 #include <string.h>

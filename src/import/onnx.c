@@ -591,6 +591,7 @@ static ts_status op_unary(importer *im, node_io *io) {
     if (strcmp(op, "Sigmoid") == 0) return built(im, ts_sigmoid(im->g, t), &io->out[0]);
     if (strcmp(op, "Sqrt") == 0) return built(im, ts_sqrt(im->g, t), &io->out[0]);
     if (strcmp(op, "Erf") == 0) return built(im, ts_erf(im->g, t), &io->out[0]);
+    if (strcmp(op, "Abs") == 0) return built(im, ts_abs(im->g, t), &io->out[0]);
     return node_error(im, TS_ERR_UNSUPPORTED, "%s on a graph tensor is not available yet (it is folded when its input is constant)", op);
 }
 

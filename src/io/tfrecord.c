@@ -2,7 +2,7 @@
  * and reading records back with both CRCs checked. */
 #include "io/tfrecord.h"
 
-#include "io/crc32c.h"
+#include "core/crc32c.h"
 
 static void tfr_put_u32(uint8_t *p, uint32_t v) {
     for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));

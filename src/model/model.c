@@ -1,9 +1,11 @@
 /* model.c -- training and inference models: creation, compile and
  * recompile, anchors added after compile. The model layer is the one that
  * drives compile/ and exec/ (run.c) and reads results back (retrieve.c). */
-#include "compile/program.h"
+#include "compile/model.h"
+#include "dist/dist.h"
 
 #include "backend/backend.h"
+#include "observe/outfeed.h"
 #include "backend/cpu/gemm.h"
 #include "diag/hooks.h"
 #include "diag/metrics.h"
@@ -23,6 +25,7 @@ static ts_status model_new(ts_model **out, ts_graph *g, const ts_options *o) {
     if (!m) return TS_ERR_OUT_OF_MEMORY;
     m->g = g;
     m->backend = ts_backend_cpu();
+    m->par = ts_dist_parallel();
     m->loss = -1;
     m->failed_entry = m->failed_op = -1;
     if (o) st = ts_options_copy(&m->opts, o);
@@ -147,6 +150,9 @@ ts_status ts_model_compile(ts_model *m) {
     }
     ts_prog *p;
     ts_status st = ts_prog_build(m, &p);
+    for (int e = 0; !st && e < p->n_entries; e++) /* slots of the size of the records each queue takes */
+        for (int k = 0; !st && k < p->entries[e].n_outfeeds; k++)
+            st = ts_outfeed_reserve(p->entries[e].outfeeds[k].q, (size_t)p->entries[e].numel * sizeof(float));
     if (!st) st = ts_device_bind(m, p);
     if (st) {
         if (p) ts_prog_free(p);

@@ -1,6 +1,6 @@
 /* retrieve.c -- what a user reads back from a model: tensor names, anchored
  * values, watch results, the tensor a numeric check stopped at, counters. */
-#include "compile/program.h"
+#include "compile/model.h"
 
 #include <stdio.h>
 #include <string.h>

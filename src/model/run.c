@@ -1,7 +1,8 @@
 /* run.c -- one run of a model: compile when it has not been or is stale,
  * bind the user's arrays to the inputs (a new micro-batch size recompiles),
  * then hand the compiled program to the executor. */
-#include "compile/program.h"
+#include "compile/model.h"
+#include "dist/dist.h"
 
 #include "diag/hooks.h"
 #include "diag/metrics.h"

@@ -1,14 +1,15 @@
 /* observe.c -- the one hook the executor calls when a tensor is final:
  * anchors copy it by their output mode, watches summarise it where it lives,
  * outfeeds stream it, numeric checks stop the run at the first NaN/Inf. */
-#include "compile/program.h"
+#include "compile/model.h"
+#include "observe/observe.h"
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu.h"
 #include "diag/metrics.h"
 #include "graph/ops.h"
 #include "observe/outfeed.h"
-#include "observe/stats.h"
+#include "core/stats.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -436,8 +437,8 @@ ts_status ts_observe(ts_model *m, int entry, int64_t sample) {
     for (int k = 0; k < e->n_outfeeds; k++) {
         ts_array a = {.dtype = e->dtype, .ndim = e->shape.ndim, .data = e->data};
         for (int i = 0; i < e->shape.ndim; i++) a.shape[i] = e->shape.d[i];
-        ts_status st = ts_outfeed_push_from(e->outfeeds[k].q, m->runs, sample, e->outfeeds[k].key, &a, ts_outfeeds_replica(m), ts_outfeeds_stage(m));
-        if (!st) st = ts_outfeeds_keep(m, entry, k, sample, &a);
+        ts_status st = ts_outfeed_push_from(e->outfeeds[k].q, m->runs, sample, e->outfeeds[k].key, &a, m->par->outfeed_replica(m), m->par->outfeed_stage(m));
+        if (!st) st = m->par->outfeed_keep(m, entry, k, sample, &a);
         if (st) return st;
     }
     return TS_OK;

@@ -84,6 +84,8 @@ static void cases_unary_math(ts_op_checker *c) {
     check(c, "pow 1 [70001]", ts_pow(g, leaf(g, SHAPE(70001)), 1.0f), NULL);
     check(c, "erf [4,5]", ts_erf(g, leaf(g, SHAPE(4, 5))), NULL);
     check(c, "erf [70001]", ts_erf(g, leaf(g, SHAPE(70001))), NULL);
+    check(c, "abs [4,5]", ts_abs(g, leaf(g, SHAPE(4, 5))), NULL);
+    check(c, "abs [70001]", ts_abs(g, leaf(g, SHAPE(70001))), NULL);
     check(c, "gelu [4,5]", ts_gelu(g, leaf(g, SHAPE(4, 5)), 0), NULL);
     check(c, "gelu [70001]", ts_gelu(g, leaf(g, SHAPE(70001)), 0), NULL);
     check(c, "gelu positive [3,7,11]", ts_gelu(g, leaf(g, SHAPE(3, 7, 11)), 0), &pos);

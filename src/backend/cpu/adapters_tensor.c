@@ -29,6 +29,7 @@ static int unary_kind(const ts_tensor *n) {
     case TS_OP_SQRT: return TS_UN_SQRT;
     case TS_OP_POW: return TS_UN_POW;
     case TS_OP_ERF: return TS_UN_ERF;
+    case TS_OP_ABS: return TS_UN_ABS;
     default: return n->attr[0] ? TS_UN_GELU_TANH : TS_UN_GELU;
     }
 }

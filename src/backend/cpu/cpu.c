@@ -9,7 +9,7 @@
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"
 #include "graph/optim.h"
-#include "observe/stats.h"
+#include "core/stats.h"
 
 #include <stdatomic.h>
 #include <string.h>
@@ -104,6 +104,7 @@ static const ts_kernel_row kernels[] = {
     [TS_OP_DROPOUT_MASK] = {.forward = ts_fwd_dropout_mask},
     [TS_OP_TANH] = {.forward = ts_fwd_tanh, .backward = ts_bwd_tanh},
     [TS_OP_SIGMOID] = {.forward = ts_fwd_sigmoid, .backward = ts_bwd_sigmoid},
+    [TS_OP_ABS] = {.forward = ts_fwd_unary_math, .backward = ts_bwd_unary_math},
 };
 _Static_assert(sizeof kernels / sizeof kernels[0] == TS_OP_COUNT, "the CPU kernel table must cover every ts_op");
 

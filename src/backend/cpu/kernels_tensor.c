@@ -229,6 +229,7 @@ static void un_fwd_slice(void *vctx, int64_t begin, int64_t end) {
     case TS_UN_SQRT: for (int64_t i = begin; i < end; i++) y[i] = sqrtf(x[i]); break;
     case TS_UN_POW: for (int64_t i = begin; i < end; i++) y[i] = powf(x[i], c->pw); break;
     case TS_UN_ERF: for (int64_t i = begin; i < end; i++) y[i] = erff(x[i]); break;
+    case TS_UN_ABS: for (int64_t i = begin; i < end; i++) y[i] = fabsf(x[i]); break;
     case TS_UN_GELU:
         for (int64_t i = begin; i < end; i++) {
             float pdf;
@@ -253,6 +254,7 @@ static void un_bwd_slice(void *vctx, int64_t begin, int64_t end) {
     case TS_UN_SQRT: for (int64_t i = begin; i < end; i++) dx[i] += d[i] * 0.5f / y[i]; break;
     case TS_UN_POW: for (int64_t i = begin; i < end; i++) dx[i] += d[i] * c->pw * powf(x[i], c->pw - 1.0f); break;
     case TS_UN_ERF: for (int64_t i = begin; i < end; i++) dx[i] += d[i] * TWO_SQRT_PI * expf(-x[i] * x[i]); break;
+    case TS_UN_ABS: for (int64_t i = begin; i < end; i++) dx[i] += x[i] > 0.0f ? d[i] : x[i] < 0.0f ? -d[i] : 0.0f; break;
     case TS_UN_GELU: /* d/dv v Phi(v) = Phi(v) + v phi(v) */
         for (int64_t i = begin; i < end; i++) {
             float pdf, cdf = ts_vnormal_cdf(x[i], &pdf);

@@ -8,7 +8,7 @@
 
 extern "C" {
 #include "graph/optim.h"
-#include "observe/stats.h"
+#include "core/stats.h"
 }
 
 #include <math.h>
@@ -366,6 +366,7 @@ static void fill_kernel_table(void) {
     kernels[TS_OP_DROPOUT_MASK] = {ts_cu_fwd_dropout_mask, nullptr, nullptr};
     kernels[TS_OP_TANH] = {ts_cu_fwd_tanh, ts_cu_bwd_tanh, nullptr};
     kernels[TS_OP_SIGMOID] = {ts_cu_fwd_sigmoid, ts_cu_bwd_sigmoid, nullptr};
+    kernels[TS_OP_ABS] = {ts_cu_fwd_unary_math, ts_cu_bwd_unary_math, nullptr};
     /* the leaves (Input, Param, Const, Buffer) are bound, not computed */
 }
 

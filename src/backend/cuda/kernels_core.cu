@@ -514,7 +514,7 @@ void ts_cu_bwd_cross_entropy(const ts_kctx *k) {
 #define TWO_SQRT_PI 1.12837916709551257390f /* 2/sqrt(pi) */
 #define INV_SQRT_2PI 0.39894228040143267794f /* 1/sqrt(2 pi) */
 
-enum { UN_EXP, UN_SQRT, UN_POW, UN_ERF, UN_GELU, UN_GELU_TANH };
+enum { UN_EXP, UN_SQRT, UN_POW, UN_ERF, UN_GELU, UN_GELU_TANH, UN_ABS };
 
 /* y[n] = f(x): exp, sqrt, pow(x, pw), erf, gelu x Phi(x), gelu's tanh form */
 template <int KIND> __global__ void unary_forward_kernel(float *y, const float *x, float pw, int64_t n) {
@@ -524,6 +524,7 @@ template <int KIND> __global__ void unary_forward_kernel(float *y, const float *
         else if (KIND == UN_SQRT) y[i] = sqrtf(v);
         else if (KIND == UN_POW) y[i] = powf(v, pw);
         else if (KIND == UN_ERF) y[i] = erff(v);
+        else if (KIND == UN_ABS) y[i] = fabsf(v);
         else if (KIND == UN_GELU) y[i] = v * normcdff(v);
         else y[i] = 0.5f * v * (1.0f + tanhf(SQRT_2_PI * (v + GELU_C * v * v * v)));
     }
@@ -537,6 +538,7 @@ template <int KIND> __global__ void unary_backward_kernel(float *dx, const float
         else if (KIND == UN_SQRT) dx[i] += d * 0.5f / y[i];
         else if (KIND == UN_POW) dx[i] += d * pw * powf(x[i], pw - 1.0f);
         else if (KIND == UN_ERF) dx[i] += d * TWO_SQRT_PI * expf(-x[i] * x[i]);
+        else if (KIND == UN_ABS) dx[i] += x[i] > 0.0f ? d : x[i] < 0.0f ? -d : 0.0f;
         else if (KIND == UN_GELU) { /* d/dv v Phi(v) = Phi(v) + v phi(v) */
             float v = x[i], pdf = INV_SQRT_2PI * expf(-0.5f * v * v);
             dx[i] += d * (normcdff(v) + v * pdf);
@@ -553,6 +555,7 @@ static int unary_kind(const ts_tensor *node) {
     case TS_OP_SQRT: return UN_SQRT;
     case TS_OP_POW: return UN_POW;
     case TS_OP_ERF: return UN_ERF;
+    case TS_OP_ABS: return UN_ABS;
     default: return node->attr[0] ? UN_GELU_TANH : UN_GELU;
     }
 }
@@ -567,6 +570,7 @@ void ts_cu_fwd_unary_math(const ts_kctx *k) {
     case UN_SQRT: unary_forward_kernel<UN_SQRT><<<b, TS_CU_THREADS, 0, s>>>(k->out, k->in[0], pw, n); break;
     case UN_POW: unary_forward_kernel<UN_POW><<<b, TS_CU_THREADS, 0, s>>>(k->out, k->in[0], pw, n); break;
     case UN_ERF: unary_forward_kernel<UN_ERF><<<b, TS_CU_THREADS, 0, s>>>(k->out, k->in[0], pw, n); break;
+    case UN_ABS: unary_forward_kernel<UN_ABS><<<b, TS_CU_THREADS, 0, s>>>(k->out, k->in[0], pw, n); break;
     case UN_GELU: unary_forward_kernel<UN_GELU><<<b, TS_CU_THREADS, 0, s>>>(k->out, k->in[0], pw, n); break;
     default: unary_forward_kernel<UN_GELU_TANH><<<b, TS_CU_THREADS, 0, s>>>(k->out, k->in[0], pw, n); break;
     }
@@ -586,6 +590,7 @@ void ts_cu_bwd_unary_math(const ts_kctx *k) {
     case UN_SQRT: unary_backward_kernel<UN_SQRT><<<b, TS_CU_THREADS, 0, s>>>(dx, d, x, y, pw, n); break;
     case UN_POW: unary_backward_kernel<UN_POW><<<b, TS_CU_THREADS, 0, s>>>(dx, d, x, y, pw, n); break;
     case UN_ERF: unary_backward_kernel<UN_ERF><<<b, TS_CU_THREADS, 0, s>>>(dx, d, x, y, pw, n); break;
+    case UN_ABS: unary_backward_kernel<UN_ABS><<<b, TS_CU_THREADS, 0, s>>>(dx, d, x, y, pw, n); break;
     case UN_GELU: unary_backward_kernel<UN_GELU><<<b, TS_CU_THREADS, 0, s>>>(dx, d, x, y, pw, n); break;
     default: unary_backward_kernel<UN_GELU_TANH><<<b, TS_CU_THREADS, 0, s>>>(dx, d, x, y, pw, n); break;
     }

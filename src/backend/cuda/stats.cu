@@ -1,6 +1,6 @@
 /* stats.cu -- the stats summary (TS_WATCH_STATS) of a tensor, reduced on the
  * device into a ts_device_stats slot without a host sync: the twin of
- * observe/stats.c's partial summaries (count, zeros, NaN, +-Inf; the finite
+ * core/stats.c's partial summaries (count, zeros, NaN, +-Inf; the finite
  * values' count, mean, squared deviations (Chan's merge, in double), min,
  * max). Two kernels: per-block records, then one block merging them in
  * order, so the result does not depend on timing. */

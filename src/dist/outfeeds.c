@@ -11,7 +11,8 @@
  * loop never waits on it (the run already ends with the exchange of
  * anchors, watches or stage parameters, which waits for every rank).
  * Nothing here allocates after compile. */
-#include "compile/program.h"
+#include "compile/model.h"
+#include "dist/dist.h"
 
 #include "observe/outfeed.h"
 

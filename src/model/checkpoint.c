@@ -14,10 +14,10 @@
  * state, as the optimizer has it), `step/<name>` f32[] (its step count),
  * and with a loader `loader` i64[11] (ts_loader_pos) and `loader/order`
  * i64[count]. Written atomically (temporary name, then rename). */
-#include "compile/program.h"
+#include "compile/model.h"
 #include "data/loader.h"
 #include "io/atomic_file.h"
-#include "io/crc32c.h"
+#include "core/crc32c.h"
 #include "io/npy.h"
 
 #include <errno.h>

@@ -11,8 +11,8 @@
  * attention score); only a finite d^2 beyond float's range needs the scalar
  * pass. Blocks are merged with Chan's update. Histograms and range counts,
  * when asked for, run over the same block while it is in L1. */
-#include "observe/stats.h"
-#include "observe/stats_vec.h"
+#include "core/stats.h"
+#include "core/stats_vec.h"
 
 #include <float.h>
 #include <stddef.h>

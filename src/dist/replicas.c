@@ -11,16 +11,16 @@
  * and the checksum covers them.
  * Talks to the other ranks only through the collective table (src/dist/
  * implements it); everything it exchanges is sized at compile. */
-#include "compile/program.h"
+#include "compile/model.h"
+#include "dist/dist.h"
 
 #include "backend/backend.h"
 #include "diag/metrics.h"
-#include "io/crc32c.h"
-#include "observe/stats.h"
+#include "core/crc32c.h"
+#include "core/stats.h"
 
 #include <string.h>
 
-int ts_replicas(const ts_model *m) { return m->opts.replicas > 1 ? m->opts.replicas : 1; }
 
 /* The parameters the optimizer updates, in the same order on every rank. */
 static bool trained(const ts_model *m, const ts_prog *p, int s) {

@@ -1,6 +1,6 @@
 /* crc32c.c -- CRC-32C, slicing-by-8 over byte loads (no alignment or
  * endianness assumptions), tables built once on first use. */
-#include "io/crc32c.h"
+#include "core/crc32c.h"
 
 #include <pthread.h>
 

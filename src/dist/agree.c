@@ -10,7 +10,8 @@
  * values ("rank 1 has 0.1, rank 0 has 0.01"), before any step has run and
  * long before the weight checksums would blame the starting weights.
  * Talks to the other ranks only through the collective table. */
-#include "compile/program.h"
+#include "compile/model.h"
+#include "dist/dist.h"
 
 #include "graph/ops.h"
 

@@ -8,7 +8,8 @@
  * Talks to the other ranks only through the collective table; everything
  * it exchanges is sized at compile. The schedule itself is the executor's
  * (exec.c, run_pipelined). */
-#include "compile/program.h"
+#include "compile/model.h"
+#include "dist/dist.h"
 
 #include "diag/metrics.h"
 #include "graph/ops.h"
@@ -16,7 +17,6 @@
 #include <stdio.h>
 #include <string.h>
 
-int ts_stages(const ts_model *m) { return m->opts.stages > 1 ? m->opts.stages : 1; }
 
 /* `name` is an op of scope `scope` (or of a scope nested in it). */
 static bool in_scope(const char *name, const char *scope) {

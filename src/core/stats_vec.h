@@ -8,7 +8,7 @@
 #ifndef TS_OBSERVE_STATS_VEC_H
 #define TS_OBSERVE_STATS_VEC_H
 
-#include "observe/stats.h"
+#include "core/stats.h"
 
 #include <stdint.h>
 

@@ -1,0 +1,103 @@
+/* model.h -- a model as the layers that run it share it: its graph, options,
+ * optimizer and state, the compiled program, its device (backend) and its
+ * split over a job's ranks (the dist table), and the bookkeeping of its
+ * runs. Owned by the model layer (src/model/), which creates and drives
+ * it; compile/, exec/, observe/, dist/ and diag/ read and update the parts
+ * named here. */
+#ifndef TS_MODEL_H
+#define TS_MODEL_H
+
+#include "backend/cpu/pool.h"
+#include "compile/program.h"
+#include "core/collective.h"
+#include "graph/options.h"
+
+#include <stdatomic.h>
+
+struct ts_model {
+    ts_graph *g;
+    bool training;
+    int loss;            /* node id (training) */
+    int *outputs;        /* node ids (inference) */
+    int n_outputs;
+    ts_options opts;     /* a private copy */
+    ts_optimizer opt;      /* opt.lr: the rate of the current step */
+    float base_lr;         /* the rate the schedule scales */
+    ts_lr_schedule sched;
+    ts_shape *input_override; /* per node, ndim -1 = as declared */
+    int n_override;
+    ts_prog *prog;
+    bool compiled, stale;
+    bool recompile_logged; /* the first recompilation is logged at info */
+    const char *stale_cause;
+    ts_opt_state *state;
+    int n_state;
+    const struct ts_backend *backend; /* the device it runs on */
+    const struct ts_parallel *par;    /* its split over a job's ranks (dist/) */
+    ts_pool *pool;       /* the CPU backend's stream: its worker threads */
+    void *stream;        /* another device's stream (NULL on the CPU) */
+    int64_t runs, steps;
+    bool has_run;
+    /* failure of the last run (numeric check) */
+    int failed_entry;
+    int failed_op;       /* node whose backward wrote the failed gradient, -1 otherwise */
+    bool rerun;          /* re-executing op by op: checks only, no observers */
+    /* replicas: the job's collectives (NULL without replicas) */
+    const ts_collective *coll;
+    int64_t next_check;  /* step of the next weight checksum */
+    /* cancelling (ts_model_cancel): the flag, set from any thread or a
+     * signal handler; every rank's flag (MPI jobs); the micro-batches a
+     * cancelled run completed */
+    atomic_int cancel;
+    int *cancel_votes;
+    int64_t cancel_at;
+    bool dist_agreed;    /* the ranks' options compared equal (agree.c); cleared by a compile or a new schedule */
+};
+
+/* A model's split over the ranks of a job (src/dist/: replicas, pipeline
+ * stages, records gathered to rank 0), as compile, the executor and the
+ * observers call it: through this table, set by the model layer, so they
+ * never link to dist/ (DESIGN.md section 2). The entries are
+ * dist/dist.h's functions of the same meaning. */
+typedef struct ts_parallel {
+    ts_status (*compile)(ts_model *m, ts_prog *p); /* replicas, stages, then outfeeds */
+    ts_status (*grad_ready)(ts_model *m, int node, int64_t mb);
+    ts_status (*allreduce)(ts_model *m);
+    ts_status (*sync_buffers)(ts_model *m);
+    void (*schedule_op)(const ts_model *m, int stage, int k, bool *backward, int *a);
+    void (*keep)(ts_model *m, int a, bool restore);
+    ts_status (*recv_forward)(ts_model *m, int a);
+    ts_status (*send_forward)(ts_model *m, int a);
+    ts_status (*recv_backward)(ts_model *m, int a);
+    ts_status (*send_backward)(ts_model *m, int a);
+    int (*outfeed_replica)(const ts_model *m);
+    int (*outfeed_stage)(const ts_model *m);
+    ts_status (*outfeed_keep)(ts_model *m, int entry, int link, int64_t sample, const ts_array *a);
+} ts_parallel;
+
+/* R replicas, 1 without; K pipeline stages, 1 without. */
+static inline int ts_replicas(const ts_model *m) { return m->opts.replicas > 1 ? m->opts.replicas : 1; } /* R, 1 without replicas */
+static inline int ts_stages(const ts_model *m) { return m->opts.stages > 1 ? m->opts.stages : 1; } /* K, 1 without a pipeline */
+/* Whether this rank runs `node` (every node without a pipeline). */
+static inline bool ts_in_stage(const ts_model *m, int node) { return !m->prog->stage || m->prog->stage[node] == m->coll->rank; }
+
+/* compile.c */
+ts_status ts_prog_build(ts_model *m, ts_prog **out);
+/* lint.c: fills p->lint (and logs each warning) */
+void ts_lint(const ts_model *m, ts_prog *p);
+/* state.c: each parameter's optimizer state, made at the first compile
+ * (the update itself: graph/optim.h) */
+ts_status ts_opt_state_init(ts_model *m);
+void ts_opt_state_free(ts_model *m);
+
+/* A model on a device whose memory the host cannot read
+ * (m->backend->host_addressable false). The host keeps every parameter,
+ * buffer, constant and optimizer state, current after each run; the device
+ * works on its copies. compile/device.c: */
+/* At compile: device copies of what the entries point at on the host. */
+ts_status ts_device_bind(ts_model *m, ts_prog *p);
+/* The optimizer state to the host (for a checkpoint or a recompile): it
+ * stays on the device between runs. TS_OK at once on the CPU. */
+ts_status ts_device_fetch_state(const ts_model *m);
+
+#endif

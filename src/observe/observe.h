@@ -1,0 +1,49 @@
+/* observe.h -- the observers of a run (DESIGN.md §5-§9): the executor's one
+ * hook per tensor, the optimizer step handed to the watches, numeric checks,
+ * and a device's tensors observed where they live. */
+#ifndef TS_OBSERVE_H
+#define TS_OBSERVE_H
+
+#include "compile/model.h"
+
+/* observe.c: the executor's one hook */
+ts_status ts_observe(ts_model *m, int entry, int64_t sample);
+/* After the backward kernel of `node` (check_numerics on, and the op by op
+ * replay): the checked gradients it added into, a NaN/Inf blamed on it with
+ * the stats of what it read (alive until the next kernel). */
+ts_status ts_check_backward(ts_model *m, int node, int64_t sample);
+/* The optimizer step of parameter `node` in step d of the run: runs
+ * update(ctx, begin, end) over [0, n) and, around each chunk of it while the
+ * chunk is in cache, summarises the watched entries the step reads (its
+ * gradient, Accum___) and writes (UpdatedVar___, optimizer state) -- one walk
+ * over the parameter instead of one per summary. */
+typedef void (*ts_update_fn)(void *ctx, int64_t begin, int64_t end);
+/* The same update over [begin, end), summarising as ts_opt_update_summarised. */
+typedef void (*ts_update_summarised_fn)(void *ctx, int64_t begin, int64_t end, struct ts_stats_stream *gs, struct ts_stats_partial *gp,
+                                        struct ts_stats_stream *ps, struct ts_stats_partial *pp);
+/* One parameter's optimizer step as the executor hands it to the observer. */
+typedef struct ts_step_update {
+    ts_update_fn update;
+    ts_update_summarised_fn summarised; /* NULL: summaries in separate passes */
+    void *ctx;
+    const float *grad, *param;          /* what `summarised` reads and writes */
+} ts_step_update;
+#define TS_REPORT_MAX 6144 /* bytes of one numeric-check report (observe.c), kept whole by its re-execution (exec.c) */
+/* A device whose memory the host cannot read: entry's observers, on the
+ * device where they can be: its anchors captured into the device's arena,
+ * a due stats watch reduced into its slot (published by
+ * ts_observe_device_finish). False: the rest need its values on the host
+ * (outfeeds, numeric checks, histograms and ranges): the caller copies
+ * them there and calls ts_observe, which leaves the anchors alone. */
+bool ts_observe_device(ts_model *m, int entry, int64_t sample);
+/* After the run, with the slots copied to the host: the summaries. */
+void ts_observe_device_finish(ts_model *m);
+void ts_observe_step(ts_model *m, int node, int64_t d, const ts_step_update *u, int64_t n);
+void ts_print_tensor(const char *title, const float *x, const ts_shape *s);
+
+/* observe/observe.c: entry e's values on the host: e->data itself where
+ * the host can read it, else a copy (valid until the next call). NULL:
+ * the device failed. */
+const float *ts_device_host_view(ts_model *m, const ts_entry *e);
+
+#endif
