@@ -37,7 +37,7 @@ ALLOWED = {
     "diag": {"core", "graph", "compile", "observe", "io"},
     "model": {"core", "graph", "import", "compile", "backend", "observe", "exec", "dist", "io", "data", "diag"},
 }
-# Arrows accepted against the flow, with the reason (docs/architecture.md).
+# Arrows accepted against the flow, with the reason (docs/backend.md#layers).
 ACCEPTED = {
     ("*", "diag/metrics.c"): "metrics counters are bumped from every layer",
     ("*", "diag/hooks.c"): "the crash handler's current-op note is set from every layer",

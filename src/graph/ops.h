@@ -2,7 +2,8 @@
  * device: its name, arity, shape rule, gradient flags, cost and the scratch
  * it keeps. The kernels are each backend's (backend/backend.h: a kernel row
  * per op). Adding an op = one enum value (graph.h) + one row here + one
- * kernel row per backend (backend/cpu/cpu.c) + tests (docs/backend.md). */
+ * kernel row per backend (backend/cpu/cpu.c, backend/cuda/cuda.cu) + tests
+ * (docs/backend.md). */
 #ifndef TS_OPS_H
 #define TS_OPS_H
 

@@ -11,10 +11,56 @@ extern "C" {
 #include "core/stats.h"
 }
 
+#include <dlfcn.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+
+/* ---------------------------------------------------- cuBLAS, loaded */
+
+/* cuBLAS is loaded when the first model asks for the GPU, not linked:
+ * linked, its libraries cost every process about 150 MB of resident memory
+ * at start, a CPU-only run too. */
+#define TS_STR_(x) #x
+#define TS_STR(x) TS_STR_(x)
+static struct {
+    void *lib;
+    cublasStatus_t (*create)(cublasHandle_t *);
+    cublasStatus_t (*set_stream)(cublasHandle_t, cudaStream_t);
+    cublasStatus_t (*set_math_mode)(cublasHandle_t, cublasMath_t);
+    const char *(*status_string)(cublasStatus_t);
+    cublasStatus_t (*sgemm)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const float *, const float *, int,
+                            const float *, int, const float *, float *, int);
+    cublasStatus_t (*sgemm_strided)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const float *, const float *,
+                                    int, long long, const float *, int, long long, const float *, float *, int, long long, int);
+} blas_api;
+
+static ts_status load_cublas(int ordinal) {
+#ifndef TS_CUDA_LIBDIR
+#define TS_CUDA_LIBDIR "/usr/local/cuda/lib64"
+#endif
+    /* the loader's path first, then the toolkit this was built with */
+    const char *names[] = {"libcublas.so." TS_STR(CUBLAS_VER_MAJOR), TS_CUDA_LIBDIR "/libcublas.so." TS_STR(CUBLAS_VER_MAJOR), "libcublas.so"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && !blas_api.lib; i++) blas_api.lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!blas_api.lib)
+        return ts_error(TS_ERR_UNSUPPORTED, "cuda:%d: cannot load cuBLAS (%s): install the CUDA toolkit's cuBLAS or add its folder to LD_LIBRARY_PATH",
+                        ordinal, dlerror());
+    struct {
+        void **fn;
+        const char *name;
+    } want[] = {{(void **)&blas_api.create, "cublasCreate_v2"},
+                {(void **)&blas_api.set_stream, "cublasSetStream_v2"},
+                {(void **)&blas_api.set_math_mode, "cublasSetMathMode"},
+                {(void **)&blas_api.status_string, "cublasGetStatusString"},
+                {(void **)&blas_api.sgemm, "cublasSgemm_v2"},
+                {(void **)&blas_api.sgemm_strided, "cublasSgemmStridedBatched"}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        if (!(*want[i].fn = dlsym(blas_api.lib, want[i].name)))
+            return ts_error(TS_ERR_UNSUPPORTED, "cuda:%d: the cuBLAS found lacks %s: install cuBLAS %d", ordinal, want[i].name,
+                            CUBLAS_VER_MAJOR);
+    return TS_OK;
+}
 
 /* ------------------------------------------------------------- state */
 
@@ -39,7 +85,7 @@ void ts_cu_check(cudaError_t e, const char *what) {
 void ts_cu_check_blas(cublasStatus_t e, const char *what) {
     if (e == CUBLAS_STATUS_SUCCESS || g_cu.error[0]) return;
     snprintf(g_cu.error, sizeof g_cu.error, "cuBLAS error in %s on cuda:%d: %s", what ? what : "(unknown)", g_cu.ordinal,
-             cublasGetStatusString(e));
+             blas_api.status_string(e));
 }
 
 /* Every call goes on the backend's one stream, whatever the caller passed
@@ -50,7 +96,7 @@ static cudaStream_t cu_stream(void *stream) {
 }
 
 cublasHandle_t ts_cu_blas(cudaStream_t stream) {
-    ts_cu_check_blas(cublasSetStream(g_cu.blas, stream), "cublasSetStream");
+    ts_cu_check_blas(blas_api.set_stream(g_cu.blas, stream), "cublasSetStream");
     return g_cu.blas;
 }
 
@@ -67,9 +113,9 @@ void ts_cu_gemm_strided(cudaStream_t s, bool ta, bool tb, int64_t M, int64_t N, 
     cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasStatus_t st;
     if (count == 1)
-        st = cublasSgemm(h, opb, opa, (int)N, (int)M, (int)K, &one, B, ldb, A, lda, &beta, C, ldc);
+        st = blas_api.sgemm(h, opb, opa, (int)N, (int)M, (int)K, &one, B, ldb, A, lda, &beta, C, ldc);
     else
-        st = cublasSgemmStridedBatched(h, opb, opa, (int)N, (int)M, (int)K, &one, B, ldb, sb, A, lda, sa, &beta, C, ldc, sc, (int)count);
+        st = blas_api.sgemm_strided(h, opb, opa, (int)N, (int)M, (int)K, &one, B, ldb, sb, A, lda, sa, &beta, C, ldc, sc, (int)count);
     ts_cu_check_blas(st, "GEMM");
 }
 
@@ -385,10 +431,12 @@ static ts_status init_locked(int ordinal) {
     if ((e = cudaSetDevice(ordinal)) != cudaSuccess || (e = cudaStreamCreateWithFlags(&g_cu.stream, cudaStreamNonBlocking)) != cudaSuccess ||
         (e = cudaMalloc((void **)&g_cu.flag, sizeof(float))) != cudaSuccess)
         return ts_error(TS_ERR_UNSUPPORTED, "cuda:%d: cannot start the GPU: %s", ordinal, cudaGetErrorString(e));
-    cublasStatus_t b = cublasCreate(&g_cu.blas);
-    if (b != CUBLAS_STATUS_SUCCESS) return ts_error(TS_ERR_UNSUPPORTED, "cuda:%d: cannot start cuBLAS: %s", ordinal, cublasGetStatusString(b));
-    cublasSetMathMode(g_cu.blas, CUBLAS_PEDANTIC_MATH); /* fp32 products in fp32, as PyTorch without TF32 */
-    cublasSetStream(g_cu.blas, g_cu.stream);
+    ts_status lst = load_cublas(ordinal);
+    if (lst) return lst;
+    cublasStatus_t b = blas_api.create(&g_cu.blas);
+    if (b != CUBLAS_STATUS_SUCCESS) return ts_error(TS_ERR_UNSUPPORTED, "cuda:%d: cannot start cuBLAS: %s", ordinal, blas_api.status_string(b));
+    blas_api.set_math_mode(g_cu.blas, CUBLAS_PEDANTIC_MATH); /* fp32 products in fp32, as PyTorch without TF32 */
+    blas_api.set_stream(g_cu.blas, g_cu.stream);
     fill_kernel_table();
     ts_backend *be = &cuda_backend;
     be->name = "cuda";
