@@ -77,16 +77,14 @@ endif()
 ts_feature(PROTOBUFC TS_WITH_PROTOBUFC libprotobuf-c "libprotobuf-c-dev;protobuf-c-compiler"
            "ONNX import + TensorBoard (protobuf-c)")
 ts_feature(ARCHIVE TS_WITH_ARCHIVE libarchive libarchive-dev ".npz (libarchive)")
-# bundle.c archives with libarchive and reports cairo's and protobuf-c's versions
-set(TS_HAVE_BUNDLE OFF)
-if(TS_HAVE_ARCHIVE AND TS_HAVE_CAIRO AND TS_HAVE_PROTOBUFC)
-  set(TS_HAVE_BUNDLE ON)
-  list(APPEND TS_FEATURE_DEFS TS_HAVE_BUNDLE=1)
-endif()
+# bundle.c archives with libarchive; it reports cairo's and protobuf-c's
+# versions where they are built
+set(TS_HAVE_BUNDLE ${TS_HAVE_ARCHIVE})
 if(TS_HAVE_BUNDLE)
-  list(APPEND TS_FEATURE_LINE "debug bundle (libarchive, cairo, protobuf-c) yes")
+  list(APPEND TS_FEATURE_DEFS TS_HAVE_BUNDLE=1)
+  list(APPEND TS_FEATURE_LINE "debug bundle (libarchive) yes")
 else()
-  list(APPEND TS_FEATURE_LINE "debug bundle (libarchive, cairo, protobuf-c) no")
+  list(APPEND TS_FEATURE_LINE "debug bundle (libarchive) no")
 endif()
 
 ts_feature(UNWIND TS_WITH_UNWIND libunwind libunwind-dev "crash stacks (libunwind)")
@@ -148,7 +146,7 @@ ts_feature_sources(TS_HAVE_ARCHIVE io/npz)
 ts_feature_sources(TS_HAVE_BUNDLE diag/bundle)
 ts_feature_sources(TS_HAVE_UNWIND diag/unwind)
 ts_feature_sources(TS_HAVE_CUDA backend/cuda)
-set_source_files_properties(${CMAKE_SOURCE_DIR}/src/core/features.c PROPERTIES COMPILE_DEFINITIONS "${TS_FEATURE_DEFS}")
+set_source_files_properties(${CMAKE_SOURCE_DIR}/src/core/features.c ${CMAKE_SOURCE_DIR}/src/diag/bundle.c PROPERTIES COMPILE_DEFINITIONS "${TS_FEATURE_DEFS}")
 
 foreach(pair CAIRO:plots PROTOBUFC:onnx PROTOBUFC:tensorboard ARCHIVE:npz BUNDLE:debug-bundle UNWIND:unwind)
   string(REPLACE ":" ";" pair ${pair})

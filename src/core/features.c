@@ -43,9 +43,7 @@ static const struct feature {
     {"onnx", TS_HAVE_PROTOBUFC, "ONNX import needs protobuf-c", PROTOBUFC},
     {"tensorboard", TS_HAVE_PROTOBUFC, "TensorBoard event files need protobuf-c", PROTOBUFC},
     {"npz", TS_HAVE_ARCHIVE, ".npz files need libarchive", INSTALL("libarchive-dev")},
-    /* bundle.c also reports cairo's and protobuf-c's versions */
-    {"debug-bundle", TS_HAVE_BUNDLE, "the debug bundle (debug-run) needs libarchive, cairo and protobuf-c",
-     INSTALL("libarchive-dev libcairo2-dev libprotobuf-c-dev protobuf-c-compiler")},
+    {"debug-bundle", TS_HAVE_BUNDLE, "the debug bundle (debug-run) needs libarchive", INSTALL("libarchive-dev")},
     {"unwind", TS_HAVE_UNWIND, "crash backtraces through libunwind need libunwind", INSTALL("libunwind-dev")},
     {"mpi", TS_HAVE_MPI, "replicas and pipeline stages need MPI", INSTALL("libopenmpi-dev openmpi-bin")},
     {"cuda", TS_HAVE_CUDA, "a CUDA device needs tensorscope built with CUDA",

@@ -30,16 +30,21 @@
 #include "core/core.h"
 #include "io/atomic_file.h"
 
+#if TS_HAVE_CAIRO
+#include <cairo.h>
+#endif
+#if TS_HAVE_PROTOBUFC
+#include <protobuf-c/protobuf-c.h>
+#endif
+
 #include <archive.h>
 #include <archive_entry.h>
-#include <cairo.h>
 #include <cblas.h>
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <protobuf-c/protobuf-c.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -467,8 +472,16 @@ static void write_sysinfo(FILE *f) {
     fprintf(f, "tensorscope: %s\n", ts_version());
     fprintf(f, "zlib: %s\n", zlibVersion());
     fprintf(f, "openblas: %s\n", openblas_get_config());
+#if TS_HAVE_CAIRO
     fprintf(f, "cairo: %s\n", cairo_version_string());
+#else
+    fprintf(f, "cairo: not built\n");
+#endif
+#if TS_HAVE_PROTOBUFC
     fprintf(f, "protobuf-c: %s\n", protobuf_c_version());
+#else
+    fprintf(f, "protobuf-c: not built\n");
+#endif
     const char *la = archive_version_string(); /* "libarchive 3.6.2" */
     fprintf(f, "libarchive: %s\n", strncmp(la, "libarchive ", 11) == 0 ? la + 11 : la);
 }
