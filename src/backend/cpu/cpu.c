@@ -11,6 +11,7 @@
 #include "graph/optim.h"
 #include "core/stats.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -226,31 +227,22 @@ static void staged_stats_reduce(void *stream, const float *x, int64_t n, ts_devi
                               q.mean,          q.m2,           q.min,          q.max};
 }
 
-/* "cpu-staged": the CPU's kernels with the host treating the memory as a
- * device's (host_addressable false), so the device path (exec/device.c,
- * observation on the device, copies in and out) runs and is tested on any
- * machine, under the sanitizers too. Not faster than "cpu". */
-static const ts_backend staged = {
-    .name = "cpu-staged",
-    .host_addressable = false,
-    .alloc = cpu_alloc,
-    .free = cpu_free,
-    .copy_to_device = cpu_copy,
-    .copy_to_host = cpu_copy,
-    .copy_on_device = cpu_copy,
-    .synchronize = cpu_synchronize,
-    .fill = cpu_fill,
-    .zero = cpu_zero,
-    .accumulate = cpu_accumulate,
-    .scale = cpu_scale,
-    .kernels = kernels,
-    .opt_update = ts_opt_update,
-    .opt_update_summarised = ts_opt_update_summarised,
-    .stats_add = cpu_stats_add,
-    .stats_reduce = staged_stats_reduce,
-    .has_nonfinite = cpu_has_nonfinite,
-    .event_record = cpu_event_record,
-    .event_elapsed_ns = cpu_event_elapsed_ns,
-};
+/* "cpu-staged": the CPU's table with the host treating the memory as a
+ * device's (host_addressable false) and the stats reduced into a device
+ * slot, so the device path (exec/device.c, observation on the device,
+ * copies in and out) runs and is tested on any machine, under the
+ * sanitizers too. Not faster than "cpu". */
+static ts_backend staged;
+static pthread_once_t staged_once = PTHREAD_ONCE_INIT;
 
-const ts_backend *ts_backend_cpu_staged(void) { return &staged; }
+static void staged_init(void) {
+    staged = cpu;
+    staged.name = "cpu-staged";
+    staged.host_addressable = false;
+    staged.stats_reduce = staged_stats_reduce;
+}
+
+const ts_backend *ts_backend_cpu_staged(void) {
+    pthread_once(&staged_once, staged_init);
+    return &staged;
+}

@@ -286,17 +286,24 @@ static float *staging(int64_t n) {
     return g_cu.staging;
 }
 
-/* The summaries through the host: a first slice (DESIGN.md section 17 wants
- * them reduced on the device; docs/backend.md says what is left). */
-static void summarise_on_host(ts_stats_stream *s, ts_stats_partial *p, const float *x, int64_t n) {
+/* x[0..n) copied to the host (pinned staging, complete on return), for
+ * the summaries the host takes: a first slice (DESIGN.md section 17 wants
+ * them reduced on the device; docs/backend.md says what is left). NULL:
+ * no staging memory (the error is kept). */
+static const float *on_host(const float *x, int64_t n) {
     float *h = staging(n);
     if (!h) {
         ts_cu_check(cudaErrorMemoryAllocation, "summary staging");
-        return;
+        return nullptr;
     }
     ts_cu_check(cudaMemcpyAsync(h, x, (size_t)n * sizeof(float), cudaMemcpyDeviceToHost, g_cu.stream), "summary copy");
     ts_cu_check(cudaStreamSynchronize(g_cu.stream), "summary copy");
-    ts_stats_stream_add(s, p, h, n);
+    return h;
+}
+
+static void summarise_on_host(ts_stats_stream *s, ts_stats_partial *p, const float *x, int64_t n) {
+    const float *h = on_host(x, n);
+    if (h) ts_stats_stream_add(s, p, h, n);
 }
 
 static void cu_opt_update_summarised(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, float *grad,
@@ -312,14 +319,8 @@ static void cu_opt_update_summarised(const ts_optimizer *o, const ts_opt_consts 
 
 static void cu_stats_add(void *stream, ts_stats_partial *p, const float *x, int64_t n) {
     (void)stream;
-    float *h = staging(n);
-    if (!h) {
-        ts_cu_check(cudaErrorMemoryAllocation, "summary staging");
-        return;
-    }
-    ts_cu_check(cudaMemcpyAsync(h, x, (size_t)n * sizeof(float), cudaMemcpyDeviceToHost, g_cu.stream), "summary copy");
-    ts_cu_check(cudaStreamSynchronize(g_cu.stream), "summary copy");
-    ts_stats_partial_add(p, h, n);
+    const float *h = on_host(x, n);
+    if (h) ts_stats_partial_add(p, h, n);
 }
 
 static void cu_stats_reduce(void *stream, const float *x, int64_t n, ts_device_stats *slot) {
