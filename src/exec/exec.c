@@ -18,8 +18,9 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Entry e's observers, on its host copy where the device's memory is not
- * the host's (exec/device.c). */
+/* Entry e's observers. On a device whose memory the host cannot read:
+ * on the device what can be (ts_observe_device), the rest on a host copy
+ * (ts_device_host_view). */
 static ts_status observe_entry(ts_model *m, int e, int64_t sample) {
     ts_entry *en = &m->prog->entries[e];
     if (m->backend->host_addressable) return ts_observe(m, e, sample);
@@ -234,7 +235,7 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
                         ae->data, A == 1, m->backend->host_addressable ? UPDATE_CHUNK : ae->numel};
         ts_step_update su = {update_range, update_summarised, &u, u.grad, u.param};
         if (m->backend->host_addressable) ts_observe_step(m, node, d, &su, ae->numel);
-        else update_range(&u, 0, ae->numel); /* one launch; its observers below, from the host copy */
+        else update_range(&u, 0, ae->numel); /* one launch; its observers below */
         cleared += A == 1;
         for (int e = acc + 1; e < p->n_entries && p->entries[e].node == node; e++) OBSERVE(m, e, d);
     }
