@@ -586,6 +586,7 @@ static ts_status op_unary(importer *im, node_io *io) {
     if (!t) return st;
     if (strcmp(op, "Relu") == 0) return built(im, ts_relu(im->g, t), &io->out[0]);
     if (strcmp(op, "Log") == 0) return built(im, ts_log(im->g, t), &io->out[0]);
+    if (strcmp(op, "Exp") == 0) return built(im, ts_exp(im->g, t), &io->out[0]);
     if (strcmp(op, "Neg") == 0) return built(im, ts_scale(im->g, t, -1.0f), &io->out[0]);
     if (strcmp(op, "Tanh") == 0) return built(im, ts_tanh(im->g, t), &io->out[0]);
     if (strcmp(op, "Sigmoid") == 0) return built(im, ts_sigmoid(im->g, t), &io->out[0]);
@@ -1122,17 +1123,21 @@ static ts_status op_gather(importer *im, node_io *io) {
     return i ? built(im, ts_embedding(im->g, w, i), &io->out[0]) : st;
 }
 
-/* ReduceMean over its axes: the attribute before opset 18, the input
- * from 18 on; absent (or, from 18 on, an empty list) means every axis,
- * or none with noop_with_empty_axes=1 (18 on): the identity. keepdims. */
-static ts_status op_reduce_mean(importer *im, node_io *io) {
+/* ReduceMean, ReduceSum and ReduceMax over their axes: the attribute
+ * before the opset that made them input 1 (ReduceSum 13, the others 18),
+ * the input from then on; absent (or, from then on, an empty list) means
+ * every axis, or none with noop_with_empty_axes=1: the identity.
+ * keepdims. */
+static ts_status op_reduce(importer *im, node_io *io) {
+    const char *op = im->node->op_type;
+    int input_since = strcmp(op, "ReduceSum") == 0 ? 13 : 18;
     int64_t axes[TS_MAX_DIMS];
     int n = 0, keepdims, noop = 0;
-    ts_status st = axes_of(im, io, 1, 18, axes, &n);
+    ts_status st = axes_of(im, io, 1, input_since, axes, &n);
     if (!st) st = attr_int32(im, "keepdims", 1, 0, 1, &keepdims);
     if (!st) st = attr_int32(im, "noop_with_empty_axes", 0, 0, 1, &noop);
     if (st) return st;
-    bool all = n < 0 || (n == 0 && since(im, 18));
+    bool all = n < 0 || (n == 0 && since(im, input_since));
     if (all && noop) return op_identity(im, io);
     ts_tensor *x = as_tensor(im, io->in[0], &st);
     if (!x) return st;
@@ -1144,7 +1149,10 @@ static ts_status op_reduce_mean(importer *im, node_io *io) {
             return node_error(im, TS_ERR_FORMAT, "axis %lld is out of range for %d dimensions", (long long)axes[i], x->shape.ndim);
         ax[i] = all ? i : norm_axis(axes[i], x->shape.ndim);
     }
-    return built(im, ts_reduce_mean(im->g, x, n, ax, keepdims != 0), &io->out[0]);
+    ts_tensor *y = strcmp(op, "ReduceSum") == 0   ? ts_reduce_sum(im->g, x, n, ax, keepdims != 0)
+                   : strcmp(op, "ReduceMax") == 0 ? ts_reduce_max(im->g, x, n, ax, keepdims != 0)
+                                                  : ts_reduce_mean(im->g, x, n, ax, keepdims != 0);
+    return built(im, y, &io->out[0]);
 }
 
 static ts_status op_transpose(importer *im, node_io *io) {
@@ -1324,6 +1332,7 @@ static const struct {
     {"Identity", 1, op_identity},
     {"LayerNormalization", 2, op_layer_norm},
     {"Less", 2, op_binary},
+    {"Exp", 1, op_unary},
     {"Log", 1, op_unary},
     {"LogSoftmax", 1, op_softmax},
     {"MatMul", 2, op_matmul},
@@ -1335,7 +1344,9 @@ static const struct {
     {"Pad", 1, op_pad},
     {"Pow", 2, op_binary},
     {"Range", 3, op_range},
-    {"ReduceMean", 1, op_reduce_mean},
+    {"ReduceMax", 1, op_reduce},
+    {"ReduceMean", 1, op_reduce},
+    {"ReduceSum", 1, op_reduce},
     {"Reciprocal", 1, op_unary},
     {"Relu", 1, op_unary},
     {"Reshape", 2, op_reshape},
@@ -1426,8 +1437,12 @@ static const struct {
     {"Dropout", "ratio", 1, 11, "the ratio is input 1"},
     {"Pad", "pads", 1, 10, "the pads are input 1"},
     {"Range", "stash_type", 27, 0, NULL},
+    {"ReduceMax", "axes", 1, 17, "from opset 18 on, the axes are input 1"},
+    {"ReduceMax", "noop_with_empty_axes", 18, 0, NULL},
     {"ReduceMean", "axes", 1, 17, "from opset 18 on, the axes are input 1"},
     {"ReduceMean", "noop_with_empty_axes", 18, 0, NULL},
+    {"ReduceSum", "axes", 1, 12, "from opset 13 on, the axes are input 1"},
+    {"ReduceSum", "noop_with_empty_axes", 13, 0, NULL},
     {"Reshape", "allowzero", 14, 0, NULL},
     {"Shape", "start", 15, 0, NULL},
     {"Shape", "end", 15, 0, NULL},

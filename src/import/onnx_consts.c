@@ -205,6 +205,8 @@ ts_status ts_const_unary(const char *op, const ts_const *x, ts_const *out) {
         else if (strcmp(op, "Ceil") == 0) v = ceil(v);
         else if (strcmp(op, "Floor") == 0) v = floor(v);
         else if (strcmp(op, "Log") == 0) v = log(v);
+        else if (strcmp(op, "Exp") == 0) v = exp(v);
+        else if (strcmp(op, "Erf") == 0) v = erf(v);
         else if (strcmp(op, "Neg") == 0) v = -v;
         else if (strcmp(op, "Not") == 0) v = v == 0;
         else if (strcmp(op, "Reciprocal") == 0) v = 1.0 / v;
