@@ -49,7 +49,9 @@ ts_status ts_device_bind(ts_model *m, ts_prog *p) {
             continue;
         }
         if (!held && en->kind != TS_KIND_ACCL && en->kind != TS_KIND_ACCL1 && en->kind != TS_KIND_ACCL2) continue;
-        bool state = en->kind >= TS_KIND_ACCL, changes = t->op == TS_OP_PARAM || t->op == TS_OP_BUFFER;
+        /* a run changes parameters and buffers: back after each run; the
+         * optimizer's moments (entries of a parameter too) only on demand */
+        bool state = en->kind >= TS_KIND_ACCL, changes = !state && (t->op == TS_OP_PARAM || t->op == TS_OP_BUFFER);
         ts_status st = copy_of(p, en->data, en->numel, changes, state, &en->data);
         if (st) return st;
     }

@@ -34,6 +34,7 @@ struct ts_model {
     int n_state;
     const struct ts_backend *backend; /* the device it runs on */
     const struct ts_parallel *par;    /* its split over a job's ranks (dist/) */
+    uint64_t state_gen;  /* bumped when the host writes the optimizer state (a checkpoint restored) */
     ts_pool *pool;       /* the CPU backend's stream: its worker threads */
     void *stream;        /* another device's stream (NULL on the CPU) */
     int64_t runs, steps;

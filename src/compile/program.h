@@ -80,6 +80,7 @@ typedef struct ts_prog {
     ts_device_copy *dev_copies;
     int n_dev_copies;
     uint64_t sent_gen;        /* the graph's values_gen the device's copies hold */
+    uint64_t state_sent_gen;  /* the model's state_gen the device's optimizer state holds */
     bool sent;
     ts_opt_state *dev_state;  /* per m->state: the device's moments */
     float **dev_inputs;       /* per node: the run's inputs on the device */

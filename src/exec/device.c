@@ -20,14 +20,18 @@ ts_status ts_device_before_run(ts_model *m) {
     ts_prog *p = m->prog;
     const ts_backend *be = p->backend;
     if (be->host_addressable) return TS_OK;
-    if (!p->sent || p->sent_gen != m->g->values_gen) { /* the host wrote them since: send them again */
-        for (int i = 0; i < p->n_dev_copies; i++) {
-            const ts_device_copy *c = &p->dev_copies[i];
-            be->copy_to_device(m->stream, c->dev, c->host, (size_t)c->numel * sizeof(float));
-        }
-        p->sent = true;
-        p->sent_gen = m->g->values_gen;
+    /* what the host wrote since the device's copies were sent: the values
+     * (ts_param_set, a restored checkpoint, another model's run), the
+     * optimizer state (a restored checkpoint); all of it before the
+     * program's first run */
+    bool values = !p->sent || p->sent_gen != m->g->values_gen, state = !p->sent || p->state_sent_gen != m->state_gen;
+    for (int i = 0; i < p->n_dev_copies && (values || state); i++) {
+        const ts_device_copy *c = &p->dev_copies[i];
+        if (c->state ? state : values) be->copy_to_device(m->stream, c->dev, c->host, (size_t)c->numel * sizeof(float));
     }
+    p->sent = true;
+    p->sent_gen = m->g->values_gen;
+    p->state_sent_gen = m->state_gen;
     for (int k = 0; k < p->n_order; k++) {
         int i = p->order[k];
         if (m->g->t[i]->op != TS_OP_INPUT || !p->bound[i]) continue;

@@ -311,7 +311,7 @@ static ts_status state_records(const char *path, const record *recs, uint32_t n,
         if ((st = want(recs, n, path, name, TS_F32, 1, &r))) return st;
         if (copy) m->state[i].step = *(const float *)r->a.data;
     }
-    if (copy) m->g->values_gen++; /* a device sends them again */
+    if (copy) m->g->values_gen++, m->state_gen++; /* a device sends them again */
     return TS_OK;
 }
 
