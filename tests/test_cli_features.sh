@@ -52,6 +52,7 @@ refused npz libarchive-dev --data "$BIN" train --data out/d.npz --max-steps 1
 refused npz libarchive-dev --inputs "$BIN" compare --inputs out/in.npz --reference out/ref.npz
 refused plots libcairo2-dev --plot "$BIN" compare --a out/a --b out/b --plot out/e.png
 refused debug-bundle libarchive-dev debug-run "$BIN" debug-run --outfile out/b.tar.gz -- touch out/ran
+refused cuda nvidia-cuda-toolkit --device "$BIN" train "${M[@]}" --device cuda
 # a built-in model with no flag that needs a feature trains in any build
 run core "$BIN" train "${M[@]}"
 check "train without such flags: exit 0 in any build" eval '[ $rc -eq 0 ]' || show core.err

@@ -47,7 +47,7 @@ static const struct feature {
     {"unwind", TS_HAVE_UNWIND, "crash backtraces through libunwind need libunwind", INSTALL("libunwind-dev")},
     {"mpi", TS_HAVE_MPI, "replicas and pipeline stages need MPI", INSTALL("libopenmpi-dev openmpi-bin")},
     {"cuda", TS_HAVE_CUDA, "a CUDA device needs tensorscope built with CUDA",
-     "install the CUDA toolkit (nvcc and cuBLAS) so that cmake finds nvcc, then rebuild tensorscope (or run with --device cpu)"},
+     "apt-get install nvidia-cuda-toolkit (or NVIDIA's CUDA toolkit: nvcc and cuBLAS), then rebuild tensorscope; or run with --device cpu"},
 };
 
 static const struct feature *find(const char *name) {
