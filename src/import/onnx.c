@@ -587,6 +587,7 @@ static ts_status op_unary(importer *im, node_io *io) {
     if (strcmp(op, "Relu") == 0) return built(im, ts_relu(im->g, t), &io->out[0]);
     if (strcmp(op, "Log") == 0) return built(im, ts_log(im->g, t), &io->out[0]);
     if (strcmp(op, "Exp") == 0) return built(im, ts_exp(im->g, t), &io->out[0]);
+    if (strcmp(op, "Reciprocal") == 0) return built(im, ts_pow(im->g, t, -1.0f), &io->out[0]); /* 1/x, gradient -1/x^2 */
     if (strcmp(op, "Neg") == 0) return built(im, ts_scale(im->g, t, -1.0f), &io->out[0]);
     if (strcmp(op, "Tanh") == 0) return built(im, ts_tanh(im->g, t), &io->out[0]);
     if (strcmp(op, "Sigmoid") == 0) return built(im, ts_sigmoid(im->g, t), &io->out[0]);
@@ -1091,6 +1092,12 @@ static ts_status op_cast(importer *im, node_io *io) {
     if (!ts_onnx_dtype_size(to) || to > TS_ONNX_BFLOAT16)
         return node_error(im, TS_ERR_UNSUPPORTED, "Cast to %s (ONNX data type %d) is not available: tensorscope casts to float, double, "
                           "float16, bfloat16, bool and the integer types", ts_onnx_dtype_name(to), to);
+    /* a graph tensor keeps its values: f32 carries float and double, i32
+     * the integer ids (LayerNormalization's stash cast, index casts) */
+    const ts_tensor *t = io->in[0] ? io->in[0]->t : NULL;
+    if (t && ((t->dtype == TS_F32 && (to == TS_ONNX_FLOAT || to == TS_ONNX_DOUBLE)) ||
+              (t->dtype == TS_I32 && (to == TS_ONNX_INT32 || to == TS_ONNX_INT64))))
+        return op_identity(im, io);
     return op_fold(im, io);
 }
 
