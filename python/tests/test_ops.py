@@ -37,6 +37,12 @@ def test_elementwise_ops_against_numpy(op):
     np.testing.assert_allclose(got, ELEMENTWISE[op](X.astype(np.float64)), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.skipif(not has("ts_abs"), reason="this library has no ts_abs")
+def test_abs_of_both_signs():
+    x = np.array([[-1.5, 0.0, 2.0], [3.0, -0.25, -7.0]], np.float32)
+    np.testing.assert_array_equal(forward(lambda g, t: g.abs(t), x), np.abs(x))
+
+
 def test_binary_and_shape_ops_against_numpy():
     np.testing.assert_allclose(forward(lambda g, x: x * 2.0 + x - x), X * 2, rtol=1e-6)
     np.testing.assert_allclose(forward(lambda g, x: g.reshape(x, [3, 2])), X.reshape(3, 2))
