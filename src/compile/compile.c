@@ -569,8 +569,11 @@ static ts_status resolve_anchors(ts_model *m, ts_prog *p) {
  * taken inside it. A parameter's gradient is what the step reads only
  * without accumulation (Accum___ then shares its buffer) and without
  * replicas (the all-reduce overwrites it before the step). */
+/* Summarised inside the optimizer step, from registers: the CPU's fused
+ * update. A device whose memory the host cannot read summarises after the
+ * step, on the device (observe/'s ts_observe_device). */
 static bool in_step(const ts_model *m, const ts_entry *en) {
-    if (!m->training || m->g->t[en->node]->op != TS_OP_PARAM) return false;
+    if (!m->training || m->g->t[en->node]->op != TS_OP_PARAM || !m->backend->host_addressable) return false;
     switch (en->kind) {
     case TS_KIND_GRAD: return m->opts.grad_accum == 1 && ts_replicas(m) == 1;
     case TS_KIND_ACCUM:
@@ -618,8 +621,9 @@ static ts_status resolve_watches(ts_model *m, ts_prog *p) {
     }
     /* A watched Relu of a watched value, both plain stats on the same
      * period: its summary is taken in its input's pass (the Relu's values
-     * follow from the input's), one read of memory instead of two. */
-    for (size_t i = 0; i < m->g->n; i++) {
+     * follow from the input's), one read of memory instead of two. On the
+     * host only: a device reduces each where it lives. */
+    for (size_t i = 0; i < m->g->n && m->backend->host_addressable; i++) {
         const ts_tensor *t = m->g->t[i];
         if (t->op != TS_OP_RELU || p->value_entry[t->id] < 0 || p->value_entry[t->in[0]] < 0) continue;
         ts_entry *x = &p->entries[p->value_entry[t->in[0]]], *y = &p->entries[p->value_entry[t->id]];

@@ -37,9 +37,6 @@ ts_status ts_device_bind(ts_model *m, ts_prog *p) {
     for (int e = 0; e < p->n_entries; e++) {
         ts_entry *en = &p->entries[e];
         if (en->numel > biggest) biggest = en->numel;
-        en->watch_in_step = false; /* observed after the step, on the device or from the host copy */
-        en->relu_out = -1;         /* each summarised from its own values */
-        en->relu_derived = false;
         if (!en->data) continue;
         const ts_tensor *t = g->t[en->node];
         bool held = (en->kind == TS_KIND_VALUE || en->kind == TS_KIND_UPDATED) && en->data == t->value && t->value;
