@@ -230,8 +230,9 @@ int cmd_train_gpt(int argc, char **argv) {
         rc = cli_usage_error(cmd, "--device: %s", ts_last_error());
         goto done;
     }
-    if (a.device && ts_device_check(a.device)) {
-        rc = cli_runtime_error("--device");
+    const char *device = a.device ? a.device : getenv("TS_DEVICE");
+    if (device && *device && ts_device_check(device)) { /* before any work */
+        rc = cli_runtime_error(a.device ? "--device" : "TS_DEVICE");
         goto done;
     }
     for (int i = 0; i < a.anchors.n; i++)

@@ -562,8 +562,9 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     if (a.checkpoint_every < 0) return cli_usage_error(cmd, "--checkpoint-every must be >= 1, got %ld", a.checkpoint_every);
     if (a.checkpoint_every && !a.checkpoint_dir) return cli_usage_error(cmd, "--checkpoint-every needs --checkpoint-dir DIR");
     if (a.resume && a.weights) return cli_usage_error(cmd, "--resume restores the weights: leave out --weights");
-    ts_status dst = a.device ? ts_device_check(a.device) : TS_OK;
-    if (dst) return dst == TS_ERR_INVALID_ARGUMENT ? cli_usage_error(cmd, "--device: %s", ts_last_error()) : cli_runtime_error("--device");
+    const char *device = a.device ? a.device : getenv("TS_DEVICE"), *from = a.device ? "--device" : "TS_DEVICE";
+    ts_status dst = device && *device ? ts_device_check(device) : TS_OK; /* before any work */
+    if (dst) return dst == TS_ERR_INVALID_ARGUMENT ? cli_usage_error(cmd, "%s: %s", from, ts_last_error()) : cli_runtime_error(from);
     ts_check_numerics check = TS_CHECK_OFF;
     if (a.check_numerics && ts_check_numerics_parse(a.check_numerics, &check))
         return cli_usage_error(cmd, "--check-numerics must be off, output or op, got '%s'", a.check_numerics);

@@ -2,30 +2,17 @@
  * its backend table. */
 #include "backend/backend.h"
 
-#include <stdlib.h>
-#include <string.h>
-
 ts_status ts_backend_for(const char *device, const ts_backend **out) {
     *out = NULL;
-    if (!device || !strcmp(device, "cpu")) {
-        *out = ts_backend_cpu();
-        return TS_OK;
+    ts_device_kind kind;
+    int ordinal;
+    ts_status st = ts_device_name_parse(device ? device : "cpu", &kind, &ordinal);
+    if (st) return st;
+    switch (kind) {
+    case TS_DEVICE_CPU: *out = ts_backend_cpu(); return TS_OK;
+    case TS_DEVICE_CPU_STAGED: *out = ts_backend_cpu_staged(); return TS_OK; /* the device path on the CPU, for tests */
+    default: return ts_backend_cuda(ordinal, out);
     }
-    if (!strcmp(device, "cpu-staged")) { /* the device path on the CPU, for tests */
-        *out = ts_backend_cpu_staged();
-        return TS_OK;
-    }
-    if (!strncmp(device, "cuda", 4) && (device[4] == 0 || device[4] == ':')) {
-        long ordinal = 0;
-        if (device[4] == ':') {
-            char *end = NULL;
-            ordinal = strtol(device + 5, &end, 10);
-            if (end == device + 5 || *end || ordinal < 0 || ordinal > 1023)
-                return ts_error(TS_ERR_INVALID_ARGUMENT, "device '%s': write cuda:N with N a GPU's number (0 for the first)", device);
-        }
-        return ts_backend_cuda((int)ordinal, out);
-    }
-    return ts_error(TS_ERR_INVALID_ARGUMENT, "device '%s' is not one tensorscope knows: the choices are cpu, cuda and cuda:N", device);
 }
 
 ts_status ts_device_check(const char *device) {

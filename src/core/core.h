@@ -80,6 +80,12 @@ ts_status ts_limit_exceeded(ts_limit which, const char *what, uint64_t need);
  * the *_none.c stand-ins of the optional features. */
 ts_status ts_feature_unsupported(const char *name);
 
+/* A device as the user names it (names.c): "cpu", "cuda", "cuda:N"
+ * (N < 1024) and, for tests, "cpu-staged" (the device path on the CPU).
+ * TS_ERR_INVALID_ARGUMENT listing the choices for anything else. */
+typedef enum ts_device_kind { TS_DEVICE_CPU, TS_DEVICE_CPU_STAGED, TS_DEVICE_CUDA } ts_device_kind;
+ts_status ts_device_name_parse(const char *name, ts_device_kind *kind, int *ordinal);
+
 /* Edit distance, for "did you mean" suggestions. */
 size_t ts_edit_distance(const char *a, const char *b);
 /* The (up to) three of n names closest to `name`, quoted and

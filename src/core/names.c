@@ -1,8 +1,11 @@
-/* names.c -- matching tensor names against user patterns. */
+/* names.c -- matching tensor names against user patterns; the devices a
+ * user names. */
 #include "core.h"
 
 #include <fnmatch.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int ts_name_matches(const char *pattern, const char *name) {
@@ -45,4 +48,31 @@ const char *ts_closest_names(const char *name, ts_name_at get, const void *ctx, 
     for (int k = 0; k < 3 && dist[k] != (size_t)-1 && used < cap; k++)
         used += (size_t)snprintf(buf + used, cap - used, "%s'%s'", k ? ", " : "", get(ctx, best[k]));
     return buf;
+}
+
+ts_status ts_device_name_parse(const char *name, ts_device_kind *kind, int *ordinal) {
+    *kind = TS_DEVICE_CPU;
+    *ordinal = 0;
+    if (name && !strcmp(name, "cpu")) return TS_OK;
+    if (name && !strcmp(name, "cpu-staged")) {
+        *kind = TS_DEVICE_CPU_STAGED;
+        return TS_OK;
+    }
+    if (name && !strncmp(name, "cuda", 4)) {
+        const char *n = name + 4;
+        long v = 0;
+        bool ok = *n == 0;
+        if (*n == ':') {
+            char *end = NULL;
+            v = n[1] >= '0' && n[1] <= '9' && strlen(n + 1) <= 4 ? strtol(n + 1, &end, 10) : -1;
+            ok = v >= 0 && v < 1024 && end && *end == 0;
+        }
+        if (ok) {
+            *kind = TS_DEVICE_CUDA;
+            *ordinal = (int)v;
+            return TS_OK;
+        }
+    }
+    return ts_error(TS_ERR_INVALID_ARGUMENT, "device '%s' is not one tensorscope knows: the choices are cpu, cuda and cuda:N (N a GPU's number, 0 for the first)",
+                    name ? name : "(null)");
 }

@@ -63,12 +63,10 @@ ts_status ts_options_set_threads(ts_options *o, int n) {
 ts_status ts_options_set_device(ts_options *o, const char *device) {
     if (!o) return ts_error(TS_ERR_INVALID_ARGUMENT, "options is NULL");
     if (!device) return ts_error(TS_ERR_INVALID_ARGUMENT, "device is NULL: write cpu, cuda or cuda:N");
-    bool ok = !strcmp(device, "cpu") || !strcmp(device, "cuda") || !strcmp(device, "cpu-staged");
-    if (!ok && !strncmp(device, "cuda:", 5) && device[5]) {
-        ok = strlen(device) < sizeof o->device;
-        for (const char *c = device + 5; ok && *c; c++) ok = *c >= '0' && *c <= '9';
-    }
-    if (!ok) return ts_error(TS_ERR_INVALID_ARGUMENT, "device '%s' is not one tensorscope knows: the choices are cpu, cuda and cuda:N", device);
+    ts_device_kind kind;
+    int ordinal;
+    ts_status st = ts_device_name_parse(device, &kind, &ordinal); /* every accepted name fits o->device */
+    if (st) return st;
     snprintf(o->device, sizeof o->device, "%s", device);
     return TS_OK;
 }
