@@ -22,6 +22,7 @@
 #ifndef TS_BACKEND_H
 #define TS_BACKEND_H
 
+#include "core/stats.h"
 #include "graph/graph.h"
 
 struct ts_pool;
@@ -64,14 +65,6 @@ typedef struct ts_kernel_row {
      * the stream's (the CPU splits work into that many slots). */
     size_t (*workspace_floats)(const ts_shape *in, const ts_shape *out, int threads);
 } ts_kernel_row;
-
-/* A stats summary (TS_WATCH_STATS) a device reduced, in the terms of the
- * host's partial summaries (core/stats.h): counts, and the moments and
- * extremes of the finite values (min/max +-Inf while finite == 0). */
-typedef struct ts_device_stats {
-    double count, zeros, nans, pos_infs, neg_infs, finite;
-    double mean, m2, min, max;
-} ts_device_stats;
 
 /* A point on a stream, for timing kernels: ns once complete (the CPU's
  * clock at record), or a device handle a backend fills. */

@@ -669,3 +669,15 @@ ts_status ts_summary_merge(ts_summary *into, const ts_summary *from) {
     ts_stats_finish(&a, into);
     return TS_OK;
 }
+
+void ts_stats_to_device(const ts_stats_partial *p, ts_device_stats *out) {
+    *out = (ts_device_stats){(double)p->count, (double)p->zeros,    (double)p->nans, (double)p->pos_infs, (double)p->neg_infs,
+                             (double)p->finite, p->mean,            p->m2,           p->min,              p->max};
+}
+
+void ts_stats_from_device(const ts_device_stats *d, ts_stats_partial *out) {
+    ts_stats_partial_init(out, TS_WATCH_STATS);
+    out->count = (int64_t)d->count, out->zeros = (int64_t)d->zeros, out->nans = (int64_t)d->nans;
+    out->pos_infs = (int64_t)d->pos_infs, out->neg_infs = (int64_t)d->neg_infs, out->finite = (int64_t)d->finite;
+    if (out->finite > 0) out->mean = d->mean, out->m2 = d->m2, out->min = d->min, out->max = d->max;
+}

@@ -90,6 +90,17 @@ float ts_stats_shift(const ts_stats_partial *p, float first);
  * pass. Both stats only (TS_WATCH_STATS). */
 void ts_stats_partial_add_relu(ts_stats_partial *px, ts_stats_partial *py, const float *x, int64_t n);
 
+/* A stats summary (TS_WATCH_STATS) a device reduced, in the terms of the
+ * host's partial summaries (core/stats.h): counts, and the moments and
+ * extremes of the finite values (min/max +-Inf while finite == 0). */
+typedef struct ts_device_stats {
+    double count, zeros, nans, pos_infs, neg_infs, finite;
+    double mean, m2, min, max;
+} ts_device_stats;
+/* A partial's stats as a device's record, and back (stats only). */
+void ts_stats_to_device(const ts_stats_partial *p, ts_device_stats *out);
+void ts_stats_from_device(const ts_device_stats *d, ts_stats_partial *out);
+
 /* The partial a finished summary came from (to rounding), so summaries
  * taken apart (one per replica) merge into one. */
 void ts_stats_from_summary(const ts_summary *s, ts_stats_partial *p);

@@ -403,12 +403,8 @@ void ts_observe_device_finish(ts_model *m) {
     if (!p->any_pending) return;
     for (int w = 0; w < p->n_watch; w++) {
         if (!p->slot_pending[w]) continue;
-        const ts_device_stats *d = &p->host_slots[w];
         ts_stats_partial q;
-        ts_stats_partial_init(&q, TS_WATCH_STATS);
-        q.count = (int64_t)d->count, q.zeros = (int64_t)d->zeros, q.nans = (int64_t)d->nans;
-        q.pos_infs = (int64_t)d->pos_infs, q.neg_infs = (int64_t)d->neg_infs, q.finite = (int64_t)d->finite;
-        if (q.finite > 0) q.mean = d->mean, q.m2 = d->m2, q.min = d->min, q.max = d->max;
+        ts_stats_from_device(&p->host_slots[w], &q);
         ts_stats_finish(&q, &p->summaries[w]);
         p->watch_results[w].run = m->runs;
         p->watch_results[w].step = p->slot_step[w];

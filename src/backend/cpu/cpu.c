@@ -223,8 +223,7 @@ static void staged_stats_reduce(void *stream, const float *x, int64_t n, ts_devi
     ts_stats_partial q;
     ts_stats_partial_init(&q, TS_WATCH_STATS);
     ts_stats_partial_add(&q, x, n);
-    *slot = (ts_device_stats){(double)q.count, (double)q.zeros, (double)q.nans, (double)q.pos_infs, (double)q.neg_infs, (double)q.finite,
-                              q.mean,          q.m2,           q.min,          q.max};
+    ts_stats_to_device(&q, slot);
 }
 
 /* "cpu-staged": the CPU's table with the host treating the memory as a
