@@ -18,20 +18,26 @@
 
 /* ---- anchors: rows by output mode (docs/architecture.md#output-modes) */
 
-static void capture_anchor(const ts_anchor *a, const ts_entry *e, int64_t sample, int64_t S) {
+/* Sample `sample` of x (entry e's values where the anchors' rows are: the
+ * host's arena, or a device's copy of it) into anchor a's rows, through
+ * the backend's copies (the CPU's: memcpy and a plain sum). */
+static void capture_anchor(ts_model *m, const ts_anchor *a, const ts_entry *e, const float *x, int64_t sample, int64_t S) {
+    const ts_prog *p = m->prog;
+    const ts_backend *be = p->backend;
     size_t n = (size_t)e->numel;
+    float *rows = p->dev_anchors ? p->dev_anchors + (a->local - p->arena_anchors) : a->local;
     switch (a->mode) {
-    case TS_OUTPUT_ALL: memcpy(a->local + (size_t)sample * n, e->data, n * sizeof(float)); break;
+    case TS_OUTPUT_ALL: be->copy_on_device(m->stream, rows + (size_t)sample * n, x, n * sizeof(float)); break;
     case TS_OUTPUT_EVERY_N:
-        if ((sample + 1) % a->period == 0) memcpy(a->local + (size_t)((sample + 1) / a->period - 1) * n, e->data, n * sizeof(float));
+        if ((sample + 1) % a->period == 0)
+            be->copy_on_device(m->stream, rows + (size_t)((sample + 1) / a->period - 1) * n, x, n * sizeof(float));
         break;
     case TS_OUTPUT_SUM:
-        if (sample == 0) memcpy(a->local, e->data, n * sizeof(float));
-        else
-            for (size_t i = 0; i < n; i++) a->local[i] += e->data[i];
+        if (sample == 0) be->copy_on_device(m->stream, rows, x, n * sizeof(float));
+        else be->accumulate(m->stream, rows, x, (int64_t)n);
         break;
     default:
-        if (sample == S - 1) memcpy(a->local, e->data, n * sizeof(float));
+        if (sample == S - 1) be->copy_on_device(m->stream, rows, x, n * sizeof(float));
         break;
     }
 }
@@ -226,12 +232,16 @@ const float *ts_device_host_view(ts_model *m, const ts_entry *e) {
     return be->synchronize(m->stream) ? NULL : p->host_view;
 }
 
+/* Whether the host reads e->data where it is: memory the host addresses,
+ * a value the host holds, or the host copy observe_entry made of it. */
+static bool host_readable(const ts_prog *p, const ts_entry *e) {
+    return p->backend->host_addressable || e->on_host || e->data == p->host_view;
+}
+
 /* e's values where the host can read them: e->data, or a device's copy
  * of them (valid until the next call); NULL when the device failed. */
 static const float *entry_values(ts_model *m, const ts_entry *e) {
-    const ts_prog *p = m->prog;
-    if (p->backend->host_addressable || e->on_host || e->data == p->host_view) return e->data;
-    return ts_device_host_view(m, e);
+    return host_readable(m->prog, e) ? e->data : ts_device_host_view(m, e);
 }
 
 /* "\n  <label> <name> f32[4,6] n=24 x∈[...] ..." */
@@ -250,7 +260,7 @@ static void add_stats(ts_model *m, report *r, const char *label, const ts_entry 
 static bool entry_nonfinite(ts_model *m, const ts_entry *e) {
     const ts_prog *p = m->prog;
     if (e->dtype != TS_F32 || !e->data) return false;
-    if (p->backend->host_addressable || e->on_host || e->data == p->host_view) return ts_cpu_has_nonfinite(m->pool, e->data, e->numel);
+    if (host_readable(p, e)) return ts_cpu_has_nonfinite(m->pool, e->data, e->numel);
     return p->backend->has_nonfinite(m->stream, e->data, e->numel);
 }
 
@@ -350,52 +360,29 @@ ts_status ts_check_backward(ts_model *m, int node, int64_t sample) {
     return TS_OK;
 }
 
-/* capture_anchor on the device, into the device's copy of the anchors
- * arena, from x (e's values on the device) */
-static void capture_anchor_device(ts_model *m, const ts_anchor *a, const ts_entry *e, const float *x, int64_t sample, int64_t S) {
-    const ts_prog *p = m->prog;
-    const ts_backend *be = p->backend;
-    size_t n = (size_t)e->numel;
-    float *local = p->dev_anchors + (a->local - p->arena_anchors);
-    switch (a->mode) {
-    case TS_OUTPUT_ALL: be->copy_on_device(m->stream, local + (size_t)sample * n, x, n * sizeof(float)); break;
-    case TS_OUTPUT_EVERY_N:
-        if ((sample + 1) % a->period == 0)
-            be->copy_on_device(m->stream, local + (size_t)((sample + 1) / a->period - 1) * n, x, n * sizeof(float));
-        break;
-    case TS_OUTPUT_SUM:
-        if (sample == 0) be->copy_on_device(m->stream, local, x, n * sizeof(float));
-        else be->accumulate(m->stream, local, x, (int64_t)n);
-        break;
-    default:
-        if (sample == S - 1) be->copy_on_device(m->stream, local, x, n * sizeof(float));
-        break;
-    }
-}
-
 bool ts_observe_device(ts_model *m, int entry, int64_t sample) {
     ts_prog *p = m->prog;
     const ts_entry *e = &p->entries[entry];
     if (m->rerun) return false;
+    bool due = watch_due(m, e, sample), anchors = e->n_anchors && p->dev_anchors;
+    bool reduce = due && p->watch_what[e->watch] == TS_WATCH_STATS && p->dev_slots;
     const float *x = e->data;
-    if (e->on_host) { /* held by the host (a step count): sent first */
+    if (e->on_host && (anchors || reduce)) { /* held by the host (a step count): sent first */
         p->backend->copy_to_device(m->stream, p->dev_stage, e->data, (size_t)e->numel * sizeof(float));
         x = p->dev_stage;
     }
-    if (e->n_anchors && p->dev_anchors) { /* into the device's arena, copied to the host once after the run */
+    if (anchors) { /* into the device's arena, copied to the host once after the run */
         int64_t S = e->per_step ? p->samples_step : p->samples_mb;
-        for (int k = 0; k < e->n_anchors; k++) capture_anchor_device(m, &p->anchors[e->anchors[k]], e, x, sample, S);
+        for (int k = 0; k < e->n_anchors; k++) capture_anchor(m, &p->anchors[e->anchors[k]], e, x, sample, S);
         p->anchor_copies += (uint64_t)e->n_anchors;
     }
-    bool host = e->n_outfeeds || e->check || (e->n_anchors && !p->dev_anchors);
-    if (watch_due(m, e, sample)) {
-        int w = e->watch;
-        if (p->watch_what[w] != TS_WATCH_STATS || !p->dev_slots) return false; /* summarised on the host */
-        p->backend->stats_reduce(m->stream, x, e->numel, &p->dev_slots[w]);
-        p->slot_pending[w] = p->any_pending = true;
-        p->slot_step[w] = m->steps;
+    if (reduce) { /* into its slot, copied to the host once after the run */
+        p->backend->stats_reduce(m->stream, x, e->numel, &p->dev_slots[e->watch]);
+        p->slot_pending[e->watch] = p->any_pending = true;
+        p->slot_step[e->watch] = m->steps;
     }
-    return !host;
+    /* what only the host does: outfeeds, checks, other summaries */
+    return !(e->n_outfeeds || e->check || (e->n_anchors && !anchors) || (due && !reduce));
 }
 
 void ts_observe_device_finish(ts_model *m) {
@@ -419,11 +406,11 @@ ts_status ts_observe(ts_model *m, int entry, int64_t sample) {
     int64_t S = e->per_step ? p->samples_step : p->samples_mb;
     bool checked = e->checked; /* its last writer's check scanned it: not twice */
     e->checked = false;
-    if (e->check && !checked && e->dtype == TS_F32 && ts_cpu_has_nonfinite(m->pool, e->data, e->numel)) return numerics_report(m, entry, sample, -1);
+    if (e->check && !checked && entry_nonfinite(m, e)) return numerics_report(m, entry, sample, -1);
     if (m->rerun) return TS_OK;
     if (e->n_anchors && !p->dev_anchors) { /* a device's: captured there (ts_observe_device) */
         uint64_t t0 = ts_now_ns();
-        for (int k = 0; k < e->n_anchors; k++) capture_anchor(&p->anchors[e->anchors[k]], e, sample, S);
+        for (int k = 0; k < e->n_anchors; k++) capture_anchor(m, &p->anchors[e->anchors[k]], e, e->data, sample, S);
         p->anchor_ns += ts_now_ns() - t0; /* to the metrics once per run, not per copy */
         p->anchor_bytes += (uint64_t)e->n_anchors * (uint64_t)e->numel * sizeof(float);
         p->anchor_copies += (uint64_t)e->n_anchors;
