@@ -710,6 +710,11 @@ TS_API ts_status ts_model_anchor_list(const ts_model *m, const char *const **sho
 TS_API ts_status ts_model_set_lr_schedule(ts_model *m, const ts_lr_schedule *s);
 /* The learning rate of the last optimizer step (the next one's before any). */
 TS_API double ts_model_learning_rate(const ts_model *m);
+/* The base rate the schedule scales (the optimizer's lr at first): set
+ * between runs, the next optimizer step follows the schedule from it.
+ * A checkpoint records it; resuming needs the same. */
+TS_API ts_status ts_model_set_base_lr(ts_model *m, double lr);
+TS_API double ts_model_base_lr(const ts_model *m);
 /* Runs so far, and optimizer steps so far. */
 TS_API int64_t ts_model_runs(const ts_model *m);
 TS_API int64_t ts_model_steps(const ts_model *m);
@@ -782,6 +787,11 @@ typedef struct ts_watch_result {
                            reduced over all of them; -1 without replicas */
 } ts_watch_result;
 TS_API ts_status ts_model_watch_results(const ts_model *m, const ts_watch_result **out, size_t *n);
+/* After compile: TS_OK when every watch (ts_options_watch) matches at
+ * least one tensor of the model, else TS_ERR_NOT_FOUND naming the first
+ * that matches none and the closest names (a watch that matches nothing
+ * is accepted by compile and summarises nothing: usually a typo). */
+TS_API ts_status ts_model_check_watches(const ts_model *m);
 
 /* ---------------------------------------------------------------- plots */
 

@@ -565,6 +565,28 @@ static ts_status resolve_anchors(ts_model *m, ts_prog *p) {
     return TS_OK;
 }
 
+/* A watch that matches nothing is a typo: say so, with the closest names
+ * (and, for an exact name that begins some names, the glob of them). */
+ts_status ts_model_check_watches(const ts_model *m) {
+    if (!m) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_check_watches: model is NULL");
+    const ts_prog *p = m->prog;
+    if (!p) return ts_error(TS_ERR_STATE, "watches are resolved at compile; compile the model first");
+    for (size_t k = 0; k < m->opts.n_watches; k++) {
+        const char *pat = m->opts.watches[k].pattern;
+        int hits = 0, prefixed = 0;
+        for (int e = 0; e < p->n_entries; e++) {
+            hits += p->entries[e].watch >= 0 && ts_name_matches(pat, p->entries[e].name);
+            prefixed += strncmp(p->entries[e].name, pat, strlen(pat)) == 0;
+        }
+        if (hits) continue;
+        if (!strpbrk(pat, "*?[") && prefixed)
+            return ts_error(TS_ERR_NOT_FOUND, "watch '%s': no tensor is named '%s' (a name without *, ? or [ is one exact name); "
+                            "'%s*' watches the %d tensors whose names begin with it", pat, pat, pat, prefixed);
+        return unknown_name(p, "watch", pat);
+    }
+    return TS_OK;
+}
+
 /* Entries the optimizer step reads or writes whole: their summaries are
  * taken inside it. A parameter's gradient is what the step reads only
  * without accumulation (Accum___ then shares its buffer) and without

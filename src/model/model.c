@@ -214,3 +214,15 @@ ts_status ts_model_set_lr_schedule(ts_model *m, const ts_lr_schedule *s) {
 }
 
 double ts_model_learning_rate(const ts_model *m) { return m ? (double)m->opt.lr : 0.0; }
+
+ts_status ts_model_set_base_lr(ts_model *m, double lr) {
+    if (!m) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_set_base_lr: model is NULL");
+    if (!m->training) return ts_error(TS_ERR_STATE, "ts_model_set_base_lr: an inference model has no optimizer");
+    if (!(lr >= 0) || lr > 1e6) return ts_error(TS_ERR_INVALID_ARGUMENT, "the learning rate must be a finite value in [0, 1e6], got %g", lr);
+    m->base_lr = (float)lr;
+    m->dist_agreed = false; /* the ranks compare it before the next run */
+    m->opt.lr = (float)ts_lr_at(&m->sched, m->base_lr, m->steps);
+    return TS_OK;
+}
+
+double ts_model_base_lr(const ts_model *m) { return m ? (double)m->base_lr : 0.0; }
