@@ -30,11 +30,11 @@ from .graph import OPS, Graph, Tensor, print_tensor
 from .model import Model, inference_model, metrics_report, training_model
 from .observe import (compare, merge_summaries, plot_gradient_histogram, save_npy, summarize, summary,
                       summary_line)
-from .options import SGD, Adam, AdamW, Options, OutfeedQueue, OutputMode, Record, Watch
+from .options import SGD, Adam, AdamW, LRSchedule, Options, OutfeedQueue, OutputMode, Record, Watch
 
 __version__ = _lib.ts_version().decode()
 __all__ = ["Adam", "AdamW", "CancelledError", "DataLoader", "Dataset", "DistError", "FileError", "FormatError", "Graph",
-           "InternalError", "InvalidArgumentError", "Model", "NotFoundError", "NumericsError",
+           "InternalError", "InvalidArgumentError", "LRSchedule", "Model", "NotFoundError", "NumericsError",
            "OPS", "Options", "OutOfMemoryError", "OutfeedQueue", "OutputMode", "Record", "SGD",
            "ShapeError", "StateError", "Tensor", "TensorscopeError", "UnsupportedError",
            "Watch", "compare", "inference_model", "merge_summaries", "metrics_report", "metrics_reset",

@@ -68,6 +68,17 @@ class Optimizer(C.Structure):  # ts_optimizer
                 ("dampening", C.c_float), ("nesterov", C.c_int), ("weight_decay", C.c_float),
                 ("beta1", C.c_float), ("beta2", C.c_float), ("eps", C.c_float)]
 
+    def __repr__(self):  # ts.SGD(...) as it would be written
+        kind = ("SGD", "Adam", "AdamW")[self.kind] if 0 <= self.kind < 3 else f"kind {self.kind}"
+        f = lambda v: f"{v:.7g}"  # noqa: E731 (floats as the library holds them)
+        if self.kind == 0:
+            args = (f"lr={f(self.lr)}, momentum={f(self.momentum)}, weight_decay={f(self.weight_decay)}, "
+                    f"dampening={f(self.dampening)}, nesterov={bool(self.nesterov)}")
+        else:
+            args = (f"lr={f(self.lr)}, betas=({f(self.beta1)}, {f(self.beta2)}), eps={f(self.eps)}, "
+                    f"weight_decay={f(self.weight_decay)}")
+        return f"{kind}({args})"
+
 
 class Stats(C.Structure):  # ts_stats
     _fields_ = [("count", C.c_int64), ("zeros", C.c_int64), ("nans", C.c_int64),
@@ -129,6 +140,11 @@ class ModelMemory(C.Structure):  # ts_model_memory
 class LoaderConfig(C.Structure):  # ts_loader_config
     _fields_ = [("batch_size", C.c_int64), ("first", C.c_int64), ("count", C.c_int64),
                 ("shuffle", C.c_int), ("seed", C.c_uint64), ("drop_last", C.c_int)]
+
+
+class LrSchedule(C.Structure):  # ts_lr_schedule
+    _fields_ = [("kind", C.c_int), ("warmup_steps", C.c_int64), ("step_size", C.c_int64),
+                ("gamma", C.c_double), ("total_steps", C.c_int64), ("min_lr", C.c_double)]
 
 
 class OnnxInput(C.Structure):  # ts_onnx_input
@@ -229,6 +245,17 @@ _PROTOTYPES = {
     "ts_model_memory_get": (_st, [P, C.POINTER(ModelMemory)]),
     "ts_model_memory_line": (S, [P, C.c_char_p, C.c_size_t]),
     "ts_model_failed_tensor": (S, [P]),
+    "ts_lr_schedule_parse": (_st, [S, C.POINTER(C.c_int)]),
+    "ts_lr_schedule_name": (S, [C.c_int]),
+    "ts_lr_at": (C.c_double, [C.POINTER(LrSchedule), C.c_double, C.c_int64]),
+    "ts_model_set_lr_schedule": (_st, [P, C.POINTER(LrSchedule)]),
+    "ts_model_learning_rate": (C.c_double, [P]),
+    "ts_model_set_base_lr": (_st, [P, C.c_double]),
+    "ts_model_base_lr": (C.c_double, [P]),
+    "ts_model_check_watches": (_st, [P]),
+    "ts_checkpoint_save": (_st, [S, P, P]),
+    "ts_checkpoint_load": (_st, [S, P, P]),
+    "ts_loader_epoch": (C.c_int64, [P]),
     "ts_model_lint": (_st, [P, C.POINTER(STRS), C.POINTER(C.c_size_t)]),
     "ts_compare_arrays": (_st, [C.POINTER(Array), C.POINTER(Array), C.c_double, C.c_double,
                                 C.POINTER(CompareResult)]),

@@ -11,17 +11,25 @@ library's ts_model_cancel) and raises KeyboardInterrupt once it has stopped:
 the weights are those of the completed steps, and the anchors hold the
 completed samples (other rows NaN), see Model.cancel.
 """
+from __future__ import annotations
+
 import ctypes as C
+import os
 import sys
 import threading
 import time
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+import numpy as np
 
 from . import _capi
 from ._capi import check, cstr, lib
 from .errors import NumericsError, StateError, error_for
 from .graph import Graph, Tensor
 from .observe import _summary_dict
-from .options import Options
+from .options import LRSchedule, ModeLike, Options
+
+TensorLike = Union[Tensor, str]
 
 
 class Model:
@@ -29,7 +37,8 @@ class Model:
     per graph input (positionally in the graph's input order, or by name):
     each holds D x A micro-batches stacked on axis 0, as in the C API."""
 
-    def __init__(self, graph, options, handle, training, returns):
+    def __init__(self, graph: Graph, options: Options, handle: int, training: bool,
+                 returns: List[str]) -> None:
         self.graph = graph      # parameters live in the graph
         self.options = options  # and queues in the options
         # the library's model points into its graph and its options' queues
@@ -40,7 +49,19 @@ class Model:
         self._returns = returns  # anchor names a call returns
         self._lock = threading.RLock()  # one call into the model at a time
         self._cancel_lock = threading.Lock()  # cancel() against close()
+        self._compiled = False  # compile() checked the watches
+        self._schedule = None  # the LRSchedule set, for repr
         graph._models.add(self)
+
+    def __repr__(self) -> str:
+        if self._closed:
+            return f"<{type(self).__name__} (closed)>"
+        kind = "training" if self.training else "inference"
+        what = f"loss {self._returns[0]!r}" if self.training else f"outputs {self._returns}"
+        state = f"{self.runs} runs, {self.steps} steps" if self._compiled else "not compiled"
+        lr = f", lr={self.learning_rate:.6g}" if self.training else ""
+        sched = f", {self._schedule!r}" if self._schedule else ""
+        return f"<{type(self).__name__} {kind} of {what}, {state}{lr}{sched}, {self.options!r}>"
 
     @property
     def _h(self):
@@ -72,12 +93,18 @@ class Model:
                 lib.ts_model_cancel(self._owned.ptr)
 
     # ---- life cycle
-    def compile(self, *inputs, **named_inputs):
-        """Validates, infers shapes, orders ops and plans memory. Inputs,
-        when given, are checked to match the graph's inputs by name and
-        dtype (their batch size is taken at the first run)."""
+    def compile(self, *inputs: np.ndarray, **named_inputs: np.ndarray) -> Model:
+        """Validates, infers shapes, orders ops and plans memory (the first
+        call does it when compile was not called). Inputs, when given, are
+        checked to match the graph's inputs by name and dtype (their batch
+        size is taken at the first run). An anchor or watch that matches no
+        tensor raises NotFoundError naming the closest names."""
         with self._lock:
             check(lib.ts_model_compile(self._h))
+            check_watches = getattr(lib, "ts_model_check_watches", None)  # absent from older libraries
+            if check_watches is not None:
+                check(check_watches(self._h))
+            self._compiled = True
         if inputs or named_inputs:
             for name, (arr, _) in self._arrays(inputs, named_inputs).items():
                 declared = self.graph.tensor(name).dtype
@@ -98,10 +125,15 @@ class Model:
             given[k] = v
         return {k: _capi.to_c(v, k) for k, v in given.items()}
 
-    def __call__(self, *inputs, **named_inputs):
-        """One run. Returns the loss (training) or the outputs (inference)
-        as the anchors return them: copies."""
+    def __call__(self, *inputs: np.ndarray, **named_inputs: np.ndarray) -> Any:
+        """One run. Returns copies of the loss (training, as its anchor
+        returns it: by default the last micro-batch's) or of the outputs
+        (inference: PopTorch's shape, the samples of every micro-batch of
+        the run on axis 0, [D * B, ...]; `get_anchored_tensor(name)` keeps
+        the micro-batch axis, [D, B, ...])."""
         with self._lock:
+            if not self._compiled:
+                self.compile()
             return self._run(self._arrays(inputs, named_inputs))
 
     def _run(self, arrays):
@@ -118,7 +150,17 @@ class Model:
             raise error_for(st, message)
         del arrays  # the library has read them
         outs = [self.get_anchored_tensor(r) for r in self._returns]
+        if not self.training:
+            outs = [self._samples_first(r, a) for r, a in zip(self._returns, outs)]
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _samples_first(self, name, a):
+        """An inference output as PopTorch returns it: the anchor's leading
+        axes (micro-batches, replicas) merged into the batch axis."""
+        extra = a.ndim - len(self.graph.tensor(name).shape)
+        if extra <= 0:  # a mode without a sample axis (final, sum)
+            return a
+        return a.reshape((-1,) + a.shape[extra + 1:])
 
     # Runs shorter than this are called on the calling thread: a worker
     # thread costs tens to hundreds of microseconds a call (0.4 ms on a busy
@@ -174,32 +216,39 @@ class Model:
         return result[0]
 
     # ---- names and anchors
-    def get_tensor_names(self):
+    def get_tensor_names(self) -> List[str]:
         """Every tensor name of the compiled model, sorted (an error before compile)."""
         ptr, n = _capi.STRS(), C.c_size_t()
         check(lib.ts_model_tensor_names(self._h, C.byref(ptr), C.byref(n)))
         return _capi.strings(ptr, n.value)
 
-    def anchor_tensor(self, short_name, tensor_name, mode="default", period=0):
-        """Adds an anchor after compile (the next run recompiles, counted)."""
+    def anchor_tensor(self, name: Optional[str], tensor_name: Optional[str] = None,
+                      mode: ModeLike = "default", period: int = 0) -> None:
+        """Adds an anchor after compile (the next run recompiles, counted);
+        the arguments are Options.anchor_tensor's: one name or glob, or a
+        short name and a tensor name."""
         from .options import output_mode
-        check(lib.ts_model_anchor(self._h, cstr(short_name), cstr(tensor_name),
+        if tensor_name is None:
+            name, tensor_name = None, name
+        check(lib.ts_model_anchor(self._h, cstr(name), cstr(tensor_name),
                                   output_mode(mode), int(period)))
 
-    def anchors(self):
+    def anchors(self) -> List[str]:
         """Short names of every anchor of the compiled model."""
         ptr, n = _capi.STRS(), C.c_size_t()
         check(lib.ts_model_anchor_list(self._h, C.byref(ptr), C.byref(n)))
         return _capi.strings(ptr, n.value)
 
-    def get_anchored_tensor(self, short_name):
-        """The anchored array of the last run (shape per its output mode), a copy."""
+    def get_anchored_tensor(self, short_name: str) -> np.ndarray:
+        """The anchored array of the last run, a copy, in the library's
+        layout: per its output mode, ALL is [S, *T] for the S samples
+        (micro-batches or steps) of the run, FINAL and SUM are T."""
         a = _capi.Array()
         with self._lock:
             check(lib.ts_model_anchored(self._h, cstr(short_name), C.byref(a)))
             return _capi.to_numpy(a, short_name)
 
-    def lint(self):
+    def lint(self) -> List[str]:
         """Warnings found at compile about mistakes that give bad scores
         without an error (softmax over the batch, NLL on values that are not
         log-probabilities, a parameter with no path to the loss, ...)."""
@@ -208,7 +257,7 @@ class Model:
         return _capi.strings(ptr, n.value)
 
     # ---- observation
-    def watches(self):
+    def watches(self) -> Dict[str, Dict[str, Any]]:
         """{tensor name: summary dict} of the last run's watches: count,
         zeros, nans, pos_infs, neg_infs, mean, std, min, max, l2, run, step,
         and with histograms log2_zeros, log2_counts, tb_counts; with ranges
@@ -230,11 +279,11 @@ class Model:
             out[r.name.decode()] = d
         return out
 
-    def metrics_report(self):
+    def metrics_report(self) -> str:
         """The metrics report (PyTorch/XLA style) of this process."""
         return metrics_report()
 
-    def memory(self):
+    def memory(self) -> Dict[str, Any]:
         """Bytes held by the compiled model by lifetime class, and the process's."""
         m = _capi.ModelMemory()
         check(lib.ts_model_memory_get(self._h, C.byref(m)))
@@ -242,22 +291,87 @@ class Model:
         out["process"] = _capi.as_dict(m.process)
         return out
 
-    def memory_line(self):
+    def memory_line(self) -> str:
+        """The memory of memory() on one line."""
         buf = C.create_string_buffer(512)
         return lib.ts_model_memory_line(self._h, buf, len(buf)).decode()
 
     @property
-    def runs(self):
+    def runs(self) -> int:
+        """Runs so far (a resumed checkpoint's included)."""
         return lib.ts_model_runs(self._h)
 
     @property
-    def steps(self):
+    def steps(self) -> int:
+        """Optimizer steps so far (a resumed checkpoint's included)."""
         return lib.ts_model_steps(self._h)
 
-    def flops_per_microbatch(self):
+    def flops_per_microbatch(self) -> float:
+        """FLOPs of one micro-batch (forward, backward and update)."""
         return lib.ts_model_flops_per_microbatch(self._h)
 
-    def dump(self, fmt="text", locations=False, backward=False):
+    # ---- learning rate and checkpoints (training)
+    def set_lr_schedule(self, schedule: Optional[LRSchedule]) -> None:
+        """Follows `schedule` (an LRSchedule; None: constant) from the next
+        optimizer step on, counted from the model's step 0: the same rates
+        as the CLI's --lr-schedule and --warmup-steps."""
+        s = None if schedule is None else C.byref(schedule._struct())
+        check(lib.ts_model_set_lr_schedule(self._h, s))
+        self._schedule = schedule
+
+    @property
+    def lr_schedule(self) -> Optional[LRSchedule]:
+        """The LRSchedule set (None: constant)."""
+        return self._schedule
+
+    @property
+    def learning_rate(self) -> float:
+        """The rate of the last optimizer step (before any: of the first)."""
+        return lib.ts_model_learning_rate(self._h)
+
+    @property
+    def base_lr(self) -> float:
+        """The base rate the schedule scales: the optimizer's lr, or what
+        was set. Setting it between runs changes the rate of the following
+        steps (the schedule goes on from it); a checkpoint records it."""
+        return _capi.function("ts_model_base_lr", "Model.base_lr")(self._h)
+
+    @base_lr.setter
+    def base_lr(self, lr: float) -> None:
+        check(_capi.function("ts_model_set_base_lr", "Model.base_lr")(self._h, float(lr)))
+
+    @staticmethod
+    def _checkpoint_path(path):
+        path = os.fspath(path)
+        return os.path.join(path, "checkpoint.tsck") if os.path.isdir(path) else path
+
+    def save_checkpoint(self, path: Union[str, os.PathLike], loader: Optional[Any] = None) -> str:
+        """Writes the whole training state -- parameters, optimizer state,
+        run and step counts, the schedule, and with `loader` (a DataLoader)
+        its position and shuffle order -- in the CLI's .tsck format,
+        atomically. `path` is a file, or a directory for DIR/checkpoint.tsck
+        (the CLI's --checkpoint-dir). Returns the file written."""
+        self._compile_once()
+        path = self._checkpoint_path(path)
+        check(lib.ts_checkpoint_save(cstr(path), self._h, loader._h if loader is not None else None))
+        return path
+
+    def load_checkpoint(self, path: Union[str, os.PathLike], loader: Optional[Any] = None) -> None:
+        """Continues from a checkpoint written by save_checkpoint or by the
+        CLI (`--checkpoint-dir DIR`; a directory means DIR/checkpoint.tsck,
+        as `--resume DIR`). The model must be the same (graph, optimizer,
+        base rate and schedule) and `loader` the same data and settings:
+        the following runs then write the same weights as a run never
+        interrupted. A checkpoint that does not fit raises and changes nothing."""
+        self._compile_once()
+        check(lib.ts_checkpoint_load(cstr(self._checkpoint_path(path)), self._h,
+                                     loader._h if loader is not None else None))
+
+    def _compile_once(self):
+        if not self._compiled:
+            self.compile()
+
+    def dump(self, fmt: str = "text", locations: bool = False, backward: bool = False) -> str:
         """The graph with this model's compiled shapes and observation flags;
         backward=True adds the backward pass and optimizer step (training)."""
         return self.graph.dump(self, fmt, locations, backward)
@@ -267,8 +381,12 @@ def _tensor(graph, t):
     return t if isinstance(t, Tensor) else graph.tensor(t)
 
 
-def training_model(model, options=None, optimizer=None, loss=None, example_inputs=None):
-    """A training model of `model`, minimising `loss`:
+def training_model(model: Any, options: Optional[Options] = None, optimizer: Any = None,
+                   loss: Optional[TensorLike] = None, example_inputs: Optional[Sequence[Any]] = None,
+                   lr_schedule: Optional[LRSchedule] = None) -> Model:
+    """A training model of `model`, minimising `loss` with `optimizer`
+    (ts.SGD, ts.Adam, ts.AdamW), its rate following `lr_schedule` (an
+    LRSchedule; None: constant):
 
     - a ts.Graph: `loss` is its loss tensor or its name (default "loss");
     - a torch.nn.Module, exported through ONNX in training mode with
@@ -279,10 +397,14 @@ def training_model(model, options=None, optimizer=None, loss=None, example_input
       "labels" (i32 [B]). See TorchModel.copy_weights_to_torch."""
     if not isinstance(model, Graph):
         from ._torch import training_model_of_module
-        return training_model_of_module(model, options, optimizer, example_inputs, loss)
-    if optimizer is None:
+        m = training_model_of_module(model, options, optimizer, example_inputs, loss)
+    elif optimizer is None:
         raise TypeError("training_model needs an optimizer, e.g. optimizer=ts.SGD(lr=0.01)")
-    return new_training_model(Model, model, options, optimizer, "loss" if loss is None else loss)
+    else:
+        m = new_training_model(Model, model, options, optimizer, "loss" if loss is None else loss)
+    if lr_schedule is not None:
+        m.set_lr_schedule(lr_schedule)
+    return m
 
 
 def new_training_model(cls, graph, options, optimizer, loss):
@@ -293,10 +415,12 @@ def new_training_model(cls, graph, options, optimizer, loss):
     return cls(graph, options, h.value, True, [loss_t.name])
 
 
-def inference_model(model, options=None, outputs=None):
+def inference_model(model: Graph, options: Optional[Options] = None,
+                    outputs: Optional[Sequence[TensorLike]] = None) -> Model:
     """An inference model computing `outputs` (Tensors or names; default:
-    the outputs an ONNX import recorded). A call returns them, anchored
-    under their names."""
+    the outputs an ONNX import recorded). A call returns them as PopTorch
+    does, every micro-batch's samples on axis 0 ([D * B, ...]); they are
+    anchored under their names too."""
     options = options or Options()
     outs = [_tensor(model, t) for t in (outputs or model.outputs)]
     if not outs:
@@ -307,6 +431,6 @@ def inference_model(model, options=None, outputs=None):
     return Model(model, options, h.value, False, [t.name for t in outs])
 
 
-def metrics_report():
+def metrics_report() -> str:
     """The metrics report: `Metric:` blocks then `Counter:` blocks."""
     return _capi.take_string(lib.ts_metrics_report())

@@ -1,10 +1,13 @@
-"""Options (PopTorch's words), optimizers and outfeed queues."""
+"""Options (PopTorch's words), optimizers, learning-rate schedules and outfeed queues."""
+from __future__ import annotations
+
 import collections
 import ctypes as C
 import enum
 import sys
 import threading
 import weakref
+from typing import Iterator, Optional, Sequence, Union
 
 from . import _capi
 from ._capi import check, cstr, lib
@@ -26,7 +29,10 @@ class Watch(enum.IntFlag):
     RANGE = 4      # fp16/bf16/fp8 underflow and overflow fractions
 
 
-def output_mode(mode):
+ModeLike = Union["OutputMode", str, int]
+
+
+def output_mode(mode: ModeLike) -> OutputMode:
     """An OutputMode from itself or a name the library parses
     ("all", "final", "every_n", "sum", "default", any case)."""
     if isinstance(mode, OutputMode):
@@ -55,81 +61,114 @@ class Options:
     """A run's options. Every setter returns the options, so they chain:
     `ts.Options().device_iterations(4).gradient_accumulation(2)`."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._h = _capi.checked_handle(lib.ts_options_new(), "ts_options_new")
         self._queues = []  # queues fed by models of these options must outlive them
+        self._said = {}  # what was set, for repr()
+
+    def _set(self, key, text):
+        if key in ("anchor", "watch"):
+            self._said.setdefault(key, []).append(text)
+        else:
+            self._said[key] = text
+        return self
+
+    def __repr__(self) -> str:
+        plural = {"anchor": "anchors", "watch": "watches"}
+        parts = [f"{plural.get(k, k)}={v!r}" for k, v in self._said.items()]
+        return f"Options({', '.join(parts)})"
 
     def __del__(self):
         if getattr(self, "_h", None) and not sys.is_finalizing():
             lib.ts_options_free(self._h)
             self._h = None
 
-    def device_iterations(self, d):
+    def device_iterations(self, d: int) -> Options:
         """D: optimizer steps (training) or batches (inference) per run."""
         check(lib.ts_options_set_device_iterations(self._h, int(d)))
-        return self
+        return self._set("device_iterations", int(d))
 
-    def gradient_accumulation(self, a):
+    def gradient_accumulation(self, a: int) -> Options:
         """A: micro-batches whose gradients are averaged before each step."""
         check(lib.ts_options_set_gradient_accumulation(self._h, int(a)))
-        return self
+        return self._set("gradient_accumulation", int(a))
 
-    def output_mode(self, mode, period=0):
+    def output_mode(self, mode: ModeLike, period: int = 0) -> Options:
         """The mode of anchors that do not set their own (period for EveryN)."""
-        check(lib.ts_options_set_output_mode(self._h, output_mode(mode), int(period)))
-        return self
+        m = output_mode(mode)
+        check(lib.ts_options_set_output_mode(self._h, m, int(period)))
+        return self._set("output_mode", m.name + (f":{period}" if period else ""))
 
-    def anchor_tensor(self, short_name, tensor_name, mode=OutputMode.Default, period=0):
-        """Anchors `tensor_name` under `short_name` (names are checked at
-        compile; `model.get_tensor_names()` lists them)."""
-        check(lib.ts_options_anchor(self._h, cstr(short_name), cstr(tensor_name),
-                                    output_mode(mode), int(period)))
-        return self
+    def anchor_tensor(self, name: Optional[str], tensor_name: Optional[str] = None,
+                      mode: ModeLike = OutputMode.Default, period: int = 0) -> Options:
+        """Anchors tensors so that `model.get_anchored_tensor` returns them
+        after each run:
 
-    def watch(self, pattern, what="stats", period=1):
-        """Summaries of every tensor whose name matches `pattern` (a glob with
-        *, ? or [, else one exact name: ts_name_matches), every `period` runs; `what` is a Watch
-        flag set or a string such as "stats|histogram"."""
+        - `anchor_tensor("Gradient___fc3.bias")`: one tensor, under its own name;
+        - `anchor_tensor("Gradient___*", mode="all")`: a glob (*, ? or [)
+          anchors every tensor it matches, each under its own name;
+        - `anchor_tensor("g", "Gradient___fc3.bias")`: one tensor under the
+          short name "g" (PopTorch's form).
+
+        Names are checked at compile: one that matches nothing raises
+        NotFoundError with the closest names (`model.get_tensor_names()`
+        lists them all). `mode`: an OutputMode or "all", "final",
+        "every_n" (with `period`), "sum"; the default follows
+        Options.output_mode."""
+        if tensor_name is None:  # one argument: the tensor name or glob
+            name, tensor_name = None, name
+        m = output_mode(mode)
+        check(lib.ts_options_anchor(self._h, cstr(name), cstr(tensor_name), m, int(period)))
+        shown = tensor_name if name is None else f"{name}={tensor_name}"
+        return self._set("anchor", shown + ("" if m == OutputMode.Default else f":{m.name}"))
+
+    def watch(self, pattern: str, what: Union[Watch, int, str] = "stats", period: int = 1) -> Options:
+        """Summaries of every tensor whose name matches `pattern`, every
+        `period` runs, read with `model.watches()`. A pattern with *, ? or [
+        is a glob (`"fc1/*"`: every tensor of scope fc1); without, it is one
+        exact name. A pattern that matches no tensor raises NotFoundError at
+        compile, with the closest names. `what` is a Watch flag set or a
+        string such as "stats|histogram"."""
         check(lib.ts_options_watch(self._h, cstr(pattern), _watch_what(what), int(period)))
-        return self
+        return self._set("watch", pattern)
 
-    def outfeed(self, queue, pre_accumulated=False):
+    def outfeed(self, queue: OutfeedQueue, pre_accumulated: bool = False) -> Options:
         """Streams every parameter gradient into `queue` as `<param>_grad`:
         per micro-batch before accumulation (pre_accumulated=True) or once
         per optimizer step."""
         check(lib.ts_options_outfeed_gradients(self._h, queue._h, int(bool(pre_accumulated))))
         self._queues.append(queue)
-        return self
+        return self._set("outfeed", queue.name)
 
-    def check_numerics(self, mode):
+    def check_numerics(self, mode: str) -> Options:
         """"off", "output" (each layer output and its gradient) or "op" (every op)."""
         code = C.c_int()
         check(lib.ts_check_numerics_parse(cstr(mode), C.byref(code)))
         check(lib.ts_options_set_check_numerics(self._h, code.value))
-        return self
+        return self._set("check_numerics", mode)
 
-    def threads(self, n):
+    def threads(self, n: int) -> Options:
         """Worker threads for elementwise ops and reductions (0 = every core)."""
         check(lib.ts_options_set_threads(self._h, int(n)))
-        return self
+        return self._set("threads", int(n))
 
-    def device(self, name):
+    def device(self, name: str) -> Options:
         """Where the model runs: "cpu" (the default), "cuda" (the first GPU)
         or "cuda:N". Unset, the TS_DEVICE environment variable names it. A
         device this build or machine lacks fails when the model is made
         (UnsupportedError saying which: built without CUDA, no GPU)."""
         check(lib.ts_options_set_device(self._h, cstr(name)))
-        return self
+        return self._set("device", name)
 
-    def replication(self, replicas, check_every=100):
+    def replication(self, replicas: int, check_every: int = 100) -> Options:
         """R data-parallel replicas, one per rank of the MPI job (see
         tensorscope.dist_init): every rank passes the combined batch, each
         computes its slice, gradients are averaged before each step; anchors
         gain a replica axis after the sample axis."""
         check(lib.ts_options_set_replication(self._h, int(replicas), int(check_every)))
-        return self
+        return self._set("replication", int(replicas))
 
-    def pipeline(self, stages, split_at, schedule="gpipe"):
+    def pipeline(self, stages: int, split_at: Sequence[str], schedule: str = "gpipe") -> Options:
         """A pipeline of `stages` stages, one per rank of the MPI job, split
         before the first op of each scope in split_at (stages - 1 names);
         schedule "gpipe" (every forward, then every backward) or "1f1b" (one
@@ -142,7 +181,7 @@ class Options:
         check(lib.ts_options_set_pipeline(self._h, int(stages), arr, len(names)))
         if schedule != "gpipe":  # the default: no call a library without schedules would lack
             check(_capi.function("ts_options_set_pipeline_schedule", "Options.pipeline(schedule='1f1b')")(self._h, schedules[schedule]))
-        return self
+        return self._set("pipeline", f"{stages} stages at {','.join(split_at)} ({schedule})")
 
 
 # ------------------------------------------------------------ optimizers
@@ -156,23 +195,72 @@ def _optimizer(base, **fields):
     return base
 
 
-def SGD(lr, momentum=0.0, weight_decay=0.0, dampening=None, nesterov=None):
-    """torch.optim.SGD's parameters."""
+def SGD(lr: float, momentum: float = 0.0, weight_decay: float = 0.0, dampening: Optional[float] = None,
+        nesterov: Optional[bool] = None) -> _capi.Optimizer:
+    """Stochastic gradient descent with torch.optim.SGD's parameters (None: PyTorch's default)."""
     nesterov = None if nesterov is None else int(bool(nesterov))
     return _optimizer(lib.ts_sgd(lr, momentum, weight_decay), dampening=dampening,
                       nesterov=nesterov)
 
 
-def Adam(lr=1e-3, betas=None, eps=None, weight_decay=None):
-    """torch.optim.Adam's parameters."""
+def Adam(lr: float = 1e-3, betas: Optional[Sequence[float]] = None, eps: Optional[float] = None,
+         weight_decay: Optional[float] = None) -> _capi.Optimizer:
+    """Adam with torch.optim.Adam's parameters (None: PyTorch's default)."""
     b1, b2 = betas if betas is not None else (None, None)
     return _optimizer(lib.ts_adam(lr), beta1=b1, beta2=b2, eps=eps, weight_decay=weight_decay)
 
 
-def AdamW(lr=1e-3, betas=None, eps=None, weight_decay=0.01):
-    """torch.optim.AdamW's parameters."""
+def AdamW(lr: float = 1e-3, betas: Optional[Sequence[float]] = None, eps: Optional[float] = None,
+          weight_decay: float = 0.01) -> _capi.Optimizer:
+    """AdamW with torch.optim.AdamW's parameters (None: PyTorch's default)."""
     b1, b2 = betas if betas is not None else (None, None)
     return _optimizer(lib.ts_adamw(lr, weight_decay), beta1=b1, beta2=b2, eps=eps)
+
+
+# --------------------------------------------------------------- learning-rate schedules
+
+class LRSchedule:
+    """The learning rate of every optimizer step t (0-based), as the CLI's
+    `--lr-schedule`, `--warmup-steps`, `--lr-step-size`, `--lr-gamma` and
+    `--lr-min` give it, from the optimizer's lr (the base rate):
+
+    - a linear warmup over the first `warmup_steps` steps, lr * (t + 1) / W
+      (PyTorch's LinearLR), then with u = t - W:
+    - "constant": lr;
+    - "step": lr * gamma ** (u // step_size) (StepLR);
+    - "cosine": min_lr + (lr - min_lr) * (1 + cos(pi * min(u, T) / T)) / 2
+      with T = `total_steps`, the steps after warmup (CosineAnnealingLR).
+      The CLI takes T = epochs x runs per epoch x D - warmup.
+
+    Give it to `ts.training_model(..., lr_schedule=...)` or
+    `Model.set_lr_schedule`; the library checks the values then."""
+
+    def __init__(self, kind: str = "constant", warmup_steps: int = 0, step_size: int = 1000,
+                 gamma: float = 0.1, total_steps: int = 0, min_lr: float = 0.0) -> None:
+        code = C.c_int()
+        check(lib.ts_lr_schedule_parse(cstr(kind), C.byref(code)))
+        self.kind = lib.ts_lr_schedule_name(code.value).decode()
+        self.warmup_steps, self.step_size, self.gamma = int(warmup_steps), int(step_size), float(gamma)
+        self.total_steps, self.min_lr = int(total_steps), float(min_lr)
+        self._kind = code.value
+
+    def _struct(self) -> _capi.LrSchedule:
+        return _capi.LrSchedule(self._kind, self.warmup_steps, self.step_size, self.gamma,
+                                self.total_steps, self.min_lr)
+
+    def lr_at(self, base_lr: float, step: int) -> float:
+        """The rate of optimizer step `step` (0-based) from `base_lr`, as the library computes it."""
+        return lib.ts_lr_at(C.byref(self._struct()), float(base_lr), int(step))
+
+    def __repr__(self) -> str:
+        args = [repr(self.kind)]
+        if self.warmup_steps:
+            args.append(f"warmup_steps={self.warmup_steps}")
+        if self.kind == "step":
+            args += [f"step_size={self.step_size}", f"gamma={self.gamma:g}"]
+        if self.kind == "cosine":
+            args += [f"total_steps={self.total_steps}", f"min_lr={self.min_lr:g}"]
+        return f"LRSchedule({', '.join(args)})"
 
 
 # --------------------------------------------------------------- outfeed

@@ -117,11 +117,31 @@ def test_inference_returns_every_batch_and_matches_numpy():
     model.compile()
     x, _ = batches(2)
     out = model(x=x)
-    assert out.shape == (2, 4, 3)  # inference default: ALL
+    assert out.shape == (8, 3)  # PopTorch's: both micro-batches' samples on axis 0
+    assert model.get_anchored_tensor("LogSoftmax:0").shape == (2, 4, 3)  # the anchor: ALL
     h = np.maximum(x @ params["fc1.weight"].T + params["fc1.bias"], 0)
     z = h @ params["fc2.weight"].T + params["fc2.bias"]
     expected = z - np.log(np.exp(z).sum(-1, keepdims=True))
-    np.testing.assert_allclose(out.reshape(8, 3), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("mode,shape", [("all", (4, 3)), ("final", (4, 3)), ("sum", (4, 3))])
+def test_one_batch_of_inference_has_no_extra_axis(mode, shape):
+    g = small_mlp()
+    model = ts.inference_model(g, ts.Options().output_mode(mode), outputs=["LogSoftmax:0"])
+    x, _ = batches(1)
+    out = model(x)
+    assert out.shape == shape
+    assert np.exp(out).sum(-1) == pytest.approx(1, rel=1e-5)  # each row: probabilities
+
+
+def test_inference_of_a_scalar_output_gives_one_value_per_batch():
+    g = small_mlp()
+    model = ts.inference_model(g, ts.Options().device_iterations(3), outputs=["loss"])
+    x, y = batches(3)
+    out = model(x, y)
+    assert out.shape == (3,)
+    assert np.isfinite(out).all() and len(set(out.tolist())) == 3
 
 
 def test_anchor_after_compile_recompiles_and_returns_it():
