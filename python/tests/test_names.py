@@ -1,0 +1,80 @@
+"""Naming what to observe: anchor_tensor with one name or glob, and anchors or
+watches that match nothing raising with the closest names (as the CLI
+does); the README's Python sample runs and prints what the README shows."""
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import tensorscope as ts
+from conftest import batches, small_mlp
+
+
+def test_anchor_tensor_takes_one_name_or_glob():
+    g = small_mlp()
+    opts = (ts.Options().device_iterations(2).anchor_tensor("Gradient___fc2.*", mode="all")
+            .anchor_tensor("fc1/MatMul:0")
+            .anchor_tensor(None, "Relu:0", "final")  # the older form still works
+            .anchor_tensor("b", "UpdatedVar___fc2.bias"))
+    model = ts.training_model(g, opts, optimizer=ts.SGD(lr=0.1))
+    model(*batches(2))
+    assert set(model.anchors()) == {"Gradient___fc2.weight", "Gradient___fc2.bias",
+                                    "fc1/MatMul:0", "Relu:0", "b", "loss"}
+    assert model.get_anchored_tensor("Gradient___fc2.bias").shape == (2, 3)  # all: per sample
+    assert model.get_anchored_tensor("fc1/MatMul:0").shape == (4, 5)  # training: final
+    np.testing.assert_array_equal(model.get_anchored_tensor("b"), g.tensor("fc2.bias").numpy())
+    model.anchor_tensor("Gradient___fc1.bias")  # after compile too
+    model(*batches(2))
+    assert model.get_anchored_tensor("Gradient___fc1.bias").shape == (5,)
+
+
+@pytest.mark.parametrize("pattern", ["Gradient___fc9*", "Gradient___fc1.bais"])
+def test_an_anchor_that_matches_nothing_names_the_closest(pattern):
+    model = ts.training_model(small_mlp(), ts.Options().anchor_tensor(pattern),
+                              optimizer=ts.SGD(lr=0.1))
+    with pytest.raises(ts.NotFoundError, match=f"'{re.escape(pattern)}'.*closest: '"):
+        model.compile()
+
+
+def test_a_watch_that_matches_nothing_raises_with_the_closest_names():
+    def model(pattern):
+        return ts.training_model(small_mlp(), ts.Options().watch(pattern), optimizer=ts.SGD(lr=0.1))
+
+    with pytest.raises(ts.NotFoundError, match=r"watch 'fc1/'.*'fc1/\*' watches the 2 tensors"):
+        model("fc1/").compile()
+    with pytest.raises(ts.NotFoundError, match=r"watch: no tensor named 'fc1/MatMull:0'.*closest: 'fc1/MatMul:0'"):
+        model("fc1/MatMull:0")(*batches(1))  # the first call compiles: the same check
+    with pytest.raises(ts.NotFoundError, match=r"watch: no tensor named 'fc9/\*'.*closest: '"):
+        model("fc9/*").compile()
+    m = model("fc1/*")
+    m(*batches(1))
+    assert set(m.watches()) == {"fc1/MatMul:0", "fc1/Add:0"}
+
+
+def readme_python_section(source_dir):
+    """The README's Python sample and the output it shows."""
+    with open(os.path.join(source_dir, "README.md")) as f:
+        text = f.read()
+    section = text[text.index("\n## Python\n"):]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    shown = re.search(r"```console\n(.*?)```", section, re.S).group(1)
+    return code, shown.splitlines()
+
+
+def test_the_readme_python_sample_prints_what_the_readme_shows(source_dir, tmp_path):
+    code, shown = readme_python_section(source_dir)
+    script = tmp_path / "readme_sample.py"
+    script.write_text(code)
+    p = subprocess.run([sys.executable, str(script)], cwd=source_dir, capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout.splitlines()
+    assert len(out) == len(shown), p.stdout
+    number = re.compile(r"-?\d+\.\d+(?:e-?\d+)?")
+    for got, want in zip(out, shown):  # words and shapes exact, values to print precision
+        assert number.sub("#", got) == number.sub("#", want), (got, want)
+        for a, b in zip(number.findall(got), number.findall(want)):
+            assert float(a) == pytest.approx(float(b), rel=2e-3, abs=2e-3), (got, want)
