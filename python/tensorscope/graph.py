@@ -1,9 +1,10 @@
-"""Graphs and their tensors: the builder of include/tensorscope.h.
+"""Graphs and their tensors: `ts.Graph` builds a model op by op.
 
-Every builder function of the C API is one row of OPS below: the method name,
-the C function and its arguments after the graph as `name:kind[=default]`.
-Adding an op to the binding is adding its row (tests/test_abi.py checks each
-row against the prototype in include/tensorscope.h). Kinds, with the C
+For maintainers: every builder function of the C API is one row of OPS
+below: the method name, the C function and its arguments after the graph as
+`name:kind[=default]`, and one row of OP_DOCS saying what it does in Python
+terms. Adding an op to the binding is adding both rows (tests/test_abi.py
+checks each row against the prototype in include/tensorscope.h). Kinds, with the C
 parameters each stands for:
 
     T     ts_tensor *                 T?   ts_tensor * (None gives NULL)
@@ -18,13 +19,17 @@ parameters each stands for:
           a dict of the struct's fields ({"stride_h": 2, ...}; unnamed
           fields 0), or None for NULL (the op's defaults)
 """
+from __future__ import annotations
+
 import ast
 import contextlib
 import ctypes as C
 import inspect
 import os
 import sys
+import textwrap
 import weakref
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -33,6 +38,8 @@ from ._capi import check, cstr, lib
 from .errors import InvalidArgumentError, NotFoundError, StateError
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+DTypeLike = Union[str, type, np.dtype]  # "f32", "float32", np.float32, np.dtype("float32")
 
 OPS = {
     "input": ("ts_input", "name:S dtype:D shape:SHAPE"),
@@ -95,6 +102,87 @@ OPS = {
                              "logits:T labels:T ignore_index:I32=-100"),
 }
 
+# What each op does, in Python terms (the parameters are listed from OPS).
+OP_DOCS = {
+    "input": "A graph input `name` of `dtype` and `shape` (batch first); a run feeds it.",
+    "param": "A trainable parameter called `name` (used as given), zero-initialised.",
+    "linear": "`x @ W.T + b` over x [B, in]: makes the parameters `<name>.weight` [out_features, in] "
+              "and `<name>.bias` [out_features] (PyTorch's nn.Linear and its initialisation).",
+    "matmul": "a [M, K] @ b [K, N].",
+    "matmul_t": "a [M, K] @ b.T for b [N, K].",
+    "add": "a + b, with NumPy broadcasting (also `a + b` on Tensors).",
+    "sub": "a - b, with NumPy broadcasting (also `a - b`).",
+    "mul": "a * b elementwise, with NumPy broadcasting (also `a * b`).",
+    "scale": "x * s for a number s (also `x * 2.0`).",
+    "relu": "max(x, 0).",
+    "log": "The natural logarithm of x.",
+    "reshape": "x with a new shape of the same number of elements.",
+    "flatten": "x with its dimensions from `start_dim` on merged into one (torch.flatten).",
+    "log_softmax": "log(softmax(x)) along `dim`, computed stably.",
+    "softmax": "exp(x) / sum(exp(x)) along `dim`.",
+    "nll_loss": "The mean over the batch of -logp[i, labels[i]] (labels: i32 [B]); torch's nll_loss.",
+    "cross_entropy": "nll_loss(log_softmax(logits, 1), labels) in one op.",
+    "sum": "The sum of every element (a scalar).",
+    "mean": "The mean of every element (a scalar).",
+    "print_tensor": "An identity that logs x each time it runs, and its gradient as "
+                    "`<title>_gradient` in the backward pass (PopTorch's ipu_print_tensor).",
+    "conv2d": "A 2-D convolution of x [N, C, H, W] with w [OC, C/groups, KH, KW] plus b [OC] "
+              "(or no bias). `params`: a dict of stride_h, stride_w, pad_top, pad_bottom, "
+              "pad_left, pad_right, dilation_h, dilation_w, groups, same (1: 'same' padding); "
+              "None: stride 1, no padding.",
+    "conv2d_layer": "A convolution layer like torch.nn.Conv2d: makes `<name>.weight` "
+                    "[out_channels, C/groups, kernel_h, kernel_w] and (bias=1) `<name>.bias`, "
+                    "initialised as PyTorch does; `params` as for conv2d.",
+    "max_pool2d": "Max pooling of x [N, C, H, W]. `params`: a dict of kernel_h, kernel_w, "
+                  "stride_h, stride_w, pad_top, pad_bottom, pad_left, pad_right (PyTorch's rules: "
+                  "padding never wins, a NaN in the window gives NaN).",
+    "avg_pool2d": "Average pooling of x [N, C, H, W]; `params` as for max_pool2d, plus "
+                  "exclude_pad (1: padding is not counted, count_include_pad=False).",
+    "global_avg_pool2d": "The mean over H and W of x [N, C, H, W]: [N, C, 1, 1].",
+    "buffer": "State called `name` that the graph holds and saves, with no gradient "
+              "(like a torch buffer); zero-initialised.",
+    "batch_norm": "Batch normalisation with the given weight, bias and running statistics "
+                  "(torch's batch_norm; frozen=1 uses the running values in training too).",
+    "batch_norm_layer": "A BatchNorm2d layer: makes `<name>.weight`, `<name>.bias` and the "
+                        "buffers `<name>.running_mean`, `<name>.running_var`.",
+    "dropout": "Zeroes elements with probability p and scales the rest by 1/(1-p) in training "
+               "(masks drawn from the graph's seed); an identity in an inference model.",
+    "tanh": "tanh(x).",
+    "sigmoid": "1 / (1 + exp(-x)).",
+    "constant": "A named constant holding a copy of `value` (a NumPy array, float32 or int32): "
+                "listed and anchorable, no gradient.",
+    "div": "a / b, with NumPy broadcasting.",
+    "exp": "exp(x).",
+    "sqrt": "The square root of x.",
+    "pow": "x ** exponent.",
+    "erf": "The error function of x.",
+    "abs": "|x|; its gradient is sign(x) (0 at 0, as PyTorch).",
+    "gelu": "GELU, x * (1 + erf(x / sqrt(2))) / 2; tanh_approx=1: PyTorch's approximate='tanh'.",
+    "embedding": "Rows of weight [V, C] picked by int32 `indices` [...]: [..., C].",
+    "layer_norm": "Normalises over the last `ndims` dimensions, then * weight + bias (torch's layer_norm).",
+    "matmul_batched": "a [..., M, K] @ b [..., K, N] with the leading dimensions broadcast; "
+                      "transpose_a / transpose_b: the operand is stored transposed.",
+    "permute": "x with its dimensions reordered as `perm` (torch.permute).",
+    "transpose": "x with dimensions dim0 and dim1 swapped.",
+    "slice": "x[..., start:start + length, ...] along `dim`.",
+    "concat": "The tensors `xs` joined along `dim` (torch.cat).",
+    "where": "a where cond (int32, non-zero) is true, else b; all three broadcast.",
+    "masked_fill": "x with `value` (may be -inf) where the int32 mask, broadcast to x, is non-zero.",
+    "reduce_sum": "The sum over `axes` (keepdim=1 keeps them as size 1).",
+    "reduce_mean": "The mean over `axes` (keepdim=1 keeps them as size 1).",
+    "reduce_max": "The maximum over `axes` (keepdim=1 keeps them as size 1); its gradient goes "
+                  "to every element equal to the maximum.",
+    "cross_entropy_ignore": "cross_entropy over logits [N, ..., V] and labels [N, ...], where "
+                            "labels equal to ignore_index count neither in the loss nor in the mean.",
+}
+
+# The Python type each kind of parameter takes (type hints and docstrings).
+_PY_TYPES = {"T": "Tensor", "T?": "Optional[Tensor]", "TS": "Sequence[Tensor]", "I": "int",
+             "I32": "int", "L": "int", "F": "float", "S": "Optional[str]", "D": "DTypeLike",
+             "SHAPE": "Sequence[int]", "NI": "Sequence[int]", "IP": "Sequence[int]",
+             "A": "np.ndarray", "CONV2D": "Optional[Dict[str, int]]",
+             "POOL2D": "Optional[Dict[str, int]]"}
+
 _CTYPES = {"T": [C.c_void_p], "T?": [C.c_void_p], "TS": [C.POINTER(C.c_void_p), C.c_int],
            "I": [C.c_int], "I32": [C.c_int32], "L": [C.c_int64], "F": [C.c_float],
            "S": [C.c_char_p], "D": [C.c_int], "SHAPE": [C.c_int, C.POINTER(C.c_int64)],
@@ -107,8 +195,8 @@ _DTYPE_NAMES = {"f32": 0, "float32": 0, "f64": 1, "float64": 1, "i32": 2, "int32
                 "i64": 3, "int64": 3, "u8": 4, "uint8": 4}
 
 
-def dtype_code(d):
-    """A ts_dtype from "f32", "float32", np.float32 or np.dtype('float32')."""
+def dtype_code(d: DTypeLike) -> int:
+    """The library's dtype code of "f32", "float32", np.float32 or np.dtype('float32')."""
     if isinstance(d, str) and d in _DTYPE_NAMES:
         return _DTYPE_NAMES[d]
     try:
@@ -200,8 +288,9 @@ def _make_op(method, cname, spec):
     present = _capi.declare(cname, C.c_void_p, argtypes)
     sig = inspect.Signature(
         [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)] +
-        [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=d)
-         for n, _, d in params])
+        [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=d,
+                           annotation=_PY_TYPES[kind])
+         for n, kind, d in params], return_annotation="Tensor")
 
     def op(self, *args, **kwargs):
         fn = getattr(lib, cname) if present else _capi.function(cname, f"Graph.{method}")
@@ -216,7 +305,12 @@ def _make_op(method, cname, spec):
     op.__name__ = method
     op.__qualname__ = f"Graph.{method}"
     op.__signature__ = sig
-    op.__doc__ = f"The builder's {cname} (include/tensorscope.h); returns a Tensor."
+    op.__annotations__ = {n: _PY_TYPES[kind] for n, kind, _ in params}
+    op.__annotations__["return"] = "Tensor"
+    args = "\n".join(f"    {n}: {_PY_TYPES[kind]}" + ("" if d is inspect.Parameter.empty else f" = {d!r}")
+                     for n, kind, d in params)
+    op.__doc__ = (textwrap.fill(OP_DOCS[method], 76) + "\n\nReturns the new Tensor; the line "
+                  f"that called it is recorded, and errors name it.\n\nArguments:\n{args}\n")
     return op
 
 
@@ -226,7 +320,7 @@ class Tensor:
 
     __slots__ = ("graph", "_ptr")
 
-    def __init__(self, graph, handle):
+    def __init__(self, graph: Graph, handle: int) -> None:
         self.graph = graph
         self._ptr = handle
 
@@ -236,11 +330,13 @@ class Tensor:
         return self._ptr
 
     @property
-    def name(self):
+    def name(self) -> str:
+        """Its name in the graph: what anchors, watches and errors use
+        (settable: `loss.name = "loss"`)."""
         return lib.ts_tensor_name(self._h).decode()
 
     @name.setter
-    def name(self, value):
+    def name(self, value: str) -> None:
         check(lib.ts_tensor_set_name(self._h, cstr(value)))
 
     def _info(self):
@@ -249,52 +345,54 @@ class Tensor:
         return a
 
     @property
-    def shape(self):
+    def shape(self) -> Tuple[int, ...]:
+        """Its shape as declared or inferred when built (one micro-batch)."""
         return _capi.shape_of(self._info())
 
     @property
-    def dtype(self):
+    def dtype(self) -> np.dtype:
+        """Its NumPy dtype."""
         return _capi.DTYPES[self._info().dtype]
 
     @property
-    def is_parameter(self):
+    def is_parameter(self) -> bool:
         """A trainable parameter (not a buffer, not a constant)."""
         return self.op == "Param"
 
     @property
-    def is_buffer(self):
+    def is_buffer(self) -> bool:
         """State the graph holds without a gradient (batch norm's running
         statistics)."""
         return bool(_capi.function("ts_tensor_is_buffer", "Tensor.is_buffer")(self._h))
 
     @property
-    def inputs(self):
+    def inputs(self) -> List[Tensor]:
         """The tensors this op reads."""
         n = lib.ts_tensor_input_count(self._h)
         return [Tensor(self.graph, lib.ts_tensor_input(self._h, i)) for i in range(n)]
 
     @property
-    def op(self):
+    def op(self) -> str:
         """The op's name ("MatMul", "Param", "Input", ...)."""
         return lib.ts_tensor_op(self._h).decode()
 
     @property
-    def alias(self):
+    def alias(self) -> Optional[str]:
         """An imported tensor's name in its file (None for others)."""
         name = _capi.function("ts_tensor_alias", "Tensor.alias")(self._h)
         return name.decode() if name else None
 
     @property
-    def location(self):
+    def location(self) -> str:
         """Where it was built ("train.py:42"), or ""."""
         buf = C.create_string_buffer(1024)
         return lib.ts_tensor_location(self._h, buf, len(buf)).decode()
 
-    def numpy(self):
+    def numpy(self) -> np.ndarray:
         """A copy of a parameter's current values."""
         return _capi.to_numpy(self._param_array(), self.name)
 
-    def view(self):
+    def view(self) -> np.ndarray:
         """A zero-copy, read-only view of a parameter's values: it follows
         training as the optimizer updates them in place. Like any numpy
         view it keeps the memory it shows: after Graph.close() it still
@@ -304,7 +402,7 @@ class Tensor:
             "shape": _capi.shape_of(a), "typestr": _capi.DTYPES[a.dtype].str,
             "data": (a.data, True), "version": 3}))
 
-    def set_value(self, values):
+    def set_value(self, values: np.ndarray) -> None:
         """Copies `values` into this parameter (the library checks shape and dtype)."""
         arr, keep = _capi.to_c(values, self.name)
         check(lib.ts_param_set(self._h, C.byref(arr)))
@@ -318,8 +416,12 @@ class Tensor:
                              "(Options.anchor_tensor) to see it in a run")
         return a
 
-    def __repr__(self):
-        return f"<Tensor {self.name} {_capi.shape_str(self._info())}>"
+    def __repr__(self) -> str:
+        if self.graph._closed:
+            return "<Tensor of a closed graph>"
+        kind = {"Param": "parameter", "Input": "input"}.get(self.op) or (
+            "buffer" if self.is_buffer else self.op)
+        return f"<Tensor {self.name} {_capi.shape_str(self._info())} {kind}>"
 
     def __eq__(self, other):
         return isinstance(other, Tensor) and other._ptr == self._ptr
@@ -349,7 +451,7 @@ class Graph:
 
     _files = {}  # source file names handed to ts_graph_at (kept for the process)
 
-    def __init__(self, seed=0, _handle=None):
+    def __init__(self, seed: int = 0, _handle: Optional[int] = None) -> None:
         ptr = _handle or _capi.checked_handle(lib.ts_graph_new(int(seed)), "ts_graph_new")
         # freed on close() once no view of a parameter and no model is left;
         # outfeed queues the graph streams to outlive it
@@ -365,8 +467,18 @@ class Graph:
                              "its tensors and models)")
         return self._owned.ptr
 
+    def __repr__(self) -> str:
+        if self._closed:
+            return "<Graph (closed)>"
+        ts_ = self.tensors()
+        params = [t for t in ts_ if t.is_parameter]
+        n = sum(int(np.prod(t.shape)) for t in params)
+        ins = ", ".join(f"{t.name} {_capi.shape_str(t._info())}" for t in ts_ if t.op == "Input")
+        return f"<Graph of {len(ts_)} tensors, {len(params)} parameters ({n} values), inputs: {ins or 'none'}>"
+
     @classmethod
-    def from_onnx(cls, path, input_shapes=None):
+    def from_onnx(cls, path: Union[str, os.PathLike],
+                  input_shapes: Optional[Dict[str, Sequence[int]]] = None) -> Graph:
         """Reads an ONNX model. `input_shapes` maps input names to shapes;
         inputs with dynamic dimensions must be given, others may be."""
         fn = _capi.function("ts_graph_from_onnx", "Graph.from_onnx")
@@ -379,10 +491,10 @@ class Graph:
             inputs[i].ndim = len(shape)
             inputs[i].shape[:len(shape)] = [int(d) for d in shape]
         h = C.c_void_p()
-        check(fn(C.byref(h), cstr(path), inputs, len(shapes)))
+        check(fn(C.byref(h), cstr(os.fspath(path)), inputs, len(shapes)))
         return cls(_handle=h.value)
 
-    def close(self):
+    def close(self) -> None:
         """Closes the models of the graph, then the graph: using any of
         them, or a tensor of the graph, afterwards is a StateError. Its
         memory is freed now, or when the last Tensor.view() of it goes."""
@@ -412,60 +524,60 @@ class Graph:
         return Tensor(self, ptr)
 
     # ---- lookup
-    def tensor(self, name):
+    def tensor(self, name: str) -> Tensor:
         """The tensor called `name` (parameters, inputs, op outputs)."""
         ptr = lib.ts_graph_find(self._h, cstr(name))
         if not ptr:
             raise NotFoundError(_capi.last_error() or f"no tensor named '{name}' in the graph")
         return Tensor(self, ptr)
 
-    def tensors(self):
+    def tensors(self) -> List[Tensor]:
         """Every tensor in build order."""
         n = lib.ts_graph_tensor_count(self._h)
         return [Tensor(self, lib.ts_graph_tensor_at(self._h, i)) for i in range(n)]
 
     @property
-    def inputs(self):
+    def inputs(self) -> List[Tensor]:
         """The graph's inputs in build order: the order `model(*inputs)` takes."""
         return [t for t in self.tensors() if t.op == "Input"]
 
     @property
-    def outputs(self):
+    def outputs(self) -> List[Tensor]:
         """The outputs an ONNX import recorded, in file order."""
         count = _capi.function("ts_graph_output_count", "Graph.outputs")
         n = count(self._h)
         return [Tensor(self, lib.ts_graph_output_at(self._h, i)) for i in range(n)]
 
-    def parameters(self):
+    def parameters(self) -> Dict[str, Tensor]:
         """{name: Tensor} of every trainable parameter, in build order."""
         return {t.name: t for t in self.tensors() if t.is_parameter}
 
-    def state_dict(self):
+    def state_dict(self) -> Dict[str, np.ndarray]:
         """{name: numpy copy} of every parameter and buffer (PyTorch's word)."""
         return {t.name: t.numpy() for t in self.tensors() if t.is_parameter or t.is_buffer}
 
-    def load_state_dict(self, values):
+    def load_state_dict(self, values: Dict[str, np.ndarray]) -> None:
         """Copies {name: array} into the parameters (or buffers) of those names."""
         for name, v in values.items():
             self.tensor(name).set_value(v)
 
-    def save_weights(self, path):
+    def save_weights(self, path: Union[str, os.PathLike]) -> None:
         """Every parameter: one .npz archive when `path` ends in .npz, else
         `<name>.npy` files in directory `path`."""
-        check(lib.ts_graph_save_weights(self._h, cstr(path)))
+        check(lib.ts_graph_save_weights(self._h, cstr(os.fspath(path))))
 
-    def load_weights(self, path):
+    def load_weights(self, path: Union[str, os.PathLike]) -> None:
         """Loads what save_weights wrote (or PyTorch's state dict saved the
         same way): every parameter, with its shape, and nothing else."""
-        check(lib.ts_graph_load_weights(self._h, cstr(path)))
+        check(lib.ts_graph_load_weights(self._h, cstr(os.fspath(path))))
 
     # ---- building
-    def status(self):
+    def status(self) -> None:
         """Raises the graph's sticky builder error, if any."""
         check(lib.ts_graph_status(self._h))
 
     @contextlib.contextmanager
-    def scope(self, name):
+    def scope(self, name: str) -> Iterator[Graph]:
         """`with g.scope("block0"):` names op outputs `block0/<Op>:<k>`."""
         check(lib.ts_scope_push(self._h, cstr(name)))
         try:
@@ -473,15 +585,15 @@ class Graph:
         finally:
             check(lib.ts_scope_pop(self._h))
 
-    def split(self, x, dim, n):
-        """`n` equal slices of x along `dim` (ts_split), as a list."""
+    def split(self, x: Tensor, dim: int, n: int) -> List[Tensor]:
+        """`n` equal slices of x along `dim` (torch.chunk), as a list."""
         fn = _capi.function("ts_split", "Graph.split")
         out = (C.c_void_p * max(int(n), 1))()
         self._locate()
         check(fn(self._h, _tensor_arg(x, self, "split(x)"), int(dim), int(n), out))
         return [Tensor(self, out[i]) for i in range(int(n))]
 
-    def outfeed(self, queue, key, tensor):
+    def outfeed(self, queue: "OutfeedQueue", key: str, tensor: Tensor) -> None:
         """Streams `tensor` (per micro-batch) into `queue` under `key`."""
         if not isinstance(tensor, Tensor):
             raise TypeError(f"outfeed: expected a tensorscope Tensor, got {type(tensor).__name__}")
@@ -489,11 +601,12 @@ class Graph:
         self._owned.depend(queue._owned)
         self._queues.append(queue)
 
-    def dump(self, model=None, fmt="text", locations=False, backward=False):
+    def dump(self, model: Optional["Model"] = None, fmt: str = "text", locations: bool = False,
+             backward: bool = False) -> str:
         """The graph as text (or Graphviz dot with fmt="dot"); with a model,
         its compiled shapes, gradients and observation flags; backward=True
         adds the backward pass and optimizer step of a compiled training
-        model (ts_graph_dump's TS_DUMP_BACKWARD)."""
+        model."""
         fmts = {"text": 0, "dot": 1}
         if fmt not in fmts:
             raise ValueError(f"dump format {fmt!r}: use 'text' or 'dot'")
@@ -508,7 +621,7 @@ for _method, (_cname, _spec) in OPS.items():
     setattr(Graph, _method, _make_op(_method, _cname, _spec))
 
 
-def print_tensor(x, title=""):
+def print_tensor(x: Tensor, title: str = "") -> Tensor:
     """PopTorch's print_tensor: an identity that logs x each time it runs and
     its gradient (`<title>_gradient`) in the backward pass."""
     return x.graph.print_tensor(x, title)

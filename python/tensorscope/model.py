@@ -6,8 +6,8 @@ otherwise); everything returned (anchors, outfeed records, watches,
 parameters' values) is a copy that stays valid after the next run. The only
 zero-copy output is `Tensor.view()` of a parameter.
 
-Ctrl-C during a call (a run) stops the run between micro-batches (the
-library's ts_model_cancel) and raises KeyboardInterrupt once it has stopped:
+Ctrl-C during a call (a run) stops the run between micro-batches (as
+Model.cancel does) and raises KeyboardInterrupt once it has stopped:
 the weights are those of the completed steps, and the anchors hold the
 completed samples (other rows NaN), see Model.cancel.
 """
@@ -35,7 +35,8 @@ TensorLike = Union[Tensor, str]
 class Model:
     """A compiled-on-demand model of a graph. Call it with numpy arrays, one
     per graph input (positionally in the graph's input order, or by name):
-    each holds D x A micro-batches stacked on axis 0, as in the C API."""
+    each holds D x A micro-batches stacked on axis 0 (x of declared shape
+    [B, ...] is passed as [D * A * B, ...])."""
 
     def __init__(self, graph: Graph, options: Options, handle: int, training: bool,
                  returns: List[str]) -> None:
@@ -69,7 +70,7 @@ class Model:
             raise StateError("the model was closed (or its graph was): make a new one")
         return self._owned.ptr
 
-    def close(self):
+    def close(self) -> None:
         """Frees the model now (after a call in progress on another thread
         returns); using it afterwards is a StateError."""
         with self._lock, self._cancel_lock:
@@ -81,7 +82,7 @@ class Model:
         if not getattr(self, "_closed", True) and not sys.is_finalizing():
             self.close()
 
-    def cancel(self):
+    def cancel(self) -> None:
         """Asks the call in progress (on another thread) to stop before its
         next micro-batch (under MPI: its next step, on every rank); that call
         then raises CancelledError, keeping what it computed (the weights of

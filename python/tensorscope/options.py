@@ -7,7 +7,7 @@ import enum
 import sys
 import threading
 import weakref
-from typing import Iterator, Optional, Sequence, Union
+from typing import Dict, Iterator, Optional, Sequence, Union
 
 from . import _capi
 from ._capi import check, cstr, lib
@@ -281,8 +281,8 @@ class OutfeedQueue:
     `filters`: None = every key, [] = none, else globs (*, ?, [) or
     exact keys. `drop_when_full` drops (and counts) instead of waiting."""
 
-    def __init__(self, name="outfeed", mode="all", depth=64, filters=None,
-                 drop_when_full=False):
+    def __init__(self, name: str = "outfeed", mode: str = "all", depth: int = 64,
+                 filters: Optional[Sequence[str]] = None, drop_when_full: bool = False) -> None:
         modes = {"all": 0, "last": 1}
         if mode not in modes:
             raise ValueError(f"outfeed mode {mode!r}: use 'all' or 'last'")
@@ -330,7 +330,12 @@ class OutfeedQueue:
             raise StateError(f"outfeed '{self.name}': {self.counts()['enqueued']} records "
                              f"enqueued but {self._received} delivered after {timeout} s")
 
-    def __iter__(self):
+    def __repr__(self) -> str:
+        c = self.counts()
+        return (f"<OutfeedQueue {self.name!r} mode={self._mode!r}: {c['enqueued']} records enqueued, "
+                f"{c['dropped']} dropped>")
+
+    def __iter__(self) -> Iterator[Record]:
         if self._mode == "all":
             self._wait_delivered(30.0)
             while self._records:
@@ -345,27 +350,28 @@ class OutfeedQueue:
             yield Record(rec.key.decode(), rec.run, rec.sample,
                          _capi.to_numpy(rec.array, "outfeed record"), rec.replica, rec.stage)
 
-    def __len__(self):
+    def __len__(self) -> int:
         """Records waiting to be iterated (mode "all")."""
         if self._mode == "all":
             self._wait_delivered(30.0)
         return len(self._records)
 
     @property
-    def name(self):
+    def name(self) -> str:
+        """The queue's name."""
         return lib.ts_outfeed_name(self._h).decode()
 
-    def accepts(self, key):
+    def accepts(self, key: str) -> bool:
         """Whether `key` passes the queue's filters."""
         return bool(lib.ts_outfeed_accepts(self._h, cstr(key)))
 
-    def flush(self):
+    def flush(self) -> None:
         """Mode "all": waits until the consumer thread has handed every
         record enqueued so far to this queue (iterating waits too). Mode
         "last" has no consumer thread: a StateError."""
         check(_capi.function("ts_outfeed_flush", "OutfeedQueue.flush")(self._h))
 
-    def counts(self):
+    def counts(self) -> Dict[str, int]:
         """{"enqueued", "dequeued", "dropped", "wait_ns"} so far."""
         return _capi.as_dict(lib.ts_outfeed_get_counts(self._h))
 

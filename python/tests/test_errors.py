@@ -194,7 +194,8 @@ def test_compile_checks_example_inputs_against_the_graph():
 
 def test_builder_methods_have_signatures_and_keywords():
     import inspect
-    assert str(inspect.signature(ts.Graph.linear)) == "(self, x, out_features, name)"
+    assert str(inspect.signature(ts.Graph.linear)) == (
+        "(self, x: 'Tensor', out_features: 'int', name: 'Optional[str]') -> 'Tensor'")
     assert inspect.signature(ts.Graph.print_tensor).parameters["title"].default == ""
     g = ts.Graph()
     x = g.input(name="x", dtype=np.float32, shape=(3, 4))
