@@ -1,13 +1,24 @@
 """Wrapping a PyTorch module, PopTorch-style: export it through ONNX in
 training mode, import it, train it in tensorscope, copy the weights back.
 
-torch is imported here only, when a module is wrapped."""
+torch is imported here only, when a module is wrapped.
+
+Errors name the module, never the temporary ONNX file: the export keeps
+each node's Python stack (its doc_string), and a message that names the
+file's node N (import) or location file:N (compile, runs) is rewritten to
+name the module path and the line of the user's forward that made it."""
+from __future__ import annotations
+
+import contextlib
+import functools
 import inspect
 import os
+import re
 import tempfile
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import _capi
-from .errors import NotFoundError, StateError
+from .errors import NotFoundError, StateError, TensorscopeError
 from .graph import Graph
 from .model import Model, new_training_model
 from .options import SGD, Adam, AdamW
@@ -33,24 +44,183 @@ def _optimizer_of(optimizer):
                     "torch.optim.SGD, Adam or AdamW")
 
 
-def export_onnx(module, example_inputs, path, input_names):
+def export_onnx(module, example_inputs, path, input_names, keep_stacks=False):
     """torch.onnx.export in training mode with parameters kept as named
-    initializers (no constant folding), the TorchScript exporter."""
+    initializers (no constant folding), the TorchScript exporter.
+    keep_stacks: each node keeps the Python stack that made it (its
+    doc_string; the exporter's verbose mode, without its printout)."""
     import torch
     kwargs = {}
     if "dynamo" in inspect.signature(torch.onnx.export).parameters:
         kwargs["dynamo"] = False
-    torch.onnx.export(module, tuple(example_inputs), path, input_names=input_names,
-                      training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
-                      **kwargs)
+    quiet = contextlib.nullcontext()
+    if keep_stacks and callable(getattr(torch.onnx, "log", None)):
+        quiet = _patched(torch.onnx, "log", lambda *args: None)  # verbose prints the graph
+    with quiet:
+        torch.onnx.export(module, tuple(example_inputs), path, input_names=input_names,
+                          training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
+                          verbose=keep_stacks, **kwargs)
+
+
+@contextlib.contextmanager
+def _patched(obj, name, value):
+    old = getattr(obj, name)
+    setattr(obj, name, value)
+    try:
+        yield
+    finally:
+        setattr(obj, name, old)
+
+
+# ---- where each node of the export came from
+
+def _fields(buf, start=0, end=None):
+    """(field number, wire type, value) of a protobuf message's fields:
+    value is an int (varint, fixed) or a memoryview (length-delimited)."""
+    end = len(buf) if end is None else end
+    i = start
+    while i < end:
+        key, i = _varint(buf, i)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            value, i = _varint(buf, i)
+        elif wire == 1:
+            value, i = int.from_bytes(buf[i:i + 8], "little"), i + 8
+        elif wire == 5:
+            value, i = int.from_bytes(buf[i:i + 4], "little"), i + 4
+        elif wire == 2:
+            n, i = _varint(buf, i)
+            value, i = buf[i:i + n], i + n
+        else:
+            return  # groups: not in ONNX files
+        yield field, wire, value
+
+
+def _varint(buf, i):
+    shift = value = 0
+    while True:
+        b = buf[i]
+        i += 1
+        value |= (b & 0x7F) << shift
+        shift += 7
+        if b < 0x80:
+            return value, i
+
+
+def onnx_node_origins(path: str) -> List[Tuple[str, str]]:
+    """(node name, doc_string) of every node of an ONNX file's graph, in
+    file order (ModelProto.graph = 7, GraphProto.node = 1, NodeProto.name
+    = 3, doc_string = 6)."""
+    with open(path, "rb") as f:
+        buf = memoryview(f.read())
+    nodes = []
+    for field, wire, graph in _fields(buf):
+        if field != 7 or wire != 2:
+            continue
+        for gfield, gwire, node in _fields(graph):
+            if gfield != 1 or gwire != 2:
+                continue
+            name = doc = ""
+            for nfield, nwire, v in _fields(node):
+                if nwire == 2 and nfield == 3:
+                    name = bytes(v).decode("utf-8", "replace")
+                elif nwire == 2 and nfield == 6:
+                    doc = bytes(v).decode("utf-8", "replace")
+            nodes.append((name, doc))
+    return nodes
+
+
+_FRAME = re.compile(r"^(.*)\((\d+)\): (\S+)$")
+
+
+def _user_line(doc: str) -> Optional[str]:
+    """The innermost frame of an exporter stack outside torch: "file:line"."""
+    import torch
+    torch_dir = os.path.dirname(os.path.abspath(torch.__file__))
+    for line in doc.splitlines():
+        m = _FRAME.match(line.strip())
+        if m and not os.path.abspath(m.group(1)).startswith(torch_dir + os.sep):
+            return f"{m.group(1)}:{m.group(2)}"
+    return None
+
+
+class _Origins:
+    """Rewrites the library's messages about an exported module's file into
+    the module's words: its class, the node's module path and source line."""
+
+    def __init__(self, module, path: str) -> None:
+        self.path = path
+        self.what = f"torch module {type(module).__name__}"
+        self.nodes = []
+        try:
+            self.nodes = onnx_node_origins(path)
+        except (OSError, IndexError):
+            pass  # nothing to add: the messages still drop the file name
+
+    def where(self, index: int) -> str:
+        if not 0 <= index < len(self.nodes):
+            return self.what
+        name, doc = self.nodes[index]
+        scope = ".".join(p for p in name.split("/")[1:-1] if p)
+        line = _user_line(doc)
+        parts = [f"module '{scope}'" if scope else "the top module"]
+        if line:
+            parts.append(f"forward at {line}")
+        return f"{self.what}, {', '.join(parts)}"
+
+    def explain(self, message: str) -> str:
+        # the file as the importer names it, and as locations name it (its base name)
+        p = f"(?:{re.escape(self.path)}|{re.escape(os.path.basename(self.path))})"
+        message = re.sub(p + r": node (\d+) ('[^']*' \([^)]*\))",
+                         lambda m: f"{self.where(int(m.group(1)))}: node {m.group(2)}", message)
+
+        def located(m):
+            index = int(m.group(1))
+            if index < 0:  # a graph input
+                return self.what + (f" ({m.group(2)})" if m.group(2) else "")
+            return self.where(index) + (f" (node '{m.group(2)}')" if m.group(2) else "")
+
+        message = re.sub(p + r":(-?\d+)(?: \(([^)]*)\))?", located, message)
+        return message.replace(self.path, self.what)
+
+    def reraise(self, e: TensorscopeError):
+        new = type(e)(self.explain(str(e)))
+        new.__dict__.update(e.__dict__)  # NumericsError.tensor
+        raise new.with_traceback(e.__traceback__) from None
+
+
+def _explained(method):
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except TensorscopeError as e:
+            if self._origins is None:
+                raise
+            self._origins.reraise(e)
+    return wrapper
 
 
 class TorchModel(Model):
-    """A training model of a torch module; `module` is the wrapped module."""
+    """A training model of a torch module; `module` is the wrapped module.
+    Its errors name the module path and the line of forward that made the
+    failing op."""
 
     module = None
+    _origins = None
 
-    def copy_weights_to_torch(self):
+    compile = _explained(Model.compile)
+    __call__ = _explained(Model.__call__)
+    load_checkpoint = _explained(Model.load_checkpoint)
+    get_anchored_tensor = _explained(Model.get_anchored_tensor)
+
+    @_explained
+    def dump(self, fmt: str = "text", locations: bool = False, backward: bool = False) -> str:
+        """Model.dump, each location naming the module path and the line of forward."""
+        text = Model.dump(self, fmt, locations, backward)
+        return self._origins.explain(text) if self._origins else text
+
+    def copy_weights_to_torch(self) -> None:
         """Writes the trained parameters (and buffers such as BatchNorm's
         running statistics) back into the module, by state_dict name."""
         import torch
@@ -69,7 +239,7 @@ class TorchModel(Model):
             raise NotFoundError(f"no parameter of the imported graph for {', '.join(missing)}: "
                                 "the ONNX export folded or renamed them")
 
-    def copy_weights_to_device(self):
+    def copy_weights_to_device(self) -> None:
         """Writes the module's current parameters into the graph."""
         self.graph.load_state_dict({n: p.detach().cpu().numpy()
                                     for n, p in self.module.named_parameters()})
@@ -94,18 +264,26 @@ def training_model_of_module(module, options, optimizer, example_inputs, loss):
     names = params[:len(example_inputs)]
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "module.onnx")
-        export_onnx(module, example_inputs, path, names)
-        graph = Graph.from_onnx(path, {n: tuple(t.shape) for n, t in zip(names, example_inputs)})
+        export_onnx(module, example_inputs, path, names, keep_stacks=True)
+        origins = _Origins(module, path)
+        try:
+            graph = Graph.from_onnx(path, {n: tuple(t.shape) for n, t in zip(names, example_inputs)})
+        except TensorscopeError as e:
+            origins.reraise(e)
     outputs = graph.outputs
     if not outputs:
         raise ValueError("the exported module has no output")
-    if loss is None:
-        loss_t = outputs[-1]  # PopTorch: forward returns (output, loss) or loss
-    else:
-        scores = outputs[0]
-        labels = graph.input("labels", "i32", [scores.shape[0]])
-        loss_t = getattr(graph, _LOSSES[loss])(scores, labels)
-        loss_t.name = "loss"
-    model = new_training_model(TorchModel, graph, options, _optimizer_of(optimizer), loss_t)
+    try:
+        if loss is None:
+            loss_t = outputs[-1]  # PopTorch: forward returns (output, loss) or loss
+        else:
+            scores = outputs[0]
+            labels = graph.input("labels", "i32", [scores.shape[0]])
+            loss_t = getattr(graph, _LOSSES[loss])(scores, labels)
+            loss_t.name = "loss"
+        model = new_training_model(TorchModel, graph, options, _optimizer_of(optimizer), loss_t)
+    except TensorscopeError as e:
+        origins.reraise(e)
     model.module = module
+    model._origins = origins
     return model
