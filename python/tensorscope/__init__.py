@@ -1,7 +1,7 @@
 """tensorscope: train on a compiled static graph and see any tensor in it.
 
-A thin binding of the C library (include/tensorscope.h) with PopTorch's
-vocabulary and numpy arrays in and out:
+A thin layer over the tensorscope library with PopTorch's vocabulary and
+numpy arrays in and out (docs/python.md):
 
     import numpy as np, tensorscope as ts
     g = ts.Graph(seed=0)
@@ -10,6 +10,7 @@ vocabulary and numpy arrays in and out:
     loss = g.nll_loss(g.log_softmax(g.linear(h, 10, "fc3"), 1), labels)
     loss.name = "loss"
     opts = ts.Options().device_iterations(4).anchor_tensor("g", "Gradient___fc3.bias", "all")
+    opts.watch("fc1/*")                       # every tensor of scope fc1
     model = ts.training_model(g, opts, optimizer=ts.SGD(lr=0.01, momentum=0.9))
     model.compile()
     print(model.get_tensor_names())
@@ -20,6 +21,10 @@ Errors of the library are raised as TensorscopeError subclasses carrying its
 message. Arrays returned are copies (valid after the next run); inputs are
 read in place when C-contiguous; Tensor.view() is the zero-copy exception.
 """
+from __future__ import annotations
+
+from typing import Callable, Optional, Tuple, Union
+
 from . import _capi
 from ._capi import lib as _lib
 from .data import DataLoader, Dataset
@@ -42,7 +47,7 @@ __all__ = ["Adam", "AdamW", "CancelledError", "DataLoader", "Dataset", "DistErro
            "set_limit", "get_limit", "has_feature", "check_device", "set_log_level", "summarize", "summary", "summary_line", "training_model"]
 
 
-def set_log_level(level):
+def set_log_level(level: int) -> None:
     """0 off, 1 error (print ops), 2 warn, 3 info (default), 4 debug, 5 trace."""
     _lib.ts_set_log_level(int(level))
 
@@ -56,13 +61,13 @@ def _limit_id(which):
     return _LIMITS[which]
 
 
-def has_feature(name):
+def has_feature(name: str) -> bool:
     """Whether this build has an optional feature: "plots", "onnx",
     "tensorboard", "npz", "debug-bundle", "unwind", "mpi", "cuda"."""
     return bool(_lib.ts_has_feature(_capi.cstr(name)))
 
 
-def check_device(name):
+def check_device(name: str) -> None:
     """Returns when `name` ("cpu", "cuda", "cuda:N") can run models here;
     otherwise raises what a model on it would (ValueError for a name
     tensorscope does not know, UnsupportedError saying why it is not
@@ -70,7 +75,7 @@ def check_device(name):
     _capi.check(_lib.ts_device_check(_capi.cstr(name)))
 
 
-def set_limit(which, size):
+def set_limit(which: str, size: Union[int, str]) -> None:
     """What reading one untrusted file may cost, beyond the bytes it holds:
     "import", the constants one ONNX import folds (default 1 GiB,
     TS_MAX_IMPORT_BYTES), or "archive", the bytes one .npz inflates to over
@@ -84,7 +89,7 @@ def set_limit(which, size):
     _capi.check(_lib.ts_set_limit(_limit_id(which), int(size)))
 
 
-def get_limit(which):
+def get_limit(which: str) -> int:
     """The limit in bytes ("import" or "archive"), as set_limit describes."""
     return int(_lib.ts_get_limit(_limit_id(which)))
 
@@ -92,7 +97,7 @@ def get_limit(which):
 _log_fn = None  # the callback the library holds
 
 
-def set_log_callback(fn):
+def set_log_callback(fn: Optional[Callable[[int, str], None]]) -> None:
     """Routes the library's log lines (print ops included) to fn(level,
     message), e.g. to show them in a notebook; None restores stderr. fn runs
     on whichever thread logs and must not call back into tensorscope."""
@@ -107,17 +112,18 @@ def set_log_callback(fn):
     _log_fn = new
 
 
-def dist_init():
+def dist_init() -> Tuple[int, int]:
     """Joins the MPI job this process was started in (mpirun -np R python
     ...); outside one it does nothing. Returns (rank, size)."""
     _capi.check(_lib.ts_dist_init(None, None))
     return _lib.ts_dist_rank(), _lib.ts_dist_size()
 
 
-def dist_finalize():
+def dist_finalize() -> None:
     """Leaves the MPI job (after a DistError it ends every rank)."""
     _capi.check(_lib.ts_dist_finalize())
 
 
-def metrics_reset():
+def metrics_reset() -> None:
+    """Zeroes the metrics report's counters and timings."""
     _lib.ts_metrics_reset()

@@ -1,6 +1,10 @@
 """Summaries and plots of numpy arrays, computed by the library."""
+from __future__ import annotations
+
 import ctypes as C
+import os
 import sys
+from typing import Any, Dict, Optional, Sequence, TextIO, Union
 
 import numpy as np
 
@@ -9,7 +13,7 @@ from ._capi import check, cstr, lib
 from .options import Watch, _watch_what
 
 
-def summary_line(array, name=""):
+def summary_line(array: Any, name: str = "") -> str:
     """The one-line summary of docs/observation.md#summaries (lovely-tensors style) of any
     numeric array: `name f32[3,4] n=12 x∈[-1, 2] μ=0.5 σ=0.9` plus NaN/Inf
     and all-zeros flags. The library computes it over the values as f32."""
@@ -59,7 +63,7 @@ def _summary_struct(d):
     return s
 
 
-def summarize(array, what="stats"):
+def summarize(array: Any, what: Union[Watch, int, str] = "stats") -> Dict[str, Any]:
     """The library's summary of an array's values (as f32), as a dict like
     Model.watches() gives: count, zeros, nans, pos_infs, neg_infs, mean, std,
     min, max, l2, what; with "histogram" log2_zeros, log2_counts, tb_counts;
@@ -74,7 +78,7 @@ def summarize(array, what="stats"):
     return _summary_dict(s)
 
 
-def merge_summaries(a, b):
+def merge_summaries(a: Dict[str, Any], b: Dict[str, Any]) -> Dict[str, Any]:
     """The summary of both summaries' values, as one pass over all of them
     would give (to rounding): e.g. records or runs summarised one by one.
     Both dicts (summarize(), Model.watches()) computed the same `what`."""
@@ -83,28 +87,28 @@ def merge_summaries(a, b):
     return _summary_dict(into)
 
 
-def summary(array, name="", file=None):
+def summary(array: Any, name: str = "", file: Optional[TextIO] = None) -> None:
     """Prints summary_line(array, name)."""
     print(summary_line(array, name), file=file or sys.stdout)
 
 
-def plot_gradient_histogram(path, arrays):
+def plot_gradient_histogram(path: Union[str, os.PathLike], arrays: Sequence[Any]) -> None:
     """The tutorial's histogram (50 bins over log2|g| of every value, zeros
     at min - 2) of numpy arrays, as a PNG drawn by the library."""
     conv = [_capi.to_c(np.asarray(a, dtype=np.float32), f"arrays[{i}]")
             for i, a in enumerate(arrays)]
     c_arrays = (_capi.Array * max(len(conv), 1))(*[a for a, _ in conv])
-    check(lib.ts_plot_gradient_histogram(cstr(path), c_arrays, len(conv)))
+    check(lib.ts_plot_gradient_histogram(cstr(os.fspath(path)), c_arrays, len(conv)))
 
 
-def save_npy(path, array):
+def save_npy(path: Union[str, os.PathLike], array: Any) -> None:
     """Writes a .npy file with the library (never half-written)."""
     arr, keep = _capi.to_c(array, "array")
-    check(lib.ts_npy_save(cstr(path), C.byref(arr)))
+    check(lib.ts_npy_save(cstr(os.fspath(path)), C.byref(arr)))
     del keep  # the array the library wrote
 
 
-def compare(a, ref, atol=1e-5, rtol=1e-4):
+def compare(a: Any, ref: Any, atol: float = 1e-5, rtol: float = 1e-4) -> Dict[str, Any]:
     """Compares `a` with the reference `ref` element by element (same shape,
     any dtypes) with torch.isclose's rule |a - r| <= atol + rtol * |r| (the
     defaults are `tensorscope compare`'s), NaN

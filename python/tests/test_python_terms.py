@@ -12,7 +12,7 @@ from conftest import batches, small_mlp
 
 CLASSES = [ts.Graph, ts.Tensor, ts.Model, ts.Options, ts.Dataset, ts.DataLoader, ts.OutfeedQueue,
            ts.LRSchedule]
-FUNCTIONS = [ts.training_model, ts.inference_model, ts.SGD, ts.Adam, ts.AdamW, ts.print_tensor]
+FUNCTIONS = [getattr(ts, n) for n in ts.__all__ if inspect.isfunction(getattr(ts, n))]
 C_TERMS = re.compile(r"include/tensorscope\.h|\bts_[a-z_0-9]+\b|The builder's|ts_status|\bNULL\b")
 
 
