@@ -576,7 +576,7 @@ ts_status ts_model_check_watches(const ts_model *m) {
         int hits = 0, prefixed = 0;
         for (int e = 0; e < p->n_entries; e++) {
             hits += p->entries[e].watch >= 0 && ts_name_matches(pat, p->entries[e].name);
-            prefixed += strncmp(p->entries[e].name, pat, strlen(pat)) == 0;
+            prefixed += p->entries[e].dtype == TS_F32 && strncmp(p->entries[e].name, pat, strlen(pat)) == 0; /* what a watch takes */
         }
         if (hits) continue;
         if (!strpbrk(pat, "*?[") && prefixed)
