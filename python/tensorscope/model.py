@@ -317,8 +317,9 @@ class Model:
         optimizer step on, counted from the model's step 0: the same rates
         as the CLI's --lr-schedule and --warmup-steps."""
         s = None if schedule is None else C.byref(schedule._struct())
-        check(lib.ts_model_set_lr_schedule(self._h, s))
-        self._schedule = schedule
+        with self._lock:  # between runs
+            check(lib.ts_model_set_lr_schedule(self._h, s))
+            self._schedule = schedule
 
     @property
     def lr_schedule(self) -> Optional[LRSchedule]:
@@ -339,7 +340,9 @@ class Model:
 
     @base_lr.setter
     def base_lr(self, lr: float) -> None:
-        check(_capi.function("ts_model_set_base_lr", "Model.base_lr")(self._h, float(lr)))
+        set_base_lr = _capi.function("ts_model_set_base_lr", "Model.base_lr")
+        with self._lock:  # between runs
+            check(set_base_lr(self._h, float(lr)))
 
     @staticmethod
     def _checkpoint_path(path):
@@ -352,9 +355,10 @@ class Model:
         its position and shuffle order -- in the CLI's .tsck format,
         atomically. `path` is a file, or a directory for DIR/checkpoint.tsck
         (the CLI's --checkpoint-dir). Returns the file written."""
-        self._compile_once()
         path = self._checkpoint_path(path)
-        check(lib.ts_checkpoint_save(cstr(path), self._h, loader._h if loader is not None else None))
+        with self._lock:  # not during a run on another thread
+            self._compile_once()
+            check(lib.ts_checkpoint_save(cstr(path), self._h, loader._h if loader is not None else None))
         return path
 
     def load_checkpoint(self, path: Union[str, os.PathLike], loader: Optional[Any] = None) -> None:
@@ -364,9 +368,10 @@ class Model:
         base rate and schedule) and `loader` the same data and settings:
         the following runs then write the same weights as a run never
         interrupted. A checkpoint that does not fit raises and changes nothing."""
-        self._compile_once()
-        check(lib.ts_checkpoint_load(cstr(self._checkpoint_path(path)), self._h,
-                                     loader._h if loader is not None else None))
+        with self._lock:
+            self._compile_once()
+            check(lib.ts_checkpoint_load(cstr(self._checkpoint_path(path)), self._h,
+                                         loader._h if loader is not None else None))
 
     def _compile_once(self):
         if not self._compiled:
