@@ -285,5 +285,5 @@ def training_model_of_module(module, options, optimizer, example_inputs, loss):
     except TensorscopeError as e:
         origins.reraise(e)
     model.module = module
-    model._origins = origins
+    model._origins = graph._origins = origins
     return model

@@ -384,9 +384,12 @@ class Tensor:
 
     @property
     def location(self) -> str:
-        """Where it was built ("train.py:42"), or ""."""
+        """Where it was built ("train.py:42"), or "" (a wrapped torch
+        module's: its module path and the line of its forward)."""
         buf = C.create_string_buffer(1024)
-        return lib.ts_tensor_location(self._h, buf, len(buf)).decode()
+        where = lib.ts_tensor_location(self._h, buf, len(buf)).decode()
+        origins = self.graph._origins  # an exported torch module's nodes
+        return origins.explain(where) if origins else where
 
     def numpy(self) -> np.ndarray:
         """A copy of a parameter's current values."""
@@ -459,6 +462,7 @@ class Graph:
         self._closed = False
         self._queues = []  # the Python side of those queues, for as long as the graph
         self._models = weakref.WeakSet()  # closed before the graph
+        self._origins = None  # of a wrapped torch module: where its nodes came from
 
     @property
     def _h(self):

@@ -71,6 +71,8 @@ def test_a_failure_while_training_names_the_module_and_its_line():
     assert (f"built at torch module Net, module 'block', forward at "
             f"{line_of(Block.forward, 'torch.log')} (node '/block/Log')") in message
     assert e.value.tensor == "block/Log:0"
+    assert model.graph.tensor("block/Log:0").location == (
+        f"torch module Net, module 'block', forward at {line_of(Block.forward, 'torch.log')}")
     dump = model.dump(locations=True)
     assert "module.onnx" not in dump
     assert f"forward at {line_of(Net.forward, 'self.out(')} (node '/out/Gemm')" in dump
