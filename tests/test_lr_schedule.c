@@ -100,6 +100,17 @@ static void test_model(void) {
     CHECK(ts_model_set_lr_schedule(m, &(ts_lr_schedule){.kind = TS_LR_COSINE}) == TS_ERR_INVALID_ARGUMENT, "cosine without total steps is refused");
     ts_model_inference(&inf, n.g, &n.loss, 1, NULL);
     CHECK(ts_model_set_lr_schedule(inf, NULL) == TS_ERR_STATE, "an inference model has no schedule");
+    CHECK(ts_model_set_base_lr(inf, 0.1) == TS_ERR_STATE, "an inference model has no base rate to set: %s", ts_last_error());
+    /* the base rate changed between runs: the next step follows the schedule from it */
+    CHECK(fabs(ts_model_base_lr(m) - 0.1) < 1e-7, "the base rate starts at the optimizer's lr (%g)", ts_model_base_lr(m));
+    CHECK_OK(ts_model_set_lr_schedule(m, &(ts_lr_schedule){.kind = TS_LR_STEP, .step_size = 1, .gamma = 0.5}), "step schedule");
+    CHECK_OK(ts_model_set_base_lr(m, 0.4), "set base lr");
+    CHECK(fabs(ts_model_base_lr(m) - 0.4) < 1e-7 && fabs(ts_model_learning_rate(m) - 0.4) < 1e-7,
+          "before any step the next rate is the new base's (%g)", ts_model_learning_rate(m));
+    CHECK(ts_model_set_base_lr(m, -1.0) == TS_ERR_INVALID_ARGUMENT && ts_model_set_base_lr(m, NAN) == TS_ERR_INVALID_ARGUMENT &&
+              fabs(ts_model_base_lr(m) - 0.4) < 1e-7,
+          "a negative or NaN base rate is refused and changes nothing: %s", ts_last_error());
+    CHECK(ts_model_set_base_lr(NULL, 0.1) == TS_ERR_INVALID_ARGUMENT, "NULL model refused");
     ts_lr_schedule_kind k;
     CHECK(ts_lr_schedule_parse("Cosine", &k) == TS_OK && k == TS_LR_COSINE && ts_lr_schedule_parse("linear", &k) == TS_ERR_INVALID_ARGUMENT,
           "parse: Cosine ok, linear refused: %s", ts_last_error());

@@ -97,9 +97,14 @@ static void test_tiny(void) {
     ts_options_anchor(o, "fc1/Add:0", "fc1/Add:0", TS_OUTPUT_FINAL, 0);
     ts_model *m = NULL;
     ts_status st = ts_model_training(&m, g, loss, o, ts_sgd(0.1f, 0.9f, 0.0f));
+    CHECK(st || ts_model_check_watches(m) == TS_ERR_STATE, "watches are checked against the compiled model only: %s", ts_last_error());
     if (!st) st = ts_model_compile(m);
     CHECK_OK(st, "compile with watches");
     if (st) goto done;
+    /* compile accepts a watch that matches nothing; the check names it and,
+     * as 'fc2/Add' begins some names, the glob that would match them */
+    CHECK(ts_model_check_watches(m) == TS_ERR_NOT_FOUND && strstr(ts_last_error(), "watch 'fc2/Add'") && strstr(ts_last_error(), "'fc2/Add*'"),
+          "the watch 'fc2/Add' is reported with its glob: %s", ts_last_error());
     const char *const *names;
     size_t n_names = 0, n_expected = 0;
     ts_model_tensor_names(m, &names, &n_names);
@@ -217,6 +222,11 @@ static void test_step(const step_case *c) {
     if (!st) ts_model_tensor_names(m, &names, &n_names);
     for (int k = 0; k < N_WATCHED; k++)
         for (size_t i = 0; i < n_names; i++) n_exist += strcmp(names[i], watched[k].name) == 0 && (!c->fused || fused_what[k]);
+    int n_set = 0; /* the watches set: the check passes when each names a tensor that exists */
+    for (int k = 0; k < N_WATCHED; k++) n_set += !c->fused || fused_what[k];
+    if (!st)
+        CHECK((ts_model_check_watches(m) == TS_OK) == (n_exist == n_set), "%s: the watch check passes iff all %d watched names exist (%d do): %s",
+              c->what, n_set, n_exist, ts_last_error());
     static float xb[4 * WB * WIN];
     int32_t yb[4 * WB];
     int64_t rows = (int64_t)c->iterations * c->accum * WB; /* at most 4 micro-batches a run */
