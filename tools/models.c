@@ -27,6 +27,17 @@ static ts_status print_params(ts_graph *g, const cli_list *prints) {
     return TS_OK;
 }
 
+/* A model built whole (a file's, the GPT): a print op beside each tensor
+ * asked for, logging its value every micro-batch. */
+static ts_status print_built(ts_graph *g, ts_tensor *loss, const cli_list *prints) {
+    for (size_t i = 0; prints && prints->n && i < ts_graph_tensor_count(g); i++) {
+        ts_tensor *t = ts_graph_tensor_at(g, i);
+        if (t != loss && cli_list_matches(prints, ts_tensor_name(t))) ts_print(g, t, ts_tensor_name(t));
+    }
+    if (cli_list_matches(prints, "loss")) ts_print(g, loss, "loss");
+    return ts_graph_status(g);
+}
+
 /* The built-in models' common end: fc3 (10 classes), log-softmax over the
  * class dimension, NLL loss named `loss`; prints where asked (parameters too). */
 static ts_status classifier_head(ts_graph *g, ts_tensor *h, const cli_list *prints, cli_model *m) {
@@ -88,20 +99,20 @@ static ts_status build_cnn(long B, uint64_t seed, const cli_list *prints, cli_mo
     return classifier_head(g, h, prints, m);
 }
 
-const char *cli_model_names(void) { return "mlp, cnn"; }
+const char *const cli_model_list[] = {"mlp", "cnn", "gpt", NULL};
+const char *cli_model_names(void) { return "mlp, cnn, gpt"; }
 
-void cli_model_defaults(const char *name, const char **optimizer, double *lr) {
-    bool cnn = name && strcmp(name, "cnn") == 0;
-    if (optimizer) *optimizer = cnn ? "adam" : "sgd";
-    if (lr) *lr = cnn ? 0.001 : 0.01;
+int cli_unknown_model(const char *cmd, const char *name) {
+    char close[256];
+    ts_closest_words(name, cli_model_list, sizeof cli_model_list / sizeof cli_model_list[0] - 1, close, sizeof close);
+    return cli_usage_error(cmd, "unknown model '%s'; did you mean %s? (built-in: %s; or an ONNX file ending in .onnx)", name, close,
+                           cli_model_names());
 }
 
-ts_status cli_model_build(const char *name, long batch, uint64_t seed, const cli_list *prints, cli_model *out) {
-    memset(out, 0, sizeof *out);
-    if (batch < 1 || batch > 1000000) return TS_ERR_INVALID_ARGUMENT;
-    if (strcmp(name, "mlp") == 0) return build_mlp(batch, seed, prints, out);
-    if (strcmp(name, "cnn") == 0) return build_cnn(batch, seed, prints, out);
-    return TS_ERR_NOT_FOUND;
+cli_defaults cli_model_defaults(const char *name) {
+    if (name && strcmp(name, "gpt") == 0) return (cli_defaults){"adamw", "data/tinyshakespeare", true, 0.002, 0.01, 32, 1000};
+    if (name && strcmp(name, "cnn") == 0) return (cli_defaults){"adam", NULL, false, 0.001, 0, 64, 0};
+    return (cli_defaults){"sgd", NULL, false, 0.01, 0, 64, 0};
 }
 
 ts_status cli_optimizer(const char *name, double lr, double momentum, double weight_decay, ts_optimizer *out) {
@@ -241,20 +252,80 @@ static ts_status open_onnx(const char *path, long batch, const cli_list *prints,
     }
     st = ts_graph_status(g);
     if (!st) st = ts_tensor_set_name(m->loss, "loss");
-    for (size_t i = 0; !st && prints && prints->n && i < ts_graph_tensor_count(g); i++) {
-        ts_tensor *t = ts_graph_tensor_at(g, i);
-        if (t != m->loss && cli_list_matches(prints, ts_tensor_name(t))) ts_print(g, t, ts_tensor_name(t));
+    ts_array xi, si;
+    if (!st && m->logp && !ts_tensor_info(m->x, &xi) && !ts_tensor_info(m->logp, &si) && xi.ndim == 2 && si.ndim == 3 &&
+        (xi.dtype == TS_I32 || xi.dtype == TS_I64) && xi.shape[1] == si.shape[1]) { /* token ids in, [B,T,V] scores out */
+        m->lm = true;
+        m->block = xi.shape[1], m->vocab = si.shape[2];
     }
-    if (!st && cli_list_matches(prints, "loss")) ts_print(g, m->loss, "loss");
-    return st ? st : ts_graph_status(g);
+    return st ? st : print_built(g, m->loss, prints);
+}
+
+/* The GPT's configuration the flags give, checked (a usage problem in m->error). */
+static ts_status gpt_config(long batch, const cli_import *imp, cli_model *m, ts_gpt_config *out) {
+    ts_gpt_config c = {.vocab = 65, .block_size = 64, .layers = 2, .heads = 4, .embd = 64, .batch = batch};
+    if (imp && imp->vocab) c.vocab = imp->vocab;
+    if (imp && imp->layers) c.layers = imp->layers;
+    if (imp && imp->heads) c.heads = imp->heads;
+    if (imp && imp->embd) c.embd = imp->embd;
+    if (imp && imp->block_size) c.block_size = imp->block_size;
+    for (int i = 0; imp && imp->inputs && i < imp->inputs->n; i++) { /* the same --input NAME:SHAPE as a file's */
+        char name[256];
+        ts_onnx_input in;
+        ts_status st = parse_input_spec(m, imp->inputs->items[i], name, sizeof name, &in);
+        if (st) return st;
+        if (strcmp(name, "tokens") != 0 || in.ndim != 2)
+            return fail(m, TS_ERR_INVALID_ARGUMENT, "--input %s: the gpt's input is tokens:BxT (B is --batch-size, T the block size)",
+                        imp->inputs->items[i]);
+        if (imp->block_size && imp->block_size != in.shape[1])
+            return fail(m, TS_ERR_INVALID_ARGUMENT, "--input %s and --block-size %ld disagree on T", imp->inputs->items[i], imp->block_size);
+        c.block_size = in.shape[1];
+    }
+    if (c.vocab < 2 || c.vocab > 1 << 24) return fail(m, TS_ERR_INVALID_ARGUMENT, "--vocab must be 2..%d, got %lld", 1 << 24, (long long)c.vocab);
+    if (c.layers < 1 || c.layers > 64) return fail(m, TS_ERR_INVALID_ARGUMENT, "--layers must be 1..64, got %lld", (long long)c.layers);
+    if (c.heads < 1 || c.embd < 1 || c.embd > 4096 || c.embd % c.heads)
+        return fail(m, TS_ERR_INVALID_ARGUMENT, "--embd (%lld) must be 1..4096 and a multiple of --heads (%lld)", (long long)c.embd,
+                    (long long)c.heads);
+    if (c.block_size < 1 || c.block_size > 4096)
+        return fail(m, TS_ERR_INVALID_ARGUMENT, "--block-size must be 1..4096, got %lld", (long long)c.block_size);
+    *out = c;
+    return TS_OK;
+}
+
+/* The character GPT (ts_gpt_build) for a vocabulary of imp->vocab tokens. */
+static ts_status build_gpt(long batch, uint64_t seed, const cli_list *prints, const cli_import *imp, cli_model *m) {
+    ts_gpt_config c;
+    ts_status st = gpt_config(batch, imp, m, &c);
+    if (st) return st;
+    if (!(m->g = ts_graph_new(seed))) return TS_ERR_OUT_OF_MEMORY;
+    ts_gpt gpt;
+    st = ts_gpt_build(m->g, &c, &gpt);
+    if (st) return st;
+    m->x = gpt.tokens, m->labels = gpt.targets, m->logp = gpt.logits, m->loss = gpt.loss;
+    m->logits = m->lm = true;
+    m->block = c.block_size, m->vocab = c.vocab;
+    return print_built(m->g, m->loss, prints);
+}
+
+int cli_model_check(const char *cmd, const char *name, const cli_import *imp) {
+    cli_model m = {0};
+    ts_gpt_config c;
+    if (strcmp(name, "gpt") == 0 && gpt_config(1, imp, &m, &c)) return cli_usage_error(cmd, "%s", m.error);
+    if (strcmp(name, "gpt") != 0 && imp && (imp->layers || imp->heads || imp->embd || imp->block_size || imp->vocab))
+        return cli_usage_error(cmd, "--layers, --heads, --embd, --block-size and --vocab size a --model gpt; '%s' has its own", name);
+    return CLI_OK;
 }
 
 ts_status cli_model_open(const char *name, long batch, uint64_t seed, const cli_list *prints, const cli_import *imp,
                          cli_model *out) {
-    if (!ends_with(name, ".onnx")) return cli_model_build(name, batch, seed, prints, out);
     memset(out, 0, sizeof *out);
     if (batch < 1 || batch > 1000000) return TS_ERR_INVALID_ARGUMENT;
-    ts_status st = open_onnx(name, batch, prints, imp, out);
+    ts_status st;
+    if (strcmp(name, "mlp") == 0) st = build_mlp(batch, seed, prints, out);
+    else if (strcmp(name, "cnn") == 0) st = build_cnn(batch, seed, prints, out);
+    else if (strcmp(name, "gpt") == 0) st = build_gpt(batch, seed, prints, imp, out);
+    else if (ends_with(name, ".onnx")) st = open_onnx(name, batch, prints, imp, out);
+    else return TS_ERR_NOT_FOUND;
     if (st) {
         ts_graph_free(out->g);
         out->g = NULL;
