@@ -27,17 +27,6 @@ static ts_status print_params(ts_graph *g, const cli_list *prints) {
     return TS_OK;
 }
 
-/* A model built whole (a file's, the GPT): a print op beside each tensor
- * asked for, logging its value every micro-batch. */
-static ts_status print_built(ts_graph *g, ts_tensor *loss, const cli_list *prints) {
-    for (size_t i = 0; prints && prints->n && i < ts_graph_tensor_count(g); i++) {
-        ts_tensor *t = ts_graph_tensor_at(g, i);
-        if (t != loss && cli_list_matches(prints, ts_tensor_name(t))) ts_print(g, t, ts_tensor_name(t));
-    }
-    if (cli_list_matches(prints, "loss")) ts_print(g, loss, "loss");
-    return ts_graph_status(g);
-}
-
 /* The built-in models' common end: fc3 (10 classes), log-softmax over the
  * class dimension, NLL loss named `loss`; prints where asked (parameters too). */
 static ts_status classifier_head(ts_graph *g, ts_tensor *h, const cli_list *prints, cli_model *m) {
@@ -97,6 +86,17 @@ static ts_status build_cnn(long B, uint64_t seed, const cli_list *prints, cli_mo
     h = maybe_print(g, ts_linear(g, h, 84, "fc2"), prints);
     h = maybe_print(g, ts_relu(g, h), prints);
     return classifier_head(g, h, prints, m);
+}
+
+/* A model built whole (a file's, the GPT): a print op beside each tensor
+ * asked for, logging its value every micro-batch. */
+static ts_status print_built(ts_graph *g, ts_tensor *loss, const cli_list *prints) {
+    for (size_t i = 0; prints && prints->n && i < ts_graph_tensor_count(g); i++) {
+        ts_tensor *t = ts_graph_tensor_at(g, i);
+        if (t != loss && cli_list_matches(prints, ts_tensor_name(t))) ts_print(g, t, ts_tensor_name(t));
+    }
+    if (cli_list_matches(prints, "loss")) ts_print(g, loss, "loss");
+    return ts_graph_status(g);
 }
 
 const char *const cli_model_list[] = {"mlp", "cnn", "gpt", NULL};
