@@ -95,6 +95,17 @@ PYEOF
     check "compare --model gpt (its block size from the tokens it is fed) runs and finds the weights equal" [ "$rc" -eq 0 ] || show dump.out 12
 fi
 
+# ---- an ONNX language model trains on a corpus as the GPT does, and generates
+if has_feature onnx; then
+    ONNX_LM=$SRC/tests/reference/onnx/gpt2_op17.onnx # tokens [2,8] -> scores [2,8,32], the batch folded into its reshapes
+    head -c 4000 "$TEXT/input.txt" | tr -cd 'a-z \n' > small.txt
+    run olm "$BIN" train --model "$ONNX_LM" --batch-size 2 --data small.txt --steps 10 --holdout 4 --quiet --save-weights ow
+    check "an ONNX language model trains on a text corpus (rc $rc)" [ "$rc" -eq 0 ] && has olm.out '^trained 10 runs' || show olm.err
+    run ogen "$BIN" generate --weights ow --prompt "the " --tokens 12
+    check "generate samples from it (any language model the CLI trained)" [ "$rc" -eq 0 ] && [ "$(head -c 4 ogen.out)" = "the " ] &&
+        [ "$(wc -c < ogen.out)" -eq 17 ] || show ogen.err
+fi
+
 # ---- names and paths checked before training
 usage fmaps "--feature-maps Relu:9" "$BIN" train --data "$DATA" --model cnn --max-steps 1 --feature-maps Relu:9
 usage filters "--filters conv1.weigth" "$BIN" train --data "$DATA" --model cnn --max-steps 1 --filters conv1.weigth

@@ -21,7 +21,11 @@ int cli_lm_save(const char *dir, const char *model, const cli_import *imp, const
     FILE *f = path ? fopen(path, "w") : NULL;
     free(path);
     if (!f) return write_error(dir, "lm.txt");
-    fprintf(f, "model %s\nblock_size %lld\nvocab %lld\n", model, (long long)cm->block, (long long)cm->vocab);
+    ts_array x;
+    ts_tensor_info(cm->x, &x);
+    /* the batch: an exported file may have it folded into its reshapes */
+    fprintf(f, "model %s\nblock_size %lld\nvocab %lld\nbatch_size %lld\n", model, (long long)cm->block, (long long)cm->vocab,
+            (long long)x.shape[0]);
     const struct {
         const char *key;
         long v;
@@ -90,6 +94,7 @@ int cli_attention_maps(ts_model *inf, const cli_model *em, const cli_list *specs
  * into inputs (their strings in spec_buf). */
 typedef struct lm_file {
     char model[1024], specs[16][256], loss[64], output[256];
+    long batch; /* the batch the model was saved with: generation fills its first row */
     cli_list inputs;
 } lm_file;
 
@@ -108,6 +113,7 @@ static int read_lm(const char *cmd, const char *dir, lm_file *lf, cli_import *im
         return CLI_RUNTIME;
     }
     snprintf(lf->model, sizeof lf->model, "gpt");
+    lf->batch = 1;
     char line[1400];
     while (fgets(line, sizeof line, f)) {
         line[strcspn(line, "\r\n")] = '\0';
@@ -121,6 +127,7 @@ static int read_lm(const char *cmd, const char *dir, lm_file *lf, cli_import *im
         else if (strcmp(line, "embd") == 0) imp->embd = n;
         else if (strcmp(line, "block_size") == 0) imp->block_size = n;
         else if (strcmp(line, "vocab") == 0) imp->vocab = n;
+        else if (strcmp(line, "batch_size") == 0) lf->batch = n;
         else if (strcmp(line, "loss") == 0) imp->loss = strncpy(lf->loss, v, sizeof lf->loss - 1);
         else if (strcmp(line, "output") == 0) imp->output = strncpy(lf->output, v, sizeof lf->output - 1);
         else if (strcmp(line, "input") == 0 && lf->inputs.n < 16) {
@@ -132,6 +139,7 @@ static int read_lm(const char *cmd, const char *dir, lm_file *lf, cli_import *im
     fclose(f);
     imp->inputs = &lf->inputs;
     if (lf->inputs.n) imp->block_size = 0; /* the input's shape says it */
+    if (lf->batch < 1 || lf->batch > 65536) lf->batch = 1;
     return CLI_OK;
 }
 
@@ -197,25 +205,31 @@ int cmd_generate(int argc, char **argv) {
         fprintf(stderr, "tensorscope generate: out of memory\n");
         goto done;
     }
-    if (ts_corpus_load(&corpus, vpath) || ts_corpus_vocab_size(corpus) != imp.vocab) {
-        fprintf(stderr, "tensorscope generate: %s: %s\n", vpath, ts_last_error()[0] ? ts_last_error() : "its size differs from the vocabulary lm.txt gives");
+    if (ts_corpus_load(&corpus, vpath)) {
+        fprintf(stderr, "tensorscope generate: %s\n", ts_last_error());
         goto done;
     }
-    ts_status st = cli_model_open(lf->model, 1, 0, NULL, &imp, &cm);
+    ts_status st = cli_model_open(lf->model, lf->batch, 0, NULL, &imp, &cm);
     if (st || !cm.lm) {
         if (cm.error[0]) fprintf(stderr, "tensorscope generate: %s\n", cm.error);
         else if (!st) fprintf(stderr, "tensorscope generate: '%s' is not a language model (tokens [B,T] in, scores [B,T,V] out)\n", lf->model);
         else cli_runtime_error("building the model");
         goto done;
     }
+    if (ts_corpus_vocab_size(corpus) > cm.vocab) {
+        fprintf(stderr, "tensorscope generate: %s holds %d characters, more than the model's vocabulary of %lld\n", vpath,
+                ts_corpus_vocab_size(corpus), (long long)cm.vocab);
+        goto done;
+    }
     if (ts_graph_load_weights(cm.g, weights)) {
         cli_runtime_error("loading the weights");
         goto done;
     }
-    int64_t T = cm.block, V = cm.vocab, Vs = V < imp.vocab ? V : imp.vocab; /* sampled among the corpus's characters */
+    int64_t T = cm.block, V = cm.vocab, Vs = ts_corpus_vocab_size(corpus); /* sampled among the corpus's characters */
     ctx = malloc((size_t)(plen + tokens + 1) * sizeof *ctx);
-    win = calloc((size_t)T, sizeof *win);
-    tgt = calloc((size_t)T, sizeof *tgt);
+    int64_t B = lf->batch;
+    win = calloc((size_t)(B * T), sizeof *win);
+    tgt = calloc((size_t)(B * T), sizeof *tgt);
     p = malloc((size_t)V * sizeof *p);
     if (!ctx || !win || !tgt || !p) {
         fprintf(stderr, "tensorscope generate: out of memory\n");
@@ -242,7 +256,7 @@ int cmd_generate(int argc, char **argv) {
         int64_t start = n > T ? n - T : 0, len = n - start;
         memset(win, 0, (size_t)T * sizeof *win);
         if (len) memcpy(win, ctx + start, (size_t)len * sizeof *win);
-        ts_array in[2] = {ts_array_i32(win, 2, (int64_t[]){1, T}), ts_array_i32(tgt, 2, (int64_t[]){1, T})}, lg;
+        ts_array in[2] = {ts_array_i32(win, 2, (int64_t[]){B, T}), ts_array_i32(tgt, 2, (int64_t[]){B, T})}, lg;
         if (ts_model_run(inf, names, in, 2) || ts_model_anchored(inf, scores, &lg)) {
             cli_runtime_error("generating");
             goto done;
