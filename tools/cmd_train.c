@@ -425,14 +425,18 @@ static ts_status save_one(ts_tensor *t, const ts_array *value, const void *dir) 
 static ts_status save_weights(const cli_model *cm, const char *dir) { return each_param(cm, save_one, dir); }
 
 
-/* --data: arrays (an .npz, or a directory with x.npy) rather than MNIST. */
-static bool is_array_data(const char *path) {
-    size_t n = strlen(path);
+/* Whether --data is a FILE<suffix>, or a directory holding `member`. */
+static bool data_is(const char *path, const char *suffix, const char *member) {
+    size_t n = strlen(path), k = strlen(suffix);
     struct stat st;
-    char x[4096];
-    snprintf(x, sizeof x, "%s/x.npy", path);
-    return (n > 4 && strcmp(path + n - 4, ".npz") == 0) || stat(x, &st) == 0;
+    char in[4096];
+    snprintf(in, sizeof in, "%s/%s", path, member);
+    return (n > k && strcmp(path + n - k, suffix) == 0) || stat(in, &st) == 0;
 }
+/* --data: arrays (an .npz, or a directory with x.npy) rather than MNIST. */
+static bool is_array_data(const char *path) { return data_is(path, ".npz", "x.npy"); }
+/* --data: a text corpus (FILE.txt, or a directory holding input.txt). */
+static bool is_text_data(const char *path) { return data_is(path, ".txt", "input.txt"); }
 
 /* The data's samples must fit the model's input: same sizes after the batch
  * dimension, and float data for a float input. */
@@ -466,15 +470,6 @@ static int check_data(const char *cmd, const cli_model *cm, const ts_dataset *ds
         return cli_usage_error(cmd, "the labels in %s have %d dimensions, the model's '%s' takes %d", path, lab.ndim,
                                ts_tensor_name(cm->labels), lwant.ndim);
     return CLI_OK;
-}
-
-/* --data: a text corpus (FILE.txt, or a directory holding input.txt). */
-static bool is_text_data(const char *path) {
-    size_t n = strlen(path);
-    struct stat st;
-    char in[4096];
-    snprintf(in, sizeof in, "%s/input.txt", path);
-    return (n > 4 && strcmp(path + n - 4, ".txt") == 0) || stat(in, &st) == 0;
 }
 
 /* A corpus trains a language model, whose window fits both splits. */
