@@ -124,6 +124,7 @@ check "a mistyped command: did you mean 'train' (rc $rc)" [ "$rc" -eq 2 ] && has
 usage model "did you mean 'mlp', 'gpt'" "$BIN" train --model gtp
 usage watch "closest: 'fc1.weight'" "$BIN" train --data "$DATA" --max-steps 1 --watch fc1.weigth
 usage mode "'fnal' is not an output mode" "$BIN" train --data "$DATA" --max-steps 1 --anchor fc1.weight:fnal
+usage mode_n "'evry_n' is not an output mode" "$BIN" train --data "$DATA" --max-steps 1 --anchor fc1.weight:evry_n:5
 usage gptflag "size a --model gpt" "$BIN" train --data "$DATA" --max-steps 1 --layers 3
 run modes "$BIN" train --data "$DATA" --quiet --max-steps 2 --anchor fc1.bias:final --anchor fc1.bias:sum
 check "one tensor anchored in two modes (rc $rc)" [ "$rc" -eq 0 ] && has modes.out '^  fc1\.bias f32\[320\]' && has modes.out '^  fc1\.bias:sum f32\[320\]' ||

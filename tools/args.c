@@ -187,6 +187,11 @@ int cli_parse_anchor(const char *cmd, const char *spec, char *name, size_t n, ts
             if (rc) return rc;
             *prev = '\0';
             *mode = m;
+        } else if (prev && prev[1] && strspn(prev + 1, "abcdefghijklmnopqrstuvwxyz_") == strlen(prev + 1)) {
+            /* NAME:WORD:N, WORD no mode: a tensor name's last field is its
+             * output number, so WORD was meant as one */
+            return cli_usage_error(cmd, "--anchor %s: '%s' is not an output mode: give NAME[:MODE[:N]] with MODE final, every_n, all, sum or default",
+                                   spec, prev + 1);
         } else {
             *last = ':'; /* part of the name, like Relu:0 */
         }
