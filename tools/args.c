@@ -43,8 +43,11 @@ const char *cli_file_feature(const char *path) {
 
 void cli_print_help(FILE *f, const char *cmd, const char *usage, const cli_flag *flags) {
     fprintf(f, "usage: tensorscope %s %s\n\n", cmd, usage);
+    bool help_shown = false; /* --help ends the command's own flags, before the models' sections */
     for (const cli_flag *fl = flags; fl->name; fl++) {
         if (fl->kind == FLAG_SECTION) {
+            if (!help_shown) fprintf(f, "  %-36s %s\n", "--help", "show this help");
+            help_shown = true;
             fprintf(f, "\n%s:\n", fl->help);
             continue;
         }
@@ -52,7 +55,7 @@ void cli_print_help(FILE *f, const char *cmd, const char *usage, const cli_flag 
         snprintf(left, sizeof left, "%s%s%s", fl->name, fl->metavar ? " " : "", fl->metavar ? fl->metavar : "");
         fprintf(f, "  %-36s %s\n", left, fl->help);
     }
-    fprintf(f, "  %-36s %s\n", "--help", "show this help");
+    if (!help_shown) fprintf(f, "  %-36s %s\n", "--help", "show this help");
 }
 
 static int set_value(const char *cmd, const cli_flag *fl, const char *v) {
