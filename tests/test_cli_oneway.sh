@@ -41,6 +41,12 @@ if [ ${#tb[@]} -gt 0 ]; then
     check "gpt: TensorBoard events in the run's own directory, tags grouped" [ -n "$ev" ] && grep -aq "train/loss" "$ev" || ls -R tb
 fi
 
+# ---- the GPT's own data is found as MNIST is (here, from the build directory's checkout)
+if [ -f "$BUILD/../data/tinyshakespeare/input.txt" ]; then
+    run nodata "$BIN" train --model gpt --layers 1 --heads 2 --embd 16 --block-size 16 --batch-size 8 --steps 2 --holdout 8 --quiet
+    check "train --model gpt without --data, from another directory (rc $rc)" [ "$rc" -eq 0 ] && has nodata.out '^trained 2 runs' || show nodata.err
+fi
+
 # ---- Ctrl-C saves the weights of the completed steps
 set -m # the job gets default SIGINT handling, as from a terminal
 TS_LOG_LEVEL=debug "$BIN" train "${GPT[@]}" --steps 100000000 --quiet --save-weights w > int.out 2> int.err &

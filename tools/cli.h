@@ -124,15 +124,16 @@ int cli_model_check(const char *cmd, const char *name, const cli_import *imp);
 int cli_unknown_model(const char *cmd, const char *name);
 /* The built-in model names, NULL-terminated (for "did you mean"). */
 extern const char *const cli_model_list[];
-/* Where MNIST is when --data is not given: ./data/mnist, else the installed
- * <bindir>/../share/tensorscope/mnist, else <bindir>/../data/mnist (a build
- * directory inside a checkout); buf holds the path when it is built. */
-const char *cli_default_data_dir(char *buf, size_t n);
+/* Where a data set (mnist, tinyshakespeare) is when --data is not given:
+ * ./data/<set>, else the installed <bindir>/../share/tensorscope/<set>,
+ * else <bindir>/../data/<set> (a build directory inside a checkout); the
+ * path is built in buf. */
+const char *cli_default_data_dir(const char *set, char *buf, size_t n);
 /* A model's own defaults (mlp: sgd 0.01, batch 64, one epoch; cnn: adam
  * 0.001, the settings its accuracy target is for; gpt: adamw 0.002 with
  * weight decay 0.01, batch 32, 1000 steps, its recipe). */
 typedef struct cli_defaults {
-    const char *optimizer, *data; /* data: the model's own (NULL: MNIST) */
+    const char *optimizer, *data; /* data: the data set it trains on by default (cli_default_data_dir) */
     bool text;                    /* the model trains on a text corpus */
     double lr, weight_decay;
     long batch_size, steps; /* steps 0: --epochs decides */

@@ -835,7 +835,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     rc = CLI_RUNTIME;
     if (!loss_curve || !acc_curve || !hl_curve) goto done;
     char data_dir[PATH_MAX + 64];
-    if (!a.data) a.data = model_defaults.data ? model_defaults.data : cli_default_data_dir(data_dir, sizeof data_dir);
+    if (!a.data) a.data = cli_default_data_dir(model_defaults.data, data_dir, sizeof data_dir);
     const bool text = model_defaults.text || is_text_data(a.data);
     if (text ? ts_corpus_load(&corpus, a.data)
              : is_array_data(a.data) ? ts_dataset_load_arrays(&ds, &hds, a.data) : ts_dataset_load_mnist(&ds, a.data)) {

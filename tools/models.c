@@ -110,9 +110,9 @@ int cli_unknown_model(const char *cmd, const char *name) {
 }
 
 cli_defaults cli_model_defaults(const char *name) {
-    if (name && strcmp(name, "gpt") == 0) return (cli_defaults){"adamw", "data/tinyshakespeare", true, 0.002, 0.01, 32, 1000};
-    if (name && strcmp(name, "cnn") == 0) return (cli_defaults){"adam", NULL, false, 0.001, 0, 64, 0};
-    return (cli_defaults){"sgd", NULL, false, 0.01, 0, 64, 0};
+    if (name && strcmp(name, "gpt") == 0) return (cli_defaults){"adamw", "tinyshakespeare", true, 0.002, 0.01, 32, 1000};
+    if (name && strcmp(name, "cnn") == 0) return (cli_defaults){"adam", "mnist", false, 0.001, 0, 64, 0};
+    return (cli_defaults){"sgd", "mnist", false, 0.01, 0, 64, 0};
 }
 
 ts_status cli_optimizer(const char *name, double lr, double momentum, double weight_decay, ts_optimizer *out) {
@@ -333,30 +333,36 @@ ts_status cli_model_open(const char *name, long batch, uint64_t seed, const cli_
     return st;
 }
 
-static bool has_mnist(const char *dir) {
+/* Whether dir holds the data set `set` (mnist: its IDX images; a corpus: input.txt). */
+static bool has_data(const char *dir, const char *set) {
+    static const char *const mnist[] = {"t10k-images-idx3-ubyte.gz", "train-images-idx3-ubyte.gz", NULL};
+    static const char *const corpus[] = {"input.txt", NULL};
     char path[PATH_MAX + 64];
     struct stat sb;
-    snprintf(path, sizeof path, "%s/t10k-images-idx3-ubyte.gz", dir);
-    if (stat(path, &sb) == 0) return true;
-    snprintf(path, sizeof path, "%s/train-images-idx3-ubyte.gz", dir);
-    return stat(path, &sb) == 0;
+    for (const char *const *f = strcmp(set, "mnist") == 0 ? mnist : corpus; *f; f++) {
+        snprintf(path, sizeof path, "%s/%s", dir, *f);
+        if (stat(path, &sb) == 0) return true;
+    }
+    return false;
 }
 
-const char *cli_default_data_dir(char *buf, size_t n) {
-    if (has_mnist("data/mnist")) return "data/mnist"; /* a checkout */
+const char *cli_default_data_dir(const char *set, char *buf, size_t n) {
+    snprintf(buf, n, "data/%s", set);
+    if (has_data(buf, set)) return buf; /* a checkout */
     char exe[PATH_MAX];
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (len > 0) {
         exe[len] = '\0';
         char *slash = strrchr(exe, '/');
         if (slash) *slash = '\0';
-        /* installed: <prefix>/bin/tensorscope -> <prefix>/share/tensorscope/mnist;
-         * built: <checkout>/build/tensorscope -> <checkout>/data/mnist */
-        static const char *const rel[] = {"../share/tensorscope/mnist", "../data/mnist"};
+        /* installed: <prefix>/bin/tensorscope -> <prefix>/share/tensorscope/<set>;
+         * built: <checkout>/build/tensorscope -> <checkout>/data/<set> */
+        static const char *const rel[] = {"../share/tensorscope", "../data"};
         for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
-            snprintf(buf, n, "%s/%s", exe, rel[i]);
-            if (has_mnist(buf)) return buf;
+            snprintf(buf, n, "%s/%s/%s", exe, rel[i], set);
+            if (has_data(buf, set)) return buf;
         }
     }
-    return "data/mnist"; /* not found: the loader's error names it */
+    snprintf(buf, n, "data/%s", set);
+    return buf; /* not found: the loader's error names it */
 }
