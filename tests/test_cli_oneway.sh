@@ -116,6 +116,7 @@ fi
 usage fmaps "--feature-maps Relu:9" "$BIN" train --data "$DATA" --model cnn --max-steps 1 --feature-maps Relu:9
 usage filters "--filters conv1.weigth" "$BIN" train --data "$DATA" --model cnn --max-steps 1 --filters conv1.weigth
 usage attn "--attention-map blocks.0.attn/Softmax:0:99" "$BIN" train "${GPT[@]}" --steps 1 --attention-map 'blocks.0.attn/Softmax:0:99'
+usage attn_shape "takes attention probabilities [B,H,T,T]" "$BIN" train "${GPT[@]}" --steps 1 --attention-map 'blocks.0.ln1/LayerNorm:0'
 : > afile
 usage ckdir "--checkpoint-dir afile/ck" "$BIN" train --data "$DATA" --max-steps 1 --checkpoint-dir afile/ck
 if has_feature plots; then
