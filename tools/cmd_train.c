@@ -1046,24 +1046,6 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     }
     if (R > 1 && !a.quiet) printf("replicas: %d (one per MPI rank), micro-batch %ld each, %ld per step\n", R, a.batch_size, a.batch_size * R);
     if (K > 1 && !a.quiet) printf("pipeline: %d stages (one per MPI rank), split at %s\n", K, a.split_at);
-    if (a.tensorboard && lead) {
-        if (cli_tb_open(a.tensorboard, a.run_name, &tb, tb_dir, sizeof tb_dir)) {
-            cli_runtime_error("opening the TensorBoard log");
-            goto done;
-        }
-        cli_hparams hp = {a.model, a.optimizer, a.lr_schedule, a.lr, a.momentum, a.weight_decay, a.warmup_steps, a.batch_size,
-                          a.repeat_count, a.grad_accum, a.epochs, a.seed};
-        cli_tb_hparams(tb, &hp);
-        char cfg[1024];
-        snprintf(cfg, sizeof cfg,
-                 "model: %s  \noptimizer: %s lr=%g momentum=%g weight_decay=%g  \nbatch size: %ld, repeat count (D): %ld, gradient accumulation (A): %ld  \nepochs: %ld, seed: %ld, train/held-out: %lld/%ld",
-                 a.model, a.optimizer, a.lr, a.momentum, a.weight_decay, a.batch_size, a.repeat_count, a.grad_accum, a.epochs, a.seed,
-                 (long long)n_train, a.holdout);
-        if (ts_tb_text(tb, "config", 0, cfg)) {
-            cli_runtime_error("writing the TensorBoard log");
-            goto done;
-        }
-    }
     /* every rank loads the combined batch of the replicas; each computes its slice */
     src.S = S;
     if (corpus ? batches_corpus(&src, corpus, 0, a.batch_size * R, cm.block, S, (uint64_t)a.seed)
@@ -1088,6 +1070,25 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         if (!stop_runs || runs < stop_runs) stop_runs = runs;
     }
     int64_t planned_steps = a.steps ? (int64_t)a.steps : (int64_t)a.epochs * runs_per_epoch * a.repeat_count;
+    if (a.tensorboard && lead) {
+        if (cli_tb_open(a.tensorboard, a.run_name, &tb, tb_dir, sizeof tb_dir)) {
+            cli_runtime_error("opening the TensorBoard log");
+            goto done;
+        }
+        cli_hparams hp = {a.model, a.optimizer, a.lr_schedule, a.lr, a.momentum, a.weight_decay, a.warmup_steps, a.batch_size,
+                          a.repeat_count, a.grad_accum, a.epochs, a.seed};
+        cli_tb_hparams(tb, &hp);
+        char cfg[1024];
+        snprintf(cfg, sizeof cfg,
+                 "model: %s  \noptimizer: %s lr=%g momentum=%g weight_decay=%g  \nbatch size: %ld, repeat count (D): %ld, gradient accumulation (A): %ld  \nepochs: %ld, seed: %ld, train/held-out: %lld/%ld%s",
+                 a.model, a.optimizer, a.lr, a.momentum, a.weight_decay, a.batch_size, a.repeat_count, a.grad_accum, a.epochs, a.seed,
+                 (long long)(corpus ? ts_corpus_length(corpus, 0) : n_train), corpus ? (long)ts_corpus_length(corpus, 1) : a.holdout,
+                 corpus ? " characters" : "");
+        if (ts_tb_text(tb, "config", 0, cfg)) {
+            cli_runtime_error("writing the TensorBoard log");
+            goto done;
+        }
+    }
     sched.total_steps = planned_steps - sched.warmup_steps > 0 ? planned_steps - sched.warmup_steps : 1;
     if (ts_model_set_lr_schedule(tm, &sched)) {
         rc = cli_usage_error(cmd, "%s", ts_last_error());
