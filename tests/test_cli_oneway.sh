@@ -88,6 +88,9 @@ check "lint --model gpt --input tokens:4x16 (lint takes --input)" eval '[ $rc -e
 run lintg "$BIN" graph --model gpt --input tokens:4x16 --layers 1 --batch-size 4
 check "--input tokens:BxT sets the GPT's block (dim 0 is --batch-size, as for a file's input)" hasf lintg.out "%tokens = Input() : i32[4,16]" || show lintg.err
 usage lint_bad "the gpt's input is tokens:BxT" "$BIN" lint --model gpt --input x:4x16
+usage lint_mlp "the model's input is x f32[64,1,28,28]" "$BIN" lint --input x:8x784
+run lint_mlp_ok "$BIN" lint --input x:8x1x28x28
+check "lint --input x:8x1x28x28, the mlp's own shape (rc $rc)" [ "$rc" -eq 0 ] || show lint_mlp_ok.err
 run ev "$BIN" eval "${GPT[@]}" --weights full --quiet
 check "eval --model gpt on the corpus's held-out windows" eval '[ $rc -eq 0 ] && has ev.out "^eval: 16 windows of 16 tokens, loss [0-9.]+"' || show ev.err
 if has_feature npz; then

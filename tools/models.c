@@ -307,6 +307,24 @@ static ts_status build_gpt(long batch, uint64_t seed, const cli_list *prints, co
     return print_built(m->g, m->loss, prints);
 }
 
+/* A built-in model's inputs are fixed: an --input must give the shape they have. */
+static ts_status check_fixed_inputs(const cli_import *imp, cli_model *m) {
+    for (int i = 0; imp && imp->inputs && i < imp->inputs->n; i++) {
+        char name[256], want[128];
+        ts_onnx_input in;
+        ts_status st = parse_input_spec(m, imp->inputs->items[i], name, sizeof name, &in);
+        if (st) return st;
+        ts_array info;
+        ts_tensor_info(m->x, &info);
+        bool same = strcmp(name, ts_tensor_name(m->x)) == 0 && in.ndim == info.ndim;
+        for (int d = 1; same && d < in.ndim; d++) same = in.shape[d] == info.shape[d];
+        if (!same)
+            return fail(m, TS_ERR_INVALID_ARGUMENT, "--input %s: the model's input is %s %s (dim 0 is --batch-size); leave --input out",
+                        imp->inputs->items[i], ts_tensor_name(m->x), ts_array_shape_str(&info, want, sizeof want));
+    }
+    return TS_OK;
+}
+
 int cli_model_check(const char *cmd, const char *name, const cli_import *imp) {
     cli_model m = {0};
     ts_gpt_config c;
@@ -321,9 +339,11 @@ ts_status cli_model_open(const char *name, long batch, uint64_t seed, const cli_
     memset(out, 0, sizeof *out);
     if (batch < 1 || batch > 1000000) return TS_ERR_INVALID_ARGUMENT;
     ts_status st;
-    if (strcmp(name, "mlp") == 0) st = build_mlp(batch, seed, prints, out);
-    else if (strcmp(name, "cnn") == 0) st = build_cnn(batch, seed, prints, out);
-    else if (strcmp(name, "gpt") == 0) st = build_gpt(batch, seed, prints, imp, out);
+    if (strcmp(name, "mlp") == 0) {
+        if (!(st = build_mlp(batch, seed, prints, out))) st = check_fixed_inputs(imp, out);
+    } else if (strcmp(name, "cnn") == 0) {
+        if (!(st = build_cnn(batch, seed, prints, out))) st = check_fixed_inputs(imp, out);
+    } else if (strcmp(name, "gpt") == 0) st = build_gpt(batch, seed, prints, imp, out);
     else if (ends_with(name, ".onnx")) st = open_onnx(name, batch, prints, imp, out);
     else return TS_ERR_NOT_FOUND;
     if (st) {
