@@ -1018,16 +1018,9 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         else cli_runtime_error("compiling the training model");
         goto done;
     }
-    for (int i = 0; i < a.watches.n; i++) { /* a watch that matches nothing is a typo */
-        const ts_watch_result *w;
-        size_t nw = 0;
-        bool hit = false;
-        ts_model_watch_results(tm, &w, &nw);
-        for (size_t k = 0; k < nw && !hit; k++) hit = ts_name_matches(a.watches.items[i], w[k].name);
-        if (!hit) {
-            rc = cli_no_match_error(cmd, "--watch", a.watches.items[i], cm.g);
-            goto done;
-        }
+    if (ts_model_check_watches(tm)) { /* a watch that matches nothing is a typo: the closest names */
+        rc = cli_usage_error(cmd, "--watch matches no tensor: %s", ts_last_error());
+        goto done;
     }
     if (want_hist) { /* the histogram plots anchored gradients: none would be a silent no-op */
         const char *const *an;
