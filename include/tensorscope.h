@@ -445,6 +445,8 @@ TS_API ts_tensor *ts_graph_find(const ts_graph *g, const char *name);
 /* The (up to) three tensor names of the graph closest to `name`, quoted and
  * comma-separated, for "did you mean" messages; returns buf. */
 TS_API const char *ts_graph_closest_names(const ts_graph *g, const char *name, char *buf, size_t n);
+/* The same for any list of n words (flags, commands, model names). */
+TS_API const char *ts_closest_words(const char *word, const char *const *words, size_t n, char *buf, size_t cap);
 /* Every tensor of the graph in build order (i < ts_graph_tensor_count). */
 TS_API size_t ts_graph_tensor_count(const ts_graph *g);
 TS_API ts_tensor *ts_graph_tensor_at(const ts_graph *g, size_t i);

@@ -74,8 +74,8 @@ usage_error "flag with a value it does not take" "--quiet takes no value" --quie
 usage_error "unknown optimizer" "--optimizer must be sgd, adam or adamw, got 'foo'" --optimizer foo
 usage_error "bad --check-numerics" "--check-numerics must be off, output or op, got 'maybe'" --check-numerics maybe
 usage_error "stray argument" "unexpected argument 'extra'" extra
-# An unknown trailing word is part of the tensor name, so the name is unknown.
-usage_error "anchor with a bogus mode" "no tensor named 'x:bogus:3'" "${T_ARGS[@]}" --anchor x:bogus:3
+# A trailing word where a mode goes is a mode, and a bad one.
+usage_error "anchor with a bogus mode" "'bogus' is not an output mode" "${T_ARGS[@]}" --anchor x:bogus:3
 usage_error "anchor on no tensor" "no tensor named 'nosuch'" "${T_ARGS[@]}" --anchor nosuch
 usage_error "every_n period not dividing D x A" "period 3 must divide" \
     "${T_ARGS[@]}" --batch-size 1000 --anchor 'fc1/Add:0:every_n:3' --repeat-count 2

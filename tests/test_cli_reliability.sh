@@ -66,7 +66,8 @@ check "a FIFO as a weight file: an error at once, not a hang" \
     eval '[ $rc -eq 1 ] && has fifo.err "not a regular file"' || show fifo.err
 
 # ---- outputs checked before any work (finding 14)
-for spec in "plots --plot /nonexistent-dir/p.png" "plots --histogram /nonexistent-dir/h.png" "- --save-weights /proc/no/such" \
+# (--plot and --histogram create their folder: one that cannot be made)
+for spec in "plots --plot /proc/no/such/p.png" "plots --histogram /proc/no/such/h.png" "- --save-weights /proc/no/such" \
     "tensorboard --tensorboard /proc/no/such" "plots --plot ."; do
     feature=${spec%% *} spec=${spec#* }
     [ "$feature" = - ] || needs "$feature" "unwritable $spec" || continue

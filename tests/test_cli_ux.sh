@@ -26,7 +26,7 @@ run pt_glob "$BIN" train "${T_ARGS[@]}" --max-steps 1 --print-tensor 'Relu:*'
 check "--print-tensor 'Relu:*' (glob): Relu:0 and Relu:1 printed" \
     eval '[ $rc -eq 0 ] && hasf pt_glob.err "Relu:0: f32[1000,320]" && hasf pt_glob.err "Relu:1: f32[1000,100]"' || show pt_glob.err
 run w_sub "$BIN" train "${T_ARGS[@]}" --max-steps 1 --watch fc1
-check "--watch fc1 (a prefix, not a name): exit 2" eval '[ $rc -eq 2 ] && hasf w_sub.err "--watch fc1 matches no tensor"' || show w_sub.err
+check "--watch fc1 (a prefix, not a name): exit 2" eval '[ $rc -eq 2 ] && hasf w_sub.err "--watch matches no tensor: watch '"'fc1'"'"' || show w_sub.err
 run of_sub "$BIN" train "${T_ARGS[@]}" --max-steps 1 --outfeed Relu
 check "--outfeed Relu (a prefix, not a name): exit 2" eval '[ $rc -eq 2 ] && hasf of_sub.err "--outfeed"' || show of_sub.err
 

@@ -43,12 +43,19 @@ const char *cli_file_feature(const char *path) {
 
 void cli_print_help(FILE *f, const char *cmd, const char *usage, const cli_flag *flags) {
     fprintf(f, "usage: tensorscope %s %s\n\n", cmd, usage);
+    bool help_shown = false; /* --help ends the command's own flags, before the models' sections */
     for (const cli_flag *fl = flags; fl->name; fl++) {
+        if (fl->kind == FLAG_SECTION) {
+            if (!help_shown) fprintf(f, "  %-36s %s\n", "--help", "show this help");
+            help_shown = true;
+            fprintf(f, "\n%s:\n", fl->help);
+            continue;
+        }
         char left[64];
         snprintf(left, sizeof left, "%s%s%s", fl->name, fl->metavar ? " " : "", fl->metavar ? fl->metavar : "");
         fprintf(f, "  %-36s %s\n", left, fl->help);
     }
-    fprintf(f, "  %-36s %s\n", "--help", "show this help");
+    if (!help_shown) fprintf(f, "  %-36s %s\n", "--help", "show this help");
 }
 
 static int set_value(const char *cmd, const cli_flag *fl, const char *v) {
@@ -83,6 +90,18 @@ static int set_value(const char *cmd, const cli_flag *fl, const char *v) {
     }
 }
 
+/* An unknown flag, with the closest of the table's ("did you mean"). */
+static int unknown_flag(const char *cmd, const cli_flag *flags, const char *arg, size_t len) {
+    const char *names[256];
+    size_t n = 0;
+    for (const cli_flag *f = flags; f->name && n < 256; f++)
+        if (f->kind != FLAG_SECTION) names[n++] = f->name;
+    char word[128], close[512];
+    snprintf(word, sizeof word, "%.*s", (int)(len < sizeof word ? len : sizeof word - 1), arg);
+    ts_closest_words(word, names, n, close, sizeof close);
+    return cli_usage_error(cmd, "unknown flag '%s'; did you mean %s?", word, close);
+}
+
 int cli_parse(const char *cmd, const char *usage, const cli_flag *flags, int argc, char **argv, int first, int *rest,
               bool *help_shown) {
     *help_shown = false;
@@ -104,8 +123,8 @@ int cli_parse(const char *cmd, const char *usage, const cli_flag *flags, int arg
         size_t len = eq ? (size_t)(eq - a) : strlen(a);
         const cli_flag *fl = NULL;
         for (const cli_flag *f = flags; f->name; f++)
-            if (strlen(f->name) == len && strncmp(f->name, a, len) == 0) fl = f;
-        if (!fl) return cli_usage_error(cmd, "unknown flag '%.*s'", (int)len, a);
+            if (f->kind != FLAG_SECTION && strlen(f->name) == len && strncmp(f->name, a, len) == 0) fl = f;
+        if (!fl) return unknown_flag(cmd, flags, a, len);
         if (fl->kind == FLAG_BOOL) {
             if (eq) return cli_usage_error(cmd, "%s takes no value", fl->name);
             *(bool *)fl->dest = true;
@@ -171,12 +190,23 @@ int cli_parse_anchor(const char *cmd, const char *spec, char *name, size_t n, ts
             if (rc) return rc;
             *prev = '\0';
             *mode = m;
+        } else if (prev && prev[1] && strspn(prev + 1, "abcdefghijklmnopqrstuvwxyz_") == strlen(prev + 1)) {
+            /* NAME:WORD:N, WORD no mode: a tensor name's last field is its
+             * output number, so WORD was meant as one */
+            return cli_usage_error(cmd, "--anchor %s: '%s' is not an output mode: give NAME[:MODE[:N]] with MODE final, every_n, all, sum or default",
+                                   spec, prev + 1);
         } else {
             *last = ':'; /* part of the name, like Relu:0 */
         }
     } else if (ts_output_mode_parse(tail, &m) == TS_OK) {
         *last = '\0';
         *mode = m;
+    } else { /* NAME:WORD: a tensor name ends in :<k>, so WORD was meant as a mode */
+        *last = '\0';
+        char *prev = strrchr(name, ':');
+        if (prev && ts_output_mode_parse(prev + 1, &m) == TS_OK) return parse_period(cmd, spec, tail, period);
+        return cli_usage_error(cmd, "--anchor %s: '%s' is not an output mode: give NAME[:MODE[:N]] with MODE final, every_n, all, sum or default",
+                               spec, tail);
     }
     if (!*name) return cli_usage_error(cmd, "--anchor %s: the tensor name before ':' is empty", spec);
     return CLI_OK;
@@ -192,6 +222,22 @@ int cli_parse_output_mode(const char *cmd, const char *spec, ts_output_mode *mod
     buf[n] = '\0';
     if (ts_output_mode_parse(buf, mode)) return cli_usage_error(cmd, "--output-mode: %s", ts_last_error());
     return colon ? parse_period(cmd, "--output-mode", colon + 1, period) : CLI_OK;
+}
+
+bool cli_parse_picture_spec(const ts_graph *g, const char *spec, char *name, size_t n, long *sample) {
+    *sample = 0;
+    snprintf(name, n, "%s", spec);
+    if (ts_graph_find(g, name)) return true;
+    char *colon = strrchr(name, ':');
+    if (!colon) return false;
+    char *end;
+    errno = 0;
+    long s = strtol(colon + 1, &end, 10);
+    if (errno || end == colon + 1 || *end || s < 0) return false;
+    *colon = '\0';
+    if (!ts_graph_find(g, name)) return false;
+    *sample = s;
+    return true;
 }
 
 void cli_file_safe(const char *in, char *out, size_t n) {
@@ -249,6 +295,18 @@ int cli_check_output(const char *cmd, const char *flag, const char *path, bool i
         rc = cli_usage_error(cmd, "%s %s: the directory %s is not writable", flag, path, dir);
     free(dir);
     return rc;
+}
+
+int cli_check_output_file_mkdir(const char *cmd, const char *flag, const char *path) {
+    const char *slash = strrchr(path, '/');
+    if (slash && slash != path) {
+        char *dir = strndup(path, (size_t)(slash - path));
+        if (!dir) return cli_usage_error(cmd, "out of memory");
+        int rc = cli_check_output(cmd, flag, dir, true);
+        free(dir);
+        if (rc) return rc;
+    }
+    return cli_check_output(cmd, flag, path, false);
 }
 
 int cli_parse_size(const char *text, long long *bytes) {

@@ -14,7 +14,9 @@
 enum { CLI_OK = 0, CLI_RUNTIME = 1, CLI_USAGE = 2 };
 
 /* ---- flags: a table per command; parse fills the destinations */
-typedef enum { FLAG_BOOL, FLAG_INT, FLAG_FLOAT, FLAG_STRING, FLAG_LIST } flag_kind;
+/* FLAG_SECTION: no flag, a heading in --help (its help text) for the flags
+ * after it, such as those of one model */
+typedef enum { FLAG_BOOL, FLAG_INT, FLAG_FLOAT, FLAG_STRING, FLAG_LIST, FLAG_SECTION } flag_kind;
 typedef struct cli_list {
     const char *items[64];
     int n;
@@ -28,8 +30,9 @@ typedef struct cli_flag {
 } cli_flag;
 
 /* Parses argv[first..argc); stops at "--" (its index goes to *rest, else
- * argc). Prints a usage error naming the flag and returns CLI_USAGE, or
- * CLI_OK; "--help" prints the help and sets *help_shown. */
+ * argc). Prints a usage error naming the flag (an unknown one with the
+ * closest flags of the table) and returns CLI_USAGE, or CLI_OK; "--help"
+ * prints the help and sets *help_shown. */
 int cli_parse(const char *cmd, const char *usage, const cli_flag *flags, int argc, char **argv, int first, int *rest,
               bool *help_shown);
 void cli_print_help(FILE *f, const char *cmd, const char *usage, const cli_flag *flags);
@@ -38,10 +41,19 @@ void cli_print_help(FILE *f, const char *cmd, const char *usage, const cli_flag 
  * the spec. */
 int cli_parse_anchor(const char *cmd, const char *spec, char *name, size_t n, ts_output_mode *mode, int *period);
 int cli_parse_output_mode(const char *cmd, const char *spec, ts_output_mode *mode, int *period);
+/* TENSOR[:SAMPLE] of --feature-maps and --attention-map: the whole spec is
+ * tried as a name of g first (names hold ':' themselves, "Relu:0"); false
+ * when neither it nor the part before its last ':' names a tensor, or the
+ * sample is not a number >= 0. */
+bool cli_parse_picture_spec(const ts_graph *g, const char *spec, char *name, size_t n, long *sample);
+
 /* Before any work: an output file's directory exists and is writable (and
  * the file, if there, is not a directory); an output directory is created
  * (mkdir -p) and writable. A usage error otherwise. */
 int cli_check_output(const char *cmd, const char *flag, const char *path, bool is_dir);
+/* The same for a file whose directory is created first (mkdir -p), as
+ * --picture-dir is: --plot out/curves.png. */
+int cli_check_output_file_mkdir(const char *cmd, const char *flag, const char *path);
 /* "dir/name<suffix>", malloc'd (no fixed-size path buffers); NULL when out of memory. */
 char *cli_path(const char *dir, const char *name, const char *suffix);
 /* A tensor name as a file name: '/', ':' and ' ' become '_' ("conv1/Conv2d:0" -> "conv1_Conv2d_0"). */
@@ -74,29 +86,59 @@ typedef struct cli_model {
     ts_tensor *x, *labels, *logp, *loss;
     bool logits;     /* logp holds logits (cross_entropy): evaluation log-softmaxes them */
     int64_t onehot;  /* mse: labels are fed as one-hot f32 [B, onehot] */
+    /* a causal language model: x holds token ids [B, T], labels the next
+     * tokens [B, T], logp the scores [B, T, vocab]; trained on a text corpus */
+    bool lm;
+    int64_t block, vocab; /* lm: T and the vocabulary size */
     char error[512]; /* a usage problem found by cli_model_open (else see ts_last_error) */
 } cli_model;
-/* How an ONNX file becomes a trainable model (`--model FILE.onnx`). */
+/* What the model flags say beyond the model's name: how an ONNX file
+ * becomes a trainable model (`--model FILE.onnx`), and the GPT's size. */
 typedef struct cli_import {
-    const cli_list *inputs;   /* NAME:D0xD1x... (dim 0 is set to the batch size) */
+    const cli_list *inputs;   /* NAME:D0xD1x... (dim 0 is set to the batch size); gpt: tokens:BxT sets T */
     const char *loss;         /* cross_entropy|nll|mse; NULL: nll after a LogSoftmax, else cross_entropy */
     const char *labels_input; /* the file's own labels input; its scalar output is the loss */
     const char *output;       /* the scores the loss is put on (a tensor or file value name); NULL: the first output */
+    long layers, heads, embd, block_size; /* gpt; 0: the defaults (2, 4, 64, 64) */
+    long vocab;                           /* gpt: the corpus's vocabulary; 0: 65 (Tiny Shakespeare's) */
 } cli_import;
-/* A built-in model by name, or an ONNX file (a name ending in .onnx). */
+/* The GPT's flags, for every command that builds a model (a section of
+ * its --help); `imp` is a cli_import. */
+#define CLI_GPT_FLAGS(imp)                                                                                          \
+    {"", FLAG_SECTION, NULL, NULL, "--model gpt (a character GPT on a text corpus)"},                               \
+    {"--layers", FLAG_INT, &(imp).layers, "N", "transformer blocks (default 2)"},                                  \
+    {"--heads", FLAG_INT, &(imp).heads, "N", "attention heads (default 4)"},                                       \
+    {"--embd", FLAG_INT, &(imp).embd, "C", "channels, a multiple of --heads (default 64)"},                        \
+    {"--block-size", FLAG_INT, &(imp).block_size, "T", "context length in characters (default 64)"},               \
+    {"--vocab", FLAG_INT, &(imp).vocab, "V", "vocabulary size (default: the corpus's; without one 65, Tiny Shakespeare's)"}
+/* A built-in model by name, or an ONNX file (a name ending in .onnx), for
+ * micro-batch size `batch`; tensors whose names match a pattern of
+ * `prints` get a print op. TS_ERR_NOT_FOUND (error empty): no such model. */
 ts_status cli_model_open(const char *name, long batch, uint64_t seed, const cli_list *prints, const cli_import *imp,
                          cli_model *out);
-/* Builds `name` for micro-batch size B; tensors whose names match a pattern
- * of `prints` are wrapped in a print op. */
-ts_status cli_model_build(const char *name, long batch, uint64_t seed, const cli_list *prints, cli_model *out);
 const char *cli_model_names(void);
-/* Where MNIST is when --data is not given: ./data/mnist, else the installed
- * <bindir>/../share/tensorscope/mnist, else <bindir>/../data/mnist (a build
- * directory inside a checkout); buf holds the path when it is built. */
-const char *cli_default_data_dir(char *buf, size_t n);
-/* The model's default optimizer and learning rate, filled where asked
- * (mlp: sgd 0.01; cnn: adam 0.001, the settings its accuracy target is for). */
-void cli_model_defaults(const char *name, const char **optimizer, double *lr);
+/* Before any work: the model flags that need no data (the GPT's sizes; a
+ * GPT flag given to another model). A usage error, else CLI_OK. */
+int cli_model_check(const char *cmd, const char *name, const cli_import *imp);
+/* The usage error of a model name that is none: the closest built-in names. */
+int cli_unknown_model(const char *cmd, const char *name);
+/* The built-in model names, NULL-terminated (for "did you mean"). */
+extern const char *const cli_model_list[];
+/* Where a data set (mnist, tinyshakespeare) is when --data is not given:
+ * ./data/<set>, else the installed <bindir>/../share/tensorscope/<set>,
+ * else <bindir>/../data/<set> (a build directory inside a checkout); the
+ * path is built in buf. */
+const char *cli_default_data_dir(const char *set, char *buf, size_t n);
+/* A model's own defaults (mlp: sgd 0.01, batch 64, one epoch; cnn: adam
+ * 0.001, the settings its accuracy target is for; gpt: adamw 0.002 with
+ * weight decay 0.01, batch 32, 1000 steps, its recipe). */
+typedef struct cli_defaults {
+    const char *optimizer, *data; /* data: the data set it trains on by default (cli_default_data_dir) */
+    bool text;                    /* the model trains on a text corpus */
+    double lr, weight_decay;
+    long batch_size, steps; /* steps 0: --epochs decides */
+} cli_defaults;
+cli_defaults cli_model_defaults(const char *name);
 /* sgd|adam|adamw (any case) with the given hyper-parameters. */
 ts_status cli_optimizer(const char *name, double lr, double momentum, double weight_decay, ts_optimizer *out);
 
@@ -115,10 +157,17 @@ int cmd_inspect(int argc, char **argv);
 int cmd_debug_run(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_lint(int argc, char **argv);
-/* `train --model gpt` and `generate` (cmd_gpt.c) */
-bool cli_wants_gpt(int argc, char **argv);
-int cmd_train_gpt(int argc, char **argv);
+/* ---- language models (cmd_gpt.c): `generate`, and what training keeps for it */
 int cmd_generate(int argc, char **argv);
+/* DIR/lm.txt (the model and its flags) and DIR/vocab.txt beside the saved
+ * weights of a model trained on a corpus: what `generate --weights DIR`
+ * rebuilds it from. A CLI exit code (the error printed). */
+int cli_lm_save(const char *dir, const char *model, const cli_import *imp, const cli_model *cm, const ts_corpus *corpus);
+/* Attention maps (--attention-map TENSOR[:SAMPLE]): the [B,H,T,T]
+ * probabilities an inference model `inf` of em anchored in its last run on
+ * the tokens x [B,T], as PNGs in dir (and TensorBoard images when tb). */
+int cli_attention_maps(ts_model *inf, const cli_model *em, const cli_list *specs, const int32_t *x, const ts_corpus *corpus,
+                       const char *dir, ts_tb_writer *tb, int64_t step);
 
 /* ---- TensorBoard (tb_log.c) */
 /* Opens root/name, or root/<date>_<host> when name is NULL (with _2, _3 ...

@@ -1,8 +1,8 @@
-/* cmd_compare.c -- `compare` and `lint`: bad scores without a crash or a NaN
+/* cmd_compare.c -- `compare`: bad scores without a crash or a NaN
  * (docs/observation.md#comparing-against-a-reference). `compare` runs one forward (and backward) of a model on
  * given weights and inputs and compares every tensor a reference dump holds,
  * in topological order, naming the first divergence and whether its inputs
- * already differed; or compares two dumps. `lint` lists the model lint. */
+ * already differed; or compares two dumps. */
 #include "cli.h"
 
 #include <dirent.h>
@@ -110,7 +110,19 @@ typedef struct compare_args {
     cli_list tols;
     tol_rule rules[64];
     int n_rules;
+    cli_list model_inputs; /* --input NAME:SHAPE */
+    cli_import imp;        /* the model flags */
 } compare_args;
+
+/* The model flags, with the gpt's block size from the `tokens` it is fed
+ * when no flag gives it. */
+static cli_import model_import(const compare_args *a, const dump *inputs) {
+    cli_import imp = a->imp;
+    imp.inputs = &a->model_inputs;
+    const ts_array *tok = dump_find(inputs, "tokens");
+    if (!imp.block_size && !a->model_inputs.n && tok && tok->ndim == 2) imp.block_size = (long)tok->shape[1];
+    return imp;
+}
 
 static void tol_for(const compare_args *a, const char *name, double *atol, double *rtol) {
     *atol = a->atol, *rtol = a->rtol;
@@ -540,9 +552,10 @@ static int run_model(const compare_args *a, dump *inputs, dump *ref, row *rows, 
     const char *iname = dump_count(inputs) ? dump_name(inputs, 0) : NULL;
     const ts_array *first = iname ? dump_array(inputs, 0) : NULL;
     if (!first || first->ndim < 1) return cli_usage_error("compare", "--inputs %s holds no array with a batch dimension", a->inputs);
-    ts_status st = cli_model_open(a->model, (long)first->shape[0], 0, NULL, NULL, cm);
-    if (st == TS_ERR_NOT_FOUND) return cli_usage_error("compare", "unknown model '%s' (built-in: %s)", a->model, cli_model_names());
-    if (st) return cli_runtime_error("building the model");
+    cli_import imp = model_import(a, inputs);
+    ts_status st = cli_model_open(a->model, (long)first->shape[0], 0, NULL, &imp, cm);
+    if (st == TS_ERR_NOT_FOUND && !cm->error[0]) return cli_unknown_model("compare", a->model);
+    if (st) return cm->error[0] ? cli_usage_error("compare", "%s", cm->error) : cli_runtime_error("building the model");
     if (a->weights && ts_graph_load_weights(cm->g, a->weights)) return cli_runtime_error("loading --weights");
     ts_options *o = ts_options_new();
     if (!o) return cli_runtime_error("options");
@@ -598,7 +611,8 @@ static int run_model(const compare_args *a, dump *inputs, dump *ref, row *rows, 
 int cmd_compare(int argc, char **argv) {
     compare_args a = {.atol = 1e-5, .rtol = 1e-4};
     const cli_flag flags[] = {
-        {"--model", FLAG_STRING, &a.model, "NAME|FILE.onnx", "built-in model to run (mlp) or an ONNX file"},
+        {"--model", FLAG_STRING, &a.model, "NAME|FILE.onnx", "built-in model to run (mlp, cnn, gpt) or an ONNX file"},
+        {"--input", FLAG_LIST, &a.model_inputs, "NAME:SHAPE", "static shape of a model input, e.g. x:64x1x28x28 or tokens:4x64 (dim 0: the batch of --inputs)"},
         {"--weights", FLAG_STRING, &a.weights, "W", "parameters: an .npz or a directory of .npy files"},
         {"--inputs", FLAG_STRING, &a.inputs, "NPZ", "the model's inputs by name (x, labels), batch on axis 0"},
         {"--reference", FLAG_STRING, &a.reference, "NPZ", "reference tensors by name (.npz or directory of .npy)"},
@@ -612,6 +626,7 @@ int cmd_compare(int argc, char **argv) {
         {"--plot", FLAG_STRING, &a.plot, "FILE.png", "max relative error per tensor, log scale, tolerance line"},
         {"--a", FLAG_STRING, &a.a, "DUMP", "compare two dumps: this one ..."},
         {"--b", FLAG_STRING, &a.b, "DUMP", "... against this reference (.npz or directory of .npy)"},
+        CLI_GPT_FLAGS(a.imp),
         {NULL, FLAG_BOOL, NULL, NULL, NULL}};
     bool help;
     int rc = cli_parse("compare", "--model M --inputs IN.npz --reference REF.npz [--weights W] [--grads] [flags]\n"
@@ -683,8 +698,10 @@ int cmd_compare(int argc, char **argv) {
         /* the run's batch size: an export may have it folded into reshapes */
         const ts_array *first_in = dump_count(&inputs) ? dump_array(&inputs, 0) : NULL;
         long probe_batch = first_in && first_in->ndim > 0 ? (long)first_in->shape[0] : 1;
-        if (cli_model_open(a.model, probe_batch, 0, NULL, NULL, &probe) == TS_ERR_NOT_FOUND) {
-            rc = cli_usage_error("compare", "unknown model '%s' (built-in: %s)", a.model, cli_model_names());
+        cli_import imp = model_import(&a, &inputs);
+        ts_status pst = cli_model_open(a.model, probe_batch, 0, NULL, &imp, &probe);
+        if (pst && (probe.error[0] || pst == TS_ERR_NOT_FOUND)) {
+            rc = probe.error[0] ? cli_usage_error("compare", "%s", probe.error) : cli_unknown_model("compare", a.model);
             goto done;
         }
         for (int i = 0; i < n_rows; i++) {
@@ -763,42 +780,5 @@ done:
     dump_free(&ref);
     dump_free(&inputs);
     dump_free(&mine);
-    return rc;
-}
-
-int cmd_lint(int argc, char **argv) {
-    const char *model = "mlp";
-    long batch = 64;
-    bool inference = false;
-    const cli_flag flags[] = {{"--model", FLAG_STRING, &model, "NAME|FILE.onnx", "built-in model (mlp) or an ONNX file"},
-                              {"--batch-size", FLAG_INT, &batch, "B", "micro-batch size (default 64)"},
-                              {"--inference", FLAG_BOOL, &inference, NULL, "lint the inference model"},
-                              {NULL, FLAG_BOOL, NULL, NULL, NULL}};
-    bool help;
-    int rc = cli_parse("lint", "[--model mlp] [--batch-size B] [--inference]", flags, argc, argv, 2, NULL, &help);
-    if (rc || help) return rc;
-    cli_model cm = {0};
-    ts_status st = cli_model_open(model, batch, 0, NULL, NULL, &cm);
-    if (st == TS_ERR_NOT_FOUND) return cli_usage_error("lint", "unknown model '%s' (built-in: %s)", model, cli_model_names());
-    if (st) return cli_runtime_error("building the model");
-    ts_set_log_level(TS_LOG_ERROR); /* the warnings are printed below, once */
-    ts_options *o = ts_options_new();
-    ts_model *m = NULL;
-    ts_tensor *outs[1] = {cm.logp};
-    st = !o ? TS_ERR_OUT_OF_MEMORY
-            : inference ? ts_model_inference(&m, cm.g, outs, 1, o) : ts_model_training(&m, cm.g, cm.loss, o, ts_sgd(0.01f, 0, 0));
-    if (!st) st = ts_model_compile(m);
-    const char *const *w;
-    size_t n = 0;
-    if (!st) st = ts_model_lint(m, &w, &n);
-    if (st) rc = cli_runtime_error("compiling the model");
-    else {
-        for (size_t i = 0; i < n; i++) printf("warning: %s\n", w[i]);
-        printf("%s: %zu lint warning%s\n", model, n, n == 1 ? "" : "s");
-        rc = n ? CLI_RUNTIME : CLI_OK;
-    }
-    ts_model_free(m);
-    ts_options_free(o);
-    ts_graph_free(cm.g);
     return rc;
 }

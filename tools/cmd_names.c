@@ -1,4 +1,5 @@
-/* cmd_names.c -- `names` and `graph`: what a model contains. */
+/* cmd_names.c -- `names`, `graph` and `lint`: what a model contains, with
+ * the same model flags as `train` for every model. */
 #include "cli.h"
 
 #include <stdlib.h>
@@ -11,21 +12,23 @@ typedef struct model_args {
     double momentum;
     bool locations, inference, backward;
     cli_list anchors, inputs;
+    cli_import gpt; /* --layers, --heads, --embd, --block-size, --vocab */
 } model_args;
 
 /* Builds and compiles the training (or inference) model the flags describe. */
 static int compile_model(const char *cmd, const model_args *a, cli_model *cm, ts_model **m) {
-    cli_import imp = {&a->inputs, a->loss, a->labels_input, a->output};
+    cli_import imp = a->gpt;
+    imp.inputs = &a->inputs, imp.loss = a->loss, imp.labels_input = a->labels_input, imp.output = a->output;
     ts_status st = cli_model_open(a->model, a->batch_size, 0, NULL, &imp, cm);
-    if (st == TS_ERR_NOT_FOUND && !cm->error[0])
-        return cli_usage_error(cmd, "unknown model '%s' (built-in: %s; or an ONNX file ending in .onnx)", a->model, cli_model_names());
+    if (st == TS_ERR_NOT_FOUND && !cm->error[0]) return cli_unknown_model(cmd, a->model);
     if (st) return cm->error[0] ? cli_usage_error(cmd, "%s", cm->error) : cli_runtime_error("building the model");
     ts_options *o = ts_options_new();
     if (!o) return cli_runtime_error("options");
     ts_optimizer opt;
     const char *optimizer = a->optimizer;
-    double lr; /* the model's default, as `train` uses it */
-    cli_model_defaults(a->model, optimizer ? NULL : &optimizer, &lr);
+    const cli_defaults d = cli_model_defaults(a->model); /* as `train` uses them */
+    if (!optimizer) optimizer = d.optimizer;
+    double lr = d.lr;
     if (cli_optimizer(optimizer, lr, a->momentum, 0, &opt)) {
         ts_options_free(o);
         return cli_usage_error(cmd, "--optimizer must be sgd, adam or adamw");
@@ -47,18 +50,20 @@ static int compile_model(const char *cmd, const model_args *a, cli_model *cm, ts
 }
 
 #define MODEL_FLAGS(a)                                                                                  \
-    {"--model", FLAG_STRING, &(a).model, "NAME|FILE.onnx", "built-in model (mlp, cnn) or an ONNX file"}, \
-    {"--input", FLAG_LIST, &(a).inputs, "NAME:SHAPE", "ONNX: static shape of an input (dim 0 = --batch-size)"}, \
-    {"--loss", FLAG_STRING, &(a).loss, "cross_entropy|nll|mse", "ONNX: loss on the output"},            \
-    {"--labels-input", FLAG_STRING, &(a).labels_input, "NAME", "ONNX: the file's labels input (its scalar output is the loss)"}, \
-    {"--output", FLAG_STRING, &(a).output, "NAME", "ONNX: the scores to put the loss on (default: the first output)"}, \
+    {"--model", FLAG_STRING, &(a).model, "NAME|FILE.onnx", "built-in model (mlp, cnn, gpt) or an ONNX file"}, \
+    {"--input", FLAG_LIST, &(a).inputs, "NAME:SHAPE", "static shape of an input, e.g. x:64x1x28x28 or tokens:32x64 (dim 0 = --batch-size)"}, \
     {"--batch-size", FLAG_INT, &(a).batch_size, "B", "micro-batch size (default 64)"},                  \
-    {"--optimizer", FLAG_STRING, &(a).optimizer, "sgd|adam|adamw", "optimizer state to include (default: the model's, mlp sgd, cnn adam)"},       \
+    {"--optimizer", FLAG_STRING, &(a).optimizer, "sgd|adam|adamw", "optimizer state to include (default: the model's, mlp sgd, cnn adam, gpt adamw)"}, \
     {"--momentum", FLAG_FLOAT, &(a).momentum, "M", "SGD momentum (adds Accl___ tensors)"},              \
     {"--repeat-count", FLAG_INT, &(a).repeat_count, "D", "device iterations"},                          \
     {"--gradient-accumulation-count", FLAG_INT, &(a).grad_accum, "A", "gradient accumulation"},         \
     {"--inference", FLAG_BOOL, &(a).inference, NULL, "an inference model (no gradients)"},              \
-    {"--anchor", FLAG_LIST, &(a).anchors, "NAME", "anchor a tensor (marks it in dumps; adds gradients)"}
+    {"--anchor", FLAG_LIST, &(a).anchors, "NAME", "anchor a tensor (marks it in dumps; adds gradients)"}, \
+    {"", FLAG_SECTION, NULL, NULL, "--model FILE.onnx"},                                               \
+    {"--loss", FLAG_STRING, &(a).loss, "cross_entropy|nll|mse", "loss on the output"},                 \
+    {"--labels-input", FLAG_STRING, &(a).labels_input, "NAME", "the file's labels input (its scalar output is the loss)"}, \
+    {"--output", FLAG_STRING, &(a).output, "NAME", "the scores to put the loss on (default: the first output)"}, \
+    CLI_GPT_FLAGS((a).gpt)
 
 static model_args defaults(void) {
     return (model_args){.model = "mlp", .optimizer = NULL, .format = "text", .batch_size = 64, .repeat_count = 1, .grad_accum = 1};
@@ -96,10 +101,10 @@ int cmd_names(int argc, char **argv) {
 
 int cmd_graph(int argc, char **argv) {
     model_args a = defaults();
-    const cli_flag flags[] = {MODEL_FLAGS(a),
-                              {"--format", FLAG_STRING, &a.format, "text|dot", "output format (default text)"},
+    const cli_flag flags[] = {{"--format", FLAG_STRING, &a.format, "text|dot", "output format (default text)"},
                               {"--locations", FLAG_BOOL, &a.locations, NULL, "show where each node was built"},
                               {"--backward", FLAG_BOOL, &a.backward, NULL, "add the backward pass and the optimizer step the training program runs"},
+                              MODEL_FLAGS(a),
                               {NULL, FLAG_BOOL, NULL, NULL, NULL}};
     bool help;
     int rc = cli_parse("graph", "[--model mlp] [--format text|dot] [flags]", flags, argc, argv, 2, NULL, &help);
@@ -117,6 +122,29 @@ int cmd_graph(int argc, char **argv) {
         if (s) fputs(s, stdout);
         else rc = cli_runtime_error("dumping the graph");
         ts_string_free(s);
+    }
+    ts_model_free(m);
+    ts_graph_free(cm.g);
+    return rc;
+}
+
+int cmd_lint(int argc, char **argv) {
+    model_args a = defaults();
+    const cli_flag flags[] = {MODEL_FLAGS(a), {NULL, FLAG_BOOL, NULL, NULL, NULL}};
+    bool help;
+    int rc = cli_parse("lint", "[--model mlp] [--batch-size B] [--inference] [flags]", flags, argc, argv, 2, NULL, &help);
+    if (rc || help) return rc;
+    ts_set_log_level(TS_LOG_ERROR); /* the warnings are printed below, once */
+    cli_model cm = {0};
+    ts_model *m = NULL;
+    rc = compile_model("lint", &a, &cm, &m);
+    const char *const *w;
+    size_t n = 0;
+    if (!rc && ts_model_lint(m, &w, &n)) rc = cli_runtime_error("linting the model");
+    else if (!rc) {
+        for (size_t i = 0; i < n; i++) printf("warning: %s\n", w[i]);
+        printf("%s: %zu lint warning%s\n", a.model, n, n == 1 ? "" : "s");
+        rc = n ? CLI_RUNTIME : CLI_OK;
     }
     ts_model_free(m);
     ts_graph_free(cm.g);

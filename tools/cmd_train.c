@@ -1,7 +1,9 @@
 /* cmd_train.c -- `tensorscope train` and `tensorscope eval`: the main job.
- * Trains a built-in model on MNIST with the observation the user asked for:
- * anchors, watches and the stats table, outfeeds, print ops, numeric
- * checks, TensorBoard, plots, .npy dumps and the metrics report. */
+ * One path for every model (mlp, cnn, gpt, an ONNX file) and every data
+ * kind (MNIST IDX images, arrays, a text corpus), with the observation the
+ * user asked for: anchors, watches and the stats table, outfeeds, print
+ * ops, numeric checks, TensorBoard, plots, .npy dumps and the metrics
+ * report; checkpoints, resuming and Ctrl-C the same for all. */
 #include "cli.h"
 
 #include <errno.h>
@@ -16,16 +18,16 @@
 
 typedef struct train_args {
     const char *model, *data, *optimizer, *output_mode, *check_numerics, *histogram, *dump_npy, *tensorboard, *plot;
-    const char *save_weights, *weights, *lr_schedule, *checkpoint_dir, *resume, *run_name, *dump_limit, *outfeed_mode, *picture_dir, *loss, *labels_input, *output;
-    const char *split_at, *pipeline_schedule, *device;
+    const char *save_weights, *weights, *lr_schedule, *checkpoint_dir, *resume, *run_name, *dump_limit, *outfeed_mode, *picture_dir;
+    const char *split_at, *pipeline_schedule, *device, *save_init, *attn_dir;
     long outfeed_depth, pipeline_stages;
     bool outfeed_drop;
     long epochs, batch_size, seed, holdout, repeat_count, grad_accum, threads, log_verbosity, watch_period, max_steps;
-    long warmup_steps, lr_step_size, checkpoint_every;
+    long warmup_steps, lr_step_size, checkpoint_every, steps;
     double lr, momentum, weight_decay, lr_gamma, lr_min;
     bool outfeed_pre, stats, run_single_step, metrics, log_memory, quiet, all, watch_range;
     long stats_every;
-    cli_list anchors, outfeeds, watches, prints, feature_maps, filters, inputs;
+    cli_list anchors, outfeeds, watches, prints, feature_maps, filters, inputs, attention_maps;
 } train_args;
 
 /* ---- outfeed sink: runs on the queue's consumer thread */
@@ -215,21 +217,107 @@ static void catch_interrupts(bool on) {
     }
 }
 
-/* Held-out accuracy and mean loss with an inference model of the same graph. */
-static ts_status evaluate(ts_model *inf, const cli_model *cm, const ts_dataset *ds, int64_t first, int64_t count, long batch,
-                          double *acc, double *loss, bool progress) {
+/* Where batches come from: a dataset's loader (images, arrays), or windows
+ * of a text corpus drawn from a splitmix64 stream (ts_corpus_sample), so a
+ * reference can replay them. A corpus's epoch is as many runs as its
+ * training split holds windows' worth of tokens; its state is the number
+ * of windows drawn (the stream advances by a constant per draw), so a
+ * checkpoint's run count restores it. */
+#define EVAL_SEED 0x5eedull /* a corpus's held-out windows: the same for every run */
+typedef struct batches {
+    ts_loader *loader;
+    const ts_corpus *corpus;
+    int held_out;            /* the corpus split drawn from */
+    int64_t B, T;            /* windows per batch and their length */
+    int S;                   /* batches per call (a run's micro-batches) */
+    uint64_t seed, rng;
+    long runs_per_epoch, run_in_epoch, limit; /* limit: batches in all (held-out), 0: none */
+    int64_t epoch, drawn;
+    int32_t *x, *y;
+} batches;
+
+static ts_status batches_corpus(batches *b, const ts_corpus *c, int held_out, int64_t B, int64_t T, int S, uint64_t seed) {
+    *b = (batches){.corpus = c, .held_out = held_out, .B = B, .T = T, .S = S, .seed = seed, .rng = seed};
+    b->x = malloc((size_t)(S * B * T) * sizeof *b->x);
+    b->y = malloc((size_t)(S * B * T) * sizeof *b->y);
+    if (!b->x || !b->y) return TS_ERR_OUT_OF_MEMORY;
+    int64_t per_run = (int64_t)S * B * T;
+    b->runs_per_epoch = (long)(ts_corpus_length(c, held_out) / per_run);
+    if (b->runs_per_epoch < 1) b->runs_per_epoch = 1;
+    return TS_OK;
+}
+
+static void batches_free(batches *b) {
+    ts_loader_free(b->loader);
+    free(b->x);
+    free(b->y);
+    memset(b, 0, sizeof *b);
+}
+
+static long batches_runs_per_epoch(const batches *b) { return b->loader ? (long)(ts_loader_batches(b->loader) / b->S) : b->runs_per_epoch; }
+static int64_t batches_epoch(const batches *b) { return b->loader ? ts_loader_epoch(b->loader) : b->epoch; }
+
+/* A corpus stream after `runs` runs (a resumed training). */
+static void batches_seek(batches *b, int64_t runs) {
+    if (b->loader) return; /* the checkpoint holds the loader's position */
+    b->drawn = runs * b->S * b->B;
+    b->rng = b->seed + (uint64_t)b->drawn * 0x9E3779B97F4A7C15ull; /* splitmix64 adds this per draw */
+    b->epoch = runs / b->runs_per_epoch + (runs % b->runs_per_epoch ? 1 : 0);
+    b->run_in_epoch = (long)(runs % b->runs_per_epoch);
+}
+
+/* The next S batches stacked on axis 0; TS_ERR_NOT_FOUND at the end of an
+ * epoch (or of the limit), then the next call starts a new one. */
+static ts_status batches_next(batches *b, ts_array *x, ts_array *y) {
+    if (b->loader) return ts_loader_next(b->loader, b->S, x, y);
+    if (b->limit ? b->drawn >= b->limit * b->B : b->run_in_epoch == b->runs_per_epoch) {
+        b->run_in_epoch = 0;
+        return TS_ERR_NOT_FOUND;
+    }
+    if (b->run_in_epoch == 0) b->epoch++;
+    int64_t n = (int64_t)b->S * b->B;
+    ts_status st = ts_corpus_sample(b->corpus, b->held_out, n, b->T, &b->rng, b->x, b->y);
+    if (st) return st;
+    b->run_in_epoch++;
+    b->drawn += n;
+    *x = ts_array_i32(b->x, 2, (int64_t[]){n, b->T});
+    *y = ts_array_i32(b->y, 2, (int64_t[]){n, b->T});
+    return TS_OK;
+}
+
+/* What evaluate reads: `count` samples of ds from `first` in batches of
+ * `batch`, or ceil(count / batch) batches of held-out corpus windows drawn
+ * from EVAL_SEED. */
+static ts_status batches_heldout(batches *b, const cli_model *cm, const ts_dataset *ds, const ts_corpus *c, int64_t first, int64_t count,
+                                 long batch) {
+    if (!c) {
+        *b = (batches){.S = 1};
+        return ts_loader_new(&b->loader, ds, (ts_loader_config){.batch_size = batch, .first = first, .count = count});
+    }
+    ts_status st = batches_corpus(b, c, 1, batch, cm->block, 1, EVAL_SEED);
+    b->limit = (long)((count + batch - 1) / batch);
+    return st;
+}
+
+/* Held-out accuracy (of the next token, for a language model) and mean
+ * loss with an inference model of the same graph. */
+static ts_status evaluate(ts_model *inf, const cli_model *cm, const ts_dataset *ds, const ts_corpus *corpus, int64_t first, int64_t count,
+                          long batch, double *acc, double *loss, bool progress) {
     cli_progress bar; /* on a terminal and without --quiet: evaluation shows progress too */
     cli_progress_start(&bar, progress, "evaluating", (long)((count + batch - 1) / batch));
-    ts_loader *l;
-    ts_status st = ts_loader_new(&l, ds, (ts_loader_config){.batch_size = batch, .first = first, .count = count});
-    if (st) return st;
+    batches l;
+    ts_status st = batches_heldout(&l, cm, ds, corpus, first, count, batch);
+    if (st) {
+        batches_free(&l);
+        return st;
+    }
     int64_t right = 0, seen = 0;
     double nll = 0;
     const char *names[1] = {ts_tensor_name(cm->x)};
     const char *out_name = ts_tensor_name(cm->logp);
     for (;;) {
         ts_array x, y, lp;
-        st = ts_loader_next(l, 1, &x, &y);
+        st = batches_next(&l, &x, &y);
         if (st == TS_ERR_NOT_FOUND) {
             st = TS_OK;
             break;
@@ -237,7 +325,7 @@ static ts_status evaluate(ts_model *inf, const cli_model *cm, const ts_dataset *
         if (st || (st = ts_model_run(inf, names, &x, 1)) || (st = ts_model_anchored(inf, out_name, &lp))) break;
         const float *p = lp.data;
         const int32_t *lab = y.data;
-        int64_t B = y.shape[0], C = lp.shape[lp.ndim - 1];
+        int64_t B = ts_array_numel(&y), C = lp.shape[lp.ndim - 1]; /* a row of scores per label ([B] or [B,T]) */
         for (int64_t i = 0; i < B; i++) {
             int64_t best = 0;
             for (int64_t c = 1; c < C; c++)
@@ -251,7 +339,7 @@ static ts_status evaluate(ts_model *inf, const cli_model *cm, const ts_dataset *
         cli_progress_update(&bar, bar.done + 1, nll / (double)seen);
     }
     cli_progress_end(&bar);
-    ts_loader_free(l);
+    batches_free(&l);
     *acc = seen ? (double)right / (double)seen : 0;
     *loss = seen ? nll / (double)seen : 0;
     return st;
@@ -305,13 +393,14 @@ static void print_stats_table(const ts_model *m, ts_outfeed *q, sink_state *sink
     }
 }
 
-/* Calls fn for every parameter of the model (the tensors that hold values). */
+/* Calls fn for every parameter of the model (the tensors that hold values,
+ * buffers too; not constants, such as the GPT's causal mask). */
 typedef ts_status (*param_fn)(ts_tensor *t, const ts_array *value, const void *ctx);
 static ts_status each_param(const cli_model *cm, param_fn fn, const void *ctx) {
     for (size_t i = 0; i < ts_graph_tensor_count(cm->g); i++) {
         ts_tensor *t = ts_graph_tensor_at(cm->g, i);
         ts_array a;
-        if (ts_tensor_info(t, &a) || !a.data) continue;
+        if (ts_tensor_info(t, &a) || !a.data || strcmp(ts_tensor_op(t), "Const") == 0) continue;
         ts_status st = fn(t, &a, ctx);
         if (st) return st;
     }
@@ -336,14 +425,18 @@ static ts_status save_one(ts_tensor *t, const ts_array *value, const void *dir) 
 static ts_status save_weights(const cli_model *cm, const char *dir) { return each_param(cm, save_one, dir); }
 
 
-/* --data: arrays (an .npz, or a directory with x.npy) rather than MNIST. */
-static bool is_array_data(const char *path) {
-    size_t n = strlen(path);
+/* Whether --data is a FILE<suffix>, or a directory holding `member`. */
+static bool data_is(const char *path, const char *suffix, const char *member) {
+    size_t n = strlen(path), k = strlen(suffix);
     struct stat st;
-    char x[4096];
-    snprintf(x, sizeof x, "%s/x.npy", path);
-    return (n > 4 && strcmp(path + n - 4, ".npz") == 0) || stat(x, &st) == 0;
+    char in[4096];
+    snprintf(in, sizeof in, "%s/%s", path, member);
+    return (n > k && strcmp(path + n - k, suffix) == 0) || stat(in, &st) == 0;
 }
+/* --data: arrays (an .npz, or a directory with x.npy) rather than MNIST. */
+static bool is_array_data(const char *path) { return data_is(path, ".npz", "x.npy"); }
+/* --data: a text corpus (FILE.txt, or a directory holding input.txt). */
+static bool is_text_data(const char *path) { return data_is(path, ".txt", "input.txt"); }
 
 /* The data's samples must fit the model's input: same sizes after the batch
  * dimension, and float data for a float input. */
@@ -379,6 +472,73 @@ static int check_data(const char *cmd, const cli_model *cm, const ts_dataset *ds
     return CLI_OK;
 }
 
+/* A corpus trains a language model, whose window fits both splits. */
+static int check_corpus(const char *cmd, const cli_model *cm, const ts_corpus *c, const char *path, const train_args *a) {
+    if (!cm->lm)
+        return cli_usage_error(cmd, "--data %s is a text corpus: it trains a language model (--model gpt, or an ONNX file taking tokens "
+                               "[B,T] and giving scores [B,T,V]), and '%s' is not one", path, a->model);
+    if (cm->vocab < ts_corpus_vocab_size(c))
+        return cli_usage_error(cmd, "--data %s has %d distinct characters, more than the model's vocabulary of %lld", path,
+                               ts_corpus_vocab_size(c), (long long)cm->vocab);
+    for (int split = 0; split < 2; split++)
+        if (ts_corpus_length(c, split) <= cm->block)
+            return cli_usage_error(cmd, "--data %s: its %s split has %lld characters, fewer than a window of %lld (lower --block-size)", path,
+                                   split ? "held-out" : "training", (long long)ts_corpus_length(c, split), (long long)cm->block + 1);
+    if (a->feature_maps.n || a->filters.n)
+        return cli_usage_error(cmd, "--feature-maps and --filters draw images and convolutions; a language model has --attention-map");
+    return CLI_OK;
+}
+
+/* Whether an --anchor before the i-th names the same tensor (in another mode). */
+static bool anchored_before(const char *cmd, const cli_list *anchors, int i, const char *name) {
+    for (int k = 0; k < i; k++) {
+        char other[512];
+        ts_output_mode mode;
+        int period;
+        if (cli_parse_anchor(cmd, anchors->items[k], other, sizeof other, &mode, &period) == CLI_OK && strcmp(other, name) == 0) return true;
+    }
+    return false;
+}
+
+/* The names --feature-maps, --filters and --attention-map take, before any
+ * training: each names a tensor of the right kind, its sample in the batch. */
+static int check_pictures(const char *cmd, const train_args *a, const cli_model *cm, const cli_model *em) {
+    char name[512], shape[160];
+    long sample;
+    ts_array info;
+    for (int i = 0; i < a->feature_maps.n; i++) {
+        const char *spec = a->feature_maps.items[i];
+        if (!cli_parse_picture_spec(em->g, spec, name, sizeof name, &sample)) return cli_no_match_error(cmd, "--feature-maps", spec, em->g);
+        ts_tensor_info(ts_graph_find(em->g, name), &info);
+        if (info.data || info.ndim != 4)
+            return cli_usage_error(cmd, "--feature-maps %s: takes a 4-D activation [N,C,H,W] such as conv1/Conv2d:0; '%s' is %s%s", spec, name,
+                                   info.data ? "a parameter " : "", ts_array_shape_str(&info, shape, sizeof shape));
+        if (sample >= info.shape[0])
+            return cli_usage_error(cmd, "--feature-maps %s: sample %ld is not in the batch of %lld", spec, sample, (long long)info.shape[0]);
+    }
+    for (int i = 0; i < a->filters.n; i++) {
+        const char *p = a->filters.items[i];
+        ts_tensor *t = ts_graph_find(cm->g, p);
+        if (!t) return cli_no_match_error(cmd, "--filters", p, cm->g);
+        ts_tensor_info(t, &info);
+        if (!info.data || info.ndim != 4)
+            return cli_usage_error(cmd, "--filters %s: takes a conv weight [O,I,KH,KW] such as conv1.weight; it is %s%s", p,
+                                   info.data ? "" : "an activation ", ts_array_shape_str(&info, shape, sizeof shape));
+    }
+    for (int i = 0; i < a->attention_maps.n; i++) {
+        const char *spec = a->attention_maps.items[i];
+        if (!em->lm) return cli_usage_error(cmd, "--attention-map draws a language model's attention over its tokens; '%s' is not one", a->model);
+        if (!cli_parse_picture_spec(em->g, spec, name, sizeof name, &sample)) return cli_no_match_error(cmd, "--attention-map", spec, em->g);
+        ts_tensor_info(ts_graph_find(em->g, name), &info);
+        if (info.data || info.ndim != 4 || info.shape[2] != info.shape[3])
+            return cli_usage_error(cmd, "--attention-map %s: takes attention probabilities [B,H,T,T] such as blocks.0.attn/Softmax:0; '%s' is %s",
+                                   spec, name, ts_array_shape_str(&info, shape, sizeof shape));
+        if (sample >= info.shape[0])
+            return cli_usage_error(cmd, "--attention-map %s: TENSOR[:SAMPLE] with a sample in 0..%lld", spec, (long long)info.shape[0] - 1);
+    }
+    return CLI_OK;
+}
+
 /* mse against one-hot targets: labels i32 [B] -> f32 [B, C] in *buf. */
 static float *to_onehot(ts_array *labels, int64_t C, float *buf) {
     int64_t B = labels->shape[0];
@@ -406,7 +566,8 @@ static void curve_add(curve *c, double x, double y) {
 /* eval takes the flags that say which model, which weights and which
  * images; everything about training or observing it is refused, not ignored. */
 static const char *const EVAL_FLAGS[] = {"--model", "--data", "--batch-size", "--seed", "--holdout", "--all", "--threads", "--device",
-                                         "--weights", "--log-verbosity", "--metrics", "--quiet"};
+                                         "--weights", "--log-verbosity", "--metrics", "--quiet", "--input", "--loss", "--labels-input",
+                                         "--output", "--layers", "--heads", "--embd", "--block-size", "--vocab"};
 
 static bool is_eval_flag(const char *name, size_t len) {
     for (size_t i = 0; i < TS_ARRAY_COUNT(EVAL_FLAGS); i++)
@@ -418,7 +579,7 @@ static bool is_eval_flag(const char *name, size_t len) {
 static const cli_flag *eval_flags(const cli_flag *all, cli_flag *out) {
     size_t n = 0;
     for (const cli_flag *f = all; f->name; f++)
-        if (is_eval_flag(f->name, strlen(f->name))) out[n++] = *f;
+        if (f->kind == FLAG_SECTION || is_eval_flag(f->name, strlen(f->name))) out[n++] = *f;
     out[n] = (cli_flag){NULL, FLAG_BOOL, NULL, NULL, NULL};
     return out;
 }
@@ -441,29 +602,31 @@ static int train_only_flag(const cli_flag *all, const cli_flag *evalt, int argc,
 
 int cmd_train(int argc, char **argv, bool eval_only) {
     const char *cmd = eval_only ? "eval" : "train";
-    train_args a = {.model = "mlp", .data = NULL, .optimizer = NULL, .epochs = 1, .batch_size = 64, .seed = 0,
+    train_args a = {.model = "mlp", .data = NULL, .optimizer = NULL, .epochs = -1, .batch_size = -1, .seed = 0,
                     .holdout = -1, .repeat_count = 1, .grad_accum = 1, .threads = 0, .log_verbosity = -1, .watch_period = 1,
-                    .lr = -1, .check_numerics = NULL, .lr_schedule = "constant", .lr_step_size = 1000, .lr_gamma = 0.1, .outfeed_depth = 64};
+                    .lr = -1, .weight_decay = -1, .check_numerics = NULL, .lr_schedule = "constant", .lr_step_size = 1000, .lr_gamma = 0.1,
+                    .outfeed_depth = 64};
+    cli_import imp = {&a.inputs, NULL, NULL, NULL, 0, 0, 0, 0, 0};
     const cli_flag flags[] = {
-        {"--model", FLAG_STRING, &a.model, "NAME|FILE.onnx", "built-in model (mlp, cnn) or an ONNX file"},
-        {"--input", FLAG_LIST, &a.inputs, "NAME:SHAPE", "ONNX: static shape of an input, e.g. x:64x1x28x28 (dim 0 = --batch-size)"},
-        {"--loss", FLAG_STRING, &a.loss, "cross_entropy|nll|mse", "ONNX: loss on the output (default nll after LogSoftmax, else cross_entropy)"},
-        {"--labels-input", FLAG_STRING, &a.labels_input, "NAME", "ONNX: the file's labels input; its scalar output is the loss"},
-        {"--output", FLAG_STRING, &a.output, "NAME", "ONNX: the scores to put the loss on (default: the first output)"},
-        {"--data", FLAG_STRING, &a.data, "DIR|FILE.npz", "MNIST IDX directory (default: data/mnist, else the installed copy), x.npy + labels.npy directory, or .npz"},
-        {"--epochs", FLAG_INT, &a.epochs, "N", "passes over the training split (default 1)"},
-        {"--batch-size", FLAG_INT, &a.batch_size, "B", "micro-batch size (default 64)"},
-        {"--lr", FLAG_FLOAT, &a.lr, "LR", "learning rate (default: mlp 0.01, cnn 0.001)"},
+        {"--model", FLAG_STRING, &a.model, "NAME|FILE.onnx", "built-in model (mlp, cnn, gpt) or an ONNX file; its own flags are at the end"},
+        {"--input", FLAG_LIST, &a.inputs, "NAME:SHAPE", "static shape of an input, e.g. x:64x1x28x28 or tokens:32x64 (dim 0 = --batch-size)"},
+        {"--data", FLAG_STRING, &a.data, "DIR|FILE", "MNIST IDX directory (default: data/mnist, else the installed copy), x.npy + labels.npy "
+                                                     "directory, .npz, or a text corpus: FILE.txt or a directory with input.txt (gpt's default: data/tinyshakespeare)"},
+        {"--epochs", FLAG_INT, &a.epochs, "N", "passes over the training split (default 1; gpt: --steps 1000)"},
+        {"--steps", FLAG_INT, &a.steps, "N", "train N optimizer steps instead of --epochs (the plan a --lr-schedule follows)"},
+        {"--batch-size", FLAG_INT, &a.batch_size, "B", "micro-batch size (default 64; gpt: 32 windows)"},
+        {"--lr", FLAG_FLOAT, &a.lr, "LR", "learning rate (default: mlp 0.01, cnn 0.001, gpt 0.002)"},
         {"--lr-schedule", FLAG_STRING, &a.lr_schedule, "constant|step|cosine", "learning rate per optimizer step (default constant)"},
         {"--warmup-steps", FLAG_INT, &a.warmup_steps, "N", "rise linearly to --lr over the first N steps (default 0)"},
         {"--lr-step-size", FLAG_INT, &a.lr_step_size, "N", "step schedule: multiply the rate by --lr-gamma every N steps (default 1000)"},
         {"--lr-gamma", FLAG_FLOAT, &a.lr_gamma, "G", "step schedule: the factor (default 0.1)"},
         {"--lr-min", FLAG_FLOAT, &a.lr_min, "LR", "cosine schedule: the rate at the last step of --epochs (default 0)"},
-        {"--optimizer", FLAG_STRING, &a.optimizer, "sgd|adam|adamw", "optimizer (default: mlp sgd, cnn adam)"},
+        {"--optimizer", FLAG_STRING, &a.optimizer, "sgd|adam|adamw", "optimizer (default: mlp sgd, cnn adam, gpt adamw)"},
         {"--momentum", FLAG_FLOAT, &a.momentum, "M", "SGD momentum (default 0)"},
-        {"--weight-decay", FLAG_FLOAT, &a.weight_decay, "WD", "weight decay (default 0)"},
-        {"--seed", FLAG_INT, &a.seed, "N", "seed for initialisation and shuffling (default 0)"},
-        {"--holdout", FLAG_INT, &a.holdout, "N", "last N samples held out for accuracy (default 2000, arrays: 10%; an .npz's x_heldout instead)"},
+        {"--weight-decay", FLAG_FLOAT, &a.weight_decay, "WD", "weight decay (default 0; gpt 0.01)"},
+        {"--seed", FLAG_INT, &a.seed, "N", "seed for initialisation, shuffling and a corpus's windows (default 0)"},
+        {"--holdout", FLAG_INT, &a.holdout, "N", "last N samples held out for accuracy (default 2000, arrays: 10%; an .npz's x_heldout instead; "
+                                                 "a corpus: N windows of its last tenth, default 20 batches)"},
         {"--all", FLAG_BOOL, &a.all, NULL, "eval: evaluate on every image, not only the held-out ones"},
         {"--repeat-count", FLAG_INT, &a.repeat_count, "D", "device iterations: optimizer steps per run (default 1)"},
         {"--gradient-accumulation-count", FLAG_INT, &a.grad_accum, "A", "micro-batches averaged per step (default 1)"},
@@ -494,7 +657,9 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--tensorboard", FLAG_STRING, &a.tensorboard, "DIR", "write TensorBoard event files to DIR/<date>_<host> (one run each)"},
         {"--run-name", FLAG_STRING, &a.run_name, "NAME", "with --tensorboard: write to DIR/NAME instead"},
         {"--plot", FLAG_STRING, &a.plot, "FILE.png", "plot loss and accuracy curves"},
-        {"--save-weights", FLAG_STRING, &a.save_weights, "DIR", "save parameters as .npy at the end"},
+        {"--save-weights", FLAG_STRING, &a.save_weights, "DIR", "save parameters as .npy at the end (and Ctrl-C); a corpus's model also "
+                                                                "lm.txt and vocab.txt, for 'tensorscope generate'"},
+        {"--save-init", FLAG_STRING, &a.save_init, "DIR", "save the initial parameters as .npy (for a reference run)"},
         {"--weights", FLAG_STRING, &a.weights, "DIR", "load parameters from .npy files first"},
         {"--checkpoint-dir", FLAG_STRING, &a.checkpoint_dir, "DIR", "write DIR/checkpoint.tsck (weights, optimizer, step, data position) at the end"},
         {"--checkpoint-every", FLAG_INT, &a.checkpoint_every, "N", "with --checkpoint-dir: also every N runs"},
@@ -502,10 +667,17 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--feature-maps", FLAG_LIST, &a.feature_maps, "TENSOR[:SAMPLE]", "PNG grid of a 4-D activation's channels for one held-out sample"},
         {"--filters", FLAG_LIST, &a.filters, "PARAM", "PNG grid of a conv weight's kernels (e.g. conv1.weight)"},
         {"--picture-dir", FLAG_STRING, &a.picture_dir, "DIR", "where --feature-maps and --filters write (default .)"},
+        {"--attention-map", FLAG_LIST, &a.attention_maps, "TENSOR[:SAMPLE]", "PNG of a language model's attention [B,H,T,T] for a held-out window"},
+        {"--attention-map-dir", FLAG_STRING, &a.attn_dir, "DIR", "where --attention-map writes (default .)"},
         {"--pipeline-stages", FLAG_INT, &a.pipeline_stages, "K", "under mpirun -np K: one pipeline stage per rank (else one replica per rank)"},
         {"--split-at", FLAG_STRING, &a.split_at, "SCOPE[,SCOPE...]", "the K-1 scopes that start stages 2..K (e.g. fc2,fc3)"},
         {"--pipeline-schedule", FLAG_STRING, &a.pipeline_schedule, "gpipe|1f1b", "gpipe: every forward, then every backward (default); 1f1b: one forward, one backward"},
         {"--quiet", FLAG_BOOL, &a.quiet, NULL, "only errors, warnings and the final result (no progress, no epoch lines)"},
+        {"", FLAG_SECTION, NULL, NULL, "--model FILE.onnx"},
+        {"--loss", FLAG_STRING, &imp.loss, "cross_entropy|nll|mse", "loss on the output (default nll after LogSoftmax, else cross_entropy)"},
+        {"--labels-input", FLAG_STRING, &imp.labels_input, "NAME", "the file's labels input; its scalar output is the loss"},
+        {"--output", FLAG_STRING, &imp.output, "NAME", "the scores to put the loss on (default: the first output)"},
+        CLI_GPT_FLAGS(imp),
         {NULL, FLAG_BOOL, NULL, NULL, NULL}};
     cli_flag eval_table[TS_ARRAY_COUNT(flags)];
     const cli_flag *table = eval_only ? eval_flags(flags, eval_table) : flags;
@@ -521,9 +693,21 @@ int cmd_train(int argc, char **argv, bool eval_only) {
 
     /* ---- validate before doing any work */
     if (!eval_only && a.all) return cli_usage_error(cmd, "--all is an eval flag (train always holds out the last --holdout images)");
-    if (a.epochs < (eval_only ? 0 : 1) || a.epochs > 100000) return cli_usage_error(cmd, "--epochs must be 1..100000, got %ld", a.epochs);
+    const cli_defaults model_defaults = cli_model_defaults(a.model);
+    if ((rc = cli_model_check(cmd, a.model, &imp))) return rc;
+    if (a.epochs != -1 && a.steps) return cli_usage_error(cmd, "give --epochs or --steps, not both");
+    if (a.steps < 0 || a.steps > 1000000000) return cli_usage_error(cmd, "--steps must be 1..1000000000, got %ld", a.steps);
+    if (a.epochs != -1 && (a.epochs < (eval_only ? 0 : 1) || a.epochs > 100000))
+        return cli_usage_error(cmd, "--epochs must be 1..100000, got %ld", a.epochs);
+    if (a.epochs == -1) {
+        if (!a.steps) a.steps = model_defaults.steps;
+        a.epochs = a.steps ? 0 : 1;
+    }
+    if (a.batch_size == -1) a.batch_size = model_defaults.batch_size;
     if (a.batch_size < 1 || a.batch_size > 100000) return cli_usage_error(cmd, "--batch-size must be 1..100000, got %ld", a.batch_size);
-    cli_model_defaults(a.model, a.optimizer ? NULL : &a.optimizer, a.lr == -1 ? &a.lr : NULL);
+    if (!a.optimizer) a.optimizer = model_defaults.optimizer;
+    if (a.lr == -1) a.lr = model_defaults.lr;
+    if (a.weight_decay == -1) a.weight_decay = model_defaults.weight_decay;
     if (!(a.lr >= 0 && a.lr <= 1e6)) return cli_usage_error(cmd, "--lr must be in [0, 1e6], got %g", a.lr);
     if (a.momentum < 0 || a.momentum >= 1) return cli_usage_error(cmd, "--momentum must be in [0, 1), got %g", a.momentum);
     if (a.weight_decay < 0) return cli_usage_error(cmd, "--weight-decay must be >= 0, got %g", a.weight_decay);
@@ -562,6 +746,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     if (a.checkpoint_every < 0) return cli_usage_error(cmd, "--checkpoint-every must be >= 1, got %ld", a.checkpoint_every);
     if (a.checkpoint_every && !a.checkpoint_dir) return cli_usage_error(cmd, "--checkpoint-every needs --checkpoint-dir DIR");
     if (a.resume && a.weights) return cli_usage_error(cmd, "--resume restores the weights: leave out --weights");
+    if (a.attn_dir && !a.attention_maps.n) return cli_usage_error(cmd, "--attention-map-dir says where --attention-map TENSOR writes: give one");
     const char *device = a.device ? a.device : getenv("TS_DEVICE"), *from = a.device ? "--device" : "TS_DEVICE";
     ts_status dst = device && *device ? ts_device_check(device) : TS_OK; /* before any work */
     if (dst) return dst == TS_ERR_INVALID_ARGUMENT ? cli_usage_error(cmd, "%s: %s", from, ts_last_error()) : cli_runtime_error(from);
@@ -581,6 +766,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     const cli_need needs[] = {{"--histogram", a.histogram ? "plots" : NULL},
                               {"--plot", a.plot ? "plots" : NULL},
                               {"--feature-maps", a.feature_maps.n ? "plots" : NULL},
+                              {"--attention-map", a.attention_maps.n ? "plots" : NULL},
                               {"--filters", a.filters.n ? "plots" : NULL},
                               {"--tensorboard", a.tensorboard ? "tensorboard" : NULL},
                               {"--model", cli_file_feature(a.model)},
@@ -591,10 +777,14 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     const struct {
         const char *flag, *path;
         bool dir;
-    } outputs[] = {{"--plot", a.plot, false}, {"--histogram", a.histogram, false}, {"--save-weights", a.save_weights, true},
-                   {"--dump-npy", a.dump_npy, true}, {"--tensorboard", a.tensorboard, true}};
+    } outputs[] = {{"--plot", a.plot, false},           {"--histogram", a.histogram, false},  {"--save-weights", a.save_weights, true},
+                   {"--dump-npy", a.dump_npy, true},      {"--tensorboard", a.tensorboard, true}, {"--save-init", a.save_init, true},
+                   {"--checkpoint-dir", a.checkpoint_dir, true}, {"--picture-dir", a.picture_dir, true},
+                   {"--attention-map-dir", a.attn_dir, true}};
     for (size_t i = 0; i < sizeof outputs / sizeof outputs[0]; i++)
-        if (outputs[i].path && (rc = cli_check_output(cmd, outputs[i].flag, outputs[i].path, outputs[i].dir))) return rc;
+        if (outputs[i].path && (rc = outputs[i].dir ? cli_check_output(cmd, outputs[i].flag, outputs[i].path, true)
+                                                    : cli_check_output_file_mkdir(cmd, outputs[i].flag, outputs[i].path)))
+            return rc;
     if (a.log_verbosity >= 0) ts_set_log_level((int)a.log_verbosity);
     else if (a.quiet) cli_quiet_logs();
     ts_crash_handler_install();
@@ -637,29 +827,32 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     ts_outfeed *q = NULL;
     ts_tb_writer *tb = NULL;
     char tb_dir[1100] = "";
-    ts_loader *loader = NULL;
+    ts_corpus *corpus = NULL;
+    batches src = {0};
     sink_state sink = {.dump_dir = lead ? a.dump_npy : NULL, .budget = dump_limit, .replicas = R};
     bool dumps_full = false;
     curve *loss_curve = calloc(1, sizeof *loss_curve), *acc_curve = calloc(1, sizeof *acc_curve), *hl_curve = calloc(1, sizeof *hl_curve);
     rc = CLI_RUNTIME;
     if (!loss_curve || !acc_curve || !hl_curve) goto done;
     char data_dir[PATH_MAX + 64];
-    if (!a.data) a.data = cli_default_data_dir(data_dir, sizeof data_dir);
-    if (is_array_data(a.data) ? ts_dataset_load_arrays(&ds, &hds, a.data) : ts_dataset_load_mnist(&ds, a.data)) {
-        cli_runtime_error("loading the dataset");
+    if (!a.data) a.data = cli_default_data_dir(model_defaults.data, data_dir, sizeof data_dir);
+    const bool text = model_defaults.text || is_text_data(a.data);
+    if (text ? ts_corpus_load(&corpus, a.data)
+             : is_array_data(a.data) ? ts_dataset_load_arrays(&ds, &hds, a.data) : ts_dataset_load_mnist(&ds, a.data)) {
+        cli_runtime_error(text ? "loading the corpus" : "loading the dataset");
         goto done;
     }
-    int64_t N = ts_dataset_size(ds);
-    if (a.holdout < 0) a.holdout = hds ? 0 : is_array_data(a.data) ? (long)(N / 10 < 2000 ? N / 10 : 2000) : 2000;
-    if (a.holdout >= N) {
+    int64_t N = corpus ? 0 : ts_dataset_size(ds);
+    if (a.holdout < 0) a.holdout = corpus ? 20 * a.batch_size : hds ? 0 : is_array_data(a.data) ? (long)(N / 10 < 2000 ? N / 10 : 2000) : 2000;
+    if (!corpus && a.holdout >= N) {
         rc = cli_usage_error(cmd, "--holdout %ld leaves no training images (the dataset has %lld)", a.holdout, (long long)N);
         goto done;
     }
     int64_t n_train = N - a.holdout;
-    cli_import imp = {&a.inputs, a.loss, a.labels_input, a.output};
+    if (corpus && !imp.vocab) imp.vocab = ts_corpus_vocab_size(corpus);
     ts_status st = cli_model_open(a.model, a.batch_size, (uint64_t)a.seed, &a.prints, &imp, &cm);
     if (st == TS_ERR_NOT_FOUND && !cm.error[0]) {
-        rc = cli_usage_error(cmd, "unknown model '%s' (built-in: %s; or an ONNX file ending in .onnx)", a.model, cli_model_names());
+        rc = cli_unknown_model(cmd, a.model);
         goto done;
     }
     if (st) {
@@ -667,7 +860,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         else cli_runtime_error("building the model");
         goto done;
     }
-    if ((rc = check_data(cmd, &cm, ds, hds, a.data)) != CLI_OK) goto done;
+    if ((rc = corpus ? check_corpus(cmd, &cm, corpus, a.data, &a) : check_data(cmd, &cm, ds, hds, a.data)) != CLI_OK) goto done;
     for (int i = 0; i < a.prints.n; i++)
         if (!cli_graph_has_match(cm.g, a.prints.items[i])) {
             rc = cli_no_match_error(cmd, "--print-tensor", a.prints.items[i], cm.g);
@@ -676,6 +869,10 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     rc = CLI_RUNTIME;
     if (a.weights && ts_graph_load_weights(cm.g, a.weights)) { /* checked whole (shapes, NaN) before any is set */
         cli_runtime_error("loading weights");
+        goto done;
+    }
+    if (a.save_init && lead && save_weights(&cm, a.save_init)) {
+        cli_runtime_error("saving the initial weights");
         goto done;
     }
     if (!(o = ts_options_new())) goto done;
@@ -695,7 +892,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         ts_output_mode mode;
         int period;
         cli_parse_anchor(cmd, a.anchors.items[i], name, sizeof name, &mode, &period); /* checked above */
-        const char *shortn = strpbrk(name, "*?[") ? NULL : name;
+        /* one tensor anchored in several modes: each anchor goes by its spec */
+        const char *shortn = strpbrk(name, "*?[") ? NULL : anchored_before(cmd, &a.anchors, i, name) ? a.anchors.items[i] : name;
         if (ts_options_anchor(o, shortn, name, mode, period)) {
             rc = cli_usage_error(cmd, "--anchor %s: %s", a.anchors.items[i], ts_last_error());
             goto done;
@@ -768,11 +966,20 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         cli_runtime_error("building the evaluation model");
         goto done;
     }
+    /* every name a picture flag takes, before training */
+    if ((rc = check_pictures(cmd, &a, &cm, &em)) != CLI_OK) goto done;
+    rc = CLI_RUNTIME;
     ts_tensor *outs[1] = {em.logp};
     ts_options *io = ts_options_new();
     if (!io) goto done;
     ts_options_set_threads(io, (int)a.threads);
     if (a.device) ts_options_set_device(io, a.device); /* checked on the training options */
+    for (int i = 0; i < a.attention_maps.n; i++) { /* the attention maps read the inference model's anchors */
+        char name[512];
+        long sample;
+        cli_parse_picture_spec(em.g, a.attention_maps.items[i], name, sizeof name, &sample); /* checked above */
+        ts_options_anchor(io, name, name, TS_OUTPUT_FINAL, 0); /* a repeat is one anchor: the error is ignored */
+    }
     st = ts_model_inference(&inf, em.g, outs, 1, io);
     ts_options_free(io);
     if (st || ts_model_compile(inf)) {
@@ -785,6 +992,10 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             fprintf(stderr, "tensorscope eval: warning: no --weights given: evaluating the untrained random initialisation (seed %ld); "
                             "save trained weights with 'tensorscope train --save-weights DIR' and pass --weights DIR\n",
                     a.seed);
+        if (corpus && a.all) {
+            rc = cli_usage_error(cmd, "--all: a corpus is evaluated on windows of its held-out last tenth (--holdout N of them)");
+            goto done;
+        }
         int64_t first = a.all ? 0 : n_train, count = a.all ? N : a.holdout;
         const ts_dataset *eds = hds && !a.all ? hds : ds;
         if (hds && !a.all) first = 0, count = ts_dataset_size(hds);
@@ -792,11 +1003,12 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             rc = cli_usage_error(cmd, "nothing to evaluate: --holdout is 0 (use --all)");
             goto done;
         }
-        if (evaluate(inf, &em, eds, first, count, a.batch_size, &acc, &loss, !a.quiet)) {
+        if (evaluate(inf, &em, eds, corpus, first, count, a.batch_size, &acc, &loss, !a.quiet)) {
             cli_runtime_error("evaluating");
             goto done;
         }
-        printf("eval: %lld images, loss %.4f, accuracy %.2f%%\n", (long long)count, loss, 100 * acc);
+        if (corpus) printf("eval: %lld windows of %lld tokens, loss %.4f, next-token accuracy %.2f%%\n", (long long)count, (long long)em.block, loss, 100 * acc);
+        else printf("eval: %lld images, loss %.4f, accuracy %.2f%%\n", (long long)count, loss, 100 * acc);
         rc = CLI_OK;
         goto done;
     }
@@ -806,16 +1018,9 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         else cli_runtime_error("compiling the training model");
         goto done;
     }
-    for (int i = 0; i < a.watches.n; i++) { /* a watch that matches nothing is a typo */
-        const ts_watch_result *w;
-        size_t nw = 0;
-        bool hit = false;
-        ts_model_watch_results(tm, &w, &nw);
-        for (size_t k = 0; k < nw && !hit; k++) hit = ts_name_matches(a.watches.items[i], w[k].name);
-        if (!hit) {
-            rc = cli_usage_error(cmd, "--watch %s matches no tensor (list them with 'tensorscope names')", a.watches.items[i]);
-            goto done;
-        }
+    if (ts_model_check_watches(tm)) { /* a watch that matches nothing is a typo: the closest names */
+        rc = cli_usage_error(cmd, "--watch matches no tensor: %s", ts_last_error());
+        goto done;
     }
     if (want_hist) { /* the histogram plots anchored gradients: none would be a silent no-op */
         const char *const *an;
@@ -834,6 +1039,30 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     }
     if (R > 1 && !a.quiet) printf("replicas: %d (one per MPI rank), micro-batch %ld each, %ld per step\n", R, a.batch_size, a.batch_size * R);
     if (K > 1 && !a.quiet) printf("pipeline: %d stages (one per MPI rank), split at %s\n", K, a.split_at);
+    /* every rank loads the combined batch of the replicas; each computes its slice */
+    src.S = S;
+    if (corpus ? batches_corpus(&src, corpus, 0, a.batch_size * R, cm.block, S, (uint64_t)a.seed)
+               : ts_loader_new(&src.loader, ds, (ts_loader_config){.batch_size = a.batch_size * R, .first = 0, .count = n_train, .shuffle = 1,
+                                                                   .seed = (uint64_t)a.seed, .drop_last = 1})) {
+        cli_runtime_error("creating the data loader");
+        goto done;
+    }
+    long long per_run = (long long)S * a.batch_size * R; /* samples one run trains on, over the replicas */
+    long runs_per_epoch = batches_runs_per_epoch(&src);
+    if (runs_per_epoch < 1) {
+        rc = cli_usage_error(cmd, "one run needs %d batches of %ld (D x A), the training split holds %lld batches", S, a.batch_size * R,
+                             (long long)ts_loader_batches(src.loader));
+        goto done;
+    }
+    /* the plan is --epochs or --steps: --max-steps and --run-single-step stop
+     * early, so a run stopped and resumed follows the same schedule */
+    long stop_runs = a.max_steps;
+    if (a.steps) {
+        long runs = (a.steps + a.repeat_count - 1) / a.repeat_count;
+        a.epochs = (runs + runs_per_epoch - 1) / runs_per_epoch;
+        if (!stop_runs || runs < stop_runs) stop_runs = runs;
+    }
+    int64_t planned_steps = a.steps ? (int64_t)a.steps : (int64_t)a.epochs * runs_per_epoch * a.repeat_count;
     if (a.tensorboard && lead) {
         if (cli_tb_open(a.tensorboard, a.run_name, &tb, tb_dir, sizeof tb_dir)) {
             cli_runtime_error("opening the TensorBoard log");
@@ -844,30 +1073,15 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         cli_tb_hparams(tb, &hp);
         char cfg[1024];
         snprintf(cfg, sizeof cfg,
-                 "model: %s  \noptimizer: %s lr=%g momentum=%g weight_decay=%g  \nbatch size: %ld, repeat count (D): %ld, gradient accumulation (A): %ld  \nepochs: %ld, seed: %ld, train/held-out: %lld/%ld",
+                 "model: %s  \noptimizer: %s lr=%g momentum=%g weight_decay=%g  \nbatch size: %ld, repeat count (D): %ld, gradient accumulation (A): %ld  \nepochs: %ld, seed: %ld, train/held-out: %lld/%ld%s",
                  a.model, a.optimizer, a.lr, a.momentum, a.weight_decay, a.batch_size, a.repeat_count, a.grad_accum, a.epochs, a.seed,
-                 (long long)n_train, a.holdout);
+                 (long long)(corpus ? ts_corpus_length(corpus, 0) : n_train), corpus ? (long)ts_corpus_length(corpus, 1) : a.holdout,
+                 corpus ? " characters" : "");
         if (ts_tb_text(tb, "config", 0, cfg)) {
             cli_runtime_error("writing the TensorBoard log");
             goto done;
         }
     }
-    /* every rank loads the combined batch of the replicas; each computes its slice */
-    if (ts_loader_new(&loader, ds, (ts_loader_config){.batch_size = a.batch_size * R, .first = 0, .count = n_train, .shuffle = 1,
-                                                      .seed = (uint64_t)a.seed, .drop_last = 1})) {
-        cli_runtime_error("creating the data loader");
-        goto done;
-    }
-    long long per_run = (long long)S * a.batch_size * R; /* samples one run trains on, over the replicas */
-    long runs_per_epoch = (long)(ts_loader_batches(loader) / S);
-    if (runs_per_epoch < 1) {
-        rc = cli_usage_error(cmd, "one run needs %d batches of %ld (D x A), the training split holds %lld batches", S, a.batch_size * R,
-                             (long long)ts_loader_batches(loader));
-        goto done;
-    }
-    /* the plan is --epochs: --max-steps and --run-single-step stop early, so
-     * a run stopped and resumed follows the same schedule */
-    int64_t planned_steps = (int64_t)a.epochs * runs_per_epoch * a.repeat_count;
     sched.total_steps = planned_steps - sched.warmup_steps > 0 ? planned_steps - sched.warmup_steps : 1;
     if (ts_model_set_lr_schedule(tm, &sched)) {
         rc = cli_usage_error(cmd, "%s", ts_last_error());
@@ -880,23 +1094,23 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     char ckpt[1100] = "";
     if (a.resume) {
         snprintf(ckpt, sizeof ckpt, "%s/checkpoint.tsck", a.resume);
-        if (ts_checkpoint_load(ckpt, tm, loader)) {
+        if (ts_checkpoint_load(ckpt, tm, src.loader)) {
             cli_runtime_error("resuming");
             goto done;
         }
+        batches_seek(&src, ts_model_runs(tm));
         if (!a.quiet)
             fprintf(stderr, "resumed from %s at step %lld (run %lld, epoch %lld)\n", ckpt, (long long)ts_model_steps(tm),
-                    (long long)ts_model_runs(tm), (long long)ts_loader_epoch(loader));
+                    (long long)ts_model_runs(tm), (long long)batches_epoch(&src));
     }
-    if (a.checkpoint_dir) {
-        mkdir(a.checkpoint_dir, 0777); /* if that fails, the first save says why */
+    if (a.checkpoint_dir) { /* the directory: checked (made) before any work */
         snprintf(ckpt, sizeof ckpt, "%s/checkpoint.tsck", a.checkpoint_dir);
     }
     const char *in_names[2] = {ts_tensor_name(cm.x), ts_tensor_name(cm.labels)};
     long total_runs = (long)ts_model_runs(tm);
     long long first_samples = (long long)total_runs * per_run; /* a resumed run's samples before it */
-    long first_epoch = ts_loader_epoch(loader) > 1 ? (long)ts_loader_epoch(loader) : 1;
-    bool stop = a.max_steps && total_runs >= a.max_steps;
+    long first_epoch = batches_epoch(&src) > 1 ? (long)batches_epoch(&src) : 1;
+    bool stop = stop_runs && total_runs >= stop_runs;
     double t_start = cli_now(), train_s = 0; /* train_s: training time, evaluation excluded */
     double last_loss = NAN, last_acc = 0, last_hl = 0;
     bool last_held = false;
@@ -911,7 +1125,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         long ep_runs = 0;
         for (;;) {
             ts_array in[2];
-            st = ts_loader_next(loader, S, &in[0], &in[1]);
+            st = batches_next(&src, &in[0], &in[1]);
             if (st == TS_ERR_NOT_FOUND) break;
             double r0 = cli_now();
             if (!st && cm.onehot && !(onehot = to_onehot(&in[1], cm.onehot, onehot))) st = TS_ERR_OUT_OF_MEMORY;
@@ -957,7 +1171,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
                 cli_progress_end(&bar);
                 print_stats_table(tm, q, &sink);
             }
-            if (lead && a.checkpoint_dir && a.checkpoint_every && total_runs % a.checkpoint_every == 0 && ts_checkpoint_save(ckpt, tm, loader)) {
+            if (lead && a.checkpoint_dir && a.checkpoint_every && total_runs % a.checkpoint_every == 0 && ts_checkpoint_save(ckpt, tm, src.loader)) {
                 cli_progress_end(&bar);
                 cli_runtime_error("writing the checkpoint");
                 goto done;
@@ -986,7 +1200,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
                 stop = true;
                 break;
             }
-            if (a.run_single_step || (a.max_steps && total_runs >= a.max_steps)) {
+            if (a.run_single_step || (stop_runs && total_runs >= stop_runs)) {
                 stop = true;
                 break;
             }
@@ -994,7 +1208,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         cli_progress_end(&bar);
         double ep_s = cli_now() - t0, acc = 0, hl = 0;
         bool held = a.holdout > 0 || hds;
-        if (held && (copy_params(&cm, &em) || evaluate(inf, &em, hds ? hds : ds, hds ? 0 : n_train, hds ? ts_dataset_size(hds) : a.holdout,
+        if (held && (copy_params(&cm, &em) || evaluate(inf, &em, hds ? hds : ds, corpus, hds ? 0 : n_train, hds ? ts_dataset_size(hds) : a.holdout,
                                                         a.batch_size, &acc, &hl, !a.quiet))) {
             cli_runtime_error("evaluating");
             goto done;
@@ -1029,7 +1243,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         fprintf(stderr, "tensorscope: interrupted by %s after %ld runs (%lld steps): writing what was asked, then exiting (again to exit at once)\n",
                 g_interrupted == SIGINT ? "SIGINT" : "SIGTERM", total_runs, (long long)ts_model_steps(tm));
     if (a.checkpoint_dir && lead) {
-        if (ts_checkpoint_save(ckpt, tm, loader)) {
+        if (ts_checkpoint_save(ckpt, tm, src.loader)) {
             cli_runtime_error("writing the checkpoint");
             goto done;
         }
@@ -1118,7 +1332,6 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         ts_loader *pl = NULL;
         ts_array px, py;
         int64_t first = a.holdout > 0 ? n_train : 0;
-        if (a.picture_dir) mkdir(a.picture_dir, 0777); /* if that fails, the first write says why */
         if (copy_params(&cm, &em) ||
             ts_loader_new(&pl, ds, (ts_loader_config){.batch_size = a.batch_size, .first = first, .count = a.batch_size}) ||
             ts_loader_next(pl, 1, &px, &py)) {
@@ -1135,11 +1348,28 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             goto done;
         }
     }
+    if (a.attention_maps.n && lead) {
+        batches hb = {0};
+        ts_array hx, hy;
+        const char *xname[1] = {ts_tensor_name(em.x)};
+        int prc = CLI_RUNTIME;
+        if (copy_params(&cm, &em) || batches_heldout(&hb, &em, NULL, corpus, 0, a.batch_size, a.batch_size) || batches_next(&hb, &hx, &hy) ||
+            ts_model_run(inf, xname, &hx, 1))
+            cli_runtime_error("running a held-out batch for the attention maps");
+        else
+            prc = cli_attention_maps(inf, &em, &a.attention_maps, hx.data, corpus, a.attn_dir ? a.attn_dir : ".", tb, ts_model_steps(tm));
+        batches_free(&hb);
+        if (prc != CLI_OK) {
+            rc = prc;
+            goto done;
+        }
+    }
     if (a.save_weights && lead) {
         if (save_weights(&cm, a.save_weights)) {
             cli_runtime_error("saving weights");
             goto done;
         }
+        if (corpus && (rc = cli_lm_save(a.save_weights, a.model, &imp, &cm, corpus)) != CLI_OK) goto done;
         printf("saved weights to %s/\n", a.save_weights);
     }
     rc = dumps_full ? CLI_RUNTIME : CLI_OK;
@@ -1172,7 +1402,8 @@ done:
         ts_string_free(r);
     }
     g_running = NULL;
-    ts_loader_free(loader);
+    batches_free(&src);
+    ts_corpus_free(corpus);
     ts_model_free(tm);
     ts_model_free(inf);
     ts_options_free(o);

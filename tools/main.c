@@ -9,9 +9,9 @@ static void usage(FILE *f) {
     fprintf(f, "usage: tensorscope COMMAND [flags]\n\n"
                "Train neural networks on a compiled static graph and see any tensor in it.\n\n"
                "commands:\n"
-               "  train       train a built-in model (mlp on MNIST, gpt on text), observing what you ask for\n"
-               "  eval        evaluate a built-in model (optionally with saved weights)\n"
-               "  generate    sample text from a trained character GPT (train --model gpt)\n"
+               "  train       train a model (mlp, cnn on MNIST or arrays, gpt on text, an ONNX file), observing what you ask for\n"
+               "  eval        evaluate a model (optionally with saved weights)\n"
+               "  generate    sample text from a language model trained on a text corpus (train --model gpt)\n"
                "  names       compile a model and print every tensor name\n"
                "  graph       print a model's graph as text or Graphviz DOT\n"
                "  inspect     summarise a .npy file: one line, stats and a histogram\n"
@@ -37,7 +37,6 @@ int main(int argc, char **argv) {
         printf("tensorscope %s\nfeatures: %s\n", ts_version(), ts_features());
         return CLI_OK;
     }
-    if (strcmp(c, "train") == 0 && cli_wants_gpt(argc, argv)) return cmd_train_gpt(argc, argv);
     if (strcmp(c, "train") == 0) return cmd_train(argc, argv, false);
     if (strcmp(c, "generate") == 0) return cmd_generate(argc, argv);
     if (strcmp(c, "eval") == 0) return cmd_train(argc, argv, true);
@@ -47,6 +46,9 @@ int main(int argc, char **argv) {
     if (strcmp(c, "debug-run") == 0) return cmd_debug_run(argc, argv);
     if (strcmp(c, "compare") == 0) return cmd_compare(argc, argv);
     if (strcmp(c, "lint") == 0) return cmd_lint(argc, argv);
-    fprintf(stderr, "tensorscope: unknown command '%s'\nRun 'tensorscope --help' for the list of commands.\n", c);
+    static const char *const commands[] = {"train", "eval", "generate", "names", "graph", "inspect", "compare", "lint", "debug-run", "help", "version"};
+    char close[256];
+    ts_closest_words(c, commands, sizeof commands / sizeof commands[0], close, sizeof close);
+    fprintf(stderr, "tensorscope: unknown command '%s'; did you mean %s?\nRun 'tensorscope --help' for the list of commands.\n", c, close);
     return CLI_USAGE;
 }

@@ -88,20 +88,31 @@ static ts_status build_cnn(long B, uint64_t seed, const cli_list *prints, cli_mo
     return classifier_head(g, h, prints, m);
 }
 
-const char *cli_model_names(void) { return "mlp, cnn"; }
-
-void cli_model_defaults(const char *name, const char **optimizer, double *lr) {
-    bool cnn = name && strcmp(name, "cnn") == 0;
-    if (optimizer) *optimizer = cnn ? "adam" : "sgd";
-    if (lr) *lr = cnn ? 0.001 : 0.01;
+/* A model built whole (a file's, the GPT): a print op beside each tensor
+ * asked for, logging its value every micro-batch. */
+static ts_status print_built(ts_graph *g, ts_tensor *loss, const cli_list *prints) {
+    for (size_t i = 0; prints && prints->n && i < ts_graph_tensor_count(g); i++) {
+        ts_tensor *t = ts_graph_tensor_at(g, i);
+        if (t != loss && cli_list_matches(prints, ts_tensor_name(t))) ts_print(g, t, ts_tensor_name(t));
+    }
+    if (cli_list_matches(prints, "loss")) ts_print(g, loss, "loss");
+    return ts_graph_status(g);
 }
 
-ts_status cli_model_build(const char *name, long batch, uint64_t seed, const cli_list *prints, cli_model *out) {
-    memset(out, 0, sizeof *out);
-    if (batch < 1 || batch > 1000000) return TS_ERR_INVALID_ARGUMENT;
-    if (strcmp(name, "mlp") == 0) return build_mlp(batch, seed, prints, out);
-    if (strcmp(name, "cnn") == 0) return build_cnn(batch, seed, prints, out);
-    return TS_ERR_NOT_FOUND;
+const char *const cli_model_list[] = {"mlp", "cnn", "gpt", NULL};
+const char *cli_model_names(void) { return "mlp, cnn, gpt"; }
+
+int cli_unknown_model(const char *cmd, const char *name) {
+    char close[256];
+    ts_closest_words(name, cli_model_list, sizeof cli_model_list / sizeof cli_model_list[0] - 1, close, sizeof close);
+    return cli_usage_error(cmd, "unknown model '%s'; did you mean %s? (built-in: %s; or an ONNX file ending in .onnx)", name, close,
+                           cli_model_names());
+}
+
+cli_defaults cli_model_defaults(const char *name) {
+    if (name && strcmp(name, "gpt") == 0) return (cli_defaults){"adamw", "tinyshakespeare", true, 0.002, 0.01, 32, 1000};
+    if (name && strcmp(name, "cnn") == 0) return (cli_defaults){"adam", "mnist", false, 0.001, 0, 64, 0};
+    return (cli_defaults){"sgd", "mnist", false, 0.01, 0, 64, 0};
 }
 
 ts_status cli_optimizer(const char *name, double lr, double momentum, double weight_decay, ts_optimizer *out) {
@@ -241,20 +252,100 @@ static ts_status open_onnx(const char *path, long batch, const cli_list *prints,
     }
     st = ts_graph_status(g);
     if (!st) st = ts_tensor_set_name(m->loss, "loss");
-    for (size_t i = 0; !st && prints && prints->n && i < ts_graph_tensor_count(g); i++) {
-        ts_tensor *t = ts_graph_tensor_at(g, i);
-        if (t != m->loss && cli_list_matches(prints, ts_tensor_name(t))) ts_print(g, t, ts_tensor_name(t));
+    ts_array xi, si;
+    if (!st && m->logp && !ts_tensor_info(m->x, &xi) && !ts_tensor_info(m->logp, &si) && xi.ndim == 2 && si.ndim == 3 &&
+        (xi.dtype == TS_I32 || xi.dtype == TS_I64) && xi.shape[1] == si.shape[1]) { /* token ids in, [B,T,V] scores out */
+        m->lm = true;
+        m->block = xi.shape[1], m->vocab = si.shape[2];
     }
-    if (!st && cli_list_matches(prints, "loss")) ts_print(g, m->loss, "loss");
-    return st ? st : ts_graph_status(g);
+    return st ? st : print_built(g, m->loss, prints);
+}
+
+/* The GPT's configuration the flags give, checked (a usage problem in m->error). */
+static ts_status gpt_config(long batch, const cli_import *imp, cli_model *m, ts_gpt_config *out) {
+    ts_gpt_config c = {.vocab = 65, .block_size = 64, .layers = 2, .heads = 4, .embd = 64, .batch = batch};
+    if (imp && imp->vocab) c.vocab = imp->vocab;
+    if (imp && imp->layers) c.layers = imp->layers;
+    if (imp && imp->heads) c.heads = imp->heads;
+    if (imp && imp->embd) c.embd = imp->embd;
+    if (imp && imp->block_size) c.block_size = imp->block_size;
+    for (int i = 0; imp && imp->inputs && i < imp->inputs->n; i++) { /* the same --input NAME:SHAPE as a file's */
+        char name[256];
+        ts_onnx_input in;
+        ts_status st = parse_input_spec(m, imp->inputs->items[i], name, sizeof name, &in);
+        if (st) return st;
+        if (strcmp(name, "tokens") != 0 || in.ndim != 2)
+            return fail(m, TS_ERR_INVALID_ARGUMENT, "--input %s: the gpt's input is tokens:BxT (B is --batch-size, T the block size)",
+                        imp->inputs->items[i]);
+        if (imp->block_size && imp->block_size != in.shape[1])
+            return fail(m, TS_ERR_INVALID_ARGUMENT, "--input %s and --block-size %ld disagree on T", imp->inputs->items[i], imp->block_size);
+        c.block_size = in.shape[1];
+    }
+    if (c.vocab < 2 || c.vocab > 1 << 24) return fail(m, TS_ERR_INVALID_ARGUMENT, "--vocab must be 2..%d, got %lld", 1 << 24, (long long)c.vocab);
+    if (c.layers < 1 || c.layers > 64) return fail(m, TS_ERR_INVALID_ARGUMENT, "--layers must be 1..64, got %lld", (long long)c.layers);
+    if (c.heads < 1 || c.embd < 1 || c.embd > 4096 || c.embd % c.heads)
+        return fail(m, TS_ERR_INVALID_ARGUMENT, "--embd (%lld) must be 1..4096 and a multiple of --heads (%lld)", (long long)c.embd,
+                    (long long)c.heads);
+    if (c.block_size < 1 || c.block_size > 4096)
+        return fail(m, TS_ERR_INVALID_ARGUMENT, "--block-size must be 1..4096, got %lld", (long long)c.block_size);
+    *out = c;
+    return TS_OK;
+}
+
+/* The character GPT (ts_gpt_build) for a vocabulary of imp->vocab tokens. */
+static ts_status build_gpt(long batch, uint64_t seed, const cli_list *prints, const cli_import *imp, cli_model *m) {
+    ts_gpt_config c;
+    ts_status st = gpt_config(batch, imp, m, &c);
+    if (st) return st;
+    if (!(m->g = ts_graph_new(seed))) return TS_ERR_OUT_OF_MEMORY;
+    ts_gpt gpt;
+    st = ts_gpt_build(m->g, &c, &gpt);
+    if (st) return st;
+    m->x = gpt.tokens, m->labels = gpt.targets, m->logp = gpt.logits, m->loss = gpt.loss;
+    m->logits = m->lm = true;
+    m->block = c.block_size, m->vocab = c.vocab;
+    return print_built(m->g, m->loss, prints);
+}
+
+/* A built-in model's inputs are fixed: an --input must give the shape they have. */
+static ts_status check_fixed_inputs(const cli_import *imp, cli_model *m) {
+    for (int i = 0; imp && imp->inputs && i < imp->inputs->n; i++) {
+        char name[256], want[128];
+        ts_onnx_input in;
+        ts_status st = parse_input_spec(m, imp->inputs->items[i], name, sizeof name, &in);
+        if (st) return st;
+        ts_array info;
+        ts_tensor_info(m->x, &info);
+        bool same = strcmp(name, ts_tensor_name(m->x)) == 0 && in.ndim == info.ndim;
+        for (int d = 1; same && d < in.ndim; d++) same = in.shape[d] == info.shape[d];
+        if (!same)
+            return fail(m, TS_ERR_INVALID_ARGUMENT, "--input %s: the model's input is %s %s (dim 0 is --batch-size); leave --input out",
+                        imp->inputs->items[i], ts_tensor_name(m->x), ts_array_shape_str(&info, want, sizeof want));
+    }
+    return TS_OK;
+}
+
+int cli_model_check(const char *cmd, const char *name, const cli_import *imp) {
+    cli_model m = {0};
+    ts_gpt_config c;
+    if (strcmp(name, "gpt") == 0 && gpt_config(1, imp, &m, &c)) return cli_usage_error(cmd, "%s", m.error);
+    if (strcmp(name, "gpt") != 0 && imp && (imp->layers || imp->heads || imp->embd || imp->block_size || imp->vocab))
+        return cli_usage_error(cmd, "--layers, --heads, --embd, --block-size and --vocab size a --model gpt; '%s' has its own", name);
+    return CLI_OK;
 }
 
 ts_status cli_model_open(const char *name, long batch, uint64_t seed, const cli_list *prints, const cli_import *imp,
                          cli_model *out) {
-    if (!ends_with(name, ".onnx")) return cli_model_build(name, batch, seed, prints, out);
     memset(out, 0, sizeof *out);
     if (batch < 1 || batch > 1000000) return TS_ERR_INVALID_ARGUMENT;
-    ts_status st = open_onnx(name, batch, prints, imp, out);
+    ts_status st;
+    if (strcmp(name, "mlp") == 0) {
+        if (!(st = build_mlp(batch, seed, prints, out))) st = check_fixed_inputs(imp, out);
+    } else if (strcmp(name, "cnn") == 0) {
+        if (!(st = build_cnn(batch, seed, prints, out))) st = check_fixed_inputs(imp, out);
+    } else if (strcmp(name, "gpt") == 0) st = build_gpt(batch, seed, prints, imp, out);
+    else if (ends_with(name, ".onnx")) st = open_onnx(name, batch, prints, imp, out);
+    else return TS_ERR_NOT_FOUND;
     if (st) {
         ts_graph_free(out->g);
         out->g = NULL;
@@ -262,30 +353,36 @@ ts_status cli_model_open(const char *name, long batch, uint64_t seed, const cli_
     return st;
 }
 
-static bool has_mnist(const char *dir) {
+/* Whether dir holds the data set `set` (mnist: its IDX images; a corpus: input.txt). */
+static bool has_data(const char *dir, const char *set) {
+    static const char *const mnist[] = {"t10k-images-idx3-ubyte.gz", "train-images-idx3-ubyte.gz", NULL};
+    static const char *const corpus[] = {"input.txt", NULL};
     char path[PATH_MAX + 64];
     struct stat sb;
-    snprintf(path, sizeof path, "%s/t10k-images-idx3-ubyte.gz", dir);
-    if (stat(path, &sb) == 0) return true;
-    snprintf(path, sizeof path, "%s/train-images-idx3-ubyte.gz", dir);
-    return stat(path, &sb) == 0;
+    for (const char *const *f = strcmp(set, "mnist") == 0 ? mnist : corpus; *f; f++) {
+        snprintf(path, sizeof path, "%s/%s", dir, *f);
+        if (stat(path, &sb) == 0) return true;
+    }
+    return false;
 }
 
-const char *cli_default_data_dir(char *buf, size_t n) {
-    if (has_mnist("data/mnist")) return "data/mnist"; /* a checkout */
+const char *cli_default_data_dir(const char *set, char *buf, size_t n) {
+    snprintf(buf, n, "data/%s", set);
+    if (has_data(buf, set)) return buf; /* a checkout */
     char exe[PATH_MAX];
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (len > 0) {
         exe[len] = '\0';
         char *slash = strrchr(exe, '/');
         if (slash) *slash = '\0';
-        /* installed: <prefix>/bin/tensorscope -> <prefix>/share/tensorscope/mnist;
-         * built: <checkout>/build/tensorscope -> <checkout>/data/mnist */
-        static const char *const rel[] = {"../share/tensorscope/mnist", "../data/mnist"};
+        /* installed: <prefix>/bin/tensorscope -> <prefix>/share/tensorscope/<set>;
+         * built: <checkout>/build/tensorscope -> <checkout>/data/<set> */
+        static const char *const rel[] = {"../share/tensorscope", "../data"};
         for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
-            snprintf(buf, n, "%s/%s", exe, rel[i]);
-            if (has_mnist(buf)) return buf;
+            snprintf(buf, n, "%s/%s/%s", exe, rel[i], set);
+            if (has_data(buf, set)) return buf;
         }
     }
-    return "data/mnist"; /* not found: the loader's error names it */
+    snprintf(buf, n, "data/%s", set);
+    return buf; /* not found: the loader's error names it */
 }

@@ -50,6 +50,15 @@ const char *ts_closest_names(const char *name, ts_name_at get, const void *ctx, 
     return buf;
 }
 
+static const char *word_at(const void *words, size_t i) { return ((const char *const *)words)[i]; }
+
+const char *ts_closest_words(const char *word, const char *const *words, size_t n, char *buf, size_t cap) {
+    if (!buf || !cap) return buf;
+    buf[0] = '\0';
+    if (!word || !words) return buf;
+    return ts_closest_names(word, word_at, words, n, buf, cap);
+}
+
 ts_status ts_device_name_parse(const char *name, ts_device_kind *kind, int *ordinal) {
     *kind = TS_DEVICE_CPU;
     *ordinal = 0;

@@ -69,7 +69,10 @@ static ts_tensor *attention(ts_graph *g, ts_tensor *x, ts_tensor *mask, const ts
     if (ts_split(g, qkv, 1, 3, part)) return NULL;
     ts_tensor *q = heads(g, part[0], c), *k = heads(g, part[1], c), *v = heads(g, part[2], c);
     ts_tensor *att = ts_scale(g, ts_matmul_batched(g, q, k, 0, 1), (float)(1.0 / sqrt((double)(C / c->heads))));
-    att = ts_softmax(g, ts_masked_fill(g, att, mask, -INFINITY), -1); /* [B,H,T,T] */
+    /* masked scores: a finite -1e30 rather than -inf, so a numeric check
+     * (--check-numerics op) passes the mask; softmax gives them exactly 0
+     * either way (exp underflows) */
+    att = ts_softmax(g, ts_masked_fill(g, att, mask, -1e30f), -1); /* [B,H,T,T] */
     ts_tensor *y = ts_transpose(g, ts_matmul_batched(g, att, v, 0, 0), 1, 2); /* [B,T,H,hd] */
     return linear(g, ts_reshape(g, y, 2, (int64_t[]){B * T, C}), C, "proj", proj_std);
 }
