@@ -268,6 +268,22 @@ TS_API ts_tensor *ts_erf(ts_graph *g, ts_tensor *x);
 TS_API ts_tensor *ts_abs(ts_graph *g, ts_tensor *x);
 /* 0.5 x (1 + erf(x / sqrt 2)); tanh_approx: PyTorch's approximate='tanh'. */
 TS_API ts_tensor *ts_gelu(ts_graph *g, ts_tensor *x, int tanh_approx);
+/* The elementwise unary family, by the op's name: Ceil, Floor, Round
+ * (half to even), CastInt (toward zero), CastBool (1 where non-zero), Sin,
+ * Cos, Not, IsNaN, IsInf (alpha non-zero: +inf counts, beta: -inf),
+ * HardSwish, HardSigmoid (max(0, min(1, alpha x + beta))), LeakyRelu (alpha
+ * x below 0), Elu (alpha (e^x - 1) below 0), Selu (beta x, or beta alpha
+ * (e^x - 1) at or below 0), Softplus, CastFloat (an i32 tensor's values
+ * as f32). alpha and beta are ignored by the ops
+ * that take none. Predicates give 1 or 0; they and the rounding ops pass no
+ * gradient. An unknown name is TS_ERR_INVALID_ARGUMENT listing the names. */
+TS_API ts_tensor *ts_unary(ts_graph *g, const char *op, ts_tensor *x, float alpha, float beta);
+/* The elementwise binary family, broadcast by numpy's rules: Pow (a
+ * tensor exponent), Max and Min (NaN wins; a tie splits the gradient),
+ * Mod (the sign of the divisor), FMod (the sign of the dividend), Equal,
+ * Greater, GreaterOrEqual, Less, LessOrEqual, And, Or, Xor (non-zero is
+ * true; 1 or 0 out, no gradient). */
+TS_API ts_tensor *ts_binary(ts_graph *g, const char *op, ts_tensor *a, ts_tensor *b);
 /* weight [V,C] gathered by i32 indices [...] -> [...,C]; the backward pass
  * scatter-adds into the weight's gradient (an index out of [0,V) is an
  * error at run). */
@@ -329,6 +345,8 @@ TS_API ts_tensor *ts_cross_entropy_ignore(ts_graph *g, ts_tensor *logits, ts_ten
 #define ts_pow(g, ...) ts_pow(TS_AT_(g), __VA_ARGS__)
 #define ts_erf(g, ...) ts_erf(TS_AT_(g), __VA_ARGS__)
 #define ts_abs(g, ...) ts_abs(TS_AT_(g), __VA_ARGS__)
+#define ts_unary(g, ...) ts_unary(TS_AT_(g), __VA_ARGS__)
+#define ts_binary(g, ...) ts_binary(TS_AT_(g), __VA_ARGS__)
 #define ts_gelu(g, ...) ts_gelu(TS_AT_(g), __VA_ARGS__)
 #define ts_embedding(g, ...) ts_embedding(TS_AT_(g), __VA_ARGS__)
 #define ts_layer_norm(g, ...) ts_layer_norm(TS_AT_(g), __VA_ARGS__)

@@ -480,6 +480,38 @@ static ts_tensor *b_unary_math(ts_graph *g, const op_case *c)
     }
 }
 
+/* The differentiable ops of the unary family (ts_unary) with their ONNX
+ * defaults; iarg indexes EW_UNARY. The input is scaled by `scale` so the
+ * piecewise ops meet every piece (HardSwish's and HardSigmoid's clamps);
+ * x stays at |x| >= 0.1 so no difference straddles a kink at 0. */
+static const struct {
+    const char *op;
+    float alpha, beta, scale;
+} EW_UNARY[] = {
+    {"Sin", 0, 0, 3.0f},        {"Cos", 0, 0, 3.0f},      {"HardSwish", 0, 0, 4.5f},      {"HardSigmoid", 0.2f, 0.5f, 4.0f},
+    {"LeakyRelu", 0.01f, 0, 2.0f}, {"Elu", 0.7f, 0, 2.0f}, {"Selu", 1.6732632f, 1.0507010f, 2.0f}, {"Softplus", 0, 0, 5.0f},
+};
+
+static ts_tensor *b_ew_unary(ts_graph *g, const op_case *c)
+{
+    ts_tensor *x = rparam(g, "x", 3, S234, D_AWAY);
+    return ts_unary(g, EW_UNARY[c->iarg].op, ts_scale(g, x, EW_UNARY[c->iarg].scale), EW_UNARY[c->iarg].alpha,
+                    EW_UNARY[c->iarg].beta);
+}
+
+/* The differentiable ops of the binary family (ts_binary), a [2,3,4] by b
+ * of shape_b (broadcast, its gradient summed): iarg 0 Pow (a in [0.5,2]),
+ * 1 Max, 2 Min, 3 Mod, 4 FMod (a in [-3,3), b in [0.5,2]). */
+static ts_tensor *b_ew_binary(ts_graph *g, const op_case *c)
+{
+    static const char *const ops[] = {"Pow", "Max", "Min", "Mod", "FMod"};
+    ts_tensor *a = rparam(g, "a", 3, S234, c->iarg == 0 ? D_POS : D_SYM);
+    ts_tensor *b = rparam(g, "b", c->ndim_b, c->shape_b, c->iarg >= 3 ? D_POS : D_SYM);
+    if (c->iarg >= 3)
+        a = ts_scale(g, a, 3.0f);
+    return ts_binary(g, ops[c->iarg], a, b);
+}
+
 static const int32_t IDX6[6] = {4, 0, 2, 4, 4, 1}; /* repeats: the scatter-add sums them */
 
 /* iarg 0: embedding [5,3] gathered by [2,3]; 1: tied, the same weight used
@@ -959,6 +991,20 @@ int main(void)
         {"gelu erf (3x)", b_unary_math, 1e-3, 1e-2, 1e-4, 5, 0, {0}},
         {"gelu tanh (3x)", b_unary_math, 1e-3, 1e-2, 1e-4, 6, 0, {0}},
         {"abs", b_unary_math, 1e-3, 1e-2, 1e-4, 7, 0, {0}},
+        {"sin (3x)", b_ew_unary, 1e-3, 1e-2, 1e-4, 0, 0, {0}},
+        {"cos (3x)", b_ew_unary, 1e-3, 1e-2, 1e-4, 1, 0, {0}},
+        {"hardswish (4.5x)", b_ew_unary, 1e-3, 1e-2, 1e-4, 2, 0, {0}},
+        {"hardsigmoid (4x)", b_ew_unary, 1e-3, 1e-2, 1e-4, 3, 0, {0}},
+        {"leakyrelu (2x)", b_ew_unary, 1e-3, 1e-2, 1e-4, 4, 0, {0}},
+        {"elu alpha 0.7 (2x)", b_ew_unary, 1e-3, 1e-2, 1e-4, 5, 0, {0}},
+        {"selu (2x)", b_ew_unary, 1e-3, 1e-2, 1e-4, 6, 0, {0}},
+        {"softplus (5x)", b_ew_unary, 1e-3, 1e-2, 1e-4, 7, 0, {0}},
+        {"pow [2,3,4]**[3,4] (tensor)", b_ew_binary, 1e-3, 1e-2, 1e-4, 0, 2, {3, 4}},
+        {"pow [2,3,4]**[2,3,4]", b_ew_binary, 1e-3, 1e-2, 1e-4, 0, 3, {2, 3, 4}},
+        {"max [2,3,4],[2,1,4]", b_ew_binary, 1e-3, 1e-2, 1e-4, 1, 3, {2, 1, 4}},
+        {"min [2,3,4],[4]", b_ew_binary, 1e-3, 1e-2, 1e-4, 2, 1, {4}},
+        {"mod [2,3,4],[3,1]", b_ew_binary, 1e-3, 1e-2, 1e-4, 3, 2, {3, 1}},
+        {"fmod [2,3,4],[1]", b_ew_binary, 1e-3, 1e-2, 1e-4, 4, 1, {1}},
         {"embedding [5,3] by [2,3]", b_embedding, LIN, 1e-3, 1e-4, 0, 0, {0}},
         {"embedding tied (wte twice)", b_embedding, 1e-2, 1e-2, 1e-4, 1, 0, {0}},
         {"layer_norm last dim", b_layer_norm, 1e-3, 1e-2, 1e-4, 1, 0, {0}},

@@ -1,5 +1,6 @@
 /* op_cases_broadcast.c -- the op cases of the broadcast family (op_check.h):
- * Add, Sub, Mul, Div with numpy broadcasting, Where, MaskedFill,
+ * Add, Sub, Mul, Div and the binary family (Pow, Max, Equal, ...) with
+ * numpy broadcasting, Where, MaskedFill,
  * ReduceSum/ReduceMean/ReduceMax over axes and DropoutMask. Shapes cover
  * each way an operand broadcasts (suffix, scalar, leading rank, middle
  * dims, both operands), gradients gathered over many positions (a bias,
@@ -67,6 +68,27 @@ static void binary_cases(ts_op_checker *c) {
             /* division: b in [0.5, 2), far from 0 */
             ts_op_case_opts o = {.positive = ops[i] == TS_OP_DIV};
             check_node(c, bc->label, t, &o);
+            ts_graph_free(g);
+        }
+    }
+}
+
+/* The binary family of backend/ew_math.h (ts_binary) over three of the
+ * ways operands broadcast, one of them over 65536 elements: Pow and the
+ * mods on positive operands (a real power, a divisor away from 0). */
+static void ew_binary_cases(ts_op_checker *c) {
+    static const char *const ops[] = {"Pow", "Max", "Min", "Mod", "FMod", "Equal", "Greater", "GreaterOrEqual",
+                                      "Less", "LessOrEqual", "And", "Or", "Xor"};
+    static const int picks[] = {0, 1, 4};
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+        for (size_t j = 0; j < sizeof picks / sizeof *picks; j++) {
+            const bin_case *bc = &bin_cases[picks[j]];
+            ts_graph *g = ts_graph_new(8);
+            ts_tensor *a = leaf(g, TS_F32, bc->na, bc->a), *b = leaf(g, TS_F32, bc->nb, bc->b);
+            char label[128];
+            snprintf(label, sizeof label, "%s %s", ops[i], bc->label);
+            ts_op_case_opts o = {.positive = ops[i][0] == 'P' || ops[i][1] == 'o' || ops[i][0] == 'F'};
+            check_node(c, label, ts_binary(g, ops[i], a, b), &o);
             ts_graph_free(g);
         }
     }
@@ -205,6 +227,7 @@ static void dropout_cases(ts_op_checker *c) {
 
 void ts_op_cases_broadcast(ts_op_checker *c) {
     binary_cases(c);
+    ew_binary_cases(c);
     where_cases_run(c);
     masked_fill_cases(c);
     reduce_cases(c);

@@ -5,11 +5,13 @@
 
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/kernels_tensor.h"
+#include "backend/ew_math.h"
 #include "graph/ops_tensor.h"
 
 static int64_t numel_out(const ts_kctx *k) { return ts_shape_numel(&k->out_shape); }
 
 static int bin_kind(ts_op op) {
+    if (ts_ewb_kind(op) != TS_EWB_NONE) return TS_BIN_EW + ts_ewb_kind(op);
     return op == TS_OP_ADD ? TS_BIN_ADD : op == TS_OP_SUB ? TS_BIN_SUB : op == TS_OP_MUL ? TS_BIN_MUL : TS_BIN_DIV;
 }
 
@@ -37,6 +39,20 @@ static int unary_kind(const ts_tensor *n) {
 void ts_fwd_unary_math(const ts_kctx *k) { ts_unary_forward(k->pool, unary_kind(k->node), k->out, k->in[0], k->node->fattr[0], numel_out(k)); }
 void ts_bwd_unary_math(const ts_kctx *k) {
     ts_unary_backward(k->pool, unary_kind(k->node), k->din[0], k->dout, k->in[0], k->out, k->node->fattr[0], numel_out(k));
+}
+
+void ts_fwd_ew_unary(const ts_kctx *k) {
+    ts_ew_unary_forward(k->pool, ts_ewu_kind(k->node->op), k->out, k->in[0], k->node->fattr[0], k->node->fattr[1], numel_out(k));
+}
+void ts_bwd_ew_unary(const ts_kctx *k) {
+    if (k->din[0])
+        ts_ew_unary_backward(k->pool, ts_ewu_kind(k->node->op), k->din[0], k->dout, k->in[0], k->node->fattr[0], k->node->fattr[1],
+                             numel_out(k));
+}
+
+void ts_fwd_cast_float(const ts_kctx *k) {
+    int64_t n = numel_out(k);
+    for (int64_t i = 0; i < n; i++) k->out[i] = (float)k->in_int[0][i];
 }
 
 void ts_fwd_embedding(const ts_kctx *k) {

@@ -7,6 +7,7 @@
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/vmath.h"
+#include "backend/ew_math.h"
 
 #include <math.h>
 #include <string.h>
@@ -150,7 +151,8 @@ static void bin_fwd_row(void *vctx, int64_t o, const int64_t *off, const int64_t
     case TS_BIN_ADD: for (int64_t j = 0; j < n; j++) y[j] = a[j * sa] + b[j * sb]; break;
     case TS_BIN_SUB: for (int64_t j = 0; j < n; j++) y[j] = a[j * sa] - b[j * sb]; break;
     case TS_BIN_MUL: for (int64_t j = 0; j < n; j++) y[j] = a[j * sa] * b[j * sb]; break;
-    default: for (int64_t j = 0; j < n; j++) y[j] = a[j * sa] / b[j * sb]; break;
+    case TS_BIN_DIV: for (int64_t j = 0; j < n; j++) y[j] = a[j * sa] / b[j * sb]; break;
+    default: for (int64_t j = 0; j < n; j++) y[j] = ts_ewb_forward(c->kind - TS_BIN_EW, a[j * sa], b[j * sb]); break;
     }
 }
 
@@ -164,7 +166,8 @@ static void bin_bwd_row(void *vctx, int64_t o, const int64_t *off, const int64_t
         case TS_BIN_ADD:
         case TS_BIN_SUB: for (int64_t j = 0; j < n; j++) da[j * sa] += d[j]; break;
         case TS_BIN_MUL: for (int64_t j = 0; j < n; j++) da[j * sa] += d[j] * b[j * sb]; break;
-        default: for (int64_t j = 0; j < n; j++) da[j * sa] += d[j] / b[j * sb]; break;
+        case TS_BIN_DIV: for (int64_t j = 0; j < n; j++) da[j * sa] += d[j] / b[j * sb]; break;
+        default: for (int64_t j = 0; j < n; j++) da[j * sa] += d[j] * ts_ewb_partial(c->kind - TS_BIN_EW, 0, a[j * sa], b[j * sb]); break;
         }
     }
     if (c->db) {
@@ -173,19 +176,20 @@ static void bin_bwd_row(void *vctx, int64_t o, const int64_t *off, const int64_t
         case TS_BIN_ADD: for (int64_t j = 0; j < n; j++) db[j * sb] += d[j]; break;
         case TS_BIN_SUB: for (int64_t j = 0; j < n; j++) db[j * sb] -= d[j]; break;
         case TS_BIN_MUL: for (int64_t j = 0; j < n; j++) db[j * sb] += d[j] * a[j * sa]; break;
-        default:
+        case TS_BIN_DIV:
             for (int64_t j = 0; j < n; j++) {
                 float bv = b[j * sb];
                 db[j * sb] -= d[j] * a[j * sa] / (bv * bv);
             }
             break;
+        default: for (int64_t j = 0; j < n; j++) db[j * sb] += d[j] * ts_ewb_partial(c->kind - TS_BIN_EW, 1, a[j * sa], b[j * sb]); break;
         }
     }
 }
 
 void ts_bcast_binary_forward(ts_pool *p, int kind, float *out, const float *a, const float *b, const ts_shape *so,
                              const ts_shape *sa, const ts_shape *sb) {
-    if (suffix_case(so, sa, sb)) {
+    if (kind < TS_BIN_EW && suffix_case(so, sa, sb)) {
         ts_binary_forward(p, kind, out, a, b, ts_shape_numel(so), ts_shape_numel(sb));
         return;
     }
@@ -197,7 +201,7 @@ void ts_bcast_binary_forward(ts_pool *p, int kind, float *out, const float *a, c
 
 void ts_bcast_binary_backward(ts_pool *p, int kind, float *da, float *db, const float *dout, const float *a, const float *b,
                               const ts_shape *so, const ts_shape *sa, const ts_shape *sb) {
-    if (suffix_case(so, sa, sb)) {
+    if (kind < TS_BIN_EW && suffix_case(so, sa, sb)) {
         ts_binary_backward(p, kind, da, db, dout, a, b, ts_shape_numel(so), ts_shape_numel(sb));
         return;
     }
@@ -213,7 +217,7 @@ typedef struct un_ctx {
     int kind;
     float *out;
     const float *x, *dout, *y;
-    float pw;
+    float pw, pb;
 } un_ctx;
 
 #define SQRT_2_PI 0.79788456080286535588f /* sqrt(2/pi) */
@@ -278,6 +282,27 @@ void ts_unary_forward(ts_pool *p, int kind, float *out, const float *x, float pw
 void ts_unary_backward(ts_pool *p, int kind, float *dx, const float *dout, const float *x, const float *out, float pw, int64_t n) {
     un_ctx c = {.kind = kind, .out = dx, .x = x, .dout = dout, .y = out, .pw = pw};
     ts_pool_for(p, n, GRAIN, un_bwd_slice, &c);
+}
+
+/* The unary family of ew_math.h: pw, pb its alpha and beta. */
+static void ewu_fwd_slice(void *vctx, int64_t begin, int64_t end) {
+    const un_ctx *c = vctx;
+    for (int64_t i = begin; i < end; i++) c->out[i] = ts_ewu_forward(c->kind, c->x[i], c->pw, c->pb);
+}
+
+static void ewu_bwd_slice(void *vctx, int64_t begin, int64_t end) {
+    const un_ctx *c = vctx;
+    for (int64_t i = begin; i < end; i++) c->out[i] += c->dout[i] * ts_ewu_derivative(c->kind, c->x[i], c->pw, c->pb);
+}
+
+void ts_ew_unary_forward(ts_pool *p, int kind, float *out, const float *x, float alpha, float beta, int64_t n) {
+    un_ctx c = {.kind = kind, .out = out, .x = x, .pw = alpha, .pb = beta};
+    ts_pool_for(p, n, GRAIN, ewu_fwd_slice, &c);
+}
+
+void ts_ew_unary_backward(ts_pool *p, int kind, float *dx, const float *dout, const float *x, float alpha, float beta, int64_t n) {
+    un_ctx c = {.kind = kind, .out = dx, .x = x, .dout = dout, .pw = alpha, .pb = beta};
+    ts_pool_for(p, n, GRAIN, ewu_bwd_slice, &c);
 }
 
 /* --------------------------------------------------------------- embedding */

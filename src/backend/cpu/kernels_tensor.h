@@ -10,9 +10,13 @@
 #include "backend/cpu/pool.h"
 #include "graph/graph.h"
 
+/* Binary kinds from here on are ew_math.h's TS_EWB_* (kind - TS_BIN_EW). */
+#define TS_BIN_EW 16
+
 /* ---- numpy broadcasting */
 
-/* kind: TS_BIN_ADD, TS_BIN_SUB, TS_BIN_MUL or TS_BIN_DIV (kernels.h);
+/* kind: TS_BIN_ADD, TS_BIN_SUB, TS_BIN_MUL or TS_BIN_DIV (kernels.h), or
+ * TS_BIN_EW + a binary kind of backend/ew_math.h (Pow, Max, Equal, ...);
  * out [so] = a [sa] (op) b [sb], both broadcast to so. */
 void ts_bcast_binary_forward(ts_pool *p, int kind, float *out, const float *a, const float *b, const ts_shape *so,
                              const ts_shape *sa, const ts_shape *sb);
@@ -26,6 +30,11 @@ enum { TS_UN_EXP = 0, TS_UN_SQRT, TS_UN_POW, TS_UN_ERF, TS_UN_GELU, TS_UN_GELU_T
 void ts_unary_forward(ts_pool *p, int kind, float *out, const float *x, float pw, int64_t n);
 /* out: the forward output (exp and sqrt read it) */
 void ts_unary_backward(ts_pool *p, int kind, float *dx, const float *dout, const float *x, const float *out, float pw, int64_t n);
+
+/* ---- the unary family of backend/ew_math.h (kind: TS_EWU_*), alpha and
+ * beta its parameters */
+void ts_ew_unary_forward(ts_pool *p, int kind, float *out, const float *x, float alpha, float beta, int64_t n);
+void ts_ew_unary_backward(ts_pool *p, int kind, float *dx, const float *dout, const float *x, float alpha, float beta, int64_t n);
 
 /* ---- embedding: out[n, C] = w[idx[n], :];  dw[idx[n], :] += dout[n, :] */
 void ts_embedding_forward(float *out, const float *w, const int32_t *idx, int64_t n, int64_t C);

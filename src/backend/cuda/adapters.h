@@ -27,13 +27,16 @@ void ts_cu_fwd_cross_entropy(const ts_kctx *k);
 void ts_cu_bwd_cross_entropy(const ts_kctx *k);
 void ts_cu_fwd_unary_math(const ts_kctx *k); /* exp sqrt pow erf gelu */
 void ts_cu_bwd_unary_math(const ts_kctx *k);
+void ts_cu_fwd_ew_unary(const ts_kctx *k); /* the unary family of backend/ew_math.h */
+void ts_cu_bwd_ew_unary(const ts_kctx *k);
+void ts_cu_fwd_cast_float(const ts_kctx *k); /* i32 -> f32 */
 void ts_cu_fwd_tanh(const ts_kctx *k);
 void ts_cu_bwd_tanh(const ts_kctx *k);
 void ts_cu_fwd_sigmoid(const ts_kctx *k);
 void ts_cu_bwd_sigmoid(const ts_kctx *k);
 
 /* broadcasting, masks and reductions over axes (kernels_broadcast.cu) */
-void ts_cu_fwd_broadcast_binary(const ts_kctx *k); /* add sub mul div */
+void ts_cu_fwd_broadcast_binary(const ts_kctx *k); /* add sub mul div, ew_math.h's binary family */
 void ts_cu_bwd_broadcast_binary(const ts_kctx *k);
 void ts_cu_fwd_where(const ts_kctx *k);
 void ts_cu_bwd_where(const ts_kctx *k);

@@ -414,6 +414,36 @@ static void fill_kernel_table(void) {
     kernels[TS_OP_TANH] = {ts_cu_fwd_tanh, ts_cu_bwd_tanh, nullptr};
     kernels[TS_OP_SIGMOID] = {ts_cu_fwd_sigmoid, ts_cu_bwd_sigmoid, nullptr};
     kernels[TS_OP_ABS] = {ts_cu_fwd_unary_math, ts_cu_bwd_unary_math, nullptr};
+    kernels[TS_OP_CEIL] = {ts_cu_fwd_ew_unary, nullptr, nullptr};
+    kernels[TS_OP_FLOOR] = {ts_cu_fwd_ew_unary, nullptr, nullptr};
+    kernels[TS_OP_ROUND] = {ts_cu_fwd_ew_unary, nullptr, nullptr};
+    kernels[TS_OP_CAST_INT] = {ts_cu_fwd_ew_unary, nullptr, nullptr};
+    kernels[TS_OP_CAST_BOOL] = {ts_cu_fwd_ew_unary, nullptr, nullptr};
+    kernels[TS_OP_SIN] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr};
+    kernels[TS_OP_COS] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr};
+    kernels[TS_OP_NOT] = {ts_cu_fwd_ew_unary, nullptr, nullptr};
+    kernels[TS_OP_ISNAN] = {ts_cu_fwd_ew_unary, nullptr, nullptr};
+    kernels[TS_OP_ISINF] = {ts_cu_fwd_ew_unary, nullptr, nullptr};
+    kernels[TS_OP_HARD_SWISH] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr};
+    kernels[TS_OP_HARD_SIGMOID] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr};
+    kernels[TS_OP_LEAKY_RELU] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr};
+    kernels[TS_OP_ELU] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr};
+    kernels[TS_OP_SELU] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr};
+    kernels[TS_OP_SOFTPLUS] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr};
+    kernels[TS_OP_CAST_FLOAT] = {ts_cu_fwd_cast_float, nullptr, nullptr};
+    kernels[TS_OP_POWER] = {ts_cu_fwd_broadcast_binary, ts_cu_bwd_broadcast_binary, nullptr};
+    kernels[TS_OP_MAX] = {ts_cu_fwd_broadcast_binary, ts_cu_bwd_broadcast_binary, nullptr};
+    kernels[TS_OP_MIN] = {ts_cu_fwd_broadcast_binary, ts_cu_bwd_broadcast_binary, nullptr};
+    kernels[TS_OP_MOD] = {ts_cu_fwd_broadcast_binary, ts_cu_bwd_broadcast_binary, nullptr};
+    kernels[TS_OP_FMOD] = {ts_cu_fwd_broadcast_binary, ts_cu_bwd_broadcast_binary, nullptr};
+    kernels[TS_OP_EQUAL] = {ts_cu_fwd_broadcast_binary, nullptr, nullptr};
+    kernels[TS_OP_GREATER] = {ts_cu_fwd_broadcast_binary, nullptr, nullptr};
+    kernels[TS_OP_GREATER_EQUAL] = {ts_cu_fwd_broadcast_binary, nullptr, nullptr};
+    kernels[TS_OP_LESS] = {ts_cu_fwd_broadcast_binary, nullptr, nullptr};
+    kernels[TS_OP_LESS_EQUAL] = {ts_cu_fwd_broadcast_binary, nullptr, nullptr};
+    kernels[TS_OP_AND] = {ts_cu_fwd_broadcast_binary, nullptr, nullptr};
+    kernels[TS_OP_OR] = {ts_cu_fwd_broadcast_binary, nullptr, nullptr};
+    kernels[TS_OP_XOR] = {ts_cu_fwd_broadcast_binary, nullptr, nullptr};
     /* the leaves (Input, Param, Const, Buffer) are bound, not computed */
 }
 

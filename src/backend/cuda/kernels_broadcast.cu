@@ -15,6 +15,11 @@
  * elements with many positions, one block per element (a fixed tree:
  * deterministic, within float rounding of the CPU). No atomics. */
 #include "backend/cuda/adapters.h"
+#include "backend/ew_math.h"
+
+extern "C" {
+#include "graph/ops.h"
+}
 
 #include <math.h>
 #include <stdint.h>
@@ -194,6 +199,7 @@ struct grad_sum {
 };
 
 static const char *op_name(ts_op op) {
+    if (ts_ewb_kind(op) != TS_EWB_NONE) return ts_op_get(op)->name;
     switch (op) {
     case TS_OP_ADD: return "Add";
     case TS_OP_SUB: return "Sub";
@@ -223,6 +229,15 @@ __global__ void binary_forward_kernel(float *out, const float *a, const float *b
     }
 }
 
+/* the binary family of ew_math.h (Pow, Max, Equal, ...): its kind at run */
+__global__ void ew_binary_forward_kernel(int kind, float *out, const float *a, const float *b, bview v, int64_t n) {
+    TS_CU_FOR(i, n) {
+        int64_t off[2];
+        bv_offsets<2>(v, i, off);
+        out[i] = ts_ewb_forward(kind, a[off[0]], b[off[1]]);
+    }
+}
+
 void ts_cu_fwd_broadcast_binary(const ts_kctx *k) {
     const ts_shape *ops[2] = {&k->in_shape[0], &k->in_shape[1]};
     bview v = bview_of(&k->out_shape, 2, ops);
@@ -230,6 +245,12 @@ void ts_cu_fwd_broadcast_binary(const ts_kctx *k) {
     if (n <= 0) return;
     dim3 g(ts_cu_blocks(n)), b(TS_CU_THREADS);
     cudaStream_t s = ts_cu_stream(k);
+    int ew = ts_ewb_kind(k->node->op);
+    if (ew != TS_EWB_NONE) {
+        ew_binary_forward_kernel<<<g, b, 0, s>>>(ew, k->out, k->in[0], k->in[1], v, n);
+        ts_cu_check(cudaGetLastError(), op_name(k->node->op));
+        return;
+    }
     switch (bin_kind(k->node->op)) {
     case BIN_ADD: binary_forward_kernel<BIN_ADD><<<g, b, 0, s>>>(k->out, k->in[0], k->in[1], v, n); break;
     case BIN_SUB: binary_forward_kernel<BIN_SUB><<<g, b, 0, s>>>(k->out, k->in[0], k->in[1], v, n); break;
@@ -257,6 +278,30 @@ struct grad_binary : grad_sum {
     }
 };
 
+/* the binary family's: d times ts_ewb_partial (the CPU's bin_bwd_row) */
+template <int WHICH>
+struct grad_ew_binary : grad_sum {
+    int kind;
+    const float *dout, *a, *b;
+    __device__ float term(int64_t, int64_t o, const int64_t *off) const {
+        return __fmul_rn(dout[o], ts_ewb_partial(kind, WHICH, a[off[0]], b[off[1]]));
+    }
+};
+
+static void ew_binary_backward(const ts_kctx *k, int kind, const bview &v, int64_t nw) {
+    const char *what = op_name(k->node->op);
+    if (k->din[0]) {
+        grad_ew_binary<0> f;
+        f.din = k->din[0], f.kind = kind, f.dout = k->dout, f.a = k->in[0], f.b = k->in[1];
+        gather(k, what, v, 0, ts_shape_numel(&k->in_shape[0]), nw, f);
+    }
+    if (k->din[1]) {
+        grad_ew_binary<1> f;
+        f.din = k->din[1], f.kind = kind, f.dout = k->dout, f.a = k->in[0], f.b = k->in[1];
+        gather(k, what, v, 1, ts_shape_numel(&k->in_shape[1]), nw, f);
+    }
+}
+
 template <int KIND>
 static void binary_backward(const ts_kctx *k, const bview &v, int64_t nw) {
     const char *what = op_name(k->node->op);
@@ -276,6 +321,10 @@ void ts_cu_bwd_broadcast_binary(const ts_kctx *k) {
     const ts_shape *ops[2] = {&k->in_shape[0], &k->in_shape[1]};
     bview v = bview_of(&k->out_shape, 2, ops);
     int64_t nw = ts_shape_numel(&k->out_shape);
+    if (ts_ewb_kind(k->node->op) != TS_EWB_NONE) {
+        ew_binary_backward(k, ts_ewb_kind(k->node->op), v, nw);
+        return;
+    }
     switch (bin_kind(k->node->op)) {
     case BIN_ADD: binary_backward<BIN_ADD>(k, v, nw); break;
     case BIN_SUB: binary_backward<BIN_SUB>(k, v, nw); break;
