@@ -302,7 +302,8 @@ TS_API ts_tensor *ts_slice(ts_graph *g, ts_tensor *x, int dim, int64_t start, in
 /* n equal slices along dim into out[0..n). */
 TS_API ts_status ts_split(ts_graph *g, ts_tensor *x, int dim, int n, ts_tensor **out);
 TS_API ts_tensor *ts_concat(ts_graph *g, ts_tensor *const *xs, int n, int dim);
-/* cond (i32, non-zero = true) ? a : b, all three broadcast together. */
+/* cond (i32 or f32, non-zero = true) ? a : b, all three broadcast together
+ * (an f32 cond: the 1 or 0 of ts_binary's comparisons, say). */
 TS_API ts_tensor *ts_where(ts_graph *g, ts_tensor *cond, ts_tensor *a, ts_tensor *b);
 /* x with `value` (may be -INFINITY) where the i32 mask, broadcast to x, is
  * non-zero. */

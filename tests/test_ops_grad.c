@@ -585,12 +585,16 @@ static const int32_t CAUSAL_FULL_ROW[16] = {0, 1, 1, 1, 0, 0, 1, 1, 0, 0, 0, 1, 
 /* iarg 0: softmax(masked_fill(x, causal, -inf)) over x [2,4,4]; 1: same
  * with a fully masked row; 2: log_softmax of the causal case on rows that
  * keep something (masked entries are -inf, so read through a where); 3:
- * where(cond [4,1], a [2,4,4], b [4]) */
+ * where(cond [4,1], a [2,4,4], b [4]); 4: the same with the f32 condition
+ * Greater(s, 0) of a parameter s [4,1] (no gradient reaches s: its
+ * differences are 0 while |s| >= 0.1 > eps) */
 static ts_tensor *b_masked(ts_graph *g, const op_case *c)
 {
     ts_tensor *x = rparam(g, "x", 3, (int64_t[]){2, 4, 4}, D_SYM);
-    if (c->iarg == 3) {
-        ts_tensor *cond = iconst(g, "cond", 2, (int64_t[]){4, 1}, (const int32_t[]){1, 0, 0, 1});
+    if (c->iarg >= 3) {
+        ts_tensor *cond = c->iarg == 3 ? iconst(g, "cond", 2, (int64_t[]){4, 1}, (const int32_t[]){1, 0, 0, 1})
+                                       : ts_binary(g, "Greater", rparam(g, "s", 2, (int64_t[]){4, 1}, D_AWAY),
+                                                   ts_scale(g, rparam(g, "s0", 0, NULL, D_POS), 0.0f));
         ts_tensor *b = rparam(g, "b", 1, (int64_t[]){4}, D_SYM);
         return ts_where(g, cond, x, b);
     }
@@ -1024,6 +1028,7 @@ int main(void)
         {"softmax fully masked row", b_masked, 1e-2, 1e-2, 1e-4, 1, 0, {0}},
         {"log_softmax(causal fill)", b_masked, 1e-2, 1e-2, 1e-4, 2, 0, {0}},
         {"where([4,1], [2,4,4], [4])", b_masked, LIN, 1e-3, 1e-4, 3, 0, {0}},
+        {"where(s > 0 (f32), [2,4,4], [4])", b_masked, LIN, 1e-3, 1e-4, 4, 0, {0}},
         {"reduce_sum axes (0,-1)", b_reduce, LIN, 1e-3, 1e-4, 0, 0, {0}},
         {"reduce_sum keepdim", b_reduce, LIN, 1e-3, 1e-4, 0, 1, {0}},
         {"reduce_mean axes (0,-1)", b_reduce, LIN, 1e-3, 1e-4, 1, 0, {0}},

@@ -91,6 +91,7 @@ typedef enum ts_op {
     TS_OP_AND,
     TS_OP_OR,
     TS_OP_XOR,
+    TS_OP_SELECT,       /* Where with an f32 condition (non-zero = true), as the predicates give it */
     TS_OP_COUNT
 } ts_op;
 

@@ -129,7 +129,7 @@ ts_tensor *ts_concat(ts_graph *g, ts_tensor *const *xs, int n, int dim) {
 }
 
 ts_tensor *ts_where(ts_graph *g, ts_tensor *cond, ts_tensor *a, ts_tensor *b) {
-    return node(g, TS_OP_WHERE, 3, (const ts_tensor *[]){cond, a, b}, NULL);
+    return node(g, cond && cond->dtype == TS_F32 ? TS_OP_SELECT : TS_OP_WHERE, 3, (const ts_tensor *[]){cond, a, b}, NULL);
 }
 
 ts_tensor *ts_masked_fill(ts_graph *g, ts_tensor *x, ts_tensor *mask, float value) {

@@ -1338,7 +1338,8 @@ static ts_status op_concat(importer *im, node_io *io) {
 }
 
 /* Where: folded on constants; a constant condition choosing a constant
- * scalar is a masked fill (attention's causal mask); else ts_where. */
+ * scalar is a masked fill (attention's causal mask); else ts_where (an
+ * f32 condition computed by the graph: Select). */
 static ts_status op_where(importer *im, node_io *io) {
     value *c = io->in[0], *a = io->in[1], *b = io->in[2];
     if (is_const(c) && !c->param && is_const(a) && !a->param && is_const(b) && !b->param) return op_fold(im, io);
@@ -1348,7 +1349,9 @@ static ts_status op_where(importer *im, node_io *io) {
         ts_tensor *mask = as_tensor(im, c, &st);
         return mask ? built(im, ts_masked_fill(im->g, b->t, mask, (float)s), &io->out[0]) : st;
     }
-    ts_tensor *tc = as_tensor(im, c, &st), *ta = tc ? as_tensor(im, a, &st) : NULL, *tb = ta ? as_tensor(im, b, &st) : NULL;
+    /* the condition as it is (i32 bools, or the 1 and 0 of a comparison);
+     * the values in f32 */
+    ts_tensor *tc = as_tensor(im, c, &st), *ta = tc ? as_f32(im, a, &st) : NULL, *tb = ta ? as_f32(im, b, &st) : NULL;
     return tb ? built(im, ts_where(im->g, tc, ta, tb), &io->out[0]) : st;
 }
 

@@ -13,6 +13,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #define S(...) (int64_t[]){__VA_ARGS__}
 
@@ -118,6 +119,16 @@ static void where_cases_run(ts_op_checker *c) {
         ts_tensor *cond = leaf(g, TS_I32, w->nc, w->c);
         ts_tensor *a = leaf(g, TS_F32, w->na, w->a), *b = leaf(g, TS_F32, w->nb, w->b);
         check_node(c, w->label, ts_where(g, cond, a, b), NULL);
+        /* an f32 condition (Select): a constant of 1, 0 and -0 */
+        int64_t n = 1;
+        for (int i = 0; i < w->nc; i++) n *= w->c[i];
+        float *fc = malloc(sizeof(float) * (size_t)n);
+        for (int64_t i = 0; fc && i < n; i++) fc[i] = i % 3 == 0 ? 1.0f : i % 3 == 1 ? 0.0f : -0.0f;
+        ts_array fa = ts_array_f32(fc, w->nc, w->c);
+        char label[160];
+        snprintf(label, sizeof label, "f32 cond %s", w->label);
+        check_node(c, label, fc ? ts_where(g, ts_constant(g, "fcond", &fa), a, b) : NULL, NULL);
+        free(fc);
         ts_graph_free(g);
     }
 }

@@ -132,10 +132,10 @@ void ts_bwd_concat(const ts_kctx *k) {
 }
 
 void ts_fwd_where(const ts_kctx *k) {
-    ts_where_forward(k->out, k->in_int[0], k->in[1], k->in[2], &k->out_shape, &k->in_shape[0], &k->in_shape[1], &k->in_shape[2]);
+    ts_where_forward(k->out, k->in_int[0], k->in[0], k->in[1], k->in[2], &k->out_shape, &k->in_shape[0], &k->in_shape[1], &k->in_shape[2]);
 }
 void ts_bwd_where(const ts_kctx *k) {
-    ts_where_backward(k->din[1], k->din[2], k->dout, k->in_int[0], &k->out_shape, &k->in_shape[0], &k->in_shape[1], &k->in_shape[2]);
+    ts_where_backward(k->din[1], k->din[2], k->dout, k->in_int[0], k->in[0], &k->out_shape, &k->in_shape[0], &k->in_shape[1], &k->in_shape[2]);
 }
 
 void ts_fwd_masked_fill(const ts_kctx *k) {

@@ -122,6 +122,7 @@ static const ts_kernel_row kernels[] = {
     [TS_OP_ELU] = {.forward = ts_fwd_ew_unary, .backward = ts_bwd_ew_unary},
     [TS_OP_SELU] = {.forward = ts_fwd_ew_unary, .backward = ts_bwd_ew_unary},
     [TS_OP_SOFTPLUS] = {.forward = ts_fwd_ew_unary, .backward = ts_bwd_ew_unary},
+    [TS_OP_SELECT] = {.forward = ts_fwd_where, .backward = ts_bwd_where},
     [TS_OP_CAST_FLOAT] = {.forward = ts_fwd_cast_float},
     [TS_OP_POWER] = {.forward = ts_fwd_broadcast_binary, .backward = ts_bwd_broadcast_binary},
     [TS_OP_MAX] = {.forward = ts_fwd_broadcast_binary, .backward = ts_bwd_broadcast_binary},

@@ -565,47 +565,49 @@ void ts_concat_part_forward(float *out, const float *part, int64_t outer, int64_
 typedef struct where_ctx {
     float *out, *da, *db;
     const int32_t *cond;
+    const float *fcond; /* an f32 condition where cond is NULL */
     const float *a, *b, *dout;
     float value;
 } where_ctx;
 
+static inline bool where_true(const where_ctx *c, int64_t i) { return c->cond ? c->cond[i] != 0 : c->fcond[i] != 0.0f; }
+
 static void where_fwd_row(void *vctx, int64_t o, const int64_t *off, const int64_t *st, int64_t n) {
     const where_ctx *c = vctx;
-    const int32_t *m = c->cond + off[0];
     float *y = c->out + o;
     if (!c->b) { /* masked fill: operand 1 is x */
+        const int32_t *m = c->cond + off[0];
         const float *x = c->a + off[1];
         for (int64_t j = 0; j < n; j++) y[j] = m[j * st[0]] ? c->value : x[j * st[1]];
         return;
     }
     const float *a = c->a + off[1], *b = c->b + off[2];
-    for (int64_t j = 0; j < n; j++) y[j] = m[j * st[0]] ? a[j * st[1]] : b[j * st[2]];
+    for (int64_t j = 0; j < n; j++) y[j] = where_true(c, off[0] + j * st[0]) ? a[j * st[1]] : b[j * st[2]];
 }
 
 static void where_bwd_row(void *vctx, int64_t o, const int64_t *off, const int64_t *st, int64_t n) {
     const where_ctx *c = vctx;
-    const int32_t *m = c->cond + off[0];
     const float *d = c->dout + o;
     for (int64_t j = 0; j < n; j++) {
-        bool t = m[j * st[0]] != 0;
+        bool t = where_true(c, off[0] + j * st[0]);
         if (t && c->da) c->da[off[1] + j * st[1]] += d[j];
         if (!t && c->db) c->db[off[2] + j * st[2]] += d[j];
     }
 }
 
-void ts_where_forward(float *out, const int32_t *cond, const float *a, const float *b, const ts_shape *so, const ts_shape *sc,
+void ts_where_forward(float *out, const int32_t *cond, const float *fcond, const float *a, const float *b, const ts_shape *so, const ts_shape *sc,
                       const ts_shape *sa, const ts_shape *sb) {
     bview v;
     bview_broadcast(&v, so, 3, (const ts_shape *[]){sc, sa, sb});
-    where_ctx c = {.out = out, .cond = cond, .a = a, .b = b};
+    where_ctx c = {.out = out, .cond = cond, .fcond = fcond, .a = a, .b = b};
     bview_rows(&v, where_fwd_row, &c);
 }
 
-void ts_where_backward(float *da, float *db, const float *dout, const int32_t *cond, const ts_shape *so, const ts_shape *sc,
+void ts_where_backward(float *da, float *db, const float *dout, const int32_t *cond, const float *fcond, const ts_shape *so, const ts_shape *sc,
                        const ts_shape *sa, const ts_shape *sb) {
     bview v;
     bview_broadcast(&v, so, 3, (const ts_shape *[]){sc, sa, sb});
-    where_ctx c = {.da = da, .db = db, .dout = dout, .cond = cond};
+    where_ctx c = {.da = da, .db = db, .dout = dout, .cond = cond, .fcond = fcond};
     bview_rows(&v, where_bwd_row, &c);
 }
 

@@ -65,9 +65,10 @@ void ts_slice_backward(float *dx, const float *dout, int64_t outer, int64_t dim_
 void ts_concat_part_forward(float *out, const float *part, int64_t outer, int64_t dim_out, int64_t inner, int64_t at, int64_t dk);
 
 /* ---- where / masked fill (numpy broadcasting of every operand to so) */
-void ts_where_forward(float *out, const int32_t *cond, const float *a, const float *b, const ts_shape *so, const ts_shape *sc,
+/* cond: i32, or (cond NULL) fcond: f32 */
+void ts_where_forward(float *out, const int32_t *cond, const float *fcond, const float *a, const float *b, const ts_shape *so, const ts_shape *sc,
                       const ts_shape *sa, const ts_shape *sb);
-void ts_where_backward(float *da, float *db, const float *dout, const int32_t *cond, const ts_shape *so, const ts_shape *sc,
+void ts_where_backward(float *da, float *db, const float *dout, const int32_t *cond, const float *fcond, const ts_shape *so, const ts_shape *sc,
                        const ts_shape *sa, const ts_shape *sb);
 /* masked fill is where(mask, value, x) with a scalar value */
 void ts_masked_fill_forward(ts_pool *p, float *out, const float *x, const int32_t *mask, float value, const ts_shape *so, const ts_shape *sm);

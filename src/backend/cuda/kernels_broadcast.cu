@@ -335,12 +335,15 @@ void ts_cu_bwd_broadcast_binary(const ts_kctx *k) {
 
 /* ------------------------------------------------------------------ where */
 
+/* the condition: i32, or (cond NULL) f32 (TS_OP_SELECT) */
+__device__ inline bool where_true(const int32_t *cond, const float *fcond, int64_t i) { return cond ? cond[i] != 0 : fcond[i] != 0.0f; }
+
 /* out[n] = cond ? a : b, the three read through the view (operands 0..2) */
-__global__ void where_forward_kernel(float *out, const int32_t *cond, const float *a, const float *b, bview v, int64_t n) {
+__global__ void where_forward_kernel(float *out, const int32_t *cond, const float *fcond, const float *a, const float *b, bview v, int64_t n) {
     TS_CU_FOR(i, n) {
         int64_t off[3];
         bv_offsets<3>(v, i, off);
-        out[i] = cond[off[0]] ? a[off[1]] : b[off[2]];
+        out[i] = where_true(cond, fcond, off[0]) ? a[off[1]] : b[off[2]];
     }
 }
 
@@ -349,7 +352,7 @@ void ts_cu_fwd_where(const ts_kctx *k) {
     bview v = bview_of(&k->out_shape, 3, ops);
     int64_t n = ts_shape_numel(&k->out_shape);
     if (n <= 0) return;
-    where_forward_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, k->in_int[0], k->in[1], k->in[2], v, n);
+    where_forward_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, k->in_int[0], k->in[0], k->in[1], k->in[2], v, n);
     ts_cu_check(cudaGetLastError(), "Where");
 }
 
@@ -358,8 +361,9 @@ template <int WHICH>
 struct grad_where : grad_sum {
     const float *dout;
     const int32_t *cond;
+    const float *fcond;
     __device__ float term(int64_t, int64_t o, const int64_t *off) const {
-        bool t = cond[off[0]] != 0;
+        bool t = where_true(cond, fcond, off[0]);
         return t == (WHICH == 1) ? dout[o] : 0.0f;
     }
 };
@@ -370,12 +374,12 @@ void ts_cu_bwd_where(const ts_kctx *k) {
     int64_t nw = ts_shape_numel(&k->out_shape);
     if (k->din[1]) {
         grad_where<1> f;
-        f.din = k->din[1], f.dout = k->dout, f.cond = k->in_int[0];
+        f.din = k->din[1], f.dout = k->dout, f.cond = k->in_int[0], f.fcond = k->in[0];
         gather(k, "Where", v, 1, ts_shape_numel(&k->in_shape[1]), nw, f);
     }
     if (k->din[2]) {
         grad_where<2> f;
-        f.din = k->din[2], f.dout = k->dout, f.cond = k->in_int[0];
+        f.din = k->din[2], f.dout = k->dout, f.cond = k->in_int[0], f.fcond = k->in[0];
         gather(k, "Where", v, 2, ts_shape_numel(&k->in_shape[2]), nw, f);
     }
 }
