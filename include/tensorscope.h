@@ -288,6 +288,12 @@ TS_API ts_tensor *ts_binary(ts_graph *g, const char *op, ts_tensor *a, ts_tensor
  * scatter-adds into the weight's gradient (an index out of [0,V) is an
  * error at run). */
 TS_API ts_tensor *ts_embedding(ts_graph *g, ts_tensor *weight, ts_tensor *indices);
+/* data [...,D,...] gathered along `axis` (negative counts from the end) by
+ * i32 indices [...] (negative ones count from D's end) -> data's dims
+ * before axis, the indices' dims, data's dims after axis (numpy's take);
+ * the backward pass scatter-adds into data's gradient. An index outside
+ * [-D, D) is an error at run. ts_embedding is axis 0 of a 2-D table. */
+TS_API ts_tensor *ts_gather(ts_graph *g, ts_tensor *data, ts_tensor *indices, int axis);
 /* Normalises over the last `ndims` dims, then * weight + bias (both of the
  * shape of those dims), as PyTorch's layer_norm. */
 TS_API ts_tensor *ts_layer_norm(ts_graph *g, ts_tensor *x, ts_tensor *weight, ts_tensor *bias, int ndims, float eps);
@@ -346,6 +352,7 @@ TS_API ts_tensor *ts_cross_entropy_ignore(ts_graph *g, ts_tensor *logits, ts_ten
 #define ts_pow(g, ...) ts_pow(TS_AT_(g), __VA_ARGS__)
 #define ts_erf(g, ...) ts_erf(TS_AT_(g), __VA_ARGS__)
 #define ts_abs(g, ...) ts_abs(TS_AT_(g), __VA_ARGS__)
+#define ts_gather(g, ...) ts_gather(TS_AT_(g), __VA_ARGS__)
 #define ts_unary(g, ...) ts_unary(TS_AT_(g), __VA_ARGS__)
 #define ts_binary(g, ...) ts_binary(TS_AT_(g), __VA_ARGS__)
 #define ts_gelu(g, ...) ts_gelu(TS_AT_(g), __VA_ARGS__)

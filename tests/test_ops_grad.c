@@ -526,6 +526,15 @@ static ts_tensor *b_embedding(ts_graph *g, const op_case *c)
     return ts_matmul_t(g, ts_reshape(g, e, 2, (int64_t[]){6, 3}), w);
 }
 
+/* gather x [2,5,3] along iarg (0, 1 or 2) by [2,2] constant indices with
+ * repeats and negative ones (the scatter-add sums them) */
+static ts_tensor *b_gather(ts_graph *g, const op_case *c)
+{
+    ts_tensor *x = rparam(g, "x", 3, (int64_t[]){2, 5, 3}, D_SYM);
+    static const int32_t idx[3][4] = {{1, -1, 0, 1}, {4, -1, 0, 2}, {2, -3, 2, 0}};
+    return ts_gather(g, x, iconst(g, "idx", 2, (int64_t[]){2, 2}, idx[c->iarg]), c->iarg);
+}
+
 /* iarg: normalised trailing dims (1 or 2) */
 static ts_tensor *b_layer_norm(ts_graph *g, const op_case *c)
 {
@@ -1011,6 +1020,9 @@ int main(void)
         {"fmod [2,3,4],[1]", b_ew_binary, 1e-3, 1e-2, 1e-4, 4, 1, {1}},
         {"embedding [5,3] by [2,3]", b_embedding, LIN, 1e-3, 1e-4, 0, 0, {0}},
         {"embedding tied (wte twice)", b_embedding, 1e-2, 1e-2, 1e-4, 1, 0, {0}},
+        {"gather axis 0 (repeats, -1)", b_gather, LIN, 1e-3, 1e-4, 0, 0, {0}},
+        {"gather axis 1 (repeats, -1)", b_gather, LIN, 1e-3, 1e-4, 1, 0, {0}},
+        {"gather axis 2 (repeats, -3)", b_gather, LIN, 1e-3, 1e-4, 2, 0, {0}},
         {"layer_norm last dim", b_layer_norm, 1e-3, 1e-2, 1e-4, 1, 0, {0}},
         {"layer_norm last 2 dims", b_layer_norm, 1e-3, 1e-2, 1e-4, 2, 0, {0}},
         {"bmm [2,3,4]x[2,4,5]", b_bmm, LIN, 1e-3, 1e-4, 0, 0, {0}},

@@ -1188,19 +1188,22 @@ static ts_status op_range(importer *im, node_io *io) {
     return op_fold(im, io);
 }
 
-/* Gather of rows of a table by integer ids: an embedding (the table is
- * the parameter under its own name, so a tied weight stays one); folded
- * when both are constants. */
+/* Gather: of rows of a 2-D table by integer ids an embedding (the table is
+ * the parameter under its own name, so a tied weight stays one), along any
+ * other axis ts_gather; folded when both are constants. */
 static ts_status op_gather(importer *im, node_io *io) {
     value *data = io->in[0], *idx = io->in[1];
     if (is_const(data) && !data->param && is_const(idx)) return op_fold(im, io);
     int axis;
     ts_status st = attr_axis(im, "axis", 0, shape_of(data)->ndim, false, &axis);
     if (st) return st;
-    if (axis != 0 || shape_of(data)->ndim != 2)
-        return node_error(im, TS_ERR_UNSUPPORTED, "a Gather on graph tensors is available as an embedding: rows (axis 0) of a 2-D table");
-    ts_tensor *w = as_tensor(im, data, &st), *i = w ? as_tensor(im, idx, &st) : NULL;
-    return i ? built(im, ts_embedding(im->g, w, i), &io->out[0]) : st;
+    ts_tensor *w = as_f32(im, data, &st), *i = w ? as_tensor(im, idx, &st) : NULL;
+    if (!i) return st;
+    if (i->dtype != TS_I32)
+        return node_error(im, TS_ERR_UNSUPPORTED, "its indices ('%s') are computed in float by the graph; Gather takes integer indices (an "
+                          "int64 or int32 input, a constant, or a Cast of them)", idx->name);
+    if (axis == 0 && w->shape.ndim == 2) return built(im, ts_embedding(im->g, w, i), &io->out[0]);
+    return built(im, ts_gather(im->g, w, i, axis), &io->out[0]);
 }
 
 /* ReduceMean, ReduceSum and ReduceMax over their axes: the attribute
@@ -1711,9 +1714,10 @@ static ts_status import_inputs(importer *im, const TensorscopeOnnx__GraphProto *
         int elem = tt->has_elem_type ? tt->elem_type : TS_ONNX_FLOAT;
         ts_dtype dt;
         if (ts_onnx_dtype_is_float(elem)) dt = TS_F32;
-        else if (elem == TS_ONNX_INT64 || elem == TS_ONNX_INT32) dt = TS_I32;
-        else return ts_error(TS_ERR_UNSUPPORTED, "%s: input '%s' has data type %s; tensorscope feeds float or integer inputs", im->path,
-                             vi->name, ts_onnx_dtype_name(elem));
+        else if (elem == TS_ONNX_INT64 || elem == TS_ONNX_INT32 || elem == TS_ONNX_BOOL) dt = TS_I32; /* ids, labels, masks (fed as
+                                                                                                   i64, i32 or u8 data) */
+        else return ts_error(TS_ERR_UNSUPPORTED, "%s: input '%s' has data type %s; tensorscope feeds float, int32, int64 and bool inputs",
+                             im->path, vi->name, ts_onnx_dtype_name(elem));
         ts_shape s = {0};
         if (tt->shape) {
             if (tt->shape->n_dim > TS_MAX_DIMS) return ts_error(TS_ERR_UNSUPPORTED, "%s: input '%s' has more than %d dimensions", im->path, vi->name, TS_MAX_DIMS);

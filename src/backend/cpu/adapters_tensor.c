@@ -55,11 +55,23 @@ void ts_fwd_cast_float(const ts_kctx *k) {
     for (int64_t i = 0; i < n; i++) k->out[i] = (float)k->in_int[0][i];
 }
 
-void ts_fwd_embedding(const ts_kctx *k) {
-    ts_embedding_forward(k->out, k->in[0], k->in_int[1], ts_shape_numel(&k->in_shape[1]), k->in_shape[0].d[1]);
+/* Gather along attr[0] as [outer, V, C] (Embedding: axis 0 of [V, C]) */
+static void gather_dims(const ts_kctx *k, int64_t *outer, int64_t *V, int64_t *C) {
+    const ts_shape *s = &k->in_shape[0];
+    int axis = (int)k->node->attr[0];
+    *outer = 1, *C = 1, *V = s->d[axis];
+    for (int i = 0; i < axis; i++) *outer *= s->d[i];
+    for (int i = axis + 1; i < s->ndim; i++) *C *= s->d[i];
 }
-void ts_bwd_embedding(const ts_kctx *k) {
-    if (k->din[0]) ts_embedding_backward(k->din[0], k->dout, k->in_int[1], ts_shape_numel(&k->in_shape[1]), k->in_shape[0].d[1]);
+void ts_fwd_gather(const ts_kctx *k) {
+    int64_t outer, V, C;
+    gather_dims(k, &outer, &V, &C);
+    ts_gather_forward(k->out, k->in[0], k->in_int[1], outer, V, ts_shape_numel(&k->in_shape[1]), C);
+}
+void ts_bwd_gather(const ts_kctx *k) {
+    int64_t outer, V, C;
+    gather_dims(k, &outer, &V, &C);
+    if (k->din[0]) ts_gather_backward(k->din[0], k->dout, k->in_int[1], outer, V, ts_shape_numel(&k->in_shape[1]), C);
 }
 
 static void ln_dims(const ts_kctx *k, int64_t *rows, int64_t *D) {

@@ -307,16 +307,20 @@ void ts_ew_unary_backward(ts_pool *p, int kind, float *dx, const float *dout, co
 
 /* --------------------------------------------------------------- embedding */
 
-void ts_embedding_forward(float *out, const float *w, const int32_t *idx, int64_t n, int64_t C) {
-    for (int64_t i = 0; i < n; i++) memcpy(out + i * C, w + (int64_t)idx[i] * C, (size_t)C * sizeof(float));
+static int64_t gather_row(int32_t i, int64_t V) { return i < 0 ? i + V : i; }
+
+void ts_gather_forward(float *out, const float *w, const int32_t *idx, int64_t outer, int64_t V, int64_t n, int64_t C) {
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < n; i++) memcpy(out + (o * n + i) * C, w + (o * V + gather_row(idx[i], V)) * C, (size_t)C * sizeof(float));
 }
 
-void ts_embedding_backward(float *dw, const float *dout, const int32_t *idx, int64_t n, int64_t C) {
-    for (int64_t i = 0; i < n; i++) {
-        float *r = dw + (int64_t)idx[i] * C;
-        const float *d = dout + i * C;
-        for (int64_t c = 0; c < C; c++) r[c] += d[c];
-    }
+void ts_gather_backward(float *dw, const float *dout, const int32_t *idx, int64_t outer, int64_t V, int64_t n, int64_t C) {
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < n; i++) {
+            float *r = dw + (o * V + gather_row(idx[i], V)) * C;
+            const float *d = dout + (o * n + i) * C;
+            for (int64_t c = 0; c < C; c++) r[c] += d[c];
+        }
 }
 
 /* One context for the kernels over rows of n (layer norm, softmax): each

@@ -36,9 +36,11 @@ void ts_unary_backward(ts_pool *p, int kind, float *dx, const float *dout, const
 void ts_ew_unary_forward(ts_pool *p, int kind, float *out, const float *x, float alpha, float beta, int64_t n);
 void ts_ew_unary_backward(ts_pool *p, int kind, float *dx, const float *dout, const float *x, float alpha, float beta, int64_t n);
 
-/* ---- embedding: out[n, C] = w[idx[n], :];  dw[idx[n], :] += dout[n, :] */
-void ts_embedding_forward(float *out, const float *w, const int32_t *idx, int64_t n, int64_t C);
-void ts_embedding_backward(float *dw, const float *dout, const int32_t *idx, int64_t n, int64_t C);
+/* ---- gather (and embedding, its axis 0 of [V, C]): w [outer, V, C],
+ * out [outer, n, C] = w[:, idx[n], :] (a negative index counts from V's
+ * end); dw[:, idx[n], :] += dout[:, n, :] */
+void ts_gather_forward(float *out, const float *w, const int32_t *idx, int64_t outer, int64_t V, int64_t n, int64_t C);
+void ts_gather_backward(float *dw, const float *dout, const int32_t *idx, int64_t outer, int64_t V, int64_t n, int64_t C);
 
 /* ---- layer norm over rows of D: y = (x - mean) * rstd * w + b; stats
  * [2*rows] keeps mean and rstd for backward */

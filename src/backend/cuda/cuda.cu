@@ -394,7 +394,7 @@ static void fill_kernel_table(void) {
     kernels[TS_OP_POW] = {ts_cu_fwd_unary_math, ts_cu_bwd_unary_math, nullptr};
     kernels[TS_OP_ERF] = {ts_cu_fwd_unary_math, ts_cu_bwd_unary_math, nullptr};
     kernels[TS_OP_GELU] = {ts_cu_fwd_unary_math, ts_cu_bwd_unary_math, nullptr};
-    kernels[TS_OP_EMBEDDING] = {ts_cu_fwd_embedding, ts_cu_bwd_embedding, nullptr};
+    kernels[TS_OP_EMBEDDING] = {ts_cu_fwd_gather, ts_cu_bwd_gather, nullptr};
     kernels[TS_OP_LAYER_NORM] = {ts_cu_fwd_layer_norm, ts_cu_bwd_layer_norm, nullptr};
     kernels[TS_OP_BATCH_MATMUL] = {ts_cu_fwd_bmm, ts_cu_bwd_bmm, nullptr};
     kernels[TS_OP_PERMUTE] = {ts_cu_fwd_permute, ts_cu_bwd_permute, nullptr};
@@ -431,6 +431,7 @@ static void fill_kernel_table(void) {
     kernels[TS_OP_SELU] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr};
     kernels[TS_OP_SOFTPLUS] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr};
     kernels[TS_OP_SELECT] = {ts_cu_fwd_where, ts_cu_bwd_where, nullptr};
+    kernels[TS_OP_GATHER] = {ts_cu_fwd_gather, ts_cu_bwd_gather, nullptr};
     kernels[TS_OP_CAST_FLOAT] = {ts_cu_fwd_cast_float, nullptr, nullptr};
     kernels[TS_OP_POWER] = {ts_cu_fwd_broadcast_binary, ts_cu_bwd_broadcast_binary, nullptr};
     kernels[TS_OP_MAX] = {ts_cu_fwd_broadcast_binary, ts_cu_bwd_broadcast_binary, nullptr};

@@ -58,14 +58,16 @@ static unsigned row_threads(int64_t n) {
 
 /* -------------------------------------------------------------- embedding */
 
-/* out[n, C] = w[idx[i], :] for each of the n indices; w [V, C]. An index
- * outside [0, V) (the executor rejects those before the run) gives a zero
- * row instead of a read out of bounds. */
-static __global__ void embedding_forward_kernel(float *out, const float *w, const int32_t *idx, int64_t n, int64_t C, int64_t V) {
-    TS_CU_FOR(i, n * C) {
-        int64_t r = i / C, c = i % C;
-        int64_t v = idx[r];
-        out[i] = (v >= 0 && v < V) ? w[v * C + c] : 0.0f;
+/* out[outer, n, C] = w[:, idx[i], :] for each of the n indices; w [outer,
+ * V, C] (Embedding: outer 1); a negative index counts from V's end. An
+ * index outside [-V, V) (the executor rejects those before the run) gives
+ * a zero row instead of a read out of bounds. */
+static __global__ void embedding_forward_kernel(float *out, const float *w, const int32_t *idx, int64_t outer, int64_t n, int64_t C,
+                                                int64_t V) {
+    TS_CU_FOR(i, outer * n * C) {
+        int64_t o = i / (n * C), r = (i / C) % n, c = i % C;
+        int64_t v = idx[r] < 0 ? (int64_t)idx[r] + V : idx[r];
+        out[i] = (v >= 0 && v < V) ? w[(o * V + v) * C + c] : 0.0f;
     }
 }
 
@@ -75,14 +77,16 @@ static __global__ void embedding_forward_kernel(float *out, const float *w, cons
  * a ballot; the block then adds the matching dout rows in ascending i, each
  * thread owning its columns of the row: the CPU's order of additions. Work:
  * V * n / blockDim index tiles, plus n * C additions. */
-static __global__ void embedding_backward_kernel(float *dw, const float *dout, const int32_t *idx, int64_t n, int64_t C, int64_t V) {
+static __global__ void embedding_backward_kernel(float *dw, const float *dout, const int32_t *idx, int64_t outer, int64_t n, int64_t C,
+                                                 int64_t V) {
     __shared__ unsigned hits[TS_CU_THREADS / 32];
     int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    for (int64_t v = blockIdx.x; v < V; v += gridDim.x) {
-        float *row = dw + v * C;
+    for (int64_t ov = blockIdx.x; ov < outer * V; ov += gridDim.x) {
+        int64_t o = ov / V, v = ov % V;
+        float *row = dw + ov * C;
         for (int64_t base = 0; base < n; base += blockDim.x) {
             int64_t t = base + threadIdx.x;
-            bool hit = t < n && (int64_t)idx[t] == v;
+            bool hit = t < n && ((int64_t)idx[t] == v || (int64_t)idx[t] + V == v);
             unsigned m = __ballot_sync(0xffffffffu, hit);
             if (lane == 0) hits[w] = m;
             __syncthreads();
@@ -91,7 +95,7 @@ static __global__ void embedding_backward_kernel(float *dw, const float *dout, c
                 while (mq) {
                     int b = __ffs(mq) - 1;
                     mq &= mq - 1;
-                    const float *d = dout + (base + q * 32 + b) * C;
+                    const float *d = dout + (o * n + base + q * 32 + b) * C;
                     for (int64_t c = threadIdx.x; c < C; c += blockDim.x) row[c] += d[c];
                 }
             }
@@ -100,18 +104,32 @@ static __global__ void embedding_backward_kernel(float *dw, const float *dout, c
     }
 }
 
-void ts_cu_fwd_embedding(const ts_kctx *k) {
-    int64_t n = numel(&k->in_shape[1]), C = k->in_shape[0].d[1], V = k->in_shape[0].d[0];
-    embedding_forward_kernel<<<ts_cu_blocks(n * C), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, k->in[0], k->in_int[1], n, C, V);
-    ts_cu_check(cudaGetLastError(), "Embedding");
+/* Gather along attr[0] as [outer, V, C] (Embedding: axis 0 of [V, C]) */
+static void gather_dims(const ts_kctx *k, int64_t *outer, int64_t *V, int64_t *C) {
+    const ts_shape *s = &k->in_shape[0];
+    int axis = (int)k->node->attr[0];
+    *outer = 1, *C = 1, *V = s->d[axis];
+    for (int i = 0; i < axis; i++) *outer *= s->d[i];
+    for (int i = axis + 1; i < s->ndim; i++) *C *= s->d[i];
 }
 
-void ts_cu_bwd_embedding(const ts_kctx *k) {
+void ts_cu_fwd_gather(const ts_kctx *k) {
+    int64_t n = numel(&k->in_shape[1]), outer, V, C;
+    gather_dims(k, &outer, &V, &C);
+    if (outer * n * C == 0) return;
+    embedding_forward_kernel<<<ts_cu_blocks(outer * n * C), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, k->in[0], k->in_int[1], outer, n,
+                                                                                                C, V);
+    ts_cu_check(cudaGetLastError(), k->node->op == TS_OP_GATHER ? "Gather" : "Embedding");
+}
+
+void ts_cu_bwd_gather(const ts_kctx *k) {
     if (!k->din[0]) return;
-    int64_t n = numel(&k->in_shape[1]), C = k->in_shape[0].d[1], V = k->in_shape[0].d[0];
-    if (n == 0 || C == 0) return;
-    embedding_backward_kernel<<<row_blocks(V), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->din[0], k->dout, k->in_int[1], n, C, V);
-    ts_cu_check(cudaGetLastError(), "Embedding");
+    int64_t n = numel(&k->in_shape[1]), outer, V, C;
+    gather_dims(k, &outer, &V, &C);
+    if (n == 0 || C == 0 || outer == 0) return;
+    embedding_backward_kernel<<<row_blocks(outer * V), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->din[0], k->dout, k->in_int[1], outer, n, C,
+                                                                                           V);
+    ts_cu_check(cudaGetLastError(), k->node->op == TS_OP_GATHER ? "Gather" : "Embedding");
 }
 
 /* ------------------------------------------------------------- layer norm */
