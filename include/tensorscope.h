@@ -294,6 +294,11 @@ TS_API ts_tensor *ts_embedding(ts_graph *g, ts_tensor *weight, ts_tensor *indice
  * the backward pass scatter-adds into data's gradient. An index outside
  * [-D, D) is an error at run. ts_embedding is axis 0 of a 2-D table. */
 TS_API ts_tensor *ts_gather(ts_graph *g, ts_tensor *data, ts_tensor *indices, int axis);
+/* out[p] = data[p with the indices' value at p on `axis`] (PyTorch's
+ * gather, ONNX's GatherElements): indices i32 of data's rank, no larger
+ * than data off the axis; out has the indices' shape; negative indices
+ * count from the end, one outside [-D, D) is an error at run. */
+TS_API ts_tensor *ts_gather_elements(ts_graph *g, ts_tensor *data, ts_tensor *indices, int axis);
 /* Normalises over the last `ndims` dims, then * weight + bias (both of the
  * shape of those dims), as PyTorch's layer_norm. */
 TS_API ts_tensor *ts_layer_norm(ts_graph *g, ts_tensor *x, ts_tensor *weight, ts_tensor *bias, int ndims, float eps);
@@ -353,6 +358,7 @@ TS_API ts_tensor *ts_cross_entropy_ignore(ts_graph *g, ts_tensor *logits, ts_ten
 #define ts_erf(g, ...) ts_erf(TS_AT_(g), __VA_ARGS__)
 #define ts_abs(g, ...) ts_abs(TS_AT_(g), __VA_ARGS__)
 #define ts_gather(g, ...) ts_gather(TS_AT_(g), __VA_ARGS__)
+#define ts_gather_elements(g, ...) ts_gather_elements(TS_AT_(g), __VA_ARGS__)
 #define ts_unary(g, ...) ts_unary(TS_AT_(g), __VA_ARGS__)
 #define ts_binary(g, ...) ts_binary(TS_AT_(g), __VA_ARGS__)
 #define ts_gelu(g, ...) ts_gelu(TS_AT_(g), __VA_ARGS__)

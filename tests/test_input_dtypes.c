@@ -2,7 +2,8 @@
  * i64 token ids and labels and u8 bools for an i32 input, f64 values for
  * an f32 input, converted for the run; a value the input's dtype cannot
  * hold (an id beyond i32, an f64 beyond f32's range) is an error naming it,
- * never wrapped; other pairs (f32 data for an i32 input) stay an error. */
+ * never wrapped; other pairs (f32 data for an i32 input) stay an error.
+ * Gather indices outside [-D, D) are an error before the run. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -67,6 +68,39 @@ int main(void)
     st = ts_model_run(m, names, in, 2);
     CHECK(st == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "must be i32 data, got f32") && strstr(ts_last_error(), "i64 and u8"),
           "f32 data for an i32 input stays an error that says what it takes: %s", ts_last_error());
+    ts_model_free(m);
+    ts_graph_free(g);
+
+    /* gather indices: [-D, D) (negative from the end), checked before the run */
+    g = ts_graph_new(1);
+    table = ts_input(g, "table", TS_F32, 2, (int64_t[]){2, 3});
+    ids = ts_input(g, "ids", TS_I32, 1, (int64_t[]){2});
+    ts_tensor *ids2 = ts_input(g, "ids2", TS_I32, 2, (int64_t[]){1, 2});
+    ts_tensor *ge[2] = {ts_gather(g, table, ids, 1), ts_gather_elements(g, table, ids2, 1)};
+    const char *names3[3] = {"table", "ids", "ids2"};
+    ts_array in3[3];
+    m = NULL;
+    CHECK_OK(ts_model_inference(&m, g, ge, 2, NULL), "a model gathering along axis 1");
+    float t6[6] = {10, 11, 12, 20, 21, 22};
+    int64_t good[2] = {-3, 2}, bad3[2] = {0, 3}, bad4[2] = {-4, 0};
+    in3[0] = ts_array_f32(t6, 2, (int64_t[]){2, 3});
+    in3[1] = (ts_array){.dtype = TS_I64, .ndim = 1, .shape = {2}, .data = good};
+    in3[2] = (ts_array){.dtype = TS_I64, .ndim = 2, .shape = {1, 2}, .data = good};
+    ok = m && !ts_model_run(m, names3, in3, 3) && !ts_model_anchored(m, ts_tensor_name(ge[0]), &out);
+    CHECK(ok && ((const float *)out.data)[0] == 10 && ((const float *)out.data)[1] == 12 && ((const float *)out.data)[3] == 22,
+          "gather by -3 and 2 along a dim of 3 takes columns 0 and 2: %s", ok ? "" : ts_last_error());
+    ok = ok && !ts_model_anchored(m, ts_tensor_name(ge[1]), &out);
+    CHECK(ok && ((const float *)out.data)[0] == 10 && ((const float *)out.data)[1] == 12, "gather_elements by them takes 10 and 12: %s",
+          ok ? "" : ts_last_error());
+    for (int k = 1; k <= 2; k++) {
+        in3[k].data = bad3;
+        st = ts_model_run(m, names3, in3, 3);
+        CHECK(st == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "[-3, 3)"), "an index of 3 is an error at run: %s", ts_last_error());
+        in3[k].data = bad4;
+        st = ts_model_run(m, names3, in3, 3);
+        CHECK(st == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "-4"), "and one of -4: %s", ts_last_error());
+        in3[k].data = good;
+    }
     ts_model_free(m);
     ts_graph_free(g);
     return check_summary("test_input_dtypes");

@@ -535,6 +535,17 @@ static ts_tensor *b_gather(ts_graph *g, const op_case *c)
     return ts_gather(g, x, iconst(g, "idx", 2, (int64_t[]){2, 2}, idx[c->iarg]), c->iarg);
 }
 
+/* gather_elements of x [3,4] along iarg by [3,5] (axis 1) or [5,2]
+ * (axis 0) constant indices with repeats and negative ones */
+static ts_tensor *b_gather_elements(ts_graph *g, const op_case *c)
+{
+    ts_tensor *x = rparam(g, "x", 2, (int64_t[]){3, 4}, D_SYM);
+    static const int32_t i1[15] = {0, 3, 3, -1, 1, 2, 2, 0, -4, 1, 1, 1, 1, 3, 0};
+    static const int32_t i0[10] = {0, 2, -1, 1, 1, 1, -3, 0, 2, 2};
+    ts_tensor *idx = c->iarg ? iconst(g, "idx", 2, (int64_t[]){3, 5}, i1) : iconst(g, "idx", 2, (int64_t[]){5, 2}, i0);
+    return ts_gather_elements(g, x, idx, c->iarg);
+}
+
 /* iarg: normalised trailing dims (1 or 2) */
 static ts_tensor *b_layer_norm(ts_graph *g, const op_case *c)
 {
@@ -1023,6 +1034,8 @@ int main(void)
         {"gather axis 0 (repeats, -1)", b_gather, LIN, 1e-3, 1e-4, 0, 0, {0}},
         {"gather axis 1 (repeats, -1)", b_gather, LIN, 1e-3, 1e-4, 1, 0, {0}},
         {"gather axis 2 (repeats, -3)", b_gather, LIN, 1e-3, 1e-4, 2, 0, {0}},
+        {"gather_elements axis 0", b_gather_elements, LIN, 1e-3, 1e-4, 0, 0, {0}},
+        {"gather_elements axis 1", b_gather_elements, LIN, 1e-3, 1e-4, 1, 0, {0}},
         {"layer_norm last dim", b_layer_norm, 1e-3, 1e-2, 1e-4, 1, 0, {0}},
         {"layer_norm last 2 dims", b_layer_norm, 1e-3, 1e-2, 1e-4, 2, 0, {0}},
         {"bmm [2,3,4]x[2,4,5]", b_bmm, LIN, 1e-3, 1e-4, 0, 0, {0}},

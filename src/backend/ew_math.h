@@ -182,4 +182,18 @@ TS_EW float ts_ewb_partial(int kind, int which, float a, float b) {
     }
 }
 
+/* ---- GatherElements, elementwise over its indices: the offset in data
+ * (shape sd) of index position p (of the indices' shape si) whose index
+ * on `axis` is r (negative: from the end) */
+TS_EW int64_t ts_gather_elements_offset(const ts_shape *sd, const ts_shape *si, int axis, int64_t p, int32_t r) {
+    int64_t off = 0, stride = 1;
+    for (int k = si->ndim - 1; k >= 0; k--) {
+        int64_t c = p % si->d[k];
+        p /= si->d[k];
+        off += (k == axis ? (r < 0 ? r + sd->d[k] : r) : c) * stride;
+        stride *= sd->d[k];
+    }
+    return off;
+}
+
 #endif

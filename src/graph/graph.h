@@ -92,7 +92,8 @@ typedef enum ts_op {
     TS_OP_OR,
     TS_OP_XOR,
     TS_OP_SELECT,
-    TS_OP_GATHER,       /* in: data, indices i32 (negative: from the end); attr[0]: the axis (Embedding is axis 0 of 2-D) */       /* Where with an f32 condition (non-zero = true), as the predicates give it */
+    TS_OP_GATHER,
+    TS_OP_GATHER_ELEMENTS, /* in: data, indices i32 of data's rank; attr[0]: the axis (out[p] = data[p with idx[p] on the axis]) */       /* in: data, indices i32 (negative: from the end); attr[0]: the axis (Embedding is axis 0 of 2-D) */       /* Where with an f32 condition (non-zero = true), as the predicates give it */
     TS_OP_COUNT
 } ts_op;
 

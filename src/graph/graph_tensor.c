@@ -80,6 +80,12 @@ ts_tensor *ts_gather(ts_graph *g, ts_tensor *data, ts_tensor *indices, int axis)
     return node(g, TS_OP_GATHER, 2, (const ts_tensor *[]){data, indices}, &(attrs){.attr = {d}});
 }
 
+ts_tensor *ts_gather_elements(ts_graph *g, ts_tensor *data, ts_tensor *indices, int axis) {
+    int d = norm_dim(g, "ts_gather_elements", data, axis);
+    if (d < 0) return NULL;
+    return node(g, TS_OP_GATHER_ELEMENTS, 2, (const ts_tensor *[]){data, indices}, &(attrs){.attr = {d}});
+}
+
 ts_tensor *ts_layer_norm(ts_graph *g, ts_tensor *x, ts_tensor *weight, ts_tensor *bias, int ndims, float eps) {
     if (g && !g->sticky && !(eps >= 0.0f)) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_layer_norm: eps must be >= 0");
     return node(g, TS_OP_LAYER_NORM, 3, (const ts_tensor *[]){x, weight, bias}, &(attrs){.attr = {ndims}, .fattr = {eps}});

@@ -46,6 +46,18 @@ ts_status ts_shape_gather(const ts_tensor *n, const ts_shape *in, ts_shape *out)
     return TS_OK;
 }
 
+/* the indices' shape: of data's rank, no larger off the axis */
+ts_status ts_shape_gather_elements(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
+    char a[96], b[96];
+    int axis = (int)n->attr[0];
+    bool ok = in[0].ndim == in[1].ndim && axis >= 0 && axis < in[0].ndim;
+    for (int i = 0; ok && i < in[0].ndim; i++) ok = i == axis || in[1].d[i] <= in[0].d[i];
+    if (!ok)
+        return SHAPE_ERR("GatherElements: indices %s must have data %s's rank and be no larger off axis %d", sh(&in[1], b), sh(&in[0], a), axis);
+    *out = in[1];
+    return TS_OK;
+}
+
 ts_status ts_shape_layer_norm(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
     char a[96], b[96], c[96];
     int k = (int)n->attr[0];

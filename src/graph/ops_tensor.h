@@ -8,6 +8,7 @@
 ts_status ts_shape_broadcast_binary(const ts_tensor *n, const ts_shape *in, ts_shape *out);
 ts_status ts_shape_embedding(const ts_tensor *n, const ts_shape *in, ts_shape *out);
 ts_status ts_shape_gather(const ts_tensor *n, const ts_shape *in, ts_shape *out);
+ts_status ts_shape_gather_elements(const ts_tensor *n, const ts_shape *in, ts_shape *out);
 ts_status ts_shape_layer_norm(const ts_tensor *n, const ts_shape *in, ts_shape *out);
 ts_status ts_shape_bmm(const ts_tensor *n, const ts_shape *in, ts_shape *out);
 ts_status ts_shape_permute(const ts_tensor *n, const ts_shape *in, ts_shape *out);

@@ -1190,10 +1190,12 @@ static ts_status op_range(importer *im, node_io *io) {
 
 /* Gather: of rows of a 2-D table by integer ids an embedding (the table is
  * the parameter under its own name, so a tied weight stays one), along any
- * other axis ts_gather; folded when both are constants. */
+ * other axis ts_gather; GatherElements: ts_gather_elements; folded when
+ * both are constants. */
 static ts_status op_gather(importer *im, node_io *io) {
     value *data = io->in[0], *idx = io->in[1];
-    if (is_const(data) && !data->param && is_const(idx)) return op_fold(im, io);
+    bool elements = strcmp(im->node->op_type, "GatherElements") == 0;
+    if (!elements && is_const(data) && !data->param && is_const(idx)) return op_fold(im, io);
     int axis;
     ts_status st = attr_axis(im, "axis", 0, shape_of(data)->ndim, false, &axis);
     if (st) return st;
@@ -1202,6 +1204,7 @@ static ts_status op_gather(importer *im, node_io *io) {
     if (i->dtype != TS_I32)
         return node_error(im, TS_ERR_UNSUPPORTED, "its indices ('%s') are computed in float by the graph; Gather takes integer indices (an "
                           "int64 or int32 input, a constant, or a Cast of them)", idx->name);
+    if (elements) return built(im, ts_gather_elements(im->g, w, i, axis), &io->out[0]);
     if (axis == 0 && w->shape.ndim == 2) return built(im, ts_embedding(im->g, w, i), &io->out[0]);
     return built(im, ts_gather(im->g, w, i, axis), &io->out[0]);
 }
@@ -1416,6 +1419,7 @@ static const struct {
     {"Flatten", 1, op_flatten},
     {"Floor", 1, op_unary},
     {"Gather", 2, op_gather},
+    {"GatherElements", 2, op_gather},
     {"Gelu", 1, op_unary},
     {"Gemm", 2, op_gemm},
     {"GlobalAveragePool", 1, op_global_avg_pool},

@@ -48,7 +48,21 @@ static void gather_case(ts_op_checker *c, int nd, const int64_t *d, int axis, in
     ts_graph_free(g);
 }
 
+/* data d[0..nd) by i32 indices of shape idx (random in [0, d[axis])) */
+static void gather_elements_case(ts_op_checker *c, int nd, const int64_t *d, int axis, const int64_t *idx) {
+    char label[128];
+    ts_graph *g = ts_graph_new(1);
+    ts_tensor *x = ts_param(g, "x", nd, d);
+    ts_tensor *i = ts_input(g, "idx", TS_I32, nd, idx);
+    snprintf(label, sizeof label, "gather_elements axis %d of %d dims", axis, nd);
+    ts_op_check(c, label, ts_gather_elements(g, x, i, axis), &(ts_op_case_opts){.int_hi = (int32_t)d[axis]});
+    ts_graph_free(g);
+}
+
 static void gather_cases(ts_op_checker *c) {
+    gather_elements_case(c, 2, (int64_t[]){3, 4}, 1, (int64_t[]){3, 7});        /* more indices than the axis: repeats */
+    gather_elements_case(c, 3, (int64_t[]){5, 6, 7}, 0, (int64_t[]){9, 2, 7});  /* smaller off the axis */
+    gather_elements_case(c, 3, (int64_t[]){40, 50, 41}, 2, (int64_t[]){40, 50, 41}); /* 82000 positions */
     gather_case(c, 3, (int64_t[]){4, 6, 5}, 1, 2, (int64_t[]){3, 7}); /* rows hit many times */
     gather_case(c, 3, (int64_t[]){4, 6, 5}, 2, 1, (int64_t[]){9});    /* the innermost axis: C = 1 */
     gather_case(c, 2, (int64_t[]){300, 260}, 0, 1, (int64_t[]){301});

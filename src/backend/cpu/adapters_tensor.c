@@ -78,6 +78,19 @@ static void ln_dims(const ts_kctx *k, int64_t *rows, int64_t *D) {
     *D = ts_shape_numel(&k->in_shape[1]);
     *rows = numel_out(k) / *D;
 }
+void ts_fwd_gather_elements(const ts_kctx *k) {
+    const ts_shape *sd = &k->in_shape[0], *si = &k->in_shape[1];
+    int axis = (int)k->node->attr[0];
+    int64_t n = ts_shape_numel(si);
+    for (int64_t p = 0; p < n; p++) k->out[p] = k->in[0][ts_gather_elements_offset(sd, si, axis, p, k->in_int[1][p])];
+}
+void ts_bwd_gather_elements(const ts_kctx *k) {
+    const ts_shape *sd = &k->in_shape[0], *si = &k->in_shape[1];
+    int axis = (int)k->node->attr[0];
+    int64_t n = ts_shape_numel(si);
+    for (int64_t p = 0; k->din[0] && p < n; p++) k->din[0][ts_gather_elements_offset(sd, si, axis, p, k->in_int[1][p])] += k->dout[p];
+}
+
 void ts_fwd_layer_norm(const ts_kctx *k) {
     int64_t rows, D;
     ln_dims(k, &rows, &D);

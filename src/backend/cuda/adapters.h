@@ -49,6 +49,8 @@ void ts_cu_fwd_dropout_mask(const ts_kctx *k);
 /* tensor and transformer ops (kernels_tensor.cu) */
 void ts_cu_fwd_gather(const ts_kctx *k); /* Gather and Embedding */
 void ts_cu_bwd_gather(const ts_kctx *k);
+void ts_cu_fwd_gather_elements(const ts_kctx *k);
+void ts_cu_bwd_gather_elements(const ts_kctx *k);
 void ts_cu_fwd_layer_norm(const ts_kctx *k);
 void ts_cu_bwd_layer_norm(const ts_kctx *k);
 void ts_cu_fwd_bmm(const ts_kctx *k);

@@ -432,6 +432,7 @@ static void fill_kernel_table(void) {
     kernels[TS_OP_SOFTPLUS] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr};
     kernels[TS_OP_SELECT] = {ts_cu_fwd_where, ts_cu_bwd_where, nullptr};
     kernels[TS_OP_GATHER] = {ts_cu_fwd_gather, ts_cu_bwd_gather, nullptr};
+    kernels[TS_OP_GATHER_ELEMENTS] = {ts_cu_fwd_gather_elements, ts_cu_bwd_gather_elements, nullptr};
     kernels[TS_OP_CAST_FLOAT] = {ts_cu_fwd_cast_float, nullptr, nullptr};
     kernels[TS_OP_POWER] = {ts_cu_fwd_broadcast_binary, ts_cu_bwd_broadcast_binary, nullptr};
     kernels[TS_OP_MAX] = {ts_cu_fwd_broadcast_binary, ts_cu_bwd_broadcast_binary, nullptr};

@@ -6,6 +6,7 @@
  * launched on the kernel's stream, nothing allocated, nothing read back.
  * No float atomics: each gradient element has one writer. */
 #include "backend/cuda/adapters.h"
+#include "backend/ew_math.h"
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -130,6 +131,45 @@ void ts_cu_bwd_gather(const ts_kctx *k) {
     embedding_backward_kernel<<<row_blocks(outer * V), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->din[0], k->dout, k->in_int[1], outer, n, C,
                                                                                            V);
     ts_cu_check(cudaGetLastError(), k->node->op == TS_OP_GATHER ? "Gather" : "Embedding");
+}
+
+/* --------------------------------------------------------- gather elements */
+
+/* one thread per index position (the CPU's formula, backend/ew_math.h) */
+static __global__ void gather_elements_forward_kernel(float *out, const float *x, const int32_t *idx, ts_shape sd, ts_shape si, int axis,
+                                                      int64_t n) {
+    TS_CU_FOR(p, n) out[p] = x[ts_gather_elements_offset(&sd, &si, axis, p, idx[p])];
+}
+
+/* one thread per line of index positions along the axis, in the CPU's
+ * order: a line reads and writes its own line of data (no atomics) */
+static __global__ void gather_elements_backward_kernel(float *dx, const float *dout, const int32_t *idx, ts_shape sd, ts_shape si, int axis,
+                                                       int64_t lines) {
+    int64_t len = si.d[axis], inner = 1;
+    for (int k = axis + 1; k < si.ndim; k++) inner *= si.d[k];
+    TS_CU_FOR(q, lines) {
+        int64_t base = (q / inner) * len * inner + q % inner;
+        for (int64_t j = 0; j < len; j++) {
+            int64_t p = base + j * inner;
+            dx[ts_gather_elements_offset(&sd, &si, axis, p, idx[p])] += dout[p];
+        }
+    }
+}
+
+void ts_cu_fwd_gather_elements(const ts_kctx *k) {
+    int64_t n = numel(&k->in_shape[1]);
+    if (n == 0) return;
+    gather_elements_forward_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, k->in[0], k->in_int[1], k->in_shape[0],
+                                                                                          k->in_shape[1], (int)k->node->attr[0], n);
+    ts_cu_check(cudaGetLastError(), "GatherElements");
+}
+
+void ts_cu_bwd_gather_elements(const ts_kctx *k) {
+    int64_t n = numel(&k->in_shape[1]), len = k->in_shape[1].d[k->node->attr[0]];
+    if (!k->din[0] || n == 0) return;
+    gather_elements_backward_kernel<<<ts_cu_blocks(n / len), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(
+        k->din[0], k->dout, k->in_int[1], k->in_shape[0], k->in_shape[1], (int)k->node->attr[0], n / len);
+    ts_cu_check(cudaGetLastError(), "GatherElements");
 }
 
 /* ------------------------------------------------------------- layer norm */
