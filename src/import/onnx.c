@@ -1148,11 +1148,8 @@ static ts_status op_fold(importer *im, node_io *io) {
 /* Cast (folded): to one of the types read here. Opset 19's `saturate` and
  * 24's `round_mode` concern only the float8 targets, which are refused
  * with the other types tensorscope does not hold (float4, int4, ...). */
-static ts_status op_cast(importer *im, node_io *io) {
-    int to;
-    ts_status st = attr_int32(im, "to", 0, 0, INT32_MAX, &to);
-    if (st) return st;
-    if (!attr(im, "to")) return node_error(im, TS_ERR_FORMAT, "attribute 'to' is required");
+static ts_status cast_to(importer *im, node_io *io, int to) {
+    ts_status st = TS_OK;
     if (!ts_onnx_dtype_size(to) || to > TS_ONNX_BFLOAT16)
         return node_error(im, TS_ERR_UNSUPPORTED, "Cast to %s (ONNX data type %d) is not available: tensorscope casts to float, double, "
                           "float16, bfloat16, bool and the integer types", ts_onnx_dtype_name(to), to);
@@ -1171,7 +1168,28 @@ static ts_status op_cast(importer *im, node_io *io) {
         if (to_float) return built(im, f, &io->out[0]);
         return built(im, ts_unary(im->g, to_int ? "CastInt" : "CastBool", f, 0.0f, 0.0f), &io->out[0]);
     }
-    return op_fold(im, io);
+    node_io one = *io; /* CastLike's target is read for its type only */
+    one.n_in = 1;
+    if ((st = need_consts(im, &one))) return st;
+    ts_const_attrs at = {.to = to};
+    const ts_const *in[1] = {&io->in[0]->c};
+    return fold_result(im, ts_const_op("Cast", in, 1, &at, &io->out[0].c));
+}
+
+static ts_status op_cast(importer *im, node_io *io) {
+    int to;
+    ts_status st = attr_int32(im, "to", 0, 0, INT32_MAX, &to);
+    if (st) return st;
+    if (!attr(im, "to")) return node_error(im, TS_ERR_FORMAT, "attribute 'to' is required");
+    return cast_to(im, io, to);
+}
+
+/* CastLike: a Cast to the type of input 1 (a graph tensor's: float for
+ * f32, int64 for i32). */
+static ts_status op_cast_like(importer *im, node_io *io) {
+    const value *like = io->in[1];
+    if (!like) return node_error(im, TS_ERR_FORMAT, "input 1 (target_type) is empty");
+    return cast_to(im, io, like->t ? (like->t->dtype == TS_F32 ? TS_ONNX_FLOAT : TS_ONNX_INT64) : like->c.dtype);
 }
 
 /* Range (folded): from opset 27 on, a stash_type other than 1 (float)
@@ -1403,6 +1421,7 @@ static const struct {
     {"AveragePool", 1, op_pool},
     {"BatchNormalization", 5, op_batch_norm},
     {"Cast", 1, op_cast},
+    {"CastLike", 2, op_cast_like},
     {"Ceil", 1, op_unary},
     {"Concat", 1, op_concat},
     {"Constant", 0, op_constant},
@@ -1545,6 +1564,8 @@ static const struct {
     {"BatchNormalization", "training_mode", 14, 0, NULL},
     {"Cast", "saturate", 19, 0, NULL},
     {"Cast", "round_mode", 24, 0, NULL},
+    {"CastLike", "saturate", 19, 0, NULL},
+    {"CastLike", "round_mode", 24, 0, NULL},
     {"Dropout", "ratio", 1, 11, "the ratio is input 1"},
     {"Pad", "pads", 1, 10, "the pads are input 1"},
     {"Range", "stash_type", 27, 0, NULL},
