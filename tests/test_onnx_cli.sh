@@ -6,7 +6,7 @@
 # the whole batch equals PyTorch's (the fixture's); names lists the file's
 # value names and anchors take them; graph dumps show model.onnx:<node>;
 # eval; and the errors: data that does not fit the model, an op the importer
-# lacks (the MLP with its Relu op type renamed Selu), a missing file, bad --input / --loss, float labels. Every check
+# lacks (the MLP with its Relu op type renamed Asin), a missing file, bad --input / --loss, float labels. Every check
 # prints `ok ...` or `FAIL ...`; the script exits non-zero if any failed.
 # needs: onnx npz
 set -u
