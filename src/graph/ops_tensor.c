@@ -46,6 +46,12 @@ ts_status ts_shape_gather(const ts_tensor *n, const ts_shape *in, ts_shape *out)
     return TS_OK;
 }
 
+void ts_gather_dims(const ts_shape *data, int axis, int64_t *outer, int64_t *V, int64_t *C) {
+    *outer = 1, *C = 1, *V = data->d[axis];
+    for (int i = 0; i < axis; i++) *outer *= data->d[i];
+    for (int i = axis + 1; i < data->ndim; i++) *C *= data->d[i];
+}
+
 /* the indices' shape: of data's rank, no larger off the axis */
 ts_status ts_shape_gather_elements(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
     char a[96], b[96];

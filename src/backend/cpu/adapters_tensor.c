@@ -57,11 +57,7 @@ void ts_fwd_cast_float(const ts_kctx *k) {
 
 /* Gather along attr[0] as [outer, V, C] (Embedding: axis 0 of [V, C]) */
 static void gather_dims(const ts_kctx *k, int64_t *outer, int64_t *V, int64_t *C) {
-    const ts_shape *s = &k->in_shape[0];
-    int axis = (int)k->node->attr[0];
-    *outer = 1, *C = 1, *V = s->d[axis];
-    for (int i = 0; i < axis; i++) *outer *= s->d[i];
-    for (int i = axis + 1; i < s->ndim; i++) *C *= s->d[i];
+    ts_gather_dims(&k->in_shape[0], (int)k->node->attr[0], outer, V, C);
 }
 void ts_fwd_gather(const ts_kctx *k) {
     int64_t outer, V, C;

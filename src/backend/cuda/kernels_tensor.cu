@@ -8,6 +8,10 @@
 #include "backend/cuda/adapters.h"
 #include "backend/ew_math.h"
 
+extern "C" {
+#include "graph/ops_tensor.h"
+}
+
 /* ---------------------------------------------------------------- helpers */
 
 static int64_t numel(const ts_shape *s) { return ts_shape_numel(s); }
@@ -107,11 +111,7 @@ static __global__ void embedding_backward_kernel(float *dw, const float *dout, c
 
 /* Gather along attr[0] as [outer, V, C] (Embedding: axis 0 of [V, C]) */
 static void gather_dims(const ts_kctx *k, int64_t *outer, int64_t *V, int64_t *C) {
-    const ts_shape *s = &k->in_shape[0];
-    int axis = (int)k->node->attr[0];
-    *outer = 1, *C = 1, *V = s->d[axis];
-    for (int i = 0; i < axis; i++) *outer *= s->d[i];
-    for (int i = axis + 1; i < s->ndim; i++) *C *= s->d[i];
+    ts_gather_dims(&k->in_shape[0], (int)k->node->attr[0], outer, V, C);
 }
 
 void ts_cu_fwd_gather(const ts_kctx *k) {
