@@ -555,11 +555,12 @@ static ts_tensor *as_f32(importer *im, value *v, ts_status *st) {
 }
 
 /* The elementwise binary family on graph tensors (ts_binary), by the op
- * table's name of the ONNX op type. */
+ * table's name of the ONNX op type; Sum's links are Adds. */
 static ts_status binary_family(importer *im, const char *op, value *a, value *b, value *out) {
     ts_status st = TS_OK;
     ts_tensor *ta = as_f32(im, a, &st), *tb = ta ? as_f32(im, b, &st) : NULL;
-    return tb ? built(im, ts_binary(im->g, op, ta, tb), out) : st;
+    if (!tb) return st;
+    return built(im, strcmp(op, "Sum") == 0 ? ts_add(im->g, ta, tb) : ts_binary(im->g, op, ta, tb), out);
 }
 
 /* Elementwise binary ops: folded on constants; Add/Sub/Mul on graph
@@ -644,8 +645,8 @@ static ts_status op_unary(importer *im, node_io *io) {
 
 static ts_status op_identity(importer *im, node_io *io);
 
-/* Max and Min of any number of inputs (at least one), broadcast: a chain
- * of the binary op, each link a named tensor. */
+/* Max, Min and Sum of any number of inputs (at least one), broadcast: a
+ * chain of the binary op, each link a named tensor. */
 static ts_status op_variadic(importer *im, node_io *io) {
     value *acc = io->in[0];
     if (!acc) return node_error(im, TS_ERR_FORMAT, "input 0 is empty; %s needs at least one input", im->node->op_type);
@@ -1488,6 +1489,7 @@ static const struct {
     {"Sqrt", 1, op_unary},
     {"Squeeze", 1, op_squeeze_unsqueeze},
     {"Sub", 2, op_binary},
+    {"Sum", 1, op_variadic},
     {"Tanh", 1, op_unary},
     {"Transpose", 1, op_transpose},
     {"Unsqueeze", 1, op_squeeze_unsqueeze},
