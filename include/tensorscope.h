@@ -1135,7 +1135,9 @@ TS_API ts_status ts_dataset_load_mnist(ts_dataset **out, const char *dir);
 TS_API ts_status ts_dataset_load_idx(ts_dataset **out, const char *images_path,
                                      const char *labels_path);
 /* Datasets from arrays (copied): x f32/f64/... [N,...], labels integer [N]
- * (i32, i64 or u8, each >= 0). x is stored as f32 [N,...]. */
+ * (i32, i64 or u8, each >= 0). x is stored as f32 [N,...], or, when it is
+ * an i32 or i64 array (token ids), as i32 (a value beyond i32 is an error,
+ * never wrapped); u8 x (images) is stored as f32. */
 TS_API ts_status ts_dataset_from_arrays(ts_dataset **out, const ts_array *x,
                                         const ts_array *labels);
 /* Loads arrays for ts_dataset_from_arrays from `path`: a directory holding

@@ -2,7 +2,8 @@
  * i64 token ids and labels and u8 bools for an i32 input, f64 values for
  * an f32 input, converted for the run; a value the input's dtype cannot
  * hold (an id beyond i32, an f64 beyond f32's range) is an error naming it,
- * never wrapped; other pairs (f32 data for an i32 input) stay an error.
+ * never wrapped; i32 values for an f32 input within 2^24 (exact in f32);
+ * other pairs (f32 data for an i32 input) stay an error.
  * Gather indices outside [-D, D) are an error before the run. */
 #include <float.h>
 #include <math.h>
@@ -62,6 +63,17 @@ int main(void)
     tv[3] = INFINITY;
     ok = !ts_model_run(m, names, in, 2) && !ts_model_anchored(m, ts_tensor_name(rows), &out);
     CHECK(ok && isinf(((const float *)out.data)[3 * 2 + 1]), "an f64 infinity stays an infinity: %s", ok ? "" : ts_last_error());
+
+    /* i32 values for the f32 input: exact up to 2^24 */
+    int32_t ti[10] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 16777216};
+    in[0] = (ts_array){.dtype = TS_I32, .ndim = 2, .shape = {5, 2}, .data = ti};
+    ok = !ts_model_run(m, names, in, 2) && !ts_model_anchored(m, ts_tensor_name(rows), &out);
+    CHECK(ok && ((const float *)out.data)[0] == 8 && ((const float *)out.data)[1] == 16777216.0f,
+          "i32 values feed an f32 input (2^24 exactly): %s", ok ? "" : ts_last_error());
+    ti[3] = 16777217;
+    st = ts_model_run(m, names, in, 2);
+    CHECK(st == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "16777217"), "2^24 + 1, which f32 rounds, is an error: %s", ts_last_error());
+    in[0] = table64;
 
     float f32ids[4] = {4, 0, 3, 1};
     in[1] = (ts_array){.dtype = TS_F32, .ndim = 1, .shape = {4}, .data = f32ids};

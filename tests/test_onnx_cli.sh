@@ -5,7 +5,7 @@
 # NumPy (float16/32/64 samples, int8/32/64 and uint8 labels); the gradient of one step on
 # the whole batch equals PyTorch's (the fixture's); names lists the file's
 # value names and anchors take them; graph dumps show model.onnx:<node>;
-# eval; and the errors: data that does not fit the model, an op the importer
+# eval; GPT-2 trained on int64 token ids (and one beyond int32 refused); and the errors: data that does not fit the model, an op the importer
 # lacks (the MLP with its Relu op type renamed Asin), a missing file, bad --input / --loss, float labels. Every check
 # prints `ok ...` or `FAIL ...`; the script exits non-zero if any failed.
 # needs: onnx npz
@@ -121,6 +121,20 @@ open(sys.argv[2], "wb").write(b.replace(b"\x22\x04Relu", b"\x22\x04Asin"))
 PYEOF
 run asin "$BIN" train --model asin.onnx --data data.npz --quiet
 expect asin 1 "node [0-9]+ '/Relu' \(Asin, opset 13\): op type Asin is not supported yet; tensorscope imports: Abs, Add" "an op the importer lacks"
+# GPT-2's int64 token ids and labels, as PyTorch exported them, fed by --data
+$PY - "$FIX/gpt2_op13.npz" <<'PYEOF' || fail "numpy writes the token data"
+import sys, numpy as np
+f = np.load(sys.argv[1])
+x, y = np.tile(f["x"], (10, 1)), np.tile(f["labels"], (10, 1))
+np.savez("ids.npz", x=x, labels=y)
+x[3, 4] = 2**31
+np.savez("bigids.npz", x=x, labels=y)
+PYEOF
+run ids "$BIN" train --model "$FIX/gpt2_op13.onnx" --data ids.npz --epochs 1 --batch-size 2 --quiet
+[ "$rc" -eq 0 ] && has ids.out "trained 9 runs" && ok "GPT-2 trains on int64 token ids from --data (x kept as i32 ids)" ||
+    { fail "int64 token ids by --data"; show ids.out; show ids.err; }
+run bigids "$BIN" train --model "$FIX/gpt2_op13.onnx" --data bigids.npz --epochs 1 --batch-size 2 --quiet
+expect bigids 1 "x\[28\] is 2147483648; integer samples \(token ids\) must be within int32" "a token id beyond int32 is refused, not wrapped"
 run missing "$BIN" train --model nothere.onnx --data data.npz --quiet
 expect missing 1 "cannot open ONNX model nothere.onnx" "a missing model file"
 run badin "$BIN" train --model "$M" --data data.npz --input x:4xq --quiet
