@@ -268,10 +268,37 @@ TS_API ts_tensor *ts_erf(ts_graph *g, ts_tensor *x);
 TS_API ts_tensor *ts_abs(ts_graph *g, ts_tensor *x);
 /* 0.5 x (1 + erf(x / sqrt 2)); tanh_approx: PyTorch's approximate='tanh'. */
 TS_API ts_tensor *ts_gelu(ts_graph *g, ts_tensor *x, int tanh_approx);
+/* The elementwise unary family, by the op's name: Ceil, Floor, Round
+ * (half to even), CastInt (toward zero), CastBool (1 where non-zero), Sin,
+ * Cos, Not, IsNaN, IsInf (alpha non-zero: +inf counts, beta: -inf),
+ * HardSwish, HardSigmoid (max(0, min(1, alpha x + beta))), LeakyRelu (alpha
+ * x below 0), Elu (alpha (e^x - 1) below 0), Selu (beta x, or beta alpha
+ * (e^x - 1) at or below 0), Softplus, CastFloat (an i32 tensor's values
+ * as f32). alpha and beta are ignored by the ops
+ * that take none. Predicates give 1 or 0; they and the rounding ops pass no
+ * gradient. An unknown name is TS_ERR_INVALID_ARGUMENT listing the names. */
+TS_API ts_tensor *ts_unary(ts_graph *g, const char *op, ts_tensor *x, float alpha, float beta);
+/* The elementwise binary family, broadcast by numpy's rules: Pow (a
+ * tensor exponent), Max and Min (NaN wins; a tie splits the gradient),
+ * Mod (the sign of the divisor), FMod (the sign of the dividend), Equal,
+ * Greater, GreaterOrEqual, Less, LessOrEqual, And, Or, Xor (non-zero is
+ * true; 1 or 0 out, no gradient). */
+TS_API ts_tensor *ts_binary(ts_graph *g, const char *op, ts_tensor *a, ts_tensor *b);
 /* weight [V,C] gathered by i32 indices [...] -> [...,C]; the backward pass
  * scatter-adds into the weight's gradient (an index out of [0,V) is an
  * error at run). */
 TS_API ts_tensor *ts_embedding(ts_graph *g, ts_tensor *weight, ts_tensor *indices);
+/* data [...,D,...] gathered along `axis` (negative counts from the end) by
+ * i32 indices [...] (negative ones count from D's end) -> data's dims
+ * before axis, the indices' dims, data's dims after axis (numpy's take);
+ * the backward pass scatter-adds into data's gradient. An index outside
+ * [-D, D) is an error at run. ts_embedding is axis 0 of a 2-D table. */
+TS_API ts_tensor *ts_gather(ts_graph *g, ts_tensor *data, ts_tensor *indices, int axis);
+/* out[p] = data[p with the indices' value at p on `axis`] (PyTorch's
+ * gather, ONNX's GatherElements): indices i32 of data's rank, no larger
+ * than data off the axis; out has the indices' shape; negative indices
+ * count from the end, one outside [-D, D) is an error at run. */
+TS_API ts_tensor *ts_gather_elements(ts_graph *g, ts_tensor *data, ts_tensor *indices, int axis);
 /* Normalises over the last `ndims` dims, then * weight + bias (both of the
  * shape of those dims), as PyTorch's layer_norm. */
 TS_API ts_tensor *ts_layer_norm(ts_graph *g, ts_tensor *x, ts_tensor *weight, ts_tensor *bias, int ndims, float eps);
@@ -286,7 +313,8 @@ TS_API ts_tensor *ts_slice(ts_graph *g, ts_tensor *x, int dim, int64_t start, in
 /* n equal slices along dim into out[0..n). */
 TS_API ts_status ts_split(ts_graph *g, ts_tensor *x, int dim, int n, ts_tensor **out);
 TS_API ts_tensor *ts_concat(ts_graph *g, ts_tensor *const *xs, int n, int dim);
-/* cond (i32, non-zero = true) ? a : b, all three broadcast together. */
+/* cond (i32 or f32, non-zero = true) ? a : b, all three broadcast together
+ * (an f32 cond: the 1 or 0 of ts_binary's comparisons, say). */
 TS_API ts_tensor *ts_where(ts_graph *g, ts_tensor *cond, ts_tensor *a, ts_tensor *b);
 /* x with `value` (may be -INFINITY) where the i32 mask, broadcast to x, is
  * non-zero. */
@@ -329,6 +357,10 @@ TS_API ts_tensor *ts_cross_entropy_ignore(ts_graph *g, ts_tensor *logits, ts_ten
 #define ts_pow(g, ...) ts_pow(TS_AT_(g), __VA_ARGS__)
 #define ts_erf(g, ...) ts_erf(TS_AT_(g), __VA_ARGS__)
 #define ts_abs(g, ...) ts_abs(TS_AT_(g), __VA_ARGS__)
+#define ts_gather(g, ...) ts_gather(TS_AT_(g), __VA_ARGS__)
+#define ts_gather_elements(g, ...) ts_gather_elements(TS_AT_(g), __VA_ARGS__)
+#define ts_unary(g, ...) ts_unary(TS_AT_(g), __VA_ARGS__)
+#define ts_binary(g, ...) ts_binary(TS_AT_(g), __VA_ARGS__)
 #define ts_gelu(g, ...) ts_gelu(TS_AT_(g), __VA_ARGS__)
 #define ts_embedding(g, ...) ts_embedding(TS_AT_(g), __VA_ARGS__)
 #define ts_layer_norm(g, ...) ts_layer_norm(TS_AT_(g), __VA_ARGS__)
@@ -1115,7 +1147,9 @@ TS_API ts_status ts_dataset_load_mnist(ts_dataset **out, const char *dir);
 TS_API ts_status ts_dataset_load_idx(ts_dataset **out, const char *images_path,
                                      const char *labels_path);
 /* Datasets from arrays (copied): x f32/f64/... [N,...], labels integer [N]
- * (i32, i64 or u8, each >= 0). x is stored as f32 [N,...]. */
+ * (i32, i64 or u8, each >= 0). x is stored as f32 [N,...], or, when it is
+ * an i32 or i64 array (token ids), as i32 (a value beyond i32 is an error,
+ * never wrapped); u8 x (images) is stored as f32. */
 TS_API ts_status ts_dataset_from_arrays(ts_dataset **out, const ts_array *x,
                                         const ts_array *labels);
 /* Loads arrays for ts_dataset_from_arrays from `path`: a directory holding

@@ -2,7 +2,8 @@
  * any sample shape, float64 samples and int64 labels converted once, the
  * loader serving [B, ...] batches of them in order, and every bad input a
  * clear error: float labels, negative labels, sample counts that differ,
- * missing data. */
+ * missing data; integer x (token ids) kept as i32, an id beyond int32 an
+ * error. */
 #include <string.h>
 
 #include "check.h"
@@ -51,5 +52,26 @@ int main(void) {
           "2 samples and 3 labels: %s", ts_last_error());
     CHECK(ts_dataset_from_arrays(&d, NULL, &y3a) == TS_ERR_INVALID_ARGUMENT && !d, "no x: %s", ts_last_error());
     CHECK(ts_dataset_load_arrays(&d, NULL, "no/such/data.npz") == TS_ERR_IO && !d, "a missing .npz: %s", ts_last_error());
+
+    /* integer x (token ids): kept as i32, batched as i32, never wrapped */
+    int64_t ids[6] = {7, 0, 2147483647, -5, 3, 1}, lab2[3] = {0, 1, 0};
+    ts_array xa64 = {.dtype = TS_I64, .ndim = 2, .shape = {3, 2}, .data = ids};
+    ts_array la64 = {.dtype = TS_I64, .ndim = 1, .shape = {3}, .data = lab2};
+    CHECK_OK(ts_dataset_from_arrays(&d, &xa64, &la64), "i64 token ids [3,2]");
+    ts_array ix = {0};
+    if (d) ts_dataset_arrays(d, &ix, NULL);
+    CHECK(d && ix.dtype == TS_I32 && ((const int32_t *)ix.data)[2] == 2147483647 && ((const int32_t *)ix.data)[3] == -5,
+          "integer x is stored as i32 ids, exactly (2^31-1 and -5 too)");
+    ts_loader *ld = NULL;
+    ts_array ib, il;
+    CHECK(d && !ts_loader_new(&ld, d, (ts_loader_config){.batch_size = 2, .first = 1, .count = 2}) && !ts_loader_next(ld, 1, &ib, &il) &&
+              ib.dtype == TS_I32 && ib.shape[0] == 2 && ((const int32_t *)ib.data)[0] == 2147483647 && ((const int32_t *)ib.data)[1] == -5 && ((const int32_t *)ib.data)[2] == 3,
+          "the loader serves them as i32 batches: %s", ts_last_error());
+    ts_loader_free(ld);
+    ts_dataset_free(d);
+    d = NULL;
+    ids[4] = (int64_t)1 << 31;
+    CHECK(ts_dataset_from_arrays(&d, &xa64, &la64) == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "x[4] is 2147483648") && !d,
+          "an id beyond int32 is an error, not wrapped: %s", ts_last_error());
     return check_summary("test_dataset_arrays");
 }

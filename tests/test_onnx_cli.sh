@@ -5,8 +5,8 @@
 # NumPy (float16/32/64 samples, int8/32/64 and uint8 labels); the gradient of one step on
 # the whole batch equals PyTorch's (the fixture's); names lists the file's
 # value names and anchors take them; graph dumps show model.onnx:<node>;
-# eval; and the errors: data that does not fit the model, an op the importer
-# lacks (the MLP with its Relu op type renamed Selu), a missing file, bad --input / --loss, float labels. Every check
+# eval; GPT-2 trained on int64 token ids (and one beyond int32 refused); and the errors: data that does not fit the model, an op the importer
+# lacks (the MLP with its Relu op type renamed Asin), a missing file, bad --input / --loss, float labels. Every check
 # prints `ok ...` or `FAIL ...`; the script exits non-zero if any failed.
 # needs: onnx npz
 set -u
@@ -114,13 +114,42 @@ run wrong "$BIN" train --model "$M" --data wrong.npz --batch-size 5 --quiet
 expect wrong 2 "samples of f32\[5,1,5,5\] but the model's input 'x' is f32\[5,1,4,4\]" "data whose samples do not fit the model's input"
 run flab "$BIN" train --model "$M" --data floatlabels.npz --quiet
 expect flab 1 "labels are f32; class labels must be integers" "float labels"
-$PY - "$M" selu.onnx <<'PYEOF' || fail "python writes selu.onnx"
+$PY - "$M" asin.onnx <<'PYEOF' || fail "python writes asin.onnx"
 import sys
 b = open(sys.argv[1], "rb").read()
-open(sys.argv[2], "wb").write(b.replace(b"\x22\x04Relu", b"\x22\x04Selu"))
+open(sys.argv[2], "wb").write(b.replace(b"\x22\x04Relu", b"\x22\x04Asin"))
 PYEOF
-run selu "$BIN" train --model selu.onnx --data data.npz --quiet
-expect selu 1 "node [0-9]+ '/Relu' \(Selu, opset 13\): op type Selu is not supported yet; tensorscope imports: Abs, Add" "an op the importer lacks"
+run asin "$BIN" train --model asin.onnx --data data.npz --quiet
+expect asin 1 "node [0-9]+ '/Relu' \(Asin, opset 13\): op type Asin is not supported yet; tensorscope imports: Abs, Add" "an op the importer lacks"
+# GPT-2's int64 token ids and labels, as PyTorch exported them, fed by --data
+$PY - "$FIX/gpt2_op13.npz" <<'PYEOF' || fail "numpy writes the token data"
+import sys, numpy as np
+f = np.load(sys.argv[1])
+x, y = np.tile(f["x"], (10, 1)), np.tile(f["labels"], (10, 1))
+np.savez("ids.npz", x=x, labels=y)
+x[3, 4] = 2**31
+np.savez("bigids.npz", x=x, labels=y)
+PYEOF
+run ids "$BIN" train --model "$FIX/gpt2_op13.onnx" --data ids.npz --epochs 1 --batch-size 2 --quiet
+[ "$rc" -eq 0 ] && has ids.out "trained 9 runs" && ok "GPT-2 trains on int64 token ids from --data (x kept as i32 ids)" ||
+    { fail "int64 token ids by --data"; show ids.out; show ids.err; }
+run bigids "$BIN" train --model "$FIX/gpt2_op13.onnx" --data bigids.npz --epochs 1 --batch-size 2 --quiet
+expect bigids 1 "x\[28\] is 2147483648; integer samples \(token ids\) must be within int32" "a token id beyond int32 is refused, not wrapped"
+# compare feeds GPT-2's int64 ids; one beyond int32 is refused (it would wrap onto row 3)
+$PY - "$FIX/gpt2_op13.npz" <<'PYEOF' || fail "numpy writes the compare inputs"
+import sys, numpy as np
+f = np.load(sys.argv[1])
+np.savez("gin.npz", x=f["x"])
+np.savez("gref.npz", out=f["out"])
+x = f["x"].copy()
+x[0, 0] = 2**32 + 3
+np.savez("gbig.npz", x=x)
+PYEOF
+run gcmp "$BIN" compare --model "$FIX/gpt2_op13.onnx" --inputs gin.npz --reference gref.npz
+[ "$rc" -eq 0 ] && has gcmp.out "^PASS +out" && ok "compare feeds int64 token ids to GPT-2 and matches PyTorch's output" ||
+    { fail "compare with int64 ids"; show gcmp.out; show gcmp.err; }
+run gbig "$BIN" compare --model "$FIX/gpt2_op13.onnx" --inputs gbig.npz --reference gref.npz
+expect gbig 2 "'x' holds 4294967299 at \[0\]; the model's input takes int32 ids" "compare refuses an id beyond int32 instead of wrapping it"
 run missing "$BIN" train --model nothere.onnx --data data.npz --quiet
 expect missing 1 "cannot open ONNX model nothere.onnx" "a missing model file"
 run badin "$BIN" train --model "$M" --data data.npz --input x:4xq --quiet

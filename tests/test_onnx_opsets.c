@@ -33,12 +33,6 @@
 #include "check.h"
 #include "onnx_model.h"
 
-static void attr_string(Node *n, const char *name, const char *v) {
-    Attr *a = attr(n, name);
-    a->has_s = 1;
-    a->s.len = strlen(v);
-    a->s.data = (uint8_t *)str(v);
-}
 
 /* Imports the model at `opset` as NAME, runs it on x ([rows, cols], values
  * 0, 1, 2, ...) and compares output k (of n) with want[k] (numel values,

@@ -480,6 +480,38 @@ static ts_tensor *b_unary_math(ts_graph *g, const op_case *c)
     }
 }
 
+/* The differentiable ops of the unary family (ts_unary) with their ONNX
+ * defaults; iarg indexes EW_UNARY. The input is scaled by `scale` so the
+ * piecewise ops meet every piece (HardSwish's and HardSigmoid's clamps);
+ * x stays at |x| >= 0.1 so no difference straddles a kink at 0. */
+static const struct {
+    const char *op;
+    float alpha, beta, scale;
+} EW_UNARY[] = {
+    {"Sin", 0, 0, 3.0f},        {"Cos", 0, 0, 3.0f},      {"HardSwish", 0, 0, 4.5f},      {"HardSigmoid", 0.2f, 0.5f, 4.0f},
+    {"LeakyRelu", 0.01f, 0, 2.0f}, {"Elu", 0.7f, 0, 2.0f}, {"Selu", 1.6732632f, 1.0507010f, 2.0f}, {"Softplus", 0, 0, 5.0f},
+};
+
+static ts_tensor *b_ew_unary(ts_graph *g, const op_case *c)
+{
+    ts_tensor *x = rparam(g, "x", 3, S234, D_AWAY);
+    return ts_unary(g, EW_UNARY[c->iarg].op, ts_scale(g, x, EW_UNARY[c->iarg].scale), EW_UNARY[c->iarg].alpha,
+                    EW_UNARY[c->iarg].beta);
+}
+
+/* The differentiable ops of the binary family (ts_binary), a [2,3,4] by b
+ * of shape_b (broadcast, its gradient summed): iarg 0 Pow (a in [0.5,2]),
+ * 1 Max, 2 Min, 3 Mod, 4 FMod (a in [-3,3), b in [0.5,2]). */
+static ts_tensor *b_ew_binary(ts_graph *g, const op_case *c)
+{
+    static const char *const ops[] = {"Pow", "Max", "Min", "Mod", "FMod"};
+    ts_tensor *a = rparam(g, "a", 3, S234, c->iarg == 0 ? D_POS : D_SYM);
+    ts_tensor *b = rparam(g, "b", c->ndim_b, c->shape_b, c->iarg >= 3 ? D_POS : D_SYM);
+    if (c->iarg >= 3)
+        a = ts_scale(g, a, 3.0f);
+    return ts_binary(g, ops[c->iarg], a, b);
+}
+
 static const int32_t IDX6[6] = {4, 0, 2, 4, 4, 1}; /* repeats: the scatter-add sums them */
 
 /* iarg 0: embedding [5,3] gathered by [2,3]; 1: tied, the same weight used
@@ -492,6 +524,26 @@ static ts_tensor *b_embedding(ts_graph *g, const op_case *c)
     if (c->iarg == 0)
         return e;
     return ts_matmul_t(g, ts_reshape(g, e, 2, (int64_t[]){6, 3}), w);
+}
+
+/* gather x [2,5,3] along iarg (0, 1 or 2) by [2,2] constant indices with
+ * repeats and negative ones (the scatter-add sums them) */
+static ts_tensor *b_gather(ts_graph *g, const op_case *c)
+{
+    ts_tensor *x = rparam(g, "x", 3, (int64_t[]){2, 5, 3}, D_SYM);
+    static const int32_t idx[3][4] = {{1, -1, 0, 1}, {4, -1, 0, 2}, {2, -3, 2, 0}};
+    return ts_gather(g, x, iconst(g, "idx", 2, (int64_t[]){2, 2}, idx[c->iarg]), c->iarg);
+}
+
+/* gather_elements of x [3,4] along iarg by [3,5] (axis 1) or [5,2]
+ * (axis 0) constant indices with repeats and negative ones */
+static ts_tensor *b_gather_elements(ts_graph *g, const op_case *c)
+{
+    ts_tensor *x = rparam(g, "x", 2, (int64_t[]){3, 4}, D_SYM);
+    static const int32_t i1[15] = {0, 3, 3, -1, 1, 2, 2, 0, -4, 1, 1, 1, 1, 3, 0};
+    static const int32_t i0[10] = {0, 2, -1, 1, 1, 1, -3, 0, 2, 2};
+    ts_tensor *idx = c->iarg ? iconst(g, "idx", 2, (int64_t[]){3, 5}, i1) : iconst(g, "idx", 2, (int64_t[]){5, 2}, i0);
+    return ts_gather_elements(g, x, idx, c->iarg);
 }
 
 /* iarg: normalised trailing dims (1 or 2) */
@@ -553,12 +605,16 @@ static const int32_t CAUSAL_FULL_ROW[16] = {0, 1, 1, 1, 0, 0, 1, 1, 0, 0, 0, 1, 
 /* iarg 0: softmax(masked_fill(x, causal, -inf)) over x [2,4,4]; 1: same
  * with a fully masked row; 2: log_softmax of the causal case on rows that
  * keep something (masked entries are -inf, so read through a where); 3:
- * where(cond [4,1], a [2,4,4], b [4]) */
+ * where(cond [4,1], a [2,4,4], b [4]); 4: the same with the f32 condition
+ * Greater(s, 0) of a parameter s [4,1] (no gradient reaches s: its
+ * differences are 0 while |s| >= 0.1 > eps) */
 static ts_tensor *b_masked(ts_graph *g, const op_case *c)
 {
     ts_tensor *x = rparam(g, "x", 3, (int64_t[]){2, 4, 4}, D_SYM);
-    if (c->iarg == 3) {
-        ts_tensor *cond = iconst(g, "cond", 2, (int64_t[]){4, 1}, (const int32_t[]){1, 0, 0, 1});
+    if (c->iarg >= 3) {
+        ts_tensor *cond = c->iarg == 3 ? iconst(g, "cond", 2, (int64_t[]){4, 1}, (const int32_t[]){1, 0, 0, 1})
+                                       : ts_binary(g, "Greater", rparam(g, "s", 2, (int64_t[]){4, 1}, D_AWAY),
+                                                   ts_scale(g, rparam(g, "s0", 0, NULL, D_POS), 0.0f));
         ts_tensor *b = rparam(g, "b", 1, (int64_t[]){4}, D_SYM);
         return ts_where(g, cond, x, b);
     }
@@ -959,8 +1015,27 @@ int main(void)
         {"gelu erf (3x)", b_unary_math, 1e-3, 1e-2, 1e-4, 5, 0, {0}},
         {"gelu tanh (3x)", b_unary_math, 1e-3, 1e-2, 1e-4, 6, 0, {0}},
         {"abs", b_unary_math, 1e-3, 1e-2, 1e-4, 7, 0, {0}},
+        {"sin (3x)", b_ew_unary, 1e-3, 1e-2, 1e-4, 0, 0, {0}},
+        {"cos (3x)", b_ew_unary, 1e-3, 1e-2, 1e-4, 1, 0, {0}},
+        {"hardswish (4.5x)", b_ew_unary, 1e-3, 1e-2, 1e-4, 2, 0, {0}},
+        {"hardsigmoid (4x)", b_ew_unary, 1e-3, 1e-2, 1e-4, 3, 0, {0}},
+        {"leakyrelu (2x)", b_ew_unary, 1e-3, 1e-2, 1e-4, 4, 0, {0}},
+        {"elu alpha 0.7 (2x)", b_ew_unary, 1e-3, 1e-2, 1e-4, 5, 0, {0}},
+        {"selu (2x)", b_ew_unary, 1e-3, 1e-2, 1e-4, 6, 0, {0}},
+        {"softplus (5x)", b_ew_unary, 1e-3, 1e-2, 1e-4, 7, 0, {0}},
+        {"pow [2,3,4]**[3,4] (tensor)", b_ew_binary, 1e-3, 1e-2, 1e-4, 0, 2, {3, 4}},
+        {"pow [2,3,4]**[2,3,4]", b_ew_binary, 1e-3, 1e-2, 1e-4, 0, 3, {2, 3, 4}},
+        {"max [2,3,4],[2,1,4]", b_ew_binary, 1e-3, 1e-2, 1e-4, 1, 3, {2, 1, 4}},
+        {"min [2,3,4],[4]", b_ew_binary, 1e-3, 1e-2, 1e-4, 2, 1, {4}},
+        {"mod [2,3,4],[3,1]", b_ew_binary, 1e-3, 1e-2, 1e-4, 3, 2, {3, 1}},
+        {"fmod [2,3,4],[1]", b_ew_binary, 1e-3, 1e-2, 1e-4, 4, 1, {1}},
         {"embedding [5,3] by [2,3]", b_embedding, LIN, 1e-3, 1e-4, 0, 0, {0}},
         {"embedding tied (wte twice)", b_embedding, 1e-2, 1e-2, 1e-4, 1, 0, {0}},
+        {"gather axis 0 (repeats, -1)", b_gather, LIN, 1e-3, 1e-4, 0, 0, {0}},
+        {"gather axis 1 (repeats, -1)", b_gather, LIN, 1e-3, 1e-4, 1, 0, {0}},
+        {"gather axis 2 (repeats, -3)", b_gather, LIN, 1e-3, 1e-4, 2, 0, {0}},
+        {"gather_elements axis 0", b_gather_elements, LIN, 1e-3, 1e-4, 0, 0, {0}},
+        {"gather_elements axis 1", b_gather_elements, LIN, 1e-3, 1e-4, 1, 0, {0}},
         {"layer_norm last dim", b_layer_norm, 1e-3, 1e-2, 1e-4, 1, 0, {0}},
         {"layer_norm last 2 dims", b_layer_norm, 1e-3, 1e-2, 1e-4, 2, 0, {0}},
         {"bmm [2,3,4]x[2,4,5]", b_bmm, LIN, 1e-3, 1e-4, 0, 0, {0}},
@@ -978,6 +1053,7 @@ int main(void)
         {"softmax fully masked row", b_masked, 1e-2, 1e-2, 1e-4, 1, 0, {0}},
         {"log_softmax(causal fill)", b_masked, 1e-2, 1e-2, 1e-4, 2, 0, {0}},
         {"where([4,1], [2,4,4], [4])", b_masked, LIN, 1e-3, 1e-4, 3, 0, {0}},
+        {"where(s > 0 (f32), [2,4,4], [4])", b_masked, LIN, 1e-3, 1e-4, 4, 0, {0}},
         {"reduce_sum axes (0,-1)", b_reduce, LIN, 1e-3, 1e-4, 0, 0, {0}},
         {"reduce_sum keepdim", b_reduce, LIN, 1e-3, 1e-4, 0, 1, {0}},
         {"reduce_mean axes (0,-1)", b_reduce, LIN, 1e-3, 1e-4, 1, 0, {0}},

@@ -520,8 +520,10 @@ static int read_map(const char *path, char ***out, int *n) {
     return CLI_OK;
 }
 
-/* Converts a NumPy array to what an input of `dtype` takes (f32 or i32). */
-static ts_status convert_input(const ts_array *src, ts_dtype dtype, ts_array *dst, void **buf) {
+/* Converts a NumPy array to what an input of `dtype` takes (f32 or i32);
+ * for i32 every value must be an integer within int32, else
+ * TS_ERR_INVALID_ARGUMENT with the first other one at *bad, its value *bad_v. */
+static ts_status convert_input(const ts_array *src, ts_dtype dtype, ts_array *dst, void **buf, int64_t *bad, double *bad_v) {
     int64_t n = ts_array_numel(src);
     *dst = *src;
     *buf = NULL;
@@ -536,6 +538,11 @@ static ts_status convert_input(const ts_array *src, ts_dtype dtype, ts_array *ds
         case TS_I32: v = ((const int32_t *)src->data)[i]; break;
         case TS_I64: v = (double)((const int64_t *)src->data)[i]; break;
         default: v = ((const uint8_t *)src->data)[i]; break;
+        }
+        if (dtype == TS_I32 && !(v == floor(v) && v >= INT32_MIN && v <= INT32_MAX)) { /* ids and labels are never wrapped */
+            free(b);
+            *bad = i, *bad_v = v;
+            return TS_ERR_INVALID_ARGUMENT;
         }
         if (dtype == TS_F32) ((float *)b)[i] = (float)v;
         else ((int32_t *)b)[i] = (int32_t)v;
@@ -589,7 +596,14 @@ static int run_model(const compare_args *a, dump *inputs, dump *ref, row *rows, 
             if (!a->grads && t == cm->labels) continue; /* labels are not needed for the forward */
             return cli_usage_error("compare", "--inputs %s has no array '%s' (an input of the model)", a->inputs, ts_tensor_name(t));
         }
-        if (convert_input(v, info.dtype, &arrays[n_in], &bufs[n_in])) return cli_runtime_error("converting inputs");
+        int64_t bad = -1;
+        double bad_v = 0;
+        if (convert_input(v, info.dtype, &arrays[n_in], &bufs[n_in], &bad, &bad_v)) {
+            for (int k = 0; k < n_in; k++) free(bufs[k]);
+            if (bad < 0) return cli_runtime_error("converting inputs");
+            return cli_usage_error("compare", "--inputs %s: '%s' holds %.17g at [%lld]; the model's input takes int32 ids or labels (they are "
+                                   "not wrapped)", a->inputs, ts_tensor_name(t), bad_v, (long long)bad);
+        }
         names[n_in++] = ts_tensor_name(t);
     }
     st = ts_model_run(*mp, names, arrays, n_in);

@@ -408,8 +408,10 @@ static ts_status each_param(const cli_model *cm, param_fn fn, const void *ctx) {
 }
 
 
-/* Same model, same parameter names: copy the values across. */
+/* Same model, same parameter names: copy the values across (an integer
+ * constant, such as an imported model's position ids, is the same in both). */
 static ts_status copy_one(ts_tensor *t, const ts_array *value, const void *to) {
+    if (value->dtype != TS_F32) return TS_OK;
     ts_tensor *dst = ts_graph_find(((const cli_model *)to)->g, ts_tensor_name(t));
     return dst ? ts_param_set(dst, value) : TS_ERR_NOT_FOUND;
 }
@@ -453,9 +455,9 @@ static int check_data(const char *cmd, const cli_model *cm, const ts_dataset *ds
                                "shape, or the model's input shape with --input %s:...", path, ts_array_shape_str(&x, a, sizeof a),
                                ts_tensor_name(cm->x), ts_array_shape_str(&want, b, sizeof b), ts_tensor_name(cm->x));
     }
-    if (want.dtype != TS_F32)
-        return cli_usage_error(cmd, "the model's input '%s' takes %s values; --data feeds float samples", ts_tensor_name(cm->x),
-                               ts_dtype_name(want.dtype));
+    if (want.dtype != TS_F32 && want.dtype != x.dtype)
+        return cli_usage_error(cmd, "the model's input '%s' takes %s values; --data feeds float samples, or i32 ones from integer "
+                               "arrays (token ids)", ts_tensor_name(cm->x), ts_dtype_name(want.dtype));
     if (hds) {
         ts_array h;
         ts_dataset_arrays(hds, &h, NULL);

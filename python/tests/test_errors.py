@@ -54,10 +54,13 @@ def test_unknown_tensor_name_at_compile_lists_close_names():
 
 def test_wrong_dtype_of_an_input(model):
     x, y = batches(1)
-    with pytest.raises(ts.InvalidArgumentError, match="'x' must be f32"):
-        model(x.astype(np.float64), y)
-    with pytest.raises(ts.InvalidArgumentError, match="labels"):
-        model(x, y.astype(np.int64))
+    with pytest.raises(ts.InvalidArgumentError, match="'labels' must be i32 data, got f32"):
+        model(x, y.astype(np.float32))
+    # int64 labels and float64 samples are taken (converted for the run),
+    # but a label beyond int32 is an error, never wrapped
+    model(x.astype(np.float64), y.astype(np.int64))
+    with pytest.raises(ts.InvalidArgumentError, match="4294967296"):
+        model(x, y.astype(np.int64) + 2**32)
 
 
 def test_wrong_shape_of_an_input(model):

@@ -81,6 +81,8 @@ void ts_prog_free(ts_prog *p) {
     ts_free(p->grad_entry);
     ts_free(p->op_ns);
     ts_free(p->bound);
+    for (int i = 0; p->converted && i < p->n_nodes; i++) ts_free(p->converted[i].data);
+    ts_free(p->converted);
     ts_free(p);
 }
 

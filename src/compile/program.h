@@ -129,6 +129,9 @@ typedef struct ts_prog {
     uint64_t *op_ns;     /* per node, this run */
     uint64_t opt_ns;     /* optimizer steps, this run */
     const ts_array **bound; /* per node: the run's input arrays */
+    /* per node: an input given in another dtype (int64 ids, bools, f64),
+     * converted to the input's for the run (data owned, kept for reuse) */
+    ts_array *converted;
     uint64_t anchor_ns, anchor_bytes, anchor_copies; /* this run, reported once after it */
     /* the optimizer step clears the gradients it consumed (A = 1) chunk by
      * chunk while they are in cache, so the next backward need not */

@@ -14,7 +14,8 @@
 struct ts_dataset {
     int64_t n;
     ts_array x_shape, label_shape; /* [n, ...] each (data unused) */
-    float *images;   /* [n, ...]; MNIST: [n,1,rows,cols], (x/255 - 0.5)/0.5 */
+    float *images;   /* [n, ...]; MNIST: [n,1,rows,cols], (x/255 - 0.5)/0.5; integer
+                        arrays' x: i32 ids in this memory (x_shape says which) */
     int32_t *labels; /* [n, ...]; MNIST: [n], 0..9 */
 };
 
@@ -167,8 +168,9 @@ ts_status ts_dataset_from_arrays(ts_dataset **out, const ts_array *x, const ts_a
     ts_dataset *d = ts_calloc(1, sizeof *d);
     if (!d) return TS_ERR_OUT_OF_MEMORY;
     d->n = x->shape[0];
+    bool ids = x->dtype == TS_I32 || x->dtype == TS_I64; /* token ids stay integers */
     d->x_shape = *x;
-    d->x_shape.dtype = TS_F32;
+    d->x_shape.dtype = ids ? TS_I32 : TS_F32;
     d->x_shape.data = NULL;
     d->label_shape = *labels;
     d->label_shape.dtype = TS_I32;
@@ -179,7 +181,19 @@ ts_status ts_dataset_from_arrays(ts_dataset **out, const ts_array *x, const ts_a
         ts_dataset_free(d);
         return TS_ERR_OUT_OF_MEMORY;
     }
-    for (int64_t i = 0; i < nx; i++) d->images[i] = (float)ts_array_value(x, i);
+    int32_t *xi = (int32_t *)(void *)d->images; /* 4 bytes either way: the loader copies them */
+    for (int64_t i = 0; i < nx; i++) {
+        double v = ts_array_value(x, i);
+        if (!ids) {
+            d->images[i] = (float)v;
+        } else if (v >= INT32_MIN && v <= INT32_MAX) {
+            xi[i] = (int32_t)v;
+        } else {
+            ts_dataset_free(d);
+            return ts_error(TS_ERR_INVALID_ARGUMENT, "x[%lld] is %.0f; integer samples (token ids) must be within int32 (they are not wrapped)",
+                            (long long)i, v);
+        }
+    }
     for (int64_t i = 0; i < nl; i++) {
         double v = ts_array_value(labels, i);
         if (v < 0 || v > INT32_MAX) {

@@ -251,10 +251,13 @@ static ts_status check_labels(const ts_model *m, const ts_array *const *bound) {
     const ts_prog *p = m->prog;
     for (int k = 0; k < p->n_order; k++) {
         const ts_tensor *t = m->g->t[p->order[k]];
-        if (t->op != TS_OP_NLL_LOSS && t->op != TS_OP_CROSS_ENTROPY && t->op != TS_OP_EMBEDDING) continue;
+        if (t->op != TS_OP_NLL_LOSS && t->op != TS_OP_CROSS_ENTROPY && t->op != TS_OP_EMBEDDING && t->op != TS_OP_GATHER &&
+            t->op != TS_OP_GATHER_ELEMENTS)
+            continue;
         const ts_tensor *lab = m->g->t[t->in[1]];
         const ts_shape *s0 = &p->shape[t->in[0]];
-        int64_t C = t->op == TS_OP_EMBEDDING ? s0->d[0] : s0->d[s0->ndim - 1], n;
+        bool rows = t->op != TS_OP_NLL_LOSS && t->op != TS_OP_CROSS_ENTROPY, gather = rows && t->op != TS_OP_EMBEDDING;
+        int64_t C = rows ? s0->d[t->attr[0]] : s0->d[s0->ndim - 1], n, lo = gather ? -C : 0; /* gathers: negative from the end */
         const int32_t *y;
         if (lab->op == TS_OP_INPUT && bound[lab->id]) {
             n = ts_array_numel(bound[lab->id]);
@@ -267,9 +270,9 @@ static ts_status check_labels(const ts_model *m, const ts_array *const *bound) {
         }
         bool ignore = t->op == TS_OP_CROSS_ENTROPY && t->attr[0];
         for (int64_t i = 0; i < n; i++)
-            if ((y[i] < 0 || y[i] >= C) && !(ignore && y[i] == (int32_t)t->attr[1]))
-                return ts_error(TS_ERR_INVALID_ARGUMENT, "run: '%s'[%lld] = %d is not %s in [0, %lld) for %s", lab->name, (long long)i,
-                                (int)y[i], t->op == TS_OP_EMBEDDING ? "a row index" : "a class index", (long long)C, t->name);
+            if ((y[i] < lo || y[i] >= C) && !(ignore && y[i] == (int32_t)t->attr[1]))
+                return ts_error(TS_ERR_INVALID_ARGUMENT, "run: '%s'[%lld] = %d is not %s in [%lld, %lld) for %s", lab->name, (long long)i,
+                                (int)y[i], gather ? "an index" : rows ? "a row index" : "a class index", (long long)lo, (long long)C, t->name);
     }
     return TS_OK;
 }

@@ -58,6 +58,42 @@ typedef enum ts_op {
     TS_OP_TANH,
     TS_OP_SIGMOID,
     TS_OP_ABS,
+    /* the elementwise unary family (backend/ew_math.h); fattr[0], fattr[1]:
+     * alpha, beta where the op has them */
+    TS_OP_CEIL,
+    TS_OP_FLOOR,
+    TS_OP_ROUND,
+    TS_OP_CAST_INT,     /* truncation toward zero: a cast to an integer type */
+    TS_OP_CAST_BOOL,    /* 1 where non-zero: a cast to bool */
+    TS_OP_SIN,
+    TS_OP_COS,
+    TS_OP_NOT,
+    TS_OP_ISNAN,
+    TS_OP_ISINF,        /* fattr[0]: +inf counts, fattr[1]: -inf counts */
+    TS_OP_HARD_SWISH,
+    TS_OP_HARD_SIGMOID, /* fattr[0] alpha, fattr[1] beta */
+    TS_OP_LEAKY_RELU,   /* fattr[0] alpha */
+    TS_OP_ELU,          /* fattr[0] alpha */
+    TS_OP_SELU,         /* fattr[0] alpha, fattr[1] gamma */
+    TS_OP_SOFTPLUS,
+    TS_OP_CAST_FLOAT,   /* in: i32; its values as f32 (a cast of integers or bools to float) */
+    /* the elementwise binary family, numpy broadcasting (backend/ew_math.h) */
+    TS_OP_POWER,        /* a ** b, a tensor exponent */
+    TS_OP_MAX,
+    TS_OP_MIN,
+    TS_OP_MOD,          /* the sign of the divisor */
+    TS_OP_FMOD,         /* the sign of the dividend */
+    TS_OP_EQUAL,
+    TS_OP_GREATER,
+    TS_OP_GREATER_EQUAL,
+    TS_OP_LESS,
+    TS_OP_LESS_EQUAL,
+    TS_OP_AND,
+    TS_OP_OR,
+    TS_OP_XOR,
+    TS_OP_SELECT,
+    TS_OP_GATHER,
+    TS_OP_GATHER_ELEMENTS, /* in: data, indices i32 of data's rank; attr[0]: the axis (out[p] = data[p with idx[p] on the axis]) */       /* in: data, indices i32 (negative: from the end); attr[0]: the axis (Embedding is axis 0 of 2-D) */       /* Where with an f32 condition (non-zero = true), as the predicates give it */
     TS_OP_COUNT
 } ts_op;
 

@@ -2,7 +2,9 @@
  * checks that need the caller's view (negative dims, axis lists), then one
  * node through ts_graph_add_node whose shape rule does the rest. */
 #include "graph/graph.h"
+#include "graph/ops.h"
 
+#include <stdio.h>
 #include <string.h>
 
 typedef struct attrs {
@@ -44,8 +46,44 @@ ts_tensor *ts_abs(ts_graph *g, ts_tensor *x) { return unary(g, TS_OP_ABS, x, NUL
 ts_tensor *ts_pow(ts_graph *g, ts_tensor *x, float exponent) { return unary(g, TS_OP_POW, x, &(attrs){.fattr = {exponent}}); }
 ts_tensor *ts_gelu(ts_graph *g, ts_tensor *x, int tanh_approx) { return unary(g, TS_OP_GELU, x, &(attrs){.attr = {tanh_approx != 0}}); }
 
+/* The op of the family [first, last] named `op` (the op table's name), or
+ * TS_OP_COUNT after recording an error that lists the family's names. */
+static ts_op family_op(ts_graph *g, const char *what, const char *op, ts_op first, ts_op last) {
+    if (!g || g->sticky) return TS_OP_COUNT;
+    for (int o = first; op && o <= (int)last; o++)
+        if (strcmp(ts_op_get((ts_op)o)->name, op) == 0) return (ts_op)o;
+    char names[512];
+    size_t used = 0;
+    for (int o = first; o <= (int)last && used < sizeof names; o++)
+        used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", o > (int)first ? ", " : "", ts_op_get((ts_op)o)->name);
+    ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: '%s' is no op of the family; it has %s", what, op ? op : "(null)", names);
+    return TS_OP_COUNT;
+}
+
+ts_tensor *ts_unary(ts_graph *g, const char *op, ts_tensor *x, float alpha, float beta) {
+    ts_op o = family_op(g, "ts_unary", op, TS_OP_CEIL, TS_OP_CAST_FLOAT);
+    return o == TS_OP_COUNT ? NULL : unary(g, o, x, &(attrs){.fattr = {alpha, beta}});
+}
+
+ts_tensor *ts_binary(ts_graph *g, const char *op, ts_tensor *a, ts_tensor *b) {
+    ts_op o = family_op(g, "ts_binary", op, TS_OP_POWER, TS_OP_XOR);
+    return o == TS_OP_COUNT ? NULL : node(g, o, 2, (const ts_tensor *[]){a, b}, NULL);
+}
+
 ts_tensor *ts_embedding(ts_graph *g, ts_tensor *weight, ts_tensor *indices) {
     return node(g, TS_OP_EMBEDDING, 2, (const ts_tensor *[]){weight, indices}, NULL);
+}
+
+ts_tensor *ts_gather(ts_graph *g, ts_tensor *data, ts_tensor *indices, int axis) {
+    int d = norm_dim(g, "ts_gather", data, axis);
+    if (d < 0) return NULL;
+    return node(g, TS_OP_GATHER, 2, (const ts_tensor *[]){data, indices}, &(attrs){.attr = {d}});
+}
+
+ts_tensor *ts_gather_elements(ts_graph *g, ts_tensor *data, ts_tensor *indices, int axis) {
+    int d = norm_dim(g, "ts_gather_elements", data, axis);
+    if (d < 0) return NULL;
+    return node(g, TS_OP_GATHER_ELEMENTS, 2, (const ts_tensor *[]){data, indices}, &(attrs){.attr = {d}});
 }
 
 ts_tensor *ts_layer_norm(ts_graph *g, ts_tensor *x, ts_tensor *weight, ts_tensor *bias, int ndims, float eps) {
@@ -103,7 +141,7 @@ ts_tensor *ts_concat(ts_graph *g, ts_tensor *const *xs, int n, int dim) {
 }
 
 ts_tensor *ts_where(ts_graph *g, ts_tensor *cond, ts_tensor *a, ts_tensor *b) {
-    return node(g, TS_OP_WHERE, 3, (const ts_tensor *[]){cond, a, b}, NULL);
+    return node(g, cond && cond->dtype == TS_F32 ? TS_OP_SELECT : TS_OP_WHERE, 3, (const ts_tensor *[]){cond, a, b}, NULL);
 }
 
 ts_tensor *ts_masked_fill(ts_graph *g, ts_tensor *x, ts_tensor *mask, float value) {

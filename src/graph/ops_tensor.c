@@ -31,6 +31,39 @@ ts_status ts_shape_embedding(const ts_tensor *n, const ts_shape *in, ts_shape *o
     return TS_OK;
 }
 
+/* data[:axis] + indices' shape + data[axis+1:] */
+ts_status ts_shape_gather(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
+    char a[96], b[96];
+    int axis = (int)n->attr[0];
+    if (axis < 0 || axis >= in[0].ndim) return SHAPE_ERR("Gather: axis %d is out of range for data %s", axis, sh(&in[0], a));
+    if (in[0].ndim - 1 + in[1].ndim > TS_MAX_DIMS)
+        return SHAPE_ERR("Gather: data %s by indices %s would have more than %d dims", sh(&in[0], a), sh(&in[1], b), TS_MAX_DIMS);
+    ts_shape s = {0};
+    for (int i = 0; i < axis; i++) s.d[s.ndim++] = in[0].d[i];
+    for (int i = 0; i < in[1].ndim; i++) s.d[s.ndim++] = in[1].d[i];
+    for (int i = axis + 1; i < in[0].ndim; i++) s.d[s.ndim++] = in[0].d[i];
+    *out = s;
+    return TS_OK;
+}
+
+void ts_gather_dims(const ts_shape *data, int axis, int64_t *outer, int64_t *V, int64_t *C) {
+    *outer = 1, *C = 1, *V = data->d[axis];
+    for (int i = 0; i < axis; i++) *outer *= data->d[i];
+    for (int i = axis + 1; i < data->ndim; i++) *C *= data->d[i];
+}
+
+/* the indices' shape: of data's rank, no larger off the axis */
+ts_status ts_shape_gather_elements(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
+    char a[96], b[96];
+    int axis = (int)n->attr[0];
+    bool ok = in[0].ndim == in[1].ndim && axis >= 0 && axis < in[0].ndim;
+    for (int i = 0; ok && i < in[0].ndim; i++) ok = i == axis || in[1].d[i] <= in[0].d[i];
+    if (!ok)
+        return SHAPE_ERR("GatherElements: indices %s must have data %s's rank and be no larger off axis %d", sh(&in[1], b), sh(&in[0], a), axis);
+    *out = in[1];
+    return TS_OK;
+}
+
 ts_status ts_shape_layer_norm(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
     char a[96], b[96], c[96];
     int k = (int)n->attr[0];

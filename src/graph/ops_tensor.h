@@ -7,6 +7,11 @@
 
 ts_status ts_shape_broadcast_binary(const ts_tensor *n, const ts_shape *in, ts_shape *out);
 ts_status ts_shape_embedding(const ts_tensor *n, const ts_shape *in, ts_shape *out);
+ts_status ts_shape_gather(const ts_tensor *n, const ts_shape *in, ts_shape *out);
+/* Gather's data as [outer, V, C] around `axis` (Embedding: axis 0 of [V, C]),
+ * for its kernels on every device. */
+void ts_gather_dims(const ts_shape *data, int axis, int64_t *outer, int64_t *V, int64_t *C);
+ts_status ts_shape_gather_elements(const ts_tensor *n, const ts_shape *in, ts_shape *out);
 ts_status ts_shape_layer_norm(const ts_tensor *n, const ts_shape *in, ts_shape *out);
 ts_status ts_shape_bmm(const ts_tensor *n, const ts_shape *in, ts_shape *out);
 ts_status ts_shape_permute(const ts_tensor *n, const ts_shape *in, ts_shape *out);

@@ -545,6 +545,24 @@ static const ts_shape *shape_of(const value *v) { return v->t ? &v->t->shape : &
 
 /* ------------------------------------------------------------ op imports */
 
+/* A graph tensor of f32 values for an op that computes in f32: an i32
+ * tensor (integer ids, bools) through CastFloat, a constant as a graph
+ * constant first. */
+static ts_tensor *as_f32(importer *im, value *v, ts_status *st) {
+    ts_tensor *t = as_tensor(im, v, st);
+    if (t && t->dtype == TS_I32 && !(t = ts_unary(im->g, "CastFloat", t, 0.0f, 0.0f))) *st = ts_graph_status(im->g);
+    return t;
+}
+
+/* The elementwise binary family on graph tensors (ts_binary), by the op
+ * table's name of the ONNX op type; Sum's links are Adds. */
+static ts_status binary_family(importer *im, const char *op, value *a, value *b, value *out) {
+    ts_status st = TS_OK;
+    ts_tensor *ta = as_f32(im, a, &st), *tb = ta ? as_f32(im, b, &st) : NULL;
+    if (!tb) return st;
+    return built(im, strcmp(op, "Sum") == 0 ? ts_add(im->g, ta, tb) : ts_binary(im->g, op, ta, tb), out);
+}
+
 /* Elementwise binary ops: folded on constants; Add/Sub/Mul on graph
  * tensors when one side's shape is a suffix of the other's (the rest of
  * NumPy broadcasting comes with the broadcasting ops). */
@@ -561,11 +579,15 @@ static ts_status op_binary(importer *im, node_io *io) {
     if (strcmp(op, "Mul") == 0 && const_scalar(a, &s) && b->t) return built(im, ts_scale(im->g, b->t, (float)s), &io->out[0]);
     if (strcmp(op, "Div") == 0 && const_scalar(b, &s) && a->t && s != 0.0)
         return built(im, ts_scale(im->g, a->t, (float)(1.0 / s)), &io->out[0]);
-    if (strcmp(op, "Pow") == 0 && const_scalar(b, &s) && a->t) return built(im, ts_pow(im->g, a->t, (float)s), &io->out[0]);
-    if (strcmp(op, "Add") && strcmp(op, "Sub") && strcmp(op, "Mul") && strcmp(op, "Div"))
-        return node_error(im, TS_ERR_UNSUPPORTED, "%s on graph tensors is not available yet (only on constants, or Pow with a constant "
-                          "scalar exponent); supported binary graph ops: Add, Sub, Mul, Div", op);
-    ts_tensor *ta = as_tensor(im, a, &st), *tb = ta ? as_tensor(im, b, &st) : NULL;
+    if (strcmp(op, "Pow") == 0 && const_scalar(b, &s) && a->t && a->t->dtype == TS_F32)
+        return built(im, ts_pow(im->g, a->t, (float)s), &io->out[0]);
+    if (strcmp(op, "Mod") == 0) {
+        int fmod_ = 0;
+        if ((st = attr_int32(im, "fmod", 0, 0, 1, &fmod_))) return st;
+        return binary_family(im, fmod_ ? "FMod" : "Mod", a, b, &io->out[0]);
+    }
+    if (strcmp(op, "Add") && strcmp(op, "Sub") && strcmp(op, "Mul") && strcmp(op, "Div")) return binary_family(im, op, a, b, &io->out[0]);
+    ts_tensor *ta = as_f32(im, a, &st), *tb = ta ? as_f32(im, b, &st) : NULL;
     if (!tb) return st;
     if (strcmp(op, "Div") == 0) return built(im, ts_div(im->g, ta, tb), &io->out[0]);
     bool swap = ta->shape.ndim < tb->shape.ndim || (ta->shape.ndim == tb->shape.ndim && ts_shape_numel(&ta->shape) < ts_shape_numel(&tb->shape));
@@ -582,7 +604,7 @@ static ts_status op_unary(importer *im, node_io *io) {
     value *x = io->in[0];
     if (is_const(x) && !x->param) return fold_result(im, ts_const_unary(op, &x->c, &io->out[0].c));
     ts_status st = TS_OK;
-    ts_tensor *t = as_tensor(im, x, &st);
+    ts_tensor *t = as_f32(im, x, &st);
     if (!t) return st;
     if (strcmp(op, "Relu") == 0) return built(im, ts_relu(im->g, t), &io->out[0]);
     if (strcmp(op, "Log") == 0) return built(im, ts_log(im->g, t), &io->out[0]);
@@ -594,7 +616,50 @@ static ts_status op_unary(importer *im, node_io *io) {
     if (strcmp(op, "Sqrt") == 0) return built(im, ts_sqrt(im->g, t), &io->out[0]);
     if (strcmp(op, "Erf") == 0) return built(im, ts_erf(im->g, t), &io->out[0]);
     if (strcmp(op, "Abs") == 0) return built(im, ts_abs(im->g, t), &io->out[0]);
-    return node_error(im, TS_ERR_UNSUPPORTED, "%s on a graph tensor is not available yet (it is folded when its input is constant)", op);
+    /* the unary family (ts_unary): the op table's names are ONNX's, with
+     * the attributes' defaults of the ONNX op */
+    float alpha = 0.0f, beta = 0.0f;
+    if (strcmp(op, "IsInf") == 0) {
+        alpha = (float)attr_i(im, "detect_positive", 1);
+        beta = (float)attr_i(im, "detect_negative", 1);
+    } else if (strcmp(op, "HardSigmoid") == 0) {
+        alpha = (float)attr_f(im, "alpha", 0.2);
+        beta = (float)attr_f(im, "beta", 0.5);
+    } else if (strcmp(op, "LeakyRelu") == 0) {
+        alpha = (float)attr_f(im, "alpha", 0.01);
+    } else if (strcmp(op, "Elu") == 0) {
+        alpha = (float)attr_f(im, "alpha", 1.0);
+    } else if (strcmp(op, "Selu") == 0) {
+        alpha = (float)attr_f(im, "alpha", 1.67326319217681884765625);
+        beta = (float)attr_f(im, "gamma", 1.05070102214813232421875);
+    } else if (strcmp(op, "Gelu") == 0) {
+        const Attr *ap = attr(im, "approximate");
+        bool tanh_ = ap && ap->has_s && ap->s.len == 4 && memcmp(ap->s.data, "tanh", 4) == 0;
+        if (ap && ap->has_s && !tanh_ && !(ap->s.len == 4 && memcmp(ap->s.data, "none", 4) == 0))
+            return node_error(im, TS_ERR_FORMAT, "attribute 'approximate' is '%.*s'; Gelu takes 'none' or 'tanh'", (int)ap->s.len,
+                              (const char *)ap->s.data);
+        return built(im, ts_gelu(im->g, t, tanh_), &io->out[0]);
+    }
+    return built(im, ts_unary(im->g, op, t, alpha, beta), &io->out[0]);
+}
+
+static ts_status op_identity(importer *im, node_io *io);
+
+/* Max, Min and Sum of any number of inputs (at least one), broadcast: a
+ * chain of the binary op, each link a named tensor. */
+static ts_status op_variadic(importer *im, node_io *io) {
+    value *acc = io->in[0];
+    if (!acc) return node_error(im, TS_ERR_FORMAT, "input 0 is empty; %s needs at least one input", im->node->op_type);
+    if (io->n_in == 1) return op_identity(im, io);
+    value tmp = {0};
+    for (int i = 1; i < io->n_in; i++) {
+        if (!io->in[i]) return node_error(im, TS_ERR_FORMAT, "input %d is empty", i);
+        value *out = i + 1 == io->n_in ? &io->out[0] : &tmp;
+        ts_status st = binary_family(im, im->node->op_type, acc, io->in[i], out);
+        if (st) return st;
+        acc = &tmp;
+    }
+    return TS_OK;
 }
 
 /* The same tensor under a second name (a parameter stays one tensor). */
@@ -1084,11 +1149,8 @@ static ts_status op_fold(importer *im, node_io *io) {
 /* Cast (folded): to one of the types read here. Opset 19's `saturate` and
  * 24's `round_mode` concern only the float8 targets, which are refused
  * with the other types tensorscope does not hold (float4, int4, ...). */
-static ts_status op_cast(importer *im, node_io *io) {
-    int to;
-    ts_status st = attr_int32(im, "to", 0, 0, INT32_MAX, &to);
-    if (st) return st;
-    if (!attr(im, "to")) return node_error(im, TS_ERR_FORMAT, "attribute 'to' is required");
+static ts_status cast_to(importer *im, node_io *io, int to) {
+    ts_status st = TS_OK;
     if (!ts_onnx_dtype_size(to) || to > TS_ONNX_BFLOAT16)
         return node_error(im, TS_ERR_UNSUPPORTED, "Cast to %s (ONNX data type %d) is not available: tensorscope casts to float, double, "
                           "float16, bfloat16, bool and the integer types", ts_onnx_dtype_name(to), to);
@@ -1098,7 +1160,37 @@ static ts_status op_cast(importer *im, node_io *io) {
     if (t && ((t->dtype == TS_F32 && (to == TS_ONNX_FLOAT || to == TS_ONNX_DOUBLE)) ||
               (t->dtype == TS_I32 && (to == TS_ONNX_INT32 || to == TS_ONNX_INT64))))
         return op_identity(im, io);
-    return op_fold(im, io);
+    /* between kinds, the values carried in f32: integers toward zero,
+     * bools as 1 where non-zero, integers and bools as floats */
+    bool to_int = to == TS_ONNX_INT32 || to == TS_ONNX_INT64, to_bool = to == TS_ONNX_BOOL, to_float = to == TS_ONNX_FLOAT || to == TS_ONNX_DOUBLE;
+    if (t && (to_int || to_bool || to_float)) {
+        ts_tensor *f = as_f32(im, io->in[0], &st);
+        if (!f) return st;
+        if (to_float) return built(im, f, &io->out[0]);
+        return built(im, ts_unary(im->g, to_int ? "CastInt" : "CastBool", f, 0.0f, 0.0f), &io->out[0]);
+    }
+    node_io one = *io; /* CastLike's target is read for its type only */
+    one.n_in = 1;
+    if ((st = need_consts(im, &one))) return st;
+    ts_const_attrs at = {.to = to};
+    const ts_const *in[1] = {&io->in[0]->c};
+    return fold_result(im, ts_const_op("Cast", in, 1, &at, &io->out[0].c));
+}
+
+static ts_status op_cast(importer *im, node_io *io) {
+    int to;
+    ts_status st = attr_int32(im, "to", 0, 0, INT32_MAX, &to);
+    if (st) return st;
+    if (!attr(im, "to")) return node_error(im, TS_ERR_FORMAT, "attribute 'to' is required");
+    return cast_to(im, io, to);
+}
+
+/* CastLike: a Cast to the type of input 1 (a graph tensor's: float for
+ * f32, int64 for i32). */
+static ts_status op_cast_like(importer *im, node_io *io) {
+    const value *like = io->in[1];
+    if (!like) return node_error(im, TS_ERR_FORMAT, "input 1 (target_type) is empty");
+    return cast_to(im, io, like->t ? (like->t->dtype == TS_F32 ? TS_ONNX_FLOAT : TS_ONNX_INT64) : like->c.dtype);
 }
 
 /* Range (folded): from opset 27 on, a stash_type other than 1 (float)
@@ -1115,19 +1207,25 @@ static ts_status op_range(importer *im, node_io *io) {
     return op_fold(im, io);
 }
 
-/* Gather of rows of a table by integer ids: an embedding (the table is
- * the parameter under its own name, so a tied weight stays one); folded
- * when both are constants. */
+/* Gather: of rows of a 2-D table by integer ids an embedding (the table is
+ * the parameter under its own name, so a tied weight stays one), along any
+ * other axis ts_gather; GatherElements: ts_gather_elements; folded when
+ * both are constants. */
 static ts_status op_gather(importer *im, node_io *io) {
     value *data = io->in[0], *idx = io->in[1];
-    if (is_const(data) && !data->param && is_const(idx)) return op_fold(im, io);
+    bool elements = strcmp(im->node->op_type, "GatherElements") == 0;
+    if (!elements && is_const(data) && !data->param && is_const(idx)) return op_fold(im, io);
     int axis;
     ts_status st = attr_axis(im, "axis", 0, shape_of(data)->ndim, false, &axis);
     if (st) return st;
-    if (axis != 0 || shape_of(data)->ndim != 2)
-        return node_error(im, TS_ERR_UNSUPPORTED, "a Gather on graph tensors is available as an embedding: rows (axis 0) of a 2-D table");
-    ts_tensor *w = as_tensor(im, data, &st), *i = w ? as_tensor(im, idx, &st) : NULL;
-    return i ? built(im, ts_embedding(im->g, w, i), &io->out[0]) : st;
+    ts_tensor *w = as_f32(im, data, &st), *i = w ? as_tensor(im, idx, &st) : NULL;
+    if (!i) return st;
+    if (i->dtype != TS_I32)
+        return node_error(im, TS_ERR_UNSUPPORTED, "its indices ('%s') are computed in float by the graph; Gather takes integer indices (an "
+                          "int64 or int32 input, a constant, or a Cast of them)", idx->name);
+    if (elements) return built(im, ts_gather_elements(im->g, w, i, axis), &io->out[0]);
+    if (axis == 0 && w->shape.ndim == 2) return built(im, ts_embedding(im->g, w, i), &io->out[0]);
+    return built(im, ts_gather(im->g, w, i, axis), &io->out[0]);
 }
 
 /* ReduceMean, ReduceSum and ReduceMax over their axes: the attribute
@@ -1265,7 +1363,8 @@ static ts_status op_concat(importer *im, node_io *io) {
 }
 
 /* Where: folded on constants; a constant condition choosing a constant
- * scalar is a masked fill (attention's causal mask); else ts_where. */
+ * scalar is a masked fill (attention's causal mask); else ts_where (an
+ * f32 condition computed by the graph: Select). */
 static ts_status op_where(importer *im, node_io *io) {
     value *c = io->in[0], *a = io->in[1], *b = io->in[2];
     if (is_const(c) && !c->param && is_const(a) && !a->param && is_const(b) && !b->param) return op_fold(im, io);
@@ -1275,7 +1374,9 @@ static ts_status op_where(importer *im, node_io *io) {
         ts_tensor *mask = as_tensor(im, c, &st);
         return mask ? built(im, ts_masked_fill(im->g, b->t, mask, (float)s), &io->out[0]) : st;
     }
-    ts_tensor *tc = as_tensor(im, c, &st), *ta = tc ? as_tensor(im, a, &st) : NULL, *tb = ta ? as_tensor(im, b, &st) : NULL;
+    /* the condition as it is (i32 bools, or the 1 and 0 of a comparison);
+     * the values in f32 */
+    ts_tensor *tc = as_tensor(im, c, &st), *ta = tc ? as_f32(im, a, &st) : NULL, *tb = ta ? as_f32(im, b, &st) : NULL;
     return tb ? built(im, ts_where(im->g, tc, ta, tb), &io->out[0]) : st;
 }
 
@@ -1317,60 +1418,83 @@ static const struct {
 } op_table[] = {
     {"Abs", 1, op_unary},
     {"Add", 2, op_binary},
+    {"And", 2, op_binary},
     {"AveragePool", 1, op_pool},
     {"BatchNormalization", 5, op_batch_norm},
     {"Cast", 1, op_cast},
+    {"CastLike", 2, op_cast_like},
     {"Ceil", 1, op_unary},
     {"Concat", 1, op_concat},
     {"Constant", 0, op_constant},
     {"ConstantOfShape", 1, op_fold},
     {"Conv", 2, op_conv},
+    {"Cos", 1, op_unary},
     {"Div", 2, op_binary},
     {"Dropout", 1, op_dropout},
-    {"Erf", 1, op_unary},
+    {"Elu", 1, op_unary},
     {"Equal", 2, op_binary},
+    {"Erf", 1, op_unary},
+    {"Exp", 1, op_unary},
     {"Expand", 2, op_fold},
     {"Flatten", 1, op_flatten},
     {"Floor", 1, op_unary},
     {"Gather", 2, op_gather},
+    {"GatherElements", 2, op_gather},
+    {"Gelu", 1, op_unary},
     {"Gemm", 2, op_gemm},
     {"GlobalAveragePool", 1, op_global_avg_pool},
     {"Greater", 2, op_binary},
+    {"GreaterOrEqual", 2, op_binary},
+    {"HardSigmoid", 1, op_unary},
+    {"HardSwish", 1, op_unary},
     {"Identity", 1, op_identity},
+    {"IsInf", 1, op_unary},
+    {"IsNaN", 1, op_unary},
     {"LayerNormalization", 2, op_layer_norm},
+    {"LeakyRelu", 1, op_unary},
     {"Less", 2, op_binary},
-    {"Exp", 1, op_unary},
+    {"LessOrEqual", 2, op_binary},
     {"Log", 1, op_unary},
     {"LogSoftmax", 1, op_softmax},
     {"MatMul", 2, op_matmul},
+    {"Max", 1, op_variadic},
     {"MaxPool", 1, op_pool},
-    {"NegativeLogLikelihoodLoss", 2, op_loss},
+    {"Min", 1, op_variadic},
+    {"Mod", 2, op_binary},
     {"Mul", 2, op_binary},
     {"Neg", 1, op_unary},
+    {"NegativeLogLikelihoodLoss", 2, op_loss},
     {"Not", 1, op_unary},
+    {"Or", 2, op_binary},
     {"Pad", 1, op_pad},
     {"Pow", 2, op_binary},
     {"Range", 3, op_range},
+    {"Reciprocal", 1, op_unary},
     {"ReduceMax", 1, op_reduce},
     {"ReduceMean", 1, op_reduce},
     {"ReduceSum", 1, op_reduce},
-    {"Reciprocal", 1, op_unary},
     {"Relu", 1, op_unary},
     {"Reshape", 2, op_reshape},
+    {"Round", 1, op_unary},
+    {"Selu", 1, op_unary},
     {"Shape", 1, op_shape},
     {"Sigmoid", 1, op_unary},
+    {"Sin", 1, op_unary},
     {"Size", 1, op_size},
     {"Slice", 3, op_slice},
     {"Softmax", 1, op_softmax},
-    {"Split", 1, op_split},
     {"SoftmaxCrossEntropyLoss", 2, op_loss},
+    {"Softplus", 1, op_unary},
+    {"Split", 1, op_split},
     {"Sqrt", 1, op_unary},
     {"Squeeze", 1, op_squeeze_unsqueeze},
     {"Sub", 2, op_binary},
+    {"Sum", 1, op_variadic},
     {"Tanh", 1, op_unary},
     {"Transpose", 1, op_transpose},
     {"Unsqueeze", 1, op_squeeze_unsqueeze},
     {"Where", 3, op_where},
+    {"Xor", 2, op_binary},
 };
 
 static const char *supported_list(void) {
@@ -1437,10 +1561,13 @@ static const struct {
     const char *instead;
 } attr_versions[] = {
     {"LayerNormalization", NULL, 17, 0, NULL},
+    {"Gelu", NULL, 20, 0, NULL},
     {"AveragePool", "dilations", 19, 0, NULL},
     {"BatchNormalization", "training_mode", 14, 0, NULL},
     {"Cast", "saturate", 19, 0, NULL},
     {"Cast", "round_mode", 24, 0, NULL},
+    {"CastLike", "saturate", 19, 0, NULL},
+    {"CastLike", "round_mode", 24, 0, NULL},
     {"Dropout", "ratio", 1, 11, "the ratio is input 1"},
     {"Pad", "pads", 1, 10, "the pads are input 1"},
     {"Range", "stash_type", 27, 0, NULL},
@@ -1614,9 +1741,10 @@ static ts_status import_inputs(importer *im, const TensorscopeOnnx__GraphProto *
         int elem = tt->has_elem_type ? tt->elem_type : TS_ONNX_FLOAT;
         ts_dtype dt;
         if (ts_onnx_dtype_is_float(elem)) dt = TS_F32;
-        else if (elem == TS_ONNX_INT64 || elem == TS_ONNX_INT32) dt = TS_I32;
-        else return ts_error(TS_ERR_UNSUPPORTED, "%s: input '%s' has data type %s; tensorscope feeds float or integer inputs", im->path,
-                             vi->name, ts_onnx_dtype_name(elem));
+        else if (elem == TS_ONNX_INT64 || elem == TS_ONNX_INT32 || elem == TS_ONNX_BOOL) dt = TS_I32; /* ids, labels, masks (fed as
+                                                                                                   i64, i32 or u8 data) */
+        else return ts_error(TS_ERR_UNSUPPORTED, "%s: input '%s' has data type %s; tensorscope feeds float, int32, int64 and bool inputs",
+                             im->path, vi->name, ts_onnx_dtype_name(elem));
         ts_shape s = {0};
         if (tt->shape) {
             if (tt->shape->n_dim > TS_MAX_DIMS) return ts_error(TS_ERR_UNSUPPORTED, "%s: input '%s' has more than %d dimensions", im->path, vi->name, TS_MAX_DIMS);

@@ -8,9 +8,55 @@
 #include "diag/metrics.h"
 #include "exec/exec.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+/* An array of another dtype for an input (int64 token ids or labels, bools
+ * as uint8, f64 values, i32 values of a float input) converted to the
+ * input's dtype into the program's buffer for the node: every value must
+ * be representable (an integer in i32's range for i32; for f32 a finite f64
+ * within f32's range, an infinity or NaN, an i32 within 2^24), else an
+ * error that names the first one; never wrapped. */
+static ts_status convert_input(ts_prog *p, const ts_tensor *t, const ts_array *a, const ts_array **out) {
+    bool to_i32 = t->dtype == TS_I32 && (a->dtype == TS_I64 || a->dtype == TS_U8);
+    bool to_f32 = t->dtype == TS_F32 && (a->dtype == TS_F64 || a->dtype == TS_I32);
+    if (!to_i32 && !to_f32)
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "run: input '%s' must be %s data, got %s%s", t->name, ts_dtype_name(t->dtype),
+                        ts_dtype_name(a->dtype), t->dtype == TS_I32 ? " (i32 inputs also take i64 and u8 data)" : " (f32 inputs also take f64 and i32 data)");
+    if (!p->converted && !(p->converted = ts_calloc((size_t)p->n_nodes, sizeof *p->converted))) return TS_ERR_OUT_OF_MEMORY;
+    ts_array *c = &p->converted[t->id];
+    int64_t n = ts_array_numel(a);
+    if (ts_array_numel(c) < n || !c->data) {
+        ts_free(c->data);
+        c->data = ts_malloc((size_t)(n ? n : 1) * 4);
+        if (!c->data) return TS_ERR_OUT_OF_MEMORY;
+    }
+    void *data = c->data;
+    *c = *a;
+    c->dtype = t->dtype;
+    c->data = data;
+    for (int64_t i = 0; i < n; i++) {
+        double v = ts_array_value(a, i);
+        if (to_i32) {
+            if (!(v >= INT32_MIN && v <= INT32_MAX))
+                return ts_error(TS_ERR_INVALID_ARGUMENT, "run: input '%s' holds %.0f at [%lld]; this i32 input takes integers from %d to %d "
+                                "(ids and labels beyond are not wrapped)", t->name, v, (long long)i, INT32_MIN, INT32_MAX);
+            ((int32_t *)data)[i] = (int32_t)v;
+        } else {
+            if (isfinite(v) && fabs(v) > FLT_MAX)
+                return ts_error(TS_ERR_INVALID_ARGUMENT, "run: input '%s' holds %g at [%lld], beyond f32's range (+-%g)", t->name, v,
+                                (long long)i, (double)FLT_MAX);
+            if (a->dtype == TS_I32 && fabs(v) > 16777216.0)
+                return ts_error(TS_ERR_INVALID_ARGUMENT, "run: input '%s' holds the integer %.0f at [%lld], which f32 does not hold exactly "
+                                "(|x| <= 2^24); give float data", t->name, v, (long long)i);
+            ((float *)data)[i] = (float)v;
+        }
+    }
+    *out = c;
+    return TS_OK;
+}
 
 /* Matches the user's arrays to the model's inputs; a new micro-batch size
  * recompiles. */
@@ -34,9 +80,14 @@ static ts_status bind_inputs(ts_model *m, const char *const *names, const ts_arr
         if (t->op != TS_OP_INPUT || !m->prog->live[i]) continue;
         const ts_array *a = bound[i];
         if (!a) return ts_error(TS_ERR_INVALID_ARGUMENT, "run: input '%s' is missing", t->name);
-        if (a->dtype != t->dtype || !a->data)
-            return ts_error(TS_ERR_INVALID_ARGUMENT, "run: input '%s' must be %s data, got %s%s", t->name, ts_dtype_name(t->dtype),
-                            ts_dtype_name(a->dtype), a->data ? "" : " with no data");
+        if (!a->data)
+            return ts_error(TS_ERR_INVALID_ARGUMENT, "run: input '%s' must be %s data, got %s with no data", t->name, ts_dtype_name(t->dtype),
+                            ts_dtype_name(a->dtype));
+        if (a->dtype != t->dtype) {
+            ts_status st = convert_input(m->prog, t, a, &bound[i]);
+            if (st) return st;
+            a = bound[i];
+        }
         const ts_shape *cur = &m->prog->shape[i];
         int want_ndim = t->shape.ndim == 0 ? 1 : t->shape.ndim;
         bool ok = a->ndim == want_ndim && a->shape[0] > 0 && a->shape[0] % S == 0;

@@ -122,6 +122,13 @@ static inline void attr_ints(Node *n, const char *name, int count, const int64_t
     a->n_ints = (size_t)count;
 }
 
+static inline void attr_string(Node *n, const char *name, const char *v) {
+    Attr *a = attr(n, name);
+    a->has_s = 1;
+    a->s.len = strlen(v);
+    a->s.data = (uint8_t *)str(v);
+}
+
 static inline Tensor *tensor(const char *name, int dtype, int ndim, const int64_t *dims) {
     Tensor *t = mem(sizeof *t);
     *t = (Tensor)TENSORSCOPE_ONNX__TENSOR_PROTO__INIT;

@@ -1,5 +1,6 @@
 /* op_cases_broadcast.c -- the op cases of the broadcast family (op_check.h):
- * Add, Sub, Mul, Div with numpy broadcasting, Where, MaskedFill,
+ * Add, Sub, Mul, Div and the binary family (Pow, Max, Equal, ...) with
+ * numpy broadcasting, Where, MaskedFill,
  * ReduceSum/ReduceMean/ReduceMax over axes and DropoutMask. Shapes cover
  * each way an operand broadcasts (suffix, scalar, leading rank, middle
  * dims, both operands), gradients gathered over many positions (a bias,
@@ -12,6 +13,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #define S(...) (int64_t[]){__VA_ARGS__}
 
@@ -72,6 +74,27 @@ static void binary_cases(ts_op_checker *c) {
     }
 }
 
+/* The binary family of backend/ew_math.h (ts_binary) over three of the
+ * ways operands broadcast, one of them over 65536 elements: Pow and the
+ * mods on positive operands (a real power, a divisor away from 0). */
+static void ew_binary_cases(ts_op_checker *c) {
+    static const char *const ops[] = {"Pow", "Max", "Min", "Mod", "FMod", "Equal", "Greater", "GreaterOrEqual",
+                                      "Less", "LessOrEqual", "And", "Or", "Xor"};
+    static const int picks[] = {0, 1, 4};
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+        for (size_t j = 0; j < sizeof picks / sizeof *picks; j++) {
+            const bin_case *bc = &bin_cases[picks[j]];
+            ts_graph *g = ts_graph_new(8);
+            ts_tensor *a = leaf(g, TS_F32, bc->na, bc->a), *b = leaf(g, TS_F32, bc->nb, bc->b);
+            char label[128];
+            snprintf(label, sizeof label, "%s %s", ops[i], bc->label);
+            ts_op_case_opts o = {.positive = ops[i][0] == 'P' || ops[i][1] == 'o' || ops[i][0] == 'F'};
+            check_node(c, label, ts_binary(g, ops[i], a, b), &o);
+            ts_graph_free(g);
+        }
+    }
+}
+
 /* ------------------------------------------------------------------ where */
 
 typedef struct where_case {
@@ -96,6 +119,16 @@ static void where_cases_run(ts_op_checker *c) {
         ts_tensor *cond = leaf(g, TS_I32, w->nc, w->c);
         ts_tensor *a = leaf(g, TS_F32, w->na, w->a), *b = leaf(g, TS_F32, w->nb, w->b);
         check_node(c, w->label, ts_where(g, cond, a, b), NULL);
+        /* an f32 condition (Select): a constant of 1, 0 and -0 */
+        int64_t n = 1;
+        for (int i = 0; i < w->nc; i++) n *= w->c[i];
+        float *fc = malloc(sizeof(float) * (size_t)n);
+        for (int64_t i = 0; fc && i < n; i++) fc[i] = i % 3 == 0 ? 1.0f : i % 3 == 1 ? 0.0f : -0.0f;
+        ts_array fa = ts_array_f32(fc, w->nc, w->c);
+        char label[160];
+        snprintf(label, sizeof label, "f32 cond %s", w->label);
+        check_node(c, label, fc ? ts_where(g, ts_constant(g, "fcond", &fa), a, b) : NULL, NULL);
+        free(fc);
         ts_graph_free(g);
     }
 }
@@ -205,6 +238,7 @@ static void dropout_cases(ts_op_checker *c) {
 
 void ts_op_cases_broadcast(ts_op_checker *c) {
     binary_cases(c);
+    ew_binary_cases(c);
     where_cases_run(c);
     masked_fill_cases(c);
     reduce_cases(c);

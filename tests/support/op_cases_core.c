@@ -2,7 +2,8 @@
  * (plain and B transposed), scale, relu, log, reshape, flatten, print, NLL
  * loss, sum, mean, softmax and log-softmax over each kind of axis, cross
  * entropy with and without ignore_index, exp, sqrt, pow, erf, gelu (exact
- * and tanh), tanh, sigmoid. Sizes include odd ones (not multiples of 32 or
+ * and tanh), tanh, sigmoid, the unary family (Sin, Elu, IsNaN, ...) and
+ * CastFloat. Sizes include odd ones (not multiples of 32 or
  * 256), rows longer than a block, and tensors over 65536 elements. */
 #include "check.h"
 #include "op_check.h"
@@ -92,6 +93,28 @@ static void cases_unary_math(ts_op_checker *c) {
     check(c, "gelu tanh [4,5]", ts_gelu(g, leaf(g, SHAPE(4, 5)), 1), NULL);
     check(c, "gelu tanh [70001]", ts_gelu(g, leaf(g, SHAPE(70001)), 1), NULL);
     check(c, "gelu tanh positive [3,7,11]", ts_gelu(g, leaf(g, SHAPE(3, 7, 11)), 1), &pos);
+    ts_graph_free(g);
+}
+
+/* The unary family of backend/ew_math.h (ts_unary), with the ONNX
+ * defaults of the ops' alpha and beta, and CastFloat of i32 ids. */
+static void cases_ew_unary(ts_op_checker *c) {
+    static const struct {
+        const char *op;
+        float alpha, beta;
+    } ops[] = {{"Ceil", 0, 0}, {"Floor", 0, 0}, {"Round", 0, 0}, {"CastInt", 0, 0}, {"CastBool", 0, 0}, {"Sin", 0, 0},
+               {"Cos", 0, 0}, {"Not", 0, 0}, {"IsNaN", 0, 0}, {"IsInf", 1, 1}, {"HardSwish", 0, 0}, {"HardSigmoid", 0.2f, 0.5f},
+               {"LeakyRelu", 0.01f, 0}, {"Elu", 1.0f, 0}, {"Selu", 1.6732632f, 1.0507010f}, {"Softplus", 0, 0}};
+    ts_graph *g = ts_graph_new(5);
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+        char label[64];
+        snprintf(label, sizeof label, "%s [4,5]", ops[i].op);
+        check(c, label, ts_unary(g, ops[i].op, leaf(g, SHAPE(4, 5)), ops[i].alpha, ops[i].beta), NULL);
+        snprintf(label, sizeof label, "%s [70001]", ops[i].op);
+        check(c, label, ts_unary(g, ops[i].op, leaf(g, SHAPE(70001)), ops[i].alpha, ops[i].beta), NULL);
+    }
+    ts_op_case_opts ids = {.int_hi = 1000};
+    check(c, "CastFloat i32 [3,7,11]", ts_unary(g, "CastFloat", labels(g, SHAPE(3, 7, 11)), 0, 0), &ids);
     ts_graph_free(g);
 }
 
@@ -189,6 +212,7 @@ void ts_op_cases_core(ts_op_checker *c) {
     cases_matmul(c);
     cases_elementwise(c);
     cases_unary_math(c);
+    cases_ew_unary(c);
     cases_copy(c);
     cases_reduce(c);
     cases_softmax(c);

@@ -1,5 +1,5 @@
 /* op_cases_tensor.c -- the op cases of the tensor family (op_check.h):
- * embedding, layer norm, batched matmul, permute, slice and concat, with
+ * embedding, gather along any axis, layer norm, batched matmul, permute, slice and concat, with
  * sizes off the multiples of 32 and 256, one case each past 65536
  * elements, and every broadcast and attribute the CPU kernels tell apart. */
 #include "op_check.h"
@@ -29,6 +29,44 @@ static void embedding_cases(ts_op_checker *c) {
     embedding_case(c, 5, 3, 1, (int64_t[]){600});     /* index tiles past one block, every row hit */
     embedding_case(c, 300, 260, 2, (int64_t[]){2, 150}); /* C past a block's threads; 78000 outputs */
     embedding_case(c, 1, 1, 3, (int64_t[]){2, 1, 3});    /* one row, one column */
+}
+
+/* data of shape d[0..nd) gathered along `axis` by i32 indices idx[0..ni)
+ * (random in [0, d[axis]); a constant of negative ones too, counted from
+ * the end) */
+static void gather_case(ts_op_checker *c, int nd, const int64_t *d, int axis, int ni, const int64_t *idx) {
+    char label[128];
+    ts_graph *g = ts_graph_new(1);
+    ts_tensor *x = ts_param(g, "x", nd, d);
+    ts_tensor *i = ts_input(g, "idx", TS_I32, ni, idx);
+    snprintf(label, sizeof label, "gather axis %d of %d dims by %d-dim indices", axis, nd, ni);
+    ts_op_check(c, label, ts_gather(g, x, i, axis), &(ts_op_case_opts){.int_hi = (int32_t)d[axis]});
+    int32_t neg[3] = {-1, (int32_t)-d[axis], 0};
+    ts_array na = ts_array_i32(neg, 1, (int64_t[]){3});
+    snprintf(label, sizeof label, "gather axis %d of %d dims by the constant indices -1, -%lld, 0", axis, nd, (long long)d[axis]);
+    ts_op_check(c, label, ts_gather(g, x, ts_constant(g, "neg", &na), axis), NULL);
+    ts_graph_free(g);
+}
+
+/* data d[0..nd) by i32 indices of shape idx (random in [0, d[axis])) */
+static void gather_elements_case(ts_op_checker *c, int nd, const int64_t *d, int axis, const int64_t *idx) {
+    char label[128];
+    ts_graph *g = ts_graph_new(1);
+    ts_tensor *x = ts_param(g, "x", nd, d);
+    ts_tensor *i = ts_input(g, "idx", TS_I32, nd, idx);
+    snprintf(label, sizeof label, "gather_elements axis %d of %d dims", axis, nd);
+    ts_op_check(c, label, ts_gather_elements(g, x, i, axis), &(ts_op_case_opts){.int_hi = (int32_t)d[axis]});
+    ts_graph_free(g);
+}
+
+static void gather_cases(ts_op_checker *c) {
+    gather_elements_case(c, 2, (int64_t[]){3, 4}, 1, (int64_t[]){3, 7});        /* more indices than the axis: repeats */
+    gather_elements_case(c, 3, (int64_t[]){5, 6, 7}, 0, (int64_t[]){9, 2, 7});  /* smaller off the axis */
+    gather_elements_case(c, 3, (int64_t[]){40, 50, 41}, 2, (int64_t[]){40, 50, 41}); /* 82000 positions */
+    gather_case(c, 3, (int64_t[]){4, 6, 5}, 1, 2, (int64_t[]){3, 7}); /* rows hit many times */
+    gather_case(c, 3, (int64_t[]){4, 6, 5}, 2, 1, (int64_t[]){9});    /* the innermost axis: C = 1 */
+    gather_case(c, 2, (int64_t[]){300, 260}, 0, 1, (int64_t[]){301});
+    gather_case(c, 4, (int64_t[]){3, 2, 40, 33}, 2, 2, (int64_t[]){2, 300}); /* past a block's index tile */
 }
 
 /* x of shape d[0..nd), normalised over its last `k` dims */
@@ -160,6 +198,7 @@ static void concat_cases(ts_op_checker *c) {
 
 void ts_op_cases_tensor(ts_op_checker *c) {
     embedding_cases(c);
+    gather_cases(c);
     layer_norm_cases(c);
     bmm_cases(c);
     permute_cases(c);

@@ -11,8 +11,13 @@ void ts_fwd_broadcast_binary(const ts_kctx *k);
 void ts_bwd_broadcast_binary(const ts_kctx *k);
 void ts_fwd_unary_math(const ts_kctx *k);
 void ts_bwd_unary_math(const ts_kctx *k);
-void ts_fwd_embedding(const ts_kctx *k);
-void ts_bwd_embedding(const ts_kctx *k);
+void ts_fwd_ew_unary(const ts_kctx *k);
+void ts_fwd_cast_float(const ts_kctx *k);
+void ts_bwd_ew_unary(const ts_kctx *k);
+void ts_fwd_gather(const ts_kctx *k); /* Gather and Embedding */
+void ts_bwd_gather(const ts_kctx *k);
+void ts_fwd_gather_elements(const ts_kctx *k);
+void ts_bwd_gather_elements(const ts_kctx *k);
 void ts_fwd_layer_norm(const ts_kctx *k);
 void ts_bwd_layer_norm(const ts_kctx *k);
 void ts_fwd_bmm(const ts_kctx *k);

@@ -5,11 +5,13 @@
 
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/kernels_tensor.h"
+#include "backend/ew_math.h"
 #include "graph/ops_tensor.h"
 
 static int64_t numel_out(const ts_kctx *k) { return ts_shape_numel(&k->out_shape); }
 
 static int bin_kind(ts_op op) {
+    if (ts_ewb_kind(op) != TS_EWB_NONE) return TS_BIN_EW + ts_ewb_kind(op);
     return op == TS_OP_ADD ? TS_BIN_ADD : op == TS_OP_SUB ? TS_BIN_SUB : op == TS_OP_MUL ? TS_BIN_MUL : TS_BIN_DIV;
 }
 
@@ -39,17 +41,52 @@ void ts_bwd_unary_math(const ts_kctx *k) {
     ts_unary_backward(k->pool, unary_kind(k->node), k->din[0], k->dout, k->in[0], k->out, k->node->fattr[0], numel_out(k));
 }
 
-void ts_fwd_embedding(const ts_kctx *k) {
-    ts_embedding_forward(k->out, k->in[0], k->in_int[1], ts_shape_numel(&k->in_shape[1]), k->in_shape[0].d[1]);
+void ts_fwd_ew_unary(const ts_kctx *k) {
+    ts_ew_unary_forward(k->pool, ts_ewu_kind(k->node->op), k->out, k->in[0], k->node->fattr[0], k->node->fattr[1], numel_out(k));
 }
-void ts_bwd_embedding(const ts_kctx *k) {
-    if (k->din[0]) ts_embedding_backward(k->din[0], k->dout, k->in_int[1], ts_shape_numel(&k->in_shape[1]), k->in_shape[0].d[1]);
+void ts_bwd_ew_unary(const ts_kctx *k) {
+    if (k->din[0])
+        ts_ew_unary_backward(k->pool, ts_ewu_kind(k->node->op), k->din[0], k->dout, k->in[0], k->node->fattr[0], k->node->fattr[1],
+                             numel_out(k));
+}
+
+void ts_fwd_cast_float(const ts_kctx *k) {
+    int64_t n = numel_out(k);
+    for (int64_t i = 0; i < n; i++) k->out[i] = (float)k->in_int[0][i];
+}
+
+/* Gather along attr[0] as [outer, V, C] (Embedding: axis 0 of [V, C]) */
+static void gather_dims(const ts_kctx *k, int64_t *outer, int64_t *V, int64_t *C) {
+    ts_gather_dims(&k->in_shape[0], (int)k->node->attr[0], outer, V, C);
+}
+void ts_fwd_gather(const ts_kctx *k) {
+    int64_t outer, V, C;
+    gather_dims(k, &outer, &V, &C);
+    ts_gather_forward(k->out, k->in[0], k->in_int[1], outer, V, ts_shape_numel(&k->in_shape[1]), C);
+}
+void ts_bwd_gather(const ts_kctx *k) {
+    int64_t outer, V, C;
+    gather_dims(k, &outer, &V, &C);
+    if (k->din[0]) ts_gather_backward(k->din[0], k->dout, k->in_int[1], outer, V, ts_shape_numel(&k->in_shape[1]), C);
 }
 
 static void ln_dims(const ts_kctx *k, int64_t *rows, int64_t *D) {
     *D = ts_shape_numel(&k->in_shape[1]);
     *rows = numel_out(k) / *D;
 }
+void ts_fwd_gather_elements(const ts_kctx *k) {
+    const ts_shape *sd = &k->in_shape[0], *si = &k->in_shape[1];
+    int axis = (int)k->node->attr[0];
+    int64_t n = ts_shape_numel(si);
+    for (int64_t p = 0; p < n; p++) k->out[p] = k->in[0][ts_gather_elements_offset(sd, si, axis, p, k->in_int[1][p])];
+}
+void ts_bwd_gather_elements(const ts_kctx *k) {
+    const ts_shape *sd = &k->in_shape[0], *si = &k->in_shape[1];
+    int axis = (int)k->node->attr[0];
+    int64_t n = ts_shape_numel(si);
+    for (int64_t p = 0; k->din[0] && p < n; p++) k->din[0][ts_gather_elements_offset(sd, si, axis, p, k->in_int[1][p])] += k->dout[p];
+}
+
 void ts_fwd_layer_norm(const ts_kctx *k) {
     int64_t rows, D;
     ln_dims(k, &rows, &D);
@@ -116,10 +153,10 @@ void ts_bwd_concat(const ts_kctx *k) {
 }
 
 void ts_fwd_where(const ts_kctx *k) {
-    ts_where_forward(k->out, k->in_int[0], k->in[1], k->in[2], &k->out_shape, &k->in_shape[0], &k->in_shape[1], &k->in_shape[2]);
+    ts_where_forward(k->out, k->in_int[0], k->in[0], k->in[1], k->in[2], &k->out_shape, &k->in_shape[0], &k->in_shape[1], &k->in_shape[2]);
 }
 void ts_bwd_where(const ts_kctx *k) {
-    ts_where_backward(k->din[1], k->din[2], k->dout, k->in_int[0], &k->out_shape, &k->in_shape[0], &k->in_shape[1], &k->in_shape[2]);
+    ts_where_backward(k->din[1], k->din[2], k->dout, k->in_int[0], k->in[0], &k->out_shape, &k->in_shape[0], &k->in_shape[1], &k->in_shape[2]);
 }
 
 void ts_fwd_masked_fill(const ts_kctx *k) {

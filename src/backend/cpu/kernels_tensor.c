@@ -7,6 +7,7 @@
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/vmath.h"
+#include "backend/ew_math.h"
 
 #include <math.h>
 #include <string.h>
@@ -150,7 +151,8 @@ static void bin_fwd_row(void *vctx, int64_t o, const int64_t *off, const int64_t
     case TS_BIN_ADD: for (int64_t j = 0; j < n; j++) y[j] = a[j * sa] + b[j * sb]; break;
     case TS_BIN_SUB: for (int64_t j = 0; j < n; j++) y[j] = a[j * sa] - b[j * sb]; break;
     case TS_BIN_MUL: for (int64_t j = 0; j < n; j++) y[j] = a[j * sa] * b[j * sb]; break;
-    default: for (int64_t j = 0; j < n; j++) y[j] = a[j * sa] / b[j * sb]; break;
+    case TS_BIN_DIV: for (int64_t j = 0; j < n; j++) y[j] = a[j * sa] / b[j * sb]; break;
+    default: for (int64_t j = 0; j < n; j++) y[j] = ts_ewb_forward(c->kind - TS_BIN_EW, a[j * sa], b[j * sb]); break;
     }
 }
 
@@ -164,7 +166,8 @@ static void bin_bwd_row(void *vctx, int64_t o, const int64_t *off, const int64_t
         case TS_BIN_ADD:
         case TS_BIN_SUB: for (int64_t j = 0; j < n; j++) da[j * sa] += d[j]; break;
         case TS_BIN_MUL: for (int64_t j = 0; j < n; j++) da[j * sa] += d[j] * b[j * sb]; break;
-        default: for (int64_t j = 0; j < n; j++) da[j * sa] += d[j] / b[j * sb]; break;
+        case TS_BIN_DIV: for (int64_t j = 0; j < n; j++) da[j * sa] += d[j] / b[j * sb]; break;
+        default: for (int64_t j = 0; j < n; j++) da[j * sa] += d[j] * ts_ewb_partial(c->kind - TS_BIN_EW, 0, a[j * sa], b[j * sb]); break;
         }
     }
     if (c->db) {
@@ -173,19 +176,20 @@ static void bin_bwd_row(void *vctx, int64_t o, const int64_t *off, const int64_t
         case TS_BIN_ADD: for (int64_t j = 0; j < n; j++) db[j * sb] += d[j]; break;
         case TS_BIN_SUB: for (int64_t j = 0; j < n; j++) db[j * sb] -= d[j]; break;
         case TS_BIN_MUL: for (int64_t j = 0; j < n; j++) db[j * sb] += d[j] * a[j * sa]; break;
-        default:
+        case TS_BIN_DIV:
             for (int64_t j = 0; j < n; j++) {
                 float bv = b[j * sb];
                 db[j * sb] -= d[j] * a[j * sa] / (bv * bv);
             }
             break;
+        default: for (int64_t j = 0; j < n; j++) db[j * sb] += d[j] * ts_ewb_partial(c->kind - TS_BIN_EW, 1, a[j * sa], b[j * sb]); break;
         }
     }
 }
 
 void ts_bcast_binary_forward(ts_pool *p, int kind, float *out, const float *a, const float *b, const ts_shape *so,
                              const ts_shape *sa, const ts_shape *sb) {
-    if (suffix_case(so, sa, sb)) {
+    if (kind < TS_BIN_EW && suffix_case(so, sa, sb)) {
         ts_binary_forward(p, kind, out, a, b, ts_shape_numel(so), ts_shape_numel(sb));
         return;
     }
@@ -197,7 +201,7 @@ void ts_bcast_binary_forward(ts_pool *p, int kind, float *out, const float *a, c
 
 void ts_bcast_binary_backward(ts_pool *p, int kind, float *da, float *db, const float *dout, const float *a, const float *b,
                               const ts_shape *so, const ts_shape *sa, const ts_shape *sb) {
-    if (suffix_case(so, sa, sb)) {
+    if (kind < TS_BIN_EW && suffix_case(so, sa, sb)) {
         ts_binary_backward(p, kind, da, db, dout, a, b, ts_shape_numel(so), ts_shape_numel(sb));
         return;
     }
@@ -213,7 +217,7 @@ typedef struct un_ctx {
     int kind;
     float *out;
     const float *x, *dout, *y;
-    float pw;
+    float pw, pb;
 } un_ctx;
 
 #define SQRT_2_PI 0.79788456080286535588f /* sqrt(2/pi) */
@@ -280,18 +284,43 @@ void ts_unary_backward(ts_pool *p, int kind, float *dx, const float *dout, const
     ts_pool_for(p, n, GRAIN, un_bwd_slice, &c);
 }
 
-/* --------------------------------------------------------------- embedding */
-
-void ts_embedding_forward(float *out, const float *w, const int32_t *idx, int64_t n, int64_t C) {
-    for (int64_t i = 0; i < n; i++) memcpy(out + i * C, w + (int64_t)idx[i] * C, (size_t)C * sizeof(float));
+/* The unary family of ew_math.h: pw, pb its alpha and beta. */
+static void ewu_fwd_slice(void *vctx, int64_t begin, int64_t end) {
+    const un_ctx *c = vctx;
+    for (int64_t i = begin; i < end; i++) c->out[i] = ts_ewu_forward(c->kind, c->x[i], c->pw, c->pb);
 }
 
-void ts_embedding_backward(float *dw, const float *dout, const int32_t *idx, int64_t n, int64_t C) {
-    for (int64_t i = 0; i < n; i++) {
-        float *r = dw + (int64_t)idx[i] * C;
-        const float *d = dout + i * C;
-        for (int64_t c = 0; c < C; c++) r[c] += d[c];
-    }
+static void ewu_bwd_slice(void *vctx, int64_t begin, int64_t end) {
+    const un_ctx *c = vctx;
+    for (int64_t i = begin; i < end; i++) c->out[i] += c->dout[i] * ts_ewu_derivative(c->kind, c->x[i], c->pw, c->pb);
+}
+
+void ts_ew_unary_forward(ts_pool *p, int kind, float *out, const float *x, float alpha, float beta, int64_t n) {
+    un_ctx c = {.kind = kind, .out = out, .x = x, .pw = alpha, .pb = beta};
+    ts_pool_for(p, n, GRAIN, ewu_fwd_slice, &c);
+}
+
+void ts_ew_unary_backward(ts_pool *p, int kind, float *dx, const float *dout, const float *x, float alpha, float beta, int64_t n) {
+    un_ctx c = {.kind = kind, .out = dx, .x = x, .dout = dout, .pw = alpha, .pb = beta};
+    ts_pool_for(p, n, GRAIN, ewu_bwd_slice, &c);
+}
+
+/* --------------------------------------------------------------- embedding */
+
+static int64_t gather_row(int32_t i, int64_t V) { return i < 0 ? i + V : i; }
+
+void ts_gather_forward(float *out, const float *w, const int32_t *idx, int64_t outer, int64_t V, int64_t n, int64_t C) {
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < n; i++) memcpy(out + (o * n + i) * C, w + (o * V + gather_row(idx[i], V)) * C, (size_t)C * sizeof(float));
+}
+
+void ts_gather_backward(float *dw, const float *dout, const int32_t *idx, int64_t outer, int64_t V, int64_t n, int64_t C) {
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < n; i++) {
+            float *r = dw + (o * V + gather_row(idx[i], V)) * C;
+            const float *d = dout + (o * n + i) * C;
+            for (int64_t c = 0; c < C; c++) r[c] += d[c];
+        }
 }
 
 /* One context for the kernels over rows of n (layer norm, softmax): each
@@ -540,47 +569,49 @@ void ts_concat_part_forward(float *out, const float *part, int64_t outer, int64_
 typedef struct where_ctx {
     float *out, *da, *db;
     const int32_t *cond;
+    const float *fcond; /* an f32 condition where cond is NULL */
     const float *a, *b, *dout;
     float value;
 } where_ctx;
 
+static inline bool where_true(const where_ctx *c, int64_t i) { return c->cond ? c->cond[i] != 0 : c->fcond[i] != 0.0f; }
+
 static void where_fwd_row(void *vctx, int64_t o, const int64_t *off, const int64_t *st, int64_t n) {
     const where_ctx *c = vctx;
-    const int32_t *m = c->cond + off[0];
     float *y = c->out + o;
     if (!c->b) { /* masked fill: operand 1 is x */
+        const int32_t *m = c->cond + off[0];
         const float *x = c->a + off[1];
         for (int64_t j = 0; j < n; j++) y[j] = m[j * st[0]] ? c->value : x[j * st[1]];
         return;
     }
     const float *a = c->a + off[1], *b = c->b + off[2];
-    for (int64_t j = 0; j < n; j++) y[j] = m[j * st[0]] ? a[j * st[1]] : b[j * st[2]];
+    for (int64_t j = 0; j < n; j++) y[j] = where_true(c, off[0] + j * st[0]) ? a[j * st[1]] : b[j * st[2]];
 }
 
 static void where_bwd_row(void *vctx, int64_t o, const int64_t *off, const int64_t *st, int64_t n) {
     const where_ctx *c = vctx;
-    const int32_t *m = c->cond + off[0];
     const float *d = c->dout + o;
     for (int64_t j = 0; j < n; j++) {
-        bool t = m[j * st[0]] != 0;
+        bool t = where_true(c, off[0] + j * st[0]);
         if (t && c->da) c->da[off[1] + j * st[1]] += d[j];
         if (!t && c->db) c->db[off[2] + j * st[2]] += d[j];
     }
 }
 
-void ts_where_forward(float *out, const int32_t *cond, const float *a, const float *b, const ts_shape *so, const ts_shape *sc,
+void ts_where_forward(float *out, const int32_t *cond, const float *fcond, const float *a, const float *b, const ts_shape *so, const ts_shape *sc,
                       const ts_shape *sa, const ts_shape *sb) {
     bview v;
     bview_broadcast(&v, so, 3, (const ts_shape *[]){sc, sa, sb});
-    where_ctx c = {.out = out, .cond = cond, .a = a, .b = b};
+    where_ctx c = {.out = out, .cond = cond, .fcond = fcond, .a = a, .b = b};
     bview_rows(&v, where_fwd_row, &c);
 }
 
-void ts_where_backward(float *da, float *db, const float *dout, const int32_t *cond, const ts_shape *so, const ts_shape *sc,
+void ts_where_backward(float *da, float *db, const float *dout, const int32_t *cond, const float *fcond, const ts_shape *so, const ts_shape *sc,
                        const ts_shape *sa, const ts_shape *sb) {
     bview v;
     bview_broadcast(&v, so, 3, (const ts_shape *[]){sc, sa, sb});
-    where_ctx c = {.da = da, .db = db, .dout = dout, .cond = cond};
+    where_ctx c = {.da = da, .db = db, .dout = dout, .cond = cond, .fcond = fcond};
     bview_rows(&v, where_bwd_row, &c);
 }
 

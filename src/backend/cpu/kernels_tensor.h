@@ -10,9 +10,13 @@
 #include "backend/cpu/pool.h"
 #include "graph/graph.h"
 
+/* Binary kinds from here on are ew_math.h's TS_EWB_* (kind - TS_BIN_EW). */
+#define TS_BIN_EW 16
+
 /* ---- numpy broadcasting */
 
-/* kind: TS_BIN_ADD, TS_BIN_SUB, TS_BIN_MUL or TS_BIN_DIV (kernels.h);
+/* kind: TS_BIN_ADD, TS_BIN_SUB, TS_BIN_MUL or TS_BIN_DIV (kernels.h), or
+ * TS_BIN_EW + a binary kind of backend/ew_math.h (Pow, Max, Equal, ...);
  * out [so] = a [sa] (op) b [sb], both broadcast to so. */
 void ts_bcast_binary_forward(ts_pool *p, int kind, float *out, const float *a, const float *b, const ts_shape *so,
                              const ts_shape *sa, const ts_shape *sb);
@@ -27,9 +31,16 @@ void ts_unary_forward(ts_pool *p, int kind, float *out, const float *x, float pw
 /* out: the forward output (exp and sqrt read it) */
 void ts_unary_backward(ts_pool *p, int kind, float *dx, const float *dout, const float *x, const float *out, float pw, int64_t n);
 
-/* ---- embedding: out[n, C] = w[idx[n], :];  dw[idx[n], :] += dout[n, :] */
-void ts_embedding_forward(float *out, const float *w, const int32_t *idx, int64_t n, int64_t C);
-void ts_embedding_backward(float *dw, const float *dout, const int32_t *idx, int64_t n, int64_t C);
+/* ---- the unary family of backend/ew_math.h (kind: TS_EWU_*), alpha and
+ * beta its parameters */
+void ts_ew_unary_forward(ts_pool *p, int kind, float *out, const float *x, float alpha, float beta, int64_t n);
+void ts_ew_unary_backward(ts_pool *p, int kind, float *dx, const float *dout, const float *x, float alpha, float beta, int64_t n);
+
+/* ---- gather (and embedding, its axis 0 of [V, C]): w [outer, V, C],
+ * out [outer, n, C] = w[:, idx[n], :] (a negative index counts from V's
+ * end); dw[:, idx[n], :] += dout[:, n, :] */
+void ts_gather_forward(float *out, const float *w, const int32_t *idx, int64_t outer, int64_t V, int64_t n, int64_t C);
+void ts_gather_backward(float *dw, const float *dout, const int32_t *idx, int64_t outer, int64_t V, int64_t n, int64_t C);
 
 /* ---- layer norm over rows of D: y = (x - mean) * rstd * w + b; stats
  * [2*rows] keeps mean and rstd for backward */
@@ -56,9 +67,10 @@ void ts_slice_backward(float *dx, const float *dout, int64_t outer, int64_t dim_
 void ts_concat_part_forward(float *out, const float *part, int64_t outer, int64_t dim_out, int64_t inner, int64_t at, int64_t dk);
 
 /* ---- where / masked fill (numpy broadcasting of every operand to so) */
-void ts_where_forward(float *out, const int32_t *cond, const float *a, const float *b, const ts_shape *so, const ts_shape *sc,
+/* cond: i32, or (cond NULL) fcond: f32 */
+void ts_where_forward(float *out, const int32_t *cond, const float *fcond, const float *a, const float *b, const ts_shape *so, const ts_shape *sc,
                       const ts_shape *sa, const ts_shape *sb);
-void ts_where_backward(float *da, float *db, const float *dout, const int32_t *cond, const ts_shape *so, const ts_shape *sc,
+void ts_where_backward(float *da, float *db, const float *dout, const int32_t *cond, const float *fcond, const ts_shape *so, const ts_shape *sc,
                        const ts_shape *sa, const ts_shape *sb);
 /* masked fill is where(mask, value, x) with a scalar value */
 void ts_masked_fill_forward(ts_pool *p, float *out, const float *x, const int32_t *mask, float value, const ts_shape *so, const ts_shape *sm);

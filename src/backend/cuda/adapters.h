@@ -27,13 +27,16 @@ void ts_cu_fwd_cross_entropy(const ts_kctx *k);
 void ts_cu_bwd_cross_entropy(const ts_kctx *k);
 void ts_cu_fwd_unary_math(const ts_kctx *k); /* exp sqrt pow erf gelu */
 void ts_cu_bwd_unary_math(const ts_kctx *k);
+void ts_cu_fwd_ew_unary(const ts_kctx *k); /* the unary family of backend/ew_math.h */
+void ts_cu_bwd_ew_unary(const ts_kctx *k);
+void ts_cu_fwd_cast_float(const ts_kctx *k); /* i32 -> f32 */
 void ts_cu_fwd_tanh(const ts_kctx *k);
 void ts_cu_bwd_tanh(const ts_kctx *k);
 void ts_cu_fwd_sigmoid(const ts_kctx *k);
 void ts_cu_bwd_sigmoid(const ts_kctx *k);
 
 /* broadcasting, masks and reductions over axes (kernels_broadcast.cu) */
-void ts_cu_fwd_broadcast_binary(const ts_kctx *k); /* add sub mul div */
+void ts_cu_fwd_broadcast_binary(const ts_kctx *k); /* add sub mul div, ew_math.h's binary family */
 void ts_cu_bwd_broadcast_binary(const ts_kctx *k);
 void ts_cu_fwd_where(const ts_kctx *k);
 void ts_cu_bwd_where(const ts_kctx *k);
@@ -44,8 +47,10 @@ void ts_cu_bwd_reduce_axes(const ts_kctx *k);
 void ts_cu_fwd_dropout_mask(const ts_kctx *k);
 
 /* tensor and transformer ops (kernels_tensor.cu) */
-void ts_cu_fwd_embedding(const ts_kctx *k);
-void ts_cu_bwd_embedding(const ts_kctx *k);
+void ts_cu_fwd_gather(const ts_kctx *k); /* Gather and Embedding */
+void ts_cu_bwd_gather(const ts_kctx *k);
+void ts_cu_fwd_gather_elements(const ts_kctx *k);
+void ts_cu_bwd_gather_elements(const ts_kctx *k);
 void ts_cu_fwd_layer_norm(const ts_kctx *k);
 void ts_cu_bwd_layer_norm(const ts_kctx *k);
 void ts_cu_fwd_bmm(const ts_kctx *k);

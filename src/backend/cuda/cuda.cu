@@ -394,7 +394,7 @@ static void fill_kernel_table(void) {
     kernels[TS_OP_POW] = {ts_cu_fwd_unary_math, ts_cu_bwd_unary_math, nullptr};
     kernels[TS_OP_ERF] = {ts_cu_fwd_unary_math, ts_cu_bwd_unary_math, nullptr};
     kernels[TS_OP_GELU] = {ts_cu_fwd_unary_math, ts_cu_bwd_unary_math, nullptr};
-    kernels[TS_OP_EMBEDDING] = {ts_cu_fwd_embedding, ts_cu_bwd_embedding, nullptr};
+    kernels[TS_OP_EMBEDDING] = {ts_cu_fwd_gather, ts_cu_bwd_gather, nullptr};
     kernels[TS_OP_LAYER_NORM] = {ts_cu_fwd_layer_norm, ts_cu_bwd_layer_norm, nullptr};
     kernels[TS_OP_BATCH_MATMUL] = {ts_cu_fwd_bmm, ts_cu_bwd_bmm, nullptr};
     kernels[TS_OP_PERMUTE] = {ts_cu_fwd_permute, ts_cu_bwd_permute, nullptr};
@@ -414,6 +414,39 @@ static void fill_kernel_table(void) {
     kernels[TS_OP_TANH] = {ts_cu_fwd_tanh, ts_cu_bwd_tanh, nullptr};
     kernels[TS_OP_SIGMOID] = {ts_cu_fwd_sigmoid, ts_cu_bwd_sigmoid, nullptr};
     kernels[TS_OP_ABS] = {ts_cu_fwd_unary_math, ts_cu_bwd_unary_math, nullptr};
+    kernels[TS_OP_CEIL] = {ts_cu_fwd_ew_unary, nullptr, nullptr};
+    kernels[TS_OP_FLOOR] = {ts_cu_fwd_ew_unary, nullptr, nullptr};
+    kernels[TS_OP_ROUND] = {ts_cu_fwd_ew_unary, nullptr, nullptr};
+    kernels[TS_OP_CAST_INT] = {ts_cu_fwd_ew_unary, nullptr, nullptr};
+    kernels[TS_OP_CAST_BOOL] = {ts_cu_fwd_ew_unary, nullptr, nullptr};
+    kernels[TS_OP_SIN] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr};
+    kernels[TS_OP_COS] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr};
+    kernels[TS_OP_NOT] = {ts_cu_fwd_ew_unary, nullptr, nullptr};
+    kernels[TS_OP_ISNAN] = {ts_cu_fwd_ew_unary, nullptr, nullptr};
+    kernels[TS_OP_ISINF] = {ts_cu_fwd_ew_unary, nullptr, nullptr};
+    kernels[TS_OP_HARD_SWISH] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr};
+    kernels[TS_OP_HARD_SIGMOID] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr};
+    kernels[TS_OP_LEAKY_RELU] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr};
+    kernels[TS_OP_ELU] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr};
+    kernels[TS_OP_SELU] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr};
+    kernels[TS_OP_SOFTPLUS] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr};
+    kernels[TS_OP_SELECT] = {ts_cu_fwd_where, ts_cu_bwd_where, nullptr};
+    kernels[TS_OP_GATHER] = {ts_cu_fwd_gather, ts_cu_bwd_gather, nullptr};
+    kernels[TS_OP_GATHER_ELEMENTS] = {ts_cu_fwd_gather_elements, ts_cu_bwd_gather_elements, nullptr};
+    kernels[TS_OP_CAST_FLOAT] = {ts_cu_fwd_cast_float, nullptr, nullptr};
+    kernels[TS_OP_POWER] = {ts_cu_fwd_broadcast_binary, ts_cu_bwd_broadcast_binary, nullptr};
+    kernels[TS_OP_MAX] = {ts_cu_fwd_broadcast_binary, ts_cu_bwd_broadcast_binary, nullptr};
+    kernels[TS_OP_MIN] = {ts_cu_fwd_broadcast_binary, ts_cu_bwd_broadcast_binary, nullptr};
+    kernels[TS_OP_MOD] = {ts_cu_fwd_broadcast_binary, ts_cu_bwd_broadcast_binary, nullptr};
+    kernels[TS_OP_FMOD] = {ts_cu_fwd_broadcast_binary, ts_cu_bwd_broadcast_binary, nullptr};
+    kernels[TS_OP_EQUAL] = {ts_cu_fwd_broadcast_binary, nullptr, nullptr};
+    kernels[TS_OP_GREATER] = {ts_cu_fwd_broadcast_binary, nullptr, nullptr};
+    kernels[TS_OP_GREATER_EQUAL] = {ts_cu_fwd_broadcast_binary, nullptr, nullptr};
+    kernels[TS_OP_LESS] = {ts_cu_fwd_broadcast_binary, nullptr, nullptr};
+    kernels[TS_OP_LESS_EQUAL] = {ts_cu_fwd_broadcast_binary, nullptr, nullptr};
+    kernels[TS_OP_AND] = {ts_cu_fwd_broadcast_binary, nullptr, nullptr};
+    kernels[TS_OP_OR] = {ts_cu_fwd_broadcast_binary, nullptr, nullptr};
+    kernels[TS_OP_XOR] = {ts_cu_fwd_broadcast_binary, nullptr, nullptr};
     /* the leaves (Input, Param, Const, Buffer) are bound, not computed */
 }
 

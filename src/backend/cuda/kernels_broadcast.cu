@@ -15,6 +15,11 @@
  * elements with many positions, one block per element (a fixed tree:
  * deterministic, within float rounding of the CPU). No atomics. */
 #include "backend/cuda/adapters.h"
+#include "backend/ew_math.h"
+
+extern "C" {
+#include "graph/ops.h"
+}
 
 #include <math.h>
 #include <stdint.h>
@@ -194,6 +199,7 @@ struct grad_sum {
 };
 
 static const char *op_name(ts_op op) {
+    if (ts_ewb_kind(op) != TS_EWB_NONE) return ts_op_get(op)->name;
     switch (op) {
     case TS_OP_ADD: return "Add";
     case TS_OP_SUB: return "Sub";
@@ -223,6 +229,15 @@ __global__ void binary_forward_kernel(float *out, const float *a, const float *b
     }
 }
 
+/* the binary family of ew_math.h (Pow, Max, Equal, ...): its kind at run */
+__global__ void ew_binary_forward_kernel(int kind, float *out, const float *a, const float *b, bview v, int64_t n) {
+    TS_CU_FOR(i, n) {
+        int64_t off[2];
+        bv_offsets<2>(v, i, off);
+        out[i] = ts_ewb_forward(kind, a[off[0]], b[off[1]]);
+    }
+}
+
 void ts_cu_fwd_broadcast_binary(const ts_kctx *k) {
     const ts_shape *ops[2] = {&k->in_shape[0], &k->in_shape[1]};
     bview v = bview_of(&k->out_shape, 2, ops);
@@ -230,6 +245,12 @@ void ts_cu_fwd_broadcast_binary(const ts_kctx *k) {
     if (n <= 0) return;
     dim3 g(ts_cu_blocks(n)), b(TS_CU_THREADS);
     cudaStream_t s = ts_cu_stream(k);
+    int ew = ts_ewb_kind(k->node->op);
+    if (ew != TS_EWB_NONE) {
+        ew_binary_forward_kernel<<<g, b, 0, s>>>(ew, k->out, k->in[0], k->in[1], v, n);
+        ts_cu_check(cudaGetLastError(), op_name(k->node->op));
+        return;
+    }
     switch (bin_kind(k->node->op)) {
     case BIN_ADD: binary_forward_kernel<BIN_ADD><<<g, b, 0, s>>>(k->out, k->in[0], k->in[1], v, n); break;
     case BIN_SUB: binary_forward_kernel<BIN_SUB><<<g, b, 0, s>>>(k->out, k->in[0], k->in[1], v, n); break;
@@ -257,6 +278,30 @@ struct grad_binary : grad_sum {
     }
 };
 
+/* the binary family's: d times ts_ewb_partial (the CPU's bin_bwd_row) */
+template <int WHICH>
+struct grad_ew_binary : grad_sum {
+    int kind;
+    const float *dout, *a, *b;
+    __device__ float term(int64_t, int64_t o, const int64_t *off) const {
+        return __fmul_rn(dout[o], ts_ewb_partial(kind, WHICH, a[off[0]], b[off[1]]));
+    }
+};
+
+static void ew_binary_backward(const ts_kctx *k, int kind, const bview &v, int64_t nw) {
+    const char *what = op_name(k->node->op);
+    if (k->din[0]) {
+        grad_ew_binary<0> f;
+        f.din = k->din[0], f.kind = kind, f.dout = k->dout, f.a = k->in[0], f.b = k->in[1];
+        gather(k, what, v, 0, ts_shape_numel(&k->in_shape[0]), nw, f);
+    }
+    if (k->din[1]) {
+        grad_ew_binary<1> f;
+        f.din = k->din[1], f.kind = kind, f.dout = k->dout, f.a = k->in[0], f.b = k->in[1];
+        gather(k, what, v, 1, ts_shape_numel(&k->in_shape[1]), nw, f);
+    }
+}
+
 template <int KIND>
 static void binary_backward(const ts_kctx *k, const bview &v, int64_t nw) {
     const char *what = op_name(k->node->op);
@@ -276,6 +321,10 @@ void ts_cu_bwd_broadcast_binary(const ts_kctx *k) {
     const ts_shape *ops[2] = {&k->in_shape[0], &k->in_shape[1]};
     bview v = bview_of(&k->out_shape, 2, ops);
     int64_t nw = ts_shape_numel(&k->out_shape);
+    if (ts_ewb_kind(k->node->op) != TS_EWB_NONE) {
+        ew_binary_backward(k, ts_ewb_kind(k->node->op), v, nw);
+        return;
+    }
     switch (bin_kind(k->node->op)) {
     case BIN_ADD: binary_backward<BIN_ADD>(k, v, nw); break;
     case BIN_SUB: binary_backward<BIN_SUB>(k, v, nw); break;
@@ -286,12 +335,15 @@ void ts_cu_bwd_broadcast_binary(const ts_kctx *k) {
 
 /* ------------------------------------------------------------------ where */
 
+/* the condition: i32, or (cond NULL) f32 (TS_OP_SELECT) */
+__device__ inline bool where_true(const int32_t *cond, const float *fcond, int64_t i) { return cond ? cond[i] != 0 : fcond[i] != 0.0f; }
+
 /* out[n] = cond ? a : b, the three read through the view (operands 0..2) */
-__global__ void where_forward_kernel(float *out, const int32_t *cond, const float *a, const float *b, bview v, int64_t n) {
+__global__ void where_forward_kernel(float *out, const int32_t *cond, const float *fcond, const float *a, const float *b, bview v, int64_t n) {
     TS_CU_FOR(i, n) {
         int64_t off[3];
         bv_offsets<3>(v, i, off);
-        out[i] = cond[off[0]] ? a[off[1]] : b[off[2]];
+        out[i] = where_true(cond, fcond, off[0]) ? a[off[1]] : b[off[2]];
     }
 }
 
@@ -300,7 +352,7 @@ void ts_cu_fwd_where(const ts_kctx *k) {
     bview v = bview_of(&k->out_shape, 3, ops);
     int64_t n = ts_shape_numel(&k->out_shape);
     if (n <= 0) return;
-    where_forward_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, k->in_int[0], k->in[1], k->in[2], v, n);
+    where_forward_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, k->in_int[0], k->in[0], k->in[1], k->in[2], v, n);
     ts_cu_check(cudaGetLastError(), "Where");
 }
 
@@ -309,8 +361,9 @@ template <int WHICH>
 struct grad_where : grad_sum {
     const float *dout;
     const int32_t *cond;
+    const float *fcond;
     __device__ float term(int64_t, int64_t o, const int64_t *off) const {
-        bool t = cond[off[0]] != 0;
+        bool t = where_true(cond, fcond, off[0]);
         return t == (WHICH == 1) ? dout[o] : 0.0f;
     }
 };
@@ -321,12 +374,12 @@ void ts_cu_bwd_where(const ts_kctx *k) {
     int64_t nw = ts_shape_numel(&k->out_shape);
     if (k->din[1]) {
         grad_where<1> f;
-        f.din = k->din[1], f.dout = k->dout, f.cond = k->in_int[0];
+        f.din = k->din[1], f.dout = k->dout, f.cond = k->in_int[0], f.fcond = k->in[0];
         gather(k, "Where", v, 1, ts_shape_numel(&k->in_shape[1]), nw, f);
     }
     if (k->din[2]) {
         grad_where<2> f;
-        f.din = k->din[2], f.dout = k->dout, f.cond = k->in_int[0];
+        f.din = k->din[2], f.dout = k->dout, f.cond = k->in_int[0], f.fcond = k->in[0];
         gather(k, "Where", v, 2, ts_shape_numel(&k->in_shape[2]), nw, f);
     }
 }

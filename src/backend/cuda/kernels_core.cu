@@ -7,6 +7,7 @@
  * double). Backward kernels accumulate into k->din[j] (NULL: skipped).
  * Reductions are deterministic: block reductions, no atomics. */
 #include "backend/cuda/adapters.h"
+#include "backend/ew_math.h"
 
 extern "C" {
 #include "graph/ops.h"
@@ -594,6 +595,44 @@ void ts_cu_bwd_unary_math(const ts_kctx *k) {
     case UN_GELU: unary_backward_kernel<UN_GELU><<<b, TS_CU_THREADS, 0, s>>>(dx, d, x, y, pw, n); break;
     default: unary_backward_kernel<UN_GELU_TANH><<<b, TS_CU_THREADS, 0, s>>>(dx, d, x, y, pw, n); break;
     }
+    ts_cu_check(cudaGetLastError(), op_name(k));
+}
+
+/* ------------------------------------- the unary family (ew_math.h) */
+
+/* y[n] = f(x; alpha, beta), the CPU's formulas (backend/ew_math.h) */
+__global__ void ew_unary_forward_kernel(int kind, float *y, const float *x, float alpha, float beta, int64_t n) {
+    TS_CU_FOR(i, n) y[i] = ts_ewu_forward(kind, x[i], alpha, beta);
+}
+
+__global__ void ew_unary_backward_kernel(int kind, float *dx, const float *dout, const float *x, float alpha, float beta, int64_t n) {
+    TS_CU_FOR(i, n) dx[i] += dout[i] * ts_ewu_derivative(kind, x[i], alpha, beta);
+}
+
+void ts_cu_fwd_ew_unary(const ts_kctx *k) {
+    int64_t n = numel_out(k);
+    if (n <= 0) return;
+    ew_unary_forward_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(ts_ewu_kind(k->node->op), k->out, k->in[0],
+                                                                                    k->node->fattr[0], k->node->fattr[1], n);
+    ts_cu_check(cudaGetLastError(), op_name(k));
+}
+
+void ts_cu_bwd_ew_unary(const ts_kctx *k) {
+    int64_t n = numel_out(k);
+    if (!k->din[0] || n <= 0) return;
+    ew_unary_backward_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(ts_ewu_kind(k->node->op), k->din[0], k->dout,
+                                                                                     k->in[0], k->node->fattr[0], k->node->fattr[1], n);
+    ts_cu_check(cudaGetLastError(), op_name(k));
+}
+
+__global__ void cast_float_kernel(float *y, const int32_t *x, int64_t n) {
+    TS_CU_FOR(i, n) y[i] = (float)x[i];
+}
+
+void ts_cu_fwd_cast_float(const ts_kctx *k) {
+    int64_t n = numel_out(k);
+    if (n <= 0) return;
+    cast_float_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, k->in_int[0], n);
     ts_cu_check(cudaGetLastError(), op_name(k));
 }
 

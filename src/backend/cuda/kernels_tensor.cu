@@ -6,6 +6,11 @@
  * launched on the kernel's stream, nothing allocated, nothing read back.
  * No float atomics: each gradient element has one writer. */
 #include "backend/cuda/adapters.h"
+#include "backend/ew_math.h"
+
+extern "C" {
+#include "graph/ops_tensor.h"
+}
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -58,14 +63,16 @@ static unsigned row_threads(int64_t n) {
 
 /* -------------------------------------------------------------- embedding */
 
-/* out[n, C] = w[idx[i], :] for each of the n indices; w [V, C]. An index
- * outside [0, V) (the executor rejects those before the run) gives a zero
- * row instead of a read out of bounds. */
-static __global__ void embedding_forward_kernel(float *out, const float *w, const int32_t *idx, int64_t n, int64_t C, int64_t V) {
-    TS_CU_FOR(i, n * C) {
-        int64_t r = i / C, c = i % C;
-        int64_t v = idx[r];
-        out[i] = (v >= 0 && v < V) ? w[v * C + c] : 0.0f;
+/* out[outer, n, C] = w[:, idx[i], :] for each of the n indices; w [outer,
+ * V, C] (Embedding: outer 1); a negative index counts from V's end. An
+ * index outside [-V, V) (the executor rejects those before the run) gives
+ * a zero row instead of a read out of bounds. */
+static __global__ void embedding_forward_kernel(float *out, const float *w, const int32_t *idx, int64_t outer, int64_t n, int64_t C,
+                                                int64_t V) {
+    TS_CU_FOR(i, outer * n * C) {
+        int64_t o = i / (n * C), r = (i / C) % n, c = i % C;
+        int64_t v = idx[r] < 0 ? (int64_t)idx[r] + V : idx[r];
+        out[i] = (v >= 0 && v < V) ? w[(o * V + v) * C + c] : 0.0f;
     }
 }
 
@@ -75,14 +82,16 @@ static __global__ void embedding_forward_kernel(float *out, const float *w, cons
  * a ballot; the block then adds the matching dout rows in ascending i, each
  * thread owning its columns of the row: the CPU's order of additions. Work:
  * V * n / blockDim index tiles, plus n * C additions. */
-static __global__ void embedding_backward_kernel(float *dw, const float *dout, const int32_t *idx, int64_t n, int64_t C, int64_t V) {
+static __global__ void embedding_backward_kernel(float *dw, const float *dout, const int32_t *idx, int64_t outer, int64_t n, int64_t C,
+                                                 int64_t V) {
     __shared__ unsigned hits[TS_CU_THREADS / 32];
     int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    for (int64_t v = blockIdx.x; v < V; v += gridDim.x) {
-        float *row = dw + v * C;
+    for (int64_t ov = blockIdx.x; ov < outer * V; ov += gridDim.x) {
+        int64_t o = ov / V, v = ov % V;
+        float *row = dw + ov * C;
         for (int64_t base = 0; base < n; base += blockDim.x) {
             int64_t t = base + threadIdx.x;
-            bool hit = t < n && (int64_t)idx[t] == v;
+            bool hit = t < n && ((int64_t)idx[t] == v || (int64_t)idx[t] + V == v);
             unsigned m = __ballot_sync(0xffffffffu, hit);
             if (lane == 0) hits[w] = m;
             __syncthreads();
@@ -91,7 +100,7 @@ static __global__ void embedding_backward_kernel(float *dw, const float *dout, c
                 while (mq) {
                     int b = __ffs(mq) - 1;
                     mq &= mq - 1;
-                    const float *d = dout + (base + q * 32 + b) * C;
+                    const float *d = dout + (o * n + base + q * 32 + b) * C;
                     for (int64_t c = threadIdx.x; c < C; c += blockDim.x) row[c] += d[c];
                 }
             }
@@ -100,18 +109,67 @@ static __global__ void embedding_backward_kernel(float *dw, const float *dout, c
     }
 }
 
-void ts_cu_fwd_embedding(const ts_kctx *k) {
-    int64_t n = numel(&k->in_shape[1]), C = k->in_shape[0].d[1], V = k->in_shape[0].d[0];
-    embedding_forward_kernel<<<ts_cu_blocks(n * C), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, k->in[0], k->in_int[1], n, C, V);
-    ts_cu_check(cudaGetLastError(), "Embedding");
+/* Gather along attr[0] as [outer, V, C] (Embedding: axis 0 of [V, C]) */
+static void gather_dims(const ts_kctx *k, int64_t *outer, int64_t *V, int64_t *C) {
+    ts_gather_dims(&k->in_shape[0], (int)k->node->attr[0], outer, V, C);
 }
 
-void ts_cu_bwd_embedding(const ts_kctx *k) {
+void ts_cu_fwd_gather(const ts_kctx *k) {
+    int64_t n = numel(&k->in_shape[1]), outer, V, C;
+    gather_dims(k, &outer, &V, &C);
+    if (outer * n * C == 0) return;
+    embedding_forward_kernel<<<ts_cu_blocks(outer * n * C), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, k->in[0], k->in_int[1], outer, n,
+                                                                                                C, V);
+    ts_cu_check(cudaGetLastError(), k->node->op == TS_OP_GATHER ? "Gather" : "Embedding");
+}
+
+void ts_cu_bwd_gather(const ts_kctx *k) {
     if (!k->din[0]) return;
-    int64_t n = numel(&k->in_shape[1]), C = k->in_shape[0].d[1], V = k->in_shape[0].d[0];
-    if (n == 0 || C == 0) return;
-    embedding_backward_kernel<<<row_blocks(V), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->din[0], k->dout, k->in_int[1], n, C, V);
-    ts_cu_check(cudaGetLastError(), "Embedding");
+    int64_t n = numel(&k->in_shape[1]), outer, V, C;
+    gather_dims(k, &outer, &V, &C);
+    if (n == 0 || C == 0 || outer == 0) return;
+    embedding_backward_kernel<<<row_blocks(outer * V), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->din[0], k->dout, k->in_int[1], outer, n, C,
+                                                                                           V);
+    ts_cu_check(cudaGetLastError(), k->node->op == TS_OP_GATHER ? "Gather" : "Embedding");
+}
+
+/* --------------------------------------------------------- gather elements */
+
+/* one thread per index position (the CPU's formula, backend/ew_math.h) */
+static __global__ void gather_elements_forward_kernel(float *out, const float *x, const int32_t *idx, ts_shape sd, ts_shape si, int axis,
+                                                      int64_t n) {
+    TS_CU_FOR(p, n) out[p] = x[ts_gather_elements_offset(&sd, &si, axis, p, idx[p])];
+}
+
+/* one thread per line of index positions along the axis, in the CPU's
+ * order: a line reads and writes its own line of data (no atomics) */
+static __global__ void gather_elements_backward_kernel(float *dx, const float *dout, const int32_t *idx, ts_shape sd, ts_shape si, int axis,
+                                                       int64_t lines) {
+    int64_t len = si.d[axis], inner = 1;
+    for (int k = axis + 1; k < si.ndim; k++) inner *= si.d[k];
+    TS_CU_FOR(q, lines) {
+        int64_t base = (q / inner) * len * inner + q % inner;
+        for (int64_t j = 0; j < len; j++) {
+            int64_t p = base + j * inner;
+            dx[ts_gather_elements_offset(&sd, &si, axis, p, idx[p])] += dout[p];
+        }
+    }
+}
+
+void ts_cu_fwd_gather_elements(const ts_kctx *k) {
+    int64_t n = numel(&k->in_shape[1]);
+    if (n == 0) return;
+    gather_elements_forward_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, k->in[0], k->in_int[1], k->in_shape[0],
+                                                                                          k->in_shape[1], (int)k->node->attr[0], n);
+    ts_cu_check(cudaGetLastError(), "GatherElements");
+}
+
+void ts_cu_bwd_gather_elements(const ts_kctx *k) {
+    int64_t n = numel(&k->in_shape[1]), len = k->in_shape[1].d[k->node->attr[0]];
+    if (!k->din[0] || n == 0) return;
+    gather_elements_backward_kernel<<<ts_cu_blocks(n / len), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(
+        k->din[0], k->dout, k->in_int[1], k->in_shape[0], k->in_shape[1], (int)k->node->attr[0], n / len);
+    ts_cu_check(cudaGetLastError(), "GatherElements");
 }
 
 /* ------------------------------------------------------------- layer norm */

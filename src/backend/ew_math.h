@@ -1,0 +1,199 @@
+/* ew_math.h -- the math of the elementwise families, written once for every
+ * backend: the CPU's kernels (backend/cpu/kernels_tensor.c) call these
+ * functions in their loops, the CUDA backend's (backend/cuda/) compile them
+ * as __host__ __device__ functions. One unary family (x, two float
+ * parameters alpha and beta from the node's fattr[0..1]) and one binary
+ * family (two operands broadcast by numpy's rules). Predicates (comparisons,
+ * Not, And, IsNaN, ...) give 1 or 0 as floats, as the graph holds them;
+ * they and the rounding ops have no gradient (the op table says so). */
+#ifndef TS_EW_MATH_H
+#define TS_EW_MATH_H
+
+#include "graph/graph.h"
+
+#include <math.h>
+
+#ifdef __CUDACC__
+#define TS_EW static __host__ __device__ inline
+#else
+#define TS_EW static inline
+#endif
+
+/* ---- unary: y = f(x; alpha, beta) */
+enum {
+    TS_EWU_NONE = -1,
+    TS_EWU_CEIL,
+    TS_EWU_FLOOR,
+    TS_EWU_ROUND,     /* half to even, as ONNX and numpy */
+    TS_EWU_TRUNC,     /* a cast to an integer type */
+    TS_EWU_NONZERO,   /* a cast to bool */
+    TS_EWU_SIN,
+    TS_EWU_COS,
+    TS_EWU_NOT,
+    TS_EWU_ISNAN,
+    TS_EWU_ISINF,     /* alpha: +inf counts, beta: -inf counts */
+    TS_EWU_HARDSWISH,
+    TS_EWU_HARDSIGMOID, /* max(0, min(1, alpha x + beta)) */
+    TS_EWU_LEAKYRELU, /* alpha x below 0 */
+    TS_EWU_ELU,       /* alpha (e^x - 1) below 0 */
+    TS_EWU_SELU,      /* beta (x, or alpha (e^x - 1) at or below 0) */
+    TS_EWU_SOFTPLUS
+};
+
+/* The unary kind of an op of the family, TS_EWU_NONE for any other op. */
+TS_EW int ts_ewu_kind(ts_op op) {
+    switch (op) {
+    case TS_OP_CEIL: return TS_EWU_CEIL;
+    case TS_OP_FLOOR: return TS_EWU_FLOOR;
+    case TS_OP_ROUND: return TS_EWU_ROUND;
+    case TS_OP_CAST_INT: return TS_EWU_TRUNC;
+    case TS_OP_CAST_BOOL: return TS_EWU_NONZERO;
+    case TS_OP_SIN: return TS_EWU_SIN;
+    case TS_OP_COS: return TS_EWU_COS;
+    case TS_OP_NOT: return TS_EWU_NOT;
+    case TS_OP_ISNAN: return TS_EWU_ISNAN;
+    case TS_OP_ISINF: return TS_EWU_ISINF;
+    case TS_OP_HARD_SWISH: return TS_EWU_HARDSWISH;
+    case TS_OP_HARD_SIGMOID: return TS_EWU_HARDSIGMOID;
+    case TS_OP_LEAKY_RELU: return TS_EWU_LEAKYRELU;
+    case TS_OP_ELU: return TS_EWU_ELU;
+    case TS_OP_SELU: return TS_EWU_SELU;
+    case TS_OP_SOFTPLUS: return TS_EWU_SOFTPLUS;
+    default: return TS_EWU_NONE;
+    }
+}
+
+TS_EW float ts_ewu_forward(int kind, float x, float alpha, float beta) {
+    switch (kind) {
+    case TS_EWU_CEIL: return ceilf(x);
+    case TS_EWU_FLOOR: return floorf(x);
+    case TS_EWU_ROUND: return rintf(x);
+    case TS_EWU_TRUNC: return truncf(x);
+    case TS_EWU_NONZERO: return x != 0.0f ? 1.0f : 0.0f;
+    case TS_EWU_SIN: return sinf(x);
+    case TS_EWU_COS: return cosf(x);
+    case TS_EWU_NOT: return x == 0.0f ? 1.0f : 0.0f;
+    case TS_EWU_ISNAN: return x != x ? 1.0f : 0.0f;
+    case TS_EWU_ISINF: return (x == INFINITY && alpha != 0.0f) || (x == -INFINITY && beta != 0.0f) ? 1.0f : 0.0f;
+    case TS_EWU_HARDSWISH: return x * fminf(fmaxf(x / 6.0f + 0.5f, 0.0f), 1.0f);
+    case TS_EWU_HARDSIGMOID: return fminf(fmaxf(alpha * x + beta, 0.0f), 1.0f);
+    case TS_EWU_LEAKYRELU: return x < 0.0f ? alpha * x : x;
+    case TS_EWU_ELU: return x < 0.0f ? alpha * expm1f(x) : x;
+    case TS_EWU_SELU: return beta * (x > 0.0f ? x : alpha * expm1f(x));
+    case TS_EWU_SOFTPLUS: return x > 0.0f ? x + log1pf(expf(-x)) : log1pf(expf(x));
+    default: return NAN;
+    }
+}
+
+/* df/dx at x (0 for the kinds without a gradient) */
+TS_EW float ts_ewu_derivative(int kind, float x, float alpha, float beta) {
+    switch (kind) {
+    case TS_EWU_SIN: return cosf(x);
+    case TS_EWU_COS: return -sinf(x);
+    case TS_EWU_HARDSWISH: return x < -3.0f ? 0.0f : x > 3.0f ? 1.0f : x / 3.0f + 0.5f;
+    case TS_EWU_HARDSIGMOID: {
+        float t = alpha * x + beta;
+        return t > 0.0f && t < 1.0f ? alpha : 0.0f;
+    }
+    case TS_EWU_LEAKYRELU: return x < 0.0f ? alpha : 1.0f;
+    case TS_EWU_ELU: return x < 0.0f ? alpha * expf(x) : 1.0f;
+    case TS_EWU_SELU: return beta * (x > 0.0f ? 1.0f : alpha * expf(x));
+    case TS_EWU_SOFTPLUS: return 1.0f / (1.0f + expf(-x));
+    default: return 0.0f;
+    }
+}
+
+/* ---- binary: y = a (op) b */
+enum {
+    TS_EWB_NONE = -1,
+    TS_EWB_POW,
+    TS_EWB_MAX,   /* NaN wins; a tie gives each operand half the gradient */
+    TS_EWB_MIN,
+    TS_EWB_MOD,   /* the sign of the divisor (integers, ONNX fmod=0) */
+    TS_EWB_FMOD,  /* the sign of the dividend (C's fmod) */
+    TS_EWB_EQUAL,
+    TS_EWB_GREATER,
+    TS_EWB_GREATER_EQUAL,
+    TS_EWB_LESS,
+    TS_EWB_LESS_EQUAL,
+    TS_EWB_AND,
+    TS_EWB_OR,
+    TS_EWB_XOR
+};
+
+TS_EW int ts_ewb_kind(ts_op op) {
+    switch (op) {
+    case TS_OP_POWER: return TS_EWB_POW;
+    case TS_OP_MAX: return TS_EWB_MAX;
+    case TS_OP_MIN: return TS_EWB_MIN;
+    case TS_OP_MOD: return TS_EWB_MOD;
+    case TS_OP_FMOD: return TS_EWB_FMOD;
+    case TS_OP_EQUAL: return TS_EWB_EQUAL;
+    case TS_OP_GREATER: return TS_EWB_GREATER;
+    case TS_OP_GREATER_EQUAL: return TS_EWB_GREATER_EQUAL;
+    case TS_OP_LESS: return TS_EWB_LESS;
+    case TS_OP_LESS_EQUAL: return TS_EWB_LESS_EQUAL;
+    case TS_OP_AND: return TS_EWB_AND;
+    case TS_OP_OR: return TS_EWB_OR;
+    case TS_OP_XOR: return TS_EWB_XOR;
+    default: return TS_EWB_NONE;
+    }
+}
+
+TS_EW float ts_ewb_forward(int kind, float a, float b) {
+    switch (kind) {
+    case TS_EWB_POW: return powf(a, b);
+    case TS_EWB_MAX: return a > b || a != a ? a : b;
+    case TS_EWB_MIN: return a < b || a != a ? a : b;
+    case TS_EWB_MOD: {
+        float r = fmodf(a, b);
+        return r != 0.0f && (r < 0.0f) != (b < 0.0f) ? r + b : r;
+    }
+    case TS_EWB_FMOD: return fmodf(a, b);
+    case TS_EWB_EQUAL: return a == b ? 1.0f : 0.0f;
+    case TS_EWB_GREATER: return a > b ? 1.0f : 0.0f;
+    case TS_EWB_GREATER_EQUAL: return a >= b ? 1.0f : 0.0f;
+    case TS_EWB_LESS: return a < b ? 1.0f : 0.0f;
+    case TS_EWB_LESS_EQUAL: return a <= b ? 1.0f : 0.0f;
+    case TS_EWB_AND: return a != 0.0f && b != 0.0f ? 1.0f : 0.0f;
+    case TS_EWB_OR: return a != 0.0f || b != 0.0f ? 1.0f : 0.0f;
+    case TS_EWB_XOR: return (a != 0.0f) != (b != 0.0f) ? 1.0f : 0.0f;
+    default: return NAN;
+    }
+}
+
+/* d(a op b)/da (which 0) or /db (which 1); 0 for the kinds without a
+ * gradient */
+TS_EW float ts_ewb_partial(int kind, int which, float a, float b) {
+    switch (kind) {
+    case TS_EWB_POW:
+        if (which == 0) return b * powf(a, b - 1.0f);
+        return a == 0.0f ? 0.0f : powf(a, b) * logf(a);
+    case TS_EWB_MAX:
+    case TS_EWB_MIN: {
+        float mine = which == 0 ? a : b, other = which == 0 ? b : a;
+        if (mine == other) return 0.5f;
+        bool wins = kind == TS_EWB_MAX ? mine > other : mine < other;
+        return wins || mine != mine ? 1.0f : 0.0f;
+    }
+    case TS_EWB_MOD: return which == 0 ? 1.0f : -floorf(a / b);
+    case TS_EWB_FMOD: return which == 0 ? 1.0f : -truncf(a / b);
+    default: return 0.0f;
+    }
+}
+
+/* ---- GatherElements, elementwise over its indices: the offset in data
+ * (shape sd) of index position p (of the indices' shape si) whose index
+ * on `axis` is r (negative: from the end) */
+TS_EW int64_t ts_gather_elements_offset(const ts_shape *sd, const ts_shape *si, int axis, int64_t p, int32_t r) {
+    int64_t off = 0, stride = 1;
+    for (int k = si->ndim - 1; k >= 0; k--) {
+        int64_t c = p % si->d[k];
+        p /= si->d[k];
+        off += (k == axis ? (r < 0 ? r + sd->d[k] : r) : c) * stride;
+        stride *= sd->d[k];
+    }
+    return off;
+}
+
+#endif

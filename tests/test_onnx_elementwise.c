@@ -1,0 +1,114 @@
+/* test_onnx_elementwise.c -- ONNX nodes the importer maps to the
+ * elementwise families, casts and gathers, with the attributes and input
+ * types ONNX gives them, run on graph inputs and checked against the ONNX
+ * definitions: IsInf's detect_negative, Cast to int64 (toward zero) and to
+ * bool, Equal feeding Where (a computed condition), a bool input feeding
+ * Where (fed as uint8), Gather along axis 1 by int64 ids with a negative
+ * one, LeakyRelu's default alpha, Max of three inputs, Mod with fmod=1 by
+ * an int64 constant, Gelu with approximate='tanh' (opset 20). The values
+ * that come out as 1/0 or integers (where ONNX's type is bool or int64)
+ * are checked here because ONNX's own cases compare the output type too. */
+/* needs: onnx */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "onnx_model.h"
+
+#define N 6
+
+static void set_elem(int k, int type) { graph->input[k]->type->tensor_type->elem_type = type; }
+
+static void check_output(ts_model *m, ts_graph *g, const char *name, const float *want) {
+    ts_tensor *t = ts_graph_find(g, name);
+    ts_array a = {0};
+    ts_status st = t ? ts_model_anchored(m, ts_tensor_name(t), &a) : TS_ERR_NOT_FOUND;
+    int bad = st || ts_array_numel(&a) != N ? 0 : -1;
+    for (int i = 0; bad < 0 && i < N; i++) {
+        float got = ((const float *)a.data)[i];
+        if (!(fabsf(got - want[i]) <= 1e-5f * fabsf(want[i]) || got == want[i]))
+            bad = i;
+    }
+    CHECK(bad < 0, "%s: every value as ONNX defines it%s", name, st ? ts_last_error() : "");
+    if (bad >= 0 && !st)
+        printf("     [%d] got %g, want %g\n", bad, (double)((const float *)a.data)[bad], (double)want[bad]);
+}
+
+int main(void) {
+    ts_set_log_level(TS_LOG_OFF);
+    snprintf(dir, sizeof dir, "/tmp/ts_onnx_elementwise_XXXXXX");
+    if (!mkdtemp(dir)) return 1;
+
+    model_begin();
+    input("x", 2, (int64_t[]){2, 3});
+    input("y", 2, (int64_t[]){2, 3});
+    input("ids", 1, (int64_t[]){3});
+    set_elem(2, 7); /* int64 */
+    input("mask", 2, (int64_t[]){2, 3});
+    set_elem(3, 9); /* bool */
+    static const char *const outs[] = {"pinf", "xi", "xb", "w", "g", "wm", "lr", "mx", "md", "ge"};
+    for (size_t i = 0; i < sizeof outs / sizeof *outs; i++) output(outs[i]);
+    attr_int(node("IsInf", "isinf", "y", "pinf"), "detect_negative", 0);
+    attr_int(node("Cast", "to_int", "x", "xi"), "to", 7);
+    attr_int(node("Cast", "to_bool", "x", "xb"), "to", 9);
+    node("Neg", "neg", "x", "nx");
+    node("Equal", "eq", "xi,x", "integral");
+    node("Where", "where", "integral,x,nx", "w");
+    attr_int(node("Gather", "gather", "x,ids", "g"), "axis", 1);
+    node("Where", "where_mask", "mask,x,nx", "wm");
+    node("LeakyRelu", "leaky", "x", "lr");
+    push((void ***)&graph->initializer, &graph->n_initializer, init_f32("half", 1, (int64_t[]){3}, (const float[]){0.5f, 0.5f, 0.5f}));
+    node("Max", "max3", "x,nx,half", "mx");
+    push((void ***)&graph->initializer, &graph->n_initializer, init_i64("two", 1, (int64_t[]){2}));
+    attr_int(node("Mod", "fmod", "x,two", "md"), "fmod", 1);
+    attr_string(node("Gelu", "gelu", "x", "ge"), "approximate", "tanh");
+    model_opset = 20;
+    ts_graph *g = NULL;
+    ts_status st = import_as("elementwise", &g);
+    CHECK(st == TS_OK, "the model imports at opset 20%s%s", st ? ": " : "", st ? ts_last_error() : "");
+    if (st) return check_summary("test_onnx_elementwise");
+
+    ts_tensor *o[10];
+    for (int k = 0; k < 10; k++) o[k] = ts_graph_output_at(g, (size_t)k);
+    ts_model *m = NULL;
+    ts_options *opt = ts_options_new();
+    ts_options_set_output_mode(opt, TS_OUTPUT_FINAL, 0);
+    CHECK_OK(ts_model_inference(&m, g, o, 10, opt), "an inference model of its outputs");
+    float x[N] = {-2.5f, -1.5f, 0.0f, 0.5f, 2.0f, 3.0f}, y[N] = {INFINITY, -INFINITY, NAN, 1.0f, -INFINITY, 0.0f};
+    int64_t ids[3] = {0, -1, 1};
+    uint8_t mask[N] = {1, 0, 1, 0, 1, 0};
+    ts_array in[4] = {ts_array_f32(x, 2, (int64_t[]){2, 3}), ts_array_f32(y, 2, (int64_t[]){2, 3}),
+                      {.dtype = TS_I64, .ndim = 1, .shape = {3}, .data = ids}, {.dtype = TS_U8, .ndim = 2, .shape = {2, 3}, .data = mask}};
+    const char *names[4] = {"x", "y", "ids", "mask"};
+    st = m ? ts_model_run(m, names, in, 4) : TS_ERR_STATE;
+    CHECK(st == TS_OK, "runs on int64 ids and a bool mask fed as uint8%s%s", st ? ": " : "", st ? ts_last_error() : "");
+    if (!st) {
+        float want[N];
+        check_output(m, g, "pinf", (const float[N]){1, 0, 0, 0, 0, 0}); /* detect_negative=0: -inf does not count */
+        check_output(m, g, "xi", (const float[N]){-2, -1, 0, 0, 2, 3});
+        check_output(m, g, "xb", (const float[N]){1, 1, 0, 1, 1, 1});
+        check_output(m, g, "w", (const float[N]){2.5f, 1.5f, 0, -0.5f, 2, 3});
+        check_output(m, g, "g", (const float[N]){-2.5f, 0.0f, -1.5f, 0.5f, 3.0f, 2.0f}); /* x[:, [0, -1, 1]] */
+        check_output(m, g, "wm", (const float[N]){-2.5f, 1.5f, 0, -0.5f, 2, -3});
+        for (int i = 0; i < N; i++) want[i] = x[i] < 0 ? 0.01f * x[i] : x[i];
+        check_output(m, g, "lr", want);
+        for (int i = 0; i < N; i++) want[i] = fmaxf(fabsf(x[i]), 0.5f);
+        check_output(m, g, "mx", want);
+        check_output(m, g, "md", (const float[N]){-0.5f, -1.5f, 0, 0.5f, 0, 1});
+        for (int i = 0; i < N; i++) {
+            double v = x[i];
+            want[i] = (float)(0.5 * v * (1.0 + tanh(sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v))));
+        }
+        check_output(m, g, "ge", want);
+    }
+    ts_model_free(m);
+    ts_options_free(opt);
+    ts_graph_free(g);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) printf("could not remove %s\n", dir);
+    return check_summary("test_onnx_elementwise");
+}

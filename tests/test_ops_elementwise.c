@@ -1,0 +1,150 @@
+/* test_ops_elementwise.c -- the values of the elementwise families
+ * (ts_unary, ts_binary) and of Where with an f32 condition, on the inputs
+ * where their definitions differ from the obvious: Round's halves go to
+ * the even neighbour, Mod takes the divisor's sign and FMod the dividend's,
+ * Max and Min let NaN win, IsInf counts each infinity only when asked,
+ * predicates give exactly 1 or 0 (-0 and NaN included), casts to int go
+ * toward zero. Expected values are written from the ops' definitions
+ * (ONNX's and numpy's); finite-difference gradients are test_ops_grad's.
+ * Also: an unknown op name is an error that lists the family. */
+#include <math.h>
+#include <string.h>
+
+#include "check.h"
+
+#define N 8
+
+/* One inference run of y = op(x[, x2]) over 8 values. */
+static int run(const char *label, const char *op, int binary, const float *a, const float *b, float alpha, float beta,
+               float *y)
+{
+    ts_graph *g = ts_graph_new(1);
+    int64_t shape[1] = {N};
+    ts_tensor *x = ts_input(g, "a", TS_F32, 1, shape), *x2 = binary ? ts_input(g, "b", TS_F32, 1, shape) : NULL;
+    ts_tensor *t = binary ? ts_binary(g, op, x, x2) : ts_unary(g, op, x, alpha, beta);
+    ts_model *m = NULL;
+    ts_array in[2] = {ts_array_f32((float *)a, 1, shape), ts_array_f32((float *)b, 1, shape)};
+    const char *names[2] = {"a", "b"};
+    ts_array out;
+    int ok = t && !ts_model_inference(&m, g, &t, 1, NULL) && !ts_model_run(m, names, in, binary ? 2 : 1) &&
+             !ts_model_anchored(m, ts_tensor_name(t), &out) && ts_array_numel(&out) == N;
+    CHECK(ok, "%s runs: %s", label, ok ? "" : ts_last_error());
+    if (ok)
+        memcpy(y, out.data, sizeof(float) * N);
+    ts_model_free(m);
+    ts_graph_free(g);
+    return ok;
+}
+
+/* x is y: NaN is NaN, a zero has y's sign, other values within float
+ * rounding (1e-6 relative). */
+static int same(float x, float y)
+{
+    if (isnan(x) || isnan(y))
+        return isnan(x) && isnan(y);
+    if (y == 0.0f || isinf(y))
+        return x == y && signbit(x) == signbit(y);
+    return fabsf(x - y) <= 1e-6f * fabsf(y);
+}
+
+static void expect(const char *label, const char *op, int binary, const float *a, const float *b, float alpha, float beta,
+                   const float *want)
+{
+    float y[N];
+    if (!run(label, op, binary, a, b, alpha, beta, y))
+        return;
+    int bad = -1;
+    for (int i = 0; i < N && bad < 0; i++)
+        if (!same(y[i], want[i]))
+            bad = i;
+    CHECK(bad < 0, "%s: every value as defined%s", label, bad < 0 ? "" : " (MISMATCH)");
+    if (bad >= 0)
+        printf("     [%d] got %g, want %g\n", bad, (double)y[bad], (double)want[bad]);
+}
+
+int main(void)
+{
+    const float inf = INFINITY, nan = NAN;
+    const float halves[N] = {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 2.4f, -2.6f};
+    expect("Round: halves to even", "Round", 0, halves, NULL, 0, 0, (const float[N]){0, 2, 2, -0.0f, -2, -2, 2, -3});
+    expect("Floor", "Floor", 0, halves, NULL, 0, 0, (const float[N]){0, 1, 2, -1, -2, -3, 2, -3});
+    expect("Ceil", "Ceil", 0, halves, NULL, 0, 0, (const float[N]){1, 2, 3, -0.0f, -1, -2, 3, -2});
+    expect("CastInt: toward zero", "CastInt", 0, halves, NULL, 0, 0, (const float[N]){0, 1, 2, -0.0f, -1, -2, 2, -2});
+
+    const float odd[N] = {0.0f, -0.0f, nan, inf, -inf, 1.0f, -3.0f, 1e-30f};
+    expect("CastBool: 1 where non-zero (-0 is zero, NaN is not)", "CastBool", 0, odd, NULL, 0, 0, (const float[N]){0, 0, 1, 1, 1, 1, 1, 1});
+    expect("Not", "Not", 0, odd, NULL, 0, 0, (const float[N]){1, 1, 0, 0, 0, 0, 0, 0});
+    expect("IsNaN", "IsNaN", 0, odd, NULL, 0, 0, (const float[N]){0, 0, 1, 0, 0, 0, 0, 0});
+    expect("IsInf both", "IsInf", 0, odd, NULL, 1, 1, (const float[N]){0, 0, 0, 1, 1, 0, 0, 0});
+    expect("IsInf positive only", "IsInf", 0, odd, NULL, 1, 0, (const float[N]){0, 0, 0, 1, 0, 0, 0, 0});
+    expect("IsInf negative only", "IsInf", 0, odd, NULL, 0, 1, (const float[N]){0, 0, 0, 0, 1, 0, 0, 0});
+
+    const float xs[N] = {-4.0f, -3.0f, -1.0f, 0.0f, 1.0f, 3.0f, 4.0f, -0.5f};
+    expect("HardSwish: 0 below -3, x above 3", "HardSwish", 0, xs, NULL, 0, 0,
+           (const float[N]){-0.0f, -0.0f, -1.0f / 3.0f, 0, 2.0f / 3.0f, 3, 4, -0.5f * (-0.5f / 6 + 0.5f)});
+    expect("HardSigmoid alpha 0.2 beta 0.5", "HardSigmoid", 0, xs, NULL, 0.2f, 0.5f,
+           (const float[N]){0, 0, 0.2f * -1.0f + 0.5f, 0.5f, 0.2f * 1.0f + 0.5f, 1, 1, 0.2f * -0.5f + 0.5f});
+    expect("LeakyRelu alpha 0.1", "LeakyRelu", 0, xs, NULL, 0.1f, 0,
+           (const float[N]){0.1f * -4.0f, 0.1f * -3.0f, 0.1f * -1.0f, 0, 1, 3, 4, 0.1f * -0.5f});
+
+    /* Mod (the divisor's sign) and FMod (the dividend's), numpy's mod and fmod */
+    const float na[N] = {7, -7, 7, -7, 5.5f, -5.5f, 6, 0};
+    const float nb[N] = {3, 3, -3, -3, 2, 2, 3, 4};
+    expect("Mod: the sign of the divisor", "Mod", 1, na, nb, 0, 0, (const float[N]){1, 2, -2, -1, 1.5f, 0.5f, 0, 0});
+    expect("FMod: the sign of the dividend", "FMod", 1, na, nb, 0, 0, (const float[N]){1, -1, 1, -1, 1.5f, -1.5f, 0, 0});
+
+    const float ca[N] = {1, 2, 3, nan, 1, -0.0f, inf, 5};
+    const float cb[N] = {2, 2, 2, 1, nan, 0.0f, inf, -inf};
+    expect("Max: NaN wins", "Max", 1, ca, cb, 0, 0, (const float[N]){2, 2, 3, nan, nan, 0.0f, inf, 5});
+    expect("Min: NaN wins", "Min", 1, ca, cb, 0, 0, (const float[N]){1, 2, 2, nan, nan, 0.0f, inf, -inf});
+    expect("Equal (-0 == 0, NaN != NaN)", "Equal", 1, ca, cb, 0, 0, (const float[N]){0, 1, 0, 0, 0, 1, 1, 0});
+    expect("Greater", "Greater", 1, ca, cb, 0, 0, (const float[N]){0, 0, 1, 0, 0, 0, 0, 1});
+    expect("GreaterOrEqual", "GreaterOrEqual", 1, ca, cb, 0, 0, (const float[N]){0, 1, 1, 0, 0, 1, 1, 1});
+    expect("Less", "Less", 1, ca, cb, 0, 0, (const float[N]){1, 0, 0, 0, 0, 0, 0, 0});
+    expect("LessOrEqual", "LessOrEqual", 1, ca, cb, 0, 0, (const float[N]){1, 1, 0, 0, 0, 1, 1, 0});
+    const float la[N] = {0, 0, 1, 1, -0.0f, 2, nan, 0};
+    const float lb[N] = {0, 1, 0, 1, 1, -3, 0, nan};
+    expect("And (non-zero is true)", "And", 1, la, lb, 0, 0, (const float[N]){0, 0, 0, 1, 0, 1, 0, 0});
+    expect("Or", "Or", 1, la, lb, 0, 0, (const float[N]){0, 1, 1, 1, 1, 1, 1, 1});
+    expect("Xor", "Xor", 1, la, lb, 0, 0, (const float[N]){0, 1, 1, 0, 1, 0, 1, 1});
+    const float pa[N] = {2, 2, 4, 9, 0, 1, -2, 0.5f};
+    const float pb[N] = {3, -1, 0.5f, 0.5f, 2, 100, 2, 2};
+    expect("Pow with a tensor exponent", "Pow", 1, pa, pb, 0, 0, (const float[N]){8, 0.5f, 2, 3, 0, 1, 4, 0.25f});
+
+    /* Where with the f32 condition a comparison gives */
+    {
+        ts_graph *g = ts_graph_new(1);
+        int64_t shape[1] = {N};
+        ts_tensor *a = ts_input(g, "a", TS_F32, 1, shape), *b = ts_input(g, "b", TS_F32, 1, shape);
+        ts_tensor *w = ts_where(g, ts_binary(g, "Greater", a, b), a, ts_scale(g, b, -1.0f));
+        ts_model *m = NULL;
+        ts_array in[2] = {ts_array_f32((float *)ca, 1, shape), ts_array_f32((float *)cb, 1, shape)}, out;
+        const char *names[2] = {"a", "b"};
+        int ok = w && !ts_model_inference(&m, g, &w, 1, NULL) && !ts_model_run(m, names, in, 2) &&
+                 !ts_model_anchored(m, ts_tensor_name(w), &out);
+        CHECK(ok, "where(a > b, a, -b) runs: %s", ok ? "" : ts_last_error());
+        int bad = -1;
+        for (int i = 0; ok && i < N && bad < 0; i++)
+            if (!same(((const float *)out.data)[i], ca[i] > cb[i] ? ca[i] : -cb[i]))
+                bad = i;
+        CHECK(ok && bad < 0, "where(a > b, a, -b) with an f32 condition picks a where a > b, else -b");
+        ts_model_free(m);
+        ts_graph_free(g);
+    }
+
+    /* names the family does not have */
+    {
+        ts_graph *g = ts_graph_new(1);
+        int64_t shape[1] = {N};
+        ts_tensor *x = ts_input(g, "a", TS_F32, 1, shape);
+        CHECK(ts_unary(g, "Tan", x, 0, 0) == NULL && ts_graph_status(g) == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "Softplus"),
+              "ts_unary of an unknown name fails, listing the family: %s", ts_last_error());
+        ts_graph_free(g);
+        g = ts_graph_new(1);
+        x = ts_input(g, "a", TS_F32, 1, shape);
+        CHECK(ts_binary(g, "Sin", x, x) == NULL && strstr(ts_last_error(), "GreaterOrEqual"),
+              "ts_binary of a unary name fails, listing the binary ops: %s", ts_last_error());
+        ts_graph_free(g);
+    }
+    return check_summary("test_ops_elementwise");
+}
