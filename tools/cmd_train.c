@@ -148,6 +148,7 @@ static void on_record(void *user, const ts_outfeed_record *r) {
     if (s->stack[k].n && s->stack[k].run != r->run) sink_flush(s, k);
     size_t bytes = (size_t)ts_array_numel(&r->array) * ts_dtype_size(r->array.dtype);
     if (s->stack[k].n && bytes != s->stack[k].sample_bytes) sink_flush(s, k); /* a new shape: its own file */
+    if (s->last_only && s->stack[k].n && r->replica == s->stack[k].rep) s->stack[k].n--, s->stack[k].rows--; /* mode last: the latest replaces the one before */
     size_t need = bytes * (size_t)(s->stack[k].n + 1);
     if (need > s->stack[k].cap) { /* grows while the first runs come, then stays */
         unsigned char *grown = realloc(s->stack[k].data, need * 2);
