@@ -977,6 +977,18 @@ TS_API ts_status ts_tb_hparams_end(ts_tb_writer *w, int success);
  * dashboard. */
 TS_API ts_status ts_tb_image(ts_tb_writer *w, const char *tag, int64_t step, const void *png, size_t n,
                              int width, int height);
+/* A layout for TensorBoard's Custom Scalars dashboard: each chart draws
+ * every scalar tag one of its regular expressions matches as one line;
+ * charts with the same category go together, categories in the order they
+ * first appear (the other dashboards sort groups by name). Written once per
+ * run; TensorBoard reads the first. */
+typedef struct ts_tb_chart {
+    const char *category;
+    const char *title;
+    const char *const *tags; /* regular expressions over scalar tags */
+    int n_tags;
+} ts_tb_chart;
+TS_API ts_status ts_tb_layout(ts_tb_writer *w, const ts_tb_chart *charts, int n);
 TS_API ts_status ts_tb_flush(ts_tb_writer *w);
 /* Flushes, closes and frees (NULL is fine). */
 TS_API ts_status ts_tb_close(ts_tb_writer *w);
