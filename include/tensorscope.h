@@ -846,6 +846,10 @@ TS_API void ts_buffer_free(void *p);
  * blue-white-red scale symmetric about 0, others viridis from min to max;
  * NaN/Inf pixels are magenta. PNG (or SVG when the path ends in .svg). */
 TS_API ts_status ts_plot_tiles(const char *path, const char *title, const ts_array *a);
+/* The same picture as PNG bytes in memory (for ts_tb_image), *width x
+ * *height pixels; free *png with ts_buffer_free. */
+TS_API ts_status ts_plot_tiles_png(unsigned char **png, size_t *n, int *width, int *height, const char *title,
+                                   const ts_array *a);
 
 /* `tensorscope compare`'s picture: each tensor's max relative error (log
  * scale, in the given order) against its tolerance, green when it passed

@@ -9,7 +9,8 @@
 # range fractions (range/...), the Custom Scalars layout (the losses first,
 # one chart per tensor for its eight range fractions), the hyperparameters
 # for the HParams dashboard and the run's config text, cross-checked against
-# what train printed.
+# what train printed; a CNN's --feature-maps and --filters and the GPT's
+# --attention-map as images under act/ and weight/.
 # Uses the venv of tests/test_tensorboard.sh ($TS_BUILD_DIR/tb-venv, same
 # pins), creating it the same way when missing: needs PyPI the first time,
 # and fails rather than skips without it.
@@ -48,7 +49,17 @@ n=$(find "$TMP/tb" -name 'events.out.tfevents.*' | wc -l)
 [ "$n" -eq 3 ] && [ -d "$TMP/tb/lr-0.01" ] || fail "three runs into one DIR left $n event files (want 3, one in DIR/lr-0.01)"
 echo "ok   three runs into one DIR: three subdirectories, one named by --run-name"
 
-"$VENV/bin/python" - "$RUN" "$TMP/train.out" "$EPOCHS" <<'PY'
+# CNN pictures: feature maps and filters as images beside their PNG files
+CNN_OK=true
+"$BIN" train --model cnn --data "$SRC/data/mnist" --quiet --max-steps 2 --batch-size 1000 --tensorboard "$TMP/tb" --run-name cnn \
+    --feature-maps 'conv1/Conv2d:0' --filters conv1.weight --picture-dir "$TMP/pictures" > "$TMP/cnn.out" 2>&1 || CNN_OK=false
+
+# the character GPT's attention map as an image too
+GPT_OK=true
+"$BIN" train --model gpt --data "$SRC/data/tinyshakespeare" --steps 1 --eval-interval 1 --attention-map 'blocks.0.attn/Softmax:0' \
+    --attention-map-dir "$TMP/maps" --tensorboard "$TMP/tbgpt" > "$TMP/gpt.out" 2>&1 || GPT_OK=false
+
+"$VENV/bin/python" - "$RUN" "$TMP/train.out" "$EPOCHS" "$TMP/tb/cnn" "$TMP/pictures" "$CNN_OK" "$TMP/tbgpt" "$GPT_OK" <<'PY'
 import math, re, sys, warnings
 
 warnings.simplefilter("ignore")
@@ -187,6 +198,29 @@ meta = acc.SummaryMetadata("config").plugin_data.plugin_name if cfg else ""
 check(len(cfg) == 1 and meta == "text" and "model: mlp" in text and "batch size: 1000" in text
       and f"epochs: {epochs}" in text,
       f"config text ({meta!r} plugin): {text.splitlines()[0] if text else None!r} ...")
+
+# Feature maps and filters: images in the CNN run's log, the same PNGs as the files
+cnn_dir, pictures, cnn_ok = sys.argv[4], sys.argv[5], sys.argv[6] == "true"
+check(cnn_ok, "train --model cnn --feature-maps conv1/Conv2d:0 --filters conv1.weight --tensorboard exits 0")
+cnn = ea.EventAccumulator(cnn_dir, size_guidance={ea.IMAGES: 0})
+cnn.Reload()
+images = cnn.Tags().get("images", [])
+for tag, f in (("act/conv1/Conv2d:0/sample_0", "feature_maps_conv1_Conv2d_0_0.png"), ("weight/conv1.weight", "filters_conv1.weight.png")):
+    ev = cnn.Images(tag) if tag in images else []
+    try:
+        same = bool(ev) and ev[0].encoded_image_string == open(f"{pictures}/{f}", "rb").read()
+    except OSError:
+        same = False
+    check(len(ev) == 1 and ev[0].encoded_image_string[:4] == b"\x89PNG" and ev[0].width == 800 and ev[0].height == 600 and same,
+          f"image {tag}: one 800x600 PNG, the bytes of {f} (images: {images})")
+
+gpt_dir, gpt_ok = sys.argv[7], sys.argv[8] == "true"
+check(gpt_ok, "train --model gpt --attention-map 'blocks.0.attn/Softmax:0' --tensorboard exits 0")
+gpt = ea.EventAccumulator(gpt_dir, size_guidance={ea.IMAGES: 0})
+gpt.Reload()
+att = gpt.Images("act/blocks.0.attn/Softmax:0/sample_0") if "act/blocks.0.attn/Softmax:0/sample_0" in gpt.Tags().get("images", []) else []
+check(len(att) >= 1 and att[0].encoded_image_string[:4] == b"\x89PNG",
+      f"image act/blocks.0.attn/Softmax:0/sample_0: the attention map ({len(att)}; images: {gpt.Tags().get('images', [])})")
 
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

@@ -1341,8 +1341,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             goto done;
         }
         int prc = CLI_OK;
-        for (int i = 0; i < a.feature_maps.n && prc == CLI_OK; i++) prc = cli_feature_maps(&em, &px, a.feature_maps.items[i], dir);
-        for (int i = 0; i < a.filters.n && prc == CLI_OK; i++) prc = cli_filters(&cm, a.filters.items[i], dir);
+        for (int i = 0; i < a.feature_maps.n && prc == CLI_OK; i++) prc = cli_feature_maps(&em, &px, a.feature_maps.items[i], dir, tb, ts_model_steps(tm));
+        for (int i = 0; i < a.filters.n && prc == CLI_OK; i++) prc = cli_filters(&cm, a.filters.items[i], dir, tb, ts_model_steps(tm));
         ts_loader_free(pl);
         if (prc != CLI_OK) {
             rc = prc;
