@@ -2,7 +2,7 @@
 """doc_samples.py -- runs the code samples of README.md and docs/*.md, so the
 documentation and the behaviour cannot drift apart.
 
-    doc_samples.py --build DIR [--source DIR] [--list] [FILE.md ...]
+    doc_samples.py --build DIR [--source DIR] [--python-preload LIBS] [--list] [FILE.md ...]
 
 A sample is a fenced block whose language is console, sh or python:
 - console: each line starting with `$ ` is a command (a line ending in `\\`
@@ -15,7 +15,8 @@ A sample is a fenced block whose language is console, sh or python:
   command that fails).
 - sh: every line is a command (comments dropped), each must exit 0.
 - python: run by Debian's /usr/bin/python3 (NumPy and PyTorch) with the
-  package of python/ over the library of the build; must exit 0. A console
+  package of python/ over the library of the build (LIBS preloaded, for a
+  sanitizer build); must exit 0. A console
   block right after it with no `$ ` line is what it prints.
 Other blocks (text, c, a diagram) are not samples and are only counted.
 
@@ -128,6 +129,7 @@ def main():
     build = os.path.abspath(args[args.index("--build") + 1]) if "--build" in args else os.path.join(SRC, "build")
     src = os.path.abspath(args[args.index("--source") + 1]) if "--source" in args else SRC
     listing = "--list" in args
+    preload = args[args.index("--python-preload") + 1] if "--python-preload" in args else ""
     files = [a for a in args if a.endswith(".md")]
     if not files:
         files = [os.path.join(src, "README.md")] + sorted(
@@ -166,7 +168,9 @@ def main():
                     continue
                 problems = []
                 if lang == "python":
-                    rc, printed = run(["/usr/bin/python3", "-"], work, env, "\n".join(body) + "\n")
+                    py_env = env if not preload else dict(env, LD_PRELOAD=preload, ASAN_OPTIONS=(
+                        env.get("ASAN_OPTIONS", "") + ":detect_leaks=0").lstrip(":"))
+                    rc, printed = run(["/usr/bin/python3", "-"], work, py_env, "\n".join(body) + "\n")
                     if rc != 0:
                         problems.append(f"python exited {rc}")
                     diff = check_output(shown_py or [], printed)
