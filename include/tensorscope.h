@@ -977,15 +977,15 @@ typedef struct ts_tb_hparam {
 TS_API ts_status ts_tb_hparams(ts_tb_writer *w, const ts_tb_hparam *hp, int n);
 /* The session's end for the HParams dashboard: success or failure. */
 TS_API ts_status ts_tb_hparams_end(ts_tb_writer *w, int success);
-/* An image (PNG bytes, e.g. from ts_plot_attention_png) for the images
- * dashboard. */
+/* An image (PNG bytes, e.g. from ts_plot_attention_png or
+ * ts_plot_tiles_png) for the images dashboard. */
 TS_API ts_status ts_tb_image(ts_tb_writer *w, const char *tag, int64_t step, const void *png, size_t n,
                              int width, int height);
 /* A layout for TensorBoard's Custom Scalars dashboard: each chart draws
  * every scalar tag one of its regular expressions matches as one line;
  * charts with the same category go together, categories in the order they
- * first appear (the other dashboards sort groups by name). Written once per
- * run; TensorBoard reads the first. */
+ * first appear (the other dashboards sort groups by name). Write it once
+ * per run: the dashboard reads one layout per run and merges the runs'. */
 typedef struct ts_tb_chart {
     const char *category;
     const char *title;
