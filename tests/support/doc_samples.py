@@ -16,8 +16,11 @@ A sample is a fenced block whose language is console, sh or python:
 - sh: every line is a command (comments dropped), each must exit 0.
 - python: run by Debian's /usr/bin/python3 (NumPy and PyTorch) with the
   package of python/ over the library of the build (LIBS preloaded, for a
-  sanitizer build); must exit 0. A console
-  block right after it with no `$ ` line is what it prints.
+  sanitizer build), the samples of a page in one interpreter, in order, so
+  a sample may use the names an earlier one defined; must not raise. A
+  console block right after it with no `$ ` line is what it prints. A
+  sample of `>>> ` lines (`... ` continuing) runs as typed at the prompt,
+  and its other lines are what it prints.
 Other blocks (text, c, a diagram) are not samples and are only counted.
 
 The samples of one file run in order in one scratch directory holding links
@@ -33,8 +36,10 @@ listed with its reason instead of run:
 Prints `ok`, `FAIL` or `skip` per sample with FILE:LINE, then a summary;
 exits 1 when a sample failed.
 """
+import json
 import os
 import re
+import select
 import shutil
 import subprocess
 import sys
@@ -109,6 +114,84 @@ def run(argv, cwd, env, stdin=None):
 LOCATION = re.compile(r"(\.(?:c|h|py|onnx)):\d+")  # tools/models.c:42: moves as the source does
 
 
+# One interpreter per page: its Python samples run in order in one namespace
+# (a page may build on its earlier samples), each sample's output (fds 1
+# and 2, the library's log lines too) captured alone. A sample of `>>>`
+# lines runs as typed at the prompt, its other lines being what it prints.
+RUNNER = r"""
+import json, os, sys, tempfile, traceback
+ns = {"__name__": "__main__"}
+out = tempfile.TemporaryFile()
+reply = os.fdopen(os.dup(1), "w")
+while True:
+    header = sys.stdin.readline()
+    if not header:
+        break
+    kind, n = header.split()
+    src = sys.stdin.read(int(n))
+    out.seek(0)
+    out.truncate()
+    saved = os.dup(1), os.dup(2)
+    os.dup2(out.fileno(), 1)
+    os.dup2(out.fileno(), 2)
+    ok = True
+    try:
+        if kind == "prompt":
+            stmts = []
+            for line in src.split("\n"):
+                if line.startswith(">>> "):
+                    stmts.append(line[4:])
+                elif line.startswith("... ") and stmts:
+                    stmts[-1] += "\n" + line[4:]
+            for st in stmts:
+                exec(compile(st + "\n", "<sample>", "single"), ns)
+        else:
+            exec(compile(src, "<sample>", "exec"), ns)
+    except SystemExit as e:
+        ok = e.code in (None, 0)
+    except BaseException:
+        traceback.print_exc()
+        ok = False
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        os.close(saved[0])
+        os.close(saved[1])
+    out.seek(0)
+    reply.write(json.dumps({"ok": ok, "out": out.read().decode("utf-8", "replace")}) + "\n")
+    reply.flush()
+"""
+
+
+class PythonSession:
+    def __init__(self, cwd, env):
+        self.cwd, self.env, self.p = cwd, env, None
+
+    def run(self, code, prompt):
+        """(exit status 0 or 1, printed lines); 124 when it ran past TIMEOUT."""
+        if self.p is None:
+            self.p = subprocess.Popen(["/usr/bin/python3", "-u", "-c", RUNNER], cwd=self.cwd, env=self.env,
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.p.stdin.write(f"{'prompt' if prompt else 'exec'} {len(code)}\n{code}")
+        self.p.stdin.flush()
+        ready, _, _ = select.select([self.p.stdout], [], [], TIMEOUT)
+        line = self.p.stdout.readline() if ready else ""
+        if not line:  # timed out or died: the next sample gets a new interpreter
+            self.close()
+            return 124, [f"(the interpreter stopped or ran past {TIMEOUT} s)"]
+        r = json.loads(line)
+        text = r["out"].rstrip("\n")
+        return (0 if r["ok"] else 1), text.split("\n") if text.strip() else []
+
+    def close(self):
+        if self.p:
+            self.p.kill()
+            self.p.wait()
+            self.p = None
+
+
 def check_output(shown, printed):
     """None when the output is what the block shows, else what differs."""
     if not [l for l in shown if l.strip()]:
@@ -146,6 +229,7 @@ def main():
                                  ("examples", os.path.join(src, "examples")), ("python", os.path.join(src, "python"))):
                 os.symlink(target, os.path.join(work, name))
             bl = blocks(path)
+            session = None
             k = 0
             while k < len(bl):
                 line, lang, body, marker = bl[k]
@@ -170,7 +254,12 @@ def main():
                 if lang == "python":
                     py_env = env if not preload else dict(env, LD_PRELOAD=preload, ASAN_OPTIONS=(
                         env.get("ASAN_OPTIONS", "") + ":detect_leaks=0").lstrip(":"))
-                    rc, printed = run(["/usr/bin/python3", "-"], work, py_env, "\n".join(body) + "\n")
+                    if session is None:
+                        session = PythonSession(work, py_env)
+                    prompt = any(l.startswith(">>> ") for l in body)
+                    rc, printed = session.run("\n".join(body) + "\n", prompt)
+                    if prompt:  # the lines after each `>>>` statement are what it prints
+                        shown_py = [l for l in body if not l.startswith((">>> ", "... "))]
                     if rc != 0:
                         problems.append(f"python exited {rc}")
                     diff = check_output(shown_py or [], printed)
@@ -195,6 +284,8 @@ def main():
                     counts["ok"] += 1
                     print(f"ok   {where} ({lang})")
         finally:
+            if session is not None:
+                session.close()
             shutil.rmtree(work, ignore_errors=True)
     print(f"{counts['ok']} passed, {counts['FAIL']} failed, {counts['skip']} skipped (marked); "
           f"{counts['other']} other blocks (text, c, diagrams) not run")
