@@ -10,7 +10,7 @@
 # one chart per tensor for its eight range fractions), the hyperparameters
 # for the HParams dashboard and the run's config text, cross-checked against
 # what train printed; a CNN's --feature-maps and --filters and the GPT's
-# --attention-map as images under act/ and weight/.
+# --attention-map as images (act/, weight/, attention/).
 # Uses the venv of tests/test_tensorboard.sh ($TS_BUILD_DIR/tb-venv, same
 # pins), creating it the same way when missing: needs PyPI the first time,
 # and fails rather than skips without it.
@@ -56,10 +56,11 @@ CNN_OK=true
 
 # the character GPT's attention map as an image too
 GPT_OK=true
-"$BIN" train --model gpt --data "$SRC/data/tinyshakespeare" --steps 1 --eval-interval 1 --attention-map 'blocks.0.attn/Softmax:0' \
-    --attention-map-dir "$TMP/maps" --tensorboard "$TMP/tbgpt" > "$TMP/gpt.out" 2>&1 || GPT_OK=false
+"$BIN" train --model gpt --data "$SRC/data/tinyshakespeare" --layers 1 --heads 2 --embd 16 --block-size 16 --batch-size 8 \
+    --steps 1 --holdout 16 --quiet --attention-map 'blocks.0.attn/Softmax:0' --attention-map-dir "$TMP/maps" \
+    --tensorboard "$TMP/tb" --run-name gpt > "$TMP/gpt.out" 2>&1 || GPT_OK=false
 
-"$VENV/bin/python" - "$RUN" "$TMP/train.out" "$EPOCHS" "$TMP/tb/cnn" "$TMP/pictures" "$CNN_OK" "$TMP/tbgpt" "$GPT_OK" <<'PY'
+"$VENV/bin/python" - "$RUN" "$TMP/train.out" "$EPOCHS" "$TMP/tb/cnn" "$TMP/pictures" "$CNN_OK" "$TMP/tb/gpt" "$GPT_OK" <<'PY'
 import math, re, sys, warnings
 
 warnings.simplefilter("ignore")
@@ -218,9 +219,9 @@ gpt_dir, gpt_ok = sys.argv[7], sys.argv[8] == "true"
 check(gpt_ok, "train --model gpt --attention-map 'blocks.0.attn/Softmax:0' --tensorboard exits 0")
 gpt = ea.EventAccumulator(gpt_dir, size_guidance={ea.IMAGES: 0})
 gpt.Reload()
-att = gpt.Images("act/blocks.0.attn/Softmax:0/sample_0") if "act/blocks.0.attn/Softmax:0/sample_0" in gpt.Tags().get("images", []) else []
+att = gpt.Images("attention/blocks.0.attn/Softmax:0/sample_0") if "attention/blocks.0.attn/Softmax:0/sample_0" in gpt.Tags().get("images", []) else []
 check(len(att) >= 1 and att[0].encoded_image_string[:4] == b"\x89PNG",
-      f"image act/blocks.0.attn/Softmax:0/sample_0: the attention map ({len(att)}; images: {gpt.Tags().get('images', [])})")
+      f"image attention/blocks.0.attn/Softmax:0/sample_0: the attention map ({len(att)}; images: {gpt.Tags().get('images', [])})")
 
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
