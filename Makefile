@@ -2,7 +2,8 @@
 # plain CMake underneath (build/, build-asan/, build-tsan/).
 JOBS ?= 2
 CMAKE ?= cmake
-DEMO_FLAGS ?= --model mlp --data data/mnist --epochs 3 --batch-size 64 --optimizer adam --lr 0.001 --stats --histogram build/GradientHistogram.png
+DEMO_BUILD ?= build
+DEMO_FLAGS ?= --model mlp --data data/mnist --epochs 3 --batch-size 64 --optimizer adam --lr 0.001 --stats --histogram $(DEMO_BUILD)/GradientHistogram.png
 
 .PHONY: all deps deps-test build demo test test-asan test-tsan bench bench-gpu fuzz fuzz-run install clean
 
@@ -18,8 +19,15 @@ build: deps
 	@$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 	@$(CMAKE) --build build -j $(JOBS)
 
-demo: build
-	./build/tensorscope train $(DEMO_FLAGS)
+# the demo builds only the CLI it runs (the compiler's lines go to a log,
+# shown when the build fails), then prints the training
+demo: deps
+	@test -f $(DEMO_BUILD)/CMakeCache.txt || $(CMAKE) -S . -B $(DEMO_BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@echo "building the tensorscope CLI (log: $(DEMO_BUILD)/demo-build.log)"
+	@$(CMAKE) --build $(DEMO_BUILD) -j $(JOBS) --target tensorscope_cli >$(DEMO_BUILD)/demo-build.log 2>&1 || \
+		{ tail -n 40 $(DEMO_BUILD)/demo-build.log; echo "the build failed: $(DEMO_BUILD)/demo-build.log"; exit 1; }
+	@echo "$(DEMO_BUILD)/tensorscope train $(DEMO_FLAGS)"
+	@$(DEMO_BUILD)/tensorscope train $(DEMO_FLAGS)
 
 test: deps-test build
 	cd build && ctest --output-on-failure -j $(JOBS)

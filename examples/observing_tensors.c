@@ -5,11 +5,16 @@
  * epoch of MNIST with SGD (lr 0.01, batch 1000) and plots the histogram of
  * log2|gradient| of the last step to ./GradientHistogram.png.
  *
- *     example_observing_tensors [MNIST_DIR]     (default: data/mnist) */
+ *     example_observing_tensors [MNIST_DIR]     (default: the repository's data/mnist) */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "tensorscope.h"
+
+/* the MNIST files shipped with the repository (the build passes their path) */
+#ifndef TS_EXAMPLE_MNIST
+#define TS_EXAMPLE_MNIST "data/mnist"
+#endif
 
 #define BATCH 1000
 
@@ -23,7 +28,7 @@ static int fail(const char *what) {
 }
 
 int main(int argc, char **argv) {
-    const char *dir = argc > 1 ? argv[1] : "data/mnist";
+    const char *dir = argc > 1 ? argv[1] : TS_EXAMPLE_MNIST;
     int rc = 1;
     ts_dataset *data = NULL;
     ts_loader *loader = NULL;

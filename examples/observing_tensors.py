@@ -7,8 +7,9 @@ epoch of MNIST with SGD (lr 0.01, batch 1000) and plots the histogram of
 log2|gradient| of the last step to ./GradientHistogram.png (with matplotlib
 when it is installed, else with the library's plot).
 
-    python examples/observing_tensors.py [MNIST_DIR]     (default: data/mnist)
+    python examples/observing_tensors.py [MNIST_DIR]     (default: the repository's data/mnist)
 """
+import os
 import sys
 
 import numpy as np
@@ -44,7 +45,8 @@ def plot(gradients, path):
 
 
 def main(argv):
-    directory = argv[1] if len(argv) > 1 else "data/mnist"
+    here = os.path.dirname(os.path.abspath(__file__))
+    directory = argv[1] if len(argv) > 1 else os.path.join(here, "..", "data", "mnist")  # from any directory
     data = ts.Dataset.mnist(directory)
     loader = ts.DataLoader(data, batch_size=BATCH, shuffle=True, seed=0)
 

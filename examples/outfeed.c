@@ -13,12 +13,19 @@
  *
  *     example_outfeed [--pre-accumulated | --accumulated] [--data DIR]
  *
+ * DIR defaults to the repository's data/mnist, from any directory.
+ *
  * Without a mode flag both modes run in turn, a few steps each. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tensorscope.h"
+
+/* the MNIST files shipped with the repository (the build passes their path) */
+#ifndef TS_EXAMPLE_MNIST
+#define TS_EXAMPLE_MNIST "data/mnist"
+#endif
 
 enum { BATCH = 32, D = 2, A = 2, RUNS_PER_EPOCH = 3, EPOCHS = 2, MAX_KEYS = 16 };
 
@@ -157,7 +164,7 @@ done:
 }
 
 int main(int argc, char **argv) {
-    const char *dir = "data/mnist";
+    const char *dir = TS_EXAMPLE_MNIST;
     int pre = 1, acc = 1;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--pre-accumulated") == 0) pre = 1, acc = 0;

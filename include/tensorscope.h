@@ -878,6 +878,10 @@ TS_API void ts_buffer_free(void *p);
  * blue-white-red scale symmetric about 0, others viridis from min to max;
  * NaN/Inf pixels are magenta. PNG (or SVG when the path ends in .svg). */
 TS_API ts_status ts_plot_tiles(const char *path, const char *title, const ts_array *a);
+/* The same picture as PNG bytes in memory (for ts_tb_image), *width x
+ * *height pixels; free *png with ts_buffer_free. */
+TS_API ts_status ts_plot_tiles_png(unsigned char **png, size_t *n, int *width, int *height, const char *title,
+                                   const ts_array *a);
 
 /* `tensorscope compare`'s picture: each tensor's max relative error (log
  * scale, in the given order) against its tolerance, green when it passed
@@ -1005,10 +1009,22 @@ typedef struct ts_tb_hparam {
 TS_API ts_status ts_tb_hparams(ts_tb_writer *w, const ts_tb_hparam *hp, int n);
 /* The session's end for the HParams dashboard: success or failure. */
 TS_API ts_status ts_tb_hparams_end(ts_tb_writer *w, int success);
-/* An image (PNG bytes, e.g. from ts_plot_attention_png) for the images
- * dashboard. */
+/* An image (PNG bytes, e.g. from ts_plot_attention_png or
+ * ts_plot_tiles_png) for the images dashboard. */
 TS_API ts_status ts_tb_image(ts_tb_writer *w, const char *tag, int64_t step, const void *png, size_t n,
                              int width, int height);
+/* A layout for TensorBoard's Custom Scalars dashboard: each chart draws
+ * every scalar tag one of its regular expressions matches as one line;
+ * charts with the same category go together, categories in the order they
+ * first appear (the other dashboards sort groups by name). Write it once
+ * per run: the dashboard reads one layout per run and merges the runs'. */
+typedef struct ts_tb_chart {
+    const char *category;
+    const char *title;
+    const char *const *tags; /* regular expressions over scalar tags */
+    int n_tags;
+} ts_tb_chart;
+TS_API ts_status ts_tb_layout(ts_tb_writer *w, const ts_tb_chart *charts, int n);
 TS_API ts_status ts_tb_flush(ts_tb_writer *w);
 /* Flushes, closes and frees (NULL is fine). */
 TS_API ts_status ts_tb_close(ts_tb_writer *w);

@@ -75,8 +75,8 @@ PYEOF
 done
 if [ ${#tb_flags[@]} -gt 0 ]; then
     ev=$(ls tb/*/events.out.tfevents.* 2>/dev/null | head -n 1)
-    [ -n "$ev" ] && grep -aq "train/loss" "$ev" && grep -aq "attention/blocks.0.attn/Softmax:0/sample_3" "$ev" &&
-        ok "TensorBoard events in the run's directory, tags grouped (train/loss, attention/...)" || fail "TensorBoard events: $(ls -R tb | head)"
+    [ -n "$ev" ] && grep -aq "loss/train" "$ev" && grep -aq "attention/blocks.0.attn/Softmax:0/sample_3" "$ev" &&
+        ok "TensorBoard events in the run's directory, tags grouped (loss/train, attention/...)" || fail "TensorBoard events: $(ls -R tb | head)"
 fi
 
 # --quiet: the final result alone (no epoch lines, no progress); without it

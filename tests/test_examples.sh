@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# test_examples.sh -- runs the two examples end to end on the repository's
-# MNIST files in a scratch directory and checks what they print and write:
+# test_examples.sh -- runs the examples end to end on the repository's
+# MNIST files from a scratch directory, without naming the data (they find
+# it from any directory), and checks what they print and write:
 # the tutorial lists the tensor names, anchors the six parameter gradients
 # and writes GradientHistogram.png (a real PNG); the outfeed example prints
 # the stats table and the keys and shapes of both gradient capture modes.
 set -u
 build=${TS_BUILD_DIR:-build}
 src=${TS_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
-build=$(cd "$build" && pwd)
 data="$src/data/mnist"
+build=$(cd "$build" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # Under -DTS_SANITIZE=ON: fontconfig (through cairo's text) keeps caches
@@ -39,7 +40,7 @@ plots=true
 ot="$build/example_observing_tensors"
 check "example_observing_tensors is built" test -x "$ot"
 if [ -x "$ot" ]; then
-    (cd "$work" && "$ot" "$data" >ot.out 2>ot.err)
+    (cd "$work" && "$ot" >ot.out 2>ot.err)
     rc=$?
     if $plots; then
         check "observing_tensors exits 0 (got $rc)" test "$rc" -eq 0
@@ -96,11 +97,26 @@ if [ -x "$of" ]; then
         has_line "$out" '^\(3 activation records, 12 gradient records\)$'
     check "mean loss per epoch" test "$(grep -cE '^epoch [12]: mean loss [0-9.]+$' "$out")" -eq 4
     check "no gradient record dropped" test "$(grep -cE '^gradients queue: [0-9]+ records enqueued, [0-9]+ dequeued, 0 dropped$' "$out")" -eq 2
-    (cd "$work" && "$of" --accumulated --data "$data" >acc.out 2>&1)
+    (cd "$work" && "$of" --accumulated >acc.out 2>&1)
     check "--accumulated runs that mode only" \
         bash -c "grep -q '^=== gradient capture: accumulated' '$work/acc.out' && ! grep -q 'pre-accumulated' '$work/acc.out'"
     (cd "$work" && "$of" --bogus >/dev/null 2>&1)
     check "an unknown flag is a usage error (exit 2)" test "$?" -eq 2
+fi
+
+# ---- the Python tutorial, from the scratch directory too (Debian's NumPy; the package of python/)
+py="$src/examples/observing_tensors.py"
+if [ -f "$build/libtensorscope.so" ] && /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+    . "$src/tests/support/asan_preload.sh"
+    asan_preload "$build/libtensorscope.so"
+    (cd "$work" && rm -f GradientHistogram.png && PYTHONPATH="$src/python" TENSORSCOPE_LIBRARY="$build/libtensorscope.so" \
+        LD_PRELOAD="$ASAN_PRELOAD" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" /usr/bin/python3 "$py" >py.out 2>py.err)
+    rc=$?
+    if $plots; then
+        check "observing_tensors.py exits 0 from another directory (got $rc)" test "$rc" -eq 0
+        check "observing_tensors.py writes GradientHistogram.png there" test -s "$work/GradientHistogram.png"
+    fi
+    check "observing_tensors.py prints the loss of each of the 10 batches" test "$(grep -cE '^batch [0-9]+/10 loss [0-9.]+$' "$work/py.out")" -eq 10
 fi
 
 echo "test_examples: $checks checks, $failures failed: $([ "$failures" -eq 0 ] && echo PASS || echo FAIL)"

@@ -40,6 +40,10 @@ static void plots(const char *dir) {
     float p[4] = {1, 0, 0.5f, 0.5f};
     CHECK(refused(ts_plot_attention_png(&png, &n, &w, &h, "a", p, 1, 2, NULL), "libcairo2-dev") && png == NULL && n == 0,
           "ts_plot_attention_png refused, *png NULL and *n 0");
+    png = (unsigned char *)v;
+    n = 7;
+    CHECK(refused(ts_plot_tiles_png(&png, &n, &w, &h, "t", &a), "libcairo2-dev") && png == NULL && n == 0,
+          "ts_plot_tiles_png refused, *png NULL and *n 0");
     ts_buffer_free(NULL); /* still there for buffers of other calls */
 }
 
@@ -53,6 +57,9 @@ static void tensorboard(const char *dir) {
           "ts_tb_open: %s; the writer is NULL", ts_last_error());
     CHECK(access(logdir, F_OK) != 0, "... and the log directory is not made");
     CHECK(refused(ts_tb_scalar(NULL, "loss", 1, 0.5), "protobuf-c-compiler"), "ts_tb_scalar refused");
+    const char *const re[] = {"^loss/"};
+    const ts_tb_chart chart = {"loss", "loss", re, 1};
+    CHECK(refused(ts_tb_layout(NULL, &chart, 1), "protobuf-c-compiler"), "ts_tb_layout refused");
     CHECK(ts_tb_close(NULL) == TS_OK && ts_tb_path(NULL) == NULL, "closing no writer is fine, as with the real writer");
 }
 

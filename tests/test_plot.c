@@ -45,6 +45,39 @@ static bool png_ok(const char *path) {
     return ok;
 }
 
+typedef struct png_reader {
+    const unsigned char *p;
+    size_t n, at;
+} png_reader;
+static cairo_status_t read_png(void *closure, unsigned char *data, unsigned int len) {
+    png_reader *r = closure;
+    if (r->n - r->at < len) return CAIRO_STATUS_READ_ERROR;
+    memcpy(data, r->p + r->at, len);
+    r->at += len;
+    return CAIRO_STATUS_SUCCESS;
+}
+/* PNG bytes in memory decoded by cairo (NULL when they are not a PNG). */
+static cairo_surface_t *decode_png(const unsigned char *png, size_t n) {
+    png_reader r = {png, n, 0};
+    cairo_surface_t *s = cairo_image_surface_create_from_png_stream(read_png, &r);
+    if (cairo_surface_status(s) == CAIRO_STATUS_SUCCESS) return s;
+    cairo_surface_destroy(s);
+    return NULL;
+}
+
+/* The tallest vertical run of dark pixels in columns [x0, x1), rows [y0, y1). */
+static int tallest_dark_run(cairo_surface_t *img, int x0, int x1, int y0, int y1) {
+    const unsigned char *d = cairo_image_surface_get_data(img);
+    int stride = cairo_image_surface_get_stride(img), best = 0;
+    for (int x = x0; x < x1; x++)
+        for (int y = y0, run = 0; y < y1; y++) {
+            const unsigned char *q = d + y * stride + x * 4; /* B G R A */
+            run = q[0] + q[1] + q[2] < 3 * 200 ? run + 1 : 0; /* not white: glyphs are antialiased */
+            best = run > best ? run : best;
+        }
+    return best;
+}
+
 static bool file_contains(const char *path, const char *needle) {
     FILE *f = fopen(path, "rb");
     if (!f) return false;
@@ -144,6 +177,36 @@ int main(void) {
     snprintf(path, sizeof path, "%s/hist_captioned.png", dir);
     st = ts_plot_gradient_histogram_captioned(path, arrays, 3, "g1, g2, g3 at step 7");
     CHECK(st == TS_OK && png_ok(path), "captioned histogram written");
+
+    /* Tiles as PNG bytes for TensorBoard: what cairo decodes at the size given. */
+    ts_array six = ts_array_f32(g1 + 8, 3, (int64_t[]){6, 5, 5});
+    unsigned char *png = NULL;
+    size_t png_n = 0;
+    int pw = 0, ph = 0;
+    st = ts_plot_tiles_png(&png, &png_n, &pw, &ph, "six tiles", &six);
+    cairo_surface_t *tiles = st == TS_OK ? decode_png(png, png_n) : NULL;
+    CHECK(tiles && cairo_image_surface_get_width(tiles) == pw && cairo_image_surface_get_height(tiles) == ph && pw == 800 && ph == 600,
+          "ts_plot_tiles_png: PNG bytes cairo decodes at the %dx%d given", pw, ph);
+    if (tiles) cairo_surface_destroy(tiles);
+    ts_buffer_free(png);
+
+    /* An attention map labelled with 64 characters: each label is a glyph a
+     * reader can make out ('|' drawn at least 7 pixels tall), not a smudge. */
+    enum { AH = 4, AT = 64 };
+    static float probs[AH * AT * AT];
+    for (int h = 0; h < AH; h++)
+        for (int i = 0; i < AT; i++)
+            for (int j = 0; j <= i; j++) probs[(h * AT + i) * AT + j] = 1.0f / (float)(i + 1);
+    char bars[AT + 1];
+    memset(bars, '|', AT);
+    bars[AT] = '\0';
+    png = NULL;
+    st = ts_plot_attention_png(&png, &png_n, &pw, &ph, "bars", probs, AH, AT, bars);
+    cairo_surface_t *att = st == TS_OK ? decode_png(png, png_n) : NULL;
+    int bar = att ? tallest_dark_run(att, 2, 27, 120, ph - 40) : 0; /* the query labels left of the first panel */
+    CHECK(att && bar >= 7, "attention map with 64 labels: the labels are legible ('|' %d pixels tall, want >= 7)", bar);
+    if (att) cairo_surface_destroy(att);
+    ts_buffer_free(png);
 
     /* Bad arguments. */
     CHECK(ts_plot_lines(path, "t", "x", s, 0) == TS_ERR_INVALID_ARGUMENT, "0 series rejected");

@@ -264,6 +264,40 @@ static void check_errors(const char *dir) {
     for (int i = 0; i < n; i++) tensorscope_tb__event__free_unpacked(evs[i], NULL);
 }
 
+/* The Custom Scalars layout: charts grouped by category in the order the
+ * categories first appear, each chart's regular expressions kept; bad
+ * charts refused. */
+static void check_layout(const char *dir) {
+    ts_tb_writer *w = NULL;
+    CHECK_OK(ts_tb_open(&w, dir), "writer for the layout");
+    const char *const loss[] = {"^loss/"}, *const fp[] = {"^range/a/", "^range/b/"}, *const lr[] = {"^lr$"};
+    const ts_tb_chart charts[] = {{"loss", "losses", loss, 1}, {"range", "a and b", fp, 2}, {"loss", "learning rate", lr, 1}};
+    CHECK(ts_tb_layout(w, charts, 0) == TS_ERR_INVALID_ARGUMENT, "no chart: %s", ts_last_error());
+    const ts_tb_chart untagged = {"loss", "losses", loss, 0};
+    CHECK(ts_tb_layout(w, &untagged, 1) == TS_ERR_INVALID_ARGUMENT, "a chart without tags: %s", ts_last_error());
+    CHECK_OK(ts_tb_layout(w, charts, 3), "a layout of 3 charts in 2 categories");
+    char path[1024];
+    snprintf(path, sizeof path, "%s", ts_tb_path(w));
+    ts_tb_close(w);
+    TensorscopeTb__Event *evs[3] = {0};
+    int n = read_events(path, evs, 3);
+    const TensorscopeTb__Summary__Value *v = n == 2 ? value_of(evs[1]) : NULL;
+    TensorscopeTb__Layout *l = NULL;
+    if (v && v->value_case == TENSORSCOPE_TB__SUMMARY__VALUE__VALUE_TENSOR && v->tensor->n_string_val == 1)
+        l = tensorscope_tb__layout__unpack(NULL, v->tensor->string_val[0].len, v->tensor->string_val[0].data);
+    CHECK(v && strcmp(v->tag, "custom_scalars__config__") == 0 && v->metadata && v->metadata->plugin_data &&
+              strcmp(v->metadata->plugin_data->plugin_name, "custom_scalars") == 0 && l,
+          "one custom_scalars__config__ tensor for the custom_scalars plugin, holding a Layout");
+    CHECK(l && l->n_category == 2 && strcmp(l->category[0]->title, "loss") == 0 && l->category[0]->n_chart == 2 &&
+              strcmp(l->category[0]->chart[1]->title, "learning rate") == 0 && strcmp(l->category[1]->title, "range") == 0 &&
+              l->category[1]->n_chart == 1 && l->category[1]->chart[0]->multiline->n_tag == 2 &&
+              strcmp(l->category[1]->chart[0]->multiline->tag[1], "^range/b/") == 0,
+          "categories in first-appearance order (loss: 2 charts, range: 1 chart of 2 regular expressions)");
+    if (l) tensorscope_tb__layout__free_unpacked(l, NULL);
+    for (int i = 0; i < n; i++) tensorscope_tb__event__free_unpacked(evs[i], NULL);
+    unlink(path);
+}
+
 int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "--write") == 0) {
         static ts_summary sums[TB_HISTOS];
@@ -286,6 +320,7 @@ int main(int argc, char **argv) {
     }
     check_run(dir);
     check_errors(dir);
+    check_layout(dir);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

@@ -3,7 +3,8 @@
 # writes, seen the way a user sees it: TensorBoard from PyPI (the venv of
 # tests/support/tb_venv.sh) serving two runs on 127.0.0.1 (a free port,
 # bounded in time), its HTTP data API listing both runs, the `/`-grouped
-# scalar tags and the hyperparameters of the HParams dashboard, and headless
+# scalar tags, the Custom Scalars layout (the losses first) and the
+# hyperparameters of the HParams dashboard, and headless
 # Chromium (Debian's) taking screenshots of the scalars, histograms and
 # hparams dashboards into $TS_BUILD_DIR/tb-screenshots/, checked for the two
 # runs' line colours. Needs PyPI the first time and chromium; fails, never
@@ -54,6 +55,7 @@ ok "tensorboard $TB_VERSION serving on $URL"
 
 curl -sf "$URL/data/plugin/scalars/tags" > "$TMP/tags.json"
 curl -sf -X POST -H 'Content-Type: application/json' -d '{"experimentName": ""}' "$URL/data/plugin/hparams/experiment" > "$TMP/experiment.json"
+curl -sf "$URL/data/plugin/custom_scalars/layout" > "$TMP/layout.json"
 "$PY" - "$TMP" <<'PY'
 import json, sys
 d = sys.argv[1]
@@ -66,7 +68,7 @@ def check(c, msg):
     print(("ok   " if c else "FAIL ") + msg)
     ok = ok and c
 check(sorted(runs) == ["adam-cosine", "sgd"], f"/data/runs: {runs}")
-want = {"train/loss", "train/learning_rate", "eval/loss", "eval/accuracy", "grad_norm/global", "grad_norm/fc3.weight"}
+want = {"loss/train", "train/learning_rate", "loss/heldout", "accuracy/heldout", "grad/norm/global", "grad/norm/fc3.weight"}
 for r in ("sgd", "adam-cosine"):
     have = set(tags.get(r, {}))
     check(want <= have, f"/data/plugin/scalars/tags[{r}]: {len(have)} tags, {sorted(want)} among them")
@@ -76,8 +78,11 @@ sched = infos.get("lr_schedule", {}).get("domainDiscrete", [])
 lr = infos.get("lr", {}).get("domainInterval", {})
 check(sorted(opt) == ["adam", "sgd"] and sorted(sched) == ["constant", "cosine"] and lr.get("minValue") == 0.001 and lr.get("maxValue") == 0.01,
       f"/data/plugin/hparams/experiment: optimizer {opt}, lr_schedule {sched}, lr {lr}")
+layout = json.load(open(f"{d}/layout.json"))
+cats = [c.get("title") for c in layout.get("category", [])]
+check(cats[:1] == ["loss"] and "grad" in cats, f"/data/plugin/custom_scalars/layout: categories {cats}, the losses first")
 metrics = [m["name"]["tag"] for m in exp.get("metricInfos", [])]
-check("eval/accuracy" in metrics and "train/loss" in metrics, f"HParams metrics include eval/accuracy and train/loss ({len(metrics)} metrics)")
+check("accuracy/heldout" in metrics and "loss/train" in metrics, f"HParams metrics include accuracy/heldout and loss/train ({len(metrics)} metrics)")
 sys.exit(0 if ok else 1)
 PY
 if [ $? -eq 0 ]; then ok "TensorBoard's data API: runs, scalar tags and hyperparameters as written"; else bad "TensorBoard's data API (see above)"; fi

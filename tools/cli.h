@@ -142,12 +142,14 @@ cli_defaults cli_model_defaults(const char *name);
 /* sgd|adam|adamw (any case) with the given hyper-parameters. */
 ts_status cli_optimizer(const char *name, double lr, double momentum, double weight_decay, ts_optimizer *out);
 
-/* ---- pictures (pictures.c): PNGs written into dir; CLI exit codes */
+/* ---- pictures (pictures.c): PNGs written into dir and, with a TensorBoard
+ * writer, as images at `step` (act/<tensor>/sample_<s>, weight/<param>);
+ * CLI exit codes */
 /* The channels of activation spec = TENSOR[:SAMPLE] for one sample of the
  * batch x, computed by an inference model of em's graph. */
-int cli_feature_maps(const cli_model *em, const ts_array *x, const char *spec, const char *dir);
+int cli_feature_maps(const cli_model *em, const ts_array *x, const char *spec, const char *dir, ts_tb_writer *tb, int64_t step);
 /* A conv weight's kernels (one tile per output channel for one input channel). */
-int cli_filters(const cli_model *cm, const char *param, const char *dir);
+int cli_filters(const cli_model *cm, const char *param, const char *dir, ts_tb_writer *tb, int64_t step);
 
 /* ---- commands */
 int cmd_train(int argc, char **argv, bool eval_only);

@@ -148,6 +148,7 @@ static void on_record(void *user, const ts_outfeed_record *r) {
     if (s->stack[k].n && s->stack[k].run != r->run) sink_flush(s, k);
     size_t bytes = (size_t)ts_array_numel(&r->array) * ts_dtype_size(r->array.dtype);
     if (s->stack[k].n && bytes != s->stack[k].sample_bytes) sink_flush(s, k); /* a new shape: its own file */
+    if (s->last_only && s->stack[k].n && r->replica == s->stack[k].rep) s->stack[k].n--, s->stack[k].rows--; /* mode last: the latest replaces the one before */
     size_t need = bytes * (size_t)(s->stack[k].n + 1);
     if (need > s->stack[k].cap) { /* grows while the first runs come, then stays */
         unsigned char *grown = realloc(s->stack[k].data, need * 2);
@@ -1342,8 +1343,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             goto done;
         }
         int prc = CLI_OK;
-        for (int i = 0; i < a.feature_maps.n && prc == CLI_OK; i++) prc = cli_feature_maps(&em, &px, a.feature_maps.items[i], dir);
-        for (int i = 0; i < a.filters.n && prc == CLI_OK; i++) prc = cli_filters(&cm, a.filters.items[i], dir);
+        for (int i = 0; i < a.feature_maps.n && prc == CLI_OK; i++) prc = cli_feature_maps(&em, &px, a.feature_maps.items[i], dir, tb, ts_model_steps(tm));
+        for (int i = 0; i < a.filters.n && prc == CLI_OK; i++) prc = cli_filters(&cm, a.filters.items[i], dir, tb, ts_model_steps(tm));
         ts_loader_free(pl);
         if (prc != CLI_OK) {
             rc = prc;

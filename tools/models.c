@@ -13,15 +13,24 @@ static ts_tensor *maybe_print(ts_graph *g, ts_tensor *t, const cli_list *prints)
     return t;
 }
 
-/* Parameters are created inside their layers: a print op beside each one
- * asked for logs its value every micro-batch. */
+/* Whether a print op already shows t (t is one, or one reads it). */
+static bool printed(const ts_graph *g, const ts_tensor *t) {
+    if (strcmp(ts_tensor_op(t), "Print") == 0) return true;
+    for (size_t j = 0; j < ts_graph_tensor_count(g); j++) {
+        const ts_tensor *u = ts_graph_tensor_at(g, j);
+        if (strcmp(ts_tensor_op(u), "Print") == 0 && ts_tensor_input(u, 0) == t) return true;
+    }
+    return false;
+}
+
+/* What the layers above did not wrap (inputs, parameters, a layer's inner
+ * outputs such as fc1/MatMul:0): a print op beside each one asked for logs
+ * its value every micro-batch. */
 static ts_status print_params(ts_graph *g, const cli_list *prints) {
     size_t n = ts_graph_tensor_count(g);
     for (size_t i = 0; prints && prints->n && i < n; i++) {
         ts_tensor *t = ts_graph_tensor_at(g, i);
-        ts_array a;
-        if (ts_tensor_info(t, &a) == TS_OK && a.data && cli_list_matches(prints, ts_tensor_name(t)) &&
-            !ts_print(g, t, ts_tensor_name(t)))
+        if (cli_list_matches(prints, ts_tensor_name(t)) && !printed(g, t) && !ts_print(g, t, ts_tensor_name(t)))
             return ts_graph_status(g);
     }
     return TS_OK;

@@ -1,8 +1,10 @@
 /* tb_log.c -- what `tensorscope train --tensorboard DIR` writes: one
  * subdirectory per run (DIR/<date>_<host>, or DIR/<name>), so a second run
  * never hides the first; tags grouped with `/` as TensorBoard's dashboards
- * group them (train/..., eval/..., grad_norm/..., range/...); histograms of
- * watched tensors; the hyperparameters for the HParams dashboard. */
+ * group them (loss/, accuracy/, train/, grad/, weight/, act/, range/), and a
+ * Custom Scalars layout that shows the losses first and each tensor's range
+ * fractions on one chart; histograms of watched tensors; the
+ * hyperparameters for the HParams dashboard. */
 #include "cli.h"
 
 #include <errno.h>
@@ -68,37 +70,94 @@ static ts_status range_scalars(ts_tb_writer *tb, const char *name, int64_t step,
     return st;
 }
 
+/* The group of a watched tensor's histogram: grad/ (Gradient___, Accum___),
+ * weight/ (parameters and what the optimizer keeps of them), act/ (inputs
+ * and op outputs, whose names hold ':'). */
+static const char *tensor_group(const char *name) {
+    static const char *const weight_prefixes[] = {"UpdatedVar___", "Accl___", "Accl1___", "Accl2___", "Step___"};
+    if (strncmp(name, "Gradient___", 11) == 0 || strncmp(name, "Accum___", 8) == 0) return "grad";
+    for (size_t i = 0; i < sizeof weight_prefixes / sizeof weight_prefixes[0]; i++)
+        if (strncmp(name, weight_prefixes[i], strlen(weight_prefixes[i])) == 0) return "weight";
+    return !strchr(name, ':') && strchr(name, '.') ? "weight" : "act";
+}
+
+/* `^<prefix><name>/` with the name's regular-expression characters escaped. */
+static void tag_regex(char *buf, size_t n, const char *prefix, const char *name) {
+    size_t k = (size_t)snprintf(buf, n, "^%s", prefix);
+    for (const char *c = name; *c && k + 3 < n; c++) {
+        if (strchr("\\^$.|?*+()[]{}", *c)) buf[k++] = '\\';
+        buf[k++] = *c;
+    }
+    snprintf(buf + k, n - k, "/");
+}
+
+/* The Custom Scalars layout, written with a run's first scalars: the losses
+ * first (training and held-out on one chart), then accuracy, the training
+ * rates, the gradient norms on one chart, and one chart per tensor of the
+ * eight low-precision range fractions. */
+static ts_status write_layout(ts_tb_writer *tb, const ts_watch_result *w, size_t nw) {
+    enum { MAX_RANGE = 64 };
+    static const char *const loss[] = {"^loss/"}, *const accuracy[] = {"^accuracy/"}, *const lr[] = {"^train/learning_rate$"},
+                             *const sps[] = {"^train/samples_per_second$"}, *const norms[] = {"^grad/norm/"};
+    ts_tb_chart charts[5 + MAX_RANGE] = {{"loss", "loss (training per run, held-out per epoch)", loss, 1},
+                                         {"accuracy", "held-out accuracy (%)", accuracy, 1},
+                                         {"train", "learning rate", lr, 1},
+                                         {"train", "samples per second", sps, 1},
+                                         {"grad", "gradient L2 norms (global and per parameter)", norms, 1}};
+    char regex[MAX_RANGE][600], title[MAX_RANGE][600];
+    const char *regex_ptr[MAX_RANGE];
+    int n = 5;
+    for (size_t i = 0; i < nw && n < 5 + MAX_RANGE; i++) {
+        if (!(w[i].summary->what & TS_WATCH_RANGE)) continue;
+        bool seen = false;
+        for (int k = 5; k < n && !seen; k++) seen = strcmp(charts[k].title, w[i].name) == 0;
+        if (seen) continue;
+        int r = n - 5;
+        tag_regex(regex[r], sizeof regex[r], "range/", w[i].name);
+        snprintf(title[r], sizeof title[r], "%s", w[i].name);
+        regex_ptr[r] = regex[r];
+        charts[n++] = (ts_tb_chart){"range", title[r], &regex_ptr[r], 1};
+    }
+    return ts_tb_layout(tb, charts, n);
+}
+
 ts_status cli_tb_step(ts_tb_writer *tb, const ts_model *m, double loss, double samples_per_s, int replicas) {
+    static const ts_tb_writer *laid_out; /* the writer whose layout is written */
     int64_t step = ts_model_steps(m);
-    ts_status st = ts_tb_scalar(tb, "train/loss", step, loss);
+    ts_status st = ts_tb_scalar(tb, "loss/train", step, loss);
     if (!st) st = ts_tb_scalar(tb, "train/learning_rate", step, ts_model_learning_rate(m));
     if (!st) st = ts_tb_scalar(tb, "train/samples_per_second", step, samples_per_s);
-    const ts_watch_result *w;
+    const ts_watch_result *w = NULL;
     size_t nw = 0;
     double norm2 = 0;
     bool have_norm = false;
     char tag[600];
-    if (!st && ts_model_watch_results(m, &w, &nw) == TS_OK)
-        for (size_t i = 0; i < nw && !st; i++) {
-            if (w[i].run != ts_model_runs(m) - 1) continue;
-            const ts_summary *s = w[i].summary;
-            /* replicas: Accum___ is the same on each (replica 0's row); the rest from the rows over all of them */
-            if (replicas > 1 ? w[i].replica != 0 && strncmp(w[i].name, "Accum___", 8) == 0 : false) continue;
-            if (replicas > 1 && w[i].replica >= 0 && strncmp(w[i].name, "Accum___", 8) != 0) continue;
-            if (strncmp(w[i].name, "Accum___", 8) == 0 && (s->what & TS_WATCH_STATS)) { /* the gradient of the step */
-                norm2 += s->stats.l2 * s->stats.l2;
-                have_norm = true;
-                snprintf(tag, sizeof tag, "grad_norm/%s", w[i].name + 8);
-                st = ts_tb_scalar(tb, tag, step, s->stats.l2);
-            }
-            if (!st && (s->what & TS_WATCH_HISTOGRAM)) st = ts_tb_histogram(tb, w[i].name, step, s);
-            if (!st && (s->what & TS_WATCH_RANGE)) st = range_scalars(tb, w[i].name, step, &s->range);
+    if (!st && ts_model_watch_results(m, &w, &nw) != TS_OK) nw = 0;
+    if (!st && laid_out != tb) {
+        st = write_layout(tb, w, nw);
+        laid_out = tb;
+    }
+    for (size_t i = 0; i < nw && !st; i++) {
+        if (w[i].run != ts_model_runs(m) - 1) continue;
+        const ts_summary *s = w[i].summary;
+        /* replicas: Accum___ is the same on each (replica 0's row); the rest from the rows over all of them */
+        if (replicas > 1 ? w[i].replica != 0 && strncmp(w[i].name, "Accum___", 8) == 0 : false) continue;
+        if (replicas > 1 && w[i].replica >= 0 && strncmp(w[i].name, "Accum___", 8) != 0) continue;
+        if (strncmp(w[i].name, "Accum___", 8) == 0 && (s->what & TS_WATCH_STATS)) { /* the gradient of the step */
+            norm2 += s->stats.l2 * s->stats.l2;
+            have_norm = true;
+            snprintf(tag, sizeof tag, "grad/norm/%s", w[i].name + 8);
+            st = ts_tb_scalar(tb, tag, step, s->stats.l2);
         }
-    if (!st && have_norm) st = ts_tb_scalar(tb, "grad_norm/global", step, sqrt(norm2));
+        snprintf(tag, sizeof tag, "%s/%s", tensor_group(w[i].name), w[i].name);
+        if (!st && (s->what & TS_WATCH_HISTOGRAM)) st = ts_tb_histogram(tb, tag, step, s);
+        if (!st && (s->what & TS_WATCH_RANGE)) st = range_scalars(tb, w[i].name, step, &s->range);
+    }
+    if (!st && have_norm) st = ts_tb_scalar(tb, "grad/norm/global", step, sqrt(norm2));
     return st;
 }
 
 ts_status cli_tb_eval(ts_tb_writer *tb, int64_t step, double loss, double accuracy) {
-    ts_status st = ts_tb_scalar(tb, "eval/loss", step, loss);
-    return st ? st : ts_tb_scalar(tb, "eval/accuracy", step, 100 * accuracy); /* percent, as the console prints it */
+    ts_status st = ts_tb_scalar(tb, "loss/heldout", step, loss);
+    return st ? st : ts_tb_scalar(tb, "accuracy/heldout", step, 100 * accuracy); /* percent, as the console prints it */
 }

@@ -42,6 +42,9 @@ void ts_logf(int level, const char *fmt, ...) TS_PRINTF(2, 3);
 bool ts_log_enabled(int level);
 /* Hands a finished message of any length to the sink as it is. */
 void ts_log_message(int level, const char *msg);
+/* A print op's output: shown unless logs are off, handed to a callback at
+ * TS_LOG_ERROR, and tagged `[tensorscope print]` (not as an error) on stderr. */
+void ts_log_print(const char *msg);
 
 /* Text safe to show on a terminal (escape.c): C0 controls other than \n
  * and \t, DEL and bytes that are not UTF-8 become `\x1b`, the C1 controls

@@ -5,10 +5,12 @@
 #include <stdlib.h>
 #include <time.h>
 
+static _Thread_local bool printing; /* the line is a print op's (ts_log_print) */
+
 static void default_sink(void *u, int level, const char *msg) {
     (void)u;
     static const char *tag[] = {"", "E", "W", "I", "D", "T"};
-    fprintf(stderr, "[tensorscope %s] %s\n", tag[level < 0 ? 0 : level > 5 ? 5 : level], msg);
+    fprintf(stderr, "[tensorscope %s] %s\n", printing ? "print" : tag[level < 0 ? 0 : level > 5 ? 5 : level], msg);
 }
 
 static ts_log_fn sink = default_sink;
@@ -73,4 +75,11 @@ uint64_t ts_now_ns(void) {
 
 void ts_log_message(int level, const char *msg) {
     if (ts_log_enabled(level)) emit(level, msg);
+}
+
+void ts_log_print(const char *msg) {
+    if (!ts_log_enabled(TS_LOG_ERROR)) return;
+    printing = true;
+    emit(TS_LOG_ERROR, msg);
+    printing = false;
 }

@@ -340,9 +340,9 @@ static ts_status confirm_op_by_op(ts_model *m, int64_t mb) {
     ts_tensor_where(t, where, sizeof where);
     if (bwd) snprintf(what, sizeof what, "the backward of op %s '%s', built at %s", ts_op_get(t->op)->name, t->name, where);
     else snprintf(what, sizeof what, "op %s, built at %s", ts_op_get(t->op)->name, where);
-    ts_logf(TS_LOG_ERROR, "op by op re-execution confirms the culprit: '%s' (%s)", culprit->name, what);
-    return ts_error(TS_ERR_NUMERICS, "%s\nop by op re-execution of micro-batch %lld confirms the culprit: '%s' (%s)\n%s", original,
-                    (long long)mb, culprit->name, what, rerun);
+    bool same = m->failed_entry == first_entry && strcmp(rerun, original) == 0; /* the first report named it already */
+    return ts_error(TS_ERR_NUMERICS, "%s\nop by op re-execution of micro-batch %lld confirms the culprit: '%s' (%s)%s%s", original,
+                    (long long)mb, culprit->name, what, same ? "" : "\n", same ? "" : rerun);
 }
 
 /* Log level 5 (RETURNN's log_verbosity 5): a line per micro-batch with its
@@ -467,6 +467,7 @@ ts_status ts_exec_run(ts_model *m) {
     ts_crash_set_current_op(NULL, NULL, NULL);
     ts_status dst = ts_device_after_run(m); /* a cancelled or failed run's values too */
     if (!st) st = dst;
+    if (st == TS_ERR_NUMERICS) ts_log_message(TS_LOG_ERROR, ts_last_error()); /* the whole report, once */
     if (st && st != TS_ERR_CANCELLED) return st;
     record_run_metrics(m); /* a cancelled run's too */
     return st;

@@ -561,34 +561,51 @@ static void draw_tiles(cairo_t *cr, const void *ctx) {
     }
 }
 
-ts_status ts_plot_tiles(const char *path, const char *title, const ts_array *a) {
-    if (!path || !*path || !a || !a->data) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_plot_tiles: a path and an array with data are required");
+/* The tiles of a (checked) and their shared colour scale. */
+static ts_status tiles_setup(tiles_ctx *c, const char *what, const char *title, const ts_array *a) {
+    if (!a || !a->data) return ts_error(TS_ERR_INVALID_ARGUMENT, "%s: an array with data is required", what);
     if (a->dtype != TS_F32 || (a->ndim != 3 && a->ndim != 4)) {
         char s[128];
-        return ts_error(TS_ERR_SHAPE, "ts_plot_tiles: takes f32 [T,H,W] or [R,C,H,W], got %s", ts_array_shape_str(a, s, sizeof s));
+        return ts_error(TS_ERR_SHAPE, "%s: takes f32 [T,H,W] or [R,C,H,W], got %s", what, ts_array_shape_str(a, s, sizeof s));
     }
-    tiles_ctx c = {.title = title, .x = a->data, .grid_given = a->ndim == 4, .lo = INFINITY, .hi = -INFINITY};
+    *c = (tiles_ctx){.title = title, .x = a->data, .grid_given = a->ndim == 4, .lo = INFINITY, .hi = -INFINITY};
     int64_t T = a->ndim == 4 ? a->shape[0] * a->shape[1] : a->shape[0];
-    c.h = a->shape[a->ndim - 2], c.w = a->shape[a->ndim - 1];
-    if (T < 1 || T > 4096 || c.h < 1 || c.w < 1 || c.h * c.w > 1 << 20)
-        return ts_error(TS_ERR_SHAPE, "ts_plot_tiles: %lld tiles of %lldx%lld; give 1 to 4096 tiles of at most 2^20 pixels", (long long)T,
-                        (long long)c.h, (long long)c.w);
-    if (a->ndim == 4) c.rows = a->shape[0], c.cols = a->shape[1];
+    c->h = a->shape[a->ndim - 2], c->w = a->shape[a->ndim - 1];
+    if (T < 1 || T > 4096 || c->h < 1 || c->w < 1 || c->h * c->w > 1 << 20)
+        return ts_error(TS_ERR_SHAPE, "%s: %lld tiles of %lldx%lld; give 1 to 4096 tiles of at most 2^20 pixels", what, (long long)T,
+                        (long long)c->h, (long long)c->w);
+    if (a->ndim == 4) c->rows = a->shape[0], c->cols = a->shape[1];
     else {
-        c.cols = (int64_t)ceil(sqrt((double)T * 1.3));
-        c.rows = (T + c.cols - 1) / c.cols;
+        c->cols = (int64_t)ceil(sqrt((double)T * 1.3));
+        c->rows = (T + c->cols - 1) / c->cols;
     }
-    for (int64_t i = 0; i < T * c.h * c.w; i++) {
-        float v = c.x[i];
+    for (int64_t i = 0; i < T * c->h * c->w; i++) {
+        float v = c->x[i];
         if (!isfinite(v)) continue;
-        c.lo = fmin(c.lo, v), c.hi = fmax(c.hi, v);
+        c->lo = fmin(c->lo, v), c->hi = fmax(c->hi, v);
     }
-    if (!(c.lo <= c.hi)) c.lo = 0, c.hi = 1; /* nothing finite */
-    c.diverging = c.lo < 0 && c.hi > 0;
-    if (c.diverging) c.hi = fmax(-c.lo, c.hi), c.lo = -c.hi;
-    widen(&c.lo, &c.hi);
-    c.n = T;
-    return render(path, draw_tiles, &c);
+    if (!(c->lo <= c->hi)) c->lo = 0, c->hi = 1; /* nothing finite */
+    c->diverging = c->lo < 0 && c->hi > 0;
+    if (c->diverging) c->hi = fmax(-c->lo, c->hi), c->lo = -c->hi;
+    widen(&c->lo, &c->hi);
+    c->n = T;
+    return TS_OK;
+}
+
+ts_status ts_plot_tiles(const char *path, const char *title, const ts_array *a) {
+    if (!path || !*path) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_plot_tiles: a path and an array with data are required");
+    tiles_ctx c;
+    ts_status st = tiles_setup(&c, "ts_plot_tiles", title, a);
+    return st ? st : render(path, draw_tiles, &c);
+}
+
+ts_status ts_plot_tiles_png(unsigned char **png, size_t *n, int *width, int *height, const char *title, const ts_array *a) {
+    if (!png || !n || !width || !height) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_plot_tiles_png: NULL argument");
+    tiles_ctx c;
+    ts_status st = tiles_setup(&c, "ts_plot_tiles_png", title, a);
+    if (st) return st;
+    *width = PLOT_W, *height = PLOT_H;
+    return render_png_memory(PLOT_W, PLOT_H, draw_tiles, &c, png, n);
 }
 
 /* ------------------------------------------------- compare: error plot */
@@ -677,7 +694,8 @@ ts_status ts_plot_errors(const char *path, const char *const *names, const doubl
 
 /* ------------------------------------------------------- attention maps */
 
-#define ATT_PANEL 260 /* pixels per head panel */
+#define ATT_PANEL 260 /* pixels per head panel, at least */
+#define ATT_LABEL_CELL 12 /* pixels per position when the axes are labelled: characters of 10 px */
 #define ATT_COLS 4
 
 typedef struct att_ctx {
@@ -687,6 +705,7 @@ typedef struct att_ctx {
     const char *labels;
     double vmax;
     int W, H;
+    int panel; /* pixels per head panel */
 } att_ctx;
 
 /* viridis, by its anchor colours every quarter */
@@ -721,9 +740,9 @@ static void draw_attention(cairo_t *cr, const void *vctx) {
     cairo_set_source_rgb(cr, 0, 0, 0);
     cairo_set_font_size(cr, 16);
     if (c->title) text_at(cr, c->title, c->W / 2.0, 22, 0.5, 0.5);
-    double cell = (ATT_PANEL - margin - 10) / (double)T;
+    double cell = (c->panel - margin - 10) / (double)T;
     for (int h = 0; h < c->heads; h++) {
-        double x0 = (h % cols) * ATT_PANEL + margin, y0 = top + (h / cols) * (ATT_PANEL + 20) + margin;
+        double x0 = (h % cols) * c->panel + margin, y0 = top + (h / cols) * (c->panel + 20) + margin;
         const float *p = c->probs + (int64_t)h * T * T;
         for (int i = 0; i < T; i++)
             for (int j = 0; j < T; j++) {
@@ -743,7 +762,7 @@ static void draw_attention(cairo_t *cr, const void *vctx) {
         cairo_set_font_size(cr, 12);
         text_at(cr, head, x0 + cell * T / 2, y0 - (labelled ? 18 : 4), 0.5, 1.0);
         if (labelled) { /* keys along the top, queries down the left */
-            cairo_set_font_size(cr, cell < 9 ? cell : 9);
+            cairo_set_font_size(cr, cell - 2 < 12 ? cell - 2 : 12);
             char b[2];
             for (int i = 0; i < T; i++) {
                 const char *s = label_text(c->labels[i], b);
@@ -753,7 +772,7 @@ static void draw_attention(cairo_t *cr, const void *vctx) {
         }
     }
     /* colour bar */
-    double bx = cols * ATT_PANEL + 20, by = top + 30, bh = ATT_PANEL - 60;
+    double bx = cols * c->panel + 20, by = top + 30, bh = c->panel - 60;
     for (int k = 0; k < 100; k++) {
         double r, g, b;
         viridis(1.0 - k / 99.0, &r, &g, &b);
@@ -776,7 +795,9 @@ static ts_status attention_ctx(att_ctx *c, const char *title, const float *probs
     if (!probs || heads < 1 || heads > 64 || T < 1 || T > 1024)
         return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_plot_attention: probabilities [heads, T, T] with 1..64 heads and T 1..1024 are required");
     int cols = heads < ATT_COLS ? heads : ATT_COLS, rows = (heads + ATT_COLS - 1) / ATT_COLS;
-    *c = (att_ctx){title, probs, heads, T, labels, 0, cols * ATT_PANEL + 110, 50 + rows * (ATT_PANEL + 20) + 20};
+    bool labelled = labels && T <= 64; /* as draw_attention: margin 28 and 10 px beside the cells */
+    int panel = labelled && 38 + T * ATT_LABEL_CELL > ATT_PANEL ? 38 + T * ATT_LABEL_CELL : ATT_PANEL;
+    *c = (att_ctx){title, probs, heads, T, labels, 0, cols * panel + 110, 50 + rows * (panel + 20) + 20, panel};
     for (int64_t i = 0; i < (int64_t)heads * T * T; i++)
         if (probs[i] > c->vmax) c->vmax = probs[i];
     if (!(c->vmax > 0)) c->vmax = 1;

@@ -47,3 +47,10 @@ ts_status ts_plot_attention_png(unsigned char **png, size_t *n, int *width, int 
     if (n) *n = 0;
     NO_PLOTS();
 }
+
+ts_status ts_plot_tiles_png(unsigned char **png, size_t *n, int *width, int *height, const char *title, const ts_array *a) {
+    (void)width, (void)height, (void)title, (void)a;
+    if (png) *png = NULL;
+    if (n) *n = 0;
+    NO_PLOTS();
+}

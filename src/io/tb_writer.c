@@ -281,6 +281,61 @@ ts_status ts_tb_text(ts_tb_writer *w, const char *tag, int64_t step, const char 
                                   (ProtobufCBinaryData){strlen(text), (uint8_t *)text});
 }
 
+ts_status ts_tb_layout(ts_tb_writer *w, const ts_tb_chart *charts, int n) {
+    ts_status st = tb_check(w, "custom_scalars__config__", "ts_tb_layout");
+    if (st) return st;
+    if (n < 1 || n > 4096 || !charts) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_tb_layout: give 1 to 4096 charts");
+    for (int i = 0; i < n; i++)
+        if (!charts[i].category || !charts[i].title || charts[i].n_tags < 1 || !charts[i].tags)
+            return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_tb_layout: chart %d needs a category, a title and at least one tag", i);
+    /* categories in order of first appearance, each with its charts */
+    TensorscopeTb__Category *cats = ts_calloc((size_t)n, sizeof *cats), **cat_ptrs = ts_calloc((size_t)n, sizeof *cat_ptrs);
+    TensorscopeTb__Chart *ch = ts_calloc((size_t)n, sizeof *ch), **ch_ptrs = ts_calloc((size_t)n, sizeof *ch_ptrs);
+    TensorscopeTb__MultilineChartContent *lines = ts_calloc((size_t)n, sizeof *lines);
+    uint8_t *packed = NULL;
+    st = cats && cat_ptrs && ch && ch_ptrs && lines ? TS_OK : TS_ERR_OUT_OF_MEMORY;
+    size_t n_cats = 0, used = 0;
+    for (size_t c = 0; !st && c < (size_t)n; c++) {
+        size_t k = 0;
+        while (k < n_cats && strcmp(cats[k].title, charts[c].category) != 0) k++;
+        if (k < n_cats) continue;
+        tensorscope_tb__category__init(&cats[k]);
+        cats[k].title = (char *)charts[c].category;
+        cats[k].chart = ch_ptrs + used;
+        for (size_t i = c; i < (size_t)n; i++) {
+            if (strcmp(charts[i].category, charts[c].category) != 0) continue;
+            tensorscope_tb__multiline_chart_content__init(&lines[used]);
+            lines[used].n_tag = (size_t)charts[i].n_tags;
+            lines[used].tag = (char **)charts[i].tags;
+            tensorscope_tb__chart__init(&ch[used]);
+            ch[used].title = (char *)charts[i].title;
+            ch[used].content_case = TENSORSCOPE_TB__CHART__CONTENT_MULTILINE;
+            ch[used].multiline = &lines[used];
+            ch_ptrs[used] = &ch[used];
+            used++;
+            cats[k].n_chart++;
+        }
+        cat_ptrs[n_cats++] = &cats[k];
+    }
+    TensorscopeTb__Layout layout = TENSORSCOPE_TB__LAYOUT__INIT;
+    layout.n_category = n_cats;
+    layout.category = cat_ptrs;
+    size_t len = st ? 0 : protobuf_c_message_get_packed_size(&layout.base);
+    if (!st && !(packed = ts_malloc(len ? len : 1))) st = TS_ERR_OUT_OF_MEMORY;
+    if (!st) {
+        protobuf_c_message_pack(&layout.base, packed);
+        st = tb_write_plugin_string(w, "custom_scalars__config__", 0, "custom_scalars", (ProtobufCBinaryData){0, NULL},
+                                    (ProtobufCBinaryData){len, packed});
+    }
+    ts_free(packed);
+    ts_free(lines);
+    ts_free(ch_ptrs);
+    ts_free(ch);
+    ts_free(cat_ptrs);
+    ts_free(cats);
+    return st;
+}
+
 /* One hparams-plugin summary (`_hparams_/session_start_info` or
  * `_hparams_/session_end_info`), as TensorBoard's hparams summary_v2 writes
  * it: the plugin data in the metadata, an empty string tensor as the value. */

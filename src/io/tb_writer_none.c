@@ -35,6 +35,11 @@ ts_status ts_tb_hparams(ts_tb_writer *w, const ts_tb_hparam *hp, int n) {
     NO_TB();
 }
 
+ts_status ts_tb_layout(ts_tb_writer *w, const ts_tb_chart *charts, int n) {
+    (void)w, (void)charts, (void)n;
+    NO_TB();
+}
+
 ts_status ts_tb_hparams_end(ts_tb_writer *w, int success) {
     (void)w, (void)success;
     NO_TB();

@@ -344,8 +344,7 @@ static ts_status numerics_report(ts_model *m, int entry, int64_t sample, int pro
     for (int k = 0; k < p->n_entries; k++) p->entries[k].checked = false; /* the run stops here: no scan carried into the next */
     m->failed_entry = entry;
     m->failed_op = e->kind == TS_KIND_GRAD ? producer : -1;
-    ts_logf(TS_LOG_ERROR, "%s", r.text);
-    return ts_error(TS_ERR_NUMERICS, "%s", r.text);
+    return ts_error(TS_ERR_NUMERICS, "%s", r.text); /* logged once, when the run stops (ts_exec_run) */
 }
 
 ts_status ts_check_backward(ts_model *m, int node, int64_t sample) {
@@ -457,5 +456,5 @@ void ts_print_tensor(const char *title, const float *x, const ts_shape *s) {
     size_t used = (size_t)snprintf(buf, sizeof buf, "%.400s: f32%s ", title, ts_shape_str(s, shape, sizeof shape));
     if (s->ndim == 0) snprintf(buf + used, sizeof buf - used, "%.4f", (double)x[0]);
     else print_dim(buf, sizeof buf, &used, x, s, 0, 0, ts_shape_numel(s) > PRINT_THRESHOLD);
-    ts_log_message(TS_LOG_ERROR, buf);
+    ts_log_print(buf);
 }
