@@ -189,3 +189,21 @@ def test_the_export_is_opset_17_whichever_torch(tmp_path):
     path = str(tmp_path / "drop.onnx")
     export_onnx(DropoutNet(), (torch.zeros(4, 6),), path, ["x"])
     assert default_opset(path) == 17  # PyTorch 2.15 writes 20 by default, 1.13 writes 14
+
+
+@pytest.mark.skipif(not HAS_ONNX_IMPORT, reason="this library does not import ONNX")
+def test_without_the_onnx_package_the_error_says_to_install_it(monkeypatch):
+    """PyTorch 2.9 on writes ONNX through the onnx package (its error then:
+    "Module onnx is not installed!")."""
+    import importlib.util
+    find_spec = importlib.util.find_spec
+
+    def export(*args, **kwargs):
+        raise RuntimeError("Module onnx is not installed!")
+
+    monkeypatch.setattr(torch.onnx, "export", export)
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "onnx" else find_spec(name, *a))
+    with pytest.raises(ImportError, match="pip install onnx"):
+        ts.training_model(Scores(), ts.Options(), optimizer=ts.SGD(lr=0.1), loss="nll",
+                          example_inputs=(example()[0],))
