@@ -53,8 +53,8 @@ def export_onnx(module, example_inputs, path, input_names, keep_stacks=False):
     """torch.onnx.export in training mode with parameters kept as named
     initializers (no constant folding), the TorchScript exporter at opset
     EXPORT_OPSET (PyTorch 2.9 on defaults to the dynamo exporter, which
-    exports the module as traced in its current mode and renames what it
-    folds). keep_stacks: each node keeps the Python stack that made it (its
+    folds BatchNormalization into the convolutions, parameters gone, even
+    in training mode). keep_stacks: each node keeps the Python stack that made it (its
     doc_string; the exporter's verbose mode, without its printout)."""
     import torch
     kwargs = {}
