@@ -22,6 +22,9 @@ For each model x exporter, the checks (a cell each):
              output): the gradient of every parameter within 1e-3 of
              PyTorch's, relative to the largest value of PyTorch's gradient
   training   10 Adam steps on one batch: the loss falls
+  compare    `tensorscope compare --grads` (the CLI) against the reference
+             dump python/tensorscope_ref.py writes of the module passes,
+             layer by layer
 A check that cannot run because one it needs failed (gradients need the
 names) fails as "not run".
 
@@ -39,6 +42,7 @@ import os
 import re
 import select
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -59,7 +63,7 @@ HEADER = """\
 """
 MODELS = ["resnet18", "mobilenet_v3_small", "vit", "gpt2", "bert", "transformer_encoder", "lstm"]
 EXPORTERS = ["torchscript", "dynamo"]
-CHECKS = ["import", "names", "inference", "gradients", "training"]
+CHECKS = ["import", "names", "inference", "gradients", "training", "compare"]
 ROW_TIMEOUT_S = 600
 OUT_RTOL = 1e-4      # inference: |ts - torch| <= OUT_RTOL * (1 + |torch|)
 GRAD_RTOL = 1e-3     # gradients: max |ts - torch| <= GRAD_RTOL * max |torch|
@@ -290,11 +294,29 @@ def check_row(ts, name, exporter, workdir):
             return "loss does not fall: " + ", ".join(f"{v:.4g}" for v in losses)
         return None
 
+    def do_compare():
+        import tensorscope_ref
+        ref = os.path.join(workdir, f"{name}.{exporter}.reference")
+        tensorscope_ref.dump(module, inputs, ref, loss_fn=torch_loss, targets=labels)
+        cli = os.path.join(os.environ.get("TS_BUILD_DIR", "build"), "tensorscope")
+        r = subprocess.run([cli, "compare", "--model", path, "--grads",
+                            "--inputs", os.path.join(ref, "inputs.npz"),
+                            "--weights", os.path.join(ref, "weights.npz"),
+                            "--reference", os.path.join(ref, "reference.npz")],
+                           capture_output=True, text=True, timeout=ROW_TIMEOUT_S)
+        if r.returncode == 0:
+            return None
+        out = (r.stdout + r.stderr).replace(path, "the file").replace(workdir + os.sep, "")
+        out = out.splitlines()
+        said = [ln for ln in out if ln.startswith(("compared", "first divergence", "error"))]
+        return "compare failed: " + "; ".join(said or out[-2:])[:500]
+
     run("import", do_import)
     run("names", do_names, ["import"])
     run("inference", do_inference, ["import"])
     run("gradients", do_gradients, ["import", "names"])
     run("training", do_training, ["import"])
+    run("compare", do_compare, ["import"])
     return res
 
 
@@ -341,7 +363,8 @@ def run_row(name, exporter):
 def reason_of(why):
     """A failing cell's reason as the expected-failures file states it: the
     kind of mismatch without its figures, the library's message classified."""
-    for kind in ("output mismatch", "gradient mismatch", "loss does not fall", "names missing"):
+    for kind in ("output mismatch", "gradient mismatch", "loss does not fall", "names missing",
+                 "compare failed"):
         if why.startswith(kind):
             return kind
     if why.startswith(("not run", "export failed", "output shape", "gradient of", "crash: ",
