@@ -22,19 +22,7 @@ fail() { echo "FAIL $*"; echo "test_onnx_conformance: FAIL"; exit 1; }
 py_venv_ensure "$VENV" onnx==1.23.2 protobuf==7.36.2 ml_dtypes==0.6.0 numpy==2.4.6 typing_extensions==4.16.0
 flock -u 9
 
-# A sanitizer build's library needs its runtime loaded first: preloaded
-# into Python, whose own allocations are not leak-checked.
-cache=$build/CMakeCache.txt
-cc=$(sed -n 's/^CMAKE_C_COMPILER:[A-Z]*=//p' "$cache" 2>/dev/null)
-runtime=""
-grep -q '^TS_SANITIZE:BOOL=ON' "$cache" 2>/dev/null && runtime=libasan.so
-grep -q '^TS_TSAN:BOOL=ON' "$cache" 2>/dev/null && runtime=libtsan.so
-if [ -n "$runtime" ]; then
-    preload=$("${cc:-cc}" -print-file-name=$runtime)
-    [ -f "$preload" ] || fail "cannot find $runtime of ${cc:-cc} to preload for this sanitizer build"
-    export LD_PRELOAD=$preload${LD_PRELOAD:+:$LD_PRELOAD}
-    export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
-fi
+py_sanitizer_preload "$build"
 
 cd "$build" || fail "cannot cd to $build"
 TENSORSCOPE_LIBRARY=$build/libtensorscope.so PYTHONPATH=$src/python TS_SOURCE_DIR=$src \

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.util
 import inspect
 import os
 import re
 import tempfile
+import warnings
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import _capi
@@ -44,10 +46,15 @@ def _optimizer_of(optimizer):
                     "torch.optim.SGD, Adam or AdamW")
 
 
+EXPORT_OPSET = 17  # every PyTorch from 1.13 writes it: the same graph whichever torch exports
+
+
 def export_onnx(module, example_inputs, path, input_names, keep_stacks=False):
     """torch.onnx.export in training mode with parameters kept as named
-    initializers (no constant folding), the TorchScript exporter.
-    keep_stacks: each node keeps the Python stack that made it (its
+    initializers (no constant folding), the TorchScript exporter at opset
+    EXPORT_OPSET (PyTorch 2.9 on defaults to the dynamo exporter, which
+    folds BatchNormalization into the convolutions, parameters gone, even
+    in training mode). keep_stacks: each node keeps the Python stack that made it (its
     doc_string; the exporter's verbose mode, without its printout)."""
     import torch
     kwargs = {}
@@ -56,10 +63,18 @@ def export_onnx(module, example_inputs, path, input_names, keep_stacks=False):
     quiet = contextlib.nullcontext()
     if keep_stacks and callable(getattr(torch.onnx, "log", None)):
         quiet = _patched(torch.onnx, "log", lambda *args: None)  # verbose prints the graph
-    with quiet:
-        torch.onnx.export(module, tuple(example_inputs), path, input_names=input_names,
-                          training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
-                          verbose=keep_stacks, **kwargs)
+    with quiet, warnings.catch_warnings():
+        # the TorchScript exporter and its training= are deprecated from PyTorch 2.9 on
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            torch.onnx.export(module, tuple(example_inputs), path, input_names=input_names,
+                              training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
+                              opset_version=EXPORT_OPSET, verbose=keep_stacks, **kwargs)
+        except Exception as e:
+            if importlib.util.find_spec("onnx") is None:  # PyTorch 2.9 on writes ONNX through it
+                raise ImportError(f"PyTorch {torch.__version__} exports ONNX through the onnx "
+                                  "package, which is not installed: pip install onnx") from e
+            raise
 
 
 @contextlib.contextmanager

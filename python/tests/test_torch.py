@@ -125,3 +125,85 @@ def test_from_onnx_inference_matches_torch(tmp_path):
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
     with pytest.raises(ts.FileError):
         ts.Graph.from_onnx(str(tmp_path / "missing.onnx"))
+
+
+class DropoutNet(torch.nn.Module):
+    """Scores with Dropout: a training export keeps it, mask output and all."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(6, 16)
+        self.drop = torch.nn.Dropout(0.5)
+        self.fc2 = torch.nn.Linear(16, 3)
+
+    def forward(self, x):
+        return F.log_softmax(self.fc2(self.drop(F.relu(self.fc1(x)))), 1)
+
+
+@pytest.mark.skipif(not HAS_ONNX_IMPORT, reason="this library does not import ONNX")
+def test_a_module_with_dropout_trains_with_dropout_on():
+    torch.manual_seed(0)
+    net = DropoutNet()
+    x, y = batches(1)
+
+    def wrap(lr):
+        model = ts.training_model(net, ts.Options(), optimizer=ts.SGD(lr=lr), loss="nll",
+                                  example_inputs=(torch.from_numpy(x),))
+        model.compile()
+        return model, y.astype(model.graph.tensor("labels").dtype)
+
+    # the export keeps Dropout: with the weights held, the same batch gives
+    # another loss at each step (the masks differ), and in torch too
+    frozen, labels = wrap(0.0)
+    losses = {round(float(frozen(x=x, labels=labels)), 6) for _ in range(6)}
+    assert len(losses) > 1, "every step's loss is the same: dropout was dropped"
+    with torch.no_grad():
+        evaluated = F.nll_loss(net.eval()(torch.from_numpy(x)), torch.from_numpy(y).long()).item()
+    net.train()
+    assert min(losses) < evaluated * 2 and max(losses) > 0  # the same network, masked
+    # and it learns: the mean loss of the last steps below that of the first
+    model, labels = wrap(0.2)
+    steps = [float(model(x=x, labels=labels)) for _ in range(40)]
+    assert np.mean(steps[-8:]) < 0.5 * np.mean(steps[:8]), steps
+    before = net.fc1.weight.detach().clone()
+    model.copy_weights_to_torch()
+    assert not torch.equal(net.fc1.weight, before)
+
+
+def default_opset(path):
+    """The default domain's opset of an ONNX file (ModelProto.opset_import = 8:
+    OperatorSetIdProto domain = 1, version = 2)."""
+    from tensorscope._torch import _fields
+    with open(path, "rb") as f:
+        buf = memoryview(f.read())
+    for field, wire, entry in _fields(buf):
+        if field == 8 and wire == 2:
+            parts = {k: v for k, _, v in _fields(entry)}
+            if not bytes(parts.get(1, b"")):
+                return parts.get(2)
+    return None
+
+
+def test_the_export_is_opset_17_whichever_torch(tmp_path):
+    from tensorscope._torch import export_onnx
+    path = str(tmp_path / "drop.onnx")
+    export_onnx(DropoutNet(), (torch.zeros(4, 6),), path, ["x"])
+    assert default_opset(path) == 17  # PyTorch 2.15 writes 20 by default, 1.13 writes 14
+
+
+@pytest.mark.skipif(not HAS_ONNX_IMPORT, reason="this library does not import ONNX")
+def test_without_the_onnx_package_the_error_says_to_install_it(monkeypatch):
+    """PyTorch 2.9 on writes ONNX through the onnx package (its error then:
+    "Module onnx is not installed!")."""
+    import importlib.util
+    find_spec = importlib.util.find_spec
+
+    def export(*args, **kwargs):
+        raise RuntimeError("Module onnx is not installed!")
+
+    monkeypatch.setattr(torch.onnx, "export", export)
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "onnx" else find_spec(name, *a))
+    with pytest.raises(ImportError, match="pip install onnx"):
+        ts.training_model(Scores(), ts.Options(), optimizer=ts.SGD(lr=0.1), loss="nll",
+                          example_inputs=(example()[0],))

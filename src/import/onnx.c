@@ -692,8 +692,8 @@ static ts_status op_dropout(importer *im, node_io *io) {
         return node_error(im, TS_ERR_UNSUPPORTED, "a Dropout whose training_mode is computed by the graph is not available");
     if (io->n_in >= 2 && io->in[1] && !const_scalar(io->in[1], &ratio))
         return node_error(im, TS_ERR_UNSUPPORTED, "a Dropout whose ratio is not a constant is not available");
-    if (train != 0) { /* a training export: the dropout op (its mask output is not available) */
-        if (io->n_out > 1 && im->node->output[1] && *im->node->output[1])
+    if (train != 0) { /* a training export: the dropout op; its mask output, which PyTorch's exporters write unread, stays undefined */
+        if (io->n_out > 1 && im->node->output[1] && *im->node->output[1] && ts_strmap_get(&im->uses, im->node->output[1]) > 0)
             return node_error(im, TS_ERR_UNSUPPORTED, "Dropout's mask output is not available");
         ts_status st = TS_OK;
         ts_tensor *x = as_tensor(im, io->in[0], &st);

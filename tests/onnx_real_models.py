@@ -1,0 +1,445 @@
+"""Real models from PyTorch's two ONNX exporters, imported and checked
+against PyTorch.
+
+Seven models, built small with random weights at test time (nothing is
+downloaded, nothing committed): torchvision's resnet18, mobilenet_v3_small
+and a 2-layer VisionTransformer, transformers' GPT2LMHeadModel and
+BertForSequenceClassification from small configs, an nn.TransformerEncoder
+classifier and an nn.LSTM classifier. Each is exported in training mode by
+the TorchScript exporter (opset 17, as ts.training_model exports) and by the
+default (dynamo) exporter of the PyTorch this runs with; every dropout
+probability is 0, so that PyTorch's training-mode forward is deterministic
+(the Dropout nodes are exported all the same).
+
+For each model x exporter, the checks (a cell each):
+  import     Graph.from_onnx at the example inputs' shapes
+  names      every parameter and floating-point buffer of the module is a
+             tensor of the graph under its PyTorch name
+  inference  ts.inference_model's output equals the module's in eval mode
+             (BatchNormalization by its running statistics):
+             |ts - torch| <= 1e-4 * (1 + |torch|)
+  gradients  one step of a training model (cross-entropy on the first
+             output): the gradient of every parameter within 1e-3 of
+             PyTorch's, relative to the largest value of PyTorch's gradient
+  training   10 Adam steps on one batch: the loss falls
+  compare    `tensorscope compare --grads` (the CLI) against the reference
+             dump python/tensorscope_ref.py writes of the module passes,
+             layer by layer
+A check that cannot run because one it needs failed (gradients need the
+names) fails as "not run".
+
+Prints the table, then exits 1 on a failing cell that
+tests/onnx_real_models_expected_failures.txt does not list, or on a listed
+cell that passes now. `--write-expected` rewrites that file from today's
+results, each reason classified as tests/onnx_conformance.py classifies
+ONNX's node cases (docs/onnx.md#real-models). Each model x exporter runs
+in a forked process, so that a crash or a hang is that row's failure, not
+the test's.
+"""
+import argparse
+import json
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from onnx_conformance import classify, read_expected  # noqa: E402
+
+EXPECTED_FILE = os.path.join("tests", "onnx_real_models_expected_failures.txt")
+HEADER = """\
+# Cells of tests/onnx_real_models.py (model/exporter/check) that fail today,
+# and why: `cell  reason`, sorted. tests/test_onnx_real_models.sh fails on a
+# failing cell missing here and on a cell here that passes: remove it then.
+# Regenerate with tests/test_onnx_real_models.sh --write-expected.
+"""
+MODELS = ["resnet18", "mobilenet_v3_small", "vit", "gpt2", "bert", "transformer_encoder", "lstm"]
+EXPORTERS = ["torchscript", "dynamo"]
+CHECKS = ["import", "names", "inference", "gradients", "training", "compare"]
+ROW_TIMEOUT_S = 600
+OUT_RTOL = 1e-4      # inference: |ts - torch| <= OUT_RTOL * (1 + |torch|)
+GRAD_RTOL = 1e-3     # gradients: max |ts - torch| <= GRAD_RTOL * max |torch|
+TRAIN_STEPS = 10
+BATCH = 2
+
+
+# ------------------------------------------------------------------ models
+
+
+def build(name):
+    """(module, {input name: example tensor}, labels tensor): the module in
+    training mode with every dropout probability 0, and labels for its
+    first output (per sample, or per token for a language model)."""
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(1)
+    image = {"x": torch.randn(BATCH, 3, 64, 64, generator=g)}
+    classes = torch.randint(0, 10, (BATCH,), generator=g)
+    tokens = {"input_ids": torch.randint(0, 100, (BATCH, 8), generator=g)}
+    if name == "resnet18":
+        import torchvision
+        m, inputs, labels = torchvision.models.resnet18(num_classes=10), image, classes
+    elif name == "mobilenet_v3_small":
+        import torchvision
+        m = torchvision.models.mobilenet_v3_small(num_classes=10, dropout=0.0)
+        inputs, labels = image, classes
+    elif name == "vit":
+        from torchvision.models.vision_transformer import VisionTransformer
+        m = VisionTransformer(image_size=64, patch_size=16, num_layers=2, num_heads=2,
+                              hidden_dim=32, mlp_dim=64, num_classes=10)
+        inputs, labels = image, classes
+    elif name == "gpt2":
+        from transformers import GPT2Config, GPT2LMHeadModel
+
+        class GPT2(GPT2LMHeadModel):  # the logits, as a tensor; the same names
+            def forward(self, input_ids):  # without a mask, the export meets aten::diff
+                return super().forward(input_ids=input_ids,
+                                       attention_mask=torch.ones_like(input_ids)).logits
+
+        m = GPT2(GPT2Config(vocab_size=100, n_positions=16, n_embd=32, n_layer=2,
+                                       n_head=2, resid_pdrop=0.0, embd_pdrop=0.0,
+                                       attn_pdrop=0.0, use_cache=False,
+                                  bos_token_id=0, eos_token_id=0, attn_implementation="eager"))
+        inputs, labels = tokens, torch.randint(0, 100, (BATCH, 8), generator=g)
+    elif name == "bert":
+        from transformers import BertConfig, BertForSequenceClassification
+
+        class Bert(BertForSequenceClassification):
+            def forward(self, input_ids):
+                return super().forward(input_ids=input_ids,
+                                       attention_mask=torch.ones_like(input_ids)).logits
+
+        m = Bert(BertConfig(
+            vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+            intermediate_size=64, max_position_embeddings=16, num_labels=3,
+            hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+            attn_implementation="eager"))
+        inputs, labels = tokens, torch.randint(0, 3, (BATCH,), generator=g)
+    elif name == "transformer_encoder":
+        m = EncoderClassifier()
+        inputs, labels = {"x": torch.randn(BATCH, 8, 32, generator=g)}, classes % 5
+    elif name == "lstm":
+        m = LSTMClassifier()
+        inputs, labels = {"x": torch.randn(BATCH, 8, 16, generator=g)}, classes % 5
+    else:
+        raise ValueError(name)
+    return m.train(), inputs, labels
+
+
+class EncoderClassifier(torch.nn.Module):
+    """nn.TransformerEncoder (2 layers) and a linear head on the mean."""
+
+    def __init__(self):
+        super().__init__()
+        layer = torch.nn.TransformerEncoderLayer(32, 2, 64, dropout=0.0, batch_first=True)
+        self.encoder = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.head = torch.nn.Linear(32, 5)
+
+    def forward(self, x):
+        return self.head(self.encoder(x).mean(1))
+
+
+class LSTMClassifier(torch.nn.Module):
+    """nn.LSTM and a linear head on the last step."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = torch.nn.LSTM(16, 32, batch_first=True)
+        self.head = torch.nn.Linear(32, 5)
+
+    def forward(self, x):
+        out, _ = self.lstm(x)
+        return self.head(out[:, -1])
+
+
+def export(module, inputs, path, exporter):
+    """The module exported in training mode by `exporter`."""
+    import warnings
+    args, names = tuple(inputs.values()), list(inputs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if exporter == "torchscript":
+            from tensorscope._torch import export_onnx
+            export_onnx(module, args, path, names)
+        else:
+            torch.onnx.export(module, args, path, input_names=names, dynamo=True,
+                              external_data=False)
+    module.train()  # an exporter may leave it in eval mode
+
+
+def scores_of(out):
+    return out[0] if isinstance(out, (tuple, list)) else out
+
+
+def torch_loss(scores, labels):
+    import torch.nn.functional as F
+    return F.cross_entropy(scores.reshape(-1, scores.shape[-1]), labels.reshape(-1))
+
+
+# ------------------------------------------------------------------ checks
+
+
+def relative_error(got, want):
+    """max |got - want| over max |want|."""
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    return float(np.max(np.abs(got - want)) / max(float(np.max(np.abs(want))), 1e-30))
+
+
+def training_model(ts, path, inputs, labels, optimizer, anchors=()):
+    g = ts.Graph.from_onnx(path, {k: tuple(v.shape) for k, v in inputs.items()})
+    scores = g.outputs[0]
+    lab = g.input("labels", "i32", list(labels.shape))
+    loss = g.cross_entropy(scores, lab)
+    loss.name = "loss"
+    opts = ts.Options().output_mode("final")
+    for short, tensor in anchors:
+        opts.anchor_tensor(short, tensor, "final")
+    model = ts.training_model(g, opts, optimizer=optimizer, loss=loss)
+    model.compile()
+    return model
+
+
+def check_row(ts, name, exporter, workdir):
+    """{check: None (pass) or reason} of one model x exporter."""
+    res = {}
+    module, inputs, labels = build(name)
+    path = os.path.join(workdir, f"{name}.{exporter}.onnx")
+    feeds = {k: v.numpy() for k, v in inputs.items()}
+    y = labels.numpy().astype(np.int32)
+
+    def run(check, fn, needs=()):
+        failed = [n for n in needs if res.get(n) is not None]
+        if failed:
+            res[check] = f"not run: {failed[0]} failed"
+            return
+        try:
+            res[check] = fn()
+        except Exception as e:  # one check's failure never stops the others
+            msg = f"{type(e).__name__}: {e}".replace(path + ": ", "").replace(path, "the file")
+            res[check] = " ".join(msg.split())[:600]
+
+    def do_import():
+        try:
+            export(module, inputs, path, exporter)
+        except Exception as e:
+            while e.__cause__ is not None:  # torch.export's own error, under the exporter's
+                e = e.__cause__
+            tb = traceback.extract_tb(e.__traceback__)[-1]
+            first = re.sub(r"\x1b\[[0-9;]*m", "", (str(e).strip() or "?").splitlines()[0])
+            return (f"export failed: {type(e).__name__}: {first[:300]} "
+                    f"({os.path.basename(tb.filename)}:{tb.lineno})")
+        ts.Graph.from_onnx(path, {k: tuple(v.shape) for k, v in inputs.items()}).close()
+        return None
+
+    def do_names():
+        g = ts.Graph.from_onnx(path, {k: tuple(v.shape) for k, v in inputs.items()})
+        want = [n for n, _ in module.named_parameters()]
+        want += [n for n, b in module.named_buffers() if b.is_floating_point()]
+        missing = []
+        for n in want:
+            try:
+                g.tensor(n)
+            except ts.NotFoundError:
+                missing.append(n)
+        g.close()
+        if missing:
+            return (f"names missing: {len(missing)} of {len(want)}, e.g. "
+                    f"{', '.join(missing[:3])}")
+        return None
+
+    def do_inference():
+        g = ts.Graph.from_onnx(path, {k: tuple(v.shape) for k, v in inputs.items()})
+        m = ts.inference_model(g, ts.Options().output_mode("final"))
+        got = m(**feeds)
+        got = np.asarray(got[0] if isinstance(got, tuple) else got)
+        with torch.no_grad():
+            want = scores_of(module.eval()(*inputs.values())).numpy()
+        module.train()
+        if got.shape != want.shape:
+            return f"output shape {list(got.shape)}, PyTorch's {list(want.shape)}"
+        err = np.abs(got.astype(np.float64) - want) / (1 + np.abs(want))
+        if not np.all(err <= OUT_RTOL):
+            return f"output mismatch: max error {float(np.max(err)):.3g} > {OUT_RTOL:g}"
+        return None
+
+    def do_gradients():
+        params = dict(module.named_parameters())
+        anchors = [(f"g{i}", "Gradient___" + n) for i, n in enumerate(params)]
+        m = training_model(ts, path, inputs, labels, ts.SGD(lr=0.0), anchors)
+        m(**feeds, labels=y)
+        module.zero_grad()
+        torch_loss(scores_of(module(*inputs.values())), labels).backward()
+        worst = (0.0, "")
+        for (short, _), (n, p) in zip(anchors, params.items()):
+            want = p.grad.numpy() if p.grad is not None else np.zeros(tuple(p.shape), np.float32)
+            got = m.get_anchored_tensor(short)
+            if got.size != want.size:
+                return f"gradient of {n}: shape {list(got.shape)}, PyTorch's {list(want.shape)}"
+            worst = max(worst, (relative_error(got.reshape(want.shape), want), n))
+        if worst[0] > GRAD_RTOL:
+            return f"gradient mismatch: {worst[1]} off by {worst[0]:.3g} of its largest value"
+        return None
+
+    def do_training():
+        m = training_model(ts, path, inputs, labels, ts.Adam(1e-3))
+        losses = [float(m(**feeds, labels=y)) for _ in range(TRAIN_STEPS)]
+        if not (np.all(np.isfinite(losses)) and min(losses[-3:]) < losses[0]):
+            return "loss does not fall: " + ", ".join(f"{v:.4g}" for v in losses)
+        return None
+
+    def do_compare():
+        import tensorscope_ref
+        ref = os.path.join(workdir, f"{name}.{exporter}.reference")
+        tensorscope_ref.dump(module, inputs, ref, loss_fn=torch_loss, targets=labels)
+        cli = os.path.join(os.environ.get("TS_BUILD_DIR", "build"), "tensorscope")
+        r = subprocess.run([cli, "compare", "--model", path, "--grads",
+                            "--inputs", os.path.join(ref, "inputs.npz"),
+                            "--weights", os.path.join(ref, "weights.npz"),
+                            "--reference", os.path.join(ref, "reference.npz")],
+                           capture_output=True, text=True, timeout=ROW_TIMEOUT_S)
+        if r.returncode == 0:
+            return None
+        out = (r.stdout + r.stderr).replace(path, "the file").replace(workdir + os.sep, "")
+        out = out.splitlines()
+        said = [ln for ln in out if ln.startswith(("compared", "first divergence", "error"))]
+        return "compare failed: " + "; ".join(said or out[-2:])[:500]
+
+    run("import", do_import)
+    run("names", do_names, ["import"])
+    run("inference", do_inference, ["import"])
+    run("gradients", do_gradients, ["import", "names"])
+    run("training", do_training, ["import"])
+    run("compare", do_compare, ["import"])
+    return res
+
+
+# ------------------------------------------------------- one fork per row
+
+
+def run_row(name, exporter):
+    """check_row in a forked process: a crash or a hang fails that row."""
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(rfd)
+        try:
+            import tensorscope as ts
+            ts.set_log_level(0)
+            with tempfile.TemporaryDirectory(prefix="ts_real_models.") as d:
+                res = check_row(ts, name, exporter, d)
+        except BaseException as e:
+            res = {c: f"not run: {type(e).__name__}: {e}"[:300] for c in CHECKS}
+        with os.fdopen(wfd, "w") as out:
+            out.write(json.dumps(res))
+        os._exit(0)
+    os.close(wfd)
+    buf, deadline = b"", time.monotonic() + ROW_TIMEOUT_S
+    with os.fdopen(rfd, "rb", buffering=0) as r:
+        while True:
+            ready, _, _ = select.select([r], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                return {c: f"timeout: no result in {ROW_TIMEOUT_S} s" for c in CHECKS}
+            chunk = r.read(65536)
+            if not chunk:
+                break
+            buf += chunk
+    _, status = os.waitpid(pid, 0)
+    if not buf:
+        how = (f"signal {signal.Signals(os.WTERMSIG(status)).name}" if os.WIFSIGNALED(status)
+               else f"exit status {os.WEXITSTATUS(status)}")
+        return {c: f"crash: the process died ({how})" for c in CHECKS}
+    return json.loads(buf)
+
+
+def reason_of(why):
+    """A failing cell's reason as the expected-failures file states it: the
+    kind of mismatch without its figures, the library's message classified."""
+    for kind in ("output mismatch", "gradient mismatch", "loss does not fall", "names missing",
+                 "compare failed"):
+        if why.startswith(kind):
+            return kind
+    if why.startswith(("not run", "export failed", "output shape", "gradient of", "crash: ",
+                       "timeout: ")):
+        return why
+    return classify(why)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--source", default=os.environ.get("TS_SOURCE_DIR") or os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), ".."))
+    p.add_argument("--write-expected", action="store_true",
+                   help=f"rewrite {EXPECTED_FILE} from today's failures")
+    p.add_argument("--only", help="run only the models whose name matches this regex")
+    args = p.parse_args()
+    if args.write_expected and args.only:
+        p.error("--write-expected writes the whole list: run it without --only")
+    t0 = time.perf_counter()
+    models = [m for m in MODELS if not args.only or re.search(args.only, m)]
+    print(f"torch {torch.__version__}: {len(models)} models x {len(EXPORTERS)} exporters",
+          flush=True)
+    results = {}
+    for name in models:
+        for exporter in EXPORTERS:
+            t = time.perf_counter()
+            row = run_row(name, exporter)
+            for c in CHECKS:
+                results[f"{name}/{exporter}/{c}"] = row.get(c, "not run: no result")
+            print(f"  {name}/{exporter}: {time.perf_counter() - t:.1f} s", flush=True)
+
+    expected_path = os.path.join(args.source, EXPECTED_FILE)
+    if args.write_expected:
+        with open(expected_path + ".tmp", "w", encoding="utf-8") as f:
+            f.write(HEADER)
+            for cell in sorted(c for c, why in results.items() if why is not None):
+                f.write(f"{cell}  {reason_of(results[cell])}\n")
+        os.replace(expected_path + ".tmp", expected_path)
+        print(f"wrote {expected_path}")
+    expected = read_expected(expected_path)
+
+    width = max(len(f"{m}/{e}") for m in models for e in EXPORTERS)
+    print(f"\n{'model/exporter':<{width}}  " + "  ".join(f"{c:<9}" for c in CHECKS))
+    for name in models:
+        for exporter in EXPORTERS:
+            cells = [results[f"{name}/{exporter}/{c}"] for c in CHECKS]
+            print(f"{name + '/' + exporter:<{width}}  " + "  ".join(
+                f"{'pass' if w is None else ('-' if w.startswith('not run') else 'FAIL'):<9}"
+                for w in cells))
+    print("\nfailing cells (reason, then the message):")
+    for cell, why in results.items():
+        if why is not None and not why.startswith("not run"):
+            print(f"  {cell}: {reason_of(why)}\n      {why[:400]}")
+
+    unexpected = [c for c, w in results.items() if w is not None and c not in expected]
+    fixed = [c for c, w in results.items() if w is None and c in expected]
+    stale = [] if args.only else sorted(set(expected) - set(results))
+    for c, w in results.items():
+        if w is not None and c in expected and reason_of(w) != expected[c]:
+            print(f"note {c} fails for another reason now: {reason_of(w)} (listed: {expected[c]})")
+    for c in unexpected:
+        print(f"FAIL {c}: {results[c]}")
+    for c in fixed:
+        print(f"FAIL {c} now passes: remove it from {EXPECTED_FILE}")
+    for c in stale:
+        print(f"FAIL {c} is listed in {EXPECTED_FILE} but is no cell any more: remove it")
+    if unexpected:
+        print(f"{len(unexpected)} failing cell(s) not in {EXPECTED_FILE}: fix them, or (a known "
+              "gap) list them with tests/test_onnx_real_models.sh --write-expected")
+    passed = sum(w is None for w in results.values())
+    bad = len(unexpected) + len(fixed) + len(stale)
+    print(f"\n{passed} of {len(results)} cells pass; {time.perf_counter() - t0:.1f} s")
+    print(f"test_onnx_real_models: {'FAIL' if bad else 'PASS'}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
