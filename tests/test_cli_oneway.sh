@@ -38,7 +38,7 @@ check "gpt: the table's rows are the gradients, all finite" has obs.out '^ +0 +G
 check "gpt: the metrics report" hasf obs.out "Counter: Compilations" || show obs.out
 if [ ${#tb[@]} -gt 0 ]; then
     ev=$(ls tb/*/events.out.tfevents.* 2>/dev/null | head -n 1)
-    check "gpt: TensorBoard events in the run's own directory, tags grouped" eval '[ -n "$ev" ] && grep -aq train/loss "$ev"' || ls -R tb
+    check "gpt: TensorBoard events in the run's own directory, tags grouped" eval '[ -n "$ev" ] && grep -aq loss/train "$ev"' || ls -R tb
 fi
 
 # ---- the GPT's own data is found as MNIST is (here, from the build directory's checkout)

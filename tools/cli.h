@@ -181,12 +181,12 @@ typedef struct cli_hparams {
     long warmup_steps, batch_size, repeat_count, grad_accum, epochs, seed;
 } cli_hparams;
 void cli_tb_hparams(ts_tb_writer *tb, const cli_hparams *h);
-/* train/loss, train/learning_rate, train/samples_per_second at the model's
- * step; grad_norm/<param> and grad_norm/global from the Accum___ watches;
+/* loss/train, train/learning_rate, train/samples_per_second at the model's
+ * step; grad/norm/<param> and grad/norm/global from the Accum___ watches;
  * histograms and range/<name>/<format>_<under|over>flow of the watches. */
 /* replicas > 1: the watch results hold a row per replica and one over all */
 ts_status cli_tb_step(ts_tb_writer *tb, const ts_model *m, double loss, double samples_per_s, int replicas);
-/* eval/loss and eval/accuracy (percent) of the held-out images. Both
+/* loss/heldout and accuracy/heldout (percent) of the held-out images. Both
  * return the first write's failure (a full disk stops training). */
 ts_status cli_tb_eval(ts_tb_writer *tb, int64_t step, double loss, double accuracy);
 
