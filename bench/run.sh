@@ -39,7 +39,7 @@
 # which should follow the same convention so the columns compare.
 set -u
 
-usage() { echo "usage: bench/run.sh BUILD_DIR   (env: TS_BENCH_THREADS, TS_BENCH_SCALE)" >&2; exit 2; }
+usage() { echo "usage: bench/run.sh BUILD_DIR   (env: TS_BENCH_THREADS, TS_BENCH_SCALE, TS_BENCH_REPS, TS_BENCH_ONLY, TS_BENCH_BASELINE)" >&2; exit 2; }
 [ $# -eq 1 ] || usage
 BUILD=$1
 [ -d "$BUILD" ] || { echo "bench/run.sh: no build directory $BUILD (run make build first)" >&2; exit 2; }
@@ -51,6 +51,18 @@ SCALE=${TS_BENCH_SCALE:-1}   # multiplies every step count (0.2 for a quick look
 REPS=${TS_BENCH_REPS:-7}     # interleaved rounds of the peer rows
 export TS_BENCH_THREADS=$THREADS OPENBLAS_NUM_THREADS=$THREADS OMP_NUM_THREADS=$THREADS \
        MKL_NUM_THREADS=$THREADS
+
+# TS_BENCH_ONLY=REGEX: only the rows whose label matches (grep -E)
+ONLY=${TS_BENCH_ONLY:-}
+wanted() { [ -z "$ONLY" ] || printf '%s\n' "$1" | grep -Eq -- "$ONLY"; }
+# TS_BENCH_BASELINE=BUILD_DIR: another tree's build (before a change) runs
+# each peer row's tensorscope command too, in the same interleaved rounds,
+# and the row prints baseline ms / this tree's ms: a change's effect measured
+# under the same load as the peers
+BASELINE=${TS_BENCH_BASELINE:-}
+if [ -n "$BASELINE" ] && [ ! -d "$BASELINE" ]; then
+    echo "bench/run.sh: TS_BENCH_BASELINE=$BASELINE is not a build directory" >&2; exit 2
+fi
 
 steps() { awk -v n="$1" -v s="$SCALE" 'BEGIN { v = int(n * s); print (v < 1 ? 1 : v) }'; }
 
@@ -121,18 +133,21 @@ cnn_row() {
 # against the script under PyTorch 2.x (the target) and Debian's PyTorch
 peer_row() {
     local label=$1 target=$2 n m i k r
+    wanted "$label" || return 0
     local -a cmds=("$3" "$TORCH2_PY $4" "$PY $4")
-    local -a lines=("" "" "") ms=("" "" "") rat=("" "")
+    local -a lines=("" "" "" "") ms=("" "" "" "") rat=("" "" "")
     [ -n "$TORCH2_PY" ] || cmds[1]="false"
+    [ -z "$BASELINE" ] || cmds[3]=${3//$BUILD\//$BASELINE/}   # the same command, the baseline's binary
     n=${#cmds[@]}
     for ((r = 0; r < REPS; r++)); do
         local -a got=()
         for ((i = 0; i < n; i++)); do
             k=$(((i + r) % n))   # rotate which implementation goes first
             got[k]=$(measure "${cmds[k]}")
+            [ "$k" != 3 ] || [ "${got[k]}" = failed ] || got[k]="baseline ${got[k]#* }"
             [ "${got[k]}" = failed ] || { lines[k]+="${got[k]}"$'\n'; ms[k]+="$(field "${got[k]}" ms_per_step) "; }
         done
-        for k in 1 2; do   # this round's ratio against each peer
+        for ((k = 1; k < n; k++)); do   # this round's ratio against each peer (and the baseline)
             [ "${got[0]}" = failed ] || [ "${got[k]}" = failed ] || rat[k - 1]+="$(awk -v b="$(field "${got[k]}" ms_per_step)" \
                 -v c="$(field "${got[0]}" ms_per_step)" 'BEGIN { printf "%.3f", b / c }') "
         done
@@ -164,6 +179,12 @@ peer_row() {
             "$ratio" "$spread" "$target" "$verdict"
         ROWS+=("$label: ratio $ratio vs PyTorch $peer$spread, target >= $target, $verdict")
     done
+    if [ -n "$BASELINE" ] && [ "${med[0]}" != - ] && [ "${med[3]}" != - ]; then
+        ratio=$(awk -v b="${med[3]}" -v c="${med[0]}" 'BEGIN { printf "%.3f", b / c }')
+        spread=" (rounds $(printf '%s\n' ${rat[2]} | stat min)..$(printf '%s\n' ${rat[2]} | stat max))"
+        printf '%-22s ratio baseline/tensorscope = %s%s (above 1: this tree is faster)\n' "$label" "$ratio" "$spread"
+        ROWS+=("$label: ratio $ratio baseline/this tree$spread")
+    fi
     hr
 }
 
@@ -171,6 +192,7 @@ peer_row() {
 # line and `overhead pct=.. best_pct=..` (bench_observe, torch_observe.py);
 # MAX_PERCENT "-" = no target
 overhead_row() {
+    wanted "$1" || return 0
     local label=$1 max=$2 out base= cand= ovh= pct=- verdict target
     if out=$(bash -c "$3" 2>&1); then
         base=$(printf '%s\n' "$out" | grep -E ' role=base .*ms_per_step=' | tail -n 1)
@@ -279,6 +301,7 @@ overhead_row "gpt torch hooks" - "$TORCH2_PY $SRC/bench/torch_gpt.py observe $GP
 # not hide), median and spread. No target: on one machine the ranks share
 # its cores and memory bandwidth.
 replica_row() { # LABEL MODEL BATCH STEPS WARMUP
+    wanted "$1" || return 0
     local label=$1 r k i
     local -a cmds=("$BUILD/bench_replicas $2 $3 $(steps "$4") $5 2" "$MPIRUN2 $BUILD/bench_replicas $2 $3 $(steps "$4") $5 1")
     local -a lines=("" "") ms=("" "") got=("" "")
@@ -314,6 +337,7 @@ replica_row() { # LABEL MODEL BATCH STEPS WARMUP
 # median bubble (the share of the step a rank waits for its neighbour) and
 # its spread, and the ideal bubble (K-1)/(A+K-1)
 pipeline_row() {
+    wanted "$1" || return 0
     local label=$1 r line ms="" bubble="" lines="" ideal=-
     for ((r = 0; r < REPS; r++)); do
         line=$(measure "$MPIRUN2 $BUILD/bench_replicas mlp $2 $(steps "$3") $4 1 $5 ${6:-0}")
@@ -342,6 +366,7 @@ fi
 # repeated imports against 1 s; models written to a temporary directory by
 # bench/make_onnx_models.py
 time_row() {
+    wanted "$1" || return 0
     local label=$1 max=$2 out line ms verdict
     out=$(bash -c "$3" 2>&1)
     line=$(printf '%s\n' "$out" | grep -E '^onnx_import .*median_ms=' | tail -n 1)
@@ -356,6 +381,25 @@ time_row() {
     hr
     ROWS+=("$label: ${ms:-?} ms, target <= $max ms, $verdict")
 }
+# onnx_train_row LABEL MODEL.onnx: the imported model's training samples/s
+# against the built-in cnn it was exported from
+onnx_train_row() {
+    local b i med verdict
+    local -a ratios=()
+    wanted "$1" || return 0
+    sps() { "$BUILD/tensorscope" train --model "$1" --data "$SRC/data/mnist" --epochs 1 --batch-size 64 --optimizer adam \
+        --lr 0.001 --holdout 64 --threads "$THREADS" --quiet 2>/dev/null | sed -n 's/.* \([0-9.]*\) samples\/s.*/\1/p' | head -n 1; }
+    for _ in 1 2 3; do
+        b=$(sps cnn) i=$(sps "$2")
+        ratios+=("$(awk -v a="${i:-0}" -v b="${b:-0}" 'BEGIN { if (a > 0 && b > 0) printf "%.3f", a / b; else print 0 }')")
+        printf '%-22s  built-in %s samples/s, imported %s samples/s\n' "$1" "${b:-failed}" "${i:-failed}"
+    done
+    med=$(printf '%s\n' "${ratios[@]}" | sort -n | sed -n 2p)
+    if awk -v r="$med" 'BEGIN { exit !(r >= 0.9) }'; then verdict=PASS; PASSES=$((PASSES + 1)); else verdict=MISS; MISSES=$((MISSES + 1)); fi
+    printf '%-22s imported/built-in samples/s median %s (rounds %s), target >= 0.9: %s\n' "$1" "$med" "${ratios[*]}" "$verdict"
+    hr
+    ROWS+=("$1: imported/built-in $med, target >= 0.9, $verdict")
+}
 ONNX_DIR=$(mktemp -d)
 if $PY "$SRC/bench/make_onnx_models.py" "$ONNX_DIR" >/dev/null 2>&1; then
     time_row "onnx import resnet18" 1000 "$BUILD/bench_onnx_import $ONNX_DIR/resnet18.onnx 7"
@@ -364,19 +408,7 @@ if $PY "$SRC/bench/make_onnx_models.py" "$ONNX_DIR" >/dev/null 2>&1; then
     # from: samples/s of one epoch each (--quiet's final line, evaluation
     # excluded), interleaved rounds, median ratio
     # imported/built-in against "the same speed" (0.9 allows the noise)
-    sps() { "$BUILD/tensorscope" train --model "$1" --data "$SRC/data/mnist" --epochs 1 --batch-size 64 --optimizer adam \
-        --lr 0.001 --holdout 64 --threads "$THREADS" --quiet 2>/dev/null | sed -n 's/.* \([0-9.]*\) samples\/s.*/\1/p' | head -n 1; }
-    ratios=()
-    for _ in 1 2 3; do
-        b=$(sps cnn) i=$(sps "$ONNX_DIR/lenet_bn.onnx")
-        ratios+=("$(awk -v a="${i:-0}" -v b="${b:-0}" 'BEGIN { if (a > 0 && b > 0) printf "%.3f", a / b; else print 0 }')")
-        printf 'onnx lenet+bn train     built-in %s samples/s, imported %s samples/s\n' "${b:-failed}" "${i:-failed}"
-    done
-    med=$(printf '%s\n' "${ratios[@]}" | sort -n | sed -n 2p)
-    if awk -v r="$med" 'BEGIN { exit !(r >= 0.9) }'; then verdict=PASS; PASSES=$((PASSES + 1)); else verdict=MISS; MISSES=$((MISSES + 1)); fi
-    printf '%-22s imported/built-in samples/s median %s (rounds %s), target >= 0.9: %s\n' "onnx lenet+bn train" "$med" "${ratios[*]}" "$verdict"
-    hr
-    ROWS+=("onnx lenet+bn train: imported/built-in $med, target >= 0.9, $verdict")
+    onnx_train_row "onnx lenet+bn train" "$ONNX_DIR/lenet_bn.onnx"
 else
     echo "onnx import: could not export the models (needs $PY with torch)" >&2
 fi
