@@ -590,6 +590,15 @@ static ts_status op_binary(importer *im, node_io *io) {
         return built(im, ts_scale(im->g, a->t, (float)(1.0 / s)), &io->out[0]);
     if (strcmp(op, "Pow") == 0 && const_scalar(b, &s) && a->t && a->t->dtype == TS_F32)
         return built(im, ts_pow(im->g, a->t, (float)s), &io->out[0]);
+    /* x ** c with c a one-element float initializer: a constant exponent,
+     * not a parameter (PyTorch's dynamo exporter stores its constants as
+     * initializers; a trained exponent's gradient x^c log x is NaN for
+     * every negative x, GPT-2's tanh Gelu) */
+    if (strcmp(op, "Pow") == 0 && b->param && ts_shape_numel(&b->c.shape) == 1) {
+        ts_tensor *ta = as_f32(im, a, &st);
+        if (!ta || (st = decoded(im, b))) return st;
+        return built(im, ts_pow(im->g, ta, (float)b->c.v[0]), &io->out[0]);
+    }
     if (strcmp(op, "Add") && strcmp(op, "Sub") && strcmp(op, "Mul") && strcmp(op, "Div")) return binary_family(im, op, a, b, &io->out[0]);
     ts_tensor *ta = as_f32(im, a, &st), *tb = ta ? as_f32(im, b, &st) : NULL;
     if (!tb) return st;
