@@ -4,7 +4,8 @@
  * GreaterOrEqual, LessOrEqual, And, Or and Xor each folded from int64
  * constants; the MultiheadAttention idiom that picks Reshape's target with
  * a folded Mod of a negative axis; and one folded constant read by two
- * graph ops (both read the same graph constant, under its own name). */
+ * graph ops (both read the same graph constant, under its own name); Pow
+ * by a float initializer, a constant exponent. */
 /* needs: onnx */
 #include <math.h>
 #include <stdio.h>
@@ -128,6 +129,25 @@ int main(void) {
         static const float x[N] = {1, 1, 1, 1, 1, 2, 2};
         check_run(g, x, 2,
                   (const float *const[]){(const float[N]){2, 3, 4, 5, 6, 8, 9}, (const float[N]){1, 2, 3, 4, 5, 12, 14}});
+    }
+    ts_graph_free(g);
+
+    /* Pow by a 0-d float initializer (how PyTorch's dynamo exporter
+     * stores GPT-2's Gelu exponent): a constant exponent, not a parameter
+     * (whose gradient x^3 log x is NaN for negative x) */
+    model_begin();
+    input("x", 1, (int64_t[]){N});
+    output("cube");
+    init_f32("three_f", 0, (int64_t[]){0}, (const float[]){3.0f});
+    node("Pow", "pow", "x,three_f", "cube");
+    st = import_as("pow", &g);
+    CHECK(st == TS_OK, "Pow by a float initializer imports%s%s", st ? ": " : "", st ? ts_last_error() : "");
+    if (!st) {
+        int params = 0;
+        for (size_t i = 0; i < ts_graph_tensor_count(g); i++) params += strcmp(ts_tensor_op(ts_graph_tensor_at(g, i)), "Param") == 0;
+        CHECK(params == 0, "the exponent is no parameter of the model (%d parameters)", params);
+        static const float x[N] = {-2, -1, 0, 1, 2, 3, -3};
+        check_run(g, x, 1, (const float *const[]){(const float[N]){-8, -1, 0, 1, 8, 27, -27}});
     }
     ts_graph_free(g);
 
