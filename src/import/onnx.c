@@ -47,6 +47,9 @@ typedef struct value {
      * reads it), never folded; its data is decoded only when needed
      * (c.v NULL until then), straight from the file's bytes. */
     const TensorProto *param;
+    /* The graph constant made from c the first time a graph op reads it
+     * (c stays, for later folds): one tensor under the value's name. */
+    ts_tensor *made;
 } value;
 
 typedef struct importer {
@@ -488,7 +491,9 @@ static ts_tensor *as_tensor(importer *im, value *v, ts_status *st) {
     }
     /* a constant computed at import (a mask, position ids): a graph
      * constant, i32 for integer and bool data, else f32; never cached in
-     * v, so later folds still see the host constant */
+     * v->t, so later folds still see the host constant, but in v->made:
+     * the second graph op that reads it reads the same tensor */
+    if (v->made) return v->made;
     int64_t n = ts_shape_numel(&v->c.shape);
     bool integer = !ts_onnx_dtype_is_float(v->c.dtype);
     if ((*st = ts_const_charge((uint64_t)(n ? n : 1) * 4))) {
@@ -522,6 +527,7 @@ static ts_tensor *as_tensor(importer *im, value *v, ts_status *st) {
     ts_tensor *t = ts_constant(im->g, used ? name : "constant", &a);
     ts_free(data);
     if (!t) *st = ts_graph_status(im->g);
+    v->made = t;
     return t;
 }
 
@@ -570,10 +576,13 @@ static ts_status op_binary(importer *im, node_io *io) {
     const char *op = im->node->op_type;
     if (io->n_in != 2) return node_error(im, TS_ERR_FORMAT, "needs 2 inputs, has %d", io->n_in);
     value *a = io->in[0], *b = io->in[1];
+    ts_status st = TS_OK;
+    int fmod_ = 0;
+    if (strcmp(op, "Mod") == 0 && (st = attr_int32(im, "fmod", 0, 0, 1, &fmod_))) return st;
+    if (fmod_) op = "FMod";
     if (is_const(a) && is_const(b) && !a->param && !b->param)
         return fold_result(im, ts_const_binary(op, &a->c, &b->c, &io->out[0].c));
     double s;
-    ts_status st = TS_OK;
     /* x * c, c * x, x / c: a scale */
     if (strcmp(op, "Mul") == 0 && const_scalar(b, &s) && a->t) return built(im, ts_scale(im->g, a->t, (float)s), &io->out[0]);
     if (strcmp(op, "Mul") == 0 && const_scalar(a, &s) && b->t) return built(im, ts_scale(im->g, b->t, (float)s), &io->out[0]);
@@ -581,10 +590,14 @@ static ts_status op_binary(importer *im, node_io *io) {
         return built(im, ts_scale(im->g, a->t, (float)(1.0 / s)), &io->out[0]);
     if (strcmp(op, "Pow") == 0 && const_scalar(b, &s) && a->t && a->t->dtype == TS_F32)
         return built(im, ts_pow(im->g, a->t, (float)s), &io->out[0]);
-    if (strcmp(op, "Mod") == 0) {
-        int fmod_ = 0;
-        if ((st = attr_int32(im, "fmod", 0, 0, 1, &fmod_))) return st;
-        return binary_family(im, fmod_ ? "FMod" : "Mod", a, b, &io->out[0]);
+    /* x ** c with c a one-element float initializer: a constant exponent,
+     * not a parameter (PyTorch's dynamo exporter stores its constants as
+     * initializers; a trained exponent's gradient x^c log x is NaN for
+     * every negative x, GPT-2's tanh Gelu) */
+    if (strcmp(op, "Pow") == 0 && b->param && ts_shape_numel(&b->c.shape) == 1) {
+        ts_tensor *ta = as_f32(im, a, &st);
+        if (!ta || (st = decoded(im, b))) return st;
+        return built(im, ts_pow(im->g, ta, (float)b->c.v[0]), &io->out[0]);
     }
     if (strcmp(op, "Add") && strcmp(op, "Sub") && strcmp(op, "Mul") && strcmp(op, "Div")) return binary_family(im, op, a, b, &io->out[0]);
     ts_tensor *ta = as_f32(im, a, &st), *tb = ta ? as_f32(im, b, &st) : NULL;

@@ -169,28 +169,52 @@ static void next_index(const ts_shape *s, int64_t *idx) {
     }
 }
 
-static double apply_binary(const char *op, int dt, double x, double y) {
-    if (strcmp(op, "Add") == 0) return x + y;
-    if (strcmp(op, "Sub") == 0) return x - y;
-    if (strcmp(op, "Mul") == 0) return x * y;
-    if (strcmp(op, "Div") == 0) return ts_onnx_dtype_is_float(dt) ? x / y : (y == 0 ? 0 : trunc(x / y));
-    if (strcmp(op, "Pow") == 0) return pow(x, y);
-    if (strcmp(op, "Equal") == 0) return x == y;
-    if (strcmp(op, "Greater") == 0) return x > y;
-    return x < y; /* Less */
+/* x op y for the binary ops that fold (ONNX's names; FMod is Mod with
+ * fmod=1), in double so that int64 shape arithmetic stays exact; false for
+ * an op that does not fold. */
+static bool apply_binary(const char *op, int dt, double x, double y, double *r) {
+    if (strcmp(op, "Add") == 0) *r = x + y;
+    else if (strcmp(op, "Sub") == 0) *r = x - y;
+    else if (strcmp(op, "Mul") == 0) *r = x * y;
+    else if (strcmp(op, "Div") == 0) *r = ts_onnx_dtype_is_float(dt) ? x / y : (y == 0 ? 0 : trunc(x / y));
+    else if (strcmp(op, "Pow") == 0) *r = pow(x, y);
+    else if (strcmp(op, "FMod") == 0) *r = !ts_onnx_dtype_is_float(dt) && y == 0 ? 0 : fmod(x, y);
+    else if (strcmp(op, "Mod") == 0) { /* the sign of the divisor */
+        *r = !ts_onnx_dtype_is_float(dt) && y == 0 ? 0 : fmod(x, y);
+        if (*r != 0 && (*r < 0) != (y < 0)) *r += y;
+    } else if (strcmp(op, "Equal") == 0) *r = x == y;
+    else if (strcmp(op, "Greater") == 0) *r = x > y;
+    else if (strcmp(op, "GreaterOrEqual") == 0) *r = x >= y;
+    else if (strcmp(op, "Less") == 0) *r = x < y;
+    else if (strcmp(op, "LessOrEqual") == 0) *r = x <= y;
+    else if (strcmp(op, "And") == 0) *r = x != 0 && y != 0;
+    else if (strcmp(op, "Or") == 0) *r = x != 0 || y != 0;
+    else if (strcmp(op, "Xor") == 0) *r = (x != 0) != (y != 0);
+    else return false;
+    return true;
+}
+
+static bool bool_result(const char *op) {
+    static const char *const ops[] = {"Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "And", "Or", "Xor"};
+    for (size_t i = 0; i < TS_ARRAY_LEN(ops); i++)
+        if (strcmp(op, ops[i]) == 0) return true;
+    return false;
 }
 
 ts_status ts_const_binary(const char *op, const ts_const *a, const ts_const *b, ts_const *out) {
+    double r;
+    if (!apply_binary(op, a->dtype, 0, 1, &r)) return ts_error(TS_ERR_UNSUPPORTED, "%s cannot be folded", op);
     ts_shape s;
     ts_status st = broadcast(&a->shape, &b->shape, &s);
     if (st) return st;
-    bool cmp = strcmp(op, "Equal") == 0 || strcmp(op, "Greater") == 0 || strcmp(op, "Less") == 0;
-    int dt = cmp ? TS_ONNX_BOOL : a->dtype;
+    int dt = bool_result(op) ? TS_ONNX_BOOL : a->dtype;
     st = ts_const_fill(&s, dt, 0, out);
     if (st) return st;
     int64_t idx[TS_MAX_DIMS] = {0}, n = ts_shape_numel(&s);
-    for (int64_t i = 0; i < n; i++, next_index(&s, idx))
-        out->v[i] = as_type(dt, apply_binary(op, a->dtype, a->v[bindex(&a->shape, &s, idx)], b->v[bindex(&b->shape, &s, idx)]));
+    for (int64_t i = 0; i < n; i++, next_index(&s, idx)) {
+        apply_binary(op, a->dtype, a->v[bindex(&a->shape, &s, idx)], b->v[bindex(&b->shape, &s, idx)], &r);
+        out->v[i] = as_type(dt, r);
+    }
     return TS_OK;
 }
 

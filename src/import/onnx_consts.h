@@ -51,7 +51,8 @@ void ts_onnx_decode_raw(int dt, const uint8_t *b, size_t n, double *out);
 void ts_const_free(ts_const *c);
 ts_status ts_const_fill(const ts_shape *s, int dtype, double v, ts_const *out);
 ts_status ts_const_copy(const ts_const *a, ts_const *out);
-/* Add Sub Mul Div Pow Equal Greater Less, with NumPy broadcasting. */
+/* Add Sub Mul Div Pow Mod FMod (Mod with fmod=1), the comparisons and And
+ * Or Xor, with NumPy broadcasting; an error for another op. */
 ts_status ts_const_binary(const char *op, const ts_const *a, const ts_const *b, ts_const *out);
 /* Abs Ceil Floor Log Neg Not Reciprocal Relu Sigmoid Sqrt Tanh. */
 ts_status ts_const_unary(const char *op, const ts_const *x, ts_const *out);
