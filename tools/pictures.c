@@ -7,23 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* TENSOR or TENSOR:SAMPLE; names hold ':' themselves ("Relu:0"), so the whole
- * spec is tried as a name first. */
-static int parse_spec(const ts_graph *g, const char *spec, char *name, size_t n, long *sample) {
-    *sample = 0;
-    snprintf(name, n, "%s", spec);
-    if (ts_graph_find(g, name)) return 0;
-    char *colon = strrchr(name, ':');
-    if (!colon) return -1;
-    char *end;
-    long s = strtol(colon + 1, &end, 10);
-    if (end == colon + 1 || *end || s < 0) return -1;
-    *colon = '\0';
-    if (!ts_graph_find(g, name)) return -1;
-    *sample = s;
-    return 0;
-}
-
 /* The tiles of a as a PNG file at path and, with tb, as the image `tag`. */
 static ts_status save_tiles(const char *path, const char *title, const ts_array *a, ts_tb_writer *tb, const char *tag, int64_t step) {
     ts_status st = ts_plot_tiles(path, title, a);
@@ -40,7 +23,7 @@ static ts_status save_tiles(const char *path, const char *title, const ts_array 
 int cli_feature_maps(const cli_model *em, const ts_array *x, const char *spec, const char *dir, ts_tb_writer *tb, int64_t step) {
     char name[512], file[600], path[1200], title[700], tag[600];
     long sample;
-    if (parse_spec(em->g, spec, name, sizeof name, &sample))
+    if (!cli_parse_picture_spec(em->g, spec, name, sizeof name, &sample))
         return cli_usage_error("train", "--feature-maps %s: no such tensor (list them with 'tensorscope names --model ...')", spec);
     ts_tensor *t = ts_graph_find(em->g, name);
     ts_array info;
