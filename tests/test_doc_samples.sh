@@ -6,11 +6,11 @@
 # here carries `<!-- sample: skip REASON -->` or `<!-- sample: fragment
 # REASON -->` on the line before its fence and is listed with its reason.
 # Python samples use Debian's /usr/bin/python3 (NumPy, PyTorch), with the
-# sanitizers' runtimes preloaded under -DTS_SANITIZE=ON.
+# sanitizer's runtime preloaded in a sanitizer build.
 # needs: plots onnx npz
 set -u
 BUILD=${TS_BUILD_DIR:?set TS_BUILD_DIR to the CMake build directory}
 SRC=${TS_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
-. "$SRC/tests/support/asan_preload.sh"
-asan_preload "$BUILD/libtensorscope.so"
-exec /usr/bin/python3 "$SRC/tests/support/doc_samples.py" --build "$BUILD" --source "$SRC" --python-preload "$ASAN_PRELOAD"
+. "$SRC/tests/support/sanitizer_preload.sh"
+sanitizer_preload "$BUILD" || { echo "FAIL cannot find the sanitizer runtime to preload for the build in $BUILD"; exit 1; }
+exec /usr/bin/python3 "$SRC/tests/support/doc_samples.py" --build "$BUILD" --source "$SRC" --python-preload "$SANITIZER_PRELOAD"

@@ -107,10 +107,10 @@ fi
 # ---- the Python tutorial, from the scratch directory too (Debian's NumPy; the package of python/)
 py="$src/examples/observing_tensors.py"
 if [ -f "$build/libtensorscope.so" ] && /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
-    . "$src/tests/support/asan_preload.sh"
-    asan_preload "$build/libtensorscope.so"
+    . "$src/tests/support/sanitizer_preload.sh"
+    sanitizer_preload "$build"
     (cd "$work" && rm -f GradientHistogram.png && PYTHONPATH="$src/python" TENSORSCOPE_LIBRARY="$build/libtensorscope.so" \
-        LD_PRELOAD="$ASAN_PRELOAD" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" /usr/bin/python3 "$py" >py.out 2>py.err)
+        LD_PRELOAD="$SANITIZER_PRELOAD" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" /usr/bin/python3 "$py" >py.out 2>py.err)
     rc=$?
     if $plots; then
         check "observing_tensors.py exits 0 from another directory (got $rc)" test "$rc" -eq 0

@@ -28,17 +28,12 @@ py_venv_ensure() {
 }
 
 # py_sanitizer_preload BUILD: a sanitizer build's library needs its runtime
-# loaded first: preloaded into Python, whose own allocations are not
-# leak-checked; with libstdc++ beside it, or the runtime cannot catch the C++
-# exceptions of the packages Python loads (PyTorch's). Nothing for another build.
+# loaded first (tests/support/sanitizer_preload.sh): exported as LD_PRELOAD
+# for the Python this script runs, leak checks off. Nothing for another build.
 py_sanitizer_preload() {
-    local cache=$1/CMakeCache.txt cc runtime="" preload
-    cc=$(sed -n 's/^CMAKE_C_COMPILER:[A-Z]*=//p' "$cache" 2>/dev/null)
-    grep -q '^TS_SANITIZE:BOOL=ON' "$cache" 2>/dev/null && runtime=libasan.so
-    grep -q '^TS_TSAN:BOOL=ON' "$cache" 2>/dev/null && runtime=libtsan.so
-    [ -n "$runtime" ] || return 0
-    preload=$("${cc:-cc}" -print-file-name=$runtime)
-    [ -f "$preload" ] || fail "cannot find $runtime of ${cc:-cc} to preload for this sanitizer build"
-    export LD_PRELOAD=$preload:$("${cc:-cc}" -print-file-name=libstdc++.so.6)${LD_PRELOAD:+:$LD_PRELOAD}
+    . "$(dirname "${BASH_SOURCE[0]}")/sanitizer_preload.sh"
+    sanitizer_preload "$1" || fail "cannot find the sanitizer runtime to preload for the build in $1"
+    [ -n "$SANITIZER_PRELOAD" ] || return 0
+    export LD_PRELOAD=${SANITIZER_PRELOAD// /:}${LD_PRELOAD:+:$LD_PRELOAD}
     export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
 }
