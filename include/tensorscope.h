@@ -250,6 +250,12 @@ TS_API ts_tensor *ts_mean(ts_graph *g, ts_tensor *x); /* all elements -> [] */
  * pass as `<title>_gradient` (`Gradient___<name>` for an empty title).
  * Never optimised away. */
 TS_API ts_tensor *ts_print(ts_graph *g, ts_tensor *x, const char *title);
+/* A print op beside x, off the data path: it logs x each time x is
+ * computed and nothing is meant to read its result (the CLI's
+ * --print-tensor on a parameter or a layer's inner output). ts_print's
+ * result is meant to be used instead of x, and the lint says so when it
+ * is not. */
+TS_API ts_tensor *ts_print_beside(ts_graph *g, ts_tensor *x, const char *title);
 
 
 /* ---- tensor and transformer ops. add, sub, mul and div broadcast by
@@ -350,6 +356,7 @@ TS_API ts_tensor *ts_cross_entropy_ignore(ts_graph *g, ts_tensor *logits, ts_ten
 #define ts_sum(g, ...) ts_sum(TS_AT_(g), __VA_ARGS__)
 #define ts_mean(g, ...) ts_mean(TS_AT_(g), __VA_ARGS__)
 #define ts_print(g, ...) ts_print(TS_AT_(g), __VA_ARGS__)
+#define ts_print_beside(g, ...) ts_print_beside(TS_AT_(g), __VA_ARGS__)
 #define ts_constant(g, ...) ts_constant(TS_AT_(g), __VA_ARGS__)
 #define ts_div(g, ...) ts_div(TS_AT_(g), __VA_ARGS__)
 #define ts_exp(g, ...) ts_exp(TS_AT_(g), __VA_ARGS__)
