@@ -21,6 +21,8 @@ typedef struct held {
     void *copy;      /* on the model's device; NULL: read where it lives */
     float *host;     /* a device's copy brought to the host (or a live value's) */
     bool captured;   /* the held run produced it */
+    bool per_step;
+    int64_t sample;  /* in the micro-batch (per-step: the step) of the run it was copied in */
 } held;
 
 typedef struct ts_hold {
@@ -29,6 +31,7 @@ typedef struct ts_hold {
     held *t;              /* per entry of the program they were made for */
     int n;
     bool *observed;       /* the entries' own flags, put back when disarmed */
+    int64_t last_mb;      /* the last micro-batch the held run reached */
     const char **names;   /* ts_model_held_names */
     size_t n_names;
 } ts_hold;
@@ -96,7 +99,7 @@ ts_status ts_hold_prepare(ts_model *m) {
         for (int e = 0; e < p->n_entries; e++) {
             ts_entry *en = &p->entries[e];
             held *t = &h->t[e];
-            t->dtype = en->dtype, t->shape = en->shape, t->numel = en->numel;
+            t->dtype = en->dtype, t->shape = en->shape, t->numel = en->numel, t->per_step = en->per_step;
             if (!(t->name = ts_strdup(en->name))) return ts_error(TS_ERR_OUT_OF_MEMORY, "ts_model_hold: no memory");
             h->observed[e] = en->observed;
             if (lives_on(m, en) || !ts_in_stage(m, en->node)) continue;
@@ -109,10 +112,11 @@ ts_status ts_hold_prepare(ts_model *m) {
         p->hold_ready = true;
     }
     for (int e = 0; e < h->n; e++) h->t[e].captured = false;
+    h->last_mb = 0;
     return TS_OK;
 }
 
-void ts_hold_capture(ts_model *m, int entry) {
+void ts_hold_capture(ts_model *m, int entry, int64_t sample) {
     ts_hold *h = m->hold;
     if (!h || !h->armed || !m->prog->hold_ready || entry >= h->n || !h->t[entry].copy) return;
     const ts_entry *en = &m->prog->entries[entry];
@@ -120,6 +124,15 @@ void ts_hold_capture(ts_model *m, int entry) {
     void *stream = m->backend->host_addressable ? (void *)m->pool : m->stream;
     m->backend->copy_on_device(stream, h->t[entry].copy, en->data, (size_t)en->numel * ts_dtype_size(en->dtype));
     h->t[entry].captured = true;
+    h->t[entry].sample = sample;
+    if (!en->per_step && sample > h->last_mb) h->last_mb = sample;
+}
+
+/* Made by the micro-batch the held run ended in (a run stopped by a
+ * numeric check leaves the earlier micro-batches' values of the tensors
+ * after the one it stopped at: not shown as if they were this one's). */
+static bool current(const ts_hold *h, int e) {
+    return h->t[e].captured && (h->t[e].per_step || h->t[e].sample == h->last_mb);
 }
 
 static int find_held(const ts_hold *h, const char *name) {
@@ -139,7 +152,7 @@ int ts_model_is_held(const ts_model *m, const char *name) {
     if (!m || !name) return 0;
     if (live_entry(m, name)) return 1;
     int e = find_held(m->hold, name);
-    return e >= 0 && m->hold->t[e].captured;
+    return e >= 0 && current(m->hold, e);
 }
 
 static void to_array(const ts_dtype dtype, const ts_shape *s, const void *data, ts_array *out) {
@@ -177,7 +190,7 @@ ts_status ts_model_held(ts_model *m, const char *name, ts_array *out) {
         to_array(live->dtype, &live->shape, h->t[k].host, out);
         return TS_OK;
     }
-    if (e >= 0 && h->t[e].captured) {
+    if (e >= 0 && current(h, e)) {
         held *t = &h->t[e];
         if (h->be->host_addressable) {
             to_array(t->dtype, &t->shape, t->copy, out);
@@ -189,8 +202,8 @@ ts_status ts_model_held(ts_model *m, const char *name, ts_array *out) {
         return TS_OK;
     }
     if (e >= 0 && h->t[e].copy)
-        return ts_error(TS_ERR_NOT_FOUND, "'%s' was not computed by the held run: it stopped before (a numeric check) or the tensor belongs to "
-                        "a part of the step it did not reach", name);
+        return ts_error(TS_ERR_NOT_FOUND, "'%s' was not computed by micro-batch %lld of the held run: the run stopped before it (a numeric "
+                        "check)", name, (long long)h->last_mb);
     if (!m->prog) return ts_error(TS_ERR_STATE, "ts_model_held: compile and run the model first");
     if (ts_prog_find(m->prog, name) < 0) return ts_prog_unknown_name(m->prog, "ts_model_held", name);
     if (!h || !h->n) return ts_error(TS_ERR_STATE, "'%s' is not held: arm ts_model_hold(m, 1) before the run whose tensors you want to read", name);
