@@ -587,9 +587,12 @@ cli_inspect_action cli_inspector_on_nan(cli_inspector *in, ts_model *m, const ch
         return CLI_INSPECT_CONTINUE;
     }
     /* the same inputs again, the weights unchanged: the same NaN, with every tensor held */
+    int level = ts_get_log_level();
+    ts_set_log_level(TS_LOG_OFF); /* its report was logged once already */
     ts_status st = ts_model_hold(m, 1);
     if (!st) st = ts_model_run(m, names, inputs, n);
     ts_model_hold(m, 0);
+    ts_set_log_level(level);
     const char *failed = ts_model_failed_tensor(m);
     if (st != TS_ERR_NUMERICS || !failed) {
         printf("--break-on-nan: running the batch again did not stop at a NaN (%s); nothing to inspect\n", st ? ts_last_error() : "it ran clean");

@@ -143,7 +143,7 @@ static int find_held(const ts_hold *h, const char *name) {
 
 /* A tensor read where it lives now: the program's entry of that name. */
 static const ts_entry *live_entry(const ts_model *m, const char *name) {
-    if (!m->prog || !m->has_run) return NULL;
+    if (!m->prog || !(m->has_run || m->backend->host_addressable)) return NULL; /* a device's copies are sent at the first run */
     int e = ts_prog_find(m->prog, name);
     return e >= 0 && lives_on(m, &m->prog->entries[e]) && ts_in_stage(m, m->prog->entries[e].node) ? &m->prog->entries[e] : NULL;
 }
