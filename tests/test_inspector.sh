@@ -13,7 +13,8 @@
 # 3. --check-numerics op --break-on-nan on images of 3e38: the inspector names
 #    the op whose output overflowed (fc1/MatMul:0, op MatMul) and print
 #    shows its Inf; continue ends as the check does (exit 1).
-# 4. stdin not a terminal: the flag says so on one line and training goes on.
+# 4. stdin not a terminal: the flag says so on one line and training goes on;
+#    SIGUSR2 too (it does not end training).
 # 5. SIGUSR2 during training pauses at the next run boundary; quit: 130.
 set -u
 
@@ -168,6 +169,27 @@ check "continue: ends as the check does (rc $(wait_rc s3))" [ "$(cat s3.rc)" = 1
 run notty timeout 120 "${TRAIN[@]}" --max-steps 3 --break-at-step 2 < /dev/null
 check "stdin not a terminal: exit 0 (rc $rc)" [ "$rc" -eq 0 ] || show notty.err
 check "one line says so" bash -c "[ \$(grep -c 'train: --break-at-step: stdin is not a terminal; going on' notty.err) -eq 1 ]" || show notty.err
+
+# SIGUSR2 without a terminal: said at the next run boundary; training goes on (until Ctrl-C here)
+set -m # the job gets default SIGINT handling, as from a terminal
+TS_LOG_LEVEL=debug "${TRAIN[@]}" --epochs 50 < /dev/null > usr2.out 2> usr2.err &
+pid=$!
+set +m
+for _ in $(seq 1200); do
+    grep -q 'run 2 (training)' usr2.err 2> /dev/null && break
+    sleep 0.1
+done
+kill -USR2 "$pid"
+for _ in $(seq 600); do
+    grep -q 'SIGUSR2: stdin is not a terminal; going on' usr2.err && break
+    sleep 0.1
+done
+check "SIGUSR2 without a terminal: one line says so" hasf usr2.err "train: SIGUSR2: stdin is not a terminal; going on" || show usr2.err
+check "and training goes on" kill -0 "$pid"
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+check "(stopped here by SIGINT: rc $rc)" [ "$rc" -eq 130 ]
 
 # ---- 5. SIGUSR2: pause at the next run boundary
 start s5 "${TRAIN[@]}" --epochs 50

@@ -207,10 +207,10 @@ typedef struct cli_inspector cli_inspector;
 /* Before any work: a usage error (--break-at-step below 1, --break-on-nan
  * without --check-numerics) as a CLI exit code. */
 int cli_inspector_check(const char *cmd, long break_at, bool break_on_nan, bool check_numerics);
-/* Before training: NULL when stdin or stdout is not a terminal (then one
- * line says a break flag given is skipped and training goes on), in an MPI
- * job (the same), or out of memory (said). Otherwise SIGUSR2 pauses at the
- * next run boundary from then on, flags or not. */
+/* Before training; from then on SIGUSR2 pauses at the next run boundary,
+ * flags or not. When stdin is not a terminal, or in an MPI job,
+ * nothing prompts: one line says a break flag (or SIGUSR2) is skipped and
+ * training goes on. NULL only when out of memory (said). */
 cli_inspector *cli_inspector_new(const char *cmd, long break_at, bool break_on_nan);
 void cli_inspector_free(cli_inspector *in);
 /* "libedit" or "none (apt-get install libedit-dev, then rebuild)" */

@@ -26,6 +26,8 @@ typedef struct kept {
 } kept;
 
 struct cli_inspector {
+    const char *cmd;
+    const char *cannot; /* why it cannot prompt (no terminal, an MPI job); NULL: it can */
     long break_at;   /* --break-at-step: the run it opens after (0: none) */
     bool on_nan;     /* --break-on-nan */
     long next;       /* `step K`: the run it opens after next (0: none) */
@@ -50,24 +52,19 @@ int cli_inspector_check(const char *cmd, long break_at, bool break_on_nan, bool 
 }
 
 cli_inspector *cli_inspector_new(const char *cmd, long break_at, bool break_on_nan) {
-    const char *flag = break_at ? "--break-at-step" : break_on_nan ? "--break-on-nan" : NULL;
-    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) { /* CI, pipes, mpirun: never wait for a person */
-        if (flag) fprintf(stderr, "tensorscope %s: %s: stdin is not a terminal; going on\n", cmd, flag);
-        return NULL; /* SIGUSR2 keeps its default */
-    }
-    if (ts_dist_size() > 1) {
-        if (flag && ts_dist_rank() == 0)
-            fprintf(stderr, "tensorscope %s: %s: the inspector does not pause an MPI job yet; going on\n", cmd, flag);
-        return NULL;
-    }
     cli_inspector *in = calloc(1, sizeof *in);
+    const char *flag = break_at ? "--break-at-step" : break_on_nan ? "--break-on-nan" : NULL;
     if (!in) {
         fprintf(stderr, "tensorscope %s: %s: out of memory; going on without the inspector\n", cmd, flag ? flag : "SIGUSR2");
         return NULL;
     }
-    in->break_at = break_at;
-    in->on_nan = break_on_nan;
-    struct sigaction sa;
+    in->cmd = cmd;
+    if (!isatty(STDIN_FILENO)) in->cannot = "stdin is not a terminal"; /* CI, pipes, mpirun: never wait for a person */
+    else if (ts_dist_size() > 1) in->cannot = "the inspector does not pause an MPI job yet";
+    if (in->cannot && flag && ts_dist_rank() == 0) fprintf(stderr, "tensorscope %s: %s: %s; going on\n", cmd, flag, in->cannot);
+    in->break_at = in->cannot ? 0 : break_at;
+    in->on_nan = !in->cannot && break_on_nan;
+    struct sigaction sa; /* even without a terminal: SIGUSR2 is said to be ignored rather than end training */
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_usr2;
     sa.sa_flags = SA_RESTART;
@@ -93,6 +90,10 @@ void cli_inspector_free(cli_inspector *in) {
 
 bool cli_inspector_arm(cli_inspector *in, ts_model *m, long run) {
     if (!in) return false;
+    if (in->cannot && g_pause) {
+        g_pause = 0;
+        if (ts_dist_rank() == 0) fprintf(stderr, "tensorscope %s: SIGUSR2: %s; going on\n", in->cmd, in->cannot);
+    }
     bool due = run == in->break_at || run == in->next || g_pause;
     if (due && ts_model_hold(m, 1)) {
         fprintf(stderr, "tensorscope: the inspector cannot hold the run: %s; going on\n", ts_last_error());
