@@ -192,10 +192,11 @@ rc=$?
 check "(stopped here by SIGINT: rc $rc)" [ "$rc" -eq 130 ]
 
 # ---- 5. SIGUSR2: pause at the next run boundary
-start s5 "${TRAIN[@]}" --epochs 50
+start s5 env TS_LOG_LEVEL=debug "${TRAIN[@]}" --epochs 50 # debug: a line as each run starts
+wait_for s5 "run 2 (training)" 300 > /dev/null # training has begun: its handler is in place
 pid=
 for _ in $(seq 600); do # the pane's shell runs bash -c, whose child is the CLI
-    pid=$(pgrep -x tensorscope -P "$(tmux -S "$SOCK" display -p -t s5 '#{pane_pid}')" 2> /dev/null | head -1)
+    pid=$(pgrep -x tensorscope -P "$(tmux -S "$SOCK" display -p -t s5 '#{pane_pid}')" 2> /dev/null | head -1) # env execs the CLI
     [ -n "$pid" ] && break
     sleep 0.1
 done

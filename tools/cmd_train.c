@@ -1171,7 +1171,10 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             total_runs++;
             if (pause) {
                 cli_progress_end(&bar);
+                double p0 = cli_now();
                 if (cli_inspector_after_run(insp, tm, total_runs) == CLI_INSPECT_QUIT) g_interrupted = SIGINT; /* as Ctrl-C: what was asked is written */
+                double paused = cli_now() - p0; /* time at the prompt is not training time */
+                t0 += paused, t_start += paused;
             }
             curve_add(loss_curve, (double)ts_model_steps(tm), loss); /* x: optimizer steps, as TensorBoard's */
             bar.written = atomic_load(&sink.bytes);

@@ -165,7 +165,8 @@ static void help(const char *what) {
 /* A held tensor by name, or an error line naming the closest. */
 static bool get(ts_model *m, const char *name, ts_array *a) {
     if (ts_model_held(m, name, a) == TS_OK) return true;
-    printf("error: %s\n", ts_last_error());
+    const char *e = ts_last_error(), *call = "ts_model_held: ";
+    printf("error: %s\n", strncmp(e, call, strlen(call)) == 0 ? e + strlen(call) : e);
     return false;
 }
 
@@ -234,7 +235,7 @@ static bool parse_slices(const char *name, const char *spec, const ts_array *a, 
     if (n == 1 && blank(items[0], ends[0])) named = 0, n = 0; /* NAME[] */
     if (named > a->ndim) {
         char shape[96];
-        printf("error: %s[%s]: %d indices for a tensor of %d dimensions (%s %s)\n", name, spec, named, a->ndim, ts_dtype_name(a->dtype),
+        printf("error: %s[%s]: %d ind%s for a tensor of %d dimensions (%s)\n", name, spec, named, named == 1 ? "ex" : "ices", a->ndim,
                ts_array_shape_str(a, shape, sizeof shape));
         return false;
     }
