@@ -14,7 +14,8 @@
 #    the op whose output overflowed (fc1/MatMul:0, op MatMul) and print
 #    shows its Inf; continue ends as the check does (exit 1).
 # 4. stdin not a terminal: the flag says so on one line and training goes on;
-#    SIGUSR2 too (it does not end training).
+#    SIGUSR2 too (it does not end training); mpirun started from a terminal
+#    too (OpenMPI gives no rank a terminal on stdin).
 # 5. SIGUSR2 during training pauses at the next run boundary; quit: 130.
 set -u
 
@@ -190,6 +191,17 @@ kill -INT "$pid"
 wait "$pid"
 rc=$?
 check "(stopped here by SIGINT: rc $rc)" [ "$rc" -eq 130 ]
+
+# mpirun from a terminal: OpenMPI gives no rank a terminal on stdin, so the
+# job says so once (rank 0) and every rank trains on
+if command -v mpirun > /dev/null && "$BUILD/test_dist" --available 2> /dev/null; then
+    start mpi env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+        mpirun --oversubscribe --bind-to none -np 2 "${TRAIN[@]}" --max-steps 3 --break-at-step 2
+    check "mpirun -np 2 from a terminal: the job ends (rc $(wait_rc mpi))" [ "$(cat mpi.rc)" = 0 ] || screen mpi | tail
+    check "one line says the break is skipped" [ "$(screen mpi | grep -c 'break-at-step: stdin is not a terminal; going on')" -eq 1 ] || screen mpi | tail
+else
+    echo "skip mpirun (no mpirun, or built without MPI)"
+fi
 
 # ---- 5. SIGUSR2: pause at the next run boundary
 start s5 env TS_LOG_LEVEL=debug "${TRAIN[@]}" --epochs 50 # debug: a line as each run starts
