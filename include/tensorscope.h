@@ -1126,6 +1126,36 @@ TS_API ts_status ts_compare_arrays(const ts_array *a, const ts_array *ref, doubl
  * non-finite tensor, or NULL. */
 TS_API const char *ts_model_failed_tensor(const ts_model *m);
 
+/* ---- holding a run's tensors (the inspector, docs/inspector.md)
+ * Activations share memory, so after a run most of them are gone. With a
+ * hold armed, each run keeps a copy of every tensor it makes (inputs,
+ * activations, gradients, Accum___), taken on the model's device the moment
+ * the tensor is final: the copies are allocated before the run, none in the
+ * step loop, and a held run costs one device copy per tensor. A run that
+ * fails (a numeric check) holds what it made up to the tensor it stopped
+ * at, that one included. Parameters, buffers, UpdatedVar___ and optimizer
+ * state are read where they live: their current values.
+ * on 1: every following run is held (each replaces the last one's copies);
+ * 0: no more runs are held, the last held run's copies stay readable. */
+TS_API ts_status ts_model_hold(ts_model *m, int on);
+/* The held value of `name` (any name of ts_model_tensor_names): the last
+ * held run's copy, or the current value of a parameter, buffer or optimizer
+ * state. Host memory, valid until the next run, hold or free. An unknown name
+ * is TS_ERR_NOT_FOUND with the closest names; a tensor the held run did not
+ * reach (it stopped before) TS_ERR_NOT_FOUND saying so; nothing held yet
+ * TS_ERR_STATE saying to arm a hold. */
+TS_API ts_status ts_model_held(ts_model *m, const char *name, ts_array *out);
+/* 1 when ts_model_held would return a value for `name`. */
+TS_API int ts_model_is_held(const ts_model *m, const char *name);
+/* The names ts_model_held returns values for, sorted. Valid until the next
+ * call, run or free. */
+TS_API ts_status ts_model_held_names(ts_model *m, const char *const **names, size_t *n);
+/* Where a tensor comes from, into buf: "tensor 'fc1/MatMul:0' (op MatMul),
+ * built at tools/models.c:120 (scope fc1)", "the gradient of parameter
+ * 'fc1.weight' (op Param), built at ...": the builder's source line (an
+ * ONNX model's node name in parentheses). */
+TS_API ts_status ts_model_tensor_origin(const ts_model *m, const char *name, char *buf, size_t n);
+
 /* `tensorscope debug-run`: runs argv with the debug variables set and writes
  * a .tar.gz with its output, metrics, graph dumps, system information, the
  * exit code or signal and the redacted environment. */

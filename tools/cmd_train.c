@@ -23,9 +23,9 @@ typedef struct train_args {
     long outfeed_depth, pipeline_stages;
     bool outfeed_drop;
     long epochs, batch_size, seed, holdout, repeat_count, grad_accum, threads, log_verbosity, watch_period, max_steps;
-    long warmup_steps, lr_step_size, checkpoint_every, steps;
+    long warmup_steps, lr_step_size, checkpoint_every, steps, break_at;
     double lr, momentum, weight_decay, lr_gamma, lr_min;
-    bool outfeed_pre, stats, run_single_step, metrics, log_memory, quiet, all, watch_range;
+    bool outfeed_pre, stats, run_single_step, metrics, log_memory, quiet, all, watch_range, break_on_nan;
     long stats_every;
     cli_list anchors, outfeeds, watches, prints, feature_maps, filters, inputs, attention_maps;
 } train_args;
@@ -654,6 +654,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--print-tensor", FLAG_LIST, &a.prints, "NAME", "insert a print op on a tensor (glob ok)"},
         {"--run-single-step", FLAG_BOOL, &a.run_single_step, NULL, "run one step, report, stop"},
         {"--check-numerics", FLAG_STRING, &a.check_numerics, "off|output|op", "stop at the first NaN/Inf and say where"},
+        {"--break-at-step", FLAG_INT, &a.break_at, "N", "after run N, open the inspector with training paused (docs/inspector.md; SIGUSR2: after the next run)"},
+        {"--break-on-nan", FLAG_BOOL, &a.break_on_nan, NULL, "with --check-numerics: open the inspector at the tensor it stops at, before the step's update"},
         {"--metrics", FLAG_BOOL, &a.metrics, NULL, "print the metrics report at exit"},
         {"--log-verbosity", FLAG_INT, &a.log_verbosity, "0-5", "log level (5: a line per step)"},
         {"--log-memory", FLAG_BOOL, &a.log_memory, NULL, "log memory by class after compile and each epoch"},
@@ -756,6 +758,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     ts_check_numerics check = TS_CHECK_OFF;
     if (a.check_numerics && ts_check_numerics_parse(a.check_numerics, &check))
         return cli_usage_error(cmd, "--check-numerics must be off, output or op, got '%s'", a.check_numerics);
+    if ((rc = cli_inspector_check(cmd, a.break_at, a.break_on_nan, check != TS_CHECK_OFF))) return rc;
     ts_output_mode gmode = TS_OUTPUT_DEFAULT;
     int gperiod = 0;
     if (a.output_mode && (rc = cli_parse_output_mode(cmd, a.output_mode, &gmode, &gperiod))) return rc;
@@ -829,6 +832,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     ts_model *tm = NULL, *inf = NULL;
     ts_outfeed *q = NULL;
     ts_tb_writer *tb = NULL;
+    cli_inspector *insp = NULL; /* --break-at-step, --break-on-nan, SIGUSR2 */
     char tb_dir[1100] = "";
     ts_corpus *corpus = NULL;
     batches src = {0};
@@ -1119,6 +1123,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     bool last_held = false;
     catch_interrupts(true);
     g_running = tm;
+    if (!eval_only) insp = cli_inspector_new(cmd, a.break_at, a.break_on_nan);
     for (long ep = first_epoch; ep <= a.epochs && !stop; ep++) {
         cli_progress bar;
         char label[64];
@@ -1132,6 +1137,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             if (st == TS_ERR_NOT_FOUND) break;
             double r0 = cli_now();
             if (!st && cm.onehot && !(onehot = to_onehot(&in[1], cm.onehot, onehot))) st = TS_ERR_OUT_OF_MEMORY;
+            bool pause = !st && cli_inspector_arm(insp, tm, total_runs + 1);
+            int64_t steps0 = ts_model_steps(tm);
             if (st || (st = ts_model_run(tm, in_names, in, 2))) {
                 cli_progress_end(&bar);
                 if (st == TS_ERR_CANCELLED) { /* a signal here, or on another rank of the job */
@@ -1145,7 +1152,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
                         fprintf(stderr, "tensorscope: training stopped by the numeric check (report above)\n");
                     else
                         fprintf(stderr, "tensorscope: training stopped by the numeric check:\n%s\n", ts_last_error());
-                    rc = CLI_RUNTIME;
+                    rc = cli_inspector_on_nan(insp, tm, in_names, in, 2, steps0) == CLI_INSPECT_QUIT ? 128 + SIGINT : CLI_RUNTIME;
                 } else {
                     cli_runtime_error("training");
                 }
@@ -1162,6 +1169,13 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             ep_loss += loss;
             ep_runs++;
             total_runs++;
+            if (pause) {
+                cli_progress_end(&bar);
+                double p0 = cli_now();
+                if (cli_inspector_after_run(insp, tm, total_runs) == CLI_INSPECT_QUIT) g_interrupted = SIGINT; /* as Ctrl-C: what was asked is written */
+                double paused = cli_now() - p0; /* time at the prompt is not training time */
+                t0 += paused, t_start += paused;
+            }
             curve_add(loss_curve, (double)ts_model_steps(tm), loss); /* x: optimizer steps, as TensorBoard's */
             bar.written = atomic_load(&sink.bytes);
             cli_progress_update(&bar, ep_runs, loss);
@@ -1420,6 +1434,7 @@ done:
     free(acc_curve);
     free(hl_curve);
     catch_interrupts(false);
+    cli_inspector_free(insp);
     if (rc == CLI_OK && g_interrupted) rc = 128 + g_interrupted; /* 130, 143: what shells expect */
     if (ts_dist_finalize() && rc == CLI_OK) rc = cli_runtime_error("leaving the MPI job");
     return rc;

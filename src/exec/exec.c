@@ -23,6 +23,7 @@
  * (ts_device_host_view). */
 static ts_status observe_entry(ts_model *m, int e, int64_t sample) {
     ts_entry *en = &m->prog->entries[e];
+    ts_hold_capture(m, e, sample); /* before its check: a held run keeps the NaN it stops at */
     if (m->backend->host_addressable) return ts_observe(m, e, sample);
     if (ts_observe_device(m, e, sample)) return TS_OK; /* nothing the host must read */
     if (en->on_host) return ts_observe(m, e, sample);

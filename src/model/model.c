@@ -5,6 +5,7 @@
 #include "dist/dist.h"
 
 #include "backend/backend.h"
+#include "observe/observe.h"
 #include "observe/outfeed.h"
 #include "backend/cpu/gemm.h"
 #include "diag/hooks.h"
@@ -113,6 +114,7 @@ ts_status ts_model_inference(ts_model **out, ts_graph *g, ts_tensor *const *outp
 void ts_model_free(ts_model *m) {
     if (!m) return;
     ts_prog_free(m->prog);
+    ts_hold_free(m);
     ts_opt_state_free(m);
     ts_pool_free(m->pool);
     if (m->stream && m->backend->stream_destroy) m->backend->stream_destroy(m->stream);
