@@ -43,16 +43,21 @@ function rpc(seq, method, args) { // TraceProcessorRpcStream { msg = 1: TracePro
     const m = [...intField(1, seq), ...intField(2, method), ...(args || [])];
     return Uint8Array.from(lenField(1, m));
 }
+// a varint at buf[at]: [value, the position after it]
+function readVarint(buf, at) {
+    let r = 0n, s = 0n, c;
+    do {
+        c = buf[at++];
+        r |= BigInt(c & 0x7f) << s;
+        s += 7n;
+    } while (c & 0x80);
+    return [r, at];
+}
 function* fields(buf) {
-    let i = 0;
+    let i = 0, v;
     const rd = () => {
-        let r = 0n, s = 0n, c;
-        do {
-            c = buf[i++];
-            r |= BigInt(c & 0x7f) << s;
-            s += 7n;
-        } while (c & 0x80);
-        return r;
+        [v, i] = readVarint(buf, i);
+        return v;
     };
     while (i < buf.length) {
         const k = Number(rd()), num = k >> 3, wire = k & 7;
@@ -61,26 +66,18 @@ function* fields(buf) {
             const n = Number(rd());
             yield [num, buf.subarray(i, i + n)];
             i += n;
-        } else if (wire === 1) {
-            yield [num, buf.subarray(i, i + 8)];
-            i += 8;
-        } else if (wire === 5) {
-            yield [num, buf.subarray(i, i + 4)];
-            i += 4;
+        } else if (wire === 1 || wire === 5) {
+            const n = wire === 1 ? 8 : 4;
+            yield [num, buf.subarray(i, i + n)];
+            i += n;
         } else die(`bad wire type ${wire}`);
     }
 }
 function packedVarints(bytes) { // a packed repeated varint field's payload
     const out = [];
-    let i = 0;
-    while (i < bytes.length) {
-        let r = 0n, s = 0n, c;
-        do {
-            c = bytes[i++];
-            r |= BigInt(c & 0x7f) << s;
-            s += 7n;
-        } while (c & 0x80);
-        out.push(BigInt.asIntN(64, r));
+    for (let i = 0, v; i < bytes.length; ) {
+        [v, i] = readVarint(bytes, i);
+        out.push(BigInt.asIntN(64, v));
     }
     return out;
 }
