@@ -9,6 +9,7 @@
 
 #include "io/atomic_file.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -124,6 +125,8 @@ void ts_trace_slice(ts_trace_cat cat, const char *op, const char *label, const t
     e->ndim = shape ? shape->ndim : -1;
     if (shape) memcpy(e->d, shape->d, (size_t)shape->ndim * sizeof *e->d);
     size_t n = label ? strnlen(label, LABEL_MAX - 1) : 0;
+    if (n == LABEL_MAX - 1)
+        while (n > 0 && ((unsigned char)label[n] & 0xC0) == 0x80) n--; /* cut before a character, not inside one */
     if (n) memcpy(e->label, label, n);
     e->label[n] = 0;
     publish(e);
@@ -225,6 +228,7 @@ static const char *const cat_names[TS_TRACE_CAT_COUNT] = {"step", "forward", "ba
 static void write_event(FILE *f, const event *e, int pid) {
     double ts = (double)(int64_t)(e->t0 - R.t_base) / 1e3;
     if (e->counter) {
+        if (!isfinite(e->value)) return; /* JSON has no NaN or Inf */
         fputs(",\n{\"ph\":\"C\",\"name\":", f);
         json_str(f, "", e->op);
         fprintf(f, ",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"args\":{\"value\":%.17g}}", pid, e->tid + 1, ts, e->value);
