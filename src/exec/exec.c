@@ -134,7 +134,7 @@ static ts_status trace_step_begin(ts_model *m, int64_t step) {
         const ts_prog *p = m->prog;
         int64_t A = m->training ? o->grad_accum : 1, threads = ts_pool_threads(m->pool);
         int64_t per_step = (3 * (int64_t)p->n_order + p->n_entries + 16) * A * (threads + 1) + 64;
-        int64_t steps = o->trace_last ? o->trace_last - step + 1 : 1000, cap = (int64_t)1 << 21;
+        int64_t steps = o->trace_last ? o->trace_last - step + 1 : 1000, cap = (int64_t)1 << 20; /* at most about 220 MB */
         ts_status st = ts_trace_start(m, o->trace_path, steps > cap / per_step ? cap : per_step * steps, m->coll ? m->coll->rank : -1);
         if (st) return st;
     }
