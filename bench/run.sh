@@ -279,6 +279,7 @@ overhead_row "cnn torch hooks b=64" - "$TORCH2_PY $SRC/bench/torch_cnn.py --mode
 # diagnostics off (TS_METRICS_FILE unset) with the crash handler installed
 # or not: "unchanged" within the noise of interleaved runs
 overhead_row "crash handler b=32" 2 "$(row_obs crash 32 20 20 201)"
+overhead_row "trace on b=32" - "$(row_obs trace 32 20 20 101)"
 
 # the character GPT (4 layers, 4 heads, 128 channels, T=64, batch 32):
 # against PyTorch 2.x (the target) and Debian's, peak memory on each line, and

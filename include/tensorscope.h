@@ -644,6 +644,19 @@ TS_API ts_status ts_options_set_pipeline(ts_options *o, int stages, const char *
  * each stage's backwards come in the same order. */
 typedef enum ts_pipeline_schedule { TS_PIPELINE_GPIPE = 0, TS_PIPELINE_1F1B } ts_pipeline_schedule;
 TS_API ts_status ts_options_set_pipeline_schedule(ts_options *o, ts_pipeline_schedule schedule);
+/* A timeline of the run (docs/trace.md): writes `path` as a Chrome/Perfetto
+ * trace (Trace Event Format JSON) of optimizer steps first_step..last_step
+ * (1-based, inclusive; last_step 0 = every step from first_step on): a
+ * "step N" slice enclosing each micro-batch's forward and backward (a slice
+ * per op with its shape and FLOPs), the optimizer and the observers, on the
+ * calling thread's track; the CPU workers' slices and the outfeed consumers'
+ * deliveries on their own tracks; recompilations, all-reduces and pipeline
+ * sends. Events are kept in memory while the steps run; the file is written
+ * when step last_step ends, else when the model is freed (a cancelled or
+ * failed run too). Inference models count a step per batch. The path is
+ * checked at once (TS_ERR_IO when it cannot be written); NULL turns tracing
+ * off. One model of a process traces at a time. */
+TS_API ts_status ts_options_set_trace(ts_options *o, const char *path, int64_t first_step, int64_t last_step);
 
 /* ------------------------------------------------------------ optimizers */
 

@@ -59,6 +59,8 @@ char *cli_path(const char *dir, const char *name, const char *suffix);
 /* A tensor name as a file name: '/', ':' and ' ' become '_' ("conv1/Conv2d:0" -> "conv1_Conv2d_0"). */
 void cli_file_safe(const char *in, char *out, size_t n);
 /* "500M", "2G", "1048576": bytes; -1 for anything else. */
+/* "A:B" (inclusive, 1-based), "A:" (last = 0: to the end) or "N"; a usage error otherwise. */
+int cli_parse_step_range(const char *cmd, const char *flag, const char *text, int64_t *first, int64_t *last);
 int cli_parse_size(const char *text, long long *bytes);
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Before any work: the optional features the flags given need (see

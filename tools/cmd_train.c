@@ -20,6 +20,7 @@ typedef struct train_args {
     const char *model, *data, *optimizer, *output_mode, *check_numerics, *histogram, *dump_npy, *tensorboard, *plot;
     const char *save_weights, *weights, *lr_schedule, *checkpoint_dir, *resume, *run_name, *dump_limit, *outfeed_mode, *picture_dir;
     const char *split_at, *pipeline_schedule, *device, *save_init, *attn_dir;
+    const char *trace, *trace_steps;
     long outfeed_depth, pipeline_stages;
     bool outfeed_drop;
     long epochs, batch_size, seed, holdout, repeat_count, grad_accum, threads, log_verbosity, watch_period, max_steps;
@@ -677,6 +678,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--pipeline-stages", FLAG_INT, &a.pipeline_stages, "K", "under mpirun -np K: one pipeline stage per rank (else one replica per rank)"},
         {"--split-at", FLAG_STRING, &a.split_at, "SCOPE[,SCOPE...]", "the K-1 scopes that start stages 2..K (e.g. fc2,fc3)"},
         {"--pipeline-schedule", FLAG_STRING, &a.pipeline_schedule, "gpipe|1f1b", "gpipe: every forward, then every backward (default); 1f1b: one forward, one backward"},
+        {"--trace", FLAG_STRING, &a.trace, "FILE.json", "write a timeline of the run for Perfetto or chrome://tracing (docs/trace.md)"},
+        {"--trace-steps", FLAG_STRING, &a.trace_steps, "A:B", "with --trace: only optimizer steps A..B (1-based; A: = from A on; default all)"},
         {"--quiet", FLAG_BOOL, &a.quiet, NULL, "only errors, warnings and the final result (no progress, no epoch lines)"},
         {"", FLAG_SECTION, NULL, NULL, "--model FILE.onnx"},
         {"--loss", FLAG_STRING, &imp.loss, "cross_entropy|nll|mse", "loss on the output (default nll after LogSoftmax, else cross_entropy)"},
@@ -755,6 +758,9 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     const char *device = a.device ? a.device : getenv("TS_DEVICE"), *from = a.device ? "--device" : "TS_DEVICE";
     ts_status dst = device && *device ? ts_device_check(device) : TS_OK; /* before any work */
     if (dst) return dst == TS_ERR_INVALID_ARGUMENT ? cli_usage_error(cmd, "%s: %s", from, ts_last_error()) : cli_runtime_error(from);
+    int64_t trace_first = 1, trace_last = 0;
+    if (a.trace_steps && !a.trace) return cli_usage_error(cmd, "--trace-steps says which steps --trace FILE.json records: give one");
+    if (a.trace_steps && (rc = cli_parse_step_range(cmd, "--trace-steps", a.trace_steps, &trace_first, &trace_last))) return rc;
     ts_check_numerics check = TS_CHECK_OFF;
     if (a.check_numerics && ts_check_numerics_parse(a.check_numerics, &check))
         return cli_usage_error(cmd, "--check-numerics must be off, output or op, got '%s'", a.check_numerics);
@@ -786,7 +792,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     } outputs[] = {{"--plot", a.plot, false},           {"--histogram", a.histogram, false},  {"--save-weights", a.save_weights, true},
                    {"--dump-npy", a.dump_npy, true},      {"--tensorboard", a.tensorboard, true}, {"--save-init", a.save_init, true},
                    {"--checkpoint-dir", a.checkpoint_dir, true}, {"--picture-dir", a.picture_dir, true},
-                   {"--attention-map-dir", a.attn_dir, true}};
+                   {"--attention-map-dir", a.attn_dir, true}, {"--trace", a.trace, false}};
     for (size_t i = 0; i < sizeof outputs / sizeof outputs[0]; i++)
         if (outputs[i].path && (rc = outputs[i].dir ? cli_check_output(cmd, outputs[i].flag, outputs[i].path, true)
                                                     : cli_check_output_file_mkdir(cmd, outputs[i].flag, outputs[i].path)))
@@ -888,7 +894,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         (st = ts_options_set_threads(o, (int)a.threads)) || (st = ts_options_set_check_numerics(o, check)) ||
         (a.device && (st = ts_options_set_device(o, a.device))) ||
         (st = ts_options_set_output_mode(o, gmode, gperiod)) || (st = ts_options_set_replication(o, R, 100)) ||
-        (st = ts_options_set_pipeline(o, K, splits, n_splits)) || (st = ts_options_set_pipeline_schedule(o, schedule))) {
+        (st = ts_options_set_pipeline(o, K, splits, n_splits)) || (st = ts_options_set_pipeline_schedule(o, schedule)) ||
+        (a.trace && (st = ts_options_set_trace(o, a.trace, trace_first, trace_last)))) {
         rc = cli_usage_error(cmd, "%s", ts_last_error());
         goto done;
     }

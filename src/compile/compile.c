@@ -88,6 +88,14 @@ void ts_prog_free(ts_prog *p) {
 
 int ts_prog_find(const ts_prog *p, const char *name) { return ts_strmap_get(&p->entry_index, name); }
 
+double ts_prog_op_flops(const ts_prog *p, const ts_tensor *t) {
+    const ts_op_def *def = ts_op_get(t->op);
+    if (!def->flops) return 0;
+    ts_shape in[TS_MAX_INPUTS];
+    for (int j = 0; j < t->n_in; j++) in[j] = p->shape[t->in[j]];
+    return def->flops(in, &p->shape[t->id]);
+}
+
 int ts_prog_entry_of(const ts_prog *p, int node, ts_entry_kind kind) {
     for (int e = p->grad_entry[node]; e >= 0 && e < p->n_entries && p->entries[e].node == node; e++)
         if (p->entries[e].kind == kind) return e;
@@ -773,11 +781,7 @@ ts_status ts_prog_build(ts_model *m, ts_prog **out) {
     qsort(p->sorted_names, (size_t)p->n_entries, sizeof *p->sorted_names, cmp_names);
     for (int k = 0; k < p->n_order; k++) {
         const ts_tensor *t = g->t[p->order[k]];
-        const ts_op_def *def = ts_op_get(t->op);
-        if (!def->flops) continue;
-        ts_shape in[TS_MAX_INPUTS];
-        for (int j = 0; j < t->n_in; j++) in[j] = p->shape[t->in[j]];
-        double f = def->flops(in, &p->shape[t->id]);
+        double f = ts_prog_op_flops(p, t);
         p->flops_mb += m->training && p->needs_grad[t->id] ? 3.0 * f : f;
     }
     ts_free(requested);

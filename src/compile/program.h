@@ -175,6 +175,9 @@ int ts_prog_find(const ts_prog *p, const char *name);
 ts_status ts_prog_unknown_name(const ts_prog *p, const char *what, const char *name);
 /* A parameter's derived entry of one kind (Accum___, ...), -1 if none. */
 int ts_prog_entry_of(const ts_prog *p, int node, ts_entry_kind kind);
+/* The forward FLOPs of node t at the program's shapes (0 for ops without a
+ * count); its backward counts twice as many. */
+double ts_prog_op_flops(const ts_prog *p, const ts_tensor *t);
 /* What the backward kernel of node t reads: the gradient of its output,
  * the forward inputs it keeps (all but bwd_unread_inputs) and its output
  * when it needs it, in that order; and what it adds into: the gradients
