@@ -107,9 +107,22 @@ static ts_status read_attrs(rnn *r) {
 
 /* ----------------------------------------------------------------- shapes */
 
+static bool all_zero(const ts_const *c) {
+    int64_t n = ts_shape_numel(&c->shape);
+    for (int64_t i = 0; i < n; i++)
+        if (c->v[i] != 0.0) return false;
+    return true;
+}
+
+/* A constant initial state of zeros, whatever its batch: absent (PyTorch's
+ * exports write one for the example's batch). */
+static bool zero_state(const rnn *r, int input) {
+    return (input == H0_ || input == C0_) && !r->n->t[input] && r->n->c[input] && all_zero(r->n->c[input]);
+}
+
 static ts_status check_shape(const rnn *r, int input, const char *what, int ndim, const int64_t *want) {
     const ts_shape *s = r->n->t[input] ? &r->n->t[input]->shape : r->n->c[input] ? &r->n->c[input]->shape : NULL;
-    if (!s) return TS_OK;
+    if (!s || zero_state(r, input)) return TS_OK;
     bool ok = s->ndim == ndim;
     for (int i = 0; ok && i < ndim; i++) ok = s->d[i] == want[i];
     if (ok) return TS_OK;
@@ -170,7 +183,7 @@ static ts_status check_lengths(const rnn *r) {
     for (int64_t i = 0; i < len; i++)
         if (c->v[i] != (double)r->T)
             return ts_error(TS_ERR_UNSUPPORTED, "sequence_lens[%lld] is %g; tensorscope unrolls the whole sequence, so every length must "
-                            "be seq_length (%lld): pad the batch to equal lengths", (long long)i, c->v[i], (long long)r->T);
+                            "be seq_length (%lld): export sequences of equal length (no packed sequences), or drop the input", (long long)i, c->v[i], (long long)r->T);
     return TS_OK;
 }
 
@@ -196,20 +209,12 @@ static ts_tensor *const_tensor(rnn *r, const ts_const *c, const char *what, ts_s
     return t;
 }
 
-static bool all_zero(const ts_const *c) {
-    int64_t n = ts_shape_numel(&c->shape);
-    for (int64_t i = 0; i < n; i++)
-        if (c->v[i] != 0.0) return false;
-    return true;
-}
-
-/* Input i as a graph tensor, or NULL (absent; *st stays TS_OK). A constant
- * initial state of zeros counts as absent: PyTorch's exports write one
- * whose batch is the example's. */
+/* Input i as a graph tensor, or NULL (absent, or a zero initial state;
+ * *st stays TS_OK). */
 static ts_tensor *input(rnn *r, int i, const char *what, ts_status *st) {
     const ts_onnx_rnn_node *n = r->n;
     if (n->t[i]) return n->t[i];
-    if (!n->c[i] || ((i == H0_ || i == C0_) && all_zero(n->c[i]))) return NULL;
+    if (!n->c[i] || zero_state(r, i)) return NULL;
     return const_tensor(r, n->c[i], what, st);
 }
 

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# test_onnx_rnn.sh -- ONNX's LSTM and GRU as tensorscope imports them
+# (unrolled over the sequence): each variant's outputs against a NumPy
+# reference of the operator's equations, the initializers' gradients against
+# finite differences, the gates' names, and what is refused
+# (tests/onnx_rnn.py says how). onnx lives in the venv that
+# test_onnx_conformance.sh uses (py_venv.sh; PyPI the first time).
+# needs: onnx
+set -u
+build=${TS_BUILD_DIR:-build}
+src=${TS_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+build=$(cd "$build" && pwd)
+VENV=$build/onnx-venv
+fail() { echo "FAIL $*"; echo "test_onnx_rnn: FAIL"; exit 1; }
+
+[ -f "$build/libtensorscope.so" ] || fail "$build/libtensorscope.so is missing: build the library first (cmake --build $build)"
+. "$(dirname "$0")/support/py_venv.sh"
+py_venv_ensure "$VENV" onnx==1.23.2 protobuf==7.36.2 ml_dtypes==0.6.0 numpy==2.4.6 typing_extensions==4.16.0
+flock -u 9
+
+py_sanitizer_preload "$build"
+
+TENSORSCOPE_LIBRARY=$build/libtensorscope.so PYTHONPATH=$src/python \
+    exec "$VENV/bin/python" "$src/tests/onnx_rnn.py" "$@"
