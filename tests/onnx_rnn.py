@@ -305,6 +305,7 @@ def main():
                 "Sigmoid, Tanh and Relu are")
         refused(workdir, "lstm_hidden_size", "LSTM", {"hidden_size": 5}, "hidden_size")
         full_lengths(workdir)
+        two_layers(workdir)
         long_sequence(workdir)
     if failures:
         print(f"test_onnx_rnn: FAIL ({len(failures)} checks)")
@@ -329,6 +330,40 @@ def bake_check(workdir):
     err = float(np.max(np.abs(np.asarray(got[0], np.float64) - want[0])))
     check(got[0].shape == want[0].shape and err <= FWD_RTOL,
           f"zero initial state of an exported batch 1, imported at batch 3: {got[0].shape}, max error {err:.2g}")
+    g.close()
+
+
+def two_layers(workdir):
+    """A 2-layer nn.LSTM as PyTorch exports it: a chain of LSTM nodes
+    (/lstm/LSTM, /lstm/LSTM_1), the first's Y squeezed into the second's X.
+    Values against the reference, and each layer's gates under its node."""
+    T, Bn, I, H = 3, 2, 2, 3
+    rng = np.random.default_rng(11)
+    inits = {}
+    for k, i in ((0, I), (1, H)):
+        inits[f"W{k}"] = (rng.standard_normal((1, 4 * H, i)) * 0.5).astype(np.float32)
+        inits[f"R{k}"] = (rng.standard_normal((1, 4 * H, H)) * 0.5).astype(np.float32)
+        inits[f"B{k}"] = (rng.standard_normal((1, 8 * H)) * 0.5).astype(np.float32)
+    inits["axes"] = np.array([1], np.int64)
+    X = rng.standard_normal((T, Bn, I)).astype(np.float32)
+    nodes = [helper.make_node("LSTM", ["X", "W0", "R0", "B0"], ["Y0"], name="/lstm/LSTM", hidden_size=H),
+             helper.make_node("Squeeze", ["Y0", "axes"], ["X1"], name="/lstm/Squeeze"),
+             helper.make_node("LSTM", ["X1", "W1", "R1", "B1"], ["Y1", "Y1_h"], name="/lstm/LSTM_1", hidden_size=H)]
+    graph = helper.make_graph(nodes, "two_layers", [helper.make_tensor_value_info("X", TensorProto.FLOAT, X.shape)],
+                              [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in ("Y1", "Y1_h")],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    path = os.path.join(workdir, "two_layers.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)]), path)
+    g = ts.Graph.from_onnx(path, {"X": X.shape})
+    got = ts.inference_model(g, ts.Options().output_mode("final"))(X=X)
+    y0 = reference("LSTM", X, inits["W0"], inits["R0"], inits["B0"])[0][:, 0]
+    want = reference("LSTM", y0, inits["W1"], inits["R1"], inits["B1"])
+    err = max(float(np.max(np.abs(np.asarray(a, np.float64) - b))) for a, b in zip(got, want[:2]))
+    check(err <= FWD_RTOL, f"two stacked LSTM nodes: max error {err:.2g}")
+    names = ["lstm/LSTM/t0/c", "lstm/LSTM_1/t0/c", "lstm/LSTM/t2/h", "lstm/LSTM_1/t2/h"]
+    check(all(has_tensor(g, n) for n in names) and g.tensor("Y1_h").name.startswith("lstm/LSTM:"),
+          f"two stacked LSTM nodes: each layer's gates under its node ({', '.join(names)}); "
+          f"Y1_h is {g.tensor('Y1_h').name}")
     g.close()
 
 
