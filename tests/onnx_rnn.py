@@ -118,6 +118,27 @@ def reference(op, X, W, R, B=None, h0=None, c0=None, P=None, direction="forward"
     return Y, Yh, (Yc if lstm else None)
 
 
+def reference_lengths(op, X, W, R, B, h0, c0, P, direction, lengths, lbr=0):
+    """The reference with sequence_lens: each batch row run alone over its
+    first lengths[b] steps (layout 0); Y is zero past them."""
+    T, Bn, _ = X.shape
+    D, H = W.shape[0], R.shape[2]
+    Y, Yh, Yc = np.zeros((T, D, Bn, H)), np.zeros((D, Bn, H)), np.zeros((D, Bn, H))
+    for b in range(Bn):
+        L = int(lengths[b])
+        hb = h0[:, b:b + 1] if h0 is not None else np.zeros((D, 1, H))
+        cb = c0[:, b:b + 1] if c0 is not None else np.zeros((D, 1, H))
+        if L == 0:
+            Yh[:, b], Yc[:, b] = hb[:, 0], cb[:, 0]
+            continue
+        y, yh, yc = reference(op, X[:L, b:b + 1], W, R, B, hb, cb, P, direction, 0, lbr)
+        Y[:L, :, b] = y[:, :, 0]
+        Yh[:, b] = yh[:, 0]
+        if yc is not None:
+            Yc[:, b] = yc[:, 0]
+    return Y, Yh, (Yc if op == "LSTM" else None)
+
+
 # ------------------------------------------------------------ the models
 
 def write_model(path, op, inits, feeds, outputs, attrs, name="rnn/" + "node", extra_nodes=()):
@@ -300,7 +321,11 @@ def main():
         bake_check(workdir)
         # refused, with what to do
         refused(workdir, "lstm_clip", "LSTM", {"clip": 3.0}, "clip")
-        refused(workdir, "gru_lengths", "GRU", {}, "every length must be seq_length", seq=[3, 2])
+        refused(workdir, "gru_lengths", "GRU", {}, "lengths are integers from 0 to seq_length", seq=[3, 5])
+        lengths_case(workdir, "lstm_lengths_const", "LSTM", [4, 2, 0], fed=False)
+        lengths_case(workdir, "lstm_lengths_fed_bidirectional", "LSTM", [1, 4, 3], fed=True, direction="bidirectional")
+        lengths_case(workdir, "gru_lengths_fed_reverse", "GRU", [3, 4, 1], fed=True, direction="reverse")
+        lengths_case(workdir, "gru_lbr1_lengths_const_bidirectional", "GRU", [2, 4], fed=False, direction="bidirectional", lbr=1)
         refused(workdir, "lstm_activation", "LSTM", {"activations": ["HardSigmoid", "Tanh", "Tanh"]},
                 "Sigmoid, Tanh and Relu are")
         refused(workdir, "lstm_hidden_size", "LSTM", {"hidden_size": 5}, "hidden_size")
@@ -364,6 +389,35 @@ def two_layers(workdir):
     check(all(has_tensor(g, n) for n in names) and g.tensor("Y1_h").name.startswith("lstm/LSTM:"),
           f"two stacked LSTM nodes: each layer's gates under its node ({', '.join(names)}); "
           f"Y1_h is {g.tensor('Y1_h').name}")
+    g.close()
+
+
+def lengths_case(workdir, label, op, lengths, fed, direction="forward", lbr=0):
+    """sequence_lens shorter than the sequence, as a constant or fed: each
+    row's steps past its length keep its state, and Y is zero there."""
+    T, Bn, I, H = 4, len(lengths), 2, 3
+    G, D = (4 if op == "LSTM" else 3), (2 if direction == "bidirectional" else 1)
+    rng = np.random.default_rng(zlib.crc32(label.encode()))
+    inits = {"W": (rng.standard_normal((D, G * H, I)) * 0.5).astype(np.float32),
+             "R": (rng.standard_normal((D, G * H, H)) * 0.5).astype(np.float32),
+             "B": (rng.standard_normal((D, 2 * G * H)) * 0.5).astype(np.float32)}
+    h0 = rng.standard_normal((D, Bn, H)).astype(np.float32)
+    X = rng.standard_normal((T, Bn, I)).astype(np.float32)
+    seq = np.array(lengths, np.int32)
+    feeds = {"X": X, "initial_h": h0}
+    (feeds if fed else inits)["sequence_lens"] = seq
+    attrs = {"hidden_size": H, "direction": direction}
+    if lbr:
+        attrs["linear_before_reset"] = 1
+    outputs = ("Y", "Y_h", "Y_c") if op == "LSTM" else ("Y", "Y_h")
+    path = os.path.join(workdir, label + ".onnx")
+    write_model(path, op, inits, feeds, outputs, attrs)
+    want = reference_lengths(op, X, inits["W"], inits["R"], inits["B"], h0, None, None, direction, seq, lbr)
+    g = ts.Graph.from_onnx(path, {k: v.shape for k, v in feeds.items()})
+    got = ts.inference_model(g, ts.Options().output_mode("final"))(**feeds)
+    err = max(float(np.max(np.abs(np.asarray(a, np.float64) - b))) for a, b in zip(got, want))
+    check(len(got) == len(outputs) and err <= FWD_RTOL,
+          f"{label}: sequence_lens {lengths} ({'fed' if fed else 'constant'}), max error {err:.2g}")
     g.close()
 
 

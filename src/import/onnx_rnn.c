@@ -35,6 +35,7 @@ typedef struct rnn {
     bool lbr;        /* GRU's linear_before_reset */
     int64_t T, B, I, H;
     ts_tensor *w, *r, *b, *p; /* W, R and the optional B and P, once */
+    ts_tensor *mask;          /* [T*B, 1]: 1 where step t is within row b's length (sequence_lens), else NULL */
     enum act act[2][3]; /* per direction: f, g (and LSTM's h) */
     char prefix[512];
 } rnn;
@@ -168,22 +169,30 @@ static ts_status read_shapes(rnn *r) {
     return st;
 }
 
-/* sequence_lens: absent, or a constant of B lengths all equal to T. */
-static ts_status check_lengths(const rnn *r) {
+/* sequence_lens: absent, a constant of B lengths from 0 to T, or a graph
+ * tensor (fed) of B lengths. *masked unless absent or every length is T:
+ * the steps past a row's length then leave its state as it is and give
+ * zeros in Y (ONNX's semantics, for either direction). */
+static ts_status check_lengths(const rnn *r, bool *masked) {
     const ts_onnx_rnn_node *n = r->n;
-    if (n->t[SEQ_])
-        return ts_error(TS_ERR_UNSUPPORTED, "its sequence_lens ('%s') is computed by the graph (or fed); tensorscope unrolls the whole "
-                        "sequence and takes sequence_lens only as a constant where every length is seq_length (%lld): drop the input, "
-                        "or pad the batch to equal lengths", n->t[SEQ_]->name, (long long)r->T);
+    *masked = false;
+    const ts_shape *s = n->t[SEQ_] ? &n->t[SEQ_]->shape : n->c[SEQ_] ? &n->c[SEQ_]->shape : NULL;
+    if (!s) return TS_OK;
+    if (s->ndim != 1 || s->d[0] != r->B)
+        return ts_error(TS_ERR_SHAPE, "its sequence_lens holds %lld values; it takes one per batch row (%lld)",
+                        (long long)ts_shape_numel(s), (long long)r->B);
+    if (n->t[SEQ_]) {
+        *masked = true;
+        return TS_OK;
+    }
     const ts_const *c = n->c[SEQ_];
-    if (!c) return TS_OK;
-    int64_t len = ts_shape_numel(&c->shape);
-    if (c->shape.ndim != 1 || len != r->B)
-        return ts_error(TS_ERR_SHAPE, "its sequence_lens holds %lld values; it takes one per batch row (%lld)", (long long)len, (long long)r->B);
-    for (int64_t i = 0; i < len; i++)
-        if (c->v[i] != (double)r->T)
-            return ts_error(TS_ERR_UNSUPPORTED, "sequence_lens[%lld] is %g; tensorscope unrolls the whole sequence, so every length must "
-                            "be seq_length (%lld): export sequences of equal length (no packed sequences), or drop the input", (long long)i, c->v[i], (long long)r->T);
+    for (int64_t i = 0; i < r->B; i++) {
+        int64_t len;
+        if (!ts_onnx_int_value(c->v[i], 0, r->T, &len) || (double)len != c->v[i])
+            return ts_error(TS_ERR_FORMAT, "sequence_lens[%lld] is %g; lengths are integers from 0 to seq_length (%lld)", (long long)i,
+                            c->v[i], (long long)r->T);
+        *masked = *masked || len != r->T;
+    }
     return TS_OK;
 }
 
@@ -256,6 +265,32 @@ static ts_tensor *concat_all(ts_graph *g, ts_tensor **xs, int n, int axis) {
     return xs[0];
 }
 
+/* The mask [T*B, 1] of sequence_lens: M[t*B + b] = lengths[b] > t. */
+static ts_tensor *length_mask(rnn *r, ts_status *st) {
+    ts_graph *g = r->g;
+    ts_tensor *len = r->n->t[SEQ_];
+    if (len && len->dtype == TS_I32) len = ts_unary(g, "CastFloat", len, 0.0f, 0.0f);
+    if (!len && !(len = const_tensor(r, r->n->c[SEQ_], "sequence_lens", st))) return NULL;
+    ts_const steps = {0};
+    if ((*st = ts_const_fill(&(ts_shape){.ndim = 2, .d = {r->T, 1}}, TS_ONNX_FLOAT, 0.0, &steps))) return NULL;
+    for (int64_t t = 0; t < r->T; t++) steps.v[t] = (double)t;
+    ts_tensor *tcol = const_tensor(r, &steps, "steps", st);
+    ts_const_free(&steps);
+    if (!tcol) return NULL;
+    ts_tensor *row = ts_reshape(g, len, 2, (int64_t[]){1, r->B});
+    ts_tensor *m = row ? ts_binary(g, "Greater", row, tcol) : NULL; /* [T, B] */
+    m = m ? ts_reshape(g, m, 2, (int64_t[]){r->T * r->B, 1}) : NULL;
+    if (!m) *st = failed(g);
+    return m;
+}
+
+/* A state past a row's length keeps its value: prev + m (next - prev);
+ * from a zero state, m next. */
+static ts_tensor *masked_state(ts_graph *g, ts_tensor *m, ts_tensor *prev, ts_tensor *next) {
+    if (!m || !next) return next;
+    return prev ? ts_add(g, prev, ts_mul(g, m, ts_sub(g, next, prev))) : ts_mul(g, m, next);
+}
+
 /* ---------------------------------------------------------------- unroll */
 
 typedef struct dir_out {
@@ -301,8 +336,8 @@ static ts_status run_dir(rnn *r, int d, ts_tensor *x2, ts_tensor *h0, ts_tensor 
     bool rev = r->reverse || d == 1;
     for (int64_t k = 0; k < r->T && !st; k++) {
         int64_t t = rev ? r->T - 1 - k : k;
-        ts_tensor *xt = ts_slice(g, xw, 0, t * B, B);
-        if (!xt) return failed(g);
+        ts_tensor *xt = ts_slice(g, xw, 0, t * B, B), *mt = r->mask ? ts_slice(g, r->mask, 0, t * B, B) : NULL, *y;
+        if (!xt || (r->mask && !mt)) return failed(g);
         if (r->lstm) {
             ts_tensor *gates = h ? ts_add(g, xt, ts_matmul_t(g, h, rw)) : xt;
             ts_tensor *ip = gates ? ts_slice(g, gates, 1, 0, H) : NULL, *op = gates ? ts_slice(g, gates, 1, H, H) : NULL;
@@ -320,7 +355,8 @@ static ts_status run_dir(rnn *r, int d, ts_tensor *x2, ts_tensor *h0, ts_tensor 
             ts_tensor *o = cn ? named(r, activate(g, act[0], op), d, t, "o", &st) : NULL;
             ts_tensor *hn = o ? named(r, ts_mul(g, o, activate(g, act[2], cn)), d, t, "h", &st) : NULL;
             if (!hn) return st ? st : failed(g);
-            h = hn, c = cn;
+            y = mt ? ts_mul(g, mt, hn) : hn;
+            h = masked_state(g, mt, h, hn), c = masked_state(g, mt, c, cn);
         } else {
             ts_tensor *xz = ts_slice(g, xt, 1, 0, H), *xr = ts_slice(g, xt, 1, H, H), *xh = ts_slice(g, xt, 1, 2 * H, H);
             ts_tensor *zp = xz, *rp = xr, *hr = NULL;
@@ -343,9 +379,11 @@ static ts_status run_dir(rnn *r, int d, ts_tensor *x2, ts_tensor *h0, ts_tensor 
             ts_tensor *hn = nn ? named(r, h ? ts_add(g, nn, ts_mul(g, z, ts_sub(g, h, nn))) : ts_sub(g, nn, ts_mul(g, z, nn)), d, t, "h", &st)
                                : NULL;
             if (!hn) return st ? st : failed(g);
-            h = hn;
+            y = mt ? ts_mul(g, mt, hn) : hn;
+            h = masked_state(g, mt, h, hn);
         }
-        if (out->h) out->h[t] = h;
+        if (!y || !h) return failed(g);
+        if (out->h) out->h[t] = y;
     }
     out->h_last = h, out->c_last = c;
     return st;
@@ -392,7 +430,8 @@ ts_status ts_onnx_rnn(ts_graph *g, const ts_onnx_rnn_node *n, ts_tensor *out[3])
     r.gates = r.lstm ? 4 : 3;
     ts_status st = read_attrs(&r);
     if (!st) st = read_shapes(&r);
-    if (!st) st = check_lengths(&r);
+    bool masked = false;
+    if (!st) st = check_lengths(&r, &masked);
     if (st) return st;
     make_prefix(&r);
     const TensorscopeOnnx__NodeProto *node = n->node;
@@ -410,6 +449,7 @@ ts_status ts_onnx_rnn(ts_graph *g, const ts_onnx_rnn_node *n, ts_tensor *out[3])
     if (!st) r.r = input(&r, R_, "R", &st);
     if (!st) r.b = input(&r, B_, "B", &st);
     if (!st) r.p = input(&r, P_, "P", &st);
+    if (!st && masked) r.mask = length_mask(&r, &st);
     if (st) return st;
     ts_tensor **hs = want[0] ? ts_calloc((size_t)(r.T * r.dirs), sizeof *hs) : NULL;
     if (want[0] && !hs) return TS_ERR_OUT_OF_MEMORY;

@@ -22,8 +22,8 @@ typedef struct ts_onnx_rnn_node {
 /* Builds the node's outputs Y, Y_h (and LSTM's Y_c) into out[0..2] (NULL
  * for an output the node does not name); every gate of every step is a
  * named tensor `<scope>/<node>/t<k>/<gate>`. An error (ts_error) for what
- * is not available: clip, activations other than Sigmoid, Tanh and Relu,
- * sequence_lens other than the full length. */
+ * is not available: clip, input_forget, activations other than Sigmoid,
+ * Tanh and Relu. */
 ts_status ts_onnx_rnn(ts_graph *g, const ts_onnx_rnn_node *n, ts_tensor *out[3]);
 
 #endif
