@@ -141,7 +141,7 @@ def reference_lengths(op, X, W, R, B, h0, c0, P, direction, lengths, lbr=0):
 
 # ------------------------------------------------------------ the models
 
-def write_model(path, op, inits, feeds, outputs, attrs, name="rnn/" + "node", extra_nodes=()):
+def write_model(path, op, inits, feeds, outputs, attrs, name="rnn/node", extra_nodes=(), opset=OPSET):
     """A model of one op node: inits become initializers, feeds graph inputs;
     outputs are (Y, Y_h, Y_c) names, "" for one the node does not name."""
     ins = ["X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"][:8 if op == "LSTM" else 6]
@@ -156,7 +156,7 @@ def write_model(path, op, inits, feeds, outputs, attrs, name="rnn/" + "node", ex
          for k, v in feeds.items()],
         [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs if o],
         [numpy_helper.from_array(v, k) for k, v in inits.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     onnx.save(model, path)
 
 
@@ -275,7 +275,7 @@ def has_tensor(g, name):
         return False
 
 
-def refused(workdir, label, op, attrs, want, seq=None, acts=None):
+def refused(workdir, label, op, attrs, want, seq=None, opset=OPSET):
     """A node the importer refuses with a message holding `want`."""
     H, T, Bn, I = 2, 3, 2, 2
     G = 4 if op == "LSTM" else 3
@@ -286,7 +286,7 @@ def refused(workdir, label, op, attrs, want, seq=None, acts=None):
     if seq is not None:
         inits["sequence_lens"] = np.array(seq, np.int32)
     path = os.path.join(workdir, label + ".onnx")
-    write_model(path, op, inits, feeds, ("Y", "Y_h"), {"hidden_size": H, **attrs})
+    write_model(path, op, inits, feeds, ("Y", "Y_h"), {"hidden_size": H, **attrs}, opset=opset)
     try:
         ts.Graph.from_onnx(path, {"X": feeds["X"].shape}).close()
         check(False, f"{label}: refused (it imported)")
@@ -329,6 +329,9 @@ def main():
         refused(workdir, "lstm_activation", "LSTM", {"activations": ["HardSigmoid", "Tanh", "Tanh"]},
                 "Sigmoid, Tanh and Relu are")
         refused(workdir, "lstm_hidden_size", "LSTM", {"hidden_size": 5}, "hidden_size")
+        refused(workdir, "gru_direction", "GRU", {"direction": "sideways"}, "forward, reverse or bidirectional")
+        refused(workdir, "lstm_activation_count", "LSTM", {"activations": ["Sigmoid", "Tanh"]}, "takes 3")
+        refused(workdir, "gru_layout_opset13", "GRU", {"layout": 1}, "from opset 14 on", opset=13)
         full_lengths(workdir)
         two_layers(workdir)
         long_sequence(workdir)

@@ -1607,6 +1607,8 @@ static const struct {
     {"CastLike", "saturate", 19, 0, NULL},
     {"CastLike", "round_mode", 24, 0, NULL},
     {"Dropout", "ratio", 1, 11, "the ratio is input 1"},
+    {"GRU", "layout", 14, 0, NULL},
+    {"LSTM", "layout", 14, 0, NULL},
     {"Pad", "pads", 1, 10, "the pads are input 1"},
     {"Range", "stash_type", 27, 0, NULL},
     {"ReduceMax", "axes", 1, 17, "from opset 18 on, the axes are input 1"},

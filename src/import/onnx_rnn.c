@@ -152,7 +152,7 @@ static ts_status read_shapes(rnn *r) {
     r->H = rr->d[1] / r->gates;
     const Attr *hs = find_attr(r, "hidden_size");
     if (hs && hs->i != r->H)
-        return ts_error(TS_ERR_SHAPE, "attribute 'hidden_size' is %lld but R holds %lld gates of %lld", (long long)hs->i,
+        return ts_error(TS_ERR_SHAPE, "attribute 'hidden_size' is %lld but R holds %lld gates of %lld: the file is inconsistent (re-export it)", (long long)hs->i,
                         (long long)r->gates, (long long)r->H);
     if (r->T < 1 || r->B < 1 || r->H < 1 || r->I < 1 || w->ndim != 3)
         return ts_error(TS_ERR_SHAPE, "X, W and R must be non-empty and 3-D");
