@@ -152,8 +152,8 @@ static ts_status read_shapes(rnn *r) {
     r->H = rr->d[1] / r->gates;
     const Attr *hs = find_attr(r, "hidden_size");
     if (hs && hs->i != r->H)
-        return ts_error(TS_ERR_SHAPE, "attribute 'hidden_size' is %lld but R holds %lld gates of %lld: the file is inconsistent (re-export it)", (long long)hs->i,
-                        (long long)r->gates, (long long)r->H);
+        return ts_error(TS_ERR_SHAPE, "attribute 'hidden_size' is %lld but R holds %lld gates of %lld: the file is inconsistent "
+                        "(re-export it)", (long long)hs->i, (long long)r->gates, (long long)r->H);
     if (r->T < 1 || r->B < 1 || r->H < 1 || r->I < 1 || w->ndim != 3)
         return ts_error(TS_ERR_SHAPE, "X, W and R must be non-empty and 3-D");
     int64_t D = r->dirs, G = r->gates, H = r->H, B = r->B;
@@ -376,8 +376,8 @@ static ts_status run_dir(rnn *r, int d, ts_tensor *x2, ts_tensor *h0, ts_tensor 
             else if (!r->lbr && h) np = ts_add(g, xh, ts_matmul_t(g, ts_mul(g, rg, h), r_h));
             ts_tensor *nn = named(r, activate(g, act[1], np), d, t, "n", &st);
             /* h' = (1 - z) n + z h = n + z (h - n) */
-            ts_tensor *hn = nn ? named(r, h ? ts_add(g, nn, ts_mul(g, z, ts_sub(g, h, nn))) : ts_sub(g, nn, ts_mul(g, z, nn)), d, t, "h", &st)
-                               : NULL;
+            ts_tensor *mix = !nn ? NULL : h ? ts_add(g, nn, ts_mul(g, z, ts_sub(g, h, nn))) : ts_sub(g, nn, ts_mul(g, z, nn));
+            ts_tensor *hn = mix ? named(r, mix, d, t, "h", &st) : NULL;
             if (!hn) return st ? st : failed(g);
             y = mt ? ts_mul(g, mt, hn) : hn;
             h = masked_state(g, mt, h, hn);
