@@ -336,9 +336,9 @@ def main():
         two_layers(workdir)
         long_sequence(workdir)
     if failures:
-        print(f"test_onnx_rnn: FAIL ({len(failures)} checks)")
+        print(f"onnx_rnn: FAIL ({len(failures)} checks)")
         sys.exit(1)
-    print("test_onnx_rnn: PASS")
+    print("onnx_rnn: PASS")
 
 
 def bake_check(workdir):
