@@ -147,8 +147,11 @@ static ts_status read_shapes(rnn *r) {
     r->T = x->d[r->batch_first ? 1 : 0];
     r->B = x->d[r->batch_first ? 0 : 1];
     r->I = x->d[2];
-    if (rr->ndim != 3 || rr->d[1] % r->gates)
-        return ts_error(TS_ERR_SHAPE, "input 2 (R) must be [num_directions, %d*hidden_size, hidden_size]", r->gates);
+    if (rr->ndim != 3 || rr->d[1] % r->gates) {
+        char have[96];
+        return ts_error(TS_ERR_SHAPE, "input 2 (R) has the shape %s; %s takes [num_directions, %d*hidden_size, hidden_size]",
+                        ts_shape_str(rr, have, sizeof have), op, r->gates);
+    }
     r->H = rr->d[1] / r->gates;
     const Attr *hs = find_attr(r, "hidden_size");
     if (hs && hs->i != r->H)
