@@ -334,6 +334,7 @@ def main():
         refused(workdir, "gru_layout_opset13", "GRU", {"layout": 1}, "from opset 14 on", opset=13)
         full_lengths(workdir)
         two_layers(workdir)
+        too_long(workdir)
         long_sequence(workdir)
     if failures:
         print(f"onnx_rnn: FAIL ({len(failures)} checks)")
@@ -422,6 +423,25 @@ def lengths_case(workdir, label, op, lengths, fed, direction="forward", lbr=0):
     check(len(got) == len(outputs) and err <= FWD_RTOL,
           f"{label}: sequence_lens {lengths} ({'fed' if fed else 'constant'}), max error {err:.2g}")
     g.close()
+
+
+def too_long(workdir):
+    """A sequence of 5 million steps would unroll into some 100 million
+    graph ops: refused at once, naming the import limit to raise."""
+    H = 2
+    rng = np.random.default_rng(2)
+    inits = {"W": rng.standard_normal((1, 3 * H, 1)).astype(np.float32),
+             "R": rng.standard_normal((1, 3 * H, H)).astype(np.float32)}
+    path = os.path.join(workdir, "too_long.onnx")
+    shape = (5_000_000, 1, 1)
+    write_model(path, "GRU", inits, {"X": np.zeros((1, 1, 1), np.float32)}, ("Y", "Y_h"), {"hidden_size": H})
+    t0 = time.perf_counter()
+    try:
+        ts.Graph.from_onnx(path, {"X": shape}).close()
+        check(False, "a GRU of 5 million steps: refused (it imported)")
+    except ts.TensorscopeError as e:
+        check("TS_MAX_IMPORT_BYTES" in str(e) and time.perf_counter() - t0 < 5,
+              f"a GRU of 5 million steps: refused in {time.perf_counter() - t0:.2f} s ({str(e)[-170:]})")
 
 
 def full_lengths(workdir):

@@ -22,6 +22,7 @@
 typedef TensorscopeOnnx__AttributeProto Attr;
 
 enum { X_, W_, R_, B_, SEQ_, H0_, C0_, P_ };
+#define RNN_OPS_PER_STEP 32 /* about the most, per direction: an LSTM with peepholes and sequence_lens */
 enum act { ACT_SIGMOID, ACT_TANH, ACT_RELU };
 
 typedef struct rnn {
@@ -436,6 +437,15 @@ ts_status ts_onnx_rnn(ts_graph *g, const ts_onnx_rnn_node *n, ts_tensor *out[3])
     bool masked = false;
     if (!st) st = check_lengths(&r, &masked);
     if (st) return st;
+    /* the unrolled graph is memory the file does not hold (up to some 30 ops a
+     * step and direction): bounded by the import's limit */
+    uint64_t unrolled = (uint64_t)r.T * (uint64_t)r.dirs * RNN_OPS_PER_STEP * (sizeof(ts_tensor) + 64);
+    if (unrolled > ts_get_limit(TS_LIMIT_IMPORT_BYTES)) {
+        char what[160];
+        snprintf(what, sizeof what, "unrolling the %s over its %lld steps (some %d graph ops a step)", r.lstm ? "LSTM" : "GRU",
+                 (long long)r.T, RNN_OPS_PER_STEP * r.dirs);
+        return ts_limit_exceeded(TS_LIMIT_IMPORT_BYTES, what, unrolled);
+    }
     make_prefix(&r);
     const TensorscopeOnnx__NodeProto *node = n->node;
     bool want[3];
