@@ -28,16 +28,10 @@ from onnx import TensorProto, helper, numpy_helper
 
 import tensorscope as ts
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rnn_checks import FWD_RTOL, GRAD_RTOL, check, finish, has_tensor  # noqa: E402
+
 OPSET = 17
-FWD_RTOL = 1e-4
-GRAD_RTOL = 2e-3  # of the largest gradient of that initializer
-failures = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        failures.append(what)
 
 
 # ------------------------------------------------------- NumPy reference
@@ -267,14 +261,6 @@ def case(workdir, label, op, T=4, Bn=3, I=2, H=3, direction="forward", layout=0,
     g.close()
 
 
-def has_tensor(g, name):
-    try:
-        g.tensor(name)
-        return True
-    except ts.NotFoundError:
-        return False
-
-
 def refused(workdir, label, op, attrs, want, seq=None, opset=OPSET):
     """A node the importer refuses with a message holding `want`."""
     H, T, Bn, I = 2, 3, 2, 2
@@ -336,10 +322,7 @@ def main():
         two_layers(workdir)
         too_long(workdir)
         long_sequence(workdir)
-    if failures:
-        print(f"onnx_rnn: FAIL ({len(failures)} checks)")
-        sys.exit(1)
-    print("onnx_rnn: PASS")
+    finish("onnx_rnn")
 
 
 def bake_check(workdir):

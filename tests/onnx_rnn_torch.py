@@ -13,23 +13,8 @@ import torch
 import tensorscope as ts
 from tensorscope._torch import export_onnx
 
-FWD_RTOL = 1e-4
-GRAD_RTOL = 2e-3  # of the largest gradient of that parameter
-failures = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        failures.append(what)
-
-
-def has_tensor(g, name):
-    try:
-        g.tensor(name)
-        return True
-    except ts.NotFoundError:
-        return False
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rnn_checks import FWD_RTOL, GRAD_RTOL, check, finish, has_tensor  # noqa: E402
 
 
 def numpy(t):
@@ -88,7 +73,4 @@ def pytorch_exports(workdir):
 if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as workdir:
         pytorch_exports(workdir)
-    if failures:
-        print(f"onnx_rnn_torch: FAIL ({len(failures)} checks)")
-        sys.exit(1)
-    print("onnx_rnn_torch: PASS")
+    finish("onnx_rnn_torch")
