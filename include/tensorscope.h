@@ -141,11 +141,12 @@ TS_API void ts_set_allocator(const ts_allocator *a);
 
 typedef enum ts_log_level {
     TS_LOG_OFF = 0,
-    TS_LOG_ERROR = 1, /* also the print op's level: shown unless logs are off */
+    TS_LOG_ERROR = 1,
     TS_LOG_WARN = 2,
     TS_LOG_INFO = 3,  /* default */
     TS_LOG_DEBUG = 4, /* layer template at compile, per-run shapes */
-    TS_LOG_TRACE = 5  /* a line per step: loss, batch size, ms/step, RSS */
+    TS_LOG_TRACE = 5, /* a line per step: loss, batch size, ms/step, RSS */
+    TS_LOG_PRINT = 6  /* not a threshold: a print op's line, shown unless logs are off */
 } ts_log_level;
 typedef void (*ts_log_fn)(void *user, int level, const char *message);
 /* Default: lines to stderr. NULL restores it. */
@@ -153,6 +154,13 @@ TS_API void ts_set_log_callback(ts_log_fn fn, void *user);
 /* Messages above this level are not formatted. TS_LOG_LEVEL sets it too. */
 TS_API void ts_set_log_level(int level);
 TS_API int ts_get_log_level(void);
+/* Raises the level of named modules only: "onnx=5,exec=4" (TS_LOG_VMODULE
+ * sets it too; this call wins). Modules: core, graph, compile, exec,
+ * backend, cuda, observe, diag, dist, onnx, io, model, data. NULL or ""
+ * clears. TS_ERR_INVALID_ARGUMENT (nothing changed) for an unknown module
+ * or a bad level. TS_LOG_THREAD_ID=1 adds the kernel thread id to the
+ * default callback's lines: `[tensorscope I tid 4242] ...`. */
+TS_API ts_status ts_set_log_vmodule(const char *spec);
 
 /* ------------------------------------------------- limits on file input */
 

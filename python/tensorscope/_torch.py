@@ -201,6 +201,8 @@ class _Origins:
     def reraise(self, e: TensorscopeError):
         new = type(e)(self.explain(str(e)))
         new.__dict__.update(e.__dict__)  # NumericsError.tensor
+        if getattr(new, "report", None):  # NumericsError.report
+            new.report = self.explain(new.report)
         raise new.with_traceback(e.__traceback__) from None
 
 

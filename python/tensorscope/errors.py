@@ -49,9 +49,11 @@ class StateError(TensorscopeError, RuntimeError):
 
 
 class NumericsError(TensorscopeError, FloatingPointError):
-    """A numeric check found NaN or Inf; `tensor` names the first one."""
+    """A numeric check found NaN or Inf; `tensor` names the first one and
+    `report` is the library's whole report."""
 
     tensor = None
+    report = None
 
 
 class UnsupportedError(TensorscopeError, NotImplementedError):
@@ -75,6 +77,18 @@ class CancelledError(TensorscopeError, RuntimeError):
 _BY_STATUS = [InvalidArgumentError, OutOfMemoryError, FileError, FormatError, ShapeError,
               NotFoundError, StateError, NumericsError, UnsupportedError, InternalError,
               DistError, CancelledError]
+
+
+def numerics_error(report, tensor, logged):
+    """The NumericsError of a run the numeric check stopped. When the
+    library has logged the report (`logged`: logs at error or above), the
+    message is its first line and says where the rest is, so the report
+    shows once; e.report holds all of it either way."""
+    first, _, rest = report.partition("\n")
+    e = NumericsError(f"{first}\n  (the rest of the report is in the log above; all of it in this exception's "
+                      ".report)" if logged and rest else report)
+    e.tensor, e.report = tensor, report
+    return e
 
 
 def error_for(status, message):

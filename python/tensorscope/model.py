@@ -24,7 +24,7 @@ import numpy as np
 
 from . import _capi
 from ._capi import check, cstr, lib
-from .errors import NumericsError, StateError, error_for
+from .errors import StateError, error_for, numerics_error
 from .graph import Graph, Tensor
 from .observe import _summary_dict
 from .options import LRSchedule, ModeLike, Options
@@ -143,10 +143,10 @@ class Model:
         c_arrays = (_capi.Array * max(n, 1))(*[a for a, _ in arrays.values()])
         steps = self.steps
         st, message = self._cancellable(lib.ts_model_run, self._h, names, c_arrays, n)
-        if st == _capi.TS_ERR_NUMERICS:  # say which tensor
-            e = NumericsError(message)
+        if st == _capi.TS_ERR_NUMERICS:  # say which tensor; the report once
             failed = lib.ts_model_failed_tensor(self._h)
-            e.tensor = failed.decode() if failed else None
+            e = numerics_error(message, failed.decode() if failed else None,
+                               lib.ts_get_log_level() >= 1)  # TS_LOG_ERROR: logged, so said once
             e.tensors = None
             if self.options._break_on_nan:
                 e.tensors = self._held_again(names, c_arrays, n, steps, e)

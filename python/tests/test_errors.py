@@ -144,6 +144,34 @@ def test_numerics_error_names_the_tensor():
     assert e.value.tensor in str(e.value)
 
 
+def test_numerics_report_shows_once(capfd):
+    """The library logs the report and the exception carried it too: the
+    user saw it twice. Now once, at every log level."""
+    def failing_run():
+        g = ts.Graph()
+        x = g.input("x", "f32", [2, 2])
+        labels = g.input("labels", "i32", [2])
+        loss = g.cross_entropy(g.log(g.linear(x, 2, "fc")), labels)
+        loss.name = "loss"
+        m = ts.training_model(g, ts.Options().check_numerics("op"), optimizer=ts.SGD(lr=0.1))
+        m.compile()
+        with pytest.raises(ts.NumericsError) as e:
+            m(np.full((2, 2), -100.0, np.float32), np.zeros(2, np.int32))
+        return e.value
+
+    try:
+        for level in (3, 0):  # info (the report logged), off (not logged)
+            ts.set_log_level(level)
+            e = failing_run()
+            seen = capfd.readouterr().err + str(e)
+            assert seen.count("value: Log:0 f32[2,2]") == 1, (level, seen)
+            assert seen.count("input 0: fc/Add:0") == 1, (level, seen)
+            assert "first non-finite value in 'Log:0'" in str(e)
+            assert "input 0: fc/Add:0" in e.report and e.tensor == "Log:0"
+    finally:
+        ts.set_log_level(3)
+
+
 def test_missing_files():
     with pytest.raises(ts.FileError):
         ts.Dataset.mnist("/nonexistent-directory")

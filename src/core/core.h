@@ -37,13 +37,23 @@ char *ts_strdup(const char *s);
 /* Grows *p (of *cap elements of `elem` bytes) to hold at least `need`. */
 ts_status ts_grow(void **p, size_t *cap, size_t need, size_t elem);
 
-/* Logging through the user's callback; cheap when the level is off. */
-void ts_logf(int level, const char *fmt, ...) TS_PRINTF(2, 3);
-bool ts_log_enabled(int level);
+/* Logging through the user's callback; cheap when the level is off. Each
+ * call's module is its source file's directory (src/import -> onnx,
+ * src/backend/cuda -> cuda, ...), whose level TS_LOG_VMODULE may raise. */
+#define TS_LOG_MODULES 13
+void ts_logf_in(const char *file, int level, const char *fmt, ...) TS_PRINTF(3, 4);
+bool ts_log_enabled_in(const char *file, int level);
+void ts_log_message_in(const char *file, int level, const char *msg);
+#define ts_logf(...) ts_logf_in(__FILE__, __VA_ARGS__)
+#define ts_log_enabled(level) ts_log_enabled_in(__FILE__, level)
 /* Hands a finished message of any length to the sink as it is. */
-void ts_log_message(int level, const char *msg);
+#define ts_log_message(level, msg) ts_log_message_in(__FILE__, level, msg)
+/* The module of a source file (0..TS_LOG_MODULES-1; -1 outside src/) and
+ * its name as users write it ("onnx"). */
+int ts_log_module_of(const char *file);
+const char *ts_log_module_name(int module);
 /* A print op's output: shown unless logs are off, handed to a callback at
- * TS_LOG_ERROR, and tagged `[tensorscope print]` (not as an error) on stderr. */
+ * TS_LOG_PRINT and tagged `[tensorscope print]` on stderr. */
 void ts_log_print(const char *msg);
 
 /* Text safe to show on a terminal (escape.c): C0 controls other than \n

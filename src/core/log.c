@@ -1,21 +1,59 @@
 /* log.c -- the library speaks only through this callback. */
 #include "core.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
-static _Thread_local bool printing; /* the line is a print op's (ts_log_print) */
+/* ---- modules: a log call's module is the source directory of its file
+ * (ts_logf passes __FILE__), as users name it in TS_LOG_VMODULE */
+static const char *const module_names[TS_LOG_MODULES] = {"core",    "graph", "compile", "exec", "backend", "cuda", "observe",
+                                                         "diag",    "dist",  "onnx",    "io",   "model",   "data"};
+
+int ts_log_module_of(const char *file) {
+    const char *src = NULL;
+    for (const char *p = strstr(file, "src/"); p; p = strstr(p + 1, "src/"))
+        if (p == file || p[-1] == '/') src = p + 4;
+    if (!src) return -1;
+    const char *slash = strchr(src, '/');
+    size_t n = slash ? (size_t)(slash - src) : 0;
+    if (n == 7 && strncmp(src, "backend", 7) == 0 && strncmp(slash + 1, "cuda/", 5) == 0) return 5;
+    if (n == 6 && strncmp(src, "import", 6) == 0) return 9;
+    for (int i = 0; i < TS_LOG_MODULES; i++)
+        if (strlen(module_names[i]) == n && strncmp(src, module_names[i], n) == 0) return i;
+    return -1;
+}
+
+const char *ts_log_module_name(int module) { return module >= 0 && module < TS_LOG_MODULES ? module_names[module] : "?"; }
+
+static atomic_int thread_id_state = -1; /* TS_LOG_THREAD_ID: -1 not yet read, 0 off, 1 on */
 
 static void default_sink(void *u, int level, const char *msg) {
     (void)u;
-    static const char *tag[] = {"", "E", "W", "I", "D", "T"};
-    fprintf(stderr, "[tensorscope %s] %s\n", printing ? "print" : tag[level < 0 ? 0 : level > 5 ? 5 : level], msg);
+    static const char *tag[] = {"", "E", "W", "I", "D", "T", "print"};
+    const char *t = tag[level < 0 ? 0 : level > 6 ? 6 : level];
+    int tid_on = atomic_load_explicit(&thread_id_state, memory_order_relaxed);
+    if (tid_on < 0) { /* off while it is read: ts_env_flag may warn through here */
+        atomic_store(&thread_id_state, 0);
+        tid_on = ts_env_flag("TS_LOG_THREAD_ID");
+        atomic_store(&thread_id_state, tid_on);
+    }
+    if (tid_on) fprintf(stderr, "[tensorscope %s tid %ld] %s\n", t, (long)syscall(SYS_gettid), msg);
+    else fprintf(stderr, "[tensorscope %s] %s\n", t, msg);
 }
 
 static ts_log_fn sink = default_sink;
 static void *sink_user;
-static int level_now = -1; /* -1: not yet read from TS_LOG_LEVEL */
+static atomic_int level_now = -1; /* -1: not yet read from TS_LOG_LEVEL */
+/* TS_LOG_VMODULE / ts_set_log_vmodule: a module's level when raised above
+ * the global one (0: not raised); vmodule_max the highest of them */
+static atomic_int module_level[TS_LOG_MODULES];
+static atomic_int vmodule_max;
+static atomic_int vmodule_state; /* 0: TS_LOG_VMODULE not yet read, 1: being read, 2: read */
 
 /* Every line reaches the sink escaped (ts_escape_text): what it quotes may
  * come from a model file. A clean line goes as it is; a long one that needs
@@ -38,27 +76,107 @@ void ts_set_log_callback(ts_log_fn fn, void *user) {
     sink_user = fn ? user : NULL;
 }
 
-void ts_set_log_level(int level) { level_now = level < 0 ? 0 : level > 5 ? 5 : level; }
+void ts_set_log_level(int level) { atomic_store(&level_now, level < 0 ? 0 : level > 5 ? 5 : level); }
 
 int ts_get_log_level(void) {
-    if (level_now < 0) {
-        const char *e = getenv("TS_LOG_LEVEL");
-        int l = TS_LOG_INFO;
-        bool bad = e && *e && !ts_parse_log_level(e, &l);
-        level_now = l;
-        if (bad) { /* said once, at the level that stays in force */
-            char msg[256];
-            snprintf(msg, sizeof msg, "TS_LOG_LEVEL='%.80s' is not a level (0-5 or off, error, warn, info, debug, trace); using info", e);
-            emit(TS_LOG_WARN, msg);
-        }
+    int now = atomic_load_explicit(&level_now, memory_order_relaxed);
+    if (now >= 0) return now;
+    const char *e = getenv("TS_LOG_LEVEL");
+    int l = TS_LOG_INFO;
+    bool bad = e && *e && !ts_parse_log_level(e, &l);
+    int unread = -1;
+    if (!atomic_compare_exchange_strong(&level_now, &unread, l)) return atomic_load(&level_now); /* set meanwhile */
+    if (bad) { /* said once, at the level that stays in force */
+        char msg[256];
+        snprintf(msg, sizeof msg, "TS_LOG_LEVEL='%.80s' is not a level (0-5 or off, error, warn, info, debug, trace); using info", e);
+        emit(TS_LOG_WARN, msg);
     }
-    return level_now;
+    return l;
 }
 
-bool ts_log_enabled(int level) { return level <= ts_get_log_level() && level > 0; }
+/* Parses "onnx=5,exec=4" into levels[] (0 where not named). Returns false
+ * at the first entry that is not MODULE=LEVEL with a known module, with
+ * what is wrong in why; the entries before it are in levels. */
+static bool parse_vmodule(const char *spec, int *levels, char *why, size_t n) {
+    for (int i = 0; i < TS_LOG_MODULES; i++) levels[i] = 0;
+    const char *p = spec;
+    while (*p) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        char name[32], lv[16];
+        int m = -1, l = 0;
+        if (eq && (size_t)(eq - p) < sizeof name && len - (size_t)(eq - p) - 1 < sizeof lv) {
+            snprintf(name, sizeof name, "%.*s", (int)(eq - p), p);
+            snprintf(lv, sizeof lv, "%.*s", (int)(len - (size_t)(eq - p) - 1), eq + 1);
+            for (int i = 0; i < TS_LOG_MODULES; i++)
+                if (strcmp(name, module_names[i]) == 0) m = i;
+            if (m < 0) {
+                char close[256], all[256] = "";
+                ts_closest_words(name, module_names, TS_LOG_MODULES, close, sizeof close);
+                for (int i = 0; i < TS_LOG_MODULES; i++)
+                    snprintf(all + strlen(all), sizeof all - strlen(all), "%s%s", i ? ", " : "", module_names[i]);
+                snprintf(why, n, "'%s' is not a module (did you mean %s?); the modules are %s", name, close, all);
+                return false;
+            }
+            if (!ts_parse_log_level(lv, &l)) {
+                snprintf(why, n, "'%s' is not a level for %s (0-5 or off, error, warn, info, debug, trace)", lv, name);
+                return false;
+            }
+            levels[m] = l;
+        } else {
+            snprintf(why, n, "'%.*s' is not MODULE=LEVEL (e.g. onnx=5,exec=4)", (int)(len < 64 ? len : 64), p);
+            return false;
+        }
+        p += len + (end ? 1 : 0);
+    }
+    return true;
+}
 
-void ts_logf(int level, const char *fmt, ...) {
-    if (!ts_log_enabled(level)) return;
+static void apply_vmodule(const int *levels) {
+    int max = 0;
+    for (int i = 0; i < TS_LOG_MODULES; i++) {
+        atomic_store(&module_level[i], levels[i]);
+        if (levels[i] > max) max = levels[i];
+    }
+    atomic_store(&vmodule_max, max);
+}
+
+/* TS_LOG_VMODULE, read at the first log call that needs it; what it names
+ * wrongly is warned about once and the rest of it is used. */
+static void read_vmodule_env(void) {
+    int unread = 0;
+    if (!atomic_compare_exchange_strong(&vmodule_state, &unread, 1)) return;
+    const char *e = getenv("TS_LOG_VMODULE");
+    int levels[TS_LOG_MODULES];
+    char why[512] = "";
+    bool ok = !e || parse_vmodule(e, levels, why, sizeof why);
+    if (e) apply_vmodule(levels);
+    atomic_store(&vmodule_state, 2);
+    if (!ok) ts_logf(TS_LOG_WARN, "TS_LOG_VMODULE='%.200s': %s; the entries before it are used", e, why);
+}
+
+ts_status ts_set_log_vmodule(const char *spec) {
+    read_vmodule_env(); /* what is set here wins over the environment */
+    int levels[TS_LOG_MODULES];
+    char why[512];
+    if (!parse_vmodule(spec ? spec : "", levels, why, sizeof why))
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "log vmodule '%s': %s", spec, why);
+    apply_vmodule(levels);
+    return TS_OK;
+}
+
+bool ts_log_enabled_in(const char *file, int level) {
+    if (level <= 0) return false;
+    if (level <= ts_get_log_level()) return true;
+    if (atomic_load_explicit(&vmodule_state, memory_order_relaxed) != 2) read_vmodule_env();
+    if (level > atomic_load_explicit(&vmodule_max, memory_order_relaxed)) return false;
+    int m = ts_log_module_of(file);
+    return m >= 0 && level <= atomic_load_explicit(&module_level[m], memory_order_relaxed);
+}
+
+void ts_logf_in(const char *file, int level, const char *fmt, ...) {
+    if (!ts_log_enabled_in(file, level)) return;
     char buf[4096];
     va_list ap;
     va_start(ap, fmt);
@@ -73,13 +191,11 @@ uint64_t ts_now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-void ts_log_message(int level, const char *msg) {
-    if (ts_log_enabled(level)) emit(level, msg);
+void ts_log_message_in(const char *file, int level, const char *msg) {
+    if (ts_log_enabled_in(file, level)) emit(level, msg);
 }
 
 void ts_log_print(const char *msg) {
-    if (!ts_log_enabled(TS_LOG_ERROR)) return;
-    printing = true;
-    emit(TS_LOG_ERROR, msg);
-    printing = false;
+    if (ts_get_log_level() == TS_LOG_OFF) return;
+    emit(TS_LOG_PRINT, msg);
 }
