@@ -1078,6 +1078,39 @@ typedef struct ts_memory_usage {
     int64_t rss, pss, uss; /* bytes, from /proc/self/smaps_rollup (or status) */
 } ts_memory_usage;
 TS_API ts_status ts_memory_get(ts_memory_usage *out);
+/* The same summed over this process and every descendant (children of
+ * any of its threads, their children, ...): the child of a debug run, the
+ * workers a data loader forks. *processes (may be NULL): how many were
+ * counted. Under mpirun the ranks are siblings, not children: each rank
+ * counts itself and its own descendants. */
+TS_API ts_status ts_memory_get_tree(ts_memory_usage *out, int *processes);
+
+/* The memory watcher: a background thread that samples ts_memory_get_tree
+ * every period_ms (>= 1; 0 takes 100) and keeps the peak of each of RSS,
+ * PSS and USS with the time of the RSS peak. Each sample goes into the
+ * metrics (MemoryRssBytes, MemoryPssBytes, MemoryUssBytes, whose report
+ * blocks add `Peak: <bytes> at <time since the start>`) and to the
+ * callback if one is set; stopping logs the peak at TS_LOG_INFO. One
+ * watcher per process: starting it again while it runs changes its period
+ * (the peaks are kept). Stop returns at once, not after a period. */
+typedef struct ts_memwatch_stats {
+    ts_memory_usage latest, peak; /* peak: each field's maximum */
+    double latest_s, peak_rss_s;  /* seconds after the start: the latest sample, the RSS peak */
+    int64_t samples;              /* taken since the start */
+    int processes;                /* counted in the latest sample */
+    int period_ms;
+    int running;                  /* 1 while the thread samples, 0 after ts_memwatch_stop */
+} ts_memwatch_stats;
+TS_API ts_status ts_memwatch_start(int period_ms);
+TS_API void ts_memwatch_stop(void);
+/* What the watcher has seen (also after stop, until the next start);
+ * TS_ERR_STATE when it never ran. */
+TS_API ts_status ts_memwatch_latest(ts_memwatch_stats *out);
+/* Called on the watcher's thread after each sample (e.g. to draw a
+ * counter track); it must not call ts_memwatch_* and should return
+ * quickly. NULL removes it. */
+typedef void (*ts_memwatch_fn)(void *user, const ts_memwatch_stats *sample);
+TS_API void ts_memwatch_set_callback(ts_memwatch_fn fn, void *user);
 
 /* Installs handlers for SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGABRT that
  * print a native backtrace and the op being executed to stderr, then

@@ -20,6 +20,9 @@ typedef struct ts_metric {
     uint64_t count; /* total samples since the last reset */
     double acc;
     ts_sample *ring; /* TS_METRIC_RING; slot count % TS_METRIC_RING is next */
+    bool peaked;     /* recorded by ts_metric_record_peak: the report shows the peak */
+    double peak;
+    uint64_t peak_after_ns; /* when the peak came, after the start the caller gave */
 } ts_metric;
 
 typedef struct ts_counter {
@@ -108,7 +111,8 @@ static ts_counter *counter_lookup(const char *name, int create) {
     return c;
 }
 
-static void metric_add(const char *name, ts_metric_kind kind, double v) {
+/* start_ns: keep the peak, timed from then (0: a plain sample). */
+static void metric_add(const char *name, ts_metric_kind kind, double v, uint64_t start_ns) {
     if (!name || !*name)
         return;
     uint64_t now = ts_now_ns();
@@ -116,6 +120,11 @@ static void metric_add(const char *name, ts_metric_kind kind, double v) {
     ts_metric *m = metric_lookup(name, kind);
     if (m) {
         m->ring[m->count % TS_METRIC_RING] = (ts_sample){now, v};
+        if (start_ns && (!m->peaked || m->count == 0 || v > m->peak)) {
+            m->peak = v;
+            m->peak_after_ns = now > start_ns ? now - start_ns : 0;
+        }
+        m->peaked |= start_ns != 0;
         m->count++;
         m->acc += v;
     }
@@ -123,11 +132,15 @@ static void metric_add(const char *name, ts_metric_kind kind, double v) {
 }
 
 void ts_metric_record(const char *name, double value_ns) {
-    metric_add(name, TS_METRIC_TIME, value_ns);
+    metric_add(name, TS_METRIC_TIME, value_ns, 0);
 }
 
 void ts_metric_record_value(const char *name, double value) {
-    metric_add(name, name && strstr(name, "Bytes") ? TS_METRIC_BYTES : TS_METRIC_VALUE, value);
+    metric_add(name, name && strstr(name, "Bytes") ? TS_METRIC_BYTES : TS_METRIC_VALUE, value, 0);
+}
+
+void ts_metric_record_peak(const char *name, double value, uint64_t start_ns) {
+    metric_add(name, name && strstr(name, "Bytes") ? TS_METRIC_BYTES : TS_METRIC_VALUE, value, start_ns ? start_ns : 1);
 }
 
 uint64_t ts_metric_timer_start(void) { return ts_now_ns(); }
@@ -291,11 +304,14 @@ static int cmp_sample_value(const void *a, const void *b) {
 }
 
 /* One `Metric:` block. `s` holds the ring in chronological order. */
-static void emit_metric(strbuf *b, const char *name, ts_metric_kind kind, uint64_t count,
-                        double acc, ts_sample *s, size_t n) {
-    char t[64];
-    sb_printf(b, "Metric: %s\n  TotalSamples: %llu\n", name, (unsigned long long)count);
-    sb_printf(b, "  Accumulator: %s\n", metric_repr(kind, acc, t, sizeof t));
+static void emit_metric(strbuf *b, const ts_metric *m, ts_sample *s, size_t n) {
+    char t[64], d[64];
+    ts_metric_kind kind = m->kind;
+    sb_printf(b, "Metric: %s\n  TotalSamples: %llu\n", m->name, (unsigned long long)m->count);
+    sb_printf(b, "  Accumulator: %s\n", metric_repr(kind, m->acc, t, sizeof t));
+    if (m->peaked)
+        sb_printf(b, "  Peak: %s at %s\n", metric_repr(kind, m->peak, t, sizeof t),
+                  ts_format_duration_ns((double)m->peak_after_ns, d, sizeof d));
     if (n > 0 && s[n - 1].t_ns > s[0].t_ns) {
         double total = 0, span_s = (double)(s[n - 1].t_ns - s[0].t_ns) / 1e9;
         for (size_t i = 0; i < n; i++)
@@ -328,7 +344,7 @@ char *ts_metrics_report(void) {
         size_t start = m->count <= TS_METRIC_RING ? 0 : (size_t)(m->count % TS_METRIC_RING);
         for (size_t k = 0; k < n; k++)
             s[k] = m->ring[(start + k) % TS_METRIC_RING];
-        emit_metric(&b, m->name, m->kind, m->count, m->acc, s, n);
+        emit_metric(&b, m, s, n);
     }
     for (size_t i = 0; i < g_ncounters; i++)
         if (g_counters[i]->value != 0)

@@ -31,6 +31,11 @@ size_t ts_metric_percentile_index(int p, size_t n);
 uint64_t ts_metric_timer_start(void);
 void ts_metric_timer_stop(const char *name, uint64_t start_ns);
 
+/* A value sample that also keeps the metric's peak and when it came, as
+ * the time after start_ns (ts_now_ns clock): the report adds `Peak: 1.23GB
+ * at 00m02s...` to its block. A reset starts the peak afresh. */
+void ts_metric_record_peak(const char *name, double value, uint64_t start_ns);
+
 /* Adds `delta` to `name` and to `name.cause` (cause may be NULL). */
 void ts_counter_add_cause(const char *name, const char *cause, int64_t delta);
 

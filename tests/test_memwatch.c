@@ -1,0 +1,182 @@
+/* test_memwatch.c -- the memory watcher (docs/observation.md#memory):
+ * - ts_memory_get_tree counts the children and grandchildren of this
+ *   process: a child that touched 48 MiB and its child that touched
+ *   32 MiB add at least that to this process's own RSS and USS;
+ * - the watcher, sampling every 20 ms, sees a 64 MiB buffer this process
+ *   held for 200 ms: its peak RSS passes the RSS before it by 60 MiB at a
+ *   time inside the window, and stays after the buffer is freed; the
+ *   metrics report's MemoryRssBytes block says the peak and when; the
+ *   callback sees every sample; stopping logs the peak at info;
+ * - stop returns at once even with a period of a minute;
+ * - bad periods and a watcher never started are clear errors. */
+#define _GNU_SOURCE
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "tensorscope.h"
+
+#define MiB (1024.0 * 1024.0)
+
+static void sleep_ms(int ms) { nanosleep(&(struct timespec){ms / 1000, (long)(ms % 1000) * 1000000L}, NULL); }
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Writes every page of p (volatile: the stores cannot be optimised away). */
+static void touch(char *p, size_t n) {
+    volatile char *v = p;
+    for (size_t i = 0; i < n; i += 4096) v[i] = 1;
+}
+
+/* A child that touches `mb` MiB (and, when grand_mb > 0, forks a child of
+ * its own that touches grand_mb), says so on `ready` and waits for the
+ * parent to close go's write end (go_w, closed in the child). */
+static pid_t spawn(int mb, int grand_mb, int ready, int go, int go_w) {
+    pid_t pid = fork();
+    if (pid != 0) return pid;
+    close(go_w);
+    if (grand_mb > 0 && spawn(grand_mb, 0, ready, go, -1) < 0) _exit(1);
+    char *p = malloc((size_t)mb << 20);
+    if (!p) _exit(1);
+    touch(p, (size_t)mb << 20);
+    if (write(ready, "r", 1) != 1) _exit(1);
+    char c;
+    while (read(go, &c, 1) > 0) {}
+    free(p);
+    while (wait(NULL) > 0) {}
+    _exit(0);
+}
+
+static void test_tree(void) {
+    int ready[2], go[2];
+    if (pipe(ready) || pipe(go)) return;
+    pid_t child = spawn(48, 32, ready[1], go[0], go[1]);
+    char c;
+    int got = 0;
+    while (got < 2 && read(ready[0], &c, 1) == 1) got++;
+    ts_memory_usage self, tree;
+    int n = 0;
+    CHECK_OK(ts_memory_get(&self), "ts_memory_get");
+    CHECK_OK(ts_memory_get_tree(&tree, &n), "ts_memory_get_tree");
+    CHECK(got == 2 && n == 3, "a child and a grandchild counted: %d processes", n);
+    CHECK(tree.rss - self.rss >= (int64_t)(80 * MiB), "their RSS is added: %.1f MiB above this process's own",
+          (double)(tree.rss - self.rss) / MiB);
+    CHECK(tree.uss - self.uss >= (int64_t)(80 * MiB), "and their USS: %.1f MiB above", (double)(tree.uss - self.uss) / MiB);
+    ts_memwatch_stats s;
+    CHECK_OK(ts_memwatch_start(20), "the watcher starts, every 20 ms");
+    sleep_ms(100);
+    CHECK_OK(ts_memwatch_latest(&s), "ts_memwatch_latest");
+    CHECK(s.processes == 3 && s.latest.rss - self.rss >= (int64_t)(80 * MiB),
+          "the watcher counts the children too: %d processes, %.1f MiB above this one", s.processes,
+          (double)(s.latest.rss - self.rss) / MiB);
+    ts_memwatch_stop();
+    close(go[1]);
+    waitpid(child, NULL, 0);
+    close(go[0]), close(ready[0]), close(ready[1]);
+    CHECK_OK(ts_memory_get_tree(&tree, &n), "ts_memory_get_tree after they exit");
+    CHECK(n == 1, "then this process alone: %d", n);
+}
+
+static int samples_seen;
+static void on_sample(void *user, const ts_memwatch_stats *s) {
+    (void)user;
+    if (s->samples == samples_seen + 1) samples_seen++;
+}
+
+static char info_line[1024];
+static void capture(void *user, int level, const char *msg) {
+    (void)user;
+    if (level == TS_LOG_INFO && strstr(msg, "memory watcher")) snprintf(info_line, sizeof info_line, "%s", msg);
+}
+
+/* The value of the `Peak:` line of the report's `Metric: name` block, in MiB; -1 if none. */
+static double report_peak_mib(const char *report, const char *name, char *when, size_t n) {
+    char head[128];
+    snprintf(head, sizeof head, "Metric: %s\n", name);
+    const char *b = strstr(report, head), *p = b ? strstr(b, "  Peak: ") : NULL;
+    const char *next = b ? strstr(b + 1, "Metric: ") : NULL;
+    if (!p || (next && p > next)) return -1;
+    char *end;
+    double v = strtod(p + 8, &end);
+    double unit = strncmp(end, "GB", 2) == 0 ? 1024 : strncmp(end, "MB", 2) == 0 ? 1 : strncmp(end, "KB", 2) == 0 ? 1.0 / 1024 : 0;
+    const char *at = strstr(end, " at ");
+    if (at) snprintf(when, n, "%.*s", (int)strcspn(at + 4, "\n"), at + 4);
+    return v * unit;
+}
+
+static void test_peak(void) {
+    ts_memwatch_stats s;
+    ts_memory_usage before;
+    ts_metrics_reset();
+    ts_set_log_callback(capture, NULL);
+    ts_memwatch_set_callback(on_sample, NULL);
+    samples_seen = 0;
+    CHECK_OK(ts_memory_get_tree(&before, NULL), "RSS before");
+    CHECK_OK(ts_memwatch_start(20), "the watcher starts, every 20 ms");
+    sleep_ms(60);
+    double t0 = now_s();
+    size_t size = (size_t)(64 * MiB);
+    char *big = malloc(size);
+    if (big) touch(big, size);
+    sleep_ms(200);
+    double t1 = now_s();
+    free(big);
+    sleep_ms(100);
+    CHECK_OK(ts_memwatch_latest(&s), "ts_memwatch_latest while it runs");
+    CHECK(s.running == 1 && s.period_ms == 20, "running, every 20 ms");
+    CHECK(s.samples >= 10, "about one sample per 20 ms over 360 ms: %lld", (long long)s.samples);
+    CHECK(s.peak.rss - before.rss >= (int64_t)(60 * MiB), "peak RSS %.1f MiB above the start (the 64 MiB buffer)",
+          (double)(s.peak.rss - before.rss) / MiB);
+    double start = t0 - 0.06;
+    CHECK(s.peak_rss_s >= t0 - start - 0.03 && s.peak_rss_s <= t1 - start + 0.03,
+          "the peak came while the buffer was held: %.3f s after the start, inside [%.3f, %.3f]", s.peak_rss_s, t0 - start, t1 - start);
+    CHECK(s.peak.rss - s.latest.rss >= (int64_t)(50 * MiB), "the buffer freed, the latest sample is lower and the peak stays");
+    CHECK(s.peak.uss >= s.latest.uss && s.peak.pss >= s.latest.pss && s.peak.uss > 0, "PSS and USS peaks kept too");
+    ts_memwatch_stop();
+    CHECK_OK(ts_memwatch_latest(&s), "ts_memwatch_latest after stop");
+    CHECK(s.running == 0 && samples_seen == s.samples, "stopped; the callback saw each of the %lld samples in order (%d)",
+          (long long)s.samples, samples_seen);
+    CHECK(strstr(info_line, "memory watcher: peak RSS") && strstr(info_line, "every 20 ms"), "stop logs the peak: %s", info_line);
+    char *report = ts_metrics_report(), when[64] = "";
+    double peak = report ? report_peak_mib(report, "MemoryRssBytes", when, sizeof when) : -1;
+    CHECK(peak >= (double)before.rss / MiB + 60, "metrics: MemoryRssBytes Peak %.1f MiB, at %s", peak, when);
+    CHECK(strstr(report ? report : "", "Metric: MemoryUssBytes") != NULL, "metrics: MemoryUssBytes too");
+    int ms = -1;
+    double us = 0;
+    bool parsed = sscanf(when, "%dms%lfus", &ms, &us) == 2;
+    CHECK(parsed && ms + us / 1000 >= (t0 - start - 0.03) * 1000 && ms + us / 1000 <= (t1 - start + 0.03) * 1000,
+          "metrics: the peak's time (%s) is when the buffer was held", when);
+    ts_string_free(report);
+    ts_memwatch_set_callback(NULL, NULL);
+    ts_set_log_callback(NULL, NULL);
+}
+
+static void test_stop_is_immediate(void) {
+    CHECK_OK(ts_memwatch_start(60000), "a period of a minute");
+    sleep_ms(30);
+    double t = now_s();
+    ts_memwatch_stop();
+    t = now_s() - t;
+    CHECK(t < 0.5, "stop returns at once: %.3f s", t);
+    ts_memwatch_stop(); /* twice is fine */
+}
+
+int main(void) {
+    ts_memwatch_stats s;
+    CHECK(ts_memwatch_latest(&s) == TS_ERR_STATE && strstr(ts_last_error(), "--watch-memory"), "never started: %s",
+          ts_last_error());
+    CHECK(ts_memwatch_start(-5) == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "1..3600000 ms"), "a bad period: %s",
+          ts_last_error());
+    test_tree();
+    test_peak();
+    test_stop_is_immediate();
+    return check_summary("test_memwatch");
+}
