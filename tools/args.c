@@ -52,7 +52,8 @@ void cli_print_help(FILE *f, const char *cmd, const char *usage, const cli_flag 
             continue;
         }
         char left[64];
-        snprintf(left, sizeof left, "%s%s%s", fl->name, fl->metavar ? " " : "", fl->metavar ? fl->metavar : "");
+        snprintf(left, sizeof left, "%s%s%s", fl->name, fl->metavar && fl->kind != FLAG_OPT_INT ? " " : "",
+                 fl->metavar ? fl->metavar : "");
         fprintf(f, "  %-36s %s\n", left, fl->help);
     }
     if (!help_shown) fprintf(f, "  %-36s %s\n", "--help", "show this help");
@@ -128,6 +129,15 @@ int cli_parse(const char *cmd, const char *usage, const cli_flag *flags, int arg
         if (fl->kind == FLAG_BOOL) {
             if (eq) return cli_usage_error(cmd, "%s takes no value", fl->name);
             *(bool *)fl->dest = true;
+            continue;
+        }
+        if (fl->kind == FLAG_OPT_INT) { /* the value only after '=': --flag alone is 0 */
+            char *end;
+            errno = 0;
+            long x = eq ? strtol(eq + 1, &end, 10) : 0;
+            if (eq && (errno || end == eq + 1 || *end || x < 1))
+                return cli_usage_error(cmd, "%s=%s: give a whole number >= 1, or %s alone", fl->name, eq + 1, fl->name);
+            *(long *)fl->dest = x;
             continue;
         }
         const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);

@@ -16,7 +16,9 @@ enum { CLI_OK = 0, CLI_RUNTIME = 1, CLI_USAGE = 2 };
 /* ---- flags: a table per command; parse fills the destinations */
 /* FLAG_SECTION: no flag, a heading in --help (its help text) for the flags
  * after it, such as those of one model */
-typedef enum { FLAG_BOOL, FLAG_INT, FLAG_FLOAT, FLAG_STRING, FLAG_LIST, FLAG_SECTION } flag_kind;
+/* FLAG_OPT_INT: --flag alone stores 0, --flag=N stores N (N >= 1), as
+ * --watch-memory[=MS]; the destination keeps its value when not given */
+typedef enum { FLAG_BOOL, FLAG_INT, FLAG_FLOAT, FLAG_STRING, FLAG_LIST, FLAG_SECTION, FLAG_OPT_INT } flag_kind;
 typedef struct cli_list {
     const char *items[64];
     int n;
@@ -185,6 +187,8 @@ typedef struct cli_hparams {
 void cli_tb_hparams(ts_tb_writer *tb, const cli_hparams *h);
 /* loss/train, train/learning_rate, train/samples_per_second at the model's
  * step; grad/norm/<param> and grad/norm/global from the Accum___ watches;
+ * memory/rss, memory/peak_rss, memory/pss, memory/uss (MiB) while the
+ * memory watcher runs (--watch-memory);
  * histograms and range/<name>/<format>_<under|over>flow of the watches. */
 /* replicas > 1: the watch results hold a row per replica and one over all */
 ts_status cli_tb_step(ts_tb_writer *tb, const ts_model *m, double loss, double samples_per_s, int replicas);

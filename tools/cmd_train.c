@@ -29,6 +29,8 @@ typedef struct train_args {
     bool outfeed_pre, stats, run_single_step, metrics, log_memory, quiet, all, watch_range, break_on_nan;
     long stats_every;
     cli_list anchors, outfeeds, watches, prints, feature_maps, filters, inputs, attention_maps;
+    long watch_memory;       /* --watch-memory[=MS]: -1 off, 0 the default period */
+    const char *log_vmodule; /* --log-vmodule MODULE=LEVEL,... */
 } train_args;
 
 /* ---- outfeed sink: runs on the queue's consumer thread */
@@ -570,7 +572,7 @@ static void curve_add(curve *c, double x, double y) {
 /* eval takes the flags that say which model, which weights and which
  * images; everything about training or observing it is refused, not ignored. */
 static const char *const EVAL_FLAGS[] = {"--model", "--data", "--batch-size", "--seed", "--holdout", "--all", "--threads", "--device",
-                                         "--weights", "--log-verbosity", "--metrics", "--quiet", "--input", "--loss", "--labels-input",
+                                         "--weights", "--log-verbosity", "--log-vmodule", "--watch-memory", "--metrics", "--quiet", "--input", "--loss", "--labels-input",
                                          "--output", "--layers", "--heads", "--embd", "--block-size", "--vocab"};
 
 static bool is_eval_flag(const char *name, size_t len) {
@@ -595,7 +597,7 @@ static int train_only_flag(const cli_flag *all, const cli_flag *evalt, int argc,
         size_t len = eq ? (size_t)(eq - argv[i]) : strlen(argv[i]);
         if (strncmp(argv[i], "--", 2) != 0 || is_eval_flag(argv[i], len)) {
             for (const cli_flag *f = evalt; f->name; f++) /* skip the value of an eval flag */
-                if (!eq && strcmp(f->name, argv[i]) == 0 && f->kind != FLAG_BOOL) i++;
+                if (!eq && strcmp(f->name, argv[i]) == 0 && f->kind != FLAG_BOOL && f->kind != FLAG_OPT_INT) i++;
             continue;
         }
         for (const cli_flag *f = all; f->name; f++)
@@ -609,7 +611,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     train_args a = {.model = "mlp", .data = NULL, .optimizer = NULL, .epochs = -1, .batch_size = -1, .seed = 0,
                     .holdout = -1, .repeat_count = 1, .grad_accum = 1, .threads = 0, .log_verbosity = -1, .watch_period = 1,
                     .lr = -1, .weight_decay = -1, .check_numerics = NULL, .lr_schedule = "constant", .lr_step_size = 1000, .lr_gamma = 0.1,
-                    .outfeed_depth = 64};
+                    .outfeed_depth = 64, .watch_memory = -1};
     cli_import imp = {&a.inputs, NULL, NULL, NULL, 0, 0, 0, 0, 0};
     const cli_flag flags[] = {
         {"--model", FLAG_STRING, &a.model, "NAME|FILE.onnx", "built-in model (mlp, cnn, gpt) or an ONNX file; its own flags are at the end"},
@@ -660,6 +662,9 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--metrics", FLAG_BOOL, &a.metrics, NULL, "print the metrics report at exit"},
         {"--log-verbosity", FLAG_INT, &a.log_verbosity, "0-5", "log level (5: a line per step)"},
         {"--log-memory", FLAG_BOOL, &a.log_memory, NULL, "log memory by class after compile and each epoch"},
+        {"--log-vmodule", FLAG_STRING, &a.log_vmodule, "MODULE=LEVEL,...", "raise the log level of named modules only, e.g. onnx=5,exec=4"},
+        {"--watch-memory", FLAG_OPT_INT, &a.watch_memory, "[=MS]", "sample RSS/PSS/USS of this process and its children every MS ms "
+                                                                     "(default 100): the peak in the log, --metrics and TensorBoard"},
         {"--tensorboard", FLAG_STRING, &a.tensorboard, "DIR", "write TensorBoard event files to DIR/<date>_<host> (one run each)"},
         {"--run-name", FLAG_STRING, &a.run_name, "NAME", "with --tensorboard: write to DIR/NAME instead"},
         {"--plot", FLAG_STRING, &a.plot, "FILE.png", "plot loss and accuracy curves"},
@@ -732,6 +737,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     if (a.holdout < -1) return cli_usage_error(cmd, "--holdout must be >= 0, got %ld", a.holdout);
     if (a.max_steps < 0) return cli_usage_error(cmd, "--max-steps must be >= 0, got %ld", a.max_steps);
     if (a.log_verbosity > 5 || a.log_verbosity < -1) return cli_usage_error(cmd, "--log-verbosity must be 0..5, got %ld", a.log_verbosity);
+    if (a.log_vmodule && ts_set_log_vmodule(a.log_vmodule)) return cli_usage_error(cmd, "--log-vmodule: %s", ts_last_error());
     ts_optimizer opt;
     if (cli_optimizer(a.optimizer, a.lr, a.momentum, a.weight_decay, &opt)) return cli_usage_error(cmd, "--optimizer must be sgd, adam or adamw, got '%s'", a.optimizer);
     ts_lr_schedule sched = {.warmup_steps = a.warmup_steps, .step_size = a.lr_step_size, .gamma = a.lr_gamma, .min_lr = a.lr_min};
@@ -847,6 +853,10 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     curve *loss_curve = calloc(1, sizeof *loss_curve), *acc_curve = calloc(1, sizeof *acc_curve), *hl_curve = calloc(1, sizeof *hl_curve);
     rc = CLI_RUNTIME;
     if (!loss_curve || !acc_curve || !hl_curve) goto done;
+    if (a.watch_memory >= 0 && ts_memwatch_start((int)a.watch_memory)) { /* stopped at done: its peak logged */
+        cli_runtime_error("--watch-memory");
+        goto done;
+    }
     char data_dir[PATH_MAX + 64];
     if (!a.data) a.data = cli_default_data_dir(model_defaults.data, data_dir, sizeof data_dir);
     const bool text = model_defaults.text || is_text_data(a.data);
@@ -1417,6 +1427,7 @@ done:
                        a.outfeed_drop ? "--outfeed-drop: the queue was full" : "more keys waited than --outfeed-depth");
         }
     }
+    ts_memwatch_stop();
     if (tb) ts_tb_hparams_end(tb, rc == CLI_OK);
     if (tb && ts_tb_close(tb) && rc == CLI_OK) rc = cli_runtime_error("closing the TensorBoard log");
     else if (tb && rc == CLI_OK) printf("TensorBoard logs in %s (run: tensorboard --logdir %s)\n", tb_dir, a.tensorboard);

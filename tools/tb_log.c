@@ -97,22 +97,24 @@ static void tag_regex(char *buf, size_t n, const char *prefix, const char *name)
  * eight low-precision range fractions. */
 static ts_status write_layout(ts_tb_writer *tb, const ts_watch_result *w, size_t nw) {
     enum { MAX_RANGE = 64 };
+    enum { FIXED = 6 };
     static const char *const loss[] = {"^loss/"}, *const accuracy[] = {"^accuracy/"}, *const lr[] = {"^train/learning_rate$"},
-                             *const sps[] = {"^train/samples_per_second$"}, *const norms[] = {"^grad/norm/"};
-    ts_tb_chart charts[5 + MAX_RANGE] = {{"loss", "loss (training per run, held-out per epoch)", loss, 1},
-                                         {"accuracy", "held-out accuracy (%)", accuracy, 1},
-                                         {"train", "learning rate", lr, 1},
-                                         {"train", "samples per second", sps, 1},
-                                         {"grad", "gradient L2 norms (global and per parameter)", norms, 1}};
+                             *const sps[] = {"^train/samples_per_second$"}, *const norms[] = {"^grad/norm/"}, *const mem[] = {"^memory/"};
+    ts_tb_chart charts[FIXED + MAX_RANGE] = {{"loss", "loss (training per run, held-out per epoch)", loss, 1},
+                                             {"accuracy", "held-out accuracy (%)", accuracy, 1},
+                                             {"train", "learning rate", lr, 1},
+                                             {"train", "samples per second", sps, 1},
+                                             {"grad", "gradient L2 norms (global and per parameter)", norms, 1},
+                                             {"memory", "memory of this process and its children (MiB, --watch-memory)", mem, 1}};
     char regex[MAX_RANGE][600], title[MAX_RANGE][600];
     const char *regex_ptr[MAX_RANGE];
-    int n = 5;
-    for (size_t i = 0; i < nw && n < 5 + MAX_RANGE; i++) {
+    int n = FIXED;
+    for (size_t i = 0; i < nw && n < FIXED + MAX_RANGE; i++) {
         if (!(w[i].summary->what & TS_WATCH_RANGE)) continue;
         bool seen = false;
-        for (int k = 5; k < n && !seen; k++) seen = strcmp(charts[k].title, w[i].name) == 0;
+        for (int k = FIXED; k < n && !seen; k++) seen = strcmp(charts[k].title, w[i].name) == 0;
         if (seen) continue;
-        int r = n - 5;
+        int r = n - FIXED;
         tag_regex(regex[r], sizeof regex[r], "range/", w[i].name);
         snprintf(title[r], sizeof title[r], "%s", w[i].name);
         regex_ptr[r] = regex[r];
@@ -154,6 +156,14 @@ ts_status cli_tb_step(ts_tb_writer *tb, const ts_model *m, double loss, double s
         if (!st && (s->what & TS_WATCH_RANGE)) st = range_scalars(tb, w[i].name, step, &s->range);
     }
     if (!st && have_norm) st = ts_tb_scalar(tb, "grad/norm/global", step, sqrt(norm2));
+    ts_memwatch_stats mw;
+    if (!st && ts_memwatch_latest(&mw) == TS_OK && mw.running && mw.samples > 0) { /* --watch-memory: its latest sample, MiB */
+        const double MiB = 1024.0 * 1024.0;
+        st = ts_tb_scalar(tb, "memory/rss", step, (double)mw.latest.rss / MiB);
+        if (!st) st = ts_tb_scalar(tb, "memory/peak_rss", step, (double)mw.peak.rss / MiB);
+        if (!st && mw.latest.pss >= 0) st = ts_tb_scalar(tb, "memory/pss", step, (double)mw.latest.pss / MiB);
+        if (!st && mw.latest.uss >= 0) st = ts_tb_scalar(tb, "memory/uss", step, (double)mw.latest.uss / MiB);
+    }
     return st;
 }
 
