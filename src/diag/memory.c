@@ -1,7 +1,7 @@
 /* memory.c -- process memory from /proc (docs/observation.md#diagnostics).
  * Files are read with open/read into the caller's stack buffers: the
  * memory watcher's thread samples through here and allocates nothing. */
-#include "core/core.h"
+#include "diag/memory.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -41,11 +41,23 @@ static int read_kb_fields(const char *path, const char *const *keys, size_t nkey
 }
 
 /* RSS/PSS/USS of /proc/<pid> ("self" or a number); false when neither
- * file can be read (a process that has exited meanwhile). */
-static bool memory_of(const char *pid, ts_memory_usage *out) {
+ * file can be read (a process that has exited meanwhile). Not `full`: RSS
+ * alone from statm (microseconds; smaps_rollup walks every page table,
+ * milliseconds per 100 MB), PSS and USS -1. */
+static bool memory_of(const char *pid, ts_memory_usage *out, bool full) {
     static const char *const rollup[] = {"Rss", "Pss", "Private_Clean", "Private_Dirty"};
     char path[64];
     int64_t kb[4];
+    if (!full) {
+        char buf[256];
+        long long size, resident;
+        snprintf(path, sizeof path, "/proc/%s/statm", pid);
+        if (read_small(path, buf, sizeof buf) > 0 && sscanf(buf, "%lld %lld", &size, &resident) == 2) {
+            out->rss = resident * sysconf(_SC_PAGESIZE);
+            out->pss = out->uss = -1;
+            return true;
+        }
+    }
     snprintf(path, sizeof path, "/proc/%s/smaps_rollup", pid);
     if (read_kb_fields(path, rollup, 4, kb) == 0 && kb[0] >= 0) {
         out->rss = kb[0] * 1024;
@@ -64,14 +76,14 @@ static bool memory_of(const char *pid, ts_memory_usage *out) {
     return false;
 }
 
-static ts_status self_memory(const char *fn, ts_memory_usage *out) {
+static ts_status self_memory(const char *fn, ts_memory_usage *out, bool full) {
     if (!out) return ts_error(TS_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
-    if (!memory_of("self", out))
+    if (!memory_of("self", out, full))
         return ts_error(TS_ERR_IO, "%s: cannot read /proc/self/smaps_rollup or /proc/self/status (is /proc mounted?)", fn);
     return TS_OK;
 }
 
-ts_status ts_memory_get(ts_memory_usage *out) { return self_memory("ts_memory_get", out); }
+ts_status ts_memory_get(ts_memory_usage *out) { return self_memory("ts_memory_get", out, true); }
 
 #define TREE_MAX 1024 /* processes counted at most (this one and its descendants) */
 
@@ -105,8 +117,10 @@ static void add_children(int pid, int *pids, int *n) {
     close(fd);
 }
 
-ts_status ts_memory_get_tree(ts_memory_usage *out, int *processes) {
-    ts_status st = self_memory("ts_memory_get_tree", out);
+ts_status ts_memory_get_tree(ts_memory_usage *out, int *processes) { return ts_memory_tree(out, processes, true); }
+
+ts_status ts_memory_tree(ts_memory_usage *out, int *processes, bool full) {
+    ts_status st = self_memory("ts_memory_get_tree", out, full);
     if (st) return st;
     int pids[TREE_MAX], n = 0;
     add_children((int)getpid(), pids, &n);
@@ -115,7 +129,7 @@ ts_status ts_memory_get_tree(ts_memory_usage *out, int *processes) {
         char name[16];
         ts_memory_usage c;
         snprintf(name, sizeof name, "%d", pids[i]);
-        if (!memory_of(name, &c)) continue; /* exited meanwhile */
+        if (!memory_of(name, &c, full)) continue; /* exited meanwhile */
         out->rss += c.rss;
         out->pss = out->pss >= 0 && c.pss >= 0 ? out->pss + c.pss : -1;
         out->uss = out->uss >= 0 && c.uss >= 0 ? out->uss + c.uss : -1;

@@ -1,8 +1,12 @@
 /* memwatch.c -- the memory watcher: a thread that samples this process's
  * memory and its descendants' (ts_memory_get_tree) every period, keeps the
  * peaks, feeds the metrics and a callback (docs/observation.md#memory).
- * It allocates nothing while sampling; stop wakes it at once. */
-#include "core/core.h"
+ * It allocates nothing while sampling; stop wakes it at once. RSS is read
+ * every period (statm: microseconds); PSS and USS need smaps_rollup, which
+ * walks every page table (about 4 ms per 100 MB resident), so they are read
+ * with the first sample and then no more often than keeps that walk under
+ * 1% of the time (FULL_DUTY): between walks a sample keeps the last ones. */
+#include "diag/memory.h"
 #include "diag/metrics.h"
 
 #include <pthread.h>
@@ -14,19 +18,26 @@ static struct {
     bool cond_ready, thread_on, stop;
     pthread_t thread;
     uint64_t start_ns;
+    uint64_t next_full_ns; /* the sampler's own: when PSS and USS may be read again */
     ts_memwatch_stats stats; /* under mu */
     ts_memwatch_fn fn;
     void *fn_user;
 } W = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
+enum { FULL_DUTY = 100 }; /* at most one part in FULL_DUTY of the time walking page tables */
+
 static void take_sample(void) {
     ts_memory_usage u;
     int processes = 0;
-    if (ts_memory_get_tree(&u, &processes) != TS_OK) return;
+    uint64_t t = ts_now_ns();
+    bool full = t >= W.next_full_ns;
+    if (ts_memory_tree(&u, &processes, full) != TS_OK) return;
     uint64_t now = ts_now_ns();
+    if (full) W.next_full_ns = now + FULL_DUTY * (now - t);
     ts_memwatch_stats copy;
     pthread_mutex_lock(&W.mu);
     ts_memwatch_stats *s = &W.stats;
+    if (!full) u.pss = s->latest.pss, u.uss = s->latest.uss; /* the last walk's */
     s->latest = u;
     s->latest_s = (double)(now - W.start_ns) / 1e9;
     s->processes = processes;
@@ -43,8 +54,8 @@ static void take_sample(void) {
     uint64_t start = W.start_ns;
     pthread_mutex_unlock(&W.mu);
     ts_metric_record_peak("MemoryRssBytes", (double)u.rss, start);
-    if (u.pss >= 0) ts_metric_record_peak("MemoryPssBytes", (double)u.pss, start);
-    if (u.uss >= 0) ts_metric_record_peak("MemoryUssBytes", (double)u.uss, start);
+    if (full && u.pss >= 0) ts_metric_record_peak("MemoryPssBytes", (double)u.pss, start);
+    if (full && u.uss >= 0) ts_metric_record_peak("MemoryUssBytes", (double)u.uss, start);
     if (fn) fn(user, &copy);
 }
 
@@ -95,6 +106,7 @@ ts_status ts_memwatch_start(int period_ms) {
     W.stats = (ts_memwatch_stats){.period_ms = period_ms ? period_ms : 100, .running = 1};
     W.stop = false;
     W.start_ns = ts_now_ns();
+    W.next_full_ns = 0;
     if (pthread_create(&W.thread, NULL, watch, NULL) != 0) {
         W.stats.running = 0;
         pthread_mutex_unlock(&W.mu);

@@ -1,0 +1,12 @@
+/* memory.h -- process memory from /proc, inside the library (memory.c). */
+#ifndef TS_DIAG_MEMORY_H
+#define TS_DIAG_MEMORY_H
+
+#include "core/core.h"
+
+/* ts_memory_get_tree; not `full`: RSS alone (from statm, microseconds a
+ * process), PSS and USS -1 (smaps_rollup walks every page table: about
+ * 4 ms per 100 MB resident). */
+ts_status ts_memory_tree(ts_memory_usage *out, int *processes, bool full);
+
+#endif
