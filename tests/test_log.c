@@ -1,4 +1,4 @@
-/* test_log.c -- the log's knobs (docs/observation.md#logs):
+/* test_log.c -- the log's knobs (docs/observation.md#diagnostics):
  * - TS_LOG_VMODULE / ts_set_log_vmodule raise the level of named modules
  *   only: a model's debug lines (module model) appear, the executor's trace
  *   lines (module exec) do not, until exec is named;
