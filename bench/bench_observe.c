@@ -16,6 +16,15 @@
  *   crash     one model, with ts_crash_handler_install's handlers in place
  *             against the previous ones (TS_METRICS_FILE unset): the cost of
  *             diagnostics that are "off".
+ *   memwatch  one model, with the memory watcher (--watch-memory) sampling
+ *             every 10 ms (a tenth of its default period) against none.
+ *             Each side starts a thread before its steps and ends it after
+ *             them: the base's sleeps on a pipe, the cand's is the watcher
+ *             (its first sample, the one that reads PSS and USS at once,
+ *             taken before the timing starts). On a loaded machine making
+ *             a thread alone moves the timing by 10-20% (the main thread
+ *             loses its core for a while); both sides pay that, and what
+ *             differs is the sampling.
  *
  * Both sides live in one process and are timed in interleaved pairs (REPS,
  * default 7, each STEPS steps of one side then of the other after WARMUP
@@ -31,8 +40,10 @@
  * Prints one line per side, then the overhead:
  * `ts-plain role=base batch=B threads=T steps=N reps=R ms_per_step=.. best_ms=.. worst_ms=.. samples_per_s=.. gflops=..`
  * `ts-watch role=cand ...`
+ * (memwatch: `ts-nowatch`, `ts-memwatch`)
  * `overhead pct=.. best_pct=.. min_pct=.. max_pct=.. q1_pct=.. q3_pct=.. ci_lo_pct=.. ci_hi_pct=..`
  * (best_pct: best cand / best base - 1; the rest: overhead_report) */
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -46,7 +57,8 @@
 
 enum { POOL = 8, MAX_REPS = 1024 };
 
-typedef enum mode { MODE_WATCH, MODE_NUMERICS, MODE_CRASH, MODE_TRACE } mode;
+typedef enum mode { MODE_WATCH, MODE_NUMERICS, MODE_CRASH, MODE_TRACE, MODE_MEMWATCH } mode;
+enum { MEMWATCH_MS = 10 };
 
 static char trace_path[512]; /* MODE_TRACE: the file, removed at the end */
 static long trace_steps;     /* every step the bench runs, so the file is written at free */
@@ -165,6 +177,45 @@ static void handlers_use(int installed)
         sigaction(k_signals[i], &g_handlers[installed][i], NULL);
 }
 
+/* The memwatch base side's thread: it sleeps until its pipe closes. */
+static int g_pipe[2] = {-1, -1};
+static pthread_t g_sleeper;
+static void *sleeper(void *arg)
+{
+    (void)arg;
+    char c;
+    while (read(g_pipe[0], &c, 1) > 0) {
+    }
+    return NULL;
+}
+
+/* Side k's thread: 0 a sleeper, 1 the memory watcher (waiting for its
+ * first sample). */
+static ts_status thread_started(int k)
+{
+    if (!k) {
+        if (pipe(g_pipe) || pthread_create(&g_sleeper, NULL, sleeper, NULL))
+            return TS_ERR_INTERNAL;
+        return TS_OK;
+    }
+    ts_status st = ts_memwatch_start(MEMWATCH_MS);
+    ts_memwatch_stats ms = {0};
+    while (!st && (st = ts_memwatch_latest(&ms)) == TS_OK && ms.samples == 0)
+        nanosleep(&(struct timespec){0, 100000}, NULL);
+    return st;
+}
+
+static void thread_stop(int k)
+{
+    if (k) {
+        ts_memwatch_stop();
+        return;
+    }
+    close(g_pipe[1]);
+    pthread_join(g_sleeper, NULL);
+    close(g_pipe[0]);
+}
+
 /* One side's line (median, best and worst repetition); *best = its best
  * seconds per step. */
 static void report(const char *impl, const char *role, const side *s, const data *d, long threads,
@@ -188,6 +239,7 @@ int main(int argc, char **argv)
               : strcmp(mname, "numerics") == 0 ? MODE_NUMERICS
               : strcmp(mname, "crash") == 0    ? MODE_CRASH
               : strcmp(mname, "trace") == 0    ? MODE_TRACE
+              : strcmp(mname, "memwatch") == 0 ? MODE_MEMWATCH
                                                : (mode)-1;
     long batch = arg_or(argc, argv, 2, 1000), steps = arg_or(argc, argv, 3, 20);
     long warmup = arg_or(argc, argv, 4, 5);
@@ -195,12 +247,15 @@ int main(int argc, char **argv)
     long reps = arg_or(argc, argv, 6, 7);
     if ((int)md < 0 || batch < 1 || steps < 1 || warmup < 0 || threads < 0 || reps < 1 ||
         reps > MAX_REPS) {
-        fprintf(stderr, "usage: bench_observe watch|numerics|crash|trace BATCH [STEPS [WARMUP [THREADS "
+        fprintf(stderr, "usage: bench_observe watch|numerics|crash|trace|memwatch BATCH [STEPS [WARMUP [THREADS "
                         "[REPS (1..%d)]]]]\n", MAX_REPS);
         return 2;
     }
     if (md == MODE_CRASH)
         unsetenv("TS_METRICS_FILE"); /* "diagnostics off" */
+    const int one_model = md == MODE_CRASH || md == MODE_MEMWATCH;
+    if (md == MODE_MEMWATCH)
+        ts_set_log_level(TS_LOG_WARN); /* each stop logs the peak */
     if (md == MODE_TRACE) {
         const char *tmp = getenv("TMPDIR");
         snprintf(trace_path, sizeof trace_path, "%s/bench_observe_trace.%ld.json", tmp && *tmp ? tmp : "/tmp", (long)getpid());
@@ -211,13 +266,13 @@ int main(int argc, char **argv)
     if (!bench_data_pool(batch, POOL, &d.x, &d.y))
         return fail("out of memory");
 
-    /* crash mode: one model, the handlers change; else two models */
+    /* crash and memwatch: one model, the handlers or the thread change; else two models */
     side sd[2];
     if (side_new(&sd[0], &d, threads, md, 0))
         return fail("plain model");
-    if (md == MODE_CRASH) {
+    if (one_model) {
         sd[1] = sd[0];
-        if (handlers_prepare())
+        if (md == MODE_CRASH && handlers_prepare())
             return 1;
     } else if (side_new(&sd[1], &d, threads, md, 1)) {
         return fail("observed model");
@@ -226,15 +281,25 @@ int main(int argc, char **argv)
     for (int k = 0; k < 2; k++) {
         if (md == MODE_CRASH)
             handlers_use(k);
+        if (md == MODE_MEMWATCH && thread_started(k))
+            return fail("memory watcher");
         if (train(sd[k].m, &d, 0, warmup) < 0)
             return fail("warmup run");
+        if (md == MODE_MEMWATCH)
+            thread_stop(k);
     }
     for (long r = 0; r < reps; r++)
         for (int i = 0; i < 2; i++) {
             int k = (int)((r + i) % 2); /* alternate which side goes first */
             if (md == MODE_CRASH)
                 handlers_use(k);
+            if (md == MODE_MEMWATCH && thread_started(k))
+                return fail("memory watcher");
+            if (md == MODE_MEMWATCH) /* both sides come out of the same sleep (the cand waited for its first sample) */
+                nanosleep(&(struct timespec){0, 2000000}, NULL);
             double secs = train(sd[k].m, &d, warmup + r * steps, steps);
+            if (md == MODE_MEMWATCH)
+                thread_stop(k);
             if (secs < 0)
                 return fail("run");
             if (md == MODE_WATCH && k == 1 && !watches_ok(sd[1].m))
@@ -245,7 +310,8 @@ int main(int argc, char **argv)
     static const char *const impl[][2] = {{"ts-plain", "ts-watch"},
                                           {"ts-plain", "ts-numerics"},
                                           {"ts-nohandler", "ts-handler"},
-                                          {"ts-plain", "ts-trace"}};
+                                          {"ts-plain", "ts-trace"},
+                                          {"ts-nowatch", "ts-memwatch"}};
     double best[2], ratio[MAX_REPS];
     for (int k = 0; k < 2; k++)
         report(impl[md][k], k ? "cand" : "base", &sd[k], &d, threads, steps, reps, &best[k]);
@@ -255,7 +321,7 @@ int main(int argc, char **argv)
 
     if (md == MODE_CRASH)
         handlers_use(0);
-    else
+    else if (!one_model)
         side_free(&sd[1]);
     side_free(&sd[0]);
     if (md == MODE_TRACE)

@@ -280,6 +280,9 @@ overhead_row "cnn torch hooks b=64" - "$TORCH2_PY $SRC/bench/torch_cnn.py --mode
 # or not: "unchanged" within the noise of interleaved runs
 overhead_row "crash handler b=32" 2 "$(row_obs crash 32 20 20 201)"
 overhead_row "trace on b=32" - "$(row_obs trace 32 20 20 101)"
+# the memory watcher (--watch-memory) sampling every 10 ms, a tenth of its
+# default period, against none; both sides start a thread (the base's sleeps)
+overhead_row "watch memory 10ms b=32" 3 "$(row_obs memwatch 32 20 20 201)"
 
 # the character GPT (4 layers, 4 heads, 128 channels, T=64, batch 32):
 # against PyTorch 2.x (the target) and Debian's, peak memory on each line, and
