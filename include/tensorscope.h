@@ -1089,8 +1089,9 @@ TS_API ts_status ts_memory_get_tree(ts_memory_usage *out, int *processes);
  * every period_ms (>= 1; 0 takes 100) and keeps the peak of each of RSS,
  * PSS and USS with the time of the RSS peak. Each sample goes into the
  * metrics (MemoryRssBytes, MemoryPssBytes, MemoryUssBytes, whose report
- * blocks add `Peak: <bytes> at <time since the start>`) and to the
- * callback if one is set; stopping logs the peak at TS_LOG_INFO. One
+ * blocks add `Peak: <bytes> at <time since the start>`), to a trace
+ * being recorded (ts_options_set_trace) as the counter track
+ * `memory RSS (MiB)`, and to the callback if one is set; stopping logs the peak at TS_LOG_INFO. One
  * watcher per process: starting it again while it runs changes its period
  * (the peaks are kept). Stop returns at once, not after a period. */
 typedef struct ts_memwatch_stats {

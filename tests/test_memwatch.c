@@ -7,6 +7,8 @@
  *   time inside the window, and stays after the buffer is freed; the
  *   metrics report's MemoryRssBytes block says the peak and when; the
  *   callback sees every sample; stopping logs the peak at info;
+ * - while a model records a trace, each sample is a point of the counter
+ *   track `memory RSS (MiB)` in the trace file, at this process's RSS;
  * - stop returns at once even with a period of a minute;
  * - bad periods and a watcher never started are clear errors. */
 #define _GNU_SOURCE
@@ -19,6 +21,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "mlp.h"
 #include "tensorscope.h"
 
 #define MiB (1024.0 * 1024.0)
@@ -160,6 +163,52 @@ static void test_peak(void) {
     ts_set_log_callback(NULL, NULL);
 }
 
+static void test_trace_counter(void) {
+    char path[] = "/tmp/test_memwatch_trace_XXXXXX";
+    int fd = mkstemp(path);
+    if (fd >= 0) close(fd);
+    mlp net;
+    ts_options *o = ts_options_new();
+    ts_model *m = NULL;
+    static float x[8 * 784];
+    static int32_t y[8];
+    ts_array in[2] = {ts_array_f32(x, 4, (int64_t[]){8, 1, 28, 28}), ts_array_i32(y, 1, (int64_t[]){8})};
+    const char *names[] = {"x", "labels"};
+    ts_status st = test_mlp_build(&net, 8, 1);
+    if (!st) st = ts_options_set_trace(o, path, 1, 1000000);
+    if (!st) st = ts_model_training(&m, net.g, net.loss, o, ts_sgd(0.01f, 0.0f, 0.0f));
+    if (!st) st = ts_model_compile(m);
+    if (!st) st = ts_memwatch_start(5);
+    double t0 = now_s();
+    int steps = 0;
+    while (!st && (now_s() - t0 < 0.2 || steps < 3)) st = ts_model_run(m, names, in, 2), steps++;
+    ts_memwatch_stop();
+    ts_memory_usage self;
+    ts_memory_get(&self);
+    ts_model_free(m); /* writes the trace */
+    CHECK_OK(st, "%d traced steps with the watcher every 5 ms", steps);
+    FILE *f = fopen(path, "r");
+    static char text[1 << 22];
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    text[n] = '\0';
+    if (f) fclose(f);
+    int points = 0;
+    double max_mib = 0;
+    const char *key = "\"ph\":\"C\",\"name\":\"memory RSS (MiB)\"";
+    for (const char *p = strstr(text, key); p; p = strstr(p + 1, key)) {
+        const char *v = strstr(p, "\"value\":");
+        double mib = v ? strtod(v + 8, NULL) : 0;
+        points++;
+        if (mib > max_mib) max_mib = mib;
+    }
+    CHECK(points >= 10, "the trace has a point of the counter track 'memory RSS (MiB)' per sample: %d in %.2f s", points, now_s() - t0);
+    CHECK(max_mib > 1 && max_mib < (double)self.rss / MiB * 2, "its values are this process's RSS in MiB: up to %.1f (RSS now %.1f)",
+          max_mib, (double)self.rss / MiB);
+    ts_options_free(o);
+    ts_graph_free(net.g);
+    unlink(path);
+}
+
 static void test_stop_is_immediate(void) {
     CHECK_OK(ts_memwatch_start(60000), "a period of a minute");
     sleep_ms(30);
@@ -178,6 +227,7 @@ int main(void) {
           ts_last_error());
     test_tree();
     test_peak();
+    test_trace_counter();
     test_stop_is_immediate();
     return check_summary("test_memwatch");
 }

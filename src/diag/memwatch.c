@@ -1,6 +1,7 @@
 /* memwatch.c -- the memory watcher: a thread that samples this process's
  * memory and its descendants' (ts_memory_get_tree) every period, keeps the
- * peaks, feeds the metrics and a callback (docs/observation.md#memory).
+ * peaks, feeds the metrics, a trace's counter track and a callback
+ * (docs/observation.md#memory).
  * It allocates nothing while sampling; stop wakes it at once. RSS is read
  * every period (statm: microseconds); PSS and USS need smaps_rollup, which
  * walks every page table (about 4 ms per 100 MB resident), so they are read
@@ -8,6 +9,7 @@
  * 1% of the time (FULL_DUTY): between walks a sample keeps the last ones. */
 #include "diag/memory.h"
 #include "diag/metrics.h"
+#include "diag/trace.h"
 
 #include <pthread.h>
 #include <time.h>
@@ -56,6 +58,8 @@ static void take_sample(void) {
     ts_metric_record_peak("MemoryRssBytes", (double)u.rss, start);
     if (full && u.pss >= 0) ts_metric_record_peak("MemoryPssBytes", (double)u.pss, start);
     if (full && u.uss >= 0) ts_metric_record_peak("MemoryUssBytes", (double)u.uss, start);
+    if (ts_trace_live()) /* --trace: a counter track beside the steps */
+        ts_trace_counter("memory RSS (MiB)", now, (double)u.rss / (1024.0 * 1024.0));
     if (fn) fn(user, &copy);
 }
 
