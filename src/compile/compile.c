@@ -159,6 +159,26 @@ static bool is_layer_output(const ts_graph *g, const ts_prog *p, int i) {
     return false;
 }
 
+/* A Reshape's target at the run's batch size: exporters bake the example's
+ * batch into Reshape targets (ConvNeXt's [B*H*W, C] is [512,16] at batch
+ * 8). When the input differs from the shape it was built with in its
+ * leading dim only (n0 -> n: the batch, or the batch times a factor, as
+ * [B*H*W, C] is), and the target holds no -1 (which would absorb it), the
+ * leading target dim carries the batch: it is scaled by n / n0 where that
+ * gives a whole number ([512,16] -> [384,16] at batch 6; [8,48] after it
+ * -> [6,48]). Else the target as built. */
+static ts_shape reshape_target_at_batch(const ts_tensor *t, const ts_shape *built_in, const ts_shape *run_in) {
+    ts_shape s = t->sparam;
+    if (s.ndim < 1 || built_in->ndim < 1 || run_in->ndim != built_in->ndim || run_in->d[0] == built_in->d[0] || built_in->d[0] <= 0)
+        return s;
+    for (int d = 1; d < run_in->ndim; d++)
+        if (run_in->d[d] != built_in->d[d]) return s;
+    for (int d = 0; d < s.ndim; d++)
+        if (s.d[d] == -1) return s;
+    if ((s.d[0] * run_in->d[0]) % built_in->d[0] == 0) s.d[0] = s.d[0] * run_in->d[0] / built_in->d[0];
+    return s;
+}
+
 static ts_status infer_shapes(ts_model *m, ts_prog *p) {
     ts_graph *g = m->g;
     for (int i = 0; i < p->n_nodes; i++) {
@@ -170,7 +190,14 @@ static ts_status infer_shapes(ts_model *m, ts_prog *p) {
         } else {
             ts_shape in[TS_MAX_INPUTS];
             for (int k = 0; k < t->n_in; k++) in[k] = p->shape[t->in[k]];
-            ts_status st = def->shape(t, in, &p->shape[i]);
+            ts_status st;
+            if (t->op == TS_OP_RESHAPE && t->sparam.ndim >= 0) {
+                ts_tensor at_batch = *t;
+                at_batch.sparam = reshape_target_at_batch(t, &g->t[t->in[0]]->shape, &in[0]);
+                st = def->shape(&at_batch, in, &p->shape[i]);
+            } else {
+                st = def->shape(t, in, &p->shape[i]);
+            }
             char where[600];
             if (st) return ts_error_wrap(st, "compile: '%s' (%s, built at %s) with the run's input shapes", t->name, def->name,
                                          ts_tensor_where(t, where, sizeof where));
