@@ -57,9 +57,9 @@ int main(void) {
     model_begin();
     input("x", 4, (int64_t[]){8, C, H, H});
     output("y");
-    push((void ***)&graph->initializer, &graph->n_initializer, init_f32("w", 2, (int64_t[]){C, K}, W));
-    push((void ***)&graph->initializer, &graph->n_initializer, init_i64("rows", 2, (int64_t[]){8 * H * H, C}));
-    push((void ***)&graph->initializer, &graph->n_initializer, init_i64("per_sample", 2, (int64_t[]){8, H * H * K}));
+    init_f32("w", 2, (int64_t[]){C, K}, W);
+    init_i64("rows", 2, (int64_t[]){8 * H * H, C});
+    init_i64("per_sample", 2, (int64_t[]){8, H * H * K});
     attr_ints(node("Transpose", "nhwc", "x", "xt"), "perm", 4, (int64_t[]){0, 2, 3, 1});
     node("Reshape", "to_rows", "xt,rows", "r");
     node("MatMul", "proj", "r,w", "z");

@@ -43,9 +43,9 @@ int main(void) {
     input("v", 1, (int64_t[]){C});
     output("y");
     output("w");
-    push((void ***)&graph->initializer, &graph->n_initializer, init_f32("p", 2, (int64_t[]){T, 1}, P0));
-    push((void ***)&graph->initializer, &graph->n_initializer, init_i64("shape3", 3, (int64_t[]){B, T, C}));
-    push((void ***)&graph->initializer, &graph->n_initializer, init_i64("shape2", 2, (int64_t[]){T, 1}));
+    init_f32("p", 2, (int64_t[]){T, 1}, P0);
+    init_i64("shape3", 3, (int64_t[]){B, T, C});
+    init_i64("shape2", 2, (int64_t[]){T, 1});
     node("Expand", "expand_p", "p,shape3", "e");
     node("Mul", "mul", "e,x", "y");
     node("Expand", "expand_v", "v,shape2", "w"); /* [3] with [4,1]: [4,3] */
@@ -123,7 +123,7 @@ int main(void) {
     model_begin();
     input("x", 2, (int64_t[]){T, C});
     output("e");
-    push((void ***)&graph->initializer, &graph->n_initializer, init_i64("bad", 2, (int64_t[]){T, 2}));
+    init_i64("bad", 2, (int64_t[]){T, 2});
     node("Expand", "expand_bad", "x,bad", "e");
     g = NULL;
     st = import_as("expand_bad", &g);
