@@ -1,10 +1,11 @@
 /* test_onnx_batch.c -- an imported model at another batch size than the
  * file's example: exporters bake the example's batch into Reshape targets
  * (ConvNeXt's [B*H*W, C]). A model exported at batch 8 -- Transpose to
- * channels-last, Reshape to [8*4*4, 2], MatMul, Reshape to [8, 48] -- is
- * imported at batch 8 and run on 6 samples (a last partial batch): the
- * recompile rebuilds both targets for batch 6 and every value is the
- * model's, computed here. */
+ * channels-last, Reshape to [8*4*4, 2], MatMul, Reshape to [8, 48]; and,
+ * as attention does after a sequence-first transpose, Transpose to
+ * [C, B, H, W] and Reshape to [C*8*4, 4] -- is imported at batch 8 and run
+ * on 6 samples (a last partial batch): the recompile rebuilds the targets
+ * for batch 6 and every value is the model's, computed here. */
 /* needs: onnx */
 #include <math.h>
 #include <stdio.h>
@@ -45,6 +46,16 @@ static int check_batch(ts_model *m, int batch) {
         CHECK(bad == 0, "batch %d: every value is the model's (%d off)", batch, bad);
         ok = bad == 0;
     }
+    if (!st && ts_model_anchored(m, "s", &a) == TS_OK) { /* s[(c*batch + b)*H + h, w] = x[b,c,h,w] */
+        CHECK(a.ndim == 2 && a.shape[0] == C * batch * H && a.shape[1] == H, "batch %d: s is [%d,%d]", batch, C * batch * H, H);
+        int bad = 0;
+        for (int b = 0; b < batch && a.shape[0] == C * batch * H; b++)
+            for (int c = 0; c < C; c++)
+                for (int p = 0; p < H * H; p++)
+                    bad += ((const float *)a.data)[(c * batch + b) * H * H + p] != x[(b * C + c) * H * H + p];
+        CHECK(bad == 0, "batch %d: s holds x sequence-first (%d off)", batch, bad);
+        ok = ok && bad == 0;
+    }
     free(x);
     return ok;
 }
@@ -57,6 +68,7 @@ int main(void) {
     model_begin();
     input("x", 4, (int64_t[]){8, C, H, H});
     output("y");
+    output("s");
     init_f32("w", 2, (int64_t[]){C, K}, W);
     init_i64("rows", 2, (int64_t[]){8 * H * H, C});
     init_i64("per_sample", 2, (int64_t[]){8, H * H * K});
@@ -64,20 +76,24 @@ int main(void) {
     node("Reshape", "to_rows", "xt,rows", "r");
     node("MatMul", "proj", "r,w", "z");
     node("Reshape", "to_samples", "z,per_sample", "y");
+    init_i64("seq_rows", 2, (int64_t[]){C * 8 * H, H});
+    attr_ints(node("Transpose", "cbhw", "x", "xc"), "perm", 4, (int64_t[]){1, 0, 2, 3});
+    node("Reshape", "to_seq_rows", "xc,seq_rows", "s");
     ts_graph *g = NULL;
     ts_status st = import_as("batch", &g);
     CHECK(st == TS_OK, "the model exported at batch 8 imports%s%s", st ? ": " : "", st ? ts_last_error() : "");
     if (st) return check_summary("test_onnx_batch");
 
-    ts_tensor *y = ts_graph_output_at(g, 0);
+    ts_tensor *outs[2] = {ts_graph_output_at(g, 0), ts_graph_output_at(g, 1)};
     ts_options *o = ts_options_new();
-    ts_options_anchor(o, "y", ts_tensor_name(y), TS_OUTPUT_FINAL, 0);
+    ts_options_anchor(o, "y", ts_tensor_name(outs[0]), TS_OUTPUT_FINAL, 0);
+    ts_options_anchor(o, "s", ts_tensor_name(outs[1]), TS_OUTPUT_FINAL, 0);
     ts_model *m = NULL;
-    CHECK_OK(ts_model_inference(&m, g, &y, 1, o), "an inference model");
+    CHECK_OK(ts_model_inference(&m, g, outs, 2, o), "an inference model");
     CHECK_OK(m ? ts_model_compile(m) : TS_ERR_STATE, "compiles at batch 8");
     if (m) {
         check_batch(m, 8);
-        check_batch(m, 6); /* Reshape targets [128,2] and [8,48] rebuilt as [96,2] and [6,48] */
+        check_batch(m, 6); /* Reshape targets [128,2], [8,48] and [64,4] rebuilt as [96,2], [6,48] and [48,4] */
         check_batch(m, 8); /* and back */
     }
     ts_model_free(m);
