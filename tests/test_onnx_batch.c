@@ -5,7 +5,9 @@
  * as attention does after a sequence-first transpose, Transpose to
  * [C, B, H, W] and Reshape to [C*8*4, 4] -- is imported at batch 8 and run
  * on 6 samples (a last partial batch): the recompile rebuilds the targets
- * for batch 6 and every value is the model's, computed here. */
+ * for batch 6 and every value is the model's, computed here. A tensor of
+ * the built batch broadcast against the batch is an error at batch 1, not
+ * an output of 8 samples. */
 /* needs: onnx */
 #include <math.h>
 #include <stdio.h>
@@ -99,6 +101,33 @@ int main(void) {
     ts_model_free(m);
     ts_options_free(o);
     ts_graph_free(g);
+
+    /* a tensor made for the built batch ([8,1], as a folded attention mask
+     * is) broadcast against the batch: at batch 1 it would broadcast the
+     * output back to 8 samples; the recompile says so instead */
+    model_begin();
+    input("x", 2, (int64_t[]){8, K});
+    output("masked");
+    init_f32("per_example", 2, (int64_t[]){8, 1}, (const float[8]){0});
+    node("Add", "mask", "x,per_example", "masked");
+    g = NULL;
+    st = import_as("batch_const", &g);
+    CHECK(st == TS_OK, "a model adding an [8,1] tensor imports%s%s", st ? ": " : "", st ? ts_last_error() : "");
+    ts_tensor *masked = g ? ts_graph_output_at(g, 0) : NULL;
+    m = NULL;
+    if (masked && ts_model_inference(&m, g, &masked, 1, NULL) == TS_OK) {
+        float one[K] = {1, 2, 3};
+        ts_array in = ts_array_f32(one, 2, (int64_t[]){1, K});
+        const char *name = "x";
+        st = ts_model_run(m, &name, &in, 1);
+        CHECK(st == TS_ERR_SHAPE && strstr(ts_last_error(), "holds the batch") && strstr(ts_last_error(), "at this batch size"),
+              "at batch 1: a shape error saying the output does not scale with the batch: %s", st ? ts_last_error() : "(ran)");
+    } else {
+        CHECK(0, "an inference model of it: %s", ts_last_error());
+    }
+    ts_model_free(m);
+    ts_graph_free(g);
+
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) printf("could not remove %s\n", dir);

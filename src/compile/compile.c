@@ -257,6 +257,7 @@ static ts_status infer_shapes(ts_model *m, ts_prog *p) {
     int64_t *stride = ts_malloc((size_t)(p->n_nodes ? p->n_nodes : 1) * sizeof *stride); /* the batch's, per node */
     if (!stride) return ts_error(TS_ERR_OUT_OF_MEMORY, "compile: out of memory");
     ts_status st = TS_OK;
+    int64_t batch_run = 0, batch_built = 0; /* elements of the first input whose batch changed, at the run and as built */
     for (int i = 0; i < p->n_nodes; i++) {
         const ts_tensor *t = g->t[i];
         const ts_op_def *def = ts_op_get(t->op);
@@ -288,6 +289,21 @@ static ts_status infer_shapes(ts_model *m, ts_prog *p) {
             break;
         }
         stride[i] = batch_stride_of(m, p, i, stride);
+        if (stride[i] < 0) continue;
+        int64_t run_n = ts_shape_numel(&p->shape[i]), built_n = ts_shape_numel(&t->shape);
+        if (t->op == TS_OP_INPUT && !batch_built) {
+            batch_run = run_n, batch_built = built_n;
+        } else if (batch_built && t->origin && run_n * batch_built != built_n * batch_run) { /* an imported node */
+            /* it holds the batch but did not scale with it: a constant
+             * made for the built batch broadcast against it */
+            char where[600], a[96], b[96];
+            st = ts_error(TS_ERR_SHAPE, "compile: '%s' (%s, built at %s) is %s at this batch size where it was %s: it holds the batch, but "
+                          "something it reads (a constant the importer folded for the batch the graph was built with, such as an attention "
+                          "mask) does not scale with it; build (import) the graph at this batch size",
+                          t->name, def->name, ts_tensor_where(t, where, sizeof where), ts_shape_str(&p->shape[i], a, sizeof a),
+                          ts_shape_str(&t->shape, b, sizeof b));
+            break;
+        }
     }
     ts_free(stride);
     return st;
