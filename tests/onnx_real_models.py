@@ -18,6 +18,9 @@ For each model x exporter, the checks (a cell each):
   inference  ts.inference_model's output equals the module's in eval mode
              (BatchNormalization by its running statistics):
              |ts - torch| <= 1e-4 * (1 + |torch|)
+  rebatch    the inference model, imported at the example's batch (2), run
+             on 3 samples: its output equals the module's on them (the
+             exporters bake the batch into Reshape targets and constants)
   gradients  one step of a training model (cross-entropy on the first
              output): the gradient of every parameter within 1e-3 of
              PyTorch's, relative to the largest value of PyTorch's gradient
@@ -81,7 +84,7 @@ HEADER = """\
 """
 MODELS = ["resnet18", "mobilenet_v3_small", "vit", "gpt2", "bert", "transformer_encoder", "lstm"]
 EXPORTERS = ["torchscript", "dynamo"]
-CHECKS = ["import", "names", "inference", "gradients", "training", "compare", "cli"]
+CHECKS = ["import", "names", "inference", "rebatch", "gradients", "training", "compare", "cli"]
 ROW_TIMEOUT_S = 600
 OUT_RTOL = 1e-4      # inference: |ts - torch| <= OUT_RTOL * (1 + |torch|)
 GRAD_RTOL = 1e-3     # gradients: max |ts - torch| <= GRAD_RTOL * max |torch|,
@@ -300,13 +303,15 @@ def check_row(ts, name, exporter, workdir):
                     f"{', '.join(missing[:3])}{where_missing_went(module, path, missing)}")
         return None
 
-    def do_inference():
+    def inference_error(run_feeds):
+        """The inference model (imported at the example's shapes) on
+        run_feeds against the module in eval mode: None, or what differs."""
         g = ts.Graph.from_onnx(path, {k: tuple(v.shape) for k, v in inputs.items()})
         m = ts.inference_model(g, ts.Options().output_mode("final"))
-        got = m(**feeds)
+        got = m(**run_feeds)
         got = np.asarray(got[0] if isinstance(got, tuple) else got)
         with torch.no_grad():
-            want = scores_of(module.eval()(*inputs.values())).numpy()
+            want = scores_of(module.eval()(*[torch.from_numpy(v) for v in run_feeds.values()])).numpy()
         module.train()
         if got.shape != want.shape:
             return f"output shape {list(got.shape)}, PyTorch's {list(want.shape)}"
@@ -314,6 +319,15 @@ def check_row(ts, name, exporter, workdir):
         if not np.all(err <= OUT_RTOL):
             return f"output mismatch: max error {float(np.max(err)):.3g} > {OUT_RTOL:g}"
         return None
+
+    def do_inference():
+        return inference_error(feeds)
+
+    def do_rebatch():  # 3 samples: the example's and its first again
+        try:
+            return inference_error({k: np.concatenate([v, v[:1]]) for k, v in feeds.items()})
+        except ts.ShapeError as e:
+            return f"not at another batch: {e}"
 
     def do_gradients():
         params = dict(module.named_parameters())
@@ -381,6 +395,7 @@ def check_row(ts, name, exporter, workdir):
     run("import", do_import)
     run("names", do_names, ["import"])
     run("inference", do_inference, ["import"])
+    run("rebatch", do_rebatch, ["import"])
     run("gradients", do_gradients, ["import", "names"])
     run("training", do_training, ["import"])
     run("compare", do_compare, ["import"])
@@ -432,7 +447,7 @@ def reason_of(why):
     """A failing cell's reason as the expected-failures file states it: the
     kind of mismatch without its figures, the library's message classified."""
     for kind in ("output mismatch", "gradient mismatch", "loss does not fall", "names missing",
-                 "compare failed", "cli failed", "cli loss does not fall"):
+                 "compare failed", "cli failed", "cli loss does not fall", "not at another batch"):
         if why.startswith(kind):
             return kind
     if why.startswith(("not run", "export failed", "output shape", "gradient of", "crash: ",
