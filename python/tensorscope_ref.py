@@ -5,7 +5,10 @@ writes, into a directory, the three .npz files that ``tensorscope compare``
 takes::
 
     reference.npz  every submodule's output under its module path (``fc1``,
-                   ``features.0``), the loss as ``loss``; with a loss also
+                   ``features.0``; a module called again, as ResNet's
+                   ``layer1.0.relu``, its k-th call's under ``PATH#k``:
+                   compare pairs it with the module's k-th occurrence in
+                   graph order), the loss as ``loss``; with a loss also
                    ``Gradient___<module path>`` (the gradient of each output)
                    and ``Gradient___<parameter name>`` for every parameter
     inputs.npz     the inputs under their names (``x``; targets as ``labels``)
@@ -59,14 +62,18 @@ def dump(module, inputs, path, loss_fn=None, targets=None, targets_name="labels"
     ref, hooks = {}, []
     want_grads = loss_fn is not None
 
+    calls = {}
+
     def record(name):
         def hook(_mod, _args, out):
             if not isinstance(out, torch.Tensor):
                 return  # tuples (e.g. attention with weights) are not recorded
-            ref[name] = _np(out).astype(np.float32)
+            calls[name] = calls.get(name, 0) + 1
+            key = name if calls[name] == 1 else f"{name}#{calls[name]}"
+            ref[key] = _np(out).astype(np.float32)
             if want_grads and out.requires_grad:
                 def grad_hook(g):
-                    ref["Gradient___" + name] = _np(g).astype(np.float32)
+                    ref["Gradient___" + key] = _np(g).astype(np.float32)
                 out.register_hook(grad_hook)
         return hook
 

@@ -5,7 +5,8 @@
 # dump python/tensorscope_ref.py writes of the same module: every activation
 # and gradient passes at the default tolerances; a perturbed weight of the
 # second conv layer and log-softmax over the wrong dim are each named as the
-# first divergence with their inputs matching; the seed tutorial's
+# first divergence with their inputs matching; a module called twice paired
+# call by call (and a weight change after its first call found there); the seed tutorial's
 # LogSoftmax(dim=0) model, exported, triggers the lint.
 # needs: onnx npz
 set -uo pipefail
@@ -53,6 +54,21 @@ grep -E "^(FAIL|SHAPE|NO-MATCH)|^compared|first divergence" "$tmp/out4" | cut -c
 check "the imported GPT matches PyTorch, every module output and gradient (exit 0)" test $rc -eq 0
 check "... all 77 reference tensors pass" has "$tmp/out4" "compared: 77 passed, 0 failed"
 check "... the tied embedding is one parameter with one gradient" has "$tmp/out4" "^PASS *Gradient___wte.weight "
+
+# a module called twice: its k-th call pairs with its k-th occurrence in graph order
+"$TS" compare --model "$tmp/twice.onnx" --inputs "$tmp/twice/inputs.npz" --weights "$tmp/twice/weights.npz" \
+    --reference "$tmp/twice/reference.npz" --grads >"$tmp/out5" 2>&1
+rc=$?
+grep -E "act|^compared|first divergence" "$tmp/out5" | cut -c1-200
+check "a module called twice matches PyTorch, both calls and their gradients (exit 0)" test $rc -eq 0
+check "... its second call (act#2) pairs with the second occurrence, after fc2" has "$tmp/out5" "^PASS *act_1/.*(reference 'act#2')"
+"$PY" -c "
+import numpy as np; w=dict(np.load('$tmp/twice/weights.npz')); w['fc2.weight'][3,5]+=0.5; np.savez('$tmp/bad2.npz',**w)"
+"$TS" compare --model "$tmp/twice.onnx" --inputs "$tmp/twice/inputs.npz" --weights "$tmp/bad2.npz" \
+    --reference "$tmp/twice/reference.npz" >"$tmp/out6" 2>&1
+rc=$?
+check "a perturbed fc2 weight: exit 1, the first divergence is fc2's output" sh -c "test $rc -eq 1 && grep -q '^first divergence: fc2/' '$tmp/out6'"
+check "... the first call of act still passes" grep -q "^PASS *act/.*(reference 'act')" "$tmp/out6"
 
 "$TS" lint --model "$tmp/tutorial.onnx" >"$tmp/lint" 2>&1
 rc=$?

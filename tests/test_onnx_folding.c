@@ -5,7 +5,8 @@
  * constants; the MultiheadAttention idiom that picks Reshape's target with
  * a folded Mod of a negative axis; and one folded constant read by two
  * graph ops (both read the same graph constant, under its own name); Pow
- * by a float initializer, a constant exponent. */
+ * by a float initializer, a constant exponent; GatherElements of int64
+ * constants, whose result indexes a Gather. */
 /* needs: onnx */
 #include <math.h>
 #include <stdio.h>
@@ -148,6 +149,23 @@ int main(void) {
         CHECK(params == 0, "the exponent is no parameter of the model (%d parameters)", params);
         static const float x[N] = {-2, -1, 0, 1, 2, 3, -3};
         check_run(g, x, 1, (const float *const[]){(const float[N]){-8, -1, 0, 1, 8, 27, -27}});
+    }
+    ts_graph_free(g);
+
+    /* GatherElements of int64 constants folded: its result indexes a
+     * Gather as integers (BERT's token type ids) */
+    model_begin();
+    input("x", 1, (int64_t[]){N});
+    output("picked");
+    init_i64("rev", N, (const int64_t[]){6, 5, 4, 3, 2, 1, 0});
+    init_i64("where", N, (const int64_t[]){0, 0, 1, 2, 3, 4, -1});
+    node("GatherElements", "ge", "rev,where", "ids");
+    node("Gather", "pick", "x,ids", "picked");
+    st = import_as("gather_elements", &g);
+    CHECK(st == TS_OK, "a Gather by folded GatherElements ids imports%s%s", st ? ": " : "", st ? ts_last_error() : "");
+    if (!st) {
+        static const float x[N] = {10, 11, 12, 13, 14, 15, 16};
+        check_run(g, x, 1, (const float *const[]){(const float[N]){16, 16, 15, 14, 13, 12, 10}});
     }
     ts_graph_free(g);
 

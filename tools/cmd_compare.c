@@ -433,11 +433,48 @@ static bool in_module(const char *scope, size_t sl, const char *base, size_t len
     return sl >= len && strncmp(scope, base, len) == 0 && (sl == len || scope[len] == '.');
 }
 
+/* The length of a scope's occurrence of module `base` (len characters):
+ * `base` itself or an exporter's numbered twin `base_N` (the second call
+ * of a module, `relu_1`), nested scopes below either included; 0 if the
+ * scope is neither. */
+static size_t occurrence_len(const char *scope, size_t sl, const char *base, size_t len) {
+    if (sl < len || strncmp(scope, base, len) != 0) return 0;
+    size_t e = len;
+    if (e < sl && scope[e] == '_') {
+        size_t d = e + 1;
+        while (d < sl && scope[d] >= '0' && scope[d] <= '9') d++;
+        if (d > e + 1) e = d;
+    }
+    return e == sl || scope[e] == '.' ? e : 0;
+}
+
+/* The k-th call (k >= 2) of module `base`: the last op output of the k-th
+ * occurrence of the module in graph order (`relu`, `relu_1`, ...: the
+ * exporters' scopes of successive calls), as a reference dump names it
+ * `base#k`; NULL if the model has fewer. */
+static const char *kth_call(ts_graph *g, const char *base, size_t len, long k) {
+    const char *cur = NULL, *last = NULL;
+    size_t cur_len = 0;
+    long seen = 0;
+    for (size_t i = 0; i < ts_graph_tensor_count(g); i++) {
+        const char *nm = ts_tensor_name(ts_graph_tensor_at(g, i)), *slash = strrchr(nm, '/');
+        size_t e = slash ? occurrence_len(nm, (size_t)(slash - nm), base, len) : 0;
+        if (!e) continue;
+        if (!cur || e != cur_len || strncmp(nm, cur, e) != 0) { /* a new occurrence */
+            if (seen == k) break;
+            seen++, cur = nm, cur_len = e;
+        }
+        last = nm;
+    }
+    return seen == k ? last : NULL;
+}
+
 /* Reference names map to tensorscope names: --map pairs first, then the
  * exact name, then a module path: the last op output built inside that
  * module (`fc1` -> `fc1/Add:0`; `h.0.attn` -> its c_proj's output, the
  * module's result), or inside the one module whose scope ends with it,
- * with `Gradient___` carried over. */
+ * with `Gradient___` carried over. `PATH#k` (a module's k-th call in a
+ * reference dump) is the k-th occurrence of the module in graph order. */
 static char *resolve_name(ts_graph *g, const char *ref, char *const *map, int n_map) {
     for (int i = 0; i + 1 < n_map; i += 2)
         if (strcmp(map[i], ref) == 0) return strdup(map[i + 1]);
@@ -445,6 +482,16 @@ static char *resolve_name(ts_graph *g, const char *ref, char *const *map, int n_
     bool grad = base != ref;
     if (ts_graph_find(g, base)) return strdup(ref);
     size_t len = strlen(base);
+    const char *hash = strrchr(base, '#');
+    char *k_end = NULL;
+    long k = hash ? strtol(hash + 1, &k_end, 10) : 0;
+    if (hash && k_end && !*k_end && k_end > hash + 1 && k >= 2) {
+        const char *nm = kth_call(g, base, (size_t)(hash - base), k);
+        size_t n = nm ? strlen(nm) + 12 : 0;
+        char *s = nm ? malloc(n) : NULL;
+        if (s) snprintf(s, n, "%s%s", grad ? "Gradient___" : "", nm);
+        return s;
+    }
     const char *inside = NULL, *suffix = NULL;
     size_t suffix_end = 0;
     bool ambiguous = false;

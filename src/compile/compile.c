@@ -167,29 +167,154 @@ static bool is_layer_output(const ts_graph *g, const ts_prog *p, int i) {
     return false;
 }
 
+/* Where the batch lies in a tensor, as the run changes it: exporters bake
+ * the example's batch into Reshape targets (ConvNeXt's [B*H*W, C] is
+ * [512,16] at batch 8; attention's [T*B, C] after a sequence-first
+ * transpose), so a Reshape at another batch needs to know which target dim
+ * holds it. An input whose run shape differs from its declared one in one
+ * dim holds the batch there. The batch's stride -- the elements inner to
+ * it in row-major order -- does not depend on the batch size; a Reshape
+ * (a view) keeps it, a Permute moves it, an op whose output has an input's
+ * shape keeps it, a Gather of another axis moves it, and an op of the
+ * same rank that keeps the dim holding it (convolution, pooling, a
+ * matmul's rows, slices and reductions of other dims) keeps it there.
+ * Else it is unknown (-1) and Reshape targets stay as built. */
+static int64_t inner_numel(const ts_shape *s, int from) {
+    int64_t n = 1;
+    for (int d = from; d < s->ndim; d++) n *= s->d[d];
+    return n;
+}
+
+/* The dim of s that holds the batch at stride `stride`, and the factor of
+ * that dim inner to it (*inner); -1 if none. */
+static int batch_dim(const ts_shape *s, int64_t stride, int64_t *inner) {
+    for (int d = s->ndim - 1; d >= 0; d--) {
+        int64_t below = inner_numel(s, d + 1);
+        if (below > 0 && stride % below == 0 && stride < below * s->d[d]) {
+            *inner = stride / below;
+            return d;
+        }
+    }
+    return -1;
+}
+
+static int64_t batch_stride_of(const ts_model *m, const ts_prog *p, int i, const int64_t *stride) {
+    const ts_tensor *t = m->g->t[i];
+    const ts_shape *out = &t->shape; /* located at the built shapes, where the batch is the example's */
+    if (t->op == TS_OP_INPUT) {
+        int changed = -1;
+        for (int d = 0; d < out->ndim && out->ndim == p->shape[i].ndim; d++)
+            if (out->d[d] != p->shape[i].d[d]) {
+                if (changed >= 0) return -1;
+                changed = d;
+            }
+        return changed >= 0 ? inner_numel(out, changed + 1) : -1;
+    }
+    for (int k = 0; k < t->n_in && t->op != TS_OP_PERMUTE; k++) { /* an output of an input's shape: where that input has it */
+        int x = t->in[k];
+        if (stride[x] >= 0 && ts_shape_equal(&m->g->t[x]->shape, out)) return stride[x];
+    }
+    int x = -1; /* the first input that holds the batch */
+    for (int k = 0; k < t->n_in && x < 0; k++)
+        if (stride[t->in[k]] >= 0) x = t->in[k];
+    if (x < 0) return -1;
+    const ts_shape *in = &m->g->t[x]->shape;
+    if (t->op == TS_OP_RESHAPE || t->op == TS_OP_FLATTEN) return stride[x]; /* views */
+    int64_t inner;
+    int d = batch_dim(in, stride[x], &inner);
+    if (d < 0) return -1;
+    if (t->op == TS_OP_PERMUTE) {
+        for (int o = 0; o < out->ndim; o++)
+            if (t->attr[o] == d) return inner * inner_numel(out, o + 1);
+        return -1;
+    }
+    if (t->op == TS_OP_GATHER) { /* data[:axis] + indices' dims + data[axis+1:] */
+        int axis = (int)t->attr[0], idx_ndim = m->g->t[t->in[1]]->shape.ndim;
+        if (x == t->in[0] && d == axis) return -1;
+        int o = x != t->in[0] ? axis + d : d < axis ? d : d - 1 + idx_ndim;
+        return o < out->ndim ? inner * inner_numel(out, o + 1) : -1;
+    }
+    /* the dim holding the batch kept in place, of the same size, the rank
+     * kept (a matmul's rows, a convolution's samples, a slice or a
+     * reduction of another dim) */
+    bool matmul = t->op == TS_OP_MATMUL || t->op == TS_OP_MATMUL_T || t->op == TS_OP_BATCH_MATMUL;
+    bool kept = d == 0 ? out->ndim > 0 && out->d[0] == in->d[0] /* a leading dim, whatever follows it (an embedding) */
+                       : out->ndim == in->ndim && out->d[d] == in->d[d] && !(matmul && d == in->ndim - 1); /* not contracted */
+    return kept ? inner * inner_numel(out, d + 1) : -1;
+}
+
+/* An imported Reshape's target at the run's shapes: the target dim that
+ * holds the batch (at the input's batch stride) scaled as the input's
+ * element count changed ([512,16] -> [384,16] at batch 6; [T*B, C] ->
+ * [T, B, C] has it in B). A target with a -1 takes the change there;
+ * without a batch stride, or where no dim holds it, the target as built.
+ * A Reshape built by ts_reshape keeps the target its caller gave. */
+static ts_shape reshape_target_at_batch(const ts_tensor *t, const ts_shape *built_in, const ts_shape *run_in, int64_t stride) {
+    ts_shape s = t->sparam;
+    int64_t n0 = ts_shape_numel(built_in), n = ts_shape_numel(run_in), inner;
+    if (stride < 0 || n == n0 || n0 <= 0 || s.ndim < 1) return s;
+    for (int d = 0; d < s.ndim; d++)
+        if (s.d[d] <= 0) return s;
+    int k = batch_dim(&s, stride, &inner);
+    if (k >= 0 && (s.d[k] * n) % n0 == 0) s.d[k] = s.d[k] * n / n0;
+    return s;
+}
+
 static ts_status infer_shapes(ts_model *m, ts_prog *p) {
     ts_graph *g = m->g;
+    int64_t *stride = ts_malloc((size_t)(p->n_nodes ? p->n_nodes : 1) * sizeof *stride); /* the batch's, per node */
+    if (!stride) return ts_error(TS_ERR_OUT_OF_MEMORY, "compile: out of memory");
+    ts_status st = TS_OK;
+    int64_t batch_run = 0, batch_built = 0; /* elements of the first input whose batch changed, at the run and as built */
     for (int i = 0; i < p->n_nodes; i++) {
         const ts_tensor *t = g->t[i];
         const ts_op_def *def = ts_op_get(t->op);
+        stride[i] = -1;
         if (!p->live[i]) continue; /* e.g. the loss of a graph run for inference */
         if (t->op == TS_OP_INPUT || ts_op_holds_value(t->op)) {
             p->shape[i] = (i < m->n_override && m->input_override[i].ndim >= 0) ? m->input_override[i] : t->shape;
         } else {
             ts_shape in[TS_MAX_INPUTS];
             for (int k = 0; k < t->n_in; k++) in[k] = p->shape[t->in[k]];
-            ts_status st = def->shape(t, in, &p->shape[i]);
+            if (t->op == TS_OP_RESHAPE && t->sparam.ndim >= 0 && t->origin) { /* imported: the exporter's target */
+                ts_tensor at_batch = *t;
+                at_batch.sparam = reshape_target_at_batch(t, &g->t[t->in[0]]->shape, &in[0], stride[t->in[0]]);
+                st = def->shape(&at_batch, in, &p->shape[i]);
+            } else {
+                st = def->shape(t, in, &p->shape[i]);
+            }
             char where[600];
-            if (st) return ts_error_wrap(st, "compile: '%s' (%s, built at %s) with the run's input shapes", t->name, def->name,
-                                         ts_tensor_where(t, where, sizeof where));
+            if (st) {
+                st = ts_error_wrap(st, "compile: '%s' (%s, built at %s) with the run's input shapes", t->name, def->name,
+                                   ts_tensor_where(t, where, sizeof where));
+                break;
+            }
         }
         if (ts_shape_numel(&p->shape[i]) > TS_MAX_NUMEL) { /* a huge micro-batch size given at run time */
             char b[96];
-            return ts_error(TS_ERR_SHAPE, "compile: '%s' would be %s, more than 2^34 elements; use a smaller micro-batch size",
-                            t->name, ts_shape_str(&p->shape[i], b, sizeof b));
+            st = ts_error(TS_ERR_SHAPE, "compile: '%s' would be %s, more than 2^34 elements; use a smaller micro-batch size",
+                          t->name, ts_shape_str(&p->shape[i], b, sizeof b));
+            break;
+        }
+        stride[i] = batch_stride_of(m, p, i, stride);
+        if (stride[i] < 0) continue;
+        int64_t run_n = ts_shape_numel(&p->shape[i]), built_n = ts_shape_numel(&t->shape);
+        if (t->op == TS_OP_INPUT && !batch_built) {
+            batch_run = run_n, batch_built = built_n;
+        } else if (batch_built && t->origin && run_n * batch_built != built_n * batch_run) { /* an imported node */
+            /* it holds the batch but did not scale with it: a constant
+             * made for the built batch broadcast against it */
+            char where[600], a[96], b[96];
+            st = ts_error(TS_ERR_SHAPE, "compile: '%s' (%s, built at %s) is %s at this batch size where it was %s: it holds the batch, but "
+                          "something it reads (a constant the importer folded for the batch the graph was built with, such as an attention "
+                          "mask) does not scale with it; build (import) the graph at this batch size",
+                          t->name, def->name, ts_tensor_where(t, where, sizeof where), ts_shape_str(&p->shape[i], a, sizeof a),
+                          ts_shape_str(&t->shape, b, sizeof b));
+            break;
         }
     }
-    return TS_OK;
+    ts_free(stride);
+    return st;
 }
 
 /* Which nodes run, which reach the loss, and which get gradients. */

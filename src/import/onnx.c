@@ -1228,7 +1228,7 @@ static ts_status op_range(importer *im, node_io *io) {
 static ts_status op_gather(importer *im, node_io *io) {
     value *data = io->in[0], *idx = io->in[1];
     bool elements = strcmp(im->node->op_type, "GatherElements") == 0;
-    if (!elements && is_const(data) && !data->param && is_const(idx)) return op_fold(im, io);
+    if (is_const(data) && !data->param && is_const(idx)) return op_fold(im, io);
     int axis;
     ts_status st = attr_axis(im, "axis", 0, shape_of(data)->ndim, false, &axis);
     if (st) return st;
@@ -1394,6 +1394,46 @@ static ts_status op_where(importer *im, node_io *io) {
     return tb ? built(im, ts_where(im->g, tc, ta, tb), &io->out[0]) : st;
 }
 
+/* Expand: folded on constants; on a graph tensor, x broadcast to the
+ * shape (numpy's rules, both ways) as x + zeros, the zeros spanning only
+ * the broadcast dims: the binary ops' broadcasting gives the forward and
+ * their reduce-to-shape the backward (the gradient summed over the
+ * broadcast dims). An i32 tensor (ids, bools) is expanded in f32, as the
+ * binary ops compute it. */
+static ts_status op_expand(importer *im, node_io *io) {
+    value *x = io->in[0];
+    if (is_const(x) && !x->param) return op_fold(im, io);
+    int64_t dims[TS_MAX_DIMS];
+    int n;
+    ts_status st = const_ints(im, io->in[1], dims, &n, "shape", 0, INT32_MAX, false);
+    if (st) return st;
+    ts_shape want = {.ndim = n}, out;
+    for (int i = 0; i < n; i++) want.d[i] = dims[i];
+    const ts_shape *xs = shape_of(x);
+    char b1[128], b2[128];
+    if (!ts_broadcast_shape(xs, &want, &out))
+        return node_error(im, TS_ERR_SHAPE, "input '%s' of shape %s does not broadcast to the shape %s (numpy's rules: aligned on the right, "
+                          "each pair of dims equal or one of them 1)", x->name, ts_shape_str(xs, b1, sizeof b1), ts_shape_str(&want, b2, sizeof b2));
+    if (ts_shape_equal(xs, &out)) return op_identity(im, io);
+    ts_shape zs = {.ndim = out.ndim};
+    int64_t nz = 1;
+    for (int i = 0; i < out.ndim; i++) {
+        int j = i - (out.ndim - xs->ndim); /* x's dim aligned with out's i-th */
+        zs.d[i] = j < 0 || xs->d[j] == 1 ? out.d[i] : 1;
+        nz *= zs.d[i];
+    }
+    if ((st = ts_const_charge((uint64_t)(nz ? nz : 1) * 4))) return fold_result(im, st);
+    float *zeros = ts_calloc((size_t)(nz ? nz : 1), sizeof *zeros);
+    char *name = zeros ? ts_graph_op_output_name(im->g, "ExpandZeros") : NULL;
+    ts_array za = ts_array_f32(zeros, zs.ndim, zs.d);
+    ts_tensor *z = name ? ts_constant(im->g, name, &za) : NULL, *t;
+    ts_free(name);
+    ts_free(zeros);
+    if (!z) return ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
+    if (!(t = as_f32(im, x, &st))) return st;
+    return built(im, ts_add(im->g, t, z), &io->out[0]);
+}
+
 /* LayerNormalization (opset 17): over the dims from `axis` on, computed in
  * float (stash_type 1, the only one available); without its optional bias
  * B, a bias of zeros. */
@@ -1471,7 +1511,7 @@ static const struct {
     {"Equal", 2, op_binary},
     {"Erf", 1, op_unary},
     {"Exp", 1, op_unary},
-    {"Expand", 2, op_fold},
+    {"Expand", 2, op_expand},
     {"Flatten", 1, op_flatten},
     {"Floor", 1, op_unary},
     {"Gather", 2, op_gather},

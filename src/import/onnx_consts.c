@@ -395,6 +395,36 @@ static ts_status fold_gather(const ts_const *data, const ts_const *idx, int64_t 
     return TS_OK;
 }
 
+/* GatherElements: out[p] = data[p with idx[p] on the axis], out of
+ * idx's shape (each of its dims at most data's). */
+static ts_status fold_gather_elements(const ts_const *data, const ts_const *idx, int64_t axis, ts_const *out) {
+    const ts_shape *ds = &data->shape, *is = &idx->shape;
+    if (axis < -ds->ndim || axis >= ds->ndim) return ts_error(TS_ERR_SHAPE, "GatherElements axis %lld is out of range", (long long)axis);
+    int ax = (int)(axis < 0 ? axis + ds->ndim : axis);
+    if (is->ndim != ds->ndim) return ts_error(TS_ERR_SHAPE, "GatherElements indices of rank %d for data of rank %d", is->ndim, ds->ndim);
+    for (int d = 0; d < ds->ndim; d++)
+        if (d != ax && is->d[d] > ds->d[d])
+            return ts_error(TS_ERR_SHAPE, "GatherElements indices' dim %d is %lld, data's %lld", d, (long long)is->d[d], (long long)ds->d[d]);
+    ts_status st = ts_const_fill(is, data->dtype, 0, out);
+    if (st) return st;
+    int64_t n = ts_shape_numel(is), dim = ds->d[ax];
+    for (int64_t j = 0; j < n; j++) {
+        int64_t x, f = 0, rest = j, c[TS_MAX_DIMS];
+        for (int d = is->ndim - 1; d >= 0; d--) {
+            c[d] = rest % is->d[d];
+            rest /= is->d[d];
+        }
+        if (!ts_onnx_int_value(idx->v[j], -dim, dim - 1, &x)) {
+            ts_const_free(out);
+            return ts_error(TS_ERR_SHAPE, "GatherElements index %g is out of range for a dimension of %lld", idx->v[j], (long long)dim);
+        }
+        c[ax] = x < 0 ? x + dim : x;
+        for (int d = 0; d < ds->ndim; d++) f = f * ds->d[d] + c[d];
+        out->v[j] = data->v[f];
+    }
+    return TS_OK;
+}
+
 /* Copies x broadcast to shape s (Expand, Where's operands). */
 static ts_status fold_expand(const ts_const *x, const ts_shape *want, ts_const *out) {
     ts_shape s;
@@ -522,6 +552,8 @@ ts_status ts_const_op(const char *op, const ts_const *const *in, int n_in, const
         return fold_expand(in[0], &s, out);
     }
     if (strcmp(op, "Gather") == 0) return (st = need_inputs(op, in, n_in, 2, 2)) ? st : fold_gather(in[0], in[1], at->axis, out);
+    if (strcmp(op, "GatherElements") == 0)
+        return (st = need_inputs(op, in, n_in, 2, 2)) ? st : fold_gather_elements(in[0], in[1], at->axis, out);
     if (strcmp(op, "Range") == 0) return (st = need_inputs(op, in, n_in, 3, 3)) ? st : fold_range(in[0], in[1], in[2], out);
     if (strcmp(op, "Slice") == 0) return (st = need_inputs(op, in, n_in, 3, 5)) ? st : fold_slice(in, n_in, out);
     if (strcmp(op, "Transpose") == 0) return (st = need_inputs(op, in, n_in, 1, 1)) ? st : fold_transpose(in[0], at->perm, at->n_perm, out);

@@ -7,7 +7,8 @@ writes OUT_DIR/lenet.onnx, OUT_DIR/lenet/{reference,inputs,weights}.npz,
        GPT-2-style model, tied embeddings),
        OUT_DIR/lenet_dim0/ (the same LeNet with log_softmax over dim 0, the
        planted bug), OUT_DIR/tutorial.onnx (the seed tutorial's MLP with
-       LogSoftmax(dim=0), for the lint)
+       LogSoftmax(dim=0), for the lint), OUT_DIR/twice.onnx and
+       OUT_DIR/twice/ (an MLP calling one activation module twice)
 """
 import os
 import sys
@@ -58,6 +59,19 @@ class Tutorial(nn.Module):
         return self.log_softmax(self.fc3(x))
 
 
+class Twice(nn.Module):
+    """One activation module called twice: its second call is `act#2` in
+    the reference, `act_1` in the export's scopes."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2, self.fc3 = nn.Linear(12, 16), nn.Linear(16, 16), nn.Linear(16, 4)
+        self.act = nn.Tanh()
+
+    def forward(self, x):
+        return F.log_softmax(self.fc3(self.act(self.fc2(self.act(self.fc1(x))))), dim=1)
+
+
 def export(net, x, path):
     torch.onnx.export(net, (x,), path, input_names=["x"], output_names=["logp"], opset_version=13,
                       do_constant_folding=False)
@@ -83,3 +97,10 @@ targets = torch.randint(0, 32, (2, 8))
 export(gpt, idx, os.path.join(out, "gpt.onnx"))
 tensorscope_ref.dump(gpt, {"x": idx}, os.path.join(out, "gpt"), targets=targets,
                      loss_fn=lambda o, t: F.cross_entropy(o.reshape(-1, o.shape[-1]), t.reshape(-1)))
+
+torch.manual_seed(3)
+twice = Twice().eval()
+x = torch.randn(6, 12)
+export(twice, x, os.path.join(out, "twice.onnx"))
+tensorscope_ref.dump(twice, {"x": x}, os.path.join(out, "twice"), loss_fn=F.nll_loss,
+                     targets=torch.randint(0, 4, (6,)))
