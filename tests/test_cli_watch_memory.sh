@@ -7,7 +7,8 @@
 # the run must hold at once: the model's arenas as --log-memory reports
 # them plus the f32 micro-batch the CLI feeds. Bad values of
 # --watch-memory and --log-vmodule are usage errors; --log-vmodule model=4
-# shows the model's debug lines (the layer template) and no other module's.
+# shows the model's debug lines (the layer template) and no other module's;
+# with --log-verbosity 5 each micro-batch's line carries the latest RSS.
 # Uses the venv of tests/test_tensorboard.sh ($TS_BUILD_DIR/tb-venv).
 # needs: tensorboard
 set -uo pipefail
@@ -117,6 +118,19 @@ if grep -q '^\[tensorscope D\] MNIST: loading' "$TMP/d.err" && ! grep -q 'layer 
     echo "ok   --log-vmodule data=4: the data set's debug line, not the model's"
 else
     echo "FAIL --log-vmodule data=4:"; sed 's/^/     | /' "$TMP/d.err" | head -n 8; failed=1
+fi
+
+# per micro-batch with --log-verbosity 5: each micro-batch's trace line carries the watcher's latest RSS
+"$BIN" train --data "$SRC/data/mnist" --max-steps 3 --watch-memory=5 --log-verbosity 5 > /dev/null 2> "$TMP/t.err"
+if [ "$(grep -cE '^\[tensorscope T\] micro-batch 1/1 of step [0-9]+: loss [0-9.]+ batch 64 rss [0-9]+\.[0-9] MiB$' "$TMP/t.err")" -eq 3 ]; then
+    echo "ok   --watch-memory --log-verbosity 5: every micro-batch's line has the latest RSS"
+else
+    echo "FAIL --watch-memory --log-verbosity 5:"; grep 'micro-batch' "$TMP/t.err" | sed 's/^/     | /' | head -n 4; failed=1
+fi
+if ! grep -q ' rss ' <("$BIN" train --data "$SRC/data/mnist" --max-steps 1 --log-verbosity 5 2>&1 >/dev/null | grep 'micro-batch'); then
+    echo "ok   without --watch-memory the micro-batch lines have no RSS"
+else
+    echo "FAIL without --watch-memory a micro-batch line shows an RSS"; failed=1
 fi
 
 [ $failed -eq 0 ] && echo "all passed" || { echo "some failed"; exit 1; }

@@ -9,4 +9,8 @@
  * 4 ms per 100 MB resident). */
 ts_status ts_memory_tree(ts_memory_usage *out, int *processes, bool full);
 
+/* The watcher's latest sample into *out while it runs (true); false, and
+ * no error set, when it does not (the step loop's trace line asks). */
+bool ts_memwatch_running_sample(ts_memwatch_stats *out);
+
 #endif

@@ -157,6 +157,13 @@ ts_status ts_memwatch_latest(ts_memwatch_stats *out) {
     return TS_OK;
 }
 
+bool ts_memwatch_running_sample(ts_memwatch_stats *out) {
+    pthread_mutex_lock(&W.mu);
+    *out = W.stats;
+    pthread_mutex_unlock(&W.mu);
+    return out->running != 0;
+}
+
 void ts_memwatch_set_callback(ts_memwatch_fn fn, void *user) {
     pthread_mutex_lock(&W.mu);
     W.fn = fn;

@@ -10,6 +10,7 @@
 
 #include "backend/backend.h"
 #include "diag/crash.h"
+#include "diag/memory.h"
 #include "diag/metrics.h"
 #include "diag/trace.h"
 #include "backend/cpu/pool.h"
@@ -443,8 +444,12 @@ static void trace_micro_batch(ts_model *m, int a, int A) {
         }
     }
     const float *loss = ts_device_host_view(m, &p->entries[p->value_entry[m->loss]]);
-    ts_logf(TS_LOG_TRACE, "micro-batch %d/%d of step %lld: loss %.9g batch %lld", a + 1, A, (long long)m->steps + 1,
-            loss ? (double)loss[0] : (double)NAN, (long long)B);
+    ts_memwatch_stats mw; /* the memory watcher's latest sample, while it runs */
+    char mem[64] = "";
+    if (ts_memwatch_running_sample(&mw) && mw.latest.rss >= 0)
+        snprintf(mem, sizeof mem, " rss %.1f MiB", (double)mw.latest.rss / (1024.0 * 1024.0));
+    ts_logf(TS_LOG_TRACE, "micro-batch %d/%d of step %lld: loss %.9g batch %lld%s", a + 1, A, (long long)m->steps + 1,
+            loss ? (double)loss[0] : (double)NAN, (long long)B, mem);
 }
 
 /* Points the inputs at micro-batch mb of the run (this replica's slice). */
