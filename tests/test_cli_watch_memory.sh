@@ -8,9 +8,10 @@
 # them plus the f32 micro-batch the CLI feeds. Bad values of
 # --watch-memory and --log-vmodule are usage errors; --log-vmodule model=4
 # shows the model's debug lines (the layer template) and no other module's;
-# with --log-verbosity 5 each micro-batch's line carries the latest RSS.
+# with --log-verbosity 5 each micro-batch's line carries the latest RSS;
+# `debug-run --watch-memory` counts the command it runs (a child process).
 # Uses the venv of tests/test_tensorboard.sh ($TS_BUILD_DIR/tb-venv).
-# needs: tensorboard
+# needs: tensorboard debug-bundle
 set -uo pipefail
 
 BUILD=${TS_BUILD_DIR:?set TS_BUILD_DIR to the CMake build directory}
@@ -131,6 +132,17 @@ if ! grep -q ' rss ' <("$BIN" train --data "$SRC/data/mnist" --max-steps 1 --log
     echo "ok   without --watch-memory the micro-batch lines have no RSS"
 else
     echo "FAIL without --watch-memory a micro-batch line shows an RSS"; failed=1
+fi
+
+# debug-run --watch-memory: the command is a child of the watcher's process;
+# one that touches 96 MiB puts the logged peak above that
+"$BIN" debug-run --outfile "$TMP/dr.tar.gz" --tidy --watch-memory=10 -- /usr/bin/python3 -c \
+    'import time; b = bytearray(96 << 20); b[::4096] = b"x" * len(b[::4096]); time.sleep(0.5)' > /dev/null 2> "$TMP/dr.err"
+peak=$(sed -n 's/.*memory watcher: peak RSS \([0-9.]*\)MB.*/\1/p' "$TMP/dr.err")
+if [ -n "$peak" ] && awk -v p="$peak" 'BEGIN { exit !(p >= 96 * 1.048576) }'; then
+    echo "ok   debug-run --watch-memory=10: the peak ($peak MB) counts the command's 96 MiB"
+else
+    echo "FAIL debug-run --watch-memory=10: peak '${peak:-none}' below the command's 96 MiB:"; sed 's/^/     | /' "$TMP/dr.err" | head -n 6; failed=1
 fi
 
 [ $failed -eq 0 ] && echo "all passed" || { echo "some failed"; exit 1; }

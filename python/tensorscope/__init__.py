@@ -34,8 +34,8 @@ from .errors import (CancelledError, DistError, FileError, FormatError, Internal
 from .graph import OPS, Graph, Tensor, print_tensor
 from .inspection import Inspection
 from .model import Model, inference_model, metrics_report, training_model
-from .observe import (compare, merge_summaries, plot_gradient_histogram, save_npy, summarize, summary,
-                      summary_line)
+from .observe import (compare, memory_watch, memory_watch_stats, merge_summaries, plot_gradient_histogram,
+                      save_npy, summarize, summary, summary_line)
 from .options import SGD, Adam, AdamW, LRSchedule, Options, OutfeedQueue, OutputMode, Record, Watch
 
 __version__ = _lib.ts_version().decode()
@@ -45,12 +45,20 @@ __all__ = ["Adam", "AdamW", "CancelledError", "DataLoader", "Dataset", "DistErro
            "ShapeError", "StateError", "Tensor", "TensorscopeError", "UnsupportedError",
            "Watch", "compare", "inference_model", "merge_summaries", "metrics_report", "metrics_reset",
            "plot_gradient_histogram", "dist_init", "dist_finalize", "print_tensor", "save_npy", "set_log_callback",
-           "set_limit", "get_limit", "has_feature", "check_device", "set_log_level", "summarize", "summary", "summary_line", "training_model"]
+           "set_limit", "get_limit", "has_feature", "memory_watch", "memory_watch_stats", "set_log_vmodule", "check_device", "set_log_level", "summarize", "summary", "summary_line", "training_model"]
 
 
 def set_log_level(level: int) -> None:
-    """0 off, 1 error (print ops), 2 warn, 3 info (default), 4 debug, 5 trace."""
+    """0 off, 1 error, 2 warn, 3 info (default), 4 debug, 5 trace; print ops'
+    lines (level 6 in a log callback) show at every level but 0."""
     _lib.ts_set_log_level(int(level))
+
+
+def set_log_vmodule(spec: str) -> None:
+    """Raises the log level of named modules only (TS_LOG_VMODULE):
+    "onnx=5,exec=4"; modules: docs/observation.md#diagnostics. An unknown
+    module or level is an InvalidArgumentError listing them."""
+    _capi.check(_capi.function("ts_set_log_vmodule", "set_log_vmodule")(_capi.cstr(spec)))
 
 
 _LIMITS = {"import": 0, "archive": 1}  # ts_limit

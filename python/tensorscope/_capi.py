@@ -130,6 +130,12 @@ class MemoryUsage(C.Structure):  # ts_memory_usage
     _fields_ = [("rss", C.c_int64), ("pss", C.c_int64), ("uss", C.c_int64)]
 
 
+class MemwatchStats(C.Structure):  # ts_memwatch_stats
+    _fields_ = [("latest", MemoryUsage), ("peak", MemoryUsage), ("latest_s", C.c_double),
+                ("peak_rss_s", C.c_double), ("samples", C.c_int64), ("processes", C.c_int),
+                ("period_ms", C.c_int), ("running", C.c_int)]
+
+
 class ModelMemory(C.Structure):  # ts_model_memory
     _fields_ = [("parameters", C.c_int64), ("gradients", C.c_int64),
                 ("optimizer_state", C.c_int64), ("activations", C.c_int64),
@@ -168,6 +174,10 @@ _PROTOTYPES = {
     "ts_last_error": (S, []),
     "ts_clear_error": (None, []),
     "ts_set_log_level": (None, [C.c_int]),
+    "ts_set_log_vmodule": (_st, [S]),
+    "ts_memwatch_start": (_st, [C.c_int]),
+    "ts_memwatch_stop": (None, []),
+    "ts_memwatch_latest": (_st, [C.POINTER(MemwatchStats)]),
     "ts_set_log_callback": (None, [LOG_FN, C.c_void_p]),
     "ts_get_log_level": (C.c_int, []),
     "ts_set_limit": (_st, [C.c_int, C.c_uint64]),

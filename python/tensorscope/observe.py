@@ -122,3 +122,49 @@ def compare(a: Any, ref: Any, atol: float = 1e-5, rtol: float = 1e-4) -> Dict[st
     out["pass"] = bool(getattr(r, "pass"))
     out["a"], out["ref"] = _capi.as_dict(r.a), _capi.as_dict(r.ref)
     return out
+
+
+# ---- the memory watcher (docs/observation.md#memory)
+
+
+def _memory_dict(u):
+    return {"rss": u.rss, "pss": u.pss, "uss": u.uss}
+
+
+def memory_watch_stats() -> Dict[str, Any]:
+    """What the memory watcher has seen (bytes; -1 unknown): latest and
+    peak {rss, pss, uss}, latest_s and peak_rss_s (seconds after its
+    start), samples, processes (this one and its descendants in the latest
+    sample), period_ms, running. StateError when it never ran."""
+    st = _capi.MemwatchStats()
+    check(_capi.function("ts_memwatch_latest", "memory_watch_stats")(C.byref(st)))
+    return {"latest": _memory_dict(st.latest), "peak": _memory_dict(st.peak), "latest_s": st.latest_s,
+            "peak_rss_s": st.peak_rss_s, "samples": st.samples, "processes": st.processes,
+            "period_ms": st.period_ms, "running": bool(st.running)}
+
+
+class memory_watch:
+    """Samples RSS, PSS and USS of this process and its children every
+    `period_ms` on a thread of the library's (the CLI's --watch-memory):
+    peaks in the log when it stops, the metrics report, a trace's counter
+    track. A context manager (`with ts.memory_watch(20) as w: ...;
+    w.stats()`), or start() / stop(). One watcher per process."""
+
+    def __init__(self, period_ms: int = 100) -> None:
+        self.period_ms = int(period_ms)
+
+    def start(self) -> "memory_watch":
+        check(_capi.function("ts_memwatch_start", "memory_watch")(self.period_ms))
+        return self
+
+    def stop(self) -> None:
+        _capi.lib.ts_memwatch_stop()
+
+    def stats(self) -> Dict[str, Any]:
+        return memory_watch_stats()
+
+    def __enter__(self) -> "memory_watch":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

@@ -16,7 +16,7 @@ STRUCTS = {
     "ts_model_memory": _capi.ModelMemory, "ts_loader_config": _capi.LoaderConfig,
     "ts_compare_result": _capi.CompareResult, "ts_onnx_input": _capi.OnnxInput,
     "ts_conv2d_params": _capi.Conv2dParams, "ts_pool2d_params": _capi.Pool2dParams,
-    "ts_lr_schedule": _capi.LrSchedule,
+    "ts_lr_schedule": _capi.LrSchedule, "ts_memwatch_stats": _capi.MemwatchStats,
 }
 
 
