@@ -125,11 +125,18 @@ TS_EW float ts_ewu_forward(int kind, float x, float alpha, float beta) {
     }
 }
 
-/* df/dx at x (0 for the kinds without a gradient) */
-TS_EW float ts_ewu_derivative(int kind, float x, float alpha, float beta) {
+/* Whether the kind's backward reads its output y = f(x) instead of x:
+ * Exp and Sqrt, whose op table rows let x's memory go after the forward
+ * (graph/ops.c: bwd_unread_inputs, needs_output). */
+TS_EW int ts_ewu_reads_output(int kind) { return kind == TS_EWU_EXP || kind == TS_EWU_SQRT; }
+
+/* df/dx at v: v is x, or y = f(x) for the kinds ts_ewu_reads_output
+ * names (0 for the kinds without a gradient) */
+TS_EW float ts_ewu_derivative(int kind, float v, float alpha, float beta) {
+    float x = v;
     switch (kind) {
-    case TS_EWU_EXP: return expf(x);
-    case TS_EWU_SQRT: return 0.5f / sqrtf(x);
+    case TS_EWU_EXP: return v;           /* y */
+    case TS_EWU_SQRT: return 0.5f / v;   /* 1 / (2 y) */
     case TS_EWU_POW: return alpha * powf(x, alpha - 1.0f);
     case TS_EWU_ERF: return 1.12837916709551257390f * expf(-x * x); /* 2/sqrt(pi) e^(-x^2) */
     case TS_EWU_ABS: return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : 0.0f;

@@ -30,7 +30,8 @@ void ts_fwd_ew_unary(const ts_kctx *k) {
 }
 void ts_bwd_ew_unary(const ts_kctx *k) {
     if (k->din[0])
-        ts_ew_unary_backward(k->pool, ts_ewu_kind(k->node), k->din[0], k->dout, k->in[0], k->node->fattr[0], k->node->fattr[1],
+        ts_ew_unary_backward(k->pool, ts_ewu_kind(k->node), k->din[0], k->dout,
+                             ts_ewu_reads_output(ts_ewu_kind(k->node)) ? k->out : k->in[0], k->node->fattr[0], k->node->fattr[1],
                              numel_out(k));
 }
 

@@ -515,8 +515,9 @@ __global__ void ew_unary_forward_kernel(int kind, float *y, const float *x, floa
     TS_CU_FOR(i, n) y[i] = ts_ewu_forward(kind, x[i], alpha, beta);
 }
 
-__global__ void ew_unary_backward_kernel(int kind, float *dx, const float *dout, const float *x, float alpha, float beta, int64_t n) {
-    TS_CU_FOR(i, n) dx[i] += dout[i] * ts_ewu_derivative(kind, x[i], alpha, beta);
+/* v: x, or y for the kinds whose backward reads the output (ts_ewu_reads_output) */
+__global__ void ew_unary_backward_kernel(int kind, float *dx, const float *dout, const float *v, float alpha, float beta, int64_t n) {
+    TS_CU_FOR(i, n) dx[i] += dout[i] * ts_ewu_derivative(kind, v[i], alpha, beta);
 }
 
 void ts_cu_fwd_ew_unary(const ts_kctx *k) {
@@ -530,8 +531,10 @@ void ts_cu_fwd_ew_unary(const ts_kctx *k) {
 void ts_cu_bwd_ew_unary(const ts_kctx *k) {
     int64_t n = numel_out(k);
     if (!k->din[0] || n <= 0) return;
-    ew_unary_backward_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(ts_ewu_kind(k->node), k->din[0], k->dout,
-                                                                                     k->in[0], k->node->fattr[0], k->node->fattr[1], n);
+    int kind = ts_ewu_kind(k->node);
+    ew_unary_backward_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(kind, k->din[0], k->dout,
+                                                                                     ts_ewu_reads_output(kind) ? k->out : k->in[0],
+                                                                                     k->node->fattr[0], k->node->fattr[1], n);
     ts_cu_check(cudaGetLastError(), op_name(k));
 }
 
