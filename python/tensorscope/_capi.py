@@ -460,7 +460,8 @@ class Pin:
 # ----------------------------------------------------------------- arrays
 
 DTYPES = [np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int32), np.dtype(np.int64),
-          np.dtype(np.uint8)]  # index = ts_dtype
+          np.dtype(np.uint8), np.dtype(np.bool_), np.dtype(np.int8), np.dtype(np.int16),
+          np.dtype(np.uint16), np.dtype(np.uint32), np.dtype(np.uint64)]  # index = ts_dtype
 _DTYPE_CODE = {d: i for i, d in enumerate(DTYPES)}
 
 

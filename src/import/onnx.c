@@ -1729,6 +1729,22 @@ static ts_status import_node(importer *im, const Node *n, int index) {
     return st;
 }
 
+/* The ts_dtype of ONNX's float, double, integer and bool types; false for
+ * the others (float16, bfloat16, float8, string, ...). */
+static bool onnx_array_dtype(int elem, ts_dtype *out) {
+    static const struct { int onnx; ts_dtype dt; } map[] = {
+        {TS_ONNX_FLOAT, TS_F32},   {TS_ONNX_DOUBLE, TS_F64}, {TS_ONNX_INT32, TS_I32},  {TS_ONNX_INT64, TS_I64},
+        {TS_ONNX_UINT8, TS_U8},    {TS_ONNX_BOOL, TS_BOOL},  {TS_ONNX_INT8, TS_I8},    {TS_ONNX_INT16, TS_I16},
+        {TS_ONNX_UINT16, TS_U16},  {TS_ONNX_UINT32, TS_U32}, {TS_ONNX_UINT64, TS_U64},
+    };
+    for (size_t i = 0; i < TS_ARRAY_LEN(map); i++)
+        if (map[i].onnx == elem) {
+            *out = map[i].dt;
+            return true;
+        }
+    return false;
+}
+
 static ts_status import_inputs(importer *im, const TensorscopeOnnx__GraphProto *gp, const ts_onnx_input *given, int n_given) {
     for (int k = 0; k < n_given; k++) {
         bool found = false;
@@ -1754,10 +1770,9 @@ static ts_status import_inputs(importer *im, const TensorscopeOnnx__GraphProto *
         int elem = tt->has_elem_type ? tt->elem_type : TS_ONNX_FLOAT;
         ts_dtype dt;
         if (ts_onnx_dtype_is_float(elem)) dt = TS_F32;
-        else if (elem == TS_ONNX_INT64 || elem == TS_ONNX_INT32 || elem == TS_ONNX_BOOL) dt = TS_I32; /* ids, labels, masks (fed as
-                                                                                                   i64, i32 or u8 data) */
-        else return ts_error(TS_ERR_UNSUPPORTED, "%s: input '%s' has data type %s; tensorscope feeds float, int32, int64 and bool inputs",
-                             im->path, vi->name, ts_onnx_dtype_name(elem));
+        else if (onnx_array_dtype(elem, &dt)) dt = TS_I32; /* ids, labels, masks: integers of any width, exact in i32 */
+        else return ts_error(TS_ERR_UNSUPPORTED, "%s: input '%s' has data type %s; tensorscope feeds float, bool and integer inputs "
+                             "(8 to 64 bits, signed or not)", im->path, vi->name, ts_onnx_dtype_name(elem));
         ts_shape s = {0};
         if (tt->shape) {
             if (tt->shape->n_dim > TS_MAX_DIMS) return ts_error(TS_ERR_UNSUPPORTED, "%s: input '%s' has more than %d dimensions", im->path, vi->name, TS_MAX_DIMS);
@@ -1875,6 +1890,10 @@ static ts_status import_graph(importer *im, const TensorscopeOnnx__ModelProto *m
             return ts_error(TS_ERR_UNSUPPORTED, "%s: graph output '%s' is a constant (it does not depend on any input); tensorscope "
                             "imports outputs computed from the inputs", im->path, name);
         st = ts_graph_add_output(im->g, v->t);
+        /* returned in the file's type (int64, bool, double, ...) */
+        const TensorscopeOnnx__TypeProto__Tensor *tt = gp->output[i]->type ? gp->output[i]->type->tensor_type : NULL;
+        ts_dtype dt;
+        if (!st && tt && tt->has_elem_type && onnx_array_dtype(tt->elem_type, &dt)) st = ts_tensor_set_output_dtype(v->t, dt);
         if (st) return st;
     }
     if (gp->n_output == 0) return ts_error(TS_ERR_FORMAT, "%s: the graph has no outputs", im->path);
