@@ -512,11 +512,16 @@ TS_API ts_status ts_graph_load_weights(ts_graph *g, const char *path);
 
 /* ----------------------------------------------------------- ONNX import */
 
-/* The static shape of one input of an imported model. */
+/* The static shape of one input of an imported model, or its value: an
+ * input bound to `value` (not NULL) is no input of the graph but that
+ * constant, folded like an initializer (ndim and shape are then ignored).
+ * Inputs that give axes, shapes, sizes, pads or a Range's bounds (ONNX's
+ * test models, TensorRT's shape tensors) must be bound this way. */
 typedef struct ts_onnx_input {
     const char *name;
     int ndim;
     int64_t shape[TS_MAX_DIMS];
+    const ts_array *value;
 } ts_onnx_input;
 /* Reads an ONNX model into a new graph (parameters keep the file's
  * initializer names; see DESIGN.md §3/§13). Inputs with dynamic dims must be

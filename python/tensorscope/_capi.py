@@ -148,7 +148,8 @@ class LrSchedule(C.Structure):  # ts_lr_schedule
 
 
 class OnnxInput(C.Structure):  # ts_onnx_input
-    _fields_ = [("name", C.c_char_p), ("ndim", C.c_int), ("shape", C.c_int64 * TS_MAX_DIMS)]
+    _fields_ = [("name", C.c_char_p), ("ndim", C.c_int), ("shape", C.c_int64 * TS_MAX_DIMS),
+                ("value", C.POINTER(Array))]
 
 
 SINK_FN = C.CFUNCTYPE(None, C.c_void_p, C.POINTER(OutfeedRecord))

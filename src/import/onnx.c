@@ -531,6 +531,14 @@ static ts_tensor *as_tensor(importer *im, value *v, ts_status *st) {
     return t;
 }
 
+/* For an error on a value that must be a constant: how to make a graph
+ * input one (bind it at import), or "". */
+static const char *bind_hint(const value *x) {
+    return x && x->t && x->t->op == TS_OP_INPUT ? "; it is a graph input: bind its value at import (ts_onnx_input.value, in Python "
+                                                  "Graph.from_onnx(path, input_values={name: array}))"
+                                                : "";
+}
+
 /* Whether v is a constant scalar (any shape of one element), into *s. */
 static bool const_scalar(const value *v, double *s) {
     if (!is_const(v) || v->param || ts_shape_numel(&v->c.shape) != 1) return false;
@@ -702,9 +710,10 @@ static ts_status op_identity(importer *im, node_io *io) {
 static ts_status op_dropout(importer *im, node_io *io) {
     double train = 0, ratio = 0.5;
     if (io->n_in >= 3 && io->in[2] && !(is_const(io->in[2]) && const_scalar(io->in[2], &train)))
-        return node_error(im, TS_ERR_UNSUPPORTED, "a Dropout whose training_mode is computed by the graph is not available");
+        return node_error(im, TS_ERR_UNSUPPORTED, "a Dropout whose training_mode is computed by the graph is not available%s",
+                          bind_hint(io->in[2]));
     if (io->n_in >= 2 && io->in[1] && !const_scalar(io->in[1], &ratio))
-        return node_error(im, TS_ERR_UNSUPPORTED, "a Dropout whose ratio is not a constant is not available");
+        return node_error(im, TS_ERR_UNSUPPORTED, "a Dropout whose ratio is not a constant is not available%s", bind_hint(io->in[1]));
     if (train != 0) { /* a training export: the dropout op; its mask output, which PyTorch's exporters write unread, stays undefined */
         if (io->n_out > 1 && im->node->output[1] && *im->node->output[1] && ts_strmap_get(&im->uses, im->node->output[1]) > 0)
             return node_error(im, TS_ERR_UNSUPPORTED, "Dropout's mask output is not available");
@@ -763,8 +772,8 @@ static ts_status need_consts(importer *im, node_io *io) {
     for (int i = 0; i < io->n_in; i++)
         if (io->in[i] && !is_const(io->in[i]))
             return node_error(im, TS_ERR_UNSUPPORTED, "%s is folded when its inputs are constants, but input %d ('%s') is computed by "
-                              "the graph; %s on graph tensors is not available yet", im->node->op_type, i, io->in[i]->name,
-                              im->node->op_type);
+                              "the graph; %s on graph tensors is not available yet%s", im->node->op_type, i, io->in[i]->name,
+                              im->node->op_type, bind_hint(io->in[i]));
     return TS_OK;
 }
 
@@ -775,8 +784,8 @@ static ts_status const_ints(importer *im, value *x, int64_t *v, int *n, const ch
     ts_status st = decoded(im, x);
     if (st) return st;
     if (!is_const(x) || x->c.shape.ndim > 1 || ts_shape_numel(&x->c.shape) > TS_MAX_DIMS)
-        return node_error(im, TS_ERR_UNSUPPORTED, "its %s ('%s') must be a constant list of at most %d values", what, x ? x->name : "?",
-                          TS_MAX_DIMS);
+        return node_error(im, TS_ERR_UNSUPPORTED, "its %s ('%s') must be a constant list of at most %d values%s", what, x ? x->name : "?",
+                          TS_MAX_DIMS, bind_hint(x));
     *n = (int)ts_shape_numel(&x->c.shape);
     for (int i = 0; i < *n; i++) {
         double d = x->c.v[i];
@@ -968,7 +977,8 @@ static ts_status op_pad(importer *im, node_io *io) {
     ts_status st = decoded(im, io->in[1]);
     if (st) return st;
     if (!is_const(io->in[1]) || io->in[1]->c.shape.ndim > 1 || ts_shape_numel(&io->in[1]->c.shape) > 2 * TS_MAX_DIMS)
-        return node_error(im, TS_ERR_UNSUPPORTED, "its pads ('%s') must be a constant list of at most %d values", io->in[1]->name, 2 * TS_MAX_DIMS);
+        return node_error(im, TS_ERR_UNSUPPORTED, "its pads ('%s') must be a constant list of at most %d values%s", io->in[1]->name,
+                          2 * TS_MAX_DIMS, bind_hint(io->in[1]));
     n = (int)ts_shape_numel(&io->in[1]->c.shape);
     for (int i = 0; i < n; i++)
         if (!ts_onnx_int_value(io->in[1]->c.v[i], INT64_MIN, INT64_MAX, &pads[i]))
@@ -1306,7 +1316,8 @@ static ts_status op_split(importer *im, node_io *io) {
     if (has_split) {
         if ((st = decoded(im, io->in[1]))) return st;
         if (!is_const(io->in[1]) || ts_shape_numel(&io->in[1]->c.shape) != io->n_out)
-            return node_error(im, TS_ERR_UNSUPPORTED, "its split sizes must be a constant list of one size per output");
+            return node_error(im, TS_ERR_UNSUPPORTED, "its split sizes ('%s') must be a constant list of one size per output%s",
+                              io->in[1]->name, bind_hint(io->in[1]));
         for (int i = 0; i < n; i++)
             if (!ts_onnx_int_value(io->in[1]->c.v[i], 0, dim, &sizes[i]))
                 return node_error(im, TS_ERR_FORMAT, "split size %d is %g; the axis has %lld", i, io->in[1]->c.v[i], (long long)dim);
@@ -1745,6 +1756,42 @@ static bool onnx_array_dtype(int elem, ts_dtype *out) {
     return false;
 }
 
+/* An input bound to a value at import: that constant, of the file's type
+ * and, where the file gives them, its sizes. */
+static ts_status bind_input(importer *im, const ValueInfo *vi, int elem, const ts_array *a) {
+    const TensorscopeOnnx__TypeProto__Tensor *tt = vi->type->tensor_type;
+    char got[128];
+    ts_array_shape_str(a, got, sizeof got);
+    int64_t n = ts_array_numel(a);
+    if (n < 0 || (n > 0 && !a->data) || !ts_dtype_size(a->dtype))
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "%s: the value bound to input '%s' is no valid array (%s)", im->path, vi->name, got);
+    /* the array's shape where the file's has dynamic sizes; the file's
+     * where it is static and holds as many values ([1] for a scalar) */
+    ts_shape s = {.ndim = a->ndim}, file = {.ndim = tt->shape ? (int)tt->shape->n_dim : -1};
+    for (int d = 0; d < a->ndim; d++) s.d[d] = a->shape[d];
+    bool fits = file.ndim < 0 || file.ndim == a->ndim, known = file.ndim >= 0 && file.ndim <= TS_MAX_DIMS;
+    for (int d = 0; known && d < file.ndim; d++) {
+        const TensorscopeOnnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
+        known = dim->has_dim_value && dim->dim_value >= 0;
+        file.d[d] = known ? dim->dim_value : -1;
+        fits = fits && (!known || file.d[d] == a->shape[d]);
+    }
+    if (!fits && known && ts_shape_numel(&file) == n) s = file, fits = true;
+    if (!fits) return ts_error(TS_ERR_SHAPE, "%s: the value bound to input '%s' is %s, which is not the input's shape", im->path, vi->name, got);
+    bool integer = !ts_onnx_dtype_is_float(elem);
+    value v = {0};
+    ts_status st = ts_const_fill(&s, elem, 0, &v.c);
+    for (int64_t i = 0; !st && i < n; i++) {
+        v.c.v[i] = ts_array_value(a, i);
+        if (integer && v.c.v[i] != floor(v.c.v[i]))
+            st = ts_error(TS_ERR_INVALID_ARGUMENT, "%s: the value bound to input '%s' holds %g at [%lld]; the input is %s", im->path, vi->name,
+                          v.c.v[i], (long long)i, ts_onnx_dtype_name(elem));
+    }
+    if (!st) st = define(im, vi->name, &v);
+    if (st) ts_const_free(&v.c);
+    return st;
+}
+
 static ts_status import_inputs(importer *im, const TensorscopeOnnx__GraphProto *gp, const ts_onnx_input *given, int n_given) {
     for (int k = 0; k < n_given; k++) {
         bool found = false;
@@ -1768,6 +1815,11 @@ static ts_status import_inputs(importer *im, const TensorscopeOnnx__GraphProto *
         const TensorscopeOnnx__TypeProto__Tensor *tt = vi->type ? vi->type->tensor_type : NULL;
         if (!tt) return ts_error(TS_ERR_UNSUPPORTED, "%s: input '%s' is not a tensor", im->path, vi->name);
         int elem = tt->has_elem_type ? tt->elem_type : TS_ONNX_FLOAT;
+        if (user && user->value) {
+            ts_status st = bind_input(im, vi, elem, user->value);
+            if (st) return st;
+            continue;
+        }
         ts_dtype dt;
         if (ts_onnx_dtype_is_float(elem)) dt = TS_F32;
         else if (onnx_array_dtype(elem, &dt)) dt = TS_I32; /* ids, labels, masks: integers of any width, exact in i32 */
@@ -1886,14 +1938,15 @@ static ts_status import_graph(importer *im, const TensorscopeOnnx__ModelProto *m
         const char *name = gp->output[i]->name;
         value *v = name ? lookup(im, name) : NULL;
         if (!v) return ts_error(TS_ERR_FORMAT, "%s: graph output '%s' is computed by no node", im->path, name ? name : "?");
-        if (!v->t)
-            return ts_error(TS_ERR_UNSUPPORTED, "%s: graph output '%s' is a constant (it does not depend on any input); tensorscope "
-                            "imports outputs computed from the inputs", im->path, name);
-        st = ts_graph_add_output(im->g, v->t);
+        /* an output that folded to a constant is returned as that constant */
+        ts_tensor *t = v->t ? v->t : as_tensor(im, v, &st);
+        if (!t) return st;
+        st = ts_graph_add_output(im->g, t);
+        if (!st && !v->t) st = ts_graph_add_alias(im->g, name, t);
         /* returned in the file's type (int64, bool, double, ...) */
         const TensorscopeOnnx__TypeProto__Tensor *tt = gp->output[i]->type ? gp->output[i]->type->tensor_type : NULL;
         ts_dtype dt;
-        if (!st && tt && tt->has_elem_type && onnx_array_dtype(tt->elem_type, &dt)) st = ts_tensor_set_output_dtype(v->t, dt);
+        if (!st && tt && tt->has_elem_type && onnx_array_dtype(tt->elem_type, &dt)) st = ts_tensor_set_output_dtype(t, dt);
         if (st) return st;
     }
     if (gp->n_output == 0) return ts_error(TS_ERR_FORMAT, "%s: the graph has no outputs", im->path);

@@ -1,0 +1,112 @@
+/* test_onnx_typed_io.c -- an imported model's typed inputs and outputs, and
+ * inputs bound at import: an int8 input is fed int8 data and its output
+ * comes back int8 (the file's type), Shape's int64 output comes back int64;
+ * an output that folds to a constant is returned as that constant; an
+ * input that gives Unsqueeze's axes is refused with a message that says how
+ * to bind it, and once bound (ts_onnx_input.value) it is a constant folded
+ * into the graph, no input of it; a bound value of the wrong shape or a
+ * fraction for an integer input is refused. */
+/* needs: onnx */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "onnx_model.h"
+
+/* Sets the ONNX type (TensorProto.DataType) of the last input or output. */
+static void last_type(bool is_input, int elem, int ndim, const int64_t *dims) {
+    TensorscopeOnnx__ValueInfoProto **list = is_input ? graph->input : graph->output;
+    size_t n = is_input ? graph->n_input : graph->n_output;
+    TensorscopeOnnx__ValueInfoProto *fresh = value_info(list[n - 1]->name, ndim, dims);
+    fresh->type->tensor_type->elem_type = elem;
+    list[n - 1] = fresh;
+}
+
+static ts_model *model_of(ts_graph *g) {
+    ts_tensor *o[4];
+    size_t n = ts_graph_output_count(g);
+    for (size_t k = 0; k < n && k < 4; k++) o[k] = ts_graph_output_at(g, k);
+    ts_options *opt = ts_options_new();
+    ts_options_set_output_mode(opt, TS_OUTPUT_FINAL, 0);
+    ts_model *m = NULL;
+    CHECK_OK(ts_model_inference(&m, g, o, (int)n, opt), "an inference model of the outputs");
+    ts_options_free(opt);
+    return m;
+}
+
+int main(void) {
+    ts_set_log_level(TS_LOG_OFF);
+    snprintf(dir, sizeof dir, "/tmp/ts_onnx_typed_XXXXXX");
+    if (!mkdtemp(dir)) return 1;
+    char path[256];
+
+    /* y = Unsqueeze(x, axes) with axes a graph input; s = Shape(x), int64;
+     * k8 = Identity(k), int8 in and out */
+    model_begin();
+    input("x", 1, (int64_t[]){4});
+    input("axes", 1, (int64_t[]){1});
+    last_type(true, 7, 1, (int64_t[]){1});
+    input("k", 1, (int64_t[]){3});
+    last_type(true, 3, 1, (int64_t[]){3});
+    node("Unsqueeze", "u", "x,axes", "y");
+    node("Shape", "sh", "x", "s");
+    node("Neg", "n1", "k", "nk");
+    node("Neg", "n2", "nk", "k8");
+    output("y");
+    output("s");
+    last_type(false, 7, 1, (int64_t[]){1});
+    output("k8");
+    last_type(false, 3, 1, (int64_t[]){3});
+    ts_graph *g = NULL;
+    ts_status st = import_as("typed", &g);
+    CHECK(st == TS_ERR_UNSUPPORTED && strstr(ts_last_error(), "'axes'") && strstr(ts_last_error(), "bind its value at import") &&
+              strstr(ts_last_error(), "ts_onnx_input.value"),
+          "axes fed as a graph input, not bound: an error that names it and says how to bind it: %s", ts_last_error());
+
+    snprintf(path, sizeof path, "%s/typed.onnx", dir);
+    int64_t axes_v[1] = {0};
+    ts_array axes = {.dtype = TS_I64, .ndim = 1, .shape = {1}, .data = axes_v};
+    ts_onnx_input bind = {.name = "axes", .value = &axes};
+    CHECK_OK(ts_graph_from_onnx(&g, path, &bind, 1), "axes bound to [0] at import");
+    if (g) {
+        CHECK(ts_graph_output_count(g) == 3, "three outputs, the constant one too");
+        ts_array info;
+        ts_tensor_info(ts_graph_output_at(g, 0), &info);
+        CHECK(info.ndim == 2 && info.shape[0] == 1 && info.shape[1] == 4, "y is Unsqueeze at axis 0: [1,4]");
+        ts_model *m = model_of(g);
+        float xv[4] = {1, 2, 3, 4};
+        int8_t kv[3] = {-128, 5, 127};
+        ts_array in[3] = {ts_array_f32(xv, 1, (int64_t[]){4}), {.dtype = TS_I8, .ndim = 1, .shape = {3}, .data = kv}, axes};
+        const char *names[3] = {"x", "k", "axes"};
+        st = m ? ts_model_run(m, names, in, 3) : TS_ERR_STATE;
+        CHECK(st == TS_ERR_NOT_FOUND && strstr(ts_last_error(), "'axes' is not an input"), "the bound input is no input of the graph: %s",
+              ts_last_error());
+        st = m ? ts_model_run(m, names, in, 2) : TS_ERR_STATE;
+        CHECK(!st, "runs on f32 x and int8 k: %s", st ? ts_last_error() : "");
+        ts_array out;
+        st = st ? st : ts_model_anchored(m, ts_tensor_name(ts_graph_output_at(g, 1)), &out);
+        CHECK(!st && out.dtype == TS_I64 && ts_array_numel(&out) == 1 && ((const int64_t *)out.data)[0] == 4,
+              "Shape's output, a constant, comes back as int64 [4]: %s", st ? ts_last_error() : "");
+        st = st ? st : ts_model_anchored(m, ts_tensor_name(ts_graph_output_at(g, 2)), &out);
+        CHECK(!st && out.dtype == TS_I8 && ts_array_numel(&out) == 3 && ((const int8_t *)out.data)[0] == -128 &&
+                  ((const int8_t *)out.data)[2] == 127,
+              "the int8 output comes back int8 with the values fed: %s", st ? ts_last_error() : "");
+        ts_model_free(m);
+        ts_graph_free(g);
+        g = NULL;
+    }
+
+    axes = (ts_array){.dtype = TS_I64, .ndim = 1, .shape = {2}, .data = (int64_t[]){0, 1}};
+    st = ts_graph_from_onnx(&g, path, &bind, 1);
+    CHECK(st == TS_ERR_SHAPE && strstr(ts_last_error(), "'axes' is i64[2]"), "a bound value of another shape is refused: %s",
+          ts_last_error());
+    double half[1] = {0.5};
+    axes = (ts_array){.dtype = TS_F64, .ndim = 1, .shape = {1}, .data = half};
+    st = ts_graph_from_onnx(&g, path, &bind, 1);
+    CHECK(st == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "0.5"), "a fraction for the int64 input is refused: %s", ts_last_error());
+    remove(path);
+    rmdir(dir);
+    return check_summary("test_onnx_typed_io");
+}
