@@ -15,15 +15,6 @@
 #include "check.h"
 #include "onnx_model.h"
 
-/* Sets the ONNX type (TensorProto.DataType) of the last input or output. */
-static void last_type(bool is_input, int elem, int ndim, const int64_t *dims) {
-    TensorscopeOnnx__ValueInfoProto **list = is_input ? graph->input : graph->output;
-    size_t n = is_input ? graph->n_input : graph->n_output;
-    TensorscopeOnnx__ValueInfoProto *fresh = value_info(list[n - 1]->name, ndim, dims);
-    fresh->type->tensor_type->elem_type = elem;
-    list[n - 1] = fresh;
-}
-
 static ts_model *model_of(ts_graph *g) {
     ts_tensor *o[4];
     size_t n = ts_graph_output_count(g);
@@ -46,19 +37,15 @@ int main(void) {
      * k8 = Identity(k), int8 in and out */
     model_begin();
     input("x", 1, (int64_t[]){4});
-    input("axes", 1, (int64_t[]){1});
-    last_type(true, 7, 1, (int64_t[]){1});
-    input("k", 1, (int64_t[]){3});
-    last_type(true, 3, 1, (int64_t[]){3});
+    input_typed("axes", 7, 1, (int64_t[]){1});
+    input_typed("k", 3, 1, (int64_t[]){3});
     node("Unsqueeze", "u", "x,axes", "y");
     node("Shape", "sh", "x", "s");
     node("Neg", "n1", "k", "nk");
     node("Neg", "n2", "nk", "k8");
     output("y");
-    output("s");
-    last_type(false, 7, 1, (int64_t[]){1});
-    output("k8");
-    last_type(false, 3, 1, (int64_t[]){3});
+    output_typed("s", 7, 1, (int64_t[]){1});
+    output_typed("k8", 3, 1, (int64_t[]){3});
     ts_graph *g = NULL;
     ts_status st = import_as("typed", &g);
     CHECK(st == TS_ERR_UNSUPPORTED && strstr(ts_last_error(), "'axes'") && strstr(ts_last_error(), "bind its value at import") &&

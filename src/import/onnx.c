@@ -1121,29 +1121,96 @@ static ts_status op_batch_norm(importer *im, node_io *io) {
     return built(im, ts_batch_norm(im->g, x, w, b, rm, rv, eps, momentum, !training), &io->out[0]);
 }
 /* The file's own loss: NegativeLogLikelihoodLoss (after a LogSoftmax) and
- * SoftmaxCrossEntropyLoss on [N,C] scores and integer labels [N], reduced
- * by mean (or sum); the second output of SoftmaxCrossEntropyLoss is the
- * log-probabilities. */
+ * SoftmaxCrossEntropyLoss on scores [N,C,d1..] and integer labels [N,d1..],
+ * with class weights and ignore_index, reduced by none, sum or mean; the
+ * second output of SoftmaxCrossEntropyLoss is the log-probabilities. */
+/* An f32 graph constant of `shape` holding v[0..numel). */
+static ts_tensor *f32_constant(importer *im, const char *name, const ts_shape *shape, const float *v) {
+    return ts_constant(im->g, name, &(ts_array){.dtype = TS_F32, .ndim = shape->ndim, .shape = {shape->d[0], shape->d[1], shape->d[2],
+                       shape->d[3], shape->d[4], shape->d[5], shape->d[6], shape->d[7]}, .data = (void *)v});
+}
+
+/* NegativeLogLikelihoodLoss on log-probabilities [N,C,d1..dk] and labels
+ * [N,d1..dk] as ONNX defines it, from graph ops (so its gradient is theirs):
+ * each element's loss is -logp[n, y, d] * weight[y], 0 where y is
+ * ignore_index; reduction none keeps them, sum adds them, mean divides the
+ * sum by the weights of the elements counted. */
+static ts_tensor *nll_composed(importer *im, ts_tensor *logp, ts_tensor *y, ts_tensor *w, bool has_ii, int64_t ii, int reduction,
+                               ts_status *st) {
+    ts_graph *g = im->g;
+    const ts_shape *xs = &logp->shape;
+    bool fits = xs->ndim >= 2 && y->shape.ndim == xs->ndim - 1 && y->shape.d[0] == xs->d[0];
+    for (int d = 1; fits && d < y->shape.ndim; d++) fits = y->shape.d[d] == xs->d[d + 1];
+    if (!fits) {
+        char a[96], b[96];
+        *st = node_error(im, TS_ERR_SHAPE, "expects scores [N,C,d1,...] and labels [N,d1,...], got %s and %s", ts_shape_str(xs, a, sizeof a),
+                         ts_shape_str(&y->shape, b, sizeof b));
+        return NULL;
+    }
+    int64_t C = xs->d[1];
+    ts_shape ys = *xs, cs = {.ndim = xs->ndim};
+    ys.d[1] = 1; /* labels as [N,1,d1..] */
+    for (int d = 0; d < cs.ndim; d++) cs.d[d] = d == 1 ? C : 1;
+    float *cls = ts_malloc((size_t)C * sizeof *cls);
+    if (!cls) {
+        *st = TS_ERR_OUT_OF_MEMORY;
+        return NULL;
+    }
+    for (int64_t c = 0; c < C; c++) cls[c] = (float)c;
+    ts_tensor *classes = f32_constant(im, "classes", &cs, cls);
+    ts_free(cls);
+    ts_tensor *yf = y->dtype == TS_I32 ? ts_unary(g, "CastFloat", y, 0.0f, 0.0f) : y;
+    ts_tensor *yu = ts_reshape(g, yf, ys.ndim, ys.d);
+    ts_tensor *pick = ts_binary(g, "Equal", yu, classes); /* one-hot [N,C,d1..] */
+    if (pick && w) {
+        ts_tensor *wr = ts_reshape(g, w, cs.ndim, cs.d);
+        pick = wr ? ts_mul(g, pick, wr) : NULL;
+    }
+    if (pick && has_ii) {
+        const float one = 1.0f, ignored = (float)ii;
+        ts_shape scalar = {0};
+        ts_tensor *is_ii = ts_binary(g, "Equal", yu, f32_constant(im, "ignore_index", &scalar, &ignored));
+        ts_tensor *keep = is_ii ? ts_sub(g, f32_constant(im, "one", &scalar, &one), is_ii) : NULL;
+        pick = keep ? ts_mul(g, pick, keep) : NULL;
+    }
+    int axis1 = 1, all[TS_MAX_DIMS];
+    ts_tensor *loss = pick ? ts_reduce_sum(g, ts_mul(g, pick, logp), 1, &axis1, 0) : NULL;
+    loss = loss ? ts_scale(g, loss, -1.0f) : NULL;
+    for (int d = 0; d < y->shape.ndim; d++) all[d] = d;
+    if (loss && reduction > 0) loss = ts_reduce_sum(g, loss, y->shape.ndim, all, 0);
+    if (loss && reduction == 2) {
+        ts_tensor *counted = ts_reduce_sum(g, ts_reduce_sum(g, pick, 1, &axis1, 0), y->shape.ndim, all, 0);
+        loss = counted ? ts_div(g, loss, counted) : NULL;
+    }
+    if (!loss) *st = ts_graph_status(g);
+    return loss;
+}
+
 static ts_status op_loss(importer *im, node_io *io) {
     bool ce = strcmp(im->node->op_type, "SoftmaxCrossEntropyLoss") == 0;
     const Attr *red = attr(im, "reduction");
     const char *reduction = red && red->has_s ? (const char *)red->s.data : "mean";
     size_t rlen = red && red->has_s ? red->s.len : 4;
-    bool sum = rlen == 3 && strncmp(reduction, "sum", 3) == 0;
-    if (!sum && !(rlen == 4 && strncmp(reduction, "mean", 4) == 0))
-        return node_error(im, TS_ERR_UNSUPPORTED, "reduction '%.*s' is not available; mean and sum are", (int)rlen, reduction);
-    if (io->n_in > 2 && io->in[2]) return node_error(im, TS_ERR_UNSUPPORTED, "class weights are not available yet");
-    /* PyTorch always writes ignore_index=-100: no class index is negative */
-    if (attr_i(im, "ignore_index", -1) >= 0)
-        return node_error(im, TS_ERR_UNSUPPORTED, "ignore_index %lld is not available yet (a negative one is)",
-                          (long long)attr_i(im, "ignore_index", -1));
+    bool sum = rlen == 3 && strncmp(reduction, "sum", 3) == 0, none = rlen == 4 && strncmp(reduction, "none", 4) == 0;
+    if (!sum && !none && !(rlen == 4 && strncmp(reduction, "mean", 4) == 0))
+        return node_error(im, TS_ERR_FORMAT, "reduction '%.*s' is not one of ONNX's: none, sum, mean", (int)rlen, reduction);
+    bool has_w = io->n_in > 2 && io->in[2], has_ii = attr(im, "ignore_index") != NULL;
     ts_status st = TS_OK;
     ts_tensor *x = as_tensor(im, io->in[0], &st), *y = x ? as_tensor(im, io->in[1], &st) : NULL;
-    if (!y) return st;
-    ts_tensor *loss = ce ? ts_cross_entropy(im->g, x, y) : ts_nll_loss(im->g, x, y);
-    if (loss && sum) loss = ts_scale(im->g, loss, (float)x->shape.d[0]);
+    ts_tensor *w = y && has_w ? as_f32(im, io->in[2], &st) : NULL;
+    if (!y || (has_w && !w)) return st;
+    ts_tensor *logp = ce ? ts_log_softmax(im->g, x, 1) : x, *loss;
+    /* the fused ops for [N,C] scores, unweighted, no class ignored (PyTorch
+     * writes ignore_index=-100), mean or sum; the graph ops otherwise */
+    if (x->shape.ndim == 2 && !has_w && !none && (!has_ii || attr_i(im, "ignore_index", -1) < 0)) {
+        loss = ce ? ts_cross_entropy(im->g, x, y) : ts_nll_loss(im->g, x, y);
+        if (loss && sum) loss = ts_scale(im->g, loss, (float)x->shape.d[0]);
+    } else {
+        loss = logp ? nll_composed(im, logp, y, w, has_ii, attr_i(im, "ignore_index", 0), none ? 0 : sum ? 1 : 2, &st) : NULL;
+        if (!loss) return st ? st : ts_graph_status(im->g);
+    }
     st = built(im, loss, &io->out[0]);
-    if (!st && ce && io->n_out > 1) st = built(im, ts_log_softmax(im->g, x, 1), &io->out[1]);
+    if (!st && ce && io->n_out > 1) st = built(im, logp, &io->out[1]);
     return st;
 }
 

@@ -83,6 +83,18 @@ static inline void input(const char *name, int ndim, const int64_t *dims) {
     push((void ***)&graph->input, &graph->n_input, value_info(name, ndim, dims));
 }
 static inline void output(const char *name) { push((void ***)&graph->output, &graph->n_output, value_info(name, -1, NULL)); }
+/* An input or output of ONNX type `elem` (TensorProto.DataType: 7 int64, 3 int8, ...). */
+static inline TensorscopeOnnx__ValueInfoProto *typed_info(const char *name, int elem, int ndim, const int64_t *dims) {
+    TensorscopeOnnx__ValueInfoProto *vi = value_info(name, ndim, dims);
+    vi->type->tensor_type->elem_type = elem;
+    return vi;
+}
+static inline void input_typed(const char *name, int elem, int ndim, const int64_t *dims) {
+    push((void ***)&graph->input, &graph->n_input, typed_info(name, elem, ndim, dims));
+}
+static inline void output_typed(const char *name, int elem, int ndim, const int64_t *dims) {
+    push((void ***)&graph->output, &graph->n_output, typed_info(name, elem, ndim, dims));
+}
 
 /* A node; ins and outs are comma-separated names ("" for an omitted input). */
 static inline Node *node(const char *op, const char *name, const char *ins, const char *outs) {
