@@ -1475,7 +1475,6 @@ static ts_status op_where(importer *im, node_io *io) {
  * float (stash_type 1, the only one available); without its optional bias
  * B, a bias of zeros. */
 static ts_status op_layer_norm(importer *im, node_io *io) {
-    if (io->n_out > 1) return node_error(im, TS_ERR_UNSUPPORTED, "LayerNormalization's mean and inverse deviation outputs are not available");
     int stash;
     ts_status st = attr_int32(im, "stash_type", 1, INT32_MIN, INT32_MAX, &stash);
     if (st) return st;
@@ -1498,7 +1497,21 @@ static ts_status op_layer_norm(importer *im, node_io *io) {
     }
     int axis;
     if ((st = attr_axis(im, "axis", -1, x->shape.ndim, false, &axis))) return st;
-    return built(im, ts_layer_norm(im->g, x, w, b, x->shape.ndim - axis, (float)attr_f(im, "epsilon", 1e-5)), &io->out[0]);
+    float eps = (float)attr_f(im, "epsilon", 1e-5);
+    st = built(im, ts_layer_norm(im->g, x, w, b, x->shape.ndim - axis, eps), &io->out[0]);
+    /* the optional Mean and InvStdDev outputs ([d0..d(axis-1), 1, ...]),
+     * when read: from graph ops, 1 / sqrt(mean((x - mean)^2) + eps) */
+    bool stats = false;
+    for (int i = 1; i < io->n_out; i++) stats = stats || (im->node->output[i] && *im->node->output[i]);
+    if (st || !stats) return st;
+    int axes[TS_MAX_DIMS], n = 0;
+    for (int d = axis; d < x->shape.ndim; d++) axes[n++] = d;
+    ts_tensor *mean = ts_reduce_mean(im->g, x, n, axes, 1), *dev = mean ? ts_sub(im->g, x, mean) : NULL;
+    ts_tensor *var = dev ? ts_reduce_mean(im->g, ts_mul(im->g, dev, dev), n, axes, 1) : NULL;
+    ts_shape scalar = {0};
+    ts_tensor *inv = var ? ts_pow(im->g, ts_add(im->g, var, f32_constant(im, "epsilon", &scalar, &eps)), -0.5f) : NULL;
+    if (!(st = built(im, mean, &io->out[1])) && io->n_out > 2) st = built(im, inv, &io->out[2]);
+    return st;
 }
 
 /* One row per ONNX op type: the import table. */
