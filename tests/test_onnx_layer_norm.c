@@ -81,6 +81,6 @@ int main(void) {
         ts_options_free(opt);
         ts_graph_free(g);
     }
-    rmdir(dir);
+    remove_dir();
     return check_summary("test_onnx_layer_norm");
 }

@@ -93,7 +93,6 @@ int main(void) {
     axes = (ts_array){.dtype = TS_F64, .ndim = 1, .shape = {1}, .data = half};
     st = ts_graph_from_onnx(&g, path, &bind, 1);
     CHECK(st == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "0.5"), "a fraction for the int64 input is refused: %s", ts_last_error());
-    remove(path);
-    rmdir(dir);
+    remove_dir();
     return check_summary("test_onnx_typed_io");
 }

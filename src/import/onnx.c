@@ -1009,6 +1009,7 @@ static ts_status op_pad(importer *im, node_io *io) {
 typedef struct window {
     int kernel[2], stride[2], dilation[2], pad[4];
     bool has_kernel;
+    bool one_d; /* a pool's 1-D window [k], pads [begin, end]: held as [1, k], pads [0, begin, 0, end] */
 } window;
 
 static ts_status window_attrs(const importer *im, window *w) {
@@ -1019,16 +1020,20 @@ static ts_status window_attrs(const importer *im, window *w) {
     } lists[] = {{"kernel_shape", 1, 2}, {"strides", 1, 2}, {"dilations", 1, 2}, {"pads", 0, 4}};
     int *dst[] = {w->kernel, w->stride, w->dilation, w->pad};
     *w = (window){.stride = {1, 1}, .dilation = {1, 1}};
+    bool pool = strcmp(im->node->op_type, "Conv") != 0;
     for (size_t k = 0; k < TS_ARRAY_LEN(lists); k++) {
         int64_t v[4];
         int n;
         ts_status st = attr_int_list(im, lists[k].name, lists[k].lo, INT32_MAX, v, 4, &n);
         if (st) return st;
-        if (n >= 0 && n != lists[k].len)
-            return node_error(im, TS_ERR_UNSUPPORTED, "attribute '%s' has %d values; tensorscope imports 2-D %s (%d values)", lists[k].name,
-                              n, im->node->op_type, lists[k].len);
-        for (int i = 0; i < n; i++) dst[k][i] = (int)v[i];
-        if (k == 0) w->has_kernel = n == 2;
+        if (k == 0 && pool && n == 1) w->one_d = true;
+        int len = w->one_d ? lists[k].len / 2 : lists[k].len;
+        if (n >= 0 && n != len)
+            return node_error(im, TS_ERR_UNSUPPORTED, "attribute '%s' has %d values; tensorscope imports 2-D %s (%d values)%s", lists[k].name,
+                              n, im->node->op_type, lists[k].len, pool ? " and 1-D pooling (half as many)" : "");
+        for (int i = 0; i < n; i++) dst[k][w->one_d ? 2 * i + 1 : i] = (int)v[i];
+        if (w->one_d && k < 3) dst[k][0] = 1;
+        if (k == 0) w->has_kernel = n == len;
     }
     return TS_OK;
 }
@@ -1077,7 +1082,15 @@ static ts_status op_pool(importer *im, node_io *io) {
     p.exclude_pad = !max && !include_pad;
     ts_tensor *x = as_tensor(im, io->in[0], &st);
     if (!x) return st;
-    return built(im, max ? ts_max_pool2d(im->g, x, &p) : ts_avg_pool2d(im->g, x, &p), &io->out[0]);
+    if (win.one_d && x->shape.ndim != 3)
+        return node_error(im, TS_ERR_SHAPE, "a 1-D window pools [N,C,L] inputs; this one has %d dimensions", x->shape.ndim);
+    if (win.one_d) { /* [N,C,L] as [N,C,1,L] */
+        int64_t s4[4] = {x->shape.d[0], x->shape.d[1], 1, x->shape.d[2]};
+        x = ts_reshape(im->g, x, 4, s4);
+    }
+    ts_tensor *y = x ? (max ? ts_max_pool2d(im->g, x, &p) : ts_avg_pool2d(im->g, x, &p)) : NULL;
+    if (y && win.one_d) y = ts_reshape(im->g, y, 3, (int64_t[]){y->shape.d[0], y->shape.d[1], y->shape.d[3]});
+    return built(im, y, &io->out[0]);
 }
 
 static ts_status op_global_avg_pool(importer *im, node_io *io) {

@@ -224,6 +224,13 @@ static inline ts_status import_as(const char *name, ts_graph **out) {
     return st;
 }
 
+/* Removes dir and the models written into it. */
+static inline void remove_dir(void) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) printf("could not remove %s\n", dir);
+}
+
 static inline void expect(const char *what, ts_status got, ts_status want, const char *needle) {
     const char *msg = got ? ts_last_error() : "(imported)";
     CHECK(got == want && (!needle || strstr(msg, needle)), "%s: %s with '%s': %s", what, ts_status_name(want), needle ? needle : "",
