@@ -5,7 +5,8 @@
  * input that gives Unsqueeze's axes is refused with a message that says how
  * to bind it, and once bound (ts_onnx_input.value) it is a constant folded
  * into the graph, no input of it; a bound value of the wrong shape or a
- * fraction for an integer input is refused. */
+ * fraction for an integer input is refused. Integer Div truncates toward
+ * zero, as ONNX's does. */
 /* needs: onnx */
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,6 +94,26 @@ int main(void) {
     axes = (ts_array){.dtype = TS_F64, .ndim = 1, .shape = {1}, .data = half};
     st = ts_graph_from_onnx(&g, path, &bind, 1);
     CHECK(st == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "0.5"), "a fraction for the int64 input is refused: %s", ts_last_error());
+    /* q = a / b on int32 inputs: truncated, an int32 output */
+    model_begin();
+    input_typed("a", 6, 1, (int64_t[]){4});
+    input_typed("b", 6, 1, (int64_t[]){4});
+    node("Div", "d", "a,b", "q");
+    output_typed("q", 6, 1, (int64_t[]){4});
+    CHECK_OK(import_as("intdiv", &g), "an int32 Div imports");
+    if (g) {
+        ts_model *m = model_of(g);
+        int32_t av[4] = {7, -7, 9, 1}, bv[4] = {2, 2, -4, 3};
+        ts_array in[2] = {ts_array_i32(av, 1, (int64_t[]){4}), ts_array_i32(bv, 1, (int64_t[]){4})}, out;
+        const char *names[2] = {"a", "b"};
+        st = m ? ts_model_run(m, names, in, 2) : TS_ERR_STATE;
+        if (!st) st = ts_model_anchored(m, ts_tensor_name(ts_graph_output_at(g, 0)), &out);
+        const int32_t *q = st ? NULL : (const int32_t *)out.data;
+        CHECK(q && out.dtype == TS_I32 && q[0] == 3 && q[1] == -3 && q[2] == -2 && q[3] == 0,
+              "7/2, -7/2, 9/-4, 1/3 are 3, -3, -2, 0 (toward zero), int32: %s", st ? ts_last_error() : "");
+        ts_model_free(m);
+        ts_graph_free(g);
+    }
     remove_dir();
     return check_summary("test_onnx_typed_io");
 }

@@ -590,6 +590,13 @@ static ts_status op_binary(importer *im, node_io *io) {
     if (fmod_) op = "FMod";
     if (is_const(a) && is_const(b) && !a->param && !b->param)
         return fold_result(im, ts_const_binary(op, &a->c, &b->c, &io->out[0].c));
+    /* integer Div truncates toward zero (ids, counts: i32 tensors and integer constants) */
+    bool int_a = a->t ? a->t->dtype == TS_I32 : !a->param && !ts_onnx_dtype_is_float(a->c.dtype);
+    bool int_b = b->t ? b->t->dtype == TS_I32 : !b->param && !ts_onnx_dtype_is_float(b->c.dtype);
+    if (strcmp(op, "Div") == 0 && int_a && int_b) {
+        ts_tensor *ta = as_f32(im, a, &st), *tb = ta ? as_f32(im, b, &st) : NULL;
+        return tb ? built(im, ts_unary(im->g, "CastInt", ts_div(im->g, ta, tb), 0.0f, 0.0f), &io->out[0]) : st;
+    }
     double s;
     /* x * c, c * x, x / c: a scale */
     if (strcmp(op, "Mul") == 0 && const_scalar(b, &s) && a->t) return built(im, ts_scale(im->g, a->t, (float)s), &io->out[0]);
