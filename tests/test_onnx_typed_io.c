@@ -6,7 +6,8 @@
  * to bind it, and once bound (ts_onnx_input.value) it is a constant folded
  * into the graph, no input of it; a bound value of the wrong shape or a
  * fraction for an integer input is refused. Integer Div truncates toward
- * zero, as ONNX's does. */
+ * zero, as ONNX's does; ReduceMax and MaxPool take integer and bool inputs
+ * (a bool ReduceMax is an any). */
 /* needs: onnx */
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,6 +112,27 @@ int main(void) {
         const int32_t *q = st ? NULL : (const int32_t *)out.data;
         CHECK(q && out.dtype == TS_I32 && q[0] == 3 && q[1] == -3 && q[2] == -2 && q[3] == 0,
               "7/2, -7/2, 9/-4, 1/3 are 3, -3, -2, 0 (toward zero), int32: %s", st ? ts_last_error() : "");
+        ts_model_free(m);
+        ts_graph_free(g);
+    }
+    /* any = ReduceMax(bools over axis 1), a bool output */
+    model_begin();
+    input_typed("m", 9, 2, (int64_t[]){3, 2});
+    init_i64("ax", 1, (int64_t[]){1});
+    attr_int(node("ReduceMax", "r", "m,ax", "any"), "keepdims", 0);
+    output_typed("any", 9, 1, (int64_t[]){3});
+    model_opset = 18;
+    CHECK_OK(import_as("anybool", &g), "a ReduceMax of bools imports");
+    if (g) {
+        ts_model *m = model_of(g);
+        uint8_t mv[6] = {0, 0, 1, 0, 1, 1};
+        ts_array in = {.dtype = TS_BOOL, .ndim = 2, .shape = {3, 2}, .data = mv}, out;
+        const char *names[1] = {"m"};
+        st = m ? ts_model_run(m, names, &in, 1) : TS_ERR_STATE;
+        if (!st) st = ts_model_anchored(m, ts_tensor_name(ts_graph_output_at(g, 0)), &out);
+        const uint8_t *any = st ? NULL : (const uint8_t *)out.data;
+        CHECK(any && out.dtype == TS_BOOL && any[0] == 0 && any[1] == 1 && any[2] == 1, "each row's any, as bool: %s",
+              st ? ts_last_error() : "");
         ts_model_free(m);
         ts_graph_free(g);
     }

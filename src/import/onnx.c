@@ -1087,7 +1087,7 @@ static ts_status op_pool(importer *im, node_io *io) {
     p.kernel_h = win.kernel[0], p.kernel_w = win.kernel[1], p.stride_h = win.stride[0], p.stride_w = win.stride[1];
     p.pad_top = win.pad[0], p.pad_left = win.pad[1], p.pad_bottom = win.pad[2], p.pad_right = win.pad[3];
     p.exclude_pad = !max && !include_pad;
-    ts_tensor *x = as_tensor(im, io->in[0], &st);
+    ts_tensor *x = as_f32(im, io->in[0], &st); /* integers pooled as f32 */
     if (!x) return st;
     if (win.one_d && x->shape.ndim != 3)
         return node_error(im, TS_ERR_SHAPE, "a 1-D window pools [N,C,L] inputs; this one has %d dimensions", x->shape.ndim);
@@ -1354,7 +1354,7 @@ static ts_status op_reduce(importer *im, node_io *io) {
     if (st) return st;
     bool all = n < 0 || (n == 0 && since(im, input_since));
     if (all && noop) return op_identity(im, io);
-    ts_tensor *x = as_tensor(im, io->in[0], &st);
+    ts_tensor *x = as_f32(im, io->in[0], &st); /* integers and bools reduced as f32 */
     if (!x) return st;
     int ax[TS_MAX_DIMS];
     if (all) n = x->shape.ndim;
