@@ -945,10 +945,11 @@ static ts_status op_gemm(importer *im, node_io *io) {
     ts_status st = attr_flag(im, "transA", &trans_a);
     if (!st) st = attr_flag(im, "transB", &trans_b);
     if (st) return st;
-    if (trans_a) return node_error(im, TS_ERR_UNSUPPORTED, "Gemm with transA=1 is not available yet");
     double alpha = attr_f(im, "alpha", 1.0), beta = attr_f(im, "beta", 1.0);
     ts_tensor *a = as_tensor(im, io->in[0], &st), *b = a ? as_tensor(im, io->in[1], &st) : NULL;
     if (!b) return st;
+    if (trans_a && a->shape.ndim != 2) return node_error(im, TS_ERR_SHAPE, "A must be 2-D, got %d dimensions", a->shape.ndim);
+    if (trans_a && !(a = ts_transpose(im->g, a, 0, 1))) return ts_graph_status(im->g);
     ts_tensor *y = matmul_2d(im, a, b, trans_b, &st);
     if (!y) return st;
     if (alpha != 1.0) y = ts_scale(im->g, y, (float)alpha);
