@@ -113,14 +113,15 @@ def _array(value):
     return value
 
 
-# The node inputs that give axes, shapes, sizes, pads, bounds or a scalar
-# setting (op type -> input positions): a graph input read there is bound
+# The node inputs that give axes, shapes, sizes, pads, bounds, a scalar
+# setting or running statistics (op type -> input positions): a graph input read there is bound
 # to the case's value at import (TensorRT's "shape tensors"); tensorscope
 # folds them, so they cannot be fed at run time.
 BOUND_INPUTS = {
     "Reshape": {1}, "Unsqueeze": {1}, "Squeeze": {1}, "Expand": {1}, "Split": {1}, "Pad": {1, 2, 3},
     "Slice": {1, 2, 3, 4}, "ReduceSum": {1}, "ReduceMean": {1}, "ReduceMax": {1}, "ReduceMin": {1},
     "ConstantOfShape": {0}, "Range": {0, 1, 2}, "Dropout": {1, 2},
+    "BatchNormalization": {3, 4},  # the running statistics, a buffer's values
 }
 
 

@@ -7,8 +7,11 @@
  * into the graph, no input of it; a bound value of the wrong shape or a
  * fraction for an integer input is refused. Integer Div truncates toward
  * zero, as ONNX's does; ReduceMax and MaxPool take integer and bool inputs
- * (a bool ReduceMax is an any). */
+ * (a bool ReduceMax is an any). A BatchNormalization whose running
+ * statistics are graph inputs needs them bound, and then normalizes with
+ * the bound values. */
 /* needs: onnx */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,6 +118,41 @@ int main(void) {
         ts_model_free(m);
         ts_graph_free(g);
     }
+    /* y = BatchNormalization(x, scale, bias, mean, var), the statistics graph inputs */
+    model_begin();
+    input("x", 2, (int64_t[]){2, 2});
+    input("mean", 1, (int64_t[]){2});
+    input("var", 1, (int64_t[]){2});
+    init_f32("scale", 1, (int64_t[]){2}, (float[]){1.0f, 2.0f});
+    init_f32("bias", 1, (int64_t[]){2}, (float[]){0.0f, 1.0f});
+    node("BatchNormalization", "bn", "x,scale,bias,mean,var", "y");
+    output("y");
+    st = import_as("bn_stats", NULL);
+    CHECK(st == TS_ERR_UNSUPPORTED && strstr(ts_last_error(), "'mean'") && strstr(ts_last_error(), "bind its value"),
+          "running statistics fed as graph inputs, not bound: an error that says how to bind them: %s", ts_last_error());
+    snprintf(path, sizeof path, "%s/bn_stats.onnx", dir);
+    float mv[2] = {1.0f, -1.0f}, vv[2] = {4.0f, 0.25f};
+    ts_array means = ts_array_f32(mv, 1, (int64_t[]){2}), vars = ts_array_f32(vv, 1, (int64_t[]){2});
+    ts_onnx_input stats[2] = {{.name = "mean", .value = &means}, {.name = "var", .value = &vars}};
+    CHECK_OK(ts_graph_from_onnx(&g, path, stats, 2), "the statistics bound at import");
+    if (g) {
+        ts_model *m = model_of(g);
+        float xv[4] = {3.0f, 0.0f, -1.0f, -2.0f};
+        ts_array in = ts_array_f32(xv, 2, (int64_t[]){2, 2}), out;
+        const char *names[1] = {"x"};
+        st = m ? ts_model_run(m, names, &in, 1) : TS_ERR_STATE;
+        if (!st) st = ts_model_anchored(m, ts_tensor_name(ts_graph_output_at(g, 0)), &out);
+        int bad = st != 0;
+        for (int i = 0; !bad && i < 4; i++) {
+            int c = i % 2;
+            double want = (xv[i] - mv[c]) / sqrt(vv[c] + 1e-5) * (c ? 2.0 : 1.0) + (c ? 1.0 : 0.0);
+            bad = fabs(((const float *)out.data)[i] - want) > 1e-4;
+        }
+        CHECK(!bad, "it normalizes with the bound mean and variance: %s", st ? ts_last_error() : "");
+        ts_model_free(m);
+        ts_graph_free(g);
+    }
+
     /* any = ReduceMax(bools over axis 1), a bool output */
     model_begin();
     input_typed("m", 9, 2, (int64_t[]){3, 2});
@@ -125,8 +163,8 @@ int main(void) {
     CHECK_OK(import_as("anybool", &g), "a ReduceMax of bools imports");
     if (g) {
         ts_model *m = model_of(g);
-        uint8_t mv[6] = {0, 0, 1, 0, 1, 1};
-        ts_array in = {.dtype = TS_BOOL, .ndim = 2, .shape = {3, 2}, .data = mv}, out;
+        uint8_t bools[6] = {0, 0, 1, 0, 1, 1};
+        ts_array in = {.dtype = TS_BOOL, .ndim = 2, .shape = {3, 2}, .data = bools}, out;
         const char *names[1] = {"m"};
         st = m ? ts_model_run(m, names, &in, 1) : TS_ERR_STATE;
         if (!st) st = ts_model_anchored(m, ts_tensor_name(ts_graph_output_at(g, 0)), &out);

@@ -1107,11 +1107,12 @@ static ts_status op_global_avg_pool(importer *im, node_io *io) {
     return x ? built(im, ts_global_avg_pool2d(im->g, x), &io->out[0]) : st;
 }
 
-/* A running statistic: a buffer under the initializer's name. */
+/* A running statistic: a buffer under the initializer's name (or the
+ * name of a constant: an input bound at import). */
 static ts_tensor *as_buffer(importer *im, value *v, ts_status *st) {
-    if (v->t) return v->t;
-    if (!v->param) {
-        *st = node_error(im, TS_ERR_UNSUPPORTED, "its running statistic '%s' must be an initializer", v->name);
+    if (v->t && v->t->op != TS_OP_INPUT) return v->t;
+    if (!v->param && !v->c.v) {
+        *st = node_error(im, TS_ERR_UNSUPPORTED, "its running statistic '%s' must be an initializer%s", v->name, bind_hint(v));
         return NULL;
     }
     ts_tensor *b = ts_buffer(im->g, v->name, v->c.shape.ndim, v->c.shape.d);
@@ -2038,6 +2039,13 @@ static ts_status import_graph(importer *im, const TensorscopeOnnx__ModelProto *m
     for (size_t i = 0; i < gp->n_output; i++) {
         const char *name = gp->output[i]->name;
         value *v = name ? lookup(im, name) : NULL;
+        const char *op = NULL;
+        for (size_t k = 0; !v && name && k < gp->n_node; k++)
+            for (size_t j = 0; j < gp->node[k]->n_output; j++)
+                if (gp->node[k]->output[j] && strcmp(gp->node[k]->output[j], name) == 0) op = gp->node[k]->op_type;
+        if (!v && op)
+            return ts_error(TS_ERR_UNSUPPORTED, "%s: graph output '%s' is an output of a %s node that tensorscope does not compute", im->path,
+                            name, op);
         if (!v) return ts_error(TS_ERR_FORMAT, "%s: graph output '%s' is computed by no node", im->path, name ? name : "?");
         /* an output that folded to a constant is returned as that constant */
         ts_tensor *t = v->t ? v->t : as_tensor(im, v, &st);
