@@ -31,11 +31,8 @@ int main(void) {
         Node *n = node("Gemm", "gemm", "a,b,c", "y");
         attr_int(n, "transA", 1);
         attr_int(n, "transB", trans_b);
-        Attr *al = attr(n, "alpha"), *be = attr(n, "beta");
-        al->has_f = be->has_f = 1;
-        al->f = alpha, be->f = beta;
-        al->has_type = be->has_type = 1;
-        al->type = be->type = TENSORSCOPE_ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+        attr_float(n, "alpha", alpha);
+        attr_float(n, "beta", beta);
         output("y");
         ts_graph *g = NULL;
         char name[32];

@@ -34,11 +34,7 @@ int main(void) {
         init_f32("b", wdims, axis == 1 ? wshape : &wshape[1], b);
         Node *n = node("LayerNormalization", "ln", "x,w,b", "y,mean,inv_std");
         attr_int(n, "axis", axis == 1 ? 1 : -1);
-        Attr *e = attr(n, "epsilon");
-        e->has_f = 1;
-        e->f = eps;
-        e->has_type = 1;
-        e->type = TENSORSCOPE_ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+        attr_float(n, "epsilon", eps);
         output("y");
         output("mean");
         output("inv_std");

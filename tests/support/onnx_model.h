@@ -127,6 +127,13 @@ static inline void attr_int(Node *n, const char *name, int64_t v) {
     a->has_i = 1;
     a->i = v;
 }
+static inline void attr_float(Node *n, const char *name, float v) {
+    Attr *a = attr(n, name);
+    a->has_type = 1;
+    a->type = TENSORSCOPE_ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+    a->has_f = 1;
+    a->f = v;
+}
 static inline void attr_ints(Node *n, const char *name, int count, const int64_t *v) {
     Attr *a = attr(n, name);
     a->ints = mem((size_t)count * sizeof *v);
