@@ -932,6 +932,21 @@ static ts_status op_matmul(importer *im, node_io *io) {
     if (st) return st;
     ts_tensor *a = as_tensor(im, io->in[0], &st), *b = a ? as_tensor(im, twin ? twin : io->in[1], &st) : NULL;
     if (!b) return st;
+    if (!twin && (a->shape.ndim == 1 || b->shape.ndim == 1)) { /* numpy's 1-D operands: [K] as [1,K] (A) or [K,1] (B), that dim dropped */
+        bool a1 = a->shape.ndim == 1, b1 = b->shape.ndim == 1;
+        if (a1) a = ts_reshape(im->g, a, 2, (int64_t[]){1, a->shape.d[0]});
+        if (a && b1) b = ts_reshape(im->g, b, 2, (int64_t[]){b->shape.d[0], 1});
+        ts_tensor *y = !a || !b ? NULL : b->shape.ndim > 2 ? ts_matmul_batched(im->g, a, b, 0, 0) : matmul_2d(im, a, b, false, &st);
+        if (!y) return st ? st : ts_graph_status(im->g);
+        ts_shape s = y->shape;
+        if (b1) s.ndim--;
+        if (a1) s.d[s.ndim - 2 + (b1 ? 1 : 0)] = -1; /* the 1 of A's row, dropped below */
+        int64_t d[TS_MAX_DIMS];
+        int n = 0;
+        for (int k = 0; k < s.ndim; k++)
+            if (s.d[k] != -1) d[n++] = s.d[k];
+        return built(im, ts_reshape(im->g, y, n, d), &io->out[0]);
+    }
     if (b->shape.ndim > 2 || (a->shape.ndim > 2 && !twin && !io->in[1]->param && b->shape.ndim == a->shape.ndim))
         return built(im, ts_matmul_batched(im->g, a, b, 0, 0), &io->out[0]);
     ts_tensor *y = matmul_2d(im, a, b, twin != NULL, &st);
