@@ -10,6 +10,9 @@
  *             parameter: 7 + 6 + 6 = 19 summaries a step. The peer is
  *             bench/torch_observe.py.
  *   numerics  check_numerics = TS_CHECK_OUTPUT against off.
+ *   trace     the timeline of every step (ts_options_set_trace, recorded
+ *             in memory; the file is written after the timing) against
+ *             no trace.
  *   crash     one model, with ts_crash_handler_install's handlers in place
  *             against the previous ones (TS_METRICS_FILE unset): the cost of
  *             diagnostics that are "off".
@@ -36,13 +39,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bench_common.h"
 #include "tensorscope.h"
 
 enum { POOL = 8, MAX_REPS = 1024 };
 
-typedef enum mode { MODE_WATCH, MODE_NUMERICS, MODE_CRASH } mode;
+typedef enum mode { MODE_WATCH, MODE_NUMERICS, MODE_CRASH, MODE_TRACE } mode;
+
+static char trace_path[512]; /* MODE_TRACE: the file, removed at the end */
+static long trace_steps;     /* every step the bench runs, so the file is written at free */
 
 /* Activations as PyTorch's module hooks see them, parameter gradients,
  * updated parameters. Globs: a plain "LogSoftmax:0" would also match
@@ -86,6 +93,8 @@ static ts_status side_new(side *s, const data *d, long threads, mode md, int obs
             st = ts_options_watch(s->o, k_watch[i], TS_WATCH_STATS, 1);
     if (!st && observed && md == MODE_NUMERICS)
         st = ts_options_set_check_numerics(s->o, TS_CHECK_OUTPUT);
+    if (!st && observed && md == MODE_TRACE)
+        st = ts_options_set_trace(s->o, trace_path, 1, trace_steps + 1);
     if (!st)
         st = ts_model_training(&s->m, s->g, loss, s->o, ts_sgd(0.01f, 0.0f, 0.0f));
     return st ? st : ts_model_compile(s->m);
@@ -178,6 +187,7 @@ int main(int argc, char **argv)
     mode md = strcmp(mname, "watch") == 0      ? MODE_WATCH
               : strcmp(mname, "numerics") == 0 ? MODE_NUMERICS
               : strcmp(mname, "crash") == 0    ? MODE_CRASH
+              : strcmp(mname, "trace") == 0    ? MODE_TRACE
                                                : (mode)-1;
     long batch = arg_or(argc, argv, 2, 1000), steps = arg_or(argc, argv, 3, 20);
     long warmup = arg_or(argc, argv, 4, 5);
@@ -185,12 +195,17 @@ int main(int argc, char **argv)
     long reps = arg_or(argc, argv, 6, 7);
     if ((int)md < 0 || batch < 1 || steps < 1 || warmup < 0 || threads < 0 || reps < 1 ||
         reps > MAX_REPS) {
-        fprintf(stderr, "usage: bench_observe watch|numerics|crash BATCH [STEPS [WARMUP [THREADS "
+        fprintf(stderr, "usage: bench_observe watch|numerics|crash|trace BATCH [STEPS [WARMUP [THREADS "
                         "[REPS (1..%d)]]]]\n", MAX_REPS);
         return 2;
     }
     if (md == MODE_CRASH)
         unsetenv("TS_METRICS_FILE"); /* "diagnostics off" */
+    if (md == MODE_TRACE) {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(trace_path, sizeof trace_path, "%s/bench_observe_trace.%ld.json", tmp && *tmp ? tmp : "/tmp", (long)getpid());
+        trace_steps = warmup + reps * steps;
+    }
 
     data d = {.batch = batch, .xs = {batch, 1, 28, 28}, .ys = {batch}};
     if (!bench_data_pool(batch, POOL, &d.x, &d.y))
@@ -229,7 +244,8 @@ int main(int argc, char **argv)
 
     static const char *const impl[][2] = {{"ts-plain", "ts-watch"},
                                           {"ts-plain", "ts-numerics"},
-                                          {"ts-nohandler", "ts-handler"}};
+                                          {"ts-nohandler", "ts-handler"},
+                                          {"ts-plain", "ts-trace"}};
     double best[2], ratio[MAX_REPS];
     for (int k = 0; k < 2; k++)
         report(impl[md][k], k ? "cand" : "base", &sd[k], &d, threads, steps, reps, &best[k]);
@@ -242,6 +258,8 @@ int main(int argc, char **argv)
     else
         side_free(&sd[1]);
     side_free(&sd[0]);
+    if (md == MODE_TRACE)
+        remove(trace_path);
     free(d.x);
     free(d.y);
     return 0;

@@ -279,6 +279,7 @@ overhead_row "cnn torch hooks b=64" - "$TORCH2_PY $SRC/bench/torch_cnn.py --mode
 # diagnostics off (TS_METRICS_FILE unset) with the crash handler installed
 # or not: "unchanged" within the noise of interleaved runs
 overhead_row "crash handler b=32" 2 "$(row_obs crash 32 20 20 201)"
+overhead_row "trace on b=32" - "$(row_obs trace 32 20 20 101)"
 
 # the character GPT (4 layers, 4 heads, 128 channels, T=64, batch 32):
 # against PyTorch 2.x (the target) and Debian's, peak memory on each line, and
@@ -413,6 +414,47 @@ else
     echo "onnx import: could not export the models (needs $PY with torch)" >&2
 fi
 rm -rf "$ONNX_DIR"
+
+# ResNet-18 brought from PyTorch (docs/onnx.md): inference of the exported
+# file against onnxruntime at batch 1 and 8, and a training step of the
+# imported model against PyTorch's own step, same threads, one process per
+# row interleaving both sides (bench/onnx_resnet.py); the real-model tests'
+# venv (PyTorch, torchvision, onnx, onnxruntime from PyPI, pinned in
+# tests/support/realmodels_venv.sh), made on the first run
+onnx_peer_row() { # LABEL TARGET MODE BATCH STEPS
+    wanted "$1" || return 0
+    local label=$1 target=$2 out line ratio rounds verdict peer
+    if ! out=$(cd "$BUILD" && TENSORSCOPE_LIBRARY=$BUILD/libtensorscope.so PYTHONPATH=$SRC/python \
+        "$REALMODELS_PY" -W ignore "$SRC/bench/onnx_resnet.py" "$3" --batch "$4" --steps "$(steps "$5")" \
+        --threads "$THREADS" --reps "$REPS" 2>&1); then
+        show "$label" failed
+        printf '%s\n' "$out" | tail -n 3 | sed 's/^/    | /' >&2
+        MISSES=$((MISSES + 1)); ROWS+=("$label: failed"); hr; return 0
+    fi
+    while read -r line; do show "$label" "$line" "$(field "$line" spread_ms)"; done < <(printf '%s\n' "$out" | grep -E ' ms_per_step=')
+    line=$(printf '%s\n' "$out" | grep -E '^ratio ' | tail -n 1)
+    peer=${line#ratio }; peer=${peer%%/*}
+    ratio=$(field "$line" median) rounds=$(field "$line" rounds)
+    if [ -n "$ratio" ] && awk -v r="$ratio" -v t="$target" 'BEGIN { exit !(r >= t) }'; then
+        verdict=PASS; PASSES=$((PASSES + 1))
+    else
+        verdict=MISS; MISSES=$((MISSES + 1))
+    fi
+    printf '%-22s ratio %s/tensorscope = %s (rounds %s) (target >= %s): %s\n' "$label" "$peer" "${ratio:-?}" "$rounds" "$target" "$verdict"
+    ROWS+=("$label: ratio ${ratio:-?} vs $peer (rounds $rounds), target >= $target, $verdict")
+    hr
+}
+RESNET_ROWS=("resnet18 infer b=1" "resnet18 infer b=8" "resnet18 train b=8")
+resnet_wanted() { local r; for r in "${RESNET_ROWS[@]}"; do wanted "$r" && return 0; done; return 1; }
+if resnet_wanted && ( fail() { echo "bench: $*" >&2; exit 1; }
+                          . "$SRC/tests/support/realmodels_venv.sh"; realmodels_venv_ensure "$BUILD" >&2 ); then
+    REALMODELS_PY=$BUILD/realmodels-venv/bin/python
+    onnx_peer_row "${RESNET_ROWS[0]}" 1.0 infer 1 10
+    onnx_peer_row "${RESNET_ROWS[1]}" 1.0 infer 8 4
+    onnx_peer_row "${RESNET_ROWS[2]}" 1.0 train 8 2
+elif resnet_wanted; then
+    echo "resnet18 rows: failed (no venv with PyTorch and onnxruntime: PyPI needed the first time)" >&2
+fi
 
 echo "summary: ${#ROWS[@]} rows, $PASSES PASS, $MISSES MISS"
 for r in "${ROWS[@]}"; do echo "  $r"; done

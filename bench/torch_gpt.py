@@ -10,8 +10,9 @@ Twin (same initial weights, same batches, same held-out windows):
 
 draws the training windows with splitmix64 from --seed exactly as
 ts_corpus_sample does, trains with AdamW (the same lr and weight decay), and
-prints `final held-out loss X` over --eval-batches windows drawn from the
-same evaluation seed (0x5eed) as the CLI.
+prints `final held-out loss X` over --holdout windows (the CLI's flag and
+default: 20 batches' worth) drawn from the same evaluation seed (0x5eed) as
+the CLI.
 
 Benchmark (random tokens, the timing loop of torch_mlp.py):
 
@@ -106,13 +107,15 @@ def args():
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--weight-decay", type=float, default=0.01)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--eval-batches", type=int, default=20)
+    ap.add_argument("--holdout", type=int, default=-1, help="held-out windows (default 20 * --batch-size, as the CLI)")
     ap.add_argument("--threads", type=int, default=int(os.environ.get("TS_BENCH_THREADS", "2")))
     ap.add_argument("--reps", type=int, default=5)
     return ap.parse_args()
 
 
 def twin(a):
+    if a.holdout == 0:
+        sys.exit("torch_gpt.py twin: --holdout 0 leaves nothing to evaluate")
     corpus = Corpus(a.data)
     model = torch_gpt_model.GPT(corpus.vocab, a.block_size, a.layers, a.heads, a.embd)
     shapes = torch_gpt_model.param_shapes(corpus.vocab, a.block_size, a.layers, a.embd)
@@ -132,11 +135,12 @@ def twin(a):
         opt.step()
     secs = time.perf_counter() - t0
     with torch.no_grad():
+        batches = (a.holdout + a.batch_size - 1) // a.batch_size if a.holdout >= 0 else 20
         state, total = EVAL_SEED, 0.0
-        for _ in range(a.eval_batches):
+        for _ in range(batches):
             x, y, state = corpus.sample(True, a.batch_size, a.block_size, state)
             total += model(x, y).item()
-    print(f"pytorch twin: final held-out loss {total / a.eval_batches:.4f} nats/char after {a.steps} steps "
+    print(f"pytorch twin: final held-out loss {total / batches:.4f} nats/char after {a.steps} steps "
           f"in {secs:.1f} s (last train loss {loss.item():.4f})")
 
 

@@ -1,6 +1,6 @@
 /* fuzz_cli_args.c -- the CLI's flag parser (tools/args.c: cli_parse with
  * flags of every kind) and what parses flag values: the NAME[:MODE[:N]]
- * anchor spec, MODE[:N] output modes and sizes. The parser returns usage
+ * anchor spec, MODE[:N] output modes, sizes and A:B step ranges. The parser returns usage
  * errors, never exits; any argv gives OK or a usage error, never a crash, and
  * what it stores is within range. Run with -close_fd_mask=3 (the usage
  * messages go to stdout / stderr).
@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     long n = 0;
     double x = 0;
     bool b = false;
-    const char *str = NULL, *mode = NULL, *size_text = NULL;
+    const char *str = NULL, *mode = NULL, *size_text = NULL, *steps = NULL;
     cli_list list = {0};
     const cli_flag flags[] = {{"--epochs", FLAG_INT, &n, "N", "an integer"},
                               {"--lr", FLAG_FLOAT, &x, "LR", "a number"},
@@ -37,6 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                               {"--data", FLAG_STRING, &str, "DIR", "a string"},
                               {"--output-mode", FLAG_STRING, &mode, "MODE[:N]", "a mode"},
                               {"--dump-limit", FLAG_STRING, &size_text, "SIZE", "a size"},
+                              {"--trace-steps", FLAG_STRING, &steps, "A:B", "a step range"},
                               {"--anchor", FLAG_LIST, &list, "NAME[:MODE[:N]]", "a list"},
                               {NULL, FLAG_BOOL, NULL, NULL, NULL}};
     bool help = false;
@@ -63,5 +64,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     long long bytes;
     if (size_text && cli_parse_size(size_text, &bytes) == 0 && bytes < 0) __builtin_trap();
+    int64_t first = 0, last = -1;
+    if (steps && cli_parse_step_range("train", "--trace-steps", steps, &first, &last) == CLI_OK && (first < 1 || (last != 0 && last < first)))
+        __builtin_trap(); /* a range accepted is one ts_options_set_trace takes */
     return 0;
 }

@@ -66,6 +66,7 @@ for name, args in {
     "bad": ["--epochs", "4294967297", "--anchor", "x:every_n:4294967297", "--nope"],
     "rest": ["--quiet", "--", "echo", "hi"],
     "help": ["--help"],
+    "trace_steps": ["--trace-steps", "2:4", "--trace-steps", "5:", "--trace-steps", "5:2"],
 }.items():
     put("fuzz_cli_args", name, b"\0".join(a.encode() for a in args))
 

@@ -256,6 +256,12 @@ TS_API ts_tensor *ts_mean(ts_graph *g, ts_tensor *x); /* all elements -> [] */
  * pass as `<title>_gradient` (`Gradient___<name>` for an empty title).
  * Never optimised away. */
 TS_API ts_tensor *ts_print(ts_graph *g, ts_tensor *x, const char *title);
+/* A print op beside x, off the data path: it logs x each time x is
+ * computed and nothing is meant to read its result (the CLI's
+ * --print-tensor on a parameter or a layer's inner output). ts_print's
+ * result is meant to be used instead of x, and the lint says so when it
+ * is not. */
+TS_API ts_tensor *ts_print_beside(ts_graph *g, ts_tensor *x, const char *title);
 
 
 /* ---- tensor and transformer ops. add, sub, mul and div broadcast by
@@ -356,6 +362,7 @@ TS_API ts_tensor *ts_cross_entropy_ignore(ts_graph *g, ts_tensor *logits, ts_ten
 #define ts_sum(g, ...) ts_sum(TS_AT_(g), __VA_ARGS__)
 #define ts_mean(g, ...) ts_mean(TS_AT_(g), __VA_ARGS__)
 #define ts_print(g, ...) ts_print(TS_AT_(g), __VA_ARGS__)
+#define ts_print_beside(g, ...) ts_print_beside(TS_AT_(g), __VA_ARGS__)
 #define ts_constant(g, ...) ts_constant(TS_AT_(g), __VA_ARGS__)
 #define ts_div(g, ...) ts_div(TS_AT_(g), __VA_ARGS__)
 #define ts_exp(g, ...) ts_exp(TS_AT_(g), __VA_ARGS__)
@@ -655,6 +662,19 @@ TS_API ts_status ts_options_set_pipeline(ts_options *o, int stages, const char *
  * each stage's backwards come in the same order. */
 typedef enum ts_pipeline_schedule { TS_PIPELINE_GPIPE = 0, TS_PIPELINE_1F1B } ts_pipeline_schedule;
 TS_API ts_status ts_options_set_pipeline_schedule(ts_options *o, ts_pipeline_schedule schedule);
+/* A timeline of the run (docs/trace.md): writes `path` as a Chrome/Perfetto
+ * trace (Trace Event Format JSON) of optimizer steps first_step..last_step
+ * (1-based, inclusive; last_step 0 = every step from first_step on): a
+ * "step N" slice enclosing each micro-batch's forward and backward (a slice
+ * per op with its shape and FLOPs), the optimizer and the observers, on the
+ * calling thread's track; the CPU workers' slices and the outfeed consumers'
+ * deliveries on their own tracks; recompilations, all-reduces and pipeline
+ * sends. Events are kept in memory while the steps run; the file is written
+ * when step last_step ends, else when the model is freed (a cancelled or
+ * failed run too). Inference models count a step per batch. The path is
+ * checked at once (TS_ERR_IO when it cannot be written); NULL turns tracing
+ * off. One model of a process traces at a time. */
+TS_API ts_status ts_options_set_trace(ts_options *o, const char *path, int64_t first_step, int64_t last_step);
 
 /* ------------------------------------------------------------ optimizers */
 
@@ -1136,6 +1156,36 @@ TS_API ts_status ts_compare_arrays(const ts_array *a, const ts_array *ref, doubl
 /* After a run that failed with TS_ERR_NUMERICS: the name of the first
  * non-finite tensor, or NULL. */
 TS_API const char *ts_model_failed_tensor(const ts_model *m);
+
+/* ---- holding a run's tensors (the inspector, docs/inspector.md)
+ * Activations share memory, so after a run most of them are gone. With a
+ * hold armed, each run keeps a copy of every tensor it makes (inputs,
+ * activations, gradients, Accum___), taken on the model's device the moment
+ * the tensor is final: the copies are allocated before the run, none in the
+ * step loop, and a held run costs one device copy per tensor. A run that
+ * fails (a numeric check) holds what it made up to the tensor it stopped
+ * at, that one included. Parameters, buffers, UpdatedVar___ and optimizer
+ * state are read where they live: their current values.
+ * on 1: every following run is held (each replaces the last one's copies);
+ * 0: no more runs are held, the last held run's copies stay readable. */
+TS_API ts_status ts_model_hold(ts_model *m, int on);
+/* The held value of `name` (any name of ts_model_tensor_names): the last
+ * held run's copy, or the current value of a parameter, buffer or optimizer
+ * state. Host memory, valid until the next run, hold or free. An unknown name
+ * is TS_ERR_NOT_FOUND with the closest names; a tensor the held run did not
+ * reach (it stopped before) TS_ERR_NOT_FOUND saying so; nothing held yet
+ * TS_ERR_STATE saying to arm a hold. */
+TS_API ts_status ts_model_held(ts_model *m, const char *name, ts_array *out);
+/* 1 when ts_model_held would return a value for `name`. */
+TS_API int ts_model_is_held(const ts_model *m, const char *name);
+/* The names ts_model_held returns values for, sorted. Valid until the next
+ * call, run or free. */
+TS_API ts_status ts_model_held_names(ts_model *m, const char *const **names, size_t *n);
+/* Where a tensor comes from, into buf: "tensor 'fc1/MatMul:0' (op MatMul),
+ * built at tools/models.c:120 (scope fc1)", "the gradient of parameter
+ * 'fc1.weight' (op Param), built at ...": the builder's source line (an
+ * ONNX model's node name in parentheses). */
+TS_API ts_status ts_model_tensor_origin(const ts_model *m, const char *name, char *buf, size_t n);
 
 /* `tensorscope debug-run`: runs argv with the debug variables set and writes
  * a .tar.gz with its output, metrics, graph dumps, system information, the

@@ -24,6 +24,7 @@ check "--print-tensor fc1/MatMul:0: the matmul's output printed each micro-batch
 check "--print-tensor Relu:0: the activation and its gradient printed" \
     eval 'hasf pt.err "[tensorscope print] Relu:0: f32[1000,320]" && hasf pt.err "[tensorscope print] Relu:0_gradient: f32[1000,320]"' || show pt.err
 check "print lines are not tagged as errors" eval '! grep -q "^\[tensorscope E\]" pt.err' || show pt.err
+check "the print ops --print-tensor adds beside a tensor raise no lint warning" eval '! grep -q "lint: the print op" pt.err' || show pt.err
 # the printed input is the data: an image's corner is black, (0/255 - 0.5)/0.5 after the loader's normalisation
 check "the printed x is the data (-1.0000 at the first image's corner)" \
     has pt.err '^\[tensorscope print\] x: f32\[1000,1,28,28\] \[\[\[\[-1\.0000, '

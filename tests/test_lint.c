@@ -12,7 +12,7 @@ typedef struct variant {
     int softmax_dim;    /* 1 = right, 0 = over the batch */
     int use_log_softmax; /* 0: NLL on the raw scores */
     int dead_param;     /* a parameter that feeds nothing */
-    int unused_print;   /* a print op whose result nobody reads */
+    int unused_print;   /* a print op whose result nobody reads (2: one made beside its tensor) */
 } variant;
 
 /* Returns the lint warnings (joined) of the variant's training model. */
@@ -21,7 +21,8 @@ static size_t lint_of(variant v, char *joined, size_t cap) {
     ts_tensor *x = ts_input(g, "x", TS_F32, 2, (int64_t[]){B, IN});
     ts_tensor *y = ts_input(g, "labels", TS_I32, 1, (int64_t[]){B});
     ts_tensor *h = ts_relu(g, ts_linear(g, x, 32, "fc1"));
-    if (v.unused_print) ts_print(g, h, "hidden");
+    if (v.unused_print == 1) ts_print(g, h, "hidden");
+    if (v.unused_print == 2) ts_print_beside(g, h, "hidden");
     h = ts_linear(g, h, 10, "fc2");
     if (v.use_log_softmax) h = ts_log_softmax(g, h, v.softmax_dim);
     if (v.dead_param) ts_param(g, "orphan.weight", 1, (int64_t[]){4});
@@ -65,6 +66,8 @@ int main(void) {
 
     n = lint_of((variant){1, 1, 0, 1}, w, sizeof w);
     CHECK(n == 1 && strstr(w, "print op") && strstr(w, "not used"), "an unused print op is noted: %s", w);
+    n = lint_of((variant){1, 1, 0, 2}, w, sizeof w);
+    CHECK(n == 0, "a print op made beside its tensor (ts_print_beside, the CLI's --print-tensor) is meant to be unread (%zu: %s)", n, w);
 
     n = lint_of((variant){0, 0, 1, 1}, w, sizeof w);
     CHECK(n == 3, "three mistakes at once give three warnings (%zu)", n);

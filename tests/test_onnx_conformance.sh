@@ -19,7 +19,7 @@ fail() { echo "FAIL $*"; echo "test_onnx_conformance: FAIL"; exit 1; }
 
 [ -f "$build/libtensorscope.so" ] || fail "$build/libtensorscope.so is missing: build the library first (cmake --build $build)"
 . "$(dirname "$0")/support/py_venv.sh"
-py_venv_ensure "$VENV" onnx==1.23.2 protobuf==7.36.2 ml_dtypes==0.6.0 numpy==2.4.6 typing_extensions==4.16.0
+py_venv_ensure "$VENV" $PY_ONNX_PINS
 flock -u 9
 
 py_sanitizer_preload "$build"

@@ -309,6 +309,26 @@ int cli_check_output_file_mkdir(const char *cmd, const char *flag, const char *p
     return cli_check_output(cmd, flag, path, false);
 }
 
+int cli_parse_step_range(const char *cmd, const char *flag, const char *text, int64_t *first, int64_t *last) {
+    char *end;
+    errno = 0;
+    long long a = strtoll(text, &end, 10), b = a;
+    bool open = false;
+    if (end != text && *end == ':') {
+        const char *rest = end + 1;
+        open = !*rest;
+        if (!open) b = strtoll(rest, &end, 10);
+        else end = (char *)rest;
+    }
+    if (end == text || *end || errno || a < 1 || b < 1)
+        return cli_usage_error(cmd, "%s %s: give FIRST:LAST optimizer steps counted from 1 (e.g. 5:8), FIRST: for every step from FIRST on, or one step N",
+                               flag, text);
+    if (b < a) return cli_usage_error(cmd, "%s %s: the last step comes before the first; give FIRST:LAST with FIRST <= LAST", flag, text);
+    *first = a;
+    *last = open ? 0 : b;
+    return CLI_OK;
+}
+
 int cli_parse_size(const char *text, long long *bytes) {
     uint64_t v;
     if (ts_parse_size(text, &v) != TS_OK) return -1;

@@ -59,6 +59,8 @@ char *cli_path(const char *dir, const char *name, const char *suffix);
 /* A tensor name as a file name: '/', ':' and ' ' become '_' ("conv1/Conv2d:0" -> "conv1_Conv2d_0"). */
 void cli_file_safe(const char *in, char *out, size_t n);
 /* "500M", "2G", "1048576": bytes; -1 for anything else. */
+/* "A:B" (inclusive, 1-based), "A:" (last = 0: to the end) or "N"; a usage error otherwise. */
+int cli_parse_step_range(const char *cmd, const char *flag, const char *text, int64_t *first, int64_t *last);
 int cli_parse_size(const char *text, long long *bytes);
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Before any work: the optional features the flags given need (see
@@ -189,6 +191,44 @@ ts_status cli_tb_step(ts_tb_writer *tb, const ts_model *m, double loss, double s
 /* loss/heldout and accuracy/heldout (percent) of the held-out images. Both
  * return the first write's failure (a full disk stops training). */
 ts_status cli_tb_eval(ts_tb_writer *tb, int64_t step, double loss, double accuracy);
+
+/* ---- summaries (cmd_inspect.c): what `inspect FILE.npy` and the
+ * inspector's `stats` print, for any dtype (summarised as f32 values) */
+double cli_array_value(const ts_array *a, int64_t i);
+/* TS_ERR_OUT_OF_MEMORY without a message (the caller says so) */
+ts_status cli_summarize(const ts_array *a, int what, ts_summary *out);
+/* The summary line, the stats table row, the counts, the ranges and a text
+ * histogram of log2|x|; a CLI exit code. */
+int cli_print_summary(const char *name, const ts_array *a);
+
+/* ---- the inspector (inspector.c, docs/inspector.md): a prompt on the
+ * terminal with training paused after a run (--break-at-step N, SIGUSR2,
+ * `step K`) or at the tensor a numeric check stopped at (--break-on-nan) */
+typedef enum { CLI_INSPECT_CONTINUE, CLI_INSPECT_QUIT } cli_inspect_action;
+typedef struct cli_inspector cli_inspector;
+/* Before any work: a usage error (--break-at-step below 1, --break-on-nan
+ * without --check-numerics) as a CLI exit code. */
+int cli_inspector_check(const char *cmd, long break_at, bool break_on_nan, bool check_numerics);
+/* Before training; from then on SIGUSR2 pauses at the next run boundary,
+ * flags or not. When stdin is not a terminal, or in an MPI job,
+ * nothing prompts: one line says a break flag (or SIGUSR2) is skipped and
+ * training goes on. NULL only when out of memory (said). */
+cli_inspector *cli_inspector_new(const char *cmd, long break_at, bool break_on_nan);
+void cli_inspector_free(cli_inspector *in);
+/* "libedit" or "none (apt-get install libedit-dev, then rebuild)" */
+const char *cli_line_editing(void);
+/* Before run `run` (1-based, counted over the whole training): arms the
+ * model's hold when the inspector opens after it; true when it does. */
+bool cli_inspector_arm(cli_inspector *in, ts_model *m, long run);
+/* After run `run` armed by cli_inspector_arm: the prompt until
+ * `continue`, `step K` or `quit`. */
+cli_inspect_action cli_inspector_after_run(cli_inspector *in, ts_model *m, long run);
+/* After a run the numeric check stopped (TS_ERR_NUMERICS), when the run completed no optimizer step (`steps_before` ==
+ * ts_model_steps): runs the same inputs again with the hold armed and opens
+ * the prompt at the tensor it stops at. Training cannot go on: `continue`
+ * ends it as the check did, `quit` exits 130. CONTINUE when no inspector. */
+cli_inspect_action cli_inspector_on_nan(cli_inspector *in, ts_model *m, const char *const *names, const ts_array *inputs, int n,
+                                        int64_t steps_before);
 
 /* ---- progress bar on stderr (silent when not a terminal or quiet):
  * redrawn at most 10 times a second (CLI_PROGRESS_HZ), and once at the end */

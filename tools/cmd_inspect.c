@@ -1,7 +1,6 @@
 /* cmd_inspect.c -- `inspect FILE.npy`: what is in a dump, at a glance. */
 #include "cli.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,42 +37,55 @@ int cmd_inspect(int argc, char **argv) {
     if (!path) return cli_usage_error("inspect", "give a .npy file to inspect");
     ts_array a;
     if (ts_npy_load(path, &a)) return cli_runtime_error("inspect"); /* the message names the file */
-    int64_t n = ts_array_numel(&a);
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    int rc2 = cli_print_summary(base, &a);
+    ts_npy_free(&a);
+    return rc2;
+}
+
+ts_status cli_summarize(const ts_array *a, int what, ts_summary *out) {
+    int64_t n = ts_array_numel(a);
     float *f = NULL;
-    const float *x = a.data;
-    if (a.dtype != TS_F32) { /* summarise other dtypes as f32 values */
+    const float *x = a->data;
+    if (a->dtype != TS_F32) { /* summarise other dtypes as f32 values */
         f = n ? malloc((size_t)n * sizeof *f) : NULL;
-        if (n && !f) {
-            ts_npy_free(&a);
-            fprintf(stderr, "tensorscope: out of memory\n");
-            return CLI_RUNTIME;
-        }
-        for (int64_t i = 0; i < n; i++) {
-            switch (a.dtype) {
-            case TS_F64: f[i] = (float)((const double *)a.data)[i]; break;
-            case TS_I32: f[i] = (float)((const int32_t *)a.data)[i]; break;
-            case TS_I64: f[i] = (float)((const int64_t *)a.data)[i]; break;
-            default: f[i] = (float)((const uint8_t *)a.data)[i]; break;
-            }
-        }
+        if (n && !f) return TS_ERR_OUT_OF_MEMORY; /* the caller says so */
+        for (int64_t i = 0; i < n; i++) f[i] = (float)cli_array_value(a, i);
         x = f;
     }
+    ts_status st = ts_summarize_f32(x, n, what, out);
+    free(f);
+    return st;
+}
+
+double cli_array_value(const ts_array *a, int64_t i) {
+    switch (a->dtype) {
+    case TS_F32: return (double)((const float *)a->data)[i];
+    case TS_F64: return ((const double *)a->data)[i];
+    case TS_I32: return (double)((const int32_t *)a->data)[i];
+    case TS_I64: return (double)((const int64_t *)a->data)[i];
+    default: return (double)((const uint8_t *)a->data)[i];
+    }
+}
+
+int cli_print_summary(const char *name, const ts_array *a) {
     ts_summary *s = malloc(sizeof *s);
-    if (!s || ts_summarize_f32(x, n, TS_WATCH_STATS | TS_WATCH_HISTOGRAM | TS_WATCH_RANGE, s)) {
-        free(s), free(f), ts_npy_free(&a);
-        return cli_runtime_error("summarising");
+    ts_status st = s ? cli_summarize(a, TS_WATCH_STATS | TS_WATCH_HISTOGRAM | TS_WATCH_RANGE, s) : TS_ERR_OUT_OF_MEMORY;
+    if (st) {
+        free(s);
+        if (st != TS_ERR_OUT_OF_MEMORY) return cli_runtime_error("summarising");
+        fprintf(stderr, "tensorscope: out of memory\n");
+        return CLI_RUNTIME;
     }
     char line[512], row[512];
-    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    printf("%s\n\n", ts_summary_line(base, &a, &s->stats, line, sizeof line));
-    printf("%s\n%s\n\n", ts_stats_table_header(line, sizeof line), ts_stats_table_row(0, base, &s->stats, row, sizeof row));
+    printf("%s\n\n", ts_summary_line(name, a, &s->stats, line, sizeof line));
+    printf("%s\n%s\n\n", ts_stats_table_header(line, sizeof line), ts_stats_table_row(0, name, &s->stats, row, sizeof row));
     printf("count %lld  zeros %lld  NaN %lld  +Inf %lld  -Inf %lld  L2 %.6g\n", (long long)s->stats.count, (long long)s->stats.zeros,
            (long long)s->stats.nans, (long long)s->stats.pos_infs, (long long)s->stats.neg_infs, s->stats.l2);
     printf("would underflow/overflow: fp16 %.2f%%/%.2f%%  bf16 %.2f%%/%.2f%%  e4m3 %.2f%%/%.2f%%  e5m2 %.2f%%/%.2f%%\n\n",
            100 * s->range.fp16_underflow, 100 * s->range.fp16_overflow, 100 * s->range.bf16_underflow, 100 * s->range.bf16_overflow,
            100 * s->range.e4m3_underflow, 100 * s->range.e4m3_overflow, 100 * s->range.e5m2_underflow, 100 * s->range.e5m2_overflow);
     text_histogram(s);
-    free(s), free(f);
-    ts_npy_free(&a);
+    free(s);
     return CLI_OK;
 }

@@ -20,12 +20,13 @@ typedef struct train_args {
     const char *model, *data, *optimizer, *output_mode, *check_numerics, *histogram, *dump_npy, *tensorboard, *plot;
     const char *save_weights, *weights, *lr_schedule, *checkpoint_dir, *resume, *run_name, *dump_limit, *outfeed_mode, *picture_dir;
     const char *split_at, *pipeline_schedule, *device, *save_init, *attn_dir;
+    const char *trace, *trace_steps;
     long outfeed_depth, pipeline_stages;
     bool outfeed_drop;
     long epochs, batch_size, seed, holdout, repeat_count, grad_accum, threads, log_verbosity, watch_period, max_steps;
-    long warmup_steps, lr_step_size, checkpoint_every, steps;
+    long warmup_steps, lr_step_size, checkpoint_every, steps, break_at;
     double lr, momentum, weight_decay, lr_gamma, lr_min;
-    bool outfeed_pre, stats, run_single_step, metrics, log_memory, quiet, all, watch_range;
+    bool outfeed_pre, stats, run_single_step, metrics, log_memory, quiet, all, watch_range, break_on_nan;
     long stats_every;
     cli_list anchors, outfeeds, watches, prints, feature_maps, filters, inputs, attention_maps;
 } train_args;
@@ -654,6 +655,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--print-tensor", FLAG_LIST, &a.prints, "NAME", "insert a print op on a tensor (glob ok)"},
         {"--run-single-step", FLAG_BOOL, &a.run_single_step, NULL, "run one step, report, stop"},
         {"--check-numerics", FLAG_STRING, &a.check_numerics, "off|output|op", "stop at the first NaN/Inf and say where"},
+        {"--break-at-step", FLAG_INT, &a.break_at, "N", "after run N, open the inspector with training paused (docs/inspector.md; SIGUSR2: after the next run)"},
+        {"--break-on-nan", FLAG_BOOL, &a.break_on_nan, NULL, "with --check-numerics: open the inspector at the tensor it stops at, before the step's update"},
         {"--metrics", FLAG_BOOL, &a.metrics, NULL, "print the metrics report at exit"},
         {"--log-verbosity", FLAG_INT, &a.log_verbosity, "0-5", "log level (5: a line per step)"},
         {"--log-memory", FLAG_BOOL, &a.log_memory, NULL, "log memory by class after compile and each epoch"},
@@ -675,6 +678,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--pipeline-stages", FLAG_INT, &a.pipeline_stages, "K", "under mpirun -np K: one pipeline stage per rank (else one replica per rank)"},
         {"--split-at", FLAG_STRING, &a.split_at, "SCOPE[,SCOPE...]", "the K-1 scopes that start stages 2..K (e.g. fc2,fc3)"},
         {"--pipeline-schedule", FLAG_STRING, &a.pipeline_schedule, "gpipe|1f1b", "gpipe: every forward, then every backward (default); 1f1b: one forward, one backward"},
+        {"--trace", FLAG_STRING, &a.trace, "FILE.json", "write a timeline of the run for Perfetto or chrome://tracing (docs/trace.md)"},
+        {"--trace-steps", FLAG_STRING, &a.trace_steps, "A:B", "with --trace: only optimizer steps A..B (1-based; A: = from A on; default all)"},
         {"--quiet", FLAG_BOOL, &a.quiet, NULL, "only errors, warnings and the final result (no progress, no epoch lines)"},
         {"", FLAG_SECTION, NULL, NULL, "--model FILE.onnx"},
         {"--loss", FLAG_STRING, &imp.loss, "cross_entropy|nll|mse", "loss on the output (default nll after LogSoftmax, else cross_entropy)"},
@@ -753,9 +758,13 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     const char *device = a.device ? a.device : getenv("TS_DEVICE"), *from = a.device ? "--device" : "TS_DEVICE";
     ts_status dst = device && *device ? ts_device_check(device) : TS_OK; /* before any work */
     if (dst) return dst == TS_ERR_INVALID_ARGUMENT ? cli_usage_error(cmd, "%s: %s", from, ts_last_error()) : cli_runtime_error(from);
+    int64_t trace_first = 1, trace_last = 0;
+    if (a.trace_steps && !a.trace) return cli_usage_error(cmd, "--trace-steps says which steps --trace FILE.json records: give one");
+    if (a.trace_steps && (rc = cli_parse_step_range(cmd, "--trace-steps", a.trace_steps, &trace_first, &trace_last))) return rc;
     ts_check_numerics check = TS_CHECK_OFF;
     if (a.check_numerics && ts_check_numerics_parse(a.check_numerics, &check))
         return cli_usage_error(cmd, "--check-numerics must be off, output or op, got '%s'", a.check_numerics);
+    if ((rc = cli_inspector_check(cmd, a.break_at, a.break_on_nan, check != TS_CHECK_OFF))) return rc;
     ts_output_mode gmode = TS_OUTPUT_DEFAULT;
     int gperiod = 0;
     if (a.output_mode && (rc = cli_parse_output_mode(cmd, a.output_mode, &gmode, &gperiod))) return rc;
@@ -783,7 +792,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     } outputs[] = {{"--plot", a.plot, false},           {"--histogram", a.histogram, false},  {"--save-weights", a.save_weights, true},
                    {"--dump-npy", a.dump_npy, true},      {"--tensorboard", a.tensorboard, true}, {"--save-init", a.save_init, true},
                    {"--checkpoint-dir", a.checkpoint_dir, true}, {"--picture-dir", a.picture_dir, true},
-                   {"--attention-map-dir", a.attn_dir, true}};
+                   {"--attention-map-dir", a.attn_dir, true}, {"--trace", a.trace, false}};
     for (size_t i = 0; i < sizeof outputs / sizeof outputs[0]; i++)
         if (outputs[i].path && (rc = outputs[i].dir ? cli_check_output(cmd, outputs[i].flag, outputs[i].path, true)
                                                     : cli_check_output_file_mkdir(cmd, outputs[i].flag, outputs[i].path)))
@@ -829,6 +838,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     ts_model *tm = NULL, *inf = NULL;
     ts_outfeed *q = NULL;
     ts_tb_writer *tb = NULL;
+    cli_inspector *insp = NULL; /* --break-at-step, --break-on-nan, SIGUSR2 */
     char tb_dir[1100] = "";
     ts_corpus *corpus = NULL;
     batches src = {0};
@@ -884,7 +894,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         (st = ts_options_set_threads(o, (int)a.threads)) || (st = ts_options_set_check_numerics(o, check)) ||
         (a.device && (st = ts_options_set_device(o, a.device))) ||
         (st = ts_options_set_output_mode(o, gmode, gperiod)) || (st = ts_options_set_replication(o, R, 100)) ||
-        (st = ts_options_set_pipeline(o, K, splits, n_splits)) || (st = ts_options_set_pipeline_schedule(o, schedule))) {
+        (st = ts_options_set_pipeline(o, K, splits, n_splits)) || (st = ts_options_set_pipeline_schedule(o, schedule)) ||
+        (a.trace && (st = ts_options_set_trace(o, a.trace, trace_first, trace_last)))) {
         rc = cli_usage_error(cmd, "%s", ts_last_error());
         goto done;
     }
@@ -1119,6 +1130,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     bool last_held = false;
     catch_interrupts(true);
     g_running = tm;
+    if (!eval_only) insp = cli_inspector_new(cmd, a.break_at, a.break_on_nan);
     for (long ep = first_epoch; ep <= a.epochs && !stop; ep++) {
         cli_progress bar;
         char label[64];
@@ -1132,6 +1144,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             if (st == TS_ERR_NOT_FOUND) break;
             double r0 = cli_now();
             if (!st && cm.onehot && !(onehot = to_onehot(&in[1], cm.onehot, onehot))) st = TS_ERR_OUT_OF_MEMORY;
+            bool pause = !st && cli_inspector_arm(insp, tm, total_runs + 1);
+            int64_t steps0 = ts_model_steps(tm);
             if (st || (st = ts_model_run(tm, in_names, in, 2))) {
                 cli_progress_end(&bar);
                 if (st == TS_ERR_CANCELLED) { /* a signal here, or on another rank of the job */
@@ -1145,7 +1159,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
                         fprintf(stderr, "tensorscope: training stopped by the numeric check (report above)\n");
                     else
                         fprintf(stderr, "tensorscope: training stopped by the numeric check:\n%s\n", ts_last_error());
-                    rc = CLI_RUNTIME;
+                    rc = cli_inspector_on_nan(insp, tm, in_names, in, 2, steps0) == CLI_INSPECT_QUIT ? 128 + SIGINT : CLI_RUNTIME;
                 } else {
                     cli_runtime_error("training");
                 }
@@ -1162,6 +1176,13 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             ep_loss += loss;
             ep_runs++;
             total_runs++;
+            if (pause) {
+                cli_progress_end(&bar);
+                double p0 = cli_now();
+                if (cli_inspector_after_run(insp, tm, total_runs) == CLI_INSPECT_QUIT) g_interrupted = SIGINT; /* as Ctrl-C: what was asked is written */
+                double paused = cli_now() - p0; /* time at the prompt is not training time */
+                t0 += paused, t_start += paused;
+            }
             curve_add(loss_curve, (double)ts_model_steps(tm), loss); /* x: optimizer steps, as TensorBoard's */
             bar.written = atomic_load(&sink.bytes);
             cli_progress_update(&bar, ep_runs, loss);
@@ -1420,6 +1441,7 @@ done:
     free(acc_curve);
     free(hl_curve);
     catch_interrupts(false);
+    cli_inspector_free(insp);
     if (rc == CLI_OK && g_interrupted) rc = 128 + g_interrupted; /* 130, 143: what shells expect */
     if (ts_dist_finalize() && rc == CLI_OK) rc = cli_runtime_error("leaving the MPI job");
     return rc;

@@ -34,7 +34,7 @@ int main(int argc, char **argv) {
         return CLI_OK;
     }
     if (strcmp(c, "--version") == 0 || strcmp(c, "version") == 0) {
-        printf("tensorscope %s\nfeatures: %s\n", ts_version(), ts_features());
+        printf("tensorscope %s\nfeatures: %s\ninspector line editing: %s\n", ts_version(), ts_features(), cli_line_editing());
         return CLI_OK;
     }
     if (strcmp(c, "train") == 0) return cmd_train(argc, argv, false);

@@ -30,7 +30,7 @@ static ts_status print_params(ts_graph *g, const cli_list *prints) {
     size_t n = ts_graph_tensor_count(g);
     for (size_t i = 0; prints && prints->n && i < n; i++) {
         ts_tensor *t = ts_graph_tensor_at(g, i);
-        if (cli_list_matches(prints, ts_tensor_name(t)) && !printed(g, t) && !ts_print(g, t, ts_tensor_name(t)))
+        if (cli_list_matches(prints, ts_tensor_name(t)) && !printed(g, t) && !ts_print_beside(g, t, ts_tensor_name(t)))
             return ts_graph_status(g);
     }
     return TS_OK;
@@ -102,9 +102,9 @@ static ts_status build_cnn(long B, uint64_t seed, const cli_list *prints, cli_mo
 static ts_status print_built(ts_graph *g, ts_tensor *loss, const cli_list *prints) {
     for (size_t i = 0; prints && prints->n && i < ts_graph_tensor_count(g); i++) {
         ts_tensor *t = ts_graph_tensor_at(g, i);
-        if (t != loss && cli_list_matches(prints, ts_tensor_name(t))) ts_print(g, t, ts_tensor_name(t));
+        if (t != loss && cli_list_matches(prints, ts_tensor_name(t))) ts_print_beside(g, t, ts_tensor_name(t));
     }
-    if (cli_list_matches(prints, "loss")) ts_print(g, loss, "loss");
+    if (cli_list_matches(prints, "loss")) ts_print_beside(g, loss, "loss");
     return ts_graph_status(g);
 }
 

@@ -32,6 +32,7 @@ from .errors import (CancelledError, DistError, FileError, FormatError, Internal
                      NotFoundError, NumericsError, OutOfMemoryError, ShapeError, StateError,
                      TensorscopeError, UnsupportedError)
 from .graph import OPS, Graph, Tensor, print_tensor
+from .inspection import Inspection
 from .model import Model, inference_model, metrics_report, training_model
 from .observe import (compare, merge_summaries, plot_gradient_histogram, save_npy, summarize, summary,
                       summary_line)
@@ -39,7 +40,7 @@ from .options import SGD, Adam, AdamW, LRSchedule, Options, OutfeedQueue, Output
 
 __version__ = _lib.ts_version().decode()
 __all__ = ["Adam", "AdamW", "CancelledError", "DataLoader", "Dataset", "DistError", "FileError", "FormatError", "Graph",
-           "InternalError", "InvalidArgumentError", "LRSchedule", "Model", "NotFoundError", "NumericsError",
+           "Inspection", "InternalError", "InvalidArgumentError", "LRSchedule", "Model", "NotFoundError", "NumericsError",
            "OPS", "Options", "OutOfMemoryError", "OutfeedQueue", "OutputMode", "Record", "SGD",
            "ShapeError", "StateError", "Tensor", "TensorscopeError", "UnsupportedError",
            "Watch", "compare", "inference_model", "merge_summaries", "metrics_report", "metrics_reset",

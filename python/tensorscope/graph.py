@@ -62,6 +62,7 @@ OPS = {
     "sum": ("ts_sum", "x:T"),
     "mean": ("ts_mean", "x:T"),
     "print_tensor": ("ts_print", "x:T title:S=''"),
+    "print_beside": ("ts_print_beside", "x:T title:S=''"),
     # convolutional networks
     "conv2d": ("ts_conv2d", "x:T w:T b:T?=None params:CONV2D=None"),
     "conv2d_layer": ("ts_conv2d_layer",
@@ -126,6 +127,8 @@ OP_DOCS = {
     "mean": "The mean of every element (a scalar).",
     "print_tensor": "An identity that logs x each time it runs, and its gradient as "
                     "`<title>_gradient` in the backward pass (PopTorch's ipu_print_tensor).",
+    "print_beside": "A print op beside x, off the data path: logs x each time it is computed; "
+                    "nothing needs to read its result (print_tensor's is meant to replace x).",
     "conv2d": "A 2-D convolution of x [N, C, H, W] with w [OC, C/groups, KH, KW] plus b [OC] "
               "(or no bias). `params`: a dict of stride_h, stride_w, pad_top, pad_bottom, "
               "pad_left, pad_right, dilation_h, dilation_w, groups, same (1: 'same' padding); "

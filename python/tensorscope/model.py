@@ -141,11 +141,16 @@ class Model:
         n = len(arrays)
         names = (C.c_char_p * max(n, 1))(*[cstr(k) for k in arrays])
         c_arrays = (_capi.Array * max(n, 1))(*[a for a, _ in arrays.values()])
+        steps = self.steps
         st, message = self._cancellable(lib.ts_model_run, self._h, names, c_arrays, n)
         if st == _capi.TS_ERR_NUMERICS:  # say which tensor
             e = NumericsError(message)
             failed = lib.ts_model_failed_tensor(self._h)
             e.tensor = failed.decode() if failed else None
+            e.tensors = None
+            if self.options._break_on_nan:
+                e.tensors = self._held_again(names, c_arrays, n, steps, e)
+            tensors = e.tensors  # noqa: F841 -- pdb.pm() shows this frame's locals
             raise e
         if st:
             raise error_for(st, message)
@@ -154,6 +159,50 @@ class Model:
         if not self.training:
             outs = [self._samples_first(r, a) for r, a in zip(self._returns, outs)]
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _held_again(self, names, c_arrays, n, steps, e):
+        """break_on_nan: the same inputs run again with every tensor held
+        (the weights unchanged when the failed run completed no step), so
+        the run stops at the same tensor; its Inspection, or None with the
+        reason added to e."""
+        from .inspection import Inspection
+        if self.steps != steps:
+            e.args = (f"{e.args[0]}\nbreak_on_nan: the run completed {self.steps - steps} optimizer "
+                      "steps before it stopped, so it cannot be replayed as it was; nothing held",)
+            return None
+        level = lib.ts_get_log_level()
+        lib.ts_set_log_level(0)  # the report was logged once already
+        try:
+            check(lib.ts_model_hold(self._h, 1))
+            st, _ = self._cancellable(lib.ts_model_run, self._h, names, c_arrays, n)
+        finally:
+            lib.ts_model_hold(self._h, 0)
+            lib.ts_set_log_level(level)
+        if st != _capi.TS_ERR_NUMERICS:
+            e.args = (f"{e.args[0]}\nbreak_on_nan: running the inputs again did not stop at a "
+                      "non-finite value; nothing held",)
+            return None
+        return Inspection(self)
+
+    def hold(self, on: bool = True) -> Model:
+        """Keeps a copy of every tensor each following run makes (on: True)
+        or no more (False; the last held run stays readable), for
+        inspect(). A held run costs a device copy per tensor; the copies
+        are allocated when it starts, not in the step loop."""
+        with self._lock:
+            if not self._compiled:
+                self.compile()
+            check(_capi.function("ts_model_hold", "Model.hold")(self._h, int(bool(on))))
+        return self
+
+    def inspect(self):
+        """The tensors of the last held run (see hold), by name, as numpy
+        arrays: an Inspection (a Mapping with names(glob), grad(name),
+        where(name), stats(name), summary(name)). Before any held run it
+        shows parameters, buffers and optimizer state only, and reading
+        another tensor is a StateError saying to hold a run."""
+        from .inspection import Inspection
+        return Inspection(self)
 
     def _samples_first(self, name, a):
         """An inference output as PopTorch returns it: the anchor's leading

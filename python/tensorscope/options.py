@@ -4,10 +4,11 @@ from __future__ import annotations
 import collections
 import ctypes as C
 import enum
+import os
 import sys
 import threading
 import weakref
-from typing import Dict, Iterator, Optional, Sequence, Union
+from typing import Dict, Iterator, Optional, Sequence, Tuple, Union
 
 from . import _capi
 from ._capi import check, cstr, lib
@@ -65,6 +66,7 @@ class Options:
         self._h = _capi.checked_handle(lib.ts_options_new(), "ts_options_new")
         self._queues = []  # queues fed by models of these options must outlive them
         self._said = {}  # what was set, for repr()
+        self._break_on_nan = False
 
     def _set(self, key, text):
         if key in ("anchor", "watch"):
@@ -146,6 +148,36 @@ class Options:
         check(lib.ts_check_numerics_parse(cstr(mode), C.byref(code)))
         check(lib.ts_options_set_check_numerics(self._h, code.value))
         return self._set("check_numerics", mode)
+
+    def break_on_nan(self, on: bool = True) -> Options:
+        """With check_numerics on: when the check stops a call before any
+        optimizer step of it, the call is run again with every tensor held
+        (Model.hold), and the NumericsError it raises carries them:
+        `e.tensors`, the Inspection of docs/inspector.md (also the local
+        `tensors` of the frame that raised, for pdb.pm())."""
+        self._break_on_nan = bool(on)
+        return self._set("break_on_nan", bool(on))
+
+    def trace(self, path: Union[str, os.PathLike, None],
+              steps: Union[str, Tuple[int, int], None] = None) -> Options:
+        """A timeline of the run (docs/trace.md): a Chrome/Perfetto trace
+        (JSON) of optimizer steps `steps` ("A:B", (A, B), 1-based,
+        inclusive; B = 0 or "A:" to the end; None: every step) written to
+        `path` when step B ends or when the model is freed. None: off."""
+        first, last = 1, 0
+        if isinstance(steps, str):
+            a, sep, b = steps.partition(":")
+            try:
+                first, last = int(a), (int(b) if b else 0)
+            except ValueError:
+                raise ValueError(f"trace steps must be 'A:B' (1-based, inclusive), got {steps!r}") from None
+            if not sep:
+                last = first
+        elif steps is not None:
+            first, last = (int(v) for v in steps)
+        fn = _capi.function("ts_options_set_trace", "Options.trace")
+        check(fn(self._h, cstr(os.fspath(path)) if path is not None else None, first, last))
+        return self._set("trace", None if path is None else f"{os.fspath(path)}:{first}:{last or ''}")
 
     def threads(self, n: int) -> Options:
         """Worker threads for elementwise ops and reductions (0 = every core)."""

@@ -11,22 +11,16 @@ import sys
 import threading
 import time
 
-import numpy as np
 
 import tensorscope as ts
+
+import long_runs
 
 D, B = 2000, 16
 
 
 def model(configure):
-    g = ts.Graph(seed=3)
-    x = g.input("x", "f32", [B, 16])
-    labels = g.input("labels", "i32", [B])
-    h = g.relu(g.linear(g.relu(g.linear(x, 256, "fc1")), 256, "fc2"))
-    loss = g.cross_entropy(g.linear(h, 10, "fc3"), labels)
-    loss.name = "loss"
-    return ts.training_model(g, configure(ts.Options().device_iterations(D).threads(1)),
-                             optimizer=ts.SGD(lr=0.01))
+    return long_runs.mlp(B, 256, D, configure)[1]
 
 
 def interrupted(m, x, y, rank, label):
@@ -52,9 +46,7 @@ def main():
     ts.set_log_level(1)
     rank, size = ts.dist_init()
     assert size == 2, f"run under mpirun -np 2, not {size}"
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((D * B * 2, 16)).astype(np.float32)
-    y = rng.integers(0, 10, D * B * 2).astype(np.int32)
+    x, y = long_runs.data(D * B * 2)
 
     m = model(lambda o: o.replication(2, check_every=1))  # the weight checksum before every run
     interrupted(m, x, y, rank, "replicas")

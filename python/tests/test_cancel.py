@@ -13,21 +13,14 @@ import pytest
 
 import tensorscope as ts
 
+import long_runs
+
 D, B = 3000, 32  # a run of 3000 micro-batches: tens of seconds if not stopped
 
 
 def long_model():
-    g = ts.Graph(seed=3)
-    x = g.input("x", "f32", [B, 16])
-    labels = g.input("labels", "i32", [B])
-    h = g.relu(g.linear(g.relu(g.linear(x, 512, "fc1")), 512, "fc2"))
-    loss = g.cross_entropy(g.linear(h, 10, "fc3"), labels)
-    loss.name = "loss"
-    opts = ts.Options().device_iterations(D).threads(1).anchor_tensor("losses", "loss", "all")
-    m = ts.training_model(g, opts, optimizer=ts.SGD(lr=0.01))
-    rng = np.random.default_rng(0)
-    xs = rng.standard_normal((D * B, 16)).astype(np.float32)
-    ys = rng.integers(0, 10, D * B).astype(np.int32)
+    g, m = long_runs.mlp(B, 512, D, lambda o: o.anchor_tensor("losses", "loss", "all"))
+    xs, ys = long_runs.data(D * B)
     return g, m, xs, ys
 
 

@@ -90,6 +90,21 @@ def test_print_tensor_logs_the_value_and_its_gradient(capfd):
     assert "logits" in err and "logits_gradient" in err
 
 
+def test_print_beside_logs_without_being_read():
+    g = ts.Graph(seed=3)
+    x = g.input("x", "f32", [2, 3])
+    labels = g.input("labels", "i32", [2])
+    h = g.linear(x, 3, "fc")
+    g.print_beside(h, "beside")
+    g.print_tensor(h, "unread")
+    loss = g.cross_entropy(h, labels)
+    loss.name = "loss"
+    m = ts.training_model(g, ts.Options(), optimizer=ts.SGD(lr=0.01))
+    m.compile()
+    warnings = m.lint()
+    assert len(warnings) == 1 and "Print:1" in warnings[0] and "not used" in warnings[0], warnings  # print_tensor's, not print_beside's (Print:0)
+
+
 def test_log_callback_receives_print_ops():
     lines = []
     ts.set_log_callback(lambda level, message: lines.append((level, message)))

@@ -2,7 +2,8 @@
  * backend: the CPU's kernels (backend/cpu/kernels_tensor.c) call these
  * functions in their loops, the CUDA backend's (backend/cuda/) compile them
  * as __host__ __device__ functions. One unary family (x, two float
- * parameters alpha and beta from the node's fattr[0..1]) and one binary
+ * parameters alpha and beta from the node's fattr[0..1]: Exp, Sqrt, Pow
+ * with a constant exponent, Erf, Abs, Gelu, the rounding ops, ...) and one binary
  * family (two operands broadcast by numpy's rules). Predicates (comparisons,
  * Not, And, IsNaN, ...) give 1 or 0 as floats, as the graph holds them;
  * they and the rounding ops have no gradient (the op table says so). */
@@ -13,15 +14,38 @@
 
 #include <math.h>
 
+#include "backend/vmath.h"
+
 #ifdef __CUDACC__
 #define TS_EW static __host__ __device__ inline
 #else
 #define TS_EW static inline
 #endif
 
+/* Phi(v), and *pdf = phi(v): CUDA's normcdff on a GPU, the vectorising
+ * form of backend/vmath.h on the host (GELU's hot loop) */
+TS_EW float ts_ew_normal_cdf(float v, float *pdf) {
+#ifdef __CUDA_ARCH__
+    *pdf = 0.39894228040143267794f * expf(-0.5f * v * v);
+    return normcdff(v);
+#else
+    return ts_vnormal_cdf(v, pdf);
+#endif
+}
+
+#define TS_EW_SQRT_2_PI 0.79788456080286535588f /* sqrt(2/pi), GELU's tanh form */
+#define TS_EW_GELU_C 0.044715f
+
 /* ---- unary: y = f(x; alpha, beta) */
 enum {
     TS_EWU_NONE = -1,
+    TS_EWU_EXP,
+    TS_EWU_SQRT,
+    TS_EWU_POW,       /* x^alpha (a constant exponent; a tensor's is binary) */
+    TS_EWU_ERF,
+    TS_EWU_ABS,
+    TS_EWU_GELU,      /* x Phi(x) */
+    TS_EWU_GELU_TANH, /* its tanh approximation (the node's attr[0]) */
     TS_EWU_CEIL,
     TS_EWU_FLOOR,
     TS_EWU_ROUND,     /* half to even, as ONNX and numpy */
@@ -40,9 +64,15 @@ enum {
     TS_EWU_SOFTPLUS
 };
 
-/* The unary kind of an op of the family, TS_EWU_NONE for any other op. */
-TS_EW int ts_ewu_kind(ts_op op) {
-    switch (op) {
+/* The unary kind of a node of the family, TS_EWU_NONE for any other op. */
+TS_EW int ts_ewu_kind(const ts_tensor *node) {
+    switch (node->op) {
+    case TS_OP_EXP: return TS_EWU_EXP;
+    case TS_OP_SQRT: return TS_EWU_SQRT;
+    case TS_OP_POW: return TS_EWU_POW;
+    case TS_OP_ERF: return TS_EWU_ERF;
+    case TS_OP_ABS: return TS_EWU_ABS;
+    case TS_OP_GELU: return node->attr[0] ? TS_EWU_GELU_TANH : TS_EWU_GELU;
     case TS_OP_CEIL: return TS_EWU_CEIL;
     case TS_OP_FLOOR: return TS_EWU_FLOOR;
     case TS_OP_ROUND: return TS_EWU_ROUND;
@@ -65,6 +95,16 @@ TS_EW int ts_ewu_kind(ts_op op) {
 
 TS_EW float ts_ewu_forward(int kind, float x, float alpha, float beta) {
     switch (kind) {
+    case TS_EWU_EXP: return expf(x);
+    case TS_EWU_SQRT: return sqrtf(x);
+    case TS_EWU_POW: return powf(x, alpha);
+    case TS_EWU_ERF: return erff(x);
+    case TS_EWU_ABS: return fabsf(x);
+    case TS_EWU_GELU: {
+        float pdf;
+        return x * ts_ew_normal_cdf(x, &pdf);
+    }
+    case TS_EWU_GELU_TANH: return 0.5f * x * (1.0f + tanhf(TS_EW_SQRT_2_PI * (x + TS_EW_GELU_C * x * x * x)));
     case TS_EWU_CEIL: return ceilf(x);
     case TS_EWU_FLOOR: return floorf(x);
     case TS_EWU_ROUND: return rintf(x);
@@ -88,6 +128,19 @@ TS_EW float ts_ewu_forward(int kind, float x, float alpha, float beta) {
 /* df/dx at x (0 for the kinds without a gradient) */
 TS_EW float ts_ewu_derivative(int kind, float x, float alpha, float beta) {
     switch (kind) {
+    case TS_EWU_EXP: return expf(x);
+    case TS_EWU_SQRT: return 0.5f / sqrtf(x);
+    case TS_EWU_POW: return alpha * powf(x, alpha - 1.0f);
+    case TS_EWU_ERF: return 1.12837916709551257390f * expf(-x * x); /* 2/sqrt(pi) e^(-x^2) */
+    case TS_EWU_ABS: return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : 0.0f;
+    case TS_EWU_GELU: { /* d/dx x Phi(x) = Phi(x) + x phi(x) */
+        float pdf, cdf = ts_ew_normal_cdf(x, &pdf);
+        return cdf + x * pdf;
+    }
+    case TS_EWU_GELU_TANH: {
+        float t = tanhf(TS_EW_SQRT_2_PI * (x + TS_EW_GELU_C * x * x * x));
+        return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * TS_EW_SQRT_2_PI * (1.0f + 3.0f * TS_EW_GELU_C * x * x);
+    }
     case TS_EWU_SIN: return cosf(x);
     case TS_EWU_COS: return -sinf(x);
     case TS_EWU_HARDSWISH: return x < -3.0f ? 0.0f : x > 3.0f ? 1.0f : x / 3.0f + 0.5f;

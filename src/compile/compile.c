@@ -91,6 +91,14 @@ void ts_prog_free(ts_prog *p) {
 
 int ts_prog_find(const ts_prog *p, const char *name) { return ts_strmap_get(&p->entry_index, name); }
 
+double ts_prog_op_flops(const ts_prog *p, const ts_tensor *t) {
+    const ts_op_def *def = ts_op_get(t->op);
+    if (!def->flops) return 0;
+    ts_shape in[TS_MAX_INPUTS];
+    for (int j = 0; j < t->n_in; j++) in[j] = p->shape[t->in[j]];
+    return def->flops(in, &p->shape[t->id]);
+}
+
 int ts_prog_entry_of(const ts_prog *p, int node, ts_entry_kind kind) {
     for (int e = p->grad_entry[node]; e >= 0 && e < p->n_entries && p->entries[e].node == node; e++)
         if (p->entries[e].kind == kind) return e;
@@ -117,7 +125,7 @@ int ts_prog_backward_writes(const ts_prog *p, const ts_tensor *t, int writes[TS_
 static const char *entry_name(const void *p, size_t i) { return ((const ts_prog *)p)->entries[i].name; }
 
 /* "did you mean" with the three closest names */
-static ts_status unknown_name(const ts_prog *p, const char *what, const char *name) {
+ts_status ts_prog_unknown_name(const ts_prog *p, const char *what, const char *name) {
     char hint[512];
     ts_closest_names(name, entry_name, p, (size_t)p->n_entries, hint, sizeof hint);
     return ts_error(TS_ERR_NOT_FOUND, "%s: no tensor named '%s' in this model; closest: %s (list them all with ts_model_tensor_names or `tensorscope names`)",
@@ -524,7 +532,7 @@ static ts_status resolve_anchors(ts_model *m, ts_prog *p) {
                 if (st) return st;
                 matched++;
             }
-            if (!matched) return unknown_name(p, "anchor pattern", s->tensor_name);
+            if (!matched) return ts_prog_unknown_name(p, "anchor pattern", s->tensor_name);
             continue;
         }
         int e = find_entry(m, p, s->tensor_name);
@@ -533,7 +541,7 @@ static ts_status resolve_anchors(ts_model *m, ts_prog *p) {
             if (t && !p->live[t->id])
                 return ts_error(TS_ERR_NOT_FOUND, "anchor '%s': tensor '%s' is not computed by this model (it feeds neither the loss nor an output)",
                                 s->short_name, s->tensor_name);
-            return unknown_name(p, "anchor", s->tensor_name);
+            return ts_prog_unknown_name(p, "anchor", s->tensor_name);
         }
         ts_status st = attach_anchor(m, p, s->short_name, e, s->mode, s->period);
         if (st) return st;
@@ -587,7 +595,7 @@ ts_status ts_model_check_watches(const ts_model *m) {
         if (!strpbrk(pat, "*?[") && prefixed)
             return ts_error(TS_ERR_NOT_FOUND, "watch '%s': no tensor is named '%s' (a name without *, ? or [ is one exact name); "
                             "'%s*' watches the %d tensors whose names begin with it", pat, pat, pat, prefixed);
-        return unknown_name(p, "watch", pat);
+        return ts_prog_unknown_name(p, "watch", pat);
     }
     return TS_OK;
 }
@@ -776,11 +784,7 @@ ts_status ts_prog_build(ts_model *m, ts_prog **out) {
     qsort(p->sorted_names, (size_t)p->n_entries, sizeof *p->sorted_names, cmp_names);
     for (int k = 0; k < p->n_order; k++) {
         const ts_tensor *t = g->t[p->order[k]];
-        const ts_op_def *def = ts_op_get(t->op);
-        if (!def->flops) continue;
-        ts_shape in[TS_MAX_INPUTS];
-        for (int j = 0; j < t->n_in; j++) in[j] = p->shape[t->in[j]];
-        double f = def->flops(in, &p->shape[t->id]);
+        double f = ts_prog_op_flops(p, t);
         p->flops_mb += m->training && p->needs_grad[t->id] ? 3.0 * f : f;
     }
     ts_free(requested);

@@ -98,8 +98,9 @@ void ts_lint(const ts_model *m, ts_prog *p) {
                      "its bias and learns nothing (use a larger micro-batch, or freeze it)%s",
                      t->name, (long long)per_channel, per_channel == 1 ? "" : "s", where(t, loc, sizeof loc));
         }
-        /* a print of a parameter or buffer only observes it: nothing should read it */
-        if (t->op == TS_OP_PRINT && !ts_op_holds_value(g->t[t->in[0]]->op) && !consumed(m, p, t->id))
+        /* a print of a parameter or buffer only observes it: nothing should
+         * read it; nor should a print made beside its tensor (ts_print_beside) */
+        if (t->op == TS_OP_PRINT && !t->attr[0] && !ts_op_holds_value(g->t[t->in[0]]->op) && !consumed(m, p, t->id))
             warn(p, &cap,
                  "the print op '%s' is not used by anything: it still prints (print ops are never optimised away), "
                  "but the model computes with its input, not with its result%s",

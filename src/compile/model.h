@@ -52,6 +52,8 @@ struct ts_model {
     atomic_int cancel;
     int *cancel_votes;
     int64_t cancel_at;
+    struct ts_hold *hold; /* ts_model_hold: a run's tensors kept (observe/hold.c), NULL until asked */
+    bool trace_done;     /* its trace (ts_options_set_trace) is written: not started again */
     bool dist_agreed;    /* the ranks' options compared equal (agree.c); cleared by a compile or a new schedule */
 };
 

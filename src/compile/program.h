@@ -166,13 +166,19 @@ typedef struct ts_prog {
     unsigned char *fwd;           /* ranks > 0: this run's records, packed; rank 0: every other rank's */
     size_t fwd_cap, fwd_used;
     size_t *fwd_at, *fwd_got;     /* rank 0: where rank r's records go (size + 1), and how many bytes came */
+    bool hold_ready;              /* the hook copies every tensor for ts_model_hold (observe/hold.c) */
 } ts_prog;
 
 /* compile.c (ts_prog_build: compile/model.h) */
 void ts_prog_free(ts_prog *p);
 int ts_prog_find(const ts_prog *p, const char *name);
+/* TS_ERR_NOT_FOUND: "<what>: no tensor named '<name>' in this model; closest: ..." */
+ts_status ts_prog_unknown_name(const ts_prog *p, const char *what, const char *name);
 /* A parameter's derived entry of one kind (Accum___, ...), -1 if none. */
 int ts_prog_entry_of(const ts_prog *p, int node, ts_entry_kind kind);
+/* The forward FLOPs of node t at the program's shapes (0 for ops without a
+ * count); its backward counts twice as many. */
+double ts_prog_op_flops(const ts_prog *p, const ts_tensor *t);
 /* What the backward kernel of node t reads: the gradient of its output,
  * the forward inputs it keeps (all but bwd_unread_inputs) and its output
  * when it needs it, in that order; and what it adds into: the gradients

@@ -11,6 +11,8 @@
 #include "backend/backend.h"
 #include "diag/crash.h"
 #include "diag/metrics.h"
+#include "diag/trace.h"
+#include "backend/cpu/pool.h"
 #include "graph/ops.h"
 
 #include <math.h>
@@ -21,8 +23,9 @@
 /* Entry e's observers. On a device whose memory the host cannot read:
  * on the device what can be (ts_observe_device), the rest on a host copy
  * (ts_device_host_view). */
-static ts_status observe_entry(ts_model *m, int e, int64_t sample) {
+static ts_status observe_entry_now(ts_model *m, int e, int64_t sample) {
     ts_entry *en = &m->prog->entries[e];
+    ts_hold_capture(m, e, sample); /* before its check: a held run keeps the NaN it stops at */
     if (m->backend->host_addressable) return ts_observe(m, e, sample);
     if (ts_observe_device(m, e, sample)) return TS_OK; /* nothing the host must read */
     if (en->on_host) return ts_observe(m, e, sample);
@@ -32,6 +35,15 @@ static ts_status observe_entry(ts_model *m, int e, int64_t sample) {
     en->data = (float *)(uintptr_t)h;
     ts_status st = ts_observe(m, e, sample);
     en->data = dev;
+    return st;
+}
+
+/* ... and its slice on the timeline while tracing (diag/trace.h). */
+static ts_status observe_entry(ts_model *m, int e, int64_t sample) {
+    if (!ts_trace_live()) return observe_entry_now(m, e, sample);
+    uint64_t t0 = ts_now_ns();
+    ts_status st = observe_entry_now(m, e, sample);
+    ts_trace_slice(TS_TRACE_OBSERVE, NULL, m->prog->entries[e].name, NULL, 0, sample, t0, ts_now_ns());
     return st;
 }
 
@@ -98,9 +110,63 @@ static ts_status cancel_point(ts_model *m, int64_t mb, int a) {
     return TS_ERR_CANCELLED;
 }
 
+/* ---- the timeline (ts_options_set_trace, diag/trace.h): while tracing,
+ * each op's slice reuses the clock reads of its per-op time; off, a call
+ * site is one predictable branch. */
+
+/* One op's forward or backward slice: its name, shape and FLOPs. */
+static void trace_op(const ts_model *m, int node, ts_trace_cat cat, int64_t mb, uint64_t t0, uint64_t t1) {
+    const ts_tensor *t = m->g->t[node];
+    double f = ts_prog_op_flops(m->prog, t);
+    ts_trace_slice(cat, ts_op_get(t->op)->name, t->name, &m->prog->shape[node], cat == TS_TRACE_BACKWARD ? 2 * f : f, mb, t0, t1);
+}
+
+/* The 1-based number of step d of this run (inference: of its batch). */
+static int64_t trace_step_number(const ts_model *m, int64_t d) {
+    return m->training ? m->steps + 1 : m->runs * m->opts.device_iterations + d + 1;
+}
+
+/* Before a step: starts the trace at the first step it covers, with room
+ * for every event of the steps it covers (an open range: 1000 steps). */
+static ts_status trace_step_begin(ts_model *m, int64_t step) {
+    const ts_options *o = &m->opts;
+    if (m->trace_done || step < o->trace_first || (o->trace_last && step > o->trace_last)) return TS_OK;
+    if (!ts_trace_owned_by(m)) {
+        const ts_prog *p = m->prog;
+        int64_t A = m->training ? o->grad_accum : 1, threads = ts_pool_threads(m->pool);
+        int64_t per_step = (3 * (int64_t)p->n_order + p->n_entries + 16) * A * (threads + 1) + 64;
+        int64_t steps = o->trace_last ? o->trace_last - step + 1 : 1000, cap = (int64_t)1 << 20; /* at most about 220 MB */
+        ts_status st = ts_trace_start(m, o->trace_path, steps > cap / per_step ? cap : per_step * steps, m->coll ? m->coll->rank : -1);
+        if (st) return st;
+    }
+    ts_trace_resume(m); /* every thread's events, until the step ends */
+    return TS_OK;
+}
+
+/* After a step: its slice; after the last step traced, the file. */
+static ts_status trace_step_end(ts_model *m, int64_t step, uint64_t t0) {
+    if (!ts_trace_live() || !ts_trace_owned_by(m)) return TS_OK;
+    ts_trace_slice(TS_TRACE_STEP, NULL, NULL, NULL, 0, step, t0, ts_now_ns());
+    ts_trace_pause(m); /* other models' work between steps stays out */
+    if (!m->opts.trace_last || step < m->opts.trace_last) return TS_OK;
+    m->trace_done = true;
+    return ts_trace_finish(m);
+}
+
+/* A pipeline's message to or from another stage, as a slice. */
+static ts_status trace_comm(ts_model *m, ts_status (*fn)(ts_model *, int), int a, const char *what) {
+    if (!ts_trace_live()) return fn(m, a);
+    uint64_t t0 = ts_now_ns();
+    ts_status st = fn(m, a);
+    ts_trace_slice(TS_TRACE_COMM, NULL, what, NULL, 0, a, t0, ts_now_ns());
+    return st;
+}
+
 static ts_status forward(ts_model *m, int64_t mb) {
     ts_prog *p = m->prog;
     ts_graph *g = m->g;
+    bool tr = ts_trace_live();
+    uint64_t tf = tr ? ts_now_ns() : 0;
     for (int k = 0; k < p->n_order; k++) {
         int i = p->order[k];
         const ts_tensor *t = g->t[i];
@@ -112,18 +178,24 @@ static ts_status forward(ts_model *m, int64_t mb) {
         if (ts_op_holds_value(t->op)) continue; /* observed once per step */
         ts_kctx kc = make_ctx(m, i, mb);
         ts_crash_set_current_op(ts_op_get(t->op)->name, t->name, t->file);
+        if (tr) ts_trace_set_op(t->name);
         uint64_t t0 = ts_now_ns();
         m->backend->kernels[t->op].forward(&kc);
-        p->op_ns[i] += ts_now_ns() - t0;
+        uint64_t t1 = ts_now_ns();
+        p->op_ns[i] += t1 - t0;
+        if (tr) trace_op(m, i, TS_TRACE_FORWARD, mb, t0, t1);
         if (t->op == TS_OP_PRINT) print_op(m, i, false);
         OBSERVE(m, p->value_entry[i], mb);
     }
+    if (tr) ts_trace_slice(TS_TRACE_FORWARD, NULL, NULL, NULL, 0, mb, tf, ts_now_ns());
     return TS_OK;
 }
 
 static ts_status backward(ts_model *m, int64_t mb) {
     ts_prog *p = m->prog;
     ts_graph *g = m->g;
+    bool tr = ts_trace_live();
+    uint64_t tb = tr ? ts_now_ns() : 0;
     if (!p->param_grads_zero) {
         p->n_param_grads = 0;
         for (int k = 0; k < p->n_order; k++) {
@@ -155,9 +227,12 @@ static ts_status backward(ts_model *m, int64_t mb) {
         }
         ts_kctx kc = make_ctx(m, i, mb);
         ts_crash_set_current_op(def->name, t->name, t->file);
+        if (tr) ts_trace_set_op(t->name);
         uint64_t t0 = ts_now_ns();
         m->backend->kernels[t->op].backward(&kc);
-        p->op_ns[i] += ts_now_ns() - t0;
+        uint64_t t1 = ts_now_ns();
+        p->op_ns[i] += t1 - t0;
+        if (tr) trace_op(m, i, TS_TRACE_BACKWARD, mb, t0, t1);
         if (t->op == TS_OP_PRINT) print_op(m, i, true);
         if (m->opts.check != TS_CHECK_OFF || m->rerun) { /* blame the kernel that wrote a NaN/Inf, while what it read is alive */
             ts_status st = ts_check_backward(m, i, mb);
@@ -168,6 +243,7 @@ static ts_status backward(ts_model *m, int64_t mb) {
             if (st) return st;
         }
     }
+    if (tr) ts_trace_slice(TS_TRACE_BACKWARD, NULL, NULL, NULL, 0, mb, tb, ts_now_ns());
     return TS_OK;
 }
 
@@ -203,6 +279,8 @@ static void update_summarised(void *ctx, int64_t begin, int64_t end, struct ts_s
 static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
     ts_prog *p = m->prog;
     int A = m->opts.grad_accum;
+    bool tr = ts_trace_live();
+    uint64_t ta = tr ? ts_now_ns() : 0;
     for (int s = 0; s < m->n_state && ts_replicas(m) == 1; s++) { /* replicas: done in the backward */
         int node = m->state[s].node;
         if (!p->live[node] || !p->needs_grad[node] || !ts_in_stage(m, node)) continue;
@@ -213,10 +291,15 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
             else m->backend->accumulate(m->pool, acc->data, grad->data, acc->numel);
         }
     }
-    if (a != A - 1) return TS_OK;
+    if (a != A - 1) {
+        if (tr) ts_trace_slice(TS_TRACE_ACCUMULATE, NULL, NULL, NULL, 0, d * A + a, ta, ts_now_ns());
+        return TS_OK;
+    }
     if (ts_replicas(m) > 1) { /* replicas: Accum___ becomes the mean over them (started in the backward) */
         ts_crash_set_current_op("AllReduce", "(all parameters)", NULL);
+        uint64_t t0 = tr ? ts_now_ns() : 0;
         ts_status st = m->par->allreduce(m);
+        if (tr) ts_trace_slice(TS_TRACE_COMM, NULL, "all-reduce", NULL, 0, d * A + a, t0, ts_now_ns());
         if (st) return st;
     }
     ts_crash_set_current_op("Optimizer", "(all parameters)", NULL);
@@ -240,7 +323,9 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
         for (int e = acc + 1; e < p->n_entries && p->entries[e].node == node; e++) OBSERVE(m, e, d);
     }
     p->param_grads_zero = cleared == p->n_param_grads; /* else the next backward clears them */
-    p->opt_ns += ts_now_ns() - t0;
+    uint64_t t1 = ts_now_ns();
+    p->opt_ns += t1 - t0;
+    if (tr) ts_trace_slice(TS_TRACE_OPTIMIZER, NULL, NULL, NULL, 0, m->steps + 1, ta, t1);
     m->steps++;
     return TS_OK;
 }
@@ -399,6 +484,10 @@ static ts_status observe_buffers(ts_model *m, int64_t d) {
 static ts_status run_body(ts_model *m, const ts_array *const *bound) {
     int D = m->opts.device_iterations, A = m->training ? m->opts.grad_accum : 1;
     for (int64_t d = 0; d < D; d++) {
+        int64_t step = m->opts.trace_path ? trace_step_number(m, d) : 0;
+        ts_status tst = step ? trace_step_begin(m, step) : TS_OK;
+        if (tst) return tst;
+        uint64_t ts0 = step ? ts_now_ns() : 0;
         for (int a = 0; a < A; a++) {
             int64_t mb = d * A + a;
             ts_status st = cancel_point(m, mb, a);
@@ -414,6 +503,7 @@ static ts_status run_body(ts_model *m, const ts_array *const *bound) {
         }
         ts_status st = m->training && ts_replicas(m) > 1 ? m->par->sync_buffers(m) : TS_OK;
         if (!st) st = observe_buffers(m, d);
+        if (!st && step) st = trace_step_end(m, step, ts0);
         if (st) return st;
     }
     return TS_OK;
@@ -429,7 +519,10 @@ static ts_status run_body(ts_model *m, const ts_array *const *bound) {
 static ts_status run_pipelined(ts_model *m, const ts_array *const *bound) {
     int D = m->opts.device_iterations, A = m->training ? m->opts.grad_accum : 1, n = m->training ? 2 * A : A, me = m->coll->rank;
     for (int64_t d = 0; d < D; d++) {
-        ts_status st = cancel_point(m, d * A, 0);
+        int64_t step = m->opts.trace_path ? trace_step_number(m, d) : 0;
+        ts_status st = step ? trace_step_begin(m, step) : TS_OK;
+        uint64_t ts0 = step ? ts_now_ns() : 0;
+        if (!st) st = cancel_point(m, d * A, 0);
         if (st) return st;
         st = observe_params(m, d);
         bool bwd, was_bwd = true;
@@ -441,18 +534,21 @@ static ts_status run_pipelined(ts_model *m, const ts_array *const *bound) {
             if (bwd && (was_bwd || a != prev)) m->par->keep(m, a, true); /* its activations back */
             bind_micro_batch(m, bound, mb);
             if (!bwd) {
-                st = m->par->recv_forward(m, a);
+                st = trace_comm(m, m->par->recv_forward, a, "receive activations");
                 if (!st) st = forward(m, mb);
-                if (!st) st = m->par->send_forward(m, a);
+                if (!st) st = trace_comm(m, m->par->send_forward, a, "send activations");
                 continue;
             }
-            st = m->par->recv_backward(m, a);
+            st = trace_comm(m, m->par->recv_backward, a, "receive gradients");
             if (!st) st = backward(m, mb);
-            if (!st) st = m->par->send_backward(m, a);
+            if (!st) st = trace_comm(m, m->par->send_backward, a, "send gradients");
             if (!st) st = accumulate_and_step(m, a, d);
         }
+        uint64_t tw = ts_trace_live() ? ts_now_ns() : 0;
         if (!st) st = m->coll->send_wait();
+        if (tw) ts_trace_slice(TS_TRACE_COMM, NULL, "wait for sends", NULL, 0, d, tw, ts_now_ns());
         if (!st) st = observe_buffers(m, d);
+        if (!st && step) st = trace_step_end(m, step, ts0);
         if (st) return st;
     }
     return TS_OK;
@@ -464,6 +560,7 @@ ts_status ts_exec_run(ts_model *m) {
     m->failed_entry = m->failed_op = -1;
     st = ts_device_before_run(m);
     if (!st) st = m->prog->stage ? run_pipelined(m, m->prog->bound) : run_body(m, m->prog->bound);
+    if (m->opts.trace_path) ts_trace_pause(m); /* a step that failed or was cancelled */
     ts_crash_set_current_op(NULL, NULL, NULL);
     ts_status dst = ts_device_after_run(m); /* a cancelled or failed run's values too */
     if (!st) st = dst;

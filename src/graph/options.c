@@ -2,6 +2,7 @@
  * numeric checks. Setters validate at once; names are checked at compile. */
 #include "graph/options.h"
 #include "graph/graph.h"
+#include "io/atomic_file.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -28,6 +29,7 @@ void ts_options_clear(ts_options *o) {
     for (size_t i = 0; i < o->n_watches; i++) ts_free(o->watches[i].pattern);
     for (int i = 0; o->split_at && i < o->stages - 1; i++) ts_free(o->split_at[i]);
     ts_free(o->split_at);
+    ts_free(o->trace_path);
     ts_free(o->anchors);
     ts_free(o->watches);
     memset(o, 0, sizeof *o);
@@ -114,6 +116,31 @@ ts_status ts_options_set_pipeline(ts_options *o, int stages, const char *const *
     return set_split(o, stages, split_at);
 }
 
+ts_status ts_options_set_trace(ts_options *o, const char *path, int64_t first_step, int64_t last_step) {
+    if (!o) return ts_error(TS_ERR_INVALID_ARGUMENT, "options is NULL");
+    if (!path) {
+        ts_free(o->trace_path);
+        o->trace_path = NULL;
+        return TS_OK;
+    }
+    if (!*path) return ts_error(TS_ERR_INVALID_ARGUMENT, "trace: empty file name; name a FILE.json to write");
+    if (first_step < 1) return ts_error(TS_ERR_INVALID_ARGUMENT, "trace: steps count from 1, got first step %lld", (long long)first_step);
+    if (last_step != 0 && last_step < first_step)
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "trace: last step %lld comes before first step %lld; give FIRST:LAST with FIRST <= LAST",
+                        (long long)last_step, (long long)first_step);
+    ts_atomic_file af; /* can it be written? said now, not after training */
+    ts_status st = ts_atomic_open(&af, path);
+    if (st) return ts_error_wrap(st, "trace: %s cannot be written; choose a writable FILE.json", path);
+    ts_atomic_abort(&af);
+    char *p = ts_strdup(path);
+    if (!p) return TS_ERR_OUT_OF_MEMORY;
+    ts_free(o->trace_path);
+    o->trace_path = p;
+    o->trace_first = first_step;
+    o->trace_last = last_step;
+    return TS_OK;
+}
+
 ts_status ts_options_set_check_numerics(ts_options *o, ts_check_numerics c) {
     if (!o) return ts_error(TS_ERR_INVALID_ARGUMENT, "options is NULL");
     if (c < TS_CHECK_OFF || c > TS_CHECK_OP) return ts_error(TS_ERR_INVALID_ARGUMENT, "check_numerics must be off, output or op");
@@ -196,7 +223,12 @@ ts_status ts_options_copy(ts_options *dst, const ts_options *src) {
     o.anchors = NULL, o.n_anchors = 0, o.cap_anchors = 0;
     o.watches = NULL, o.n_watches = 0, o.cap_watches = 0;
     o.split_at = NULL, o.stages = 1;
+    o.trace_path = NULL;
     if (set_split(&o, src->stages, (const char *const *)src->split_at)) return TS_ERR_OUT_OF_MEMORY;
+    if (src->trace_path && !(o.trace_path = ts_strdup(src->trace_path))) {
+        ts_options_clear(&o);
+        return TS_ERR_OUT_OF_MEMORY;
+    }
     for (size_t i = 0; i < src->n_anchors; i++) {
         const ts_anchor_spec *a = &src->anchors[i];
         if (ts_anchor_spec_add(&o.anchors, &o.n_anchors, &o.cap_anchors, a->short_name, a->tensor_name, a->mode, a->period)) {

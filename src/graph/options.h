@@ -38,6 +38,8 @@ struct ts_options {
     int stages;                  /* pipeline stages K (1 = off) */
     ts_pipeline_schedule schedule;
     char **split_at;             /* K - 1 scope names */
+    char *trace_path;            /* ts_options_set_trace: NULL = off */
+    int64_t trace_first, trace_last; /* steps, 1-based, inclusive; last 0 = to the end */
 };
 
 ts_status ts_options_copy(ts_options *dst, const ts_options *src);

@@ -11,6 +11,7 @@
  * becomes builder calls. Float initializers become parameters under their
  * own names the first time a graph op reads them. */
 #include "import/onnx_consts.h"
+#include "import/onnx_rnn.h"
 
 #include "onnx.pb-c.h"
 
@@ -1551,6 +1552,28 @@ static ts_status op_layer_norm(importer *im, node_io *io) {
     return st;
 }
 
+/* LSTM and GRU, unrolled over the sequence (onnx_rnn.c): initializers
+ * as parameters under their names, other constants as their values; an
+ * initial state (inputs 5 and 6) given as an initializer is a constant
+ * state, not a parameter (exporters write zeros of the example's batch). */
+static ts_status op_rnn(importer *im, node_io *io) {
+    ts_onnx_rnn_node rn = {.node = im->node};
+    ts_status st = TS_OK;
+    if (io->n_in > TS_ONNX_RNN_INPUTS)
+        return node_error(im, TS_ERR_FORMAT, "has %d inputs; %s takes at most %d", io->n_in, im->node->op_type, TS_ONNX_RNN_INPUTS);
+    for (int i = 0; i < io->n_in; i++) {
+        value *v = io->in[i];
+        if (v && (i == 5 || i == 6) && v->param && !v->t && (st = decoded(im, v))) return st;
+        if (v && is_const(v) && (!v->param || i == 5 || i == 6)) rn.c[i] = &v->c;
+        else if (v && !(rn.t[i] = as_tensor(im, v, &st))) return st;
+    }
+    ts_tensor *out[3];
+    if ((st = ts_onnx_rnn(im->g, &rn, out))) return st;
+    for (int i = 0; i < io->n_out && i < 3 && !st; i++)
+        if (out[i]) st = built(im, out[i], &io->out[i]);
+    return st;
+}
+
 /* One row per ONNX op type: the import table. */
 static const struct {
     const char *op_type;
@@ -1586,6 +1609,7 @@ static const struct {
     {"GlobalAveragePool", 1, op_global_avg_pool},
     {"Greater", 2, op_binary},
     {"GreaterOrEqual", 2, op_binary},
+    {"GRU", 3, op_rnn},
     {"HardSigmoid", 1, op_unary},
     {"HardSwish", 1, op_unary},
     {"Identity", 1, op_identity},
@@ -1597,6 +1621,7 @@ static const struct {
     {"LessOrEqual", 2, op_binary},
     {"Log", 1, op_unary},
     {"LogSoftmax", 1, op_softmax},
+    {"LSTM", 3, op_rnn},
     {"MatMul", 2, op_matmul},
     {"Max", 1, op_variadic},
     {"MaxPool", 1, op_pool},
@@ -1710,6 +1735,8 @@ static const struct {
     {"CastLike", "saturate", 19, 0, NULL},
     {"CastLike", "round_mode", 24, 0, NULL},
     {"Dropout", "ratio", 1, 11, "the ratio is input 1"},
+    {"GRU", "layout", 14, 0, NULL},
+    {"LSTM", "layout", 14, 0, NULL},
     {"Pad", "pads", 1, 10, "the pads are input 1"},
     {"Range", "stash_type", 27, 0, NULL},
     {"ReduceMax", "axes", 1, 17, "from opset 18 on, the axes are input 1"},

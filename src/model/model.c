@@ -5,10 +5,12 @@
 #include "dist/dist.h"
 
 #include "backend/backend.h"
+#include "observe/observe.h"
 #include "observe/outfeed.h"
 #include "backend/cpu/gemm.h"
 #include "diag/hooks.h"
 #include "diag/metrics.h"
+#include "diag/trace.h"
 #include "graph/ops.h"
 
 #include <stdio.h>
@@ -112,7 +114,10 @@ ts_status ts_model_inference(ts_model **out, ts_graph *g, ts_tensor *const *outp
 
 void ts_model_free(ts_model *m) {
     if (!m) return;
+    if (ts_trace_finish(m)) /* a trace still open: a cancelled or failed run, or steps to the end */
+        ts_logf(TS_LOG_WARN, "%s", ts_last_error());
     ts_prog_free(m->prog);
+    ts_hold_free(m);
     ts_opt_state_free(m);
     ts_pool_free(m->pool);
     if (m->stream && m->backend->stream_destroy) m->backend->stream_destroy(m->stream);
@@ -172,6 +177,8 @@ ts_status ts_model_compile(ts_model *m) {
     ts_metric_record("CompileTime", (double)(ts_now_ns() - t0));
     ts_counter_add("Compilations", 1);
     if (recompile) ts_counter_add_cause("Recompilations", m->stale_cause ? m->stale_cause : "Requested", 1);
+    if (recompile && m->opts.trace_path && ts_trace_owned_by(m)) /* between steps: recorded while paused */
+        ts_trace_slice(TS_TRACE_RECOMPILE, NULL, m->stale_cause ? m->stale_cause : "Requested", NULL, 0, 0, t0, ts_now_ns());
     m->stale_cause = NULL;
     log_template(m, p);
     return ts_diag_after_compile(m);

@@ -7,6 +7,7 @@
 #include "diag/hooks.h"
 #include "diag/metrics.h"
 #include "exec/exec.h"
+#include "observe/observe.h"
 
 #include <float.h>
 #include <math.h>
@@ -187,6 +188,7 @@ ts_status ts_model_run(ts_model *m, const char *const *names, const ts_array *in
     int64_t steps0 = m->steps;
     st = bind_inputs(m, names, inputs, n);
     if (!st) st = ts_dist_agree(m, m->prog); /* again after a new schedule */
+    if (!st) st = ts_hold_prepare(m);
     if (!st) st = ts_replicas_before_run(m);
     if (!st && ts_log_enabled(TS_LOG_DEBUG)) log_run_shapes(m, names, inputs, n);
     if (!st) st = ts_exec_run(m);

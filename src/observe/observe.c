@@ -353,7 +353,10 @@ ts_status ts_check_backward(ts_model *m, int node, int64_t sample) {
     for (int k = 0; k < n; k++) {
         int ge = writes[k];
         if (!p->entries[ge].check) continue;
-        if (entry_nonfinite(m, &p->entries[ge])) return numerics_report(m, ge, sample, node);
+        if (entry_nonfinite(m, &p->entries[ge])) {
+            ts_hold_capture(m, ge, sample); /* a held run keeps the gradient it stops at */
+            return numerics_report(m, ge, sample, node);
+        }
         p->entries[ge].checked = true;
     }
     return TS_OK;

@@ -46,4 +46,12 @@ void ts_print_tensor(const char *title, const float *x, const ts_shape *s);
  * the device failed. */
 const float *ts_device_host_view(ts_model *m, const ts_entry *e);
 
+/* observe/hold.c (ts_model_hold): before a run, copies of every tensor it
+ * makes when a hold is armed; the hook's copy of entry e as it is final
+ * (sample: its micro-batch, or step for a per-step entry);
+ * at ts_model_free, the copies given back. */
+ts_status ts_hold_prepare(ts_model *m);
+void ts_hold_capture(ts_model *m, int entry, int64_t sample);
+void ts_hold_free(ts_model *m);
+
 #endif

@@ -6,6 +6,7 @@
  * slot the producer owns while filling, so a large record does not stall the
  * consumer. */
 #include "observe/outfeed.h"
+#include "diag/trace.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -519,11 +520,14 @@ ts_status ts_outfeed_dequeue(ts_outfeed *q, ts_outfeed_record *rec, int timeout_
 static void *sink_main(void *arg) {
     ts_outfeed *q = arg;
     ts_outfeed_record rec;
+    ts_trace_name_thread("outfeed consumer", -1, q->name);
     pthread_mutex_lock(&q->mu);
     while (take_locked(q, &rec, -1) == TS_OK) {
         q->sink_busy = true;
         pthread_mutex_unlock(&q->mu);
+        uint64_t t0 = ts_trace_live() ? ts_now_ns() : 0;
         q->sink_fn(q->sink_user, &rec);
+        if (t0) ts_trace_slice(TS_TRACE_SINK, NULL, rec.key, NULL, 0, rec.sample, t0, ts_now_ns());
         pthread_mutex_lock(&q->mu);
         q->sink_busy = false;
         if (q->count == 0 && q->filling == 0) pthread_cond_broadcast(&q->drained);

@@ -6,6 +6,9 @@
 # under ctest -j): release it with `flock -u 9` when done with the venv's
 # set-up. Needs PyPI the first time: without it the caller's fail() is
 # called; the tests fail, they do not skip.
+# The pins of the onnx venv (build/onnx-venv), which more than one test
+# makes: one list, so that no test rebuilds it for another's pins.
+PY_ONNX_PINS="onnx==1.23.2 protobuf==7.36.2 ml_dtypes==0.6.0 numpy==2.4.6 typing_extensions==4.16.0"
 py_venv_ensure() {
     local venv=$1
     shift

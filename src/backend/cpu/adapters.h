@@ -9,8 +9,6 @@
 /* tensor and transformer ops (adapters_tensor.c) */
 void ts_fwd_broadcast_binary(const ts_kctx *k);
 void ts_bwd_broadcast_binary(const ts_kctx *k);
-void ts_fwd_unary_math(const ts_kctx *k);
-void ts_bwd_unary_math(const ts_kctx *k);
 void ts_fwd_ew_unary(const ts_kctx *k);
 void ts_fwd_cast_float(const ts_kctx *k);
 void ts_bwd_ew_unary(const ts_kctx *k);

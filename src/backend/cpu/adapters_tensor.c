@@ -25,28 +25,12 @@ void ts_bwd_broadcast_binary(const ts_kctx *k) {
                              &k->in_shape[0], &k->in_shape[1]);
 }
 
-static int unary_kind(const ts_tensor *n) {
-    switch (n->op) {
-    case TS_OP_EXP: return TS_UN_EXP;
-    case TS_OP_SQRT: return TS_UN_SQRT;
-    case TS_OP_POW: return TS_UN_POW;
-    case TS_OP_ERF: return TS_UN_ERF;
-    case TS_OP_ABS: return TS_UN_ABS;
-    default: return n->attr[0] ? TS_UN_GELU_TANH : TS_UN_GELU;
-    }
-}
-
-void ts_fwd_unary_math(const ts_kctx *k) { ts_unary_forward(k->pool, unary_kind(k->node), k->out, k->in[0], k->node->fattr[0], numel_out(k)); }
-void ts_bwd_unary_math(const ts_kctx *k) {
-    ts_unary_backward(k->pool, unary_kind(k->node), k->din[0], k->dout, k->in[0], k->out, k->node->fattr[0], numel_out(k));
-}
-
 void ts_fwd_ew_unary(const ts_kctx *k) {
-    ts_ew_unary_forward(k->pool, ts_ewu_kind(k->node->op), k->out, k->in[0], k->node->fattr[0], k->node->fattr[1], numel_out(k));
+    ts_ew_unary_forward(k->pool, ts_ewu_kind(k->node), k->out, k->in[0], k->node->fattr[0], k->node->fattr[1], numel_out(k));
 }
 void ts_bwd_ew_unary(const ts_kctx *k) {
     if (k->din[0])
-        ts_ew_unary_backward(k->pool, ts_ewu_kind(k->node->op), k->din[0], k->dout, k->in[0], k->node->fattr[0], k->node->fattr[1],
+        ts_ew_unary_backward(k->pool, ts_ewu_kind(k->node), k->din[0], k->dout, k->in[0], k->node->fattr[0], k->node->fattr[1],
                              numel_out(k));
 }
 

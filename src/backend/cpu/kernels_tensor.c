@@ -6,7 +6,7 @@
 
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"
-#include "backend/cpu/vmath.h"
+#include "backend/vmath.h"
 #include "backend/ew_math.h"
 
 #include <math.h>
@@ -216,83 +216,40 @@ void ts_bcast_binary_backward(ts_pool *p, int kind, float *da, float *db, const 
 typedef struct un_ctx {
     int kind;
     float *out;
-    const float *x, *dout, *y;
+    const float *x, *dout;
     float pw, pb;
 } un_ctx;
 
-#define SQRT_2_PI 0.79788456080286535588f /* sqrt(2/pi) */
-#define GELU_C 0.044715f
-#define TWO_SQRT_PI 1.12837916709551257390f /* 2/sqrt(pi) */
-
-static void un_fwd_slice(void *vctx, int64_t begin, int64_t end) {
-    const un_ctx *c = vctx;
-    float *y = c->out;
-    const float *x = c->x;
-    switch (c->kind) {
-    case TS_UN_EXP: for (int64_t i = begin; i < end; i++) y[i] = expf(x[i]); break;
-    case TS_UN_SQRT: for (int64_t i = begin; i < end; i++) y[i] = sqrtf(x[i]); break;
-    case TS_UN_POW: for (int64_t i = begin; i < end; i++) y[i] = powf(x[i], c->pw); break;
-    case TS_UN_ERF: for (int64_t i = begin; i < end; i++) y[i] = erff(x[i]); break;
-    case TS_UN_ABS: for (int64_t i = begin; i < end; i++) y[i] = fabsf(x[i]); break;
-    case TS_UN_GELU:
-        for (int64_t i = begin; i < end; i++) {
-            float pdf;
-            y[i] = x[i] * ts_vnormal_cdf(x[i], &pdf);
-        }
-        break;
-    default:
-        for (int64_t i = begin; i < end; i++) {
-            float v = x[i];
-            y[i] = 0.5f * v * (1.0f + tanhf(SQRT_2_PI * (v + GELU_C * v * v * v)));
-        }
-        break;
-    }
-}
-
-static void un_bwd_slice(void *vctx, int64_t begin, int64_t end) {
-    const un_ctx *c = vctx;
-    float *dx = c->out;
-    const float *x = c->x, *d = c->dout, *y = c->y;
-    switch (c->kind) {
-    case TS_UN_EXP: for (int64_t i = begin; i < end; i++) dx[i] += d[i] * y[i]; break;
-    case TS_UN_SQRT: for (int64_t i = begin; i < end; i++) dx[i] += d[i] * 0.5f / y[i]; break;
-    case TS_UN_POW: for (int64_t i = begin; i < end; i++) dx[i] += d[i] * c->pw * powf(x[i], c->pw - 1.0f); break;
-    case TS_UN_ERF: for (int64_t i = begin; i < end; i++) dx[i] += d[i] * TWO_SQRT_PI * expf(-x[i] * x[i]); break;
-    case TS_UN_ABS: for (int64_t i = begin; i < end; i++) dx[i] += x[i] > 0.0f ? d[i] : x[i] < 0.0f ? -d[i] : 0.0f; break;
-    case TS_UN_GELU: /* d/dv v Phi(v) = Phi(v) + v phi(v) */
-        for (int64_t i = begin; i < end; i++) {
-            float pdf, cdf = ts_vnormal_cdf(x[i], &pdf);
-            dx[i] += d[i] * (cdf + x[i] * pdf);
-        }
-        break;
-    default:
-        for (int64_t i = begin; i < end; i++) {
-            float v = x[i], t = tanhf(SQRT_2_PI * (v + GELU_C * v * v * v));
-            dx[i] += d[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * SQRT_2_PI * (1.0f + 3.0f * GELU_C * v * v));
-        }
-        break;
-    }
-}
-
-void ts_unary_forward(ts_pool *p, int kind, float *out, const float *x, float pw, int64_t n) {
-    un_ctx c = {.kind = kind, .out = out, .x = x, .pw = pw};
-    ts_pool_for(p, n, GRAIN, un_fwd_slice, &c);
-}
-
-void ts_unary_backward(ts_pool *p, int kind, float *dx, const float *dout, const float *x, const float *out, float pw, int64_t n) {
-    un_ctx c = {.kind = kind, .out = dx, .x = x, .dout = dout, .y = out, .pw = pw};
-    ts_pool_for(p, n, GRAIN, un_bwd_slice, &c);
-}
-
 /* The unary family of ew_math.h: pw, pb its alpha and beta. */
+/* A loop per kind for the ones models spend time in (GELU, Exp, Sqrt,
+ * Abs): the kind is a constant there, so the math inlines and the loop
+ * vectorises; the rest share one loop. */
+#define EWU_HOT_KINDS(X) X(TS_EWU_GELU) X(TS_EWU_GELU_TANH) X(TS_EWU_EXP) X(TS_EWU_SQRT) X(TS_EWU_ABS)
+
 static void ewu_fwd_slice(void *vctx, int64_t begin, int64_t end) {
     const un_ctx *c = vctx;
-    for (int64_t i = begin; i < end; i++) c->out[i] = ts_ewu_forward(c->kind, c->x[i], c->pw, c->pb);
+    float *restrict y = c->out;
+    const float *restrict x = c->x;
+    switch (c->kind) {
+#define FWD(K) \
+    case K: for (int64_t i = begin; i < end; i++) y[i] = ts_ewu_forward(K, x[i], c->pw, c->pb); break;
+        EWU_HOT_KINDS(FWD)
+#undef FWD
+    default: for (int64_t i = begin; i < end; i++) y[i] = ts_ewu_forward(c->kind, x[i], c->pw, c->pb); break;
+    }
 }
 
 static void ewu_bwd_slice(void *vctx, int64_t begin, int64_t end) {
     const un_ctx *c = vctx;
-    for (int64_t i = begin; i < end; i++) c->out[i] += c->dout[i] * ts_ewu_derivative(c->kind, c->x[i], c->pw, c->pb);
+    float *restrict dx = c->out;
+    const float *restrict x = c->x, *restrict d = c->dout;
+    switch (c->kind) {
+#define BWD(K) \
+    case K: for (int64_t i = begin; i < end; i++) dx[i] += d[i] * ts_ewu_derivative(K, x[i], c->pw, c->pb); break;
+        EWU_HOT_KINDS(BWD)
+#undef BWD
+    default: for (int64_t i = begin; i < end; i++) dx[i] += d[i] * ts_ewu_derivative(c->kind, x[i], c->pw, c->pb); break;
+    }
 }
 
 void ts_ew_unary_forward(ts_pool *p, int kind, float *out, const float *x, float alpha, float beta, int64_t n) {

@@ -24,13 +24,6 @@ void ts_bcast_binary_forward(ts_pool *p, int kind, float *out, const float *a, c
 void ts_bcast_binary_backward(ts_pool *p, int kind, float *da, float *db, const float *dout, const float *a, const float *b,
                               const ts_shape *so, const ts_shape *sa, const ts_shape *sb);
 
-/* ---- elementwise math: out[n] = f(x[n]); dx[n] += dout[n] f'(x[n]) */
-enum { TS_UN_EXP = 0, TS_UN_SQRT, TS_UN_POW, TS_UN_ERF, TS_UN_GELU, TS_UN_GELU_TANH, TS_UN_ABS };
-/* p: the exponent of TS_UN_POW */
-void ts_unary_forward(ts_pool *p, int kind, float *out, const float *x, float pw, int64_t n);
-/* out: the forward output (exp and sqrt read it) */
-void ts_unary_backward(ts_pool *p, int kind, float *dx, const float *dout, const float *x, const float *out, float pw, int64_t n);
-
 /* ---- the unary family of backend/ew_math.h (kind: TS_EWU_*), alpha and
  * beta its parameters */
 void ts_ew_unary_forward(ts_pool *p, int kind, float *out, const float *x, float alpha, float beta, int64_t n);

@@ -8,6 +8,7 @@
  * same way. The job itself is always read under the mutex; the atomics only
  * say when to stop yielding. */
 #include "backend/cpu/pool.h"
+#include "diag/trace.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -45,6 +46,7 @@ static void *worker_main(void *arg) {
     ts_pool *p = w->p;
     int me = w->index;
     ts_free(w);
+    ts_trace_name_thread("cpu worker", me, NULL);
     uint64_t seen = 0;
     pthread_mutex_lock(&p->mu);
     for (;;) {
@@ -62,7 +64,13 @@ static void *worker_main(void *arg) {
         if (me < slices) {
             int64_t b, e;
             slice_bounds(n, slices, me, &b, &e);
-            if (e > b) fn(ctx, b, e);
+            if (e > b && ts_trace_live()) { /* its slice of the op, on its own track */
+                uint64_t t0 = ts_now_ns();
+                fn(ctx, b, e);
+                ts_trace_slice(TS_TRACE_WORKER, NULL, ts_trace_op(), NULL, 0, 0, t0, ts_now_ns());
+            } else if (e > b) {
+                fn(ctx, b, e);
+            }
         }
         pthread_mutex_lock(&p->mu);
         if (--p->pending == 0) pthread_cond_signal(&p->done);

@@ -25,8 +25,6 @@ void ts_cu_fwd_softmax_any(const ts_kctx *k);
 void ts_cu_bwd_softmax_any(const ts_kctx *k);
 void ts_cu_fwd_cross_entropy(const ts_kctx *k);
 void ts_cu_bwd_cross_entropy(const ts_kctx *k);
-void ts_cu_fwd_unary_math(const ts_kctx *k); /* exp sqrt pow erf gelu */
-void ts_cu_bwd_unary_math(const ts_kctx *k);
 void ts_cu_fwd_ew_unary(const ts_kctx *k); /* the unary family of backend/ew_math.h */
 void ts_cu_bwd_ew_unary(const ts_kctx *k);
 void ts_cu_fwd_cast_float(const ts_kctx *k); /* i32 -> f32 */

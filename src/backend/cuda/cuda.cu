@@ -389,11 +389,11 @@ static void fill_kernel_table(void) {
     kernels[TS_OP_MEAN] = {ts_cu_fwd_sum, ts_cu_bwd_sum, nullptr};
     kernels[TS_OP_PRINT] = {ts_cu_fwd_copy, ts_cu_bwd_copy, nullptr};
     kernels[TS_OP_DIV] = {ts_cu_fwd_broadcast_binary, ts_cu_bwd_broadcast_binary, nullptr};
-    kernels[TS_OP_EXP] = {ts_cu_fwd_unary_math, ts_cu_bwd_unary_math, nullptr};
-    kernels[TS_OP_SQRT] = {ts_cu_fwd_unary_math, ts_cu_bwd_unary_math, nullptr};
-    kernels[TS_OP_POW] = {ts_cu_fwd_unary_math, ts_cu_bwd_unary_math, nullptr};
-    kernels[TS_OP_ERF] = {ts_cu_fwd_unary_math, ts_cu_bwd_unary_math, nullptr};
-    kernels[TS_OP_GELU] = {ts_cu_fwd_unary_math, ts_cu_bwd_unary_math, nullptr};
+    kernels[TS_OP_EXP] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr};
+    kernels[TS_OP_SQRT] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr};
+    kernels[TS_OP_POW] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr};
+    kernels[TS_OP_ERF] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr};
+    kernels[TS_OP_GELU] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr};
     kernels[TS_OP_EMBEDDING] = {ts_cu_fwd_gather, ts_cu_bwd_gather, nullptr};
     kernels[TS_OP_LAYER_NORM] = {ts_cu_fwd_layer_norm, ts_cu_bwd_layer_norm, nullptr};
     kernels[TS_OP_BATCH_MATMUL] = {ts_cu_fwd_bmm, ts_cu_bwd_bmm, nullptr};
@@ -413,7 +413,7 @@ static void fill_kernel_table(void) {
     kernels[TS_OP_DROPOUT_MASK] = {ts_cu_fwd_dropout_mask, nullptr, nullptr};
     kernels[TS_OP_TANH] = {ts_cu_fwd_tanh, ts_cu_bwd_tanh, nullptr};
     kernels[TS_OP_SIGMOID] = {ts_cu_fwd_sigmoid, ts_cu_bwd_sigmoid, nullptr};
-    kernels[TS_OP_ABS] = {ts_cu_fwd_unary_math, ts_cu_bwd_unary_math, nullptr};
+    kernels[TS_OP_ABS] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr};
     kernels[TS_OP_CEIL] = {ts_cu_fwd_ew_unary, nullptr, nullptr};
     kernels[TS_OP_FLOOR] = {ts_cu_fwd_ew_unary, nullptr, nullptr};
     kernels[TS_OP_ROUND] = {ts_cu_fwd_ew_unary, nullptr, nullptr};

@@ -508,96 +508,6 @@ void ts_cu_bwd_cross_entropy(const ts_kctx *k) {
     ts_cu_check(cudaGetLastError(), "CrossEntropy");
 }
 
-/* ------------------------------------------------------- unary math ops */
-
-#define SQRT_2_PI 0.79788456080286535588f   /* sqrt(2/pi) */
-#define GELU_C 0.044715f
-#define TWO_SQRT_PI 1.12837916709551257390f /* 2/sqrt(pi) */
-#define INV_SQRT_2PI 0.39894228040143267794f /* 1/sqrt(2 pi) */
-
-enum { UN_EXP, UN_SQRT, UN_POW, UN_ERF, UN_GELU, UN_GELU_TANH, UN_ABS };
-
-/* y[n] = f(x): exp, sqrt, pow(x, pw), erf, gelu x Phi(x), gelu's tanh form */
-template <int KIND> __global__ void unary_forward_kernel(float *y, const float *x, float pw, int64_t n) {
-    TS_CU_FOR(i, n) {
-        float v = x[i];
-        if (KIND == UN_EXP) y[i] = expf(v);
-        else if (KIND == UN_SQRT) y[i] = sqrtf(v);
-        else if (KIND == UN_POW) y[i] = powf(v, pw);
-        else if (KIND == UN_ERF) y[i] = erff(v);
-        else if (KIND == UN_ABS) y[i] = fabsf(v);
-        else if (KIND == UN_GELU) y[i] = v * normcdff(v);
-        else y[i] = 0.5f * v * (1.0f + tanhf(SQRT_2_PI * (v + GELU_C * v * v * v)));
-    }
-}
-
-/* dx[n] += dout f'(x) (exp and sqrt from y = f(x), as the CPU's) */
-template <int KIND> __global__ void unary_backward_kernel(float *dx, const float *dout, const float *x, const float *y, float pw, int64_t n) {
-    TS_CU_FOR(i, n) {
-        float d = dout[i];
-        if (KIND == UN_EXP) dx[i] += d * y[i];
-        else if (KIND == UN_SQRT) dx[i] += d * 0.5f / y[i];
-        else if (KIND == UN_POW) dx[i] += d * pw * powf(x[i], pw - 1.0f);
-        else if (KIND == UN_ERF) dx[i] += d * TWO_SQRT_PI * expf(-x[i] * x[i]);
-        else if (KIND == UN_ABS) dx[i] += x[i] > 0.0f ? d : x[i] < 0.0f ? -d : 0.0f;
-        else if (KIND == UN_GELU) { /* d/dv v Phi(v) = Phi(v) + v phi(v) */
-            float v = x[i], pdf = INV_SQRT_2PI * expf(-0.5f * v * v);
-            dx[i] += d * (normcdff(v) + v * pdf);
-        } else {
-            float v = x[i], t = tanhf(SQRT_2_PI * (v + GELU_C * v * v * v));
-            dx[i] += d * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * SQRT_2_PI * (1.0f + 3.0f * GELU_C * v * v));
-        }
-    }
-}
-
-static int unary_kind(const ts_tensor *node) {
-    switch (node->op) {
-    case TS_OP_EXP: return UN_EXP;
-    case TS_OP_SQRT: return UN_SQRT;
-    case TS_OP_POW: return UN_POW;
-    case TS_OP_ERF: return UN_ERF;
-    case TS_OP_ABS: return UN_ABS;
-    default: return node->attr[0] ? UN_GELU_TANH : UN_GELU;
-    }
-}
-
-void ts_cu_fwd_unary_math(const ts_kctx *k) {
-    int64_t n = numel_out(k);
-    float pw = k->node->fattr[0];
-    unsigned b = ts_cu_blocks(n);
-    cudaStream_t s = ts_cu_stream(k);
-    switch (unary_kind(k->node)) {
-    case UN_EXP: unary_forward_kernel<UN_EXP><<<b, TS_CU_THREADS, 0, s>>>(k->out, k->in[0], pw, n); break;
-    case UN_SQRT: unary_forward_kernel<UN_SQRT><<<b, TS_CU_THREADS, 0, s>>>(k->out, k->in[0], pw, n); break;
-    case UN_POW: unary_forward_kernel<UN_POW><<<b, TS_CU_THREADS, 0, s>>>(k->out, k->in[0], pw, n); break;
-    case UN_ERF: unary_forward_kernel<UN_ERF><<<b, TS_CU_THREADS, 0, s>>>(k->out, k->in[0], pw, n); break;
-    case UN_ABS: unary_forward_kernel<UN_ABS><<<b, TS_CU_THREADS, 0, s>>>(k->out, k->in[0], pw, n); break;
-    case UN_GELU: unary_forward_kernel<UN_GELU><<<b, TS_CU_THREADS, 0, s>>>(k->out, k->in[0], pw, n); break;
-    default: unary_forward_kernel<UN_GELU_TANH><<<b, TS_CU_THREADS, 0, s>>>(k->out, k->in[0], pw, n); break;
-    }
-    ts_cu_check(cudaGetLastError(), op_name(k));
-}
-
-void ts_cu_bwd_unary_math(const ts_kctx *k) {
-    if (!k->din[0]) return;
-    int64_t n = numel_out(k);
-    float pw = k->node->fattr[0];
-    unsigned b = ts_cu_blocks(n);
-    cudaStream_t s = ts_cu_stream(k);
-    float *dx = k->din[0];
-    const float *d = k->dout, *x = k->in[0], *y = k->out;
-    switch (unary_kind(k->node)) {
-    case UN_EXP: unary_backward_kernel<UN_EXP><<<b, TS_CU_THREADS, 0, s>>>(dx, d, x, y, pw, n); break;
-    case UN_SQRT: unary_backward_kernel<UN_SQRT><<<b, TS_CU_THREADS, 0, s>>>(dx, d, x, y, pw, n); break;
-    case UN_POW: unary_backward_kernel<UN_POW><<<b, TS_CU_THREADS, 0, s>>>(dx, d, x, y, pw, n); break;
-    case UN_ERF: unary_backward_kernel<UN_ERF><<<b, TS_CU_THREADS, 0, s>>>(dx, d, x, y, pw, n); break;
-    case UN_ABS: unary_backward_kernel<UN_ABS><<<b, TS_CU_THREADS, 0, s>>>(dx, d, x, y, pw, n); break;
-    case UN_GELU: unary_backward_kernel<UN_GELU><<<b, TS_CU_THREADS, 0, s>>>(dx, d, x, y, pw, n); break;
-    default: unary_backward_kernel<UN_GELU_TANH><<<b, TS_CU_THREADS, 0, s>>>(dx, d, x, y, pw, n); break;
-    }
-    ts_cu_check(cudaGetLastError(), op_name(k));
-}
-
 /* ------------------------------------- the unary family (ew_math.h) */
 
 /* y[n] = f(x; alpha, beta), the CPU's formulas (backend/ew_math.h) */
@@ -612,7 +522,7 @@ __global__ void ew_unary_backward_kernel(int kind, float *dx, const float *dout,
 void ts_cu_fwd_ew_unary(const ts_kctx *k) {
     int64_t n = numel_out(k);
     if (n <= 0) return;
-    ew_unary_forward_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(ts_ewu_kind(k->node->op), k->out, k->in[0],
+    ew_unary_forward_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(ts_ewu_kind(k->node), k->out, k->in[0],
                                                                                     k->node->fattr[0], k->node->fattr[1], n);
     ts_cu_check(cudaGetLastError(), op_name(k));
 }
@@ -620,7 +530,7 @@ void ts_cu_fwd_ew_unary(const ts_kctx *k) {
 void ts_cu_bwd_ew_unary(const ts_kctx *k) {
     int64_t n = numel_out(k);
     if (!k->din[0] || n <= 0) return;
-    ew_unary_backward_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(ts_ewu_kind(k->node->op), k->din[0], k->dout,
+    ew_unary_backward_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(ts_ewu_kind(k->node), k->din[0], k->dout,
                                                                                      k->in[0], k->node->fattr[0], k->node->fattr[1], n);
     ts_cu_check(cudaGetLastError(), op_name(k));
 }

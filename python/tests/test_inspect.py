@@ -1,0 +1,120 @@
+"""The inspector's views from Python: Model.hold and Model.inspect give every
+tensor of a held run as numpy arrays (values checked against NumPy's own
+arithmetic on the same inputs and weights), Options.break_on_nan attaches
+them to the NumericsError (and to the raising frame, for pdb.pm()), and
+Options.trace writes the steps asked for as a Chrome/Perfetto trace."""
+import json
+import sys
+
+import numpy as np
+import pytest
+
+import tensorscope as ts
+
+from conftest import batches, small_mlp
+
+
+def held_model(lr=0.0, options=None):
+    g = small_mlp()
+    m = ts.training_model(g, options or ts.Options(), optimizer=ts.SGD(lr=lr))
+    m.compile()
+    return g, m
+
+
+def test_before_any_held_run_only_parameters_and_state_are_shown():
+    g, m = held_model()
+    m(*batches(1))
+    insp = m.inspect()
+    assert "fc1.weight" in insp and "x" not in insp
+    np.testing.assert_array_equal(insp["fc1.weight"], g.tensor("fc1.weight").numpy())
+    with pytest.raises(ts.StateError, match="hold"):
+        insp["x"]
+
+
+def test_held_run_values_match_numpy():
+    g, m = held_model(lr=0.0)  # the weights stay as the run used them
+    x, y = batches(1)
+    m.hold()
+    m(x, y)
+    m.hold(False)
+    insp = m.inspect()
+    w1, b1 = g.tensor("fc1.weight").numpy(), g.tensor("fc1.bias").numpy()
+    pre = x @ w1.T + b1
+    relu = [n for n in insp.names("Relu*") if not n.startswith("Gradient")]
+    assert len(relu) == 1, insp.names("Relu*")
+    np.testing.assert_allclose(insp[relu[0]], np.maximum(pre, 0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(insp["x"], x)
+    np.testing.assert_array_equal(insp["fc1.weight"], w1)
+    # fc2's bias gradient: the mean over the batch of softmax - one-hot
+    h = np.maximum(pre, 0)
+    z = h @ g.tensor("fc2.weight").numpy().T + g.tensor("fc2.bias").numpy()
+    p = np.exp(z - z.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    p[np.arange(len(y)), y] -= 1
+    np.testing.assert_allclose(insp.grad("fc2.bias"), p.mean(0), rtol=1e-4, atol=1e-6)
+    assert "fc1.weight" in insp and "no such tensor" not in insp
+    assert len(insp) == len(list(insp)) > 10
+    assert "test_inspect.py" in insp.where(relu[0]) or "conftest.py" in insp.where(relu[0])
+    assert insp.stats("x")["count"] == x.size
+    assert insp.summary("x").startswith("x f32[4,6]")
+    with pytest.raises(KeyError, match="fc1.weigth|fc1.weight"):
+        insp["fc1.weigth"]
+    # a later run that is not held leaves the held copies alone
+    x2, y2 = batches(1, seed=5)
+    m(x2, y2)
+    np.testing.assert_array_equal(m.inspect()["x"], x)
+
+
+def test_break_on_nan_attaches_the_tensors(capfd):
+    opts = ts.Options().check_numerics("op").break_on_nan()
+    g, m = held_model(lr=0.1, options=opts)
+    x, y = batches(1)
+    x[:] = 3e38
+    g.tensor("fc1.weight").set_value(np.ones((5, 6), np.float32))  # fc1: 6 x 3e38 overflows to +inf
+    w_before = g.tensor("fc1.weight").numpy()
+    with pytest.raises(ts.NumericsError) as info:
+        m(x, y)
+    e = info.value
+    assert e.tensor and "MatMul" in e.tensor, e.tensor
+    assert isinstance(e.tensors, ts.Inspection)
+    bad = e.tensors[e.tensor]
+    assert not np.all(np.isfinite(bad))
+    np.testing.assert_array_equal(e.tensors["x"], x)
+    # the frame that raised holds them too (what pdb.pm() shows)
+    tb = info.tb
+    while tb.tb_next:
+        tb = tb.tb_next
+    assert tb.tb_frame.f_locals.get("tensors") is e.tensors
+    np.testing.assert_array_equal(g.tensor("fc1.weight").numpy(), w_before)  # no update applied
+    err = capfd.readouterr().err
+    assert err.count("numeric check: first non-finite value") <= 1, err
+
+
+def test_break_on_nan_off_attaches_nothing():
+    g, m = held_model(lr=0.1, options=ts.Options().check_numerics("op"))
+    x, y = batches(1)
+    x[:] = 3e38
+    g.tensor("fc1.weight").set_value(np.ones((5, 6), np.float32))
+    with pytest.raises(ts.NumericsError) as info:
+        m(x, y)
+    assert info.value.tensors is None
+
+
+def test_trace_writes_the_steps_asked_for(tmp_path):
+    path = tmp_path / "run.json"
+    g, m = held_model(lr=0.01, options=ts.Options().trace(path, "2:3"))
+    x, y = batches(1)
+    for _ in range(4):
+        m(x, y)
+    events = json.loads(path.read_text())
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    steps = sorted({e["name"] for e in events if e.get("name", "").startswith("step ")})
+    assert steps == ["step 2", "step 3"], steps
+    ops = [e for e in events if e.get("ph") == "X" and "args" in e and "op" in e["args"]]
+    assert any(e["args"]["op"] == "MatMul" for e in ops)
+    with pytest.raises(ts.InvalidArgumentError):
+        ts.Options().trace(tmp_path / "x.json", "5:2")
+    with pytest.raises(ValueError, match="A:B"):
+        ts.Options().trace(tmp_path / "x.json", "two")
+    with pytest.raises(ts.FileError):
+        ts.Options().trace(tmp_path / "no" / "such" / "dir.json")

@@ -1,0 +1,245 @@
+/* hold.c -- a run's tensors held for reading after it (ts_model_hold): what
+ * the inspector shows when training pauses. Activations share memory (the
+ * memory plan reuses a buffer once its tensor is dead), so a held run copies
+ * every activation, input and gradient on the model's device the moment the
+ * executor's hook sees it final; parameters, optimizer state and the
+ * updated weights persist between runs and are read where they live. The
+ * copies are allocated when a run is armed, outside the step loop. */
+#include "observe/observe.h"
+
+#include "backend/backend.h"
+#include "graph/ops.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct held {
+    char *name;
+    ts_dtype dtype;
+    ts_shape shape;
+    int64_t numel;
+    void *copy;      /* on the model's device; NULL: read where it lives */
+    float *host;     /* a device's copy brought to the host (or a live value's) */
+    bool captured;   /* the held run produced it */
+    bool per_step;
+    int64_t sample;  /* in the micro-batch (per-step: the step) of the run it was copied in */
+} held;
+
+typedef struct ts_hold {
+    bool armed;
+    const ts_backend *be; /* what the copies were allocated on */
+    held *t;              /* per entry of the program they were made for */
+    int n;
+    bool *observed;       /* the entries' own flags, put back when disarmed */
+    int64_t last_mb;      /* the last micro-batch the held run reached */
+    const char **names;   /* ts_model_held_names */
+    size_t n_names;
+} ts_hold;
+
+/* A tensor that persists between runs where the model keeps it: parameters,
+ * buffers, constants, the updated weights and the optimizer state. */
+static bool lives_on(const ts_model *m, const ts_entry *e) {
+    if (e->kind == TS_KIND_VALUE) {
+        ts_op op = m->g->t[e->node]->op;
+        return op == TS_OP_PARAM || op == TS_OP_BUFFER || op == TS_OP_CONST;
+    }
+    return e->kind != TS_KIND_GRAD && e->kind != TS_KIND_ACCUM;
+}
+
+static void release(ts_hold *h) {
+    for (int e = 0; e < h->n; e++) {
+        if (h->t[e].copy && h->be->free) h->be->free(h->t[e].copy);
+        ts_free(h->t[e].host);
+        ts_free(h->t[e].name);
+    }
+    ts_free(h->t);
+    ts_free(h->observed);
+    ts_free(h->names);
+    h->t = NULL, h->observed = NULL, h->names = NULL;
+    h->n = 0, h->n_names = 0;
+}
+
+void ts_hold_free(ts_model *m) {
+    if (!m || !m->hold) return;
+    release(m->hold);
+    ts_free(m->hold);
+    m->hold = NULL;
+}
+
+/* The program's observed flags as compile set them. */
+static void restore_flags(ts_model *m) {
+    ts_hold *h = m->hold;
+    ts_prog *p = m->prog;
+    if (!p || !p->hold_ready || !h->observed) return;
+    for (int e = 0; e < p->n_entries && e < h->n; e++) p->entries[e].observed = h->observed[e];
+    p->hold_ready = false;
+}
+
+ts_status ts_model_hold(ts_model *m, int on) {
+    if (!m) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_hold: model is NULL");
+    if (!m->hold && !(m->hold = ts_calloc(1, sizeof *m->hold))) return ts_error(TS_ERR_OUT_OF_MEMORY, "ts_model_hold: no memory");
+    if (!on) restore_flags(m);
+    m->hold->armed = on != 0;
+    return TS_OK;
+}
+
+/* Before a run, its program compiled: copies for every tensor the run
+ * makes, and the hook turned on for each. */
+ts_status ts_hold_prepare(ts_model *m) {
+    ts_hold *h = m->hold;
+    ts_prog *p = m->prog;
+    if (!h || !h->armed) return TS_OK;
+    if (!p->hold_ready) {
+        release(h);
+        h->be = m->backend;
+        h->t = ts_calloc((size_t)p->n_entries, sizeof *h->t);
+        h->observed = ts_calloc((size_t)p->n_entries, sizeof *h->observed);
+        if (!h->t || !h->observed) return ts_error(TS_ERR_OUT_OF_MEMORY, "ts_model_hold: no memory for %d tensors", p->n_entries);
+        h->n = p->n_entries;
+        for (int e = 0; e < p->n_entries; e++) {
+            ts_entry *en = &p->entries[e];
+            held *t = &h->t[e];
+            t->dtype = en->dtype, t->shape = en->shape, t->numel = en->numel, t->per_step = en->per_step;
+            if (!(t->name = ts_strdup(en->name))) return ts_error(TS_ERR_OUT_OF_MEMORY, "ts_model_hold: no memory");
+            h->observed[e] = en->observed;
+            if (lives_on(m, en) || !ts_in_stage(m, en->node)) continue;
+            size_t bytes = (size_t)(en->numel ? en->numel : 1) * ts_dtype_size(en->dtype);
+            if (m->backend->alloc(bytes, &t->copy))
+                return ts_error(TS_ERR_OUT_OF_MEMORY, "ts_model_hold: no memory on %s for a copy of '%s' (%zu bytes)", m->backend->name,
+                                en->name, bytes);
+            en->observed = true;
+        }
+        p->hold_ready = true;
+    }
+    for (int e = 0; e < h->n; e++) h->t[e].captured = false;
+    h->last_mb = 0;
+    return TS_OK;
+}
+
+void ts_hold_capture(ts_model *m, int entry, int64_t sample) {
+    ts_hold *h = m->hold;
+    if (!h || !h->armed || !m->prog->hold_ready || entry >= h->n || !h->t[entry].copy) return;
+    const ts_entry *en = &m->prog->entries[entry];
+    if (!en->data) return;
+    void *stream = m->backend->host_addressable ? (void *)m->pool : m->stream;
+    m->backend->copy_on_device(stream, h->t[entry].copy, en->data, (size_t)en->numel * ts_dtype_size(en->dtype));
+    h->t[entry].captured = true;
+    h->t[entry].sample = sample;
+    if (!en->per_step && sample > h->last_mb) h->last_mb = sample;
+}
+
+/* Made by the micro-batch the held run ended in (a run stopped by a
+ * numeric check leaves the earlier micro-batches' values of the tensors
+ * after the one it stopped at: not shown as if they were this one's). */
+static bool current(const ts_hold *h, int e) {
+    return h->t[e].captured && (h->t[e].per_step || h->t[e].sample == h->last_mb);
+}
+
+static int find_held(const ts_hold *h, const char *name) {
+    for (int e = 0; h && e < h->n; e++)
+        if (strcmp(h->t[e].name, name) == 0) return e;
+    return -1;
+}
+
+/* A tensor read where it lives now: the program's entry of that name. */
+static const ts_entry *live_entry(const ts_model *m, const char *name) {
+    if (!m->prog || !(m->has_run || m->backend->host_addressable)) return NULL; /* a device's copies are sent at the first run */
+    int e = ts_prog_find(m->prog, name);
+    return e >= 0 && lives_on(m, &m->prog->entries[e]) && ts_in_stage(m, m->prog->entries[e].node) ? &m->prog->entries[e] : NULL;
+}
+
+int ts_model_is_held(const ts_model *m, const char *name) {
+    if (!m || !name) return 0;
+    if (live_entry(m, name)) return 1;
+    int e = find_held(m->hold, name);
+    return e >= 0 && current(m->hold, e);
+}
+
+static void to_array(const ts_dtype dtype, const ts_shape *s, const void *data, ts_array *out) {
+    memset(out, 0, sizeof *out);
+    out->dtype = dtype;
+    out->ndim = s->ndim;
+    for (int i = 0; i < s->ndim; i++) out->shape[i] = s->d[i];
+    out->data = (void *)(uintptr_t)data;
+}
+
+/* The host's copy of n bytes of device memory `src` in *host (allocated
+ * once, outside the step loop: reading happens between runs). */
+static ts_status to_host(ts_model *m, float **host, const void *src, size_t bytes, const char *name) {
+    if (!*host && !(*host = ts_malloc(bytes ? bytes : 1))) return ts_error(TS_ERR_OUT_OF_MEMORY, "reading '%s': no memory", name);
+    m->backend->copy_to_host(m->stream, *host, src, bytes);
+    if (m->backend->synchronize(m->stream)) return ts_error_wrap(TS_ERR_INTERNAL, "reading '%s' from %s", name, m->backend->name);
+    return TS_OK;
+}
+
+ts_status ts_model_held(ts_model *m, const char *name, ts_array *out) {
+    if (!m || !name || !out) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_held: NULL argument");
+    ts_hold *h = m->hold;
+    const ts_entry *live = live_entry(m, name);
+    int e = find_held(h, name);
+    if (live) { /* the current value, after the last run */
+        if (m->backend->host_addressable || live->on_host) {
+            to_array(live->dtype, &live->shape, live->data, out);
+            return TS_OK;
+        }
+        int k = ts_prog_find(m->prog, name);
+        if (!h || k >= h->n || strcmp(h->t[k].name, name) != 0)
+            return ts_error(TS_ERR_STATE, "'%s' lives on %s; arm ts_model_hold before a run to read it", name, m->backend->name);
+        ts_status st = to_host(m, &h->t[k].host, live->data, (size_t)live->numel * ts_dtype_size(live->dtype), name);
+        if (st) return st;
+        to_array(live->dtype, &live->shape, h->t[k].host, out);
+        return TS_OK;
+    }
+    if (e >= 0 && current(h, e)) {
+        held *t = &h->t[e];
+        if (h->be->host_addressable) {
+            to_array(t->dtype, &t->shape, t->copy, out);
+            return TS_OK;
+        }
+        ts_status st = to_host(m, &t->host, t->copy, (size_t)t->numel * ts_dtype_size(t->dtype), name);
+        if (st) return st;
+        to_array(t->dtype, &t->shape, t->host, out);
+        return TS_OK;
+    }
+    if (e >= 0 && h->t[e].copy)
+        return ts_error(TS_ERR_NOT_FOUND, "'%s' was not computed by micro-batch %lld of the held run: the run stopped before it (a numeric "
+                        "check)", name, (long long)h->last_mb);
+    if (!m->prog) return ts_error(TS_ERR_STATE, "ts_model_held: compile and run the model first");
+    if (ts_prog_find(m->prog, name) < 0) return ts_prog_unknown_name(m->prog, "ts_model_held", name);
+    if (!h || !h->n) return ts_error(TS_ERR_STATE, "'%s' is not held: arm ts_model_hold(m, 1) before the run whose tensors you want to read", name);
+    return ts_error(TS_ERR_NOT_FOUND, "'%s' is not held: this rank does not run it (another pipeline stage)", name);
+}
+
+ts_status ts_model_held_names(ts_model *m, const char *const **names, size_t *n) {
+    if (!m || !names || !n) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_held_names: NULL argument");
+    if (!m->prog) return ts_error(TS_ERR_STATE, "ts_model_held_names: compile and run the model first");
+    if (!m->hold && !(m->hold = ts_calloc(1, sizeof *m->hold))) return ts_error(TS_ERR_OUT_OF_MEMORY, "ts_model_held_names: no memory");
+    ts_hold *h = m->hold;
+    const ts_prog *p = m->prog;
+    size_t cap = (size_t)p->n_entries + (size_t)h->n;
+    const char **out = ts_realloc(h->names, (cap ? cap : 1) * sizeof *out);
+    if (!out) return ts_error(TS_ERR_OUT_OF_MEMORY, "ts_model_held_names: no memory");
+    h->names = out;
+    size_t k = 0;
+    for (int i = 0; i < p->n_entries; i++) /* sorted, as ts_model_tensor_names */
+        if (ts_model_is_held(m, p->sorted_names[i])) out[k++] = p->sorted_names[i];
+    h->n_names = k;
+    *names = out;
+    *n = k;
+    return TS_OK;
+}
+
+ts_status ts_model_tensor_origin(const ts_model *m, const char *name, char *buf, size_t n) {
+    if (!m || !name || !buf || !n) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_tensor_origin: NULL argument");
+    if (!m->prog) return ts_error(TS_ERR_STATE, "ts_model_tensor_origin: compile the model first");
+    int e = ts_prog_find(m->prog, name);
+    if (e < 0) return ts_prog_unknown_name(m->prog, "ts_model_tensor_origin", name);
+    const ts_entry *en = &m->prog->entries[e];
+    const ts_tensor *t = m->g->t[en->node];
+    static const char *const kinds[] = {"", "the gradient of ", "the step's mean gradient of ", "the updated value of ",
+                                        "the momentum of ", "the first moment of ", "the second moment of ", "the step count of "};
+    char where[600];
+    snprintf(buf, n, "%s%s '%s' (op %s), built at %s", kinds[en->kind], t->op == TS_OP_PARAM ? "parameter" : t->op == TS_OP_INPUT ? "input" : "tensor",
+             t->name, ts_op_get(t->op)->name, ts_tensor_where(t, where, sizeof where));
+    return TS_OK;
+}

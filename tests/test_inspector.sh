@@ -1,0 +1,220 @@
+#!/bin/bash
+# test_inspector.sh -- the inspector (docs/inspector.md) as a person uses it:
+# `tensorscope train` runs in a terminal (tmux), the test types commands and
+# reads the screen.
+# 1. --break-at-step 2 with --lr 0 and weights saved beforehand (--save-init):
+#    help, list fc1*, stats, print NAME[0,:5], a bad name, a bad slice,
+#    where, save; the printed and saved values are the weights on disk, and
+#    the held fc1/MatMul:0 is x @ fc1.weight^T of the held x (NumPy); then
+#    continue: training ends as without a break (exit 0).
+# 2. step, diff and quit: diff at the second stop is what NumPy finds between
+#    the two saved copies; quit exits 130 and writes --save-weights, equal
+#    to the copy saved at the stop.
+# 3. --check-numerics op --break-on-nan on images of 3e38: the inspector names
+#    the op whose output overflowed (fc1/MatMul:0, op MatMul) and print
+#    shows its Inf; continue ends as the check does (exit 1).
+# 4. stdin not a terminal: the flag says so on one line and training goes on;
+#    SIGUSR2 too (it does not end training); mpirun started from a terminal
+#    too (OpenMPI gives no rank a terminal on stdin).
+# 5. SIGUSR2 during training pauses at the next run boundary; quit: 130.
+set -u
+
+# shellcheck source=support/cli_checks.sh
+source "$(dirname "$0")/support/cli_checks.sh"
+cli_paths
+command -v tmux > /dev/null || { echo "skip: tmux is not installed (scripts/install-deps.sh test)"; exit 77; }
+PY=/usr/bin/python3
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/ts_inspector.XXXXXX")
+SOCK=$T/tmux.sock
+trap 'tmux -S "$SOCK" kill-server 2> /dev/null; rm -rf "$T"' EXIT
+cd "$T" || exit 1
+TRAIN=("$BIN" train --model mlp --data "$DATA" --threads 1 --holdout 64 --quiet)
+
+# start NAME CMD...: CMD in a terminal of its own; its exit code goes to NAME.rc
+start() {
+    local name=$1
+    shift
+    printf '%q ' "$@" > "$name.cmd"
+    tmux -S "$SOCK" new-session -d -s "$name" -x 220 -y 50 "bash -c '$(cat "$name.cmd"); echo \$? > $name.rc; sleep 600'"
+    tmux -S "$SOCK" set-option -t "$name" history-limit 20000 > /dev/null
+}
+screen() { tmux -S "$SOCK" capture-pane -p -J -t "$1" -S - -E -; }
+# wait_for NAME STRING [SECONDS]: until the screen shows STRING (false on timeout)
+wait_for() {
+    local i
+    for ((i = 0; i < ${3:-120} * 10; i++)); do
+        screen "$1" | grep -Fq -- "$2" && return 0
+        sleep 0.1
+    done
+    return 1
+}
+# prompts NAME: how many prompts the screen shows
+prompts() { screen "$1" | grep -c '^(tensorscope) '; }
+# type NAME LINE: types LINE and waits for the prompt after it (or the end)
+type_line() {
+    local before
+    before=$(prompts "$1")
+    tmux -S "$SOCK" send-keys -t "$1" -l -- "$2"
+    tmux -S "$SOCK" send-keys -t "$1" Enter
+    local i
+    for ((i = 0; i < 600; i++)); do
+        [ "$(prompts "$1")" -gt "$before" ] && return 0
+        [ -f "$1.rc" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+# after NAME CMD: what the screen shows after the prompt line of CMD, up to the next prompt
+after() { screen "$1" | awk -v c="(tensorscope) $2" '$0 == c {on = 1; out = ""; next} on && /^\(tensorscope\) / {on = 0} on {out = out $0 "\n"} END {printf "%s", out}'; }
+wait_rc() { # wait_rc NAME: its exit code once it ends
+    local i
+    for ((i = 0; i < 1200; i++)); do
+        [ -s "$1.rc" ] && { cat "$1.rc"; return; }
+        sleep 0.1
+    done
+    echo timeout
+}
+
+# ---- 1. --break-at-step 2, the values checked against the weights on disk
+run init "${TRAIN[@]}" --max-steps 1 --save-init w0
+check "weights saved beforehand (rc $rc)" [ "$rc" -eq 0 ] || show init.err
+start s1 "${TRAIN[@]}" --max-steps 3 --lr 0 --weights w0 --break-at-step 2
+check "--break-at-step 2: the inspector opens after run 2" wait_for s1 "(tensorscope) " || screen s1 | tail -20
+check "it says why it stopped" has <(screen s1) "training paused at --break-at-step after run 2 \(optimizer step 2\)"
+type_line s1 "help"
+after s1 help > help.txt
+check "help lists every command" [ "$(grep -cE '^  (help|list|stats|print|diff|save|grad|where|step|continue|quit) ' help.txt)" -eq 11 ] || show help.txt 20
+type_line s1 "help where"
+check "help COMMAND: that command" has <(after s1 "help where") "^  where NAME +the op that made NAME"
+type_line s1 "list fc1*"
+after s1 "list fc1*" > list.txt
+check "list fc1*: the four fc1 tensors with their shapes" \
+    bash -c "[ \$(wc -l < list.txt) -eq 4 ] && grep -Eq 'fc1/MatMul:0 +f32\[64,320\]' list.txt && grep -Eq 'fc1.weight +f32\[320,784\]' list.txt" || show list.txt
+type_line s1 "stats fc1.bias"
+after s1 "stats fc1.bias" > stats.txt
+check "stats: the summary line, counts and the histogram" \
+    eval "has stats.txt '^fc1.bias f32\[320\] n=320' && has stats.txt '^count 320  zeros' && hasf stats.txt 'histogram of log2|x|'" || show stats.txt 20
+type_line s1 "print fc1.weight[0,:5]"
+after s1 "print fc1.weight[0,:5]" > print.txt
+type_line s1 "print fc1.wieght"
+check "a bad name: an error naming the closest" has <(after s1 "print fc1.wieght") "^error: .*no tensor named 'fc1.wieght'.*closest: 'fc1.weight'"
+type_line s1 "print fc1.weight[0,:5x]"
+check "a bad slice: an error naming the item" has <(after s1 "print fc1.weight[0,:5x]") "^error: fc1.weight\[...\]: cannot read ':5x' \(dimension 1, size 784\)"
+type_line s1 "print fc1.weight[400]"
+check "an index out of range: said" has <(after s1 "print fc1.weight[400]") "^error: .*index 400 is out of range for dimension 0 of size 320"
+type_line s1 "where fc1/MatMul:0"
+check "where: the op and the source line that built it" has <(after s1 "where fc1/MatMul:0") "^tensor 'fc1/MatMul:0' \(op MatMul\), built at tools/models.c:[0-9]+"
+type_line s1 "grad fc3.bias"
+check "grad NAME: the gradient's values" has <(after s1 "grad fc3.bias") "^Gradient___fc3.bias f32\[10\]"
+type_line s1 "save fc1.weight[0] row.npy"
+type_line s1 "save fc1/MatMul:0 mm.npy"
+type_line s1 "save x x.npy"
+type_line s1 "frobnicate"
+check "an unknown command: the closest ones" has <(after s1 "frobnicate") "^error: unknown command 'frobnicate'"
+type_line s1 "continue"
+check "continue: training ends as without a break (rc $(wait_rc s1))" [ "$(cat s1.rc)" = 0 ] || screen s1 | tail
+check "the values printed are the weights on disk, the saved row too; the held fc1/MatMul:0 is x @ W^T of the held x" "$PY" - << 'EOF'
+import numpy as np, re, sys
+w = np.load("w0/fc1.weight.npy")
+printed = [float(v) for v in re.findall(r"[-+0-9.e]+", open("print.txt").read().split("\n")[1])]
+row = np.load("row.npy"); mm = np.load("mm.npy"); x = np.load("x.npy")
+ok = np.allclose(printed, w[0, :5], rtol=1e-6, atol=0) and np.array_equal(row, w[0])
+ok = ok and x.shape == (64, 1, 28, 28) and np.allclose(mm, x.reshape(64, -1) @ w.T, rtol=1e-4, atol=1e-5)
+print(printed, w[0, :5], abs(mm - x.reshape(64, -1) @ w.T).max())
+sys.exit(0 if ok else 1)
+EOF
+
+# ---- 2. step, diff, quit
+start s2 "${TRAIN[@]}" --max-steps 50 --weights w0 --break-at-step 1 --save-weights wq
+wait_for s2 "(tensorscope) " > /dev/null
+type_line s2 "save fc1.bias a.npy"
+type_line s2 "diff fc1.bias"
+check "diff at the first stop: no previous value, kept from now on" has <(after s2 "diff fc1.bias") "no value from the previous stop"
+type_line s2 "step 2"
+check "step 2: paused again two runs later" has <(screen s2) "training paused after 'step' after run 3 \(optimizer step 3\)"
+type_line s2 "diff fc1.bias"
+after s2 "diff fc1.bias" > diff.txt
+type_line s2 "save fc1.bias b.npy"
+type_line s2 "quit"
+check "quit exits 130 (rc $(wait_rc s2))" [ "$(cat s2.rc)" = 130 ] || screen s2 | tail
+check "the change diff printed is NumPy's between the two stops; quit wrote the weights of the stop" "$PY" - << 'EOF'
+import numpy as np, re, sys
+a, b, q = np.load("a.npy"), np.load("b.npy"), np.load("wq/fc1.bias.npy")
+m = re.search(r"changed (\d+) of 320 values, max \|change\| ([-+0-9.e]+)", open("diff.txt").read())
+print(m and m.groups(), np.count_nonzero(a != b), abs(b - a).max())
+sys.exit(0 if m and int(m.group(1)) == np.count_nonzero(a != b) and np.isclose(float(m.group(2)), abs(b - a).max(), rtol=1e-6)
+         and abs(b - a).max() > 0 and np.array_equal(b, q) else 1)
+EOF
+
+# ---- 3. --break-on-nan: images of 3e38 overflow fc1's MatMul
+mkdir -p big
+"$PY" -c "import numpy as np; np.save('big/x.npy', np.full((256, 1, 28, 28), 3e38, np.float32)); np.save('big/labels.npy', (np.arange(256) % 10).astype(np.int32))"
+start s3 "$BIN" train --model mlp --data big --threads 1 --holdout 64 --quiet --max-steps 3 --check-numerics op --break-on-nan
+check "--break-on-nan: the inspector opens at the op that overflowed" wait_for s3 "(tensorscope) " || screen s3 | tail -20
+check "it names the tensor, the op and where it was built, before the update" \
+    has <(screen s3) "^training stopped by the numeric check at 'fc1/MatMul:0': tensor 'fc1/MatMul:0' \(op MatMul\), built at tools/models.c"
+type_line s3 "print fc1/MatMul:0"
+check "print shows the Inf" has <(after s3 "print fc1/MatMul:0") "^fc1/MatMul:0 f32\[64,320\] .*Inf!"
+type_line s3 "print Flatten:0[0,:3]"
+check "and its input, as it was" has <(after s3 "print Flatten:0[0,:3]") "^\[3e\+38, 3e\+38, 3e\+38\]"
+type_line s3 "list fc2*"
+after s3 "list fc2*" > list3.txt
+check "what the run did not reach is not listed, the parameters are" [ "$(grep -cE '^  fc2' list3.txt)" -eq 2 ] || show list3.txt
+type_line s3 "step"
+check "step: refused, training cannot go on" has <(after s3 "step") "^error: training cannot go on"
+type_line s3 "continue"
+check "continue: ends as the check does (rc $(wait_rc s3))" [ "$(cat s3.rc)" = 1 ]
+
+# ---- 4. not a terminal: said, and training goes on
+run notty timeout 120 "${TRAIN[@]}" --max-steps 3 --break-at-step 2 < /dev/null
+check "stdin not a terminal: exit 0 (rc $rc)" [ "$rc" -eq 0 ] || show notty.err
+check "one line says so" bash -c "[ \$(grep -c 'train: --break-at-step: stdin is not a terminal; going on' notty.err) -eq 1 ]" || show notty.err
+
+# SIGUSR2 without a terminal: said at the next run boundary; training goes on (until Ctrl-C here)
+set -m # the job gets default SIGINT handling, as from a terminal
+TS_LOG_LEVEL=debug "${TRAIN[@]}" --epochs 50 < /dev/null > usr2.out 2> usr2.err &
+pid=$!
+set +m
+for _ in $(seq 1200); do
+    grep -q 'run 2 (training)' usr2.err 2> /dev/null && break
+    sleep 0.1
+done
+kill -USR2 "$pid"
+for _ in $(seq 600); do
+    grep -q 'SIGUSR2: stdin is not a terminal; going on' usr2.err && break
+    sleep 0.1
+done
+check "SIGUSR2 without a terminal: one line says so" hasf usr2.err "train: SIGUSR2: stdin is not a terminal; going on" || show usr2.err
+check "and training goes on" kill -0 "$pid"
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+check "(stopped here by SIGINT: rc $rc)" [ "$rc" -eq 130 ]
+
+# mpirun from a terminal: OpenMPI gives no rank a terminal on stdin, so the
+# job says so once (rank 0) and every rank trains on
+if command -v mpirun > /dev/null && "$BUILD/test_dist" --available 2> /dev/null; then
+    start mpi env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+        mpirun --oversubscribe --bind-to none -np 2 "${TRAIN[@]}" --max-steps 3 --break-at-step 2
+    check "mpirun -np 2 from a terminal: the job ends (rc $(wait_rc mpi))" [ "$(cat mpi.rc)" = 0 ] || screen mpi | tail
+    check "one line says the break is skipped" [ "$(screen mpi | grep -c 'break-at-step: stdin is not a terminal; going on')" -eq 1 ] || screen mpi | tail
+else
+    echo "skip mpirun (no mpirun, or built without MPI)"
+fi
+
+# ---- 5. SIGUSR2: pause at the next run boundary
+start s5 env TS_LOG_LEVEL=debug "${TRAIN[@]}" --epochs 50 # debug: a line as each run starts
+wait_for s5 "run 2 (training)" 300 > /dev/null # training has begun: its handler is in place
+pid=
+for _ in $(seq 600); do # the pane's shell runs bash -c, whose child is the CLI
+    pid=$(pgrep -x tensorscope -P "$(tmux -S "$SOCK" display -p -t s5 '#{pane_pid}')" 2> /dev/null | head -1) # env execs the CLI
+    [ -n "$pid" ] && break
+    sleep 0.1
+done
+sleep 1
+[ -n "$pid" ] && kill -USR2 "$pid"
+check "SIGUSR2: training pauses after the next run" wait_for s5 "training paused on SIGUSR2 after run" || screen s5 | tail
+type_line s5 "quit"
+check "quit: exit 130 (rc $(wait_rc s5))" [ "$(cat s5.rc)" = 130 ]
+finish

@@ -1,0 +1,608 @@
+/* inspector.c -- `train --break-at-step N`, `--break-on-nan` and SIGUSR2: a
+ * prompt on the terminal with training paused, over the tensors the model
+ * held for the run (ts_model_hold): list, stats, print with numpy slices,
+ * diff against the previous stop, save as .npy, grad, where, step,
+ * continue, quit (docs/inspector.md). Line editing and history through
+ * libedit when the build has it, else plain lines. */
+#include "cli.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifdef TS_HAVE_LIBEDIT
+#include <editline/readline.h>
+#endif
+
+/* A tensor's value at the previous stop, for `diff`. */
+typedef struct kept {
+    char *name;
+    ts_array a; /* data malloc'd */
+} kept;
+
+struct cli_inspector {
+    const char *cmd;
+    const char *cannot; /* why it cannot prompt (no terminal, an MPI job); NULL: it can */
+    long break_at;   /* --break-at-step: the run it opens after (0: none) */
+    bool on_nan;     /* --break-on-nan */
+    long next;       /* `step K`: the run it opens after next (0: none) */
+    kept *kept;      /* every tensor looked at, as it was at the last stop */
+    int n_kept, cap_kept;
+    char **seen;     /* names looked at during this stop */
+    int n_seen, cap_seen;
+};
+
+static volatile sig_atomic_t g_pause; /* SIGUSR2: pause at the next run boundary */
+static void on_usr2(int sig) {
+    (void)sig;
+    g_pause = 1;
+}
+
+int cli_inspector_check(const char *cmd, long break_at, bool break_on_nan, bool check_numerics) {
+    if (break_at < 0) return cli_usage_error(cmd, "--break-at-step must be a run number >= 1, got %ld", break_at);
+    if (break_on_nan && !check_numerics)
+        return cli_usage_error(cmd, "--break-on-nan opens the inspector where the numeric check stops training: add --check-numerics op "
+                               "(stops at the op that made the NaN) or output");
+    return CLI_OK;
+}
+
+cli_inspector *cli_inspector_new(const char *cmd, long break_at, bool break_on_nan) {
+    cli_inspector *in = calloc(1, sizeof *in);
+    const char *flag = break_at ? "--break-at-step" : break_on_nan ? "--break-on-nan" : NULL;
+    if (!in) {
+        fprintf(stderr, "tensorscope %s: %s: out of memory; going on without the inspector\n", cmd, flag ? flag : "SIGUSR2");
+        return NULL;
+    }
+    in->cmd = cmd;
+    if (!isatty(STDIN_FILENO)) in->cannot = "stdin is not a terminal"; /* CI, pipes, mpirun: never wait for a person */
+    else if (ts_dist_size() > 1) in->cannot = "the inspector does not pause an MPI job yet";
+    if (in->cannot && flag && ts_dist_rank() == 0) fprintf(stderr, "tensorscope %s: %s: %s; going on\n", cmd, flag, in->cannot);
+    in->break_at = in->cannot ? 0 : break_at;
+    in->on_nan = !in->cannot && break_on_nan;
+    struct sigaction sa; /* even without a terminal: SIGUSR2 is said to be ignored rather than end training */
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_usr2;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR2, &sa, NULL);
+    return in;
+}
+
+static void forget_seen(cli_inspector *in) {
+    for (int i = 0; i < in->n_seen; i++) free(in->seen[i]);
+    in->n_seen = 0;
+}
+
+void cli_inspector_free(cli_inspector *in) {
+    if (!in) return;
+    signal(SIGUSR2, SIG_DFL);
+    for (int i = 0; i < in->n_kept; i++) free(in->kept[i].name), free(in->kept[i].a.data);
+    free(in->kept);
+    forget_seen(in);
+    free(in->seen);
+    free(in);
+}
+
+bool cli_inspector_arm(cli_inspector *in, ts_model *m, long run) {
+    if (!in) return false;
+    if (in->cannot && g_pause) {
+        g_pause = 0;
+        if (ts_dist_rank() == 0) fprintf(stderr, "tensorscope %s: SIGUSR2: %s; going on\n", in->cmd, in->cannot);
+    }
+    bool due = run == in->break_at || run == in->next || g_pause;
+    if (due && ts_model_hold(m, 1)) {
+        fprintf(stderr, "tensorscope: the inspector cannot hold the run: %s; going on\n", ts_last_error());
+        return false;
+    }
+    return due;
+}
+
+/* ---- reading a line */
+
+const char *cli_line_editing(void) {
+#ifdef TS_HAVE_LIBEDIT
+    return "libedit";
+#else
+    return "none (apt-get install libedit-dev, then rebuild)";
+#endif
+}
+
+static char *read_command(void) {
+#ifdef TS_HAVE_LIBEDIT
+    char *l = readline("(tensorscope) ");
+    if (l && *l) add_history(l);
+    return l;
+#else
+    char buf[4096];
+    fputs("(tensorscope) ", stdout);
+    fflush(stdout);
+    if (!fgets(buf, sizeof buf, stdin)) return NULL;
+    buf[strcspn(buf, "\r\n")] = 0;
+    return strdup(buf);
+#endif
+}
+
+/* ---- the commands */
+
+static const struct command {
+    const char *name, *args, *help;
+} commands[] = {
+    {"help", "[COMMAND]", "the commands, or one command's help"},
+    {"list", "[PATTERN]", "held tensors (a glob: 'list fc1*', 'list Gradient___*'), with dtype and shape"},
+    {"stats", "NAME", "summary line, stats, counts of NaN/Inf, ranges and a histogram of log2|x|"},
+    {"print", "NAME[SLICES]", "values, numpy slicing: print fc1/MatMul:0[0,:5], print x[-1,...,::2]"},
+    {"diff", "NAME[SLICES]", "the change since the previous stop, for tensors looked at then"},
+    {"save", "NAME[SLICES] FILE.npy", "write the values as a .npy file"},
+    {"grad", "NAME[SLICES]", "print the gradient of NAME (Gradient___NAME)"},
+    {"where", "NAME", "the op that made NAME and the source line that built it"},
+    {"step", "[K]", "train K more runs (default 1) and stop again"},
+    {"continue", "", "train on (to the next break)"},
+    {"quit", "", "stop training: write what was asked (weights, checkpoint, logs), exit 130 as Ctrl-C"},
+};
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+static void help(const char *what) {
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (!what || !*what || strcmp(what, commands[i].name) == 0) {
+            char left[64];
+            snprintf(left, sizeof left, "%s %s", commands[i].name, commands[i].args);
+            printf("  %-30s %s\n", left, commands[i].help);
+            if (what && *what) return;
+        }
+    if (what && *what) {
+        const char *names[N_COMMANDS];
+        for (size_t i = 0; i < N_COMMANDS; i++) names[i] = commands[i].name;
+        char near[256];
+        printf("error: no command '%s'; closest: %s\n", what, ts_closest_words(what, names, N_COMMANDS, near, sizeof near));
+    }
+}
+
+/* A held tensor by name, or an error line naming the closest. */
+static bool get(ts_model *m, const char *name, ts_array *a) {
+    if (ts_model_held(m, name, a) == TS_OK) return true;
+    const char *e = ts_last_error(), *call = "ts_model_held: ";
+    printf("error: %s\n", strncmp(e, call, strlen(call)) == 0 ? e + strlen(call) : e);
+    return false;
+}
+
+/* numpy's basic indexing: per dimension an index (the dimension goes), or
+ * start:stop:step (any part left out), `:`, and one `...` for the
+ * dimensions not named. Into out: a new array (data malloc'd). */
+typedef struct range {
+    int64_t start, step, count;
+    bool index;
+} range;
+
+static bool parse_int(const char *s, const char *end, int64_t *v) {
+    while (s < end && isspace((unsigned char)*s)) s++;
+    while (end > s && isspace((unsigned char)end[-1])) end--;
+    if (s == end) return false;
+    char buf[32];
+    if ((size_t)(end - s) >= sizeof buf) return false;
+    memcpy(buf, s, (size_t)(end - s));
+    buf[end - s] = 0;
+    char *e;
+    errno = 0;
+    long long x = strtoll(buf, &e, 10);
+    if (*e || errno) return false;
+    *v = x;
+    return true;
+}
+
+static bool blank(const char *s, const char *end) {
+    while (s < end && isspace((unsigned char)*s)) s++;
+    return s == end;
+}
+
+static bool slice_error(const char *name, const char *fmt, const char *detail, int64_t a, int64_t b) {
+    printf("error: %s[...]: ", name);
+    printf(fmt, detail, (long long)a, (long long)b);
+    printf("\n");
+    return false;
+}
+
+static bool parse_slices(const char *name, const char *spec, const ts_array *a, range *r) {
+    const char *items[TS_MAX_DIMS + 2], *ends[TS_MAX_DIMS + 2];
+    int n = 0, ellipsis = -1;
+    for (const char *p = spec;; n++) {
+        const char *c = strchr(p, ',');
+        if (n == TS_MAX_DIMS + 1)
+            return slice_error(name, "%s%lld indices at most (the tensor has %lld dimensions)", "", TS_MAX_DIMS + 1, a->ndim);
+        items[n] = p, ends[n] = c ? c : p + strlen(p);
+        if (!c) {
+            n++;
+            break;
+        }
+        p = c + 1;
+    }
+    for (int k = 0; k < n; k++) {
+        const char *s = items[k];
+        while (s < ends[k] && isspace((unsigned char)*s)) s++;
+        if (ends[k] - s >= 3 && strncmp(s, "...", 3) == 0 && blank(s + 3, ends[k])) {
+            if (ellipsis >= 0) {
+                printf("error: %s[%s]: only one '...' may appear\n", name, spec);
+                return false;
+            }
+            ellipsis = k;
+        }
+    }
+    int named = n - (ellipsis >= 0);
+    if (n == 1 && blank(items[0], ends[0])) named = 0, n = 0; /* NAME[] */
+    if (named > a->ndim) {
+        char shape[96];
+        printf("error: %s[%s]: %d ind%s for a tensor of %d dimensions (%s)\n", name, spec, named, named == 1 ? "ex" : "ices", a->ndim,
+               ts_array_shape_str(a, shape, sizeof shape));
+        return false;
+    }
+    int d = 0;
+    for (int k = 0; k < n; k++) {
+        if (k == ellipsis) {
+            for (int q = 0; q < a->ndim - named; q++, d++) r[d] = (range){0, 1, a->shape[d], false};
+            continue;
+        }
+        int64_t size = a->shape[d];
+        const char *c1 = memchr(items[k], ':', (size_t)(ends[k] - items[k]));
+        char text[64];
+        snprintf(text, sizeof text, "%.*s", (int)(ends[k] - items[k]), items[k]);
+        if (!c1) {
+            int64_t i;
+            if (!parse_int(items[k], ends[k], &i))
+                return slice_error(name, "cannot read '%s' (dimension %lld, size %lld): give an index, start:stop[:step], ':' or '...'", text, d,
+                                   size);
+            if (i < -size || i >= size) {
+                printf("error: %s[...]: index %lld is out of range for dimension %d of size %lld\n", name, (long long)i, d, (long long)size);
+                return false;
+            }
+            r[d++] = (range){i < 0 ? i + size : i, 1, 1, true};
+            continue;
+        }
+        const char *c2 = memchr(c1 + 1, ':', (size_t)(ends[k] - c1 - 1));
+        int64_t start = 0, stop = size, step = 1;
+        const char *e1 = c1, *s2 = c1 + 1, *e2 = c2 ? c2 : ends[k];
+        if ((!blank(items[k], e1) && !parse_int(items[k], e1, &start)) || (!blank(s2, e2) && !parse_int(s2, e2, &stop)) ||
+            (c2 && !blank(c2 + 1, ends[k]) && !parse_int(c2 + 1, ends[k], &step)))
+            return slice_error(name, "cannot read '%s' (dimension %lld, size %lld): give an index, start:stop[:step], ':' or '...'", text, d, size);
+        if (step <= 0) return slice_error(name, "'%s': the step must be >= 1 (%lld given; dimension %lld)", text, step, d);
+        if (start < 0) start += size;
+        if (stop < 0) stop += size;
+        start = start < 0 ? 0 : start > size ? size : start;
+        stop = stop < 0 ? 0 : stop > size ? size : stop;
+        r[d++] = (range){start, step, stop > start ? (stop - start + step - 1) / step : 0, false};
+    }
+    for (; d < a->ndim; d++) r[d] = (range){0, 1, a->shape[d], false};
+    return true;
+}
+
+/* NAME[SLICES] -> name and spec (empty: the whole tensor); a name that
+ * itself ends in ']' is taken whole when held. */
+static void cut_name(ts_model *m, const char *arg, char *name, size_t n, char *spec, size_t ns) {
+    const char *br = strrchr(arg, '[');
+    size_t len = strlen(arg);
+    bool sliced = br && len && arg[len - 1] == ']' && !ts_model_is_held(m, arg);
+    snprintf(name, n, "%.*s", (int)(sliced ? (size_t)(br - arg) : len), arg);
+    snprintf(spec, ns, "%.*s", sliced ? (int)(len - (size_t)(br - arg) - 2) : 0, sliced ? br + 1 : "");
+}
+
+/* The values of a[spec] as a new array (data malloc'd). */
+static bool slice_array(const char *name, const ts_array *a, const char *spec, ts_array *out) {
+    range r[TS_MAX_DIMS];
+    if (!parse_slices(name, spec, a, r)) return false;
+    memset(out, 0, sizeof *out);
+    out->dtype = a->dtype;
+    int64_t count = 1, strides[TS_MAX_DIMS], s = 1;
+    for (int d = a->ndim - 1; d >= 0; d--) strides[d] = s, s *= a->shape[d];
+    for (int d = 0; d < a->ndim; d++) {
+        count *= r[d].count;
+        if (!r[d].index) out->shape[out->ndim++] = r[d].count;
+    }
+    size_t es = ts_dtype_size(a->dtype);
+    out->data = malloc((size_t)(count ? count : 1) * es);
+    if (!out->data) {
+        printf("error: out of memory\n");
+        return false;
+    }
+    for (int64_t k = 0; k < count; k++) { /* k in the slice's row-major order -> the tensor's offset */
+        int64_t rest = k, off = 0;
+        for (int d = a->ndim - 1; d >= 0; d--) {
+            int64_t i = r[d].count ? rest % r[d].count : 0;
+            rest = r[d].count ? rest / r[d].count : 0;
+            off += (r[d].start + i * r[d].step) * strides[d];
+        }
+        memcpy((char *)out->data + (size_t)k * es, (const char *)a->data + (size_t)off * es, es);
+    }
+    return true;
+}
+
+/* NAME or NAME[SLICES] of a held tensor into a new array. */
+static bool select_values(ts_model *m, const char *arg, char *name, size_t n, ts_array *out) {
+    char spec[256];
+    ts_array a;
+    cut_name(m, arg, name, n, spec, sizeof spec);
+    return get(m, name, &a) && slice_array(name, &a, spec, out);
+}
+
+static void note_seen(cli_inspector *in, const char *name) {
+    for (int i = 0; i < in->n_seen; i++)
+        if (strcmp(in->seen[i], name) == 0) return;
+    if (in->n_seen == in->cap_seen) {
+        int cap = in->cap_seen ? 2 * in->cap_seen : 8;
+        char **s = realloc(in->seen, (size_t)cap * sizeof *s);
+        if (!s) return;
+        in->seen = s, in->cap_seen = cap;
+    }
+    if ((in->seen[in->n_seen] = strdup(name))) in->n_seen++;
+}
+
+/* numpy's print: nested brackets, past 1000 values the first and last 3
+ * of each dimension; floats with 7 significant digits. */
+#define EDGE 3
+static void print_dim(const ts_array *a, int dim, int64_t off, bool summarise) {
+    int64_t size = a->shape[dim], stride = 1;
+    for (int i = dim + 1; i < a->ndim; i++) stride *= a->shape[i];
+    putchar('[');
+    for (int64_t i = 0; i < size; i++) {
+        if (summarise && size > 2 * EDGE && i == EDGE) {
+            printf("...");
+            i = size - EDGE - 1;
+            printf(dim == a->ndim - 1 ? ", " : ",\n%*s", dim == a->ndim - 1 ? 0 : dim + 1, "");
+            continue;
+        }
+        if (dim == a->ndim - 1) {
+            double v = cli_array_value(a, off + i);
+            if (a->dtype == TS_F32 || a->dtype == TS_F64) printf("%.7g", v);
+            else printf("%.0f", v);
+        } else {
+            print_dim(a, dim + 1, off + i * stride, summarise);
+        }
+        if (i + 1 < size) printf(dim == a->ndim - 1 ? ", " : ",\n%*s", dim == a->ndim - 1 ? 0 : dim + 1, "");
+    }
+    putchar(']');
+}
+
+static void print_values(const char *label, const ts_array *a) {
+    ts_summary s;
+    char line[512];
+    int64_t n = ts_array_numel(a);
+    if (cli_summarize(a, TS_WATCH_STATS, &s) == TS_OK) printf("%s\n", ts_summary_line(label, a, &s.stats, line, sizeof line));
+    if (a->ndim == 0) printf("%.7g\n", cli_array_value(a, 0));
+    else if (n == 0) printf("[]\n");
+    else {
+        print_dim(a, 0, 0, n > 1000);
+        putchar('\n');
+    }
+}
+
+static kept *find_kept(cli_inspector *in, const char *name) {
+    for (int i = 0; i < in->n_kept; i++)
+        if (strcmp(in->kept[i].name, name) == 0) return &in->kept[i];
+    return NULL;
+}
+
+static void diff(cli_inspector *in, ts_model *m, const char *arg) {
+    char name[512], spec[256];
+    ts_array full, now, was;
+    cut_name(m, arg, name, sizeof name, spec, sizeof spec);
+    if (!get(m, name, &full)) return;
+    note_seen(in, name);
+    kept *k = find_kept(in, name);
+    if (!k) {
+        printf("'%s' has no value from the previous stop: diff compares with the value a tensor had when training last paused, for the "
+               "tensors looked at then; it is kept from now on\n", name);
+        return;
+    }
+    if (k->a.ndim != full.ndim || memcmp(k->a.shape, full.shape, sizeof full.shape) != 0) {
+        printf("'%s' changed shape since the previous stop; nothing to compare\n", name);
+        return;
+    }
+    if (!slice_array(name, &full, spec, &now)) return;
+    if (!slice_array(name, &k->a, spec, &was)) {
+        free(now.data);
+        return;
+    }
+    int64_t n = ts_array_numel(&now), changed = 0;
+    float *delta = malloc((size_t)(n ? n : 1) * sizeof *delta);
+    double max_abs = 0;
+    for (int64_t i = 0; delta && i < n; i++) {
+        double b = cli_array_value(&was, i), c = cli_array_value(&now, i);
+        delta[i] = (float)(c - b);
+        if (c != b && !(isnan(c) && isnan(b))) changed++;
+        if (fabs(c - b) > max_abs) max_abs = fabs(c - b);
+    }
+    if (delta) {
+        ts_array d = now;
+        d.dtype = TS_F32;
+        d.data = delta;
+        char label[600], line[512];
+        ts_summary s;
+        snprintf(label, sizeof label, "%s - previous", arg);
+        if (ts_summarize_f32(delta, n, TS_WATCH_STATS, &s) == TS_OK) printf("%s\n", ts_summary_line(label, &d, &s.stats, line, sizeof line));
+        printf("changed %lld of %lld values, max |change| %.7g\n", (long long)changed, (long long)n, max_abs);
+    } else {
+        printf("error: out of memory\n");
+    }
+    free(delta);
+    free(now.data);
+    free(was.data);
+}
+
+/* At leaving a stop: the tensors looked at, kept as they are now. */
+static void keep_seen(cli_inspector *in, ts_model *m) {
+    for (int i = 0; i < in->n_seen; i++) {
+        ts_array a;
+        if (ts_model_held(m, in->seen[i], &a)) continue;
+        size_t bytes = (size_t)ts_array_numel(&a) * ts_dtype_size(a.dtype);
+        kept *k = find_kept(in, in->seen[i]);
+        if (!k) {
+            if (in->n_kept == in->cap_kept) {
+                int cap = in->cap_kept ? 2 * in->cap_kept : 8;
+                kept *p = realloc(in->kept, (size_t)cap * sizeof *p);
+                if (!p) continue;
+                in->kept = p, in->cap_kept = cap;
+            }
+            k = &in->kept[in->n_kept];
+            memset(k, 0, sizeof *k);
+            if (!(k->name = strdup(in->seen[i]))) continue;
+            in->n_kept++;
+        }
+        void *data = realloc(k->a.data, bytes ? bytes : 1);
+        if (!data) continue;
+        memcpy(data, a.data, bytes);
+        k->a = a;
+        k->a.data = data;
+    }
+    forget_seen(in);
+}
+
+static void list(ts_model *m, const char *pattern) {
+    const char *const *names;
+    size_t n, shown = 0;
+    if (ts_model_held_names(m, &names, &n)) {
+        printf("error: %s\n", ts_last_error());
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        ts_array a;
+        if (*pattern && !ts_name_matches(pattern, names[i])) continue;
+        if (ts_model_held(m, names[i], &a)) continue;
+        char shape[96];
+        printf("  %-40s %s\n", names[i], ts_array_shape_str(&a, shape, sizeof shape));
+        shown++;
+    }
+    if (!shown && *pattern) {
+        char near[512];
+        printf("error: no held tensor matches '%s'%s; closest: %s\n", pattern, strpbrk(pattern, "*?[") ? "" : " (a name, or a glob with * ? [)",
+               ts_closest_words(pattern, names, n, near, sizeof near));
+    }
+}
+
+static void save(ts_model *m, cli_inspector *in, char *args) {
+    char *file = strrchr(args, ' ');
+    if (!file) {
+        printf("error: save NAME[SLICES] FILE.npy: give a tensor and a file\n");
+        return;
+    }
+    *file++ = 0;
+    char name[512];
+    ts_array a;
+    if (!select_values(m, args, name, sizeof name, &a)) return;
+    note_seen(in, name);
+    if (ts_npy_save(file, &a)) printf("error: %s\n", ts_last_error());
+    else printf("saved %s to %s\n", args, file);
+    free(a.data);
+}
+
+/* The words of a command line: the command, then its argument (the rest). */
+static char *trim(char *s) {
+    while (isspace((unsigned char)*s)) s++;
+    size_t n = strlen(s);
+    while (n && isspace((unsigned char)s[n - 1])) s[--n] = 0;
+    return s;
+}
+
+static cli_inspect_action prompt(cli_inspector *in, ts_model *m, long run, bool can_go_on) {
+    for (;;) {
+        char *line = read_command();
+        if (!line) { /* end of input: go on, never wait */
+            printf("\n");
+            forget_seen(in);
+            return CLI_INSPECT_CONTINUE;
+        }
+        char *cmd = trim(line), *arg = cmd + strcspn(cmd, " \t");
+        if (*arg) *arg++ = 0;
+        arg = trim(arg);
+        char name[512];
+        ts_array a;
+        if (!*cmd) {
+        } else if (strcmp(cmd, "help") == 0 || strcmp(cmd, "h") == 0 || strcmp(cmd, "?") == 0) {
+            help(arg);
+        } else if (strcmp(cmd, "list") == 0 || strcmp(cmd, "ls") == 0) {
+            list(m, arg);
+        } else if (strcmp(cmd, "where") == 0) {
+            char where[1024];
+            if (!*arg) printf("error: where NAME: give a tensor name\n");
+            else if (ts_model_tensor_origin(m, arg, where, sizeof where)) printf("error: %s\n", ts_last_error());
+            else printf("%s\n", where);
+        } else if (strcmp(cmd, "stats") == 0 || strcmp(cmd, "print") == 0 || strcmp(cmd, "p") == 0 || strcmp(cmd, "grad") == 0) {
+            char target[600];
+            snprintf(target, sizeof target, "%s%s", strcmp(cmd, "grad") == 0 ? "Gradient___" : "", arg);
+            if (!*arg) printf("error: %s NAME: give a tensor name ('list' shows them)\n", cmd);
+            else if (select_values(m, target, name, sizeof name, &a)) {
+                note_seen(in, name);
+                if (strcmp(cmd, "stats") == 0) cli_print_summary(target, &a);
+                else print_values(target, &a);
+                free(a.data);
+            }
+        } else if (strcmp(cmd, "diff") == 0) {
+            if (!*arg) printf("error: diff NAME: give a tensor name\n");
+            else diff(in, m, arg);
+        } else if (strcmp(cmd, "save") == 0) {
+            save(m, in, arg);
+        } else if (strcmp(cmd, "step") == 0 || strcmp(cmd, "s") == 0 || strcmp(cmd, "next") == 0) {
+            char *end;
+            long k = *arg ? strtol(arg, &end, 10) : 1;
+            if (*arg && (*end || k < 1)) printf("error: step K: K is a number of runs >= 1, got '%s'\n", arg);
+            else if (!can_go_on) printf("error: training cannot go on after the numeric check stopped it; 'continue' ends it, 'quit' exits 130\n");
+            else {
+                in->next = run + k;
+                keep_seen(in, m);
+                free(line);
+                return CLI_INSPECT_CONTINUE;
+            }
+        } else if (strcmp(cmd, "continue") == 0 || strcmp(cmd, "c") == 0 || strcmp(cmd, "cont") == 0) {
+            keep_seen(in, m);
+            free(line);
+            return CLI_INSPECT_CONTINUE;
+        } else if (strcmp(cmd, "quit") == 0 || strcmp(cmd, "q") == 0 || strcmp(cmd, "exit") == 0) {
+            free(line);
+            return CLI_INSPECT_QUIT;
+        } else {
+            const char *names[N_COMMANDS];
+            for (size_t i = 0; i < N_COMMANDS; i++) names[i] = commands[i].name;
+            char near[256];
+            printf("error: unknown command '%s'; closest: %s ('help' lists them)\n", cmd, ts_closest_words(cmd, names, N_COMMANDS, near, sizeof near));
+        }
+        fflush(stdout);
+        free(line);
+    }
+}
+
+cli_inspect_action cli_inspector_after_run(cli_inspector *in, ts_model *m, long run) {
+    ts_model_hold(m, 0);
+    const char *why = g_pause ? "on SIGUSR2" : run == in->break_at ? "at --break-at-step" : "after 'step'";
+    g_pause = 0;
+    printf("\ntraining paused %s after run %ld (optimizer step %lld); 'help' lists the commands\n", why, run, (long long)ts_model_steps(m));
+    fflush(stdout);
+    return prompt(in, m, run, true);
+}
+
+cli_inspect_action cli_inspector_on_nan(cli_inspector *in, ts_model *m, const char *const *names, const ts_array *inputs, int n,
+                                        int64_t steps_before) {
+    if (!in || !in->on_nan) return CLI_INSPECT_CONTINUE;
+    if (ts_model_steps(m) != steps_before) {
+        printf("--break-on-nan: the run completed %lld optimizer steps before it stopped, so its inputs cannot be replayed as they were; "
+               "use one step per run to inspect it\n", (long long)(ts_model_steps(m) - steps_before));
+        return CLI_INSPECT_CONTINUE;
+    }
+    /* the same inputs again, the weights unchanged: the same NaN, with every tensor held */
+    int level = ts_get_log_level();
+    ts_set_log_level(TS_LOG_OFF); /* its report was logged once already */
+    ts_status st = ts_model_hold(m, 1);
+    if (!st) st = ts_model_run(m, names, inputs, n);
+    ts_model_hold(m, 0);
+    ts_set_log_level(level);
+    const char *failed = ts_model_failed_tensor(m);
+    if (st != TS_ERR_NUMERICS || !failed) {
+        printf("--break-on-nan: running the batch again did not stop at a NaN (%s); nothing to inspect\n", st ? ts_last_error() : "it ran clean");
+        return CLI_INSPECT_CONTINUE;
+    }
+    char where[1024] = "";
+    ts_model_tensor_origin(m, failed, where, sizeof where);
+    printf("\ntraining stopped by the numeric check at '%s': %s\nthe step's update was not applied; 'print %s' shows it, 'list' what "
+           "the run made before it; 'help' lists the commands\n", failed, where, failed);
+    fflush(stdout);
+    return prompt(in, m, (long)ts_model_runs(m), false);
+}
