@@ -187,7 +187,13 @@ TS_API ts_status ts_parse_size(const char *text, uint64_t *bytes);
 
 /* ---------------------------------------------------------------- arrays */
 
-typedef enum ts_dtype { TS_F32 = 0, TS_F64, TS_I32, TS_I64, TS_U8 } ts_dtype;
+/* Graph tensors are f32 or i32 (and u8 masks); the other dtypes are those of
+ * the arrays a run is fed (converted exactly to the input's dtype) and of
+ * outputs declared with ts_tensor_set_output_dtype (ONNX's typed outputs). */
+typedef enum ts_dtype {
+    TS_F32 = 0, TS_F64, TS_I32, TS_I64, TS_U8,
+    TS_BOOL, TS_I8, TS_I16, TS_U16, TS_U32, TS_U64
+} ts_dtype;
 TS_API const char *ts_dtype_name(ts_dtype t); /* "f32", "i32", ... */
 TS_API size_t ts_dtype_size(ts_dtype t);
 
@@ -475,6 +481,13 @@ TS_API ts_tensor *ts_sigmoid(ts_graph *g, ts_tensor *x);
 
 TS_API ts_status ts_tensor_set_name(ts_tensor *t, const char *name);
 TS_API const char *ts_tensor_name(const ts_tensor *t);
+/* The dtype this tensor's anchored values are returned in
+ * (ts_model_anchored), converted from the dtype it is computed in: every
+ * value must be exact in `dtype` (an integer in its range, 0 or 1 for
+ * bool), else reading it is TS_ERR_INVALID_ARGUMENT naming the first other
+ * one. The ONNX importer declares each graph output's ONNX type this way
+ * (int64, bool, double, ...). */
+TS_API ts_status ts_tensor_set_output_dtype(ts_tensor *t, ts_dtype dtype);
 /* Shape (and a view of a parameter's values in `out->data`, NULL otherwise).
  * The view is current after every run, on every device; to change the
  * values, call ts_param_set: a model on a GPU sends the values again only
@@ -514,11 +527,16 @@ TS_API ts_status ts_graph_load_weights(ts_graph *g, const char *path);
 
 /* ----------------------------------------------------------- ONNX import */
 
-/* The static shape of one input of an imported model. */
+/* The static shape of one input of an imported model, or its value: an
+ * input bound to `value` (not NULL) is no input of the graph but that
+ * constant, folded like an initializer (ndim and shape are then ignored).
+ * Inputs that give axes, shapes, sizes, pads or a Range's bounds (ONNX's
+ * test models, TensorRT's shape tensors) must be bound this way. */
 typedef struct ts_onnx_input {
     const char *name;
     int ndim;
     int64_t shape[TS_MAX_DIMS];
+    const ts_array *value;
 } ts_onnx_input;
 /* Reads an ONNX model into a new graph (parameters keep the file's
  * initializer names; see DESIGN.md §3/§13). Inputs with dynamic dims must be

@@ -113,6 +113,25 @@ def _array(value):
     return value
 
 
+# The node inputs that give axes, shapes, sizes, pads, bounds, a scalar
+# setting or running statistics (op type -> input positions): a graph input read there is bound
+# to the case's value at import (TensorRT's "shape tensors"); tensorscope
+# folds them, so they cannot be fed at run time.
+BOUND_INPUTS = {
+    "Reshape": {1}, "Unsqueeze": {1}, "Squeeze": {1}, "Expand": {1}, "Split": {1}, "Pad": {1, 2, 3},
+    "Slice": {1, 2, 3, 4}, "ReduceSum": {1}, "ReduceMean": {1}, "ReduceMax": {1}, "ReduceMin": {1},
+    "ConstantOfShape": {0}, "Range": {0, 1, 2}, "Dropout": {1, 2},
+    "BatchNormalization": {3, 4},  # the running statistics, a buffer's values
+}
+
+
+def bound_inputs(model):
+    """The names of the graph inputs some node reads where BOUND_INPUTS says."""
+    inputs = {vi.name for vi in model.graph.input}
+    return {name for node in model.graph.node for k, name in enumerate(node.input)
+            if name in inputs and k in BOUND_INPUTS.get(node.op_type, ())}
+
+
 def run_case(ts, case, workdir):
     """Runs one case. Returns None when it passes, else the reason."""
     model = case.model
@@ -128,7 +147,8 @@ def run_case(ts, case, workdir):
             for v in feeds.values():
                 if not isinstance(v, np.ndarray):  # an ONNX sequence or optional
                     return f"input type {type(v).__name__} not fed"
-            g = ts.Graph.from_onnx(path, {k: v.shape for k, v in feeds.items()})
+            bound = {k: feeds.pop(k) for k in bound_inputs(model) if k in feeds}
+            g = ts.Graph.from_onnx(path, {k: v.shape for k, v in feeds.items()}, input_values=bound)
             try:
                 # "final": each output as it is (the default for inference,
                 # "all", stacks the samples of a run on a leading axis)

@@ -1,6 +1,7 @@
 /* test_input_dtypes.c -- what a run takes for an input of another dtype:
- * i64 token ids and labels and u8 bools for an i32 input, f64 values for
- * an f32 input, converted for the run; a value the input's dtype cannot
+ * i64 token ids and labels, u8 bools and integers of every other width
+ * (i8, i16, u16, u32, u64, bool) for an i32 input, f64 values and integers
+ * for an f32 input, converted for the run; a value the input's dtype cannot
  * hold (an id beyond i32, an f64 beyond f32's range) is an error naming it,
  * never wrapped; i32 values for an f32 input within 2^24 (exact in f32);
  * other pairs (f32 data for an i32 input) stay an error.
@@ -45,9 +46,42 @@ int main(void)
     CHECK(ok && ((const float *)out.data)[0] == 1 && ((const float *)out.data)[1] == 0 && ((const float *)out.data)[3] == 1,
           "u8 bools feed an i32 input as 1 and 0: %s", ok ? "" : ts_last_error());
 
+    /* every other integer width, and bool */
+    int8_t i8[4] = {3, 0, 4, 1};
+    int16_t i16[4] = {2, 3, 4, 0};
+    uint16_t u16[4] = {4, 0, 3, 1};
+    uint32_t u32[4] = {4, 0, 3, 1};
+    uint64_t u64[4] = {4, 0, 3, 1};
+    uint8_t bo[4] = {1, 0, 0, 1};
+    struct { ts_dtype dt; void *data; double v0, v3; } widths[] = {
+        {TS_I8, i8, 3, 1}, {TS_I16, i16, 2, 0}, {TS_U16, u16, 4, 1}, {TS_U32, u32, 4, 1}, {TS_U64, u64, 4, 1}, {TS_BOOL, bo, 1, 1},
+    };
+    for (size_t k = 0; k < sizeof widths / sizeof widths[0]; k++) {
+        in[1] = (ts_array){.dtype = widths[k].dt, .ndim = 1, .shape = {4}, .data = widths[k].data};
+        ok = !ts_model_run(m, names, in, 2) && !ts_model_anchored(m, ts_tensor_name(cast), &out);
+        CHECK(ok && ((const float *)out.data)[0] == (float)widths[k].v0 && ((const float *)out.data)[3] == (float)widths[k].v3,
+              "%s data feeds an i32 input with its values: %s", ts_dtype_name(widths[k].dt), ok ? "" : ts_last_error());
+    }
+    u64[2] = (uint64_t)INT32_MAX + 1;
+    in[1] = (ts_array){.dtype = TS_U64, .ndim = 1, .shape = {4}, .data = u64};
+    ts_status st = ts_model_run(m, names, in, 2);
+    CHECK(st == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "2147483648") && strstr(ts_last_error(), "[2]"),
+          "a u64 beyond i32 is an error naming it, not wrapped: %s", ts_last_error());
+    u32[1] = UINT32_MAX;
+    in[1] = (ts_array){.dtype = TS_U32, .ndim = 1, .shape = {4}, .data = u32};
+    st = ts_model_run(m, names, in, 2);
+    CHECK(st == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "4294967295"), "and a u32 beyond i32: %s", ts_last_error());
+    int16_t t16[10] = {0, 1, 2, 3, 4, 5, 6, 7, -8, 9};
+    in[0] = (ts_array){.dtype = TS_I16, .ndim = 2, .shape = {5, 2}, .data = t16};
+    in[1] = ids64;
+    ok = !ts_model_run(m, names, in, 2) && !ts_model_anchored(m, ts_tensor_name(rows), &out);
+    CHECK(ok && ((const float *)out.data)[0] == -8 && ((const float *)out.data)[1] == 9, "i16 values feed an f32 input: %s",
+          ok ? "" : ts_last_error());
+    in[0] = table64;
+
     int64_t big[4] = {0, 1, (int64_t)INT32_MAX + 1, 2};
     in[1] = (ts_array){.dtype = TS_I64, .ndim = 1, .shape = {4}, .data = big};
-    ts_status st = ts_model_run(m, names, in, 2);
+    st = ts_model_run(m, names, in, 2);
     CHECK(st == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "2147483648") && strstr(ts_last_error(), "[2]"),
           "an i64 id beyond i32 is an error naming it and where, not wrapped: %s", ts_last_error());
     int64_t neg[4] = {0, 1, (int64_t)INT32_MIN - 1, 2};
@@ -78,7 +112,7 @@ int main(void)
     float f32ids[4] = {4, 0, 3, 1};
     in[1] = (ts_array){.dtype = TS_F32, .ndim = 1, .shape = {4}, .data = f32ids};
     st = ts_model_run(m, names, in, 2);
-    CHECK(st == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "must be i32 data, got f32") && strstr(ts_last_error(), "i64 and u8"),
+    CHECK(st == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "must be i32 data, got f32") && strstr(ts_last_error(), "integer and bool data"),
           "f32 data for an i32 input stays an error that says what it takes: %s", ts_last_error());
     ts_model_free(m);
     ts_graph_free(g);

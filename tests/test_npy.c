@@ -51,6 +51,7 @@ static double sample_value(const sample *s, int64_t i) {
     case TS_I32: return (double)(i * 7 - 20);
     case TS_I64: return (double)(i * ((int64_t)1 << 40) - 5);
     case TS_U8: return (double)(i * 63);
+    default: break; /* no sample of the other dtypes: .npy reads them widened */
     }
     return 0;
 }
@@ -62,6 +63,7 @@ static void set(ts_array *a, int64_t i, double v) {
     case TS_I32: ((int32_t *)a->data)[i] = (int32_t)v; break;
     case TS_I64: ((int64_t *)a->data)[i] = (int64_t)v; break;
     case TS_U8: ((uint8_t *)a->data)[i] = (uint8_t)v; break;
+    default: break;
     }
 }
 

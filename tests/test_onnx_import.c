@@ -293,7 +293,7 @@ static void check_errors(const char *tmp) {
 
     expect_error("a dynamic batch dimension not given", TS_ERR_INVALID_ARGUMENT, "--input x:batchx1x4x4",
                  ts_graph_from_onnx(&g, DIR "mlp_dynamic_op13.onnx", NULL, 0));
-    ts_onnx_input in = {"x", 4, {7, 1, 4, 4}};
+    ts_onnx_input in = {"x", 4, {7, 1, 4, 4}, NULL};
     CHECK_OK(ts_graph_from_onnx(&g, DIR "mlp_dynamic_op13.onnx", &in, 1), "the dynamic batch given as 7 imports");
     if (g) {
         ts_array info;
@@ -302,15 +302,15 @@ static void check_errors(const char *tmp) {
         ts_graph_free(g);
         g = NULL;
     }
-    ts_onnx_input wrong_name = {"image", 4, {4, 1, 4, 4}};
+    ts_onnx_input wrong_name = {"image", 4, {4, 1, 4, 4}, NULL};
     expect_error("an input the model lacks", TS_ERR_NOT_FOUND, "its inputs: 'x'", ts_graph_from_onnx(&g, DIR "mlp_op13.onnx", &wrong_name, 1));
-    ts_onnx_input batch9 = {"x", 4, {9, 1, 4, 4}};
+    ts_onnx_input batch9 = {"x", 4, {9, 1, 4, 4}, NULL};
     CHECK_OK(ts_graph_from_onnx(&g, DIR "mlp_op13.onnx", &batch9, 1), "a batch of 9 replaces the exported batch of 4");
     ts_graph_free(g);
     g = NULL;
-    ts_onnx_input wrong_rank = {"x", 2, {4, 16}};
+    ts_onnx_input wrong_rank = {"x", 2, {4, 16}, NULL};
     expect_error("a shape of another rank", TS_ERR_SHAPE, "4 dimensions", ts_graph_from_onnx(&g, DIR "mlp_op13.onnx", &wrong_rank, 1));
-    ts_onnx_input wrong_size = {"x", 4, {4, 1, 5, 4}};
+    ts_onnx_input wrong_size = {"x", 4, {4, 1, 5, 4}, NULL};
     expect_error("a size the weights do not fit", TS_ERR_SHAPE, "fc1/Gemm", ts_graph_from_onnx(&g, DIR "mlp_op13.onnx", &wrong_size, 1));
 
     /* fc1.weight moved to an external-data file: missing, then present */

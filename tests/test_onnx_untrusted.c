@@ -101,7 +101,7 @@ static void check_external(void) {
     expect("a weight in a FIFO", import_as("fifo", NULL), TS_ERR_FORMAT, "not a regular file");
     /* the model file itself a FIFO: refused at once too */
     ts_graph *fg = NULL;
-    ts_onnx_input fin = {"x", 2, {2, 4}};
+    ts_onnx_input fin = {"x", 2, {2, 4}, NULL};
     CHECK(ts_graph_from_onnx(&fg, path, &fin, 1) == TS_ERR_IO && strstr(ts_last_error(), "not a regular file (a FIFO)"),
           "a model that is a FIFO: %s", ts_last_error());
     matmul_model();

@@ -154,7 +154,8 @@ class LrSchedule(C.Structure):  # ts_lr_schedule
 
 
 class OnnxInput(C.Structure):  # ts_onnx_input
-    _fields_ = [("name", C.c_char_p), ("ndim", C.c_int), ("shape", C.c_int64 * TS_MAX_DIMS)]
+    _fields_ = [("name", C.c_char_p), ("ndim", C.c_int), ("shape", C.c_int64 * TS_MAX_DIMS),
+                ("value", C.POINTER(Array))]
 
 
 SINK_FN = C.CFUNCTYPE(None, C.c_void_p, C.POINTER(OutfeedRecord))
@@ -476,7 +477,8 @@ class Pin:
 # ----------------------------------------------------------------- arrays
 
 DTYPES = [np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int32), np.dtype(np.int64),
-          np.dtype(np.uint8)]  # index = ts_dtype
+          np.dtype(np.uint8), np.dtype(np.bool_), np.dtype(np.int8), np.dtype(np.int16),
+          np.dtype(np.uint16), np.dtype(np.uint32), np.dtype(np.uint64)]  # index = ts_dtype
 _DTYPE_CODE = {d: i for i, d in enumerate(DTYPES)}
 
 

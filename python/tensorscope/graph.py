@@ -485,20 +485,30 @@ class Graph:
 
     @classmethod
     def from_onnx(cls, path: Union[str, os.PathLike],
-                  input_shapes: Optional[Dict[str, Sequence[int]]] = None) -> Graph:
+                  input_shapes: Optional[Dict[str, Sequence[int]]] = None,
+                  input_values: Optional[Dict[str, np.ndarray]] = None) -> Graph:
         """Reads an ONNX model. `input_shapes` maps input names to shapes;
-        inputs with dynamic dimensions must be given, others may be."""
+        inputs with dynamic dimensions must be given, others may be.
+        `input_values` binds inputs to values at import: each becomes that
+        constant, no input of the graph (inputs that give axes, shapes,
+        sizes or pads must be bound)."""
         fn = _capi.function("ts_graph_from_onnx", "Graph.from_onnx")
-        shapes = dict(input_shapes or {})
-        inputs = (_capi.OnnxInput * max(len(shapes), 1))()
+        values = {k: _capi.to_c(v, k) for k, v in (input_values or {}).items()}
+        shapes = {k: v for k, v in (input_shapes or {}).items() if k not in values}
+        given = list(shapes.items()) + [(k, None) for k in values]
+        inputs = (_capi.OnnxInput * max(len(given), 1))()
         names = []
-        for i, (name, shape) in enumerate(shapes.items()):
+        for i, (name, shape) in enumerate(given):
             names.append(cstr(name))
             inputs[i].name = names[-1]
+            if shape is None:
+                inputs[i].value = C.pointer(values[name][0])
+                continue
             inputs[i].ndim = len(shape)
             inputs[i].shape[:len(shape)] = [int(d) for d in shape]
         h = C.c_void_p()
-        check(fn(C.byref(h), cstr(os.fspath(path)), inputs, len(shapes)))
+        check(fn(C.byref(h), cstr(os.fspath(path)), inputs, len(given)))
+        del values  # the library has copied them
         return cls(_handle=h.value)
 
     def close(self) -> None:

@@ -20,7 +20,10 @@ void ts_prog_free(ts_prog *p) {
         ts_free(p->entries[i].anchors);
         ts_free(p->entries[i].outfeeds);
     }
-    for (int i = 0; i < p->n_anchors; i++) ts_free(p->anchors[i].short_name);
+    for (int i = 0; i < p->n_anchors; i++) {
+        ts_free(p->anchors[i].short_name);
+        ts_free(p->anchors[i].typed);
+    }
     for (int i = 0; p->zero_before && i < p->n_nodes; i++) ts_free(p->zero_before[i]);
     for (int i = 0; p->scratch && i < p->n_nodes; i++) p->backend->free(p->scratch[i]);
     for (int i = 0; i < p->n_lint; i++) ts_free(p->lint[i]);

@@ -32,6 +32,7 @@ typedef struct ts_anchor { /* resolved at compile */
     bool keeps_axis;     /* ALL and EVERY_N return [rows, *T] */
     float *local;        /* rows * numel this replica captures, in the anchors arena */
     float *data;         /* [rows, R, *T] returned (R = 1: the same as local) */
+    void *typed;         /* data converted to the tensor's output dtype, made when read */
 } ts_anchor;
 
 typedef struct ts_outfeed_link {

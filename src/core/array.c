@@ -1,6 +1,7 @@
 /* array.c -- dtypes and the ts_array view: names, sizes, element counts. */
 #include "core.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,6 +13,12 @@ const char *ts_dtype_name(ts_dtype t) {
     case TS_I32: return "i32";
     case TS_I64: return "i64";
     case TS_U8: return "u8";
+    case TS_BOOL: return "bool";
+    case TS_I8: return "i8";
+    case TS_I16: return "i16";
+    case TS_U16: return "u16";
+    case TS_U32: return "u32";
+    case TS_U64: return "u64";
     }
     return "?";
 }
@@ -23,6 +30,12 @@ size_t ts_dtype_size(ts_dtype t) {
     case TS_I32: return 4;
     case TS_I64: return 8;
     case TS_U8: return 1;
+    case TS_BOOL: return 1;
+    case TS_I8: return 1;
+    case TS_I16: return 2;
+    case TS_U16: return 2;
+    case TS_U32: return 4;
+    case TS_U64: return 8;
     }
     return 0;
 }
@@ -88,6 +101,56 @@ double ts_array_value(const ts_array *a, int64_t i) {
     case TS_I32: return ((const int32_t *)a->data)[i];
     case TS_I64: return (double)((const int64_t *)a->data)[i];
     case TS_U8: return ((const uint8_t *)a->data)[i];
+    case TS_BOOL: return ((const uint8_t *)a->data)[i] != 0;
+    case TS_I8: return ((const int8_t *)a->data)[i];
+    case TS_I16: return ((const int16_t *)a->data)[i];
+    case TS_U16: return ((const uint16_t *)a->data)[i];
+    case TS_U32: return ((const uint32_t *)a->data)[i];
+    case TS_U64: return (double)((const uint64_t *)a->data)[i];
     }
     return NAN;
+}
+
+bool ts_dtype_is_integer(ts_dtype t) { return t != TS_F32 && t != TS_F64 && ts_dtype_size(t) != 0; }
+
+/* The range of an integer dtype (bool: 0 and 1). */
+static void int_range(ts_dtype t, double *lo, double *hi) {
+    switch (t) {
+    case TS_I32: *lo = INT32_MIN, *hi = INT32_MAX; return;
+    case TS_I64: *lo = -9223372036854775808.0, *hi = 9223372036854775807.0; return;
+    case TS_U8: *lo = 0, *hi = UINT8_MAX; return;
+    case TS_BOOL: *lo = 0, *hi = 1; return;
+    case TS_I8: *lo = INT8_MIN, *hi = INT8_MAX; return;
+    case TS_I16: *lo = INT16_MIN, *hi = INT16_MAX; return;
+    case TS_U16: *lo = 0, *hi = UINT16_MAX; return;
+    case TS_U32: *lo = 0, *hi = UINT32_MAX; return;
+    case TS_U64: *lo = 0, *hi = 18446744073709551615.0; return;
+    case TS_F32: case TS_F64: break;
+    }
+    *lo = -INFINITY, *hi = INFINITY;
+}
+
+bool ts_dtype_holds(ts_dtype t, double v) {
+    if (t == TS_F64 || isnan(v)) return t == TS_F64 || t == TS_F32;
+    if (t == TS_F32) return !isfinite(v) || fabs(v) <= FLT_MAX;
+    double lo, hi;
+    int_range(t, &lo, &hi);
+    /* the i64/u64 top is 2^63 / 2^64 as a double: one past the range */
+    return v == floor(v) && v >= lo && (t == TS_I64 || t == TS_U64 ? v < hi : v <= hi);
+}
+
+void ts_array_set_value(ts_array *a, int64_t i, double v) {
+    switch (a->dtype) {
+    case TS_F32: ((float *)a->data)[i] = (float)v; return;
+    case TS_F64: ((double *)a->data)[i] = v; return;
+    case TS_I32: ((int32_t *)a->data)[i] = (int32_t)v; return;
+    case TS_I64: ((int64_t *)a->data)[i] = (int64_t)v; return;
+    case TS_U8: ((uint8_t *)a->data)[i] = (uint8_t)v; return;
+    case TS_BOOL: ((uint8_t *)a->data)[i] = v != 0; return;
+    case TS_I8: ((int8_t *)a->data)[i] = (int8_t)v; return;
+    case TS_I16: ((int16_t *)a->data)[i] = (int16_t)v; return;
+    case TS_U16: ((uint16_t *)a->data)[i] = (uint16_t)v; return;
+    case TS_U32: ((uint32_t *)a->data)[i] = (uint32_t)v; return;
+    case TS_U64: ((uint64_t *)a->data)[i] = (uint64_t)v; return;
+    }
 }

@@ -108,6 +108,12 @@ const char *ts_closest_names(const char *name, ts_name_at get, const void *ctx, 
 
 /* Element i of an array of any dtype, as a double (NaN for an unknown dtype). */
 double ts_array_value(const ts_array *a, int64_t i);
+/* Writes v (which ts_dtype_holds for the array's dtype) at element i. */
+void ts_array_set_value(ts_array *a, int64_t i, double v);
+bool ts_dtype_is_integer(ts_dtype t); /* the integer dtypes and bool */
+/* Whether v is exact in t: an integer within t's range (0 or 1 for bool),
+ * for f32 a NaN, an infinity or a value within f32's range, any for f64. */
+bool ts_dtype_holds(ts_dtype t, double v);
 /* String -> int map for name lookups (strmap.c). Keys are borrowed: keep
  * each key string alive, unchanged, while it is in the map. Zero-initialise. */
 typedef struct ts_strmap {

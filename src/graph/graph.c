@@ -435,6 +435,14 @@ ts_tensor *ts_flatten(ts_graph *g, ts_tensor *x, int start_dim) {
     return t;
 }
 
+ts_status ts_tensor_set_output_dtype(ts_tensor *t, ts_dtype dtype) {
+    if (!t) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_tensor_set_output_dtype: tensor is NULL");
+    if (!ts_dtype_size(dtype)) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_tensor_set_output_dtype: %d is no ts_dtype", (int)dtype);
+    t->typed = dtype != t->dtype;
+    t->out_dtype = dtype;
+    return TS_OK;
+}
+
 ts_status ts_tensor_set_name(ts_tensor *t, const char *name) {
     if (!t) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_tensor_set_name: tensor is NULL");
     if (!valid_name(name)) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_tensor_set_name: a name of 1-400 printable characters (no quotes or backslashes) is required");

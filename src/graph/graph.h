@@ -122,6 +122,8 @@ struct ts_tensor {
     int line;           /* line, or node index in an imported model file */
     const char *origin; /* imported nodes: the file's node name (graph-owned) */
     float *value;       /* parameters only: owned by the graph */
+    bool typed;         /* anchored values are returned as out_dtype (ts_tensor_set_output_dtype) */
+    ts_dtype out_dtype;
 };
 
 typedef struct ts_outfeed_mark {

@@ -532,6 +532,14 @@ static ts_tensor *as_tensor(importer *im, value *v, ts_status *st) {
     return t;
 }
 
+/* For an error on a value that must be a constant: how to make a graph
+ * input one (bind it at import), or "". */
+static const char *bind_hint(const value *x) {
+    return x && x->t && x->t->op == TS_OP_INPUT ? "; it is a graph input: bind its value at import (ts_onnx_input.value, in Python "
+                                                  "Graph.from_onnx(path, input_values={name: array}))"
+                                                : "";
+}
+
 /* Whether v is a constant scalar (any shape of one element), into *s. */
 static bool const_scalar(const value *v, double *s) {
     if (!is_const(v) || v->param || ts_shape_numel(&v->c.shape) != 1) return false;
@@ -583,6 +591,13 @@ static ts_status op_binary(importer *im, node_io *io) {
     if (fmod_) op = "FMod";
     if (is_const(a) && is_const(b) && !a->param && !b->param)
         return fold_result(im, ts_const_binary(op, &a->c, &b->c, &io->out[0].c));
+    /* integer Div truncates toward zero (ids, counts: i32 tensors and integer constants) */
+    bool int_a = a->t ? a->t->dtype == TS_I32 : !a->param && !ts_onnx_dtype_is_float(a->c.dtype);
+    bool int_b = b->t ? b->t->dtype == TS_I32 : !b->param && !ts_onnx_dtype_is_float(b->c.dtype);
+    if (strcmp(op, "Div") == 0 && int_a && int_b) {
+        ts_tensor *ta = as_f32(im, a, &st), *tb = ta ? as_f32(im, b, &st) : NULL;
+        return tb ? built(im, ts_unary(im->g, "CastInt", ts_div(im->g, ta, tb), 0.0f, 0.0f), &io->out[0]) : st;
+    }
     double s;
     /* x * c, c * x, x / c: a scale */
     if (strcmp(op, "Mul") == 0 && const_scalar(b, &s) && a->t) return built(im, ts_scale(im->g, a->t, (float)s), &io->out[0]);
@@ -703,9 +718,10 @@ static ts_status op_identity(importer *im, node_io *io) {
 static ts_status op_dropout(importer *im, node_io *io) {
     double train = 0, ratio = 0.5;
     if (io->n_in >= 3 && io->in[2] && !(is_const(io->in[2]) && const_scalar(io->in[2], &train)))
-        return node_error(im, TS_ERR_UNSUPPORTED, "a Dropout whose training_mode is computed by the graph is not available");
+        return node_error(im, TS_ERR_UNSUPPORTED, "a Dropout whose training_mode is computed by the graph is not available%s",
+                          bind_hint(io->in[2]));
     if (io->n_in >= 2 && io->in[1] && !const_scalar(io->in[1], &ratio))
-        return node_error(im, TS_ERR_UNSUPPORTED, "a Dropout whose ratio is not a constant is not available");
+        return node_error(im, TS_ERR_UNSUPPORTED, "a Dropout whose ratio is not a constant is not available%s", bind_hint(io->in[1]));
     if (train != 0) { /* a training export: the dropout op; its mask output, which PyTorch's exporters write unread, stays undefined */
         if (io->n_out > 1 && im->node->output[1] && *im->node->output[1] && ts_strmap_get(&im->uses, im->node->output[1]) > 0)
             return node_error(im, TS_ERR_UNSUPPORTED, "Dropout's mask output is not available");
@@ -764,8 +780,8 @@ static ts_status need_consts(importer *im, node_io *io) {
     for (int i = 0; i < io->n_in; i++)
         if (io->in[i] && !is_const(io->in[i]))
             return node_error(im, TS_ERR_UNSUPPORTED, "%s is folded when its inputs are constants, but input %d ('%s') is computed by "
-                              "the graph; %s on graph tensors is not available yet", im->node->op_type, i, io->in[i]->name,
-                              im->node->op_type);
+                              "the graph; %s on graph tensors is not available yet%s", im->node->op_type, i, io->in[i]->name,
+                              im->node->op_type, bind_hint(io->in[i]));
     return TS_OK;
 }
 
@@ -776,8 +792,8 @@ static ts_status const_ints(importer *im, value *x, int64_t *v, int *n, const ch
     ts_status st = decoded(im, x);
     if (st) return st;
     if (!is_const(x) || x->c.shape.ndim > 1 || ts_shape_numel(&x->c.shape) > TS_MAX_DIMS)
-        return node_error(im, TS_ERR_UNSUPPORTED, "its %s ('%s') must be a constant list of at most %d values", what, x ? x->name : "?",
-                          TS_MAX_DIMS);
+        return node_error(im, TS_ERR_UNSUPPORTED, "its %s ('%s') must be a constant list of at most %d values%s", what, x ? x->name : "?",
+                          TS_MAX_DIMS, bind_hint(x));
     *n = (int)ts_shape_numel(&x->c.shape);
     for (int i = 0; i < *n; i++) {
         double d = x->c.v[i];
@@ -917,6 +933,21 @@ static ts_status op_matmul(importer *im, node_io *io) {
     if (st) return st;
     ts_tensor *a = as_tensor(im, io->in[0], &st), *b = a ? as_tensor(im, twin ? twin : io->in[1], &st) : NULL;
     if (!b) return st;
+    if (!twin && (a->shape.ndim == 1 || b->shape.ndim == 1)) { /* numpy's 1-D operands: [K] as [1,K] (A) or [K,1] (B), that dim dropped */
+        bool a1 = a->shape.ndim == 1, b1 = b->shape.ndim == 1;
+        if (a1) a = ts_reshape(im->g, a, 2, (int64_t[]){1, a->shape.d[0]});
+        if (a && b1) b = ts_reshape(im->g, b, 2, (int64_t[]){b->shape.d[0], 1});
+        ts_tensor *y = !a || !b ? NULL : b->shape.ndim > 2 ? ts_matmul_batched(im->g, a, b, 0, 0) : matmul_2d(im, a, b, false, &st);
+        if (!y) return st ? st : ts_graph_status(im->g);
+        ts_shape s = y->shape;
+        if (b1) s.ndim--;
+        if (a1) s.d[s.ndim - 2 + (b1 ? 1 : 0)] = -1; /* the 1 of A's row, dropped below */
+        int64_t d[TS_MAX_DIMS];
+        int n = 0;
+        for (int k = 0; k < s.ndim; k++)
+            if (s.d[k] != -1) d[n++] = s.d[k];
+        return built(im, ts_reshape(im->g, y, n, d), &io->out[0]);
+    }
     if (b->shape.ndim > 2 || (a->shape.ndim > 2 && !twin && !io->in[1]->param && b->shape.ndim == a->shape.ndim))
         return built(im, ts_matmul_batched(im->g, a, b, 0, 0), &io->out[0]);
     ts_tensor *y = matmul_2d(im, a, b, twin != NULL, &st);
@@ -930,10 +961,11 @@ static ts_status op_gemm(importer *im, node_io *io) {
     ts_status st = attr_flag(im, "transA", &trans_a);
     if (!st) st = attr_flag(im, "transB", &trans_b);
     if (st) return st;
-    if (trans_a) return node_error(im, TS_ERR_UNSUPPORTED, "Gemm with transA=1 is not available yet");
     double alpha = attr_f(im, "alpha", 1.0), beta = attr_f(im, "beta", 1.0);
     ts_tensor *a = as_tensor(im, io->in[0], &st), *b = a ? as_tensor(im, io->in[1], &st) : NULL;
     if (!b) return st;
+    if (trans_a && a->shape.ndim != 2) return node_error(im, TS_ERR_SHAPE, "A must be 2-D, got %d dimensions", a->shape.ndim);
+    if (trans_a && !(a = ts_transpose(im->g, a, 0, 1))) return ts_graph_status(im->g);
     ts_tensor *y = matmul_2d(im, a, b, trans_b, &st);
     if (!y) return st;
     if (alpha != 1.0) y = ts_scale(im->g, y, (float)alpha);
@@ -969,7 +1001,8 @@ static ts_status op_pad(importer *im, node_io *io) {
     ts_status st = decoded(im, io->in[1]);
     if (st) return st;
     if (!is_const(io->in[1]) || io->in[1]->c.shape.ndim > 1 || ts_shape_numel(&io->in[1]->c.shape) > 2 * TS_MAX_DIMS)
-        return node_error(im, TS_ERR_UNSUPPORTED, "its pads ('%s') must be a constant list of at most %d values", io->in[1]->name, 2 * TS_MAX_DIMS);
+        return node_error(im, TS_ERR_UNSUPPORTED, "its pads ('%s') must be a constant list of at most %d values%s", io->in[1]->name,
+                          2 * TS_MAX_DIMS, bind_hint(io->in[1]));
     n = (int)ts_shape_numel(&io->in[1]->c.shape);
     for (int i = 0; i < n; i++)
         if (!ts_onnx_int_value(io->in[1]->c.v[i], INT64_MIN, INT64_MAX, &pads[i]))
@@ -1000,6 +1033,7 @@ static ts_status op_pad(importer *im, node_io *io) {
 typedef struct window {
     int kernel[2], stride[2], dilation[2], pad[4];
     bool has_kernel;
+    bool one_d; /* a pool's 1-D window [k], pads [begin, end]: held as [1, k], pads [0, begin, 0, end] */
 } window;
 
 static ts_status window_attrs(const importer *im, window *w) {
@@ -1010,16 +1044,20 @@ static ts_status window_attrs(const importer *im, window *w) {
     } lists[] = {{"kernel_shape", 1, 2}, {"strides", 1, 2}, {"dilations", 1, 2}, {"pads", 0, 4}};
     int *dst[] = {w->kernel, w->stride, w->dilation, w->pad};
     *w = (window){.stride = {1, 1}, .dilation = {1, 1}};
+    bool pool = strcmp(im->node->op_type, "Conv") != 0;
     for (size_t k = 0; k < TS_ARRAY_LEN(lists); k++) {
         int64_t v[4];
         int n;
         ts_status st = attr_int_list(im, lists[k].name, lists[k].lo, INT32_MAX, v, 4, &n);
         if (st) return st;
-        if (n >= 0 && n != lists[k].len)
-            return node_error(im, TS_ERR_UNSUPPORTED, "attribute '%s' has %d values; tensorscope imports 2-D %s (%d values)", lists[k].name,
-                              n, im->node->op_type, lists[k].len);
-        for (int i = 0; i < n; i++) dst[k][i] = (int)v[i];
-        if (k == 0) w->has_kernel = n == 2;
+        if (k == 0 && pool && n == 1) w->one_d = true;
+        int len = w->one_d ? lists[k].len / 2 : lists[k].len;
+        if (n >= 0 && n != len)
+            return node_error(im, TS_ERR_UNSUPPORTED, "attribute '%s' has %d values; tensorscope imports 2-D %s (%d values)%s", lists[k].name,
+                              n, im->node->op_type, lists[k].len, pool ? " and 1-D pooling (half as many)" : "");
+        for (int i = 0; i < n; i++) dst[k][w->one_d ? 2 * i + 1 : i] = (int)v[i];
+        if (w->one_d && k < 3) dst[k][0] = 1;
+        if (k == 0) w->has_kernel = n == len;
     }
     return TS_OK;
 }
@@ -1066,9 +1104,17 @@ static ts_status op_pool(importer *im, node_io *io) {
     p.kernel_h = win.kernel[0], p.kernel_w = win.kernel[1], p.stride_h = win.stride[0], p.stride_w = win.stride[1];
     p.pad_top = win.pad[0], p.pad_left = win.pad[1], p.pad_bottom = win.pad[2], p.pad_right = win.pad[3];
     p.exclude_pad = !max && !include_pad;
-    ts_tensor *x = as_tensor(im, io->in[0], &st);
+    ts_tensor *x = as_f32(im, io->in[0], &st); /* integers pooled as f32 */
     if (!x) return st;
-    return built(im, max ? ts_max_pool2d(im->g, x, &p) : ts_avg_pool2d(im->g, x, &p), &io->out[0]);
+    if (win.one_d && x->shape.ndim != 3)
+        return node_error(im, TS_ERR_SHAPE, "a 1-D window pools [N,C,L] inputs; this one has %d dimensions", x->shape.ndim);
+    if (win.one_d) { /* [N,C,L] as [N,C,1,L] */
+        int64_t s4[4] = {x->shape.d[0], x->shape.d[1], 1, x->shape.d[2]};
+        x = ts_reshape(im->g, x, 4, s4);
+    }
+    ts_tensor *y = x ? (max ? ts_max_pool2d(im->g, x, &p) : ts_avg_pool2d(im->g, x, &p)) : NULL;
+    if (y && win.one_d) y = ts_reshape(im->g, y, 3, (int64_t[]){y->shape.d[0], y->shape.d[1], y->shape.d[3]});
+    return built(im, y, &io->out[0]);
 }
 
 static ts_status op_global_avg_pool(importer *im, node_io *io) {
@@ -1077,11 +1123,12 @@ static ts_status op_global_avg_pool(importer *im, node_io *io) {
     return x ? built(im, ts_global_avg_pool2d(im->g, x), &io->out[0]) : st;
 }
 
-/* A running statistic: a buffer under the initializer's name. */
+/* A running statistic: a buffer under the initializer's name (or the
+ * name of a constant: an input bound at import). */
 static ts_tensor *as_buffer(importer *im, value *v, ts_status *st) {
-    if (v->t) return v->t;
-    if (!v->param) {
-        *st = node_error(im, TS_ERR_UNSUPPORTED, "its running statistic '%s' must be an initializer", v->name);
+    if (v->t && v->t->op != TS_OP_INPUT) return v->t;
+    if (!v->param && !v->c.v) {
+        *st = node_error(im, TS_ERR_UNSUPPORTED, "its running statistic '%s' must be an initializer%s", v->name, bind_hint(v));
         return NULL;
     }
     ts_tensor *b = ts_buffer(im->g, v->name, v->c.shape.ndim, v->c.shape.d);
@@ -1112,29 +1159,96 @@ static ts_status op_batch_norm(importer *im, node_io *io) {
     return built(im, ts_batch_norm(im->g, x, w, b, rm, rv, eps, momentum, !training), &io->out[0]);
 }
 /* The file's own loss: NegativeLogLikelihoodLoss (after a LogSoftmax) and
- * SoftmaxCrossEntropyLoss on [N,C] scores and integer labels [N], reduced
- * by mean (or sum); the second output of SoftmaxCrossEntropyLoss is the
- * log-probabilities. */
+ * SoftmaxCrossEntropyLoss on scores [N,C,d1..] and integer labels [N,d1..],
+ * with class weights and ignore_index, reduced by none, sum or mean; the
+ * second output of SoftmaxCrossEntropyLoss is the log-probabilities. */
+/* An f32 graph constant of `shape` holding v[0..numel). */
+static ts_tensor *f32_constant(importer *im, const char *name, const ts_shape *shape, const float *v) {
+    return ts_constant(im->g, name, &(ts_array){.dtype = TS_F32, .ndim = shape->ndim, .shape = {shape->d[0], shape->d[1], shape->d[2],
+                       shape->d[3], shape->d[4], shape->d[5], shape->d[6], shape->d[7]}, .data = (void *)v});
+}
+
+/* NegativeLogLikelihoodLoss on log-probabilities [N,C,d1..dk] and labels
+ * [N,d1..dk] as ONNX defines it, from graph ops (so its gradient is theirs):
+ * each element's loss is -logp[n, y, d] * weight[y], 0 where y is
+ * ignore_index; reduction none keeps them, sum adds them, mean divides the
+ * sum by the weights of the elements counted. */
+static ts_tensor *nll_composed(importer *im, ts_tensor *logp, ts_tensor *y, ts_tensor *w, bool has_ii, int64_t ii, int reduction,
+                               ts_status *st) {
+    ts_graph *g = im->g;
+    const ts_shape *xs = &logp->shape;
+    bool fits = xs->ndim >= 2 && y->shape.ndim == xs->ndim - 1 && y->shape.d[0] == xs->d[0];
+    for (int d = 1; fits && d < y->shape.ndim; d++) fits = y->shape.d[d] == xs->d[d + 1];
+    if (!fits) {
+        char a[96], b[96];
+        *st = node_error(im, TS_ERR_SHAPE, "expects scores [N,C,d1,...] and labels [N,d1,...], got %s and %s", ts_shape_str(xs, a, sizeof a),
+                         ts_shape_str(&y->shape, b, sizeof b));
+        return NULL;
+    }
+    int64_t C = xs->d[1];
+    ts_shape ys = *xs, cs = {.ndim = xs->ndim};
+    ys.d[1] = 1; /* labels as [N,1,d1..] */
+    for (int d = 0; d < cs.ndim; d++) cs.d[d] = d == 1 ? C : 1;
+    float *cls = ts_malloc((size_t)C * sizeof *cls);
+    if (!cls) {
+        *st = TS_ERR_OUT_OF_MEMORY;
+        return NULL;
+    }
+    for (int64_t c = 0; c < C; c++) cls[c] = (float)c;
+    ts_tensor *classes = f32_constant(im, "classes", &cs, cls);
+    ts_free(cls);
+    ts_tensor *yf = y->dtype == TS_I32 ? ts_unary(g, "CastFloat", y, 0.0f, 0.0f) : y;
+    ts_tensor *yu = ts_reshape(g, yf, ys.ndim, ys.d);
+    ts_tensor *pick = ts_binary(g, "Equal", yu, classes); /* one-hot [N,C,d1..] */
+    if (pick && w) {
+        ts_tensor *wr = ts_reshape(g, w, cs.ndim, cs.d);
+        pick = wr ? ts_mul(g, pick, wr) : NULL;
+    }
+    if (pick && has_ii) {
+        const float one = 1.0f, ignored = (float)ii;
+        ts_shape scalar = {0};
+        ts_tensor *is_ii = ts_binary(g, "Equal", yu, f32_constant(im, "ignore_index", &scalar, &ignored));
+        ts_tensor *keep = is_ii ? ts_sub(g, f32_constant(im, "one", &scalar, &one), is_ii) : NULL;
+        pick = keep ? ts_mul(g, pick, keep) : NULL;
+    }
+    int axis1 = 1, all[TS_MAX_DIMS];
+    ts_tensor *loss = pick ? ts_reduce_sum(g, ts_mul(g, pick, logp), 1, &axis1, 0) : NULL;
+    loss = loss ? ts_scale(g, loss, -1.0f) : NULL;
+    for (int d = 0; d < y->shape.ndim; d++) all[d] = d;
+    if (loss && reduction > 0) loss = ts_reduce_sum(g, loss, y->shape.ndim, all, 0);
+    if (loss && reduction == 2) {
+        ts_tensor *counted = ts_reduce_sum(g, ts_reduce_sum(g, pick, 1, &axis1, 0), y->shape.ndim, all, 0);
+        loss = counted ? ts_div(g, loss, counted) : NULL;
+    }
+    if (!loss) *st = ts_graph_status(g);
+    return loss;
+}
+
 static ts_status op_loss(importer *im, node_io *io) {
     bool ce = strcmp(im->node->op_type, "SoftmaxCrossEntropyLoss") == 0;
     const Attr *red = attr(im, "reduction");
     const char *reduction = red && red->has_s ? (const char *)red->s.data : "mean";
     size_t rlen = red && red->has_s ? red->s.len : 4;
-    bool sum = rlen == 3 && strncmp(reduction, "sum", 3) == 0;
-    if (!sum && !(rlen == 4 && strncmp(reduction, "mean", 4) == 0))
-        return node_error(im, TS_ERR_UNSUPPORTED, "reduction '%.*s' is not available; mean and sum are", (int)rlen, reduction);
-    if (io->n_in > 2 && io->in[2]) return node_error(im, TS_ERR_UNSUPPORTED, "class weights are not available yet");
-    /* PyTorch always writes ignore_index=-100: no class index is negative */
-    if (attr_i(im, "ignore_index", -1) >= 0)
-        return node_error(im, TS_ERR_UNSUPPORTED, "ignore_index %lld is not available yet (a negative one is)",
-                          (long long)attr_i(im, "ignore_index", -1));
+    bool sum = rlen == 3 && strncmp(reduction, "sum", 3) == 0, none = rlen == 4 && strncmp(reduction, "none", 4) == 0;
+    if (!sum && !none && !(rlen == 4 && strncmp(reduction, "mean", 4) == 0))
+        return node_error(im, TS_ERR_FORMAT, "reduction '%.*s' is not one of ONNX's: none, sum, mean", (int)rlen, reduction);
+    bool has_w = io->n_in > 2 && io->in[2], has_ii = attr(im, "ignore_index") != NULL;
     ts_status st = TS_OK;
     ts_tensor *x = as_tensor(im, io->in[0], &st), *y = x ? as_tensor(im, io->in[1], &st) : NULL;
-    if (!y) return st;
-    ts_tensor *loss = ce ? ts_cross_entropy(im->g, x, y) : ts_nll_loss(im->g, x, y);
-    if (loss && sum) loss = ts_scale(im->g, loss, (float)x->shape.d[0]);
+    ts_tensor *w = y && has_w ? as_f32(im, io->in[2], &st) : NULL;
+    if (!y || (has_w && !w)) return st;
+    ts_tensor *logp = ce ? ts_log_softmax(im->g, x, 1) : x, *loss;
+    /* the fused ops for [N,C] scores, unweighted, no class ignored (PyTorch
+     * writes ignore_index=-100), mean or sum; the graph ops otherwise */
+    if (x->shape.ndim == 2 && !has_w && !none && (!has_ii || attr_i(im, "ignore_index", -1) < 0)) {
+        loss = ce ? ts_cross_entropy(im->g, x, y) : ts_nll_loss(im->g, x, y);
+        if (loss && sum) loss = ts_scale(im->g, loss, (float)x->shape.d[0]);
+    } else {
+        loss = logp ? nll_composed(im, logp, y, w, has_ii, attr_i(im, "ignore_index", 0), none ? 0 : sum ? 1 : 2, &st) : NULL;
+        if (!loss) return st ? st : ts_graph_status(im->g);
+    }
     st = built(im, loss, &io->out[0]);
-    if (!st && ce && io->n_out > 1) st = built(im, ts_log_softmax(im->g, x, 1), &io->out[1]);
+    if (!st && ce && io->n_out > 1) st = built(im, logp, &io->out[1]);
     return st;
 }
 
@@ -1258,7 +1372,7 @@ static ts_status op_reduce(importer *im, node_io *io) {
     if (st) return st;
     bool all = n < 0 || (n == 0 && since(im, input_since));
     if (all && noop) return op_identity(im, io);
-    ts_tensor *x = as_tensor(im, io->in[0], &st);
+    ts_tensor *x = as_f32(im, io->in[0], &st); /* integers and bools reduced as f32 */
     if (!x) return st;
     int ax[TS_MAX_DIMS];
     if (all) n = x->shape.ndim;
@@ -1307,7 +1421,8 @@ static ts_status op_split(importer *im, node_io *io) {
     if (has_split) {
         if ((st = decoded(im, io->in[1]))) return st;
         if (!is_const(io->in[1]) || ts_shape_numel(&io->in[1]->c.shape) != io->n_out)
-            return node_error(im, TS_ERR_UNSUPPORTED, "its split sizes must be a constant list of one size per output");
+            return node_error(im, TS_ERR_UNSUPPORTED, "its split sizes ('%s') must be a constant list of one size per output%s",
+                              io->in[1]->name, bind_hint(io->in[1]));
         for (int i = 0; i < n; i++)
             if (!ts_onnx_int_value(io->in[1]->c.v[i], 0, dim, &sizes[i]))
                 return node_error(im, TS_ERR_FORMAT, "split size %d is %g; the axis has %lld", i, io->in[1]->c.v[i], (long long)dim);
@@ -1438,7 +1553,6 @@ static ts_status op_expand(importer *im, node_io *io) {
  * float (stash_type 1, the only one available); without its optional bias
  * B, a bias of zeros. */
 static ts_status op_layer_norm(importer *im, node_io *io) {
-    if (io->n_out > 1) return node_error(im, TS_ERR_UNSUPPORTED, "LayerNormalization's mean and inverse deviation outputs are not available");
     int stash;
     ts_status st = attr_int32(im, "stash_type", 1, INT32_MIN, INT32_MAX, &stash);
     if (st) return st;
@@ -1461,7 +1575,21 @@ static ts_status op_layer_norm(importer *im, node_io *io) {
     }
     int axis;
     if ((st = attr_axis(im, "axis", -1, x->shape.ndim, false, &axis))) return st;
-    return built(im, ts_layer_norm(im->g, x, w, b, x->shape.ndim - axis, (float)attr_f(im, "epsilon", 1e-5)), &io->out[0]);
+    float eps = (float)attr_f(im, "epsilon", 1e-5);
+    st = built(im, ts_layer_norm(im->g, x, w, b, x->shape.ndim - axis, eps), &io->out[0]);
+    /* the optional Mean and InvStdDev outputs ([d0..d(axis-1), 1, ...]),
+     * when read: from graph ops, 1 / sqrt(mean((x - mean)^2) + eps) */
+    bool stats = false;
+    for (int i = 1; i < io->n_out; i++) stats = stats || (im->node->output[i] && *im->node->output[i]);
+    if (st || !stats) return st;
+    int axes[TS_MAX_DIMS], n = 0;
+    for (int d = axis; d < x->shape.ndim; d++) axes[n++] = d;
+    ts_tensor *mean = ts_reduce_mean(im->g, x, n, axes, 1), *dev = mean ? ts_sub(im->g, x, mean) : NULL;
+    ts_tensor *var = dev ? ts_reduce_mean(im->g, ts_mul(im->g, dev, dev), n, axes, 1) : NULL;
+    ts_shape scalar = {0};
+    ts_tensor *inv = var ? ts_pow(im->g, ts_add(im->g, var, f32_constant(im, "epsilon", &scalar, &eps)), -0.5f) : NULL;
+    if (!(st = built(im, mean, &io->out[1])) && io->n_out > 2) st = built(im, inv, &io->out[2]);
+    return st;
 }
 
 /* LSTM and GRU, unrolled over the sequence (onnx_rnn.c): initializers
@@ -1796,6 +1924,58 @@ static ts_status import_node(importer *im, const Node *n, int index) {
     return st;
 }
 
+/* The ts_dtype of ONNX's float, double, integer and bool types; false for
+ * the others (float16, bfloat16, float8, string, ...). */
+static bool onnx_array_dtype(int elem, ts_dtype *out) {
+    static const struct { int onnx; ts_dtype dt; } map[] = {
+        {TS_ONNX_FLOAT, TS_F32},   {TS_ONNX_DOUBLE, TS_F64}, {TS_ONNX_INT32, TS_I32},  {TS_ONNX_INT64, TS_I64},
+        {TS_ONNX_UINT8, TS_U8},    {TS_ONNX_BOOL, TS_BOOL},  {TS_ONNX_INT8, TS_I8},    {TS_ONNX_INT16, TS_I16},
+        {TS_ONNX_UINT16, TS_U16},  {TS_ONNX_UINT32, TS_U32}, {TS_ONNX_UINT64, TS_U64},
+    };
+    for (size_t i = 0; i < TS_ARRAY_LEN(map); i++)
+        if (map[i].onnx == elem) {
+            *out = map[i].dt;
+            return true;
+        }
+    return false;
+}
+
+/* An input bound to a value at import: that constant, of the file's type
+ * and, where the file gives them, its sizes. */
+static ts_status bind_input(importer *im, const ValueInfo *vi, int elem, const ts_array *a) {
+    const TensorscopeOnnx__TypeProto__Tensor *tt = vi->type->tensor_type;
+    char got[128];
+    ts_array_shape_str(a, got, sizeof got);
+    int64_t n = ts_array_numel(a);
+    if (n < 0 || (n > 0 && !a->data) || !ts_dtype_size(a->dtype))
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "%s: the value bound to input '%s' is no valid array (%s)", im->path, vi->name, got);
+    /* the array's shape where the file's has dynamic sizes; the file's
+     * where it is static and holds as many values ([1] for a scalar) */
+    ts_shape s = {.ndim = a->ndim}, file = {.ndim = tt->shape ? (int)tt->shape->n_dim : -1};
+    for (int d = 0; d < a->ndim; d++) s.d[d] = a->shape[d];
+    bool fits = file.ndim < 0 || file.ndim == a->ndim, known = file.ndim >= 0 && file.ndim <= TS_MAX_DIMS;
+    for (int d = 0; known && d < file.ndim; d++) {
+        const TensorscopeOnnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
+        known = dim->has_dim_value && dim->dim_value >= 0;
+        file.d[d] = known ? dim->dim_value : -1;
+        fits = fits && (!known || file.d[d] == a->shape[d]);
+    }
+    if (!fits && known && ts_shape_numel(&file) == n) s = file, fits = true;
+    if (!fits) return ts_error(TS_ERR_SHAPE, "%s: the value bound to input '%s' is %s, which is not the input's shape", im->path, vi->name, got);
+    bool integer = !ts_onnx_dtype_is_float(elem);
+    value v = {0};
+    ts_status st = ts_const_fill(&s, elem, 0, &v.c);
+    for (int64_t i = 0; !st && i < n; i++) {
+        v.c.v[i] = ts_array_value(a, i);
+        if (integer && v.c.v[i] != floor(v.c.v[i]))
+            st = ts_error(TS_ERR_INVALID_ARGUMENT, "%s: the value bound to input '%s' holds %g at [%lld]; the input is %s", im->path, vi->name,
+                          v.c.v[i], (long long)i, ts_onnx_dtype_name(elem));
+    }
+    if (!st) st = define(im, vi->name, &v);
+    if (st) ts_const_free(&v.c);
+    return st;
+}
+
 static ts_status import_inputs(importer *im, const TensorscopeOnnx__GraphProto *gp, const ts_onnx_input *given, int n_given) {
     for (int k = 0; k < n_given; k++) {
         bool found = false;
@@ -1819,12 +1999,16 @@ static ts_status import_inputs(importer *im, const TensorscopeOnnx__GraphProto *
         const TensorscopeOnnx__TypeProto__Tensor *tt = vi->type ? vi->type->tensor_type : NULL;
         if (!tt) return ts_error(TS_ERR_UNSUPPORTED, "%s: input '%s' is not a tensor", im->path, vi->name);
         int elem = tt->has_elem_type ? tt->elem_type : TS_ONNX_FLOAT;
+        if (user && user->value) {
+            ts_status st = bind_input(im, vi, elem, user->value);
+            if (st) return st;
+            continue;
+        }
         ts_dtype dt;
         if (ts_onnx_dtype_is_float(elem)) dt = TS_F32;
-        else if (elem == TS_ONNX_INT64 || elem == TS_ONNX_INT32 || elem == TS_ONNX_BOOL) dt = TS_I32; /* ids, labels, masks (fed as
-                                                                                                   i64, i32 or u8 data) */
-        else return ts_error(TS_ERR_UNSUPPORTED, "%s: input '%s' has data type %s; tensorscope feeds float, int32, int64 and bool inputs",
-                             im->path, vi->name, ts_onnx_dtype_name(elem));
+        else if (onnx_array_dtype(elem, &dt)) dt = TS_I32; /* ids, labels, masks: integers of any width, exact in i32 */
+        else return ts_error(TS_ERR_UNSUPPORTED, "%s: input '%s' has data type %s; tensorscope feeds float, bool and integer inputs "
+                             "(8 to 64 bits, signed or not)", im->path, vi->name, ts_onnx_dtype_name(elem));
         ts_shape s = {0};
         if (tt->shape) {
             if (tt->shape->n_dim > TS_MAX_DIMS) return ts_error(TS_ERR_UNSUPPORTED, "%s: input '%s' has more than %d dimensions", im->path, vi->name, TS_MAX_DIMS);
@@ -1937,11 +2121,23 @@ static ts_status import_graph(importer *im, const TensorscopeOnnx__ModelProto *m
     for (size_t i = 0; i < gp->n_output; i++) {
         const char *name = gp->output[i]->name;
         value *v = name ? lookup(im, name) : NULL;
+        const char *op = NULL;
+        for (size_t k = 0; !v && name && k < gp->n_node; k++)
+            for (size_t j = 0; j < gp->node[k]->n_output; j++)
+                if (gp->node[k]->output[j] && strcmp(gp->node[k]->output[j], name) == 0) op = gp->node[k]->op_type;
+        if (!v && op)
+            return ts_error(TS_ERR_UNSUPPORTED, "%s: graph output '%s' is an output of a %s node that tensorscope does not compute", im->path,
+                            name, op);
         if (!v) return ts_error(TS_ERR_FORMAT, "%s: graph output '%s' is computed by no node", im->path, name ? name : "?");
-        if (!v->t)
-            return ts_error(TS_ERR_UNSUPPORTED, "%s: graph output '%s' is a constant (it does not depend on any input); tensorscope "
-                            "imports outputs computed from the inputs", im->path, name);
-        st = ts_graph_add_output(im->g, v->t);
+        /* an output that folded to a constant is returned as that constant */
+        ts_tensor *t = v->t ? v->t : as_tensor(im, v, &st);
+        if (!t) return st;
+        st = ts_graph_add_output(im->g, t);
+        if (!st && !v->t) st = ts_graph_add_alias(im->g, name, t);
+        /* returned in the file's type (int64, bool, double, ...) */
+        const TensorscopeOnnx__TypeProto__Tensor *tt = gp->output[i]->type ? gp->output[i]->type->tensor_type : NULL;
+        ts_dtype dt;
+        if (!st && tt && tt->has_elem_type && onnx_array_dtype(tt->elem_type, &dt)) st = ts_tensor_set_output_dtype(t, dt);
         if (st) return st;
     }
     if (gp->n_output == 0) return ts_error(TS_ERR_FORMAT, "%s: the graph has no outputs", im->path);

@@ -27,6 +27,13 @@ static const struct {
 } npy_types[] = {
     {TS_F32, "<f4"}, {TS_F64, "<f8"}, {TS_I32, "<i4"}, {TS_I64, "<i8"}, {TS_U8, "|u1"},
 };
+/* The dtypes of typed outputs, written as themselves (reading widens them). */
+static const struct {
+    ts_dtype dtype;
+    const char *descr;
+} npy_written[] = {
+    {TS_BOOL, "|b1"}, {TS_I8, "|i1"}, {TS_I16, "<i2"}, {TS_U16, "<u2"}, {TS_U32, "<u4"}, {TS_U64, "<u8"},
+};
 
 static bool host_little_endian(void) {
     const uint16_t one = 1;
@@ -399,6 +406,8 @@ static size_t build_header(const ts_array *a, char *buf, size_t cap) {
     const char *descr = NULL;
     for (size_t i = 0; i < TS_ARRAY_LEN(npy_types); i++)
         if (npy_types[i].dtype == a->dtype) descr = npy_types[i].descr;
+    for (size_t i = 0; i < TS_ARRAY_LEN(npy_written); i++)
+        if (npy_written[i].dtype == a->dtype) descr = npy_written[i].descr;
     char shape[TS_MAX_DIMS * 24 + 4];
     size_t k = 0;
     shape[k++] = '(';

@@ -13,6 +13,26 @@ ts_status ts_model_tensor_names(const ts_model *m, const char *const **names, si
     return TS_OK;
 }
 
+/* An anchor of a tensor with an output dtype (ts_tensor_set_output_dtype):
+ * its values converted exactly into the anchor's typed buffer, or an error
+ * that names the first value the dtype does not hold. */
+static ts_status typed_copy(ts_anchor *a, const ts_tensor *t, ts_array *out) {
+    int64_t n = ts_array_numel(out);
+    if (!a->typed && !(a->typed = ts_malloc((size_t)(n ? n : 1) * ts_dtype_size(t->out_dtype)))) return TS_ERR_OUT_OF_MEMORY;
+    ts_array typed = *out;
+    typed.dtype = t->out_dtype;
+    typed.data = a->typed;
+    for (int64_t i = 0; i < n; i++) {
+        double v = ts_array_value(out, i);
+        if (!ts_dtype_holds(t->out_dtype, v))
+            return ts_error(TS_ERR_INVALID_ARGUMENT, "output '%s' holds %.9g at [%lld], which its declared dtype %s does not hold exactly "
+                            "(the model computes it as %s)", ts_tensor_alias(t) ? ts_tensor_alias(t) : t->name, v, (long long)i, ts_dtype_name(t->out_dtype), ts_dtype_name(out->dtype));
+        ts_array_set_value(&typed, i, v);
+    }
+    *out = typed;
+    return TS_OK;
+}
+
 ts_status ts_model_anchored(const ts_model *m, const char *short_name, ts_array *out) {
     if (!m || !short_name || !out) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_anchored: NULL argument");
     const ts_prog *p = m->prog;
@@ -26,7 +46,7 @@ ts_status ts_model_anchored(const ts_model *m, const char *short_name, ts_array 
         return ts_error(TS_ERR_NOT_FOUND, "no anchor named '%s'%s%s", short_name, used ? "; anchors: " : " (the model is not compiled)", known);
     }
     if (!m->has_run) return ts_error(TS_ERR_STATE, "anchor '%s' has no value yet: run the model first", short_name);
-    const ts_anchor *a = &p->anchors[k];
+    ts_anchor *a = &p->anchors[k];
     const ts_entry *e = &p->entries[a->entry];
     memset(out, 0, sizeof *out);
     out->dtype = e->dtype;
@@ -36,7 +56,8 @@ ts_status ts_model_anchored(const ts_model *m, const char *short_name, ts_array 
     if (ts_replicas(m) > 1) out->shape[d++] = ts_replicas(m);
     for (int i = 0; i < e->shape.ndim && d < TS_MAX_DIMS; i++) out->shape[d++] = e->shape.d[i];
     out->ndim = d;
-    return TS_OK;
+    const ts_tensor *t = e->kind == TS_KIND_VALUE ? m->g->t[e->node] : NULL;
+    return t && t->typed && t->out_dtype != e->dtype ? typed_copy(a, t, out) : TS_OK;
 }
 
 ts_status ts_model_watch_results(const ts_model *m, const ts_watch_result **out, size_t *n) {

@@ -83,6 +83,18 @@ static inline void input(const char *name, int ndim, const int64_t *dims) {
     push((void ***)&graph->input, &graph->n_input, value_info(name, ndim, dims));
 }
 static inline void output(const char *name) { push((void ***)&graph->output, &graph->n_output, value_info(name, -1, NULL)); }
+/* An input or output of ONNX type `elem` (TensorProto.DataType: 7 int64, 3 int8, ...). */
+static inline TensorscopeOnnx__ValueInfoProto *typed_info(const char *name, int elem, int ndim, const int64_t *dims) {
+    TensorscopeOnnx__ValueInfoProto *vi = value_info(name, ndim, dims);
+    vi->type->tensor_type->elem_type = elem;
+    return vi;
+}
+static inline void input_typed(const char *name, int elem, int ndim, const int64_t *dims) {
+    push((void ***)&graph->input, &graph->n_input, typed_info(name, elem, ndim, dims));
+}
+static inline void output_typed(const char *name, int elem, int ndim, const int64_t *dims) {
+    push((void ***)&graph->output, &graph->n_output, typed_info(name, elem, ndim, dims));
+}
 
 /* A node; ins and outs are comma-separated names ("" for an omitted input). */
 static inline Node *node(const char *op, const char *name, const char *ins, const char *outs) {
@@ -114,6 +126,13 @@ static inline void attr_int(Node *n, const char *name, int64_t v) {
     Attr *a = attr(n, name);
     a->has_i = 1;
     a->i = v;
+}
+static inline void attr_float(Node *n, const char *name, float v) {
+    Attr *a = attr(n, name);
+    a->has_type = 1;
+    a->type = TENSORSCOPE_ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+    a->has_f = 1;
+    a->f = v;
 }
 static inline void attr_ints(Node *n, const char *name, int count, const int64_t *v) {
     Attr *a = attr(n, name);
@@ -210,6 +229,13 @@ static inline ts_status import_as(const char *name, ts_graph **out) {
     if (out) *out = g;
     else ts_graph_free(g);
     return st;
+}
+
+/* Removes dir and the models written into it. */
+static inline void remove_dir(void) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) printf("could not remove %s\n", dir);
 }
 
 static inline void expect(const char *what, ts_status got, ts_status want, const char *needle) {
