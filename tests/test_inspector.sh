@@ -20,7 +20,8 @@
 #    shows the weights on disk, step pauses every rank after run 3,
 #    continue: both ranks finish (exit 0, the replicas' weights agree); quit:
 #    both ranks exit 130 and the weights are written; mpirun with no
-#    terminal (setsid, stdin /dev/null): one line says so, the job trains on.
+#    terminal (setsid, stdin /dev/null): one line says so, the job trains on;
+#    SIGUSR2 to mpirun pauses the job at the next run boundary.
 set -u
 
 # shellcheck source=support/cli_checks.sh
@@ -243,6 +244,21 @@ EOF
     check "quit: both ranks exit 130 (rank 0 $(cat mpiq.rank.0 2> /dev/null), rank 1 $(cat mpiq.rank.1 2> /dev/null))" \
         bash -c '[ "$(cat mpiq.rank.0)" = 130 ] && [ "$(cat mpiq.rank.1)" = 130 ]' || screen mpiq | tail
     check "and the weights of the completed steps are written" test -s wmq/fc1.weight.npy
+
+    # SIGUSR2 to mpirun (it forwards the signal to every rank): rank 0 pauses every rank at the next run boundary
+    start mpiu env TS_LOG_LEVEL=debug "${MPIRUN[@]}" "${TRAIN[@]}" --epochs 50 # debug: a line as each run starts
+    wait_for mpiu "run 2 (training)" 300 > /dev/null # training has begun: the handlers are in place
+    pid=
+    for _ in $(seq 600); do # the pane's shell runs bash -c, whose child is env, which execs mpirun
+        pid=$(pgrep -x mpirun -P "$(tmux -S "$SOCK" display -p -t mpiu '#{pane_pid}')" 2> /dev/null | head -1)
+        [ -n "$pid" ] && break
+        sleep 0.1
+    done
+    sleep 1
+    [ -n "$pid" ] && kill -USR2 "$pid"
+    check "SIGUSR2 to mpirun: the job pauses after the next run" wait_for mpiu "training paused on SIGUSR2 after run" || screen mpiu | tail
+    type_line mpiu "quit"
+    check "quit: exit 130 (rc $(wait_rc mpiu))" [ "$(cat mpiu.rc)" = 130 ]
 
     # no terminal at all (CI, nohup, setsid): said once, the job trains on, nothing waits
     run mpinotty timeout 300 setsid -w "${MPIRUN[@]}" "${TRAIN[@]}" --max-steps 3 --break-at-step 2 < /dev/null

@@ -107,6 +107,12 @@ cli_inspector *cli_inspector_new(const char *cmd, long break_at, bool break_on_n
     if (in->cannot && flag && in->lead) fprintf(stderr, "tensorscope %s: %s: %s; going on\n", cmd, flag, in->cannot);
     in->break_at = in->cannot ? 0 : break_at;
     in->on_nan = !in->cannot && break_on_nan;
+    if (in->on_nan && in->job) { /* a numeric stop marks the job failed: no rank can run the batch again with the others */
+        in->on_nan = false;
+        if (in->lead)
+            fprintf(stderr, "tensorscope %s: --break-on-nan: an MPI job ends at a numeric stop (its ranks cannot run the batch again together); "
+                    "going on without it: reproduce it in one process (without mpirun) to inspect it\n", cmd);
+    }
     struct sigaction sa; /* even without a terminal: SIGUSR2 is said to be ignored rather than end training */
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_usr2;
