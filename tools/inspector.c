@@ -3,7 +3,9 @@
  * held for the run (ts_model_hold): list, stats, print with numpy slices,
  * diff against the previous stop, save as .npy, grad, where, step,
  * continue, quit (docs/inspector.md). Line editing and history through
- * libedit when the build has it, else plain lines. */
+ * libedit when the build has it, else plain lines. In an MPI job rank 0
+ * prompts and its answers reach every rank (ts_dist_broadcast), which
+ * wait at the same run boundary. */
 #include "cli.h"
 
 #include <ctype.h>
