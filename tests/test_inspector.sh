@@ -72,6 +72,18 @@ type_line() {
 }
 # after NAME CMD: what the screen shows after the prompt line of CMD, up to the next prompt
 after() { screen "$1" | awk -v c="(tensorscope) $2" '$0 == c {on = 1; out = ""; next} on && /^\(tensorscope\) / {on = 0} on {out = out $0 "\n"} END {printf "%s", out}'; }
+# usr2 NAME PROG: SIGUSR2 to PROG, the command of NAME's terminal (the
+# pane's shell runs bash -c, whose child is env, which execs PROG)
+usr2() {
+    local pid= _
+    for _ in $(seq 600); do
+        pid=$(pgrep -x "$2" -P "$(tmux -S "$SOCK" display -p -t "$1" '#{pane_pid}')" 2> /dev/null | head -1)
+        [ -n "$pid" ] && break
+        sleep 0.1
+    done
+    sleep 1
+    [ -n "$pid" ] && kill -USR2 "$pid"
+}
 wait_rc() { # wait_rc NAME: its exit code once it ends
     local i
     for ((i = 0; i < 1200; i++)); do
@@ -200,14 +212,7 @@ check "(stopped here by SIGINT: rc $rc)" [ "$rc" -eq 130 ]
 # ---- 5. SIGUSR2: pause at the next run boundary
 start s5 env TS_LOG_LEVEL=debug "${TRAIN[@]}" --epochs 50 # debug: a line as each run starts
 wait_for s5 "run 2 (training)" 300 > /dev/null # training has begun: its handler is in place
-pid=
-for _ in $(seq 600); do # the pane's shell runs bash -c, whose child is the CLI
-    pid=$(pgrep -x tensorscope -P "$(tmux -S "$SOCK" display -p -t s5 '#{pane_pid}')" 2> /dev/null | head -1) # env execs the CLI
-    [ -n "$pid" ] && break
-    sleep 0.1
-done
-sleep 1
-[ -n "$pid" ] && kill -USR2 "$pid"
+usr2 s5 tensorscope
 check "SIGUSR2: training pauses after the next run" wait_for s5 "training paused on SIGUSR2 after run" || screen s5 | tail
 type_line s5 "quit"
 check "quit: exit 130 (rc $(wait_rc s5))" [ "$(cat s5.rc)" = 130 ]
@@ -248,14 +253,7 @@ EOF
     # SIGUSR2 to mpirun (it forwards the signal to every rank): rank 0 pauses every rank at the next run boundary
     start mpiu env TS_LOG_LEVEL=debug "${MPIRUN[@]}" "${TRAIN[@]}" --epochs 50 # debug: a line as each run starts
     wait_for mpiu "run 2 (training)" 300 > /dev/null # training has begun: the handlers are in place
-    pid=
-    for _ in $(seq 600); do # the pane's shell runs bash -c, whose child is env, which execs mpirun
-        pid=$(pgrep -x mpirun -P "$(tmux -S "$SOCK" display -p -t mpiu '#{pane_pid}')" 2> /dev/null | head -1)
-        [ -n "$pid" ] && break
-        sleep 0.1
-    done
-    sleep 1
-    [ -n "$pid" ] && kill -USR2 "$pid"
+    usr2 mpiu mpirun
     check "SIGUSR2 to mpirun: the job pauses after the next run" wait_for mpiu "training paused on SIGUSR2 after run" || screen mpiu | tail
     type_line mpiu "quit"
     check "quit: exit 130 (rc $(wait_rc mpiu))" [ "$(cat mpiu.rc)" = 130 ]
