@@ -21,7 +21,8 @@
 #    continue: both ranks finish (exit 0, the replicas' weights agree); quit:
 #    both ranks exit 130 and the weights are written; mpirun with no
 #    terminal (setsid, stdin /dev/null): one line says so, the job trains on;
-#    SIGUSR2 to mpirun pauses the job at the next run boundary.
+#    SIGUSR2 to mpirun pauses the job at the next run boundary;
+#    --break-on-nan says once that an MPI job cannot open at a numeric stop.
 set -u
 
 # shellcheck source=support/cli_checks.sh
@@ -257,6 +258,12 @@ EOF
     check "SIGUSR2 to mpirun: the job pauses after the next run" wait_for mpiu "training paused on SIGUSR2 after run" || screen mpiu | tail
     type_line mpiu "quit"
     check "quit: exit 130 (rc $(wait_rc mpiu))" [ "$(cat mpiu.rc)" = 130 ]
+
+    # --break-on-nan: a numeric stop ends an MPI job, so it is said at the start and the job ends as the check does
+    start mpin "${MPIRUN[@]}" "$BIN" train --model mlp --data big --threads 1 --holdout 64 --quiet --max-steps 3 --check-numerics op --break-on-nan
+    check "--break-on-nan in an MPI job: the job ends as the check does (rc $(wait_rc mpin))" [ "$(cat mpin.rc)" != 0 ] || screen mpin | tail
+    check "and no prompt opened" [ "$(prompts mpin)" -eq 0 ] || screen mpin | tail
+    check "one line says why it cannot open" [ "$(screen mpin | grep -c 'train: --break-on-nan: an MPI job ends at a numeric stop')" -eq 1 ] || screen mpin | tail
 
     # no terminal at all (CI, nohup, setsid): said once, the job trains on, nothing waits
     run mpinotty timeout 300 setsid -w "${MPIRUN[@]}" "${TRAIN[@]}" --max-steps 3 --break-at-step 2 < /dev/null
