@@ -1261,6 +1261,13 @@ TS_API int ts_dist_available(void);
  * gather, checksum) before failing with TS_ERR_DIST: a rank that died or
  * hangs stops the others with a message, never a silent hang (default 60). */
 TS_API ts_status ts_dist_set_timeout(double seconds);
+/* The limit ts_dist_set_timeout set (60 by default). */
+TS_API double ts_dist_timeout(void);
+/* Rank 0's buf[0..bytes) into buf on every rank of the job: every rank
+ * calls it at the same point, as any collective (rank 0's buf is left as
+ * it was). Outside a job of more than one rank it does nothing.
+ * TS_ERR_DIST when a rank did not take part within the timeout. */
+TS_API ts_status ts_dist_broadcast(void *buf, size_t bytes);
 
 /* ----------------------------------------------------------------- data */
 

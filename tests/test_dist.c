@@ -592,6 +592,18 @@ static int hang(int R, bool die) {
     return st == TS_ERR_DIST ? 0 : 1;
 }
 
+/* ts_dist_broadcast: rank 0's bytes on every rank (outside a job, buf as
+ * it was); ts_dist_timeout reads back what ts_dist_set_timeout set. */
+static void broadcast(int R) {
+    long buf[3] = {7 + ts_dist_rank(), 100L * ts_dist_rank(), -1};
+    ts_status st = ts_dist_broadcast(buf, sizeof buf);
+    CHECK(st == TS_OK && buf[0] == 7 && buf[1] == 0 && buf[2] == -1, "rank %d of %d: the broadcast gives rank 0's bytes (%s): %ld %ld %ld",
+          ts_dist_rank(), R, ts_status_name(st), buf[0], buf[1], buf[2]);
+    double was = ts_dist_timeout();
+    CHECK(ts_dist_set_timeout(7.5) == TS_OK && ts_dist_timeout() == 7.5, "the timeout set reads back: %g", ts_dist_timeout());
+    ts_dist_set_timeout(was);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--available") == 0) return ts_dist_available() ? 0 : 1;
     if (ts_dist_init(&argc, &argv)) {
@@ -601,6 +613,7 @@ int main(int argc, char **argv) {
     int R = ts_dist_size();
     if (argc > 1 && strcmp(argv[1], "hang") == 0) return hang(R, false);
     if (argc > 1 && strcmp(argv[1], "die") == 0) return hang(R, true);
+    broadcast(R);
     if (R == 1) {
         trained t;
         ts_status st = setup(&t, B, 2, 1, 1, ts_sgd(0.01f, 0, 0));

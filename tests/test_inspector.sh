@@ -14,9 +14,15 @@
 #    the op whose output overflowed (fc1/MatMul:0, op MatMul) and print
 #    shows its Inf; continue ends as the check does (exit 1).
 # 4. stdin not a terminal: the flag says so on one line and training goes on;
-#    SIGUSR2 too (it does not end training); mpirun started from a terminal
-#    too (OpenMPI gives no rank a terminal on stdin).
+#    SIGUSR2 too (it does not end training).
 # 5. SIGUSR2 during training pauses at the next run boundary; quit: 130.
+# 6. mpirun -np 2 from a terminal: rank 0 prompts once after run 2, print
+#    shows the weights on disk, step pauses every rank after run 3,
+#    continue: both ranks finish (exit 0, the replicas' weights agree); quit:
+#    both ranks exit 130 and the weights are written; mpirun with no
+#    terminal (setsid, stdin /dev/null): one line says so, the job trains on;
+#    SIGUSR2 to mpirun pauses the job at the next run boundary;
+#    --break-on-nan says once that an MPI job cannot open at a numeric stop.
 set -u
 
 # shellcheck source=support/cli_checks.sh
@@ -67,6 +73,18 @@ type_line() {
 }
 # after NAME CMD: what the screen shows after the prompt line of CMD, up to the next prompt
 after() { screen "$1" | awk -v c="(tensorscope) $2" '$0 == c {on = 1; out = ""; next} on && /^\(tensorscope\) / {on = 0} on {out = out $0 "\n"} END {printf "%s", out}'; }
+# usr2 NAME PROG: SIGUSR2 to PROG, the command of NAME's terminal (the
+# pane's shell runs bash -c, whose child is env, which execs PROG)
+usr2() {
+    local pid= _
+    for _ in $(seq 600); do
+        pid=$(pgrep -x "$2" -P "$(tmux -S "$SOCK" display -p -t "$1" '#{pane_pid}')" 2> /dev/null | head -1)
+        [ -n "$pid" ] && break
+        sleep 0.1
+    done
+    sleep 1
+    [ -n "$pid" ] && kill -USR2 "$pid"
+}
 wait_rc() { # wait_rc NAME: its exit code once it ends
     local i
     for ((i = 0; i < 1200; i++)); do
@@ -192,29 +210,66 @@ wait "$pid"
 rc=$?
 check "(stopped here by SIGINT: rc $rc)" [ "$rc" -eq 130 ]
 
-# mpirun from a terminal: OpenMPI gives no rank a terminal on stdin, so the
-# job says so once (rank 0) and every rank trains on
-if command -v mpirun > /dev/null && "$BUILD/test_dist" --available 2> /dev/null; then
-    start mpi env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
-        mpirun --oversubscribe --bind-to none -np 2 "${TRAIN[@]}" --max-steps 3 --break-at-step 2
-    check "mpirun -np 2 from a terminal: the job ends (rc $(wait_rc mpi))" [ "$(cat mpi.rc)" = 0 ] || screen mpi | tail
-    check "one line says the break is skipped" [ "$(screen mpi | grep -c 'break-at-step: stdin is not a terminal; going on')" -eq 1 ] || screen mpi | tail
-else
-    echo "skip mpirun (no mpirun, or built without MPI)"
-fi
-
 # ---- 5. SIGUSR2: pause at the next run boundary
 start s5 env TS_LOG_LEVEL=debug "${TRAIN[@]}" --epochs 50 # debug: a line as each run starts
 wait_for s5 "run 2 (training)" 300 > /dev/null # training has begun: its handler is in place
-pid=
-for _ in $(seq 600); do # the pane's shell runs bash -c, whose child is the CLI
-    pid=$(pgrep -x tensorscope -P "$(tmux -S "$SOCK" display -p -t s5 '#{pane_pid}')" 2> /dev/null | head -1) # env execs the CLI
-    [ -n "$pid" ] && break
-    sleep 0.1
-done
-sleep 1
-[ -n "$pid" ] && kill -USR2 "$pid"
+usr2 s5 tensorscope
 check "SIGUSR2: training pauses after the next run" wait_for s5 "training paused on SIGUSR2 after run" || screen s5 | tail
 type_line s5 "quit"
 check "quit: exit 130 (rc $(wait_rc s5))" [ "$(cat s5.rc)" = 130 ]
+# ---- 6. an MPI job: rank 0 prompts on mpirun's terminal, every rank waits at the same run boundary
+if command -v mpirun > /dev/null && "$BUILD/test_dist" --available 2> /dev/null; then
+    MPIRUN=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+        mpirun --oversubscribe --bind-to none -np 2)
+    # rank_rc.sh CMD...: CMD, then its exit code in $RC_PREFIX.RANK
+    printf '#!/bin/bash\n"$@"; echo $? > "$RC_PREFIX.$OMPI_COMM_WORLD_RANK"\n' > rank_rc.sh
+    chmod +x rank_rc.sh
+    start mpi "${MPIRUN[@]}" "${TRAIN[@]}" --max-steps 4 --lr 0 --weights w0 --break-at-step 2
+    check "mpirun -np 2 from a terminal: rank 0 prompts after run 2" wait_for mpi "(tensorscope) " 300 || screen mpi | tail
+    check "one rank prompts, once" [ "$(screen mpi | grep -c "training paused at --break-at-step after run 2 (optimizer step 2)")" -eq 1 ] || screen mpi | tail
+    type_line mpi "print fc1.weight[0,:3]"
+    after mpi "print fc1.weight[0,:3]" > mpiprint.txt
+    type_line mpi "step"
+    check "step: every rank trains one run and pauses again" has <(screen mpi) "training paused after 'step' after run 3 \(optimizer step 3\)" || screen mpi | tail
+    type_line mpi "continue"
+    check "continue: both ranks finish, their weights equal (rc $(wait_rc mpi))" [ "$(cat mpi.rc)" = 0 ] || screen mpi | tail
+    check "the job trained its 4 runs" has <(screen mpi) "^trained 4 runs" || screen mpi | tail
+    check "print at rank 0's prompt shows the weights on disk" "$PY" - << 'EOF'
+import numpy as np, re, sys
+w = np.load("w0/fc1.weight.npy")
+printed = [float(v) for v in re.findall(r"[-+0-9.e]+", open("mpiprint.txt").read().split("\n")[1])]
+print(printed, w[0, :3])
+sys.exit(0 if len(printed) == 3 and np.allclose(printed, w[0, :3], rtol=1e-6, atol=0) else 1)
+EOF
+
+    # quit: every rank exits 130, rank 0 writes the weights
+    start mpiq env RC_PREFIX="$T/mpiq.rank" "${MPIRUN[@]}" ./rank_rc.sh "${TRAIN[@]}" --max-steps 50 --break-at-step 1 --save-weights wmq
+    check "quit case: rank 0 prompts" wait_for mpiq "(tensorscope) " 300 || screen mpiq | tail
+    type_line mpiq "quit"
+    wait_rc mpiq > /dev/null
+    check "quit: both ranks exit 130 (rank 0 $(cat mpiq.rank.0 2> /dev/null), rank 1 $(cat mpiq.rank.1 2> /dev/null))" \
+        bash -c '[ "$(cat mpiq.rank.0)" = 130 ] && [ "$(cat mpiq.rank.1)" = 130 ]' || screen mpiq | tail
+    check "and the weights of the completed steps are written" test -s wmq/fc1.weight.npy
+
+    # SIGUSR2 to mpirun (it forwards the signal to every rank): rank 0 pauses every rank at the next run boundary
+    start mpiu env TS_LOG_LEVEL=debug "${MPIRUN[@]}" "${TRAIN[@]}" --epochs 50 # debug: a line as each run starts
+    wait_for mpiu "run 2 (training)" 300 > /dev/null # training has begun: the handlers are in place
+    usr2 mpiu mpirun
+    check "SIGUSR2 to mpirun: the job pauses after the next run" wait_for mpiu "training paused on SIGUSR2 after run" || screen mpiu | tail
+    type_line mpiu "quit"
+    check "quit: exit 130 (rc $(wait_rc mpiu))" [ "$(cat mpiu.rc)" = 130 ]
+
+    # --break-on-nan: a numeric stop ends an MPI job, so it is said at the start and the job ends as the check does
+    start mpin "${MPIRUN[@]}" "$BIN" train --model mlp --data big --threads 1 --holdout 64 --quiet --max-steps 3 --check-numerics op --break-on-nan
+    check "--break-on-nan in an MPI job: the job ends as the check does (rc $(wait_rc mpin))" [ "$(cat mpin.rc)" != 0 ] || screen mpin | tail
+    check "and no prompt opened" [ "$(prompts mpin)" -eq 0 ] || screen mpin | tail
+    check "one line says why it cannot open" [ "$(screen mpin | grep -c 'train: --break-on-nan: an MPI job ends at a numeric stop')" -eq 1 ] || screen mpin | tail
+
+    # no terminal at all (CI, nohup, setsid): said once, the job trains on, nothing waits
+    run mpinotty timeout 300 setsid -w "${MPIRUN[@]}" "${TRAIN[@]}" --max-steps 3 --break-at-step 2 < /dev/null
+    check "mpirun without a terminal: the job ends (rc $rc)" [ "$rc" -eq 0 ] || show mpinotty.err
+    check "one line says so" [ "$(grep -c 'train: --break-at-step: no terminal (mpirun was not started from one); going on' mpinotty.err)" -eq 1 ] || show mpinotty.err
+else
+    echo "skip mpirun (no mpirun, or built without MPI)"
+fi
 finish

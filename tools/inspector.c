@@ -3,11 +3,14 @@
  * held for the run (ts_model_hold): list, stats, print with numpy slices,
  * diff against the previous stop, save as .npy, grad, where, step,
  * continue, quit (docs/inspector.md). Line editing and history through
- * libedit when the build has it, else plain lines. */
+ * libedit when the build has it, else plain lines. In an MPI job rank 0
+ * prompts and its answers reach every rank (ts_dist_broadcast), which
+ * wait at the same run boundary. */
 #include "cli.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdint.h>
@@ -26,7 +29,9 @@ typedef struct kept {
 
 struct cli_inspector {
     const char *cmd;
-    const char *cannot; /* why it cannot prompt (no terminal, an MPI job); NULL: it can */
+    const char *cannot; /* why it cannot prompt (no terminal); NULL: it can */
+    bool job;        /* an MPI job that pauses: rank 0 prompts, its answers reach every rank */
+    bool lead;       /* this process prompts (rank 0) */
     long break_at;   /* --break-at-step: the run it opens after (0: none) */
     bool on_nan;     /* --break-on-nan */
     long next;       /* `step K`: the run it opens after next (0: none) */
@@ -40,6 +45,37 @@ static volatile sig_atomic_t g_pause; /* SIGUSR2: pause at the next run boundary
 static void on_usr2(int sig) {
     (void)sig;
     g_pause = 1;
+}
+
+/* Whether a person can answer rank 0 of an MPI job: OpenMPI's mpirun
+ * forwards its stdin to rank 0 through a pipe, so a terminal shows as the
+ * controlling one (/dev/tty), inherited from mpirun when it was started
+ * from a terminal. Rank 0 reads stdin still: its own process group may not
+ * read the terminal, mpirun does and forwards the lines. */
+static bool job_has_terminal(void) {
+    if (isatty(STDIN_FILENO)) return true;
+    int fd = open("/dev/tty", O_RDONLY | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) return false;
+    close(fd);
+    return true;
+}
+
+/* In a pausing MPI job: rank 0's answer (continue, `step K`, quit) to every
+ * rank, which wait for it however long the person takes (the job's
+ * timeout is lifted meanwhile). Elsewhere: the answer as it is. */
+static cli_inspect_action share_answer(cli_inspector *in, cli_inspect_action act) {
+    if (!in->job) return act;
+    long answer[2] = {(long)act, in->next};
+    double limit = ts_dist_timeout();
+    ts_dist_set_timeout(1e6);
+    ts_status st = ts_dist_broadcast(answer, sizeof answer);
+    ts_dist_set_timeout(limit);
+    if (st) {
+        fprintf(stderr, "tensorscope %s: the inspector's answer did not reach every rank: %s; stopping\n", in->cmd, ts_last_error());
+        return CLI_INSPECT_QUIT;
+    }
+    in->next = answer[1];
+    return answer[0] == CLI_INSPECT_QUIT ? CLI_INSPECT_QUIT : CLI_INSPECT_CONTINUE;
 }
 
 int cli_inspector_check(const char *cmd, long break_at, bool break_on_nan, bool check_numerics) {
@@ -58,11 +94,27 @@ cli_inspector *cli_inspector_new(const char *cmd, long break_at, bool break_on_n
         return NULL;
     }
     in->cmd = cmd;
-    if (!isatty(STDIN_FILENO)) in->cannot = "stdin is not a terminal"; /* CI, pipes, mpirun: never wait for a person */
-    else if (ts_dist_size() > 1) in->cannot = "the inspector does not pause an MPI job yet";
-    if (in->cannot && flag && ts_dist_rank() == 0) fprintf(stderr, "tensorscope %s: %s: %s; going on\n", cmd, flag, in->cannot);
+    in->lead = ts_dist_rank() == 0;
+    if (ts_dist_size() > 1) { /* whether rank 0 can prompt: every rank must know, to wait at the same boundaries */
+        int can = in->lead && job_has_terminal();
+        if (ts_dist_broadcast(&can, sizeof can)) {
+            fprintf(stderr, "tensorscope %s: the inspector: %s; going on without it\n", cmd, ts_last_error());
+            can = 0;
+        }
+        in->job = can;
+        if (!can) in->cannot = "no terminal (mpirun was not started from one)"; /* CI, nohup, setsid: never wait for a person */
+    } else if (!isatty(STDIN_FILENO)) {
+        in->cannot = "stdin is not a terminal"; /* CI, pipes: never wait for a person */
+    }
+    if (in->cannot && flag && in->lead) fprintf(stderr, "tensorscope %s: %s: %s; going on\n", cmd, flag, in->cannot);
     in->break_at = in->cannot ? 0 : break_at;
     in->on_nan = !in->cannot && break_on_nan;
+    if (in->on_nan && in->job) { /* a numeric stop marks the job failed: no rank can run the batch again with the others */
+        in->on_nan = false;
+        if (in->lead)
+            fprintf(stderr, "tensorscope %s: --break-on-nan: an MPI job ends at a numeric stop (its ranks cannot run the batch again together); "
+                    "going on without it: reproduce it in one process (without mpirun) to inspect it\n", cmd);
+    }
     struct sigaction sa; /* even without a terminal: SIGUSR2 is said to be ignored rather than end training */
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_usr2;
@@ -93,10 +145,19 @@ bool cli_inspector_arm(cli_inspector *in, ts_model *m, long run) {
         g_pause = 0;
         if (ts_dist_rank() == 0) fprintf(stderr, "tensorscope %s: SIGUSR2: %s; going on\n", in->cmd, in->cannot);
     }
-    bool due = run == in->break_at || run == in->next || g_pause;
+    int due = in->lead && (run == in->break_at || run == in->next || g_pause);
     if (due && ts_model_hold(m, 1)) {
         fprintf(stderr, "tensorscope: the inspector cannot hold the run: %s; going on\n", ts_last_error());
-        return false;
+        due = 0;
+    }
+    if (in->job) { /* rank 0's decision (its SIGUSR2 included) at the same boundary on every rank: one small collective a run */
+        if (!in->lead) g_pause = 0;  /* a signal to another rank alone: rank 0 did not see it */
+        if (ts_dist_broadcast(&due, sizeof due)) {
+            fprintf(stderr, "tensorscope %s: the inspector: %s; going on without it\n", in->cmd, ts_last_error());
+            in->job = false, in->cannot = "the ranks could not agree on pausing";
+            if (due) ts_model_hold(m, 0);
+            return false;
+        }
     }
     return due;
 }
@@ -113,17 +174,18 @@ const char *cli_line_editing(void) {
 
 static char *read_command(void) {
 #ifdef TS_HAVE_LIBEDIT
-    char *l = readline("(tensorscope) ");
-    if (l && *l) add_history(l);
-    return l;
-#else
-    char buf[4096];
+    if (isatty(STDIN_FILENO)) {
+        char *l = readline("(tensorscope) ");
+        if (l && *l) add_history(l);
+        return l;
+    }
+#endif
+    char buf[4096]; /* rank 0 under mpirun: the lines mpirun forwards, edited by the terminal */
     fputs("(tensorscope) ", stdout);
     fflush(stdout);
     if (!fgets(buf, sizeof buf, stdin)) return NULL;
     buf[strcspn(buf, "\r\n")] = 0;
     return strdup(buf);
-#endif
 }
 
 /* ---- the commands */
@@ -574,9 +636,10 @@ cli_inspect_action cli_inspector_after_run(cli_inspector *in, ts_model *m, long 
     ts_model_hold(m, 0);
     const char *why = g_pause ? "on SIGUSR2" : run == in->break_at ? "at --break-at-step" : "after 'step'";
     g_pause = 0;
+    if (!in->lead) return share_answer(in, CLI_INSPECT_CONTINUE); /* waits for rank 0's */
     printf("\ntraining paused %s after run %ld (optimizer step %lld); 'help' lists the commands\n", why, run, (long long)ts_model_steps(m));
     fflush(stdout);
-    return prompt(in, m, run, true);
+    return share_answer(in, prompt(in, m, run, true));
 }
 
 cli_inspect_action cli_inspector_on_nan(cli_inspector *in, ts_model *m, const char *const *names, const ts_array *inputs, int n,
@@ -590,19 +653,20 @@ cli_inspect_action cli_inspector_on_nan(cli_inspector *in, ts_model *m, const ch
     /* the same inputs again, the weights unchanged: the same NaN, with every tensor held */
     int level = ts_get_log_level();
     ts_set_log_level(TS_LOG_OFF); /* its report was logged once already */
-    ts_status st = ts_model_hold(m, 1);
+    ts_status st = in->lead ? ts_model_hold(m, 1) : TS_OK; /* every rank runs it again (its collectives), rank 0 holds it */
     if (!st) st = ts_model_run(m, names, inputs, n);
     ts_model_hold(m, 0);
     ts_set_log_level(level);
     const char *failed = ts_model_failed_tensor(m);
+    if (!in->lead) return share_answer(in, CLI_INSPECT_CONTINUE); /* every rank ran it again; rank 0 prompts */
     if (st != TS_ERR_NUMERICS || !failed) {
         printf("--break-on-nan: running the batch again did not stop at a NaN (%s); nothing to inspect\n", st ? ts_last_error() : "it ran clean");
-        return CLI_INSPECT_CONTINUE;
+        return share_answer(in, CLI_INSPECT_CONTINUE);
     }
     char where[1024] = "";
     ts_model_tensor_origin(m, failed, where, sizeof where);
     printf("\ntraining stopped by the numeric check at '%s': %s\nthe step's update was not applied; 'print %s' shows it, 'list' what "
            "the run made before it; 'help' lists the commands\n", failed, where, failed);
     fflush(stdout);
-    return prompt(in, m, (long)ts_model_runs(m), false);
+    return share_answer(in, prompt(in, m, (long)ts_model_runs(m), false));
 }

@@ -7,6 +7,7 @@
 #include "core/collective.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static double timeout_s = 60.0;
 
@@ -15,6 +16,8 @@ ts_status ts_dist_set_timeout(double seconds) {
     timeout_s = seconds;
     return TS_OK;
 }
+
+double ts_dist_timeout(void) { return timeout_s; }
 
 /* The size of the job the launcher started, from its environment (1 when
  * none did). */
@@ -222,3 +225,17 @@ ts_status ts_dist_init(int *argc, char ***argv) {
 ts_status ts_dist_finalize(void) { return TS_OK; }
 
 #endif
+
+/* Rank 0's bytes to every rank, over the collective table's gather (a few
+ * bytes at a run boundary: no call of its own). */
+ts_status ts_dist_broadcast(void *buf, size_t bytes) {
+    const ts_collective *c = ts_collective_get();
+    if (!c || bytes == 0) return TS_OK; /* a job of one: rank 0's bytes are there */
+    if (!buf) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_dist_broadcast: buf is NULL; pass the bytes rank 0 sends (and the others receive)");
+    unsigned char *all = ts_calloc((size_t)c->size, bytes);
+    if (!all) return ts_error(TS_ERR_OUT_OF_MEMORY, "ts_dist_broadcast: no memory for %d copies of %zu bytes", c->size, bytes);
+    ts_status st = c->allgather(buf, all, bytes, "the broadcast from rank 0");
+    if (!st) memcpy(buf, all, bytes);
+    ts_free(all);
+    return st;
+}
