@@ -21,9 +21,8 @@ VENV=$build/realmodels-venv
 fail() { echo "FAIL $*"; echo "test_onnx_real_models: FAIL"; exit 1; }
 
 [ -f "$build/libtensorscope.so" ] || fail "$build/libtensorscope.so is missing: build the library first (cmake --build $build)"
-. "$(dirname "$0")/support/py_venv.sh"
-py_venv_ensure "$VENV" torch==2.15.0 torchvision==0.29.2 transformers==5.24.0 onnx==1.23.2 onnxscript==0.7.2 \
-    onnxruntime==1.32.0 numpy==2.4.6 protobuf==7.36.2 ml_dtypes==0.6.0 pytest==9.2.0
+. "$(dirname "$0")/support/realmodels_venv.sh"
+realmodels_venv_ensure "$build"
 flock -u 9
 
 py_sanitizer_preload "$build"

@@ -26,6 +26,7 @@ from . import _capi
 from ._capi import check, cstr, lib
 from .errors import StateError, error_for, numerics_error
 from .graph import Graph, Tensor
+from .inspection import Inspection
 from .observe import _summary_dict
 from .options import LRSchedule, ModeLike, Options
 
@@ -160,12 +161,11 @@ class Model:
             outs = [self._samples_first(r, a) for r, a in zip(self._returns, outs)]
         return outs[0] if len(outs) == 1 else tuple(outs)
 
-    def _held_again(self, names, c_arrays, n, steps, e):
+    def _held_again(self, names, c_arrays, n, steps, e) -> Optional[Inspection]:
         """break_on_nan: the same inputs run again with every tensor held
         (the weights unchanged when the failed run completed no step), so
         the run stops at the same tensor; its Inspection, or None with the
         reason added to e."""
-        from .inspection import Inspection
         if self.steps != steps:
             e.args = (f"{e.args[0]}\nbreak_on_nan: the run completed {self.steps - steps} optimizer "
                       "steps before it stopped, so it cannot be replayed as it was; nothing held",)
@@ -195,13 +195,12 @@ class Model:
             check(_capi.function("ts_model_hold", "Model.hold")(self._h, int(bool(on))))
         return self
 
-    def inspect(self):
+    def inspect(self) -> Inspection:
         """The tensors of the last held run (see hold), by name, as numpy
         arrays: an Inspection (a Mapping with names(glob), grad(name),
         where(name), stats(name), summary(name)). Before any held run it
         shows parameters, buffers and optimizer state only, and reading
         another tensor is a StateError saying to hold a run."""
-        from .inspection import Inspection
         return Inspection(self)
 
     def _samples_first(self, name, a):

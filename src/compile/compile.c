@@ -300,6 +300,20 @@ static ts_status infer_shapes(ts_model *m, ts_prog *p) {
             break;
         }
         stride[i] = batch_stride_of(m, p, i, stride);
+        if (t->op == TS_OP_SLICE && t->origin && batch_built && batch_run != batch_built && stride[t->in[0]] >= 0) {
+            int64_t inner;
+            if (batch_dim(&m->g->t[t->in[0]]->shape, stride[t->in[0]], &inner) == (int)t->attr[0]) {
+                /* rows picked by offsets computed for the built batch (an
+                 * unrolled LSTM's steps of [T*B, ...]): another batch would
+                 * read the wrong rows */
+                char where[600], b[96];
+                st = ts_error(TS_ERR_SHAPE, "compile: '%s' (Slice, built at %s) takes rows of the dim that holds the batch at offsets "
+                              "computed for the batch the graph was built with (%s); at another batch size it would read the wrong "
+                              "samples; build (import) the graph at this batch size",
+                              t->name, ts_tensor_where(t, where, sizeof where), ts_shape_str(&m->g->t[t->in[0]]->shape, b, sizeof b));
+                break;
+            }
+        }
         if (stride[i] < 0) continue;
         int64_t run_n = ts_shape_numel(&p->shape[i]), built_n = ts_shape_numel(&t->shape);
         if (t->op == TS_OP_INPUT && !batch_built) {
