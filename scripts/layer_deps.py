@@ -43,6 +43,10 @@ ACCEPTED = {
     ("*", "diag/hooks.c"): "the crash handler's current-op note is set from every layer",
     ("*", "diag/crash.c"): "the crash handler's current-op note is set from every layer",
     ("diag/hooks.c", "dist/mpi.c"): "rank 0 alone writes the graph and metrics files: the job's rank",
+    ("*", "diag/trace.c"): "the trace recorder takes slices from every layer, as the metrics take counts (a sink, nothing read back)",
+    ("exec/exec.c", "diag/memwatch.c"): "the micro-batch trace line (--log-verbosity 5) shows the memory watcher's latest sample",
+    ("exec/exec.c", "diag/memory.c"): "the header of the memory watcher's latest-sample call (above)",
+    ("graph/options.c", "io/atomic_file.c"): "ts_options_set_trace says at once that the path cannot be written, with the writer's own open",
 }
 
 
