@@ -19,7 +19,6 @@ that keeps going case after case, so that a case that crashes the library or
 runs past the per-case timeout is recorded as such and a new worker goes on
 with the next one.
 """
-import argparse
 import collections
 import importlib
 import json
@@ -33,6 +32,8 @@ import time
 import warnings
 
 import numpy as np
+
+import expected_failures
 
 EXPECTED_FILE = os.path.join("tests", "onnx_conformance_expected_failures.txt")
 CASE_TIMEOUT_S = 20  # one case: import, compile and run are milliseconds
@@ -306,30 +307,11 @@ def classify(why):
 # ------------------------------------------------------------------- report
 
 
-def read_expected(path):
-    expected = {}
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            for n, line in enumerate(f, 1):
-                line = line.rstrip("\n")
-                if not line.strip() or line.startswith("#"):
-                    continue
-                name, _, reason = line.strip().partition(" ")
-                expected[name] = reason.strip()
-    return expected
-
-
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--source", default=os.environ.get("TS_SOURCE_DIR") or os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), ".."))
-    p.add_argument("--write-expected", action="store_true",
-                   help=f"rewrite {EXPECTED_FILE} from today's failures")
-    p.add_argument("--only", help="run only the cases whose name matches this regex")
+    p = expected_failures.parser(__doc__, EXPECTED_FILE, "cases")
     p.add_argument("-v", "--verbose", action="store_true", help="print every case's result")
     args = p.parse_args()
-    if args.write_expected and args.only:
-        p.error("--write-expected writes the whole list: run it without --only")
+    expected_failures.check_args(p, args)
     t0 = time.perf_counter()
 
     import onnx
@@ -350,14 +332,8 @@ def main():
 
     expected_path = os.path.join(args.source, EXPECTED_FILE)
     if args.write_expected:
-        failing = sorted(c.name for _, c in cases if results[c.name] is not None)
-        with open(expected_path + ".tmp", "w", encoding="utf-8") as f:
-            f.write(HEADER)
-            for n in failing:
-                f.write(f"{n}  {classify(results[n])}\n")
-        os.replace(expected_path + ".tmp", expected_path)
-        print(f"wrote {expected_path}")
-    expected = read_expected(expected_path)
+        expected_failures.write(expected_path, HEADER, {c.name: results[c.name] for _, c in cases}, classify)
+    expected = expected_failures.read(expected_path)
 
     # the table
     per_op = collections.OrderedDict((op, [0, 0, 0]) for op in sorted(ops))
@@ -384,28 +360,10 @@ def main():
         for reason, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])):
             print(f"{n:5d}  {reason}")
 
-    names = {c.name for _, c in cases}
-    unexpected = [c.name for _, c in cases if results[c.name] is not None and c.name not in expected]
-    fixed = [c.name for _, c in cases if results[c.name] is None and c.name in expected]
-    stale = [] if args.only else sorted(set(expected) - names)
-    for _, c in cases:
-        why = results[c.name]
-        if why and c.name in expected and classify(why) != expected[c.name]:
-            print(f"note {c.name} fails for another reason now: {classify(why)} "
-                  f"(listed: {expected[c.name]})")
-    for n in unexpected:
-        print(f"FAIL {n}: {results[n]}")
-    for n in fixed:
-        print(f"FAIL {n} now passes: remove it from {EXPECTED_FILE}")
-    for n in stale:
-        print(f"FAIL {n} is listed in {EXPECTED_FILE} but is no case of a supported op type "
-              "any more: remove it")
-    if unexpected:
-        print(f"{len(unexpected)} failing case(s) not in {EXPECTED_FILE}: fix them, or (a known "
-              "gap, e.g. an op type newly in the importer's table) list them with "
-              "tests/test_onnx_conformance.sh --write-expected")
-    bad = len(unexpected) + len(fixed) + len(stale)
-    print(f"\n{passed} of {total} cases pass ({pct:.1f}%), {total - passed - len(unexpected)} "
+    bad = expected_failures.verdict({c.name: results[c.name] for _, c in cases}, expected, classify, EXPECTED_FILE,
+                                    "case", "tests/test_onnx_conformance.sh", subset=bool(args.only))
+    unexpected = sum(1 for _, c in cases if results[c.name] is not None and c.name not in expected)
+    print(f"\n{passed} of {total} cases pass ({pct:.1f}%), {total - passed - unexpected} "
           f"expected failures; {time.perf_counter() - t0:.1f} s")
     print(f"test_onnx_conformance: {'FAIL' if bad else 'PASS'}")
     return 1 if bad else 0

@@ -57,7 +57,6 @@ ONNX's node cases (docs/onnx.md#real-models). Each model x exporter runs
 in a forked process, so that a crash or a hang is that row's failure, not
 the test's.
 """
-import argparse
 import json
 import os
 import re
@@ -73,7 +72,8 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from onnx_conformance import classify, read_expected  # noqa: E402
+import expected_failures  # noqa: E402
+from onnx_conformance import classify  # noqa: E402
 
 EXPECTED_FILE = os.path.join("tests", "onnx_real_models_expected_failures.txt")
 HEADER = """\
@@ -457,15 +457,9 @@ def reason_of(why):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--source", default=os.environ.get("TS_SOURCE_DIR") or os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), ".."))
-    p.add_argument("--write-expected", action="store_true",
-                   help=f"rewrite {EXPECTED_FILE} from today's failures")
-    p.add_argument("--only", help="run only the models whose name matches this regex")
+    p = expected_failures.parser(__doc__, EXPECTED_FILE, "models")
     args = p.parse_args()
-    if args.write_expected and args.only:
-        p.error("--write-expected writes the whole list: run it without --only")
+    expected_failures.check_args(p, args)
     t0 = time.perf_counter()
     models = [m for m in MODELS if not args.only or re.search(args.only, m)]
     print(f"torch {torch.__version__}: {len(models)} models x {len(EXPORTERS)} exporters",
@@ -481,13 +475,8 @@ def main():
 
     expected_path = os.path.join(args.source, EXPECTED_FILE)
     if args.write_expected:
-        with open(expected_path + ".tmp", "w", encoding="utf-8") as f:
-            f.write(HEADER)
-            for cell in sorted(c for c, why in results.items() if why is not None):
-                f.write(f"{cell}  {reason_of(results[cell])}\n")
-        os.replace(expected_path + ".tmp", expected_path)
-        print(f"wrote {expected_path}")
-    expected = read_expected(expected_path)
+        expected_failures.write(expected_path, HEADER, results, reason_of)
+    expected = expected_failures.read(expected_path)
 
     width = max(len(f"{m}/{e}") for m in models for e in EXPORTERS)
     print(f"\n{'model/exporter':<{width}}  " + "  ".join(f"{c:<9}" for c in CHECKS))
@@ -502,23 +491,9 @@ def main():
         if why is not None and not why.startswith("not run"):
             print(f"  {cell}: {reason_of(why)}\n      {why[:400]}")
 
-    unexpected = [c for c, w in results.items() if w is not None and c not in expected]
-    fixed = [c for c, w in results.items() if w is None and c in expected]
-    stale = [] if args.only else sorted(set(expected) - set(results))
-    for c, w in results.items():
-        if w is not None and c in expected and reason_of(w) != expected[c]:
-            print(f"note {c} fails for another reason now: {reason_of(w)} (listed: {expected[c]})")
-    for c in unexpected:
-        print(f"FAIL {c}: {results[c]}")
-    for c in fixed:
-        print(f"FAIL {c} now passes: remove it from {EXPECTED_FILE}")
-    for c in stale:
-        print(f"FAIL {c} is listed in {EXPECTED_FILE} but is no cell any more: remove it")
-    if unexpected:
-        print(f"{len(unexpected)} failing cell(s) not in {EXPECTED_FILE}: fix them, or (a known "
-              "gap) list them with tests/test_onnx_real_models.sh --write-expected")
+    bad = expected_failures.verdict(results, expected, reason_of, EXPECTED_FILE, "cell",
+                                    "tests/test_onnx_real_models.sh", subset=bool(args.only))
     passed = sum(w is None for w in results.values())
-    bad = len(unexpected) + len(fixed) + len(stale)
     print(f"\n{passed} of {len(results)} cells pass; {time.perf_counter() - t0:.1f} s")
     print(f"test_onnx_real_models: {'FAIL' if bad else 'PASS'}")
     return 1 if bad else 0
