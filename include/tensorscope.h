@@ -187,12 +187,17 @@ TS_API ts_status ts_parse_size(const char *text, uint64_t *bytes);
 
 /* ---------------------------------------------------------------- arrays */
 
-/* Graph tensors are f32 or i32 (and u8 masks); the other dtypes are those of
- * the arrays a run is fed (converted exactly to the input's dtype) and of
- * outputs declared with ts_tensor_set_output_dtype (ONNX's typed outputs). */
+/* Graph tensors are f32 or i32 (and u8 masks), or bf16 / f16 where a cast
+ * (ts_cast) or a model's precision (ts_options_set_precision) makes them;
+ * the other dtypes are those of the arrays a run is fed (converted exactly
+ * to the input's dtype) and of outputs declared with
+ * ts_tensor_set_output_dtype (ONNX's typed outputs). Arrays of TS_BF16 and
+ * TS_F16 hold the 16-bit patterns (uint16_t: numpy's float16, and bfloat16
+ * as its bits). */
 typedef enum ts_dtype {
     TS_F32 = 0, TS_F64, TS_I32, TS_I64, TS_U8,
-    TS_BOOL, TS_I8, TS_I16, TS_U16, TS_U32, TS_U64
+    TS_BOOL, TS_I8, TS_I16, TS_U16, TS_U32, TS_U64,
+    TS_BF16, TS_F16
 } ts_dtype;
 TS_API const char *ts_dtype_name(ts_dtype t); /* "f32", "i32", ... */
 TS_API size_t ts_dtype_size(ts_dtype t);

@@ -478,8 +478,11 @@ class Pin:
 
 DTYPES = [np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int32), np.dtype(np.int64),
           np.dtype(np.uint8), np.dtype(np.bool_), np.dtype(np.int8), np.dtype(np.int16),
-          np.dtype(np.uint16), np.dtype(np.uint32), np.dtype(np.uint64)]  # index = ts_dtype
-_DTYPE_CODE = {d: i for i, d in enumerate(DTYPES)}
+          np.dtype(np.uint16), np.dtype(np.uint32), np.dtype(np.uint64),
+          np.dtype(np.uint16), np.dtype(np.float16)]  # index = ts_dtype (bf16: its bits, as uint16)
+_DTYPE_CODE = {}
+for _i, _d in enumerate(DTYPES):
+    _DTYPE_CODE.setdefault(_d, _i)  # uint16 data is u16; bf16 is never guessed from numpy
 
 
 def to_c(a, what):

@@ -1,5 +1,6 @@
 /* array.c -- dtypes and the ts_array view: names, sizes, element counts. */
 #include "core.h"
+#include "core/half.h"
 
 #include <float.h>
 #include <math.h>
@@ -19,6 +20,8 @@ const char *ts_dtype_name(ts_dtype t) {
     case TS_U16: return "u16";
     case TS_U32: return "u32";
     case TS_U64: return "u64";
+    case TS_BF16: return "bf16";
+    case TS_F16: return "f16";
     }
     return "?";
 }
@@ -36,6 +39,8 @@ size_t ts_dtype_size(ts_dtype t) {
     case TS_U16: return 2;
     case TS_U32: return 4;
     case TS_U64: return 8;
+    case TS_BF16: return 2;
+    case TS_F16: return 2;
     }
     return 0;
 }
@@ -107,11 +112,13 @@ double ts_array_value(const ts_array *a, int64_t i) {
     case TS_U16: return ((const uint16_t *)a->data)[i];
     case TS_U32: return ((const uint32_t *)a->data)[i];
     case TS_U64: return (double)((const uint64_t *)a->data)[i];
+    case TS_BF16: return ts_bf16_to_f32(((const uint16_t *)a->data)[i]);
+    case TS_F16: return ts_f16_to_f32(((const uint16_t *)a->data)[i]);
     }
     return NAN;
 }
 
-bool ts_dtype_is_integer(ts_dtype t) { return t != TS_F32 && t != TS_F64 && ts_dtype_size(t) != 0; }
+bool ts_dtype_is_integer(ts_dtype t) { return t != TS_F32 && t != TS_F64 && !ts_dtype_is_half(t) && ts_dtype_size(t) != 0; }
 
 /* The range of an integer dtype (bool: 0 and 1). */
 static void int_range(ts_dtype t, double *lo, double *hi) {
@@ -125,7 +132,7 @@ static void int_range(ts_dtype t, double *lo, double *hi) {
     case TS_U16: *lo = 0, *hi = UINT16_MAX; return;
     case TS_U32: *lo = 0, *hi = UINT32_MAX; return;
     case TS_U64: *lo = 0, *hi = 18446744073709551615.0; return;
-    case TS_F32: case TS_F64: break;
+    case TS_F32: case TS_F64: case TS_BF16: case TS_F16: break;
     }
     *lo = -INFINITY, *hi = INFINITY;
 }
@@ -133,6 +140,7 @@ static void int_range(ts_dtype t, double *lo, double *hi) {
 bool ts_dtype_holds(ts_dtype t, double v) {
     if (t == TS_F64 || isnan(v)) return t == TS_F64 || t == TS_F32;
     if (t == TS_F32) return !isfinite(v) || fabs(v) <= FLT_MAX;
+    if (ts_dtype_is_half(t)) return true; /* rounded to nearest even (out of range: Inf), as a cast does */
     double lo, hi;
     int_range(t, &lo, &hi);
     /* the i64/u64 top is 2^63 / 2^64 as a double: one past the range */
@@ -152,5 +160,7 @@ void ts_array_set_value(ts_array *a, int64_t i, double v) {
     case TS_U16: ((uint16_t *)a->data)[i] = (uint16_t)v; return;
     case TS_U32: ((uint32_t *)a->data)[i] = (uint32_t)v; return;
     case TS_U64: ((uint64_t *)a->data)[i] = (uint64_t)v; return;
+    case TS_BF16: ((uint16_t *)a->data)[i] = ts_f32_to_bf16((float)v); return;
+    case TS_F16: ((uint16_t *)a->data)[i] = ts_f32_to_f16((float)v); return;
     }
 }

@@ -112,7 +112,8 @@ double ts_array_value(const ts_array *a, int64_t i);
 void ts_array_set_value(ts_array *a, int64_t i, double v);
 bool ts_dtype_is_integer(ts_dtype t); /* the integer dtypes and bool */
 /* Whether v is exact in t: an integer within t's range (0 or 1 for bool),
- * for f32 a NaN, an infinity or a value within f32's range, any for f64. */
+ * for f32 a NaN, an infinity or a value within f32's range, any for f64,
+ * bf16 and f16 (rounded to nearest even as a cast does). */
 bool ts_dtype_holds(ts_dtype t, double v);
 /* String -> int map for name lookups (strmap.c). Keys are borrowed: keep
  * each key string alive, unchanged, while it is in the map. Zero-initialise. */

@@ -32,7 +32,7 @@ static const struct {
     ts_dtype dtype;
     const char *descr;
 } npy_written[] = {
-    {TS_BOOL, "|b1"}, {TS_I8, "|i1"}, {TS_I16, "<i2"}, {TS_U16, "<u2"}, {TS_U32, "<u4"}, {TS_U64, "<u8"},
+    {TS_BOOL, "|b1"}, {TS_I8, "|i1"}, {TS_I16, "<i2"}, {TS_U16, "<u2"}, {TS_U32, "<u4"}, {TS_U64, "<u8"}, {TS_F16, "<f2"},
 };
 
 static bool host_little_endian(void) {

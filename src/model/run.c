@@ -2,6 +2,7 @@
  * bind the user's arrays to the inputs (a new micro-batch size recompiles),
  * then hand the compiled program to the executor. */
 #include "compile/model.h"
+#include "core/half.h"
 #include "dist/dist.h"
 
 #include "diag/hooks.h"
@@ -15,18 +16,18 @@
 #include <string.h>
 
 /* An array of another dtype for an input (int64 token ids or labels, bools
- * as uint8, f64 values, integers of any width for an i32 or f32 input)
+ * as uint8, f64 and 16-bit float values, integers of any width for an i32 or f32 input)
  * converted to the input's dtype into the program's buffer for the node:
  * every value must be representable (an integer in i32's range for i32;
  * for f32 a finite f64 within f32's range, an infinity or NaN, an integer
  * within 2^24), else an error that names the first one; never wrapped. */
 static ts_status convert_input(ts_prog *p, const ts_tensor *t, const ts_array *a, const ts_array **out) {
     bool to_i32 = t->dtype == TS_I32 && ts_dtype_is_integer(a->dtype);
-    bool to_f32 = t->dtype == TS_F32 && (a->dtype == TS_F64 || ts_dtype_is_integer(a->dtype));
+    bool to_f32 = t->dtype == TS_F32 && (a->dtype == TS_F64 || ts_dtype_is_half(a->dtype) || ts_dtype_is_integer(a->dtype));
     if (!to_i32 && !to_f32)
         return ts_error(TS_ERR_INVALID_ARGUMENT, "run: input '%s' must be %s data, got %s%s", t->name, ts_dtype_name(t->dtype),
                         ts_dtype_name(a->dtype), t->dtype == TS_I32 ? " (i32 inputs also take integer and bool data of any width)"
-                                                                     : " (f32 inputs also take f64 and integer data)");
+                                                                     : " (f32 inputs also take f64, f16, bf16 and integer data)");
     if (!p->converted && !(p->converted = ts_calloc((size_t)p->n_nodes, sizeof *p->converted))) return TS_ERR_OUT_OF_MEMORY;
     ts_array *c = &p->converted[t->id];
     int64_t n = ts_array_numel(a);
@@ -50,7 +51,7 @@ static ts_status convert_input(ts_prog *p, const ts_tensor *t, const ts_array *a
             if (isfinite(v) && fabs(v) > FLT_MAX)
                 return ts_error(TS_ERR_INVALID_ARGUMENT, "run: input '%s' holds %g at [%lld], beyond f32's range (+-%g)", t->name, v,
                                 (long long)i, (double)FLT_MAX);
-            if (a->dtype != TS_F64 && fabs(v) > 16777216.0)
+            if (ts_dtype_is_integer(a->dtype) && fabs(v) > 16777216.0)
                 return ts_error(TS_ERR_INVALID_ARGUMENT, "run: input '%s' holds the integer %.0f at [%lld], which f32 does not hold exactly "
                                 "(|x| <= 2^24); give float data", t->name, v, (long long)i);
             ((float *)data)[i] = (float)v;
