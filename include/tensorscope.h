@@ -324,6 +324,18 @@ TS_API ts_tensor *ts_gather(ts_graph *g, ts_tensor *data, ts_tensor *indices, in
  * than data off the axis; out has the indices' shape; negative indices
  * count from the end, one outside [-D, D) is an error at run. */
 TS_API ts_tensor *ts_gather_elements(ts_graph *g, ts_tensor *data, ts_tensor *indices, int axis);
+/* x's values rounded to the nearest `dtype` value, ties to even, as
+ * PyTorch's .to(): TS_BF16 or TS_F16 (values beyond f16's range become
+ * +-Inf), or TS_F32 (a copy). The result is a bf16 / f16 tensor of x's
+ * shape; on the CPU its values are held in f32 cells (ts_tensor_info
+ * reports dtype f32 and ts_tensor_precision the 16-bit dtype). The
+ * gradient flows back unchanged, rounded to the dtype once complete, as
+ * a 16-bit tensor's gradient is. What the rounding loses (values that
+ * became 0 or Inf) is counted per run and shown by watches. */
+TS_API ts_tensor *ts_cast(ts_graph *g, ts_tensor *x, ts_dtype dtype);
+/* The 16-bit float whose values t holds (a cast's output, a copy a
+ * model's precision made), or TS_F32. */
+TS_API ts_dtype ts_tensor_precision(const ts_tensor *t);
 /* Normalises over the last `ndims` dims, then * weight + bias (both of the
  * shape of those dims), as PyTorch's layer_norm. */
 TS_API ts_tensor *ts_layer_norm(ts_graph *g, ts_tensor *x, ts_tensor *weight, ts_tensor *bias, int ndims, float eps);
@@ -385,6 +397,7 @@ TS_API ts_tensor *ts_cross_entropy_ignore(ts_graph *g, ts_tensor *logits, ts_ten
 #define ts_abs(g, ...) ts_abs(TS_AT_(g), __VA_ARGS__)
 #define ts_gather(g, ...) ts_gather(TS_AT_(g), __VA_ARGS__)
 #define ts_gather_elements(g, ...) ts_gather_elements(TS_AT_(g), __VA_ARGS__)
+#define ts_cast(g, ...) ts_cast(TS_AT_(g), __VA_ARGS__)
 #define ts_unary(g, ...) ts_unary(TS_AT_(g), __VA_ARGS__)
 #define ts_binary(g, ...) ts_binary(TS_AT_(g), __VA_ARGS__)
 #define ts_gelu(g, ...) ts_gelu(TS_AT_(g), __VA_ARGS__)

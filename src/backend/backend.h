@@ -22,6 +22,7 @@
 #ifndef TS_BACKEND_H
 #define TS_BACKEND_H
 
+#include "core/half.h"
 #include "core/stats.h"
 #include "graph/graph.h"
 
@@ -44,6 +45,7 @@ typedef struct ts_kctx {
     ts_shape out_shape;
     float *scratch;        /* per-node scratch planned at compile, kept from forward to backward */
     float *workspace;      /* transient scratch shared by all nodes (valid during one kernel call) */
+    ts_half_loss *lost;    /* a Cast to a 16-bit float: what its rounding lost this run is added here (NULL: not counted) */
     bool training;         /* a training model (batch statistics, dropout on) */
     bool update_state;     /* forward may update buffers (training, not a diagnostic replay) */
     uint64_t iteration;    /* micro-batches trained before this one (seeds dropout) */
@@ -106,6 +108,9 @@ typedef struct ts_backend {
     void (*zero)(void *stream, float *dst, int64_t n);
     void (*accumulate)(void *stream, float *dst, const float *src, int64_t n); /* dst += src */
     void (*scale)(void *stream, float *dst, const float *x, float s, int64_t n); /* dst = s x (dst may be x) */
+    /* x[0..n) rounded in place to the nearest `t` value (TS_BF16, TS_F16:
+     * core/half.h), what it lost added to *lost (NULL: not counted). */
+    void (*round_half)(void *stream, ts_dtype t, float *x, int64_t n, ts_half_loss *lost);
 
     /* ---- kernels: kernels[op] for every ts_op (TS_OP_COUNT rows) */
     const ts_kernel_row *kernels;

@@ -146,6 +146,7 @@ static ts_status add_entry(ts_prog *p, size_t *cap, ts_entry_kind kind, const ts
     e->shape = kind == TS_KIND_STEP ? (ts_shape){.ndim = 0} : *shape;
     e->numel = ts_shape_numel(&e->shape);
     e->per_step = per_step;
+    e->grid = kind == TS_KIND_VALUE || kind == TS_KIND_GRAD ? t->grid : TS_F32;
     e->watch = -1;
     e->relu_out = -1;
     p->n_entries++;

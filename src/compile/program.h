@@ -4,6 +4,7 @@
 #ifndef TS_PROGRAM_H
 #define TS_PROGRAM_H
 
+#include "core/half.h"
 #include "graph/graph.h"
 #include "graph/optim.h"
 
@@ -63,6 +64,8 @@ typedef struct ts_entry {
     bool check;          /* numeric check after it is produced */
     bool checked;        /* a gradient scanned clean after the last backward kernel that wrote it (ts_check_backward): its observation need not scan it again */
     bool on_host;        /* data is host memory on every device (an optimizer's step count) */
+    ts_dtype grid;       /* the 16-bit float its values are rounded to (graph.h's grid), else TS_F32 */
+    ts_half_loss lost;   /* what that rounding lost the last time it ran (a micro-batch) */
 } ts_entry;
 
 /* A tensor the host keeps and a device works on (model/device.c): the

@@ -74,6 +74,7 @@ static ts_kctx make_ctx(const ts_model *m, int node, int64_t mb) {
         k.din[j] = p->grad_entry[in] >= 0 ? p->entries[p->grad_entry[in]].data : NULL;
     }
     k.out = p->entries[p->value_entry[node]].data;
+    k.lost = &p->entries[p->value_entry[node]].lost;
     if (p->grad_entry[node] >= 0) k.dout = p->entries[p->grad_entry[node]].data;
     return k;
 }
@@ -178,6 +179,7 @@ static ts_status forward(ts_model *m, int64_t mb) {
         }
         if (ts_op_holds_value(t->op)) continue; /* observed once per step */
         ts_kctx kc = make_ctx(m, i, mb);
+        *kc.lost = (ts_half_loss){0, 0};
         ts_crash_set_current_op(ts_op_get(t->op)->name, t->name, t->file);
         if (tr) ts_trace_set_op(t->name);
         uint64_t t0 = ts_now_ns();
@@ -215,6 +217,11 @@ static ts_status backward(ts_model *m, int64_t mb) {
         if (!p->needs_grad[i] || !ts_in_stage(m, i)) continue;
         const ts_tensor *t = g->t[i];
         if (i == m->loss) m->backend->fill(m->stream, p->entries[p->grad_entry[i]].data, 1.0f, 1);
+        if (ts_dtype_is_half(t->grid)) { /* a 16-bit tensor's gradient is one too, once every consumer added its part */
+            ts_entry *ge = &p->entries[p->grad_entry[i]];
+            ge->lost = (ts_half_loss){0, 0};
+            m->backend->round_half(m->backend->host_addressable ? (void *)m->pool : m->stream, t->grid, ge->data, ge->numel, &ge->lost);
+        }
         OBSERVE(m, p->grad_entry[i], mb); /* every consumer has added its part */
         if (t->op == TS_OP_PARAM && replicas && !m->rerun) { /* its all-reduce can start */
             ts_status st = m->par->grad_ready(m, i, mb);

@@ -94,6 +94,7 @@ typedef enum ts_op {
     TS_OP_SELECT,
     TS_OP_GATHER,
     TS_OP_GATHER_ELEMENTS, /* in: data, indices i32 of data's rank; attr[0]: the axis (out[p] = data[p with idx[p] on the axis]) */       /* in: data, indices i32 (negative: from the end); attr[0]: the axis (Embedding is axis 0 of 2-D) */       /* Where with an f32 condition (non-zero = true), as the predicates give it */
+    TS_OP_CAST,         /* attr[0]: the ts_dtype (bf16, f16, f32) whose values the output holds (core/half.h) */
     TS_OP_COUNT
 } ts_op;
 
@@ -122,6 +123,11 @@ struct ts_tensor {
     int line;           /* line, or node index in an imported model file */
     const char *origin; /* imported nodes: the file's node name (graph-owned) */
     float *value;       /* parameters only: owned by the graph */
+    /* Where not TS_F32: the 16-bit float (TS_BF16, TS_F16) this f32 tensor's
+     * values lie on, and its gradient's once complete (a cast's output, the
+     * copies a model's precision makes). The tensor's dtype, what kernels
+     * read and write, stays f32. */
+    ts_dtype grid;
     bool typed;         /* anchored values are returned as out_dtype (ts_tensor_set_output_dtype) */
     ts_dtype out_dtype;
 };

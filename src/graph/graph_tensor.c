@@ -86,6 +86,21 @@ ts_tensor *ts_gather_elements(ts_graph *g, ts_tensor *data, ts_tensor *indices, 
     return node(g, TS_OP_GATHER_ELEMENTS, 2, (const ts_tensor *[]){data, indices}, &(attrs){.attr = {d}});
 }
 
+static void set_grid(ts_tensor *t, const void *arg) {
+    t->attr[0] = *(const ts_dtype *)arg;
+    t->grid = *(const ts_dtype *)arg;
+}
+
+ts_tensor *ts_cast(ts_graph *g, ts_tensor *x, ts_dtype dtype) {
+    if (!g || g->sticky) return NULL;
+    if (dtype != TS_BF16 && dtype != TS_F16 && dtype != TS_F32)
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_cast: casts to bf16, f16 or f32, not %s (integer casts: ts_unary's CastInt, CastBool, CastFloat)",
+                             ts_dtype_name(dtype));
+    return ts_graph_add_node(g, TS_OP_CAST, (const ts_tensor *[]){x}, 1, NULL, set_grid, &dtype);
+}
+
+ts_dtype ts_tensor_precision(const ts_tensor *t) { return t ? t->grid : TS_F32; }
+
 ts_tensor *ts_layer_norm(ts_graph *g, ts_tensor *x, ts_tensor *weight, ts_tensor *bias, int ndims, float eps) {
     if (g && !g->sticky && !(eps >= 0.0f)) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_layer_norm: eps must be >= 0");
     return node(g, TS_OP_LAYER_NORM, 3, (const ts_tensor *[]){x, weight, bias}, &(attrs){.attr = {ndims}, .fattr = {eps}});

@@ -55,6 +55,16 @@ static void bwd_sum(const ts_kctx *k) { ts_reduce_backward(k->pool, k->din[0], k
 static void fwd_mean(const ts_kctx *k) { ts_reduce_forward(k->out, k->in[0], ts_shape_numel(&k->in_shape[0]), true); }
 static void bwd_mean(const ts_kctx *k) { ts_reduce_backward(k->pool, k->din[0], k->dout, ts_shape_numel(&k->in_shape[0]), true); }
 
+static void round_pool(ts_pool *pool, ts_dtype t, float *dst, const float *x, int64_t n, ts_half_loss *lost);
+
+/* y = x on t's grid (attr[0]); to f32: a copy. The gradient passes as it
+ * is (the executor rounded it to the output's grid once complete). */
+static void fwd_cast(const ts_kctx *k) {
+    ts_dtype t = (ts_dtype)k->node->attr[0];
+    if (ts_dtype_is_half(t)) round_pool(k->pool, t, k->out, k->in[0], numel_out(k), k->lost);
+    else fwd_copy(k);
+}
+
 /* ------------------------------------------------------- kernel table */
 
 /* Designated by enum value, so a row can never land at the wrong index. */
@@ -139,6 +149,7 @@ static const ts_kernel_row kernels[] = {
     [TS_OP_AND] = {.forward = ts_fwd_broadcast_binary},
     [TS_OP_OR] = {.forward = ts_fwd_broadcast_binary},
     [TS_OP_XOR] = {.forward = ts_fwd_broadcast_binary},
+    [TS_OP_CAST] = {.forward = fwd_cast, .backward = bwd_copy},
 };
 _Static_assert(sizeof kernels / sizeof kernels[0] == TS_OP_COUNT, "the CPU kernel table must cover every ts_op");
 
@@ -173,6 +184,39 @@ static void cpu_fill(void *stream, float *dst, float value, int64_t n) {
 static void cpu_zero(void *stream, float *dst, int64_t n) { ts_zero(stream, dst, n); }
 static void cpu_accumulate(void *stream, float *dst, const float *src, int64_t n) { ts_accumulate(stream, dst, src, n); }
 static void cpu_scale(void *stream, float *dst, const float *x, float s, int64_t n) { ts_scale_forward(stream, dst, x, s, n); }
+
+/* ------------------------------------------------- 16-bit float grids */
+
+#define ROUND_GRAIN (1 << 14) /* values a thread rounds at least */
+
+typedef struct round_job {
+    ts_dtype t;
+    float *dst;
+    const float *x;
+    _Atomic int64_t underflow, overflow;
+} round_job;
+
+static void round_slice(void *ctx, int64_t begin, int64_t end) {
+    round_job *j = ctx;
+    ts_half_loss l = {0, 0};
+    ts_round_half(j->t, j->dst + begin, j->x + begin, end - begin, &l);
+    if (l.underflow) atomic_fetch_add_explicit(&j->underflow, l.underflow, memory_order_relaxed);
+    if (l.overflow) atomic_fetch_add_explicit(&j->overflow, l.overflow, memory_order_relaxed);
+}
+
+/* dst = x rounded to t's grid over the pool, what it lost added to *lost. */
+static void round_pool(ts_pool *pool, ts_dtype t, float *dst, const float *x, int64_t n, ts_half_loss *lost) {
+    round_job j = {.t = t, .dst = dst, .x = x};
+    atomic_init(&j.underflow, 0);
+    atomic_init(&j.overflow, 0);
+    ts_pool_for(pool, n, ROUND_GRAIN, round_slice, &j);
+    if (lost) {
+        lost->underflow += atomic_load_explicit(&j.underflow, memory_order_relaxed);
+        lost->overflow += atomic_load_explicit(&j.overflow, memory_order_relaxed);
+    }
+}
+
+static void cpu_round_half(void *stream, ts_dtype t, float *x, int64_t n, ts_half_loss *lost) { round_pool(stream, t, x, x, n, lost); }
 
 /* --------------------------------------------------------- reductions */
 
@@ -237,6 +281,7 @@ static const ts_backend cpu = {
     .zero = cpu_zero,
     .accumulate = cpu_accumulate,
     .scale = cpu_scale,
+    .round_half = cpu_round_half,
     .kernels = kernels,
     .opt_update = ts_opt_update,
     .opt_update_summarised = ts_opt_update_summarised,

@@ -213,6 +213,11 @@ static void cu_accumulate(void *stream, float *dst, const float *src, int64_t n)
     ts_cu_check(cudaGetLastError(), "accumulate");
 }
 
+static void cu_round_half(void *stream, ts_dtype t, float *x, int64_t n, ts_half_loss *lost) {
+    (void)lost; /* not counted on the device yet */
+    ts_cu_round_half(cu_stream(stream), t, x, x, n);
+}
+
 static void cu_scale(void *stream, float *dst, const float *x, float s, int64_t n) {
     if (n <= 0) return;
     scale_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, cu_stream(stream)>>>(dst, x, s, n);
@@ -434,6 +439,7 @@ static void fill_kernel_table(void) {
     kernels[TS_OP_GATHER] = {ts_cu_fwd_gather, ts_cu_bwd_gather, nullptr};
     kernels[TS_OP_GATHER_ELEMENTS] = {ts_cu_fwd_gather_elements, ts_cu_bwd_gather_elements, nullptr};
     kernels[TS_OP_CAST_FLOAT] = {ts_cu_fwd_cast_float, nullptr, nullptr};
+    kernels[TS_OP_CAST] = {ts_cu_fwd_cast, ts_cu_bwd_copy, nullptr};
     kernels[TS_OP_POWER] = {ts_cu_fwd_broadcast_binary, ts_cu_bwd_broadcast_binary, nullptr};
     kernels[TS_OP_MAX] = {ts_cu_fwd_broadcast_binary, ts_cu_bwd_broadcast_binary, nullptr};
     kernels[TS_OP_MIN] = {ts_cu_fwd_broadcast_binary, ts_cu_bwd_broadcast_binary, nullptr};
@@ -488,6 +494,7 @@ static ts_status init_locked(int ordinal) {
     be->zero = cu_zero;
     be->accumulate = cu_accumulate;
     be->scale = cu_scale;
+    be->round_half = cu_round_half;
     be->kernels = kernels;
     be->opt_update = cu_opt_update;
     be->opt_update_summarised = cu_opt_update_summarised;

@@ -13,6 +13,8 @@ extern "C" {
 #include "graph/ops.h"
 }
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <math.h>
 
 /* the op's name for error capture */
@@ -547,6 +549,27 @@ void ts_cu_fwd_cast_float(const ts_kctx *k) {
     if (n <= 0) return;
     cast_float_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, k->in_int[0], n);
     ts_cu_check(cudaGetLastError(), op_name(k));
+}
+
+/* ------------------------------------------- 16-bit float grids (core/half.h) */
+
+/* y[n] = x rounded to the nearest bf16 / f16 value (ties to even), in f32:
+ * the CPU's ts_round_half, by the device's own conversions. */
+__global__ void round_half_kernel(float *y, const float *x, bool bf16, int64_t n) {
+    TS_CU_FOR(i, n) y[i] = bf16 ? __bfloat162float(__float2bfloat16_rn(x[i])) : __half2float(__float2half_rn(x[i]));
+}
+
+/* What it lost is not counted on the device yet: `lost` stays as it is. */
+void ts_cu_round_half(cudaStream_t s, ts_dtype t, float *y, const float *x, int64_t n) {
+    if (n <= 0) return;
+    round_half_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, s>>>(y, x, t == TS_BF16, n);
+    ts_cu_check(cudaGetLastError(), "round to a 16-bit float");
+}
+
+void ts_cu_fwd_cast(const ts_kctx *k) {
+    ts_dtype t = (ts_dtype)k->node->attr[0];
+    if (t == TS_BF16 || t == TS_F16) ts_cu_round_half(ts_cu_stream(k), t, k->out, k->in[0], numel_out(k));
+    else ts_cu_fwd_copy(k);
 }
 
 /* ------------------------------------------------------- tanh and sigmoid */
