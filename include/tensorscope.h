@@ -333,6 +333,14 @@ TS_API ts_tensor *ts_gather_elements(ts_graph *g, ts_tensor *data, ts_tensor *in
  * a 16-bit tensor's gradient is. What the rounding loses (values that
  * became 0 or Inf) is counted per run and shown by watches. */
 TS_API ts_tensor *ts_cast(ts_graph *g, ts_tensor *x, ts_dtype dtype);
+/* What a model's precision does to its graph (ts_options_set_precision),
+ * done now, so the copies' names (`fc1.weight@bf16`) can be printed,
+ * anchored or looked up before a model is made: the float inputs of every
+ * matmul, batched matmul and convolution become `dtype` copies (TS_BF16,
+ * TS_F16; TS_F32 changes nothing). Ops added later get theirs when a model
+ * is made. Refused when the graph already has copies of another dtype, or
+ * when a model already uses it and copies must be added (tensor ids move). */
+TS_API ts_status ts_graph_autocast(ts_graph *g, ts_dtype dtype);
 /* The 16-bit float whose values t holds (a cast's output, a copy a
  * model's precision made), or TS_F32. */
 TS_API ts_dtype ts_tensor_precision(const ts_tensor *t);
@@ -701,6 +709,28 @@ TS_API ts_status ts_options_set_pipeline_schedule(ts_options *o, ts_pipeline_sch
  * checked at once (TS_ERR_IO when it cannot be written); NULL turns tracing
  * off. One model of a process traces at a time. */
 TS_API ts_status ts_options_set_trace(ts_options *o, const char *path, int64_t first_step, int64_t last_step);
+/* Mixed precision, as PyTorch's autocast (docs/precision.md): TS_F32 (the
+ * default), TS_BF16 or TS_F16. The float inputs of every matmul, batched
+ * matmul and convolution become 16-bit copies named `<input>@bf16`
+ * (`fc1.weight@bf16`, `Relu:0@bf16`), Cast nodes inserted into the graph
+ * when the model is made, which those ops read, accumulating in f32; their
+ * gradients are 16-bit too. Softmax, normalisations, losses, reductions,
+ * the master weights and the optimizer state stay f32. A graph takes one
+ * precision: a model of another precision on it is refused, and so is a
+ * first 16-bit model on a graph another model already uses (make it
+ * first). With TS_USE_BF16=1 in the environment, a model whose options set
+ * no precision is bf16. f16 turns on dynamic loss scaling (below). */
+TS_API ts_status ts_options_set_precision(ts_options *o, ts_dtype precision);
+/* Dynamic loss scaling, as PyTorch's GradScaler: the loss's gradient
+ * starts at `init_scale`; a step whose gradients hold an Inf or NaN is
+ * skipped (the weights and optimizer state untouched, counted in the
+ * metrics as SkippedSteps) and the scale multiplied by `backoff` (0..1);
+ * after `growth_interval` steps in a row without one it is multiplied by
+ * `growth` (> 1). The optimizer sees the gradients divided by the scale.
+ * enabled: 1 on, 0 off, -1 on exactly for f16 precision (the default).
+ * GradScaler's defaults: 65536, 2, 0.5, 2000. */
+TS_API ts_status ts_options_set_loss_scaling(ts_options *o, int enabled, float init_scale, float growth, float backoff,
+                                             int growth_interval);
 
 /* ------------------------------------------------------------ optimizers */
 
@@ -816,6 +846,14 @@ TS_API double ts_model_base_lr(const ts_model *m);
 /* Runs so far, and optimizer steps so far. */
 TS_API int64_t ts_model_runs(const ts_model *m);
 TS_API int64_t ts_model_steps(const ts_model *m);
+/* The model's precision (ts_options_set_precision, TS_USE_BF16): TS_F32,
+ * TS_BF16 or TS_F16. */
+TS_API ts_dtype ts_model_precision(const ts_model *m);
+/* Dynamic loss scaling (ts_options_set_loss_scaling): the scale the next
+ * step's loss gradient starts at (1 when scaling is off) and the steps
+ * skipped so far because a gradient overflowed. Either pointer may be NULL;
+ * returns whether scaling is on. */
+TS_API int ts_model_loss_scale(const ts_model *m, double *scale, int64_t *skipped_steps);
 /* FLOPs of one micro-batch (forward + backward + update) for GFLOP/s. */
 TS_API double ts_model_flops_per_microbatch(const ts_model *m);
 

@@ -21,6 +21,7 @@ typedef struct train_args {
     const char *save_weights, *weights, *lr_schedule, *checkpoint_dir, *resume, *run_name, *dump_limit, *outfeed_mode, *picture_dir;
     const char *split_at, *pipeline_schedule, *device, *save_init, *attn_dir;
     const char *trace, *trace_steps;
+    const char *precision, *loss_scale; /* --precision, --loss-scale */
     long outfeed_depth, pipeline_stages;
     bool outfeed_drop;
     long epochs, batch_size, seed, holdout, repeat_count, grad_accum, threads, log_verbosity, watch_period, max_steps;
@@ -571,7 +572,7 @@ static void curve_add(curve *c, double x, double y) {
 
 /* eval takes the flags that say which model, which weights and which
  * images; everything about training or observing it is refused, not ignored. */
-static const char *const EVAL_FLAGS[] = {"--model", "--data", "--batch-size", "--seed", "--holdout", "--all", "--threads", "--device",
+static const char *const EVAL_FLAGS[] = {"--model", "--data", "--batch-size", "--seed", "--holdout", "--all", "--threads", "--device", "--precision",
                                          "--weights", "--log-verbosity", "--log-vmodule", "--watch-memory", "--metrics", "--quiet", "--input", "--loss", "--labels-input",
                                          "--output", "--layers", "--heads", "--embd", "--block-size", "--vocab"};
 
@@ -604,6 +605,26 @@ static int train_only_flag(const cli_flag *all, const cli_flag *evalt, int argc,
             if (strlen(f->name) == len && strncmp(f->name, argv[i], len) == 0) return i;
     }
     return 0;
+}
+
+/* --precision and --loss-scale into the options; a usage error says what is wrong. */
+static int set_precision(const char *cmd, const train_args *a, ts_options *o) {
+    ts_dtype prec = TS_F32;
+    if (a->precision && strcmp(a->precision, "bf16") == 0) prec = TS_BF16;
+    else if (a->precision && strcmp(a->precision, "f16") == 0) prec = TS_F16;
+    else if (a->precision && strcmp(a->precision, "f32") != 0) return cli_usage_error(cmd, "--precision must be f32, bf16 or f16, got '%s'", a->precision);
+    if (a->precision && ts_options_set_precision(o, prec)) return cli_usage_error(cmd, "--precision: %s", ts_last_error());
+    if (!a->loss_scale) return CLI_OK;
+    int on = strcmp(a->loss_scale, "off") != 0;
+    double init = 65536.0;
+    char *end = NULL;
+    if (on && strcmp(a->loss_scale, "dynamic") != 0) {
+        init = strtod(a->loss_scale, &end);
+        if (end == a->loss_scale || *end)
+            return cli_usage_error(cmd, "--loss-scale must be dynamic, off or an initial scale such as 1024, got '%s'", a->loss_scale);
+    }
+    if (ts_options_set_loss_scaling(o, on, (float)init, 2.0f, 0.5f, 2000)) return cli_usage_error(cmd, "--loss-scale: %s", ts_last_error());
+    return CLI_OK;
 }
 
 int cmd_train(int argc, char **argv, bool eval_only) {
@@ -685,6 +706,9 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--pipeline-schedule", FLAG_STRING, &a.pipeline_schedule, "gpipe|1f1b", "gpipe: every forward, then every backward (default); 1f1b: one forward, one backward"},
         {"--trace", FLAG_STRING, &a.trace, "FILE.json", "write a timeline of the run for Perfetto or chrome://tracing (docs/trace.md)"},
         {"--trace-steps", FLAG_STRING, &a.trace_steps, "A:B", "with --trace: only optimizer steps A..B (1-based; A: = from A on; default all)"},
+        {"--precision", FLAG_STRING, &a.precision, "f32|bf16|f16", "mixed precision as autocast: matmul and conv inputs in bf16 or f16, "
+                                                                  "the rest and the weights f32 (default f32; TS_USE_BF16=1: bf16; docs/precision.md)"},
+        {"--loss-scale", FLAG_STRING, &a.loss_scale, "dynamic|off|S", "loss scaling: dynamic (f16's default, from 65536), off, or dynamic from S"},
         {"--quiet", FLAG_BOOL, &a.quiet, NULL, "only errors, warnings and the final result (no progress, no epoch lines)"},
         {"", FLAG_SECTION, NULL, NULL, "--model FILE.onnx"},
         {"--loss", FLAG_STRING, &imp.loss, "cross_entropy|nll|mse", "loss on the output (default nll after LogSoftmax, else cross_entropy)"},
@@ -909,6 +933,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         rc = cli_usage_error(cmd, "%s", ts_last_error());
         goto done;
     }
+    if ((rc = set_precision(cmd, &a, o)) != CLI_OK) goto done;
+    rc = CLI_RUNTIME;
     /* the CLI's own loss anchor: the sum over the run, for the mean loss */
     ts_options_anchor(o, "cli.loss", "loss", TS_OUTPUT_SUM, 0);
     for (int i = 0; i < a.anchors.n; i++) {
@@ -998,6 +1024,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     if (!io) goto done;
     ts_options_set_threads(io, (int)a.threads);
     if (a.device) ts_options_set_device(io, a.device); /* checked on the training options */
+    set_precision(cmd, &a, io);                          /* evaluated as it trains; checked on the training options */
     for (int i = 0; i < a.attention_maps.n; i++) { /* the attention maps read the inference model's anchors */
         char name[512];
         long sample;

@@ -859,7 +859,8 @@ static void mark_checks(ts_model *m, ts_prog *p) {
         const ts_tensor *t = m->g->t[en->node];
         bool check = false;
         if (en->kind == TS_KIND_VALUE) check = t->op == TS_OP_INPUT ? t->dtype == TS_F32 : (c == TS_CHECK_OP || is_layer_output(m->g, p, t->id));
-        if (en->kind == TS_KIND_GRAD) check = c == TS_CHECK_OP || t->op == TS_OP_PARAM || is_layer_output(m->g, p, t->id);
+        /* under loss scaling an Inf gradient is the scaler's: the step is skipped, the scale backs off */
+        if (en->kind == TS_KIND_GRAD) check = !m->scaling && (c == TS_CHECK_OP || t->op == TS_OP_PARAM || is_layer_output(m->g, p, t->id));
         if (en->kind == TS_KIND_UPDATED) check = true;
         if (ts_op_holds_value(t->op) && en->kind == TS_KIND_VALUE) check = false;
         if (en->view) check = false; /* the bytes of the model input it views, checked there */
@@ -899,6 +900,11 @@ ts_status ts_prog_build(ts_model *m, ts_prog **out) {
     p->samples_mb = (int64_t)m->opts.device_iterations * (m->training ? m->opts.grad_accum : 1);
     if ((st = live_sets(m, p, requested))) goto fail; /* structure only: shapes may be unknown */
     if ((st = infer_shapes(m, p))) goto fail;
+    if (m->training && m->scaling && ts_stages(m) > 1) { /* each stage would decide its own skip */
+        st = ts_error(TS_ERR_UNSUPPORTED, "compile: loss scaling (f16 precision) with pipeline stages is not supported yet; use bf16, or "
+                      "turn loss scaling off (ts_options_set_loss_scaling, --loss-scale off)");
+        goto fail;
+    }
     if (m->training && p->shape[m->loss].ndim != 0) {
         char b[96];
         st = ts_error(TS_ERR_SHAPE, "compile: the loss '%s' must be a scalar, it is %s (reduce it with ts_mean or ts_sum)",

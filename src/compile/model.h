@@ -55,6 +55,11 @@ struct ts_model {
     struct ts_hold *hold; /* ts_model_hold: a run's tensors kept (observe/hold.c), NULL until asked */
     bool trace_done;     /* its trace (ts_options_set_trace) is written: not started again */
     bool dist_agreed;    /* the ranks' options compared equal (agree.c); cleared by a compile or a new schedule */
+    /* dynamic loss scaling (ts_options_set_loss_scaling), on when `scaling` */
+    bool scaling;
+    double loss_scale;
+    int64_t good_steps;  /* steps in a row without an Inf/NaN gradient */
+    int64_t skipped_steps;
 };
 
 /* A model's split over the ranks of a job (src/dist/: replicas, pipeline

@@ -216,7 +216,7 @@ static ts_status backward(ts_model *m, int64_t mb) {
         int i = p->order[k];
         if (!p->needs_grad[i] || !ts_in_stage(m, i)) continue;
         const ts_tensor *t = g->t[i];
-        if (i == m->loss) m->backend->fill(m->stream, p->entries[p->grad_entry[i]].data, 1.0f, 1);
+        if (i == m->loss) m->backend->fill(m->stream, p->entries[p->grad_entry[i]].data, m->scaling ? (float)m->loss_scale : 1.0f, 1);
         if (ts_dtype_is_half(t->grid)) { /* a 16-bit tensor's gradient is one too, once every consumer added its part */
             ts_entry *ge = &p->entries[p->grad_entry[i]];
             ge->lost = (ts_half_loss){0, 0};
@@ -284,6 +284,31 @@ static void update_summarised(void *ctx, int64_t begin, int64_t end, struct ts_s
     u->be->opt_update_summarised(u->opt, &u->consts, u->state, u->param, u->grad, begin, end, u->clear, gs, gp, ps, pp);
 }
 
+/* Dynamic loss scaling, at the end of a step: whether a gradient the
+ * optimizer would read holds an Inf or NaN (the step is then skipped and
+ * the scale backs off), else the scale grows after enough good steps. */
+static bool skip_scaled_step(ts_model *m) {
+    ts_prog *p = m->prog;
+    bool bad = false;
+    for (int s = 0; s < m->n_state && !bad; s++) {
+        int node = m->state[s].node;
+        if (!p->live[node] || !p->needs_grad[node] || !ts_in_stage(m, node)) continue;
+        const ts_entry *ae = &p->entries[ts_prog_entry_of(p, node, TS_KIND_ACCUM)];
+        bad = m->backend->has_nonfinite(m->backend->host_addressable ? (void *)m->pool : m->stream, ae->data, ae->numel);
+    }
+    if (bad) {
+        m->loss_scale *= m->opts.scale_backoff;
+        m->good_steps = 0;
+        m->skipped_steps++;
+        ts_counter_add("SkippedSteps", 1);
+        ts_logf(TS_LOG_INFO, "step %lld skipped: a gradient overflowed; loss scale now %g", (long long)m->steps + 1, m->loss_scale);
+    } else if (++m->good_steps >= m->opts.scale_interval) {
+        m->loss_scale *= m->opts.scale_growth;
+        m->good_steps = 0;
+    }
+    return bad;
+}
+
 static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
     ts_prog *p = m->prog;
     int A = m->opts.grad_accum;
@@ -312,6 +337,14 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
     }
     ts_crash_set_current_op("Optimizer", "(all parameters)", NULL);
     uint64_t t0 = ts_now_ns();
+    double scale = m->loss_scale; /* this step's gradients carry it (the check below may grow it for the next) */
+    if (m->scaling && skip_scaled_step(m)) { /* an Inf/NaN gradient: the step is skipped, the scale backs off */
+        p->param_grads_zero = false; /* the next backward clears them */
+        if (tr) ts_trace_slice(TS_TRACE_OPTIMIZER, NULL, "skipped (loss scale)", NULL, 0, m->steps + 1, ta, ts_now_ns());
+        m->steps++;
+        return TS_OK;
+    }
+    float unscale = m->scaling ? (float)(1.0 / scale) : 1.0f;
     m->opt.lr = (float)ts_lr_at(&m->sched, m->base_lr, m->steps);
     int cleared = 0;
     for (int s = 0; s < m->n_state; s++) {
@@ -319,7 +352,7 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
         if (!p->live[node] || !p->needs_grad[node] || !ts_in_stage(m, node)) continue;
         int acc = ts_prog_entry_of(p, node, TS_KIND_ACCUM);
         ts_entry *ae = &p->entries[acc];
-        if (A > 1) m->backend->scale(m->pool, ae->data, ae->data, 1.0f / (float)A, ae->numel); /* the mean */
+        if (A > 1 || unscale != 1.0f) m->backend->scale(m->pool, ae->data, ae->data, unscale / (float)A, ae->numel); /* the mean, unscaled */
         OBSERVE(m, acc, d);
         ts_opt_consts consts = ts_opt_begin(&m->opt, &m->state[s]); /* the host's step count */
         update_job u = {m->backend, &m->opt, consts, p->dev_state ? &p->dev_state[s] : &m->state[s], p->entries[p->value_entry[node]].data,

@@ -166,6 +166,8 @@ struct ts_graph {
     char **strings;
     size_t n_strings, cap_strings;
     ts_strmap names;    /* tensor name -> id */
+    ts_dtype precision; /* the 16-bit copies a model's precision gave the matmuls (autocast.c), else TS_F32 */
+    int n_models;       /* models made on it and not freed */
     ts_strmap prefixes; /* "<scope>/<Op>" -> index in op_counts */
 };
 
@@ -196,6 +198,7 @@ ts_tensor *ts_graph_add_node(ts_graph *g, ts_op op, const ts_tensor *const *ins,
                              void (*setup)(ts_tensor *, const void *), const void *arg);
 /* "enc.block0" from the scope stack ("" at top level). */
 void ts_graph_scope_path(const ts_graph *g, char *buf, size_t n);
+
 
 /* Uniform float in [0,1) from the graph's seeded generator. */
 double ts_graph_uniform(ts_graph *g);

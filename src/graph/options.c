@@ -18,6 +18,9 @@ ts_options *ts_options_new(void) {
     o->replicas = 1;
     o->replica_check = 100;
     o->stages = 1;
+    o->precision = TS_F32;
+    o->loss_scaling = -1;
+    o->scale_init = 65536.0f, o->scale_growth = 2.0f, o->scale_backoff = 0.5f, o->scale_interval = 2000;
     return o;
 }
 
@@ -52,6 +55,27 @@ ts_status ts_options_set_gradient_accumulation(ts_options *o, int a) {
     if (!o) return ts_error(TS_ERR_INVALID_ARGUMENT, "options is NULL");
     if (a < 1) return ts_error(TS_ERR_INVALID_ARGUMENT, "gradient accumulation count must be >= 1, got %d", a);
     o->grad_accum = a;
+    return TS_OK;
+}
+
+ts_status ts_options_set_precision(ts_options *o, ts_dtype precision) {
+    if (!o) return ts_error(TS_ERR_INVALID_ARGUMENT, "options is NULL");
+    if (precision != TS_F32 && precision != TS_BF16 && precision != TS_F16)
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "precision must be f32, bf16 or f16, not %s", ts_dtype_name(precision));
+    o->precision = precision;
+    o->precision_set = true;
+    return TS_OK;
+}
+
+ts_status ts_options_set_loss_scaling(ts_options *o, int enabled, float init_scale, float growth, float backoff, int growth_interval) {
+    if (!o) return ts_error(TS_ERR_INVALID_ARGUMENT, "options is NULL");
+    if (enabled < -1 || enabled > 1) return ts_error(TS_ERR_INVALID_ARGUMENT, "loss scaling: enabled is 1 (on), 0 (off) or -1 (f16 only), not %d", enabled);
+    if (!(init_scale >= 1.0f && init_scale <= 1e30f)) return ts_error(TS_ERR_INVALID_ARGUMENT, "loss scaling: the initial scale must be in [1, 1e30], got %g", (double)init_scale);
+    if (!(growth > 1.0f && growth <= 1e3f)) return ts_error(TS_ERR_INVALID_ARGUMENT, "loss scaling: the growth factor must be in (1, 1000], got %g", (double)growth);
+    if (!(backoff > 0.0f && backoff < 1.0f)) return ts_error(TS_ERR_INVALID_ARGUMENT, "loss scaling: the backoff factor must be in (0, 1), got %g", (double)backoff);
+    if (growth_interval < 1) return ts_error(TS_ERR_INVALID_ARGUMENT, "loss scaling: the growth interval must be >= 1 step, got %d", growth_interval);
+    o->loss_scaling = enabled;
+    o->scale_init = init_scale, o->scale_growth = growth, o->scale_backoff = backoff, o->scale_interval = growth_interval;
     return TS_OK;
 }
 

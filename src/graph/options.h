@@ -8,6 +8,7 @@
 
 #include "tensorscope.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct ts_anchor_spec { /* as the user asked for it */
@@ -40,6 +41,11 @@ struct ts_options {
     char **split_at;             /* K - 1 scope names */
     char *trace_path;            /* ts_options_set_trace: NULL = off */
     int64_t trace_first, trace_last; /* steps, 1-based, inclusive; last 0 = to the end */
+    ts_dtype precision;          /* TS_F32, TS_BF16, TS_F16 */
+    bool precision_set;          /* set by the user (else TS_USE_BF16 may decide) */
+    int loss_scaling;            /* 1 on, 0 off, -1 for f16 only */
+    float scale_init, scale_growth, scale_backoff;
+    int scale_interval;
 };
 
 ts_status ts_options_copy(ts_options *dst, const ts_options *src);

@@ -45,6 +45,14 @@ static ts_status model_new(ts_model **out, ts_graph *g, const ts_options *o) {
         if (ts_check_numerics_parse(env, &m->opts.check)) ts_logf(TS_LOG_WARN, "TS_CHECK_NUMERICS: %s; ignored", ts_last_error());
     }
     if (ts_env_flag("TS_OPBYOP")) m->opts.check = TS_CHECK_OP; /* every op, checked as it runs */
+    if (!m->opts.precision_set && ts_env_flag("TS_USE_BF16")) m->opts.precision = TS_BF16; /* as XLA_USE_BF16 */
+    m->scaling = m->opts.loss_scaling == 1 || (m->opts.loss_scaling == -1 && m->opts.precision == TS_F16);
+    m->loss_scale = m->opts.scale_init;
+    if ((st = ts_graph_autocast(g, m->opts.precision))) {
+        ts_options_clear(&m->opts);
+        ts_free(m);
+        return ts_error_wrap(st, "model");
+    }
     const char *device = m->opts.device[0] ? m->opts.device : getenv("TS_DEVICE");
     st = ts_backend_for(device && *device ? device : "cpu", &m->backend);
     if (!st && m->backend->stream_create) st = m->backend->stream_create(&m->stream);
@@ -55,6 +63,7 @@ static ts_status model_new(ts_model **out, ts_graph *g, const ts_options *o) {
         ts_free(m);
         return st;
     }
+    g->n_models++;
     *out = m;
     return TS_OK;
 }
@@ -122,6 +131,7 @@ void ts_model_free(ts_model *m) {
     ts_pool_free(m->pool);
     if (m->stream && m->backend->stream_destroy) m->backend->stream_destroy(m->stream);
     ts_options_clear(&m->opts);
+    if (m->g) m->g->n_models--;
     ts_free(m->outputs);
     ts_free(m->input_override);
     ts_free(m->cancel_votes);

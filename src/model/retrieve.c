@@ -83,4 +83,12 @@ ts_status ts_model_anchor_list(const ts_model *m, const char *const **short_name
 
 int64_t ts_model_runs(const ts_model *m) { return m ? m->runs : 0; }
 int64_t ts_model_steps(const ts_model *m) { return m ? m->steps : 0; }
+ts_dtype ts_model_precision(const ts_model *m) { return m ? m->opts.precision : TS_F32; }
+
+int ts_model_loss_scale(const ts_model *m, double *scale, int64_t *skipped_steps) {
+    bool on = m && m->scaling;
+    if (scale) *scale = on ? m->loss_scale : 1.0;
+    if (skipped_steps) *skipped_steps = on ? m->skipped_steps : 0;
+    return on;
+}
 double ts_model_flops_per_microbatch(const ts_model *m) { return m && m->prog ? m->prog->flops_mb : 0.0; }
