@@ -893,6 +893,13 @@ typedef struct ts_summary {
     int64_t log2_counts[TS_LOG2_BINS];
     int64_t tb_counts[TS_TB_BINS];
     ts_range range;
+    /* A 16-bit tensor (a cast's output or gradient, ts_tensor_precision):
+     * `stored` is its dtype, and the fractions of its values that the
+     * rounding onto it made 0 from non-zero, and +-Inf from finite,
+     * measured when it was made (the predictions are `range`'s). TS_F32
+     * and 0 for other tensors. */
+    ts_dtype stored;
+    double stored_underflow, stored_overflow;
 } ts_summary;
 
 /* Computes what `what` asks for over x[0..n) in one pass per part. */

@@ -365,7 +365,12 @@ static void print_stats_table(const ts_model *m, ts_outfeed *q, sink_state *sink
         for (int k = 0; k < sink->n_keys && k < 32; k++) outfed += sink->since_n[k] > 0;
     if (n == 0 && outfed == 0) return;
     char line[512], name[600];
-    printf("Step %lld - Summary Stats\n%s\n", (long long)ts_model_steps(m), ts_stats_table_header(line, sizeof line));
+    double scale;
+    int64_t skipped;
+    if (ts_model_loss_scale(m, &scale, &skipped))
+        printf("Step %lld - Summary Stats (loss scale %g, %lld steps skipped)\n%s\n", (long long)ts_model_steps(m), scale, (long long)skipped,
+               ts_stats_table_header(line, sizeof line));
+    else printf("Step %lld - Summary Stats\n%s\n", (long long)ts_model_steps(m), ts_stats_table_header(line, sizeof line));
     int idx = 0;
     bool ranges = false, replicas = false;
     for (size_t i = 0; i < n; i++) replicas = replicas || w[i].replica >= 0;
@@ -385,6 +390,17 @@ static void print_stats_table(const ts_model *m, ts_outfeed *q, sink_state *sink
         snprintf(name, sizeof name, "%s %s", sink->keys[k], ts_array_shape_str(&all, shape, sizeof shape));
         printf("%s\n", ts_stats_table_row(idx++, name, &sink->since[k].stats, line, sizeof line));
         sink->since_n[k] = 0; /* the next table: the records after this one */
+    }
+    bool stored = false;
+    for (size_t i = 0; i < n; i++) stored = stored || (w[i].run >= 0 && w[i].summary->stored != TS_F32 && w[i].replica < 0);
+    if (stored) { /* measured where a tensor was rounded to its 16-bit dtype this run */
+        printf("%-5s %-36s %-6s %14s %14s\n", "Index", "Name (16-bit: lost in rounding)", "dtype", "underflowed %", "overflowed %");
+        idx = 0;
+        for (size_t i = 0; i < n; i++) {
+            const ts_summary *s = w[i].summary;
+            if (w[i].run < 0 || s->stored == TS_F32 || w[i].replica >= 0) continue;
+            printf("%-5d %-36s %-6s %14.4f %14.4f\n", idx++, w[i].name, ts_dtype_name(s->stored), 100 * s->stored_underflow, 100 * s->stored_overflow);
+        }
     }
     if (!ranges) return;
     printf("%-5s %-28s %21s %21s %21s %21s\n", "Index", "Name (underflow/overflow %)", "fp16", "bf16", "fp8 e4m3", "fp8 e5m2");

@@ -159,6 +159,13 @@ static void summarize(ts_model *m, const ts_entry *e, int64_t sample) {
         j.relu = true;
     }
     walk(m, &j);
+    for (int k = 0; k < j.n; k++) { /* a 16-bit tensor: what its rounding lost, measured by the kernel that made it */
+        ts_summary *s = &m->prog->summaries[j.entries[k]->watch];
+        const ts_entry *en = j.entries[k];
+        s->stored = en->grid;
+        s->stored_underflow = en->numel ? (double)en->lost.underflow / (double)en->numel : 0.0;
+        s->stored_overflow = en->numel ? (double)en->lost.overflow / (double)en->numel : 0.0;
+    }
 }
 
 /* A reshape or a transpose holds its input's values in another layout: the
