@@ -154,6 +154,18 @@ ts_status cli_tb_step(ts_tb_writer *tb, const ts_model *m, double loss, double s
         snprintf(tag, sizeof tag, "%s/%s", tensor_group(w[i].name), w[i].name);
         if (!st && (s->what & TS_WATCH_HISTOGRAM)) st = ts_tb_histogram(tb, tag, step, s);
         if (!st && (s->what & TS_WATCH_RANGE)) st = range_scalars(tb, w[i].name, step, &s->range);
+        if (!st && s->stored != TS_F32) { /* a 16-bit tensor: what its rounding lost, measured, in % */
+            snprintf(tag, sizeof tag, "precision/%s/underflowed", w[i].name);
+            st = ts_tb_scalar(tb, tag, step, 100 * s->stored_underflow);
+            snprintf(tag, sizeof tag, "precision/%s/overflowed", w[i].name);
+            if (!st) st = ts_tb_scalar(tb, tag, step, 100 * s->stored_overflow);
+        }
+    }
+    double scale;
+    int64_t skipped;
+    if (!st && ts_model_loss_scale(m, &scale, &skipped)) { /* dynamic loss scaling (f16) */
+        st = ts_tb_scalar(tb, "train/loss_scale", step, scale);
+        if (!st) st = ts_tb_scalar(tb, "train/skipped_steps", step, (double)skipped);
     }
     if (!st && have_norm) st = ts_tb_scalar(tb, "grad/norm/global", step, sqrt(norm2));
     ts_memwatch_stats mw;

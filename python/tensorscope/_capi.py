@@ -96,7 +96,8 @@ class Range(C.Structure):  # ts_range
 class Summary(C.Structure):  # ts_summary
     _fields_ = [("what", C.c_int), ("stats", Stats), ("log2_zeros", C.c_int64),
                 ("log2_counts", C.c_int64 * TS_LOG2_BINS), ("tb_counts", C.c_int64 * TS_TB_BINS),
-                ("range", Range)]
+                ("range", Range), ("stored", C.c_int), ("stored_underflow", C.c_double),
+                ("stored_overflow", C.c_double)]
 
 
 class WatchResult(C.Structure):  # ts_watch_result
@@ -227,6 +228,12 @@ _PROTOTYPES = {
     "ts_options_set_pipeline": (_st, [P, C.c_int, STRS, C.c_int]),
     "ts_options_set_pipeline_schedule": (_st, [P, C.c_int]),
     "ts_options_set_trace": (_st, [P, S, C.c_int64, C.c_int64]),
+    "ts_options_set_precision": (_st, [P, C.c_int]),
+    "ts_options_set_loss_scaling": (_st, [P, C.c_int, C.c_float, C.c_float, C.c_float, C.c_int]),
+    "ts_graph_autocast": (_st, [P, C.c_int]),
+    "ts_tensor_precision": (C.c_int, [P]),
+    "ts_model_precision": (C.c_int, [P]),
+    "ts_model_loss_scale": (C.c_int, [P, C.POINTER(C.c_double), C.POINTER(C.c_int64)]),
     # MPI jobs
     "ts_dist_init": (_st, [P, P]),
     "ts_dist_finalize": (_st, []),

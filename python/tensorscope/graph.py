@@ -86,6 +86,7 @@ OPS = {
     "pow": ("ts_pow", "x:T exponent:F"),
     "erf": ("ts_erf", "x:T"),
     "abs": ("ts_abs", "x:T"),
+    "cast": ("ts_cast", "x:T dtype:D"),
     "gelu": ("ts_gelu", "x:T tanh_approx:I=0"),
     "embedding": ("ts_embedding", "weight:T indices:T"),
     "layer_norm": ("ts_layer_norm", "x:T weight:T bias:T ndims:I=1 eps:F=1e-05"),
@@ -160,6 +161,9 @@ OP_DOCS = {
     "pow": "x ** exponent.",
     "erf": "The error function of x.",
     "abs": "|x|; its gradient is sign(x) (0 at 0, as PyTorch).",
+    "cast": "x rounded to the nearest value of `dtype` (\"bf16\", \"f16\"; \"f32\": a copy), ties to "
+            "even as torch's .to(); held in float32 on the CPU. The gradient passes through, rounded "
+            "to the same dtype; what the rounding loses shows in watches (Summary.stored_underflow).",
     "gelu": "GELU, x * (1 + erf(x / sqrt(2))) / 2; tanh_approx=1: PyTorch's approximate='tanh'.",
     "embedding": "Rows of weight [V, C] picked by int32 `indices` [...]: [..., C].",
     "layer_norm": "Normalises over the last `ndims` dimensions, then * weight + bias (torch's layer_norm).",
@@ -195,7 +199,8 @@ _CTYPES = {"T": [C.c_void_p], "T?": [C.c_void_p], "TS": [C.POINTER(C.c_void_p), 
 _STRUCTS = {"CONV2D": _capi.Conv2dParams, "POOL2D": _capi.Pool2dParams}
 
 _DTYPE_NAMES = {"f32": 0, "float32": 0, "f64": 1, "float64": 1, "i32": 2, "int32": 2,
-                "i64": 3, "int64": 3, "u8": 4, "uint8": 4}
+                "i64": 3, "int64": 3, "u8": 4, "uint8": 4, "bf16": 11, "bfloat16": 11,
+                "f16": 12, "float16": 12}
 
 
 def dtype_code(d: DTypeLike) -> int:
@@ -205,7 +210,7 @@ def dtype_code(d: DTypeLike) -> int:
     try:
         return _capi.DTYPES.index(np.dtype(d))
     except (TypeError, ValueError):
-        raise TypeError(f"dtype {d!r}: use one of f32, f64, i32, i64, u8 "
+        raise TypeError(f"dtype {d!r}: use one of f32, f64, i32, i64, u8, bf16, f16 "
                         "(or the numpy dtypes of the same names)") from None
 
 
@@ -356,6 +361,13 @@ class Tensor:
     def dtype(self) -> np.dtype:
         """Its NumPy dtype."""
         return _capi.DTYPES[self._info().dtype]
+
+    @property
+    def precision(self) -> str:
+        """The 16-bit dtype whose values this tensor holds ("bf16", "f16":
+        a cast's output, a copy a model's precision made), else "f32"."""
+        code = _capi.function("ts_tensor_precision", "Tensor.precision")(self._h)
+        return {11: "bf16", 12: "f16"}.get(code, "f32")
 
     @property
     def is_parameter(self) -> bool:
@@ -601,6 +613,14 @@ class Graph:
             yield self
         finally:
             check(lib.ts_scope_pop(self._h))
+
+    def autocast(self, dtype: DTypeLike) -> None:
+        """What a model's precision (Options.precision) does to the graph,
+        done now so the copies' names (`fc1.weight@bf16`) exist before a
+        model is made: the float inputs of every matmul, batched matmul and
+        convolution become `dtype` copies ("bf16", "f16"; "f32": nothing)."""
+        self._locate()
+        check(_capi.function("ts_graph_autocast", "Graph.autocast")(self._h, dtype_code(dtype)))
 
     def split(self, x: Tensor, dim: int, n: int) -> List[Tensor]:
         """`n` equal slices of x along `dim` (torch.chunk), as a list."""

@@ -18,7 +18,7 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -354,6 +354,19 @@ class Model:
     def steps(self) -> int:
         """Optimizer steps so far (a resumed checkpoint's included)."""
         return lib.ts_model_steps(self._h)
+
+    @property
+    def precision(self) -> str:
+        """"f32", "bf16" or "f16" (Options.precision, TS_USE_BF16=1)."""
+        return {11: "bf16", 12: "f16"}.get(lib.ts_model_precision(self._h), "f32")
+
+    def loss_scale(self) -> Optional[Tuple[float, int]]:
+        """Dynamic loss scaling (Options.loss_scaling; on for f16): the scale
+        the next step's loss gradient starts at and the steps skipped so far
+        because a gradient overflowed; None when scaling is off."""
+        scale, skipped = C.c_double(), C.c_int64()
+        on = lib.ts_model_loss_scale(self._h, C.byref(scale), C.byref(skipped))
+        return (scale.value, skipped.value) if on else None
 
     def flops_per_microbatch(self) -> float:
         """FLOPs of one micro-batch (forward, backward and update)."""

@@ -179,6 +179,28 @@ class Options:
         check(fn(self._h, cstr(os.fspath(path)) if path is not None else None, first, last))
         return self._set("trace", None if path is None else f"{os.fspath(path)}:{first}:{last or ''}")
 
+    def precision(self, dtype: str) -> Options:
+        """Mixed precision as torch.autocast: "f32" (the default), "bf16" or
+        "f16". The float inputs of every matmul, batched matmul and
+        convolution become 16-bit copies named `<input>@bf16`, which those
+        ops read, accumulating in f32; the rest, the master weights and the
+        optimizer stay f32. "f16" turns on dynamic loss scaling."""
+        from .graph import dtype_code
+        check(lib.ts_options_set_precision(self._h, dtype_code(dtype)))
+        return self._set("precision", dtype)
+
+    def loss_scaling(self, enabled: Optional[bool] = True, init_scale: float = 65536.0,
+                     growth: float = 2.0, backoff: float = 0.5,
+                     growth_interval: int = 2000) -> Options:
+        """Dynamic loss scaling as torch's GradScaler: a step whose gradients
+        overflow is skipped and the scale multiplied by `backoff`; after
+        `growth_interval` good steps it is multiplied by `growth`. enabled:
+        True, False, or None (on for f16 precision only, the default)."""
+        on = -1 if enabled is None else int(bool(enabled))
+        check(lib.ts_options_set_loss_scaling(self._h, on, float(init_scale), float(growth),
+                                              float(backoff), int(growth_interval)))
+        return self._set("loss_scaling", (enabled, init_scale, growth, backoff, growth_interval))
+
     def threads(self, n: int) -> Options:
         """Worker threads for elementwise ops and reductions (0 = every core)."""
         check(lib.ts_options_set_threads(self._h, int(n)))

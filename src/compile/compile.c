@@ -862,6 +862,7 @@ static void mark_checks(ts_model *m, ts_prog *p) {
         /* under loss scaling an Inf gradient is the scaler's: the step is skipped, the scale backs off */
         if (en->kind == TS_KIND_GRAD) check = !m->scaling && (c == TS_CHECK_OP || t->op == TS_OP_PARAM || is_layer_output(m->g, p, t->id));
         if (en->kind == TS_KIND_UPDATED) check = true;
+        if (en->kind == TS_KIND_VALUE && t->op == TS_OP_CAST && ts_dtype_is_half(t->grid)) check = true; /* names a 16-bit overflow where it happens */
         if (ts_op_holds_value(t->op) && en->kind == TS_KIND_VALUE) check = false;
         if (en->view) check = false; /* the bytes of the model input it views, checked there */
         en->check = check;

@@ -306,6 +306,7 @@ static bool skip_scaled_step(ts_model *m) {
         m->loss_scale *= m->opts.scale_growth;
         m->good_steps = 0;
     }
+    ts_metric_record_value("LossScale", m->loss_scale); /* the scale the next step starts at */
     return bad;
 }
 

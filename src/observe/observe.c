@@ -320,6 +320,9 @@ static ts_status numerics_report(ts_model *m, int entry, int64_t sample, int pro
         for (int j = 0; j < t->n_in; j++) read[n++] = &p->entries[p->value_entry[t->in[j]]];
         add_origin_upstream(m, &r, read, n, false);
         add(&r, "first non-finite value in '%s' (output of %s), %s", e->name, op_words(t, op, sizeof op), run);
+        if (e->lost.overflow > 0) /* a 16-bit cast: finite values beyond its range */
+            add(&r, "; a %s overflow: %lld finite values beyond %s's largest (%g) became Inf when rounded to %s", ts_dtype_name(e->grid),
+                (long long)e->lost.overflow, ts_dtype_name(e->grid), e->grid == TS_F16 ? 65504.0 : 3.3895313892515355e38, ts_dtype_name(e->grid));
         add_stats(m, &r, "value:", e);
         for (int j = 0; j < n; j++) {
             if (read[j]->dtype != TS_F32) continue;
