@@ -69,8 +69,10 @@ ts_status ts_graph_autocast(ts_graph *g, ts_dtype dtype) {
     int needed = 0;
     for (size_t i = 0; i < n0; i++)
         for (int j = 0; j < g->t[i]->n_in; j++) needed += wants_copy(g, g->t[i], j, dtype);
-    g->precision = dtype;
-    if (!needed) return TS_OK;
+    if (!needed) {
+        g->precision = dtype;
+        return TS_OK;
+    }
     if (shared)
         return ts_error(TS_ERR_INVALID_ARGUMENT, "precision %s: another model uses this graph, and giving its matmuls %s inputs would change "
                         "that model too; make the %s model first, or build a graph for it", ts_dtype_name(dtype), ts_dtype_name(dtype), ts_dtype_name(dtype));
@@ -114,6 +116,7 @@ ts_status ts_graph_autocast(ts_graph *g, ts_dtype dtype) {
             to[i] = next++;
         }
         renumber(g, to);
+        g->precision = dtype;
     }
     ts_free(first);
     ts_free(to);
