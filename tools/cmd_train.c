@@ -370,6 +370,9 @@ static void print_stats_table(const ts_model *m, ts_outfeed *q, sink_state *sink
     if (ts_model_loss_scale(m, &scale, &skipped))
         printf("Step %lld - Summary Stats (loss scale %g, %lld steps skipped)\n%s\n", (long long)ts_model_steps(m), scale, (long long)skipped,
                ts_stats_table_header(line, sizeof line));
+    else if (ts_model_precision(m) != TS_F32)
+        printf("Step %lld - Summary Stats (%s, no loss scaling)\n%s\n", (long long)ts_model_steps(m), ts_dtype_name(ts_model_precision(m)),
+               ts_stats_table_header(line, sizeof line));
     else printf("Step %lld - Summary Stats\n%s\n", (long long)ts_model_steps(m), ts_stats_table_header(line, sizeof line));
     int idx = 0;
     bool ranges = false, replicas = false;
@@ -394,12 +397,12 @@ static void print_stats_table(const ts_model *m, ts_outfeed *q, sink_state *sink
     bool stored = false;
     for (size_t i = 0; i < n; i++) stored = stored || (w[i].run >= 0 && w[i].summary->stored != TS_F32 && w[i].replica < 0);
     if (stored) { /* measured where a tensor was rounded to its 16-bit dtype this run */
-        printf("%-5s %-36s %-6s %14s %14s\n", "Index", "Name (16-bit: lost in rounding)", "dtype", "underflowed %", "overflowed %");
+        printf("%-5s %-46s %-6s %14s %14s\n", "Index", "Name (16-bit: lost in rounding)", "dtype", "underflowed %", "overflowed %");
         idx = 0;
         for (size_t i = 0; i < n; i++) {
             const ts_summary *s = w[i].summary;
             if (w[i].run < 0 || s->stored == TS_F32 || w[i].replica >= 0) continue;
-            printf("%-5d %-36s %-6s %14.4f %14.4f\n", idx++, w[i].name, ts_dtype_name(s->stored), 100 * s->stored_underflow, 100 * s->stored_overflow);
+            printf("%-5d %-46s %-6s %14.4f %14.4f\n", idx++, w[i].name, ts_dtype_name(s->stored), 100 * s->stored_underflow, 100 * s->stored_overflow);
         }
     }
     if (!ranges) return;
@@ -985,6 +988,11 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             ts_options_watch(o, name, TS_WATCH_STATS, (int)a.watch_period);
         }
         if (a.anchors.n == 0 && a.outfeeds.n == 0) ts_options_watch(o, "Gradient___*.*", TS_WATCH_STATS, (int)a.watch_period);
+    }
+    if (a.stats && a.precision && strcmp(a.precision, "f32") != 0) { /* the 16-bit copies and their gradients: what rounding lost */
+        char pat[16];
+        snprintf(pat, sizeof pat, "*@%s", a.precision);
+        ts_options_watch(o, pat, TS_WATCH_STATS, (int)a.watch_period);
     }
     if (a.tensorboard) ts_options_watch(o, "Accum___*", TS_WATCH_STATS, 1); /* global gradient norm */
     if (a.outfeeds.n) {
