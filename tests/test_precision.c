@@ -15,13 +15,17 @@
  *     a power-of-two scale and no overflow the weights are those of the
  *     run without scaling, bit for bit;
  * (f) a numeric check names the f16 cast where an overflow made an Inf;
- * (g) TS_USE_BF16=1 makes a model bf16; bad options are refused. */
+ * (g) TS_USE_BF16=1 makes a model bf16; bad options are refused;
+ * (h) the CPU's vector rounding kernel gives core/half.c's bits and
+ *     counts on a million random bit patterns (every exponent, NaNs,
+ *     infinities, subnormals), lengths that leave a tail. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/cpu.h"
 #include "check.h"
 #include "core/half.h"
 #include "mlp.h"
@@ -362,6 +366,35 @@ static void test_env_and_options(void) {
     ts_options_free(o);
 }
 
+/* ------------------------------------------------------------------ (h) */
+
+static void test_vector_kernel(void) {
+    enum { N = 1000003 };
+    float *x = malloc(N * sizeof *x), *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b);
+    if (!x || !a || !b) {
+        CHECK(0, "memory for the kernel check");
+        free(x), free(a), free(b);
+        return;
+    }
+    uint64_t s = 0x9e3779b97f4a7c15u;
+    for (int i = 0; i < N; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        uint32_t u = (uint32_t)(s >> 16);
+        if (i % 7 == 0) u = (u & 0x8000ffffu) | ((uint32_t)(i % 256) << 23) | (u & 0x7f0000u); /* every exponent, ties */
+        if (i % 11 == 0) u = (u & 0xffff0000u) | 0x8000u;                                     /* bf16 halfway points */
+        memcpy(&x[i], &u, sizeof u);
+    }
+    for (ts_dtype t = TS_BF16; t <= TS_F16; t++) {
+        ts_half_loss la = {0, 0}, lb = {0, 0};
+        ts_round_half(t, a, x, N, &la);
+        ts_cpu_round_half(t, b, x, N, &lb);
+        CHECK(memcmp(a, b, N * sizeof *a) == 0 && la.underflow == lb.underflow && la.overflow == lb.overflow,
+              "%s: the vector kernel's bits and counts are the scalar's (%lld underflowed, %lld overflowed of %d)", ts_dtype_name(t),
+              (long long)lb.underflow, (long long)lb.overflow, N);
+    }
+    free(x), free(a), free(b);
+}
+
 int main(void) {
     test_cast_values();
     test_cast_gradient();
@@ -370,5 +403,6 @@ int main(void) {
     test_loss_scaling();
     test_overflow_check();
     test_env_and_options();
+    test_vector_kernel();
     return check_summary("test_precision");
 }

@@ -199,7 +199,7 @@ typedef struct round_job {
 static void round_slice(void *ctx, int64_t begin, int64_t end) {
     round_job *j = ctx;
     ts_half_loss l = {0, 0};
-    ts_round_half(j->t, j->dst + begin, j->x + begin, end - begin, &l);
+    ts_cpu_round_half(j->t, j->dst + begin, j->x + begin, end - begin, &l);
     if (l.underflow) atomic_fetch_add_explicit(&j->underflow, l.underflow, memory_order_relaxed);
     if (l.overflow) atomic_fetch_add_explicit(&j->overflow, l.overflow, memory_order_relaxed);
 }
