@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend/cpu/cpu.h"
 #include "check.h"
@@ -274,6 +275,8 @@ static void test_gemms(void) {
 
 /* ------------------------------------------------------------------ (e) */
 
+static const char *ckpt_path; /* train_steps writes a checkpoint there, when set */
+
 static void train_steps(ts_dtype precision, int scaling, float init, int interval, int steps, float *w_out, double *scale, int64_t *skipped) {
     mlp net;
     test_mlp_build(&net, 8, 3);
@@ -294,6 +297,18 @@ static void train_steps(ts_dtype precision, int scaling, float init, int interva
     ts_tensor_info(ts_graph_find(net.g, "fc1.weight"), &w);
     memcpy(w_out, w.data, 320 * 784 * sizeof(float));
     ts_model_loss_scale(m, scale, skipped);
+    if (ckpt_path && !st) CHECK_OK(ts_checkpoint_save(ckpt_path, m, NULL), "checkpoint after %d steps", steps);
+    if (ckpt_path && !st) { /* a fresh model of the same recipe resumes the scale */
+        ts_model *r = NULL;
+        double rs = 0;
+        int64_t rk = -1;
+        CHECK_OK(ts_model_training(&r, net.g, net.loss, o, ts_sgd(0.05f, 0.0f, 0.0f)), "a second model");
+        CHECK_OK(ts_model_compile(r), "compiled");
+        CHECK_OK(ts_checkpoint_load(ckpt_path, r, NULL), "resumed from the checkpoint");
+        ts_model_loss_scale(r, &rs, &rk);
+        CHECK(rs == *scale && rk == *skipped, "the loss scale and skipped steps resume (%g, %lld)", rs, (long long)rk);
+        ts_model_free(r);
+    }
     ts_model_free(m);
     ts_options_free(o);
     ts_graph_free(net.g);
@@ -309,8 +324,16 @@ static void test_loss_scaling(void) {
     CHECK(skipped == 1 && scale == 0.5 * (double)1e30f, "a step whose gradients overflow f16 is skipped, the scale halves (%g, %lld)", scale,
           (long long)skipped);
     CHECK(memcmp(w0, w1, sizeof w0) == 0, "and the weights are untouched");
+    char path[] = "/tmp/ts_precision_ckpt_XXXXXX";
+    int fd = mkstemp(path);
+    if (fd >= 0) close(fd);
+    ckpt_path = path;
     train_steps(TS_F16, -1, 1024.0f, 2, 4, w1, &scale, &skipped);
+    ckpt_path = NULL;
+    remove(path);
     CHECK(skipped == 0 && scale == 4096.0, "f16's default scaling: 4 good steps at interval 2 double the scale twice (%g)", scale);
+    train_steps(TS_F16, 1, 1e30f, 2000, 3, w1, &scale, &skipped);
+    CHECK(skipped == 3 && scale == (double)1e30f / 8, "three skipped steps: the scale halves three times");
     train_steps(TS_BF16, 1, 1024.0f, 2000, 3, w1, &scale, &skipped);
     train_steps(TS_BF16, 0, 1024.0f, 2000, 3, w2, &scale, &skipped);
     CHECK(memcmp(w1, w2, sizeof w1) == 0, "a power-of-two scale without overflow: the weights of the run without scaling, bit for bit");

@@ -12,8 +12,10 @@
  * `schedule` f64[6] (base rate, kind, warmup, step size, gamma, total steps),
  * `param/<name>` (values), `accl/`, `accl1/`, `accl2/<name>` (optimizer
  * state, as the optimizer has it), `step/<name>` f32[] (its step count),
- * and with a loader `loader` i64[11] (ts_loader_pos) and `loader/order`
- * i64[count]. Written atomically (temporary name, then rename). */
+ * with dynamic loss scaling `scaler` f64[3] (scale, good steps in a row,
+ * skipped steps), and with a loader `loader` i64[11] (ts_loader_pos) and
+ * `loader/order` i64[count]. Written atomically (temporary name, then
+ * rename). */
 #include "compile/model.h"
 #include "data/loader.h"
 #include "io/atomic_file.h"
@@ -86,6 +88,9 @@ static void each_record(const ts_model *m, int64_t *meta, float *steps, record_f
     schedule_values(m, sched);
     ts_array sa = {.dtype = TS_F64, .ndim = 1, .shape = {6}, .data = sched};
     fn(ctx, "schedule", &sa);
+    double scaler[3] = {m->loss_scale, (double)m->good_steps, (double)m->skipped_steps};
+    ts_array ca = {.dtype = TS_F64, .ndim = 1, .shape = {3}, .data = scaler};
+    if (m->scaling) fn(ctx, "scaler", &ca);
     for (int i = 0; i < m->n_state; i++) {
         const ts_tensor *t = g->t[m->state[i].node];
         char name[600];
@@ -356,7 +361,14 @@ static ts_status restore(const char *path, const record *recs, uint32_t n, ts_mo
                            .batch_size = v[6], .shuffle = v[7], .drop_last = v[8], .seed = (uint64_t)v[9]};
         if ((st = ts_loader_set_pos(l, &p, orr->a.data, ts_array_numel(&orr->a)))) return ts_error_wrap(st, "checkpoint %s", path);
     }
+    const record *cr = m->scaling ? find(recs, n, "scaler") : NULL;
+    if (cr && (cr->a.dtype != TS_F64 || ts_array_numel(&cr->a) != 3 || !(((const double *)cr->a.data)[0] > 0)))
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "checkpoint %s: 'scaler' must hold 3 f64 values, the scale first (> 0)", path);
     state_records(path, recs, n, m, true); /* checked above: cannot fail */
+    if (cr) { /* the loss scale goes on where it was (without the record: from its initial value) */
+        const double *c = cr->a.data;
+        m->loss_scale = c[0], m->good_steps = (int64_t)c[1], m->skipped_steps = (int64_t)c[2];
+    }
     m->steps = mv[0];
     m->runs = mv[1];
     m->opt.lr = (float)ts_lr_at(&m->sched, m->base_lr, m->steps);
