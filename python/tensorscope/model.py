@@ -310,7 +310,9 @@ class Model:
         """{tensor name: summary dict} of the last run's watches: count,
         zeros, nans, pos_infs, neg_infs, mean, std, min, max, l2, run, step,
         and with histograms log2_zeros, log2_counts, tb_counts; with ranges
-        a `range` dict."""
+        a `range` dict; a 16-bit tensor's (Options.precision) also `stored`
+        ("bf16", "f16"), `stored_underflow` and `stored_overflow`: the
+        fractions of its values its rounding made 0 and Inf, measured."""
         ptr, n = C.POINTER(_capi.WatchResult)(), C.c_size_t()
         with self._lock:
             check(lib.ts_model_watch_results(self._h, C.byref(ptr), C.byref(n)))

@@ -42,6 +42,9 @@ def _summary_dict(s):
         out["tb_counts"] = np.ctypeslib.as_array(s.tb_counts).copy()
     if s.what & Watch.RANGE:
         out["range"] = _capi.as_dict(s.range)
+    if s.stored in (11, 12):  # a 16-bit tensor: what its rounding lost, measured
+        out["stored"] = "bf16" if s.stored == 11 else "f16"
+        out["stored_underflow"], out["stored_overflow"] = s.stored_underflow, s.stored_overflow
     return out
 
 
