@@ -145,6 +145,8 @@ typedef struct cli_defaults {
 cli_defaults cli_model_defaults(const char *name);
 /* sgd|adam|adamw (any case) with the given hyper-parameters. */
 ts_status cli_optimizer(const char *name, double lr, double momentum, double weight_decay, ts_optimizer *out);
+/* --precision: f32|bf16|f16 (NULL: f32) into *out, else TS_ERR_NOT_FOUND. */
+ts_status cli_precision(const char *name, ts_dtype *out);
 
 /* ---- pictures (pictures.c): PNGs written into dir and, with a TensorBoard
  * writer, as images at `step` (act/<tensor>/sample_<s>, weight/<param>);

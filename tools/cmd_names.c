@@ -7,7 +7,7 @@
 #include <strings.h>
 
 typedef struct model_args {
-    const char *model, *optimizer, *format, *loss, *labels_input, *output;
+    const char *model, *optimizer, *format, *loss, *labels_input, *output, *precision;
     long batch_size, repeat_count, grad_accum;
     double momentum;
     bool locations, inference, backward;
@@ -33,7 +33,13 @@ static int compile_model(const char *cmd, const model_args *a, cli_model *cm, ts
         ts_options_free(o);
         return cli_usage_error(cmd, "--optimizer must be sgd, adam or adamw");
     }
-    if (ts_options_set_device_iterations(o, (int)a->repeat_count) || ts_options_set_gradient_accumulation(o, (int)a->grad_accum)) {
+    ts_dtype prec;
+    if (cli_precision(a->precision, &prec)) {
+        ts_options_free(o);
+        return cli_usage_error(cmd, "--precision must be f32, bf16 or f16, got '%s'", a->precision);
+    }
+    if (ts_options_set_device_iterations(o, (int)a->repeat_count) || ts_options_set_gradient_accumulation(o, (int)a->grad_accum) ||
+        ts_options_set_precision(o, prec)) {
         ts_options_free(o);
         return cli_usage_error(cmd, "%s", ts_last_error());
     }
@@ -58,6 +64,7 @@ static int compile_model(const char *cmd, const model_args *a, cli_model *cm, ts
     {"--repeat-count", FLAG_INT, &(a).repeat_count, "D", "device iterations"},                          \
     {"--gradient-accumulation-count", FLAG_INT, &(a).grad_accum, "A", "gradient accumulation"},         \
     {"--inference", FLAG_BOOL, &(a).inference, NULL, "an inference model (no gradients)"},              \
+    {"--precision", FLAG_STRING, &(a).precision, "f32|bf16|f16", "mixed precision: the 16-bit copies of matmul and conv inputs (docs/precision.md)"}, \
     {"--anchor", FLAG_LIST, &(a).anchors, "NAME", "anchor a tensor (marks it in dumps; adds gradients)"}, \
     {"", FLAG_SECTION, NULL, NULL, "--model FILE.onnx"},                                               \
     {"--loss", FLAG_STRING, &(a).loss, "cross_entropy|nll|mse", "loss on the output"},                 \

@@ -628,10 +628,8 @@ static int train_only_flag(const cli_flag *all, const cli_flag *evalt, int argc,
 
 /* --precision and --loss-scale into the options; a usage error says what is wrong. */
 static int set_precision(const char *cmd, const train_args *a, ts_options *o) {
-    ts_dtype prec = TS_F32;
-    if (a->precision && strcmp(a->precision, "bf16") == 0) prec = TS_BF16;
-    else if (a->precision && strcmp(a->precision, "f16") == 0) prec = TS_F16;
-    else if (a->precision && strcmp(a->precision, "f32") != 0) return cli_usage_error(cmd, "--precision must be f32, bf16 or f16, got '%s'", a->precision);
+    ts_dtype prec;
+    if (cli_precision(a->precision, &prec)) return cli_usage_error(cmd, "--precision must be f32, bf16 or f16, got '%s'", a->precision);
     if (a->precision && ts_options_set_precision(o, prec)) return cli_usage_error(cmd, "--precision: %s", ts_last_error());
     if (!a->loss_scale) return CLI_OK;
     int on = strcmp(a->loss_scale, "off") != 0;

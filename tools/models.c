@@ -132,6 +132,14 @@ ts_status cli_optimizer(const char *name, double lr, double momentum, double wei
     return TS_OK;
 }
 
+ts_status cli_precision(const char *name, ts_dtype *out) {
+    if (!name || strcmp(name, "f32") == 0) *out = TS_F32;
+    else if (strcmp(name, "bf16") == 0) *out = TS_BF16;
+    else if (strcmp(name, "f16") == 0) *out = TS_F16;
+    else return TS_ERR_NOT_FOUND;
+    return TS_OK;
+}
+
 /* A usage problem found here (not by the library): kept in m->error. */
 static ts_status fail(cli_model *m, ts_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static ts_status fail(cli_model *m, ts_status st, const char *fmt, ...) {

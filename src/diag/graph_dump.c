@@ -311,7 +311,7 @@ static void dump_text(dump_buf *b, const ts_graph *g, const ts_model *m, const n
         putf(b, "%%%s = %s(", t->name, ts_op_get(t->op)->name);
         for (int j = 0; j < t->n_in; j++) putf(b, "%s%%%s", j ? ", " : "", g->t[t->in[j]]->name);
         node_attrs(b, t);
-        putf(b, ") : %s%s", ts_dtype_name(t->dtype), ts_shape_str(node_shape(t, m), shape, sizeof shape));
+        putf(b, ") : %s%s", ts_dtype_name(t->grid != TS_F32 ? t->grid : t->dtype), ts_shape_str(node_shape(t, m), shape, sizeof shape));
         node_flag_text(b, t, m, &flags[i], " [", "]");
         if (loc) putf(b, " @ %s", ts_tensor_where(t, where, sizeof where));
         put(b, "\n");
@@ -335,7 +335,7 @@ static void dump_text_backward(dump_buf *b, const ts_model *m, const bwd_op *ops
         putf(b, "%s) :", o->attrs);
         for (int j = 0; j < o->n_out; j++) { /* each output's flags after its shape */
             const ts_entry *e = &p->entries[o->out[j]];
-            putf(b, "%s %s%s", j ? "," : "", ts_dtype_name(e->dtype), ts_shape_str(&e->shape, shape, sizeof shape));
+            putf(b, "%s %s%s", j ? "," : "", ts_dtype_name(e->grid != TS_F32 ? e->grid : e->dtype), ts_shape_str(&e->shape, shape, sizeof shape));
             entry_flag_text(b, e, " [", "]");
         }
         if (loc) putf(b, " @ %s", ts_tensor_where(o->src, where, sizeof where));
@@ -402,7 +402,7 @@ static void dump_dot(dump_buf *b, const ts_graph *g, const ts_model *m, const no
             if (attrs.failed) label.failed = true;
             ts_free(attrs.p);
         }
-        putf(&label, "\n%s%s", ts_dtype_name(t->dtype), ts_shape_str(node_shape(t, m), shape, sizeof shape));
+        putf(&label, "\n%s%s", ts_dtype_name(t->grid != TS_F32 ? t->grid : t->dtype), ts_shape_str(node_shape(t, m), shape, sizeof shape));
         dump_buf fl = {0};
         node_flag_text(&fl, t, m, f, " ", "");
         if (fl.len) putf(&label, "\n%s", fl.p + 1);
@@ -462,7 +462,7 @@ static void dump_dot_backward(dump_buf *b, const ts_model *m, const bwd_op *ops,
                     if (en->kind == TS_KIND_VALUE || drawn[e] || (en->kind == TS_KIND_GRAD) != (cluster == 0)) continue;
                     drawn[e] = true;
                     dump_buf label = {0};
-                    putf(&label, "%s\n%s%s", en->name, ts_dtype_name(en->dtype), ts_shape_str(&en->shape, shape, sizeof shape));
+                    putf(&label, "%s\n%s%s", en->name, ts_dtype_name(en->grid != TS_F32 ? en->grid : en->dtype), ts_shape_str(&en->shape, shape, sizeof shape));
                     dump_buf fl = {0};
                     entry_flag_text(&fl, en, " ", "");
                     if (fl.len) putf(&label, "\n%s", fl.p + 1);
