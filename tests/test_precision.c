@@ -15,7 +15,8 @@
  *     a power-of-two scale and no overflow the weights are those of the
  *     run without scaling, bit for bit;
  * (f) a numeric check names the f16 cast where an overflow made an Inf;
- * (g) TS_USE_BF16=1 makes a model bf16; bad options are refused;
+ * (g) TS_USE_BF16=1 makes a model bf16; bad options are refused; the lint
+ *     warns of f16 without loss scaling;
  * (h) the CPU's vector rounding kernel gives core/half.c's bits and
  *     counts on a million random bit patterns (every exponent, NaNs,
  *     infinities, subnormals), lengths that leave a tail. */
@@ -379,6 +380,20 @@ static void test_env_and_options(void) {
     CHECK(ts_model_precision(m) == TS_BF16 && ts_graph_find(net.g, "fc2.weight@bf16"), "is bf16, with its copies");
     unsetenv("TS_USE_BF16");
     ts_model_free(m);
+    ts_graph_free(net.g);
+    test_mlp_build(&net, 2, 1);
+    ts_options *lo = ts_options_new();
+    ts_options_set_precision(lo, TS_F16);
+    ts_options_set_loss_scaling(lo, 0, 1.0f, 2.0f, 0.5f, 1);
+    ts_set_log_callback(quiet, NULL);
+    CHECK_OK(ts_model_training(&m, net.g, net.loss, lo, ts_sgd(0.01f, 0.0f, 0.0f)), "an f16 model without loss scaling");
+    CHECK_OK(ts_model_compile(m), "compiled");
+    ts_set_log_callback(NULL, NULL);
+    const char *const *lint;
+    size_t n_lint = 0;
+    CHECK(ts_model_lint(m, &lint, &n_lint) == TS_OK && n_lint == 1 && strstr(lint[0], "without loss scaling"), "the lint warns of f16 without loss scaling");
+    ts_model_free(m);
+    ts_options_free(lo);
     ts_graph_free(net.g);
     ts_options *o = ts_options_new();
     CHECK(ts_options_set_precision(o, TS_I32) == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "f32, bf16 or f16"), "precision i32 is refused");

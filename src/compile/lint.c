@@ -65,6 +65,11 @@ void ts_lint(const ts_model *m, ts_prog *p) {
     size_t cap = 0;
     char loc[600];
     int64_t B = batch_size(m, p);
+    if (m->training && m->opts.precision == TS_F16 && !m->scaling)
+        warn(p, &cap,
+             "f16 precision without loss scaling: gradients below f16's smallest value (6e-8) become 0 and those below 6e-5 lose "
+             "bits; turn dynamic loss scaling on (ts_options_set_loss_scaling, --loss-scale dynamic) unless you know the gradients' "
+             "range (the stats table's underflow column shows what is lost)");
     for (int k = 0; k < p->n_order; k++) {
         const ts_tensor *t = g->t[p->order[k]];
         const ts_shape *in0 = t->n_in ? &p->shape[t->in[0]] : NULL;
