@@ -1,7 +1,7 @@
 /* test_precision.c -- mixed precision (docs/precision.md):
  * (a) ts_cast rounds to nearest even onto bf16 / f16 (known values: 1/3,
  *     f16's overflow at 65520, its underflow below 2^-25), and watches
- *     measure what it lost;
+ *     measure what it lost (on CUDA, which does not count yet: NaN);
  * (b) a cast's gradient passes through, rounded to the cast's dtype;
  * (c) a model's precision gives the matmuls' inputs named copies before
  *     their first reader (ids stay topological), once per graph; another
@@ -87,12 +87,17 @@ static void test_cast_values(void) {
     CHECK(hv[4] == 0.0f && hv[5] == 0x1p-24f && signbit(hv[6]), "f16: 1e-8 -> 0, 3e-8 -> 2^-24, -0 stays -0");
     CHECK(bv[7] == 99840.0f && bv[1] == 65536.0f, "bf16 keeps 1e5 (99840) and rounds 65504 to 65536");
     const ts_watch_result *wb = watch_of(m, ts_tensor_name(outs[0])), *wh = watch_of(m, ts_tensor_name(outs[1]));
-    CHECK(wh && wh->summary->stored == TS_F16 && fabs(wh->summary->stored_overflow - 2.0 / N) < 1e-12 &&
-              fabs(wh->summary->stored_underflow - 1.0 / N) < 1e-12,
-          "the f16 watch measures 2 of 8 overflowed, 1 of 8 underflowed (%g, %g)", wh ? wh->summary->stored_overflow : -1,
-          wh ? wh->summary->stored_underflow : -1);
-    CHECK(wb && wb->summary->stored == TS_BF16 && wb->summary->stored_overflow == 0 && wb->summary->stored_underflow == 0,
-          "the bf16 watch: nothing lost to range");
+    const char *dev = getenv("TS_DEVICE");
+    if (dev && strncmp(dev, "cuda", 4) == 0) { /* the CUDA kernels do not count yet: said so, not 0 */
+        CHECK(wh && wh->summary->stored == TS_F16 && isnan(wh->summary->stored_overflow), "on %s the f16 watch says 'not measured' (NaN)", dev);
+    } else {
+        CHECK(wh && wh->summary->stored == TS_F16 && fabs(wh->summary->stored_overflow - 2.0 / N) < 1e-12 &&
+                  fabs(wh->summary->stored_underflow - 1.0 / N) < 1e-12,
+              "the f16 watch measures 2 of 8 overflowed, 1 of 8 underflowed (%g, %g)", wh ? wh->summary->stored_overflow : -1,
+              wh ? wh->summary->stored_underflow : -1);
+        CHECK(wb && wb->summary->stored == TS_BF16 && wb->summary->stored_overflow == 0 && wb->summary->stored_underflow == 0,
+              "the bf16 watch: nothing lost to range");
+    }
     ts_model_free(m);
     ts_options_free(o);
     ts_graph_free(g);

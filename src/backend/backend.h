@@ -111,6 +111,9 @@ typedef struct ts_backend {
     /* x[0..n) rounded in place to the nearest `t` value (TS_BF16, TS_F16:
      * core/half.h), what it lost added to *lost (NULL: not counted). */
     void (*round_half)(void *stream, ts_dtype t, float *x, int64_t n, ts_half_loss *lost);
+    /* Whether round_half and the Cast kernels count what they lose (into
+     * host memory, as they run); false: watches report it as not measured. */
+    bool counts_half_loss;
 
     /* ---- kernels: kernels[op] for every ts_op (TS_OP_COUNT rows) */
     const ts_kernel_row *kernels;

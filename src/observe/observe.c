@@ -150,6 +150,16 @@ static void walk(ts_model *m, walk_job *j) {
 }
 
 /* With a watched Relu of e due now (relu_out), both in one pass over e. */
+/* A 16-bit tensor's summary: what the rounding that made it lost, as the
+ * kernel counted it (NaN on a device that does not count). */
+static void note_stored(const ts_model *m, const ts_entry *e, ts_summary *s) {
+    s->stored = e->grid;
+    if (e->grid == TS_F32) return;
+    bool counted = m->backend->counts_half_loss && e->numel > 0;
+    s->stored_underflow = counted ? (double)e->lost.underflow / (double)e->numel : NAN;
+    s->stored_overflow = counted ? (double)e->lost.overflow / (double)e->numel : NAN;
+}
+
 static void summarize(ts_model *m, const ts_entry *e, int64_t sample) {
     walk_job j = {.p = m->prog, .entries = {e}, .part = {0, 1}, .n_read = 1, .n = 1, .numel = e->numel};
     const ts_entry *y = e->relu_out >= 0 ? &m->prog->entries[e->relu_out] : NULL;
@@ -159,13 +169,7 @@ static void summarize(ts_model *m, const ts_entry *e, int64_t sample) {
         j.relu = true;
     }
     walk(m, &j);
-    for (int k = 0; k < j.n; k++) { /* a 16-bit tensor: what its rounding lost, measured by the kernel that made it */
-        ts_summary *s = &m->prog->summaries[j.entries[k]->watch];
-        const ts_entry *en = j.entries[k];
-        s->stored = en->grid;
-        s->stored_underflow = en->numel ? (double)en->lost.underflow / (double)en->numel : 0.0;
-        s->stored_overflow = en->numel ? (double)en->lost.overflow / (double)en->numel : 0.0;
-    }
+    for (int k = 0; k < j.n; k++) note_stored(m, j.entries[k], &m->prog->summaries[j.entries[k]->watch]);
 }
 
 /* A reshape or a transpose holds its input's values in another layout: the
@@ -390,6 +394,7 @@ bool ts_observe_device(ts_model *m, int entry, int64_t sample) {
     }
     if (reduce) { /* into its slot, copied to the host once after the run */
         p->backend->stats_reduce(m->stream, x, e->numel, &p->dev_slots[e->watch]);
+        note_stored(m, e, &p->summaries[e->watch]); /* counted when the kernel ran: the host has it */
         p->slot_pending[e->watch] = p->any_pending = true;
         p->slot_step[e->watch] = m->steps;
     }

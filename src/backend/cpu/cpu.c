@@ -282,6 +282,7 @@ static const ts_backend cpu = {
     .accumulate = cpu_accumulate,
     .scale = cpu_scale,
     .round_half = cpu_round_half,
+    .counts_half_loss = true,
     .kernels = kernels,
     .opt_update = ts_opt_update,
     .opt_update_summarised = ts_opt_update_summarised,
