@@ -6,7 +6,8 @@
 # the whole batch equals PyTorch's (the fixture's); names lists the file's
 # value names and anchors take them; graph dumps show model.onnx:<node>;
 # eval; GPT-2 trained on int64 token ids (and one beyond int32 refused); and the errors: data that does not fit the model, an op the importer
-# lacks (the MLP with its Relu op type renamed Asin), a missing file, bad --input / --loss, float labels. Every check
+# lacks (the MLP with its Relu op type renamed Asin), a missing file, bad --input / --loss, float labels;
+# --input-value binds a shape input at import (a Reshape whose shape is a graph input). Every check
 # prints `ok ...` or `FAIL ...`; the script exits non-zero if any failed.
 # needs: onnx npz
 set -u
@@ -160,4 +161,37 @@ run dyn "$BIN" names --model "$FIX/mlp_dynamic_op13.onnx" --batch-size 8
 expect dyn 1 "input 'x' has the dynamic shape batchx1x4x4; give its static shape .*--input x:" "a dynamic shape not given says which --input to give"
 run dyn2 "$BIN" train --model "$FIX/mlp_dynamic_op13.onnx" --input x:1x1x4x4 --data dir --batch-size 30 --run-single-step --quiet
 [ "$rc" -eq 0 ] && has dyn2.out "trained 1 runs" && ok "--input gives it (dim 0 from --batch-size)" || { fail "--input for a dynamic batch"; show dyn2.err; }
+# y = Reshape(x, shape) with `shape` a graph input, protobuf written by hand
+$PY - <<'PYEOF' || fail "python writes reshape.onnx"
+def varint(n):
+    out = b""
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out += bytes([b | (0x80 if n else 0)])
+        if not n:
+            return out
+def field(num, payload):  # length-delimited
+    return varint(num << 3 | 2) + varint(len(payload)) + payload
+def intf(num, v):
+    return varint(num << 3) + varint(v)
+def value(name, elem, dims):
+    shape = b"".join(field(1, intf(1, d)) for d in dims)
+    return field(1, name.encode()) + field(2, field(1, intf(1, elem) + (field(2, shape) if dims else b"")))
+node = field(1, b"x") + field(1, b"shape") + field(2, b"y") + field(3, b"r") + field(4, b"Reshape")
+graph = field(1, node) + field(2, b"g") + field(11, value("x", 1, [2, 6])) + field(11, value("shape", 7, [2])) + field(12, value("y", 1, []))
+model = intf(1, 8) + field(8, field(1, b"") + intf(2, 13)) + field(7, graph)
+open("reshape.onnx", "wb").write(model)
+import numpy as np
+np.save("shape.npy", np.array([4, 3], np.int64))
+PYEOF
+run unbound "$BIN" graph --model reshape.onnx
+expect unbound 1 "bind its value at import" "a shape fed as a graph input, not bound: the error says to bind it"
+run bound "$BIN" graph --model reshape.onnx --input-value shape=3,-1
+[ "$rc" -eq 0 ] && has bound.out "Reshape.*f32\[3,4\]" && ok "--input-value shape=3,-1 binds it at import: y is [3,4]" ||
+    { fail "--input-value NAME=V,V"; show bound.out; show bound.err; }
+run boundnpy "$BIN" graph --model reshape.onnx --input-value shape=shape.npy
+[ "$rc" -eq 0 ] && has boundnpy.out "Reshape.*f32\[4,3\]" && ok "--input-value shape=shape.npy binds an .npy" ||
+    { fail "--input-value NAME=FILE.npy"; show boundnpy.out; show boundnpy.err; }
+run badval "$BIN" graph --model reshape.onnx --input-value shape=3,x
+expect badval 2 "is not a list of integers joined by commas" "a malformed --input-value"
 finish

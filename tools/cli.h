@@ -100,6 +100,7 @@ typedef struct cli_model {
  * becomes a trainable model (`--model FILE.onnx`), and the GPT's size. */
 typedef struct cli_import {
     const cli_list *inputs;   /* NAME:D0xD1x... (dim 0 is set to the batch size); gpt: tokens:BxT sets T */
+    const cli_list *values;   /* NAME=V0,V1,... or NAME=FILE.npy: an input's value bound at import (shape inputs) */
     const char *loss;         /* cross_entropy|nll|mse; NULL: nll after a LogSoftmax, else cross_entropy */
     const char *labels_input; /* the file's own labels input; its scalar output is the loss */
     const char *output;       /* the scores the loss is put on (a tensor or file value name); NULL: the first output */

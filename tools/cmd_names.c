@@ -11,14 +11,14 @@ typedef struct model_args {
     long batch_size, repeat_count, grad_accum;
     double momentum;
     bool locations, inference, backward;
-    cli_list anchors, inputs;
+    cli_list anchors, inputs, values;
     cli_import gpt; /* --layers, --heads, --embd, --block-size, --vocab */
 } model_args;
 
 /* Builds and compiles the training (or inference) model the flags describe. */
 static int compile_model(const char *cmd, const model_args *a, cli_model *cm, ts_model **m) {
     cli_import imp = a->gpt;
-    imp.inputs = &a->inputs, imp.loss = a->loss, imp.labels_input = a->labels_input, imp.output = a->output;
+    imp.inputs = &a->inputs, imp.values = &a->values, imp.loss = a->loss, imp.labels_input = a->labels_input, imp.output = a->output;
     ts_status st = cli_model_open(a->model, a->batch_size, 0, NULL, &imp, cm);
     if (st == TS_ERR_NOT_FOUND && !cm->error[0]) return cli_unknown_model(cmd, a->model);
     if (st) return cm->error[0] ? cli_usage_error(cmd, "%s", cm->error) : cli_runtime_error("building the model");
@@ -58,6 +58,7 @@ static int compile_model(const char *cmd, const model_args *a, cli_model *cm, ts
 #define MODEL_FLAGS(a)                                                                                  \
     {"--model", FLAG_STRING, &(a).model, "NAME|FILE.onnx", "built-in model (mlp, cnn, gpt) or an ONNX file"}, \
     {"--input", FLAG_LIST, &(a).inputs, "NAME:SHAPE", "static shape of an input, e.g. x:64x1x28x28 or tokens:32x64 (dim 0 = --batch-size)"}, \
+    {"--input-value", FLAG_LIST, &(a).values, "NAME=V,..|NAME=F.npy", "an ONNX input's value, bound at import (a shape input: shape=4,-1)"}, \
     {"--batch-size", FLAG_INT, &(a).batch_size, "B", "micro-batch size (default 64)"},                  \
     {"--optimizer", FLAG_STRING, &(a).optimizer, "sgd|adam|adamw", "optimizer state to include (default: the model's, mlp sgd, cnn adam, gpt adamw)"}, \
     {"--momentum", FLAG_FLOAT, &(a).momentum, "M", "SGD momentum (adds Accl___ tensors)"},              \

@@ -29,7 +29,7 @@ typedef struct train_args {
     double lr, momentum, weight_decay, lr_gamma, lr_min;
     bool outfeed_pre, stats, run_single_step, metrics, log_memory, quiet, all, watch_range, break_on_nan;
     long stats_every;
-    cli_list anchors, outfeeds, watches, prints, feature_maps, filters, inputs, attention_maps;
+    cli_list anchors, outfeeds, watches, prints, feature_maps, filters, inputs, attention_maps, input_values;
     long watch_memory;       /* --watch-memory[=MS]: -1 off, 0 the default period */
     const char *log_vmodule; /* --log-vmodule MODULE=LEVEL,... */
 } train_args;
@@ -592,7 +592,7 @@ static void curve_add(curve *c, double x, double y) {
 /* eval takes the flags that say which model, which weights and which
  * images; everything about training or observing it is refused, not ignored. */
 static const char *const EVAL_FLAGS[] = {"--model", "--data", "--batch-size", "--seed", "--holdout", "--all", "--threads", "--device", "--precision",
-                                         "--weights", "--log-verbosity", "--log-vmodule", "--watch-memory", "--metrics", "--quiet", "--input", "--loss", "--labels-input",
+                                         "--weights", "--log-verbosity", "--log-vmodule", "--watch-memory", "--metrics", "--quiet", "--input", "--input-value", "--loss", "--labels-input",
                                          "--output", "--layers", "--heads", "--embd", "--block-size", "--vocab"};
 
 static bool is_eval_flag(const char *name, size_t len) {
@@ -650,10 +650,11 @@ int cmd_train(int argc, char **argv, bool eval_only) {
                     .holdout = -1, .repeat_count = 1, .grad_accum = 1, .threads = 0, .log_verbosity = -1, .watch_period = 1,
                     .lr = -1, .weight_decay = -1, .check_numerics = NULL, .lr_schedule = "constant", .lr_step_size = 1000, .lr_gamma = 0.1,
                     .outfeed_depth = 64, .watch_memory = -1};
-    cli_import imp = {&a.inputs, NULL, NULL, NULL, 0, 0, 0, 0, 0};
+    cli_import imp = {&a.inputs, &a.input_values, NULL, NULL, NULL, 0, 0, 0, 0, 0};
     const cli_flag flags[] = {
         {"--model", FLAG_STRING, &a.model, "NAME|FILE.onnx", "built-in model (mlp, cnn, gpt) or an ONNX file; its own flags are at the end"},
         {"--input", FLAG_LIST, &a.inputs, "NAME:SHAPE", "static shape of an input, e.g. x:64x1x28x28 or tokens:32x64 (dim 0 = --batch-size)"},
+        {"--input-value", FLAG_LIST, &a.input_values, "NAME=V,..|NAME=F.npy", "an ONNX input's value, bound at import (a shape input: shape=4,-1)"},
         {"--data", FLAG_STRING, &a.data, "DIR|FILE", "MNIST IDX directory (default: data/mnist, else the installed copy), x.npy + labels.npy "
                                                      "directory, .npz, or a text corpus: FILE.txt or a directory with input.txt (gpt's default: data/tinyshakespeare)"},
         {"--epochs", FLAG_INT, &a.epochs, "N", "passes over the training split (default 1; gpt: --steps 1000)"},

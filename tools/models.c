@@ -1,7 +1,9 @@
 /* models.c -- the CLI's built-in models, built with the public API. */
 #include "cli.h"
 
+#include <errno.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -179,6 +181,40 @@ static ts_status parse_input_spec(cli_model *m, const char *spec, char *name, si
     return TS_OK;
 }
 
+/* NAME=V0,V1,... (int64, 1-D) or NAME=FILE.npy into *out (owned: free
+ * with ts_npy_free, or free for the list) and name. */
+static ts_status parse_input_value(cli_model *m, const char *spec, char *name, size_t n, ts_array *out, bool *from_npy) {
+    const char *eq = strchr(spec, '=');
+    if (!eq || eq == spec || (size_t)(eq - spec) >= n || !eq[1])
+        return fail(m, TS_ERR_INVALID_ARGUMENT, "--input-value %s: expected NAME=V0,V1,... or NAME=FILE.npy, e.g. shape=1,-1", spec);
+    memcpy(name, spec, (size_t)(eq - spec));
+    name[eq - spec] = '\0';
+    const char *v = eq + 1;
+    *from_npy = ends_with(v, ".npy");
+    if (*from_npy) {
+        ts_status st = ts_npy_load(v, out);
+        return st ? fail(m, st, "--input-value %s: %s", spec, ts_last_error()) : TS_OK;
+    }
+    int64_t count = 1;
+    for (const char *p = v; *p; p++) count += *p == ',';
+    int64_t *vals = calloc((size_t)count, sizeof *vals);
+    if (!vals) return fail(m, TS_ERR_OUT_OF_MEMORY, "--input-value %s: out of memory", spec);
+    const char *p = v;
+    for (int64_t i = 0; i < count; i++) {
+        char *end;
+        errno = 0;
+        long long x = strtoll(p, &end, 10);
+        if (end == p || errno || (*end && *end != ',')) {
+            free(vals);
+            return fail(m, TS_ERR_INVALID_ARGUMENT, "--input-value %s: '%s' is not a list of integers joined by commas (or a .npy file)", spec, v);
+        }
+        vals[i] = x;
+        p = *end ? end + 1 : end;
+    }
+    *out = (ts_array){.dtype = TS_I64, .ndim = 1, .shape = {count}, .data = vals};
+    return TS_OK;
+}
+
 /* The op type in a tensor name `<scope>/<Op>:<k>`. */
 static bool made_by(const ts_tensor *t, const char *op) {
     const char *name = ts_tensor_name(t), *slash = strrchr(name, '/'), *colon = strrchr(name, ':');
@@ -201,7 +237,37 @@ static ts_status open_onnx(const char *path, long batch, const cli_list *prints,
         in[n_in].shape[0] = batch; /* the batch is --batch-size */
         n_in++;
     }
-    ts_status st = ts_graph_from_onnx(&m->g, path, in, n_in);
+    ts_array values[16];
+    bool npy[16];
+    int n_values = 0;
+    ts_status st = TS_OK;
+    for (int i = 0; imp && imp->values && i < imp->values->n && !st; i++) {
+        char name[256];
+        if (n_values == 16) {
+            st = fail(m, TS_ERR_INVALID_ARGUMENT, "--input-value: at most 16 values");
+            break;
+        }
+        if ((st = parse_input_value(m, imp->values->items[i], name, sizeof name, &values[n_values], &npy[n_values]))) break;
+        ts_array *a = &values[n_values++];
+        int k = 0;
+        while (k < n_in && strcmp(in[k].name, name) != 0) k++;
+        if (k == n_in) { /* an input --input did not shape: the value's shape */
+            if (n_in == 16) {
+                st = fail(m, TS_ERR_INVALID_ARGUMENT, "--input-value: at most 16 inputs");
+                break;
+            }
+            snprintf(names[k], sizeof names[k], "%s", name);
+            in[k] = (ts_onnx_input){.name = names[k], .ndim = a->ndim};
+            memcpy(in[k].shape, a->shape, sizeof in[k].shape);
+            n_in++;
+        }
+        in[k].value = a;
+    }
+    if (!st) st = ts_graph_from_onnx(&m->g, path, in, n_in);
+    for (int i = 0; i < n_values; i++) { /* the import keeps copies */
+        if (npy[i]) ts_npy_free(&values[i]);
+        else free(values[i].data);
+    }
     if (st) return st;
     if (n_in == 0) { /* the exported example's batch size becomes --batch-size */
         ts_tensor *x = ts_graph_tensor_at(m->g, 0);
