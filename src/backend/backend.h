@@ -46,6 +46,12 @@ typedef struct ts_kctx {
     float *scratch;        /* per-node scratch planned at compile, kept from forward to backward */
     float *workspace;      /* transient scratch shared by all nodes (valid during one kernel call) */
     ts_half_loss *lost;    /* a Cast to a 16-bit float: what its rounding lost this run is added here (NULL: not counted) */
+    /* TS_BF16 / TS_F16 where a value is held in 16-bit cells (uint16_t
+     * behind the float pointer: only the ops compile lets read them do,
+     * widening into `widen`), else TS_F32 (and TS_I32 for in_int) */
+    ts_dtype in_dtype[TS_MAX_INPUTS];
+    ts_dtype out_dtype;
+    float *widen;          /* room for the f32 copies of this node's 16-bit inputs (transient) */
     bool training;         /* a training model (batch statistics, dropout on) */
     bool update_state;     /* forward may update buffers (training, not a diagnostic replay) */
     uint64_t iteration;    /* micro-batches trained before this one (seeds dropout) */

@@ -30,6 +30,8 @@ void ts_prog_free(ts_prog *p) {
     ts_free(p->lint);
     ts_free(p->scratch);
     p->backend->free(p->workspace);
+    p->backend->free(p->widen);
+    ts_free(p->stage16);
     ts_free(p->zero_before);
     ts_free(p->n_zero_before);
     ts_free(p->entries);
@@ -419,6 +421,42 @@ static ts_status build_entries(ts_model *m, ts_prog *p) {
     return TS_OK;
 }
 
+/* Whether consumer c may read input j in 16-bit cells: the GEMM operands
+ * of the ops whose CPU kernels widen them (backend/cpu/adapters.h), and casts. */
+static bool reads_16bit(const ts_tensor *c, int j) {
+    switch (c->op) {
+    case TS_OP_MATMUL: case TS_OP_MATMUL_T: case TS_OP_BATCH_MATMUL: case TS_OP_CONV2D: return j < 2;
+    case TS_OP_CAST: return true;
+    default: return false;
+    }
+}
+
+/* 16-bit storage: a cast's bf16 / f16 output is held in 2-byte cells (its
+ * entry's dtype becomes the 16-bit one) when every op that reads it takes
+ * them, on the CPU backend, without pipeline stages (whose messages are
+ * f32); else in f32 cells, its values the same. The gradients of 16-bit
+ * tensors stay in f32 cells (rounded to the dtype). */
+static void half_storage(ts_model *m, ts_prog *p) {
+    const ts_graph *g = m->g;
+    if (m->backend != ts_backend_cpu() || ts_stages(m) > 1) return;
+    bool *ok = ts_calloc((size_t)p->n_nodes, sizeof *ok);
+    if (!ok) return; /* f32 cells: the same values */
+    for (int k = 0; k < p->n_order; k++) {
+        const ts_tensor *t = g->t[p->order[k]];
+        ok[t->id] = t->op == TS_OP_CAST && ts_dtype_is_half(t->grid);
+    }
+    for (int k = 0; k < p->n_order; k++) {
+        const ts_tensor *c = g->t[p->order[k]];
+        for (int j = 0; j < c->n_in; j++)
+            if (!reads_16bit(c, j)) ok[c->in[j]] = false;
+    }
+    for (int k = 0; k < p->n_order; k++) {
+        int i = p->order[k];
+        if (ok[i]) p->entries[p->value_entry[i]].dtype = g->t[i]->grid;
+    }
+    ts_free(ok);
+}
+
 /* Zeroed memory of the model's device (its backend's). */
 static ts_status device_alloc(const ts_model *m, size_t bytes, float **out) {
     void *v = NULL;
@@ -471,7 +509,7 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
     for (int e = 0; e < p->n_entries; e++) {
         ts_entry *en = &p->entries[e];
         const ts_tensor *t = g->t[en->node];
-        size_t bytes = (size_t)en->numel * sizeof(float);
+        size_t bytes = (size_t)en->numel * (ts_dtype_is_half(en->dtype) ? sizeof(uint16_t) : sizeof(float));
         bool activation = !ts_op_holds_value(t->op) && t->op != TS_OP_INPUT;
         if (en->kind == TS_KIND_VALUE && activation && !en->view) {
             /* live until the last forward consumer, and until the backward
@@ -595,6 +633,24 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
     if (workspace && device_alloc(m, workspace * sizeof(float), &p->workspace)) {
         ts_free(fwd), ts_free(iv), ts_free(iv_entry);
         return ts_error(TS_ERR_OUT_OF_MEMORY, "compile: out of memory for %zu bytes of kernel workspace", workspace * sizeof(float));
+    }
+    /* 16-bit cells: the f32 copies an op reading them widens them into, and
+     * the f32 view the observers read */
+    size_t widen = 0, stage = 0;
+    for (int k = 0; k < L; k++) {
+        const ts_tensor *c = g->t[p->order[k]];
+        size_t sum = 0;
+        for (int j = 0; j < c->n_in; j++) {
+            const ts_entry *ie = &p->entries[p->value_entry[c->in[j]]];
+            if (ts_dtype_is_half(ie->dtype)) sum += (size_t)ie->numel;
+        }
+        widen = sum > widen ? sum : widen;
+        const ts_entry *oe = &p->entries[p->value_entry[c->id]];
+        if (ts_dtype_is_half(oe->dtype) && (size_t)oe->numel > stage) stage = (size_t)oe->numel;
+    }
+    if ((widen && device_alloc(m, widen * sizeof(float), &p->widen)) || (stage && !(p->stage16 = ts_malloc(stage * sizeof(float))))) {
+        ts_free(fwd), ts_free(iv), ts_free(iv_entry);
+        return ts_error(TS_ERR_OUT_OF_MEMORY, "compile: out of memory for the f32 views of 16-bit tensors (%zu values)", widen + stage);
     }
     ts_free(fwd), ts_free(iv), ts_free(iv_entry);
     return TS_OK;
@@ -729,7 +785,7 @@ ts_status ts_model_check_watches(const ts_model *m) {
         int hits = 0, prefixed = 0;
         for (int e = 0; e < p->n_entries; e++) {
             hits += p->entries[e].watch >= 0 && ts_name_matches(pat, p->entries[e].name);
-            prefixed += p->entries[e].dtype == TS_F32 && strncmp(p->entries[e].name, pat, strlen(pat)) == 0; /* what a watch takes */
+            prefixed += ts_entry_view_dtype(&p->entries[e]) == TS_F32 && strncmp(p->entries[e].name, pat, strlen(pat)) == 0; /* what a watch takes */
         }
         if (hits) continue;
         if (!strpbrk(pat, "*?[") && prefixed)
@@ -765,7 +821,7 @@ static ts_status resolve_watches(ts_model *m, ts_prog *p) {
     int n = 0;
     for (int e = 0; e < p->n_entries; e++) {
         ts_entry *en = &p->entries[e];
-        if (en->dtype != TS_F32) continue;
+        if (ts_entry_view_dtype(en) != TS_F32) continue;
         for (size_t k = 0; k < m->opts.n_watches; k++)
             if (ts_name_matches(m->opts.watches[k].pattern, en->name)) {
                 en->watch = n++;
@@ -916,6 +972,7 @@ ts_status ts_prog_build(ts_model *m, ts_prog **out) {
     if ((st = live_sets(m, p, requested))) goto fail;
     if ((st = ts_opt_state_init(m))) goto fail;
     if ((st = build_entries(m, p))) goto fail;
+    half_storage(m, p);
     if ((st = plan_memory(m, p))) goto fail;
     if ((st = resolve_anchors(m, p))) goto fail;
     if ((st = resolve_watches(m, p))) goto fail;

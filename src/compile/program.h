@@ -45,7 +45,7 @@ typedef struct ts_entry {
     char *name;
     ts_entry_kind kind;
     int node;            /* graph tensor id */
-    ts_dtype dtype;
+    ts_dtype dtype;      /* TS_BF16 / TS_F16: held in 16-bit cells (compile.c's half_storage) */
     ts_shape shape;
     int64_t numel;
     bool per_step;       /* else per micro-batch */
@@ -67,6 +67,10 @@ typedef struct ts_entry {
     ts_dtype grid;       /* the 16-bit float its values are rounded to (graph.h's grid), else TS_F32 */
     ts_half_loss lost;   /* what that rounding lost the last time it ran (a micro-batch) */
 } ts_entry;
+
+/* The dtype e's observers, anchors and outfeeds see: f32 for a tensor
+ * held in 16-bit cells (they read it widened), else its own. */
+static inline ts_dtype ts_entry_view_dtype(const ts_entry *e) { return ts_dtype_is_half(e->dtype) ? TS_F32 : e->dtype; }
 
 /* A tensor the host keeps and a device works on (model/device.c): the
  * parameters, buffers, constants and optimizer state. */
@@ -108,6 +112,8 @@ typedef struct ts_prog {
     int *n_zero_before;
     float **scratch;     /* per node */
     float *workspace;    /* transient scratch of the largest need, shared by all nodes */
+    float *widen;        /* f32 copies of the 16-bit operands of the op running (transient, shared) */
+    float *stage16;      /* a 16-bit entry widened to f32 for its observers (host memory) */
     ts_entry *entries;
     int n_entries;
     ts_strmap entry_index; /* entry name -> index */

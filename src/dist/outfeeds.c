@@ -40,7 +40,7 @@ static size_t run_bytes(const ts_prog *p, int rank) {
         const ts_entry *en = &p->entries[e];
         if (!en->n_outfeeds || (p->stage && p->stage[en->node] != rank)) continue;
         int64_t S = en->per_step ? p->samples_step : p->samples_mb;
-        size_t one = sizeof(packed_record) + padded((size_t)en->numel * ts_dtype_size(en->dtype));
+        size_t one = sizeof(packed_record) + padded((size_t)en->numel * ts_dtype_size(ts_entry_view_dtype(en)));
         total += (size_t)S * (size_t)en->n_outfeeds * one;
     }
     return total;
@@ -102,7 +102,7 @@ static ts_status push_from(ts_model *m, int r, size_t at, size_t n) {
         ts_array a = {.dtype = (ts_dtype)h.dtype, .ndim = h.ndim, .data = p->fwd + off + sizeof h};
         memcpy(a.shape, h.shape, sizeof a.shape);
         int64_t numel = ts_array_numel(&a);
-        if (h.dtype != (int32_t)p->entries[h.entry].dtype || numel < 0 || (size_t)numel * ts_dtype_size(a.dtype) != (size_t)h.bytes)
+        if (h.dtype != (int32_t)ts_entry_view_dtype(&p->entries[h.entry]) || numel < 0 || (size_t)numel * ts_dtype_size(a.dtype) != (size_t)h.bytes)
             return ts_error(TS_ERR_DIST, "outfeeds: rank %d sent a record of '%s' whose dtype or shape does not match its %lld bytes: every rank must build the same model and outfeeds",
                             r, l->key, (long long)h.bytes);
         ts_status st = ts_outfeed_push_from(l->q, h.run, h.sample, l->key, &a, p->stage ? 0 : r, p->stage ? r : 0);

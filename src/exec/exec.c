@@ -13,6 +13,7 @@
 #include "diag/memory.h"
 #include "diag/metrics.h"
 #include "diag/trace.h"
+#include "backend/cpu/cpu.h"
 #include "backend/cpu/pool.h"
 #include "graph/ops.h"
 
@@ -26,6 +27,16 @@
  * (ts_device_host_view). */
 static ts_status observe_entry_now(ts_model *m, int e, int64_t sample) {
     ts_entry *en = &m->prog->entries[e];
+    if (ts_dtype_is_half(en->dtype)) { /* 16-bit cells (the CPU's): observed through an f32 view, widened exactly */
+        void *cells = en->data;
+        ts_dtype t = en->dtype;
+        ts_cpu_unpack_half(m->pool, t, m->prog->stage16, cells, en->numel);
+        en->data = m->prog->stage16, en->dtype = TS_F32;
+        ts_hold_capture(m, e, sample);
+        ts_status st = ts_observe(m, e, sample);
+        en->data = cells, en->dtype = t;
+        return st;
+    }
     ts_hold_capture(m, e, sample); /* before its check: a held run keeps the NaN it stops at */
     if (m->backend->host_addressable) return ts_observe(m, e, sample);
     if (ts_observe_device(m, e, sample)) return TS_OK; /* nothing the host must read */
@@ -70,11 +81,14 @@ static ts_kctx make_ctx(const ts_model *m, int node, int64_t mb) {
         const ts_entry *ie = &p->entries[p->value_entry[in]];
         if (ie->dtype == TS_I32) k.in_int[j] = (const int32_t *)(const void *)ie->data;
         else k.in[j] = ie->data;
+        k.in_dtype[j] = ie->dtype;
         k.in_shape[j] = p->shape[in];
         k.din[j] = p->grad_entry[in] >= 0 ? p->entries[p->grad_entry[in]].data : NULL;
     }
     k.out = p->entries[p->value_entry[node]].data;
+    k.out_dtype = p->entries[p->value_entry[node]].dtype;
     k.lost = &p->entries[p->value_entry[node]].lost;
+    k.widen = p->widen;
     if (p->grad_entry[node] >= 0) k.dout = p->entries[p->grad_entry[node]].data;
     return k;
 }
@@ -443,7 +457,7 @@ static ts_status confirm_op_by_op(ts_model *m, int64_t mb) {
     for (int e = 0; e < p->n_entries; e++) {
         saved[2 * e] = p->entries[e].check;
         saved[2 * e + 1] = p->entries[e].observed;
-        if (p->entries[e].dtype == TS_F32 && p->entries[e].kind <= TS_KIND_GRAD) p->entries[e].check = p->entries[e].observed = true;
+        if (ts_entry_view_dtype(&p->entries[e]) == TS_F32 && p->entries[e].kind <= TS_KIND_GRAD) p->entries[e].check = p->entries[e].observed = true;
     }
     m->rerun = true;
     ts_status st = forward(m, mb);

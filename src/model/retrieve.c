@@ -49,7 +49,7 @@ ts_status ts_model_anchored(const ts_model *m, const char *short_name, ts_array 
     ts_anchor *a = &p->anchors[k];
     const ts_entry *e = &p->entries[a->entry];
     memset(out, 0, sizeof *out);
-    out->dtype = e->dtype;
+    out->dtype = ts_entry_view_dtype(e);
     out->data = a->data;
     int d = 0;
     if (a->keeps_axis) out->shape[d++] = a->rows;
@@ -57,7 +57,7 @@ ts_status ts_model_anchored(const ts_model *m, const char *short_name, ts_array 
     for (int i = 0; i < e->shape.ndim && d < TS_MAX_DIMS; i++) out->shape[d++] = e->shape.d[i];
     out->ndim = d;
     const ts_tensor *t = e->kind == TS_KIND_VALUE ? m->g->t[e->node] : NULL;
-    return t && t->typed && t->out_dtype != e->dtype ? typed_copy(a, t, out) : TS_OK;
+    return t && t->typed && t->out_dtype != ts_entry_view_dtype(e) ? typed_copy(a, t, out) : TS_OK;
 }
 
 ts_status ts_model_watch_results(const ts_model *m, const ts_watch_result **out, size_t *n) {

@@ -173,7 +173,7 @@ static void blank_unreached_anchors(ts_model *m, int64_t mbs_done) {
         case TS_OUTPUT_SUM: first = done > 0 ? 1 : 0; break;
         default: first = done == S ? 1 : 0; break;
         }
-        float blank = e->dtype == TS_F32 ? NAN : 0.0f; /* 0.0f has the bits of integer 0 */
+        float blank = ts_entry_view_dtype(e) == TS_F32 ? NAN : 0.0f; /* 0.0f has the bits of integer 0 */
         for (int64_t i = first * e->numel; i < an->rows * e->numel; i++) an->local[i] = blank;
     }
 }

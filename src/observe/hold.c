@@ -99,11 +99,12 @@ ts_status ts_hold_prepare(ts_model *m) {
         for (int e = 0; e < p->n_entries; e++) {
             ts_entry *en = &p->entries[e];
             held *t = &h->t[e];
-            t->dtype = en->dtype, t->shape = en->shape, t->numel = en->numel, t->per_step = en->per_step;
+            t->dtype = ts_dtype_is_half(en->dtype) ? TS_F32 : en->dtype; /* 16-bit cells are captured through their f32 view */
+            t->shape = en->shape, t->numel = en->numel, t->per_step = en->per_step;
             if (!(t->name = ts_strdup(en->name))) return ts_error(TS_ERR_OUT_OF_MEMORY, "ts_model_hold: no memory");
             h->observed[e] = en->observed;
             if (lives_on(m, en) || !ts_in_stage(m, en->node)) continue;
-            size_t bytes = (size_t)(en->numel ? en->numel : 1) * ts_dtype_size(en->dtype);
+            size_t bytes = (size_t)(en->numel ? en->numel : 1) * ts_dtype_size(t->dtype);
             if (m->backend->alloc(bytes, &t->copy))
                 return ts_error(TS_ERR_OUT_OF_MEMORY, "ts_model_hold: no memory on %s for a copy of '%s' (%zu bytes)", m->backend->name,
                                 en->name, bytes);

@@ -6,6 +6,11 @@
 
 #include "backend/backend.h"
 
+/* k itself, or, when inputs are held in 16-bit cells (the GEMM operands
+ * of a model's precision), *room: k with those inputs widened to f32
+ * copies in k->widen (exact), so the f32 kernels read them (cpu.c). */
+const ts_kctx *ts_cpu_widen(const ts_kctx *k, ts_kctx *room);
+
 /* tensor and transformer ops (adapters_tensor.c) */
 void ts_fwd_broadcast_binary(const ts_kctx *k);
 void ts_bwd_broadcast_binary(const ts_kctx *k);

@@ -30,11 +30,15 @@ static ts_conv_geom global_geom(const ts_kctx *k) {
 }
 
 void ts_fwd_conv2d(const ts_kctx *k) {
+    ts_kctx room;
+    k = ts_cpu_widen(k, &room);
     ts_conv_geom g = conv_geom(k);
     ts_conv2d_forward(k->pool, k->workspace, k->out, k->in[0], k->in[1], k->n_in == 3 ? k->in[2] : NULL, &g);
 }
 
 void ts_bwd_conv2d(const ts_kctx *k) {
+    ts_kctx room;
+    k = ts_cpu_widen(k, &room);
     ts_conv_geom g = conv_geom(k);
     ts_conv2d_backward(k->pool, k->workspace, k->din[0], k->din[1], k->n_in == 3 ? k->din[2] : NULL, k->dout, k->in[0], k->in[1], &g);
 }

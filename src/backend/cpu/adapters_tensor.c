@@ -84,9 +84,13 @@ void ts_bwd_layer_norm(const ts_kctx *k) {
 }
 
 void ts_fwd_bmm(const ts_kctx *k) {
+    ts_kctx room;
+    k = ts_cpu_widen(k, &room);
     ts_bmm_forward(k->pool, k->out, k->in[0], k->in[1], k->node->attr[0] != 0, k->node->attr[1] != 0, &k->out_shape, &k->in_shape[0], &k->in_shape[1]);
 }
 void ts_bwd_bmm(const ts_kctx *k) {
+    ts_kctx room;
+    k = ts_cpu_widen(k, &room);
     ts_bmm_backward(k->pool, k->din[0], k->din[1], k->dout, k->in[0], k->in[1], k->node->attr[0] != 0, k->node->attr[1] != 0, &k->out_shape,
                     &k->in_shape[0], &k->in_shape[1]);
 }

@@ -19,7 +19,25 @@
 
 static int64_t numel_out(const ts_kctx *k) { return ts_shape_numel(&k->out_shape); }
 
+const ts_kctx *ts_cpu_widen(const ts_kctx *k, ts_kctx *room) {
+    bool any = false;
+    for (int j = 0; j < k->n_in; j++) any = any || ts_dtype_is_half(k->in_dtype[j]);
+    if (!any) return k;
+    *room = *k;
+    float *at = k->widen;
+    for (int j = 0; j < k->n_in; j++) {
+        if (!ts_dtype_is_half(k->in_dtype[j])) continue;
+        int64_t n = ts_shape_numel(&k->in_shape[j]);
+        ts_cpu_unpack_half(k->pool, k->in_dtype[j], at, (const uint16_t *)(const void *)k->in[j], n);
+        room->in[j] = at, room->in_dtype[j] = TS_F32;
+        at += n;
+    }
+    return room;
+}
+
 static void fwd_matmul(const ts_kctx *k) {
+    ts_kctx room;
+    k = ts_cpu_widen(k, &room);
     bool t = k->node->op == TS_OP_MATMUL_T;
     int64_t M = k->in_shape[0].d[0], K = k->in_shape[0].d[1], N = k->out_shape.d[1];
     ts_gemm_pool(k->pool, false, t, M, N, K, k->in[0], k->in[1], 0.0f, k->out);
@@ -27,6 +45,8 @@ static void fwd_matmul(const ts_kctx *k) {
 
 /* C = A op(B): dA += dC op(B)^T ; dB += A^T dC (or dC^T A when B was transposed) */
 static void bwd_matmul(const ts_kctx *k) {
+    ts_kctx room;
+    k = ts_cpu_widen(k, &room);
     bool t = k->node->op == TS_OP_MATMUL_T;
     int64_t M = k->in_shape[0].d[0], K = k->in_shape[0].d[1], N = k->out_shape.d[1];
     if (k->din[0]) ts_gemm_pool(k->pool, false, !t, M, K, N, k->dout, k->in[1], 1.0f, k->din[0]);
@@ -55,13 +75,14 @@ static void bwd_sum(const ts_kctx *k) { ts_reduce_backward(k->pool, k->din[0], k
 static void fwd_mean(const ts_kctx *k) { ts_reduce_forward(k->out, k->in[0], ts_shape_numel(&k->in_shape[0]), true); }
 static void bwd_mean(const ts_kctx *k) { ts_reduce_backward(k->pool, k->din[0], k->dout, ts_shape_numel(&k->in_shape[0]), true); }
 
-static void round_pool(ts_pool *pool, ts_dtype t, float *dst, const float *x, int64_t n, ts_half_loss *lost);
-
 /* y = x on t's grid (attr[0]); to f32: a copy. The gradient passes as it
  * is (the executor rounded it to the output's grid once complete). */
 static void fwd_cast(const ts_kctx *k) {
+    ts_kctx room;
+    k = ts_cpu_widen(k, &room); /* a cast of a tensor held in 16-bit cells */
     ts_dtype t = (ts_dtype)k->node->attr[0];
-    if (ts_dtype_is_half(t)) round_pool(k->pool, t, k->out, k->in[0], numel_out(k), k->lost);
+    if (ts_dtype_is_half(k->out_dtype)) ts_cpu_pack_half(k->pool, t, (uint16_t *)(void *)k->out, k->in[0], numel_out(k), k->lost);
+    else if (ts_dtype_is_half(t)) ts_cpu_round_half_pool(k->pool, t, k->out, k->in[0], numel_out(k), k->lost);
     else fwd_copy(k);
 }
 
@@ -187,36 +208,7 @@ static void cpu_scale(void *stream, float *dst, const float *x, float s, int64_t
 
 /* ------------------------------------------------- 16-bit float grids */
 
-#define ROUND_GRAIN (1 << 14) /* values a thread rounds at least */
-
-typedef struct round_job {
-    ts_dtype t;
-    float *dst;
-    const float *x;
-    _Atomic int64_t underflow, overflow;
-} round_job;
-
-static void round_slice(void *ctx, int64_t begin, int64_t end) {
-    round_job *j = ctx;
-    ts_half_loss l = {0, 0};
-    ts_cpu_round_half(j->t, j->dst + begin, j->x + begin, end - begin, &l);
-    if (l.underflow) atomic_fetch_add_explicit(&j->underflow, l.underflow, memory_order_relaxed);
-    if (l.overflow) atomic_fetch_add_explicit(&j->overflow, l.overflow, memory_order_relaxed);
-}
-
-/* dst = x rounded to t's grid over the pool, what it lost added to *lost. */
-static void round_pool(ts_pool *pool, ts_dtype t, float *dst, const float *x, int64_t n, ts_half_loss *lost) {
-    round_job j = {.t = t, .dst = dst, .x = x};
-    atomic_init(&j.underflow, 0);
-    atomic_init(&j.overflow, 0);
-    ts_pool_for(pool, n, ROUND_GRAIN, round_slice, &j);
-    if (lost) {
-        lost->underflow += atomic_load_explicit(&j.underflow, memory_order_relaxed);
-        lost->overflow += atomic_load_explicit(&j.overflow, memory_order_relaxed);
-    }
-}
-
-static void cpu_round_half(void *stream, ts_dtype t, float *x, int64_t n, ts_half_loss *lost) { round_pool(stream, t, x, x, n, lost); }
+static void cpu_round_half(void *stream, ts_dtype t, float *x, int64_t n, ts_half_loss *lost) { ts_cpu_round_half_pool(stream, t, x, x, n, lost); }
 
 /* --------------------------------------------------------- reductions */
 

@@ -1,11 +1,17 @@
-/* round16.c -- the CPU's kernel for rounding f32 values onto bf16's or
- * f16's grid (the Cast op and 16-bit gradients), eight values per
+/* round16.c -- the CPU's kernels for the 16-bit floats (core/half.h): f32
+ * values rounded onto bf16's or f16's grid (kept in f32, or packed into
+ * 16-bit cells), and 16-bit cells widened back to f32, eight values per
  * instruction where the CPU has AVX2 (bf16, by bits) and F16C (f16, by
  * the hardware's conversion, round to nearest even); elsewhere, and for
- * the tail, core/half.c's scalar twin, which gives the same bits. */
+ * the tails, core/half.c's scalar twins, which give the same bits. Big
+ * tensors are split over the pool. */
 #include "backend/cpu/cpu.h"
 
 #include "core/half.h"
+
+#include <stdatomic.h>
+
+enum { ROUND, PACK, UNPACK }; /* f32 -> f32 on the grid, f32 -> 16-bit cells, 16-bit cells -> f32 */
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -22,32 +28,51 @@ __attribute__((target("avx2"))) static inline void count_lost(__m256 x, __m256 r
     *over += __builtin_popcount((unsigned)_mm256_movemask_ps(o));
 }
 
-__attribute__((target("avx2"))) static int64_t round_bf16_avx2(float *dst, const float *x, int64_t n, int64_t *under, int64_t *over) {
-    const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff), inf_bits = _mm256_set1_epi32(0x7f800000);
-    const __m256i bias = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1), quiet = _mm256_set1_epi32(0x00400000);
-    const __m256i high = _mm256_set1_epi32((int)0xffff0000u);
+/* 8 values rounded to bf16 (NaN quieted), as f32 bits: the high halves */
+__attribute__((target("avx2"))) static inline __m256i bf16_round8(__m256 v) {
+    __m256i u = _mm256_castps_si256(v);
+    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i rounded = _mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb));
+    __m256i quieted = _mm256_or_si256(u, _mm256_set1_epi32(0x00400000));
+    return _mm256_and_si256(_mm256_blendv_epi8(rounded, quieted, nan), _mm256_set1_epi32((int)0xffff0000u));
+}
+
+__attribute__((target("avx2"))) static int64_t bf16_avx2(int mode, void *dst, const void *src, int64_t n, int64_t *under, int64_t *over) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        __m256 v = _mm256_loadu_ps(x + i);
-        __m256i u = _mm256_castps_si256(v);
-        __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs_mask), inf_bits);
-        __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), one);
-        __m256i rounded = _mm256_and_si256(_mm256_add_epi32(u, _mm256_add_epi32(bias, lsb)), high);
-        __m256i quieted = _mm256_and_si256(_mm256_or_si256(u, quiet), high);
-        __m256 r = _mm256_castsi256_ps(_mm256_blendv_epi8(rounded, quieted, nan));
-        count_lost(v, r, under, over);
-        _mm256_storeu_ps(dst + i, r);
+        if (mode == UNPACK) {
+            __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)src + i)));
+            _mm256_storeu_si256((__m256i *)((float *)dst + i), _mm256_slli_epi32(h, 16));
+            continue;
+        }
+        __m256 v = _mm256_loadu_ps((const float *)src + i);
+        __m256i r = bf16_round8(v);
+        count_lost(v, _mm256_castsi256_ps(r), under, over);
+        if (mode == ROUND) {
+            _mm256_storeu_si256((__m256i *)((float *)dst + i), r);
+        } else {
+            __m256i h = _mm256_srli_epi32(r, 16);
+            __m128i packed = _mm_packus_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+            _mm_storeu_si128((__m128i *)((uint16_t *)dst + i), packed);
+        }
     }
     return i;
 }
 
-__attribute__((target("avx2,f16c"))) static int64_t round_f16_f16c(float *dst, const float *x, int64_t n, int64_t *under, int64_t *over) {
+__attribute__((target("avx2,f16c"))) static int64_t f16_f16c(int mode, void *dst, const void *src, int64_t n, int64_t *under, int64_t *over) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        __m256 v = _mm256_loadu_ps(x + i);
-        __m256 r = _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        if (mode == UNPACK) {
+            _mm256_storeu_ps((float *)dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)src + i))));
+            continue;
+        }
+        __m256 v = _mm256_loadu_ps((const float *)src + i);
+        __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        __m256 r = _mm256_cvtph_ps(h);
         count_lost(v, r, under, over);
-        _mm256_storeu_ps(dst + i, r);
+        if (mode == ROUND) _mm256_storeu_ps((float *)dst + i, r);
+        else _mm_storeu_si128((__m128i *)((uint16_t *)dst + i), h);
     }
     return i;
 }
@@ -65,17 +90,77 @@ static int simd_level(void) { /* 0 none, 1 AVX2, 2 AVX2 and F16C; asked once */
 }
 #endif
 
-void ts_cpu_round_half(ts_dtype t, float *dst, const float *x, int64_t n, ts_half_loss *loss) {
+/* One slice [0, n) of any mode: vectors first, the scalar twin for the rest. */
+static void convert(int mode, ts_dtype t, void *dst, const void *src, int64_t n, ts_half_loss *loss) {
     int64_t done = 0, under = 0, over = 0;
 #if defined(__x86_64__) && defined(__GNUC__)
     int level = simd_level();
-    if (t == TS_BF16 && level >= 1) done = round_bf16_avx2(dst, x, n, &under, &over);
-    else if (t == TS_F16 && level >= 2) done = round_f16_f16c(dst, x, n, &under, &over);
+    if (t == TS_BF16 && level >= 1) done = bf16_avx2(mode, dst, src, n, &under, &over);
+    else if (t == TS_F16 && level >= 2) done = f16_f16c(mode, dst, src, n, &under, &over);
 #endif
     ts_half_loss tail = {under, over};
-    ts_round_half(t, dst + done, x + done, n - done, &tail);
+    if (mode == ROUND) {
+        ts_round_half(t, (float *)dst + done, (const float *)src + done, n - done, &tail);
+    } else if (mode == PACK) {
+        const float *x = src;
+        uint16_t *h = dst;
+        for (int64_t i = done; i < n; i++) { /* the tail, or every value without the vector units */
+            float r;
+            ts_round_half(t, &r, &x[i], 1, &tail); /* counts what the packing loses */
+            h[i] = t == TS_BF16 ? ts_f32_to_bf16(x[i]) : ts_f32_to_f16(x[i]);
+        }
+    } else {
+        const uint16_t *h = src;
+        float *y = dst;
+        for (int64_t i = done; i < n; i++) y[i] = t == TS_BF16 ? ts_bf16_to_f32(h[i]) : ts_f16_to_f32(h[i]);
+    }
     if (loss) {
         loss->underflow += tail.underflow;
         loss->overflow += tail.overflow;
     }
 }
+
+void ts_cpu_round_half(ts_dtype t, float *dst, const float *x, int64_t n, ts_half_loss *loss) { convert(ROUND, t, dst, x, n, loss); }
+
+/* ---- over the pool */
+
+#define GRAIN (1 << 14) /* values a thread converts at least */
+
+typedef struct job {
+    int mode;
+    ts_dtype t;
+    void *dst;
+    const void *src;
+    _Atomic int64_t underflow, overflow;
+} job;
+
+static void slice(void *ctx, int64_t begin, int64_t end) {
+    job *j = ctx;
+    size_t din = j->mode == UNPACK ? sizeof(float) : j->mode == PACK ? sizeof(uint16_t) : sizeof(float);
+    size_t sin = j->mode == UNPACK ? sizeof(uint16_t) : sizeof(float);
+    ts_half_loss l = {0, 0};
+    convert(j->mode, j->t, (char *)j->dst + (size_t)begin * din, (const char *)j->src + (size_t)begin * sin, end - begin, &l);
+    if (l.underflow) atomic_fetch_add_explicit(&j->underflow, l.underflow, memory_order_relaxed);
+    if (l.overflow) atomic_fetch_add_explicit(&j->overflow, l.overflow, memory_order_relaxed);
+}
+
+static void on_pool(ts_pool *pool, int mode, ts_dtype t, void *dst, const void *src, int64_t n, ts_half_loss *lost) {
+    job j = {.mode = mode, .t = t, .dst = dst, .src = src};
+    atomic_init(&j.underflow, 0);
+    atomic_init(&j.overflow, 0);
+    ts_pool_for(pool, n, GRAIN, slice, &j);
+    if (lost) {
+        lost->underflow += atomic_load_explicit(&j.underflow, memory_order_relaxed);
+        lost->overflow += atomic_load_explicit(&j.overflow, memory_order_relaxed);
+    }
+}
+
+void ts_cpu_round_half_pool(ts_pool *pool, ts_dtype t, float *dst, const float *x, int64_t n, ts_half_loss *lost) {
+    on_pool(pool, ROUND, t, dst, x, n, lost);
+}
+
+void ts_cpu_pack_half(ts_pool *pool, ts_dtype t, uint16_t *dst, const float *x, int64_t n, ts_half_loss *lost) {
+    on_pool(pool, PACK, t, dst, x, n, lost);
+}
+
+void ts_cpu_unpack_half(ts_pool *pool, ts_dtype t, float *dst, const uint16_t *h, int64_t n) { on_pool(pool, UNPACK, t, dst, h, n, NULL); }
