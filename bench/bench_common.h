@@ -93,6 +93,26 @@ static inline double bench_timed_runs(ts_model *m, long batch, int pool, long wa
     return secs;
 }
 
+/* The precision a benchmark trains in (docs/precision.md):
+ * $TS_BENCH_PRECISION, f32 (also when unset), bf16 or f16 (with its
+ * default dynamic loss scaling), set on o; *name gets the dtype's name for
+ * the result line. Returns 0 with the reason on stderr for another name. */
+static inline int bench_precision(ts_options *o, const char **name)
+{
+    static const ts_dtype known[] = {TS_F32, TS_BF16, TS_F16};
+    const char *want = getenv("TS_BENCH_PRECISION");
+    for (size_t i = 0; i < sizeof known / sizeof *known; i++)
+        if (want && *want ? strcmp(want, ts_dtype_name(known[i])) == 0 : known[i] == TS_F32) {
+            *name = ts_dtype_name(known[i]);
+            if (ts_options_set_precision(o, known[i]) == TS_OK)
+                return 1;
+            fprintf(stderr, "TS_BENCH_PRECISION=%s: %s\n", *name, ts_last_error());
+            return 0;
+        }
+    fprintf(stderr, "TS_BENCH_PRECISION=%s: not a precision; use f32, bf16 or f16\n", want);
+    return 0;
+}
+
 static inline int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;

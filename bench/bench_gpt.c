@@ -6,8 +6,9 @@
  *
  * Defaults: 4 layers, 4 heads, 128 channels, T = 64, batch 32, vocab 65,
  * AdamW; a pool of 8 random token batches cycled step by step, 3 warmup
- * steps. `train` prints
- * `tensorscope batch=B threads=T steps=N ms_per_step=.. samples_per_s=.. gflops=.. peak_rss_mb=..`
+ * steps; precision $TS_BENCH_PRECISION, f32 (default), bf16 or f16
+ * (bench_common.h), on both sides of `watch`. `train` prints
+ * `tensorscope batch=B threads=T precision=P steps=N ms_per_step=.. samples_per_s=.. gflops=.. peak_rss_mb=..`
  * (GFLOP/s: 6 * parameters * tokens, torch_gpt.py's convention). `watch`
  * times the plain model against one watching TS_WATCH_STATS every step on
  * every activation (every op's output but the linear layers' products
@@ -43,6 +44,7 @@ static int fail(const char *what)
 }
 
 static int all_ops; /* watch-all: the linear layers' products before the bias too */
+static const char *precision = "f32";
 
 static ts_status side_new(side *s, long threads, int watched)
 {
@@ -54,6 +56,8 @@ static ts_status side_new(side *s, long threads, int watched)
         return st;
     s->o = ts_options_new();
     ts_options_set_threads(s->o, (int)threads);
+    if (!bench_precision(s->o, &precision))
+        return TS_ERR_INVALID_ARGUMENT;
     /* every activation (every op's output: the attention scores and
      * probabilities included) but, as bench_observe.c, the product inside a
      * linear layer before its bias; every parameter's gradient and update */
@@ -98,7 +102,8 @@ static void line(const char *impl, const char *role, long threads, long n, long 
 {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("%s%s%s batch=%lld threads=%ld steps=%ld", impl, role ? " role=" : "", role ? role : "", (long long)cfg.batch, threads, n);
+    printf("%s%s%s batch=%lld threads=%ld precision=%s steps=%ld", impl, role ? " role=" : "", role ? role : "", (long long)cfg.batch,
+           threads, precision, n);
     if (reps)
         printf(" reps=%ld watched=%zu best_ms=%.4f worst_ms=%.4f", reps, watched, best, worst);
     printf(" ms_per_step=%.4f samples_per_s=%.1f gflops=%.3f peak_rss_mb=%.1f\n", ms, (double)cfg.batch * 1e3 / ms,

@@ -9,10 +9,12 @@
  * Threads: THREADS (default $TS_BENCH_THREADS, else 2) for tensorscope's
  * pool; BLAS threads come from OPENBLAS_NUM_THREADS (bench/run.sh sets it).
  * GFLOP/s uses ts_model_flops_per_microbatch (convention in bench/run.sh).
+ * Precision: $TS_BENCH_PRECISION, f32 (default), bf16 or f16 (autocast's
+ * mixed precision, docs/precision.md; f16 with dynamic loss scaling).
  *
  * Prints one line; peak_rss_mb is the process's peak resident set
  * (getrusage), act_mb the activation arena the memory plan laid out:
- * `tensorscope batch=B threads=T steps=N ms_per_step=.. samples_per_s=.. gflops=.. peak_rss_mb=.. act_mb=.. loss=..` */
+ * `tensorscope batch=B threads=T precision=P steps=N ms_per_step=.. samples_per_s=.. gflops=.. peak_rss_mb=.. act_mb=.. loss=..` */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +50,9 @@ int main(int argc, char **argv)
 
     ts_options *o = ts_options_new();
     ts_options_set_threads(o, (int)threads);
+    const char *precision;
+    if (!bench_precision(o, &precision))
+        return 2;
     ts_model *m = NULL;
     if (ts_model_training(&m, g, loss, o, ts_sgd(0.01f, 0.0f, 0.0f)) || ts_model_compile(m))
         return fail("compile");
@@ -64,9 +69,9 @@ int main(int argc, char **argv)
     getrusage(RUSAGE_SELF, &ru);
     ts_model_memory mem;
     double act_mb = ts_model_memory_get(m, &mem) == TS_OK ? (double)mem.activations / 1048576.0 : -1.0;
-    printf("tensorscope batch=%ld threads=%ld steps=%ld ms_per_step=%.4f samples_per_s=%.1f "
+    printf("tensorscope batch=%ld threads=%ld precision=%s steps=%ld ms_per_step=%.4f samples_per_s=%.1f "
            "gflops=%.3f peak_rss_mb=%.1f act_mb=%.2f loss=%.4f\n",
-           batch, threads, steps, ms, (double)(batch * steps) / secs, flops / secs * 1e-9,
+           batch, threads, precision, steps, ms, (double)(batch * steps) / secs, flops / secs * 1e-9,
            (double)ru.ru_maxrss / 1024.0, act_mb, last_loss);
     ts_model_free(m);
     ts_options_free(o);

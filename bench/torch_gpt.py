@@ -19,9 +19,13 @@ Benchmark (random tokens, the timing loop of torch_mlp.py):
     /usr/bin/python3 bench/torch_gpt.py bench --layers 4 --heads 4 --embd 128 \
         --block-size 64 --batch-size 32 --steps N --threads T
 
-prints `pytorch batch=B threads=T steps=N ms_per_step=.. samples_per_s=..
+prints `pytorch batch=B threads=T precision=P steps=N ms_per_step=.. samples_per_s=..
 gflops=.. peak_rss_mb=..` (GFLOP/s: 6 * parameters * tokens per step, the
 matmul convention; attention's T x T products excluded).
+
+--precision bf16|f16 (twin and bench): the forward and the loss under
+torch.autocast("cpu"), f16 with a GradScaler (bench/torch_amp.py), the
+twins of tensorscope's --precision; twin evaluates under autocast too.
 
 Observed training (the peer of `bench_gpt watch`), the same flags and
 --reps R:
@@ -51,6 +55,7 @@ import torch
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "reference"))
 import torch_gpt_model  # noqa: E402
+import torch_amp  # noqa: E402  (bench/, this script's directory)
 from torch_observe import stats  # noqa: E402  (one definition of the summary)
 
 M64 = (1 << 64) - 1
@@ -110,6 +115,7 @@ def args():
     ap.add_argument("--holdout", type=int, default=-1, help="held-out windows (default 20 * --batch-size, as the CLI)")
     ap.add_argument("--threads", type=int, default=int(os.environ.get("TS_BENCH_THREADS", "2")))
     ap.add_argument("--reps", type=int, default=5)
+    torch_amp.add_argument(ap)
     return ap.parse_args()
 
 
@@ -125,22 +131,23 @@ def twin(a):
         assert init[name].shape == shapes[name], name
     model.load_params(init)
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr, weight_decay=a.weight_decay)
+    amp = torch_amp.Amp(a.precision)
     state = a.seed
     t0 = time.perf_counter()
     for step in range(1, a.steps + 1):
         x, y, state = corpus.sample(False, a.batch_size, a.block_size, state)
         opt.zero_grad(set_to_none=True)
-        loss = model(x, y)
-        loss.backward()
-        opt.step()
+        with amp.autocast():
+            loss = model(x, y)
+        amp.step(loss, opt)
     secs = time.perf_counter() - t0
-    with torch.no_grad():
+    with torch.no_grad(), amp.autocast():
         batches = (a.holdout + a.batch_size - 1) // a.batch_size if a.holdout >= 0 else 20
         state, total = EVAL_SEED, 0.0
         for _ in range(batches):
             x, y, state = corpus.sample(True, a.batch_size, a.block_size, state)
             total += model(x, y).item()
-    print(f"pytorch twin: final held-out loss {total / batches:.4f} nats/char after {a.steps} steps "
+    print(f"pytorch twin ({a.precision}): final held-out loss {total / batches:.4f} nats/char after {a.steps} steps "
           f"in {secs:.1f} s (last train loss {loss.item():.4f})")
 
 
@@ -162,21 +169,24 @@ def bench_side(a, results=None):
     if results is not None:
         for name, mod in model.named_modules():
             mod.register_forward_hook(lambda m, i, out, n=name: results.__setitem__("act:" + n, stats(out)))
-    return model, torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01), results
+    return model, torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01), results, torch_amp.Amp(a.precision)
 
 
 def train(side, pool, first, n):
-    model, opt, results = side
+    model, opt, results, amp = side
     t0 = time.perf_counter()
     for s in range(first, first + n):
         d = pool[s % len(pool)]
         opt.zero_grad(set_to_none=True)
-        loss = model(d[:, :-1], d[:, 1:])
-        loss.backward()
-        if results is not None:
+        with amp.autocast():
+            loss = model(d[:, :-1], d[:, 1:])
+        if results is not None:  # observe (f32): the summaries sit between backward and step
+            loss.backward()
             for name, p in model.named_parameters():
                 results["grad:" + name] = stats(p.grad)
-        opt.step()
+            opt.step()
+        else:
+            amp.step(loss, opt)
         if results is not None:
             for name, p in model.named_parameters():
                 results["updated:" + name] = stats(p)
@@ -197,7 +207,7 @@ def bench(a):
     train(side, pool, 0, a.warmup)
     secs, loss = train(side, pool, a.warmup, a.steps)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    print(f"pytorch batch={a.batch_size} threads={a.threads} steps={a.steps} "
+    print(f"pytorch batch={a.batch_size} threads={a.threads} precision={a.precision} steps={a.steps} "
           f"ms_per_step={secs * 1e3 / a.steps:.4f} samples_per_s={a.batch_size * a.steps / secs:.1f} "
           f"gflops={flops * a.steps / secs * 1e-9:.3f} peak_rss_mb={rss:.1f} loss={loss.item():.4f}")
 
@@ -235,6 +245,8 @@ def main():
         twin(a)
     elif a.mode == "bench":
         bench(a)
+    elif a.precision != "f32":
+        sys.exit("torch_gpt.py observe: f32 only (--precision is for twin and bench)")
     else:
         observe(a)
 
