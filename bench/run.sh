@@ -188,6 +188,73 @@ peer_row() {
     hr
 }
 
+# precision_row LABEL TS_CMD TORCH_SCRIPT_AND_ARGS PRECISION...: mixed
+# precision (docs/precision.md) against PyTorch 2.x's CPU autocast at the
+# same threads: the tensorscope command under TS_BENCH_PRECISION=P and the
+# PyTorch twin with --precision P for each P (the first, f32, is the
+# reference), all in REPS interleaved rounds in a rotating order. Each
+# side's median ms/step (spread) and peak RSS; then per 16-bit P, for each
+# framework, the ratios P/f32 of the median ms/step (with the spread of the
+# rounds' ratios) and of the median peak RSS, and PyTorch P ms / tensorscope
+# P ms. No target: info.
+precision_row() {
+    local label=$1 ts=$2 torch=$3 p r i k j
+    shift 3
+    # ms_ratio LINE_A LINE_B -> A's ms/step / B's
+    ms_ratio() { awk -v a="$(field "$1" ms_per_step)" -v b="$(field "$2" ms_per_step)" 'BEGIN { printf "%.3f", a / b }'; }
+    wanted "$label" || return 0
+    local -a cmds=() names=() lines=() ms=() rss=() rat=()
+    for p in "$@"; do
+        cmds+=("TS_BENCH_PRECISION=$p $ts" "$TORCH2_PY $torch --precision $p")
+        names+=("ts-$p" "torch$TORCH2_VER-$p")
+    done
+    local n=${#cmds[@]}
+    for ((r = 0; r < REPS; r++)); do
+        local -a got=()
+        for ((i = 0; i < n; i++)); do
+            k=$(((i + r) % n))
+            got[k]=$(measure "${cmds[k]}")
+            [ "${got[k]}" = failed ] && continue
+            got[k]="${names[k]} ${got[k]#* }"
+            lines[k]+="${got[k]}"$'\n' ms[k]+="$(field "${got[k]}" ms_per_step) " rss[k]+="$(field "${got[k]}" peak_rss_mb) "
+        done
+        # this round's ratios: each run against its framework's f32 run
+        # (k % 2), PyTorch's against tensorscope's at the same precision
+        for ((k = 1; k < n; k++)); do
+            j=$((k % 2))
+            [ "$k" -lt 2 ] || [ "${got[k]}" = failed ] || [ "${got[j]}" = failed ] || rat[k]+="$(ms_ratio "${got[k]}" "${got[j]}") "
+            [ "$j" = 0 ] || [ "${got[k]}" = failed ] || [ "${got[k - 1]}" = failed ] || rat[n + k]+="$(ms_ratio "${got[k]}" "${got[k - 1]}") "
+        done
+    done
+    local -a med=() mrss=()
+    for ((k = 0; k < n; k++)); do
+        if [ -z "${ms[k]}" ]; then show "$label" failed; med[k]=-; continue; fi
+        median_show "$label" "${lines[k]}" "${ms[k]}"
+        med[k]=$MED mrss[k]=$(printf '%s\n' ${rss[k]} | stat median)
+    done
+    # of MED_A MED_B ROUNDS -> "A/B (rounds lo..hi)", or "-"
+    of() {
+        [ "$1" != - ] && [ "$2" != - ] && [ -n "$2" ] || { echo -; return; }
+        printf '%s (rounds %s..%s)' "$(awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }')" \
+            "$(printf '%s\n' $3 | stat min)" "$(printf '%s\n' $3 | stat max)"
+    }
+    # rss_of A_MB B_MB -> "A/B (A vs B MB)", or "-"
+    rss_of() { awk -v a="${1:--}" -v b="${2:--}" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f (%s vs %s MB)", a / b, a, b; else print "-" }'; }
+    local line
+    line="pytorch-$TORCH2_VER/tensorscope at f32: $(of "${med[1]}" "${med[0]}" "${rat[n + 1]}")"
+    printf '%-22s %s: info\n' "$label" "$line"
+    ROWS+=("$label: $line, info")
+    for ((k = 2; k < n; k += 2)); do
+        p=${names[k]#ts-}
+        line="$p/f32 ms/step: tensorscope $(of "${med[k]}" "${med[0]}" "${rat[k]}"), pytorch $(of "${med[k + 1]}" "${med[1]}" "${rat[k + 1]}")"
+        line+="; peak RSS $p/f32: tensorscope $(rss_of "${mrss[k]}" "${mrss[0]}"), pytorch $(rss_of "${mrss[k + 1]}" "${mrss[1]}")"
+        line+="; pytorch-$TORCH2_VER/tensorscope at $p: $(of "${med[k + 1]}" "${med[k]}" "${rat[n + k + 1]}")"
+        printf '%-22s %s: info\n' "$label" "$line"
+        ROWS+=("$label: $line, info")
+    done
+    hr
+}
+
 # overhead_row LABEL MAX_PERCENT CMD: CMD prints a role=base and a role=cand
 # line and `overhead pct=.. best_pct=..` (bench_observe, torch_observe.py);
 # MAX_PERCENT "-" = no target
@@ -248,6 +315,11 @@ BENCH=$BUILD/bench_mlp
 # the tutorial MLP, training steps: PyTorch 2.x ms / tensorscope ms
 mlp_row "mlp train batch=1000" 1.15 1000 30 5
 mlp_row "mlp train batch=32" 2.0 32 500 20
+# mixed precision (docs/precision.md): the MLP at batch 1000 in f32, bf16
+# and f16 (f16 with dynamic loss scaling) against PyTorch 2.x's CPU
+# autocast (f16 with a GradScaler) at the same threads; ratios 16-bit/f32
+precision_row "mlp b1000 precision" "$BENCH 1000 $(steps 30) 5 $THREADS" \
+    "$SRC/bench/torch_mlp.py --batch 1000 --steps $(steps 30) --warmup 5 --threads $THREADS" f32 bf16 f16
 
 # convolutional networks, training steps at batch 64 (bench_cnn.c,
 # torch_cnn.py): the LeNet+BN of --model cnn, and a 3-stage ResNet on
@@ -292,6 +364,21 @@ overhead_row "watch memory 10ms b=32" 3 "$(row_obs memwatch 32 20 20 201)"
 GPT_ARGS="--layers 4 --heads 4 --embd 128 --block-size 64 --batch-size 32 --threads $THREADS"
 peer_row "gpt train 4x128 T=64" 1.0 "$BUILD/bench_gpt train $(steps 10) $THREADS" \
     "$SRC/bench/torch_gpt.py bench $GPT_ARGS --steps $(steps 10)"
+# the same GPT in f32 and bf16 against PyTorch 2.x's CPU autocast
+precision_row "gpt 4x128 precision" "$BUILD/bench_gpt train $(steps 10) $THREADS" \
+    "$SRC/bench/torch_gpt.py bench $GPT_ARGS --steps $(steps 10)" f32 bf16
+# and whether they train as well: the demo MLP and the char GPT's recipes
+# in bf16 and f16 against f32 (held-out accuracy within 0.3 points, loss
+# within 0.02 nats: bench/precision_quality.sh), PyTorch's autocast twin of
+# the GPT beside them
+if wanted "precision quality"; then
+    if TS_BENCH_TORCH_PY=$([ "$TORCH2_PY" = false ] || echo "$TORCH2_PY") "$SRC/bench/precision_quality.sh" "$BUILD"; then
+        PASSES=$((PASSES + 1)); ROWS+=("precision quality: bf16 and f16 within 0.3 points / 0.02 nats of f32, PASS")
+    else
+        MISSES=$((MISSES + 1)); ROWS+=("precision quality: a 16-bit run outside 0.3 points / 0.02 nats of f32 (above), MISS")
+    fi
+    hr
+fi
 overhead_row "gpt watch stats" 5 "$BUILD/bench_gpt watch 2 $THREADS 4 4 128 64 32 $(steps 31)"
 overhead_row "gpt torch hooks" - "$TORCH2_PY $SRC/bench/torch_gpt.py observe $GPT_ARGS --steps $(steps 4) --warmup 2 --reps 7"
 "$BUILD/bench_compile" 100000 | sed 's/^/compile: /'
