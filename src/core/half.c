@@ -46,7 +46,8 @@ uint16_t ts_f32_to_f16(float x) {
 
 float ts_f16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-    if (e == 0x1fu) return float_of(sign | 0x7f800000u | (m << 13)); /* Inf, NaN */
+    if (e == 0x1fu) /* Inf; a NaN comes back quiet with its payload, as from F16C and PyTorch */
+        return float_of(sign | 0x7f800000u | (m << 13) | (m ? 0x400000u : 0u));
     if (e == 0) {                                                   /* 0 or subnormal: m * 2^-24, exact */
         float v = (float)m * 0x1p-24f;
         return sign ? -v : v;
