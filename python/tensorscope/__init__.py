@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Callable, Optional, Tuple, Union
 
 from . import _capi
+from ._capi import bf16
 from ._capi import lib as _lib
 from .data import DataLoader, Dataset
 from .errors import (CancelledError, DistError, FileError, FormatError, InternalError, InvalidArgumentError,
@@ -39,7 +40,7 @@ from .observe import (compare, memory_watch, memory_watch_stats, merge_summaries
 from .options import SGD, Adam, AdamW, LRSchedule, Options, OutfeedQueue, OutputMode, Record, Watch
 
 __version__ = _lib.ts_version().decode()
-__all__ = ["Adam", "AdamW", "CancelledError", "DataLoader", "Dataset", "DistError", "FileError", "FormatError", "Graph",
+__all__ = ["Adam", "AdamW", "bf16", "CancelledError", "DataLoader", "Dataset", "DistError", "FileError", "FormatError", "Graph",
            "Inspection", "InternalError", "InvalidArgumentError", "LRSchedule", "Model", "NotFoundError", "NumericsError",
            "OPS", "Options", "OutOfMemoryError", "OutfeedQueue", "OutputMode", "Record", "SGD",
            "ShapeError", "StateError", "Tensor", "TensorscopeError", "UnsupportedError",

@@ -490,6 +490,33 @@ DTYPES = [np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int32), np.dty
 _DTYPE_CODE = {}
 for _i, _d in enumerate(DTYPES):
     _DTYPE_CODE.setdefault(_d, _i)  # uint16 data is u16; bf16 is never guessed from numpy
+TS_F32, TS_BF16, TS_F16 = 0, 11, 12
+try:  # ml_dtypes' bfloat16 arrays (JAX's, TensorFlow's) are bf16 where it is installed
+    import ml_dtypes as _ml_dtypes
+    _DTYPE_CODE[np.dtype(_ml_dtypes.bfloat16)] = TS_BF16
+except ImportError:
+    pass
+
+
+class bf16:
+    """bf16 data for an input, given as its bit patterns: `ts.bf16(bits)`
+    with `bits` a uint16 array (the top half of each value's f32 bits);
+    read as the exact f32 values. An ml_dtypes.bfloat16 array needs no
+    wrapper."""
+
+    def __init__(self, bits):
+        bits = np.asarray(bits)
+        if bits.dtype != np.uint16:
+            raise TypeError(f"ts.bf16 takes the bit patterns as a uint16 array, got {bits.dtype} "
+                            "(from f32 values x: (x.view(np.uint32) >> 16).astype(np.uint16) truncates; "
+                            "ml_dtypes' x.astype(ml_dtypes.bfloat16) rounds)")
+        self.bits = bits
+        self.shape = bits.shape
+        self.dtype = "bf16"
+
+    def __repr__(self):
+        return f"ts.bf16(shape={self.shape})"
+
 
 
 def to_c(a, what):
@@ -497,12 +524,15 @@ def to_c(a, what):
     Returns (ts_array, the array it views: keep it alive while C reads it)."""
     if hasattr(a, "detach") and hasattr(a, "numpy"):  # a torch tensor
         a = a.detach().cpu().numpy()
-    a = np.asarray(a)
-    code = _DTYPE_CODE.get(a.dtype)
+    if isinstance(a, bf16):
+        a, code = a.bits, TS_BF16
+    else:
+        a = np.asarray(a)
+        code = _DTYPE_CODE.get(a.dtype)
     if code is None:
         names = ", ".join(str(d) for d in DTYPES)
         raise TypeError(f"{what}: numpy dtype {a.dtype} has no tensorscope dtype; "
-                        f"use one of {names} (e.g. {what}.astype(np.float32))")
+                        f"use one of {names}, ts.bf16(uint16 bits) (e.g. {what}.astype(np.float32))")
     if a.ndim > TS_MAX_DIMS:
         raise ValueError(f"{what}: {a.ndim} dimensions; tensorscope arrays have at most "
                          f"{TS_MAX_DIMS}")
