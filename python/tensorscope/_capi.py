@@ -487,15 +487,15 @@ DTYPES = [np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int32), np.dty
           np.dtype(np.uint8), np.dtype(np.bool_), np.dtype(np.int8), np.dtype(np.int16),
           np.dtype(np.uint16), np.dtype(np.uint32), np.dtype(np.uint64),
           np.dtype(np.uint16), np.dtype(np.float16)]  # index = ts_dtype (bf16: its bits, as uint16)
-_DTYPE_CODE = {}
-for _i, _d in enumerate(DTYPES):
-    _DTYPE_CODE.setdefault(_d, _i)  # uint16 data is u16; bf16 is never guessed from numpy
 TS_F32, TS_BF16, TS_F16 = 0, 11, 12
-try:  # ml_dtypes' bfloat16 arrays (JAX's, TensorFlow's) are bf16 where it is installed
+try:  # ml_dtypes' bfloat16 (JAX's, TensorFlow's, ONNX's) where it is installed: bf16 in and out
     import ml_dtypes as _ml_dtypes
-    _DTYPE_CODE[np.dtype(_ml_dtypes.bfloat16)] = TS_BF16
+    DTYPES[TS_BF16] = np.dtype(_ml_dtypes.bfloat16)
 except ImportError:
     pass
+_DTYPE_CODE = {}
+for _i, _d in enumerate(DTYPES):
+    _DTYPE_CODE.setdefault(_d, _i)  # uint16 data is u16; bf16 as bits is given as ts.bf16(bits)
 
 
 class bf16:
