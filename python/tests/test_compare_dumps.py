@@ -11,7 +11,7 @@ import tensorscope as ts
 def bf16(x):
     """Rounds float32 values to bfloat16 (nearest even) and back."""
     u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
+    u = (u + np.uint64(0x7FFF) + ((u >> np.uint64(16)) & np.uint64(1))) & np.uint64(0xFFFF0000)
     return u.astype(np.uint32).view(np.float32)
 
 
