@@ -953,15 +953,15 @@ int cmd_compare(int argc, char **argv) {
         goto done;
     }
     if (a.map && (rc = read_map(a.map, &map, &n_map))) goto done;
-    n_rows = (int)dump_count(a.rank && !ref.ordered && mine.ordered ? &mine : &ref);
+    /* rows in the reference's order; ranking, in the order either dump records */
+    const dump *od = a.rank && !ref.ordered && mine.ordered ? &mine : &ref;
+    n_rows = (int)dump_count(od);
     rows = calloc((size_t)n_rows + 1, sizeof *rows);
     if (!rows) {
         rc = cli_runtime_error("out of memory");
         goto done;
     }
     if (two_dumps) {
-        /* rows in the reference's order; ranking, in the order either dump records */
-        const dump *od = a.rank && !ref.ordered && mine.ordered ? &mine : &ref;
         for (int i = 0; i < n_rows; i++) {
             row *rw = &rows[i];
             rw->ref_name = dump_name(od, (size_t)i);
