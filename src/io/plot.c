@@ -614,15 +614,18 @@ ts_status ts_plot_tiles_png(unsigned char **png, size_t *n, int *width, int *hei
  * ranking (--rank). */
 typedef struct errors_words {
     const char *title, *xlabel, *ylabel, *marked, *none, *legend;
+    double lowest; /* log10 of the smallest error drawn apart from the bottom */
 } errors_words;
 
 static const errors_words TOLERANCE_WORDS = {"Max relative error per tensor", "tensor, in topological order",
                                              "max relative error (log10: -6 is 1e-6)", "first divergence", "every tensor within tolerance",
-                                             "dashed: tolerance at the largest |ref| (rtol + atol/max|ref|)   green: pass   red: fail"};
+                                             "dashed: tolerance at the largest |ref| (rtol + atol/max|ref|)   green: pass   red: fail",
+                                             -INFINITY};
 static const errors_words PRECISION_WORDS = {"Relative error per tensor: ||a - b|| / ||b||",
                                              "tensor: values in graph order, then gradients in backward order, then optimizer state",
                                              "relative error (log10: -3 is 1e-3)", "precision first lost at", "no jump in the error",
-                                             "dashed: the jump bar (factor x the median before, at least the floor)   red: above it"};
+                                             "dashed: the jump bar (factor x the median before, at least the floor)   red: above it",
+                                             -9}; /* below f32's noise: at the bottom */
 
 typedef struct errors_ctx {
     const char *const *names;
@@ -699,6 +702,7 @@ static ts_status plot_errors(const char *fn, const errors_words *words, const ch
         for (int k = 0; k < 2; k++)
             if (v[k] > 0 && isfinite(v[k])) c.y0 = fmin(c.y0, floor(log10(v[k]))), c.y1 = fmax(c.y1, ceil(log10(v[k])));
     }
+    c.y0 = fmax(c.y0, words->lowest);
     if (!(c.y0 <= c.y1)) c.y0 = -8, c.y1 = 0;
     c.y0 -= 1; /* room for exact matches at the floor */
     c.y1 += 1; /* and for infinite errors at the top */
