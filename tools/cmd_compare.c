@@ -2,7 +2,9 @@
  * (docs/observation.md#comparing-against-a-reference). `compare` runs one forward (and backward) of a model on
  * given weights and inputs and compares every tensor a reference dump holds,
  * in topological order, naming the first divergence and whether its inputs
- * already differed; or compares two dumps. */
+ * already differed; or compares two dumps, and with --rank ranks a
+ * low-precision run's tensors by the precision they lost against its f32
+ * twin (docs/observation.md#where-precision-is-lost). */
 #include "cli.h"
 
 #include <dirent.h>
