@@ -124,7 +124,7 @@ class OutfeedCounts(C.Structure):  # ts_outfeed_counts
 class CompareResult(C.Structure):  # ts_compare_result
     _fields_ = [("count", C.c_int64), ("mismatches", C.c_int64), ("max_abs", C.c_double),
                 ("max_abs_index", C.c_int64), ("max_rel", C.c_double), ("min_atol", C.c_double),
-                ("a", Stats), ("ref", Stats), ("pass", C.c_int)]
+                ("a", Stats), ("ref", Stats), ("pass", C.c_int), ("rel_error", C.c_double)]
 
 
 class MemoryUsage(C.Structure):  # ts_memory_usage
@@ -283,6 +283,10 @@ _PROTOTYPES = {
     "ts_model_lint": (_st, [P, C.POINTER(STRS), C.POINTER(C.c_size_t)]),
     "ts_compare_arrays": (_st, [C.POINTER(Array), C.POINTER(Array), C.c_double, C.c_double,
                                 C.POINTER(CompareResult)]),
+    "ts_compare_first_jump": (_st, [C.POINTER(C.c_double), C.c_int, C.c_double, C.c_double,
+                                    C.POINTER(C.c_int), C.POINTER(C.c_double), C.POINTER(C.c_double)]),
+    "ts_plot_precision": (_st, [C.c_char_p, C.POINTER(C.c_char_p), C.POINTER(C.c_double),
+                                C.POINTER(C.c_double), C.c_int, C.c_int]),
     # summaries and plots
     "ts_summarize_f32": (_st, [C.POINTER(C.c_float), C.c_int64, C.c_int, C.POINTER(Summary)]),
     "ts_summary_line": (S, [S, C.POINTER(Array), C.POINTER(Stats), C.c_char_p, C.c_size_t]),
