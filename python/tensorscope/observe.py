@@ -167,7 +167,7 @@ def compare_dumps(a: Any, b: Any, jump: float = JUMP_FACTOR,
     {name, rel_error (||a - b|| / ||b||), max_abs, rank (1: the largest
     error of its group), threshold}. The first jump is the first tensor
     whose error exceeds `jump` x the median of those before it and
-    JUMP_FLOOR (ts_compare_first_jump). `plot`: a PNG of the errors."""
+    JUMP_FLOOR, as `tensorscope compare --rank` does. `plot`: a PNG of the errors."""
     da, db = _load_dump(a, "a"), _load_dump(b, "b")
     common = [n for n in db if n in da]
     if not common:
