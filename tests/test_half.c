@@ -22,18 +22,6 @@
 #include "core/half.h"
 #include "fixture.h"
 
-static uint32_t bits_of(float x) {
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
-static float float_of(uint32_t u) {
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-
 static const uint32_t *entry(const fixture *f, const char *name, int64_t n) {
     const ts_array *a = fixture_get(f, name);
     bool ok = a && a->dtype == TS_I32 && (n < 0 || ts_array_numel(a) == n);
@@ -47,7 +35,7 @@ static void check_widen(const fixture *f, const char *name, float (*widen)(uint1
     if (!want) return;
     int bad = 0;
     for (uint32_t h = 0; h < 65536; h++) {
-        uint32_t got = bits_of(widen((uint16_t)h));
+        uint32_t got = ts_float_bits(widen((uint16_t)h));
         if (got != want[h] && bad++ < 5) printf("     %s(0x%04x) = 0x%08x, PyTorch 0x%08x\n", name, h, got, want[h]);
     }
     CHECK(bad == 0, "%s: all 65536 patterns as PyTorch's bits (%d differ)", name, bad);
@@ -59,9 +47,9 @@ static int check_narrow(const char *name, const uint32_t *x, const uint32_t *wan
                         uint16_t (*narrow)(float), uint16_t exp_mask, bool nan_sign_kept) {
     int bad = 0, nans = 0;
     for (int64_t i = 0; i < n; i++) {
-        uint16_t got = narrow(float_of(x[i])), w = (uint16_t)want[i];
+        uint16_t got = narrow(ts_bits_float(x[i])), w = (uint16_t)want[i];
         bool ok;
-        if (isnan(float_of(x[i]))) {
+        if (isnan(ts_bits_float(x[i]))) {
             nans++;
             bool got_nan = (got & exp_mask) == exp_mask && (got & (uint16_t)~exp_mask & 0x7fffu);
             ok = got_nan && (!nan_sign_kept || (got & 0x8000u) == (w & 0x8000u));
@@ -131,7 +119,7 @@ static void test_round_half(void) {
     ts_round_half(TS_F16, out, in, N, &loss);
     int bad = 0;
     for (int i = 0; i < N; i++) {
-        bool ok = isnan(want16[i]) ? isnan(out[i]) : bits_of(out[i]) == bits_of(want16[i]);
+        bool ok = isnan(want16[i]) ? isnan(out[i]) : ts_float_bits(out[i]) == ts_float_bits(want16[i]);
         if (!ok && bad++ < 5) printf("     f16 round(%a) = %a, want %a\n", (double)in[i], (double)out[i], (double)want16[i]);
     }
     CHECK(bad == 0, "ts_round_half(f16): ties to even, 2^-25 to 0, 65520 to Inf, signs kept");
@@ -154,7 +142,7 @@ static void test_round_half(void) {
     ts_round_half(TS_BF16, outb, inb, NB, &lb);
     bad = 0;
     for (int i = 0; i < NB; i++)
-        if (bits_of(outb[i]) != bits_of(wantb[i]) && bad++ < 5)
+        if (ts_float_bits(outb[i]) != ts_float_bits(wantb[i]) && bad++ < 5)
             printf("     bf16 round(%a) = %a, want %a\n", (double)inb[i], (double)outb[i], (double)wantb[i]);
     CHECK(bad == 0, "ts_round_half(bf16): the tie below FLT_MAX to Inf, 2^-134 to 0");
     CHECK(lb.underflow == 1 && lb.overflow == 1, "ts_round_half(bf16) counts 1 underflow and 1 overflow (%lld, %lld)",
@@ -163,7 +151,7 @@ static void test_round_half(void) {
     /* in place, and no counts asked for */
     float v[2] = {1.0f / 3.0f, 70000.0f};
     ts_round_half(TS_BF16, v, v, 2, NULL);
-    CHECK(bits_of(v[0]) == 0x3eab0000u && v[1] == 70144.0f, "ts_round_half in place (1/3 -> %a, 70000 -> %g)",
+    CHECK(ts_float_bits(v[0]) == 0x3eab0000u && v[1] == 70144.0f, "ts_round_half in place (1/3 -> %a, 70000 -> %g)",
           (double)v[0], (double)v[1]);
 }
 
