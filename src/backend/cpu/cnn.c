@@ -170,8 +170,15 @@ typedef struct conv_job {
 /* below this many multiply-adds a convolution runs on the calling thread */
 #define CONV_PAR_MACS (256 * 1024)
 /* the columns of a chunk of output rows, at most about this many floats:
- * they stay in the core's L2 cache between im2col and the product */
-#define CONV_CHUNK_FLOATS (256 * 1024)
+ * they stay in the core's L2 cache between im2col and the product; but a
+ * chunk keeps at least CONV_MIN_COLS output positions (fewer: OpenBLAS's
+ * products of 7 to 56 columns ran at a third of its speed) */
+#ifndef CONV_CHUNK_FLOATS
+#define CONV_CHUNK_FLOATS (64 * 1024)
+#endif
+#ifndef CONV_MIN_COLS
+#define CONV_MIN_COLS 256
+#endif
 
 static int64_t conv_slots(const ts_conv_geom *g, int threads) { return g->N < threads ? (g->N > 0 ? g->N : 1) : threads; }
 
@@ -185,6 +192,8 @@ static bool conv_direct(const ts_conv_geom *g) {
 static int64_t chunk_rows(const ts_conv_geom *g) {
     if (g->OH < 1) return 1;
     int64_t per_row = g->C * g->KH * g->KW * g->OW, rows = per_row > 0 ? CONV_CHUNK_FLOATS / per_row : g->OH;
+    int64_t least = g->OW > 0 ? (CONV_MIN_COLS + g->OW - 1) / g->OW : 1;
+    rows = rows < least ? least : rows;
     rows = rows < 1 ? 1 : rows > g->OH ? g->OH : rows;
     int64_t chunks = (g->OH + rows - 1) / rows;
     return (g->OH + chunks - 1) / chunks;
