@@ -162,11 +162,11 @@ static void kernel_oracles(void)
         conv_case(p, 2, 128, 41, 41, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1);       /* stride 2 in two chunks (11, 10) */
         /* one sample on two threads share it: columns built by channels,
          * the product split by output positions or by output channels */
-        conv_case(p, 1, 64, 40, 40, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);       /* padded, six chunks, split by positions */
+        conv_case(p, 1, 64, 40, 40, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);       /* padded, four chunks, split by positions */
         conv_case(p, 1, 128, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);        /* ResNet's last stage: split by channels */
         conv_case(p, 1, 48, 9, 9, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3);         /* groups of 16 split by channels across a group */
         conv_case(p, 1, 16, 33, 31, 40, 3, 3, 2, 2, 2, 1, 2, 1, 2, 2, 1);       /* stride 2, dilated, uneven padding */
-        conv_case(p, 1, 256, 36, 36, 32, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1);      /* 1x1: the input is its columns, five chunks */
+        conv_case(p, 1, 256, 36, 36, 16, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1);      /* 1x1: the input is its columns, three chunks */
         conv_case(p, 1, 512, 14, 14, 64, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2);      /* 1x1 in two groups, split by channels */
         conv_case(p, 1, 3, 45, 45, 16, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1);        /* the 7x7 stem, stride 2 */
         pool_case(p, 28, 28, 2, 2, 0); /* LeNet's: the vectorised rows */

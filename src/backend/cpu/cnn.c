@@ -186,13 +186,14 @@ static bool conv_direct(const ts_conv_geom *g) {
     return g->KH == 1 && g->KW == 1 && g->SH == 1 && g->SW == 1 && g->PT == 0 && g->PL == 0 && g->OH == g->H && g->OW == g->W;
 }
 
-/* output rows per chunk: the fewest equal chunks under CONV_CHUNK_FLOATS.
- * This and the slot's size depend on the shapes only (N, C, OC, OH, OW,
- * KH, KW, groups): the workspace is sized from them. */
-static int64_t chunk_rows(const ts_conv_geom *g) {
+/* output rows per chunk for `share` threads working on it together: the
+ * fewest equal chunks under share * CONV_CHUNK_FLOATS, with at least share *
+ * CONV_MIN_COLS positions. This and the slot's size depend on the shapes
+ * only (N, C, OC, OH, OW, KH, KW, groups): the workspace is sized from them. */
+static int64_t chunk_rows(const ts_conv_geom *g, int64_t share) {
     if (g->OH < 1) return 1;
-    int64_t per_row = g->C * g->KH * g->KW * g->OW, rows = per_row > 0 ? CONV_CHUNK_FLOATS / per_row : g->OH;
-    int64_t least = g->OW > 0 ? (CONV_MIN_COLS + g->OW - 1) / g->OW : 1;
+    int64_t per_row = g->C * g->KH * g->KW * g->OW, rows = per_row > 0 ? share * CONV_CHUNK_FLOATS / per_row : g->OH;
+    int64_t least = g->OW > 0 ? (share * CONV_MIN_COLS + g->OW - 1) / g->OW : 1;
     rows = rows < least ? least : rows;
     rows = rows < 1 ? 1 : rows > g->OH ? g->OH : rows;
     int64_t chunks = (g->OH + rows - 1) / rows;
@@ -201,14 +202,23 @@ static int64_t chunk_rows(const ts_conv_geom *g) {
 
 /* a slot: columns [C*KK, rows*OW], partial dW [OC, C/groups*KK], partial
  * db [OC], the padded sample and its gradient (conv_padded) */
-static int64_t col_floats(const ts_conv_geom *g) { return g->C * g->KH * g->KW * chunk_rows(g) * g->OW; }
+static int64_t col_floats(const ts_conv_geom *g) { return g->C * g->KH * g->KW * chunk_rows(g, 1) * g->OW; }
 
 static size_t slot_floats(const ts_conv_geom *g) {
     int64_t KK = g->KH * g->KW;
     return (size_t)(col_floats(g) + g->OC * (g->C / (g->groups > 0 ? g->groups : 1)) * KK + g->OC + 2 * padded_floats(g));
 }
 
-size_t ts_conv2d_workspace(const ts_conv_geom *g, int threads) { return (size_t)conv_slots(g, threads) * slot_floats(g); }
+/* the shared forward (conv_fwd_shared): the columns of one chunk for all
+ * threads, then the padded sample */
+static size_t shared_floats(const ts_conv_geom *g, int threads) {
+    return (size_t)(g->C * g->KH * g->KW * chunk_rows(g, threads) * g->OW + padded_floats(g));
+}
+
+size_t ts_conv2d_workspace(const ts_conv_geom *g, int threads) {
+    size_t slots = (size_t)conv_slots(g, threads) * slot_floats(g), shared = g->N < threads ? shared_floats(g, threads) : 0;
+    return slots > shared ? slots : shared;
+}
 
 /* Sample n as im2col reads it: padded into xp, or the input itself */
 static const float *conv_sample(const conv_job *j, float *xp, int64_t n) {
@@ -248,7 +258,7 @@ static void add_bias(float *yn, const float *b, int64_t OHW, int64_t oc0, int64_
 static void conv_fwd_slots(void *vj, int64_t begin, int64_t end) {
     const conv_job *j = vj;
     const ts_conv_geom *g = j->g;
-    int64_t OHW = g->OH * g->OW, CgKK = g->C / g->groups * g->KH * g->KW, OCg = g->OC / g->groups, R = chunk_rows(g);
+    int64_t OHW = g->OH * g->OW, CgKK = g->C / g->groups * g->KH * g->KW, OCg = g->OC / g->groups, R = chunk_rows(g, 1);
     for (int64_t slot = begin; slot < end; slot++) {
         int64_t n0, n1, ld;
         slot_samples(j, slot, &n0, &n1);
@@ -270,10 +280,9 @@ static void conv_fwd_slots(void *vj, int64_t begin, int64_t end) {
 
 /* Fewer samples than threads: the threads share each chunk of one sample.
  * They pad the sample and build the columns by input channels, then split
- * the product by output channels, or by output positions where the chunk
- * has many (a product keeps its best shape: output rows of at least
- * SHARE_MIN_ROWS, or at least SHARE_MIN_COLS positions). */
-#define SHARE_MIN_COLS 128
+ * the product by output positions where each thread gets CONV_MIN_COLS of
+ * them, else by output channels (at least SHARE_MIN_ROWS each). Its chunks
+ * are `threads` times a slot's. */
 #define SHARE_MIN_ROWS 16
 
 typedef struct conv_share {
@@ -320,9 +329,9 @@ static void share_cols(void *v, int64_t q0, int64_t q1) {
 
 static void conv_fwd_shared(ts_pool *p, const conv_job *j) {
     const ts_conv_geom *g = j->g;
-    int64_t OHW = g->OH * g->OW, R = chunk_rows(g), threads = ts_pool_threads(p);
+    int64_t OHW = g->OH * g->OW, threads = ts_pool_threads(p), R = chunk_rows(g, threads);
     conv_share s = {.j = j, .col = j->ws};
-    s.xp = s.col + slot_floats(g) - 2 * padded_floats(g);
+    s.xp = s.col + shared_floats(g, (int)threads) - padded_floats(g);
     for (int64_t n = 0; n < g->N; n++) {
         s.yn = j->y + n * g->OC * OHW;
         s.xn = s.xs = j->x + n * g->C * g->H * g->W;
@@ -339,7 +348,7 @@ static void conv_fwd_shared(ts_pool *p, const conv_job *j) {
                 ts_pool_for(p, g->C, 1, share_im2col, &s);
                 s.cols = s.col, s.ld = P;
             }
-            if (P >= threads * SHARE_MIN_COLS || g->OC < threads * SHARE_MIN_ROWS) ts_pool_for(p, P, SHARE_MIN_COLS / 4, share_cols, &s);
+            if (P >= threads * CONV_MIN_COLS || g->OC < threads * SHARE_MIN_ROWS) ts_pool_for(p, P, CONV_MIN_COLS / 4, share_cols, &s);
             else ts_pool_for(p, g->OC, SHARE_MIN_ROWS, share_rows, &s);
         }
     }
@@ -348,7 +357,7 @@ static void conv_fwd_shared(ts_pool *p, const conv_job *j) {
 static void conv_bwd_slots(void *vj, int64_t begin, int64_t end) {
     const conv_job *j = vj;
     const ts_conv_geom *g = j->g;
-    int64_t OHW = g->OH * g->OW, CgKK = g->C / g->groups * g->KH * g->KW, OCg = g->OC / g->groups, R = chunk_rows(g);
+    int64_t OHW = g->OH * g->OW, CgKK = g->C / g->groups * g->KH * g->KW, OCg = g->OC / g->groups, R = chunk_rows(g, 1);
     bool padded = conv_padded(g), unit = conv_unit(g);
     for (int64_t slot = begin; slot < end; slot++) {
         int64_t n0, n1, ld;
