@@ -11,7 +11,10 @@
  * second pool fighting for the cores). The backward pass rebuilds the
  * columns (no copy kept between passes), takes dW from one product, then
  * overwrites the columns with W^T dY and scatters them back (col2im). A 1x1
- * convolution with stride 1 and no padding uses the input as its columns. */
+ * convolution with stride 1 and no padding uses the input as its columns.
+ * With fewer samples than threads (inference at batch 1) the forward pass
+ * shares each sample: the threads build a chunk's columns together, then
+ * split its product by output positions or output channels. */
 #include "backend/cpu/cnn.h"
 
 #include "backend/cpu/gemm.h"
