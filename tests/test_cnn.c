@@ -158,11 +158,11 @@ static void kernel_oracles(void)
         conv_case(p, 5, 8, 16, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2);        /* groups 2, samples split unevenly over threads */
         conv_case(p, 3, 32, 12, 12, 32, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1);       /* 1x1 stride 1: the input is its own columns */
         conv_case(p, 3, 16, 23, 23, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);        /* columns in two chunks of output rows (12, 11) */
-        conv_case(p, 2, 64, 40, 40, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);       /* six chunks of output rows (7, ..., 7, 5) */
+        conv_case(p, 2, 64, 40, 40, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);        /* six chunks of output rows (7, ..., 7, 5) */
         conv_case(p, 2, 128, 41, 41, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1);       /* stride 2 in two chunks (11, 10) */
         /* one sample on two threads share it: columns built by channels,
          * the product split by output positions or by output channels */
-        conv_case(p, 1, 64, 40, 40, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);       /* padded, four chunks, split by positions */
+        conv_case(p, 1, 64, 40, 40, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);        /* padded, four chunks, split by positions */
         conv_case(p, 1, 128, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);        /* ResNet's last stage: split by channels */
         conv_case(p, 1, 48, 9, 9, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3);         /* groups of 16 split by channels across a group */
         conv_case(p, 1, 16, 33, 31, 40, 3, 3, 2, 2, 2, 1, 2, 1, 2, 2, 1);       /* stride 2, dilated, uneven padding */
