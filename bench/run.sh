@@ -514,7 +514,7 @@ rm -rf "$ONNX_DIR"
 onnx_peer_row() { # LABEL TARGET MODE BATCH STEPS
     wanted "$1" || return 0
     local label=$1 target=$2 out line ratio rounds verdict peer
-    if ! out=$(cd "$BUILD" && TENSORSCOPE_LIBRARY=$BUILD/libtensorscope.so PYTHONPATH=$SRC/python \
+    if ! out=$(cd "$BUILD" && TENSORSCOPE_LIBRARY=$PWD/libtensorscope.so PYTHONPATH=$SRC/python \
         "$REALMODELS_PY" -W ignore "$SRC/bench/onnx_resnet.py" "$3" --batch "$4" --steps "$(steps "$5")" \
         --threads "$THREADS" --reps "$REPS" 2>&1); then
         show "$label" failed
@@ -538,7 +538,7 @@ RESNET_ROWS=("resnet18 infer b=1" "resnet18 infer b=8" "resnet18 train b=8")
 resnet_wanted() { local r; for r in "${RESNET_ROWS[@]}"; do wanted "$r" && return 0; done; return 1; }
 if resnet_wanted && ( fail() { echo "bench: $*" >&2; exit 1; }
                           . "$SRC/tests/support/realmodels_venv.sh"; realmodels_venv_ensure "$BUILD" >&2 ); then
-    REALMODELS_PY=$BUILD/realmodels-venv/bin/python
+    REALMODELS_PY=$(cd "$BUILD" && pwd)/realmodels-venv/bin/python   # run from inside BUILD: `make bench` names it relatively
     onnx_peer_row "${RESNET_ROWS[0]}" 1.0 infer 1 10
     onnx_peer_row "${RESNET_ROWS[1]}" 1.0 infer 8 4
     onnx_peer_row "${RESNET_ROWS[2]}" 1.0 train 8 2

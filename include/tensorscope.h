@@ -998,6 +998,12 @@ TS_API ts_status ts_plot_tiles_png(unsigned char **png, size_t *n, int *width, i
  * failure (index, or -1) marked. */
 TS_API ts_status ts_plot_errors(const char *path, const char *const *names, const double *max_rel, const double *tol,
                                 const int *pass, int n, int first_failure);
+/* `compare --rank`'s picture: each tensor's relative error (log scale, in
+ * the given order) against the jump threshold before it (factor x the
+ * median before it, at least min_error: ts_compare_first_jump), red where
+ * above, the first jump (index, or -1) marked and named. */
+TS_API ts_status ts_plot_precision(const char *path, const char *const *names, const double *rel_error,
+                                   const double *threshold, int n, int jump);
 
 /* ------------------------------------------------------------------ .npy */
 
@@ -1254,9 +1260,26 @@ typedef struct ts_compare_result {
     double min_atol;         /* smallest atol that passes at this rtol (inf when a NaN or Inf differs) */
     ts_stats a, ref;         /* both sides' summaries */
     int pass;                /* no mismatch */
+    double rel_error;        /* ||a - r|| / ||r|| (L2 over all elements): 0 when both are 0, inf when
+                                ||r|| = 0 and a is not, or a NaN or Inf differs */
 } ts_compare_result;
 TS_API ts_status ts_compare_arrays(const ts_array *a, const ts_array *ref, double atol, double rtol,
                                    ts_compare_result *out);
+
+/* Where precision is first lost along a list of tensors (graph order) with
+ * their relative errors (ts_compare_result.rel_error, a low-precision run
+ * against its f32 twin): the first tensor whose error exceeds `min_error` and
+ * `factor` times the median error of the tensors before it (the median of
+ * none is 0, a NaN error counts as infinite). *index is -1 when no tensor
+ * jumps; *median_before (may be NULL) is the median before *index;
+ * threshold (n entries, may be NULL) gets each tensor's bar, the larger of
+ * min_error and factor x the median before it. The
+ * CLI's defaults (`compare --rank`): factor TS_JUMP_FACTOR, min_error
+ * TS_JUMP_FLOOR (above f32 rounding noise, below bf16's and f16's). */
+#define TS_JUMP_FACTOR 10.0
+#define TS_JUMP_FLOOR 1e-5
+TS_API ts_status ts_compare_first_jump(const double *rel_error, int n, double factor, double min_error, int *index,
+                                       double *median_before, double *threshold);
 
 /* After a run that failed with TS_ERR_NUMERICS: the name of the first
  * non-finite tensor, or NULL. */

@@ -158,10 +158,24 @@ static void kernel_oracles(void)
         conv_case(p, 5, 8, 16, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2);        /* groups 2, samples split unevenly over threads */
         conv_case(p, 3, 32, 12, 12, 32, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1);       /* 1x1 stride 1: the input is its own columns */
         conv_case(p, 3, 16, 23, 23, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);        /* columns in two chunks of output rows (12, 11) */
-        conv_case(p, 2, 32, 40, 40, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1);       /* stride 2 in three chunks (7, 7, 6) */
+        conv_case(p, 2, 64, 40, 40, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);        /* six chunks of output rows (7, ..., 7, 5) */
+        conv_case(p, 2, 128, 41, 41, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1);       /* stride 2 in two chunks (11, 10) */
+        /* one sample on two threads share it: columns built by channels,
+         * the product split by output positions or by output channels */
+        conv_case(p, 1, 64, 40, 40, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);        /* padded, four chunks, split by positions */
+        conv_case(p, 1, 128, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);        /* ResNet's last stage: split by channels */
+        conv_case(p, 1, 48, 9, 9, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3);         /* groups of 16 split by channels across a group */
+        conv_case(p, 1, 16, 33, 31, 40, 3, 3, 2, 2, 2, 1, 2, 1, 2, 2, 1);       /* stride 2, dilated, uneven padding */
+        conv_case(p, 1, 256, 36, 36, 16, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1);      /* 1x1: the input is its columns, three chunks */
+        conv_case(p, 1, 512, 14, 14, 64, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2);      /* 1x1 in two groups, split by channels */
+        conv_case(p, 1, 3, 45, 45, 16, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1);        /* the 7x7 stem, stride 2 */
         pool_case(p, 28, 28, 2, 2, 0); /* LeNet's: the vectorised rows */
         pool_case(p, 9, 41, 2, 2, 0);  /* odd sizes: the last row and column unused */
         pool_case(p, 13, 11, 3, 2, 1); /* padding: the general windows */
+        pool_case(p, 12, 17, 3, 2, 1); /* ResNet's stem pooling, even sizes */
+        pool_case(p, 10, 9, 3, 1, 1);  /* stride 1: overlapping windows */
+        pool_case(p, 11, 10, 3, 3, 0); /* windows side by side, the last column unused */
+        pool_case(p, 7, 8, 4, 2, 2);   /* a 4x4 window, padding 2 */
     }
     ts_pool_free(pool);
 }

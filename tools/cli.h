@@ -60,6 +60,10 @@ int cli_check_output_file_mkdir(const char *cmd, const char *flag, const char *p
 char *cli_path(const char *dir, const char *name, const char *suffix);
 /* A tensor name as a file name: '/', ':' and ' ' become '_' ("conv1/Conv2d:0" -> "conv1_Conv2d_0"). */
 void cli_file_safe(const char *in, char *out, size_t n);
+/* Beside arrays dumped as DIR/<cli_file_safe(name)>.npy: DIR/order.txt,
+ * the names in the order given (graph order), which `compare` reads back
+ * (tools/cmd_compare.c). */
+int cli_dump_order_write(const char *dir, const char *const *names, size_t n);
 /* "500M", "2G", "1048576": bytes; -1 for anything else. */
 /* "A:B" (inclusive, 1-based), "A:" (last = 0: to the end) or "N"; a usage error otherwise. */
 int cli_parse_step_range(const char *cmd, const char *flag, const char *text, int64_t *first, int64_t *last);

@@ -2,7 +2,9 @@
  * (docs/observation.md#comparing-against-a-reference). `compare` runs one forward (and backward) of a model on
  * given weights and inputs and compares every tensor a reference dump holds,
  * in topological order, naming the first divergence and whether its inputs
- * already differed; or compares two dumps. */
+ * already differed; or compares two dumps, and with --rank ranks a
+ * low-precision run's tensors by the precision they lost against its f32
+ * twin (docs/observation.md#where-precision-is-lost). */
 #include "cli.h"
 
 #include <dirent.h>
@@ -14,13 +16,21 @@
 
 /* ------------------------------------------------------------ named arrays */
 
-/* Named arrays from an .npz or a directory of .npy files. */
+/* Named arrays from an .npz or a directory of .npy files, in the order the
+ * dump records: an .npz's member order; a directory's DUMP_ORDER file
+ * (`train --dump-npy` writes it: graph order, tensor names unescaped), else
+ * file names sorted (ordered false). */
 typedef struct dump {
     ts_npz *z;             /* .npz: arrays live here */
     char **names;          /* directory: owned names and arrays */
     ts_array *arrays;
     size_t n;
+    bool ordered;          /* the order is the dump's own, not the file names' */
 } dump;
+
+/* A dump directory's order: lines `FILE<TAB>TENSOR NAME`, FILE.npy holding
+ * TENSOR NAME (escaped by cli_file_safe). */
+#define DUMP_ORDER "order.txt"
 
 static void dump_free(dump *d) {
     ts_npz_free(d->z);
@@ -44,6 +54,63 @@ static const ts_array *dump_find(const dump *d, const char *name) {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+int cli_dump_order_write(const char *dir, const char *const *names, size_t n) {
+    char *path = cli_path(dir, DUMP_ORDER, ""), *tmp = cli_path(dir, DUMP_ORDER, ".tmp");
+    FILE *f = path && tmp ? fopen(tmp, "w") : NULL;
+    int rc = f ? CLI_OK : CLI_RUNTIME;
+    for (size_t i = 0; f && i < n; i++) {
+        char stem[512];
+        cli_file_safe(names[i], stem, sizeof stem);
+        char *npy = cli_path(dir, stem, ".npy");
+        struct stat sb;
+        if (npy && !strpbrk(names[i], "\t\n") && stat(npy, &sb) == 0) fprintf(f, "%s\t%s\n", stem, names[i]);
+        free(npy);
+    }
+    if (f && (fclose(f) != 0 || rename(tmp, path) != 0)) rc = CLI_RUNTIME;
+    if (rc) {
+        if (tmp) remove(tmp);
+        fprintf(stderr, "tensorscope: cannot write %s/%s (the order of the dumped arrays)\n", dir, DUMP_ORDER);
+    }
+    free(path), free(tmp);
+    return rc;
+}
+
+/* Puts a directory's file stems (sorted) in DUMP_ORDER's order under the
+ * tensor names it gives; stems it does not list follow, sorted. */
+static ts_status apply_order(const char *dir, char **stems, size_t n, char **names, bool *ordered) {
+    char *path = cli_path(dir, DUMP_ORDER, "");
+    FILE *f = path ? fopen(path, "r") : NULL;
+    free(path);
+    bool *used = calloc(n + 1, sizeof *used);
+    char **order = calloc(n + 1, sizeof *order);
+    size_t k = 0;
+    ts_status st = used && order ? TS_OK : TS_ERR_OUT_OF_MEMORY;
+    char line[2048];
+    while (!st && f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = '\0';
+        char *tab = strchr(line, '\t');
+        if (!tab) continue;
+        *tab = '\0';
+        char *key = line, **hit = bsearch(&key, stems, n, sizeof *stems, cmp_str);
+        size_t j = hit ? (size_t)(hit - stems) : n;
+        if (j == n || used[j]) continue;
+        used[j] = true;
+        order[k] = stems[j];
+        if (!(names[k++] = strdup(tab + 1))) st = TS_ERR_OUT_OF_MEMORY;
+    }
+    if (f) fclose(f);
+    *ordered = f != NULL;
+    for (size_t j = 0; !st && j < n; j++)
+        if (!used[j]) {
+            order[k] = stems[j];
+            if (!(names[k++] = strdup(stems[j]))) st = TS_ERR_OUT_OF_MEMORY;
+        }
+    if (!st) memcpy(stems, order, n * sizeof *stems);
+    free(used);
+    free(order);
+    return st;
+}
+
 static ts_status dump_load(const char *path, dump *d) {
     memset(d, 0, sizeof *d);
     struct stat sb;
@@ -53,6 +120,7 @@ static ts_status dump_load(const char *path, dump *d) {
         const ts_array *v;
         for (size_t i = 0; !st && i < ts_npz_count(d->z); i++) st = ts_npz_get(d->z, ts_npz_name(d->z, i), &v);
         if (st) dump_free(d);
+        d->ordered = !st;
         return st;
     }
     DIR *dir = opendir(path);
@@ -60,39 +128,43 @@ static ts_status dump_load(const char *path, dump *d) {
         fprintf(stderr, "tensorscope compare: cannot open %s (an .npz file or a directory of .npy files)\n", path);
         return TS_ERR_IO;
     }
-    size_t cap = 0;
+    size_t cap = 0, n = 0;
+    char **stems = NULL;
     ts_status st = TS_OK;
     for (struct dirent *e; !st && (e = readdir(dir));) {
         size_t len = strlen(e->d_name);
         if (len <= 4 || strcmp(e->d_name + len - 4, ".npy") != 0) continue;
-        if (d->n == cap) {
+        if (n == cap) {
             cap = cap ? 2 * cap : 64;
-            char **nn = realloc(d->names, cap * sizeof *nn);
-            if (nn) d->names = nn;
-            ts_array *na = realloc(d->arrays, cap * sizeof *na);
-            if (na) d->arrays = na;
-            if (!nn || !na) {
+            char **ns = realloc(stems, cap * sizeof *ns);
+            if (!ns) {
                 st = TS_ERR_OUT_OF_MEMORY;
                 break;
             }
+            stems = ns;
         }
-        d->names[d->n] = strndup(e->d_name, len - 4);
-        d->n += d->names[d->n] != NULL;
+        stems[n] = strndup(e->d_name, len - 4);
+        n += stems[n] != NULL;
     }
     closedir(dir);
-    if (!st) qsort(d->names, d->n, sizeof *d->names, cmp_str);
-    for (size_t i = 0; !st && i < d->n; i++) {
-        size_t plen = strlen(path) + strlen(d->names[i]) + 6;
-        char *p = malloc(plen);
-        if (!p) st = TS_ERR_OUT_OF_MEMORY;
-        else {
-            snprintf(p, plen, "%s/%s.npy", path, d->names[i]);
-            st = ts_npy_load(p, &d->arrays[i]);
-            free(p);
-        }
-        if (st) d->n = i; /* free what was loaded */
+    if (!st) {
+        qsort(stems, n, sizeof *stems, cmp_str);
+        d->names = calloc(n + 1, sizeof *d->names);
+        d->arrays = calloc(n + 1, sizeof *d->arrays);
+        st = d->names && d->arrays ? apply_order(path, stems, n, d->names, &d->ordered) : TS_ERR_OUT_OF_MEMORY;
     }
-    if (st) dump_free(d);
+    for (size_t i = 0; !st && i < n; i++) {
+        char *p = cli_path(path, stems[i], ".npy");
+        st = p ? ts_npy_load(p, &d->arrays[i]) : TS_ERR_OUT_OF_MEMORY;
+        free(p);
+        d->n = i + !st; /* free what was loaded */
+    }
+    for (size_t i = 0; i < n; i++) free(stems[i]);
+    free(stems);
+    if (st) {
+        for (size_t i = d->n; d->names && i < n; i++) free(d->names[i]); /* names past the arrays loaded */
+        dump_free(d);
+    }
     return st;
 }
 
@@ -105,8 +177,8 @@ typedef struct tol_rule {
 
 typedef struct compare_args {
     const char *model, *weights, *inputs, *reference, *map, *report, *plot, *a, *b;
-    double atol, rtol;
-    bool grads, fail_fast;
+    double atol, rtol, jump;
+    bool grads, fail_fast, rank;
     cli_list tols;
     tol_rule rules[64];
     int n_rules;
@@ -269,6 +341,8 @@ static int write_report(const char *path, const row *rows, int n, const char *fi
             json_str(f, rw->why);
             fputs(", \"max_rel\": ", f);
             json_num(f, rw->r.max_rel);
+            fputs(", \"rel_error\": ", f);
+            json_num(f, rw->r.rel_error);
             fprintf(f, ", \"mismatched\": %lld, \"count\": %lld, \"atol\": ", (long long)rw->r.mismatches, (long long)rw->r.count);
             json_num(f, rw->atol);
             fputs(", \"rtol\": ", f);
@@ -326,6 +400,148 @@ static int write_plot(const char *path, const row *rows, int n, int first_fail) 
     ts_status st = x && y && labels && tol && pass ? ts_plot_errors(path, labels, y, tol, pass, k, mark) : TS_ERR_OUT_OF_MEMORY;
     free(x), free(y), free(labels), free(tol), free(pass);
     return st ? cli_runtime_error("--plot") : CLI_OK;
+}
+
+/* ------------------------------------------ precision ranking (--rank) */
+
+/* Where a low-precision run loses precision against its f32 twin: each
+ * tensor in both dumps, its relative error ||a - b|| / ||b||, values in
+ * graph order, gradients apart in backward order, and the first tensor of
+ * each whose error jumps (ts_compare_first_jump). */
+typedef enum { G_VALUES, G_GRADIENTS, G_STATE, G_COUNT } group_kind;
+
+static const char *const GROUP_TITLE[G_COUNT] = {"values, in graph order", "gradients, in backward order (the recorded order reversed)",
+                                                 "optimizer state, in recorded order"};
+static const char *const GROUP_WHERE[G_COUNT] = {"", "in the backward, ", "in the optimizer state, "};
+
+static group_kind group_of(const char *name) {
+    if (strncmp(name, "Gradient___", 11) == 0) return G_GRADIENTS;
+    return strstr(name, "___") ? G_STATE : G_VALUES; /* Accum___, UpdatedVar___, ... */
+}
+
+typedef struct rank_group {
+    const row **rows; /* the group's tensors in its order, and their figures */
+    double *err, *bar;
+    int *rank;
+    int n, jump;
+    double median;
+} rank_group;
+
+static void print_group(const rank_group *g, group_kind k) {
+    printf("\n%s:\n  %4s  %-10s %-10s %s\n", GROUP_TITLE[k], "rank", "rel.error", "max abs", "tensor");
+    for (int i = 0; i < g->n; i++)
+        printf("  %4d  %-10.3g %-10.3g %s%s\n", g->rank[i], g->err[i], g->rows[i]->r.max_abs, g->rows[i]->ts_name,
+               i == g->jump ? "   <- precision first lost here" : "");
+}
+
+static void print_verdict(const rank_group *g, group_kind k) {
+    if (!g->n) return;
+    int top = 0;
+    for (int i = 1; i < g->n; i++)
+        if (g->rank[i] < g->rank[top]) top = i;
+    if (g->err[top] == 0) printf("%severy tensor agrees exactly\n", GROUP_WHERE[k]);
+    else if (g->jump < 0) /* the optimizer state is no chain of computations: no jump there */
+        printf("%s%s %.2e at '%s'\n", GROUP_WHERE[k], k == G_STATE ? "the largest error:" : "no tensor's error jumps; the largest:",
+               g->err[top], g->rows[top]->ts_name);
+    if (g->jump < 0) return;
+    printf("%sprecision is first lost at '%s' (rel. error %.2e, ", GROUP_WHERE[k], g->rows[g->jump]->ts_name, g->err[g->jump]);
+    if (g->jump == 0) printf("the first tensor)\n");
+    else if (g->median == 0) printf("the %d tensor%s before it agree%s exactly)\n", g->jump, g->jump == 1 ? "" : "s", g->jump == 1 ? "s" : "");
+    else printf("%.0fx the median of the %d tensor%s before it)\n", g->err[g->jump] / g->median, g->jump, g->jump == 1 ? "" : "s");
+}
+
+static int rank_plot(const char *path, rank_group *groups) {
+    int n = 0, mark = -1;
+    for (int k = 0; k < G_COUNT; k++) n += groups[k].n;
+    const char **names = calloc((size_t)n + 1, sizeof *names);
+    double *err = calloc((size_t)n + 1, sizeof *err), *bar = calloc((size_t)n + 1, sizeof *bar);
+    int at = 0;
+    for (int k = 0; names && err && bar && k < G_COUNT; k++)
+        for (int i = 0; i < groups[k].n; i++, at++) {
+            if (mark < 0 && i == groups[k].jump) mark = at;
+            names[at] = groups[k].rows[i]->ts_name, err[at] = groups[k].err[i], bar[at] = groups[k].bar[i];
+        }
+    ts_status st = names && err && bar ? ts_plot_precision(path, names, err, bar, n, mark) : TS_ERR_OUT_OF_MEMORY;
+    free(names), free(err), free(bar);
+    if (st) return cli_runtime_error("--plot");
+    printf("Saved plot to %s\n", path);
+    return CLI_OK;
+}
+
+static int rank_print(const char *plot, double factor, rank_group *groups, int both, const char *order_note, const char *const *only_a,
+                      int n_only_a, const char *const *only_b, int n_only_b) {
+    printf("compare --rank: %d tensors in both dumps, %s; relative error ||a - b|| / ||b||; precision is first lost where a tensor's "
+           "error exceeds %gx the median of those before it (and %g)\n", both, order_note, factor, TS_JUMP_FLOOR);
+    const char *const *only[2] = {only_a, only_b};
+    int n_only[2] = {n_only_a, n_only_b};
+    for (int s = 0; s < 2; s++) {
+        if (!n_only[s]) continue;
+        printf("%d only in --%c (not ranked):", n_only[s], s ? 'b' : 'a');
+        for (int i = 0; i < n_only[s] && i < 12; i++) printf(" %s", only[s][i]);
+        printf("%s\n", n_only[s] > 12 ? " ..." : "");
+    }
+    for (int k = 0; k < G_COUNT; k++) {
+        rank_group *g = &groups[k];
+        if (k == G_GRADIENTS) /* recorded beside their values: the backward computes them in reverse */
+            for (int i = 0; i < g->n / 2; i++) {
+                const row *t = g->rows[i];
+                g->rows[i] = g->rows[g->n - 1 - i], g->rows[g->n - 1 - i] = t;
+            }
+        for (int i = 0; i < g->n; i++) g->err[i] = g->rows[i]->r.rel_error;
+        if (ts_compare_first_jump(g->err, g->n, factor, TS_JUMP_FLOOR, &g->jump, &g->median, g->bar)) return cli_runtime_error("--rank");
+        if (k == G_STATE) g->jump = -1;
+        for (int i = 0; i < g->n; i++) { /* 1: the largest error; NaN as the largest */
+            g->rank[i] = 1;
+            double e = isnan(g->err[i]) ? INFINITY : g->err[i];
+            for (int j = 0; j < g->n; j++) {
+                double f = isnan(g->err[j]) ? INFINITY : g->err[j];
+                g->rank[i] += f > e || (f == e && j < i);
+            }
+        }
+        if (g->n) print_group(g, (group_kind)k);
+    }
+    printf("\n");
+    for (int k = 0; k < G_COUNT; k++) {
+        const rank_group *g = &groups[k];
+        if (!g->n) continue;
+        printf("ranked by relative error (%s):", k == G_VALUES ? "values" : k == G_GRADIENTS ? "gradients" : "optimizer state");
+        for (int r = 1; r <= 5 && r <= g->n; r++)
+            for (int i = 0; i < g->n; i++)
+                if (g->rank[i] == r) printf("%s %s %.2e", r > 1 ? "," : "", g->rows[i]->ts_name, g->err[i]);
+        printf("%s\n", g->n > 5 ? ", ..." : "");
+    }
+    for (int k = 0; k < G_COUNT; k++) print_verdict(&groups[k], (group_kind)k);
+    return plot ? rank_plot(plot, groups) : CLI_OK;
+}
+
+/* rows: the tensors of `order`'s dump in its order, compared (a against b);
+ * only_a/only_b: names in one dump only. */
+static int rank_report(const char *plot, double factor, const row *rows, int n_rows, const char *order_note, const char *const *only_a,
+                       int n_only_a, const char *const *only_b, int n_only_b) {
+    rank_group groups[G_COUNT] = {0};
+    int rc = CLI_OK, both = 0, problems = 0;
+    for (int k = 0; k < G_COUNT; k++) {
+        rank_group *g = &groups[k];
+        g->rows = calloc((size_t)n_rows + 1, sizeof *g->rows), g->rank = calloc((size_t)n_rows + 1, sizeof *g->rank);
+        g->err = calloc((size_t)n_rows + 1, sizeof *g->err), g->bar = calloc((size_t)n_rows + 1, sizeof *g->bar);
+        if (!g->rows || !g->rank || !g->err || !g->bar) rc = cli_runtime_error("out of memory");
+    }
+    for (int i = 0; !rc && i < n_rows; i++) {
+        const row *rw = &rows[i];
+        if (rw->status == R_MISSING) continue;
+        both++;
+        if (rw->status == R_SHAPE) {
+            printf("SHAPE    %-40s %s\n", rw->ref_name, rw->why);
+            problems++;
+            continue;
+        }
+        rank_group *g = &groups[group_of(rw->ts_name)];
+        g->rows[g->n++] = rw;
+    }
+    if (!rc && !both) rc = cli_usage_error("compare", "--rank: no tensor name is in both dumps (are they dumps of the same model?)");
+    if (!rc) rc = rank_print(plot, factor, groups, both, order_note, only_a, n_only_a, only_b, n_only_b);
+    for (int k = 0; k < G_COUNT; k++) free(groups[k].rows), free(groups[k].rank), free(groups[k].err), free(groups[k].bar);
+    return rc ? rc : problems ? CLI_RUNTIME : CLI_OK;
 }
 
 /* ---------------------------------------------------------- the verdict */
@@ -670,7 +886,7 @@ static int run_model(const compare_args *a, dump *inputs, dump *ref, row *rows, 
 }
 
 int cmd_compare(int argc, char **argv) {
-    compare_args a = {.atol = 1e-5, .rtol = 1e-4};
+    compare_args a = {.atol = 1e-5, .rtol = 1e-4, .jump = TS_JUMP_FACTOR};
     const cli_flag flags[] = {
         {"--model", FLAG_STRING, &a.model, "NAME|FILE.onnx", "built-in model to run (mlp, cnn, gpt) or an ONNX file"},
         {"--input", FLAG_LIST, &a.model_inputs, "NAME:SHAPE", "static shape of a model input, e.g. x:64x1x28x28 or tokens:4x64 (dim 0: the batch of --inputs)"},
@@ -687,11 +903,14 @@ int cmd_compare(int argc, char **argv) {
         {"--plot", FLAG_STRING, &a.plot, "FILE.png", "max relative error per tensor, log scale, tolerance line"},
         {"--a", FLAG_STRING, &a.a, "DUMP", "compare two dumps: this one ..."},
         {"--b", FLAG_STRING, &a.b, "DUMP", "... against this reference (.npz or directory of .npy)"},
+        {"--rank", FLAG_BOOL, &a.rank, NULL, "with --a/--b: rank the tensors by the precision --a lost against --b (e.g. bf16 against "
+                                              "f32): relative error, graph order, where it first jumps"},
+        {"--jump", FLAG_FLOAT, &a.jump, "K", "with --rank: a jump is an error above K x the median before it (default 10)"},
         CLI_GPT_FLAGS(a.imp),
         {NULL, FLAG_BOOL, NULL, NULL, NULL}};
     bool help;
     int rc = cli_parse("compare", "--model M --inputs IN.npz --reference REF.npz [--weights W] [--grads] [flags]\n"
-                                  "       tensorscope compare --a DUMP --b DUMP [flags]",
+                                  "       tensorscope compare --a DUMP --b DUMP [--rank] [flags]",
                        flags, argc, argv, 2, NULL, &help);
     if (rc || help) return rc;
     if (!(a.atol >= 0) || !(a.rtol >= 0)) return cli_usage_error("compare", "--atol and --rtol must be >= 0");
@@ -701,6 +920,12 @@ int cmd_compare(int argc, char **argv) {
     if (two_dumps && (!a.a || !a.b)) return cli_usage_error("compare", "--a and --b go together");
     if (two_dumps && (a.model || a.inputs || a.reference || a.grads || a.weights))
         return cli_usage_error("compare", "--a/--b compare two dumps; --model, --inputs, --reference, --weights and --grads run a model");
+    if ((a.rank || a.jump != TS_JUMP_FACTOR) && !two_dumps)
+        return cli_usage_error("compare", "--rank and --jump rank two dumps: give --a DUMP --b DUMP (e.g. a bf16 run's and its f32 twin's)");
+    if (a.rank && (a.report || a.fail_fast))
+        return cli_usage_error("compare", "--rank prints its ranking (and --plot draws it); --report and --fail-fast go with the tolerance check");
+    if (a.jump != TS_JUMP_FACTOR && !a.rank) return cli_usage_error("compare", "--jump goes with --rank");
+    if (!(a.jump >= 1) || isinf(a.jump)) return cli_usage_error("compare", "--jump must be a number >= 1, got %g", a.jump);
     if (!two_dumps && (!a.inputs || !a.reference))
         return cli_usage_error("compare", "give --model M --inputs IN.npz --reference REF.npz, or --a DUMP --b DUMP");
     if (!two_dumps && !a.model) a.model = "mlp";
@@ -730,7 +955,9 @@ int cmd_compare(int argc, char **argv) {
         goto done;
     }
     if (a.map && (rc = read_map(a.map, &map, &n_map))) goto done;
-    n_rows = (int)dump_count(&ref);
+    /* rows in the reference's order; ranking, in the order either dump records */
+    const dump *od = a.rank && !ref.ordered && mine.ordered ? &mine : &ref;
+    n_rows = (int)dump_count(od);
     rows = calloc((size_t)n_rows + 1, sizeof *rows);
     if (!rows) {
         rc = cli_runtime_error("out of memory");
@@ -739,20 +966,35 @@ int cmd_compare(int argc, char **argv) {
     if (two_dumps) {
         for (int i = 0; i < n_rows; i++) {
             row *rw = &rows[i];
-            rw->ref_name = dump_name(&ref, (size_t)i);
+            rw->ref_name = dump_name(od, (size_t)i);
             rw->order = i;
-            const ts_array *x = dump_find(&mine, rw->ref_name);
-            if (!x) {
+            const ts_array *x = dump_find(&mine, rw->ref_name), *r = dump_find(&ref, rw->ref_name);
+            if (!x || !r) {
                 rw->status = R_MISSING;
-                snprintf(rw->why, sizeof rw->why, "not in %s", a.a);
+                snprintf(rw->why, sizeof rw->why, "not in %s", x ? a.b : a.a);
                 continue;
             }
             rw->ts_name = strdup(rw->ref_name);
-            compare_one(&a, rw, x, dump_array(&ref, (size_t)i));
+            compare_one(&a, rw, x, r);
         }
         unref = calloc(dump_count(&mine) + 1, sizeof *unref);
         for (size_t i = 0; unref && i < dump_count(&mine); i++)
             if (!dump_find(&ref, dump_name(&mine, i))) unref[n_unref++] = dump_name(&mine, i);
+        if (a.rank) {
+            const char **only_b = calloc(dump_count(&ref) + 1, sizeof *only_b);
+            int n_only_b = 0;
+            for (size_t i = 0; only_b && i < dump_count(&ref); i++)
+                if (!dump_find(&mine, dump_name(&ref, i))) only_b[n_only_b++] = dump_name(&ref, i);
+            char note[1024];
+            if (!od->ordered)
+                snprintf(note, sizeof note, "by name (neither dump records its order: `tensorscope train --dump-npy` writes %s beside the "
+                         "arrays)", DUMP_ORDER);
+            else snprintf(note, sizeof note, "in the order %s records", od == &ref ? a.b : a.a);
+            rc = unref && only_b ? rank_report(a.plot, a.jump, rows, n_rows, note, unref, n_unref, only_b, n_only_b)
+                                 : cli_runtime_error("out of memory");
+            free(only_b);
+            goto done;
+        }
     } else {
         /* resolve names on a throwaway build (batch 1) to know what to anchor */
         cli_model probe = {0};

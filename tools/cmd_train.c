@@ -1379,6 +1379,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             }
             written++;
         }
+        if (cli_dump_order_write(a.dump_npy, anames, n_anchors)) goto done; /* their graph order, for `compare --rank` */
         printf("wrote %d anchored arrays to %s/\n", written, a.dump_npy);
     }
     if (want_hist && lead) {

@@ -124,7 +124,7 @@ class OutfeedCounts(C.Structure):  # ts_outfeed_counts
 class CompareResult(C.Structure):  # ts_compare_result
     _fields_ = [("count", C.c_int64), ("mismatches", C.c_int64), ("max_abs", C.c_double),
                 ("max_abs_index", C.c_int64), ("max_rel", C.c_double), ("min_atol", C.c_double),
-                ("a", Stats), ("ref", Stats), ("pass", C.c_int)]
+                ("a", Stats), ("ref", Stats), ("pass", C.c_int), ("rel_error", C.c_double)]
 
 
 class MemoryUsage(C.Structure):  # ts_memory_usage
@@ -283,6 +283,10 @@ _PROTOTYPES = {
     "ts_model_lint": (_st, [P, C.POINTER(STRS), C.POINTER(C.c_size_t)]),
     "ts_compare_arrays": (_st, [C.POINTER(Array), C.POINTER(Array), C.c_double, C.c_double,
                                 C.POINTER(CompareResult)]),
+    "ts_compare_first_jump": (_st, [C.POINTER(C.c_double), C.c_int, C.c_double, C.c_double,
+                                    C.POINTER(C.c_int), C.POINTER(C.c_double), C.POINTER(C.c_double)]),
+    "ts_plot_precision": (_st, [C.c_char_p, C.POINTER(C.c_char_p), C.POINTER(C.c_double),
+                                C.POINTER(C.c_double), C.c_int, C.c_int]),
     # summaries and plots
     "ts_summarize_f32": (_st, [C.POINTER(C.c_float), C.c_int64, C.c_int, C.POINTER(Summary)]),
     "ts_summary_line": (S, [S, C.POINTER(Array), C.POINTER(Stats), C.c_char_p, C.c_size_t]),
@@ -487,9 +491,36 @@ DTYPES = [np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int32), np.dty
           np.dtype(np.uint8), np.dtype(np.bool_), np.dtype(np.int8), np.dtype(np.int16),
           np.dtype(np.uint16), np.dtype(np.uint32), np.dtype(np.uint64),
           np.dtype(np.uint16), np.dtype(np.float16)]  # index = ts_dtype (bf16: its bits, as uint16)
+TS_F32, TS_BF16, TS_F16 = 0, 11, 12
+try:  # ml_dtypes' bfloat16 (JAX's, TensorFlow's, ONNX's) where it is installed: bf16 in and out
+    import ml_dtypes as _ml_dtypes
+    DTYPES[TS_BF16] = np.dtype(_ml_dtypes.bfloat16)
+except ImportError:
+    pass
 _DTYPE_CODE = {}
 for _i, _d in enumerate(DTYPES):
-    _DTYPE_CODE.setdefault(_d, _i)  # uint16 data is u16; bf16 is never guessed from numpy
+    _DTYPE_CODE.setdefault(_d, _i)  # uint16 data is u16; bf16 as bits is given as ts.bf16(bits)
+
+
+class bf16:
+    """bf16 data for an input, given as its bit patterns: `ts.bf16(bits)`
+    with `bits` a uint16 array (the top half of each value's f32 bits);
+    read as the exact f32 values. An ml_dtypes.bfloat16 array needs no
+    wrapper."""
+
+    def __init__(self, bits):
+        bits = np.asarray(bits)
+        if bits.dtype != np.uint16:
+            raise TypeError(f"ts.bf16 takes the bit patterns as a uint16 array, got {bits.dtype} "
+                            "(from f32 values x: (x.view(np.uint32) >> 16).astype(np.uint16) truncates; "
+                            "ml_dtypes' x.astype(ml_dtypes.bfloat16) rounds)")
+        self.bits = bits
+        self.shape = bits.shape
+        self.dtype = "bf16"
+
+    def __repr__(self):
+        return f"ts.bf16(shape={self.shape})"
+
 
 
 def to_c(a, what):
@@ -497,12 +528,15 @@ def to_c(a, what):
     Returns (ts_array, the array it views: keep it alive while C reads it)."""
     if hasattr(a, "detach") and hasattr(a, "numpy"):  # a torch tensor
         a = a.detach().cpu().numpy()
-    a = np.asarray(a)
-    code = _DTYPE_CODE.get(a.dtype)
+    if isinstance(a, bf16):
+        a, code = a.bits, TS_BF16
+    else:
+        a = np.asarray(a)
+        code = _DTYPE_CODE.get(a.dtype)
     if code is None:
         names = ", ".join(str(d) for d in DTYPES)
         raise TypeError(f"{what}: numpy dtype {a.dtype} has no tensorscope dtype; "
-                        f"use one of {names} (e.g. {what}.astype(np.float32))")
+                        f"use one of {names}, ts.bf16(uint16 bits) (e.g. {what}.astype(np.float32))")
     if a.ndim > TS_MAX_DIMS:
         raise ValueError(f"{what}: {a.ndim} dimensions; tensorscope arrays have at most "
                          f"{TS_MAX_DIMS}")

@@ -110,7 +110,8 @@ class Model:
         if inputs or named_inputs:
             for name, (arr, _) in self._arrays(inputs, named_inputs).items():
                 declared = self.graph.tensor(name).dtype
-                if _capi.DTYPES[arr.dtype] != declared:
+                half_for_f32 = declared == np.float32 and arr.dtype in (_capi.TS_BF16, _capi.TS_F16)  # read exactly
+                if _capi.DTYPES[arr.dtype] != declared and not half_for_f32:
                     raise TypeError(f"input '{name}' is {_capi.DTYPES[arr.dtype]} but the graph "
                                     f"declares {declared}")
         return self

@@ -127,6 +127,83 @@ def compare(a: Any, ref: Any, atol: float = 1e-5, rtol: float = 1e-4) -> Dict[st
     return out
 
 
+JUMP_FACTOR, JUMP_FLOOR = 10.0, 1e-5  # TS_JUMP_FACTOR, TS_JUMP_FLOOR
+
+
+def _load_dump(d: Any, what: str) -> Dict[str, Any]:
+    """A dump as {name: array} in the order it records: a mapping as given,
+    an .npz in member order, a directory of .npy in its order.txt's order
+    (`tensorscope train --dump-npy` writes it), else by file name."""
+    if isinstance(d, dict):
+        return d
+    path = os.fspath(d)
+    if os.path.isdir(path):
+        stems = sorted(f[:-4] for f in os.listdir(path) if f.endswith(".npy"))
+        order, seen = [], set()
+        if os.path.exists(os.path.join(path, "order.txt")):
+            with open(os.path.join(path, "order.txt")) as f:
+                for line in f:
+                    stem, _, name = line.rstrip("\r\n").partition("\t")
+                    if name and stem in stems and stem not in seen:
+                        order.append((stem, name))
+                        seen.add(stem)
+        order += [(s, s) for s in stems if s not in seen]
+        return {name: np.load(os.path.join(path, stem + ".npy")) for stem, name in order}
+    if os.path.isfile(path):
+        with np.load(path) as z:
+            return {k: z[k] for k in z.files}
+    raise FileNotFoundError(f"{what}: {path} is neither an .npz file nor a directory of .npy files")
+
+
+def compare_dumps(a: Any, b: Any, jump: float = JUMP_FACTOR,
+                  plot: Optional[Union[str, os.PathLike]] = None) -> Dict[str, Any]:
+    """Ranks the tensors of dump `a` (a low-precision run) by the precision
+    they lost against dump `b` (its f32 twin), as `tensorscope compare --a
+    A --b B --rank` does. A dump is a dict {name: array} (its order is the
+    graph order), an .npz, or a directory of .npy files. Returns
+    {"values": rows in graph order, "gradients": rows in backward order,
+    "optimizer_state": rows, "first_jump": {"values": row or None,
+    "gradients": row or None}, "only_a": names, "only_b": names}; a row is
+    {name, rel_error (||a - b|| / ||b||), max_abs, rank (1: the largest
+    error of its group), threshold}. The first jump is the first tensor
+    whose error exceeds `jump` x the median of those before it and
+    JUMP_FLOOR, as `tensorscope compare --rank` does. `plot`: a PNG of the errors."""
+    da, db = _load_dump(a, "a"), _load_dump(b, "b")
+    common = [n for n in db if n in da]
+    if not common:
+        raise ValueError("compare_dumps: no tensor name is in both dumps (are they dumps of the same model?)")
+    groups: Dict[str, list] = {"values": [], "gradients": [], "optimizer_state": []}
+    for name in common:
+        r = compare(da[name], db[name])
+        kind = ("gradients" if name.startswith("Gradient___") else
+                "optimizer_state" if "___" in name else "values")
+        groups[kind].append({"name": name, "rel_error": r["rel_error"], "max_abs": r["max_abs"]})
+    groups["gradients"].reverse()  # recorded beside their values: the backward runs in reverse
+    first: Dict[str, Any] = {}
+    for kind, rows in groups.items():
+        n = len(rows)
+        err = (C.c_double * max(n, 1))(*[r["rel_error"] for r in rows])
+        bar = (C.c_double * max(n, 1))()
+        index, median = C.c_int(-1), C.c_double(0)
+        check(lib.ts_compare_first_jump(err, n, float(jump), JUMP_FLOOR, C.byref(index),
+                                        C.byref(median), bar))
+        by_error = sorted(range(n), key=lambda i: (-np.nan_to_num(rows[i]["rel_error"], nan=np.inf), i))
+        for rank, i in enumerate(by_error, 1):
+            rows[i]["rank"], rows[i]["threshold"] = rank, bar[i]
+        if kind != "optimizer_state":
+            first[kind] = dict(rows[index.value], median_before=median.value) if index.value >= 0 else None
+    if plot is not None:
+        rows = groups["values"] + groups["gradients"] + groups["optimizer_state"]
+        jumps = [r for r in (first["values"], first["gradients"]) if r is not None]
+        mark = next((i for i, r in enumerate(rows) if jumps and r["name"] == jumps[0]["name"]), -1)
+        names = (C.c_char_p * max(len(rows), 1))(*[cstr(r["name"]) for r in rows])
+        errs = (C.c_double * max(len(rows), 1))(*[r["rel_error"] for r in rows])
+        bars = (C.c_double * max(len(rows), 1))(*[r["threshold"] for r in rows])
+        check(lib.ts_plot_precision(cstr(os.fspath(plot)), names, errs, bars, len(rows), mark))
+    return dict(groups, first_jump=first, only_a=[n for n in da if n not in db],
+                only_b=[n for n in db if n not in da])
+
+
 # ---- the memory watcher (docs/observation.md#memory)
 
 

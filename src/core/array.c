@@ -138,7 +138,7 @@ static void int_range(ts_dtype t, double *lo, double *hi) {
 }
 
 bool ts_dtype_holds(ts_dtype t, double v) {
-    if (t == TS_F64 || isnan(v)) return t == TS_F64 || t == TS_F32;
+    if (t == TS_F64 || isnan(v)) return t == TS_F64 || t == TS_F32 || ts_dtype_is_half(t);
     if (t == TS_F32) return !isfinite(v) || fabs(v) <= FLT_MAX;
     if (ts_dtype_is_half(t)) return true; /* rounded to nearest even (out of range: Inf), as a cast does */
     double lo, hi;

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #if defined(__GNUC__)
 #define TS_PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -21,6 +22,18 @@
 #endif
 
 #define TS_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* A float's bits, and the float of bits (memcpy: no aliasing rules broken). */
+static inline uint32_t ts_float_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+static inline float ts_bits_float(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
 
 /* Sets this thread's last error and returns `code`, so a failure reads
  * `return ts_error(TS_ERR_SHAPE, "...%s", name);`. */

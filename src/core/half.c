@@ -5,29 +5,17 @@
 
 #include <string.h>
 
-static uint32_t bits_of(float x) {
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
-static float float_of(uint32_t u) {
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-
 uint16_t ts_f32_to_bf16(float x) {
-    uint32_t u = bits_of(x);
+    uint32_t u = ts_float_bits(x);
     if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u); /* NaN: quiet, sign kept */
     u += 0x7fffu + ((u >> 16) & 1u);                                              /* to nearest, ties to even */
     return (uint16_t)(u >> 16);
 }
 
-float ts_bf16_to_f32(uint16_t h) { return float_of((uint32_t)h << 16); }
+float ts_bf16_to_f32(uint16_t h) { return ts_bits_float((uint32_t)h << 16); }
 
 uint16_t ts_f32_to_f16(float x) {
-    uint32_t u = bits_of(x);
+    uint32_t u = ts_float_bits(x);
     uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
     uint32_t a = u & 0x7fffffffu;
     if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu)); /* NaN */
@@ -46,12 +34,13 @@ uint16_t ts_f32_to_f16(float x) {
 
 float ts_f16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-    if (e == 0x1fu) return float_of(sign | 0x7f800000u | (m << 13)); /* Inf, NaN */
+    if (e == 0x1fu) /* Inf; a NaN comes back quiet with its payload, as from F16C and PyTorch */
+        return ts_bits_float(sign | 0x7f800000u | (m << 13) | (m ? 0x400000u : 0u));
     if (e == 0) {                                                   /* 0 or subnormal: m * 2^-24, exact */
         float v = (float)m * 0x1p-24f;
         return sign ? -v : v;
     }
-    return float_of(sign | ((e + 112u) << 23) | (m << 13));
+    return ts_bits_float(sign | ((e + 112u) << 23) | (m << 13));
 }
 
 void ts_round_half(ts_dtype t, float *dst, const float *x, int64_t n, ts_half_loss *loss) {

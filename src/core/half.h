@@ -11,7 +11,7 @@ uint16_t ts_f32_to_bf16(float x);
 float ts_bf16_to_f32(uint16_t h); /* exact */
 /* f32 -> f16 bits, round to nearest even, subnormals kept, |x| >= 65520 -> Inf. */
 uint16_t ts_f32_to_f16(float x);
-float ts_f16_to_f32(uint16_t h); /* exact */
+float ts_f16_to_f32(uint16_t h); /* exact (a signalling NaN comes back quiet) */
 
 /* Whether `t` is a 16-bit float (TS_BF16, TS_F16). */
 static inline bool ts_dtype_is_half(ts_dtype t) { return t == TS_BF16 || t == TS_F16; }

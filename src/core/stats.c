@@ -25,18 +25,6 @@
 #define TS_STATS_BIG_BLOCK 16384 /* stats alone: fewer merges; int32 counts fit */
 
 
-static uint32_t float_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-static float bits_float(uint32_t u) {
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
 /* ------------------------------------------------- TensorBoard's buckets */
 
 static double tb_limits[TS_TB_EDGES];
@@ -73,7 +61,7 @@ static void tb_build(void) {
     for (int j = 0; j < k; j++) tb_limits[i++] = pos[j];
     tb_limits[i++] = DBL_MAX;
     for (uint32_t c = 0; c < TS_ARRAY_LEN(tb_cell); c++)
-        tb_cell[c] = (int16_t)tb_count_le_search((double)bits_float(c << 16));
+        tb_cell[c] = (int16_t)tb_count_le_search((double)ts_bits_float(c << 16));
 }
 
 const double *ts_tb_bucket_limits(void) {
@@ -92,7 +80,7 @@ static int tb_count_le(double a, uint32_t abits) {
 /* upper_bound for finite float values (see stats.h); layout: -DBL_MAX at 0,
  * -p[j] at SIDE - j, 0 at SIDE + 1, p[j] at SIDE + 2 + j, DBL_MAX last. */
 static int tb_index_f32(float x) {
-    uint32_t abits = float_bits(x) & 0x7fffffffu;
+    uint32_t abits = ts_float_bits(x) & 0x7fffffffu;
     if (abits == 0) return TS_TB_SIDE + 2; /* first limit > 0 is p[0] */
     double a = fabs((double)x);
     int le = tb_count_le(a, abits);
@@ -212,7 +200,7 @@ static inline bool block_fast(const float *x, int64_t n, float c, block_sums *b)
  * leave the sums, min and max alone, by selects rather than branches. */
 #define MASKED_LANE(v, j)                                                                     \
     do {                                                                                      \
-        uint32_t u_ = float_bits(v), a_ = u_ & 0x7fffffffu;                                   \
+        uint32_t u_ = ts_float_bits(v), a_ = u_ & 0x7fffffffu;                                   \
         int fin_ = a_ < 0x7f800000u;                                                          \
         float d_ = fin_ ? (v) - c : 0.0f;                                                     \
         fs[j] += d_;                                                                          \
@@ -279,7 +267,7 @@ static void block_slow(const float *x, int64_t n, double c, block_sums *b) {
     b->min = INFINITY;
     b->max = -INFINITY;
     for (int64_t i = 0; i < n; i++) {
-        uint32_t u = float_bits(x[i]);
+        uint32_t u = ts_float_bits(x[i]);
         if ((u & 0x7f800000u) == 0x7f800000u) {
             if (u & 0x007fffffu) b->nans++;
             else if (u >> 31) b->neg_infs++;
@@ -354,7 +342,7 @@ static void stats_block(ts_stats_partial *p, const float *x, int64_t n) {
 
 static void hist_block(ts_stats_partial *p, const float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) {
-        uint32_t a = float_bits(x[i]) & 0x7fffffffu, e = a >> 23;
+        uint32_t a = ts_float_bits(x[i]) & 0x7fffffffu, e = a >> 23;
         if (a == 0) p->log2_zeros++;
         else if (e != 0xffu) p->log2_counts[e]++;
         if (e == 0xffu) continue;
@@ -384,7 +372,7 @@ static void range_block(ts_stats_partial *p, const float *x, int64_t n) {
         uint32_t lo = range_min_normal[t] - 1u, hi = range_over_from[t];
         int32_t u = 0, o = 0; /* n <= TS_STATS_BLOCK: no overflow */
         for (int64_t i = 0; i < n; i++) {
-            uint32_t a = float_bits(x[i]) & 0x7fffffffu;
+            uint32_t a = ts_float_bits(x[i]) & 0x7fffffffu;
             u += a - 1u < lo; /* a == 0 wraps to the top: not counted */
             o += (a >= hi) & (a < 0x7f800000u);
         }

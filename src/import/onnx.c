@@ -10,6 +10,7 @@
  * Cast, Equal, Where, Slice, ... for the static input shapes given), else it
  * becomes builder calls. Float initializers become parameters under their
  * own names the first time a graph op reads them. */
+#include "core/half.h"
 #include "import/onnx_consts.h"
 #include "import/onnx_rnn.h"
 
@@ -363,8 +364,8 @@ static ts_status tensor_decode(const importer *im, const TensorProto *tp, const 
         case TS_ONNX_INT64: c->v[i] = (double)tp->int64_data[i]; break;
         case TS_ONNX_DOUBLE: c->v[i] = tp->double_data[i]; break;
         case TS_ONNX_UINT64: case TS_ONNX_UINT32: c->v[i] = (double)tp->uint64_data[i]; break;
-        case TS_ONNX_FLOAT16: c->v[i] = ts_onnx_half((uint16_t)tp->int32_data[i]); break;
-        case TS_ONNX_BFLOAT16: c->v[i] = ts_onnx_bfloat((uint16_t)tp->int32_data[i]); break;
+        case TS_ONNX_FLOAT16: c->v[i] = ts_f16_to_f32((uint16_t)tp->int32_data[i]); break;
+        case TS_ONNX_BFLOAT16: c->v[i] = ts_bf16_to_f32((uint16_t)tp->int32_data[i]); break;
         default: c->v[i] = tp->int32_data[i]; break;
         }
     }
@@ -1291,10 +1292,15 @@ static ts_status cast_to(importer *im, node_io *io, int to) {
     /* between kinds, the values carried in f32: integers toward zero,
      * bools as 1 where non-zero, integers and bools as floats */
     bool to_int = to == TS_ONNX_INT32 || to == TS_ONNX_INT64, to_bool = to == TS_ONNX_BOOL, to_float = to == TS_ONNX_FLOAT || to == TS_ONNX_DOUBLE;
-    if (t && (to_int || to_bool || to_float)) {
+    bool to_half = to == TS_ONNX_FLOAT16 || to == TS_ONNX_BFLOAT16;
+    if (t && (to_int || to_bool || to_float || to_half)) {
         ts_tensor *f = as_f32(im, io->in[0], &st);
         if (!f) return st;
         if (to_float) return built(im, f, &io->out[0]);
+        /* float16, bfloat16: rounded onto its values, held in f32, which
+         * the ops after compute in (as onnxruntime's CPU provider does
+         * where it has no 16-bit kernel) */
+        if (to_half) return built(im, ts_cast(im->g, f, to == TS_ONNX_FLOAT16 ? TS_F16 : TS_BF16), &io->out[0]);
         return built(im, ts_unary(im->g, to_int ? "CastInt" : "CastBool", f, 0.0f, 0.0f), &io->out[0]);
     }
     node_io one = *io; /* CastLike's target is read for its type only */
@@ -1313,12 +1319,14 @@ static ts_status op_cast(importer *im, node_io *io) {
     return cast_to(im, io, to);
 }
 
-/* CastLike: a Cast to the type of input 1 (a graph tensor's: float for
- * f32, int64 for i32). */
+/* CastLike: a Cast to the type of input 1 (a graph tensor's: float16 or
+ * bfloat16 for a cast's output of those, float for f32, int64 for i32). */
 static ts_status op_cast_like(importer *im, node_io *io) {
     const value *like = io->in[1];
     if (!like) return node_error(im, TS_ERR_FORMAT, "input 1 (target_type) is empty");
-    return cast_to(im, io, like->t ? (like->t->dtype == TS_F32 ? TS_ONNX_FLOAT : TS_ONNX_INT64) : like->c.dtype);
+    if (!like->t) return cast_to(im, io, like->c.dtype);
+    ts_dtype p = ts_tensor_precision(like->t);
+    return cast_to(im, io, p == TS_F16 ? TS_ONNX_FLOAT16 : p == TS_BF16 ? TS_ONNX_BFLOAT16 : like->t->dtype == TS_F32 ? TS_ONNX_FLOAT : TS_ONNX_INT64);
 }
 
 /* Range (folded): from opset 27 on, a stash_type other than 1 (float)
@@ -1924,13 +1932,14 @@ static ts_status import_node(importer *im, const Node *n, int index) {
     return st;
 }
 
-/* The ts_dtype of ONNX's float, double, integer and bool types; false for
- * the others (float16, bfloat16, float8, string, ...). */
+/* The ts_dtype of ONNX's float, double, float16, bfloat16, integer and
+ * bool types; false for the others (float8, int4, string, ...). */
 static bool onnx_array_dtype(int elem, ts_dtype *out) {
     static const struct { int onnx; ts_dtype dt; } map[] = {
         {TS_ONNX_FLOAT, TS_F32},   {TS_ONNX_DOUBLE, TS_F64}, {TS_ONNX_INT32, TS_I32},  {TS_ONNX_INT64, TS_I64},
         {TS_ONNX_UINT8, TS_U8},    {TS_ONNX_BOOL, TS_BOOL},  {TS_ONNX_INT8, TS_I8},    {TS_ONNX_INT16, TS_I16},
-        {TS_ONNX_UINT16, TS_U16},  {TS_ONNX_UINT32, TS_U32}, {TS_ONNX_UINT64, TS_U64},
+        {TS_ONNX_UINT16, TS_U16},  {TS_ONNX_UINT32, TS_U32}, {TS_ONNX_UINT64, TS_U64}, {TS_ONNX_FLOAT16, TS_F16},
+        {TS_ONNX_BFLOAT16, TS_BF16},
     };
     for (size_t i = 0; i < TS_ARRAY_LEN(map); i++)
         if (map[i].onnx == elem) {

@@ -3,9 +3,12 @@
  * kernels are plain loops over a multi-index. */
 #include "import/onnx_consts.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "core/half.h"
 
 #define CONST_MAX_ELEMS ((int64_t)1 << 26) /* folded tensors stay small */
 
@@ -56,19 +59,6 @@ bool ts_onnx_dtype_is_float(int dt) {
     return dt == TS_ONNX_FLOAT || dt == TS_ONNX_DOUBLE || dt == TS_ONNX_FLOAT16 || dt == TS_ONNX_BFLOAT16;
 }
 
-double ts_onnx_half(uint16_t h) {
-    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m | 0x400, e - 25);
-    return (h & 0x8000) ? -v : v;
-}
-
-double ts_onnx_bfloat(uint16_t h) {
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
 static uint64_t le(const uint8_t *b, size_t n) {
     uint64_t x = 0;
     for (size_t i = 0; i < n; i++) x |= (uint64_t)b[i] << (8 * i);
@@ -82,8 +72,8 @@ void ts_onnx_decode_raw(int dt, const uint8_t *b, size_t n, double *out) {
         switch (dt) {
         case TS_ONNX_FLOAT: { uint32_t u = (uint32_t)x; float f; memcpy(&f, &u, 4); out[i] = f; break; }
         case TS_ONNX_DOUBLE: { double d; memcpy(&d, &x, 8); out[i] = d; break; }
-        case TS_ONNX_FLOAT16: out[i] = ts_onnx_half((uint16_t)x); break;
-        case TS_ONNX_BFLOAT16: out[i] = ts_onnx_bfloat((uint16_t)x); break;
+        case TS_ONNX_FLOAT16: out[i] = ts_f16_to_f32((uint16_t)x); break;
+        case TS_ONNX_BFLOAT16: out[i] = ts_bf16_to_f32((uint16_t)x); break;
         case TS_ONNX_INT8: out[i] = (int8_t)x; break;
         case TS_ONNX_INT16: out[i] = (int16_t)x; break;
         case TS_ONNX_INT32: out[i] = (int32_t)x; break;
@@ -128,9 +118,33 @@ ts_status ts_const_copy(const ts_const *a, ts_const *out) {
     return st;
 }
 
-/* A value as the type dt holds it: float32 rounding, integer truncation. */
+/* v rounded to f32 toward zero with the last bit set when inexact
+ * ("round to odd"): rounding that to the 11 or 8 bits of f16 or bf16 to
+ * nearest even gives the direct rounding of v, where (float)v then the
+ * 16-bit rounding could make a tie of a value just off one. */
+static float f32_round_to_odd(double v) {
+    float f = (float)v;
+    if (!isfinite(v) || (double)f == v || fabs(v) > FLT_MAX) return f;
+    if (fabs((double)f) > fabs(v)) f = nextafterf(f, 0.0f);
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    u |= 1u;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* v rounded to the nearest float16 (dt TS_ONNX_FLOAT16) or bfloat16 value,
+ * ties to even, once (not through float32's rounding first). */
+static double round_half(int dt, double v) {
+    float f = f32_round_to_odd(v);
+    return dt == TS_ONNX_FLOAT16 ? ts_f16_to_f32(ts_f32_to_f16(f)) : ts_bf16_to_f32(ts_f32_to_bf16(f));
+}
+
+/* A value as the type dt holds it: float32 rounding (float16, bfloat16:
+ * to nearest even), integer truncation. */
 static double as_type(int dt, double v) {
     if (dt == TS_ONNX_FLOAT) return (double)(float)v;
+    if (dt == TS_ONNX_FLOAT16 || dt == TS_ONNX_BFLOAT16) return round_half(dt, v);
     if (ts_onnx_dtype_is_float(dt)) return v;
     if (dt == TS_ONNX_BOOL) return v != 0;
     return isfinite(v) ? trunc(v) : 0;

@@ -43,8 +43,6 @@ bool ts_onnx_dtype_is_float(int dt);
  * starts/ends st/en (negative from the end, clamped) and a non-zero step;
  * an error for a NaN start or end. */
 ts_status ts_const_slice_range(int64_t size, double st, double en, int64_t step, int64_t *start, int64_t *count);
-double ts_onnx_half(uint16_t h);
-double ts_onnx_bfloat(uint16_t h);
 /* n little-endian elements of type dt from b into out. */
 void ts_onnx_decode_raw(int dt, const uint8_t *b, size_t n, double *out);
 

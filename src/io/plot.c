@@ -610,12 +610,30 @@ ts_status ts_plot_tiles_png(unsigned char **png, size_t *n, int *width, int *hei
 
 /* ------------------------------------------------- compare: error plot */
 
+/* The words of one error plot: compare's tolerance check or its precision
+ * ranking (--rank). */
+typedef struct errors_words {
+    const char *title, *xlabel, *ylabel, *marked, *none, *legend;
+    double lowest; /* log10 of the smallest error drawn apart from the bottom */
+} errors_words;
+
+static const errors_words TOLERANCE_WORDS = {"Max relative error per tensor", "tensor, in topological order",
+                                             "max relative error (log10: -6 is 1e-6)", "first divergence", "every tensor within tolerance",
+                                             "dashed: tolerance at the largest |ref| (rtol + atol/max|ref|)   green: pass   red: fail",
+                                             -INFINITY};
+static const errors_words PRECISION_WORDS = {"Relative error per tensor: ||a - b|| / ||b||",
+                                             "tensor: values in graph order, then gradients in backward order, then optimizer state",
+                                             "relative error (log10: -3 is 1e-3)", "precision first lost at", "no jump in the error",
+                                             "dashed: the jump bar (factor x the median before, at least the floor)   red: above it",
+                                             -9}; /* below f32's noise: at the bottom */
+
 typedef struct errors_ctx {
     const char *const *names;
     const double *rel, *tol;
     const int *pass;
     int n, mark;
     double y0, y1; /* log10 range shown */
+    const errors_words *words;
 } errors_ctx;
 
 /* log10 of an error, kept inside the frame (0 at the floor, inf at the top). */
@@ -628,8 +646,7 @@ static double log_clip(const errors_ctx *c, double v) {
 static void draw_errors(cairo_t *cr, const void *ctx) {
     const errors_ctx *c = ctx;
     frame f = {90, 50, PLOT_W - 90 - 30, PLOT_H - 50 - 75, -0.5, c->n > 1 ? c->n - 0.5 : 0.5, c->y0, c->y1};
-    draw_frame(cr, &f, "Max relative error per tensor", "tensor, in topological order",
-               "max relative error (log10: -6 is 1e-6)");
+    draw_frame(cr, &f, c->words->title, c->words->xlabel, c->words->ylabel);
     cairo_save(cr);
     cairo_rectangle(cr, f.left, f.top, f.width, f.height);
     cairo_clip(cr);
@@ -666,30 +683,40 @@ static void draw_errors(cairo_t *cr, const void *ctx) {
     cairo_set_source_rgb(cr, 0, 0, 0);
     char note[600];
     if (c->mark >= 0) {
-        snprintf(note, sizeof note, "first divergence: %s", c->names[c->mark]);
+        snprintf(note, sizeof note, "%s: %s", c->words->marked, c->names[c->mark]);
         cairo_set_source_rgb(cr, 0.84, 0.15, 0.16);
-    } else snprintf(note, sizeof note, "every tensor within tolerance");
+    } else snprintf(note, sizeof note, "%s", c->words->none);
     text_at(cr, note, f.left + 8, f.top + 8, 0.0, 0.0);
     cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
-    text_at(cr, "dashed: tolerance at the largest |ref| (rtol + atol/max|ref|)   green: pass   red: fail", f.left + 8, f.top + 26, 0.0, 0.0);
+    text_at(cr, c->words->legend, f.left + 8, f.top + 26, 0.0, 0.0);
 }
 
-ts_status ts_plot_errors(const char *path, const char *const *names, const double *max_rel, const double *tol, const int *pass,
-                         int n, int first_failure) {
-    if (!path || !*path) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_plot_errors: no path given");
-    if (n < 0 || (n > 0 && (!names || !max_rel || !tol)) || first_failure >= n)
-        return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_plot_errors: %d tensors with missing data or a bad first_failure %d", n,
-                        first_failure);
-    errors_ctx c = {names, max_rel, tol, pass, n, first_failure, INFINITY, -INFINITY};
+static ts_status plot_errors(const char *fn, const errors_words *words, const char *path, const char *const *names, const double *rel,
+                             const double *tol, const int *pass, int n, int mark) {
+    if (!path || !*path) return ts_error(TS_ERR_INVALID_ARGUMENT, "%s: no path given", fn);
+    if (n < 0 || (n > 0 && (!names || !rel || !tol)) || mark >= n)
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "%s: %d tensors with missing data or a bad marked index %d", fn, n, mark);
+    errors_ctx c = {names, rel, tol, pass, n, mark, INFINITY, -INFINITY, words};
     for (int i = 0; i < n; i++) {
-        double v[2] = {max_rel[i], tol[i]};
+        double v[2] = {rel[i], tol[i]};
         for (int k = 0; k < 2; k++)
             if (v[k] > 0 && isfinite(v[k])) c.y0 = fmin(c.y0, floor(log10(v[k]))), c.y1 = fmax(c.y1, ceil(log10(v[k])));
     }
+    c.y0 = fmax(c.y0, words->lowest);
     if (!(c.y0 <= c.y1)) c.y0 = -8, c.y1 = 0;
     c.y0 -= 1; /* room for exact matches at the floor */
     c.y1 += 1; /* and for infinite errors at the top */
     return render(path, draw_errors, &c);
+}
+
+ts_status ts_plot_errors(const char *path, const char *const *names, const double *max_rel, const double *tol, const int *pass,
+                         int n, int first_failure) {
+    return plot_errors("ts_plot_errors", &TOLERANCE_WORDS, path, names, max_rel, tol, pass, n, first_failure);
+}
+
+ts_status ts_plot_precision(const char *path, const char *const *names, const double *rel_error, const double *threshold, int n,
+                            int jump) {
+    return plot_errors("ts_plot_precision", &PRECISION_WORDS, path, names, rel_error, threshold, NULL, n, jump);
 }
 
 /* ------------------------------------------------------- attention maps */

@@ -35,6 +35,12 @@ ts_status ts_plot_errors(const char *path, const char *const *names, const doubl
     NO_PLOTS();
 }
 
+ts_status ts_plot_precision(const char *path, const char *const *names, const double *rel_error, const double *threshold, int n,
+                            int jump) {
+    (void)path, (void)names, (void)rel_error, (void)threshold, (void)n, (void)jump;
+    NO_PLOTS();
+}
+
 ts_status ts_plot_attention(const char *png_path, const char *title, const float *probs, int heads, int T, const char *labels) {
     (void)png_path, (void)title, (void)probs, (void)heads, (void)T, (void)labels;
     NO_PLOTS();

@@ -11,7 +11,10 @@
  * second pool fighting for the cores). The backward pass rebuilds the
  * columns (no copy kept between passes), takes dW from one product, then
  * overwrites the columns with W^T dY and scatters them back (col2im). A 1x1
- * convolution with stride 1 and no padding uses the input as its columns. */
+ * convolution with stride 1 and no padding uses the input as its columns.
+ * With fewer samples than threads (inference at batch 1) the forward pass
+ * shares each sample: the threads build a chunk's columns together, then
+ * split its product by output positions or output channels. */
 #include "backend/cpu/cnn.h"
 
 #include "backend/cpu/gemm.h"
@@ -67,13 +70,15 @@ static void col_span(const ts_conv_geom *g, int64_t kj, int64_t *off, int64_t *l
     *hi = *hi > g->OW ? g->OW : *hi < *lo ? *lo : *hi;
 }
 
-/* The columns of output rows [oh0, oh1) of one sample x[C, H, W] (dx NULL):
+/* The columns of output rows [oh0, oh1) of one sample x[C, H, W] (dx NULL),
+ * the rows of channels [c0, c1):
  * col[(c, ki, kj), (oh - oh0)*OW + ow] = x[c, ih, iw] (0 in the padding);
  * or the reverse (col2im): dx[c, ih, iw] += col[(c, ki, kj), ...]. */
-static void im2col(const ts_conv_geom *g, float *restrict col, const float *restrict x, float *restrict dx, int64_t oh0, int64_t oh1) {
-    const int64_t C = g->C, H = g->H, W = g->W, OW = g->OW, KH = g->KH, KW = g->KW, SH = g->SH, SW = g->SW, DH = g->DH;
-    float *d = col;
-    for (int64_t c = 0; c < C; c++)
+static void im2col(const ts_conv_geom *g, float *restrict col, const float *restrict x, float *restrict dx, int64_t oh0, int64_t oh1,
+                   int64_t c0, int64_t c1) {
+    const int64_t H = g->H, W = g->W, OW = g->OW, KH = g->KH, KW = g->KW, SH = g->SH, SW = g->SW, DH = g->DH;
+    float *d = col + c0 * KH * KW * (oh1 - oh0) * OW;
+    for (int64_t c = c0; c < c1; c++)
         for (int64_t ki = 0; ki < KH; ki++)
             for (int64_t kj = 0; kj < KW; kj++) {
                 int64_t off, lo, hi;
@@ -107,10 +112,11 @@ static bool conv_padded(const ts_conv_geom *g) {
 /* reserved in every slot: the workspace is sized from the shapes alone */
 static int64_t padded_floats(const ts_conv_geom *g) { return g->C * (g->OH + g->KH - 1) * (g->OW + g->KW - 1); }
 
-/* xp[c, i, j] = x[c, i - PT, j - PL] (0 outside), or back: x[c, ih, iw] += xp[...] */
-static void pad_sample(const ts_conv_geom *g, float *restrict xp, const float *restrict x) {
+/* xp[c, i, j] = x[c, i - PT, j - PL] (0 outside) for channels [c0, c1), or
+ * back: x[c, ih, iw] += xp[...] */
+static void pad_sample(const ts_conv_geom *g, float *restrict xp, const float *restrict x, int64_t c0, int64_t c1) {
     int64_t Hp = g->OH + g->KH - 1, Wp = g->OW + g->KW - 1, n = g->W < Wp - g->PL ? g->W : Wp - g->PL; /* columns copied */
-    for (int64_t c = 0; c < g->C; c++)
+    for (int64_t c = c0; c < c1; c++)
         for (int64_t i = 0; i < Hp; i++) {
             float *d = xp + (c * Hp + i) * Wp;
             int64_t ih = i - g->PT, j = 0;
@@ -132,10 +138,11 @@ static void unpad_add(const ts_conv_geom *g, float *restrict x, const float *res
         }
 }
 
-static void im2col_unit(const ts_conv_geom *g, float *restrict col, const float *restrict xp, int64_t oh0, int64_t oh1) {
+static void im2col_unit(const ts_conv_geom *g, float *restrict col, const float *restrict xp, int64_t oh0, int64_t oh1, int64_t c0,
+                        int64_t c1) {
     const int64_t OW = g->OW, KH = g->KH, KW = g->KW, Hp = g->OH + KH - 1, Wp = OW + KW - 1;
-    float *d = col;
-    for (int64_t c = 0; c < g->C; c++)
+    float *d = col + c0 * KH * KW * (oh1 - oh0) * OW;
+    for (int64_t c = c0; c < c1; c++)
         for (int64_t ki = 0; ki < KH; ki++)
             for (int64_t kj = 0; kj < KW; kj++) {
                 const float *s = xp + (c * Hp + ki + oh0) * Wp + kj;
@@ -160,13 +167,21 @@ typedef struct conv_job {
     const float *x, *w, *b, *dy;
     int64_t slots;
     bool direct; /* the input is its own columns */
+    bool shared; /* fewer samples than threads: the threads share each sample (forward) */
 } conv_job;
 
 /* below this many multiply-adds a convolution runs on the calling thread */
 #define CONV_PAR_MACS (256 * 1024)
 /* the columns of a chunk of output rows, at most about this many floats:
- * they stay in the core's L2 cache between im2col and the product */
-#define CONV_CHUNK_FLOATS (48 * 1024)
+ * they stay in the core's L2 cache between im2col and the product; but a
+ * chunk keeps at least CONV_MIN_COLS output positions (fewer: OpenBLAS's
+ * products of 7 to 56 columns ran at a third of its speed) */
+#ifndef CONV_CHUNK_FLOATS
+#define CONV_CHUNK_FLOATS (64 * 1024)
+#endif
+#ifndef CONV_MIN_COLS
+#define CONV_MIN_COLS 256
+#endif
 
 static int64_t conv_slots(const ts_conv_geom *g, int threads) { return g->N < threads ? (g->N > 0 ? g->N : 1) : threads; }
 
@@ -174,12 +189,15 @@ static bool conv_direct(const ts_conv_geom *g) {
     return g->KH == 1 && g->KW == 1 && g->SH == 1 && g->SW == 1 && g->PT == 0 && g->PL == 0 && g->OH == g->H && g->OW == g->W;
 }
 
-/* output rows per chunk: the fewest equal chunks under CONV_CHUNK_FLOATS.
- * This and the slot's size depend on the shapes only (N, C, OC, OH, OW,
- * KH, KW, groups): the workspace is sized from them. */
-static int64_t chunk_rows(const ts_conv_geom *g) {
+/* output rows per chunk for `share` threads working on it together: the
+ * fewest equal chunks under share * CONV_CHUNK_FLOATS, with at least share *
+ * CONV_MIN_COLS positions. This and the slot's size depend on the shapes
+ * only (N, C, OC, OH, OW, KH, KW, groups): the workspace is sized from them. */
+static int64_t chunk_rows(const ts_conv_geom *g, int64_t share) {
     if (g->OH < 1) return 1;
-    int64_t per_row = g->C * g->KH * g->KW * g->OW, rows = per_row > 0 ? CONV_CHUNK_FLOATS / per_row : g->OH;
+    int64_t per_row = g->C * g->KH * g->KW * g->OW, rows = per_row > 0 ? share * CONV_CHUNK_FLOATS / per_row : g->OH;
+    int64_t least = g->OW > 0 ? (share * CONV_MIN_COLS + g->OW - 1) / g->OW : 1;
+    rows = rows < least ? least : rows;
     rows = rows < 1 ? 1 : rows > g->OH ? g->OH : rows;
     int64_t chunks = (g->OH + rows - 1) / rows;
     return (g->OH + chunks - 1) / chunks;
@@ -187,20 +205,29 @@ static int64_t chunk_rows(const ts_conv_geom *g) {
 
 /* a slot: columns [C*KK, rows*OW], partial dW [OC, C/groups*KK], partial
  * db [OC], the padded sample and its gradient (conv_padded) */
-static int64_t col_floats(const ts_conv_geom *g) { return g->C * g->KH * g->KW * chunk_rows(g) * g->OW; }
+static int64_t col_floats(const ts_conv_geom *g) { return g->C * g->KH * g->KW * chunk_rows(g, 1) * g->OW; }
 
 static size_t slot_floats(const ts_conv_geom *g) {
     int64_t KK = g->KH * g->KW;
     return (size_t)(col_floats(g) + g->OC * (g->C / (g->groups > 0 ? g->groups : 1)) * KK + g->OC + 2 * padded_floats(g));
 }
 
-size_t ts_conv2d_workspace(const ts_conv_geom *g, int threads) { return (size_t)conv_slots(g, threads) * slot_floats(g); }
+/* the shared forward (conv_fwd_shared): the columns of one chunk for all
+ * threads, then the padded sample */
+static size_t shared_floats(const ts_conv_geom *g, int threads) {
+    return (size_t)(g->C * g->KH * g->KW * chunk_rows(g, threads) * g->OW + padded_floats(g));
+}
+
+size_t ts_conv2d_workspace(const ts_conv_geom *g, int threads) {
+    size_t slots = (size_t)conv_slots(g, threads) * slot_floats(g), shared = g->N < threads ? shared_floats(g, threads) : 0;
+    return slots > shared ? slots : shared;
+}
 
 /* Sample n as im2col reads it: padded into xp, or the input itself */
 static const float *conv_sample(const conv_job *j, float *xp, int64_t n) {
     const float *xn = j->x + n * j->g->C * j->g->H * j->g->W;
     if (!conv_padded(j->g)) return xn;
-    pad_sample(j->g, xp, xn);
+    pad_sample(j->g, xp, xn, 0, j->g->C);
     return xp;
 }
 
@@ -213,8 +240,8 @@ static const float *conv_cols(const conv_job *j, float *col, const float *xs, in
         return xs + oh0 * g->W;
     }
     *ld = (oh1 - oh0) * g->OW;
-    if (conv_unit(g)) im2col_unit(g, col, xs, oh0, oh1);
-    else im2col(g, col, xs, NULL, oh0, oh1);
+    if (conv_unit(g)) im2col_unit(g, col, xs, oh0, oh1, 0, g->C);
+    else im2col(g, col, xs, NULL, oh0, oh1, 0, g->C);
     return col;
 }
 
@@ -223,10 +250,18 @@ static void slot_samples(const conv_job *j, int64_t slot, int64_t *n0, int64_t *
     *n1 = j->g->N * (slot + 1) / j->slots;
 }
 
+/* yn[oc, p] += b[oc] for output channels [oc0, oc1), positions [p0, p1) */
+static void add_bias(float *yn, const float *b, int64_t OHW, int64_t oc0, int64_t oc1, int64_t p0, int64_t p1) {
+    for (int64_t oc = oc0; b && oc < oc1; oc++) {
+        float bv = b[oc], *r = yn + oc * OHW;
+        for (int64_t i = p0; i < p1; i++) r[i] += bv;
+    }
+}
+
 static void conv_fwd_slots(void *vj, int64_t begin, int64_t end) {
     const conv_job *j = vj;
     const ts_conv_geom *g = j->g;
-    int64_t OHW = g->OH * g->OW, CgKK = g->C / g->groups * g->KH * g->KW, OCg = g->OC / g->groups, R = chunk_rows(g);
+    int64_t OHW = g->OH * g->OW, CgKK = g->C / g->groups * g->KH * g->KW, OCg = g->OC / g->groups, R = chunk_rows(g, 1);
     for (int64_t slot = begin; slot < end; slot++) {
         int64_t n0, n1, ld;
         slot_samples(j, slot, &n0, &n1);
@@ -240,11 +275,84 @@ static void conv_fwd_slots(void *vj, int64_t begin, int64_t end) {
                 for (int64_t gi = 0; gi < g->groups; gi++)
                     ts_gemm_serial(false, false, OCg, (oh1 - oh0) * g->OW, CgKK, j->w + gi * OCg * CgKK, CgKK, cols + gi * CgKK * ld, ld,
                                    0.0f, yn + gi * OCg * OHW + oh0 * g->OW, OHW);
+                add_bias(yn, j->b, OHW, 0, g->OC, oh0 * g->OW, oh1 * g->OW);
             }
-            for (int64_t oc = 0; j->b && oc < g->OC; oc++) {
-                float bv = j->b[oc], *r = yn + oc * OHW;
-                for (int64_t i = 0; i < OHW; i++) r[i] += bv;
+        }
+    }
+}
+
+/* Fewer samples than threads: the threads share each chunk of one sample.
+ * They pad the sample and build the columns by input channels, then split
+ * the product by output positions where each thread gets CONV_MIN_COLS of
+ * them, else by output channels (at least SHARE_MIN_ROWS each). Its chunks
+ * are `threads` times a slot's. */
+#define SHARE_MIN_ROWS 16
+
+typedef struct conv_share {
+    const conv_job *j;
+    float *col, *xp, *yn;
+    const float *xn, *xs, *cols;
+    int64_t oh0, oh1, ld;
+} conv_share;
+
+static void share_pad(void *v, int64_t c0, int64_t c1) {
+    const conv_share *s = v;
+    pad_sample(s->j->g, s->xp, s->xn, c0, c1);
+}
+
+static void share_im2col(void *v, int64_t c0, int64_t c1) {
+    const conv_share *s = v;
+    if (conv_unit(s->j->g)) im2col_unit(s->j->g, s->col, s->xs, s->oh0, s->oh1, c0, c1);
+    else im2col(s->j->g, s->col, s->xs, NULL, s->oh0, s->oh1, c0, c1);
+}
+
+/* output channels [r0, r1) of the chunk, over every group they touch */
+static void share_rows(void *v, int64_t r0, int64_t r1) {
+    const conv_share *s = v;
+    const ts_conv_geom *g = s->j->g;
+    int64_t OHW = g->OH * g->OW, CgKK = g->C / g->groups * g->KH * g->KW, OCg = g->OC / g->groups, p0 = s->oh0 * g->OW;
+    for (int64_t gi = r0 / OCg; gi < g->groups && gi * OCg < r1; gi++) {
+        int64_t lo = r0 > gi * OCg ? r0 : gi * OCg, hi = r1 < (gi + 1) * OCg ? r1 : (gi + 1) * OCg;
+        ts_gemm_serial(false, false, hi - lo, (s->oh1 - s->oh0) * g->OW, CgKK, s->j->w + lo * CgKK, CgKK, s->cols + gi * CgKK * s->ld,
+                       s->ld, 0.0f, s->yn + lo * OHW + p0, OHW);
+    }
+    add_bias(s->yn, s->j->b, OHW, r0, r1, p0, s->oh1 * g->OW);
+}
+
+/* output positions [q0, q1) of the chunk (counted from its first), every channel */
+static void share_cols(void *v, int64_t q0, int64_t q1) {
+    const conv_share *s = v;
+    const ts_conv_geom *g = s->j->g;
+    int64_t OHW = g->OH * g->OW, CgKK = g->C / g->groups * g->KH * g->KW, OCg = g->OC / g->groups, p0 = s->oh0 * g->OW;
+    for (int64_t gi = 0; gi < g->groups; gi++)
+        ts_gemm_serial(false, false, OCg, q1 - q0, CgKK, s->j->w + gi * OCg * CgKK, CgKK, s->cols + gi * CgKK * s->ld + q0, s->ld, 0.0f,
+                       s->yn + gi * OCg * OHW + p0 + q0, OHW);
+    add_bias(s->yn, s->j->b, OHW, 0, g->OC, p0 + q0, p0 + q1);
+}
+
+static void conv_fwd_shared(ts_pool *p, const conv_job *j) {
+    const ts_conv_geom *g = j->g;
+    int64_t OHW = g->OH * g->OW, threads = ts_pool_threads(p), R = chunk_rows(g, threads);
+    conv_share s = {.j = j, .col = j->ws};
+    s.xp = s.col + shared_floats(g, (int)threads) - padded_floats(g);
+    for (int64_t n = 0; n < g->N; n++) {
+        s.yn = j->y + n * g->OC * OHW;
+        s.xn = s.xs = j->x + n * g->C * g->H * g->W;
+        if (conv_padded(g)) {
+            ts_pool_for(p, g->C, 1, share_pad, &s);
+            s.xs = s.xp;
+        }
+        for (s.oh0 = 0; s.oh0 < g->OH; s.oh0 += R) {
+            s.oh1 = s.oh0 + R < g->OH ? s.oh0 + R : g->OH;
+            int64_t P = (s.oh1 - s.oh0) * g->OW;
+            if (j->direct) {
+                s.cols = s.xs + s.oh0 * g->W, s.ld = g->H * g->W;
+            } else {
+                ts_pool_for(p, g->C, 1, share_im2col, &s);
+                s.cols = s.col, s.ld = P;
             }
+            if (P >= threads * CONV_MIN_COLS || g->OC < threads * SHARE_MIN_ROWS) ts_pool_for(p, P, CONV_MIN_COLS / 4, share_cols, &s);
+            else ts_pool_for(p, g->OC, SHARE_MIN_ROWS, share_rows, &s);
         }
     }
 }
@@ -252,7 +360,7 @@ static void conv_fwd_slots(void *vj, int64_t begin, int64_t end) {
 static void conv_bwd_slots(void *vj, int64_t begin, int64_t end) {
     const conv_job *j = vj;
     const ts_conv_geom *g = j->g;
-    int64_t OHW = g->OH * g->OW, CgKK = g->C / g->groups * g->KH * g->KW, OCg = g->OC / g->groups, R = chunk_rows(g);
+    int64_t OHW = g->OH * g->OW, CgKK = g->C / g->groups * g->KH * g->KW, OCg = g->OC / g->groups, R = chunk_rows(g, 1);
     bool padded = conv_padded(g), unit = conv_unit(g);
     for (int64_t slot = begin; slot < end; slot++) {
         int64_t n0, n1, ld;
@@ -285,7 +393,7 @@ static void conv_bwd_slots(void *vj, int64_t begin, int64_t end) {
                                    j->direct ? OHW : P);
                 if (j->direct) continue;
                 if (unit) col2im_unit(g, dxs, col, oh0, oh1);
-                else im2col(g, col, NULL, dxn, oh0, oh1);
+                else im2col(g, col, NULL, dxn, oh0, oh1, 0, g->C);
             }
             if (dxn && padded) unpad_add(g, dxn, dxp);
         }
@@ -303,7 +411,9 @@ static void add_partials(float *out, const float *part, int64_t n, int64_t slots
 
 static conv_job conv_job_for(ts_pool *p, float *ws, const ts_conv_geom *g) {
     int64_t macs = g->N * g->OC * g->OH * g->OW * (g->C / g->groups) * g->KH * g->KW;
-    conv_job j = {.g = g, .ws = ws, .slots = macs < CONV_PAR_MACS ? 1 : conv_slots(g, ts_pool_threads(p)), .direct = conv_direct(g)};
+    int threads = ts_pool_threads(p);
+    conv_job j = {.g = g, .ws = ws, .slots = macs < CONV_PAR_MACS ? 1 : conv_slots(g, threads), .direct = conv_direct(g),
+                  .shared = macs >= CONV_PAR_MACS && g->N < threads};
     ts_gemm_serial_begin();
     return j;
 }
@@ -311,7 +421,8 @@ static conv_job conv_job_for(ts_pool *p, float *ws, const ts_conv_geom *g) {
 void ts_conv2d_forward(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g) {
     conv_job j = conv_job_for(p, ws, g);
     j.y = y, j.x = x, j.w = w, j.b = b;
-    ts_pool_for(p, j.slots, 1, conv_fwd_slots, &j);
+    if (j.shared) conv_fwd_shared(p, &j);
+    else ts_pool_for(p, j.slots, 1, conv_fwd_slots, &j);
 }
 
 void ts_conv2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
@@ -409,6 +520,18 @@ static void max2x2_row(float *restrict out, int32_t *restrict at, const float *r
     }
 }
 
+/* one kernel tap over outputs [lo, hi) of a row, reading row[ow*SW + off]
+ * (index base + ow*SW within the plane): the rule of max_fwd_planes */
+static void max_tap(float *restrict o, int32_t *restrict a, const float *restrict row, int32_t base, int64_t off, int64_t SW, int64_t lo,
+                    int64_t hi) {
+    for (int64_t ow = lo; ow < hi; ow++) {
+        float v = row[ow * SW + off];
+        bool take = (a[ow] < 0) | (v > o[ow]) | (v != v);
+        o[ow] = take ? v : o[ow];
+        a[ow] = take ? base + (int32_t)(ow * SW) : a[ow];
+    }
+}
+
 static bool max2x2(const ts_conv_geom *g) {
     return g->KH == 2 && g->KW == 2 && g->SH == 2 && g->SW == 2 && g->PT == 0 && g->PL == 0 && g->DH == 1 && g->DW == 1 &&
            2 * g->OH <= g->H && 2 * g->OW <= g->W;
@@ -431,25 +554,18 @@ static void max_fwd_planes(void *vj, int64_t begin, int64_t end) {
             const float *r0 = plane + 2 * oh * g->W;
             max2x2_row(out + oh * g->OW, at + oh * g->OW, r0, r0 + g->W, (int32_t)(2 * oh * g->W), (int32_t)g->W, g->OW);
         }
-        for (int64_t oh = 0; !fast && oh < g->OH; oh++) {
+        for (int64_t oh = 0; !fast && oh < g->OH; oh++) { /* tap after tap, each over the outputs it reaches: no bounds inside */
             int64_t ki0, ki1, ih0 = oh * g->SH - g->PT;
+            float *o = out + oh * g->OW;
+            int32_t *a = at + oh * g->OW;
             tap_range(oh, g->SH, g->PT, g->DH, g->KH, g->H, &ki0, &ki1);
-            for (int64_t ow = 0; ow < g->OW; ow++) {
-                int64_t kj0, kj1, iw0 = ow * g->SW - g->PL, best_i = -1;
-                tap_range(ow, g->SW, g->PL, g->DW, g->KW, g->W, &kj0, &kj1);
-                float best = -INFINITY;
-                for (int64_t ki = ki0; ki < ki1; ki++) {
-                    int64_t r = (ih0 + ki * g->DH) * g->W + iw0;
-                    for (int64_t kj = kj0; kj < kj1; kj++) { /* selects, not branches: random data mispredicts */
-                        float v = plane[r + kj * g->DW];
-                        bool take = (best_i < 0) | (v > best) | (v != v);
-                        best = take ? v : best;
-                        best_i = take ? r + kj * g->DW : best_i;
-                    }
+            for (int64_t ow = 0; ow < g->OW; ow++) o[ow] = -INFINITY, a[ow] = -1;
+            for (int64_t ki = ki0; ki < ki1; ki++)
+                for (int64_t kj = 0; kj < g->KW; kj++) {
+                    int64_t off, lo, hi;
+                    col_span(g, kj, &off, &lo, &hi);
+                    max_tap(o, a, plane + (ih0 + ki * g->DH) * g->W, (int32_t)((ih0 + ki * g->DH) * g->W + off), off, g->SW, lo, hi);
                 }
-                out[oh * g->OW + ow] = best;
-                at[oh * g->OW + ow] = (int32_t)best_i;
-            }
         }
     }
 }
