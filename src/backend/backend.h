@@ -45,7 +45,7 @@ typedef struct ts_kctx {
     ts_shape out_shape;
     float *scratch;        /* per-node scratch planned at compile, kept from forward to backward */
     float *workspace;      /* transient scratch shared by all nodes (valid during one kernel call) */
-    ts_half_loss *lost;    /* a Cast to a 16-bit float: what its rounding lost this run is added here (NULL: not counted) */
+    ts_half_loss *lost;    /* a Cast to a 16-bit float: what its rounding loses this run goes here (NULL: not counted) */
     /* TS_BF16 / TS_F16 where a value is held in 16-bit cells (uint16_t
      * behind the float pointer: only the ops compile lets read them do,
      * widening into `widen`), else TS_F32 (and TS_I32 for in_int) */

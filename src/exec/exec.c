@@ -193,7 +193,6 @@ static ts_status forward(ts_model *m, int64_t mb) {
         }
         if (ts_op_holds_value(t->op)) continue; /* observed once per step */
         ts_kctx kc = make_ctx(m, i, mb);
-        *kc.lost = (ts_half_loss){0, 0};
         ts_crash_set_current_op(ts_op_get(t->op)->name, t->name, t->file);
         if (tr) ts_trace_set_op(t->name);
         uint64_t t0 = ts_now_ns();

@@ -25,11 +25,6 @@ static bool wants_copy(const ts_graph *g, const ts_tensor *t, int j, ts_dtype dt
     return ((gemm_operands(t->op) >> j) & 1u) && x->dtype == TS_F32 && x->grid != dtype;
 }
 
-static void set_cast(ts_tensor *t, const void *arg) {
-    t->attr[0] = *(const ts_dtype *)arg;
-    t->grid = *(const ts_dtype *)arg;
-}
-
 /* Moves node ids so each node follows its inputs again: old node i goes
  * to new[i]; every id the graph keeps follows. */
 static void renumber(ts_graph *g, const int *to) {
@@ -95,7 +90,7 @@ ts_status ts_graph_autocast(ts_graph *g, ts_dtype dtype) {
             int c = ts_strmap_get(&g->names, name);
             if (c < 0) {
                 g->file = t->file, g->line = t->line, g->origin = t->origin; /* built where its first reader was */
-                ts_tensor *cast = ts_graph_add_node(g, TS_OP_CAST, &x, 1, name, set_cast, &dtype);
+                ts_tensor *cast = ts_graph_cast_named(g, x, dtype, name);
                 if (!cast) {
                     st = g->sticky;
                     break;

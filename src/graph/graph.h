@@ -200,6 +200,10 @@ ts_tensor *ts_graph_add_node(ts_graph *g, ts_op op, const ts_tensor *const *ins,
 void ts_graph_scope_path(const ts_graph *g, char *buf, size_t n);
 
 
+/* A Cast node of x onto dtype's values (ts_cast's node), named `name`
+ * (NULL: `<scope>/Cast:<k>`); dtype is checked by the caller. */
+ts_tensor *ts_graph_cast_named(ts_graph *g, const ts_tensor *x, ts_dtype dtype, const char *name);
+
 /* Uniform float in [0,1) from the graph's seeded generator. */
 double ts_graph_uniform(ts_graph *g);
 

@@ -91,12 +91,16 @@ static void set_grid(ts_tensor *t, const void *arg) {
     t->grid = *(const ts_dtype *)arg;
 }
 
+ts_tensor *ts_graph_cast_named(ts_graph *g, const ts_tensor *x, ts_dtype dtype, const char *name) {
+    return ts_graph_add_node(g, TS_OP_CAST, &x, 1, name, set_grid, &dtype);
+}
+
 ts_tensor *ts_cast(ts_graph *g, ts_tensor *x, ts_dtype dtype) {
     if (!g || g->sticky) return NULL;
     if (dtype != TS_BF16 && dtype != TS_F16 && dtype != TS_F32)
         return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_cast: casts to bf16, f16 or f32, not %s (integer casts: ts_unary's CastInt, CastBool, CastFloat)",
                              ts_dtype_name(dtype));
-    return ts_graph_add_node(g, TS_OP_CAST, (const ts_tensor *[]){x}, 1, NULL, set_grid, &dtype);
+    return ts_graph_cast_named(g, x, dtype, NULL);
 }
 
 ts_dtype ts_tensor_precision(const ts_tensor *t) { return t ? t->grid : TS_F32; }

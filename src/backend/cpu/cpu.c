@@ -81,6 +81,7 @@ static void fwd_cast(const ts_kctx *k) {
     ts_kctx room;
     k = ts_cpu_widen(k, &room); /* a cast of a tensor held in 16-bit cells */
     ts_dtype t = (ts_dtype)k->node->attr[0];
+    if (k->lost) *k->lost = (ts_half_loss){0, 0}; /* this run's */
     if (ts_dtype_is_half(k->out_dtype)) ts_cpu_pack_half(k->pool, t, (uint16_t *)(void *)k->out, k->in[0], numel_out(k), k->lost);
     else if (ts_dtype_is_half(t)) ts_cpu_round_half_pool(k->pool, t, k->out, k->in[0], numel_out(k), k->lost);
     else fwd_copy(k);

@@ -120,8 +120,6 @@ static void convert(int mode, ts_dtype t, void *dst, const void *src, int64_t n,
     }
 }
 
-void ts_cpu_round_half(ts_dtype t, float *dst, const float *x, int64_t n, ts_half_loss *loss) { convert(ROUND, t, dst, x, n, loss); }
-
 /* ---- over the pool */
 
 #define GRAIN (1 << 14) /* values a thread converts at least */
@@ -136,8 +134,7 @@ typedef struct job {
 
 static void slice(void *ctx, int64_t begin, int64_t end) {
     job *j = ctx;
-    size_t din = j->mode == UNPACK ? sizeof(float) : j->mode == PACK ? sizeof(uint16_t) : sizeof(float);
-    size_t sin = j->mode == UNPACK ? sizeof(uint16_t) : sizeof(float);
+    size_t din = j->mode == PACK ? sizeof(uint16_t) : sizeof(float), sin = j->mode == UNPACK ? sizeof(uint16_t) : sizeof(float);
     ts_half_loss l = {0, 0};
     convert(j->mode, j->t, (char *)j->dst + (size_t)begin * din, (const char *)j->src + (size_t)begin * sin, end - begin, &l);
     if (l.underflow) atomic_fetch_add_explicit(&j->underflow, l.underflow, memory_order_relaxed);
