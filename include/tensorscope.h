@@ -254,6 +254,10 @@ TS_API ts_tensor *ts_mul(ts_graph *g, ts_tensor *a, ts_tensor *b); /* numpy broa
 TS_API ts_tensor *ts_scale(ts_graph *g, ts_tensor *x, float s);
 TS_API ts_tensor *ts_relu(ts_graph *g, ts_tensor *x);
 TS_API ts_tensor *ts_log(ts_graph *g, ts_tensor *x);
+/* Ops take f32 tensors, except the integer (i32) inputs each one names
+ * (labels, indices, masks). ts_reshape, ts_flatten, ts_permute and
+ * ts_transpose take f32 or i32 and keep the dtype: token ids and labels
+ * reshaped stay i32 (no gradient flows to them). */
 TS_API ts_tensor *ts_reshape(ts_graph *g, ts_tensor *x, int ndim, const int64_t *shape);
 /* Collapses dims start_dim.. into one (PyTorch's flatten(x, start_dim)). */
 TS_API ts_tensor *ts_flatten(ts_graph *g, ts_tensor *x, int start_dim);
@@ -350,7 +354,7 @@ TS_API ts_tensor *ts_layer_norm(ts_graph *g, ts_tensor *x, ts_tensor *weight, ts
 /* [...,M,K] x [...,K,N] -> [...,M,N], the leading dims broadcast; with
  * transpose_a / transpose_b an operand is stored as [...,K,M] / [...,N,K]. */
 TS_API ts_tensor *ts_matmul_batched(ts_graph *g, ts_tensor *a, ts_tensor *b, int transpose_a, int transpose_b);
-/* out dim i is x's dim perm[i] (perm has x's rank entries). */
+/* out dim i is x's dim perm[i] (perm has x's rank entries); f32 or i32. */
 TS_API ts_tensor *ts_permute(ts_graph *g, ts_tensor *x, const int *perm);
 TS_API ts_tensor *ts_transpose(ts_graph *g, ts_tensor *x, int dim0, int dim1);
 /* x[..., start:start+length, ...] along dim. */
