@@ -571,9 +571,12 @@ typedef struct ts_onnx_input {
 /* Reads an ONNX model into a new graph (parameters keep the file's
  * initializer names; see DESIGN.md §3/§13). Inputs with dynamic dims must be
  * given; others may be (a given shape replaces the file's, e.g. the batch
- * size of the exporter's example input). Opsets 13 to 28 of the default
+ * size of the exporter's example input). Opsets 1 to 28 of the default
  * domain (the newest of onnx 1.23.2), each node read by its op's version at
  * the model's opset: another opset is TS_ERR_UNSUPPORTED naming the range,
+ * and so is an op's version older than the importer reads (below opset 13,
+ * one that differs from opset 13's in more than its types and that the
+ * importer does not read as its spec says: Split's 'split' attribute, ...),
  * an attribute or input its op's version lacks TS_ERR_FORMAT; shape
  * computations (Shape, Gather, Concat, Unsqueeze, ConstantOfShape, Range,
  * Cast, ...) are folded for the static shapes, the rest becomes graph ops
