@@ -362,6 +362,15 @@ TS_API ts_tensor *ts_slice(ts_graph *g, ts_tensor *x, int dim, int64_t start, in
 /* n equal slices along dim into out[0..n). */
 TS_API ts_status ts_split(ts_graph *g, ts_tensor *x, int dim, int n, ts_tensor **out);
 TS_API ts_tensor *ts_concat(ts_graph *g, ts_tensor *const *xs, int n, int dim);
+/* How ts_pad fills the border (numpy's np.pad modes, as ONNX's Pad):
+ * `value`, x mirrored without repeating its edge, x's edge repeated, x
+ * wrapped around. */
+typedef enum ts_pad_mode { TS_PAD_CONSTANT = 0, TS_PAD_REFLECT, TS_PAD_EDGE, TS_PAD_WRAP } ts_pad_mode;
+/* x (f32) padded along each dim d by pads[d] elements before and
+ * pads[ndim + d] after (ONNX's order; a negative pad crops); `value` fills
+ * the border in TS_PAD_CONSTANT and is ignored otherwise. The gradient of
+ * each element of x sums the output elements that read it. */
+TS_API ts_tensor *ts_pad(ts_graph *g, ts_tensor *x, const int64_t *pads, ts_pad_mode mode, float value);
 /* cond (i32 or f32, non-zero = true) ? a : b, all three broadcast together
  * (an f32 cond: the 1 or 0 of ts_binary's comparisons, say). */
 TS_API ts_tensor *ts_where(ts_graph *g, ts_tensor *cond, ts_tensor *a, ts_tensor *b);
@@ -419,6 +428,7 @@ TS_API ts_tensor *ts_cross_entropy_ignore(ts_graph *g, ts_tensor *logits, ts_ten
 #define ts_permute(g, ...) ts_permute(TS_AT_(g), __VA_ARGS__)
 #define ts_transpose(g, ...) ts_transpose(TS_AT_(g), __VA_ARGS__)
 #define ts_slice(g, ...) ts_slice(TS_AT_(g), __VA_ARGS__)
+#define ts_pad(g, ...) ts_pad(TS_AT_(g), __VA_ARGS__)
 #define ts_split(g, ...) ts_split(TS_AT_(g), __VA_ARGS__)
 #define ts_concat(g, ...) ts_concat(TS_AT_(g), __VA_ARGS__)
 #define ts_where(g, ...) ts_where(TS_AT_(g), __VA_ARGS__)

@@ -992,16 +992,17 @@ static ts_status op_gemm(importer *im, node_io *io) {
 /* Pad: PyTorch writes one with zero pads before an avg_pool2d; that is
  * the identity, whatever the mode and constant value. Its pads are input 1
  * (2 per padded axis: all the starts, then all the ends), over every axis,
- * or from opset 18 on over the axes of input 3; the modes are constant,
- * reflect and edge, and wrap from opset 19 on. Non-zero padding is not
- * available yet. */
+ * or from opset 18 on over the axes of input 3; the modes are constant
+ * (the constant_value input 2, default 0), reflect and edge, and wrap from
+ * opset 19 on: ts_pad (negative pads crop). */
 static ts_status op_pad(importer *im, node_io *io) {
     if (io->n_in < 2 || !io->in[1]) return node_error(im, TS_ERR_FORMAT, "input 1 (pads) is required");
     if (io->n_in > 3 && !since(im, 18)) return node_error(im, TS_ERR_FORMAT, "input 3 (axes) is part of Pad from opset 18 on");
     const Attr *mode = attr(im, "mode");
+    size_t k = 0; /* modes[k]: ts_pad_mode k */
     if (mode) {
         static const char *const modes[] = {"constant", "reflect", "edge", "wrap"};
-        size_t known = since(im, 19) ? 4 : 3, k = 0;
+        size_t known = since(im, 19) ? 4 : 3;
         while (k < known && !(mode->has_s && mode->s.len == strlen(modes[k]) && memcmp(mode->s.data, modes[k], mode->s.len) == 0)) k++;
         if (k == known)
             return node_error(im, TS_ERR_FORMAT, "mode '%.*s' is not one of Pad's at this opset: constant, reflect, edge%s",
@@ -1029,11 +1030,21 @@ static ts_status op_pad(importer *im, node_io *io) {
     }
     if (n != 2 * n_axes)
         return node_error(im, TS_ERR_FORMAT, "its pads hold %d values; Pad takes 2 per padded axis (%d)", n, 2 * n_axes);
-    for (int i = 0; i < n; i++)
-        if (pads[i] != 0)
-            return node_error(im, TS_ERR_UNSUPPORTED, "a Pad with non-zero padding is not available yet (padding inside Conv and the "
-                              "pooling ops is)");
-    return op_identity(im, io);
+    bool zero = true;
+    for (int i = 0; i < n; i++) zero = zero && pads[i] == 0;
+    if (zero) return op_identity(im, io);
+    /* the pads of every dim, ONNX's order: all befores, then all afters */
+    int64_t all[2 * TS_MAX_DIMS] = {0};
+    for (int i = 0; i < n_axes; i++) {
+        int ax = io->n_in > 3 && io->in[3] ? norm_axis(axes[i], ndim) : i;
+        all[ax] = pads[i], all[ndim + ax] = pads[n_axes + i];
+    }
+    double fill = 0;
+    if (io->n_in > 2 && io->in[2] && !const_scalar(io->in[2], &fill))
+        return node_error(im, TS_ERR_UNSUPPORTED, "its constant_value ('%s') must be a constant of one value%s", io->in[2]->name,
+                          bind_hint(io->in[2]));
+    ts_tensor *x = as_f32(im, io->in[0], &st);
+    return x ? built(im, ts_pad(im->g, x, all, (ts_pad_mode)k, (float)fill), &io->out[0]) : st;
 }
 
 /* Conv, NCHW 2-D as PyTorch exports it: pads [top, left, bottom, right],
