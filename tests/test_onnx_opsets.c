@@ -18,8 +18,9 @@
  * - ReduceMean 18's axes input, noop_with_empty_axes and the default of
  *   every axis, checked by running them; the axes attribute at 18 and the
  *   axes input at 17 are refused;
- * - Pad 18's axes input (zero pads: the identity), pads that do not match
- *   the axes, mode wrap before 19 (refused) and at 19 (imported);
+ * - Pad 18's axes input (zero pads: the identity; a pad of the axis it
+ *   names, run), pads that do not match the axes, mode wrap before 19
+ *   (refused) and at 19 (imported), Pad 2's pads attribute (refused);
  * - Squeeze/Unsqueeze 21 with their axes input, the axes attribute at 13
  *   refused;
  * - a model naming no opset of the default domain is refused;
@@ -248,7 +249,10 @@ static void check_pad(void) {
     one_node("Pad", 2, 3, "x,pads,,axes", "y");
     init_i64("pads", 2, (int64_t[]){1, 0});
     init_i64("axes", 1, (int64_t[]){0});
-    expect_at("a non-zero pad at opset 21", 21, TS_ERR_UNSUPPORTED, "non-zero padding is not available");
+    run_and_check("pad_axis_0_before", 21, 2, 3, 1, (expected[]){{2, {3, 3}, (const float[]){0, 0, 0, 0, 1, 2, 3, 4, 5}}});
+    /* Pad 2..10 takes its pads as an attribute: an older version, refused */
+    attr_ints(one_node("Pad", 2, 3, "x", "y"), "pads", 4, (int64_t[]){0, 1, 0, 1});
+    expect_at("Pad's pads attribute at opset 10", 10, TS_ERR_UNSUPPORTED, "older version of Pad than tensorscope reads (that of opset 11");
 }
 
 static void check_squeeze(void) {
