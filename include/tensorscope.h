@@ -254,6 +254,10 @@ TS_API ts_tensor *ts_mul(ts_graph *g, ts_tensor *a, ts_tensor *b); /* numpy broa
 TS_API ts_tensor *ts_scale(ts_graph *g, ts_tensor *x, float s);
 TS_API ts_tensor *ts_relu(ts_graph *g, ts_tensor *x);
 TS_API ts_tensor *ts_log(ts_graph *g, ts_tensor *x);
+/* Ops take f32 tensors, except the integer (i32) inputs each one names
+ * (labels, indices, masks). ts_reshape, ts_flatten, ts_permute and
+ * ts_transpose take f32 or i32 and keep the dtype: token ids and labels
+ * reshaped stay i32 (no gradient flows to them). */
 TS_API ts_tensor *ts_reshape(ts_graph *g, ts_tensor *x, int ndim, const int64_t *shape);
 /* Collapses dims start_dim.. into one (PyTorch's flatten(x, start_dim)). */
 TS_API ts_tensor *ts_flatten(ts_graph *g, ts_tensor *x, int start_dim);
@@ -350,7 +354,7 @@ TS_API ts_tensor *ts_layer_norm(ts_graph *g, ts_tensor *x, ts_tensor *weight, ts
 /* [...,M,K] x [...,K,N] -> [...,M,N], the leading dims broadcast; with
  * transpose_a / transpose_b an operand is stored as [...,K,M] / [...,N,K]. */
 TS_API ts_tensor *ts_matmul_batched(ts_graph *g, ts_tensor *a, ts_tensor *b, int transpose_a, int transpose_b);
-/* out dim i is x's dim perm[i] (perm has x's rank entries). */
+/* out dim i is x's dim perm[i] (perm has x's rank entries); f32 or i32. */
 TS_API ts_tensor *ts_permute(ts_graph *g, ts_tensor *x, const int *perm);
 TS_API ts_tensor *ts_transpose(ts_graph *g, ts_tensor *x, int dim0, int dim1);
 /* x[..., start:start+length, ...] along dim. */
@@ -358,6 +362,15 @@ TS_API ts_tensor *ts_slice(ts_graph *g, ts_tensor *x, int dim, int64_t start, in
 /* n equal slices along dim into out[0..n). */
 TS_API ts_status ts_split(ts_graph *g, ts_tensor *x, int dim, int n, ts_tensor **out);
 TS_API ts_tensor *ts_concat(ts_graph *g, ts_tensor *const *xs, int n, int dim);
+/* How ts_pad fills the border (numpy's np.pad modes, as ONNX's Pad):
+ * `value`, x mirrored without repeating its edge, x's edge repeated, x
+ * wrapped around. */
+typedef enum ts_pad_mode { TS_PAD_CONSTANT = 0, TS_PAD_REFLECT, TS_PAD_EDGE, TS_PAD_WRAP } ts_pad_mode;
+/* x (f32) padded along each dim d by pads[d] elements before and
+ * pads[ndim + d] after (ONNX's order; a negative pad crops); `value` fills
+ * the border in TS_PAD_CONSTANT and is ignored otherwise. The gradient of
+ * each element of x sums the output elements that read it. */
+TS_API ts_tensor *ts_pad(ts_graph *g, ts_tensor *x, const int64_t *pads, ts_pad_mode mode, float value);
 /* cond (i32 or f32, non-zero = true) ? a : b, all three broadcast together
  * (an f32 cond: the 1 or 0 of ts_binary's comparisons, say). */
 TS_API ts_tensor *ts_where(ts_graph *g, ts_tensor *cond, ts_tensor *a, ts_tensor *b);
@@ -415,6 +428,7 @@ TS_API ts_tensor *ts_cross_entropy_ignore(ts_graph *g, ts_tensor *logits, ts_ten
 #define ts_permute(g, ...) ts_permute(TS_AT_(g), __VA_ARGS__)
 #define ts_transpose(g, ...) ts_transpose(TS_AT_(g), __VA_ARGS__)
 #define ts_slice(g, ...) ts_slice(TS_AT_(g), __VA_ARGS__)
+#define ts_pad(g, ...) ts_pad(TS_AT_(g), __VA_ARGS__)
 #define ts_split(g, ...) ts_split(TS_AT_(g), __VA_ARGS__)
 #define ts_concat(g, ...) ts_concat(TS_AT_(g), __VA_ARGS__)
 #define ts_where(g, ...) ts_where(TS_AT_(g), __VA_ARGS__)
@@ -567,9 +581,12 @@ typedef struct ts_onnx_input {
 /* Reads an ONNX model into a new graph (parameters keep the file's
  * initializer names; see DESIGN.md §3/§13). Inputs with dynamic dims must be
  * given; others may be (a given shape replaces the file's, e.g. the batch
- * size of the exporter's example input). Opsets 13 to 28 of the default
+ * size of the exporter's example input). Opsets 1 to 28 of the default
  * domain (the newest of onnx 1.23.2), each node read by its op's version at
  * the model's opset: another opset is TS_ERR_UNSUPPORTED naming the range,
+ * and so is an op's version older than the importer reads (below opset 13,
+ * one that differs from opset 13's in more than its types and that the
+ * importer does not read as its spec says: Split's 'split' attribute, ...),
  * an attribute or input its op's version lacks TS_ERR_FORMAT; shape
  * computations (Shape, Gather, Concat, Unsqueeze, ConstantOfShape, Range,
  * Cast, ...) are folded for the static shapes, the rest becomes graph ops

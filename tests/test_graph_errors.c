@@ -100,6 +100,17 @@ static void build_errors(void)
                      "flatten");
     ts_graph_free(g);
 
+    g = ts_graph_new(1);
+    a = ts_input(g, "x", TS_F32, 2, s23);
+    expect_build_err(g, ts_pad(g, a, (int64_t[]){0, -2, 0, -1}, TS_PAD_CONSTANT, 0), TS_ERR_SHAPE,
+                     "pad cropping all of a dim", "leave 0 elements", "at least 1 must stay");
+    ts_graph_free(g);
+    g = ts_graph_new(1);
+    a = ts_input(g, "x", TS_F32, 2, s23);
+    expect_build_err(g, ts_pad(g, a, (int64_t[]){0, 1, 0, 1}, (ts_pad_mode)7, 0), TS_ERR_SHAPE,
+                     "pad in an unknown mode", "mode 7 is no ts_pad_mode", NULL);
+    ts_graph_free(g);
+
     /* NULL input: sticky, reported again by status, by model creation and
      * by compile */
     g = ts_graph_new(1);

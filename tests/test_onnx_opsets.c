@@ -1,9 +1,16 @@
 /* test_onnx_opsets.c -- the ONNX importer across the default domain's
- * opsets 13 to 28 (the newest onnx 1.23.2 defines): each node is read by
+ * opsets 1 to 28 (the newest onnx 1.23.2 defines): each node is read by
  * the version of its op that the model's opset selects, as the spec says.
  * Models are written here (tests/support/onnx_model.h), one per case:
  *
- * - the range: opset 12 and 29 are refused naming 13 to 28; 28 imports;
+ * - the range: opset 0 and 29 are refused naming 1 to 28; 28 imports;
+ * - below opset 13, an op whose version there reads as today's (Relu 6,
+ *   And 7, Not 1) imports and runs; an older one (Relu 1, Split 2 with
+ *   its 'split' attribute, Dropout 7) is refused naming the opset it
+ *   needs; Unsqueeze's axes attribute at 12 and Dropout 10's ratio
+ *   attribute (the identity at inference) are read; Softmax and LogSoftmax
+ *   before 13 normalize the input coerced to 2-D at axis (default 1): run
+ *   where that is the last axis, refused where dims after it are not 1;
  * - Split 18's num_outputs (ceil-sized parts, the last smaller), checked
  *   by running it; num_outputs with the sizes input, a wrong count, and
  *   num_outputs before 18 are refused; so is the 'split' attribute at 13
@@ -11,8 +18,9 @@
  * - ReduceMean 18's axes input, noop_with_empty_axes and the default of
  *   every axis, checked by running them; the axes attribute at 18 and the
  *   axes input at 17 are refused;
- * - Pad 18's axes input (zero pads: the identity), pads that do not match
- *   the axes, mode wrap before 19 (refused) and at 19 (imported);
+ * - Pad 18's axes input (zero pads: the identity; a pad of the axis it
+ *   names, run), pads that do not match the axes, mode wrap before 19
+ *   (refused) and at 19 (imported), Pad 2's pads attribute (refused);
  * - Squeeze/Unsqueeze 21 with their axes input, the axes attribute at 13
  *   refused;
  * - a model naming no opset of the default domain is refused;
@@ -105,13 +113,66 @@ static void expect_at(const char *what, int64_t opset, ts_status want, const cha
 static void check_range(void) {
     printf("-- the opset range\n");
     one_node("Relu", 2, 3, "x", "y");
-    expect_at("opset 12", 12, TS_ERR_UNSUPPORTED, "opsets 13 to 28");
+    expect_at("opset 0", 0, TS_ERR_UNSUPPORTED, "opsets 1 to 28");
     one_node("Relu", 2, 3, "x", "y");
-    expect_at("opset 29", 29, TS_ERR_UNSUPPORTED, "uses opset 29 of the default ONNX domain; tensorscope imports opsets 13 to 28");
+    expect_at("opset 29", 29, TS_ERR_UNSUPPORTED, "uses opset 29 of the default ONNX domain; tensorscope imports opsets 1 to 28");
     one_node("Relu", 2, 3, "x", "y");
     expect_at("no opset of the default domain", -1, TS_ERR_FORMAT, "names no opset of the default ONNX domain");
     one_node("Relu", 2, 3, "x", "y");
     run_and_check("relu_op28", 28, 2, 3, 1, (expected[]){{2, {2, 3}, (const float[]){0, 1, 2, 3, 4, 5}}});
+}
+
+/* Below opset 13: each op's version there, read as its spec says or
+ * refused. */
+static void check_old_opsets(void) {
+    printf("-- opsets before 13\n");
+    const float x6[6] = {0, 1, 2, 3, 4, 5};
+    one_node("Relu", 2, 3, "x", "y");
+    run_and_check("relu_op6", 6, 2, 3, 1, (expected[]){{2, {2, 3}, x6}});
+    one_node("Relu", 2, 3, "x", "y");
+    expect_at("Relu at opset 5 (version 1, with consumed_inputs)", 5, TS_ERR_UNSUPPORTED,
+              "opset 5 has an older version of Relu than tensorscope reads (that of opset 6 and later)");
+    /* And 7 (numpy broadcasting) of x > 2 and x < 5; Not 1 of it */
+    begin(2, 3, "y,z");
+    init_f32("two", 0, NULL, (const float[]){2});
+    init_f32("five", 0, NULL, (const float[]){5});
+    node("Greater", "gt", "x,two", "a");
+    node("Less", "lt", "x,five", "b");
+    node("And", "and", "a,b", "c");
+    node("Cast", "cy", "c", "y");
+    attr_int(graph->node[3], "to", 1);
+    node("Not", "not", "c", "d");
+    node("Cast", "cz", "d", "z");
+    attr_int(graph->node[5], "to", 1);
+    run_and_check("and_not_op7", 7, 2, 3, 2,
+                  (expected[]){{2, {2, 3}, (const float[]){0, 0, 0, 1, 1, 0}}, {2, {2, 3}, (const float[]){1, 1, 1, 0, 0, 1}}});
+    /* Split 2..12 takes its sizes as the attribute 'split': not read, refused */
+    attr_int(one_node("Split", 2, 4, "x", "a,b"), "axis", 1);
+    attr_ints(graph->node[0], "split", 2, (int64_t[]){1, 3});
+    expect_at("Split at opset 12", 12, TS_ERR_UNSUPPORTED, "opset 12 has an older version of Split than tensorscope reads (that of opset 13");
+    /* Unsqueeze 1..12: the axes attribute */
+    attr_ints(one_node("Unsqueeze", 2, 3, "x", "y"), "axes", 2, (int64_t[]){0, -1});
+    run_and_check("unsqueeze_axes_attribute_op12", 12, 2, 3, 1, (expected[]){{4, {1, 2, 3, 1}, x6}});
+    /* Dropout 10: the ratio attribute, the identity at inference; 7 refused */
+    attr_float(one_node("Dropout", 2, 3, "x", "y"), "ratio", 0.25f);
+    run_and_check("dropout_ratio_attribute_op10", 10, 2, 3, 1, (expected[]){{2, {2, 3}, x6}});
+    one_node("Dropout", 2, 3, "x", "y");
+    expect_at("Dropout at opset 9 (version 7)", 9, TS_ERR_UNSUPPORTED, "older version of Dropout than tensorscope reads (that of opset 10");
+    /* Softmax 11 of [2,3,1] at its default axis 1 (not -1, which would
+     * give ones): over each row's 3 values */
+    float sm[6], lsm[6], z = 1.0f + expf(1.0f) + expf(2.0f);
+    for (int i = 0; i < 6; i++) sm[i] = expf((float)(i % 3)) / z, lsm[i] = (float)(i % 3) - logf(z);
+    attr_ints(one_node("Unsqueeze", 2, 3, "x", "u"), "axes", 1, (int64_t[]){2});
+    node("Softmax", "sm", "u", "y");
+    graph->n_output = 0;
+    output("y");
+    run_and_check("softmax_default_axis_op11", 11, 2, 3, 1, (expected[]){{3, {2, 3, 1}, sm}});
+    one_node("LogSoftmax", 2, 3, "x", "y");
+    run_and_check("logsoftmax_default_axis_op11", 11, 2, 3, 1, (expected[]){{2, {2, 3}, lsm}});
+    /* at axis 0 the coerced input is [1,6]: one softmax over all six, not
+     * one per column as from 13 on: refused */
+    attr_int(one_node("Softmax", 2, 3, "x", "y"), "axis", 0);
+    expect_at("Softmax at axis 0 at opset 11", 11, TS_ERR_UNSUPPORTED, "before opset 13, Softmax normalizes over every dim from axis 0 on");
 }
 
 static void check_split(void) {
@@ -188,7 +249,10 @@ static void check_pad(void) {
     one_node("Pad", 2, 3, "x,pads,,axes", "y");
     init_i64("pads", 2, (int64_t[]){1, 0});
     init_i64("axes", 1, (int64_t[]){0});
-    expect_at("a non-zero pad at opset 21", 21, TS_ERR_UNSUPPORTED, "non-zero padding is not available");
+    run_and_check("pad_axis_0_before", 21, 2, 3, 1, (expected[]){{2, {3, 3}, (const float[]){0, 0, 0, 0, 1, 2, 3, 4, 5}}});
+    /* Pad 2..10 takes its pads as an attribute: an older version, refused */
+    attr_ints(one_node("Pad", 2, 3, "x", "y"), "pads", 4, (int64_t[]){0, 1, 0, 1});
+    expect_at("Pad's pads attribute at opset 10", 10, TS_ERR_UNSUPPORTED, "older version of Pad than tensorscope reads (that of opset 11");
 }
 
 static void check_squeeze(void) {
@@ -291,6 +355,7 @@ int main(void) {
     snprintf(dir, sizeof dir, "/tmp/ts_onnx_opsets_XXXXXX");
     if (!mkdtemp(dir)) return 1;
     check_range();
+    check_old_opsets();
     check_split();
     check_reduce_mean();
     check_pad();

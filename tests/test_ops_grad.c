@@ -575,6 +575,15 @@ static ts_tensor *b_bmm(ts_graph *g, const op_case *c)
     return ts_matmul_batched(g, a, b, ta, tb);
 }
 
+/* Pad of x [2,3,4] in mode iarg (ts_pad_mode); ndim_b 1: pads wider than
+ * the dims (reflected and wrapped more than once), 2: a crop on one side */
+static ts_tensor *b_pad(ts_graph *g, const op_case *c)
+{
+    ts_tensor *x = rparam(g, "x", 3, S234, D_SYM);
+    static const int64_t pads[3][6] = {{0, 2, 1, 1, 1, 3}, {1, 5, 7, 2, 4, 9}, {0, -1, 2, 1, 3, -2}};
+    return ts_pad(g, x, pads[c->ndim_b], (ts_pad_mode)c->iarg, 0.75f);
+}
+
 /* iarg 0: permute (2,0,1); 1: transpose(-1,-2) then a view; 2: slice; 3:
  * split into 2 and concat reversed; 4: concat of two parameters on dim 2 */
 static ts_tensor *b_layout(ts_graph *g, const op_case *c)
@@ -1081,6 +1090,17 @@ int main(void)
         {"batch_norm 4-D frozen", b_batch_norm, 1e-2, 1e-2, 1e-4, 2, 0, {0}},
         {"tanh", b_tanh, 1e-2, 1e-2, 1e-4, 0, 0, {0}},
         {"sigmoid(4x)", b_sigmoid, 1e-3, 1e-2, 1e-4, 0, 0, {0}},
+        /* last, so the cases above keep their random draws */
+        {"pad constant 0.75", b_pad, LIN, 1e-3, 1e-4, TS_PAD_CONSTANT, 0, {0}},
+        {"pad constant, a crop", b_pad, LIN, 1e-3, 1e-4, TS_PAD_CONSTANT, 2, {0}},
+        {"pad reflect", b_pad, LIN, 1e-3, 1e-4, TS_PAD_REFLECT, 0, {0}},
+        {"pad reflect wider than the dims", b_pad, LIN, 1e-3, 1e-4, TS_PAD_REFLECT, 1, {0}},
+        {"pad reflect, a crop", b_pad, LIN, 1e-3, 1e-4, TS_PAD_REFLECT, 2, {0}},
+        {"pad edge", b_pad, LIN, 1e-3, 1e-4, TS_PAD_EDGE, 0, {0}},
+        {"pad edge wider than the dims", b_pad, LIN, 1e-3, 1e-4, TS_PAD_EDGE, 1, {0}},
+        {"pad edge, a crop", b_pad, LIN, 1e-3, 1e-4, TS_PAD_EDGE, 2, {0}},
+        {"pad wrap", b_pad, LIN, 1e-3, 1e-4, TS_PAD_WRAP, 0, {0}},
+        {"pad wrap wider than the dims", b_pad, LIN, 1e-3, 1e-4, TS_PAD_WRAP, 1, {0}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         gradcheck(&cases[i]);

@@ -36,7 +36,7 @@ struct ts_stats_partial;
 typedef struct ts_kctx {
     const ts_tensor *node; /* op and attributes (attr, fattr, iparam, fparam) */
     int n_in;
-    const float *in[TS_MAX_INPUTS];       /* float input values (NULL for integer inputs) */
+    const float *in[TS_MAX_INPUTS];       /* float input values (NULL for integer inputs, except for the ops that keep them: ts_op_def.keeps_int) */
     const int32_t *in_int[TS_MAX_INPUTS]; /* integer input values (labels, indices), else NULL */
     float *out;            /* output value */
     const float *dout;     /* gradient of the output */

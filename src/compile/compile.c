@@ -914,7 +914,7 @@ static void mark_checks(ts_model *m, ts_prog *p) {
         ts_entry *en = &p->entries[e];
         const ts_tensor *t = m->g->t[en->node];
         bool check = false;
-        if (en->kind == TS_KIND_VALUE) check = t->op == TS_OP_INPUT ? t->dtype == TS_F32 : (c == TS_CHECK_OP || is_layer_output(m->g, p, t->id));
+        if (en->kind == TS_KIND_VALUE) check = t->dtype == TS_F32 && (t->op == TS_OP_INPUT || c == TS_CHECK_OP || is_layer_output(m->g, p, t->id));
         /* under loss scaling an Inf gradient is the scaler's: the step is skipped, the scale backs off */
         if (en->kind == TS_KIND_GRAD) check = !m->scaling && (c == TS_CHECK_OP || t->op == TS_OP_PARAM || is_layer_output(m->g, p, t->id));
         if (en->kind == TS_KIND_UPDATED) check = true;

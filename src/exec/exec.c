@@ -80,7 +80,8 @@ static ts_kctx make_ctx(const ts_model *m, int node, int64_t mb) {
         int in = t->in[j];
         const ts_entry *ie = &p->entries[p->value_entry[in]];
         if (ie->dtype == TS_I32) k.in_int[j] = (const int32_t *)(const void *)ie->data;
-        else k.in[j] = ie->data;
+        /* an op that keeps i32 moves the cells as they are: its float kernel does */
+        if (ie->dtype != TS_I32 || ts_op_get(t->op)->keeps_int) k.in[j] = ie->data;
         k.in_dtype[j] = ie->dtype;
         k.in_shape[j] = p->shape[in];
         k.din[j] = p->grad_entry[in] >= 0 ? p->entries[p->grad_entry[in]].data : NULL;

@@ -231,8 +231,8 @@ const char *ts_graph_closest_names(const ts_graph *g, const char *name, char *bu
 static bool owned(const ts_graph *g, const ts_tensor *t) { return t && t->g == g && t->id >= 0 && (size_t)t->id < g->n && g->t[t->id] == t; }
 
 /* Adds a node with n inputs: checks them (ownership, dtype: f32 except the
- * op's integer inputs, which are i32), infers its shape by the op table's
- * rule, names it. */
+ * op's integer inputs, which are i32, and input 0 of the ops that keep it,
+ * which is either), infers its shape by the op table's rule, names it. */
 ts_tensor *ts_graph_add_node(ts_graph *g, ts_op op, const ts_tensor *const *ins, int n, const char *name,
                              void (*setup)(ts_tensor *, const void *), const void *arg) {
     if (!g) return NULL;
@@ -245,7 +245,7 @@ ts_tensor *ts_graph_add_node(ts_graph *g, ts_op op, const ts_tensor *const *ins,
         if (!ins[i]) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: input %d is NULL (an earlier builder call failed?)", def->name, i + 1);
         if (!owned(g, ins[i])) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: input %d belongs to another graph", def->name, i + 1);
         ts_dtype want = ts_op_int_input(op, i) ? TS_I32 : TS_F32;
-        if (ins[i]->dtype != want)
+        if (ins[i]->dtype != want && !(i == 0 && def->keeps_int && ins[i]->dtype == TS_I32))
             return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: input %d '%s' is %s; this input takes %s tensors%s", def->name, i + 1,
                                  ins[i]->name, ts_dtype_name(ins[i]->dtype), ts_dtype_name(want),
                                  want == TS_F32 ? " (integer tensors such as labels or token ids cannot be used here)" : "");
@@ -257,7 +257,7 @@ ts_tensor *ts_graph_add_node(ts_graph *g, ts_op op, const ts_tensor *const *ins,
     t->id = (int)g->n;
     t->op = op;
     t->n_in = n;
-    t->dtype = TS_F32;
+    t->dtype = def->keeps_int ? ins[0]->dtype : TS_F32;
     t->file = g->file;
     t->line = g->line;
     t->origin = g->origin;

@@ -95,6 +95,7 @@ typedef enum ts_op {
     TS_OP_GATHER,
     TS_OP_GATHER_ELEMENTS, /* in: data, indices i32 of data's rank; attr[0]: the axis (out[p] = data[p with idx[p] on the axis]) */       /* in: data, indices i32 (negative: from the end); attr[0]: the axis (Embedding is axis 0 of 2-D) */       /* Where with an f32 condition (non-zero = true), as the predicates give it */
     TS_OP_CAST,         /* attr[0]: the ts_dtype (bf16, f16, f32) whose values the output holds (core/half.h) */
+    TS_OP_PAD,          /* attr[d]: pad before dim d, attr[TS_MAX_DIMS + d]: after; iparam: ts_pad_mode; fparam: the constant */
     TS_OP_COUNT
 } ts_op;
 

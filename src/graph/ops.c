@@ -118,8 +118,8 @@ static const ts_op_def table[] = {
     [TS_OP_SCALE] = {.op = TS_OP_SCALE, .name = "Scale", .arity = 1, .bwd_unread_inputs = 0x1u, .has_backward = true, .shape = shape_same, .flops = flops_elementwise},
     [TS_OP_RELU] = {.op = TS_OP_RELU, .name = "Relu", .arity = 1, .needs_output = true, .bwd_unread_inputs = 0x1u, .has_backward = true, .shape = shape_same, .flops = flops_elementwise},
     [TS_OP_LOG] = {.op = TS_OP_LOG, .name = "Log", .arity = 1, .has_backward = true, .shape = shape_same, .flops = flops_elementwise},
-    [TS_OP_RESHAPE] = {.op = TS_OP_RESHAPE, .name = "Reshape", .arity = 1, .bwd_unread_inputs = 0x1u, .view = true, .has_backward = true, .shape = shape_reshape},
-    [TS_OP_FLATTEN] = {.op = TS_OP_FLATTEN, .name = "Flatten", .arity = 1, .bwd_unread_inputs = 0x1u, .view = true, .has_backward = true, .shape = shape_reshape},
+    [TS_OP_RESHAPE] = {.op = TS_OP_RESHAPE, .name = "Reshape", .arity = 1, .bwd_unread_inputs = 0x1u, .view = true, .keeps_int = true, .has_backward = true, .shape = shape_reshape},
+    [TS_OP_FLATTEN] = {.op = TS_OP_FLATTEN, .name = "Flatten", .arity = 1, .bwd_unread_inputs = 0x1u, .view = true, .keeps_int = true, .has_backward = true, .shape = shape_reshape},
     [TS_OP_LOG_SOFTMAX] = {.op = TS_OP_LOG_SOFTMAX, .name = "LogSoftmax", .arity = 1, .needs_output = true, .bwd_unread_inputs = 0x1u, .has_backward = true, .shape = shape_softmax, .flops = flops_softmax},
     [TS_OP_SOFTMAX] = {.op = TS_OP_SOFTMAX, .name = "Softmax", .arity = 1, .needs_output = true, .bwd_unread_inputs = 0x1u, .has_backward = true, .shape = shape_softmax, .flops = flops_softmax},
     [TS_OP_NLL_LOSS] = {.op = TS_OP_NLL_LOSS, .name = "NllLoss", .arity = 2, .int_inputs = 1u << 1, .bwd_unread_inputs = 0x1u, .has_backward = true, .shape = shape_loss, .flops = flops_input},
@@ -139,7 +139,7 @@ static const ts_op_def table[] = {
     [TS_OP_EMBEDDING] = {.op = TS_OP_EMBEDDING, .name = "Embedding", .arity = 2, .bwd_unread_inputs = 0x1u, .int_inputs = 1u << 1, .has_backward = true, .shape = ts_shape_embedding, .flops = flops_elementwise},
     [TS_OP_LAYER_NORM] = {.op = TS_OP_LAYER_NORM, .name = "LayerNorm", .arity = 3, .bwd_unread_inputs = 0x4u, .has_backward = true, .shape = ts_shape_layer_norm, .flops = ts_flops_layer_norm, .scratch_floats = ts_scratch_layer_norm},
     [TS_OP_BATCH_MATMUL] = {.op = TS_OP_BATCH_MATMUL, .name = "MatMul", .arity = 2, .has_backward = true, .shape = ts_shape_bmm, .flops = ts_flops_bmm},
-    [TS_OP_PERMUTE] = {.op = TS_OP_PERMUTE, .name = "Transpose", .arity = 1, .bwd_unread_inputs = 0x1u, .has_backward = true, .shape = ts_shape_permute},
+    [TS_OP_PERMUTE] = {.op = TS_OP_PERMUTE, .name = "Transpose", .arity = 1, .bwd_unread_inputs = 0x1u, .keeps_int = true, .has_backward = true, .shape = ts_shape_permute},
     [TS_OP_SLICE] = {.op = TS_OP_SLICE, .name = "Slice", .arity = 1, .bwd_unread_inputs = 0x1u, .has_backward = true, .shape = ts_shape_slice},
     [TS_OP_CONCAT] = {.op = TS_OP_CONCAT, .name = "Concat", .arity = TS_ARITY_VARIADIC, .bwd_unread_inputs = 0xffu, .has_backward = true, .shape = ts_shape_concat},
     [TS_OP_WHERE] = {.op = TS_OP_WHERE, .name = "Where", .arity = 3, .bwd_unread_inputs = 0x6u, .int_inputs = 1u << 0, .has_backward = true, .shape = ts_shape_where, .flops = flops_elementwise},
@@ -194,6 +194,7 @@ static const ts_op_def table[] = {
     [TS_OP_OR] = {.op = TS_OP_OR, .name = "Or", .arity = 2, .bwd_unread_inputs = 0x3u, .shape = ts_shape_broadcast_binary, .flops = flops_elementwise},
     [TS_OP_XOR] = {.op = TS_OP_XOR, .name = "Xor", .arity = 2, .bwd_unread_inputs = 0x3u, .shape = ts_shape_broadcast_binary, .flops = flops_elementwise},
     [TS_OP_CAST] = {.op = TS_OP_CAST, .name = "Cast", .arity = 1, .bwd_unread_inputs = 0x1u, .has_backward = true, .shape = shape_same, .flops = flops_elementwise},
+    [TS_OP_PAD] = {.op = TS_OP_PAD, .name = "Pad", .arity = 1, .bwd_unread_inputs = 0x1u, .has_backward = true, .shape = ts_shape_pad, .flops = flops_elementwise},
 };
 _Static_assert(sizeof table / sizeof table[0] == TS_OP_COUNT, "the op table must cover every ts_op");
 

@@ -23,6 +23,10 @@ typedef struct ts_op_def {
     unsigned bwd_unread_inputs;
     bool view;              /* output = input 0's data reshaped: of a model input it shares the buffer, no copy */
     unsigned int_inputs;    /* bit j: input j is i32 (labels, indices) and gets no gradient */
+    /* input 0 may be i32 as well as f32: the op only moves its 4-byte cells
+     * (a view, a permutation), and its output has input 0's dtype (an i32
+     * output gets no gradient) */
+    bool keeps_int;
     /* a gradient flows through: every backend has a backward kernel for
      * it (false: none, e.g. a dropout mask or a leaf) */
     bool has_backward;

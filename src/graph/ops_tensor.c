@@ -114,6 +114,20 @@ ts_status ts_shape_permute(const ts_tensor *n, const ts_shape *in, ts_shape *out
     return TS_OK;
 }
 
+ts_status ts_shape_pad(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
+    char a[96];
+    if (n->iparam < TS_PAD_CONSTANT || n->iparam > TS_PAD_WRAP)
+        return SHAPE_ERR("Pad: mode %d is no ts_pad_mode (TS_PAD_CONSTANT, _REFLECT, _EDGE or _WRAP)", n->iparam);
+    *out = in[0];
+    for (int d = 0; d < in[0].ndim; d++) {
+        out->d[d] += n->attr[d] + n->attr[TS_MAX_DIMS + d];
+        if (out->d[d] < 1)
+            return SHAPE_ERR("Pad: pads %lld before and %lld after dim %d of %s leave %lld elements; at least 1 must stay",
+                             (long long)n->attr[d], (long long)n->attr[TS_MAX_DIMS + d], d, sh(&in[0], a), (long long)out->d[d]);
+    }
+    return TS_OK;
+}
+
 ts_status ts_shape_slice(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
     char a[96];
     int64_t dim = n->attr[0], start = n->attr[1], len = n->attr[2];

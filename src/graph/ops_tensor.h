@@ -16,6 +16,7 @@ ts_status ts_shape_layer_norm(const ts_tensor *n, const ts_shape *in, ts_shape *
 ts_status ts_shape_bmm(const ts_tensor *n, const ts_shape *in, ts_shape *out);
 ts_status ts_shape_permute(const ts_tensor *n, const ts_shape *in, ts_shape *out);
 ts_status ts_shape_slice(const ts_tensor *n, const ts_shape *in, ts_shape *out);
+ts_status ts_shape_pad(const ts_tensor *n, const ts_shape *in, ts_shape *out);
 ts_status ts_shape_concat(const ts_tensor *n, const ts_shape *in, ts_shape *out);
 ts_status ts_shape_where(const ts_tensor *n, const ts_shape *in, ts_shape *out);
 ts_status ts_shape_masked_fill(const ts_tensor *n, const ts_shape *in, ts_shape *out);

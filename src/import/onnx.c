@@ -31,11 +31,12 @@ typedef TensorscopeOnnx__TensorProto TensorProto;
 typedef TensorscopeOnnx__AttributeProto Attr;
 typedef TensorscopeOnnx__ValueInfoProto ValueInfo;
 
-/* The default domain's opsets read here: 13 (the oldest PyTorch still
- * writes) to the newest of onnx 1.23.2 (onnx.defs.onnx_opset_version()).
- * Each node is read by the version of its op that the model's opset
- * selects (the newest one not above it), see `since`. */
-#define MIN_OPSET 13
+/* The default domain's opsets read here: 1 to the newest of onnx 1.23.2
+ * (onnx.defs.onnx_opset_version()). Each node is read by the version of
+ * its op that the model's opset selects (the newest one not above it), see
+ * `since`; an op of a version older than its row's `oldest` (op_table)
+ * is refused. */
+#define MIN_OPSET 1
 #define MAX_OPSET 28
 #define MAX_NODE_IO 16
 #define MAX_MODEL_BYTES ((size_t)1 << 31)
@@ -877,12 +878,21 @@ static ts_status op_squeeze_unsqueeze(importer *im, node_io *io) {
     return reshape_to(im, io->in[0], &s, &io->out[0]);
 }
 
+/* Softmax and LogSoftmax over `axis`; before opset 13 (versions 1 and 11)
+ * over the input coerced to 2-D at axis (default 1): every dim from axis
+ * on at once, the same where the dims after axis are 1 (the last axis, a
+ * 2-D input's default). */
 static ts_status op_softmax(importer *im, node_io *io) {
     ts_status st = TS_OK;
     ts_tensor *t = as_tensor(im, io->in[0], &st);
     if (!t) return st;
     int axis;
-    if ((st = attr_axis(im, "axis", -1, t->shape.ndim, false, &axis))) return st;
+    if ((st = attr_axis(im, "axis", since(im, 13) ? -1 : 1, t->shape.ndim, false, &axis))) return st;
+    for (int d = axis + 1; !since(im, 13) && d < t->shape.ndim; d++)
+        if (t->shape.d[d] != 1)
+            return node_error(im, TS_ERR_UNSUPPORTED, "before opset 13, %s normalizes over every dim from axis %d on at once (the input "
+                              "coerced to 2-D), which is available only where the dims after the axis are 1 (here dim %d is %lld); "
+                              "re-export with opset 13 or later", im->node->op_type, axis, d, (long long)t->shape.d[d]);
     bool log = strcmp(im->node->op_type, "LogSoftmax") == 0;
     return built(im, log ? ts_log_softmax(im->g, t, axis) : ts_softmax(im->g, t, axis), &io->out[0]);
 }
@@ -982,16 +992,17 @@ static ts_status op_gemm(importer *im, node_io *io) {
 /* Pad: PyTorch writes one with zero pads before an avg_pool2d; that is
  * the identity, whatever the mode and constant value. Its pads are input 1
  * (2 per padded axis: all the starts, then all the ends), over every axis,
- * or from opset 18 on over the axes of input 3; the modes are constant,
- * reflect and edge, and wrap from opset 19 on. Non-zero padding is not
- * available yet. */
+ * or from opset 18 on over the axes of input 3; the modes are constant
+ * (the constant_value input 2, default 0), reflect and edge, and wrap from
+ * opset 19 on: ts_pad (negative pads crop). */
 static ts_status op_pad(importer *im, node_io *io) {
     if (io->n_in < 2 || !io->in[1]) return node_error(im, TS_ERR_FORMAT, "input 1 (pads) is required");
     if (io->n_in > 3 && !since(im, 18)) return node_error(im, TS_ERR_FORMAT, "input 3 (axes) is part of Pad from opset 18 on");
     const Attr *mode = attr(im, "mode");
+    size_t k = 0; /* modes[k]: ts_pad_mode k */
     if (mode) {
         static const char *const modes[] = {"constant", "reflect", "edge", "wrap"};
-        size_t known = since(im, 19) ? 4 : 3, k = 0;
+        size_t known = since(im, 19) ? 4 : 3;
         while (k < known && !(mode->has_s && mode->s.len == strlen(modes[k]) && memcmp(mode->s.data, modes[k], mode->s.len) == 0)) k++;
         if (k == known)
             return node_error(im, TS_ERR_FORMAT, "mode '%.*s' is not one of Pad's at this opset: constant, reflect, edge%s",
@@ -1019,11 +1030,21 @@ static ts_status op_pad(importer *im, node_io *io) {
     }
     if (n != 2 * n_axes)
         return node_error(im, TS_ERR_FORMAT, "its pads hold %d values; Pad takes 2 per padded axis (%d)", n, 2 * n_axes);
-    for (int i = 0; i < n; i++)
-        if (pads[i] != 0)
-            return node_error(im, TS_ERR_UNSUPPORTED, "a Pad with non-zero padding is not available yet (padding inside Conv and the "
-                              "pooling ops is)");
-    return op_identity(im, io);
+    bool zero = true;
+    for (int i = 0; i < n; i++) zero = zero && pads[i] == 0;
+    if (zero) return op_identity(im, io);
+    /* the pads of every dim, ONNX's order: all befores, then all afters */
+    int64_t all[2 * TS_MAX_DIMS] = {0};
+    for (int i = 0; i < n_axes; i++) {
+        int ax = io->n_in > 3 && io->in[3] ? norm_axis(axes[i], ndim) : i;
+        all[ax] = pads[i], all[ndim + ax] = pads[n_axes + i];
+    }
+    double fill = 0;
+    if (io->n_in > 2 && io->in[2] && !const_scalar(io->in[2], &fill))
+        return node_error(im, TS_ERR_UNSUPPORTED, "its constant_value ('%s') must be a constant of one value%s", io->in[2]->name,
+                          bind_hint(io->in[2]));
+    ts_tensor *x = as_f32(im, io->in[0], &st);
+    return x ? built(im, ts_pad(im->g, x, all, (ts_pad_mode)k, (float)fill), &io->out[0]) : st;
 }
 
 /* Conv, NCHW 2-D as PyTorch exports it: pads [top, left, bottom, right],
@@ -1622,93 +1643,101 @@ static ts_status op_rnn(importer *im, node_io *io) {
     return st;
 }
 
-/* One row per ONNX op type: the import table. */
+/* One row per ONNX op type: the import table. `oldest` is the oldest
+ * opset whose version of the op the row reads: the op's version at opset
+ * 13 and the older ones that differ from it in types only (onnx.defs'
+ * schemas: the same attributes, defaults, inputs and outputs, or a subset
+ * read the same), and older ones still where the row reads them as their
+ * spec says (Squeeze's, Unsqueeze's and ReduceSum's axes attribute,
+ * Softmax's 2-D coercion, Dropout's ratio attribute). A node of a version
+ * older than that is refused, never read as another version. */
 static const struct {
     const char *op_type;
     int required;  /* inputs that must be present */
+    int oldest;    /* opset */
     import_fn fn;
 } op_table[] = {
-    {"Abs", 1, op_unary},
-    {"Add", 2, op_binary},
-    {"And", 2, op_binary},
-    {"AveragePool", 1, op_pool},
-    {"BatchNormalization", 5, op_batch_norm},
-    {"Cast", 1, op_cast},
-    {"CastLike", 2, op_cast_like},
-    {"Ceil", 1, op_unary},
-    {"Concat", 1, op_concat},
-    {"Constant", 0, op_constant},
-    {"ConstantOfShape", 1, op_fold},
-    {"Conv", 2, op_conv},
-    {"Cos", 1, op_unary},
-    {"Div", 2, op_binary},
-    {"Dropout", 1, op_dropout},
-    {"Elu", 1, op_unary},
-    {"Equal", 2, op_binary},
-    {"Erf", 1, op_unary},
-    {"Exp", 1, op_unary},
-    {"Expand", 2, op_expand},
-    {"Flatten", 1, op_flatten},
-    {"Floor", 1, op_unary},
-    {"Gather", 2, op_gather},
-    {"GatherElements", 2, op_gather},
-    {"Gelu", 1, op_unary},
-    {"Gemm", 2, op_gemm},
-    {"GlobalAveragePool", 1, op_global_avg_pool},
-    {"Greater", 2, op_binary},
-    {"GreaterOrEqual", 2, op_binary},
-    {"GRU", 3, op_rnn},
-    {"HardSigmoid", 1, op_unary},
-    {"HardSwish", 1, op_unary},
-    {"Identity", 1, op_identity},
-    {"IsInf", 1, op_unary},
-    {"IsNaN", 1, op_unary},
-    {"LayerNormalization", 2, op_layer_norm},
-    {"LeakyRelu", 1, op_unary},
-    {"Less", 2, op_binary},
-    {"LessOrEqual", 2, op_binary},
-    {"Log", 1, op_unary},
-    {"LogSoftmax", 1, op_softmax},
-    {"LSTM", 3, op_rnn},
-    {"MatMul", 2, op_matmul},
-    {"Max", 1, op_variadic},
-    {"MaxPool", 1, op_pool},
-    {"Min", 1, op_variadic},
-    {"Mod", 2, op_binary},
-    {"Mul", 2, op_binary},
-    {"Neg", 1, op_unary},
-    {"NegativeLogLikelihoodLoss", 2, op_loss},
-    {"Not", 1, op_unary},
-    {"Or", 2, op_binary},
-    {"Pad", 1, op_pad},
-    {"Pow", 2, op_binary},
-    {"Range", 3, op_range},
-    {"Reciprocal", 1, op_unary},
-    {"ReduceMax", 1, op_reduce},
-    {"ReduceMean", 1, op_reduce},
-    {"ReduceSum", 1, op_reduce},
-    {"Relu", 1, op_unary},
-    {"Reshape", 2, op_reshape},
-    {"Round", 1, op_unary},
-    {"Selu", 1, op_unary},
-    {"Shape", 1, op_shape},
-    {"Sigmoid", 1, op_unary},
-    {"Sin", 1, op_unary},
-    {"Size", 1, op_size},
-    {"Slice", 3, op_slice},
-    {"Softmax", 1, op_softmax},
-    {"SoftmaxCrossEntropyLoss", 2, op_loss},
-    {"Softplus", 1, op_unary},
-    {"Split", 1, op_split},
-    {"Sqrt", 1, op_unary},
-    {"Squeeze", 1, op_squeeze_unsqueeze},
-    {"Sub", 2, op_binary},
-    {"Sum", 1, op_variadic},
-    {"Tanh", 1, op_unary},
-    {"Transpose", 1, op_transpose},
-    {"Unsqueeze", 1, op_squeeze_unsqueeze},
-    {"Where", 3, op_where},
-    {"Xor", 2, op_binary},
+    {"Abs", 1, 6, op_unary},
+    {"Add", 2, 7, op_binary},
+    {"And", 2, 7, op_binary},
+    {"AveragePool", 1, 10, op_pool},
+    {"BatchNormalization", 5, 9, op_batch_norm},
+    {"Cast", 1, 6, op_cast},
+    {"CastLike", 2, 13, op_cast_like},
+    {"Ceil", 1, 6, op_unary},
+    {"Concat", 1, 4, op_concat},
+    {"Constant", 0, 1, op_constant},
+    {"ConstantOfShape", 1, 9, op_fold},
+    {"Conv", 2, 1, op_conv},
+    {"Cos", 1, 7, op_unary},
+    {"Div", 2, 7, op_binary},
+    {"Dropout", 1, 10, op_dropout},
+    {"Elu", 1, 6, op_unary},
+    {"Equal", 2, 7, op_binary},
+    {"Erf", 1, 9, op_unary},
+    {"Exp", 1, 6, op_unary},
+    {"Expand", 2, 8, op_expand},
+    {"Flatten", 1, 1, op_flatten},
+    {"Floor", 1, 6, op_unary},
+    {"Gather", 2, 1, op_gather},
+    {"GatherElements", 2, 11, op_gather},
+    {"Gelu", 1, 13, op_unary},
+    {"Gemm", 2, 7, op_gemm},
+    {"GlobalAveragePool", 1, 1, op_global_avg_pool},
+    {"Greater", 2, 7, op_binary},
+    {"GreaterOrEqual", 2, 12, op_binary},
+    {"GRU", 3, 7, op_rnn},
+    {"HardSigmoid", 1, 6, op_unary},
+    {"HardSwish", 1, 13, op_unary},
+    {"Identity", 1, 1, op_identity},
+    {"IsInf", 1, 10, op_unary},
+    {"IsNaN", 1, 9, op_unary},
+    {"LayerNormalization", 2, 13, op_layer_norm},
+    {"LeakyRelu", 1, 6, op_unary},
+    {"Less", 2, 7, op_binary},
+    {"LessOrEqual", 2, 12, op_binary},
+    {"Log", 1, 6, op_unary},
+    {"LogSoftmax", 1, 1, op_softmax},
+    {"LSTM", 3, 7, op_rnn},
+    {"MatMul", 2, 1, op_matmul},
+    {"Max", 1, 6, op_variadic},
+    {"MaxPool", 1, 10, op_pool},
+    {"Min", 1, 6, op_variadic},
+    {"Mod", 2, 10, op_binary},
+    {"Mul", 2, 7, op_binary},
+    {"Neg", 1, 6, op_unary},
+    {"NegativeLogLikelihoodLoss", 2, 12, op_loss},
+    {"Not", 1, 1, op_unary},
+    {"Or", 2, 7, op_binary},
+    {"Pad", 1, 11, op_pad},
+    {"Pow", 2, 7, op_binary},
+    {"Range", 3, 11, op_range},
+    {"Reciprocal", 1, 6, op_unary},
+    {"ReduceMax", 1, 1, op_reduce},
+    {"ReduceMean", 1, 1, op_reduce},
+    {"ReduceSum", 1, 1, op_reduce},
+    {"Relu", 1, 6, op_unary},
+    {"Reshape", 2, 5, op_reshape},
+    {"Round", 1, 11, op_unary},
+    {"Selu", 1, 6, op_unary},
+    {"Shape", 1, 1, op_shape},
+    {"Sigmoid", 1, 6, op_unary},
+    {"Sin", 1, 7, op_unary},
+    {"Size", 1, 1, op_size},
+    {"Slice", 3, 10, op_slice},
+    {"Softmax", 1, 1, op_softmax},
+    {"SoftmaxCrossEntropyLoss", 2, 12, op_loss},
+    {"Softplus", 1, 1, op_unary},
+    {"Split", 1, 13, op_split},
+    {"Sqrt", 1, 6, op_unary},
+    {"Squeeze", 1, 1, op_squeeze_unsqueeze},
+    {"Sub", 2, 7, op_binary},
+    {"Sum", 1, 6, op_variadic},
+    {"Tanh", 1, 6, op_unary},
+    {"Transpose", 1, 1, op_transpose},
+    {"Unsqueeze", 1, 1, op_squeeze_unsqueeze},
+    {"Where", 3, 9, op_where},
+    {"Xor", 2, 7, op_binary},
 };
 
 static const char *supported_list(void) {
@@ -1719,10 +1748,11 @@ static const char *supported_list(void) {
     return buf;
 }
 
-static import_fn find_op(const char *op_type, int *required) {
+static import_fn find_op(const char *op_type, int *required, int *oldest) {
     for (size_t i = 0; i < TS_ARRAY_LEN(op_table); i++)
         if (strcmp(op_table[i].op_type, op_type) == 0) {
             *required = op_table[i].required;
+            *oldest = op_table[i].oldest;
             return op_table[i].fn;
         }
     return NULL;
@@ -1766,7 +1796,7 @@ static void scope_of(const char *name, char *buf, size_t n) {
 }
 
 /* The ops and attributes read here that exist in some of the opsets
- * 13..MAX_OPSET only (onnx.defs' schemas): one outside its versions is not
+ * MIN_OPSET..MAX_OPSET only (onnx.defs' schemas): one outside its versions is not
  * part of the op at the model's opset and is refused, never read (nor
  * ignored). A row without an attribute name is the op itself. */
 static const struct {
@@ -1857,10 +1887,14 @@ static ts_status import_node(importer *im, const Node *n, int index) {
     if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx") != 0)
         return node_error(im, TS_ERR_UNSUPPORTED, "op type %s of domain '%s' is not supported: tensorscope imports the default ONNX "
                           "domain (opsets %d to %d): %s", n->op_type, n->domain, MIN_OPSET, MAX_OPSET, supported_list());
-    int required = 0;
-    import_fn fn = find_op(n->op_type, &required);
+    int required = 0, oldest = MIN_OPSET;
+    import_fn fn = find_op(n->op_type, &required, &oldest);
     if (!fn)
         return node_error(im, TS_ERR_UNSUPPORTED, "op type %s is not supported yet; tensorscope imports: %s", n->op_type, supported_list());
+    if (!since(im, oldest))
+        return node_error(im, TS_ERR_UNSUPPORTED, "opset %lld has an older version of %s than tensorscope reads (that of opset %d and "
+                          "later); re-export with a newer opset, e.g. torch.onnx.export(..., opset_version=17)",
+                          (long long)im->opset, n->op_type, oldest);
     ts_status vst = check_attr_versions(im);
     if (vst) return vst;
     if (folds_unread(im, n)) {

@@ -11,8 +11,8 @@ For each model NAME it writes NAME.onnx and NAME.npz holding
   loss              cross_entropy(out, labels) (mean; GPT: over [B*T, V])
   grad/<param>      d loss / d param for every named parameter
   traj              (MLP, LeNet) the loss of 10 SGD steps (lr 0.05) on x
-mlp_dynamic_op13 leaves the batch dimension dynamic; mlp_op11 is an opset
-the importer refuses (its test checks the message).
+mlp_dynamic_op13 leaves the batch dimension dynamic; mlp_op11 is an export
+at an opset before 13 (its ops' older versions, LogSoftmax's 2-D coercion).
 Widths are reduced so every file stays small; weights and inputs come from
 fixed seeds, so a rerun writes the same numbers.
 """

@@ -1,5 +1,5 @@
 /* op_cases_tensor.c -- the op cases of the tensor family (op_check.h):
- * embedding, gather along any axis, layer norm, batched matmul, permute, slice and concat, with
+ * embedding, gather along any axis, layer norm, batched matmul, permute, slice, pad and concat, with
  * sizes off the multiples of 32 and 256, one case each past 65536
  * elements, and every broadcast and attribute the CPU kernels tell apart. */
 #include "op_check.h"
@@ -169,6 +169,27 @@ static void slice_cases(ts_op_checker *c) {
     slice_case(c, 2, (int64_t[]){300, 260}, 1, 1, 259); /* 77700 elements */
 }
 
+/* x [d] padded by pads (ts_pad's order) in `mode` */
+static void pad_case(ts_op_checker *c, int nd, const int64_t *d, const int64_t *pads, ts_pad_mode mode) {
+    static const char *const names[] = {"constant", "reflect", "edge", "wrap"};
+    char label[96];
+    snprintf(label, sizeof label, "%d dims, %s, pads of dim 0: %lld, %lld", nd, names[mode], (long long)pads[0], (long long)pads[nd]);
+    ts_graph *g = ts_graph_new(1);
+    ts_tensor *x = in_f32(g, "x", nd, d);
+    ts_op_check(c, label, ts_pad(g, x, pads, mode, -2.5f), NULL);
+    ts_graph_free(g);
+}
+
+static void pad_cases(ts_op_checker *c) {
+    for (int m = TS_PAD_CONSTANT; m <= TS_PAD_WRAP; m++) {
+        pad_case(c, 2, (int64_t[]){4, 10}, (int64_t[]){1, 3, 2, 0}, (ts_pad_mode)m);
+        pad_case(c, 3, (int64_t[]){2, 3, 5}, (int64_t[]){0, 4, 7, 1, 6, 2}, (ts_pad_mode)m);     /* wider than the dims */
+        pad_case(c, 3, (int64_t[]){2, 7, 3}, (int64_t[]){1, -2, 0, -1, 3, -1}, (ts_pad_mode)m);  /* crops */
+    }
+    pad_case(c, 4, (int64_t[]){2, 3, 100, 120}, (int64_t[]){0, 0, 3, 3, 0, 0, 3, 3}, TS_PAD_REFLECT); /* 79,212 outputs */
+    pad_case(c, 1, (int64_t[]){1}, (int64_t[]){2, 3}, TS_PAD_REFLECT);                                  /* one element */
+}
+
 /* n parts along dim, part q of size sizes[q] there; the other dims from d */
 static void concat_case(ts_op_checker *c, int nd, const int64_t *d, int dim, int n, const int64_t *sizes) {
     char label[96];
@@ -203,5 +224,6 @@ void ts_op_cases_tensor(ts_op_checker *c) {
     bmm_cases(c);
     permute_cases(c);
     slice_cases(c);
+    pad_cases(c);
     concat_cases(c);
 }

@@ -29,6 +29,8 @@ void ts_fwd_permute(const ts_kctx *k);
 void ts_bwd_permute(const ts_kctx *k);
 void ts_fwd_slice(const ts_kctx *k);
 void ts_bwd_slice(const ts_kctx *k);
+void ts_fwd_pad(const ts_kctx *k);
+void ts_bwd_pad(const ts_kctx *k);
 void ts_fwd_concat(const ts_kctx *k);
 void ts_bwd_concat(const ts_kctx *k);
 void ts_fwd_where(const ts_kctx *k);

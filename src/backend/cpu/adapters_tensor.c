@@ -6,6 +6,7 @@
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/kernels_tensor.h"
 #include "backend/ew_math.h"
+#include "backend/pad_index.h"
 #include "graph/ops_tensor.h"
 
 static int64_t numel_out(const ts_kctx *k) { return ts_shape_numel(&k->out_shape); }
@@ -201,4 +202,14 @@ void ts_bwd_softmax_any(const ts_kctx *k) {
     if (i == 1) ts_softmax_rows_backward(k->pool, k->din[0], k->dout, k->out, o, d, log);
     else if (log) ts_log_softmax_backward(k->din[0], k->dout, k->out, o, d, i);
     else ts_softmax_backward(k->din[0], k->dout, k->out, o, d, i);
+}
+
+void ts_fwd_pad(const ts_kctx *k) {
+    ts_pad_geom g = ts_pad_geom_of(k->node, &k->in_shape[0], &k->out_shape);
+    ts_pad_forward(k->out, k->in[0], &g, numel_out(k));
+}
+void ts_bwd_pad(const ts_kctx *k) {
+    if (!k->din[0]) return;
+    ts_pad_geom g = ts_pad_geom_of(k->node, &k->in_shape[0], &k->out_shape);
+    ts_pad_backward(k->din[0], k->dout, &g, ts_shape_numel(&k->in_shape[0]));
 }

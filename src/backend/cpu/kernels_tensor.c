@@ -8,6 +8,7 @@
 #include "backend/cpu/kernels.h"
 #include "backend/vmath.h"
 #include "backend/ew_math.h"
+#include "backend/pad_index.h"
 
 #include <math.h>
 #include <string.h>
@@ -514,6 +515,14 @@ void ts_slice_backward(float *dx, const float *dout, int64_t outer, int64_t dim_
         const float *d = dout + o * len * inner;
         for (int64_t j = 0; j < len * inner; j++) r[j] += d[j];
     }
+}
+
+void ts_pad_forward(float *out, const float *x, const ts_pad_geom *g, int64_t n_out) {
+    for (int64_t o = 0; o < n_out; o++) out[o] = ts_pad_value_at(g, x, o);
+}
+
+void ts_pad_backward(float *dx, const float *dout, const ts_pad_geom *g, int64_t n_in) {
+    for (int64_t i = 0; i < n_in; i++) dx[i] += ts_pad_grad_at(g, dout, i);
 }
 
 void ts_concat_part_forward(float *out, const float *part, int64_t outer, int64_t dim_out, int64_t inner, int64_t at, int64_t dk) {

@@ -57,6 +57,11 @@ void ts_permute_backward(ts_pool *p, float *dx, const float *dout, const ts_shap
 /* out = x[..., start:start+len, ...] along dim; outer/inner around dim */
 void ts_slice_forward(float *out, const float *x, int64_t outer, int64_t dim_in, int64_t inner, int64_t start, int64_t len);
 void ts_slice_backward(float *dx, const float *dout, int64_t outer, int64_t dim_in, int64_t inner, int64_t start, int64_t len);
+/* Pad (backend/pad_index.h): out = x padded; dx += the sum of dout over
+ * the output elements that read each element of x */
+struct ts_pad_geom;
+void ts_pad_forward(float *out, const float *x, const struct ts_pad_geom *g, int64_t n_out);
+void ts_pad_backward(float *dx, const float *dout, const struct ts_pad_geom *g, int64_t n_in);
 /* concat: part k [outer, dk, inner] goes to out at offset `at` of dim_out */
 void ts_concat_part_forward(float *out, const float *part, int64_t outer, int64_t dim_out, int64_t inner, int64_t at, int64_t dk);
 

@@ -59,6 +59,8 @@ void ts_cu_fwd_permute(const ts_kctx *k);
 void ts_cu_bwd_permute(const ts_kctx *k);
 void ts_cu_fwd_slice(const ts_kctx *k);
 void ts_cu_bwd_slice(const ts_kctx *k);
+void ts_cu_fwd_pad(const ts_kctx *k);
+void ts_cu_bwd_pad(const ts_kctx *k);
 void ts_cu_fwd_concat(const ts_kctx *k);
 void ts_cu_bwd_concat(const ts_kctx *k);
 

@@ -7,6 +7,7 @@
  * No float atomics: each gradient element has one writer. */
 #include "backend/cuda/adapters.h"
 #include "backend/ew_math.h"
+#include "backend/pad_index.h"
 
 extern "C" {
 #include "graph/ops_tensor.h"
@@ -510,6 +511,30 @@ static void rows_copy(const ts_kctx *k, float *dst, int64_t dst_row, int64_t dst
     if (n == 0) return;
     rows_copy_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(dst, dst_row, dst_at, src, src_row, src_at, len, n, accumulate);
     ts_cu_check(cudaGetLastError(), what);
+}
+
+/* Pad (backend/pad_index.h): one thread per output element forward, per
+ * input element backward (each gathers its own gradient) */
+static __global__ void pad_forward_kernel(float *out, const float *x, ts_pad_geom g, int64_t n) {
+    TS_CU_FOR(o, n) out[o] = ts_pad_value_at(&g, x, o);
+}
+static __global__ void pad_backward_kernel(float *dx, const float *dout, ts_pad_geom g, int64_t n) {
+    TS_CU_FOR(i, n) dx[i] += ts_pad_grad_at(&g, dout, i);
+}
+
+void ts_cu_fwd_pad(const ts_kctx *k) {
+    ts_pad_geom g = ts_pad_geom_of(k->node, &k->in_shape[0], &k->out_shape);
+    int64_t n = numel(&k->out_shape);
+    pad_forward_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, k->in[0], g, n);
+    ts_cu_check(cudaGetLastError(), "Pad");
+}
+
+void ts_cu_bwd_pad(const ts_kctx *k) {
+    if (!k->din[0]) return;
+    ts_pad_geom g = ts_pad_geom_of(k->node, &k->in_shape[0], &k->out_shape);
+    int64_t n = numel(&k->in_shape[0]);
+    pad_backward_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->din[0], k->dout, g, n);
+    ts_cu_check(cudaGetLastError(), "Pad");
 }
 
 /* out[outer, len, inner] = x[outer, start:start+len, inner] */
