@@ -103,6 +103,17 @@ int main(void)
     }
     CHECK(ok && last < 0.5f * first, "the table trains through the ids' reshape: loss %.4f -> %.4f %s", (double)first, (double)last,
           ok ? "" : ts_last_error());
+    /* an id beyond the table, seen through the reshape, is refused before
+     * any kernel reads it (the check follows the view to the input) */
+    idv[2] = 5;
+    st = ts_model_run(m, names, ins, 2);
+    CHECK(st == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "'ids'[2] = 5") && strstr(ts_last_error(), "[0, 5)"),
+          "an id out of range through a reshape: %s", ts_last_error());
+    idv[2] = 4;
+    lv[1] = -1;
+    st = ts_model_run(m, names, ins, 2);
+    CHECK(st == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "'labels'[1] = -1"), "a label out of range through a flatten: %s",
+          ts_last_error());
     ts_model_free(m);
     ts_graph_free(g);
     return check_summary("test_int_views");

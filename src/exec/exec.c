@@ -396,6 +396,7 @@ static ts_status check_labels(const ts_model *m, const ts_array *const *bound) {
             t->op != TS_OP_GATHER_ELEMENTS)
             continue;
         const ts_tensor *lab = m->g->t[t->in[1]];
+        while (ts_op_get(lab->op)->keeps_int) lab = m->g->t[lab->in[0]]; /* a view or permutation holds the same values */
         const ts_shape *s0 = &p->shape[t->in[0]];
         bool rows = t->op != TS_OP_NLL_LOSS && t->op != TS_OP_CROSS_ENTROPY, gather = rows && t->op != TS_OP_EMBEDDING;
         int64_t C = rows ? s0->d[t->attr[0]] : s0->d[s0->ndim - 1], n, lo = gather ? -C : 0; /* gathers: negative from the end */
@@ -407,7 +408,7 @@ static ts_status check_labels(const ts_model *m, const ts_array *const *bound) {
             n = ts_shape_numel(&lab->shape);
             y = (const int32_t *)(const void *)lab->value;
         } else {
-            continue;
+            continue; /* computed by the graph: a CastIndex, clamped into range */
         }
         bool ignore = t->op == TS_OP_CROSS_ENTROPY && t->attr[0];
         for (int64_t i = 0; i < n; i++)
