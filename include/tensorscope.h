@@ -303,7 +303,9 @@ TS_API ts_tensor *ts_gelu(ts_graph *g, ts_tensor *x, int tanh_approx);
  * HardSwish, HardSigmoid (max(0, min(1, alpha x + beta))), LeakyRelu (alpha
  * x below 0), Elu (alpha (e^x - 1) below 0), Selu (beta x, or beta alpha
  * (e^x - 1) at or below 0), Softplus, CastFloat (an i32 tensor's values
- * as f32). alpha and beta are ignored by the ops
+ * as f32), CastIndex (an i32 tensor: x toward zero, clamped to [alpha,
+ * beta], NaN to alpha: indices the graph computes, kept inside the tensor
+ * they gather from). alpha and beta are ignored by the ops
  * that take none. Predicates give 1 or 0; they and the rounding ops pass no
  * gradient. An unknown name is TS_ERR_INVALID_ARGUMENT listing the names. */
 TS_API ts_tensor *ts_unary(ts_graph *g, const char *op, ts_tensor *x, float alpha, float beta);

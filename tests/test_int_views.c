@@ -6,7 +6,11 @@
  * read as a float NaN included, and a numerics check after every op does
  * not take them for NaNs. They have no gradient (an anchor asking for one is
  * refused), while the f32 table they index still trains. The other ops
- * keep refusing an i32 input with an error that says so. */
+ * keep refusing an i32 input with an error that says so. CastIndex makes
+ * indices of floats the graph computed: toward zero, clamped into the
+ * range given, so that a Gather by them never reads outside its table.
+ * Also run on the staged and CUDA devices (ctest's _staged, _cuda). */
+#include <math.h>
 #include <string.h>
 
 #include "check.h"
@@ -115,6 +119,53 @@ int main(void)
     CHECK(st == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "'labels'[1] = -1"), "a label out of range through a flatten: %s",
           ts_last_error());
     ts_model_free(m);
+    ts_graph_free(g);
+
+    /* CastIndex of computed floats, clamped to [-3, 4], gathering rows of
+     * a [5,2] table (negative indices from the end); the table's gradient
+     * reaches the rows the indices picked */
+    g = ts_graph_new(1);
+    ts_tensor *x = ts_input(g, "x", TS_F32, 1, (int64_t[]){8});
+    ts_tensor *ix = ts_unary(g, "CastIndex", ts_scale(g, x, 2.0f), -3.0f, 4.0f);
+    CHECK(ix && dtype_of(ix) == TS_I32, "CastIndex gives an i32 tensor: %s", ix ? "" : ts_last_error());
+    table = ts_param(g, "table", 2, (int64_t[]){5, 2});
+    ts_tensor *picked = ts_gather(g, table, ix, 0); /* [8,2] */
+    loss = ts_sum(g, picked);
+    o = ts_options_new();
+    ts_options_anchor(o, "ix", ts_tensor_name(ix), TS_OUTPUT_FINAL, 0);
+    ts_options_anchor(o, "picked", ts_tensor_name(picked), TS_OUTPUT_FINAL, 0);
+    ts_options_anchor(o, "dtable", "Gradient___table", TS_OUTPUT_FINAL, 0);
+    ts_options_anchor(o, "w", "table", TS_OUTPUT_FINAL, 0);
+    m = NULL;
+    CHECK_OK(ts_model_training(&m, g, loss, o, ts_sgd(0.0f, 0.0f, 0.0f)), "a model gathering by computed indices");
+    float xv[8] = {-3.95f, -1.6f, -0.2f, 0.45f, 1.99f, 50.0f, NAN, -INFINITY}; /* x2: -7.9 -3.2 -0.4 0.9 3.98 100 NaN -inf */
+    int32_t want[8] = {-3, -3, 0, 0, 3, 4, -3, -3};
+    ts_array xa = ts_array_f32(xv, 1, (int64_t[]){8});
+    const char *xn = "x";
+    CHECK_OK(ts_model_run(m, &xn, &xa, 1), "a run whose indices are NaN, infinite and beyond the table");
+    ts_array ia, pa, da;
+    ok = !ts_model_anchored(m, "ix", &ia) && !ts_model_anchored(m, "picked", &pa) && !ts_model_anchored(m, "dtable", &da);
+    CHECK(ok && ia.dtype == TS_I32, "the indices come back as i32 %s", ok ? "" : ts_last_error());
+    bad = 0;
+    for (int i = 0; ok && i < 8; i++) bad += ((const int32_t *)ia.data)[i] != want[i];
+    CHECK(ok && bad == 0, "toward zero, clamped to [-3, 4], NaN and -inf to -3 (%d wrong)", bad);
+    const float *tv = NULL;
+    ts_array ta;
+    if (ok && !ts_model_anchored(m, "w", &ta)) tv = ta.data;
+    int counts[5] = {0};
+    bad = 0;
+    for (int i = 0; ok && tv && i < 8; i++) {
+        int row = want[i] < 0 ? want[i] + 5 : want[i];
+        counts[row]++;
+        for (int j = 0; j < 2; j++) bad += ((const float *)pa.data)[i * 2 + j] != tv[row * 2 + j];
+    }
+    CHECK(ok && tv && bad == 0, "each gathered row is the table's row at the index");
+    bad = 0;
+    for (int row = 0; ok && row < 5; row++)
+        for (int j = 0; j < 2; j++) bad += ((const float *)da.data)[row * 2 + j] != (float)counts[row];
+    CHECK(ok && bad == 0, "the table's gradient counts how often each row was picked");
+    ts_model_free(m);
+    ts_options_free(o);
     ts_graph_free(g);
     return check_summary("test_int_views");
 }

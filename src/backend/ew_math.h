@@ -20,6 +20,13 @@
 #define TS_EW static __host__ __device__ inline
 #else
 #define TS_EW static inline
+/* CastIndex: x toward zero, clamped to [lo, hi] (NaN: lo), so that an index
+ * the graph computed never reads outside the tensor it gathers from */
+TS_EW int32_t ts_ew_cast_index(float x, float lo, float hi) {
+    if (!(x >= lo)) return (int32_t)lo;
+    return (int32_t)(x > hi ? hi : x);
+}
+
 #endif
 
 /* Phi(v), and *pdf = phi(v): CUDA's normcdff on a GPU, the vectorising

@@ -257,7 +257,7 @@ ts_tensor *ts_graph_add_node(ts_graph *g, ts_op op, const ts_tensor *const *ins,
     t->id = (int)g->n;
     t->op = op;
     t->n_in = n;
-    t->dtype = def->keeps_int ? ins[0]->dtype : TS_F32;
+    t->dtype = def->keeps_int ? ins[0]->dtype : def->int_output ? TS_I32 : TS_F32;
     t->file = g->file;
     t->line = g->line;
     t->origin = g->origin;

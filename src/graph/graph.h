@@ -77,6 +77,7 @@ typedef enum ts_op {
     TS_OP_SELU,         /* fattr[0] alpha, fattr[1] gamma */
     TS_OP_SOFTPLUS,
     TS_OP_CAST_FLOAT,   /* in: i32; its values as f32 (a cast of integers or bools to float) */
+    TS_OP_CAST_INDEX,   /* out: i32; toward zero, clamped to [fattr[0], fattr[1]] (NaN: fattr[0]): indices the graph computed */
     /* the elementwise binary family, numpy broadcasting (backend/ew_math.h) */
     TS_OP_POWER,        /* a ** b, a tensor exponent */
     TS_OP_MAX,
@@ -91,9 +92,9 @@ typedef enum ts_op {
     TS_OP_AND,
     TS_OP_OR,
     TS_OP_XOR,
-    TS_OP_SELECT,
-    TS_OP_GATHER,
-    TS_OP_GATHER_ELEMENTS, /* in: data, indices i32 of data's rank; attr[0]: the axis (out[p] = data[p with idx[p] on the axis]) */       /* in: data, indices i32 (negative: from the end); attr[0]: the axis (Embedding is axis 0 of 2-D) */       /* Where with an f32 condition (non-zero = true), as the predicates give it */
+    TS_OP_SELECT,       /* Where with an f32 condition (non-zero = true), as the predicates give it */
+    TS_OP_GATHER,       /* in: data, indices i32 (negative: from the end); attr[0]: the axis (Embedding is axis 0 of 2-D) */
+    TS_OP_GATHER_ELEMENTS, /* in: data, indices i32 of data's rank; attr[0]: the axis (out[p] = data[p with idx[p] on the axis]) */
     TS_OP_CAST,         /* attr[0]: the ts_dtype (bf16, f16, f32) whose values the output holds (core/half.h) */
     TS_OP_PAD,          /* attr[d]: pad before dim d, attr[TS_MAX_DIMS + d]: after; iparam: ts_pad_mode; fparam: the constant */
     TS_OP_COUNT

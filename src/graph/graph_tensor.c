@@ -61,7 +61,7 @@ static ts_op family_op(ts_graph *g, const char *what, const char *op, ts_op firs
 }
 
 ts_tensor *ts_unary(ts_graph *g, const char *op, ts_tensor *x, float alpha, float beta) {
-    ts_op o = family_op(g, "ts_unary", op, TS_OP_CEIL, TS_OP_CAST_FLOAT);
+    ts_op o = family_op(g, "ts_unary", op, TS_OP_CEIL, TS_OP_CAST_INDEX);
     return o == TS_OP_COUNT ? NULL : unary(g, o, x, &(attrs){.fattr = {alpha, beta}});
 }
 

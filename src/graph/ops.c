@@ -180,6 +180,7 @@ static const ts_op_def table[] = {
     [TS_OP_GATHER] = {.op = TS_OP_GATHER, .name = "Gather", .arity = 2, .bwd_unread_inputs = 0x1u, .int_inputs = 1u << 1, .has_backward = true, .shape = ts_shape_gather, .flops = flops_elementwise},
     [TS_OP_GATHER_ELEMENTS] = {.op = TS_OP_GATHER_ELEMENTS, .name = "GatherElements", .arity = 2, .bwd_unread_inputs = 0x1u, .int_inputs = 1u << 1, .has_backward = true, .shape = ts_shape_gather_elements, .flops = flops_elementwise},
     [TS_OP_CAST_FLOAT] = {.op = TS_OP_CAST_FLOAT, .name = "CastFloat", .arity = 1, .int_inputs = 1u << 0, .bwd_unread_inputs = 0x1u, .shape = shape_same, .flops = flops_elementwise},
+    [TS_OP_CAST_INDEX] = {.op = TS_OP_CAST_INDEX, .name = "CastIndex", .arity = 1, .int_output = true, .bwd_unread_inputs = 0x1u, .shape = shape_same, .flops = flops_elementwise},
     [TS_OP_POWER] = {.op = TS_OP_POWER, .name = "Pow", .arity = 2, .has_backward = true, .shape = ts_shape_broadcast_binary, .flops = flops_elementwise},
     [TS_OP_MAX] = {.op = TS_OP_MAX, .name = "Max", .arity = 2, .has_backward = true, .shape = ts_shape_broadcast_binary, .flops = flops_elementwise},
     [TS_OP_MIN] = {.op = TS_OP_MIN, .name = "Min", .arity = 2, .has_backward = true, .shape = ts_shape_broadcast_binary, .flops = flops_elementwise},

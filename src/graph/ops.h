@@ -27,6 +27,7 @@ typedef struct ts_op_def {
      * (a view, a permutation), and its output has input 0's dtype (an i32
      * output gets no gradient) */
     bool keeps_int;
+    bool int_output;        /* its output is i32 (indices computed by the graph); no gradient */
     /* a gradient flows through: every backend has a backward kernel for
      * it (false: none, e.g. a dropout mask or a leaf) */
     bool has_backward;

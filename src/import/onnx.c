@@ -1377,11 +1377,13 @@ static ts_status op_gather(importer *im, node_io *io) {
     if (st) return st;
     ts_tensor *w = as_f32(im, data, &st), *i = w ? as_tensor(im, idx, &st) : NULL;
     if (!i) return st;
-    if (i->dtype != TS_I32)
-        return node_error(im, TS_ERR_UNSUPPORTED, "its indices ('%s') are computed in float by the graph; Gather takes integer indices (an "
-                          "int64 or int32 input, a constant, or a Cast of them)", idx->name);
+    bool computed = i->dtype != TS_I32;
+    if (computed) { /* integer values the graph computed in f32: indices, kept inside the gathered axis */
+        float n = (float)w->shape.d[axis];
+        if (!(i = ts_unary(im->g, "CastIndex", i, -n, n - 1.0f))) return ts_graph_status(im->g);
+    }
     if (elements) return built(im, ts_gather_elements(im->g, w, i, axis), &io->out[0]);
-    if (axis == 0 && w->shape.ndim == 2) return built(im, ts_embedding(im->g, w, i), &io->out[0]);
+    if (axis == 0 && w->shape.ndim == 2 && !computed) return built(im, ts_embedding(im->g, w, i), &io->out[0]);
     return built(im, ts_gather(im->g, w, i, axis), &io->out[0]);
 }
 

@@ -41,6 +41,12 @@ void ts_fwd_cast_float(const ts_kctx *k) {
     for (int64_t i = 0; i < n; i++) k->out[i] = (float)k->in_int[0][i];
 }
 
+void ts_fwd_cast_index(const ts_kctx *k) {
+    int64_t n = numel_out(k);
+    int32_t *y = (int32_t *)(void *)k->out;
+    for (int64_t i = 0; i < n; i++) y[i] = ts_ew_cast_index(k->in[0][i], k->node->fattr[0], k->node->fattr[1]);
+}
+
 /* Gather along attr[0] as [outer, V, C] (Embedding: axis 0 of [V, C]) */
 static void gather_dims(const ts_kctx *k, int64_t *outer, int64_t *V, int64_t *C) {
     ts_gather_dims(&k->in_shape[0], (int)k->node->attr[0], outer, V, C);

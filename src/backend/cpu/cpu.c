@@ -158,6 +158,7 @@ static const ts_kernel_row kernels[] = {
     [TS_OP_GATHER] = {.forward = ts_fwd_gather, .backward = ts_bwd_gather},
     [TS_OP_GATHER_ELEMENTS] = {.forward = ts_fwd_gather_elements, .backward = ts_bwd_gather_elements},
     [TS_OP_CAST_FLOAT] = {.forward = ts_fwd_cast_float},
+    [TS_OP_CAST_INDEX] = {.forward = ts_fwd_cast_index},
     [TS_OP_POWER] = {.forward = ts_fwd_broadcast_binary, .backward = ts_bwd_broadcast_binary},
     [TS_OP_MAX] = {.forward = ts_fwd_broadcast_binary, .backward = ts_bwd_broadcast_binary},
     [TS_OP_MIN] = {.forward = ts_fwd_broadcast_binary, .backward = ts_bwd_broadcast_binary},

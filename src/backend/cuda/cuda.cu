@@ -439,6 +439,7 @@ static void fill_kernel_table(void) {
     kernels[TS_OP_GATHER] = {ts_cu_fwd_gather, ts_cu_bwd_gather, nullptr};
     kernels[TS_OP_GATHER_ELEMENTS] = {ts_cu_fwd_gather_elements, ts_cu_bwd_gather_elements, nullptr};
     kernels[TS_OP_CAST_FLOAT] = {ts_cu_fwd_cast_float, nullptr, nullptr};
+    kernels[TS_OP_CAST_INDEX] = {ts_cu_fwd_cast_index, nullptr, nullptr};
     kernels[TS_OP_CAST] = {ts_cu_fwd_cast, ts_cu_bwd_copy, nullptr};
     kernels[TS_OP_PAD] = {ts_cu_fwd_pad, ts_cu_bwd_pad, nullptr};
     kernels[TS_OP_POWER] = {ts_cu_fwd_broadcast_binary, ts_cu_bwd_broadcast_binary, nullptr};

@@ -551,6 +551,18 @@ void ts_cu_fwd_cast_float(const ts_kctx *k) {
     ts_cu_check(cudaGetLastError(), op_name(k));
 }
 
+__global__ void cast_index_kernel(int32_t *y, const float *x, float lo, float hi, int64_t n) {
+    TS_CU_FOR(i, n) y[i] = ts_ew_cast_index(x[i], lo, hi);
+}
+
+void ts_cu_fwd_cast_index(const ts_kctx *k) {
+    int64_t n = numel_out(k);
+    if (n <= 0) return;
+    cast_index_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>((int32_t *)(void *)k->out, k->in[0], k->node->fattr[0],
+                                                                               k->node->fattr[1], n);
+    ts_cu_check(cudaGetLastError(), op_name(k));
+}
+
 /* ------------------------------------------- 16-bit float grids (core/half.h) */
 
 /* y[n] = x rounded to the nearest bf16 / f16 value (ties to even), in f32:
