@@ -14,6 +14,7 @@
 enum { ROUND, PACK, UNPACK }; /* f32 -> f32 on the grid, f32 -> 16-bit cells, 16-bit cells -> f32 */
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #include <math.h>
 
@@ -83,7 +84,8 @@ static int simd_level(void) { /* 0 none, 1 AVX2, 2 AVX2 and F16C; asked once */
     if (l < 0) { /* threads that race here compute the same answer */
         __builtin_cpu_init();
         l = __builtin_cpu_supports("avx2") ? 1 : 0;
-        if (l && __builtin_cpu_supports("f16c")) l = 2;
+        unsigned a, b, c, d; /* F16C from CPUID (older clangs' cpu_supports lacks the name) */
+        if (l && __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C)) l = 2;
         __atomic_store_n(&level, l, __ATOMIC_RELAXED);
     }
     return l;
