@@ -9,7 +9,8 @@
  * zero, as ONNX's does; ReduceMax and MaxPool take integer and bool inputs
  * (a bool ReduceMax is an any). A BatchNormalization whose running
  * statistics are graph inputs needs them bound, and then normalizes with
- * the bound values. */
+ * the bound values. A training-mode Dropout gives its mask output as bool:
+ * where the drawn mask keeps a value. */
 /* needs: onnx */
 #include <math.h>
 #include <stdio.h>
@@ -172,6 +173,52 @@ int main(void) {
         CHECK(any && out.dtype == TS_BOOL && any[0] == 0 && any[1] == 1 && any[2] == 1, "each row's any, as bool: %s",
               st ? ts_last_error() : "");
         ts_model_free(m);
+        ts_graph_free(g);
+    }
+
+    /* Dropout in a training export (training_mode a constant true, ratio
+     * 0.25): y and its bool mask, where y = x / 0.75 on the kept values
+     * and 0 on the others; about three quarters kept */
+    model_begin();
+    input("x", 2, (int64_t[]){1, 4000});
+    attr_float(node("Constant", "r", "", "ratio"), "value_float", 0.25f);
+    Tensor *train = tensor("train", 9, 0, NULL);
+    train->int32_data = mem(sizeof(int32_t));
+    train->int32_data[0] = 1;
+    train->n_int32_data = 1;
+    push((void ***)&graph->initializer, &graph->n_initializer, train);
+    node("Dropout", "d", "x,ratio,train", "y,mask");
+    output("y");
+    output_typed("mask", 9, 2, (int64_t[]){1, 4000});
+    CHECK_OK(import_as("dropout_train", &g), "a training-mode Dropout with its mask output imports");
+    if (g) {
+        ts_tensor *y = ts_graph_output_at(g, 0), *mk = ts_graph_output_at(g, 1);
+        ts_options *opt = ts_options_new();
+        ts_options_anchor(opt, "y", ts_tensor_name(y), TS_OUTPUT_FINAL, 0);
+        ts_options_anchor(opt, "mask", ts_tensor_name(mk), TS_OUTPUT_FINAL, 0);
+        ts_model *m = NULL;
+        /* the loss reads the mask too, so that the training model computes it */
+        ts_tensor *loss = ts_add(g, ts_sum(g, y), ts_scale(g, ts_sum(g, mk), 0.0f));
+        CHECK_OK(ts_model_training(&m, g, loss, opt, ts_sgd(0.0f, 0.0f, 0.0f)), "a training model over it");
+        static float xv[4000];
+        for (int i = 0; i < 4000; i++) xv[i] = 1.0f + (float)(i % 7);
+        ts_array in = ts_array_f32(xv, 2, (int64_t[]){1, 4000}), ya, ma;
+        const char *xn = "x";
+        st = m ? ts_model_run(m, &xn, &in, 1) : TS_ERR_STATE;
+        if (!st) st = ts_model_anchored(m, "y", &ya);
+        if (!st) st = ts_model_anchored(m, "mask", &ma);
+        CHECK(!st && ma.dtype == TS_BOOL, "the mask comes back as bool: %s", st ? ts_last_error() : "");
+        int kept = 0, bad = 0;
+        for (int i = 0; !st && i < 4000; i++) {
+            bool k = ((const uint8_t *)ma.data)[i] != 0;
+            kept += k;
+            float want = k ? xv[i] / 0.75f : 0.0f;
+            bad += fabsf(((const float *)ya.data)[i] - want) > 1e-5f * want;
+        }
+        CHECK(!st && bad == 0, "y is x / 0.75 where the mask keeps it, 0 elsewhere (%d wrong)", bad);
+        CHECK(!st && kept > 2800 && kept < 3200, "about three quarters kept: %d of 4000", kept);
+        ts_model_free(m);
+        ts_options_free(opt);
         ts_graph_free(g);
     }
     remove_dir();

@@ -716,7 +716,8 @@ static ts_status op_identity(importer *im, node_io *io) {
 }
 
 /* Dropout: the identity in an inference export (no training_mode input, or
- * a constant false); the mask output, when asked for, is all ones. */
+ * a constant false), its mask output all ones; in a training export
+ * ts_dropout, whose mask output is where the drawn mask keeps a value. */
 static ts_status op_dropout(importer *im, node_io *io) {
     double train = 0, ratio = 0.5;
     if (io->n_in >= 3 && io->in[2] && !(is_const(io->in[2]) && const_scalar(io->in[2], &train)))
@@ -724,12 +725,14 @@ static ts_status op_dropout(importer *im, node_io *io) {
                           bind_hint(io->in[2]));
     if (io->n_in >= 2 && io->in[1] && !const_scalar(io->in[1], &ratio))
         return node_error(im, TS_ERR_UNSUPPORTED, "a Dropout whose ratio is not a constant is not available%s", bind_hint(io->in[1]));
-    if (train != 0) { /* a training export: the dropout op; its mask output, which PyTorch's exporters write unread, stays undefined */
-        if (io->n_out > 1 && im->node->output[1] && *im->node->output[1] && ts_strmap_get(&im->uses, im->node->output[1]) > 0)
-            return node_error(im, TS_ERR_UNSUPPORTED, "Dropout's mask output is not available");
+    if (train != 0) {
         ts_status st = TS_OK;
-        ts_tensor *x = as_tensor(im, io->in[0], &st);
-        return x ? built(im, ts_dropout(im->g, x, (float)ratio), &io->out[0]) : st;
+        ts_tensor *x = as_tensor(im, io->in[0], &st), *y = x ? ts_dropout(im->g, x, (float)ratio) : NULL;
+        if (!x) return st;
+        st = built(im, y, &io->out[0]);
+        if (!st && io->n_out > 1) /* y = x * mask, the mask 0 or 1/(1-ratio) */
+            st = built(im, ts_unary(im->g, "CastBool", ts_tensor_input(y, 1), 0.0f, 0.0f), &io->out[1]);
+        return st;
     }
     ts_status st = op_identity(im, io);
     if (!st && io->n_out > 1) st = fold_result(im, ts_const_fill(shape_of(io->in[0]), TS_ONNX_BOOL, 1.0, &io->out[1].c));
