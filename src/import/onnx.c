@@ -1482,8 +1482,27 @@ static ts_status op_split(importer *im, node_io *io) {
     return st;
 }
 
-/* Slice of a graph tensor (step 1 on each axis): ts_slice per axis;
- * folded on constants. */
+/* The `count` positions start, start + step, ... of axis `ax` of x (a step
+ * other than 1: negative walks backward): a Gather by constant indices,
+ * whose gradient adds back into the positions taken. */
+static ts_tensor *strided(importer *im, ts_tensor *x, int ax, int64_t start, int64_t count, int64_t step, ts_status *st) {
+    if ((*st = ts_const_charge((uint64_t)count * 4))) {
+        *st = fold_result(im, *st);
+        return NULL;
+    }
+    int32_t *idx = ts_malloc((size_t)count * sizeof *idx);
+    char *name = idx ? ts_graph_op_output_name(im->g, "SliceSteps") : NULL;
+    for (int64_t i = 0; name && i < count; i++) idx[i] = (int32_t)(start + i * step);
+    ts_array a = ts_array_i32(idx, 1, (int64_t[]){count});
+    ts_tensor *c = name ? ts_constant(im->g, name, &a) : NULL, *t = c ? ts_gather(im->g, x, c, ax) : NULL;
+    ts_free(name);
+    ts_free(idx);
+    if (!t) *st = ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
+    return t;
+}
+
+/* Slice of a graph tensor: ts_slice per axis for step 1, a Gather of the
+ * positions taken for other steps; folded on constants. */
 static ts_status op_slice(importer *im, node_io *io) {
     if (is_const(io->in[0]) && !io->in[0]->param) return op_fold(im, io);
     ts_status st = TS_OK;
@@ -1498,15 +1517,19 @@ static ts_status op_slice(importer *im, node_io *io) {
     if (io->n_in > 4 && io->in[4] && (st = const_ints(im, io->in[4], steps, &ns, "steps", INT64_MIN, INT64_MAX, true))) return st;
     if (ne != n || (na && na != n) || (ns && ns != n)) return node_error(im, TS_ERR_SHAPE, "starts, ends, axes and steps differ in length");
     for (int k = 0; k < n; k++) {
-        if (ns && steps[k] != 1)
-            return node_error(im, TS_ERR_UNSUPPORTED, "a Slice of a graph tensor with step %lld is not available; step 1 is",
-                              (long long)steps[k]);
+        int64_t step = ns ? steps[k] : 1;
+        if (step == 0) return node_error(im, TS_ERR_FORMAT, "a Slice step is 0 (at position %d); ONNX's steps are non-zero", k);
         int ax = norm_axis(na ? axes[k] : k, x->shape.ndim);
         if (ax < 0 || ax >= x->shape.ndim) return node_error(im, TS_ERR_SHAPE, "axis out of range for %d dimensions", x->shape.ndim);
         int64_t start, count;
-        if ((st = ts_const_slice_range(x->shape.d[ax], (double)starts[k], (double)ends[k], 1, &start, &count))) return fold_result(im, st);
-        if (start != 0 || count != x->shape.d[ax]) x = ts_slice(im->g, x, ax, start, count);
-        if (!x) return ts_graph_status(im->g);
+        if ((st = ts_const_slice_range(x->shape.d[ax], (double)starts[k], (double)ends[k], step, &start, &count)))
+            return fold_result(im, st);
+        if (count == 0)
+            return node_error(im, TS_ERR_SHAPE, "[%lld, %lld) step %lld of an axis of %lld is empty; tensorscope's dimensions are positive",
+                              (long long)starts[k], (long long)ends[k], (long long)step, (long long)x->shape.d[ax]);
+        if (step != 1) x = strided(im, x, ax, start, count, step, &st);
+        else if (start != 0 || count != x->shape.d[ax]) x = ts_slice(im->g, x, ax, start, count);
+        if (!x) return st ? st : ts_graph_status(im->g);
     }
     return built(im, x, &io->out[0]);
 }
