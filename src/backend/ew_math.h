@@ -20,13 +20,6 @@
 #define TS_EW static __host__ __device__ inline
 #else
 #define TS_EW static inline
-/* CastIndex: x toward zero, clamped to [lo, hi] (NaN: lo), so that an index
- * the graph computed never reads outside the tensor it gathers from */
-TS_EW int32_t ts_ew_cast_index(float x, float lo, float hi) {
-    if (!(x >= lo)) return (int32_t)lo;
-    return (int32_t)(x > hi ? hi : x);
-}
-
 #endif
 
 /* Phi(v), and *pdf = phi(v): CUDA's normcdff on a GPU, the vectorising
@@ -261,6 +254,13 @@ TS_EW int64_t ts_gather_elements_offset(const ts_shape *sd, const ts_shape *si, 
         stride *= sd->d[k];
     }
     return off;
+}
+
+/* CastIndex: x toward zero, clamped to [lo, hi] (NaN: lo), so that an index
+ * the graph computed never reads outside the tensor it gathers from */
+TS_EW int32_t ts_ew_cast_index(float x, float lo, float hi) {
+    if (!(x >= lo)) return (int32_t)lo;
+    return (int32_t)(x > hi ? hi : x);
 }
 
 #endif
