@@ -3,7 +3,7 @@
  * loss, sum, mean, softmax and log-softmax over each kind of axis, cross
  * entropy with and without ignore_index, exp, sqrt, pow, erf, gelu (exact
  * and tanh), tanh, sigmoid, the unary family (Sin, Elu, IsNaN, ...) and
- * CastFloat, Cast to bf16, f16 and f32. Sizes include odd ones (not multiples of 32 or
+ * CastFloat, CastIndex (compared exactly), Cast to bf16, f16 and f32. Sizes include odd ones (not multiples of 32 or
  * 256), rows longer than a block, and tensors over 65536 elements. */
 #include "check.h"
 #include "op_check.h"
@@ -115,6 +115,8 @@ static void cases_ew_unary(ts_op_checker *c) {
     }
     ts_op_case_opts ids = {.int_hi = 1000};
     check(c, "CastFloat i32 [3,7,11]", ts_unary(g, "CastFloat", labels(g, SHAPE(3, 7, 11)), 0, 0), &ids);
+    ts_op_case_opts wide = {.spread = 8.0f}; /* indices -7..7 before the clamp to [-5, 5] */
+    check(c, "CastIndex [70001] to [-5, 5]", ts_unary(g, "CastIndex", leaf(g, SHAPE(70001)), -5.0f, 5.0f), &wide);
     check(c, "Cast bf16 [4,5]", ts_cast(g, leaf(g, SHAPE(4, 5)), TS_BF16), NULL);
     check(c, "Cast f16 [70001]", ts_cast(g, leaf(g, SHAPE(70001)), TS_F16), NULL);
     check(c, "Cast f32 [3,7,11]", ts_cast(g, leaf(g, SHAPE(3, 7, 11)), TS_F32), NULL);
