@@ -75,13 +75,7 @@ static void test_against_onnx(void) {
         static const uint32_t must[] = {0x43e80000u /* 464: e4m3fn's tie past 448 */, 0x43700000u /* 240 */,
                                         0x47600000u /* 57344 */, 0x40c00000u /* 6 */, 0x80000000u, 0x7f800000u,
                                         0xff800000u, 0x7fc00000u, 0x00000001u, 0x3f400000u};
-        int found = 0;
-        for (size_t k = 0; k < sizeof must / sizeof must[0]; k++)
-            for (int64_t i = 0; i < n; i++)
-                if (x[i] == must[k]) {
-                    found++;
-                    break;
-                }
+        int found = fixture_count_present(x, n, must, sizeof must / sizeof must[0]);
         CHECK(n > 5000 && found == (int)(sizeof must / sizeof must[0]),
               "the fixture has %lld f32 patterns, the boundary cases among them (%d of %zu)", (long long)n, found,
               sizeof must / sizeof must[0]);
