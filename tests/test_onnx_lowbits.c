@@ -8,6 +8,8 @@
  *   four per byte in int32_data, FLOAT8E5M2 one per int32 (Inf kept);
  * - a folded Cast of a double constant to FLOAT8E8M0 by round_mode "down"
  *   (3 -> 2), returned as a constant output of that type;
+ * - CastLowbits's gradient passes straight through (not rounded), its
+ *   forward rounds a parameter onto the grid;
  * - a ts_unary CastLowbits with a type that is not one is refused. */
 /* needs: onnx */
 #include <math.h>
@@ -135,6 +137,32 @@ int main(void) {
     node("Cast", "cq", "q", "y");
     output("y");
     expect("int4 initializer of 5 values in 2 bytes", import_as("short", NULL), TS_ERR_FORMAT, "int4");
+
+    /* loss = sum(e4m3fn(p)) / 3: the loss sums the rounded values, the
+     * gradient is 1/3 everywhere, as it is (1/3 is no e4m3fn value) */
+    {
+        ts_graph *gl = ts_graph_new(1);
+        ts_tensor *p = ts_param(gl, "p", 1, (int64_t[]){4});
+        ts_tensor *loss = ts_sum(gl, ts_scale(gl, ts_unary(gl, "CastLowbits", p, (float)E4M3FN, 1.0f), 1.0f / 3.0f));
+        ts_options *o = ts_options_new();
+        ts_options_anchor(o, "gp", "Gradient___p", TS_OUTPUT_FINAL, 0);
+        ts_array pv = {.dtype = TS_F32, .ndim = 1, .shape = {4}, .data = (float[]){464.0f, 0.3f, 17.0f, -1e6f}};
+        CHECK_OK(ts_param_set(p, &pv), "p = 464, 0.3, 17, -1e6");
+        ts_model *m = NULL;
+        CHECK_OK(ts_model_training(&m, gl, loss, o, ts_sgd(0.0f, 0.0f, 0.0f)), "a training model through CastLowbits");
+        CHECK_OK(m ? ts_model_run(m, NULL, NULL, 0) : TS_ERR_STATE, "a step");
+        ts_array gp = {0}, lv = {0};
+        bool ok = m && !ts_model_anchored(m, "gp", &gp) && !ts_model_anchored(m, ts_tensor_name(loss), &lv);
+        const float *gv = ok ? gp.data : NULL;
+        CHECK(ok && gv[0] == 1.0f / 3.0f && gv[1] == 1.0f / 3.0f && gv[3] == 1.0f / 3.0f,
+              "CastLowbits's gradient passes straight through: 1/3 (%.9g)", ok ? (double)gv[0] : 0.0);
+        float want = (448.0f + 0.3125f + 16.0f - 448.0f) * (1.0f / 3.0f);
+        CHECK(ok && fabsf(*(const float *)lv.data - want) < 1e-4f, "the loss sums the rounded values: %g (%g)",
+              ok ? (double)*(const float *)lv.data : 0.0, (double)want);
+        ts_model_free(m);
+        ts_options_free(o);
+        ts_graph_free(gl);
+    }
 
     /* CastLowbits takes a low-precision type */
     ts_graph *g2 = ts_graph_new(1);
