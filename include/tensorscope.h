@@ -302,7 +302,10 @@ TS_API ts_tensor *ts_gelu(ts_graph *g, ts_tensor *x, int tanh_approx);
  * Cos, Not, IsNaN, IsInf (alpha non-zero: +inf counts, beta: -inf),
  * HardSwish, HardSigmoid (max(0, min(1, alpha x + beta))), LeakyRelu (alpha
  * x below 0), Elu (alpha (e^x - 1) below 0), Selu (beta x, or beta alpha
- * (e^x - 1) at or below 0), Softplus, CastFloat (an i32 tensor's values
+ * (e^x - 1) at or below 0), Softplus, CastLowbits (x rounded onto the
+ * grid of ONNX's low-precision type numbered alpha -- 17 float8e4m3fn to
+ * 26 int2 --, held in f32; beta: 1 saturates, 2/4 e8m0's round mode down/
+ * nearest; the gradient passes straight through), CastFloat (an i32 tensor's values
  * as f32), CastIndex (an i32 tensor: x toward zero, clamped to [alpha,
  * beta], NaN to alpha: indices the graph computes, kept inside the tensor
  * they gather from). alpha and beta are ignored by the ops
@@ -530,6 +533,12 @@ TS_API const char *ts_tensor_name(const ts_tensor *t);
  * one. The ONNX importer declares each graph output's ONNX type this way
  * (int64, bool, double, ...). */
 TS_API ts_status ts_tensor_set_output_dtype(ts_tensor *t, ts_dtype dtype);
+/* The ONNX data type an ONNX import declared for this graph output where it
+ * is one of ONNX's low-precision types, which tensorscope holds in f32 on
+ * their grid (17 float8e4m3fn, 18 float8e4m3fnuz, 19 float8e5m2, 20
+ * float8e5m2fnuz, 21 uint4, 22 int4, 23 float4e2m1, 24 float8e8m0, 25
+ * uint2, 26 int2: docs/onnx.md); 0 for any other tensor. */
+TS_API int ts_tensor_onnx_type(const ts_tensor *t);
 /* Shape (and a view of a parameter's values in `out->data`, NULL otherwise).
  * The view is current after every run, on every device; to change the
  * values, call ts_param_set: a model on a GPU sends the values again only

@@ -80,13 +80,7 @@ static void test_against_pytorch(void) {
         /* the cases the fixture promises are there (a smaller set would pass vacuously) */
         static const uint32_t must[] = {0x33000000u, 0xb3000000u, 0x477ff000u, 0x477fefffu, 0x7f7f8000u,
                                         0x7f7f7fffu, 0x00000001u, 0x80000000u, 0x7f800000u, 0x7fa12345u};
-        int found = 0;
-        for (size_t k = 0; k < sizeof must / sizeof must[0]; k++)
-            for (int64_t i = 0; i < n; i++)
-                if (x[i] == must[k]) {
-                    found++;
-                    break;
-                }
+        int found = fixture_count_present(x, n, must, sizeof must / sizeof must[0]);
         CHECK(n > 20000 && found == (int)(sizeof must / sizeof must[0]),
               "the fixture has %lld f32 patterns, the boundary cases among them (%d of %zu)", (long long)n, found,
               sizeof must / sizeof must[0]);

@@ -5,7 +5,7 @@
  * 16-bit dtype, rounded to nearest even (65504 + 16 overflows to Inf, the
  * bf16 tie 65792 goes to 65536); a double constant cast to FLOAT16 rounds
  * once (1 + 2^-11 + 2^-40 is 1 + 2^-10, where rounding to f32 first would
- * make a tie that goes to 1); a Cast to float8 is refused. */
+ * make a tie that goes to 1); a Cast to float6e2m3 is refused. */
 /* needs: onnx */
 #include <math.h>
 #include <stdio.h>
@@ -114,12 +114,12 @@ int main(void) {
         ts_graph_free(g);
     }
 
-    /* float8: refused, naming the type */
+    /* float6 (ONNX type 27): refused, naming the type (float8: test_onnx_lowbits) */
     model_begin();
     input("x", 1, (int64_t[]){4});
-    attr_int(node("Cast", "cast8", "x", "y"), "to", 17);
+    attr_int(node("Cast", "cast6", "x", "y"), "to", 27);
     output("y");
-    expect("Cast to float8e4m3fn", import_as("f8", NULL), TS_ERR_UNSUPPORTED, "float8e4m3fn");
+    expect("Cast to float6e2m3", import_as("f6", NULL), TS_ERR_UNSUPPORTED, "float6e2m3");
 
     remove_dir();
     return check_summary("test_onnx_half");

@@ -323,6 +323,7 @@ _PROTOTYPES = {
     "ts_graph_from_onnx": (_st, [C.POINTER(P), S, C.POINTER(OnnxInput), C.c_int]),
     "ts_graph_output_count": (C.c_size_t, [P]),
     "ts_graph_output_at": (P, [P, C.c_size_t]),
+    "ts_tensor_onnx_type": (C.c_int, [P]),
     "ts_tensor_alias": (S, [P]),
     "ts_dataset_from_arrays": (_st, [C.POINTER(P), C.POINTER(Array), C.POINTER(Array)]),
 }
@@ -497,6 +498,25 @@ try:  # ml_dtypes' bfloat16 (JAX's, TensorFlow's, ONNX's) where it is installed:
     DTYPES[TS_BF16] = np.dtype(_ml_dtypes.bfloat16)
 except ImportError:
     pass
+# ONNX's low-precision types (ONNX type number: ml_dtypes' dtype name), which
+# tensorscope holds in f32 on their grid: arrays of them are read as their
+# exact f32 values, and outputs an ONNX import declares of them come back in
+# that dtype (ml_dtypes imported then).
+LOWBITS = {17: "float8_e4m3fn", 18: "float8_e4m3fnuz", 19: "float8_e5m2", 20: "float8_e5m2fnuz",
+           21: "uint4", 22: "int4", 23: "float4_e2m1fn", 24: "float8_e8m0fnu", 25: "uint2", 26: "int2"}
+_LOWBITS_NAMES = set(LOWBITS.values())
+
+
+def lowbits_dtype(onnx_type):
+    """ml_dtypes' dtype of ONNX low-precision type `onnx_type`."""
+    try:
+        import ml_dtypes
+    except ImportError as e:
+        raise ImportError(f"an output of ONNX type {LOWBITS[onnx_type]} is returned as ml_dtypes."
+                          f"{LOWBITS[onnx_type]}: pip install ml_dtypes") from e
+    return np.dtype(getattr(ml_dtypes, LOWBITS[onnx_type]))
+
+
 _DTYPE_CODE = {}
 for _i, _d in enumerate(DTYPES):
     _DTYPE_CODE.setdefault(_d, _i)  # uint16 data is u16; bf16 as bits is given as ts.bf16(bits)
@@ -532,6 +552,8 @@ def to_c(a, what):
         a, code = a.bits, TS_BF16
     else:
         a = np.asarray(a)
+        if a.dtype.name in _LOWBITS_NAMES:  # ml_dtypes' float8, float4, int4, int2: exact in f32
+            a = a.astype(np.float32)
         code = _DTYPE_CODE.get(a.dtype)
     if code is None:
         names = ", ".join(str(d) for d in DTYPES)

@@ -159,8 +159,15 @@ class Model:
         del arrays  # the library has read them
         outs = [self.get_anchored_tensor(r) for r in self._returns]
         if not self.training:
-            outs = [self._samples_first(r, a) for r, a in zip(self._returns, outs)]
+            outs = [self._onnx_typed(r, self._samples_first(r, a)) for r, a in zip(self._returns, outs)]
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _onnx_typed(self, name, a):
+        """An output an ONNX import declared of a low-precision type (float8,
+        float4, int4, ...; held in f32 on its grid) in ml_dtypes' dtype."""
+        onnx_type = getattr(lib, "ts_tensor_onnx_type", None)
+        code = onnx_type(self.graph.tensor(name)._h) if onnx_type is not None else 0
+        return a.astype(_capi.lowbits_dtype(code)) if code in _capi.LOWBITS else a
 
     def _held_again(self, names, c_arrays, n, steps, e) -> Optional[Inspection]:
         """break_on_nan: the same inputs run again with every tensor held

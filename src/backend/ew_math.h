@@ -15,6 +15,7 @@
 #include <math.h>
 
 #include "backend/vmath.h"
+#include "core/lowbits.h"
 
 #ifdef __CUDACC__
 #define TS_EW static __host__ __device__ inline
@@ -61,7 +62,8 @@ enum {
     TS_EWU_LEAKYRELU, /* alpha x below 0 */
     TS_EWU_ELU,       /* alpha (e^x - 1) below 0 */
     TS_EWU_SELU,      /* beta (x, or alpha (e^x - 1) at or below 0) */
-    TS_EWU_SOFTPLUS
+    TS_EWU_SOFTPLUS,
+    TS_EWU_LOWBITS /* onto ONNX's low-precision type alpha with flags beta (core/lowbits.h); gradient 1 */
 };
 
 /* The unary kind of a node of the family, TS_EWU_NONE for any other op. */
@@ -89,6 +91,7 @@ TS_EW int ts_ewu_kind(const ts_tensor *node) {
     case TS_OP_ELU: return TS_EWU_ELU;
     case TS_OP_SELU: return TS_EWU_SELU;
     case TS_OP_SOFTPLUS: return TS_EWU_SOFTPLUS;
+    case TS_OP_CAST_LOWBITS: return TS_EWU_LOWBITS;
     default: return TS_EWU_NONE;
     }
 }
@@ -121,6 +124,7 @@ TS_EW float ts_ewu_forward(int kind, float x, float alpha, float beta) {
     case TS_EWU_ELU: return x < 0.0f ? alpha * expm1f(x) : x;
     case TS_EWU_SELU: return beta * (x > 0.0f ? x : alpha * expm1f(x));
     case TS_EWU_SOFTPLUS: return x > 0.0f ? x + log1pf(expf(-x)) : log1pf(expf(x));
+    case TS_EWU_LOWBITS: return ts_lowbits_round((int)alpha, x, (int)beta);
     default: return NAN;
     }
 }
@@ -159,6 +163,7 @@ TS_EW float ts_ewu_derivative(int kind, float v, float alpha, float beta) {
     case TS_EWU_ELU: return x < 0.0f ? alpha * expf(x) : 1.0f;
     case TS_EWU_SELU: return beta * (x > 0.0f ? 1.0f : alpha * expf(x));
     case TS_EWU_SOFTPLUS: return 1.0f / (1.0f + expf(-x));
+    case TS_EWU_LOWBITS: return 1.0f; /* straight through, as ts_cast's */
     default: return 0.0f;
     }
 }

@@ -443,6 +443,8 @@ ts_status ts_tensor_set_output_dtype(ts_tensor *t, ts_dtype dtype) {
     return TS_OK;
 }
 
+int ts_tensor_onnx_type(const ts_tensor *t) { return t ? t->onnx_type : 0; }
+
 ts_status ts_tensor_set_name(ts_tensor *t, const char *name) {
     if (!t) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_tensor_set_name: tensor is NULL");
     if (!valid_name(name)) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_tensor_set_name: a name of 1-400 printable characters (no quotes or backslashes) is required");

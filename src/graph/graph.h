@@ -76,6 +76,7 @@ typedef enum ts_op {
     TS_OP_ELU,          /* fattr[0] alpha */
     TS_OP_SELU,         /* fattr[0] alpha, fattr[1] gamma */
     TS_OP_SOFTPLUS,
+    TS_OP_CAST_LOWBITS, /* x rounded onto the grid of ONNX's low-precision type fattr[0] (core/lowbits.h), held in f32; fattr[1]: its rounding flags */
     TS_OP_CAST_FLOAT,   /* in: i32; its values as f32 (a cast of integers or bools to float) */
     TS_OP_CAST_INDEX,   /* out: i32; toward zero, clamped to [fattr[0], fattr[1]] (NaN: fattr[0]): indices the graph computed */
     /* the elementwise binary family, numpy broadcasting (backend/ew_math.h) */
@@ -132,6 +133,7 @@ struct ts_tensor {
     ts_dtype grid;
     bool typed;         /* anchored values are returned as out_dtype (ts_tensor_set_output_dtype) */
     ts_dtype out_dtype;
+    int onnx_type;      /* ONNX's low-precision type (core/lowbits.h) an import declared for this output, held in f32; 0: none */
 };
 
 typedef struct ts_outfeed_mark {

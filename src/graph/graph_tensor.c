@@ -2,6 +2,7 @@
  * checks that need the caller's view (negative dims, axis lists), then one
  * node through ts_graph_add_node whose shape rule does the rest. */
 #include "graph/graph.h"
+#include "core/lowbits.h"
 #include "graph/ops.h"
 
 #include <stdio.h>
@@ -62,6 +63,10 @@ static ts_op family_op(ts_graph *g, const char *what, const char *op, ts_op firs
 
 ts_tensor *ts_unary(ts_graph *g, const char *op, ts_tensor *x, float alpha, float beta) {
     ts_op o = family_op(g, "ts_unary", op, TS_OP_CEIL, TS_OP_CAST_INDEX);
+    if (o == TS_OP_CAST_LOWBITS && (!ts_lowbits_is((int)alpha) || alpha != (float)(int)alpha || !(beta >= 0.0f && beta <= 7.0f) ||
+                                    beta != (float)(int)beta))
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_unary: CastLowbits takes the ONNX type number as alpha (17 to 26: "
+                             "float8e4m3fn ... int2) and its rounding flags as beta (0 to 7), not %g and %g", (double)alpha, (double)beta);
     return o == TS_OP_COUNT ? NULL : unary(g, o, x, &(attrs){.fattr = {alpha, beta}});
 }
 

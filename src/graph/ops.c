@@ -176,6 +176,8 @@ static const ts_op_def table[] = {
     [TS_OP_ELU] = {.op = TS_OP_ELU, .name = "Elu", .arity = 1, .has_backward = true, .shape = shape_same, .flops = flops_elementwise},
     [TS_OP_SELU] = {.op = TS_OP_SELU, .name = "Selu", .arity = 1, .has_backward = true, .shape = shape_same, .flops = flops_elementwise},
     [TS_OP_SOFTPLUS] = {.op = TS_OP_SOFTPLUS, .name = "Softplus", .arity = 1, .has_backward = true, .shape = shape_same, .flops = flops_elementwise},
+    /* a Cast to float8, float4, int4, ...: the gradient passes straight through, as ts_cast's */
+    [TS_OP_CAST_LOWBITS] = {.op = TS_OP_CAST_LOWBITS, .name = "CastLowbits", .arity = 1, .has_backward = true, .shape = shape_same, .flops = flops_elementwise},
     [TS_OP_SELECT] = {.op = TS_OP_SELECT, .name = "Where", .arity = 3, .bwd_unread_inputs = 0x6u, .has_backward = true, .shape = ts_shape_where, .flops = flops_elementwise},
     [TS_OP_GATHER] = {.op = TS_OP_GATHER, .name = "Gather", .arity = 2, .bwd_unread_inputs = 0x1u, .int_inputs = 1u << 1, .has_backward = true, .shape = ts_shape_gather, .flops = flops_elementwise},
     [TS_OP_GATHER_ELEMENTS] = {.op = TS_OP_GATHER_ELEMENTS, .name = "GatherElements", .arity = 2, .bwd_unread_inputs = 0x1u, .int_inputs = 1u << 1, .has_backward = true, .shape = ts_shape_gather_elements, .flops = flops_elementwise},

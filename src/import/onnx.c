@@ -11,6 +11,7 @@
  * becomes builder calls. Float initializers become parameters under their
  * own names the first time a graph op reads them. */
 #include "core/half.h"
+#include "core/lowbits.h"
 #include "import/onnx_consts.h"
 #include "import/onnx_rnn.h"
 
@@ -313,7 +314,7 @@ static ts_status tensor_check(const importer *im, const TensorProto *tp, const c
                         ts_onnx_dtype_name(dt));
     c->dtype = dt;
     int64_t n = ts_shape_numel(&c->shape);
-    size_t want = (size_t)n * esize;
+    size_t want = ts_onnx_data_bytes(dt, (size_t)n);
     if (external(tp)) { /* checked now, before anything is made of its shape, and again when read */
         int fd;
         uint64_t offset;
@@ -333,9 +334,9 @@ static ts_status tensor_check(const importer *im, const TensorProto *tp, const c
     case TS_ONNX_INT64: have = tp->n_int64_data; break;
     case TS_ONNX_DOUBLE: have = tp->n_double_data; break;
     case TS_ONNX_UINT64: case TS_ONNX_UINT32: have = tp->n_uint64_data; break;
-    default: have = tp->n_int32_data; break; /* int32, int16, int8, uint8, uint16, bool, float16, bfloat16 */
+    default: have = tp->n_int32_data; break; /* int32, int16, int8, uint8, uint16, bool, float16, bfloat16, low precision */
     }
-    if (have != (size_t)n)
+    if (have != (ts_lowbits_is(dt) ? want : (size_t)n)) /* a packed type's bytes, one per int32 */
         return ts_error(TS_ERR_FORMAT, "%s: %s holds %zu values for shape of %lld elements: the file is corrupt or truncated", im->path,
                         what, have, (long long)n);
     return TS_OK;
@@ -347,7 +348,7 @@ static ts_status tensor_decode(const importer *im, const TensorProto *tp, const 
     int64_t n = ts_shape_numel(&c->shape);
     if (external(tp)) { /* the file's bytes first: its size is checked before the values are allocated */
         uint8_t *b = NULL;
-        ts_status st = read_external(im, tp, what, (size_t)n * ts_onnx_dtype_size(dt), &b);
+        ts_status st = read_external(im, tp, what, ts_onnx_data_bytes(dt, (size_t)n), &b);
         if (!st && !(c->v = ts_malloc((size_t)(n ? n : 1) * sizeof *c->v))) st = TS_ERR_OUT_OF_MEMORY;
         if (!st) ts_onnx_decode_raw(dt, b, (size_t)n, c->v);
         ts_free(b);
@@ -357,6 +358,15 @@ static ts_status tensor_decode(const importer *im, const TensorProto *tp, const 
     if (!c->v) return TS_ERR_OUT_OF_MEMORY;
     if (tp->has_raw_data) {
         ts_onnx_decode_raw(dt, tp->raw_data.data, (size_t)n, c->v);
+        return TS_OK;
+    }
+    if (ts_lowbits_is(dt)) { /* int32_data: a code, or a byte of packed codes, each */
+        size_t nb = ts_onnx_data_bytes(dt, (size_t)n);
+        uint8_t *b = ts_malloc(nb ? nb : 1);
+        if (!b) return TS_ERR_OUT_OF_MEMORY;
+        for (size_t i = 0; i < nb; i++) b[i] = (uint8_t)tp->int32_data[i];
+        ts_onnx_decode_raw(dt, b, (size_t)n, c->v);
+        ts_free(b);
         return TS_OK;
     }
     for (int64_t i = 0; i < n; i++) {
@@ -1299,14 +1309,33 @@ static ts_status op_fold(importer *im, node_io *io) {
     return fold_result(im, st);
 }
 
-/* Cast (folded): to one of the types read here. Opset 19's `saturate` and
- * 24's `round_mode` concern only the float8 targets, which are refused
- * with the other types tensorscope does not hold (float4, int4, ...). */
+/* The TS_LOWBITS_ flags of a Cast's opset-19 `saturate` (default 1: a
+ * float8 value past the largest finite one clamps to it) and opset-24
+ * `round_mode` (float8e8m0: "up", the default, "down" or "nearest"). */
+static ts_status lowbits_mode(importer *im, int *mode) {
+    int64_t sat = attr_i(im, "saturate", 1);
+    if (sat != 0 && sat != 1) return node_error(im, TS_ERR_FORMAT, "attribute saturate is %lld; it is 0 or 1", (long long)sat);
+    *mode = sat ? TS_LOWBITS_SATURATE : 0;
+    const Attr *rm = attr(im, "round_mode");
+    if (!rm || !rm->has_s || (rm->s.len == 2 && memcmp(rm->s.data, "up", 2) == 0)) return TS_OK;
+    if (rm->s.len == 4 && memcmp(rm->s.data, "down", 4) == 0) *mode |= TS_LOWBITS_ROUND_DOWN;
+    else if (rm->s.len == 7 && memcmp(rm->s.data, "nearest", 7) == 0) *mode |= TS_LOWBITS_ROUND_NEAREST;
+    else return node_error(im, TS_ERR_FORMAT, "round_mode '%.*s' is not one of up, down, nearest", (int)rm->s.len, (const char *)rm->s.data);
+    return TS_OK;
+}
+
+/* Cast: on graph tensors, or folded; to one of the types read here. The
+ * low-precision types (float8, float4, e8m0, int4, uint4, int2, uint2)
+ * are held in f32: a cast rounds the values onto their grid (CastLowbits,
+ * the gradient straight through) by `saturate` and `round_mode`. */
 static ts_status cast_to(importer *im, node_io *io, int to) {
     ts_status st = TS_OK;
-    if (!ts_onnx_dtype_size(to) || to > TS_ONNX_BFLOAT16)
+    if (!ts_onnx_dtype_size(to) || (to > TS_ONNX_BFLOAT16 && !ts_lowbits_is(to)))
         return node_error(im, TS_ERR_UNSUPPORTED, "Cast to %s (ONNX data type %d) is not available: tensorscope casts to float, double, "
-                          "float16, bfloat16, bool and the integer types", ts_onnx_dtype_name(to), to);
+                          "float16, bfloat16, bool, the integer types and ONNX's float8, float4, int4 and int2 types",
+                          ts_onnx_dtype_name(to), to);
+    int mode = 0;
+    if (ts_lowbits_is(to) && (st = lowbits_mode(im, &mode))) return st;
     /* a graph tensor keeps its values: f32 carries float and double, i32
      * the integer ids (LayerNormalization's stash cast, index casts) */
     const ts_tensor *t = io->in[0] ? io->in[0]->t : NULL;
@@ -1315,12 +1344,17 @@ static ts_status cast_to(importer *im, node_io *io, int to) {
         return op_identity(im, io);
     /* between kinds, the values carried in f32: integers toward zero,
      * bools as 1 where non-zero, integers and bools as floats */
-    bool to_int = to == TS_ONNX_INT32 || to == TS_ONNX_INT64, to_bool = to == TS_ONNX_BOOL, to_float = to == TS_ONNX_FLOAT || to == TS_ONNX_DOUBLE;
+    bool to_int = !ts_onnx_dtype_is_float(to) && !ts_lowbits_is(to) && to != TS_ONNX_BOOL, to_bool = to == TS_ONNX_BOOL, to_float = to == TS_ONNX_FLOAT || to == TS_ONNX_DOUBLE;
     bool to_half = to == TS_ONNX_FLOAT16 || to == TS_ONNX_BFLOAT16;
-    if (t && (to_int || to_bool || to_float || to_half)) {
+    if (t && (to_int || to_bool || to_float || to_half || ts_lowbits_is(to))) {
         ts_tensor *f = as_f32(im, io->in[0], &st);
         if (!f) return st;
         if (to_float) return built(im, f, &io->out[0]);
+        if (ts_lowbits_is(to)) {
+            st = built(im, ts_unary(im->g, "CastLowbits", f, (float)to, (float)mode), &io->out[0]);
+            io->out[0].c.dtype = to; /* the type a CastLike reads */
+            return st;
+        }
         /* float16, bfloat16: rounded onto its values, held in f32, which
          * the ops after compute in (as onnxruntime's CPU provider does
          * where it has no 16-bit kernel) */
@@ -1330,7 +1364,7 @@ static ts_status cast_to(importer *im, node_io *io, int to) {
     node_io one = *io; /* CastLike's target is read for its type only */
     one.n_in = 1;
     if ((st = need_consts(im, &one))) return st;
-    ts_const_attrs at = {.to = to};
+    ts_const_attrs at = {.to = to, .lowbits_mode = mode};
     const ts_const *in[1] = {&io->in[0]->c};
     return fold_result(im, ts_const_op("Cast", in, 1, &at, &io->out[0].c));
 }
@@ -1348,7 +1382,7 @@ static ts_status op_cast(importer *im, node_io *io) {
 static ts_status op_cast_like(importer *im, node_io *io) {
     const value *like = io->in[1];
     if (!like) return node_error(im, TS_ERR_FORMAT, "input 1 (target_type) is empty");
-    if (!like->t) return cast_to(im, io, like->c.dtype);
+    if (!like->t || ts_lowbits_is(like->c.dtype)) return cast_to(im, io, like->c.dtype);
     ts_dtype p = ts_tensor_precision(like->t);
     return cast_to(im, io, p == TS_F16 ? TS_ONNX_FLOAT16 : p == TS_BF16 ? TS_ONNX_BFLOAT16 : like->t->dtype == TS_F32 ? TS_ONNX_FLOAT : TS_ONNX_INT64);
 }
@@ -2076,7 +2110,7 @@ static ts_status import_inputs(importer *im, const TensorscopeOnnx__GraphProto *
             continue;
         }
         ts_dtype dt;
-        if (ts_onnx_dtype_is_float(elem)) dt = TS_F32;
+        if (ts_onnx_dtype_is_float(elem) || ts_lowbits_is(elem)) dt = TS_F32; /* low precision: the values, exact in f32 */
         else if (onnx_array_dtype(elem, &dt)) dt = TS_I32; /* ids, labels, masks: integers of any width, exact in i32 */
         else return ts_error(TS_ERR_UNSUPPORTED, "%s: input '%s' has data type %s; tensorscope feeds float, bool and integer inputs "
                              "(8 to 64 bits, signed or not)", im->path, vi->name, ts_onnx_dtype_name(elem));
@@ -2121,7 +2155,7 @@ static ts_status import_inputs(importer *im, const TensorscopeOnnx__GraphProto *
         im->g->origin = "graph input";
         ts_tensor *t = ts_input(im->g, vi->name, dt, s.ndim, s.d);
         if (!t) return ts_graph_status(im->g);
-        value v = {.t = t};
+        value v = {.t = t, .c.dtype = ts_lowbits_is(elem) ? elem : 0}; /* the type a CastLike reads */
         ts_status st = define(im, vi->name, &v);
         if (st) return st;
     }
@@ -2176,7 +2210,9 @@ static ts_status import_graph(importer *im, const TensorscopeOnnx__ModelProto *m
         snprintf(what, sizeof what, "initializer '%s'", tp->name);
         value v = {0};
         ts_status st = tensor_check(im, tp, what, &v.c);
-        if (!st && ts_onnx_dtype_is_float(v.c.dtype)) v.param = tp;
+        /* float initializers are parameters; the low-precision ones
+         * (float8, float4) constants, which training would move off their grid */
+        if (!st && ts_onnx_dtype_is_float(v.c.dtype) && !ts_lowbits_is(v.c.dtype)) v.param = tp;
         else if (!st) st = tensor_decode(im, tp, what, &v.c);
         if (!st) st = define(im, tp->name, &v);
         if (st) {
@@ -2209,6 +2245,7 @@ static ts_status import_graph(importer *im, const TensorscopeOnnx__ModelProto *m
         const TensorscopeOnnx__TypeProto__Tensor *tt = gp->output[i]->type ? gp->output[i]->type->tensor_type : NULL;
         ts_dtype dt;
         if (!st && tt && tt->has_elem_type && onnx_array_dtype(tt->elem_type, &dt)) st = ts_tensor_set_output_dtype(t, dt);
+        if (!st && tt && tt->has_elem_type && ts_lowbits_is(tt->elem_type)) t->onnx_type = tt->elem_type; /* held in f32 */
         if (st) return st;
     }
     if (gp->n_output == 0) return ts_error(TS_ERR_FORMAT, "%s: the graph has no outputs", im->path);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/half.h"
+#include "core/lowbits.h"
 
 #define CONST_MAX_ELEMS ((int64_t)1 << 26) /* folded tensors stay small */
 
@@ -43,8 +44,12 @@ size_t ts_onnx_dtype_size(int dt) {
     case TS_ONNX_INT64: case TS_ONNX_DOUBLE: case TS_ONNX_UINT64: return 8;
     case TS_ONNX_UINT8: case TS_ONNX_INT8: case TS_ONNX_BOOL: return 1;
     case TS_ONNX_UINT16: case TS_ONNX_INT16: case TS_ONNX_FLOAT16: case TS_ONNX_BFLOAT16: return 2;
-    default: return 0;
+    default: return ts_lowbits_is(dt) ? 1 : 0;
     }
+}
+
+size_t ts_onnx_data_bytes(int dt, size_t n) {
+    return ts_lowbits_is(dt) ? (n * (size_t)ts_lowbits_width(dt) + 7) / 8 : n * ts_onnx_dtype_size(dt);
 }
 
 const char *ts_onnx_dtype_name(int dt) {
@@ -56,7 +61,8 @@ const char *ts_onnx_dtype_name(int dt) {
 }
 
 bool ts_onnx_dtype_is_float(int dt) {
-    return dt == TS_ONNX_FLOAT || dt == TS_ONNX_DOUBLE || dt == TS_ONNX_FLOAT16 || dt == TS_ONNX_BFLOAT16;
+    return dt == TS_ONNX_FLOAT || dt == TS_ONNX_DOUBLE || dt == TS_ONNX_FLOAT16 || dt == TS_ONNX_BFLOAT16 ||
+           (ts_lowbits_is(dt) && dt != TS_LOWBITS_INT4 && dt != TS_LOWBITS_UINT4 && dt != TS_LOWBITS_INT2 && dt != TS_LOWBITS_UINT2);
 }
 
 static uint64_t le(const uint8_t *b, size_t n) {
@@ -66,6 +72,12 @@ static uint64_t le(const uint8_t *b, size_t n) {
 }
 
 void ts_onnx_decode_raw(int dt, const uint8_t *b, size_t n, double *out) {
+    if (ts_lowbits_is(dt)) {
+        unsigned w = (unsigned)ts_lowbits_width(dt), per = 8u / w;
+        for (size_t i = 0; i < n; i++)
+            out[i] = ts_lowbits_to_f32(dt, (uint8_t)((b[i / per] >> (w * (unsigned)(i % per))) & ((1u << w) - 1u)));
+        return;
+    }
     size_t es = ts_onnx_dtype_size(dt);
     for (size_t i = 0; i < n; i++, b += es) {
         uint64_t x = le(b, es);
@@ -141,14 +153,18 @@ static double round_half(int dt, double v) {
 }
 
 /* A value as the type dt holds it: float32 rounding (float16, bfloat16:
- * to nearest even), integer truncation. */
-static double as_type(int dt, double v) {
+ * to nearest even), integer truncation; the low-precision types by their
+ * conversion (core/lowbits.h) with the flags `mode`. */
+static double as_type_mode(int dt, double v, int mode) {
+    if (ts_lowbits_is(dt)) return ts_lowbits_round(dt, f32_round_to_odd(v), mode);
     if (dt == TS_ONNX_FLOAT) return (double)(float)v;
     if (dt == TS_ONNX_FLOAT16 || dt == TS_ONNX_BFLOAT16) return round_half(dt, v);
     if (ts_onnx_dtype_is_float(dt)) return v;
     if (dt == TS_ONNX_BOOL) return v != 0;
     return isfinite(v) ? trunc(v) : 0;
 }
+
+static double as_type(int dt, double v) { return as_type_mode(dt, v, TS_LOWBITS_SATURATE); }
 
 static const char *shape_s(const ts_shape *s, char *buf) { return ts_shape_str(s, buf, 96); }
 
@@ -345,12 +361,12 @@ static ts_status shape_from(const ts_const *c, ts_shape *s) {
     return TS_OK;
 }
 
-static ts_status fold_cast(const ts_const *x, int to, ts_const *out) {
+static ts_status fold_cast(const ts_const *x, int to, int mode, ts_const *out) {
     if (!ts_onnx_dtype_size(to)) return ts_error(TS_ERR_UNSUPPORTED, "Cast to %s", ts_onnx_dtype_name(to));
     ts_status st = ts_const_copy(x, out);
     if (st) return st;
     out->dtype = to;
-    for (int64_t i = 0; i < ts_shape_numel(&x->shape); i++) out->v[i] = as_type(to, x->v[i]);
+    for (int64_t i = 0; i < ts_shape_numel(&x->shape); i++) out->v[i] = as_type_mode(to, x->v[i], mode);
     return TS_OK;
 }
 
@@ -555,7 +571,7 @@ static ts_status fold_transpose(const ts_const *x, const int64_t *perm, int64_t 
 ts_status ts_const_op(const char *op, const ts_const *const *in, int n_in, const ts_const_attrs *at, ts_const *out) {
     ts_status st;
     ts_shape s;
-    if (strcmp(op, "Cast") == 0) return (st = need_inputs(op, in, n_in, 1, 1)) ? st : fold_cast(in[0], at->to, out);
+    if (strcmp(op, "Cast") == 0) return (st = need_inputs(op, in, n_in, 1, 1)) ? st : fold_cast(in[0], at->to, at->lowbits_mode, out);
     if (strcmp(op, "Concat") == 0) return (st = need_inputs(op, in, n_in, 1, 64)) ? st : fold_concat(in, n_in, at->axis, out);
     if (strcmp(op, "ConstantOfShape") == 0) {
         if ((st = need_inputs(op, in, n_in, 1, 1)) || (st = shape_from(in[0], &s))) return st;

@@ -35,15 +35,20 @@ ts_status ts_const_charge(uint64_t bytes);
  * every float-to-integer conversion of a constant goes through here. */
 bool ts_onnx_int_value(double v, int64_t lo, int64_t hi, int64_t *out);
 
-/* Bytes per element of a readable ONNX type, 0 for one we do not read. */
+/* Bytes per element of a readable ONNX type, 0 for one we do not read
+ * (ONNX's low-precision types, core/lowbits.h: 1, though int4, uint4 and
+ * float4e2m1 pack two per byte, int2 and uint2 four: ts_onnx_data_bytes). */
 size_t ts_onnx_dtype_size(int dt);
+/* The bytes n elements of type dt take in a file (packed types rounded up). */
+size_t ts_onnx_data_bytes(int dt, size_t n);
 const char *ts_onnx_dtype_name(int dt);
-bool ts_onnx_dtype_is_float(int dt);
+bool ts_onnx_dtype_is_float(int dt); /* float32/64, float16, bfloat16 and the float8s and float4 */
 /* ONNX Slice's clamping of one axis of `size`: start and element count for
  * starts/ends st/en (negative from the end, clamped) and a non-zero step;
  * an error for a NaN start or end. */
 ts_status ts_const_slice_range(int64_t size, double st, double en, int64_t step, int64_t *start, int64_t *count);
-/* n little-endian elements of type dt from b into out. */
+/* n little-endian elements of type dt from b into out (packed types: the
+ * first element in the lowest bits). */
 void ts_onnx_decode_raw(int dt, const uint8_t *b, size_t n, double *out);
 
 void ts_const_free(ts_const *c);
@@ -62,6 +67,7 @@ ts_status ts_const_squeeze_shape(const ts_shape *in, const int64_t *axes, int n,
 typedef struct ts_const_attrs {
     int64_t axis;          /* Concat, Gather */
     int to;                /* Cast */
+    int lowbits_mode;      /* Cast to a low-precision type: its TS_LOWBITS_ flags (core/lowbits.h) */
     const int64_t *perm;   /* Transpose (n_perm -1: reversed) */
     int64_t n_perm;
     const ts_const *fill;  /* ConstantOfShape (NULL: float 0) */

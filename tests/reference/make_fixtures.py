@@ -62,8 +62,11 @@ import struct
 import sys
 
 import numpy as np
-import torch
-import torch.nn.functional as F
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:  # the Writer alone, from an interpreter without torch (make_lowbits_fixtures.py)
+    torch = F = None
 
 MAGIC = b"TSFIXTR\0"
 VERSION = 1
@@ -103,7 +106,7 @@ class Writer:
         self.names = set()
 
     def add(self, name, value):
-        if isinstance(value, torch.Tensor):
+        if torch is not None and isinstance(value, torch.Tensor):
             value = value.detach().cpu().numpy()
         a = np.array(value, order="C")  # keeps 0-d scalars 0-d
         if a.dtype not in DTYPES:

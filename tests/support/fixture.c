@@ -276,3 +276,14 @@ int ts_expect_array_close(const char *what, const ts_array *got, const ts_array 
         snprintf(label, sizeof label, "%s", what);
     return ts_expect_close(label, got->data, want->data, n, rtol, atol);
 }
+
+int fixture_count_present(const uint32_t *x, int64_t n, const uint32_t *must, size_t n_must) {
+    int found = 0;
+    for (size_t k = 0; k < n_must; k++)
+        for (int64_t i = 0; i < n; i++)
+            if (x[i] == must[k]) {
+                found++;
+                break;
+            }
+    return found;
+}

@@ -44,6 +44,9 @@ fixture *fixture_parse(const void *bytes, size_t n, const char *path);
 void fixture_free(fixture *f);
 /* The entry called `name`, or NULL. */
 const ts_array *fixture_get(const fixture *f, const char *name);
+/* How many of must[0..n_must) occur in x[0..n): the cases a fixture of bit
+ * patterns promises (a smaller set would pass a test vacuously). */
+int fixture_count_present(const uint32_t *x, int64_t n, const uint32_t *must, size_t n_must);
 
 /* Compares got[0..n) with want[0..n) elementwise: an element matches when
  * |got - want| <= atol + rtol * |want| (NumPy's allclose; NaN never matches).

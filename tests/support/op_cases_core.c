@@ -104,7 +104,8 @@ static void cases_ew_unary(ts_op_checker *c) {
         float alpha, beta;
     } ops[] = {{"Ceil", 0, 0}, {"Floor", 0, 0}, {"Round", 0, 0}, {"CastInt", 0, 0}, {"CastBool", 0, 0}, {"Sin", 0, 0},
                {"Cos", 0, 0}, {"Not", 0, 0}, {"IsNaN", 0, 0}, {"IsInf", 1, 1}, {"HardSwish", 0, 0}, {"HardSigmoid", 0.2f, 0.5f},
-               {"LeakyRelu", 0.01f, 0}, {"Elu", 1.0f, 0}, {"Selu", 1.6732632f, 1.0507010f}, {"Softplus", 0, 0}};
+               {"LeakyRelu", 0.01f, 0}, {"Elu", 1.0f, 0}, {"Selu", 1.6732632f, 1.0507010f}, {"Softplus", 0, 0},
+               {"CastLowbits", 17, 1}, {"CastLowbits", 19, 0}, {"CastLowbits", 22, 0}, {"CastLowbits", 24, 4}};
     ts_graph *g = ts_graph_new(5);
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
         char label[64];

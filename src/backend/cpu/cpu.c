@@ -154,6 +154,7 @@ static const ts_kernel_row kernels[] = {
     [TS_OP_ELU] = {.forward = ts_fwd_ew_unary, .backward = ts_bwd_ew_unary},
     [TS_OP_SELU] = {.forward = ts_fwd_ew_unary, .backward = ts_bwd_ew_unary},
     [TS_OP_SOFTPLUS] = {.forward = ts_fwd_ew_unary, .backward = ts_bwd_ew_unary},
+    [TS_OP_CAST_LOWBITS] = {.forward = ts_fwd_ew_unary, .backward = ts_bwd_ew_unary},
     [TS_OP_SELECT] = {.forward = ts_fwd_where, .backward = ts_bwd_where},
     [TS_OP_GATHER] = {.forward = ts_fwd_gather, .backward = ts_bwd_gather},
     [TS_OP_GATHER_ELEMENTS] = {.forward = ts_fwd_gather_elements, .backward = ts_bwd_gather_elements},

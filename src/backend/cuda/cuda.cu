@@ -435,6 +435,7 @@ static void fill_kernel_table(void) {
     kernels[TS_OP_ELU] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr};
     kernels[TS_OP_SELU] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr};
     kernels[TS_OP_SOFTPLUS] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr};
+    kernels[TS_OP_CAST_LOWBITS] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr};
     kernels[TS_OP_SELECT] = {ts_cu_fwd_where, ts_cu_bwd_where, nullptr};
     kernels[TS_OP_GATHER] = {ts_cu_fwd_gather, ts_cu_bwd_gather, nullptr};
     kernels[TS_OP_GATHER_ELEMENTS] = {ts_cu_fwd_gather_elements, ts_cu_bwd_gather_elements, nullptr};
