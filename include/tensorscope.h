@@ -468,13 +468,19 @@ TS_API ts_tensor *ts_conv2d_layer(ts_graph *g, ts_tensor *x, int64_t out_channel
                                   int kernel_w, const ts_conv2d_params *p, int bias, const char *name);
 
 /* Pooling window: kernel (required), stride (0 = the kernel), padding per
- * side. exclude_pad (avg only): 0 divides by the whole window, padding
- * included (PyTorch's count_include_pad=True default). */
+ * side (each smaller than the dilated window), dilation (0 = 1).
+ * exclude_pad (avg only): 0 divides by the taps inside the padded input
+ * (PyTorch's count_include_pad=True default), 1 by those inside the input.
+ * ceil_mode: 1 rounds the output size up (PyTorch's and ONNX's ceil_mode),
+ * dropping a last window that would start in the bottom/right padding; the
+ * extra windows are clipped to the padded input. */
 typedef struct ts_pool2d_params {
     int kernel_h, kernel_w;
     int stride_h, stride_w;
     int pad_top, pad_bottom, pad_left, pad_right;
     int exclude_pad;
+    int dilation_h, dilation_w;
+    int ceil_mode;
 } ts_pool2d_params;
 /* Max pooling: padding never wins, ties go to the first element of the
  * window (row-major), a NaN in the window gives NaN (PyTorch's CPU rules). */

@@ -60,7 +60,7 @@ class Conv2dParams(C.Structure):  # ts_conv2d_params
 class Pool2dParams(C.Structure):  # ts_pool2d_params
     _fields_ = [(n, C.c_int) for n in (
         "kernel_h", "kernel_w", "stride_h", "stride_w", "pad_top", "pad_bottom", "pad_left",
-        "pad_right", "exclude_pad")]
+        "pad_right", "exclude_pad", "dilation_h", "dilation_w", "ceil_mode")]
 
 
 class Optimizer(C.Structure):  # ts_optimizer

@@ -138,8 +138,9 @@ OP_DOCS = {
                     "[out_channels, C/groups, kernel_h, kernel_w] and (bias=1) `<name>.bias`, "
                     "initialised as PyTorch does; `params` as for conv2d.",
     "max_pool2d": "Max pooling of x [N, C, H, W]. `params`: a dict of kernel_h, kernel_w, "
-                  "stride_h, stride_w, pad_top, pad_bottom, pad_left, pad_right (PyTorch's rules: "
-                  "padding never wins, a NaN in the window gives NaN).",
+                  "stride_h, stride_w, pad_top, pad_bottom, pad_left, pad_right, dilation_h, "
+                  "dilation_w, ceil_mode (PyTorch's rules: padding never wins, a NaN in the "
+                  "window gives NaN).",
     "avg_pool2d": "Average pooling of x [N, C, H, W]; `params` as for max_pool2d, plus "
                   "exclude_pad (1: padding is not counted, count_include_pad=False).",
     "global_avg_pool2d": "The mean over H and W of x [N, C, H, W]: [N, C, 1, 1].",

@@ -80,13 +80,15 @@ static ts_tensor *pool(ts_graph *g, ts_op op, ts_tensor *x, const ts_pool2d_para
     if (!g || g->sticky) return NULL;
     const char *what = op == TS_OP_MAX_POOL2D ? "ts_max_pool2d" : "ts_avg_pool2d";
     if (!p || p->kernel_h <= 0 || p->kernel_w <= 0 || p->stride_h < 0 || p->stride_w < 0 || p->pad_top < 0 || p->pad_bottom < 0 ||
-        p->pad_left < 0 || p->pad_right < 0)
-        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: give a positive kernel, and strides and padding >= 0", what);
+        p->pad_left < 0 || p->pad_right < 0 || p->dilation_h < 0 || p->dilation_w < 0)
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: give a positive kernel, and strides, dilations and padding >= 0", what);
     int64_t at[TS_MAX_ATTRS] = {0};
     at[PA_KH] = p->kernel_h, at[PA_KW] = p->kernel_w;
     at[CA_SH] = p->stride_h ? p->stride_h : p->kernel_h, at[CA_SW] = p->stride_w ? p->stride_w : p->kernel_w;
     at[CA_PT] = p->pad_top, at[CA_PB] = p->pad_bottom, at[CA_PL] = p->pad_left, at[CA_PR] = p->pad_right;
     at[PA_EXCLUDE_PAD] = p->exclude_pad != 0;
+    at[PA_DH] = p->dilation_h ? p->dilation_h : 1, at[PA_DW] = p->dilation_w ? p->dilation_w : 1;
+    at[PA_CEIL] = p->ceil_mode != 0;
     const ts_tensor *ins[1] = {x};
     return ts_graph_add_node(g, op, ins, 1, NULL, set_attrs, at);
 }

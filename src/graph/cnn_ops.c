@@ -39,6 +39,15 @@ static int64_t out_size(int64_t in, int64_t pad, int64_t k_eff, int64_t stride) 
     return in + pad < k_eff ? -1 : (in + pad - k_eff) / stride + 1;
 }
 
+/* A pooling axis' output size; ceil rounds up (PyTorch's and ONNX's
+ * ceil_mode) but drops a last window that starts in the after-padding. */
+static int64_t pool_out_size(int64_t in, int64_t before, int64_t after, int64_t k_eff, int64_t stride, bool ceil) {
+    int64_t n = out_size(in, before + after, k_eff, stride);
+    if (n < 1 || !ceil) return n;
+    n = (in + before + after - k_eff + stride - 1) / stride + 1;
+    return (n - 1) * stride >= in + before ? n - 1 : n;
+}
+
 ts_status ts_shape_conv2d(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
     char l[256], a[96], b[96];
     const ts_shape *x = &in[0], *w = &in[1];
@@ -82,16 +91,17 @@ ts_status ts_shape_pool2d(const ts_tensor *n, const ts_shape *in, ts_shape *out)
     ts_status st = need_4d(n, op, x);
     if (st) return st;
     layer_of(n, l, sizeof l);
-    int64_t KH = at[PA_KH], KW = at[PA_KW];
-    if (2 * at[CA_PT] > KH || 2 * at[CA_PB] > KH || 2 * at[CA_PL] > KW || 2 * at[CA_PR] > KW)
-        return SHAPE_ERR("%s in layer '%s': padding (top %lld bottom %lld left %lld right %lld) must be at most half the kernel %lldx%lld",
-                         op, l, (long long)at[CA_PT], (long long)at[CA_PB], (long long)at[CA_PL], (long long)at[CA_PR], (long long)KH,
-                         (long long)KW);
-    int64_t OH = out_size(x->d[2], at[CA_PT] + at[CA_PB], KH, at[CA_SH]);
-    int64_t OW = out_size(x->d[3], at[CA_PL] + at[CA_PR], KW, at[CA_SW]);
+    int64_t ekh = (at[PA_KH] - 1) * at[PA_DH] + 1, ekw = (at[PA_KW] - 1) * at[PA_DW] + 1;
+    if (at[CA_PT] >= ekh || at[CA_PB] >= ekh || at[CA_PL] >= ekw || at[CA_PR] >= ekw)
+        return SHAPE_ERR("%s in layer '%s': padding (top %lld bottom %lld left %lld right %lld) must be smaller than the window %lldx%lld "
+                         "(dilation included): a window of padding only has no value; pad less",
+                         op, l, (long long)at[CA_PT], (long long)at[CA_PB], (long long)at[CA_PL], (long long)at[CA_PR], (long long)ekh,
+                         (long long)ekw);
+    int64_t OH = pool_out_size(x->d[2], at[CA_PT], at[CA_PB], ekh, at[CA_SH], at[PA_CEIL] != 0);
+    int64_t OW = pool_out_size(x->d[3], at[CA_PL], at[CA_PR], ekw, at[CA_SW], at[PA_CEIL] != 0);
     if (OH < 1 || OW < 1)
-        return SHAPE_ERR("%s in layer '%s': the window %lldx%lld is larger than the padded input %lldx%lld (input %s)", op, l,
-                         (long long)KH, (long long)KW, (long long)(x->d[2] + at[CA_PT] + at[CA_PB]),
+        return SHAPE_ERR("%s in layer '%s': the window %lldx%lld (dilation included) is larger than the padded input %lldx%lld (input %s)",
+                         op, l, (long long)ekh, (long long)ekw, (long long)(x->d[2] + at[CA_PT] + at[CA_PB]),
                          (long long)(x->d[3] + at[CA_PL] + at[CA_PR]), sh(x, a));
     *out = (ts_shape){.ndim = 4, .d = {x->d[0], x->d[1], OH, OW}};
     return TS_OK;

@@ -1060,95 +1060,138 @@ static ts_status op_pad(importer *im, node_io *io) {
     return x ? built(im, ts_pad(im->g, x, all, (ts_pad_mode)k, (float)fill), &io->out[0]) : st;
 }
 
-/* Conv, NCHW 2-D as PyTorch exports it: pads [top, left, bottom, right],
- * strides, dilations, group; auto_pad SAME_UPPER at stride 1 as `same`. */
-/* The 2-D window attributes of Conv and the pools: kernel_shape, strides
- * (ONNX's default 1), dilations, pads [top, left, bottom, right], each
- * range-checked; a list of another length than 2 (4 pads) is refused. */
+/* The window attributes of Conv and the pools: kernel_shape, strides
+ * (ONNX's default 1), dilations, pads [begins..., ends...], each
+ * range-checked, over `rank` spatial axes (the length of kernel_shape, 1 to
+ * 3 for the pools; Conv's 2, its kernel taken from the weight when absent);
+ * and auto_pad resolved into pads from the input's spatial sizes. */
 typedef struct window {
-    int kernel[2], stride[2], dilation[2], pad[4];
+    int rank;
+    int kernel[3], stride[3], dilation[3], pad[6];
     bool has_kernel;
-    bool one_d; /* a pool's 1-D window [k], pads [begin, end]: held as [1, k], pads [0, begin, 0, end] */
 } window;
 
 static ts_status window_attrs(const importer *im, window *w) {
     static const struct {
         const char *name;
         int64_t lo;
-        int len;
-    } lists[] = {{"kernel_shape", 1, 2}, {"strides", 1, 2}, {"dilations", 1, 2}, {"pads", 0, 4}};
+        int per_axis;
+    } lists[] = {{"kernel_shape", 1, 1}, {"strides", 1, 1}, {"dilations", 1, 1}, {"pads", 0, 2}};
     int *dst[] = {w->kernel, w->stride, w->dilation, w->pad};
-    *w = (window){.stride = {1, 1}, .dilation = {1, 1}};
     bool pool = strcmp(im->node->op_type, "Conv") != 0;
+    *w = (window){.rank = 2, .stride = {1, 1, 1}, .dilation = {1, 1, 1}};
     for (size_t k = 0; k < TS_ARRAY_LEN(lists); k++) {
-        int64_t v[4];
+        int64_t v[6];
         int n;
-        ts_status st = attr_int_list(im, lists[k].name, lists[k].lo, INT32_MAX, v, 4, &n);
+        ts_status st = attr_int_list(im, lists[k].name, lists[k].lo, INT32_MAX, v, 6, &n);
         if (st) return st;
-        if (k == 0 && pool && n == 1) w->one_d = true;
-        int len = w->one_d ? lists[k].len / 2 : lists[k].len;
+        if (k == 0 && pool && n >= 1 && n <= 3) w->rank = n;
+        int len = w->rank * lists[k].per_axis;
         if (n >= 0 && n != len)
-            return node_error(im, TS_ERR_UNSUPPORTED, "attribute '%s' has %d values; tensorscope imports 2-D %s (%d values)%s", lists[k].name,
-                              n, im->node->op_type, lists[k].len, pool ? " and 1-D pooling (half as many)" : "");
-        for (int i = 0; i < n; i++) dst[k][w->one_d ? 2 * i + 1 : i] = (int)v[i];
-        if (w->one_d && k < 3) dst[k][0] = 1;
+            return node_error(im, TS_ERR_UNSUPPORTED, "attribute '%s' has %d values where %d are needed (tensorscope imports %s%s%s)", lists[k].name, n,
+                              len, pool ? "" : "2-D ", im->node->op_type, pool ? " over 1, 2 or 3 axes, as many as kernel_shape has" : "");
+        for (int i = 0; i < n; i++) dst[k][i] = (int)v[i];
         if (k == 0) w->has_kernel = n == len;
     }
     return TS_OK;
 }
 
+/* auto_pad: NOTSET keeps the pads, VALID drops them, SAME_UPPER and
+ * SAME_LOWER pad each axis of `in` (x's spatial sizes) so that the output is
+ * ceil(in / stride), the odd one at the end (UPPER) or at the start. */
+static ts_status window_auto_pad(importer *im, window *w, const int64_t *in) {
+    const Attr *ap = attr(im, "auto_pad");
+    if (!ap || !ap->has_s || (ap->s.len == 6 && memcmp(ap->s.data, "NOTSET", 6) == 0)) return TS_OK;
+    bool valid = ap->s.len == 5 && memcmp(ap->s.data, "VALID", 5) == 0, upper = ap->s.len == 10 && memcmp(ap->s.data, "SAME_UPPER", 10) == 0,
+         lower = ap->s.len == 10 && memcmp(ap->s.data, "SAME_LOWER", 10) == 0;
+    if (!valid && !upper && !lower)
+        return node_error(im, TS_ERR_FORMAT, "auto_pad '%.*s' is not one of NOTSET, VALID, SAME_UPPER and SAME_LOWER", (int)ap->s.len,
+                          (const char *)ap->s.data);
+    for (int i = 0; i < w->rank; i++) {
+        int64_t out = (in[i] + w->stride[i] - 1) / w->stride[i], ek = (int64_t)(w->kernel[i] - 1) * w->dilation[i] + 1;
+        int64_t total = valid ? 0 : (out - 1) * w->stride[i] + ek - in[i];
+        if (total < 0) total = 0;
+        w->pad[i] = (int)(upper ? total / 2 : total - total / 2), w->pad[w->rank + i] = (int)(total - w->pad[i]);
+    }
+    return TS_OK;
+}
+
+/* Conv, NCHW 2-D as PyTorch exports it: pads [top, left, bottom, right],
+ * strides, dilations, group, auto_pad. */
 static ts_status op_conv(importer *im, node_io *io) {
     window win;
     ts_conv2d_params p = {0};
     ts_status st = window_attrs(im, &win);
     if (!st) st = attr_int32(im, "group", 1, 1, INT32_MAX, &p.groups);
     if (st) return st;
-    p.stride_h = win.stride[0], p.stride_w = win.stride[1], p.dilation_h = win.dilation[0], p.dilation_w = win.dilation[1];
-    p.pad_top = win.pad[0], p.pad_left = win.pad[1], p.pad_bottom = win.pad[2], p.pad_right = win.pad[3];
-    const Attr *ap = attr(im, "auto_pad");
-    if (ap && ap->has_s && !(ap->s.len == 6 && memcmp(ap->s.data, "NOTSET", 6) == 0)) {
-        if (ap->s.len == 10 && memcmp(ap->s.data, "SAME_UPPER", 10) == 0) p.same = 1;
-        else return node_error(im, TS_ERR_UNSUPPORTED, "auto_pad %.*s is not available; NOTSET and SAME_UPPER are", (int)ap->s.len, (const char *)ap->s.data);
-    }
     ts_tensor *x = as_tensor(im, io->in[0], &st), *w = x ? as_tensor(im, io->in[1], &st) : NULL, *b = NULL;
     if (!w) return st;
-    if (w->shape.ndim != 4) return node_error(im, TS_ERR_UNSUPPORTED, "a convolution with a %d-D weight is not available; 2-D ones are", w->shape.ndim);
+    if (w->shape.ndim != 4 || x->shape.ndim != 4)
+        return node_error(im, TS_ERR_UNSUPPORTED, "a convolution of a %d-D input by a %d-D weight is not available; 2-D ones ([N,C,H,W] "
+                          "by [OC,C/group,KH,KW]) are", x->shape.ndim, w->shape.ndim);
+    if (!win.has_kernel) win.kernel[0] = (int)w->shape.d[2], win.kernel[1] = (int)w->shape.d[3];
+    if ((st = window_auto_pad(im, &win, x->shape.d + 2))) return st;
+    p.stride_h = win.stride[0], p.stride_w = win.stride[1], p.dilation_h = win.dilation[0], p.dilation_w = win.dilation[1];
+    p.pad_top = win.pad[0], p.pad_left = win.pad[1], p.pad_bottom = win.pad[2], p.pad_right = win.pad[3];
     if (io->n_in > 2 && io->in[2] && !(b = as_tensor(im, io->in[2], &st))) return st;
     return built(im, ts_conv2d(im->g, x, w, b, &p), &io->out[0]);
 }
 
-/* MaxPool and AveragePool (2-D, ceil_mode 0, no indices output). */
+/* One 2-D pool of x [N,C,H,W] over window axes a0 and a1 of `win` (-1: a
+ * unit axis). */
+static ts_tensor *pool_axes(importer *im, ts_tensor *x, const window *win, int a0, int a1, bool max, bool exclude_pad, bool ceil_mode) {
+    const int r = win->rank, ax[2] = {a0, a1};
+    int k[2], s[2], d[2], pb[2], pa[2];
+    for (int i = 0; i < 2; i++) {
+        bool unit = ax[i] < 0;
+        k[i] = unit ? 1 : win->kernel[ax[i]], s[i] = unit ? 1 : win->stride[ax[i]], d[i] = unit ? 1 : win->dilation[ax[i]];
+        pb[i] = unit ? 0 : win->pad[ax[i]], pa[i] = unit ? 0 : win->pad[r + ax[i]];
+    }
+    ts_pool2d_params p = {.kernel_h = k[0], .kernel_w = k[1], .stride_h = s[0], .stride_w = s[1], .pad_top = pb[0], .pad_bottom = pa[0],
+                          .pad_left = pb[1], .pad_right = pa[1], .exclude_pad = exclude_pad, .dilation_h = d[0], .dilation_w = d[1],
+                          .ceil_mode = ceil_mode};
+    return max ? ts_max_pool2d(im->g, x, &p) : ts_avg_pool2d(im->g, x, &p);
+}
+
+/* MaxPool and AveragePool over 1, 2 or 3 spatial axes (no indices output).
+ * 1-D pools [N,C,L] as [N,C,1,L]; 3-D pools H,W of [N,C*D,H,W], then D of
+ * [N,C,D,OH*OW]: a box's max is the max of its rows' maxes, and its mean
+ * the mean of theirs, the divisors (taps inside the padded input, or inside
+ * the input) being products over the axes. */
 static ts_status op_pool(importer *im, node_io *io) {
     bool max = strcmp(im->node->op_type, "MaxPool") == 0, ceil_mode = false, include_pad = false;
     window win;
-    ts_pool2d_params p = {0};
     ts_status st = window_attrs(im, &win);
     if (!st) st = attr_flag(im, "ceil_mode", &ceil_mode);
     if (!st) st = attr_flag(im, "count_include_pad", &include_pad);
     if (st) return st;
     if (!win.has_kernel) return node_error(im, TS_ERR_FORMAT, "its attribute 'kernel_shape' is missing");
-    if (win.dilation[0] != 1 || win.dilation[1] != 1) return node_error(im, TS_ERR_UNSUPPORTED, "dilated pooling is not available");
-    if (ceil_mode) return node_error(im, TS_ERR_UNSUPPORTED, "ceil_mode=1 is not available; export with ceil_mode=False");
-    const Attr *ap = attr(im, "auto_pad");
-    if (ap && ap->has_s && !(ap->s.len == 6 && memcmp(ap->s.data, "NOTSET", 6) == 0) && !(ap->s.len == 5 && memcmp(ap->s.data, "VALID", 5) == 0))
-        return node_error(im, TS_ERR_UNSUPPORTED, "auto_pad %.*s is not available for pooling; NOTSET and VALID are", (int)ap->s.len,
-                          (const char *)ap->s.data);
-    if (ap && ap->has_s && ap->s.len == 5) memset(win.pad, 0, sizeof win.pad); /* VALID */
     if (max && io->n_out > 1 && im->node->output[1] && *im->node->output[1])
         return node_error(im, TS_ERR_UNSUPPORTED, "MaxPool's indices output is not available");
-    p.kernel_h = win.kernel[0], p.kernel_w = win.kernel[1], p.stride_h = win.stride[0], p.stride_w = win.stride[1];
-    p.pad_top = win.pad[0], p.pad_left = win.pad[1], p.pad_bottom = win.pad[2], p.pad_right = win.pad[3];
-    p.exclude_pad = !max && !include_pad;
     ts_tensor *x = as_f32(im, io->in[0], &st); /* integers pooled as f32 */
     if (!x) return st;
-    if (win.one_d && x->shape.ndim != 3)
-        return node_error(im, TS_ERR_SHAPE, "a 1-D window pools [N,C,L] inputs; this one has %d dimensions", x->shape.ndim);
-    if (win.one_d) { /* [N,C,L] as [N,C,1,L] */
-        int64_t s4[4] = {x->shape.d[0], x->shape.d[1], 1, x->shape.d[2]};
-        x = ts_reshape(im->g, x, 4, s4);
+    const int r = win.rank;
+    if (x->shape.ndim != r + 2)
+        return node_error(im, TS_ERR_SHAPE, "a %d-D window pools %d-D inputs [N,C,...]; this one has %d dimensions", r, r + 2,
+                          x->shape.ndim);
+    if ((st = window_auto_pad(im, &win, x->shape.d + 2))) return st;
+    const int64_t *d = x->shape.d;
+    bool exclude = !max && !include_pad;
+    ts_tensor *y;
+    if (r == 1) {
+        y = ts_reshape(im->g, x, 4, (int64_t[]){d[0], d[1], 1, d[2]});
+        y = y ? pool_axes(im, y, &win, -1, 0, max, exclude, ceil_mode) : NULL;
+        if (y) y = ts_reshape(im->g, y, 3, (int64_t[]){y->shape.d[0], y->shape.d[1], y->shape.d[3]});
+    } else if (r == 2) {
+        y = pool_axes(im, x, &win, 0, 1, max, exclude, ceil_mode);
+    } else {
+        y = ts_reshape(im->g, x, 4, (int64_t[]){d[0], d[1] * d[2], d[3], d[4]});
+        y = y ? pool_axes(im, y, &win, 1, 2, max, exclude, ceil_mode) : NULL;
+        int64_t OH = y ? y->shape.d[2] : 0, OW = y ? y->shape.d[3] : 0;
+        if (y) y = ts_reshape(im->g, y, 4, (int64_t[]){d[0], d[1], d[2], OH * OW});
+        y = y ? pool_axes(im, y, &win, 0, -1, max, exclude, ceil_mode) : NULL;
+        if (y) y = ts_reshape(im->g, y, 5, (int64_t[]){d[0], d[1], y->shape.d[2], OH, OW});
     }
-    ts_tensor *y = x ? (max ? ts_max_pool2d(im->g, x, &p) : ts_avg_pool2d(im->g, x, &p)) : NULL;
-    if (y && win.one_d) y = ts_reshape(im->g, y, 3, (int64_t[]){y->shape.d[0], y->shape.d[1], y->shape.d[3]});
     return built(im, y, &io->out[0]);
 }
 

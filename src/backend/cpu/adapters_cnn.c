@@ -19,7 +19,7 @@ static ts_conv_geom pool_geom(const ts_kctx *k) {
     const ts_shape *x = &k->in_shape[0], *y = &k->out_shape;
     return (ts_conv_geom){.N = x->d[0], .C = x->d[1], .H = x->d[2], .W = x->d[3], .OC = x->d[1], .OH = y->d[2], .OW = y->d[3],
                           .KH = at[PA_KH], .KW = at[PA_KW], .SH = at[CA_SH], .SW = at[CA_SW], .PT = at[CA_PT], .PL = at[CA_PL],
-                          .DH = 1, .DW = 1, .groups = 1};
+                          .PB = at[CA_PB], .PR = at[CA_PR], .DH = at[PA_DH], .DW = at[PA_DW], .groups = 1};
 }
 
 /* The whole plane as one window. */

@@ -594,10 +594,15 @@ void ts_max_pool2d_backward(ts_pool *p, float *dx, const float *dy, const int32_
 }
 
 static double avg_divisor(const ts_conv_geom *g, int64_t oh, int64_t ow, bool include_pad) {
-    if (include_pad) return (double)(g->KH * g->KW);
-    int64_t n = 0;
-    for (int64_t ki = 0; ki < g->KH; ki++)
-        for (int64_t kj = 0; kj < g->KW; kj++) n += tap(g, oh, ow, ki, kj) >= 0;
+    int64_t ki0, ki1, kj0, kj1;
+    if (include_pad) { /* positions from the start of the padded input */
+        tap_range(oh, g->SH, 0, g->DH, g->KH, g->H + g->PT + g->PB, &ki0, &ki1);
+        tap_range(ow, g->SW, 0, g->DW, g->KW, g->W + g->PL + g->PR, &kj0, &kj1);
+    } else {
+        tap_range(oh, g->SH, g->PT, g->DH, g->KH, g->H, &ki0, &ki1);
+        tap_range(ow, g->SW, g->PL, g->DW, g->KW, g->W, &kj0, &kj1);
+    }
+    int64_t n = (ki1 - ki0) * (kj1 - kj0);
     return n ? (double)n : 1.0;
 }
 

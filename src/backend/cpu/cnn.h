@@ -15,6 +15,7 @@ typedef struct ts_conv_geom {
     int64_t KH, KW;       /* window */
     int64_t SH, SW;       /* stride */
     int64_t PT, PL;       /* padding at the top and left */
+    int64_t PB, PR;       /* and at the bottom and right (pooling's divisor) */
     int64_t DH, DW;       /* dilation (pooling: 1) */
     int64_t groups;       /* conv only */
 } ts_conv_geom;
@@ -36,7 +37,8 @@ void ts_conv2d_naive_backward(float *dx, float *dw, float *db, const float *dy, 
  * the input plane, -1 for a window of padding only) for the backward pass. */
 void ts_max_pool2d_forward(ts_pool *p, float *y, int32_t *idx, const float *x, const ts_conv_geom *g);
 void ts_max_pool2d_backward(ts_pool *p, float *dx, const float *dy, const int32_t *idx, const ts_conv_geom *g);
-/* Average pooling: divided by KH*KW (include_pad) or by the in-bounds count. */
+/* Average pooling: divided by the window's taps inside the padded input
+ * (include_pad) or inside the input. */
 void ts_avg_pool2d_forward(ts_pool *p, float *y, const float *x, const ts_conv_geom *g, bool include_pad);
 void ts_avg_pool2d_backward(ts_pool *p, float *dx, const float *dy, const ts_conv_geom *g, bool include_pad);
 

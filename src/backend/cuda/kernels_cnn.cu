@@ -33,6 +33,7 @@ struct cu_geom {
     int64_t PT, PL;
     int64_t DH, DW;
     int64_t groups;
+    int64_t PB, PR; /* pooling's divisor */
 };
 
 static cu_geom conv_geom(const ts_kctx *k) {
@@ -45,8 +46,8 @@ static cu_geom conv_geom(const ts_kctx *k) {
 static cu_geom pool_geom(const ts_kctx *k) {
     const int64_t *at = k->node->attr;
     const ts_shape *x = &k->in_shape[0], *y = &k->out_shape;
-    return cu_geom{x->d[0],   x->d[1],   x->d[2],   x->d[3],   x->d[1], y->d[2], y->d[3], at[PA_KH],
-                   at[PA_KW], at[CA_SH], at[CA_SW], at[CA_PT], at[CA_PL], 1,       1,       1};
+    return cu_geom{x->d[0],   x->d[1],   x->d[2],   x->d[3],   x->d[1],   y->d[2],   y->d[3], at[PA_KH], at[PA_KW],
+                   at[CA_SH], at[CA_SW], at[CA_PT], at[CA_PL], at[PA_DH], at[PA_DW], 1,       at[CA_PB], at[CA_PR]};
 }
 
 /* Sum of v over the block, returned to every thread. blockDim.x a multiple
@@ -240,21 +241,23 @@ void ts_cu_bwd_conv2d(const ts_kctx *k) {
 
 /* -------------------------------------------------------------- pooling */
 
-/* The outputs whose window (K taps from o*S - P) covers input position i
- * of an axis: [*lo, *hi) within [0, O). */
-__device__ static void windows_over(int64_t i, int64_t S, int64_t P, int64_t K, int64_t O, int64_t *lo, int64_t *hi) {
-    int64_t t = i + P - K + 1;
+/* The outputs whose window (K taps D apart from o*S - P) spans input
+ * position i of an axis: [*lo, *hi) within [0, O); with D > 1 a tap lands
+ * on i only where (i + P - o*S) % D == 0. */
+__device__ static void windows_over(int64_t i, int64_t S, int64_t P, int64_t K, int64_t D, int64_t O, int64_t *lo, int64_t *hi) {
+    int64_t t = i + P - (K - 1) * D;
     *lo = t <= 0 ? 0 : (t + S - 1) / S;
     *hi = (i + P) / S + 1; /* i + P >= 0 */
     if (*hi > O) *hi = O;
     if (*hi < *lo) *hi = *lo;
 }
 
-/* The in-bounds taps [lo, hi) of the window from o*S - P (K taps) on an axis of `size`. */
-__device__ static void taps_in(int64_t o, int64_t S, int64_t P, int64_t K, int64_t size, int64_t *lo, int64_t *hi) {
+/* The in-bounds taps [lo, hi) of the window from o*S - P (K taps D apart) on an axis of `size`. */
+__device__ static void taps_in(int64_t o, int64_t S, int64_t P, int64_t K, int64_t D, int64_t size, int64_t *lo, int64_t *hi) {
     int64_t first = o * S - P;
-    *lo = first < 0 ? -first : 0;
-    *hi = size - first < K ? size - first : K;
+    *lo = first < 0 ? (-first + D - 1) / D : 0;
+    *hi = first > size - 1 ? 0 : (size - 1 - first) / D + 1;
+    if (*hi > K) *hi = K;
     if (*hi < *lo) *hi = *lo;
 }
 
@@ -268,12 +271,12 @@ __global__ static void max_pool_fwd_kernel(float *y, int32_t *idx, const float *
         int64_t ow = i % g.OW, oh = (i / g.OW) % g.OH, q = i / (g.OH * g.OW);
         const float *plane = x + q * g.H * g.W;
         int64_t ki0, ki1, kj0, kj1, ih0 = oh * g.SH - g.PT, iw0 = ow * g.SW - g.PL, best_i = -1;
-        taps_in(oh, g.SH, g.PT, g.KH, g.H, &ki0, &ki1);
-        taps_in(ow, g.SW, g.PL, g.KW, g.W, &kj0, &kj1);
+        taps_in(oh, g.SH, g.PT, g.KH, g.DH, g.H, &ki0, &ki1);
+        taps_in(ow, g.SW, g.PL, g.KW, g.DW, g.W, &kj0, &kj1);
         float best = -INFINITY;
         for (int64_t ki = ki0; ki < ki1; ki++)
             for (int64_t kj = kj0; kj < kj1; kj++) {
-                int64_t at = (ih0 + ki) * g.W + iw0 + kj;
+                int64_t at = (ih0 + ki * g.DH) * g.W + iw0 + kj * g.DW;
                 float v = plane[at];
                 if (best_i < 0 || v > best || v != v) best = v, best_i = at;
             }
@@ -288,8 +291,8 @@ __global__ static void max_pool_bwd_kernel(float *dx, const float *dy, const int
     TS_CU_FOR(i, total) {
         int64_t iw = i % g.W, ih = (i / g.W) % g.H, q = i / (g.H * g.W), me = ih * g.W + iw;
         int64_t oh0, oh1, ow0, ow1;
-        windows_over(ih, g.SH, g.PT, g.KH, g.OH, &oh0, &oh1);
-        windows_over(iw, g.SW, g.PL, g.KW, g.OW, &ow0, &ow1);
+        windows_over(ih, g.SH, g.PT, g.KH, g.DH, g.OH, &oh0, &oh1);
+        windows_over(iw, g.SW, g.PL, g.KW, g.DW, g.OW, &ow0, &ow1);
         const float *d = dy + q * g.OH * g.OW;
         const int32_t *at = idx + q * g.OH * g.OW;
         float acc = dx[i];
@@ -316,12 +319,17 @@ void ts_cu_bwd_max_pool2d(const ts_kctx *k) {
     ts_cu_check(cudaGetLastError(), "MaxPool2d");
 }
 
-/* KH*KW (include_pad) or the window's in-bounds taps (at least 1) */
+/* The window's taps inside the padded input (include_pad) or inside the
+ * input (at least 1), as the CPU's avg_divisor */
 __device__ static double avg_divisor(const cu_geom &g, int64_t oh, int64_t ow, bool include_pad) {
-    if (include_pad) return (double)(g.KH * g.KW);
     int64_t ki0, ki1, kj0, kj1;
-    taps_in(oh, g.SH, g.PT, g.KH, g.H, &ki0, &ki1);
-    taps_in(ow, g.SW, g.PL, g.KW, g.W, &kj0, &kj1);
+    if (include_pad) {
+        taps_in(oh, g.SH, 0, g.KH, g.DH, g.H + g.PT + g.PB, &ki0, &ki1);
+        taps_in(ow, g.SW, 0, g.KW, g.DW, g.W + g.PL + g.PR, &kj0, &kj1);
+    } else {
+        taps_in(oh, g.SH, g.PT, g.KH, g.DH, g.H, &ki0, &ki1);
+        taps_in(ow, g.SW, g.PL, g.KW, g.DW, g.W, &kj0, &kj1);
+    }
     int64_t n = (ki1 - ki0) * (kj1 - kj0);
     return n ? (double)n : 1.0;
 }
@@ -333,11 +341,11 @@ __global__ static void avg_pool_fwd_kernel(float *y, const float *x, cu_geom g, 
         int64_t ow = i % g.OW, oh = (i / g.OW) % g.OH, q = i / (g.OH * g.OW);
         const float *plane = x + q * g.H * g.W;
         int64_t ki0, ki1, kj0, kj1, ih0 = oh * g.SH - g.PT, iw0 = ow * g.SW - g.PL;
-        taps_in(oh, g.SH, g.PT, g.KH, g.H, &ki0, &ki1);
-        taps_in(ow, g.SW, g.PL, g.KW, g.W, &kj0, &kj1);
+        taps_in(oh, g.SH, g.PT, g.KH, g.DH, g.H, &ki0, &ki1);
+        taps_in(ow, g.SW, g.PL, g.KW, g.DW, g.W, &kj0, &kj1);
         double s = 0;
         for (int64_t ki = ki0; ki < ki1; ki++)
-            for (int64_t kj = kj0; kj < kj1; kj++) s += plane[(ih0 + ki) * g.W + iw0 + kj];
+            for (int64_t kj = kj0; kj < kj1; kj++) s += plane[(ih0 + ki * g.DH) * g.W + iw0 + kj * g.DW];
         y[i] = (float)(s / avg_divisor(g, oh, ow, include_pad));
     }
 }
@@ -349,12 +357,14 @@ __global__ static void avg_pool_bwd_kernel(float *dx, const float *dy, cu_geom g
     TS_CU_FOR(i, total) {
         int64_t iw = i % g.W, ih = (i / g.W) % g.H, q = i / (g.H * g.W);
         int64_t oh0, oh1, ow0, ow1;
-        windows_over(ih, g.SH, g.PT, g.KH, g.OH, &oh0, &oh1);
-        windows_over(iw, g.SW, g.PL, g.KW, g.OW, &ow0, &ow1);
+        windows_over(ih, g.SH, g.PT, g.KH, g.DH, g.OH, &oh0, &oh1);
+        windows_over(iw, g.SW, g.PL, g.KW, g.DW, g.OW, &ow0, &ow1);
         const float *d = dy + q * g.OH * g.OW;
         float acc = dx[i];
         for (int64_t oh = oh0; oh < oh1; oh++)
-            for (int64_t ow = ow0; ow < ow1; ow++) acc += (float)(d[oh * g.OW + ow] / avg_divisor(g, oh, ow, include_pad));
+            for (int64_t ow = ow0; ow < ow1; ow++)
+                if ((ih + g.PT - oh * g.SH) % g.DH == 0 && (iw + g.PL - ow * g.SW) % g.DW == 0)
+                    acc += (float)(d[oh * g.OW + ow] / avg_divisor(g, oh, ow, include_pad));
         dx[i] = acc;
     }
 }
