@@ -714,6 +714,13 @@ static const ts_pool2d_params POOL_VARIANTS[] = {
     {.kernel_h = 3, .kernel_w = 2, .stride_h = 1, .stride_w = 2, .pad_top = 0, .pad_bottom = 1, .pad_left = 1, .pad_right = 0},
     {.kernel_h = 3, .kernel_w = 3, .stride_h = 2, .stride_w = 1, .pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1,
      .exclude_pad = 1},
+    /* dilated 3x4 windows; ceil_mode adds a third column clipped to the input */
+    {.kernel_h = 2, .kernel_w = 2, .stride_h = 1, .stride_w = 2, .dilation_h = 2, .dilation_w = 3, .ceil_mode = 1},
+    /* padding past half the window, ceil_mode's last row partly beyond the
+     * padded input: divided by the taps inside it (5), then inside the input */
+    {.kernel_h = 3, .kernel_w = 3, .stride_h = 2, .stride_w = 3, .pad_top = 2, .pad_bottom = 1, .pad_left = 2, .ceil_mode = 1},
+    {.kernel_h = 3, .kernel_w = 3, .stride_h = 2, .stride_w = 3, .pad_top = 2, .pad_bottom = 1, .pad_left = 2, .ceil_mode = 1,
+     .exclude_pad = 1},
 };
 
 static ts_tensor *b_max_pool(ts_graph *g, const op_case *c)
@@ -1084,6 +1091,11 @@ int main(void)
         {"avg_pool2d k3 s2 pad 1 (incl pad)", b_avg_pool, LIN, 1e-3, 1e-4, 1, 0, {0}},
         {"avg_pool2d k3x2 pad 0,1,1,0", b_avg_pool, LIN, 1e-3, 1e-4, 2, 0, {0}},
         {"avg_pool2d k3 pad 1 (excl pad)", b_avg_pool, LIN, 1e-3, 1e-4, 3, 0, {0}},
+        {"max_pool2d k2 dilation 2,3 s1,2 ceil", b_max_pool, 2e-2, 1e-3, 1e-4, 4, 0, {0}},
+        {"max_pool2d k3 s2,3 pad 2,2,1,0 ceil", b_max_pool, 2e-2, 1e-3, 1e-4, 5, 0, {0}},
+        {"avg_pool2d k2 dilation 2,3 s1,2 ceil", b_avg_pool, LIN, 1e-3, 1e-4, 4, 0, {0}},
+        {"avg_pool2d k3 s2,3 pad 2,2,1,0 ceil (incl pad)", b_avg_pool, LIN, 1e-3, 1e-4, 5, 0, {0}},
+        {"avg_pool2d k3 s2,3 pad 2,2,1,0 ceil (excl pad)", b_avg_pool, LIN, 1e-3, 1e-4, 6, 0, {0}},
         {"global_avg_pool2d [2,3,3,5]", b_global_pool, LIN, 1e-3, 1e-4, 0, 0, {0}},
         {"batch_norm 4-D batch stats", b_batch_norm, 1e-2, 1e-2, 2e-4, 0, 0, {0}},
         {"batch_norm 2-D batch stats", b_batch_norm, 1e-2, 1e-2, 2e-4, 1, 0, {0}},
