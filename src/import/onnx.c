@@ -1172,8 +1172,8 @@ static ts_status op_pool(importer *im, node_io *io) {
     if (!x) return st;
     const int r = win.rank;
     if (x->shape.ndim != r + 2)
-        return node_error(im, TS_ERR_SHAPE, "a %d-D window pools %d-D inputs [N,C,...]; this one has %d dimensions", r, r + 2,
-                          x->shape.ndim);
+        return node_error(im, TS_ERR_SHAPE, "a %d-D window pools %s inputs; this one has %d dimensions", r,
+                          (const char *[]){"[N,C,L]", "[N,C,H,W]", "[N,C,D,H,W]"}[r - 1], x->shape.ndim);
     if ((st = window_auto_pad(im, &win, x->shape.d + 2))) return st;
     const int64_t *d = x->shape.d;
     bool exclude = !max && !include_pad;
