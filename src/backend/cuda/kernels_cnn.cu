@@ -40,7 +40,7 @@ static cu_geom conv_geom(const ts_kctx *k) {
     const int64_t *at = k->node->attr;
     const ts_shape *x = &k->in_shape[0], *w = &k->in_shape[1], *y = &k->out_shape;
     return cu_geom{x->d[0], x->d[1], x->d[2],  x->d[3],  y->d[1],  y->d[2],  y->d[3],  w->d[2],
-                   w->d[3], at[CA_SH], at[CA_SW], at[CA_PT], at[CA_PL], at[CA_DH], at[CA_DW], at[CA_GROUPS]};
+                   w->d[3], at[CA_SH], at[CA_SW], at[CA_PT], at[CA_PL], at[CA_DH], at[CA_DW], at[CA_GROUPS], at[CA_PB], at[CA_PR]};
 }
 
 static cu_geom pool_geom(const ts_kctx *k) {
