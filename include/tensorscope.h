@@ -486,6 +486,12 @@ typedef struct ts_pool2d_params {
  * window (row-major), a NaN in the window gives NaN (PyTorch's CPU rules). */
 TS_API ts_tensor *ts_max_pool2d(ts_graph *g, ts_tensor *x, const ts_pool2d_params *p);
 TS_API ts_tensor *ts_avg_pool2d(ts_graph *g, ts_tensor *x, const ts_pool2d_params *p);
+/* The winners of ts_max_pool2d(g, x, p) as flat indices into x [N,C,H,W]
+ * (ONNX MaxPool's Indices): ((n*C + c)*H + h)*W + w, or with column_major
+ * (ONNX's storage_order 1) (n*C + c)*H*W + h + w*H; -1 for a window of
+ * padding only. Float values, exact while x has at most 2^24 elements
+ * (larger x is refused); no gradient flows through them. */
+TS_API ts_tensor *ts_max_pool2d_indices(ts_graph *g, ts_tensor *x, const ts_pool2d_params *p, int column_major);
 /* [N,C,H,W] -> [N,C,1,1]: the mean of each channel (adaptive_avg_pool2d(x, 1)). */
 TS_API ts_tensor *ts_global_avg_pool2d(ts_graph *g, ts_tensor *x);
 
@@ -521,6 +527,7 @@ TS_API ts_tensor *ts_sigmoid(ts_graph *g, ts_tensor *x);
 #define ts_conv2d_layer(g, ...) ts_conv2d_layer(TS_AT_(g), __VA_ARGS__)
 #define ts_max_pool2d(g, ...) ts_max_pool2d(TS_AT_(g), __VA_ARGS__)
 #define ts_avg_pool2d(g, ...) ts_avg_pool2d(TS_AT_(g), __VA_ARGS__)
+#define ts_max_pool2d_indices(g, ...) ts_max_pool2d_indices(TS_AT_(g), __VA_ARGS__)
 #define ts_global_avg_pool2d(g, ...) ts_global_avg_pool2d(TS_AT_(g), __VA_ARGS__)
 #define ts_buffer(g, ...) ts_buffer(TS_AT_(g), __VA_ARGS__)
 #define ts_batch_norm(g, ...) ts_batch_norm(TS_AT_(g), __VA_ARGS__)

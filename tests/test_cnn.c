@@ -99,17 +99,18 @@ done:
  * first value of the window row-major, then any strictly greater value or
  * NaN takes over. Values from {0, 1, 2} (ties everywhere) with NaNs; the
  * gradient goes to the winner. */
-static void pool_case(ts_pool *pool, int64_t H, int64_t W, int64_t K, int64_t S, int64_t P)
+static void pool_case(ts_pool *pool, int64_t H, int64_t W, int64_t K, int64_t S, int64_t P, int64_t D)
 {
-    ts_conv_geom g = {.N = 2, .C = 3, .H = H, .W = W, .OC = 3, .KH = K, .KW = K, .SH = S, .SW = S, .PT = P, .PL = P, .DH = 1, .DW = 1,
+    ts_conv_geom g = {.N = 2, .C = 3, .H = H, .W = W, .OC = 3, .KH = K, .KW = K, .SH = S, .SW = S, .PT = P, .PL = P, .DH = D, .DW = D,
                       .groups = 1};
-    g.OH = osize(H, P, P, K, 1, S);
-    g.OW = osize(W, P, P, K, 1, S);
+    g.OH = osize(H, P, P, K, D, S);
+    g.OW = osize(W, P, P, K, D, S);
     int64_t nx = g.N * g.C * H * W, ny = g.N * g.C * g.OH * g.OW, bad = 0;
     float *x = rand_buf(nx), *dy = rand_buf(ny), *y = malloc(sizeof(float) * (size_t)ny);
     float *dx = calloc((size_t)nx, sizeof(float)), *dx0 = calloc((size_t)nx, sizeof(float));
+    float *flat = malloc(sizeof(float) * (size_t)ny), *flat_cm = malloc(sizeof(float) * (size_t)ny);
     int32_t *idx = malloc(sizeof(int32_t) * (size_t)ny);
-    if (!x || !dy || !y || !dx || !dx0 || !idx) {
+    if (!x || !dy || !y || !dx || !dx0 || !idx || !flat || !flat_cm) {
         CHECK(0, "pool case: out of memory");
         goto done;
     }
@@ -117,26 +118,30 @@ static void pool_case(ts_pool *pool, int64_t H, int64_t W, int64_t K, int64_t S,
         x[i] = i % 37 == 5 ? NAN : floorf((x[i] + 1.0f) * 1.5f);
     ts_max_pool2d_forward(pool, y, idx, x, &g);
     ts_max_pool2d_backward(pool, dx, dy, idx, &g);
+    ts_max_pool_flat_indices(flat, idx, &g, false);
+    ts_max_pool_flat_indices(flat_cm, idx, &g, true);
     for (int64_t q = 0; q < g.N * g.C; q++)
         for (int64_t oh = 0; oh < g.OH; oh++)
             for (int64_t ow = 0; ow < g.OW; ow++) {
                 int64_t best_i = -1, o = (q * g.OH + oh) * g.OW + ow;
                 for (int64_t ki = 0; ki < K; ki++)
                     for (int64_t kj = 0; kj < K; kj++) {
-                        int64_t ih = oh * S - P + ki, iw = ow * S - P + kj, at = ih * W + iw;
+                        int64_t ih = oh * S - P + ki * D, iw = ow * S - P + kj * D, at = ih * W + iw;
                         if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
                         if (best_i < 0 || x[q * H * W + at] > x[q * H * W + best_i] || isnan(x[q * H * W + at])) best_i = at;
                     }
                 float want = x[q * H * W + best_i];
                 bad += idx[o] != best_i || !(y[o] == want || (isnan(y[o]) && isnan(want)));
+                /* ONNX's Indices: into the whole input, row- or column-major within the plane */
+                bad += flat[o] != (float)(q * H * W + best_i) || flat_cm[o] != (float)(q * H * W + best_i / W + best_i % W * H);
                 dx0[q * H * W + best_i] += dy[o];
             }
     for (int64_t i = 0; i < nx; i++)
         bad += dx[i] != dx0[i];
-    CHECK(bad == 0, "max_pool2d k%lld s%lld p%lld on %lldx%lld%s: winners, outputs and gradients as the scan (%lld differ)", (long long)K,
-          (long long)S, (long long)P, (long long)H, (long long)W, pool ? " threads" : "", (long long)bad);
+    CHECK(bad == 0, "max_pool2d k%lld s%lld p%lld d%lld on %lldx%lld%s: winners, flat indices, outputs and gradients as the scan (%lld differ)",
+          (long long)K, (long long)S, (long long)P, (long long)D, (long long)H, (long long)W, pool ? " threads" : "", (long long)bad);
 done:
-    free(x), free(dy), free(y), free(dx), free(dx0), free(idx);
+    free(x), free(dy), free(y), free(dx), free(dx0), free(idx), free(flat), free(flat_cm);
 }
 
 /* conv2d and max pooling against their oracles, without and with threads */
@@ -169,13 +174,15 @@ static void kernel_oracles(void)
         conv_case(p, 1, 256, 36, 36, 16, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1);      /* 1x1: the input is its columns, three chunks */
         conv_case(p, 1, 512, 14, 14, 64, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2);      /* 1x1 in two groups, split by channels */
         conv_case(p, 1, 3, 45, 45, 16, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1);        /* the 7x7 stem, stride 2 */
-        pool_case(p, 28, 28, 2, 2, 0); /* LeNet's: the vectorised rows */
-        pool_case(p, 9, 41, 2, 2, 0);  /* odd sizes: the last row and column unused */
-        pool_case(p, 13, 11, 3, 2, 1); /* padding: the general windows */
-        pool_case(p, 12, 17, 3, 2, 1); /* ResNet's stem pooling, even sizes */
-        pool_case(p, 10, 9, 3, 1, 1);  /* stride 1: overlapping windows */
-        pool_case(p, 11, 10, 3, 3, 0); /* windows side by side, the last column unused */
-        pool_case(p, 7, 8, 4, 2, 2);   /* a 4x4 window, padding 2 */
+        pool_case(p, 28, 28, 2, 2, 0, 1); /* LeNet's: the vectorised rows */
+        pool_case(p, 9, 41, 2, 2, 0, 1);  /* odd sizes: the last row and column unused */
+        pool_case(p, 13, 11, 3, 2, 1, 1); /* padding: the general windows */
+        pool_case(p, 12, 17, 3, 2, 1, 1); /* ResNet's stem pooling, even sizes */
+        pool_case(p, 10, 9, 3, 1, 1, 1);  /* stride 1: overlapping windows */
+        pool_case(p, 11, 10, 3, 3, 0, 1); /* windows side by side, the last column unused */
+        pool_case(p, 7, 8, 4, 2, 2, 1);   /* a 4x4 window, padding 2 */
+        pool_case(p, 13, 12, 3, 2, 3, 2); /* dilated 5x5 windows, padding past half of them */
+        pool_case(p, 9, 14, 2, 1, 0, 3);  /* dilation 3, stride 1 */
     }
     ts_pool_free(pool);
 }

@@ -70,6 +70,7 @@ OPS = {
                      "name:S=None"),
     "max_pool2d": ("ts_max_pool2d", "x:T params:POOL2D"),
     "avg_pool2d": ("ts_avg_pool2d", "x:T params:POOL2D"),
+    "max_pool2d_indices": ("ts_max_pool2d_indices", "x:T params:POOL2D column_major:I"),
     "global_avg_pool2d": ("ts_global_avg_pool2d", "x:T"),
     "buffer": ("ts_buffer", "name:S shape:SHAPE"),
     "batch_norm": ("ts_batch_norm", "x:T weight:T bias:T running_mean:T running_var:T "
@@ -141,6 +142,9 @@ OP_DOCS = {
                   "stride_h, stride_w, pad_top, pad_bottom, pad_left, pad_right, dilation_h, "
                   "dilation_w, ceil_mode (PyTorch's rules: padding never wins, a NaN in the "
                   "window gives NaN).",
+    "max_pool2d_indices": "The winners of max_pool2d(x, params) as flat indices into x "
+                          "(ONNX MaxPool's Indices; column_major=1: its storage_order 1), float "
+                          "values with no gradient.",
     "avg_pool2d": "Average pooling of x [N, C, H, W]; `params` as for max_pool2d, plus "
                   "exclude_pad (1: padding is not counted, count_include_pad=False).",
     "global_avg_pool2d": "The mean over H and W of x [N, C, H, W]: [N, C, 1, 1].",

@@ -76,9 +76,9 @@ ts_tensor *ts_conv2d_layer(ts_graph *g, ts_tensor *x, int64_t out_channels, int 
     return y;
 }
 
-static ts_tensor *pool(ts_graph *g, ts_op op, ts_tensor *x, const ts_pool2d_params *p) {
+static ts_tensor *pool(ts_graph *g, ts_op op, ts_tensor *x, const ts_pool2d_params *p, bool column_major) {
     if (!g || g->sticky) return NULL;
-    const char *what = op == TS_OP_MAX_POOL2D ? "ts_max_pool2d" : "ts_avg_pool2d";
+    const char *what = op == TS_OP_MAX_POOL2D ? "ts_max_pool2d" : op == TS_OP_AVG_POOL2D ? "ts_avg_pool2d" : "ts_max_pool2d_indices";
     if (!p || p->kernel_h <= 0 || p->kernel_w <= 0 || p->stride_h < 0 || p->stride_w < 0 || p->pad_top < 0 || p->pad_bottom < 0 ||
         p->pad_left < 0 || p->pad_right < 0 || p->dilation_h < 0 || p->dilation_w < 0)
         return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: give a positive kernel, and strides, dilations and padding >= 0", what);
@@ -88,13 +88,22 @@ static ts_tensor *pool(ts_graph *g, ts_op op, ts_tensor *x, const ts_pool2d_para
     at[CA_PT] = p->pad_top, at[CA_PB] = p->pad_bottom, at[CA_PL] = p->pad_left, at[CA_PR] = p->pad_right;
     at[PA_EXCLUDE_PAD] = p->exclude_pad != 0;
     at[PA_DH] = p->dilation_h ? p->dilation_h : 1, at[PA_DW] = p->dilation_w ? p->dilation_w : 1;
-    at[PA_CEIL] = p->ceil_mode != 0;
+    at[PA_CEIL] = p->ceil_mode != 0, at[PA_COLUMN_MAJOR] = column_major;
     const ts_tensor *ins[1] = {x};
     return ts_graph_add_node(g, op, ins, 1, NULL, set_attrs, at);
 }
 
-ts_tensor *ts_max_pool2d(ts_graph *g, ts_tensor *x, const ts_pool2d_params *p) { return pool(g, TS_OP_MAX_POOL2D, x, p); }
-ts_tensor *ts_avg_pool2d(ts_graph *g, ts_tensor *x, const ts_pool2d_params *p) { return pool(g, TS_OP_AVG_POOL2D, x, p); }
+ts_tensor *ts_max_pool2d(ts_graph *g, ts_tensor *x, const ts_pool2d_params *p) { return pool(g, TS_OP_MAX_POOL2D, x, p, false); }
+
+ts_tensor *ts_max_pool2d_indices(ts_graph *g, ts_tensor *x, const ts_pool2d_params *p, int column_major) {
+    if (!g || g->sticky) return NULL;
+    if (x && ts_shape_numel(&x->shape) > ((int64_t)1 << 24))
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT,
+                             "ts_max_pool2d_indices: x has %lld elements; indices are exact in float up to 2^24 (16777216): pool a smaller "
+                             "tensor", (long long)ts_shape_numel(&x->shape));
+    return pool(g, TS_OP_MAX_POOL2D_INDICES, x, p, column_major != 0);
+}
+ts_tensor *ts_avg_pool2d(ts_graph *g, ts_tensor *x, const ts_pool2d_params *p) { return pool(g, TS_OP_AVG_POOL2D, x, p, false); }
 
 ts_tensor *ts_global_avg_pool2d(ts_graph *g, ts_tensor *x) {
     const ts_tensor *ins[1] = {x};

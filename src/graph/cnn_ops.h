@@ -12,7 +12,7 @@
 #include "graph/ops.h"
 
 enum { CA_SH = 0, CA_SW, CA_PT, CA_PB, CA_PL, CA_PR, CA_DH, CA_DW, CA_GROUPS };
-enum { PA_KH = 6, PA_KW = 7, PA_EXCLUDE_PAD = 8, PA_DH = 9, PA_DW = 10, PA_CEIL = 11 };
+enum { PA_KH = 6, PA_KW = 7, PA_EXCLUDE_PAD = 8, PA_DH = 9, PA_DW = 10, PA_CEIL = 11, PA_COLUMN_MAJOR = 12 };
 
 ts_status ts_shape_conv2d(const ts_tensor *n, const ts_shape *in, ts_shape *out);
 ts_status ts_shape_pool2d(const ts_tensor *n, const ts_shape *in, ts_shape *out);

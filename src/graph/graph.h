@@ -98,6 +98,7 @@ typedef enum ts_op {
     TS_OP_GATHER_ELEMENTS, /* in: data, indices i32 of data's rank; attr[0]: the axis (out[p] = data[p with idx[p] on the axis]) */
     TS_OP_CAST,         /* attr[0]: the ts_dtype (bf16, f16, f32) whose values the output holds (core/half.h) */
     TS_OP_PAD,          /* attr[d]: pad before dim d, attr[TS_MAX_DIMS + d]: after; iparam: ts_pad_mode; fparam: the constant */
+    TS_OP_MAX_POOL2D_INDICES, /* MaxPool2d's attrs, PA_COLUMN_MAJOR: each winner's flat index into x (no gradient) */
     TS_OP_COUNT
 } ts_op;
 

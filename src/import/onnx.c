@@ -1138,8 +1138,10 @@ static ts_status op_conv(importer *im, node_io *io) {
 }
 
 /* One 2-D pool of x [N,C,H,W] over window axes a0 and a1 of `win` (-1: a
- * unit axis). */
-static ts_tensor *pool_axes(importer *im, ts_tensor *x, const window *win, int a0, int a1, bool max, bool exclude_pad, bool ceil_mode) {
+ * unit axis); with `indices` (0 none, 1 row-major, 2 column-major) *indices
+ * gets the max pool's winners. */
+static ts_tensor *pool_axes(importer *im, ts_tensor *x, const window *win, int a0, int a1, bool max, bool exclude_pad, bool ceil_mode,
+                            int indices, ts_tensor **idx) {
     const int r = win->rank, ax[2] = {a0, a1};
     int k[2], s[2], d[2], pb[2], pa[2];
     for (int i = 0; i < 2; i++) {
@@ -1150,10 +1152,12 @@ static ts_tensor *pool_axes(importer *im, ts_tensor *x, const window *win, int a
     ts_pool2d_params p = {.kernel_h = k[0], .kernel_w = k[1], .stride_h = s[0], .stride_w = s[1], .pad_top = pb[0], .pad_bottom = pa[0],
                           .pad_left = pb[1], .pad_right = pa[1], .exclude_pad = exclude_pad, .dilation_h = d[0], .dilation_w = d[1],
                           .ceil_mode = ceil_mode};
+    if (indices && !(*idx = ts_max_pool2d_indices(im->g, x, &p, indices == 2))) return NULL;
     return max ? ts_max_pool2d(im->g, x, &p) : ts_avg_pool2d(im->g, x, &p);
 }
 
-/* MaxPool and AveragePool over 1, 2 or 3 spatial axes (no indices output).
+/* MaxPool and AveragePool over 1, 2 or 3 spatial axes, MaxPool's Indices
+ * (storage_order 0 or 1) over 1 or 2.
  * 1-D pools [N,C,L] as [N,C,1,L]; 3-D pools H,W of [N,C*D,H,W], then D of
  * [N,C,D,OH*OW]: a box's max is the max of its rows' maxes, and its mean
  * the mean of theirs, the divisors (taps inside the padded input, or inside
@@ -1166,8 +1170,13 @@ static ts_status op_pool(importer *im, node_io *io) {
     if (!st) st = attr_flag(im, "count_include_pad", &include_pad);
     if (st) return st;
     if (!win.has_kernel) return node_error(im, TS_ERR_FORMAT, "its attribute 'kernel_shape' is missing");
-    if (max && io->n_out > 1 && im->node->output[1] && *im->node->output[1])
-        return node_error(im, TS_ERR_UNSUPPORTED, "MaxPool's indices output is not available");
+    int indices = 0;
+    if (max && io->n_out > 1 && im->node->output[1] && *im->node->output[1]) {
+        bool column_major;
+        if ((st = attr_flag(im, "storage_order", &column_major))) return st;
+        if (win.rank == 3) return node_error(im, TS_ERR_UNSUPPORTED, "MaxPool's indices output is available for 1-D and 2-D windows, not 3-D");
+        indices = column_major ? 2 : 1;
+    }
     ts_tensor *x = as_f32(im, io->in[0], &st); /* integers pooled as f32 */
     if (!x) return st;
     const int r = win.rank;
@@ -1177,21 +1186,24 @@ static ts_status op_pool(importer *im, node_io *io) {
     if ((st = window_auto_pad(im, &win, x->shape.d + 2))) return st;
     const int64_t *d = x->shape.d;
     bool exclude = !max && !include_pad;
-    ts_tensor *y;
-    if (r == 1) {
+    ts_tensor *y, *idx = NULL;
+    if (r == 1) { /* a 1-D index q*L + l is the [N,C,1,L] pool's, in either storage order */
         y = ts_reshape(im->g, x, 4, (int64_t[]){d[0], d[1], 1, d[2]});
-        y = y ? pool_axes(im, y, &win, -1, 0, max, exclude, ceil_mode) : NULL;
-        if (y) y = ts_reshape(im->g, y, 3, (int64_t[]){y->shape.d[0], y->shape.d[1], y->shape.d[3]});
+        y = y ? pool_axes(im, y, &win, -1, 0, max, exclude, ceil_mode, indices ? 1 : 0, &idx) : NULL;
+        int64_t s3[3] = {d[0], d[1], y ? y->shape.d[3] : 0};
+        if (y) y = ts_reshape(im->g, y, 3, s3);
+        if (y && idx) idx = ts_reshape(im->g, idx, 3, s3);
     } else if (r == 2) {
-        y = pool_axes(im, x, &win, 0, 1, max, exclude, ceil_mode);
+        y = pool_axes(im, x, &win, 0, 1, max, exclude, ceil_mode, indices, &idx);
     } else {
         y = ts_reshape(im->g, x, 4, (int64_t[]){d[0], d[1] * d[2], d[3], d[4]});
-        y = y ? pool_axes(im, y, &win, 1, 2, max, exclude, ceil_mode) : NULL;
+        y = y ? pool_axes(im, y, &win, 1, 2, max, exclude, ceil_mode, 0, NULL) : NULL;
         int64_t OH = y ? y->shape.d[2] : 0, OW = y ? y->shape.d[3] : 0;
         if (y) y = ts_reshape(im->g, y, 4, (int64_t[]){d[0], d[1], d[2], OH * OW});
-        y = y ? pool_axes(im, y, &win, 0, -1, max, exclude, ceil_mode) : NULL;
+        y = y ? pool_axes(im, y, &win, 0, -1, max, exclude, ceil_mode, 0, NULL) : NULL;
         if (y) y = ts_reshape(im->g, y, 5, (int64_t[]){d[0], d[1], y->shape.d[2], OH, OW});
     }
+    if (indices && (st = built(im, idx, &io->out[1]))) return st;
     return built(im, y, &io->out[0]);
 }
 

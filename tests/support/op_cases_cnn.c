@@ -1,7 +1,7 @@
 /* op_cases_cnn.c -- the op cases of the cnn family (op_check.h): Conv2d,
- * MaxPool2d, AvgPool2d, GlobalAvgPool and BatchNorm, each on leaf inputs
- * with the geometries their kernels treat apart (padding on each side,
- * stride, dilation, groups, 1x1 direct, several sample chunks, overlapping
+ * MaxPool2d (and its indices), AvgPool2d, GlobalAvgPool and BatchNorm, each
+ * on leaf inputs with the geometries their kernels treat apart (padding on
+ * each side, stride, dilation, ceil_mode, groups, 1x1 direct, several sample chunks, overlapping
  * windows, frozen batch norm). */
 #include "check.h"
 #include "op_check.h"
@@ -22,12 +22,14 @@ static void conv_case(ts_op_checker *c, const char *label, int64_t N, int64_t C,
     ts_graph_free(g);
 }
 
-static void pool_case(ts_op_checker *c, bool max, const char *label, int64_t N, int64_t C, int64_t H, int64_t W,
+/* kind 0: AvgPool2d, 1: MaxPool2d, 2: MaxPool2dIndices (row-major), 3: (column-major) */
+static void pool_case(ts_op_checker *c, int kind, const char *label, int64_t N, int64_t C, int64_t H, int64_t W,
                       const ts_pool2d_params *p) {
+    static const char *const names[] = {"AvgPool2d", "MaxPool2d", "MaxPool2dIndices", "MaxPool2dIndices"};
     ts_graph *g = ts_graph_new(1);
     ts_tensor *x = ts_input(g, "x", TS_F32, 4, (int64_t[]){N, C, H, W});
-    ts_tensor *y = max ? ts_max_pool2d(g, x, p) : ts_avg_pool2d(g, x, p);
-    CHECK(y != NULL, "%s %s builds", max ? "MaxPool2d" : "AvgPool2d", label);
+    ts_tensor *y = kind == 0 ? ts_avg_pool2d(g, x, p) : kind == 1 ? ts_max_pool2d(g, x, p) : ts_max_pool2d_indices(g, x, p, kind == 3);
+    CHECK(y != NULL, "%s %s builds", names[kind], label);
     if (y) ts_op_check(c, label, y, NULL);
     ts_graph_free(g);
 }
@@ -87,17 +89,17 @@ void ts_op_cases_cnn(ts_op_checker *c) {
               &(ts_conv2d_params){.pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1}, true);
 
     /* ---- MaxPool2d (padding at most half the kernel) */
-    pool_case(c, true, "2x2 stride 2 [2,3,8,8]", 2, 3, 8, 8, &(ts_pool2d_params){.kernel_h = 2, .kernel_w = 2});
-    pool_case(c, true, "2x2 stride 2 odd [2,3,9,7]", 2, 3, 9, 7, &(ts_pool2d_params){.kernel_h = 2, .kernel_w = 2});
-    pool_case(c, true, "3x3 stride 2 pad 1 [2,3,11,13]", 2, 3, 11, 13,
+    pool_case(c, 1, "2x2 stride 2 [2,3,8,8]", 2, 3, 8, 8, &(ts_pool2d_params){.kernel_h = 2, .kernel_w = 2});
+    pool_case(c, 1, "2x2 stride 2 odd [2,3,9,7]", 2, 3, 9, 7, &(ts_pool2d_params){.kernel_h = 2, .kernel_w = 2});
+    pool_case(c, 1, "3x3 stride 2 pad 1 [2,3,11,13]", 2, 3, 11, 13,
               &(ts_pool2d_params){.kernel_h = 3, .kernel_w = 3, .stride_h = 2, .stride_w = 2, .pad_top = 1, .pad_bottom = 1, .pad_left = 1,
                                   .pad_right = 1});
-    pool_case(c, true, "3x2 stride 1 pad 1,0,1,1 [1,2,6,5]", 1, 2, 6, 5,
+    pool_case(c, 1, "3x2 stride 1 pad 1,0,1,1 [1,2,6,5]", 1, 2, 6, 5,
               &(ts_pool2d_params){.kernel_h = 3, .kernel_w = 2, .stride_h = 1, .stride_w = 1, .pad_top = 1, .pad_left = 1, .pad_right = 1});
-    pool_case(c, true, "4x4 stride 3,1 pad 2 [2,2,10,9]", 2, 2, 10, 9,
+    pool_case(c, 1, "4x4 stride 3,1 pad 2 [2,2,10,9]", 2, 2, 10, 9,
               &(ts_pool2d_params){.kernel_h = 4, .kernel_w = 4, .stride_h = 3, .stride_w = 1, .pad_top = 2, .pad_bottom = 2, .pad_left = 2,
                                   .pad_right = 2});
-    pool_case(c, true, "3x3 stride 2 [4,8,64,64] (131072 elements)", 4, 8, 64, 64,
+    pool_case(c, 1, "3x3 stride 2 [4,8,64,64] (131072 elements)", 4, 8, 64, 64,
               &(ts_pool2d_params){.kernel_h = 3, .kernel_w = 3, .stride_h = 2, .stride_w = 2});
 
     /* ---- AvgPool2d: padding counted (exclude_pad 0) or not */
@@ -105,23 +107,45 @@ void ts_op_cases_cnn(ts_op_checker *c) {
         char l[128];
         const char *tag = ex ? "exclude pad" : "include pad";
         snprintf(l, sizeof l, "2x2 stride 2 %s [2,3,9,7]", tag);
-        pool_case(c, false, l, 2, 3, 9, 7, &(ts_pool2d_params){.kernel_h = 2, .kernel_w = 2, .exclude_pad = ex});
+        pool_case(c, 0, l, 2, 3, 9, 7, &(ts_pool2d_params){.kernel_h = 2, .kernel_w = 2, .exclude_pad = ex});
         snprintf(l, sizeof l, "3x3 stride 1 pad 1 %s [2,3,7,8]", tag);
-        pool_case(c, false, l, 2, 3, 7, 8,
+        pool_case(c, 0, l, 2, 3, 7, 8,
                   &(ts_pool2d_params){.kernel_h = 3, .kernel_w = 3, .stride_h = 1, .stride_w = 1, .pad_top = 1, .pad_bottom = 1,
                                       .pad_left = 1, .pad_right = 1, .exclude_pad = ex});
         snprintf(l, sizeof l, "3x2 stride 2,1 pad 1,0,1,1 %s [1,2,8,5]", tag);
-        pool_case(c, false, l, 1, 2, 8, 5,
+        pool_case(c, 0, l, 1, 2, 8, 5,
                   &(ts_pool2d_params){.kernel_h = 3, .kernel_w = 2, .stride_h = 2, .stride_w = 1, .pad_top = 1, .pad_left = 1, .pad_right = 1,
                                       .exclude_pad = ex});
         snprintf(l, sizeof l, "4x4 stride 3 pad 2 %s [2,2,10,9]", tag);
-        pool_case(c, false, l, 2, 2, 10, 9,
+        pool_case(c, 0, l, 2, 2, 10, 9,
                   &(ts_pool2d_params){.kernel_h = 4, .kernel_w = 4, .stride_h = 3, .stride_w = 3, .pad_top = 2, .pad_bottom = 2,
                                       .pad_left = 2, .pad_right = 2, .exclude_pad = ex});
     }
-    pool_case(c, false, "3x3 stride 2 pad 1 [4,8,64,64] (131072 elements)", 4, 8, 64, 64,
+    pool_case(c, 0, "3x3 stride 2 pad 1 [4,8,64,64] (131072 elements)", 4, 8, 64, 64,
               &(ts_pool2d_params){.kernel_h = 3, .kernel_w = 3, .stride_h = 2, .stride_w = 2, .pad_top = 1, .pad_bottom = 1, .pad_left = 1,
                                   .pad_right = 1});
+
+    /* ---- dilation, ceil_mode and padding past half the window, both pools */
+    for (int kind = 0; kind < 2; kind++) {
+        pool_case(c, kind, "2x2 dilation 2,3 stride 1,2 ceil [2,3,9,10]", 2, 3, 9, 10,
+                  &(ts_pool2d_params){.kernel_h = 2, .kernel_w = 2, .stride_h = 1, .stride_w = 2, .dilation_h = 2, .dilation_w = 3,
+                                      .ceil_mode = 1});
+        pool_case(c, kind, "3x3 stride 2,3 pad 2,2,1,0 ceil include pad [2,2,11,13]", 2, 2, 11, 13,
+                  &(ts_pool2d_params){.kernel_h = 3, .kernel_w = 3, .stride_h = 2, .stride_w = 3, .pad_top = 2, .pad_bottom = 1,
+                                      .pad_left = 2, .ceil_mode = 1});
+        pool_case(c, kind, "3x3 stride 2,3 pad 2,2,1,0 ceil exclude pad [2,2,11,13]", 2, 2, 11, 13,
+                  &(ts_pool2d_params){.kernel_h = 3, .kernel_w = 3, .stride_h = 2, .stride_w = 3, .pad_top = 2, .pad_bottom = 1,
+                                      .pad_left = 2, .ceil_mode = 1, .exclude_pad = 1});
+    }
+
+    /* ---- MaxPool2dIndices, row- and column-major */
+    for (int kind = 2; kind < 4; kind++) {
+        pool_case(c, kind, kind == 2 ? "3x3 stride 2 pad 1 [2,3,11,13]" : "3x3 stride 2 pad 1 column-major [2,3,11,13]", 2, 3, 11, 13,
+                  &(ts_pool2d_params){.kernel_h = 3, .kernel_w = 3, .stride_h = 2, .stride_w = 2, .pad_top = 1, .pad_bottom = 1,
+                                      .pad_left = 1, .pad_right = 1});
+        pool_case(c, kind, kind == 2 ? "2x2 dilation 2 ceil [2,2,8,9]" : "2x2 dilation 2 ceil column-major [2,2,8,9]", 2, 2, 8, 9,
+                  &(ts_pool2d_params){.kernel_h = 2, .kernel_w = 2, .dilation_h = 2, .dilation_w = 2, .ceil_mode = 1});
+    }
 
     /* ---- GlobalAvgPool */
     global_case(c, "[2,3,5,7]", 2, 3, 5, 7);

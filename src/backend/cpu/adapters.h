@@ -50,6 +50,7 @@ void ts_fwd_conv2d(const ts_kctx *k);
 void ts_bwd_conv2d(const ts_kctx *k);
 void ts_fwd_max_pool2d(const ts_kctx *k);
 void ts_bwd_max_pool2d(const ts_kctx *k);
+void ts_fwd_max_pool2d_indices(const ts_kctx *k);
 void ts_fwd_avg_pool2d(const ts_kctx *k);
 void ts_bwd_avg_pool2d(const ts_kctx *k);
 void ts_fwd_global_pool(const ts_kctx *k);

@@ -51,6 +51,13 @@ void ts_bwd_max_pool2d(const ts_kctx *k) {
     ts_conv_geom g = pool_geom(k);
     if (k->din[0]) ts_max_pool2d_backward(k->pool, k->din[0], k->dout, (const int32_t *)(const void *)k->scratch, &g);
 }
+/* The max pool into out, then each winner as its flat index into x. */
+void ts_fwd_max_pool2d_indices(const ts_kctx *k) {
+    ts_conv_geom g = pool_geom(k);
+    const int32_t *at = (const int32_t *)(const void *)k->scratch;
+    ts_max_pool2d_forward(k->pool, k->out, (int32_t *)(void *)k->scratch, k->in[0], &g);
+    ts_max_pool_flat_indices(k->out, at, &g, k->node->attr[PA_COLUMN_MAJOR] != 0);
+}
 void ts_fwd_avg_pool2d(const ts_kctx *k) {
     ts_conv_geom g = pool_geom(k);
     ts_avg_pool2d_forward(k->pool, k->out, k->in[0], &g, k->node->attr[PA_EXCLUDE_PAD] == 0);

@@ -593,6 +593,14 @@ void ts_max_pool2d_backward(ts_pool *p, float *dx, const float *dy, const int32_
     ts_pool_for(p, g->N * g->C, grain_for(g->OH * g->OW), max_bwd_planes, &j);
 }
 
+void ts_max_pool_flat_indices(float *out, const int32_t *idx, const ts_conv_geom *g, bool column_major) {
+    int64_t OHW = g->OH * g->OW, HW = g->H * g->W, n = g->N * g->C * OHW;
+    for (int64_t o = 0; o < n; o++) {
+        int64_t a = idx[o];
+        out[o] = a < 0 ? -1.0f : (float)(o / OHW * HW + (column_major ? a / g->W + a % g->W * g->H : a));
+    }
+}
+
 static double avg_divisor(const ts_conv_geom *g, int64_t oh, int64_t ow, bool include_pad) {
     int64_t ki0, ki1, kj0, kj1;
     if (include_pad) { /* positions from the start of the padded input */

@@ -37,6 +37,9 @@ void ts_conv2d_naive_backward(float *dx, float *dw, float *db, const float *dy, 
  * the input plane, -1 for a window of padding only) for the backward pass. */
 void ts_max_pool2d_forward(ts_pool *p, float *y, int32_t *idx, const float *x, const ts_conv_geom *g);
 void ts_max_pool2d_backward(ts_pool *p, float *dx, const float *dy, const int32_t *idx, const ts_conv_geom *g);
+/* out[q, o] = the winner idx[q, o] as a flat index into x: q*H*W + h*W + w,
+ * or q*H*W + h + w*H (column_major); -1 where idx is -1. */
+void ts_max_pool_flat_indices(float *out, const int32_t *idx, const ts_conv_geom *g, bool column_major);
 /* Average pooling: divided by the window's taps inside the padded input
  * (include_pad) or inside the input. */
 void ts_avg_pool2d_forward(ts_pool *p, float *y, const float *x, const ts_conv_geom *g, bool include_pad);

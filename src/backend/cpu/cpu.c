@@ -175,6 +175,7 @@ static const ts_kernel_row kernels[] = {
     [TS_OP_XOR] = {.forward = ts_fwd_broadcast_binary},
     [TS_OP_CAST] = {.forward = fwd_cast, .backward = bwd_copy},
     [TS_OP_PAD] = {.forward = ts_fwd_pad, .backward = ts_bwd_pad},
+    [TS_OP_MAX_POOL2D_INDICES] = {.forward = ts_fwd_max_pool2d_indices},
 };
 _Static_assert(sizeof kernels / sizeof kernels[0] == TS_OP_COUNT, "the CPU kernel table must cover every ts_op");
 

@@ -71,6 +71,7 @@ void ts_cu_bwd_conv2d(const ts_kctx *k);
 size_t ts_cu_workspace_conv2d(const ts_shape *in, const ts_shape *out, int threads);
 void ts_cu_fwd_max_pool2d(const ts_kctx *k);
 void ts_cu_bwd_max_pool2d(const ts_kctx *k);
+void ts_cu_fwd_max_pool2d_indices(const ts_kctx *k);
 void ts_cu_fwd_avg_pool2d(const ts_kctx *k);
 void ts_cu_bwd_avg_pool2d(const ts_kctx *k);
 void ts_cu_fwd_global_pool(const ts_kctx *k);

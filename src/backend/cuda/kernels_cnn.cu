@@ -310,6 +310,24 @@ void ts_cu_fwd_max_pool2d(const ts_kctx *k) {
     ts_cu_check(cudaGetLastError(), "MaxPool2d");
 }
 
+/* out[q, o] = the winner idx[q, o] as a flat index into x, as the CPU's ts_max_pool_flat_indices */
+__global__ static void flat_indices_kernel(float *out, const int32_t *idx, cu_geom g, bool column_major) {
+    int64_t OHW = g.OH * g.OW, HW = g.H * g.W, total = g.N * g.C * OHW;
+    TS_CU_FOR(o, total) {
+        int64_t a = idx[o];
+        out[o] = a < 0 ? -1.0f : (float)(o / OHW * HW + (column_major ? a / g.W + a % g.W * g.H : a));
+    }
+}
+
+void ts_cu_fwd_max_pool2d_indices(const ts_kctx *k) {
+    ts_cu_fwd_max_pool2d(k);
+    cu_geom g = pool_geom(k);
+    int64_t total = g.N * g.C * g.OH * g.OW;
+    flat_indices_kernel<<<ts_cu_blocks(total), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, (const int32_t *)(const void *)k->scratch, g,
+                                                                                   k->node->attr[PA_COLUMN_MAJOR] != 0);
+    ts_cu_check(cudaGetLastError(), "MaxPool2dIndices");
+}
+
 void ts_cu_bwd_max_pool2d(const ts_kctx *k) {
     if (!k->din[0]) return;
     cu_geom g = pool_geom(k);
