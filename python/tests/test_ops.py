@@ -98,6 +98,42 @@ def test_struct_arguments_against_numpy():
         g.max_pool2d(xt, {"kernel": 2})
 
 
+@pytest.mark.skipif(not has("ts_max_pool2d_indices"), reason="this library has no pooling indices")
+def test_pooling_dilation_ceil_and_indices_against_numpy():
+    rng = np.random.default_rng(1)
+    x = rng.permutation(2 * 3 * 6 * 7).astype(np.float32).reshape(2, 3, 6, 7)  # no ties
+    g = ts.Graph()
+    xt = g.input("x", "f32", list(x.shape))
+    # 2x2 windows dilated by 2 (3x3 spans), stride 2, ceil_mode: output rows at 0, 2 and 4,
+    # the last clipped to the input (rows 4 only); columns at 0, 2, 4 (6 and 8 out of reach)
+    p = {"kernel_h": 2, "kernel_w": 2, "stride_h": 2, "stride_w": 2, "dilation_h": 2,
+         "dilation_w": 2, "ceil_mode": 1}
+    outs = [g.max_pool2d(xt, p), g.avg_pool2d(xt, dict(p, exclude_pad=1)),
+            g.max_pool2d_indices(xt, p, 0), g.max_pool2d_indices(xt, p, 1)]
+    m = ts.inference_model(g, ts.Options(), outputs=outs)
+    m.compile()
+    mx, avg, flat, flat_cm = m(x)
+    assert mx.shape == (2, 3, 3, 3)
+    want_mx, want_avg = np.empty(mx.shape), np.empty(mx.shape)
+    want_flat, want_cm = np.empty(mx.shape), np.empty(mx.shape)
+    for i in range(3):
+        for j in range(3):
+            rows = [r for r in (2 * i, 2 * i + 2) if r < 6]
+            cols = [c for c in (2 * j, 2 * j + 2) if c < 7]
+            win = x[:, :, rows][:, :, :, cols].reshape(2, 3, -1)
+            want_mx[:, :, i, j] = win.max(-1)
+            want_avg[:, :, i, j] = win.mean(-1)
+            k = win.argmax(-1)
+            h, w = np.array(rows)[k // len(cols)], np.array(cols)[k % len(cols)]
+            plane = np.arange(6).reshape(2, 3) * 42
+            want_flat[:, :, i, j] = plane + h * 7 + w
+            want_cm[:, :, i, j] = plane + h + w * 6
+    np.testing.assert_array_equal(mx, want_mx)
+    np.testing.assert_allclose(avg, want_avg, rtol=1e-6)
+    np.testing.assert_array_equal(flat, want_flat)
+    np.testing.assert_array_equal(flat_cm, want_cm)
+
+
 @pytest.mark.skipif(not has("ts_batch_norm_layer"), reason="this library has no batch norm")
 def test_buffers_are_state_but_not_parameters():
     g = ts.Graph()
