@@ -601,16 +601,19 @@ void ts_max_pool_flat_indices(float *out, const int32_t *idx, const ts_conv_geom
     }
 }
 
+/* How many of the K taps (D apart) from o*S - P lie in [0, size): K without
+ * a division for a window inside, as most are. */
+static int64_t axis_taps(int64_t o, int64_t S, int64_t P, int64_t D, int64_t K, int64_t size) {
+    int64_t first = o * S - P, lo, hi;
+    if (first >= 0 && first + (K - 1) * D < size) return K;
+    tap_range(o, S, P, D, K, size, &lo, &hi);
+    return hi - lo;
+}
+
 static double avg_divisor(const ts_conv_geom *g, int64_t oh, int64_t ow, bool include_pad) {
-    int64_t ki0, ki1, kj0, kj1;
-    if (include_pad) { /* positions from the start of the padded input */
-        tap_range(oh, g->SH, 0, g->DH, g->KH, g->H + g->PT + g->PB, &ki0, &ki1);
-        tap_range(ow, g->SW, 0, g->DW, g->KW, g->W + g->PL + g->PR, &kj0, &kj1);
-    } else {
-        tap_range(oh, g->SH, g->PT, g->DH, g->KH, g->H, &ki0, &ki1);
-        tap_range(ow, g->SW, g->PL, g->DW, g->KW, g->W, &kj0, &kj1);
-    }
-    int64_t n = (ki1 - ki0) * (kj1 - kj0);
+    int64_t n = include_pad /* positions from the start of the padded input */
+                    ? axis_taps(oh, g->SH, 0, g->DH, g->KH, g->H + g->PT + g->PB) * axis_taps(ow, g->SW, 0, g->DW, g->KW, g->W + g->PL + g->PR)
+                    : axis_taps(oh, g->SH, g->PT, g->DH, g->KH, g->H) * axis_taps(ow, g->SW, g->PL, g->DW, g->KW, g->W);
     return n ? (double)n : 1.0;
 }
 
