@@ -241,6 +241,20 @@ static void build_errors(void)
     expect_error(g, y, "pool window larger than the input", (const char *[]){"MaxPool2d", "3x3", "2x5"}, 3);
     ts_graph_free(g);
 
+    g = ts_graph_new(1);
+    x = ts_input(g, "x", TS_F32, 4, (int64_t[]){2, 3, 9, 9});
+    y = ts_avg_pool2d(g, x, &(ts_pool2d_params){.kernel_h = 2, .kernel_w = 2, .dilation_h = 2, .pad_top = 3});
+    expect_error(g, y, "padding as large as the dilated window", (const char *[]){"AvgPool2d", "top 3", "smaller than the window 3x2"}, 3);
+    ts_graph_free(g);
+
+    /* indices past 2^24 would not be exact in float: refused at build */
+    g = ts_graph_new(1);
+    x = ts_input(g, "x", TS_F32, 4, (int64_t[]){1, 1, 4097, 4096});
+    y = ts_max_pool2d_indices(g, x, &(ts_pool2d_params){.kernel_h = 2, .kernel_w = 2}, 0);
+    CHECK(y == NULL && ts_graph_status(g) == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "2^24"),
+          "max pool indices of more than 2^24 elements: refused: %s", ts_last_error());
+    ts_graph_free(g);
+
     /* a batch size that no longer fits is reported at compile */
     g = ts_graph_new(1);
     x = ts_input(g, "x", TS_F32, 4, (int64_t[]){2, 3, 8, 8});
