@@ -87,6 +87,9 @@ def test_a_cycle_of_graph_model_and_queue_is_collected_in_a_safe_order():
         g.outfeed(q, "h", g.tensor("loss"))
         m = ts.training_model(g, ts.Options().outfeed(q), optimizer=ts.SGD(lr=0.1))
         m(*batches(1))
+        # the records are handed over on the library's consumer thread, whose
+        # callback holds the queue while it runs: wait until they are all in
+        assert len(list(q)) > 0
         owned = [g._owned, m._owned, q._owned]
         g.cycle, m.cycle, q.cycle = m, q, g
         del g, m, q
