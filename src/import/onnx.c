@@ -766,7 +766,11 @@ static ts_status op_dropout(importer *im, node_io *io) {
         ts_tensor *x = as_tensor(im, io->in[0], &st), *y = x ? ts_dropout(im->g, x, (float)ratio) : NULL;
         if (!x) return st;
         st = built(im, y, &io->out[0]);
-        if (!st && io->n_out > 1) /* y = x * mask, the mask 0 or 1/(1-ratio) */
+        /* y = x * mask, the mask 0 or 1/(1-ratio); only where a node or the
+         * graph's outputs read it (training exports name it and never read
+         * it: made anyway, it would be the last tensor of the Dropout's
+         * module, which `compare` pairs with PyTorch's module output) */
+        if (!st && io->n_out > 1 && ts_strmap_get(&im->uses, im->node->output[1]) > 0)
             st = built(im, ts_unary(im->g, "CastBool", ts_tensor_input(y, 1), 0.0f, 0.0f), &io->out[1]);
         return st;
     }
