@@ -33,6 +33,18 @@ static ts_model *model_of(ts_graph *g) {
     return m;
 }
 
+/* A Dropout node of a training export: ratio 0.25, training_mode a
+ * constant true, outputs y and mask. */
+static void dropout_in_training(void) {
+    attr_float(node("Constant", "r", "", "ratio"), "value_float", 0.25f);
+    Tensor *train = tensor("train", 9, 0, NULL);
+    train->int32_data = mem(sizeof(int32_t));
+    train->int32_data[0] = 1;
+    train->n_int32_data = 1;
+    push((void ***)&graph->initializer, &graph->n_initializer, train);
+    node("Dropout", "d", "x,ratio,train", "y,mask");
+}
+
 int main(void) {
     ts_set_log_level(TS_LOG_OFF);
     snprintf(dir, sizeof dir, "/tmp/ts_onnx_typed_XXXXXX");
@@ -181,13 +193,7 @@ int main(void) {
      * and 0 on the others; about three quarters kept */
     model_begin();
     input("x", 2, (int64_t[]){1, 4000});
-    attr_float(node("Constant", "r", "", "ratio"), "value_float", 0.25f);
-    Tensor *train = tensor("train", 9, 0, NULL);
-    train->int32_data = mem(sizeof(int32_t));
-    train->int32_data[0] = 1;
-    train->n_int32_data = 1;
-    push((void ***)&graph->initializer, &graph->n_initializer, train);
-    node("Dropout", "d", "x,ratio,train", "y,mask");
+    dropout_in_training();
     output("y");
     output_typed("mask", 9, 2, (int64_t[]){1, 4000});
     CHECK_OK(import_as("dropout_train", &g), "a training-mode Dropout with its mask output imports");
@@ -226,13 +232,7 @@ int main(void) {
      * builds, the one `compare` pairs with PyTorch's dropout module */
     model_begin();
     input("x", 2, (int64_t[]){1, 4000});
-    attr_float(node("Constant", "r", "", "ratio"), "value_float", 0.25f);
-    train = tensor("train", 9, 0, NULL);
-    train->int32_data = mem(sizeof(int32_t));
-    train->int32_data[0] = 1;
-    train->n_int32_data = 1;
-    push((void ***)&graph->initializer, &graph->n_initializer, train);
-    node("Dropout", "d", "x,ratio,train", "y,mask");
+    dropout_in_training();
     output("y");
     CHECK_OK(import_as("dropout_unread_mask", &g), "a training-mode Dropout whose mask nothing reads imports");
     if (g) {
