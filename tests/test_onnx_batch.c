@@ -7,7 +7,8 @@
  * on 6 samples (a last partial batch): the recompile rebuilds the targets
  * for batch 6 and every value is the model's, computed here. A tensor of
  * the built batch broadcast against the batch is an error at batch 1, not
- * an output of 8 samples. */
+ * an output of 8 samples; a constant of the built batch whose samples are
+ * all equal is one sample broadcast, and runs at any batch. */
 /* needs: onnx */
 #include <math.h>
 #include <stdio.h>
@@ -126,6 +127,47 @@ int main(void) {
         CHECK(0, "an inference model of it: %s", ts_last_error());
     }
     ts_model_free(m);
+    ts_graph_free(g);
+
+    /* a constant of the built batch whose samples are all equal (GPT-2's
+     * attention mask of its example's [8, ...], computed from Constant
+     * nodes) added to the batch: one sample of it broadcast, so the model
+     * runs at any batch and adds the same row to every sample */
+    model_begin();
+    input("x", 2, (int64_t[]){8, K});
+    output("shifted");
+    int64_t rows[8 * K];
+    for (int i = 0; i < 8 * K; i++) rows[i] = i % K + 1;
+    init_i64("rows_i", 8 * K, rows);
+    init_i64("rows_shape", 2, (int64_t[]){8, K});
+    node("Reshape", "as_rows", "rows_i,rows_shape", "rows_k");
+    attr_int(node("Cast", "as_float", "rows_k", "rows_f"), "to", 1);
+    node("Add", "shift", "x,rows_f", "shifted");
+    g = NULL;
+    st = import_as("batch_rows", &g);
+    CHECK(st == TS_OK, "a model adding a constant [8,%d] of equal rows imports%s%s", K, st ? ": " : "", st ? ts_last_error() : "");
+    ts_tensor *shifted = g ? ts_graph_output_at(g, 0) : NULL;
+    m = NULL;
+    o = ts_options_new();
+    if (shifted) ts_options_anchor(o, "y", ts_tensor_name(shifted), TS_OUTPUT_FINAL, 0);
+    if (shifted && ts_model_inference(&m, g, &shifted, 1, o) == TS_OK) {
+        for (int batch = 8; batch >= 5; batch -= 3) {
+            float xs[8 * K];
+            for (int i = 0; i < batch * K; i++) xs[i] = (float)cos(0.3 * i);
+            ts_array in = ts_array_f32(xs, 2, (int64_t[]){batch, K}), out;
+            const char *name = "x";
+            st = ts_model_run(m, &name, &in, 1);
+            CHECK(st == TS_OK, "adding the rows runs at batch %d%s%s", batch, st ? ": " : "", st ? ts_last_error() : "");
+            if (st || ts_model_anchored(m, "y", &out) != TS_OK) continue;
+            int bad = out.ndim != 2 || out.shape[0] != batch;
+            for (int i = 0; !bad && i < batch * K; i++) bad = fabsf(((const float *)out.data)[i] - (xs[i] + (float)(i % K + 1))) > 1e-6f;
+            CHECK(!bad, "at batch %d every sample has the row [1..%d] added", batch, K);
+        }
+    } else {
+        CHECK(0, "an inference model of it: %s", ts_last_error());
+    }
+    ts_model_free(m);
+    ts_options_free(o);
     ts_graph_free(g);
 
     char cmd[128];

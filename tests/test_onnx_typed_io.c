@@ -10,7 +10,7 @@
  * (a bool ReduceMax is an any). A BatchNormalization whose running
  * statistics are graph inputs needs them bound, and then normalizes with
  * the bound values. A training-mode Dropout gives its mask output as bool:
- * where the drawn mask keeps a value. */
+ * where the drawn mask keeps a value; a mask nothing reads is not made. */
 /* needs: onnx */
 #include <math.h>
 #include <stdio.h>
@@ -31,6 +31,18 @@ static ts_model *model_of(ts_graph *g) {
     CHECK_OK(ts_model_inference(&m, g, o, (int)n, opt), "an inference model of the outputs");
     ts_options_free(opt);
     return m;
+}
+
+/* A Dropout node of a training export: ratio 0.25, training_mode a
+ * constant true, outputs y and mask. */
+static void dropout_in_training(void) {
+    attr_float(node("Constant", "r", "", "ratio"), "value_float", 0.25f);
+    Tensor *train = tensor("train", 9, 0, NULL);
+    train->int32_data = mem(sizeof(int32_t));
+    train->int32_data[0] = 1;
+    train->n_int32_data = 1;
+    push((void ***)&graph->initializer, &graph->n_initializer, train);
+    node("Dropout", "d", "x,ratio,train", "y,mask");
 }
 
 int main(void) {
@@ -181,13 +193,7 @@ int main(void) {
      * and 0 on the others; about three quarters kept */
     model_begin();
     input("x", 2, (int64_t[]){1, 4000});
-    attr_float(node("Constant", "r", "", "ratio"), "value_float", 0.25f);
-    Tensor *train = tensor("train", 9, 0, NULL);
-    train->int32_data = mem(sizeof(int32_t));
-    train->int32_data[0] = 1;
-    train->n_int32_data = 1;
-    push((void ***)&graph->initializer, &graph->n_initializer, train);
-    node("Dropout", "d", "x,ratio,train", "y,mask");
+    dropout_in_training();
     output("y");
     output_typed("mask", 9, 2, (int64_t[]){1, 4000});
     CHECK_OK(import_as("dropout_train", &g), "a training-mode Dropout with its mask output imports");
@@ -219,6 +225,20 @@ int main(void) {
         CHECK(!st && kept > 2800 && kept < 3200, "about three quarters kept: %d of 4000", kept);
         ts_model_free(m);
         ts_options_free(opt);
+        ts_graph_free(g);
+    }
+    /* the same Dropout where nothing reads the mask (as PyTorch's training
+     * exports write it): no mask is made, so y is the last tensor the node
+     * builds, the one `compare` pairs with PyTorch's dropout module */
+    model_begin();
+    input("x", 2, (int64_t[]){1, 4000});
+    dropout_in_training();
+    output("y");
+    CHECK_OK(import_as("dropout_unread_mask", &g), "a training-mode Dropout whose mask nothing reads imports");
+    if (g) {
+        size_t n = ts_graph_tensor_count(g);
+        CHECK(n > 0 && ts_graph_tensor_at(g, n - 1) == ts_graph_output_at(g, 0) && !ts_graph_find(g, "mask"),
+              "no mask is made: the last tensor is y ('%s'), 'mask' is not a tensor", n ? ts_tensor_name(ts_graph_tensor_at(g, n - 1)) : "");
         ts_graph_free(g);
     }
     remove_dir();

@@ -54,6 +54,7 @@ typedef struct value {
     /* The graph constant made from c the first time a graph op reads it
      * (c stays, for later folds): one tensor under the value's name. */
     ts_tensor *made;
+    ts_tensor *made_sample; /* the same of its first sample (as_f32_per_sample) */
 } value;
 
 typedef struct importer {
@@ -581,6 +582,31 @@ static ts_tensor *as_f32(importer *im, value *v, ts_status *st) {
     return t;
 }
 
+/* A constant operand of an elementwise op, as a graph tensor, made of its
+ * first sample where it is a constant (not a parameter) of the other
+ * operand's rank and leading dim (above 1) whose samples are all equal: an
+ * exporter's mask or ids of the example's batch (GPT-2's attention mask
+ * [B,1,T,T]), which then broadcasts over any batch the model is compiled
+ * at. Otherwise as_f32's tensor. */
+static ts_tensor *as_f32_per_sample(importer *im, value *v, const ts_tensor *other, ts_status *st) {
+    const ts_shape *s = &v->c.shape;
+    if (!is_const(v) || v->param || !other || !v->c.v || s->ndim != other->shape.ndim || s->ndim < 1 || s->d[0] < 2 ||
+        s->d[0] != other->shape.d[0])
+        return as_f32(im, v, st);
+    int64_t row = ts_shape_numel(s) / s->d[0];
+    for (int64_t i = row; i < ts_shape_numel(s); i++)
+        if (v->c.v[i] != v->c.v[i % row]) return as_f32(im, v, st);
+    char name[512];
+    snprintf(name, sizeof name, "%s.sample", v->name);
+    value first = *v; /* the first sample's values, which c.v begins with */
+    first.name = name;
+    first.c.shape.d[0] = 1;
+    first.made = v->made_sample;
+    ts_tensor *t = as_f32(im, &first, st);
+    v->made_sample = first.made;
+    return t;
+}
+
 /* The elementwise binary family on graph tensors (ts_binary), by the op
  * table's name of the ONNX op type; Sum's links are Adds. */
 static ts_status binary_family(importer *im, const char *op, value *a, value *b, value *out) {
@@ -628,7 +654,7 @@ static ts_status op_binary(importer *im, node_io *io) {
         return built(im, ts_pow(im->g, ta, (float)b->c.v[0]), &io->out[0]);
     }
     if (strcmp(op, "Add") && strcmp(op, "Sub") && strcmp(op, "Mul") && strcmp(op, "Div")) return binary_family(im, op, a, b, &io->out[0]);
-    ts_tensor *ta = as_f32(im, a, &st), *tb = ta ? as_f32(im, b, &st) : NULL;
+    ts_tensor *ta = as_f32_per_sample(im, a, b->t, &st), *tb = ta ? as_f32_per_sample(im, b, a->t, &st) : NULL;
     if (!tb) return st;
     if (strcmp(op, "Div") == 0) return built(im, ts_div(im->g, ta, tb), &io->out[0]);
     bool swap = ta->shape.ndim < tb->shape.ndim || (ta->shape.ndim == tb->shape.ndim && ts_shape_numel(&ta->shape) < ts_shape_numel(&tb->shape));
@@ -740,9 +766,11 @@ static ts_status op_dropout(importer *im, node_io *io) {
         ts_tensor *x = as_tensor(im, io->in[0], &st), *y = x ? ts_dropout(im->g, x, (float)ratio) : NULL;
         if (!x) return st;
         st = built(im, y, &io->out[0]);
-        /* y = x * mask, the mask 0 or 1/(1-ratio); the mask output only
-         * where read (PyTorch's exporters write it unread) */
-        if (!st && io->n_out > 1 && im->node->output[1] && *im->node->output[1] && ts_strmap_get(&im->uses, im->node->output[1]) > 0)
+        /* y = x * mask, the mask 0 or 1/(1-ratio); only where a node or the
+         * graph's outputs read it (training exports name it and never read
+         * it: made anyway, it would be the last tensor of the Dropout's
+         * module, which `compare` pairs with PyTorch's module output) */
+        if (!st && io->n_out > 1 && *im->node->output[1] && ts_strmap_get(&im->uses, im->node->output[1]) > 0)
             st = built(im, ts_unary(im->g, "CastBool", ts_tensor_input(y, 1), 0.0f, 0.0f), &io->out[1]);
         return st;
     }

@@ -321,6 +321,9 @@ static ts_status run_dir(rnn *r, int d, ts_tensor *x2, ts_tensor *h0, ts_tensor 
         if (!r->lbr) wb = wb && rb ? ts_add(g, wb, rb) : NULL;
         xw = xw && wb ? ts_add(g, xw, wb) : NULL;
     }
+    /* [T, B, G*H]: a step is a slice of the time dim, so that at another
+     * batch size (compile scales the B of this Reshape) it reads its rows */
+    xw = xw ? ts_reshape(g, xw, 3, (int64_t[]){r->T, B, G * H}) : NULL;
     if (!xw) return failed(g);
     ts_tensor *pi = NULL, *po = NULL, *pf = NULL;
     if (p) {
@@ -340,7 +343,7 @@ static ts_status run_dir(rnn *r, int d, ts_tensor *x2, ts_tensor *h0, ts_tensor 
     bool rev = r->reverse || d == 1;
     for (int64_t k = 0; k < r->T && !st; k++) {
         int64_t t = rev ? r->T - 1 - k : k;
-        ts_tensor *xt = ts_slice(g, xw, 0, t * B, B), *mt = r->mask ? ts_slice(g, r->mask, 0, t * B, B) : NULL, *y;
+        ts_tensor *xt = ts_reshape(g, ts_slice(g, xw, 0, t, 1), 2, (int64_t[]){B, G * H}), *mt = r->mask ? ts_slice(g, r->mask, 0, t * B, B) : NULL, *y;
         if (!xt || (r->mask && !mt)) return failed(g);
         if (r->lstm) {
             ts_tensor *gates = h ? ts_add(g, xt, ts_matmul_t(g, h, rw)) : xt;
