@@ -319,6 +319,7 @@ _PROTOTYPES = {
     "ts_loader_batches": (C.c_int64, [P]),
     "ts_loader_next": (_st, [P, C.c_int, C.POINTER(Array), C.POINTER(Array)]),
     "ts_split": (_st, [P, P, C.c_int, C.c_int, C.POINTER(P)]),
+    "ts_pad": (P, [P, P, C.POINTER(C.c_int64), C.c_int, C.c_float]),
     # ONNX import (may be missing from an older library: see `function`)
     "ts_graph_from_onnx": (_st, [C.POINTER(P), S, C.POINTER(OnnxInput), C.c_int]),
     "ts_graph_output_count": (C.c_size_t, [P]),

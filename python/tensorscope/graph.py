@@ -635,6 +635,28 @@ class Graph:
         check(fn(self._h, _tensor_arg(x, self, "split(x)"), int(dim), int(n), out))
         return [Tensor(self, out[i]) for i in range(int(n))]
 
+    _PAD_MODES = {"constant": 0, "reflect": 1, "edge": 2, "wrap": 3}
+
+    def pad(self, x: Tensor, pads: Sequence[int], mode: str = "constant", value: float = 0.0) -> Tensor:
+        """x padded as numpy's np.pad (and ONNX's Pad): `pads` gives the
+        elements before each dim, then after each dim (2 * rank entries;
+        a negative pad crops); `mode` "constant" (filled with `value`),
+        "reflect" (mirrored without repeating the edge), "edge" (the edge
+        repeated) or "wrap". Each element's gradient sums the outputs that
+        read it."""
+        if not isinstance(x, Tensor):
+            raise TypeError(f"pad: expected a tensorscope Tensor, got {type(x).__name__}")
+        if mode not in self._PAD_MODES:
+            raise ValueError(f"pad: mode {mode!r} is not one of {', '.join(self._PAD_MODES)}")
+        pads = [int(p) for p in pads]
+        if len(pads) != 2 * len(x.shape):
+            raise ValueError(f"pad: {len(pads)} pads for a tensor of rank {len(x.shape)}; give "
+                             f"{2 * len(x.shape)}: the befores of every dim, then the afters")
+        fn = _capi.function("ts_pad", "Graph.pad")
+        self._locate()
+        return self._tensor(fn(self._h, _tensor_arg(x, self, "pad(x)"), (C.c_int64 * len(pads))(*pads),
+                               self._PAD_MODES[mode], float(value)))
+
     def outfeed(self, queue: "OutfeedQueue", key: str, tensor: Tensor) -> None:
         """Streams `tensor` (per micro-batch) into `queue` under `key`."""
         if not isinstance(tensor, Tensor):

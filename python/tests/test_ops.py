@@ -156,3 +156,39 @@ def test_constants_hold_values_but_are_not_state():
     np.testing.assert_array_equal(mask.numpy(), np.eye(2))
     assert mask.op == "Const" and not mask.is_parameter and not mask.is_buffer
     assert list(g.parameters()) == ["w"] and list(g.state_dict()) == ["w"]
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge", "wrap"])
+def test_pad_against_numpy_with_its_gradient(mode):
+    """Graph.pad's values against np.pad in each mode (a crop too), and the
+    gradient of sum(pad(p)): each element counted once per output that
+    reads it, which np.pad of the elements' indices counts."""
+    if not has("ts_pad"):
+        pytest.skip("this build has no ts_pad")
+    pads = [0, 2, 0, 3]  # dim 1: 2 before, 3 after (the batch dim untouched)
+    np_pads = [(0, 0), (2, 3)]
+    want = np.pad(X, np_pads, mode=mode, **({"constant_values": 1.5} if mode == "constant" else {}))
+    got = forward(lambda g, x: g.pad(x, pads, mode, 1.5))
+    np.testing.assert_allclose(got, want, rtol=0, atol=0)
+    cropped = forward(lambda g, x: g.pad(x, [0, -1, 0, 1], mode, 0.0))
+    np.testing.assert_array_equal(cropped[:, :-1], X[:, 1:])
+
+    g = ts.Graph()
+    p = g.param("p", [2, 3])
+    loss = g.sum(g.pad(p, [1, 2, 2, 1], mode, 0.0))
+    m = ts.training_model(g, ts.Options().anchor_tensor("dp", "Gradient___p", "final"),
+                          optimizer=ts.SGD(lr=0.0), loss=loss)
+    m()
+    idx = np.arange(6).reshape(2, 3)
+    spread = np.pad(idx, [(1, 2), (2, 1)], mode=mode, **({"constant_values": -1} if mode == "constant" else {}))
+    counts = np.array([(spread == i).sum() for i in range(6)], np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(m.get_anchored_tensor("dp"), counts)
+
+
+def test_pad_refuses_a_wrong_count_or_mode():
+    g = ts.Graph()
+    x = g.input("x", "f32", [2, 3])
+    with pytest.raises(ValueError, match="3 pads for a tensor of rank 2; give 4"):
+        g.pad(x, [1, 1, 1])
+    with pytest.raises(ValueError, match="'mirror' is not one of constant, reflect, edge, wrap"):
+        g.pad(x, [0, 1, 0, 1], "mirror")
