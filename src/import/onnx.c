@@ -410,6 +410,13 @@ static const Attr *attr(const importer *im, const char *name) {
         if (im->node->attribute[i]->name && strcmp(im->node->attribute[i]->name, name) == 0) return im->node->attribute[i];
     return NULL;
 }
+/* The index of string attribute a's value among choices[0..n); n where it
+ * is none of them or holds no string. */
+static int attr_choice(const Attr *a, const char *const *choices, int n) {
+    int k = 0;
+    while (k < n && !(a->has_s && a->s.len == strlen(choices[k]) && memcmp(a->s.data, choices[k], a->s.len) == 0)) k++;
+    return k;
+}
 static int64_t attr_i(const importer *im, const char *name, int64_t def) {
     const Attr *a = attr(im, name);
     return a && a->has_i ? a->i : def;
@@ -700,12 +707,13 @@ static ts_status op_unary(importer *im, node_io *io) {
         alpha = (float)attr_f(im, "alpha", 1.67326319217681884765625);
         beta = (float)attr_f(im, "gamma", 1.05070102214813232421875);
     } else if (strcmp(op, "Gelu") == 0) {
+        static const char *const approximations[] = {"none", "tanh"};
         const Attr *ap = attr(im, "approximate");
-        bool tanh_ = ap && ap->has_s && ap->s.len == 4 && memcmp(ap->s.data, "tanh", 4) == 0;
-        if (ap && ap->has_s && !tanh_ && !(ap->s.len == 4 && memcmp(ap->s.data, "none", 4) == 0))
+        int k = ap && ap->has_s ? attr_choice(ap, approximations, 2) : 0;
+        if (k == 2)
             return node_error(im, TS_ERR_FORMAT, "attribute 'approximate' is '%.*s'; Gelu takes 'none' or 'tanh'", (int)ap->s.len,
                               (const char *)ap->s.data);
-        return built(im, ts_gelu(im->g, t, tanh_), &io->out[0]);
+        return built(im, ts_gelu(im->g, t, k == 1), &io->out[0]);
     }
     return built(im, ts_unary(im->g, op, t, alpha, beta), &io->out[0]);
 }
@@ -1042,12 +1050,11 @@ static ts_status op_pad(importer *im, node_io *io) {
     if (io->n_in < 2 || !io->in[1]) return node_error(im, TS_ERR_FORMAT, "input 1 (pads) is required");
     if (io->n_in > 3 && !since(im, 18)) return node_error(im, TS_ERR_FORMAT, "input 3 (axes) is part of Pad from opset 18 on");
     const Attr *mode = attr(im, "mode");
-    size_t k = 0; /* modes[k]: ts_pad_mode k */
+    int k = 0; /* modes[k]: ts_pad_mode k */
     if (mode) {
         static const char *const modes[] = {"constant", "reflect", "edge", "wrap"};
-        size_t known = since(im, 19) ? 4 : 3;
-        while (k < known && !(mode->has_s && mode->s.len == strlen(modes[k]) && memcmp(mode->s.data, modes[k], mode->s.len) == 0)) k++;
-        if (k == known)
+        int known = since(im, 19) ? 4 : 3;
+        if ((k = attr_choice(mode, modes, known)) == known)
             return node_error(im, TS_ERR_FORMAT, "mode '%.*s' is not one of Pad's at this opset: constant, reflect, edge%s",
                               mode->has_s ? (int)mode->s.len : 0, mode->has_s ? (const char *)mode->s.data : "", since(im, 19) ? ", wrap" : "");
     }
@@ -1130,11 +1137,12 @@ static ts_status window_attrs(const importer *im, window *w) {
  * SAME_LOWER pad each axis of `in` (x's spatial sizes) so that the output is
  * ceil(in / stride), the odd one at the end (UPPER) or at the start. */
 static ts_status window_auto_pad(importer *im, window *w, const int64_t *in) {
+    static const char *const modes[] = {"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"};
     const Attr *ap = attr(im, "auto_pad");
-    if (!ap || !ap->has_s || (ap->s.len == 6 && memcmp(ap->s.data, "NOTSET", 6) == 0)) return TS_OK;
-    bool valid = ap->s.len == 5 && memcmp(ap->s.data, "VALID", 5) == 0, upper = ap->s.len == 10 && memcmp(ap->s.data, "SAME_UPPER", 10) == 0,
-         lower = ap->s.len == 10 && memcmp(ap->s.data, "SAME_LOWER", 10) == 0;
-    if (!valid && !upper && !lower)
+    int k = ap && ap->has_s ? attr_choice(ap, modes, 4) : 0;
+    if (k == 0) return TS_OK;
+    bool valid = k == 1, upper = k == 2;
+    if (k == 4)
         return node_error(im, TS_ERR_FORMAT, "auto_pad '%.*s' is not one of NOTSET, VALID, SAME_UPPER and SAME_LOWER", (int)ap->s.len,
                           (const char *)ap->s.data);
     for (int i = 0; i < w->rank; i++) {
@@ -1346,12 +1354,12 @@ static ts_tensor *nll_composed(importer *im, ts_tensor *logp, ts_tensor *y, ts_t
 
 static ts_status op_loss(importer *im, node_io *io) {
     bool ce = strcmp(im->node->op_type, "SoftmaxCrossEntropyLoss") == 0;
+    static const char *const reductions[] = {"mean", "sum", "none"};
     const Attr *red = attr(im, "reduction");
-    const char *reduction = red && red->has_s ? (const char *)red->s.data : "mean";
-    size_t rlen = red && red->has_s ? red->s.len : 4;
-    bool sum = rlen == 3 && strncmp(reduction, "sum", 3) == 0, none = rlen == 4 && strncmp(reduction, "none", 4) == 0;
-    if (!sum && !none && !(rlen == 4 && strncmp(reduction, "mean", 4) == 0))
-        return node_error(im, TS_ERR_FORMAT, "reduction '%.*s' is not one of ONNX's: none, sum, mean", (int)rlen, reduction);
+    int k = red && red->has_s ? attr_choice(red, reductions, 3) : 0;
+    if (k == 3)
+        return node_error(im, TS_ERR_FORMAT, "reduction '%.*s' is not one of ONNX's: none, sum, mean", (int)red->s.len, (const char *)red->s.data);
+    bool sum = k == 1, none = k == 2;
     bool has_w = io->n_in > 2 && io->in[2], has_ii = attr(im, "ignore_index") != NULL;
     ts_status st = TS_OK;
     ts_tensor *x = as_tensor(im, io->in[0], &st), *y = x ? as_tensor(im, io->in[1], &st) : NULL;
@@ -1401,11 +1409,12 @@ static ts_status lowbits_mode(importer *im, int *mode) {
     int64_t sat = attr_i(im, "saturate", 1);
     if (sat != 0 && sat != 1) return node_error(im, TS_ERR_FORMAT, "attribute saturate is %lld; it is 0 or 1", (long long)sat);
     *mode = sat ? TS_LOWBITS_SATURATE : 0;
+    static const char *const modes[] = {"up", "down", "nearest"};
     const Attr *rm = attr(im, "round_mode");
-    if (!rm || !rm->has_s || (rm->s.len == 2 && memcmp(rm->s.data, "up", 2) == 0)) return TS_OK;
-    if (rm->s.len == 4 && memcmp(rm->s.data, "down", 4) == 0) *mode |= TS_LOWBITS_ROUND_DOWN;
-    else if (rm->s.len == 7 && memcmp(rm->s.data, "nearest", 7) == 0) *mode |= TS_LOWBITS_ROUND_NEAREST;
-    else return node_error(im, TS_ERR_FORMAT, "round_mode '%.*s' is not one of up, down, nearest", (int)rm->s.len, (const char *)rm->s.data);
+    int k = rm && rm->has_s ? attr_choice(rm, modes, 3) : 0;
+    if (k == 3)
+        return node_error(im, TS_ERR_FORMAT, "round_mode '%.*s' is not one of up, down, nearest", (int)rm->s.len, (const char *)rm->s.data);
+    *mode |= k == 1 ? TS_LOWBITS_ROUND_DOWN : k == 2 ? TS_LOWBITS_ROUND_NEAREST : 0;
     return TS_OK;
 }
 
