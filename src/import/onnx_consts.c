@@ -82,7 +82,7 @@ void ts_onnx_decode_raw(int dt, const uint8_t *b, size_t n, double *out) {
     for (size_t i = 0; i < n; i++, b += es) {
         uint64_t x = le(b, es);
         switch (dt) {
-        case TS_ONNX_FLOAT: { uint32_t u = (uint32_t)x; float f; memcpy(&f, &u, 4); out[i] = f; break; }
+        case TS_ONNX_FLOAT: out[i] = ts_bits_float((uint32_t)x); break;
         case TS_ONNX_DOUBLE: { double d; memcpy(&d, &x, 8); out[i] = d; break; }
         case TS_ONNX_FLOAT16: out[i] = ts_f16_to_f32((uint16_t)x); break;
         case TS_ONNX_BFLOAT16: out[i] = ts_bf16_to_f32((uint16_t)x); break;
@@ -138,11 +138,7 @@ static float f32_round_to_odd(double v) {
     float f = (float)v;
     if (!isfinite(v) || (double)f == v || fabs(v) > FLT_MAX) return f;
     if (fabs((double)f) > fabs(v)) f = nextafterf(f, 0.0f);
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    u |= 1u;
-    memcpy(&f, &u, sizeof f);
-    return f;
+    return ts_bits_float(ts_float_bits(f) | 1u);
 }
 
 /* v rounded to the nearest float16 (dt TS_ONNX_FLOAT16) or bfloat16 value,
