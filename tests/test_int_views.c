@@ -128,6 +128,16 @@ int main(void)
     ts_tensor *x = ts_input(g, "x", TS_F32, 1, (int64_t[]){8});
     ts_tensor *ix = ts_unary(g, "CastIndex", ts_scale(g, x, 2.0f), -3.0f, 4.0f);
     CHECK(ix && dtype_of(ix) == TS_I32, "CastIndex gives an i32 tensor: %s", ix ? "" : ts_last_error());
+    ts_graph *badg = ts_graph_new(1);
+    ts_tensor *bx = ts_input(badg, "x", TS_F32, 1, (int64_t[]){8});
+    CHECK(ts_unary(badg, "CastIndex", bx, 4.0f, -3.0f) == NULL && strstr(ts_last_error(), "alpha <= beta"),
+          "a clamp whose bounds are reversed is refused: %s", ts_last_error());
+    ts_graph_free(badg);
+    badg = ts_graph_new(1);
+    bx = ts_input(badg, "x", TS_F32, 1, (int64_t[]){8});
+    CHECK(ts_unary(badg, "CastIndex", bx, -1e12f, 3.0f) == NULL && strstr(ts_last_error(), "int32's range"),
+          "and one beyond int32's: %s", ts_last_error());
+    ts_graph_free(badg);
     table = ts_param(g, "table", 2, (int64_t[]){5, 2});
     ts_tensor *picked = ts_gather(g, table, ix, 0); /* [8,2] */
     loss = ts_sum(g, picked);

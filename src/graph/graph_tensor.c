@@ -67,6 +67,10 @@ ts_tensor *ts_unary(ts_graph *g, const char *op, ts_tensor *x, float alpha, floa
                                     beta != (float)(int)beta))
         return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_unary: CastLowbits takes the ONNX type number as alpha (17 to 26: "
                              "float8e4m3fn ... int2) and its rounding flags as beta (0 to 7), not %g and %g", (double)alpha, (double)beta);
+    if (o == TS_OP_CAST_INDEX && !(alpha >= -2147483648.0f && beta < 2147483648.0f && alpha <= beta && alpha == (float)(int64_t)alpha &&
+                                   beta == (float)(int64_t)beta))
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_unary: CastIndex clamps to [alpha, beta], two integers in int32's range with "
+                             "alpha <= beta, not %g and %g", (double)alpha, (double)beta);
     return o == TS_OP_COUNT ? NULL : unary(g, o, x, &(attrs){.fattr = {alpha, beta}});
 }
 
