@@ -146,6 +146,26 @@ typedef struct ts_backend {
     /* Whether x[0..n) holds a NaN or an Inf. */
     bool (*has_nonfinite)(void *stream, const float *x, int64_t n);
 
+    /* ---- replay: a run's device work recorded once and replayed as one
+     * launch (a CUDA graph; exec/replay.c decides which runs). NULL
+     * entries: the device launches each run's work as it comes (the CPU).
+     * capture_begin: until capture_end, the stream's work is recorded, not
+     * done; *rec <- the recording, with room for `updates` opt_update
+     * calls, whose step constants (the rate, Adam's bias corrections)
+     * change every step: a recorded update reads them from the
+     * recording's table. capture_end: the recording ready to replay, or
+     * an error saying why the device refused it (the run's work was then
+     * not done). walk_begin: the host walks the same run again without
+     * work (nothing is launched; opt_update only fills the table);
+     * replay: sends the table and launches the recording, or, with
+     * `launch` false, abandons the walk (a run cancelled before its first
+     * micro-batch). */
+    ts_status (*capture_begin)(void *stream, int updates, void **rec);
+    ts_status (*capture_end)(void *stream, void *rec);
+    void (*walk_begin)(void *stream, void *rec);
+    ts_status (*replay)(void *stream, void *rec, bool launch);
+    void (*recording_free)(void *rec);
+
     /* ---- timing */
     void (*event_record)(void *stream, ts_event *e);
     /* ns from a to b, both recorded and complete */

@@ -61,6 +61,8 @@ void ts_prog_free(ts_prog *p) {
     ts_free(p->watch_what);
     ts_free(p->watch_period);
     ts_free(p->parts);
+    for (int i = 0; i < TS_RECORDINGS; i++) /* before the memory the recordings name */
+        if (p->recs[i].rec) p->backend->recording_free(p->recs[i].rec);
     p->backend->free(p->arena_activations);
     p->backend->free(p->arena_grads);
     for (int i = 0; i < p->n_dev_copies; i++) p->backend->free(p->dev_copies[i].dev);
@@ -75,6 +77,7 @@ void ts_prog_free(ts_prog *p) {
     p->backend->free(p->dev_stage);
     ts_free(p->host_slots);
     ts_free(p->slot_step);
+    ts_free(p->slot_entry);
     ts_free(p->slot_pending);
     ts_free(p->arena_anchors);
     ts_free(p->shape);

@@ -81,6 +81,15 @@ typedef struct ts_device_copy {
     bool state;    /* optimizer state: back to the host only for a checkpoint */
 } ts_device_copy;
 
+/* A run recorded on a device and replayed (exec/replay.c). */
+#define TS_RECORDINGS 8 /* kept per program: steps whose work differs (the first, the run's steps, watches due) */
+typedef struct ts_recording {
+    uint64_t key;   /* what the run's work depends on (replay.c's run_key); 0: empty */
+    uint64_t calls; /* fingerprint of the device calls the recorded run made */
+    int64_t used;   /* the model's run that last replayed it: the least recent makes room */
+    void *rec;      /* the backend's recording */
+} ts_recording;
+
 typedef struct ts_prog {
     const struct ts_backend *backend; /* holds the arenas, scratch and workspace */
     /* a device whose memory the host cannot read (exec/device.c); all
@@ -97,10 +106,14 @@ typedef struct ts_prog {
     int64_t host_view_floats;
     struct ts_device_stats *dev_slots, *host_slots; /* per watch: stats reduced on the device this run */
     int64_t *slot_step;       /* the step each pending slot was taken at */
+    int *slot_entry;          /* the entry each pending slot summarises */
     bool *slot_pending;
     bool any_pending;
     float *dev_anchors;       /* the anchors arena's device copy: captured there, copied back after each run */
     float *dev_stage;         /* an entry the host holds (on_host), sent for its observers on the device */
+    ts_recording recs[TS_RECORDINGS]; /* runs recorded as one launch (exec/replay.c) */
+    bool recorded;            /* this run's work goes through a recording (exec/replay.c): the host walks it, the device replays it */
+    const char *replay_off;   /* why this program's runs are no longer recorded (a recording failed), else NULL */
     int n_nodes;         /* graph size at compile */
     ts_shape *shape;     /* per node: compiled shape */
     int *order;          /* live nodes, topological (forward) order */

@@ -110,6 +110,7 @@ static void print_op(ts_model *m, int node, bool gradient) {
  * ts_model_cancel was called. Under MPI the ranks share their flags before
  * each step, so every rank stops at the same step or none does. */
 static ts_status cancel_point(ts_model *m, int64_t mb, int a) {
+    if (m->prog->recorded && a > 0) return TS_OK; /* a recorded step is done whole or not at all (exec/replay.c) */
     int mine = atomic_load_explicit(&m->cancel, memory_order_relaxed);
     bool stop = mine != 0;
     if (m->coll) { /* every rank stops at the same step or none does */
@@ -542,29 +543,38 @@ static ts_status observe_buffers(ts_model *m, int64_t d) {
     return TS_OK;
 }
 
-static ts_status run_body(ts_model *m, const ts_array *const *bound) {
-    int D = m->opts.device_iterations, A = m->training ? m->opts.grad_accum : 1;
-    for (int64_t d = 0; d < D; d++) {
-        int64_t step = m->opts.trace_path ? trace_step_number(m, d) : 0;
-        ts_status tst = step ? trace_step_begin(m, step) : TS_OK;
-        if (tst) return tst;
-        uint64_t ts0 = step ? ts_now_ns() : 0;
-        for (int a = 0; a < A; a++) {
-            int64_t mb = d * A + a;
-            ts_status st = cancel_point(m, mb, a);
-            if (st) return st;
-            bind_micro_batch(m, bound, mb);
-            st = a == 0 ? observe_params(m, d) : TS_OK;
-            if (!st) st = forward(m, mb);
-            if (!st && m->training && ts_log_enabled(TS_LOG_TRACE)) trace_micro_batch(m, a, A);
-            if (!st && m->training) st = backward(m, mb);
-            if (st == TS_ERR_NUMERICS && m->opts.check != TS_CHECK_OP) return confirm_op_by_op(m, mb);
-            if (!st && m->training) st = accumulate_and_step(m, a, d);
-            if (st) return st;
-        }
-        ts_status st = m->training && ts_replicas(m) > 1 ? m->par->sync_buffers(m) : TS_OK;
-        if (!st) st = observe_buffers(m, d);
-        if (!st && step) st = trace_step_end(m, step, ts0);
+/* Step d of the run: its A micro-batches of forward, backward and
+ * accumulation, the optimizer step, and the buffers' observers. */
+static ts_status run_step(ts_model *m, int64_t d) {
+    const ts_array *const *bound = m->prog->bound;
+    int A = m->training ? m->opts.grad_accum : 1;
+    int64_t step = m->opts.trace_path ? trace_step_number(m, d) : 0;
+    ts_status tst = step ? trace_step_begin(m, step) : TS_OK;
+    if (tst) return tst;
+    uint64_t ts0 = step ? ts_now_ns() : 0;
+    for (int a = 0; a < A; a++) {
+        int64_t mb = d * A + a;
+        ts_status st = cancel_point(m, mb, a);
+        if (st) return st;
+        bind_micro_batch(m, bound, mb);
+        st = a == 0 ? observe_params(m, d) : TS_OK;
+        if (!st) st = forward(m, mb);
+        if (!st && m->training && ts_log_enabled(TS_LOG_TRACE)) trace_micro_batch(m, a, A);
+        if (!st && m->training) st = backward(m, mb);
+        if (st == TS_ERR_NUMERICS && m->opts.check != TS_CHECK_OP) return confirm_op_by_op(m, mb);
+        if (!st && m->training) st = accumulate_and_step(m, a, d);
+        if (st) return st;
+    }
+    ts_status st = m->training && ts_replicas(m) > 1 ? m->par->sync_buffers(m) : TS_OK;
+    if (!st) st = observe_buffers(m, d);
+    if (!st && step) st = trace_step_end(m, step, ts0);
+    return st;
+}
+
+/* The D steps, each recorded and replayed where the device can. */
+static ts_status run_body(ts_model *m) {
+    for (int64_t d = 0; d < m->opts.device_iterations; d++) {
+        ts_status st = ts_exec_recorded(m, d, run_step);
         if (st) return st;
     }
     return TS_OK;
@@ -620,7 +630,7 @@ ts_status ts_exec_run(ts_model *m) {
     if (st) return st;
     m->failed_entry = m->failed_op = -1;
     st = ts_device_before_run(m);
-    if (!st) st = m->prog->stage ? run_pipelined(m, m->prog->bound) : run_body(m, m->prog->bound);
+    if (!st) st = m->prog->stage ? run_pipelined(m, m->prog->bound) : run_body(m);
     if (m->opts.trace_path) ts_trace_pause(m); /* a step that failed or was cancelled */
     ts_crash_set_current_op(NULL, NULL, NULL);
     ts_status dst = ts_device_after_run(m); /* a cancelled or failed run's values too */

@@ -117,6 +117,8 @@ ts_status ts_hold_prepare(ts_model *m) {
     return TS_OK;
 }
 
+bool ts_hold_armed(const ts_model *m) { return m->hold && m->hold->armed; }
+
 void ts_hold_capture(ts_model *m, int entry, int64_t sample) {
     ts_hold *h = m->hold;
     if (!h || !h->armed || !m->prog->hold_ready || entry >= h->n || !h->t[entry].copy) return;

@@ -381,9 +381,10 @@ bool ts_observe_device(ts_model *m, int entry, int64_t sample) {
     const ts_entry *e = &p->entries[entry];
     if (m->rerun) return false;
     bool due = watch_due(m, e, sample), anchors = e->n_anchors && p->dev_anchors;
-    bool reduce = due && p->watch_what[e->watch] == TS_WATCH_STATS && p->dev_slots;
+    /* a value the host holds (a step count) is summarised there */
+    bool reduce = due && p->watch_what[e->watch] == TS_WATCH_STATS && p->dev_slots && !e->on_host;
     const float *x = e->data;
-    if (e->on_host && (anchors || reduce)) { /* held by the host (a step count): sent first */
+    if (e->on_host && anchors) { /* sent first, for the anchors arena the device fills */
         p->backend->copy_to_device(m->stream, p->dev_stage, e->data, (size_t)e->numel * sizeof(float));
         x = p->dev_stage;
     }
@@ -394,9 +395,9 @@ bool ts_observe_device(ts_model *m, int entry, int64_t sample) {
     }
     if (reduce) { /* into its slot, copied to the host once after the run */
         p->backend->stats_reduce(m->stream, x, e->numel, &p->dev_slots[e->watch]);
-        note_stored(m, e, &p->summaries[e->watch]); /* counted when the kernel ran: the host has it */
         p->slot_pending[e->watch] = p->any_pending = true;
         p->slot_step[e->watch] = m->steps;
+        p->slot_entry[e->watch] = (int)(e - p->entries);
     }
     /* what only the host does: outfeeds, checks, other summaries */
     return !(e->n_outfeeds || e->check || (e->n_anchors && !anchors) || (due && !reduce));
@@ -410,6 +411,7 @@ void ts_observe_device_finish(ts_model *m) {
         ts_stats_partial q;
         ts_stats_from_device(&p->host_slots[w], &q);
         ts_stats_finish(&q, &p->summaries[w]);
+        note_stored(m, &p->entries[p->slot_entry[w]], &p->summaries[w]); /* its rounding's count: complete once the run is */
         p->watch_results[w].run = m->runs;
         p->watch_results[w].step = p->slot_step[w];
         p->slot_pending[w] = false;

@@ -53,5 +53,7 @@ const float *ts_device_host_view(ts_model *m, const ts_entry *e);
 ts_status ts_hold_prepare(ts_model *m);
 void ts_hold_capture(ts_model *m, int entry, int64_t sample);
 void ts_hold_free(ts_model *m);
+/* Whether the next run is held (its tensors copied as they are made). */
+bool ts_hold_armed(const ts_model *m);
 
 #endif

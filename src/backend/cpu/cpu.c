@@ -315,6 +315,7 @@ static void staged_init(void) {
     staged.name = "cpu-staged";
     staged.host_addressable = false;
     staged.stats_reduce = staged_stats_reduce;
+    ts_cpu_staged_recording(&staged);
 }
 
 const ts_backend *ts_backend_cpu_staged(void) {

@@ -19,4 +19,10 @@ void ts_cpu_round_half_pool(ts_pool *pool, ts_dtype t, float *dst, const float *
 void ts_cpu_pack_half(ts_pool *pool, ts_dtype t, uint16_t *dst, const float *x, int64_t n, ts_half_loss *lost);
 void ts_cpu_unpack_half(ts_pool *pool, ts_dtype t, float *dst, const uint16_t *h, int64_t n);
 
+/* staged_record.c: "cpu-staged" (ts_backend_cpu_staged) records and
+ * replays runs as the CUDA backend does (backend.h's capture entries):
+ * wraps the calls of `be` that work, and fills those entries. */
+struct ts_backend;
+void ts_cpu_staged_recording(struct ts_backend *be);
+
 #endif

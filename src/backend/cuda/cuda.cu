@@ -15,6 +15,7 @@ extern "C" {
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---------------------------------------------------- cuBLAS, loaded */
@@ -29,6 +30,7 @@ static struct {
     cublasStatus_t (*create)(cublasHandle_t *);
     cublasStatus_t (*set_stream)(cublasHandle_t, cudaStream_t);
     cublasStatus_t (*set_math_mode)(cublasHandle_t, cublasMath_t);
+    cublasStatus_t (*set_workspace)(cublasHandle_t, void *, size_t);
     const char *(*status_string)(cublasStatus_t);
     cublasStatus_t (*sgemm)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const float *, const float *, int,
                             const float *, int, const float *, float *, int);
@@ -52,6 +54,7 @@ static ts_status load_cublas(int ordinal) {
     } want[] = {{(void **)&blas_api.create, "cublasCreate_v2"},
                 {(void **)&blas_api.set_stream, "cublasSetStream_v2"},
                 {(void **)&blas_api.set_math_mode, "cublasSetMathMode"},
+                {(void **)&blas_api.set_workspace, "cublasSetWorkspace_v2"},
                 {(void **)&blas_api.status_string, "cublasGetStatusString"},
                 {(void **)&blas_api.sgemm, "cublasSgemm_v2"},
                 {(void **)&blas_api.sgemm_strided, "cublasSgemmStridedBatched"}};
@@ -74,7 +77,17 @@ static struct {
     float *flag;     /* device word of the NaN/Inf scan */
     float *staging;  /* pinned host memory for summaries on the host */
     size_t staging_floats;
-} g_cu = {PTHREAD_MUTEX_INITIALIZER, false, 0, nullptr, nullptr, "", nullptr, nullptr, 0};
+    void *blas_space; /* cuBLAS's workspace, ours: a recorded GEMM keeps its pointer */
+    int mode;         /* MODE_*: what the stream's work does now */
+    struct cu_recording *rec; /* the recording being made or walked */
+} g_cu = {PTHREAD_MUTEX_INITIALIZER, false, 0, nullptr, nullptr, "", nullptr, nullptr, 0, nullptr, 0, nullptr};
+
+/* MODE_RECORD: the stream's work is captured into a graph, not done;
+ * MODE_WALK: the host walks a recorded run and launches nothing (the
+ * executor's walk table drops every call that works; the optimizer's
+ * update only stages its step constants). */
+enum { MODE_LAUNCH, MODE_RECORD, MODE_WALK };
+#define BLAS_WORKSPACE (32u << 20) /* what cuBLAS asks for on Hopper */
 
 void ts_cu_check(cudaError_t e, const char *what) {
     if (e == cudaSuccess || g_cu.error[0]) return;
@@ -95,8 +108,10 @@ static cudaStream_t cu_stream(void *stream) {
     return g_cu.stream;
 }
 
+/* The handle is bound to the one stream once, with our workspace (setting
+ * the stream again would put cuBLAS back on a workspace of its own). */
 cublasHandle_t ts_cu_blas(cudaStream_t stream) {
-    ts_cu_check_blas(blas_api.set_stream(g_cu.blas, stream), "cublasSetStream");
+    (void)stream;
     return g_cu.blas;
 }
 
@@ -235,8 +250,10 @@ typedef struct step_k {
 } step_k;
 
 /* param[begin, end) and the optimizer state, the same range */
+/* kp: the step's constants in device memory (a recorded run's table), else k */
 template <int KIND>
-__global__ static void opt_kernel(step_k k, float *p, const float *gr, float *sa, float *sb, int64_t n) {
+__global__ static void opt_kernel(step_k kv, const step_k *kp, float *p, const float *gr, float *sa, float *sb, int64_t n) {
+    const step_k k = kp ? *kp : kv;
     TS_CU_FOR(i, n) {
         float g = gr[i], w = p[i];
         if (KIND != STEP_ADAM) {
@@ -260,6 +277,94 @@ __global__ static void opt_kernel(step_k k, float *p, const float *gr, float *sa
     }
 }
 
+/* ------------------------------------------------- recorded runs */
+
+/* A run captured as a CUDA graph, and the table of the step constants its
+ * updates read: filled by the host's walk of each run, sent before each
+ * launch. */
+typedef struct cu_recording {
+    cudaGraphExec_t exec;
+    step_k *host; /* pinned: the copy before a launch reads it after the walk */
+    step_k *dev;
+    int cap, used;
+} cu_recording;
+
+/* The update's constants into the recording's next row: the device's
+ * address of that row, or nullptr when the table is full (the error kept). */
+static const step_k *stage_step(const step_k *k) {
+    cu_recording *r = g_cu.rec;
+    if (!r || r->used >= r->cap) {
+        ts_cu_check(cudaErrorInvalidValue, "recorded run: more optimizer updates than planned");
+        return nullptr;
+    }
+    r->host[r->used] = *k;
+    return r->dev + r->used++;
+}
+
+static void cu_recording_free(void *p) {
+    cu_recording *r = (cu_recording *)p;
+    if (!r) return;
+    if (r->exec) cudaGraphExecDestroy(r->exec);
+    cudaFreeHost(r->host);
+    cudaFree(r->dev);
+    free(r);
+}
+
+static ts_status cu_capture_begin(void *stream, int updates, void **out) {
+    *out = nullptr;
+    cu_recording *r = (cu_recording *)calloc(1, sizeof *r);
+    if (!r) return ts_error(TS_ERR_OUT_OF_MEMORY, "cuda:%d: no memory for a recorded run", g_cu.ordinal);
+    r->cap = updates > 0 ? updates : 1;
+    cudaError_t e = cudaMallocHost((void **)&r->host, (size_t)r->cap * sizeof *r->host);
+    if (e == cudaSuccess) e = cudaMalloc((void **)&r->dev, (size_t)r->cap * sizeof *r->dev);
+    if (e == cudaSuccess) e = cudaStreamBeginCapture(cu_stream(stream), cudaStreamCaptureModeRelaxed);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        cu_recording_free(r);
+        return ts_error(TS_ERR_UNSUPPORTED, "cuda:%d: cannot record a run: %s", g_cu.ordinal, cudaGetErrorString(e));
+    }
+    g_cu.mode = MODE_RECORD;
+    g_cu.rec = r;
+    *out = r;
+    return TS_OK;
+}
+
+static ts_status cu_capture_end(void *stream, void *p) {
+    cu_recording *r = (cu_recording *)p;
+    cudaGraph_t graph = nullptr;
+    cudaError_t e = cudaStreamEndCapture(cu_stream(stream), &graph);
+    g_cu.mode = MODE_LAUNCH;
+    g_cu.rec = nullptr;
+    if (e == cudaSuccess && !g_cu.error[0]) e = cudaGraphInstantiate(&r->exec, graph, 0);
+    if (graph) cudaGraphDestroy(graph);
+    if (e != cudaSuccess || g_cu.error[0]) {
+        (void)cudaGetLastError();
+        ts_status st = ts_error(TS_ERR_INTERNAL, "cuda:%d: recording a run: %s", g_cu.ordinal, g_cu.error[0] ? g_cu.error : cudaGetErrorString(e));
+        g_cu.error[0] = 0;
+        r->exec = nullptr;
+        return st;
+    }
+    return TS_OK;
+}
+
+static void cu_walk_begin(void *stream, void *p) {
+    (void)stream;
+    g_cu.mode = MODE_WALK;
+    g_cu.rec = (cu_recording *)p;
+    g_cu.rec->used = 0;
+}
+
+static ts_status cu_replay(void *stream, void *p, bool launch) {
+    cu_recording *r = (cu_recording *)p;
+    g_cu.mode = MODE_LAUNCH;
+    g_cu.rec = nullptr;
+    if (!launch) return TS_OK;
+    cudaStream_t s = cu_stream(stream);
+    if (r->used) ts_cu_check(cudaMemcpyAsync(r->dev, r->host, (size_t)r->used * sizeof *r->host, cudaMemcpyHostToDevice, s), "recorded run's step constants");
+    ts_cu_check(cudaGraphLaunch(r->exec, s), "replaying a recorded run");
+    return TS_OK;
+}
+
 static void cu_opt_update(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, const float *grad,
                           int64_t begin, int64_t end) {
     int64_t n = end - begin;
@@ -267,12 +372,14 @@ static void cu_opt_update(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_
     int kind = o->kind != TS_OPT_SGD ? STEP_ADAM : o->momentum != 0.0f ? STEP_MOMENTUM : STEP_SGD;
     step_k k = {o->lr, o->momentum, 1.0f - o->dampening, o->weight_decay, o->beta1, o->beta2, c->step_size, c->bc2_sqrt, o->eps,
                 1.0f - o->lr * o->weight_decay, c->first, o->nesterov != 0, o->kind == TS_OPT_ADAMW};
+    const step_k *kp = g_cu.mode == MODE_LAUNCH ? nullptr : stage_step(&k);
+    if (g_cu.mode == MODE_WALK) return;
     float *p = param + begin;
     const float *g = grad + begin;
     unsigned blocks = ts_cu_blocks(n);
-    if (kind == STEP_SGD) opt_kernel<STEP_SGD><<<blocks, TS_CU_THREADS, 0, g_cu.stream>>>(k, p, g, nullptr, nullptr, n);
-    else if (kind == STEP_MOMENTUM) opt_kernel<STEP_MOMENTUM><<<blocks, TS_CU_THREADS, 0, g_cu.stream>>>(k, p, g, s->accl + begin, nullptr, n);
-    else opt_kernel<STEP_ADAM><<<blocks, TS_CU_THREADS, 0, g_cu.stream>>>(k, p, g, s->accl1 + begin, s->accl2 + begin, n);
+    if (kind == STEP_SGD) opt_kernel<STEP_SGD><<<blocks, TS_CU_THREADS, 0, g_cu.stream>>>(k, kp, p, g, nullptr, nullptr, n);
+    else if (kind == STEP_MOMENTUM) opt_kernel<STEP_MOMENTUM><<<blocks, TS_CU_THREADS, 0, g_cu.stream>>>(k, kp, p, g, s->accl + begin, nullptr, n);
+    else opt_kernel<STEP_ADAM><<<blocks, TS_CU_THREADS, 0, g_cu.stream>>>(k, kp, p, g, s->accl1 + begin, s->accl2 + begin, n);
     ts_cu_check(cudaGetLastError(), "Optimizer");
 }
 
@@ -481,6 +588,10 @@ static ts_status init_locked(int ordinal) {
     if (b != CUBLAS_STATUS_SUCCESS) return ts_error(TS_ERR_UNSUPPORTED, "cuda:%d: cannot start cuBLAS: %s", ordinal, blas_api.status_string(b));
     blas_api.set_math_mode(g_cu.blas, CUBLAS_PEDANTIC_MATH); /* fp32 products in fp32, as PyTorch without TF32 */
     blas_api.set_stream(g_cu.blas, g_cu.stream);
+    if ((e = cudaMalloc(&g_cu.blas_space, BLAS_WORKSPACE)) != cudaSuccess)
+        return ts_error(TS_ERR_UNSUPPORTED, "cuda:%d: no room for cuBLAS's workspace: %s", ordinal, cudaGetErrorString(e));
+    if ((b = blas_api.set_workspace(g_cu.blas, g_cu.blas_space, BLAS_WORKSPACE)) != CUBLAS_STATUS_SUCCESS)
+        return ts_error(TS_ERR_UNSUPPORTED, "cuda:%d: cuBLAS refused its workspace: %s", ordinal, blas_api.status_string(b));
     fill_kernel_table();
     ts_backend *be = &cuda_backend;
     be->name = "cuda";
@@ -505,6 +616,11 @@ static ts_status init_locked(int ordinal) {
     be->stats_add = cu_stats_add;
     be->stats_reduce = cu_stats_reduce;
     be->has_nonfinite = cu_has_nonfinite;
+    be->capture_begin = cu_capture_begin;
+    be->capture_end = cu_capture_end;
+    be->walk_begin = cu_walk_begin;
+    be->replay = cu_replay;
+    be->recording_free = cu_recording_free;
     be->event_record = cu_event_record;
     be->event_elapsed_ns = cu_event_elapsed_ns;
     g_cu.ordinal = ordinal;

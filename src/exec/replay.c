@@ -1,0 +1,341 @@
+/* replay.c -- a run's device work recorded once and replayed as one
+ * launch (DESIGN.md section 17: the compiled run as one CUDA graph).
+ *
+ * A small model on a GPU waits on its launches: a few microseconds of host
+ * time per kernel, for kernels that take less. A compiled program makes
+ * the same calls every run, so the first run of a kind is recorded (the
+ * backend's capture_begin / capture_end) and every later run of that kind
+ * replays the recording in one launch. The host still walks each run the
+ * way the executor always does, for its bookkeeping (step counts, the
+ * learning rate and Adam's bias corrections, which watches are due and
+ * their slots, the anchors' rows), but through a table that drops the
+ * work (walk_backend); the optimizer's step constants alone reach the
+ * device, in one copy before the launch.
+ *
+ * The kind of a run is its key (run_key): what decides which calls it
+ * makes with which pointers (training, D x A, the watches due, the input
+ * buffers, whether the last step left the gradients cleared). A run whose
+ * host decides on values the device computes, or whose observers read a
+ * tensor on the host, is not recorded (refusal). Every call a recorded
+ * run makes, with its arguments, goes into a fingerprint; a walk whose
+ * fingerprint differs from its recording's would replay other work than
+ * it asked for, so it is an error, never a silent replay. */
+#include "exec/exec.h"
+#include "observe/observe.h"
+
+#include "backend/backend.h"
+#include "core/core.h"
+#include "diag/metrics.h"
+#include "diag/trace.h"
+#include "graph/ops.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+/* ---- the walk's table: every call fingerprinted, the work done only
+ * while recording (one run at a time per thread) */
+
+static _Thread_local struct {
+    const ts_backend *real;
+    bool work;     /* recording: the calls go on to the real table */
+    uint64_t hash; /* the fingerprint of the calls so far */
+} w;
+
+static void mix(uint64_t v) {
+    w.hash ^= v;
+    w.hash *= 0x100000001b3ull; /* FNV-1a's prime, a word at a time */
+    w.hash ^= w.hash >> 29;
+}
+
+#define P(x) ((uint64_t)(uintptr_t)(x))
+
+static uint64_t fbits(float f) {
+    union {
+        float f;
+        uint32_t u;
+    } b = {f};
+    return b.u;
+}
+
+static void w_copy_to_device(void *s, void *dst, const void *src, size_t bytes) {
+    mix(1), mix(P(dst)), mix(P(src)), mix(bytes);
+    if (w.work) w.real->copy_to_device(s, dst, src, bytes);
+}
+
+static void w_copy_to_host(void *s, void *dst, const void *src, size_t bytes) {
+    mix(2), mix(P(dst)), mix(P(src)), mix(bytes);
+    if (w.work) w.real->copy_to_host(s, dst, src, bytes);
+}
+
+static void w_copy_on_device(void *s, void *dst, const void *src, size_t bytes) {
+    mix(3), mix(P(dst)), mix(P(src)), mix(bytes);
+    if (w.work) w.real->copy_on_device(s, dst, src, bytes);
+}
+
+static ts_status w_synchronize(void *s) {
+    mix(4);
+    return w.work ? w.real->synchronize(s) : TS_OK;
+}
+
+static void w_fill(void *s, float *dst, float value, int64_t n) {
+    mix(5), mix(P(dst)), mix(fbits(value)), mix((uint64_t)n);
+    if (w.work) w.real->fill(s, dst, value, n);
+}
+
+static void w_zero(void *s, float *dst, int64_t n) {
+    mix(6), mix(P(dst)), mix((uint64_t)n);
+    if (w.work) w.real->zero(s, dst, n);
+}
+
+static void w_accumulate(void *s, float *dst, const float *src, int64_t n) {
+    mix(7), mix(P(dst)), mix(P(src)), mix((uint64_t)n);
+    if (w.work) w.real->accumulate(s, dst, src, n);
+}
+
+static void w_scale(void *s, float *dst, const float *x, float f, int64_t n) {
+    mix(8), mix(P(dst)), mix(P(x)), mix(fbits(f)), mix((uint64_t)n);
+    if (w.work) w.real->scale(s, dst, x, f, n);
+}
+
+static void w_round_half(void *s, ts_dtype t, float *x, int64_t n, ts_half_loss *lost) {
+    mix(9), mix((uint64_t)t), mix(P(x)), mix((uint64_t)n), mix(P(lost));
+    if (w.work) w.real->round_half(s, t, x, n, lost);
+}
+
+static void mix_ctx(const ts_kctx *k) {
+    mix((uint64_t)k->node->op), mix(P(k->node)), mix(P(k->out)), mix(P(k->dout)), mix(P(k->scratch)), mix(P(k->workspace));
+    mix(P(k->lost)), mix(P(k->widen)), mix(k->training), mix(k->update_state), mix((uint64_t)k->out_dtype);
+    if (k->node->op == TS_OP_DROPOUT_MASK) mix(k->iteration); /* the one kernel that reads the micro-batch's number */
+    for (int j = 0; j < k->n_in; j++) mix(P(k->in[j])), mix(P(k->in_int[j])), mix(P(k->din[j])), mix((uint64_t)k->in_dtype[j]);
+}
+
+static void w_forward(const ts_kctx *k) {
+    mix(10), mix_ctx(k);
+    if (w.work) w.real->kernels[k->node->op].forward(k);
+}
+
+static void w_backward(const ts_kctx *k) {
+    mix(11), mix_ctx(k);
+    if (w.work) w.real->kernels[k->node->op].backward(k);
+}
+
+/* The update itself is recorded; its step constants are not part of the
+ * fingerprint: a recorded update reads them from the recording's table,
+ * which the real table fills on every walk too. */
+static void w_opt_update(const ts_optimizer *o, const struct ts_opt_consts *c, struct ts_opt_state *s, float *param, const float *grad,
+                         int64_t begin, int64_t end) {
+    mix(12), mix((uint64_t)o->kind), mix(P(s)), mix(P(param)), mix(P(grad)), mix((uint64_t)begin), mix((uint64_t)end);
+    w.real->opt_update(o, c, s, param, grad, begin, end);
+}
+
+static void w_opt_update_summarised(const ts_optimizer *o, const struct ts_opt_consts *c, struct ts_opt_state *s, float *param,
+                                    float *grad, int64_t begin, int64_t end, bool clear, struct ts_stats_stream *gs,
+                                    struct ts_stats_partial *gp, struct ts_stats_stream *ps, struct ts_stats_partial *pp) {
+    mix(13), mix(P(param)), mix(P(grad)); /* summaries read on the host: refused before (a mismatch if reached) */
+    mix(P(gp) ^ P(pp) ^ 0x5bd1e995u);
+    if (w.work) w.real->opt_update_summarised(o, c, s, param, grad, begin, end, clear, gs, gp, ps, pp);
+}
+
+static void w_stats_add(void *s, struct ts_stats_partial *p, const float *x, int64_t n) {
+    mix(14), mix(P(p)), mix(P(x)), mix((uint64_t)n);
+    if (w.work) w.real->stats_add(s, p, x, n);
+}
+
+static void w_stats_reduce(void *s, const float *x, int64_t n, ts_device_stats *slot) {
+    mix(15), mix(P(x)), mix((uint64_t)n), mix(P(slot));
+    if (w.work) w.real->stats_reduce(s, x, n, slot);
+}
+
+static bool w_has_nonfinite(void *s, const float *x, int64_t n) {
+    mix(16), mix(P(x)), mix((uint64_t)n);
+    return w.work && w.real->has_nonfinite(s, x, n);
+}
+
+static void w_event_record(void *s, ts_event *e) {
+    mix(17);
+    if (w.work) w.real->event_record(s, e);
+}
+
+static ts_kernel_row walk_rows[TS_OP_COUNT];
+static pthread_once_t walk_rows_once = PTHREAD_ONCE_INIT;
+
+static void walk_rows_init(void) {
+    for (int op = 0; op < TS_OP_COUNT; op++) walk_rows[op] = (ts_kernel_row){w_forward, w_backward, NULL};
+}
+
+/* The real table with every call that works replaced by its walk twin. */
+static void walk_backend(const ts_backend *real, ts_backend *out) {
+    pthread_once(&walk_rows_once, walk_rows_init);
+    *out = *real;
+    out->copy_to_device = w_copy_to_device;
+    out->copy_to_host = w_copy_to_host;
+    out->copy_on_device = w_copy_on_device;
+    out->synchronize = w_synchronize;
+    out->fill = w_fill;
+    out->zero = w_zero;
+    out->accumulate = w_accumulate;
+    out->scale = w_scale;
+    out->round_half = w_round_half;
+    out->kernels = walk_rows;
+    out->opt_update = w_opt_update;
+    out->opt_update_summarised = w_opt_update_summarised;
+    out->stats_add = w_stats_add;
+    out->stats_reduce = w_stats_reduce;
+    out->has_nonfinite = w_has_nonfinite;
+    out->event_record = w_event_record;
+}
+
+/* ---- which runs are recorded */
+
+/* Why this run is launched call by call, as a metrics cause; NULL: it is
+ * recorded. */
+static const char *refusal(const ts_model *m) {
+    const ts_prog *p = m->prog;
+    if (!p->backend->capture_begin) return NULL; /* not asked (the CPU): the caller checks first */
+    if (p->replay_off) return p->replay_off;
+    const char *env = getenv("TS_CUDA_GRAPHS");
+    bool on = true;
+    if (env && *env && ts_parse_bool(env, &on) && !on) return "SwitchedOff";
+    if (m->rerun) return "OpByOp";
+    if (m->opts.check != TS_CHECK_OFF) return "NumericChecks"; /* each tensor scanned as it is made, the run stopped at the first */
+    if (m->scaling) return "LossScaling";                      /* the host decides after each step whether it is taken */
+    if (ts_trace_live() || m->opts.trace_path) return "Timeline"; /* each op timed */
+    if (m->training && ts_log_enabled(TS_LOG_TRACE)) return "TraceLog"; /* each micro-batch's loss read */
+    if (ts_hold_armed(m)) return "Hold";
+    if (ts_replicas(m) > 1 || p->stage) return "Replicas";
+    for (int i = 0; i < p->n_entries; i++) {
+        const ts_entry *e = &p->entries[i];
+        if (!e->observed) continue;
+        if (e->n_outfeeds) return "Outfeed";          /* records copied to the host as they are made */
+        if (e->check) return "NumericChecks";
+        if (e->on_host && e->n_anchors) return "HostValue"; /* a step count the host holds, sent for its anchor */
+        if (e->n_anchors && !p->dev_anchors) return "HostAnchor";
+        if (e->watch >= 0 && p->watch_what[e->watch] != TS_WATCH_STATS) return "HostSummary"; /* histograms, ranges */
+    }
+    for (int k = 0; k < p->n_order; k++) {
+        ts_op op = m->g->t[p->order[k]]->op;
+        if (op == TS_OP_PRINT) return "Print";
+        if (op == TS_OP_DROPOUT_MASK && m->training) return "Dropout"; /* its mask drawn from the step number */
+    }
+    return NULL;
+}
+
+static uint64_t key_mix(uint64_t h, uint64_t v) {
+    h ^= v;
+    h *= 0x100000001b3ull;
+    return h ^ (h >> 29);
+}
+
+/* What decides the calls step d of the run makes and their pointers (its
+ * inputs' slices and observers' rows follow d). */
+static uint64_t run_key(const ts_model *m, int64_t d) {
+    const ts_prog *p = m->prog;
+    uint64_t h = 0xcbf29ce484222325ull;
+    h = key_mix(h, m->training);
+    h = key_mix(h, (uint64_t)m->opts.device_iterations);
+    h = key_mix(h, (uint64_t)(m->training ? m->opts.grad_accum : 1));
+    h = key_mix(h, p->param_grads_zero);
+    h = key_mix(h, (uint64_t)d);
+    if (d == m->opts.device_iterations - 1) /* watches are taken at the run's last micro-batch */
+        for (int i = 0; i < p->n_watch; i++) h = key_mix(h, m->runs % p->watch_period[i] == 0);
+    for (int k = 0; k < p->n_order; k++)
+        if (m->g->t[p->order[k]]->op == TS_OP_INPUT) h = key_mix(h, P(p->dev_inputs[p->order[k]]));
+    return h | 1; /* 0 marks an empty slot */
+}
+
+/* Step d, walked with the table `walk` in place of the real one. */
+static ts_status walk_step(ts_model *m, int64_t d, ts_status (*step)(ts_model *, int64_t), const ts_backend *walk) {
+    ts_prog *p = m->prog;
+    const ts_backend *real = m->backend;
+    m->backend = p->backend = walk;
+    p->recorded = true;
+    w.hash = 0xcbf29ce484222325ull;
+    ts_status st = step(m, d);
+    p->recorded = false;
+    m->backend = p->backend = real;
+    return st;
+}
+
+static ts_recording *find(ts_prog *p, uint64_t key) {
+    for (int i = 0; i < TS_RECORDINGS; i++)
+        if (p->recs[i].key == key) return &p->recs[i];
+    return NULL;
+}
+
+/* An empty slot, or the least recently used one, emptied; NULL when each
+ * was used by this run (a run of more steps than there are slots: the
+ * later steps go call by call rather than record over the earlier). */
+static ts_recording *make_room(ts_prog *p, int64_t run) {
+    ts_recording *r = &p->recs[0];
+    for (int i = 0; i < TS_RECORDINGS; i++) {
+        if (!p->recs[i].key) return &p->recs[i];
+        if (p->recs[i].used < r->used) r = &p->recs[i];
+    }
+    if (r->used == run) return NULL;
+    p->backend->recording_free(r->rec);
+    *r = (ts_recording){0};
+    return r;
+}
+
+ts_status ts_exec_recorded(ts_model *m, int64_t d, ts_status (*step)(ts_model *, int64_t)) {
+    ts_prog *p = m->prog;
+    const ts_backend *real = p->backend;
+    if (!real->capture_begin) return step(m, d);
+    const char *why = refusal(m);
+    if (why) {
+        ts_counter_add_cause("StepsNotRecorded", why, 1);
+        return step(m, d);
+    }
+    ts_backend walk;
+    walk_backend(real, &walk);
+    w.real = real;
+    uint64_t key = run_key(m, d);
+    ts_recording *r = find(p, key);
+    ts_status st;
+    if (r) { /* replay: the host's walk, then one launch */
+        w.work = false;
+        real->walk_begin(m->stream, r->rec);
+        st = walk_step(m, d, step, &walk);
+        bool same = w.hash == r->calls;
+        ts_status rst = real->replay(m->stream, r->rec, !st && same);
+        if (st) return st; /* cancelled before its first micro-batch: nothing to do */
+        if (!same) {
+            p->replay_off = "RecordingMismatch";
+            return ts_error(TS_ERR_INTERNAL, "run %lld, step %lld on %s: its calls differ from those of the recording it would replay, so "
+                                             "the step did not run; later steps of this model launch call by call (a bug in tensorscope: "
+                                             "please report it, and set TS_CUDA_GRAPHS=0 meanwhile)", (long long)m->runs, (long long)d, real->name);
+        }
+        r->used = m->runs;
+        ts_counter_add("GraphReplays", 1);
+        return rst;
+    }
+    r = make_room(p, m->runs);
+    if (!r) {
+        ts_counter_add_cause("StepsNotRecorded", "MoreStepsThanRecordings", 1);
+        return step(m, d);
+    }
+    void *rec = NULL;
+    st = real->capture_begin(m->stream, m->n_state, &rec);
+    if (st) { /* nothing was recorded: this step and the later ones call by call */
+        p->replay_off = "RecordingFailed";
+        ts_logf(TS_LOG_WARN, "%s: steps launched call by call: %s", real->name, ts_last_error());
+        return step(m, d);
+    }
+    w.work = true;
+    st = walk_step(m, d, step, &walk);
+    ts_status cst = real->capture_end(m->stream, rec);
+    if (st || cst) real->recording_free(rec);
+    if (st) return st; /* cancelled before its first micro-batch: the recording is of nothing */
+    if (cst) {
+        p->replay_off = "RecordingFailed";
+        return ts_error_wrap(cst, "run %lld, step %lld on %s: recording the step for replay failed, so its work was not done; later "
+                                  "steps of this model launch call by call (TS_CUDA_GRAPHS=0 skips the recording)", (long long)m->runs,
+                             (long long)d, real->name);
+    }
+    bool first = true;
+    for (int i = 0; i < TS_RECORDINGS; i++) first = first && !p->recs[i].key;
+    *r = (ts_recording){key, w.hash, m->runs, rec};
+    ts_counter_add_cause("GraphCaptures", first ? "FirstRun" : "AnotherKind", 1);
+    return real->replay(m->stream, rec, true);
+}
