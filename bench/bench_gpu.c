@@ -12,10 +12,13 @@
  *   gpt2      GPT-2 small's size: 12 layers, 12 heads, 768 channels,
  *             T 1024, B 8, vocabulary 50304, AdamW (random tokens)
  * Each step is one ts_model_run (one micro-batch, one optimizer step) on
- * random data; 3 warm-up steps, then STEPS (default 20) timed, plain and
- * observed interleaved in blocks of 5; observed = TS_WATCH_STATS every step
- * on every tensor (activations, gradients, updated weights). Prints
+ * random data; 3 warm-up steps, then STEPS (default 20) timed, plain,
+ * observed and plain call by call interleaved in blocks of 5; observed =
+ * TS_WATCH_STATS every step on every tensor (activations, gradients,
+ * updated weights); call by call = each step's kernels launched one by one
+ * rather than replayed as one CUDA graph (TS_CUDA_GRAPHS=0). Prints
  *   tensorscope row=R device=D ms_per_step=M (median) spread=S observed_ms_per_step=O overhead_pct=P
+ *     call_by_call_ms_per_step=C graph_replays=N (all the process's)
  * torch_gpu.py prints the same rows for PyTorch on the same GPU. */
 #include <math.h>
 #include <stdbool.h>
@@ -101,33 +104,42 @@ int main(int argc, char **argv) {
     for (int64_t i = 0; i < ny; i++) ((int32_t *)y)[i] = (int32_t)(u01() * (float)classes);
     in[0].data = x, in[1].data = y;
 
-    ts_model *m[2] = {NULL, NULL}; /* plain, observed */
-    for (int k = 0; k < 2; k++) {
+    /* plain, observed, plain launched call by call (each step not recorded
+     * as a CUDA graph: TS_CUDA_GRAPHS=0 while it runs) */
+    ts_model *m[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < 3; k++) {
         ts_options *o = ts_options_new();
         if (!o || ts_options_set_device(o, device)) return fail("options");
         if (k == 1 && ts_options_watch(o, "*", TS_WATCH_STATS, 1)) return fail("watching every tensor");
         if (ts_model_training(&m[k], g, loss, o, opt) || ts_model_compile(m[k])) return fail("compiling");
         ts_options_free(o);
+        if (k == 2) setenv("TS_CUDA_GRAPHS", "0", 1);
         for (int w = 0; w < 3; w++)
             if (ts_model_run(m[k], names, in, 2)) return fail("warm-up step");
+        unsetenv("TS_CUDA_GRAPHS");
     }
-    double *t[2] = {malloc(sizeof(double) * (size_t)steps), malloc(sizeof(double) * (size_t)steps)};
+    double *t[3];
+    for (int k = 0; k < 3; k++) t[k] = malloc(sizeof(double) * (size_t)steps);
     for (int s0 = 0; s0 < steps; s0 += 5)
-        for (int k = 0; k < 2; k++)
+        for (int k = 0; k < 3; k++) {
+            if (k == 2) setenv("TS_CUDA_GRAPHS", "0", 1);
             for (int s = s0; s < s0 + 5 && s < steps; s++) {
                 double a = now_ms();
                 if (ts_model_run(m[k], names, in, 2)) return fail("step");
                 t[k][s] = now_ms() - a;
             }
-    double med[2], spread[2];
-    for (int k = 0; k < 2; k++) {
+            unsetenv("TS_CUDA_GRAPHS");
+        }
+    double med[3], spread[3];
+    for (int k = 0; k < 3; k++) {
         qsort(t[k], (size_t)steps, sizeof(double), cmp);
         med[k] = t[k][steps / 2];
         spread[k] = t[k][steps * 9 / 10] - t[k][steps / 10];
     }
-    printf("tensorscope row=%s device=%s ms_per_step=%.4f spread=%.4f observed_ms_per_step=%.4f overhead_pct=%.1f\n", row, device, med[0],
-           spread[0], med[1], 100.0 * (med[1] / med[0] - 1.0));
-    for (int k = 0; k < 2; k++) ts_model_free(m[k]), free(t[k]);
+    printf("tensorscope row=%s device=%s ms_per_step=%.4f spread=%.4f observed_ms_per_step=%.4f overhead_pct=%.1f call_by_call_ms_per_step=%.4f "
+           "graph_replays=%lld\n",
+           row, device, med[0], spread[0], med[1], 100.0 * (med[1] / med[0] - 1.0), med[2], (long long)ts_counter_get("GraphReplays"));
+    for (int k = 0; k < 3; k++) ts_model_free(m[k]), free(t[k]);
     ts_graph_free(g);
     free(x), free(y);
     return 0;

@@ -695,8 +695,11 @@ TS_API ts_status ts_options_set_threads(ts_options *o, int n);
  * ts_model_new / ts_train_new with TS_ERR_UNSUPPORTED saying which (built
  * without CUDA; no GPU or driver; no GPU N). On a GPU today: parameters,
  * buffers and optimizer state go to the device before each run and back
- * after it; observers read a host copy of what they observe; numeric
- * checks, replicas and pipeline stages run on the CPU only. */
+ * after it; anchors and stats watches are taken on the device, other
+ * observers read a host copy of what they observe; each step is recorded
+ * once as a CUDA graph and replayed after, unless what it observes or
+ * checks is read on the host during the step (TS_CUDA_GRAPHS=0: never);
+ * replicas and pipeline stages run on the CPU only. */
 TS_API ts_status ts_options_set_device(ts_options *o, const char *device);
 /* TS_OK when `device` ("cpu", "cuda", "cuda:N") can run models here;
  * otherwise the error a model on it would give (TS_ERR_INVALID_ARGUMENT

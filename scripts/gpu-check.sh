@@ -74,6 +74,8 @@ if command -v compute-sanitizer >/dev/null; then
     tail -3 "$LOGS/memcheck.log"
     step memcheck-train 120 compute-sanitizer --tool memcheck --leak-check no --error-exitcode 9 "$BUILD/test_gpu_train"
     tail -3 "$LOGS/memcheck-train.log"
+    step memcheck-replay 120 compute-sanitizer --tool memcheck --leak-check no --error-exitcode 9 "$BUILD/test_replay"
+    tail -3 "$LOGS/memcheck-replay.log"
     step racecheck 90 compute-sanitizer --tool racecheck --error-exitcode 9 "$BUILD/test_backend_ops"
     tail -3 "$LOGS/racecheck.log"
 else
