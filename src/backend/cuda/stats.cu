@@ -3,7 +3,8 @@
  * core/stats.c's partial summaries (count, zeros, NaN, +-Inf; the finite
  * values' count, mean, squared deviations (Chan's merge, in double), min,
  * max). Two kernels: per-block records, then one block merging them in
- * order, so the result does not depend on timing. */
+ * order, so the result does not depend on timing; one where a block covers
+ * the tensor (most activations of a small model: half the launches). */
 #include "backend/cuda/cuda.h"
 
 #include <math.h>
@@ -91,6 +92,11 @@ void ts_cu_stats_reduce(cudaStream_t s, const float *x, int64_t n, ts_device_sta
     }
     int64_t want = (n + STATS_THREADS * 4 - 1) / (STATS_THREADS * 4);
     int blocks = want < 1 ? 1 : want > STATS_BLOCKS ? STATS_BLOCKS : (int)want;
+    if (blocks == 1) { /* one block's record is the summary: one kernel, not two */
+        stats_blocks<<<1, STATS_THREADS, 0, s>>>(x, n, slot);
+        ts_cu_check(cudaGetLastError(), "stats summary");
+        return;
+    }
     stats_blocks<<<blocks, STATS_THREADS, 0, s>>>(x, n, g_records);
     ts_cu_check(cudaGetLastError(), "stats summary");
     stats_merge<<<1, STATS_THREADS, 0, s>>>(g_records, blocks, slot);
