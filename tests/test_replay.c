@@ -8,8 +8,9 @@
  * (bit for bit on cpu-staged, which replays the very kernels; within 1e-6
  * on a GPU), and the counters show the steps were recorded once per kind
  * and replayed after. Also: 3 steps per run and a watch every 2 runs (more
- * kinds of step, the summaries taken at the same steps), and numeric checks,
- * which keep every step call by call and say why. The device is
+ * kinds of step, the summaries taken at the same steps), numeric checks,
+ * which keep every step call by call and say why, and the metrics report's
+ * lines for the device (copies, wait, memory on a GPU). The device is
  * TS_TEST_DEVICE ("cuda" unless set); without one: exits 77 saying why. */
 /* labels: gpu */
 #include "check.h"
@@ -235,5 +236,16 @@ int main(void) {
         free(j.in[0].data), free(j.in[1].data);
         ts_graph_free(ga), ts_graph_free(gb);
     }
+    /* what the metrics report says of the runs above: the copies both ways,
+     * the host's wait, the replays; on a GPU its memory */
+    char *r = ts_metrics_report();
+    CHECK(r && strstr(r, "Metric: TransferToDeviceBytes\n") && strstr(r, "Metric: TransferFromDeviceBytes\n") &&
+              strstr(r, "Metric: DeviceWait\n") && strstr(r, "Counter: GraphReplays\n") && strstr(r, "Counter: GraphCaptures.FirstRun\n") &&
+              strstr(r, "Counter: StepsNotRecorded.NumericChecks\n"),
+          "the metrics report counts the device's copies, its wait, the steps recorded, replayed and not (with why)");
+    if (!strncmp(device, "cuda", 4))
+        CHECK(r && strstr(r, "Metric: DeviceMemoryPeakBytes\n") && strstr(r, "Metric: DeviceMemoryFreeBytes\n"),
+              "on a GPU the report gives the device's memory: peak and free");
+    ts_string_free(r);
     return check_summary("test_replay");
 }

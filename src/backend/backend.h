@@ -81,6 +81,13 @@ typedef struct ts_event {
     void *handle;
 } ts_event;
 
+/* A device's memory, in bytes: what the backend holds now (`alloc` less
+ * `free`) and at most since it started, and what the device has free of
+ * its total (every process's use counted). */
+typedef struct ts_device_memory {
+    uint64_t in_use, peak, free, total;
+} ts_device_memory;
+
 typedef struct ts_backend {
     const char *name; /* "cpu", "cuda", as the user names the device */
     int ordinal;      /* which device of that kind (cuda:N) */
@@ -99,6 +106,9 @@ typedef struct ts_backend {
      * TS_ERR_OUT_OF_MEMORY with *out NULL. */
     ts_status (*alloc)(size_t bytes, void **out);
     void (*free)(void *p); /* NULL: nothing */
+    /* *out <- the device's memory as above; NULL: the host's (the CPU's,
+     * which the memory watcher reports) */
+    void (*memory_info)(ts_device_memory *out);
 
     /* ---- copies, asynchronous on `stream`: complete after `synchronize`;
      * the host side must stay untouched until then */

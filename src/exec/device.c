@@ -15,11 +15,14 @@
 #include "exec/exec.h"
 #include "observe/observe.h"
 
+#include "diag/metrics.h"
+
 
 ts_status ts_device_before_run(ts_model *m) {
     ts_prog *p = m->prog;
     const ts_backend *be = p->backend;
     if (be->host_addressable) return TS_OK;
+    uint64_t t0 = ts_now_ns(), sent = 0;
     /* what the host wrote since the device's copies were sent: the values
      * (ts_param_set, a restored checkpoint, another model's run), the
      * optimizer state (a restored checkpoint); all of it before the
@@ -27,7 +30,10 @@ ts_status ts_device_before_run(ts_model *m) {
     bool values = !p->sent || p->sent_gen != m->g->values_gen, state = !p->sent || p->state_sent_gen != m->state_gen;
     for (int i = 0; i < p->n_dev_copies && (values || state); i++) {
         const ts_device_copy *c = &p->dev_copies[i];
-        if (c->state ? state : values) be->copy_to_device(m->stream, c->dev, c->host, (size_t)c->numel * sizeof(float));
+        if (c->state ? state : values) {
+            be->copy_to_device(m->stream, c->dev, c->host, (size_t)c->numel * sizeof(float));
+            sent += (uint64_t)c->numel * sizeof(float);
+        }
     }
     p->sent = true;
     p->sent_gen = m->g->values_gen;
@@ -47,7 +53,12 @@ ts_status ts_device_before_run(ts_model *m) {
             p->dev_input_bytes[i] = bytes;
         }
         be->copy_to_device(m->stream, p->dev_inputs[i], p->bound[i]->data, bytes);
+        sent += bytes;
     }
+    /* the copies are queued: a copy from the host's pageable memory is done
+     * when the call returns, the rest overlaps the run */
+    ts_metric_record("TransferToDevice", (double)(ts_now_ns() - t0));
+    ts_metric_record_value("TransferToDeviceBytes", (double)sent);
     return TS_OK;
 }
 
@@ -55,17 +66,34 @@ ts_status ts_device_after_run(ts_model *m) {
     ts_prog *p = m->prog;
     const ts_backend *be = p->backend;
     if (be->host_addressable) return TS_OK;
+    uint64_t t0 = ts_now_ns(), fetched = 0;
     for (int i = 0; i < p->n_dev_copies; i++) {
         const ts_device_copy *c = &p->dev_copies[i];
-        if (c->download) be->copy_to_host(m->stream, c->host, c->dev, (size_t)c->numel * sizeof(float));
+        if (c->download) {
+            be->copy_to_host(m->stream, c->host, c->dev, (size_t)c->numel * sizeof(float));
+            fetched += (uint64_t)c->numel * sizeof(float);
+        }
     }
     if (p->dev_anchors) { /* the anchors the run captured on the device: one copy */
         be->copy_to_host(m->stream, p->arena_anchors, p->dev_anchors, (size_t)p->anchor_local * sizeof(float));
         p->anchor_bytes += (uint64_t)p->anchor_local * sizeof(float);
+        fetched += (uint64_t)p->anchor_local * sizeof(float);
     }
-    if (p->any_pending) /* the summaries the run reduced on the device: one copy */
+    if (p->any_pending) { /* the summaries the run reduced on the device: one copy */
         be->copy_to_host(m->stream, p->host_slots, p->dev_slots, (size_t)p->n_watch * sizeof(ts_device_stats));
+        fetched += (uint64_t)p->n_watch * sizeof(ts_device_stats);
+    }
     ts_status st = be->synchronize(m->stream);
+    /* the host's wait for the run's last work and the copies behind it */
+    ts_metric_record("DeviceWait", (double)(ts_now_ns() - t0));
+    ts_metric_record_value("TransferFromDeviceBytes", (double)fetched);
+    if (be->memory_info) {
+        ts_device_memory mem;
+        be->memory_info(&mem);
+        ts_metric_record_value("DeviceMemoryInUseBytes", (double)mem.in_use);
+        ts_metric_record_value("DeviceMemoryPeakBytes", (double)mem.peak);
+        ts_metric_record_value("DeviceMemoryFreeBytes", (double)mem.free);
+    }
     /* the host's copies moved: another model of the graph sends them again, not this one */
     m->g->values_gen++;
     p->sent_gen = m->g->values_gen;

@@ -141,6 +141,45 @@ void ts_cu_gemm(cudaStream_t s, bool ta, bool tb, int64_t M, int64_t N, int64_t 
 
 /* ------------------------------------------------------------ memory */
 
+/* What this backend holds: its allocations' sizes by address (made at
+ * compile, not in the step loop), the sum and its peak. */
+static struct {
+    void **ptr;
+    size_t *bytes;
+    size_t n, cap;
+    uint64_t in_use, peak;
+} g_held;
+
+static bool hold_note(void *p, size_t bytes) {
+    if (g_held.n == g_held.cap) {
+        size_t cap = g_held.cap ? 2 * g_held.cap : 64;
+        void **ptr = (void **)realloc(g_held.ptr, cap * sizeof *ptr);
+        if (ptr) g_held.ptr = ptr;
+        size_t *b = ptr ? (size_t *)realloc(g_held.bytes, cap * sizeof *b) : nullptr;
+        if (!b) return false;
+        g_held.bytes = b, g_held.cap = cap;
+    }
+    g_held.ptr[g_held.n] = p, g_held.bytes[g_held.n++] = bytes;
+    g_held.in_use += bytes;
+    if (g_held.in_use > g_held.peak) g_held.peak = g_held.in_use;
+    return true;
+}
+
+static void hold_forget(void *p) {
+    for (size_t i = g_held.n; i-- > 0;)
+        if (g_held.ptr[i] == p) {
+            g_held.in_use -= g_held.bytes[i];
+            g_held.ptr[i] = g_held.ptr[--g_held.n], g_held.bytes[i] = g_held.bytes[g_held.n];
+            return;
+        }
+}
+
+static void cu_memory_info(ts_device_memory *out) {
+    size_t free_b = 0, total_b = 0;
+    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) (void)cudaGetLastError();
+    *out = ts_device_memory{g_held.in_use, g_held.peak, free_b, total_b};
+}
+
 static ts_status cu_alloc(size_t bytes, void **out) {
     *out = nullptr;
     cudaError_t e = cudaMalloc(out, bytes ? bytes : 1);
@@ -159,11 +198,18 @@ static ts_status cu_alloc(size_t bytes, void **out) {
         *out = nullptr;
         return ts_error(TS_ERR_INTERNAL, "cuda:%d: clearing new memory: %s", g_cu.ordinal, cudaGetErrorString(e));
     }
+    if (!hold_note(*out, bytes)) {
+        cudaFree(*out);
+        *out = nullptr;
+        return ts_error(TS_ERR_OUT_OF_MEMORY, "cuda:%d: no host memory to note an allocation", g_cu.ordinal);
+    }
     return TS_OK;
 }
 
 static void cu_free(void *p) {
-    if (p) ts_cu_check(cudaFree(p), "cudaFree");
+    if (!p) return;
+    hold_forget(p);
+    ts_cu_check(cudaFree(p), "cudaFree");
 }
 
 /* ----------------------------------------------------------- copies */
@@ -601,6 +647,7 @@ static ts_status init_locked(int ordinal) {
     be->stream_destroy = cu_stream_destroy;
     be->alloc = cu_alloc;
     be->free = cu_free;
+    be->memory_info = cu_memory_info;
     be->copy_to_device = cu_copy_to_device;
     be->copy_to_host = cu_copy_to_host;
     be->copy_on_device = cu_copy_on_device;
