@@ -5,8 +5,7 @@
  * the optimizer's step constants alone come from the recording's table,
  * refilled by each walk. So a value that changes from run to run and
  * reaches the device any other way shows here, on any machine, as the
- * wrong result it would give on a GPU. One recording is made or walked
- * at a time, as on the GPU's one stream. */
+ * wrong result it would give on a GPU. */
 #include "backend/backend.h"
 #include "backend/cpu/cpu.h"
 #include "graph/optim.h"
@@ -45,9 +44,11 @@ typedef struct recording {
     int rows_cap, used;
 } recording;
 
-static ts_backend base; /* the staged table before recording joined it */
-static int mode = MODE_LAUNCH;
-static recording *cur;
+static ts_backend base; /* the staged table before recording joined it (set once) */
+/* what the calls of the thread running a model do now: a run records,
+ * walks and replays on its own thread */
+static _Thread_local int mode = MODE_LAUNCH;
+static _Thread_local recording *cur;
 
 /* Room for one more call (NULL: none, the recording marked failed). */
 static call *keep(call_kind kind) {
