@@ -18,8 +18,11 @@
  * updated weights); call by call = each step's kernels launched one by one
  * rather than replayed as one CUDA graph (TS_CUDA_GRAPHS=0). Prints
  *   tensorscope row=R device=D ms_per_step=M (median) spread=S observed_ms_per_step=O overhead_pct=P
- *     call_by_call_ms_per_step=C graph_replays=N (all the process's)
- * torch_gpu.py prints the same rows for PyTorch on the same GPU. */
+ *     call_by_call_ms_per_step=C graph_replays=N (all the process's) peak_mb=K
+ * K: the device memory tensorscope held at most by the end of the plain
+ * model's warm-up (before the others exist), cuBLAS's workspace included.
+ * torch_gpu.py prints the same rows for PyTorch on the same GPU (its
+ * peak_mb: torch.cuda.max_memory_allocated). */
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -107,6 +110,7 @@ int main(int argc, char **argv) {
     /* plain, observed, plain launched call by call (each step not recorded
      * as a CUDA graph: TS_CUDA_GRAPHS=0 while it runs) */
     ts_model *m[3] = {NULL, NULL, NULL};
+    ts_model_memory mem;
     for (int k = 0; k < 3; k++) {
         ts_options *o = ts_options_new();
         if (!o || ts_options_set_device(o, device)) return fail("options");
@@ -117,6 +121,7 @@ int main(int argc, char **argv) {
         for (int w = 0; w < 3; w++)
             if (ts_model_run(m[k], names, in, 2)) return fail("warm-up step");
         unsetenv("TS_CUDA_GRAPHS");
+        if (k == 0 && ts_model_memory_get(m[0], &mem)) return fail("memory"); /* the plain model's alone: the others come after */
     }
     double *t[3];
     for (int k = 0; k < 3; k++) t[k] = malloc(sizeof(double) * (size_t)steps);
@@ -137,8 +142,9 @@ int main(int argc, char **argv) {
         spread[k] = t[k][steps * 9 / 10] - t[k][steps / 10];
     }
     printf("tensorscope row=%s device=%s ms_per_step=%.4f spread=%.4f observed_ms_per_step=%.4f overhead_pct=%.1f call_by_call_ms_per_step=%.4f "
-           "graph_replays=%lld\n",
-           row, device, med[0], spread[0], med[1], 100.0 * (med[1] / med[0] - 1.0), med[2], (long long)ts_counter_get("GraphReplays"));
+           "graph_replays=%lld peak_mb=%.1f\n",
+           row, device, med[0], spread[0], med[1], 100.0 * (med[1] / med[0] - 1.0), med[2], (long long)ts_counter_get("GraphReplays"),
+           (double)mem.device_peak / (1 << 20));
     for (int k = 0; k < 3; k++) ts_model_free(m[k]), free(t[k]);
     ts_graph_free(g);
     free(x), free(y);

@@ -1276,11 +1276,15 @@ typedef enum ts_dump_format { TS_DUMP_TEXT = 0, TS_DUMP_DOT } ts_dump_format;
 enum { TS_DUMP_LOCATIONS = 1, TS_DUMP_BACKWARD = 2 };
 TS_API char *ts_graph_dump(const ts_graph *g, const ts_model *m, ts_dump_format fmt, int flags);
 
-/* Bytes held by a compiled model, by lifetime class, and the process's. */
+/* Bytes held by a compiled model, by lifetime class, and the process's.
+ * On a GPU also its memory: what tensorscope holds there now (every model
+ * of the process, with cuBLAS's workspace) and at most since it started,
+ * and what the GPU has free of its total; all four 0 on the CPU. */
 typedef struct ts_model_memory {
     int64_t parameters, gradients, optimizer_state, activations, anchors;
     int64_t activations_without_reuse; /* what the memory plan saved against */
     ts_memory_usage process;
+    int64_t device_in_use, device_peak, device_free, device_total;
 } ts_model_memory;
 TS_API ts_status ts_model_memory_get(const ts_model *m, ts_model_memory *out);
 /* One line: "memory: params 1.09MB grads ... rss 52.1MB pss ... uss ..." */

@@ -141,7 +141,8 @@ class ModelMemory(C.Structure):  # ts_model_memory
     _fields_ = [("parameters", C.c_int64), ("gradients", C.c_int64),
                 ("optimizer_state", C.c_int64), ("activations", C.c_int64),
                 ("anchors", C.c_int64), ("activations_without_reuse", C.c_int64),
-                ("process", MemoryUsage)]
+                ("process", MemoryUsage), ("device_in_use", C.c_int64), ("device_peak", C.c_int64),
+                ("device_free", C.c_int64), ("device_total", C.c_int64)]
 
 
 class LoaderConfig(C.Structure):  # ts_loader_config

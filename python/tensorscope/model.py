@@ -343,7 +343,9 @@ class Model:
         return metrics_report()
 
     def memory(self) -> Dict[str, Any]:
-        """Bytes held by the compiled model by lifetime class, and the process's."""
+        """Bytes held by the compiled model by lifetime class, and the process's;
+        on a GPU its memory too (device_in_use, device_peak, device_free,
+        device_total: tensorscope's now and at most, the GPU's free and total)."""
         m = _capi.ModelMemory()
         check(lib.ts_model_memory_get(self._h, C.byref(m)))
         out = _capi.as_dict(m, skip=("process",))
