@@ -81,6 +81,14 @@ typedef struct ts_event {
     void *handle;
 } ts_event;
 
+/* One tensor's stats summary into a device slot (stats_reduce_many). */
+typedef struct ts_stats_job {
+    const float *x;
+    int64_t n;
+    ts_device_stats *slot;
+} ts_stats_job;
+#define TS_STATS_MANY 64 /* tensors a device summarises in one launch */
+
 /* A device's memory, in bytes: what the backend holds now (`alloc` less
  * `free`) and at most since it started, and what the device has free of
  * its total (every process's use counted). */
@@ -153,6 +161,11 @@ typedef struct ts_backend {
      * host reads the slots after the run, in one copy. NULL: not needed
      * (a device whose memory the host reads summarises there). */
     void (*stats_reduce)(void *stream, const float *x, int64_t n, ts_device_stats *slot);
+    /* The same for n tensors (jobs is host memory, read before the call
+     * returns), in as few launches as the device can: the parameters,
+     * their gradients and the optimizer's state, summarised together at
+     * the step's two points where they stand still. NULL: stats_reduce each. */
+    void (*stats_reduce_many)(void *stream, const ts_stats_job *jobs, int n);
     /* Whether x[0..n) holds a NaN or an Inf. */
     bool (*has_nonfinite)(void *stream, const float *x, int64_t n);
 

@@ -107,6 +107,8 @@ typedef struct ts_prog {
     struct ts_device_stats *dev_slots, *host_slots; /* per watch: stats reduced on the device this run */
     int64_t *slot_step;       /* the step each pending slot was taken at */
     int *slot_entry;          /* the entry each pending slot summarises */
+    struct ts_stats_job *queued; /* n_watch: stats watches waiting for the step's next flush (ts_observe_device_flush) */
+    int n_queued;
     bool *slot_pending;
     bool any_pending;
     float *dev_anchors;       /* the anchors arena's device copy: captured there, copied back after each run */

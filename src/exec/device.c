@@ -66,6 +66,7 @@ ts_status ts_device_after_run(ts_model *m) {
     ts_prog *p = m->prog;
     const ts_backend *be = p->backend;
     if (be->host_addressable) return TS_OK;
+    ts_observe_device_flush(m); /* what a run that stopped early left queued */
     uint64_t t0 = ts_now_ns(), fetched = 0;
     for (int i = 0; i < p->n_dev_copies; i++) {
         const ts_device_copy *c = &p->dev_copies[i];

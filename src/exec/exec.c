@@ -362,6 +362,7 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
     }
     float unscale = m->scaling ? (float)(1.0 / scale) : 1.0f;
     m->opt.lr = (float)ts_lr_at(&m->sched, m->base_lr, m->steps);
+    ts_observe_device_flush(m); /* the parameters and gradients as the updates will find them */
     int cleared = 0;
     for (int s = 0; s < m->n_state; s++) {
         int node = m->state[s].node;
@@ -379,6 +380,7 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
         cleared += A == 1;
         for (int e = acc + 1; e < p->n_entries && p->entries[e].node == node; e++) OBSERVE(m, e, d);
     }
+    ts_observe_device_flush(m); /* the updated values and the optimizer's state */
     p->param_grads_zero = cleared == p->n_param_grads; /* else the next backward clears them */
     uint64_t t1 = ts_now_ns();
     p->opt_ns += t1 - t0;
@@ -567,6 +569,7 @@ static ts_status run_step(ts_model *m, int64_t d) {
     }
     ts_status st = m->training && ts_replicas(m) > 1 ? m->par->sync_buffers(m) : TS_OK;
     if (!st) st = observe_buffers(m, d);
+    ts_observe_device_flush(m); /* an inference model's parameters */
     if (!st && step) st = trace_step_end(m, step, ts0);
     return st;
 }

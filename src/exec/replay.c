@@ -147,6 +147,12 @@ static void w_stats_reduce(void *s, const float *x, int64_t n, ts_device_stats *
     if (w.work) w.real->stats_reduce(s, x, n, slot);
 }
 
+static void w_stats_reduce_many(void *s, const ts_stats_job *jobs, int n) {
+    mix(18), mix((uint64_t)n);
+    for (int i = 0; i < n; i++) mix(P(jobs[i].x)), mix((uint64_t)jobs[i].n), mix(P(jobs[i].slot));
+    if (w.work) w.real->stats_reduce_many(s, jobs, n);
+}
+
 static bool w_has_nonfinite(void *s, const float *x, int64_t n) {
     mix(16), mix(P(x)), mix((uint64_t)n);
     return w.work && w.real->has_nonfinite(s, x, n);
@@ -182,6 +188,7 @@ static void walk_backend(const ts_backend *real, ts_backend *out) {
     out->opt_update_summarised = w_opt_update_summarised;
     out->stats_add = w_stats_add;
     out->stats_reduce = w_stats_reduce;
+    if (real->stats_reduce_many) out->stats_reduce_many = w_stats_reduce_many;
     out->has_nonfinite = w_has_nonfinite;
     out->event_record = w_event_record;
 }

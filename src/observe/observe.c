@@ -376,6 +376,34 @@ ts_status ts_check_backward(ts_model *m, int node, int64_t sample) {
     return TS_OK;
 }
 
+/* Whether e's values stay as they are until the step's next flush point:
+ * a parameter (observed as the step starts, changed by its update), a
+ * parameter's gradient (made by the last backward, read by the update),
+ * the updated value and the optimizer's moments (made by the update). */
+static bool stands_still(const ts_model *m, const ts_entry *e) {
+    if (e->on_host) return false;
+    ts_op op = m->g->t[e->node]->op;
+    switch (e->kind) {
+    case TS_KIND_VALUE: return op == TS_OP_PARAM;
+    case TS_KIND_GRAD: return op == TS_OP_PARAM;
+    case TS_KIND_UPDATED:
+    case TS_KIND_ACCL:
+    case TS_KIND_ACCL1:
+    case TS_KIND_ACCL2: return true;
+    default: return false;
+    }
+}
+
+void ts_observe_device_flush(ts_model *m) {
+    ts_prog *p = m->prog;
+    if (!p->n_queued) return;
+    const ts_backend *be = p->backend;
+    if (be->stats_reduce_many) be->stats_reduce_many(m->stream, p->queued, p->n_queued);
+    else
+        for (int i = 0; i < p->n_queued; i++) be->stats_reduce(m->stream, p->queued[i].x, p->queued[i].n, p->queued[i].slot);
+    p->n_queued = 0;
+}
+
 bool ts_observe_device(ts_model *m, int entry, int64_t sample) {
     ts_prog *p = m->prog;
     const ts_entry *e = &p->entries[entry];
@@ -394,7 +422,8 @@ bool ts_observe_device(ts_model *m, int entry, int64_t sample) {
         p->anchor_copies += (uint64_t)e->n_anchors;
     }
     if (reduce) { /* into its slot, copied to the host once after the run */
-        p->backend->stats_reduce(m->stream, x, e->numel, &p->dev_slots[e->watch]);
+        if (stands_still(m, e)) p->queued[p->n_queued++] = (ts_stats_job){x, e->numel, &p->dev_slots[e->watch]};
+        else p->backend->stats_reduce(m->stream, x, e->numel, &p->dev_slots[e->watch]);
         p->slot_pending[e->watch] = p->any_pending = true;
         p->slot_step[e->watch] = m->steps;
         p->slot_entry[e->watch] = (int)(e - p->entries);

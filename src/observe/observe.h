@@ -36,6 +36,13 @@ typedef struct ts_step_update {
  * (outfeeds, numeric checks, histograms and ranges): the caller copies
  * them there and calls ts_observe, which leaves the anchors alone. */
 bool ts_observe_device(ts_model *m, int entry, int64_t sample);
+/* The stats watches of the parameters, their gradients and the
+ * optimizer's state wait (ts_observe_device queues them) until the step
+ * reaches a point where they stand still: before the first update (the
+ * parameters as the step found them, the gradients) and after the last
+ * (the updated values, the optimizer's state); there one launch
+ * summarises them all. */
+void ts_observe_device_flush(ts_model *m);
 /* After the run, with the slots copied to the host: the summaries. */
 void ts_observe_device_finish(ts_model *m);
 void ts_observe_step(ts_model *m, int node, int64_t d, const ts_step_update *u, int64_t n);

@@ -485,6 +485,8 @@ static void cu_stats_reduce(void *stream, const float *x, int64_t n, ts_device_s
     ts_cu_stats_reduce(cu_stream(stream), x, n, slot);
 }
 
+static void cu_stats_reduce_many(void *stream, const ts_stats_job *jobs, int n) { ts_cu_stats_reduce_many(cu_stream(stream), jobs, n); }
+
 /* *flag = 1 when x[n] holds a NaN or an Inf (exponent all ones) */
 __global__ static void nonfinite_kernel(const float *x, int64_t n, float *flag) {
     bool bad = false;
@@ -662,6 +664,7 @@ static ts_status init_locked(int ordinal) {
     be->opt_update_summarised = cu_opt_update_summarised;
     be->stats_add = cu_stats_add;
     be->stats_reduce = cu_stats_reduce;
+    be->stats_reduce_many = cu_stats_reduce_many;
     be->has_nonfinite = cu_has_nonfinite;
     be->capture_begin = cu_capture_begin;
     be->capture_end = cu_capture_end;

@@ -53,5 +53,6 @@ void ts_cu_gemm_strided(cudaStream_t s, bool ta, bool tb, int64_t M, int64_t N, 
 
 /* The stats of x[0..n) into *slot (stats.cu), on stream s. */
 void ts_cu_stats_reduce(cudaStream_t s, const float *x, int64_t n, ts_device_stats *slot);
+void ts_cu_stats_reduce_many(cudaStream_t s, const ts_stats_job *jobs, int n);
 
 #endif

@@ -82,16 +82,15 @@ __device__ static ts_device_stats load_record(const ts_device_stats *r) {
     return s;
 }
 
-/* slot <- the stats of x[n]; records[gridDim.x] and *done (0 before and
- * after) are the blocks' meeting place when there is more than one */
-__global__ static void stats_kernel(const float *x, int64_t n, ts_device_stats *records, unsigned *done, ts_device_stats *slot) {
+/* *out <- the stats of x[i] for i = begin + k * step < end: sums about the
+ * first finite value (exact for the first, well conditioned after), turned
+ * into a mean and squared deviations */
+__device__ static void thread_stats(const float *x, int64_t begin, int64_t end, int64_t step, ts_device_stats *out) {
     ts_device_stats s;
     start(&s);
-    /* each thread: sums about its first finite value (exact for the first,
-     * well conditioned after), turned into a mean and squared deviations */
     double shift = 0, s1 = 0, s2 = 0;
     float lo = INFINITY, hi = -INFINITY;
-    TS_CU_FOR(i, n) {
+    for (int64_t i = begin; i < end; i += step) {
         float v = x[i];
         s.count += 1;
         if (isnan(v)) {
@@ -115,29 +114,102 @@ __global__ static void stats_kernel(const float *x, int64_t n, ts_device_stats *
         s.m2 = fmax(s2 - s1 * s1 / s.finite, 0.0);
         s.min = lo, s.max = hi;
     }
-    if (gridDim.x == 1) {
-        block_reduce(&s, slot);
-        return;
-    }
-    block_reduce(&s, &records[blockIdx.x]);
+    *out = s;
+}
+
+/* The block's record of its part into records[index]; the last of the
+ * `parts` blocks to finish (counted in *done, 0 before and after) merges
+ * the records[first, first + parts) in index order into *slot. */
+__device__ static void finish_parts(ts_device_stats *s, ts_device_stats *records, int first, int index, int parts, unsigned *done,
+                                    ts_device_stats *slot) {
+    block_reduce(s, &records[index]);
     __shared__ bool last;
     if (threadIdx.x == 0) {
         __threadfence(); /* this block's record before its count */
-        last = atomicAdd(done, 1u) == gridDim.x - 1;
+        last = atomicAdd(done, 1u) == (unsigned)parts - 1;
     }
     __syncthreads();
     if (!last) return;
     ts_device_stats m;
     start(&m);
-    for (unsigned i = threadIdx.x; i < gridDim.x; i += STATS_THREADS) {
-        ts_device_stats r = load_record(&records[i]);
+    for (int i = threadIdx.x; i < parts; i += STATS_THREADS) {
+        ts_device_stats r = load_record(&records[first + i]);
         merge(&m, &r);
     }
     block_reduce(&m, slot);
     if (threadIdx.x == 0) *done = 0; /* for the next summary on the stream */
 }
 
+/* slot <- the stats of x[n]; records[gridDim.x] and *done are the blocks'
+ * meeting place when there is more than one */
+__global__ static void stats_kernel(const float *x, int64_t n, ts_device_stats *records, unsigned *done, ts_device_stats *slot) {
+    ts_device_stats s;
+    thread_stats(x, (int64_t)blockIdx.x * blockDim.x + threadIdx.x, n, (int64_t)blockDim.x * gridDim.x, &s);
+    if (gridDim.x == 1) {
+        block_reduce(&s, slot);
+        return;
+    }
+    finish_parts(&s, records, 0, (int)blockIdx.x, (int)gridDim.x, done, slot);
+}
+
+/* ---- many tensors in one launch: the tensors by value in the kernel's
+ * arguments (a recorded launch keeps them), each split into chunks of
+ * `chunk` values, a block a chunk, the last block of a tensor merging
+ * its chunks' records in order */
+#define MANY_RECORDS 4096
+
+struct many_args {
+    const float *x[TS_STATS_MANY];
+    int64_t n[TS_STATS_MANY];
+    ts_device_stats *slot[TS_STATS_MANY];
+    int first[TS_STATS_MANY + 1]; /* tensor t's chunks are blocks first[t] .. first[t + 1] - 1 */
+    int count;
+    int64_t chunk;
+};
+
+__global__ static void stats_many_kernel(const many_args a, ts_device_stats *records, unsigned *done) {
+    int b = (int)blockIdx.x, t = 0;
+    while (t + 1 < a.count && a.first[t + 1] <= b) t++;
+    int c = b - a.first[t], parts = a.first[t + 1] - a.first[t];
+    int64_t begin = (int64_t)c * a.chunk, end = begin + a.chunk < a.n[t] ? begin + a.chunk : a.n[t];
+    ts_device_stats s;
+    thread_stats(a.x[t], begin + threadIdx.x, end, blockDim.x, &s);
+    if (parts == 1) block_reduce(&s, a.slot[t]);
+    else finish_parts(&s, records, a.first[t], b, parts, &done[t], a.slot[t]);
+}
+
 static ts_device_stats *g_records; /* STATS_BLOCKS records, then the blocks' counter: one summary at a time on the stream */
+static ts_device_stats *g_many;    /* MANY_RECORDS records, then TS_STATS_MANY counters */
+
+void ts_cu_stats_reduce_many(cudaStream_t s, const ts_stats_job *jobs, int n) {
+    if (!g_many) {
+        size_t bytes = MANY_RECORDS * sizeof *g_many + TS_STATS_MANY * sizeof(unsigned);
+        if (cudaMalloc((void **)&g_many, bytes) != cudaSuccess ||
+            cudaMemsetAsync(g_many + MANY_RECORDS, 0, TS_STATS_MANY * sizeof(unsigned), s) != cudaSuccess) {
+            ts_cu_check(cudaErrorMemoryAllocation, "stats summaries");
+            g_many = nullptr;
+            return;
+        }
+    }
+    for (int k = 0; k < n; k += TS_STATS_MANY) {
+        many_args a;
+        a.count = n - k < TS_STATS_MANY ? n - k : TS_STATS_MANY;
+        int64_t total = 0;
+        for (int t = 0; t < a.count; t++) total += jobs[k + t].n;
+        /* chunks of at least 16 values a thread, few enough for the records */
+        a.chunk = STATS_THREADS * 16;
+        if (total / a.chunk + a.count > MANY_RECORDS) a.chunk = total / (MANY_RECORDS - a.count) + 1;
+        a.first[0] = 0;
+        for (int t = 0; t < a.count; t++) {
+            const ts_stats_job *j = &jobs[k + t];
+            a.x[t] = j->x, a.n[t] = j->n, a.slot[t] = j->slot;
+            int64_t parts = j->n > 0 ? (j->n + a.chunk - 1) / a.chunk : 1;
+            a.first[t + 1] = a.first[t] + (int)parts;
+        }
+        stats_many_kernel<<<a.first[a.count], STATS_THREADS, 0, s>>>(a, g_many, (unsigned *)(void *)(g_many + MANY_RECORDS));
+        ts_cu_check(cudaGetLastError(), "stats summaries");
+    }
+}
 
 void ts_cu_stats_reduce(cudaStream_t s, const float *x, int64_t n, ts_device_stats *slot) {
     if (!g_records) {
