@@ -2317,7 +2317,8 @@ static value *torch_param(importer *im, const char *name, const TensorProto *tp,
  * file's metadata says which they are (onnx_torch.h): renamed, a merged
  * one's own copy, a Linear weight stored transposed (its twin), a zero
  * bias the optimizer dropped (param marks the value a parameter; c holds
- * its values). */
+ * its values); and a float initializer that is no parameter of the
+ * module, nor folded from one, a constant. */
 static ts_status torch_names(importer *im, const TensorscopeOnnx__GraphProto *gp) {
     ts_status st = ts_torch_fixes(gp, &im->fix, &im->n_fix);
     for (size_t f = 0; f < im->n_fix && !st; f++) {
@@ -2326,6 +2327,12 @@ static ts_status torch_names(importer *im, const TensorscopeOnnx__GraphProto *gp
         if (!v || !v->param) continue; /* an initializer that is no parameter (an integer type) */
         ts_const c = {.dtype = v->c.dtype, .shape = v->c.shape};
         switch (x->kind) {
+        case TS_TORCH_CONSTANT: {
+            char what[600];
+            snprintf(what, sizeof what, "initializer '%s'", v->name);
+            if (!(st = tensor_decode(im, v->param, what, &v->c))) v->param = NULL;
+            break;
+        }
         case TS_TORCH_RENAME: v->pname = ts_graph_keep_string(im->g, x->name); st = v->pname ? TS_OK : TS_ERR_OUT_OF_MEMORY; break;
         case TS_TORCH_COPY: torch_param(im, x->name, v->param, &c, &st); break;
         case TS_TORCH_TRANSPOSED: {

@@ -122,6 +122,24 @@ static int folded_single(const plan *p, const char *folded) {
     return strchr(name, '\'') ? -1 : ts_strmap_get(&p->by_target, name);
 }
 
+/* Whether a fold's sources (`['val_3', 'encoder.pos_embedding']`) name
+ * a parameter of the signature. */
+static bool folded_from_param(const plan *p, const char *folded) {
+    for (const char *q = folded ? strchr(folded, '\'') : NULL; q; q = strchr(q, '\'')) {
+        const char *end = strchr(++q, '\'');
+        if (!end) return false;
+        char name[256];
+        size_t len = (size_t)(end - q);
+        if (len < sizeof name) {
+            memcpy(name, q, len);
+            name[len] = '\0';
+            if (ts_strmap_get(&p->by_target, name) >= 0) return true;
+        }
+        q = end + 1;
+    }
+    return false;
+}
+
 /* A merged initializer `k`, read by node i in place of its own parameter:
  * the one at the place among i's placeholders that k's own has among
  * those of a node of the same FX op that reads k as itself. */
@@ -243,6 +261,10 @@ static ts_status plan_graph(plan *p, const struct TensorscopeOnnx__GraphProto *g
         const char *name = gp->initializer[k]->name;
         int e = p->orig[k] ? ts_strmap_get(&p->by_ph, p->orig[k]) : -1;
         if (e < 0 && name) e = ts_strmap_get(&p->by_target, name);
+        if (e < 0 && !p->orig[k] && !folded_from_param(p, p->folded[k])) {
+            ts_status st = add_fix(p, TS_TORCH_CONSTANT, 0, 0, k, 0, name ? name : "");
+            if (st) return st;
+        }
         if (e < 0) continue;
         p->taken[e] = true;
         if (name && strcmp(name, p->target[e]) != 0 && ts_strmap_get(&p->by_init, p->target[e]) < 0) {

@@ -35,6 +35,9 @@ typedef enum ts_torch_fix_kind {
     /* node `node` (Gemm or Conv) lost its bias `name` of zeros, `length`
      * long, which goes back as its input `input` */
     TS_TORCH_ZERO_BIAS,
+    /* float initializer `init` is no parameter: neither one of the
+     * signature's inputs nor folded from one (an attention scale, a mask) */
+    TS_TORCH_CONSTANT,
 } ts_torch_fix_kind;
 
 typedef struct ts_torch_fix {
