@@ -2093,8 +2093,8 @@ static ts_status import_node(importer *im, const Node *n, int index) {
     }
     for (int i = 0; i < required; i++)
         if (i >= io.n_in || !io.in[i]) return node_error(im, TS_ERR_FORMAT, "input %d is required but missing", i);
-    char scope[512];
-    scope_of(n->name, scope, sizeof scope);
+    char scope[512]; /* the module a dynamo export's node came from, or the scope of its name (TorchScript's /layer1/0/conv1/Conv) */
+    if (!ts_torch_scope(n, scope, sizeof scope)) scope_of(n->name, scope, sizeof scope);
     ts_graph_at(im->g, im->file, index);
     im->g->origin = n->name && *n->name ? ts_graph_keep_string(im->g, n->name) : NULL;
     size_t first_new = ts_graph_tensor_count(im->g);

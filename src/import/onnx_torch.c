@@ -279,6 +279,24 @@ static ts_status plan_graph(plan *p, const struct TensorscopeOnnx__GraphProto *g
     return st;
 }
 
+bool ts_torch_scope(const Node *n, char *buf, size_t cap) {
+    const char *s = prop(n->metadata_props, n->n_metadata_props, "pkg.torch.onnx.name_scopes");
+    const char *item[2] = {NULL, NULL}, *end[2] = {NULL, NULL}; /* the last two of ['', 'a', 'a.b', 'node'] */
+    for (const char *q = s ? strchr(s, '\'') : NULL; q; q = strchr(q, '\'')) {
+        const char *e = strchr(++q, '\'');
+        if (!e) return false;
+        item[0] = item[1], end[0] = end[1];
+        item[1] = q, end[1] = e;
+        q = e + 1;
+    }
+    if (!item[0] || cap == 0) return false;
+    size_t used = 0;
+    for (const char *c = item[0]; c < end[0] && used + 1 < cap; c++)
+        buf[used++] = (*c == ':' || *c == '/' || *c == '"' || *c == '\\' || (unsigned char)*c < 0x20) ? '_' : *c;
+    buf[used] = '\0';
+    return true;
+}
+
 ts_status ts_torch_fixes(const struct TensorscopeOnnx__GraphProto *gp, ts_torch_fix **out, size_t *n) {
     *out = NULL, *n = 0;
     const char *sig = prop(gp->metadata_props, gp->n_metadata_props, "pkg.torch.export.ExportedProgram.graph_signature");

@@ -18,6 +18,7 @@
 
 #include "core/core.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,6 +50,12 @@ typedef struct ts_torch_fix {
 
 /* The fixes the file's metadata states, in node order (*n 0 for a file
  * without an ExportedProgram signature); ts_torch_fixes_free frees them. */
+/* The module a node of a dynamo export came from (`encoder.layers.0.linear1`,
+ * the last but one of its `pkg.torch.onnx.name_scopes`) into buf, "" for
+ * the root module; false where the node does not say. */
+struct TensorscopeOnnx__NodeProto;
+bool ts_torch_scope(const struct TensorscopeOnnx__NodeProto *n, char *buf, size_t cap);
+
 ts_status ts_torch_fixes(const struct TensorscopeOnnx__GraphProto *gp, ts_torch_fix **out, size_t *n);
 void ts_torch_fixes_free(ts_torch_fix *f, size_t n);
 
