@@ -2340,6 +2340,9 @@ static ts_status torch_names(importer *im, const TensorscopeOnnx__GraphProto *gp
             const ts_const *in = &v->c;
             if (!(st = decoded(im, v)) && !(st = ts_const_op("Transpose", &in, 1, &at, &c))) v->twin = torch_param(im, x->name, v->param, &c, &st);
             ts_const_free(&v->c); /* decoded again if a fold reads it */
+            const value *w = v->twin; /* an initializer of that name already (tied): of the transposed shape */
+            if (w && (!w->param || w->c.shape.ndim != 2 || w->c.shape.d[0] != v->c.shape.d[1] || w->c.shape.d[1] != v->c.shape.d[0]))
+                v->twin = NULL;
             break;
         }
         case TS_TORCH_ZERO_BIAS: {

@@ -28,6 +28,7 @@ typedef struct plan {
     size_t n_sig, cap_sig, cap_target;
     ts_strmap by_ph, by_target, by_init;
     bool *taken;       /* placeholder: some initializer is that parameter, or a fix makes it */
+    bool *held;        /* placeholder: some initializer is that parameter */
     const char **orig; /* initializer: its placeholder, or NULL */
     const char **folded;
     int (*params)[MAX_FX_PARAMS]; /* node: the placeholders its FX call reads */
@@ -44,7 +45,7 @@ static ts_status read_signature(plan *p, const char *text) {
         char *end = strchr(line, '\n');
         if (end) *end = '\0';
         char *k = strstr(line, kind), *t = k ? k + sizeof kind - 1 : NULL, *q = t ? strchr(t, '\'') : NULL;
-        if (q && k > line) {
+        if (q && k > line && q > t) { /* an empty name is none */
             *k = '\0', *q = '\0';
             if (ts_grow((void **)&p->ph, &p->cap_sig, p->n_sig + 1, sizeof *p->ph) ||
                 ts_grow((void **)&p->target, &p->cap_target, p->n_sig + 1, sizeof *p->target))
@@ -210,7 +211,8 @@ static ts_status zero_bias(plan *p, const struct TensorscopeOnnx__GraphProto *gp
     return add_fix(p, TS_TORCH_ZERO_BIAS, i, 2, 0, len, p->target[bias]);
 }
 
-/* Node i's initializer inputs: a Linear weight stored transposed (pass 0),
+/* Node i's initializer inputs: a Linear weight stored transposed (pass 0;
+ * where the file holds the weight too, a tied one, the MatMul reads that),
  * a merged initializer read in place of the node's own parameter (pass 1):
  * by its place among the FX call's placeholders, or as the one placeholder
  * of the call that nothing else holds. */
@@ -221,7 +223,7 @@ static ts_status plan_inputs(plan *p, const struct TensorscopeOnnx__GraphProto *
         if (k < 0) continue;
         int own = p->orig[k] ? ts_strmap_get(&p->by_ph, p->orig[k]) : -1, e;
         if (own >= 0 && index_of(p->params[i], p->n_params[i], own) >= 0) continue;
-        if (pass == 0 && own < 0 && (e = folded_single(p, p->folded[k])) >= 0 && !p->taken[e] && gp->initializer[k]->n_dims == 2 &&
+        if (pass == 0 && own < 0 && (e = folded_single(p, p->folded[k])) >= 0 && (!p->taken[e] || p->held[e]) && gp->initializer[k]->n_dims == 2 &&
             only_linear_weight(p, gp, n->input[j], e)) {
             p->taken[e] = true; /* one fix per initializer, however many MatMuls read it */
             ts_status st = add_fix(p, TS_TORCH_TRANSPOSED, i, j, (size_t)k, 0, p->target[e]);
@@ -239,11 +241,12 @@ static ts_status plan_inputs(plan *p, const struct TensorscopeOnnx__GraphProto *
 static ts_status plan_graph(plan *p, const struct TensorscopeOnnx__GraphProto *gp) {
     size_t ni = gp->n_initializer, nn = gp->n_node;
     p->taken = ts_calloc(p->n_sig ? p->n_sig : 1, sizeof *p->taken);
+    p->held = ts_calloc(p->n_sig ? p->n_sig : 1, sizeof *p->held);
     p->orig = ts_calloc(ni ? ni : 1, sizeof *p->orig);
     p->folded = ts_calloc(ni ? ni : 1, sizeof *p->folded);
     p->params = ts_calloc(nn ? nn : 1, sizeof *p->params);
     p->n_params = ts_calloc(nn ? nn : 1, sizeof *p->n_params);
-    if (!p->taken || !p->orig || !p->folded || !p->params || !p->n_params) return TS_ERR_OUT_OF_MEMORY;
+    if (!p->taken || !p->held || !p->orig || !p->folded || !p->params || !p->n_params) return TS_ERR_OUT_OF_MEMORY;
     for (size_t k = 0; k < ni; k++)
         if (gp->initializer[k]->name && ts_strmap_put(&p->by_init, gp->initializer[k]->name, (int)k)) return TS_ERR_OUT_OF_MEMORY;
     for (size_t s = 0; s < 2; s++) { /* what the initializers' value_info (or graph inputs, IR < 4) says of them */
@@ -266,7 +269,7 @@ static ts_status plan_graph(plan *p, const struct TensorscopeOnnx__GraphProto *g
             if (st) return st;
         }
         if (e < 0) continue;
-        p->taken[e] = true;
+        p->taken[e] = p->held[e] = true;
         if (name && strcmp(name, p->target[e]) != 0 && ts_strmap_get(&p->by_init, p->target[e]) < 0) {
             ts_status st = add_fix(p, TS_TORCH_RENAME, 0, 0, k, 0, p->target[e]);
             if (st) return st;
@@ -312,7 +315,7 @@ ts_status ts_torch_fixes(const struct TensorscopeOnnx__GraphProto *gp, ts_torch_
     ts_strmap_free(&p.by_ph);
     ts_strmap_free(&p.by_target);
     ts_strmap_free(&p.by_init);
-    ts_free(p.sig), ts_free(p.ph), ts_free(p.target), ts_free(p.taken), ts_free(p.orig), ts_free(p.folded);
+    ts_free(p.sig), ts_free(p.ph), ts_free(p.target), ts_free(p.taken), ts_free(p.held), ts_free(p.orig), ts_free(p.folded);
     ts_free(p.params), ts_free(p.n_params);
     return st;
 }

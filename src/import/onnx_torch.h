@@ -31,7 +31,8 @@ typedef enum ts_torch_fix_kind {
      * `input` in place of its own parameter `name`: a copy of init's values */
     TS_TORCH_COPY,
     /* initializer `init` (2-D, read only as MatMul's B) is the transpose
-     * of the Linear weight `name` */
+     * of the Linear weight `name` (an initializer too where it is tied:
+     * GPT-2's lm_head reads the embedding's) */
     TS_TORCH_TRANSPOSED,
     /* node `node` (Gemm or Conv) lost its bias `name` of zeros, `length`
      * long, which goes back as its input `input` */
