@@ -13,8 +13,13 @@ probability is 0, so that PyTorch's training-mode forward is deterministic
 
 For each model x exporter, the checks (a cell each):
   import     Graph.from_onnx at the example inputs' shapes
-  names      every parameter and floating-point buffer of the module is a
-             tensor of the graph under its PyTorch name
+  names      every parameter and floating-point buffer of the module whose
+             values the file holds (an initializer of the same values, or of
+             their transpose, under any name) is a tensor of the graph under
+             its PyTorch name, or under another name of the same tensor (a
+             tied weight: GPT-2's lm_head.weight is transformer.wte.weight);
+             one the file does not hold at all (BatchNorm fused into a Conv,
+             folded with constants: docs/onnx.md) no importer can name
   inference  ts.inference_model's output equals the module's in eval mode
              (BatchNormalization by its running statistics):
              |ts - torch| <= 1e-4 * (1 + |torch|)
@@ -22,7 +27,8 @@ For each model x exporter, the checks (a cell each):
              on 3 samples: its output equals the module's on them (the
              exporters bake the batch into Reshape targets and constants)
   gradients  one step of a training model (cross-entropy on the first
-             output): the gradient of every parameter within 1e-3 of
+             output): the gradient of every parameter the graph holds
+             (names) within 1e-3 of
              PyTorch's, relative to the largest value of PyTorch's gradient
              of that parameter, or to 1e-3 of the largest gradient of the
              whole model where that is larger: an absolute tolerance of
