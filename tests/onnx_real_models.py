@@ -13,8 +13,13 @@ probability is 0, so that PyTorch's training-mode forward is deterministic
 
 For each model x exporter, the checks (a cell each):
   import     Graph.from_onnx at the example inputs' shapes
-  names      every parameter and floating-point buffer of the module is a
-             tensor of the graph under its PyTorch name
+  names      every parameter and floating-point buffer of the module whose
+             values the file holds (an initializer of the same values, or of
+             their transpose, under any name) is a tensor of the graph under
+             its PyTorch name, or under another name of the same tensor (a
+             tied weight: GPT-2's lm_head.weight is transformer.wte.weight);
+             one the file does not hold at all (BatchNorm fused into a Conv,
+             folded with constants: docs/onnx.md) no importer can name
   inference  ts.inference_model's output equals the module's in eval mode
              (BatchNormalization by its running statistics):
              |ts - torch| <= 1e-4 * (1 + |torch|)
@@ -22,7 +27,8 @@ For each model x exporter, the checks (a cell each):
              on 3 samples: its output equals the module's on them (the
              exporters bake the batch into Reshape targets and constants)
   gradients  one step of a training model (cross-entropy on the first
-             output): the gradient of every parameter within 1e-3 of
+             output): the gradient of every parameter the graph holds
+             (names) within 1e-3 of
              PyTorch's, relative to the largest value of PyTorch's gradient
              of that parameter, or to 1e-3 of the largest gradient of the
              whole model where that is larger: an absolute tolerance of
@@ -215,8 +221,8 @@ def relative_error(got, want, floor=0.0):
 
 
 def where_missing_went(module, path, missing):
-    """What the file holds instead of the missing parameters and buffers,
-    found by value: an initializer under another name with the same values
+    """{kind: [what]} of the missing parameters and buffers, found by value
+    in the file: an initializer under another name with the same values
     (the dynamo exporter's optimizer merges equal initializers: every
     LayerNorm's ones, BatchNorm's zeros), its transpose (a Linear's weight
     folded into a MatMul's operand, val_N), or nothing (folded into another
@@ -232,13 +238,39 @@ def where_missing_went(module, path, missing):
         flip = [k for k, a in inits.items() if v.ndim == 2 and a.shape == v.T.shape
                 and np.array_equal(a, v.T)]
         if same:
-            said["merged"].append(f"{n} into {same[0]}")
+            said["merged"].append((n, f"{n} into {same[0]}"))
         elif flip:
-            said["transposed"].append(f"{n} as {flip[0]}")
+            said["transposed"].append((n, f"{n} as {flip[0]}"))
         else:
-            said["gone"].append(n)
-    parts = [f"{len(v)} {k} (e.g. {v[0]})" for k, v in said.items() if v]
+            said["gone"].append((n, n))
+    return said
+
+
+def said_text(said):
+    parts = [f"{len(v)} {k} (e.g. {v[0][1]})" for k, v in said.items() if v]
     return "; the file holds them " + ", ".join(parts) if parts else ""
+
+
+def graph_names(ts, g, module):
+    """{PyTorch name: the graph tensor's name} of every parameter and
+    floating-point buffer the graph holds: under its own name, or under
+    another name of the same tensor (a tied weight: GPT-2's lm_head.weight
+    is transformer.wte.weight, which named_parameters lists)."""
+    aliases = {}
+    for n, p in module.named_parameters(remove_duplicate=False):
+        aliases.setdefault(id(p), []).append(n)
+    found = {}
+    want = [(n, p) for n, p in module.named_parameters()]
+    want += [(n, b) for n, b in module.named_buffers() if b.is_floating_point()]
+    for n, t in want:
+        for name in [n] + [a for a in aliases.get(id(t), []) if a != n]:
+            try:
+                g.tensor(name)
+            except ts.NotFoundError:
+                continue
+            found[n] = name
+            break
+    return [n for n, _ in want], found
 
 
 def training_model(ts, path, inputs, labels, optimizer, anchors=()):
@@ -289,18 +321,16 @@ def check_row(ts, name, exporter, workdir):
 
     def do_names():
         g = ts.Graph.from_onnx(path, {k: tuple(v.shape) for k, v in inputs.items()})
-        want = [n for n, _ in module.named_parameters()]
-        want += [n for n, b in module.named_buffers() if b.is_floating_point()]
-        missing = []
-        for n in want:
-            try:
-                g.tensor(n)
-            except ts.NotFoundError:
-                missing.append(n)
+        want, found = graph_names(ts, g, module)
         g.close()
-        if missing:
-            return (f"names missing: {len(missing)} of {len(want)}, e.g. "
-                    f"{', '.join(missing[:3])}{where_missing_went(module, path, missing)}")
+        missing = [n for n in want if n not in found]
+        said = where_missing_went(module, path, missing)
+        # what the file holds (equal or transposed values) must be under its
+        # PyTorch name; what it does not hold at all no importer can name
+        held = [n for k in ("merged", "transposed") for n, _ in said[k]]
+        if held:
+            return (f"names missing: {len(held)} of {len(want)}, e.g. "
+                    f"{', '.join(held[:3])}{said_text(said)}")
         return None
 
     def inference_error(run_feeds):
@@ -330,15 +360,20 @@ def check_row(ts, name, exporter, workdir):
             return f"not at another batch: {e}"
 
     def do_gradients():
-        params = dict(module.named_parameters())
-        anchors = [(f"g{i}", "Gradient___" + n) for i, n in enumerate(params)]
+        g = ts.Graph.from_onnx(path, {k: tuple(v.shape) for k, v in inputs.items()})
+        _, found = graph_names(ts, g, module)
+        g.close()
+        all_params = dict(module.named_parameters())  # those the file holds (names: the rest are gone)
+        params = {n: p for n, p in all_params.items() if n in found}
+        anchors = [(f"g{i}", "Gradient___" + found[n]) for i, n in enumerate(params)]
         m = training_model(ts, path, inputs, labels, ts.SGD(lr=0.0), anchors)
         m(**feeds, labels=y)
         module.zero_grad()
         torch_loss(scores_of(module(*inputs.values())), labels).backward()
         wants = {n: (p.grad.numpy() if p.grad is not None
-                     else np.zeros(tuple(p.shape), np.float32)) for n, p in params.items()}
+                     else np.zeros(tuple(p.shape), np.float32)) for n, p in all_params.items()}
         floor = GRAD_FLOOR * max(float(np.max(np.abs(w), initial=0.0)) for w in wants.values())
+        wants = {n: wants[n] for n in params}
         worst = (0.0, "")
         for (short, _), (n, want) in zip(anchors, wants.items()):
             got = m.get_anchored_tensor(short)

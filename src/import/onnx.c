@@ -14,6 +14,7 @@
 #include "core/lowbits.h"
 #include "import/onnx_consts.h"
 #include "import/onnx_rnn.h"
+#include "import/onnx_torch.h"
 
 #include "onnx.pb-c.h"
 
@@ -55,6 +56,12 @@ typedef struct value {
      * (c stays, for later folds): one tensor under the value's name. */
     ts_tensor *made;
     ts_tensor *made_sample; /* the same of its first sample (as_f32_per_sample) */
+    /* A parameter's PyTorch name where the file's metadata gives another
+     * than the file's (onnx_torch.h; the file's name is then an alias). */
+    const char *pname;
+    /* The PyTorch parameter whose transpose this initializer is (a
+     * Linear's weight the dynamo exporter stored as MatMul's B). */
+    struct value *twin;
 } value;
 
 typedef struct importer {
@@ -70,6 +77,8 @@ typedef struct importer {
     const Node *node;     /* the node being imported */
     int node_index;
     ts_strmap uses;       /* value name -> node inputs still to read it */
+    ts_torch_fix *fix;    /* PyTorch's names the file's metadata gives back */
+    size_t n_fix;
 } importer;
 
 typedef struct node_io {
@@ -494,8 +503,8 @@ static bool host_little_endian(void) {
 static ts_tensor *as_tensor(importer *im, value *v, ts_status *st) {
     if (v->t) return v->t;
     if (v->param) {
-        ts_tensor *p = ts_param(im->g, v->name, v->c.shape.ndim, v->c.shape.d);
-        if (!p) {
+        ts_tensor *p = ts_param(im->g, v->pname ? v->pname : v->name, v->c.shape.ndim, v->c.shape.d);
+        if (!p || (v->pname && ts_graph_add_alias(im->g, v->name, p))) {
             *st = ts_graph_status(im->g);
             return NULL;
         }
@@ -972,6 +981,7 @@ static ts_tensor *matmul_2d(importer *im, ts_tensor *a, ts_tensor *b, bool trans
  * transpose of a named 2-D initializer: a tied weight (lm_head = wte^T)
  * whose transpose an eval export folded. The named one, or NULL. */
 static value *transposed_twin(importer *im, value *v, ts_status *st) {
+    if (v->twin) return v->twin;
     if (!v->param || v->t || v->c.shape.ndim != 2 || strncmp(v->name, "onnx::", 6) != 0) return NULL;
     int64_t k = v->c.shape.d[0], n = v->c.shape.d[1];
     for (size_t i = 0; i < im->nv; i++) {
@@ -2073,10 +2083,18 @@ static ts_status import_node(importer *im, const Node *n, int index) {
             return node_error(im, TS_ERR_FORMAT, "input '%s' is defined by no earlier node, initializer or graph input (the file is "
                               "corrupt or its nodes are not in topological order)", n->input[i]);
     }
+    for (size_t f = 0; f < im->n_fix; f++) { /* a parameter's own copy in place of a merged one, a dropped bias */
+        const ts_torch_fix *x = &im->fix[f];
+        if ((x->kind != TS_TORCH_COPY && x->kind != TS_TORCH_ZERO_BIAS) || x->node != (size_t)index || x->input >= MAX_NODE_IO) continue;
+        value *v = lookup(im, x->name);
+        if (!v) continue;
+        io.in[x->input] = v;
+        if ((int)x->input >= io.n_in) io.n_in = (int)x->input + 1;
+    }
     for (int i = 0; i < required; i++)
         if (i >= io.n_in || !io.in[i]) return node_error(im, TS_ERR_FORMAT, "input %d is required but missing", i);
-    char scope[512];
-    scope_of(n->name, scope, sizeof scope);
+    char scope[512]; /* the module a dynamo export's node came from, or the scope of its name (TorchScript's /layer1/0/conv1/Conv) */
+    if (!ts_torch_scope(n, scope, sizeof scope)) scope_of(n->name, scope, sizeof scope);
     ts_graph_at(im->g, im->file, index);
     im->g->origin = n->name && *n->name ? ts_graph_keep_string(im->g, n->name) : NULL;
     size_t first_new = ts_graph_tensor_count(im->g);
@@ -2279,6 +2297,64 @@ static ts_status count_uses(importer *im, const TensorscopeOnnx__GraphProto *gp)
     return st;
 }
 
+/* A parameter the file's metadata names (onnx_torch.h), defined as a
+ * value under its PyTorch name once (c: its values, or just the shape and
+ * type of `tp`'s); returns the value, NULL after an error (*st). */
+static value *torch_param(importer *im, const char *name, const TensorProto *tp, ts_const *c, ts_status *st) {
+    value *v = lookup(im, name);
+    if (v) {
+        ts_const_free(c);
+        return v;
+    }
+    const char *kept = ts_graph_keep_string(im->g, name);
+    value nv = {.c = *c, .param = tp};
+    *st = kept ? define(im, kept, &nv) : TS_ERR_OUT_OF_MEMORY;
+    if (*st) ts_const_free(c);
+    return *st ? NULL : lookup(im, kept);
+}
+
+/* Gives the parameters of a dynamo export their PyTorch names where the
+ * file's metadata says which they are (onnx_torch.h): renamed, a merged
+ * one's own copy, a Linear weight stored transposed (its twin), a zero
+ * bias the optimizer dropped (param marks the value a parameter; c holds
+ * its values); and a float initializer that is no parameter of the
+ * module, nor folded from one, a constant. */
+static ts_status torch_names(importer *im, const TensorscopeOnnx__GraphProto *gp) {
+    ts_status st = ts_torch_fixes(gp, &im->fix, &im->n_fix);
+    for (size_t f = 0; f < im->n_fix && !st; f++) {
+        const ts_torch_fix *x = &im->fix[f];
+        value *v = x->kind == TS_TORCH_ZERO_BIAS ? lookup(im, gp->node[x->node]->input[1]) : lookup(im, gp->initializer[x->init]->name);
+        if (!v || !v->param) continue; /* an initializer that is no parameter (an integer type) */
+        ts_const c = {.dtype = v->c.dtype, .shape = v->c.shape};
+        switch (x->kind) {
+        case TS_TORCH_CONSTANT: {
+            char what[600];
+            snprintf(what, sizeof what, "initializer '%s'", v->name);
+            if (!(st = tensor_decode(im, v->param, what, &v->c))) v->param = NULL;
+            break;
+        }
+        case TS_TORCH_RENAME: v->pname = ts_graph_keep_string(im->g, x->name); st = v->pname ? TS_OK : TS_ERR_OUT_OF_MEMORY; break;
+        case TS_TORCH_COPY: torch_param(im, x->name, v->param, &c, &st); break;
+        case TS_TORCH_TRANSPOSED: {
+            ts_const_attrs at = {.n_perm = -1};
+            const ts_const *in = &v->c;
+            if (!(st = decoded(im, v)) && !(st = ts_const_op("Transpose", &in, 1, &at, &c))) v->twin = torch_param(im, x->name, v->param, &c, &st);
+            ts_const_free(&v->c); /* decoded again if a fold reads it */
+            const value *w = v->twin; /* an initializer of that name already (tied): of the transposed shape */
+            if (w && (!w->param || w->c.shape.ndim != 2 || w->c.shape.d[0] != v->c.shape.d[1] || w->c.shape.d[1] != v->c.shape.d[0]))
+                v->twin = NULL;
+            break;
+        }
+        case TS_TORCH_ZERO_BIAS: {
+            ts_shape s = {.ndim = 1, .d = {x->length}};
+            if (!(st = ts_const_fill(&s, TS_ONNX_FLOAT, 0.0, &c))) torch_param(im, x->name, v->param, &c, &st);
+            break;
+        }
+        }
+    }
+    return st;
+}
+
 static ts_status import_graph(importer *im, const TensorscopeOnnx__ModelProto *mp, const ts_onnx_input *inputs, int n_inputs) {
     const TensorscopeOnnx__GraphProto *gp = mp->graph;
     if (!gp) return ts_error(TS_ERR_FORMAT, "%s holds no graph (not an ONNX model, or truncated)", im->path);
@@ -2314,7 +2390,8 @@ static ts_status import_graph(importer *im, const TensorscopeOnnx__ModelProto *m
             return st;
         }
     }
-    ts_status st = count_uses(im, gp);
+    ts_status st = torch_names(im, gp);
+    if (!st) st = count_uses(im, gp);
     if (!st) st = import_inputs(im, gp, inputs, n_inputs);
     for (size_t i = 0; !st && i < gp->n_node; i++) st = import_node(im, gp->node[i], (int)i);
     if (st) return st;
@@ -2401,6 +2478,7 @@ ts_status ts_onnx_import_bytes(ts_graph **out, const uint8_t *bytes, size_t n, c
     ts_free(im.v);
     ts_free(im.hash);
     ts_strmap_free(&im.uses);
+    ts_torch_fixes_free(im.fix, im.n_fix);
     ts_const_budget(UINT64_MAX);
     tensorscope_onnx__model_proto__free_unpacked(mp, &alloc);
     if (st) {

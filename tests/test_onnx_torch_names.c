@@ -1,0 +1,203 @@
+/* test_onnx_torch_names.c -- a dynamo export's parameters under their
+ * PyTorch names, from the file's metadata_props (docs/onnx.md, "What the
+ * dynamo exporter's file holds"). A small model written as PyTorch's
+ * dynamo exporter and onnxscript's optimizer write one: two LayerNorms
+ * whose equal weights and biases were merged into one initializer each
+ * (the bias under the exporter's name val_3), a Linear whose weight is
+ * stored transposed as MatMul's operand val_7, a Linear whose zero bias
+ * the optimizer dropped (a Gemm of two inputs) and whose weight the file
+ * names by its placeholder (p_head_weight), and a float scale val_9
+ * that is no parameter. Imported with that metadata every parameter is a
+ * Param under its PyTorch name, in PyTorch's layout, with the file's
+ * values; nodes are scoped by their module; and the output is the one the
+ * same file gives without metadata. Metadata that is malformed changes
+ * nothing. */
+/* needs: onnx */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "onnx_model.h"
+
+typedef TensorscopeOnnx__StringStringEntryProto Prop;
+
+static void prop(Prop ***props, size_t *n, const char *key, const char *value) {
+    Prop *e = mem(sizeof *e);
+    *e = (Prop)TENSORSCOPE_ONNX__STRING_STRING_ENTRY_PROTO__INIT;
+    e->key = str(key);
+    e->value = str(value);
+    push((void ***)props, n, e);
+}
+
+/* An FX call's text as the exporter writes it (pkg.torch.onnx.fx_node). */
+static void fx(Node *n, const char *out, const char *target, const char *args, const char *scope) {
+    char text[512];
+    snprintf(text, sizeof text, "%%%s : [num_users=1] = call_function[target=torch.ops.aten.%s](args = (%s), kwargs = {})", out, target,
+             args);
+    prop(&n->metadata_props, &n->n_metadata_props, "pkg.torch.onnx.fx_node", text);
+    snprintf(text, sizeof text, "['', '%s', '%s']", scope, out);
+    prop(&n->metadata_props, &n->n_metadata_props, "pkg.torch.onnx.name_scopes", text);
+}
+
+static void value_meta(const char *name, const char *key, const char *value) {
+    TensorscopeOnnx__ValueInfoProto *vi = value_info(name, -1, NULL);
+    prop(&vi->metadata_props, &vi->n_metadata_props, key, value);
+    push((void ***)&graph->value_info, &graph->n_value_info, vi);
+}
+
+static const char *const PARAMS[] = {"ln1.weight", "ln1.bias", "ln2.weight", "ln2.bias", "fc.weight", "fc.bias", "head.weight", "head.bias"};
+enum { NP = sizeof PARAMS / sizeof *PARAMS };
+
+static const float LN_W[4] = {1.5f, 0.5f, -1.0f, 2.0f}, LN_B[4] = {0.25f, -0.5f, 0.0f, 1.0f};
+static float fc_t[4 * 3]; /* val_7: fc.weight [3,4] transposed */
+static const float FC_B[3] = {0.1f, -0.2f, 0.3f}, HEAD_W[2 * 3] = {1, -1, 0.5f, 2, 0, -0.5f}, SCALE[1] = {0.5f};
+
+/* meta: 0 none, 1 the exporter's, 2 malformed */
+static void build(int meta) {
+    model_begin();
+    input("x", 2, (int64_t[]){2, 4});
+    init_f32("ln1.weight", 1, (int64_t[]){4}, LN_W);
+    init_f32("val_3", 1, (int64_t[]){4}, LN_B);
+    init_f32("val_7", 2, (int64_t[]){4, 3}, fc_t);
+    init_f32("fc.bias", 1, (int64_t[]){3}, FC_B);
+    init_f32("p_head_weight", 2, (int64_t[]){2, 3}, HEAD_W);
+    init_f32("val_9", 1, (int64_t[]){1}, SCALE);
+    Node *ln1 = node("LayerNormalization", "node_layer_norm", "x,ln1.weight,val_3", "layer_norm");
+    Node *ln2 = node("LayerNormalization", "node_layer_norm_1", "layer_norm,ln1.weight,val_3", "layer_norm_1");
+    Node *mm = node("MatMul", "node_MatMul_4", "layer_norm_1,val_7", "val_8");
+    Node *add = node("Add", "node_linear", "val_8,fc.bias", "linear");
+    Node *gemm = node("Gemm", "node_Gemm_5", "linear,p_head_weight", "linear_1");
+    attr_int(gemm, "transB", 1);
+    node("Mul", "node_mul", "linear_1,val_9", "y");
+    output("y");
+    if (!meta) return;
+    if (meta == 2) { /* what a hostile or truncated file may hold instead */
+        prop(&graph->metadata_props, &graph->n_metadata_props, "pkg.torch.export.ExportedProgram.graph_signature",
+             "# inputs\np_ln1_weight: PARAMETER target='ln2.weight\np_: PARAMETER target=''\n: PARAMETER target='x'\nPARAMETER target='");
+        prop(&ln2->metadata_props, &ln2->n_metadata_props, "pkg.torch.onnx.fx_node", "%%%%%p_ln1_weight%p_%[target=");
+        prop(&mm->metadata_props, &mm->n_metadata_props, "pkg.torch.onnx.name_scopes", "['', 'fc");
+        prop(&add->metadata_props, &add->n_metadata_props, "pkg.torch.onnx.name_scopes", "'");
+        value_meta("val_7", "pkg.onnxscript.optimizer.folded_from", "['fc.weight");
+        value_meta("val_9", "pkg.onnxscript.optimizer.folded_from", "'''");
+        return;
+    }
+    char sig[1024] = "# inputs\n";
+    for (int i = 0; i < NP; i++) {
+        char ph[64], *p = ph;
+        snprintf(ph, sizeof ph, "p_%s", PARAMS[i]);
+        while ((p = strchr(p, '.'))) *p = '_';
+        snprintf(sig + strlen(sig), sizeof sig - strlen(sig), "%s: PARAMETER target='%s'\n", ph, PARAMS[i]);
+    }
+    strcat(sig, "x: USER_INPUT\n\n# outputs\nmul: USER_OUTPUT\n");
+    prop(&graph->metadata_props, &graph->n_metadata_props, "pkg.torch.export.ExportedProgram.graph_signature", sig);
+    value_meta("ln1.weight", "pkg.torch.onnx.original_node_name", "p_ln1_weight");
+    value_meta("val_3", "pkg.torch.onnx.original_node_name", "p_ln1_bias");
+    value_meta("fc.bias", "pkg.torch.onnx.original_node_name", "p_fc_bias");
+    value_meta("val_7", "pkg.onnxscript.optimizer.folded_from", "['fc.weight']");
+    value_meta("val_9", "pkg.onnxscript.optimizer.folded_from", "['val_5', 'val_6']");
+    fx(ln1, "layer_norm", "layer_norm.default", "%x, [4], %p_ln1_weight, %p_ln1_bias, 1e-05, False", "ln1");
+    fx(ln2, "layer_norm_1", "layer_norm.default", "%layer_norm, [4], %p_ln2_weight, %p_ln2_bias, 1e-05, False", "ln2");
+    fx(mm, "linear", "linear.default", "%layer_norm_1, %p_fc_weight, %p_fc_bias", "fc");
+    fx(add, "linear", "linear.default", "%layer_norm_1, %p_fc_weight, %p_fc_bias", "fc");
+    fx(gemm, "linear_1", "linear.default", "%linear, %p_head_weight, %p_head_bias", "head");
+    prop(&gemm->metadata_props, &gemm->n_metadata_props, "pkg.onnxscript.rewriter.rule_name", "RemoveOptionalBiasFromGemm");
+}
+
+/* The graph's output on a fixed x, into y[4]; false on an error. */
+static bool run(ts_graph *g, float y[4]) {
+    const float x[8] = {0.5f, -1, 2, 0.25f, -0.75f, 1.5f, 0, 1};
+    ts_tensor *out = ts_graph_output_at(g, 0);
+    ts_options *opt = ts_options_new();
+    ts_options_set_output_mode(opt, TS_OUTPUT_FINAL, 0);
+    ts_model *m = NULL;
+    const char *names[1] = {"x"};
+    ts_array in = ts_array_f32((void *)x, 2, (int64_t[]){2, 4}), o;
+    ts_status st = ts_model_inference(&m, g, &out, 1, opt);
+    if (!st) st = ts_model_run(m, names, &in, 1);
+    if (!st) st = ts_model_anchored(m, ts_tensor_name(out), &o);
+    bool ok = !st && ts_array_numel(&o) == 4;
+    for (int i = 0; ok && i < 4; i++) y[i] = ((const float *)o.data)[i];
+    if (st) printf("  %s\n", ts_last_error());
+    ts_model_free(m);
+    ts_options_free(opt);
+    return ok;
+}
+
+/* Whether t is a Param of `ndim` dims `d` holding `want` (row-major). */
+static bool param_is(ts_graph *g, const char *name, int ndim, const int64_t *d, const float *want) {
+    ts_tensor *t = ts_graph_find(g, name);
+    ts_array a;
+    if (!t || strcmp(ts_tensor_op(t), "Param") != 0 || ts_tensor_info(t, &a) || a.ndim != ndim || !a.data) return false;
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (a.shape[i] != d[i]) return false;
+        n *= d[i];
+    }
+    for (int64_t i = 0; i < n; i++)
+        if (((const float *)a.data)[i] != want[i]) return false;
+    return true;
+}
+
+int main(void) {
+    ts_set_log_level(TS_LOG_OFF);
+    snprintf(dir, sizeof dir, "/tmp/ts_onnx_torch_names_XXXXXX");
+    if (!mkdtemp(dir)) return 1;
+    float fc_w[3 * 4]; /* PyTorch's fc.weight [out 3, in 4] */
+    for (int o = 0; o < 3; o++)
+        for (int i = 0; i < 4; i++) fc_w[o * 4 + i] = 0.25f * (float)((o * 5 + i * 3) % 7) - 0.75f, fc_t[i * 3 + o] = fc_w[o * 4 + i];
+    float plain[4] = {0}, named[4] = {0}, odd[4] = {0};
+
+    build(0);
+    ts_graph *g = NULL;
+    CHECK_OK(import_as("plain", &g), "the model without metadata imports");
+    if (g) {
+        CHECK(!ts_graph_find(g, "fc.weight") && !ts_graph_find(g, "ln2.weight"), "without metadata the file's names are all there is");
+        CHECK(run(g, plain), "the model without metadata runs");
+        ts_graph_free(g);
+    }
+
+    build(1);
+    g = NULL;
+    CHECK_OK(import_as("named", &g), "the model with the dynamo exporter's metadata imports");
+    if (g) {
+        CHECK(param_is(g, "ln1.weight", 1, (int64_t[]){4}, LN_W) && param_is(g, "ln2.weight", 1, (int64_t[]){4}, LN_W) &&
+                  ts_graph_find(g, "ln1.weight") != ts_graph_find(g, "ln2.weight"),
+              "the merged LayerNorm weight is two parameters, ln1.weight and ln2.weight, each with the file's values");
+        CHECK(param_is(g, "ln1.bias", 1, (int64_t[]){4}, LN_B) && ts_graph_find(g, "val_3") == ts_graph_find(g, "ln1.bias") &&
+                  param_is(g, "ln2.bias", 1, (int64_t[]){4}, LN_B) && ts_graph_find(g, "ln2.bias") != ts_graph_find(g, "ln1.bias"),
+              "val_3 is ln1.bias (the file's name an alias of it), and ln2.bias its own copy");
+        CHECK(param_is(g, "fc.weight", 2, (int64_t[]){3, 4}, fc_w) && !ts_graph_find(g, "val_7"),
+              "val_7 [4,3] is fc.weight in PyTorch's layout [3,4], the transpose of the file's values, and no parameter of its own");
+        CHECK(param_is(g, "fc.bias", 1, (int64_t[]){3}, FC_B), "a parameter the file names as PyTorch does keeps its name");
+        CHECK(param_is(g, "head.weight", 2, (int64_t[]){2, 3}, HEAD_W) && ts_graph_find(g, "p_head_weight") == ts_graph_find(g, "head.weight"),
+              "an initializer named by its placeholder (p_head_weight) is head.weight, the file's name an alias");
+        CHECK(param_is(g, "head.bias", 1, (int64_t[]){2}, (const float[]){0, 0}),
+              "the Gemm's dropped bias is back: head.bias, [2] zeros, a parameter");
+        ts_tensor *scale = ts_graph_find(g, "val_9");
+        CHECK(!scale || strcmp(ts_tensor_op(scale), "Param") != 0, "val_9, folded from no parameter, is a constant, not a parameter (%s)",
+              scale ? ts_tensor_op(scale) : "absent");
+        CHECK(ts_graph_find(g, "fc/MatMul:0") && ts_graph_find(g, "ln2/LayerNormalization:0"),
+              "nodes are scoped by the module their FX call came from (fc/MatMul:0, ln2/LayerNormalization:0)");
+        CHECK(run(g, named), "the model with metadata runs");
+        int bad = 0;
+        for (int i = 0; i < 4; i++) bad += fabsf(named[i] - plain[i]) > 1e-6f * (1 + fabsf(plain[i]));
+        CHECK(!bad, "its output is the same model's without metadata (%g %g %g %g against %g %g %g %g)", named[0], named[1], named[2],
+              named[3], plain[0], plain[1], plain[2], plain[3]);
+        ts_graph_free(g);
+    }
+
+    build(2);
+    g = NULL;
+    CHECK_OK(import_as("malformed", &g), "malformed metadata (truncated lists and quotes, empty names) is ignored");
+    if (g) {
+        CHECK(!ts_graph_find(g, "fc.weight") && !ts_graph_find(g, "ln2.weight") && ts_graph_find(g, "val_3"),
+              "malformed metadata renames nothing");
+        CHECK(run(g, odd) && memcmp(odd, plain, sizeof odd) == 0, "and the model computes what it computes without metadata");
+        ts_graph_free(g);
+    }
+    remove_dir();
+    return check_summary("test_onnx_torch_names");
+}
