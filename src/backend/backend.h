@@ -45,7 +45,7 @@ typedef struct ts_kctx {
     ts_shape out_shape;
     float *scratch;        /* per-node scratch planned at compile, kept from forward to backward */
     float *workspace;      /* transient scratch shared by all nodes (valid during one kernel call) */
-    ts_half_loss *lost;    /* a Cast to a 16-bit float: what its rounding loses this run goes here (NULL: not counted) */
+    ts_half_loss *lost;    /* a Cast to a 16-bit float: what its rounding loses this micro-batch goes here, in the device's memory (NULL: not counted) */
     /* TS_BF16 / TS_F16 where a value is held in 16-bit cells (uint16_t
      * behind the float pointer: only the ops compile lets read them do,
      * widening into `widen`), else TS_F32 (and TS_I32 for in_int) */
@@ -133,10 +133,13 @@ typedef struct ts_backend {
     void (*accumulate)(void *stream, float *dst, const float *src, int64_t n); /* dst += src */
     void (*scale)(void *stream, float *dst, const float *x, float s, int64_t n); /* dst = s x (dst may be x) */
     /* x[0..n) rounded in place to the nearest `t` value (TS_BF16, TS_F16:
-     * core/half.h), what it lost added to *lost (NULL: not counted). */
+     * core/half.h), what it lost added to *lost, the device's memory
+     * (NULL: not counted). */
     void (*round_half)(void *stream, ts_dtype t, float *x, int64_t n, ts_half_loss *lost);
-    /* Whether round_half and the Cast kernels count what they lose (into
-     * host memory, as they run); false: watches report it as not measured. */
+    /* Whether round_half and the Cast kernels count what they lose (where
+     * the host cannot read the device's memory, into per-entry slots there,
+     * brought back after the run: exec/device.c); false: watches report it
+     * as not measured. */
     bool counts_half_loss;
 
     /* ---- kernels: kernels[op] for every ts_op (TS_OP_COUNT rows) */

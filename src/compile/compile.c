@@ -79,6 +79,8 @@ void ts_prog_free(ts_prog *p) {
     ts_free(p->slot_step);
     ts_free(p->slot_entry);
     ts_free(p->queued);
+    p->backend->free(p->dev_lost);
+    ts_free(p->host_lost);
     ts_free(p->slot_pending);
     ts_free(p->arena_anchors);
     ts_free(p->shape);

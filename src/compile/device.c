@@ -76,6 +76,16 @@ ts_status ts_device_bind(ts_model *m, ts_prog *p) {
     ts_status sst = p->backend->alloc((size_t)host_held * sizeof(float), &stage);
     if (sst) return sst;
     p->dev_stage = stage;
+    bool half = false;
+    for (int i = 0; i < p->n_entries; i++) half = half || p->entries[i].grid != TS_F32;
+    if (half) { /* what rounding onto a 16-bit grid loses, counted where it happens */
+        void *d = NULL;
+        ts_status st = p->backend->alloc((size_t)p->n_entries * sizeof(ts_half_loss), &d);
+        if (st) return st;
+        p->dev_lost = d;
+        p->host_lost = ts_calloc((size_t)p->n_entries, sizeof *p->host_lost);
+        if (!p->host_lost) return TS_ERR_OUT_OF_MEMORY;
+    }
     if (p->anchor_local > 0) {
         void *d = NULL;
         ts_status st = p->backend->alloc((size_t)p->anchor_local * sizeof(float), &d);

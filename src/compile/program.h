@@ -107,6 +107,10 @@ typedef struct ts_prog {
     struct ts_device_stats *dev_slots, *host_slots; /* per watch: stats reduced on the device this run */
     int64_t *slot_step;       /* the step each pending slot was taken at */
     int *slot_entry;          /* the entry each pending slot summarises */
+    /* per entry: what the rounding onto its 16-bit grid lost (ts_entry.lost),
+     * counted on the device and brought back after the run; NULL without
+     * a 16-bit grid */
+    ts_half_loss *dev_lost, *host_lost;
     struct ts_stats_job *queued; /* n_watch: stats watches waiting for the step's next flush (ts_observe_device_flush) */
     int n_queued;
     bool *slot_pending;
@@ -192,6 +196,10 @@ typedef struct ts_prog {
     size_t *fwd_at, *fwd_got;     /* rank 0: where rank r's records go (size + 1), and how many bytes came */
     bool hold_ready;              /* the hook copies every tensor for ts_model_hold (observe/hold.c) */
 } ts_prog;
+
+/* Where the kernel that rounds entry e onto its 16-bit grid counts what
+ * it loses: the device's slot where the device counts, else the entry's. */
+static inline ts_half_loss *ts_lost_slot(const ts_prog *p, int e) { return p->dev_lost ? &p->dev_lost[e] : &p->entries[e].lost; }
 
 /* compile.c (ts_prog_build: compile/model.h) */
 void ts_prog_free(ts_prog *p);

@@ -80,12 +80,18 @@ ts_status ts_device_after_run(ts_model *m) {
         p->anchor_bytes += (uint64_t)p->anchor_local * sizeof(float);
         fetched += (uint64_t)p->anchor_local * sizeof(float);
     }
+    if (p->dev_lost) { /* what the 16-bit roundings lost: one copy */
+        be->copy_to_host(m->stream, p->host_lost, p->dev_lost, (size_t)p->n_entries * sizeof(ts_half_loss));
+        fetched += (uint64_t)p->n_entries * sizeof(ts_half_loss);
+    }
     if (p->any_pending) { /* the summaries the run reduced on the device: one copy */
         be->copy_to_host(m->stream, p->host_slots, p->dev_slots, (size_t)p->n_watch * sizeof(ts_device_stats));
         fetched += (uint64_t)p->n_watch * sizeof(ts_device_stats);
     }
     ts_status st = be->synchronize(m->stream);
     /* the host's wait for the run's last work and the copies behind it */
+    for (int i = 0; p->dev_lost && !st && i < p->n_entries; i++)
+        if (p->entries[i].grid != TS_F32) p->entries[i].lost = p->host_lost[i];
     ts_metric_record("DeviceWait", (double)(ts_now_ns() - t0));
     ts_metric_record_value("TransferFromDeviceBytes", (double)fetched);
     if (be->memory_info) {

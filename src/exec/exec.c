@@ -88,7 +88,7 @@ static ts_kctx make_ctx(const ts_model *m, int node, int64_t mb) {
     }
     k.out = p->entries[p->value_entry[node]].data;
     k.out_dtype = p->entries[p->value_entry[node]].dtype;
-    k.lost = &p->entries[p->value_entry[node]].lost;
+    k.lost = ts_lost_slot(p, p->value_entry[node]);
     k.widen = p->widen;
     if (p->grad_entry[node] >= 0) k.dout = p->entries[p->grad_entry[node]].data;
     return k;
@@ -234,8 +234,10 @@ static ts_status backward(ts_model *m, int64_t mb) {
         if (i == m->loss) m->backend->fill(m->stream, p->entries[p->grad_entry[i]].data, m->scaling ? (float)m->loss_scale : 1.0f, 1);
         if (ts_dtype_is_half(t->grid)) { /* a 16-bit tensor's gradient is one too, once every consumer added its part */
             ts_entry *ge = &p->entries[p->grad_entry[i]];
-            ge->lost = (ts_half_loss){0, 0};
-            m->backend->round_half(m->backend->host_addressable ? (void *)m->pool : m->stream, t->grid, ge->data, ge->numel, &ge->lost);
+            ts_half_loss *lost = ts_lost_slot(p, p->grad_entry[i]);
+            if (p->dev_lost) m->backend->zero(m->stream, (float *)(void *)lost, sizeof *lost / sizeof(float)); /* its 16 bytes cleared */
+            else *lost = (ts_half_loss){0, 0};
+            m->backend->round_half(m->backend->host_addressable ? (void *)m->pool : m->stream, t->grid, ge->data, ge->numel, lost);
         }
         OBSERVE(m, p->grad_entry[i], mb); /* every consumer has added its part */
         if (t->op == TS_OP_PARAM && replicas && !m->rerun) { /* its all-reduce can start */

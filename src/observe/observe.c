@@ -239,6 +239,8 @@ const float *ts_device_host_view(ts_model *m, const ts_entry *e) {
     const ts_backend *be = p->backend;
     if (be->host_addressable || e->on_host || !e->data) return e->data;
     if (e->numel > p->host_view_floats) return NULL;
+    if (p->dev_lost && e->grid != TS_F32) /* for its summary's columns of what rounding lost */
+        be->copy_to_host(m->stream, &p->entries[e - p->entries].lost, &p->dev_lost[e - p->entries], sizeof(ts_half_loss));
     be->copy_to_host(m->stream, p->host_view, e->data, (size_t)e->numel * ts_dtype_size(e->dtype));
     return be->synchronize(m->stream) ? NULL : p->host_view;
 }
@@ -307,6 +309,15 @@ static void add_origin_upstream(ts_model *m, report *r, const ts_entry *const *r
     add(r, " %s already non-finite: the origin is %s of the ", bad > 1 ? "are" : "is", backward ? "earlier in the backward pass, upstream" : "upstream");
 }
 
+/* Entry e's count of what its 16-bit rounding lost, brought from the
+ * device that counted it (a report's or a host view's: the host waits). */
+static void fetch_lost(ts_model *m, int e) {
+    ts_prog *p = m->prog;
+    if (!p->dev_lost || p->entries[e].grid == TS_F32) return;
+    p->backend->copy_to_host(m->stream, &p->entries[e].lost, &p->dev_lost[e], sizeof(ts_half_loss));
+    if (p->backend->synchronize(m->stream)) p->entries[e].lost = (ts_half_loss){0, 0};
+}
+
 /* `producer`: the op whose backward kernel just wrote the gradient entry
  * (ts_check_backward), or -1. */
 static ts_status numerics_report(ts_model *m, int entry, int64_t sample, int producer) {
@@ -324,6 +335,7 @@ static ts_status numerics_report(ts_model *m, int entry, int64_t sample, int pro
         for (int j = 0; j < t->n_in; j++) read[n++] = &p->entries[p->value_entry[t->in[j]]];
         add_origin_upstream(m, &r, read, n, false);
         add(&r, "first non-finite value in '%s' (output of %s), %s", e->name, op_words(t, op, sizeof op), run);
+        fetch_lost(m, entry);
         if (e->lost.overflow > 0) /* a 16-bit cast: finite values beyond its range */
             add(&r, "; a %s overflow: %lld finite values beyond %s's largest (%g) became Inf when rounded to %s", ts_dtype_name(e->grid),
                 (long long)e->lost.overflow, ts_dtype_name(e->grid), e->grid == TS_F16 ? 65504.0 : 3.3895313892515355e38, ts_dtype_name(e->grid));

@@ -274,10 +274,8 @@ static void cu_accumulate(void *stream, float *dst, const float *src, int64_t n)
     ts_cu_check(cudaGetLastError(), "accumulate");
 }
 
-static void cu_round_half(void *stream, ts_dtype t, float *x, int64_t n, ts_half_loss *lost) {
-    (void)lost; /* not counted on the device yet */
-    ts_cu_round_half(cu_stream(stream), t, x, x, n);
-}
+/* what it lost added to *lost, the device's memory (exec/ clears it) */
+static void cu_round_half(void *stream, ts_dtype t, float *x, int64_t n, ts_half_loss *lost) { ts_cu_round_half(cu_stream(stream), t, x, x, n, lost); }
 
 static void cu_scale(void *stream, float *dst, const float *x, float s, int64_t n) {
     if (n <= 0) return;
@@ -659,6 +657,7 @@ static ts_status init_locked(int ordinal) {
     be->accumulate = cu_accumulate;
     be->scale = cu_scale;
     be->round_half = cu_round_half;
+    be->counts_half_loss = true;
     be->kernels = kernels;
     be->opt_update = cu_opt_update;
     be->opt_update_summarised = cu_opt_update_summarised;

@@ -566,22 +566,45 @@ void ts_cu_fwd_cast_index(const ts_kctx *k) {
 /* ------------------------------------------- 16-bit float grids (core/half.h) */
 
 /* y[n] = x rounded to the nearest bf16 / f16 value (ties to even), in f32:
- * the CPU's ts_round_half, by the device's own conversions. */
-__global__ void round_half_kernel(float *y, const float *x, bool bf16, int64_t n) {
-    TS_CU_FOR(i, n) y[i] = bf16 ? __bfloat162float(__float2bfloat16_rn(x[i])) : __half2float(__float2half_rn(x[i]));
+ * the CPU's ts_round_half, by the device's own conversions; what it lost
+ * (finite non-zero values that became 0, finite values that became
+ * +-Inf) added to *lost, a block's counts at a time (lost NULL: not
+ * counted). */
+__global__ void round_half_kernel(float *y, const float *x, bool bf16, int64_t n, ts_half_loss *lost) {
+    unsigned long long under = 0, over = 0;
+    TS_CU_FOR(i, n) {
+        float v = x[i], r = bf16 ? __bfloat162float(__float2bfloat16_rn(v)) : __half2float(__float2half_rn(v));
+        under += r == 0.0f && v != 0.0f;
+        over += isinf(r) && !isinf(v) && !isnan(v);
+        y[i] = r;
+    }
+    if (!lost) return;
+    const unsigned all = 0xffffffffu;
+    for (int d = 16; d > 0; d >>= 1) under += __shfl_down_sync(all, under, d), over += __shfl_down_sync(all, over, d);
+    __shared__ unsigned long long warps[2][TS_CU_THREADS / 32];
+    if ((threadIdx.x & 31) == 0) warps[0][threadIdx.x >> 5] = under, warps[1][threadIdx.x >> 5] = over;
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    under = over = 0;
+    for (int w = 0; w < (int)(blockDim.x >> 5); w++) under += warps[0][w], over += warps[1][w];
+    if (under) atomicAdd((unsigned long long *)&lost->underflow, under);
+    if (over) atomicAdd((unsigned long long *)&lost->overflow, over);
 }
 
-/* What it lost is not counted on the device yet: `lost` stays as it is. */
-void ts_cu_round_half(cudaStream_t s, ts_dtype t, float *y, const float *x, int64_t n) {
+void ts_cu_round_half(cudaStream_t s, ts_dtype t, float *y, const float *x, int64_t n, ts_half_loss *lost) {
     if (n <= 0) return;
-    round_half_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, s>>>(y, x, t == TS_BF16, n);
+    round_half_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, s>>>(y, x, t == TS_BF16, n, lost);
     ts_cu_check(cudaGetLastError(), "round to a 16-bit float");
 }
 
 void ts_cu_fwd_cast(const ts_kctx *k) {
     ts_dtype t = (ts_dtype)k->node->attr[0];
-    if (t == TS_BF16 || t == TS_F16) ts_cu_round_half(ts_cu_stream(k), t, k->out, k->in[0], numel_out(k));
-    else ts_cu_fwd_copy(k);
+    if (t != TS_BF16 && t != TS_F16) {
+        ts_cu_fwd_copy(k);
+        return;
+    }
+    if (k->lost) ts_cu_check(cudaMemsetAsync(k->lost, 0, sizeof *k->lost, ts_cu_stream(k)), op_name(k)); /* this micro-batch's */
+    ts_cu_round_half(ts_cu_stream(k), t, k->out, k->in[0], numel_out(k), k->lost);
 }
 
 /* ------------------------------------------------------- tanh and sigmoid */
