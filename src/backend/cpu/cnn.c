@@ -71,33 +71,33 @@ static void col_span(const ts_conv_geom *g, int64_t kj, int64_t *off, int64_t *l
 }
 
 /* The columns of output rows [oh0, oh1) of one sample x[C, H, W] (dx NULL),
- * the rows of channels [c0, c1):
+ * the rows of kernel rows [r0, r1) (r = c*KH + ki: the threads sharing a
+ * sample of few channels, the 7x7 stem's 3, split these):
  * col[(c, ki, kj), (oh - oh0)*OW + ow] = x[c, ih, iw] (0 in the padding);
  * or the reverse (col2im): dx[c, ih, iw] += col[(c, ki, kj), ...]. */
 static void im2col(const ts_conv_geom *g, float *restrict col, const float *restrict x, float *restrict dx, int64_t oh0, int64_t oh1,
-                   int64_t c0, int64_t c1) {
+                   int64_t r0, int64_t r1) {
     const int64_t H = g->H, W = g->W, OW = g->OW, KH = g->KH, KW = g->KW, SH = g->SH, SW = g->SW, DH = g->DH;
-    float *d = col + c0 * KH * KW * (oh1 - oh0) * OW;
-    for (int64_t c = c0; c < c1; c++)
-        for (int64_t ki = 0; ki < KH; ki++)
-            for (int64_t kj = 0; kj < KW; kj++) {
-                int64_t off, lo, hi;
-                col_span(g, kj, &off, &lo, &hi);
-                for (int64_t oh = oh0; oh < oh1; oh++, d += OW) {
-                    int64_t ih = oh * SH - g->PT + ki * DH, at = (c * H + ih) * W + lo * SW + off;
-                    if (dx) {
-                        if (ih >= 0 && ih < H && hi > lo) add_strided(dx + at, d + lo, hi - lo, SW);
-                        continue;
-                    }
-                    if (ih < 0 || ih >= H) {
-                        for (int64_t ow = 0; ow < OW; ow++) d[ow] = 0.0f;
-                        continue;
-                    }
-                    for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0.0f;
-                    if (hi > lo) copy_strided(d + lo, x + at, hi - lo, SW);
-                    for (int64_t ow = hi; ow < OW; ow++) d[ow] = 0.0f;
+    float *d = col + r0 * KW * (oh1 - oh0) * OW;
+    for (int64_t r = r0; r < r1; r++)
+        for (int64_t c = r / KH, ki = r % KH, kj = 0; kj < KW; kj++) {
+            int64_t off, lo, hi;
+            col_span(g, kj, &off, &lo, &hi);
+            for (int64_t oh = oh0; oh < oh1; oh++, d += OW) {
+                int64_t ih = oh * SH - g->PT + ki * DH, at = (c * H + ih) * W + lo * SW + off;
+                if (dx) {
+                    if (ih >= 0 && ih < H && hi > lo) add_strided(dx + at, d + lo, hi - lo, SW);
+                    continue;
                 }
+                if (ih < 0 || ih >= H) {
+                    for (int64_t ow = 0; ow < OW; ow++) d[ow] = 0.0f;
+                    continue;
+                }
+                for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0.0f;
+                if (hi > lo) copy_strided(d + lo, x + at, hi - lo, SW);
+                for (int64_t ow = hi; ow < OW; ow++) d[ow] = 0.0f;
             }
+        }
 }
 
 /* Stride 1, dilation 1: the sample padded once to [C, OH+KH-1, OW+KW-1]
@@ -138,16 +138,15 @@ static void unpad_add(const ts_conv_geom *g, float *restrict x, const float *res
         }
 }
 
-static void im2col_unit(const ts_conv_geom *g, float *restrict col, const float *restrict xp, int64_t oh0, int64_t oh1, int64_t c0,
-                        int64_t c1) {
+static void im2col_unit(const ts_conv_geom *g, float *restrict col, const float *restrict xp, int64_t oh0, int64_t oh1, int64_t r0,
+                        int64_t r1) {
     const int64_t OW = g->OW, KH = g->KH, KW = g->KW, Hp = g->OH + KH - 1, Wp = OW + KW - 1;
-    float *d = col + c0 * KH * KW * (oh1 - oh0) * OW;
-    for (int64_t c = c0; c < c1; c++)
-        for (int64_t ki = 0; ki < KH; ki++)
-            for (int64_t kj = 0; kj < KW; kj++) {
-                const float *s = xp + (c * Hp + ki + oh0) * Wp + kj;
-                for (int64_t oh = oh0; oh < oh1; oh++, d += OW, s += Wp) copy_row(d, s, OW);
-            }
+    float *d = col + r0 * KW * (oh1 - oh0) * OW;
+    for (int64_t r = r0; r < r1; r++)
+        for (int64_t c = r / KH, ki = r % KH, kj = 0; kj < KW; kj++) {
+            const float *s = xp + (c * Hp + ki + oh0) * Wp + kj;
+            for (int64_t oh = oh0; oh < oh1; oh++, d += OW, s += Wp) copy_row(d, s, OW);
+        }
 }
 
 static void col2im_unit(const ts_conv_geom *g, float *restrict dxp, const float *restrict col, int64_t oh0, int64_t oh1) {
@@ -243,8 +242,8 @@ static const float *conv_cols(const conv_job *j, float *col, const float *xs, in
         return xs + oh0 * g->W;
     }
     *ld = (oh1 - oh0) * g->OW;
-    if (conv_unit(g)) im2col_unit(g, col, xs, oh0, oh1, 0, g->C);
-    else im2col(g, col, xs, NULL, oh0, oh1, 0, g->C);
+    if (conv_unit(g)) im2col_unit(g, col, xs, oh0, oh1, 0, g->C * g->KH);
+    else im2col(g, col, xs, NULL, oh0, oh1, 0, g->C * g->KH);
     return col;
 }
 
@@ -303,10 +302,10 @@ static void share_pad(void *v, int64_t c0, int64_t c1) {
     pad_sample(s->j->g, s->xp, s->xn, c0, c1);
 }
 
-static void share_im2col(void *v, int64_t c0, int64_t c1) {
+static void share_im2col(void *v, int64_t r0, int64_t r1) {
     const conv_share *s = v;
-    if (conv_unit(s->j->g)) im2col_unit(s->j->g, s->col, s->xs, s->oh0, s->oh1, c0, c1);
-    else im2col(s->j->g, s->col, s->xs, NULL, s->oh0, s->oh1, c0, c1);
+    if (conv_unit(s->j->g)) im2col_unit(s->j->g, s->col, s->xs, s->oh0, s->oh1, r0, r1);
+    else im2col(s->j->g, s->col, s->xs, NULL, s->oh0, s->oh1, r0, r1);
 }
 
 /* output channels [r0, r1) of the chunk, over every group they touch */
@@ -351,7 +350,7 @@ static void conv_fwd_shared(ts_pool *p, const conv_job *j) {
             if (j->direct) {
                 s.cols = s.xs + s.oh0 * g->W, s.ld = g->H * g->W;
             } else {
-                ts_pool_for(p, g->C, 1, share_im2col, &s);
+                ts_pool_for(p, g->C * g->KH, 1, share_im2col, &s);
                 s.cols = s.col, s.ld = P;
             }
             if (P >= threads * CONV_MIN_COLS || g->OC < threads * SHARE_MIN_ROWS) ts_pool_for(p, P, CONV_MIN_COLS / 4, share_cols, &s);
@@ -396,7 +395,7 @@ static void conv_bwd_slots(void *vj, int64_t begin, int64_t end) {
                                    j->direct ? OHW : P);
                 if (j->direct) continue;
                 if (unit) col2im_unit(g, dxs, col, oh0, oh1);
-                else im2col(g, col, NULL, dxn, oh0, oh1, 0, g->C);
+                else im2col(g, col, NULL, dxn, oh0, oh1, 0, g->C * g->KH);
             }
             if (dxn && padded) unpad_add(g, dxn, dxp);
         }
