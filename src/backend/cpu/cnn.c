@@ -459,7 +459,7 @@ void ts_conv2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, 
  * sums run in another order than im2col's, so outputs differ from the
  * training forward's in the last bits: inference only. */
 
-/* the fewest multiply-adds of a convolution worth the transforms; the
+/* the fewest multiply-adds of a sample worth the transforms; the
  * fewest tiles of the batch for F(2x2) and for F(4x4) (below, making U
  * costs more than the products save: measured on ResNet-18's shapes); the
  * fewest tiles a chunk's products keep (OpenBLAS's slow shapes below) */
@@ -617,9 +617,11 @@ static void wino_input(void *vj, int64_t c0, int64_t c1) {
             float *v = j->v + c * j->E * T + (gr - j->row0) * j->TW;
             for (int64_t t0 = 0; t0 < j->TW; t0 += WINO_BLOCK) {
                 int64_t nt = j->TW - t0 < WINO_BLOCK ? j->TW - t0 : WINO_BLOCK, j0 = t0 * m - g->PL, span = WINO_BLOCK * m + 2;
-                const float *r = xc + i0 * W + j0;
-                int64_t rs = W;
-                if (i0 < 0 || i0 + a > g->H || j0 < 0 || j0 + span > W) {
+                const float *r = pad;
+                int64_t rs = PW;
+                if (i0 >= 0 && i0 + a <= g->H && j0 >= 0 && j0 + span <= W) {
+                    r = xc + i0 * W + j0, rs = W;
+                } else {
                     int64_t qlo = j0 < 0 ? -j0 : 0, qhi = W - j0 < span ? W - j0 : span; /* the columns inside */
                     for (int64_t i = 0; i < a; i++) {
                         float *d = pad + i * PW;
@@ -629,7 +631,6 @@ static void wino_input(void *vj, int64_t c0, int64_t c1) {
                         for (; q < (in ? qhi : span); q++) d[q] = xc[ih * W + j0 + q];
                         for (; q < span; q++) d[q] = 0.0f;
                     }
-                    r = pad, rs = PW;
                 }
                 if (m == 2) wino_in_block(2, v + t0, T, r, rs, nt);
                 else wino_in_block(4, v + t0, T, r, rs, nt);
