@@ -49,6 +49,8 @@ static inline void copy_row(float *restrict d, const float *restrict s, int64_t 
 
 static void copy_strided(float *restrict d, const float *restrict s, int64_t n, int64_t stride) {
     if (stride == 1) copy_row(d, s, n);
+    else if (stride == 2) /* the stem's and the downsampling convolutions': a constant stride the compiler vectorises */
+        for (int64_t i = 0; i < n; i++) d[i] = s[2 * i];
     else
         for (int64_t i = 0; i < n; i++) d[i] = s[i * stride];
 }
@@ -167,6 +169,7 @@ typedef struct conv_job {
     int64_t slots;
     bool direct; /* the input is its own columns */
     bool shared; /* fewer samples than threads: the threads share each sample (forward) */
+    bool bias_first; /* inference: the bias fills the output and the product adds to it */
 } conv_job;
 
 /* below this many multiply-adds a convolution runs on the calling thread */
@@ -252,12 +255,29 @@ static void slot_samples(const conv_job *j, int64_t slot, int64_t *n0, int64_t *
     *n1 = j->g->N * (slot + 1) / j->slots;
 }
 
-/* yn[oc, p] += b[oc] for output channels [oc0, oc1), positions [p0, p1) */
-static void add_bias(float *yn, const float *b, int64_t OHW, int64_t oc0, int64_t oc1, int64_t p0, int64_t p1) {
+/* yn[oc, p] += b[oc] (or = b[oc]: fill) for output channels [oc0, oc1), positions [p0, p1) */
+static void add_bias(float *yn, const float *b, int64_t OHW, int64_t oc0, int64_t oc1, int64_t p0, int64_t p1, bool fill) {
     for (int64_t oc = oc0; b && oc < oc1; oc++) {
         float bv = b[oc], *r = yn + oc * OHW;
-        for (int64_t i = p0; i < p1; i++) r[i] += bv;
+        if (fill)
+            for (int64_t i = p0; i < p1; i++) r[i] = bv;
+        else
+            for (int64_t i = p0; i < p1; i++) r[i] += bv;
     }
+}
+
+/* The bias around a chunk's product: added after it (the training
+ * forward's sums), or in inference written first, the product adding to it
+ * (beta 1: OpenBLAS then skips its pass zeroing the output, and no second
+ * pass adds the bias). Returns the product's beta. */
+static float bias_before(const conv_job *j, float *yn, int64_t OHW, int64_t oc0, int64_t oc1, int64_t p0, int64_t p1) {
+    if (!j->bias_first || !j->b) return 0.0f;
+    add_bias(yn, j->b, OHW, oc0, oc1, p0, p1, true);
+    return 1.0f;
+}
+
+static void bias_after(const conv_job *j, float *yn, int64_t OHW, int64_t oc0, int64_t oc1, int64_t p0, int64_t p1) {
+    if (!j->bias_first) add_bias(yn, j->b, OHW, oc0, oc1, p0, p1, false);
 }
 
 static void conv_fwd_slots(void *vj, int64_t begin, int64_t end) {
@@ -274,10 +294,11 @@ static void conv_fwd_slots(void *vj, int64_t begin, int64_t end) {
             for (int64_t oh0 = 0; oh0 < g->OH; oh0 += R) {
                 int64_t oh1 = oh0 + R < g->OH ? oh0 + R : g->OH;
                 const float *cols = conv_cols(j, col, xs, oh0, oh1, &ld);
+                float beta = bias_before(j, yn, OHW, 0, g->OC, oh0 * g->OW, oh1 * g->OW);
                 for (int64_t gi = 0; gi < g->groups; gi++)
                     ts_gemm_serial(false, false, OCg, (oh1 - oh0) * g->OW, CgKK, j->w + gi * OCg * CgKK, CgKK, cols + gi * CgKK * ld, ld,
-                                   0.0f, yn + gi * OCg * OHW + oh0 * g->OW, OHW);
-                add_bias(yn, j->b, OHW, 0, g->OC, oh0 * g->OW, oh1 * g->OW);
+                                   beta, yn + gi * OCg * OHW + oh0 * g->OW, OHW);
+                bias_after(j, yn, OHW, 0, g->OC, oh0 * g->OW, oh1 * g->OW);
             }
         }
     }
@@ -313,12 +334,13 @@ static void share_rows(void *v, int64_t r0, int64_t r1) {
     const conv_share *s = v;
     const ts_conv_geom *g = s->j->g;
     int64_t OHW = g->OH * g->OW, CgKK = g->C / g->groups * g->KH * g->KW, OCg = g->OC / g->groups, p0 = s->oh0 * g->OW;
+    float beta = bias_before(s->j, s->yn, OHW, r0, r1, p0, s->oh1 * g->OW);
     for (int64_t gi = r0 / OCg; gi < g->groups && gi * OCg < r1; gi++) {
         int64_t lo = r0 > gi * OCg ? r0 : gi * OCg, hi = r1 < (gi + 1) * OCg ? r1 : (gi + 1) * OCg;
         ts_gemm_serial(false, false, hi - lo, (s->oh1 - s->oh0) * g->OW, CgKK, s->j->w + lo * CgKK, CgKK, s->cols + gi * CgKK * s->ld,
-                       s->ld, 0.0f, s->yn + lo * OHW + p0, OHW);
+                       s->ld, beta, s->yn + lo * OHW + p0, OHW);
     }
-    add_bias(s->yn, s->j->b, OHW, r0, r1, p0, s->oh1 * g->OW);
+    bias_after(s->j, s->yn, OHW, r0, r1, p0, s->oh1 * g->OW);
 }
 
 /* output positions [q0, q1) of the chunk (counted from its first), every channel */
@@ -326,10 +348,11 @@ static void share_cols(void *v, int64_t q0, int64_t q1) {
     const conv_share *s = v;
     const ts_conv_geom *g = s->j->g;
     int64_t OHW = g->OH * g->OW, CgKK = g->C / g->groups * g->KH * g->KW, OCg = g->OC / g->groups, p0 = s->oh0 * g->OW;
+    float beta = bias_before(s->j, s->yn, OHW, 0, g->OC, p0 + q0, p0 + q1);
     for (int64_t gi = 0; gi < g->groups; gi++)
-        ts_gemm_serial(false, false, OCg, q1 - q0, CgKK, s->j->w + gi * OCg * CgKK, CgKK, s->cols + gi * CgKK * s->ld + q0, s->ld, 0.0f,
+        ts_gemm_serial(false, false, OCg, q1 - q0, CgKK, s->j->w + gi * OCg * CgKK, CgKK, s->cols + gi * CgKK * s->ld + q0, s->ld, beta,
                        s->yn + gi * OCg * OHW + p0 + q0, OHW);
-    add_bias(s->yn, s->j->b, OHW, 0, g->OC, p0 + q0, p0 + q1);
+    bias_after(s->j, s->yn, OHW, 0, g->OC, p0 + q0, p0 + q1);
 }
 
 static void conv_fwd_shared(ts_pool *p, const conv_job *j) {
@@ -420,11 +443,16 @@ static conv_job conv_job_for(ts_pool *p, float *ws, const ts_conv_geom *g) {
     return j;
 }
 
-void ts_conv2d_forward(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g) {
+static void conv_forward(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g,
+                         bool bias_first) {
     conv_job j = conv_job_for(p, ws, g);
-    j.y = y, j.x = x, j.w = w, j.b = b;
+    j.y = y, j.x = x, j.w = w, j.b = b, j.bias_first = bias_first;
     if (j.shared) conv_fwd_shared(p, &j);
     else ts_pool_for(p, j.slots, 1, conv_fwd_slots, &j);
+}
+
+void ts_conv2d_forward(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g) {
+    conv_forward(p, ws, y, x, w, b, g, false);
 }
 
 void ts_conv2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
@@ -718,7 +746,7 @@ static void conv_fwd_winograd(ts_pool *p, float *ws, float *y, const float *x, c
 
 void ts_conv2d_infer(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g) {
     if (ts_conv2d_winograd_tile(g)) conv_fwd_winograd(p, ws, y, x, w, b, g);
-    else ts_conv2d_forward(p, ws, y, x, w, b, g);
+    else conv_forward(p, ws, y, x, w, b, g, true);
 }
 
 /* The input element under output (oh, ow) and kernel tap (ki, kj), or -1. */
