@@ -5,6 +5,8 @@
  *    Forward tolerance: (K + 2) * FLT_EPSILON * (|x| (*) |w| + |b|), the
  *    rounding bound of a length-K float dot product in any order, so a wrong
  *    index (an O(1) error) cannot pass;
+ *  - the inference forward (Winograd F(4x4, 3x3) and F(2x2, 3x3) where it
+ *    picks them) against the same loop;
  *  - max pooling's winners (ties, NaN, padding) against a plain scan;
  *  - build errors that name the layer and the sizes;
  *  - batch norm's running statistics (momentum update with the unbiased
@@ -90,6 +92,83 @@ static void conv_case(ts_pool *pool, int64_t N, int64_t C, int64_t H, int64_t W,
 done:
     free(x), free(w), free(b), free(dy), free(y), free(y0), free(bound), free(ax), free(aw), free(ab), free(ws);
     free(dx), free(dw), free(db), free(dx0), free(dw0), free(db0);
+}
+
+/* ----------------------------- conv2d's inference path: Winograd vs oracle */
+
+/* ts_conv2d_infer on a 3x3 convolution against the direct loop: the tile
+ * size it picks (want_m: 4, 2, or 0 for the im2col path, its bias written
+ * before the product adds to it), and the outputs within
+ * TOL[m] * FLT_EPSILON * (|x| (*) |w| + |b|), for im2col the dot product's
+ * bound K + 2 as in conv_case: the transforms (entries up to
+ * 8 in F(4x4)) round more than a dot product (about 1 and 15 eps here), but
+ * a wrong tap or tile (an error of one term, about 1/(9C) of that bound) is
+ * hundreds of times the tolerance. Odd sizes (partial tiles at the bottom and right), uneven
+ * padding, several samples in one chunk of tile rows and chunks that start
+ * inside a sample. */
+static void infer_case(ts_pool *pool, int64_t N, int64_t C, int64_t H, int64_t W, int64_t OC, int64_t PT, int64_t PB, int64_t PL, int64_t PR,
+                          int64_t S, bool bias, int want_m)
+{
+    double TOL[5] = {(double)(C * 9 + 2), 0, 8, 0, 64};
+    ts_conv_geom g = {.N = N, .C = C, .H = H, .W = W, .OC = OC, .KH = 3, .KW = 3, .SH = S, .SW = S, .PT = PT, .PL = PL, .DH = 1, .DW = 1,
+                      .groups = 1};
+    g.OH = osize(H, PT, PB, 3, 1, S);
+    g.OW = osize(W, PL, PR, 3, 1, S);
+    int64_t nx = N * C * H * W, nw = OC * C * 9, ny = N * OC * g.OH * g.OW, bad = 0;
+    ts_conv_geom shapes = {.N = N, .C = C, .OC = OC, .OH = g.OH, .OW = g.OW, .KH = 3, .KW = 3, .groups = 1};
+    float *x = rand_buf(nx), *w = rand_buf(nw), *b = bias ? rand_buf(OC) : NULL, *y = malloc(sizeof(float) * (size_t)ny);
+    float *y0 = malloc(sizeof(float) * (size_t)ny), *bound = malloc(sizeof(float) * (size_t)ny);
+    float *ax = malloc(sizeof(float) * (size_t)nx), *aw = malloc(sizeof(float) * (size_t)nw), *ab = bias ? malloc(sizeof(float) * (size_t)OC) : NULL;
+    float *ws = malloc(sizeof(float) * ts_conv2d_workspace(&shapes, ts_pool_threads(pool)));
+    if (!x || !w || (bias && (!b || !ab)) || !y || !y0 || !bound || !ax || !aw || !ws) {
+        CHECK(0, "inference conv case: out of memory");
+        goto done;
+    }
+    for (int64_t i = 0; i < nx; i++)
+        ax[i] = fabsf(x[i]);
+    for (int64_t i = 0; i < nw; i++)
+        aw[i] = fabsf(w[i]);
+    for (int64_t i = 0; bias && i < OC; i++)
+        ab[i] = fabsf(b[i]);
+    int m = ts_conv2d_winograd_tile(&g);
+    ts_conv2d_infer(pool, ws, y, x, w, b, &g);
+    double worst = 0;
+    ts_conv2d_naive_forward(y0, x, w, b, &g);
+    ts_conv2d_naive_forward(bound, ax, aw, ab, &g);
+    for (int64_t i = 0; i < ny; i++) {
+        double d = fabs((double)y[i] - y0[i]), tol = TOL[m] * FLT_EPSILON * bound[i] + 1e-30;
+        bad += !(d <= tol);
+        worst = fmax(worst, d / (FLT_EPSILON * bound[i] + 1e-30));
+    }
+    CHECK(m == want_m && bad == 0,
+          "conv2d inference: x[%lld,%lld,%lld,%lld] k3x3 s%lld p%lld,%lld,%lld,%lld%s -> [%lld,%lld,%lld,%lld]%s: tile %d (want %d: %s), "
+          "%lld outputs off, worst %.1f eps of the bound (tolerance %.0f)",
+          (long long)N, (long long)C, (long long)H, (long long)W, (long long)S, (long long)PT, (long long)PB, (long long)PL, (long long)PR,
+          bias ? "" : " no bias", (long long)N, (long long)OC, (long long)g.OH, (long long)g.OW, pool ? " threads" : "", m, want_m,
+          want_m == 4 ? "F(4x4, 3x3)" : want_m == 2 ? "F(2x2, 3x3)" : "im2col",
+          (long long)bad, worst, TOL[m]);
+done:
+    free(x), free(w), free(b), free(y), free(y0), free(bound), free(ax), free(aw), free(ab), free(ws);
+}
+
+static void infer_oracles(void)
+{
+    ts_pool *pool = NULL;
+    CHECK_OK(ts_pool_new(&pool, 2), "a pool of 2 threads");
+    for (int t = 0; t < 2; t++) {
+        ts_pool *p = t ? pool : NULL;
+        infer_case(p, 1, 32, 30, 30, 32, 1, 1, 1, 1, 1, true, 4);     /* ResNet's first stage, smaller: 8x8 tiles of 4x4 */
+        infer_case(p, 1, 24, 29, 31, 40, 2, 0, 0, 2, 1, true, 4);     /* odd sizes, uneven padding: partial tiles */
+        infer_case(p, 5, 256, 18, 18, 8, 1, 1, 1, 1, 1, false, 4);    /* two chunks of 13 and 12 tile rows, each across samples */
+        infer_case(p, 1, 64, 14, 14, 48, 1, 1, 1, 1, 1, true, 2);     /* ResNet's third stage at batch 1: 7x7 tiles of 2x2 */
+        infer_case(p, 1, 64, 13, 13, 48, 1, 1, 1, 1, 1, false, 2);    /* a partial last tile row and column */
+        infer_case(p, 1, 64, 15, 15, 48, 0, 0, 0, 0, 1, true, 2);     /* no padding */
+        infer_case(p, 1, 128, 7, 7, 128, 1, 1, 1, 1, 1, true, 0);     /* too few tiles to pay for the weights' transform */
+        infer_case(p, 2, 32, 29, 29, 32, 1, 1, 1, 1, 2, true, 0);     /* stride 2 */
+        infer_case(p, 1, 8, 12, 12, 8, 1, 1, 1, 1, 1, true, 0);       /* too little work */
+        infer_case(p, 3, 64, 20, 20, 32, 1, 1, 1, 1, 2, true, 0);     /* stride 2 on the threads' own samples */
+    }
+    ts_pool_free(pool);
 }
 
 /* ------------------------------------------ max pooling: winners vs a scan */
@@ -473,6 +552,7 @@ static void dropout(void)
 int main(void)
 {
     kernel_oracles();
+    infer_oracles();
     build_errors();
     batch_norm_running();
     dropout();

@@ -33,7 +33,8 @@ void ts_fwd_conv2d(const ts_kctx *k) {
     ts_kctx room;
     k = ts_cpu_widen(k, &room);
     ts_conv_geom g = conv_geom(k);
-    ts_conv2d_forward(k->pool, k->workspace, k->out, k->in[0], k->in[1], k->n_in == 3 ? k->in[2] : NULL, &g);
+    /* a training model's forward stays the one its backward pass matches */
+    (k->training ? ts_conv2d_forward : ts_conv2d_infer)(k->pool, k->workspace, k->out, k->in[0], k->in[1], k->n_in == 3 ? k->in[2] : NULL, &g);
 }
 
 void ts_bwd_conv2d(const ts_kctx *k) {

@@ -49,6 +49,8 @@ static inline void copy_row(float *restrict d, const float *restrict s, int64_t 
 
 static void copy_strided(float *restrict d, const float *restrict s, int64_t n, int64_t stride) {
     if (stride == 1) copy_row(d, s, n);
+    else if (stride == 2) /* the stem's and the downsampling convolutions': a constant stride the compiler vectorises */
+        for (int64_t i = 0; i < n; i++) d[i] = s[2 * i];
     else
         for (int64_t i = 0; i < n; i++) d[i] = s[i * stride];
 }
@@ -71,33 +73,33 @@ static void col_span(const ts_conv_geom *g, int64_t kj, int64_t *off, int64_t *l
 }
 
 /* The columns of output rows [oh0, oh1) of one sample x[C, H, W] (dx NULL),
- * the rows of channels [c0, c1):
+ * the rows of kernel rows [r0, r1) (r = c*KH + ki: the threads sharing a
+ * sample of few channels, the 7x7 stem's 3, split these):
  * col[(c, ki, kj), (oh - oh0)*OW + ow] = x[c, ih, iw] (0 in the padding);
  * or the reverse (col2im): dx[c, ih, iw] += col[(c, ki, kj), ...]. */
 static void im2col(const ts_conv_geom *g, float *restrict col, const float *restrict x, float *restrict dx, int64_t oh0, int64_t oh1,
-                   int64_t c0, int64_t c1) {
+                   int64_t r0, int64_t r1) {
     const int64_t H = g->H, W = g->W, OW = g->OW, KH = g->KH, KW = g->KW, SH = g->SH, SW = g->SW, DH = g->DH;
-    float *d = col + c0 * KH * KW * (oh1 - oh0) * OW;
-    for (int64_t c = c0; c < c1; c++)
-        for (int64_t ki = 0; ki < KH; ki++)
-            for (int64_t kj = 0; kj < KW; kj++) {
-                int64_t off, lo, hi;
-                col_span(g, kj, &off, &lo, &hi);
-                for (int64_t oh = oh0; oh < oh1; oh++, d += OW) {
-                    int64_t ih = oh * SH - g->PT + ki * DH, at = (c * H + ih) * W + lo * SW + off;
-                    if (dx) {
-                        if (ih >= 0 && ih < H && hi > lo) add_strided(dx + at, d + lo, hi - lo, SW);
-                        continue;
-                    }
-                    if (ih < 0 || ih >= H) {
-                        for (int64_t ow = 0; ow < OW; ow++) d[ow] = 0.0f;
-                        continue;
-                    }
-                    for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0.0f;
-                    if (hi > lo) copy_strided(d + lo, x + at, hi - lo, SW);
-                    for (int64_t ow = hi; ow < OW; ow++) d[ow] = 0.0f;
+    float *d = col + r0 * KW * (oh1 - oh0) * OW;
+    for (int64_t r = r0; r < r1; r++)
+        for (int64_t c = r / KH, ki = r % KH, kj = 0; kj < KW; kj++) {
+            int64_t off, lo, hi;
+            col_span(g, kj, &off, &lo, &hi);
+            for (int64_t oh = oh0; oh < oh1; oh++, d += OW) {
+                int64_t ih = oh * SH - g->PT + ki * DH, at = (c * H + ih) * W + lo * SW + off;
+                if (dx) {
+                    if (ih >= 0 && ih < H && hi > lo) add_strided(dx + at, d + lo, hi - lo, SW);
+                    continue;
                 }
+                if (ih < 0 || ih >= H) {
+                    for (int64_t ow = 0; ow < OW; ow++) d[ow] = 0.0f;
+                    continue;
+                }
+                for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0.0f;
+                if (hi > lo) copy_strided(d + lo, x + at, hi - lo, SW);
+                for (int64_t ow = hi; ow < OW; ow++) d[ow] = 0.0f;
             }
+        }
 }
 
 /* Stride 1, dilation 1: the sample padded once to [C, OH+KH-1, OW+KW-1]
@@ -138,16 +140,15 @@ static void unpad_add(const ts_conv_geom *g, float *restrict x, const float *res
         }
 }
 
-static void im2col_unit(const ts_conv_geom *g, float *restrict col, const float *restrict xp, int64_t oh0, int64_t oh1, int64_t c0,
-                        int64_t c1) {
+static void im2col_unit(const ts_conv_geom *g, float *restrict col, const float *restrict xp, int64_t oh0, int64_t oh1, int64_t r0,
+                        int64_t r1) {
     const int64_t OW = g->OW, KH = g->KH, KW = g->KW, Hp = g->OH + KH - 1, Wp = OW + KW - 1;
-    float *d = col + c0 * KH * KW * (oh1 - oh0) * OW;
-    for (int64_t c = c0; c < c1; c++)
-        for (int64_t ki = 0; ki < KH; ki++)
-            for (int64_t kj = 0; kj < KW; kj++) {
-                const float *s = xp + (c * Hp + ki + oh0) * Wp + kj;
-                for (int64_t oh = oh0; oh < oh1; oh++, d += OW, s += Wp) copy_row(d, s, OW);
-            }
+    float *d = col + r0 * KW * (oh1 - oh0) * OW;
+    for (int64_t r = r0; r < r1; r++)
+        for (int64_t c = r / KH, ki = r % KH, kj = 0; kj < KW; kj++) {
+            const float *s = xp + (c * Hp + ki + oh0) * Wp + kj;
+            for (int64_t oh = oh0; oh < oh1; oh++, d += OW, s += Wp) copy_row(d, s, OW);
+        }
 }
 
 static void col2im_unit(const ts_conv_geom *g, float *restrict dxp, const float *restrict col, int64_t oh0, int64_t oh1) {
@@ -168,6 +169,7 @@ typedef struct conv_job {
     int64_t slots;
     bool direct; /* the input is its own columns */
     bool shared; /* fewer samples than threads: the threads share each sample (forward) */
+    bool bias_first; /* inference: the bias fills the output and the product adds to it */
 } conv_job;
 
 /* below this many multiply-adds a convolution runs on the calling thread */
@@ -218,9 +220,12 @@ static size_t shared_floats(const ts_conv_geom *g, int threads) {
     return (size_t)(g->C * g->KH * g->KW * chunk_rows(g, threads) * g->OW + padded_floats(g));
 }
 
+static size_t wino_floats(const ts_conv_geom *g);
+
 size_t ts_conv2d_workspace(const ts_conv_geom *g, int threads) {
     size_t slots = (size_t)conv_slots(g, threads) * slot_floats(g), shared = g->N < threads ? shared_floats(g, threads) : 0;
-    return slots > shared ? slots : shared;
+    size_t most = slots > shared ? slots : shared, wino = wino_floats(g);
+    return most > wino ? most : wino;
 }
 
 /* Sample n as im2col reads it: padded into xp, or the input itself */
@@ -240,8 +245,8 @@ static const float *conv_cols(const conv_job *j, float *col, const float *xs, in
         return xs + oh0 * g->W;
     }
     *ld = (oh1 - oh0) * g->OW;
-    if (conv_unit(g)) im2col_unit(g, col, xs, oh0, oh1, 0, g->C);
-    else im2col(g, col, xs, NULL, oh0, oh1, 0, g->C);
+    if (conv_unit(g)) im2col_unit(g, col, xs, oh0, oh1, 0, g->C * g->KH);
+    else im2col(g, col, xs, NULL, oh0, oh1, 0, g->C * g->KH);
     return col;
 }
 
@@ -250,12 +255,29 @@ static void slot_samples(const conv_job *j, int64_t slot, int64_t *n0, int64_t *
     *n1 = j->g->N * (slot + 1) / j->slots;
 }
 
-/* yn[oc, p] += b[oc] for output channels [oc0, oc1), positions [p0, p1) */
-static void add_bias(float *yn, const float *b, int64_t OHW, int64_t oc0, int64_t oc1, int64_t p0, int64_t p1) {
+/* yn[oc, p] += b[oc] (or = b[oc]: fill) for output channels [oc0, oc1), positions [p0, p1) */
+static void add_bias(float *yn, const float *b, int64_t OHW, int64_t oc0, int64_t oc1, int64_t p0, int64_t p1, bool fill) {
     for (int64_t oc = oc0; b && oc < oc1; oc++) {
         float bv = b[oc], *r = yn + oc * OHW;
-        for (int64_t i = p0; i < p1; i++) r[i] += bv;
+        if (fill)
+            for (int64_t i = p0; i < p1; i++) r[i] = bv;
+        else
+            for (int64_t i = p0; i < p1; i++) r[i] += bv;
     }
+}
+
+/* The bias around a chunk's product: added after it (the training
+ * forward's sums), or in inference written first, the product adding to it
+ * (beta 1: OpenBLAS then skips its pass zeroing the output, and no second
+ * pass adds the bias). Returns the product's beta. */
+static float bias_before(const conv_job *j, float *yn, int64_t OHW, int64_t oc0, int64_t oc1, int64_t p0, int64_t p1) {
+    if (!j->bias_first || !j->b) return 0.0f;
+    add_bias(yn, j->b, OHW, oc0, oc1, p0, p1, true);
+    return 1.0f;
+}
+
+static void bias_after(const conv_job *j, float *yn, int64_t OHW, int64_t oc0, int64_t oc1, int64_t p0, int64_t p1) {
+    if (!j->bias_first) add_bias(yn, j->b, OHW, oc0, oc1, p0, p1, false);
 }
 
 static void conv_fwd_slots(void *vj, int64_t begin, int64_t end) {
@@ -272,10 +294,11 @@ static void conv_fwd_slots(void *vj, int64_t begin, int64_t end) {
             for (int64_t oh0 = 0; oh0 < g->OH; oh0 += R) {
                 int64_t oh1 = oh0 + R < g->OH ? oh0 + R : g->OH;
                 const float *cols = conv_cols(j, col, xs, oh0, oh1, &ld);
+                float beta = bias_before(j, yn, OHW, 0, g->OC, oh0 * g->OW, oh1 * g->OW);
                 for (int64_t gi = 0; gi < g->groups; gi++)
                     ts_gemm_serial(false, false, OCg, (oh1 - oh0) * g->OW, CgKK, j->w + gi * OCg * CgKK, CgKK, cols + gi * CgKK * ld, ld,
-                                   0.0f, yn + gi * OCg * OHW + oh0 * g->OW, OHW);
-                add_bias(yn, j->b, OHW, 0, g->OC, oh0 * g->OW, oh1 * g->OW);
+                                   beta, yn + gi * OCg * OHW + oh0 * g->OW, OHW);
+                bias_after(j, yn, OHW, 0, g->OC, oh0 * g->OW, oh1 * g->OW);
             }
         }
     }
@@ -300,10 +323,10 @@ static void share_pad(void *v, int64_t c0, int64_t c1) {
     pad_sample(s->j->g, s->xp, s->xn, c0, c1);
 }
 
-static void share_im2col(void *v, int64_t c0, int64_t c1) {
+static void share_im2col(void *v, int64_t r0, int64_t r1) {
     const conv_share *s = v;
-    if (conv_unit(s->j->g)) im2col_unit(s->j->g, s->col, s->xs, s->oh0, s->oh1, c0, c1);
-    else im2col(s->j->g, s->col, s->xs, NULL, s->oh0, s->oh1, c0, c1);
+    if (conv_unit(s->j->g)) im2col_unit(s->j->g, s->col, s->xs, s->oh0, s->oh1, r0, r1);
+    else im2col(s->j->g, s->col, s->xs, NULL, s->oh0, s->oh1, r0, r1);
 }
 
 /* output channels [r0, r1) of the chunk, over every group they touch */
@@ -311,12 +334,13 @@ static void share_rows(void *v, int64_t r0, int64_t r1) {
     const conv_share *s = v;
     const ts_conv_geom *g = s->j->g;
     int64_t OHW = g->OH * g->OW, CgKK = g->C / g->groups * g->KH * g->KW, OCg = g->OC / g->groups, p0 = s->oh0 * g->OW;
+    float beta = bias_before(s->j, s->yn, OHW, r0, r1, p0, s->oh1 * g->OW);
     for (int64_t gi = r0 / OCg; gi < g->groups && gi * OCg < r1; gi++) {
         int64_t lo = r0 > gi * OCg ? r0 : gi * OCg, hi = r1 < (gi + 1) * OCg ? r1 : (gi + 1) * OCg;
         ts_gemm_serial(false, false, hi - lo, (s->oh1 - s->oh0) * g->OW, CgKK, s->j->w + lo * CgKK, CgKK, s->cols + gi * CgKK * s->ld,
-                       s->ld, 0.0f, s->yn + lo * OHW + p0, OHW);
+                       s->ld, beta, s->yn + lo * OHW + p0, OHW);
     }
-    add_bias(s->yn, s->j->b, OHW, r0, r1, p0, s->oh1 * g->OW);
+    bias_after(s->j, s->yn, OHW, r0, r1, p0, s->oh1 * g->OW);
 }
 
 /* output positions [q0, q1) of the chunk (counted from its first), every channel */
@@ -324,10 +348,11 @@ static void share_cols(void *v, int64_t q0, int64_t q1) {
     const conv_share *s = v;
     const ts_conv_geom *g = s->j->g;
     int64_t OHW = g->OH * g->OW, CgKK = g->C / g->groups * g->KH * g->KW, OCg = g->OC / g->groups, p0 = s->oh0 * g->OW;
+    float beta = bias_before(s->j, s->yn, OHW, 0, g->OC, p0 + q0, p0 + q1);
     for (int64_t gi = 0; gi < g->groups; gi++)
-        ts_gemm_serial(false, false, OCg, q1 - q0, CgKK, s->j->w + gi * OCg * CgKK, CgKK, s->cols + gi * CgKK * s->ld + q0, s->ld, 0.0f,
+        ts_gemm_serial(false, false, OCg, q1 - q0, CgKK, s->j->w + gi * OCg * CgKK, CgKK, s->cols + gi * CgKK * s->ld + q0, s->ld, beta,
                        s->yn + gi * OCg * OHW + p0 + q0, OHW);
-    add_bias(s->yn, s->j->b, OHW, 0, g->OC, p0 + q0, p0 + q1);
+    bias_after(s->j, s->yn, OHW, 0, g->OC, p0 + q0, p0 + q1);
 }
 
 static void conv_fwd_shared(ts_pool *p, const conv_job *j) {
@@ -348,7 +373,7 @@ static void conv_fwd_shared(ts_pool *p, const conv_job *j) {
             if (j->direct) {
                 s.cols = s.xs + s.oh0 * g->W, s.ld = g->H * g->W;
             } else {
-                ts_pool_for(p, g->C, 1, share_im2col, &s);
+                ts_pool_for(p, g->C * g->KH, 1, share_im2col, &s);
                 s.cols = s.col, s.ld = P;
             }
             if (P >= threads * CONV_MIN_COLS || g->OC < threads * SHARE_MIN_ROWS) ts_pool_for(p, P, CONV_MIN_COLS / 4, share_cols, &s);
@@ -393,7 +418,7 @@ static void conv_bwd_slots(void *vj, int64_t begin, int64_t end) {
                                    j->direct ? OHW : P);
                 if (j->direct) continue;
                 if (unit) col2im_unit(g, dxs, col, oh0, oh1);
-                else im2col(g, col, NULL, dxn, oh0, oh1, 0, g->C);
+                else im2col(g, col, NULL, dxn, oh0, oh1, 0, g->C * g->KH);
             }
             if (dxn && padded) unpad_add(g, dxn, dxp);
         }
@@ -418,11 +443,16 @@ static conv_job conv_job_for(ts_pool *p, float *ws, const ts_conv_geom *g) {
     return j;
 }
 
-void ts_conv2d_forward(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g) {
+static void conv_forward(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g,
+                         bool bias_first) {
     conv_job j = conv_job_for(p, ws, g);
-    j.y = y, j.x = x, j.w = w, j.b = b;
+    j.y = y, j.x = x, j.w = w, j.b = b, j.bias_first = bias_first;
     if (j.shared) conv_fwd_shared(p, &j);
     else ts_pool_for(p, j.slots, 1, conv_fwd_slots, &j);
+}
+
+void ts_conv2d_forward(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g) {
+    conv_forward(p, ws, y, x, w, b, g, false);
 }
 
 void ts_conv2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
@@ -435,6 +465,288 @@ void ts_conv2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, 
     const float *dwp = ws + col_floats(g);
     if (dw) add_partials(dw, dwp, wn, j.slots, slot_floats(g));
     if (db) add_partials(db, dwp + wn, g->OC, j.slots, slot_floats(g));
+}
+
+/* ---------------------------------- conv2d: Winograd F(m x m, 3x3), inference */
+
+/* A 3x3 convolution with stride 1 through Winograd's minimal filtering
+ * (Lavin and Gray, 2015): each m x m block of outputs (a tile) from the
+ * a x a input patch under it (a = m + 2), d, as
+ *     Y = A^T [(G g G^T) .* (B^T d B)] A.
+ * The a*a products of a tile's transformed values, summed over the input
+ * channels, are a*a GEMMs M[e] = U[e] [OC, C] x V[e] [C, tiles]. F(2x2, 3x3)
+ * takes 16 multiply-adds per tile and channel pair where im2col + GEMM
+ * takes 36 (2.25 times fewer), F(4x4, 3x3) 36 where it takes 144 (4 times
+ * fewer; its transforms, with points 0, +-1, +-2, lose a few more bits).
+ * U, the transformed weights, is made at every call (the weights may change
+ * between calls): memory traffic that pays only with enough tiles, so the
+ * variant is chosen from the tile counts (wino_m). The tiles are done a
+ * chunk of tile rows at a time (V and M stay in the cache), in three steps
+ * shared by the threads: the input transform by input channels, the a*a
+ * products by e, the output transform (and bias) by output channels. The
+ * sums run in another order than im2col's, so outputs differ from the
+ * training forward's in the last bits: inference only. */
+
+/* the fewest multiply-adds of a sample worth the transforms; the
+ * fewest tiles of the batch for F(2x2) and for F(4x4) (below, making U
+ * costs more than the products save: measured on ResNet-18's shapes); the
+ * fewest tiles a chunk's products keep (OpenBLAS's slow shapes below) */
+#define WINO_MIN_MACS (4 * 1024 * 1024)
+#ifndef WINO_F2_TILES
+#define WINO_F2_TILES 32
+#endif
+#ifndef WINO_F4_TILES
+#define WINO_F4_TILES 48
+#endif
+#ifndef WINO_CHUNK_FLOATS
+#define WINO_CHUNK_FLOATS (1024 * 1024)
+#endif
+#define WINO_MIN_TILES 64
+
+static int64_t wino_tiles(const ts_conv_geom *g, int m) { return g->N * ((g->OH + m - 1) / m) * ((g->OW + m - 1) / m); }
+
+/* the tile size for a convolution of these shapes (sizing the workspace
+ * knows no more than the shapes), 0 for none */
+static int wino_m(const ts_conv_geom *g) {
+    if (g->KH != 3 || g->KW != 3 || g->groups != 1 || g->N < 1 || g->OH < 1 || g->OW < 1 || g->OC * g->C * 9 * g->OH * g->OW < WINO_MIN_MACS)
+        return 0;
+    return wino_tiles(g, 4) >= WINO_F4_TILES ? 4 : wino_tiles(g, 2) >= WINO_F2_TILES ? 2 : 0;
+}
+
+int ts_conv2d_winograd_tile(const ts_conv_geom *g) { return conv_unit(g) ? wino_m(g) : 0; }
+
+typedef struct wino_job {
+    const ts_conv_geom *g;
+    const float *x, *w, *b;
+    float *y, *u, *v, *mm;
+    int m, a, E;        /* tile, patch, a*a */
+    int64_t TH, TW;     /* tiles down a sample and across */
+    int64_t row0, row1; /* the chunk's tile rows, over the batch (N * TH) */
+} wino_job;
+
+static wino_job wino_job_for(const ts_conv_geom *g, int m) {
+    return (wino_job){.g = g, .m = m, .a = m + 2, .E = (m + 2) * (m + 2), .TH = (g->OH + m - 1) / m, .TW = (g->OW + m - 1) / m};
+}
+
+/* tile rows per chunk: V and M of a chunk about WINO_CHUNK_FLOATS, at least
+ * WINO_MIN_TILES tiles */
+static int64_t wino_chunk_rows(const wino_job *j) {
+    int64_t rows_all = j->g->N * j->TH, tiles = WINO_CHUNK_FLOATS / (j->E * (j->g->C + j->g->OC));
+    tiles = tiles < WINO_MIN_TILES ? WINO_MIN_TILES : tiles;
+    int64_t rows = (tiles + j->TW - 1) / j->TW;
+    rows = rows > rows_all ? rows_all : rows;
+    int64_t chunks = (rows_all + rows - 1) / rows;
+    return (rows_all + chunks - 1) / chunks;
+}
+
+/* U [OC, E, C], then V [C, E, tiles] and M [OC, E, tiles] of a chunk: the E
+ * matrices interleaved by rows, so that a transform writes or reads its E
+ * values close together (whole matrices apart, they fell on the same cache
+ * sets) */
+static size_t wino_floats(const ts_conv_geom *g) {
+    int m = wino_m(g);
+    if (!m) return 0;
+    wino_job j = wino_job_for(g, m);
+    return (size_t)(j.E * g->OC * g->C + j.E * (g->C + g->OC) * wino_chunk_rows(&j) * j.TW);
+}
+
+/* The 1-D transforms, from s (stride ss) to d (stride ds):
+ * G (weights, 3 -> a), B^T (input, a -> a), A^T (output, a -> m) */
+static inline void wino_g(int m, const float *s, int64_t ss, float *d, int64_t ds) {
+    float g0 = s[0], g1 = s[ss], g2 = s[2 * ss];
+    if (m == 2) {
+        d[0] = g0, d[ds] = 0.5f * (g0 + g1 + g2), d[2 * ds] = 0.5f * (g0 - g1 + g2), d[3 * ds] = g2;
+        return;
+    }
+    d[0] = 0.25f * g0;
+    d[ds] = (g0 + g1 + g2) * (-1.0f / 6), d[2 * ds] = (g0 - g1 + g2) * (-1.0f / 6);
+    d[3 * ds] = g0 * (1.0f / 24) + g1 * (1.0f / 12) + g2 * (1.0f / 6), d[4 * ds] = g0 * (1.0f / 24) - g1 * (1.0f / 12) + g2 * (1.0f / 6);
+    d[5 * ds] = g2;
+}
+
+static inline void wino_bt(int m, const float *s, int64_t ss, float *d, int64_t ds) {
+    if (m == 2) {
+        float s0 = s[0], s1 = s[ss], s2 = s[2 * ss], s3 = s[3 * ss];
+        d[0] = s0 - s2, d[ds] = s1 + s2, d[2 * ds] = s2 - s1, d[3 * ds] = s1 - s3;
+        return;
+    }
+    float s0 = s[0], s1 = s[ss], s2 = s[2 * ss], s3 = s[3 * ss], s4 = s[4 * ss], s5 = s[5 * ss];
+    d[0] = 4.0f * s0 - 5.0f * s2 + s4;
+    d[ds] = s3 + s4 - 4.0f * (s1 + s2), d[2 * ds] = s4 - s3 + 4.0f * (s1 - s2);
+    d[3 * ds] = s4 - s2 + 2.0f * (s3 - s1), d[4 * ds] = s4 - s2 - 2.0f * (s3 - s1);
+    d[5 * ds] = 4.0f * s1 - 5.0f * s3 + s5;
+}
+
+static inline void wino_at(int m, const float *s, int64_t ss, float *d, int64_t ds) {
+    if (m == 2) {
+        d[0] = s[0] + s[ss] + s[2 * ss], d[ds] = s[ss] - s[2 * ss] - s[3 * ss];
+        return;
+    }
+    float s1 = s[ss], s2 = s[2 * ss], s3 = s[3 * ss], s4 = s[4 * ss], p = s1 + s2, q = s1 - s2, r = s3 + s4, t = s3 - s4;
+    d[0] = s[0] + p + r, d[ds] = q + 2.0f * t, d[2 * ds] = p + 4.0f * r, d[3 * ds] = q + 8.0f * t + s[5 * ss];
+}
+
+/* U[oc, e, c] = (G g G^T)[e] of the kernel w[oc, c] */
+static void wino_weights(void *vj, int64_t oc0, int64_t oc1) {
+    const wino_job *j = vj;
+    int64_t C = j->g->C;
+    int a = j->a;
+    for (int64_t oc = oc0; oc < oc1; oc++)
+        for (int64_t c = 0; c < C; c++) {
+            const float *k = j->w + (oc * C + c) * 9;
+            float t[6][3];
+            for (int q = 0; q < 3; q++) wino_g(j->m, k + q, 3, &t[0][q], 3);
+            for (int r = 0; r < a; r++) wino_g(j->m, t[r], 1, j->u + (oc * j->E + r * a) * C + c, C);
+        }
+}
+
+/* The transforms of a row of tiles go WINO_BLOCK tiles at a time through
+ * local blocks, in loops of constant counts that the compiler vectorises
+ * across the tiles (on V or M directly, E streams of unknown distance, it
+ * did not) */
+#ifndef WINO_BLOCK
+#define WINO_BLOCK 4
+#endif
+
+/* v[e * vs + k] for the first n of WINO_BLOCK tiles whose patches' rows
+ * start at r (rs apart), the first at column 0 */
+static inline void wino_in_block(int m, float *restrict v, int64_t vs, const float *restrict r, int64_t rs, int64_t n) {
+    enum { A = 6, B = WINO_BLOCK };
+    int a = m + 2;
+    float d[A][A][B], t[A][A][B];
+    for (int i = 0; i < a; i++)
+        for (int q = 0; q < a; q++)
+            for (int k = 0; k < B; k++) d[i][q][k] = r[i * rs + m * k + q];
+    for (int q = 0; q < a; q++)
+        for (int k = 0; k < B; k++) wino_bt(m, &d[0][q][k], A * B, &t[0][q][k], A * B);
+    for (int i = 0; i < a; i++)
+        for (int k = 0; k < B; k++) wino_bt(m, &t[i][0][k], B, &d[i][0][k], B);
+    if (n == B)
+        for (int e = 0; e < a * a; e++)
+            for (int k = 0; k < B; k++) v[e * vs + k] = d[e / a][e % a][k];
+    else
+        for (int e = 0; e < a * a; e++)
+            for (int64_t k = 0; k < n; k++) v[e * vs + k] = d[e / a][e % a][k];
+}
+
+/* V[c, e, t] for the chunk's tiles, input channels [c0, c1): a block of
+ * tiles at a time, read in place where their patches lie inside the input,
+ * else from a zero-padded copy */
+static void wino_input(void *vj, int64_t c0, int64_t c1) {
+    const wino_job *j = vj;
+    const ts_conv_geom *g = j->g;
+    int64_t m = j->m, a = j->a, T = (j->row1 - j->row0) * j->TW, W = g->W;
+    enum { PW = WINO_BLOCK * 4 + 2 }; /* the widest block's patches */
+    float pad[6 * PW];
+    for (int64_t c = c0; c < c1; c++)
+        for (int64_t gr = j->row0; gr < j->row1; gr++) {
+            int64_t n = gr / j->TH, i0 = (gr % j->TH) * m - g->PT;
+            const float *xc = j->x + (n * g->C + c) * g->H * W;
+            float *v = j->v + c * j->E * T + (gr - j->row0) * j->TW;
+            for (int64_t t0 = 0; t0 < j->TW; t0 += WINO_BLOCK) {
+                int64_t nt = j->TW - t0 < WINO_BLOCK ? j->TW - t0 : WINO_BLOCK, j0 = t0 * m - g->PL, span = WINO_BLOCK * m + 2;
+                const float *r = pad;
+                int64_t rs = PW;
+                if (i0 >= 0 && i0 + a <= g->H && j0 >= 0 && j0 + span <= W) {
+                    r = xc + i0 * W + j0, rs = W;
+                } else {
+                    int64_t qlo = j0 < 0 ? -j0 : 0, qhi = W - j0 < span ? W - j0 : span; /* the columns inside */
+                    for (int64_t i = 0; i < a; i++) {
+                        float *d = pad + i * PW;
+                        int64_t ih = i0 + i, q = 0;
+                        bool in = ih >= 0 && ih < g->H && qhi > qlo;
+                        for (; q < (in ? qlo : span); q++) d[q] = 0.0f;
+                        for (; q < (in ? qhi : span); q++) d[q] = xc[ih * W + j0 + q];
+                        for (; q < span; q++) d[q] = 0.0f;
+                    }
+                }
+                if (m == 2) wino_in_block(2, v + t0, T, r, rs, nt);
+                else wino_in_block(4, v + t0, T, r, rs, nt);
+            }
+        }
+}
+
+/* M[e] = U[e] V[e] for e in [e0, e1) */
+static void wino_products(void *vj, int64_t e0, int64_t e1) {
+    const wino_job *j = vj;
+    const ts_conv_geom *g = j->g;
+    int64_t T = (j->row1 - j->row0) * j->TW, E = j->E;
+    for (int64_t e = e0; e < e1; e++)
+        ts_gemm_serial(false, false, g->OC, T, g->C, j->u + e * g->C, E * g->C, j->v + e * T, E * T, 0.0f, j->mm + e * T, E * T);
+}
+
+/* o[i][q][k] = (A^T M A)[i][q] + bv for WINO_BLOCK tiles whose values are
+ * s[e * ss + k] */
+static inline void wino_out_block(int m, float o[4][4][WINO_BLOCK], const float *restrict s, int64_t ss, float bv) {
+    enum { A = 6, B = WINO_BLOCK };
+    int a = m + 2;
+    float d[A][A][B], t[4][A][B];
+    for (int e = 0; e < a * a; e++)
+        for (int k = 0; k < B; k++) d[e / a][e % a][k] = s[e * ss + k];
+    for (int q = 0; q < a; q++)
+        for (int k = 0; k < B; k++) wino_at(m, &d[0][q][k], A * B, &t[0][q][k], A * B);
+    for (int i = 0; i < m; i++)
+        for (int k = 0; k < B; k++) wino_at(m, &t[i][0][k], B, &o[i][0][k], B);
+    for (int i = 0; i < m; i++)
+        for (int q = 0; q < m; q++)
+            for (int k = 0; k < B; k++) o[i][q][k] += bv;
+}
+
+/* y = A^T M A + b for output channels [oc0, oc1): a block of tiles at a
+ * time, the outputs past the bottom or right edge dropped */
+static void wino_output(void *vj, int64_t oc0, int64_t oc1) {
+    const wino_job *j = vj;
+    const ts_conv_geom *g = j->g;
+    int64_t m = j->m, T = (j->row1 - j->row0) * j->TW, OW = g->OW, ET = j->E * T;
+    for (int64_t oc = oc0; oc < oc1; oc++)
+        for (int64_t gr = j->row0; gr < j->row1; gr++) {
+            int64_t n = gr / j->TH, oh = (gr % j->TH) * m, rows = g->OH - oh < m ? g->OH - oh : m;
+            const float *s = j->mm + oc * ET + (gr - j->row0) * j->TW;
+            float bv = j->b ? j->b[oc] : 0.0f, *y = j->y + ((n * g->OC + oc) * g->OH + oh) * OW;
+            for (int64_t t0 = 0; t0 < j->TW; t0 += WINO_BLOCK) {
+                float o[4][4][WINO_BLOCK], in[36 * WINO_BLOCK];
+                int64_t n_t = j->TW - t0 < WINO_BLOCK ? j->TW - t0 : WINO_BLOCK;
+                const float *src = s + t0;
+                int64_t ss = T;
+                if (n_t < WINO_BLOCK) { /* the last, partial block: padded */
+                    for (int e = 0; e < j->E; e++)
+                        for (int k = 0; k < WINO_BLOCK; k++) in[e * WINO_BLOCK + k] = k < n_t ? src[e * T + k] : 0.0f;
+                    src = in, ss = WINO_BLOCK;
+                }
+                if (m == 2) wino_out_block(2, o, src, ss, bv);
+                else wino_out_block(4, o, src, ss, bv);
+                int64_t cols = OW - t0 * m < WINO_BLOCK * m ? OW - t0 * m : WINO_BLOCK * m;
+                for (int64_t i = 0; i < rows; i++) {
+                    float *yr = y + i * OW + t0 * m;
+                    if (cols == WINO_BLOCK * m)
+                        for (int k = 0; k < WINO_BLOCK; k++)
+                            for (int q = 0; q < m; q++) yr[k * m + q] = o[i][q][k];
+                    else
+                        for (int64_t x = 0; x < cols; x++) yr[x] = o[i][x % m][x / m];
+                }
+            }
+        }
+}
+
+static void conv_fwd_winograd(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g) {
+    wino_job j = wino_job_for(g, wino_m(g));
+    int64_t R = wino_chunk_rows(&j), rows_all = g->N * j.TH, T = R * j.TW;
+    j.x = x, j.w = w, j.b = b, j.y = y, j.u = ws;
+    j.v = j.u + j.E * g->OC * g->C, j.mm = j.v + j.E * g->C * T;
+    ts_gemm_serial_begin();
+    ts_pool_for(p, g->OC, grain_for(g->C * j.E * 4), wino_weights, &j);
+    for (j.row0 = 0; j.row0 < rows_all; j.row0 += R) {
+        j.row1 = j.row0 + R < rows_all ? j.row0 + R : rows_all;
+        int64_t tiles = (j.row1 - j.row0) * j.TW;
+        ts_pool_for(p, g->C, grain_for(tiles * j.E), wino_input, &j);
+        ts_pool_for(p, j.E, 1, wino_products, &j);
+        ts_pool_for(p, g->OC, grain_for(tiles * j.E), wino_output, &j);
+    }
+}
+
+void ts_conv2d_infer(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g) {
+    if (ts_conv2d_winograd_tile(g)) conv_fwd_winograd(p, ws, y, x, w, b, g);
+    else conv_forward(p, ws, y, x, w, b, g, true);
 }
 
 /* The input element under output (oh, ow) and kernel tap (ki, kj), or -1. */

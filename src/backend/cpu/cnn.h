@@ -26,6 +26,14 @@ typedef struct ts_conv_geom {
 size_t ts_conv2d_workspace(const ts_conv_geom *g, int threads);
 /* y[N,OC,OH,OW] = x[N,C,H,W] (*) w[OC,C/groups,KH,KW] + b[OC] (b may be NULL) */
 void ts_conv2d_forward(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g);
+/* The forward pass of an inference model: a 3x3 convolution with stride 1,
+ * dilation 1, one group and enough work through Winograd's F(m x m, 3x3)
+ * (ts_conv2d_winograd_tile says m: 4, 2, or 0 for none), 4 or 2.25 times
+ * fewer multiply-adds; any other as ts_conv2d_forward but with the bias
+ * written before the product adds to it (the outputs differ from
+ * ts_conv2d_forward's by rounding). */
+int ts_conv2d_winograd_tile(const ts_conv_geom *g);
+void ts_conv2d_infer(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g);
 /* dx += ..., dw += ..., db += ... (each may be NULL) */
 void ts_conv2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
                         const ts_conv_geom *g);
