@@ -14,9 +14,7 @@
  * TS_TEST_DEVICE ("cuda" unless set); without one: exits 77 saying why. */
 /* labels: gpu */
 #include "check.h"
-#include "cnn.h"
-#include "graph/graph.h"
-#include "mlp.h"
+#include "model_pair.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -41,27 +39,12 @@ typedef struct outcome {
     int64_t captures, replays, refused;
 } outcome;
 
-typedef struct job {
-    const char *name;
-    ts_graph *g[2]; /* the same model twice: recorded, call by call */
-    ts_tensor *loss[2];
-    const char *in_names[2];
-    ts_array in[2];
-    ts_optimizer opt;
-} job;
-
-static uint64_t seed_state = 777;
-static float uniform01(void) {
-    seed_state = seed_state * 6364136223846793005ull + 1442695040888963407ull;
-    return (float)((double)(seed_state >> 11) * 0x1.0p-53);
-}
-
 static void outcome_free(outcome *o) {
     for (int i = 0; i < o->n; i++) free(o->name[i]);
     o->n = 0;
 }
 
-static ts_status train(const job *j, int k, const setup *s, const char *device, outcome *out) {
+static ts_status train(const model_pair *j, int k, ts_optimizer opt, const setup *s, const char *device, outcome *out) {
     setenv("TS_CUDA_GRAPHS", k == 0 ? "1" : "0", 1);
     int64_t c0 = ts_counter_get("GraphCaptures"), r0 = ts_counter_get("GraphReplays"), n0 = ts_counter_get("StepsNotRecorded");
     ts_options *o = ts_options_new();
@@ -73,7 +56,7 @@ static ts_status train(const job *j, int k, const setup *s, const char *device, 
     if (!st) st = ts_options_set_check_numerics(o, s->check);
     if (!st) st = ts_options_anchor(o, "l", ts_tensor_name(j->loss[k]), TS_OUTPUT_SUM, 0);
     if (!st) st = ts_options_watch(o, "*", TS_WATCH_STATS, s->period);
-    if (!st) st = ts_model_training(&m, j->g[k], j->loss[k], o, j->opt);
+    if (!st) st = ts_model_training(&m, j->g[k], j->loss[k], o, opt);
     ts_lr_schedule cosine = {.kind = TS_LR_COSINE, .warmup_steps = 2, .total_steps = 8, .min_lr = 1e-3};
     if (!st && s->schedule) st = ts_model_set_lr_schedule(m, &cosine);
     for (int r = 0; !st && r < RUNS; r++) st = ts_model_run(m, j->in_names, j->in, 2);
@@ -103,28 +86,11 @@ static bool same(double a, double b, double mag, double tol) {
     return tol == 0 ? a == b : fabs(a - b) <= tol * (fabs(mag) + 1e-6);
 }
 
-static double weights_error(const ts_graph *a, const ts_graph *b, char *worst, size_t n) {
-    double err = 0;
-    for (size_t i = 0; i < a->n; i++) {
-        const ts_tensor *x = a->t[i], *y = b->t[i];
-        if ((x->op != TS_OP_PARAM && x->op != TS_OP_BUFFER) || !x->value) continue;
-        for (int64_t k = 0; k < ts_shape_numel(&x->shape); k++) {
-            double d = fabs((double)x->value[k] - (double)y->value[k]) / (fabs((double)x->value[k]) + 1e-6);
-            if (isnan(d)) d = INFINITY;
-            if (d > err) {
-                err = d;
-                snprintf(worst, n, "%s[%lld]", x->name, (long long)k);
-            }
-        }
-    }
-    return err;
-}
-
-static void compare(job *j, const setup *s, const char *what, const char *device, double tol) {
+static void compare(const model_pair *j, ts_optimizer opt, const setup *s, const char *what, const char *device, double tol) {
     static outcome rec, plain;
-    ts_status st = train(j, 0, s, device, &rec);
+    ts_status st = train(j, 0, opt, s, device, &rec);
     CHECK_OK(st, "%s %s: %d runs recorded on %s", j->name, what, RUNS, device);
-    ts_status st2 = train(j, 1, s, device, &plain);
+    ts_status st2 = train(j, 1, opt, s, device, &plain);
     CHECK_OK(st2, "%s %s: %d runs call by call on %s", j->name, what, RUNS, device);
     if (!st && !st2) {
         int64_t steps = (int64_t)RUNS * s->steps;
@@ -140,7 +106,7 @@ static void compare(job *j, const setup *s, const char *what, const char *device
         CHECK(plain.captures == 0 && plain.replays == 0, "%s %s: TS_CUDA_GRAPHS=0 records nothing (%lld)", j->name, what,
               (long long)plain.captures);
         char worst[256] = "";
-        double e = weights_error(j->g[0], j->g[1], worst, sizeof worst);
+        double e = pair_weights_error(j, worst, sizeof worst);
         CHECK(tol == 0 ? e == 0 : e <= tol, "%s %s: the weights the same recorded and call by call (worst %s: %.3g)", j->name, what, worst, e);
         CHECK(same(rec.loss, plain.loss, plain.loss, tol), "%s %s: the loss anchor %.9g recorded, %.9g call by call", j->name, what, rec.loss,
               plain.loss);
@@ -162,80 +128,30 @@ static void compare(job *j, const setup *s, const char *what, const char *device
     outcome_free(&plain);
 }
 
-static void fill_inputs(job *j, int64_t nx, int64_t ny, int32_t classes, bool x_int) {
-    float *x = malloc((size_t)nx * sizeof(float));
-    int32_t *y = malloc((size_t)ny * sizeof(int32_t));
-    for (int64_t i = 0; i < nx; i++) {
-        if (x_int) ((int32_t *)(void *)x)[i] = (int32_t)(uniform01() * (float)classes);
-        else x[i] = uniform01();
-    }
-    for (int64_t i = 0; i < ny; i++) y[i] = (int32_t)(uniform01() * (float)classes);
-    j->in[0].data = x;
-    j->in[1].data = y;
-}
-
 int main(void) {
-    const char *device = getenv("TS_TEST_DEVICE");
-    if (!device || !*device) device = "cuda";
-    ts_options *probe = ts_options_new();
-    ts_model *pm = NULL;
-    ts_graph *pg = ts_graph_new(1);
-    ts_status st = ts_options_set_device(probe, device);
-    if (!st) st = ts_model_training(&pm, pg, ts_sum(pg, ts_param(pg, "p", 1, (int64_t[]){4})), probe, ts_sgd(0.1f, 0, 0));
-    ts_model_free(pm);
-    ts_graph_free(pg);
-    ts_options_free(probe);
-    if (st == TS_ERR_UNSUPPORTED) {
-        printf("test_replay skipped: %s\n", ts_last_error());
-        return 77;
-    }
-    CHECK_OK(st, "a model on %s", device);
+    const char *device = pair_device("test_replay");
+    if (!device) return 77;
     double tol = strcmp(device, "cpu-staged") == 0 ? 0 : 1e-6;
-
+    model_pair p;
     { /* MLP: SGD with momentum and a schedule, A = 2; then D = 3 with a watch every 2 runs; then numeric checks */
         const setup plain = {2, 1, 1, TS_CHECK_OFF, true}, kinds = {1, 3, 2, TS_CHECK_OFF, true}, checked = {1, 1, 1, TS_CHECK_OUTPUT, false};
         const setup *s[] = {&plain, &kinds, &checked};
         const char *what[] = {"(A=2, schedule)", "(D=3, watch every 2 runs)", "(numeric checks)"};
         for (int v = 0; v < 3; v++) {
-            mlp a, b;
-            test_mlp_build(&a, 16, 7);
-            test_mlp_build(&b, 16, 7);
-            int64_t S = (int64_t)s[v]->accum * s[v]->steps * 16;
-            job j = {"mlp", {a.g, b.g}, {a.loss, b.loss}, {"x", "labels"}, {{0}}, ts_sgd(0.05f, 0.9f, 1e-4f)};
-            j.in[0] = ts_array_f32(NULL, 4, (int64_t[]){S, 1, 28, 28});
-            j.in[1] = ts_array_i32(NULL, 1, (int64_t[]){S});
-            fill_inputs(&j, S * 784, S, 10, false);
-            compare(&j, s[v], what[v], device, tol);
-            free(j.in[0].data), free(j.in[1].data);
-            ts_graph_free(a.g), ts_graph_free(b.g);
+            CHECK_OK(pair_mlp(&p, 16, (int64_t)s[v]->accum * s[v]->steps * 16, 777), "mlp built twice");
+            compare(&p, ts_sgd(0.05f, 0.9f, 1e-4f), s[v], what[v], device, tol);
+            pair_free(&p);
         }
     }
-    { /* LeNet+BN, Adam: the bias corrections change every step */
-        cnn a, b;
-        test_cnn_build(&a, 8, 11);
-        test_cnn_build(&b, 8, 11);
-        job j = {"cnn", {a.g, b.g}, {a.loss, b.loss}, {"x", "labels"}, {{0}}, ts_adam(1e-3f)};
-        j.in[0] = ts_array_f32(NULL, 4, (int64_t[]){8, 1, 28, 28});
-        j.in[1] = ts_array_i32(NULL, 1, (int64_t[]){8});
-        fill_inputs(&j, 8 * 784, 8, 10, false);
-        compare(&j, &(setup){1, 1, 1, TS_CHECK_OFF, false}, "(Adam)", device, tol);
-        free(j.in[0].data), free(j.in[1].data);
-        ts_graph_free(a.g), ts_graph_free(b.g);
-    }
-    { /* a small GPT, AdamW */
-        ts_gpt_config cfg = {.vocab = 65, .block_size = 16, .layers = 2, .heads = 2, .embd = 32, .batch = 4};
-        ts_graph *ga = ts_graph_new(3), *gb = ts_graph_new(3);
-        ts_gpt a, b;
-        CHECK_OK(ts_gpt_build(ga, &cfg, &a), "gpt built");
-        CHECK_OK(ts_gpt_build(gb, &cfg, &b), "gpt built twice");
-        job j = {"gpt", {ga, gb}, {a.loss, b.loss}, {ts_tensor_name(a.tokens), ts_tensor_name(a.targets)}, {{0}}, ts_adamw(3e-3f, 0.1f)};
-        j.in[0] = ts_array_i32(NULL, 2, (int64_t[]){4, 16});
-        j.in[1] = ts_array_i32(NULL, 2, (int64_t[]){4, 16});
-        fill_inputs(&j, 64, 64, 65, true);
-        compare(&j, &(setup){1, 1, 1, TS_CHECK_OFF, false}, "(AdamW)", device, tol);
-        free(j.in[0].data), free(j.in[1].data);
-        ts_graph_free(ga), ts_graph_free(gb);
-    }
+    /* LeNet+BN, Adam: the bias corrections change every step */
+    CHECK_OK(pair_cnn(&p, 8, 8, 778), "cnn built twice");
+    compare(&p, ts_adam(1e-3f), &(setup){1, 1, 1, TS_CHECK_OFF, false}, "(Adam)", device, tol);
+    pair_free(&p);
+    /* a small GPT, AdamW */
+    CHECK_OK(pair_gpt(&p, 779), "gpt built twice");
+    compare(&p, ts_adamw(3e-3f, 0.1f), &(setup){1, 1, 1, TS_CHECK_OFF, false}, "(AdamW)", device, tol);
+    pair_free(&p);
+
     /* what the metrics report says of the runs above: the copies both ways,
      * the host's wait, the replays; on a GPU its memory */
     char *r = ts_metrics_report();
