@@ -1,7 +1,8 @@
 /* test_precision.c -- mixed precision (docs/precision.md):
  * (a) ts_cast rounds to nearest even onto bf16 / f16 (known values: 1/3,
  *     f16's overflow at 65520, its underflow below 2^-25), and watches
- *     measure what it lost (on CUDA, which does not count yet: NaN);
+ *     measure what it lost (a device the host cannot read counts into
+ *     its own memory: the staged and CUDA runs check the same counts);
  * (b) a cast's gradient passes through, rounded to the cast's dtype;
  * (c) a model's precision gives the matmuls' inputs named copies before
  *     their first reader (ids stay topological), once per graph; another

@@ -234,13 +234,22 @@ static void add(report *r, const char *fmt, ...) {
     r->used = n < 0 ? sizeof r->text : r->used + (size_t)n;
 }
 
+/* Queues the copy of entry e's count of what its 16-bit rounding lost
+ * from the device's slot into the entry (valid once the stream is
+ * synchronised); false where nothing is counted on a device. */
+static bool queue_lost(ts_model *m, int e) {
+    ts_prog *p = m->prog;
+    if (!p->dev_lost || p->entries[e].grid == TS_F32) return false;
+    p->backend->copy_to_host(m->stream, &p->entries[e].lost, &p->dev_lost[e], sizeof(ts_half_loss));
+    return true;
+}
+
 const float *ts_device_host_view(ts_model *m, const ts_entry *e) {
     ts_prog *p = m->prog;
     const ts_backend *be = p->backend;
     if (be->host_addressable || e->on_host || !e->data) return e->data;
     if (e->numel > p->host_view_floats) return NULL;
-    if (p->dev_lost && e->grid != TS_F32) /* for its summary's columns of what rounding lost */
-        be->copy_to_host(m->stream, &p->entries[e - p->entries].lost, &p->dev_lost[e - p->entries], sizeof(ts_half_loss));
+    queue_lost(m, (int)(e - p->entries)); /* for its summary's columns of what rounding lost */
     be->copy_to_host(m->stream, p->host_view, e->data, (size_t)e->numel * ts_dtype_size(e->dtype));
     return be->synchronize(m->stream) ? NULL : p->host_view;
 }
@@ -310,12 +319,9 @@ static void add_origin_upstream(ts_model *m, report *r, const ts_entry *const *r
 }
 
 /* Entry e's count of what its 16-bit rounding lost, brought from the
- * device that counted it (a report's or a host view's: the host waits). */
+ * device that counted it (a report's: the host waits). */
 static void fetch_lost(ts_model *m, int e) {
-    ts_prog *p = m->prog;
-    if (!p->dev_lost || p->entries[e].grid == TS_F32) return;
-    p->backend->copy_to_host(m->stream, &p->entries[e].lost, &p->dev_lost[e], sizeof(ts_half_loss));
-    if (p->backend->synchronize(m->stream)) p->entries[e].lost = (ts_half_loss){0, 0};
+    if (queue_lost(m, e) && m->prog->backend->synchronize(m->stream)) m->prog->entries[e].lost = (ts_half_loss){0, 0};
 }
 
 /* `producer`: the op whose backward kernel just wrote the gradient entry
