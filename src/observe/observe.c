@@ -440,7 +440,7 @@ bool ts_observe_device(ts_model *m, int entry, int64_t sample) {
         p->anchor_copies += (uint64_t)e->n_anchors;
     }
     if (reduce) { /* into its slot, copied to the host once after the run */
-        if (stands_still(m, e)) p->queued[p->n_queued++] = (ts_stats_job){x, e->numel, &p->dev_slots[e->watch]};
+        if (stands_still(m, e) && p->n_queued < p->n_watch) p->queued[p->n_queued++] = (ts_stats_job){x, e->numel, &p->dev_slots[e->watch]};
         else p->backend->stats_reduce(m->stream, x, e->numel, &p->dev_slots[e->watch]);
         p->slot_pending[e->watch] = p->any_pending = true;
         p->slot_step[e->watch] = m->steps;
