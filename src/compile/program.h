@@ -120,6 +120,8 @@ typedef struct ts_prog {
     ts_recording recs[TS_RECORDINGS]; /* runs recorded as one launch (exec/replay.c) */
     bool recorded;            /* this run's work goes through a recording (exec/replay.c): the host walks it, the device replays it */
     const char *replay_off;   /* why this program's runs are no longer recorded (a recording failed), else NULL */
+    bool replay_scanned;      /* replay_never is known (exec/replay.c scans the program once) */
+    const char *replay_never; /* why none of its steps can be recorded (what it observes or computes), else NULL */
     int n_nodes;         /* graph size at compile */
     ts_shape *shape;     /* per node: compiled shape */
     int *order;          /* live nodes, topological (forward) order */

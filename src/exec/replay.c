@@ -42,21 +42,16 @@ static _Thread_local struct {
     uint64_t hash; /* the fingerprint of the calls so far */
 } w;
 
-static void mix(uint64_t v) {
-    w.hash ^= v;
-    w.hash *= 0x100000001b3ull; /* FNV-1a's prime, a word at a time */
-    w.hash ^= w.hash >> 29;
+/* h and v mixed: FNV-1a's step a word at a time, the high bits folded down */
+static uint64_t key_mix(uint64_t h, uint64_t v) {
+    h ^= v;
+    h *= 0x100000001b3ull;
+    return h ^ (h >> 29);
 }
+
+static void mix(uint64_t v) { w.hash = key_mix(w.hash, v); }
 
 #define P(x) ((uint64_t)(uintptr_t)(x))
-
-static uint64_t fbits(float f) {
-    union {
-        float f;
-        uint32_t u;
-    } b = {f};
-    return b.u;
-}
 
 static void w_copy_to_device(void *s, void *dst, const void *src, size_t bytes) {
     mix(1), mix(P(dst)), mix(P(src)), mix(bytes);
@@ -79,7 +74,7 @@ static ts_status w_synchronize(void *s) {
 }
 
 static void w_fill(void *s, float *dst, float value, int64_t n) {
-    mix(5), mix(P(dst)), mix(fbits(value)), mix((uint64_t)n);
+    mix(5), mix(P(dst)), mix(ts_float_bits(value)), mix((uint64_t)n);
     if (w.work) w.real->fill(s, dst, value, n);
 }
 
@@ -94,7 +89,7 @@ static void w_accumulate(void *s, float *dst, const float *src, int64_t n) {
 }
 
 static void w_scale(void *s, float *dst, const float *x, float f, int64_t n) {
-    mix(8), mix(P(dst)), mix(P(x)), mix(fbits(f)), mix((uint64_t)n);
+    mix(8), mix(P(dst)), mix(P(x)), mix(ts_float_bits(f)), mix((uint64_t)n);
     if (w.work) w.real->scale(s, dst, x, f, n);
 }
 
@@ -195,22 +190,10 @@ static void walk_backend(const ts_backend *real, ts_backend *out) {
 
 /* ---- which runs are recorded */
 
-/* Why this run is launched call by call, as a metrics cause; NULL: it is
- * recorded. */
-static const char *refusal(const ts_model *m) {
+/* Why no step of this program can be recorded, for what it observes or
+ * computes; NULL: its steps can be. */
+static const char *program_refusal(const ts_model *m) {
     const ts_prog *p = m->prog;
-    if (!p->backend->capture_begin) return NULL; /* not asked (the CPU): the caller checks first */
-    if (p->replay_off) return p->replay_off;
-    const char *env = getenv("TS_CUDA_GRAPHS");
-    bool on = true;
-    if (env && *env && ts_parse_bool(env, &on) && !on) return "SwitchedOff";
-    if (m->rerun) return "OpByOp";
-    if (m->opts.check != TS_CHECK_OFF) return "NumericChecks"; /* each tensor scanned as it is made, the run stopped at the first */
-    if (m->scaling) return "LossScaling";                      /* the host decides after each step whether it is taken */
-    if (ts_trace_live() || m->opts.trace_path) return "Timeline"; /* each op timed */
-    if (m->training && ts_log_enabled(TS_LOG_TRACE)) return "TraceLog"; /* each micro-batch's loss read */
-    if (ts_hold_armed(m)) return "Hold";
-    if (ts_replicas(m) > 1 || p->stage) return "Replicas";
     for (int i = 0; i < p->n_entries; i++) {
         const ts_entry *e = &p->entries[i];
         if (!e->observed) continue;
@@ -228,10 +211,27 @@ static const char *refusal(const ts_model *m) {
     return NULL;
 }
 
-static uint64_t key_mix(uint64_t h, uint64_t v) {
-    h ^= v;
-    h *= 0x100000001b3ull;
-    return h ^ (h >> 29);
+/* Why this run is launched call by call, as a metrics cause; NULL: it is
+ * recorded. */
+static const char *refusal(const ts_model *m) {
+    ts_prog *p = m->prog;
+    if (!p->backend->capture_begin) return NULL; /* not asked (the CPU): the caller checks first */
+    if (p->replay_off) return p->replay_off;
+    const char *env = getenv("TS_CUDA_GRAPHS");
+    bool on = true;
+    if (env && *env && ts_parse_bool(env, &on) && !on) return "SwitchedOff";
+    if (m->rerun) return "OpByOp";
+    if (m->opts.check != TS_CHECK_OFF) return "NumericChecks"; /* each tensor scanned as it is made, the run stopped at the first */
+    if (m->scaling) return "LossScaling";                      /* the host decides after each step whether it is taken */
+    if (ts_trace_live() || m->opts.trace_path) return "Timeline"; /* each op timed */
+    if (m->training && ts_log_enabled(TS_LOG_TRACE)) return "TraceLog"; /* each micro-batch's loss read */
+    if (ts_hold_armed(m)) return "Hold";
+    if (ts_replicas(m) > 1 || p->stage) return "Replicas";
+    if (!p->replay_scanned) { /* what the program observes and computes is fixed at compile: scanned once */
+        p->replay_scanned = true;
+        p->replay_never = program_refusal(m);
+    }
+    return p->replay_never;
 }
 
 /* What decides the calls step d of the run makes and their pointers (its
