@@ -402,7 +402,7 @@ static bool stands_still(const ts_model *m, const ts_entry *e) {
     if (e->on_host) return false;
     ts_op op = m->g->t[e->node]->op;
     switch (e->kind) {
-    case TS_KIND_VALUE: return op == TS_OP_PARAM;
+    case TS_KIND_VALUE:
     case TS_KIND_GRAD: return op == TS_OP_PARAM;
     case TS_KIND_UPDATED:
     case TS_KIND_ACCL:

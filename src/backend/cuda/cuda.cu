@@ -143,9 +143,13 @@ void ts_cu_gemm(cudaStream_t s, bool ta, bool tb, int64_t M, int64_t N, int64_t 
 
 /* What this backend holds: its allocations' sizes by address (made at
  * compile, not in the step loop), the sum and its peak. */
+typedef struct held_block {
+    void *p;
+    size_t bytes;
+} held_block;
+
 static struct {
-    void **ptr;
-    size_t *bytes;
+    held_block *at;
     size_t n, cap;
     uint64_t in_use, peak;
 } g_held;
@@ -153,13 +157,11 @@ static struct {
 static bool hold_note(void *p, size_t bytes) {
     if (g_held.n == g_held.cap) {
         size_t cap = g_held.cap ? 2 * g_held.cap : 64;
-        void **ptr = (void **)realloc(g_held.ptr, cap * sizeof *ptr);
-        if (ptr) g_held.ptr = ptr;
-        size_t *b = ptr ? (size_t *)realloc(g_held.bytes, cap * sizeof *b) : nullptr;
-        if (!b) return false;
-        g_held.bytes = b, g_held.cap = cap;
+        held_block *at = (held_block *)realloc(g_held.at, cap * sizeof *at);
+        if (!at) return false;
+        g_held.at = at, g_held.cap = cap;
     }
-    g_held.ptr[g_held.n] = p, g_held.bytes[g_held.n++] = bytes;
+    g_held.at[g_held.n++] = held_block{p, bytes};
     g_held.in_use += bytes;
     if (g_held.in_use > g_held.peak) g_held.peak = g_held.in_use;
     return true;
@@ -167,9 +169,9 @@ static bool hold_note(void *p, size_t bytes) {
 
 static void hold_forget(void *p) {
     for (size_t i = g_held.n; i-- > 0;)
-        if (g_held.ptr[i] == p) {
-            g_held.in_use -= g_held.bytes[i];
-            g_held.ptr[i] = g_held.ptr[--g_held.n], g_held.bytes[i] = g_held.bytes[g_held.n];
+        if (g_held.at[i].p == p) {
+            g_held.in_use -= g_held.at[i].bytes;
+            g_held.at[i] = g_held.at[--g_held.n];
             return;
         }
 }
