@@ -2,16 +2,16 @@
  * device into a ts_device_stats slot without a host sync: the twin of
  * core/stats.c's partial summaries (count, zeros, NaN, +-Inf; the finite
  * values' count, mean, squared deviations (Chan's merge, in double), min,
- * max). One kernel for one tensor or up to TS_STATS_MANY: a block per
- * chunk of a tensor, each thread summing its share about its first value,
- * each block merging its threads' (warp shuffles, then the warps'), and a
- * tensor's last block to finish merging its chunks' records in index order,
+ * max). One kernel: each thread sums its grid-stride share about its first
+ * value, each block merges its threads' (warp shuffles, then the warps'),
+ * and the last block to finish merges the blocks' records in index order,
  * so the result does not depend on timing. A small model's step summarises
- * a few hundred small tensors: few launches and no shared-memory tree. */
+ * a few hundred small tensors: one launch and no shared-memory tree each. */
 #include "backend/cuda/cuda.h"
 
 #include <math.h>
 
+#define STATS_BLOCKS 512
 #define STATS_THREADS 256
 #define STATS_WARPS (STATS_THREADS / 32)
 
@@ -140,10 +140,22 @@ __device__ static void finish_parts(ts_device_stats *s, ts_device_stats *records
     if (threadIdx.x == 0) *done = 0; /* for the next summary on the stream */
 }
 
-/* ---- one launch for up to TS_STATS_MANY tensors: the tensors by value in
- * the kernel's arguments (a recorded launch keeps them), each split into
- * chunks of `chunk` values, a block a chunk, the last block of a tensor
- * merging its chunks' records in order */
+/* slot <- the stats of x[n]; records[gridDim.x] and *done are the blocks'
+ * meeting place when there is more than one */
+__global__ static void stats_kernel(const float *x, int64_t n, ts_device_stats *records, unsigned *done, ts_device_stats *slot) {
+    ts_device_stats s;
+    thread_stats(x, (int64_t)blockIdx.x * blockDim.x + threadIdx.x, n, (int64_t)blockDim.x * gridDim.x, &s);
+    if (gridDim.x == 1) {
+        block_reduce(&s, slot);
+        return;
+    }
+    finish_parts(&s, records, 0, (int)blockIdx.x, (int)gridDim.x, done, slot);
+}
+
+/* ---- many tensors in one launch: the tensors by value in the kernel's
+ * arguments (a recorded launch keeps them), each split into chunks of
+ * `chunk` values, a block a chunk, the last block of a tensor merging
+ * its chunks' records in order */
 #define MANY_RECORDS 4096
 
 struct many_args {
@@ -166,7 +178,8 @@ __global__ static void stats_many_kernel(const many_args a, ts_device_stats *rec
     else finish_parts(&s, records, a.first[t], b, parts, &done[t], a.slot[t]);
 }
 
-static ts_device_stats *g_many; /* MANY_RECORDS records, then TS_STATS_MANY counters: one launch at a time on the stream */
+static ts_device_stats *g_records; /* STATS_BLOCKS records, then the blocks' counter: one summary at a time on the stream */
+static ts_device_stats *g_many;    /* MANY_RECORDS records, then TS_STATS_MANY counters */
 
 void ts_cu_stats_reduce_many(cudaStream_t s, const ts_stats_job *jobs, int n) {
     if (!g_many) {
@@ -199,6 +212,16 @@ void ts_cu_stats_reduce_many(cudaStream_t s, const ts_stats_job *jobs, int n) {
 }
 
 void ts_cu_stats_reduce(cudaStream_t s, const float *x, int64_t n, ts_device_stats *slot) {
-    const ts_stats_job one = {x, n, slot};
-    ts_cu_stats_reduce_many(s, &one, 1);
+    if (!g_records) {
+        if (cudaMalloc((void **)&g_records, (STATS_BLOCKS + 1) * sizeof *g_records) != cudaSuccess ||
+            cudaMemsetAsync(g_records + STATS_BLOCKS, 0, sizeof(unsigned), s) != cudaSuccess) {
+            ts_cu_check(cudaErrorMemoryAllocation, "stats summary");
+            g_records = nullptr;
+            return;
+        }
+    }
+    int64_t want = (n + STATS_THREADS * 4 - 1) / (STATS_THREADS * 4);
+    int blocks = want < 1 ? 1 : want > STATS_BLOCKS ? STATS_BLOCKS : (int)want;
+    stats_kernel<<<blocks, STATS_THREADS, 0, s>>>(x, n, g_records, (unsigned *)(void *)(g_records + STATS_BLOCKS), slot);
+    ts_cu_check(cudaGetLastError(), "stats summary");
 }
