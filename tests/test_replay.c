@@ -134,9 +134,19 @@ static void compare(const model_pair *j, ts_optimizer opt, const setup *s, const
     outcome_free(&plain);
 }
 
+static int warnings;
+static char warning[512];
+static void keep_warning(void *user, int level, const char *msg) {
+    (void)user;
+    if (level != TS_LOG_WARN) return;
+    warnings++;
+    snprintf(warning, sizeof warning, "%s", msg);
+}
+
 int main(void) {
     const char *device = pair_device("test_replay");
     if (!device) return 77;
+    ts_status st;
     double tol = strcmp(device, "cpu-staged") == 0 ? 0 : 1e-6;
     model_pair p;
     { /* MLP: SGD with momentum and a schedule, A = 2; then D = 3 with a watch every 2 runs; then numeric checks */
@@ -157,6 +167,25 @@ int main(void) {
     /* a small GPT, AdamW */
     CHECK_OK(pair_gpt(&p, 779), "gpt built twice");
     compare(&p, ts_adamw(3e-3f, 0.1f), &(setup){1, 1, 1, TS_CHECK_OFF, false}, "(AdamW)", device, tol);
+    pair_free(&p);
+
+    /* TS_CUDA_GRAPHS not a boolean: warned about once, taken as on */
+    CHECK_OK(pair_mlp(&p, 16, 16, 780), "mlp built twice");
+    setenv("TS_CUDA_GRAPHS", "maybe", 1);
+    ts_set_log_callback(keep_warning, NULL);
+    int64_t c0 = ts_counter_get("GraphCaptures") + ts_counter_get("GraphReplays");
+    ts_options *o = ts_options_new();
+    ts_model *m = NULL;
+    st = ts_options_set_device(o, device);
+    if (!st) st = ts_model_training(&m, p.g[0], p.loss[0], o, ts_sgd(0.05f, 0, 0));
+    for (int r = 0; !st && r < 3; r++) st = ts_model_run(m, p.in_names, p.in, 2);
+    CHECK(!st && ts_counter_get("GraphCaptures") + ts_counter_get("GraphReplays") - c0 == 3 && warnings == 1 &&
+              strstr(warning, "TS_CUDA_GRAPHS='maybe' is not a boolean"),
+          "TS_CUDA_GRAPHS=maybe: the 3 steps recorded or replayed, one warning (%d: %s)", warnings, warning);
+    ts_set_log_callback(NULL, NULL);
+    unsetenv("TS_CUDA_GRAPHS");
+    ts_model_free(m);
+    ts_options_free(o);
     pair_free(&p);
 
     /* what the metrics report says of the runs above: the copies both ways,

@@ -30,6 +30,7 @@
 #include "graph/ops.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -211,15 +212,25 @@ static const char *program_refusal(const ts_model *m) {
     return NULL;
 }
 
+/* TS_CUDA_GRAPHS: on unless set off (read each step: a process may switch
+ * it between runs); a value not understood is warned about once and taken
+ * as on, the default. */
+static bool recording_wanted(void) {
+    static atomic_bool warned;
+    const char *v = getenv("TS_CUDA_GRAPHS");
+    bool on = true;
+    if (v && *v && !ts_parse_bool(v, &on) && !atomic_exchange(&warned, true))
+        ts_logf(TS_LOG_WARN, "TS_CUDA_GRAPHS='%s' is not a boolean (use 1/0, true/false, yes/no or on/off); taken as on", v);
+    return on;
+}
+
 /* Why this run is launched call by call, as a metrics cause; NULL: it is
  * recorded. */
 static const char *refusal(const ts_model *m) {
     ts_prog *p = m->prog;
     if (!p->backend->capture_begin) return NULL; /* not asked (the CPU): the caller checks first */
     if (p->replay_off) return p->replay_off;
-    const char *env = getenv("TS_CUDA_GRAPHS");
-    bool on = true;
-    if (env && *env && ts_parse_bool(env, &on) && !on) return "SwitchedOff";
+    if (!recording_wanted()) return "SwitchedOff";
     if (m->rerun) return "OpByOp";
     if (m->opts.check != TS_CHECK_OFF) return "NumericChecks"; /* each tensor scanned as it is made, the run stopped at the first */
     if (m->scaling) return "LossScaling";                      /* the host decides after each step whether it is taken */
