@@ -588,6 +588,22 @@ TS_API const char *ts_tensor_location(const ts_tensor *t, char *buf, size_t n);
  * does not have is an error too (a strict state-dict load). */
 TS_API ts_status ts_graph_save_weights(const ts_graph *g, const char *path);
 TS_API ts_status ts_graph_load_weights(ts_graph *g, const char *path);
+/* ts_graph_load_weights without its strictness (PyTorch's strict=False):
+ * sets the parameters the file has by name (each checked as above: a
+ * shape or a NaN that does not fit is still an error, and then nothing is
+ * set), keeps the value of each it lacks and skips its other arrays,
+ * telling skipped() (may be NULL) of each. A file that holds none of the
+ * parameters is an error. For a reference's weights against an exported
+ * model that folded some of them (a BatchNorm fused into a Conv) or holds
+ * folded values under names of its own. *loaded (may be NULL): how many
+ * were set. */
+typedef enum ts_weight_skip {
+    TS_WEIGHT_MISSING = 1,   /* a parameter of the model the file lacks: kept */
+    TS_WEIGHT_UNEXPECTED = 2 /* an array of the file that is no parameter: skipped */
+} ts_weight_skip;
+typedef void (*ts_weights_skipped_fn)(void *ctx, const char *name, ts_weight_skip why);
+TS_API ts_status ts_graph_load_weights_matching(ts_graph *g, const char *path, ts_weights_skipped_fn skipped, void *ctx,
+                                                size_t *loaded);
 
 /* ----------------------------------------------------------- ONNX import */
 

@@ -1,7 +1,10 @@
 /* test_weights.c -- ts_graph_save_weights / ts_graph_load_weights: a
  * directory of .npy files and one .npz round-trip every parameter; loading
  * is strict (a missing parameter, an extra array or another shape is an
- * error naming it) and a failed load changes nothing. */
+ * error naming it) and a failed load changes nothing.
+ * ts_graph_load_weights_matching (PyTorch's strict=False) sets what pairs
+ * by name, names the rest to its callback, keeps the shape and NaN checks,
+ * and refuses a file that holds none of the parameters. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +23,19 @@ static float value0(ts_graph *g, const char *name) {
     ts_array a;
     ts_tensor_info(ts_graph_find(g, name), &a);
     return ((float *)a.data)[0];
+}
+
+typedef struct skips {
+    int missing, unexpected;
+    char last[2][64];
+} skips;
+
+static void note(void *ctx, const char *name, ts_weight_skip why) {
+    skips *s = ctx;
+    int k = why == TS_WEIGHT_MISSING ? 0 : 1;
+    if (k) s->unexpected++;
+    else s->missing++;
+    snprintf(s->last[k], sizeof s->last[k], "%s", name);
 }
 
 static int same_weights(ts_graph *a, ts_graph *b) {
@@ -84,6 +100,36 @@ int main(void) {
     ts_linear(fewer, x, 5, "fc1");
     st = ts_graph_load_weights(fewer, path);
     CHECK(st == TS_ERR_NOT_FOUND && strstr(ts_last_error(), "fc2."), "an array the model lacks: %s", ts_last_error());
+
+    /* not strict: what pairs by name is set, the rest named and left */
+    snprintf(path, sizeof path, "%s/w", dir);
+    skips sk = {0};
+    size_t loaded = 0;
+    ts_array ev;
+    ts_tensor_info(ts_graph_find(more, "extra.weight"), &ev);
+    float extra0 = ((float *)ev.data)[0];
+    CHECK_OK(ts_graph_load_weights_matching(more, path, note, &sk, &loaded), "matching: a parameter the file lacks is no error");
+    CHECK(loaded == 4 && same_weights(a, more) && ((float *)ev.data)[0] == extra0,
+          "... the 4 the file has are set (%zu), extra.weight keeps its value", loaded);
+    CHECK(sk.missing == 1 && strcmp(sk.last[0], "extra.weight") == 0 && sk.unexpected == 0,
+          "... and the callback is told of extra.weight, missing (%d missing, last '%s'; %d unexpected)", sk.missing, sk.last[0],
+          sk.unexpected);
+    memset(&sk, 0, sizeof sk);
+    CHECK_OK(ts_graph_load_weights_matching(fewer, path, note, &sk, &loaded), "matching: arrays the model lacks are no error");
+    CHECK(loaded == 2 && sk.unexpected == 2 && strncmp(sk.last[1], "fc2.", 4) == 0 && sk.missing == 0,
+          "... fc1's 2 are set (%zu), fc2's 2 skipped and named (%d, last '%s')", loaded, sk.unexpected, sk.last[1]);
+    CHECK_OK(ts_graph_load_weights_matching(fewer, path, NULL, NULL, NULL), "... the callback and the count may be NULL");
+    before = value0(wide, "fc2.bias");
+    st = ts_graph_load_weights_matching(wide, path, NULL, NULL, &loaded);
+    CHECK(st == TS_ERR_SHAPE && strstr(ts_last_error(), "fc1.weight") && value0(wide, "fc2.bias") == before && loaded == 0,
+          "matching: another shape is still an error, and nothing is set: %s", ts_last_error());
+    ts_graph *other = ts_graph_new(7);
+    ts_linear(other, ts_input(other, "x", TS_F32, 2, (int64_t[]){4, 6}), 5, "proj");
+    before = value0(other, "proj.bias");
+    st = ts_graph_load_weights_matching(other, path, NULL, NULL, NULL);
+    CHECK(st == TS_ERR_NOT_FOUND && strstr(ts_last_error(), "none of the model's parameters") && value0(other, "proj.bias") == before,
+          "matching: a file that holds none of the parameters is refused: %s", ts_last_error());
+    ts_graph_free(other);
 
     CHECK(ts_graph_save_weights(a, "") == TS_ERR_INVALID_ARGUMENT, "an empty path is refused");
     CHECK(ts_graph_load_weights(a, "") == TS_ERR_INVALID_ARGUMENT, "... for loading too");

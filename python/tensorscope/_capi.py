@@ -162,6 +162,7 @@ class OnnxInput(C.Structure):  # ts_onnx_input
 
 SINK_FN = C.CFUNCTYPE(None, C.c_void_p, C.POINTER(OutfeedRecord))
 LOG_FN = C.CFUNCTYPE(None, C.c_void_p, C.c_int, C.c_char_p)
+WEIGHT_SKIP_FN = C.CFUNCTYPE(None, C.c_void_p, C.c_char_p, C.c_int)  # ts_weights_skipped_fn
 
 # ------------------------------------------------------------- prototypes
 
@@ -210,6 +211,7 @@ _PROTOTYPES = {
     "ts_param_set": (_st, [P, C.POINTER(Array)]),
     "ts_graph_save_weights": (_st, [P, S]),
     "ts_graph_load_weights": (_st, [P, S]),
+    "ts_graph_load_weights_matching": (_st, [P, S, WEIGHT_SKIP_FN, C.c_void_p, C.POINTER(C.c_size_t)]),
     "ts_graph_dump": (C.c_void_p, [P, P, C.c_int, C.c_int]),
     # options
     "ts_output_mode_parse": (_st, [S, C.POINTER(C.c_int)]),

@@ -600,10 +600,27 @@ class Graph:
         `<name>.npy` files in directory `path`."""
         check(lib.ts_graph_save_weights(self._h, cstr(os.fspath(path))))
 
-    def load_weights(self, path: Union[str, os.PathLike]) -> None:
+    def load_weights(self, path: Union[str, os.PathLike], strict: bool = True) -> Optional[Tuple[List[str], List[str]]]:
         """Loads what save_weights wrote (or PyTorch's state dict saved the
-        same way): every parameter, with its shape, and nothing else."""
-        check(lib.ts_graph_load_weights(self._h, cstr(os.fspath(path))))
+        same way): every parameter, with its shape, and nothing else.
+        With strict=False (PyTorch's load_state_dict(strict=False)), the
+        arrays that are parameters by name, each still checked for its
+        shape and NaNs; returns (missing_keys, unexpected_keys): the
+        parameters the file lacks (they keep their values) and the file's
+        arrays that are no parameter (skipped). A file that holds none of
+        the parameters is refused."""
+        if strict:
+            check(lib.ts_graph_load_weights(self._h, cstr(os.fspath(path))))
+            return None
+        missing: List[str] = []
+        unexpected: List[str] = []
+
+        def told(_ctx, name, why):
+            (missing if why == 1 else unexpected).append(name.decode())  # 1: TS_WEIGHT_MISSING
+
+        fn = _capi.WEIGHT_SKIP_FN(told)
+        check(lib.ts_graph_load_weights_matching(self._h, cstr(os.fspath(path)), fn, None, None))
+        return missing, unexpected
 
     # ---- building
     def status(self) -> None:

@@ -34,6 +34,25 @@ def test_load_weights_is_strict(tmp_path):
         small_mlp().load_weights(path)
 
 
+def test_load_weights_not_strict_names_what_does_not_pair(tmp_path):
+    path = str(tmp_path / "w.npz")
+    fc1_w = np.full((5, 6), 0.5, np.float32)
+    np.savez(path, **{"fc1.weight": fc1_w, "bn.running_mean": np.zeros(5, np.float32)})
+    g = small_mlp(seed=3)
+    fc2_before = g.tensor("fc2.weight").numpy().copy()
+    missing, unexpected = g.load_weights(path, strict=False)
+    np.testing.assert_array_equal(g.tensor("fc1.weight").numpy(), fc1_w)
+    np.testing.assert_array_equal(g.tensor("fc2.weight").numpy(), fc2_before)
+    assert "fc1.weight" not in missing and {"fc1.bias", "fc2.weight"} <= set(missing)
+    assert unexpected == ["bn.running_mean"]
+    np.savez(path, **{"fc1.weight": np.zeros((6, 6), np.float32)})
+    with pytest.raises(ts.TensorscopeError, match="fc1.weight"):  # a shape is still checked
+        g.load_weights(path, strict=False)
+    np.savez(path, **{"other.weight": fc1_w})
+    with pytest.raises(ts.TensorscopeError, match="none of the model's parameters"):
+        g.load_weights(path, strict=False)
+
+
 def test_lint_flags_a_softmax_over_the_batch():
     g = ts.Graph()
     x = g.input("x", "f32", [4, 3])

@@ -1,7 +1,9 @@
 /* weights.c -- a graph's parameter values to and from files: one .npz
  * archive, or a directory of `<name>.npy` files (what `--save-weights DIR`
  * writes). Loading is strict, like PyTorch's load_state_dict: every
- * parameter must be there with its shape, and nothing else may be. */
+ * parameter must be there with its shape, and nothing else may be; or,
+ * like its strict=False, takes the arrays that are parameters and names
+ * the rest (a reference's weights against an export that folded some). */
 #include "core/core.h"
 
 #include <dirent.h>
@@ -80,40 +82,68 @@ static ts_status fits(const ts_tensor *t, const ts_array *cur, const ts_array *v
     return TS_OK;
 }
 
-/* An entry of the file that is not a value of the graph. */
-static ts_status extra(const ts_graph *g, const char *name, const char *where) {
+/* How a load treats what does not pair up: strict, an error; otherwise
+ * told to skipped() and left alone. */
+typedef struct load_mode {
+    bool strict;
+    ts_weights_skipped_fn skipped;
+    void *ctx;
+    size_t loaded;
+} load_mode;
+
+/* An entry of the file that is not a value of the graph under its own
+ * name (another name of a tensor, an imported file's, is not loaded). */
+static ts_status extra(const ts_graph *g, const char *name, const char *where, load_mode *m) {
     ts_array cur;
     ts_tensor *t = ts_graph_find(g, name);
-    if (t && !ts_tensor_info(t, &cur) && cur.data && strcmp(ts_tensor_op(t), "Const") != 0) return TS_OK;
+    if (t && strcmp(ts_tensor_name(t), name) == 0 && !ts_tensor_info(t, &cur) && cur.data && strcmp(ts_tensor_op(t), "Const") != 0)
+        return TS_OK;
+    if (!m->strict) {
+        if (m->skipped) m->skipped(m->ctx, name, TS_WEIGHT_UNEXPECTED);
+        return TS_OK;
+    }
+    if (t && strcmp(ts_tensor_op(t), "Param") == 0)
+        return ts_error(TS_ERR_NOT_FOUND, "%s holds '%s', the model's other name of its parameter '%s': store the values under that name",
+                        where, name, ts_tensor_name(t));
     return ts_error(TS_ERR_NOT_FOUND, "%s holds '%s', which is not a parameter of the model (load into the model it came from)", where, name);
+}
+
+/* A parameter the file lacks. */
+static ts_status missing(const ts_tensor *t, const char *where, load_mode *m) {
+    if (!m->strict) {
+        if (m->skipped) m->skipped(m->ctx, ts_tensor_name(t), TS_WEIGHT_MISSING);
+        return TS_OK;
+    }
+    return ts_error(TS_ERR_NOT_FOUND, "%s has no array '%s' (a parameter of the model)", where, ts_tensor_name(t));
 }
 
 /* Reads every value the graph needs into vals[] (owned, from .npy files,
  * or borrowed from the archive), checking each against its tensor; sets
  * nothing. An archive's names are checked first: a missing or foreign
  * array is reported before anything is inflated. */
-static ts_status gather(ts_graph *g, const char *path, const ts_npz *z, ts_array *vals, bool *owned) {
+static ts_status gather(ts_graph *g, const char *path, const ts_npz *z, ts_array *vals, bool *owned, load_mode *m) {
     ts_status st = TS_OK;
     ts_array cur;
     for (size_t i = 0; z && !st && i < ts_graph_tensor_count(g); i++) {
         ts_tensor *t = valued_at(g, i, &cur);
-        if (t && !ts_npz_has(z, ts_tensor_name(t)))
-            st = ts_error(TS_ERR_NOT_FOUND, "%s has no array '%s' (a parameter of the model)", path, ts_tensor_name(t));
+        if (t && !ts_npz_has(z, ts_tensor_name(t))) st = missing(t, path, m);
     }
-    for (size_t i = 0; z && !st && i < ts_npz_count(z); i++) st = extra(g, ts_npz_name(z, i), path);
+    for (size_t i = 0; z && !st && i < ts_npz_count(z); i++) st = extra(g, ts_npz_name(z, i), path, m);
     for (size_t i = 0; !st && i < ts_graph_tensor_count(g); i++) {
         ts_tensor *t = valued_at(g, i, &cur);
         if (!t) continue;
         if (z) {
             const ts_array *v;
+            if (!m->strict && !ts_npz_has(z, ts_tensor_name(t))) continue; /* told above */
             st = ts_npz_get(z, ts_tensor_name(t), &v);
-            if (!st) vals[i] = *v, st = fits(t, &cur, v, path);
+            if (!st) vals[i] = *v, st = fits(t, &cur, v, path), m->loaded++;
             continue;
         }
         char *p = join(path, ts_tensor_name(t), ".npy");
         if (!p) return ts_error(TS_ERR_OUT_OF_MEMORY, "out of memory loading weights");
-        st = ts_npy_load(p, &vals[i]);
-        if (!st) owned[i] = true, st = fits(t, &cur, &vals[i], p);
+        struct stat sb;
+        if (!m->strict && stat(p, &sb) != 0 && errno == ENOENT) st = missing(t, path, m);
+        else if (!(st = ts_npy_load(p, &vals[i]))) owned[i] = true, st = fits(t, &cur, &vals[i], p), m->loaded++;
         ts_free(p);
     }
     DIR *d = st || z ? NULL : opendir(path);
@@ -122,15 +152,18 @@ static ts_status gather(ts_graph *g, const char *path, const ts_npz *z, ts_array
         if (n <= 4 || strcmp(e->d_name + n - 4, ".npy") != 0) continue;
         char *name = ts_strdup(e->d_name);
         if (!name) st = ts_error(TS_ERR_OUT_OF_MEMORY, "out of memory loading weights");
-        else name[n - 4] = '\0', st = extra(g, name, path);
+        else name[n - 4] = '\0', st = extra(g, name, path, m);
         ts_free(name);
     }
     if (d) closedir(d);
+    if (!st && !m->strict && !m->loaded)
+        st = ts_error(TS_ERR_NOT_FOUND, "%s holds none of the model's parameters by name: weights of another model? ('tensorscope names' "
+                      "lists the model's)", path);
     return st;
 }
 
-ts_status ts_graph_load_weights(ts_graph *g, const char *path) {
-    ts_status st = check_path("ts_graph_load_weights", path);
+static ts_status load(ts_graph *g, const char *path, load_mode *mode) {
+    ts_status st = check_path(mode->strict ? "ts_graph_load_weights" : "ts_graph_load_weights_matching", path);
     if (st) return st;
     if (!g) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_graph_load_weights: graph is NULL");
     struct stat sb;
@@ -143,7 +176,7 @@ ts_status ts_graph_load_weights(ts_graph *g, const char *path) {
     ts_array *vals = ts_calloc(n ? n : 1, sizeof *vals);
     bool *owned = ts_calloc(n ? n : 1, sizeof *owned);
     if (!vals || !owned) st = ts_error(TS_ERR_OUT_OF_MEMORY, "out of memory loading weights");
-    if (!st) st = gather(g, path, z, vals, owned);
+    if (!st) st = gather(g, path, z, vals, owned, mode);
     /* all checked: now set them, so a bad file changes nothing */
     for (size_t i = 0; !st && i < n; i++)
         if (vals && vals[i].data) st = ts_param_set(ts_graph_tensor_at(g, i), &vals[i]);
@@ -152,5 +185,17 @@ ts_status ts_graph_load_weights(ts_graph *g, const char *path) {
     ts_free(vals);
     ts_free(owned);
     ts_npz_free(z);
+    return st;
+}
+
+ts_status ts_graph_load_weights(ts_graph *g, const char *path) {
+    load_mode m = {.strict = true};
+    return load(g, path, &m);
+}
+
+ts_status ts_graph_load_weights_matching(ts_graph *g, const char *path, ts_weights_skipped_fn skipped, void *ctx, size_t *loaded) {
+    load_mode m = {.strict = false, .skipped = skipped, .ctx = ctx};
+    ts_status st = load(g, path, &m);
+    if (loaded) *loaded = st ? 0 : m.loaded;
     return st;
 }
