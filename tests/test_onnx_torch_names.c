@@ -106,6 +106,31 @@ static void build(int meta) {
     prop(&gemm->metadata_props, &gemm->n_metadata_props, "pkg.onnxscript.rewriter.rule_name", "RemoveOptionalBiasFromGemm");
 }
 
+/* A Conv whose weight the dynamo exporter's optimizer fused with a
+ * BatchNorm of a module in training mode (the FX call's training True). */
+static const float CONV_W[2] = {0.5f, -2.0f}, CONV_B[2] = {0.125f, 1.0f};
+static void build_fused(void) {
+    model_begin();
+    input("x", 4, (int64_t[]){1, 1, 2, 2});
+    init_f32("conv.weight", 4, (int64_t[]){2, 1, 1, 1}, CONV_W);
+    init_f32("val_4", 1, (int64_t[]){2}, CONV_B);
+    Node *conv = node("Conv", "node_Conv_5", "x,conv.weight,val_4", "y");
+    output("y");
+    prop(&graph->metadata_props, &graph->n_metadata_props, "pkg.torch.export.ExportedProgram.graph_signature",
+         "# inputs\np_conv_weight: PARAMETER target='conv.weight'\np_bn_weight: PARAMETER target='bn.weight'\n"
+         "p_bn_bias: PARAMETER target='bn.bias'\nx: USER_INPUT\n");
+    value_meta("val_4", "pkg.onnxscript.optimizer.folded_from", "['bn.bias', 'bn.running_mean']");
+    fx(conv, "_native_batch_norm_legit_functional", "_native_batch_norm_legit_functional.default",
+       "%conv2d, %p_bn_weight, %p_bn_bias, %b_bn_running_mean, %b_bn_running_var, True, 0.1, 1e-05", "bn");
+    prop(&conv->metadata_props, &conv->n_metadata_props, "pkg.onnxscript.rewriter.rule_name", "FuseBatchNormIntoConv");
+}
+
+static char warned[2048];
+static void keep_warning(void *user, int level, const char *msg) {
+    (void)user;
+    if (level == TS_LOG_WARN && !warned[0]) snprintf(warned, sizeof warned, "%s", msg);
+}
+
 /* The graph's output on a fixed x, into y[4]; false on an error. */
 static bool run(ts_graph *g, float y[4]) {
     const float x[8] = {0.5f, -1, 2, 0.25f, -0.75f, 1.5f, 0, 1};
@@ -198,6 +223,23 @@ int main(void) {
         CHECK(run(g, odd) && memcmp(odd, plain, sizeof odd) == 0, "and the model computes what it computes without metadata");
         ts_graph_free(g);
     }
+    build_fused();
+    g = NULL;
+    ts_set_log_level(TS_LOG_WARN);
+    ts_set_log_callback(keep_warning, NULL);
+    CHECK_OK(import_as("fused", &g), "a Conv fused with a training-mode BatchNorm imports");
+    ts_set_log_callback(NULL, NULL);
+    ts_set_log_level(TS_LOG_OFF);
+    if (g) {
+        CHECK(param_is(g, "conv.weight.fused", 4, (int64_t[]){2, 1, 1, 1}, CONV_W),
+              "the fused Conv's weight is the parameter conv.weight.fused, with the file's values");
+        CHECK(!ts_graph_find(g, "conv.weight"), "and neither the file's name nor PyTorch's, conv.weight, finds it (it is not PyTorch's weight)");
+        ts_graph_free(g);
+    }
+    CHECK(strstr(warned, "1 BatchNorm of a module in training mode is here in inference mode") && strstr(warned, "'bn'") &&
+              strstr(warned, "TorchScript exporter"),
+          "the import warns that the file holds the training-mode BatchNorm 'bn' in inference mode, and what to do: %s", warned);
+
     remove_dir();
     return check_summary("test_onnx_torch_names");
 }

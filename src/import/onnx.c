@@ -57,8 +57,10 @@ typedef struct value {
     ts_tensor *made;
     ts_tensor *made_sample; /* the same of its first sample (as_f32_per_sample) */
     /* A parameter's PyTorch name where the file's metadata gives another
-     * than the file's (onnx_torch.h; the file's name is then an alias). */
+     * than the file's (onnx_torch.h; the file's name is then an alias,
+     * unless it names a tensor of PyTorch's this is not: fused). */
     const char *pname;
+    bool fused;
     /* The PyTorch parameter whose transpose this initializer is (a
      * Linear's weight the dynamo exporter stored as MatMul's B). */
     struct value *twin;
@@ -504,7 +506,7 @@ static ts_tensor *as_tensor(importer *im, value *v, ts_status *st) {
     if (v->t) return v->t;
     if (v->param) {
         ts_tensor *p = ts_param(im->g, v->pname ? v->pname : v->name, v->c.shape.ndim, v->c.shape.d);
-        if (!p || (v->pname && ts_graph_add_alias(im->g, v->name, p))) {
+        if (!p || (v->pname && !v->fused && ts_graph_add_alias(im->g, v->name, p))) {
             *st = ts_graph_status(im->g);
             return NULL;
         }
@@ -2320,6 +2322,14 @@ static value *torch_param(importer *im, const char *name, const TensorProto *tp,
  * its values); and a float initializer that is no parameter of the
  * module, nor folded from one, a constant. */
 static ts_status torch_names(importer *im, const TensorscopeOnnx__GraphProto *gp) {
+    char first[256] = "";
+    size_t frozen = ts_torch_frozen_batch_norms(gp, first, sizeof first);
+    if (frozen)
+        ts_logf(TS_LOG_WARN, "%s: %zu BatchNorm%s of a module in training mode %s here in inference mode (the dynamo exporter writes them "
+                "so, and fuses them into the Conv before: '%s' is the first): the model normalises by the running statistics and trains "
+                "neither them nor a fused BatchNorm's weight and bias. To train BatchNorm, export with the TorchScript exporter "
+                "(dynamo=False; ts.training_model does). A fused Conv's weight is named '<weight>.fused': it holds the BatchNorm's scale "
+                "too", im->path, frozen, frozen == 1 ? "" : "s", frozen == 1 ? "is" : "are", first);
     ts_status st = ts_torch_fixes(gp, &im->fix, &im->n_fix);
     for (size_t f = 0; f < im->n_fix && !st; f++) {
         const ts_torch_fix *x = &im->fix[f];
@@ -2333,7 +2343,12 @@ static ts_status torch_names(importer *im, const TensorscopeOnnx__GraphProto *gp
             if (!(st = tensor_decode(im, v->param, what, &v->c))) v->param = NULL;
             break;
         }
-        case TS_TORCH_RENAME: v->pname = ts_graph_keep_string(im->g, x->name); st = v->pname ? TS_OK : TS_ERR_OUT_OF_MEMORY; break;
+        case TS_TORCH_RENAME:
+        case TS_TORCH_FUSED:
+            v->pname = ts_graph_keep_string(im->g, x->name);
+            v->fused = x->kind == TS_TORCH_FUSED;
+            st = v->pname ? TS_OK : TS_ERR_OUT_OF_MEMORY;
+            break;
         case TS_TORCH_COPY: torch_param(im, x->name, v->param, &c, &st); break;
         case TS_TORCH_TRANSPOSED: {
             ts_const_attrs at = {.n_perm = -1};

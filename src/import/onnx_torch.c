@@ -9,6 +9,7 @@
 
 #include "onnx.pb-c.h"
 
+#include <stdio.h>
 #include <string.h>
 
 typedef TensorscopeOnnx__NodeProto Node;
@@ -238,6 +239,33 @@ static ts_status plan_inputs(plan *p, const struct TensorscopeOnnx__GraphProto *
     return TS_OK;
 }
 
+/* A Conv the optimizer fused a BatchNorm into (its rule_name says so)
+ * reads W * gamma / sqrt(var + eps) under the Conv weight's name: not
+ * PyTorch's weight, whose values a state dict would load into it. It is
+ * named `<weight>.fused` (the initializer's name, or its rename's). */
+static ts_status fused_weight(plan *p, const struct TensorscopeOnnx__GraphProto *gp, size_t i) {
+    const Node *n = gp->node[i];
+    const char *rule = prop(n->metadata_props, n->n_metadata_props, "pkg.onnxscript.rewriter.rule_name");
+    if (!n->op_type || strcmp(n->op_type, "Conv") != 0 || n->n_input < 2 || !rule || !strstr(rule, "FuseBatchNormIntoConv")) return TS_OK;
+    int k = ts_strmap_get(&p->by_init, n->input[1]);
+    if (k < 0) return TS_OK;
+    const char *name = gp->initializer[k]->name;
+    ts_torch_fix *f = NULL;
+    for (size_t j = 0; j < p->n_fix && !f; j++)
+        if (p->fix[j].kind == TS_TORCH_RENAME && p->fix[j].init == (size_t)k) f = &p->fix[j];
+    const char *was = f ? f->name : name;
+    static const char sfx[] = ".fused";
+    size_t len = strlen(was);
+    if (len >= sizeof sfx - 1 && strcmp(was + len - (sizeof sfx - 1), sfx) == 0) return TS_OK; /* read by two fused Convs */
+    char *to = ts_malloc(len + sizeof sfx);
+    if (!to) return TS_ERR_OUT_OF_MEMORY;
+    memcpy(to, was, len), memcpy(to + len, sfx, sizeof sfx);
+    ts_status st = TS_OK;
+    if (f) ts_free(f->name), f->name = to, f->kind = TS_TORCH_FUSED;
+    else st = add_fix(p, TS_TORCH_FUSED, 0, 0, (size_t)k, 0, to), ts_free(to);
+    return st;
+}
+
 static ts_status plan_graph(plan *p, const struct TensorscopeOnnx__GraphProto *gp) {
     size_t ni = gp->n_initializer, nn = gp->n_node;
     p->taken = ts_calloc(p->n_sig ? p->n_sig : 1, sizeof *p->taken);
@@ -280,6 +308,7 @@ static ts_status plan_graph(plan *p, const struct TensorscopeOnnx__GraphProto *g
     ts_status st = TS_OK;
     for (int pass = 0; pass < 3; pass++)
         for (size_t i = 0; i < nn && !st; i++) st = pass < 2 ? plan_inputs(p, gp, i, pass) : zero_bias(p, gp, i);
+    for (size_t i = 0; i < nn && !st; i++) st = fused_weight(p, gp, i);
     return st;
 }
 
@@ -319,6 +348,31 @@ ts_status ts_torch_fixes(const struct TensorscopeOnnx__GraphProto *gp, ts_torch_
     ts_free(p.sig), ts_free(p.ph), ts_free(p.target), ts_free(p.taken), ts_free(p.held), ts_free(p.orig), ts_free(p.folded);
     ts_free(p.params), ts_free(p.n_params);
     return st;
+}
+
+/* Whether the node's value attribute `name` is the integer v. */
+static bool attr_is(const Node *n, const char *name, int64_t v) {
+    for (size_t a = 0; a < n->n_attribute; a++)
+        if (n->attribute[a]->name && strcmp(n->attribute[a]->name, name) == 0) return n->attribute[a]->i == v;
+    return false;
+}
+
+size_t ts_torch_frozen_batch_norms(const struct TensorscopeOnnx__GraphProto *gp, char *first, size_t cap) {
+    static const char call[] = "aten._native_batch_norm_legit_functional.default](args = (";
+    size_t count = 0;
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Node *n = gp->node[i];
+        const char *fx = fx_of(n), *args = fx ? strstr(fx, call) : NULL;
+        if (!args || !n->op_type) continue;
+        bool bn = strcmp(n->op_type, "BatchNormalization") == 0;
+        if (!(bn || strcmp(n->op_type, "Conv") == 0) || (bn && attr_is(n, "training_mode", 1))) continue;
+        /* (input, weight, bias, running_mean, running_var, training, momentum, eps) */
+        const char *q = args + sizeof call - 1;
+        for (int k = 0; k < 5 && q; k++) q = strchr(q, ','), q = q ? q + 1 : NULL;
+        if (!q || strncmp(q, " True,", 6) != 0) continue;
+        if (!count++ && cap && !ts_torch_scope(n, first, cap)) snprintf(first, cap, "%s", n->name ? n->name : "?");
+    }
+    return count;
 }
 
 void ts_torch_fixes_free(ts_torch_fix *f, size_t n) {

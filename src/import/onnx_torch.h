@@ -27,6 +27,10 @@ struct TensorscopeOnnx__GraphProto;
 typedef enum ts_torch_fix_kind {
     /* initializer `init` is PyTorch's `name` (the file names it otherwise) */
     TS_TORCH_RENAME,
+    /* initializer `init` is a Conv weight that the optimizer fused with a
+     * BatchNorm (W * gamma / sqrt(var + eps)), `name` `<weight>.fused`:
+     * neither its name in the file nor PyTorch's weight's finds it */
+    TS_TORCH_FUSED,
     /* node `node` reads initializer `init` (merged: equal values) at input
      * `input` in place of its own parameter `name`: a copy of init's values */
     TS_TORCH_COPY,
@@ -56,6 +60,12 @@ typedef struct ts_torch_fix {
  * the root module; false where the node does not say. */
 struct TensorscopeOnnx__NodeProto;
 bool ts_torch_scope(const struct TensorscopeOnnx__NodeProto *n, char *buf, size_t cap);
+
+/* How many BatchNorms of a module in training mode (the FX call's
+ * `training` True) the file holds as inference ones: the dynamo exporter
+ * writes each so, and its optimizer fuses it into the Conv before it.
+ * The first one's module into first (cap bytes). */
+size_t ts_torch_frozen_batch_norms(const struct TensorscopeOnnx__GraphProto *gp, char *first, size_t cap);
 
 ts_status ts_torch_fixes(const struct TensorscopeOnnx__GraphProto *gp, ts_torch_fix **out, size_t *n);
 void ts_torch_fixes_free(ts_torch_fix *f, size_t n);
