@@ -10,7 +10,11 @@ takes::
                    compare pairs it with the module's k-th occurrence in
                    graph order), the loss as ``loss``; with a loss also
                    ``Gradient___<module path>`` (the gradient of each output)
-                   and ``Gradient___<parameter name>`` for every parameter
+                   and ``Gradient___<parameter name>`` for every parameter.
+                   A module that is the identity in this run (a Dropout
+                   in eval mode or of probability 0, nn.Identity) is not
+                   recorded: its output is its input, and an exporter
+                   may leave it out of the file (the dynamo exporter does)
     inputs.npz     the inputs under their names (``x``; targets as ``labels``)
     weights.npz    the state dict (parameters and buffers) as float32, a tied
                    weight once under its first name
@@ -77,8 +81,13 @@ def dump(module, inputs, path, loss_fn=None, targets=None, targets_name="labels"
                 out.register_hook(grad_hook)
         return hook
 
+    def identity(sub):
+        if isinstance(sub, torch.nn.Identity):
+            return True
+        return isinstance(sub, torch.nn.modules.dropout._DropoutNd) and (not sub.training or sub.p == 0)
+
     for name, sub in module.named_modules():
-        if name:  # the root's output is the last module's
+        if name and not identity(sub):  # the root's output is the last module's
             hooks.append(sub.register_forward_hook(record(name)))
     try:
         module.zero_grad(set_to_none=True)
