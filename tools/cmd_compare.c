@@ -664,22 +664,30 @@ static size_t occurrence_len(const char *scope, size_t sl, const char *base, siz
     return e == sl || scope[e] == '.' ? e : 0;
 }
 
-/* The k-th call (k >= 2) of module `base`: the last op output of the k-th
- * occurrence of the module in graph order (`relu`, `relu_1`, ...: the
- * exporters' scopes of successive calls), as a reference dump names it
- * `base#k`; NULL if the model has fewer. */
+/* The k-th call of module `base`: the last op output of the k-th
+ * occurrence of the module in graph order, as a reference dump names it
+ * (`base#k`, the first call `base`); NULL if the model has fewer. An
+ * occurrence is a run of op outputs inside `base` or inside an
+ * exporter's numbered twin of it (`relu`, `relu_1`, ...: the TorchScript
+ * exporter's scopes of successive calls) that no op output of another
+ * module interrupts (the dynamo exporter scopes every call `relu`). */
 static const char *kth_call(ts_graph *g, const char *base, size_t len, long k) {
     const char *cur = NULL, *last = NULL;
     size_t cur_len = 0;
     long seen = 0;
+    bool left = false; /* an op output outside the occurrence came since */
     for (size_t i = 0; i < ts_graph_tensor_count(g); i++) {
         const char *nm = ts_tensor_name(ts_graph_tensor_at(g, i)), *slash = strrchr(nm, '/');
         size_t e = slash ? occurrence_len(nm, (size_t)(slash - nm), base, len) : 0;
-        if (!e) continue;
-        if (!cur || e != cur_len || strncmp(nm, cur, e) != 0) { /* a new occurrence */
+        if (!e) {
+            left = left || slash;
+            continue;
+        }
+        if (!cur || left || e != cur_len || strncmp(nm, cur, e) != 0) { /* a new occurrence */
             if (seen == k) break;
             seen++, cur = nm, cur_len = e;
         }
+        left = false;
         last = nm;
     }
     return seen == k ? last : NULL;
@@ -690,7 +698,8 @@ static const char *kth_call(ts_graph *g, const char *base, size_t len, long k) {
  * module (`fc1` -> `fc1/Add:0`; `h.0.attn` -> its c_proj's output, the
  * module's result), or inside the one module whose scope ends with it,
  * with `Gradient___` carried over. `PATH#k` (a module's k-th call in a
- * reference dump) is the k-th occurrence of the module in graph order. */
+ * reference dump) is the k-th occurrence of the module in graph order,
+ * and `PATH` of a module called more than once its first. */
 static char *resolve_name(ts_graph *g, const char *ref, char *const *map, int n_map) {
     for (int i = 0; i + 1 < n_map; i += 2)
         if (strcmp(map[i], ref) == 0) return strdup(map[i + 1]);
@@ -701,8 +710,9 @@ static char *resolve_name(ts_graph *g, const char *ref, char *const *map, int n_
     const char *hash = strrchr(base, '#');
     char *k_end = NULL;
     long k = hash ? strtol(hash + 1, &k_end, 10) : 0;
-    if (hash && k_end && !*k_end && k_end > hash + 1 && k >= 2) {
-        const char *nm = kth_call(g, base, (size_t)(hash - base), k);
+    bool kth = hash && k_end && !*k_end && k_end > hash + 1 && k >= 2;
+    if (kth || (!hash && kth_call(g, base, len, 2))) { /* a call of a module called more than once */
+        const char *nm = kth ? kth_call(g, base, (size_t)(hash - base), k) : kth_call(g, base, len, 1);
         size_t n = nm ? strlen(nm) + 12 : 0;
         char *s = nm ? malloc(n) : NULL;
         if (s) snprintf(s, n, "%s%s", grad ? "Gradient___" : "", nm);
@@ -816,9 +826,109 @@ static ts_status convert_input(const ts_array *src, ts_dtype dtype, ts_array *ds
     return TS_OK;
 }
 
+/* What --weights did not pair with the model by name: a reference's
+ * weights against an export that fused some parameters away (a BatchNorm
+ * into its Conv) or holds folded values under names of its own. Counted,
+ * with the first few names, for the note under the header. */
+typedef struct weights_note {
+    size_t loaded;
+    int n[2];        /* TS_WEIGHT_MISSING - 1, TS_WEIGHT_UNEXPECTED - 1 */
+    char names[2][200];
+    char **gone;     /* every unexpected name: parameters the model does not have */
+    bool oom;
+} weights_note;
+
+static void note_skipped(void *ctx, const char *name, ts_weight_skip why) {
+    weights_note *w = ctx;
+    int k = why == TS_WEIGHT_MISSING ? 0 : 1;
+    size_t used = strlen(w->names[k]);
+    if (w->n[k] < 3 && used + strlen(name) + 3 < sizeof w->names[k])
+        snprintf(w->names[k] + used, sizeof w->names[k] - used, "%s%s", used ? ", " : "", name);
+    if (k == 1) {
+        char **g = realloc(w->gone, (size_t)(w->n[1] + 1) * sizeof *g);
+        if (g) w->gone = g;
+        if (!g || !(g[w->n[1]] = strdup(name))) {
+            w->oom = true;
+            return;
+        }
+    }
+    w->n[k]++;
+}
+
+static void weights_note_free(weights_note *w) {
+    for (int i = 0; i < w->n[1]; i++) free(w->gone[i]);
+    free(w->gone);
+}
+
+/* The parameter of --weights the model does not have that a reference
+ * tensor without a counterpart stands for: its gradient
+ * (Gradient___lstm.weight_ih_l0), or the output of the module that owns it
+ * (an embedding of the positions, folded by the exporter into a
+ * constant). NULL if none. */
+static const char *folded_param(const weights_note *w, const char *ref_name) {
+    const char *base = strncmp(ref_name, "Gradient___", 11) == 0 ? ref_name + 11 : ref_name;
+    size_t len = strcspn(base, "#");
+    for (int i = 0; i < w->n[1]; i++)
+        if (strncmp(w->gone[i], base, len) == 0 && (w->gone[i][len] == '\0' || w->gone[i][len] == '.')) return w->gone[i];
+    return NULL;
+}
+
+static void print_weights_note(const char *path, const weights_note *w) {
+    printf("weights: %zu parameters set from %s", w->loaded, path);
+    if (w->n[0])
+        printf("; %d of the model's %s not there and keep%s the file's values (%s%s)", w->n[0], w->n[0] == 1 ? "is" : "are",
+               w->n[0] == 1 ? "s" : "", w->names[0], w->n[0] > 3 ? ", ..." : "");
+    if (w->n[1])
+        printf("; %d %s no parameter of the model: the exporter folded or fused %s (%s%s)", w->n[1], w->n[1] == 1 ? "is" : "are",
+               w->n[1] == 1 ? "it" : "them", w->names[1], w->n[1] > 3 ? ", ..." : "");
+    printf("\n");
+}
+
+/* The op of the model that reads a parameter of module `base` (len
+ * characters) from outside that module: the module's op fused into
+ * another's (a Conv scoped by the BatchNorm the exporter fused into it);
+ * NULL if none. */
+static const char *fused_reader(ts_graph *g, const char *base, size_t len) {
+    size_t n = ts_graph_tensor_count(g);
+    for (size_t i = 0; i < n; i++) {
+        ts_tensor *p = ts_graph_tensor_at(g, i);
+        const char *pn = ts_tensor_name(p);
+        if (strcmp(ts_tensor_op(p), "Param") != 0 || strncmp(pn, base, len) != 0 || pn[len] != '.') continue;
+        for (size_t j = 0; j < n; j++) {
+            ts_tensor *t = ts_graph_tensor_at(g, j);
+            const char *nm = ts_tensor_name(t), *slash = strrchr(nm, '/');
+            for (int k = 0; slash && k < ts_tensor_input_count(t); k++)
+                if (ts_tensor_input(t, k) == p && !in_module(nm, (size_t)(slash - nm), base, len)) return nm;
+        }
+    }
+    return NULL;
+}
+
+/* A reference tensor that has no counterpart because the exporter left
+ * it out of the file, skipped with why: the gradient of a parameter it
+ * folded (Gradient___lstm.weight_ih_l0, the gates reordered into a
+ * constant of the file's own), the output of a module whose parameter it
+ * folded (an embedding of the positions, a constant), or of a module
+ * whose op it fused into the next module's (a Conv and its BatchNorm:
+ * that op is compared as the BatchNorm's output). Otherwise left as it is. */
+static void gone_by_export(ts_graph *g, const weights_note *wn, row *rw) {
+    const char *base = strncmp(rw->ref_name, "Gradient___", 11) == 0 ? rw->ref_name + 11 : rw->ref_name;
+    const char *fused = fused_reader(g, base, strcspn(base, "#")), *p = fused ? NULL : folded_param(wn, rw->ref_name);
+    if (p && strcmp(p, base) == 0)
+        snprintf(rw->why, sizeof rw->why, "the model does not have this parameter: the exporter folded or fused it");
+    else if (p)
+        snprintf(rw->why, sizeof rw->why, "the model does not have this module's parameter '%s': the exporter folded it into a constant", p);
+    else if (fused)
+        snprintf(rw->why, sizeof rw->why, "no output of its own in the model: the exporter fused this module's op with the next module's, "
+                 "compared as '%s'", fused);
+    else
+        return;
+    rw->status = R_SKIP;
+}
+
 /* Runs the model once on the inputs with every resolved row anchored;
  * fills each row's comparison. */
-static int run_model(const compare_args *a, dump *inputs, dump *ref, row *rows, int n_rows, cli_model *cm, ts_model **mp) {
+static int run_model(const compare_args *a, dump *inputs, dump *ref, row *rows, int n_rows, cli_model *cm, ts_model **mp, weights_note *wn) {
     const char *iname = dump_count(inputs) ? dump_name(inputs, 0) : NULL;
     const ts_array *first = iname ? dump_array(inputs, 0) : NULL;
     if (!first || first->ndim < 1) return cli_usage_error("compare", "--inputs %s holds no array with a batch dimension", a->inputs);
@@ -826,7 +936,11 @@ static int run_model(const compare_args *a, dump *inputs, dump *ref, row *rows, 
     ts_status st = cli_model_open(a->model, (long)first->shape[0], 0, NULL, &imp, cm);
     if (st == TS_ERR_NOT_FOUND && !cm->error[0]) return cli_unknown_model("compare", a->model);
     if (st) return cm->error[0] ? cli_usage_error("compare", "%s", cm->error) : cli_runtime_error("building the model");
-    if (a->weights && ts_graph_load_weights(cm->g, a->weights)) return cli_runtime_error("loading --weights");
+    if (a->weights && ts_graph_load_weights_matching(cm->g, a->weights, note_skipped, wn, &wn->loaded))
+        return cli_runtime_error("loading --weights");
+    if (wn->oom) return cli_runtime_error("out of memory");
+    for (int i = 0; i < n_rows; i++)
+        if (!rows[i].ts_name && rows[i].status == R_MISSING) gone_by_export(cm->g, wn, &rows[i]);
     ts_options *o = ts_options_new();
     if (!o) return cli_runtime_error("options");
     for (int i = 0; i < n_rows; i++) {
@@ -946,6 +1060,7 @@ int cmd_compare(int argc, char **argv) {
     int n_rows = 0;
     const char **unref = NULL;
     int n_unref = 0;
+    weights_note wn = {0};
     if (dump_load(two_dumps ? a.b : a.reference, &ref)) {
         rc = cli_runtime_error("reading the reference");
         goto done;
@@ -1025,7 +1140,7 @@ int cmd_compare(int argc, char **argv) {
         }
         ts_graph_free(probe.g);
         qsort(rows, (size_t)n_rows, sizeof *rows, cmp_rows);
-        if ((rc = run_model(&a, &inputs, &ref, rows, n_rows, &cm, &m))) goto done;
+        if ((rc = run_model(&a, &inputs, &ref, rows, n_rows, &cm, &m, &wn))) goto done;
         /* layer outputs and parameter gradients of the model that the reference lacks */
         unref = calloc(ts_graph_tensor_count(cm.g) * 2 + 1, sizeof *unref);
         for (size_t i = 0; unref && i < ts_graph_tensor_count(cm.g); i++) {
@@ -1048,6 +1163,7 @@ int cmd_compare(int argc, char **argv) {
     printf("%s: %d tensors in the reference, compared in topological order; element rule |a - r| <= atol + rtol*|r| "
            "(atol %g, rtol %g)\n",
            two_dumps ? "compare two dumps" : a.model, n_rows, a.atol, a.rtol);
+    if (a.weights) print_weights_note(a.weights, &wn);
     for (int i = 0; i < n_rows; i++) {
         print_row(&rows[i]);
         if (a.fail_fast && i == first) {
@@ -1080,6 +1196,7 @@ done:
     for (int i = 0; i < a.n_rules; i++) free((char *)a.rules[i].glob);
     ts_model_free(m);
     ts_graph_free(cm.g);
+    weights_note_free(&wn);
     dump_free(&ref);
     dump_free(&inputs);
     dump_free(&mine);
