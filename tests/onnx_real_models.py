@@ -43,7 +43,12 @@ For each model x exporter, the checks (a cell each):
   training   10 Adam steps on one batch: the loss falls
   compare    `tensorscope compare --grads` (the CLI) against the reference
              dump python/tensorscope_ref.py writes of the module passes,
-             layer by layer, at the inference check's tolerance
+             layer by layer; and with noise added to one parameter of
+             --weights (the middle one the graph holds by its name, of a
+             module whose output the reference records and is not about
+             zero), the first divergence it
+             names is an op of that parameter's module. At the inference
+             check's tolerance
              (--atol 1e-4 --rtol 1e-4: |ts - torch| <= 1e-4 * (1 + |torch|);
              compare's defaults, 1e-5 and 1e-4, fail on float32 rounding
              after resnet18's tenth layer, 1.3e-5)
@@ -52,6 +57,13 @@ For each model x exporter, the checks (a cell each):
              twice (float images or sequences, or int64 token ids; labels
              per sample, or per token for GPT-2: cross-entropy over
              [N,T,V]): the last epoch's loss is below the first's
+The dynamo exporter writes every BatchNorm of a module in training mode
+as an inference BatchNorm (running statistics; its optimizer then fuses it
+into the Conv before it), and says so in the node's metadata, which the
+importer warns of: the file's model is the module with its BatchNorms in
+eval mode, so for that exporter gradients and compare take PyTorch's
+reference with the BatchNorm layers in eval mode (frozen_batch_norms).
+
 A check that cannot run because one it needs failed (gradients need the
 names) fails as "not run".
 
@@ -200,6 +212,24 @@ def export(module, inputs, path, exporter):
             torch.onnx.export(module, args, path, input_names=names, dynamo=True,
                               external_data=False)
     module.train()  # an exporter may leave it in eval mode
+
+
+class frozen_batch_norms:
+    """With the dynamo exporter's file, the module's BatchNorm layers in
+    eval mode while the block runs (the file holds them so: see the
+    docstring); with the TorchScript exporter's, the module as it is."""
+
+    def __init__(self, module, exporter):
+        self.bns = [] if exporter != "dynamo" else [
+            m for m in module.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.training]
+
+    def __enter__(self):
+        for m in self.bns:
+            m.eval()
+
+    def __exit__(self, *exc):
+        for m in self.bns:
+            m.train()
 
 
 def scores_of(out):
@@ -369,7 +399,8 @@ def check_row(ts, name, exporter, workdir):
         m = training_model(ts, path, inputs, labels, ts.SGD(lr=0.0), anchors)
         m(**feeds, labels=y)
         module.zero_grad()
-        torch_loss(scores_of(module(*inputs.values())), labels).backward()
+        with frozen_batch_norms(module, exporter):
+            torch_loss(scores_of(module(*inputs.values())), labels).backward()
         wants = {n: (p.grad.numpy() if p.grad is not None
                      else np.zeros(tuple(p.shape), np.float32)) for n, p in all_params.items()}
         floor = GRAD_FLOOR * max(float(np.max(np.abs(w), initial=0.0)) for w in wants.values())
@@ -391,23 +422,56 @@ def check_row(ts, name, exporter, workdir):
             return "loss does not fall: " + ", ".join(f"{v:.4g}" for v in losses)
         return None
 
-    def do_compare():
-        import tensorscope_ref
-        ref = os.path.join(workdir, f"{name}.{exporter}.reference")
-        tensorscope_ref.dump(module, inputs, ref, loss_fn=torch_loss, targets=labels)
+    def compare_cli(ref, weights):
         cli = os.path.join(os.environ.get("TS_BUILD_DIR", "build"), "tensorscope")
         r = subprocess.run([cli, "compare", "--model", path, "--grads",
                             "--inputs", os.path.join(ref, "inputs.npz"),
-                            "--weights", os.path.join(ref, "weights.npz"),
+                            "--weights", weights,
                             "--reference", os.path.join(ref, "reference.npz"),
                             "--atol", str(OUT_RTOL), "--rtol", str(OUT_RTOL)],
                            capture_output=True, text=True, timeout=ROW_TIMEOUT_S)
-        if r.returncode == 0:
-            return None
         out = (r.stdout + r.stderr).replace(path, "the file").replace(workdir + os.sep, "")
-        out = out.splitlines()
-        said = [ln for ln in out if ln.startswith(("compared", "first divergence", "error"))]
-        return "compare failed: " + "; ".join(said or out[-2:])[:500]
+        return r.returncode, out.splitlines()
+
+    def do_compare():
+        import tensorscope_ref
+        ref = os.path.join(workdir, f"{name}.{exporter}.reference")
+        with frozen_batch_norms(module, exporter):
+            tensorscope_ref.dump(module, inputs, ref, loss_fn=torch_loss, targets=labels)
+        rc, out = compare_cli(ref, os.path.join(ref, "weights.npz"))
+        if rc != 0:
+            said = [ln for ln in out if ln.startswith(("compared", "first divergence", "error"))]
+            return "compare failed: " + "; ".join(said or out[-2:])[:500]
+        # planted: noise of std 0.5 added to one parameter (the middle one
+        # of those the graph holds under its name whose module's output the
+        # reference records, above 1e-2 somewhere -- mobilenet's deep
+        # layers are ~1e-13 at random weights --, a tied one left out; a
+        # constant would vanish after a LayerNorm): the first divergence
+        # is an op of its module
+        g = ts.Graph.from_onnx(path, {k: tuple(v.shape) for k, v in inputs.items()})
+        _, found = graph_names(ts, g, module)
+        g.close()
+        names_of = {}
+        for n, p in module.named_parameters(remove_duplicate=False):
+            names_of.setdefault(id(p), []).append(n)
+        weights = dict(np.load(os.path.join(ref, "weights.npz")))
+        recorded = dict(np.load(os.path.join(ref, "reference.npz")))
+        params = [n for n, p in module.named_parameters()
+                  if len(names_of[id(p)]) == 1 and found.get(n) == n and n in weights
+                  and np.max(np.abs(recorded.get(n.rsplit(".", 1)[0], 0.0))) > 1e-2]
+        if not params:
+            return "compare: no parameter to plant a change in"
+        planted = params[len(params) // 2]
+        noise = np.random.default_rng(0).standard_normal(weights[planted].shape).astype(np.float32)
+        weights[planted] = weights[planted] + np.float32(0.5) * noise
+        np.savez(os.path.join(ref, "planted.npz"), **weights)
+        rc, out = compare_cli(ref, os.path.join(ref, "planted.npz"))
+        layer = planted.rsplit(".", 1)[0]
+        first = [ln.split(": ", 1)[1] for ln in out if ln.startswith("first divergence: ")]
+        if rc == 0 or not first or not (first[0].startswith(layer + "/") or first[0].startswith(layer + ".")):
+            return (f"compare missed a planted change of {planted}: "
+                    + "; ".join(ln for ln in out if ln.startswith(("compared", "first divergence")))[:400])
+        return None
 
     def do_cli():
         if len(feeds) != 1:
