@@ -17,9 +17,10 @@ pkgs=(build-essential cmake pkg-config zlib1g-dev libopenblas-dev
       # statically (pkg-config --static): -lacl -lzstd -llz4
       libacl1-dev libzstd-dev liblz4-dev)
 if [ "$what" = test ]; then
-  pkgs+=(python3-torch python3-numpy python3-venv python3-pip python3-pil graphviz clang
+  pkgs+=(python3-torch python3-torchvision python3-numpy python3-venv python3-pip python3-pil graphviz clang
          libclang-rt-14-dev chromium libopenmpi-dev openmpi-bin
-         tmux nodejs) # tmux: the inspector's test types into a terminal; nodejs: runs Perfetto's trace processor on --trace files (tests/test_trace.sh)
+         tmux nodejs) # tmux: the inspector's test types into a terminal; nodejs: runs Perfetto's trace processor on --trace files (tests/test_trace.sh);
+                      # python3-torchvision: the real models ts.training_model(module) trains with Debian's PyTorch (python/tests/test_torch_models.py)
 fi
 
 missing=()

@@ -4,7 +4,8 @@
 # configs, nn.TransformerEncoder and nn.LSTM classifiers) exported by the
 # current PyTorch's two ONNX exporters, imported and checked against PyTorch
 # (tests/onnx_real_models.py says how); then the torch-module tests of the
-# Python package (python/tests/test_torch*.py) with that PyTorch. PyTorch and
+# Python package (python/tests/test_torch*.py, the real models through
+# ts.training_model(module) among them) with that PyTorch. PyTorch and
 # the packages the exporters need, pinned, live in a venv under the build dir,
 # made once by py_venv.sh (PyTorch's wheels are some GB: minutes the first
 # time). Needs PyPI the first time: without it the test fails, it does not
@@ -32,6 +33,6 @@ export TENSORSCOPE_LIBRARY=$build/libtensorscope.so PYTHONPATH=$src/python TS_SO
 "$VENV/bin/python" "$src/tests/onnx_real_models.py" "$@" || exit 1
 case " $* " in *" --only "*|*" --write-expected "*) exit 0 ;; esac
 "$VENV/bin/python" -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning \
-    "$src/python/tests/test_torch.py" "$src/python/tests/test_torch_errors.py" ||
+    "$src/python/tests/test_torch.py" "$src/python/tests/test_torch_errors.py" "$src/python/tests/test_torch_models.py" ||
     fail "python/tests/test_torch*.py with PyTorch $("$VENV/bin/python" -c 'import torch; print(torch.__version__)')"
 echo "test_onnx_real_models: PASS"

@@ -242,16 +242,21 @@ class TorchModel(Model):
         running statistics) back into the module, by state_dict name."""
         import torch
         missing = []
+        tied: Dict[int, List[Tuple[str, Any]]] = {}  # one tensor under several names (GPT-2's lm_head is wte)
+        for name, t in self.module.state_dict(keep_vars=True).items():
+            if t.dtype in (torch.float32, torch.float64):  # counters (num_batches_tracked) stay torch's
+                tied.setdefault(t.data_ptr(), []).append((name, t))
         with torch.no_grad():
-            for name, t in self.module.state_dict(keep_vars=True).items():
-                if t.dtype not in (torch.float32, torch.float64):
-                    continue  # counters (num_batches_tracked) stay torch's
-                try:
-                    values = self.graph.tensor(name).numpy()
-                except (NotFoundError, StateError):  # absent, or not a parameter
-                    missing.append(name)
-                    continue
-                t.copy_(torch.from_numpy(values).reshape(t.shape))
+            for names in tied.values():
+                for name, t in names:  # the first name the graph has
+                    try:
+                        values = self.graph.tensor(name).numpy()
+                    except (NotFoundError, StateError):  # absent, or not a parameter
+                        continue
+                    t.copy_(torch.from_numpy(values).reshape(t.shape))
+                    break
+                else:
+                    missing.append(" = ".join(n for n, _ in names))
         if missing:
             raise NotFoundError(f"no parameter of the imported graph for {', '.join(missing)}: "
                                 "the ONNX export folded or renamed them")
@@ -295,7 +300,8 @@ def training_model_of_module(module, options, optimizer, example_inputs, loss):
             loss_t = outputs[-1]  # PopTorch: forward returns (output, loss) or loss
         else:
             scores = outputs[0]
-            labels = graph.input("labels", "i32", [scores.shape[0]])
+            labels = graph.input("labels", "i32", list(scores.shape[:-1]) if len(scores.shape) > 2
+                                 else [scores.shape[0]])  # per token: [B, T] of [B, T, V]
             loss_t = getattr(graph, _LOSSES[loss])(scores, labels)
             loss_t.name = "loss"
         model = new_training_model(TorchModel, graph, options, _optimizer_of(optimizer), loss_t)

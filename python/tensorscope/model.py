@@ -473,7 +473,9 @@ def training_model(model: Any, options: Optional[Options] = None, optimizer: Any
       forward returns the loss, last (PopTorch's convention); with
       loss="cross_entropy" or "nll" its forward returns scores or
       log-probabilities and tensorscope adds the loss over an input
-      "labels" (i32 [B]). See TorchModel.copy_weights_to_torch."""
+      "labels" (i32 [B], or [B, T] for scores [B, T, V]: a language
+      model's per-token loss, averaged over every token). See
+      TorchModel.copy_weights_to_torch."""
     if not isinstance(model, Graph):
         from ._torch import training_model_of_module
         m = training_model_of_module(model, options, optimizer, example_inputs, loss)
