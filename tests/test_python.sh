@@ -10,13 +10,12 @@ set -u
 build=${TS_BUILD_DIR:-build}
 src=${TS_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 build=$(cd "$build" && pwd)
-PYTEST_VERSION=9.2.0
-SKBUILD_VERSION=1.1.2
 VENV=$build/py-venv
 fail() { echo "FAIL $*"; echo "test_python: FAIL"; exit 1; }
 
 . "$(dirname "$0")/support/py_venv.sh"
-py_venv_ensure "$VENV" "pytest==$PYTEST_VERSION" "scikit-build-core==$SKBUILD_VERSION"
+# shellcheck disable=SC2086 # one word per pin
+py_venv_ensure "$VENV" $PY_TEST_PINS
 log=$build/python-install.log
 if ! CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} "$VENV/bin/pip" install \
     --disable-pip-version-check --no-build-isolation --no-deps --force-reinstall \

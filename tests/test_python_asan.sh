@@ -17,11 +17,10 @@ nm -D "$lib" 2>/dev/null | grep -q __asan_init || { echo "SKIP: $lib is not an A
 asan=$(gcc -print-file-name=libasan.so) ubsan=$(gcc -print-file-name=libubsan.so)
 [ -f "$asan" ] || { echo "SKIP: no libasan.so to preload"; exit 77; }
 
-PYTEST_VERSION=9.2.0 # the venv test_python.sh makes: the same pins
-SKBUILD_VERSION=1.1.2
 VENV=$build/py-venv
 . "$(dirname "$0")/support/py_venv.sh"
-py_venv_ensure "$VENV" "pytest==$PYTEST_VERSION" "scikit-build-core==$SKBUILD_VERSION"
+# shellcheck disable=SC2086 # one word per pin
+py_venv_ensure "$VENV" $PY_TEST_PINS
 flock -u 9
 
 cd "$build" || fail "cannot cd to $build"

@@ -2,8 +2,9 @@
 (tests/real_models.py: torchvision's resnet18, mobilenet_v3_small and a
 small ViT, transformers' GPT-2 and BERT, nn.TransformerEncoder and nn.LSTM
 classifiers, their dropout modules exported as Dropout nodes), with the
-PyTorch this runs with: Debian's 1.13 under test_python (the models whose
-package Debian has), the current one under test_onnx_real_models. The first
+PyTorch this runs with: Debian's 1.13 under test_python (with Debian's
+torchvision 0.14, and transformers 4.40 from PyPI: the last that runs on
+1.13), the current one under test_onnx_real_models. The first
 step's loss is PyTorch's on the same batch and weights (training mode:
 BatchNorm by batch statistics); 10 Adam steps lower it; the trained weights
 copied back into the module lower PyTorch's loss too."""

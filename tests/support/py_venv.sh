@@ -9,6 +9,11 @@
 # The pins of the onnx venv (build/onnx-venv), which more than one test
 # makes: one list, so that no test rebuilds it for another's pins.
 PY_ONNX_PINS="onnx==1.23.2 protobuf==7.36.2 ml_dtypes==0.6.0 numpy==2.4.6 typing_extensions==4.16.0"
+# The pins of the Python tests' venv (build/py-venv: test_python.sh and
+# test_python_asan.sh), beside Debian's numpy and PyTorch 1.13: pytest, the
+# package's build backend, and transformers of a version that runs on
+# PyTorch 1.13 (python/tests/test_torch_models.py's GPT-2 and BERT).
+PY_TEST_PINS="pytest==9.2.0 scikit-build-core==1.1.2 transformers==4.40.2 tokenizers==0.19.1 huggingface_hub==0.36.2 safetensors==0.8.0"
 py_venv_ensure() {
     local venv=$1
     shift
