@@ -592,7 +592,7 @@ TS_API ts_status ts_graph_load_weights(ts_graph *g, const char *path);
  * sets the parameters the file has by name (each checked as above: a
  * shape or a NaN that does not fit is still an error, and then nothing is
  * set), keeps the value of each it lacks and skips its other arrays,
- * telling skipped() (may be NULL) of each. A file that holds none of the
+ * telling skipped() (may be NULL; the name lives for the call) of each. A file that holds none of the
  * parameters is an error. For a reference's weights against an exported
  * model that folded some of them (a BatchNorm fused into a Conv) or holds
  * folded values under names of its own. *loaded (may be NULL): how many

@@ -879,8 +879,8 @@ static void print_weights_note(const char *path, const weights_note *w) {
         printf("; %d of the model's %s not there and keep%s the file's values (%s%s)", w->n[0], w->n[0] == 1 ? "is" : "are",
                w->n[0] == 1 ? "s" : "", w->names[0], w->n[0] > 3 ? ", ..." : "");
     if (w->n[1])
-        printf("; %d %s no parameter of the model: the exporter folded or fused %s (%s%s)", w->n[1], w->n[1] == 1 ? "is" : "are",
-               w->n[1] == 1 ? "it" : "them", w->names[1], w->n[1] > 3 ? ", ..." : "");
+        printf("; %d %s no parameter of the model, skipped (an exporter fused or folded %s, or they are another model's) (%s%s)", w->n[1],
+               w->n[1] == 1 ? "is" : "are", w->n[1] == 1 ? "it" : "them", w->names[1], w->n[1] > 3 ? ", ..." : "");
     printf("\n");
 }
 
