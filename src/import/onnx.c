@@ -81,6 +81,7 @@ typedef struct importer {
     ts_strmap uses;       /* value name -> node inputs still to read it */
     ts_torch_fix *fix;    /* PyTorch's names the file's metadata gives back */
     size_t n_fix;
+    size_t inputs_from, inputs_to; /* the graph tensors import_inputs made */
 } importer;
 
 typedef struct node_io {
@@ -596,9 +597,9 @@ static ts_tensor *broadcast_to(importer *im, ts_tensor *x, const ts_shape *to, t
     return t;
 }
 
-/* The first graph input whose dim 0 is `batch`, or NULL. */
+/* The first graph input of the file whose dim 0 is `batch`, or NULL. */
 static ts_tensor *input_of_batch(const importer *im, int64_t batch) {
-    for (size_t i = 0, n = ts_graph_tensor_count(im->g); i < n; i++) {
+    for (size_t i = im->inputs_from; i < im->inputs_to; i++) {
         ts_tensor *t = ts_graph_tensor_at(im->g, i);
         if (t->op == TS_OP_INPUT && t->shape.ndim > 0 && t->shape.d[0] == batch) return t;
     }
@@ -2476,7 +2477,9 @@ static ts_status import_graph(importer *im, const TensorscopeOnnx__ModelProto *m
     }
     ts_status st = torch_names(im, gp);
     if (!st) st = count_uses(im, gp);
+    im->inputs_from = ts_graph_tensor_count(im->g);
     if (!st) st = import_inputs(im, gp, inputs, n_inputs);
+    im->inputs_to = ts_graph_tensor_count(im->g);
     for (size_t i = 0; !st && i < gp->n_node; i++) st = import_node(im, gp->node[i], (int)i);
     if (st) return st;
     im->node = NULL;
