@@ -24,16 +24,6 @@
 #include "check.h"
 #include "onnx_model.h"
 
-typedef TensorscopeOnnx__StringStringEntryProto Prop;
-
-static void prop(Prop ***props, size_t *n, const char *key, const char *value) {
-    Prop *e = mem(sizeof *e);
-    *e = (Prop)TENSORSCOPE_ONNX__STRING_STRING_ENTRY_PROTO__INIT;
-    e->key = str(key);
-    e->value = str(value);
-    push((void ***)props, n, e);
-}
-
 #define C 2
 #define H 4
 #define K 3
@@ -112,9 +102,7 @@ static void tokens_model(void) {
     prop(&graph->metadata_props, &graph->n_metadata_props, "pkg.torch.export.ExportedProgram.graph_signature",
          "# inputs\np_cls: PARAMETER target='cls'\np_emb: PARAMETER target='emb'\np_cls2: PARAMETER target='cls2'\n"
          "x: USER_INPUT\n\n# outputs\ny: USER_OUTPUT\n");
-    TensorscopeOnnx__ValueInfoProto *vi = value_info("expand", -1, NULL);
-    prop(&vi->metadata_props, &vi->n_metadata_props, "pkg.onnxscript.optimizer.folded_from", "['cls2']");
-    push((void ***)&graph->value_info, &graph->n_value_info, vi);
+    value_meta("expand", "pkg.onnxscript.optimizer.folded_from", "['cls2']");
 }
 
 /* One step at `batch` samples: y's every value, and the gradients of the
