@@ -8,7 +8,12 @@
  * for batch 6 and every value is the model's, computed here. A tensor of
  * the built batch broadcast against the batch is an error at batch 1, not
  * an output of 8 samples; a constant of the built batch whose samples are
- * all equal is one sample broadcast, and runs at any batch. */
+ * all equal is one sample broadcast, and runs at any batch. So do a class
+ * token expanded to the example's batch and concatenated to the samples
+ * (ViT), token-type ids of that batch gathered from an embedding (BERT),
+ * and the dynamo exporter's fold of a class token into an initializer of
+ * that batch: at another batch each is one sample repeated to it, and the
+ * gradient reaches the token (the sum over the batch). */
 /* needs: onnx */
 #include <math.h>
 #include <stdio.h>
@@ -61,6 +66,102 @@ static int check_batch(ts_model *m, int batch) {
     }
     free(x);
     return ok;
+}
+
+/* The token model (tokens_model), exported at batch TB: y = concat(fold,
+ * expand(cls), x + emb[ids]) along dim 1, [B, 2 + TT, C]. */
+#define TB 4
+#define TT 3
+#define TV 3
+static const float CLS[C] = {0.75f, -0.5f}, CLS2[C] = {-1.25f, 2.0f}, EMB[TV * C] = {0.1f, 0.2f, -0.3f, 0.4f, 0.5f, -0.6f};
+static const int64_t IDS[TT] = {2, 0, 1};
+
+static void tokens_model(void) {
+    model_begin();
+    input("x", 3, (int64_t[]){TB, TT, C});
+    output("y");
+    /* ViT's TorchScript export: the class token expanded to the batch */
+    init_f32("cls", 3, (int64_t[]){1, 1, C}, CLS);
+    init_i64("cls_shape", 3, (int64_t[]){TB, 1, 1});
+    node("Expand", "expand_cls", "cls,cls_shape", "cls_b");
+    /* BERT's: token-type ids of the batch (a constant), gathered */
+    int64_t ids[TB * TT];
+    for (int i = 0; i < TB * TT; i++) ids[i] = IDS[i % TT];
+    init_i64("ids_flat", TB * TT, ids);
+    init_i64("ids_shape", 2, (int64_t[]){TB, TT});
+    node("Reshape", "ids_rows", "ids_flat,ids_shape", "ids");
+    init_f32("emb", 2, (int64_t[]){TV, C}, EMB);
+    node("Gather", "token_type", "emb,ids", "tok");
+    node("Add", "embed", "x,tok", "xt");
+    /* the dynamo export's: the expanded token folded into an initializer */
+    float fold[TB * C];
+    for (int i = 0; i < TB * C; i++) fold[i] = CLS2[i % C];
+    init_f32("expand", 3, (int64_t[]){TB, 1, C}, fold);
+    attr_int(node("Concat", "cat_cls", "cls_b,xt", "with_cls"), "axis", 1);
+    attr_int(node("Concat", "cat_fold", "expand,with_cls", "y"), "axis", 1);
+    prop(&graph->metadata_props, &graph->n_metadata_props, "pkg.torch.export.ExportedProgram.graph_signature",
+         "# inputs\np_cls: PARAMETER target='cls'\np_emb: PARAMETER target='emb'\np_cls2: PARAMETER target='cls2'\n"
+         "x: USER_INPUT\n\n# outputs\ny: USER_OUTPUT\n");
+    value_meta("expand", "pkg.onnxscript.optimizer.folded_from", "['cls2']");
+}
+
+/* One step at `batch` samples: y's every value, and the gradients of the
+ * loss sum(y^2) reaching the class token (2 * batch * cls, summed over the
+ * samples) and the folded one (a parameter of one sample now). */
+static void check_tokens(ts_model *m, int batch) {
+    float x[TB * TT * C];
+    for (int i = 0; i < batch * TT * C; i++) x[i] = (float)sin(0.41 * i + 0.2);
+    ts_array in = ts_array_f32(x, 3, (int64_t[]){batch, TT, C}), a;
+    const char *name = "x";
+    ts_status st = ts_model_run(m, &name, &in, 1);
+    CHECK(st == TS_OK, "the token model runs at batch %d%s%s", batch, st ? ": " : "", st ? ts_last_error() : "");
+    if (st) return;
+    if (ts_model_anchored(m, "y", &a) == TS_OK) {
+        int rows = 2 + TT, bad = a.ndim != 3 || a.shape[0] != batch || a.shape[1] != rows || a.shape[2] != C;
+        CHECK(!bad, "batch %d: y is [%d,%d,%d]", batch, batch, rows, C);
+        for (int b = 0; b < batch && !bad; b++)
+            for (int r = 0; r < rows; r++)
+                for (int k = 0; k < C; k++) {
+                    float want = r == 0 ? CLS2[k] : r == 1 ? CLS[k] : x[(b * TT + r - 2) * C + k] + EMB[IDS[r - 2] * C + k];
+                    bad += fabsf(((const float *)a.data)[(b * rows + r) * C + k] - want) > 1e-6f;
+                }
+        CHECK(!bad, "batch %d: every sample is [cls2, cls, x + emb[ids]] (%d off)", batch, bad);
+    }
+    const char *anchors[2] = {"gcls", "gfold"};
+    const float *tokens[2] = {CLS, CLS2};
+    for (int p = 0; p < 2; p++) {
+        if (ts_model_anchored(m, anchors[p], &a) != TS_OK) {
+            CHECK(0, "batch %d: %s anchored: %s", batch, anchors[p], ts_last_error());
+            continue;
+        }
+        int bad = a.ndim != 3 || a.shape[0] != 1 || a.shape[1] != 1 || a.shape[2] != C;
+        for (int k = 0; k < C && !bad; k++) bad += fabsf(((const float *)a.data)[k] - 2.0f * (float)batch * tokens[p][k]) > 1e-5f;
+        CHECK(!bad, "batch %d: %s is [1,1,%d], 2 * %d * the token: its gradient summed over the samples", batch, anchors[p], C, batch);
+    }
+}
+
+static void tokens(void) {
+    tokens_model();
+    ts_graph *g = NULL;
+    ts_status st = import_as("batch_tokens", &g);
+    CHECK(st == TS_OK, "the token model exported at batch %d imports%s%s", TB, st ? ": " : "", st ? ts_last_error() : "");
+    if (st) return;
+    ts_tensor *y = ts_graph_output_at(g, 0), *loss = ts_sum(g, ts_mul(g, y, y));
+    ts_options *o = ts_options_new();
+    ts_options_anchor(o, "y", ts_tensor_name(y), TS_OUTPUT_FINAL, 0);
+    ts_options_anchor(o, "gcls", "Gradient___cls", TS_OUTPUT_FINAL, 0);
+    ts_options_anchor(o, "gfold", "Gradient___expand", TS_OUTPUT_FINAL, 0);
+    ts_model *m = NULL;
+    CHECK_OK(ts_model_training(&m, g, loss, o, ts_sgd(0.0f, 0.0f, 0.0f)), "a training model of it (lr 0)");
+    if (m) {
+        check_tokens(m, TB);
+        check_tokens(m, 3); /* another batch: a last partial batch */
+        check_tokens(m, 1);
+        check_tokens(m, TB);
+    }
+    ts_model_free(m);
+    ts_options_free(o);
+    ts_graph_free(g);
 }
 
 int main(void) {
@@ -169,6 +270,8 @@ int main(void) {
     ts_model_free(m);
     ts_options_free(o);
     ts_graph_free(g);
+
+    tokens();
 
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

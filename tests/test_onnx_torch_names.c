@@ -22,16 +22,6 @@
 #include "check.h"
 #include "onnx_model.h"
 
-typedef TensorscopeOnnx__StringStringEntryProto Prop;
-
-static void prop(Prop ***props, size_t *n, const char *key, const char *value) {
-    Prop *e = mem(sizeof *e);
-    *e = (Prop)TENSORSCOPE_ONNX__STRING_STRING_ENTRY_PROTO__INIT;
-    e->key = str(key);
-    e->value = str(value);
-    push((void ***)props, n, e);
-}
-
 /* An FX call's text as the exporter writes it (pkg.torch.onnx.fx_node). */
 static void fx(Node *n, const char *out, const char *target, const char *args, const char *scope) {
     char text[512];
@@ -42,11 +32,6 @@ static void fx(Node *n, const char *out, const char *target, const char *args, c
     prop(&n->metadata_props, &n->n_metadata_props, "pkg.torch.onnx.name_scopes", text);
 }
 
-static void value_meta(const char *name, const char *key, const char *value) {
-    TensorscopeOnnx__ValueInfoProto *vi = value_info(name, -1, NULL);
-    prop(&vi->metadata_props, &vi->n_metadata_props, key, value);
-    push((void ***)&graph->value_info, &graph->n_value_info, vi);
-}
 
 static const char *const PARAMS[] = {"ln1.weight", "ln1.bias", "ln2.weight", "ln2.bias", "fc.weight", "fc.bias", "head.weight", "head.bias"};
 enum { NP = sizeof PARAMS / sizeof *PARAMS };

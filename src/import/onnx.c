@@ -55,7 +55,9 @@ typedef struct value {
     /* The graph constant made from c the first time a graph op reads it
      * (c stays, for later folds): one tensor under the value's name. */
     ts_tensor *made;
-    ts_tensor *made_sample; /* the same of its first sample (as_f32_per_sample) */
+    /* Where it is equal samples along dim 0, its first sample (sample_of) */
+    ts_tensor *sample;
+    bool folded; /* a parameter folded from one and constants (TS_TORCH_FOLDED) */
     /* A parameter's PyTorch name where the file's metadata gives another
      * than the file's (onnx_torch.h; the file's name is then an alias,
      * unless it names a tensor of PyTorch's this is not: fused). */
@@ -81,6 +83,7 @@ typedef struct importer {
     ts_strmap uses;       /* value name -> node inputs still to read it */
     ts_torch_fix *fix;    /* PyTorch's names the file's metadata gives back */
     size_t n_fix;
+    size_t inputs_from, inputs_to; /* the graph tensors import_inputs made */
 } importer;
 
 typedef struct node_io {
@@ -499,10 +502,10 @@ static bool host_little_endian(void) {
     return *(const uint8_t *)&one == 1;
 }
 
-/* A graph tensor for v: float initializers become parameters under their
- * own names the first time a graph op reads them (float32 raw data is
- * copied as it is, the rest converted). */
-static ts_tensor *as_tensor(importer *im, value *v, ts_status *st) {
+/* A graph tensor of v's values (as_tensor): float initializers become
+ * parameters under their own names the first time a graph op reads them
+ * (float32 raw data is copied as it is, the rest converted). */
+static ts_tensor *made_tensor(importer *im, value *v, ts_status *st) {
     if (v->t) return v->t;
     if (v->param) {
         ts_tensor *p = ts_param(im->g, v->pname ? v->pname : v->name, v->c.shape.ndim, v->c.shape.d);
@@ -563,6 +566,117 @@ static ts_tensor *as_tensor(importer *im, value *v, ts_status *st) {
     return t;
 }
 
+/* A graph tensor of f32 values: an i32 one through CastFloat. */
+static ts_tensor *f32_of(importer *im, ts_tensor *t, ts_status *st) {
+    if (t && t->dtype == TS_I32 && !(t = ts_unary(im->g, "CastFloat", t, 0.0f, 0.0f))) *st = ts_graph_status(im->g);
+    return t;
+}
+
+/* x broadcast to the shape `to` (numpy's rules, both ways) as x + zeros,
+ * the zeros spanning only the broadcast dims: the binary ops' broadcasting
+ * gives the forward and their reduce-to-shape the backward (the gradient
+ * summed over the broadcast dims). */
+static ts_tensor *broadcast_to(importer *im, ts_tensor *x, const ts_shape *to, ts_status *st) {
+    ts_shape zs = {.ndim = to->ndim};
+    int64_t nz = 1;
+    for (int i = 0; i < to->ndim; i++) {
+        int j = i - (to->ndim - x->shape.ndim); /* x's dim aligned with to's i-th */
+        zs.d[i] = j < 0 || x->shape.d[j] == 1 ? to->d[i] : 1;
+        nz *= zs.d[i];
+    }
+    if ((*st = ts_const_charge((uint64_t)(nz ? nz : 1) * 4))) {
+        *st = fold_result(im, *st);
+        return NULL;
+    }
+    float *zeros = ts_calloc((size_t)(nz ? nz : 1), sizeof *zeros);
+    char *name = zeros ? ts_graph_op_output_name(im->g, "ExpandZeros") : NULL;
+    ts_array za = ts_array_f32(zeros, zs.ndim, zs.d);
+    ts_tensor *z = name ? ts_constant(im->g, name, &za) : NULL;
+    ts_free(name);
+    ts_free(zeros);
+    ts_tensor *t = z ? ts_add(im->g, x, z) : NULL;
+    if (!t) *st = ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
+    return t;
+}
+
+/* The first graph input of the file whose dim 0 is `batch`, or NULL. */
+static ts_tensor *input_of_batch(const importer *im, int64_t batch) {
+    for (size_t i = im->inputs_from; i < im->inputs_to; i++) {
+        ts_tensor *t = ts_graph_tensor_at(im->g, i);
+        if (t->op == TS_OP_INPUT && t->shape.ndim > 0 && t->shape.d[0] == batch) return t;
+    }
+    return NULL;
+}
+
+/* sample ([1,...]) repeated along dim 0 to the shape `to`, whose dim 0 is
+ * the example's batch: sample + zeros [B,1,...], the zeros made from dim 0
+ * of the graph input of that batch (a CastIndex clamped to 0 reads none of
+ * its values, NaN included), so that the compile gives them the batch
+ * that input has at the run; broadcast_to's constant zeros where no input
+ * has that batch. The gradient reaching the sample is summed over the
+ * batch. An i32 sample (ids, bools) is repeated in f32 and comes back i32
+ * (sample_of keeps to integers that f32 holds exactly). */
+static ts_tensor *repeated(importer *im, ts_tensor *sample, const ts_shape *to, ts_status *st) {
+    ts_tensor *in = input_of_batch(im, to->d[0]), *z = in ? f32_of(im, in, st) : NULL, *x = f32_of(im, sample, st), *t;
+    for (int d = 1; z && d < in->shape.ndim; d++)
+        if (z->shape.d[d] != 1) z = ts_slice(im->g, z, d, 0, 1);
+    z = z ? ts_unary(im->g, "CastIndex", z, 0.0f, 0.0f) : NULL;
+    z = z ? ts_unary(im->g, "CastFloat", z, 0.0f, 0.0f) : NULL;
+    ts_shape zs = {.ndim = to->ndim, .d = {to->d[0]}};
+    for (int d = 1; d < to->ndim; d++) zs.d[d] = 1;
+    if (z && !ts_shape_equal(&z->shape, &zs)) z = ts_reshape(im->g, z, zs.ndim, zs.d);
+    if (!x) return NULL;
+    t = !in ? broadcast_to(im, x, to, st) : z ? ts_add(im->g, x, z) : NULL;
+    if (t && sample->dtype == TS_I32) t = ts_unary(im->g, "CastIndex", t, (float)INT32_MIN, 2147483520.0f);
+    if (!t && !*st) *st = ts_graph_status(im->g);
+    return t;
+}
+
+/* The value's first sample, where it is `batch` (above 1) equal samples
+ * along dim 0 (exporters make masks, ids and tokens for their example's
+ * batch): a constant's (GPT-2's attention mask [B,1,T,T], BERT's
+ * token-type ids [B,T]; of integers f32 holds exactly), or a parameter's
+ * that the exporter folded from one with constants (ViT's class token
+ * expanded to the batch, the dynamo export's `expand`), which is then
+ * made a parameter of that one sample under its name and trains as the
+ * module's one token does. NULL where it is neither, or after an error
+ * (*st). */
+static ts_tensor *sample_of(importer *im, value *v, int64_t batch, ts_status *st) {
+    const ts_shape *s = &v->c.shape;
+    if (batch < 2 || v->t || s->ndim < 1 || s->d[0] != batch) return NULL;
+    if (v->sample) return v->sample;
+    if (v->param && (!v->folded || (*st = decoded(im, v)))) return NULL;
+    if (!v->c.v) return NULL;
+    int64_t n = ts_shape_numel(s), row = n / batch;
+    bool integer = !ts_onnx_dtype_is_float(v->c.dtype);
+    for (int64_t i = 0; i < n; i++)
+        if (v->c.v[i] != v->c.v[i % row] || (integer && (double)(float)v->c.v[i] != v->c.v[i])) return NULL;
+    char name[512];
+    snprintf(name, sizeof name, "%s.sample", v->name);
+    value first = *v; /* the first sample's values, which c.v begins with */
+    first.name = v->param ? v->name : name;
+    first.c.shape.d[0] = 1;
+    first.made = NULL;
+    return v->sample = made_tensor(im, &first, st);
+}
+
+/* A graph tensor for v (made_tensor's) -- but where v is equal samples
+ * along dim 0 (sample_of) as many as the batch of a graph input (or
+ * already read as its sample), its first sample repeated to that input's
+ * batch: it then follows the batch the model is compiled at (the example's
+ * class token, token-type ids). */
+static ts_tensor *as_tensor(importer *im, value *v, ts_status *st) {
+    if (v->t) return v->t;
+    if (v->made) return v->made;
+    const ts_shape *s = &v->c.shape;
+    ts_tensor *one = v->sample || (s->ndim > 1 && input_of_batch(im, s->d[0])) ? sample_of(im, v, s->d[0], st) : NULL;
+    if (!one) return *st ? NULL : made_tensor(im, v, st);
+    ts_tensor *t = repeated(im, one, s, st);
+    if (v->param) v->t = t;
+    else v->made = t;
+    return t;
+}
+
 /* For an error on a value that must be a constant: how to make a graph
  * input one (bind it at import), or "". */
 static const char *bind_hint(const value *x) {
@@ -594,35 +708,15 @@ static const ts_shape *shape_of(const value *v) { return v->t ? &v->t->shape : &
 /* A graph tensor of f32 values for an op that computes in f32: an i32
  * tensor (integer ids, bools) through CastFloat, a constant as a graph
  * constant first. */
-static ts_tensor *as_f32(importer *im, value *v, ts_status *st) {
-    ts_tensor *t = as_tensor(im, v, st);
-    if (t && t->dtype == TS_I32 && !(t = ts_unary(im->g, "CastFloat", t, 0.0f, 0.0f))) *st = ts_graph_status(im->g);
-    return t;
-}
+static ts_tensor *as_f32(importer *im, value *v, ts_status *st) { return f32_of(im, as_tensor(im, v, st), st); }
 
-/* A constant operand of an elementwise op, as a graph tensor, made of its
- * first sample where it is a constant (not a parameter) of the other
- * operand's rank and leading dim (above 1) whose samples are all equal: an
- * exporter's mask or ids of the example's batch (GPT-2's attention mask
- * [B,1,T,T]), which then broadcasts over any batch the model is compiled
- * at. Otherwise as_f32's tensor. */
+/* An operand of an elementwise op, as a graph tensor: its first sample
+ * (sample_of) where it is equal samples of the other operand's rank and
+ * dim 0 (GPT-2's attention mask [B,1,T,T]), which then broadcasts over
+ * any batch the model is compiled at; otherwise as_f32's tensor. */
 static ts_tensor *as_f32_per_sample(importer *im, value *v, const ts_tensor *other, ts_status *st) {
-    const ts_shape *s = &v->c.shape;
-    if (!is_const(v) || v->param || !other || !v->c.v || s->ndim != other->shape.ndim || s->ndim < 1 || s->d[0] < 2 ||
-        s->d[0] != other->shape.d[0])
-        return as_f32(im, v, st);
-    int64_t row = ts_shape_numel(s) / s->d[0];
-    for (int64_t i = row; i < ts_shape_numel(s); i++)
-        if (v->c.v[i] != v->c.v[i % row]) return as_f32(im, v, st);
-    char name[512];
-    snprintf(name, sizeof name, "%s.sample", v->name);
-    value first = *v; /* the first sample's values, which c.v begins with */
-    first.name = name;
-    first.c.shape.d[0] = 1;
-    first.made = v->made_sample;
-    ts_tensor *t = as_f32(im, &first, st);
-    v->made_sample = first.made;
-    return t;
+    ts_tensor *s = other && other->shape.ndim == v->c.shape.ndim ? sample_of(im, v, other->shape.d[0], st) : NULL;
+    return s ? f32_of(im, s, st) : *st ? NULL : as_f32(im, v, st);
 }
 
 /* The elementwise binary family on graph tensors (ts_binary), by the op
@@ -1707,11 +1801,11 @@ static ts_status op_where(importer *im, node_io *io) {
 }
 
 /* Expand: folded on constants; on a graph tensor, x broadcast to the
- * shape (numpy's rules, both ways) as x + zeros, the zeros spanning only
- * the broadcast dims: the binary ops' broadcasting gives the forward and
- * their reduce-to-shape the backward (the gradient summed over the
- * broadcast dims). An i32 tensor (ids, bools) is expanded in f32, as the
- * binary ops compute it. */
+ * shape (numpy's rules, both ways; broadcast_to); along dim 0 too (ViT's
+ * class token to the example's batch), its first sample repeated to the
+ * batch (repeated), which follows the batch of the graph input of that
+ * size. An i32 tensor (ids, bools) is expanded in f32, as the binary ops
+ * compute it. */
 static ts_status op_expand(importer *im, node_io *io) {
     value *x = io->in[0];
     if (is_const(x) && !x->param) return op_fold(im, io);
@@ -1727,23 +1821,13 @@ static ts_status op_expand(importer *im, node_io *io) {
         return node_error(im, TS_ERR_SHAPE, "input '%s' of shape %s does not broadcast to the shape %s (numpy's rules: aligned on the right, "
                           "each pair of dims equal or one of them 1)", x->name, ts_shape_str(xs, b1, sizeof b1), ts_shape_str(&want, b2, sizeof b2));
     if (ts_shape_equal(xs, &out)) return op_identity(im, io);
-    ts_shape zs = {.ndim = out.ndim};
-    int64_t nz = 1;
-    for (int i = 0; i < out.ndim; i++) {
-        int j = i - (out.ndim - xs->ndim); /* x's dim aligned with out's i-th */
-        zs.d[i] = j < 0 || xs->d[j] == 1 ? out.d[i] : 1;
-        nz *= zs.d[i];
-    }
-    if ((st = ts_const_charge((uint64_t)(nz ? nz : 1) * 4))) return fold_result(im, st);
-    float *zeros = ts_calloc((size_t)(nz ? nz : 1), sizeof *zeros);
-    char *name = zeros ? ts_graph_op_output_name(im->g, "ExpandZeros") : NULL;
-    ts_array za = ts_array_f32(zeros, zs.ndim, zs.d);
-    ts_tensor *z = name ? ts_constant(im->g, name, &za) : NULL, *t;
-    ts_free(name);
-    ts_free(zeros);
-    if (!z) return ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
-    if (!(t = as_f32(im, x, &st))) return st;
-    return built(im, ts_add(im->g, t, z), &io->out[0]);
+    ts_shape one = out;
+    one.d[0] = 1;
+    bool along0 = out.d[0] > 1 && (xs->ndim < out.ndim || xs->d[0] == 1);
+    ts_tensor *t = as_f32(im, x, &st);
+    if (t && along0 && !ts_shape_equal(&t->shape, &one)) t = broadcast_to(im, t, &one, &st);
+    if (t) t = along0 ? repeated(im, t, &out, &st) : broadcast_to(im, t, &out, &st);
+    return t ? built(im, t, &io->out[0]) : st;
 }
 
 /* LayerNormalization (opset 17): over the dims from `axis` on, computed in
@@ -2343,6 +2427,7 @@ static ts_status torch_names(importer *im, const TensorscopeOnnx__GraphProto *gp
             if (!(st = tensor_decode(im, v->param, what, &v->c))) v->param = NULL;
             break;
         }
+        case TS_TORCH_FOLDED: v->folded = true; break;
         case TS_TORCH_RENAME:
         case TS_TORCH_FUSED:
             v->pname = ts_graph_keep_string(im->g, x->name);
@@ -2407,7 +2492,9 @@ static ts_status import_graph(importer *im, const TensorscopeOnnx__ModelProto *m
     }
     ts_status st = torch_names(im, gp);
     if (!st) st = count_uses(im, gp);
+    im->inputs_from = ts_graph_tensor_count(im->g);
     if (!st) st = import_inputs(im, gp, inputs, n_inputs);
+    im->inputs_to = ts_graph_tensor_count(im->g);
     for (size_t i = 0; !st && i < gp->n_node; i++) st = import_node(im, gp->node[i], (int)i);
     if (st) return st;
     im->node = NULL;

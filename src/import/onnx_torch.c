@@ -293,8 +293,8 @@ static ts_status plan_graph(plan *p, const struct TensorscopeOnnx__GraphProto *g
         int e = p->orig[k] ? ts_strmap_get(&p->by_ph, p->orig[k]) : -1;
         if (e < 0 && name) e = ts_strmap_get(&p->by_target, name);
         if (e < 0 && name) e = ts_strmap_get(&p->by_ph, name); /* named by its placeholder (p_fc_weight) */
-        if (e < 0 && !p->orig[k] && !folded_from_param(p, p->folded[k])) {
-            ts_status st = add_fix(p, TS_TORCH_CONSTANT, 0, 0, k, 0, name ? name : "");
+        if (e < 0 && !p->orig[k]) {
+            ts_status st = add_fix(p, folded_from_param(p, p->folded[k]) ? TS_TORCH_FOLDED : TS_TORCH_CONSTANT, 0, 0, k, 0, name ? name : "");
             if (st) return st;
         }
         if (e < 0) continue;

@@ -44,6 +44,11 @@ typedef enum ts_torch_fix_kind {
     /* float initializer `init` is no parameter: neither one of the
      * signature's inputs nor folded from one (an attention scale, a mask) */
     TS_TORCH_CONSTANT,
+    /* float initializer `init` is folded from a parameter and constants
+     * (ViT's class token expanded to the example's batch, `expand`): a
+     * parameter under the file's name, whose samples along dim 0 may be
+     * one sample repeated */
+    TS_TORCH_FOLDED,
 } ts_torch_fix_kind;
 
 typedef struct ts_torch_fix {

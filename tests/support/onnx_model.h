@@ -79,6 +79,26 @@ static inline TensorscopeOnnx__ValueInfoProto *value_info(const char *name, int 
     return vi;
 }
 
+typedef TensorscopeOnnx__StringStringEntryProto Prop;
+
+/* Appends key: value to the metadata_props *props of *n entries (a
+ * graph's, a node's, a value_info's). */
+static inline void prop(Prop ***props, size_t *n, const char *key, const char *value) {
+    Prop *e = mem(sizeof *e);
+    *e = (Prop)TENSORSCOPE_ONNX__STRING_STRING_ENTRY_PROTO__INIT;
+    e->key = str(key);
+    e->value = str(value);
+    push((void ***)props, n, e);
+}
+
+/* A value_info for `name` that says only key: value in its metadata_props
+ * (what the dynamo exporter writes of an initializer). */
+static inline void value_meta(const char *name, const char *key, const char *value) {
+    TensorscopeOnnx__ValueInfoProto *vi = value_info(name, -1, NULL);
+    prop(&vi->metadata_props, &vi->n_metadata_props, key, value);
+    push((void ***)&graph->value_info, &graph->n_value_info, vi);
+}
+
 static inline void input(const char *name, int ndim, const int64_t *dims) {
     push((void ***)&graph->input, &graph->n_input, value_info(name, ndim, dims));
 }
