@@ -32,7 +32,7 @@ cd "$build" || fail "cannot cd to $build"
 export TENSORSCOPE_LIBRARY=$build/libtensorscope.so PYTHONPATH=$src/python TS_SOURCE_DIR=$src TS_BUILD_DIR=$build
 "$VENV/bin/python" "$src/tests/onnx_real_models.py" "$@" || exit 1
 case " $* " in *" --only "*|*" --write-expected "*) exit 0 ;; esac
-"$VENV/bin/python" -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning \
+"$VENV/bin/python" -m pytest -q -p no:cacheprovider -p no:warnings \
     "$src/python/tests/test_torch.py" "$src/python/tests/test_torch_errors.py" "$src/python/tests/test_torch_models.py" ||
     fail "python/tests/test_torch*.py with PyTorch $("$VENV/bin/python" -c 'import torch; print(torch.__version__)')"
 echo "test_onnx_real_models: PASS"
