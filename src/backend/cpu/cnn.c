@@ -479,8 +479,12 @@ void ts_conv2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, 
  * takes 36 (2.25 times fewer), F(4x4, 3x3) 36 where it takes 144 (4 times
  * fewer; its transforms, with points 0, +-1, +-2, lose a few more bits).
  * U, the transformed weights, is made at every call (the weights may change
- * between calls): memory traffic that pays only with enough tiles, so the
- * variant is chosen from the tile counts (wino_m). The tiles are done a
+ * between calls), or kept in the caller's cache and made again only when
+ * the weights' key changes (an inference model's: its weights change only
+ * when the host writes them). Making U is memory traffic that pays only
+ * with enough tiles, so the variant is chosen from the tile counts (wino_m);
+ * with U kept, fewer tiles pay (ResNet-18's last two stages at batch 1, 16
+ * tiles of a 14x14 or 7x7 plane). The tiles are done a
  * chunk of tile rows at a time (V and M stay in the cache), in three steps
  * shared by the threads: the input transform by input channels, the a*a
  * products by e, the output transform (and bias) by output channels. The
@@ -488,15 +492,23 @@ void ts_conv2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, 
  * training forward's in the last bits: inference only. */
 
 /* the fewest multiply-adds of a sample worth the transforms; the
- * fewest tiles of the batch for F(2x2) and for F(4x4) (below, making U
- * costs more than the products save: measured on ResNet-18's shapes); the
- * fewest tiles a chunk's products keep (OpenBLAS's slow shapes below) */
+ * fewest tiles of the batch for F(2x2) and for F(4x4), U made at the call
+ * (below, making U costs more than the products save: measured on
+ * ResNet-18's shapes) and U kept (_KEPT: below, reading U costs more than
+ * im2col's products); the fewest tiles a chunk's products keep
+ * (OpenBLAS's slow shapes below) */
 #define WINO_MIN_MACS (4 * 1024 * 1024)
 #ifndef WINO_F2_TILES
 #define WINO_F2_TILES 32
 #endif
 #ifndef WINO_F4_TILES
 #define WINO_F4_TILES 48
+#endif
+#ifndef WINO_F2_TILES_KEPT
+#define WINO_F2_TILES_KEPT 16
+#endif
+#ifndef WINO_F4_TILES_KEPT
+#define WINO_F4_TILES_KEPT 16
 #endif
 #ifndef WINO_CHUNK_FLOATS
 #define WINO_CHUNK_FLOATS (1024 * 1024)
@@ -506,14 +518,15 @@ void ts_conv2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, 
 static int64_t wino_tiles(const ts_conv_geom *g, int m) { return g->N * ((g->OH + m - 1) / m) * ((g->OW + m - 1) / m); }
 
 /* the tile size for a convolution of these shapes (sizing the workspace
- * knows no more than the shapes), 0 for none */
-static int wino_m(const ts_conv_geom *g) {
+ * knows no more than the shapes), U kept or not, 0 for none */
+static int wino_m(const ts_conv_geom *g, bool kept) {
     if (g->KH != 3 || g->KW != 3 || g->groups != 1 || g->N < 1 || g->OH < 1 || g->OW < 1 || g->OC * g->C * 9 * g->OH * g->OW < WINO_MIN_MACS)
         return 0;
-    return wino_tiles(g, 4) >= WINO_F4_TILES ? 4 : wino_tiles(g, 2) >= WINO_F2_TILES ? 2 : 0;
+    int64_t f4 = kept ? WINO_F4_TILES_KEPT : WINO_F4_TILES, f2 = kept ? WINO_F2_TILES_KEPT : WINO_F2_TILES;
+    return wino_tiles(g, 4) >= f4 ? 4 : wino_tiles(g, 2) >= f2 ? 2 : 0;
 }
 
-int ts_conv2d_winograd_tile(const ts_conv_geom *g) { return conv_unit(g) ? wino_m(g) : 0; }
+int ts_conv2d_winograd_tile(const ts_conv_geom *g, bool cached) { return conv_unit(g) ? wino_m(g, cached) : 0; }
 
 typedef struct wino_job {
     const ts_conv_geom *g;
@@ -539,15 +552,36 @@ static int64_t wino_chunk_rows(const wino_job *j) {
     return (rows_all + chunks - 1) / chunks;
 }
 
-/* U [OC, E, C], then V [C, E, tiles] and M [OC, E, tiles] of a chunk: the E
- * matrices interleaved by rows, so that a transform writes or reads its E
- * values close together (whole matrices apart, they fell on the same cache
- * sets) */
-static size_t wino_floats(const ts_conv_geom *g) {
-    int m = wino_m(g);
-    if (!m) return 0;
+/* U [OC, E, C] (in the workspace unless kept), then V [C, E, tiles] and M
+ * [OC, E, tiles] of a chunk: the E matrices interleaved by rows, so that a
+ * transform writes or reads its E values close together (whole matrices
+ * apart, they fell on the same cache sets). The workspace holds either
+ * variant: the shapes do not say whether U is kept. */
+static size_t wino_u_floats(const ts_conv_geom *g, int m) { return (size_t)((m + 2) * (m + 2) * g->OC * g->C); }
+
+static size_t wino_chunk_floats(const ts_conv_geom *g, int m) {
     wino_job j = wino_job_for(g, m);
-    return (size_t)(j.E * g->OC * g->C + j.E * (g->C + g->OC) * wino_chunk_rows(&j) * j.TW);
+    return (size_t)(j.E * (g->C + g->OC) * wino_chunk_rows(&j) * j.TW);
+}
+
+static size_t wino_floats(const ts_conv_geom *g) {
+    int m = wino_m(g, false), mk = wino_m(g, true);
+    size_t made = m ? wino_u_floats(g, m) + wino_chunk_floats(g, m) : 0, kept = mk ? wino_chunk_floats(g, mk) : 0;
+    return made > kept ? made : kept;
+}
+
+/* The cache of a kept U: a header (whether U is made, and the key of the
+ * weights it was made from), WINO_HEAD floats that keep U 64-byte aligned,
+ * then U. */
+#define WINO_HEAD 16
+typedef struct wino_head {
+    uint64_t made, key;
+} wino_head;
+_Static_assert(sizeof(wino_head) <= WINO_HEAD * sizeof(float), "the cache's header fits its floats");
+
+size_t ts_conv2d_cache_floats(const ts_conv_geom *g) {
+    int m = conv_unit(g) ? wino_m(g, true) : 0;
+    return m ? WINO_HEAD + wino_u_floats(g, m) : 0;
 }
 
 /* The 1-D transforms, from s (stride ss) to d (stride ds):
@@ -728,13 +762,22 @@ static void wino_output(void *vj, int64_t oc0, int64_t oc1) {
         }
 }
 
-static void conv_fwd_winograd(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g) {
-    wino_job j = wino_job_for(g, wino_m(g));
+/* U made into the workspace (cache NULL), or kept in the cache and made
+ * again when its key is not `key` */
+static void conv_fwd_winograd(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g, int m,
+                              float *cache, uint64_t key) {
+    wino_job j = wino_job_for(g, m);
     int64_t R = wino_chunk_rows(&j), rows_all = g->N * j.TH, T = R * j.TW;
-    j.x = x, j.w = w, j.b = b, j.y = y, j.u = ws;
-    j.v = j.u + j.E * g->OC * g->C, j.mm = j.v + j.E * g->C * T;
+    j.x = x, j.w = w, j.b = b, j.y = y, j.u = cache ? cache + WINO_HEAD : ws;
+    j.v = cache ? ws : j.u + wino_u_floats(g, m), j.mm = j.v + j.E * g->C * T;
     ts_gemm_serial_begin();
-    ts_pool_for(p, g->OC, grain_for(g->C * j.E * 4), wino_weights, &j);
+    wino_head h = {0};
+    if (cache) memcpy(&h, cache, sizeof h);
+    if (!h.made || h.key != key) {
+        ts_pool_for(p, g->OC, grain_for(g->C * j.E * 4), wino_weights, &j);
+        h = (wino_head){.made = 1, .key = key};
+        if (cache) memcpy(cache, &h, sizeof h);
+    }
     for (j.row0 = 0; j.row0 < rows_all; j.row0 += R) {
         j.row1 = j.row0 + R < rows_all ? j.row0 + R : rows_all;
         int64_t tiles = (j.row1 - j.row0) * j.TW;
@@ -744,8 +787,10 @@ static void conv_fwd_winograd(ts_pool *p, float *ws, float *y, const float *x, c
     }
 }
 
-void ts_conv2d_infer(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g) {
-    if (ts_conv2d_winograd_tile(g)) conv_fwd_winograd(p, ws, y, x, w, b, g);
+void ts_conv2d_infer(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g, float *cache,
+                     uint64_t key) {
+    int m = ts_conv2d_winograd_tile(g, cache != NULL);
+    if (m) conv_fwd_winograd(p, ws, y, x, w, b, g, m, cache, key);
     else conv_forward(p, ws, y, x, w, b, g, true);
 }
 
