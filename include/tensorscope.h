@@ -554,8 +554,10 @@ TS_API ts_status ts_tensor_set_output_dtype(ts_tensor *t, ts_dtype dtype);
 TS_API int ts_tensor_onnx_type(const ts_tensor *t);
 /* Shape (and a view of a parameter's values in `out->data`, NULL otherwise).
  * The view is current after every run, on every device; to change the
- * values, call ts_param_set: a model on a GPU sends the values again only
- * after ts_param_set (or a restored checkpoint), not after a write through
+ * values, call ts_param_set: a model on a GPU sends the values again, and
+ * an inference model on the CPU makes again what it keeps derived from
+ * them (its convolutions' transformed weights), only after ts_param_set
+ * (or a restored checkpoint, or a training run), not after a write through
  * this pointer. */
 TS_API ts_status ts_tensor_info(const ts_tensor *t, ts_array *out);
 /* The one rule for every tensor pattern (anchors, watches, outfeed filters,

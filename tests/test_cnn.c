@@ -6,7 +6,9 @@
  *    rounding bound of a length-K float dot product in any order, so a wrong
  *    index (an O(1) error) cannot pass;
  *  - the inference forward (Winograd F(4x4, 3x3) and F(2x2, 3x3) where it
- *    picks them) against the same loop;
+ *    picks them, the weights transformed at each call or kept) against the
+ *    same loop; an inference model's kept weights made again when the
+ *    graph's weights change (ts_param_set, another model's training step);
  *  - max pooling's winners (ties, NaN, padding) against a plain scan;
  *  - build errors that name the layer and the sizes;
  *  - batch norm's running statistics (momentum update with the unbiased
@@ -96,59 +98,87 @@ done:
 
 /* ----------------------------- conv2d's inference path: Winograd vs oracle */
 
-/* ts_conv2d_infer on a 3x3 convolution against the direct loop: the tile
- * size it picks (want_m: 4, 2, or 0 for the im2col path, its bias written
- * before the product adds to it), and the outputs within
- * TOL[m] * FLT_EPSILON * (|x| (*) |w| + |b|), for im2col the dot product's
- * bound K + 2 as in conv_case: the transforms (entries up to
- * 8 in F(4x4)) round more than a dot product (about 1 and 15 eps here), but
- * a wrong tap or tile (an error of one term, about 1/(9C) of that bound) is
- * hundreds of times the tolerance. Odd sizes (partial tiles at the bottom and right), uneven
- * padding, several samples in one chunk of tile rows and chunks that start
- * inside a sample. */
-static void infer_case(ts_pool *pool, int64_t N, int64_t C, int64_t H, int64_t W, int64_t OC, int64_t PT, int64_t PB, int64_t PL, int64_t PR,
-                          int64_t S, bool bias, int want_m)
+/* ts_conv2d_infer on a 3x3 convolution against the direct loop, within
+ * TOL[m] * FLT_EPSILON * (|x| (*) |w| + |b|) for the tile m it takes, for
+ * im2col (m = 0) the dot product's bound K + 2 as in conv_case: the
+ * transforms (entries up to 8 in F(4x4)) round more than a dot product
+ * (about 1 and 15 eps here), but a wrong tap or tile (an error of one term,
+ * about 1/(9C) of that bound) is hundreds of times the tolerance. Returns
+ * the outputs off; *worst: the worst in eps of the bound. */
+static int64_t infer_off(ts_pool *pool, const ts_conv_geom *g, float *ws, float *y, const float *x, const float *w, const float *b,
+                         float *cache, uint64_t key, int m, double *worst)
 {
-    double TOL[5] = {(double)(C * 9 + 2), 0, 8, 0, 64};
-    ts_conv_geom g = {.N = N, .C = C, .H = H, .W = W, .OC = OC, .KH = 3, .KW = 3, .SH = S, .SW = S, .PT = PT, .PL = PL, .DH = 1, .DW = 1,
-                      .groups = 1};
-    g.OH = osize(H, PT, PB, 3, 1, S);
-    g.OW = osize(W, PL, PR, 3, 1, S);
-    int64_t nx = N * C * H * W, nw = OC * C * 9, ny = N * OC * g.OH * g.OW, bad = 0;
-    ts_conv_geom shapes = {.N = N, .C = C, .OC = OC, .OH = g.OH, .OW = g.OW, .KH = 3, .KW = 3, .groups = 1};
-    float *x = rand_buf(nx), *w = rand_buf(nw), *b = bias ? rand_buf(OC) : NULL, *y = malloc(sizeof(float) * (size_t)ny);
+    double TOL[5] = {(double)(g->C * 9 + 2), 0, 8, 0, 64};
+    int64_t nx = g->N * g->C * g->H * g->W, nw = g->OC * g->C * 9, ny = g->N * g->OC * g->OH * g->OW, bad = 0;
     float *y0 = malloc(sizeof(float) * (size_t)ny), *bound = malloc(sizeof(float) * (size_t)ny);
-    float *ax = malloc(sizeof(float) * (size_t)nx), *aw = malloc(sizeof(float) * (size_t)nw), *ab = bias ? malloc(sizeof(float) * (size_t)OC) : NULL;
-    float *ws = malloc(sizeof(float) * ts_conv2d_workspace(&shapes, ts_pool_threads(pool)));
-    if (!x || !w || (bias && (!b || !ab)) || !y || !y0 || !bound || !ax || !aw || !ws) {
-        CHECK(0, "inference conv case: out of memory");
-        goto done;
+    float *ax = malloc(sizeof(float) * (size_t)nx), *aw = malloc(sizeof(float) * (size_t)nw), *ab = b ? malloc(sizeof(float) * (size_t)g->OC) : NULL;
+    *worst = 0;
+    if (!y0 || !bound || !ax || !aw || (b && !ab)) {
+        free(y0), free(bound), free(ax), free(aw), free(ab);
+        return ny;
     }
     for (int64_t i = 0; i < nx; i++)
         ax[i] = fabsf(x[i]);
     for (int64_t i = 0; i < nw; i++)
         aw[i] = fabsf(w[i]);
-    for (int64_t i = 0; bias && i < OC; i++)
+    for (int64_t i = 0; b && i < g->OC; i++)
         ab[i] = fabsf(b[i]);
-    int m = ts_conv2d_winograd_tile(&g);
-    ts_conv2d_infer(pool, ws, y, x, w, b, &g);
-    double worst = 0;
-    ts_conv2d_naive_forward(y0, x, w, b, &g);
-    ts_conv2d_naive_forward(bound, ax, aw, ab, &g);
+    ts_conv2d_infer(pool, ws, y, x, w, b, g, cache, key);
+    ts_conv2d_naive_forward(y0, x, w, b, g);
+    ts_conv2d_naive_forward(bound, ax, aw, ab, g);
     for (int64_t i = 0; i < ny; i++) {
         double d = fabs((double)y[i] - y0[i]), tol = TOL[m] * FLT_EPSILON * bound[i] + 1e-30;
         bad += !(d <= tol);
-        worst = fmax(worst, d / (FLT_EPSILON * bound[i] + 1e-30));
+        *worst = fmax(*worst, d / (FLT_EPSILON * bound[i] + 1e-30));
     }
-    CHECK(m == want_m && bad == 0,
-          "conv2d inference: x[%lld,%lld,%lld,%lld] k3x3 s%lld p%lld,%lld,%lld,%lld%s -> [%lld,%lld,%lld,%lld]%s: tile %d (want %d: %s), "
-          "%lld outputs off, worst %.1f eps of the bound (tolerance %.0f)",
-          (long long)N, (long long)C, (long long)H, (long long)W, (long long)S, (long long)PT, (long long)PB, (long long)PL, (long long)PR,
-          bias ? "" : " no bias", (long long)N, (long long)OC, (long long)g.OH, (long long)g.OW, pool ? " threads" : "", m, want_m,
-          want_m == 4 ? "F(4x4, 3x3)" : want_m == 2 ? "F(2x2, 3x3)" : "im2col",
-          (long long)bad, worst, TOL[m]);
+    free(y0), free(bound), free(ax), free(aw), free(ab);
+    return bad;
+}
+
+/* The inference forward of one geometry: the tile it picks (want_m: 4, 2,
+ * or 0 for the im2col path, its bias written before the product adds to
+ * it), with the weights transformed at the call and, want_kept, with them
+ * kept in a cache; both against the oracle. With the cache: new weights
+ * under a new key are transformed again (the outputs follow them), under
+ * the same key they are not (the outputs of the kept ones, bit for bit:
+ * the cache is used). Odd sizes (partial tiles at the bottom and right),
+ * uneven padding, several samples in one chunk of tile rows and chunks
+ * that start inside a sample. */
+static void infer_case(ts_pool *pool, int64_t N, int64_t C, int64_t H, int64_t W, int64_t OC, int64_t PT, int64_t PB, int64_t PL, int64_t PR,
+                       int64_t S, bool bias, int want_m, int want_kept)
+{
+    ts_conv_geom g = {.N = N, .C = C, .H = H, .W = W, .OC = OC, .KH = 3, .KW = 3, .SH = S, .SW = S, .PT = PT, .PL = PL, .DH = 1, .DW = 1,
+                      .groups = 1};
+    g.OH = osize(H, PT, PB, 3, 1, S);
+    g.OW = osize(W, PL, PR, 3, 1, S);
+    int64_t nx = N * C * H * W, nw = OC * C * 9, ny = N * OC * g.OH * g.OW;
+    ts_conv_geom shapes = {.N = N, .C = C, .OC = OC, .OH = g.OH, .OW = g.OW, .KH = 3, .KW = 3, .groups = 1};
+    size_t kept = ts_conv2d_cache_floats(&g);
+    float *x = rand_buf(nx), *w = rand_buf(nw), *w2 = rand_buf(nw), *b = bias ? rand_buf(OC) : NULL, *y = malloc(sizeof(float) * (size_t)ny);
+    float *y1 = malloc(sizeof(float) * (size_t)ny), *cache = kept ? calloc(kept, sizeof(float)) : NULL;
+    float *ws = malloc(sizeof(float) * ts_conv2d_workspace(&shapes, ts_pool_threads(pool)));
+    if (!x || !w || !w2 || (bias && !b) || !y || !y1 || (kept && !cache) || !ws) {
+        CHECK(0, "inference conv case: out of memory");
+        goto done;
+    }
+    int m = ts_conv2d_winograd_tile(&g, false), mk = ts_conv2d_winograd_tile(&g, true);
+    double worst = 0, worst_k = 0, worst_new = 0;
+    int64_t bad = infer_off(pool, &g, ws, y, x, w, b, NULL, 0, m, &worst);
+    int64_t bad_k = infer_off(pool, &g, ws, y1, x, w, b, cache, 7, mk, &worst_k);
+    int64_t bad_new = infer_off(pool, &g, ws, y, x, w2, b, cache, 8, mk, &worst_new); /* new weights, new key */
+    ts_conv2d_infer(pool, ws, y, x, w, b, &g, cache, 8);                         /* the first weights back, the same key */
+    bool reused = !kept || memcmp(y, y1, sizeof(float) * (size_t)ny) != 0;
+    char what[160];
+    snprintf(what, sizeof what, "conv2d inference: x[%lld,%lld,%lld,%lld] k3x3 s%lld p%lld,%lld,%lld,%lld%s -> [%lld,%lld,%lld,%lld]%s",
+             (long long)N, (long long)C, (long long)H, (long long)W, (long long)S, (long long)PT, (long long)PB, (long long)PL, (long long)PR,
+             bias ? "" : " no bias", (long long)N, (long long)OC, (long long)g.OH, (long long)g.OW, pool ? " threads" : "");
+    CHECK(m == want_m && bad == 0, "%s: tile %d (want %d), %lld outputs off, worst %.1f eps of the bound", what, m, want_m, (long long)bad, worst);
+    CHECK(mk == want_kept && (kept > 0) == (want_kept > 0) && bad_k == 0 && bad_new == 0 && reused,
+          "%s, the weights kept: tile %d (want %d), %lld outputs off (worst %.1f eps), after new weights under a new key %lld off "
+          "(worst %.1f eps); under the same key the kept ones used: %s",
+          what, mk, want_kept, (long long)bad_k, worst_k, (long long)bad_new, worst_new, reused ? "yes" : "no");
 done:
-    free(x), free(w), free(b), free(y), free(y0), free(bound), free(ax), free(aw), free(ab), free(ws);
+    free(x), free(w), free(w2), free(b), free(y), free(y1), free(cache), free(ws);
 }
 
 static void infer_oracles(void)
@@ -157,16 +187,17 @@ static void infer_oracles(void)
     CHECK_OK(ts_pool_new(&pool, 2), "a pool of 2 threads");
     for (int t = 0; t < 2; t++) {
         ts_pool *p = t ? pool : NULL;
-        infer_case(p, 1, 32, 30, 30, 32, 1, 1, 1, 1, 1, true, 4);     /* ResNet's first stage, smaller: 8x8 tiles of 4x4 */
-        infer_case(p, 1, 24, 29, 31, 40, 2, 0, 0, 2, 1, true, 4);     /* odd sizes, uneven padding: partial tiles */
-        infer_case(p, 5, 256, 18, 18, 8, 1, 1, 1, 1, 1, false, 4);    /* two chunks of 13 and 12 tile rows, each across samples */
-        infer_case(p, 1, 64, 14, 14, 48, 1, 1, 1, 1, 1, true, 2);     /* ResNet's third stage at batch 1: 7x7 tiles of 2x2 */
-        infer_case(p, 1, 64, 13, 13, 48, 1, 1, 1, 1, 1, false, 2);    /* a partial last tile row and column */
-        infer_case(p, 1, 64, 15, 15, 48, 0, 0, 0, 0, 1, true, 2);     /* no padding */
-        infer_case(p, 1, 128, 7, 7, 128, 1, 1, 1, 1, 1, true, 0);     /* too few tiles to pay for the weights' transform */
-        infer_case(p, 2, 32, 29, 29, 32, 1, 1, 1, 1, 2, true, 0);     /* stride 2 */
-        infer_case(p, 1, 8, 12, 12, 8, 1, 1, 1, 1, 1, true, 0);       /* too little work */
-        infer_case(p, 3, 64, 20, 20, 32, 1, 1, 1, 1, 2, true, 0);     /* stride 2 on the threads' own samples */
+        infer_case(p, 1, 32, 30, 30, 32, 1, 1, 1, 1, 1, true, 4, 4);     /* ResNet's first stage, smaller: 8x8 tiles of 4x4 */
+        infer_case(p, 1, 24, 29, 31, 40, 2, 0, 0, 2, 1, true, 4, 4);     /* odd sizes, uneven padding: partial tiles */
+        infer_case(p, 5, 256, 18, 18, 8, 1, 1, 1, 1, 1, false, 4, 4);    /* two chunks of 13 and 12 tile rows, each across samples */
+        infer_case(p, 1, 64, 14, 14, 48, 1, 1, 1, 1, 1, true, 2, 4);     /* ResNet's third stage at batch 1: 7x7 tiles of 2x2, or 4x4 of 4x4 kept */
+        infer_case(p, 1, 64, 13, 13, 48, 1, 1, 1, 1, 1, false, 2, 4);    /* a partial last tile row and column */
+        infer_case(p, 1, 64, 15, 15, 48, 0, 0, 0, 0, 1, true, 2, 4);     /* no padding */
+        infer_case(p, 1, 128, 7, 7, 128, 1, 1, 1, 1, 1, true, 0, 2);     /* the last stage at batch 1: F(2x2) only with the weights kept */
+        infer_case(p, 1, 256, 5, 5, 256, 1, 1, 1, 1, 1, true, 0, 0);     /* too few tiles even with the weights kept */
+        infer_case(p, 2, 32, 29, 29, 32, 1, 1, 1, 1, 2, true, 0, 0);     /* stride 2 */
+        infer_case(p, 1, 8, 12, 12, 8, 1, 1, 1, 1, 1, true, 0, 0);       /* too little work */
+        infer_case(p, 3, 64, 20, 20, 32, 1, 1, 1, 1, 2, true, 0, 0);     /* stride 2 on the threads' own samples */
     }
     ts_pool_free(pool);
 }
@@ -462,6 +493,72 @@ static void batch_norm_running(void)
     ts_graph_free(g);
 }
 
+/* ------------------------- an inference model's kept weights follow the graph */
+
+/* An inference model keeps a 3x3 convolution's weights in Winograd's domain
+ * from run to run (this one: 16 tiles of 4x4, kept). Its outputs against the
+ * direct loop on the weights the graph holds now: after a first run, after
+ * ts_param_set, and after a training model of the same graph took an SGD
+ * step (it writes the weights in place); each change moves the outputs by
+ * far more than the tolerance, so outputs of the weights before fail. */
+enum { KW_C = 64, KW_HW = 16 };
+
+static double kept_err(ts_model *inf, ts_graph *g, ts_tensor *y, float *xv, float *want)
+{
+    ts_conv_geom geom = {.N = 1, .C = KW_C, .H = KW_HW, .W = KW_HW, .OC = KW_C, .OH = KW_HW, .OW = KW_HW, .KH = 3, .KW = 3, .SH = 1, .SW = 1,
+                         .PT = 1, .PL = 1, .DH = 1, .DW = 1, .groups = 1};
+    ts_array in = ts_array_f32(xv, 4, (int64_t[]){1, KW_C, KW_HW, KW_HW}), w, b, ya;
+    const char *nm[1] = {"x"};
+    if (ts_model_run(inf, nm, &in, 1) || ts_model_anchored(inf, ts_tensor_name(y), &ya) || ts_tensor_info(ts_graph_find(g, "c.weight"), &w) ||
+        ts_tensor_info(ts_graph_find(g, "c.bias"), &b))
+        return INFINITY;
+    ts_conv2d_naive_forward(want, xv, w.data, b.data, &geom);
+    double err = 0, mag = 0;
+    for (int i = 0; i < KW_C * KW_HW * KW_HW; i++)
+        err = fmax(err, fabs((double)((float *)ya.data)[i] - want[i])), mag = fmax(mag, fabs((double)want[i]));
+    return err / (mag + 1e-30);
+}
+
+static void kept_weights_follow(void)
+{
+    enum { NX = KW_C * KW_HW * KW_HW, NW = KW_C * KW_C * 9 };
+    ts_graph *g = ts_graph_new(5);
+    ts_tensor *x = ts_input(g, "x", TS_F32, 4, (int64_t[]){1, KW_C, KW_HW, KW_HW});
+    ts_tensor *y = ts_conv2d_layer(g, x, KW_C, 3, 3, &(ts_conv2d_params){.pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1}, 1, "c");
+    ts_tensor *loss = ts_sum(g, y);
+    ts_tensor_set_name(loss, "loss");
+    float *xv = rand_buf(NX), *w2 = rand_buf(NW), *want = malloc(sizeof(float) * NX), *before = malloc(sizeof(float) * NW);
+    ts_model *inf = NULL, *tr = NULL;
+    ts_tensor *outs[1] = {y};
+    ts_status st = !xv || !w2 || !want || !before ? TS_ERR_OUT_OF_MEMORY : ts_model_inference(&inf, g, outs, 1, NULL);
+    if (!st)
+        st = ts_model_training(&tr, g, loss, NULL, ts_sgd(0.01f, 0.0f, 0.0f));
+    CHECK_OK(st, "an inference and a training model of one graph with a 3x3 convolution");
+    if (st)
+        goto done;
+    double e1 = kept_err(inf, g, y, xv, want);
+    ts_array wa = ts_array_f32(w2, 4, (int64_t[]){KW_C, KW_C, 3, 3}), cur;
+    st = ts_param_set(ts_graph_find(g, "c.weight"), &wa);
+    double e2 = st ? INFINITY : kept_err(inf, g, y, xv, want);
+    ts_tensor_info(ts_graph_find(g, "c.weight"), &cur);
+    memcpy(before, cur.data, sizeof(float) * NW);
+    ts_array in = ts_array_f32(xv, 4, (int64_t[]){1, KW_C, KW_HW, KW_HW});
+    const char *nm[1] = {"x"};
+    if (!st)
+        st = ts_model_run(tr, nm, &in, 1);
+    bool moved = !st && memcmp(before, cur.data, sizeof(float) * NW) != 0;
+    double e3 = st ? INFINITY : kept_err(inf, g, y, xv, want);
+    CHECK(e1 < 1e-4 && e2 < 1e-4 && moved && e3 < 1e-4,
+          "the inference model's convolution follows its weights: first run %.2g, after ts_param_set %.2g, after a training step of "
+          "another model (weights moved: %s) %.2g (relative to the largest output)",
+          e1, e2, moved ? "yes" : "no", e3);
+done:
+    ts_model_free(inf);
+    ts_model_free(tr);
+    ts_graph_free(g);
+    free(xv), free(w2), free(want), free(before);
+}
+
 /* ---------------------------------------------------------------- dropout */
 
 enum { DR_N = 4000 };
@@ -555,6 +652,7 @@ int main(void)
     infer_oracles();
     build_errors();
     batch_norm_running();
+    kept_weights_follow();
     dropout();
     return check_summary("test_cnn");
 }

@@ -45,6 +45,8 @@ typedef struct ts_kctx {
     ts_shape out_shape;
     float *scratch;        /* per-node scratch planned at compile, kept from forward to backward */
     float *workspace;      /* transient scratch shared by all nodes (valid during one kernel call) */
+    float *cache;          /* what the kernel keeps from run to run (ts_kernel_row.cache_floats), else NULL */
+    uint64_t values_gen;   /* the graph's values_gen: moved since the kernel filled its cache, the inputs it derived it from may differ */
     ts_half_loss *lost;    /* a Cast to a 16-bit float: what its rounding loses this micro-batch goes here, in the device's memory (NULL: not counted) */
     /* TS_BF16 / TS_F16 where a value is held in 16-bit cells (uint16_t
      * behind the float pointer: only the ops compile lets read them do,
@@ -72,6 +74,12 @@ typedef struct ts_kernel_row {
      * every node (the largest is planned at compile); NULL: none. threads:
      * the stream's (the CPU splits work into that many slots). */
     size_t (*workspace_floats)(const ts_shape *in, const ts_shape *out, int threads);
+    /* Floats a node of an inference model keeps from run to run (kctx.cache,
+     * zeroed at compile) for what its forward derives from the inputs the
+     * graph holds (held[j]: input j is a parameter, buffer or constant),
+     * such as a convolution's weights transformed: made again when
+     * kctx.values_gen moves. NULL or 0: nothing kept. */
+    size_t (*cache_floats)(const ts_tensor *node, const ts_shape *in, const bool *held, const ts_shape *out);
 } ts_kernel_row;
 
 /* A point on a stream, for timing kernels: ns once complete (the CPU's

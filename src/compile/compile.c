@@ -26,6 +26,8 @@ void ts_prog_free(ts_prog *p) {
     }
     for (int i = 0; p->zero_before && i < p->n_nodes; i++) ts_free(p->zero_before[i]);
     for (int i = 0; p->scratch && i < p->n_nodes; i++) p->backend->free(p->scratch[i]);
+    for (int i = 0; p->cache && i < p->n_nodes; i++) p->backend->free(p->cache[i]);
+    ts_free(p->cache);
     for (int i = 0; i < p->n_lint; i++) ts_free(p->lint[i]);
     ts_free(p->lint);
     ts_free(p->scratch);
@@ -622,9 +624,17 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
         int i = p->order[k];
         const ts_op_def *def = ts_op_get(g->t[i]->op);
         const ts_kernel_row *kr = &m->backend->kernels[g->t[i]->op];
-        if (!def->scratch_floats && !kr->workspace_floats) continue;
+        if (!def->scratch_floats && !kr->workspace_floats && !kr->cache_floats) continue;
         ts_shape in[TS_MAX_INPUTS];
-        for (int j = 0; j < g->t[i]->n_in; j++) in[j] = p->shape[g->t[i]->in[j]];
+        bool held[TS_MAX_INPUTS];
+        for (int j = 0; j < g->t[i]->n_in; j++) in[j] = p->shape[g->t[i]->in[j]], held[j] = ts_op_holds_value(g->t[g->t[i]->in[j]]->op);
+        size_t kept = !m->training && kr->cache_floats ? kr->cache_floats(g->t[i], in, held, &p->shape[i]) : 0;
+        if (kept && ((!p->cache && !(p->cache = ts_calloc((size_t)p->n_nodes, sizeof *p->cache))) ||
+                     device_alloc(m, kept * sizeof(float), &p->cache[i]))) {
+            ts_free(fwd), ts_free(iv), ts_free(iv_entry);
+            return ts_error(TS_ERR_OUT_OF_MEMORY, "compile: out of memory for the %zu bytes '%s' keeps from run to run", kept * sizeof(float),
+                            g->t[i]->name);
+        }
         if (kr->workspace_floats) {
             size_t w = kr->workspace_floats(in, &p->shape[i], ts_pool_threads(m->pool));
             workspace = w > workspace ? w : workspace;

@@ -132,6 +132,7 @@ typedef struct ts_prog {
     int **zero_before;   /* per node: grads to zero before its backward */
     int *n_zero_before;
     float **scratch;     /* per node */
+    float **cache;       /* per node: what its kernel keeps from run to run (an inference model's), else NULL */
     float *workspace;    /* transient scratch of the largest need, shared by all nodes */
     float *widen;        /* f32 copies of the 16-bit operands of the op running (transient, shared) */
     float *stage16;      /* a 16-bit entry widened to f32 for its observers (host memory) */

@@ -65,7 +65,13 @@ ts_status ts_device_before_run(ts_model *m) {
 ts_status ts_device_after_run(ts_model *m) {
     ts_prog *p = m->prog;
     const ts_backend *be = p->backend;
-    if (be->host_addressable) return TS_OK;
+    if (be->host_addressable) {
+        /* a training run wrote the parameters in place: what another model
+         * keeps derived from them (an inference model's transformed weights,
+         * kctx.cache) or a device's copies of them are made again */
+        if (m->training) m->g->values_gen++;
+        return TS_OK;
+    }
     ts_observe_device_flush(m); /* what a run that stopped early left queued */
     uint64_t t0 = ts_now_ns(), fetched = 0;
     for (int i = 0; i < p->n_dev_copies; i++) {

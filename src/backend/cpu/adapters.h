@@ -63,5 +63,6 @@ void ts_bwd_tanh(const ts_kctx *k);
 void ts_fwd_sigmoid(const ts_kctx *k);
 void ts_bwd_sigmoid(const ts_kctx *k);
 size_t ts_cpu_workspace_conv2d(const ts_shape *in, const ts_shape *out, int threads);
+size_t ts_cpu_cache_conv2d(const ts_tensor *node, const ts_shape *in, const bool *held, const ts_shape *out);
 
 #endif

@@ -6,13 +6,15 @@
 #include "backend/cpu/cnn.h"
 #include "graph/cnn_ops.h"
 
-static ts_conv_geom conv_geom(const ts_kctx *k) {
-    const int64_t *at = k->node->attr;
-    const ts_shape *x = &k->in_shape[0], *w = &k->in_shape[1], *y = &k->out_shape;
+static ts_conv_geom conv_geom_of(const ts_tensor *node, const ts_shape *in, const ts_shape *out) {
+    const int64_t *at = node->attr;
+    const ts_shape *x = &in[0], *w = &in[1], *y = out;
     return (ts_conv_geom){.N = x->d[0], .C = x->d[1], .H = x->d[2], .W = x->d[3], .OC = y->d[1], .OH = y->d[2], .OW = y->d[3],
                           .KH = w->d[2], .KW = w->d[3], .SH = at[CA_SH], .SW = at[CA_SW], .PT = at[CA_PT], .PL = at[CA_PL],
                           .DH = at[CA_DH], .DW = at[CA_DW], .groups = at[CA_GROUPS]};
 }
+
+static ts_conv_geom conv_geom(const ts_kctx *k) { return conv_geom_of(k->node, k->in_shape, &k->out_shape); }
 
 static ts_conv_geom pool_geom(const ts_kctx *k) {
     const int64_t *at = k->node->attr;
@@ -33,8 +35,10 @@ void ts_fwd_conv2d(const ts_kctx *k) {
     ts_kctx room;
     k = ts_cpu_widen(k, &room);
     ts_conv_geom g = conv_geom(k);
+    const float *b = k->n_in == 3 ? k->in[2] : NULL;
     /* a training model's forward stays the one its backward pass matches */
-    (k->training ? ts_conv2d_forward : ts_conv2d_infer)(k->pool, k->workspace, k->out, k->in[0], k->in[1], k->n_in == 3 ? k->in[2] : NULL, &g);
+    if (k->training) ts_conv2d_forward(k->pool, k->workspace, k->out, k->in[0], k->in[1], b, &g);
+    else ts_conv2d_infer(k->pool, k->workspace, k->out, k->in[0], k->in[1], b, &g, k->cache, k->values_gen);
 }
 
 void ts_bwd_conv2d(const ts_kctx *k) {
@@ -117,6 +121,12 @@ void ts_bwd_tanh(const ts_kctx *k) {
 void ts_fwd_sigmoid(const ts_kctx *k) { ts_sigmoid_forward(k->pool, k->out, k->in[0], ts_shape_numel(&k->out_shape)); }
 void ts_bwd_sigmoid(const ts_kctx *k) {
     if (k->din[0]) ts_sigmoid_backward(k->pool, k->din[0], k->dout, k->out, ts_shape_numel(&k->out_shape));
+}
+
+/* the weights in Winograd's domain, kept while the graph holds the weights */
+size_t ts_cpu_cache_conv2d(const ts_tensor *node, const ts_shape *in, const bool *held, const ts_shape *out) {
+    ts_conv_geom g = conv_geom_of(node, in, out);
+    return held[1] ? ts_conv2d_cache_floats(&g) : 0;
 }
 
 size_t ts_cpu_workspace_conv2d(const ts_shape *in, const ts_shape *out, int threads) {

@@ -479,8 +479,12 @@ void ts_conv2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, 
  * takes 36 (2.25 times fewer), F(4x4, 3x3) 36 where it takes 144 (4 times
  * fewer; its transforms, with points 0, +-1, +-2, lose a few more bits).
  * U, the transformed weights, is made at every call (the weights may change
- * between calls): memory traffic that pays only with enough tiles, so the
- * variant is chosen from the tile counts (wino_m). The tiles are done a
+ * between calls), or kept in the caller's cache and made again only when
+ * the weights' key changes (an inference model's: its weights change only
+ * when the host writes them). Making U is memory traffic that pays only
+ * with enough tiles, so the variant is chosen from the tile counts (wino_m);
+ * with U kept, fewer tiles pay (ResNet-18's last two stages at batch 1, 16
+ * tiles of a 14x14 or 7x7 plane). The tiles are done a
  * chunk of tile rows at a time (V and M stay in the cache), in three steps
  * shared by the threads: the input transform by input channels, the a*a
  * products by e, the output transform (and bias) by output channels. The
@@ -488,15 +492,23 @@ void ts_conv2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, 
  * training forward's in the last bits: inference only. */
 
 /* the fewest multiply-adds of a sample worth the transforms; the
- * fewest tiles of the batch for F(2x2) and for F(4x4) (below, making U
- * costs more than the products save: measured on ResNet-18's shapes); the
- * fewest tiles a chunk's products keep (OpenBLAS's slow shapes below) */
+ * fewest tiles of the batch for F(2x2) and for F(4x4), U made at the call
+ * (below, making U costs more than the products save: measured on
+ * ResNet-18's shapes) and U kept (_KEPT: below, reading U costs more than
+ * im2col's products); the fewest tiles a chunk's products keep
+ * (OpenBLAS's slow shapes below) */
 #define WINO_MIN_MACS (4 * 1024 * 1024)
 #ifndef WINO_F2_TILES
 #define WINO_F2_TILES 32
 #endif
 #ifndef WINO_F4_TILES
 #define WINO_F4_TILES 48
+#endif
+#ifndef WINO_F2_TILES_KEPT
+#define WINO_F2_TILES_KEPT 16
+#endif
+#ifndef WINO_F4_TILES_KEPT
+#define WINO_F4_TILES_KEPT 16
 #endif
 #ifndef WINO_CHUNK_FLOATS
 #define WINO_CHUNK_FLOATS (1024 * 1024)
@@ -506,14 +518,15 @@ void ts_conv2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, 
 static int64_t wino_tiles(const ts_conv_geom *g, int m) { return g->N * ((g->OH + m - 1) / m) * ((g->OW + m - 1) / m); }
 
 /* the tile size for a convolution of these shapes (sizing the workspace
- * knows no more than the shapes), 0 for none */
-static int wino_m(const ts_conv_geom *g) {
+ * knows no more than the shapes), U kept or not, 0 for none */
+static int wino_m(const ts_conv_geom *g, bool kept) {
     if (g->KH != 3 || g->KW != 3 || g->groups != 1 || g->N < 1 || g->OH < 1 || g->OW < 1 || g->OC * g->C * 9 * g->OH * g->OW < WINO_MIN_MACS)
         return 0;
-    return wino_tiles(g, 4) >= WINO_F4_TILES ? 4 : wino_tiles(g, 2) >= WINO_F2_TILES ? 2 : 0;
+    int64_t f4 = kept ? WINO_F4_TILES_KEPT : WINO_F4_TILES, f2 = kept ? WINO_F2_TILES_KEPT : WINO_F2_TILES;
+    return wino_tiles(g, 4) >= f4 ? 4 : wino_tiles(g, 2) >= f2 ? 2 : 0;
 }
 
-int ts_conv2d_winograd_tile(const ts_conv_geom *g) { return conv_unit(g) ? wino_m(g) : 0; }
+int ts_conv2d_winograd_tile(const ts_conv_geom *g, bool cached) { return conv_unit(g) ? wino_m(g, cached) : 0; }
 
 typedef struct wino_job {
     const ts_conv_geom *g;
@@ -522,7 +535,15 @@ typedef struct wino_job {
     int m, a, E;        /* tile, patch, a*a */
     int64_t TH, TW;     /* tiles down a sample and across */
     int64_t row0, row1; /* the chunk's tile rows, over the batch (N * TH) */
+    int64_t ld;         /* its tiles rounded up to WINO_NT / 2: the distance between the E rows of V and of M */
+    float *pk;          /* per e: WINO_NT tiles of V[e] packed for the products */
 } wino_job;
+
+/* tiles the products take at a time (wino_products): WINO_NT, the last
+ * block of a chunk half as many where they are enough */
+#define WINO_NT 16
+
+static int64_t wino_ld(int64_t tiles) { return (tiles + WINO_NT / 2 - 1) / (WINO_NT / 2) * (WINO_NT / 2); }
 
 static wino_job wino_job_for(const ts_conv_geom *g, int m) {
     return (wino_job){.g = g, .m = m, .a = m + 2, .E = (m + 2) * (m + 2), .TH = (g->OH + m - 1) / m, .TW = (g->OW + m - 1) / m};
@@ -539,15 +560,36 @@ static int64_t wino_chunk_rows(const wino_job *j) {
     return (rows_all + chunks - 1) / chunks;
 }
 
-/* U [OC, E, C], then V [C, E, tiles] and M [OC, E, tiles] of a chunk: the E
- * matrices interleaved by rows, so that a transform writes or reads its E
- * values close together (whole matrices apart, they fell on the same cache
- * sets) */
-static size_t wino_floats(const ts_conv_geom *g) {
-    int m = wino_m(g);
-    if (!m) return 0;
+/* U [OC, E, C] (in the workspace unless kept), then V [C, E, tiles] and M
+ * [OC, E, tiles] of a chunk: the E matrices interleaved by rows, so that a
+ * transform writes or reads its E values close together (whole matrices
+ * apart, they fell on the same cache sets). The workspace holds either
+ * variant: the shapes do not say whether U is kept. */
+static size_t wino_u_floats(const ts_conv_geom *g, int m) { return (size_t)((m + 2) * (m + 2) * g->OC * g->C); }
+
+static size_t wino_chunk_floats(const ts_conv_geom *g, int m) {
     wino_job j = wino_job_for(g, m);
-    return (size_t)(j.E * g->OC * g->C + j.E * (g->C + g->OC) * wino_chunk_rows(&j) * j.TW);
+    return (size_t)(j.E * (g->C + g->OC) * wino_ld(wino_chunk_rows(&j) * j.TW) + j.E * g->C * WINO_NT);
+}
+
+static size_t wino_floats(const ts_conv_geom *g) {
+    int m = wino_m(g, false), mk = wino_m(g, true);
+    size_t made = m ? wino_u_floats(g, m) + wino_chunk_floats(g, m) : 0, kept = mk ? wino_chunk_floats(g, mk) : 0;
+    return made > kept ? made : kept;
+}
+
+/* The cache of a kept U: a header (whether U is made, and the key of the
+ * weights it was made from), WINO_HEAD floats that keep U 64-byte aligned,
+ * then U. */
+#define WINO_HEAD 16
+typedef struct wino_head {
+    uint64_t made, key;
+} wino_head;
+_Static_assert(sizeof(wino_head) <= WINO_HEAD * sizeof(float), "the cache's header fits its floats");
+
+size_t ts_conv2d_cache_floats(const ts_conv_geom *g) {
+    int m = conv_unit(g) ? wino_m(g, true) : 0;
+    return m ? WINO_HEAD + wino_u_floats(g, m) : 0;
 }
 
 /* The 1-D transforms, from s (stride ss) to d (stride ds):
@@ -635,14 +677,16 @@ static inline void wino_in_block(int m, float *restrict v, int64_t vs, const flo
 static void wino_input(void *vj, int64_t c0, int64_t c1) {
     const wino_job *j = vj;
     const ts_conv_geom *g = j->g;
-    int64_t m = j->m, a = j->a, T = (j->row1 - j->row0) * j->TW, W = g->W;
+    int64_t m = j->m, a = j->a, T = (j->row1 - j->row0) * j->TW, W = g->W, ld = j->ld;
     enum { PW = WINO_BLOCK * 4 + 2 }; /* the widest block's patches */
     float pad[6 * PW];
-    for (int64_t c = c0; c < c1; c++)
+    for (int64_t c = c0; c < c1; c++) {
+        for (int e = 0; e < j->E; e++) /* the rounding up: zeros the products take along */
+            for (int64_t t = T; t < ld; t++) j->v[(c * j->E + e) * ld + t] = 0.0f;
         for (int64_t gr = j->row0; gr < j->row1; gr++) {
             int64_t n = gr / j->TH, i0 = (gr % j->TH) * m - g->PT;
             const float *xc = j->x + (n * g->C + c) * g->H * W;
-            float *v = j->v + c * j->E * T + (gr - j->row0) * j->TW;
+            float *v = j->v + c * j->E * ld + (gr - j->row0) * j->TW;
             for (int64_t t0 = 0; t0 < j->TW; t0 += WINO_BLOCK) {
                 int64_t nt = j->TW - t0 < WINO_BLOCK ? j->TW - t0 : WINO_BLOCK, j0 = t0 * m - g->PL, span = WINO_BLOCK * m + 2;
                 const float *r = pad;
@@ -660,19 +704,89 @@ static void wino_input(void *vj, int64_t c0, int64_t c1) {
                         for (; q < span; q++) d[q] = 0.0f;
                     }
                 }
-                if (m == 2) wino_in_block(2, v + t0, T, r, rs, nt);
-                else wino_in_block(4, v + t0, T, r, rs, nt);
+                if (m == 2) wino_in_block(2, v + t0, ld, r, rs, nt);
+                else wino_in_block(4, v + t0, ld, r, rs, nt);
             }
         }
+    }
 }
 
-/* M[e] = U[e] V[e] for e in [e0, e1) */
+/* The products M[e] = U[e] V[e] in registers: WINO_NT tiles (two vectors
+ * of 8) by 4 output channels at a time, summed over the input channels, U
+ * and V read where they lie. Through OpenBLAS, which copies both operands
+ * into its own layout at every call, the copies cost about a third of the
+ * products: U is the same from call to call, and each value of V serves
+ * only OC multiply-adds (64 in ResNet's first stage). */
+#ifdef __AVX__
+#define WINO_VW 8 /* floats a vector holds */
+#else
+#define WINO_VW 4
+#endif
+#define WINO_NV (WINO_NT / WINO_VW)
+typedef float wino_vec __attribute__((vector_size(WINO_VW * sizeof(float))));
+#ifdef __AVX__
+#include <immintrin.h>
+#define WINO_SPLAT(x) ((wino_vec)_mm256_set1_ps(x))
+#else
+#define WINO_SPLAT(x) ((wino_vec){0} + (x))
+#endif
+#if defined(__AVX__) && defined(__FMA__)
+#define WINO_FMA(a, b, c) ((wino_vec)_mm256_fmadd_ps((__m256)(a), (__m256)(b), (__m256)(c)))
+#else
+#define WINO_FMA(a, b, c) ((a) * (b) + (c))
+#endif
+
+static inline wino_vec wino_load(const float *p) {
+    wino_vec v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void wino_store(float *p, wino_vec v) { memcpy(p, &v, sizeof v); }
+
+/* mm[r, t] = sum_c u[r, c] pk[c, t] for rows r < R of u (ldu apart) and
+ * t < NV vectors (pk: rows of WINO_NT floats; mm: rows ldm apart);
+ * inlined with R and NV constant, the sums stay in registers */
+static inline __attribute__((always_inline)) void wino_block_rows(int R, int NV, const float *restrict u, int64_t ldu,
+                                                                  const float *restrict pk, float *restrict mm, int64_t ldm, int64_t C) {
+    wino_vec acc[4][WINO_NV];
+    for (int r = 0; r < R; r++)
+        for (int k = 0; k < NV; k++) acc[r][k] = (wino_vec){0};
+    for (int64_t c = 0; c < C; c++) {
+        wino_vec x[WINO_NV];
+        for (int k = 0; k < NV; k++) x[k] = wino_load(pk + c * WINO_NT + k * WINO_VW);
+        for (int r = 0; r < R; r++) {
+            wino_vec s = WINO_SPLAT(u[r * ldu + c]);
+            for (int k = 0; k < NV; k++) acc[r][k] = WINO_FMA(s, x[k], acc[r][k]);
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int k = 0; k < NV; k++) wino_store(mm + r * ldm + k * WINO_VW, acc[r][k]);
+}
+
+/* the products of WINO_NT tiles (NV = WINO_NV) or half as many, packed in pk */
+static inline __attribute__((always_inline)) void wino_block(int NV, const float *u, int64_t ldu, const float *pk, float *mm, int64_t ldm,
+                                                             int64_t OC, int64_t C) {
+    int64_t oc = 0;
+    for (; oc + 4 <= OC; oc += 4) wino_block_rows(4, NV, u + oc * ldu, ldu, pk, mm + oc * ldm, ldm, C);
+    for (; oc < OC; oc++) wino_block_rows(1, NV, u + oc * ldu, ldu, pk, mm + oc * ldm, ldm, C);
+}
+
+/* M[e] = U[e] V[e] for e in [e0, e1): WINO_NT tiles at a time, packed
+ * together (in V, a row of a matrix is E rows from the next: the rows of
+ * one e fell on few cache sets), then 4 output channels at a time over
+ * them */
 static void wino_products(void *vj, int64_t e0, int64_t e1) {
     const wino_job *j = vj;
-    const ts_conv_geom *g = j->g;
-    int64_t T = (j->row1 - j->row0) * j->TW, E = j->E;
+    int64_t C = j->g->C, OC = j->g->OC, E = j->E, ld = j->ld, ldu = E * C, ldm = E * ld;
+    float *pk = j->pk + e0 * C * WINO_NT; /* this slice's */
     for (int64_t e = e0; e < e1; e++)
-        ts_gemm_serial(false, false, g->OC, T, g->C, j->u + e * g->C, E * g->C, j->v + e * T, E * T, 0.0f, j->mm + e * T, E * T);
+        for (int64_t t = 0; t < ld; t += WINO_NT) {
+            int64_t n = ld - t < WINO_NT ? ld - t : WINO_NT;
+            for (int64_t c = 0; c < C; c++) memcpy(pk + c * WINO_NT, j->v + c * ldm + e * ld + t, (size_t)n * sizeof(float));
+            if (n == WINO_NT) wino_block(WINO_NV, j->u + e * C, ldu, pk, j->mm + e * ld + t, ldm, OC, C);
+            else wino_block(WINO_NV / 2, j->u + e * C, ldu, pk, j->mm + e * ld + t, ldm, OC, C);
+        }
 }
 
 /* o[i][q][k] = (A^T M A)[i][q] + bv for WINO_BLOCK tiles whose values are
@@ -697,7 +811,7 @@ static inline void wino_out_block(int m, float o[4][4][WINO_BLOCK], const float 
 static void wino_output(void *vj, int64_t oc0, int64_t oc1) {
     const wino_job *j = vj;
     const ts_conv_geom *g = j->g;
-    int64_t m = j->m, T = (j->row1 - j->row0) * j->TW, OW = g->OW, ET = j->E * T;
+    int64_t m = j->m, T = j->ld, OW = g->OW, ET = j->E * T;
     for (int64_t oc = oc0; oc < oc1; oc++)
         for (int64_t gr = j->row0; gr < j->row1; gr++) {
             int64_t n = gr / j->TH, oh = (gr % j->TH) * m, rows = g->OH - oh < m ? g->OH - oh : m;
@@ -728,24 +842,36 @@ static void wino_output(void *vj, int64_t oc0, int64_t oc1) {
         }
 }
 
-static void conv_fwd_winograd(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g) {
-    wino_job j = wino_job_for(g, wino_m(g));
-    int64_t R = wino_chunk_rows(&j), rows_all = g->N * j.TH, T = R * j.TW;
-    j.x = x, j.w = w, j.b = b, j.y = y, j.u = ws;
-    j.v = j.u + j.E * g->OC * g->C, j.mm = j.v + j.E * g->C * T;
-    ts_gemm_serial_begin();
-    ts_pool_for(p, g->OC, grain_for(g->C * j.E * 4), wino_weights, &j);
+/* U made into the workspace (cache NULL), or kept in the cache and made
+ * again when its key is not `key` */
+static void conv_fwd_winograd(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g, int m,
+                              float *cache, uint64_t key) {
+    wino_job j = wino_job_for(g, m);
+    int64_t R = wino_chunk_rows(&j), rows_all = g->N * j.TH;
+    j.x = x, j.w = w, j.b = b, j.y = y, j.u = cache ? cache + WINO_HEAD : ws;
+    j.v = cache ? ws : j.u + wino_u_floats(g, m), j.mm = j.v + j.E * g->C * wino_ld(R * j.TW);
+    j.pk = j.mm + j.E * g->OC * wino_ld(R * j.TW);
+    wino_head h = {0};
+    if (cache) memcpy(&h, cache, sizeof h);
+    if (!h.made || h.key != key) {
+        ts_pool_for(p, g->OC, grain_for(g->C * j.E * 4), wino_weights, &j);
+        h = (wino_head){.made = 1, .key = key};
+        if (cache) memcpy(cache, &h, sizeof h);
+    }
     for (j.row0 = 0; j.row0 < rows_all; j.row0 += R) {
         j.row1 = j.row0 + R < rows_all ? j.row0 + R : rows_all;
         int64_t tiles = (j.row1 - j.row0) * j.TW;
+        j.ld = wino_ld(tiles);
         ts_pool_for(p, g->C, grain_for(tiles * j.E), wino_input, &j);
         ts_pool_for(p, j.E, 1, wino_products, &j);
         ts_pool_for(p, g->OC, grain_for(tiles * j.E), wino_output, &j);
     }
 }
 
-void ts_conv2d_infer(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g) {
-    if (ts_conv2d_winograd_tile(g)) conv_fwd_winograd(p, ws, y, x, w, b, g);
+void ts_conv2d_infer(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g, float *cache,
+                     uint64_t key) {
+    int m = ts_conv2d_winograd_tile(g, cache != NULL);
+    if (m) conv_fwd_winograd(p, ws, y, x, w, b, g, m, cache, key);
     else conv_forward(p, ws, y, x, w, b, g, true);
 }
 

@@ -31,9 +31,18 @@ void ts_conv2d_forward(ts_pool *p, float *ws, float *y, const float *x, const fl
  * (ts_conv2d_winograd_tile says m: 4, 2, or 0 for none), 4 or 2.25 times
  * fewer multiply-adds; any other as ts_conv2d_forward but with the bias
  * written before the product adds to it (the outputs differ from
- * ts_conv2d_forward's by rounding). */
-int ts_conv2d_winograd_tile(const ts_conv_geom *g);
-void ts_conv2d_infer(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g);
+ * ts_conv2d_forward's by rounding).
+ * cache (NULL: none): ts_conv2d_cache_floats floats, zeroed before the
+ * first call, that keep the weights in Winograd's domain from call to
+ * call: made again whenever `key` differs from the call that made them, so
+ * the caller gives a key that changes whenever w's values may have (an
+ * inference model: the graph's values_gen). Kept, they pay with fewer
+ * tiles: the tile m depends on whether there is a cache. 0 floats: this
+ * convolution keeps nothing. */
+int ts_conv2d_winograd_tile(const ts_conv_geom *g, bool cached);
+size_t ts_conv2d_cache_floats(const ts_conv_geom *g);
+void ts_conv2d_infer(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g, float *cache,
+                     uint64_t key);
 /* dx += ..., dw += ..., db += ... (each may be NULL) */
 void ts_conv2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
                         const ts_conv_geom *g);
