@@ -599,8 +599,12 @@ static void sources(ts_graph *g, const row *rows, int n, const char *name, sourc
     if (t) value_sources(g, rows, n, t, s, 0);
 }
 
+/* The tensor a gradient's name is of (Gradient___fc1.weight -> fc1.weight);
+ * any other name itself. */
+static const char *value_name(const char *name) { return strncmp(name, "Gradient___", 11) == 0 ? name + 11 : name; }
+
 static void explain(ts_graph *g, const row *rows, int n, const row *bad, char *detail, size_t dn) {
-    const char *base = strncmp(bad->ts_name, "Gradient___", 11) == 0 ? bad->ts_name + 11 : bad->ts_name;
+    const char *base = value_name(bad->ts_name);
     ts_tensor *t = g ? ts_graph_find(g, base) : NULL;
     char loc[512] = "";
     size_t k = 0;
@@ -703,7 +707,7 @@ static const char *kth_call(ts_graph *g, const char *base, size_t len, long k) {
 static char *resolve_name(ts_graph *g, const char *ref, char *const *map, int n_map) {
     for (int i = 0; i + 1 < n_map; i += 2)
         if (strcmp(map[i], ref) == 0) return strdup(map[i + 1]);
-    const char *base = strncmp(ref, "Gradient___", 11) == 0 ? ref + 11 : ref;
+    const char *base = value_name(ref);
     bool grad = base != ref;
     if (ts_graph_find(g, base)) return strdup(ref);
     size_t len = strlen(base);
@@ -832,55 +836,61 @@ static ts_status convert_input(const ts_array *src, ts_dtype dtype, ts_array *ds
  * with the first few names, for the note under the header. */
 typedef struct weights_note {
     size_t loaded;
-    int n[2];        /* TS_WEIGHT_MISSING - 1, TS_WEIGHT_UNEXPECTED - 1 */
-    char names[2][200];
-    char **gone;     /* every unexpected name: parameters the model does not have */
+    char **names[2]; /* TS_WEIGHT_MISSING - 1: the model's the file lacks; TS_WEIGHT_UNEXPECTED - 1: the file's the model lacks */
+    int n[2];
     bool oom;
 } weights_note;
 
 static void note_skipped(void *ctx, const char *name, ts_weight_skip why) {
     weights_note *w = ctx;
     int k = why == TS_WEIGHT_MISSING ? 0 : 1;
-    size_t used = strlen(w->names[k]);
-    if (w->n[k] < 3 && used + strlen(name) + 3 < sizeof w->names[k])
-        snprintf(w->names[k] + used, sizeof w->names[k] - used, "%s%s", used ? ", " : "", name);
-    if (k == 1) {
-        char **g = realloc(w->gone, (size_t)(w->n[1] + 1) * sizeof *g);
-        if (g) w->gone = g;
-        if (!g || !(g[w->n[1]] = strdup(name))) {
-            w->oom = true;
-            return;
-        }
+    char **l = realloc(w->names[k], (size_t)(w->n[k] + 1) * sizeof *l);
+    if (l) w->names[k] = l;
+    if (!l || !(l[w->n[k]] = strdup(name))) {
+        w->oom = true;
+        return;
     }
     w->n[k]++;
 }
 
 static void weights_note_free(weights_note *w) {
-    for (int i = 0; i < w->n[1]; i++) free(w->gone[i]);
-    free(w->gone);
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; i < w->n[k]; i++) free(w->names[k][i]);
+        free(w->names[k]);
+    }
 }
 
 /* The parameter of --weights the model does not have that a reference
- * tensor without a counterpart stands for: its gradient
- * (Gradient___lstm.weight_ih_l0), or the output of the module that owns it
- * (an embedding of the positions, folded by the exporter into a
- * constant). NULL if none. */
-static const char *folded_param(const weights_note *w, const char *ref_name) {
-    const char *base = strncmp(ref_name, "Gradient___", 11) == 0 ? ref_name + 11 : ref_name;
-    size_t len = strcspn(base, "#");
-    for (int i = 0; i < w->n[1]; i++)
-        if (strncmp(w->gone[i], base, len) == 0 && (w->gone[i][len] == '\0' || w->gone[i][len] == '.')) return w->gone[i];
+ * tensor without a counterpart stands for (`base`, len characters, without
+ * Gradient___ and #k): its gradient (Gradient___lstm.weight_ih_l0), or the
+ * output of the module that owns it (an embedding of the positions,
+ * folded by the exporter into a constant). NULL if none. */
+static const char *folded_param(const weights_note *w, const char *base, size_t len) {
+    for (int i = 0; i < w->n[1]; i++) {
+        const char *p = w->names[1][i];
+        if (strncmp(p, base, len) == 0 && (p[len] == '\0' || p[len] == '.')) return p;
+    }
     return NULL;
+}
+
+/* "(a, b, c, ...)": the first three of n names. */
+static void print_first_names(char *const *names, int n) {
+    printf(" (");
+    for (int i = 0; i < n && i < 3; i++) printf("%s%s", i ? ", " : "", names[i]);
+    printf("%s)", n > 3 ? ", ..." : "");
 }
 
 static void print_weights_note(const char *path, const weights_note *w) {
     printf("weights: %zu parameters set from %s", w->loaded, path);
-    if (w->n[0])
-        printf("; %d of the model's %s not there and keep%s the file's values (%s%s)", w->n[0], w->n[0] == 1 ? "is" : "are",
-               w->n[0] == 1 ? "s" : "", w->names[0], w->n[0] > 3 ? ", ..." : "");
-    if (w->n[1])
-        printf("; %d %s no parameter of the model, skipped (an exporter fused or folded %s, or they are another model's) (%s%s)", w->n[1],
-               w->n[1] == 1 ? "is" : "are", w->n[1] == 1 ? "it" : "them", w->names[1], w->n[1] > 3 ? ", ..." : "");
+    if (w->n[0]) {
+        printf("; %d of the model's %s not there and keep%s the file's values", w->n[0], w->n[0] == 1 ? "is" : "are", w->n[0] == 1 ? "s" : "");
+        print_first_names(w->names[0], w->n[0]);
+    }
+    if (w->n[1]) {
+        printf("; %d %s no parameter of the model, skipped (an exporter fused or folded %s, or they are another model's)", w->n[1],
+               w->n[1] == 1 ? "is" : "are", w->n[1] == 1 ? "it" : "them");
+        print_first_names(w->names[1], w->n[1]);
+    }
     printf("\n");
 }
 
@@ -912,8 +922,9 @@ static const char *fused_reader(ts_graph *g, const char *base, size_t len) {
  * whose op it fused into the next module's (a Conv and its BatchNorm:
  * that op is compared as the BatchNorm's output). Otherwise left as it is. */
 static void gone_by_export(ts_graph *g, const weights_note *wn, row *rw) {
-    const char *base = strncmp(rw->ref_name, "Gradient___", 11) == 0 ? rw->ref_name + 11 : rw->ref_name;
-    const char *fused = fused_reader(g, base, strcspn(base, "#")), *p = fused ? NULL : folded_param(wn, rw->ref_name);
+    const char *base = value_name(rw->ref_name);
+    size_t len = strcspn(base, "#");
+    const char *fused = fused_reader(g, base, len), *p = fused ? NULL : folded_param(wn, base, len);
     if (p && strcmp(p, base) == 0)
         snprintf(rw->why, sizeof rw->why, "the model does not have this parameter: the exporter folded or fused it");
     else if (p)
