@@ -22,7 +22,11 @@
  * K: the device memory tensorscope held at most by the end of the plain
  * model's warm-up (before the others exist), cuBLAS's workspace included.
  * torch_gpu.py prints the same rows for PyTorch on the same GPU (its
- * peak_mb: torch.cuda.max_memory_allocated). */
+ * peak_mb: torch.cuda.max_memory_allocated).
+ * BENCH_GPU_PROFILE=1: then STEPS more of each model alone, each followed
+ * by the metrics report of its steps on stderr (where a step's time goes:
+ * DeviceTime.CopyToDevice, .Run and .CopyToHost on the device's clock,
+ * DeviceWait and ExecuteTime on the host's). */
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -145,6 +149,18 @@ int main(int argc, char **argv) {
            "graph_replays=%lld peak_mb=%.1f\n",
            row, device, med[0], spread[0], med[1], 100.0 * (med[1] / med[0] - 1.0), med[2], (long long)ts_counter_get("GraphReplays"),
            (double)mem.device_peak / (1 << 20));
+    const char *profile = getenv("BENCH_GPU_PROFILE");
+    for (int k = 0; profile && *profile == '1' && k < 3; k++) {
+        static const char *const what[3] = {"plain", "observed", "call by call"};
+        if (k == 2) setenv("TS_CUDA_GRAPHS", "0", 1);
+        ts_metrics_reset();
+        for (int s = 0; s < steps; s++)
+            if (ts_model_run(m[k], names, in, 2)) return fail("profiled step");
+        unsetenv("TS_CUDA_GRAPHS");
+        char *r = ts_metrics_report();
+        fprintf(stderr, "==== %s: %s, %d steps\n%s\n", row, what[k], steps, r ? r : "(no report)");
+        ts_string_free(r);
+    }
     for (int k = 0; k < 3; k++) ts_model_free(m[k]), free(t[k]);
     ts_graph_free(g);
     free(x), free(y);

@@ -191,10 +191,10 @@ int main(void) {
     /* what the metrics report says of the runs above: the copies both ways,
      * the host's wait, the replays; on a GPU its memory */
     char *r = ts_metrics_report();
-    CHECK(r && strstr(r, "Metric: TransferToDeviceBytes\n") && strstr(r, "Metric: TransferFromDeviceBytes\n") &&
+    CHECK(r && strstr(r, "Metric: TransferToDeviceBytes\n") && strstr(r, "Metric: TransferFromDeviceBytes\n") && strstr(r, "Metric: DeviceTime.Run\n") &&
               strstr(r, "Metric: DeviceWait\n") && strstr(r, "Counter: GraphReplays\n") && strstr(r, "Counter: GraphCaptures.FirstRun\n") &&
               strstr(r, "Counter: StepsNotRecorded.NumericChecks\n"),
-          "the metrics report counts the device's copies, its wait, the steps recorded, replayed and not (with why)");
+          "the metrics report counts the device's copies, its wait, its time on its own clock, the steps recorded, replayed and not (with why)");
     if (!strncmp(device, "cuda", 4))
         CHECK(r && strstr(r, "Metric: DeviceMemoryPeakBytes\n") && strstr(r, "Metric: DeviceMemoryFreeBytes\n"),
               "on a GPU the report gives the device's memory: peak and free");

@@ -202,8 +202,10 @@ typedef struct ts_backend {
 
     /* ---- timing */
     void (*event_record)(void *stream, ts_event *e);
-    /* ns from a to b, both recorded and complete */
+    /* ns from a to b, both recorded and complete; 0 when either is not */
     uint64_t (*event_elapsed_ns)(const ts_event *a, const ts_event *b);
+    /* What event_record made for e given back (NULL: nothing to give) */
+    void (*event_free)(ts_event *e);
 } ts_backend;
 
 /* The CPU backend (backend/cpu/cpu.c): always built. */

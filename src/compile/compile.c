@@ -77,6 +77,7 @@ void ts_prog_free(ts_prog *p) {
     p->backend->free(p->dev_slots);
     p->backend->free(p->dev_anchors);
     p->backend->free(p->dev_stage);
+    for (int i = 0; p->backend->event_free && i < 4; i++) p->backend->event_free(&p->marks[i]);
     ts_free(p->host_slots);
     ts_free(p->slot_step);
     ts_free(p->slot_entry);

@@ -4,6 +4,7 @@
 #ifndef TS_PROGRAM_H
 #define TS_PROGRAM_H
 
+#include "backend/backend.h"
 #include "core/half.h"
 #include "graph/graph.h"
 #include "graph/optim.h"
@@ -117,6 +118,9 @@ typedef struct ts_prog {
     bool any_pending;
     float *dev_anchors;       /* the anchors arena's device copy: captured there, copied back after each run */
     float *dev_stage;         /* an entry the host holds (on_host), sent for its observers on the device */
+    /* the run's points on the device's clock (exec/device.c): before its
+     * uploads, after them, after its work, after its downloads */
+    ts_event marks[4];
     ts_recording recs[TS_RECORDINGS]; /* runs recorded as one launch (exec/replay.c) */
     bool recorded;            /* this run's work goes through a recording (exec/replay.c): the host walks it, the device replays it */
     const char *replay_off;   /* why this program's runs are no longer recorded (a recording failed), else NULL */

@@ -23,6 +23,7 @@ ts_status ts_device_before_run(ts_model *m) {
     const ts_backend *be = p->backend;
     if (be->host_addressable) return TS_OK;
     uint64_t t0 = ts_now_ns(), sent = 0;
+    be->event_record(m->stream, &p->marks[0]);
     /* what the host wrote since the device's copies were sent: the values
      * (ts_param_set, a restored checkpoint, another model's run), the
      * optimizer state (a restored checkpoint); all of it before the
@@ -55,6 +56,7 @@ ts_status ts_device_before_run(ts_model *m) {
         be->copy_to_device(m->stream, p->dev_inputs[i], p->bound[i]->data, bytes);
         sent += bytes;
     }
+    be->event_record(m->stream, &p->marks[1]);
     /* the copies are queued: a copy from the host's pageable memory is done
      * when the call returns, the rest overlaps the run */
     ts_metric_record("TransferToDevice", (double)(ts_now_ns() - t0));
@@ -73,6 +75,7 @@ ts_status ts_device_after_run(ts_model *m) {
         return TS_OK;
     }
     ts_observe_device_flush(m); /* what a run that stopped early left queued */
+    be->event_record(m->stream, &p->marks[2]);
     uint64_t t0 = ts_now_ns(), fetched = 0;
     for (int i = 0; i < p->n_dev_copies; i++) {
         const ts_device_copy *c = &p->dev_copies[i];
@@ -94,12 +97,17 @@ ts_status ts_device_after_run(ts_model *m) {
         be->copy_to_host(m->stream, p->host_slots, p->dev_slots, (size_t)p->n_watch * sizeof(ts_device_stats));
         fetched += (uint64_t)p->n_watch * sizeof(ts_device_stats);
     }
+    be->event_record(m->stream, &p->marks[3]);
     ts_status st = be->synchronize(m->stream);
     /* the host's wait for the run's last work and the copies behind it */
     for (int i = 0; p->dev_lost && !st && i < p->n_entries; i++)
         if (p->entries[i].grid != TS_F32) p->entries[i].lost = p->host_lost[i];
     ts_metric_record("DeviceWait", (double)(ts_now_ns() - t0));
     ts_metric_record_value("TransferFromDeviceBytes", (double)fetched);
+    if (!st) { /* the same on the device's clock: where the run's time went there */
+        static const char *const spans[3] = {"DeviceTime.CopyToDevice", "DeviceTime.Run", "DeviceTime.CopyToHost"};
+        for (int i = 0; i < 3; i++) ts_metric_record(spans[i], (double)be->event_elapsed_ns(&p->marks[i], &p->marks[i + 1]));
+    }
     if (be->memory_info) {
         ts_device_memory mem;
         be->memory_info(&mem);

@@ -526,6 +526,11 @@ static uint64_t cu_event_elapsed_ns(const ts_event *a, const ts_event *b) {
     return (uint64_t)((double)ms * 1e6);
 }
 
+static void cu_event_free(ts_event *e) {
+    if (e->handle) ts_cu_check(cudaEventDestroy((cudaEvent_t)e->handle), "event");
+    e->handle = nullptr;
+}
+
 /* ------------------------------------------------------ kernel table */
 
 static ts_kernel_row kernels[TS_OP_COUNT];
@@ -674,6 +679,7 @@ static ts_status init_locked(int ordinal) {
     be->recording_free = cu_recording_free;
     be->event_record = cu_event_record;
     be->event_elapsed_ns = cu_event_elapsed_ns;
+    be->event_free = cu_event_free;
     g_cu.ordinal = ordinal;
     g_cu.ready = true;
     return TS_OK;
