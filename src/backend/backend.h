@@ -126,6 +126,16 @@ typedef struct ts_backend {
      * which the memory watcher reports) */
     void (*memory_info)(ts_device_memory *out);
 
+    /* ---- the host's side of the copies: the `bytes` at p (host memory the
+     * caller owns) page-locked, so that copies to and from them run at the
+     * bus's speed without holding up the host. True: this call locked them
+     * (host_unpin gives them back, before the memory is freed); false: it
+     * could not (already locked by someone else, or refused), and copies
+     * work as before, only slower. NULL: the device copies from any host
+     * memory as fast (the CPU). */
+    bool (*host_pin)(void *p, size_t bytes);
+    void (*host_unpin)(void *p);
+
     /* ---- copies, asynchronous on `stream`: complete after `synchronize`;
      * the host side must stay untouched until then */
     void (*copy_to_device)(void *stream, void *dst, const void *src, size_t bytes);

@@ -68,9 +68,11 @@ ts_status ts_device_bind(ts_model *m, ts_prog *p) {
         }
     }
     p->dev_inputs = ts_calloc((size_t)p->n_nodes, sizeof *p->dev_inputs);
+    p->host_inputs = ts_calloc((size_t)p->n_nodes, sizeof *p->host_inputs);
     p->dev_input_bytes = ts_calloc((size_t)p->n_nodes, sizeof *p->dev_input_bytes);
+    p->pinned = ts_calloc((size_t)p->n_dev_copies + 3, sizeof *p->pinned); /* ts_device_pin_landings' */
     p->host_view = ts_malloc((size_t)biggest * sizeof(float));
-    if (!p->dev_inputs || !p->dev_input_bytes || !p->host_view) return TS_ERR_OUT_OF_MEMORY;
+    if (!p->dev_inputs || !p->host_inputs || !p->dev_input_bytes || !p->pinned || !p->host_view) return TS_ERR_OUT_OF_MEMORY;
     p->host_view_floats = biggest;
     void *stage = NULL;
     ts_status sst = p->backend->alloc((size_t)host_held * sizeof(float), &stage);

@@ -102,7 +102,11 @@ typedef struct ts_prog {
     bool sent;
     ts_opt_state *dev_state;  /* per m->state: the device's moments */
     float **dev_inputs;       /* per node: the run's inputs on the device */
+    void **host_inputs;       /* per node: their page-locked staging on the host (backend host_pin), else NULL */
     size_t *dev_input_bytes;
+    void **pinned;            /* host memory this program page-locked (host_pin), unlocked when it is freed */
+    int n_pinned;
+    bool pins_tried;          /* the first run locked what the copies after each run land in */
     float *host_view;         /* an entry copied to the host for its observers */
     int64_t host_view_floats;
     struct ts_device_stats *dev_slots, *host_slots; /* per watch: stats reduced on the device this run */

@@ -15,8 +15,65 @@
 #include "exec/exec.h"
 #include "observe/observe.h"
 
+#include "backend/cpu/pool.h"
 #include "diag/metrics.h"
 
+#include <string.h>
+
+/* What the copies after each run land in, page-locked once (the first
+ * run, when a recompiled model's old program has let go of them): the
+ * parameters and buffers a run changes, the summaries' slots, the 16-bit
+ * roundings' losses and the anchors. The device then writes them directly
+ * and asynchronously, rather than each copy waiting on the driver's
+ * staging through pageable memory. What cannot be locked (another model of
+ * the graph holds it) is copied as before. */
+static void pin_landings(ts_prog *p) {
+    const ts_backend *be = p->backend;
+    p->pins_tried = true;
+    if (!be->host_pin) return;
+    for (int i = 0; i < p->n_dev_copies; i++) {
+        const ts_device_copy *c = &p->dev_copies[i];
+        if (c->download && be->host_pin(c->host, (size_t)c->numel * sizeof(float))) p->pinned[p->n_pinned++] = c->host;
+    }
+    void *landing[3] = {p->dev_slots ? p->host_slots : NULL, p->dev_lost ? p->host_lost : NULL, p->dev_anchors ? p->arena_anchors : NULL};
+    size_t bytes[3] = {(size_t)p->n_watch * sizeof(ts_device_stats), (size_t)p->n_entries * sizeof(ts_half_loss),
+                       (size_t)p->anchor_local * sizeof(float)};
+    for (int k = 0; k < 3; k++)
+        if (landing[k] && be->host_pin(landing[k], bytes[k])) p->pinned[p->n_pinned++] = landing[k];
+}
+
+typedef struct copy_job {
+    char *dst;
+    const char *src;
+} copy_job;
+
+static void copy_part(void *ctx, int64_t begin, int64_t end) {
+    const copy_job *j = ctx;
+    memcpy(j->dst + begin, j->src + begin, (size_t)(end - begin));
+}
+
+/* Input i's bytes into its page-locked staging (made, or made bigger, when
+ * it does not hold them; the model's threads copy), from which the device
+ * reads while the host goes on; NULL: no staging (the device reads the
+ * caller's memory through the driver's). */
+static const void *staged_input(ts_model *m, int i, const void *src, size_t bytes, bool grown) {
+    ts_prog *p = m->prog;
+    const ts_backend *be = p->backend;
+    if (grown && p->host_inputs[i]) {
+        be->host_unpin(p->host_inputs[i]);
+        ts_free(p->host_inputs[i]);
+        p->host_inputs[i] = NULL;
+    }
+    if (grown && be->host_pin) { /* not locked: no staging, the driver's path */
+        void *h = ts_malloc(bytes);
+        if (h && be->host_pin(h, bytes)) p->host_inputs[i] = h;
+        else ts_free(h);
+    }
+    if (!p->host_inputs[i]) return NULL;
+    copy_job j = {p->host_inputs[i], src};
+    ts_pool_for(m->pool, (int64_t)bytes, (int64_t)1 << 18, copy_part, &j);
+    return p->host_inputs[i];
+}
 
 ts_status ts_device_before_run(ts_model *m) {
     ts_prog *p = m->prog;
@@ -24,6 +81,7 @@ ts_status ts_device_before_run(ts_model *m) {
     if (be->host_addressable) return TS_OK;
     uint64_t t0 = ts_now_ns(), sent = 0;
     be->event_record(m->stream, &p->marks[0]);
+    if (!p->pins_tried) pin_landings(p);
     /* what the host wrote since the device's copies were sent: the values
      * (ts_param_set, a restored checkpoint, another model's run), the
      * optimizer state (a restored checkpoint); all of it before the
@@ -43,7 +101,8 @@ ts_status ts_device_before_run(ts_model *m) {
         int i = p->order[k];
         if (m->g->t[i]->op != TS_OP_INPUT || !p->bound[i]) continue;
         size_t bytes = (size_t)ts_array_numel(p->bound[i]) * ts_dtype_size(p->bound[i]->dtype);
-        if (bytes > p->dev_input_bytes[i]) { /* the first run, or bigger inputs */
+        bool grown = bytes > p->dev_input_bytes[i];
+        if (grown) { /* the first run, or bigger inputs */
             be->free(p->dev_inputs[i]);
             p->dev_inputs[i] = NULL;
             p->dev_input_bytes[i] = 0;
@@ -53,12 +112,14 @@ ts_status ts_device_before_run(ts_model *m) {
             p->dev_inputs[i] = d;
             p->dev_input_bytes[i] = bytes;
         }
-        be->copy_to_device(m->stream, p->dev_inputs[i], p->bound[i]->data, bytes);
+        const void *staged = staged_input(m, i, p->bound[i]->data, bytes, grown);
+        be->copy_to_device(m->stream, p->dev_inputs[i], staged ? staged : p->bound[i]->data, bytes);
         sent += bytes;
     }
     be->event_record(m->stream, &p->marks[1]);
-    /* the copies are queued: a copy from the host's pageable memory is done
-     * when the call returns, the rest overlaps the run */
+    /* the copies are queued: one from page-locked staging overlaps the
+     * host's walk of the run (exec/replay.c); one from the caller's memory
+     * is done when the call returns */
     ts_metric_record("TransferToDevice", (double)(ts_now_ns() - t0));
     ts_metric_record_value("TransferToDeviceBytes", (double)sent);
     return TS_OK;

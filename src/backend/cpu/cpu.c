@@ -311,11 +311,18 @@ static void staged_stats_reduce(void *stream, const float *x, int64_t n, ts_devi
 static ts_backend staged;
 static pthread_once_t staged_once = PTHREAD_ONCE_INIT;
 
+/* The host's memory is the device's: locking it changes nothing, but the
+ * device path stages its copies as on a GPU (exec/device.c). */
+static bool staged_host_pin(void *p, size_t bytes) { return p && bytes; }
+static void staged_host_unpin(void *p) { (void)p; }
+
 static void staged_init(void) {
     staged = cpu;
     staged.name = "cpu-staged";
     staged.host_addressable = false;
     staged.stats_reduce = staged_stats_reduce;
+    staged.host_pin = staged_host_pin;
+    staged.host_unpin = staged_host_unpin;
     ts_cpu_staged_recording(&staged);
 }
 

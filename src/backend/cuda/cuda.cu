@@ -216,6 +216,19 @@ static void cu_free(void *p) {
 
 /* ----------------------------------------------------------- copies */
 
+/* Registered host memory: the copies' DMA reads and writes it directly,
+ * asynchronously, instead of through the driver's pageable staging. */
+static bool cu_host_pin(void *p, size_t bytes) {
+    if (!p || !bytes) return false;
+    if (cudaHostRegister(p, bytes, cudaHostRegisterDefault) == cudaSuccess) return true;
+    (void)cudaGetLastError(); /* already registered (another model of the graph), or refused: the copies still work */
+    return false;
+}
+
+static void cu_host_unpin(void *p) {
+    if (p && cudaHostUnregister(p) != cudaSuccess) (void)cudaGetLastError();
+}
+
 static void cu_copy_to_device(void *stream, void *dst, const void *src, size_t bytes) {
     if (bytes) ts_cu_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cu_stream(stream)), "copy to the device");
 }
@@ -680,6 +693,8 @@ static ts_status init_locked(int ordinal) {
     be->event_record = cu_event_record;
     be->event_elapsed_ns = cu_event_elapsed_ns;
     be->event_free = cu_event_free;
+    be->host_pin = cu_host_pin;
+    be->host_unpin = cu_host_unpin;
     g_cu.ordinal = ordinal;
     g_cu.ready = true;
     return TS_OK;
