@@ -12,6 +12,9 @@
 #     GPU_CHECK_GPT2=1 scripts/gpu-check.sh    # also the GPT-2-small row
 #     GPU_CHECK_TESTS=0 scripts/gpu-check.sh   # the benchmark alone (make bench-gpu)
 #     GPU_CHECK_BUDGET=300 scripts/gpu-check.sh # steps past 300 s are skipped (default 470)
+#     GPU_CHECK_PROFILE=1 scripts/gpu-check.sh # the bench rows also print each model's metrics
+#                                              # report (where a step's time goes, on the GPU's
+#                                              # clock), and nsys's summaries where nsys is found
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${GPU_CHECK_BUILD:-build-gpu}
@@ -63,11 +66,30 @@ bench_rows() { # bench_rows ROW...: tensorscope and PyTorch, each row
     for r in "$@"; do
         limit=60
         [ "$r" = gpt2 ] && limit=180
-        step "bench-ts-$r" "$limit" "$BUILD/bench_gpu" "$r" 20
+        step "bench-ts-$r" "$limit" env BENCH_GPU_PROFILE="${GPU_CHECK_PROFILE:-0}" "$BUILD/bench_gpu" "$r" 20
         step "bench-torch-$r" "$limit" python3 bench/torch_gpu.py "$r" --steps 20
     done
 }
 [ "${GPU_CHECK_BENCH:-1}" = 1 ] && bench_rows mlp32 mlp1000 lenet64 gpt128
+if [ "${GPU_CHECK_PROFILE:-0}" = 1 ] && command -v nsys >/dev/null; then
+    for r in mlp32 gpt128; do
+        step "nsys-$r" 90 nsys profile --stats=true --force-overwrite=true -o "$LOGS/nsys-$r" "$BUILD/bench_gpu" "$r" 20
+    done
+    rm -f "$LOGS"/nsys-*.nsys-rep "$LOGS"/nsys-*.sqlite # the summaries are in the logs
+elif [ "${GPU_CHECK_PROFILE:-0}" = 1 ]; then
+    echo "nsys: not on this machine" | tee -a "$LOGS/summary.txt"
+fi
+# Python on the GPU: the device tests of the Python package (CPU and GPU
+# models trained side by side), through the library just built
+if [ "${GPU_CHECK_TESTS:-1}" = 1 ]; then
+    if python3 -c 'import numpy, pytest' 2>/dev/null; then
+        step python-gpu 120 env TENSORSCOPE_LIBRARY="$PWD/$BUILD/libtensorscope.so" PYTHONPATH="$PWD/python" \
+            python3 -m pytest -q -rs python/tests/test_device.py
+        tail -3 "$LOGS/python-gpu.log"
+    else
+        echo "python-gpu: numpy or pytest missing here: not run" | tee -a "$LOGS/summary.txt"
+    fi
+fi
 if [ "${GPU_CHECK_TESTS:-1}" = 1 ]; then
 if command -v compute-sanitizer >/dev/null; then
     step memcheck 90 compute-sanitizer --tool memcheck --leak-check no --error-exitcode 9 "$BUILD/test_backend_ops"
