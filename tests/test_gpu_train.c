@@ -4,7 +4,8 @@
  * see there), 10 runs each from
  * the same weights on the same data; every parameter and buffer within
  * 1e-4 relative of the CPU's, the loss anchor (SUM) and the last run's
- * stats summary of every tensor (watch "*") the same. The device is TS_TEST_DEVICE ("cuda" unless set; "cpu"
+ * stats summary of every tensor (watch "*") the same, and summarised at
+ * least 8 tensors a launch on the device. The device is TS_TEST_DEVICE ("cuda" unless set; "cpu"
  * checks the test itself). No such device: exits 77 saying why.
  */
 /* labels: gpu */
@@ -37,7 +38,12 @@ static ts_status train(const model_pair *p, int k, const char *device, ts_optimi
     if (!st) st = ts_options_anchor(o, "l", ts_tensor_name(p->loss[k]), TS_OUTPUT_SUM, 0);
     if (!st) st = ts_options_watch(o, "*", TS_WATCH_STATS, 1);
     if (!st) st = ts_model_training(&m, p->g[k], p->loss[k], o, opt);
+    int64_t launches = ts_counter_get("SummaryLaunches"), tensors = ts_counter_get("SummaryTensors");
     for (int r = 0; !st && r < RUNS; r++) st = ts_model_run(m, p->in_names, p->in, 2);
+    launches = ts_counter_get("SummaryLaunches") - launches, tensors = ts_counter_get("SummaryTensors") - tensors;
+    if (!st && strcmp(device, "cpu")) /* a device summarises its watched tensors together, not a launch each */
+        CHECK(tensors >= RUNS && launches * 8 <= tensors, "%s on %s: %lld tensors summarised in %lld launches over %d runs", p->name, device,
+              (long long)tensors, (long long)launches, RUNS);
     ts_array a;
     if (!st) st = ts_model_anchored(m, "l", &a);
     if (!st) *loss = ((const float *)a.data)[0];
@@ -106,6 +112,13 @@ int main(void) {
     /* MLP, SGD with momentum, 2 micro-batches accumulated */
     CHECK_OK(pair_mlp(&p, 32, 64, 12345), "mlp built twice");
     p.name = "mlp b32";
+    compare(&p, ts_sgd(0.05f, 0.9f, 1e-4f), 2, device);
+    pair_free(&p);
+    /* the same at batch 4096: its layers' outputs too large for the memory
+     * plan to keep them for a joint summary (over 4 MiB), so that memory
+     * is reused within the pass, each summary taken before */
+    CHECK_OK(pair_mlp(&p, 4096, 8192, 12348), "wide mlp built twice");
+    p.name = "mlp b4096";
     compare(&p, ts_sgd(0.05f, 0.9f, 1e-4f), 2, device);
     pair_free(&p);
     /* LeNet+BN, Adam (eps: see the GPT's) */

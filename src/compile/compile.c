@@ -479,6 +479,23 @@ static ts_status device_alloc(const ts_model *m, size_t bytes, float **out) {
     return st;
 }
 
+/* A device summarises its stats watches many tensors a launch (observe/'s
+ * queue, flushed before the device writes over a queued tensor): a small
+ * watched activation or activation gradient keeps its memory to the end of
+ * its pass (the forward, the backward), so that the next op's output does
+ * not take it and force a launch of its own. Up to KEEP_EACH bytes a
+ * tensor and KEEP_ALL in all (*kept so far): a large tensor's summary is
+ * worth its launch. */
+#define KEEP_EACH ((size_t)4 << 20)
+#define KEEP_ALL ((size_t)1 << 30)
+static bool kept_to_pass_end(const ts_model *m, const ts_prog *p, const ts_entry *en, size_t bytes, size_t *kept) {
+    if (m->backend->host_addressable || en->watch < 0 || p->watch_what[en->watch] != TS_WATCH_STATS || bytes > KEEP_EACH ||
+        *kept + bytes > KEEP_ALL)
+        return false;
+    *kept += bytes;
+    return true;
+}
+
 /* Buffers: activations (values and activation gradients, lifetimes planned
  * so dead buffers are reused), gradients of parameters and accumulators,
  * optimizer state (in the model, survives recompiles), parameters (graph). */
@@ -517,6 +534,7 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
     }
 #define BWD(i) ((int64_t)(2 * L - 1) - fwd[i])
     int64_t end_of_step = 2 * L;
+    size_t kept_bytes = 0; /* what kept_to_pass_end lengthened */
     int n_iv = 0;
     size_t grads_bytes = 0;
     bool alias_accum = m->opts.grad_accum == 1;
@@ -533,6 +551,7 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
             if (last_fwd[t->id] > end) end = last_fwd[t->id];
             if (first_read[t->id] >= 0 && (int64_t)(2 * L - 1) - first_read[t->id] > end) end = (int64_t)(2 * L - 1) - first_read[t->id];
             if (p->needs_grad[t->id] && ts_op_get(t->op)->needs_output) end = end > BWD(t->id) ? end : BWD(t->id);
+            if (kept_to_pass_end(m, p, en, bytes, &kept_bytes) && end < L - 1) end = L - 1;
             int64_t r = ts_op_get(t->op)->view ? root[t->in[0]] : -1;
             if (r >= 0) { /* a view of an activation: the owner's buffer lives as long as the view too */
                 root[t->id] = r;
@@ -547,7 +566,8 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
             int64_t start = BWD(t->id);
             if (last_grad[t->id] >= 0 && (int64_t)(2 * L - 1) - last_grad[t->id] < start) start = (int64_t)(2 * L - 1) - last_grad[t->id];
             if (t->id == m->loss) start = BWD(t->id);
-            iv[n_iv] = (ts_interval){start, BWD(t->id), bytes, 0};
+            int64_t end = kept_to_pass_end(m, p, en, bytes, &kept_bytes) ? 2 * L - 1 : BWD(t->id);
+            iv[n_iv] = (ts_interval){start, end, bytes, 0};
             iv_entry[n_iv++] = e;
         } else if (en->kind == TS_KIND_GRAD && t->op == TS_OP_INPUT) {
             iv[n_iv] = (ts_interval){0, end_of_step, bytes, 0}; /* read after the backward pass */
@@ -995,9 +1015,9 @@ ts_status ts_prog_build(ts_model *m, ts_prog **out) {
     if ((st = ts_opt_state_init(m))) goto fail;
     if ((st = build_entries(m, p))) goto fail;
     half_storage(m, p);
+    if ((st = resolve_watches(m, p))) goto fail; /* before the plan: it keeps a device's watched tensors longer */
     if ((st = plan_memory(m, p))) goto fail;
     if ((st = resolve_anchors(m, p))) goto fail;
-    if ((st = resolve_watches(m, p))) goto fail;
     if ((st = resolve_outfeeds(m, p))) goto fail;
     if ((st = m->par->compile(m, p))) goto fail; /* the job's ranks (dist/) */
     mark_checks(m, p);

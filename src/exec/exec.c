@@ -68,6 +68,20 @@ static ts_status observe_entry(ts_model *m, int e, int64_t sample) {
         }                                                                       \
     } while (0)
 
+/* Before the device writes entry e: the stats queued of what it
+ * overwrites are taken first (observe/'s guard; the CPU queues none). A
+ * view of an input shares its buffer and writes nothing. */
+static void before_write(ts_model *m, const ts_entry *e) {
+    if (m->prog->n_queued && !e->view) ts_observe_device_guard(m, e->data, (size_t)e->numel * ts_dtype_size(e->dtype));
+}
+
+/* ... and before a backward kernel adds to its inputs' gradients */
+static void before_backward(ts_model *m, const ts_tensor *t) {
+    const ts_prog *p = m->prog;
+    for (int j = 0; p->n_queued && j < t->n_in; j++)
+        if (p->grad_entry[t->in[j]] >= 0) before_write(m, &p->entries[p->grad_entry[t->in[j]]]);
+}
+
 /* mb: the micro-batch of this run the kernel works on. */
 static ts_kctx make_ctx(const ts_model *m, int node, int64_t mb) {
     const ts_prog *p = m->prog;
@@ -198,6 +212,7 @@ static ts_status forward(ts_model *m, int64_t mb) {
         ts_kctx kc = make_ctx(m, i, mb);
         ts_crash_set_current_op(ts_op_get(t->op)->name, t->name, t->file);
         if (tr) ts_trace_set_op(t->name);
+        if (!(ts_op_get(t->op)->view && kc.out == kc.in[0])) before_write(m, &p->entries[p->value_entry[i]]); /* a view writes nothing */
         uint64_t t0 = ts_now_ns();
         m->backend->kernels[t->op].forward(&kc);
         uint64_t t1 = ts_now_ns();
@@ -232,9 +247,13 @@ static ts_status backward(ts_model *m, int64_t mb) {
         int i = p->order[k];
         if (!p->needs_grad[i] || !ts_in_stage(m, i)) continue;
         const ts_tensor *t = g->t[i];
-        if (i == m->loss) m->backend->fill(m->stream, p->entries[p->grad_entry[i]].data, m->scaling ? (float)m->loss_scale : 1.0f, 1);
+        if (i == m->loss) {
+            before_write(m, &p->entries[p->grad_entry[i]]);
+            m->backend->fill(m->stream, p->entries[p->grad_entry[i]].data, m->scaling ? (float)m->loss_scale : 1.0f, 1);
+        }
         if (ts_dtype_is_half(t->grid)) { /* a 16-bit tensor's gradient is one too, once every consumer added its part */
             ts_entry *ge = &p->entries[p->grad_entry[i]];
+            before_write(m, ge);
             ts_half_loss *lost = ts_lost_slot(p, p->grad_entry[i]);
             if (p->dev_lost) m->backend->zero(m->stream, (float *)(void *)lost, sizeof *lost / sizeof(float)); /* its 16 bytes cleared */
             else *lost = (ts_half_loss){0, 0};
@@ -249,8 +268,10 @@ static ts_status backward(ts_model *m, int64_t mb) {
         if (!def->has_backward) continue;
         for (int z = 0; z < p->n_zero_before[i]; z++) {
             ts_entry *e = &p->entries[p->zero_before[i][z]];
+            before_write(m, e);
             m->backend->zero(m->pool, e->data, e->numel);
         }
+        before_backward(m, t);
         ts_kctx kc = make_ctx(m, i, mb);
         ts_crash_set_current_op(def->name, t->name, t->file);
         if (tr) ts_trace_set_op(t->name);
@@ -328,6 +349,25 @@ static bool skip_scaled_step(ts_model *m) {
     return bad;
 }
 
+/* Parameter state[s]'s update from its ready gradient, and the observers
+ * of what it writes: one launch on a device; on the CPU in chunks, with
+ * the summaries fused into the same pass. */
+static ts_status update_param(ts_model *m, int s, int64_t d, int A) {
+    ts_prog *p = m->prog;
+    int node = m->state[s].node, acc = ts_prog_entry_of(p, node, TS_KIND_ACCUM);
+    ts_entry *ae = &p->entries[acc], *pe = &p->entries[p->value_entry[node]];
+    ts_opt_consts consts = ts_opt_begin(&m->opt, &m->state[s]); /* the host's step count */
+    update_job u = {m->backend, &m->opt, consts, p->dev_state ? &p->dev_state[s] : &m->state[s], pe->data,
+                    ae->data, A == 1, m->backend->host_addressable ? UPDATE_CHUNK : ae->numel};
+    ts_step_update su = {update_range, update_summarised, &u, u.grad, u.param};
+    before_write(m, pe);
+    before_write(m, ae);
+    if (m->backend->host_addressable) ts_observe_step(m, node, d, &su, ae->numel);
+    else update_range(&u, 0, ae->numel); /* one launch; its observers below */
+    for (int e = acc + 1; e < p->n_entries && p->entries[e].node == node; e++) OBSERVE(m, e, d);
+    return TS_OK;
+}
+
 static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
     ts_prog *p = m->prog;
     int A = m->opts.grad_accum;
@@ -339,6 +379,7 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
         ts_entry *grad = &p->entries[p->grad_entry[node]];
         ts_entry *acc = &p->entries[ts_prog_entry_of(p, node, TS_KIND_ACCUM)];
         if (A > 1) {
+            before_write(m, acc);
             if (a == 0) m->backend->copy_on_device(m->pool, acc->data, grad->data, (size_t)acc->numel * sizeof(float));
             else m->backend->accumulate(m->pool, acc->data, grad->data, acc->numel);
         }
@@ -366,22 +407,32 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
     float unscale = m->scaling ? (float)(1.0 / scale) : 1.0f;
     m->opt.lr = (float)ts_lr_at(&m->sched, m->base_lr, m->steps);
     ts_observe_device_flush(m); /* the parameters and gradients as the updates will find them */
+    /* a device: every gradient made ready (and its summary queued) before
+     * the first update, so that their summaries are one launch */
+    bool split = !m->backend->host_addressable;
     int cleared = 0;
     for (int s = 0; s < m->n_state; s++) {
         int node = m->state[s].node;
         if (!p->live[node] || !p->needs_grad[node] || !ts_in_stage(m, node)) continue;
         int acc = ts_prog_entry_of(p, node, TS_KIND_ACCUM);
         ts_entry *ae = &p->entries[acc];
-        if (A > 1 || unscale != 1.0f) m->backend->scale(m->pool, ae->data, ae->data, unscale / (float)A, ae->numel); /* the mean, unscaled */
+        if (A > 1 || unscale != 1.0f) { /* the mean, unscaled */
+            before_write(m, ae);
+            m->backend->scale(m->pool, ae->data, ae->data, unscale / (float)A, ae->numel);
+        }
         OBSERVE(m, acc, d);
-        ts_opt_consts consts = ts_opt_begin(&m->opt, &m->state[s]); /* the host's step count */
-        update_job u = {m->backend, &m->opt, consts, p->dev_state ? &p->dev_state[s] : &m->state[s], p->entries[p->value_entry[node]].data,
-                        ae->data, A == 1, m->backend->host_addressable ? UPDATE_CHUNK : ae->numel};
-        ts_step_update su = {update_range, update_summarised, &u, u.grad, u.param};
-        if (m->backend->host_addressable) ts_observe_step(m, node, d, &su, ae->numel);
-        else update_range(&u, 0, ae->numel); /* one launch; its observers below */
+        if (!split) {
+            ts_status st = update_param(m, s, d, A);
+            if (st) return st;
+            cleared += A == 1;
+        }
+    }
+    for (int s = 0; split && s < m->n_state; s++) {
+        int node = m->state[s].node;
+        if (!p->live[node] || !p->needs_grad[node] || !ts_in_stage(m, node)) continue;
+        ts_status st = update_param(m, s, d, A);
+        if (st) return st;
         cleared += A == 1;
-        for (int e = acc + 1; e < p->n_entries && p->entries[e].node == node; e++) OBSERVE(m, e, d);
     }
     ts_observe_device_flush(m); /* the updated values and the optimizer's state */
     p->param_grads_zero = cleared == p->n_param_grads; /* else the next backward clears them */

@@ -394,27 +394,23 @@ ts_status ts_check_backward(ts_model *m, int node, int64_t sample) {
     return TS_OK;
 }
 
-/* Whether e's values stay as they are until the step's next flush point:
- * a parameter (observed as the step starts, changed by its update), a
- * parameter's gradient (made by the last backward, read by the update),
- * the updated value and the optimizer's moments (made by the update). */
-static bool stands_still(const ts_model *m, const ts_entry *e) {
-    if (e->on_host) return false;
-    ts_op op = m->g->t[e->node]->op;
-    switch (e->kind) {
-    case TS_KIND_VALUE:
-    case TS_KIND_GRAD: return op == TS_OP_PARAM;
-    case TS_KIND_UPDATED:
-    case TS_KIND_ACCL:
-    case TS_KIND_ACCL1:
-    case TS_KIND_ACCL2: return true;
-    default: return false;
+void ts_observe_device_guard(ts_model *m, const void *dst, size_t bytes) {
+    ts_prog *p = m->prog;
+    const char *lo = dst, *hi = lo + bytes;
+    for (int i = 0; i < p->n_queued; i++) {
+        const char *x = (const char *)(const void *)p->queued[i].x;
+        if (x < hi && lo < x + (size_t)p->queued[i].n * sizeof(float)) {
+            ts_observe_device_flush(m);
+            return;
+        }
     }
 }
 
 void ts_observe_device_flush(ts_model *m) {
     ts_prog *p = m->prog;
     if (!p->n_queued) return;
+    ts_counter_add("SummaryLaunches", (p->n_queued + TS_STATS_MANY - 1) / TS_STATS_MANY);
+    ts_counter_add("SummaryTensors", p->n_queued);
     const ts_backend *be = p->backend;
     if (be->stats_reduce_many) be->stats_reduce_many(m->stream, p->queued, p->n_queued);
     else
@@ -439,9 +435,9 @@ bool ts_observe_device(ts_model *m, int entry, int64_t sample) {
         for (int k = 0; k < e->n_anchors; k++) capture_anchor(m, &p->anchors[e->anchors[k]], e, x, sample, S);
         p->anchor_copies += (uint64_t)e->n_anchors;
     }
-    if (reduce) { /* into its slot, copied to the host once after the run */
-        if (stands_still(m, e) && p->n_queued < p->n_watch) p->queued[p->n_queued++] = (ts_stats_job){x, e->numel, &p->dev_slots[e->watch]};
-        else p->backend->stats_reduce(m->stream, x, e->numel, &p->dev_slots[e->watch]);
+    if (reduce) { /* queued for one launch with the others, into its slot, copied to the host once after the run */
+        if (p->n_queued == p->n_watch || p->n_queued == TS_STATS_MANY) ts_observe_device_flush(m);
+        p->queued[p->n_queued++] = (ts_stats_job){x, e->numel, &p->dev_slots[e->watch]};
         p->slot_pending[e->watch] = p->any_pending = true;
         p->slot_step[e->watch] = m->steps;
         p->slot_entry[e->watch] = (int)(e - p->entries);

@@ -36,13 +36,17 @@ typedef struct ts_step_update {
  * (outfeeds, numeric checks, histograms and ranges): the caller copies
  * them there and calls ts_observe, which leaves the anchors alone. */
 bool ts_observe_device(ts_model *m, int entry, int64_t sample);
-/* The stats watches of the parameters, their gradients and the
- * optimizer's state wait (ts_observe_device queues them) until the step
- * reaches a point where they stand still: before the first update (the
- * parameters as the step found them, the gradients) and after the last
- * (the updated values, the optimizer's state); there one launch
- * summarises them all. */
+/* A device's stats watches wait (ts_observe_device queues them) and are
+ * summarised together, up to TS_STATS_MANY tensors a launch, rather than
+ * one launch each: the queue is flushed when it is full, before a write
+ * to memory a queued tensor holds (ts_observe_device_guard: the memory
+ * plan reuses a dead tensor's memory, an update writes its parameter),
+ * around the optimizer's updates, and at the end of the step. */
 void ts_observe_device_flush(ts_model *m);
+/* Before the device writes [dst, dst + bytes): the queue flushed first if
+ * a queued tensor lies there. The executor calls it at every write while
+ * the queue is not empty (exec.c's before_write). */
+void ts_observe_device_guard(ts_model *m, const void *dst, size_t bytes);
 /* After the run, with the slots copied to the host: the summaries. */
 void ts_observe_device_finish(ts_model *m);
 void ts_observe_step(ts_model *m, int node, int64_t d, const ts_step_update *u, int64_t n);
