@@ -75,9 +75,36 @@ static const void *staged_input(ts_model *m, int i, const void *src, size_t byte
     return p->host_inputs[i];
 }
 
+/* values_fetch (graph.h) for a model that trained on a device: the
+ * parameters and buffers its runs changed, brought back to the host when
+ * something there reads or writes them, not after every run (what crosses
+ * to the host is what the user asks for). */
+static ts_status fetch_values(void *owner) {
+    ts_model *m = owner;
+    ts_prog *p = m->prog;
+    const ts_backend *be = p->backend;
+    uint64_t t0 = ts_now_ns(), bytes = 0;
+    for (int i = 0; i < p->n_dev_copies; i++) {
+        const ts_device_copy *c = &p->dev_copies[i];
+        if (c->download) {
+            be->copy_to_host(m->stream, c->host, c->dev, (size_t)c->numel * sizeof(float));
+            bytes += (uint64_t)c->numel * sizeof(float);
+        }
+    }
+    ts_status st = be->synchronize(m->stream);
+    if (st) return ts_error_wrap(st, "bringing the parameters back from %s", be->name);
+    ts_metric_record("ValuesToHost", (double)(ts_now_ns() - t0));
+    ts_metric_record_value("ValuesToHostBytes", (double)bytes);
+    return TS_OK;
+}
+
 ts_status ts_device_before_run(ts_model *m) {
     ts_prog *p = m->prog;
     const ts_backend *be = p->backend;
+    if (m->g->values_owner != m) { /* another model's device holds newer values: back first, then sent again */
+        ts_status st = ts_graph_values_current(m->g);
+        if (st) return st;
+    }
     if (be->host_addressable) return TS_OK;
     uint64_t t0 = ts_now_ns(), sent = 0;
     be->event_record(m->stream, &p->marks[0]);
@@ -138,13 +165,6 @@ ts_status ts_device_after_run(ts_model *m) {
     ts_observe_device_flush(m); /* what a run that stopped early left queued */
     be->event_record(m->stream, &p->marks[2]);
     uint64_t t0 = ts_now_ns(), fetched = 0;
-    for (int i = 0; i < p->n_dev_copies; i++) {
-        const ts_device_copy *c = &p->dev_copies[i];
-        if (c->download) {
-            be->copy_to_host(m->stream, c->host, c->dev, (size_t)c->numel * sizeof(float));
-            fetched += (uint64_t)c->numel * sizeof(float);
-        }
-    }
     if (p->dev_anchors) { /* the anchors the run captured on the device: one copy */
         be->copy_to_host(m->stream, p->arena_anchors, p->dev_anchors, (size_t)p->anchor_local * sizeof(float));
         p->anchor_bytes += (uint64_t)p->anchor_local * sizeof(float);
@@ -176,9 +196,12 @@ ts_status ts_device_after_run(ts_model *m) {
         ts_metric_record_value("DeviceMemoryPeakBytes", (double)mem.peak);
         ts_metric_record_value("DeviceMemoryFreeBytes", (double)mem.free);
     }
-    /* the host's copies moved: another model of the graph sends them again, not this one */
-    m->g->values_gen++;
-    p->sent_gen = m->g->values_gen;
+    if (m->training) { /* the parameters moved on the device: the host's come back when read, another model sends them again */
+        m->g->values_gen++;
+        m->g->values_fetch = fetch_values;
+        m->g->values_owner = m;
+        p->sent_gen = m->g->values_gen;
+    }
     if (!st) ts_observe_device_finish(m);
     else p->any_pending = false;
     return st;

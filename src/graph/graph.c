@@ -467,8 +467,22 @@ ts_status ts_tensor_set_name(ts_tensor *t, const char *name) {
 
 const char *ts_tensor_name(const ts_tensor *t) { return t ? t->name : NULL; }
 
+ts_status ts_graph_values_current(ts_graph *g) {
+    if (!g || !g->values_fetch) return TS_OK;
+    ts_status (*fetch)(void *) = g->values_fetch;
+    g->values_fetch = NULL; /* taken first: the fetch reads them through here too */
+    ts_status st = fetch(g->values_owner);
+    if (st) g->values_fetch = fetch; /* still on the device: the next reader tries again */
+    else g->values_owner = NULL;
+    return st;
+}
+
 ts_status ts_tensor_info(const ts_tensor *t, ts_array *out) {
     if (!t || !out) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_tensor_info: NULL argument");
+    if (t->value) { /* a device's newer values first */
+        ts_status st = ts_graph_values_current(t->g);
+        if (st) return st;
+    }
     memset(out, 0, sizeof *out);
     out->dtype = t->dtype;
     out->ndim = t->shape.ndim;
@@ -488,6 +502,8 @@ ts_status ts_param_set(ts_tensor *p, const ts_array *v) {
         return ts_error(TS_ERR_SHAPE, "ts_param_set: '%s' is f32%s, values are %s%s", p->name,
                         ts_shape_str(&p->shape, a, sizeof a), ts_dtype_name(v->dtype), ts_shape_str(&s, b, sizeof b));
     }
+    ts_status st = ts_graph_values_current(p->g); /* the others, as a device left them */
+    if (st) return st;
     memcpy(p->value, v->data, (size_t)ts_shape_numel(&s) * sizeof(float));
     p->g->values_gen++;
     return TS_OK;

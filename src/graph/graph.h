@@ -149,6 +149,12 @@ struct ts_graph {
      * (ts_param_set, a checkpoint restored, a device's run brought back):
      * a device's copies are sent again when it moved (exec/device.c). */
     uint64_t values_gen;
+    /* A device holds newer values than the host (a model trained there):
+     * values_fetch(values_owner) brings them back, when something reads
+     * or writes them on the host (ts_graph_values_current). NULL: the
+     * host's are current. */
+    ts_status (*values_fetch)(void *owner);
+    void *values_owner;
     size_t n, cap;
     char *scope[16];
     int n_scope;
@@ -235,5 +241,9 @@ void ts_graph_scope_path(const ts_graph *g, char *buf, size_t n);
 
 /* Records a failure on the graph (first one wins) and returns NULL. */
 ts_tensor *ts_graph_fail(ts_graph *g, ts_status code, const char *fmt, ...) TS_PRINTF(3, 4);
+/* The host's copies of the values current: what a device holds newer
+ * (values_fetch) brought back first. Every host reader and writer of
+ * parameter values calls it; an error is the device's. */
+ts_status ts_graph_values_current(ts_graph *g);
 
 #endif

@@ -138,6 +138,7 @@ ts_status ts_checkpoint_save(const char *path, const ts_model *m, const ts_loade
     if (st) return st;
     if (!path || !*path) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_checkpoint_save: empty path");
     if ((st = ts_device_fetch_state(m))) return st; /* a device's optimizer state, brought to the host */
+    if ((st = ts_graph_values_current(m->g))) return st; /* and its parameters */
     float *steps = ts_calloc((size_t)m->n_state + 1, sizeof *steps);
     if (!steps) return TS_ERR_OUT_OF_MEMORY;
     for (int i = 0; i < m->n_state; i++) steps[i] = m->state[i].step;
@@ -299,6 +300,8 @@ static ts_status parse_records(const char *path, const uint8_t *b, size_t n, rec
  * and optimizer state. */
 static ts_status state_records(const char *path, const record *recs, uint32_t n, ts_model *m, bool copy) {
     static const char *const prefix[4] = {"param", "accl", "accl1", "accl2"};
+    ts_status cst = copy ? ts_graph_values_current(m->g) : TS_OK; /* what a device holds newer, back before the host's are overwritten */
+    if (cst) return cst;
     for (int i = 0; i < m->n_state; i++) {
         ts_tensor *t = m->g->t[m->state[i].node];
         int64_t numel = ts_shape_numel(&t->shape);

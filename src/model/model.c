@@ -125,6 +125,8 @@ void ts_model_free(ts_model *m) {
     if (!m) return;
     if (ts_trace_finish(m)) /* a trace still open: a cancelled or failed run, or steps to the end */
         ts_logf(TS_LOG_WARN, "%s", ts_last_error());
+    if (m->g && m->g->values_owner == m && ts_graph_values_current(m->g)) /* the device's values, kept before its copies go */
+        ts_logf(TS_LOG_ERROR, "model freed: %s", ts_last_error());
     ts_prog_free(m->prog);
     ts_hold_free(m);
     ts_opt_state_free(m);
@@ -174,6 +176,7 @@ ts_status ts_model_compile(ts_model *m) {
         return st;
     }
     if (m->prog) st = ts_device_fetch_state(m); /* the new program sends it again */
+    if (!st && m->prog && m->g->values_owner == m) st = ts_graph_values_current(m->g); /* the parameters too */
     if (st) {
         ts_prog_free(p);
         return st;
