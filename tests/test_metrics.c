@@ -1,6 +1,7 @@
 /* test_metrics.c -- the metrics registry: report layout parsed back,
  * percentiles by sorted index, the duration formatter, two threads. */
 #include "diag/metrics.h"
+#include "report.h"
 #include "tensorscope.h"
 
 #include <pthread.h>
@@ -22,35 +23,6 @@ static void check_duration(double ns, const char *want) {
     ts_format_duration_ns(ns, buf, sizeof buf);
     snprintf(what, sizeof what, "duration %.4f ns -> %s (got %s)", ns, want, buf);
     check(strcmp(buf, want) == 0, what);
-}
-
-/* The line "  <key>: ..." inside the block "<kind>: <name>", or NULL. */
-static const char *field(const char *report, const char *kind, const char *name, const char *key,
-                         char *out, size_t cap) {
-    char head[128];
-    snprintf(head, sizeof head, "%s: %s\n", kind, name);
-    const char *p = report;
-    while ((p = strstr(p, head)) != NULL && p != report && p[-1] != '\n')
-        p++;
-    if (!p)
-        return NULL;
-    p += strlen(head);
-    while (strncmp(p, "  ", 2) == 0) {
-        const char *eol = strchr(p, '\n');
-        if (!eol)
-            return NULL;
-        size_t k = strlen(key);
-        if (strncmp(p + 2, key, k) == 0 && p[2 + k] == ':') {
-            size_t n = (size_t)(eol - (p + 4 + k));
-            if (n >= cap)
-                n = cap - 1;
-            memcpy(out, p + 4 + k, n);
-            out[n] = 0;
-            return out;
-        }
-        p = eol + 1;
-    }
-    return NULL;
 }
 
 /* Checks that blocks come as all Metric then all Counter, each by name. */
@@ -106,6 +78,10 @@ int main(void) {
     check_duration(3599999999999.0, "59m59s999ms999.999us");
     check_duration(86400e9 + 1.0, "01d00h00m00s000ms000.001us");
     check_duration(-1500000.0, "-001ms500.000us");
+    /* ... and read back from the report's text (tests/support/report.c) */
+    check(report_ns("06m09s401ms746.001us") == 369401746001.0 && report_ns("01d00h00m00s000ms000.001us") == 86400e9 + 1.0 &&
+              report_ns("000.500us") == 500.0 && report_ns("5 bogus") < 0 && report_ns("") < 0,
+          "durations read back in ns");
     char small[8];
     ts_format_duration_ns(369401746001.0, small, sizeof small);
     check(strlen(small) == 7 && strncmp(small, "06m09s4", 7) == 0, "a short buffer truncates safely");
@@ -146,34 +122,34 @@ int main(void) {
     check(strstr(r, "Counter: Zero\n") == NULL, "zero counter skipped");
 
     char v[512];
-    check(field(r, "Metric", "Zeta", "TotalSamples", v, sizeof v) && strcmp(v, "200") == 0,
+    check(report_field(r, "Metric", "Zeta", "TotalSamples", v, sizeof v) && strcmp(v, "200") == 0,
           "Zeta TotalSamples 200");
-    check(field(r, "Metric", "Zeta", "Accumulator", v, sizeof v) && strcmp(v, "20100.00") == 0,
+    check(report_field(r, "Metric", "Zeta", "Accumulator", v, sizeof v) && strcmp(v, "20100.00") == 0,
           "value Accumulator is the plain sum (20100.00)");
     /* n = 200: index p*2, so the value is 2p + 1. */
-    check(field(r, "Metric", "Zeta", "Percentiles", v, sizeof v) &&
+    check(report_field(r, "Metric", "Zeta", "Percentiles", v, sizeof v) &&
               strcmp(v, "1%=3.00; 5%=11.00; 10%=21.00; 20%=41.00; 50%=101.00; 80%=161.00; "
                         "90%=181.00; 95%=191.00; 99%=199.00") == 0,
           "percentiles by sorted index on 1..200");
-    check(field(r, "Metric", "Alpha", "TotalSamples", v, sizeof v) && strcmp(v, "1500") == 0,
+    check(report_field(r, "Metric", "Alpha", "TotalSamples", v, sizeof v) && strcmp(v, "1500") == 0,
           "Alpha TotalSamples counts past the ring");
     /* sum 1..1500 = 1125750 ns */
-    check(field(r, "Metric", "Alpha", "Accumulator", v, sizeof v) &&
+    check(report_field(r, "Metric", "Alpha", "Accumulator", v, sizeof v) &&
               strcmp(v, "001ms125.750us") == 0, "time Accumulator formatted");
     /* ring keeps 477..1500 (1024 samples): 50% is sorted[512] = 989 ns,
      * 1% is sorted[10] = 487 ns */
-    check(field(r, "Metric", "Alpha", "Percentiles", v, sizeof v) &&
+    check(report_field(r, "Metric", "Alpha", "Percentiles", v, sizeof v) &&
               strncmp(v, "1%=000.487us; ", 14) == 0 && strstr(v, "; 50%=000.989us; "),
           "percentiles over the most recent 1024 samples");
-    check(field(r, "Metric", "TransferToHostBytes", "Accumulator", v, sizeof v) &&
+    check(report_field(r, "Metric", "TransferToHostBytes", "Accumulator", v, sizeof v) &&
               strcmp(v, "12.34MB") == 0, "byte metric humanized (12.34MB)");
     double rate = 0;
-    check(field(r, "Metric", "Mid", "Rate", v, sizeof v) && sscanf(v, "%lf / second", &rate) == 1 &&
+    check(report_field(r, "Metric", "Mid", "Rate", v, sizeof v) && sscanf(v, "%lf / second", &rate) == 1 &&
               rate > 10 && rate <= 10 / 0.09 + 1e-9, "Rate = samples / ring time span (10 per >= 90 ms)");
-    check(field(r, "Metric", "Mid", "ValueRate", v, sizeof v) && strstr(v, " / second"),
+    check(report_field(r, "Metric", "Mid", "ValueRate", v, sizeof v) && strstr(v, " / second"),
           "ValueRate printed as a time per second");
-    check(field(r, "Counter", "Recompilations", "Value", v, sizeof v) && strcmp(v, "3") == 0 &&
-              field(r, "Counter", "Recompilations.AnchorsChanged", "Value", v, sizeof v) &&
+    check(report_field(r, "Counter", "Recompilations", "Value", v, sizeof v) && strcmp(v, "3") == 0 &&
+              report_field(r, "Counter", "Recompilations.AnchorsChanged", "Value", v, sizeof v) &&
               strcmp(v, "1") == 0, "counter with causes");
     check(ts_counter_get("Runs") == 3 && ts_counter_get("NoSuchCounter") == 0, "ts_counter_get");
     ts_string_free(r);
@@ -190,9 +166,9 @@ int main(void) {
     pthread_join(t2, NULL);
     check(ts_counter_get("ThreadHits") == 100000, "two threads: counter exact");
     r = ts_metrics_report();
-    check(r && field(r, "Metric", "ThreadTime", "TotalSamples", v, sizeof v) &&
+    check(r && report_field(r, "Metric", "ThreadTime", "TotalSamples", v, sizeof v) &&
               strcmp(v, "100000") == 0, "two threads: TotalSamples exact");
-    check(r && field(r, "Metric", "ThreadTime", "Accumulator", v, sizeof v) &&
+    check(r && report_field(r, "Metric", "ThreadTime", "Accumulator", v, sizeof v) &&
               strcmp(v, "100ms000.000us") == 0, "two threads: Accumulator exact");
     ts_string_free(r);
 

@@ -15,6 +15,7 @@
 /* labels: gpu */
 #include "check.h"
 #include "model_pair.h"
+#include "report.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -134,6 +135,69 @@ static void compare(const model_pair *j, ts_optimizer opt, const setup *s, const
     outcome_free(&plain);
 }
 
+/* OpTime.<Op> on the device (exec/op_times.c): each kernel of a step
+ * launched call by call timed by a pair of events on the device's clock,
+ * read after the run; nothing from a replayed step (the host's walk of it
+ * is no kernel's time); a run of more micro-batches than a node keeps
+ * events for has the rest of its calls estimated from the timed ones. */
+static void op_times(const char *device) {
+    enum { RUNS_TIMED = 4, MANY = 400 };
+    model_pair p;
+    CHECK_OK(pair_mlp(&p, 16, (int64_t)MANY * 16, 781), "mlp built twice");
+    int64_t per_mb = 0; /* the kernel calls of a micro-batch: forward and backward */
+    for (int k = 0; k < 3; k++) { /* call by call; recorded and replayed; call by call, MANY micro-batches a run */
+        int A = k == 2 ? MANY : 1, runs = k == 2 ? 1 : RUNS_TIMED;
+        const char *what = k == 0 ? "TS_CUDA_GRAPHS=0" : k == 1 ? "recorded" : "TS_CUDA_GRAPHS=0, 400 micro-batches a run";
+        ts_array in[2] = {p.in[0], p.in[1]};
+        in[0].shape[0] = in[1].shape[0] = 16 * A; /* one run's samples */
+        setenv("TS_CUDA_GRAPHS", k == 1 ? "1" : "0", 1);
+        ts_metrics_reset();
+        ts_options *o = ts_options_new();
+        ts_model *m = NULL;
+        ts_status st = o ? ts_options_set_device(o, device) : TS_ERR_OUT_OF_MEMORY;
+        if (!st) st = ts_options_set_gradient_accumulation(o, A);
+        if (!st) st = ts_model_training(&m, p.g[0], p.loss[0], o, ts_sgd(0.01f, 0, 0));
+        int64_t first = 0; /* the calls the first run timed */
+        for (int r = 0; !st && r < runs; r++) {
+            st = ts_model_run(m, p.in_names, in, 2);
+            if (r == 0) first = ts_counter_get("OpCallsTimed");
+        }
+        CHECK_OK(st, "mlp: %d runs on %s (%s)", runs, device, what);
+        ts_model_free(m);
+        ts_options_free(o);
+        char *rep = ts_metrics_report();
+        long long n_mm = 0, n_run = 0, n_opt = 0;
+        double mm = 0, run = 0, opt = 0;
+        bool has_mm = rep && report_timing(rep, "OpTime.MatMul", &n_mm, &mm), has_run = rep && report_timing(rep, "DeviceTime.Run", &n_run, &run);
+        bool has_opt = rep && report_timing(rep, "OpTime.Optimizer", &n_opt, &opt);
+        int64_t timed = ts_counter_get("OpCallsTimed"), estimated = ts_counter_get("OpCallsEstimated");
+        CHECK(has_run && n_run == runs && run > 0, "%s: DeviceTime.Run, one sample a run (%lld of %d), %.0f ns", what, n_run, runs, run);
+        if (k == 0) {
+            per_mb = first - 1; /* and the optimizer's step */
+            CHECK(has_mm && n_mm == runs && mm > 0 && mm <= run,
+                  "%s: OpTime.MatMul from the device's events, one sample a run (%lld of %d), %.0f ns in all, within the runs' "
+                  "DeviceTime.Run (%.0f ns)", what, n_mm, runs, mm, run);
+            CHECK(has_opt && n_opt == runs && opt > 0 && opt + mm <= run, "%s: OpTime.Optimizer too (%lld samples, %.0f ns)", what, n_opt, opt);
+            CHECK(per_mb >= 6 && timed == RUNS_TIMED * first && estimated == 0,
+                  "%s: every kernel call timed (%lld a run, %lld in all), none estimated (%lld)", what, (long long)first, (long long)timed,
+                  (long long)estimated);
+        } else if (k == 1) {
+            CHECK(rep && !strstr(rep, "Metric: OpTime.") && timed == 0 && estimated == 0 && ts_counter_get("GraphCaptures") + ts_counter_get("GraphReplays") == runs,
+                  "%s: no OpTime from the %d steps recorded or replayed (the host's walk is no kernel's time), no call timed (%lld)", what,
+                  runs, (long long)timed);
+        } else {
+            CHECK(timed > 0 && estimated > 0 && timed + estimated == MANY * per_mb + 1,
+                  "%s: %lld kernel calls timed and %lld estimated from them, %lld in all (%d micro-batches of %lld and the optimizer)", what,
+                  (long long)timed, (long long)estimated, (long long)(timed + estimated), MANY, (long long)per_mb);
+            CHECK(has_mm && n_mm == 1 && mm > 0 && mm <= run, "%s: OpTime.MatMul %.0f ns (%lld sample), within DeviceTime.Run (%.0f ns)", what,
+                  mm, n_mm, run);
+        }
+        ts_string_free(rep);
+    }
+    unsetenv("TS_CUDA_GRAPHS");
+    pair_free(&p);
+}
+
 static int warnings;
 static char warning[512];
 static void keep_warning(void *user, int level, const char *msg) {
@@ -199,5 +263,6 @@ int main(void) {
         CHECK(r && strstr(r, "Metric: DeviceMemoryPeakBytes\n") && strstr(r, "Metric: DeviceMemoryFreeBytes\n"),
               "on a GPU the report gives the device's memory: peak and free");
     ts_string_free(r);
+    op_times(device); /* last: it resets the metrics */
     return check_summary("test_replay");
 }

@@ -83,6 +83,10 @@ void ts_prog_free(ts_prog *p) {
     p->backend->free(p->dev_anchors);
     p->backend->free(p->dev_stage);
     for (int i = 0; p->backend->event_free && i < 4; i++) p->backend->event_free(&p->marks[i]);
+    for (int i = 0; p->backend->event_free && p->op_events && i < p->op_rounds * (p->n_nodes + 1); i++)
+        p->backend->event_free(&p->op_events[i].start), p->backend->event_free(&p->op_events[i].end);
+    ts_free(p->op_events);
+    ts_free(p->op_calls);
     ts_free(p->host_slots);
     ts_free(p->slot_step);
     ts_free(p->slot_entry);

@@ -82,6 +82,12 @@ typedef struct ts_device_copy {
     bool state;    /* optimizer state: back to the host only for a checkpoint */
 } ts_device_copy;
 
+/* A kernel call timed on the device's clock (exec/op_times.c). */
+typedef struct ts_op_event {
+    ts_event start, end;
+} ts_op_event;
+#define TS_OP_EVENT_PAIRS 8192 /* event pairs a program keeps, at most: a node's first calls of a run are timed, the rest estimated */
+
 /* A run recorded on a device and replayed (exec/replay.c). */
 #define TS_RECORDINGS 8 /* kept per program: steps whose work differs (the first, the run's steps, watches due) */
 typedef struct ts_recording {
@@ -125,6 +131,13 @@ typedef struct ts_prog {
     /* the run's points on the device's clock (exec/device.c): before its
      * uploads, after them, after its work, after its downloads */
     ts_event marks[4];
+    /* each kernel call's time on the device's clock (exec/op_times.c), in a
+     * run launched call by call: the pair of call r of node i (n_nodes: the
+     * optimizer's step) is op_events[r * (n_nodes + 1) + i], for r below
+     * op_rounds; made at the first such run, read after its synchronize */
+    ts_op_event *op_events;
+    int op_rounds;
+    int64_t *op_calls;        /* per node and the optimizer: its calls this run */
     ts_recording recs[TS_RECORDINGS]; /* runs recorded as one launch (exec/replay.c) */
     bool recorded;            /* this run's work goes through a recording (exec/replay.c): the host walks it, the device replays it */
     const char *replay_off;   /* why this program's runs are no longer recorded (a recording failed), else NULL */
@@ -166,7 +179,7 @@ typedef struct ts_prog {
     size_t bytes_activations_unplanned; /* what it would take without reuse */
     int64_t samples_mb, samples_step;   /* S per run for each kind */
     double flops_mb;
-    uint64_t *op_ns;     /* per node, this run */
+    uint64_t *op_ns;     /* per node, this run: its kernels' time (exec/op_times.c) */
     uint64_t opt_ns;     /* optimizer steps, this run */
     const ts_array **bound; /* per node: the run's input arrays */
     /* per node: an input given in another dtype (int64 ids, bools, f64),

@@ -188,6 +188,7 @@ ts_status ts_device_after_run(ts_model *m) {
     if (!st) { /* the same on the device's clock: where the run's time went there */
         static const char *const spans[3] = {"DeviceTime.CopyToDevice", "DeviceTime.Run", "DeviceTime.CopyToHost"};
         for (int i = 0; i < 3; i++) ts_metric_record(spans[i], (double)be->event_elapsed_ns(&p->marks[i], &p->marks[i + 1]));
+        ts_exec_op_times(m); /* each kernel's, for OpTime.<Op> */
     }
     if (be->memory_info) {
         ts_device_memory mem;

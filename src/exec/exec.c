@@ -213,10 +213,9 @@ static ts_status forward(ts_model *m, int64_t mb) {
         ts_crash_set_current_op(ts_op_get(t->op)->name, t->name, t->file);
         if (tr) ts_trace_set_op(t->name);
         if (!(ts_op_get(t->op)->view && kc.out == kc.in[0])) before_write(m, &p->entries[p->value_entry[i]]); /* a view writes nothing */
-        uint64_t t0 = ts_now_ns();
+        uint64_t t0 = ts_exec_op_begin(m, i);
         m->backend->kernels[t->op].forward(&kc);
-        uint64_t t1 = ts_now_ns();
-        p->op_ns[i] += t1 - t0;
+        uint64_t t1 = ts_exec_op_end(m, i, t0);
         if (tr) trace_op(m, i, TS_TRACE_FORWARD, mb, t0, t1);
         if (t->op == TS_OP_PRINT) print_op(m, i, false);
         OBSERVE(m, p->value_entry[i], mb);
@@ -275,10 +274,9 @@ static ts_status backward(ts_model *m, int64_t mb) {
         ts_kctx kc = make_ctx(m, i, mb);
         ts_crash_set_current_op(def->name, t->name, t->file);
         if (tr) ts_trace_set_op(t->name);
-        uint64_t t0 = ts_now_ns();
+        uint64_t t0 = ts_exec_op_begin(m, i);
         m->backend->kernels[t->op].backward(&kc);
-        uint64_t t1 = ts_now_ns();
-        p->op_ns[i] += t1 - t0;
+        uint64_t t1 = ts_exec_op_end(m, i, t0);
         if (tr) trace_op(m, i, TS_TRACE_BACKWARD, mb, t0, t1);
         if (t->op == TS_OP_PRINT) print_op(m, i, true);
         if (m->opts.check != TS_CHECK_OFF || m->rerun) { /* blame the kernel that wrote a NaN/Inf, while what it read is alive */
@@ -396,7 +394,7 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
         if (st) return st;
     }
     ts_crash_set_current_op("Optimizer", "(all parameters)", NULL);
-    uint64_t t0 = ts_now_ns();
+    uint64_t t0 = ts_exec_op_begin(m, -1);
     double scale = m->loss_scale; /* this step's gradients carry it (the check below may grow it for the next) */
     if (m->scaling && skip_scaled_step(m)) { /* an Inf/NaN gradient: the step is skipped, the scale backs off */
         p->param_grads_zero = false; /* the next backward clears them */
@@ -436,8 +434,7 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
     }
     ts_observe_device_flush(m); /* the updated values and the optimizer's state */
     p->param_grads_zero = cleared == p->n_param_grads; /* else the next backward clears them */
-    uint64_t t1 = ts_now_ns();
-    p->opt_ns += t1 - t0;
+    uint64_t t1 = ts_exec_op_end(m, -1, t0);
     if (tr) ts_trace_slice(TS_TRACE_OPTIMIZER, NULL, NULL, NULL, 0, m->steps + 1, ta, t1);
     m->steps++;
     return TS_OK;
@@ -687,6 +684,7 @@ ts_status ts_exec_run(ts_model *m) {
     if (st) return st;
     m->failed_entry = m->failed_op = -1;
     st = ts_device_before_run(m);
+    if (!st) st = ts_exec_op_times_prepare(m);
     if (!st) st = m->prog->stage ? run_pipelined(m, m->prog->bound) : run_body(m);
     if (m->opts.trace_path) ts_trace_pause(m); /* a step that failed or was cancelled */
     ts_crash_set_current_op(NULL, NULL, NULL);
