@@ -15,8 +15,9 @@
  *   sysinfo.txt  uname, CPU, memory, library versions
  *   gpu.txt      every GPU as ts_gpus_describe writes it (or why none), then
  *                the output of `nvidia-smi` and `nvidia-smi -q` when it is
- *                on PATH (stopped after 15 s: then -q is not tried), else
- *                why it did not run
+ *                on PATH, else why it did not run; each in a child process
+ *                stopped after 15 s (a hung driver; -q is not tried after
+ *                nvidia-smi hung)
  * and is archived as outfile (.tar.gz, pax) under `tensorscope-debug/`.
  * What is redacted (docs/reliability.md says the same to users): the value
  * of every variable whose name holds one of secret_words (any case), the
@@ -264,9 +265,10 @@ static void copy_out(int log_fd, bool echo, const char *buf, size_t n) {
 }
 
 /* Runs argv with envp, its output into log_fd (and onto our stdout when
- * echo), killed after timeout_s (0: never). */
-static ts_status run_child(char *const *argv, double timeout_s, char **envp, int log_fd, bool echo,
-                           run_result *res) {
+ * echo), killed after timeout_s (0: never). argv NULL: the child calls fn
+ * instead, for work that may hang (a GPU driver's first call). */
+static ts_status run_child(char *const *argv, void (*fn)(void), double timeout_s, char **envp, int log_fd,
+                           bool echo, run_result *res) {
     int out[2], err[2]; /* the child's output; exec's errno if it fails */
     if (pipe(out) != 0)
         return ts_error(TS_ERR_IO, "debug-run: pipe: %s", strerror(errno));
@@ -293,6 +295,10 @@ static ts_status run_child(char *const *argv, double timeout_s, char **envp, int
         setpgid(0, 0);
         dup2(out[1], STDOUT_FILENO);
         dup2(out[1], STDERR_FILENO);
+        if (!argv) {
+            fn();
+            _exit(0);
+        }
         environ = envp;
         execvp(argv[0], argv);
         int e = errno;
@@ -493,29 +499,35 @@ static void write_sysinfo(FILE *f) {
     fprintf(f, "libarchive: %s\n", strncmp(la, "libarchive ", 11) == 0 ? la + 11 : la);
 }
 
-/* The GPUs as the CUDA backend sees them (or why none), then what
- * nvidia-smi says, when it is on PATH: each run as the command is, its
- * output captured, stopped after NVIDIA_SMI_S seconds. */
-#define NVIDIA_SMI_S 15.0
-static void write_gpu(FILE *f) {
+/* In a child: every GPU, as ts_gpus_describe writes them. */
+static void print_gpus(void) {
     char text[8192];
-    int count = 0;
-    ts_gpus_describe(text, sizeof text, &count);
-    fputs(text, f);
+    ts_gpus_describe(text, sizeof text, NULL);
+    (void)write_all(STDOUT_FILENO, text, strlen(text));
+}
+
+/* The GPUs as the CUDA backend sees them (or why none), then what
+ * nvidia-smi says, when it is on PATH. Each runs in a child process, its
+ * output captured and its exit status written when not 0, stopped after
+ * GPU_PROBE_S seconds: a hung driver leaves the bundle whole. */
+#define GPU_PROBE_S 15.0
+static void write_gpu(FILE *f) {
     static char *const smi[][3] = {{"nvidia-smi", NULL, NULL}, {"nvidia-smi", "-q", NULL}};
-    for (size_t i = 0; i < TS_ARRAY_LEN(smi); i++) {
-        fprintf(f, "\n$ %s%s%s\n", smi[i][0], smi[i][1] ? " " : "", smi[i][1] ? smi[i][1] : "");
+    for (size_t i = 0; i <= TS_ARRAY_LEN(smi); i++) {
+        char *const *argv = i ? smi[i - 1] : NULL; /* first the description, in a child of ours */
+        if (argv)
+            fprintf(f, "\n$ %s%s%s\n", argv[0], argv[1] ? " " : "", argv[1] ? argv[1] : "");
         fflush(f);
         run_result r;
-        if (run_child(smi[i], NVIDIA_SMI_S, environ, fileno(f), false, &r) != TS_OK) {
+        if (run_child(argv, print_gpus, GPU_PROBE_S, environ, fileno(f), false, &r) != TS_OK) {
             fprintf(f, "(not run: %s)\n", ts_last_error());
-            break;
+            continue;
         }
         if (r.exec_errno)
             break; /* the line says why: not on PATH */
         if (r.timed_out || !WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0)
-            write_exit(f, NVIDIA_SMI_S, &r);
-        if (r.timed_out)
+            write_exit(f, GPU_PROBE_S, &r);
+        if (r.timed_out && argv)
             break; /* hung once, it would hang again */
     }
 }
@@ -868,7 +880,7 @@ ts_status ts_debug_run(const ts_debug_run_config *c, int *child_status) {
                       log_path ? log_path : "output.log", strerror(errno));
     ts_free(log_path);
     if (st == TS_OK)
-        st = run_child(c->argv, c->timeout_s, env.v, log_fd, true, &r);
+        st = run_child(c->argv, NULL, c->timeout_s, env.v, log_fd, true, &r);
     if (log_fd >= 0)
         close(log_fd);
     if (st == TS_OK) {
