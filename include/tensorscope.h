@@ -112,7 +112,8 @@ TS_API void ts_clear_error(void);
  *   "unwind"        libunwind: the crash handler walks stacks with it;
  *                   without it, with glibc's backtrace() (same report)
  *   "mpi"           MPI: ts_dist_init under mpirun (replicas, stages)
- *   "cuda"          0 in this version: there is no CUDA backend yet
+ *   "cuda"          the CUDA toolkit (nvcc, cuBLAS): ts_options_set_device
+ *                   "cuda", ts_device_describe of a GPU
  * A call that needs a feature the build lacks returns TS_ERR_UNSUPPORTED
  * with a message naming what to install ("plots need cairo: apt-get
  * install libcairo2-dev, then rebuild tensorscope"); calls that return no
@@ -724,6 +725,24 @@ TS_API ts_status ts_options_set_device(ts_options *o, const char *device);
  * for a name tensorscope does not know, TS_ERR_UNSUPPORTED saying why it
  * is not here). */
 TS_API ts_status ts_device_check(const char *device);
+/* `device` in one line, for users and bug reports (`tensorscope info`):
+ * "cpu: 16 threads, 125.7 GiB memory"; a GPU "cuda:0: NVIDIA H200, sm_90,
+ * 139.8 GiB (139.2 free), 132 SMs, driver 13.0, runtime 13.0, cuBLAS
+ * 13.0.2, PCI 0000:1A:00.0" (its name, compute capability, memory and
+ * what of it is free now, multiprocessors, the CUDA versions of the driver
+ * and of the runtime built in, the cuBLAS a model would load, its PCI bus
+ * id). A device this build or machine lacks: the error ts_device_check
+ * gives. Describing a GPU starts no model on it and does not tie the
+ * process to it; it loads cuBLAS and makes the CUDA runtime's context on
+ * that GPU (its memory, some hundreds of MiB, held until the process ends).
+ * The line is cut to fit n bytes (256 hold it). */
+TS_API ts_status ts_device_describe(const char *device, char *buf, size_t n);
+/* Every GPU CUDA sees, a line each as ts_device_describe writes it, or one
+ * line saying why there is none ("cuda:0: no usable GPU here (...)", or
+ * "cuda: a CUDA device needs tensorscope built with CUDA: ..."), each
+ * ending in '\n', cut to fit n bytes; *count (may be NULL) <- how many.
+ * TS_OK with or without GPUs (the debug bundle's gpu.txt begins with it). */
+TS_API ts_status ts_gpus_describe(char *buf, size_t n, int *count);
 /* R data-parallel replicas, one per rank of the MPI job (R must equal its
  * number of ranks; 1 = off; see ts_dist_init and DESIGN.md §15). Every rank
  * passes the same combined batch, x of declared shape [B,...] as

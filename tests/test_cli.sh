@@ -238,10 +238,14 @@ if needs debug-bundle "debug-run's bundle"; then
     run dbg env TMPDIR="$T" "$BIN" debug-run --outfile B.tar.gz -- "$BIN" names --model mlp
     tar tzf B.tar.gz > bundle.txt 2> /dev/null
     missing=""
-    for f in output.log exit.txt env.txt sysinfo.txt; do grep -Fxq "tensorscope-debug/$f" bundle.txt || missing="$missing $f"; done
-    check "debug-run -- names: exit 0, the bundle has output.log, exit.txt, env.txt, sysinfo.txt${missing:+ (missing:$missing)}" \
+    for f in output.log exit.txt env.txt sysinfo.txt gpu.txt; do grep -Fxq "tensorscope-debug/$f" bundle.txt || missing="$missing $f"; done
+    check "debug-run -- names: exit 0, the bundle has output.log, exit.txt, env.txt, sysinfo.txt, gpu.txt${missing:+ (missing:$missing)}" \
         eval '[ $rc -eq 0 ] && [ -z "$missing" ]'
     mkdir -p bundle && tar xzf B.tar.gz -C bundle 2> /dev/null
+    "$BIN" info 2> /dev/null | sed -n '5,$p' | sed 's/ ([0-9.]* free)//' > gpus.txt # free memory moves
+    check "debug-run: gpu.txt begins with the GPUs (or why none) as 'tensorscope info' lists them" \
+        eval 'sed -n "1,$(wc -l < gpus.txt)p" bundle/tensorscope-debug/gpu.txt | sed "s/ ([0-9.]* free)//" | cmp -s - gpus.txt' ||
+        { show gpus.txt; show bundle/tensorscope-debug/gpu.txt; }
     check "debug-run: output.log holds the command's output, exit.txt its status 0" \
         eval 'grep -Fxq fc1.weight bundle/tensorscope-debug/output.log && grep -Eq "(^| )0$" bundle/tensorscope-debug/exit.txt'
     for f in graph.txt metrics.txt; do

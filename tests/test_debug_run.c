@@ -2,7 +2,8 @@
  * command; each archive is opened with libarchive and its members read.
  * Secrets (by variable name, in URLs, in the command's flags) are redacted
  * in env.txt and command.txt, and scrubbed from everything archived when
- * the command prints them. */
+ * the command prints them. gpu.txt holds the GPUs (or why none) and what
+ * nvidia-smi says, with a fake one first on PATH. */
 /* needs: debug-bundle */
 #include "tensorscope.h"
 
@@ -74,6 +75,35 @@ static void capture_log(void *user, int level, const char *msg) {
     snprintf(logged + n, sizeof logged - n, "%s\n", msg);
 }
 
+/* gpu.txt begins with the GPUs, or says why there is none: the build
+ * lacks CUDA, or the machine a GPU. */
+static void check_gpu_lines(const char *gpu) {
+    if (!ts_has_feature("cuda"))
+        check(gpu && strncmp(gpu, "cuda: a CUDA device needs tensorscope built with CUDA", 53) == 0,
+              "gpu.txt: this build has no CUDA, and says so");
+    else if (ts_device_check("cuda") != TS_OK)
+        check(gpu && strncmp(gpu, "cuda:0: no usable GPU here (", 28) == 0, "gpu.txt: this machine has no GPU, and says so");
+    else
+        check(gpu && strncmp(gpu, "cuda:0: ", 8) == 0 && strstr(gpu, ", sm_") && strstr(gpu, " GiB"),
+              "gpu.txt: cuda:0 with its compute capability and memory");
+    if (!gpu)
+        printf("  (no gpu.txt)\n");
+    else if (strncmp(gpu, "cuda", 4) != 0)
+        printf("  gpu.txt begins: %.200s\n", gpu);
+}
+
+/* A fake nvidia-smi in dir, running `body` (sh). */
+static void fake_smi(const char *dir, const char *body) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/nvidia-smi", dir);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fprintf(f, "#!/bin/sh\n%s\n", body);
+        fclose(f);
+    }
+    chmod(path, 0700);
+}
+
 /* Runs argv through ts_debug_run, checks what every archive must hold, and
  * leaves the members in m. */
 static int leftover_tmp(const char *out);
@@ -103,6 +133,7 @@ static int run(const char *label, char *const *argv, double timeout, int *status
     check(sys && strstr(sys, "uname:") && strstr(sys, "zlib: ") && strstr(sys, "openblas: ") &&
               strstr(sys, "MemTotal"), "sysinfo.txt has uname, memory and library versions");
     check(member(m, "command.txt") != NULL, "command.txt present");
+    check_gpu_lines(member(m, "gpu.txt"));
     check(member(m, "output.log") != NULL, "output.log present");
     struct stat sb;
     check(stat(out, &sb) == 0 && (sb.st_mode & 0777) == 0600, "the archive is owner-only (0600)");
@@ -243,6 +274,59 @@ int main(void) {
     for (size_t i = 0; i < sizeof secret_env / sizeof secret_env[0]; i++)
         unsetenv(secret_env[i][0]);
     unsetenv("SHORT_KEY");
+
+    /* gpu.txt: what nvidia-smi says, when it is on PATH (a fake one here,
+     * first on PATH); a failing one's exit status; a hanging one stopped;
+     * none on PATH said */
+    {
+        char dir[] = "/tmp/ts_debug_run_smiXXXXXX";
+        check(mkdtemp(dir) != NULL, "a scratch directory for a fake nvidia-smi");
+        const char *old = getenv("PATH");
+        char *saved = strdup(old ? old : "/usr/bin:/bin"), path[4096];
+        snprintf(path, sizeof path, "%s:%s", dir, saved);
+        setenv("PATH", path, 1);
+        char *const tru[] = {"/bin/true", NULL};
+        fake_smi(dir, "echo \"FAKE-SMI 999.12 args:[$*]\"");
+        if (run("smi", tru, 0, &status, &m) == 0) {
+            const char *gpu = member(&m, "gpu.txt");
+            check(gpu && strstr(gpu, "\n$ nvidia-smi\nFAKE-SMI 999.12 args:[]\n"), "gpu.txt has nvidia-smi's output under '$ nvidia-smi'");
+            check(gpu && strstr(gpu, "\n$ nvidia-smi -q\nFAKE-SMI 999.12 args:[-q]\n"), "... and nvidia-smi -q's under '$ nvidia-smi -q'");
+            if (gpu)
+                printf("  gpu.txt:\n%s", gpu);
+            free_members(&m);
+        }
+        fake_smi(dir, "echo 'Failed to initialize NVML: Driver/library version mismatch'; exit 9");
+        if (run("smifail", tru, 0, &status, &m) == 0) {
+            const char *gpu = member(&m, "gpu.txt");
+            check(status == 0, "a failing nvidia-smi does not fail the command's bundle (status 0)");
+            check(gpu && strstr(gpu, "version mismatch\nexit 9\n"), "gpu.txt: a failing nvidia-smi's output and its exit status");
+            free_members(&m);
+        }
+        fake_smi(dir, "echo started; exec sleep 60");
+        uint64_t t1 = (uint64_t)time(NULL);
+        if (run("smihang", tru, 0, &status, &m) == 0) {
+            const char *gpu = member(&m, "gpu.txt");
+            uint64_t took = (uint64_t)time(NULL) - t1;
+            check(gpu && strstr(gpu, "$ nvidia-smi\nstarted\ntimeout after 15 s\n"), "gpu.txt: a hanging nvidia-smi is stopped after 15 s");
+            check(gpu && !strstr(gpu, "nvidia-smi -q"), "... and -q is not tried after it");
+            check(took < 25, "... and the bundle is written after it (took < 25 s)");
+            free_members(&m);
+        }
+        setenv("PATH", dir, 1); /* an empty folder: no nvidia-smi */
+        char smi[600];
+        snprintf(smi, sizeof smi, "%s/nvidia-smi", dir);
+        unlink(smi);
+        if (run("nosmi", tru, 0, &status, &m) == 0) {
+            const char *gpu = member(&m, "gpu.txt");
+            check(gpu && strstr(gpu, "$ nvidia-smi\ntensorscope debug-run: cannot execute 'nvidia-smi': No such file or directory\n"),
+                  "gpu.txt: no nvidia-smi on PATH is said");
+            check(gpu && !strstr(gpu, "nvidia-smi -q"), "... and -q is not tried");
+            free_members(&m);
+        }
+        setenv("PATH", saved, 1);
+        free(saved);
+        rmdir(dir);
+    }
 
     /* a link planted at a temporary name is never followed; the kept work
      * directory is owner-only */

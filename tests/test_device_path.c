@@ -9,8 +9,9 @@
  *  - a checkpoint saved from the device and loaded into a new model, or
  *    back into the model that has run since, trains on as the CPU's does.
  * The device is TS_TEST_DEVICE ("cpu-staged" unless set: the device path
- * on the CPU; test_device_path_cuda runs it on a GPU). No such device:
- * exits 77 saying why. */
+ * on the CPU; test_device_path_cuda runs it on a GPU, where
+ * ts_device_describe's line is checked too). No such device: exits 77
+ * saying why. */
 #include "check.h"
 
 #include <math.h>
@@ -157,6 +158,25 @@ static void scenario(const char *dev) {
     ts_graph_free(c.g), ts_graph_free(d.g), ts_graph_free(c2.g), ts_graph_free(d2.g);
 }
 
+/* What ts_device_describe and ts_gpus_describe say of a GPU: its name,
+ * compute capability and memory, in the list of every GPU. */
+static void describe_gpu(const char *dev) {
+    char line[512] = "", all[8192] = "", gpu[256] = "";
+    int count = 0, cc = 0;
+    double total = 0;
+    CHECK_OK(ts_device_describe(dev, line, sizeof line), "ts_device_describe(%s)", dev);
+    printf("%s\n", line);
+    const char *name = strstr(line, ": "), *sm = strstr(line, ", sm_");
+    CHECK(name && sm && sm > name + 2, "the line names the GPU before its compute capability: '%s'", line);
+    if (name && sm && sm > name) snprintf(gpu, sizeof gpu, "%.*s", (int)(sm - name), name); /* ": NVIDIA H200" */
+    CHECK(sm && sscanf(sm, ", sm_%d, %lf GiB", &cc, &total) == 2 && cc >= 30 && total > 0,
+          "a compute capability (sm_%d) and a positive memory (%.1f GiB)", cc, total);
+    CHECK(strstr(line, "driver ") && strstr(line, "runtime ") && strstr(line, "cuBLAS "), "the driver's, runtime's and cuBLAS's versions");
+    CHECK_OK(ts_gpus_describe(all, sizeof all, &count), "ts_gpus_describe");
+    CHECK(count >= 1 && strstr(all, "cuda:0: ") && gpu[0] && strstr(all, gpu), "every GPU listed (%d), the one described among them:\n%s",
+          count, all);
+}
+
 int main(void) {
     const char *dev = getenv("TS_TEST_DEVICE");
     if (!dev || !*dev) dev = "cpu-staged";
@@ -164,6 +184,7 @@ int main(void) {
         printf("test_device_path skipped: %s\n", ts_last_error());
         return 77;
     }
+    if (!strncmp(dev, "cuda", 4)) describe_gpu(dev);
     for (int i = 0; i < B * 6; i++) xs[i] = (float)((i * 37) % 17) / 8.0f - 1.0f;
     for (int i = 0; i < B; i++) ys[i] = (i * 7) % 4;
     scenario(dev);

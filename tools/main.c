@@ -17,7 +17,8 @@ static void usage(FILE *f) {
                "  inspect     summarise a .npy file: one line, stats and a histogram\n"
                "  compare     run a model and compare every tensor with a reference dump (or two dumps)\n"
                "  lint        list the mistakes a model's graph shows that give bad scores without an error\n"
-               "  debug-run   run a command with debug settings and archive what it left\n\n"
+               "  debug-run   run a command with debug settings and archive what it left\n"
+               "  info        the version, the optional features built and the devices here (CPU, every GPU)\n\n"
                "Run 'tensorscope COMMAND --help' for a command's flags; --version prints the version\n"
                "and the optional features this build has.\n");
 }
@@ -33,10 +34,8 @@ int main(int argc, char **argv) {
         usage(stdout);
         return CLI_OK;
     }
-    if (strcmp(c, "--version") == 0 || strcmp(c, "version") == 0) {
-        printf("tensorscope %s\nfeatures: %s\ninspector line editing: %s\n", ts_version(), ts_features(), cli_line_editing());
-        return CLI_OK;
-    }
+    if (strcmp(c, "--version") == 0 || strcmp(c, "version") == 0) return cmd_version();
+    if (strcmp(c, "info") == 0) return cmd_info(argc, argv);
     if (strcmp(c, "train") == 0) return cmd_train(argc, argv, false);
     if (strcmp(c, "generate") == 0) return cmd_generate(argc, argv);
     if (strcmp(c, "eval") == 0) return cmd_train(argc, argv, true);
@@ -46,7 +45,7 @@ int main(int argc, char **argv) {
     if (strcmp(c, "debug-run") == 0) return cmd_debug_run(argc, argv);
     if (strcmp(c, "compare") == 0) return cmd_compare(argc, argv);
     if (strcmp(c, "lint") == 0) return cmd_lint(argc, argv);
-    static const char *const commands[] = {"train", "eval", "generate", "names", "graph", "inspect", "compare", "lint", "debug-run", "help", "version"};
+    static const char *const commands[] = {"train", "eval", "generate", "names", "graph", "inspect", "compare", "lint", "debug-run", "info", "help", "version"};
     char close[256];
     ts_closest_words(c, commands, sizeof commands / sizeof commands[0], close, sizeof close);
     fprintf(stderr, "tensorscope: unknown command '%s'; did you mean %s?\nRun 'tensorscope --help' for the list of commands.\n", c, close);

@@ -46,7 +46,7 @@ __all__ = ["Adam", "AdamW", "bf16", "CancelledError", "DataLoader", "Dataset", "
            "ShapeError", "StateError", "Tensor", "TensorscopeError", "UnsupportedError",
            "Watch", "compare", "compare_dumps", "inference_model", "merge_summaries", "metrics_report", "metrics_reset",
            "plot_gradient_histogram", "dist_init", "dist_finalize", "print_tensor", "save_npy", "set_log_callback",
-           "set_limit", "get_limit", "has_feature", "memory_watch", "memory_watch_stats", "set_log_vmodule", "check_device", "set_log_level", "summarize", "summary", "summary_line", "training_model"]
+           "set_limit", "get_limit", "has_feature", "memory_watch", "memory_watch_stats", "set_log_vmodule", "check_device", "describe_device", "describe_gpus", "set_log_level", "summarize", "summary", "summary_line", "training_model"]
 
 
 def set_log_level(level: int) -> None:
@@ -83,6 +83,24 @@ def check_device(name: str) -> None:
     tensorscope does not know, UnsupportedError saying why it is not
     here: built without CUDA, no GPU, no GPU N)."""
     _capi.check(_lib.ts_device_check(_capi.cstr(name)))
+
+
+def describe_device(name: str) -> str:
+    """`name` ("cpu", "cuda", "cuda:N") in one line, for bug reports:
+    "cuda:0: NVIDIA H200, sm_90, 139.8 GiB (139.2 free), 132 SMs, driver
+    13.0, runtime 13.0, cuBLAS 13.0.2, PCI ..."; raises as check_device
+    does for a device that is not here (`tensorscope info --device`)."""
+    buf = _capi.C.create_string_buffer(1024)
+    _capi.check(_capi.function("ts_device_describe", "describe_device")(_capi.cstr(name), buf, len(buf)))
+    return buf.value.decode("utf-8", "replace")
+
+
+def describe_gpus() -> list[str]:
+    """Every GPU CUDA sees, a line each as describe_device writes it, or one
+    line saying why there is none (built without CUDA, no GPU, no driver)."""
+    buf = _capi.C.create_string_buffer(8192)
+    _capi.check(_capi.function("ts_gpus_describe", "describe_gpus")(buf, len(buf), None))
+    return buf.value.decode("utf-8", "replace").splitlines()
 
 
 def set_limit(which: str, size: Union[int, str]) -> None:

@@ -187,6 +187,8 @@ _PROTOTYPES = {
     "ts_set_limit": (_st, [C.c_int, C.c_uint64]),
     "ts_has_feature": (C.c_int, [C.c_char_p]),
     "ts_device_check": (_st, [C.c_char_p]),
+    "ts_device_describe": (_st, [C.c_char_p, C.c_char_p, C.c_size_t]),
+    "ts_gpus_describe": (_st, [C.c_char_p, C.c_size_t, C.POINTER(C.c_int)]),
     "ts_get_limit": (C.c_uint64, [C.c_int]),
     "ts_parse_size": (_st, [S, C.POINTER(C.c_uint64)]),
     "ts_array_shape_str": (S, [C.POINTER(Array), C.c_char_p, C.c_size_t]),

@@ -3,6 +3,8 @@
 device this build or machine lacks fails when the model is made, saying
 which. With a GPU, training there gives the CPU's weights (1e-4) and the
 anchors and watches read the same."""
+import re
+
 import numpy as np
 import pytest
 
@@ -32,6 +34,28 @@ def gpu_or_skip():
         ts.check_device("cuda")
     except ts.UnsupportedError as e:
         pytest.skip(str(e))
+
+
+def test_describe_device():
+    """describe_device: the CPU in one line; a GPU's name, compute capability
+    and memory, or the error check_device raises; describe_gpus: every GPU,
+    or one line saying why there is none."""
+    assert re.fullmatch(r"cpu: [1-9]\d* threads, [\d.]+ GiB memory", ts.describe_device("cpu"))
+    with pytest.raises(ValueError, match="cuda:N"):
+        ts.describe_device("cuda:x")
+    gpus = ts.describe_gpus()
+    try:
+        ts.check_device("cuda")
+    except ts.UnsupportedError as e:
+        with pytest.raises(ts.UnsupportedError) as d:
+            ts.describe_device("cuda")
+        assert str(d.value) == str(e)
+        why = "built with CUDA" if not ts.has_feature("cuda") else "no usable GPU here"
+        assert len(gpus) == 1 and why in gpus[0] and why in str(e), gpus
+        return
+    line = ts.describe_device("cuda:0")
+    assert re.match(r"cuda:0: .+, sm_\d+, [\d.]+ GiB", line), line
+    assert gpus[0].startswith(line.split(", sm_")[0] + ", sm_"), (gpus, line)
 
 
 @pytest.mark.parametrize("name", ["tpu", "cuda:", "cuda:x", "gpu:0", ""])

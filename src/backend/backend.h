@@ -230,6 +230,18 @@ const ts_backend *ts_backend_cpu_staged(void);
  * ordinal) with *out NULL. Thread-safe; the first call initialises it. */
 ts_status ts_backend_cuda(int ordinal, const ts_backend **out);
 
+/* GPU `ordinal` in one line, for users and bug reports (ts_device_describe):
+ * "cuda:0: NVIDIA H200, sm_90, 139.8 GiB (139.2 free), 132 SMs, driver
+ * 13.0, runtime 13.0, cuBLAS 13.0.2, PCI 0000:1A:00.0"; or the refusal
+ * ts_backend_cuda gives. It starts no backend (no stream, no workspace, the
+ * process not bound to that GPU), so every GPU can be described; it loads
+ * cuBLAS, as a model would, and the CUDA runtime makes its context on the
+ * GPU to read what is free. ts_backend_cuda_count: the GPUs CUDA sees, or
+ * TS_ERR_UNSUPPORTED saying why none (built without CUDA, no GPU, no
+ * driver). Both in backend/cuda/cuda.cu, refused by backend/cuda_none.c. */
+ts_status ts_backend_cuda_describe(int ordinal, char *buf, size_t n);
+ts_status ts_backend_cuda_count(int *count);
+
 /* The backend a device string names: "cpu", "cuda", "cuda:N" (and
  * "cpu-staged", for tests); anything else TS_ERR_INVALID_ARGUMENT listing
  * the choices. */

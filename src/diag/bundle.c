@@ -13,6 +13,11 @@
  *   command.txt  the command line, shell-quoted, secrets redacted
  *   env.txt      the child's environment, secrets redacted
  *   sysinfo.txt  uname, CPU, memory, library versions
+ *   gpu.txt      every GPU as ts_gpus_describe writes it (or why none), then
+ *                the output of `nvidia-smi` and `nvidia-smi -q` when it is
+ *                on PATH, else why it did not run; each in a child process
+ *                stopped after 15 s (a hung driver; -q is not tried after
+ *                nvidia-smi hung)
  * and is archived as outfile (.tar.gz, pax) under `tensorscope-debug/`.
  * What is redacted (docs/reliability.md says the same to users): the value
  * of every variable whose name holds one of secret_words (any case), the
@@ -253,13 +258,17 @@ typedef struct run_result {
     int exec_errno;   /* nonzero when the command could not be started */
 } run_result;
 
-static void copy_out(int log_fd, const char *buf, size_t n) {
+static void copy_out(int log_fd, bool echo, const char *buf, size_t n) {
     (void)write_all(log_fd, buf, n);
-    (void)write_all(STDOUT_FILENO, buf, n);
+    if (echo)
+        (void)write_all(STDOUT_FILENO, buf, n);
 }
 
-static ts_status run_child(const ts_debug_run_config *c, char **envp, int log_fd,
-                           run_result *res) {
+/* Runs argv with envp, its output into log_fd (and onto our stdout when
+ * echo), killed after timeout_s (0: never). argv NULL: the child calls fn
+ * instead, for work that may hang (a GPU driver's first call). */
+static ts_status run_child(char *const *argv, void (*fn)(void), double timeout_s, char **envp, int log_fd,
+                           bool echo, run_result *res) {
     int out[2], err[2]; /* the child's output; exec's errno if it fails */
     if (pipe(out) != 0)
         return ts_error(TS_ERR_IO, "debug-run: pipe: %s", strerror(errno));
@@ -286,8 +295,12 @@ static ts_status run_child(const ts_debug_run_config *c, char **envp, int log_fd
         setpgid(0, 0);
         dup2(out[1], STDOUT_FILENO);
         dup2(out[1], STDERR_FILENO);
+        if (!argv) {
+            fn();
+            _exit(0);
+        }
         environ = envp;
-        execvp(c->argv[0], c->argv);
+        execvp(argv[0], argv);
         int e = errno;
         (void)write_all(err[1], (const char *)&e, sizeof e);
         _exit(127);
@@ -304,8 +317,8 @@ static ts_status run_child(const ts_debug_run_config *c, char **envp, int log_fd
     if (res->exec_errno) {
         char msg[512];
         int k = snprintf(msg, sizeof msg, "tensorscope debug-run: cannot execute '%s': %s\n",
-                         c->argv[0], strerror(res->exec_errno));
-        copy_out(log_fd, msg, (size_t)k < sizeof msg ? (size_t)k : sizeof msg - 1);
+                         argv[0], strerror(res->exec_errno));
+        copy_out(log_fd, echo, msg, (size_t)k < sizeof msg ? (size_t)k : sizeof msg - 1);
     }
 
     uint64_t start = ts_now_ns(), term_at = 0;
@@ -320,7 +333,7 @@ static ts_status run_child(const ts_debug_run_config *c, char **envp, int log_fd
             fcntl(out[0], F_SETFL, O_NONBLOCK);
             ssize_t k;
             while ((k = read(out[0], buf, sizeof buf)) > 0)
-                copy_out(log_fd, buf, (size_t)k);
+                copy_out(log_fd, echo, buf, (size_t)k);
             eof = 1;
             break;
         }
@@ -329,7 +342,7 @@ static ts_status run_child(const ts_debug_run_config *c, char **envp, int log_fd
             if (poll(&p, 1, 100) > 0) {
                 ssize_t k = read(out[0], buf, sizeof buf);
                 if (k > 0)
-                    copy_out(log_fd, buf, (size_t)k);
+                    copy_out(log_fd, echo, buf, (size_t)k);
                 else if (k == 0 || errno != EINTR)
                     eof = 1;
             }
@@ -338,8 +351,8 @@ static ts_status run_child(const ts_debug_run_config *c, char **envp, int log_fd
             nanosleep(&ts, NULL);
         }
         uint64_t now = ts_now_ns();
-        if (!reaped && c->timeout_s > 0 && !res->timed_out &&
-            (double)(now - start) >= c->timeout_s * 1e9) {
+        if (!reaped && timeout_s > 0 && !res->timed_out &&
+            (double)(now - start) >= timeout_s * 1e9) {
             res->timed_out = 1;
             term_at = now;
             kill(-pid, SIGTERM);
@@ -359,9 +372,9 @@ static ts_status run_child(const ts_debug_run_config *c, char **envp, int log_fd
 
 /* -------------------------------------------------------- the text files */
 
-static void write_exit(FILE *f, const ts_debug_run_config *c, const run_result *r) {
+static void write_exit(FILE *f, double timeout_s, const run_result *r) {
     if (r->timed_out)
-        fprintf(f, "timeout after %g s\n", c->timeout_s);
+        fprintf(f, "timeout after %g s\n", timeout_s);
     if (r->exec_errno)
         fprintf(f, "not started: %s\n", strerror(r->exec_errno));
     if (WIFEXITED(r->status))
@@ -484,6 +497,39 @@ static void write_sysinfo(FILE *f) {
 #endif
     const char *la = archive_version_string(); /* "libarchive 3.6.2" */
     fprintf(f, "libarchive: %s\n", strncmp(la, "libarchive ", 11) == 0 ? la + 11 : la);
+}
+
+/* In a child: every GPU, as ts_gpus_describe writes them. */
+static void print_gpus(void) {
+    char text[8192];
+    ts_gpus_describe(text, sizeof text, NULL);
+    (void)write_all(STDOUT_FILENO, text, strlen(text));
+}
+
+/* The GPUs as the CUDA backend sees them (or why none), then what
+ * nvidia-smi says, when it is on PATH. Each runs in a child process, its
+ * output captured and its exit status written when not 0, stopped after
+ * GPU_PROBE_S seconds: a hung driver leaves the bundle whole. */
+#define GPU_PROBE_S 15.0
+static void write_gpu(FILE *f) {
+    static char *const smi[][3] = {{"nvidia-smi", NULL, NULL}, {"nvidia-smi", "-q", NULL}};
+    for (size_t i = 0; i <= TS_ARRAY_LEN(smi); i++) {
+        char *const *argv = i ? smi[i - 1] : NULL; /* first the description, in a child of ours */
+        if (argv)
+            fprintf(f, "\n$ %s%s%s\n", argv[0], argv[1] ? " " : "", argv[1] ? argv[1] : "");
+        fflush(f);
+        run_result r;
+        if (run_child(argv, print_gpus, GPU_PROBE_S, environ, fileno(f), false, &r) != TS_OK) {
+            fprintf(f, "(not run: %s)\n", ts_last_error());
+            continue;
+        }
+        if (r.exec_errno)
+            break; /* the line says why: not on PATH */
+        if (r.timed_out || !WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0)
+            write_exit(f, GPU_PROBE_S, &r);
+        if (r.timed_out && argv)
+            break; /* hung once, it would hang again */
+    }
 }
 
 /* ------------------------------------------------- scrubbing the secrets */
@@ -780,16 +826,17 @@ static void remove_dir(const char *dir) {
 
 static ts_status write_reports(const char *work, const ts_debug_run_config *c, char **envp,
                                const run_result *r) {
-    static const char *const files[] = {"exit.txt", "command.txt", "env.txt", "sysinfo.txt"};
+    static const char *const files[] = {"exit.txt", "command.txt", "env.txt", "sysinfo.txt", "gpu.txt"};
     for (size_t i = 0; i < TS_ARRAY_LEN(files); i++) {
         FILE *f = open_in(work, files[i]);
         if (!f)
             return TS_ERR_IO;
         switch (i) {
-        case 0: write_exit(f, c, r); break;
+        case 0: write_exit(f, c->timeout_s, r); break;
         case 1: write_command(f, c->argv); break;
         case 2: write_env(f, envp); break;
-        default: write_sysinfo(f); break;
+        case 3: write_sysinfo(f); break;
+        default: write_gpu(f); break;
         }
         ts_status st = close_file(f, files[i]);
         if (st != TS_OK)
@@ -833,7 +880,7 @@ ts_status ts_debug_run(const ts_debug_run_config *c, int *child_status) {
                       log_path ? log_path : "output.log", strerror(errno));
     ts_free(log_path);
     if (st == TS_OK)
-        st = run_child(c, env.v, log_fd, &r);
+        st = run_child(c->argv, NULL, c->timeout_s, env.v, log_fd, true, &r);
     if (log_fd >= 0)
         close(log_fd);
     if (st == TS_OK) {

@@ -635,16 +635,34 @@ static void fill_kernel_table(void) {
 
 static ts_backend cuda_backend;
 
-static ts_status init_locked(int ordinal) {
-    int count = 0;
-    cudaError_t e = cudaGetDeviceCount(&count);
+/* *count <- the GPUs CUDA sees, or why there is none, naming cuda:ordinal. */
+static ts_status gpu_count(int ordinal, int *count) {
+    *count = 0;
+    cudaError_t e = cudaGetDeviceCount(count);
+    if (e == cudaSuccess && *count == 0) e = cudaErrorNoDevice;
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
+        *count = 0;
         return ts_error(TS_ERR_UNSUPPORTED, "cuda:%d: no usable GPU here (%s): run with --device cpu", ordinal, cudaGetErrorString(e));
     }
+    return TS_OK;
+}
+
+/* Whether GPU `ordinal` is here: as ts_backend_cuda refuses it. */
+static ts_status gpu_present(int ordinal) {
+    int count;
+    ts_status st = gpu_count(ordinal, &count);
+    if (st) return st;
     if (ordinal >= count)
         return ts_error(TS_ERR_UNSUPPORTED, "cuda:%d: this machine has %d GPU%s (cuda:0..cuda:%d)", ordinal, count, count == 1 ? "" : "s",
                         count - 1);
+    return TS_OK;
+}
+
+static ts_status init_locked(int ordinal) {
+    ts_status pst = gpu_present(ordinal);
+    if (pst) return pst;
+    cudaError_t e;
     if ((e = cudaSetDevice(ordinal)) != cudaSuccess || (e = cudaStreamCreateWithFlags(&g_cu.stream, cudaStreamNonBlocking)) != cudaSuccess ||
         (e = cudaMalloc((void **)&g_cu.flag, sizeof(float))) != cudaSuccess)
         return ts_error(TS_ERR_UNSUPPORTED, "cuda:%d: cannot start the GPU: %s", ordinal, cudaGetErrorString(e));
@@ -711,4 +729,57 @@ extern "C" ts_status ts_backend_cuda(int ordinal, const ts_backend **out) {
     pthread_mutex_unlock(&g_cu.lock);
     if (!st) *out = &cuda_backend;
     return st;
+}
+
+extern "C" ts_status ts_backend_cuda_count(int *count) { return gpu_count(0, count); }
+
+/* "13.0" from CUDA's 13000 */
+static void cuda_version(char *buf, size_t n, int v) {
+    if (v > 0) snprintf(buf, n, "%d.%d", v / 1000, v % 1000 / 10);
+    else snprintf(buf, n, "none");
+}
+
+extern "C" ts_status ts_backend_cuda_describe(int ordinal, char *buf, size_t n) {
+    ts_status st = gpu_present(ordinal);
+    if (st) return st;
+    cudaDeviceProp p;
+    cudaError_t e = cudaGetDeviceProperties(&p, ordinal);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return ts_error(TS_ERR_UNSUPPORTED, "cuda:%d: cannot read the GPU's properties: %s", ordinal, cudaGetErrorString(e));
+    }
+    /* free memory is the current device's: this thread's is put back */
+    size_t free_b = 0, total_b = p.totalGlobalMem;
+    int was = -1;
+    if (cudaGetDevice(&was) != cudaSuccess || cudaSetDevice(ordinal) != cudaSuccess || cudaMemGetInfo(&free_b, &total_b) != cudaSuccess)
+        free_b = 0, total_b = p.totalGlobalMem;
+    if (was >= 0 && was != ordinal) cudaSetDevice(was);
+    (void)cudaGetLastError();
+    char bus[32] = "?";
+    if (cudaDeviceGetPCIBusId(bus, (int)sizeof bus, ordinal) != cudaSuccess) (void)cudaGetLastError();
+    int dv = 0, rv = 0;
+    cudaDriverGetVersion(&dv);
+    cudaRuntimeGetVersion(&rv);
+    char driver[16], runtime[16], blas[96];
+    cuda_version(driver, sizeof driver, dv);
+    cuda_version(runtime, sizeof runtime, rv);
+    /* the cuBLAS a model here would load (it is loaded now if not yet) */
+    pthread_mutex_lock(&g_cu.lock);
+    ts_status bst = load_cublas(ordinal);
+    cublasStatus_t (*property)(libraryPropertyType, int *) =
+        blas_api.lib ? (cublasStatus_t(*)(libraryPropertyType, int *))dlsym(blas_api.lib, "cublasGetProperty") : nullptr;
+    int v[3] = {0, 0, 0};
+    if (!bst && property && property(MAJOR_VERSION, &v[0]) == CUBLAS_STATUS_SUCCESS && property(MINOR_VERSION, &v[1]) == CUBLAS_STATUS_SUCCESS &&
+        property(PATCH_LEVEL, &v[2]) == CUBLAS_STATUS_SUCCESS)
+        snprintf(blas, sizeof blas, "cuBLAS %d.%d.%d", v[0], v[1], v[2]);
+    else
+        snprintf(blas, sizeof blas, "cuBLAS %s", bst ? "not found" : "of unknown version");
+    pthread_mutex_unlock(&g_cu.lock);
+    const double gib = 1024.0 * 1024.0 * 1024.0;
+    char mem[64];
+    if (free_b) snprintf(mem, sizeof mem, "%.1f GiB (%.1f free)", (double)total_b / gib, (double)free_b / gib);
+    else snprintf(mem, sizeof mem, "%.1f GiB", (double)total_b / gib);
+    snprintf(buf, n, "cuda:%d: %s, sm_%d%d, %s, %d SMs, driver %s, runtime %s, %s, PCI %s", ordinal, p.name, p.major, p.minor, mem,
+             p.multiProcessorCount, driver, runtime, blas, bus);
+    return TS_OK;
 }
