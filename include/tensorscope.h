@@ -554,7 +554,12 @@ TS_API ts_status ts_tensor_set_output_dtype(ts_tensor *t, ts_dtype dtype);
  * uint2, 26 int2: docs/onnx.md); 0 for any other tensor. */
 TS_API int ts_tensor_onnx_type(const ts_tensor *t);
 /* Shape (and a view of a parameter's values in `out->data`, NULL otherwise).
- * The view is current after every run, on every device; to change the
+ * On the CPU the view follows every run (the optimizer writes the values
+ * in place). On a GPU the values stay on the device between runs and come
+ * back to the host the first time something reads or writes them there
+ * (this call, saved weights, a checkpoint, ts_param_set, another model's
+ * run on the graph, the model's end): the view is current as of the last
+ * such call, so call this again after a run to read it. To change the
  * values, call ts_param_set: a model on a GPU sends the values again, and
  * an inference model on the CPU makes again what it keeps derived from
  * them (its convolutions' transformed weights), only after ts_param_set

@@ -8,11 +8,15 @@
  *    device between runs;
  *  - a checkpoint saved from the device and loaded into a new model, or
  *    back into the model that has run since, trains on as the CPU's does.
+ *  - the parameters stay on the device between runs: nothing of them
+ *    crosses after a run; the first read brings them back, once; a model
+ *    freed before anyone read them leaves them on the host.
  * The device is TS_TEST_DEVICE ("cpu-staged" unless set: the device path
  * on the CPU; test_device_path_cuda runs it on a GPU, where
  * ts_device_describe's line is checked too). No such device: exits 77
  * saying why. */
 #include "check.h"
+#include "report.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -89,6 +93,40 @@ static double weights_rel(const net *a, const net *b) {
         e = fmax(e, max_rel(va.data, vb.data, ts_array_numel(&va)));
     }
     return e;
+}
+
+/* How many times the parameters came back from a device so far. */
+static long long fetches(void) {
+    char *r = ts_metrics_report();
+    long long n = 0;
+    double ns = 0;
+    if (!r || !report_timing(r, "ValuesToHost", &n, &ns)) n = 0;
+    ts_string_free(r);
+    return n;
+}
+
+/* The parameters come back when read, not after every run. */
+static void lazy_values(const char *dev) {
+    net c, d;
+    build(&c), build(&d);
+    ts_model *tc = model(&c, "cpu", true), *td = model(&d, dev, true);
+    CHECK(tc && td, "training models on cpu and %s", dev);
+    if (!tc || !td) return;
+    long long f0 = fetches();
+    CHECK_OK(train(tc, 3), "3 runs on the CPU");
+    CHECK_OK(train(td, 3), "3 runs on %s", dev);
+    CHECK(fetches() == f0, "3 runs on %s brought no parameters back (%lld times)", dev, fetches() - f0);
+    CHECK(weights_rel(&c, &d) <= 1e-5, "read after the runs, the weights agree (%.3g)", weights_rel(&c, &d));
+    CHECK(fetches() == f0 + 1, "the first read brought them back once for every parameter (%lld times)", fetches() - f0);
+    ts_array a;
+    CHECK_OK(ts_tensor_info(d.w1, &a), "read again");
+    CHECK(fetches() == f0 + 1, "a second read without a run between brings nothing (%lld times)", fetches() - f0);
+    CHECK_OK(train(tc, 2), "2 more runs on the CPU");
+    CHECK_OK(train(td, 2), "2 more runs on %s", dev);
+    ts_model_free(td); /* nobody read them since the runs */
+    CHECK(weights_rel(&c, &d) <= 1e-5, "a model freed before its values were read left them on the host (%.3g)", weights_rel(&c, &d));
+    ts_model_free(tc);
+    ts_graph_free(c.g), ts_graph_free(d.g);
 }
 
 /* The same steps on both devices: cpu, then dev. */
@@ -188,5 +226,6 @@ int main(void) {
     for (int i = 0; i < B * 6; i++) xs[i] = (float)((i * 37) % 17) / 8.0f - 1.0f;
     for (int i = 0; i < B; i++) ys[i] = (i * 7) % 4;
     scenario(dev);
+    lazy_values(dev);
     return check_summary("test_device_path");
 }

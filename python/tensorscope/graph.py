@@ -416,8 +416,10 @@ class Tensor:
         return _capi.to_numpy(self._param_array(), self.name)
 
     def view(self) -> np.ndarray:
-        """A zero-copy, read-only view of a parameter's values: it follows
-        training as the optimizer updates them in place. Like any numpy
+        """A zero-copy, read-only view of a parameter's values: on the CPU it
+        follows training as the optimizer updates them in place; on a GPU
+        the values stay on the device between runs and the view shows them
+        as of the last read (numpy(), view(), saving weights). Like any numpy
         view it keeps the memory it shows: after Graph.close() it still
         reads the last values (the graph's memory goes with its last view)."""
         a = self._param_array()

@@ -46,7 +46,7 @@ ts_status ts_device_bind(ts_model *m, ts_prog *p) {
             continue;
         }
         if (!held && en->kind != TS_KIND_ACCL && en->kind != TS_KIND_ACCL1 && en->kind != TS_KIND_ACCL2) continue;
-        /* a run changes parameters and buffers: back after each run; the
+        /* a run changes parameters and buffers: back when the host reads them; the
          * optimizer's moments (entries of a parameter too) only on demand */
         bool state = en->kind >= TS_KIND_ACCL, changes = !state && (t->op == TS_OP_PARAM || t->op == TS_OP_BUFFER);
         ts_status st = copy_of(p, en->data, en->numel, changes, state, &en->data);

@@ -3,10 +3,10 @@
  * state; the device works on copies of them (made at compile,
  * compile/device.c), sent before a run when the host wrote them since (the
  * graph's values_gen: ts_param_set, a restored checkpoint, another model's
- * run) and, for the parameters and buffers a run changes, brought back
- * after it, so everything that reads them on the host (weights,
- * checkpoints, parameter views) sees them current. The run's inputs go to
- * device buffers. Anchors captured on the device and the stats watches
+ * run). The parameters and buffers a training run changes stay on the
+ * device until the host reads or writes them (fetch_values, through the
+ * graph's ts_graph_values_current), so a loop that reads no weights moves
+ * none. The run's inputs go to device buffers. Anchors captured on the device and the stats watches
  * reduced there come back in one copy each after the run; other observers
  * read a host copy of their tensor (observe/'s ts_device_host_view).
  * docs/backend.md tells the whole path and what is next. */
