@@ -56,6 +56,7 @@ grep "tensorscope features" "$LOGS/configure.log" | tee -a "$LOGS/summary.txt"
 grep -q "CUDA yes" "$LOGS/configure.log" || { echo "gpu-check: CUDA was not found by cmake" | tee -a "$LOGS/summary.txt"; exit 1; }
 # everything: the gpu tests include the observation tests run on the GPU
 step build 300 cmake --build "$BUILD" -j "$JOBS" || { tail -40 "$LOGS/build.log"; exit 1; }
+"$BUILD/tensorscope" info 2>&1 | tee -a "$LOGS/env.txt" | tail -1 | tee -a "$LOGS/summary.txt" # the GPU, driver, runtime and cuBLAS
 
 if [ "${GPU_CHECK_TESTS:-1}" = 1 ]; then
 step gpu-tests 240 ctest --test-dir "$BUILD" -L gpu --output-on-failure --timeout 200
@@ -64,10 +65,10 @@ fi
 
 bench_rows() { # bench_rows ROW...: tensorscope and PyTorch, each row
     for r in "$@"; do
-        limit=60
-        [ "$r" = gpt2 ] && limit=180
-        step "bench-ts-$r" "$limit" env BENCH_GPU_PROFILE="${GPU_CHECK_PROFILE:-0}" "$BUILD/bench_gpu" "$r" 20
-        step "bench-torch-$r" "$limit" python3 bench/torch_gpu.py "$r" --steps 20
+        limit=60 steps=20
+        [ "$r" = gpt2 ] && limit=180 steps=10
+        step "bench-ts-$r" "$limit" env BENCH_GPU_PROFILE="${GPU_CHECK_PROFILE:-0}" "$BUILD/bench_gpu" "$r" "$steps"
+        step "bench-torch-$r" "$limit" python3 bench/torch_gpu.py "$r" --steps "$steps"
     done
 }
 [ "${GPU_CHECK_BENCH:-1}" = 1 ] && bench_rows mlp32 mlp1000 lenet64 gpt128
