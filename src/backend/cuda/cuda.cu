@@ -670,7 +670,10 @@ static ts_status init_locked(int ordinal) {
     if (lst) return lst;
     cublasStatus_t b = blas_api.create(&g_cu.blas);
     if (b != CUBLAS_STATUS_SUCCESS) return ts_error(TS_ERR_UNSUPPORTED, "cuda:%d: cannot start cuBLAS: %s", ordinal, blas_api.status_string(b));
-    blas_api.set_math_mode(g_cu.blas, CUBLAS_PEDANTIC_MATH); /* fp32 products in fp32, as PyTorch without TF32 */
+    /* fp32 products in fp32, as PyTorch without TF32: the default mode keeps
+     * at least fp32's precision (no TF32) and leaves cuBLAS its fastest
+     * such kernels, which the pedantic mode may not */
+    blas_api.set_math_mode(g_cu.blas, CUBLAS_DEFAULT_MATH);
     blas_api.set_stream(g_cu.blas, g_cu.stream);
     if ((e = cudaMalloc(&g_cu.blas_space, BLAS_WORKSPACE)) != cudaSuccess)
         return ts_error(TS_ERR_UNSUPPORTED, "cuda:%d: no room for cuBLAS's workspace: %s", ordinal, cudaGetErrorString(e));

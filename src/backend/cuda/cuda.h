@@ -30,6 +30,24 @@ static inline unsigned ts_cu_blocks(int64_t n) {
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (int64_t)(n); \
          i += (int64_t)blockDim.x * gridDim.x)
 
+/* i % d, and i / d left in *i. `narrow`: every index of the walk is below
+ * 2^32, so 32-bit division (a few instructions) serves where a 64-bit one
+ * is a long software sequence on the GPU, the cost of the walk's index
+ * arithmetic in an elementwise kernel. */
+static __device__ __forceinline__ int64_t ts_cu_divmod(int64_t *i, int64_t d, bool narrow) {
+    if (narrow) {
+        uint32_t u = (uint32_t)*i, w = (uint32_t)d;
+        *i = (int64_t)(u / w);
+        return (int64_t)(u % w);
+    }
+    int64_t c = *i % d;
+    *i /= d;
+    return c;
+}
+
+/* Whether indices below n fit ts_cu_divmod's 32 bits. */
+static inline __host__ __device__ bool ts_cu_narrow(int64_t n) { return n <= (int64_t)UINT32_MAX; }
+
 static inline cudaStream_t ts_cu_stream(const ts_kctx *k) { return (cudaStream_t)k->stream; }
 
 /* Records the first CUDA error (with `what`: the op or entry that raised

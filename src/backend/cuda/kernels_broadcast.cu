@@ -36,6 +36,7 @@ enum { RED_SUM, RED_MEAN, RED_MAX };
  * to kernels by value. */
 struct bview {
     int nd;
+    bool narrow; /* the walk's indices fit 32 bits (ts_cu_divmod) */
     int64_t d[TS_MAX_DIMS];
     int64_t os[TS_MAX_DIMS];
     int64_t s[BV_OPS][TS_MAX_DIMS];
@@ -78,6 +79,7 @@ static bview bview_of(const ts_shape *so, int nops, const ts_shape *const *ops) 
     }
     v.os[v.nd - 1] = 1;
     for (int i = v.nd - 2; i >= 0; i--) v.os[i] = v.os[i + 1] * v.d[i + 1];
+    v.narrow = ts_cu_narrow(v.os[0] * v.d[0]);
     return v;
 }
 
@@ -86,8 +88,7 @@ template <int NOPS>
 __device__ __forceinline__ void bv_offsets(const bview &v, int64_t i, int64_t *off) {
     for (int k = 0; k < NOPS; k++) off[k] = 0;
     for (int q = v.nd - 1; q >= 0; q--) {
-        int64_t c = i % v.d[q];
-        i /= v.d[q];
+        int64_t c = ts_cu_divmod(&i, v.d[q], v.narrow);
         for (int k = 0; k < NOPS; k++) off[k] += c * v.s[k][q];
     }
 }
@@ -102,8 +103,7 @@ __device__ __forceinline__ void gather_base(const bview &v, int k, int64_t e, in
     for (int j = 0; j < BV_OPS; j++) off[j] = 0;
     for (int q = v.nd - 1; q >= 0; q--) {
         if (!v.s[k][q]) continue;
-        int64_t c = e % v.d[q];
-        e /= v.d[q];
+        int64_t c = ts_cu_divmod(&e, v.d[q], v.narrow);
         *o += c * v.os[q];
         for (int j = 0; j < BV_OPS; j++) off[j] += c * v.s[j][q];
     }
@@ -151,8 +151,7 @@ __global__ void gather_block_kernel(bview v, int k, int64_t ne, int64_t R, F f) 
             int64_t ro = o, roff[BV_OPS] = {off[0], off[1], off[2]}, rem = r;
             for (int q = v.nd - 1; q >= 0; q--) {
                 if (v.s[k][q]) continue;
-                int64_t c = rem % v.d[q];
-                rem /= v.d[q];
+                int64_t c = ts_cu_divmod(&rem, v.d[q], v.narrow);
                 ro += c * v.os[q];
                 for (int j = 0; j < BV_OPS; j++) roff[j] += c * v.s[j][q];
             }
@@ -169,14 +168,46 @@ __global__ void gather_block_kernel(bview v, int k, int64_t ne, int64_t R, F f) 
     }
 }
 
+/* Operand k kept along the inner dim of a 2-d walk and reduced along the
+ * outer (a bias's gradient: a sum over rows): a block takes 32 neighbouring
+ * elements, a warp reading 32 neighbours of a row at once, its 32 warps
+ * each summing every 32nd row; a fixed order combines the warps'. Grid:
+ * one block per 32 elements. */
+#define COLUMN_WARPS 32
+template <class F>
+__global__ void gather_columns_kernel(bview v, int k, int64_t ne, int64_t R, F f) {
+    __shared__ float part[COLUMN_WARPS][33];
+    int64_t e = (int64_t)blockIdx.x * 32 + threadIdx.x;
+    float acc = f.ident();
+    if (e < ne)
+        for (int64_t r = threadIdx.y; r < R; r += COLUMN_WARPS) {
+            int64_t off[BV_OPS];
+            for (int j = 0; j < BV_OPS; j++) off[j] = r * v.s[j][0] + e * v.s[j][1];
+            acc = f.comb(acc, f.term(e, r * v.os[0] + e, off));
+        }
+    part[threadIdx.y][threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.y != 0 || e >= ne) return;
+    float sum = part[0][threadIdx.x];
+    for (int y = 1; y < COLUMN_WARPS; y++) sum = f.comb(sum, part[y][threadIdx.x]);
+    f.done(e, f.comb(f.init(e), sum));
+}
+
 /* Runs gather F for the ne elements of operand k over the walked
- * tensor's nw elements. Block per element when there are few elements and
- * many positions each, or when the positions are contiguous (the innermost
- * dim reduced); else thread per element (coalesced over the elements). */
+ * tensor's nw elements. Rows summed along a 2-d walk: the column kernel.
+ * Else block per element when there are few elements and many positions
+ * each, or when the positions are contiguous (the innermost dim reduced);
+ * else thread per element (coalesced over the elements). */
 template <class F>
 static void gather(const ts_kctx *k, const char *what, const bview &v, int op, int64_t ne, int64_t nw, F f) {
     if (ne <= 0) return;
     int64_t R = nw / ne;
+    if (v.nd == 2 && !v.s[op][0] && v.s[op][1] && R >= 64) { /* rows summed: read along them */
+        dim3 block(32, COLUMN_WARPS);
+        gather_columns_kernel<F><<<(unsigned)((ne + 31) / 32), block, 0, ts_cu_stream(k)>>>(v, op, ne, R, f);
+        ts_cu_check(cudaGetLastError(), what);
+        return;
+    }
     bool block = R >= 64 && (ne < 8192 || !v.s[op][v.nd - 1]);
     if (block) {
         unsigned grid = (unsigned)(ne < 65535 * 4 ? ne : 65535 * 4);

@@ -424,6 +424,7 @@ typedef struct perm_view {
     int nd;
     int64_t d[TS_MAX_DIMS];
     int64_t s[TS_MAX_DIMS];
+    bool narrow; /* indices fit 32 bits (ts_cu_divmod) */
 } perm_view;
 
 static void perm_view_make(perm_view *v, const ts_shape *sx, const int64_t *perm) {
@@ -447,15 +448,13 @@ static void perm_view_make(perm_view *v, const ts_shape *sx, const int64_t *perm
         v->d[0] = 1;
         v->s[0] = 0;
     }
+    v->narrow = ts_cu_narrow(st);
 }
 
 /* x's offset of output element i */
 static __device__ __forceinline__ int64_t perm_offset(const perm_view &v, int64_t i) {
     int64_t off = 0;
-    for (int d = v.nd - 1; d >= 0; d--) {
-        off += (i % v.d[d]) * v.s[d];
-        i /= v.d[d];
-    }
+    for (int d = v.nd - 1; d >= 0; d--) off += ts_cu_divmod(&i, v.d[d], v.narrow) * v.s[d];
     return off;
 }
 
@@ -496,8 +495,9 @@ void ts_cu_bwd_permute(const ts_kctx *k) {
  * places are distinct, so accumulating needs no atomics. */
 static __global__ void rows_copy_kernel(float *dst, int64_t dst_row, int64_t dst_at, const float *src, int64_t src_row, int64_t src_at, int64_t len,
                                  int64_t n, bool accumulate) {
+    bool narrow = ts_cu_narrow(n);
     TS_CU_FOR(i, n) {
-        int64_t q = i / len, r = i % len;
+        int64_t q = i, r = ts_cu_divmod(&q, len, narrow);
         float v = src[q * src_row + src_at + r];
         float *o = dst + q * dst_row + dst_at + r;
         if (accumulate) *o += v;
