@@ -404,9 +404,9 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
     }
     float unscale = m->scaling ? (float)(1.0 / scale) : 1.0f;
     m->opt.lr = (float)ts_lr_at(&m->sched, m->base_lr, m->steps);
-    ts_observe_device_flush(m); /* the parameters and gradients as the updates will find them */
     /* a device: every gradient made ready (and its summary queued) before
-     * the first update, so that their summaries are one launch */
+     * the first update, whose write flushes the queue (before_write): the
+     * parameters, activations and gradients summarised in one launch */
     bool split = !m->backend->host_addressable;
     int cleared = 0;
     for (int s = 0; s < m->n_state; s++) {
