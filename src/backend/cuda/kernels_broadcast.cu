@@ -171,20 +171,35 @@ __global__ void gather_block_kernel(bview v, int k, int64_t ne, int64_t R, F f) 
 /* Operand k kept along the inner dim of a 2-d walk and reduced along the
  * outer (a bias's gradient: a sum over rows): a block takes 32 neighbouring
  * elements, a warp reading 32 neighbours of a row at once, its 32 warps
- * each summing every 32nd row; a fixed order combines the warps'. Grid:
- * one block per 32 elements. */
+ * each summing every 32nd row, 8 rows' loads at a time (added in row
+ * order); a fixed order combines the warps'. Grid: one block per 32
+ * elements. */
 #define COLUMN_WARPS 32
+#define COLUMN_UNROLL 8
+
+/* row r's term of column e */
+template <class F>
+__device__ __forceinline__ float column_term(const bview &v, const F &f, int64_t e, int64_t r) {
+    int64_t off[BV_OPS];
+    for (int j = 0; j < BV_OPS; j++) off[j] = r * v.s[j][0] + e * v.s[j][1];
+    return f.term(e, r * v.os[0] + e, off);
+}
+
 template <class F>
 __global__ void gather_columns_kernel(bview v, int k, int64_t ne, int64_t R, F f) {
     __shared__ float part[COLUMN_WARPS][33];
-    int64_t e = (int64_t)blockIdx.x * 32 + threadIdx.x;
+    int64_t e = (int64_t)blockIdx.x * 32 + threadIdx.x, r = threadIdx.y;
     float acc = f.ident();
-    if (e < ne)
-        for (int64_t r = threadIdx.y; r < R; r += COLUMN_WARPS) {
-            int64_t off[BV_OPS];
-            for (int j = 0; j < BV_OPS; j++) off[j] = r * v.s[j][0] + e * v.s[j][1];
-            acc = f.comb(acc, f.term(e, r * v.os[0] + e, off));
+    if (e < ne) {
+        for (; r + (COLUMN_UNROLL - 1) * COLUMN_WARPS < R; r += COLUMN_UNROLL * COLUMN_WARPS) {
+            float t[COLUMN_UNROLL]; /* the rows' terms read first: their loads in flight together */
+#pragma unroll
+            for (int u = 0; u < COLUMN_UNROLL; u++) t[u] = column_term(v, f, e, r + u * COLUMN_WARPS);
+#pragma unroll
+            for (int u = 0; u < COLUMN_UNROLL; u++) acc = f.comb(acc, t[u]);
         }
+        for (; r < R; r += COLUMN_WARPS) acc = f.comb(acc, column_term(v, f, e, r));
+    }
     part[threadIdx.y][threadIdx.x] = acc;
     __syncthreads();
     if (threadIdx.y != 0 || e >= ne) return;

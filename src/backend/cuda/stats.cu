@@ -218,8 +218,10 @@ void ts_cu_stats_reduce_many(cudaStream_t s, const ts_stats_job *jobs, int n) {
         a.count = n - k < TS_STATS_MANY ? n - k : TS_STATS_MANY;
         int64_t total = 0;
         for (int t = 0; t < a.count; t++) total += jobs[k + t].n;
-        /* chunks of at least 16 values a thread, few enough for the records */
-        a.chunk = STATS_THREADS * 16;
+        /* chunks of at least 64 values a thread (a block's merge of its
+         * threads' sums costs about as much as reading that many), few
+         * enough for the records */
+        a.chunk = STATS_THREADS * 64;
         if (total / a.chunk + a.count > MANY_RECORDS) a.chunk = total / (MANY_RECORDS - a.count) + 1;
         a.first[0] = 0;
         for (int t = 0; t < a.count; t++) {
