@@ -52,11 +52,14 @@ static void copy_part(void *ctx, int64_t begin, int64_t end) {
     memcpy(j->dst + begin, j->src + begin, (size_t)(end - begin));
 }
 
-/* Input i's bytes into its page-locked staging (made, or made bigger, when
- * it does not hold them; the model's threads copy), from which the device
- * reads while the host goes on; NULL: no staging (the device reads the
- * caller's memory through the driver's). */
-static const void *staged_input(ts_model *m, int i, const void *src, size_t bytes, bool grown) {
+/* Input i's bytes sent to dst on the device: through its page-locked
+ * staging (made, or made bigger, when it does not hold them) a piece at a
+ * time, the model's threads copying the next piece in while the device
+ * reads the last, the transfer then going on while the host walks the run;
+ * without staging (not locked), from the caller's memory through the
+ * driver's. */
+#define STAGE_PIECE ((size_t)1 << 20)
+static void send_input(ts_model *m, int i, void *dst, const void *src, size_t bytes, bool grown) {
     ts_prog *p = m->prog;
     const ts_backend *be = p->backend;
     if (grown && p->host_inputs[i]) {
@@ -64,15 +67,21 @@ static const void *staged_input(ts_model *m, int i, const void *src, size_t byte
         ts_free(p->host_inputs[i]);
         p->host_inputs[i] = NULL;
     }
-    if (grown && be->host_pin) { /* not locked: no staging, the driver's path */
+    if (grown && be->host_pin) {
         void *h = ts_malloc(bytes);
         if (h && be->host_pin(h, bytes)) p->host_inputs[i] = h;
         else ts_free(h);
     }
-    if (!p->host_inputs[i]) return NULL;
-    copy_job j = {p->host_inputs[i], src};
-    ts_pool_for(m->pool, (int64_t)bytes, (int64_t)1 << 18, copy_part, &j);
-    return p->host_inputs[i];
+    if (!p->host_inputs[i]) {
+        be->copy_to_device(m->stream, dst, src, bytes);
+        return;
+    }
+    for (size_t at = 0; at < bytes; at += STAGE_PIECE) {
+        size_t n = bytes - at < STAGE_PIECE ? bytes - at : STAGE_PIECE;
+        copy_job j = {(char *)p->host_inputs[i] + at, (const char *)src + at};
+        ts_pool_for(m->pool, (int64_t)n, (int64_t)1 << 18, copy_part, &j);
+        be->copy_to_device(m->stream, (char *)dst + at, (char *)p->host_inputs[i] + at, n);
+    }
 }
 
 /* values_fetch (graph.h) for a model that trained on a device: the
@@ -139,8 +148,7 @@ ts_status ts_device_before_run(ts_model *m) {
             p->dev_inputs[i] = d;
             p->dev_input_bytes[i] = bytes;
         }
-        const void *staged = staged_input(m, i, p->bound[i]->data, bytes, grown);
-        be->copy_to_device(m->stream, p->dev_inputs[i], staged ? staged : p->bound[i]->data, bytes);
+        send_input(m, i, p->dev_inputs[i], p->bound[i]->data, bytes, grown);
         sent += bytes;
     }
     be->event_record(m->stream, &p->marks[1]);
