@@ -11,6 +11,7 @@
  *             vocabulary 65, AdamW
  *   gpt2      GPT-2 small's size: 12 layers, 12 heads, 768 channels,
  *             T 1024, B 8, vocabulary 50304, AdamW (random tokens)
+ *   ROW_tf32  ROW with float32 products in TF32 (ts_options_set_allow_tf32)
  * Each step is one ts_model_run (one micro-batch, one optimizer step) on
  * random data; 3 warm-up steps, then STEPS (default 20) timed, plain,
  * observed and plain call by call interleaved in blocks of 5; observed =
@@ -66,7 +67,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: bench_gpu mlp32|mlp1000|lenet64|gpt128|gpt2 [STEPS [DEVICE]]\n");
         return 2;
     }
-    const char *row = argv[1], *device = argc > 3 ? argv[3] : "cuda";
+    const char *device = argc > 3 ? argv[3] : "cuda";
+    char row[32];
+    snprintf(row, sizeof row, "%s", argv[1]);
+    size_t len = strlen(row);
+    bool tf32 = len > 5 && !strcmp(row + len - 5, "_tf32");
+    if (tf32) row[len - 5] = 0;
     int steps = argc > 2 ? atoi(argv[2]) : 20;
     if (steps < 5) steps = 5;
     ts_graph *g = NULL;
@@ -117,7 +123,7 @@ int main(int argc, char **argv) {
     ts_model_memory mem;
     for (int k = 0; k < 3; k++) {
         ts_options *o = ts_options_new();
-        if (!o || ts_options_set_device(o, device)) return fail("options");
+        if (!o || ts_options_set_device(o, device) || ts_options_set_allow_tf32(o, tf32)) return fail("options");
         if (k == 1 && ts_options_watch(o, "*", TS_WATCH_STATS, 1)) return fail("watching every tensor");
         if (ts_model_training(&m[k], g, loss, o, opt) || ts_model_compile(m[k])) return fail("compiling");
         ts_options_free(o);
@@ -147,7 +153,7 @@ int main(int argc, char **argv) {
     }
     printf("tensorscope row=%s device=%s ms_per_step=%.4f spread=%.4f observed_ms_per_step=%.4f overhead_pct=%.1f call_by_call_ms_per_step=%.4f "
            "graph_replays=%lld peak_mb=%.1f\n",
-           row, device, med[0], spread[0], med[1], 100.0 * (med[1] / med[0] - 1.0), med[2], (long long)ts_counter_get("GraphReplays"),
+           argv[1], device, med[0], spread[0], med[1], 100.0 * (med[1] / med[0] - 1.0), med[2], (long long)ts_counter_get("GraphReplays"),
            (double)mem.device_peak / (1 << 20));
     const char *profile = getenv("BENCH_GPU_PROFILE");
     for (int k = 0; profile && *profile == '1' && k < 3; k++) {

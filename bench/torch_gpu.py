@@ -3,7 +3,8 @@
 
     python3 bench/torch_gpu.py ROW [--steps N]
 
-ROW as bench_gpu.c (mlp32, mlp1000, lenet64, gpt128, gpt2); the same models
+ROW as bench_gpu.c (mlp32, mlp1000, lenet64, gpt128, gpt2; ROW_tf32 with
+float32 products in TF32, torch.backends.cuda.matmul.allow_tf32); the same models
 (the tutorial MLP, LeNet+BN as bench/torch_cnn.py, the GPT of
 tests/reference/torch_gpt_model.py), optimizers and random data, fp32
 without TF32. Times, median of N steps after 3 warm-up steps: eager; the
@@ -132,15 +133,17 @@ def main():
     ap.add_argument("row")
     ap.add_argument("--steps", type=int, default=20)
     a = ap.parse_args()
+    row = a.row[:-len("_tf32")] if a.row.endswith("_tf32") else a.row  # ROW_tf32: float32 products in TF32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = row != a.row
     dev = torch.device("cuda")
     torch.cuda.reset_peak_memory_stats()
-    e = eager(a.row, dev, a.steps)
+    e = eager(row, dev, a.steps)
     peak = torch.cuda.max_memory_allocated() / 2**20
     try:
-        gr = "%.4f" % graphed(a.row, dev, a.steps)
+        gr = "%.4f" % graphed(row, dev, a.steps)
     except Exception as ex:  # noqa: BLE001 -- reported in the table
         gr = "failed(%s)" % type(ex).__name__
-    h = eager(a.row, dev, a.steps, hooked=True)
+    h = eager(row, dev, a.steps, hooked=True)
     print("torch row=%s eager_ms=%.4f graph_ms=%s hooks_ms=%.4f hooks_overhead_pct=%.1f peak_mb=%.1f"
           % (a.row, e, gr, h, 100 * (h / e - 1), peak), flush=True)
 

@@ -718,13 +718,21 @@ TS_API ts_status ts_options_set_threads(ts_options *o, int n);
  * names it, else the CPU. A device this build or machine lacks fails at
  * ts_model_new / ts_train_new with TS_ERR_UNSUPPORTED saying which (built
  * without CUDA; no GPU or driver; no GPU N). On a GPU today: parameters,
- * buffers and optimizer state go to the device before each run and back
- * after it; anchors and stats watches are taken on the device, other
+ * buffers and optimizer state go to the device when the host wrote them
+ * and come back when the host reads them (ts_tensor_info); anchors and
+ * stats watches are taken on the device, other
  * observers read a host copy of what they observe; each step is recorded
  * once as a CUDA graph and replayed after, unless what it observes or
  * checks is read on the host during the step (TS_CUDA_GRAPHS=0: never);
  * replicas and pipeline stages run on the CPU only. */
 TS_API ts_status ts_options_set_device(ts_options *o, const char *device);
+/* 1: on a GPU, float32 products (MatMul, Gemm, batched products,
+ * convolutions) may round their inputs to TF32 (10 mantissa bits) and run
+ * on tensor cores: several times faster for large products, with about
+ * 1e-3 relative error in each. 0 (the default, as PyTorch's
+ * torch.backends.cuda.matmul.allow_tf32): products in float32. The CPU
+ * computes in float32 either way. */
+TS_API ts_status ts_options_set_allow_tf32(ts_options *o, int allow);
 /* TS_OK when `device` ("cpu", "cuda", "cuda:N") can run models here;
  * otherwise the error a model on it would give (TS_ERR_INVALID_ARGUMENT
  * for a name tensorscope does not know, TS_ERR_UNSUPPORTED saying why it

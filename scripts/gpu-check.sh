@@ -10,6 +10,7 @@
 #     scripts/gpu-check.sh            # everything (under 8 minutes)
 #     GPU_CHECK_BENCH=0 scripts/gpu-check.sh   # no benchmark
 #     GPU_CHECK_GPT2=1 scripts/gpu-check.sh    # also the GPT-2-small row
+#     GPU_CHECK_TF32=1 scripts/gpu-check.sh    # also GPT-2 small with TF32 products, both sides
 #     GPU_CHECK_TESTS=0 scripts/gpu-check.sh   # the benchmark alone (make bench-gpu)
 #     GPU_CHECK_BUDGET=300 scripts/gpu-check.sh # steps past 300 s are skipped (default 470)
 #     GPU_CHECK_PROFILE=1 scripts/gpu-check.sh # the bench rows also print each model's metrics
@@ -66,7 +67,7 @@ fi
 bench_rows() { # bench_rows ROW...: tensorscope and PyTorch, each row
     for r in "$@"; do
         limit=60 steps=20
-        [ "$r" = gpt2 ] && limit=180 steps=10
+        case $r in gpt2*) limit=180 steps=10 ;; esac
         step "bench-ts-$r" "$limit" env BENCH_GPU_PROFILE="${GPU_CHECK_PROFILE:-0}" "$BUILD/bench_gpu" "$r" "$steps"
         step "bench-torch-$r" "$limit" python3 bench/torch_gpu.py "$r" --steps "$steps"
     done
@@ -107,6 +108,8 @@ else
 fi
 # GPT-2 small's size last: the longest row
 [ "${GPU_CHECK_BENCH:-1}" = 1 ] && [ "${GPU_CHECK_GPT2:-0}" = 1 ] && bench_rows gpt2
+# ... and with its float32 products in TF32 on both sides (--allow-tf32)
+[ "${GPU_CHECK_BENCH:-1}" = 1 ] && [ "${GPU_CHECK_TF32:-0}" = 1 ] && bench_rows gpt2_tf32
 [ "${GPU_CHECK_BENCH:-1}" = 1 ] && python3 scripts/gpu_table.py "$LOGS" | tee "$LOGS/bench-table.md"
 echo
 cat "$LOGS/summary.txt"

@@ -29,7 +29,7 @@ def num(v):
 def main():
     logs = sys.argv[1]
     rows = sorted({m.group(1) for f in os.listdir(logs) for m in [re.match(r"bench-ts-(\w+)\.log$", f)] if m},
-                  key=["mlp32", "mlp1000", "lenet64", "gpt128", "gpt2"].index)
+                  key=["mlp32", "mlp1000", "lenet64", "gpt128", "gpt2", "gpt2_tf32"].index)
     print("| row | tensorscope ms/step | observed (all, stats) | overhead | call by call (no CUDA graph) | PyTorch eager | PyTorch CUDA graph | PyTorch hooks overhead | speed-up vs eager | vs CUDA graph | peak MiB (tensorscope / PyTorch) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:

@@ -82,6 +82,9 @@ refused plots libcairo2-dev --plot "$BIN" compare --a out/a --b out/b --plot out
 refused debug-bundle libarchive-dev debug-run "$BIN" debug-run --outfile out/b.tar.gz -- touch out/ran
 refused cuda nvidia-cuda-toolkit --device "$BIN" train "${M[@]}" --device cuda
 # a built-in model with no flag that needs a feature trains in any build
-run core "$BIN" train "${M[@]}"
+run core "$BIN" train "${M[@]}" --save-weights w32
 check "train without such flags: exit 0 in any build" eval '[ $rc -eq 0 ]' || show core.err
+# --allow-tf32 is a GPU's: the CPU computes in float32 either way
+run tf32 "$BIN" train "${M[@]}" --allow-tf32 --save-weights wtf32
+check "--allow-tf32 on the CPU: the same weights as without it" eval '[ $rc -eq 0 ] && diff -r w32 wtf32 >/dev/null' || show tf32.err
 finish

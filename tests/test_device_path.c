@@ -129,6 +129,42 @@ static void lazy_values(const char *dev) {
     ts_graph_free(c.g), ts_graph_free(d.g);
 }
 
+/* ts_options_set_allow_tf32: the product of an inference model with and
+ * without it on dev; the CPU's (cpu-staged) the same either way, a GPU's
+ * within TF32's rounding of each other. */
+static void tf32(const char *dev) {
+    enum { M = 64, K = 512, N = 64 };
+    ts_graph *g = ts_graph_new(7);
+    ts_tensor *x = ts_input(g, "x", TS_F32, 2, (int64_t[]){M, K});
+    ts_tensor *y = ts_linear(g, x, N, "fc");
+    static float xv[M * K], out[2][M * N];
+    for (int i = 0; i < M * K; i++) xv[i] = (float)sin(0.37 * i) * 1.3f;
+    const char *xn[1] = {"x"};
+    ts_array in[1] = {ts_array_f32(xv, 2, (int64_t[]){M, K})};
+    for (int allow = 0; allow < 2; allow++) {
+        ts_options *o = ts_options_new();
+        ts_model *m = NULL;
+        ts_array a;
+        ts_status st = ts_options_set_device(o, dev);
+        if (!st) st = ts_options_set_allow_tf32(o, allow);
+        if (!st) st = ts_model_inference(&m, g, &y, 1, o);
+        if (!st) st = ts_model_run(m, xn, in, 1);
+        if (!st) st = ts_model_anchored(m, ts_tensor_name(y), &a);
+        if (!st) memcpy(out[allow], a.data, sizeof out[allow]);
+        CHECK_OK(st, "a %d x %d x %d product on %s, allow_tf32 %d", M, K, N, dev, allow);
+        ts_model_free(m);
+        ts_options_free(o);
+    }
+    double d = max_rel(out[0], out[1], M * N);
+    if (!strncmp(dev, "cuda", 4)) CHECK(d <= 1e-2, "on %s TF32's products are within 1e-2 of float32's (%.3g apart)", dev, d);
+    else CHECK(d == 0, "on %s allow_tf32 changes nothing (%.3g apart)", dev, d);
+    ts_options *o = ts_options_new();
+    CHECK(ts_options_set_allow_tf32(o, 2) == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "0 or 1"), "allow_tf32 2 refused: %s",
+          ts_last_error());
+    ts_options_free(o);
+    ts_graph_free(g);
+}
+
 /* The same steps on both devices: cpu, then dev. */
 static void scenario(const char *dev) {
     net c, d;
@@ -227,5 +263,6 @@ int main(void) {
     for (int i = 0; i < B; i++) ys[i] = (i * 7) % 4;
     scenario(dev);
     lazy_values(dev);
+    tf32(dev);
     return check_summary("test_device_path");
 }

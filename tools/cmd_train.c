@@ -24,6 +24,7 @@ typedef struct train_args {
     const char *precision, *loss_scale; /* --precision, --loss-scale */
     long outfeed_depth, pipeline_stages;
     bool outfeed_drop;
+    bool allow_tf32;
     long epochs, batch_size, seed, holdout, repeat_count, grad_accum, threads, log_verbosity, watch_period, max_steps;
     long warmup_steps, lr_step_size, checkpoint_every, steps, break_at;
     double lr, momentum, weight_decay, lr_gamma, lr_min;
@@ -591,7 +592,7 @@ static void curve_add(curve *c, double x, double y) {
 
 /* eval takes the flags that say which model, which weights and which
  * images; everything about training or observing it is refused, not ignored. */
-static const char *const EVAL_FLAGS[] = {"--model", "--data", "--batch-size", "--seed", "--holdout", "--all", "--threads", "--device", "--precision",
+static const char *const EVAL_FLAGS[] = {"--model", "--data", "--batch-size", "--seed", "--holdout", "--all", "--threads", "--device", "--allow-tf32", "--precision",
                                          "--weights", "--log-verbosity", "--log-vmodule", "--watch-memory", "--metrics", "--quiet", "--input", "--input-value", "--loss", "--labels-input",
                                          "--output", "--layers", "--heads", "--embd", "--block-size", "--vocab"};
 
@@ -678,6 +679,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--max-steps", FLAG_INT, &a.max_steps, "N", "stop after N runs"},
         {"--threads", FLAG_INT, &a.threads, "N", "worker threads (default: all cores)"},
         {"--device", FLAG_STRING, &a.device, "cpu|cuda|cuda:N", "where the model runs (default: $TS_DEVICE, else cpu)"},
+        {"--allow-tf32", FLAG_BOOL, &a.allow_tf32, NULL, "on a GPU, float32 products in TF32 on tensor cores (faster, ~1e-3 relative error; default: float32)"},
         {"--anchor", FLAG_LIST, &a.anchors, "NAME[:MODE[:N]]", "anchor a tensor (glob ok); MODE final|every_n|all|sum"},
         {"--output-mode", FLAG_STRING, &a.output_mode, "MODE[:N]", "global output mode of anchors"},
         {"--outfeed", FLAG_LIST, &a.outfeeds, "PATTERN", "stream matching activations / <param>_grad keys to an outfeed"},
@@ -944,7 +946,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     int S = (int)(a.repeat_count * a.grad_accum); /* <= 1000000, checked above */
     if ((st = ts_options_set_device_iterations(o, (int)a.repeat_count)) || (st = ts_options_set_gradient_accumulation(o, (int)a.grad_accum)) ||
         (st = ts_options_set_threads(o, (int)a.threads)) || (st = ts_options_set_check_numerics(o, check)) ||
-        (a.device && (st = ts_options_set_device(o, a.device))) ||
+        (a.device && (st = ts_options_set_device(o, a.device))) || (st = ts_options_set_allow_tf32(o, a.allow_tf32)) ||
         (st = ts_options_set_output_mode(o, gmode, gperiod)) || (st = ts_options_set_replication(o, R, 100)) ||
         (st = ts_options_set_pipeline(o, K, splits, n_splits)) || (st = ts_options_set_pipeline_schedule(o, schedule)) ||
         (a.trace && (st = ts_options_set_trace(o, a.trace, trace_first, trace_last)))) {
@@ -1047,6 +1049,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     if (!io) goto done;
     ts_options_set_threads(io, (int)a.threads);
     if (a.device) ts_options_set_device(io, a.device); /* checked on the training options */
+    ts_options_set_allow_tf32(io, a.allow_tf32);
     set_precision(cmd, &a, io);                          /* evaluated as it trains; checked on the training options */
     for (int i = 0; i < a.attention_maps.n; i++) { /* the attention maps read the inference model's anchors */
         char name[512];

@@ -214,6 +214,14 @@ class Options:
         check(lib.ts_options_set_device(self._h, cstr(name)))
         return self._set("device", name)
 
+    def allow_tf32(self, allow: bool = True) -> Options:
+        """On a GPU, float32 products (matmuls, convolutions) may round their
+        inputs to TF32 and run on tensor cores: faster, about 1e-3 relative
+        error each (PyTorch's torch.backends.cuda.matmul.allow_tf32). Off by
+        default; the CPU computes in float32 either way."""
+        check(lib.ts_options_set_allow_tf32(self._h, int(bool(allow))))
+        return self._set("allow_tf32", bool(allow))
+
     def replication(self, replicas: int, check_every: int = 100) -> Options:
         """R data-parallel replicas, one per rank of the MPI job (see
         tensorscope.dist_init): every rank passes the combined batch, each

@@ -105,3 +105,31 @@ def test_cuda_trains_as_the_cpu():
         a, b = gc.tensor(name).numpy(), gg.tensor(name).numpy()
         assert np.abs(a - b).max() <= 1e-4 * (np.abs(a).max() + 1e-6), name
     assert np.allclose(mc.get_anchored_tensor("l"), mg.get_anchored_tensor("l"), rtol=1e-4)
+
+
+def test_allow_tf32():
+    """Options().allow_tf32(): the CPU computes in float32 either way; a
+    GPU's products stay within TF32's rounding of float32's."""
+    rng = np.random.default_rng(3)
+    xs = rng.standard_normal((64, 512)).astype(np.float32)
+    devices = ["cpu"] + (["cuda"] if ts.has_feature("cuda") and _gpu_here() else [])
+    for dev in devices:
+        out = []
+        for allow in (False, True):
+            g = ts.Graph(seed=9)
+            x = g.input("x", "f32", [64, 512])
+            y = g.linear(x, 64, "fc")
+            y.name = "y"
+            m = ts.inference_model(g, ts.Options().device(dev).allow_tf32(allow), outputs=[y])
+            out.append(np.array(m(x=xs)))
+        rel = np.abs(out[0] - out[1]).max() / np.abs(out[0]).max()
+        assert rel == 0 if dev == "cpu" else rel <= 1e-2, (dev, rel)
+    assert "allow_tf32=True" in repr(ts.Options().allow_tf32())
+
+
+def _gpu_here():
+    try:
+        ts.check_device("cuda")
+        return True
+    except ts.UnsupportedError:
+        return False

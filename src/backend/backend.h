@@ -55,6 +55,7 @@ typedef struct ts_kctx {
     ts_dtype out_dtype;
     float *widen;          /* room for the f32 copies of this node's 16-bit inputs (transient) */
     bool training;         /* a training model (batch statistics, dropout on) */
+    bool tf32;             /* float32 products may round their inputs to TF32 (ts_options_set_allow_tf32; a GPU's tensor cores) */
     bool update_state;     /* forward may update buffers (training, not a diagnostic replay) */
     uint64_t iteration;    /* micro-batches trained before this one (seeds dropout) */
     struct ts_pool *pool;  /* the CPU's worker threads (NULL elsewhere) */

@@ -89,7 +89,7 @@ static ts_kctx make_ctx(const ts_model *m, int node, int64_t mb) {
     int A = m->training ? m->opts.grad_accum : 1;
     ts_kctx k = {.node = t, .n_in = t->n_in, .pool = m->pool, .stream = m->backend->host_addressable ? (void *)m->pool : m->stream, .scratch = p->scratch[node], .workspace = p->workspace,
                  .cache = p->cache ? p->cache[node] : NULL, .values_gen = m->g->values_gen,
-                 .out_shape = p->shape[node], .training = m->training, .update_state = m->training && !m->rerun,
+                 .out_shape = p->shape[node], .training = m->training, .tf32 = m->opts.allow_tf32, .update_state = m->training && !m->rerun,
                  .iteration = (uint64_t)(m->steps * A + mb % A)};
     for (int j = 0; j < t->n_in; j++) {
         int in = t->in[j];

@@ -97,6 +97,13 @@ ts_status ts_options_set_device(ts_options *o, const char *device) {
     return TS_OK;
 }
 
+ts_status ts_options_set_allow_tf32(ts_options *o, int allow) {
+    if (!o) return ts_error(TS_ERR_INVALID_ARGUMENT, "options is NULL");
+    if (allow != 0 && allow != 1) return ts_error(TS_ERR_INVALID_ARGUMENT, "allow_tf32 must be 0 or 1, got %d", allow);
+    o->allow_tf32 = allow;
+    return TS_OK;
+}
+
 ts_status ts_options_set_replication(ts_options *o, int replicas, int check_every) {
     if (!o) return ts_error(TS_ERR_INVALID_ARGUMENT, "options is NULL");
     if (replicas < 1 || replicas > 4096) return ts_error(TS_ERR_INVALID_ARGUMENT, "replicas must be 1 (off) .. 4096, got %d", replicas);

@@ -119,11 +119,14 @@ cublasHandle_t ts_cu_blas(cudaStream_t stream) {
 
 /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLAS
  * gets B first, with the row-major leading dimensions. */
-void ts_cu_gemm_strided(cudaStream_t s, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t sa, const float *B,
+void ts_cu_gemm_strided(const ts_kctx *k, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t sa, const float *B,
                         int64_t sb, float beta, float *C, int64_t sc, int64_t count) {
     if (M == 0 || N == 0 || count == 0) return;
     const float one = 1.0f;
-    cublasHandle_t h = ts_cu_blas(s);
+    cublasHandle_t h = ts_cu_blas(ts_cu_stream(k));
+    /* the handle's mode for this product: the default keeps fp32's
+     * precision (no TF32), as PyTorch unless allow_tf32 */
+    ts_cu_check_blas(blas_api.set_math_mode(h, k->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH), "GEMM math mode");
     int lda = (int)(ta ? M : K), ldb = (int)(tb ? K : N), ldc = (int)N;
     cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasStatus_t st;
@@ -134,9 +137,9 @@ void ts_cu_gemm_strided(cudaStream_t s, bool ta, bool tb, int64_t M, int64_t N, 
     ts_cu_check_blas(st, "GEMM");
 }
 
-void ts_cu_gemm(cudaStream_t s, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, const float *B, float beta,
+void ts_cu_gemm(const ts_kctx *k, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, const float *B, float beta,
                 float *C) {
-    ts_cu_gemm_strided(s, ta, tb, M, N, K, A, 0, B, 0, beta, C, 0, 1);
+    ts_cu_gemm_strided(k, ta, tb, M, N, K, A, 0, B, 0, beta, C, 0, 1);
 }
 
 /* ------------------------------------------------------------ memory */

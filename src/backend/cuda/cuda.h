@@ -59,14 +59,15 @@ void ts_cu_check_blas(cublasStatus_t e, const char *what);
 /* The backend's cuBLAS handle, bound to `stream`. */
 cublasHandle_t ts_cu_blas(cudaStream_t stream);
 
-/* Row-major products as the CPU's ts_gemm_pool: C[M,N] = beta C +
- * op(A)[M,K] op(B)[K,N], A stored [M,K] ([K,M] when ta), B [K,N] ([N,K]
- * when tb). fp32 without TF32 unless the user allowed it. */
-void ts_cu_gemm(cudaStream_t s, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, const float *B, float beta,
+/* Row-major products as the CPU's ts_gemm_pool, for kernel call k (its
+ * stream; fp32, or TF32 where its model allows it: kctx.tf32): C[M,N] =
+ * beta C + op(A)[M,K] op(B)[K,N], A stored [M,K] ([K,M] when ta), B [K,N]
+ * ([N,K] when tb). */
+void ts_cu_gemm(const ts_kctx *k, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, const float *B, float beta,
                 float *C);
 /* `count` such products at fixed strides (elements) between the operands
  * (0: the same operand every time). */
-void ts_cu_gemm_strided(cudaStream_t s, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t sa, const float *B,
+void ts_cu_gemm_strided(const ts_kctx *k, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t sa, const float *B,
                         int64_t sb, float beta, float *C, int64_t sc, int64_t count);
 
 /* The stats of x[0..n) into *slot (stats.cu), on stream s. */

@@ -162,12 +162,12 @@ __global__ static void sum_partials_kernel(float *dw, const float *part, int64_t
 /* count x G products C = beta C + op(A) op(B), operand (sample j, group q)
  * at A + j*an + q*ag (the same for B, C): strided batches over the larger
  * of the two, a loop over the smaller */
-static void gemm_grid(cudaStream_t s, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t an, int64_t ag,
+static void gemm_grid(const ts_kctx *k, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t an, int64_t ag,
                       const float *B, int64_t bn, int64_t bg, float beta, float *C, int64_t cn, int64_t cg, int64_t count, int64_t G) {
     if (G <= count)
-        for (int64_t q = 0; q < G; q++) ts_cu_gemm_strided(s, ta, tb, M, N, K, A + q * ag, an, B + q * bg, bn, beta, C + q * cg, cn, count);
+        for (int64_t q = 0; q < G; q++) ts_cu_gemm_strided(k, ta, tb, M, N, K, A + q * ag, an, B + q * bg, bn, beta, C + q * cg, cn, count);
     else
-        for (int64_t j = 0; j < count; j++) ts_cu_gemm_strided(s, ta, tb, M, N, K, A + j * an, ag, B + j * bn, bg, beta, C + j * cn, cg, G);
+        for (int64_t j = 0; j < count; j++) ts_cu_gemm_strided(k, ta, tb, M, N, K, A + j * an, ag, B + j * bn, bg, beta, C + j * cn, cg, G);
 }
 
 /* y[N,OC,OH,OW] = x[N,C,H,W] (*) w[OC,C/groups,KH,KW] (+ b[OC]) */
@@ -187,7 +187,7 @@ void ts_cu_fwd_conv2d(const ts_kctx *k) {
             cols = k->workspace;
         }
         /* y_n,q [OCg, OHW] = W_q [OCg, CgKK] x cols_n,q [CgKK, OHW] */
-        gemm_grid(s, false, false, OCg, OHW, CgKK, w, 0, OCg * CgKK, cols, colsz, CgKK * OHW, 0.0f, k->out + n0 * g.OC * OHW, g.OC * OHW,
+        gemm_grid(k, false, false, OCg, OHW, CgKK, w, 0, OCg * CgKK, cols, colsz, CgKK * OHW, 0.0f, k->out + n0 * g.OC * OHW, g.OC * OHW,
                   OCg * OHW, cnt, g.groups);
     }
     if (b) {
@@ -223,7 +223,7 @@ void ts_cu_bwd_conv2d(const ts_kctx *k) {
                 cols = col;
             }
             /* dW_n,q [OCg, CgKK] = dy_n,q [OCg, OHW] x cols_n,q^T, one per sample, summed in order */
-            gemm_grid(s, false, true, OCg, CgKK, OHW, dyc, g.OC * OHW, OCg * OHW, cols, colsz, CgKK * OHW, 0.0f, dwp, wn, OCg * CgKK, cnt,
+            gemm_grid(k, false, true, OCg, CgKK, OHW, dyc, g.OC * OHW, OCg * OHW, cols, colsz, CgKK * OHW, 0.0f, dwp, wn, OCg * CgKK, cnt,
                       g.groups);
             sum_partials_kernel<<<ts_cu_blocks(wn), TS_CU_THREADS, 0, s>>>(dw, dwp, wn, cnt);
             ts_cu_check(cudaGetLastError(), "Conv2d");
@@ -231,7 +231,7 @@ void ts_cu_bwd_conv2d(const ts_kctx *k) {
         if (!dx) continue;
         /* cols_n,q [CgKK, OHW] = W_q^T [CgKK, OCg] x dy_n,q [OCg, OHW]; direct: straight into dx */
         float *dst = direct ? dx + n0 * g.C * HW : col;
-        gemm_grid(s, true, false, CgKK, OHW, OCg, w, 0, OCg * CgKK, dyc, g.OC * OHW, OCg * OHW, direct ? 1.0f : 0.0f, dst, colsz,
+        gemm_grid(k, true, false, CgKK, OHW, OCg, w, 0, OCg * CgKK, dyc, g.OC * OHW, OCg * OHW, direct ? 1.0f : 0.0f, dst, colsz,
                   CgKK * OHW, cnt, g.groups);
         if (direct) continue;
         col2im_kernel<<<ts_cu_blocks(cnt * g.C * HW), TS_CU_THREADS, 0, s>>>(dx + n0 * g.C * HW, col, g, cnt);

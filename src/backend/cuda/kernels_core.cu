@@ -79,7 +79,7 @@ static unsigned row_blocks(int64_t rows) {
 void ts_cu_fwd_matmul(const ts_kctx *k) {
     bool t = k->node->op == TS_OP_MATMUL_T;
     int64_t M = k->in_shape[0].d[0], K = k->in_shape[0].d[1], N = k->out_shape.d[1];
-    ts_cu_gemm(ts_cu_stream(k), false, t, M, N, K, k->in[0], k->in[1], 0.0f, k->out);
+    ts_cu_gemm(k, false, t, M, N, K, k->in[0], k->in[1], 0.0f, k->out);
 }
 
 /* dA += dC op(B)^T ; dB += A^T dC (dC^T A when B was transposed) */
@@ -87,10 +87,10 @@ void ts_cu_bwd_matmul(const ts_kctx *k) {
     bool t = k->node->op == TS_OP_MATMUL_T;
     int64_t M = k->in_shape[0].d[0], K = k->in_shape[0].d[1], N = k->out_shape.d[1];
     cudaStream_t s = ts_cu_stream(k);
-    if (k->din[0]) ts_cu_gemm(s, false, !t, M, K, N, k->dout, k->in[1], 1.0f, k->din[0]);
+    if (k->din[0]) ts_cu_gemm(k, false, !t, M, K, N, k->dout, k->in[1], 1.0f, k->din[0]);
     if (k->din[1]) {
-        if (t) ts_cu_gemm(s, true, false, N, K, M, k->dout, k->in[0], 1.0f, k->din[1]);
-        else ts_cu_gemm(s, true, false, K, N, M, k->in[0], k->dout, 1.0f, k->din[1]);
+        if (t) ts_cu_gemm(k, true, false, N, K, M, k->dout, k->in[0], 1.0f, k->din[1]);
+        else ts_cu_gemm(k, true, false, K, N, M, k->in[0], k->dout, 1.0f, k->din[1]);
     }
 }
 

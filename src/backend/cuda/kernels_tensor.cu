@@ -356,7 +356,7 @@ static void bmm_view_make(bmm_view *v, const ts_shape *sc, const ts_shape *sa, c
  * distinct blocks, so they may run together); the other dims loop here, in
  * the CPU's order, so products that add into one block (R broadcast there,
  * a gradient of a broadcast operand) run one after another. */
-static void bmm_run(cudaStream_t s, const bmm_view *v, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *P, const int64_t *sp,
+static void bmm_run(const ts_kctx *k, const bmm_view *v, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *P, const int64_t *sp,
                     const float *Q, const int64_t *sq, float *R, const int64_t *sr, float beta) {
     int bd = -1;
     for (int i = 0; i < v->nd; i++)
@@ -373,7 +373,7 @@ static void bmm_run(cudaStream_t s, const bmm_view *v, bool ta, bool tb, int64_t
             q /= v->d[i];
             op += c * sp[i], oq += c * sq[i], orr += c * sr[i];
         }
-        ts_cu_gemm_strided(s, ta, tb, M, N, K, P + op, bd >= 0 ? sp[bd] : 0, Q + oq, bd >= 0 ? sq[bd] : 0, beta, R + orr,
+        ts_cu_gemm_strided(k, ta, tb, M, N, K, P + op, bd >= 0 ? sp[bd] : 0, Q + oq, bd >= 0 ? sq[bd] : 0, beta, R + orr,
                            bd >= 0 ? sr[bd] : 0, count);
     }
 }
@@ -394,7 +394,7 @@ void ts_cu_fwd_bmm(const ts_kctx *k) {
     int64_t M, N, K;
     if (bmm_setup(k, &v, &M, &N, &K) == 0) return;
     bool ta = k->node->attr[0] != 0, tb = k->node->attr[1] != 0;
-    bmm_run(ts_cu_stream(k), &v, ta, tb, M, N, K, k->in[0], v.s[0], k->in[1], v.s[1], k->out, v.s[2], 0.0f);
+    bmm_run(k, &v, ta, tb, M, N, K, k->in[0], v.s[0], k->in[1], v.s[1], k->out, v.s[2], 0.0f);
 }
 
 void ts_cu_bwd_bmm(const ts_kctx *k) {
@@ -406,13 +406,13 @@ void ts_cu_bwd_bmm(const ts_kctx *k) {
     const float *a = k->in[0], *b = k->in[1], *dc = k->dout;
     /* dA = dC op(B)^T, or op(B) dC^T when A is stored transposed */
     if (k->din[0]) {
-        if (!ta) bmm_run(s, &v, false, !tb, M, K, N, dc, v.s[2], b, v.s[1], k->din[0], v.s[0], 1.0f);
-        else bmm_run(s, &v, tb, true, K, M, N, b, v.s[1], dc, v.s[2], k->din[0], v.s[0], 1.0f);
+        if (!ta) bmm_run(k, &v, false, !tb, M, K, N, dc, v.s[2], b, v.s[1], k->din[0], v.s[0], 1.0f);
+        else bmm_run(k, &v, tb, true, K, M, N, b, v.s[1], dc, v.s[2], k->din[0], v.s[0], 1.0f);
     }
     /* dB = op(A)^T dC, or dC^T op(A) when B is stored transposed */
     if (k->din[1]) {
-        if (!tb) bmm_run(s, &v, !ta, false, K, N, M, a, v.s[0], dc, v.s[2], k->din[1], v.s[1], 1.0f);
-        else bmm_run(s, &v, true, ta, N, K, M, dc, v.s[2], a, v.s[0], k->din[1], v.s[1], 1.0f);
+        if (!tb) bmm_run(k, &v, !ta, false, K, N, M, a, v.s[0], dc, v.s[2], k->din[1], v.s[1], 1.0f);
+        else bmm_run(k, &v, true, ta, N, K, M, dc, v.s[2], a, v.s[0], k->din[1], v.s[1], 1.0f);
     }
 }
 
