@@ -19,6 +19,7 @@
  *    the input from micro-batch to micro-batch. */
 #include <math.h>
 #include <stdio.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -354,6 +355,57 @@ static void reshape_is_a_view(void)
     ts_graph_free(g);
 }
 
+/* ------------------------------ 6. a view's gradient shares its input's */
+
+/* fc1 -> relu -> reshape -> reshape back -> fc2 -> cross entropy, trained,
+ * against the same without the reshapes: the views add no buffers of
+ * their own, values or gradients (the gradient of a view's input is the
+ * view's gradient, reshaped, in the same buffer), and the two train alike. */
+static ts_status views_model(bool views, ts_model **m, ts_graph **gp)
+{
+    enum { B = 8, F = 32 };
+    ts_graph *g = *gp = ts_graph_new(4);
+    ts_tensor *x = ts_input(g, "x", TS_F32, 2, (int64_t[]){B, F});
+    ts_tensor *labels = ts_input(g, "labels", TS_I32, 1, (int64_t[]){B});
+    ts_tensor *h = ts_relu(g, ts_linear(g, x, F, "fc1"));
+    if (views)
+        h = ts_reshape(g, ts_reshape(g, h, 3, (int64_t[]){B, 4, F / 4}), 2, (int64_t[]){B, F});
+    ts_tensor *loss = ts_cross_entropy(g, ts_linear(g, h, 5, "fc2"), labels);
+    return ts_model_training(m, g, loss, NULL, ts_sgd(0.1f, 0, 0));
+}
+
+static void view_gradient_shared(void)
+{
+    enum { B = 8, F = 32 };
+    float xv[B * F];
+    int32_t yv[B];
+    for (int i = 0; i < B * F; i++)
+        xv[i] = (float)((i * 13) % 11) / 5.0f - 1.0f;
+    for (int i = 0; i < B; i++)
+        yv[i] = i % 5;
+    ts_array in[2] = {ts_array_f32(xv, 2, (int64_t[]){B, F}), ts_array_i32(yv, 1, (int64_t[]){B})};
+    const char *names[2] = {"x", "labels"};
+    ts_model_memory mem[2];
+    ts_graph *g[2];
+    ts_model *m[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        ts_status st = views_model(k == 1, &m[k], &g[k]);
+        for (int r = 0; !st && r < 3; r++)
+            st = ts_model_run(m[k], names, in, 2);
+        if (!st)
+            st = ts_model_memory_get(m[k], &mem[k]);
+        CHECK_OK(st, "3 steps %s the reshapes", k ? "with" : "without");
+    }
+    CHECK(mem[0].activations_without_reuse == mem[1].activations_without_reuse,
+          "two reshapes add no buffers, values or gradients (%lld bytes without them, %lld with)",
+          (long long)mem[0].activations_without_reuse, (long long)mem[1].activations_without_reuse);
+    ts_array w0, w1;
+    bool ok = !ts_tensor_info(ts_graph_find(g[0], "fc1.weight"), &w0) && !ts_tensor_info(ts_graph_find(g[1], "fc1.weight"), &w1);
+    CHECK(ok && memcmp(w0.data, w1.data, sizeof(float) * F * F) == 0, "fc1 trained the same through the views' shared gradient");
+    for (int k = 0; k < 2; k++)
+        ts_model_free(m[k]), ts_graph_free(g[k]);
+}
+
 /* ------------------------------------------- 4. a view of a model input */
 
 /* Flatten of the input x shares x's buffer (no bytes of its own, no copy)
@@ -410,6 +462,7 @@ static void input_view(void)
 int main(void)
 {
     reshape_is_a_view();
+    view_gradient_shared();
     deep_chain(0);
     deep_chain(1);
     input_view();

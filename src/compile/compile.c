@@ -99,6 +99,7 @@ void ts_prog_free(ts_prog *p) {
     ts_free(p->order);
     ts_free(p->live);
     ts_free(p->needs_grad);
+    ts_free(p->grad_shared);
     ts_free(p->reaches);
     ts_free(p->value_entry);
     ts_free(p->grad_entry);
@@ -512,7 +513,7 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
      * earliest of a consumer whose backward reads the node's value (-1 when
      * none) */
     size_t nn = (size_t)p->n_nodes;
-    int64_t *fwd = ts_malloc(6 * nn * sizeof *fwd);
+    int64_t *fwd = ts_malloc(8 * nn * sizeof *fwd);
     ts_interval *iv = ts_calloc((size_t)p->n_entries + 1, sizeof *iv);
     int *iv_entry = ts_calloc((size_t)p->n_entries + 1, sizeof *iv_entry);
     if (!fwd || !iv || !iv_entry) {
@@ -523,7 +524,11 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
     /* views: a reshape of an activation shares its buffer (no copy); root =
      * the activation owning the buffer, iv_of = its interval */
     int64_t *root = fwd + 4 * nn, *iv_of = fwd + 5 * nn;
-    for (size_t i = 0; i < nn; i++) last_fwd[i] = last_grad[i] = first_read[i] = root[i] = iv_of[i] = -1;
+    /* gradients: grad_users = the consumers that add to a node's gradient;
+     * giv_of = the interval of a node's gradient buffer, or through a view
+     * whose gradient it shares, that view's (grad_shared) */
+    int64_t *grad_users = fwd + 6 * nn, *giv_of = fwd + 7 * nn;
+    for (size_t i = 0; i < nn; i++) last_fwd[i] = last_grad[i] = first_read[i] = root[i] = iv_of[i] = giv_of[i] = -1, grad_users[i] = 0;
     for (int k = 0; k < L; k++) fwd[p->order[k]] = k;
     for (int k = 0; k < L; k++) {
         const ts_tensor *c = g->t[p->order[k]];
@@ -533,11 +538,24 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
             last_fwd[i] = k;
             if (!p->needs_grad[c->id]) continue;
             last_grad[i] = k;
+            grad_users[i]++;
             if (first_read[i] < 0 && cd->has_backward && !((cd->bwd_unread_inputs >> j) & 1u)) first_read[i] = k;
         }
     }
 #define BWD(i) ((int64_t)(2 * L - 1) - fwd[i])
     int64_t end_of_step = 2 * L;
+    /* A view (Reshape, Flatten) that is the only op adding to its input's
+     * gradient: that gradient is the view's own, reshaped, so the two share
+     * one buffer and the view's backward (a copy) is skipped. Activations
+     * only, f32 gradients, one pipeline stage. */
+    for (int k = 0; k < L && m->training && ts_stages(m) == 1; k++) {
+        const ts_tensor *c = g->t[p->order[k]];
+        if (!ts_op_get(c->op)->view || !p->needs_grad[c->id] || c->id == m->loss || ts_dtype_is_half(c->grid)) continue;
+        const ts_tensor *in = g->t[c->in[0]];
+        bool activation = !ts_op_holds_value(in->op) && in->op != TS_OP_INPUT;
+        p->grad_shared[c->id] = activation && p->needs_grad[in->id] && grad_users[in->id] == 1 && !ts_dtype_is_half(in->grid) &&
+                                in->id != m->loss && p->grad_entry[in->id] >= 0 && p->grad_entry[c->id] >= 0;
+    }
     size_t kept_bytes = 0; /* what kept_to_pass_end lengthened */
     int n_iv = 0;
     size_t grads_bytes = 0;
@@ -567,10 +585,12 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
             iv[n_iv] = (ts_interval){fwd[t->id], end, bytes, 0};
             iv_entry[n_iv++] = e;
         } else if (en->kind == TS_KIND_GRAD && activation) {
+            if (last_grad[t->id] >= 0 && p->grad_shared[p->order[last_grad[t->id]]]) continue; /* its view's buffer (below) */
             int64_t start = BWD(t->id);
             if (last_grad[t->id] >= 0 && (int64_t)(2 * L - 1) - last_grad[t->id] < start) start = (int64_t)(2 * L - 1) - last_grad[t->id];
             if (t->id == m->loss) start = BWD(t->id);
             int64_t end = kept_to_pass_end(m, p, en, bytes, &kept_bytes) ? 2 * L - 1 : BWD(t->id);
+            giv_of[t->id] = n_iv;
             iv[n_iv] = (ts_interval){start, end, bytes, 0};
             iv_entry[n_iv++] = e;
         } else if (en->kind == TS_KIND_GRAD && t->op == TS_OP_INPUT) {
@@ -579,6 +599,19 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
         } else if (en->kind == TS_KIND_GRAD || (en->kind == TS_KIND_ACCUM && !alias_accum)) {
             grads_bytes += (bytes + 63) / 64 * 64;
         }
+    }
+    /* a shared gradient lives in its view's buffer, until its own last reader
+     * (forward order: the view's interval exists before its input's turn) */
+    for (int k = L - 1; k >= 0; k--) {
+        int c = p->order[k];
+        if (!p->grad_shared[c]) continue;
+        int i = g->t[c]->in[0];
+        ts_interval *v = &iv[giv_of[c]];
+        const ts_entry *en = &p->entries[p->grad_entry[i]];
+        size_t bytes = (size_t)en->numel * sizeof(float);
+        int64_t end = kept_to_pass_end(m, p, en, bytes, &kept_bytes) ? 2 * L - 1 : BWD(i);
+        if (v->end < end) v->end = end;
+        giv_of[i] = giv_of[c];
     }
 #undef BWD
     size_t unplanned = 0;
@@ -596,6 +629,10 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
     p->bytes_activations_unplanned = unplanned;
     p->bytes_grads = grads_bytes;
     for (int k = 0; k < n_iv; k++) p->entries[iv_entry[k]].data = p->arena_activations + iv[k].offset / sizeof(float);
+    for (int k = L - 1; k >= 0; k--) { /* a view's input's gradient: the view's buffer (a chain of views: from its last) */
+        int c = p->order[k];
+        if (p->grad_shared[c]) p->entries[p->grad_entry[g->t[c]->in[0]]].data = p->entries[p->grad_entry[c]].data;
+    }
     for (int e = 0; e < p->n_entries; e++) { /* views: the reshape kernel sees out == in and copies nothing */
         ts_entry *en = &p->entries[e];
         if (en->kind == TS_KIND_VALUE && root[en->node] >= 0 && root[en->node] != en->node)
@@ -636,7 +673,7 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
         const ts_tensor *ct = g->t[c];
         for (int j = 0; j < ct->n_in; j++) {
             int i = ct->in[j];
-            if (!p->needs_grad[i] || g->t[i]->op == TS_OP_PARAM) continue;
+            if (!p->needs_grad[i] || g->t[i]->op == TS_OP_PARAM || p->grad_shared[c]) continue; /* a shared one holds the view's */
             bool first = last_grad[i] == k; /* no consumer later in forward order that also needs grad */
             for (int j2 = 0; j2 < j && first; j2++) first = ct->in[j2] != i; /* x*x: zero once */
             if (!first) continue;
@@ -986,6 +1023,7 @@ ts_status ts_prog_build(ts_model *m, ts_prog **out) {
     p->order = ts_calloc((size_t)n, sizeof *p->order);
     p->live = ts_calloc((size_t)n, sizeof *p->live);
     p->needs_grad = ts_calloc((size_t)n, sizeof *p->needs_grad);
+    p->grad_shared = ts_calloc((size_t)n, sizeof *p->grad_shared);
     p->reaches = ts_calloc((size_t)n, sizeof *p->reaches);
     p->value_entry = ts_calloc((size_t)n, sizeof *p->value_entry);
     p->grad_entry = ts_calloc((size_t)n, sizeof *p->grad_entry);
@@ -994,7 +1032,7 @@ ts_status ts_prog_build(ts_model *m, ts_prog **out) {
     p->scratch = ts_calloc((size_t)n, sizeof *p->scratch);
     p->op_ns = ts_calloc((size_t)n, sizeof *p->op_ns);
     p->bound = ts_calloc((size_t)n + 1, sizeof *p->bound);
-    if (!p->bound || !requested || !p->shape || !p->order || !p->live || !p->needs_grad || !p->reaches || !p->value_entry ||
+    if (!p->bound || !requested || !p->shape || !p->order || !p->live || !p->needs_grad || !p->grad_shared || !p->reaches || !p->value_entry ||
         !p->grad_entry || !p->zero_before || !p->n_zero_before || !p->scratch || !p->op_ns) {
         st = TS_ERR_OUT_OF_MEMORY;
         goto fail;

@@ -148,6 +148,7 @@ typedef struct ts_prog {
     int *order;          /* live nodes, topological (forward) order */
     int n_order;
     bool *live, *needs_grad, *reaches;
+    bool *grad_shared;   /* per node: a view (Reshape, Flatten) whose input's gradient is its own gradient's buffer, so its backward does nothing (plan_memory) */
     int *value_entry;    /* per node */
     int *grad_entry;     /* per node, -1 if no gradient */
     int **zero_before;   /* per node: grads to zero before its backward */

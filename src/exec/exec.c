@@ -264,7 +264,7 @@ static ts_status backward(ts_model *m, int64_t mb) {
             if (st) return st;
         }
         const ts_op_def *def = ts_op_get(t->op);
-        if (!def->has_backward) continue;
+        if (!def->has_backward || p->grad_shared[i]) continue; /* a view whose input's gradient is its own: nothing to add */
         for (int z = 0; z < p->n_zero_before[i]; z++) {
             ts_entry *e = &p->entries[p->zero_before[i][z]];
             before_write(m, e);
