@@ -485,10 +485,11 @@ static ts_status device_alloc(const ts_model *m, size_t bytes, float **out) {
 }
 
 /* A device summarises its stats watches many tensors a launch (observe/'s
- * queue, flushed before the device writes over a queued tensor): a small
- * watched activation or activation gradient keeps its memory to the end of
- * its pass (the forward, the backward), so that the next op's output does
- * not take it and force a launch of its own. Up to KEEP_EACH bytes a
+ * queue, flushed before the device writes over a queued tensor, and by a
+ * training step's first update): a small watched activation or activation
+ * gradient keeps its memory to the end of the step's last pass (a training
+ * model's backward, an inference model's forward), so that a later op's
+ * output does not take it and force a launch of its own. Up to KEEP_EACH bytes a
  * tensor and KEEP_ALL in all (*kept so far): a large tensor's summary is
  * worth its launch. */
 #define KEEP_EACH ((size_t)4 << 20)
@@ -573,7 +574,8 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
             if (last_fwd[t->id] > end) end = last_fwd[t->id];
             if (first_read[t->id] >= 0 && (int64_t)(2 * L - 1) - first_read[t->id] > end) end = (int64_t)(2 * L - 1) - first_read[t->id];
             if (p->needs_grad[t->id] && ts_op_get(t->op)->needs_output) end = end > BWD(t->id) ? end : BWD(t->id);
-            if (kept_to_pass_end(m, p, en, bytes, &kept_bytes) && end < L - 1) end = L - 1;
+            int64_t pass_end = m->training ? 2 * L - 1 : L - 1; /* the first update's flush comes after the backward */
+            if (kept_to_pass_end(m, p, en, bytes, &kept_bytes) && end < pass_end) end = pass_end;
             int64_t r = ts_op_get(t->op)->view ? root[t->in[0]] : -1;
             if (r >= 0) { /* a view of an activation: the owner's buffer lives as long as the view too */
                 root[t->id] = r;
