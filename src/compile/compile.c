@@ -602,8 +602,9 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
             grads_bytes += (bytes + 63) / 64 * 64;
         }
     }
-    /* a shared gradient lives in its view's buffer, until its own last reader
-     * (forward order: the view's interval exists before its input's turn) */
+    /* a shared gradient lives in its view's buffer, which lasts until its
+     * own last reader; a chain of views from its last, so each view's
+     * interval is known before its input's turn */
     for (int k = L - 1; k >= 0; k--) {
         int c = p->order[k];
         if (!p->grad_shared[c]) continue;

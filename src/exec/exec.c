@@ -321,6 +321,13 @@ static void update_summarised(void *ctx, int64_t begin, int64_t end, struct ts_s
     u->be->opt_update_summarised(u->opt, &u->consts, u->state, u->param, u->grad, begin, end, u->clear, gs, gp, ps, pp);
 }
 
+/* Whether optimizer state s's parameter is updated by this program (live,
+ * trained, and in this rank's pipeline stage). */
+static bool updated_here(const ts_model *m, int s) {
+    int node = m->state[s].node;
+    return m->prog->live[node] && m->prog->needs_grad[node] && ts_in_stage(m, node);
+}
+
 /* Dynamic loss scaling, at the end of a step: whether a gradient the
  * optimizer would read holds an Inf or NaN (the step is then skipped and
  * the scale backs off), else the scale grows after enough good steps. */
@@ -328,8 +335,8 @@ static bool skip_scaled_step(ts_model *m) {
     ts_prog *p = m->prog;
     bool bad = false;
     for (int s = 0; s < m->n_state && !bad; s++) {
+        if (!updated_here(m, s)) continue;
         int node = m->state[s].node;
-        if (!p->live[node] || !p->needs_grad[node] || !ts_in_stage(m, node)) continue;
         const ts_entry *ae = &p->entries[ts_prog_entry_of(p, node, TS_KIND_ACCUM)];
         bad = m->backend->has_nonfinite(m->backend->host_addressable ? (void *)m->pool : m->stream, ae->data, ae->numel);
     }
@@ -372,8 +379,8 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
     bool tr = ts_trace_live();
     uint64_t ta = tr ? ts_now_ns() : 0;
     for (int s = 0; s < m->n_state && ts_replicas(m) == 1; s++) { /* replicas: done in the backward */
+        if (!updated_here(m, s)) continue;
         int node = m->state[s].node;
-        if (!p->live[node] || !p->needs_grad[node] || !ts_in_stage(m, node)) continue;
         ts_entry *grad = &p->entries[p->grad_entry[node]];
         ts_entry *acc = &p->entries[ts_prog_entry_of(p, node, TS_KIND_ACCUM)];
         if (A > 1) {
@@ -410,9 +417,8 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
     bool split = !m->backend->host_addressable;
     int cleared = 0;
     for (int s = 0; s < m->n_state; s++) {
-        int node = m->state[s].node;
-        if (!p->live[node] || !p->needs_grad[node] || !ts_in_stage(m, node)) continue;
-        int acc = ts_prog_entry_of(p, node, TS_KIND_ACCUM);
+        if (!updated_here(m, s)) continue;
+        int acc = ts_prog_entry_of(p, m->state[s].node, TS_KIND_ACCUM);
         ts_entry *ae = &p->entries[acc];
         if (A > 1 || unscale != 1.0f) { /* the mean, unscaled */
             before_write(m, ae);
@@ -426,8 +432,7 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
         }
     }
     for (int s = 0; split && s < m->n_state; s++) {
-        int node = m->state[s].node;
-        if (!p->live[node] || !p->needs_grad[node] || !ts_in_stage(m, node)) continue;
+        if (!updated_here(m, s)) continue;
         ts_status st = update_param(m, s, d, A);
         if (st) return st;
         cleared += A == 1;

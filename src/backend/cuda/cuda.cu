@@ -125,7 +125,8 @@ void ts_cu_gemm_strided(const ts_kctx *k, bool ta, bool tb, int64_t M, int64_t N
     const float one = 1.0f;
     cublasHandle_t h = ts_cu_blas(ts_cu_stream(k));
     /* the handle's mode for this product: the default keeps fp32's
-     * precision (no TF32), as PyTorch unless allow_tf32 */
+     * precision (no TF32, as PyTorch unless allow_tf32) and, unlike the
+     * pedantic mode, leaves cuBLAS its fastest such kernels */
     ts_cu_check_blas(blas_api.set_math_mode(h, k->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH), "GEMM math mode");
     int lda = (int)(ta ? M : K), ldb = (int)(tb ? K : N), ldc = (int)N;
     cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -681,10 +682,6 @@ static ts_status init_locked(int ordinal) {
     if (lst) return lst;
     cublasStatus_t b = blas_api.create(&g_cu.blas);
     if (b != CUBLAS_STATUS_SUCCESS) return ts_error(TS_ERR_UNSUPPORTED, "cuda:%d: cannot start cuBLAS: %s", ordinal, blas_api.status_string(b));
-    /* fp32 products in fp32, as PyTorch without TF32: the default mode keeps
-     * at least fp32's precision (no TF32) and leaves cuBLAS its fastest
-     * such kernels, which the pedantic mode may not */
-    blas_api.set_math_mode(g_cu.blas, CUBLAS_DEFAULT_MATH);
     blas_api.set_stream(g_cu.blas, g_cu.stream);
     if ((e = cudaMalloc(&g_cu.blas_space, BLAS_WORKSPACE)) != cudaSuccess)
         return ts_error(TS_ERR_UNSUPPORTED, "cuda:%d: no room for cuBLAS's workspace: %s", ordinal, cudaGetErrorString(e));
