@@ -73,6 +73,10 @@ bench_rows() { # bench_rows ROW...: tensorscope and PyTorch, each row
     done
 }
 [ "${GPU_CHECK_BENCH:-1}" = 1 ] && bench_rows mlp32 mlp1000 lenet64 gpt128
+# what a stats watch costs by itself: the summary kernel against a copy of the same bytes
+if [ "${GPU_CHECK_BENCH:-1}" = 1 ]; then
+    step bench-stats 60 "$BUILD/bench_gpu_stats" && cat "$LOGS/bench-stats.log" | tee -a "$LOGS/summary.txt"
+fi
 if [ "${GPU_CHECK_PROFILE:-0}" = 1 ] && command -v nsys >/dev/null; then
     for r in mlp32 gpt128; do
         step "nsys-$r" 90 nsys profile --stats=true --force-overwrite=true -o "$LOGS/nsys-$r" "$BUILD/bench_gpu" "$r" 20

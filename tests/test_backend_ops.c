@@ -1,6 +1,7 @@
 /* test_backend_ops.c -- every op's forward and backward on a device
  * against the CPU backend (tests/support/op_check.h), the same random
- * inputs through both kernel tables, and every optimizer's step. The device is TS_TEST_DEVICE
+ * inputs through both kernel tables, every optimizer's step and the stats
+ * summaries (tests/support/stats_cases.c). The device is TS_TEST_DEVICE
  * ("cuda" unless set; "cpu" checks the cases and the harness themselves).
  * No such device here: exits 77 (ctest's skip) saying why.
  */
@@ -34,6 +35,7 @@ int main(int argc, char **argv) {
     ts_op_cases_tensor(&c);
     ts_op_cases_cnn(&c);
     ts_opt_cases(&c);
+    ts_stats_cases(&c);
     /* every op that computes has a case */
     const ts_backend *cpu = ts_backend_cpu();
     for (int op = 0; op < TS_OP_COUNT; op++)

@@ -121,6 +121,14 @@ static void test_moments(void) {
         reference(x, n, &r);
         compare_stats(cases[c].name, &s->stats, &r, 1e-6);
     }
+    /* One huge value first (a padding row, a gradient's spike): not the
+     * shift the others' deviations are taken from, or their float sums
+     * round away the std (it was 2e-4 off) */
+    fill(x, n, 0, 1, 0);
+    x[0] = 1e6f;
+    ts_summarize_f32(x, n, TS_WATCH_STATS, s);
+    reference(x, n, &r);
+    compare_stats("N(0,1) after an outlier 1e6 first", &s->stats, &r, 1e-6);
     /* A causal mask's scores: -inf above the diagonal of 64 x 64 tiles, a
      * few NaN, +inf and zeros, no finite value beyond float's squares: every
      * block takes the classifying vector pass, then an all-finite tail block

@@ -316,9 +316,20 @@ static void add_block(ts_stats_partial *p, const block_sums *b, double c) {
  * first value) keeps d small. No shift once the mean is known to be within
  * a std of 0 (weights, gradients): x^2 then exceeds d^2 by at most 2x, and
  * the pass is one subtraction a vector lighter (the constant 0 folds away). */
-float ts_stats_shift(const ts_stats_partial *p, float first) {
+float ts_stats_typical(const float *x, int64_t n) {
+    if (n <= 0) return 0.0f;
+    float v[3] = {x[0], x[n / 2], x[n - 1]}, f[3];
+    int k = 0;
+    for (int i = 0; i < 3; i++)
+        if (isfinite(v[i])) f[k++] = v[i];
+    if (k < 3) return k ? f[0] : 0.0f;
+    float lo = f[0] < f[1] ? f[0] : f[1], hi = f[0] < f[1] ? f[1] : f[0];
+    return f[2] < lo ? lo : f[2] > hi ? hi : f[2];
+}
+
+float ts_stats_shift(const ts_stats_partial *p, const float *x, int64_t n) {
     if (p->finite > 1 && p->mean * p->mean <= p->m2 / (double)p->finite) return 0.0f;
-    return p->finite > 0 ? (float)p->mean : (isfinite(first) ? first : 0.0f);
+    return p->finite > 0 ? (float)p->mean : ts_stats_typical(x, n);
 }
 
 static bool block_fast_shifted(const float *x, int64_t n, float c, block_sums *b) {
@@ -326,7 +337,7 @@ static bool block_fast_shifted(const float *x, int64_t n, float c, block_sums *b
 }
 
 static void stats_block(ts_stats_partial *p, const float *x, int64_t n) {
-    float c = ts_stats_shift(p, x[0]);
+    float c = ts_stats_shift(p, x, n);
     block_sums b;
     /* a tensor with NaN or Inf in one block (a masked score) usually has
      * them in the next: no fast pass that would fail */
@@ -423,7 +434,7 @@ void ts_stats_stream_add(ts_stats_stream *s, ts_stats_partial *p, const float *x
     if (n <= 0 || !x) return;
     p->count += n;
     if (!s->shifted) {
-        s->c = ts_stats_shift(p, x[0]);
+        s->c = ts_stats_shift(p, x, n);
         s->shifted = true;
     }
     block_sums b;
@@ -450,7 +461,9 @@ void ts_stats_partial_add_relu(ts_stats_partial *px, ts_stats_partial *py, const
     float ys[RUN]; /* a run's Relu values, when they need the classifying pass */
     for (int64_t b = 0; b < n; b += TS_STATS_BIG_BLOCK) {
         int64_t end = n - b < TS_STATS_BIG_BLOCK ? n : b + TS_STATS_BIG_BLOCK, whole = b + (end - b) / V * V;
-        ts_stats_stream sx = {.c = ts_stats_shift(px, x[b]), .shifted = true}, sy = {.c = ts_stats_shift(py, relu1(x[b])), .shifted = true};
+        ts_stats_stream sx = {.c = ts_stats_shift(px, x + b, end - b), .shifted = true};
+        float ty = relu1(ts_stats_typical(x + b, end - b)); /* the Relu values' typical one (Relu keeps the median) */
+        ts_stats_stream sy = {.c = ts_stats_shift(py, &ty, 1), .shifted = true};
         ts_vfloat cx = sx.c - (ts_vfloat){0}, cy = sy.c - (ts_vfloat){0};
         ts_vacc ax, ay;
         ts_vacc_start(&ax);

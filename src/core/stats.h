@@ -82,9 +82,16 @@ typedef struct ts_stats_stream {
 
 void ts_stats_stream_add(ts_stats_stream *s, ts_stats_partial *p, const float *x, int64_t n);
 void ts_stats_stream_flush(ts_stats_stream *s, ts_stats_partial *p);
-/* The shift of a block whose first value is `first`: 0 once p's mean is
- * within a std of 0, else p's running mean or, before any value, first. */
-float ts_stats_shift(const ts_stats_partial *p, float first);
+/* The shift of a block of values x[0..n): 0 once p's mean is within a std
+ * of 0, else p's running mean or, before any value, ts_stats_typical of
+ * the block. */
+float ts_stats_shift(const ts_stats_partial *p, const float *x, int64_t n);
+/* A typical value of x[0..n), to take the others' deviations from: the
+ * median of the first, middle and last values, of those that are finite
+ * (0 when none is; a single one of them an outlier, as a padding row or a
+ * gradient's spike may be, is not chosen). The rounding of the sums grows
+ * with (shift - mean)^2 / variance. */
+float ts_stats_typical(const float *x, int64_t n);
 /* Adds x[0..n) to px and Relu(x) (x < 0 ? 0 : x, as the Relu kernel) to py,
  * in one read of x: the summary of a watched Relu taken in its input's
  * pass. Both stats only (TS_WATCH_STATS). */

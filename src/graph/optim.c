@@ -204,8 +204,8 @@ void ts_opt_update_summarised(const ts_optimizer *o, const ts_opt_consts *c, ts_
     enum { V = TS_STATS_VEC, RUN = TS_VACC_RUN * TS_STATS_VEC };
     int64_t whole = begin + (end - begin) / V * V;
     if (whole > begin) {
-        if (!gs->shifted && gp) gs->c = ts_stats_shift(gp, grad[begin]), gs->shifted = true;
-        if (!ps->shifted && pp) ps->c = ts_stats_shift(pp, param[begin]), ps->shifted = true;
+        if (!gs->shifted && gp) gs->c = ts_stats_shift(gp, grad + begin, end - begin), gs->shifted = true;
+        if (!ps->shifted && pp) ps->c = ts_stats_shift(pp, param + begin, end - begin), ps->shifted = true;
     }
     ts_vfloat cg = gs->c - (ts_vfloat){0}, cp = ps->c - (ts_vfloat){0};
     bool centred = gs->c == 0.0f && ps->c == 0.0f; /* weights and gradients, usually: no shift to subtract */

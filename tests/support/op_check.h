@@ -49,5 +49,7 @@ void ts_op_cases_cnn(ts_op_checker *c);
 /* Each optimizer's step (SGD, momentum, dampening, Nesterov, weight decay,
  * Adam, AdamW; a first step and a later one) through both tables' opt_update. */
 void ts_opt_cases(ts_op_checker *c);
+/* The device's stats summaries against the CPU's (tests/support/stats_cases.c). */
+void ts_stats_cases(ts_op_checker *c);
 
 #endif

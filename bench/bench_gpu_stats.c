@@ -1,0 +1,103 @@
+/* bench_gpu_stats.c -- the device's stats summary (what a watch costs on a
+ * GPU) against the device's own copy of the same bytes, in one process on
+ * one GPU (scripts/gpu-check.sh):
+ *
+ *     bench_gpu_stats [DEVICE]
+ *
+ * For each case (one tensor of 16 Ki to 64 Mi floats; 64 tensors of 1 Mi;
+ * 64 of 4 Ki, a small model's step), 20 timed launches each of the
+ * summary (stats_reduce_many) and of a device-to-device copy of the same
+ * tensors, interleaved, on the device's clock (its events). Prints per case
+ *   stats case=C bytes=B stats_us=S copy_us=K stats_gbps=G copy_gbps=H ratio=R
+ * G: the bytes the summary reads per second; H: the copy's bytes read and
+ * written per second (its memory traffic); R = G / H, the summary's speed
+ * as a fraction of what the memory gives a kernel that streams it. */
+#include "backend/backend.h"
+#include "core/stats.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#define REPS 20
+#define MAX_T 64
+
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct bench_case {
+    const char *name;
+    int tensors;
+    int64_t n; /* floats each */
+} bench_case;
+
+int main(int argc, char **argv) {
+    const char *device = argc > 1 ? argv[1] : "cuda";
+    const ts_backend *be;
+    if (ts_backend_for(device, &be)) {
+        fprintf(stderr, "bench_gpu_stats: %s\n", ts_last_error());
+        return 77;
+    }
+    void *stream = NULL;
+    if (be->stream_create && be->stream_create(&stream)) {
+        fprintf(stderr, "bench_gpu_stats: no stream: %s\n", ts_last_error());
+        return 1;
+    }
+    static const bench_case cases[] = {
+        {"1x16Ki", 1, (int64_t)1 << 14}, {"1x1Mi", 1, (int64_t)1 << 20},  {"1x16Mi", 1, (int64_t)1 << 24},
+        {"1x64Mi", 1, (int64_t)1 << 26}, {"64x1Mi", 64, (int64_t)1 << 20}, {"64x4Ki", 64, (int64_t)1 << 12},
+    };
+    int rc = 0;
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0] && !rc; k++) {
+        const bench_case *c = &cases[k];
+        void *x[MAX_T] = {0}, *y = NULL, *slots = NULL;
+        size_t bytes = (size_t)c->n * sizeof(float);
+        ts_stats_job jobs[MAX_T];
+        float *h = malloc(bytes);
+        if (!h || be->alloc(bytes * (size_t)c->tensors, &y) || be->alloc(sizeof(ts_device_stats) * MAX_T, &slots)) {
+            fprintf(stderr, "bench_gpu_stats: no memory for %s\n", c->name);
+            return 1;
+        }
+        for (int64_t i = 0; i < c->n; i++) h[i] = (float)((i * 7919) % 1000) * 1e-3f - 0.5f;
+        for (int t = 0; t < c->tensors; t++) {
+            if (be->alloc(bytes, &x[t])) {
+                fprintf(stderr, "bench_gpu_stats: no memory for %s\n", c->name);
+                return 1;
+            }
+            be->copy_to_device(stream, x[t], h, bytes);
+            jobs[t] = (ts_stats_job){x[t], c->n, (ts_device_stats *)slots + t};
+        }
+        double ts[REPS], tc[REPS];
+        ts_event e[3] = {0};
+        for (int r = -2; r < REPS; r++) { /* 2 warm-ups */
+            be->event_record(stream, &e[0]);
+            if (be->stats_reduce_many) be->stats_reduce_many(stream, jobs, c->tensors);
+            else
+                for (int t = 0; t < c->tensors; t++) be->stats_reduce(stream, jobs[t].x, jobs[t].n, jobs[t].slot);
+            be->event_record(stream, &e[1]);
+            for (int t = 0; t < c->tensors; t++) be->copy_on_device(stream, (char *)y + (size_t)t * bytes, x[t], bytes);
+            be->event_record(stream, &e[2]);
+            if (be->synchronize(stream)) {
+                fprintf(stderr, "bench_gpu_stats: %s\n", ts_last_error());
+                rc = 1;
+                break;
+            }
+            if (r >= 0) ts[r] = (double)be->event_elapsed_ns(&e[0], &e[1]) * 1e-3, tc[r] = (double)be->event_elapsed_ns(&e[1], &e[2]) * 1e-3;
+        }
+        if (be->event_free)
+            for (int i = 0; i < 3; i++) be->event_free(&e[i]);
+        if (!rc) {
+            qsort(ts, REPS, sizeof ts[0], cmp);
+            qsort(tc, REPS, sizeof tc[0], cmp);
+            double total = (double)bytes * c->tensors, s = ts[REPS / 2], cp = tc[REPS / 2];
+            double g = total / (s * 1e3), gc = 2.0 * total / (cp * 1e3);
+            printf("stats case=%s bytes=%.0f stats_us=%.2f copy_us=%.2f stats_gbps=%.1f copy_gbps=%.1f ratio=%.2f\n", c->name, total, s,
+                   cp, g, gc, g / gc);
+        }
+        for (int t = 0; t < c->tensors; t++) be->free(x[t]);
+        be->free(y), be->free(slots), free(h);
+    }
+    if (be->stream_destroy) be->stream_destroy(stream);
+    return rc;
+}
