@@ -5,13 +5,17 @@
  *     bench_gpu_stats [DEVICE]
  *
  * For each case (one tensor of 16 Ki to 64 Mi floats; 64 tensors of 1 Mi;
- * 64 of 4 Ki, a small model's step), 20 timed launches each of the
+ * 64 of 4 Ki, a small model's step; 16 Mi with its histograms and range
+ * counts too), 20 timed launches each of the
  * summary (stats_reduce_many) and of a device-to-device copy of the same
  * tensors, interleaved, on the device's clock (its events). Prints per case
  *   stats case=C bytes=B stats_us=S copy_us=K stats_gbps=G copy_gbps=H ratio=R
  * G: the bytes the summary reads per second; H: the copy's bytes read and
  * written per second (its memory traffic); R = G / H, the summary's speed
- * as a fraction of what the memory gives a kernel that streams it. */
+ * as a fraction of what the memory gives a kernel that streams it. Then
+ *   transfer bytes=B pageable_us=.. pinned_us=.. pageable_gbps=.. pinned_gbps=..
+ * one batch of mlp1000's input sent to the device from the caller's
+ * memory and from page-locked memory: what a step's upload costs at best. */
 #include "backend/backend.h"
 #include "core/stats.h"
 
@@ -26,10 +30,45 @@ static int cmp(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* The host-to-device copy a run's input takes (exec/device.c), from
+ * page-locked memory and from the caller's: the ceiling of a step's upload */
+static int transfer(const ts_backend *be, void *stream) {
+    const size_t bytes = (size_t)1000 * 784 * sizeof(float); /* mlp1000's batch */
+    void *d = NULL;
+    char *h = malloc(bytes);
+    if (!h || be->alloc(bytes, &d)) {
+        fprintf(stderr, "bench_gpu_stats: no memory for the transfer\n");
+        return 1;
+    }
+    for (size_t i = 0; i < bytes; i++) h[i] = (char)i;
+    double t[2][REPS];
+    ts_event e[2] = {0};
+    for (int k = 0; k < 2; k++) { /* pageable, then page-locked */
+        bool pinned = k == 1 && be->host_pin && be->host_pin(h, bytes);
+        for (int r = -2; r < REPS; r++) {
+            be->event_record(stream, &e[0]);
+            be->copy_to_device(stream, d, h, bytes);
+            be->event_record(stream, &e[1]);
+            if (be->synchronize(stream)) return 1;
+            if (r >= 0) t[k][r] = (double)be->event_elapsed_ns(&e[0], &e[1]) * 1e-3;
+        }
+        if (pinned) be->host_unpin(h);
+        qsort(t[k], REPS, sizeof t[k][0], cmp);
+    }
+    printf("transfer bytes=%zu pageable_us=%.2f pinned_us=%.2f pageable_gbps=%.1f pinned_gbps=%.1f\n", bytes, t[0][REPS / 2], t[1][REPS / 2],
+           (double)bytes / (t[0][REPS / 2] * 1e3), (double)bytes / (t[1][REPS / 2] * 1e3));
+    if (be->event_free)
+        for (int i = 0; i < 2; i++) be->event_free(&e[i]);
+    be->free(d);
+    free(h);
+    return 0;
+}
+
 typedef struct bench_case {
     const char *name;
     int tensors;
-    int64_t n; /* floats each */
+    int64_t n;     /* floats each */
+    int hist_what; /* TS_WATCH_HISTOGRAM | TS_WATCH_RANGE counted too, or 0 */
 } bench_case;
 
 int main(int argc, char **argv) {
@@ -39,23 +78,29 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_gpu_stats: %s\n", ts_last_error());
         return 77;
     }
+    if (!be->stats_reduce_many) {
+        fprintf(stderr, "bench_gpu_stats: %s reduces no summary on a device\n", device);
+        return 2;
+    }
     void *stream = NULL;
     if (be->stream_create && be->stream_create(&stream)) {
         fprintf(stderr, "bench_gpu_stats: no stream: %s\n", ts_last_error());
         return 1;
     }
     static const bench_case cases[] = {
-        {"1x16Ki", 1, (int64_t)1 << 14}, {"1x1Mi", 1, (int64_t)1 << 20},  {"1x16Mi", 1, (int64_t)1 << 24},
-        {"1x64Mi", 1, (int64_t)1 << 26}, {"64x1Mi", 64, (int64_t)1 << 20}, {"64x4Ki", 64, (int64_t)1 << 12},
+        {"1x16Ki", 1, (int64_t)1 << 14, 0},  {"1x1Mi", 1, (int64_t)1 << 20, 0},   {"1x16Mi", 1, (int64_t)1 << 24, 0},
+        {"1x64Mi", 1, (int64_t)1 << 26, 0},  {"64x1Mi", 64, (int64_t)1 << 20, 0}, {"64x4Ki", 64, (int64_t)1 << 12, 0},
+        {"1x16Mi+hist+range", 1, (int64_t)1 << 24, TS_WATCH_HISTOGRAM | TS_WATCH_RANGE},
     };
     int rc = 0;
     for (size_t k = 0; k < sizeof cases / sizeof cases[0] && !rc; k++) {
         const bench_case *c = &cases[k];
-        void *x[MAX_T] = {0}, *y = NULL, *slots = NULL;
+        void *x[MAX_T] = {0}, *y = NULL, *slots = NULL, *hists = NULL;
         size_t bytes = (size_t)c->n * sizeof(float);
         ts_stats_job jobs[MAX_T];
         float *h = malloc(bytes);
-        if (!h || be->alloc(bytes * (size_t)c->tensors, &y) || be->alloc(sizeof(ts_device_stats) * MAX_T, &slots)) {
+        if (!h || be->alloc(bytes * (size_t)c->tensors, &y) || be->alloc(sizeof(ts_device_stats) * MAX_T, &slots) ||
+            (c->hist_what && be->alloc(sizeof(ts_device_hist) * (size_t)c->tensors, &hists))) {
             fprintf(stderr, "bench_gpu_stats: no memory for %s\n", c->name);
             return 1;
         }
@@ -66,15 +111,13 @@ int main(int argc, char **argv) {
                 return 1;
             }
             be->copy_to_device(stream, x[t], h, bytes);
-            jobs[t] = (ts_stats_job){x[t], c->n, (ts_device_stats *)slots + t};
+            jobs[t] = (ts_stats_job){x[t], c->n, (ts_device_stats *)slots + t, hists ? (ts_device_hist *)hists + t : NULL, c->hist_what};
         }
         double ts[REPS], tc[REPS];
         ts_event e[3] = {0};
         for (int r = -2; r < REPS; r++) { /* 2 warm-ups */
             be->event_record(stream, &e[0]);
-            if (be->stats_reduce_many) be->stats_reduce_many(stream, jobs, c->tensors);
-            else
-                for (int t = 0; t < c->tensors; t++) be->stats_reduce(stream, jobs[t].x, jobs[t].n, jobs[t].slot);
+            be->stats_reduce_many(stream, jobs, c->tensors);
             be->event_record(stream, &e[1]);
             for (int t = 0; t < c->tensors; t++) be->copy_on_device(stream, (char *)y + (size_t)t * bytes, x[t], bytes);
             be->event_record(stream, &e[2]);
@@ -96,8 +139,9 @@ int main(int argc, char **argv) {
                    cp, g, gc, g / gc);
         }
         for (int t = 0; t < c->tensors; t++) be->free(x[t]);
-        be->free(y), be->free(slots), free(h);
+        be->free(y), be->free(slots), be->free(hists), free(h);
     }
+    if (!rc) rc = transfer(be, stream);
     if (be->stream_destroy) be->stream_destroy(stream);
     return rc;
 }

@@ -12,14 +12,13 @@
 #include "backend/backend.h"
 #include "compile/model.h"
 #include "graph/ops.h"
-#include "core/stats.h"
 
 enum { B = 4, IN = 5, HID = 6, CLS = 3, D = 2, A = 2 };
 
 static void check_table(const ts_backend *be) {
     CHECK(be && strcmp(be->name, "cpu") == 0, "the CPU backend is named 'cpu'");
     CHECK(be->alloc && be->free && be->copy_to_device && be->copy_to_host && be->copy_on_device && be->synchronize && be->fill &&
-              be->zero && be->accumulate && be->scale && be->kernels && be->opt_update && be->opt_update_summarised && be->stats_add &&
+              be->zero && be->accumulate && be->scale && be->kernels && be->opt_update && be->opt_update_summarised &&
               be->has_nonfinite && be->event_record && be->event_elapsed_ns,
           "the CPU backend implements every entry of the contract");
     int bad_fwd = 0, bad_bwd = 0;
@@ -66,13 +65,6 @@ static void check_entries(const ts_backend *be) {
     x[37] = NAN;
     CHECK(be->has_nonfinite(NULL, x, 64), "a NaN is found");
     x[37] = 17.0f;
-    ts_stats_partial p;
-    ts_stats_partial_init(&p, TS_WATCH_STATS);
-    be->stats_add(NULL, &p, x, 64);
-    ts_summary s;
-    ts_stats_finish(&p, &s);
-    CHECK(s.stats.count == 64 && s.stats.min == -20.0 && s.stats.max == 43.0, "stats partials summarise on the device (count %lld, min %g, max %g)",
-          (long long)s.stats.count, (double)s.stats.min, (double)s.stats.max);
     ts_event e0, e1;
     be->event_record(NULL, &e0);
     be->event_record(NULL, &e1);

@@ -29,6 +29,7 @@ typedef struct setup {
     int accum, steps, period; /* A, D, the watch's period in runs */
     ts_check_numerics check;
     bool schedule;
+    int what; /* the watch's TS_WATCH_* (0: stats) */
 } setup;
 
 typedef struct outcome {
@@ -37,6 +38,7 @@ typedef struct outcome {
     char *name[MAX_WATCHED];
     ts_stats stats[MAX_WATCHED];
     int64_t step[MAX_WATCHED];
+    uint64_t counts[MAX_WATCHED]; /* the histograms' and range counts' fingerprint */
     int64_t captures, replays, refused;
 } outcome;
 
@@ -56,7 +58,7 @@ static ts_status train(const model_pair *j, int k, ts_optimizer opt, const setup
     if (!st) st = ts_options_set_device_iterations(o, s->steps);
     if (!st) st = ts_options_set_check_numerics(o, s->check);
     if (!st) st = ts_options_anchor(o, "l", ts_tensor_name(j->loss[k]), TS_OUTPUT_SUM, 0);
-    if (!st) st = ts_options_watch(o, "*", TS_WATCH_STATS, s->period);
+    if (!st) st = ts_options_watch(o, "*", s->what ? s->what : TS_WATCH_STATS, s->period);
     if (!st) st = ts_model_training(&m, j->g[k], j->loss[k], o, opt);
     ts_lr_schedule cosine = {.kind = TS_LR_COSINE, .warmup_steps = 2, .total_steps = 8, .min_lr = 1e-3};
     if (!st && s->schedule) st = ts_model_set_lr_schedule(m, &cosine);
@@ -70,7 +72,12 @@ static ts_status train(const model_pair *j, int k, ts_optimizer opt, const setup
     for (size_t i = 0; !st && i < nw && out->n < MAX_WATCHED; i++) {
         out->name[out->n] = strdup(w[i].name);
         out->step[out->n] = w[i].step;
-        out->stats[out->n++] = w[i].summary->stats;
+        const ts_summary *sm = w[i].summary;
+        uint64_t h = 1469598103934665603ull;
+        for (int b = 0; b < TS_LOG2_BINS; b++) h = (h ^ (uint64_t)sm->log2_counts[b]) * 1099511628211ull;
+        for (int b = 0; b < TS_TB_BINS; b++) h = (h ^ (uint64_t)sm->tb_counts[b]) * 1099511628211ull;
+        out->counts[out->n] = sm->what & TS_WATCH_HISTOGRAM ? h : 0;
+        out->stats[out->n++] = sm->stats;
     }
     out->captures = ts_counter_get("GraphCaptures") - c0;
     out->replays = ts_counter_get("GraphReplays") - r0;
@@ -123,6 +130,7 @@ static void compare(const model_pair *j, ts_optimizer opt, const setup *s, const
             const ts_stats *x = &rec.stats[i], *y = &plain.stats[i];
             double mag = fmax(fabs(y->min), fabs(y->max));
             bool ok = !strcmp(rec.name[i], plain.name[i]) && rec.step[i] == plain.step[i] && x->count == y->count && x->nans == y->nans &&
+                      rec.counts[i] == plain.counts[i] && (!(s->what & TS_WATCH_HISTOGRAM) || rec.counts[i] != 0) &&
                       x->zeros == y->zeros && same(x->mean, y->mean, mag, tol) && same(x->std, y->std, mag, tol) &&
                       same(x->min, y->min, mag, tol) && same(x->max, y->max, mag, tol);
             if (!ok && !bad++) first = rec.name[i];
@@ -214,11 +222,12 @@ int main(void) {
     double tol = strcmp(device, "cpu-staged") == 0 ? 0 : 1e-6;
     model_pair p;
     { /* MLP: SGD with momentum and a schedule, A = 2; then D = 3 with a watch every 2 runs; then numeric checks */
-        const setup plain = {2, 1, 1, TS_CHECK_OFF, true}, kinds = {1, 3, 2, TS_CHECK_OFF, true}, crowded = {1, 10, 1, TS_CHECK_OFF, false},
-                    checked = {1, 1, 1, TS_CHECK_OUTPUT, false};
-        const setup *s[] = {&plain, &kinds, &crowded, &checked};
-        const char *what[] = {"(A=2, schedule)", "(D=3, watch every 2 runs)", "(D=10)", "(numeric checks)"};
-        for (int v = 0; v < 4; v++) {
+        const setup plain = {2, 1, 1, TS_CHECK_OFF, true, 0}, kinds = {1, 3, 2, TS_CHECK_OFF, true, 0}, crowded = {1, 10, 1, TS_CHECK_OFF, false, 0},
+                    checked = {1, 1, 1, TS_CHECK_OUTPUT, false, 0},
+                    hist = {1, 1, 1, TS_CHECK_OFF, false, TS_WATCH_STATS | TS_WATCH_HISTOGRAM | TS_WATCH_RANGE};
+        const setup *s[] = {&plain, &kinds, &crowded, &checked, &hist};
+        const char *what[] = {"(A=2, schedule)", "(D=3, watch every 2 runs)", "(D=10)", "(numeric checks)", "(histograms and ranges on the device)"};
+        for (int v = 0; v < 5; v++) {
             CHECK_OK(pair_mlp(&p, 16, (int64_t)s[v]->accum * s[v]->steps * 16, 777), "mlp built twice");
             compare(&p, ts_sgd(0.05f, 0.9f, 1e-4f), s[v], what[v], device, tol);
             pair_free(&p);
@@ -226,11 +235,11 @@ int main(void) {
     }
     /* LeNet+BN, Adam: the bias corrections change every step */
     CHECK_OK(pair_cnn(&p, 8, 8, 778), "cnn built twice");
-    compare(&p, ts_adam(1e-3f), &(setup){1, 1, 1, TS_CHECK_OFF, false}, "(Adam)", device, tol);
+    compare(&p, ts_adam(1e-3f), &(setup){1, 1, 1, TS_CHECK_OFF, false, 0}, "(Adam)", device, tol);
     pair_free(&p);
     /* a small GPT, AdamW */
     CHECK_OK(pair_gpt(&p, 779), "gpt built twice");
-    compare(&p, ts_adamw(3e-3f, 0.1f), &(setup){1, 1, 1, TS_CHECK_OFF, false}, "(AdamW)", device, tol);
+    compare(&p, ts_adamw(3e-3f, 0.1f), &(setup){1, 1, 1, TS_CHECK_OFF, false, 0}, "(AdamW)", device, tol);
     pair_free(&p);
 
     /* TS_CUDA_GRAPHS not a boolean: warned about once, taken as on */

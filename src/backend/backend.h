@@ -90,11 +90,15 @@ typedef struct ts_event {
     void *handle;
 } ts_event;
 
-/* One tensor's stats summary into a device slot (stats_reduce_many). */
+/* One tensor's summary into device slots (stats_reduce_many): its stats,
+ * and where hist is not NULL the counts of `hist_what` (TS_WATCH_HISTOGRAM,
+ * TS_WATCH_RANGE, or both). */
 typedef struct ts_stats_job {
     const float *x;
     int64_t n;
     ts_device_stats *slot;
+    ts_device_hist *hist;
+    int hist_what;
 } ts_stats_job;
 #define TS_STATS_MANY 64 /* tensors a device summarises in one launch */
 
@@ -175,18 +179,11 @@ typedef struct ts_backend {
                                   struct ts_stats_partial *gp, struct ts_stats_stream *ps, struct ts_stats_partial *pp);
 
     /* ---- reductions observation needs, into a few bytes on the host */
-    /* Adds x[0..n) to a summary partial (core/stats.h): stats, the
-     * log2 and TensorBoard histograms and the fp16/bf16/fp8 range
-     * fractions, as the partial's `what` asks. */
-    void (*stats_add)(void *stream, struct ts_stats_partial *p, const float *x, int64_t n);
-    /* The stats of x[0..n) into *slot (device memory), asynchronously: the
-     * host reads the slots after the run, in one copy. NULL: not needed
-     * (a device whose memory the host reads summarises there). */
-    void (*stats_reduce)(void *stream, const float *x, int64_t n, ts_device_stats *slot);
-    /* The same for n tensors (jobs is host memory, read before the call
-     * returns), in as few launches as the device can: the parameters,
-     * their gradients and the optimizer's state, summarised together at
-     * the step's two points where they stand still. NULL: stats_reduce each. */
+    /* The summaries of n tensors into their slots (device memory; jobs is
+     * host memory, read before the call returns), asynchronously, in as
+     * few launches as the device can: the host reads the slots after the
+     * run, in one copy. NULL: not needed (a device whose memory the host
+     * reads summarises there). */
     void (*stats_reduce_many)(void *stream, const ts_stats_job *jobs, int n);
     /* Whether x[0..n) holds a NaN or an Inf. */
     bool (*has_nonfinite)(void *stream, const float *x, int64_t n);

@@ -80,6 +80,9 @@ void ts_prog_free(ts_prog *p) {
     ts_free(p->dev_input_bytes);
     ts_free(p->host_view);
     p->backend->free(p->dev_slots);
+    p->backend->free(p->dev_hist);
+    ts_free(p->host_hist);
+    ts_free(p->hist_slot);
     p->backend->free(p->dev_anchors);
     p->backend->free(p->dev_stage);
     for (int i = 0; p->backend->event_free && i < 4; i++) p->backend->event_free(&p->marks[i]);
@@ -484,7 +487,7 @@ static ts_status device_alloc(const ts_model *m, size_t bytes, float **out) {
     return st;
 }
 
-/* A device summarises its stats watches many tensors a launch (observe/'s
+/* A device summarises its watches many tensors a launch (observe/'s
  * queue, flushed before the device writes over a queued tensor, and by a
  * training step's first update): a small watched activation or activation
  * gradient keeps its memory to the end of the step's last pass (a training
@@ -494,9 +497,8 @@ static ts_status device_alloc(const ts_model *m, size_t bytes, float **out) {
  * worth its launch. */
 #define KEEP_EACH ((size_t)4 << 20)
 #define KEEP_ALL ((size_t)1 << 30)
-static bool kept_to_pass_end(const ts_model *m, const ts_prog *p, const ts_entry *en, size_t bytes, size_t *kept) {
-    if (m->backend->host_addressable || en->watch < 0 || p->watch_what[en->watch] != TS_WATCH_STATS || bytes > KEEP_EACH ||
-        *kept + bytes > KEEP_ALL)
+static bool kept_to_pass_end(const ts_model *m, const ts_entry *en, size_t bytes, size_t *kept) {
+    if (m->backend->host_addressable || en->watch < 0 || bytes > KEEP_EACH || *kept + bytes > KEEP_ALL)
         return false;
     *kept += bytes;
     return true;
@@ -575,7 +577,7 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
             if (first_read[t->id] >= 0 && (int64_t)(2 * L - 1) - first_read[t->id] > end) end = (int64_t)(2 * L - 1) - first_read[t->id];
             if (p->needs_grad[t->id] && ts_op_get(t->op)->needs_output) end = end > BWD(t->id) ? end : BWD(t->id);
             int64_t pass_end = m->training ? 2 * L - 1 : L - 1; /* the first update's flush comes after the backward */
-            if (kept_to_pass_end(m, p, en, bytes, &kept_bytes) && end < pass_end) end = pass_end;
+            if (kept_to_pass_end(m, en, bytes, &kept_bytes) && end < pass_end) end = pass_end;
             int64_t r = ts_op_get(t->op)->view ? root[t->in[0]] : -1;
             if (r >= 0) { /* a view of an activation: the owner's buffer lives as long as the view too */
                 root[t->id] = r;
@@ -591,7 +593,7 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
             int64_t start = BWD(t->id);
             if (last_grad[t->id] >= 0 && (int64_t)(2 * L - 1) - last_grad[t->id] < start) start = (int64_t)(2 * L - 1) - last_grad[t->id];
             if (t->id == m->loss) start = BWD(t->id);
-            int64_t end = kept_to_pass_end(m, p, en, bytes, &kept_bytes) ? 2 * L - 1 : BWD(t->id);
+            int64_t end = kept_to_pass_end(m, en, bytes, &kept_bytes) ? 2 * L - 1 : BWD(t->id);
             giv_of[t->id] = n_iv;
             iv[n_iv] = (ts_interval){start, end, bytes, 0};
             iv_entry[n_iv++] = e;
@@ -612,7 +614,7 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
         ts_interval *v = &iv[giv_of[c]];
         const ts_entry *en = &p->entries[p->grad_entry[i]];
         size_t bytes = (size_t)en->numel * sizeof(float);
-        int64_t end = kept_to_pass_end(m, p, en, bytes, &kept_bytes) ? 2 * L - 1 : BWD(i);
+        int64_t end = kept_to_pass_end(m, en, bytes, &kept_bytes) ? 2 * L - 1 : BWD(i);
         if (v->end < end) v->end = end;
         giv_of[i] = giv_of[c];
     }

@@ -70,7 +70,7 @@ ts_status ts_device_bind(ts_model *m, ts_prog *p) {
     p->dev_inputs = ts_calloc((size_t)p->n_nodes, sizeof *p->dev_inputs);
     p->host_inputs = ts_calloc((size_t)p->n_nodes, sizeof *p->host_inputs);
     p->dev_input_bytes = ts_calloc((size_t)p->n_nodes, sizeof *p->dev_input_bytes);
-    p->pinned = ts_calloc((size_t)p->n_dev_copies + 3, sizeof *p->pinned); /* ts_device_pin_landings' */
+    p->pinned = ts_calloc((size_t)p->n_dev_copies + 4, sizeof *p->pinned); /* exec/device.c pin_landings' */
     p->host_view = ts_malloc((size_t)biggest * sizeof(float));
     if (!p->dev_inputs || !p->host_inputs || !p->dev_input_bytes || !p->pinned || !p->host_view) return TS_ERR_OUT_OF_MEMORY;
     p->host_view_floats = biggest;
@@ -103,9 +103,19 @@ ts_status ts_device_bind(ts_model *m, ts_prog *p) {
         p->slot_pending = ts_calloc((size_t)p->n_watch, sizeof *p->slot_pending);
         if (!p->host_slots || !p->slot_step || !p->slot_entry || !p->queued || !p->slot_pending) return TS_ERR_OUT_OF_MEMORY;
         void *d = NULL;
-        ts_status st = p->backend->stats_reduce ? p->backend->alloc(bytes, &d) : TS_OK;
+        ts_status st = p->backend->stats_reduce_many ? p->backend->alloc(bytes, &d) : TS_OK;
         if (st) return st;
         p->dev_slots = d;
+        /* the watches with histograms or ranges: a slot of counts each */
+        p->hist_slot = ts_calloc((size_t)p->n_watch, sizeof *p->hist_slot);
+        if (!p->hist_slot) return TS_ERR_OUT_OF_MEMORY;
+        for (int w = 0; w < p->n_watch; w++) p->hist_slot[w] = p->watch_what[w] & (TS_WATCH_HISTOGRAM | TS_WATCH_RANGE) ? p->n_hist++ : -1;
+        if (p->dev_slots && p->n_hist > 0) {
+            p->host_hist = ts_calloc((size_t)p->n_hist, sizeof *p->host_hist);
+            if (!p->host_hist) return TS_ERR_OUT_OF_MEMORY;
+            if ((st = p->backend->alloc((size_t)p->n_hist * sizeof(ts_device_hist), &d))) return st;
+            p->dev_hist = d;
+        }
     }
     return TS_OK;
 }

@@ -116,6 +116,10 @@ typedef struct ts_prog {
     float *host_view;         /* an entry copied to the host for its observers */
     int64_t host_view_floats;
     struct ts_device_stats *dev_slots, *host_slots; /* per watch: stats reduced on the device this run */
+    struct ts_device_hist *dev_hist, *host_hist;    /* per watch with histograms or ranges: their counts, the same way */
+    int *hist_slot;           /* per watch: its dev_hist slot, or -1 (stats alone) */
+    int n_hist;
+    bool hist_pending;        /* a pending slot has counts: they come back after the run too */
     int64_t *slot_step;       /* the step each pending slot was taken at */
     int *slot_entry;          /* the entry each pending slot summarises */
     /* per entry: what the rounding onto its 16-bit grid lost (ts_entry.lost),

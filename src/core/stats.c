@@ -31,7 +31,7 @@ static double tb_limits[TS_TB_EDGES];
 /* Number of positive limits <= the lower edge of each cell of |x|'s bits
  * >> 16 (8 exponent + 7 mantissa bits: a cell spans < 1% so at most one
  * limit lies inside it). */
-static int16_t tb_cell[1 << 15];
+static int16_t tb_cell[TS_TB_CELLS];
 static pthread_once_t tb_once = PTHREAD_ONCE_INIT;
 
 static const double *tb_pos(void) { return tb_limits + TS_TB_SIDE + 2; }
@@ -67,6 +67,11 @@ static void tb_build(void) {
 const double *ts_tb_bucket_limits(void) {
     pthread_once(&tb_once, tb_build);
     return tb_limits;
+}
+
+const int16_t *ts_tb_cells(void) {
+    pthread_once(&tb_once, tb_build);
+    return tb_cell;
 }
 
 /* Positive limits <= a, for a finite a > 0 whose float bits are `abits`. */
@@ -364,13 +369,13 @@ static void hist_block(ts_stats_partial *p, const float *x, int64_t n) {
 
 /* Bits of |x| thresholds, one per target (fp16, bf16, e4m3, e5m2): underflow
  * when 0 < bits < min_normal, overflow when bits >= over_from (and finite). */
-static const uint32_t range_min_normal[4] = {
+const uint32_t ts_range_min_normal[4] = {
     (127u - 14u) << 23, /* fp16 2^-14 */
     1u << 23,           /* bf16 2^-126: float's own smallest normal */
     (127u - 6u) << 23,  /* e4m3 2^-6 */
     (127u - 14u) << 23, /* e5m2 2^-14 */
 };
-static const uint32_t range_over_from[4] = {
+const uint32_t ts_range_over_from[4] = {
     0x477ff000u,      /* 65520 */
     0x7f7f8000u,      /* 0x1.ffp127 */
     0x43e80000u + 1u, /* just above 464 */
@@ -380,7 +385,7 @@ static const uint32_t range_over_from[4] = {
 static void range_block(ts_stats_partial *p, const float *x, int64_t n) {
     int64_t under[4] = {0}, over[4] = {0};
     for (int t = 0; t < 4; t++) {
-        uint32_t lo = range_min_normal[t] - 1u, hi = range_over_from[t];
+        uint32_t lo = ts_range_min_normal[t] - 1u, hi = ts_range_over_from[t];
         int32_t u = 0, o = 0; /* n <= TS_STATS_BLOCK: no overflow */
         for (int64_t i = 0; i < n; i++) {
             uint32_t a = ts_float_bits(x[i]) & 0x7fffffffu;
@@ -671,14 +676,29 @@ ts_status ts_summary_merge(ts_summary *into, const ts_summary *from) {
     return TS_OK;
 }
 
-void ts_stats_to_device(const ts_stats_partial *p, ts_device_stats *out) {
+void ts_stats_to_device(const ts_stats_partial *p, ts_device_stats *out, ts_device_hist *h) {
     *out = (ts_device_stats){(double)p->count, (double)p->zeros,    (double)p->nans, (double)p->pos_infs, (double)p->neg_infs,
                              (double)p->finite, p->mean,            p->m2,           p->min,              p->max};
+    if (!h) return;
+    memset(h, 0, sizeof *h);
+    if (p->what & TS_WATCH_HISTOGRAM) {
+        h->log2_zeros = (unsigned long long)p->log2_zeros;
+        for (int i = 0; i < TS_LOG2_BINS; i++) h->log2_counts[i] = (unsigned long long)p->log2_counts[i];
+        for (int i = 0; i < TS_TB_BINS; i++) h->tb_counts[i] = (unsigned long long)p->tb_counts[i];
+    }
+    for (int t = 0; t < 4; t++) h->under[t] = (unsigned long long)p->under[t], h->over[t] = (unsigned long long)p->over[t];
 }
 
-void ts_stats_from_device(const ts_device_stats *d, ts_stats_partial *out) {
-    ts_stats_partial_init(out, TS_WATCH_STATS);
+void ts_stats_from_device(const ts_device_stats *d, const ts_device_hist *h, int what, ts_stats_partial *out) {
+    ts_stats_partial_init(out, h ? what : TS_WATCH_STATS);
     out->count = (int64_t)d->count, out->zeros = (int64_t)d->zeros, out->nans = (int64_t)d->nans;
     out->pos_infs = (int64_t)d->pos_infs, out->neg_infs = (int64_t)d->neg_infs, out->finite = (int64_t)d->finite;
     if (out->finite > 0) out->mean = d->mean, out->m2 = d->m2, out->min = d->min, out->max = d->max;
+    if (!h) return;
+    if (what & TS_WATCH_HISTOGRAM) {
+        out->log2_zeros = (int64_t)h->log2_zeros;
+        for (int i = 0; i < TS_LOG2_BINS; i++) out->log2_counts[i] = (int64_t)h->log2_counts[i];
+        for (int i = 0; i < TS_TB_BINS; i++) out->tb_counts[i] = (int64_t)h->tb_counts[i];
+    }
+    for (int t = 0; t < 4; t++) out->under[t] = (int64_t)h->under[t], out->over[t] = (int64_t)h->over[t];
 }

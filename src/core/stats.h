@@ -104,9 +104,17 @@ typedef struct ts_device_stats {
     double count, zeros, nans, pos_infs, neg_infs, finite;
     double mean, m2, min, max;
 } ts_device_stats;
-/* A partial's stats as a device's record, and back (stats only). */
-void ts_stats_to_device(const ts_stats_partial *p, ts_device_stats *out);
-void ts_stats_from_device(const ts_device_stats *d, ts_stats_partial *out);
+/* The histograms and range counts (TS_WATCH_HISTOGRAM, TS_WATCH_RANGE) a
+ * device reduced: the partial's counts, as 64-bit integers a device adds
+ * to atomically (any order gives the same counts). */
+typedef struct ts_device_hist {
+    unsigned long long log2_zeros, log2_counts[TS_LOG2_BINS], tb_counts[TS_TB_BINS], under[4], over[4];
+} ts_device_hist;
+/* A partial's stats (and its histograms and range counts, where h is not
+ * NULL) as a device's records; and back, into a partial computing `what`
+ * (h NULL: none of TS_WATCH_HISTOGRAM and TS_WATCH_RANGE). */
+void ts_stats_to_device(const ts_stats_partial *p, ts_device_stats *out, ts_device_hist *h);
+void ts_stats_from_device(const ts_device_stats *d, const ts_device_hist *h, int what, ts_stats_partial *out);
 
 /* The partial a finished summary came from (to rounding), so summaries
  * taken apart (one per replica) merge into one. */
@@ -114,5 +122,15 @@ void ts_stats_from_summary(const ts_summary *s, ts_stats_partial *p);
 
 /* TensorFlow's bucket index of a finite x: upper_bound over the limits. */
 int ts_tb_bucket_index(double x);
+/* The table a device's bucket index starts from (TS_TB_CELLS entries):
+ * the positive limits <= the lower edge of each cell of |x|'s float bits
+ * >> 16 (a cell spans under 1%, so at most one limit lies inside it). The
+ * positive limits themselves are ts_tb_bucket_limits() + TS_TB_SIDE + 2. */
+#define TS_TB_CELLS (1 << 15)
+const int16_t *ts_tb_cells(void);
+/* The range counts' thresholds on |x|'s float bits, per target (fp16,
+ * bf16, e4m3, e5m2): underflow when 0 < bits < ts_range_min_normal[t],
+ * overflow when ts_range_over_from[t] <= bits < Inf's. */
+extern const uint32_t ts_range_min_normal[4], ts_range_over_from[4];
 
 #endif

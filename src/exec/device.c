@@ -6,9 +6,9 @@
  * run). The parameters and buffers a training run changes stay on the
  * device until the host reads or writes them (fetch_values, through the
  * graph's ts_graph_values_current), so a loop that reads no weights moves
- * none. The run's inputs go to device buffers. Anchors captured on the device and the stats watches
- * reduced there come back in one copy each after the run; other observers
- * read a host copy of their tensor (observe/'s ts_device_host_view).
+ * none. The run's inputs go to device buffers. Anchors captured on the
+ * device and the watches reduced there (stats, histograms, range counts)
+ * come back in one copy each after the run; other observers read a host copy of their tensor (observe/'s ts_device_host_view).
  * docs/backend.md tells the whole path and what is next. */
 #include "backend/backend.h"
 #include "compile/model.h"
@@ -35,10 +35,11 @@ static void pin_landings(ts_prog *p) {
         const ts_device_copy *c = &p->dev_copies[i];
         if (c->download && be->host_pin(c->host, (size_t)c->numel * sizeof(float))) p->pinned[p->n_pinned++] = c->host;
     }
-    void *landing[3] = {p->dev_slots ? p->host_slots : NULL, p->dev_lost ? p->host_lost : NULL, p->dev_anchors ? p->arena_anchors : NULL};
-    size_t bytes[3] = {(size_t)p->n_watch * sizeof(ts_device_stats), (size_t)p->n_entries * sizeof(ts_half_loss),
-                       (size_t)p->anchor_local * sizeof(float)};
-    for (int k = 0; k < 3; k++)
+    void *landing[4] = {p->dev_slots ? p->host_slots : NULL, p->dev_lost ? p->host_lost : NULL, p->dev_anchors ? p->arena_anchors : NULL,
+                        p->dev_hist ? p->host_hist : NULL};
+    size_t bytes[4] = {(size_t)p->n_watch * sizeof(ts_device_stats), (size_t)p->n_entries * sizeof(ts_half_loss),
+                       (size_t)p->anchor_local * sizeof(float), (size_t)p->n_hist * sizeof(ts_device_hist)};
+    for (int k = 0; k < 4; k++)
         if (landing[k] && be->host_pin(landing[k], bytes[k])) p->pinned[p->n_pinned++] = landing[k];
 }
 
@@ -186,6 +187,10 @@ ts_status ts_device_after_run(ts_model *m) {
         be->copy_to_host(m->stream, p->host_slots, p->dev_slots, (size_t)p->n_watch * sizeof(ts_device_stats));
         fetched += (uint64_t)p->n_watch * sizeof(ts_device_stats);
     }
+    if (p->hist_pending) { /* and their histograms and range counts */
+        be->copy_to_host(m->stream, p->host_hist, p->dev_hist, (size_t)p->n_hist * sizeof(ts_device_hist));
+        fetched += (uint64_t)p->n_hist * sizeof(ts_device_hist);
+    }
     be->event_record(m->stream, &p->marks[3]);
     ts_status st = be->synchronize(m->stream);
     /* the host's wait for the run's last work and the copies behind it */
@@ -212,6 +217,6 @@ ts_status ts_device_after_run(ts_model *m) {
         p->sent_gen = m->g->values_gen;
     }
     if (!st) ts_observe_device_finish(m);
-    else p->any_pending = false;
+    else p->any_pending = p->hist_pending = false;
     return st;
 }

@@ -133,19 +133,10 @@ static void w_opt_update_summarised(const ts_optimizer *o, const struct ts_opt_c
     if (w.work) w.real->opt_update_summarised(o, c, s, param, grad, begin, end, clear, gs, gp, ps, pp);
 }
 
-static void w_stats_add(void *s, struct ts_stats_partial *p, const float *x, int64_t n) {
-    mix(14), mix(P(p)), mix(P(x)), mix((uint64_t)n);
-    if (w.work) w.real->stats_add(s, p, x, n);
-}
-
-static void w_stats_reduce(void *s, const float *x, int64_t n, ts_device_stats *slot) {
-    mix(15), mix(P(x)), mix((uint64_t)n), mix(P(slot));
-    if (w.work) w.real->stats_reduce(s, x, n, slot);
-}
-
 static void w_stats_reduce_many(void *s, const ts_stats_job *jobs, int n) {
     mix(18), mix((uint64_t)n);
-    for (int i = 0; i < n; i++) mix(P(jobs[i].x)), mix((uint64_t)jobs[i].n), mix(P(jobs[i].slot));
+    for (int i = 0; i < n; i++)
+        mix(P(jobs[i].x)), mix((uint64_t)jobs[i].n), mix(P(jobs[i].slot)), mix(P(jobs[i].hist)), mix((uint64_t)jobs[i].hist_what);
     if (w.work) w.real->stats_reduce_many(s, jobs, n);
 }
 
@@ -182,8 +173,6 @@ static void walk_backend(const ts_backend *real, ts_backend *out) {
     out->kernels = walk_rows;
     out->opt_update = w_opt_update;
     out->opt_update_summarised = w_opt_update_summarised;
-    out->stats_add = w_stats_add;
-    out->stats_reduce = w_stats_reduce;
     if (real->stats_reduce_many) out->stats_reduce_many = w_stats_reduce_many;
     out->has_nonfinite = w_has_nonfinite;
     out->event_record = w_event_record;
@@ -202,7 +191,7 @@ static const char *program_refusal(const ts_model *m) {
         if (e->check) return "NumericChecks";
         if (e->on_host && e->n_anchors) return "HostValue"; /* a step count the host holds, sent for its anchor */
         if (e->n_anchors && !p->dev_anchors) return "HostAnchor";
-        if (e->watch >= 0 && p->watch_what[e->watch] != TS_WATCH_STATS) return "HostSummary"; /* histograms, ranges */
+        if (e->watch >= 0 && !p->dev_slots) return "HostSummary"; /* a device that reduces no summary */
     }
     for (int k = 0; k < p->n_order; k++) {
         ts_op op = m->g->t[p->order[k]]->op;

@@ -411,10 +411,7 @@ void ts_observe_device_flush(ts_model *m) {
     if (!p->n_queued) return;
     ts_counter_add("SummaryLaunches", (p->n_queued + TS_STATS_MANY - 1) / TS_STATS_MANY);
     ts_counter_add("SummaryTensors", p->n_queued);
-    const ts_backend *be = p->backend;
-    if (be->stats_reduce_many) be->stats_reduce_many(m->stream, p->queued, p->n_queued);
-    else
-        for (int i = 0; i < p->n_queued; i++) be->stats_reduce(m->stream, p->queued[i].x, p->queued[i].n, p->queued[i].slot);
+    p->backend->stats_reduce_many(m->stream, p->queued, p->n_queued); /* queued only where the device reduces (dev_slots) */
     p->n_queued = 0;
 }
 
@@ -424,7 +421,7 @@ bool ts_observe_device(ts_model *m, int entry, int64_t sample) {
     if (m->rerun) return false;
     bool due = watch_due(m, e, sample), anchors = e->n_anchors && p->dev_anchors;
     /* a value the host holds (a step count) is summarised there */
-    bool reduce = due && p->watch_what[e->watch] == TS_WATCH_STATS && p->dev_slots && !e->on_host;
+    bool reduce = due && p->dev_slots && !e->on_host;
     const float *x = e->data;
     if (e->on_host && anchors) { /* sent first, for the anchors arena the device fills */
         p->backend->copy_to_device(m->stream, p->dev_stage, e->data, (size_t)e->numel * sizeof(float));
@@ -437,8 +434,11 @@ bool ts_observe_device(ts_model *m, int entry, int64_t sample) {
     }
     if (reduce) { /* queued for one launch with the others, into its slot, copied to the host once after the run */
         if (p->n_queued == p->n_watch || p->n_queued == TS_STATS_MANY) ts_observe_device_flush(m);
-        p->queued[p->n_queued++] = (ts_stats_job){x, e->numel, &p->dev_slots[e->watch]};
+        int h = p->hist_slot[e->watch];
+        ts_device_hist *hist = h >= 0 ? &p->dev_hist[h] : NULL;
+        p->queued[p->n_queued++] = (ts_stats_job){x, e->numel, &p->dev_slots[e->watch], hist, p->watch_what[e->watch] & ~TS_WATCH_STATS};
         p->slot_pending[e->watch] = p->any_pending = true;
+        p->hist_pending |= hist != NULL;
         p->slot_step[e->watch] = m->steps;
         p->slot_entry[e->watch] = (int)(e - p->entries);
     }
@@ -452,14 +452,15 @@ void ts_observe_device_finish(ts_model *m) {
     for (int w = 0; w < p->n_watch; w++) {
         if (!p->slot_pending[w]) continue;
         ts_stats_partial q;
-        ts_stats_from_device(&p->host_slots[w], &q);
+        int h = p->hist_slot[w];
+        ts_stats_from_device(&p->host_slots[w], h >= 0 ? &p->host_hist[h] : NULL, p->watch_what[w], &q);
         ts_stats_finish(&q, &p->summaries[w]);
         note_stored(m, &p->entries[p->slot_entry[w]], &p->summaries[w]); /* its rounding's count: complete once the run is */
         p->watch_results[w].run = m->runs;
         p->watch_results[w].step = p->slot_step[w];
         p->slot_pending[w] = false;
     }
-    p->any_pending = false;
+    p->any_pending = p->hist_pending = false;
 }
 
 ts_status ts_observe(ts_model *m, int entry, int64_t sample) {

@@ -31,9 +31,9 @@ typedef struct ts_step_update {
 #define TS_REPORT_MAX 6144 /* bytes of one numeric-check report (observe.c), kept whole by its re-execution (exec.c) */
 /* A device whose memory the host cannot read: entry's observers, on the
  * device where they can be: its anchors captured into the device's arena,
- * a due stats watch reduced into its slot (published by
- * ts_observe_device_finish). False: the rest need its values on the host
- * (outfeeds, numeric checks, histograms and ranges): the caller copies
+ * a due watch reduced into its slots (stats, and histograms and range
+ * counts where it asks; published by ts_observe_device_finish). False: the
+ * rest need its values on the host (outfeeds, numeric checks): the caller copies
  * them there and calls ts_observe, which leaves the anchors alone. */
 bool ts_observe_device(ts_model *m, int entry, int64_t sample);
 /* A device's stats watches wait (ts_observe_device queues them) and are

@@ -6,7 +6,8 @@
  * zeros), and more tensors than one launch takes, with a tensor big enough
  * that the launch makes its chunks bigger. Counts, min and max must be
  * equal; the mean within 1e-6 of the spread (and of its magnitude), the
- * squared deviations within 1e-5. */
+ * squared deviations within 1e-5. The histograms and range counts (where a
+ * job asks for them) must equal the CPU's, bin for bin. */
 #include "op_check.h"
 
 #include "check.h"
@@ -88,15 +89,42 @@ static int compare(const char *label, const ts_device_stats *d, const ts_device_
 
 #define MAX_JOBS 80
 
+/* job j's histograms and range counts, against the CPU's: the failures' count */
+static int compare_hist(const char *label, int what, const ts_device_hist *d, const float *x, int64_t n) {
+    ts_stats_partial *p = malloc(sizeof *p);
+    ts_device_hist *r = malloc(sizeof *r);
+    ts_device_stats unused;
+    bool ok = p && r;
+    if (ok) {
+        ts_stats_partial_init(p, TS_WATCH_HISTOGRAM | TS_WATCH_RANGE);
+        ts_stats_partial_add(p, x, n);
+        ts_stats_to_device(p, &unused, r);
+    }
+    bool hist = !(what & TS_WATCH_HISTOGRAM) || (ok && d->log2_zeros == r->log2_zeros && !memcmp(d->log2_counts, r->log2_counts, sizeof r->log2_counts) &&
+                                                 !memcmp(d->tb_counts, r->tb_counts, sizeof r->tb_counts));
+    bool range = !(what & TS_WATCH_RANGE) || (ok && !memcmp(d->under, r->under, sizeof r->under) && !memcmp(d->over, r->over, sizeof r->over));
+    int first_tb = -1;
+    for (int i = 0; ok && !hist && first_tb < 0 && i < TS_TB_BINS; i++)
+        if (d->tb_counts[i] != r->tb_counts[i]) first_tb = i;
+    CHECK(ok && hist && range, "counts of %s (%s%s): log2 zeros %llu/%llu, first TensorBoard bucket that differs %d, fp16 under %llu/%llu over %llu/%llu", label,
+          what & TS_WATCH_HISTOGRAM ? "histograms" : "", what & TS_WATCH_RANGE ? " range" : "", d->log2_zeros, ok ? r->log2_zeros : 0, first_tb,
+          d->under[0], ok ? r->under[0] : 0, d->over[0], ok ? r->over[0] : 0);
+    free(p);
+    free(r);
+    return !(ok && hist && range);
+}
+
 /* n_jobs tensors of the given sizes and kinds summarised in one call on
- * the device, each compared with the CPU's */
-static void check_batch(ts_op_checker *c, const char *what, int n_jobs, const int64_t *sizes, const fill_kind *kinds) {
+ * the device, each compared with the reference; with histograms and range
+ * counts as hist_what[j] asks (0: stats alone) */
+static void check_batch(ts_op_checker *c, const char *what, int n_jobs, const int64_t *sizes, const fill_kind *kinds, const int *hist_what) {
     const ts_backend *be = c->dev;
     ts_stats_job jobs[MAX_JOBS];
     float *host[MAX_JOBS] = {0};
-    void *dev[MAX_JOBS] = {0}, *slots = NULL;
+    void *dev[MAX_JOBS] = {0}, *slots = NULL, *hists = NULL;
     ts_device_stats got[MAX_JOBS], want[MAX_JOBS];
-    bool ok = be->alloc(sizeof got, &slots) == TS_OK;
+    ts_device_hist *got_hist = malloc(sizeof *got_hist * MAX_JOBS);
+    bool ok = got_hist && be->alloc(sizeof got, &slots) == TS_OK && be->alloc(sizeof *got_hist * MAX_JOBS, &hists) == TS_OK;
     for (int j = 0; ok && j < n_jobs; j++) {
         size_t bytes = (size_t)(sizes[j] ? sizes[j] : 1) * sizeof(float);
         host[j] = malloc(bytes);
@@ -104,16 +132,15 @@ static void check_batch(ts_op_checker *c, const char *what, int n_jobs, const in
         if (!ok) break;
         fill(host[j], sizes[j], kinds[j], 0x9E3779B97F4A7C15ull + (uint64_t)j);
         be->copy_to_device(c->stream, dev[j], host[j], (size_t)sizes[j] * sizeof(float));
-        jobs[j] = (ts_stats_job){dev[j], sizes[j], (ts_device_stats *)slots + j};
+        jobs[j] = (ts_stats_job){dev[j], sizes[j], (ts_device_stats *)slots + j, hist_what[j] ? (ts_device_hist *)hists + j : NULL, hist_what[j]};
         exact(host[j], sizes[j], &want[j]);
     }
     CHECK(ok, "%s: memory for the batch", what);
     c->failures += !ok;
     if (ok) {
-        if (be->stats_reduce_many) be->stats_reduce_many(c->stream, jobs, n_jobs);
-        else
-            for (int j = 0; j < n_jobs; j++) be->stats_reduce(c->stream, jobs[j].x, jobs[j].n, jobs[j].slot);
+        be->stats_reduce_many(c->stream, jobs, n_jobs);
         be->copy_to_host(c->stream, got, slots, (size_t)n_jobs * sizeof *got);
+        be->copy_to_host(c->stream, got_hist, hists, (size_t)n_jobs * sizeof *got_hist);
         ok = be->synchronize(c->stream) == TS_OK;
         CHECK(ok, "%s: the summaries ran on %s", what, be->name);
         c->failures += !ok;
@@ -121,8 +148,8 @@ static void check_batch(ts_op_checker *c, const char *what, int n_jobs, const in
     for (int j = 0; ok && j < n_jobs; j++) {
         char label[160];
         snprintf(label, sizeof label, "%s: %lld values, %s", what, (long long)sizes[j], fill_name[kinds[j]]);
-        int bad = compare(label, &got[j], &want[j]);
-        c->failures += bad;
+        c->failures += compare(label, &got[j], &want[j]);
+        if (hist_what[j]) c->failures += compare_hist(label, hist_what[j], &got_hist[j], host[j], sizes[j]);
         c->checked++;
     }
     for (int j = 0; j < n_jobs; j++) {
@@ -130,10 +157,12 @@ static void check_batch(ts_op_checker *c, const char *what, int n_jobs, const in
         if (dev[j]) be->free(dev[j]);
     }
     if (slots) be->free(slots);
+    if (hists) be->free(hists);
+    free(got_hist);
 }
 
 void ts_stats_cases(ts_op_checker *c) {
-    if (!c->dev->stats_reduce) {
+    if (!c->dev->stats_reduce_many) {
         printf("stats summaries: %s reduces none (the host summarises its tensors)\n", c->dev->name);
         return;
     }
@@ -144,15 +173,17 @@ void ts_stats_cases(ts_op_checker *c) {
     for (int k = 0; k < FILL_KINDS; k++) {
         int64_t sz[N_SIZES];
         fill_kind kd[N_SIZES];
-        for (int i = 0; i < N_SIZES; i++) sz[i] = sizes[i], kd[i] = (fill_kind)k;
-        check_batch(c, "one launch", N_SIZES, sz, kd);
+        int hw[N_SIZES];
+        for (int i = 0; i < N_SIZES; i++) sz[i] = sizes[i], kd[i] = (fill_kind)k, hw[i] = TS_WATCH_HISTOGRAM | TS_WATCH_RANGE;
+        check_batch(c, "one launch", N_SIZES, sz, kd, hw);
     }
     /* more tensors than a launch takes, and 2^26 + 12345 values in one of
      * them: past the launch's records at its first chunk size */
     int64_t sz[MAX_JOBS];
     fill_kind kd[MAX_JOBS];
-    int n = TS_STATS_MANY + 9;
-    for (int j = 0; j < n; j++) sz[j] = 1 + (int64_t)j * 5003, kd[j] = (fill_kind)(j % FILL_KINDS);
+    int hw[MAX_JOBS], n = TS_STATS_MANY + 9;
+    static const int modes[4] = {0, TS_WATCH_HISTOGRAM, TS_WATCH_RANGE, TS_WATCH_HISTOGRAM | TS_WATCH_RANGE};
+    for (int j = 0; j < n; j++) sz[j] = 1 + (int64_t)j * 5003, kd[j] = (fill_kind)(j % FILL_KINDS), hw[j] = modes[j % 4];
     sz[5] = ((int64_t)1 << 26) + 12345, kd[5] = UNIFORM;
-    check_batch(c, "many tensors", n, sz, kd);
+    check_batch(c, "many tensors", n, sz, kd, hw);
 }

@@ -218,11 +218,6 @@ static void cpu_round_half(void *stream, ts_dtype t, float *x, int64_t n, ts_hal
 
 /* --------------------------------------------------------- reductions */
 
-static void cpu_stats_add(void *stream, struct ts_stats_partial *p, const float *x, int64_t n) {
-    (void)stream;
-    ts_stats_partial_add(p, x, n);
-}
-
 /* big tensors are split over the pool, whose threads together draw more
  * bandwidth than one */
 #define SCAN_SPLIT_MIN (1 << 16)
@@ -284,7 +279,6 @@ static const ts_backend cpu = {
     .kernels = kernels,
     .opt_update = ts_opt_update,
     .opt_update_summarised = ts_opt_update_summarised,
-    .stats_add = cpu_stats_add,
     .has_nonfinite = cpu_has_nonfinite,
     .event_record = cpu_event_record,
     .event_elapsed_ns = cpu_event_elapsed_ns,
@@ -294,13 +288,19 @@ const ts_backend *ts_backend_cpu(void) { return &cpu; }
 
 /* ------------------------------------------- the CPU run as a GPU is */
 
-/* The stats of x[0..n) into *slot, as a device reduces them. */
-static void staged_stats_reduce(void *stream, const float *x, int64_t n, ts_device_stats *slot) {
+/* The summaries of the jobs' tensors into their slots, as a device
+ * reduces them. */
+static void staged_stats_reduce_many(void *stream, const ts_stats_job *jobs, int n) {
     (void)stream;
-    ts_stats_partial q;
-    ts_stats_partial_init(&q, TS_WATCH_STATS);
-    ts_stats_partial_add(&q, x, n);
-    ts_stats_to_device(&q, slot);
+    for (int i = 0; i < n; i++) {
+        const ts_stats_job *j = &jobs[i];
+        ts_stats_partial *q = ts_malloc(sizeof *q); /* 30 KB with its histograms */
+        if (!q) continue; /* the slot keeps what it held: a summary is never an error of the run */
+        ts_stats_partial_init(q, TS_WATCH_STATS | (j->hist ? j->hist_what : 0));
+        ts_stats_partial_add(q, j->x, j->n);
+        ts_stats_to_device(q, j->slot, j->hist);
+        ts_free(q);
+    }
 }
 
 /* "cpu-staged": the CPU's table with the host treating the memory as a
@@ -320,7 +320,7 @@ static void staged_init(void) {
     staged = cpu;
     staged.name = "cpu-staged";
     staged.host_addressable = false;
-    staged.stats_reduce = staged_stats_reduce;
+    staged.stats_reduce_many = staged_stats_reduce_many;
     staged.host_pin = staged_host_pin;
     staged.host_unpin = staged_host_unpin;
     ts_cpu_staged_recording(&staged);

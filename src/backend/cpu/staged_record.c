@@ -29,6 +29,7 @@ typedef struct call {
     ts_half_loss *lost;
     ts_opt_state *state;   /* C_UPDATE: its row of the table */
     int row;
+    ts_stats_job job;      /* C_STATS */
 } call;
 
 typedef struct step_row {
@@ -160,13 +161,15 @@ static void s_opt_update(const ts_optimizer *o, const ts_opt_consts *oc, ts_opt_
     if (c) c->state = s, c->dst = param, c->src = grad, c->begin = begin, c->end = end, c->row = row;
 }
 
-static void s_stats_reduce(void *stream, const float *x, int64_t n, ts_device_stats *slot) {
+static void s_stats_reduce_many(void *stream, const ts_stats_job *jobs, int n) {
     if (mode != MODE_RECORD) {
-        base.stats_reduce(stream, x, n, slot);
+        base.stats_reduce_many(stream, jobs, n);
         return;
     }
-    call *c = keep(C_STATS);
-    if (c) c->stream = stream, c->src = x, c->n = n, c->dst = slot;
+    for (int i = 0; i < n; i++) {
+        call *c = keep(C_STATS);
+        if (c) c->stream = stream, c->job = jobs[i];
+    }
 }
 
 static void replay_call(const recording *r, const call *c) {
@@ -184,7 +187,7 @@ static void replay_call(const recording *r, const call *c) {
         base.opt_update(&s->o, &s->c, c->state, c->dst, c->src, c->begin, c->end);
         break;
     }
-    case C_STATS: base.stats_reduce(c->stream, c->src, c->n, c->dst); break;
+    case C_STATS: base.stats_reduce_many(c->stream, &c->job, 1); break;
     }
 }
 
@@ -252,7 +255,7 @@ void ts_cpu_staged_recording(ts_backend *be) {
     be->scale = s_scale;
     be->round_half = s_round_half;
     be->opt_update = s_opt_update;
-    be->stats_reduce = s_stats_reduce;
+    be->stats_reduce_many = s_stats_reduce_many;
     be->capture_begin = s_capture_begin;
     be->capture_end = s_capture_end;
     be->walk_begin = s_walk_begin;

@@ -500,17 +500,10 @@ static void cu_opt_update_summarised(const ts_optimizer *o, const ts_opt_consts 
 
 /* -------------------------------------------------------- reductions */
 
-static void cu_stats_add(void *stream, ts_stats_partial *p, const float *x, int64_t n) {
-    (void)stream;
-    const float *h = on_host(x, n);
-    if (h) ts_stats_partial_add(p, h, n);
+static void cu_stats_reduce_many(void *stream, const ts_stats_job *jobs, int n) {
+    ts_cu_stats_reduce_many(cu_stream(stream), jobs, n);
+    ts_cu_hist_many(cu_stream(stream), jobs, n);
 }
-
-static void cu_stats_reduce(void *stream, const float *x, int64_t n, ts_device_stats *slot) {
-    ts_cu_stats_reduce(cu_stream(stream), x, n, slot);
-}
-
-static void cu_stats_reduce_many(void *stream, const ts_stats_job *jobs, int n) { ts_cu_stats_reduce_many(cu_stream(stream), jobs, n); }
 
 /* *flag = 1 when x[n] holds a NaN or an Inf (exponent all ones) */
 __global__ static void nonfinite_kernel(const float *x, int64_t n, float *flag) {
@@ -676,7 +669,7 @@ static ts_status init_locked(int ordinal) {
     if (pst) return pst;
     cudaError_t e;
     if ((e = cudaSetDevice(ordinal)) != cudaSuccess || (e = cudaStreamCreateWithFlags(&g_cu.stream, cudaStreamNonBlocking)) != cudaSuccess ||
-        (e = cudaMalloc((void **)&g_cu.flag, sizeof(float))) != cudaSuccess)
+        (e = cudaMalloc((void **)&g_cu.flag, sizeof(float))) != cudaSuccess || (e = ts_cu_hist_init()) != cudaSuccess)
         return ts_error(TS_ERR_UNSUPPORTED, "cuda:%d: cannot start the GPU: %s", ordinal, cudaGetErrorString(e));
     ts_status lst = load_cublas(ordinal);
     if (lst) return lst;
@@ -710,8 +703,6 @@ static ts_status init_locked(int ordinal) {
     be->kernels = kernels;
     be->opt_update = cu_opt_update;
     be->opt_update_summarised = cu_opt_update_summarised;
-    be->stats_add = cu_stats_add;
-    be->stats_reduce = cu_stats_reduce;
     be->stats_reduce_many = cu_stats_reduce_many;
     be->has_nonfinite = cu_has_nonfinite;
     be->capture_begin = cu_capture_begin;

@@ -70,8 +70,11 @@ void ts_cu_gemm(const ts_kctx *k, bool ta, bool tb, int64_t M, int64_t N, int64_
 void ts_cu_gemm_strided(const ts_kctx *k, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t sa, const float *B,
                         int64_t sb, float beta, float *C, int64_t sc, int64_t count);
 
-/* The stats of x[0..n) into *slot (stats.cu), on stream s. */
-void ts_cu_stats_reduce(cudaStream_t s, const float *x, int64_t n, ts_device_stats *slot);
+/* The jobs' stats into their slots (stats.cu), and the histograms and
+ * range counts of those with a hist slot (hist.cu), on stream s. */
 void ts_cu_stats_reduce_many(cudaStream_t s, const ts_stats_job *jobs, int n);
+void ts_cu_hist_many(cudaStream_t s, const ts_stats_job *jobs, int n);
+/* hist.cu's tables on the device, once at start-up */
+cudaError_t ts_cu_hist_init(void);
 
 #endif

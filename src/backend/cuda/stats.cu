@@ -277,8 +277,3 @@ void ts_cu_stats_reduce_many(cudaStream_t s, const ts_stats_job *jobs, int n) {
         ts_cu_check(cudaGetLastError(), "stats summaries");
     }
 }
-
-void ts_cu_stats_reduce(cudaStream_t s, const float *x, int64_t n, ts_device_stats *slot) {
-    ts_stats_job j = {x, n, slot};
-    ts_cu_stats_reduce_many(s, &j, 1);
-}
