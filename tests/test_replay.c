@@ -30,6 +30,7 @@ typedef struct setup {
     ts_check_numerics check;
     bool schedule;
     int what; /* the watch's TS_WATCH_* (0: stats) */
+    bool outfeed; /* every parameter's gradient streamed to a queue, each micro-batch */
 } setup;
 
 typedef struct outcome {
@@ -39,6 +40,9 @@ typedef struct outcome {
     ts_stats stats[MAX_WATCHED];
     int64_t step[MAX_WATCHED];
     uint64_t counts[MAX_WATCHED]; /* the histograms' and range counts' fingerprint */
+    int n_records;                /* outfeed records, the fingerprint of their order (run, sample, key), the sums of their values */
+    uint64_t records;
+    double record_sum, record_abs;
     int64_t captures, replays, refused;
 } outcome;
 
@@ -52,7 +56,10 @@ static ts_status train(const model_pair *j, int k, ts_optimizer opt, const setup
     int64_t c0 = ts_counter_get("GraphCaptures"), r0 = ts_counter_get("GraphReplays"), n0 = ts_counter_get("StepsNotRecorded");
     ts_options *o = ts_options_new();
     ts_model *m = NULL;
+    ts_outfeed *q = NULL;
     ts_status st = o ? TS_OK : TS_ERR_OUT_OF_MEMORY;
+    if (!st && s->outfeed) st = ts_outfeed_new(&q, &(ts_outfeed_config){.name = "grads", .depth = 4096});
+    if (!st && q) st = ts_options_outfeed_gradients(o, q, 1);
     if (!st) st = ts_options_set_device(o, device);
     if (!st) st = ts_options_set_gradient_accumulation(o, s->accum);
     if (!st) st = ts_options_set_device_iterations(o, s->steps);
@@ -79,11 +86,23 @@ static ts_status train(const model_pair *j, int k, ts_optimizer opt, const setup
         out->counts[out->n] = sm->what & TS_WATCH_HISTOGRAM ? h : 0;
         out->stats[out->n++] = sm->stats;
     }
+    out->n_records = 0, out->records = 1469598103934665603ull, out->record_sum = out->record_abs = 0;
+    ts_outfeed_record r;
+    while (!st && q && ts_outfeed_dequeue(q, &r, 0) == TS_OK) { /* in the order they were made */
+        uint64_t h = out->records ^ (uint64_t)r.sample ^ ((uint64_t)r.run << 20);
+        for (const char *c = r.key; *c; c++) h = (h ^ (uint64_t)(unsigned char)*c) * 1099511628211ull;
+        out->records = h * 1099511628211ull;
+        int64_t n = 1;
+        for (int d = 0; d < r.array.ndim; d++) n *= r.array.shape[d];
+        for (int64_t i = 0; i < n; i++) out->record_sum += ((const float *)r.array.data)[i], out->record_abs += fabs(((const float *)r.array.data)[i]);
+        out->n_records++;
+    }
     out->captures = ts_counter_get("GraphCaptures") - c0;
     out->replays = ts_counter_get("GraphReplays") - r0;
     out->refused = ts_counter_get("StepsNotRecorded") - n0;
     ts_model_free(m);
     ts_options_free(o);
+    ts_outfeed_free(q);
     unsetenv("TS_CUDA_GRAPHS");
     return st;
 }
@@ -138,6 +157,11 @@ static void compare(const model_pair *j, ts_optimizer opt, const setup *s, const
         }
         CHECK(rec.n == plain.n && rec.n > 0 && bad == 0, "%s %s: every summary (%d, %d) the same, taken at the same step (%d differ, first %s)",
               j->name, what, rec.n, plain.n, bad, first);
+        if (s->outfeed)
+            CHECK(rec.n_records == plain.n_records && rec.n_records > 0 && rec.n_records % (RUNS * s->accum * s->steps) == 0 && rec.records == plain.records &&
+                      same(rec.record_sum, plain.record_sum, plain.record_abs, tol),
+                  "%s %s: the outfeed's %d records (%d call by call: one per parameter a micro-batch) in the same order with the same values (sums %.9g, %.9g)", j->name, what,
+                  rec.n_records, plain.n_records, rec.record_sum, plain.record_sum);
     }
     outcome_free(&rec);
     outcome_free(&plain);
@@ -222,12 +246,14 @@ int main(void) {
     double tol = strcmp(device, "cpu-staged") == 0 ? 0 : 1e-6;
     model_pair p;
     { /* MLP: SGD with momentum and a schedule, A = 2; then D = 3 with a watch every 2 runs; then numeric checks */
-        const setup plain = {2, 1, 1, TS_CHECK_OFF, true, 0}, kinds = {1, 3, 2, TS_CHECK_OFF, true, 0}, crowded = {1, 10, 1, TS_CHECK_OFF, false, 0},
-                    checked = {1, 1, 1, TS_CHECK_OUTPUT, false, 0},
-                    hist = {1, 1, 1, TS_CHECK_OFF, false, TS_WATCH_STATS | TS_WATCH_HISTOGRAM | TS_WATCH_RANGE};
-        const setup *s[] = {&plain, &kinds, &crowded, &checked, &hist};
-        const char *what[] = {"(A=2, schedule)", "(D=3, watch every 2 runs)", "(D=10)", "(numeric checks)", "(histograms and ranges on the device)"};
-        for (int v = 0; v < 5; v++) {
+        const setup plain = {2, 1, 1, TS_CHECK_OFF, true, 0, false}, kinds = {1, 3, 2, TS_CHECK_OFF, true, 0, false},
+                    crowded = {1, 10, 1, TS_CHECK_OFF, false, 0, false}, checked = {1, 1, 1, TS_CHECK_OUTPUT, false, 0, false},
+                    hist = {1, 1, 1, TS_CHECK_OFF, false, TS_WATCH_STATS | TS_WATCH_HISTOGRAM | TS_WATCH_RANGE, false},
+                    outfeed = {2, 3, 1, TS_CHECK_OFF, false, 0, true};
+        const setup *s[] = {&plain, &kinds, &crowded, &checked, &hist, &outfeed};
+        const char *what[] = {"(A=2, schedule)", "(D=3, watch every 2 runs)", "(D=10)", "(numeric checks)", "(histograms and ranges on the device)",
+                              "(gradients outfed each micro-batch, A=2, D=3)"};
+        for (int v = 0; v < 6; v++) {
             CHECK_OK(pair_mlp(&p, 16, (int64_t)s[v]->accum * s[v]->steps * 16, 777), "mlp built twice");
             compare(&p, ts_sgd(0.05f, 0.9f, 1e-4f), s[v], what[v], device, tol);
             pair_free(&p);
@@ -235,11 +261,11 @@ int main(void) {
     }
     /* LeNet+BN, Adam: the bias corrections change every step */
     CHECK_OK(pair_cnn(&p, 8, 8, 778), "cnn built twice");
-    compare(&p, ts_adam(1e-3f), &(setup){1, 1, 1, TS_CHECK_OFF, false, 0}, "(Adam)", device, tol);
+    compare(&p, ts_adam(1e-3f), &(setup){1, 1, 1, TS_CHECK_OFF, false, 0, false}, "(Adam)", device, tol);
     pair_free(&p);
     /* a small GPT, AdamW */
     CHECK_OK(pair_gpt(&p, 779), "gpt built twice");
-    compare(&p, ts_adamw(3e-3f, 0.1f), &(setup){1, 1, 1, TS_CHECK_OFF, false, 0}, "(AdamW)", device, tol);
+    compare(&p, ts_adamw(3e-3f, 0.1f), &(setup){1, 1, 1, TS_CHECK_OFF, false, 0, false}, "(AdamW)", device, tol);
     pair_free(&p);
 
     /* TS_CUDA_GRAPHS not a boolean: warned about once, taken as on */

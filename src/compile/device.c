@@ -8,6 +8,8 @@
 #include "backend/backend.h"
 #include "compile/model.h"
 
+#include <stdint.h>
+
 /* The device copy of the host storage at `host` (numel floats), made once
  * per program; the same host storage gets the same copy. */
 static ts_status copy_of(ts_prog *p, float *host, int64_t numel, bool download, bool state, float **dev) {
@@ -25,6 +27,40 @@ static ts_status copy_of(ts_prog *p, float *host, int64_t numel, bool download, 
     if (st) return st;
     p->dev_copies[p->n_dev_copies++] = (ts_device_copy){.host = host, .dev = d, .numel = numel, .download = download, .state = state};
     *dev = d;
+    return TS_OK;
+}
+
+/* Rows for a run's outfeed records on the device: S per outfed entry (a
+ * value the host holds is pushed from there). */
+static ts_status bind_outfeeds(ts_prog *p) {
+    size_t total = 0;
+    int rows = 0;
+    for (int i = 0; i < p->n_entries; i++) {
+        const ts_entry *e = &p->entries[i];
+        if (!e->n_outfeeds || e->on_host) continue;
+        int64_t S = e->per_step ? p->samples_step : p->samples_mb;
+        total += (size_t)S * (size_t)e->numel * ts_dtype_size(e->dtype);
+        rows += (int)S;
+    }
+    if (!total) return TS_OK;
+    p->outfeed_off = ts_malloc((size_t)p->n_entries * sizeof *p->outfeed_off);
+    p->host_outfeed = ts_malloc(total);
+    p->outfed = ts_calloc((size_t)rows, sizeof *p->outfed);
+    if (!p->outfeed_off || !p->host_outfeed || !p->outfed) return TS_ERR_OUT_OF_MEMORY;
+    size_t off = 0;
+    for (int i = 0; i < p->n_entries; i++) {
+        const ts_entry *e = &p->entries[i];
+        p->outfeed_off[i] = SIZE_MAX;
+        if (!e->n_outfeeds || e->on_host) continue;
+        p->outfeed_off[i] = off;
+        off += (size_t)(e->per_step ? p->samples_step : p->samples_mb) * (size_t)e->numel * ts_dtype_size(e->dtype);
+    }
+    void *d = NULL;
+    ts_status st = p->backend->alloc(total, &d);
+    if (st) return st;
+    p->dev_outfeed = d;
+    p->outfeed_bytes = total;
+    p->outfed_cap = rows;
     return TS_OK;
 }
 
@@ -70,7 +106,7 @@ ts_status ts_device_bind(ts_model *m, ts_prog *p) {
     p->dev_inputs = ts_calloc((size_t)p->n_nodes, sizeof *p->dev_inputs);
     p->host_inputs = ts_calloc((size_t)p->n_nodes, sizeof *p->host_inputs);
     p->dev_input_bytes = ts_calloc((size_t)p->n_nodes, sizeof *p->dev_input_bytes);
-    p->pinned = ts_calloc((size_t)p->n_dev_copies + 4, sizeof *p->pinned); /* exec/device.c pin_landings' */
+    p->pinned = ts_calloc((size_t)p->n_dev_copies + 5, sizeof *p->pinned); /* exec/device.c pin_landings' */
     p->host_view = ts_malloc((size_t)biggest * sizeof(float));
     if (!p->dev_inputs || !p->host_inputs || !p->dev_input_bytes || !p->pinned || !p->host_view) return TS_ERR_OUT_OF_MEMORY;
     p->host_view_floats = biggest;
@@ -94,6 +130,8 @@ ts_status ts_device_bind(ts_model *m, ts_prog *p) {
         if (st) return st;
         p->dev_anchors = d;
     }
+    ts_status ost = bind_outfeeds(p);
+    if (ost) return ost;
     if (p->n_watch > 0) {
         size_t bytes = (size_t)p->n_watch * sizeof(ts_device_stats);
         p->host_slots = ts_calloc((size_t)p->n_watch, sizeof *p->host_slots);

@@ -132,6 +132,14 @@ typedef struct ts_prog {
     bool any_pending;
     float *dev_anchors;       /* the anchors arena's device copy: captured there, copied back after each run */
     float *dev_stage;         /* an entry the host holds (on_host), sent for its observers on the device */
+    /* a run's outfeed records on a device: each outfed entry's S rows
+     * (outfeed_off[entry] bytes in, SIZE_MAX where none), captured there
+     * and copied back once after the run, then pushed in the order they
+     * were made (outfed) */
+    char *dev_outfeed, *host_outfeed;
+    size_t outfeed_bytes, *outfeed_off;
+    struct ts_outfed { int entry; int64_t sample; } *outfed;
+    int n_outfed, outfed_cap;
     /* the run's points on the device's clock (exec/device.c): before its
      * uploads, after them, after its work, after its downloads */
     ts_event marks[4];

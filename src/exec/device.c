@@ -8,7 +8,8 @@
  * graph's ts_graph_values_current), so a loop that reads no weights moves
  * none. The run's inputs go to device buffers. Anchors captured on the
  * device and the watches reduced there (stats, histograms, range counts)
- * come back in one copy each after the run; other observers read a host copy of their tensor (observe/'s ts_device_host_view).
+ * come back in one copy each after the run, as do the outfeed records
+ * captured there (pushed to their queues then); other observers read a host copy of their tensor (observe/'s ts_device_host_view).
  * docs/backend.md tells the whole path and what is next. */
 #include "backend/backend.h"
 #include "compile/model.h"
@@ -35,11 +36,11 @@ static void pin_landings(ts_prog *p) {
         const ts_device_copy *c = &p->dev_copies[i];
         if (c->download && be->host_pin(c->host, (size_t)c->numel * sizeof(float))) p->pinned[p->n_pinned++] = c->host;
     }
-    void *landing[4] = {p->dev_slots ? p->host_slots : NULL, p->dev_lost ? p->host_lost : NULL, p->dev_anchors ? p->arena_anchors : NULL,
-                        p->dev_hist ? p->host_hist : NULL};
-    size_t bytes[4] = {(size_t)p->n_watch * sizeof(ts_device_stats), (size_t)p->n_entries * sizeof(ts_half_loss),
-                       (size_t)p->anchor_local * sizeof(float), (size_t)p->n_hist * sizeof(ts_device_hist)};
-    for (int k = 0; k < 4; k++)
+    void *landing[5] = {p->dev_slots ? p->host_slots : NULL, p->dev_lost ? p->host_lost : NULL, p->dev_anchors ? p->arena_anchors : NULL,
+                        p->dev_hist ? p->host_hist : NULL, p->host_outfeed};
+    size_t bytes[5] = {(size_t)p->n_watch * sizeof(ts_device_stats), (size_t)p->n_entries * sizeof(ts_half_loss),
+                       (size_t)p->anchor_local * sizeof(float), (size_t)p->n_hist * sizeof(ts_device_hist), p->outfeed_bytes};
+    for (int k = 0; k < 5; k++)
         if (landing[k] && be->host_pin(landing[k], bytes[k])) p->pinned[p->n_pinned++] = landing[k];
 }
 
@@ -60,6 +61,10 @@ static void copy_part(void *ctx, int64_t begin, int64_t end) {
  * without staging (not locked), from the caller's memory through the
  * driver's. */
 #define STAGE_PIECE ((size_t)1 << 20)
+/* bytes a thread copies at least: a piece goes to 16 threads, so its copy
+ * into staging takes less than its transfer (about 20 us at PCIe 5's 50
+ * GB/s) and the device is not left waiting for the host between pieces */
+#define STAGE_GRAIN ((int64_t)1 << 16)
 static void send_input(ts_model *m, int i, void *dst, const void *src, size_t bytes, bool grown) {
     ts_prog *p = m->prog;
     const ts_backend *be = p->backend;
@@ -80,7 +85,7 @@ static void send_input(ts_model *m, int i, void *dst, const void *src, size_t by
     for (size_t at = 0; at < bytes; at += STAGE_PIECE) {
         size_t n = bytes - at < STAGE_PIECE ? bytes - at : STAGE_PIECE;
         copy_job j = {(char *)p->host_inputs[i] + at, (const char *)src + at};
-        ts_pool_for(m->pool, (int64_t)n, (int64_t)1 << 18, copy_part, &j);
+        ts_pool_for(m->pool, (int64_t)n, STAGE_GRAIN, copy_part, &j);
         be->copy_to_device(m->stream, (char *)dst + at, (char *)p->host_inputs[i] + at, n);
     }
 }
@@ -187,6 +192,10 @@ ts_status ts_device_after_run(ts_model *m) {
         be->copy_to_host(m->stream, p->host_slots, p->dev_slots, (size_t)p->n_watch * sizeof(ts_device_stats));
         fetched += (uint64_t)p->n_watch * sizeof(ts_device_stats);
     }
+    if (p->n_outfed) { /* the outfeed records it captured there: one copy */
+        be->copy_to_host(m->stream, p->host_outfeed, p->dev_outfeed, p->outfeed_bytes);
+        fetched += p->outfeed_bytes;
+    }
     if (p->hist_pending) { /* and their histograms and range counts */
         be->copy_to_host(m->stream, p->host_hist, p->dev_hist, (size_t)p->n_hist * sizeof(ts_device_hist));
         fetched += (uint64_t)p->n_hist * sizeof(ts_device_hist);
@@ -218,5 +227,7 @@ ts_status ts_device_after_run(ts_model *m) {
     }
     if (!st) ts_observe_device_finish(m);
     else p->any_pending = p->hist_pending = false;
-    return st;
+    ts_status ost = st ? TS_OK : ts_observe_device_outfeeds(m); /* its records, in the order they were made */
+    p->n_outfed = 0;
+    return st ? st : ost;
 }

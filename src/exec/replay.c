@@ -187,7 +187,7 @@ static const char *program_refusal(const ts_model *m) {
     for (int i = 0; i < p->n_entries; i++) {
         const ts_entry *e = &p->entries[i];
         if (!e->observed) continue;
-        if (e->n_outfeeds) return "Outfeed";          /* records copied to the host as they are made */
+        if (e->n_outfeeds && (!p->dev_outfeed || e->on_host)) return "Outfeed"; /* records of a value the host holds, pushed as they are made */
         if (e->check) return "NumericChecks";
         if (e->on_host && e->n_anchors) return "HostValue"; /* a step count the host holds, sent for its anchor */
         if (e->n_anchors && !p->dev_anchors) return "HostAnchor";

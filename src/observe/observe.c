@@ -432,6 +432,12 @@ bool ts_observe_device(ts_model *m, int entry, int64_t sample) {
         for (int k = 0; k < e->n_anchors; k++) capture_anchor(m, &p->anchors[e->anchors[k]], e, x, sample, S);
         p->anchor_copies += (uint64_t)e->n_anchors;
     }
+    bool feeds = e->n_outfeeds && p->dev_outfeed && !e->on_host && p->n_outfed < p->outfed_cap;
+    if (feeds) { /* its record into the run's rows there, copied to the host once after the run and pushed then */
+        size_t row = (size_t)e->numel * ts_dtype_size(e->dtype);
+        p->backend->copy_on_device(m->stream, p->dev_outfeed + p->outfeed_off[entry] + (size_t)sample * row, x, row);
+        p->outfed[p->n_outfed++] = (struct ts_outfed){entry, sample};
+    }
     if (reduce) { /* queued for one launch with the others, into its slot, copied to the host once after the run */
         if (p->n_queued == p->n_watch || p->n_queued == TS_STATS_MANY) ts_observe_device_flush(m);
         int h = p->hist_slot[e->watch];
@@ -442,8 +448,8 @@ bool ts_observe_device(ts_model *m, int entry, int64_t sample) {
         p->slot_step[e->watch] = m->steps;
         p->slot_entry[e->watch] = (int)(e - p->entries);
     }
-    /* what only the host does: outfeeds, checks, other summaries */
-    return !(e->n_outfeeds || e->check || (e->n_anchors && !anchors) || (due && !reduce));
+    /* what only the host does: checks, a value the host holds */
+    return !((e->n_outfeeds && !feeds) || e->check || (e->n_anchors && !anchors) || (due && !reduce));
 }
 
 void ts_observe_device_finish(ts_model *m) {
@@ -463,6 +469,19 @@ void ts_observe_device_finish(ts_model *m) {
     p->any_pending = p->hist_pending = false;
 }
 
+/* Entry's outfeed records of sample, its values at `data` (host memory). */
+static ts_status push_outfeeds(ts_model *m, int entry, int64_t sample, void *data) {
+    const ts_entry *e = &m->prog->entries[entry];
+    ts_array a = {.dtype = e->dtype, .ndim = e->shape.ndim, .data = data};
+    for (int i = 0; i < e->shape.ndim; i++) a.shape[i] = e->shape.d[i];
+    for (int k = 0; k < e->n_outfeeds; k++) {
+        ts_status st = ts_outfeed_push_from(e->outfeeds[k].q, m->runs, sample, e->outfeeds[k].key, &a, m->par->outfeed_replica(m), m->par->outfeed_stage(m));
+        if (!st) st = m->par->outfeed_keep(m, entry, k, sample, &a);
+        if (st) return st;
+    }
+    return TS_OK;
+}
+
 ts_status ts_observe(ts_model *m, int entry, int64_t sample) {
     ts_prog *p = m->prog;
     ts_entry *e = &p->entries[entry];
@@ -480,14 +499,20 @@ ts_status ts_observe(ts_model *m, int entry, int64_t sample) {
     }
     bool derived = e->relu_derived && p->watch_results[e->watch].run == m->runs; /* taken in its input's pass (summarize) */
     if (!e->watch_in_step && !derived && watch_due(m, e, sample) && !reuse_layout_summary(m, e)) summarize(m, e, sample);
-    for (int k = 0; k < e->n_outfeeds; k++) {
-        ts_array a = {.dtype = e->dtype, .ndim = e->shape.ndim, .data = e->data};
-        for (int i = 0; i < e->shape.ndim; i++) a.shape[i] = e->shape.d[i];
-        ts_status st = ts_outfeed_push_from(e->outfeeds[k].q, m->runs, sample, e->outfeeds[k].key, &a, m->par->outfeed_replica(m), m->par->outfeed_stage(m));
-        if (!st) st = m->par->outfeed_keep(m, entry, k, sample, &a);
-        if (st) return st;
+    bool fed = p->dev_outfeed && !e->on_host; /* a device's: captured there (ts_observe_device), pushed after the run */
+    return fed ? TS_OK : push_outfeeds(m, entry, sample, e->data);
+}
+
+ts_status ts_observe_device_outfeeds(ts_model *m) {
+    ts_prog *p = m->prog;
+    ts_status st = TS_OK;
+    for (int i = 0; i < p->n_outfed && !st; i++) {
+        const ts_entry *e = &p->entries[p->outfed[i].entry];
+        size_t row = (size_t)e->numel * ts_dtype_size(e->dtype);
+        st = push_outfeeds(m, p->outfed[i].entry, p->outfed[i].sample, p->host_outfeed + p->outfeed_off[p->outfed[i].entry] + (size_t)p->outfed[i].sample * row);
     }
-    return TS_OK;
+    p->n_outfed = 0;
+    return st;
 }
 
 /* ---- print op: PyTorch-like, summarised past 1000 values with 3 edge items */

@@ -49,6 +49,9 @@ void ts_observe_device_flush(ts_model *m);
 void ts_observe_device_guard(ts_model *m, const void *dst, size_t bytes);
 /* After the run, with the slots copied to the host: the summaries. */
 void ts_observe_device_finish(ts_model *m);
+/* After the run, with its outfeed rows copied to the host: the records
+ * the device captured, pushed in the order they were made. */
+ts_status ts_observe_device_outfeeds(ts_model *m);
 void ts_observe_step(ts_model *m, int node, int64_t d, const ts_step_update *u, int64_t n);
 void ts_print_tensor(const char *title, const float *x, const ts_shape *s);
 
