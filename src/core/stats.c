@@ -321,17 +321,6 @@ static void add_block(ts_stats_partial *p, const block_sums *b, double c) {
  * first value) keeps d small. No shift once the mean is known to be within
  * a std of 0 (weights, gradients): x^2 then exceeds d^2 by at most 2x, and
  * the pass is one subtraction a vector lighter (the constant 0 folds away). */
-float ts_stats_typical(const float *x, int64_t n) {
-    if (n <= 0) return 0.0f;
-    float v[3] = {x[0], x[n / 2], x[n - 1]}, f[3];
-    int k = 0;
-    for (int i = 0; i < 3; i++)
-        if (isfinite(v[i])) f[k++] = v[i];
-    if (k < 3) return k ? f[0] : 0.0f;
-    float lo = f[0] < f[1] ? f[0] : f[1], hi = f[0] < f[1] ? f[1] : f[0];
-    return f[2] < lo ? lo : f[2] > hi ? hi : f[2];
-}
-
 float ts_stats_shift(const ts_stats_partial *p, const float *x, int64_t n) {
     if (p->finite > 1 && p->mean * p->mean <= p->m2 / (double)p->finite) return 0.0f;
     return p->finite > 0 ? (float)p->mean : ts_stats_typical(x, n);

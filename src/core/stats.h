@@ -33,6 +33,8 @@
 
 #include "core/core.h"
 
+#include <math.h>
+
 /* Positive TensorBoard limits 1e-12 * 1.1^k below 1e20 (k = 0..773). */
 #define TS_TB_SIDE 774
 /* Limits in TensorFlow's table: -DBL_MAX, the negatives, 0, the positives,
@@ -90,8 +92,23 @@ float ts_stats_shift(const ts_stats_partial *p, const float *x, int64_t n);
  * median of the first, middle and last values, of those that are finite
  * (0 when none is; a single one of them an outlier, as a padding row or a
  * gradient's spike may be, is not chosen). The rounding of the sums grows
- * with (shift - mean)^2 / variance. */
-float ts_stats_typical(const float *x, int64_t n);
+ * with (shift - mean)^2 / variance. One function for the host and a
+ * device's kernels (backend/cuda/stats.cu takes each tensor's shift so). */
+#ifdef __CUDACC__
+#define TS_HOST_DEVICE __host__ __device__
+#else
+#define TS_HOST_DEVICE
+#endif
+static inline TS_HOST_DEVICE float ts_stats_typical(const float *x, int64_t n) {
+    if (n <= 0) return 0.0f;
+    float v[3] = {x[0], x[n / 2], x[n - 1]}, f[3];
+    int k = 0;
+    for (int i = 0; i < 3; i++)
+        if (isfinite(v[i])) f[k++] = v[i];
+    if (k < 3) return k ? f[0] : 0.0f;
+    float lo = f[0] < f[1] ? f[0] : f[1], hi = f[0] < f[1] ? f[1] : f[0];
+    return f[2] < lo ? lo : f[2] > hi ? hi : f[2];
+}
 /* Adds x[0..n) to px and Relu(x) (x < 0 ? 0 : x, as the Relu kernel) to py,
  * in one read of x: the summary of a watched Relu taken in its input's
  * pass. Both stats only (TS_WATCH_STATS). */

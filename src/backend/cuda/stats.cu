@@ -2,8 +2,8 @@
  * device into ts_device_stats slots without a host sync: the twin of
  * core/stats.c's partial summaries (count, zeros, NaN, +-Inf; the finite
  * values' count, mean, squared deviations, min, max), in its arithmetic:
- * every value's deviation d = x - c from one shift per tensor (shift_of,
- * core/stats.c's ts_stats_typical), d and d^2 summed in float over a run of
+ * every value's deviation d = x - c from one shift per tensor (core/stats.h's
+ * ts_stats_typical, the host's too), d and d^2 summed in float over a run of
  * a few values, the runs' sums in double; a run holding a NaN or an Inf (or
  * a d^2 past float's range) is taken again a value at a time, all in
  * double. With one shift for the whole tensor every merge (a warp's lanes,
@@ -87,18 +87,6 @@ __device__ static void write_slot(const sums *a, int64_t n, float c, ts_device_s
         s.min = a->lo, s.max = a->hi;
     }
     *slot = s;
-}
-
-/* The tensor's shift: the median of its first, middle and last values, of
- * those that are finite (0 when none is), as ts_stats_typical. */
-__device__ static float shift_of(const float *x, int64_t n) {
-    if (n <= 0) return 0.0f;
-    float v[3] = {x[0], x[n / 2], x[n - 1]}, f[3];
-    int k = 0;
-    for (int i = 0; i < 3; i++)
-        if (isfinite(v[i])) f[k++] = v[i];
-    if (k < 3) return k ? f[0] : 0.0f;
-    return fmaxf(fminf(f[0], f[1]), fminf(fmaxf(f[0], f[1]), f[2]));
 }
 
 /* One value into a thread's sums, in double: a run that was not all
@@ -204,7 +192,7 @@ __global__ static void stats_many_kernel(const many_args a, sums *records, unsig
     while (t + 1 < a.count && a.first[t + 1] <= b) t++;
     const float *x = a.x[t];
     int64_t n = a.n[t];
-    float c = shift_of(x, n);
+    float c = ts_stats_typical(x, n); /* the shift: as the host's (core/stats.h) */
     int part = b - a.first[t], parts = a.first[t + 1] - a.first[t];
     int64_t begin = (int64_t)part * a.chunk, end = begin + a.chunk < n ? begin + a.chunk : n;
     sums mine;
