@@ -61,10 +61,6 @@ static void copy_part(void *ctx, int64_t begin, int64_t end) {
  * without staging (not locked), from the caller's memory through the
  * driver's. */
 #define STAGE_PIECE ((size_t)1 << 20)
-/* bytes a thread copies at least: a piece goes to 16 threads, so its copy
- * into staging takes less than its transfer (about 20 us at PCIe 5's 50
- * GB/s) and the device is not left waiting for the host between pieces */
-#define STAGE_GRAIN ((int64_t)1 << 16)
 static void send_input(ts_model *m, int i, void *dst, const void *src, size_t bytes, bool grown) {
     ts_prog *p = m->prog;
     const ts_backend *be = p->backend;
@@ -85,7 +81,7 @@ static void send_input(ts_model *m, int i, void *dst, const void *src, size_t by
     for (size_t at = 0; at < bytes; at += STAGE_PIECE) {
         size_t n = bytes - at < STAGE_PIECE ? bytes - at : STAGE_PIECE;
         copy_job j = {(char *)p->host_inputs[i] + at, (const char *)src + at};
-        ts_pool_for(m->pool, (int64_t)n, STAGE_GRAIN, copy_part, &j);
+        ts_pool_for(m->pool, (int64_t)n, (int64_t)1 << 18, copy_part, &j);
         be->copy_to_device(m->stream, (char *)dst + at, (char *)p->host_inputs[i] + at, n);
     }
 }
