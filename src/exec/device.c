@@ -9,7 +9,8 @@
  * none. The run's inputs go to device buffers. Anchors captured on the
  * device and the watches reduced there (stats, histograms, range counts)
  * come back in one copy each after the run, as do the outfeed records
- * captured there (pushed to their queues then); other observers read a host copy of their tensor (observe/'s ts_device_host_view).
+ * captured there (pushed to their queues then); other observers read a
+ * host copy of their tensor (observe/'s ts_device_host_view).
  * docs/backend.md tells the whole path and what is next. */
 #include "backend/backend.h"
 #include "compile/model.h"
@@ -117,6 +118,7 @@ ts_status ts_device_before_run(ts_model *m) {
         if (st) return st;
     }
     if (be->host_addressable) return TS_OK;
+    p->n_outfed = 0; /* the run's records fill the rows from its first micro-batch */
     uint64_t t0 = ts_now_ns(), sent = 0;
     be->event_record(m->stream, &p->marks[0]);
     if (!p->pins_tried) pin_landings(p);

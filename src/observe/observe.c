@@ -432,8 +432,9 @@ bool ts_observe_device(ts_model *m, int entry, int64_t sample) {
         for (int k = 0; k < e->n_anchors; k++) capture_anchor(m, &p->anchors[e->anchors[k]], e, x, sample, S);
         p->anchor_copies += (uint64_t)e->n_anchors;
     }
-    bool feeds = e->n_outfeeds && p->dev_outfeed && !e->on_host && p->n_outfed < p->outfed_cap;
-    if (feeds) { /* its record into the run's rows there, copied to the host once after the run and pushed then */
+    bool feeds = e->n_outfeeds && p->dev_outfeed && !e->on_host;
+    if (feeds && p->n_outfed < p->outfed_cap) { /* its record into the run's rows there, copied to the host once after the run and
+                                                 * pushed then (an entry's sample comes once a run: the rows hold them all) */
         size_t row = (size_t)e->numel * ts_dtype_size(e->dtype);
         p->backend->copy_on_device(m->stream, p->dev_outfeed + p->outfeed_off[entry] + (size_t)sample * row, x, row);
         p->outfed[p->n_outfed++] = (struct ts_outfed){entry, sample};
