@@ -208,6 +208,7 @@ _PROTOTYPES = {
     "ts_tensor_is_buffer": (C.c_int, [P]),
     "ts_tensor_location": (S, [P, C.c_char_p, C.c_size_t]),
     "ts_graph_find": (P, [P, S]),
+    "ts_graph_closest_names": (C.c_char_p, [P, S, C.c_char_p, C.c_size_t]),
     "ts_graph_tensor_count": (C.c_size_t, [P]),
     "ts_graph_tensor_at": (P, [P, C.c_size_t]),
     "ts_param_set": (_st, [P, C.POINTER(Array)]),

@@ -563,8 +563,11 @@ class Graph:
     def tensor(self, name: str) -> Tensor:
         """The tensor called `name` (parameters, inputs, op outputs)."""
         ptr = lib.ts_graph_find(self._h, cstr(name))
-        if not ptr:
-            raise NotFoundError(_capi.last_error() or f"no tensor named '{name}' in the graph")
+        if not ptr:  # a miss sets no error: the last one is another call's
+            buf = _capi.C.create_string_buffer(512)
+            lib.ts_graph_closest_names(self._h, cstr(name), buf, len(buf))
+            near = buf.value.decode(errors="replace")
+            raise NotFoundError(f"no tensor named '{name}' in the graph" + (f" (closest: {near})" if near else ""))
         return Tensor(self, ptr)
 
     def tensors(self) -> List[Tensor]:

@@ -107,6 +107,49 @@ def test_cuda_trains_as_the_cpu():
     assert np.allclose(mc.get_anchored_tensor("l"), mg.get_anchored_tensor("l"), rtol=1e-4)
 
 
+def test_device_watches_and_outfeeds_as_the_cpu():
+    """On a device's path a watch's stats, histograms and range counts are
+    taken there and the outfeed's records captured there (pushed after the
+    run, in the order they were made): what the CPU gives, bit for bit on
+    cpu-staged (the CPU's kernels, its memory treated as a GPU's), to float
+    tolerance on a GPU where there is one."""
+    xs, ys = data()
+    devices = ["cpu-staged"] + (["cuda"] if ts.has_feature("cuda") and _gpu_here() else [])
+    seen = {}
+    for dev in ["cpu"] + devices:
+        g = ts.Graph(seed=5)
+        x = g.input("x", "f32", [B, 12])
+        labels = g.input("labels", "i32", [B])
+        h = g.relu(g.linear(x, 24, "fc1"))
+        loss = g.cross_entropy(g.linear(h, 5, "fc2"), labels)
+        loss.name = "loss"
+        q = ts.OutfeedQueue("grads", depth=4096)
+        opts = (ts.Options().device(dev).device_iterations(2).watch("Gradient___fc*", "stats|histogram|range")
+                .outfeed(q, pre_accumulated=True))
+        m = ts.training_model(g, opts, optimizer=ts.SGD(lr=0.1, momentum=0.9))
+        for _ in range(3):
+            m(x=xs, labels=ys)
+        recs = [(r.run, r.sample, r.key, np.array(r.array)) for r in q]
+        seen[dev] = (m.watches(), recs)
+    want_w, want_r = seen["cpu"]
+    for dev in devices:
+        w, r = seen[dev]
+        exact = dev == "cpu-staged"
+        assert sorted(w) == sorted(want_w) and len(w) >= 4, dev
+        for name, s in w.items():
+            t = want_w[name]
+            assert s["count"] == t["count"] and s["nans"] == t["nans"], (dev, name)
+            if exact:
+                assert s["std"] == t["std"] and np.array_equal(s["tb_counts"], t["tb_counts"]), (dev, name)
+                assert np.array_equal(s["log2_counts"], t["log2_counts"]) and s["range"] == t["range"], (dev, name)
+            else:
+                assert abs(s["std"] - t["std"]) <= 1e-4 * t["std"] + 1e-9, (dev, name)
+                assert s["tb_counts"].sum() == t["tb_counts"].sum(), (dev, name)
+        assert [k[:3] for k in r] == [k[:3] for k in want_r] and len(r) == 3 * 2 * 4, dev
+        for a, b in zip(r, want_r):
+            assert np.array_equal(a[3], b[3]) if exact else np.allclose(a[3], b[3], rtol=1e-4, atol=1e-6), (dev, a[2])
+
+
 def test_allow_tf32():
     """Options().allow_tf32(): the CPU computes in float32 either way; a
     GPU's products stay within TF32's rounding of float32's."""

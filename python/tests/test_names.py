@@ -78,3 +78,14 @@ def test_the_readme_python_sample_prints_what_the_readme_shows(source_dir, tmp_p
         assert number.sub("#", got) == number.sub("#", want), (got, want)
         for a, b in zip(number.findall(got), number.findall(want)):
             assert float(a) == pytest.approx(float(b), rel=2e-3, abs=2e-3), (got, want)
+
+
+def test_graph_tensor_names_the_missing_tensor_not_an_earlier_error():
+    """Graph.tensor of a name the graph lacks: NotFoundError naming it and
+    the closest names, whatever failed before (a lookup sets no error of
+    its own, so the library's last error is another call's)."""
+    g = small_mlp()
+    with pytest.raises(ts.InvalidArgumentError):
+        ts.Options().device("gpu:0")  # leaves its own message as the last error
+    with pytest.raises(ts.NotFoundError, match=r"^no tensor named 'fc1.wieght' in the graph \(closest: 'fc1.weight'"):
+        g.tensor("fc1.wieght")
