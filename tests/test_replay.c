@@ -292,8 +292,9 @@ int main(void) {
     char *r = ts_metrics_report();
     CHECK(r && strstr(r, "Metric: TransferToDeviceBytes\n") && strstr(r, "Metric: TransferFromDeviceBytes\n") && strstr(r, "Metric: DeviceTime.Run\n") &&
               strstr(r, "Metric: DeviceWait\n") && strstr(r, "Counter: GraphReplays\n") && strstr(r, "Counter: GraphCaptures.FirstRun\n") &&
-              strstr(r, "Counter: StepsNotRecorded.NumericChecks\n"),
-          "the metrics report counts the device's copies, its wait, its time on its own clock, the steps recorded, replayed and not (with why)");
+              strstr(r, "Counter: StepsNotRecorded.NumericChecks\n") && strstr(r, "Metric: InputStaging\n") && !strstr(r, "InputsNotStaged"),
+          "the metrics report counts the device's copies (the inputs staged through page-locked memory, every one), its wait, its time "
+          "on its own clock, the steps recorded, replayed and not (with why)");
     if (!strncmp(device, "cuda", 4))
         CHECK(r && strstr(r, "Metric: DeviceMemoryPeakBytes\n") && strstr(r, "Metric: DeviceMemoryFreeBytes\n"),
               "on a GPU the report gives the device's memory: peak and free");

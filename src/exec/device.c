@@ -60,9 +60,10 @@ static void copy_part(void *ctx, int64_t begin, int64_t end) {
  * time, the model's threads copying the next piece in while the device
  * reads the last, the transfer then going on while the host walks the run;
  * without staging (not locked), from the caller's memory through the
- * driver's. */
+ * driver's (counted: InputsNotStaged). Returns the ns the host spent
+ * copying into the staging. */
 #define STAGE_PIECE ((size_t)1 << 20)
-static void send_input(ts_model *m, int i, void *dst, const void *src, size_t bytes, bool grown) {
+static uint64_t send_input(ts_model *m, int i, void *dst, const void *src, size_t bytes, bool grown) {
     ts_prog *p = m->prog;
     const ts_backend *be = p->backend;
     if (grown && p->host_inputs[i]) {
@@ -76,15 +77,20 @@ static void send_input(ts_model *m, int i, void *dst, const void *src, size_t by
         else ts_free(h);
     }
     if (!p->host_inputs[i]) {
+        ts_counter_add("InputsNotStaged", 1);
         be->copy_to_device(m->stream, dst, src, bytes);
-        return;
+        return 0;
     }
+    uint64_t staging = 0;
     for (size_t at = 0; at < bytes; at += STAGE_PIECE) {
         size_t n = bytes - at < STAGE_PIECE ? bytes - at : STAGE_PIECE;
         copy_job j = {(char *)p->host_inputs[i] + at, (const char *)src + at};
+        uint64_t t0 = ts_now_ns();
         ts_pool_for(m->pool, (int64_t)n, (int64_t)1 << 18, copy_part, &j);
+        staging += ts_now_ns() - t0;
         be->copy_to_device(m->stream, (char *)dst + at, (char *)p->host_inputs[i] + at, n);
     }
+    return staging;
 }
 
 /* values_fetch (graph.h) for a model that trained on a device: the
@@ -119,7 +125,7 @@ ts_status ts_device_before_run(ts_model *m) {
     }
     if (be->host_addressable) return TS_OK;
     p->n_outfed = 0; /* the run's records fill the rows from its first micro-batch */
-    uint64_t t0 = ts_now_ns(), sent = 0;
+    uint64_t t0 = ts_now_ns(), sent = 0, staging = 0;
     be->event_record(m->stream, &p->marks[0]);
     if (!p->pins_tried) pin_landings(p);
     /* what the host wrote since the device's copies were sent: the values
@@ -152,7 +158,7 @@ ts_status ts_device_before_run(ts_model *m) {
             p->dev_inputs[i] = d;
             p->dev_input_bytes[i] = bytes;
         }
-        send_input(m, i, p->dev_inputs[i], p->bound[i]->data, bytes, grown);
+        staging += send_input(m, i, p->dev_inputs[i], p->bound[i]->data, bytes, grown);
         sent += bytes;
     }
     be->event_record(m->stream, &p->marks[1]);
@@ -160,6 +166,7 @@ ts_status ts_device_before_run(ts_model *m) {
      * host's walk of the run (exec/replay.c); one from the caller's memory
      * is done when the call returns */
     ts_metric_record("TransferToDevice", (double)(ts_now_ns() - t0));
+    ts_metric_record("InputStaging", (double)staging); /* of it, the host's copies into the page-locked staging */
     ts_metric_record_value("TransferToDeviceBytes", (double)sent);
     return TS_OK;
 }
