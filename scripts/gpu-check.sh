@@ -3,7 +3,8 @@
 # configure (CUDA on; features found or not: the minimal core builds on a
 # bare GPU node), build with every core, run the `gpu` tests, the
 # compute-sanitizer subset and the GPU benchmark beside PyTorch on the same
-# GPU. Logs go to build-gpu/logs, and with $OUT set, packed into
+# GPU, and bench_gpu_stats (what a summary costs by itself, against a copy
+# of the same bytes; the input's transfer). Logs go to build-gpu/logs, and with $OUT set, packed into
 # $OUT/gpu-check-logs.tgz beside summary.txt and bench-table.md. Prints the
 # summary and the benchmark table last; exits non-zero when a step failed.
 #
