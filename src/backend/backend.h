@@ -171,7 +171,9 @@ typedef struct ts_backend {
     /* ---- the optimizer step of one parameter over [begin, end): as
      * ts_opt_update / ts_opt_update_summarised (compile/program.h), the
      * latter fusing the summaries of the gradient it reads and the
-     * parameter it writes, and clearing the gradient when `clear` */
+     * parameter it writes, and clearing the gradient when `clear`; NULL
+     * on a device whose memory the host cannot read (its step's tensors
+     * are summarised on the device, stats_reduce_many) */
     void (*opt_update)(const ts_optimizer *o, const struct ts_opt_consts *c, struct ts_opt_state *s, float *param, const float *grad,
                        int64_t begin, int64_t end);
     void (*opt_update_summarised)(const ts_optimizer *o, const struct ts_opt_consts *c, struct ts_opt_state *s, float *param,

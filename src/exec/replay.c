@@ -172,7 +172,7 @@ static void walk_backend(const ts_backend *real, ts_backend *out) {
     out->round_half = w_round_half;
     out->kernels = walk_rows;
     out->opt_update = w_opt_update;
-    out->opt_update_summarised = w_opt_update_summarised;
+    out->opt_update_summarised = real->opt_update_summarised ? w_opt_update_summarised : NULL;
     if (real->stats_reduce_many) out->stats_reduce_many = w_stats_reduce_many;
     out->has_nonfinite = w_has_nonfinite;
     out->event_record = w_event_record;

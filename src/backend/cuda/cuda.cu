@@ -75,12 +75,10 @@ static struct {
     cublasHandle_t blas;
     char error[512]; /* the first CUDA error since the last synchronize */
     float *flag;     /* device word of the NaN/Inf scan */
-    float *staging;  /* pinned host memory for summaries on the host */
-    size_t staging_floats;
     void *blas_space; /* cuBLAS's workspace, ours: a recorded GEMM keeps its pointer */
     int mode;         /* MODE_*: what the stream's work does now */
     struct cu_recording *rec; /* the recording being made or walked */
-} g_cu = {PTHREAD_MUTEX_INITIALIZER, false, 0, nullptr, nullptr, "", nullptr, nullptr, 0, nullptr, 0, nullptr};
+} g_cu = {PTHREAD_MUTEX_INITIALIZER, false, 0, nullptr, nullptr, "", nullptr, nullptr, 0, nullptr};
 
 /* MODE_RECORD: the stream's work is captured into a graph, not done;
  * MODE_WALK: the host walks a recorded run and launches nothing (the
@@ -454,50 +452,6 @@ static void cu_opt_update(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_
     ts_cu_check(cudaGetLastError(), "Optimizer");
 }
 
-/* Pinned host memory for n floats (grown only when a bigger tensor comes). */
-static float *staging(int64_t n) {
-    if ((size_t)n <= g_cu.staging_floats) return g_cu.staging;
-    if (g_cu.staging) cudaFreeHost(g_cu.staging);
-    g_cu.staging = nullptr;
-    g_cu.staging_floats = 0;
-    if (cudaMallocHost((void **)&g_cu.staging, (size_t)n * sizeof(float)) != cudaSuccess) {
-        (void)cudaGetLastError();
-        g_cu.staging = nullptr;
-        return nullptr;
-    }
-    g_cu.staging_floats = (size_t)n;
-    return g_cu.staging;
-}
-
-/* x[0..n) copied to the host (pinned staging, complete on return), for
- * the summaries the host takes: a first slice (DESIGN.md section 17 wants
- * them reduced on the device; docs/backend.md says what is left). NULL:
- * no staging memory (the error is kept). */
-static const float *on_host(const float *x, int64_t n) {
-    float *h = staging(n);
-    if (!h) {
-        ts_cu_check(cudaErrorMemoryAllocation, "summary staging");
-        return nullptr;
-    }
-    ts_cu_check(cudaMemcpyAsync(h, x, (size_t)n * sizeof(float), cudaMemcpyDeviceToHost, g_cu.stream), "summary copy");
-    ts_cu_check(cudaStreamSynchronize(g_cu.stream), "summary copy");
-    return h;
-}
-
-static void summarise_on_host(ts_stats_stream *s, ts_stats_partial *p, const float *x, int64_t n) {
-    const float *h = on_host(x, n);
-    if (h) ts_stats_stream_add(s, p, h, n);
-}
-
-static void cu_opt_update_summarised(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, float *grad,
-                                     int64_t begin, int64_t end, bool clear, ts_stats_stream *gs, ts_stats_partial *gp,
-                                     ts_stats_stream *ps, ts_stats_partial *pp) {
-    if (gp) summarise_on_host(gs, gp, grad + begin, end - begin);
-    cu_opt_update(o, c, s, param, grad, begin, end);
-    if (pp) summarise_on_host(ps, pp, param + begin, end - begin);
-    if (clear) cu_zero(g_cu.stream, grad + begin, end - begin);
-}
-
 /* -------------------------------------------------------- reductions */
 
 static void cu_stats_reduce_many(void *stream, const ts_stats_job *jobs, int n) {
@@ -702,7 +656,6 @@ static ts_status init_locked(int ordinal) {
     be->counts_half_loss = true;
     be->kernels = kernels;
     be->opt_update = cu_opt_update;
-    be->opt_update_summarised = cu_opt_update_summarised;
     be->stats_reduce_many = cu_stats_reduce_many;
     be->has_nonfinite = cu_has_nonfinite;
     be->capture_begin = cu_capture_begin;
