@@ -33,28 +33,26 @@ static ts_status copy_of(ts_prog *p, float *host, int64_t numel, bool download, 
 /* Rows for a run's outfeed records on the device: S per outfed entry (a
  * value the host holds is pushed from there). */
 static ts_status bind_outfeeds(ts_prog *p) {
+    if (!(p->outfeed_off = ts_malloc((size_t)p->n_entries * sizeof *p->outfeed_off))) return TS_ERR_OUT_OF_MEMORY;
     size_t total = 0;
     int rows = 0;
     for (int i = 0; i < p->n_entries; i++) {
         const ts_entry *e = &p->entries[i];
+        p->outfeed_off[i] = SIZE_MAX;
         if (!e->n_outfeeds || e->on_host) continue;
         int64_t S = e->per_step ? p->samples_step : p->samples_mb;
+        p->outfeed_off[i] = total;
         total += (size_t)S * (size_t)e->numel * ts_dtype_size(e->dtype);
         rows += (int)S;
     }
-    if (!total) return TS_OK;
-    p->outfeed_off = ts_malloc((size_t)p->n_entries * sizeof *p->outfeed_off);
+    if (!total) {
+        ts_free(p->outfeed_off);
+        p->outfeed_off = NULL;
+        return TS_OK;
+    }
     p->host_outfeed = ts_malloc(total);
     p->outfed = ts_calloc((size_t)rows, sizeof *p->outfed);
-    if (!p->outfeed_off || !p->host_outfeed || !p->outfed) return TS_ERR_OUT_OF_MEMORY;
-    size_t off = 0;
-    for (int i = 0; i < p->n_entries; i++) {
-        const ts_entry *e = &p->entries[i];
-        p->outfeed_off[i] = SIZE_MAX;
-        if (!e->n_outfeeds || e->on_host) continue;
-        p->outfeed_off[i] = off;
-        off += (size_t)(e->per_step ? p->samples_step : p->samples_mb) * (size_t)e->numel * ts_dtype_size(e->dtype);
-    }
+    if (!p->host_outfeed || !p->outfed) return TS_ERR_OUT_OF_MEMORY;
     void *d = NULL;
     ts_status st = p->backend->alloc(total, &d);
     if (st) return st;

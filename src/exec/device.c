@@ -124,7 +124,6 @@ ts_status ts_device_before_run(ts_model *m) {
         if (st) return st;
     }
     if (be->host_addressable) return TS_OK;
-    p->n_outfed = 0; /* the run's records fill the rows from its first micro-batch */
     uint64_t t0 = ts_now_ns(), sent = 0, staging = 0;
     be->event_record(m->stream, &p->marks[0]);
     if (!p->pins_tried) pin_landings(p);
@@ -232,7 +231,7 @@ ts_status ts_device_after_run(ts_model *m) {
     }
     if (!st) ts_observe_device_finish(m);
     else p->any_pending = p->hist_pending = false;
-    ts_status ost = st ? TS_OK : ts_observe_device_outfeeds(m); /* its records, in the order they were made */
-    p->n_outfed = 0;
-    return st ? st : ost;
+    if (!st) st = ts_observe_device_outfeeds(m); /* its records, in the order they were made */
+    p->n_outfed = 0;                             /* the next run's fill the rows again (a failed run's go with it) */
+    return st;
 }

@@ -415,6 +415,14 @@ void ts_observe_device_flush(ts_model *m) {
     p->n_queued = 0;
 }
 
+/* Where entry's record of sample lies in a run's outfeed rows (bytes in),
+ * and its size */
+static size_t outfeed_row(const ts_prog *p, int entry, int64_t sample, size_t *bytes) {
+    const ts_entry *e = &p->entries[entry];
+    *bytes = (size_t)e->numel * ts_dtype_size(e->dtype);
+    return p->outfeed_off[entry] + (size_t)sample * *bytes;
+}
+
 bool ts_observe_device(ts_model *m, int entry, int64_t sample) {
     ts_prog *p = m->prog;
     const ts_entry *e = &p->entries[entry];
@@ -435,8 +443,8 @@ bool ts_observe_device(ts_model *m, int entry, int64_t sample) {
     bool feeds = e->n_outfeeds && p->dev_outfeed && !e->on_host;
     if (feeds && p->n_outfed < p->outfed_cap) { /* its record into the run's rows there, copied to the host once after the run and
                                                  * pushed then (an entry's sample comes once a run: the rows hold them all) */
-        size_t row = (size_t)e->numel * ts_dtype_size(e->dtype);
-        p->backend->copy_on_device(m->stream, p->dev_outfeed + p->outfeed_off[entry] + (size_t)sample * row, x, row);
+        size_t bytes, at = outfeed_row(p, entry, sample, &bytes);
+        p->backend->copy_on_device(m->stream, p->dev_outfeed + at, x, bytes);
         p->outfed[p->n_outfed++] = (struct ts_outfed){entry, sample};
     }
     if (reduce) { /* queued for one launch with the others, into its slot, copied to the host once after the run */
@@ -508,11 +516,9 @@ ts_status ts_observe_device_outfeeds(ts_model *m) {
     ts_prog *p = m->prog;
     ts_status st = TS_OK;
     for (int i = 0; i < p->n_outfed && !st; i++) {
-        const ts_entry *e = &p->entries[p->outfed[i].entry];
-        size_t row = (size_t)e->numel * ts_dtype_size(e->dtype);
-        st = push_outfeeds(m, p->outfed[i].entry, p->outfed[i].sample, p->host_outfeed + p->outfeed_off[p->outfed[i].entry] + (size_t)p->outfed[i].sample * row);
+        size_t bytes, at = outfeed_row(p, p->outfed[i].entry, p->outfed[i].sample, &bytes);
+        st = push_outfeeds(m, p->outfed[i].entry, p->outfed[i].sample, p->host_outfeed + at);
     }
-    p->n_outfed = 0;
     return st;
 }
 

@@ -32,11 +32,13 @@ typedef struct ts_step_update {
 /* A device whose memory the host cannot read: entry's observers, on the
  * device where they can be: its anchors captured into the device's arena,
  * a due watch reduced into its slots (stats, and histograms and range
- * counts where it asks; published by ts_observe_device_finish). False: the
- * rest need its values on the host (outfeeds, numeric checks): the caller copies
- * them there and calls ts_observe, which leaves the anchors alone. */
+ * counts where it asks; published by ts_observe_device_finish), its outfeed
+ * records captured into the run's rows (pushed by
+ * ts_observe_device_outfeeds). False: the rest need its values on the host
+ * (numeric checks, a value the host holds): the caller copies them there
+ * and calls ts_observe, which leaves the anchors and outfeeds alone. */
 bool ts_observe_device(ts_model *m, int entry, int64_t sample);
-/* A device's stats watches wait (ts_observe_device queues them) and are
+/* A device's watches wait (ts_observe_device queues them) and are
  * summarised together, up to TS_STATS_MANY tensors a launch, rather than
  * one launch each: the queue is flushed when it is full, before a write
  * to memory a queued tensor holds (ts_observe_device_guard: the memory
