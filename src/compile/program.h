@@ -89,7 +89,8 @@ typedef struct ts_op_event {
 #define TS_OP_EVENT_PAIRS 8192 /* event pairs a program keeps, at most: a node's first calls of a run are timed, the rest estimated */
 
 /* A run recorded on a device and replayed (exec/replay.c). */
-#define TS_RECORDINGS 8 /* kept per program: steps whose work differs (the first, the run's steps, watches due) */
+#define TS_RECORDINGS 8       /* kept per program: runs whose work differs (the first, watches due, a long run's groups of steps) */
+#define TS_RECORDED_STEPS 256 /* steps a recording holds at most: a longer run is replayed in launches of this many */
 typedef struct ts_recording {
     uint64_t key;   /* what the run's work depends on (replay.c's run_key); 0: empty */
     uint64_t calls; /* fingerprint of the device calls the recorded run made */
@@ -152,6 +153,7 @@ typedef struct ts_prog {
     int64_t *op_calls;        /* per node and the optimizer: its calls this run */
     ts_recording recs[TS_RECORDINGS]; /* runs recorded as one launch (exec/replay.c) */
     bool recorded;            /* this run's work goes through a recording (exec/replay.c): the host walks it, the device replays it */
+    int64_t recorded_from;    /* the first micro-batch of the steps recorded or walked: a cancel is heard there only */
     const char *replay_off;   /* why this program's runs are no longer recorded (a recording failed), else NULL */
     bool replay_scanned;      /* replay_never is known (exec/replay.c scans the program once) */
     const char *replay_never; /* why none of its steps can be recorded (what it observes or computes), else NULL */

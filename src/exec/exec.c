@@ -125,7 +125,7 @@ static void print_op(ts_model *m, int node, bool gradient) {
  * ts_model_cancel was called. Under MPI the ranks share their flags before
  * each step, so every rank stops at the same step or none does. */
 static ts_status cancel_point(ts_model *m, int64_t mb, int a) {
-    if (m->prog->recorded && a > 0) return TS_OK; /* a recorded step is done whole or not at all (exec/replay.c) */
+    if (m->prog->recorded && mb != m->prog->recorded_from) return TS_OK; /* recorded steps are done whole or not at all (exec/replay.c) */
     int mine = atomic_load_explicit(&m->cancel, memory_order_relaxed);
     bool stop = mine != 0;
     if (m->coll) { /* every rank stops at the same step or none does */
@@ -630,14 +630,6 @@ static ts_status run_step(ts_model *m, int64_t d) {
     return st;
 }
 
-/* The D steps, each recorded and replayed where the device can. */
-static ts_status run_body(ts_model *m) {
-    for (int64_t d = 0; d < m->opts.device_iterations; d++) {
-        ts_status st = ts_exec_recorded(m, d, run_step);
-        if (st) return st;
-    }
-    return TS_OK;
-}
 
 /* A pipeline stage's run: each step, the forwards and backwards of its
  * micro-batches in the order of the schedule (the dist table's schedule_op: GPipe or
@@ -690,7 +682,7 @@ ts_status ts_exec_run(ts_model *m) {
     m->failed_entry = m->failed_op = -1;
     st = ts_device_before_run(m);
     if (!st) st = ts_exec_op_times_prepare(m);
-    if (!st) st = m->prog->stage ? run_pipelined(m, m->prog->bound) : run_body(m);
+    if (!st) st = m->prog->stage ? run_pipelined(m, m->prog->bound) : ts_exec_recorded(m, run_step);
     if (m->opts.trace_path) ts_trace_pause(m); /* a step that failed or was cancelled */
     ts_crash_set_current_op(NULL, NULL, NULL);
     ts_status dst = ts_device_after_run(m); /* a cancelled or failed run's values too */

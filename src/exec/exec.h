@@ -13,11 +13,12 @@
  * m->failed_entry names the tensor. */
 ts_status ts_exec_run(ts_model *m);
 
-/* replay.c: `step` (step d of the run: its micro-batches, as the
- * executor makes them) recorded once and replayed in one launch where the
- * device records (ts_backend.capture_begin) and the step's work does not
- * depend on what the host reads during it; else `step` as it is. */
-ts_status ts_exec_recorded(ts_model *m, int64_t d, ts_status (*step)(ts_model *m, int64_t d));
+/* replay.c: the run's D steps (`step`: step d's micro-batches, as the
+ * executor makes them), the whole run recorded once and replayed in one
+ * launch where the device records (ts_backend.capture_begin) and the run's
+ * work does not depend on what the host reads during it; else each `step`
+ * as it is. */
+ts_status ts_exec_recorded(ts_model *m, ts_status (*step)(ts_model *m, int64_t d));
 
 /* device.c: a run on a device whose memory the host cannot read */
 /* Before a run: the host's values and the run's inputs to the device. */

@@ -12,6 +12,12 @@
  * work (walk_backend); the optimizer's step constants alone reach the
  * device, in one copy before the launch.
  *
+ * The whole run is one recording: its D steps of A micro-batches each, the
+ * optimizer steps and the observers' kernels. A run of more steps than
+ * TS_RECORDED_STEPS is recorded in groups of that many, a launch each, so
+ * a recording's size stays bounded. Recorded steps are done whole or not
+ * at all: a cancel is heard before each launch, not between its steps.
+ *
  * The kind of a run is its key (run_key): what decides which calls it
  * makes with which pointers (training, D x A, the watches due, the input
  * buffers, whether the last step left the gradients cleared). A run whose
@@ -234,31 +240,42 @@ static const char *refusal(const ts_model *m) {
     return p->replay_never;
 }
 
-/* What decides the calls step d of the run makes and their pointers (its
- * inputs' slices and observers' rows follow d). */
-static uint64_t run_key(const ts_model *m, int64_t d) {
+/* What decides the calls steps [d0, d0 + n) of a run make and their
+ * pointers (their inputs' slices and observers' rows follow from d0). */
+static uint64_t run_key(const ts_model *m, int64_t d0, int64_t n) {
     const ts_prog *p = m->prog;
     uint64_t h = 0xcbf29ce484222325ull;
     h = key_mix(h, m->training);
     h = key_mix(h, (uint64_t)m->opts.device_iterations);
     h = key_mix(h, (uint64_t)(m->training ? m->opts.grad_accum : 1));
     h = key_mix(h, p->param_grads_zero);
-    h = key_mix(h, (uint64_t)d);
-    if (d == m->opts.device_iterations - 1) /* watches are taken at the run's last micro-batch */
+    h = key_mix(h, (uint64_t)d0);
+    h = key_mix(h, (uint64_t)n);
+    if (d0 + n == m->opts.device_iterations) /* watches are taken at the run's last micro-batch */
         for (int i = 0; i < p->n_watch; i++) h = key_mix(h, m->runs % p->watch_period[i] == 0);
     for (int k = 0; k < p->n_order; k++)
         if (m->g->t[p->order[k]]->op == TS_OP_INPUT) h = key_mix(h, P(p->dev_inputs[p->order[k]]));
     return h | 1; /* 0 marks an empty slot */
 }
 
-/* Step d, walked with the table `walk` in place of the real one. */
-static ts_status walk_step(ts_model *m, int64_t d, ts_status (*step)(ts_model *, int64_t), const ts_backend *walk) {
+/* Steps [d0, d0 + n) of the run, stopping at the first error. */
+static ts_status run_steps(ts_model *m, int64_t d0, int64_t n, ts_status (*step)(ts_model *, int64_t)) {
+    for (int64_t d = d0; d < d0 + n; d++) {
+        ts_status st = step(m, d);
+        if (st) return st;
+    }
+    return TS_OK;
+}
+
+/* Those steps walked with the table `walk` in place of the real one. */
+static ts_status walk_steps(ts_model *m, int64_t d0, int64_t n, ts_status (*step)(ts_model *, int64_t), const ts_backend *walk) {
     ts_prog *p = m->prog;
     const ts_backend *real = m->backend;
     m->backend = p->backend = walk;
     p->recorded = true;
+    p->recorded_from = d0 * (m->training ? m->opts.grad_accum : 1);
     w.hash = 0xcbf29ce484222325ull;
-    ts_status st = step(m, d);
+    ts_status st = run_steps(m, d0, n, step);
     p->recorded = false;
     m->backend = p->backend = real;
     return st;
@@ -271,8 +288,9 @@ static ts_recording *find(ts_prog *p, uint64_t key) {
 }
 
 /* An empty slot, or the least recently used one, emptied; NULL when each
- * was used by this run (a run of more steps than there are slots: the
- * later steps go call by call rather than record over the earlier). */
+ * was used by this run (a run of more groups of steps than there are
+ * slots: the later ones go call by call rather than record over the
+ * earlier). */
 static ts_recording *make_room(ts_prog *p, int64_t run) {
     ts_recording *r = &p->recs[0];
     for (int i = 0; i < TS_RECORDINGS; i++) {
@@ -285,64 +303,82 @@ static ts_recording *make_room(ts_prog *p, int64_t run) {
     return r;
 }
 
-ts_status ts_exec_recorded(ts_model *m, int64_t d, ts_status (*step)(ts_model *, int64_t)) {
+/* Steps [d0, d0 + n): replayed from their recording, else recorded and
+ * launched. */
+static ts_status recorded_steps(ts_model *m, int64_t d0, int64_t n, ts_status (*step)(ts_model *, int64_t)) {
     ts_prog *p = m->prog;
     const ts_backend *real = p->backend;
-    if (!real->capture_begin) return step(m, d);
-    const char *why = refusal(m);
-    if (why) {
-        ts_counter_add_cause("StepsNotRecorded", why, 1);
-        return step(m, d);
-    }
     ts_backend walk;
     walk_backend(real, &walk);
     w.real = real;
-    uint64_t key = run_key(m, d);
+    uint64_t key = run_key(m, d0, n);
     ts_recording *r = find(p, key);
     ts_status st;
     if (r) { /* replay: the host's walk, then one launch */
         w.work = false;
         real->walk_begin(m->stream, r->rec);
-        st = walk_step(m, d, step, &walk);
+        uint64_t t0 = ts_now_ns();
+        st = walk_steps(m, d0, n, step, &walk);
+        ts_metric_record("ReplayWalk", (double)(ts_now_ns() - t0)); /* the host's share of a replayed launch */
         bool same = w.hash == r->calls;
         ts_status rst = real->replay(m->stream, r->rec, !st && same);
         if (st) return st; /* cancelled before its first micro-batch: nothing to do */
         if (!same) {
             p->replay_off = "RecordingMismatch";
-            return ts_error(TS_ERR_INTERNAL, "run %lld, step %lld on %s: its calls differ from those of the recording it would replay, so "
-                                             "the step did not run; later steps of this model launch call by call (a bug in tensorscope: "
-                                             "please report it, and set TS_CUDA_GRAPHS=0 meanwhile)", (long long)m->runs, (long long)d, real->name);
+            return ts_error(TS_ERR_INTERNAL, "run %lld, steps %lld to %lld on %s: their calls differ from those of the recording they "
+                                             "would replay, so they did not run; later steps of this model launch call by call (a bug in "
+                                             "tensorscope: please report it, and set TS_CUDA_GRAPHS=0 meanwhile)", (long long)m->runs,
+                            (long long)d0, (long long)(d0 + n - 1), real->name);
         }
         r->used = m->runs;
         ts_counter_add("GraphReplays", 1);
+        ts_counter_add("StepsReplayed", n);
         return rst;
     }
     r = make_room(p, m->runs);
     if (!r) {
-        ts_counter_add_cause("StepsNotRecorded", "MoreStepsThanRecordings", 1);
-        return step(m, d);
+        ts_counter_add_cause("StepsNotRecorded", "MoreStepsThanRecordings", n);
+        return run_steps(m, d0, n, step);
     }
     void *rec = NULL;
-    st = real->capture_begin(m->stream, m->n_state, &rec);
-    if (st) { /* nothing was recorded: this step and the later ones call by call */
+    st = real->capture_begin(m->stream, (int)n * m->n_state, &rec);
+    if (st) { /* nothing was recorded: these steps and the later ones call by call */
         p->replay_off = "RecordingFailed";
         ts_logf(TS_LOG_WARN, "%s: steps launched call by call: %s", real->name, ts_last_error());
-        return step(m, d);
+        return run_steps(m, d0, n, step);
     }
     w.work = true;
-    st = walk_step(m, d, step, &walk);
+    st = walk_steps(m, d0, n, step, &walk);
     ts_status cst = real->capture_end(m->stream, rec);
     if (st || cst) real->recording_free(rec);
     if (st) return st; /* cancelled before its first micro-batch: the recording is of nothing */
     if (cst) {
         p->replay_off = "RecordingFailed";
-        return ts_error_wrap(cst, "run %lld, step %lld on %s: recording the step for replay failed, so its work was not done; later "
-                                  "steps of this model launch call by call (TS_CUDA_GRAPHS=0 skips the recording)", (long long)m->runs,
-                             (long long)d, real->name);
+        return ts_error_wrap(cst, "run %lld, steps %lld to %lld on %s: recording them for replay failed, so their work was not done; "
+                                  "later steps of this model launch call by call (TS_CUDA_GRAPHS=0 skips the recording)",
+                             (long long)m->runs, (long long)d0, (long long)(d0 + n - 1), real->name);
     }
     bool first = true;
     for (int i = 0; i < TS_RECORDINGS; i++) first = first && !p->recs[i].key;
     *r = (ts_recording){key, w.hash, m->runs, rec};
     ts_counter_add_cause("GraphCaptures", first ? "FirstRun" : "AnotherKind", 1);
+    ts_counter_add("StepsReplayed", n);
     return real->replay(m->stream, rec, true);
+}
+
+ts_status ts_exec_recorded(ts_model *m, ts_status (*step)(ts_model *, int64_t)) {
+    int64_t D = m->opts.device_iterations;
+    if (!m->prog->backend->capture_begin) return run_steps(m, 0, D, step);
+    const char *why = refusal(m);
+    if (why) {
+        ts_counter_add_cause("StepsNotRecorded", why, D);
+        return run_steps(m, 0, D, step);
+    }
+    /* the run in one launch; a longer one in launches of TS_RECORDED_STEPS
+     * steps (a recording's size bounded, and a cancel heard between them) */
+    for (int64_t d0 = 0; d0 < D; d0 += TS_RECORDED_STEPS) {
+        ts_status st = recorded_steps(m, d0, D - d0 < TS_RECORDED_STEPS ? D - d0 : TS_RECORDED_STEPS, step);
+        if (st) return st;
+    }
+    return TS_OK;
 }
