@@ -97,6 +97,7 @@ void ts_prog_free(ts_prog *p) {
     ts_free(p->host_slots);
     ts_free(p->slot_step);
     ts_free(p->slot_entry);
+    ts_free(p->slot_same);
     ts_free(p->queued);
     p->backend->free(p->dev_lost);
     ts_free(p->host_lost);

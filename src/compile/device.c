@@ -135,9 +135,10 @@ ts_status ts_device_bind(ts_model *m, ts_prog *p) {
         p->host_slots = ts_calloc((size_t)p->n_watch, sizeof *p->host_slots);
         p->slot_step = ts_calloc((size_t)p->n_watch, sizeof *p->slot_step);
         p->slot_entry = ts_calloc((size_t)p->n_watch, sizeof *p->slot_entry);
+        p->slot_same = ts_calloc((size_t)p->n_watch, sizeof *p->slot_same);
         p->queued = ts_calloc((size_t)p->n_watch, sizeof *p->queued);
         p->slot_pending = ts_calloc((size_t)p->n_watch, sizeof *p->slot_pending);
-        if (!p->host_slots || !p->slot_step || !p->slot_entry || !p->queued || !p->slot_pending) return TS_ERR_OUT_OF_MEMORY;
+        if (!p->host_slots || !p->slot_step || !p->slot_entry || !p->slot_same || !p->queued || !p->slot_pending) return TS_ERR_OUT_OF_MEMORY;
         void *d = NULL;
         ts_status st = p->backend->stats_reduce_many ? p->backend->alloc(bytes, &d) : TS_OK;
         if (st) return st;

@@ -123,6 +123,7 @@ typedef struct ts_prog {
     bool hist_pending;        /* a pending slot has counts: they come back after the run too */
     int64_t *slot_step;       /* the step each pending slot was taken at */
     int *slot_entry;          /* the entry each pending slot summarises */
+    int *slot_same;           /* per pending watch: the watch whose slot holds its summary (the same memory queued), or -1 */
     /* per entry: what the rounding onto its 16-bit grid lost (ts_entry.lost),
      * counted on the device and brought back after the run; NULL without
      * a 16-bit grid */

@@ -423,6 +423,18 @@ static size_t outfeed_row(const ts_prog *p, int entry, int64_t sample, size_t *b
     return p->outfeed_off[entry] + (size_t)sample * *bytes;
 }
 
+/* The watch whose queued summary is of the same memory as x[0, n) with
+ * the same `what` (a view of it, a gradient its view shares), or -1: then
+ * its summary is that one's, and the device reads the memory once. Queued
+ * means unwritten since (ts_observe_device_guard flushes before a write). */
+static int queued_same(const ts_prog *p, const float *x, int64_t n, int what) {
+    for (int i = 0; i < p->n_queued; i++) {
+        int w = (int)(p->queued[i].slot - p->dev_slots);
+        if (p->queued[i].x == x && p->queued[i].n == n && p->watch_what[w] == what) return w;
+    }
+    return -1;
+}
+
 bool ts_observe_device(ts_model *m, int entry, int64_t sample) {
     ts_prog *p = m->prog;
     const ts_entry *e = &p->entries[entry];
@@ -448,12 +460,18 @@ bool ts_observe_device(ts_model *m, int entry, int64_t sample) {
         p->outfed[p->n_outfed++] = (struct ts_outfed){entry, sample};
     }
     if (reduce) { /* queued for one launch with the others, into its slot, copied to the host once after the run */
-        if (p->n_queued == p->n_watch || p->n_queued == TS_STATS_MANY) ts_observe_device_flush(m);
-        int h = p->hist_slot[e->watch];
-        ts_device_hist *hist = h >= 0 ? &p->dev_hist[h] : NULL;
-        p->queued[p->n_queued++] = (ts_stats_job){x, e->numel, &p->dev_slots[e->watch], hist, p->watch_what[e->watch] & ~TS_WATCH_STATS};
-        p->slot_pending[e->watch] = p->any_pending = true;
-        p->hist_pending |= hist != NULL;
+        int w = e->watch, same = queued_same(p, x, e->numel, p->watch_what[w]);
+        p->slot_same[w] = same;
+        if (same < 0) {
+            if (p->n_queued == p->n_watch || p->n_queued == TS_STATS_MANY) ts_observe_device_flush(m);
+            int h = p->hist_slot[w];
+            ts_device_hist *hist = h >= 0 ? &p->dev_hist[h] : NULL;
+            p->queued[p->n_queued++] = (ts_stats_job){x, e->numel, &p->dev_slots[w], hist, p->watch_what[w] & ~TS_WATCH_STATS};
+            p->hist_pending |= hist != NULL;
+        } else {
+            ts_counter_add("SummariesShared", 1);
+        }
+        p->slot_pending[w] = p->any_pending = true;
         p->slot_step[e->watch] = m->steps;
         p->slot_entry[e->watch] = (int)(e - p->entries);
     }
@@ -464,17 +482,22 @@ bool ts_observe_device(ts_model *m, int entry, int64_t sample) {
 void ts_observe_device_finish(ts_model *m) {
     ts_prog *p = m->prog;
     if (!p->any_pending) return;
-    for (int w = 0; w < p->n_watch; w++) {
-        if (!p->slot_pending[w]) continue;
-        ts_stats_partial q;
-        int h = p->hist_slot[w];
-        ts_stats_from_device(&p->host_slots[w], h >= 0 ? &p->host_hist[h] : NULL, p->watch_what[w], &q);
-        ts_stats_finish(&q, &p->summaries[w]);
-        note_stored(m, &p->entries[p->slot_entry[w]], &p->summaries[w]); /* its rounding's count: complete once the run is */
-        p->watch_results[w].run = m->runs;
-        p->watch_results[w].step = p->slot_step[w];
-        p->slot_pending[w] = false;
-    }
+    for (int pass = 0; pass < 2; pass++) /* the slots reduced, then the summaries they share */
+        for (int w = 0; w < p->n_watch; w++) {
+            if (!p->slot_pending[w] || (p->slot_same[w] >= 0) != (pass == 1)) continue;
+            if (pass == 0) {
+                ts_stats_partial q;
+                int h = p->hist_slot[w];
+                ts_stats_from_device(&p->host_slots[w], h >= 0 ? &p->host_hist[h] : NULL, p->watch_what[w], &q);
+                ts_stats_finish(&q, &p->summaries[w]);
+            } else {
+                p->summaries[w] = p->summaries[p->slot_same[w]];
+            }
+            note_stored(m, &p->entries[p->slot_entry[w]], &p->summaries[w]); /* its rounding's count: complete once the run is */
+            p->watch_results[w].run = m->runs;
+            p->watch_results[w].step = p->slot_step[w];
+            p->slot_pending[w] = false;
+        }
     p->any_pending = p->hist_pending = false;
 }
 
