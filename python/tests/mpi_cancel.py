@@ -16,7 +16,7 @@ import tensorscope as ts
 
 import long_runs
 
-D, B = 2000, 16
+D, B = 20000, 16  # a run of seconds: the signal at 0.5 s lands in it on a fast machine too (2000 took 0.34 s)
 
 
 def model(configure):
