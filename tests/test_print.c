@@ -7,6 +7,7 @@
  * The log is captured with ts_set_log_callback; printed numbers are parsed
  * back and compared with the anchored values of the same tensors. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,6 +225,29 @@ static void test_training_prints(void) {
         if (first_bwd < 0 && strncmp(book.msg[i], "hidden_gradient: ", 17) == 0) first_bwd = i;
     }
     CHECK(first_fwd >= 0 && first_bwd > first_fwd, "'hidden_gradient' comes after 'hidden' (lines %d, %d)", first_fwd, first_bwd);
+    /* in the order they were made: micro-batch k's lines before k + 1's
+     * (a device's recorded run logs them after the run) */
+    int order = 0, seen[2] = {0, 0};
+    for (int i = 0; i < book.n; i++) {
+        bool fwd = strncmp(book.msg[i], "hidden: ", 8) == 0, bwd = strncmp(book.msg[i], "hidden_gradient: ", 17) == 0;
+        if (fwd && seen[0]++ != seen[1]) order++; /* a forward before the last one's backward */
+        if (bwd && ++seen[1] != seen[0]) order++;
+    }
+    CHECK(order == 0 && seen[0] == D && seen[1] == D, "each micro-batch's 'hidden' and 'hidden_gradient' before the next one's");
+    const char *dev = getenv("TS_DEVICE");
+    if (dev && strcmp(dev, "cpu") != 0 && !getenv("TS_CUDA_GRAPHS")) { /* a device records runs with the print op */
+        int64_t before = ts_counter_get("GraphCaptures") + ts_counter_get("GraphReplays"), refused = ts_counter_get("StepsNotRecorded.Print");
+        book_clear();
+        ts_status rst = run(mq, x, y);
+        CHECK(rst == TS_OK && ts_counter_get("GraphCaptures") + ts_counter_get("GraphReplays") == before + 1 &&
+                  ts_counter_get("StepsNotRecorded.Print") == refused && count_printed("hidden") == D && count_printed("hidden_gradient") == D,
+              "on %s a run with print ops is recorded (one launch) and logs its %d lines after it", dev, 6 * D);
+        const float *gh2 = anchored(mq, "gh"), *la2 = anchored(mq, "l");
+        for (int k = 0; k < D; k++) { /* this run's values (the weights moved) */
+            expect_print("hidden_gradient", k, "f32[2,3]", gh2 ? gh2 + k * B * HID : NULL, B * HID);
+            expect_print(pr.logits_print, k, "f32[2,2]", la2 ? la2 + k * B * CLS : NULL, B * CLS);
+        }
+    }
     /* logs off: nothing printed, values unchanged */
     int level = ts_get_log_level();
     ts_set_log_level(TS_LOG_OFF);

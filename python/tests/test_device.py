@@ -110,7 +110,7 @@ def test_cuda_trains_as_the_cpu():
 def test_device_watches_and_outfeeds_as_the_cpu():
     """On a device's path a watch's stats, histograms and range counts are
     taken there and the outfeed's records captured there (pushed after the
-    run, in the order they were made): what the CPU gives, bit for bit on
+    run, in the order they were made) with the print op's lines: what the CPU gives, bit for bit on
     cpu-staged (the CPU's kernels, its memory treated as a GPU's), to float
     tolerance on a GPU where there is one."""
     xs, ys = data()
@@ -121,19 +121,29 @@ def test_device_watches_and_outfeeds_as_the_cpu():
         x = g.input("x", "f32", [B, 12])
         labels = g.input("labels", "i32", [B])
         h = g.relu(g.linear(x, 24, "fc1"))
-        loss = g.cross_entropy(g.linear(h, 5, "fc2"), labels)
+        loss = g.cross_entropy(ts.print_tensor(g.linear(h, 5, "fc2"), "scores"), labels)
         loss.name = "loss"
         q = ts.OutfeedQueue("grads", depth=4096)
         opts = (ts.Options().device(dev).device_iterations(2).watch("Gradient___fc*", "stats|histogram|range")
                 .outfeed(q, pre_accumulated=True))
         m = ts.training_model(g, opts, optimizer=ts.SGD(lr=0.1, momentum=0.9))
-        for _ in range(3):
-            m(x=xs, labels=ys)
+        lines = []
+        ts.set_log_callback(lambda level, message: lines.append(message))
+        try:
+            for _ in range(3):
+                m(x=xs, labels=ys)
+        finally:
+            ts.set_log_callback(None)
         recs = [(r.run, r.sample, r.key, np.array(r.array)) for r in q]
-        seen[dev] = (m.watches(), recs)
-    want_w, want_r = seen["cpu"]
+        seen[dev] = (m.watches(), recs, [s for s in lines if s.startswith("scores")])
+    want_w, want_r, want_p = seen["cpu"]
+    assert len(want_p) == 3 * 2 * 2 and want_p[1].startswith("scores_gradient"), want_p[:2]
     for dev in devices:
-        w, r = seen[dev]
+        w, r, p = seen[dev]
+        # the print op's lines, in their order (a device's recorded run logs them after it)
+        assert [s.split(":")[0] for s in p] == [s.split(":")[0] for s in want_p], dev
+        if dev == "cpu-staged":
+            assert p == want_p
         exact = dev == "cpu-staged"
         assert sorted(w) == sorted(want_w) and len(w) >= 4, dev
         for name, s in w.items():

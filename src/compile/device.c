@@ -30,20 +30,37 @@ static ts_status copy_of(ts_prog *p, float *host, int64_t numel, bool download, 
     return TS_OK;
 }
 
-/* Rows for a run's outfeed records on the device: S per outfed entry (a
- * value the host holds is pushed from there). */
-static ts_status bind_outfeeds(ts_prog *p) {
+/* Whether entry's rows also hold the lines of a print op (its value, and
+ * its gradient in training): 1 or 0. A print op's tensor of up to
+ * TS_PRINT_ROWS_MAX bytes a run (or one outfed, which has rows) is
+ * captured on the device and printed after the run; a bigger one is
+ * printed as it is made, from a copy, and the run is not recorded
+ * (exec/replay.c). */
+#define TS_PRINT_ROWS_MAX ((size_t)64 << 20)
+static int print_lines(const ts_model *m, const ts_prog *p, int entry) {
+    const ts_entry *e = &p->entries[entry];
+    const ts_tensor *t = m->g->t[e->node];
+    if (t->op != TS_OP_PRINT || e->on_host || (e->kind != TS_KIND_VALUE && e->kind != TS_KIND_GRAD)) return 0;
+    bool rows = e->n_outfeeds || (size_t)p->samples_mb * (size_t)e->numel * sizeof(float) <= TS_PRINT_ROWS_MAX; /* an outfed one has them */
+    return rows ? 1 : 0;
+}
+
+/* Rows for a run's outfeed records and print lines on the device: S per
+ * outfed entry (a value the host holds is pushed from there) and per
+ * printed one. */
+static ts_status bind_outfeeds(const ts_model *m, ts_prog *p) {
     if (!(p->outfeed_off = ts_malloc((size_t)p->n_entries * sizeof *p->outfeed_off))) return TS_ERR_OUT_OF_MEMORY;
     size_t total = 0;
     int rows = 0;
     for (int i = 0; i < p->n_entries; i++) {
         const ts_entry *e = &p->entries[i];
         p->outfeed_off[i] = SIZE_MAX;
-        if (!e->n_outfeeds || e->on_host) continue;
+        int lines = print_lines(m, p, i), feeds = e->n_outfeeds && !e->on_host;
+        if (!lines && !feeds) continue;
         int64_t S = e->per_step ? p->samples_step : p->samples_mb;
         p->outfeed_off[i] = total;
         total += (size_t)S * (size_t)e->numel * ts_dtype_size(e->dtype);
-        rows += (int)S;
+        rows += (int)S * (lines + feeds);
     }
     if (!total) {
         ts_free(p->outfeed_off);
@@ -128,7 +145,7 @@ ts_status ts_device_bind(ts_model *m, ts_prog *p) {
         if (st) return st;
         p->dev_anchors = d;
     }
-    ts_status ost = bind_outfeeds(p);
+    ts_status ost = bind_outfeeds(m, p);
     if (ost) return ost;
     if (p->n_watch > 0) {
         size_t bytes = (size_t)p->n_watch * sizeof(ts_device_stats);

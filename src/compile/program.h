@@ -140,7 +140,7 @@ typedef struct ts_prog {
      * were made (outfed) */
     char *dev_outfeed, *host_outfeed;
     size_t outfeed_bytes, *outfeed_off;
-    struct ts_outfed { int entry; int64_t sample; } *outfed;
+    struct ts_outfed { int entry; int64_t sample; bool print; } *outfed; /* print: a print op's line, else outfeed records */
     int n_outfed, outfed_cap;
     /* the run's points on the device's clock (exec/device.c): before its
      * uploads, after them, after its work, after its downloads */

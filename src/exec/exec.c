@@ -109,18 +109,6 @@ static ts_kctx make_ctx(const ts_model *m, int node, int64_t mb) {
     return k;
 }
 
-static void print_op(ts_model *m, int node, bool gradient) {
-    const ts_tensor *t = m->g->t[node];
-    const ts_prog *p = m->prog;
-    char title[512];
-    if (!gradient) snprintf(title, sizeof title, "%s", t->title[0] ? t->title : t->name);
-    else if (t->title[0]) snprintf(title, sizeof title, "%s_gradient", t->title);
-    else snprintf(title, sizeof title, "Gradient___%s", t->name);
-    const ts_entry *e = &p->entries[gradient ? p->grad_entry[node] : p->value_entry[node]];
-    const float *x = ts_device_host_view(m, e);
-    if (x) ts_print_tensor(title, x, &e->shape);
-}
-
 /* Before micro-batch mb (the a-th of its step): TS_ERR_CANCELLED once
  * ts_model_cancel was called. Under MPI the ranks share their flags before
  * each step, so every rank stops at the same step or none does. */
@@ -217,7 +205,7 @@ static ts_status forward(ts_model *m, int64_t mb) {
         m->backend->kernels[t->op].forward(&kc);
         uint64_t t1 = ts_exec_op_end(m, i, t0);
         if (tr) trace_op(m, i, TS_TRACE_FORWARD, mb, t0, t1);
-        if (t->op == TS_OP_PRINT) print_op(m, i, false);
+        if (t->op == TS_OP_PRINT) ts_observe_print(m, i, false, mb);
         OBSERVE(m, p->value_entry[i], mb);
     }
     if (tr) ts_trace_slice(TS_TRACE_FORWARD, NULL, NULL, NULL, 0, mb, tf, ts_now_ns());
@@ -278,7 +266,7 @@ static ts_status backward(ts_model *m, int64_t mb) {
         m->backend->kernels[t->op].backward(&kc);
         uint64_t t1 = ts_exec_op_end(m, i, t0);
         if (tr) trace_op(m, i, TS_TRACE_BACKWARD, mb, t0, t1);
-        if (t->op == TS_OP_PRINT) print_op(m, i, true);
+        if (t->op == TS_OP_PRINT) ts_observe_print(m, i, true, mb);
         if (m->opts.check != TS_CHECK_OFF || m->rerun) { /* blame the kernel that wrote a NaN/Inf, while what it read is alive */
             ts_status st = ts_check_backward(m, i, mb);
             if (st) return st;

@@ -201,7 +201,8 @@ static const char *program_refusal(const ts_model *m) {
     }
     for (int k = 0; k < p->n_order; k++) {
         ts_op op = m->g->t[p->order[k]]->op;
-        if (op == TS_OP_PRINT) return "Print";
+        int node = p->order[k];
+        if (op == TS_OP_PRINT && !(p->outfeed_off && p->outfeed_off[p->value_entry[node]] != SIZE_MAX)) return "Print"; /* too big to keep */
         if (op == TS_OP_DROPOUT_MASK && m->training) return "Dropout"; /* its mask drawn from the step number */
     }
     return NULL;

@@ -457,7 +457,7 @@ bool ts_observe_device(ts_model *m, int entry, int64_t sample) {
                                                  * pushed then (an entry's sample comes once a run: the rows hold them all) */
         size_t bytes, at = outfeed_row(p, entry, sample, &bytes);
         p->backend->copy_on_device(m->stream, p->dev_outfeed + at, x, bytes);
-        p->outfed[p->n_outfed++] = (struct ts_outfed){entry, sample};
+        p->outfed[p->n_outfed++] = (struct ts_outfed){entry, sample, false};
     }
     if (reduce) { /* queued for one launch with the others, into its slot, copied to the host once after the run */
         int w = e->watch, same = queued_same(p, x, e->numel, p->watch_what[w]);
@@ -535,12 +535,40 @@ ts_status ts_observe(ts_model *m, int entry, int64_t sample) {
     return fed ? TS_OK : push_outfeeds(m, entry, sample, e->data);
 }
 
+/* A print op's line for entry (its value, or its gradient) from x on the
+ * host: titled with the op's title, `<title>_gradient` for the gradient,
+ * or the tensor's name (`Gradient___<name>`) without a title. */
+static void print_entry(const ts_model *m, const ts_entry *e, const float *x) {
+    const ts_tensor *t = m->g->t[e->node];
+    char title[512];
+    if (e->kind != TS_KIND_GRAD) snprintf(title, sizeof title, "%s", t->title[0] ? t->title : t->name);
+    else if (t->title[0]) snprintf(title, sizeof title, "%s_gradient", t->title);
+    else snprintf(title, sizeof title, "Gradient___%s", t->name);
+    ts_print_tensor(title, x, &e->shape);
+}
+
+void ts_observe_print(ts_model *m, int node, bool gradient, int64_t sample) {
+    ts_prog *p = m->prog;
+    int entry = gradient ? p->grad_entry[node] : p->value_entry[node];
+    const ts_entry *e = &p->entries[entry];
+    if (p->recorded && p->outfeed_off && p->outfeed_off[entry] != SIZE_MAX && p->n_outfed < p->outfed_cap) {
+        size_t bytes, at = outfeed_row(p, entry, sample, &bytes); /* printed after the run (ts_observe_device_outfeeds) */
+        p->backend->copy_on_device(m->stream, p->dev_outfeed + at, e->data, bytes);
+        p->outfed[p->n_outfed++] = (struct ts_outfed){entry, sample, true};
+        return;
+    }
+    const float *x = ts_device_host_view(m, e);
+    if (x) print_entry(m, e, x);
+}
+
 ts_status ts_observe_device_outfeeds(ts_model *m) {
     ts_prog *p = m->prog;
     ts_status st = TS_OK;
     for (int i = 0; i < p->n_outfed && !st; i++) {
-        size_t bytes, at = outfeed_row(p, p->outfed[i].entry, p->outfed[i].sample, &bytes);
-        st = push_outfeeds(m, p->outfed[i].entry, p->outfed[i].sample, p->host_outfeed + at);
+        const struct ts_outfed *o = &p->outfed[i];
+        size_t bytes, at = outfeed_row(p, o->entry, o->sample, &bytes);
+        if (o->print) print_entry(m, &p->entries[o->entry], (const float *)(const void *)(p->host_outfeed + at));
+        else st = push_outfeeds(m, o->entry, o->sample, p->host_outfeed + at);
     }
     return st;
 }

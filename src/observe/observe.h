@@ -52,9 +52,15 @@ void ts_observe_device_guard(ts_model *m, const void *dst, size_t bytes);
 /* After the run, with the slots copied to the host: the summaries. */
 void ts_observe_device_finish(ts_model *m);
 /* After the run, with its outfeed rows copied to the host: the records
- * the device captured, pushed in the order they were made. */
+ * the device captured, pushed, and the print lines, logged, in the order
+ * they were made. */
 ts_status ts_observe_device_outfeeds(ts_model *m);
 void ts_observe_step(ts_model *m, int node, int64_t d, const ts_step_update *u, int64_t n);
+/* A print op's line: node's value (its forward) or its gradient (its
+ * backward) at micro-batch sample, logged now, or on a device in a
+ * recorded run captured there and logged after the run in the order the
+ * lines were made, with the outfeed records (ts_observe_device_outfeeds). */
+void ts_observe_print(ts_model *m, int node, bool gradient, int64_t sample);
 void ts_print_tensor(const char *title, const float *x, const ts_shape *s);
 
 /* observe/observe.c: entry e's values on the host: e->data itself where
