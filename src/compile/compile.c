@@ -81,7 +81,10 @@ void ts_prog_free(ts_prog *p) {
     ts_free(p->host_view);
     p->backend->free(p->dev_slots);
     p->backend->free(p->dev_hist);
-    ts_free(p->host_hist);
+    for (int k = 0; k < 2; k++) {
+        ts_slot_set *s = k ? &p->done_slots : &p->run_slots;
+        ts_free(s->stats), ts_free(s->hist), ts_free(s->pending), ts_free(s->step), ts_free(s->entry), ts_free(s->same);
+    }
     ts_free(p->hist_slot);
     p->backend->free(p->dev_anchors);
     p->backend->free(p->dev_stage);
@@ -94,14 +97,9 @@ void ts_prog_free(ts_prog *p) {
         p->backend->event_free(&p->op_events[i].start), p->backend->event_free(&p->op_events[i].end);
     ts_free(p->op_events);
     ts_free(p->op_calls);
-    ts_free(p->host_slots);
-    ts_free(p->slot_step);
-    ts_free(p->slot_entry);
-    ts_free(p->slot_same);
     ts_free(p->queued);
     p->backend->free(p->dev_lost);
     ts_free(p->host_lost);
-    ts_free(p->slot_pending);
     ts_free(p->arena_anchors);
     ts_free(p->shape);
     ts_free(p->order);

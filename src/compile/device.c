@@ -79,6 +79,16 @@ static ts_status bind_outfeeds(const ts_model *m, ts_prog *p) {
     return TS_OK;
 }
 
+/* A set of n watches' slots on the host (its hist apart: n_hist). */
+static ts_status alloc_slot_set(ts_slot_set *s, int n) {
+    s->stats = ts_calloc((size_t)n, sizeof *s->stats);
+    s->pending = ts_calloc((size_t)n, sizeof *s->pending);
+    s->step = ts_calloc((size_t)n, sizeof *s->step);
+    s->entry = ts_calloc((size_t)n, sizeof *s->entry);
+    s->same = ts_calloc((size_t)n, sizeof *s->same);
+    return s->stats && s->pending && s->step && s->entry && s->same ? TS_OK : TS_ERR_OUT_OF_MEMORY;
+}
+
 ts_status ts_device_bind(ts_model *m, ts_prog *p) {
     if (p->backend->host_addressable) return TS_OK;
     if (m->opts.replicas > 1 || m->opts.stages > 1)
@@ -121,7 +131,7 @@ ts_status ts_device_bind(ts_model *m, ts_prog *p) {
     p->dev_inputs = ts_calloc((size_t)p->n_nodes, sizeof *p->dev_inputs);
     p->host_inputs = ts_calloc((size_t)p->n_nodes, sizeof *p->host_inputs);
     p->dev_input_bytes = ts_calloc((size_t)p->n_nodes, sizeof *p->dev_input_bytes);
-    p->pinned = ts_calloc((size_t)p->n_dev_copies + 5, sizeof *p->pinned); /* exec/device.c pin_landings' */
+    p->pinned = ts_calloc((size_t)p->n_dev_copies + TS_LANDINGS, sizeof *p->pinned); /* exec/device.c pin_landings' */
     p->host_view = ts_malloc((size_t)biggest * sizeof(float));
     if (!p->dev_inputs || !p->host_inputs || !p->dev_input_bytes || !p->pinned || !p->host_view) return TS_ERR_OUT_OF_MEMORY;
     p->host_view_floats = biggest;
@@ -149,13 +159,8 @@ ts_status ts_device_bind(ts_model *m, ts_prog *p) {
     if (ost) return ost;
     if (p->n_watch > 0) {
         size_t bytes = (size_t)p->n_watch * sizeof(ts_device_stats);
-        p->host_slots = ts_calloc((size_t)p->n_watch, sizeof *p->host_slots);
-        p->slot_step = ts_calloc((size_t)p->n_watch, sizeof *p->slot_step);
-        p->slot_entry = ts_calloc((size_t)p->n_watch, sizeof *p->slot_entry);
-        p->slot_same = ts_calloc((size_t)p->n_watch, sizeof *p->slot_same);
         p->queued = ts_calloc((size_t)p->n_watch, sizeof *p->queued);
-        p->slot_pending = ts_calloc((size_t)p->n_watch, sizeof *p->slot_pending);
-        if (!p->host_slots || !p->slot_step || !p->slot_entry || !p->slot_same || !p->queued || !p->slot_pending) return TS_ERR_OUT_OF_MEMORY;
+        if (!p->queued || alloc_slot_set(&p->run_slots, p->n_watch) || alloc_slot_set(&p->done_slots, p->n_watch)) return TS_ERR_OUT_OF_MEMORY;
         void *d = NULL;
         ts_status st = p->backend->stats_reduce_many ? p->backend->alloc(bytes, &d) : TS_OK;
         if (st) return st;
@@ -165,8 +170,9 @@ ts_status ts_device_bind(ts_model *m, ts_prog *p) {
         if (!p->hist_slot) return TS_ERR_OUT_OF_MEMORY;
         for (int w = 0; w < p->n_watch; w++) p->hist_slot[w] = p->watch_what[w] & (TS_WATCH_HISTOGRAM | TS_WATCH_RANGE) ? p->n_hist++ : -1;
         if (p->dev_slots && p->n_hist > 0) {
-            p->host_hist = ts_calloc((size_t)p->n_hist, sizeof *p->host_hist);
-            if (!p->host_hist) return TS_ERR_OUT_OF_MEMORY;
+            p->run_slots.hist = ts_calloc((size_t)p->n_hist, sizeof *p->run_slots.hist);
+            p->done_slots.hist = ts_calloc((size_t)p->n_hist, sizeof *p->done_slots.hist);
+            if (!p->run_slots.hist || !p->done_slots.hist) return TS_ERR_OUT_OF_MEMORY;
             if ((st = p->backend->alloc((size_t)p->n_hist * sizeof(ts_device_hist), &d))) return st;
             p->dev_hist = d;
         }

@@ -98,6 +98,20 @@ typedef struct ts_recording {
     void *rec;      /* the backend's recording */
 } ts_recording;
 
+/* A run's summaries from a device: per watch whether the run's walk
+ * queued it, at which step, of which entry, sharing which watch's slot
+ * (the same memory queued, or -1), and the host's copies of the slots
+ * (stats, histograms and range counts). */
+typedef struct ts_slot_set {
+    struct ts_device_stats *stats;
+    struct ts_device_hist *hist;
+    bool *pending;
+    int64_t *step;
+    int *entry, *same;
+    bool any, any_hist; /* a pending slot; one with counts */
+    int64_t run;        /* the model's run they are of */
+} ts_slot_set;
+
 typedef struct ts_prog {
     const struct ts_backend *backend; /* holds the arenas, scratch and workspace */
     /* a device whose memory the host cannot read (exec/device.c); all
@@ -112,26 +126,26 @@ typedef struct ts_prog {
     void **host_inputs;       /* per node: their page-locked staging on the host (backend host_pin), else NULL */
     size_t *dev_input_bytes;
     void **pinned;            /* host memory this program page-locked (host_pin), unlocked when it is freed */
+#define TS_LANDINGS 7         /* and beside the copies', the buffers the copies after a run land in (exec/device.c's pin_landings) */
     int n_pinned;
     bool pins_tried;          /* the first run locked what the copies after each run land in */
     float *host_view;         /* an entry copied to the host for its observers */
     int64_t host_view_floats;
-    struct ts_device_stats *dev_slots, *host_slots; /* per watch: stats reduced on the device this run */
-    struct ts_device_hist *dev_hist, *host_hist;    /* per watch with histograms or ranges: their counts, the same way */
+    struct ts_device_stats *dev_slots; /* per watch: stats reduced on the device this run */
+    struct ts_device_hist *dev_hist;   /* per watch with histograms or ranges: their counts, the same way */
     int *hist_slot;           /* per watch: its dev_hist slot, or -1 (stats alone) */
     int n_hist;
-    bool hist_pending;        /* a pending slot has counts: they come back after the run too */
-    int64_t *slot_step;       /* the step each pending slot was taken at */
-    int *slot_entry;          /* the entry each pending slot summarises */
-    int *slot_same;           /* per pending watch: the watch whose slot holds its summary (the same memory queued), or -1 */
+    /* the summaries as they come back: this run's (its walk queues them,
+     * its copies land there) and the last run's, finished into the
+     * summaries when read or while the device works on the next run
+     * (observe.c's ts_observe_device_results) */
+    ts_slot_set run_slots, done_slots;
     /* per entry: what the rounding onto its 16-bit grid lost (ts_entry.lost),
      * counted on the device and brought back after the run; NULL without
      * a 16-bit grid */
     ts_half_loss *dev_lost, *host_lost;
     struct ts_stats_job *queued; /* n_watch: stats watches waiting for the step's next flush (ts_observe_device_flush) */
     int n_queued;
-    bool *slot_pending;
-    bool any_pending;
     float *dev_anchors;       /* the anchors arena's device copy: captured there, copied back after each run */
     float *dev_stage;         /* an entry the host holds (on_host), sent for its observers on the device */
     /* a run's outfeed records on a device: each outfed entry's S rows

@@ -37,11 +37,13 @@ static void pin_landings(ts_prog *p) {
         const ts_device_copy *c = &p->dev_copies[i];
         if (c->download && be->host_pin(c->host, (size_t)c->numel * sizeof(float))) p->pinned[p->n_pinned++] = c->host;
     }
-    void *landing[5] = {p->dev_slots ? p->host_slots : NULL, p->dev_lost ? p->host_lost : NULL, p->dev_anchors ? p->arena_anchors : NULL,
-                        p->dev_hist ? p->host_hist : NULL, p->host_outfeed};
-    size_t bytes[5] = {(size_t)p->n_watch * sizeof(ts_device_stats), (size_t)p->n_entries * sizeof(ts_half_loss),
-                       (size_t)p->anchor_local * sizeof(float), (size_t)p->n_hist * sizeof(ts_device_hist), p->outfeed_bytes};
-    for (int k = 0; k < 5; k++)
+    void *landing[TS_LANDINGS] = {p->dev_slots ? p->run_slots.stats : NULL, p->dev_slots ? p->done_slots.stats : NULL, p->dev_lost ? p->host_lost : NULL,
+                        p->dev_anchors ? p->arena_anchors : NULL, p->dev_hist ? p->run_slots.hist : NULL, p->dev_hist ? p->done_slots.hist : NULL,
+                        p->host_outfeed};
+    size_t bytes[TS_LANDINGS] = {(size_t)p->n_watch * sizeof(ts_device_stats), (size_t)p->n_watch * sizeof(ts_device_stats),
+                       (size_t)p->n_entries * sizeof(ts_half_loss), (size_t)p->anchor_local * sizeof(float),
+                       (size_t)p->n_hist * sizeof(ts_device_hist), (size_t)p->n_hist * sizeof(ts_device_hist), p->outfeed_bytes};
+    for (int k = 0; k < TS_LANDINGS; k++)
         if (landing[k] && be->host_pin(landing[k], bytes[k])) p->pinned[p->n_pinned++] = landing[k];
 }
 
@@ -192,19 +194,20 @@ ts_status ts_device_after_run(ts_model *m) {
         be->copy_to_host(m->stream, p->host_lost, p->dev_lost, (size_t)p->n_entries * sizeof(ts_half_loss));
         fetched += (uint64_t)p->n_entries * sizeof(ts_half_loss);
     }
-    if (p->any_pending) { /* the summaries the run reduced on the device: one copy */
-        be->copy_to_host(m->stream, p->host_slots, p->dev_slots, (size_t)p->n_watch * sizeof(ts_device_stats));
+    if (p->run_slots.any) { /* the summaries the run reduced on the device: one copy */
+        be->copy_to_host(m->stream, p->run_slots.stats, p->dev_slots, (size_t)p->n_watch * sizeof(ts_device_stats));
         fetched += (uint64_t)p->n_watch * sizeof(ts_device_stats);
     }
     if (p->n_outfed) { /* the outfeed records it captured there: one copy */
         be->copy_to_host(m->stream, p->host_outfeed, p->dev_outfeed, p->outfeed_bytes);
         fetched += p->outfeed_bytes;
     }
-    if (p->hist_pending) { /* and their histograms and range counts */
-        be->copy_to_host(m->stream, p->host_hist, p->dev_hist, (size_t)p->n_hist * sizeof(ts_device_hist));
+    if (p->run_slots.any_hist) { /* and their histograms and range counts */
+        be->copy_to_host(m->stream, p->run_slots.hist, p->dev_hist, (size_t)p->n_hist * sizeof(ts_device_hist));
         fetched += (uint64_t)p->n_hist * sizeof(ts_device_hist);
     }
     be->event_record(m->stream, &p->marks[3]);
+    ts_observe_device_results(m); /* the last run's summaries, if nothing read them, while the device works on this one */
     ts_status st = be->synchronize(m->stream);
     /* the host's wait for the run's last work and the copies behind it */
     for (int i = 0; p->dev_lost && !st && i < p->n_entries; i++)
@@ -229,8 +232,7 @@ ts_status ts_device_after_run(ts_model *m) {
         m->g->values_owner = m;
         p->sent_gen = m->g->values_gen;
     }
-    if (!st) ts_observe_device_finish(m);
-    else p->any_pending = p->hist_pending = false;
+    ts_observe_device_finish(m, !st);
     if (!st) st = ts_observe_device_outfeeds(m); /* its records, in the order they were made */
     p->n_outfed = 0;                             /* the next run's fill the rows again (a failed run's go with it) */
     return st;

@@ -1,6 +1,7 @@
 /* retrieve.c -- what a user reads back from a model: tensor names, anchored
  * values, watch results, the tensor a numeric check stopped at, counters. */
 #include "compile/model.h"
+#include "observe/observe.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -64,6 +65,7 @@ ts_status ts_model_watch_results(const ts_model *m, const ts_watch_result **out,
     if (!m || !out || !n) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_watch_results: NULL argument");
     if (!m->prog) return ts_error(TS_ERR_STATE, "watch results exist after compile and run");
     bool replicas = m->coll && m->prog->rep_results;
+    ts_observe_device_results(m); /* a device's last run's: finished when read */
     *out = replicas ? m->prog->rep_results : m->prog->watch_results;
     *n = (size_t)m->prog->n_watch * (replicas ? (size_t)ts_replicas(m) + 1 : 1);
     return TS_OK;

@@ -460,45 +460,63 @@ bool ts_observe_device(ts_model *m, int entry, int64_t sample) {
         p->outfed[p->n_outfed++] = (struct ts_outfed){entry, sample, false};
     }
     if (reduce) { /* queued for one launch with the others, into its slot, copied to the host once after the run */
+        ts_slot_set *s = &p->run_slots;
         int w = e->watch, same = queued_same(p, x, e->numel, p->watch_what[w]);
-        p->slot_same[w] = same;
+        s->same[w] = same;
         if (same < 0) {
             if (p->n_queued == p->n_watch || p->n_queued == TS_STATS_MANY) ts_observe_device_flush(m);
             int h = p->hist_slot[w];
             ts_device_hist *hist = h >= 0 ? &p->dev_hist[h] : NULL;
             p->queued[p->n_queued++] = (ts_stats_job){x, e->numel, &p->dev_slots[w], hist, p->watch_what[w] & ~TS_WATCH_STATS};
-            p->hist_pending |= hist != NULL;
+            s->any_hist |= hist != NULL;
         } else {
             ts_counter_add("SummariesShared", 1);
         }
-        p->slot_pending[w] = p->any_pending = true;
-        p->slot_step[e->watch] = m->steps;
-        p->slot_entry[e->watch] = (int)(e - p->entries);
+        s->pending[w] = s->any = true;
+        s->step[w] = m->steps;
+        s->entry[w] = (int)(e - p->entries);
     }
     /* what only the host does: checks, a value the host holds */
     return !((e->n_outfeeds && !feeds) || e->check || (e->n_anchors && !anchors) || (due && !reduce));
 }
 
-void ts_observe_device_finish(ts_model *m) {
+void ts_observe_device_results(const ts_model *m) {
     ts_prog *p = m->prog;
-    if (!p->any_pending) return;
+    ts_slot_set *s = &p->done_slots;
+    if (!p->dev_slots || !s->any) return;
     for (int pass = 0; pass < 2; pass++) /* the slots reduced, then the summaries they share */
         for (int w = 0; w < p->n_watch; w++) {
-            if (!p->slot_pending[w] || (p->slot_same[w] >= 0) != (pass == 1)) continue;
+            if (!s->pending[w] || (s->same[w] >= 0) != (pass == 1)) continue;
             if (pass == 0) {
                 ts_stats_partial q;
                 int h = p->hist_slot[w];
-                ts_stats_from_device(&p->host_slots[w], h >= 0 ? &p->host_hist[h] : NULL, p->watch_what[w], &q);
+                ts_stats_from_device(&s->stats[w], h >= 0 ? &s->hist[h] : NULL, p->watch_what[w], &q);
                 ts_stats_finish(&q, &p->summaries[w]);
             } else {
-                p->summaries[w] = p->summaries[p->slot_same[w]];
+                p->summaries[w] = p->summaries[s->same[w]];
             }
-            note_stored(m, &p->entries[p->slot_entry[w]], &p->summaries[w]); /* its rounding's count: complete once the run is */
-            p->watch_results[w].run = m->runs;
-            p->watch_results[w].step = p->slot_step[w];
-            p->slot_pending[w] = false;
+            note_stored(m, &p->entries[s->entry[w]], &p->summaries[w]); /* its rounding's count: complete once the run is */
+            p->watch_results[w].run = s->run;
+            p->watch_results[w].step = s->step[w];
+            s->pending[w] = false;
         }
-    p->any_pending = p->hist_pending = false;
+    s->any = s->any_hist = false;
+}
+
+void ts_observe_device_finish(ts_model *m, bool completed) {
+    ts_prog *p = m->prog;
+    if (!p->dev_slots) return;
+    ts_observe_device_results(m); /* the last run's, if nothing read them: done is free */
+    ts_slot_set *s = &p->run_slots;
+    if (!completed) { /* a failed run's: none */
+        memset(s->pending, 0, (size_t)p->n_watch * sizeof *s->pending);
+        s->any = s->any_hist = false;
+        return;
+    }
+    s->run = m->runs;
+    ts_slot_set t = p->done_slots;
+    p->done_slots = *s;
+    *s = t;
 }
 
 /* Entry's outfeed records of sample, its values at `data` (host memory). */

@@ -49,8 +49,15 @@ void ts_observe_device_flush(ts_model *m);
  * a queued tensor lies there. The executor calls it at every write while
  * the queue is not empty (exec.c's before_write). */
 void ts_observe_device_guard(ts_model *m, const void *dst, size_t bytes);
-/* After the run, with the slots copied to the host: the summaries. */
-void ts_observe_device_finish(ts_model *m);
+/* After the run's wait, its slots copied to the host (completed) or not
+ * (a failed run's): they become the summaries to finish, when read
+ * (ts_observe_device_results) or during the next run's device work, so
+ * that turning a few hundred slots into summaries does not hold up each
+ * step. The last run's are finished first if nothing read them. */
+void ts_observe_device_finish(ts_model *m, bool completed);
+/* The last run's summaries from the device, finished if they are not yet
+ * (watch results read them through here: ts_model_watch_results). */
+void ts_observe_device_results(const ts_model *m);
 /* After the run, with its outfeed rows copied to the host: the records
  * the device captured, pushed, and the print lines, logged, in the order
  * they were made. */
