@@ -45,7 +45,7 @@ typedef struct outcome {
     int n_records;                /* outfeed records, the fingerprint of their order (run, sample, key), the sums of their values */
     uint64_t records;
     double record_sum, record_abs;
-    int64_t captures, replays, refused, steps_replayed;
+    int64_t captures, replays, refused, steps_replayed, streamed;
 } outcome;
 
 static void outcome_free(outcome *o) {
@@ -56,7 +56,7 @@ static void outcome_free(outcome *o) {
 static ts_status train(const model_pair *j, int k, ts_optimizer opt, const setup *s, const char *device, outcome *out) {
     setenv("TS_CUDA_GRAPHS", k == 0 ? "1" : "0", 1);
     int64_t c0 = ts_counter_get("GraphCaptures"), r0 = ts_counter_get("GraphReplays"), n0 = ts_counter_get("StepsNotRecorded"),
-            s0 = ts_counter_get("StepsReplayed");
+            s0 = ts_counter_get("StepsReplayed"), o0 = ts_counter_get("OutfeedsStreamed");
     ts_options *o = ts_options_new();
     ts_model *m = NULL;
     ts_outfeed *q = NULL;
@@ -104,6 +104,7 @@ static ts_status train(const model_pair *j, int k, ts_optimizer opt, const setup
     out->replays = ts_counter_get("GraphReplays") - r0;
     out->refused = ts_counter_get("StepsNotRecorded") - n0;
     out->steps_replayed = ts_counter_get("StepsReplayed") - s0;
+    out->streamed = ts_counter_get("OutfeedsStreamed") - o0;
     ts_model_free(m);
     ts_options_free(o);
     ts_outfeed_free(q);
@@ -163,6 +164,10 @@ static void compare(const model_pair *j, ts_optimizer opt, const setup *s, const
                       same(rec.record_sum, plain.record_sum, plain.record_abs, tol),
                   "%s %s: the outfeed's %d records (%d call by call: one per parameter a micro-batch) in the same order with the same values (sums %.9g, %.9g)", j->name, what,
                   rec.n_records, plain.n_records, rec.record_sum, plain.record_sum);
+        if (s->outfeed) /* each step's pushed while the run went (a host function after its copies), recorded or not */
+            CHECK(rec.streamed == rec.n_records && plain.streamed == plain.n_records,
+                  "%s %s: every record streamed while the run went (%lld and %lld of %d)", j->name, what, (long long)rec.streamed,
+                  (long long)plain.streamed, rec.n_records);
     }
     outcome_free(&rec);
     outcome_free(&plain);

@@ -102,6 +102,13 @@ typedef struct ts_stats_job {
 } ts_stats_job;
 #define TS_STATS_MANY 64 /* tensors a device summarises in one launch */
 
+/* One copy from device memory to the host (copy_out_then). */
+typedef struct ts_copy_out {
+    void *dst;
+    const void *src;
+    size_t bytes;
+} ts_copy_out;
+
 /* A device's memory, in bytes: what the backend holds now (`alloc` less
  * `free`) and at most since it started, and what the device has free of
  * its total (every process's use counted). */
@@ -189,6 +196,15 @@ typedef struct ts_backend {
     void (*stats_reduce_many)(void *stream, const ts_stats_job *jobs, int n);
     /* Whether x[0..n) holds a NaN or an Inf. */
     bool (*has_nonfinite)(void *stream, const float *x, int64_t n);
+    /* What the host takes while the run goes: the n copies device to host
+     * (dst page-locked, host_pin), then fn(arg) on a host thread, once the
+     * work queued on the stream so far is done, without holding up the
+     * stream's later work (CUDA: on a side stream after an event, a branch
+     * of a recorded run's graph); fn must not call the backend. Done by
+     * the stream's next synchronize; c is read before the call returns.
+     * NULL: not offered (what the run captured is copied after it). The
+     * CPU: at once. */
+    void (*copy_out_then)(void *stream, const ts_copy_out *c, int n, void (*fn)(void *arg), void *arg);
 
     /* ---- replay: a run's device work recorded once and replayed as one
      * launch (a CUDA graph; exec/replay.c decides which runs). NULL

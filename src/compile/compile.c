@@ -92,6 +92,8 @@ void ts_prog_free(ts_prog *p) {
     ts_free(p->host_outfeed);
     ts_free(p->outfeed_off);
     ts_free(p->outfed);
+    ts_free(p->points);
+    ts_free(p->copies);
     for (int i = 0; p->backend->event_free && i < 4; i++) p->backend->event_free(&p->marks[i]);
     for (int i = 0; p->backend->event_free && p->op_events && i < p->op_rounds * (p->n_nodes + 1); i++)
         p->backend->event_free(&p->op_events[i].start), p->backend->event_free(&p->op_events[i].end);

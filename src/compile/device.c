@@ -69,7 +69,10 @@ static ts_status bind_outfeeds(const ts_model *m, ts_prog *p) {
     }
     p->host_outfeed = ts_malloc(total);
     p->outfed = ts_calloc((size_t)rows, sizeof *p->outfed);
-    if (!p->host_outfeed || !p->outfed) return TS_ERR_OUT_OF_MEMORY;
+    p->points_cap = (int)p->samples_step; /* a point a step */
+    p->points = ts_calloc((size_t)p->points_cap, sizeof *p->points);
+    p->copies = ts_calloc((size_t)rows, sizeof *p->copies);
+    if (!p->host_outfeed || !p->outfed || !p->points || !p->copies) return TS_ERR_OUT_OF_MEMORY;
     void *d = NULL;
     ts_status st = p->backend->alloc(total, &d);
     if (st) return st;

@@ -156,6 +156,17 @@ typedef struct ts_prog {
     size_t outfeed_bytes, *outfeed_off;
     struct ts_outfed { int entry; int64_t sample; bool print; } *outfed; /* print: a print op's line, else outfeed records */
     int n_outfed, outfed_cap;
+    /* outfeed records on their way while the run goes (observe.c's
+     * ts_observe_device_stream), where the backend offers copy_out_then and
+     * host_outfeed is page-locked: per step a point, the outfed range its
+     * host function pushes */
+    struct ts_outfeed_point { struct ts_model *m; int from, to; } *points;
+    int n_points, points_cap;
+    int streamed;             /* outfed[0, streamed) went that way (their print lines apart) */
+    bool outfeed_pinned;
+    struct ts_copy_out *copies; /* one point's copies (outfed_cap) */
+    ts_status stream_st;      /* the first push a host function failed, and its message */
+    char stream_error[512];
     /* the run's points on the device's clock (exec/device.c): before its
      * uploads, after them, after its work, after its downloads */
     ts_event marks[4];

@@ -44,7 +44,10 @@ static void pin_landings(ts_prog *p) {
                        (size_t)p->n_entries * sizeof(ts_half_loss), (size_t)p->anchor_local * sizeof(float),
                        (size_t)p->n_hist * sizeof(ts_device_hist), (size_t)p->n_hist * sizeof(ts_device_hist), p->outfeed_bytes};
     for (int k = 0; k < TS_LANDINGS; k++)
-        if (landing[k] && be->host_pin(landing[k], bytes[k])) p->pinned[p->n_pinned++] = landing[k];
+        if (landing[k] && be->host_pin(landing[k], bytes[k])) {
+            p->pinned[p->n_pinned++] = landing[k];
+            p->outfeed_pinned |= landing[k] == p->host_outfeed; /* the device copies records there while the run goes */
+        }
 }
 
 typedef struct copy_job {
@@ -198,10 +201,12 @@ ts_status ts_device_after_run(ts_model *m) {
         be->copy_to_host(m->stream, p->run_slots.stats, p->dev_slots, (size_t)p->n_watch * sizeof(ts_device_stats));
         fetched += (uint64_t)p->n_watch * sizeof(ts_device_stats);
     }
-    if (p->n_outfed) { /* the outfeed records it captured there: one copy */
-        be->copy_to_host(m->stream, p->host_outfeed, p->dev_outfeed, p->outfeed_bytes);
-        fetched += p->outfeed_bytes;
-    }
+    for (int i = 0; i < p->n_outfed; i++) /* the outfeed records and print lines it captured there, not streamed while it went */
+        if (ts_observe_device_tail(p, i)) {
+            size_t bytes, at = ts_observe_device_row(p, i, &bytes);
+            be->copy_to_host(m->stream, p->host_outfeed + at, p->dev_outfeed + at, bytes);
+            fetched += bytes;
+        }
     if (p->run_slots.any_hist) { /* and their histograms and range counts */
         be->copy_to_host(m->stream, p->run_slots.hist, p->dev_hist, (size_t)p->n_hist * sizeof(ts_device_hist));
         fetched += (uint64_t)p->n_hist * sizeof(ts_device_hist);
@@ -234,6 +239,7 @@ ts_status ts_device_after_run(ts_model *m) {
     }
     ts_observe_device_finish(m, !st);
     if (!st) st = ts_observe_device_outfeeds(m); /* its records, in the order they were made */
-    p->n_outfed = 0;                             /* the next run's fill the rows again (a failed run's go with it) */
+    p->n_outfed = p->streamed = p->n_points = 0; /* the next run's fill the rows again (a failed run's go with it) */
+    p->stream_st = TS_OK;
     return st;
 }

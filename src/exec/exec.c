@@ -614,6 +614,7 @@ static ts_status run_step(ts_model *m, int64_t d) {
     ts_status st = m->training && ts_replicas(m) > 1 ? m->par->sync_buffers(m) : TS_OK;
     if (!st) st = observe_buffers(m, d);
     ts_observe_device_flush(m); /* an inference model's parameters */
+    if (m->prog->dev_outfeed) ts_observe_device_stream(m); /* the step's outfeed records, on their way while the run goes */
     if (!st && step) st = trace_step_end(m, step, ts0);
     return st;
 }

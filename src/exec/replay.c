@@ -146,6 +146,12 @@ static void w_stats_reduce_many(void *s, const ts_stats_job *jobs, int n) {
     if (w.work) w.real->stats_reduce_many(s, jobs, n);
 }
 
+static void w_copy_out_then(void *s, const ts_copy_out *c, int n, void (*fn)(void *), void *arg) {
+    mix(19), mix((uint64_t)n), mix(P(fn)), mix(P(arg));
+    for (int i = 0; i < n; i++) mix(P(c[i].dst)), mix(P(c[i].src)), mix(c[i].bytes);
+    if (w.work) w.real->copy_out_then(s, c, n, fn, arg);
+}
+
 static bool w_has_nonfinite(void *s, const float *x, int64_t n) {
     mix(16), mix(P(x)), mix((uint64_t)n);
     return w.work && w.real->has_nonfinite(s, x, n);
@@ -181,6 +187,7 @@ static void walk_backend(const ts_backend *real, ts_backend *out) {
     out->opt_update_summarised = real->opt_update_summarised ? w_opt_update_summarised : NULL;
     if (real->stats_reduce_many) out->stats_reduce_many = w_stats_reduce_many;
     out->has_nonfinite = w_has_nonfinite;
+    if (real->copy_out_then) out->copy_out_then = w_copy_out_then;
     out->event_record = w_event_record;
 }
 

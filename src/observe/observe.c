@@ -579,17 +579,59 @@ void ts_observe_print(ts_model *m, int node, bool gradient, int64_t sample) {
     if (x) print_entry(m, e, x);
 }
 
+/* A point's host function: its records pushed, once their rows have
+ * landed (on a thread of the device's; the first failure kept for the
+ * run's end). */
+static void push_point(void *arg) {
+    const struct ts_outfeed_point *pt = arg;
+    ts_model *m = pt->m;
+    ts_prog *p = m->prog;
+    for (int i = pt->from; i < pt->to && !p->stream_st; i++) {
+        const struct ts_outfed *o = &p->outfed[i];
+        size_t bytes, at = outfeed_row(p, o->entry, o->sample, &bytes);
+        if (o->print) continue;
+        ts_status st = push_outfeeds(m, o->entry, o->sample, p->host_outfeed + at);
+        if (st) {
+            snprintf(p->stream_error, sizeof p->stream_error, "%s", ts_last_error());
+            p->stream_st = st;
+        }
+        ts_counter_add("OutfeedsStreamed", 1); /* an entry's records of a micro-batch or step */
+    }
+}
+
+void ts_observe_device_stream(ts_model *m) {
+    ts_prog *p = m->prog;
+    int from = p->streamed, to = p->n_outfed, n = 0;
+    if (!p->outfeed_pinned || !p->backend->copy_out_then || from == to || p->n_points == p->points_cap) return;
+    for (int i = from; i < to; i++) {
+        const struct ts_outfed *o = &p->outfed[i];
+        if (o->print) continue;
+        size_t bytes, at = outfeed_row(p, o->entry, o->sample, &bytes);
+        p->copies[n++] = (ts_copy_out){p->host_outfeed + at, p->dev_outfeed + at, bytes};
+    }
+    p->streamed = to;
+    if (!n) return;
+    struct ts_outfeed_point *pt = &p->points[p->n_points++];
+    *pt = (struct ts_outfeed_point){m, from, to};
+    p->backend->copy_out_then(m->stream, p->copies, n, push_point, pt);
+}
+
+bool ts_observe_device_tail(const ts_prog *p, int i) { return p->outfed[i].print || i >= p->streamed; }
+
 ts_status ts_observe_device_outfeeds(ts_model *m) {
     ts_prog *p = m->prog;
-    ts_status st = TS_OK;
+    ts_status st = p->stream_st ? ts_error(p->stream_st, "%s", p->stream_error) : TS_OK; /* what a host function failed */
     for (int i = 0; i < p->n_outfed && !st; i++) {
         const struct ts_outfed *o = &p->outfed[i];
+        if (!ts_observe_device_tail(p, i)) continue; /* pushed while the run went */
         size_t bytes, at = outfeed_row(p, o->entry, o->sample, &bytes);
         if (o->print) print_entry(m, &p->entries[o->entry], (const float *)(const void *)(p->host_outfeed + at));
         else st = push_outfeeds(m, o->entry, o->sample, p->host_outfeed + at);
     }
     return st;
 }
+
+size_t ts_observe_device_row(const ts_prog *p, int i, size_t *bytes) { return outfeed_row(p, p->outfed[i].entry, p->outfed[i].sample, bytes); }
 
 /* ---- print op: PyTorch-like, summarised past 1000 values with 3 edge items */
 

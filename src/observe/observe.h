@@ -58,9 +58,21 @@ void ts_observe_device_finish(ts_model *m, bool completed);
 /* The last run's summaries from the device, finished if they are not yet
  * (watch results read them through here: ts_model_watch_results). */
 void ts_observe_device_results(const ts_model *m);
-/* After the run, with its outfeed rows copied to the host: the records
- * the device captured, pushed, and the print lines, logged, in the order
- * they were made. */
+/* At a step's end: the outfeed records the device captured since the last
+ * call on their way while the run goes, where the backend offers
+ * copy_out_then and the records' rows are page-locked: their rows copied
+ * to the host after the step's work and pushed by a host function, the
+ * device going on meanwhile (a recorded run's graph holds these as a
+ * branch). Else they wait for the run's end. */
+void ts_observe_device_stream(ts_model *m);
+/* Whether the run's i-th captured record or line (p->outfed[i]) waits
+ * for the run's end (a print line, a record not streamed), and where its
+ * row lies (bytes into host_outfeed and dev_outfeed; its size in *bytes). */
+bool ts_observe_device_tail(const ts_prog *p, int i);
+size_t ts_observe_device_row(const ts_prog *p, int i, size_t *bytes);
+/* After the run, with the rows of what waited for it copied to the host:
+ * the records pushed and the print lines logged, in the order they were
+ * made; the first failure of a streamed push. */
 ts_status ts_observe_device_outfeeds(ts_model *m);
 void ts_observe_step(ts_model *m, int node, int64_t d, const ts_step_update *u, int64_t n);
 /* A print op's line: node's value (its forward) or its gradient (its

@@ -252,6 +252,12 @@ bool ts_cpu_has_nonfinite(ts_pool *pool, const float *x, int64_t n) {
 
 static bool cpu_has_nonfinite(void *stream, const float *x, int64_t n) { return ts_cpu_has_nonfinite(stream, x, n); }
 
+static void cpu_copy_out_then(void *stream, const ts_copy_out *c, int n, void (*fn)(void *), void *arg) {
+    (void)stream;
+    for (int i = 0; i < n; i++) memcpy(c[i].dst, c[i].src, c[i].bytes);
+    fn(arg);
+}
+
 /* ------------------------------------------------------------- timing */
 
 static void cpu_event_record(void *stream, ts_event *e) {
@@ -280,6 +286,7 @@ static const ts_backend cpu = {
     .opt_update = ts_opt_update,
     .opt_update_summarised = ts_opt_update_summarised,
     .has_nonfinite = cpu_has_nonfinite,
+    .copy_out_then = cpu_copy_out_then,
     .event_record = cpu_event_record,
     .event_elapsed_ns = cpu_event_elapsed_ns,
 };

@@ -14,7 +14,7 @@
 
 enum { MODE_LAUNCH, MODE_RECORD, MODE_WALK };
 
-typedef enum call_kind { C_COPY, C_FILL, C_ZERO, C_ACCUMULATE, C_SCALE, C_ROUND, C_FORWARD, C_BACKWARD, C_UPDATE, C_STATS } call_kind;
+typedef enum call_kind { C_COPY, C_FILL, C_ZERO, C_ACCUMULATE, C_SCALE, C_ROUND, C_FORWARD, C_BACKWARD, C_UPDATE, C_STATS, C_OUT } call_kind;
 
 typedef struct call {
     call_kind kind;
@@ -30,6 +30,9 @@ typedef struct call {
     ts_opt_state *state;   /* C_UPDATE: its row of the table */
     int row;
     ts_stats_job job;      /* C_STATS */
+    ts_copy_out *out;      /* C_OUT: n copies (the recording's), then fn(arg) */
+    void (*fn)(void *);
+    void *arg;
 } call;
 
 typedef struct step_row {
@@ -172,6 +175,22 @@ static void s_stats_reduce_many(void *stream, const ts_stats_job *jobs, int n) {
     }
 }
 
+static void s_copy_out_then(void *stream, const ts_copy_out *c, int n, void (*fn)(void *), void *arg) {
+    if (mode != MODE_RECORD) {
+        base.copy_out_then(stream, c, n, fn, arg);
+        return;
+    }
+    ts_copy_out *kept = ts_malloc((size_t)(n > 0 ? n : 1) * sizeof *kept);
+    call *k = kept ? keep(C_OUT) : NULL;
+    if (!k) {
+        ts_free(kept);
+        cur->failed = true;
+        return;
+    }
+    memcpy(kept, c, (size_t)n * sizeof *kept);
+    k->stream = stream, k->out = kept, k->n = n, k->fn = fn, k->arg = arg;
+}
+
 static void replay_call(const recording *r, const call *c) {
     switch (c->kind) {
     case C_COPY: base.copy_on_device(NULL, c->dst, c->src, c->bytes); break;
@@ -188,12 +207,15 @@ static void replay_call(const recording *r, const call *c) {
         break;
     }
     case C_STATS: base.stats_reduce_many(c->stream, &c->job, 1); break;
+    case C_OUT: base.copy_out_then(c->stream, c->out, (int)c->n, c->fn, c->arg); break;
     }
 }
 
 static void s_recording_free(void *p) {
     recording *r = p;
     if (!r) return;
+    for (int i = 0; i < r->n; i++)
+        if (r->calls[i].kind == C_OUT) ts_free(r->calls[i].out);
     ts_free(r->calls);
     ts_free(r->rows);
     ts_free(r);
@@ -256,6 +278,7 @@ void ts_cpu_staged_recording(ts_backend *be) {
     be->round_half = s_round_half;
     be->opt_update = s_opt_update;
     be->stats_reduce_many = s_stats_reduce_many;
+    be->copy_out_then = s_copy_out_then;
     be->capture_begin = s_capture_begin;
     be->capture_end = s_capture_end;
     be->walk_begin = s_walk_begin;

@@ -78,7 +78,10 @@ static struct {
     void *blas_space; /* cuBLAS's workspace, ours: a recorded GEMM keeps its pointer */
     int mode;         /* MODE_*: what the stream's work does now */
     struct cu_recording *rec; /* the recording being made or walked */
-} g_cu = {PTHREAD_MUTEX_INITIALIZER, false, 0, nullptr, nullptr, "", nullptr, nullptr, 0, nullptr};
+    cudaStream_t side;        /* copy_out_then's copies and host functions, beside the stream */
+    cudaEvent_t fork, join;   /* the stream's point the side waits for; the side's end the stream waits for */
+    bool side_used;           /* work went to the side since the last synchronize or capture end */
+} g_cu = {PTHREAD_MUTEX_INITIALIZER, false, 0, nullptr, nullptr, "", nullptr, nullptr, 0, nullptr, nullptr, nullptr, nullptr, false};
 
 /* MODE_RECORD: the stream's work is captured into a graph, not done;
  * MODE_WALK: the host walks a recorded run and launches nothing (the
@@ -251,7 +254,30 @@ static void cu_copy_on_device(void *stream, void *dst, const void *src, size_t b
     if (bytes && dst != src) ts_cu_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cu_stream(stream)), "copy on the device");
 }
 
+/* The side's work so far made part of the stream's: a recorded run's
+ * graph then ends with it, and the stream's next work waits for it. */
+static void join_side(cudaStream_t s) {
+    if (!g_cu.side_used) return;
+    ts_cu_check(cudaEventRecord(g_cu.join, g_cu.side), "the host copies' end");
+    ts_cu_check(cudaStreamWaitEvent(s, g_cu.join, 0), "the host copies' end");
+    g_cu.side_used = false;
+}
+
+/* The copies and fn(arg) on the side stream once the stream's work so far
+ * is done: the stream goes on meanwhile. Recording, the fork and join
+ * make them a branch of the graph (joined at capture_end). */
+static void cu_copy_out_then(void *stream, const ts_copy_out *c, int n, void (*fn)(void *), void *arg) {
+    cudaStream_t s = cu_stream(stream);
+    ts_cu_check(cudaEventRecord(g_cu.fork, s), "the host copies' start");
+    ts_cu_check(cudaStreamWaitEvent(g_cu.side, g_cu.fork, 0), "the host copies' start");
+    for (int i = 0; i < n; i++)
+        if (c[i].bytes) ts_cu_check(cudaMemcpyAsync(c[i].dst, c[i].src, c[i].bytes, cudaMemcpyDeviceToHost, g_cu.side), "a copy to the host");
+    ts_cu_check(cudaLaunchHostFunc(g_cu.side, fn, arg), "the host's part of the copies");
+    g_cu.side_used = true;
+}
+
 static ts_status cu_synchronize(void *stream) {
+    join_side(cu_stream(stream));
     ts_cu_check(cudaStreamSynchronize(cu_stream(stream)), "synchronize");
     if (!g_cu.error[0]) return TS_OK;
     ts_status st = ts_error(TS_ERR_INTERNAL, "%s", g_cu.error);
@@ -401,6 +427,7 @@ static ts_status cu_capture_begin(void *stream, int updates, void **out) {
 static ts_status cu_capture_end(void *stream, void *p) {
     cu_recording *r = (cu_recording *)p;
     cudaGraph_t graph = nullptr;
+    join_side(cu_stream(stream)); /* a capture ends with every stream it forked joined */
     cudaError_t e = cudaStreamEndCapture(cu_stream(stream), &graph);
     g_cu.mode = MODE_LAUNCH;
     g_cu.rec = nullptr;
@@ -623,6 +650,9 @@ static ts_status init_locked(int ordinal) {
     if (pst) return pst;
     cudaError_t e;
     if ((e = cudaSetDevice(ordinal)) != cudaSuccess || (e = cudaStreamCreateWithFlags(&g_cu.stream, cudaStreamNonBlocking)) != cudaSuccess ||
+        (e = cudaStreamCreateWithFlags(&g_cu.side, cudaStreamNonBlocking)) != cudaSuccess ||
+        (e = cudaEventCreateWithFlags(&g_cu.fork, cudaEventDisableTiming)) != cudaSuccess ||
+        (e = cudaEventCreateWithFlags(&g_cu.join, cudaEventDisableTiming)) != cudaSuccess ||
         (e = cudaMalloc((void **)&g_cu.flag, sizeof(float))) != cudaSuccess || (e = ts_cu_hist_init()) != cudaSuccess)
         return ts_error(TS_ERR_UNSUPPORTED, "cuda:%d: cannot start the GPU: %s", ordinal, cudaGetErrorString(e));
     ts_status lst = load_cublas(ordinal);
@@ -658,6 +688,7 @@ static ts_status init_locked(int ordinal) {
     be->opt_update = cu_opt_update;
     be->stats_reduce_many = cu_stats_reduce_many;
     be->has_nonfinite = cu_has_nonfinite;
+    be->copy_out_then = cu_copy_out_then;
     be->capture_begin = cu_capture_begin;
     be->capture_end = cu_capture_end;
     be->walk_begin = cu_walk_begin;
