@@ -412,6 +412,7 @@ static ts_status cu_capture_begin(void *stream, int updates, void **out) {
     r->cap = updates > 0 ? updates : 1;
     cudaError_t e = cudaMallocHost((void **)&r->host, (size_t)r->cap * sizeof *r->host);
     if (e == cudaSuccess) e = cudaMalloc((void **)&r->dev, (size_t)r->cap * sizeof *r->dev);
+    join_side(cu_stream(stream)); /* side work of steps launched before: not part of the recording */
     if (e == cudaSuccess) e = cudaStreamBeginCapture(cu_stream(stream), cudaStreamCaptureModeRelaxed);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
