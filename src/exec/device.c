@@ -37,12 +37,14 @@ static void pin_landings(ts_prog *p) {
         const ts_device_copy *c = &p->dev_copies[i];
         if (c->download && be->host_pin(c->host, (size_t)c->numel * sizeof(float))) p->pinned[p->n_pinned++] = c->host;
     }
-    void *landing[TS_LANDINGS] = {p->dev_slots ? p->run_slots.stats : NULL, p->dev_slots ? p->done_slots.stats : NULL, p->dev_lost ? p->host_lost : NULL,
-                        p->dev_anchors ? p->arena_anchors : NULL, p->dev_hist ? p->run_slots.hist : NULL, p->dev_hist ? p->done_slots.hist : NULL,
-                        p->host_outfeed};
+    void *landing[TS_LANDINGS] = {p->dev_slots ? p->run_slots.stats : NULL, p->dev_slots ? p->done_slots.stats : NULL,
+                                  p->dev_lost ? p->host_lost : NULL,      p->dev_anchors ? p->arena_anchors : NULL,
+                                  p->dev_hist ? p->run_slots.hist : NULL, p->dev_hist ? p->done_slots.hist : NULL,
+                                  p->host_outfeed};
     size_t bytes[TS_LANDINGS] = {(size_t)p->n_watch * sizeof(ts_device_stats), (size_t)p->n_watch * sizeof(ts_device_stats),
-                       (size_t)p->n_entries * sizeof(ts_half_loss), (size_t)p->anchor_local * sizeof(float),
-                       (size_t)p->n_hist * sizeof(ts_device_hist), (size_t)p->n_hist * sizeof(ts_device_hist), p->outfeed_bytes};
+                                 (size_t)p->n_entries * sizeof(ts_half_loss),  (size_t)p->anchor_local * sizeof(float),
+                                 (size_t)p->n_hist * sizeof(ts_device_hist),   (size_t)p->n_hist * sizeof(ts_device_hist),
+                                 p->outfeed_bytes};
     for (int k = 0; k < TS_LANDINGS; k++)
         if (landing[k] && be->host_pin(landing[k], bytes[k])) {
             p->pinned[p->n_pinned++] = landing[k];
@@ -201,7 +203,11 @@ ts_status ts_device_after_run(ts_model *m) {
         be->copy_to_host(m->stream, p->run_slots.stats, p->dev_slots, (size_t)p->n_watch * sizeof(ts_device_stats));
         fetched += (uint64_t)p->n_watch * sizeof(ts_device_stats);
     }
-    for (int i = 0; i < p->n_outfed; i++) /* the outfeed records and print lines it captured there, not streamed while it went */
+    if (p->n_outfed && !p->streamed) { /* the outfeed records and print lines it captured there: one copy */
+        be->copy_to_host(m->stream, p->host_outfeed, p->dev_outfeed, p->outfeed_bytes);
+        fetched += p->outfeed_bytes;
+    }
+    for (int i = 0; p->streamed && i < p->n_outfed; i++) /* else those not streamed while it went, a copy each */
         if (ts_observe_device_tail(p, i)) {
             size_t bytes, at = ts_observe_device_row(p, i, &bytes);
             be->copy_to_host(m->stream, p->host_outfeed + at, p->dev_outfeed + at, bytes);

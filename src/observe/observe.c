@@ -588,14 +588,15 @@ static void push_point(void *arg) {
     ts_prog *p = m->prog;
     for (int i = pt->from; i < pt->to && !p->stream_st; i++) {
         const struct ts_outfed *o = &p->outfed[i];
-        size_t bytes, at = outfeed_row(p, o->entry, o->sample, &bytes);
         if (o->print) continue;
+        size_t bytes, at = outfeed_row(p, o->entry, o->sample, &bytes);
         ts_status st = push_outfeeds(m, o->entry, o->sample, p->host_outfeed + at);
         if (st) {
             snprintf(p->stream_error, sizeof p->stream_error, "%s", ts_last_error());
             p->stream_st = st;
+        } else {
+            ts_counter_add("OutfeedsStreamed", 1); /* an entry's records of a micro-batch or step */
         }
-        ts_counter_add("OutfeedsStreamed", 1); /* an entry's records of a micro-batch or step */
     }
 }
 
