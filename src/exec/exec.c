@@ -619,7 +619,6 @@ static ts_status run_step(ts_model *m, int64_t d) {
     return st;
 }
 
-
 /* A pipeline stage's run: each step, the forwards and backwards of its
  * micro-batches in the order of the schedule (the dist table's schedule_op: GPipe or
  * 1F1B), activations from the previous stage and to the next one, gradients

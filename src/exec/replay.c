@@ -207,8 +207,8 @@ static const char *program_refusal(const ts_model *m) {
         if (e->watch >= 0 && !p->dev_slots) return "HostSummary"; /* a device that reduces no summary */
     }
     for (int k = 0; k < p->n_order; k++) {
-        ts_op op = m->g->t[p->order[k]]->op;
         int node = p->order[k];
+        ts_op op = m->g->t[node]->op;
         if (op == TS_OP_PRINT && !(p->outfeed_off && p->outfeed_off[p->value_entry[node]] != SIZE_MAX)) return "Print"; /* too big to keep */
         if (op == TS_OP_DROPOUT_MASK && m->training) return "Dropout"; /* its mask drawn from the step number */
     }
