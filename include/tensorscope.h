@@ -902,7 +902,7 @@ TS_API ts_status ts_model_run(ts_model *m, const char *const *input_names,
  * replicas or pipeline stages: before each step, every rank together, so
  * a cancel on any rank stops every rank at the same step; on a GPU whose
  * runs are replayed as CUDA graphs: before each launch, the whole run or
- * each 256 steps of it, which then runs whole) and returns
+ * each 64 steps of it, which then runs whole) and returns
  * TS_ERR_CANCELLED saying how far it got. Each run clears the flag when it
  * starts: a cancel asked while no run is in progress has no effect.
  * A cancelled run counts in ts_model_runs and keeps what it computed:

@@ -12,7 +12,8 @@
  * - a cancel asked between runs has no effect on the next run;
  * - from a signal handler (SIGALRM) during a long run: the run returns
  *   within a second instead of running its 20000 micro-batches (on a
- *   device that records runs, before its next launch of 256 steps). */
+ *   device that records runs, once the launch in flight, of up to 64
+ *   steps, is done). */
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -211,12 +212,18 @@ static void cancelled_by_signal(void) {
     sigaction(SIGALRM, &sa, NULL);
     struct itimerval at = {.it_value = {.tv_usec = 200000}, .it_interval = {.tv_usec = 200000}};
     setitimer(ITIMER_REAL, &at, NULL);
+    double t0 = now();
     ts_status st = ts_model_run(m, names, in, 2);
-    double took = now() - cancelled_at;
+    double t1 = now(), took = t1 - cancelled_at;
     struct itimerval off = {0};
     setitimer(ITIMER_REAL, &off, NULL);
     CHECK(st == TS_ERR_CANCELLED, "SIGALRM once steps are done: the run returns TS_ERR_CANCELLED (%s: %s)", ts_status_name(st), ts_last_error());
-    CHECK(cancelled_at > 0 && took < 1.0, "within a second of the signal (%.2f s, %lld of %d steps)", took, (long long)ts_model_steps(m), D);
+    /* a device replaying recorded runs hears it once the launch in flight,
+     * of up to 64 steps, is done: a second plus those steps' time */
+    const char *dev = getenv("TS_DEVICE");
+    int64_t done = ts_model_steps(m);
+    double allowed = 1.0 + (dev && strcmp(dev, "cpu") && done > 0 ? 64.0 * (t1 - t0) / (double)done : 0.0);
+    CHECK(cancelled_at > 0 && took < allowed, "within %.2f s of the signal (%.2f s, %lld of %d steps)", allowed, took, (long long)done, D);
     CHECK(ts_model_steps(m) > 0 && ts_model_steps(m) < D, "it stopped between micro-batches, after some work");
     free(xv), free(yv);
     ts_model_free(m), ts_graph_free(g), ts_options_free(o);
@@ -234,7 +241,7 @@ int main(void) {
     cancelled_training();
     cancelled_mid_step();
     cancelled_inference();
-    unsetenv("TS_CUDA_GRAPHS"); /* a device's recorded runs: the cancel heard before a launch of 256 steps */
+    unsetenv("TS_CUDA_GRAPHS"); /* a device's recorded runs: the cancel heard before a launch of 64 steps */
     cancelled_by_signal();
     return check_summary("test_cancel");
 }

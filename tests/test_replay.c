@@ -9,7 +9,7 @@
  * on a GPU), and the counters show each run was recorded once per kind
  * and replayed after, the whole run one launch. Also: 3 steps per run and
  * a watch every 2 runs (more kinds of run, the summaries taken at the same
- * steps), 10 and 300 steps per run (the latter two launches a run, of 256
+ * steps), 10 and 300 steps per run (the latter five launches a run, of 64
  * steps and 44), numeric checks,
  * which keep every step call by call and say why, and the metrics report's
  * lines for the device (copies, wait, memory on a GPU). The device is
@@ -126,8 +126,8 @@ static void compare(const model_pair *j, ts_optimizer opt, const setup *s, const
     CHECK_OK(st2, "%s %s: %d runs call by call on %s", j->name, what, RUNS, device);
     if (!st && !st2) {
         int64_t steps = (int64_t)RUNS * s->steps;
-        if (s->check == TS_CHECK_OFF) { /* the whole run one launch; a longer one a launch per 256 steps (TS_RECORDED_STEPS) */
-            int64_t launches = (int64_t)RUNS * ((s->steps + 255) / 256);
+        if (s->check == TS_CHECK_OFF) { /* the whole run one launch; a longer one a launch per 64 steps (TS_RECORDED_STEPS) */
+            int64_t launches = (int64_t)RUNS * ((s->steps + 63) / 64);
             CHECK(rec.captures >= 1 && rec.replays >= launches / 2 && rec.captures + rec.replays == launches && rec.refused == 0 &&
                       rec.steps_replayed == steps,
                   "%s %s: %lld steps in %lld launches: %lld recorded, %lld replayed (%lld steps), %lld not recorded", j->name, what,
@@ -260,7 +260,7 @@ int main(void) {
                     hist = {1, 1, 1, TS_CHECK_OFF, false, TS_WATCH_STATS | TS_WATCH_HISTOGRAM | TS_WATCH_RANGE, false},
                     outfeed = {2, 3, 1, TS_CHECK_OFF, false, 0, true};
         const setup *s[] = {&plain, &kinds, &crowded, &longer, &checked, &hist, &outfeed};
-        const char *what[] = {"(A=2, schedule)", "(D=3, watch every 2 runs)", "(D=10)", "(D=300: two launches a run)", "(numeric checks)",
+        const char *what[] = {"(A=2, schedule)", "(D=3, watch every 2 runs)", "(D=10)", "(D=300: five launches a run)", "(numeric checks)",
                               "(histograms and ranges on the device)", "(gradients outfed each micro-batch, A=2, D=3)"};
         for (int v = 0; v < 7; v++) {
             CHECK_OK(pair_mlp(&p, 16, (int64_t)s[v]->accum * s[v]->steps * 16, 777), "mlp built twice");

@@ -90,7 +90,7 @@ typedef struct ts_op_event {
 
 /* A run recorded on a device and replayed (exec/replay.c). */
 #define TS_RECORDINGS 8       /* kept per program: runs whose work differs (the first, watches due, a long run's groups of steps) */
-#define TS_RECORDED_STEPS 256 /* steps a recording holds at most: a longer run is replayed in launches of this many */
+#define TS_RECORDED_STEPS 64 /* steps a recording holds at most: a longer run is replayed in launches of this many (a cancel heard between) */
 typedef struct ts_recording {
     uint64_t key;   /* what the run's work depends on (replay.c's run_key); 0: empty */
     uint64_t calls; /* fingerprint of the device calls the recorded run made */
