@@ -9,8 +9,8 @@
  * on a GPU), and the counters show each run was recorded once per kind
  * and replayed after, the whole run one launch. Also: 3 steps per run and
  * a watch every 2 runs (more kinds of run, the summaries taken at the same
- * steps), 10 and 300 steps per run (the latter five launches a run, of 64
- * steps and 44), numeric checks,
+ * steps), 10 and 100 steps per run (the latter two launches a run, of 64
+ * steps and 36), numeric checks,
  * which keep every step call by call and say why, and the metrics report's
  * lines for the device (copies, wait, memory on a GPU). The device is
  * TS_TEST_DEVICE ("cuda" unless set); without one: exits 77 saying why. */
@@ -256,11 +256,11 @@ int main(void) {
     model_pair p;
     { /* MLP: SGD with momentum and a schedule, A = 2; then D = 3 with a watch every 2 runs; then numeric checks */
         const setup plain = {2, 1, 1, TS_CHECK_OFF, true, 0, false}, kinds = {1, 3, 2, TS_CHECK_OFF, true, 0, false},
-                    crowded = {1, 10, 1, TS_CHECK_OFF, false, 0, false}, longer = {1, 300, 1, TS_CHECK_OFF, false, 0, false}, checked = {1, 1, 1, TS_CHECK_OUTPUT, false, 0, false},
+                    crowded = {1, 10, 1, TS_CHECK_OFF, false, 0, false}, longer = {1, 100, 1, TS_CHECK_OFF, false, 0, false}, checked = {1, 1, 1, TS_CHECK_OUTPUT, false, 0, false},
                     hist = {1, 1, 1, TS_CHECK_OFF, false, TS_WATCH_STATS | TS_WATCH_HISTOGRAM | TS_WATCH_RANGE, false},
                     outfeed = {2, 3, 1, TS_CHECK_OFF, false, 0, true};
         const setup *s[] = {&plain, &kinds, &crowded, &longer, &checked, &hist, &outfeed};
-        const char *what[] = {"(A=2, schedule)", "(D=3, watch every 2 runs)", "(D=10)", "(D=300: five launches a run)", "(numeric checks)",
+        const char *what[] = {"(A=2, schedule)", "(D=3, watch every 2 runs)", "(D=10)", "(D=100: two launches a run)", "(numeric checks)",
                               "(histograms and ranges on the device)", "(gradients outfed each micro-batch, A=2, D=3)"};
         for (int v = 0; v < 7; v++) {
             CHECK_OK(pair_mlp(&p, 16, (int64_t)s[v]->accum * s[v]->steps * 16, 777), "mlp built twice");
