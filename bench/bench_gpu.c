@@ -16,8 +16,10 @@
  * random data; 3 warm-up steps, then STEPS (default 20) timed, plain,
  * observed and plain call by call interleaved in blocks of 5; observed =
  * TS_WATCH_STATS every step on every tensor (activations, gradients,
- * updated weights); call by call = each step's kernels launched one by one
- * rather than replayed as one CUDA graph (TS_CUDA_GRAPHS=0). Prints
+ * updated weights), the summaries read after each step
+ * (ts_model_watch_results, as PyTorch's hooks .item() theirs); call by
+ * call = each step's kernels launched one by one rather than replayed as
+ * one CUDA graph (TS_CUDA_GRAPHS=0). Prints
  *   tensorscope row=R device=D ms_per_step=M (median) spread=S observed_ms_per_step=O overhead_pct=P
  *     call_by_call_ms_per_step=C graph_replays=N (all the process's) peak_mb=K
  * K: the device memory tensorscope held at most by the end of the plain
@@ -133,7 +135,7 @@ int main(int argc, char **argv) {
         unsetenv("TS_CUDA_GRAPHS");
         if (k == 0 && ts_model_memory_get(m[0], &mem)) return fail("memory"); /* the plain model's alone: the others come after */
     }
-    double *t[3];
+    double *t[3], read_sum = 0;
     for (int k = 0; k < 3; k++) t[k] = malloc(sizeof(double) * (size_t)steps);
     for (int s0 = 0; s0 < steps; s0 += 5)
         for (int k = 0; k < 3; k++) {
@@ -141,6 +143,12 @@ int main(int argc, char **argv) {
             for (int s = s0; s < s0 + 5 && s < steps; s++) {
                 double a = now_ms();
                 if (ts_model_run(m[k], names, in, 2)) return fail("step");
+                if (k == 1) { /* the summaries read, as PyTorch's hooks .item() theirs */
+                    const ts_watch_result *w = NULL;
+                    size_t nw = 0;
+                    if (ts_model_watch_results(m[k], &w, &nw)) return fail("watch results");
+                    for (size_t i = 0; i < nw; i++) read_sum += w[i].summary->stats.mean;
+                }
                 t[k][s] = now_ms() - a;
             }
             unsetenv("TS_CUDA_GRAPHS");
@@ -155,6 +163,7 @@ int main(int argc, char **argv) {
            "graph_replays=%lld peak_mb=%.1f\n",
            argv[1], device, med[0], spread[0], med[1], 100.0 * (med[1] / med[0] - 1.0), med[2], (long long)ts_counter_get("GraphReplays"),
            (double)mem.device_peak / (1 << 20));
+    if (!isfinite(read_sum)) fprintf(stderr, "bench_gpu: a summary's mean is not finite\n");
     const char *profile = getenv("BENCH_GPU_PROFILE");
     for (int k = 0; profile && *profile == '1' && k < 3; k++) {
         static const char *const what[3] = {"plain", "observed", "call by call"};
