@@ -63,13 +63,13 @@ void ts_prog_free(ts_prog *p) {
     ts_free(p->watch_what);
     ts_free(p->watch_period);
     ts_free(p->parts);
+    for (int i = 0; i < TS_RECORDINGS; i++) /* before the memory the recordings name, page-locked host memory too */
+        if (p->recs[i].rec) p->backend->recording_free(p->recs[i].rec);
     for (int i = 0; p->host_inputs && i < p->n_nodes; i++) /* page-locked by the device path (exec/device.c): unlocked first */
         if (p->host_inputs[i]) p->backend->host_unpin(p->host_inputs[i]), ts_free(p->host_inputs[i]);
     ts_free(p->host_inputs);
     for (int i = 0; i < p->n_pinned; i++) p->backend->host_unpin(p->pinned[i]);
     ts_free(p->pinned);
-    for (int i = 0; i < TS_RECORDINGS; i++) /* before the memory the recordings name */
-        if (p->recs[i].rec) p->backend->recording_free(p->recs[i].rec);
     p->backend->free(p->arena_activations);
     p->backend->free(p->arena_grads);
     for (int i = 0; i < p->n_dev_copies; i++) p->backend->free(p->dev_copies[i].dev);
