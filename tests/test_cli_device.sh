@@ -4,7 +4,8 @@
 # device path adds shows bit for bit): watches with histograms and range
 # counts, outfeeds of activations and of gradients each micro-batch, a
 # print op's lines, D = 2 and A = 2. The outfeed's .npy dumps, the stats
-# table and the print lines (in their order) equal the CPU's;
+# table and the print lines (in their order) equal the CPU's; --log-memory
+# logs a line each run;
 # the steps are recorded and replayed (GraphCaptures, GraphReplays), none
 # launched call by call for its observers (no StepsNotRecorded), and the
 # summaries are taken on the device (SummaryTensors).
@@ -36,6 +37,9 @@ grep 'print\]' cpu.err > cpu.prints
 grep 'print\]' dev.err > dev.prints
 check "the print op's $(wc -l < cpu.prints) lines the same as the CPU's, in the same order" \
     eval '[ "$(wc -l < cpu.prints)" -ge 8 ] && diff cpu.prints dev.prints > /dev/null' || diff cpu.prints dev.prints | head
+run mem "$BIN" train --data "$DATA" --quiet --batch-size 100 --max-steps 3 --device cpu-staged --log-memory
+check "--log-memory on a device: a line each run, 'step N: memory: ...' for steps 1 to 3" \
+    eval '[ $rc -eq 0 ] && [ "$(grep -c "^step [123]: memory: params" mem.err)" -eq 3 ]' || show mem.err
 counter() { awk -v c="Counter: $2" '$0 == c { getline; print $2 }' "$1"; }
 check "the steps recorded once a kind and replayed ($(counter dev.out GraphCaptures) recorded, $(counter dev.out GraphReplays) replayed)" \
     eval '[ "$(counter dev.out GraphCaptures)" -ge 1 ] && [ "$(counter dev.out GraphReplays)" -ge 2 ]' || show dev.out

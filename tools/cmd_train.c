@@ -702,7 +702,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--break-on-nan", FLAG_BOOL, &a.break_on_nan, NULL, "with --check-numerics: open the inspector at the tensor it stops at, before the step's update"},
         {"--metrics", FLAG_BOOL, &a.metrics, NULL, "print the metrics report at exit"},
         {"--log-verbosity", FLAG_INT, &a.log_verbosity, "0-5", "log level (5: a line per step)"},
-        {"--log-memory", FLAG_BOOL, &a.log_memory, NULL, "log memory by class after compile and each epoch"},
+        {"--log-memory", FLAG_BOOL, &a.log_memory, NULL, "log memory by class after compile and each epoch, and on a device after each run"},
         {"--log-vmodule", FLAG_STRING, &a.log_vmodule, "MODULE=LEVEL,...", "raise the log level of named modules only, e.g. onnx=5,exec=4"},
         {"--watch-memory", FLAG_OPT_INT, &a.watch_memory, "[=MS]", "sample RSS/PSS/USS of this process and its children every MS ms "
                                                                      "(default 100): the peak in the log, --metrics and TensorBoard"},
@@ -806,6 +806,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     if (a.resume && a.weights) return cli_usage_error(cmd, "--resume restores the weights: leave out --weights");
     if (a.attn_dir && !a.attention_maps.n) return cli_usage_error(cmd, "--attention-map-dir says where --attention-map TENSOR writes: give one");
     const char *device = a.device ? a.device : getenv("TS_DEVICE"), *from = a.device ? "--device" : "TS_DEVICE";
+    bool on_device = device && *device && strcmp(device, "cpu") != 0; /* --log-memory logs each run there */
     ts_status dst = device && *device ? ts_device_check(device) : TS_OK; /* before any work */
     if (dst) return dst == TS_ERR_INVALID_ARGUMENT ? cli_usage_error(cmd, "%s: %s", from, ts_last_error()) : cli_runtime_error(from);
     int64_t trace_first = 1, trace_last = 0;
@@ -1245,6 +1246,11 @@ int cmd_train(int argc, char **argv, bool eval_only) {
                 if (cli_inspector_after_run(insp, tm, total_runs) == CLI_INSPECT_QUIT) g_interrupted = SIGINT; /* as Ctrl-C: what was asked is written */
                 double paused = cli_now() - p0; /* time at the prompt is not training time */
                 t0 += paused, t_start += paused;
+            }
+            if (a.log_memory && on_device) { /* the device's memory each run (RETURNN's torch_log_memory_usage) */
+                char line[512];
+                cli_progress_end(&bar);
+                fprintf(stderr, "step %lld: %s\n", (long long)ts_model_steps(tm), ts_model_memory_line(tm, line, sizeof line));
             }
             curve_add(loss_curve, (double)ts_model_steps(tm), loss); /* x: optimizer steps, as TensorBoard's */
             bar.written = atomic_load(&sink.bytes);
