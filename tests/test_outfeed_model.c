@@ -8,6 +8,7 @@
  * that must receive every record of several runs, in order, and a run's
  * first record reaching its consumer while the run goes. */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -417,10 +418,16 @@ static void note_first(void *user, const ts_outfeed_record *rc) {
 }
 
 static void test_records_while_running(void) {
-    enum { WB = 64, WIN = 256, WH = 512, WD = 64 };
+    /* steps long enough that the run's time is theirs: on a GPU, wider
+     * layers (the host walks a recorded run's 64 steps before it launches
+     * them, and a small MLP's step there takes microseconds) */
+    const char *dev = getenv("TS_DEVICE");
+    bool gpu = dev && strncmp(dev, "cuda", 4) == 0;
+    const int WB = gpu ? 256 : 64, WIN = gpu ? 64 : 256, WH = gpu ? 2048 : 512, WD = 64;
     ts_graph *g = ts_graph_new(23);
     ts_tensor *x = ts_input(g, "x", TS_F32, 2, (int64_t[]){WB, WIN}), *y = ts_input(g, "labels", TS_I32, 1, (int64_t[]){WB});
     ts_tensor *h = ts_relu(g, ts_linear(g, x, WH, "fc1"));
+    if (gpu) h = ts_relu(g, ts_linear(g, h, WH, "fc_wide"));
     ts_tensor *loss = ts_cross_entropy(g, ts_linear(g, h, 10, "fc2"), y);
     ts_outfeed *q = queue("live", TS_OUTFEED_ALL, 4 * WD, NULL, 0);
     ts_outfeed_add(g, q, "hidden", h);
