@@ -292,6 +292,14 @@ int main(void) {
           "TS_CUDA_GRAPHS=maybe: the 3 steps recorded or replayed, one warning (%d: %s)", warnings, warning);
     ts_set_log_callback(NULL, NULL);
     unsetenv("TS_CUDA_GRAPHS");
+    /* a recompilation (an anchor added) records its runs again, counted as such */
+    int64_t re0 = ts_counter_get("GraphCaptures.Recompiled"), first0 = ts_counter_get("GraphCaptures.FirstRun");
+    if (!st) st = ts_model_anchor(m, "h", "Relu:0", TS_OUTPUT_FINAL, 0);
+    for (int r = 0; !st && r < 2; r++) st = ts_model_run(m, p.in_names, p.in, 2);
+    CHECK(!st && ts_counter_get("GraphCaptures.Recompiled") - re0 == 1 && ts_counter_get("GraphCaptures.FirstRun") == first0 &&
+              ts_counter_get("Recompilations.AnchorsChanged") >= 1,
+          "an anchor added: the model recompiled (AnchorsChanged) and its next run recorded again, as GraphCaptures.Recompiled (%lld)",
+          (long long)(ts_counter_get("GraphCaptures.Recompiled") - re0));
     ts_model_free(m);
     ts_options_free(o);
     pair_free(&p);

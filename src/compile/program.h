@@ -179,6 +179,7 @@ typedef struct ts_prog {
     int64_t *op_calls;        /* per node and the optimizer: its calls this run */
     ts_recording recs[TS_RECORDINGS]; /* runs recorded as one launch (exec/replay.c) */
     bool recorded;            /* this run's work goes through a recording (exec/replay.c): the host walks it, the device replays it */
+    bool recompiled;          /* the model's program before this one recorded too: its first recording counts as a recapture */
     int64_t recorded_from;    /* the first micro-batch of the steps recorded or walked: a cancel is heard there only */
     const char *replay_off;   /* why this program's runs are no longer recorded (a recording failed), else NULL */
     bool replay_scanned;      /* replay_never is known (exec/replay.c scans the program once) */

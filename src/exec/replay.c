@@ -369,7 +369,7 @@ static ts_status recorded_steps(ts_model *m, int64_t d0, int64_t n, ts_status (*
     bool first = true;
     for (int i = 0; i < TS_RECORDINGS; i++) first = first && !p->recs[i].key;
     *r = (ts_recording){key, w.hash, m->runs, rec};
-    ts_counter_add_cause("GraphCaptures", first ? "FirstRun" : "AnotherKind", 1);
+    ts_counter_add_cause("GraphCaptures", !first ? "AnotherKind" : p->recompiled ? "Recompiled" : "FirstRun", 1);
     ts_counter_add("StepsReplayed", n);
     return real->replay(m->stream, rec, true);
 }

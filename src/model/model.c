@@ -181,6 +181,7 @@ ts_status ts_model_compile(ts_model *m) {
         ts_prog_free(p);
         return st;
     }
+    p->recompiled = m->prog && m->prog->recs[0].key; /* the old program replayed runs: this one records them again */
     ts_prog_free(m->prog);
     m->prog = p;
     bool recompile = m->compiled;
