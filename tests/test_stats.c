@@ -7,6 +7,7 @@
 #include "core/stats.h"
 
 #include <float.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -446,6 +447,25 @@ static void test_merge(void) {
               one->log2_zeros == many->log2_zeros,
           "chunked histograms equal one pass");
     CHECK(memcmp(&one->range, &many->range, sizeof one->range) == 0, "chunked range equal");
+    /* a summary another watch of the same memory shares: copied where it
+     * computed something, its histograms only when it has them */
+    ts_summary *copy = malloc(sizeof *copy);
+    memset(copy, 0x5a, sizeof *copy);
+    one->stored = TS_BF16, one->stored_underflow = 0.25, one->stored_overflow = 0.5;
+    ts_summary_copy(copy, one);
+    CHECK(memcmp(copy, one, offsetof(ts_summary, log2_counts)) == 0 && memcmp(copy->log2_counts, one->log2_counts, sizeof one->log2_counts) == 0 &&
+              memcmp(copy->tb_counts, one->tb_counts, sizeof one->tb_counts) == 0 && memcmp(&copy->range, &one->range, sizeof one->range) == 0 &&
+              copy->stored == TS_BF16 && copy->stored_underflow == 0.25 && copy->stored_overflow == 0.5,
+          "ts_summary_copy: every field of a summary with histograms and ranges");
+    ts_summary *plain = malloc(sizeof *plain);
+    ts_summarize_f32(x, n, TS_WATCH_STATS, plain);
+    memset(copy, 0x5a, sizeof *copy);
+    ts_summary_copy(copy, plain);
+    CHECK(memcmp(&copy->stats, &plain->stats, sizeof plain->stats) == 0 && copy->what == TS_WATCH_STATS &&
+              ((const unsigned char *)copy->tb_counts)[0] == 0x5a,
+          "ts_summary_copy of a stats summary: its stats, the histograms' bytes left alone");
+    free(copy);
+    free(plain);
     free(x);
     free(one);
     free(many);

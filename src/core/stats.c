@@ -644,6 +644,16 @@ ts_status ts_summarize_f32(const float *x, int64_t n, int what, ts_summary *out)
     return TS_OK;
 }
 
+void ts_summary_copy(ts_summary *dst, const ts_summary *src) {
+    memcpy(dst, src, offsetof(ts_summary, log2_counts));
+    if (src->what & TS_WATCH_HISTOGRAM) {
+        memcpy(dst->log2_counts, src->log2_counts, sizeof dst->log2_counts);
+        memcpy(dst->tb_counts, src->tb_counts, sizeof dst->tb_counts);
+    }
+    dst->range = src->range;
+    dst->stored = src->stored, dst->stored_underflow = src->stored_underflow, dst->stored_overflow = src->stored_overflow;
+}
+
 ts_status ts_summary_merge(ts_summary *into, const ts_summary *from) {
     if (!into || !from)
         return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_summary_merge: %s is NULL", !into ? "into" : "from");

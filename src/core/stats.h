@@ -60,6 +60,10 @@ void ts_stats_partial_add(ts_stats_partial *p, const float *x, int64_t n);
 /* into += from (both initialised with the same `what`). */
 void ts_stats_merge(ts_stats_partial *into, const ts_stats_partial *from);
 void ts_stats_finish(const ts_stats_partial *p, ts_summary *out);
+/* *dst = *src where src computed it (src->what): the stats, and the
+ * histograms' 14 KB only where it has them (a summary another watch of the
+ * same memory shares). */
+void ts_summary_copy(ts_summary *dst, const ts_summary *src);
 /* Summing a tensor's values around one shift while a kernel produces or
  * consumes them, then merging them into a partial once: the optimizer step
  * (ts_opt_update_summarised) sums the gradient it reads and the parameter

@@ -183,7 +183,7 @@ static bool reuse_layout_summary(ts_model *m, const ts_entry *e) {
     const ts_entry *in = &p->entries[p->value_entry[t->in[0]]];
     int w = e->watch, wi = in->watch;
     if (wi < 0 || p->watch_what[wi] != p->watch_what[w] || p->watch_results[wi].run != m->runs || in->numel != e->numel) return false;
-    p->summaries[w] = p->summaries[wi];
+    ts_summary_copy(&p->summaries[w], &p->summaries[wi]);
     p->watch_results[w].run = m->runs;
     p->watch_results[w].step = m->steps;
     return true;
@@ -493,7 +493,7 @@ void ts_observe_device_results(const ts_model *m) {
                 ts_stats_from_device(&s->stats[w], h >= 0 ? &s->hist[h] : NULL, p->watch_what[w], &q);
                 ts_stats_finish(&q, &p->summaries[w]);
             } else {
-                p->summaries[w] = p->summaries[s->same[w]];
+                ts_summary_copy(&p->summaries[w], &p->summaries[s->same[w]]);
             }
             note_stored(m, &p->entries[s->entry[w]], &p->summaries[w]); /* its rounding's count: complete once the run is */
             p->watch_results[w].run = s->run;
