@@ -178,6 +178,7 @@ static ts_status add_entry(ts_prog *p, size_t *cap, ts_entry_kind kind, const ts
     e->grid = kind == TS_KIND_VALUE || kind == TS_KIND_GRAD ? t->grid : TS_F32;
     e->watch = -1;
     e->relu_out = -1;
+    e->same_values = -1;
     p->n_entries++;
     return TS_OK;
 }
@@ -507,6 +508,38 @@ static bool kept_to_pass_end(const ts_model *m, const ts_entry *en, size_t bytes
         return false;
     *kept += bytes;
     return true;
+}
+
+/* Gradients that equal another's at every sample, so that a watch of both
+ * reads the memory once: an Add passes its output's gradient to each
+ * input of its shape, a Sub to its first, a print op to its input; where
+ * that op alone adds to the input's gradient (an activation's, f32 on both
+ * sides), the input's gradient is the output's. */
+static void mark_same_gradients(const ts_model *m, ts_prog *p) {
+    const ts_graph *g = m->g;
+    int *adders = ts_calloc((size_t)p->n_nodes, sizeof *adders); /* the consumers adding to each node's gradient */
+    if (!adders) return; /* only a saving: none without memory */
+    for (int k = 0; k < p->n_order; k++) {
+        const ts_tensor *c = g->t[p->order[k]];
+        for (int j = 0; p->needs_grad[c->id] && j < c->n_in; j++) adders[c->in[j]]++;
+    }
+    for (int k = 0; k < p->n_order; k++) {
+        const ts_tensor *t = g->t[p->order[k]];
+        int passes = t->op == TS_OP_ADD ? 2 : t->op == TS_OP_SUB || t->op == TS_OP_PRINT ? 1 : 0;
+        int out = p->grad_entry[t->id];
+        for (int j = 0; j < passes && j < t->n_in && out >= 0; j++) {
+            const ts_tensor *in = g->t[t->in[j]];
+            int ge = p->grad_entry[in->id];
+            const ts_shape *a = &p->shape[in->id], *b = &p->shape[t->id];
+            bool same_shape = a->ndim == b->ndim && memcmp(a->d, b->d, (size_t)a->ndim * sizeof a->d[0]) == 0;
+            bool activation = !ts_op_holds_value(in->op) && in->op != TS_OP_INPUT;
+            if (ge < 0 || !same_shape || !activation || adders[in->id] != 1 || in->id == m->loss || ts_dtype_is_half(in->grid) ||
+                ts_dtype_is_half(t->grid) || p->entries[ge].per_step != p->entries[out].per_step)
+                continue;
+            p->entries[ge].same_values = out;
+        }
+    }
+    ts_free(adders);
 }
 
 /* Buffers: activations (values and activation gradients, lifetimes planned
@@ -958,6 +991,7 @@ static ts_status resolve_watches(ts_model *m, ts_prog *p) {
         x->relu_out = p->value_entry[t->id];
         y->relu_derived = true;
     }
+    if (m->training) mark_same_gradients(m, p);
     /* per-thread partial summaries, allocated here: none in the step loop */
     p->n_slots = ts_pool_threads(m->pool) < TS_MAX_SLOTS ? ts_pool_threads(m->pool) : TS_MAX_SLOTS;
     if (!(p->parts = ts_calloc((size_t)p->n_slots * TS_STEP_WATCHES, sizeof(ts_stats_partial)))) return TS_ERR_OUT_OF_MEMORY;

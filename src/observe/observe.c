@@ -173,14 +173,17 @@ static void summarize(ts_model *m, const ts_entry *e, int64_t sample) {
 }
 
 /* A reshape or a transpose holds its input's values in another layout: the
- * same count, moments, extremes, histograms and ranges. When the input was
- * summarised this run for the same `what`, its summary is the output's too
+ * same count, moments, extremes, histograms and ranges; a gradient an Add
+ * passed on (same_values) holds its output's. When that other entry was
+ * summarised this run for the same `what`, its summary is this one's too
  * (no second pass over the data). True when it was reused. */
 static bool reuse_layout_summary(ts_model *m, const ts_entry *e) {
     ts_prog *p = m->prog;
     const ts_tensor *t = m->g->t[e->node];
-    if (e->kind != TS_KIND_VALUE || t->n_in != 1 || !(ts_op_get(t->op)->view || t->op == TS_OP_PERMUTE)) return false;
-    const ts_entry *in = &p->entries[p->value_entry[t->in[0]]];
+    const ts_entry *in;
+    if (e->same_values >= 0) in = &p->entries[e->same_values]; /* a gradient an Add passed on */
+    else if (e->kind == TS_KIND_VALUE && t->n_in == 1 && (ts_op_get(t->op)->view || t->op == TS_OP_PERMUTE)) in = &p->entries[p->value_entry[t->in[0]]];
+    else return false;
     int w = e->watch, wi = in->watch;
     if (wi < 0 || p->watch_what[wi] != p->watch_what[w] || p->watch_results[wi].run != m->runs || in->numel != e->numel) return false;
     ts_summary_copy(&p->summaries[w], &p->summaries[wi]);
@@ -411,6 +414,9 @@ void ts_observe_device_flush(ts_model *m) {
     if (!p->n_queued) return;
     ts_counter_add("SummaryLaunches", (p->n_queued + TS_STATS_MANY - 1) / TS_STATS_MANY);
     ts_counter_add("SummaryTensors", p->n_queued);
+    int64_t floats = 0;
+    for (int i = 0; i < p->n_queued; i++) floats += p->queued[i].n;
+    ts_counter_add("SummaryBytes", floats * (int64_t)sizeof(float)); /* what the device reads for them */
     p->backend->stats_reduce_many(m->stream, p->queued, p->n_queued); /* queued only where the device reduces (dev_slots) */
     p->n_queued = 0;
 }
@@ -462,6 +468,9 @@ bool ts_observe_device(ts_model *m, int entry, int64_t sample) {
     if (reduce) { /* queued for one launch with the others, into its slot, copied to the host once after the run */
         ts_slot_set *s = &p->run_slots;
         int w = e->watch, same = queued_same(p, x, e->numel, p->watch_what[w]);
+        int wv = e->same_values >= 0 ? p->entries[e->same_values].watch : -1; /* a gradient an Add passed on: its slot, at this step */
+        if (same < 0 && wv >= 0 && p->watch_what[wv] == p->watch_what[w] && s->pending[wv] && s->step[wv] == m->steps)
+            same = s->same[wv] >= 0 ? s->same[wv] : wv; /* the slot reduced, not another sharer */
         s->same[w] = same;
         if (same < 0) {
             if (p->n_queued == p->n_watch || p->n_queued == TS_STATS_MANY) ts_observe_device_flush(m);
