@@ -510,12 +510,16 @@ static bool kept_to_pass_end(const ts_model *m, const ts_entry *en, size_t bytes
     return true;
 }
 
-/* Gradients that equal another's at every sample, so that a watch of both
- * reads the memory once: an Add passes its output's gradient to each
- * input of its shape, a Sub to its first, a print op to its input; where
- * that op alone adds to the input's gradient (an activation's, f32 on both
- * sides), the input's gradient is the output's. */
-static void mark_same_gradients(const ts_model *m, ts_prog *p) {
+/* Entries whose summary is another's at every sample (same_values), so
+ * that a watch of both reads the memory once:
+ * - a view (Reshape, Flatten, ...) or a transpose holds its input's values
+ *   in another layout: the same count, moments, extremes, histograms and
+ *   ranges;
+ * - the gradient such an op, an Add (to each input of its shape), a Sub
+ *   (to its first) or a print op passes back is its output's gradient, in
+ *   the input's layout; where that op alone adds to the input's gradient
+ *   (an activation's, f32 on both sides) the two hold the same values. */
+static void mark_same_values(const ts_model *m, ts_prog *p) {
     const ts_graph *g = m->g;
     int *adders = ts_calloc((size_t)p->n_nodes, sizeof *adders); /* the consumers adding to each node's gradient */
     if (!adders) return; /* only a saving: none without memory */
@@ -525,15 +529,20 @@ static void mark_same_gradients(const ts_model *m, ts_prog *p) {
     }
     for (int k = 0; k < p->n_order; k++) {
         const ts_tensor *t = g->t[p->order[k]];
-        int passes = t->op == TS_OP_ADD ? 2 : t->op == TS_OP_SUB || t->op == TS_OP_PRINT ? 1 : 0;
-        int out = p->grad_entry[t->id];
-        for (int j = 0; j < passes && j < t->n_in && out >= 0; j++) {
+        bool layout = t->n_in == 1 && (ts_op_get(t->op)->view || t->op == TS_OP_PERMUTE);
+        int passes = t->op == TS_OP_ADD ? 2 : t->op == TS_OP_SUB || t->op == TS_OP_PRINT || layout ? 1 : 0;
+        for (int j = 0; j < passes && j < t->n_in; j++) {
             const ts_tensor *in = g->t[t->in[j]];
-            int ge = p->grad_entry[in->id];
-            const ts_shape *a = &p->shape[in->id], *b = &p->shape[t->id];
-            bool same_shape = a->ndim == b->ndim && memcmp(a->d, b->d, (size_t)a->ndim * sizeof a->d[0]) == 0;
+            int v = p->value_entry[in->id], vo = p->value_entry[t->id];
+            if (layout && v >= 0 && vo >= 0 && p->entries[v].numel == p->entries[vo].numel && p->entries[v].dtype == TS_F32 &&
+                p->entries[vo].dtype == TS_F32)
+                p->entries[vo].same_values = v;
+            int ge = p->grad_entry[in->id], out = p->grad_entry[t->id];
+            bool fits = layout ? ge >= 0 && out >= 0 && p->entries[ge].numel == p->entries[out].numel
+                               : ge >= 0 && out >= 0 && p->shape[in->id].ndim == p->shape[t->id].ndim &&
+                                     memcmp(p->shape[in->id].d, p->shape[t->id].d, (size_t)p->shape[t->id].ndim * sizeof p->shape[t->id].d[0]) == 0;
             bool activation = !ts_op_holds_value(in->op) && in->op != TS_OP_INPUT;
-            if (ge < 0 || !same_shape || !activation || adders[in->id] != 1 || in->id == m->loss || ts_dtype_is_half(in->grid) ||
+            if (!m->training || !fits || !activation || adders[in->id] != 1 || in->id == m->loss || ts_dtype_is_half(in->grid) ||
                 ts_dtype_is_half(t->grid) || p->entries[ge].per_step != p->entries[out].per_step)
                 continue;
             p->entries[ge].same_values = out;
@@ -991,7 +1000,7 @@ static ts_status resolve_watches(ts_model *m, ts_prog *p) {
         x->relu_out = p->value_entry[t->id];
         y->relu_derived = true;
     }
-    if (m->training) mark_same_gradients(m, p);
+    mark_same_values(m, p);
     /* per-thread partial summaries, allocated here: none in the step loop */
     p->n_slots = ts_pool_threads(m->pool) < TS_MAX_SLOTS ? ts_pool_threads(m->pool) : TS_MAX_SLOTS;
     if (!(p->parts = ts_calloc((size_t)p->n_slots * TS_STEP_WATCHES, sizeof(ts_stats_partial)))) return TS_ERR_OUT_OF_MEMORY;

@@ -60,8 +60,8 @@ typedef struct ts_entry {
     bool watch_in_step;  /* summarised inside the optimizer step (ts_observe_step) */
     int relu_out;        /* a watched Relu of this value, summarised from this one's data in the same pass (-1: none) */
     bool relu_derived;   /* this Relu's summary comes from its input's pass (relu_out) */
-    int same_values;     /* an entry whose values this one's equal at every sample (the gradient an Add passes on to
-                          * an input it alone reads): its summary is shared, not taken again (-1: none) */
+    int same_values;     /* an entry whose summary this one's is at every sample (a view or transpose of it, the
+                          * gradient an Add passes on to an input it alone reads): shared, not taken again (-1: none) */
     ts_outfeed_link *outfeeds;
     int n_outfeeds;
     bool check;          /* numeric check after it is produced */

@@ -172,18 +172,14 @@ static void summarize(ts_model *m, const ts_entry *e, int64_t sample) {
     for (int k = 0; k < j.n; k++) note_stored(m, j.entries[k], &m->prog->summaries[j.entries[k]->watch]);
 }
 
-/* A reshape or a transpose holds its input's values in another layout: the
- * same count, moments, extremes, histograms and ranges; a gradient an Add
- * passed on (same_values) holds its output's. When that other entry was
+/* An entry whose values are another's (same_values: a reshape or a
+ * transpose of it, a gradient an Add passed on): when that one was
  * summarised this run for the same `what`, its summary is this one's too
  * (no second pass over the data). True when it was reused. */
-static bool reuse_layout_summary(ts_model *m, const ts_entry *e) {
+static bool reuse_same_summary(ts_model *m, const ts_entry *e) {
     ts_prog *p = m->prog;
-    const ts_tensor *t = m->g->t[e->node];
-    const ts_entry *in;
-    if (e->same_values >= 0) in = &p->entries[e->same_values]; /* a gradient an Add passed on */
-    else if (e->kind == TS_KIND_VALUE && t->n_in == 1 && (ts_op_get(t->op)->view || t->op == TS_OP_PERMUTE)) in = &p->entries[p->value_entry[t->in[0]]];
-    else return false;
+    if (e->same_values < 0) return false;
+    const ts_entry *in = &p->entries[e->same_values];
     int w = e->watch, wi = in->watch;
     if (wi < 0 || p->watch_what[wi] != p->watch_what[w] || p->watch_results[wi].run != m->runs || in->numel != e->numel) return false;
     ts_summary_copy(&p->summaries[w], &p->summaries[wi]);
@@ -468,7 +464,7 @@ bool ts_observe_device(ts_model *m, int entry, int64_t sample) {
     if (reduce) { /* queued for one launch with the others, into its slot, copied to the host once after the run */
         ts_slot_set *s = &p->run_slots;
         int w = e->watch, same = queued_same(p, x, e->numel, p->watch_what[w]);
-        int wv = e->same_values >= 0 ? p->entries[e->same_values].watch : -1; /* a gradient an Add passed on: its slot, at this step */
+        int wv = e->same_values >= 0 ? p->entries[e->same_values].watch : -1; /* the same values' slot, at this step */
         if (same < 0 && wv >= 0 && p->watch_what[wv] == p->watch_what[w] && s->pending[wv] && s->step[wv] == m->steps)
             same = s->same[wv] >= 0 ? s->same[wv] : wv; /* the slot reduced, not another sharer */
         s->same[w] = same;
@@ -557,7 +553,7 @@ ts_status ts_observe(ts_model *m, int entry, int64_t sample) {
         p->anchor_copies += (uint64_t)e->n_anchors;
     }
     bool derived = e->relu_derived && p->watch_results[e->watch].run == m->runs; /* taken in its input's pass (summarize) */
-    if (!e->watch_in_step && !derived && watch_due(m, e, sample) && !reuse_layout_summary(m, e)) summarize(m, e, sample);
+    if (!e->watch_in_step && !derived && watch_due(m, e, sample) && !reuse_same_summary(m, e)) summarize(m, e, sample);
     bool fed = p->dev_outfeed && !e->on_host; /* a device's: captured there (ts_observe_device), pushed after the run */
     return fed ? TS_OK : push_outfeeds(m, entry, sample, e->data);
 }
