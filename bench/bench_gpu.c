@@ -22,6 +22,7 @@
  * one CUDA graph (TS_CUDA_GRAPHS=0). Prints
  *   tensorscope row=R device=D ms_per_step=M (median) spread=S observed_ms_per_step=O overhead_pct=P
  *     call_by_call_ms_per_step=C graph_replays=N (all the process's) peak_mb=K
+ *     summary_mb_per_step=B (what the observed step's summaries read)
  * K: the device memory tensorscope held at most by the end of the plain
  * model's warm-up (before the others exist), cuBLAS's workspace included.
  * torch_gpu.py prints the same rows for PyTorch on the same GPU (its
@@ -137,6 +138,7 @@ int main(int argc, char **argv) {
     }
     double *t[3], read_sum = 0;
     for (int k = 0; k < 3; k++) t[k] = malloc(sizeof(double) * (size_t)steps);
+    int64_t summary_bytes = ts_counter_get("SummaryBytes"); /* the observed model's alone: the others watch nothing */
     for (int s0 = 0; s0 < steps; s0 += 5)
         for (int k = 0; k < 3; k++) {
             if (k == 2) setenv("TS_CUDA_GRAPHS", "0", 1);
@@ -153,6 +155,7 @@ int main(int argc, char **argv) {
             }
             unsetenv("TS_CUDA_GRAPHS");
         }
+    summary_bytes = ts_counter_get("SummaryBytes") - summary_bytes;
     double med[3], spread[3];
     for (int k = 0; k < 3; k++) {
         qsort(t[k], (size_t)steps, sizeof(double), cmp);
@@ -160,9 +163,9 @@ int main(int argc, char **argv) {
         spread[k] = t[k][steps * 9 / 10] - t[k][steps / 10];
     }
     printf("tensorscope row=%s device=%s ms_per_step=%.4f spread=%.4f observed_ms_per_step=%.4f overhead_pct=%.1f call_by_call_ms_per_step=%.4f "
-           "graph_replays=%lld peak_mb=%.1f\n",
+           "graph_replays=%lld peak_mb=%.1f summary_mb_per_step=%.1f\n",
            argv[1], device, med[0], spread[0], med[1], 100.0 * (med[1] / med[0] - 1.0), med[2], (long long)ts_counter_get("GraphReplays"),
-           (double)mem.device_peak / (1 << 20));
+           (double)mem.device_peak / (1 << 20), (double)summary_bytes / steps / (1 << 20));
     if (!isfinite(read_sum)) fprintf(stderr, "bench_gpu: a summary's mean is not finite\n");
     const char *profile = getenv("BENCH_GPU_PROFILE");
     for (int k = 0; profile && *profile == '1' && k < 3; k++) {
