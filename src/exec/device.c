@@ -93,7 +93,7 @@ static uint64_t send_input(ts_model *m, int i, void *dst, const void *src, size_
         size_t n = bytes - at < STAGE_PIECE ? bytes - at : STAGE_PIECE;
         copy_job j = {(char *)p->host_inputs[i] + at, (const char *)src + at};
         uint64_t t0 = ts_now_ns();
-        ts_pool_for(m->pool, (int64_t)n, (int64_t)1 << 16, copy_part, &j); /* a piece over 16 threads */
+        ts_pool_for(m->pool, (int64_t)n, (int64_t)1 << 18, copy_part, &j);
         staging += ts_now_ns() - t0;
         be->copy_to_device(m->stream, (char *)dst + at, (char *)p->host_inputs[i] + at, n);
     }
