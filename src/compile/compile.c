@@ -510,6 +510,9 @@ static bool kept_to_pass_end(const ts_model *m, const ts_entry *en, size_t bytes
     return true;
 }
 
+/* Without accumulation a parameter's Accum___ is its gradient's buffer. */
+static bool accum_is_grad(const ts_model *m) { return m->opts.grad_accum == 1; }
+
 /* Entries whose summary is another's at every sample (same_values), so
  * that a watch of both reads the memory once:
  * - a view (Reshape, Flatten, ...) or a transpose holds its input's values
@@ -518,9 +521,13 @@ static bool kept_to_pass_end(const ts_model *m, const ts_entry *en, size_t bytes
  * - the gradient such an op, an Add (to each input of its shape), a Sub
  *   (to its first) or a print op passes back is its output's gradient, in
  *   the input's layout; where that op alone adds to the input's gradient
- *   (an activation's, f32 on both sides) the two hold the same values. */
+ *   (an activation's, f32 on both sides) the two hold the same values;
+ * - without accumulation a parameter's Accum___ is its gradient's buffer
+ *   (plan_memory). */
 static void mark_same_values(const ts_model *m, ts_prog *p) {
     const ts_graph *g = m->g;
+    for (int e = 0; m->training && accum_is_grad(m) && e < p->n_entries; e++)
+        if (p->entries[e].kind == TS_KIND_ACCUM) p->entries[e].same_values = p->grad_entry[p->entries[e].node];
     int *adders = ts_calloc((size_t)p->n_nodes, sizeof *adders); /* the consumers adding to each node's gradient */
     if (!adders) return; /* only a saving: none without memory */
     for (int k = 0; k < p->n_order; k++) {
@@ -609,7 +616,7 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
     size_t kept_bytes = 0; /* what kept_to_pass_end lengthened */
     int n_iv = 0;
     size_t grads_bytes = 0;
-    bool alias_accum = m->opts.grad_accum == 1;
+    bool alias_accum = accum_is_grad(m);
     for (int e = 0; e < p->n_entries; e++) {
         ts_entry *en = &p->entries[e];
         const ts_tensor *t = g->t[en->node];

@@ -31,18 +31,16 @@ static ts_status copy_of(ts_prog *p, float *host, int64_t numel, bool download, 
 }
 
 /* Whether entry's rows also hold the lines of a print op (its value, and
- * its gradient in training): 1 or 0. A print op's tensor of up to
+ * its gradient in training). A print op's tensor of up to
  * TS_PRINT_ROWS_MAX bytes a run (or one outfed, which has rows) is
  * captured on the device and printed after the run; a bigger one is
  * printed as it is made, from a copy, and the run is not recorded
  * (exec/replay.c). */
 #define TS_PRINT_ROWS_MAX ((size_t)64 << 20)
-static int print_lines(const ts_model *m, const ts_prog *p, int entry) {
+static bool print_lines(const ts_model *m, const ts_prog *p, int entry) {
     const ts_entry *e = &p->entries[entry];
-    const ts_tensor *t = m->g->t[e->node];
-    if (t->op != TS_OP_PRINT || e->on_host || (e->kind != TS_KIND_VALUE && e->kind != TS_KIND_GRAD)) return 0;
-    bool rows = e->n_outfeeds || (size_t)p->samples_mb * (size_t)e->numel * sizeof(float) <= TS_PRINT_ROWS_MAX; /* an outfed one has them */
-    return rows ? 1 : 0;
+    if (m->g->t[e->node]->op != TS_OP_PRINT || e->on_host || (e->kind != TS_KIND_VALUE && e->kind != TS_KIND_GRAD)) return false;
+    return e->n_outfeeds || (size_t)p->samples_mb * (size_t)e->numel * sizeof(float) <= TS_PRINT_ROWS_MAX; /* an outfed one has rows */
 }
 
 /* Rows for a run's outfeed records and print lines on the device: S per

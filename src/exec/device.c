@@ -203,16 +203,7 @@ ts_status ts_device_after_run(ts_model *m) {
         be->copy_to_host(m->stream, p->run_slots.stats, p->dev_slots, (size_t)p->n_watch * sizeof(ts_device_stats));
         fetched += (uint64_t)p->n_watch * sizeof(ts_device_stats);
     }
-    if (p->n_outfed && !p->streamed) { /* the outfeed records and print lines it captured there: one copy */
-        be->copy_to_host(m->stream, p->host_outfeed, p->dev_outfeed, p->outfeed_bytes);
-        fetched += p->outfeed_bytes;
-    }
-    for (int i = 0; p->streamed && i < p->n_outfed; i++) /* else those not streamed while it went, a copy each */
-        if (ts_observe_device_tail(p, i)) {
-            size_t bytes, at = ts_observe_device_row(p, i, &bytes);
-            be->copy_to_host(m->stream, p->host_outfeed + at, p->dev_outfeed + at, bytes);
-            fetched += bytes;
-        }
+    fetched += ts_observe_device_fetch_rows(m); /* the outfeed records and print lines it captured there, not streamed */
     if (p->run_slots.any_hist) { /* and their histograms and range counts */
         be->copy_to_host(m->stream, p->run_slots.hist, p->dev_hist, (size_t)p->n_hist * sizeof(ts_device_hist));
         fetched += (uint64_t)p->n_hist * sizeof(ts_device_hist);

@@ -425,18 +425,6 @@ static size_t outfeed_row(const ts_prog *p, int entry, int64_t sample, size_t *b
     return p->outfeed_off[entry] + (size_t)sample * *bytes;
 }
 
-/* The watch whose queued summary is of the same memory as x[0, n) with
- * the same `what` (a view of it, a gradient its view shares), or -1: then
- * its summary is that one's, and the device reads the memory once. Queued
- * means unwritten since (ts_observe_device_guard flushes before a write). */
-static int queued_same(const ts_prog *p, const float *x, int64_t n, int what) {
-    for (int i = 0; i < p->n_queued; i++) {
-        int w = (int)(p->queued[i].slot - p->dev_slots);
-        if (p->queued[i].x == x && p->queued[i].n == n && p->watch_what[w] == what) return w;
-    }
-    return -1;
-}
-
 bool ts_observe_device(ts_model *m, int entry, int64_t sample) {
     ts_prog *p = m->prog;
     const ts_entry *e = &p->entries[entry];
@@ -463,9 +451,9 @@ bool ts_observe_device(ts_model *m, int entry, int64_t sample) {
     }
     if (reduce) { /* queued for one launch with the others, into its slot, copied to the host once after the run */
         ts_slot_set *s = &p->run_slots;
-        int w = e->watch, same = queued_same(p, x, e->numel, p->watch_what[w]);
-        int wv = e->same_values >= 0 ? p->entries[e->same_values].watch : -1; /* the same values' slot, at this step */
-        if (same < 0 && wv >= 0 && p->watch_what[wv] == p->watch_what[w] && s->pending[wv] && s->step[wv] == m->steps)
+        int w = e->watch, same = -1;
+        int wv = e->same_values >= 0 ? p->entries[e->same_values].watch : -1; /* the same values' slot, at this step: one read */
+        if (wv >= 0 && p->watch_what[wv] == p->watch_what[w] && s->pending[wv] && s->step[wv] == m->steps)
             same = s->same[wv] >= 0 ? s->same[wv] : wv; /* the slot reduced, not another sharer */
         s->same[w] = same;
         if (same < 0) {
@@ -622,22 +610,39 @@ void ts_observe_device_stream(ts_model *m) {
     p->backend->copy_out_then(m->stream, p->copies, n, push_point, pt);
 }
 
-bool ts_observe_device_tail(const ts_prog *p, int i) { return p->outfed[i].print || i >= p->streamed; }
+/* Whether the run's i-th captured record or line waits for the run's
+ * end: a print line, or a record not streamed. */
+static bool waits_for_end(const ts_prog *p, int i) { return p->outfed[i].print || i >= p->streamed; }
+
+uint64_t ts_observe_device_fetch_rows(ts_model *m) {
+    ts_prog *p = m->prog;
+    if (!p->n_outfed) return 0;
+    if (!p->streamed) { /* none went while the run did: one copy */
+        p->backend->copy_to_host(m->stream, p->host_outfeed, p->dev_outfeed, p->outfeed_bytes);
+        return p->outfeed_bytes;
+    }
+    uint64_t fetched = 0;
+    for (int i = 0; i < p->n_outfed; i++)
+        if (waits_for_end(p, i)) {
+            size_t bytes, at = outfeed_row(p, p->outfed[i].entry, p->outfed[i].sample, &bytes);
+            p->backend->copy_to_host(m->stream, p->host_outfeed + at, p->dev_outfeed + at, bytes);
+            fetched += bytes;
+        }
+    return fetched;
+}
 
 ts_status ts_observe_device_outfeeds(ts_model *m) {
     ts_prog *p = m->prog;
     ts_status st = p->stream_st ? ts_error(p->stream_st, "%s", p->stream_error) : TS_OK; /* what a host function failed */
     for (int i = 0; i < p->n_outfed && !st; i++) {
         const struct ts_outfed *o = &p->outfed[i];
-        if (!ts_observe_device_tail(p, i)) continue; /* pushed while the run went */
+        if (!waits_for_end(p, i)) continue; /* pushed while the run went */
         size_t bytes, at = outfeed_row(p, o->entry, o->sample, &bytes);
         if (o->print) print_entry(m, &p->entries[o->entry], (const float *)(const void *)(p->host_outfeed + at));
         else st = push_outfeeds(m, o->entry, o->sample, p->host_outfeed + at);
     }
     return st;
 }
-
-size_t ts_observe_device_row(const ts_prog *p, int i, size_t *bytes) { return outfeed_row(p, p->outfed[i].entry, p->outfed[i].sample, bytes); }
 
 /* ---- print op: PyTorch-like, summarised past 1000 values with 3 edge items */
 

@@ -65,11 +65,10 @@ void ts_observe_device_results(const ts_model *m);
  * device going on meanwhile (a recorded run's graph holds these as a
  * branch). Else they wait for the run's end. */
 void ts_observe_device_stream(ts_model *m);
-/* Whether the run's i-th captured record or line (p->outfed[i]) waits
- * for the run's end (a print line, a record not streamed), and where its
- * row lies (bytes into host_outfeed and dev_outfeed; its size in *bytes). */
-bool ts_observe_device_tail(const ts_prog *p, int i);
-size_t ts_observe_device_row(const ts_prog *p, int i, size_t *bytes);
+/* After the run's work, before its wait: the rows of the records and
+ * print lines that waited for its end (not streamed) queued for the host;
+ * the bytes. */
+uint64_t ts_observe_device_fetch_rows(ts_model *m);
 /* After the run, with the rows of what waited for it copied to the host:
  * the records pushed and the print lines logged, in the order they were
  * made; the first failure of a streamed push. */
