@@ -1454,6 +1454,16 @@ TS_API double ts_dist_timeout(void);
  * it was). Outside a job of more than one rank it does nothing.
  * TS_ERR_DIST when a rank did not take part within the timeout. */
 TS_API ts_status ts_dist_broadcast(void *buf, size_t bytes);
+/* A setting of the application that every rank must share (the planned
+ * steps, a step limit), compared as models compare their options: every
+ * rank calls it at the same point with the setting's description (`what`,
+ * "the step limit (--max-steps)") and its own value as text. When any
+ * rank's differs from rank 0's, every rank gets TS_ERR_DIST naming the
+ * first such rank and both values ("rank 1 has the step limit
+ * (--max-steps) 5, rank 0 has 3"); texts past 190 (what) and 318 (value)
+ * characters are not compared. Outside a job of more than one rank it
+ * does nothing. */
+TS_API ts_status ts_dist_agree_on(const char *what, const char *value);
 
 /* ----------------------------------------------------------------- data */
 

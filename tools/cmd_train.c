@@ -645,6 +645,32 @@ static int set_precision(const char *cmd, const train_args *a, ts_options *o) {
     return CLI_OK;
 }
 
+/* The ranks of an MPI job train for as long as each other: a rank that
+ * planned fewer steps would leave the others waiting in a collective until
+ * the job's timeout. The settings first, then what follows from them, so a
+ * difference is named by the flag that makes it. */
+static ts_status agree_plan(const train_args *a, int64_t n_train, int64_t planned_steps, long stop_runs) {
+    const struct {
+        const char *what;
+        long long v;
+    } plan[] = {
+        {"the held-out samples (--holdout)", a->holdout},
+        {"the training samples (the data less --holdout)", (long long)n_train},
+        {"the planned steps (--steps)", a->steps},
+        {"the epochs (--epochs)", a->epochs},
+        {"the step limit (--max-steps)", a->max_steps},
+        {"the planned optimizer steps (--epochs or --steps, and the data)", (long long)planned_steps},
+        {"the runs before stopping (--max-steps, --steps)", stop_runs},
+    };
+    for (size_t i = 0; i < sizeof plan / sizeof plan[0]; i++) {
+        char v[32];
+        snprintf(v, sizeof v, "%lld", plan[i].v);
+        ts_status st = ts_dist_agree_on(plan[i].what, v);
+        if (st) return st;
+    }
+    return TS_OK;
+}
+
 int cmd_train(int argc, char **argv, bool eval_only) {
     const char *cmd = eval_only ? "eval" : "train";
     train_args a = {.model = "mlp", .data = NULL, .optimizer = NULL, .epochs = -1, .batch_size = -1, .seed = 0,
@@ -1141,6 +1167,10 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         if (!stop_runs || runs < stop_runs) stop_runs = runs;
     }
     int64_t planned_steps = a.steps ? (int64_t)a.steps : (int64_t)a.epochs * runs_per_epoch * a.repeat_count;
+    if (agree_plan(&a, corpus ? ts_corpus_length(corpus, 0) : n_train, planned_steps, stop_runs)) {
+        cli_runtime_error("comparing the ranks' plans");
+        goto done;
+    }
     if (a.tensorboard && lead) {
         if (cli_tb_open(a.tensorboard, a.run_name, &tb, tb_dir, sizeof tb_dir)) {
             cli_runtime_error("opening the TensorBoard log");

@@ -47,10 +47,11 @@ struct ts_model {
     const ts_collective *coll;
     int64_t next_check;  /* step of the next weight checksum */
     /* cancelling (ts_model_cancel): the flag, set from any thread or a
-     * signal handler; every rank's flag (MPI jobs); the micro-batches a
-     * cancelled run completed */
+     * signal handler; every rank's answer to a question all decide
+     * together (MPI jobs: cancel, skip a loss-scaled step); the
+     * micro-batches a cancelled run completed */
     atomic_int cancel;
-    int *cancel_votes;
+    int *votes;
     int64_t cancel_at;
     struct ts_hold *hold; /* ts_model_hold: a run's tensors kept (observe/hold.c), NULL until asked */
     bool trace_done;     /* its trace (ts_options_set_trace) is written: not started again */

@@ -136,7 +136,7 @@ void ts_model_free(ts_model *m) {
     if (m->g) m->g->n_models--;
     ts_free(m->outputs);
     ts_free(m->input_override);
-    ts_free(m->cancel_votes);
+    ts_free(m->votes);
     ts_free(m);
 }
 
