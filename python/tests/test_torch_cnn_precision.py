@@ -5,13 +5,15 @@ and ResNet's stem), on a 2x3x224x224 input, the pool's output weighted by a
 fixed random array (the upstream gradient, the same for both engines).
 PyTorch in float64 is the reference; each gradient of ours (the pool's,
 the ReLU's, the batch norm's, the convolution's output, the conv weight,
-the batch norm's weight and bias) must be within twice PyTorch float32's
-own distance from it (max |error| over max |reference|), plus a floor of
-2e-7 for gradients float32 gets exactly. The batch norm's reductions run
-over 112 x 112 positions a plane: summed in one float32 chain they put its
-input gradient 1.1e-6 to 1.5e-6 from float64, against PyTorch's 1.1e-7 to
-1.6e-7, and this test fails (the 8-lane sums with a float64 total pass).
-Inputs from a normal distribution hold no exact ties in the pool."""
+the batch norm's weight and bias) must be as close to it as PyTorch
+float32's (max |error| over max |reference|; a quarter more allowed, and
+2e-8 for gradients float32 gets exactly). The batch norm's reductions run
+over 112 x 112 positions a plane: summed in 8 float lanes over the whole
+plane, they put the convolution's output gradient 2.1e-7 from float64
+against PyTorch's 1.1e-7, and this test failed; in blocks of 256 (each
+block's total in double) it is 1.05e-7. Inputs from a normal distribution
+hold no exact ties in the pool (docs/backend.md: ties after a
+convolution)."""
 import numpy as np
 import pytest
 
@@ -76,4 +78,4 @@ def test_each_backward_op_of_the_stem_is_as_close_to_float64_as_pytorch_float32(
     theirs = torch_grads(x, w, upstream, torch.float32)
     for k in OPS:
         mine, ref = rel_error(got[k], exact[k]), rel_error(theirs[k], exact[k])
-        assert mine <= 2 * ref + 2e-7, f"Gradient___ of {k}: {mine:.3g} from float64, PyTorch float32 {ref:.3g}"
+        assert mine <= 1.25 * ref + 2e-8, f"Gradient___ of {k}: {mine:.3g} from float64, PyTorch float32 {ref:.3g}"
