@@ -415,11 +415,12 @@ static void cancel_on_first(void *user, const ts_outfeed_record *rc) {
 
 static void test_records_while_running(void) {
     /* steps long enough that the run's time is theirs: on a GPU, wider
-     * layers and two launches of 64 steps (a run replayed as a CUDA graph
-     * sees a cancel between launches) */
+     * layers; on a device (cpu-staged too), two launches of 64 steps: a
+     * replayed run sees a cancel between launches, so the run stops after
+     * the first launch when its records reached the sink during it */
     const char *dev = getenv("TS_DEVICE");
-    bool gpu = dev && strncmp(dev, "cuda", 4) == 0;
-    const int WB = gpu ? 256 : 64, WIN = gpu ? 64 : 256, WH = gpu ? 2048 : 512, WD = gpu ? 128 : 64;
+    bool gpu = dev && strncmp(dev, "cuda", 4) == 0, device = dev && *dev && strcmp(dev, "cpu") != 0;
+    const int WB = gpu ? 256 : 64, WIN = gpu ? 64 : 256, WH = gpu ? 2048 : 512, WD = device ? 128 : 64;
     ts_graph *g = ts_graph_new(23);
     ts_tensor *x = ts_input(g, "x", TS_F32, 2, (int64_t[]){WB, WIN}), *y = ts_input(g, "labels", TS_I32, 1, (int64_t[]){WB});
     ts_tensor *h = ts_relu(g, ts_linear(g, x, WH, "fc1"));
