@@ -254,17 +254,23 @@ class Model:
                 done.set()
 
         worker = threading.Thread(target=work, name="tensorscope-run", daemon=True)
-        worker.start()
         interrupted = None
-        while not done.is_set():
-            try:
-                # a run clears the flag when it starts: ask again until it stops
+        try:  # a signal may come as soon as the worker starts, before the loop below waits
+            worker.start()
+        except BaseException as e:
+            interrupted = e
+            if worker.ident is None:  # it never started: nothing runs
+                raise
+        while True:
+            try:  # every step of the loop inside: a signal anywhere in it is caught
+                if done.is_set():
+                    break
+                if interrupted is not None:  # a run clears the flag when it starts: ask until it stops
+                    self.cancel()
                 done.wait(None if interrupted is None else 0.05)
             except BaseException as e:  # KeyboardInterrupt, or a handler's own exception
                 if interrupted is None:
                     interrupted = e
-            if interrupted is not None and not done.is_set():
-                self.cancel()
         worker.join()
         if interrupted is not None:
             if result and result[0][0] == _capi.TS_ERR_CANCELLED and not interrupted.args:
