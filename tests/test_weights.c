@@ -141,10 +141,10 @@ int main(void) {
     /* symbolic links are not followed (docs/reliability.md, rule 1): a
      * weights folder whose fc1.weight.npy links to a file elsewhere, and a
      * linked .npz, are refused naming the link; nothing is set */
-    char wl[600], target[600], link[600];
+    char wl[300], target[300], link[330], sh[1400];
     snprintf(wl, sizeof wl, "%s/wl", dir);
-    snprintf(cmd, sizeof cmd, "cp -r '%s/w' '%s' && mv '%s/fc1.weight.npy' '%s/outside.npy'", dir, wl, wl, dir);
-    CHECK(system(cmd) == 0, "a copy of the weights folder, its fc1.weight.npy moved out");
+    snprintf(sh, sizeof sh, "cp -r '%s/w' '%s' && mv '%s/fc1.weight.npy' '%s/outside.npy'", dir, wl, wl, dir);
+    CHECK(system(sh) == 0, "a copy of the weights folder, its fc1.weight.npy moved out");
     snprintf(target, sizeof target, "%s/outside.npy", dir);
     snprintf(link, sizeof link, "%s/fc1.weight.npy", wl);
     CHECK(symlink(target, link) == 0, "fc1.weight.npy -> a file outside the folder");
@@ -166,8 +166,8 @@ int main(void) {
         unlink(link);
     }
     ts_graph_free(d);
-    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s/outside.npy'", wl, dir);
-    CHECK(system(cmd) == 0, "cleaned up");
+    snprintf(sh, sizeof sh, "rm -rf '%s' '%s/outside.npy'", wl, dir);
+    CHECK(system(sh) == 0, "cleaned up");
 
     /* a NaN in a weight file is refused, and nothing is set */
     snprintf(path, sizeof path, "%s/w", dir);
