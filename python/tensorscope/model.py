@@ -95,6 +95,16 @@ class Model:
                 lib.ts_model_cancel(self._owned.ptr)
 
     # ---- life cycle
+    def finish(self) -> None:
+        """Writes what the model still holds for a file of its own: a trace
+        whose step range is open or not reached yet (Options.trace) is
+        written now, and nothing more is traced. Its error is raised here (a
+        full disk: FileError), where closing the model could only log it.
+        The model stays usable."""
+        fn = _capi.function("ts_model_finish", "Model.finish")
+        with self._lock:
+            check(fn(self._h))
+
     def compile(self, *inputs: np.ndarray, **named_inputs: np.ndarray) -> Model:
         """Validates, infers shapes, orders ops and plans memory (the first
         call does it when compile was not called). Inputs, when given, are
