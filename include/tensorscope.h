@@ -798,8 +798,10 @@ TS_API ts_status ts_options_set_pipeline_schedule(ts_options *o, ts_pipeline_sch
  * calling thread's track; the CPU workers' slices and the outfeed consumers'
  * deliveries on their own tracks; recompilations, all-reduces and pipeline
  * sends. Events are kept in memory while the steps run; the file is written
- * when step last_step ends, else when the model is freed (a cancelled or
- * failed run too). Inference models count a step per batch. The path is
+ * when step last_step ends, else by ts_model_finish or when the model is
+ * freed (a cancelled or failed run too). When it cannot be written, the
+ * error is the step's (or ts_model_finish's) and a file an earlier run left
+ * at the path is removed. Inference models count a step per batch. The path is
  * checked at once (TS_ERR_IO when it cannot be written); NULL turns tracing
  * off. One model of a process traces at a time. */
 TS_API ts_status ts_options_set_trace(ts_options *o, const char *path, int64_t first_step, int64_t last_step);
@@ -878,6 +880,12 @@ TS_API ts_status ts_model_training(ts_model **out, ts_graph *g, ts_tensor *loss,
 TS_API ts_status ts_model_inference(ts_model **out, ts_graph *g, ts_tensor *const *outputs,
                                     int n_outputs, const ts_options *o);
 TS_API void ts_model_free(ts_model *m);
+/* Writes what the model still holds for a file of its own: a trace whose
+ * step range is open or not yet reached (ts_options_set_trace) is written
+ * now, and nothing more is traced. Returns the error of writing it (a full
+ * disk: TS_ERR_IO), which ts_model_free can only log. The model stays
+ * usable. */
+TS_API ts_status ts_model_finish(ts_model *m);
 
 /* Validates, infers shapes, orders ops and plans memory. Errors name the
  * culprit and what to do. */
@@ -1417,12 +1425,17 @@ TS_API ts_status ts_model_tensor_origin(const ts_model *m, const char *name, cha
 
 /* `tensorscope debug-run`: runs argv with the debug variables set and writes
  * a .tar.gz with its output, metrics, graph dumps, system information, the
- * exit code or signal and the redacted environment. */
+ * exit code or signal and the redacted environment. While it runs, SIGINT,
+ * SIGTERM and SIGHUP (those not ignored) are caught: the first is forwarded
+ * to the command's process group, which is waited for, and the bundle is
+ * written with what exists (a second one kills the command); the previous
+ * handlers are back when it returns. */
 typedef struct ts_debug_run_config {
     const char *outfile;    /* F.tar.gz */
     char *const *argv;      /* the command, NULL-terminated */
     int tidy;               /* remove the work directory afterwards */
     double timeout_s;       /* 0 = none; on expiry the child is killed */
+    int *interrupted;       /* optional: gets the signal forwarded to the command (SIGINT...), 0 if none */
 } ts_debug_run_config;
 /* *child_status gets the child's exit code, or 128 + signal. */
 TS_API ts_status ts_debug_run(const ts_debug_run_config *c, int *child_status);

@@ -135,9 +135,10 @@ else
 fi
 
 # debug-run --watch-memory: the command is a child of the watcher's process;
-# one that touches 96 MiB puts the logged peak above that
+# one that touches 96 MiB puts the logged peak above that (it holds them for
+# 3 s: 300 of the watcher's periods, so that a loaded machine still samples it)
 "$BIN" debug-run --outfile "$TMP/dr.tar.gz" --tidy --watch-memory=10 -- /usr/bin/python3 -c \
-    'import time; b = bytearray(96 << 20); b[::4096] = b"x" * len(b[::4096]); time.sleep(0.5)' > /dev/null 2> "$TMP/dr.err"
+    'import time; b = bytearray(96 << 20); b[::4096] = b"x" * len(b[::4096]); time.sleep(3)' > /dev/null 2> "$TMP/dr.err"
 peak=$(sed -n 's/.*memory watcher: peak RSS \([0-9.]*\)MB.*/\1/p' "$TMP/dr.err")
 if [ -n "$peak" ] && awk -v p="$peak" 'BEGIN { exit !(p >= 96 * 1.048576) }'; then
     echo "ok   debug-run --watch-memory=10: the peak ($peak MB) counts the command's 96 MiB"

@@ -1517,6 +1517,10 @@ done:
                        a.outfeed_drop ? "--outfeed-drop: the queue was full" : "more keys waited than --outfeed-depth");
         }
     }
+    if (tm && ts_model_finish(tm)) { /* --trace with an open range: its file, whose error is the run's */
+        fprintf(stderr, "tensorscope: %s\n", ts_last_error());
+        if (rc == CLI_OK) rc = CLI_RUNTIME;
+    }
     ts_memwatch_stop();
     if (tb) ts_tb_hparams_end(tb, rc == CLI_OK);
     if (tb && ts_tb_close(tb) && rc == CLI_OK) rc = cli_runtime_error("closing the TensorBoard log");

@@ -256,6 +256,7 @@ _PROTOTYPES = {
     "ts_model_training": (_st, [C.POINTER(P), P, P, P, Optimizer]),
     "ts_model_inference": (_st, [C.POINTER(P), P, C.POINTER(P), C.c_int, P]),
     "ts_model_free": (None, [P]),
+    "ts_model_finish": (_st, [P]),
     "ts_model_compile": (_st, [P]),
     "ts_model_tensor_names": (_st, [P, C.POINTER(STRS), C.POINTER(C.c_size_t)]),
     "ts_model_anchor": (_st, [P, S, S, C.c_int, C.c_int]),

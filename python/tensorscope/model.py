@@ -95,6 +95,16 @@ class Model:
                 lib.ts_model_cancel(self._owned.ptr)
 
     # ---- life cycle
+    def finish(self) -> None:
+        """Writes what the model still holds for a file of its own: a trace
+        whose step range is open or not reached yet (Options.trace) is
+        written now, and nothing more is traced. Its error is raised here (a
+        full disk: FileError), where closing the model could only log it.
+        The model stays usable."""
+        fn = _capi.function("ts_model_finish", "Model.finish")
+        with self._lock:
+            check(fn(self._h))
+
     def compile(self, *inputs: np.ndarray, **named_inputs: np.ndarray) -> Model:
         """Validates, infers shapes, orders ops and plans memory (the first
         call does it when compile was not called). Inputs, when given, are
@@ -254,17 +264,23 @@ class Model:
                 done.set()
 
         worker = threading.Thread(target=work, name="tensorscope-run", daemon=True)
-        worker.start()
         interrupted = None
-        while not done.is_set():
-            try:
-                # a run clears the flag when it starts: ask again until it stops
+        try:  # a signal may come as soon as the worker starts, before the loop below waits
+            worker.start()
+        except BaseException as e:
+            interrupted = e
+            if worker.ident is None:  # it never started: nothing runs
+                raise
+        while True:
+            try:  # every step of the loop inside: a signal anywhere in it is caught
+                if done.is_set():
+                    break
+                if interrupted is not None:  # a run clears the flag when it starts: ask until it stops
+                    self.cancel()
                 done.wait(None if interrupted is None else 0.05)
             except BaseException as e:  # KeyboardInterrupt, or a handler's own exception
                 if interrupted is None:
                     interrupted = e
-            if interrupted is not None and not done.is_set():
-                self.cancel()
         worker.join()
         if interrupted is not None:
             if result and result[0][0] == _capi.TS_ERR_CANCELLED and not interrupted.args:

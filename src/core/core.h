@@ -90,8 +90,8 @@ size_t ts_escape_text(char *dst, size_t cap, const char *src);
 bool ts_parse_bool(const char *s, bool *out);
 bool ts_parse_log_level(const char *s, int *out);
 bool ts_env_flag(const char *name);
-/* Opens `path` for reading only if it is a regular file (a FIFO is refused
- * at once, not waited on): *fd (the caller closes it) and the file's real
+/* Opens `path` for reading only if it is a regular file, not a symbolic
+ * link (a FIFO is refused at once, not waited on): *fd (the caller closes it) and the file's real
  * size, what every reader of untrusted files checks a stated size against
  * before allocating. `what` (".npy file", "ONNX model") names the kind of
  * file in the errors. ts_file_fopen_read: the same as a stdio stream. */

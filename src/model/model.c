@@ -121,6 +121,12 @@ ts_status ts_model_inference(ts_model **out, ts_graph *g, ts_tensor *const *outp
     return TS_OK;
 }
 
+ts_status ts_model_finish(ts_model *m) {
+    if (!m) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_finish: no model");
+    m->trace_done = true;
+    return ts_trace_finish(m);
+}
+
 void ts_model_free(ts_model *m) {
     if (!m) return;
     if (ts_trace_finish(m)) /* a trace still open: a cancelled or failed run, or steps to the end */
