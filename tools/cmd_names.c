@@ -20,7 +20,7 @@ static int compile_model(const char *cmd, const model_args *a, cli_model *cm, ts
     cli_import imp = a->gpt;
     imp.inputs = &a->inputs, imp.values = &a->values, imp.loss = a->loss, imp.labels_input = a->labels_input, imp.output = a->output;
     ts_status st = cli_model_open(a->model, a->batch_size, 0, NULL, &imp, cm);
-    if (st == TS_ERR_NOT_FOUND && !cm->error[0]) return cli_unknown_model(cmd, a->model);
+    if (cm->unknown) return cli_unknown_model(cmd, a->model);
     if (st) return cm->error[0] ? cli_usage_error(cmd, "%s", cm->error) : cli_runtime_error("building the model");
     ts_options *o = ts_options_new();
     if (!o) return cli_runtime_error("options");
