@@ -38,8 +38,9 @@ static int compile_model(const char *cmd, const model_args *a, cli_model *cm, ts
         ts_options_free(o);
         return cli_usage_error(cmd, "--precision must be f32, bf16 or f16, got '%s'", a->precision);
     }
+    /* names, shapes, the plan and lint: nothing here runs, so no buffer is allocated */
     if (ts_options_set_device_iterations(o, (int)a->repeat_count) || ts_options_set_gradient_accumulation(o, (int)a->grad_accum) ||
-        ts_options_set_precision(o, prec)) {
+        ts_options_set_precision(o, prec) || ts_options_set_plan_only(o, 1)) {
         ts_options_free(o);
         return cli_usage_error(cmd, "%s", ts_last_error());
     }
