@@ -7,7 +7,8 @@
  *   RSS of the command stays small); a compile to run is refused by
  *   TS_LIMIT_COMPILE_BYTES from the plan, before allocating, with the
  *   "raise it with TS_MAX_COMPILE_BYTES" message; a plan-only model does
- *   not run;
+ *   not run; a compile to run of a 1 GiB Pad allocates its arenas without
+ *   touching them (they are not zero-filled page by page);
  * - an Expand of a graph input to [64, 2^28] under the 1 GiB import limit:
  *   what the import would hold (the zeros it adds and their copy, 2 GiB) is
  *   refused before it is allocated;
@@ -154,6 +155,24 @@ static int compile_budget_child(const char *path) {
     return rc;
 }
 
+/* In a child: compile (to run) an inference model of the 1 GiB Pad at
+ * `path`; exit 0 when compiled with its arenas planned at that size. */
+static int compile_lazy_child(const char *path) {
+    ts_graph *g = NULL;
+    if (ts_graph_from_onnx(&g, path, NULL, 0)) return 10;
+    ts_tensor *y = ts_graph_output_at(g, 0);
+    ts_model *m = NULL;
+    ts_model_memory mm = {0};
+    ts_status st = ts_model_inference(&m, g, &y, 1, NULL);
+    if (!st) st = ts_model_compile(m);
+    if (!st) st = ts_model_memory_get(m, &mm);
+    printf("     | %s: %s; activations %lld bytes, anchors %lld\n", ts_status_name(st), st ? ts_last_error() : "compiled",
+           (long long)mm.activations, (long long)mm.anchors);
+    ts_model_free(m);
+    ts_graph_free(g);
+    return !st && mm.activations >= ((int64_t)1 << 30) ? 0 : 1;
+}
+
 /* In a child: import `path` under the default 1 GiB import limit; exit 0
  * when refused by TS_MAX_IMPORT_BYTES. */
 static int import_budget_child(const char *path) {
@@ -190,6 +209,18 @@ static void check_budgets(void) {
     CHECK(rc == 0 && mb < SMALL_RSS_MB,
           "a compile of the 16 GiB Pad under a 256 MiB compile limit: refused from the plan, plan-only compiles and does not run (exit %d, "
           "peak RSS %.0f MiB)", rc, mb);
+
+    /* arenas are not zero-filled: a compile touches no page of them */
+    model_begin();
+    input("x", 2, (int64_t[]){64, 1});
+    output("y");
+    init_i64("pads", 4, (int64_t[]){0, 0, 0, (int64_t)1 << 22});
+    node("Pad", "pad", "x,pads", "y");
+    CHECK_OK(import_as("pad1g", NULL), "a Pad to [64, 2^22+1] (1 GiB) imports");
+    snprintf(path, sizeof path, "%s/pad1g.onnx", dir);
+    rc = in_child(compile_lazy_child, path, &mb);
+    CHECK(rc == 0 && mb < SMALL_RSS_MB, "its compile plans 1 GiB of activations and an anchor of 1 GiB without touching them (exit %d, peak RSS "
+          "%.0f MiB)", rc, mb);
 
     /* x [64,1] expanded to [64, 2^28]: x + zeros [1, 2^28] (1 GiB), the
      * zeros copied into the graph (1 GiB more) */
