@@ -485,7 +485,6 @@ static void half_storage(ts_model *m, ts_prog *p) {
     ts_free(ok);
 }
 
-/* Zeroed memory of the model's device (its backend's). */
 /* The compile budget (TS_LIMIT_COMPILE_BYTES): `bytes` more of the plan's
  * buffers, added to what the program has, checked before any is
  * allocated (a shape declared by a file can ask for terabytes). */
@@ -500,6 +499,7 @@ static ts_status budget(ts_prog *p, size_t bytes, const char *what) {
     return TS_OK;
 }
 
+/* Zeroed memory of the model's device (its backend's). */
 static ts_status device_alloc(const ts_model *m, size_t bytes, float **out) {
     void *v = NULL;
     ts_status st = m->backend->alloc(bytes, &v);
