@@ -5,6 +5,7 @@ checks every struct's size and field offsets against the C compiler). The
 rest of the package only calls `lib.<function>` and `check(status)`.
 """
 import ctypes as C
+import operator
 import os
 import sys
 import threading
@@ -67,8 +68,11 @@ def fit_int(value, ctype, what):
     """`value` if it is no int or one that `ctype` holds; else InvalidArgumentError naming
     `what` (None: the value alone)."""
     lo, hi = _INT_RANGES.get(ctype, (None, None))
-    if lo is not None and isinstance(value, int) and not lo <= value <= hi:
-        raise InvalidArgumentError(f"{what + '=' if what else ''}{value} does not fit the library's "
+    if lo is None or isinstance(value, (float, C._SimpleCData)) or not hasattr(type(value), "__index__"):
+        return value
+    v = operator.index(value)  # an int, or a NumPy integer as ctypes would read it
+    if not lo <= v <= hi:
+        raise InvalidArgumentError(f"{what + '=' if what else ''}{v} does not fit the library's "
                                    f"{_INT_NAMES[ctype]} ({lo}..{hi})")
     return value
 

@@ -115,6 +115,8 @@ def test_every_integer_the_package_passes_is_checked():
         ts.LRSchedule().lr_at(0.1, 2**64 + 1)
     with pytest.raises(ts.InvalidArgumentError, match="does not fit the library's int "):
         ts.Options().threads(2**32 + 1)
+    with pytest.raises(ts.InvalidArgumentError, match="18446744073709551615 does not fit the library's int64_t"):
+        ts.LRSchedule().lr_at(0.1, np.uint64(2**64 - 1))  # a NumPy integer too
     with pytest.raises(ts.InvalidArgumentError, match=r"shape\[1\]=36893488147419103232 does not fit"):
         g.input("big", "f32", [1, 2**65])
     with pytest.raises(ts.InvalidArgumentError, match="batch_size=18446744073709551617 does not fit"):
