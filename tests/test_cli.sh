@@ -73,6 +73,7 @@ usage_error "integer beyond int" "--threads 4294967297 is out of range: give an 
 usage_error "integer beyond long" "--batch-size 99999999999999999999 is out of range" --batch-size 99999999999999999999
 usage_error "seed beyond int64" "--seed 9223372036854775808 is out of range: give an integer from -9223372036854775808 to 9223372036854775807" --seed 9223372036854775808
 usage_error "--input shape beyond int64" "--input x:99999999999999999999x4: the shape must be up to" --model m.onnx --input x:99999999999999999999x4
+usage_error "loss scale beyond float" "--loss-scale: the initial scale must be in \[1, 1e30\], got 1e39" --loss-scale 1e39
 usage_error "NaN learning rate" "--lr expects a number, got 'nan'" --lr nan
 usage_error "zero epochs" "--epochs must be" --epochs 0
 usage_error "flag with a value it does not take" "--quiet takes no value" --quiet=1

@@ -640,6 +640,8 @@ static int set_precision(const char *cmd, const train_args *a, ts_options *o) {
         init = strtod(a->loss_scale, &end);
         if (end == a->loss_scale || *end)
             return cli_usage_error(cmd, "--loss-scale must be dynamic, off or an initial scale such as 1024, got '%s'", a->loss_scale);
+        if (!(init >= 1 && init <= 1e30)) /* before the cast to float: 1e39 would be inf */
+            return cli_usage_error(cmd, "--loss-scale: the initial scale must be in [1, 1e30], got %s", a->loss_scale);
     }
     if (ts_options_set_loss_scaling(o, on, (float)init, 2.0f, 0.5f, 2000)) return cli_usage_error(cmd, "--loss-scale: %s", ts_last_error());
     return CLI_OK;
