@@ -175,10 +175,16 @@ TS_API ts_status ts_set_log_vmodule(const char *spec);
  *   TS_LIMIT_ARCHIVE_BYTES: bytes one .npz may inflate to, over the
  *     members that are read. Default 2 GiB; environment:
  *     TS_MAX_ARCHIVE_BYTES.
+ *   TS_LIMIT_COMPILE_BYTES: the buffers one compile lays out (activation
+ *     and gradient arenas, anchors, kernel workspace and scratch), checked
+ *     from the plan before any is allocated: a model whose declared shapes
+ *     need more is refused at compile. Default: the machine's physical
+ *     memory; environment: TS_MAX_COMPILE_BYTES. A plan-only compile
+ *     (ts_options_set_plan_only) allocates none and is not limited.
  * The environment variables take a byte count with an optional K, M, G or
  * T suffix (powers of 1024) and are read when the limit is first used; a
  * value set here wins over the environment. 0 is refused. */
-typedef enum ts_limit { TS_LIMIT_IMPORT_BYTES = 0, TS_LIMIT_ARCHIVE_BYTES } ts_limit;
+typedef enum ts_limit { TS_LIMIT_IMPORT_BYTES = 0, TS_LIMIT_ARCHIVE_BYTES, TS_LIMIT_COMPILE_BYTES } ts_limit;
 TS_API ts_status ts_set_limit(ts_limit which, uint64_t bytes);
 TS_API uint64_t ts_get_limit(ts_limit which);
 /* A size as the CLI and the TS_ variables take it: a number with an
@@ -733,6 +739,13 @@ TS_API ts_status ts_options_set_device(ts_options *o, const char *device);
  * torch.backends.cuda.matmul.allow_tf32): products in float32. The CPU
  * computes in float32 either way. */
 TS_API ts_status ts_options_set_allow_tf32(ts_options *o, int allow);
+/* 1: ts_model_compile plans the program (tensor names, shapes, the memory
+ * plan and its sizes, lint warnings, graph dumps, ts_model_memory) without
+ * allocating the buffers it lays out, so a model far larger than memory
+ * can be inspected; such a model does not run (TS_ERR_STATE). 0 (the
+ * default): compiled to run. `tensorscope names`, `graph` and `lint`
+ * compile this way. */
+TS_API ts_status ts_options_set_plan_only(ts_options *o, int on);
 /* TS_OK when `device` ("cpu", "cuda", "cuda:N") can run models here;
  * otherwise the error a model on it would give (TS_ERR_INVALID_ARGUMENT
  * for a name tensorscope does not know, TS_ERR_UNSUPPORTED saying why it

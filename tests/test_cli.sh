@@ -68,6 +68,12 @@ usage_error() { # usage_error WHAT REGEX ARGS...: train ARGS exits 2 with REGEX 
 usage_error "unknown flag" "unknown flag '--frobnicate'" --frobnicate
 usage_error "missing value" "--epochs needs a value" "${T_ARGS[@]}" --epochs
 usage_error "bad integer" "--epochs expects an integer, got 'abc'" --epochs abc
+# integers beyond what the flag holds: refused as typed (4294967297 is not 1)
+usage_error "integer beyond int" "--threads 4294967297 is out of range: give an integer from -2147483648 to 2147483647" --threads 4294967297
+usage_error "integer beyond long" "--batch-size 99999999999999999999 is out of range" --batch-size 99999999999999999999
+usage_error "seed beyond int64" "--seed 9223372036854775808 is out of range: give an integer from -9223372036854775808 to 9223372036854775807" --seed 9223372036854775808
+usage_error "--input shape beyond int64" "--input x:99999999999999999999x4: the shape must be up to" --model m.onnx --input x:99999999999999999999x4
+usage_error "loss scale beyond float" "--loss-scale: the initial scale must be in \[1, 1e30\], got 1e39" --loss-scale 1e39
 usage_error "NaN learning rate" "--lr expects a number, got 'nan'" --lr nan
 usage_error "zero epochs" "--epochs must be" --epochs 0
 usage_error "flag with a value it does not take" "--quiet takes no value" --quiet=1

@@ -45,8 +45,9 @@ check "a ${#long}-character --dump-npy directory: the dump lands in it, nothing 
 
 # ---- overflowing and truncated integers, huge learning rates (findings 6, 10)
 usage2 'D x A = 65536 x 65536 (was SIGFPE)' 'micro-batches a run' --repeat-count 65536 --gradient-accumulation-count 65536
-usage2 '--watch-period 4294967297 (was period 1)' 'watch-period must be 1\.\.2147483647' --watch-period 4294967297
-usage2 '--watch-period 2147483648 (was -2147483648)' 'got 2147483648' --watch-period 2147483648
+usage2 '--watch-period 4294967297 (was period 1)' '--watch-period 4294967297 is out of range' --watch-period 4294967297
+usage2 '--watch-period 2147483648 (was -2147483648)' '--watch-period 2147483648 is out of range' --watch-period 2147483648
+usage2 '--watch-period 0' 'watch-period must be 1\.\.2147483647, got 0' --watch-period 0
 usage2 '--anchor x:every_n:4294967297 (was period 1)' 'period must be 1\.\.' --anchor 'fc1.bias:every_n:4294967297'
 usage2 '--output-mode every_n:99999999999' 'period must be 1\.\.' --output-mode 'every_n:99999999999'
 usage2 '--lr 1e308 (was inf, exit 1 at compile)' 'lr must be in \[0, 1e6\]' --lr 1e308

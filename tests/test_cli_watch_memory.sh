@@ -101,8 +101,10 @@ usage() { # usage WHAT EXPECTED-TEXT ARGS...
     if [ $rc -eq 2 ] && grep -qF -- "$want" "$TMP/u.err"; then echo "ok   $what: exit 2, '$want'"
     else echo "FAIL $what: exit $rc, stderr: $(head -c 300 "$TMP/u.err")"; failed=1; fi
 }
-usage "--watch-memory=0" "--watch-memory=0: give a whole number >= 1, or --watch-memory alone" --watch-memory=0
-usage "--watch-memory=fast" "--watch-memory=fast: give a whole number >= 1" --watch-memory=fast
+usage "--watch-memory=0" "--watch-memory=0: give a whole number from 1 to 2147483647, or --watch-memory alone" --watch-memory=0
+usage "--watch-memory=fast" "--watch-memory=fast: give a whole number from 1 to 2147483647" --watch-memory=fast
+# beyond int: refused as typed, never wrapped (was "got 1215752191")
+usage "--watch-memory=99999999999" "--watch-memory=99999999999: give a whole number from 1 to 2147483647" --watch-memory=99999999999
 usage "--log-vmodule bogus=4" "'bogus' is not a module" --log-vmodule bogus=4
 usage "--log-vmodule exec=9" "'9' is not a level for exec" --log-vmodule exec=9
 

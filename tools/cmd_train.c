@@ -640,6 +640,8 @@ static int set_precision(const char *cmd, const train_args *a, ts_options *o) {
         init = strtod(a->loss_scale, &end);
         if (end == a->loss_scale || *end)
             return cli_usage_error(cmd, "--loss-scale must be dynamic, off or an initial scale such as 1024, got '%s'", a->loss_scale);
+        if (!(init >= 1 && init <= 1e30)) /* before the cast to float: 1e39 would be inf */
+            return cli_usage_error(cmd, "--loss-scale: the initial scale must be in [1, 1e30], got %s", a->loss_scale);
     }
     if (ts_options_set_loss_scaling(o, on, (float)init, 2.0f, 0.5f, 2000)) return cli_usage_error(cmd, "--loss-scale: %s", ts_last_error());
     return CLI_OK;
@@ -696,7 +698,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--optimizer", FLAG_STRING, &a.optimizer, "sgd|adam|adamw", "optimizer (default: mlp sgd, cnn adam, gpt adamw)"},
         {"--momentum", FLAG_FLOAT, &a.momentum, "M", "SGD momentum (default 0)"},
         {"--weight-decay", FLAG_FLOAT, &a.weight_decay, "WD", "weight decay (default 0; gpt 0.01)"},
-        {"--seed", FLAG_INT, &a.seed, "N", "seed for initialisation, shuffling and a corpus's windows (default 0)"},
+        {"--seed", FLAG_INT64, &a.seed, "N", "seed for initialisation, shuffling and a corpus's windows (default 0)"},
         {"--holdout", FLAG_INT, &a.holdout, "N", "last N samples held out for accuracy (default 2000, arrays: 10%; an .npz's x_heldout instead; "
                                                  "a corpus: N windows of its last tenth, default 20 batches)"},
         {"--all", FLAG_BOOL, &a.all, NULL, "eval: evaluate on every image, not only the held-out ones"},
@@ -945,7 +947,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     int64_t n_train = N - a.holdout;
     if (corpus && !imp.vocab) imp.vocab = ts_corpus_vocab_size(corpus);
     ts_status st = cli_model_open(a.model, a.batch_size, (uint64_t)a.seed, &a.prints, &imp, &cm);
-    if (st == TS_ERR_NOT_FOUND && !cm.error[0]) {
+    if (cm.unknown) {
         rc = cli_unknown_model(cmd, a.model);
         goto done;
     }

@@ -221,7 +221,7 @@ def dtype_code(d: DTypeLike) -> int:
 
 def _shape_args(shape):
     shape = [int(d) for d in shape]
-    return [len(shape), (C.c_int64 * max(len(shape), 1))(*shape)]
+    return [len(shape), _capi.int_array(C.c_int64, shape, "shape", max(len(shape), 1))]
 
 
 def _tensor_arg(value, graph, what):
@@ -237,7 +237,7 @@ def _ints(values, pad=0):
     `pad` entries for ops that read as many as they expect."""
     values = [int(v) for v in values]
     n = len(values)
-    return (C.c_int * max(n, pad, 1))(*(values + [-1] * max(pad - n, 0))), n
+    return _capi.int_array(C.c_int, values + [-1] * max(pad - n, 0), "values", max(n, pad, 1)), n
 
 
 def _struct(cls, value, what):
@@ -524,7 +524,8 @@ class Graph:
                 inputs[i].value = C.pointer(values[name][0])
                 continue
             inputs[i].ndim = len(shape)
-            inputs[i].shape[:len(shape)] = [int(d) for d in shape]
+            inputs[i].shape[:len(shape)] = [_capi.fit_int(int(d), C.c_int64, f"input_shapes[{name!r}][{j}]")
+                                            for j, d in enumerate(shape)]
         h = C.c_void_p()
         check(fn(C.byref(h), cstr(os.fspath(path)), inputs, len(given)))
         del values  # the library has copied them
@@ -652,7 +653,8 @@ class Graph:
     def split(self, x: Tensor, dim: int, n: int) -> List[Tensor]:
         """`n` equal slices of x along `dim` (torch.chunk), as a list."""
         fn = _capi.function("ts_split", "Graph.split")
-        out = (C.c_void_p * max(int(n), 1))()
+        n = _capi.fit_int(int(n), C.c_int, "n")  # before an array of n pointers is made
+        out = (C.c_void_p * max(n, 1))()
         self._locate()
         check(fn(self._h, _tensor_arg(x, self, "split(x)"), int(dim), int(n), out))
         return [Tensor(self, out[i]) for i in range(int(n))]
@@ -676,7 +678,7 @@ class Graph:
                              f"{2 * len(x.shape)}: the befores of every dim, then the afters")
         fn = _capi.function("ts_pad", "Graph.pad")
         self._locate()
-        return self._tensor(fn(self._h, _tensor_arg(x, self, "pad(x)"), (C.c_int64 * len(pads))(*pads),
+        return self._tensor(fn(self._h, _tensor_arg(x, self, "pad(x)"), _capi.int_array(C.c_int64, pads, "pads"),
                                self._PAD_MODES[mode], float(value)))
 
     def outfeed(self, queue: "OutfeedQueue", key: str, tensor: Tensor) -> None:

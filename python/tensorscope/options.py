@@ -307,6 +307,7 @@ class LRSchedule:
         self.warmup_steps, self.step_size, self.gamma = int(warmup_steps), int(step_size), float(gamma)
         self.total_steps, self.min_lr = int(total_steps), float(min_lr)
         self._kind = code.value
+        self._struct()  # an int the library's int64_t cannot hold is refused here, never wrapped
 
     def _struct(self) -> _capi.LrSchedule:
         return _capi.LrSchedule(self._kind, self.warmup_steps, self.step_size, self.gamma,

@@ -58,10 +58,17 @@ struct ts_model {
     bool dist_agreed;    /* the ranks' options compared equal (agree.c); cleared by a compile or a new schedule */
     /* dynamic loss scaling (ts_options_set_loss_scaling), on when `scaling` */
     bool scaling;
-    double loss_scale;
+    double loss_scale; /* kept in [TS_LOSS_SCALE_MIN, TS_LOSS_SCALE_MAX] */
     int64_t good_steps;  /* steps in a row without an Inf/NaN gradient */
     int64_t skipped_steps;
 };
+
+/* The range a dynamic loss scale stays in (backing off and growing stop at
+ * its ends) and a checkpoint's scale must be in: 2^-24 (f16's smallest
+ * step: a smaller scale only flushes gradients to zero) to 2^127 (below
+ * f32's largest, which the scale is multiplied in). */
+#define TS_LOSS_SCALE_MIN 0x1p-24
+#define TS_LOSS_SCALE_MAX 0x1p127
 
 /* A model's split over the ranks of a job (src/dist/: replicas, pipeline
  * stages, records gathered to rank 0), as compile, the executor and the

@@ -128,6 +128,8 @@ bool ts_dtype_is_integer(ts_dtype t); /* the integer dtypes and bool */
  * for f32 a NaN, an infinity or a value within f32's range, any for f64,
  * bf16 and f16 (rounded to nearest even as a cast does). */
 bool ts_dtype_holds(ts_dtype t, double v);
+/* How many of x[0..n) are NaN or infinite. */
+int64_t ts_f32_nonfinite(const float *x, int64_t n);
 /* String -> int map for name lookups (strmap.c). Keys are borrowed: keep
  * each key string alive, unchanged, while it is in the map. Zero-initialise. */
 typedef struct ts_strmap {

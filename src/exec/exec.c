@@ -342,13 +342,13 @@ static ts_status skip_scaled_step(ts_model *m, bool *skip) {
     if (st) return st;
     *skip = bad;
     if (bad) {
-        m->loss_scale *= m->opts.scale_backoff;
+        m->loss_scale = fmax(m->loss_scale * m->opts.scale_backoff, TS_LOSS_SCALE_MIN);
         m->good_steps = 0;
         m->skipped_steps++;
         ts_counter_add("SkippedSteps", 1);
         ts_logf(TS_LOG_INFO, "step %lld skipped: a gradient overflowed; loss scale now %g", (long long)m->steps + 1, m->loss_scale);
     } else if (++m->good_steps >= m->opts.scale_interval) {
-        m->loss_scale *= m->opts.scale_growth;
+        m->loss_scale = fmin(m->loss_scale * m->opts.scale_growth, TS_LOSS_SCALE_MAX);
         m->good_steps = 0;
     }
     ts_metric_record_value("LossScale", m->loss_scale); /* the scale the next step starts at */

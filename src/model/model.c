@@ -176,7 +176,7 @@ ts_status ts_model_compile(ts_model *m) {
     for (int e = 0; !st && e < p->n_entries; e++) /* slots of the size of the records each queue takes */
         for (int k = 0; !st && k < p->entries[e].n_outfeeds; k++)
             st = ts_outfeed_reserve(p->entries[e].outfeeds[k].q, (size_t)p->entries[e].numel * sizeof(float));
-    if (!st) st = ts_device_bind(m, p);
+    if (!st && !m->opts.plan_only) st = ts_device_bind(m, p); /* a plan-only program has no buffers to bind */
     if (st) {
         if (p) ts_prog_free(p);
         return st;
