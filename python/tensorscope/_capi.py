@@ -212,6 +212,8 @@ _PROTOTYPES = {
     "ts_graph_tensor_count": (C.c_size_t, [P]),
     "ts_graph_tensor_at": (P, [P, C.c_size_t]),
     "ts_param_set": (_st, [P, C.POINTER(Array)]),
+    "ts_param_set_trainable": (_st, [P, C.c_int]),
+    "ts_param_trainable": (C.c_int, [P]),
     "ts_graph_save_weights": (_st, [P, S]),
     "ts_graph_load_weights": (_st, [P, S]),
     "ts_graph_load_weights_matching": (_st, [P, S, WEIGHT_SKIP_FN, C.c_void_p, C.POINTER(C.c_size_t)]),
@@ -252,6 +254,7 @@ _PROTOTYPES = {
     "ts_sgd": (Optimizer, [C.c_float, C.c_float, C.c_float]),
     "ts_adam": (Optimizer, [C.c_float]),
     "ts_adamw": (Optimizer, [C.c_float, C.c_float]),
+    "ts_param_set_optimizer": (_st, [P, C.POINTER(Optimizer)]),
     # model
     "ts_model_training": (_st, [C.POINTER(P), P, P, P, Optimizer]),
     "ts_model_inference": (_st, [C.POINTER(P), P, C.POINTER(P), C.c_int, P]),

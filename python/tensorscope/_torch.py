@@ -47,6 +47,27 @@ def _optimizer_of(optimizer):
 
 
 EXPORT_OPSET = 17  # every PyTorch from 1.13 writes it: the same graph whichever torch exports
+OWN_DOMAIN = "ai.tensorscope"  # tensorscope's own ops in the file, where ONNX has none
+
+
+def _stop_gradient(g, x):
+    """aten::detach as tensorscope's StopGradient (the exporter drops a
+    detach otherwise: ONNX has no stop-gradient)."""
+    out = g.op(f"{OWN_DOMAIN}::StopGradient", x)
+    out.setType(x.type())  # its shape and dtype are x's
+    return out
+
+
+@contextlib.contextmanager
+def _detach_carried():
+    """Exports each x.detach() of forward as a StopGradient node while
+    the export runs (the registration is the exporter's, process-wide)."""
+    import torch
+    torch.onnx.register_custom_op_symbolic("aten::detach", _stop_gradient, EXPORT_OPSET)
+    try:
+        yield
+    finally:
+        torch.onnx.unregister_custom_op_symbolic("aten::detach", EXPORT_OPSET)
 
 
 def export_onnx(module, example_inputs, path, input_names, keep_stacks=False):
@@ -63,13 +84,16 @@ def export_onnx(module, example_inputs, path, input_names, keep_stacks=False):
     quiet = contextlib.nullcontext()
     if keep_stacks and callable(getattr(torch.onnx, "log", None)):
         quiet = _patched(torch.onnx, "log", lambda *args: None)  # verbose prints the graph
-    with quiet, warnings.catch_warnings():
+    with quiet, _detach_carried(), warnings.catch_warnings():
         # the TorchScript exporter and its training= are deprecated from PyTorch 2.9 on
         warnings.simplefilter("ignore", DeprecationWarning)
+        # the exporter infers shapes before the symbolic sets its output's type
+        warnings.filterwarnings("ignore", f"The shape inference of {OWN_DOMAIN}::", UserWarning)
         try:
             torch.onnx.export(module, tuple(example_inputs), path, input_names=input_names,
                               training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
-                              opset_version=EXPORT_OPSET, verbose=keep_stacks, **kwargs)
+                              opset_version=EXPORT_OPSET, verbose=keep_stacks,
+                              custom_opsets={OWN_DOMAIN: 1}, **kwargs)
         except Exception as e:
             if importlib.util.find_spec("onnx") is None:  # PyTorch 2.9 on writes ONNX through it
                 raise ImportError(f"PyTorch {torch.__version__} exports ONNX through the onnx "

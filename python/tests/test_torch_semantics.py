@@ -1,0 +1,105 @@
+"""What a PyTorch program says about training beyond its ops, carried by
+ts.training_model(module): each case trains 10 steps here and in PyTorch's
+own loop (zero_grad, backward, step) from the same weights and the same
+batches, and the losses and the weights agree within 1e-5 relative."""
+import copy
+
+import numpy as np
+import pytest
+
+import tensorscope as ts
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+pytestmark = pytest.mark.skipif(not hasattr(ts._capi.lib, "ts_graph_from_onnx"),
+                                reason="this library does not import ONNX")
+STEPS = 10
+RTOL = 1e-5
+
+
+def train_beside_torch(module, make_optimizer, make_inputs, steps=STEPS, **wrap):
+    """`steps` steps of `module` through ts.training_model and of a copy in
+    PyTorch's loop, each with the optimizer make_optimizer(module) and the
+    inputs make_inputs(step) (a tuple of tensors; forward returns its loss,
+    last). Returns (the wrapped module after copy_weights_to_torch, the
+    reference module, the losses here, PyTorch's)."""
+    ref = copy.deepcopy(module)
+    ref_opt = make_optimizer(ref)
+    model = ts.training_model(module, ts.Options(), optimizer=make_optimizer(module),
+                              example_inputs=make_inputs(0), **wrap)
+    ours, theirs = [], []
+    for step in range(steps):
+        inputs = make_inputs(step)
+        out = model(*[t.numpy() for t in inputs])
+        ours.append(float(out[-1] if isinstance(out, tuple) else out))
+        ref_opt.zero_grad()
+        loss = ref(*inputs)
+        loss = loss[-1] if isinstance(loss, tuple) else loss
+        loss.backward()
+        ref_opt.step()
+        theirs.append(loss.item())
+    np.testing.assert_allclose(ours, theirs, rtol=RTOL)
+    model.copy_weights_to_torch()
+    for (name, p), (_, q) in zip(module.named_parameters(), ref.named_parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=RTOL, atol=1e-7,
+                                   err_msg=name)
+    return module, ref, ours, theirs
+
+
+# ---- detach: a stop-gradient
+
+class GanDiscriminatorStep(torch.nn.Module):
+    """A GAN's discriminator step: the generator's samples detached, so only
+    the discriminator learns from this loss."""
+
+    def __init__(self):
+        super().__init__()
+        self.generator = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 6))
+        self.discriminator = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+
+    def forward(self, z, real):
+        fake = self.generator(z).detach()
+        return F.softplus(-self.discriminator(real)).mean() + F.softplus(self.discriminator(fake)).mean()
+
+
+def gan_inputs(step):
+    g = torch.Generator().manual_seed(100 + step)
+    return torch.randn(8, 4, generator=g), torch.randn(8, 6, generator=g) + 1.0
+
+
+def test_detach_stops_the_gradient_as_in_torch():
+    torch.manual_seed(0)
+    net = GanDiscriminatorStep()
+    generator = {n: p.detach().clone() for n, p in net.generator.named_parameters()}
+    discriminator = {n: p.detach().clone() for n, p in net.discriminator.named_parameters()}
+    # Adam over every parameter: PyTorch skips the generator's (their .grad
+    # is None), and a zero gradient here would still move them
+    train_beside_torch(net, lambda m: torch.optim.Adam(m.parameters(), lr=0.01, weight_decay=0.1), gan_inputs)
+    for n, p in net.generator.named_parameters():
+        assert torch.equal(p, generator[n]), f"generator.{n} was trained through a detach()"
+    assert not all(torch.equal(p, discriminator[n]) for n, p in net.discriminator.named_parameters())
+
+
+def test_the_stop_gradient_is_a_named_tensor_with_no_gradient():
+    torch.manual_seed(0)
+    net = GanDiscriminatorStep()
+    model = ts.training_model(net, ts.Options(), optimizer=ts.SGD(lr=0.1), example_inputs=gan_inputs(0))
+    model.compile()
+    names = model.get_tensor_names()
+    stops = [n for n in names if "StopGradient" in n and not n.startswith("Gradient___")]
+    assert stops and model.graph.tensor(stops[0]).op == "StopGradient"
+    assert not any(n.startswith("Gradient___generator.") for n in names), names
+
+
+def test_the_graph_builder_has_the_stop_gradient():
+    g = ts.Graph(seed=1)
+    x = g.input("x", "f32", [4, 3])
+    a = g.linear(x, 3, "a")
+    b = g.linear(g.stop_gradient(a), 2, "b")
+    loss = g.mean(b)
+    loss.name = "loss"
+    model = ts.training_model(g, optimizer=ts.SGD(lr=0.5))
+    before = g.tensor("a.weight").numpy()
+    model(np.ones((4, 3), np.float32))
+    assert np.array_equal(g.tensor("a.weight").numpy(), before)
+    assert not np.array_equal(g.tensor("b.bias").numpy(), np.zeros(2, np.float32))
