@@ -23,27 +23,109 @@ from . import _capi
 from .errors import NotFoundError, StateError, TensorscopeError
 from .graph import Graph
 from .model import Model, new_training_model
-from .options import SGD, Adam, AdamW
+from .options import SGD, Adam, AdamW, LRSchedule
+
+
+def _group_optimizer(optimizer, h):
+    """A ts optimizer of a torch.optim SGD/Adam/AdamW's parameter group `h`;
+    what it cannot carry is refused with the reason."""
+    import torch
+    kind = type(optimizer)
+    if kind not in (torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW):
+        raise TypeError(f"optimizer {kind.__name__}: tensorscope trains with SGD, Adam and AdamW; "
+                        "use ts.SGD, ts.Adam, ts.AdamW or torch.optim.SGD, Adam or AdamW")
+    for option in ("maximize", "amsgrad"):
+        if h.get(option):
+            raise ValueError(f"torch optimizer {kind.__name__}({option}=True): tensorscope has no "
+                             f"{option}; train with {option}=False")
+    if kind is torch.optim.SGD:
+        return SGD(h["lr"], h["momentum"], h["weight_decay"], h["dampening"], h["nesterov"])
+    if kind is torch.optim.Adam:
+        return Adam(h["lr"], h["betas"], h["eps"], h["weight_decay"])
+    return AdamW(h["lr"], h["betas"], h["eps"], h["weight_decay"])
 
 
 def _optimizer_of(optimizer):
-    """A ts optimizer from itself or from a torch.optim SGD/Adam/AdamW."""
+    """A ts optimizer from itself or from a torch.optim SGD/Adam/AdamW (its
+    first parameter group's settings; TorchModel's _set_param_groups gives
+    every parameter its own group's)."""
     if isinstance(optimizer, _capi.Optimizer):
         return optimizer
     import torch
     if isinstance(optimizer, torch.optim.Optimizer):
-        if len(optimizer.param_groups) != 1:
-            raise ValueError("tensorscope trains every parameter with one optimizer: pass a "
-                             "torch optimizer with one parameter group")
-        h = optimizer.param_groups[0]
-        if type(optimizer) is torch.optim.SGD:
-            return SGD(h["lr"], h["momentum"], h["weight_decay"], h["dampening"], h["nesterov"])
-        if type(optimizer) is torch.optim.Adam:
-            return Adam(h["lr"], h["betas"], h["eps"], h["weight_decay"])
-        if type(optimizer) is torch.optim.AdamW:
-            return AdamW(h["lr"], h["betas"], h["eps"], h["weight_decay"])
+        return _group_optimizer(optimizer, optimizer.param_groups[0])
     raise TypeError(f"optimizer {type(optimizer).__name__}: use ts.SGD, ts.Adam, ts.AdamW or "
                     "torch.optim.SGD, Adam or AdamW")
+
+
+_SETTINGS = ("kind", "lr", "momentum", "dampening", "nesterov", "weight_decay", "beta1", "beta2", "eps")
+
+
+def _same_settings(a, b) -> bool:
+    return all(getattr(a, f) == getattr(b, f) for f in _SETTINGS)
+
+
+def set_param_training(module, graph, optimizer, model_opt) -> None:
+    """Each parameter of `graph` trained as PyTorch would train it: not at
+    all when it has requires_grad=False or the torch optimizer does not
+    hold it (frozen: its gradient not computed for it), else with its
+    parameter group's settings. A parameter of the graph that no module
+    parameter names, when some are frozen or grouped, is an error: it
+    could not be given its settings."""
+    import torch
+    by_tensor = {}  # id(torch parameter) -> its group's ts optimizer (None: frozen)
+    if isinstance(optimizer, torch.optim.Optimizer):
+        for h in optimizer.param_groups:
+            group = _group_optimizer(optimizer, h)
+            for p in h["params"]:
+                by_tensor[id(p)] = group
+    settings = {}  # graph parameter name -> ts optimizer, or None: frozen
+    state = module.state_dict(keep_vars=True)  # every name of a tied parameter
+    for name, p in state.items():
+        if not isinstance(p, torch.nn.Parameter):
+            continue
+        held = id(p) in by_tensor or not isinstance(optimizer, torch.optim.Optimizer)
+        if not p.requires_grad or not held:
+            settings[name] = None
+        elif by_tensor.get(id(p)) is not None and not _same_settings(by_tensor[id(p)], model_opt):
+            settings[name] = by_tensor[id(p)]
+    if not settings:
+        return
+    params = graph.parameters()
+    unknown = [n for n in params if n not in state]
+    if unknown:
+        raise ValueError(f"the export holds parameters under names the module does not have "
+                         f"({', '.join(unknown[:5])}), so frozen parameters and parameter groups "
+                         "cannot be told apart there: train every parameter with one setting, or "
+                         "report the module")
+    for name, how in settings.items():
+        t = params.get(name)
+        if t is None:
+            continue  # not in the export: forward does not use it
+        if how is None:
+            t.trainable = False
+        else:
+            t.set_optimizer(how)
+
+
+def lr_schedule_of(scheduler):
+    """Our LRSchedule for a torch LR scheduler that has one, stepped once
+    per optimizer step (call its step() after every optimizer.step()):
+    StepLR, and CosineAnnealingLR over its first T_max steps; any other
+    is refused with what to use instead."""
+    import torch
+    sched = torch.optim.lr_scheduler
+    what = type(scheduler).__name__
+    if getattr(scheduler, "last_epoch", 0) != 0:
+        raise ValueError(f"LR scheduler {what} has stepped {scheduler.last_epoch} times already: "
+                         "pass a new one (training starts from its first step)")
+    if type(scheduler) is sched.StepLR:
+        return LRSchedule("step", step_size=scheduler.step_size, gamma=scheduler.gamma)
+    if type(scheduler) is sched.CosineAnnealingLR:
+        return LRSchedule("cosine", total_steps=scheduler.T_max, min_lr=scheduler.eta_min)
+    raise ValueError(f"LR scheduler {what}: tensorscope follows StepLR and CosineAnnealingLR (and a "
+                     "linear warmup, ts.LRSchedule(warmup_steps=...)); pass one of them or a "
+                     "ts.LRSchedule, or lr_schedule=None for a constant rate")
 
 
 EXPORT_OPSET = 17  # every PyTorch from 1.13 writes it: the same graph whichever torch exports
@@ -328,7 +410,9 @@ def training_model_of_module(module, options, optimizer, example_inputs, loss):
                                  else [scores.shape[0]])  # per token: [B, T] of [B, T, V]
             loss_t = getattr(graph, _LOSSES[loss])(scores, labels)
             loss_t.name = "loss"
-        model = new_training_model(TorchModel, graph, options, _optimizer_of(optimizer), loss_t)
+        model_opt = _optimizer_of(optimizer)
+        set_param_training(module, graph, optimizer, model_opt)
+        model = new_training_model(TorchModel, graph, options, model_opt, loss_t)
     except TensorscopeError as e:
         origins.reraise(e)
     model.module = module

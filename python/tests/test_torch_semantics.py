@@ -17,16 +17,19 @@ STEPS = 10
 RTOL = 1e-5
 
 
-def train_beside_torch(module, make_optimizer, make_inputs, steps=STEPS, **wrap):
+def train_beside_torch(module, make_optimizer, make_inputs, steps=STEPS, make_scheduler=None, **wrap):
     """`steps` steps of `module` through ts.training_model and of a copy in
     PyTorch's loop, each with the optimizer make_optimizer(module) and the
     inputs make_inputs(step) (a tuple of tensors; forward returns its loss,
-    last). Returns (the wrapped module after copy_weights_to_torch, the
+    last), and the LR scheduler make_scheduler(optimizer) stepped after
+    each step. Returns (the wrapped module after copy_weights_to_torch, the
     reference module, the losses here, PyTorch's)."""
     ref = copy.deepcopy(module)
     ref_opt = make_optimizer(ref)
-    model = ts.training_model(module, ts.Options(), optimizer=make_optimizer(module),
-                              example_inputs=make_inputs(0), **wrap)
+    ref_sched = make_scheduler(ref_opt) if make_scheduler else None
+    opt = make_optimizer(module)
+    model = ts.training_model(module, ts.Options(), optimizer=opt, example_inputs=make_inputs(0),
+                              lr_schedule=make_scheduler(opt) if make_scheduler else None, **wrap)
     ours, theirs = [], []
     for step in range(steps):
         inputs = make_inputs(step)
@@ -37,6 +40,8 @@ def train_beside_torch(module, make_optimizer, make_inputs, steps=STEPS, **wrap)
         loss = loss[-1] if isinstance(loss, tuple) else loss
         loss.backward()
         ref_opt.step()
+        if ref_sched:
+            ref_sched.step()
         theirs.append(loss.item())
     np.testing.assert_allclose(ours, theirs, rtol=RTOL)
     model.copy_weights_to_torch()
@@ -103,3 +108,96 @@ def test_the_graph_builder_has_the_stop_gradient():
     model(np.ones((4, 3), np.float32))
     assert np.array_equal(g.tensor("a.weight").numpy(), before)
     assert not np.array_equal(g.tensor("b.bias").numpy(), np.zeros(2, np.float32))
+
+
+# ---- the optimizer's parameters and parameter groups
+
+class Backbone(torch.nn.Module):
+    """A small classifier: a backbone (frozen or slower) and a head."""
+
+    def __init__(self):
+        super().__init__()
+        self.backbone = torch.nn.Sequential(torch.nn.Linear(6, 10), torch.nn.ReLU(), torch.nn.Linear(10, 8), torch.nn.ReLU())
+        self.neck = torch.nn.Linear(8, 8)
+        self.head = torch.nn.Linear(8, 3)
+
+    def forward(self, x, labels):
+        return F.cross_entropy(self.head(F.relu(self.neck(self.backbone(x)))), labels)
+
+
+def classifier_inputs(step):
+    g = torch.Generator().manual_seed(200 + step)
+    return torch.randn(8, 6, generator=g), torch.randint(0, 3, (8,), generator=g)
+
+
+@pytest.mark.parametrize("kind", ["SGD", "Adam", "AdamW"])
+def test_a_frozen_backbone_fine_tune_with_two_parameter_groups_matches_torch(kind):
+    torch.manual_seed(1)
+    net = Backbone()
+    for p in net.backbone[0].parameters():
+        p.requires_grad_(False)  # frozen; backbone[2] is only missing from the optimizer
+
+    def optimizer(m):
+        groups = [{"params": m.neck.parameters(), "lr": 0.02, "weight_decay": 0.05},
+                  {"params": m.head.parameters()}]
+        if kind == "SGD":
+            groups[0]["momentum"] = 0.5
+            return torch.optim.SGD(groups, lr=0.1, momentum=0.9, weight_decay=0.01)
+        groups[0]["betas"] = (0.8, 0.99)
+        return getattr(torch.optim, kind)(groups, lr=0.01, weight_decay=0.01)
+
+    before = {n: p.detach().clone() for n, p in net.named_parameters()}
+    train_beside_torch(net, optimizer, classifier_inputs)
+    for n, p in net.named_parameters():
+        assert torch.equal(p, before[n]) == n.startswith("backbone."), f"{n}: trained or not as PyTorch"
+
+
+def test_a_frozen_parameter_gets_no_gradient_unless_asked():
+    torch.manual_seed(1)
+    net = Backbone()
+    for p in net.backbone.parameters():
+        p.requires_grad_(False)
+    model = ts.training_model(net, ts.Options(), optimizer=ts.SGD(lr=0.1),
+                              example_inputs=classifier_inputs(0))
+    model.compile()
+    names = set(model.get_tensor_names())
+    assert "Gradient___neck.weight" in names
+    assert not any(n.startswith("Gradient___backbone.") for n in names), sorted(names)
+    assert not model.graph.tensor("backbone.0.weight").trainable
+    assert model.graph.tensor("neck.weight").trainable
+
+
+def test_an_optimizer_option_we_do_not_have_is_refused():
+    net = Backbone()
+    with pytest.raises(ValueError, match="amsgrad"):
+        ts.training_model(net, ts.Options(), optimizer=torch.optim.Adam(net.parameters(), amsgrad=True),
+                          example_inputs=classifier_inputs(0))
+    with pytest.raises(TypeError, match="RMSprop"):
+        ts.training_model(net, ts.Options(), optimizer=torch.optim.RMSprop(net.parameters()),
+                          example_inputs=classifier_inputs(0))
+
+
+@pytest.mark.parametrize("scheduler", ["StepLR", "CosineAnnealingLR"])
+def test_a_torch_lr_scheduler_scales_every_group_as_in_torch(scheduler):
+    torch.manual_seed(2)
+    net = Backbone()
+
+    def optimizer(m):
+        return torch.optim.SGD([{"params": m.backbone.parameters(), "lr": 0.02},
+                                {"params": list(m.neck.parameters()) + list(m.head.parameters())}],
+                               lr=0.1, momentum=0.9)
+
+    def make(opt):
+        if scheduler == "StepLR":
+            return torch.optim.lr_scheduler.StepLR(opt, step_size=3, gamma=0.5)
+        return torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=STEPS, eta_min=0.001)
+
+    train_beside_torch(net, optimizer, classifier_inputs, make_scheduler=make)
+
+
+def test_a_torch_lr_scheduler_we_do_not_have_is_refused():
+    net = Backbone()
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    with pytest.raises(ValueError, match="ExponentialLR: tensorscope follows StepLR"):
+        ts.training_model(net, ts.Options(), optimizer=opt, example_inputs=classifier_inputs(0),
+                          lr_schedule=torch.optim.lr_scheduler.ExponentialLR(opt, 0.9))
