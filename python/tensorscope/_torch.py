@@ -140,16 +140,43 @@ def _stop_gradient(g, x):
     return out
 
 
-@contextlib.contextmanager
-def _detach_carried():
-    """Exports each x.detach() of forward as a StopGradient node while
-    the export runs (the registration is the exporter's, process-wide)."""
+def _embedding(g, weight, indices, padding_idx, scale_grad_by_freq, sparse):
+    """aten::embedding as a Gather whose padding row gets no gradient
+    (PyTorch's padding_idx; the exporter drops it otherwise): the rows
+    gathered at padding positions pass through a StopGradient, the
+    others as they are: out = e + (StopGradient(e) - e) * (indices == k)."""
     import torch
-    torch.onnx.register_custom_op_symbolic("aten::detach", _stop_gradient, EXPORT_OPSET)
+    from torch.onnx import symbolic_helper
+    if symbolic_helper._maybe_get_const(scale_grad_by_freq, "b") is True:
+        raise ValueError("nn.Embedding(scale_grad_by_freq=True): tensorscope does not scale "
+                         "an embedding's gradient by frequency; use scale_grad_by_freq=False")
+    out = g.op("Gather", weight, indices)
+    pad = symbolic_helper._maybe_get_const(padding_idx, "i")
+    if not isinstance(pad, int) or pad < 0:  # -1: none (nn.Embedding makes a negative one positive)
+        return out
+    is_pad = g.op("Equal", indices, g.op("Constant", value_t=torch.tensor(pad, dtype=torch.int64)))
+    mask = g.op("Unsqueeze", g.op("Cast", is_pad, to_i=1),  # 1 = FLOAT
+                g.op("Constant", value_t=torch.tensor([-1], dtype=torch.int64)))
+    held = g.op("Sub", _stop_gradient(g, out), out)
+    return g.op("Add", out, g.op("Mul", held, mask))
+
+
+_CARRIED = {"aten::detach": _stop_gradient, "aten::embedding": _embedding}
+
+
+@contextlib.contextmanager
+def _semantics_carried():
+    """Exports what ONNX's ops lose of forward's semantics (each detach(),
+    an Embedding's padding_idx) in tensorscope's terms while the export
+    runs (the registrations are the exporter's, process-wide)."""
+    import torch
+    for name, fn in _CARRIED.items():
+        torch.onnx.register_custom_op_symbolic(name, fn, EXPORT_OPSET)
     try:
         yield
     finally:
-        torch.onnx.unregister_custom_op_symbolic("aten::detach", EXPORT_OPSET)
+        for name in _CARRIED:
+            torch.onnx.unregister_custom_op_symbolic(name, EXPORT_OPSET)
 
 
 def export_onnx(module, example_inputs, path, input_names, keep_stacks=False):
@@ -166,7 +193,7 @@ def export_onnx(module, example_inputs, path, input_names, keep_stacks=False):
     quiet = contextlib.nullcontext()
     if keep_stacks and callable(getattr(torch.onnx, "log", None)):
         quiet = _patched(torch.onnx, "log", lambda *args: None)  # verbose prints the graph
-    with quiet, _detach_carried(), warnings.catch_warnings():
+    with quiet, _semantics_carried(), warnings.catch_warnings():
         # the TorchScript exporter and its training= are deprecated from PyTorch 2.9 on
         warnings.simplefilter("ignore", DeprecationWarning)
         # the exporter infers shapes before the symbolic sets its output's type

@@ -201,3 +201,38 @@ def test_a_torch_lr_scheduler_we_do_not_have_is_refused():
     with pytest.raises(ValueError, match="ExponentialLR: tensorscope follows StepLR"):
         ts.training_model(net, ts.Options(), optimizer=opt, example_inputs=classifier_inputs(0),
                           lr_schedule=torch.optim.lr_scheduler.ExponentialLR(opt, 0.9))
+
+
+# ---- Embedding's padding_idx
+
+class Tagger(torch.nn.Module):
+    """Token embeddings with a padding row, a linear layer over them."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(12, 6, padding_idx=0)
+        self.out = torch.nn.Linear(6, 4)
+
+    def forward(self, tokens, labels):
+        return F.cross_entropy(self.out(self.embed(tokens)).reshape(-1, 4), labels.reshape(-1))
+
+
+def tagger_inputs(step):
+    g = torch.Generator().manual_seed(300 + step)
+    tokens = torch.randint(0, 12, (4, 5), generator=g)
+    tokens[:, -2:] = 0  # padded
+    return tokens, torch.randint(0, 4, (4, 5), generator=g)
+
+
+@pytest.mark.parametrize("kind", ["SGD", "Adam"])
+def test_the_padding_row_of_an_embedding_is_not_trained(kind):
+    torch.manual_seed(3)
+    net = Tagger()
+    with torch.no_grad():
+        net.embed.weight[0] = 0.5  # the padding row's value is the user's
+    before = net.embed.weight.detach().clone()
+    make = (lambda m: torch.optim.SGD(m.parameters(), lr=0.2, momentum=0.9)) if kind == "SGD" else (
+        lambda m: torch.optim.Adam(m.parameters(), lr=0.02))
+    train_beside_torch(net, make, tagger_inputs)
+    assert torch.equal(net.embed.weight[0], before[0])
+    assert not torch.equal(net.embed.weight[1:], before[1:])
