@@ -161,13 +161,56 @@ def _embedding(g, weight, indices, padding_idx, scale_grad_by_freq, sparse):
     return g.op("Add", out, g.op("Mul", held, mask))
 
 
-_CARRIED = {"aten::detach": _stop_gradient, "aten::embedding": _embedding}
+def _cross_entropy(g, scores, target, weight, reduction, ignore_index, label_smoothing):
+    """aten::cross_entropy_loss as ONNX's SoftmaxCrossEntropyLoss (the
+    exporter's own), and with label_smoothing e > 0 (which the exporter
+    refuses) PyTorch's formula: (1 - e) * that loss + e / C * the mean (or
+    sum) over the samples not ignored of -sum_c w_c log p_c, a weighted
+    mean dividing by the weights of the samples' classes."""
+    import torch
+    from torch.onnx import symbolic_helper as sh
+    how = ["none", "mean", "sum"][sh._maybe_get_const(reduction, "i")]
+    ii = sh._maybe_get_const(ignore_index, "i")
+    e = sh._maybe_get_const(label_smoothing, "f")
+    weighted = not weight.node().mustBeNone()
+    ins = (scores, target, weight) if weighted else (scores, target)
+    loss = g.op("SoftmaxCrossEntropyLoss", *ins, reduction_s=how, ignore_index_i=ii)
+    if not e:
+        return loss
+    sizes = sh._get_tensor_sizes(scores) or []
+    if len(sizes) != 2 or not isinstance(sizes[1], int):
+        raise ValueError("cross_entropy(label_smoothing=...) of scores of shape "
+                         f"{sizes}: tensorscope smooths scores [N, C] only; flatten them to "
+                         "[N, C] (and the labels to [N]) first")
+    const = lambda v, dtype=torch.float32: g.op("Constant", value_t=torch.tensor(v, dtype=dtype))  # noqa: E731
+    logp = g.op("LogSoftmax", scores, axis_i=1)
+    if weighted:
+        logp = g.op("Mul", logp, weight)
+    smooth = g.op("Neg", g.op("ReduceSum", logp, const([1], torch.int64), keepdims_i=0))
+    kept = g.op("Cast", g.op("Not", g.op("Equal", target, const(ii, torch.int64))), to_i=1)
+    smooth = g.op("Mul", smooth, kept)
+    if how != "none":
+        smooth = g.op("ReduceSum", smooth, keepdims_i=0)
+    if how == "mean":
+        if weighted:  # the weights of the kept samples' classes, through one-hot rows
+            one_hot = g.op("Cast", g.op("Equal", g.op("Unsqueeze", target, const([1], torch.int64)),
+                                        const(list(range(sizes[1])), torch.int64)), to_i=1)
+            kept = g.op("Mul", g.op("ReduceSum", g.op("Mul", one_hot, weight), const([1], torch.int64),
+                                    keepdims_i=0), kept)
+        count = g.op("ReduceSum", kept, keepdims_i=0)
+        smooth = g.op("Div", smooth, count)
+    return g.op("Add", g.op("Mul", loss, const(1.0 - e)), g.op("Mul", smooth, const(e / sizes[1])))
+
+
+_CARRIED = {"aten::detach": _stop_gradient, "aten::embedding": _embedding,
+            "aten::cross_entropy_loss": _cross_entropy}
 
 
 @contextlib.contextmanager
 def _semantics_carried():
     """Exports what ONNX's ops lose of forward's semantics (each detach(),
-    an Embedding's padding_idx) in tensorscope's terms while the export
+    an Embedding's padding_idx, cross_entropy's label_smoothing) in
+    tensorscope's terms while the export
     runs (the registrations are the exporter's, process-wide)."""
     import torch
     for name, fn in _CARRIED.items():
@@ -179,17 +222,39 @@ def _semantics_carried():
             torch.onnx.unregister_custom_op_symbolic(name, EXPORT_OPSET)
 
 
-def export_onnx(module, example_inputs, path, input_names, keep_stacks=False):
+@contextlib.contextmanager
+def _state_kept(module):
+    """The module's buffers and torch's random state as they were before
+    the export: tracing runs forward once, which moves BatchNorm's running
+    statistics (and num_batches_tracked) and draws Dropout masks. Yields
+    the float buffers' values from before, by state_dict name."""
+    import torch
+    buffers = {n: b.detach().clone() for n, b in module.named_buffers()}
+    rng = torch.random.get_rng_state()
+    try:
+        yield {n: b for n, b in buffers.items() if b.is_floating_point()}
+    finally:
+        with torch.no_grad():
+            for n, b in module.named_buffers():
+                if n in buffers:
+                    b.copy_(buffers[n])
+        torch.random.set_rng_state(rng)
+
+
+def export_onnx(module, example_inputs, path, input_names, keep_stacks=False, preserve_modes=False):
     """torch.onnx.export in training mode with parameters kept as named
     initializers (no constant folding), the TorchScript exporter at opset
     EXPORT_OPSET (PyTorch 2.9 on defaults to the dynamo exporter, which
     folds BatchNormalization into the convolutions, parameters gone, even
     in training mode). keep_stacks: each node keeps the Python stack that made it (its
-    doc_string; the exporter's verbose mode, without its printout)."""
+    doc_string; the exporter's verbose mode, without its printout).
+    preserve_modes: each module exported in its own train/eval mode
+    (TrainingMode.PRESERVE), not all of them in training mode."""
     import torch
     kwargs = {}
     if "dynamo" in inspect.signature(torch.onnx.export).parameters:
         kwargs["dynamo"] = False
+    mode = torch.onnx.TrainingMode.PRESERVE if preserve_modes else torch.onnx.TrainingMode.TRAINING
     quiet = contextlib.nullcontext()
     if keep_stacks and callable(getattr(torch.onnx, "log", None)):
         quiet = _patched(torch.onnx, "log", lambda *args: None)  # verbose prints the graph
@@ -200,7 +265,7 @@ def export_onnx(module, example_inputs, path, input_names, keep_stacks=False):
         warnings.filterwarnings("ignore", f"The shape inference of {OWN_DOMAIN}::", UserWarning)
         try:
             torch.onnx.export(module, tuple(example_inputs), path, input_names=input_names,
-                              training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
+                              training=mode, do_constant_folding=False,
                               opset_version=EXPORT_OPSET, verbose=keep_stacks,
                               custom_opsets={OWN_DOMAIN: 1}, **kwargs)
         except Exception as e:
@@ -419,12 +484,19 @@ def training_model_of_module(module, options, optimizer, example_inputs, loss):
     names = params[:len(example_inputs)]
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "module.onnx")
-        export_onnx(module, example_inputs, path, names, keep_stacks=True)
+        with _state_kept(module) as buffers:
+            export_onnx(module, example_inputs, path, names, keep_stacks=True, preserve_modes=True)
         origins = _Origins(module, path)
         try:
             graph = Graph.from_onnx(path, {n: tuple(t.shape) for n, t in zip(names, example_inputs)})
         except TensorscopeError as e:
             origins.reraise(e)
+    for name, values in buffers.items():  # as before the trace moved them
+        try:
+            t = graph.tensor(name)
+        except NotFoundError:
+            continue  # not in the export: forward does not read it
+        t.set_value(values.cpu().numpy().reshape(t.shape))
     outputs = graph.outputs
     if not outputs:
         raise ValueError("the exported module has no output")

@@ -45,9 +45,9 @@ def train_beside_torch(module, make_optimizer, make_inputs, steps=STEPS, make_sc
         theirs.append(loss.item())
     np.testing.assert_allclose(ours, theirs, rtol=RTOL)
     model.copy_weights_to_torch()
-    for (name, p), (_, q) in zip(module.named_parameters(), ref.named_parameters()):
-        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=RTOL, atol=1e-7,
-                                   err_msg=name)
+    for (name, p), (_, q) in zip(module.state_dict().items(), ref.state_dict().items()):
+        if p.is_floating_point():  # parameters and buffers (BatchNorm's running statistics)
+            np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=RTOL, atol=1e-7, err_msg=name)
     return module, ref, ours, theirs
 
 
@@ -236,3 +236,84 @@ def test_the_padding_row_of_an_embedding_is_not_trained(kind):
     train_beside_torch(net, make, tagger_inputs)
     assert torch.equal(net.embed.weight[0], before[0])
     assert not torch.equal(net.embed.weight[1:], before[1:])
+
+
+# ---- losses, BatchNorm's settings, each module's train/eval mode
+
+class Classifier(torch.nn.Module):
+    def __init__(self, **loss):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(6, 10)
+        self.fc2 = torch.nn.Linear(10, 3)
+        self.loss = loss
+
+    def forward(self, x, labels):
+        return F.cross_entropy(self.fc2(torch.tanh(self.fc1(x))), labels, **self.loss)
+
+
+def ignoring(ignored):
+    """Inputs whose labels are `ignored` at every third sample."""
+    def inputs(step):
+        x, labels = classifier_inputs(step)
+        labels[::3] = ignored
+        return x, labels
+    return inputs
+
+
+WEIGHT = [0.5, 2.0, 1.0]
+
+
+@pytest.mark.parametrize("loss, ignored", [
+    ({}, -100), ({"ignore_index": 2}, 2), ({"weight": WEIGHT}, None), ({"weight": WEIGHT}, -100),
+    ({"label_smoothing": 0.1}, None), ({"label_smoothing": 0.2, "weight": WEIGHT, "ignore_index": 2}, 2),
+    ({"label_smoothing": 0.2, "ignore_index": 2}, 2)],
+    ids=["ignore_index=-100", "ignore_index=2", "weight", "weight+ignored", "label_smoothing",
+         "label_smoothing+weight+ignored", "label_smoothing+ignored"])
+def test_cross_entropy_settings_train_as_in_torch(loss, ignored):
+    torch.manual_seed(4)
+    if "weight" in loss:
+        loss = dict(loss, weight=torch.tensor(loss["weight"]))
+    make_inputs = classifier_inputs if ignored is None else ignoring(ignored)
+    train_beside_torch(Classifier(**loss), lambda m: torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9),
+                       make_inputs)
+
+
+class Normed(torch.nn.Module):
+    """BatchNorm with its own momentum and eps, beside one held in eval
+    mode and a Dropout in eval mode while the rest trains."""
+
+    def __init__(self, eval_parts=False):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(6, 10)
+        self.bn = torch.nn.BatchNorm1d(10, momentum=0.3, eps=1e-3)
+        self.fc2 = torch.nn.Linear(10, 10)
+        self.bn_frozen = torch.nn.BatchNorm1d(10)
+        self.drop = torch.nn.Dropout(0.5)
+        self.head = torch.nn.Linear(10, 3)
+        if eval_parts:
+            with torch.no_grad():
+                self.bn_frozen.running_mean.uniform_(-0.5, 0.5)
+                self.bn_frozen.running_var.uniform_(0.5, 2.0)
+            self.bn_frozen.eval()
+            self.drop.eval()
+
+    def forward(self, x, labels):
+        h = self.bn(torch.relu(self.fc1(x)))
+        h = self.drop(self.bn_frozen(self.fc2(h)))
+        return F.cross_entropy(self.head(h), labels)
+
+
+def test_batch_norm_momentum_and_eps_train_as_in_torch():
+    torch.manual_seed(5)
+    net = Normed()
+    net.drop.p = 0.0  # masks differ from PyTorch's
+    train_beside_torch(net, lambda m: torch.optim.SGD(m.parameters(), lr=0.1), classifier_inputs)
+
+
+def test_each_module_trains_in_its_own_mode():
+    torch.manual_seed(6)
+    net = Normed(eval_parts=True)
+    running = net.bn_frozen.running_mean.clone()
+    train_beside_torch(net, lambda m: torch.optim.SGD(m.parameters(), lr=0.1), classifier_inputs)
+    assert torch.equal(net.bn_frozen.running_mean, running)  # eval: its statistics used, not updated
+    assert net.bn.training and not net.bn_frozen.training and not net.drop.training
