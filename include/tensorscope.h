@@ -162,6 +162,11 @@ TS_API int ts_get_log_level(void);
  * or a bad level. TS_LOG_THREAD_ID=1 adds the kernel thread id to the
  * default callback's lines: `[tensorscope I tid 4242] ...`. */
 TS_API ts_status ts_set_log_vmodule(const char *spec);
+/* One message of a binding (the Python package's own, e.g. what its torch
+ * wrapper did) into the library's log, at `level` (TS_LOG_ERROR to
+ * TS_LOG_TRACE), under module "model": the same level, callback and
+ * stderr lines as the library's messages. */
+TS_API void ts_log_write(int level, const char *message);
 
 /* ------------------------------------------------- limits on file input */
 

@@ -184,6 +184,7 @@ _PROTOTYPES = {
     "ts_memwatch_latest": (_st, [C.POINTER(MemwatchStats)]),
     "ts_set_log_callback": (None, [LOG_FN, C.c_void_p]),
     "ts_get_log_level": (C.c_int, []),
+    "ts_log_write": (None, [C.c_int, C.c_char_p]),
     "ts_set_limit": (_st, [C.c_int, C.c_uint64]),
     "ts_has_feature": (C.c_int, [C.c_char_p]),
     "ts_device_check": (_st, [C.c_char_p]),

@@ -10,17 +10,22 @@ name the module path and the line of the user's forward that made it."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 import importlib.util
 import inspect
+import io
 import os
 import re
+import shutil
+import sys
 import tempfile
 import warnings
+import weakref
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import _capi
-from .errors import NotFoundError, StateError, TensorscopeError
+from .errors import NotFoundError, StateError, TensorscopeError, UnsupportedError
 from .graph import Graph
 from .model import Model, new_training_model
 from .options import SGD, Adam, AdamW, LRSchedule
@@ -227,12 +232,12 @@ def _state_kept(module):
     """The module's buffers and torch's random state as they were before
     the export: tracing runs forward once, which moves BatchNorm's running
     statistics (and num_batches_tracked) and draws Dropout masks. Yields
-    the float buffers' values from before, by state_dict name."""
+    the buffers' values from before, by state_dict name."""
     import torch
     buffers = {n: b.detach().clone() for n, b in module.named_buffers()}
     rng = torch.random.get_rng_state()
     try:
-        yield {n: b for n, b in buffers.items() if b.is_floating_point()}
+        yield buffers
     finally:
         with torch.no_grad():
             for n, b in module.named_buffers():
@@ -258,21 +263,62 @@ def export_onnx(module, example_inputs, path, input_names, keep_stacks=False, pr
     quiet = contextlib.nullcontext()
     if keep_stacks and callable(getattr(torch.onnx, "log", None)):
         quiet = _patched(torch.onnx, "log", lambda *args: None)  # verbose prints the graph
-    with quiet, _semantics_carried(), warnings.catch_warnings():
-        # the TorchScript exporter and its training= are deprecated from PyTorch 2.9 on
-        warnings.simplefilter("ignore", DeprecationWarning)
-        # the exporter infers shapes before the symbolic sets its output's type
-        warnings.filterwarnings("ignore", f"The shape inference of {OWN_DOMAIN}::", UserWarning)
+    with _output_logged("torch.onnx.export"), quiet, _semantics_carried(), \
+            warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         try:
+            # its own domain's opset (version 1) is declared by the exporter when a node uses it
             torch.onnx.export(module, tuple(example_inputs), path, input_names=input_names,
                               training=mode, do_constant_folding=False,
-                              opset_version=EXPORT_OPSET, verbose=keep_stacks,
-                              custom_opsets={OWN_DOMAIN: 1}, **kwargs)
+                              opset_version=EXPORT_OPSET, verbose=keep_stacks, **kwargs)
         except Exception as e:
             if importlib.util.find_spec("onnx") is None:  # PyTorch 2.9 on writes ONNX through it
                 raise ImportError(f"PyTorch {torch.__version__} exports ONNX through the onnx "
                                   "package, which is not installed: pip install onnx") from e
             raise
+    for w in caught:  # the exporter's chatter (deprecations, its tracer's notes): in the log
+        log(LOG_DEBUG, f"torch.onnx.export: {w.category.__name__}: {w.message} ({w.filename}:{w.lineno})")
+    return caught
+
+
+LOG_WARN, LOG_INFO, LOG_DEBUG = 2, 3, 4  # ts_log_level
+
+
+def log(level: int, message: str) -> None:
+    """One message of the wrapper into the library's log (ts.set_log_level,
+    ts.set_log_callback)."""
+    write = getattr(_capi.lib, "ts_log_write", None)  # absent from older libraries
+    if write is not None:
+        write(level, message.encode("utf-8", "replace"))
+
+
+@contextlib.contextmanager
+def _output_logged(what):
+    """What is printed while the block runs -- to Python's sys.stdout and
+    sys.stderr and to the process's descriptors 1 and 2, where PyTorch's
+    C++ side prints (the exporter's graph, its warnings) -- goes into the
+    library's log at debug level, not to the terminal. The descriptors are
+    the process's: another thread's output meanwhile goes there too."""
+    py = io.StringIO()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    with tempfile.TemporaryFile() as f:
+        saved = [os.dup(1), os.dup(2)]
+        try:
+            os.dup2(f.fileno(), 1)
+            os.dup2(f.fileno(), 2)
+            with contextlib.redirect_stdout(py), contextlib.redirect_stderr(py):
+                yield
+        finally:
+            with contextlib.suppress(OSError, AttributeError):
+                ctypes.CDLL(None).fflush(None)  # C stdio buffers, before the descriptors go back
+            for fd, old in zip((1, 2), saved):
+                os.dup2(old, fd)
+                os.close(old)
+            f.seek(0)
+            text = (py.getvalue() + f.read().decode("utf-8", "replace")).rstrip()
+            if text:
+                log(LOG_DEBUG, f"{what} printed:\n{text}")
 
 
 @contextlib.contextmanager
@@ -290,6 +336,13 @@ def _patched(obj, name, value):
 def _fields(buf, start=0, end=None):
     """(field number, wire type, value) of a protobuf message's fields:
     value is an int (varint, fixed) or a memoryview (length-delimited)."""
+    for field, wire, value, _ in _field_spans(buf, start, end):
+        yield field, wire, value
+
+
+def _field_spans(buf, start=0, end=None):
+    """_fields with where each value starts in buf (a length-delimited
+    one's bytes, after its length)."""
     end = len(buf) if end is None else end
     i = start
     while i < end:
@@ -306,7 +359,7 @@ def _fields(buf, start=0, end=None):
             value, i = buf[i:i + n], i + n
         else:
             return  # groups: not in ONNX files
-        yield field, wire, value
+        yield field, wire, value, (i - len(value) if wire == 2 else None)
 
 
 def _varint(buf, i):
@@ -318,6 +371,32 @@ def _varint(buf, i):
         shift += 7
         if b < 0x80:
             return value, i
+
+
+def set_initializers(path: str, values: Dict[str, bytes]) -> None:
+    """Writes values[name] over the raw data of each initializer of an ONNX
+    file that has that name and data of that size (ModelProto.graph = 7,
+    GraphProto.initializer = 5, TensorProto.name = 8, raw_data = 9)."""
+    with open(path, "r+b") as f:
+        buf = bytearray(f.read())
+        view = memoryview(buf)
+        for field, wire, graph, g0 in _field_spans(view):
+            if field != 7 or wire != 2:
+                continue
+            for gfield, gwire, tensor, t0 in _field_spans(view, g0, g0 + len(graph)):
+                if gfield != 5 or gwire != 2:
+                    continue
+                name, raw = None, None
+                for tfield, twire, v, v0 in _field_spans(view, t0, t0 + len(tensor)):
+                    if twire == 2 and tfield == 8:
+                        name = bytes(v).decode("utf-8", "replace")
+                    elif twire == 2 and tfield == 9:
+                        raw = (v0, len(v))
+                if name in values and raw and len(values[name]) == raw[1]:
+                    buf[raw[0]:raw[0] + raw[1]] = values[name]
+        del view
+        f.seek(0)
+        f.write(buf)
 
 
 def onnx_node_origins(path: str) -> List[Tuple[str, str]]:
@@ -422,6 +501,7 @@ class TorchModel(Model):
     failing op."""
 
     module = None
+    _program = None  # the captured program's file (save_program)
     _origins = None
 
     compile = _explained(Model.compile)
@@ -459,6 +539,23 @@ class TorchModel(Model):
             raise NotFoundError(f"no parameter of the imported graph for {', '.join(missing)}: "
                                 "the ONNX export folded or renamed them")
 
+    def save_program(self, path) -> str:
+        """Writes the captured program -- the ONNX file the module was
+        exported to, its weights those of the module when it was wrapped --
+        to `path` (atomically), to run it for inference or compare it
+        elsewhere (ts.Graph.from_onnx, onnxruntime where it has no
+        tensorscope op such as a detach()'s StopGradient). Returns path."""
+        path = os.fspath(path)
+        tmp = f"{path}.tmp{os.getpid()}"
+        try:
+            shutil.copyfile(self._program, tmp)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
+            raise
+        return path
+
     def copy_weights_to_device(self) -> None:
         """Writes the module's current parameters into the graph."""
         self.graph.load_state_dict({n: p.detach().cpu().numpy()
@@ -480,23 +577,28 @@ def training_model_of_module(module, options, optimizer, example_inputs, loss):
     _capi.function("ts_graph_from_onnx", "training_model(torch module)")  # fail before exporting
     if not isinstance(example_inputs, (tuple, list)):
         example_inputs = (example_inputs,)
+    refuse_hooks(module)
     params = list(inspect.signature(module.forward).parameters)
     names = params[:len(example_inputs)]
-    with tempfile.TemporaryDirectory() as d:
+    d = tempfile.mkdtemp(prefix="tensorscope-")  # the captured program: the model's, till it goes
+    try:
         path = os.path.join(d, "module.onnx")
         with _state_kept(module) as buffers:
-            export_onnx(module, example_inputs, path, names, keep_stacks=True, preserve_modes=True)
+            caught = export_onnx(module, example_inputs, path, names, keep_stacks=True,
+                                 preserve_modes=True)
+        refuse_traced_values(module, caught)
+        # the file's buffers as they were before the trace moved them
+        set_initializers(path, {n: b.cpu().numpy().tobytes() for n, b in buffers.items()})
         origins = _Origins(module, path)
         try:
             graph = Graph.from_onnx(path, {n: tuple(t.shape) for n, t in zip(names, example_inputs)})
         except TensorscopeError as e:
             origins.reraise(e)
-    for name, values in buffers.items():  # as before the trace moved them
-        try:
-            t = graph.tensor(name)
-        except NotFoundError:
-            continue  # not in the export: forward does not read it
-        t.set_value(values.cpu().numpy().reshape(t.shape))
+    except BaseException:
+        shutil.rmtree(d, ignore_errors=True)
+        raise
+    finalizer = weakref.finalize(graph, shutil.rmtree, d, True)
+    say_dropout_differs(graph)
     outputs = graph.outputs
     if not outputs:
         raise ValueError("the exported module has no output")
@@ -516,4 +618,99 @@ def training_model_of_module(module, options, optimizer, example_inputs, loss):
         origins.reraise(e)
     model.module = module
     model._origins = graph._origins = origins
+    model._program = path
+    model._program_kept = finalizer  # the file goes with the graph
+    log(LOG_INFO, f"training torch module {type(module).__name__}, captured through the ONNX "
+                  f"exporter of PyTorch {__import__('torch').__version__}")
     return model
+
+
+def refuse_hooks(module) -> None:
+    """A hook on a module or parameter would not run here (the captured
+    program has its ops, not its side effects): refused, naming it."""
+    import torch
+    kinds = (("_forward_pre_hooks", "a forward pre-hook"), ("_forward_hooks", "a forward hook"),
+             ("_backward_pre_hooks", "a backward pre-hook"), ("_backward_hooks", "a backward hook"))
+    instead = ("remove it (the handle's .remove()) before wrapping: tensorscope shows every "
+               "activation and gradient by name (Options.anchor_tensor, watch, Model.inspect), "
+               "and what a hook changes belongs in forward")
+    what = f"torch module {type(module).__name__}"
+    for path, m in module.named_modules():
+        for attr, kind in kinds:
+            hooks = getattr(m, attr, None)
+            if hooks:
+                fn = next(iter(hooks.values()))
+                raise UnsupportedError(f"{what}, module '{path}' has {kind} "
+                                       f"({getattr(fn, '__qualname__', fn)}); {instead}" if path else
+                                       f"{what} has {kind} ({getattr(fn, '__qualname__', fn)}); {instead}")
+    for name, p in module.named_parameters():
+        if getattr(p, "_backward_hooks", None):
+            raise UnsupportedError(f"{what}: parameter '{name}' has a gradient hook (register_hook); "
+                                   f"{instead}")
+    mod = torch.nn.modules.module
+    for attr in ("_global_forward_pre_hooks", "_global_forward_hooks", "_global_backward_hooks",
+                 "_global_backward_pre_hooks"):
+        if getattr(mod, attr, None):
+            raise UnsupportedError(f"{what}: a global module hook is registered "
+                                   f"(torch.nn.modules.module.register_module_{attr[8:-1]}); {instead}")
+
+
+def _installed(filename: str) -> bool:
+    """Code of torch or of an installed package, not the user's own."""
+    import torch
+    path = os.path.abspath(filename)
+    torch_dir = os.path.dirname(os.path.abspath(torch.__file__))
+    return path.startswith(torch_dir + os.sep) or any(
+        part in ("site-packages", "dist-packages") for part in path.split(os.sep))
+
+
+def _module_at(module, filename: str, line: int) -> str:
+    """The path of a submodule whose forward holds filename:line ("" for
+    the top module; None when none does)."""
+    for path, m in module.named_modules():
+        try:
+            lines, start = inspect.getsourcelines(type(m).forward)
+            source = inspect.getsourcefile(type(m).forward)
+        except (OSError, TypeError):
+            continue
+        if source and os.path.abspath(source) == os.path.abspath(filename) and \
+                start <= line < start + len(lines):
+            return path
+    return None
+
+
+def refuse_traced_values(module, caught) -> None:
+    """The tracer's note that forward turned a tensor into a Python value
+    (an `if` on a tensor, int(x), x.item()) in the user's own code: the
+    captured program holds that one branch or value, not the data's, so
+    it is refused, naming the module and the line. (Code of installed
+    packages does it to shapes, which stay fixed: not refused.)"""
+    import torch
+    for w in caught:
+        if not issubclass(w.category, torch.jit.TracerWarning) or _installed(w.filename):
+            continue
+        text = str(w.message)
+        if "Converting a tensor to a Python" not in text and "Python value" not in text:
+            continue
+        path = _module_at(module, w.filename, w.lineno)
+        where = f"module '{path}'" if path else "the top module" if path == "" else "forward's code"
+        raise UnsupportedError(
+            f"torch module {type(module).__name__}, {where}, forward at {w.filename}:{w.lineno}: "
+            f"data-dependent control flow or value ({text.split('.')[0]}): the capture records the "
+            "branch or value of the example inputs only, and would train that program for every "
+            "batch; write it with tensor ops (torch.where(cond, a, b) for an if, a tensor instead "
+            "of .item() or int(x)), or give it as an input")
+
+
+_told_dropout = False  # the message about Dropout's masks, once per process
+
+
+def say_dropout_differs(graph) -> None:
+    global _told_dropout
+    masks = [t.name for t in graph.tensors() if t.op == "DropoutMask"]
+    if masks and not _told_dropout:
+        _told_dropout = True
+        log(LOG_WARN, f"Dropout ({', '.join(masks[:3])}{', ...' if len(masks) > 3 else ''}) draws "
+                      "its masks from tensorscope's generator, not PyTorch's: a step's loss differs "
+                      "from PyTorch's. To compare the two, set its p=0 or put the module in eval() "
+                      "mode before wrapping it")

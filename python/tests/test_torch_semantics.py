@@ -317,3 +317,83 @@ def test_each_module_trains_in_its_own_mode():
     train_beside_torch(net, lambda m: torch.optim.SGD(m.parameters(), lr=0.1), classifier_inputs)
     assert torch.equal(net.bn_frozen.running_mean, running)  # eval: its statistics used, not updated
     assert net.bn.training and not net.bn_frozen.training and not net.drop.training
+
+
+# ---- what cannot be carried is refused, never approximated
+
+def test_a_hook_on_a_module_is_refused_naming_it():
+    net = Backbone()
+    handle = net.neck.register_forward_hook(lambda m, i, o: o * 2)
+    with pytest.raises(ts.UnsupportedError, match="module 'neck' has a forward hook .*remove it"):
+        ts.training_model(net, ts.Options(), optimizer=ts.SGD(lr=0.1), example_inputs=classifier_inputs(0))
+    handle.remove()
+    handle = net.head.weight.register_hook(lambda g: g * 0)
+    with pytest.raises(ts.UnsupportedError, match="parameter 'head.weight' has a gradient hook"):
+        ts.training_model(net, ts.Options(), optimizer=ts.SGD(lr=0.1), example_inputs=classifier_inputs(0))
+    handle.remove()
+    ts.training_model(net, ts.Options(), optimizer=ts.SGD(lr=0.1), example_inputs=classifier_inputs(0))
+
+
+class Branches(torch.nn.Module):
+    """forward takes a branch by the data: the capture would keep one."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(6, 3)
+        self.gate = Gate()
+
+    def forward(self, x, labels):
+        return F.cross_entropy(self.gate(self.fc(x)), labels)
+
+
+class Gate(torch.nn.Module):
+    def forward(self, h):
+        if h.sum() > 0:  # data-dependent
+            return h * 2
+        return h
+
+
+def test_data_dependent_control_flow_is_refused_naming_the_module_and_line():
+    with pytest.raises(ts.UnsupportedError, match=r"module 'gate', forward at .*test_torch_semantics.py:\d+: "
+                                                  r"data-dependent control flow.*torch.where"):
+        ts.training_model(Branches(), ts.Options(), optimizer=ts.SGD(lr=0.1), example_inputs=classifier_inputs(0))
+
+
+def test_dropout_says_once_that_its_masks_differ(monkeypatch):
+    monkeypatch.setattr(ts._torch, "_told_dropout", False)
+    lines = []
+    ts.set_log_level(3)
+    ts.set_log_callback(lambda level, message: lines.append((level, message)))
+    try:
+        for _ in range(2):
+            ts.training_model(Normed(), ts.Options(), optimizer=ts.SGD(lr=0.1), example_inputs=classifier_inputs(0))
+    finally:
+        ts.set_log_callback(None)
+    told = [m for level, m in lines if "Dropout" in m]
+    assert len(told) == 1 and "p=0" in told[0] and "eval()" in told[0], lines
+    assert any("captured through the ONNX exporter" in m for _, m in lines)
+
+
+# ---- hygiene: a capture prints nothing, and its program can be saved
+
+def test_a_capture_prints_nothing(capfd):
+    ts.training_model(GanDiscriminatorStep(), ts.Options(), optimizer=ts.SGD(lr=0.1), example_inputs=gan_inputs(0))
+    ts.training_model(Normed(), ts.Options(), optimizer=ts.SGD(lr=0.1), example_inputs=classifier_inputs(0))
+    out, err = capfd.readouterr()
+    assert out == "" and err == "", (out[:2000], err[:2000])
+
+
+def test_the_captured_program_can_be_saved(tmp_path):
+    torch.manual_seed(7)
+    net = Normed()
+    with torch.no_grad():
+        net.bn.running_mean.uniform_(-1, 1)
+    running = net.bn.running_mean.clone()
+    model = ts.training_model(net, ts.Options(), optimizer=ts.SGD(lr=0.1), example_inputs=classifier_inputs(0))
+    model(*[t.numpy() for t in classifier_inputs(1)])  # training does not change the saved program
+    path = model.save_program(tmp_path / "net.onnx")
+    assert torch.equal(net.bn.running_mean, running)  # wrapping left the module as it was
+    g = ts.Graph.from_onnx(path, {"x": [8, 6], "labels": [8]})
+    np.testing.assert_array_equal(g.tensor("bn.running_mean").numpy(), running.numpy())  # not moved by the trace
+    np.testing.assert_array_equal(g.tensor("fc1.weight").numpy(), net.fc1.weight.detach().numpy())
+    assert [p for p in tmp_path.iterdir()] == [tmp_path / "net.onnx"]  # nothing half-written beside it
