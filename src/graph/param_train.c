@@ -2,6 +2,7 @@
  * the stop-gradient op's builder, parameters left alone, and a parameter's
  * own optimizer settings (compile/compile.c and exec/exec.c read them). */
 #include "graph/graph.h"
+#include "graph/ops.h"
 #include "graph/optim.h"
 
 ts_tensor *ts_stop_gradient(ts_graph *g, ts_tensor *x) {
@@ -13,7 +14,8 @@ ts_tensor *ts_stop_gradient(ts_graph *g, ts_tensor *x) {
 static ts_status settable(const ts_tensor *t, const char *what) {
     if (!t) return ts_error(TS_ERR_INVALID_ARGUMENT, "%s: the parameter is NULL", what);
     if (t->op != TS_OP_PARAM)
-        return ts_error(TS_ERR_INVALID_ARGUMENT, "%s: '%s' is not a parameter (op %s)", what, t->name, t->op == TS_OP_BUFFER ? "Buffer" : "other");
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "%s: '%s' is not a parameter (op %s)", what, t->name,
+                        t->op == TS_OP_BUFFER ? "Buffer" : ts_op_get(t->op)->name);
     if (t->g->n_models > 0)
         return ts_error(TS_ERR_STATE, "%s: '%s' belongs to a graph with a model already; set it before making the model", what, t->name);
     return TS_OK;
