@@ -635,7 +635,9 @@ typedef struct ts_onnx_input {
  * initializer names; see DESIGN.md §3/§13). Inputs with dynamic dims must be
  * given; others may be (a given shape replaces the file's, e.g. the batch
  * size of the exporter's example input). Opsets 1 to 28 of the default
- * domain (the newest of onnx 1.23.2), each node read by its op's version at
+ * domain (the newest of onnx 1.23.2), and tensorscope's own domain
+ * `ai.tensorscope` (StopGradient: ts_stop_gradient; the Python wrapper
+ * writes it for a torch detach()), each node read by its op's version at
  * the model's opset: another opset is TS_ERR_UNSUPPORTED naming the range,
  * and so is an op's version older than the importer reads (below opset 13,
  * one that differs from opset 13's in more than its types and that the
