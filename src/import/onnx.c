@@ -2153,7 +2153,8 @@ static ts_status import_node(importer *im, const Node *n, int index) {
     bool own = n->domain && strcmp(n->domain, TS_ONNX_DOMAIN) == 0; /* the ops the Python wrapper marks (a detach) */
     if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx") != 0 && !own)
         return node_error(im, TS_ERR_UNSUPPORTED, "op type %s of domain '%s' is not supported: tensorscope imports the default ONNX "
-                          "domain (opsets %d to %d): %s", n->op_type, n->domain, MIN_OPSET, MAX_OPSET, supported_list());
+                          "domain (opsets %d to %d) and its own, " TS_ONNX_DOMAIN ": %s", n->op_type, n->domain, MIN_OPSET, MAX_OPSET,
+                          supported_list());
     char key[160];
     snprintf(key, sizeof key, "%s%s%s", own ? TS_ONNX_DOMAIN : "", own ? "." : "", n->op_type);
     int required = 0, oldest = MIN_OPSET;
