@@ -622,6 +622,10 @@ def training_model_of_module(module, options, optimizer, example_inputs, loss):
     model._program_kept = finalizer  # the file goes with the graph
     log(LOG_INFO, f"training torch module {type(module).__name__}, captured through the ONNX "
                   f"exporter of PyTorch {__import__('torch').__version__}")
+    if not module.training:
+        log(LOG_INFO, f"torch module {type(module).__name__} is in eval() mode: its Dropout and "
+                      "BatchNorm train as in eval, as PyTorch runs them; call module.train() before "
+                      "wrapping it for training behaviour")
     return model
 
 

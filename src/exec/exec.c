@@ -247,7 +247,7 @@ static ts_status backward(ts_model *m, int64_t mb) {
             m->backend->round_half(m->backend->host_addressable ? (void *)m->pool : m->stream, t->grid, ge->data, ge->numel, lost);
         }
         OBSERVE(m, p->grad_entry[i], mb); /* every consumer has added its part */
-        if (t->op == TS_OP_PARAM && replicas && !m->rerun) { /* its all-reduce can start */
+        if (t->op == TS_OP_PARAM && !t->frozen && replicas && !m->rerun) { /* its all-reduce can start */
             ts_status st = m->par->grad_ready(m, i, mb);
             if (st) return st;
         }
