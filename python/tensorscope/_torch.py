@@ -31,9 +31,11 @@ from .model import Model, new_training_model
 from .options import SGD, Adam, AdamW, LRSchedule
 
 
-def _group_optimizer(optimizer, h):
+def _group_optimizer(optimizer, h, scheduled=False):
     """A ts optimizer of a torch.optim SGD/Adam/AdamW's parameter group `h`;
-    what it cannot carry is refused with the reason."""
+    what it cannot carry is refused with the reason. scheduled: a torch LR
+    scheduler drives it, whose own first factor is already in h["lr"]
+    (LinearLR's start_factor): the rate is its initial_lr."""
     import torch
     kind = type(optimizer)
     if kind not in (torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW):
@@ -43,14 +45,15 @@ def _group_optimizer(optimizer, h):
         if h.get(option):
             raise ValueError(f"torch optimizer {kind.__name__}({option}=True): tensorscope has no "
                              f"{option}; train with {option}=False")
+    lr = h["initial_lr"] if scheduled and "initial_lr" in h else h["lr"]
     if kind is torch.optim.SGD:
-        return SGD(h["lr"], h["momentum"], h["weight_decay"], h["dampening"], h["nesterov"])
+        return SGD(lr, h["momentum"], h["weight_decay"], h["dampening"], h["nesterov"])
     if kind is torch.optim.Adam:
-        return Adam(h["lr"], h["betas"], h["eps"], h["weight_decay"])
-    return AdamW(h["lr"], h["betas"], h["eps"], h["weight_decay"])
+        return Adam(lr, h["betas"], h["eps"], h["weight_decay"])
+    return AdamW(lr, h["betas"], h["eps"], h["weight_decay"])
 
 
-def _optimizer_of(optimizer):
+def _optimizer_of(optimizer, scheduled=False):
     """A ts optimizer from itself or from a torch.optim SGD/Adam/AdamW (its
     first parameter group's settings; TorchModel's _set_param_groups gives
     every parameter its own group's)."""
@@ -58,7 +61,7 @@ def _optimizer_of(optimizer):
         return optimizer
     import torch
     if isinstance(optimizer, torch.optim.Optimizer):
-        return _group_optimizer(optimizer, optimizer.param_groups[0])
+        return _group_optimizer(optimizer, optimizer.param_groups[0], scheduled)
     raise TypeError(f"optimizer {type(optimizer).__name__}: use ts.SGD, ts.Adam, ts.AdamW or "
                     "torch.optim.SGD, Adam or AdamW")
 
@@ -70,7 +73,7 @@ def _same_settings(a, b) -> bool:
     return all(getattr(a, f) == getattr(b, f) for f in _SETTINGS)
 
 
-def set_param_training(module, graph, optimizer, model_opt) -> None:
+def set_param_training(module, graph, optimizer, model_opt, scheduled=False) -> None:
     """Each parameter of `graph` trained as PyTorch would train it: not at
     all when it has requires_grad=False or the torch optimizer does not
     hold it (frozen: its gradient not computed for it), else with its
@@ -81,7 +84,7 @@ def set_param_training(module, graph, optimizer, model_opt) -> None:
     by_tensor = {}  # id(torch parameter) -> its group's ts optimizer (None: frozen)
     if isinstance(optimizer, torch.optim.Optimizer):
         for h in optimizer.param_groups:
-            group = _group_optimizer(optimizer, h)
+            group = _group_optimizer(optimizer, h, scheduled)
             for p in h["params"]:
                 by_tensor[id(p)] = group
     settings = {}  # graph parameter name -> ts optimizer, or None: frozen
@@ -116,8 +119,9 @@ def set_param_training(module, graph, optimizer, model_opt) -> None:
 def lr_schedule_of(scheduler):
     """Our LRSchedule for a torch LR scheduler that has one, stepped once
     per optimizer step (call its step() after every optimizer.step()):
-    StepLR, and CosineAnnealingLR over its first T_max steps; any other
-    is refused with what to use instead."""
+    StepLR, CosineAnnealingLR over its first T_max steps, and a LinearLR
+    warmup from 1/W to 1 over W - 1 steps (our warmup of W steps); any
+    other is refused with what to use instead."""
     import torch
     sched = torch.optim.lr_scheduler
     what = type(scheduler).__name__
@@ -128,9 +132,18 @@ def lr_schedule_of(scheduler):
         return LRSchedule("step", step_size=scheduler.step_size, gamma=scheduler.gamma)
     if type(scheduler) is sched.CosineAnnealingLR:
         return LRSchedule("cosine", total_steps=scheduler.T_max, min_lr=scheduler.eta_min)
-    raise ValueError(f"LR scheduler {what}: tensorscope follows StepLR and CosineAnnealingLR (and a "
-                     "linear warmup, ts.LRSchedule(warmup_steps=...)); pass one of them or a "
-                     "ts.LRSchedule, or lr_schedule=None for a constant rate")
+    if type(scheduler) is sched.LinearLR:
+        w = scheduler.total_iters + 1
+        if scheduler.end_factor == 1.0 and abs(scheduler.start_factor * w - 1.0) < 1e-6:
+            return LRSchedule("constant", warmup_steps=w)
+        raise ValueError(f"LR scheduler LinearLR(start_factor={scheduler.start_factor}, end_factor="
+                         f"{scheduler.end_factor}, total_iters={scheduler.total_iters}): tensorscope's "
+                         f"linear warmup of W steps is LinearLR(start_factor=1/W, end_factor=1, "
+                         f"total_iters=W - 1), e.g. LinearLR(opt, 1 / {w}, 1.0, {w - 1})")
+    raise ValueError(f"LR scheduler {what}: tensorscope follows StepLR, CosineAnnealingLR and a "
+                     "LinearLR warmup (and a warmup before either, ts.LRSchedule(kind, "
+                     "warmup_steps=...)); pass one of them or a ts.LRSchedule, or lr_schedule=None "
+                     "for a constant rate")
 
 
 EXPORT_OPSET = 17  # every PyTorch from 1.13 writes it: the same graph whichever torch exports
@@ -565,7 +578,8 @@ class TorchModel(Model):
 _LOSSES = {"cross_entropy": "cross_entropy", "nll": "nll_loss"}  # loss= -> Graph method
 
 
-def training_model_of_module(module, options, optimizer, example_inputs, loss):
+def training_model_of_module(module, options, optimizer, example_inputs, loss, scheduled=False):
+    """scheduled: a torch LR scheduler drives the optimizer (lr_schedule_of)."""
     if example_inputs is None:
         raise TypeError("wrapping a torch module needs example_inputs=(x, ...): the inputs of "
                         "one micro-batch, as forward takes them")
@@ -611,8 +625,8 @@ def training_model_of_module(module, options, optimizer, example_inputs, loss):
                                  else [scores.shape[0]])  # per token: [B, T] of [B, T, V]
             loss_t = getattr(graph, _LOSSES[loss])(scores, labels)
             loss_t.name = "loss"
-        model_opt = _optimizer_of(optimizer)
-        set_param_training(module, graph, optimizer, model_opt)
+        model_opt = _optimizer_of(optimizer, scheduled)
+        set_param_training(module, graph, optimizer, model_opt, scheduled)
         model = new_training_model(TorchModel, graph, options, model_opt, loss_t)
     except TensorscopeError as e:
         origins.reraise(e)

@@ -479,7 +479,8 @@ def training_model(model: Any, options: Optional[Options] = None, optimizer: Any
       TorchModel.copy_weights_to_torch."""
     if not isinstance(model, Graph):
         from ._torch import training_model_of_module
-        m = training_model_of_module(model, options, optimizer, example_inputs, loss)
+        torch_scheduler = lr_schedule is not None and not isinstance(lr_schedule, LRSchedule)
+        m = training_model_of_module(model, options, optimizer, example_inputs, loss, torch_scheduler)
     elif optimizer is None:
         raise TypeError("training_model needs an optimizer, e.g. optimizer=ts.SGD(lr=0.01)")
     else:

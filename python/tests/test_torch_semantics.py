@@ -177,7 +177,7 @@ def test_an_optimizer_option_we_do_not_have_is_refused():
                           example_inputs=classifier_inputs(0))
 
 
-@pytest.mark.parametrize("scheduler", ["StepLR", "CosineAnnealingLR"])
+@pytest.mark.parametrize("scheduler", ["StepLR", "CosineAnnealingLR", "LinearLR"])
 def test_a_torch_lr_scheduler_scales_every_group_as_in_torch(scheduler):
     torch.manual_seed(2)
     net = Backbone()
@@ -190,6 +190,8 @@ def test_a_torch_lr_scheduler_scales_every_group_as_in_torch(scheduler):
     def make(opt):
         if scheduler == "StepLR":
             return torch.optim.lr_scheduler.StepLR(opt, step_size=3, gamma=0.5)
+        if scheduler == "LinearLR":  # a warmup of 4 steps
+            return torch.optim.lr_scheduler.LinearLR(opt, start_factor=0.25, end_factor=1.0, total_iters=3)
         return torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=STEPS, eta_min=0.001)
 
     train_beside_torch(net, optimizer, classifier_inputs, make_scheduler=make)
@@ -201,6 +203,9 @@ def test_a_torch_lr_scheduler_we_do_not_have_is_refused():
     with pytest.raises(ValueError, match="ExponentialLR: tensorscope follows StepLR"):
         ts.training_model(net, ts.Options(), optimizer=opt, example_inputs=classifier_inputs(0),
                           lr_schedule=torch.optim.lr_scheduler.ExponentialLR(opt, 0.9))
+    with pytest.raises(ValueError, match=r"LinearLR\(opt, 1 / 5, 1.0, 4\)"):
+        ts.training_model(net, ts.Options(), optimizer=opt, example_inputs=classifier_inputs(0),
+                          lr_schedule=torch.optim.lr_scheduler.LinearLR(opt, 0.5, 1.0, 4))
 
 
 # ---- Embedding's padding_idx
