@@ -1,5 +1,13 @@
-"""Wrapping a PyTorch module, PopTorch-style: export it through ONNX in
-training mode, import it, train it in tensorscope, copy the weights back.
+"""Wrapping a PyTorch module, PopTorch-style: export it through ONNX,
+each module in its own train/eval mode, import it, train it in
+tensorscope, copy the weights back.
+
+What the module says about training beyond its ops is carried (detach(),
+frozen parameters, the optimizer's parameter groups, padding_idx, label
+smoothing, BatchNorm's statistics) or refused (hooks, data-dependent
+control flow, optimizers and schedulers tensorscope lacks): the wrapper
+never trains another program silently. The exporter's printout goes to the
+library's log.
 
 torch is imported here only, when a module is wrapped.
 
@@ -81,7 +89,7 @@ def set_param_training(module, graph, optimizer, model_opt, scheduled=False) -> 
     parameter names, when some are frozen or grouped, is an error: it
     could not be given its settings."""
     import torch
-    by_tensor = {}  # id(torch parameter) -> its group's ts optimizer (None: frozen)
+    by_tensor = {}  # id(torch parameter) -> its group's ts optimizer
     if isinstance(optimizer, torch.optim.Optimizer):
         for h in optimizer.param_groups:
             group = _group_optimizer(optimizer, h, scheduled)
@@ -104,8 +112,8 @@ def set_param_training(module, graph, optimizer, model_opt, scheduled=False) -> 
     if unknown:
         raise ValueError(f"the export holds parameters under names the module does not have "
                          f"({', '.join(unknown[:5])}), so frozen parameters and parameter groups "
-                         "cannot be told apart there: train every parameter with one setting, or "
-                         "report the module")
+                         "cannot be told apart there: train every parameter with one setting (one "
+                         "parameter group, every parameter requiring grad)")
     for name, how in settings.items():
         t = params.get(name)
         if t is None:
