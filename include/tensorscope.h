@@ -162,6 +162,11 @@ TS_API int ts_get_log_level(void);
  * or a bad level. TS_LOG_THREAD_ID=1 adds the kernel thread id to the
  * default callback's lines: `[tensorscope I tid 4242] ...`. */
 TS_API ts_status ts_set_log_vmodule(const char *spec);
+/* One message of a binding (the Python package's own, e.g. what its torch
+ * wrapper did) into the library's log, at `level` (TS_LOG_ERROR to
+ * TS_LOG_TRACE), under module "model": the same level, callback and
+ * stderr lines as the library's messages. */
+TS_API void ts_log_write(int level, const char *message);
 
 /* ------------------------------------------------- limits on file input */
 
@@ -636,7 +641,9 @@ typedef struct ts_onnx_input {
  * initializer names; see DESIGN.md §3/§13). Inputs with dynamic dims must be
  * given; others may be (a given shape replaces the file's, e.g. the batch
  * size of the exporter's example input). Opsets 1 to 28 of the default
- * domain (the newest of onnx 1.23.2), each node read by its op's version at
+ * domain (the newest of onnx 1.23.2), and tensorscope's own domain
+ * `ai.tensorscope` (StopGradient: ts_stop_gradient; the Python wrapper
+ * writes it for a torch detach()), each node read by its op's version at
  * the model's opset: another opset is TS_ERR_UNSUPPORTED naming the range,
  * and so is an op's version older than the importer reads (below opset 13,
  * one that differs from opset 13's in more than its types and that the
@@ -879,6 +886,40 @@ TS_API ts_status ts_lr_schedule_parse(const char *s, ts_lr_schedule_kind *out);
 TS_API const char *ts_lr_schedule_name(ts_lr_schedule_kind k);
 /* The learning rate of step t for a base rate (no checks: see above). */
 TS_API double ts_lr_at(const ts_lr_schedule *s, double base_lr, int64_t t);
+
+/* ------------------------------------------------ per-parameter training
+ * What a PyTorch program says about training beyond its ops: detach(),
+ * parameters the optimizer leaves alone, parameter groups. */
+
+/* x itself, through which no gradient flows back (PyTorch's x.detach()):
+ * what reaches the loss only through it gets no gradient at all (not a
+ * zero one), so a parameter behind it is not updated, as PyTorch's
+ * optimizers skip a parameter whose .grad is None. Named
+ * `<scope>/StopGradient:<k>`. */
+TS_API ts_tensor *ts_stop_gradient(ts_graph *g, ts_tensor *x);
+#ifndef TS_NO_SOURCE_LOCATIONS
+#define ts_stop_gradient(g, ...) ts_stop_gradient(TS_AT_(g), __VA_ARGS__)
+#endif
+/* Whether a training model updates `param` (1, the default) or leaves its
+ * values alone (0: PyTorch's requires_grad=False, or a parameter its
+ * optimizer does not hold). A frozen parameter's gradient is not computed
+ * unless something asks for it (an anchor of `Gradient___<name>`), and
+ * nothing else's is computed for it alone. Set before any model of the
+ * graph is made (TS_ERR_STATE after). */
+TS_API ts_status ts_param_set_trainable(ts_tensor *param, int trainable);
+/* 1 when trainable, 0 when frozen or not a parameter. */
+TS_API int ts_param_trainable(const ts_tensor *param);
+/* The settings `param` is updated with, where they differ from the
+ * model's optimizer (a PyTorch parameter group's lr, weight decay,
+ * momentum, betas, ...): `opt` is checked as ts_model_training checks
+ * its optimizer and must be of the model's kind (one optimizer; a model of
+ * another kind fails to compile, naming the parameter). Its lr is the
+ * parameter's base rate: the model's schedule scales it as it scales the
+ * model's (PyTorch's schedulers scale every group from its own initial
+ * rate); setting the model's base rate (ts_model_set_base_lr) leaves it
+ * as it is. NULL: the model's settings again. Set before any model of
+ * the graph is made (TS_ERR_STATE after). */
+TS_API ts_status ts_param_set_optimizer(ts_tensor *param, const ts_optimizer *opt);
 
 /* ----------------------------------------------------------------- model */
 

@@ -29,7 +29,7 @@ import os
 import sys
 import textwrap
 import weakref
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -103,10 +103,13 @@ OPS = {
     "reduce_max": ("ts_reduce_max", "x:T axes:NI keepdim:I=0"),
     "cross_entropy_ignore": ("ts_cross_entropy_ignore",
                              "logits:T labels:T ignore_index:I32=-100"),
+    "stop_gradient": ("ts_stop_gradient", "x:T"),
 }
 
 # What each op does, in Python terms (the parameters are listed from OPS).
 OP_DOCS = {
+    "stop_gradient": "x itself, through which no gradient flows back (torch's x.detach()): a "
+                     "parameter that reaches the loss only through it is not updated.",
     "input": "A graph input `name` of `dtype` and `shape` (batch first); a run feeds it.",
     "param": "A trainable parameter called `name` (used as given), zero-initialised.",
     "linear": "`x @ W.T + b` over x [B, in]: makes the parameters `<name>.weight` [out_features, in] "
@@ -426,6 +429,26 @@ class Tensor:
         return np.asarray(_capi.Pin(self.graph._owned, {
             "shape": _capi.shape_of(a), "typestr": _capi.DTYPES[a.dtype].str,
             "data": (a.data, True), "version": 3}))
+
+    @property
+    def trainable(self) -> bool:
+        """Whether a training model updates this parameter (torch's
+        requires_grad). Set it False before making a model of the graph to
+        freeze it: its values stay, and its gradient is computed only when
+        an anchor asks for it."""
+        return bool(_capi.function("ts_param_trainable", "Tensor.trainable")(self._h))
+
+    @trainable.setter
+    def trainable(self, on: bool) -> None:
+        check(_capi.function("ts_param_set_trainable", "Tensor.trainable")(self._h, int(bool(on))))
+
+    def set_optimizer(self, optimizer: Optional[Any]) -> None:
+        """This parameter's own optimizer settings (a torch parameter
+        group's): ts.SGD/Adam/AdamW of the model's kind, whose lr is its base
+        rate (the model's LR schedule scales it too); None: the model's.
+        Set before making a model of the graph."""
+        f = _capi.function("ts_param_set_optimizer", "Tensor.set_optimizer")
+        check(f(self._h, None if optimizer is None else C.byref(optimizer)))
 
     def set_value(self, values: np.ndarray) -> None:
         """Copies `values` into this parameter (the library checks shape and dtype)."""

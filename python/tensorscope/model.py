@@ -481,7 +481,8 @@ def training_model(model: Any, options: Optional[Options] = None, optimizer: Any
                    lr_schedule: Optional[LRSchedule] = None) -> Model:
     """A training model of `model`, minimising `loss` with `optimizer`
     (ts.SGD, ts.Adam, ts.AdamW), its rate following `lr_schedule` (an
-    LRSchedule; None: constant):
+    LRSchedule, or a torch StepLR or CosineAnnealingLR stepped once per
+    optimizer step; None: constant):
 
     - a ts.Graph: `loss` is its loss tensor or its name (default "loss");
     - a torch.nn.Module, exported through ONNX in training mode with
@@ -494,11 +495,15 @@ def training_model(model: Any, options: Optional[Options] = None, optimizer: Any
       TorchModel.copy_weights_to_torch."""
     if not isinstance(model, Graph):
         from ._torch import training_model_of_module
-        m = training_model_of_module(model, options, optimizer, example_inputs, loss)
+        torch_scheduler = lr_schedule is not None and not isinstance(lr_schedule, LRSchedule)
+        m = training_model_of_module(model, options, optimizer, example_inputs, loss, torch_scheduler)
     elif optimizer is None:
         raise TypeError("training_model needs an optimizer, e.g. optimizer=ts.SGD(lr=0.01)")
     else:
         m = new_training_model(Model, model, options, optimizer, "loss" if loss is None else loss)
+    if lr_schedule is not None and not isinstance(lr_schedule, LRSchedule):
+        from ._torch import lr_schedule_of  # a torch LR scheduler
+        lr_schedule = lr_schedule_of(lr_schedule)
     if lr_schedule is not None:
         m.set_lr_schedule(lr_schedule)
     return m

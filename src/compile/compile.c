@@ -386,13 +386,13 @@ static ts_status live_sets(ts_model *m, ts_prog *p, const bool *requested) {
     p->reaches[m->loss] = true;
     for (int i = n - 1; i >= 0; i--)
         if (p->reaches[i] && p->live[i]) {
-            for (int j = 0; j < g->t[i]->n_in; j++)
-                if (!ts_op_int_input(g->t[i]->op, j)) p->reaches[g->t[i]->in[j]] = true;
+            for (int j = 0; j < g->t[i]->n_in; j++) /* a stop-gradient's input gets no gradient from it (PyTorch's None, not 0) */
+                if (!ts_op_int_input(g->t[i]->op, j) && g->t[i]->op != TS_OP_STOP_GRADIENT) p->reaches[g->t[i]->in[j]] = true;
         }
     for (int k = 0; k < p->n_order; k++) {
         int i = p->order[k];
         const ts_tensor *t = g->t[i];
-        bool need = (t->op == TS_OP_PARAM) || requested[i];
+        bool need = (t->op == TS_OP_PARAM && !t->frozen) || requested[i];
         for (int j = 0; j < t->n_in && !need; j++) need = p->needs_grad[t->in[j]] && !ts_op_int_input(t->op, j);
         if (t->n_in > 0 && !ts_op_get(t->op)->has_backward) need = false; /* e.g. a dropout mask: nothing flows through */
         p->needs_grad[i] = need && p->reaches[i] && t->dtype == TS_F32;
@@ -436,11 +436,12 @@ static ts_status build_entries(ts_model *m, ts_prog *p) {
             p->grad_entry[i] = p->n_entries;
             if (add_entry(p, &cap, TS_KIND_GRAD, t, &p->shape[i], false)) return TS_ERR_OUT_OF_MEMORY;
         }
-        if (!m->training || t->op != TS_OP_PARAM || !p->needs_grad[i]) continue;
+        if (!m->training || t->op != TS_OP_PARAM || t->frozen || !p->needs_grad[i]) continue;
         ts_entry_kind kinds[5] = {TS_KIND_ACCUM, TS_KIND_UPDATED};
         int nk = 2;
-        if (m->opt.kind == TS_OPT_SGD && m->opt.momentum != 0.0f) kinds[nk++] = TS_KIND_ACCL;
-        if (m->opt.kind != TS_OPT_SGD) kinds[nk++] = TS_KIND_ACCL1, kinds[nk++] = TS_KIND_ACCL2, kinds[nk++] = TS_KIND_STEP;
+        const ts_optimizer *o = ts_param_optimizer(&m->opt, t);
+        if (o->kind == TS_OPT_SGD && o->momentum != 0.0f) kinds[nk++] = TS_KIND_ACCL;
+        if (o->kind != TS_OPT_SGD) kinds[nk++] = TS_KIND_ACCL1, kinds[nk++] = TS_KIND_ACCL2, kinds[nk++] = TS_KIND_STEP;
         for (int q = 0; q < nk; q++)
             if (add_entry(p, &cap, kinds[q], t, &p->shape[i], true)) return TS_ERR_OUT_OF_MEMORY;
     }

@@ -255,7 +255,7 @@ static ts_status backward(ts_model *m, int64_t mb) {
             m->backend->round_half(m->backend->host_addressable ? (void *)m->pool : m->stream, t->grid, ge->data, ge->numel, lost);
         }
         OBSERVE(m, p->grad_entry[i], mb); /* every consumer has added its part */
-        if (t->op == TS_OP_PARAM && replicas && !m->rerun) { /* its all-reduce can start */
+        if (t->op == TS_OP_PARAM && !t->frozen && replicas && !m->rerun) { /* its all-reduce can start */
             ts_status st = m->par->grad_ready(m, i, mb);
             if (st) return st;
         }
@@ -318,10 +318,10 @@ static void update_summarised(void *ctx, int64_t begin, int64_t end, struct ts_s
 }
 
 /* Whether optimizer state s's parameter is updated by this program (live,
- * trained, and in this rank's pipeline stage). */
+ * trained, not frozen, and in this rank's pipeline stage). */
 static bool updated_here(const ts_model *m, int s) {
     int node = m->state[s].node;
-    return m->prog->live[node] && m->prog->needs_grad[node] && ts_in_stage(m, node);
+    return m->prog->live[node] && m->prog->needs_grad[node] && !m->g->t[node]->frozen && ts_in_stage(m, node);
 }
 
 /* Dynamic loss scaling, at the end of a step: whether a gradient the
@@ -362,8 +362,11 @@ static ts_status update_param(ts_model *m, int s, int64_t d, int A) {
     ts_prog *p = m->prog;
     int node = m->state[s].node, acc = ts_prog_entry_of(p, node, TS_KIND_ACCUM);
     ts_entry *ae = &p->entries[acc], *pe = &p->entries[p->value_entry[node]];
-    ts_opt_consts consts = ts_opt_begin(&m->opt, &m->state[s]); /* the host's step count */
-    update_job u = {m->backend, &m->opt, consts, p->dev_state ? &p->dev_state[s] : &m->state[s], pe->data,
+    const ts_tensor *t = m->g->t[node];
+    ts_optimizer o = *ts_param_optimizer(&m->opt, t);
+    if (t->has_opt) o.lr = (float)ts_lr_at(&m->sched, t->opt.lr, m->steps); /* its own base rate, on the model's schedule */
+    ts_opt_consts consts = ts_opt_begin(&o, &m->state[s]); /* the host's step count */
+    update_job u = {m->backend, &o, consts, p->dev_state ? &p->dev_state[s] : &m->state[s], pe->data,
                     ae->data, A == 1, m->backend->host_addressable ? UPDATE_CHUNK : ae->numel};
     ts_step_update su = {update_range, update_summarised, &u, u.grad, u.param};
     before_write(m, pe);

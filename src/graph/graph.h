@@ -99,6 +99,7 @@ typedef enum ts_op {
     TS_OP_CAST,         /* attr[0]: the ts_dtype (bf16, f16, f32) whose values the output holds (core/half.h) */
     TS_OP_PAD,          /* attr[d]: pad before dim d, attr[TS_MAX_DIMS + d]: after; iparam: ts_pad_mode; fparam: the constant */
     TS_OP_MAX_POOL2D_INDICES, /* MaxPool2d's attrs, PA_COLUMN_MAJOR: each winner's flat index into x (no gradient) */
+    TS_OP_STOP_GRADIENT, /* x itself; no gradient flows back through it (PyTorch's detach) */
     TS_OP_COUNT
 } ts_op;
 
@@ -135,6 +136,11 @@ struct ts_tensor {
     bool typed;         /* anchored values are returned as out_dtype (ts_tensor_set_output_dtype) */
     ts_dtype out_dtype;
     int onnx_type;      /* ONNX's low-precision type (core/lowbits.h) an import declared for this output, held in f32; 0: none */
+    /* parameters: not updated (ts_param_set_trainable), and the settings
+     * they are updated with when has_opt (ts_param_set_optimizer) */
+    bool frozen;
+    bool has_opt;
+    ts_optimizer opt;
 };
 
 typedef struct ts_outfeed_mark {

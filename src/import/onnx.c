@@ -830,6 +830,19 @@ static ts_status op_unary(importer *im, node_io *io) {
 
 static ts_status op_identity(importer *im, node_io *io);
 
+/* The domain of tensorscope's own ops in an ONNX file, which its Python
+ * wrapper writes where ONNX has no op: StopGradient, a torch detach(). */
+#define TS_ONNX_DOMAIN "ai.tensorscope"
+
+/* x, through which no gradient flows (a constant or integers have none). */
+static ts_status op_stop_gradient(importer *im, node_io *io) {
+    value *x = io->in[0];
+    if ((is_const(x) && !x->param) || (x->t && x->t->dtype != TS_F32)) return op_identity(im, io);
+    ts_status st = TS_OK;
+    ts_tensor *t = as_tensor(im, x, &st);
+    return t ? built(im, ts_stop_gradient(im->g, t), &io->out[0]) : st;
+}
+
 /* Max, Min and Sum of any number of inputs (at least one), broadcast: a
  * chain of the binary op, each link a named tensor. */
 static ts_status op_variadic(importer *im, node_io *io) {
@@ -1995,6 +2008,7 @@ static const struct {
     {"Unsqueeze", 1, 1, op_squeeze_unsqueeze},
     {"Where", 3, 9, op_where},
     {"Xor", 2, 7, op_binary},
+    {"ai.tensorscope.StopGradient", 1, 1, op_stop_gradient}, /* tensorscope's own domain: key "<domain>.<op type>" */
 };
 
 static const char *supported_list(void) {
@@ -2141,11 +2155,15 @@ static ts_status import_node(importer *im, const Node *n, int index) {
     im->node = n;
     im->node_index = index;
     if (!n->op_type || !*n->op_type) return node_error(im, TS_ERR_FORMAT, "the node has no op type (corrupt file?)");
-    if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx") != 0)
+    bool own = n->domain && strcmp(n->domain, TS_ONNX_DOMAIN) == 0; /* the ops the Python wrapper marks (a detach) */
+    if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx") != 0 && !own)
         return node_error(im, TS_ERR_UNSUPPORTED, "op type %s of domain '%s' is not supported: tensorscope imports the default ONNX "
-                          "domain (opsets %d to %d): %s", n->op_type, n->domain, MIN_OPSET, MAX_OPSET, supported_list());
+                          "domain (opsets %d to %d) and its own, " TS_ONNX_DOMAIN ": %s", n->op_type, n->domain, MIN_OPSET, MAX_OPSET,
+                          supported_list());
+    char key[160];
+    snprintf(key, sizeof key, "%s%s%s", own ? TS_ONNX_DOMAIN : "", own ? "." : "", n->op_type);
     int required = 0, oldest = MIN_OPSET;
-    import_fn fn = find_op(n->op_type, &required, &oldest);
+    import_fn fn = find_op(key, &required, &oldest);
     if (!fn)
         return node_error(im, TS_ERR_UNSUPPORTED, "op type %s is not supported yet; tensorscope imports: %s", n->op_type, supported_list());
     if (!since(im, oldest))

@@ -70,24 +70,11 @@ static ts_status model_new(ts_model **out, ts_graph *g, const ts_options *o) {
 
 static bool in_graph(const ts_graph *g, const ts_tensor *t) { return t && t->g == g && t->id >= 0 && (size_t)t->id < g->n && g->t[t->id] == t; }
 
-static ts_status check_optimizer(ts_optimizer o) {
-    if (o.kind < TS_OPT_SGD || o.kind > TS_OPT_ADAMW) return ts_error(TS_ERR_INVALID_ARGUMENT, "unknown optimizer kind %d", (int)o.kind);
-    if (!(o.lr >= 0.0f) || o.lr > 1e6f) return ts_error(TS_ERR_INVALID_ARGUMENT, "learning rate must be in [0, 1e6], got %g", (double)o.lr);
-    if (!(o.momentum >= 0.0f && o.momentum < 1.0f) && o.kind == TS_OPT_SGD)
-        return ts_error(TS_ERR_INVALID_ARGUMENT, "momentum must be in [0, 1), got %g", (double)o.momentum);
-    if (!(o.weight_decay >= 0.0f)) return ts_error(TS_ERR_INVALID_ARGUMENT, "weight decay must be >= 0, got %g", (double)o.weight_decay);
-    if (o.kind != TS_OPT_SGD && !(o.beta1 >= 0.0f && o.beta1 < 1.0f && o.beta2 >= 0.0f && o.beta2 < 1.0f && o.eps > 0.0f))
-        return ts_error(TS_ERR_INVALID_ARGUMENT, "Adam needs betas in [0, 1) and eps > 0");
-    if (o.nesterov && (o.momentum <= 0.0f || o.dampening != 0.0f))
-        return ts_error(TS_ERR_INVALID_ARGUMENT, "Nesterov momentum requires a momentum and zero dampening");
-    return TS_OK;
-}
-
 ts_status ts_model_training(ts_model **out, ts_graph *g, ts_tensor *loss, const ts_options *o, ts_optimizer opt) {
     if (!out) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_training: out is NULL");
     *out = NULL;
     if (g && !in_graph(g, loss)) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_training: the loss is NULL or not a tensor of this graph");
-    ts_status st = check_optimizer(opt);
+    ts_status st = ts_optimizer_check(&opt);
     if (st) return st;
     ts_model *m;
     if ((st = model_new(&m, g, o))) return st;

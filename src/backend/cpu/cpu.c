@@ -177,6 +177,7 @@ static const ts_kernel_row kernels[] = {
     [TS_OP_CAST] = {.forward = fwd_cast, .backward = bwd_copy},
     [TS_OP_PAD] = {.forward = ts_fwd_pad, .backward = ts_bwd_pad},
     [TS_OP_MAX_POOL2D_INDICES] = {.forward = ts_fwd_max_pool2d_indices},
+    [TS_OP_STOP_GRADIENT] = {.forward = fwd_copy},
 };
 _Static_assert(sizeof kernels / sizeof kernels[0] == TS_OP_COUNT, "the CPU kernel table must cover every ts_op");
 
