@@ -10,6 +10,7 @@
 #include "backend/cpu/pool.h"
 #include "compile/program.h"
 #include "core/collective.h"
+#include "core/op_chain.h"
 #include "graph/options.h"
 
 #include <stdatomic.h>
@@ -39,6 +40,7 @@ struct ts_model {
     void *stream;        /* another device's stream (NULL on the CPU) */
     int64_t runs, steps;
     bool has_run;
+    ts_op_chain chain;   /* the observers around each op of the next run (made by the model layer: src/model/observers.c) */
     /* failure of the last run (numeric check) */
     int failed_entry;
     int failed_op;       /* node whose backward wrote the failed gradient, -1 otherwise */

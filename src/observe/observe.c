@@ -254,7 +254,7 @@ const float *ts_device_host_view(ts_model *m, const ts_entry *e) {
 }
 
 /* Whether the host reads e->data where it is: memory the host addresses,
- * a value the host holds, or the host copy observe_entry made of it. */
+ * a value the host holds, or the host copy ts_observe_entry made of it. */
 static bool host_readable(const ts_prog *p, const ts_entry *e) {
     return p->backend->host_addressable || e->on_host || e->data == p->host_view;
 }
