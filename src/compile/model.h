@@ -67,7 +67,7 @@ struct ts_model {
 /* A model's split over the ranks of a job (src/dist/: replicas, pipeline
  * stages, records gathered to rank 0), as compile, the executor and the
  * observers call it: through this table, set by the model layer, so they
- * never link to dist/ (DESIGN.md section 2). The entries are
+ * never link to dist/ (docs/design.md#layers-and-the-flow-of-data). The entries are
  * dist/dist.h's functions of the same meaning. */
 typedef struct ts_parallel {
     ts_status (*compile)(ts_model *m, ts_prog *p); /* replicas, stages, then outfeeds */

@@ -1,4 +1,4 @@
-/* observe.h -- the observers of a run (DESIGN.md §5-§9): the executor's one
+/* observe.h -- the observers of a run (docs/design.md#observation): the executor's one
  * hook per tensor, the optimizer step handed to the watches, numeric checks,
  * and a device's tensors observed where they live. */
 #ifndef TS_OBSERVE_H
