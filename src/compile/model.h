@@ -7,7 +7,7 @@
 #ifndef TS_MODEL_H
 #define TS_MODEL_H
 
-#include "backend/cpu/pool.h"
+#include "backend/pool.h"
 #include "compile/program.h"
 #include "core/collective.h"
 #include "core/op_chain.h"

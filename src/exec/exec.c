@@ -17,7 +17,7 @@
 #include "diag/metrics.h"
 #include "diag/trace.h"
 #include "core/op_chain.h"
-#include "backend/cpu/pool.h"
+#include "backend/pool.h"
 #include "graph/ops.h"
 
 #include <math.h>

@@ -7,7 +7,6 @@
 #include "observe/observe.h"
 
 #include "backend/backend.h"
-#include "backend/cpu/cpu.h"
 #include "diag/trace.h"
 #include "graph/ops.h"
 
@@ -21,7 +20,7 @@ static ts_status observe_entry_now(ts_model *m, int e, int64_t sample) {
     if (ts_dtype_is_half(en->dtype)) { /* 16-bit cells (the CPU's): observed through an f32 view, widened exactly */
         void *cells = en->data;
         ts_dtype t = en->dtype;
-        ts_cpu_unpack_half(m->pool, t, m->prog->stage16, cells, en->numel);
+        m->backend->unpack_half(m->backend->host_addressable ? (void *)m->pool : m->stream, t, m->prog->stage16, cells, en->numel);
         en->data = m->prog->stage16, en->dtype = TS_F32;
         ts_hold_capture(m, e, sample);
         ts_status st = ts_observe(m, e, sample);

@@ -5,7 +5,6 @@
 #include "observe/observe.h"
 
 #include "backend/backend.h"
-#include "backend/cpu/cpu.h"
 #include "diag/metrics.h"
 #include "graph/ops.h"
 #include "observe/outfeed.h"
@@ -281,7 +280,7 @@ static void add_stats(ts_model *m, report *r, const char *label, const ts_entry 
 static bool entry_nonfinite(ts_model *m, const ts_entry *e) {
     const ts_prog *p = m->prog;
     if (e->dtype != TS_F32 || !e->data) return false;
-    if (host_readable(p, e)) return ts_cpu_has_nonfinite(m->pool, e->data, e->numel);
+    if (host_readable(p, e)) return ts_backend_cpu()->has_nonfinite(m->pool, e->data, e->numel); /* host memory: the host's scan, split over its threads */
     return p->backend->has_nonfinite(m->stream, e->data, e->numel);
 }
 
