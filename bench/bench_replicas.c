@@ -1,6 +1,7 @@
 /* bench_replicas.c -- training throughput of the tutorial MLP or the
  * LeNet+BN CNN (`--model cnn`) as R data-parallel replicas, one per MPI
- * rank, or of the MLP as a pipeline of K stages (DESIGN.md §15).
+ * rank, or of the MLP as a pipeline of K stages
+ * (docs/design.md#replicas-and-pipeline-stages).
  *
  *     mpirun -np R bench_replicas MODEL BATCH [STEPS [WARMUP [THREADS [A [1F1B]]]]]
  *

@@ -382,7 +382,7 @@ fi
 overhead_row "gpt watch stats" 5 "$BUILD/bench_gpt watch 2 $THREADS 4 4 128 64 32 $(steps 31)"
 overhead_row "gpt torch hooks" - "$TORCH2_PY $SRC/bench/torch_gpt.py observe $GPT_ARGS --steps $(steps 4) --warmup 2 --reps 7"
 "$BUILD/bench_compile" 100000 | sed 's/^/compile: /'
-# data parallel (DESIGN.md §15): one process with 2 threads vs 2 MPI ranks
+# data parallel (docs/design.md#replicas-and-pipeline-stages): one process with 2 threads vs 2 MPI ranks
 # (replicas) with 1 thread each, the same combined batch, on the MLP and the
 # CNN (bench_replicas; without mpirun it is the one process); REPS
 # interleaved rounds, each running both in a rotating order; each side's

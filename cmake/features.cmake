@@ -1,4 +1,5 @@
-# features.cmake -- the optional features (DESIGN.md §17). The core needs a
+# features.cmake -- the optional features
+# (docs/design.md#builds-and-optional-features). The core needs a
 # C11 compiler, pthreads, zlib and a CBLAS; each feature below is built when
 # its library is found and its TS_WITH_<LIB> option is ON (the default):
 # -DTS_WITH_CAIRO=OFF and the like leave it out even where it is installed.
@@ -104,7 +105,7 @@ elseif(TS_WITH_MPI)
 else()
   list(APPEND TS_FEATURE_LINE "MPI off")
 endif()
-# CUDA (src/backend/cuda/, DESIGN.md §17): the CUDA language when nvcc is
+# CUDA (src/backend/cuda/, docs/design.md#devices): the CUDA language when nvcc is
 # found, code for sm_90 (H100, H200) and PTX for newer GPUs, cuBLAS for the
 # GEMMs. Without it, src/backend/cuda_none.c refuses the device.
 option(TS_CUDA "The CUDA backend (nvcc, cuBLAS), when found" ON)

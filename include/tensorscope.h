@@ -638,7 +638,8 @@ typedef struct ts_onnx_input {
     const ts_array *value;
 } ts_onnx_input;
 /* Reads an ONNX model into a new graph (parameters keep the file's
- * initializer names; see DESIGN.md §3/§13). Inputs with dynamic dims must be
+ * initializer names; see docs/design.md#tensor-names
+ * and docs/onnx.md). Inputs with dynamic dims must be
  * given; others may be (a given shape replaces the file's, e.g. the batch
  * size of the exporter's example input). Opsets 1 to 28 of the default
  * domain (the newest of onnx 1.23.2), and tensorscope's own domain
@@ -777,7 +778,8 @@ TS_API ts_status ts_device_describe(const char *device, char *buf, size_t n);
  * TS_OK with or without GPUs (the debug bundle's gpu.txt begins with it). */
 TS_API ts_status ts_gpus_describe(char *buf, size_t n, int *count);
 /* R data-parallel replicas, one per rank of the MPI job (R must equal its
- * number of ranks; 1 = off; see ts_dist_init and DESIGN.md §15). Every rank
+ * number of ranks; 1 = off; see ts_dist_init and
+ * docs/design.md#replicas-and-pipeline-stages). Every rank
  * passes the same combined batch, x of declared shape [B,...] as
  * [D*A*R*B, ...]; replica r computes samples [r*B, (r+1)*B) of each
  * micro-batch. Gradients are averaged over the replicas (MPI_Allreduce)
@@ -1494,7 +1496,7 @@ typedef struct ts_debug_run_config {
 /* *child_status gets the child's exit code, or 128 + signal. */
 TS_API ts_status ts_debug_run(const ts_debug_run_config *c, int *child_status);
 
-/* ------------------------------------------------- MPI jobs (DESIGN.md §15) */
+/* ------------------------------------------------- MPI jobs (docs/design.md#replicas-and-pipeline-stages) */
 
 /* Joins the MPI job this process was started in (`mpirun -np R prog`): call
  * once, from the main thread, before compiling models (argc/argv may be

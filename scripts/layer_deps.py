@@ -4,8 +4,8 @@
 Edges between source files come from the code itself: a call or data
 reference (an undefined symbol of one object file defined by another, read
 with `nm` from BUILD_DIR's library objects) and an #include of a header of
-another layer. Files are grouped into the layers of DESIGN.md section 2;
-the table ALLOWED below is that section's flow. Prints the layer-to-layer
+another layer. Files are grouped into the layers of docs/design.md (section "Layers and the
+flow of data"); the table ALLOWED below is that section's flow. Prints the layer-to-layer
 matrix (references per pair), every arrow against the flow, and every cycle
 between files of different layers (strongly connected components of the
 file graph that span two or more layers). Exit status is always 0: this is
@@ -18,7 +18,7 @@ import re
 import subprocess
 import sys
 
-# Which layers a layer may use (DESIGN.md section 2: data flows one way).
+# Which layers a layer may use (docs/design.md#layers-and-the-flow-of-data: data flows one way).
 ALLOWED = {
     "core": set(),
     "graph": {"core"},

@@ -1,4 +1,5 @@
-/* test_dist.c -- data-parallel replicas (DESIGN.md §4 replica axis, §15).
+/* test_dist.c -- data-parallel replicas (docs/design.md: the replica axis in
+ * "Output modes and the replica axis", and "Replicas and pipeline stages").
  *
  * Alone (as ctest runs it) it checks what a job of one rank says: asking for
  * replicas without mpirun is a clear error. Under `mpirun -np R`

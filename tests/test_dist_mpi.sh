@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_dist_mpi.sh -- replicas under mpirun (DESIGN.md §15): test_dist with 2
+# test_dist_mpi.sh -- replicas under mpirun (docs/design.md#replicas-and-pipeline-stages): test_dist with 2
 # and 3 ranks (same numbers, the replica axis, per-replica watch rows, a
 # desync, 2- and 3-stage pipelines), a rank that hangs and a rank that dies
 # (the others must stop with a message within the timeout, never hang), and

@@ -1,6 +1,6 @@
 #!/bin/bash
-# test_dist_options.sh -- ranks started with different options (DESIGN.md
-# §15): under mpirun's MPMD syntax (-np 1 CMD1 : -np 1 CMD2) the two ranks
+# test_dist_options.sh -- ranks started with different options
+# (docs/design.md#replicas-and-pipeline-stages): under mpirun's MPMD syntax (-np 1 CMD1 : -np 1 CMD2) the two ranks
 # of `tensorscope train` get a different --optimizer, --lr, --batch-size or
 # --lr-schedule, --loss-scale, --max-steps, --epochs or --holdout
 # (replicas), or --momentum (a 2-stage pipeline). Every rank

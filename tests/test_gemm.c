@@ -17,7 +17,7 @@
 
 #include "check.h"
 #include "backend/cpu/gemm.h"
-#include "backend/cpu/pool.h"
+#include "backend/pool.h"
 
 #include "rand.h"
 

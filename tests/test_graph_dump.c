@@ -301,7 +301,7 @@ static int is_derived(const char *name) {
     return 0;
 }
 
-/* Every derived tensor the model names (DESIGN's Gradient___, Accum___,
+/* Every derived tensor the model names (docs/architecture.md#tensor-names: Gradient___, Accum___,
  * UpdatedVar___, optimizer state) is written by exactly one line; no line
  * writes a name the model does not have; every gradient a line reads was
  * written by an earlier line (the order they run in). */

@@ -201,7 +201,7 @@ static void check_model(const char *name) {
     ts_npz_free(z);
 }
 
-/* Names and locations of an imported model (DESIGN.md §3). */
+/* Names and locations of an imported model (docs/design.md#tensor-names). */
 static void check_names(void) {
     printf("-- names and locations\n");
     ts_graph *g = NULL;

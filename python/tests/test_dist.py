@@ -1,4 +1,4 @@
-"""Replicas and pipeline stages from Python (DESIGN.md §15). Outside mpirun a
+"""Replicas and pipeline stages from Python (docs/design.md#replicas-and-pipeline-stages). Outside mpirun a
 process is a job of one rank: asking for replicas or stages is an error that
 says how to start the job (the numbers under mpirun are tests/test_dist.c's)."""
 import pytest

@@ -171,6 +171,10 @@ typedef struct ts_backend {
      * brought back after the run: exec/device.c); false: watches report it
      * as not measured. */
     bool counts_half_loss;
+    /* n values held in 16-bit cells of type t (TS_BF16, TS_F16) at src
+     * widened exactly into f32 at dst (host memory), for the observers,
+     * which read f32. NULL: the device keeps no tensor in 16-bit cells. */
+    void (*unpack_half)(void *stream, ts_dtype t, float *dst, const void *src, int64_t n);
 
     /* ---- kernels: kernels[op] for every ts_op (TS_OP_COUNT rows) */
     const ts_kernel_row *kernels;
@@ -234,8 +238,13 @@ typedef struct ts_backend {
     void (*event_free)(ts_event *e);
 } ts_backend;
 
-/* The CPU backend (backend/cpu/cpu.c): always built. */
+/* The CPU backend (backend/cpu/cpu.c): always built. Its table also
+ * answers questions about host memory on any device (a NaN/Inf scan of a
+ * value the host holds), with the model's pool as its stream. */
 const ts_backend *ts_backend_cpu(void);
+/* A model's host worker threads (backend/pool.h), n including the caller:
+ * *out, and the CPU's matrix products told to use as many. */
+ts_status ts_backend_host_pool(int n, struct ts_pool **out);
 /* The CPU run the way a GPU is ("cpu-staged"): its memory treated as a
  * device's, so the device path is tested without a GPU. */
 const ts_backend *ts_backend_cpu_staged(void);

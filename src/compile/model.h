@@ -7,9 +7,10 @@
 #ifndef TS_MODEL_H
 #define TS_MODEL_H
 
-#include "backend/cpu/pool.h"
+#include "backend/pool.h"
 #include "compile/program.h"
 #include "core/collective.h"
+#include "core/op_chain.h"
 #include "graph/options.h"
 
 #include <stdatomic.h>
@@ -39,6 +40,7 @@ struct ts_model {
     void *stream;        /* another device's stream (NULL on the CPU) */
     int64_t runs, steps;
     bool has_run;
+    ts_op_chain chain;   /* the observers around each op of the next run (made by the model layer: src/model/observers.c) */
     /* failure of the last run (numeric check) */
     int failed_entry;
     int failed_op;       /* node whose backward wrote the failed gradient, -1 otherwise */
@@ -73,7 +75,7 @@ struct ts_model {
 /* A model's split over the ranks of a job (src/dist/: replicas, pipeline
  * stages, records gathered to rank 0), as compile, the executor and the
  * observers call it: through this table, set by the model layer, so they
- * never link to dist/ (DESIGN.md section 2). The entries are
+ * never link to dist/ (docs/design.md#layers-and-the-flow-of-data). The entries are
  * dist/dist.h's functions of the same meaning. */
 typedef struct ts_parallel {
     ts_status (*compile)(ts_model *m, ts_prog *p); /* replicas, stages, then outfeeds */

@@ -12,5 +12,11 @@ ts_status ts_diag_after_compile(const ts_model *m);
 /* After every successful run; run_ns is its wall time. A metrics file that
  * cannot be written is TS_ERR_IO (the run itself counts). */
 ts_status ts_diag_after_run(const ts_model *m, uint64_t run_ns);
+/* op_observers.c: the diagnostics' observers on the op chain
+ * (core/op_chain.h): the op a crash report names, before each call; each
+ * op's label and slice on the timeline, where the model traces its steps
+ * or another model's trace is open as the run starts. */
+ts_status ts_diag_attach_crash(ts_model *m, ts_op_chain *c);
+ts_status ts_diag_attach_trace(ts_model *m, ts_op_chain *c);
 
 #endif

@@ -76,7 +76,7 @@ void ts_trace_slice(ts_trace_cat cat, const char *op, const char *label, const t
 void ts_trace_counter(const char *track, uint64_t t_ns, double value);
 
 /* The op whose kernel runs now, for the workers' slices (set by the
- * executor while tracing). */
+ * timeline's observer on the op chain while tracing). */
 void ts_trace_set_op(const char *label);
 const char *ts_trace_op(void);
 

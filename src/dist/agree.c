@@ -1,5 +1,5 @@
 /* agree.c -- every rank of a replicated or pipelined model runs the same
- * training (DESIGN.md §15): before the first step, each rank hashes what
+ * training (docs/design.md#replicas-and-pipeline-stages): before the first step, each rank hashes what
  * must be the same everywhere (the optimizer and its hyper-parameters, the
  * learning rate and its schedule, D, A, the replica and stage layout, the
  * numeric check, the anchors and watches, and the graph: every tensor's

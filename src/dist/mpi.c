@@ -1,5 +1,6 @@
 /* mpi.c -- the job of ranks a model runs in: the one file that talks to MPI
- * (DESIGN.md §2, §15). It implements the collective table the model calls
+ * (docs/design.md#layers-and-the-flow-of-data,
+ * docs/design.md#replicas-and-pipeline-stages). It implements the collective table the model calls
  * (core/collective.h) with non-blocking MPI calls polled against a
  * deadline, so a rank that died or hangs makes the others fail with
  * TS_ERR_DIST instead of waiting forever. Without MPI at build time the

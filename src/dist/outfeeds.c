@@ -1,4 +1,5 @@
-/* outfeeds.c -- outfeed records of every rank on rank 0 (DESIGN.md §15):
+/* outfeeds.c -- outfeed records of every rank on rank 0
+ * (docs/design.md#replicas-and-pipeline-stages):
  * in an MPI job (replicas or pipeline stages) each rank pushes its records
  * into its own queues as they are produced, tagged with its replica or
  * stage; the ranks other than 0 also pack them, as they come, into one

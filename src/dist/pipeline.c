@@ -1,4 +1,5 @@
-/* pipeline.c -- a pipeline stage's part of a run (DESIGN.md §15): the model
+/* pipeline.c -- a pipeline stage's part of a run
+ * (docs/design.md#replicas-and-pipeline-stages): the model
  * is split before the first op of each named scope into K stages, one per
  * rank. Here: the stage of every node and the tensors that cross to the next
  * stage (compile), the messages of one micro-batch (activations forward,

@@ -1,4 +1,5 @@
-/* replicas.c -- a data-parallel replica's part of a run (DESIGN.md §15):
+/* replicas.c -- a data-parallel replica's part of a run
+ * (docs/design.md#replicas-and-pipeline-stages):
  * the weight checksum across ranks, the gradient all-reduce before the
  * step, and after the run every replica's anchors (a replica axis after the
  * sample axis, §4) and watch results (a row per replica and a reduced row).

@@ -17,7 +17,7 @@
 #include "exec/exec.h"
 #include "observe/observe.h"
 
-#include "backend/cpu/pool.h"
+#include "backend/pool.h"
 #include "diag/metrics.h"
 
 #include <string.h>

@@ -1,6 +1,9 @@
 /* exec.c -- runs a compiled program: D x A micro-batches of forward and
- * backward, gradient accumulation and optimizer steps, calling the observe
- * hook for every tensor the moment it is final. Kernels, fills, copies and
+ * backward, gradient accumulation and optimizer steps. Around each kernel
+ * call and the optimizer's step it runs the model's op chain
+ * (core/op_chain.h: whatever observers the model layer registered), and
+ * it calls the observe hook for every other tensor the moment it is
+ * final. Kernels, fills, copies and
  * optimizer updates go through the model's backend (backend/backend.h).
  * Nothing here allocates and nothing here compiles: the model layer
  * (src/model/) binds the inputs and recompiles before it calls
@@ -13,8 +16,8 @@
 #include "diag/memory.h"
 #include "diag/metrics.h"
 #include "diag/trace.h"
-#include "backend/cpu/cpu.h"
-#include "backend/cpu/pool.h"
+#include "core/op_chain.h"
+#include "backend/pool.h"
 #include "graph/ops.h"
 
 #include <math.h>
@@ -22,65 +25,17 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Entry e's observers. On a device whose memory the host cannot read:
- * on the device what can be (ts_observe_device), the rest on a host copy
- * (ts_device_host_view). */
-static ts_status observe_entry_now(ts_model *m, int e, int64_t sample) {
-    ts_entry *en = &m->prog->entries[e];
-    if (ts_dtype_is_half(en->dtype)) { /* 16-bit cells (the CPU's): observed through an f32 view, widened exactly */
-        void *cells = en->data;
-        ts_dtype t = en->dtype;
-        ts_cpu_unpack_half(m->pool, t, m->prog->stage16, cells, en->numel);
-        en->data = m->prog->stage16, en->dtype = TS_F32;
-        ts_hold_capture(m, e, sample);
-        ts_status st = ts_observe(m, e, sample);
-        en->data = cells, en->dtype = t;
-        return st;
-    }
-    ts_hold_capture(m, e, sample); /* before its check: a held run keeps the NaN it stops at */
-    if (m->backend->host_addressable) return ts_observe(m, e, sample);
-    if (ts_observe_device(m, e, sample)) return TS_OK; /* nothing the host must read */
-    if (en->on_host) return ts_observe(m, e, sample);
-    float *dev = en->data;
-    const float *h = ts_device_host_view(m, en);
-    if (!h) return ts_error_wrap(TS_ERR_INTERNAL, "run: reading '%s' from %s", en->name, m->backend->name);
-    en->data = (float *)(uintptr_t)h;
-    ts_status st = ts_observe(m, e, sample);
-    en->data = dev;
-    return st;
-}
-
-/* ... and its slice on the timeline while tracing (diag/trace.h). */
-static ts_status observe_entry(ts_model *m, int e, int64_t sample) {
-    if (!ts_trace_live()) return observe_entry_now(m, e, sample);
-    uint64_t t0 = ts_now_ns();
-    ts_status st = observe_entry_now(m, e, sample);
-    ts_trace_slice(TS_TRACE_OBSERVE, NULL, m->prog->entries[e].name, NULL, 0, sample, t0, ts_now_ns());
-    return st;
-}
-
-/* The hook is one flag test for unobserved tensors. */
+/* The hook of the tensors the executor makes final outside a kernel's
+ * call (the inputs, parameters, buffers, gradients and optimizer state): one
+ * flag test for unobserved tensors. A kernel's output is observed by the
+ * watches' hook on the op chain (observe/chain.c). */
 #define OBSERVE(m, e, sample)                                                   \
     do {                                                                        \
         if ((m)->prog->entries[(e)].observed) {                                 \
-            ts_status st_ = observe_entry((m), (e), (sample));                  \
+            ts_status st_ = ts_observe_entry((m), (e), (sample));               \
             if (st_) return st_;                                                \
         }                                                                       \
     } while (0)
-
-/* Before the device writes entry e: the stats queued of what it
- * overwrites are taken first (observe/'s guard; the CPU queues none). A
- * view of an input shares its buffer and writes nothing. */
-static void before_write(ts_model *m, const ts_entry *e) {
-    if (m->prog->n_queued && !e->view) ts_observe_device_guard(m, e->data, (size_t)e->numel * ts_dtype_size(e->dtype));
-}
-
-/* ... and before a backward kernel adds to its inputs' gradients */
-static void before_backward(ts_model *m, const ts_tensor *t) {
-    const ts_prog *p = m->prog;
-    for (int j = 0; p->n_queued && j < t->n_in; j++)
-        if (p->grad_entry[t->in[j]] >= 0) before_write(m, &p->entries[p->grad_entry[t->in[j]]]);
-}
 
 /* mb: the micro-batch of this run the kernel works on. */
 static ts_kctx make_ctx(const ts_model *m, int node, int64_t mb) {
@@ -140,15 +95,8 @@ static ts_status cancel_point(ts_model *m, int64_t mb, int a) {
 }
 
 /* ---- the timeline (ts_options_set_trace, diag/trace.h): while tracing,
- * each op's slice reuses the clock reads of its per-op time; off, a call
- * site is one predictable branch. */
-
-/* One op's forward or backward slice: its name, shape and FLOPs. */
-static void trace_op(const ts_model *m, int node, ts_trace_cat cat, int64_t mb, uint64_t t0, uint64_t t1) {
-    const ts_tensor *t = m->g->t[node];
-    double f = ts_prog_op_flops(m->prog, t);
-    ts_trace_slice(cat, ts_op_get(t->op)->name, t->name, &m->prog->shape[node], cat == TS_TRACE_BACKWARD ? 2 * f : f, mb, t0, t1);
-}
+ * each op's slice is the timeline's observer on the op chain
+ * (diag/op_observers.c); off, a call site is one predictable branch. */
 
 /* The 1-based number of step d of this run (inference: of its batch). */
 static int64_t trace_step_number(const ts_model *m, int64_t d) {
@@ -206,15 +154,12 @@ static ts_status forward(ts_model *m, int64_t mb) {
         }
         if (ts_op_holds_value(t->op)) continue; /* observed once per step */
         ts_kctx kc = make_ctx(m, i, mb);
-        ts_crash_set_current_op(ts_op_get(t->op)->name, t->name, t->file);
-        if (tr) ts_trace_set_op(t->name);
-        if (!(ts_op_get(t->op)->view && kc.out == kc.in[0])) before_write(m, &p->entries[p->value_entry[i]]); /* a view writes nothing */
-        uint64_t t0 = ts_exec_op_begin(m, i);
+        ts_op_call call = {i, false, mb, &kc, 0, 0};
+        ts_status st = ts_op_chain_run(m->chain.before, m->chain.n_before, m, &call);
+        if (st) return st;
         m->backend->kernels[t->op].forward(&kc);
-        uint64_t t1 = ts_exec_op_end(m, i, t0);
-        if (tr) trace_op(m, i, TS_TRACE_FORWARD, mb, t0, t1);
-        if (t->op == TS_OP_PRINT) ts_observe_print(m, i, false, mb);
-        OBSERVE(m, p->value_entry[i], mb);
+        st = ts_op_chain_run(m->chain.after, m->chain.n_after, m, &call);
+        if (st) return st;
     }
     if (tr) ts_trace_slice(TS_TRACE_FORWARD, NULL, NULL, NULL, 0, mb, tf, ts_now_ns());
     return TS_OK;
@@ -243,12 +188,12 @@ static ts_status backward(ts_model *m, int64_t mb) {
         if (!p->needs_grad[i] || !ts_in_stage(m, i)) continue;
         const ts_tensor *t = g->t[i];
         if (i == m->loss) {
-            before_write(m, &p->entries[p->grad_entry[i]]);
+            ts_observe_guard(m, &p->entries[p->grad_entry[i]]);
             m->backend->fill(m->stream, p->entries[p->grad_entry[i]].data, m->scaling ? (float)m->loss_scale : 1.0f, 1);
         }
         if (ts_dtype_is_half(t->grid)) { /* a 16-bit tensor's gradient is one too, once every consumer added its part */
             ts_entry *ge = &p->entries[p->grad_entry[i]];
-            before_write(m, ge);
+            ts_observe_guard(m, ge);
             ts_half_loss *lost = ts_lost_slot(p, p->grad_entry[i]);
             if (p->dev_lost) m->backend->zero(m->stream, (float *)(void *)lost, sizeof *lost / sizeof(float)); /* its 16 bytes cleared */
             else *lost = (ts_half_loss){0, 0};
@@ -263,26 +208,17 @@ static ts_status backward(ts_model *m, int64_t mb) {
         if (!def->has_backward || p->grad_shared[i]) continue; /* a view whose input's gradient is its own: nothing to add */
         for (int z = 0; z < p->n_zero_before[i]; z++) {
             ts_entry *e = &p->entries[p->zero_before[i][z]];
-            before_write(m, e);
+            ts_observe_guard(m, e);
             m->backend->zero(m->pool, e->data, e->numel);
         }
-        before_backward(m, t);
         ts_kctx kc = make_ctx(m, i, mb);
-        ts_crash_set_current_op(def->name, t->name, t->file);
-        if (tr) ts_trace_set_op(t->name);
-        uint64_t t0 = ts_exec_op_begin(m, i);
+        ts_op_call call = {i, true, mb, &kc, 0, 0};
+        ts_status st = ts_op_chain_run(m->chain.before, m->chain.n_before, m, &call);
+        if (st) return st;
         m->backend->kernels[t->op].backward(&kc);
-        uint64_t t1 = ts_exec_op_end(m, i, t0);
-        if (tr) trace_op(m, i, TS_TRACE_BACKWARD, mb, t0, t1);
-        if (t->op == TS_OP_PRINT) ts_observe_print(m, i, true, mb);
-        if (m->opts.check != TS_CHECK_OFF || m->rerun) { /* blame the kernel that wrote a NaN/Inf, while what it read is alive */
-            ts_status st = ts_check_backward(m, i, mb);
-            if (st) return st;
-        }
-        if (replicas) {
-            ts_status st = m->coll->allreduce_progress();
-            if (st) return st;
-        }
+        st = ts_op_chain_run(m->chain.after, m->chain.n_after, m, &call);
+        if (!st && replicas) st = m->coll->allreduce_progress();
+        if (st) return st;
     }
     if (tr) ts_trace_slice(TS_TRACE_BACKWARD, NULL, NULL, NULL, 0, mb, tb, ts_now_ns());
     return TS_OK;
@@ -369,8 +305,8 @@ static ts_status update_param(ts_model *m, int s, int64_t d, int A) {
     update_job u = {m->backend, &o, consts, p->dev_state ? &p->dev_state[s] : &m->state[s], pe->data,
                     ae->data, A == 1, m->backend->host_addressable ? UPDATE_CHUNK : ae->numel};
     ts_step_update su = {update_range, update_summarised, &u, u.grad, u.param};
-    before_write(m, pe);
-    before_write(m, ae);
+    ts_observe_guard(m, pe);
+    ts_observe_guard(m, ae);
     if (m->backend->host_addressable) ts_observe_step(m, node, d, &su, ae->numel);
     else update_range(&u, 0, ae->numel); /* one launch; its observers below */
     for (int e = acc + 1; e < p->n_entries && p->entries[e].node == node; e++) OBSERVE(m, e, d);
@@ -388,7 +324,7 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
         ts_entry *grad = &p->entries[p->grad_entry[node]];
         ts_entry *acc = &p->entries[ts_prog_entry_of(p, node, TS_KIND_ACCUM)];
         if (A > 1) {
-            before_write(m, acc);
+            ts_observe_guard(m, acc);
             if (a == 0) m->backend->copy_on_device(m->pool, acc->data, grad->data, (size_t)acc->numel * sizeof(float));
             else m->backend->accumulate(m->pool, acc->data, grad->data, acc->numel);
         }
@@ -404,8 +340,9 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
         if (tr) ts_trace_slice(TS_TRACE_COMM, NULL, "all-reduce", NULL, 0, d * A + a, t0, ts_now_ns());
         if (st) return st;
     }
-    ts_crash_set_current_op("Optimizer", "(all parameters)", NULL);
-    uint64_t t0 = ts_exec_op_begin(m, -1);
+    ts_op_call call = {TS_CALL_OPTIMIZER, false, d, NULL, 0, 0};
+    ts_status cst = ts_op_chain_run(m->chain.before, m->chain.n_before, m, &call);
+    if (cst) return cst;
     double scale = m->loss_scale; /* this step's gradients carry it (the check below may grow it for the next) */
     bool skip = false;
     if (m->scaling) {
@@ -421,7 +358,7 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
     float unscale = m->scaling ? (float)(1.0 / scale) : 1.0f;
     m->opt.lr = (float)ts_lr_at(&m->sched, m->base_lr, m->steps);
     /* a device: every gradient made ready (and its summary queued) before
-     * the first update, whose write flushes the queue (before_write): the
+     * the first update, whose write flushes the queue (ts_observe_guard): the
      * parameters, activations and gradients summarised in one launch */
     bool split = !m->backend->host_addressable;
     int cleared = 0;
@@ -430,7 +367,7 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
         int acc = ts_prog_entry_of(p, m->state[s].node, TS_KIND_ACCUM);
         ts_entry *ae = &p->entries[acc];
         if (A > 1 || unscale != 1.0f) { /* the mean, unscaled */
-            before_write(m, ae);
+            ts_observe_guard(m, ae);
             m->backend->scale(m->pool, ae->data, ae->data, unscale / (float)A, ae->numel);
         }
         OBSERVE(m, acc, d);
@@ -448,8 +385,9 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
     }
     ts_observe_device_flush(m); /* the updated values and the optimizer's state */
     p->param_grads_zero = cleared == p->n_param_grads; /* else the next backward clears them */
-    uint64_t t1 = ts_exec_op_end(m, -1, t0);
-    if (tr) ts_trace_slice(TS_TRACE_OPTIMIZER, NULL, NULL, NULL, 0, m->steps + 1, ta, t1);
+    cst = ts_op_chain_run(m->chain.after, m->chain.n_after, m, &call);
+    if (tr) ts_trace_slice(TS_TRACE_OPTIMIZER, NULL, NULL, NULL, 0, m->steps + 1, ta, call.t1 ? call.t1 : ts_now_ns());
+    if (cst) return cst;
     m->steps++;
     return TS_OK;
 }
@@ -690,7 +628,6 @@ ts_status ts_exec_run(ts_model *m) {
     if (st) return st;
     m->failed_entry = m->failed_op = -1;
     st = ts_device_before_run(m);
-    if (!st) st = ts_exec_op_times_prepare(m);
     if (!st) st = m->prog->stage ? run_pipelined(m, m->prog->bound) : ts_exec_recorded(m, run_step);
     if (m->opts.trace_path) ts_trace_pause(m); /* a step that failed or was cancelled */
     ts_crash_set_current_op(NULL, NULL, NULL);

@@ -30,12 +30,9 @@ ts_status ts_device_after_run(ts_model *m);
 /* op_times.c: each kernel call's time for OpTime.<Op> (per node in
  * p->op_ns, the optimizer's steps in p->opt_ns): the host's clock on the
  * CPU, a pair of events on a device for a step launched call by call.
- * Before a run: a device's events (made at its first run). */
-ts_status ts_exec_op_times_prepare(ts_model *m);
-/* Around a kernel call of node (-1: the optimizer's step): the host's
- * clock before and after it, for the timeline too. */
-uint64_t ts_exec_op_begin(ts_model *m, int node);
-uint64_t ts_exec_op_end(ts_model *m, int node, uint64_t t0);
+ * Before a run: its observer on the op chain (the innermost: the call's
+ * t0 and t1), and a device's events (made at its first run). */
+ts_status ts_exec_attach_op_times(ts_model *m, ts_op_chain *c);
 /* After the run's synchronize on a device: the events' times into
  * p->op_ns and p->opt_ns. */
 void ts_exec_op_times(ts_model *m);

@@ -15,7 +15,11 @@
  * and backward of the first micro-batch); a node called more often (many
  * micro-batches of a large model) has its total estimated from them, as
  * its calls times their mean. The counters OpCallsTimed and
- * OpCallsEstimated say how many of each. */
+ * OpCallsEstimated say how many of each.
+ *
+ * It is the innermost observer on the op chain (core/op_chain.h): its
+ * clock is read last before the call and first after it, and its reads
+ * are the call's t0 and t1 for the other observers (the timeline's). */
 #include "exec/exec.h"
 
 #include "backend/backend.h"
@@ -23,7 +27,8 @@
 
 #include <string.h>
 
-ts_status ts_exec_op_times_prepare(ts_model *m) {
+/* Before a run: a device's events (made at its first run). */
+static ts_status prepare(ts_model *m) {
     ts_prog *p = m->prog;
     if (p->backend->host_addressable) return TS_OK;
     int n = p->n_nodes + 1;
@@ -51,23 +56,32 @@ static ts_op_event *next_pair(const ts_prog *p, int node) {
     return r < p->op_rounds ? &p->op_events[r * (p->n_nodes + 1) + i] : NULL;
 }
 
-uint64_t ts_exec_op_begin(ts_model *m, int node) {
-    ts_op_event *e = next_pair(m->prog, node);
+static ts_status op_begin(void *ctx, ts_model *m, ts_op_call *c) {
+    (void)ctx;
+    ts_op_event *e = next_pair(m->prog, c->node);
     if (e) m->backend->event_record(m->stream, &e->start);
-    return ts_now_ns();
+    c->t0 = ts_now_ns();
+    return TS_OK;
 }
 
-uint64_t ts_exec_op_end(ts_model *m, int node, uint64_t t0) {
+static ts_status op_end(void *ctx, ts_model *m, ts_op_call *c) {
+    (void)ctx;
     ts_prog *p = m->prog;
-    uint64_t t1 = ts_now_ns();
+    int node = c->node;
+    c->t1 = ts_now_ns();
     if (p->backend->host_addressable) {
-        *(node < 0 ? &p->opt_ns : &p->op_ns[node]) += t1 - t0;
-        return t1;
+        *(node < 0 ? &p->opt_ns : &p->op_ns[node]) += c->t1 - c->t0;
+        return TS_OK;
     }
     ts_op_event *e = next_pair(p, node);
     if (e) m->backend->event_record(m->stream, &e->end);
     if (p->op_events && !p->recorded) p->op_calls[node < 0 ? p->n_nodes : node]++;
-    return t1;
+    return TS_OK;
+}
+
+ts_status ts_exec_attach_op_times(ts_model *m, ts_op_chain *c) {
+    ts_status st = prepare(m);
+    return st ? st : ts_op_chain_add(c, op_begin, op_end, NULL);
 }
 
 void ts_exec_op_times(ts_model *m) {

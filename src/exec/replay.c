@@ -1,5 +1,6 @@
 /* replay.c -- a run's device work recorded once and replayed as one
- * launch (DESIGN.md section 17: the compiled run as one CUDA graph).
+ * launch (docs/design.md#the-run-recorded-as-one-launch: the compiled run as
+ * one CUDA graph).
  *
  * A small model on a GPU waits on its launches: a few microseconds of host
  * time per kernel, for kernels that take less. A compiled program makes

@@ -1,5 +1,5 @@
 /* gpt.c -- a character GPT from the graph's ops, every intermediate a named
- * tensor (DESIGN.md section 3): the attention probabilities are
+ * tensor (docs/design.md#tensor-names): the attention probabilities are
  * `blocks.<i>.attn/Softmax:0`. The residual stream is kept as [B*T, C] so
  * the linear layers are plain GEMMs. */
 #include "graph/graph.h"

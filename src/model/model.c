@@ -7,7 +7,6 @@
 #include "backend/backend.h"
 #include "observe/observe.h"
 #include "observe/outfeed.h"
-#include "backend/cpu/gemm.h"
 #include "diag/hooks.h"
 #include "diag/metrics.h"
 #include "diag/trace.h"
@@ -154,9 +153,8 @@ ts_status ts_model_compile(ts_model *m) {
     if (!m->pool) {
         int n = m->opts.threads ? m->opts.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
         if (n < 1) n = 1;
-        ts_status st = ts_pool_new(&m->pool, n);
+        ts_status st = ts_backend_host_pool(n, &m->pool);
         if (st) return st;
-        ts_gemm_set_threads(n);
     }
     ts_prog *p;
     ts_status st = ts_prog_build(m, &p);

@@ -178,6 +178,29 @@ static void blank_unreached_anchors(ts_model *m, int64_t mbs_done) {
     }
 }
 
+/* The observers around each op (core/op_chain.h), outermost first: each
+ * adds its hooks to the run's chain where it has something to do, so the
+ * executor runs only those. The clock of the op's time is innermost; the
+ * after-hooks run from the inside out (op time, timeline, print, checks
+ * and watches). A new observer is a row here and its own file's hooks. */
+static ts_status (*const observers[])(ts_model *m, ts_op_chain *c) = {
+    ts_diag_attach_crash,      /* diag/op_observers.c: the op a crash report names */
+    ts_observe_attach_watches, /* observe/chain.c: a device's queue guarded, each output observed */
+    ts_observe_attach_checks,  /* observe/chain.c: a backward kernel's gradients checked */
+    ts_observe_attach_prints,  /* observe/chain.c: the print ops' lines */
+    ts_diag_attach_trace,      /* diag/op_observers.c: each op's label and slice on the timeline */
+    ts_exec_attach_op_times,   /* exec/op_times.c: each call's time (t0, t1) */
+};
+
+static ts_status attach_observers(ts_model *m) {
+    m->chain = (ts_op_chain){0};
+    for (size_t i = 0; i < sizeof observers / sizeof observers[0]; i++) {
+        ts_status st = observers[i](m, &m->chain);
+        if (st) return st;
+    }
+    return TS_OK;
+}
+
 ts_status ts_model_run(ts_model *m, const char *const *names, const ts_array *inputs, int n) {
     if (!m) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_run: model is NULL");
     if (n < 0) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_run: negative input count");
@@ -195,6 +218,7 @@ ts_status ts_model_run(ts_model *m, const char *const *names, const ts_array *in
     if (!st) st = ts_hold_prepare(m);
     if (!st) st = ts_replicas_before_run(m);
     if (!st && ts_log_enabled(TS_LOG_DEBUG)) log_run_shapes(m, names, inputs, n);
+    if (!st) st = attach_observers(m);
     if (!st) st = ts_exec_run(m);
     /* a cancelled run stopped on every rank at the same point: what it
      * computed is gathered and kept as after any run */

@@ -5,7 +5,6 @@
 #include "observe/observe.h"
 
 #include "backend/backend.h"
-#include "backend/cpu/cpu.h"
 #include "diag/metrics.h"
 #include "graph/ops.h"
 #include "observe/outfeed.h"
@@ -254,7 +253,7 @@ const float *ts_device_host_view(ts_model *m, const ts_entry *e) {
 }
 
 /* Whether the host reads e->data where it is: memory the host addresses,
- * a value the host holds, or the host copy observe_entry made of it. */
+ * a value the host holds, or the host copy ts_observe_entry made of it. */
 static bool host_readable(const ts_prog *p, const ts_entry *e) {
     return p->backend->host_addressable || e->on_host || e->data == p->host_view;
 }
@@ -281,7 +280,7 @@ static void add_stats(ts_model *m, report *r, const char *label, const ts_entry 
 static bool entry_nonfinite(ts_model *m, const ts_entry *e) {
     const ts_prog *p = m->prog;
     if (e->dtype != TS_F32 || !e->data) return false;
-    if (host_readable(p, e)) return ts_cpu_has_nonfinite(m->pool, e->data, e->numel);
+    if (host_readable(p, e)) return ts_backend_cpu()->has_nonfinite(m->pool, e->data, e->numel); /* host memory: the host's scan, split over its threads */
     return p->backend->has_nonfinite(m->stream, e->data, e->numel);
 }
 

@@ -1,13 +1,26 @@
-/* observe.h -- the observers of a run (DESIGN.md §5-§9): the executor's one
+/* observe.h -- the observers of a run (docs/design.md#observation): the executor's one
  * hook per tensor, the optimizer step handed to the watches, numeric checks,
  * and a device's tensors observed where they live. */
 #ifndef TS_OBSERVE_H
 #define TS_OBSERVE_H
 
 #include "compile/model.h"
+#include "core/op_chain.h"
 
 /* observe.c: the executor's one hook */
 ts_status ts_observe(ts_model *m, int entry, int64_t sample);
+/* chain.c: the hook the executor calls as a tensor it makes outside a
+ * kernel's call is final (entry's `observed` set): ts_observe, through a
+ * host copy where the host cannot read it, timed on the timeline */
+ts_status ts_observe_entry(ts_model *m, int entry, int64_t sample);
+/* ... and the observe layer's observers on the op chain (core/op_chain.h),
+ * each added only where the program has something for it: the watches
+ * (a device's queue guarded before a kernel writes, a kernel's output
+ * observed after its forward), the numeric checks after a backward
+ * kernel, the print ops' lines. */
+ts_status ts_observe_attach_watches(ts_model *m, ts_op_chain *c);
+ts_status ts_observe_attach_checks(ts_model *m, ts_op_chain *c);
+ts_status ts_observe_attach_prints(ts_model *m, ts_op_chain *c);
 /* After the backward kernel of `node` (check_numerics on, and the op by op
  * replay): the checked gradients it added into, a NaN/Inf blamed on it with
  * the stats of what it read (alive until the next kernel). */
@@ -47,8 +60,14 @@ bool ts_observe_device(ts_model *m, int entry, int64_t sample);
 void ts_observe_device_flush(ts_model *m);
 /* Before the device writes [dst, dst + bytes): the queue flushed first if
  * a queued tensor lies there. The executor calls it at every write while
- * the queue is not empty (exec.c's before_write). */
+ * the queue is not empty (ts_observe_guard below). */
 void ts_observe_device_guard(ts_model *m, const void *dst, size_t bytes);
+/* The same for an entry the device is about to write: one test where the
+ * queue is empty (always on the CPU). A view of an input shares its buffer
+ * and writes nothing. */
+static inline void ts_observe_guard(ts_model *m, const ts_entry *e) {
+    if (m->prog->n_queued && !e->view) ts_observe_device_guard(m, e->data, (size_t)e->numel * ts_dtype_size(e->dtype));
+}
 /* After the run's wait, its slots copied to the host (completed) or not
  * (a failed run's): they become the summaries to finish, when read
  * (ts_observe_device_results) or during the next run's device work, so

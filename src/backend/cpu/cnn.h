@@ -5,7 +5,7 @@
 #ifndef TS_CNN_H
 #define TS_CNN_H
 
-#include "backend/cpu/pool.h"
+#include "backend/pool.h"
 
 /* Geometry of a conv or pooling window over NCHW. Padding at the bottom and
  * right is implied by OH, OW. */

@@ -253,6 +253,10 @@ bool ts_cpu_has_nonfinite(ts_pool *pool, const float *x, int64_t n) {
 
 static bool cpu_has_nonfinite(void *stream, const float *x, int64_t n) { return ts_cpu_has_nonfinite(stream, x, n); }
 
+static void cpu_unpack_half(void *stream, ts_dtype t, float *dst, const void *src, int64_t n) {
+    ts_cpu_unpack_half(stream, t, dst, src, n);
+}
+
 static void cpu_copy_out_then(void *stream, const ts_copy_out *c, int n, void (*fn)(void *), void *arg) {
     (void)stream;
     for (int i = 0; i < n; i++) memcpy(c[i].dst, c[i].src, c[i].bytes);
@@ -283,6 +287,7 @@ static const ts_backend cpu = {
     .scale = cpu_scale,
     .round_half = cpu_round_half,
     .counts_half_loss = true,
+    .unpack_half = cpu_unpack_half,
     .kernels = kernels,
     .opt_update = ts_opt_update,
     .opt_update_summarised = ts_opt_update_summarised,
@@ -293,6 +298,12 @@ static const ts_backend cpu = {
 };
 
 const ts_backend *ts_backend_cpu(void) { return &cpu; }
+
+ts_status ts_backend_host_pool(int n, ts_pool **out) {
+    ts_status st = ts_pool_new(out, n);
+    if (!st) ts_gemm_set_threads(n);
+    return st;
+}
 
 /* ------------------------------------------- the CPU run as a GPU is */
 

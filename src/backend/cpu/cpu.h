@@ -4,7 +4,7 @@
 #ifndef TS_CPU_H
 #define TS_CPU_H
 
-#include "backend/cpu/pool.h"
+#include "backend/pool.h"
 #include "core/half.h"
 
 /* Whether x[0..n) holds a NaN or an Inf: a memory-bound pass, big tensors

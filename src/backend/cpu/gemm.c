@@ -9,7 +9,7 @@
  * work and the pool's from the products (two 2-thread pools on 2 cores). */
 #include "backend/cpu/gemm.h"
 
-#include "backend/cpu/pool.h"
+#include "backend/pool.h"
 
 #include <cblas.h>
 #include <stdatomic.h>

@@ -4,7 +4,7 @@
 #ifndef TS_KERNELS_H
 #define TS_KERNELS_H
 
-#include "backend/cpu/pool.h"
+#include "backend/pool.h"
 
 /* out[n] = a[n] (+|-|*|/) b[n % nb]   (b broadcasts over a's leading dims) */
 void ts_binary_forward(ts_pool *p, int kind, float *out, const float *a, const float *b, int64_t n, int64_t nb);

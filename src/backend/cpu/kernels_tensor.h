@@ -7,7 +7,7 @@
 #ifndef TS_KERNELS_TENSOR_H
 #define TS_KERNELS_TENSOR_H
 
-#include "backend/cpu/pool.h"
+#include "backend/pool.h"
 #include "graph/graph.h"
 
 /* Binary kinds from here on are ew_math.h's TS_EWB_* (kind - TS_BIN_EW). */

@@ -7,7 +7,7 @@
  * taking the core from anyone who has work -- OpenBLAS's threads wait the
  * same way. The job itself is always read under the mutex; the atomics only
  * say when to stop yielding. */
-#include "backend/cpu/pool.h"
+#include "backend/pool.h"
 #include "diag/trace.h"
 
 #include <pthread.h>

@@ -1,5 +1,8 @@
-/* pool.h -- a small fork-join thread pool for elementwise ops and
- * reductions. Between jobs workers yield the CPU for about a millisecond,
+/* pool.h -- the host's worker threads: a small fork-join thread pool.
+ * The CPU backend takes a model's pool as its stream (its elementwise ops,
+ * reductions and products split over it); the other layers split their own
+ * host work over it (a device's input staging, the observers' walks over
+ * host memory). Made by ts_backend_host_pool (backend.h). Between jobs workers yield the CPU for about a millisecond,
  * then sleep on a condition variable: cheap hand-offs within a step, no
  * fight with OpenBLAS's own threads during GEMM, no spinning when idle. */
 #ifndef TS_POOL_H
