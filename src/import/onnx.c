@@ -1,4 +1,4 @@
-/* onnx.c -- ONNX model files -> graph (DESIGN.md §13).
+/* onnx.c -- ONNX model files -> graph (docs/design.md#bring-your-own-model).
  *
  * The file is parsed with protobuf-c (src/import/proto/onnx.proto, a proto2
  * subset of ONNX's schema). Every value name of the file maps to either a
