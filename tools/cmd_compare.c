@@ -970,31 +970,36 @@ static int run_model(const compare_args *a, dump *inputs, dump *ref, row *rows, 
             rows[i].status = R_SKIP;
             snprintf(rows[i].why, sizeof rows[i].why, "the loss: add its labels '%s' to --inputs to compare it", ts_tensor_name(cm->labels));
         }
-    ts_tensor *outs[18];
-    int n_outs = 0;
     size_t n_file = ts_graph_output_count(cm->g);
-    for (size_t i = 0; i < n_file + 2 && n_outs < 18; i++) { /* the file's outputs, the scores, the loss; each once */
+    ts_tensor **outs = calloc(n_file + 2, sizeof *outs);
+    if (!outs) return cli_runtime_error("out of memory");
+    int n_outs = 0;
+    for (size_t i = 0; i < n_file + 2; i++) { /* the file's outputs, the scores, the loss; each once */
         ts_tensor *t = i < n_file ? ts_graph_output_at(cm->g, i) : i == n_file ? cm->logp : cm->loss;
         bool skip = !t || (t == cm->loss && !with_loss);
         for (int j = 0; j < n_outs && !skip; j++) skip = outs[j] == t;
         if (!skip) outs[n_outs++] = t;
     }
-    if (!n_outs)
-        return cli_usage_error("compare", "--inputs %s has no array '%s': the model's only output is its loss, which needs it", a->inputs,
-                               ts_tensor_name(cm->labels));
-    ts_options *o = ts_options_new();
-    if (!o) return cli_runtime_error("options");
+    ts_options *o = n_outs ? ts_options_new() : NULL;
+    if (!o) {
+        free(outs);
+        return n_outs ? cli_runtime_error("options")
+                      : cli_usage_error("compare", "--inputs %s has no array '%s': the model's only output is its loss, which needs it",
+                                        a->inputs, ts_tensor_name(cm->labels));
+    }
     for (int i = 0; i < n_rows; i++) {
         bool again = false; /* two module paths may name one tensor (attn and its c_proj) */
         for (int j = 0; j < i && !again && rows[i].ts_name; j++) again = rows[j].ts_name && strcmp(rows[j].ts_name, rows[i].ts_name) == 0;
         if (rows[i].ts_name && !again && ts_options_anchor(o, rows[i].ts_name, rows[i].ts_name, TS_OUTPUT_FINAL, 0)) {
             ts_options_free(o);
+            free(outs);
             return cli_runtime_error("anchoring");
         }
     }
     st = a->grads ? ts_model_training(mp, cm->g, cm->loss, o, ts_sgd(0.0f, 0.0f, 0.0f))
                   : ts_model_inference(mp, cm->g, outs, n_outs, o);
     ts_options_free(o);
+    free(outs);
     if (st || ts_model_compile(*mp)) return cli_runtime_error("compiling the model");
     /* the graph's inputs, by name, from --inputs */
     const char *names[16];
