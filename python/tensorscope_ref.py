@@ -37,12 +37,15 @@ Example::
     #     --inputs ref/inputs.npz --reference ref/reference.npz --grads
 """
 
+import argparse
+import importlib
+import importlib.util
 import os
+import sys
 
 import numpy as np
-import torch
 
-__all__ = ["dump"]
+__all__ = ["dump", "main"]
 
 
 def _np(t):
@@ -56,6 +59,7 @@ def dump(module, inputs, path, loss_fn=None, targets=None, targets_name="labels"
     positional arguments in the dict's order. ``loss_fn(output, targets)``
     gives a scalar loss; with it, gradients are recorded too. Returns the
     reference dict (name -> numpy array)."""
+    import torch
     if isinstance(inputs, torch.Tensor):
         inputs = {"x": inputs}
     if not isinstance(inputs, dict) or not inputs:
@@ -116,3 +120,102 @@ def dump(module, inputs, path, loss_fn=None, targets=None, targets_name="labels"
             weights[k] = _np(v).astype(np.float32)
     np.savez(os.path.join(path, "weights.npz"), **weights)
     return ref
+
+
+USAGE = """tensorscope_ref MODULE OUT_DIR --input NAME:SHAPE [...] [--loss nll|cross_entropy|mse] [--onnx FILE]
+
+Writes the reference dump of a PyTorch module (tensorscope_ref.dump) on random
+inputs, for `tensorscope compare`, and with --onnx the module's ONNX export
+to compare it with. MODULE is FILE.py:NAME or package.module:NAME, NAME a
+class or function that, called with no arguments, returns the module.
+
+example:
+  tensorscope_ref net.py:Net ref --input x:8x1x28x28 --loss nll --onnx net.onnx
+  tensorscope compare --model net.onnx --inputs ref/inputs.npz \\
+      --weights ref/weights.npz --reference ref/reference.npz --grads"""
+
+
+def _module_factory(spec):
+    where, sep, name = spec.rpartition(":")
+    if not sep or not where or not name:
+        raise SystemExit(f"tensorscope_ref: MODULE '{spec}': give FILE.py:NAME or package.module:NAME")
+    if where.endswith(".py"):
+        if not os.path.isfile(where):
+            raise SystemExit(f"tensorscope_ref: MODULE '{spec}': no file {where}")
+        sys.path.insert(0, os.path.dirname(os.path.abspath(where)))
+        loader = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(where))[0], where)
+        mod = importlib.util.module_from_spec(loader)
+        loader.loader.exec_module(mod)
+    else:
+        mod = importlib.import_module(where)
+    if not hasattr(mod, name):
+        raise SystemExit(f"tensorscope_ref: MODULE '{spec}': {where} has no '{name}'")
+    return getattr(mod, name)
+
+
+def _input_spec(text):
+    """NAME:D0xD1x...[:iN] -> (name, shape, N or None: int64 ids below N)."""
+    parts = text.split(":")
+    try:
+        if len(parts) not in (2, 3) or not parts[0] or (len(parts) == 3 and not parts[2].startswith("i")):
+            raise ValueError
+        shape = tuple(int(d) for d in parts[1].split("x"))
+        high = int(parts[2][1:]) if len(parts) == 3 else None
+        if any(d < 1 for d in shape) or (high is not None and high < 1):
+            raise ValueError
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}': want NAME:SHAPE (x:8x1x28x28, float32 normal values) "
+                                         "or NAME:SHAPE:iN (tokens:4x16:i100, int64 ids below N)") from None
+    return parts[0], shape, high
+
+
+def main(argv=None):
+    """The command `tensorscope_ref` (USAGE above)."""
+    p = argparse.ArgumentParser(prog="tensorscope_ref", usage=USAGE.split("\n")[0],
+                                description="\n".join(USAGE.split("\n")[2:]),
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("module", metavar="MODULE", help="FILE.py:NAME or package.module:NAME")
+    p.add_argument("out", metavar="OUT_DIR", help="where reference.npz, inputs.npz and weights.npz go")
+    p.add_argument("--input", action="append", type=_input_spec, required=True, metavar="NAME:SHAPE[:iN]",
+                   help="an input of forward, in order; :iN for int64 ids below N")
+    p.add_argument("--loss", choices=("nll", "cross_entropy", "mse"),
+                   help="a loss on the output (random labels as 'labels'), so gradients are recorded too")
+    p.add_argument("--train", action="store_true", help="run the module in train() mode (default eval())")
+    p.add_argument("--seed", type=int, default=0, help="torch.manual_seed for the weights and inputs (default 0)")
+    p.add_argument("--onnx", metavar="FILE", help="also export the module to this ONNX file (opset 17)")
+    a = p.parse_args(argv)
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError:
+        raise SystemExit("tensorscope_ref: needs PyTorch (pip install torch)") from None
+    torch.manual_seed(a.seed)
+    module = _module_factory(a.module)()
+    if not isinstance(module, torch.nn.Module):
+        raise SystemExit(f"tensorscope_ref: {a.module}() gave a {type(module).__name__}, not a torch.nn.Module")
+    module.train(a.train)
+    inputs = {name: torch.randint(0, high, shape) if high else torch.randn(shape) for name, shape, high in a.input}
+    loss_fn = targets = None
+    if a.loss:
+        with torch.no_grad():
+            out = module(*inputs.values())
+        if not isinstance(out, torch.Tensor) or (a.loss != "mse" and out.dim() < 2):
+            raise SystemExit(f"tensorscope_ref: --loss {a.loss} needs forward to return one tensor "
+                             f"{'' if a.loss == 'mse' else 'of scores [B, C] or [B, ..., C]'}")
+        if a.loss == "mse":
+            loss_fn, targets = F.mse_loss, torch.randn(out.shape)
+        else:
+            base = F.nll_loss if a.loss == "nll" else F.cross_entropy
+            loss_fn = lambda o, t: base(o.reshape(-1, o.shape[-1]), t.reshape(-1))  # noqa: E731
+            targets = torch.randint(0, out.shape[-1], out.shape[:-1])
+    ref = dump(module, inputs, a.out, loss_fn=loss_fn, targets=targets)
+    if a.onnx:
+        torch.onnx.export(module, tuple(inputs.values()), a.onnx, input_names=list(inputs), opset_version=17,
+                          do_constant_folding=False, training=torch.onnx.TrainingMode.PRESERVE)
+    print(f"{a.out}: {len(ref)} reference tensors, inputs.npz ({', '.join(inputs)}"
+          f"{', labels' if targets is not None else ''}) and weights.npz" + (f"; {a.onnx}" if a.onnx else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -112,6 +112,12 @@ typedef struct cli_import {
     const char *loss;         /* cross_entropy|nll|mse; NULL: nll after a LogSoftmax, else cross_entropy */
     const char *labels_input; /* the file's own labels input; its scalar output is the loss */
     const char *output;       /* the scores the loss is put on (a tensor or file value name); NULL: the first output */
+    /* `compare`: the labels come as arrays (--inputs), not class ids: mse
+     * takes an output of any rank against labels of its shape; and a file
+     * whose outputs take no loss (1-D scores, a scalar) is opened as it
+     * is, its outputs the model (a forward-only compare), a scalar output
+     * the loss when the file has no other */
+    bool arrays;
     long layers, heads, embd, block_size; /* gpt; 0: the defaults (2, 4, 64, 64) */
     long vocab;                           /* gpt: the corpus's vocabulary; 0: 65 (Tiny Shakespeare's) */
 } cli_import;
@@ -124,6 +130,12 @@ typedef struct cli_import {
     {"--embd", FLAG_INT, &(imp).embd, "C", "channels, a multiple of --heads (default 64)"},                        \
     {"--block-size", FLAG_INT, &(imp).block_size, "T", "context length in characters (default 64)"},               \
     {"--vocab", FLAG_INT, &(imp).vocab, "V", "vocabulary size (default: the corpus's; without one 65, Tiny Shakespeare's)"}
+/* An ONNX file's model flags (a section of --help); `imp` is a cli_import. */
+#define CLI_ONNX_FLAGS(imp)                                                                                                 \
+    {"", FLAG_SECTION, NULL, NULL, "--model FILE.onnx"},                                                                    \
+    {"--loss", FLAG_STRING, &(imp).loss, "cross_entropy|nll|mse", "loss on the output (default nll after LogSoftmax, else cross_entropy)"}, \
+    {"--labels-input", FLAG_STRING, &(imp).labels_input, "NAME", "the file's labels input; its scalar output is the loss"}, \
+    {"--output", FLAG_STRING, &(imp).output, "NAME", "the scores to put the loss on (default: the first output)"}
 /* A built-in model by name, or an ONNX file (a name ending in .onnx), for
  * micro-batch size `batch`; tensors whose names match a pattern of
  * `prints` get a print op. TS_ERR_NOT_FOUND (error empty): no such model. */

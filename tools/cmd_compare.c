@@ -183,6 +183,7 @@ typedef struct compare_args {
     tol_rule rules[64];
     int n_rules;
     cli_list model_inputs; /* --input NAME:SHAPE */
+    cli_list model_values; /* --input-value NAME=V,... */
     cli_import imp;        /* the model flags */
 } compare_args;
 
@@ -190,7 +191,8 @@ typedef struct compare_args {
  * when no flag gives it. */
 static cli_import model_import(const compare_args *a, const dump *inputs) {
     cli_import imp = a->imp;
-    imp.inputs = &a->model_inputs;
+    imp.inputs = &a->model_inputs, imp.values = &a->model_values;
+    imp.arrays = true; /* labels from --inputs; forward only, a model needs no loss */
     const ts_array *tok = dump_find(inputs, "tokens");
     if (!imp.block_size && !a->model_inputs.n && tok && tok->ndim == 2) imp.block_size = (long)tok->shape[1];
     return imp;
@@ -952,22 +954,52 @@ static int run_model(const compare_args *a, dump *inputs, dump *ref, row *rows, 
     if (wn->oom) return cli_runtime_error("out of memory");
     for (int i = 0; i < n_rows; i++)
         if (!rows[i].ts_name && rows[i].status == R_MISSING) gone_by_export(cm->g, wn, &rows[i]);
-    ts_options *o = ts_options_new();
-    if (!o) return cli_runtime_error("options");
+    /* forward only: the model's outputs, and the loss when it has one and its labels are given */
+    bool labels_given = cm->labels && dump_find(inputs, ts_tensor_name(cm->labels));
+    bool with_loss = cm->loss && (!cm->labels || labels_given);
+    if (a->grads && !cm->loss)
+        return cli_usage_error("compare", "--grads: %s gives no loss to differentiate: give --loss mse (and an array 'labels' of the "
+                               "output's shape in --inputs), --loss cross_entropy|nll for scores, or --labels-input NAME for a file "
+                               "that computes its own loss", a->model);
+    if (a->grads && !with_loss)
+        return cli_usage_error("compare", "--grads: --inputs %s has no array '%s' (the loss's labels)", a->inputs, ts_tensor_name(cm->labels));
+    for (int i = 0; cm->loss && !with_loss && i < n_rows; i++)
+        if (rows[i].ts_name && ts_graph_find(cm->g, rows[i].ts_name) == cm->loss) {
+            free(rows[i].ts_name);
+            rows[i].ts_name = NULL;
+            rows[i].status = R_SKIP;
+            snprintf(rows[i].why, sizeof rows[i].why, "the loss: add its labels '%s' to --inputs to compare it", ts_tensor_name(cm->labels));
+        }
+    size_t n_file = ts_graph_output_count(cm->g);
+    ts_tensor **outs = calloc(n_file + 2, sizeof *outs);
+    if (!outs) return cli_runtime_error("out of memory");
+    int n_outs = 0;
+    for (size_t i = 0; i < n_file + 2; i++) { /* the file's outputs, the scores, the loss; each once */
+        ts_tensor *t = i < n_file ? ts_graph_output_at(cm->g, i) : i == n_file ? cm->logp : cm->loss;
+        bool skip = !t || (t == cm->loss && !with_loss);
+        for (int j = 0; j < n_outs && !skip; j++) skip = outs[j] == t;
+        if (!skip) outs[n_outs++] = t;
+    }
+    ts_options *o = n_outs ? ts_options_new() : NULL;
+    if (!o) {
+        free(outs);
+        return n_outs ? cli_runtime_error("options")
+                      : cli_usage_error("compare", "--inputs %s has no array '%s': the model's only output is its loss, which needs it",
+                                        a->inputs, ts_tensor_name(cm->labels));
+    }
     for (int i = 0; i < n_rows; i++) {
         bool again = false; /* two module paths may name one tensor (attn and its c_proj) */
         for (int j = 0; j < i && !again && rows[i].ts_name; j++) again = rows[j].ts_name && strcmp(rows[j].ts_name, rows[i].ts_name) == 0;
         if (rows[i].ts_name && !again && ts_options_anchor(o, rows[i].ts_name, rows[i].ts_name, TS_OUTPUT_FINAL, 0)) {
             ts_options_free(o);
+            free(outs);
             return cli_runtime_error("anchoring");
         }
     }
-    /* forward only: the loss too when the labels are given */
-    ts_tensor *outs[2] = {cm->logp, cm->loss};
-    int n_outs = cm->labels && dump_find(inputs, ts_tensor_name(cm->labels)) ? 2 : 1;
     st = a->grads ? ts_model_training(mp, cm->g, cm->loss, o, ts_sgd(0.0f, 0.0f, 0.0f))
                   : ts_model_inference(mp, cm->g, outs, n_outs, o);
     ts_options_free(o);
+    free(outs);
     if (st || ts_model_compile(*mp)) return cli_runtime_error("compiling the model");
     /* the graph's inputs, by name, from --inputs */
     const char *names[16];
@@ -981,7 +1013,7 @@ static int run_model(const compare_args *a, dump *inputs, dump *ref, row *rows, 
         ts_array info;
         ts_tensor_info(t, &info);
         if (!v) {
-            if (!a->grads && t == cm->labels) continue; /* labels are not needed for the forward */
+            if (!with_loss && t == cm->labels) continue; /* labels are not needed for the forward */
             return cli_usage_error("compare", "--inputs %s has no array '%s' (an input of the model)", a->inputs, ts_tensor_name(t));
         }
         int64_t bad = -1;
@@ -1031,6 +1063,8 @@ int cmd_compare(int argc, char **argv) {
         {"--rank", FLAG_BOOL, &a.rank, NULL, "with --a/--b: rank the tensors by the precision --a lost against --b (e.g. bf16 against "
                                               "f32): relative error, graph order, where it first jumps"},
         {"--jump", FLAG_FLOAT, &a.jump, "K", "with --rank: a jump is an error above K x the median before it (default 10)"},
+        {"--input-value", FLAG_LIST, &a.model_values, "NAME=V,..|NAME=F.npy", "an ONNX input's value, bound at import (a shape input: shape=4,-1)"},
+        CLI_ONNX_FLAGS(a.imp),
         CLI_GPT_FLAGS(a.imp),
         {NULL, FLAG_BOOL, NULL, NULL, NULL}};
     bool help;

@@ -679,7 +679,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
                     .holdout = -1, .repeat_count = 1, .grad_accum = 1, .threads = 0, .log_verbosity = -1, .watch_period = 1,
                     .lr = -1, .weight_decay = -1, .check_numerics = NULL, .lr_schedule = "constant", .lr_step_size = 1000, .lr_gamma = 0.1,
                     .outfeed_depth = 64, .watch_memory = -1};
-    cli_import imp = {&a.inputs, &a.input_values, NULL, NULL, NULL, 0, 0, 0, 0, 0};
+    cli_import imp = {.inputs = &a.inputs, .values = &a.input_values};
     const cli_flag flags[] = {
         {"--model", FLAG_STRING, &a.model, "NAME|FILE.onnx", "built-in model (mlp, cnn, gpt) or an ONNX file; its own flags are at the end"},
         {"--input", FLAG_LIST, &a.inputs, "NAME:SHAPE", "static shape of an input, e.g. x:64x1x28x28 or tokens:32x64 (dim 0 = --batch-size)"},
@@ -758,10 +758,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
                                                                   "the rest and the weights f32 (default f32; TS_USE_BF16=1: bf16; docs/precision.md)"},
         {"--loss-scale", FLAG_STRING, &a.loss_scale, "dynamic|off|S", "loss scaling: dynamic (f16's default, from 65536), off, or dynamic from S"},
         {"--quiet", FLAG_BOOL, &a.quiet, NULL, "only errors, warnings and the final result (no progress, no epoch lines)"},
-        {"", FLAG_SECTION, NULL, NULL, "--model FILE.onnx"},
-        {"--loss", FLAG_STRING, &imp.loss, "cross_entropy|nll|mse", "loss on the output (default nll after LogSoftmax, else cross_entropy)"},
-        {"--labels-input", FLAG_STRING, &imp.labels_input, "NAME", "the file's labels input; its scalar output is the loss"},
-        {"--output", FLAG_STRING, &imp.output, "NAME", "the scores to put the loss on (default: the first output)"},
+        CLI_ONNX_FLAGS(imp),
         CLI_GPT_FLAGS(imp),
         {NULL, FLAG_BOOL, NULL, NULL, NULL}};
     cli_flag eval_table[TS_ARRAY_COUNT(flags)];

@@ -106,7 +106,7 @@ static ts_status print_built(ts_graph *g, ts_tensor *loss, const cli_list *print
         ts_tensor *t = ts_graph_tensor_at(g, i);
         if (t != loss && cli_list_matches(prints, ts_tensor_name(t))) ts_print_beside(g, t, ts_tensor_name(t));
     }
-    if (cli_list_matches(prints, "loss")) ts_print_beside(g, loss, "loss");
+    if (loss && cli_list_matches(prints, "loss")) ts_print_beside(g, loss, "loss");
     return ts_graph_status(g);
 }
 
@@ -310,18 +310,28 @@ static ts_status open_onnx(const char *path, long batch, const cli_list *prints,
         m->logp = scores;
         m->logits = true;
     } else {
+        bool arrays = imp && imp->arrays, given = imp && imp->loss;
+        ts_array info = {0};
+        if (scores) ts_tensor_info(scores, &info);
+        const char *loss = given ? imp->loss : scores && made_by(scores, "LogSoftmax") ? "nll" : "cross_entropy";
+        bool mse = strcasecmp(loss, "mse") == 0;
+        /* cross entropy also takes [batch, ..., classes] (a language model's [B,T,V]); mse against arrays any rank */
+        bool fits = scores && (mse && arrays ? info.ndim >= 1 : info.ndim == 2 || (info.ndim > 2 && strcasecmp(loss, "cross_entropy") == 0));
+        if (!fits && arrays && !given) { /* no loss: the file's outputs as they are, its scalar one the loss if it has no other */
+            m->logp = scores;
+            m->loss = scores ? NULL : file_loss;
+            st = ts_graph_status(g);
+            if (!st && m->loss) st = ts_tensor_set_name(m->loss, "loss");
+            return st ? st : print_built(g, m->loss, prints);
+        }
         if (!scores) return fail(m, TS_ERR_INVALID_ARGUMENT, "%s has no non-scalar output to put a loss on", path);
-        ts_array info;
-        ts_tensor_info(scores, &info);
-        const char *loss = imp && imp->loss ? imp->loss : made_by(scores, "LogSoftmax") ? "nll" : "cross_entropy";
-        /* cross entropy also takes [batch, ..., classes] (a language model's [B,T,V]) */
-        if (info.ndim < 2 || (info.ndim > 2 && strcasecmp(loss, "cross_entropy") != 0))
-            return fail(m, TS_ERR_SHAPE, "%s: the output '%s' is %d-D; --loss %s takes [batch, classes] scores (cross_entropy also [batch, ..., classes])",
-                        path, ts_tensor_name(scores), info.ndim, loss);
+        if (!fits)
+            return fail(m, TS_ERR_SHAPE, "%s: the output '%s' is %d-D; --loss %s takes [batch, classes] scores (cross_entropy also [batch, ..., classes]%s)",
+                        path, ts_tensor_name(scores), info.ndim, loss, arrays ? ", mse any rank" : "");
         m->logp = scores;
-        if (strcasecmp(loss, "mse") == 0) { /* against one-hot targets */
-            m->onehot = info.shape[1];
-            m->labels = ts_input(g, "labels", TS_F32, 2, info.shape);
+        if (mse) { /* against one-hot targets; with arrays, targets of the output's shape */
+            m->onehot = arrays ? 0 : info.shape[1];
+            m->labels = ts_input(g, "labels", TS_F32, info.ndim, info.shape);
             ts_tensor *d = ts_sub(g, scores, m->labels);
             m->loss = ts_mean(g, ts_mul(g, d, d));
             m->logits = true;
