@@ -1366,6 +1366,20 @@ typedef struct ts_compare_result {
 TS_API ts_status ts_compare_arrays(const ts_array *a, const ts_array *ref, double atol, double rtol,
                                    ts_compare_result *out);
 
+/* A diff of two runs, tensor by tensor (`tensorscope diff`): bit equality
+ * first, then closeness. ts_array_hash: a 64-bit FNV-1a hash of the dtype,
+ * the shape and the bytes, the same on every build and machine. */
+TS_API ts_status ts_array_hash(const ts_array *a, uint64_t *out);
+typedef enum { TS_DIFF_BIT_EQUAL = 0, TS_DIFF_CLOSE = 1, TS_DIFF_DIFFERS = 2 } ts_diff_kind;
+typedef struct ts_diff_result {
+    uint64_t hash_a, hash_b;
+    int kind;              /* ts_diff_kind: bit-equal (same dtype, shape and bytes), close (every element
+                              passes ts_compare_arrays' rule), or differs */
+    ts_compare_result cmp; /* a against b as the reference */
+} ts_diff_result;
+/* a and b: the same shape (else TS_ERR_SHAPE), any dtypes (bit-equal needs the same). */
+TS_API ts_status ts_diff_arrays(const ts_array *a, const ts_array *b, double atol, double rtol, ts_diff_result *out);
+
 /* Where precision is first lost along a list of tensors (graph order) with
  * their relative errors (ts_compare_result.rel_error, a low-precision run
  * against its f32 twin): the first tensor whose error exceeds `min_error` and

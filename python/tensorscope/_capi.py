@@ -127,6 +127,10 @@ class CompareResult(C.Structure):  # ts_compare_result
                 ("a", Stats), ("ref", Stats), ("pass", C.c_int), ("rel_error", C.c_double)]
 
 
+class DiffResult(C.Structure):  # ts_diff_result
+    _fields_ = [("hash_a", C.c_uint64), ("hash_b", C.c_uint64), ("kind", C.c_int), ("cmp", CompareResult)]
+
+
 class MemoryUsage(C.Structure):  # ts_memory_usage
     _fields_ = [("rss", C.c_int64), ("pss", C.c_int64), ("uss", C.c_int64)]
 
@@ -290,6 +294,7 @@ _PROTOTYPES = {
     "ts_model_lint": (_st, [P, C.POINTER(STRS), C.POINTER(C.c_size_t)]),
     "ts_compare_arrays": (_st, [C.POINTER(Array), C.POINTER(Array), C.c_double, C.c_double,
                                 C.POINTER(CompareResult)]),
+    "ts_diff_arrays": (_st, [C.POINTER(Array), C.POINTER(Array), C.c_double, C.c_double, C.POINTER(DiffResult)]),
     "ts_compare_first_jump": (_st, [C.POINTER(C.c_double), C.c_int, C.c_double, C.c_double,
                                     C.POINTER(C.c_int), C.POINTER(C.c_double), C.POINTER(C.c_double)]),
     "ts_plot_precision": (_st, [C.c_char_p, C.POINTER(C.c_char_p), C.POINTER(C.c_double),
