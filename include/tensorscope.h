@@ -1342,6 +1342,39 @@ TS_API ts_status ts_model_memory_get(const ts_model *m, ts_model_memory *out);
 /* One line: "memory: params 1.09MB grads ... rss 52.1MB pss ... uss ..." */
 TS_API const char *ts_model_memory_line(const ts_model *m, char *buf, size_t n);
 
+/* The memory plan as a liveness report (`tensorscope memory`,
+ * docs/observation.md#where-memory-goes): every buffer a compiled model
+ * holds, by class, with the points of the step it is live over. Points:
+ * the forward's ops 0..L-1 in execution order, a training model's backward
+ * L..2L-1 (the forward's ops in reverse) and its update 2L; *n_points is
+ * their count. Activations and activation gradients live over what compile
+ * planned (one arena, reused between buffers whose lives do not overlap);
+ * parameters, parameter gradients, optimizer state and kernel workspace
+ * over the whole step. Fills up to `cap` buffers of `out` (may be NULL
+ * with cap 0) and sets *n to how many there are. */
+typedef enum {
+    TS_MEM_ACTIVATIONS, TS_MEM_GRADIENTS, TS_MEM_OPTIMIZER, TS_MEM_PARAMETERS, TS_MEM_WORKSPACE, TS_MEM_CLASSES
+} ts_memory_class;
+typedef struct ts_memory_buffer {
+    const ts_tensor *tensor; /* whose value (or gradient, or optimizer state) it holds; NULL: kernel workspace */
+    int mclass;              /* ts_memory_class */
+    int gradient;            /* holds the tensor's gradient (Gradient___NAME) */
+    int64_t start, end;      /* live over points start..end (inclusive) */
+    int64_t bytes;           /* as allocated (64-byte aligned) */
+} ts_memory_buffer;
+TS_API ts_status ts_model_memory_plan(const ts_model *m, ts_memory_buffer *out, size_t cap, size_t *n, int64_t *n_points);
+/* The op a point runs (its forward op for a backward point, *backward set
+ * to 1; NULL at the update, with *backward 2); NULL and an error when the
+ * point is out of range. */
+TS_API const ts_tensor *ts_model_memory_point(const ts_model *m, int64_t point, int *backward);
+
+/* A stacked area per class over the points of a step (`tensorscope memory
+ * --plot-memory`): bytes is [n_classes][n_points], the first class at the
+ * bottom; a dashed line before point backward_at (-1: none), the peak point
+ * marked (-1: none). PNG, or SVG for a .svg path. */
+TS_API ts_status ts_plot_memory(const char *path, const char *title, const double *bytes, const char *const *class_names, int n_classes,
+                                int n_points, int backward_at, int peak);
+
 /* Model lint: warnings found at compile about mistakes that give bad
  * scores without an error (softmax over the batch dimension, NLL loss on
  * values that are not log-probabilities, a parameter with no path to the
