@@ -263,6 +263,59 @@ def diff_runs(a: Any, b: Any, atol: float = 1e-5, rtol: float = 1e-4, graph: Any
             "only_a": [n for n in da if n not in db], "only_b": [n for n in db if n not in da]}
 
 
+MEMORY_CLASSES = ("activations", "gradients", "optimizer state", "parameters", "workspace")  # ts_memory_class
+
+
+def memory_plan(model: Any, plot: Optional[Union[str, os.PathLike]] = None) -> Dict[str, Any]:
+    """Where a compiled model's memory goes over one step, as `tensorscope
+    memory` prints it (docs/observation.md#where-memory-goes): compile's
+    memory plan as a liveness report. Returns {"points": [{point, phase
+    ("forward", "backward", "update"), op, tensor, location}], "buffers":
+    [{name, class, bytes, start, end, op, location}] (live over points
+    start..end), "timeline": {class: [live bytes per point]}, "peak":
+    {point, bytes, live: buffers live there, largest first}}. `plot`: a PNG
+    (or .svg) of the timeline, a stacked area per class."""
+    h = model._h
+    n, points = C.c_size_t(0), C.c_int64(0)
+    check(lib.ts_model_memory_plan(h, None, 0, C.byref(n), C.byref(points)))
+    bufs = (_capi.MemoryBuffer * max(n.value, 1))()
+    check(lib.ts_model_memory_plan(h, bufs, n.value, C.byref(n), C.byref(points)))
+    loc = C.create_string_buffer(1024)
+
+    def where(t):
+        return lib.ts_tensor_location(t, loc, len(loc)).decode() if t else ""
+
+    pts = []
+    for p in range(points.value):
+        phase = C.c_int(0)
+        t = lib.ts_model_memory_point(h, p, C.byref(phase))
+        pts.append({"point": p, "phase": ("forward", "backward", "update")[phase.value],
+                    "op": lib.ts_tensor_op(t).decode() if t else None,
+                    "tensor": lib.ts_tensor_name(t).decode() if t else None, "location": where(t)})
+    buffers = []
+    for b in bufs[:n.value]:
+        name = lib.ts_tensor_name(b.tensor).decode() if b.tensor else "(kernel workspace)"
+        buffers.append({"name": ("Gradient___" if b.gradient else "") + name, "class": MEMORY_CLASSES[b.mclass],
+                        "bytes": b.bytes, "start": b.start, "end": b.end,
+                        "op": lib.ts_tensor_op(b.tensor).decode() if b.tensor else None, "location": where(b.tensor)})
+    timeline = {c: [0] * points.value for c in MEMORY_CLASSES}
+    for b in buffers:
+        for p in range(b["start"], min(b["end"], points.value - 1) + 1):
+            timeline[b["class"]][p] += b["bytes"]
+    totals = [sum(timeline[c][p] for c in MEMORY_CLASSES) for p in range(points.value)]
+    peak = max(range(points.value), key=lambda p: (totals[p], -p)) if totals else 0
+    live = sorted((b for b in buffers if b["start"] <= peak <= b["end"]), key=lambda b: -b["bytes"])
+    if plot is not None:
+        flat = [float(v) for c in MEMORY_CLASSES for v in timeline[c]]
+        names = (C.c_char_p * len(MEMORY_CLASSES))(*[cstr(c) for c in MEMORY_CLASSES])
+        backward_at = next((q["point"] for q in pts if q["phase"] != "forward"), -1)
+        check(lib.ts_plot_memory(cstr(os.fspath(plot)), cstr("live memory over one step"),
+                                 (C.c_double * max(len(flat), 1))(*flat), names, len(MEMORY_CLASSES),
+                                 points.value, backward_at, peak))
+    return {"points": pts, "buffers": buffers, "timeline": timeline,
+            "peak": {"point": peak, "bytes": totals[peak] if totals else 0, "live": live}}
+
+
 # ---- the memory watcher (docs/observation.md#memory)
 
 
