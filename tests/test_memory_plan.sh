@@ -63,6 +63,17 @@ check "... the RSS growth is the plan's allocation, within 95%..105% + 8 MB" \
 check "... the peak is no more than what is allocated" \
     "$PY" -c "import re; o = open('measure.out').read(); p = int(re.search(r'\((\d+) bytes\) live', o).group(1)); assert p <= ${allocated:-0}, p"
 
+# a section of the metrics report: each compile's planned peak
+run metrics "$BIN" train --model mlp --data "$DATA" --steps 1 --metrics --quiet
+check "train --metrics reports MemoryPlanPeakBytes, the training program's the same as memory's peak" \
+    "$PY" -c "
+import re
+o = open('metrics.out').read() + open('metrics.err').read()
+block = re.search(r'Metric: MemoryPlanPeakBytes\n(  .*\n)*', o).group(0)
+vals = [float(v) for v in re.findall(r'=([0-9.]+)MB', block)]
+peak = int(re.search(r'\((\d+) bytes\) live', open('plan.out').read()).group(1)) / 2**20
+assert any(abs(v - peak) <= 0.006 for v in vals), (vals, peak)" || show metrics.out 30
+
 if needs plots "--plot-memory"; then
     run plot "$BIN" memory --model cnn --summary --plot-memory "$tmp/memory.png"
     check "--plot-memory writes a PNG" sh -c "test $rc -eq 0 && head -c 8 '$tmp/memory.png' | od -c | grep -q 'P   N   G'"

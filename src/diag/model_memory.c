@@ -4,6 +4,7 @@
 
 #include "backend/backend.h"
 
+#include "diag/memory.h"
 #include "diag/metrics.h"
 
 #include <stdio.h>
@@ -136,4 +137,20 @@ const ts_tensor *ts_model_memory_point(const ts_model *m, int64_t point, int *ba
     }
     *backward = point >= L;
     return m->g->t[m->prog->order[point < L ? point : 2 * L - 1 - point]];
+}
+
+void ts_memory_plan_metrics(const ts_model *m) {
+    size_t n = 0;
+    int64_t P = 0;
+    if (ts_model_memory_plan(m, NULL, 0, &n, &P) || P <= 0) return;
+    ts_memory_buffer *b = ts_malloc((n ? n : 1) * sizeof *b);
+    int64_t *delta = ts_calloc((size_t)P + 1, sizeof *delta);
+    if (b && delta && !ts_model_memory_plan(m, b, n, &n, &P)) {
+        for (size_t i = 0; i < n; i++) delta[b[i].start] += b[i].bytes, delta[b[i].end + 1] -= b[i].bytes;
+        int64_t live = 0, peak = 0;
+        for (int64_t p = 0; p < P; p++) live += delta[p], peak = live > peak ? live : peak;
+        ts_metric_record_value("MemoryPlanPeakBytes", (double)peak); /* the most bytes live at one point of the step */
+    }
+    ts_free(b);
+    ts_free(delta);
 }
