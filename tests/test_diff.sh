@@ -109,6 +109,18 @@ check "--exact: one ulp is a difference (exit 1), without --model no op named" \
     sh -c "test $rc -eq 1 && grep -q 'first tensor not bit-equal: fc2/Add:0 (forward' exact.out && grep -q 'give the model' exact.out"
 check "... without --model, the order the dump records" hasf exact.out "in the order the dump records"
 
+# an .npz (its member order is its order) against a directory
+"$PY" - "$tmp" <<'PYEOF' || fail "writing the .npz"
+import sys
+import numpy as np
+d = sys.argv[1]
+order = [l.rstrip("\n").split("\t") for l in open(f"{d}/planted/order.txt")]
+np.savez(f"{d}/planted.npz", **{n: np.load(f"{d}/planted/{s}.npy") for s, n in order})
+PYEOF
+run npz "$BIN" diff planted.npz s1 --model mlp
+check "an .npz against a directory: the same tensor named" \
+    sh -c "test $rc -eq 0 && grep -q 'first tensor not bit-equal: fc2/Add:0 (forward' npz.out && grep -q '^46 bit-equal, 1 close, 0 differ' npz.out"
+
 # the Python API on the same dumps
 TENSORSCOPE_LIBRARY="$BUILD/libtensorscope.so" PYTHONPATH="$SRC/python" "$PY" - "$tmp" > py.out 2>&1 <<'PYEOF'
 import sys
