@@ -101,9 +101,9 @@ ts_status ts_model_memory_plan(const ts_model *m, ts_memory_buffer *out, size_t 
     for (int e = 0; e < p->n_entries; e++) {
         const ts_entry *en = &p->entries[e];
         if ((en->kind != TS_KIND_GRAD && en->kind != TS_KIND_ACCUM) || !en->data || en->data < lo || en->data >= hi) continue;
-        bool seen = false; /* an accumulator may be the gradient's buffer */
-        for (int f = 0; f < e && !seen; f++) seen = p->entries[f].data == en->data && (p->entries[f].kind == TS_KIND_GRAD || p->entries[f].kind == TS_KIND_ACCUM);
-        if (!seen) put(out, cap, n, (ts_memory_buffer){g->t[en->node], TS_MEM_GRADIENTS, 1, 0, last, ALIGNED((size_t)en->numel * sizeof(float))});
+        int ge = p->grad_entry[en->node];
+        bool alias = en->kind == TS_KIND_ACCUM && ge >= 0 && ge != e && p->entries[ge].data == en->data; /* the gradient's buffer */
+        if (!alias) put(out, cap, n, (ts_memory_buffer){g->t[en->node], TS_MEM_GRADIENTS, 1, 0, last, ALIGNED((size_t)en->numel * sizeof(float))});
     }
     for (int s = 0; s < m->n_state; s++) {
         const ts_opt_state *st = &m->state[s];
