@@ -58,8 +58,12 @@ run measure "$BIN" memory --model mlp --batch-size 16384 --measure --summary
 check "--measure: exit 0" test $rc -eq 0 || show measure.err
 read -r grew allocated < <(sed -nE 's/.*\(grew ([0-9]+) bytes, allocated ([0-9]+)\)$/\1 \2/p' measure.out)
 echo "     RSS grew ${grew:-?} bytes; the plan allocates ${allocated:-?}"
+# (ThreadSanitizer's shadow memory is resident beside each byte written:
+# there only the lower bound holds; AddressSanitizer's measured 1.06x.)
+upper=1
+ldd "$BIN" 2>/dev/null | grep -q 'libtsan' && upper=0
 check "... the RSS growth is the plan's allocation, within 95%..105% + 8 MB" \
-    "$PY" -c "g, a = ${grew:-0}, ${allocated:-0}; assert a > 50e6 and 0.95 * a <= g <= 1.05 * a + 8e6, (g, a)"
+    "$PY" -c "g, a = ${grew:-0}, ${allocated:-0}; assert a > 50e6 and 0.95 * a <= g and (not $upper or g <= 1.05 * a + 8e6), (g, a)"
 check "... the peak is no more than what is allocated" \
     "$PY" -c "import re; o = open('measure.out').read(); p = int(re.search(r'\((\d+) bytes\) live', o).group(1)); assert p <= ${allocated:-0}, p"
 
