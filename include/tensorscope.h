@@ -1406,6 +1406,39 @@ TS_API ts_status ts_model_memory_get(const ts_model *m, ts_model_memory *out);
 /* One line: "memory: params 1.09MB grads ... rss 52.1MB pss ... uss ..." */
 TS_API const char *ts_model_memory_line(const ts_model *m, char *buf, size_t n);
 
+/* The memory plan as a liveness report (`tensorscope memory`,
+ * docs/observation.md#where-memory-goes): every buffer a compiled model
+ * holds, by class, with the points of the step it is live over. Points:
+ * the forward's ops 0..L-1 in execution order, a training model's backward
+ * L..2L-1 (the forward's ops in reverse) and its update 2L; *n_points is
+ * their count. Activations and activation gradients live over what compile
+ * planned (one arena, reused between buffers whose lives do not overlap);
+ * parameters, parameter gradients, optimizer state and kernel workspace
+ * over the whole step. Fills up to `cap` buffers of `out` (may be NULL
+ * with cap 0) and sets *n to how many there are. */
+typedef enum {
+    TS_MEM_ACTIVATIONS, TS_MEM_GRADIENTS, TS_MEM_OPTIMIZER, TS_MEM_PARAMETERS, TS_MEM_WORKSPACE, TS_MEM_CLASSES
+} ts_memory_class;
+typedef struct ts_memory_buffer {
+    const ts_tensor *tensor; /* whose value (or gradient, or optimizer state) it holds; NULL: kernel workspace */
+    int mclass;              /* ts_memory_class */
+    int gradient;            /* holds the tensor's gradient (Gradient___NAME) */
+    int64_t start, end;      /* live over points start..end (inclusive) */
+    int64_t bytes;           /* as allocated (64-byte aligned) */
+} ts_memory_buffer;
+TS_API ts_status ts_model_memory_plan(const ts_model *m, ts_memory_buffer *out, size_t cap, size_t *n, int64_t *n_points);
+/* The op a point runs (its forward op for a backward point, *backward set
+ * to 1; NULL at the update, with *backward 2); NULL and an error when the
+ * point is out of range. */
+TS_API const ts_tensor *ts_model_memory_point(const ts_model *m, int64_t point, int *backward);
+
+/* A stacked area per class over the points of a step (`tensorscope memory
+ * --plot-memory`): bytes is [n_classes][n_points], the first class at the
+ * bottom; a dashed line before point backward_at (-1: none), the peak point
+ * marked (-1: none). PNG, or SVG for a .svg path. */
+TS_API ts_status ts_plot_memory(const char *path, const char *title, const double *bytes, const char *const *class_names, int n_classes,
+                                int n_points, int backward_at, int peak);
+
 /* Model lint: warnings found at compile about mistakes that give bad
  * scores without an error (softmax over the batch dimension, NLL loss on
  * values that are not log-probabilities, a parameter with no path to the
@@ -1429,6 +1462,20 @@ typedef struct ts_compare_result {
 } ts_compare_result;
 TS_API ts_status ts_compare_arrays(const ts_array *a, const ts_array *ref, double atol, double rtol,
                                    ts_compare_result *out);
+
+/* A diff of two runs, tensor by tensor (`tensorscope diff`): bit equality
+ * first, then closeness. ts_array_hash: a 64-bit FNV-1a hash of the dtype,
+ * the shape and the bytes, the same on every build and machine. */
+TS_API ts_status ts_array_hash(const ts_array *a, uint64_t *out);
+typedef enum { TS_DIFF_BIT_EQUAL = 0, TS_DIFF_CLOSE = 1, TS_DIFF_DIFFERS = 2 } ts_diff_kind;
+typedef struct ts_diff_result {
+    uint64_t hash_a, hash_b;
+    int kind;              /* ts_diff_kind: bit-equal (same dtype, shape and bytes), close (every element
+                              passes ts_compare_arrays' rule), or differs */
+    ts_compare_result cmp; /* a against b as the reference */
+} ts_diff_result;
+/* a and b: the same shape (else TS_ERR_SHAPE), any dtypes (bit-equal needs the same). */
+TS_API ts_status ts_diff_arrays(const ts_array *a, const ts_array *b, double atol, double rtol, ts_diff_result *out);
 
 /* Where precision is first lost along a list of tensors (graph order) with
  * their relative errors (ts_compare_result.rel_error, a low-precision run

@@ -67,6 +67,29 @@ void cli_file_safe(const char *in, char *out, size_t n);
  * the names in the order given (graph order), which `compare` reads back
  * (tools/cmd_compare.c). */
 int cli_dump_order_write(const char *dir, const char *const *names, size_t n);
+/* Named arrays from an .npz or a directory of .npy files, in the order the
+ * dump records: an .npz's member order; a directory's order.txt (`train
+ * --dump-npy` writes it: graph order), else file names sorted (ordered
+ * false). What `compare` and `diff` read (tools/cmd_compare.c). */
+typedef struct cli_dump {
+    ts_npz *z;             /* .npz: arrays live here */
+    char **names;          /* directory: owned names and arrays */
+    ts_array *arrays;
+    size_t n;
+    bool ordered;          /* the order is the dump's own, not the file names' */
+} cli_dump;
+ts_status cli_dump_load(const char *path, cli_dump *d);
+void cli_dump_free(cli_dump *d);
+size_t cli_dump_count(const cli_dump *d);
+const char *cli_dump_name(const cli_dump *d, size_t i);
+const ts_array *cli_dump_array(const cli_dump *d, size_t i);
+const ts_array *cli_dump_find(const cli_dump *d, const char *name);
+/* Why tensor `name` (a value or Gradient___ of one) of graph g differs, as
+ * far as a dump holds its inputs: its op and source line, and each input's
+ * state. state(ctx, name, &word): -1 when the dump does not hold `name`, 0
+ * when it matches, 1 when it differs; word (may stay NULL) names the state. */
+typedef int (*cli_held_fn)(void *ctx, const char *name, const char **word);
+void cli_explain(ts_graph *g, const char *name, cli_held_fn state, void *ctx, char *detail, size_t dn);
 /* "500M", "2G", "1048576": bytes; -1 for anything else. */
 /* "A:B" (inclusive, 1-based), "A:" (last = 0: to the end) or "N"; a usage error otherwise. */
 int cli_parse_step_range(const char *cmd, const char *flag, const char *text, int64_t *first, int64_t *last);
@@ -185,6 +208,13 @@ int cmd_graph(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_debug_run(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
+int cmd_memory(int argc, char **argv);
+/* A command on a compiled model with `names`' model flags (tools/cmd_names.c):
+ * parses `extra` (NULL-terminated, may be NULL) and the model flags, then
+ * builds and compiles the training (or --inference) model they describe. */
+int cli_model_command(const char *cmd, const char *usage, const cli_flag *extra, int argc, char **argv, cli_model *cm, ts_model **m,
+                      bool *help);
 int cmd_lint(int argc, char **argv);
 int cmd_version(void);
 int cmd_info(int argc, char **argv);

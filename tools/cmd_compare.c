@@ -16,23 +16,14 @@
 
 /* ------------------------------------------------------------ named arrays */
 
-/* Named arrays from an .npz or a directory of .npy files, in the order the
- * dump records: an .npz's member order; a directory's DUMP_ORDER file
- * (`train --dump-npy` writes it: graph order, tensor names unescaped), else
- * file names sorted (ordered false). */
-typedef struct dump {
-    ts_npz *z;             /* .npz: arrays live here */
-    char **names;          /* directory: owned names and arrays */
-    ts_array *arrays;
-    size_t n;
-    bool ordered;          /* the order is the dump's own, not the file names' */
-} dump;
+/* Dumps (cli_dump in cli.h). */
+typedef cli_dump dump;
 
 /* A dump directory's order: lines `FILE<TAB>TENSOR NAME`, FILE.npy holding
  * TENSOR NAME (escaped by cli_file_safe). */
 #define DUMP_ORDER "order.txt"
 
-static void dump_free(dump *d) {
+void cli_dump_free(dump *d) {
     ts_npz_free(d->z);
     for (size_t i = 0; d->names && i < d->n; i++) {
         free(d->names[i]);
@@ -43,12 +34,12 @@ static void dump_free(dump *d) {
     memset(d, 0, sizeof *d);
 }
 
-static size_t dump_count(const dump *d) { return d->z ? ts_npz_count(d->z) : d->n; }
-static const char *dump_name(const dump *d, size_t i) { return d->z ? ts_npz_name(d->z, i) : d->names[i]; }
-static const ts_array *dump_array(const dump *d, size_t i) { return d->z ? ts_npz_array(d->z, i) : &d->arrays[i]; }
-static const ts_array *dump_find(const dump *d, const char *name) {
-    for (size_t i = 0; i < dump_count(d); i++)
-        if (strcmp(dump_name(d, i), name) == 0) return dump_array(d, i);
+size_t cli_dump_count(const dump *d) { return d->z ? ts_npz_count(d->z) : d->n; }
+const char *cli_dump_name(const dump *d, size_t i) { return d->z ? ts_npz_name(d->z, i) : d->names[i]; }
+const ts_array *cli_dump_array(const dump *d, size_t i) { return d->z ? ts_npz_array(d->z, i) : &d->arrays[i]; }
+const ts_array *cli_dump_find(const dump *d, const char *name) {
+    for (size_t i = 0; i < cli_dump_count(d); i++)
+        if (strcmp(cli_dump_name(d, i), name) == 0) return cli_dump_array(d, i);
     return NULL;
 }
 
@@ -111,7 +102,7 @@ static ts_status apply_order(const char *dir, char **stems, size_t n, char **nam
     return st;
 }
 
-static ts_status dump_load(const char *path, dump *d) {
+ts_status cli_dump_load(const char *path, dump *d) {
     memset(d, 0, sizeof *d);
     struct stat sb;
     if (stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
@@ -119,13 +110,13 @@ static ts_status dump_load(const char *path, dump *d) {
         ts_status st = ts_npz_load(path, &d->z);
         const ts_array *v;
         for (size_t i = 0; !st && i < ts_npz_count(d->z); i++) st = ts_npz_get(d->z, ts_npz_name(d->z, i), &v);
-        if (st) dump_free(d);
+        if (st) cli_dump_free(d);
         d->ordered = !st;
         return st;
     }
     DIR *dir = opendir(path);
     if (!dir) {
-        fprintf(stderr, "tensorscope compare: cannot open %s (an .npz file or a directory of .npy files)\n", path);
+        fprintf(stderr, "tensorscope: cannot open %s (an .npz file or a directory of .npy files)\n", path);
         return TS_ERR_IO;
     }
     size_t cap = 0, n = 0;
@@ -163,7 +154,7 @@ static ts_status dump_load(const char *path, dump *d) {
     free(stems);
     if (st) {
         for (size_t i = d->n; d->names && i < n; i++) free(d->names[i]); /* names past the arrays loaded */
-        dump_free(d);
+        cli_dump_free(d);
     }
     return st;
 }
@@ -193,7 +184,7 @@ static cli_import model_import(const compare_args *a, const dump *inputs) {
     cli_import imp = a->imp;
     imp.inputs = &a->model_inputs, imp.values = &a->model_values;
     imp.arrays = true; /* labels from --inputs; forward only, a model needs no loss */
-    const ts_array *tok = dump_find(inputs, "tokens");
+    const ts_array *tok = cli_dump_find(inputs, "tokens");
     if (!imp.block_size && !a->model_inputs.n && tok && tok->ndim == 2) imp.block_size = (long)tok->shape[1];
     return imp;
 }
@@ -570,17 +561,17 @@ static void add_source(source_list *s, const char *name) {
     if (s->n < (int)(sizeof s->name / sizeof s->name[0]) && strlen(name) < sizeof s->name[0]) strcpy(s->name[s->n++], name);
 }
 
-static void value_sources(ts_graph *g, const row *rows, int n, ts_tensor *t, source_list *s, int depth) {
+static void value_sources(ts_graph *g, cli_held_fn held, void *ctx, ts_tensor *t, source_list *s, int depth) {
     for (int j = 0; j < ts_tensor_input_count(t); j++) {
         ts_tensor *in = ts_tensor_input(t, j);
         const char *op = ts_tensor_op(in);
-        if (depth < 8 && !find_row(rows, n, ts_tensor_name(in)) && strcmp(op, "Param") != 0 && strcmp(op, "Input") != 0)
-            value_sources(g, rows, n, in, s, depth + 1);
+        if (depth < 8 && held(ctx, ts_tensor_name(in), NULL) < 0 && strcmp(op, "Param") != 0 && strcmp(op, "Input") != 0)
+            value_sources(g, held, ctx, in, s, depth + 1);
         else add_source(s, ts_tensor_name(in));
     }
 }
 
-static void sources(ts_graph *g, const row *rows, int n, const char *name, source_list *s) {
+static void sources(ts_graph *g, cli_held_fn held, void *ctx, const char *name, source_list *s) {
     s->n = 0;
     if (strncmp(name, "Gradient___", 11) == 0) {
         ts_tensor *t = ts_graph_find(g, name + 11);
@@ -598,22 +589,22 @@ static void sources(ts_graph *g, const row *rows, int n, const char *name, sourc
         return;
     }
     ts_tensor *t = ts_graph_find(g, name);
-    if (t) value_sources(g, rows, n, t, s, 0);
+    if (t) value_sources(g, held, ctx, t, s, 0);
 }
 
 /* The tensor a gradient's name is of (Gradient___fc1.weight -> fc1.weight);
  * any other name itself. */
 static const char *value_name(const char *name) { return strncmp(name, "Gradient___", 11) == 0 ? name + 11 : name; }
 
-static void explain(ts_graph *g, const row *rows, int n, const row *bad, char *detail, size_t dn) {
-    const char *base = value_name(bad->ts_name);
+void cli_explain(ts_graph *g, const char *name, cli_held_fn held, void *ctx, char *detail, size_t dn) {
+    const char *base = value_name(name);
     ts_tensor *t = g ? ts_graph_find(g, base) : NULL;
     char loc[512] = "";
     size_t k = 0;
     detail[0] = '\0';
     if (t) {
         ts_tensor_location(t, loc, sizeof loc);
-        k += (size_t)snprintf(detail + k, dn - k, "op %s%s%s%s", ts_tensor_op(t), bad->ts_name != base ? " (its backward)" : "",
+        k += (size_t)snprintf(detail + k, dn - k, "op %s%s%s%s", ts_tensor_op(t), name != base ? " (its backward)" : "",
                               *loc ? " built at " : "", loc);
     }
     if (!g) {
@@ -621,22 +612,23 @@ static void explain(ts_graph *g, const row *rows, int n, const row *bad, char *d
         return;
     }
     static source_list src;
-    sources(g, rows, n, bad->ts_name, &src);
+    sources(g, held, ctx, name, &src);
     int differ = 0, unknown = 0;
     const char *first_bad = NULL;
     char unchecked[1024] = "";
     size_t u = 0;
     for (int i = 0; i < src.n && k < dn; i++) {
-        const row *r = find_row(rows, n, src.name[i]);
-        const char *state = !r ? "not in the reference" : r->status == R_PASS ? "matches" : "differs";
-        if (!r) {
+        const char *word = NULL;
+        int h = held(ctx, src.name[i], &word);
+        if (!word) word = h < 0 ? "not in the reference" : h == 0 ? "matches" : "differs";
+        if (h < 0) {
             unknown++;
             if (u < sizeof unchecked) u += (size_t)snprintf(unchecked + u, sizeof unchecked - u, "%s%s", u ? ", " : "", src.name[i]);
-        } else if (r->status != R_PASS) {
+        } else if (h > 0) {
             differ++;
-            if (!first_bad) first_bad = r->ts_name;
+            if (!first_bad) first_bad = src.name[i];
         }
-        k += (size_t)snprintf(detail + k, dn - k, "%s%s %s", i ? "; " : "; computed from: ", src.name[i], state);
+        k += (size_t)snprintf(detail + k, dn - k, "%s%s %s", i ? "; " : "; computed from: ", src.name[i], word);
     }
     if (k >= dn) return;
     if (differ) snprintf(detail + k, dn - k, ". An input already differs (%s): look upstream", first_bad);
@@ -646,6 +638,24 @@ static void explain(ts_graph *g, const row *rows, int n, const row *bad, char *d
                  unchecked);
     else if (src.n) snprintf(detail + k, dn - k, ". None of its inputs is in the reference: cannot say more");
     else snprintf(detail + k, dn - k, ". It has no inputs: the value itself differs (weights or data)");
+}
+
+/* compare's rows as cli_explain sees them: PASS matches. */
+typedef struct rows_view {
+    const row *rows;
+    int n;
+} rows_view;
+
+static int row_state(void *ctx, const char *name, const char **word) {
+    const rows_view *v = ctx;
+    const row *r = find_row(v->rows, v->n, name);
+    (void)word;
+    return !r ? -1 : r->status == R_PASS ? 0 : 1;
+}
+
+static void explain(ts_graph *g, const row *rows, int n, const row *bad, char *detail, size_t dn) {
+    rows_view v = {rows, n};
+    cli_explain(g, bad->ts_name, row_state, &v, detail, dn);
 }
 
 /* ------------------------------------------------- model side of the run */
@@ -942,8 +952,8 @@ static void gone_by_export(ts_graph *g, const weights_note *wn, row *rw) {
 /* Runs the model once on the inputs with every resolved row anchored;
  * fills each row's comparison. */
 static int run_model(const compare_args *a, dump *inputs, dump *ref, row *rows, int n_rows, cli_model *cm, ts_model **mp, weights_note *wn) {
-    const char *iname = dump_count(inputs) ? dump_name(inputs, 0) : NULL;
-    const ts_array *first = iname ? dump_array(inputs, 0) : NULL;
+    const char *iname = cli_dump_count(inputs) ? cli_dump_name(inputs, 0) : NULL;
+    const ts_array *first = iname ? cli_dump_array(inputs, 0) : NULL;
     if (!first || first->ndim < 1) return cli_usage_error("compare", "--inputs %s holds no array with a batch dimension", a->inputs);
     cli_import imp = model_import(a, inputs);
     ts_status st = cli_model_open(a->model, (long)first->shape[0], 0, NULL, &imp, cm);
@@ -955,7 +965,7 @@ static int run_model(const compare_args *a, dump *inputs, dump *ref, row *rows, 
     for (int i = 0; i < n_rows; i++)
         if (!rows[i].ts_name && rows[i].status == R_MISSING) gone_by_export(cm->g, wn, &rows[i]);
     /* forward only: the model's outputs, and the loss when it has one and its labels are given */
-    bool labels_given = cm->labels && dump_find(inputs, ts_tensor_name(cm->labels));
+    bool labels_given = cm->labels && cli_dump_find(inputs, ts_tensor_name(cm->labels));
     bool with_loss = cm->loss && (!cm->labels || labels_given);
     if (a->grads && !cm->loss)
         return cli_usage_error("compare", "--grads: %s gives no loss to differentiate: give --loss mse (and an array 'labels' of the "
@@ -1009,7 +1019,7 @@ static int run_model(const compare_args *a, dump *inputs, dump *ref, row *rows, 
     for (size_t i = 0; i < ts_graph_tensor_count(cm->g) && n_in < 16; i++) {
         ts_tensor *t = ts_graph_tensor_at(cm->g, i);
         if (strcmp(ts_tensor_op(t), "Input") != 0) continue;
-        const ts_array *v = dump_find(inputs, ts_tensor_name(t));
+        const ts_array *v = cli_dump_find(inputs, ts_tensor_name(t));
         ts_array info;
         ts_tensor_info(t, &info);
         if (!v) {
@@ -1037,7 +1047,7 @@ static int run_model(const compare_args *a, dump *inputs, dump *ref, row *rows, 
             snprintf(rows[i].why, sizeof rows[i].why, "%s", ts_last_error());
             continue;
         }
-        compare_one(a, &rows[i], &mine, dump_find(ref, rows[i].ref_name));
+        compare_one(a, &rows[i], &mine, cli_dump_find(ref, rows[i].ref_name));
     }
     return CLI_OK;
 }
@@ -1106,18 +1116,18 @@ int cmd_compare(int argc, char **argv) {
     const char **unref = NULL;
     int n_unref = 0;
     weights_note wn = {0};
-    if (dump_load(two_dumps ? a.b : a.reference, &ref)) {
+    if (cli_dump_load(two_dumps ? a.b : a.reference, &ref)) {
         rc = cli_runtime_error("reading the reference");
         goto done;
     }
-    if (two_dumps ? dump_load(a.a, &mine) != TS_OK : dump_load(a.inputs, &inputs) != TS_OK) {
+    if (two_dumps ? cli_dump_load(a.a, &mine) != TS_OK : cli_dump_load(a.inputs, &inputs) != TS_OK) {
         rc = cli_runtime_error(two_dumps ? "reading --a" : "reading --inputs");
         goto done;
     }
     if (a.map && (rc = read_map(a.map, &map, &n_map))) goto done;
     /* rows in the reference's order; ranking, in the order either dump records */
     const dump *od = a.rank && !ref.ordered && mine.ordered ? &mine : &ref;
-    n_rows = (int)dump_count(od);
+    n_rows = (int)cli_dump_count(od);
     rows = calloc((size_t)n_rows + 1, sizeof *rows);
     if (!rows) {
         rc = cli_runtime_error("out of memory");
@@ -1126,9 +1136,9 @@ int cmd_compare(int argc, char **argv) {
     if (two_dumps) {
         for (int i = 0; i < n_rows; i++) {
             row *rw = &rows[i];
-            rw->ref_name = dump_name(od, (size_t)i);
+            rw->ref_name = cli_dump_name(od, (size_t)i);
             rw->order = i;
-            const ts_array *x = dump_find(&mine, rw->ref_name), *r = dump_find(&ref, rw->ref_name);
+            const ts_array *x = cli_dump_find(&mine, rw->ref_name), *r = cli_dump_find(&ref, rw->ref_name);
             if (!x || !r) {
                 rw->status = R_MISSING;
                 snprintf(rw->why, sizeof rw->why, "not in %s", x ? a.b : a.a);
@@ -1137,14 +1147,14 @@ int cmd_compare(int argc, char **argv) {
             rw->ts_name = strdup(rw->ref_name);
             compare_one(&a, rw, x, r);
         }
-        unref = calloc(dump_count(&mine) + 1, sizeof *unref);
-        for (size_t i = 0; unref && i < dump_count(&mine); i++)
-            if (!dump_find(&ref, dump_name(&mine, i))) unref[n_unref++] = dump_name(&mine, i);
+        unref = calloc(cli_dump_count(&mine) + 1, sizeof *unref);
+        for (size_t i = 0; unref && i < cli_dump_count(&mine); i++)
+            if (!cli_dump_find(&ref, cli_dump_name(&mine, i))) unref[n_unref++] = cli_dump_name(&mine, i);
         if (a.rank) {
-            const char **only_b = calloc(dump_count(&ref) + 1, sizeof *only_b);
+            const char **only_b = calloc(cli_dump_count(&ref) + 1, sizeof *only_b);
             int n_only_b = 0;
-            for (size_t i = 0; only_b && i < dump_count(&ref); i++)
-                if (!dump_find(&mine, dump_name(&ref, i))) only_b[n_only_b++] = dump_name(&ref, i);
+            for (size_t i = 0; only_b && i < cli_dump_count(&ref); i++)
+                if (!cli_dump_find(&mine, cli_dump_name(&ref, i))) only_b[n_only_b++] = cli_dump_name(&ref, i);
             char note[1024];
             if (!od->ordered)
                 snprintf(note, sizeof note, "by name (neither dump records its order: `tensorscope train --dump-npy` writes %s beside the "
@@ -1159,7 +1169,7 @@ int cmd_compare(int argc, char **argv) {
         /* resolve names on a throwaway build (batch 1) to know what to anchor */
         cli_model probe = {0};
         /* the run's batch size: an export may have it folded into reshapes */
-        const ts_array *first_in = dump_count(&inputs) ? dump_array(&inputs, 0) : NULL;
+        const ts_array *first_in = cli_dump_count(&inputs) ? cli_dump_array(&inputs, 0) : NULL;
         long probe_batch = first_in && first_in->ndim > 0 ? (long)first_in->shape[0] : 1;
         cli_import imp = model_import(&a, &inputs);
         ts_status pst = cli_model_open(a.model, probe_batch, 0, NULL, &imp, &probe);
@@ -1169,7 +1179,7 @@ int cmd_compare(int argc, char **argv) {
         }
         for (int i = 0; i < n_rows; i++) {
             row *rw = &rows[i];
-            rw->ref_name = dump_name(&ref, (size_t)i);
+            rw->ref_name = cli_dump_name(&ref, (size_t)i);
             rw->ts_name = probe.g ? resolve_name(probe.g, rw->ref_name, map, n_map) : NULL;
             bool is_grad = rw->ts_name && strncmp(rw->ts_name, "Gradient___", 11) == 0;
             rw->order = rw->ts_name && probe.g ? topo_position(probe.g, rw->ts_name) : 4L * n_rows + i;
@@ -1242,8 +1252,8 @@ done:
     ts_model_free(m);
     ts_graph_free(cm.g);
     weights_note_free(&wn);
-    dump_free(&ref);
-    dump_free(&inputs);
-    dump_free(&mine);
+    cli_dump_free(&ref);
+    cli_dump_free(&inputs);
+    cli_dump_free(&mine);
     return rc;
 }

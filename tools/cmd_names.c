@@ -159,3 +159,20 @@ int cmd_lint(int argc, char **argv) {
     ts_graph_free(cm.g);
     return rc;
 }
+
+int cli_model_command(const char *cmd, const char *usage, const cli_flag *extra, int argc, char **argv, cli_model *cm, ts_model **m,
+                      bool *help) {
+    model_args a = defaults();
+    const cli_flag model_flags[] = {MODEL_FLAGS(a)};
+    size_t ne = 0, nm = sizeof model_flags / sizeof model_flags[0];
+    while (extra && extra[ne].name) ne++;
+    cli_flag *all = calloc(ne + nm + 1, sizeof *all);
+    if (!all) return cli_runtime_error("out of memory");
+    if (ne) memcpy(all, extra, ne * sizeof *all);
+    memcpy(all + ne, model_flags, nm * sizeof *all);
+    all[ne + nm] = (cli_flag){NULL, FLAG_BOOL, NULL, NULL, NULL};
+    int rc = cli_parse(cmd, usage, all, argc, argv, 2, NULL, help);
+    free(all);
+    if (rc || *help) return rc;
+    return compile_model(cmd, &a, cm, m);
+}

@@ -16,6 +16,8 @@ static void usage(FILE *f) {
                "  graph       print a model's graph as text or Graphviz DOT\n"
                "  inspect     summarise a .npy file: one line, stats and a histogram\n"
                "  compare     run a model and compare every tensor with a reference dump (or two dumps)\n"
+               "  diff        two runs' dumps tensor by tensor: the first that differs, its op, line and inputs\n"
+               "  memory      where a model's memory goes over one step: the live tensors at each op, the peak\n"
                "  lint        list the mistakes a model's graph shows that give bad scores without an error\n"
                "  debug-run   run a command with debug settings and archive what it left\n"
                "  info        the version, the optional features built and the devices here (CPU, every GPU)\n\n"
@@ -44,8 +46,10 @@ int main(int argc, char **argv) {
     if (strcmp(c, "inspect") == 0) return cmd_inspect(argc, argv);
     if (strcmp(c, "debug-run") == 0) return cmd_debug_run(argc, argv);
     if (strcmp(c, "compare") == 0) return cmd_compare(argc, argv);
+    if (strcmp(c, "diff") == 0) return cmd_diff(argc, argv);
+    if (strcmp(c, "memory") == 0) return cmd_memory(argc, argv);
     if (strcmp(c, "lint") == 0) return cmd_lint(argc, argv);
-    static const char *const commands[] = {"train", "eval", "generate", "names", "graph", "inspect", "compare", "lint", "debug-run", "info", "help", "version"};
+    static const char *const commands[] = {"train", "eval", "generate", "names", "graph", "inspect", "compare", "diff", "memory", "lint", "debug-run", "info", "help", "version"};
     char close[256];
     ts_closest_words(c, commands, sizeof commands / sizeof commands[0], close, sizeof close);
     fprintf(stderr, "tensorscope: unknown command '%s'; did you mean %s?\nRun 'tensorscope --help' for the list of commands.\n", c, close);

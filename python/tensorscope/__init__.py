@@ -35,7 +35,7 @@ from .errors import (CancelledError, DistError, FileError, FormatError, Internal
 from .graph import OPS, Graph, Tensor, print_tensor
 from .inspection import Inspection
 from .model import Model, inference_model, metrics_report, training_model
-from .observe import (compare, compare_dumps, memory_watch, memory_watch_stats, merge_summaries, plot_gradient_histogram,
+from .observe import (compare, compare_dumps, diff_runs, memory_plan, memory_watch, memory_watch_stats, merge_summaries, plot_gradient_histogram,
                       save_npy, summarize, summary, summary_line)
 from .options import SGD, Adam, AdamW, LRSchedule, Options, OutfeedQueue, OutputMode, Record, Watch
 
@@ -44,7 +44,7 @@ __all__ = ["Adam", "AdamW", "bf16", "CancelledError", "DataLoader", "Dataset", "
            "Inspection", "InternalError", "InvalidArgumentError", "LRSchedule", "Model", "NotFoundError", "NumericsError",
            "OPS", "Options", "OutOfMemoryError", "OutfeedQueue", "OutputMode", "Record", "SGD",
            "ShapeError", "StateError", "Tensor", "TensorscopeError", "UnsupportedError",
-           "Watch", "compare", "compare_dumps", "inference_model", "merge_summaries", "metrics_report", "metrics_reset",
+           "Watch", "compare", "compare_dumps", "diff_runs", "memory_plan", "inference_model", "merge_summaries", "metrics_report", "metrics_reset",
            "plot_gradient_histogram", "dist_init", "dist_finalize", "print_tensor", "save_npy", "set_log_callback",
            "set_limit", "get_limit", "has_feature", "memory_watch", "memory_watch_stats", "set_log_vmodule", "check_device", "describe_device", "describe_gpus", "set_log_level", "summarize", "summary", "summary_line", "training_model"]
 

@@ -197,6 +197,15 @@ class CompareResult(Struct):  # ts_compare_result
                 ("a", Stats), ("ref", Stats), ("pass", C.c_int), ("rel_error", C.c_double)]
 
 
+class DiffResult(Struct):  # ts_diff_result
+    _fields_ = [("hash_a", C.c_uint64), ("hash_b", C.c_uint64), ("kind", C.c_int), ("cmp", CompareResult)]
+
+
+class MemoryBuffer(Struct):  # ts_memory_buffer
+    _fields_ = [("tensor", C.c_void_p), ("mclass", C.c_int), ("gradient", C.c_int), ("start", C.c_int64),
+                ("end", C.c_int64), ("bytes", C.c_int64)]
+
+
 class MemoryUsage(Struct):  # ts_memory_usage
     _fields_ = [("rss", C.c_int64), ("pss", C.c_int64), ("uss", C.c_int64)]
 
@@ -365,8 +374,13 @@ _PROTOTYPES = {
     "ts_model_lint": (_st, [P, C.POINTER(STRS), C.POINTER(C.c_size_t)]),
     "ts_compare_arrays": (_st, [C.POINTER(Array), C.POINTER(Array), C.c_double, C.c_double,
                                 C.POINTER(CompareResult)]),
+    "ts_diff_arrays": (_st, [C.POINTER(Array), C.POINTER(Array), C.c_double, C.c_double, C.POINTER(DiffResult)]),
     "ts_compare_first_jump": (_st, [C.POINTER(C.c_double), C.c_int, C.c_double, C.c_double,
                                     C.POINTER(C.c_int), C.POINTER(C.c_double), C.POINTER(C.c_double)]),
+    "ts_model_memory_plan": (_st, [P, C.POINTER(MemoryBuffer), C.c_size_t, C.POINTER(C.c_size_t), C.POINTER(C.c_int64)]),
+    "ts_model_memory_point": (P, [P, C.c_int64, C.POINTER(C.c_int)]),
+    "ts_plot_memory": (_st, [C.c_char_p, C.c_char_p, C.POINTER(C.c_double), C.POINTER(C.c_char_p), C.c_int, C.c_int, C.c_int,
+                             C.c_int]),
     "ts_plot_precision": (_st, [C.c_char_p, C.POINTER(C.c_char_p), C.POINTER(C.c_double),
                                 C.POINTER(C.c_double), C.c_int, C.c_int]),
     # summaries and plots

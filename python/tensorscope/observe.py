@@ -204,6 +204,118 @@ def compare_dumps(a: Any, b: Any, jump: float = JUMP_FACTOR,
                 only_b=[n for n in db if n not in da])
 
 
+_DIFF_STATE = ("bit-equal", "close", "differs")
+_PHASES = ("forward", "backward", "update")
+
+
+def diff_runs(a: Any, b: Any, atol: float = 1e-5, rtol: float = 1e-4, graph: Any = None) -> Dict[str, Any]:
+    """A diff of two runs of one model, as `tensorscope diff A B` prints it.
+    A dump is a dict {name: array} (its order is the graph order), an .npz,
+    or a directory of .npy files (`train --dump-npy`). Tensors pair by name
+    in graph order: the forward's values, the backward's gradients
+    (Gradient___X, in the order the backward computes them), then the
+    update's (Accum___X, UpdatedVar___X, ...); the order is the `graph`'s (a
+    tensorscope Graph of the model) when given, else the order `a` records.
+    Each pair is "bit-equal" (same dtype, shape and bytes: hash_a ==
+    hash_b), "close" (|a - b| <= atol + rtol * |b| everywhere) or "differs".
+    Returns {"tensors": rows in that order, "first_not_bit_equal": row or
+    None, "first_difference": row or None, "counts": {state: n},
+    "only_a": names, "only_b": names}; a row is {name, phase, state,
+    hash_a, hash_b, max_abs, max_rel}, and the two first rows carry, when
+    `graph` is given, op, location and inputs ([{name, state}], the op's
+    inputs, or for a gradient the value it is of)."""
+    da, db = _load_dump(a, "a"), _load_dump(b, "b")
+    index = {t.name: i for i, t in enumerate(graph.tensors())} if graph is not None else {}
+    rows = []
+    for rec, name in enumerate(n for n in da if n in db):
+        prefix, sep, base = name.partition("___")
+        base = base if sep else name
+        phase = 0 if not sep else 1 if prefix == "Gradient" else 2
+        pos = index.get(base, len(index) + rec)
+        (ca, keep_a), (cb, keep_b) = _capi.to_c(da[name], "a"), _capi.to_c(db[name], "b")
+        r = _capi.DiffResult()
+        check(lib.ts_diff_arrays(C.byref(ca), C.byref(cb), float(atol), float(rtol), C.byref(r)))
+        del keep_a, keep_b
+        rows.append({"name": name, "phase": _PHASES[phase], "state": _DIFF_STATE[r.kind],
+                     "hash_a": f"{r.hash_a:016x}", "hash_b": f"{r.hash_b:016x}",
+                     "max_abs": r.cmp.max_abs, "max_rel": r.cmp.max_rel,
+                     "_key": (phase, -pos if phase == 1 and (base in index or not index) else pos)})
+    if not rows:
+        raise ValueError("diff_runs: no tensor name is in both dumps (are they dumps of the same model?)")
+    rows.sort(key=lambda r: r.pop("_key"))
+    state = {r["name"]: r["state"] for r in rows}
+
+    def first(pred):
+        row = next((r for r in rows if pred(r)), None)
+        if row is None or graph is None:
+            return row
+        value = row["name"][len("Gradient___"):] if row["phase"] == "backward" else row["name"]
+        t = next((t for t in graph.tensors() if t.name == value), None)
+        if t is None:
+            return row
+        ins = [value] if value != row["name"] else [i.name for i in t.inputs]
+        return dict(row, op=t.op, location=t.location,
+                    inputs=[{"name": n, "state": state.get(n, "not in both dumps")} for n in ins])
+
+    return {"tensors": rows, "first_not_bit_equal": first(lambda r: r["state"] != "bit-equal"),
+            "first_difference": first(lambda r: r["state"] == "differs"),
+            "counts": {s: sum(r["state"] == s for r in rows) for s in _DIFF_STATE},
+            "only_a": [n for n in da if n not in db], "only_b": [n for n in db if n not in da]}
+
+
+MEMORY_CLASSES = ("activations", "gradients", "optimizer state", "parameters", "workspace")  # ts_memory_class
+
+
+def memory_plan(model: Any, plot: Optional[Union[str, os.PathLike]] = None) -> Dict[str, Any]:
+    """Where a compiled model's memory goes over one step, as `tensorscope
+    memory` prints it (docs/observation.md#where-memory-goes): compile's
+    memory plan as a liveness report. Returns {"points": [{point, phase
+    ("forward", "backward", "update"), op, tensor, location}], "buffers":
+    [{name, class, bytes, start, end, op, location}] (live over points
+    start..end), "timeline": {class: [live bytes per point]}, "peak":
+    {point, bytes, live: buffers live there, largest first}}. `plot`: a PNG
+    (or .svg) of the timeline, a stacked area per class."""
+    h = model._h
+    n, points = C.c_size_t(0), C.c_int64(0)
+    check(lib.ts_model_memory_plan(h, None, 0, C.byref(n), C.byref(points)))
+    bufs = (_capi.MemoryBuffer * max(n.value, 1))()
+    check(lib.ts_model_memory_plan(h, bufs, n.value, C.byref(n), C.byref(points)))
+    loc = C.create_string_buffer(1024)
+
+    def where(t):
+        return lib.ts_tensor_location(t, loc, len(loc)).decode() if t else ""
+
+    pts = []
+    for p in range(points.value):
+        phase = C.c_int(0)
+        t = lib.ts_model_memory_point(h, p, C.byref(phase))
+        pts.append({"point": p, "phase": ("forward", "backward", "update")[phase.value],
+                    "op": lib.ts_tensor_op(t).decode() if t else None,
+                    "tensor": lib.ts_tensor_name(t).decode() if t else None, "location": where(t)})
+    buffers = []
+    for b in bufs[:n.value]:
+        name = lib.ts_tensor_name(b.tensor).decode() if b.tensor else "(kernel workspace)"
+        buffers.append({"name": ("Gradient___" if b.gradient else "") + name, "class": MEMORY_CLASSES[b.mclass],
+                        "bytes": b.bytes, "start": b.start, "end": b.end,
+                        "op": lib.ts_tensor_op(b.tensor).decode() if b.tensor else None, "location": where(b.tensor)})
+    timeline = {c: [0] * points.value for c in MEMORY_CLASSES}
+    for b in buffers:
+        for p in range(b["start"], min(b["end"], points.value - 1) + 1):
+            timeline[b["class"]][p] += b["bytes"]
+    totals = [sum(timeline[c][p] for c in MEMORY_CLASSES) for p in range(points.value)]
+    peak = max(range(points.value), key=lambda p: (totals[p], -p)) if totals else 0
+    live = sorted((b for b in buffers if b["start"] <= peak <= b["end"]), key=lambda b: -b["bytes"])
+    if plot is not None:
+        flat = [float(v) for c in MEMORY_CLASSES for v in timeline[c]]
+        names = (C.c_char_p * len(MEMORY_CLASSES))(*[cstr(c) for c in MEMORY_CLASSES])
+        backward_at = next((q["point"] for q in pts if q["phase"] != "forward"), -1)
+        check(lib.ts_plot_memory(cstr(os.fspath(plot)), cstr("live memory over one step"),
+                                 (C.c_double * max(len(flat), 1))(*flat), names, len(MEMORY_CLASSES),
+                                 points.value, backward_at, peak))
+    return {"points": pts, "buffers": buffers, "timeline": timeline,
+            "peak": {"point": peak, "bytes": totals[peak] if totals else 0, "live": live}}
+
+
 # ---- the memory watcher (docs/observation.md#memory)
 
 

@@ -31,6 +31,8 @@ void ts_prog_free(ts_prog *p) {
     for (int i = 0; i < p->n_lint; i++) ts_free(p->lint[i]);
     ts_free(p->lint);
     ts_free(p->scratch);
+    ts_free(p->plan);
+    ts_free(p->plan_entry);
     p->backend->free(p->workspace);
     p->backend->free(p->widen);
     ts_free(p->stage16);
@@ -791,6 +793,7 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
         }
         if (!def->scratch_floats || !alloc) continue;
         size_t nf = def->scratch_floats(in, &p->shape[i]);
+        p->bytes_workspace += (nf ? nf : 1) * sizeof(float);
         if ((st = budget(p, (nf ? nf : 1) * sizeof(float), "an op's scratch"))) {
             ts_free(fwd), ts_free(iv), ts_free(iv_entry);
             return st;
@@ -832,7 +835,9 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
         ts_free(fwd), ts_free(iv), ts_free(iv_entry);
         return ts_error(TS_ERR_OUT_OF_MEMORY, "compile: out of memory for the f32 views of 16-bit tensors (%zu values)", widen + stage);
     }
-    ts_free(fwd), ts_free(iv), ts_free(iv_entry);
+    p->bytes_workspace += (workspace + widen + stage) * sizeof(float);
+    p->plan = iv, p->plan_entry = iv_entry, p->n_plan = n_iv;
+    ts_free(fwd);
     return TS_OK;
 }
 

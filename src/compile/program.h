@@ -222,6 +222,12 @@ typedef struct ts_prog {
     float *arena_anchors;     size_t bytes_anchors;
     size_t bytes_activations_unplanned; /* what it would take without reuse */
     size_t bytes_budgeted; /* every buffer above and below, against TS_LIMIT_COMPILE_BYTES (compile.c's budget) */
+    /* the activations arena's plan, kept for the liveness report
+     * (diag/model_memory.c): plan[k] holds entries[plan_entry[k]], live over
+     * points [start, end] (forward ops 0..L-1, backward L..2L-1, the update 2L) */
+    struct ts_interval *plan;
+    int *plan_entry, n_plan;
+    size_t bytes_workspace; /* kernel scratch, workspace and the f32 views of 16-bit cells */
     int64_t samples_mb, samples_step;   /* S per run for each kind */
     double flops_mb;
     uint64_t *op_ns;     /* per node, this run: its kernels' time (exec/op_times.c) */

@@ -4,6 +4,7 @@
 
 #include "backend/backend.h"
 
+#include "diag/memory.h"
 #include "diag/metrics.h"
 
 #include <stdio.h>
@@ -68,4 +69,88 @@ const char *ts_model_memory_line(const ts_model *m, char *buf, size_t n) {
                  bytes_or_na(mm.device_peak, b[1], sizeof b[1]), bytes_or_na(mm.device_free, b[2], sizeof b[2]),
                  bytes_or_na(mm.device_total, b[3], sizeof b[3]));
     return buf;
+}
+
+/* ------------------------------------------------- the liveness report */
+
+#define ALIGNED(b) (((int64_t)(b) + 63) / 64 * 64)
+
+static void put(ts_memory_buffer *out, size_t cap, size_t *n, ts_memory_buffer b) {
+    if (*n < cap) out[*n] = b;
+    (*n)++;
+}
+
+ts_status ts_model_memory_plan(const ts_model *m, ts_memory_buffer *out, size_t cap, size_t *n, int64_t *n_points) {
+    if (!m || !n || (cap && !out)) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_memory_plan: NULL argument");
+    const ts_prog *p = m->prog;
+    if (!m->compiled || !p)
+        return ts_error(TS_ERR_STATE, "ts_model_memory_plan: the memory plan is made at compile; compile the model first");
+    const ts_graph *g = m->g;
+    int64_t L = p->n_order, last = m->training ? 2 * L : L - 1;
+    if (n_points) *n_points = last + 1;
+    *n = 0;
+    for (int k = 0; k < p->n_plan; k++) { /* the activations arena, as planned */
+        const ts_entry *en = &p->entries[p->plan_entry[k]];
+        const ts_interval *iv = &p->plan[k];
+        bool grad = en->kind == TS_KIND_GRAD;
+        put(out, cap, n, (ts_memory_buffer){g->t[en->node], grad ? TS_MEM_GRADIENTS : TS_MEM_ACTIVATIONS, grad, iv->start,
+                                            iv->end < last ? iv->end : last, (int64_t)iv->bytes});
+    }
+    /* parameter gradients and accumulators: the gradients arena, the whole step */
+    const float *lo = p->arena_grads, *hi = p->arena_grads ? p->arena_grads + p->bytes_grads / sizeof(float) : NULL;
+    for (int e = 0; e < p->n_entries; e++) {
+        const ts_entry *en = &p->entries[e];
+        if ((en->kind != TS_KIND_GRAD && en->kind != TS_KIND_ACCUM) || !en->data || en->data < lo || en->data >= hi) continue;
+        int ge = p->grad_entry[en->node];
+        bool alias = en->kind == TS_KIND_ACCUM && ge >= 0 && ge != e && p->entries[ge].data == en->data; /* the gradient's buffer */
+        if (!alias) put(out, cap, n, (ts_memory_buffer){g->t[en->node], TS_MEM_GRADIENTS, 1, 0, last, ALIGNED((size_t)en->numel * sizeof(float))});
+    }
+    for (int s = 0; s < m->n_state; s++) {
+        const ts_opt_state *st = &m->state[s];
+        int64_t bytes = ts_shape_numel(&g->t[st->node]->shape) * (int64_t)sizeof(float);
+        int64_t k = (st->accl != NULL) + (st->accl1 != NULL) + (st->accl2 != NULL);
+        if (k) put(out, cap, n, (ts_memory_buffer){g->t[st->node], TS_MEM_OPTIMIZER, 0, 0, last, k * bytes});
+    }
+    for (size_t i = 0; i < g->n; i++)
+        if (g->t[i]->op == TS_OP_PARAM)
+            put(out, cap, n, (ts_memory_buffer){g->t[i], TS_MEM_PARAMETERS, 0, 0, last, ts_shape_numel(&g->t[i]->shape) * (int64_t)sizeof(float)});
+    if (p->bytes_workspace) put(out, cap, n, (ts_memory_buffer){NULL, TS_MEM_WORKSPACE, 0, 0, last, (int64_t)p->bytes_workspace});
+    return TS_OK;
+}
+
+const ts_tensor *ts_model_memory_point(const ts_model *m, int64_t point, int *backward) {
+    int dummy;
+    if (!backward) backward = &dummy;
+    *backward = 0;
+    if (!m || !m->compiled || !m->prog) {
+        ts_error(TS_ERR_STATE, "ts_model_memory_point: compile the model first");
+        return NULL;
+    }
+    int64_t L = m->prog->n_order, n = m->training ? 2 * L + 1 : L;
+    if (point < 0 || point >= n) {
+        ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_memory_point: point %lld is not in 0..%lld", (long long)point, (long long)n - 1);
+        return NULL;
+    }
+    if (point == 2 * L) {
+        *backward = 2;
+        return NULL;
+    }
+    *backward = point >= L;
+    return m->g->t[m->prog->order[point < L ? point : 2 * L - 1 - point]];
+}
+
+void ts_memory_plan_metrics(const ts_model *m) {
+    size_t n = 0;
+    int64_t P = 0;
+    if (ts_model_memory_plan(m, NULL, 0, &n, &P) || P <= 0) return;
+    ts_memory_buffer *b = ts_malloc((n ? n : 1) * sizeof *b);
+    int64_t *delta = ts_calloc((size_t)P + 1, sizeof *delta);
+    if (b && delta && !ts_model_memory_plan(m, b, n, &n, &P)) {
+        for (size_t i = 0; i < n; i++) delta[b[i].start] += b[i].bytes, delta[b[i].end + 1] -= b[i].bytes;
+        int64_t live = 0, peak = 0;
+        for (int64_t p = 0; p < P; p++) live += delta[p], peak = live > peak ? live : peak;
+        ts_metric_record_value("MemoryPlanPeakBytes", (double)peak); /* the most bytes live at one point of the step */
+    }
+    ts_free(b);
+    ts_free(delta);
 }

@@ -847,3 +847,115 @@ ts_status ts_plot_attention_png(unsigned char **png, size_t *n, int *width, int 
     *width = c.W, *height = c.H;
     return render_png_memory(c.W, c.H, draw_attention, &c, png, n);
 }
+
+/* ------------------------------------------------ memory over the step */
+
+#define MEM_MAX_CLASSES 8
+
+typedef struct mem_ctx {
+    const char *title;
+    const double *bytes; /* [n_classes][n_points], stacked in class order */
+    const char *const *names;
+    int n_classes, n_points, backward_at, peak;
+    double scale; /* bytes per unit shown */
+    const char *unit;
+    frame f;
+} mem_ctx;
+
+static void draw_memory(cairo_t *cr, const void *vctx) {
+    const mem_ctx *c = vctx;
+    const frame *f = &c->f;
+    char y_label[64];
+    snprintf(y_label, sizeof y_label, "live bytes (%s), stacked", c->unit);
+    draw_frame(cr, f, c->title, c->backward_at >= 0 ? "point of the step: forward ops | backward ops | update" : "point of the step: forward ops",
+               y_label);
+    cairo_save(cr);
+    cairo_rectangle(cr, f->left, f->top, f->width, f->height);
+    cairo_clip(cr);
+    for (int k = c->n_classes - 1; k >= 0; k--) { /* top band first: each band is the fill down to the axis, then the next over it */
+        const double *rgb = series_rgb[k % MAX_SERIES];
+        cairo_set_source_rgb(cr, rgb[0], rgb[1], rgb[2]);
+        cairo_move_to(cr, px(f, -0.5), py(f, 0));
+        for (int i = 0; i < c->n_points; i++) {
+            double top = 0;
+            for (int j = 0; j <= k; j++) top += c->bytes[(size_t)j * (size_t)c->n_points + (size_t)i];
+            cairo_line_to(cr, px(f, i - 0.5), py(f, top / c->scale));
+            cairo_line_to(cr, px(f, i + 0.5), py(f, top / c->scale));
+        }
+        cairo_line_to(cr, px(f, c->n_points - 0.5), py(f, 0));
+        cairo_close_path(cr);
+        cairo_fill(cr);
+    }
+    cairo_set_line_width(cr, 1.5);
+    cairo_set_dash(cr, (const double[]){6, 4}, 2, 0);
+    if (c->backward_at >= 0) {
+        cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
+        cairo_move_to(cr, px(f, c->backward_at - 0.5), f->top);
+        cairo_line_to(cr, px(f, c->backward_at - 0.5), f->top + f->height);
+        cairo_stroke(cr);
+    }
+    cairo_restore(cr);
+    draw_box(cr, f);
+    if (c->peak >= 0) { /* the peak, named */
+        double total = 0;
+        for (int j = 0; j < c->n_classes; j++) total += c->bytes[(size_t)j * (size_t)c->n_points + (size_t)c->peak];
+        cairo_set_source_rgb(cr, 0.8, 0, 0);
+        cairo_set_line_width(cr, 1.5);
+        cairo_move_to(cr, px(f, c->peak), f->top);
+        cairo_line_to(cr, px(f, c->peak), f->top + f->height);
+        cairo_stroke(cr);
+        char lab[96];
+        snprintf(lab, sizeof lab, "peak %.3g %s at point %d", total / c->scale, c->unit, c->peak);
+        cairo_set_font_size(cr, 12);
+        text_boxed(cr, lab, px(f, c->peak) + 4, f->top + 6, c->peak > c->n_points * 2 / 3 ? 1.0 : 0.0, 0.0);
+    }
+    /* legend: top right, the stack's order (first at the bottom) */
+    cairo_set_font_size(cr, 12);
+    double wmax = 0;
+    for (int k = 0; k < c->n_classes; k++) {
+        cairo_text_extents_t e;
+        cairo_text_extents(cr, c->names[k], &e);
+        wmax = fmax(wmax, e.x_advance);
+    }
+    double lw = wmax + 40, lh = 20.0 * c->n_classes + 10, lx = f->left + 10, ly = f->top + 8;
+    cairo_rectangle(cr, lx, ly, lw, lh);
+    cairo_set_source_rgba(cr, 1, 1, 1, 0.85);
+    cairo_fill_preserve(cr);
+    cairo_set_source_rgb(cr, 0.7, 0.7, 0.7);
+    cairo_set_line_width(cr, 1);
+    cairo_stroke(cr);
+    for (int k = c->n_classes - 1, row = 0; k >= 0; k--, row++) {
+        double y = ly + 15 + 20.0 * row;
+        const double *rgb = series_rgb[k % MAX_SERIES];
+        cairo_set_source_rgb(cr, rgb[0], rgb[1], rgb[2]);
+        cairo_rectangle(cr, lx + 8, y - 6, 22, 12);
+        cairo_fill(cr);
+        cairo_set_source_rgb(cr, 0, 0, 0);
+        text_at(cr, c->names[k], lx + 36, y, 0.0, 0.5);
+    }
+}
+
+ts_status ts_plot_memory(const char *path, const char *title, const double *bytes, const char *const *class_names, int n_classes,
+                         int n_points, int backward_at, int peak) {
+    if (!path || !*path) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_plot_memory: no path given");
+    if (n_classes < 1 || n_classes > MEM_MAX_CLASSES || n_points < 1 || !bytes || !class_names)
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_plot_memory: give 1 to %d classes of at least one point (%d, %d)", MEM_MAX_CLASSES,
+                        n_classes, n_points);
+    double top = 0;
+    for (int i = 0; i < n_points; i++) {
+        double t = 0;
+        for (int k = 0; k < n_classes; k++) {
+            double b = bytes[(size_t)k * (size_t)n_points + (size_t)i];
+            if (!(b >= 0) || isinf(b)) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_plot_memory: class %d at point %d holds %g bytes", k, i, b);
+            t += b;
+        }
+        top = fmax(top, t);
+    }
+    mem_ctx c = {title, bytes, class_names, n_classes, n_points, backward_at, peak < n_points ? peak : -1, 1, "B",
+                 {90, 60, PLOT_W - 90 - 30, PLOT_H - 60 - 75, -0.5, n_points - 0.5, 0, 1}};
+    if (top >= 1e9) c.scale = 1e9, c.unit = "GB";
+    else if (top >= 1e6) c.scale = 1e6, c.unit = "MB";
+    else if (top >= 1e3) c.scale = 1e3, c.unit = "kB";
+    c.f.y1 = top > 0 ? top / c.scale * 1.45 : 1; /* room above the stack for the legend and the peak's label */
+    return render(path, draw_memory, &c);
+}

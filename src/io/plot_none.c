@@ -60,3 +60,9 @@ ts_status ts_plot_tiles_png(unsigned char **png, size_t *n, int *width, int *hei
     if (n) *n = 0;
     NO_PLOTS();
 }
+
+ts_status ts_plot_memory(const char *path, const char *title, const double *bytes, const char *const *class_names, int n_classes,
+                         int n_points, int backward_at, int peak) {
+    (void)path, (void)title, (void)bytes, (void)class_names, (void)n_classes, (void)n_points, (void)backward_at, (void)peak;
+    NO_PLOTS();
+}

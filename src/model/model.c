@@ -8,6 +8,7 @@
 #include "observe/observe.h"
 #include "observe/outfeed.h"
 #include "diag/hooks.h"
+#include "diag/memory.h"
 #include "diag/metrics.h"
 #include "diag/trace.h"
 #include "graph/ops.h"
@@ -180,6 +181,7 @@ ts_status ts_model_compile(ts_model *m) {
     m->stale = false;
     m->has_run = false;
     ts_metric_record("CompileTime", (double)(ts_now_ns() - t0));
+    ts_memory_plan_metrics(m);
     ts_counter_add("Compilations", 1);
     if (recompile) ts_counter_add_cause("Recompilations", m->stale_cause ? m->stale_cause : "Requested", 1);
     if (recompile && m->opts.trace_path && ts_trace_owned_by(m)) /* between steps: recorded while paused */
