@@ -1203,26 +1203,27 @@ static ts_status op_pad(importer *im, node_io *io) {
     return x ? built(im, ts_pad(im->g, x, all, (ts_pad_mode)k, (float)fill), &io->out[0]) : st;
 }
 
-/* The window attributes of Conv and the pools: kernel_shape, strides
- * (ONNX's default 1), dilations, pads [begins..., ends...], each
- * range-checked, over `rank` spatial axes (the length of kernel_shape, 1 to
- * 3 for the pools; Conv's 2, its kernel taken from the weight when absent);
- * and auto_pad resolved into pads from the input's spatial sizes. */
+/* The window attributes of Conv, ConvTranspose and the pools:
+ * kernel_shape, strides (ONNX's default 1), dilations, pads [begins...,
+ * ends...], each range-checked, over `rank` spatial axes (0: the length of
+ * kernel_shape, 1 to 3, for the pools; a convolution's is its weight's,
+ * 1 or 2, its kernel taken from the weight when absent); and auto_pad
+ * resolved into pads from the input's spatial sizes. */
 typedef struct window {
     int rank;
     int kernel[3], stride[3], dilation[3], pad[6];
     bool has_kernel;
 } window;
 
-static ts_status window_attrs(const importer *im, window *w) {
+static ts_status window_attrs(const importer *im, window *w, int rank) {
     static const struct {
         const char *name;
         int64_t lo;
         int per_axis;
     } lists[] = {{"kernel_shape", 1, 1}, {"strides", 1, 1}, {"dilations", 1, 1}, {"pads", 0, 2}};
     int *dst[] = {w->kernel, w->stride, w->dilation, w->pad};
-    bool pool = strcmp(im->node->op_type, "Conv") != 0;
-    *w = (window){.rank = 2, .stride = {1, 1, 1}, .dilation = {1, 1, 1}};
+    bool pool = rank == 0;
+    *w = (window){.rank = pool ? 2 : rank, .stride = {1, 1, 1}, .dilation = {1, 1, 1}};
     for (size_t k = 0; k < TS_ARRAY_LEN(lists); k++) {
         int64_t v[6];
         int n;
@@ -1232,7 +1233,8 @@ static ts_status window_attrs(const importer *im, window *w) {
         int len = w->rank * lists[k].per_axis;
         if (n >= 0 && n != len)
             return node_error(im, TS_ERR_UNSUPPORTED, "attribute '%s' has %d values where %d are needed (tensorscope imports %s%s%s)", lists[k].name, n,
-                              len, pool ? "" : "2-D ", im->node->op_type, pool ? " over 1, 2 or 3 axes, as many as kernel_shape has" : "");
+                              len, pool ? "" : "1-D and 2-D ", im->node->op_type,
+                              pool ? " over 1, 2 or 3 axes, as many as kernel_shape has" : ", as many values as the weight has spatial axes");
         for (int i = 0; i < n; i++) dst[k][i] = (int)v[i];
         if (k == 0) w->has_kernel = n == len;
     }
@@ -1260,25 +1262,96 @@ static ts_status window_auto_pad(importer *im, window *w, const int64_t *in) {
     return TS_OK;
 }
 
-/* Conv, NCHW 2-D as PyTorch exports it: pads [top, left, bottom, right],
- * strides, dilations, group, auto_pad. */
+/* x [N,C,L] as [N,C,1,L] (unit), or back: the 1-D convolutions are the
+ * 2-D ones over a unit axis (views, no copy). */
+static ts_tensor *unit_axis(importer *im, ts_tensor *x, bool unit) {
+    const int64_t *d = x->shape.d;
+    return unit ? ts_reshape(im->g, x, 4, (int64_t[]){d[0], d[1], 1, d[2]}) : ts_reshape(im->g, x, 3, (int64_t[]){d[0], d[1], d[3]});
+}
+
+/* A convolution's input and weight (NCL or NCHW as PyTorch exports them)
+ * and its window over the weight's 1 or 2 spatial axes, auto_pad resolved
+ * for the input's sizes; 1-D ones as 2-D over a unit first axis (*one). */
+static ts_status conv_operands(importer *im, node_io *io, window *win, ts_tensor **x, ts_tensor **w, bool *one) {
+    ts_status st = TS_OK;
+    if (!(*x = as_tensor(im, io->in[0], &st)) || !(*w = as_tensor(im, io->in[1], &st))) return st;
+    int r = (*w)->shape.ndim - 2;
+    if ((r != 1 && r != 2) || (*x)->shape.ndim != r + 2)
+        return node_error(im, TS_ERR_UNSUPPORTED, "a convolution of a %d-D input by a %d-D weight is not available; 1-D and 2-D ones "
+                          "([N,C,L] by a 3-D weight, [N,C,H,W] by a 4-D one) are", (*x)->shape.ndim, (*w)->shape.ndim);
+    if ((st = window_attrs(im, win, r))) return st;
+    for (int i = 0; !win->has_kernel && i < r; i++) win->kernel[i] = (int)(*w)->shape.d[2 + i];
+    if (strcmp(im->node->op_type, "Conv") == 0 && (st = window_auto_pad(im, win, (*x)->shape.d + 2))) return st;
+    if ((*one = r == 1)) { /* the window's one axis becomes W, H a unit axis */
+        *win = (window){.rank = 2, .kernel = {1, win->kernel[0]}, .stride = {1, win->stride[0]}, .dilation = {1, win->dilation[0]},
+                        .pad = {0, win->pad[0], 0, win->pad[1]}, .has_kernel = true};
+        *x = unit_axis(im, *x, true), *w = *x ? unit_axis(im, *w, true) : NULL;
+        if (!*w) return ts_graph_status(im->g);
+    }
+    return TS_OK;
+}
+
+/* Conv, 1-D and 2-D: pads [begins..., ends...], strides, dilations,
+ * group, auto_pad. */
 static ts_status op_conv(importer *im, node_io *io) {
     window win;
     ts_conv2d_params p = {0};
-    ts_status st = window_attrs(im, &win);
-    if (!st) st = attr_int32(im, "group", 1, 1, INT32_MAX, &p.groups);
-    if (st) return st;
-    ts_tensor *x = as_tensor(im, io->in[0], &st), *w = x ? as_tensor(im, io->in[1], &st) : NULL, *b = NULL;
-    if (!w) return st;
-    if (w->shape.ndim != 4 || x->shape.ndim != 4)
-        return node_error(im, TS_ERR_UNSUPPORTED, "a convolution of a %d-D input by a %d-D weight is not available; 2-D ones ([N,C,H,W] "
-                          "by [OC,C/group,KH,KW]) are", x->shape.ndim, w->shape.ndim);
-    if (!win.has_kernel) win.kernel[0] = (int)w->shape.d[2], win.kernel[1] = (int)w->shape.d[3];
-    if ((st = window_auto_pad(im, &win, x->shape.d + 2))) return st;
+    ts_status st = attr_int32(im, "group", 1, 1, INT32_MAX, &p.groups);
+    ts_tensor *x, *w, *b = NULL, *y;
+    bool one;
+    if (st || (st = conv_operands(im, io, &win, &x, &w, &one))) return st;
     p.stride_h = win.stride[0], p.stride_w = win.stride[1], p.dilation_h = win.dilation[0], p.dilation_w = win.dilation[1];
     p.pad_top = win.pad[0], p.pad_left = win.pad[1], p.pad_bottom = win.pad[2], p.pad_right = win.pad[3];
     if (io->n_in > 2 && io->in[2] && !(b = as_tensor(im, io->in[2], &st))) return st;
-    return built(im, ts_conv2d(im->g, x, w, b, &p), &io->out[0]);
+    y = ts_conv2d(im->g, x, w, b, &p);
+    return built(im, one && y ? unit_axis(im, y, false) : y, &io->out[0]);
+}
+
+/* ConvTranspose, 1-D and 2-D: strides, pads, output_padding, dilations,
+ * group; output_shape (or auto_pad SAME_*: the input's size times the
+ * stride) sets the pads, the odd one at the start unless SAME_UPPER, as
+ * ONNX says. */
+static ts_status op_conv_transpose(importer *im, node_io *io) {
+    window win;
+    ts_conv_transpose2d_params p = {0};
+    int64_t opad[3] = {0}, oshape[3];
+    int n_opad = -1, n_oshape = -1, r;
+    ts_status st = attr_int32(im, "group", 1, 1, INT32_MAX, &p.groups);
+    ts_tensor *x, *w, *b = NULL, *y;
+    bool one;
+    if (!st) st = attr_int_list(im, "output_padding", 0, INT32_MAX, opad, 3, &n_opad);
+    if (!st) st = attr_int_list(im, "output_shape", 1, INT32_MAX, oshape, 3, &n_oshape);
+    if (st || (st = conv_operands(im, io, &win, &x, &w, &one))) return st;
+    r = one ? 1 : 2;
+    int lo = one ? 1 : 0; /* the window's first real axis */
+    if ((n_opad >= 0 && n_opad != r) || (n_oshape >= 0 && n_oshape != r))
+        return node_error(im, TS_ERR_UNSUPPORTED, "attributes 'output_padding' and 'output_shape' need %d values, one per spatial axis", r);
+    static const char *const modes[] = {"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"};
+    const Attr *ap = attr(im, "auto_pad");
+    int mode = ap && ap->has_s ? attr_choice(ap, modes, 4) : 0;
+    if (mode == 4)
+        return node_error(im, TS_ERR_FORMAT, "auto_pad '%.*s' is not one of NOTSET, VALID, SAME_UPPER and SAME_LOWER", (int)ap->s.len,
+                          (const char *)ap->s.data);
+    for (int i = 0; i < r; i++) {
+        int a = lo + i;
+        int64_t in = x->shape.d[2 + a], ek = (int64_t)(win.kernel[a] - 1) * win.dilation[a] + 1, op = n_opad > 0 ? opad[i] : 0;
+        if (mode == 1) win.pad[a] = win.pad[2 + a] = 0;
+        if (n_oshape > 0 || mode >= 2) {
+            int64_t want = n_oshape > 0 ? oshape[i] : in * win.stride[a], total = win.stride[a] * (in - 1) + op + ek - want;
+            if (total < 0)
+                return node_error(im, TS_ERR_UNSUPPORTED, "output_shape %lld on axis %d is larger than the transposed convolution gives "
+                                  "(%lld, without padding)", (long long)want, i, (long long)(want + total));
+            bool upper = mode == 2;
+            win.pad[a] = (int)(upper ? total / 2 : total - total / 2), win.pad[2 + a] = (int)(total - win.pad[a]);
+        }
+        if (a == 0) p.output_pad_h = (int)op;
+        else p.output_pad_w = (int)op;
+    }
+    p.stride_h = win.stride[0], p.stride_w = win.stride[1], p.dilation_h = win.dilation[0], p.dilation_w = win.dilation[1];
+    p.pad_top = win.pad[0], p.pad_left = win.pad[1], p.pad_bottom = win.pad[2], p.pad_right = win.pad[3];
+    if (io->n_in > 2 && io->in[2] && !(b = as_tensor(im, io->in[2], &st))) return st;
+    y = ts_conv_transpose2d(im->g, x, w, b, &p);
+    return built(im, one && y ? unit_axis(im, y, false) : y, &io->out[0]);
 }
 
 /* One 2-D pool of x [N,C,H,W] over window axes a0 and a1 of `win` (-1: a
@@ -1309,7 +1382,7 @@ static ts_tensor *pool_axes(importer *im, ts_tensor *x, const window *win, int a
 static ts_status op_pool(importer *im, node_io *io) {
     bool max = strcmp(im->node->op_type, "MaxPool") == 0, ceil_mode = false, include_pad = false;
     window win;
-    ts_status st = window_attrs(im, &win);
+    ts_status st = window_attrs(im, &win, 0);
     if (!st) st = attr_flag(im, "ceil_mode", &ceil_mode);
     if (!st) st = attr_flag(im, "count_include_pad", &include_pad);
     if (st) return st;
@@ -1472,13 +1545,17 @@ static ts_status op_loss(importer *im, node_io *io) {
     ts_tensor *w = y && has_w ? as_f32(im, io->in[2], &st) : NULL;
     if (!y || (has_w && !w)) return st;
     ts_tensor *logp = ce ? ts_log_softmax(im->g, x, 1) : x, *loss;
-    /* the fused ops for [N,C] scores, unweighted, no class ignored (PyTorch
-     * writes ignore_index=-100), mean or sum; the graph ops otherwise */
-    if (x->shape.ndim == 2 && !has_w && !none && (!has_ii || attr_i(im, "ignore_index", -1) < 0)) {
+    /* the fused ops for [N,C] scores, unweighted, mean or sum; with an
+     * ignore_index (PyTorch writes -100), CrossEntropy's mean, over the
+     * labels not ignored; the graph ops otherwise */
+    int64_t ii = attr_i(im, "ignore_index", 0);
+    if (x->shape.ndim == 2 && !has_w && !none && !has_ii) {
         loss = ce ? ts_cross_entropy(im->g, x, y) : ts_nll_loss(im->g, x, y);
         if (loss && sum) loss = ts_scale(im->g, loss, (float)x->shape.d[0]);
+    } else if (x->shape.ndim == 2 && !has_w && ce && !sum && !none && ii >= INT32_MIN && ii <= INT32_MAX) {
+        loss = ts_cross_entropy_ignore(im->g, x, y, (int32_t)ii);
     } else {
-        loss = logp ? nll_composed(im, logp, y, w, has_ii, attr_i(im, "ignore_index", 0), none ? 0 : sum ? 1 : 2, &st) : NULL;
+        loss = logp ? nll_composed(im, logp, y, w, has_ii, ii, none ? 0 : sum ? 1 : 2, &st) : NULL;
         if (!loss) return st ? st : ts_graph_status(im->g);
     }
     st = built(im, loss, &io->out[0]);
@@ -1910,8 +1987,14 @@ static const struct {
     import_fn fn;
 } op_table[] = {
     {"Abs", 1, 6, op_unary},
+    {"Acos", 1, 7, op_unary},
+    {"Acosh", 1, 9, op_unary},
     {"Add", 2, 7, op_binary},
     {"And", 2, 7, op_binary},
+    {"Asin", 1, 7, op_unary},
+    {"Asinh", 1, 9, op_unary},
+    {"Atan", 1, 7, op_unary},
+    {"Atanh", 1, 9, op_unary},
     {"AveragePool", 1, 10, op_pool},
     {"BatchNormalization", 5, 9, op_batch_norm},
     {"Cast", 1, 6, op_cast},
@@ -1921,7 +2004,9 @@ static const struct {
     {"Constant", 0, 1, op_constant},
     {"ConstantOfShape", 1, 9, op_fold},
     {"Conv", 2, 1, op_conv},
+    {"ConvTranspose", 2, 1, op_conv_transpose},
     {"Cos", 1, 7, op_unary},
+    {"Cosh", 1, 9, op_unary},
     {"Div", 2, 7, op_binary},
     {"Dropout", 1, 10, op_dropout},
     {"Elu", 1, 6, op_unary},
@@ -1975,6 +2060,7 @@ static const struct {
     {"Shape", 1, 1, op_shape},
     {"Sigmoid", 1, 6, op_unary},
     {"Sin", 1, 7, op_unary},
+    {"Sinh", 1, 9, op_unary},
     {"Size", 1, 1, op_size},
     {"Slice", 3, 10, op_slice},
     {"Softmax", 1, 1, op_softmax},
@@ -1985,6 +2071,7 @@ static const struct {
     {"Squeeze", 1, 1, op_squeeze_unsqueeze},
     {"Sub", 2, 7, op_binary},
     {"Sum", 1, 6, op_variadic},
+    {"Tan", 1, 7, op_unary},
     {"Tanh", 1, 6, op_unary},
     {"Transpose", 1, 1, op_transpose},
     {"Unsqueeze", 1, 1, op_squeeze_unsqueeze},

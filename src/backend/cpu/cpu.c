@@ -146,6 +146,15 @@ static const ts_kernel_row kernels[] = {
     [TS_OP_CAST_BOOL] = {.forward = ts_fwd_ew_unary},
     [TS_OP_SIN] = {.forward = ts_fwd_ew_unary, .backward = ts_bwd_ew_unary},
     [TS_OP_COS] = {.forward = ts_fwd_ew_unary, .backward = ts_bwd_ew_unary},
+    [TS_OP_TAN] = {.forward = ts_fwd_ew_unary, .backward = ts_bwd_ew_unary},
+    [TS_OP_ASIN] = {.forward = ts_fwd_ew_unary, .backward = ts_bwd_ew_unary},
+    [TS_OP_ACOS] = {.forward = ts_fwd_ew_unary, .backward = ts_bwd_ew_unary},
+    [TS_OP_ATAN] = {.forward = ts_fwd_ew_unary, .backward = ts_bwd_ew_unary},
+    [TS_OP_SINH] = {.forward = ts_fwd_ew_unary, .backward = ts_bwd_ew_unary},
+    [TS_OP_COSH] = {.forward = ts_fwd_ew_unary, .backward = ts_bwd_ew_unary},
+    [TS_OP_ASINH] = {.forward = ts_fwd_ew_unary, .backward = ts_bwd_ew_unary},
+    [TS_OP_ACOSH] = {.forward = ts_fwd_ew_unary, .backward = ts_bwd_ew_unary},
+    [TS_OP_ATANH] = {.forward = ts_fwd_ew_unary, .backward = ts_bwd_ew_unary},
     [TS_OP_NOT] = {.forward = ts_fwd_ew_unary},
     [TS_OP_ISNAN] = {.forward = ts_fwd_ew_unary},
     [TS_OP_ISINF] = {.forward = ts_fwd_ew_unary},
@@ -177,6 +186,8 @@ static const ts_kernel_row kernels[] = {
     [TS_OP_CAST] = {.forward = fwd_cast, .backward = bwd_copy},
     [TS_OP_PAD] = {.forward = ts_fwd_pad, .backward = ts_bwd_pad},
     [TS_OP_MAX_POOL2D_INDICES] = {.forward = ts_fwd_max_pool2d_indices},
+    [TS_OP_CONV_TRANSPOSE2D] = {.forward = ts_fwd_conv_transpose2d, .backward = ts_bwd_conv_transpose2d,
+                                .workspace_floats = ts_cpu_workspace_conv_transpose2d},
 };
 _Static_assert(sizeof kernels / sizeof kernels[0] == TS_OP_COUNT, "the CPU kernel table must cover every ts_op");
 
