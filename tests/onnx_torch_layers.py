@@ -15,7 +15,11 @@ training model of the file (SGD at rate 0) gives the loss, m's output
 (anchored under its value name in the file) and every parameter's
 gradient. Passes when the output is within OUT_RTOL of PyTorch's
 (relative to 1 + |value|) and every gradient within GRAD_RTOL of the
-largest gradient of that parameter. Prints one line per case and exporter;
+largest gradient of that parameter (at least GRAD_FLOOR of the largest of
+all). A parameter the exporter folded away (not in the file under its
+name) has no gradient to compare. Eval-mode cases are exported as
+torch.onnx.export(model.eval(), do_constant_folding=False) and compared
+with the module in eval mode. Prints one line per case and exporter;
 exits 1 on any failure.
 
 Usage: onnx_torch_layers.py [--only REGEX]"""
@@ -34,6 +38,7 @@ import tensorscope as ts
 
 OUT_RTOL = 1e-5
 GRAD_RTOL = 1e-4
+GRAD_FLOOR = 1e-3
 
 
 class Wrapped(torch.nn.Module):
@@ -155,6 +160,23 @@ def cases():
     out["conv_transpose2d_unet_up"] = (torch.nn.ConvTranspose2d(8, 4, 2, stride=2), {"x": torch.randn(2, 8, 6, 6)}, False, both)
     out["conv_transpose1d"] = (torch.nn.ConvTranspose1d(3, 2, 4, stride=3, padding=1, output_padding=2), {"x": torch.randn(2, 3, 9)},
                                False, both)
+    out["instance_norm2d_affine"] = (Seq(torch.nn.Conv2d(2, 3, 3), torch.nn.InstanceNorm2d(3, affine=True)), {"x": torch.randn(2, 2, 6, 7)},
+                                     False, both)
+    out["instance_norm1d"] = (Seq(torch.nn.Conv1d(2, 3, 3), torch.nn.InstanceNorm1d(3)), {"x": torch.randn(2, 2, 9)}, False, both)
+    out["group_norm"] = (Seq(torch.nn.Conv2d(2, 6, 3), torch.nn.GroupNorm(3, 6)), {"x": torch.randn(2, 2, 6, 5)}, False, both)
+    out["group_norm_1d"] = (Seq(torch.nn.Conv1d(2, 4, 3), torch.nn.GroupNorm(2, 4, eps=1e-3)), {"x": torch.randn(3, 2, 8)}, False, both)
+    for name, m, x in (("batch_norm2d_eval", Seq(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU()), torch.randn(2, 3, 6, 6)),
+                       ("batch_norm1d_eval", Seq(torch.nn.Linear(5, 4), torch.nn.BatchNorm1d(4)), torch.randn(3, 5)),
+                       ("batch_norm2d_eval_first", Seq(torch.nn.BatchNorm2d(3), torch.nn.Conv2d(3, 2, 1)), torch.randn(2, 3, 4, 4))):
+        for bn in m:  # running statistics that are not the initial 0 and 1
+            if isinstance(bn, torch.nn.modules.batchnorm._BatchNorm):
+                with torch.no_grad():
+                    bn.running_mean.uniform_(-1, 1)
+                    bn.running_var.uniform_(0.5, 2)
+        m.eval_export = True
+        # the dynamo exporter fuses an eval BatchNorm into the Conv or
+        # Linear before it: the file's weight is not the module's
+        out[name] = (m, {"x": x}, False, both if name.endswith("_first") else ("torchscript",))
     return out
 
 
@@ -162,6 +184,11 @@ def export(module, inputs, path, exporter):
     args, names = tuple(inputs.values()), list(inputs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        if getattr(module.m, "eval_export", False):  # an inference export: torch.onnx.export(model.eval(), ...)
+            module.eval()
+            kw = {"dynamo": False, "opset_version": 17} if exporter == "torchscript" else {"dynamo": True, "verbose": False}
+            torch.onnx.export(module, args, path, input_names=names, do_constant_folding=False, **kw)
+            return
         if exporter == "torchscript":
             from tensorscope._torch import export_onnx
             export_onnx(module, args, path, names)
@@ -185,6 +212,7 @@ def output_alias(path, scalar):
 
 def check(name, module, inputs, scalar, exporter, workdir):
     torch.manual_seed(1)
+    module.train(not getattr(module, "eval_export", False))
     with torch.no_grad():
         ref_out = module(*inputs.values())
     feeds = dict(inputs)
@@ -193,6 +221,7 @@ def check(name, module, inputs, scalar, exporter, workdir):
     wrapped = Wrapped(module, scalar)
     path = os.path.join(workdir, f"{name}.{exporter}.onnx")
     export(wrapped, feeds, path, exporter)
+    wrapped.train(not getattr(module, "eval_export", False))
     module.zero_grad()
     loss = wrapped(*feeds.values())
     loss.backward()
@@ -209,7 +238,12 @@ def check(name, module, inputs, scalar, exporter, workdir):
                 anchored[n] = f"g{len(anchored)}"
                 opts.anchor_tensor(anchored[n], "Gradient___" + cand, "final")
                 break
-    missing = [n for n in params if n not in anchored]
+    import onnx
+    held = {i.name for i in onnx.load(path).graph.initializer}
+    # a parameter the exporter folded into another (the dynamo exporter's
+    # BatchNorm into the Conv before it, GroupNorm's weight unsqueezed) is
+    # not in the file: its gradient cannot be named
+    missing = [n for n in params if n not in anchored and (n in held or n.replace("m.", "", 1) in held)]
     if missing:
         return f"parameters not in the graph: {missing}"
     model = ts.training_model(g, opts, optimizer=ts.SGD(lr=0.0), loss=g.outputs[0])
@@ -220,9 +254,12 @@ def check(name, module, inputs, scalar, exporter, workdir):
     err = np.max(np.abs(got - want) / (1 + np.abs(want)), initial=0.0)
     if not np.isfinite(got_loss) or abs(got_loss - float(loss)) > OUT_RTOL * (1 + abs(float(loss))) or not err <= OUT_RTOL:
         return f"output mismatch: max error {err:.3g}, loss {got_loss:.7g} vs PyTorch's {float(loss):.7g}"
+    largest = max(float(np.max(np.abs(v))) for v in params.values()) if params else 0.0
     for n, short in anchored.items():
         gg = model.get_anchored_tensor(short).reshape(params[n].shape)
-        scale = max(float(np.max(np.abs(params[n]))), 1e-12)
+        # at least GRAD_FLOOR of the largest gradient: a bias a normalisation
+        # removes has a gradient of rounding noise only
+        scale = max(float(np.max(np.abs(params[n]))), GRAD_FLOOR * largest, 1e-12)
         e = float(np.max(np.abs(gg - params[n]))) / scale
         if not e <= GRAD_RTOL:
             return f"gradient mismatch: {n} off by {e:.3g} of its largest value"

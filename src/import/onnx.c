@@ -1950,6 +1950,48 @@ static ts_status op_layer_norm(importer *im, node_io *io) {
     return st;
 }
 
+/* An f32 graph constant of n copies of v, named `<scope>/<what>:<k>`. */
+static ts_tensor *filled_constant(importer *im, const char *what, int64_t n, float v) {
+    ts_status st = ts_const_charge((uint64_t)n * 4);
+    if (st) {
+        fold_result(im, st);
+        return NULL;
+    }
+    float *f = ts_malloc((size_t)n * sizeof *f);
+    char *name = f ? ts_graph_op_output_name(im->g, what) : NULL;
+    for (int64_t i = 0; name && i < n; i++) f[i] = v;
+    ts_tensor *t = name ? f32_constant(im, name, &(ts_shape){.ndim = 1, .d = {n}}, f) : NULL;
+    ts_free(name);
+    ts_free(f);
+    return t;
+}
+
+/* InstanceNormalization: x [N,C,d1..] normalised over d1.. for each
+ * sample and channel (the layer norm of x as [N,C,L] over L, without its
+ * affine), then * scale[C] + B[C] over the spatial axes. nn.GroupNorm's
+ * export (a Reshape to [N,G,-1] around it, then Mul and Add by the
+ * module's weight and bias) is then a group norm. */
+static ts_status op_instance_norm(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x = as_tensor(im, io->in[0], &st), *s = x ? as_f32(im, io->in[1], &st) : NULL, *b = s ? as_f32(im, io->in[2], &st) : NULL;
+    if (!b) return st;
+    const ts_shape *xs = &x->shape;
+    char a[96], c[96], d[96];
+    if (xs->ndim < 3 || s->shape.ndim != 1 || b->shape.ndim != 1 || s->shape.d[0] != xs->d[1] || b->shape.d[0] != xs->d[1])
+        return node_error(im, TS_ERR_SHAPE, "normalises x [N,C,d1,...] with scale [C] and B [C]; got %s, %s and %s", ts_shape_str(xs, a, sizeof a),
+                          ts_shape_str(&s->shape, c, sizeof c), ts_shape_str(&b->shape, d, sizeof d));
+    int64_t L = ts_shape_numel(xs) / (xs->d[0] * xs->d[1]);
+    ts_shape cs = {.ndim = xs->ndim - 1, .d = {xs->d[1]}}; /* [C,1,...] against [N,C,d1,...] */
+    for (int k = 1; k < cs.ndim; k++) cs.d[k] = 1;
+    ts_tensor *ones = filled_constant(im, "Ones", L, 1.0f), *zeros = ones ? filled_constant(im, "Zeros", L, 0.0f) : NULL;
+    if (!zeros) return ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
+    ts_tensor *y = ts_reshape(im->g, x, 3, (int64_t[]){xs->d[0], xs->d[1], L});
+    y = ts_layer_norm(im->g, y, ones, zeros, 1, (float)attr_f(im, "epsilon", 1e-5));
+    y = ts_reshape(im->g, y, xs->ndim, xs->d);
+    y = ts_add(im->g, ts_mul(im->g, y, ts_reshape(im->g, s, cs.ndim, cs.d)), ts_reshape(im->g, b, cs.ndim, cs.d));
+    return built(im, y, &io->out[0]);
+}
+
 /* LSTM and GRU, unrolled over the sequence (onnx_rnn.c): initializers
  * as parameters under their names, other constants as their values; an
  * initial state (inputs 5 and 6) given as an initializer is a constant
@@ -2027,6 +2069,7 @@ static const struct {
     {"HardSigmoid", 1, 6, op_unary},
     {"HardSwish", 1, 13, op_unary},
     {"Identity", 1, 1, op_identity},
+    {"InstanceNormalization", 3, 6, op_instance_norm},
     {"IsInf", 1, 10, op_unary},
     {"IsNaN", 1, 9, op_unary},
     {"LayerNormalization", 2, 13, op_layer_norm},
