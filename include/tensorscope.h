@@ -300,7 +300,8 @@ TS_API ts_tensor *ts_abs(ts_graph *g, ts_tensor *x);
 TS_API ts_tensor *ts_gelu(ts_graph *g, ts_tensor *x, int tanh_approx);
 /* The elementwise unary family, by the op's name: Ceil, Floor, Round
  * (half to even), CastInt (toward zero), CastBool (1 where non-zero), Sin,
- * Cos, Not, IsNaN, IsInf (alpha non-zero: +inf counts, beta: -inf),
+ * Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh (NaN outside
+ * an inverse's domain), Not, IsNaN, IsInf (alpha non-zero: +inf counts, beta: -inf),
  * HardSwish, HardSigmoid (max(0, min(1, alpha x + beta))), LeakyRelu (alpha
  * x below 0), Elu (alpha (e^x - 1) below 0), Selu (beta x, or beta alpha
  * (e^x - 1) at or below 0), Softplus, CastLowbits (x rounded onto the

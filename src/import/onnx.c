@@ -1310,7 +1310,8 @@ static ts_status op_conv(importer *im, node_io *io) {
 /* ConvTranspose, 1-D and 2-D: strides, pads, output_padding, dilations,
  * group; output_shape (or auto_pad SAME_*: the input's size times the
  * stride) sets the pads, the odd one at the start unless SAME_UPPER, as
- * ONNX says. */
+ * ONNX says (an output_shape past what the transpose gives adds output
+ * padding). */
 static ts_status op_conv_transpose(importer *im, node_io *io) {
     window win;
     ts_conv_transpose2d_params p = {0};
@@ -1338,9 +1339,8 @@ static ts_status op_conv_transpose(importer *im, node_io *io) {
         if (mode == 1) win.pad[a] = win.pad[2 + a] = 0;
         if (n_oshape > 0 || mode >= 2) {
             int64_t want = n_oshape > 0 ? oshape[i] : in * win.stride[a], total = win.stride[a] * (in - 1) + op + ek - want;
-            if (total < 0)
-                return node_error(im, TS_ERR_UNSUPPORTED, "output_shape %lld on axis %d is larger than the transposed convolution gives "
-                                  "(%lld, without padding)", (long long)want, i, (long long)(want + total));
+            if (total < 0) /* larger than the transpose gives: the rows past it at the end, as output padding */
+                op -= total, total = 0;
             bool upper = mode == 2;
             win.pad[a] = (int)(upper ? total / 2 : total - total / 2), win.pad[2 + a] = (int)(total - win.pad[a]);
         }
