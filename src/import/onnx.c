@@ -1531,6 +1531,21 @@ static ts_tensor *nll_composed(importer *im, ts_tensor *logp, ts_tensor *y, ts_t
     return loss;
 }
 
+/* A loss's class weights: a graph tensor when computed, else a constant
+ * under the initializer's name (the dynamo exporter writes a loss
+ * module's weight buffer as an initializer: never a trained parameter). */
+static ts_tensor *class_weights(importer *im, value *v, ts_status *st) {
+    if (v->t || !v->param) return as_f32(im, v, st);
+    if ((*st = decoded(im, v))) return NULL;
+    int64_t n = ts_shape_numel(&v->c.shape);
+    float *f = ts_malloc((size_t)(n ? n : 1) * sizeof *f);
+    for (int64_t i = 0; f && i < n; i++) f[i] = (float)v->c.v[i];
+    ts_tensor *t = f ? f32_constant(im, v->name, &v->c.shape, f) : NULL;
+    ts_free(f);
+    if (!t) *st = f ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
+    return v->t = t;
+}
+
 static ts_status op_loss(importer *im, node_io *io) {
     bool ce = strcmp(im->node->op_type, "SoftmaxCrossEntropyLoss") == 0;
     static const char *const reductions[] = {"mean", "sum", "none"};
@@ -1542,7 +1557,7 @@ static ts_status op_loss(importer *im, node_io *io) {
     bool has_w = io->n_in > 2 && io->in[2], has_ii = attr(im, "ignore_index") != NULL;
     ts_status st = TS_OK;
     ts_tensor *x = as_tensor(im, io->in[0], &st), *y = x ? as_tensor(im, io->in[1], &st) : NULL;
-    ts_tensor *w = y && has_w ? as_f32(im, io->in[2], &st) : NULL;
+    ts_tensor *w = y && has_w ? class_weights(im, io->in[2], &st) : NULL;
     if (!y || (has_w && !w)) return st;
     ts_tensor *logp = ce ? ts_log_softmax(im->g, x, 1) : x, *loss;
     /* the fused ops for [N,C] scores, unweighted, mean or sum; with an
