@@ -274,6 +274,32 @@ def check(name, module, inputs, scalar, exporter, workdir):
     return None
 
 
+def group_normalization_opsets(workdir):
+    """ONNX's GroupNormalization, whose scale and bias are per group at
+    opsets 18 to 20 and per channel from 21: against onnx's reference."""
+    import onnx
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 6, 3, 4)).astype(np.float32)
+    for opset, n in ((18, 3), (21, 6)):
+        s, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+        node = helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=3, epsilon=1e-3)
+        graph = helper.make_graph([node], "gn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                                  [onnx.numpy_helper.from_array(s, "s"), onnx.numpy_helper.from_array(b, "b")])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+        path = os.path.join(workdir, f"gn{opset}.onnx")
+        onnx.save(model, path)
+        want = ReferenceEvaluator(model).run(None, {"x": x})[0]
+        g = ts.Graph.from_onnx(path, {"x": x.shape})
+        got = np.asarray(ts.inference_model(g, ts.Options().output_mode("final"))(x=x))
+        err = float(np.max(np.abs(got.reshape(want.shape) - want) / (1 + np.abs(want))))
+        if not err <= OUT_RTOL:
+            return f"opset {opset}: max error {err:.3g} against onnx's reference"
+    return None
+
+
 def main():
     only = None
     if "--only" in sys.argv:
@@ -290,6 +316,13 @@ def main():
                     why = " ".join(f"{type(e).__name__}: {e}".split())[:500]
                 print(f"{'ok  ' if why is None else 'FAIL'} {name} ({exporter}){'' if why is None else ': ' + why}", flush=True)
                 failed += why is not None
+        if not only or only.search("group_normalization_opsets"):
+            try:
+                why = group_normalization_opsets(workdir)
+            except Exception as e:
+                why = " ".join(f"{type(e).__name__}: {e}".split())[:500]
+            print(f"{'ok  ' if why is None else 'FAIL'} group_normalization_opsets (onnx){'' if why is None else ': ' + why}", flush=True)
+            failed += why is not None
     print(f"onnx_torch_layers: {'PASS' if not failed else f'{failed} FAILED'}")
     return 1 if failed else 0
 

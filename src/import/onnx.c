@@ -1981,30 +1981,57 @@ static ts_tensor *filled_constant(importer *im, const char *what, int64_t n, flo
     return t;
 }
 
-/* InstanceNormalization: x [N,C,d1..] normalised over d1.. for each
- * sample and channel (the layer norm of x as [N,C,L] over L, without its
- * affine), then * scale[C] + B[C] over the spatial axes. nn.GroupNorm's
- * export (a Reshape to [N,G,-1] around it, then Mul and Add by the
- * module's weight and bias) is then a group norm. */
-static ts_status op_instance_norm(importer *im, node_io *io) {
+/* x [N,C,d1..] normalised over each sample's G groups of channels (the
+ * layer norm of x as [N,G,L] over L, without its affine), then * scale + B:
+ * per channel ([C]), or per group ([G], GroupNormalization before opset
+ * 21). */
+static ts_status group_norm(importer *im, node_io *io, int64_t G, bool per_group) {
     ts_status st = TS_OK;
     ts_tensor *x = as_tensor(im, io->in[0], &st), *s = x ? as_f32(im, io->in[1], &st) : NULL, *b = s ? as_f32(im, io->in[2], &st) : NULL;
     if (!b) return st;
     const ts_shape *xs = &x->shape;
     char a[96], c[96], d[96];
-    if (xs->ndim < 3 || s->shape.ndim != 1 || b->shape.ndim != 1 || s->shape.d[0] != xs->d[1] || b->shape.d[0] != xs->d[1])
-        return node_error(im, TS_ERR_SHAPE, "normalises x [N,C,d1,...] with scale [C] and B [C]; got %s, %s and %s", ts_shape_str(xs, a, sizeof a),
-                          ts_shape_str(&s->shape, c, sizeof c), ts_shape_str(&b->shape, d, sizeof d));
-    int64_t L = ts_shape_numel(xs) / (xs->d[0] * xs->d[1]);
-    ts_shape cs = {.ndim = xs->ndim - 1, .d = {xs->d[1]}}; /* [C,1,...] against [N,C,d1,...] */
-    for (int k = 1; k < cs.ndim; k++) cs.d[k] = 1;
+    int64_t n_affine = per_group ? G : xs->ndim >= 3 ? xs->d[1] : 0;
+    if (xs->ndim < 3 || s->shape.ndim != 1 || b->shape.ndim != 1 || s->shape.d[0] != n_affine || b->shape.d[0] != n_affine)
+        return node_error(im, TS_ERR_SHAPE, "normalises x [N,C,d1,...] with scale and B of [%s]; got %s, %s and %s", per_group ? "num_groups" : "C",
+                          ts_shape_str(xs, a, sizeof a), ts_shape_str(&s->shape, c, sizeof c), ts_shape_str(&b->shape, d, sizeof d));
+    if (G < 1 || xs->d[1] % G)
+        return node_error(im, TS_ERR_SHAPE, "num_groups %lld must divide the %lld channels of %s", (long long)G, (long long)xs->d[1],
+                          ts_shape_str(xs, a, sizeof a));
+    int64_t L = ts_shape_numel(xs) / (xs->d[0] * G);
     ts_tensor *ones = filled_constant(im, "Ones", L, 1.0f), *zeros = ones ? filled_constant(im, "Zeros", L, 0.0f) : NULL;
     if (!zeros) return ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
-    ts_tensor *y = ts_reshape(im->g, x, 3, (int64_t[]){xs->d[0], xs->d[1], L});
+    ts_tensor *y = ts_reshape(im->g, x, 3, (int64_t[]){xs->d[0], G, L});
     y = ts_layer_norm(im->g, y, ones, zeros, 1, (float)attr_f(im, "epsilon", 1e-5));
-    y = ts_reshape(im->g, y, xs->ndim, xs->d);
+    ts_shape cs = {.ndim = per_group ? 2 : xs->ndim - 1, .d = {n_affine}}; /* [G,1] against [N,G,L], [C,1,...] against x */
+    for (int k = 1; k < cs.ndim; k++) cs.d[k] = 1;
+    if (!per_group) y = ts_reshape(im->g, y, xs->ndim, xs->d);
     y = ts_add(im->g, ts_mul(im->g, y, ts_reshape(im->g, s, cs.ndim, cs.d)), ts_reshape(im->g, b, cs.ndim, cs.d));
+    if (per_group) y = ts_reshape(im->g, y, xs->ndim, xs->d);
     return built(im, y, &io->out[0]);
+}
+
+/* InstanceNormalization: a group norm with a group per channel. nn.GroupNorm's
+ * TorchScript export (a Reshape to [N,G,-1] around one, then Mul and Add by
+ * the module's weight and bias) is then a group norm. */
+static ts_status op_instance_norm(importer *im, node_io *io) {
+    const ts_shape *xs = shape_of(io->in[0]);
+    return group_norm(im, io, xs->ndim >= 2 ? xs->d[1] : 1, false);
+}
+
+/* GroupNormalization: scale and bias per group before opset 21 (which
+ * deprecated that form), per channel from it; statistics in float. */
+static ts_status op_group_norm(importer *im, node_io *io) {
+    int64_t G;
+    int stash;
+    ts_status st = attr_int(im, "num_groups", 0, 1, INT32_MAX, &G);
+    if (!st) st = attr_int32(im, "stash_type", 1, INT32_MIN, INT32_MAX, &stash);
+    if (st) return st;
+    if (!attr(im, "num_groups")) return node_error(im, TS_ERR_FORMAT, "its attribute 'num_groups' is missing");
+    if (stash != 1)
+        return node_error(im, TS_ERR_UNSUPPORTED, "stash_type %d (statistics computed in %s) is not available; stash_type 1 (float) is", stash,
+                          ts_onnx_dtype_name(stash));
+    return group_norm(im, io, G, !since(im, 21));
 }
 
 /* LSTM and GRU, unrolled over the sequence (onnx_rnn.c): initializers
@@ -2080,6 +2107,7 @@ static const struct {
     {"GlobalAveragePool", 1, 1, op_global_avg_pool},
     {"Greater", 2, 7, op_binary},
     {"GreaterOrEqual", 2, 12, op_binary},
+    {"GroupNormalization", 3, 18, op_group_norm},
     {"GRU", 3, 7, op_rnn},
     {"HardSigmoid", 1, 6, op_unary},
     {"HardSwish", 1, 13, op_unary},
