@@ -112,6 +112,20 @@ class Seq(torch.nn.Sequential):
     pass
 
 
+class BatchNormSkip(torch.nn.Module):
+    """A fresh BatchNorm (running statistics 0 and 1, equal to its bias and
+    weight: the exporters store them once) beside a skip connection (the
+    dynamo exporter does not fuse it into the Conv)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn = torch.nn.Conv2d(3, 3, 3, padding=1), torch.nn.BatchNorm2d(3)
+
+    def forward(self, x):
+        h = self.conv(x)
+        return self.bn(h) + h
+
+
 def labels(shape, c, ignore, n_ignored):
     g = torch.Generator().manual_seed(7)
     y = torch.randint(0, c, shape, generator=g)
@@ -167,9 +181,10 @@ def cases():
     out["group_norm_1d"] = (Seq(torch.nn.Conv1d(2, 4, 3), torch.nn.GroupNorm(2, 4, eps=1e-3)), {"x": torch.randn(3, 2, 8)}, False, both)
     for name, m, x in (("batch_norm2d_eval", Seq(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU()), torch.randn(2, 3, 6, 6)),
                        ("batch_norm1d_eval", Seq(torch.nn.Linear(5, 4), torch.nn.BatchNorm1d(4)), torch.randn(3, 5)),
-                       ("batch_norm2d_eval_first", Seq(torch.nn.BatchNorm2d(3), torch.nn.Conv2d(3, 2, 1)), torch.randn(2, 3, 4, 4))):
-        for bn in m:  # running statistics that are not the initial 0 and 1
-            if isinstance(bn, torch.nn.modules.batchnorm._BatchNorm):
+                       ("batch_norm2d_eval_first", Seq(torch.nn.BatchNorm2d(3), torch.nn.Conv2d(3, 2, 1)), torch.randn(2, 3, 4, 4)),
+                       ("batch_norm2d_eval_fresh", Seq(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4)), torch.randn(2, 3, 6, 6))):
+        for bn in m:  # running statistics that are not the initial 0 and 1 (but in the fresh one)
+            if isinstance(bn, torch.nn.modules.batchnorm._BatchNorm) and not name.endswith("_fresh"):
                 with torch.no_grad():
                     bn.running_mean.uniform_(-1, 1)
                     bn.running_var.uniform_(0.5, 2)
@@ -177,6 +192,9 @@ def cases():
         # the dynamo exporter fuses an eval BatchNorm into the Conv or
         # Linear before it: the file's weight is not the module's
         out[name] = (m, {"x": x}, False, both if name.endswith("_first") else ("torchscript",))
+    skip = BatchNormSkip()
+    skip.eval_export = True
+    out["batch_norm2d_eval_fresh_skip"] = (skip, {"x": torch.randn(2, 3, 6, 6)}, False, both)
     return out
 
 

@@ -1430,10 +1430,36 @@ static ts_status op_global_avg_pool(importer *im, node_io *io) {
     return x ? built(im, ts_global_avg_pool2d(im->g, x), &io->out[0]) : st;
 }
 
-/* A running statistic: a buffer under the initializer's name (or the
- * name of a constant: an input bound at import). */
-static ts_tensor *as_buffer(importer *im, value *v, ts_status *st) {
-    if (v->t && v->t->op != TS_OP_INPUT) return v->t;
+/* A running statistic (`stat`: running_mean, running_var): a buffer under
+ * the initializer's name (or the name of a constant: an input bound at
+ * import). PyTorch's exporters store initializers of equal values once: a
+ * fresh BatchNorm's running_var is its weight's ones, its running_mean its
+ * bias's zeros (an eval-mode export gives it as the parameter itself, or an
+ * Identity of it, which made a parameter of its own): then the module's
+ * own buffer `<module>.<stat>` with those values (the Identity's parameter
+ * becomes that buffer). */
+static ts_tensor *as_buffer(importer *im, value *v, const char *stat, ts_status *st) {
+    if (v->t && v->t->op == TS_OP_BUFFER) return v->t;
+    if (v->t && v->t->op != TS_OP_INPUT) {
+        char scope[512], name[600];
+        ts_graph_scope_path(im->g, scope, sizeof scope);
+        snprintf(name, sizeof name, "%s%s%s", scope, *scope ? "." : "", stat);
+        ts_tensor *have = ts_graph_find(im->g, name), *b;
+        if (have && have->op == TS_OP_BUFFER) return have;
+        if (have == v->t && have->op == TS_OP_PARAM) {
+            have->op = TS_OP_BUFFER;
+            return have;
+        }
+        if (have || v->t->dtype != TS_F32 || !(b = ts_buffer(im->g, name, v->t->shape.ndim, v->t->shape.d))) {
+            *st = have ? node_error(im, TS_ERR_UNSUPPORTED, "its running statistic '%s' shares the values of '%s', and '%s' is taken", v->name,
+                                    v->t->name, name)
+                       : ts_graph_status(im->g) ? ts_graph_status(im->g)
+                                                : node_error(im, TS_ERR_UNSUPPORTED, "its running statistic '%s' is not float", v->name);
+            return NULL;
+        }
+        memcpy(b->value, v->t->value, (size_t)ts_shape_numel(&b->shape) * sizeof(float));
+        return b;
+    }
     if (!v->param && !v->c.v) {
         *st = node_error(im, TS_ERR_UNSUPPORTED, "its running statistic '%s' must be an initializer%s", v->name, bind_hint(v));
         return NULL;
@@ -1460,8 +1486,8 @@ static ts_status op_batch_norm(importer *im, node_io *io) {
     if (st) return st;
     float eps = (float)attr_f(im, "epsilon", 1e-5), momentum = (float)(1.0 - attr_f(im, "momentum", 0.9));
     ts_tensor *x = as_tensor(im, io->in[0], &st), *w = x ? as_tensor(im, io->in[1], &st) : NULL,
-              *b = w ? as_tensor(im, io->in[2], &st) : NULL, *rm = b ? as_buffer(im, io->in[3], &st) : NULL,
-              *rv = rm ? as_buffer(im, io->in[4], &st) : NULL;
+              *b = w ? as_tensor(im, io->in[2], &st) : NULL, *rm = b ? as_buffer(im, io->in[3], "running_mean", &st) : NULL,
+              *rv = rm ? as_buffer(im, io->in[4], "running_var", &st) : NULL;
     if (!rv) return st;
     return built(im, ts_batch_norm(im->g, x, w, b, rm, rv, eps, momentum, !training), &io->out[0]);
 }
