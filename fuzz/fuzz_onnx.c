@@ -15,7 +15,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    ts_set_log_level(TS_LOG_OFF);
+    fuzz_onnx_setup();
     ts_graph *g = NULL;
     ts_status st = ts_onnx_import_bytes(&g, data, size, "/nonexistent/fuzz.onnx", NULL, 0);
     fuzz_onnx_check(st, g);

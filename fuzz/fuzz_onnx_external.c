@@ -56,7 +56,7 @@ static void make_folder(void) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    ts_set_log_level(TS_LOG_OFF);
+    fuzz_onnx_setup();
     if (!dir[0]) make_folder();
     if (size < 4) return 0;
     size_t k = (size_t)data[0] | (size_t)data[1] << 8 | (size_t)data[2] << 16 | (size_t)data[3] << 24;

@@ -162,6 +162,11 @@ TS_API int ts_get_log_level(void);
  * or a bad level. TS_LOG_THREAD_ID=1 adds the kernel thread id to the
  * default callback's lines: `[tensorscope I tid 4242] ...`. */
 TS_API ts_status ts_set_log_vmodule(const char *spec);
+/* One message of a binding (the Python package's own, e.g. what its torch
+ * wrapper did) into the library's log, at `level` (TS_LOG_ERROR to
+ * TS_LOG_TRACE), under module "model": the same level, callback and
+ * stderr lines as the library's messages. */
+TS_API void ts_log_write(int level, const char *message);
 
 /* ------------------------------------------------- limits on file input */
 
@@ -175,10 +180,16 @@ TS_API ts_status ts_set_log_vmodule(const char *spec);
  *   TS_LIMIT_ARCHIVE_BYTES: bytes one .npz may inflate to, over the
  *     members that are read. Default 2 GiB; environment:
  *     TS_MAX_ARCHIVE_BYTES.
+ *   TS_LIMIT_COMPILE_BYTES: the buffers one compile lays out (activation
+ *     and gradient arenas, anchors, kernel workspace and scratch), checked
+ *     from the plan before any is allocated: a model whose declared shapes
+ *     need more is refused at compile. Default: the machine's physical
+ *     memory; environment: TS_MAX_COMPILE_BYTES. A plan-only compile
+ *     (ts_options_set_plan_only) allocates none and is not limited.
  * The environment variables take a byte count with an optional K, M, G or
  * T suffix (powers of 1024) and are read when the limit is first used; a
  * value set here wins over the environment. 0 is refused. */
-typedef enum ts_limit { TS_LIMIT_IMPORT_BYTES = 0, TS_LIMIT_ARCHIVE_BYTES } ts_limit;
+typedef enum ts_limit { TS_LIMIT_IMPORT_BYTES = 0, TS_LIMIT_ARCHIVE_BYTES, TS_LIMIT_COMPILE_BYTES } ts_limit;
 TS_API ts_status ts_set_limit(ts_limit which, uint64_t bytes);
 TS_API uint64_t ts_get_limit(ts_limit which);
 /* A size as the CLI and the TS_ variables take it: a number with an
@@ -651,7 +662,9 @@ typedef struct ts_onnx_input {
  * initializer names; see DESIGN.md §3/§13). Inputs with dynamic dims must be
  * given; others may be (a given shape replaces the file's, e.g. the batch
  * size of the exporter's example input). Opsets 1 to 28 of the default
- * domain (the newest of onnx 1.23.2), each node read by its op's version at
+ * domain (the newest of onnx 1.23.2), and tensorscope's own domain
+ * `ai.tensorscope` (StopGradient: ts_stop_gradient; the Python wrapper
+ * writes it for a torch detach()), each node read by its op's version at
  * the model's opset: another opset is TS_ERR_UNSUPPORTED naming the range,
  * and so is an op's version older than the importer reads (below opset 13,
  * one that differs from opset 13's in more than its types and that the
@@ -754,6 +767,13 @@ TS_API ts_status ts_options_set_device(ts_options *o, const char *device);
  * torch.backends.cuda.matmul.allow_tf32): products in float32. The CPU
  * computes in float32 either way. */
 TS_API ts_status ts_options_set_allow_tf32(ts_options *o, int allow);
+/* 1: ts_model_compile plans the program (tensor names, shapes, the memory
+ * plan and its sizes, lint warnings, graph dumps, ts_model_memory) without
+ * allocating the buffers it lays out, so a model far larger than memory
+ * can be inspected; such a model does not run (TS_ERR_STATE). 0 (the
+ * default): compiled to run. `tensorscope names`, `graph` and `lint`
+ * compile this way. */
+TS_API ts_status ts_options_set_plan_only(ts_options *o, int on);
 /* TS_OK when `device` ("cpu", "cuda", "cuda:N") can run models here;
  * otherwise the error a model on it would give (TS_ERR_INVALID_ARGUMENT
  * for a name tensorscope does not know, TS_ERR_UNSUPPORTED saying why it
@@ -819,8 +839,10 @@ TS_API ts_status ts_options_set_pipeline_schedule(ts_options *o, ts_pipeline_sch
  * calling thread's track; the CPU workers' slices and the outfeed consumers'
  * deliveries on their own tracks; recompilations, all-reduces and pipeline
  * sends. Events are kept in memory while the steps run; the file is written
- * when step last_step ends, else when the model is freed (a cancelled or
- * failed run too). Inference models count a step per batch. The path is
+ * when step last_step ends, else by ts_model_finish or when the model is
+ * freed (a cancelled or failed run too). When it cannot be written, the
+ * error is the step's (or ts_model_finish's) and a file an earlier run left
+ * at the path is removed. Inference models count a step per batch. The path is
  * checked at once (TS_ERR_IO when it cannot be written); NULL turns tracing
  * off. One model of a process traces at a time. */
 TS_API ts_status ts_options_set_trace(ts_options *o, const char *path, int64_t first_step, int64_t last_step);
@@ -886,6 +908,40 @@ TS_API const char *ts_lr_schedule_name(ts_lr_schedule_kind k);
 /* The learning rate of step t for a base rate (no checks: see above). */
 TS_API double ts_lr_at(const ts_lr_schedule *s, double base_lr, int64_t t);
 
+/* ------------------------------------------------ per-parameter training
+ * What a PyTorch program says about training beyond its ops: detach(),
+ * parameters the optimizer leaves alone, parameter groups. */
+
+/* x itself, through which no gradient flows back (PyTorch's x.detach()):
+ * what reaches the loss only through it gets no gradient at all (not a
+ * zero one), so a parameter behind it is not updated, as PyTorch's
+ * optimizers skip a parameter whose .grad is None. Named
+ * `<scope>/StopGradient:<k>`. */
+TS_API ts_tensor *ts_stop_gradient(ts_graph *g, ts_tensor *x);
+#ifndef TS_NO_SOURCE_LOCATIONS
+#define ts_stop_gradient(g, ...) ts_stop_gradient(TS_AT_(g), __VA_ARGS__)
+#endif
+/* Whether a training model updates `param` (1, the default) or leaves its
+ * values alone (0: PyTorch's requires_grad=False, or a parameter its
+ * optimizer does not hold). A frozen parameter's gradient is not computed
+ * unless something asks for it (an anchor of `Gradient___<name>`), and
+ * nothing else's is computed for it alone. Set before any model of the
+ * graph is made (TS_ERR_STATE after). */
+TS_API ts_status ts_param_set_trainable(ts_tensor *param, int trainable);
+/* 1 when trainable, 0 when frozen or not a parameter. */
+TS_API int ts_param_trainable(const ts_tensor *param);
+/* The settings `param` is updated with, where they differ from the
+ * model's optimizer (a PyTorch parameter group's lr, weight decay,
+ * momentum, betas, ...): `opt` is checked as ts_model_training checks
+ * its optimizer and must be of the model's kind (one optimizer; a model of
+ * another kind fails to compile, naming the parameter). Its lr is the
+ * parameter's base rate: the model's schedule scales it as it scales the
+ * model's (PyTorch's schedulers scale every group from its own initial
+ * rate); setting the model's base rate (ts_model_set_base_lr) leaves it
+ * as it is. NULL: the model's settings again. Set before any model of
+ * the graph is made (TS_ERR_STATE after). */
+TS_API ts_status ts_param_set_optimizer(ts_tensor *param, const ts_optimizer *opt);
+
 /* ----------------------------------------------------------------- model */
 
 typedef struct ts_model ts_model;
@@ -899,6 +955,12 @@ TS_API ts_status ts_model_training(ts_model **out, ts_graph *g, ts_tensor *loss,
 TS_API ts_status ts_model_inference(ts_model **out, ts_graph *g, ts_tensor *const *outputs,
                                     int n_outputs, const ts_options *o);
 TS_API void ts_model_free(ts_model *m);
+/* Writes what the model still holds for a file of its own: a trace whose
+ * step range is open or not yet reached (ts_options_set_trace) is written
+ * now, and nothing more is traced. Returns the error of writing it (a full
+ * disk: TS_ERR_IO), which ts_model_free can only log. The model stays
+ * usable. */
+TS_API ts_status ts_model_finish(ts_model *m);
 
 /* Validates, infers shapes, orders ops and plans memory. Errors name the
  * culprit and what to do. */
@@ -1438,12 +1500,17 @@ TS_API ts_status ts_model_tensor_origin(const ts_model *m, const char *name, cha
 
 /* `tensorscope debug-run`: runs argv with the debug variables set and writes
  * a .tar.gz with its output, metrics, graph dumps, system information, the
- * exit code or signal and the redacted environment. */
+ * exit code or signal and the redacted environment. While it runs, SIGINT,
+ * SIGTERM and SIGHUP (those not ignored) are caught: the first is forwarded
+ * to the command's process group, which is waited for, and the bundle is
+ * written with what exists (a second one kills the command); the previous
+ * handlers are back when it returns. */
 typedef struct ts_debug_run_config {
     const char *outfile;    /* F.tar.gz */
     char *const *argv;      /* the command, NULL-terminated */
     int tidy;               /* remove the work directory afterwards */
     double timeout_s;       /* 0 = none; on expiry the child is killed */
+    int *interrupted;       /* optional: gets the signal forwarded to the command (SIGINT...), 0 if none */
 } ts_debug_run_config;
 /* *child_status gets the child's exit code, or 128 + signal. */
 TS_API ts_status ts_debug_run(const ts_debug_run_config *c, int *child_status);
@@ -1475,6 +1542,16 @@ TS_API double ts_dist_timeout(void);
  * it was). Outside a job of more than one rank it does nothing.
  * TS_ERR_DIST when a rank did not take part within the timeout. */
 TS_API ts_status ts_dist_broadcast(void *buf, size_t bytes);
+/* A setting of the application that every rank must share (the planned
+ * steps, a step limit), compared as models compare their options: every
+ * rank calls it at the same point with the setting's description (`what`,
+ * "the step limit (--max-steps)") and its own value as text. When any
+ * rank's differs from rank 0's, every rank gets TS_ERR_DIST naming the
+ * first such rank and both values ("rank 1 has the step limit
+ * (--max-steps) 5, rank 0 has 3"); texts past 190 (what) and 318 (value)
+ * characters are not compared. Outside a job of more than one rank it
+ * does nothing. */
+TS_API ts_status ts_dist_agree_on(const char *what, const char *value);
 
 /* ----------------------------------------------------------------- data */
 

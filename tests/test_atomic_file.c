@@ -75,7 +75,7 @@ int main(void) {
     }
     close(fds[1]);
     st = TS_ERR_IO;
-    for (int tries = 0; tries < 200 && st == TS_ERR_IO; tries++) { /* until the reader has opened it */
+    for (int tries = 0; tries < 6000 && st == TS_ERR_IO; tries++) { /* until the reader has opened it (at most a minute) */
         st = ts_npy_save(p, &arr);
         if (st) usleep(10000);
     }

@@ -219,10 +219,12 @@ static void cancelled_by_signal(void) {
     setitimer(ITIMER_REAL, &off, NULL);
     CHECK(st == TS_ERR_CANCELLED, "SIGALRM once steps are done: the run returns TS_ERR_CANCELLED (%s: %s)", ts_status_name(st), ts_last_error());
     /* a device replaying recorded runs hears it once the launch in flight,
-     * of up to 64 steps, is done: a second plus those steps' time */
+     * of up to 64 steps, is done: those steps' time, plus a generous 10 s
+     * for a loaded machine (that it stopped early is the step count's
+     * check below: the whole run takes far longer) */
     const char *dev = getenv("TS_DEVICE");
     int64_t done = ts_model_steps(m);
-    double allowed = 1.0 + (dev && strcmp(dev, "cpu") && done > 0 ? 64.0 * (t1 - t0) / (double)done : 0.0);
+    double allowed = 10.0 + (dev && strcmp(dev, "cpu") && done > 0 ? 64.0 * (t1 - t0) / (double)done : 0.0);
     CHECK(cancelled_at > 0 && took < allowed, "within %.2f s of the signal (%.2f s, %lld of %d steps)", allowed, took, (long long)done, D);
     CHECK(ts_model_steps(m) > 0 && ts_model_steps(m) < D, "it stopped between micro-batches, after some work");
     free(xv), free(yv);

@@ -68,6 +68,12 @@ usage_error() { # usage_error WHAT REGEX ARGS...: train ARGS exits 2 with REGEX 
 usage_error "unknown flag" "unknown flag '--frobnicate'" --frobnicate
 usage_error "missing value" "--epochs needs a value" "${T_ARGS[@]}" --epochs
 usage_error "bad integer" "--epochs expects an integer, got 'abc'" --epochs abc
+# integers beyond what the flag holds: refused as typed (4294967297 is not 1)
+usage_error "integer beyond int" "--threads 4294967297 is out of range: give an integer from -2147483648 to 2147483647" --threads 4294967297
+usage_error "integer beyond long" "--batch-size 99999999999999999999 is out of range" --batch-size 99999999999999999999
+usage_error "seed beyond int64" "--seed 9223372036854775808 is out of range: give an integer from -9223372036854775808 to 9223372036854775807" --seed 9223372036854775808
+usage_error "--input shape beyond int64" "--input x:99999999999999999999x4: the shape must be up to" --model m.onnx --input x:99999999999999999999x4
+usage_error "loss scale beyond float" "--loss-scale: the initial scale must be in \[1, 1e30\], got 1e39" --loss-scale 1e39
 usage_error "NaN learning rate" "--lr expects a number, got 'nan'" --lr nan
 usage_error "zero epochs" "--epochs must be" --epochs 0
 usage_error "flag with a value it does not take" "--quiet takes no value" --quiet=1
@@ -258,6 +264,32 @@ if needs debug-bundle "debug-run's bundle"; then
     done
     run dbgfail env TMPDIR="$T" "$BIN" debug-run --tidy --outfile F.tar.gz -- "$BIN" frobnicate
     check "debug-run of a failing command: exit 1, the bundle still written" eval '[ $rc -eq 1 ] && [ -s F.tar.gz ]'
+    # Ctrl-C (and SIGTERM) while the command runs: forwarded to it, what exists archived, exit 130 (143).
+    # The signal goes once the command has written its pid (it runs), never after a slice of time.
+    for sig in INT TERM; do
+        mkdir -p "$T/w$sig" && rm -f "$T/cmd.pid"
+        set -m # the job gets default signal handling, as from a terminal
+        env TMPDIR="$T/w$sig" "$BIN" debug-run --tidy --outfile I$sig.tar.gz -- \
+            sh -c 'echo "output before the signal"; echo $$ > "$0.tmp" && mv "$0.tmp" "$0"; while :; do sleep 0.05; done' "$T/cmd.pid" \
+            > dbg$sig.out 2> dbg$sig.err &
+        pid=$!
+        set +m
+        for _ in $(seq 1200); do [ -s "$T/cmd.pid" ] && break; kill -0 "$pid" 2> /dev/null || break; sleep 0.05; done
+        cmdpid=$(cat "$T/cmd.pid" 2> /dev/null)
+        kill -"$sig" "$pid"
+        wait "$pid"
+        rc=$?
+        want=$([ $sig = INT ] && echo 130 || echo 143)
+        rm -rf "b$sig" && mkdir "b$sig" && tar xzf I$sig.tar.gz -C "b$sig" 2> /dev/null
+        check "debug-run, SIG$sig while the command runs: exit $want (rc $rc), the bundle written (was: killed, no bundle)" \
+            eval '[ $rc -eq $want ] && has dbg$sig.err "interrupted by SIG$sig" && [ -s I$sig.tar.gz ]' || show dbg$sig.err
+        check "... it holds the output so far and says the command got SIG$sig" \
+            eval 'grep -q "output before the signal" b$sig/tensorscope-debug/output.log && grep -q "interrupted: debug-run got SIG$sig" b$sig/tensorscope-debug/exit.txt && grep -q "signal .* (SIG$sig)" b$sig/tensorscope-debug/exit.txt' ||
+            show b$sig/tensorscope-debug/exit.txt
+        check "... the command was stopped, no temporary file and no work folder left (--tidy)" \
+            eval '[ -n "$cmdpid" ] && ! kill -0 "$cmdpid" 2> /dev/null && [ -z "$(ls -A "$T/w$sig")" ] && ! ls I$sig.tar.gz.tmp* > /dev/null 2>&1'
+        [ -n "$cmdpid" ] && kill -9 "$cmdpid" 2> /dev/null
+    done
 fi
 run dbgusage "$BIN" debug-run --outfile C.tar.gz
 check "debug-run without '--': exit 2, nothing written" \

@@ -3,7 +3,8 @@
 # environment: empty and over-long paths, integers that would overflow or
 # truncate, huge learning rates, NaN weights, a FIFO as a weight file,
 # outputs that cannot be written (found before training), write errors and
-# a full disk during training (reported when they happen), an outfeed dump
+# a full disk during training (reported when they happen; a trace that
+# cannot be written fails the run and leaves no earlier run's file), an outfeed dump
 # budget, and SIGINT / SIGTERM (the run finishes, everything asked is
 # written, exit 130 / 143). Every check prints `ok ...` or `FAIL ...`.
 set -u
@@ -44,8 +45,9 @@ check "a ${#long}-character --dump-npy directory: the dump lands in it, nothing 
 
 # ---- overflowing and truncated integers, huge learning rates (findings 6, 10)
 usage2 'D x A = 65536 x 65536 (was SIGFPE)' 'micro-batches a run' --repeat-count 65536 --gradient-accumulation-count 65536
-usage2 '--watch-period 4294967297 (was period 1)' 'watch-period must be 1\.\.2147483647' --watch-period 4294967297
-usage2 '--watch-period 2147483648 (was -2147483648)' 'got 2147483648' --watch-period 2147483648
+usage2 '--watch-period 4294967297 (was period 1)' '--watch-period 4294967297 is out of range' --watch-period 4294967297
+usage2 '--watch-period 2147483648 (was -2147483648)' '--watch-period 2147483648 is out of range' --watch-period 2147483648
+usage2 '--watch-period 0' 'watch-period must be 1\.\.2147483647, got 0' --watch-period 0
 usage2 '--anchor x:every_n:4294967297 (was period 1)' 'period must be 1\.\.' --anchor 'fc1.bias:every_n:4294967297'
 usage2 '--output-mode every_n:99999999999' 'period must be 1\.\.' --output-mode 'every_n:99999999999'
 usage2 '--lr 1e308 (was inf, exit 1 at compile)' 'lr must be in \[0, 1e6\]' --lr 1e308
@@ -75,8 +77,8 @@ for spec in "plots --plot /proc/no/such/p.png" "plots --histogram /proc/no/such/
     usage2 "unwritable $spec found before training" "${spec%% *}" $spec --epochs 3
 done
 run dbg "$BIN" debug-run --outfile /nonexistent-dir/x.tar.gz -- touch ran
-check "debug-run --outfile in a missing directory: exit 1 before the command runs" \
-    eval '[ $rc -eq 1 ] && [ ! -e ran ]' || show dbg.err
+check "debug-run --outfile in a missing directory: exit 1 before the command runs, 'debug-run:' said once (was twice)" \
+    eval '[ $rc -eq 1 ] && [ ! -e ran ] && has dbg.err "^tensorscope: debug-run: --outfile: " && ! has dbg.err "debug-run: debug-run"' || show dbg.err
 
 # ---- write errors during training, when they happen (findings 14, 15)
 run metrics env TS_METRICS_FILE=/nonexistent-dir/m.txt "$BIN" train "${LOUD[@]}" --epochs 2
@@ -92,6 +94,16 @@ fi
 run dumpfull full "$BIN" train "${FAST[@]}" --batch-size 16 --max-steps 20 --outfeed fc1.weight_grad --dump-npy dd
 check "outfeed dumps on a full disk: exit 1 naming the write error (was exit 0, '0 written')" \
     eval '[ $rc -eq 1 ] && has dumpfull.err "writing outfeed dumps"' || show dumpfull.err
+echo '{"a trace of an earlier run":1}' > tr.json
+run tracefull full "$BIN" train "${FAST[@]}" --batch-size 16 --max-steps 20 --trace tr.json
+check "--trace on a full disk: exit 1 naming the trace, the earlier run's file removed (was exit 0, a warning, the old file kept)" \
+    eval '[ $rc -eq 1 ] && has tracefull.err "trace: writing tr.json failed" && [ ! -e tr.json ]' || show tracefull.err
+run tracedev "$BIN" train "${FAST[@]}" --max-steps 2 --trace /dev/full
+check "--trace /dev/full (an open range, written at the end): exit 1 (was exit 0)" \
+    eval '[ $rc -eq 1 ] && has tracedev.err "/dev/full failed: No space left"' || show tracedev.err
+run tracedev2 "$BIN" train "${FAST[@]}" --max-steps 4 --trace /dev/full --trace-steps 1:2
+check "--trace /dev/full --trace-steps 1:2 (written when step 2 ends): exit 1" \
+    eval '[ $rc -eq 1 ] && has tracedev2.err "/dev/full failed: No space left"' || show tracedev2.err
 run budget "$BIN" train "${FAST[@]}" --batch-size 16 --epochs 1 --outfeed fc1.weight_grad --dump-npy db --dump-limit 3M
 bytes=$(du -sb db | cut -f1)
 check "--dump-limit 3M: training stops with a message, $bytes bytes on disk" \

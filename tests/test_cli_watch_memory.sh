@@ -101,8 +101,10 @@ usage() { # usage WHAT EXPECTED-TEXT ARGS...
     if [ $rc -eq 2 ] && grep -qF -- "$want" "$TMP/u.err"; then echo "ok   $what: exit 2, '$want'"
     else echo "FAIL $what: exit $rc, stderr: $(head -c 300 "$TMP/u.err")"; failed=1; fi
 }
-usage "--watch-memory=0" "--watch-memory=0: give a whole number >= 1, or --watch-memory alone" --watch-memory=0
-usage "--watch-memory=fast" "--watch-memory=fast: give a whole number >= 1" --watch-memory=fast
+usage "--watch-memory=0" "--watch-memory=0: give a whole number from 1 to 2147483647, or --watch-memory alone" --watch-memory=0
+usage "--watch-memory=fast" "--watch-memory=fast: give a whole number from 1 to 2147483647" --watch-memory=fast
+# beyond int: refused as typed, never wrapped (was "got 1215752191")
+usage "--watch-memory=99999999999" "--watch-memory=99999999999: give a whole number from 1 to 2147483647" --watch-memory=99999999999
 usage "--log-vmodule bogus=4" "'bogus' is not a module" --log-vmodule bogus=4
 usage "--log-vmodule exec=9" "'9' is not a level for exec" --log-vmodule exec=9
 
@@ -135,9 +137,10 @@ else
 fi
 
 # debug-run --watch-memory: the command is a child of the watcher's process;
-# one that touches 96 MiB puts the logged peak above that
+# one that touches 96 MiB puts the logged peak above that (it holds them for
+# 3 s: 300 of the watcher's periods, so that a loaded machine still samples it)
 "$BIN" debug-run --outfile "$TMP/dr.tar.gz" --tidy --watch-memory=10 -- /usr/bin/python3 -c \
-    'import time; b = bytearray(96 << 20); b[::4096] = b"x" * len(b[::4096]); time.sleep(0.5)' > /dev/null 2> "$TMP/dr.err"
+    'import time; b = bytearray(96 << 20); b[::4096] = b"x" * len(b[::4096]); time.sleep(3)' > /dev/null 2> "$TMP/dr.err"
 peak=$(sed -n 's/.*memory watcher: peak RSS \([0-9.]*\)MB.*/\1/p' "$TMP/dr.err")
 if [ -n "$peak" ] && awk -v p="$peak" 'BEGIN { exit !(p >= 96 * 1.048576) }'; then
     echo "ok   debug-run --watch-memory=10: the peak ($peak MB) counts the command's 96 MiB"

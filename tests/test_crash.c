@@ -70,10 +70,12 @@ static void child_abort(void) {
     tscrash_test_abort();
 }
 
-static atomic_int worker_stop; /* read by the worker, set by main */
+static atomic_int worker_stop;    /* read by the worker, set by main */
+static atomic_int worker_waiting; /* set by the worker inside its wait */
 
 __attribute__((noinline)) void tscrash_test_worker_wait(void) {
     struct timespec ms = {0, 1000000};
+    atomic_store(&worker_waiting, 1);
     while (!atomic_load(&worker_stop))
         nanosleep(&ms, NULL);
 }
@@ -90,8 +92,9 @@ static void child_usr1(void) {
     pthread_t t;
     if (pthread_create(&t, NULL, worker, NULL) != 0)
         _exit(98);
-    struct timespec ms = {0, 20000000};
-    nanosleep(&ms, NULL); /* let the worker reach its wait loop */
+    struct timespec ms = {0, 1000000};
+    while (!atomic_load(&worker_waiting)) /* the worker in its wait loop */
+        nanosleep(&ms, NULL);
     kill(getpid(), SIGUSR1);
     atomic_store(&worker_stop, 1);
     pthread_join(t, NULL);

@@ -13,6 +13,8 @@
  *   anchored gradient) and a reduced row over all of them;
  * - a desync (one rank's weights changed) is TS_ERR_DIST naming the rank and
  *   the parameter on every rank;
+ * - loss scaling: ranks with different scaling options fail at compile
+ *   naming it; a gradient overflow on one rank skips the step on all;
  * - a 1F1B pipeline gives the weights of the same GPipe run bit for bit;
  * - outfeed records: each rank's queue holds its own, rank 0's every
  *   rank's (its own first, then by rank), tagged with their replica or
@@ -604,6 +606,85 @@ static void broadcast(int R) {
     ts_dist_set_timeout(was);
 }
 
+/* Loss scaling under replicas (ts_options_set_loss_scaling):
+ * - ranks whose scaling options differ fail at compile, every one, naming
+ *   loss scaling and both ranks' values;
+ * - a step whose gradient overflows on one rank only (its shard holds huge
+ *   inputs, the scale is high) is skipped by every rank: the weights stay
+ *   as they were, each rank's scale backs off once, and the next step,
+ *   taken, leaves the same weights on every rank (rank 0's broadcast, and
+ *   the checksum before every run). */
+static ts_status scaled_setup(trained *t, int R, float init) {
+    memset(t, 0, sizeof *t);
+    ts_status st = test_mlp_build(&t->net, B, 7);
+    if (st) return st;
+    if (!(t->o = ts_options_new())) return TS_ERR_OUT_OF_MEMORY;
+    if ((st = ts_options_set_threads(t->o, 1)) || (st = ts_options_set_replication(t->o, R, 1)) ||
+        (st = ts_options_set_loss_scaling(t->o, 1, init, 2.0f, 0.5f, 1000)))
+        return st;
+    if ((st = ts_model_training(&t->m, t->net.g, t->net.loss, t->o, ts_sgd(0.01f, 0, 0)))) return st;
+    return ts_model_compile(t->m);
+}
+
+/* Every parameter, in PARAMS order, into a new array. */
+static float *all_weights(ts_graph *g, size_t *n) {
+    *n = 0;
+    for (size_t i = 0; i < sizeof PARAMS / sizeof PARAMS[0]; i++) {
+        ts_array a;
+        ts_tensor_info(ts_graph_find(g, PARAMS[i]), &a);
+        *n += (size_t)ts_array_numel(&a);
+    }
+    float *w = malloc(*n * sizeof *w), *at = w;
+    for (size_t i = 0; w && i < sizeof PARAMS / sizeof PARAMS[0]; i++) {
+        ts_array a;
+        ts_tensor_info(ts_graph_find(g, PARAMS[i]), &a);
+        memcpy(at, a.data, (size_t)ts_array_numel(&a) * sizeof *at);
+        at += ts_array_numel(&a);
+    }
+    return w;
+}
+
+static void loss_scaling(int R) {
+    int me = ts_dist_rank();
+    trained t;
+    ts_status st = scaled_setup(&t, R, me == R - 1 ? 2048.0f : 1024.0f);
+    CHECK(st == TS_ERR_DIST && strstr(ts_last_error(), "loss scaling (--loss-scale) dynamic from 2048, rank 0 has dynamic from 1024"),
+          "loss scale: rank %d of %d refuses scaling from 1024 on rank 0 and 2048 on rank %d, naming both: %s", me, R, R - 1, ts_last_error());
+    teardown(&t);
+
+    samples d = data_new((int64_t)R * B);
+    make_data(&d, 5);
+    CHECK_OK(scaled_setup(&t, R, 1e30f), "loss scale: compile with scaling from 1e30");
+    for (int64_t i = (int64_t)(R - 1) * B * PIXELS; i < (int64_t)R * B * PIXELS; i++) d.x[i] *= 1e20f; /* the last rank's shard */
+    size_t n;
+    float *before = all_weights(t.net.g, &n);
+    double scale0 = 0, scale = 0;
+    int64_t skipped = 0;
+    ts_model_loss_scale(t.m, &scale0, NULL);
+    CHECK_OK(run(t.m, &d), "loss scale: a step that overflows on rank %d only", R - 1);
+    ts_model_loss_scale(t.m, &scale, &skipped);
+    float *after = all_weights(t.net.g, &n);
+    CHECK(before && after && memcmp(before, after, n * sizeof *after) == 0 && skipped == 1 && scale == scale0 * 0.5 && ts_model_steps(t.m) == 1,
+          "loss scale: rank %d of %d skipped the step that overflowed on rank %d (weights untouched, 1 skipped, scale %g, %lld steps)", me, R,
+          R - 1, scale, (long long)ts_model_steps(t.m));
+    make_data(&d, 5);
+    CHECK_OK(run(t.m, &d), "loss scale: a step without overflow");
+    CHECK_OK(run(t.m, &d), "loss scale: the next run's weight checksum agrees");
+    ts_model_loss_scale(t.m, &scale, &skipped);
+    free(after);
+    after = all_weights(t.net.g, &n);
+    float *lead = malloc(n * sizeof *lead);
+    if (lead && after) memcpy(lead, after, n * sizeof *lead);
+    CHECK(lead && after && ts_dist_broadcast(lead, n * sizeof *lead) == TS_OK && memcmp(lead, after, n * sizeof *lead) == 0 &&
+              memcmp(before, after, n * sizeof *after) != 0 && skipped == 1,
+          "loss scale: rank %d's weights are rank 0's after the steps taken (%lld skipped)", me, (long long)skipped);
+    free(before);
+    free(after);
+    free(lead);
+    teardown(&t);
+    data_free(&d);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--available") == 0) return ts_dist_available() ? 0 : 1;
     if (ts_dist_init(&argc, &argv)) {
@@ -641,6 +722,7 @@ int main(int argc, char **argv) {
         cancelled(R, false);
         if (R <= 3) cancelled(R, true);
         desync(R);
+        loss_scaling(R);
     }
     int rc = check_summary("test_dist");
     ts_dist_finalize();

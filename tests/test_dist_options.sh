@@ -2,7 +2,8 @@
 # test_dist_options.sh -- ranks started with different options (DESIGN.md
 # §15): under mpirun's MPMD syntax (-np 1 CMD1 : -np 1 CMD2) the two ranks
 # of `tensorscope train` get a different --optimizer, --lr, --batch-size or
-# --lr-schedule (replicas), or --momentum (a 2-stage pipeline). Every rank
+# --lr-schedule, --loss-scale, --max-steps, --epochs or --holdout
+# (replicas), or --momentum (a 2-stage pipeline). Every rank
 # must stop with TS_ERR_DIST before any step, naming the option and both
 # ranks' values ("rank 1 has the learning rate (--lr) 0.1, rank 0 has
 # 0.01"), not blame the starting weights, and print no banner with a wrong
@@ -58,6 +59,21 @@ mismatch lr "--lr 0.01" "--lr 0.1" "rank 1 has the learning rate (--lr) 0.1, ran
 mismatch batch "--batch-size 32" "--batch-size 16" "rank 1 has input 'x' (its first axis is the micro-batch size, --batch-size) f32[16,1,28,28], rank 0 has f32[32,1,28,28]"
 grep -q 'replicas: 2' batch.out && fail "a banner with a global batch was printed for ranks that disagree on it" || ok "no banner with a wrong global batch"
 mismatch schedule "--lr-schedule constant" "--lr-schedule cosine" "rank 1 has the learning-rate schedule (--lr-schedule) cosine, rank 0 has constant"
+# loss scaling: on one rank only, or from another scale (each would skip
+# other steps and drift apart silently)
+mismatch loss_scale "" "--loss-scale 1024" "rank 1 has loss scaling (--loss-scale) dynamic from 1024, rank 0 has off"
+mismatch loss_scale_init "--loss-scale 1024" "--loss-scale dynamic" \
+    "rank 1 has loss scaling (--loss-scale) dynamic from 65536, rank 0 has dynamic from 1024"
+# the planned length: a rank that stops first would leave the other waiting
+# until the job's timeout; a constant schedule's mismatch names the flag,
+# not the cosine schedule's steps
+mismatch max_steps "" "--max-steps 5" "rank 1 has the step limit (--max-steps) 5, rank 0 has 3"
+mismatch epochs "--epochs 1" "--epochs 2" "rank 1 has the epochs (--epochs) 2, rank 0 has 1"
+mismatch holdout "--holdout 128" "--holdout 256" "rank 1 has the held-out samples (--holdout) 256, rank 0 has 128"
+grep -q cosine holdout.err && fail "a constant schedule's --holdout mismatch speaks of the cosine schedule" \
+    || ok "a constant schedule's --holdout mismatch does not speak of the cosine schedule"
+mismatch cosine_holdout "--lr-schedule cosine --holdout 128" "--lr-schedule cosine --holdout 256" \
+    "rank 1 has the held-out samples (--holdout) 256, rank 0 has 128"
 mismatch pipeline "--pipeline-stages 2 --split-at fc2 --momentum 0.9" "--pipeline-stages 2 --split-at fc2 --momentum 0.5" \
     "rank 1 has the momentum (--momentum) 0.5, rank 0 has 0.9"
 

@@ -130,6 +130,37 @@ type_line s1 "save fc1/MatMul:0 mm.npy"
 type_line s1 "save x x.npy"
 type_line s1 "frobnicate"
 check "an unknown command: the closest ones" has <(after s1 "frobnicate") "^error: unknown command 'frobnicate'"
+# huge numbers: checked arithmetic, numpy's answers (bounds and steps past int64 clipped, an index refused)
+type_line s1 "print fc1.bias[0:320:9223372036854775807]"
+after s1 "print fc1.bias[0:320:9223372036854775807]" > huge1.txt
+type_line s1 "print fc1.bias[1:99999999999999999999:99999999999999999999]"
+after s1 "print fc1.bias[1:99999999999999999999:99999999999999999999]" > huge2.txt
+check "a step of 2^63-1, and bounds and a step past int64: one value each, as numpy gives (was: out of memory, or a UBSan abort)" \
+    eval 'has huge1.txt "^fc1.bias\[0:320:9223372036854775807\] f32\[1\]" && has huge2.txt "^fc1.bias\[1:99999999999999999999:99999999999999999999\] f32\[1\]"' ||
+    { show huge1.txt; show huge2.txt; }
+type_line s1 "print fc1.bias[99999999999999999999]"
+check "an index past int64: out of range" has <(after s1 "print fc1.bias[99999999999999999999]") \
+    "^error: .*index 99999999999999999999 is out of range for dimension 0 of size 320"
+type_line s1 "step 99999999999999999999"
+check "step 99999999999999999999: refused (was accepted)" has <(after s1 "step 99999999999999999999") "^error: step K: K is a number of runs from 1 to"
+# save takes quoting; long names and slice specs are said, not cut
+empty="save fc1.bias ''" spaced="save fc1.bias[0:4] 'my run.npy'" unclosed='save fc1.bias[0, ] "two words.npy'
+type_line s1 "$empty"
+after s1 "$empty" > empty.txt
+check "save fc1.bias '': an error, no file named '' (was written)" eval 'has empty.txt "^error: save: the file name is empty" && [ ! -e "'"''"'" ]' ||
+    show empty.txt
+type_line s1 "$spaced"
+after s1 "$spaced" > spaced.txt
+check "save to 'my run.npy' (quoted, with a space): written" eval 'has spaced.txt "^saved fc1.bias\[0:4\] to my run.npy" && [ -s "my run.npy" ]' ||
+    show spaced.txt
+type_line s1 "$unclosed"
+check "an unclosed quote: said" has <(after s1 "$unclosed") "^error: the quote at"
+long=$(printf 'n%.0s' {1..700})
+type_line s1 "print $long"
+check "a name of 700 characters: said, not cut" has <(after s1 "print $long") "^error: .*700 characters long"
+longspec=$(printf '0:1,%.0s' {1..100})
+type_line s1 "print fc1.bias[${longspec}0]"
+check "a slice spec of 400 characters: said, not cut" has <(after s1 "print fc1.bias[${longspec}0]") "^error: the slice spec is 401 characters long"
 type_line s1 "continue"
 check "continue: training ends as without a break (rc $(wait_rc s1))" [ "$(cat s1.rc)" = 0 ] || screen s1 | tail
 check "the values printed are the weights on disk, the saved row too; the held fc1/MatMul:0 is x @ W^T of the held x" "$PY" - << 'EOF'
@@ -139,6 +170,7 @@ printed = [float(v) for v in re.findall(r"[-+0-9.e]+", open("print.txt").read().
 row = np.load("row.npy"); mm = np.load("mm.npy"); x = np.load("x.npy")
 ok = np.allclose(printed, w[0, :5], rtol=1e-6, atol=0) and np.array_equal(row, w[0])
 ok = ok and x.shape == (64, 1, 28, 28) and np.allclose(mm, x.reshape(64, -1) @ w.T, rtol=1e-4, atol=1e-5)
+ok = ok and np.array_equal(np.load("my run.npy"), np.load("w0/fc1.bias.npy")[0:4])
 print(printed, w[0, :5], abs(mm - x.reshape(64, -1) @ w.T).max())
 sys.exit(0 if ok else 1)
 EOF

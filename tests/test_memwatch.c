@@ -3,16 +3,20 @@
  *   process: a child that touched 48 MiB and its child that touched
  *   32 MiB add at least that to this process's own RSS and USS;
  * - the watcher, sampling every 20 ms, sees a 64 MiB buffer this process
- *   held for 200 ms: its peak RSS passes the RSS before it by 60 MiB at a
- *   time inside the window, and stays after the buffer is freed; the
- *   metrics report's MemoryRssBytes block says the peak and when; the
- *   callback sees every sample; stopping logs the peak at info;
+ *   held until two whole samples were taken: its peak RSS passes the RSS
+ *   before it by 60 MiB, at a time after the buffer was touched, and stays
+ *   after the buffer is freed; the metrics report's MemoryRssBytes block
+ *   says the peak and when; the callback sees every sample; stopping logs
+ *   the peak at info;
  * - while a model records a trace (during its steps), each sample is a
  *   point of the counter track `memory RSS (MiB)` in the trace file, at
  *   this process's RSS;
- * - stop returns at once even with a period of a minute;
- * - bad periods and a watcher never started are clear errors. */
+ * - stop returns long before the period ends, with a period of a minute;
+ * - bad periods and a watcher never started are clear errors.
+ * Each part waits for the samples it checks (at most a minute), never for a
+ * slice of time: the test holds on a loaded machine. */
 #define _GNU_SOURCE
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,12 +26,15 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "diag/trace.h"
 #include "mlp.h"
 #include "tensorscope.h"
 
 #define MiB (1024.0 * 1024.0)
 
 static void sleep_ms(int ms) { nanosleep(&(struct timespec){ms / 1000, (long)(ms % 1000) * 1000000L}, NULL); }
+
+#define WAIT_S 60.0 /* the most any wait below takes: far more than a loaded machine needs */
 
 static double now_s(void) {
     struct timespec t;
@@ -44,6 +51,8 @@ static void touch(char *p, size_t n) {
 /* A child that touches `mb` MiB (and, when grand_mb > 0, forks a child of
  * its own that touches grand_mb), says so on `ready` and waits for the
  * parent to close go's write end (go_w, closed in the child). */
+static bool wait_samples(int64_t n, ts_memwatch_stats *s);
+
 static pid_t spawn(int mb, int grand_mb, int ready, int go, int go_w) {
     pid_t pid = fork();
     if (pid != 0) return pid;
@@ -80,8 +89,7 @@ static void test_tree(void) {
     CHECK(tree.uss - self.uss >= (int64_t)(72 * MiB), "and their USS: %.1f MiB above (they touched 80)", (double)(tree.uss - self.uss) / MiB);
     ts_memwatch_stats s;
     CHECK_OK(ts_memwatch_start(20), "the watcher starts, every 20 ms");
-    sleep_ms(100);
-    CHECK_OK(ts_memwatch_latest(&s), "ts_memwatch_latest");
+    CHECK(wait_samples(1, &s), "a first sample");
     CHECK(s.processes == 3 && s.latest.rss - self.rss >= (int64_t)(80 * MiB),
           "the watcher counts the children too: %d processes, %.1f MiB above this one", s.processes,
           (double)(s.latest.rss - self.rss) / MiB);
@@ -91,6 +99,13 @@ static void test_tree(void) {
     close(go[0]), close(ready[0]), close(ready[1]);
     CHECK_OK(ts_memory_get_tree(&tree, &n), "ts_memory_get_tree after they exit");
     CHECK(n == 1, "then this process alone: %d", n);
+}
+
+/* Until the watcher has taken `n` samples (false after WAIT_S); *s the latest stats. */
+static bool wait_samples(int64_t n, ts_memwatch_stats *s) {
+    double t0 = now_s();
+    while (ts_memwatch_latest(s) == TS_OK && s->samples < n && now_s() - t0 < WAIT_S) sleep_ms(1);
+    return s->samples >= n;
 }
 
 static int samples_seen;
@@ -128,24 +143,29 @@ static void test_peak(void) {
     ts_memwatch_set_callback(on_sample, NULL);
     samples_seen = 0;
     CHECK_OK(ts_memory_get_tree(&before, NULL), "RSS before");
+    double start0 = now_s(); /* the watcher's times count from its start, between start0 and start1 */
     CHECK_OK(ts_memwatch_start(20), "the watcher starts, every 20 ms");
-    double start = now_s(); /* the watcher's times count from its start (a sleep may overshoot under load) */
-    sleep_ms(60);
+    double start1 = now_s();
+    CHECK(wait_samples(2, &s), "two samples before the buffer");
     double t0 = now_s();
     size_t size = (size_t)(64 * MiB);
     char *big = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0); /* munmap returns it at once */
     if (big != MAP_FAILED) touch(big, size);
-    sleep_ms(200);
-    double t1 = now_s();
+    CHECK_OK(ts_memwatch_latest(&s), "ts_memwatch_latest");
+    int64_t held_from = s.samples;
+    CHECK(wait_samples(held_from + 2, &s), "two whole samples while the buffer is held"); /* the one in flight, and one after */
+    int64_t held_to = s.samples;
     if (big != MAP_FAILED) munmap(big, size);
-    sleep_ms(100);
-    CHECK_OK(ts_memwatch_latest(&s), "ts_memwatch_latest while it runs");
+    CHECK(wait_samples(held_to + 2, &s), "two whole samples after it is freed");
+    double t2 = now_s();
     CHECK(s.running == 1 && s.period_ms == 20, "running, every 20 ms");
-    CHECK(s.samples >= 10, "about one sample per 20 ms over 360 ms: %lld", (long long)s.samples);
     CHECK(s.peak.rss - before.rss >= (int64_t)(60 * MiB), "peak RSS %.1f MiB above the start (the 64 MiB buffer)",
           (double)(s.peak.rss - before.rss) / MiB);
-    CHECK(s.peak_rss_s >= t0 - start - 0.03 && s.peak_rss_s <= t1 - start + 0.03,
-          "the peak came while the buffer was held: %.3f s after the start, inside [%.3f, %.3f]", s.peak_rss_s, t0 - start, t1 - start);
+    /* a sample that saw the buffer read /proc after it was touched (after
+     * t0) and before the samples that ended after it was freed */
+    CHECK(s.peak_rss_s >= t0 - start1 && s.peak_rss_s < s.latest_s,
+          "the peak came while the buffer was held: %.3f s after the start, not before %.3f (touched) and before %.3f (freed)",
+          s.peak_rss_s, t0 - start1, s.latest_s);
     CHECK(s.peak.rss - s.latest.rss >= (int64_t)(50 * MiB), "the buffer freed, the latest sample is lower and the peak stays");
     CHECK(s.peak.uss >= s.latest.uss && s.peak.pss >= s.latest.pss && s.peak.uss > 0, "PSS and USS peaks kept too");
     ts_memwatch_stop();
@@ -160,11 +180,18 @@ static void test_peak(void) {
     int ms = -1;
     double us = 0;
     bool parsed = sscanf(when, "%dms%lfus", &ms, &us) == 2;
-    CHECK(parsed && ms + us / 1000 >= (t0 - start - 0.03) * 1000 && ms + us / 1000 <= (t1 - start + 0.03) * 1000,
+    CHECK(parsed && ms + us / 1000 >= (t0 - start1) * 1000 && ms + us / 1000 <= (t2 - start0) * 1000,
           "metrics: the peak's time (%s) is when the buffer was held", when);
     ts_string_free(report);
     ts_memwatch_set_callback(NULL, NULL);
     ts_set_log_callback(NULL, NULL);
+}
+
+/* Samples taken while the trace records (a step runs): each is a point of its counter track. */
+static atomic_int live_samples;
+static void count_live(void *user, const ts_memwatch_stats *s) {
+    (void)user, (void)s;
+    if (ts_trace_live()) atomic_fetch_add(&live_samples, 1);
 }
 
 static void test_trace_counter(void) {
@@ -182,11 +209,13 @@ static void test_trace_counter(void) {
     if (!st) st = ts_options_set_trace(o, path, 1, 1000000);
     if (!st) st = ts_model_training(&m, net.g, net.loss, o, ts_sgd(0.01f, 0.0f, 0.0f));
     if (!st) st = ts_model_compile(m);
+    ts_memwatch_set_callback(count_live, NULL);
     if (!st) st = ts_memwatch_start(5);
     double t0 = now_s();
-    int steps = 0;
-    while (!st && (now_s() - t0 < 0.2 || steps < 3)) st = ts_model_run(m, names, in, 2), steps++;
+    int steps = 0; /* until the watcher has sampled during steps 6 times (3 points checked) */
+    while (!st && (atomic_load(&live_samples) < 6 || steps < 3) && now_s() - t0 < WAIT_S) st = ts_model_run(m, names, in, 2), steps++;
     ts_memwatch_stop();
+    ts_memwatch_set_callback(NULL, NULL);
     ts_memory_usage self;
     ts_memory_get(&self);
     ts_model_free(m); /* writes the trace */
@@ -206,7 +235,8 @@ static void test_trace_counter(void) {
         if (mib > max_mib) max_mib = mib;
     }
     /* points only while the trace records (during steps, not between them) */
-    CHECK(points >= 3, "the trace has points of the counter track 'memory RSS (MiB)': %d in %.2f s", points, now_s() - t0);
+    CHECK(points >= 3, "the trace has points of the counter track 'memory RSS (MiB)': %d (%d samples during steps, %.2f s)", points,
+          atomic_load(&live_samples), now_s() - t0);
     CHECK(max_mib > 1 && max_mib < (double)self.rss / MiB * 2, "its values are this process's RSS in MiB: up to %.1f (RSS now %.1f)",
           max_mib, (double)self.rss / MiB);
     ts_options_free(o);
@@ -215,12 +245,13 @@ static void test_trace_counter(void) {
 }
 
 static void test_stop_is_immediate(void) {
+    ts_memwatch_stats s;
     CHECK_OK(ts_memwatch_start(60000), "a period of a minute");
-    sleep_ms(30);
+    CHECK(wait_samples(1, &s), "its first sample: the watcher now waits for the next");
     double t = now_s();
     ts_memwatch_stop();
     t = now_s() - t;
-    CHECK(t < 0.5, "stop returns at once: %.3f s", t);
+    CHECK(t < 30, "stop wakes it, not waiting for the period's end: %.3f s", t);
     ts_memwatch_stop(); /* twice is fine */
 }
 

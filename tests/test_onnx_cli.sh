@@ -194,4 +194,10 @@ run boundnpy "$BIN" graph --model reshape.onnx --input-value shape=shape.npy
     { fail "--input-value NAME=FILE.npy"; show boundnpy.out; show boundnpy.err; }
 run badval "$BIN" graph --model reshape.onnx --input-value shape=3,x
 expect badval 2 "is not a list of integers joined by commas" "a malformed --input-value"
+for cmd in graph train; do # a name that is no input of the model: said so, with the inputs (not "unknown model")
+    run noinput "$BIN" $cmd --model reshape.onnx --input-value shapes=3,-1
+    if [ "$rc" -eq 1 ] && has noinput.err "has no input named 'shapes'; its inputs: 'x', 'shape'" && ! has noinput.err "unknown model"; then
+        ok "$cmd --input-value NAME=V naming no input: the inputs are listed (exit 1)"
+    else fail "$cmd --input-value naming no input: exit $rc"; show noinput.err; fi
+done
 finish

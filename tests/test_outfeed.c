@@ -82,10 +82,15 @@ typedef struct tally {
     int64_t bad, out_of_order;
     int allow_gaps;
     long sleep_us;
+    atomic_llong entered;   /* records the sink has started */
+    int64_t hold_at;        /* > 0: the sink waits inside record hold_at until `release` */
+    atomic_int release;
 } tally;
 
 static void tally_record(tally *t, const ts_outfeed_record *r) {
     int64_t i = rec_index(r->run, r->sample);
+    atomic_fetch_add(&t->entered, 1);
+    while (t->hold_at > 0 && i == t->hold_at && !atomic_load(&t->release)) sleep_us(50);
     if (i < t->next || (!t->allow_gaps && i != t->next)) t->out_of_order++;
     else if (rec_wrong(r, i)) t->bad++;
     t->next = i + 1;
@@ -107,6 +112,13 @@ static void *consumer_main(void *arg) {
 }
 
 static void sink_fn(void *user, const ts_outfeed_record *r) { tally_record(user, r); }
+
+static void *release_later(void *arg) {
+    tally *t = arg;
+    sleep_us(2000);
+    atomic_store(&t->release, 1);
+    return NULL;
+}
 
 static ts_outfeed *make_queue(const char *name, ts_outfeed_mode mode, int depth, int drop,
                               const char *const *filters, int n) {
@@ -199,14 +211,18 @@ static void test_sink(void) {
         long long got = atomic_load(&t.received);
         CHECK(fst == TS_OK && got == 20LL * round, "(b) flush after %d pushes: the sink had returned from %lld", 20 * round, got);
     }
-    /* On a closed queue too: the sink is still running (slowly) on the
-     * last record, none waiting, when the queue closes; flush waits for it. */
+    /* On a closed queue too: the sink is still inside the last record, none
+     * waiting, when the queue closes; flush waits for it. */
+    t.hold_at = 61;
     push_index(q, 60, buf);
     push_index(q, 61, buf);
-    sleep_us(700); /* the sink is done with 60 and in the middle of 61 */
+    for (int ms = 0; ms < 60000 && atomic_load(&t.entered) < 62; ms++) sleep_us(1000); /* the sink is inside 61 */
     ts_outfeed_close(q);
+    pthread_t opener;
+    pthread_create(&opener, NULL, release_later, &t); /* lets 61 finish while flush waits (or before: flush is right either way) */
     ts_status fst = ts_outfeed_flush(q);
     long long got = atomic_load(&t.received);
+    pthread_join(opener, NULL);
     CHECK(fst == TS_OK && got == 62, "(b) flush after close: the sink had returned from %lld of 62", got);
     ts_outfeed_free(q);
     CHECK(t.out_of_order == 0 && t.bad == 0, "(b) flushed records in order and intact");

@@ -46,11 +46,12 @@ PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); p
 timeout 300 "$VENV/bin/tensorboard" --logdir "$TMP/tb" --host 127.0.0.1 --port "$PORT" > "$TMP/tb.log" 2>&1 &
 TB_PID=$!
 URL=http://127.0.0.1:$PORT
-for _ in $(seq 1 60); do
+for _ in $(seq 1 480); do # at most 4 minutes: TensorBoard starts slowly on a loaded machine
     curl -sf "$URL/data/runs" > "$TMP/runs.json" 2> /dev/null && break
+    kill -0 "$TB_PID" 2> /dev/null || break
     sleep 0.5
 done
-[ -s "$TMP/runs.json" ] || fail "TensorBoard did not answer on $URL within 30 s: $(tail -n 3 "$TMP/tb.log")"
+[ -s "$TMP/runs.json" ] || fail "TensorBoard did not answer on $URL within 4 minutes: $(tail -n 3 "$TMP/tb.log")"
 ok "tensorboard $TB_VERSION serving on $URL"
 
 curl -sf "$URL/data/plugin/scalars/tags" > "$TMP/tags.json"

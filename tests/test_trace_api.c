@@ -11,7 +11,12 @@
  *   (InputShapeChanged: a new micro-batch size) and a counter given to
  *   ts_trace_counter (the memory watcher's hook);
  * - a second model that asks to trace while the first one does fails its
- *   run with TS_ERR_STATE naming the file being written. */
+ *   run with TS_ERR_STATE naming the file being written;
+ * - the event array of a million events (about 200 MB) is not touched when
+ *   tracing starts: the process's RSS grows by less than a quarter of it;
+ * - a trace that cannot be written (/dev/full) is the error of the step
+ *   that ends its range, or of ts_model_finish for an open range, and
+ *   ts_model_finish writes an open range at once. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,6 +138,47 @@ int main(void) {
     ts_graph_free(g2);
     remove(path2);
     remove(path3);
+
+    /* ---- a million events' array, untouched until events fill it */
+    ts_memory_usage before, after;
+    static int owner;
+    CHECK_OK(ts_memory_get(&before), "RSS before tracing starts");
+    CHECK_OK(ts_trace_start(&owner, path, 1 << 20, -1), "a trace of up to 2^20 events");
+    CHECK_OK(ts_memory_get(&after), "RSS after");
+    ts_trace_resume(&owner);
+    ts_trace_counter("memory", ts_now_ns(), 7.0);
+    ts_trace_pause(&owner);
+    CHECK_OK(ts_trace_finish(&owner), "written");
+    double grew = (double)(after.rss - before.rss) / (1 << 20);
+    CHECK(grew < 50, "starting a trace of 2^20 events grew RSS by %.1f MiB (the array: ~200 MiB)", grew);
+    t = slurp(path);
+    CHECK(t && count(t, "\"ph\":\"C\"") == 1 && count(t, "\"ph\":\"X\"") == 0, "the one event recorded, nothing else");
+    remove(path);
+
+    /* ---- a trace that cannot be written is the run's error */
+    m = training(&g, 1, 1, "/dev/full", 1, 1);
+    CHECK(m != NULL, "a model tracing step 1 into /dev/full");
+    ts_status st = m ? run(m, B) : TS_ERR_INTERNAL;
+    CHECK(st == TS_ERR_IO && strstr(ts_last_error(), "trace: writing /dev/full failed"), "the step that ends the range fails: %s",
+          ts_last_error());
+    ts_model_free(m);
+    ts_graph_free(g);
+    m = training(&g, 1, 1, "/dev/full", 1, 0);
+    CHECK(m && run(m, B) == TS_OK, "an open range into /dev/full: the step runs");
+    st = m ? ts_model_finish(m) : TS_ERR_INTERNAL;
+    CHECK(st == TS_ERR_IO && strstr(ts_last_error(), "/dev/full") && strstr(ts_last_error(), "No space left"),
+          "ts_model_finish says it could not be written: %s", ts_last_error());
+    CHECK(m && run(m, B) == TS_OK && ts_model_finish(m) == TS_OK, "the model runs on, untraced; a second finish has nothing to write");
+    ts_model_free(m);
+    ts_graph_free(g);
+    m = training(&g, 1, 1, path2, 1, 0);
+    CHECK(m && run(m, B) == TS_OK, "an open range, one step");
+    CHECK_OK(m ? ts_model_finish(m) : TS_ERR_INTERNAL, "ts_model_finish");
+    t = slurp(path2);
+    CHECK(t && count(t, "\"cat\":\"step\"") == 1, "writes it at once");
+    ts_model_free(m);
+    ts_graph_free(g);
+    remove(path2);
     rmdir(dir);
     return check_summary("test_trace_api");
 }

@@ -4,7 +4,8 @@
  * error naming it) and a failed load changes nothing.
  * ts_graph_load_weights_matching (PyTorch's strict=False) sets what pairs
  * by name, names the rest to its callback, keeps the shape and NaN checks,
- * and refuses a file that holds none of the parameters. */
+ * and refuses a file that holds none of the parameters. Symbolic links
+ * (an .npy in the folder, an .npz) are refused, not followed. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +137,37 @@ int main(void) {
     snprintf(path, sizeof path, "%s/none", dir);
     CHECK(ts_graph_load_weights(a, path) == TS_ERR_IO, "a missing path: %s", ts_last_error());
     CHECK(ts_graph_load_weights(a, "/dev/null") == TS_ERR_IO, "a device file is refused: %s", ts_last_error());
+
+    /* symbolic links are not followed (docs/reliability.md, rule 1): a
+     * weights folder whose fc1.weight.npy links to a file elsewhere, and a
+     * linked .npz, are refused naming the link; nothing is set */
+    char wl[300], target[300], link[330], sh[1400];
+    snprintf(wl, sizeof wl, "%s/wl", dir);
+    snprintf(sh, sizeof sh, "cp -r '%s/w' '%s' && mv '%s/fc1.weight.npy' '%s/outside.npy'", dir, wl, wl, dir);
+    CHECK(system(sh) == 0, "a copy of the weights folder, its fc1.weight.npy moved out");
+    snprintf(target, sizeof target, "%s/outside.npy", dir);
+    snprintf(link, sizeof link, "%s/fc1.weight.npy", wl);
+    CHECK(symlink(target, link) == 0, "fc1.weight.npy -> a file outside the folder");
+    ts_graph *d = model(8);
+    before = value0(d, "fc2.bias");
+    st = ts_graph_load_weights(d, wl);
+    CHECK(st == TS_ERR_IO && strstr(ts_last_error(), "fc1.weight.npy") && strstr(ts_last_error(), "symbolic link") &&
+              value0(d, "fc2.bias") == before,
+          "a linked .npy is refused, nothing set: %s", ts_last_error());
+    CHECK(ts_npy_load(link, &ev) == TS_ERR_IO && strstr(ts_last_error(), "symbolic link"), "ts_npy_load too: %s", ts_last_error());
+    if (npz) {
+        snprintf(target, sizeof target, "%s/w.npz", dir);
+        snprintf(link, sizeof link, "%s/linked.npz", dir);
+        CHECK(symlink(target, link) == 0, "linked.npz -> w.npz");
+        st = ts_graph_load_weights(d, link);
+        CHECK(st == TS_ERR_IO && strstr(ts_last_error(), "linked.npz") && strstr(ts_last_error(), "symbolic link") &&
+                  value0(d, "fc2.bias") == before,
+              "a linked .npz is refused, nothing set: %s", ts_last_error());
+        unlink(link);
+    }
+    ts_graph_free(d);
+    snprintf(sh, sizeof sh, "rm -rf '%s' '%s/outside.npy'", wl, dir);
+    CHECK(system(sh) == 0, "cleaned up");
 
     /* a NaN in a weight file is refused, and nothing is set */
     snprintf(path, sizeof path, "%s/w", dir);

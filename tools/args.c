@@ -62,10 +62,14 @@ void cli_print_help(FILE *f, const char *cmd, const char *usage, const cli_flag 
 static int set_value(const char *cmd, const cli_flag *fl, const char *v) {
     char *end;
     switch (fl->kind) {
-    case FLAG_INT: {
+    case FLAG_INT:
+    case FLAG_INT64: {
         errno = 0;
         long x = strtol(v, &end, 10);
-        if (errno || end == v || *end) return cli_usage_error(cmd, "%s expects an integer, got '%s'", fl->name, v);
+        if (end == v || *end) return cli_usage_error(cmd, "%s expects an integer, got '%s'", fl->name, v);
+        long lo = fl->kind == FLAG_INT ? INT_MIN : LONG_MIN, hi = fl->kind == FLAG_INT ? INT_MAX : LONG_MAX;
+        if (errno == ERANGE || x < lo || x > hi)
+            return cli_usage_error(cmd, "%s %s is out of range: give an integer from %ld to %ld", fl->name, v, lo, hi);
         *(long *)fl->dest = x;
         return CLI_OK;
     }
@@ -135,8 +139,8 @@ int cli_parse(const char *cmd, const char *usage, const cli_flag *flags, int arg
             char *end;
             errno = 0;
             long x = eq ? strtol(eq + 1, &end, 10) : 0;
-            if (eq && (errno || end == eq + 1 || *end || x < 1))
-                return cli_usage_error(cmd, "%s=%s: give a whole number >= 1, or %s alone", fl->name, eq + 1, fl->name);
+            if (eq && (errno || end == eq + 1 || *end || x < 1 || x > INT_MAX))
+                return cli_usage_error(cmd, "%s=%s: give a whole number from 1 to %d, or %s alone", fl->name, eq + 1, INT_MAX, fl->name);
             *(long *)fl->dest = x;
             continue;
         }

@@ -16,9 +16,12 @@ enum { CLI_OK = 0, CLI_RUNTIME = 1, CLI_USAGE = 2 };
 /* ---- flags: a table per command; parse fills the destinations */
 /* FLAG_SECTION: no flag, a heading in --help (its help text) for the flags
  * after it, such as those of one model */
-/* FLAG_OPT_INT: --flag alone stores 0, --flag=N stores N (N >= 1), as
+/* FLAG_INT: a long in int's range (INT_MIN..INT_MAX, what every count
+ * flag is passed on as); FLAG_INT64: any long (a seed). A value out of
+ * range is refused as the user typed it, never wrapped.
+ * FLAG_OPT_INT: --flag alone stores 0, --flag=N stores N (1..INT_MAX), as
  * --watch-memory[=MS]; the destination keeps its value when not given */
-typedef enum { FLAG_BOOL, FLAG_INT, FLAG_FLOAT, FLAG_STRING, FLAG_LIST, FLAG_SECTION, FLAG_OPT_INT } flag_kind;
+typedef enum { FLAG_BOOL, FLAG_INT, FLAG_FLOAT, FLAG_STRING, FLAG_LIST, FLAG_SECTION, FLAG_OPT_INT, FLAG_INT64 } flag_kind;
 typedef struct cli_list {
     const char *items[64];
     int n;
@@ -99,6 +102,7 @@ typedef struct cli_model {
     bool lm;
     int64_t block, vocab; /* lm: T and the vocabulary size */
     char error[512]; /* a usage problem found by cli_model_open (else see ts_last_error) */
+    bool unknown;    /* cli_model_open: the name is no built-in model and no .onnx file (cli_unknown_model) */
 } cli_model;
 /* What the model flags say beyond the model's name: how an ONNX file
  * becomes a trainable model (`--model FILE.onnx`), and the GPT's size. */

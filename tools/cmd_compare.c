@@ -945,7 +945,7 @@ static int run_model(const compare_args *a, dump *inputs, dump *ref, row *rows, 
     if (!first || first->ndim < 1) return cli_usage_error("compare", "--inputs %s holds no array with a batch dimension", a->inputs);
     cli_import imp = model_import(a, inputs);
     ts_status st = cli_model_open(a->model, (long)first->shape[0], 0, NULL, &imp, cm);
-    if (st == TS_ERR_NOT_FOUND && !cm->error[0]) return cli_unknown_model("compare", a->model);
+    if (cm->unknown) return cli_unknown_model("compare", a->model);
     if (st) return cm->error[0] ? cli_usage_error("compare", "%s", cm->error) : cli_runtime_error("building the model");
     if (a->weights && ts_graph_load_weights_matching(cm->g, a->weights, note_skipped, wn, &wn->loaded))
         return cli_runtime_error("loading --weights");
@@ -1129,7 +1129,7 @@ int cmd_compare(int argc, char **argv) {
         long probe_batch = first_in && first_in->ndim > 0 ? (long)first_in->shape[0] : 1;
         cli_import imp = model_import(&a, &inputs);
         ts_status pst = cli_model_open(a.model, probe_batch, 0, NULL, &imp, &probe);
-        if (pst && (probe.error[0] || pst == TS_ERR_NOT_FOUND)) {
+        if (pst && (probe.error[0] || probe.unknown)) {
             rc = probe.error[0] ? cli_usage_error("compare", "%s", probe.error) : cli_unknown_model("compare", a.model);
             goto done;
         }

@@ -169,7 +169,7 @@ int cmd_generate(int argc, char **argv) {
         {"--prompt", FLAG_STRING, &prompt, "TEXT", "the text to continue (default a line break)"},
         {"--tokens", FLAG_INT, &tokens, "N", "characters to sample (default 200)"},
         {"--temperature", FLAG_FLOAT, &temperature, "T", "softmax temperature, > 0 (default 1)"},
-        {"--seed", FLAG_INT, &seed, "N", "sampling seed (default 0)"},
+        {"--seed", FLAG_INT64, &seed, "N", "sampling seed (default 0)"},
         {"--threads", FLAG_INT, &threads, "N", "worker threads (default 1)"},
         {NULL, 0, NULL, NULL, NULL},
     };

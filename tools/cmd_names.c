@@ -20,7 +20,7 @@ static int compile_model(const char *cmd, const model_args *a, cli_model *cm, ts
     cli_import imp = a->gpt;
     imp.inputs = &a->inputs, imp.values = &a->values, imp.loss = a->loss, imp.labels_input = a->labels_input, imp.output = a->output;
     ts_status st = cli_model_open(a->model, a->batch_size, 0, NULL, &imp, cm);
-    if (st == TS_ERR_NOT_FOUND && !cm->error[0]) return cli_unknown_model(cmd, a->model);
+    if (cm->unknown) return cli_unknown_model(cmd, a->model);
     if (st) return cm->error[0] ? cli_usage_error(cmd, "%s", cm->error) : cli_runtime_error("building the model");
     ts_options *o = ts_options_new();
     if (!o) return cli_runtime_error("options");
@@ -38,8 +38,9 @@ static int compile_model(const char *cmd, const model_args *a, cli_model *cm, ts
         ts_options_free(o);
         return cli_usage_error(cmd, "--precision must be f32, bf16 or f16, got '%s'", a->precision);
     }
+    /* names, shapes, the plan and lint: nothing here runs, so no buffer is allocated */
     if (ts_options_set_device_iterations(o, (int)a->repeat_count) || ts_options_set_gradient_accumulation(o, (int)a->grad_accum) ||
-        ts_options_set_precision(o, prec)) {
+        ts_options_set_precision(o, prec) || ts_options_set_plan_only(o, 1)) {
         ts_options_free(o);
         return cli_usage_error(cmd, "%s", ts_last_error());
     }

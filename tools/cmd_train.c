@@ -640,9 +640,37 @@ static int set_precision(const char *cmd, const train_args *a, ts_options *o) {
         init = strtod(a->loss_scale, &end);
         if (end == a->loss_scale || *end)
             return cli_usage_error(cmd, "--loss-scale must be dynamic, off or an initial scale such as 1024, got '%s'", a->loss_scale);
+        if (!(init >= 1 && init <= 1e30)) /* before the cast to float: 1e39 would be inf */
+            return cli_usage_error(cmd, "--loss-scale: the initial scale must be in [1, 1e30], got %s", a->loss_scale);
     }
     if (ts_options_set_loss_scaling(o, on, (float)init, 2.0f, 0.5f, 2000)) return cli_usage_error(cmd, "--loss-scale: %s", ts_last_error());
     return CLI_OK;
+}
+
+/* The ranks of an MPI job train for as long as each other: a rank that
+ * planned fewer steps would leave the others waiting in a collective until
+ * the job's timeout. The settings first, then what follows from them, so a
+ * difference is named by the flag that makes it. */
+static ts_status agree_plan(const train_args *a, int64_t n_train, int64_t planned_steps, long stop_runs) {
+    const struct {
+        const char *what;
+        long long v;
+    } plan[] = {
+        {"the held-out samples (--holdout)", a->holdout},
+        {"the training samples (the data less --holdout)", (long long)n_train},
+        {"the planned steps (--steps)", a->steps},
+        {"the epochs (--epochs)", a->epochs},
+        {"the step limit (--max-steps)", a->max_steps},
+        {"the planned optimizer steps (--epochs or --steps, and the data)", (long long)planned_steps},
+        {"the runs before stopping (--max-steps, --steps)", stop_runs},
+    };
+    for (size_t i = 0; i < sizeof plan / sizeof plan[0]; i++) {
+        char v[32];
+        snprintf(v, sizeof v, "%lld", plan[i].v);
+        ts_status st = ts_dist_agree_on(plan[i].what, v);
+        if (st) return st;
+    }
+    return TS_OK;
 }
 
 int cmd_train(int argc, char **argv, bool eval_only) {
@@ -670,7 +698,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--optimizer", FLAG_STRING, &a.optimizer, "sgd|adam|adamw", "optimizer (default: mlp sgd, cnn adam, gpt adamw)"},
         {"--momentum", FLAG_FLOAT, &a.momentum, "M", "SGD momentum (default 0)"},
         {"--weight-decay", FLAG_FLOAT, &a.weight_decay, "WD", "weight decay (default 0; gpt 0.01)"},
-        {"--seed", FLAG_INT, &a.seed, "N", "seed for initialisation, shuffling and a corpus's windows (default 0)"},
+        {"--seed", FLAG_INT64, &a.seed, "N", "seed for initialisation, shuffling and a corpus's windows (default 0)"},
         {"--holdout", FLAG_INT, &a.holdout, "N", "last N samples held out for accuracy (default 2000, arrays: 10%; an .npz's x_heldout instead; "
                                                  "a corpus: N windows of its last tenth, default 20 batches)"},
         {"--all", FLAG_BOOL, &a.all, NULL, "eval: evaluate on every image, not only the held-out ones"},
@@ -919,7 +947,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     int64_t n_train = N - a.holdout;
     if (corpus && !imp.vocab) imp.vocab = ts_corpus_vocab_size(corpus);
     ts_status st = cli_model_open(a.model, a.batch_size, (uint64_t)a.seed, &a.prints, &imp, &cm);
-    if (st == TS_ERR_NOT_FOUND && !cm.error[0]) {
+    if (cm.unknown) {
         rc = cli_unknown_model(cmd, a.model);
         goto done;
     }
@@ -1141,6 +1169,10 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         if (!stop_runs || runs < stop_runs) stop_runs = runs;
     }
     int64_t planned_steps = a.steps ? (int64_t)a.steps : (int64_t)a.epochs * runs_per_epoch * a.repeat_count;
+    if (agree_plan(&a, corpus ? ts_corpus_length(corpus, 0) : n_train, planned_steps, stop_runs)) {
+        cli_runtime_error("comparing the ranks' plans");
+        goto done;
+    }
     if (a.tensorboard && lead) {
         if (cli_tb_open(a.tensorboard, a.run_name, &tb, tb_dir, sizeof tb_dir)) {
             cli_runtime_error("opening the TensorBoard log");
@@ -1486,6 +1518,10 @@ done:
                 printf("outfeed: %lld records dropped (%s)\n", (long long)oc.dropped,
                        a.outfeed_drop ? "--outfeed-drop: the queue was full" : "more keys waited than --outfeed-depth");
         }
+    }
+    if (tm && ts_model_finish(tm)) { /* --trace with an open range: its file, whose error is the run's */
+        fprintf(stderr, "tensorscope: %s\n", ts_last_error());
+        if (rc == CLI_OK) rc = CLI_RUNTIME;
     }
     ts_memwatch_stop();
     if (tb) ts_tb_hparams_end(tb, rc == CLI_OK);

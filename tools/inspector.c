@@ -11,6 +11,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdint.h>
@@ -180,12 +181,17 @@ static char *read_command(void) {
         return l;
     }
 #endif
-    char buf[4096]; /* rank 0 under mpirun: the lines mpirun forwards, edited by the terminal */
+    /* rank 0 under mpirun: the lines mpirun forwards, edited by the terminal; any length */
     fputs("(tensorscope) ", stdout);
     fflush(stdout);
-    if (!fgets(buf, sizeof buf, stdin)) return NULL;
-    buf[strcspn(buf, "\r\n")] = 0;
-    return strdup(buf);
+    char *line = NULL;
+    size_t cap = 0;
+    if (getline(&line, &cap, stdin) < 0) {
+        free(line);
+        return NULL;
+    }
+    line[strcspn(line, "\r\n")] = 0;
+    return line;
 }
 
 /* ---- the commands */
@@ -239,20 +245,26 @@ typedef struct range {
     bool index;
 } range;
 
-static bool parse_int(const char *s, const char *end, int64_t *v) {
+/* An integer of any length: NUM_OK, NUM_BAD (not one), or NUM_HUGE past
+ * int64 (*v then the nearest int64, as Python clips a slice's bounds). */
+enum { NUM_BAD, NUM_OK, NUM_HUGE };
+static int parse_int(const char *s, const char *end, int64_t *v) {
     while (s < end && isspace((unsigned char)*s)) s++;
     while (end > s && isspace((unsigned char)end[-1])) end--;
-    if (s == end) return false;
-    char buf[32];
-    if ((size_t)(end - s) >= sizeof buf) return false;
-    memcpy(buf, s, (size_t)(end - s));
-    buf[end - s] = 0;
-    char *e;
-    errno = 0;
-    long long x = strtoll(buf, &e, 10);
-    if (*e || errno) return false;
-    *v = x;
-    return true;
+    bool neg = s < end && *s == '-';
+    if (s < end && (*s == '-' || *s == '+')) s++;
+    if (s == end) return NUM_BAD;
+    uint64_t x = 0, limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    bool huge = false;
+    for (; s < end; s++) {
+        if (!isdigit((unsigned char)*s)) return NUM_BAD;
+        unsigned digit = (unsigned)(*s - '0');
+        if (huge || x > (limit - digit) / 10) huge = true;
+        else x = x * 10 + digit;
+    }
+    if (huge) x = limit;
+    *v = neg ? (x == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)x) : (int64_t)x;
+    return huge ? NUM_HUGE : NUM_OK;
 }
 
 static bool blank(const char *s, const char *end) {
@@ -312,11 +324,13 @@ static bool parse_slices(const char *name, const char *spec, const ts_array *a, 
         snprintf(text, sizeof text, "%.*s", (int)(ends[k] - items[k]), items[k]);
         if (!c1) {
             int64_t i;
-            if (!parse_int(items[k], ends[k], &i))
+            int got = parse_int(items[k], ends[k], &i);
+            if (got == NUM_BAD)
                 return slice_error(name, "cannot read '%s' (dimension %lld, size %lld): give an index, start:stop[:step], ':' or '...'", text, d,
                                    size);
-            if (i < -size || i >= size) {
-                printf("error: %s[...]: index %lld is out of range for dimension %d of size %lld\n", name, (long long)i, d, (long long)size);
+            if (got == NUM_HUGE || i < -size || i >= size) {
+                printf("error: %s[...]: index %.*s is out of range for dimension %d of size %lld\n", name, (int)(ends[k] - items[k]), items[k], d,
+                       (long long)size);
                 return false;
             }
             r[d++] = (range){i < 0 ? i + size : i, 1, 1, true};
@@ -325,28 +339,39 @@ static bool parse_slices(const char *name, const char *spec, const ts_array *a, 
         const char *c2 = memchr(c1 + 1, ':', (size_t)(ends[k] - c1 - 1));
         int64_t start = 0, stop = size, step = 1;
         const char *e1 = c1, *s2 = c1 + 1, *e2 = c2 ? c2 : ends[k];
+        /* bounds and step past int64 are clipped, as numpy (Python's slices) does */
         if ((!blank(items[k], e1) && !parse_int(items[k], e1, &start)) || (!blank(s2, e2) && !parse_int(s2, e2, &stop)) ||
             (c2 && !blank(c2 + 1, ends[k]) && !parse_int(c2 + 1, ends[k], &step)))
             return slice_error(name, "cannot read '%s' (dimension %lld, size %lld): give an index, start:stop[:step], ':' or '...'", text, d, size);
         if (step <= 0) return slice_error(name, "'%s': the step must be >= 1 (%lld given; dimension %lld)", text, step, d);
-        if (start < 0) start += size;
+        if (start < 0) start += size; /* a negative plus a size: no overflow */
         if (stop < 0) stop += size;
         start = start < 0 ? 0 : start > size ? size : start;
         stop = stop < 0 ? 0 : stop > size ? size : stop;
-        r[d++] = (range){start, step, stop > start ? (stop - start + step - 1) / step : 0, false};
+        /* ceil((stop - start) / step) without overflow for any step; each
+         * start + i * step (i < count) stays below stop */
+        r[d++] = (range){start, step, stop > start ? 1 + (stop - start - 1) / step : 0, false};
     }
     for (; d < a->ndim; d++) r[d] = (range){0, 1, a->shape[d], false};
     return true;
 }
 
 /* NAME[SLICES] -> name and spec (empty: the whole tensor); a name that
- * itself ends in ']' is taken whole when held. */
-static void cut_name(ts_model *m, const char *arg, char *name, size_t n, char *spec, size_t ns) {
+ * itself ends in ']' is taken whole when held. False (said) when either
+ * does not fit its buffer: nothing is cut. */
+static bool cut_name(ts_model *m, const char *arg, char *name, size_t n, char *spec, size_t ns) {
     const char *br = strrchr(arg, '[');
     size_t len = strlen(arg);
     bool sliced = br && len && arg[len - 1] == ']' && !ts_model_is_held(m, arg);
-    snprintf(name, n, "%.*s", (int)(sliced ? (size_t)(br - arg) : len), arg);
-    snprintf(spec, ns, "%.*s", sliced ? (int)(len - (size_t)(br - arg) - 2) : 0, sliced ? br + 1 : "");
+    size_t name_len = sliced ? (size_t)(br - arg) : len, spec_len = sliced ? len - name_len - 2 : 0;
+    if (name_len >= n || spec_len >= ns) {
+        printf("error: %s is %zu characters long; a name may have %zu, slices %zu\n", name_len >= n ? "the name" : "the slice spec",
+               name_len >= n ? name_len : spec_len, n - 1, ns - 1);
+        return false;
+    }
+    snprintf(name, n, "%.*s", (int)name_len, arg);
+    snprintf(spec, ns, "%.*s", (int)spec_len, sliced ? br + 1 : "");
+    return true;
 }
 
 /* The values of a[spec] as a new array (data malloc'd). */
@@ -383,8 +408,7 @@ static bool slice_array(const char *name, const ts_array *a, const char *spec, t
 static bool select_values(ts_model *m, const char *arg, char *name, size_t n, ts_array *out) {
     char spec[256];
     ts_array a;
-    cut_name(m, arg, name, n, spec, sizeof spec);
-    return get(m, name, &a) && slice_array(name, &a, spec, out);
+    return cut_name(m, arg, name, n, spec, sizeof spec) && get(m, name, &a) && slice_array(name, &a, spec, out);
 }
 
 static void note_seen(cli_inspector *in, const char *name) {
@@ -447,8 +471,7 @@ static kept *find_kept(cli_inspector *in, const char *name) {
 static void diff(cli_inspector *in, ts_model *m, const char *arg) {
     char name[512], spec[256];
     ts_array full, now, was;
-    cut_name(m, arg, name, sizeof name, spec, sizeof spec);
-    if (!get(m, name, &full)) return;
+    if (!cut_name(m, arg, name, sizeof name, spec, sizeof spec) || !get(m, name, &full)) return;
     note_seen(in, name);
     kept *k = find_kept(in, name);
     if (!k) {
@@ -541,20 +564,73 @@ static void list(ts_model *m, const char *pattern) {
     }
 }
 
-static void save(ts_model *m, cli_inspector *in, char *args) {
-    char *file = strrchr(args, ' ');
-    if (!file) {
-        printf("error: save NAME[SLICES] FILE.npy: give a tensor and a file\n");
-        return;
+/* The words of args as a shell splits them: '...' taken as it is, "..."
+ * with \" and \\, a backslash outside quotes escaping the next character.
+ * Into out (as long as args, the words NUL-separated), *n words. False
+ * (said) on an unterminated quote. */
+static bool split_words(const char *args, char *out, const char **words, int max_words, int *n) {
+    *n = 0;
+    for (const char *p = args; *p;) {
+        while (isspace((unsigned char)*p)) p++;
+        if (!*p) break;
+        if (*n == max_words) {
+            printf("error: more than %d words\n", max_words);
+            return false;
+        }
+        words[(*n)++] = out;
+        while (*p && !isspace((unsigned char)*p)) {
+            char q = *p;
+            if (q == '\'' || q == '"') {
+                const char *open = p++;
+                while (*p && *p != q) {
+                    if (q == '"' && *p == '\\' && (p[1] == '"' || p[1] == '\\')) p++;
+                    *out++ = *p++;
+                }
+                if (!*p) {
+                    printf("error: the quote at '%.20s' is not closed\n", open);
+                    return false;
+                }
+                p++;
+            } else if (q == '\\' && p[1]) {
+                *out++ = p[1];
+                p += 2;
+            } else {
+                *out++ = *p++;
+            }
+        }
+        *out++ = 0;
     }
-    *file++ = 0;
-    char name[512];
-    ts_array a;
-    if (!select_values(m, args, name, sizeof name, &a)) return;
-    note_seen(in, name);
-    if (ts_npy_save(file, &a)) printf("error: %s\n", ts_last_error());
-    else printf("saved %s to %s\n", args, file);
-    free(a.data);
+    return true;
+}
+
+/* save NAME[SLICES] FILE: the last word is the file (quoted when it holds
+ * spaces), the words before it the tensor and its slices. */
+static void save(ts_model *m, cli_inspector *in, const char *args) {
+    const char *words[64];
+    int n = 0;
+    char *buf = malloc(strlen(args) + 1), *what = malloc(strlen(args) + 1);
+    if (!buf || !what) {
+        printf("error: out of memory\n");
+    } else if (split_words(args, buf, words, (int)(sizeof words / sizeof *words), &n)) {
+        if (n < 2) {
+            printf("error: save NAME[SLICES] FILE.npy: give a tensor and a file (quote a file name with spaces: 'my run.npy')\n");
+        } else if (!*words[n - 1]) {
+            printf("error: save: the file name is empty; give a file such as out.npy\n");
+        } else {
+            what[0] = 0; /* the tensor's words, one space between: fc1.weight[0, :3] */
+            for (int i = 0; i < n - 1; i++) strcat(strcat(what, i ? " " : ""), words[i]);
+            char name[512];
+            ts_array a;
+            if (select_values(m, what, name, sizeof name, &a)) {
+                note_seen(in, name);
+                if (ts_npy_save(words[n - 1], &a)) printf("error: %s\n", ts_last_error());
+                else printf("saved %s to %s\n", what, words[n - 1]);
+                free(a.data);
+            }
+        }
+    }
+    free(buf);
+    free(what);
 }
 
 /* The words of a command line: the command, then its argument (the rest). */
@@ -590,8 +666,9 @@ static cli_inspect_action prompt(cli_inspector *in, ts_model *m, long run, bool 
             else printf("%s\n", where);
         } else if (strcmp(cmd, "stats") == 0 || strcmp(cmd, "print") == 0 || strcmp(cmd, "p") == 0 || strcmp(cmd, "grad") == 0) {
             char target[600];
-            snprintf(target, sizeof target, "%s%s", strcmp(cmd, "grad") == 0 ? "Gradient___" : "", arg);
+            int len = snprintf(target, sizeof target, "%s%s", strcmp(cmd, "grad") == 0 ? "Gradient___" : "", arg);
             if (!*arg) printf("error: %s NAME: give a tensor name ('list' shows them)\n", cmd);
+            else if (len < 0 || (size_t)len >= sizeof target) printf("error: %s: the name is %zu characters long; at most %zu\n", cmd, strlen(arg), sizeof target - 12);
             else if (select_values(m, target, name, sizeof name, &a)) {
                 note_seen(in, name);
                 if (strcmp(cmd, "stats") == 0) cli_print_summary(target, &a);
@@ -604,12 +681,13 @@ static cli_inspect_action prompt(cli_inspector *in, ts_model *m, long run, bool 
         } else if (strcmp(cmd, "save") == 0) {
             save(m, in, arg);
         } else if (strcmp(cmd, "step") == 0 || strcmp(cmd, "s") == 0 || strcmp(cmd, "next") == 0) {
-            char *end;
-            long k = *arg ? strtol(arg, &end, 10) : 1;
-            if (*arg && (*end || k < 1)) printf("error: step K: K is a number of runs >= 1, got '%s'\n", arg);
+            int64_t k = 1;
+            int got = *arg ? parse_int(arg, arg + strlen(arg), &k) : NUM_OK;
+            if (got != NUM_OK || k < 1 || k > LONG_MAX - run)
+                printf("error: step K: K is a number of runs from 1 to %ld, got '%s'\n", LONG_MAX - run, arg);
             else if (!can_go_on) printf("error: training cannot go on after the numeric check stopped it; 'continue' ends it, 'quit' exits 130\n");
             else {
-                in->next = run + k;
+                in->next = run + (long)k;
                 keep_seen(in, m);
                 free(line);
                 return CLI_INSPECT_CONTINUE;

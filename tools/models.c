@@ -169,8 +169,9 @@ static ts_status parse_input_spec(cli_model *m, const char *spec, char *name, si
     const char *p = colon + 1;
     while (*p) {
         char *end;
+        errno = 0;
         long long v = strtoll(p, &end, 10);
-        if (end == p || v <= 0 || in->ndim == TS_MAX_DIMS)
+        if (end == p || errno || v <= 0 || in->ndim == TS_MAX_DIMS)
             return fail(m, TS_ERR_INVALID_ARGUMENT, "--input %s: the shape must be up to %d positive sizes joined by x, e.g. x:64x1x28x28",
                             spec, TS_MAX_DIMS);
         in->shape[in->ndim++] = v;
@@ -428,7 +429,7 @@ ts_status cli_model_open(const char *name, long batch, uint64_t seed, const cli_
         if (!(st = build_cnn(batch, seed, prints, out))) st = check_fixed_inputs(imp, out);
     } else if (strcmp(name, "gpt") == 0) st = build_gpt(batch, seed, prints, imp, out);
     else if (ends_with(name, ".onnx")) st = open_onnx(name, batch, prints, imp, out);
-    else return TS_ERR_NOT_FOUND;
+    else return out->unknown = true, TS_ERR_NOT_FOUND;
     if (st) {
         ts_graph_free(out->g);
         out->g = NULL;

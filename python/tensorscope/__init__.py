@@ -62,7 +62,7 @@ def set_log_vmodule(spec: str) -> None:
     _capi.check(_capi.function("ts_set_log_vmodule", "set_log_vmodule")(_capi.cstr(spec)))
 
 
-_LIMITS = {"import": 0, "archive": 1}  # ts_limit
+_LIMITS = {"import": 0, "archive": 1, "compile": 2}  # ts_limit
 
 
 def _limit_id(which):
@@ -107,9 +107,11 @@ def set_limit(which: str, size: Union[int, str]) -> None:
     """What reading one untrusted file may cost, beyond the bytes it holds:
     "import", the constants one ONNX import folds (default 1 GiB,
     TS_MAX_IMPORT_BYTES), or "archive", the bytes one .npz inflates to over
-    the arrays read (default 2 GiB, TS_MAX_ARCHIVE_BYTES). size is a byte
-    count or a string such as "8G". A file that would pass it is refused
-    with a FormatError naming the limit."""
+    the arrays read (default 2 GiB, TS_MAX_ARCHIVE_BYTES); and "compile",
+    the buffers one compile lays out (default: the machine's memory,
+    TS_MAX_COMPILE_BYTES). size is a byte count or a string such as "8G".
+    A file or model that would pass it is refused with a FormatError naming
+    the limit."""
     if isinstance(size, str):
         n = _capi.C.c_uint64()
         _capi.check(_lib.ts_parse_size(size.encode(), _capi.C.byref(n)))
@@ -118,7 +120,7 @@ def set_limit(which: str, size: Union[int, str]) -> None:
 
 
 def get_limit(which: str) -> int:
-    """The limit in bytes ("import" or "archive"), as set_limit describes."""
+    """The limit in bytes ("import", "archive" or "compile"), as set_limit describes."""
     return int(_lib.ts_get_limit(_limit_id(which)))
 
 

@@ -5,6 +5,7 @@ checks every struct's size and field offsets against the C compiler). The
 rest of the package only calls `lib.<function>` and `check(status)`.
 """
 import ctypes as C
+import operator
 import os
 import sys
 import threading
@@ -43,33 +44,102 @@ def _load():
 
 lib = _load()
 
+# ---------------------------------------------------------------- integers
+# ctypes keeps the low bits of an int too big for a C integer (2**64 + 5
+# passed as an int64_t is 5). Every int the package hands the library goes
+# through a declared function's arguments, a struct field or an array, each
+# checked below, and one that does not fit is refused with InvalidArgumentError.
+
+
+def _int_range(ctype):
+    bits = 8 * C.sizeof(ctype)
+    if ctype(-1).value < 0:
+        return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    return 0, (1 << bits) - 1
+
+
+_INT_RANGES = {t: _int_range(t) for t in (C.c_int, C.c_uint, C.c_int32, C.c_uint32, C.c_int64,
+                                          C.c_uint64, C.c_size_t)}
+_INT_NAMES = {C.c_int32: "int32_t", C.c_uint32: "uint32_t", C.c_size_t: "size_t",  # aliases on most
+              C.c_int: "int", C.c_uint: "unsigned", C.c_int64: "int64_t", C.c_uint64: "uint64_t"}
+
+
+def fit_int(value, ctype, what):
+    """`value` if it is no int or one that `ctype` holds; else InvalidArgumentError naming
+    `what` (None: the value alone)."""
+    lo, hi = _INT_RANGES.get(ctype, (None, None))
+    if lo is None or isinstance(value, (float, C._SimpleCData)) or not hasattr(type(value), "__index__"):
+        return value
+    v = operator.index(value)  # an int, or a NumPy integer as ctypes would read it
+    if not lo <= v <= hi:
+        raise InvalidArgumentError(f"{what + '=' if what else ''}{v} does not fit the library's "
+                                   f"{_INT_NAMES[ctype]} ({lo}..{hi})")
+    return value
+
+
+def int_array(ctype, values, what, length=None):
+    """A C array of `ctype` holding `values` (ints), every one checked to fit;
+    `length` entries (the values, then zeros) when given."""
+    values = [fit_int(int(v), ctype, f"{what}[{i}]") for i, v in enumerate(values)]
+    return (ctype * (len(values) if length is None else length))(*values)
+
+
+def _checking(f, argtypes):
+    """`f` (a C function) behind a check that its integer arguments fit their
+    C types; f itself when it takes none. (A check in an argument type's
+    from_param would surface as ctypes.ArgumentError.)"""
+    ints = [(i, t) for i, t in enumerate(argtypes) if t in _INT_RANGES]
+    if not ints:
+        return f
+
+    def call(*args):
+        for i, t in ints:
+            if i < len(args):
+                fit_int(args[i], t, None)
+        return f(*args)
+    call.__name__, call.__wrapped__ = f.__name__, f
+    return call
+
+
+class Struct(C.Structure):
+    """A struct whose integer fields refuse, by name, an int they cannot hold
+    (at construction and on assignment)."""
+
+    def __setattr__(self, name, value):
+        for field, ctype in type(self)._fields_:
+            if field == name:
+                fit_int(value, ctype, name)
+                break
+        super().__setattr__(name, value)
+
+
 # ---------------------------------------------------------------- structs
 
 
-class Array(C.Structure):  # ts_array
+class Array(Struct):  # ts_array
     _fields_ = [("dtype", C.c_int), ("ndim", C.c_int), ("shape", C.c_int64 * TS_MAX_DIMS),
                 ("data", C.c_void_p)]
 
 
-class Conv2dParams(C.Structure):  # ts_conv2d_params
+class Conv2dParams(Struct):  # ts_conv2d_params
     _fields_ = [(n, C.c_int) for n in (
         "stride_h", "stride_w", "pad_top", "pad_bottom", "pad_left", "pad_right", "dilation_h",
         "dilation_w", "groups", "same")]
 
 
-class ConvTranspose2dParams(C.Structure):  # ts_conv_transpose2d_params
+class ConvTranspose2dParams(Struct):  # ts_conv_transpose2d_params
     _fields_ = [(n, C.c_int) for n in (
         "stride_h", "stride_w", "pad_top", "pad_bottom", "pad_left", "pad_right", "output_pad_h",
         "output_pad_w", "dilation_h", "dilation_w", "groups")]
 
 
-class Pool2dParams(C.Structure):  # ts_pool2d_params
+class Pool2dParams(Struct):  # ts_pool2d_params
     _fields_ = [(n, C.c_int) for n in (
         "kernel_h", "kernel_w", "stride_h", "stride_w", "pad_top", "pad_bottom", "pad_left",
         "pad_right", "exclude_pad", "dilation_h", "dilation_w", "ceil_mode")]
 
 
-class Optimizer(C.Structure):  # ts_optimizer
+class Optimizer(Struct):  # ts_optimizer
     _fields_ = [("kind", C.c_int), ("lr", C.c_float), ("momentum", C.c_float),
                 ("dampening", C.c_float), ("nesterov", C.c_int), ("weight_decay", C.c_float),
                 ("beta1", C.c_float), ("beta2", C.c_float), ("eps", C.c_float)]
@@ -86,64 +156,64 @@ class Optimizer(C.Structure):  # ts_optimizer
         return f"{kind}({args})"
 
 
-class Stats(C.Structure):  # ts_stats
+class Stats(Struct):  # ts_stats
     _fields_ = [("count", C.c_int64), ("zeros", C.c_int64), ("nans", C.c_int64),
                 ("pos_infs", C.c_int64), ("neg_infs", C.c_int64), ("mean", C.c_double),
                 ("std", C.c_double), ("min", C.c_double), ("max", C.c_double),
                 ("l2", C.c_double)]
 
 
-class Range(C.Structure):  # ts_range
+class Range(Struct):  # ts_range
     _fields_ = [(n, C.c_double) for n in (
         "fp16_underflow", "fp16_overflow", "bf16_underflow", "bf16_overflow",
         "e4m3_underflow", "e4m3_overflow", "e5m2_underflow", "e5m2_overflow")]
 
 
-class Summary(C.Structure):  # ts_summary
+class Summary(Struct):  # ts_summary
     _fields_ = [("what", C.c_int), ("stats", Stats), ("log2_zeros", C.c_int64),
                 ("log2_counts", C.c_int64 * TS_LOG2_BINS), ("tb_counts", C.c_int64 * TS_TB_BINS),
                 ("range", Range), ("stored", C.c_int), ("stored_underflow", C.c_double),
                 ("stored_overflow", C.c_double)]
 
 
-class WatchResult(C.Structure):  # ts_watch_result
+class WatchResult(Struct):  # ts_watch_result
     _fields_ = [("name", C.c_char_p), ("run", C.c_int64), ("step", C.c_int64),
                 ("summary", C.POINTER(Summary)), ("replica", C.c_int)]
 
 
-class OutfeedConfig(C.Structure):  # ts_outfeed_config
+class OutfeedConfig(Struct):  # ts_outfeed_config
     _fields_ = [("name", C.c_char_p), ("mode", C.c_int), ("depth", C.c_int),
                 ("filters", C.POINTER(C.c_char_p)), ("n_filters", C.c_int),
                 ("drop_when_full", C.c_int)]
 
 
-class OutfeedRecord(C.Structure):  # ts_outfeed_record
+class OutfeedRecord(Struct):  # ts_outfeed_record
     _fields_ = [("run", C.c_int64), ("sample", C.c_int64), ("key", C.c_char_p),
                 ("array", Array), ("replica", C.c_int), ("stage", C.c_int)]
 
 
-class OutfeedCounts(C.Structure):  # ts_outfeed_counts
+class OutfeedCounts(Struct):  # ts_outfeed_counts
     _fields_ = [("enqueued", C.c_int64), ("dequeued", C.c_int64), ("dropped", C.c_int64),
                 ("wait_ns", C.c_int64)]
 
 
-class CompareResult(C.Structure):  # ts_compare_result
+class CompareResult(Struct):  # ts_compare_result
     _fields_ = [("count", C.c_int64), ("mismatches", C.c_int64), ("max_abs", C.c_double),
                 ("max_abs_index", C.c_int64), ("max_rel", C.c_double), ("min_atol", C.c_double),
                 ("a", Stats), ("ref", Stats), ("pass", C.c_int), ("rel_error", C.c_double)]
 
 
-class MemoryUsage(C.Structure):  # ts_memory_usage
+class MemoryUsage(Struct):  # ts_memory_usage
     _fields_ = [("rss", C.c_int64), ("pss", C.c_int64), ("uss", C.c_int64)]
 
 
-class MemwatchStats(C.Structure):  # ts_memwatch_stats
+class MemwatchStats(Struct):  # ts_memwatch_stats
     _fields_ = [("latest", MemoryUsage), ("peak", MemoryUsage), ("latest_s", C.c_double),
                 ("peak_rss_s", C.c_double), ("samples", C.c_int64), ("processes", C.c_int),
                 ("period_ms", C.c_int), ("running", C.c_int)]
 
 
-class ModelMemory(C.Structure):  # ts_model_memory
+class ModelMemory(Struct):  # ts_model_memory
     _fields_ = [("parameters", C.c_int64), ("gradients", C.c_int64),
                 ("optimizer_state", C.c_int64), ("activations", C.c_int64),
                 ("anchors", C.c_int64), ("activations_without_reuse", C.c_int64),
@@ -151,17 +221,17 @@ class ModelMemory(C.Structure):  # ts_model_memory
                 ("device_free", C.c_int64), ("device_total", C.c_int64)]
 
 
-class LoaderConfig(C.Structure):  # ts_loader_config
+class LoaderConfig(Struct):  # ts_loader_config
     _fields_ = [("batch_size", C.c_int64), ("first", C.c_int64), ("count", C.c_int64),
                 ("shuffle", C.c_int), ("seed", C.c_uint64), ("drop_last", C.c_int)]
 
 
-class LrSchedule(C.Structure):  # ts_lr_schedule
+class LrSchedule(Struct):  # ts_lr_schedule
     _fields_ = [("kind", C.c_int), ("warmup_steps", C.c_int64), ("step_size", C.c_int64),
                 ("gamma", C.c_double), ("total_steps", C.c_int64), ("min_lr", C.c_double)]
 
 
-class OnnxInput(C.Structure):  # ts_onnx_input
+class OnnxInput(Struct):  # ts_onnx_input
     _fields_ = [("name", C.c_char_p), ("ndim", C.c_int), ("shape", C.c_int64 * TS_MAX_DIMS),
                 ("value", C.POINTER(Array))]
 
@@ -190,6 +260,7 @@ _PROTOTYPES = {
     "ts_memwatch_latest": (_st, [C.POINTER(MemwatchStats)]),
     "ts_set_log_callback": (None, [LOG_FN, C.c_void_p]),
     "ts_get_log_level": (C.c_int, []),
+    "ts_log_write": (None, [C.c_int, C.c_char_p]),
     "ts_set_limit": (_st, [C.c_int, C.c_uint64]),
     "ts_has_feature": (C.c_int, [C.c_char_p]),
     "ts_device_check": (_st, [C.c_char_p]),
@@ -218,6 +289,8 @@ _PROTOTYPES = {
     "ts_graph_tensor_count": (C.c_size_t, [P]),
     "ts_graph_tensor_at": (P, [P, C.c_size_t]),
     "ts_param_set": (_st, [P, C.POINTER(Array)]),
+    "ts_param_set_trainable": (_st, [P, C.c_int]),
+    "ts_param_trainable": (C.c_int, [P]),
     "ts_graph_save_weights": (_st, [P, S]),
     "ts_graph_load_weights": (_st, [P, S]),
     "ts_graph_load_weights_matching": (_st, [P, S, WEIGHT_SKIP_FN, C.c_void_p, C.POINTER(C.c_size_t)]),
@@ -258,10 +331,12 @@ _PROTOTYPES = {
     "ts_sgd": (Optimizer, [C.c_float, C.c_float, C.c_float]),
     "ts_adam": (Optimizer, [C.c_float]),
     "ts_adamw": (Optimizer, [C.c_float, C.c_float]),
+    "ts_param_set_optimizer": (_st, [P, C.POINTER(Optimizer)]),
     # model
     "ts_model_training": (_st, [C.POINTER(P), P, P, P, Optimizer]),
     "ts_model_inference": (_st, [C.POINTER(P), P, C.POINTER(P), C.c_int, P]),
     "ts_model_free": (None, [P]),
+    "ts_model_finish": (_st, [P]),
     "ts_model_compile": (_st, [P]),
     "ts_model_tensor_names": (_st, [P, C.POINTER(STRS), C.POINTER(C.c_size_t)]),
     "ts_model_anchor": (_st, [P, S, S, C.c_int, C.c_int]),
@@ -348,8 +423,10 @@ def declare(name, restype, argtypes):
     f = getattr(lib, name, None)
     if f is None:
         return False
+    f = getattr(f, "__wrapped__", f)  # declared before
     f.restype = restype
     f.argtypes = argtypes
+    setattr(lib, name, _checking(f, argtypes))
     return True
 
 

@@ -1,5 +1,13 @@
-"""Wrapping a PyTorch module, PopTorch-style: export it through ONNX in
-training mode, import it, train it in tensorscope, copy the weights back.
+"""Wrapping a PyTorch module, PopTorch-style: export it through ONNX,
+each module in its own train/eval mode, import it, train it in
+tensorscope, copy the weights back.
+
+What the module says about training beyond its ops is carried (detach(),
+frozen parameters, the optimizer's parameter groups, padding_idx, label
+smoothing, BatchNorm's statistics) or refused (hooks, data-dependent
+control flow, optimizers and schedulers tensorscope lacks): the wrapper
+never trains another program silently. The exporter's printout goes to the
+library's log.
 
 torch is imported here only, when a module is wrapped.
 
@@ -10,71 +18,328 @@ name the module path and the line of the user's forward that made it."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 import importlib.util
 import inspect
+import io
 import os
 import re
+import shutil
+import sys
 import tempfile
 import warnings
+import weakref
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import _capi
-from .errors import NotFoundError, StateError, TensorscopeError
+from .errors import NotFoundError, StateError, TensorscopeError, UnsupportedError
 from .graph import Graph
 from .model import Model, new_training_model
-from .options import SGD, Adam, AdamW
+from .options import SGD, Adam, AdamW, LRSchedule
 
 
-def _optimizer_of(optimizer):
-    """A ts optimizer from itself or from a torch.optim SGD/Adam/AdamW."""
+def _group_optimizer(optimizer, h, scheduled=False):
+    """A ts optimizer of a torch.optim SGD/Adam/AdamW's parameter group `h`;
+    what it cannot carry is refused with the reason. scheduled: a torch LR
+    scheduler drives it, whose own first factor is already in h["lr"]
+    (LinearLR's start_factor): the rate is its initial_lr."""
+    import torch
+    kind = type(optimizer)
+    if kind not in (torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW):
+        raise TypeError(f"optimizer {kind.__name__}: tensorscope trains with SGD, Adam and AdamW; "
+                        "use ts.SGD, ts.Adam, ts.AdamW or torch.optim.SGD, Adam or AdamW")
+    for option in ("maximize", "amsgrad"):
+        if h.get(option):
+            raise ValueError(f"torch optimizer {kind.__name__}({option}=True): tensorscope has no "
+                             f"{option}; train with {option}=False")
+    lr = h["initial_lr"] if scheduled and "initial_lr" in h else h["lr"]
+    if kind is torch.optim.SGD:
+        return SGD(lr, h["momentum"], h["weight_decay"], h["dampening"], h["nesterov"])
+    if kind is torch.optim.Adam:
+        return Adam(lr, h["betas"], h["eps"], h["weight_decay"])
+    return AdamW(lr, h["betas"], h["eps"], h["weight_decay"])
+
+
+def _optimizer_of(optimizer, scheduled=False):
+    """A ts optimizer from itself or from a torch.optim SGD/Adam/AdamW (its
+    first parameter group's settings; TorchModel's _set_param_groups gives
+    every parameter its own group's)."""
     if isinstance(optimizer, _capi.Optimizer):
         return optimizer
     import torch
     if isinstance(optimizer, torch.optim.Optimizer):
-        if len(optimizer.param_groups) != 1:
-            raise ValueError("tensorscope trains every parameter with one optimizer: pass a "
-                             "torch optimizer with one parameter group")
-        h = optimizer.param_groups[0]
-        if type(optimizer) is torch.optim.SGD:
-            return SGD(h["lr"], h["momentum"], h["weight_decay"], h["dampening"], h["nesterov"])
-        if type(optimizer) is torch.optim.Adam:
-            return Adam(h["lr"], h["betas"], h["eps"], h["weight_decay"])
-        if type(optimizer) is torch.optim.AdamW:
-            return AdamW(h["lr"], h["betas"], h["eps"], h["weight_decay"])
+        return _group_optimizer(optimizer, optimizer.param_groups[0], scheduled)
     raise TypeError(f"optimizer {type(optimizer).__name__}: use ts.SGD, ts.Adam, ts.AdamW or "
                     "torch.optim.SGD, Adam or AdamW")
 
 
+_SETTINGS = ("kind", "lr", "momentum", "dampening", "nesterov", "weight_decay", "beta1", "beta2", "eps")
+
+
+def _same_settings(a, b) -> bool:
+    return all(getattr(a, f) == getattr(b, f) for f in _SETTINGS)
+
+
+def set_param_training(module, graph, optimizer, model_opt, scheduled=False) -> None:
+    """Each parameter of `graph` trained as PyTorch would train it: not at
+    all when it has requires_grad=False or the torch optimizer does not
+    hold it (frozen: its gradient not computed for it), else with its
+    parameter group's settings. A parameter of the graph that no module
+    parameter names, when some are frozen or grouped, is an error: it
+    could not be given its settings."""
+    import torch
+    by_tensor = {}  # id(torch parameter) -> its group's ts optimizer
+    if isinstance(optimizer, torch.optim.Optimizer):
+        for h in optimizer.param_groups:
+            group = _group_optimizer(optimizer, h, scheduled)
+            for p in h["params"]:
+                by_tensor[id(p)] = group
+    settings = {}  # graph parameter name -> ts optimizer, or None: frozen
+    state = module.state_dict(keep_vars=True)  # every name of a tied parameter
+    for name, p in state.items():
+        if not isinstance(p, torch.nn.Parameter):
+            continue
+        held = id(p) in by_tensor or not isinstance(optimizer, torch.optim.Optimizer)
+        if not p.requires_grad or not held:
+            settings[name] = None
+        elif by_tensor.get(id(p)) is not None and not _same_settings(by_tensor[id(p)], model_opt):
+            settings[name] = by_tensor[id(p)]
+    if not settings:
+        return
+    params = graph.parameters()
+    unknown = [n for n in params if n not in state]
+    if unknown:
+        raise ValueError(f"the export holds parameters under names the module does not have "
+                         f"({', '.join(unknown[:5])}), so frozen parameters and parameter groups "
+                         "cannot be told apart there: train every parameter with one setting (one "
+                         "parameter group, every parameter requiring grad)")
+    for name, how in settings.items():
+        t = params.get(name)
+        if t is None:
+            continue  # not in the export: forward does not use it
+        if how is None:
+            t.trainable = False
+        else:
+            t.set_optimizer(how)
+
+
+def lr_schedule_of(scheduler):
+    """Our LRSchedule for a torch LR scheduler that has one, stepped once
+    per optimizer step (call its step() after every optimizer.step()):
+    StepLR, CosineAnnealingLR over its first T_max steps, and a LinearLR
+    warmup from 1/W to 1 over W - 1 steps (our warmup of W steps); any
+    other is refused with what to use instead."""
+    import torch
+    sched = torch.optim.lr_scheduler
+    what = type(scheduler).__name__
+    if getattr(scheduler, "last_epoch", 0) != 0:
+        raise ValueError(f"LR scheduler {what} has stepped {scheduler.last_epoch} times already: "
+                         "pass a new one (training starts from its first step)")
+    if type(scheduler) is sched.StepLR:
+        return LRSchedule("step", step_size=scheduler.step_size, gamma=scheduler.gamma)
+    if type(scheduler) is sched.CosineAnnealingLR:
+        return LRSchedule("cosine", total_steps=scheduler.T_max, min_lr=scheduler.eta_min)
+    if type(scheduler) is sched.LinearLR:
+        w = scheduler.total_iters + 1
+        if scheduler.end_factor == 1.0 and abs(scheduler.start_factor * w - 1.0) < 1e-6:
+            return LRSchedule("constant", warmup_steps=w)
+        raise ValueError(f"LR scheduler LinearLR(start_factor={scheduler.start_factor}, end_factor="
+                         f"{scheduler.end_factor}, total_iters={scheduler.total_iters}): tensorscope's "
+                         f"linear warmup of W steps is LinearLR(start_factor=1/W, end_factor=1, "
+                         f"total_iters=W - 1), e.g. LinearLR(opt, 1 / {w}, 1.0, {w - 1})")
+    raise ValueError(f"LR scheduler {what}: tensorscope follows StepLR, CosineAnnealingLR and a "
+                     "LinearLR warmup (and a warmup before either, ts.LRSchedule(kind, "
+                     "warmup_steps=...)); pass one of them or a ts.LRSchedule, or lr_schedule=None "
+                     "for a constant rate")
+
+
 EXPORT_OPSET = 17  # every PyTorch from 1.13 writes it: the same graph whichever torch exports
+OWN_DOMAIN = "ai.tensorscope"  # tensorscope's own ops in the file, where ONNX has none
 
 
-def export_onnx(module, example_inputs, path, input_names, keep_stacks=False):
+def _stop_gradient(g, x):
+    """aten::detach as tensorscope's StopGradient (the exporter drops a
+    detach otherwise: ONNX has no stop-gradient)."""
+    out = g.op(f"{OWN_DOMAIN}::StopGradient", x)
+    out.setType(x.type())  # its shape and dtype are x's
+    return out
+
+
+def _embedding(g, weight, indices, padding_idx, scale_grad_by_freq, sparse):
+    """aten::embedding as a Gather whose padding row gets no gradient
+    (PyTorch's padding_idx; the exporter drops it otherwise): the rows
+    gathered at padding positions pass through a StopGradient, the
+    others as they are: out = e + (StopGradient(e) - e) * (indices == k)."""
+    import torch
+    from torch.onnx import symbolic_helper
+    if symbolic_helper._maybe_get_const(scale_grad_by_freq, "b") is True:
+        raise ValueError("nn.Embedding(scale_grad_by_freq=True): tensorscope does not scale "
+                         "an embedding's gradient by frequency; use scale_grad_by_freq=False")
+    out = g.op("Gather", weight, indices)
+    pad = symbolic_helper._maybe_get_const(padding_idx, "i")
+    if not isinstance(pad, int) or pad < 0:  # -1: none (nn.Embedding makes a negative one positive)
+        return out
+    is_pad = g.op("Equal", indices, g.op("Constant", value_t=torch.tensor(pad, dtype=torch.int64)))
+    mask = g.op("Unsqueeze", g.op("Cast", is_pad, to_i=1),  # 1 = FLOAT
+                g.op("Constant", value_t=torch.tensor([-1], dtype=torch.int64)))
+    held = g.op("Sub", _stop_gradient(g, out), out)
+    return g.op("Add", out, g.op("Mul", held, mask))
+
+
+def _cross_entropy(g, scores, target, weight, reduction, ignore_index, label_smoothing):
+    """aten::cross_entropy_loss as ONNX's SoftmaxCrossEntropyLoss (the
+    exporter's own), and with label_smoothing e > 0 (which the exporter
+    refuses) PyTorch's formula: (1 - e) * that loss + e / C * the mean (or
+    sum) over the samples not ignored of -sum_c w_c log p_c, a weighted
+    mean dividing by the weights of the samples' classes."""
+    import torch
+    from torch.onnx import symbolic_helper as sh
+    how = ["none", "mean", "sum"][sh._maybe_get_const(reduction, "i")]
+    ii = sh._maybe_get_const(ignore_index, "i")
+    e = sh._maybe_get_const(label_smoothing, "f")
+    weighted = not weight.node().mustBeNone()
+    ins = (scores, target, weight) if weighted else (scores, target)
+    loss = g.op("SoftmaxCrossEntropyLoss", *ins, reduction_s=how, ignore_index_i=ii)
+    if not e:
+        return loss
+    sizes = sh._get_tensor_sizes(scores) or []
+    if len(sizes) != 2 or not isinstance(sizes[1], int):
+        raise ValueError("cross_entropy(label_smoothing=...) of scores of shape "
+                         f"{sizes}: tensorscope smooths scores [N, C] only; flatten them to "
+                         "[N, C] (and the labels to [N]) first")
+    const = lambda v, dtype=torch.float32: g.op("Constant", value_t=torch.tensor(v, dtype=dtype))  # noqa: E731
+    logp = g.op("LogSoftmax", scores, axis_i=1)
+    if weighted:
+        logp = g.op("Mul", logp, weight)
+    smooth = g.op("Neg", g.op("ReduceSum", logp, const([1], torch.int64), keepdims_i=0))
+    kept = g.op("Cast", g.op("Not", g.op("Equal", target, const(ii, torch.int64))), to_i=1)
+    smooth = g.op("Mul", smooth, kept)
+    if how != "none":
+        smooth = g.op("ReduceSum", smooth, keepdims_i=0)
+    if how == "mean":
+        if weighted:  # the weights of the kept samples' classes, through one-hot rows
+            one_hot = g.op("Cast", g.op("Equal", g.op("Unsqueeze", target, const([1], torch.int64)),
+                                        const(list(range(sizes[1])), torch.int64)), to_i=1)
+            kept = g.op("Mul", g.op("ReduceSum", g.op("Mul", one_hot, weight), const([1], torch.int64),
+                                    keepdims_i=0), kept)
+        count = g.op("ReduceSum", kept, keepdims_i=0)
+        smooth = g.op("Div", smooth, count)
+    return g.op("Add", g.op("Mul", loss, const(1.0 - e)), g.op("Mul", smooth, const(e / sizes[1])))
+
+
+_CARRIED = {"aten::detach": _stop_gradient, "aten::embedding": _embedding,
+            "aten::cross_entropy_loss": _cross_entropy}
+
+
+@contextlib.contextmanager
+def _semantics_carried():
+    """Exports what ONNX's ops lose of forward's semantics (each detach(),
+    an Embedding's padding_idx, cross_entropy's label_smoothing) in
+    tensorscope's terms while the export
+    runs (the registrations are the exporter's, process-wide)."""
+    import torch
+    for name, fn in _CARRIED.items():
+        torch.onnx.register_custom_op_symbolic(name, fn, EXPORT_OPSET)
+    try:
+        yield
+    finally:
+        for name in _CARRIED:
+            torch.onnx.unregister_custom_op_symbolic(name, EXPORT_OPSET)
+
+
+@contextlib.contextmanager
+def _state_kept(module):
+    """The module's buffers and torch's random state as they were before
+    the export: tracing runs forward once, which moves BatchNorm's running
+    statistics (and num_batches_tracked) and draws Dropout masks. Yields
+    the buffers' values from before, by state_dict name."""
+    import torch
+    buffers = {n: b.detach().clone() for n, b in module.named_buffers()}
+    rng = torch.random.get_rng_state()
+    try:
+        yield buffers
+    finally:
+        with torch.no_grad():
+            for n, b in module.named_buffers():
+                if n in buffers:
+                    b.copy_(buffers[n])
+        torch.random.set_rng_state(rng)
+
+
+def export_onnx(module, example_inputs, path, input_names, keep_stacks=False, preserve_modes=False):
     """torch.onnx.export in training mode with parameters kept as named
     initializers (no constant folding), the TorchScript exporter at opset
     EXPORT_OPSET (PyTorch 2.9 on defaults to the dynamo exporter, which
     folds BatchNormalization into the convolutions, parameters gone, even
     in training mode). keep_stacks: each node keeps the Python stack that made it (its
-    doc_string; the exporter's verbose mode, without its printout)."""
+    doc_string; the exporter's verbose mode, without its printout).
+    preserve_modes: each module exported in its own train/eval mode
+    (TrainingMode.PRESERVE), not all of them in training mode."""
     import torch
     kwargs = {}
     if "dynamo" in inspect.signature(torch.onnx.export).parameters:
         kwargs["dynamo"] = False
+    mode = torch.onnx.TrainingMode.PRESERVE if preserve_modes else torch.onnx.TrainingMode.TRAINING
     quiet = contextlib.nullcontext()
     if keep_stacks and callable(getattr(torch.onnx, "log", None)):
         quiet = _patched(torch.onnx, "log", lambda *args: None)  # verbose prints the graph
-    with quiet, warnings.catch_warnings():
-        # the TorchScript exporter and its training= are deprecated from PyTorch 2.9 on
-        warnings.simplefilter("ignore", DeprecationWarning)
+    with _output_logged("torch.onnx.export"), quiet, _semantics_carried(), \
+            warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         try:
+            # its own domain's opset (version 1) is declared by the exporter when a node uses it
             torch.onnx.export(module, tuple(example_inputs), path, input_names=input_names,
-                              training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
+                              training=mode, do_constant_folding=False,
                               opset_version=EXPORT_OPSET, verbose=keep_stacks, **kwargs)
         except Exception as e:
             if importlib.util.find_spec("onnx") is None:  # PyTorch 2.9 on writes ONNX through it
                 raise ImportError(f"PyTorch {torch.__version__} exports ONNX through the onnx "
                                   "package, which is not installed: pip install onnx") from e
             raise
+    for w in caught:  # the exporter's chatter (deprecations, its tracer's notes): in the log
+        log(LOG_DEBUG, f"torch.onnx.export: {w.category.__name__}: {w.message} ({w.filename}:{w.lineno})")
+    return caught
+
+
+LOG_WARN, LOG_INFO, LOG_DEBUG = 2, 3, 4  # ts_log_level
+
+
+def log(level: int, message: str) -> None:
+    """One message of the wrapper into the library's log (ts.set_log_level,
+    ts.set_log_callback)."""
+    write = getattr(_capi.lib, "ts_log_write", None)  # absent from older libraries
+    if write is not None:
+        write(level, message.encode("utf-8", "replace"))
+
+
+@contextlib.contextmanager
+def _output_logged(what):
+    """What is printed while the block runs -- to Python's sys.stdout and
+    sys.stderr and to the process's descriptors 1 and 2, where PyTorch's
+    C++ side prints (the exporter's graph, its warnings) -- goes into the
+    library's log at debug level, not to the terminal. The descriptors are
+    the process's: another thread's output meanwhile goes there too."""
+    py = io.StringIO()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    with tempfile.TemporaryFile() as f:
+        saved = [os.dup(1), os.dup(2)]
+        try:
+            os.dup2(f.fileno(), 1)
+            os.dup2(f.fileno(), 2)
+            with contextlib.redirect_stdout(py), contextlib.redirect_stderr(py):
+                yield
+        finally:
+            with contextlib.suppress(OSError, AttributeError):
+                ctypes.CDLL(None).fflush(None)  # C stdio buffers, before the descriptors go back
+            for fd, old in zip((1, 2), saved):
+                os.dup2(old, fd)
+                os.close(old)
+            f.seek(0)
+            text = (py.getvalue() + f.read().decode("utf-8", "replace")).rstrip()
+            if text:
+                log(LOG_DEBUG, f"{what} printed:\n{text}")
 
 
 @contextlib.contextmanager
@@ -92,6 +357,13 @@ def _patched(obj, name, value):
 def _fields(buf, start=0, end=None):
     """(field number, wire type, value) of a protobuf message's fields:
     value is an int (varint, fixed) or a memoryview (length-delimited)."""
+    for field, wire, value, _ in _field_spans(buf, start, end):
+        yield field, wire, value
+
+
+def _field_spans(buf, start=0, end=None):
+    """_fields with where each value starts in buf (a length-delimited
+    one's bytes, after its length)."""
     end = len(buf) if end is None else end
     i = start
     while i < end:
@@ -108,7 +380,7 @@ def _fields(buf, start=0, end=None):
             value, i = buf[i:i + n], i + n
         else:
             return  # groups: not in ONNX files
-        yield field, wire, value
+        yield field, wire, value, (i - len(value) if wire == 2 else None)
 
 
 def _varint(buf, i):
@@ -120,6 +392,32 @@ def _varint(buf, i):
         shift += 7
         if b < 0x80:
             return value, i
+
+
+def set_initializers(path: str, values: Dict[str, bytes]) -> None:
+    """Writes values[name] over the raw data of each initializer of an ONNX
+    file that has that name and data of that size (ModelProto.graph = 7,
+    GraphProto.initializer = 5, TensorProto.name = 8, raw_data = 9)."""
+    with open(path, "r+b") as f:
+        buf = bytearray(f.read())
+        view = memoryview(buf)
+        for field, wire, graph, g0 in _field_spans(view):
+            if field != 7 or wire != 2:
+                continue
+            for gfield, gwire, tensor, t0 in _field_spans(view, g0, g0 + len(graph)):
+                if gfield != 5 or gwire != 2:
+                    continue
+                name, raw = None, None
+                for tfield, twire, v, v0 in _field_spans(view, t0, t0 + len(tensor)):
+                    if twire == 2 and tfield == 8:
+                        name = bytes(v).decode("utf-8", "replace")
+                    elif twire == 2 and tfield == 9:
+                        raw = (v0, len(v))
+                if name in values and raw and len(values[name]) == raw[1]:
+                    buf[raw[0]:raw[0] + raw[1]] = values[name]
+        del view
+        f.seek(0)
+        f.write(buf)
 
 
 def onnx_node_origins(path: str) -> List[Tuple[str, str]]:
@@ -224,6 +522,7 @@ class TorchModel(Model):
     failing op."""
 
     module = None
+    _program = None  # the captured program's file (save_program)
     _origins = None
 
     compile = _explained(Model.compile)
@@ -261,6 +560,23 @@ class TorchModel(Model):
             raise NotFoundError(f"no parameter of the imported graph for {', '.join(missing)}: "
                                 "the ONNX export folded or renamed them")
 
+    def save_program(self, path) -> str:
+        """Writes the captured program -- the ONNX file the module was
+        exported to, its weights those of the module when it was wrapped --
+        to `path` (atomically), to run it for inference or compare it
+        elsewhere (ts.Graph.from_onnx, onnxruntime where it has no
+        tensorscope op such as a detach()'s StopGradient). Returns path."""
+        path = os.fspath(path)
+        tmp = f"{path}.tmp{os.getpid()}"
+        try:
+            shutil.copyfile(self._program, tmp)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
+            raise
+        return path
+
     def copy_weights_to_device(self) -> None:
         """Writes the module's current parameters into the graph."""
         self.graph.load_state_dict({n: p.detach().cpu().numpy()
@@ -270,7 +586,8 @@ class TorchModel(Model):
 _LOSSES = {"cross_entropy": "cross_entropy", "nll": "nll_loss"}  # loss= -> Graph method
 
 
-def training_model_of_module(module, options, optimizer, example_inputs, loss):
+def training_model_of_module(module, options, optimizer, example_inputs, loss, scheduled=False):
+    """scheduled: a torch LR scheduler drives the optimizer (lr_schedule_of)."""
     if example_inputs is None:
         raise TypeError("wrapping a torch module needs example_inputs=(x, ...): the inputs of "
                         "one micro-batch, as forward takes them")
@@ -282,16 +599,28 @@ def training_model_of_module(module, options, optimizer, example_inputs, loss):
     _capi.function("ts_graph_from_onnx", "training_model(torch module)")  # fail before exporting
     if not isinstance(example_inputs, (tuple, list)):
         example_inputs = (example_inputs,)
+    refuse_hooks(module)
     params = list(inspect.signature(module.forward).parameters)
     names = params[:len(example_inputs)]
-    with tempfile.TemporaryDirectory() as d:
+    d = tempfile.mkdtemp(prefix="tensorscope-")  # the captured program: the model's, till it goes
+    try:
         path = os.path.join(d, "module.onnx")
-        export_onnx(module, example_inputs, path, names, keep_stacks=True)
+        with _state_kept(module) as buffers:
+            caught = export_onnx(module, example_inputs, path, names, keep_stacks=True,
+                                 preserve_modes=True)
+        refuse_traced_values(module, caught)
+        # the file's buffers as they were before the trace moved them
+        set_initializers(path, {n: b.cpu().numpy().tobytes() for n, b in buffers.items()})
         origins = _Origins(module, path)
         try:
             graph = Graph.from_onnx(path, {n: tuple(t.shape) for n, t in zip(names, example_inputs)})
         except TensorscopeError as e:
             origins.reraise(e)
+    except BaseException:
+        shutil.rmtree(d, ignore_errors=True)
+        raise
+    finalizer = weakref.finalize(graph, shutil.rmtree, d, True)
+    say_dropout_differs(graph)
     outputs = graph.outputs
     if not outputs:
         raise ValueError("the exported module has no output")
@@ -304,9 +633,110 @@ def training_model_of_module(module, options, optimizer, example_inputs, loss):
                                  else [scores.shape[0]])  # per token: [B, T] of [B, T, V]
             loss_t = getattr(graph, _LOSSES[loss])(scores, labels)
             loss_t.name = "loss"
-        model = new_training_model(TorchModel, graph, options, _optimizer_of(optimizer), loss_t)
+        model_opt = _optimizer_of(optimizer, scheduled)
+        set_param_training(module, graph, optimizer, model_opt, scheduled)
+        model = new_training_model(TorchModel, graph, options, model_opt, loss_t)
     except TensorscopeError as e:
         origins.reraise(e)
     model.module = module
     model._origins = graph._origins = origins
+    model._program = path
+    model._program_kept = finalizer  # the file goes with the graph
+    log(LOG_INFO, f"training torch module {type(module).__name__}, captured through the ONNX "
+                  f"exporter of PyTorch {__import__('torch').__version__}")
+    if not module.training:
+        log(LOG_INFO, f"torch module {type(module).__name__} is in eval() mode: its Dropout and "
+                      "BatchNorm train as in eval, as PyTorch runs them; call module.train() before "
+                      "wrapping it for training behaviour")
     return model
+
+
+def refuse_hooks(module) -> None:
+    """A hook on a module or parameter would not run here (the captured
+    program has its ops, not its side effects): refused, naming it."""
+    import torch
+    kinds = (("_forward_pre_hooks", "a forward pre-hook"), ("_forward_hooks", "a forward hook"),
+             ("_backward_pre_hooks", "a backward pre-hook"), ("_backward_hooks", "a backward hook"))
+    instead = ("remove it (the handle's .remove()) before wrapping: tensorscope shows every "
+               "activation and gradient by name (Options.anchor_tensor, watch, Model.inspect), "
+               "and what a hook changes belongs in forward")
+    what = f"torch module {type(module).__name__}"
+    for path, m in module.named_modules():
+        for attr, kind in kinds:
+            hooks = getattr(m, attr, None)
+            if hooks:
+                fn = next(iter(hooks.values()))
+                raise UnsupportedError(f"{what}, module '{path}' has {kind} "
+                                       f"({getattr(fn, '__qualname__', fn)}); {instead}" if path else
+                                       f"{what} has {kind} ({getattr(fn, '__qualname__', fn)}); {instead}")
+    for name, p in module.named_parameters():
+        if getattr(p, "_backward_hooks", None):
+            raise UnsupportedError(f"{what}: parameter '{name}' has a gradient hook (register_hook); "
+                                   f"{instead}")
+    mod = torch.nn.modules.module
+    for attr in ("_global_forward_pre_hooks", "_global_forward_hooks", "_global_backward_hooks",
+                 "_global_backward_pre_hooks"):
+        if getattr(mod, attr, None):
+            raise UnsupportedError(f"{what}: a global module hook is registered "
+                                   f"(torch.nn.modules.module.register_module_{attr[8:-1]}); {instead}")
+
+
+def _installed(filename: str) -> bool:
+    """Code of torch or of an installed package, not the user's own."""
+    import torch
+    path = os.path.abspath(filename)
+    torch_dir = os.path.dirname(os.path.abspath(torch.__file__))
+    return path.startswith(torch_dir + os.sep) or any(
+        part in ("site-packages", "dist-packages") for part in path.split(os.sep))
+
+
+def _module_at(module, filename: str, line: int) -> str:
+    """The path of a submodule whose forward holds filename:line ("" for
+    the top module; None when none does)."""
+    for path, m in module.named_modules():
+        try:
+            lines, start = inspect.getsourcelines(type(m).forward)
+            source = inspect.getsourcefile(type(m).forward)
+        except (OSError, TypeError):
+            continue
+        if source and os.path.abspath(source) == os.path.abspath(filename) and \
+                start <= line < start + len(lines):
+            return path
+    return None
+
+
+def refuse_traced_values(module, caught) -> None:
+    """The tracer's note that forward turned a tensor into a Python value
+    (an `if` on a tensor, int(x), x.item()) in the user's own code: the
+    captured program holds that one branch or value, not the data's, so
+    it is refused, naming the module and the line. (Code of installed
+    packages does it to shapes, which stay fixed: not refused.)"""
+    import torch
+    for w in caught:
+        if not issubclass(w.category, torch.jit.TracerWarning) or _installed(w.filename):
+            continue
+        text = str(w.message)
+        if "Converting a tensor to a Python" not in text and "Python value" not in text:
+            continue
+        path = _module_at(module, w.filename, w.lineno)
+        where = f"module '{path}'" if path else "the top module" if path == "" else "forward's code"
+        raise UnsupportedError(
+            f"torch module {type(module).__name__}, {where}, forward at {w.filename}:{w.lineno}: "
+            f"data-dependent control flow or value ({text.split('.')[0]}): the capture records the "
+            "branch or value of the example inputs only, and would train that program for every "
+            "batch; write it with tensor ops (torch.where(cond, a, b) for an if, a tensor instead "
+            "of .item() or int(x)), or give it as an input")
+
+
+_told_dropout = False  # the message about Dropout's masks, once per process
+
+
+def say_dropout_differs(graph) -> None:
+    global _told_dropout
+    masks = [t.name for t in graph.tensors() if t.op == "DropoutMask"]
+    if masks and not _told_dropout:
+        _told_dropout = True
+        log(LOG_WARN, f"Dropout ({', '.join(masks[:3])}{', ...' if len(masks) > 3 else ''}) draws "
+                      "its masks from tensorscope's generator, not PyTorch's: a step's loss differs "
+                      "from PyTorch's. To compare the two, set its p=0 or put the module in eval() "
+                      "mode before wrapping it")

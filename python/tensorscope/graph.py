@@ -30,7 +30,7 @@ import os
 import sys
 import textwrap
 import weakref
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -105,10 +105,13 @@ OPS = {
     "reduce_max": ("ts_reduce_max", "x:T axes:NI keepdim:I=0"),
     "cross_entropy_ignore": ("ts_cross_entropy_ignore",
                              "logits:T labels:T ignore_index:I32=-100"),
+    "stop_gradient": ("ts_stop_gradient", "x:T"),
 }
 
 # What each op does, in Python terms (the parameters are listed from OPS).
 OP_DOCS = {
+    "stop_gradient": "x itself, through which no gradient flows back (torch's x.detach()): a "
+                     "parameter that reaches the loss only through it is not updated.",
     "input": "A graph input `name` of `dtype` and `shape` (batch first); a run feeds it.",
     "param": "A trainable parameter called `name` (used as given), zero-initialised.",
     "linear": "`x @ W.T + b` over x [B, in]: makes the parameters `<name>.weight` [out_features, in] "
@@ -228,7 +231,7 @@ def dtype_code(d: DTypeLike) -> int:
 
 def _shape_args(shape):
     shape = [int(d) for d in shape]
-    return [len(shape), (C.c_int64 * max(len(shape), 1))(*shape)]
+    return [len(shape), _capi.int_array(C.c_int64, shape, "shape", max(len(shape), 1))]
 
 
 def _tensor_arg(value, graph, what):
@@ -244,7 +247,7 @@ def _ints(values, pad=0):
     `pad` entries for ops that read as many as they expect."""
     values = [int(v) for v in values]
     n = len(values)
-    return (C.c_int * max(n, pad, 1))(*(values + [-1] * max(pad - n, 0))), n
+    return _capi.int_array(C.c_int, values + [-1] * max(pad - n, 0), "values", max(n, pad, 1)), n
 
 
 def _struct(cls, value, what):
@@ -434,6 +437,26 @@ class Tensor:
             "shape": _capi.shape_of(a), "typestr": _capi.DTYPES[a.dtype].str,
             "data": (a.data, True), "version": 3}))
 
+    @property
+    def trainable(self) -> bool:
+        """Whether a training model updates this parameter (torch's
+        requires_grad). Set it False before making a model of the graph to
+        freeze it: its values stay, and its gradient is computed only when
+        an anchor asks for it."""
+        return bool(_capi.function("ts_param_trainable", "Tensor.trainable")(self._h))
+
+    @trainable.setter
+    def trainable(self, on: bool) -> None:
+        check(_capi.function("ts_param_set_trainable", "Tensor.trainable")(self._h, int(bool(on))))
+
+    def set_optimizer(self, optimizer: Optional[Any]) -> None:
+        """This parameter's own optimizer settings (a torch parameter
+        group's): ts.SGD/Adam/AdamW of the model's kind, whose lr is its base
+        rate (the model's LR schedule scales it too); None: the model's.
+        Set before making a model of the graph."""
+        f = _capi.function("ts_param_set_optimizer", "Tensor.set_optimizer")
+        check(f(self._h, None if optimizer is None else C.byref(optimizer)))
+
     def set_value(self, values: np.ndarray) -> None:
         """Copies `values` into this parameter (the library checks shape and dtype)."""
         arr, keep = _capi.to_c(values, self.name)
@@ -531,7 +554,8 @@ class Graph:
                 inputs[i].value = C.pointer(values[name][0])
                 continue
             inputs[i].ndim = len(shape)
-            inputs[i].shape[:len(shape)] = [int(d) for d in shape]
+            inputs[i].shape[:len(shape)] = [_capi.fit_int(int(d), C.c_int64, f"input_shapes[{name!r}][{j}]")
+                                            for j, d in enumerate(shape)]
         h = C.c_void_p()
         check(fn(C.byref(h), cstr(os.fspath(path)), inputs, len(given)))
         del values  # the library has copied them
@@ -659,7 +683,8 @@ class Graph:
     def split(self, x: Tensor, dim: int, n: int) -> List[Tensor]:
         """`n` equal slices of x along `dim` (torch.chunk), as a list."""
         fn = _capi.function("ts_split", "Graph.split")
-        out = (C.c_void_p * max(int(n), 1))()
+        n = _capi.fit_int(int(n), C.c_int, "n")  # before an array of n pointers is made
+        out = (C.c_void_p * max(n, 1))()
         self._locate()
         check(fn(self._h, _tensor_arg(x, self, "split(x)"), int(dim), int(n), out))
         return [Tensor(self, out[i]) for i in range(int(n))]
@@ -683,7 +708,7 @@ class Graph:
                              f"{2 * len(x.shape)}: the befores of every dim, then the afters")
         fn = _capi.function("ts_pad", "Graph.pad")
         self._locate()
-        return self._tensor(fn(self._h, _tensor_arg(x, self, "pad(x)"), (C.c_int64 * len(pads))(*pads),
+        return self._tensor(fn(self._h, _tensor_arg(x, self, "pad(x)"), _capi.int_array(C.c_int64, pads, "pads"),
                                self._PAD_MODES[mode], float(value)))
 
     def outfeed(self, queue: "OutfeedQueue", key: str, tensor: Tensor) -> None:

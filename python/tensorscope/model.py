@@ -95,6 +95,16 @@ class Model:
                 lib.ts_model_cancel(self._owned.ptr)
 
     # ---- life cycle
+    def finish(self) -> None:
+        """Writes what the model still holds for a file of its own: a trace
+        whose step range is open or not reached yet (Options.trace) is
+        written now, and nothing more is traced. Its error is raised here (a
+        full disk: FileError), where closing the model could only log it.
+        The model stays usable."""
+        fn = _capi.function("ts_model_finish", "Model.finish")
+        with self._lock:
+            check(fn(self._h))
+
     def compile(self, *inputs: np.ndarray, **named_inputs: np.ndarray) -> Model:
         """Validates, infers shapes, orders ops and plans memory (the first
         call does it when compile was not called). Inputs, when given, are
@@ -254,17 +264,23 @@ class Model:
                 done.set()
 
         worker = threading.Thread(target=work, name="tensorscope-run", daemon=True)
-        worker.start()
         interrupted = None
-        while not done.is_set():
-            try:
-                # a run clears the flag when it starts: ask again until it stops
+        try:  # a signal may come as soon as the worker starts, before the loop below waits
+            worker.start()
+        except BaseException as e:
+            interrupted = e
+            if worker.ident is None:  # it never started: nothing runs
+                raise
+        while True:
+            try:  # every step of the loop inside: a signal anywhere in it is caught
+                if done.is_set():
+                    break
+                if interrupted is not None:  # a run clears the flag when it starts: ask until it stops
+                    self.cancel()
                 done.wait(None if interrupted is None else 0.05)
             except BaseException as e:  # KeyboardInterrupt, or a handler's own exception
                 if interrupted is None:
                     interrupted = e
-            if interrupted is not None and not done.is_set():
-                self.cancel()
         worker.join()
         if interrupted is not None:
             if result and result[0][0] == _capi.TS_ERR_CANCELLED and not interrupted.args:
@@ -465,7 +481,8 @@ def training_model(model: Any, options: Optional[Options] = None, optimizer: Any
                    lr_schedule: Optional[LRSchedule] = None) -> Model:
     """A training model of `model`, minimising `loss` with `optimizer`
     (ts.SGD, ts.Adam, ts.AdamW), its rate following `lr_schedule` (an
-    LRSchedule; None: constant):
+    LRSchedule, or a torch StepLR or CosineAnnealingLR stepped once per
+    optimizer step; None: constant):
 
     - a ts.Graph: `loss` is its loss tensor or its name (default "loss");
     - a torch.nn.Module, exported through ONNX in training mode with
@@ -478,11 +495,15 @@ def training_model(model: Any, options: Optional[Options] = None, optimizer: Any
       TorchModel.copy_weights_to_torch."""
     if not isinstance(model, Graph):
         from ._torch import training_model_of_module
-        m = training_model_of_module(model, options, optimizer, example_inputs, loss)
+        torch_scheduler = lr_schedule is not None and not isinstance(lr_schedule, LRSchedule)
+        m = training_model_of_module(model, options, optimizer, example_inputs, loss, torch_scheduler)
     elif optimizer is None:
         raise TypeError("training_model needs an optimizer, e.g. optimizer=ts.SGD(lr=0.01)")
     else:
         m = new_training_model(Model, model, options, optimizer, "loss" if loss is None else loss)
+    if lr_schedule is not None and not isinstance(lr_schedule, LRSchedule):
+        from ._torch import lr_schedule_of  # a torch LR scheduler
+        lr_schedule = lr_schedule_of(lr_schedule)
     if lr_schedule is not None:
         m.set_lr_schedule(lr_schedule)
     return m

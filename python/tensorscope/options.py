@@ -163,7 +163,9 @@ class Options:
         """A timeline of the run (docs/trace.md): a Chrome/Perfetto trace
         (JSON) of optimizer steps `steps` ("A:B", (A, B), 1-based,
         inclusive; B = 0 or "A:" to the end; None: every step) written to
-        `path` when step B ends or when the model is freed. None: off."""
+        `path` when step B ends, by Model.finish() or when the model is
+        freed; a file that cannot be written is the error of that step or of
+        finish(). None: off."""
         first, last = 1, 0
         if isinstance(steps, str):
             a, sep, b = steps.partition(":")
@@ -305,6 +307,7 @@ class LRSchedule:
         self.warmup_steps, self.step_size, self.gamma = int(warmup_steps), int(step_size), float(gamma)
         self.total_steps, self.min_lr = int(total_steps), float(min_lr)
         self._kind = code.value
+        self._struct()  # an int the library's int64_t cannot hold is refused here, never wrapped
 
     def _struct(self) -> _capi.LrSchedule:
         return _capi.LrSchedule(self._kind, self.warmup_steps, self.step_size, self.gamma,

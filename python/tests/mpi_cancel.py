@@ -24,9 +24,16 @@ def model(configure):
 
 
 def interrupted(m, x, y, rank, label):
-    if rank == 1:
-        threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
     t0 = time.monotonic()
+    if rank == 1:  # Ctrl-C once the run has completed a step (an event, not a slice of time)
+        before = m.steps
+
+        def interrupt():
+            while m.steps == before and time.monotonic() - t0 < 60:
+                time.sleep(0.002)
+            os.kill(os.getpid(), signal.SIGINT)
+
+        threading.Thread(target=interrupt, daemon=True).start()
     try:
         m(x, y)
         raise AssertionError(f"{label}: rank {rank}: the run was not stopped")
@@ -38,7 +45,7 @@ def interrupted(m, x, y, rank, label):
         message = str(e)
     took = time.monotonic() - t0
     assert "cancelled after" in message, message
-    assert 0 < m.steps < D and took < 3.0, (m.steps, took)
+    assert 0 < m.steps < D and took < 60.0, (m.steps, took)  # generous: steps < D says it stopped early
     print(f"ok   {label}: rank {rank} stopped after {m.steps} of {D} steps, {took:.2f} s: {message}")
 
 

@@ -246,10 +246,23 @@ def test_the_archive_limit_is_settable_and_named_in_the_refusal(tmp_path):
         small_mlp().load_weights(path)  # under the raised limit it loads
     finally:
         ts.set_limit("archive", before)
-    with pytest.raises(ts.InvalidArgumentError, match="one of archive, import"):
+    with pytest.raises(ts.InvalidArgumentError, match="one of archive, compile, import"):
         ts.set_limit("disk", 10)
     with pytest.raises(ts.InvalidArgumentError, match="0 bytes"):
         ts.set_limit("import", 0)
     with pytest.raises(ts.InvalidArgumentError, match="not a size"):
         ts.set_limit("import", "lots")
     assert ts.get_limit("import") > 0
+
+
+def test_the_compile_limit_refuses_a_plan_before_allocating():
+    g = small_mlp(batch=2048, features=64, hidden=2048)  # 16 MiB of f32 each [2048,2048] activation
+    before = ts.get_limit("compile")
+    assert before > 0
+    try:
+        ts.set_limit("compile", "16M")  # the plan needs more: refused before its arenas are allocated
+        with pytest.raises(ts.FormatError, match="TS_MAX_COMPILE_BYTES") as e:
+            ts.training_model(g, loss="loss", optimizer=ts.SGD(lr=0.1)).compile()
+        assert "over the limit of 16777216 bytes" in str(e.value)
+    finally:
+        ts.set_limit("compile", before)

@@ -118,3 +118,20 @@ def test_trace_writes_the_steps_asked_for(tmp_path):
         ts.Options().trace(tmp_path / "x.json", "two")
     with pytest.raises(ts.FileError):
         ts.Options().trace(tmp_path / "no" / "such" / "dir.json")
+
+
+def test_finish_writes_an_open_trace_and_raises_its_error(tmp_path):
+    path = tmp_path / "open.json"
+    g, m = held_model(lr=0.01, options=ts.Options().trace(path))
+    x, y = batches(1)
+    m(x, y)
+    assert not path.exists()
+    m.finish()
+    events = json.loads(path.read_text())["traceEvents"]
+    assert [e["name"] for e in events if e.get("name", "").startswith("step ")] == ["step 1"]
+    g, m = held_model(lr=0.01, options=ts.Options().trace("/dev/full"))
+    m(x, y)
+    with pytest.raises(ts.FileError, match="No space left"):
+        m.finish()
+    m(x, y)  # usable still, untraced
+    m.finish()

@@ -94,3 +94,31 @@ def test_bad_schedules_say_what_is_wrong():
         infer.set_lr_schedule(ts.LRSchedule("constant", warmup_steps=2))
     with pytest.raises(ts.StateError, match="no optimizer"):
         infer.base_lr = 0.1
+
+
+@pytest.mark.parametrize("field", ["warmup_steps", "step_size", "total_steps"])
+def test_integers_beyond_int64_are_refused_not_wrapped(field):
+    # 2**64 + 5 would reach the library as 5 through ctypes
+    with pytest.raises(ts.InvalidArgumentError, match=f"{field}=18446744073709551621 does not fit the library's int64_t"):
+        ts.LRSchedule("cosine", **{field: 2**64 + 5})
+    with pytest.raises(ts.InvalidArgumentError, match=f"{field}=-9223372036854775809 does not fit"):
+        ts.LRSchedule("cosine", **{field: -2**63 - 1})
+    assert ts.LRSchedule("cosine", **{field: 2**63 - 1})._struct().__getattribute__(field) == 2**63 - 1
+
+
+def test_every_integer_the_package_passes_is_checked():
+    """Arguments, struct fields and arrays: an int the C type cannot hold is
+    refused (the ctypes conversion would keep its low bits)."""
+    g = small_mlp()
+    model = ts.training_model(g, loss="loss", optimizer=ts.SGD(lr=LR))
+    with pytest.raises(ts.InvalidArgumentError, match="does not fit the library's int64_t"):
+        ts.LRSchedule().lr_at(0.1, 2**64 + 1)
+    with pytest.raises(ts.InvalidArgumentError, match="does not fit the library's int "):
+        ts.Options().threads(2**32 + 1)
+    with pytest.raises(ts.InvalidArgumentError, match="18446744073709551615 does not fit the library's int64_t"):
+        ts.LRSchedule().lr_at(0.1, np.uint64(2**64 - 1))  # a NumPy integer too
+    with pytest.raises(ts.InvalidArgumentError, match=r"shape\[1\]=36893488147419103232 does not fit"):
+        g.input("big", "f32", [1, 2**65])
+    with pytest.raises(ts.InvalidArgumentError, match="batch_size=18446744073709551617 does not fit"):
+        ts.DataLoader(ts.Dataset.from_arrays(np.zeros((4, 2), np.float32), np.zeros(4, np.int64)), batch_size=2**64 + 1)
+    del model

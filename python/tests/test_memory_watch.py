@@ -16,19 +16,35 @@ from conftest import batches, small_mlp
 MiB = 1 << 20
 
 
+def wait_for(w, what, until, timeout=60.0):
+    """The watcher's stats once until(stats) holds (polled; fails after timeout s)."""
+    t0 = time.monotonic()
+    while True:
+        s = w.stats()
+        if until(s):
+            return s
+        assert time.monotonic() - t0 < timeout, f"{what}: not within {timeout} s: {s}"
+        time.sleep(0.005)
+
+
 def test_peak_covers_a_touched_buffer_and_a_child():
+    # each step waits for the samples it needs, never for a slice of time
     with ts.memory_watch(5) as w:
-        time.sleep(0.05)
-        base = w.stats()["latest"]["rss"]
+        base = wait_for(w, "a first sample", lambda s: s["samples"] >= 1)["latest"]["rss"]
         buf = np.ones(64 * MiB // 8)  # 64 MiB, every page touched
-        time.sleep(0.1)
+        n = w.stats()["samples"]
+        wait_for(w, "two samples while the buffer is held", lambda s: s["samples"] >= n + 2)
         del buf
         child = subprocess.Popen([sys.executable, "-c",
-                                  "import time; b = bytearray(48 << 20); b[::4096] = b'x' * len(b[::4096]); "
-                                  "time.sleep(0.4)"])
-        time.sleep(0.3)
-        during = w.stats()
+                                  "import sys; b = bytearray(48 << 20); b[::4096] = b'x' * len(b[::4096]); "
+                                  "print('touched', flush=True); sys.stdin.read()"],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert child.stdout.readline() == "touched\n"
+        n = w.stats()["samples"]
+        during = wait_for(w, "two samples while the child holds its buffer", lambda s: s["samples"] >= n + 2)
+        child.stdin.close()
         child.wait()
+        wait_for(w, "ten samples", lambda s: s["samples"] >= 10)
     after = ts.memory_watch_stats()
     assert during["running"] and not after["running"]
     assert during["processes"] >= 2, during  # this process and the child

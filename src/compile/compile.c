@@ -386,13 +386,13 @@ static ts_status live_sets(ts_model *m, ts_prog *p, const bool *requested) {
     p->reaches[m->loss] = true;
     for (int i = n - 1; i >= 0; i--)
         if (p->reaches[i] && p->live[i]) {
-            for (int j = 0; j < g->t[i]->n_in; j++)
-                if (!ts_op_int_input(g->t[i]->op, j)) p->reaches[g->t[i]->in[j]] = true;
+            for (int j = 0; j < g->t[i]->n_in; j++) /* a stop-gradient's input gets no gradient from it (PyTorch's None, not 0) */
+                if (!ts_op_int_input(g->t[i]->op, j) && g->t[i]->op != TS_OP_STOP_GRADIENT) p->reaches[g->t[i]->in[j]] = true;
         }
     for (int k = 0; k < p->n_order; k++) {
         int i = p->order[k];
         const ts_tensor *t = g->t[i];
-        bool need = (t->op == TS_OP_PARAM) || requested[i];
+        bool need = (t->op == TS_OP_PARAM && !t->frozen) || requested[i];
         for (int j = 0; j < t->n_in && !need; j++) need = p->needs_grad[t->in[j]] && !ts_op_int_input(t->op, j);
         if (t->n_in > 0 && !ts_op_get(t->op)->has_backward) need = false; /* e.g. a dropout mask: nothing flows through */
         p->needs_grad[i] = need && p->reaches[i] && t->dtype == TS_F32;
@@ -436,11 +436,12 @@ static ts_status build_entries(ts_model *m, ts_prog *p) {
             p->grad_entry[i] = p->n_entries;
             if (add_entry(p, &cap, TS_KIND_GRAD, t, &p->shape[i], false)) return TS_ERR_OUT_OF_MEMORY;
         }
-        if (!m->training || t->op != TS_OP_PARAM || !p->needs_grad[i]) continue;
+        if (!m->training || t->op != TS_OP_PARAM || t->frozen || !p->needs_grad[i]) continue;
         ts_entry_kind kinds[5] = {TS_KIND_ACCUM, TS_KIND_UPDATED};
         int nk = 2;
-        if (m->opt.kind == TS_OPT_SGD && m->opt.momentum != 0.0f) kinds[nk++] = TS_KIND_ACCL;
-        if (m->opt.kind != TS_OPT_SGD) kinds[nk++] = TS_KIND_ACCL1, kinds[nk++] = TS_KIND_ACCL2, kinds[nk++] = TS_KIND_STEP;
+        const ts_optimizer *o = ts_param_optimizer(&m->opt, t);
+        if (o->kind == TS_OPT_SGD && o->momentum != 0.0f) kinds[nk++] = TS_KIND_ACCL;
+        if (o->kind != TS_OPT_SGD) kinds[nk++] = TS_KIND_ACCL1, kinds[nk++] = TS_KIND_ACCL2, kinds[nk++] = TS_KIND_STEP;
         for (int q = 0; q < nk; q++)
             if (add_entry(p, &cap, kinds[q], t, &p->shape[i], true)) return TS_ERR_OUT_OF_MEMORY;
     }
@@ -483,6 +484,20 @@ static void half_storage(ts_model *m, ts_prog *p) {
         if (ok[i]) p->entries[p->value_entry[i]].dtype = g->t[i]->grid;
     }
     ts_free(ok);
+}
+
+/* The compile budget (TS_LIMIT_COMPILE_BYTES): `bytes` more of the plan's
+ * buffers, added to what the program has, checked before any is
+ * allocated (a shape declared by a file can ask for terabytes). */
+static ts_status budget(ts_prog *p, size_t bytes, const char *what) {
+    size_t need;
+    if (__builtin_add_overflow(p->bytes_budgeted, bytes, &need) || need > ts_get_limit(TS_LIMIT_COMPILE_BYTES)) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "compile: the model's buffers (with %s)", what);
+        return ts_limit_exceeded(TS_LIMIT_COMPILE_BYTES, msg, need < p->bytes_budgeted ? UINT64_MAX : (uint64_t)need);
+    }
+    p->bytes_budgeted = need;
+    return TS_OK;
 }
 
 /* Zeroed memory of the model's device (its backend's). */
@@ -676,10 +691,15 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
     size_t unplanned = 0;
     for (int k = 0; k < n_iv; k++) unplanned += (iv[k].bytes + 63) / 64 * 64;
     size_t act_bytes = ts_memplan(iv, n_iv);
+    const bool alloc = !m->opts.plan_only; /* a plan-only compile lays the buffers out and allocates none */
     ts_status st = TS_OK;
     if (act_bytes == (size_t)-1) st = TS_ERR_OUT_OF_MEMORY;
-    if (!st && act_bytes) st = device_alloc(m, act_bytes, &p->arena_activations);
-    if (!st && grads_bytes) st = device_alloc(m, grads_bytes, &p->arena_grads);
+    if (!st && alloc && ((st = budget(p, act_bytes, "the activations' arena")) || (st = budget(p, grads_bytes, "the gradients' arena")))) {
+        ts_free(fwd), ts_free(iv), ts_free(iv_entry);
+        return st;
+    }
+    if (!st && alloc && act_bytes) st = device_alloc(m, act_bytes, &p->arena_activations);
+    if (!st && alloc && grads_bytes) st = device_alloc(m, grads_bytes, &p->arena_grads);
     if (st) {
         ts_free(fwd), ts_free(iv), ts_free(iv_entry);
         return ts_error(TS_ERR_OUT_OF_MEMORY, "compile: out of memory for %zu bytes of activations and %zu of gradients", act_bytes, grads_bytes);
@@ -687,7 +707,7 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
     p->bytes_activations = act_bytes;
     p->bytes_activations_unplanned = unplanned;
     p->bytes_grads = grads_bytes;
-    for (int k = 0; k < n_iv; k++) p->entries[iv_entry[k]].data = p->arena_activations + iv[k].offset / sizeof(float);
+    for (int k = 0; alloc && k < n_iv; k++) p->entries[iv_entry[k]].data = p->arena_activations + iv[k].offset / sizeof(float);
     for (int k = L - 1; k >= 0; k--) { /* a view's input's gradient: the view's buffer (a chain of views: from its last) */
         int c = p->order[k];
         if (p->grad_shared[c]) p->entries[p->grad_entry[g->t[c]->in[0]]].data = p->entries[p->grad_entry[c]].data;
@@ -715,7 +735,7 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
             if (en->kind == TS_KIND_ACCUM && alias_accum) {
                 en->data = p->entries[p->grad_entry[t->id]].data;
             } else {
-                en->data = p->arena_grads + goff / sizeof(float);
+                en->data = alloc ? p->arena_grads + goff / sizeof(float) : NULL;
                 goff += ((size_t)en->numel * sizeof(float) + 63) / 64 * 64;
             }
             break;
@@ -754,7 +774,11 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
         ts_shape in[TS_MAX_INPUTS];
         bool held[TS_MAX_INPUTS];
         for (int j = 0; j < g->t[i]->n_in; j++) in[j] = p->shape[g->t[i]->in[j]], held[j] = ts_op_holds_value(g->t[g->t[i]->in[j]]->op);
-        size_t kept = !m->training && kr->cache_floats ? kr->cache_floats(g->t[i], in, held, &p->shape[i]) : 0;
+        size_t kept = alloc && !m->training && kr->cache_floats ? kr->cache_floats(g->t[i], in, held, &p->shape[i]) : 0;
+        if (kept && (st = budget(p, kept * sizeof(float), "what an op keeps from run to run"))) {
+            ts_free(fwd), ts_free(iv), ts_free(iv_entry);
+            return st;
+        }
         if (kept && ((!p->cache && !(p->cache = ts_calloc((size_t)p->n_nodes, sizeof *p->cache))) ||
                      device_alloc(m, kept * sizeof(float), &p->cache[i]))) {
             ts_free(fwd), ts_free(iv), ts_free(iv_entry);
@@ -765,12 +789,21 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
             size_t w = kr->workspace_floats(in, &p->shape[i], ts_pool_threads(m->pool));
             workspace = w > workspace ? w : workspace;
         }
-        if (!def->scratch_floats) continue;
+        if (!def->scratch_floats || !alloc) continue;
         size_t nf = def->scratch_floats(in, &p->shape[i]);
+        if ((st = budget(p, (nf ? nf : 1) * sizeof(float), "an op's scratch"))) {
+            ts_free(fwd), ts_free(iv), ts_free(iv_entry);
+            return st;
+        }
         if (device_alloc(m, (nf ? nf : 1) * sizeof(float), &p->scratch[i])) {
             ts_free(fwd), ts_free(iv), ts_free(iv_entry);
             return TS_ERR_OUT_OF_MEMORY;
         }
+    }
+    if (!alloc) workspace = 0;
+    if (workspace && (st = budget(p, workspace * sizeof(float), "the kernels' workspace"))) {
+        ts_free(fwd), ts_free(iv), ts_free(iv_entry);
+        return st;
     }
     if (workspace && device_alloc(m, workspace * sizeof(float), &p->workspace)) {
         ts_free(fwd), ts_free(iv), ts_free(iv_entry);
@@ -789,6 +822,11 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
         widen = sum > widen ? sum : widen;
         const ts_entry *oe = &p->entries[p->value_entry[c->id]];
         if (ts_dtype_is_half(oe->dtype) && (size_t)oe->numel > stage) stage = (size_t)oe->numel;
+    }
+    if (!alloc) widen = stage = 0;
+    if ((widen || stage) && (st = budget(p, (widen + stage) * sizeof(float), "the f32 views of 16-bit tensors"))) {
+        ts_free(fwd), ts_free(iv), ts_free(iv_entry);
+        return st;
     }
     if ((widen && device_alloc(m, widen * sizeof(float), &p->widen)) || (stage && !(p->stage16 = ts_malloc(stage * sizeof(float))))) {
         ts_free(fwd), ts_free(iv), ts_free(iv_entry);
@@ -903,9 +941,12 @@ static ts_status resolve_anchors(ts_model *m, ts_prog *p) {
     size_t local = 0, R = (size_t)ts_replicas(m), K = (size_t)ts_stages(m);
     for (int k = 0; k < p->n_anchors; k++) local += (size_t)(p->anchors[k].rows * p->entries[p->anchors[k].entry].numel);
     size_t total = local * (1 + (R > 1 ? 2 * R : 0) + (K > 1 ? K : 0)); /* pipelines gather every stage's rows */
-    if (total && !(p->arena_anchors = ts_calloc(total, sizeof(float)))) return TS_ERR_OUT_OF_MEMORY;
     p->bytes_anchors = total * sizeof(float);
     p->anchor_local = local;
+    if (m->opts.plan_only) return TS_OK; /* laid out, not allocated */
+    ts_status bst = total ? budget(p, total * sizeof(float), "the anchors' arena") : TS_OK;
+    if (bst) return bst;
+    if (total && !(p->arena_anchors = ts_calloc(total, sizeof(float)))) return TS_ERR_OUT_OF_MEMORY;
     if (R > 1 || K > 1) p->anchor_gathered = p->arena_anchors + local;
     size_t off = 0;
     for (int k = 0; k < p->n_anchors; k++) {

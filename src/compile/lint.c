@@ -114,7 +114,7 @@ void ts_lint(const ts_model *m, ts_prog *p) {
     if (!m->training) return;
     for (size_t i = 0; i < g->n; i++) {
         const ts_tensor *t = g->t[i];
-        if (t->op == TS_OP_PARAM && !p->reaches[i])
+        if (t->op == TS_OP_PARAM && !t->frozen && !p->reaches[i])
             warn(p, &cap, "parameter '%s' has no path to the loss '%s': it is never trained%s", t->name, g->t[m->loss]->name,
                  where(t, loc, sizeof loc));
     }

@@ -47,20 +47,28 @@ struct ts_model {
     const ts_collective *coll;
     int64_t next_check;  /* step of the next weight checksum */
     /* cancelling (ts_model_cancel): the flag, set from any thread or a
-     * signal handler; every rank's flag (MPI jobs); the micro-batches a
-     * cancelled run completed */
+     * signal handler; every rank's answer to a question all decide
+     * together (MPI jobs: cancel, skip a loss-scaled step); the
+     * micro-batches a cancelled run completed */
     atomic_int cancel;
-    int *cancel_votes;
+    int *votes;
     int64_t cancel_at;
     struct ts_hold *hold; /* ts_model_hold: a run's tensors kept (observe/hold.c), NULL until asked */
     bool trace_done;     /* its trace (ts_options_set_trace) is written: not started again */
     bool dist_agreed;    /* the ranks' options compared equal (agree.c); cleared by a compile or a new schedule */
     /* dynamic loss scaling (ts_options_set_loss_scaling), on when `scaling` */
     bool scaling;
-    double loss_scale;
+    double loss_scale; /* kept in [TS_LOSS_SCALE_MIN, TS_LOSS_SCALE_MAX] */
     int64_t good_steps;  /* steps in a row without an Inf/NaN gradient */
     int64_t skipped_steps;
 };
+
+/* The range a dynamic loss scale stays in (backing off and growing stop at
+ * its ends) and a checkpoint's scale must be in: 2^-24 (f16's smallest
+ * step: a smaller scale only flushes gradients to zero) to 2^127 (below
+ * f32's largest, which the scale is multiplied in). */
+#define TS_LOSS_SCALE_MIN 0x1p-24
+#define TS_LOSS_SCALE_MAX 0x1p127
 
 /* A model's split over the ranks of a job (src/dist/: replicas, pipeline
  * stages, records gathered to rank 0), as compile, the executor and the

@@ -221,6 +221,7 @@ typedef struct ts_prog {
     float *arena_grads;       size_t bytes_grads;
     float *arena_anchors;     size_t bytes_anchors;
     size_t bytes_activations_unplanned; /* what it would take without reuse */
+    size_t bytes_budgeted; /* every buffer above and below, against TS_LIMIT_COMPILE_BYTES (compile.c's budget) */
     int64_t samples_mb, samples_step;   /* S per run for each kind */
     double flops_mb;
     uint64_t *op_ns;     /* per node, this run: its kernels' time (exec/op_times.c) */

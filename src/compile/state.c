@@ -7,6 +7,11 @@
 ts_status ts_opt_state_init(ts_model *m) {
     if (m->state) return TS_OK;
     ts_graph *g = m->g;
+    for (size_t i = 0; i < g->n; i++) /* one optimizer: a parameter's own settings are of its kind */
+        if (g->t[i]->op == TS_OP_PARAM && g->t[i]->has_opt && g->t[i]->opt.kind != m->opt.kind)
+            return ts_error(TS_ERR_INVALID_ARGUMENT, "parameter '%s' has its own %s settings (ts_param_set_optimizer) but the model trains with %s: "
+                            "give it settings of the model's optimizer", g->t[i]->name, ts_optimizer_name(g->t[i]->opt.kind),
+                            ts_optimizer_name(m->opt.kind));
     int n = 0;
     for (size_t i = 0; i < g->n; i++) n += g->t[i]->op == TS_OP_PARAM;
     m->state = ts_calloc((size_t)(n ? n : 1), sizeof *m->state);
@@ -18,9 +23,10 @@ ts_status ts_opt_state_init(ts_model *m) {
         ts_opt_state *s = &m->state[m->n_state++];
         s->node = t->id;
         size_t numel = (size_t)ts_shape_numel(&t->shape);
-        if (m->opt.kind == TS_OPT_SGD && m->opt.momentum != 0.0f) {
+        const ts_optimizer *o = ts_param_optimizer(&m->opt, t);
+        if (o->kind == TS_OPT_SGD && o->momentum != 0.0f) {
             if (!(s->accl = ts_calloc(numel, sizeof(float)))) return TS_ERR_OUT_OF_MEMORY;
-        } else if (m->opt.kind != TS_OPT_SGD) {
+        } else if (o->kind != TS_OPT_SGD) {
             if (!(s->accl1 = ts_calloc(numel, sizeof(float))) || !(s->accl2 = ts_calloc(numel, sizeof(float))))
                 return TS_ERR_OUT_OF_MEMORY;
         }

@@ -24,10 +24,19 @@ void *ts_malloc(size_t n) {
     return p;
 }
 
+/* Zeroed memory. With the default allocator, the C library's calloc: a
+ * large block comes as fresh pages of zeros that cost no memory until
+ * written (an arena planned for a batch that never runs, a long trace's
+ * event array), where zeroing it would touch every page at once. */
 void *ts_calloc(size_t count, size_t size) {
     if (size && count > SIZE_MAX / size) {
         ts_error(TS_ERR_OUT_OF_MEMORY, "allocation of %zu x %zu bytes overflows", count, size);
         return NULL;
+    }
+    if (current.alloc == default_alloc) {
+        void *p = calloc(count ? count : 1, size ? size : 1);
+        if (!p) ts_error(TS_ERR_OUT_OF_MEMORY, "out of memory allocating %zu bytes", count * size);
+        return p;
     }
     void *p = ts_malloc(count * size);
     if (p && count && size) memset(p, 0, count * size);

@@ -137,6 +137,12 @@ static void int_range(ts_dtype t, double *lo, double *hi) {
     *lo = -INFINITY, *hi = INFINITY;
 }
 
+int64_t ts_f32_nonfinite(const float *x, int64_t n) {
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++) bad += !isfinite(x[i]);
+    return bad;
+}
+
 bool ts_dtype_holds(ts_dtype t, double v) {
     if (t == TS_F64 || isnan(v)) return t == TS_F64 || t == TS_F32 || ts_dtype_is_half(t);
     if (t == TS_F32) return !isfinite(v) || fabs(v) <= FLT_MAX;

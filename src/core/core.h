@@ -90,8 +90,8 @@ size_t ts_escape_text(char *dst, size_t cap, const char *src);
 bool ts_parse_bool(const char *s, bool *out);
 bool ts_parse_log_level(const char *s, int *out);
 bool ts_env_flag(const char *name);
-/* Opens `path` for reading only if it is a regular file (a FIFO is refused
- * at once, not waited on): *fd (the caller closes it) and the file's real
+/* Opens `path` for reading only if it is a regular file, not a symbolic
+ * link (a FIFO is refused at once, not waited on): *fd (the caller closes it) and the file's real
  * size, what every reader of untrusted files checks a stated size against
  * before allocating. `what` (".npy file", "ONNX model") names the kind of
  * file in the errors. ts_file_fopen_read: the same as a stdio stream. */
@@ -128,6 +128,8 @@ bool ts_dtype_is_integer(ts_dtype t); /* the integer dtypes and bool */
  * for f32 a NaN, an infinity or a value within f32's range, any for f64,
  * bf16 and f16 (rounded to nearest even as a cast does). */
 bool ts_dtype_holds(ts_dtype t, double v);
+/* How many of x[0..n) are NaN or infinite. */
+int64_t ts_f32_nonfinite(const float *x, int64_t n);
 /* String -> int map for name lookups (strmap.c). Keys are borrowed: keep
  * each key string alive, unchanged, while it is in the map. Zero-initialise. */
 typedef struct ts_strmap {

@@ -1,5 +1,6 @@
 /* file_read.c -- opening a file a user named, as an untrusted input:
- * regular files only, never waiting on a FIFO, with the real size every
+ * regular files only, never through a symbolic link (the path's last
+ * component), never waiting on a FIFO, with the real size every
  * reader checks a stated size against before allocating. */
 #include "core.h"
 
@@ -13,7 +14,13 @@ ts_status ts_file_open_read(const char *path, const char *what, int *fd_out, uin
     *fd_out = -1;
     /* O_NONBLOCK: opening a FIFO must not wait for a writer; only regular
      * files are read (a FIFO or device could block or never end) */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW); /* a link is not followed: where it points is not the user's file */
+    if (fd < 0 && errno == ELOOP) {
+        struct stat lb;
+        if (lstat(path, &lb) == 0 && S_ISLNK(lb.st_mode))
+            return ts_error(TS_ERR_IO, "cannot read %s %s: it is a symbolic link, and files read as input are not followed through links "
+                            "(docs/reliability.md); give the path of the file itself", what, path);
+    }
     if (fd < 0) return ts_error(TS_ERR_IO, "cannot open %s %s: %s", what, path, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) != 0) {

@@ -1,18 +1,27 @@
-/* limits.c -- what reading one untrusted file may cost (ts_set_limit):
- * process-wide values, set by the API or read once from the environment. */
+/* limits.c -- what reading one untrusted file, or compiling one model, may
+ * cost (ts_set_limit): process-wide values, set by the API or read once
+ * from the environment. */
 #include "core.h"
 
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 static const struct {
-    const char *env;
-    uint64_t fallback;
+    const char *env, *api;
+    uint64_t fallback; /* 0: the machine's physical memory */
+    const char *raise; /* when raising it is right */
 } limit_info[] = {
-    [TS_LIMIT_IMPORT_BYTES] = {"TS_MAX_IMPORT_BYTES", (uint64_t)1 << 30},
-    [TS_LIMIT_ARCHIVE_BYTES] = {"TS_MAX_ARCHIVE_BYTES", (uint64_t)2 << 30},
+    [TS_LIMIT_IMPORT_BYTES] = {"TS_MAX_IMPORT_BYTES", "TS_LIMIT_IMPORT_BYTES", (uint64_t)1 << 30, "if the file is trusted"},
+    [TS_LIMIT_ARCHIVE_BYTES] = {"TS_MAX_ARCHIVE_BYTES", "TS_LIMIT_ARCHIVE_BYTES", (uint64_t)2 << 30, "if the file is trusted"},
+    [TS_LIMIT_COMPILE_BYTES] = {"TS_MAX_COMPILE_BYTES", "TS_LIMIT_COMPILE_BYTES", 0, "if the model is meant to be this large"},
 };
+
+static uint64_t physical_memory(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : (uint64_t)16 << 30;
+}
 /* 0 = not decided yet (the environment is read at first use) */
 static _Atomic uint64_t limit_value[TS_ARRAY_LEN(limit_info)];
 
@@ -57,7 +66,7 @@ uint64_t ts_get_limit(ts_limit which) {
     if (!limit_known(which)) return 0;
     uint64_t v = atomic_load(&limit_value[which]);
     if (v) return v;
-    v = limit_info[which].fallback;
+    v = limit_info[which].fallback ? limit_info[which].fallback : physical_memory();
     const char *e = getenv(limit_info[which].env);
     uint64_t parsed = 0;
     if (e && *e) {
@@ -72,12 +81,10 @@ uint64_t ts_get_limit(ts_limit which) {
 }
 
 ts_status ts_limit_exceeded(ts_limit which, const char *what, uint64_t need) {
-    static const char *const api[] = {[TS_LIMIT_IMPORT_BYTES] = "TS_LIMIT_IMPORT_BYTES",
-                                      [TS_LIMIT_ARCHIVE_BYTES] = "TS_LIMIT_ARCHIVE_BYTES"};
     if (!limit_known(which)) return ts_error(TS_ERR_INTERNAL, "unknown limit %d", (int)which);
     return ts_error(TS_ERR_FORMAT,
-                    "%s would need %llu bytes, over the limit of %llu bytes; if the file is trusted, raise it "
+                    "%s would need %llu bytes, over the limit of %llu bytes; %s, raise it "
                     "with %s=SIZE (e.g. 8G) or ts_set_limit(%s, bytes)",
-                    what, (unsigned long long)need, (unsigned long long)ts_get_limit(which), limit_info[which].env,
-                    api[which]);
+                    what, (unsigned long long)need, (unsigned long long)ts_get_limit(which), limit_info[which].raise,
+                    limit_info[which].env, limit_info[which].api);
 }

@@ -195,6 +195,10 @@ void ts_log_message_in(const char *file, int level, const char *msg) {
     if (ts_log_enabled_in(file, level)) emit(level, msg);
 }
 
+void ts_log_write(int level, const char *message) {
+    if (message && level >= TS_LOG_ERROR && level <= TS_LOG_TRACE) ts_log_message_in("src/model/", level, message);
+}
+
 void ts_log_print(const char *msg) {
     if (ts_get_log_level() == TS_LOG_OFF) return;
     emit(TS_LOG_PRINT, msg);

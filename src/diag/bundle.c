@@ -31,7 +31,11 @@
  * in it and the archive 0600: only their owner reads them.
  * The child also gets TS_LOG_LEVEL=4 (unless set) and TS_IR_DEBUG=1. It
  * runs in its own process group so a timeout (SIGTERM, then SIGKILL 2 s
- * later) reaches the processes it started too. */
+ * later) reaches the processes it started too. Ctrl-C (SIGINT), SIGTERM
+ * and SIGHUP are caught while ts_debug_run runs: the first is forwarded to
+ * that group, the command waited for and the bundle written with what
+ * exists (exit.txt says so; the GPUs are not probed then); a second one
+ * kills the group. */
 #include "core/core.h"
 #include "io/atomic_file.h"
 
@@ -127,10 +131,14 @@ static ts_status close_file(FILE *f, const char *name) {
 }
 
 /* Names of variables and flags whose values are secrets (any case, as
- * part of the name: MY_API_KEY, PGPASSWD, --auth-token). */
+ * part of the name: MY_API_KEY, PGPASSWD, --auth-token), and short ones
+ * that count only as a whole part of the name, between '_', '-', '.' or
+ * its ends (GITHUB_PAT, CI_JOB_JWT, AZURE_SAS, &sig=, but not PATH). */
 static const char *const secret_words[] = {"KEY",     "TOKEN",   "SECRET",     "PASS",  "PWD",
                                            "CREDENTIAL", "AUTH", "PRIVATE",   "WEBHOOK", "COOKIE",
-                                           "SESSION", "SIGNATURE", "CERT",   "BEARER", "DSN"};
+                                           "SESSION", "SIGNATURE", "CERT",   "BEARER", "DSN",
+                                           "CONNECTION_STRING", "CONNECTIONSTRING"};
+static const char *const secret_parts[] = {"JWT", "PAT", "SAS", "SIG"};
 
 static int has_secret_word(const char *name, size_t n) {
     for (size_t w = 0; w < TS_ARRAY_LEN(secret_words); w++) {
@@ -138,6 +146,15 @@ static int has_secret_word(const char *name, size_t n) {
         for (size_t i = 0; i + k <= n; i++)
             if (strncasecmp(name + i, secret_words[w], k) == 0)
                 return 1;
+    }
+    for (size_t i = 0; i < n;) { /* the parts between separators */
+        size_t j = i;
+        while (j < n && isalnum((unsigned char)name[j]))
+            j++;
+        for (size_t w = 0; w < TS_ARRAY_LEN(secret_parts) && j > i; w++)
+            if (j - i == strlen(secret_parts[w]) && strncasecmp(name + i, secret_parts[w], j - i) == 0)
+                return 1;
+        i = j + 1;
     }
     return 0;
 }
@@ -177,13 +194,118 @@ static int secret_var(const char *name, size_t n) {
     return has_secret_word(name, n);
 }
 
-/* Writes text with the credentials of every URL in it replaced:
- * scheme://user:pw@host -> scheme://user:<redacted>@host, and
- * scheme://tok@host -> scheme://<redacted>@host. */
-static void put_redacted_urls(FILE *f, const char *text) {
+/* Where a secret inside a value ends: at a space, a quote, or a separator
+ * of connection strings and URL queries. */
+static size_t secret_span(const char *p) {
+    size_t n = 0;
+    while (p[n] && !isspace((unsigned char)p[n]) && !strchr("\"';&,#", p[n]))
+        n++;
+    return n;
+}
+
+static int token_char(char c) { return isalnum((unsigned char)c) || c == '_' || c == '-'; }
+
+/* Well-known token shapes, at p (the start of a word): GitHub's ghp_ (and
+ * gho_, ghu_, ghs_, ghr_) and github_pat_, GitLab's glpat-, Slack's xox?-,
+ * AWS access key ids (AKIA/ASIA and 16 capitals or digits), and a JWT
+ * (eyJ..., three base64url parts joined by dots). Returns its length, 0. */
+static size_t token_shape(const char *p) {
+    static const char *const prefixes[] = {"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-",
+                                           "xoxa-", "xoxb-", "xoxo-", "xoxp-", "xoxr-", "xoxs-"};
+    size_t run = 0;
+    while (token_char(p[run]))
+        run++;
+    for (size_t i = 0; i < TS_ARRAY_LEN(prefixes); i++) {
+        size_t k = strlen(prefixes[i]);
+        if (strncmp(p, prefixes[i], k) == 0 && run >= k + 10)
+            return run;
+    }
+    if ((strncmp(p, "AKIA", 4) == 0 || strncmp(p, "ASIA", 4) == 0) && run == 20) {
+        size_t i = 4;
+        while (i < 20 && (isupper((unsigned char)p[i]) || isdigit((unsigned char)p[i])))
+            i++;
+        if (i == 20)
+            return 20;
+    }
+    if (strncmp(p, "eyJ", 3) == 0) {
+        size_t n = 0;
+        for (int part = 0; part < 3; part++) {
+            size_t k = 0;
+            while (token_char(p[n + k]))
+                k++;
+            if (k == 0)
+                return 0;
+            n += k;
+            if (part < 2 && p[n++] != '.')
+                return 0;
+        }
+        return n;
+    }
+    return 0;
+}
+
+/* Whether `word` (any case) is in text before q. */
+static int said_before(const char *text, const char *q, const char *word) {
+    size_t k = strlen(word);
+    for (const char *t = text; t + k <= q; t++)
+        if (strncasecmp(t, word, k) == 0)
+            return 1;
+    return 0;
+}
+
+/* The next secret inside text from p: a URL's credentials (see url_secret),
+ * the credentials after "Bearer " (or "Basic " after "Authorization"), the
+ * value of a secret-named key=value pair (AccountKey=, SharedAccessSignature=,
+ * a URL query's access_token= or &sig=, a --password= inside a shell
+ * command) or a well-known token shape. Returns where it starts (*n bytes)
+ * and sets *resume past it; NULL when there is none. */
+static const char *value_secret(const char *text, const char *p, size_t *n, const char **resume) {
+    size_t un = 0;
+    const char *uresume = NULL, *url = url_secret(p, &un, &uresume);
+    for (const char *q = p; *q && (!url || q < url); q++) {
+        int word_start = q == text || !token_char(q[-1]);
+        size_t k = 0;
+        const char *v = NULL;
+        if (word_start && strncasecmp(q, "bearer ", 7) == 0)
+            v = q + 7;
+        else if (word_start && strncasecmp(q, "basic ", 6) == 0 && said_before(text, q, "authorization"))
+            v = q + 6;
+        if (v) {
+            while (*v == ' ')
+                v++;
+            k = secret_span(v);
+        } else if (*q == '=' && q > text) {
+            const char *key = q;
+            while (key > text && (token_char(key[-1]) || key[-1] == '.'))
+                key--;
+            if (key < q && secret_var(key, (size_t)(q - key))) {
+                v = q + 1;
+                k = secret_span(v);
+            }
+        } else if (word_start && (k = token_shape(q)) > 0) {
+            v = q;
+        }
+        if (v && k > 0) {
+            *n = k;
+            *resume = v + k;
+            return v;
+        }
+    }
+    if (url) {
+        *n = un;
+        *resume = uresume;
+    }
+    return url;
+}
+
+/* Writes text with every secret inside it (value_secret) replaced by
+ * <redacted>: scheme://user:pw@host -> scheme://user:<redacted>@host,
+ * scheme://tok@host -> scheme://<redacted>@host, AccountKey=<redacted>;...,
+ * Authorization: Bearer <redacted>. */
+static void put_redacted(FILE *f, const char *text) {
     const char *p = text, *resume, *cred;
     size_t n;
-    while ((cred = url_secret(p, &n, &resume)) != NULL) {
+    while ((cred = value_secret(text, p, &n, &resume)) != NULL) {
         fwrite(p, 1, (size_t)(cred - p), f);
         fputs("<redacted>", f);
         p = resume;
@@ -256,7 +378,48 @@ typedef struct run_result {
     int status;       /* waitpid status */
     int timed_out;
     int exec_errno;   /* nonzero when the command could not be started */
+    int interrupted;  /* the signal forwarded to it (Ctrl-C: SIGINT), 0 if none */
 } run_result;
+
+/* Ctrl-C, SIGTERM and SIGHUP while ts_debug_run runs: the first is kept
+ * here and forwarded to the command, a second one kills it. */
+static const int caught_signals[] = {SIGINT, SIGTERM, SIGHUP};
+static volatile sig_atomic_t g_signal, g_signal_again;
+static struct sigaction g_old_action[TS_ARRAY_LEN(caught_signals)];
+static int g_catching;
+
+static void on_signal(int sig) {
+    if (g_signal)
+        g_signal_again = 1;
+    else
+        g_signal = sig;
+}
+
+/* Catches the signals the user has not told this process to ignore. */
+static void catch_signals(void) {
+    g_signal = 0, g_signal_again = 0;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal; /* no SA_RESTART: poll returns at once */
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < TS_ARRAY_LEN(caught_signals); i++)
+        if (sigaction(caught_signals[i], NULL, &g_old_action[i]) == 0 && g_old_action[i].sa_handler != SIG_IGN)
+            sigaction(caught_signals[i], &sa, NULL);
+    g_catching = 1;
+}
+
+/* The handlers as they were (in a child before exec too: async-signal-safe). */
+static void restore_signals(void) {
+    if (!g_catching)
+        return;
+    for (size_t i = 0; i < TS_ARRAY_LEN(caught_signals); i++)
+        sigaction(caught_signals[i], &g_old_action[i], NULL);
+}
+
+static void stop_catching(void) {
+    restore_signals();
+    g_catching = 0;
+}
 
 static void copy_out(int log_fd, bool echo, const char *buf, size_t n) {
     (void)write_all(log_fd, buf, n);
@@ -289,6 +452,7 @@ static ts_status run_child(char *const *argv, void (*fn)(void), double timeout_s
         return ts_error(TS_ERR_IO, "debug-run: fork: %s", strerror(e));
     }
     if (pid == 0) { /* only async-signal-safe calls from here to exec */
+        restore_signals();
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
@@ -322,7 +486,7 @@ static ts_status run_child(char *const *argv, void (*fn)(void), double timeout_s
     }
 
     uint64_t start = ts_now_ns(), term_at = 0;
-    int reaped = 0, eof = 0, killed = 0;
+    int reaped = 0, eof = 0, killed = 0, hard_killed = 0;
     char buf[65536];
     while (!reaped || !eof) {
         if (!reaped && waitpid(pid, &res->status, WNOHANG) == pid)
@@ -350,6 +514,16 @@ static ts_status run_child(char *const *argv, void (*fn)(void), double timeout_s
             struct timespec ts = {0, 20000000};
             nanosleep(&ts, NULL);
         }
+        if (!reaped && g_signal && !res->interrupted) { /* Ctrl-C: the command's, too */
+            res->interrupted = g_signal;
+            kill(-pid, g_signal);
+            kill(pid, g_signal);
+        }
+        if (!reaped && g_signal_again && !hard_killed) { /* a second one: no more waiting */
+            hard_killed = 1;
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+        }
         uint64_t now = ts_now_ns();
         if (!reaped && timeout_s > 0 && !res->timed_out &&
             (double)(now - start) >= timeout_s * 1e9) {
@@ -373,6 +547,8 @@ static ts_status run_child(char *const *argv, void (*fn)(void), double timeout_s
 /* -------------------------------------------------------- the text files */
 
 static void write_exit(FILE *f, double timeout_s, const run_result *r) {
+    if (r->interrupted)
+        fprintf(f, "interrupted: debug-run got %s and forwarded it to the command\n", signal_name(r->interrupted));
     if (r->timed_out)
         fprintf(f, "timeout after %g s\n", timeout_s);
     if (r->exec_errno)
@@ -389,7 +565,7 @@ static void put_quoted(FILE *f, const char *arg) {
     size_t len = 0;
     FILE *m = open_memstream(&red, &len);
     if (m) {
-        put_redacted_urls(m, arg);
+        put_redacted(m, arg);
         if (fclose(m) != 0) {
             free(red);
             red = NULL;
@@ -454,7 +630,7 @@ static void write_env(FILE *f, char *const *envp) {
         if (eq && secret_var(envp[i], (size_t)(eq - envp[i]))) {
             fprintf(f, "%.*s=<redacted>\n", (int)(eq - envp[i]), envp[i]);
         } else {
-            put_redacted_urls(f, envp[i]);
+            put_redacted(f, envp[i]);
             fputc('\n', f);
         }
     }
@@ -513,6 +689,10 @@ static void print_gpus(void) {
 #define GPU_PROBE_S 15.0
 static void write_gpu(FILE *f) {
     static char *const smi[][3] = {{"nvidia-smi", NULL, NULL}, {"nvidia-smi", "-q", NULL}};
+    if (g_signal) {
+        fprintf(f, "(not probed: debug-run was interrupted by %s)\n", signal_name(g_signal));
+        return;
+    }
     for (size_t i = 0; i <= TS_ARRAY_LEN(smi); i++) {
         char *const *argv = i ? smi[i - 1] : NULL; /* first the description, in a child of ours */
         if (argv)
@@ -571,11 +751,11 @@ static ts_status secret_add(secrets *s, const char *p, size_t n, const char *whe
     return TS_OK;
 }
 
-static ts_status add_url_secrets(secrets *s, const char *text, const char *where) {
+static ts_status add_value_secrets(secrets *s, const char *text, const char *where) {
     const char *p = text, *cred;
     size_t n;
     ts_status st = TS_OK;
-    while (st == TS_OK && (cred = url_secret(p, &n, &p)) != NULL)
+    while (st == TS_OK && (cred = value_secret(text, p, &n, &p)) != NULL)
         st = secret_add(s, cred, n, where);
     return st;
 }
@@ -597,7 +777,7 @@ static ts_status collect_secrets(secrets *s, char *const *envp, char *const *arg
         if (secret_var(envp[i], (size_t)(eq - envp[i])))
             st = secret_add(s, eq + 1, strlen(eq + 1), where);
         if (st == TS_OK)
-            st = add_url_secrets(s, eq + 1, where);
+            st = add_value_secrets(s, eq + 1, where);
     }
     for (size_t i = 1; argv[0] && argv[i] && st == TS_OK; i++) {
         const char *value;
@@ -611,7 +791,7 @@ static ts_status collect_secrets(secrets *s, char *const *envp, char *const *arg
                 st = secret_add(s, value, strlen(value), where);
         }
         if (st == TS_OK)
-            st = add_url_secrets(s, argv[i], where);
+            st = add_value_secrets(s, argv[i], where);
     }
     if (st != TS_OK)
         return ts_error(TS_ERR_OUT_OF_MEMORY, "debug-run: out of memory listing the secrets to scrub");
@@ -853,14 +1033,18 @@ ts_status ts_debug_run(const ts_debug_run_config *c, int *child_status) {
         return ts_error(TS_ERR_INVALID_ARGUMENT,
                         "ts_debug_run: timeout_s is %g; use 0 for none or a positive number",
                         c->timeout_s);
+    catch_signals(); /* from here on a Ctrl-C stops the command, and the bundle is still written */
     ts_atomic_file af; /* first: an outfile that cannot be written stops us before the command runs */
     ts_status ost = ts_atomic_open_mode(&af, c->outfile, 0600);
-    if (ost != TS_OK)
+    if (ost != TS_OK) {
+        stop_catching();
         return ts_error_wrap(ost, "debug-run: --outfile");
+    }
     const char *tmpdir = getenv("TMPDIR");
     char *work = path_join(tmpdir && *tmpdir ? tmpdir : "/tmp", "tensorscope-debug-XXXXXX");
     if (!work) {
         ts_atomic_abort(&af);
+        stop_catching();
         return TS_ERR_OUT_OF_MEMORY;
     }
     if (!mkdtemp(work)) {
@@ -868,6 +1052,7 @@ ts_status ts_debug_run(const ts_debug_run_config *c, int *child_status) {
                                 "(set TMPDIR to a writable directory)", work, strerror(errno));
         ts_free(work);
         ts_atomic_abort(&af);
+        stop_catching();
         return st;
     }
     envlist env = {0};
@@ -903,5 +1088,8 @@ ts_status ts_debug_run(const ts_debug_run_config *c, int *child_status) {
         remove_dir(work);
     env_free(&env);
     ts_free(work);
+    if (c->interrupted)
+        *c->interrupted = g_signal;
+    stop_catching();
     return st;
 }

@@ -209,9 +209,10 @@ static void add_ref(int *v, int *n, int max, int e) {
     if (*n < max && e >= 0) v[(*n)++] = e;
 }
 
-static void optimizer_attrs(const ts_model *m, char *buf, size_t n) {
-    const ts_optimizer *o = &m->opt;
-    size_t used = (size_t)snprintf(buf, n, ", lr=%g", (double)m->base_lr);
+/* The settings parameter t is updated with (its own, or the model's). */
+static void optimizer_attrs(const ts_model *m, const ts_tensor *t, char *buf, size_t n) {
+    const ts_optimizer *o = ts_param_optimizer(&m->opt, t);
+    size_t used = (size_t)snprintf(buf, n, ", lr=%g", t->has_opt ? (double)t->opt.lr : m->base_lr);
     if (used < n && o->kind == TS_OPT_SGD) {
         if (o->momentum != 0.0f) used += (size_t)snprintf(buf + used, n - used, ", momentum=%g", (double)o->momentum);
         if (used < n && o->dampening != 0.0f) used += (size_t)snprintf(buf + used, n - used, ", dampening=%g", (double)o->dampening);
@@ -269,8 +270,8 @@ static ts_status backward_ops(const ts_model *m, bwd_op **out, int *n) {
         add_ref(a->in, &a->n_in, BWD_MAX_IN, p->grad_entry[i]);
         add_ref(a->out, &a->n_out, BWD_MAX_OUT, acc);
         *u = (bwd_op){.src = t, .optimizer = true};
-        snprintf(u->op, sizeof u->op, "%s", m->opt.kind == TS_OPT_SGD ? "SGD" : m->opt.kind == TS_OPT_ADAM ? "Adam" : "AdamW");
-        optimizer_attrs(m, u->attrs, sizeof u->attrs);
+        snprintf(u->op, sizeof u->op, "%s", ts_optimizer_name(m->opt.kind));
+        optimizer_attrs(m, t, u->attrs, sizeof u->attrs);
         add_ref(u->in, &u->n_in, BWD_MAX_IN, p->value_entry[i]);
         add_ref(u->in, &u->n_in, BWD_MAX_IN, acc);
         add_ref(u->out, &u->n_out, BWD_MAX_OUT, ts_prog_entry_of(p, i, TS_KIND_UPDATED));

@@ -2,18 +2,22 @@
  *
  * Recording: a thread bumps `inflight`, checks that the trace is still on,
  * claims a slot of the event array with an atomic add, fills it and marks
- * it ready. Finishing turns the trace off, waits until no thread is inside
- * a recording, writes every ready event and frees the array: no event is
- * written half-filled and none is written into freed memory. */
+ * it before it leaves. Finishing turns the trace off, waits until no thread
+ * is inside a recording, writes every claimed event and frees the array: no
+ * event is written half-filled and none is written into freed memory. The
+ * array is allocated, not cleared: its pages are touched as events fill
+ * them, so a trace sized for a million events costs what it records. */
 #include "diag/trace.h"
 
 #include "io/atomic_file.h"
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 atomic_bool ts_trace_on_;
@@ -23,7 +27,6 @@ atomic_bool ts_trace_on_;
 #define THREAD_NAME_MAX 96
 
 typedef struct event {
-    atomic_int ready;
     uint8_t cat;
     bool counter;
     int tid;
@@ -106,10 +109,8 @@ static event *claim(void) {
     return e;
 }
 
-static void publish(event *e) {
-    atomic_store_explicit(&e->ready, 1, memory_order_release);
-    atomic_fetch_sub(&R.inflight, 1);
-}
+/* The event is whole: once inflight drops to 0, finishing may write it. */
+static void publish(void) { atomic_fetch_sub(&R.inflight, 1); }
 
 void ts_trace_slice(ts_trace_cat cat, const char *op, const char *label, const ts_shape *shape, double flops, int64_t number,
                     uint64_t t0_ns, uint64_t t1_ns) {
@@ -129,7 +130,7 @@ void ts_trace_slice(ts_trace_cat cat, const char *op, const char *label, const t
         while (n > 0 && ((unsigned char)label[n] & 0xC0) == 0x80) n--; /* cut before a character, not inside one */
     if (n) memcpy(e->label, label, n);
     e->label[n] = 0;
-    publish(e);
+    publish();
 }
 
 void ts_trace_counter(const char *track, uint64_t t_ns, double value) {
@@ -142,7 +143,7 @@ void ts_trace_counter(const char *track, uint64_t t_ns, double value) {
     e->value = value;
     e->ndim = -1;
     e->label[0] = 0;
-    publish(e);
+    publish();
 }
 
 void ts_trace_set_op(const char *label) { atomic_store_explicit(&R.op_now, label, memory_order_relaxed); }
@@ -177,7 +178,7 @@ ts_status ts_trace_start(const void *owner, const char *path, int64_t capacity, 
         return st;
     }
     char *p = rank_path(path, rank);
-    event *ev = ts_calloc((size_t)capacity, sizeof *ev);
+    event *ev = (size_t)capacity > SIZE_MAX / sizeof *ev ? NULL : ts_malloc((size_t)capacity * sizeof *ev); /* not cleared: see above */
     if (!p || !ev) {
         ts_free(p);
         ts_free(ev);
@@ -271,10 +272,10 @@ static void write_event(FILE *f, const event *e, int pid) {
     fputs("}}", f);
 }
 
-static ts_status write_file(void) {
+static ts_status write_events(void) {
     ts_atomic_file af;
     ts_status st = ts_atomic_open(&af, R.path);
-    if (st) return ts_error_wrap(st, "trace: writing %s", R.path);
+    if (st) return st;
     FILE *f = af.f;
     int pid = (int)getpid();
     int64_t n = atomic_load(&R.n), kept = n < R.cap ? n : R.cap;
@@ -290,20 +291,31 @@ static ts_status write_file(void) {
         json_str(f, "", R.thread_name[t]);
         fprintf(f, "}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%d,\"tid\":%d,\"args\":{\"sort_index\":%d}}", pid, t + 1, t);
     }
-    for (int64_t i = 0; i < kept; i++)
-        if (atomic_load_explicit(&R.ev[i].ready, memory_order_acquire)) write_event(f, &R.ev[i], pid);
+    for (int64_t i = 0; i < kept; i++) write_event(f, &R.ev[i], pid); /* each claimed slot below cap was filled */
     fputs("\n]}\n", f);
     if (ferror(f)) {
+        int err = errno ? errno : EIO;
         ts_atomic_abort(&af);
-        return ts_error(TS_ERR_IO, "trace: writing %s failed (disk full?)", R.path);
+        return ts_error(TS_ERR_IO, "%s", strerror(err));
     }
     st = ts_atomic_commit(&af);
-    if (st) return ts_error_wrap(st, "trace: writing %s", R.path);
+    if (st) return st;
     if (n > kept)
         ts_logf(TS_LOG_WARN, "trace %s: %lld events did not fit and were dropped; trace fewer steps (--trace-steps A:B)", R.path,
                 (long long)(n - kept));
     ts_logf(TS_LOG_INFO, "trace written to %s (%lld events)", R.path, (long long)kept);
     return TS_OK;
+}
+
+/* The file, or an error; a regular file left at the path by an earlier run
+ * is removed then, so that it is not taken for this run's timeline. */
+static ts_status write_file(void) {
+    errno = 0;
+    ts_status st = write_events();
+    if (!st) return TS_OK;
+    struct stat sb;
+    bool stale = lstat(R.path, &sb) == 0 && S_ISREG(sb.st_mode) && unlink(R.path) == 0;
+    return ts_error_wrap(st, "trace: writing %s failed%s", R.path, stale ? "; the previous trace there was removed" : "");
 }
 
 ts_status ts_trace_finish(const void *owner) {

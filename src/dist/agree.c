@@ -72,12 +72,29 @@ static void walk(const ts_model *m, const ts_prog *p, agree_visit v, void *ctx) 
         ITEM("SGD's Nesterov momentum", "%d", opt->nesterov);
         ITEM("the Adam betas", "%s, %s", flt(f1, opt->beta1), flt(f2, opt->beta2));
         ITEM("the Adam epsilon", "%s", flt(f1, opt->eps));
-        ITEM("the learning-rate schedule (--lr-schedule)", "%s", ts_lr_schedule_name(m->sched.kind));
-        ITEM("the warmup steps (--warmup-steps)", "%lld", (long long)m->sched.warmup_steps);
-        ITEM("the step schedule's step size (--lr-step-size)", "%lld", (long long)m->sched.step_size);
-        ITEM("the step schedule's factor (--lr-gamma)", "%s", num(f1, m->sched.gamma, false));
-        ITEM("the cosine schedule's steps (--epochs and the data)", "%lld", (long long)m->sched.total_steps);
-        ITEM("the cosine schedule's last rate (--lr-min)", "%s", num(f1, m->sched.min_lr, false));
+        /* a schedule's numbers only where it reads them: a mismatch names
+         * what differs, not a field the schedule ignores */
+        const ts_lr_schedule *sc = &m->sched;
+        ITEM("the learning-rate schedule (--lr-schedule)", "%s", ts_lr_schedule_name(sc->kind));
+        ITEM("the warmup steps (--warmup-steps)", "%lld", (long long)sc->warmup_steps);
+        if (sc->kind == TS_LR_STEP) {
+            ITEM("the step schedule's step size (--lr-step-size)", "%lld", (long long)sc->step_size);
+            ITEM("the step schedule's factor (--lr-gamma)", "%s", num(f1, sc->gamma, false));
+        }
+        if (sc->kind == TS_LR_COSINE) {
+            ITEM("the cosine schedule's steps after warmup (--epochs or --steps, and the training split)", "%lld", (long long)sc->total_steps);
+            ITEM("the cosine schedule's last rate (--lr-min)", "%s", num(f1, sc->min_lr, false));
+        }
+        /* loss scaling: a rank that scales and one that does not (or with
+         * another scale) would skip different steps and drift apart */
+        if (m->scaling) snprintf(b, sizeof b, "dynamic from %s", flt(f1, o->scale_init));
+        ITEM("loss scaling (--loss-scale)", "%s", m->scaling ? b : "off");
+        if (m->scaling) {
+            ITEM("the loss scale's growth and backoff factors", "%s, %s", flt(f1, o->scale_growth), flt(f2, o->scale_backoff));
+            ITEM("the loss scale's growth interval", "%d steps", o->scale_interval);
+            ITEM("the current loss scale (the initial one, or a resumed checkpoint's)", "%s after %lld good steps in a row",
+                 num(f1, m->loss_scale, false), (long long)m->good_steps);
+        }
         ITEM("the loss", "'%s'", m->g->t[m->loss]->name);
         ITEM("the gradient outfeed per micro-batch (--outfeed-pre-accumulated-gradients)", "%d", o->grad_pre_accumulated);
     }
@@ -172,6 +189,16 @@ static bool pick_item(void *ctx, const agree_item *it) {
 
 #define AGREE_HINT "every rank must build the same model with the same options (the same command line and flags for every rank): stopping before the next step"
 
+/* TS_ERR_DIST: rank r_bad's item differs from rank 0's, in both values. */
+static ts_status differ(const agree_item *texts, int r_bad) {
+    const agree_item *a = &texts[r_bad], *z = &texts[0];
+    bool one_label = strcmp(a->label, z->label) == 0 || !z->label[0] || !a->label[0];
+    const char *label = z->label[0] ? z->label : a->label;
+    return one_label ? ts_error(TS_ERR_DIST, "the ranks were started differently: rank %d has %s %s, rank 0 has %s; " AGREE_HINT, r_bad, label, a->value, z->value)
+                     : ts_error(TS_ERR_DIST, "the ranks were started differently: rank %d has %s %s, rank 0 has %s %s; " AGREE_HINT, r_bad, a->label,
+                                a->value, z->label, z->value);
+}
+
 ts_status ts_dist_agree(ts_model *m, const ts_prog *p) {
     const ts_collective *c = m->coll;
     if (m->dist_agreed || !c || c->size < 2) return TS_OK;
@@ -205,21 +232,29 @@ ts_status ts_dist_agree(ts_model *m, const ts_prog *p) {
         pick pk = {.want = k, .out = &mine_text};
         walk(m, p, pick_item, &pk);
         if (!st && k < N) st = c->allgather(&mine_text, texts, sizeof mine_text, "the comparison of the ranks' training options");
-        if (!st) {
-            const agree_item *a = &texts[r_bad], *z = &texts[0];
-            bool one_label = strcmp(a->label, z->label) == 0 || !z->label[0] || !a->label[0];
-            const char *label = z->label[0] ? z->label : a->label;
+        if (!st)
             st = k == N ? ts_error(TS_ERR_DIST, "the ranks were started differently (their training options hash differently); every rank must build the same model with the same options")
-                 : one_label
-                     ? ts_error(TS_ERR_DIST, "the ranks were started differently: rank %d has %s %s, rank 0 has %s; " AGREE_HINT, r_bad, label, a->value, z->value)
-                     : ts_error(TS_ERR_DIST, "the ranks were started differently: rank %d has %s %s, rank 0 has %s %s; " AGREE_HINT, r_bad, a->label, a->value,
-                                z->label, z->value);
-        }
+                        : differ(texts, r_bad);
     }
     if (!st) m->dist_agreed = true;
     ts_free(h.v);
     ts_free(all);
     ts_free(each);
+    ts_free(texts);
+    return st;
+}
+
+ts_status ts_dist_agree_on(const char *what, const char *value) {
+    if (!what || !value) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_dist_agree_on: what and value must not be NULL");
+    const ts_collective *c = ts_collective_get();
+    if (!c || c->size < 2) return TS_OK;
+    agree_item mine = {.label = "", .value = ""}, *texts = ts_calloc((size_t)c->size, sizeof *texts);
+    if (!texts) return ts_error(TS_ERR_OUT_OF_MEMORY, "no memory to compare %s across the ranks", what);
+    snprintf(mine.label, sizeof mine.label, "%s", what);
+    snprintf(mine.value, sizeof mine.value, "%s", value);
+    ts_status st = c->allgather(&mine, texts, sizeof mine, "the comparison of the ranks' training options");
+    for (int r = 1; r < c->size && !st; r++)
+        if (strcmp(texts[r].label, texts[0].label) != 0 || strcmp(texts[r].value, texts[0].value) != 0) st = differ(texts, r);
     ts_free(texts);
     return st;
 }

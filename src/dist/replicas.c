@@ -25,7 +25,7 @@
 /* The parameters the optimizer updates, in the same order on every rank. */
 static bool trained(const ts_model *m, const ts_prog *p, int s) {
     int node = m->state[s].node;
-    return p->live[node] && p->needs_grad[node];
+    return p->live[node] && p->needs_grad[node] && !m->g->t[node]->frozen; /* a frozen one's gradient, when asked, is not averaged */
 }
 
 ts_status ts_replicas_compile(ts_model *m, ts_prog *p) {

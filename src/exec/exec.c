@@ -109,23 +109,31 @@ static ts_kctx make_ctx(const ts_model *m, int node, int64_t mb) {
     return k;
 }
 
+/* Whether any rank of the job says yes: every rank calls it at the same
+ * point with its own answer, and all get the same one (without a job, its
+ * own). */
+static ts_status any_rank(ts_model *m, bool mine, bool *any, const char *what) {
+    *any = mine;
+    if (!m->coll) return TS_OK;
+    if (!m->votes) {
+        m->votes = ts_calloc((size_t)m->coll->size, sizeof *m->votes); /* once per model */
+        if (!m->votes) return ts_error(TS_ERR_OUT_OF_MEMORY, "run: no memory for %s", what);
+    }
+    int v = mine;
+    ts_status st = m->coll->allgather(&v, m->votes, sizeof v, what);
+    for (int r = 0; r < m->coll->size && !st; r++) *any = *any || m->votes[r];
+    return st;
+}
+
 /* Before micro-batch mb (the a-th of its step): TS_ERR_CANCELLED once
  * ts_model_cancel was called. Under MPI the ranks share their flags before
  * each step, so every rank stops at the same step or none does. */
 static ts_status cancel_point(ts_model *m, int64_t mb, int a) {
     if (m->prog->recorded && mb != m->prog->recorded_from) return TS_OK; /* recorded steps are done whole or not at all (exec/replay.c) */
-    int mine = atomic_load_explicit(&m->cancel, memory_order_relaxed);
-    bool stop = mine != 0;
-    if (m->coll) { /* every rank stops at the same step or none does */
-        if (a != 0) return TS_OK;
-        if (!m->cancel_votes) {
-            m->cancel_votes = ts_calloc((size_t)m->coll->size, sizeof *m->cancel_votes); /* once per model */
-            if (!m->cancel_votes) return ts_error(TS_ERR_OUT_OF_MEMORY, "run: no memory for the ranks' cancel flags");
-        }
-        ts_status st = m->coll->allgather(&mine, m->cancel_votes, sizeof mine, "the ranks' cancel flags");
-        if (st) return st;
-        for (int r = 0; r < m->coll->size; r++) stop = stop || m->cancel_votes[r];
-    }
+    if (m->coll && a != 0) return TS_OK;
+    bool stop;
+    ts_status st = any_rank(m, atomic_load_explicit(&m->cancel, memory_order_relaxed) != 0, &stop, "the ranks' cancel flags");
+    if (st) return st;
     if (!stop) return TS_OK;
     m->cancel_at = mb;
     return TS_ERR_CANCELLED;
@@ -247,7 +255,7 @@ static ts_status backward(ts_model *m, int64_t mb) {
             m->backend->round_half(m->backend->host_addressable ? (void *)m->pool : m->stream, t->grid, ge->data, ge->numel, lost);
         }
         OBSERVE(m, p->grad_entry[i], mb); /* every consumer has added its part */
-        if (t->op == TS_OP_PARAM && replicas && !m->rerun) { /* its all-reduce can start */
+        if (t->op == TS_OP_PARAM && !t->frozen && replicas && !m->rerun) { /* its all-reduce can start */
             ts_status st = m->par->grad_ready(m, i, mb);
             if (st) return st;
         }
@@ -310,16 +318,18 @@ static void update_summarised(void *ctx, int64_t begin, int64_t end, struct ts_s
 }
 
 /* Whether optimizer state s's parameter is updated by this program (live,
- * trained, and in this rank's pipeline stage). */
+ * trained, not frozen, and in this rank's pipeline stage). */
 static bool updated_here(const ts_model *m, int s) {
     int node = m->state[s].node;
-    return m->prog->live[node] && m->prog->needs_grad[node] && ts_in_stage(m, node);
+    return m->prog->live[node] && m->prog->needs_grad[node] && !m->g->t[node]->frozen && ts_in_stage(m, node);
 }
 
 /* Dynamic loss scaling, at the end of a step: whether a gradient the
  * optimizer would read holds an Inf or NaN (the step is then skipped and
- * the scale backs off), else the scale grows after enough good steps. */
-static bool skip_scaled_step(ts_model *m) {
+ * the scale backs off), else the scale grows after enough good steps. In
+ * a job the ranks decide together: a step one rank skips, every rank
+ * skips, so their weights and scales never part. */
+static ts_status skip_scaled_step(ts_model *m, bool *skip) {
     ts_prog *p = m->prog;
     bool bad = false;
     for (int s = 0; s < m->n_state && !bad; s++) {
@@ -328,18 +338,21 @@ static bool skip_scaled_step(ts_model *m) {
         const ts_entry *ae = &p->entries[ts_prog_entry_of(p, node, TS_KIND_ACCUM)];
         bad = m->backend->has_nonfinite(m->backend->host_addressable ? (void *)m->pool : m->stream, ae->data, ae->numel);
     }
+    ts_status st = any_rank(m, bad, &bad, "the ranks' gradient overflow flags (loss scaling)");
+    if (st) return st;
+    *skip = bad;
     if (bad) {
-        m->loss_scale *= m->opts.scale_backoff;
+        m->loss_scale = fmax(m->loss_scale * m->opts.scale_backoff, TS_LOSS_SCALE_MIN);
         m->good_steps = 0;
         m->skipped_steps++;
         ts_counter_add("SkippedSteps", 1);
         ts_logf(TS_LOG_INFO, "step %lld skipped: a gradient overflowed; loss scale now %g", (long long)m->steps + 1, m->loss_scale);
     } else if (++m->good_steps >= m->opts.scale_interval) {
-        m->loss_scale *= m->opts.scale_growth;
+        m->loss_scale = fmin(m->loss_scale * m->opts.scale_growth, TS_LOSS_SCALE_MAX);
         m->good_steps = 0;
     }
     ts_metric_record_value("LossScale", m->loss_scale); /* the scale the next step starts at */
-    return bad;
+    return TS_OK;
 }
 
 /* Parameter state[s]'s update from its ready gradient, and the observers
@@ -349,8 +362,11 @@ static ts_status update_param(ts_model *m, int s, int64_t d, int A) {
     ts_prog *p = m->prog;
     int node = m->state[s].node, acc = ts_prog_entry_of(p, node, TS_KIND_ACCUM);
     ts_entry *ae = &p->entries[acc], *pe = &p->entries[p->value_entry[node]];
-    ts_opt_consts consts = ts_opt_begin(&m->opt, &m->state[s]); /* the host's step count */
-    update_job u = {m->backend, &m->opt, consts, p->dev_state ? &p->dev_state[s] : &m->state[s], pe->data,
+    const ts_tensor *t = m->g->t[node];
+    ts_optimizer o = *ts_param_optimizer(&m->opt, t);
+    if (t->has_opt) o.lr = (float)ts_lr_at(&m->sched, t->opt.lr, m->steps); /* its own base rate, on the model's schedule */
+    ts_opt_consts consts = ts_opt_begin(&o, &m->state[s]); /* the host's step count */
+    update_job u = {m->backend, &o, consts, p->dev_state ? &p->dev_state[s] : &m->state[s], pe->data,
                     ae->data, A == 1, m->backend->host_addressable ? UPDATE_CHUNK : ae->numel};
     ts_step_update su = {update_range, update_summarised, &u, u.grad, u.param};
     before_write(m, pe);
@@ -391,7 +407,12 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
     ts_crash_set_current_op("Optimizer", "(all parameters)", NULL);
     uint64_t t0 = ts_exec_op_begin(m, -1);
     double scale = m->loss_scale; /* this step's gradients carry it (the check below may grow it for the next) */
-    if (m->scaling && skip_scaled_step(m)) { /* an Inf/NaN gradient: the step is skipped, the scale backs off */
+    bool skip = false;
+    if (m->scaling) {
+        ts_status st = skip_scaled_step(m, &skip);
+        if (st) return st;
+    }
+    if (skip) { /* an Inf/NaN gradient: the step is skipped, the scale backs off */
         p->param_grads_zero = false; /* the next backward clears them */
         if (tr) ts_trace_slice(TS_TRACE_OPTIMIZER, NULL, "skipped (loss scale)", NULL, 0, m->steps + 1, ta, ts_now_ns());
         m->steps++;

@@ -109,6 +109,7 @@ typedef enum ts_op {
     TS_OP_PAD,          /* attr[d]: pad before dim d, attr[TS_MAX_DIMS + d]: after; iparam: ts_pad_mode; fparam: the constant */
     TS_OP_MAX_POOL2D_INDICES, /* MaxPool2d's attrs, PA_COLUMN_MAJOR: each winner's flat index into x (no gradient) */
     TS_OP_CONV_TRANSPOSE2D, /* in: x, w [C, OC/groups, KH, KW], bias; Conv2d's attrs and CA_OPH, CA_OPW: output padding */
+    TS_OP_STOP_GRADIENT, /* x itself; no gradient flows back through it (PyTorch's detach) */
     TS_OP_COUNT
 } ts_op;
 
@@ -145,6 +146,11 @@ struct ts_tensor {
     bool typed;         /* anchored values are returned as out_dtype (ts_tensor_set_output_dtype) */
     ts_dtype out_dtype;
     int onnx_type;      /* ONNX's low-precision type (core/lowbits.h) an import declared for this output, held in f32; 0: none */
+    /* parameters: not updated (ts_param_set_trainable), and the settings
+     * they are updated with when has_opt (ts_param_set_optimizer) */
+    bool frozen;
+    bool has_opt;
+    ts_optimizer opt;
 };
 
 typedef struct ts_outfeed_mark {

@@ -209,6 +209,7 @@ static const ts_op_def table[] = {
     [TS_OP_PAD] = {.op = TS_OP_PAD, .name = "Pad", .arity = 1, .bwd_unread_inputs = 0x1u, .has_backward = true, .shape = ts_shape_pad, .flops = flops_elementwise},
     [TS_OP_MAX_POOL2D_INDICES] = {.op = TS_OP_MAX_POOL2D_INDICES, .name = "MaxPool2dIndices", .arity = 1, .bwd_unread_inputs = 0x1u, .shape = ts_shape_pool2d, .flops = ts_flops_pool2d, .scratch_floats = ts_scratch_max_pool2d},
     [TS_OP_CONV_TRANSPOSE2D] = {.op = TS_OP_CONV_TRANSPOSE2D, .name = "ConvTranspose2d", .arity = TS_ARITY_VARIADIC, .has_backward = true, .shape = ts_shape_conv_transpose2d, .flops = ts_flops_conv_transpose2d},
+    [TS_OP_STOP_GRADIENT] = {.op = TS_OP_STOP_GRADIENT, .name = "StopGradient", .arity = 1, .bwd_unread_inputs = 0x1u, .shape = shape_same, .flops = flops_elementwise},
 };
 _Static_assert(sizeof table / sizeof table[0] == TS_OP_COUNT, "the op table must cover every ts_op");
 

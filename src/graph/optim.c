@@ -3,6 +3,7 @@
 #include "graph/optim.h"
 #include "core/core.h"
 #include "core/stats_vec.h"
+#include "graph/graph.h"
 
 #include <math.h>
 #include <string.h>
@@ -20,6 +21,30 @@ ts_optimizer ts_adam(float lr) {
 ts_optimizer ts_adamw(float lr, float weight_decay) {
     return (ts_optimizer){.kind = TS_OPT_ADAMW, .lr = lr, .weight_decay = weight_decay, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f};
 }
+
+const char *ts_optimizer_name(ts_optimizer_kind k) {
+    switch (k) {
+    case TS_OPT_SGD: return "SGD";
+    case TS_OPT_ADAM: return "Adam";
+    case TS_OPT_ADAMW: return "AdamW";
+    }
+    return "?";
+}
+
+ts_status ts_optimizer_check(const ts_optimizer *o) {
+    if (o->kind < TS_OPT_SGD || o->kind > TS_OPT_ADAMW) return ts_error(TS_ERR_INVALID_ARGUMENT, "unknown optimizer kind %d", (int)o->kind);
+    if (!(o->lr >= 0.0f) || o->lr > 1e6f) return ts_error(TS_ERR_INVALID_ARGUMENT, "learning rate must be in [0, 1e6], got %g", (double)o->lr);
+    if (!(o->momentum >= 0.0f && o->momentum < 1.0f) && o->kind == TS_OPT_SGD)
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "momentum must be in [0, 1), got %g", (double)o->momentum);
+    if (!(o->weight_decay >= 0.0f)) return ts_error(TS_ERR_INVALID_ARGUMENT, "weight decay must be >= 0, got %g", (double)o->weight_decay);
+    if (o->kind != TS_OPT_SGD && !(o->beta1 >= 0.0f && o->beta1 < 1.0f && o->beta2 >= 0.0f && o->beta2 < 1.0f && o->eps > 0.0f))
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "Adam needs betas in [0, 1) and eps > 0");
+    if (o->nesterov && (o->momentum <= 0.0f || o->dampening != 0.0f))
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "Nesterov momentum requires a momentum and zero dampening");
+    return TS_OK;
+}
+
+const ts_optimizer *ts_param_optimizer(const ts_optimizer *model, const ts_tensor *param) { return param->has_opt ? &param->opt : model; }
 
 ts_status ts_lr_schedule_parse(const char *s, ts_lr_schedule_kind *out) {
     for (int k = TS_LR_CONSTANT; k <= TS_LR_COSINE; k++)

@@ -38,4 +38,13 @@ void ts_opt_update_summarised(const ts_optimizer *o, const ts_opt_consts *c, ts_
                               int64_t end, bool clear, struct ts_stats_stream *gs, struct ts_stats_partial *gp,
                               struct ts_stats_stream *ps, struct ts_stats_partial *pp);
 
+/* The settings `param` is updated with: its own (ts_param_set_optimizer)
+ * or the model's `model`. The rate in its own is its base rate, which the
+ * model's schedule scales (the executor's update_param). */
+const ts_optimizer *ts_param_optimizer(const ts_optimizer *model, const ts_tensor *param);
+/* TS_OK, or an error that says which setting is out of range. */
+ts_status ts_optimizer_check(const ts_optimizer *o);
+/* "SGD", "Adam", "AdamW". */
+const char *ts_optimizer_name(ts_optimizer_kind k);
+
 #endif

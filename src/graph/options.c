@@ -104,6 +104,13 @@ ts_status ts_options_set_allow_tf32(ts_options *o, int allow) {
     return TS_OK;
 }
 
+ts_status ts_options_set_plan_only(ts_options *o, int on) {
+    if (!o) return ts_error(TS_ERR_INVALID_ARGUMENT, "options is NULL");
+    if (on != 0 && on != 1) return ts_error(TS_ERR_INVALID_ARGUMENT, "plan_only must be 0 or 1, got %d", on);
+    o->plan_only = on;
+    return TS_OK;
+}
+
 ts_status ts_options_set_replication(ts_options *o, int replicas, int check_every) {
     if (!o) return ts_error(TS_ERR_INVALID_ARGUMENT, "options is NULL");
     if (replicas < 1 || replicas > 4096) return ts_error(TS_ERR_INVALID_ARGUMENT, "replicas must be 1 (off) .. 4096, got %d", replicas);

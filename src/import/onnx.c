@@ -531,11 +531,13 @@ static ts_tensor *made_tensor(importer *im, value *v, ts_status *st) {
     if (v->made) return v->made;
     int64_t n = ts_shape_numel(&v->c.shape);
     bool integer = !ts_onnx_dtype_is_float(v->c.dtype);
-    if ((*st = ts_const_charge((uint64_t)(n ? n : 1) * 4))) {
+    uint64_t bytes = (uint64_t)(n ? n : 1) * 4;
+    /* the graph's copy, which stays, and the f32/i32 values it is made from, while both are alive */
+    if ((*st = ts_const_charge(2 * bytes))) {
         *st = fold_result(im, *st);
         return NULL;
     }
-    void *data = ts_malloc((size_t)(n ? n : 1) * 4);
+    void *data = ts_malloc((size_t)bytes);
     if (!data) {
         *st = TS_ERR_OUT_OF_MEMORY;
         return NULL;
@@ -561,6 +563,7 @@ static ts_tensor *made_tensor(importer *im, value *v, ts_status *st) {
     ts_array a = integer ? ts_array_i32(data, v->c.shape.ndim, v->c.shape.d) : ts_array_f32(data, v->c.shape.ndim, v->c.shape.d);
     ts_tensor *t = ts_constant(im->g, used ? name : "constant", &a);
     ts_free(data);
+    ts_const_release(bytes);
     if (!t) *st = ts_graph_status(im->g);
     v->made = t;
     return t;
@@ -584,7 +587,8 @@ static ts_tensor *broadcast_to(importer *im, ts_tensor *x, const ts_shape *to, t
         zs.d[i] = j < 0 || x->shape.d[j] == 1 ? to->d[i] : 1;
         nz *= zs.d[i];
     }
-    if ((*st = ts_const_charge((uint64_t)(nz ? nz : 1) * 4))) {
+    uint64_t bytes = (uint64_t)(nz ? nz : 1) * 4;
+    if ((*st = ts_const_charge(2 * bytes))) { /* the graph's zeros and the copy they are made from */
         *st = fold_result(im, *st);
         return NULL;
     }
@@ -594,6 +598,7 @@ static ts_tensor *broadcast_to(importer *im, ts_tensor *x, const ts_shape *to, t
     ts_tensor *z = name ? ts_constant(im->g, name, &za) : NULL;
     ts_free(name);
     ts_free(zeros);
+    ts_const_release(bytes);
     ts_tensor *t = z ? ts_add(im->g, x, z) : NULL;
     if (!t) *st = ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
     return t;
@@ -824,6 +829,19 @@ static ts_status op_unary(importer *im, node_io *io) {
 }
 
 static ts_status op_identity(importer *im, node_io *io);
+
+/* The domain of tensorscope's own ops in an ONNX file, which its Python
+ * wrapper writes where ONNX has no op: StopGradient, a torch detach(). */
+#define TS_ONNX_DOMAIN "ai.tensorscope"
+
+/* x, through which no gradient flows (a constant or integers have none). */
+static ts_status op_stop_gradient(importer *im, node_io *io) {
+    value *x = io->in[0];
+    if ((is_const(x) && !x->param) || (x->t && x->t->dtype != TS_F32)) return op_identity(im, io);
+    ts_status st = TS_OK;
+    ts_tensor *t = as_tensor(im, x, &st);
+    return t ? built(im, ts_stop_gradient(im->g, t), &io->out[0]) : st;
+}
 
 /* Max, Min and Sum of any number of inputs (at least one), broadcast: a
  * chain of the binary op, each link a named tensor. */
@@ -2189,6 +2207,7 @@ static const struct {
     {"Unsqueeze", 1, 1, op_squeeze_unsqueeze},
     {"Where", 3, 9, op_where},
     {"Xor", 2, 7, op_binary},
+    {"ai.tensorscope.StopGradient", 1, 1, op_stop_gradient}, /* tensorscope's own domain: key "<domain>.<op type>" */
 };
 
 static const char *supported_list(void) {
@@ -2335,11 +2354,15 @@ static ts_status import_node(importer *im, const Node *n, int index) {
     im->node = n;
     im->node_index = index;
     if (!n->op_type || !*n->op_type) return node_error(im, TS_ERR_FORMAT, "the node has no op type (corrupt file?)");
-    if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx") != 0)
+    bool own = n->domain && strcmp(n->domain, TS_ONNX_DOMAIN) == 0; /* the ops the Python wrapper marks (a detach) */
+    if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx") != 0 && !own)
         return node_error(im, TS_ERR_UNSUPPORTED, "op type %s of domain '%s' is not supported: tensorscope imports the default ONNX "
-                          "domain (opsets %d to %d): %s", n->op_type, n->domain, MIN_OPSET, MAX_OPSET, supported_list());
+                          "domain (opsets %d to %d) and its own, " TS_ONNX_DOMAIN ": %s", n->op_type, n->domain, MIN_OPSET, MAX_OPSET,
+                          supported_list());
+    char key[160];
+    snprintf(key, sizeof key, "%s%s%s", own ? TS_ONNX_DOMAIN : "", own ? "." : "", n->op_type);
     int required = 0, oldest = MIN_OPSET;
-    import_fn fn = find_op(n->op_type, &required, &oldest);
+    import_fn fn = find_op(key, &required, &oldest);
     if (!fn)
         return node_error(im, TS_ERR_UNSUPPORTED, "op type %s is not supported yet; tensorscope imports: %s", n->op_type, supported_list());
     if (!since(im, oldest))
@@ -2559,6 +2582,49 @@ static ts_status import_inputs(importer *im, const TensorscopeOnnx__GraphProto *
     return TS_OK;
 }
 
+/* A node's name for messages: its name, else its place in the graph. */
+static const char *node_label(const Node *n, size_t i, char *buf, size_t cap) {
+    if (n->name && *n->name) return n->name;
+    snprintf(buf, cap, "#%zu", i);
+    return buf;
+}
+
+/* Every value has one writer (static single assignment, as onnx.checker
+ * requires): a node output that another node, a graph input or an
+ * initializer already defines is refused, naming both. */
+static ts_status single_writers(importer *im, const TensorscopeOnnx__GraphProto *gp) {
+    enum { INPUT = -3, INITIALIZER = -2 }; /* else the writing node's index (-1: none yet) */
+    ts_strmap w = {0};
+    ts_status st = TS_OK;
+    /* an initializer may also be listed as an input (IR version < 4) */
+    for (size_t i = 0; !st && i < gp->n_input; i++)
+        if (gp->input[i]->name && *gp->input[i]->name) st = ts_strmap_put(&w, gp->input[i]->name, INPUT);
+    for (size_t i = 0; !st && i < gp->n_initializer; i++)
+        if (gp->initializer[i]->name && *gp->initializer[i]->name) st = ts_strmap_put(&w, gp->initializer[i]->name, INITIALIZER);
+    for (size_t i = 0; !st && i < gp->n_node; i++) {
+        const Node *n = gp->node[i];
+        for (size_t k = 0; !st && k < n->n_output; k++) {
+            const char *name = n->output[k];
+            if (!name || !*name) continue; /* an optional output left out */
+            int prev = ts_strmap_get(&w, name);
+            char a[32], b[32];
+            if (prev == INPUT || prev == INITIALIZER)
+                st = ts_error(TS_ERR_FORMAT, "%s: node '%s' (%s) writes '%s', which is a graph %s; every value has one writer (onnx.checker "
+                              "refuses this graph too): rename the node's output",
+                              im->path, node_label(n, i, a, sizeof a), n->op_type, name, prev == INPUT ? "input" : "initializer");
+            else if (prev >= 0)
+                st = ts_error(TS_ERR_FORMAT, "%s: nodes '%s' (%s) and '%s' (%s) both write '%s'; every value has one writer (onnx.checker "
+                              "refuses this graph too): rename one of the outputs",
+                              im->path, node_label(gp->node[prev], (size_t)prev, a, sizeof a), gp->node[prev]->op_type,
+                              node_label(n, i, b, sizeof b), n->op_type, name);
+            else
+                st = ts_strmap_put(&w, name, (int)i);
+        }
+    }
+    ts_strmap_free(&w);
+    return st;
+}
+
 /* How many node inputs read each value (0 for a node output no node
  * reads; a graph output counts as one reader more), so import_node frees a
  * folded constant after its last reader and skips what nothing reads. */
@@ -2689,7 +2755,8 @@ static ts_status import_graph(importer *im, const TensorscopeOnnx__ModelProto *m
             return st;
         }
     }
-    ts_status st = torch_names(im, gp);
+    ts_status st = single_writers(im, gp);
+    if (!st) st = torch_names(im, gp);
     if (!st) st = count_uses(im, gp);
     im->inputs_from = ts_graph_tensor_count(im->g);
     if (!st) st = import_inputs(im, gp, inputs, n_inputs);

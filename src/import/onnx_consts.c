@@ -31,6 +31,8 @@ ts_status ts_const_charge(uint64_t bytes) {
     return TS_OK;
 }
 
+void ts_const_release(uint64_t bytes) { budget_live -= bytes <= budget_live ? bytes : budget_live; }
+
 bool ts_onnx_int_value(double v, int64_t lo, int64_t hi, int64_t *out) {
     /* (double)hi may round up past hi: compare against 2^63 exactly */
     if (!(v >= (double)lo) || !(v < 9223372036854775808.0) || (int64_t)v > hi) return false;
@@ -100,7 +102,7 @@ void ts_const_free(ts_const *c) {
     if (!c) return;
     ts_free(c->v);
     c->v = NULL;
-    budget_live -= c->bytes <= budget_live ? c->bytes : budget_live;
+    ts_const_release(c->bytes);
     c->bytes = 0;
 }
 

@@ -31,6 +31,8 @@ typedef struct ts_const {
  * with ts_limit_exceeded. */
 void ts_const_budget(uint64_t limit);
 ts_status ts_const_charge(uint64_t bytes);
+/* Gives back `bytes` charged for a temporary copy, once it is freed. */
+void ts_const_release(uint64_t bytes);
 /* Whether v is a number in [lo, hi] (NaN never is), truncated into *out:
  * every float-to-integer conversion of a constant goes through here. */
 bool ts_onnx_int_value(double v, int64_t lo, int64_t hi, int64_t *out);

@@ -15,7 +15,13 @@
  * with dynamic loss scaling `scaler` f64[3] (scale, good steps in a row,
  * skipped steps), and with a loader `loader` i64[11] (ts_loader_pos) and
  * `loader/order` i64[count]. Written atomically (temporary name, then
- * rename). */
+ * rename).
+ *
+ * Reading: every number is range-checked before it is used (number()):
+ * counters (steps, runs, the loader's epoch, the scaler's good and skipped
+ * steps, each parameter's step count) are whole numbers in
+ * 0..CKPT_MAX_COUNT, the loss scale is in [TS_LOSS_SCALE_MIN,
+ * TS_LOSS_SCALE_MAX], and parameters and optimizer state are finite. */
 #include "compile/model.h"
 #include "data/loader.h"
 #include "io/atomic_file.h"
@@ -23,12 +29,17 @@
 #include "io/npy.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #define CKPT_MAGIC "TSCKPT\0\0"
 #define CKPT_VERSION 1u
+/* The largest counter a checkpoint may hold: 2^40 (over a trillion steps),
+ * so that what is computed from it later (steps + runs x D x A, samples
+ * seen, epochs) stays far from int64's end. */
+#define CKPT_MAX_COUNT 0x1p40
 
 /* ---- writing */
 
@@ -296,6 +307,20 @@ static ts_status parse_records(const char *path, const uint8_t *b, size_t n, rec
     return TS_OK;
 }
 
+/* The one reader of a checkpoint's numbers: v (an f64, f32 or i64 field,
+ * as a double: an i64 beyond 2^53 is far outside every range here) if it
+ * is finite, whole where a count is meant and in [lo, hi]; else an error
+ * naming the record, the field and the value. */
+static ts_status number(const char *path, const char *rec, const char *field, double v, double lo, double hi, bool whole,
+                        double *out) {
+    if (isfinite(v) && v >= lo && v <= hi && (!whole || v == floor(v))) {
+        *out = v;
+        return TS_OK;
+    }
+    return ts_error(TS_ERR_FORMAT, "checkpoint %s: '%s' holds %s %.17g; it must be a%s number from %.17g to %.17g: the file is corrupt",
+                    path, rec, field, v, whole ? " whole" : " finite", lo, hi);
+}
+
 /* Checks (copy = false) or copies (copy = true) every parameter's values
  * and optimizer state. */
 static ts_status state_records(const char *path, const record *recs, uint32_t n, ts_model *m, bool copy) {
@@ -313,11 +338,18 @@ static ts_status state_records(const char *path, const record *recs, uint32_t n,
             if (!arrays[k]) continue;
             snprintf(name, sizeof name, "%s/%s", prefix[k], t->name);
             if ((st = want(recs, n, path, name, TS_F32, numel, &r))) return st;
+            int64_t bad = copy ? 0 : ts_f32_nonfinite(r->a.data, numel);
+            if (bad) /* as --weights refuses them: training from a NaN would only spread it */
+                return ts_error(TS_ERR_FORMAT, "checkpoint %s: '%s' holds %lld NaN or infinite value%s of %lld; %s", path, name,
+                                (long long)bad, bad == 1 ? "" : "s", (long long)numel,
+                                k ? "this is not a usable optimizer state" : "these are not usable weights");
             if (copy) memcpy(arrays[k], r->a.data, (size_t)numel * sizeof(float));
         }
         snprintf(name, sizeof name, "step/%s", t->name);
         if ((st = want(recs, n, path, name, TS_F32, 1, &r))) return st;
-        if (copy) m->state[i].step = *(const float *)r->a.data;
+        double step = 0;
+        if ((st = number(path, name, "the step count", *(const float *)r->a.data, 0, CKPT_MAX_COUNT, true, &step))) return st;
+        if (copy) m->state[i].step = (float)step;
     }
     if (copy) m->g->values_gen++, m->state_gen++; /* a device sends them again */
     return TS_OK;
@@ -338,9 +370,13 @@ static ts_status restore(const char *path, const record *recs, uint32_t n, ts_mo
     if (st) return st;
     const int64_t *mv = meta->a.data;
     static const char *const opt_names[] = {"sgd", "adam", "adamw"};
-    if (mv[2] != (int64_t)m->opt.kind || mv[3] != m->n_state || mv[0] < 0 || mv[1] < 0)
+    if (mv[2] != (int64_t)m->opt.kind || mv[3] != m->n_state)
         return ts_error(TS_ERR_INVALID_ARGUMENT, "checkpoint %s was written by a model with optimizer %s and %lld parameters; this one has %s and %d",
                         path, mv[2] >= 0 && mv[2] <= 2 ? opt_names[mv[2]] : "?", (long long)mv[3], opt_names[m->opt.kind], m->n_state);
+    double steps = 0, runs = 0;
+    if ((st = number(path, "meta", "the step count", (double)mv[0], 0, CKPT_MAX_COUNT, true, &steps)) ||
+        (st = number(path, "meta", "the run count", (double)mv[1], 0, CKPT_MAX_COUNT, true, &runs)))
+        return st;
     const record *sr;
     double sv[6];
     if ((st = want(recs, n, path, "schedule", TS_F64, 6, &sr))) return st;
@@ -355,25 +391,33 @@ static ts_status restore(const char *path, const record *recs, uint32_t n, ts_mo
                         ts_lr_schedule_name(m->sched.kind), sv[0], sv[2], sv[3], sv[4], sv[5]);
     }
     if ((st = state_records(path, recs, n, m, false))) return st;
-    if (l) {
+    const record *cr = m->scaling ? find(recs, n, "scaler") : NULL;
+    double scale = 0, good = 0, skipped = 0;
+    if (cr && (cr->a.dtype != TS_F64 || ts_array_numel(&cr->a) != 3))
+        return ts_error(TS_ERR_FORMAT, "checkpoint %s: 'scaler' must hold 3 f64 values (scale, good steps, skipped steps)", path);
+    if (cr) {
+        const double *c = cr->a.data;
+        if ((st = number(path, "scaler", "the loss scale", c[0], TS_LOSS_SCALE_MIN, TS_LOSS_SCALE_MAX, false, &scale)) ||
+            (st = number(path, "scaler", "the good steps in a row", c[1], 0, CKPT_MAX_COUNT, true, &good)) ||
+            (st = number(path, "scaler", "the skipped steps", c[2], 0, CKPT_MAX_COUNT, true, &skipped)))
+            return st;
+    }
+    if (l) { /* the last check: it sets the loader's position when it passes */
         const record *pr, *orr;
         if ((st = want(recs, n, path, "loader", TS_I64, 11, &pr))) return st;
         const int64_t *v = pr->a.data;
+        double epoch = 0;
+        if ((st = number(path, "loader", "the epoch", (double)v[0], 0, CKPT_MAX_COUNT, true, &epoch))) return st;
         if ((st = want(recs, n, path, "loader/order", TS_I64, v[5] > 0 ? v[5] : 0, &orr))) return st;
         ts_loader_pos p = {.epoch = v[0], .pos = v[1], .in_epoch = v[2], .rng = (uint64_t)v[3], .first = v[4], .count = v[5],
                            .batch_size = v[6], .shuffle = v[7], .drop_last = v[8], .seed = (uint64_t)v[9]};
         if ((st = ts_loader_set_pos(l, &p, orr->a.data, ts_array_numel(&orr->a)))) return ts_error_wrap(st, "checkpoint %s", path);
     }
-    const record *cr = m->scaling ? find(recs, n, "scaler") : NULL;
-    if (cr && (cr->a.dtype != TS_F64 || ts_array_numel(&cr->a) != 3 || !(((const double *)cr->a.data)[0] > 0)))
-        return ts_error(TS_ERR_INVALID_ARGUMENT, "checkpoint %s: 'scaler' must hold 3 f64 values, the scale first (> 0)", path);
     state_records(path, recs, n, m, true); /* checked above: cannot fail */
-    if (cr) { /* the loss scale goes on where it was (without the record: from its initial value) */
-        const double *c = cr->a.data;
-        m->loss_scale = c[0], m->good_steps = (int64_t)c[1], m->skipped_steps = (int64_t)c[2];
-    }
-    m->steps = mv[0];
-    m->runs = mv[1];
+    if (cr) /* the loss scale goes on where it was (without the record: from its initial value) */
+        m->loss_scale = scale, m->good_steps = (int64_t)good, m->skipped_steps = (int64_t)skipped;
+    m->steps = (int64_t)steps;
+    m->runs = (int64_t)runs;
     m->opt.lr = (float)ts_lr_at(&m->sched, m->base_lr, m->steps);
     return TS_OK;
 }

@@ -70,24 +70,11 @@ static ts_status model_new(ts_model **out, ts_graph *g, const ts_options *o) {
 
 static bool in_graph(const ts_graph *g, const ts_tensor *t) { return t && t->g == g && t->id >= 0 && (size_t)t->id < g->n && g->t[t->id] == t; }
 
-static ts_status check_optimizer(ts_optimizer o) {
-    if (o.kind < TS_OPT_SGD || o.kind > TS_OPT_ADAMW) return ts_error(TS_ERR_INVALID_ARGUMENT, "unknown optimizer kind %d", (int)o.kind);
-    if (!(o.lr >= 0.0f) || o.lr > 1e6f) return ts_error(TS_ERR_INVALID_ARGUMENT, "learning rate must be in [0, 1e6], got %g", (double)o.lr);
-    if (!(o.momentum >= 0.0f && o.momentum < 1.0f) && o.kind == TS_OPT_SGD)
-        return ts_error(TS_ERR_INVALID_ARGUMENT, "momentum must be in [0, 1), got %g", (double)o.momentum);
-    if (!(o.weight_decay >= 0.0f)) return ts_error(TS_ERR_INVALID_ARGUMENT, "weight decay must be >= 0, got %g", (double)o.weight_decay);
-    if (o.kind != TS_OPT_SGD && !(o.beta1 >= 0.0f && o.beta1 < 1.0f && o.beta2 >= 0.0f && o.beta2 < 1.0f && o.eps > 0.0f))
-        return ts_error(TS_ERR_INVALID_ARGUMENT, "Adam needs betas in [0, 1) and eps > 0");
-    if (o.nesterov && (o.momentum <= 0.0f || o.dampening != 0.0f))
-        return ts_error(TS_ERR_INVALID_ARGUMENT, "Nesterov momentum requires a momentum and zero dampening");
-    return TS_OK;
-}
-
 ts_status ts_model_training(ts_model **out, ts_graph *g, ts_tensor *loss, const ts_options *o, ts_optimizer opt) {
     if (!out) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_training: out is NULL");
     *out = NULL;
     if (g && !in_graph(g, loss)) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_training: the loss is NULL or not a tensor of this graph");
-    ts_status st = check_optimizer(opt);
+    ts_status st = ts_optimizer_check(&opt);
     if (st) return st;
     ts_model *m;
     if ((st = model_new(&m, g, o))) return st;
@@ -121,6 +108,12 @@ ts_status ts_model_inference(ts_model **out, ts_graph *g, ts_tensor *const *outp
     return TS_OK;
 }
 
+ts_status ts_model_finish(ts_model *m) {
+    if (!m) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_finish: no model");
+    m->trace_done = true;
+    return ts_trace_finish(m);
+}
+
 void ts_model_free(ts_model *m) {
     if (!m) return;
     if (ts_trace_finish(m)) /* a trace still open: a cancelled or failed run, or steps to the end */
@@ -136,7 +129,7 @@ void ts_model_free(ts_model *m) {
     if (m->g) m->g->n_models--;
     ts_free(m->outputs);
     ts_free(m->input_override);
-    ts_free(m->cancel_votes);
+    ts_free(m->votes);
     ts_free(m);
 }
 
@@ -170,7 +163,7 @@ ts_status ts_model_compile(ts_model *m) {
     for (int e = 0; !st && e < p->n_entries; e++) /* slots of the size of the records each queue takes */
         for (int k = 0; !st && k < p->entries[e].n_outfeeds; k++)
             st = ts_outfeed_reserve(p->entries[e].outfeeds[k].q, (size_t)p->entries[e].numel * sizeof(float));
-    if (!st) st = ts_device_bind(m, p);
+    if (!st && !m->opts.plan_only) st = ts_device_bind(m, p); /* a plan-only program has no buffers to bind */
     if (st) {
         if (p) ts_prog_free(p);
         return st;

@@ -181,6 +181,9 @@ static void blank_unreached_anchors(ts_model *m, int64_t mbs_done) {
 ts_status ts_model_run(ts_model *m, const char *const *names, const ts_array *inputs, int n) {
     if (!m) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_run: model is NULL");
     if (n < 0) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_run: negative input count");
+    if (m->opts.plan_only)
+        return ts_error(TS_ERR_STATE, "ts_model_run: this model was compiled to plan only (ts_options_set_plan_only): it has no buffers to run "
+                        "in; make it with options that leave plan_only 0");
     atomic_store_explicit(&m->cancel, 0, memory_order_relaxed); /* a cancel stops the run in progress only */
     ts_status st = TS_OK;
     if (!m->compiled || m->stale) st = ts_model_compile(m);

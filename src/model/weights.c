@@ -74,8 +74,7 @@ static ts_status fits(const ts_tensor *t, const ts_array *cur, const ts_array *v
         return ts_error(TS_ERR_SHAPE, "%s: '%s' is %s in the model but %s in the file", where, ts_tensor_name(t),
                         ts_array_shape_str(cur, a, sizeof a), ts_array_shape_str(v, b, sizeof b));
     }
-    int64_t n = ts_array_numel(v), bad = 0;
-    for (int64_t i = 0; i < n; i++) bad += !isfinite(((const float *)v->data)[i]);
+    int64_t n = ts_array_numel(v), bad = ts_f32_nonfinite(v->data, n);
     if (bad)
         return ts_error(TS_ERR_FORMAT, "%s: '%s' holds %lld NaN or infinite value%s of %lld; these are not usable weights", where,
                         ts_tensor_name(t), (long long)bad, bad == 1 ? "" : "s", (long long)n);

@@ -146,6 +146,8 @@ static void cases_copy(ts_op_checker *c) {
     check(c, "flatten [2,3,4,5] from -1", ts_flatten(g, leaf(g, SHAPE(2, 3, 4, 5)), -1), NULL);
     check(c, "flatten [7,9] from 0", ts_flatten(g, leaf(g, SHAPE(7, 9)), 0), NULL);
     check(c, "print [5,3]", ts_print(g, leaf(g, SHAPE(5, 3)), "op case"), NULL);
+    check(c, "stop gradient [4,6]", ts_stop_gradient(g, leaf(g, SHAPE(4, 6))), NULL);
+    check(c, "stop gradient [70001]", ts_stop_gradient(g, leaf(g, SHAPE(70001))), NULL);
     ts_graph_free(g);
 }
 

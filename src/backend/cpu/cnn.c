@@ -1146,20 +1146,26 @@ typedef struct bn_job {
 } bn_job;
 
 /* sum (a[i] - ma) (b[i] - mb) over one plane (b NULL: sum a[i] - ma), in 8
- * float lanes (vectorised) whose total is returned in double: planes are
- * short, the double sum over the batch keeps the precision */
+ * float lanes (vectorised) over blocks of LANE_BLOCK elements, each
+ * block's total added in double: a lane sums at most LANE_BLOCK / 8 terms
+ * in float, so a long plane (112 x 112 of a stem) loses no more than a
+ * short one, and the sums over the batch stay in double */
+#define LANE_BLOCK 256
 static double lane_sum(const float *restrict a, float ma, const float *restrict b, float mb, int64_t n) {
-    float acc[8] = {0};
-    int64_t i = 0;
-    if (b)
-        for (; i + 8 <= n; i += 8)
-            for (int k = 0; k < 8; k++) acc[k] += (a[i + k] - ma) * (b[i + k] - mb);
-    else
-        for (; i + 8 <= n; i += 8)
-            for (int k = 0; k < 8; k++) acc[k] += a[i + k] - ma;
     double t = 0;
+    int64_t i = 0;
+    for (int64_t end = n - n % 8; i < end;) {
+        int64_t stop = end - i > LANE_BLOCK ? i + LANE_BLOCK : end;
+        float acc[8] = {0};
+        if (b)
+            for (; i < stop; i += 8)
+                for (int k = 0; k < 8; k++) acc[k] += (a[i + k] - ma) * (b[i + k] - mb);
+        else
+            for (; i < stop; i += 8)
+                for (int k = 0; k < 8; k++) acc[k] += a[i + k] - ma;
+        for (int k = 0; k < 8; k++) t += acc[k];
+    }
     for (; i < n; i++) t += (double)(a[i] - ma) * (b ? (double)(b[i] - mb) : 1.0);
-    for (int k = 0; k < 8; k++) t += acc[k];
     return t;
 }
 

@@ -188,6 +188,7 @@ static const ts_kernel_row kernels[] = {
     [TS_OP_MAX_POOL2D_INDICES] = {.forward = ts_fwd_max_pool2d_indices},
     [TS_OP_CONV_TRANSPOSE2D] = {.forward = ts_fwd_conv_transpose2d, .backward = ts_bwd_conv_transpose2d,
                                 .workspace_floats = ts_cpu_workspace_conv_transpose2d},
+    [TS_OP_STOP_GRADIENT] = {.forward = fwd_copy},
 };
 _Static_assert(sizeof kernels / sizeof kernels[0] == TS_OP_COUNT, "the CPU kernel table must cover every ts_op");
 
