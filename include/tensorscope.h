@@ -311,7 +311,8 @@ TS_API ts_tensor *ts_abs(ts_graph *g, ts_tensor *x);
 TS_API ts_tensor *ts_gelu(ts_graph *g, ts_tensor *x, int tanh_approx);
 /* The elementwise unary family, by the op's name: Ceil, Floor, Round
  * (half to even), CastInt (toward zero), CastBool (1 where non-zero), Sin,
- * Cos, Not, IsNaN, IsInf (alpha non-zero: +inf counts, beta: -inf),
+ * Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh (NaN outside
+ * an inverse's domain), Not, IsNaN, IsInf (alpha non-zero: +inf counts, beta: -inf),
  * HardSwish, HardSigmoid (max(0, min(1, alpha x + beta))), LeakyRelu (alpha
  * x below 0), Elu (alpha (e^x - 1) below 0), Selu (beta x, or beta alpha
  * (e^x - 1) at or below 0), Softplus, CastLowbits (x rounded onto the
@@ -473,6 +474,25 @@ typedef struct ts_conv2d_params {
  * NULL); p NULL = defaults. */
 TS_API ts_tensor *ts_conv2d(ts_graph *g, ts_tensor *x, ts_tensor *w, ts_tensor *b,
                             const ts_conv2d_params *p);
+/* Geometry of a 2-D transposed convolution (PyTorch's ConvTranspose2d,
+ * ONNX's ConvTranspose); zeros mean the defaults (stride 1, no padding,
+ * no output padding, dilation 1, one group). The padding removes rows and
+ * columns from the output's border; output padding adds them at its
+ * bottom and right. */
+typedef struct ts_conv_transpose2d_params {
+    int stride_h, stride_w;
+    int pad_top, pad_bottom, pad_left, pad_right;
+    int output_pad_h, output_pad_w;
+    int dilation_h, dilation_w;
+    int groups;
+} ts_conv_transpose2d_params;
+/* y[N,OC,OH,OW] = the transpose of a convolution, of x[N,C,H,W] by
+ * w[C,OC/groups,KH,KW], + b[OC] (b may be NULL), with OH = (H-1) stride_h
+ * - pad_top - pad_bottom + dilation_h (KH-1) + output_pad_h + 1 (OW
+ * likewise): the gradient of ts_conv2d with respect to its input, as
+ * PyTorch's conv_transpose2d; p NULL = defaults. */
+TS_API ts_tensor *ts_conv_transpose2d(ts_graph *g, ts_tensor *x, ts_tensor *w, ts_tensor *b,
+                                      const ts_conv_transpose2d_params *p);
 /* A conv layer: creates `<name>.weight` [OC,C/groups,KH,KW] and (if bias)
  * `<name>.bias` [OC], PyTorch's default init U(-1/sqrt(fan_in),
  * 1/sqrt(fan_in)) with fan_in = C/groups*KH*KW; the op is `<name>/Conv2d:0`. */
@@ -536,6 +556,7 @@ TS_API ts_tensor *ts_sigmoid(ts_graph *g, ts_tensor *x);
 
 #ifndef TS_NO_SOURCE_LOCATIONS
 #define ts_conv2d(g, ...) ts_conv2d(TS_AT_(g), __VA_ARGS__)
+#define ts_conv_transpose2d(g, ...) ts_conv_transpose2d(TS_AT_(g), __VA_ARGS__)
 #define ts_conv2d_layer(g, ...) ts_conv2d_layer(TS_AT_(g), __VA_ARGS__)
 #define ts_max_pool2d(g, ...) ts_max_pool2d(TS_AT_(g), __VA_ARGS__)
 #define ts_avg_pool2d(g, ...) ts_avg_pool2d(TS_AT_(g), __VA_ARGS__)

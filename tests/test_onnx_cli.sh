@@ -6,7 +6,7 @@
 # the whole batch equals PyTorch's (the fixture's); names lists the file's
 # value names and anchors take them; graph dumps show model.onnx:<node>;
 # eval; GPT-2 trained on int64 token ids (and one beyond int32 refused); and the errors: data that does not fit the model, an op the importer
-# lacks (the MLP with its Relu op type renamed Asin), a missing file, bad --input / --loss, float labels;
+# lacks (the MLP with its Relu op type renamed Sign), a missing file, bad --input / --loss, float labels;
 # --input-value binds a shape input at import (a Reshape whose shape is a graph input). Every check
 # prints `ok ...` or `FAIL ...`; the script exits non-zero if any failed.
 # needs: onnx npz
@@ -115,13 +115,13 @@ run wrong "$BIN" train --model "$M" --data wrong.npz --batch-size 5 --quiet
 expect wrong 2 "samples of f32\[5,1,5,5\] but the model's input 'x' is f32\[5,1,4,4\]" "data whose samples do not fit the model's input"
 run flab "$BIN" train --model "$M" --data floatlabels.npz --quiet
 expect flab 1 "labels are f32; class labels must be integers" "float labels"
-$PY - "$M" asin.onnx <<'PYEOF' || fail "python writes asin.onnx"
+$PY - "$M" sign.onnx <<'PYEOF' || fail "python writes sign.onnx"
 import sys
 b = open(sys.argv[1], "rb").read()
-open(sys.argv[2], "wb").write(b.replace(b"\x22\x04Relu", b"\x22\x04Asin"))
+open(sys.argv[2], "wb").write(b.replace(b"\x22\x04Relu", b"\x22\x04Sign"))
 PYEOF
-run asin "$BIN" train --model asin.onnx --data data.npz --quiet
-expect asin 1 "node [0-9]+ '/Relu' \(Asin, opset 13\): op type Asin is not supported yet; tensorscope imports: Abs, Add" "an op the importer lacks"
+run sign "$BIN" train --model sign.onnx --data data.npz --quiet
+expect sign 1 "node [0-9]+ '/Relu' \(Sign, opset 13\): op type Sign is not supported yet; tensorscope imports: Abs, Acos" "an op the importer lacks"
 # GPT-2's int64 token ids and labels, as PyTorch exported them, fed by --data
 $PY - "$FIX/gpt2_op13.npz" <<'PYEOF' || fail "numpy writes the token data"
 import sys, numpy as np

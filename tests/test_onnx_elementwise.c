@@ -5,7 +5,8 @@
  * bool, Equal feeding Where (a computed condition), a bool input feeding
  * Where (fed as uint8), Gather along axis 1 by int64 ids with a negative
  * one, LeakyRelu's default alpha, Max of three inputs, Mod with fmod=1 by
- * an int64 constant, Gelu with approximate='tanh' (opset 20). The values
+ * an int64 constant, Gelu with approximate='tanh' (opset 20); the
+ * trigonometric and hyperbolic functions of constants (folded). The values
  * that come out as 1/0 or integers (where ONNX's type is bool or int64)
  * are checked here because ONNX's own cases compare the output type too. */
 /* needs: onnx */
@@ -107,6 +108,61 @@ int main(void) {
     ts_model_free(m);
     ts_options_free(opt);
     ts_graph_free(g);
+
+    /* The trigonometric and hyperbolic functions of a constant (Llama's
+     * rotary embedding: Cos and Sin of positions x frequencies, folded at
+     * import) times a graph input: folded in double, then f32. */
+    {
+        static const char *const trig[] = {"Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh"};
+        double (*const fn[])(double) = {sin, cos, tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh};
+        enum { NT = sizeof trig / sizeof *trig };
+        const float cv[N] = {0.5f, -0.25f, 0.75f, 0.1f, -0.6f, 0.3f}, cv1[N] = {1.0f, 1.5f, 2.0f, 3.0f, 1.25f, 10.0f};
+        model_begin();
+        input("x", 2, (int64_t[]){2, 3});
+        for (int k = 0; k < 2; k++) {
+            Node *cn = node("Constant", k ? "const1" : "const", "", k ? "c1" : "c");
+            Attr *at = attr(cn, "value");
+            at->has_type = 1;
+            at->type = TENSORSCOPE_ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
+            at->t = tensor(k ? "c1" : "c", 1, 2, (int64_t[]){2, 3});
+            at->t->has_raw_data = 1;
+            at->t->raw_data.len = sizeof cv;
+            at->t->raw_data.data = mem(sizeof cv);
+            memcpy(at->t->raw_data.data, k ? cv1 : cv, sizeof cv); /* little-endian hosts only, as the importer */
+        }
+        char names_[NT][2][16];
+        for (int k = 0; k < NT; k++) {
+            snprintf(names_[k][0], 16, "f_%s", trig[k]);
+            snprintf(names_[k][1], 16, "y_%s", trig[k]);
+            node(trig[k], trig[k], strcmp(trig[k], "Acosh") ? "c" : "c1", names_[k][0]);
+            char ins[40];
+            snprintf(ins, sizeof ins, "x,%.15s", names_[k][0]);
+            node("Mul", names_[k][1], ins, names_[k][1]);
+            output(names_[k][1]);
+        }
+        g = NULL;
+        st = import_as("trig_of_constants", &g);
+        CHECK(st == TS_OK, "Sin, Cos, ..., Atanh of constants fold at import%s%s", st ? ": " : "", st ? ts_last_error() : "");
+        ts_tensor *ot[NT];
+        for (int k = 0; !st && k < NT; k++) ot[k] = ts_graph_output_at(g, (size_t)k);
+        m = NULL;
+        opt = ts_options_new();
+        ts_options_set_output_mode(opt, TS_OUTPUT_FINAL, 0);
+        if (!st) st = ts_model_inference(&m, g, ot, NT, opt);
+        float xs[N] = {1.0f, -2.0f, 0.5f, 3.0f, -1.0f, 2.0f};
+        ts_array xin = ts_array_f32(xs, 2, (int64_t[]){2, 3});
+        const char *xname = "x";
+        if (!st) st = ts_model_run(m, &xname, &xin, 1);
+        CHECK(st == TS_OK, "x times each runs%s%s", st ? ": " : "", st ? ts_last_error() : "");
+        for (int k = 0; !st && k < NT; k++) {
+            float want[N];
+            for (int i = 0; i < N; i++) want[i] = xs[i] * (float)fn[k](strcmp(trig[k], "Acosh") ? cv[i] : cv1[i]);
+            check_output(m, g, names_[k][1], want);
+        }
+        ts_model_free(m);
+        ts_options_free(opt);
+        ts_graph_free(g);
+    }
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) printf("could not remove %s\n", dir);

@@ -4,7 +4,8 @@
  * the even neighbour, Mod takes the divisor's sign and FMod the dividend's,
  * Max and Min let NaN win, IsInf counts each infinity only when asked,
  * predicates give exactly 1 or 0 (-0 and NaN included), casts to int go
- * toward zero. Expected values are written from the ops' definitions
+ * toward zero, the trigonometric and hyperbolic functions give their
+ * values (NaN outside an inverse's domain). Expected values are written from the ops' definitions
  * (ONNX's and numpy's); finite-difference gradients are test_ops_grad's.
  * Also: an unknown op name is an error that lists the family. */
 #include <math.h>
@@ -87,6 +88,24 @@ int main(void)
     expect("LeakyRelu alpha 0.1", "LeakyRelu", 0, xs, NULL, 0.1f, 0,
            (const float[N]){0.1f * -4.0f, 0.1f * -3.0f, 0.1f * -1.0f, 0, 1, 3, 4, 0.1f * -0.5f});
 
+    /* the trigonometric and hyperbolic functions at the points where their
+     * values are known exactly, and outside the inverses' domains: NaN */
+    const float tx[N] = {0.0f, -0.0f, 0.5f, 1.0f, -1.0f, 2.0f, nan, inf};
+    const float pi2 = 1.57079632679489662f, pi4 = 0.785398163397448310f;
+    expect("Tan", "Tan", 0, tx, NULL, 0, 0, (const float[N]){0, -0.0f, 0.546302489843790514f, 1.55740772465490223f, -1.55740772465490223f,
+                                                             -2.18503986326151899f, nan, nan});
+    expect("Asin", "Asin", 0, tx, NULL, 0, 0, (const float[N]){0, -0.0f, 0.523598775598298873f, pi2, -pi2, nan, nan, nan});
+    expect("Acos", "Acos", 0, tx, NULL, 0, 0, (const float[N]){pi2, pi2, 1.04719755119659775f, 0, 2 * pi2, nan, nan, nan});
+    expect("Atan", "Atan", 0, tx, NULL, 0, 0, (const float[N]){0, -0.0f, 0.463647609000806116f, pi4, -pi4, 1.10714871779409050f, nan, pi2});
+    expect("Sinh", "Sinh", 0, tx, NULL, 0, 0, (const float[N]){0, -0.0f, 0.521095305493747361f, 1.17520119364380146f, -1.17520119364380146f,
+                                                               3.62686040784701877f, nan, inf});
+    expect("Cosh", "Cosh", 0, tx, NULL, 0, 0, (const float[N]){1, 1, 1.12762596520638079f, 1.54308063481524377f, 1.54308063481524377f,
+                                                               3.76219569108363146f, nan, inf});
+    expect("Asinh", "Asinh", 0, tx, NULL, 0, 0, (const float[N]){0, -0.0f, 0.481211825059603448f, 0.881373587019543025f,
+                                                                 -0.881373587019543025f, 1.44363547517881034f, nan, inf});
+    expect("Acosh", "Acosh", 0, tx, NULL, 0, 0, (const float[N]){nan, nan, nan, 0, nan, 1.31695789692481671f, nan, inf});
+    expect("Atanh", "Atanh", 0, tx, NULL, 0, 0, (const float[N]){0, -0.0f, 0.549306144334054846f, inf, -inf, nan, nan, nan});
+
     /* Mod (the divisor's sign) and FMod (the dividend's), numpy's mod and fmod */
     const float na[N] = {7, -7, 7, -7, 5.5f, -5.5f, 6, 0};
     const float nb[N] = {3, 3, -3, -3, 2, 2, 3, 4};
@@ -137,7 +156,7 @@ int main(void)
         ts_graph *g = ts_graph_new(1);
         int64_t shape[1] = {N};
         ts_tensor *x = ts_input(g, "a", TS_F32, 1, shape);
-        CHECK(ts_unary(g, "Tan", x, 0, 0) == NULL && ts_graph_status(g) == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "Softplus"),
+        CHECK(ts_unary(g, "Sec", x, 0, 0) == NULL && ts_graph_status(g) == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "Softplus"),
               "ts_unary of an unknown name fails, listing the family: %s", ts_last_error());
         ts_graph_free(g);
         g = ts_graph_new(1);

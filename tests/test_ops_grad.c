@@ -490,11 +490,16 @@ static const struct {
 } EW_UNARY[] = {
     {"Sin", 0, 0, 3.0f},        {"Cos", 0, 0, 3.0f},      {"HardSwish", 0, 0, 4.5f},      {"HardSigmoid", 0.2f, 0.5f, 4.0f},
     {"LeakyRelu", 0.01f, 0, 2.0f}, {"Elu", 0.7f, 0, 2.0f}, {"Selu", 1.6732632f, 1.0507010f, 2.0f}, {"Softplus", 0, 0, 5.0f},
+    {"Tan", 0, 0, 1.4f},        {"Asin", 0, 0, 0.9f},     {"Acos", 0, 0, 0.9f},          {"Atan", 0, 0, 3.0f},
+    {"Sinh", 0, 0, 2.0f},       {"Cosh", 0, 0, 2.0f},     {"Asinh", 0, 0, 3.0f},         {"Acosh", 0, 0, 1.0f},
+    {"Atanh", 0, 0, 0.9f},
 };
 
 static ts_tensor *b_ew_unary(ts_graph *g, const op_case *c)
 {
     ts_tensor *x = rparam(g, "x", 3, S234, D_AWAY);
+    if (strcmp(EW_UNARY[c->iarg].op, "Acosh") == 0) /* its domain: x >= 1, here e^|x| in [1.1, 2.7] */
+        x = ts_exp(g, ts_abs(g, x));
     return ts_unary(g, EW_UNARY[c->iarg].op, ts_scale(g, x, EW_UNARY[c->iarg].scale), EW_UNARY[c->iarg].alpha,
                     EW_UNARY[c->iarg].beta);
 }
@@ -684,6 +689,33 @@ static ts_tensor *b_conv2d(ts_graph *g, const op_case *c)
     ts_tensor *w = rparam(g, "w", 4, (int64_t[]){v->OC, v->C / G, v->KH, v->KW}, D_SYM);
     ts_tensor *b = v->has_bias ? rparam(g, "b", 1, (int64_t[]){v->OC}, D_SYM) : NULL;
     return ts_conv2d(g, x, w, b, &v->p);
+}
+
+/* conv_transpose2d variants by iarg: x [2,C,H,W], w [C,OC/groups,KH,KW]
+ * and the geometry, with bias when has_bias. */
+typedef struct convt_variant {
+    int64_t C, H, W, OC, KH, KW;
+    ts_conv_transpose2d_params p;
+    int has_bias;
+} convt_variant;
+
+static const convt_variant CONVT_VARIANTS[] = {
+    {2, 3, 4, 3, 3, 3, {0}, 1},                                                        /* plain */
+    {2, 3, 3, 2, 3, 2, {.stride_h = 2, .stride_w = 3, .output_pad_h = 1, .output_pad_w = 2}, 1}, /* strides, output padding */
+    {3, 4, 4, 2, 3, 3, {.pad_top = 1, .pad_bottom = 0, .pad_left = 2, .pad_right = 1, .stride_h = 2, .stride_w = 2}, 0},
+    {2, 3, 3, 2, 2, 3, {.dilation_h = 2, .dilation_w = 3, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1}, 1},
+    {4, 3, 3, 6, 3, 3, {.groups = 2, .stride_h = 2, .stride_w = 2, .pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1}, 1},
+    {2, 3, 3, 2, 2, 2, {.stride_h = 1, .stride_w = 1, .dilation_h = 2, .dilation_w = 2, .output_pad_h = 1, .output_pad_w = 1}, 1},
+};
+
+static ts_tensor *b_conv_transpose2d(ts_graph *g, const op_case *c)
+{
+    const convt_variant *v = &CONVT_VARIANTS[c->iarg];
+    int64_t G = v->p.groups ? v->p.groups : 1;
+    ts_tensor *x = rparam(g, "x", 4, (int64_t[]){2, v->C, v->H, v->W}, D_SYM);
+    ts_tensor *w = rparam(g, "w", 4, (int64_t[]){v->C, v->OC / G, v->KH, v->KW}, D_SYM);
+    ts_tensor *b = v->has_bias ? rparam(g, "b", 1, (int64_t[]){v->OC}, D_SYM) : NULL;
+    return ts_conv_transpose2d(g, x, w, b, &v->p);
 }
 
 /* x [2,2,H,W] with distinct values 0.05 apart (a shuffled grid), so that a
@@ -1039,6 +1071,15 @@ int main(void)
         {"elu alpha 0.7 (2x)", b_ew_unary, 1e-3, 1e-2, 1e-4, 5, 0, {0}},
         {"selu (2x)", b_ew_unary, 1e-3, 1e-2, 1e-4, 6, 0, {0}},
         {"softplus (5x)", b_ew_unary, 1e-3, 1e-2, 1e-4, 7, 0, {0}},
+        {"tan (1.4x)", b_ew_unary, 1e-3, 1e-2, 1e-4, 8, 0, {0}},
+        {"asin (0.9x)", b_ew_unary, 1e-3, 1e-2, 1e-4, 9, 0, {0}},
+        {"acos (0.9x)", b_ew_unary, 1e-3, 1e-2, 1e-4, 10, 0, {0}},
+        {"atan (3x)", b_ew_unary, 1e-3, 1e-2, 1e-4, 11, 0, {0}},
+        {"sinh (2x)", b_ew_unary, 1e-3, 1e-2, 1e-4, 12, 0, {0}},
+        {"cosh (2x)", b_ew_unary, 1e-3, 1e-2, 1e-4, 13, 0, {0}},
+        {"asinh (3x)", b_ew_unary, 1e-3, 1e-2, 1e-4, 14, 0, {0}},
+        {"acosh (e^x)", b_ew_unary, 1e-3, 1e-2, 1e-4, 15, 0, {0}},
+        {"atanh (0.9x)", b_ew_unary, 1e-3, 1e-2, 1e-4, 16, 0, {0}},
         {"pow [2,3,4]**[3,4] (tensor)", b_ew_binary, 1e-3, 1e-2, 1e-4, 0, 2, {3, 4}},
         {"pow [2,3,4]**[2,3,4]", b_ew_binary, 1e-3, 1e-2, 1e-4, 0, 3, {2, 3, 4}},
         {"max [2,3,4],[2,1,4]", b_ew_binary, 1e-3, 1e-2, 1e-4, 1, 3, {2, 1, 4}},
@@ -1084,6 +1125,12 @@ int main(void)
         {"conv2d groups 2", b_conv2d, LIN, 1e-3, 1e-4, 4, 0, {0}},
         {"conv2d depthwise stride 2", b_conv2d, LIN, 1e-3, 1e-4, 5, 0, {0}},
         {"conv2d same, k2x4", b_conv2d, LIN, 1e-3, 1e-4, 6, 0, {0}},
+        {"conv_transpose2d k3 3x4", b_conv_transpose2d, LIN, 1e-3, 1e-4, 0, 0, {0}},
+        {"conv_transpose2d stride 2,3 output pad 1,2", b_conv_transpose2d, LIN, 1e-3, 1e-4, 1, 0, {0}},
+        {"conv_transpose2d stride 2 pad 1,0,2,1 no bias", b_conv_transpose2d, LIN, 1e-3, 1e-4, 2, 0, {0}},
+        {"conv_transpose2d dilation 2,3 pad 1", b_conv_transpose2d, LIN, 1e-3, 1e-4, 3, 0, {0}},
+        {"conv_transpose2d groups 2 stride 2 pad 1", b_conv_transpose2d, LIN, 1e-3, 1e-4, 4, 0, {0}},
+        {"conv_transpose2d dilation 2 output pad 1", b_conv_transpose2d, LIN, 1e-3, 1e-4, 5, 0, {0}},
         {"max_pool2d k2", b_max_pool, 2e-2, 1e-3, 1e-4, 0, 0, {0}},
         {"max_pool2d k3 s2 pad 1", b_max_pool, 2e-2, 1e-3, 1e-4, 1, 0, {0}},
         {"max_pool2d k3x2 s1,2 pad 0,1,1,0", b_max_pool, 2e-2, 1e-3, 1e-4, 2, 0, {0}},

@@ -127,6 +127,12 @@ class Conv2dParams(Struct):  # ts_conv2d_params
         "dilation_w", "groups", "same")]
 
 
+class ConvTranspose2dParams(Struct):  # ts_conv_transpose2d_params
+    _fields_ = [(n, C.c_int) for n in (
+        "stride_h", "stride_w", "pad_top", "pad_bottom", "pad_left", "pad_right", "output_pad_h",
+        "output_pad_w", "dilation_h", "dilation_w", "groups")]
+
+
 class Pool2dParams(Struct):  # ts_pool2d_params
     _fields_ = [(n, C.c_int) for n in (
         "kernel_h", "kernel_w", "stride_h", "stride_w", "pad_top", "pad_bottom", "pad_left",

@@ -98,6 +98,31 @@ def test_struct_arguments_against_numpy():
         g.max_pool2d(xt, {"kernel": 2})
 
 
+@pytest.mark.skipif(not has("ts_conv_transpose2d"), reason="this library has no transposed convolution")
+def test_conv_transpose2d_against_numpy():
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((2, 4, 3, 4)).astype(np.float32)
+    w = rng.standard_normal((4, 3, 3, 2)).astype(np.float32)  # groups 2: [C, OC/groups, KH, KW]
+    b = rng.standard_normal(6).astype(np.float32)
+    g = ts.Graph()
+    xt = g.input("x", "f32", list(x.shape))
+    p = {"stride_h": 2, "stride_w": 3, "pad_top": 1, "pad_left": 1, "output_pad_h": 1,
+         "dilation_w": 2, "groups": 2}
+    y = g.conv_transpose2d(xt, g.constant("w", w), g.constant("b", b), p)
+    m = ts.inference_model(g, ts.Options(), outputs=[y])
+    m.compile()
+    got = m(x)
+    # each input element scatters w * x to rows ih*2 - 1 + kh, columns iw*3 - 1 + kw*2
+    OH, OW = (3 - 1) * 2 - 1 + 2 + 1 + 1, (4 - 1) * 3 - 1 + 2 * 1 + 1
+    want = np.zeros((2, 6, OH, OW)) + b[None, :, None, None]
+    for n, c, ih, iw, o, kh, kw in np.ndindex(2, 4, 3, 4, 3, 3, 2):
+        r, q = ih * 2 - 1 + kh, iw * 3 - 1 + kw * 2
+        if 0 <= r < OH and 0 <= q < OW:
+            want[n, (c // 2) * 3 + o, r, q] += float(x[n, c, ih, iw]) * float(w[c, o, kh, kw])
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.skipif(not has("ts_max_pool2d_indices"), reason="this library has no pooling indices")
 def test_pooling_dilation_ceil_and_indices_against_numpy():
     rng = np.random.default_rng(1)

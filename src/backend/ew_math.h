@@ -54,6 +54,15 @@ enum {
     TS_EWU_NONZERO,   /* a cast to bool */
     TS_EWU_SIN,
     TS_EWU_COS,
+    TS_EWU_TAN,
+    TS_EWU_ASIN,
+    TS_EWU_ACOS,
+    TS_EWU_ATAN,
+    TS_EWU_SINH,
+    TS_EWU_COSH,
+    TS_EWU_ASINH,
+    TS_EWU_ACOSH,
+    TS_EWU_ATANH,
     TS_EWU_NOT,
     TS_EWU_ISNAN,
     TS_EWU_ISINF,     /* alpha: +inf counts, beta: -inf counts */
@@ -82,6 +91,15 @@ TS_EW int ts_ewu_kind(const ts_tensor *node) {
     case TS_OP_CAST_BOOL: return TS_EWU_NONZERO;
     case TS_OP_SIN: return TS_EWU_SIN;
     case TS_OP_COS: return TS_EWU_COS;
+    case TS_OP_TAN: return TS_EWU_TAN;
+    case TS_OP_ASIN: return TS_EWU_ASIN;
+    case TS_OP_ACOS: return TS_EWU_ACOS;
+    case TS_OP_ATAN: return TS_EWU_ATAN;
+    case TS_OP_SINH: return TS_EWU_SINH;
+    case TS_OP_COSH: return TS_EWU_COSH;
+    case TS_OP_ASINH: return TS_EWU_ASINH;
+    case TS_OP_ACOSH: return TS_EWU_ACOSH;
+    case TS_OP_ATANH: return TS_EWU_ATANH;
     case TS_OP_NOT: return TS_EWU_NOT;
     case TS_OP_ISNAN: return TS_EWU_ISNAN;
     case TS_OP_ISINF: return TS_EWU_ISINF;
@@ -115,6 +133,15 @@ TS_EW float ts_ewu_forward(int kind, float x, float alpha, float beta) {
     case TS_EWU_NONZERO: return x != 0.0f ? 1.0f : 0.0f;
     case TS_EWU_SIN: return sinf(x);
     case TS_EWU_COS: return cosf(x);
+    case TS_EWU_TAN: return tanf(x);
+    case TS_EWU_ASIN: return asinf(x);
+    case TS_EWU_ACOS: return acosf(x);
+    case TS_EWU_ATAN: return atanf(x);
+    case TS_EWU_SINH: return sinhf(x);
+    case TS_EWU_COSH: return coshf(x);
+    case TS_EWU_ASINH: return asinhf(x);
+    case TS_EWU_ACOSH: return acoshf(x);
+    case TS_EWU_ATANH: return atanhf(x);
     case TS_EWU_NOT: return x == 0.0f ? 1.0f : 0.0f;
     case TS_EWU_ISNAN: return x != x ? 1.0f : 0.0f;
     case TS_EWU_ISINF: return (x == INFINITY && alpha != 0.0f) || (x == -INFINITY && beta != 0.0f) ? 1.0f : 0.0f;
@@ -154,6 +181,18 @@ TS_EW float ts_ewu_derivative(int kind, float v, float alpha, float beta) {
     }
     case TS_EWU_SIN: return cosf(x);
     case TS_EWU_COS: return -sinf(x);
+    case TS_EWU_TAN: { /* 1 + tan^2 x */
+        float t = tanf(x);
+        return 1.0f + t * t;
+    }
+    case TS_EWU_ASIN: return 1.0f / sqrtf(1.0f - x * x);
+    case TS_EWU_ACOS: return -1.0f / sqrtf(1.0f - x * x);
+    case TS_EWU_ATAN: return 1.0f / (1.0f + x * x);
+    case TS_EWU_SINH: return coshf(x);
+    case TS_EWU_COSH: return sinhf(x);
+    case TS_EWU_ASINH: return 1.0f / sqrtf(x * x + 1.0f);
+    case TS_EWU_ACOSH: return 1.0f / sqrtf(x * x - 1.0f);
+    case TS_EWU_ATANH: return 1.0f / (1.0f - x * x);
     case TS_EWU_HARDSWISH: return x < -3.0f ? 0.0f : x > 3.0f ? 1.0f : x / 3.0f + 0.5f;
     case TS_EWU_HARDSIGMOID: {
         float t = alpha * x + beta;

@@ -41,6 +41,23 @@ ts_tensor *ts_conv2d(ts_graph *g, ts_tensor *x, ts_tensor *w, ts_tensor *b, cons
     return ts_graph_add_node(g, TS_OP_CONV2D, ins, b ? 3 : 2, NULL, set_attrs, at);
 }
 
+ts_tensor *ts_conv_transpose2d(ts_graph *g, ts_tensor *x, ts_tensor *w, ts_tensor *b, const ts_conv_transpose2d_params *p) {
+    if (!g || g->sticky) return NULL;
+    ts_conv_transpose2d_params d = p ? *p : (ts_conv_transpose2d_params){0};
+    if (d.stride_h < 0 || d.stride_w < 0 || d.dilation_h < 0 || d.dilation_w < 0 || d.groups < 0 || d.pad_top < 0 || d.pad_bottom < 0 ||
+        d.pad_left < 0 || d.pad_right < 0 || d.output_pad_h < 0 || d.output_pad_w < 0)
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_conv_transpose2d: stride, dilation, groups, padding and output padding must "
+                             "not be negative");
+    int64_t at[TS_MAX_ATTRS] = {0};
+    at[CA_SH] = d.stride_h ? d.stride_h : 1, at[CA_SW] = d.stride_w ? d.stride_w : 1;
+    at[CA_DH] = d.dilation_h ? d.dilation_h : 1, at[CA_DW] = d.dilation_w ? d.dilation_w : 1;
+    at[CA_GROUPS] = d.groups ? d.groups : 1;
+    at[CA_PT] = d.pad_top, at[CA_PB] = d.pad_bottom, at[CA_PL] = d.pad_left, at[CA_PR] = d.pad_right;
+    at[CA_OPH] = d.output_pad_h, at[CA_OPW] = d.output_pad_w;
+    const ts_tensor *ins[3] = {x, w, b};
+    return ts_graph_add_node(g, TS_OP_CONV_TRANSPOSE2D, ins, b ? 3 : 2, NULL, set_attrs, at);
+}
+
 ts_tensor *ts_conv2d_layer(ts_graph *g, ts_tensor *x, int64_t out_channels, int kernel_h, int kernel_w, const ts_conv2d_params *p, int bias,
                            const char *name) {
     if (!g || g->sticky) return NULL;

@@ -83,6 +83,40 @@ ts_status ts_shape_conv2d(const ts_tensor *n, const ts_shape *in, ts_shape *out)
     return TS_OK;
 }
 
+/* The transpose of Conv2d: x [N,C,H,W] by w [C, OC/groups, KH, KW] gives
+ * [N, OC, (H-1) SH - PT - PB + DH (KH-1) + OPH + 1, likewise W]. */
+ts_status ts_shape_conv_transpose2d(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
+    char l[256], a[96], b[96];
+    const ts_shape *x = &in[0], *w = &in[1];
+    const int64_t *at = n->attr;
+    if (n->n_in < 2 || n->n_in > 3)
+        return SHAPE_ERR("ConvTranspose2d takes an input, a weight and an optional bias, got %d inputs", n->n_in);
+    ts_status st = need_4d(n, "ConvTranspose2d", x);
+    if (st) return st;
+    layer_of(n, l, sizeof l);
+    if (w->ndim != 4)
+        return SHAPE_ERR("ConvTranspose2d in layer '%s': weight %s must be 4-D [in_channels, out_channels/groups, kernel_h, kernel_w]", l,
+                         sh(w, a));
+    int64_t C = x->d[1], G = at[CA_GROUPS], OC = w->d[1] * G;
+    if (G < 1 || C % G)
+        return SHAPE_ERR("ConvTranspose2d in layer '%s': groups=%lld must divide the input channels (%lld, input %s)", l, (long long)G,
+                         (long long)C, sh(x, a));
+    if (w->d[0] != C)
+        return SHAPE_ERR("ConvTranspose2d in layer '%s': channel mismatch: the input %s has %lld channels but the weight %s takes %lld "
+                         "(its first dimension)", l, sh(x, a), (long long)C, sh(w, b), (long long)w->d[0]);
+    if (n->n_in == 3 && (in[2].ndim != 1 || in[2].d[0] != OC))
+        return SHAPE_ERR("ConvTranspose2d in layer '%s': bias %s must be [%lld], one value per output channel", l, sh(&in[2], a), (long long)OC);
+    int64_t OH = (x->d[2] - 1) * at[CA_SH] - at[CA_PT] - at[CA_PB] + at[CA_DH] * (w->d[2] - 1) + at[CA_OPH] + 1;
+    int64_t OW = (x->d[3] - 1) * at[CA_SW] - at[CA_PL] - at[CA_PR] + at[CA_DW] * (w->d[3] - 1) + at[CA_OPW] + 1;
+    if (OH < 1 || OW < 1)
+        return SHAPE_ERR("ConvTranspose2d in layer '%s': the padding (top %lld bottom %lld left %lld right %lld) removes the whole "
+                         "output (%lldx%lld before it; input %s, weight %s): pad less", l, (long long)at[CA_PT], (long long)at[CA_PB],
+                         (long long)at[CA_PL], (long long)at[CA_PR], (long long)(OH + at[CA_PT] + at[CA_PB]),
+                         (long long)(OW + at[CA_PL] + at[CA_PR]), sh(x, a), sh(w, b));
+    *out = (ts_shape){.ndim = 4, .d = {x->d[0], OC, OH, OW}};
+    return TS_OK;
+}
+
 ts_status ts_shape_pool2d(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
     char l[256], a[96];
     const char *op = ts_op_get(n->op)->name;
@@ -139,6 +173,10 @@ ts_status ts_shape_dropout_mask(const ts_tensor *n, const ts_shape *in, ts_shape
 
 double ts_flops_conv2d(const ts_shape *in, const ts_shape *out) {
     return 2.0 * (double)ts_shape_numel(out) * (double)(in[1].d[1] * in[1].d[2] * in[1].d[3]);
+}
+double ts_flops_conv_transpose2d(const ts_shape *in, const ts_shape *out) { /* each input element meets OC/groups*KH*KW weights */
+    (void)out;
+    return 2.0 * (double)ts_shape_numel(&in[0]) * (double)(in[1].d[1] * in[1].d[2] * in[1].d[3]);
 }
 double ts_flops_pool2d(const ts_shape *in, const ts_shape *out) {
     (void)out;

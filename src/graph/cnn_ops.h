@@ -2,6 +2,7 @@
  * ops, for their rows in the op table (ops.c); their kernels read the same
  * attributes. Attributes:
  *   Conv2d       attr: stride h,w | pad top,bottom,left,right | dilation h,w | groups
+ *   ConvTranspose2d  Conv2d's, then output padding h,w
  *   MaxPool2d,
  *   AvgPool2d    attr: stride h,w | pad top,bottom,left,right | kernel h,w | exclude_pad
  *   BatchNorm    fattr: eps, momentum; attr: frozen
@@ -11,16 +12,18 @@
 
 #include "graph/ops.h"
 
-enum { CA_SH = 0, CA_SW, CA_PT, CA_PB, CA_PL, CA_PR, CA_DH, CA_DW, CA_GROUPS };
+enum { CA_SH = 0, CA_SW, CA_PT, CA_PB, CA_PL, CA_PR, CA_DH, CA_DW, CA_GROUPS, CA_OPH, CA_OPW };
 enum { PA_KH = 6, PA_KW = 7, PA_EXCLUDE_PAD = 8, PA_DH = 9, PA_DW = 10, PA_CEIL = 11, PA_COLUMN_MAJOR = 12 };
 
 ts_status ts_shape_conv2d(const ts_tensor *n, const ts_shape *in, ts_shape *out);
+ts_status ts_shape_conv_transpose2d(const ts_tensor *n, const ts_shape *in, ts_shape *out);
 ts_status ts_shape_pool2d(const ts_tensor *n, const ts_shape *in, ts_shape *out);
 ts_status ts_shape_global_pool(const ts_tensor *n, const ts_shape *in, ts_shape *out);
 ts_status ts_shape_batch_norm(const ts_tensor *n, const ts_shape *in, ts_shape *out);
 ts_status ts_shape_dropout_mask(const ts_tensor *n, const ts_shape *in, ts_shape *out);
 
 double ts_flops_conv2d(const ts_shape *in, const ts_shape *out);
+double ts_flops_conv_transpose2d(const ts_shape *in, const ts_shape *out);
 double ts_flops_pool2d(const ts_shape *in, const ts_shape *out);
 size_t ts_scratch_max_pool2d(const ts_shape *in, const ts_shape *out);
 size_t ts_scratch_batch_norm(const ts_shape *in, const ts_shape *out);

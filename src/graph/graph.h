@@ -67,6 +67,15 @@ typedef enum ts_op {
     TS_OP_CAST_BOOL,    /* 1 where non-zero: a cast to bool */
     TS_OP_SIN,
     TS_OP_COS,
+    TS_OP_TAN,          /* the trigonometric and hyperbolic functions and their inverses */
+    TS_OP_ASIN,
+    TS_OP_ACOS,
+    TS_OP_ATAN,
+    TS_OP_SINH,
+    TS_OP_COSH,
+    TS_OP_ASINH,
+    TS_OP_ACOSH,
+    TS_OP_ATANH,
     TS_OP_NOT,
     TS_OP_ISNAN,
     TS_OP_ISINF,        /* fattr[0]: +inf counts, fattr[1]: -inf counts */
@@ -99,6 +108,7 @@ typedef enum ts_op {
     TS_OP_CAST,         /* attr[0]: the ts_dtype (bf16, f16, f32) whose values the output holds (core/half.h) */
     TS_OP_PAD,          /* attr[d]: pad before dim d, attr[TS_MAX_DIMS + d]: after; iparam: ts_pad_mode; fparam: the constant */
     TS_OP_MAX_POOL2D_INDICES, /* MaxPool2d's attrs, PA_COLUMN_MAJOR: each winner's flat index into x (no gradient) */
+    TS_OP_CONV_TRANSPOSE2D, /* in: x, w [C, OC/groups, KH, KW], bias; Conv2d's attrs and CA_OPH, CA_OPW: output padding */
     TS_OP_STOP_GRADIENT, /* x itself; no gradient flows back through it (PyTorch's detach) */
     TS_OP_COUNT
 } ts_op;

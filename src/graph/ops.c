@@ -167,6 +167,15 @@ static const ts_op_def table[] = {
     [TS_OP_CAST_BOOL] = {.op = TS_OP_CAST_BOOL, .name = "CastBool", .arity = 1, .bwd_unread_inputs = 0x1u, .shape = shape_same, .flops = flops_elementwise},
     [TS_OP_SIN] = {.op = TS_OP_SIN, .name = "Sin", .arity = 1, .has_backward = true, .shape = shape_same, .flops = flops_elementwise},
     [TS_OP_COS] = {.op = TS_OP_COS, .name = "Cos", .arity = 1, .has_backward = true, .shape = shape_same, .flops = flops_elementwise},
+    [TS_OP_TAN] = {.op = TS_OP_TAN, .name = "Tan", .arity = 1, .has_backward = true, .shape = shape_same, .flops = flops_elementwise},
+    [TS_OP_ASIN] = {.op = TS_OP_ASIN, .name = "Asin", .arity = 1, .has_backward = true, .shape = shape_same, .flops = flops_elementwise},
+    [TS_OP_ACOS] = {.op = TS_OP_ACOS, .name = "Acos", .arity = 1, .has_backward = true, .shape = shape_same, .flops = flops_elementwise},
+    [TS_OP_ATAN] = {.op = TS_OP_ATAN, .name = "Atan", .arity = 1, .has_backward = true, .shape = shape_same, .flops = flops_elementwise},
+    [TS_OP_SINH] = {.op = TS_OP_SINH, .name = "Sinh", .arity = 1, .has_backward = true, .shape = shape_same, .flops = flops_elementwise},
+    [TS_OP_COSH] = {.op = TS_OP_COSH, .name = "Cosh", .arity = 1, .has_backward = true, .shape = shape_same, .flops = flops_elementwise},
+    [TS_OP_ASINH] = {.op = TS_OP_ASINH, .name = "Asinh", .arity = 1, .has_backward = true, .shape = shape_same, .flops = flops_elementwise},
+    [TS_OP_ACOSH] = {.op = TS_OP_ACOSH, .name = "Acosh", .arity = 1, .has_backward = true, .shape = shape_same, .flops = flops_elementwise},
+    [TS_OP_ATANH] = {.op = TS_OP_ATANH, .name = "Atanh", .arity = 1, .has_backward = true, .shape = shape_same, .flops = flops_elementwise},
     [TS_OP_NOT] = {.op = TS_OP_NOT, .name = "Not", .arity = 1, .bwd_unread_inputs = 0x1u, .shape = shape_same, .flops = flops_elementwise},
     [TS_OP_ISNAN] = {.op = TS_OP_ISNAN, .name = "IsNaN", .arity = 1, .bwd_unread_inputs = 0x1u, .shape = shape_same, .flops = flops_elementwise},
     [TS_OP_ISINF] = {.op = TS_OP_ISINF, .name = "IsInf", .arity = 1, .bwd_unread_inputs = 0x1u, .shape = shape_same, .flops = flops_elementwise},
@@ -199,6 +208,7 @@ static const ts_op_def table[] = {
     [TS_OP_CAST] = {.op = TS_OP_CAST, .name = "Cast", .arity = 1, .bwd_unread_inputs = 0x1u, .has_backward = true, .shape = shape_same, .flops = flops_elementwise},
     [TS_OP_PAD] = {.op = TS_OP_PAD, .name = "Pad", .arity = 1, .bwd_unread_inputs = 0x1u, .has_backward = true, .shape = ts_shape_pad, .flops = flops_elementwise},
     [TS_OP_MAX_POOL2D_INDICES] = {.op = TS_OP_MAX_POOL2D_INDICES, .name = "MaxPool2dIndices", .arity = 1, .bwd_unread_inputs = 0x1u, .shape = ts_shape_pool2d, .flops = ts_flops_pool2d, .scratch_floats = ts_scratch_max_pool2d},
+    [TS_OP_CONV_TRANSPOSE2D] = {.op = TS_OP_CONV_TRANSPOSE2D, .name = "ConvTranspose2d", .arity = TS_ARITY_VARIADIC, .has_backward = true, .shape = ts_shape_conv_transpose2d, .flops = ts_flops_conv_transpose2d},
     [TS_OP_STOP_GRADIENT] = {.op = TS_OP_STOP_GRADIENT, .name = "StopGradient", .arity = 1, .bwd_unread_inputs = 0x1u, .shape = shape_same, .flops = flops_elementwise},
 };
 _Static_assert(sizeof table / sizeof table[0] == TS_OP_COUNT, "the op table must cover every ts_op");

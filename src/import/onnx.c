@@ -1221,26 +1221,27 @@ static ts_status op_pad(importer *im, node_io *io) {
     return x ? built(im, ts_pad(im->g, x, all, (ts_pad_mode)k, (float)fill), &io->out[0]) : st;
 }
 
-/* The window attributes of Conv and the pools: kernel_shape, strides
- * (ONNX's default 1), dilations, pads [begins..., ends...], each
- * range-checked, over `rank` spatial axes (the length of kernel_shape, 1 to
- * 3 for the pools; Conv's 2, its kernel taken from the weight when absent);
- * and auto_pad resolved into pads from the input's spatial sizes. */
+/* The window attributes of Conv, ConvTranspose and the pools:
+ * kernel_shape, strides (ONNX's default 1), dilations, pads [begins...,
+ * ends...], each range-checked, over `rank` spatial axes (0: the length of
+ * kernel_shape, 1 to 3, for the pools; a convolution's is its weight's,
+ * 1 or 2, its kernel taken from the weight when absent); and auto_pad
+ * resolved into pads from the input's spatial sizes. */
 typedef struct window {
     int rank;
     int kernel[3], stride[3], dilation[3], pad[6];
     bool has_kernel;
 } window;
 
-static ts_status window_attrs(const importer *im, window *w) {
+static ts_status window_attrs(const importer *im, window *w, int rank) {
     static const struct {
         const char *name;
         int64_t lo;
         int per_axis;
     } lists[] = {{"kernel_shape", 1, 1}, {"strides", 1, 1}, {"dilations", 1, 1}, {"pads", 0, 2}};
     int *dst[] = {w->kernel, w->stride, w->dilation, w->pad};
-    bool pool = strcmp(im->node->op_type, "Conv") != 0;
-    *w = (window){.rank = 2, .stride = {1, 1, 1}, .dilation = {1, 1, 1}};
+    bool pool = rank == 0;
+    *w = (window){.rank = pool ? 2 : rank, .stride = {1, 1, 1}, .dilation = {1, 1, 1}};
     for (size_t k = 0; k < TS_ARRAY_LEN(lists); k++) {
         int64_t v[6];
         int n;
@@ -1250,7 +1251,8 @@ static ts_status window_attrs(const importer *im, window *w) {
         int len = w->rank * lists[k].per_axis;
         if (n >= 0 && n != len)
             return node_error(im, TS_ERR_UNSUPPORTED, "attribute '%s' has %d values where %d are needed (tensorscope imports %s%s%s)", lists[k].name, n,
-                              len, pool ? "" : "2-D ", im->node->op_type, pool ? " over 1, 2 or 3 axes, as many as kernel_shape has" : "");
+                              len, pool ? "" : "1-D and 2-D ", im->node->op_type,
+                              pool ? " over 1, 2 or 3 axes, as many as kernel_shape has" : ", as many values as the weight has spatial axes");
         for (int i = 0; i < n; i++) dst[k][i] = (int)v[i];
         if (k == 0) w->has_kernel = n == len;
     }
@@ -1278,25 +1280,96 @@ static ts_status window_auto_pad(importer *im, window *w, const int64_t *in) {
     return TS_OK;
 }
 
-/* Conv, NCHW 2-D as PyTorch exports it: pads [top, left, bottom, right],
- * strides, dilations, group, auto_pad. */
+/* x [N,C,L] as [N,C,1,L] (unit), or back: the 1-D convolutions are the
+ * 2-D ones over a unit axis (views, no copy). */
+static ts_tensor *unit_axis(importer *im, ts_tensor *x, bool unit) {
+    const int64_t *d = x->shape.d;
+    return unit ? ts_reshape(im->g, x, 4, (int64_t[]){d[0], d[1], 1, d[2]}) : ts_reshape(im->g, x, 3, (int64_t[]){d[0], d[1], d[3]});
+}
+
+/* A convolution's input and weight (NCL or NCHW as PyTorch exports them)
+ * and its window over the weight's 1 or 2 spatial axes, auto_pad resolved
+ * for the input's sizes; 1-D ones as 2-D over a unit first axis (*one). */
+static ts_status conv_operands(importer *im, node_io *io, window *win, ts_tensor **x, ts_tensor **w, bool *one) {
+    ts_status st = TS_OK;
+    if (!(*x = as_tensor(im, io->in[0], &st)) || !(*w = as_tensor(im, io->in[1], &st))) return st;
+    int r = (*w)->shape.ndim - 2;
+    if ((r != 1 && r != 2) || (*x)->shape.ndim != r + 2)
+        return node_error(im, TS_ERR_UNSUPPORTED, "a convolution of a %d-D input by a %d-D weight is not available; 1-D and 2-D ones "
+                          "([N,C,L] by a 3-D weight, [N,C,H,W] by a 4-D one) are", (*x)->shape.ndim, (*w)->shape.ndim);
+    if ((st = window_attrs(im, win, r))) return st;
+    for (int i = 0; !win->has_kernel && i < r; i++) win->kernel[i] = (int)(*w)->shape.d[2 + i];
+    if (strcmp(im->node->op_type, "Conv") == 0 && (st = window_auto_pad(im, win, (*x)->shape.d + 2))) return st;
+    if ((*one = r == 1)) { /* the window's one axis becomes W, H a unit axis */
+        *win = (window){.rank = 2, .kernel = {1, win->kernel[0]}, .stride = {1, win->stride[0]}, .dilation = {1, win->dilation[0]},
+                        .pad = {0, win->pad[0], 0, win->pad[1]}, .has_kernel = true};
+        *x = unit_axis(im, *x, true), *w = *x ? unit_axis(im, *w, true) : NULL;
+        if (!*w) return ts_graph_status(im->g);
+    }
+    return TS_OK;
+}
+
+/* Conv, 1-D and 2-D: pads [begins..., ends...], strides, dilations,
+ * group, auto_pad. */
 static ts_status op_conv(importer *im, node_io *io) {
     window win;
     ts_conv2d_params p = {0};
-    ts_status st = window_attrs(im, &win);
-    if (!st) st = attr_int32(im, "group", 1, 1, INT32_MAX, &p.groups);
-    if (st) return st;
-    ts_tensor *x = as_tensor(im, io->in[0], &st), *w = x ? as_tensor(im, io->in[1], &st) : NULL, *b = NULL;
-    if (!w) return st;
-    if (w->shape.ndim != 4 || x->shape.ndim != 4)
-        return node_error(im, TS_ERR_UNSUPPORTED, "a convolution of a %d-D input by a %d-D weight is not available; 2-D ones ([N,C,H,W] "
-                          "by [OC,C/group,KH,KW]) are", x->shape.ndim, w->shape.ndim);
-    if (!win.has_kernel) win.kernel[0] = (int)w->shape.d[2], win.kernel[1] = (int)w->shape.d[3];
-    if ((st = window_auto_pad(im, &win, x->shape.d + 2))) return st;
+    ts_status st = attr_int32(im, "group", 1, 1, INT32_MAX, &p.groups);
+    ts_tensor *x, *w, *b = NULL, *y;
+    bool one;
+    if (st || (st = conv_operands(im, io, &win, &x, &w, &one))) return st;
     p.stride_h = win.stride[0], p.stride_w = win.stride[1], p.dilation_h = win.dilation[0], p.dilation_w = win.dilation[1];
     p.pad_top = win.pad[0], p.pad_left = win.pad[1], p.pad_bottom = win.pad[2], p.pad_right = win.pad[3];
     if (io->n_in > 2 && io->in[2] && !(b = as_tensor(im, io->in[2], &st))) return st;
-    return built(im, ts_conv2d(im->g, x, w, b, &p), &io->out[0]);
+    y = ts_conv2d(im->g, x, w, b, &p);
+    return built(im, one && y ? unit_axis(im, y, false) : y, &io->out[0]);
+}
+
+/* ConvTranspose, 1-D and 2-D: strides, pads, output_padding, dilations,
+ * group; output_shape (or auto_pad SAME_*: the input's size times the
+ * stride) sets the pads, the odd one at the start unless SAME_UPPER, as
+ * ONNX says (an output_shape past what the transpose gives adds output
+ * padding). */
+static ts_status op_conv_transpose(importer *im, node_io *io) {
+    window win;
+    ts_conv_transpose2d_params p = {0};
+    int64_t opad[3] = {0}, oshape[3];
+    int n_opad = -1, n_oshape = -1, r;
+    ts_status st = attr_int32(im, "group", 1, 1, INT32_MAX, &p.groups);
+    ts_tensor *x, *w, *b = NULL, *y;
+    bool one;
+    if (!st) st = attr_int_list(im, "output_padding", 0, INT32_MAX, opad, 3, &n_opad);
+    if (!st) st = attr_int_list(im, "output_shape", 1, INT32_MAX, oshape, 3, &n_oshape);
+    if (st || (st = conv_operands(im, io, &win, &x, &w, &one))) return st;
+    r = one ? 1 : 2;
+    int lo = one ? 1 : 0; /* the window's first real axis */
+    if ((n_opad >= 0 && n_opad != r) || (n_oshape >= 0 && n_oshape != r))
+        return node_error(im, TS_ERR_UNSUPPORTED, "attributes 'output_padding' and 'output_shape' need %d values, one per spatial axis", r);
+    static const char *const modes[] = {"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"};
+    const Attr *ap = attr(im, "auto_pad");
+    int mode = ap && ap->has_s ? attr_choice(ap, modes, 4) : 0;
+    if (mode == 4)
+        return node_error(im, TS_ERR_FORMAT, "auto_pad '%.*s' is not one of NOTSET, VALID, SAME_UPPER and SAME_LOWER", (int)ap->s.len,
+                          (const char *)ap->s.data);
+    for (int i = 0; i < r; i++) {
+        int a = lo + i;
+        int64_t in = x->shape.d[2 + a], ek = (int64_t)(win.kernel[a] - 1) * win.dilation[a] + 1, op = n_opad > 0 ? opad[i] : 0;
+        if (mode == 1) win.pad[a] = win.pad[2 + a] = 0;
+        if (n_oshape > 0 || mode >= 2) {
+            int64_t want = n_oshape > 0 ? oshape[i] : in * win.stride[a], total = win.stride[a] * (in - 1) + op + ek - want;
+            if (total < 0) /* larger than the transpose gives: the rows past it at the end, as output padding */
+                op -= total, total = 0;
+            bool upper = mode == 2;
+            win.pad[a] = (int)(upper ? total / 2 : total - total / 2), win.pad[2 + a] = (int)(total - win.pad[a]);
+        }
+        if (a == 0) p.output_pad_h = (int)op;
+        else p.output_pad_w = (int)op;
+    }
+    p.stride_h = win.stride[0], p.stride_w = win.stride[1], p.dilation_h = win.dilation[0], p.dilation_w = win.dilation[1];
+    p.pad_top = win.pad[0], p.pad_left = win.pad[1], p.pad_bottom = win.pad[2], p.pad_right = win.pad[3];
+    if (io->n_in > 2 && io->in[2] && !(b = as_tensor(im, io->in[2], &st))) return st;
+    y = ts_conv_transpose2d(im->g, x, w, b, &p);
+    return built(im, one && y ? unit_axis(im, y, false) : y, &io->out[0]);
 }
 
 /* One 2-D pool of x [N,C,H,W] over window axes a0 and a1 of `win` (-1: a
@@ -1327,7 +1400,7 @@ static ts_tensor *pool_axes(importer *im, ts_tensor *x, const window *win, int a
 static ts_status op_pool(importer *im, node_io *io) {
     bool max = strcmp(im->node->op_type, "MaxPool") == 0, ceil_mode = false, include_pad = false;
     window win;
-    ts_status st = window_attrs(im, &win);
+    ts_status st = window_attrs(im, &win, 0);
     if (!st) st = attr_flag(im, "ceil_mode", &ceil_mode);
     if (!st) st = attr_flag(im, "count_include_pad", &include_pad);
     if (st) return st;
@@ -1375,10 +1448,36 @@ static ts_status op_global_avg_pool(importer *im, node_io *io) {
     return x ? built(im, ts_global_avg_pool2d(im->g, x), &io->out[0]) : st;
 }
 
-/* A running statistic: a buffer under the initializer's name (or the
- * name of a constant: an input bound at import). */
-static ts_tensor *as_buffer(importer *im, value *v, ts_status *st) {
-    if (v->t && v->t->op != TS_OP_INPUT) return v->t;
+/* A running statistic (`stat`: running_mean, running_var): a buffer under
+ * the initializer's name (or the name of a constant: an input bound at
+ * import). PyTorch's exporters store initializers of equal values once: a
+ * fresh BatchNorm's running_var is its weight's ones, its running_mean its
+ * bias's zeros (an eval-mode export gives it as the parameter itself, or an
+ * Identity of it, which made a parameter of its own): then the module's
+ * own buffer `<module>.<stat>` with those values (the Identity's parameter
+ * becomes that buffer). */
+static ts_tensor *as_buffer(importer *im, value *v, const char *stat, ts_status *st) {
+    if (v->t && v->t->op == TS_OP_BUFFER) return v->t;
+    if (v->t && v->t->op != TS_OP_INPUT) {
+        char scope[512], name[600];
+        ts_graph_scope_path(im->g, scope, sizeof scope);
+        snprintf(name, sizeof name, "%s%s%s", scope, *scope ? "." : "", stat);
+        ts_tensor *have = ts_graph_find(im->g, name), *b;
+        if (have && have->op == TS_OP_BUFFER) return have;
+        if (have == v->t && have->op == TS_OP_PARAM) {
+            have->op = TS_OP_BUFFER;
+            return have;
+        }
+        if (have || v->t->dtype != TS_F32 || !(b = ts_buffer(im->g, name, v->t->shape.ndim, v->t->shape.d))) {
+            *st = have ? node_error(im, TS_ERR_UNSUPPORTED, "its running statistic '%s' shares the values of '%s', and '%s' is taken", v->name,
+                                    v->t->name, name)
+                       : ts_graph_status(im->g) ? ts_graph_status(im->g)
+                                                : node_error(im, TS_ERR_UNSUPPORTED, "its running statistic '%s' is not float", v->name);
+            return NULL;
+        }
+        memcpy(b->value, v->t->value, (size_t)ts_shape_numel(&b->shape) * sizeof(float));
+        return b;
+    }
     if (!v->param && !v->c.v) {
         *st = node_error(im, TS_ERR_UNSUPPORTED, "its running statistic '%s' must be an initializer%s", v->name, bind_hint(v));
         return NULL;
@@ -1405,8 +1504,8 @@ static ts_status op_batch_norm(importer *im, node_io *io) {
     if (st) return st;
     float eps = (float)attr_f(im, "epsilon", 1e-5), momentum = (float)(1.0 - attr_f(im, "momentum", 0.9));
     ts_tensor *x = as_tensor(im, io->in[0], &st), *w = x ? as_tensor(im, io->in[1], &st) : NULL,
-              *b = w ? as_tensor(im, io->in[2], &st) : NULL, *rm = b ? as_buffer(im, io->in[3], &st) : NULL,
-              *rv = rm ? as_buffer(im, io->in[4], &st) : NULL;
+              *b = w ? as_tensor(im, io->in[2], &st) : NULL, *rm = b ? as_buffer(im, io->in[3], "running_mean", &st) : NULL,
+              *rv = rm ? as_buffer(im, io->in[4], "running_var", &st) : NULL;
     if (!rv) return st;
     return built(im, ts_batch_norm(im->g, x, w, b, rm, rv, eps, momentum, !training), &io->out[0]);
 }
@@ -1476,6 +1575,21 @@ static ts_tensor *nll_composed(importer *im, ts_tensor *logp, ts_tensor *y, ts_t
     return loss;
 }
 
+/* A loss's class weights: a graph tensor when computed, else a constant
+ * under the initializer's name (the dynamo exporter writes a loss
+ * module's weight buffer as an initializer: never a trained parameter). */
+static ts_tensor *class_weights(importer *im, value *v, ts_status *st) {
+    if (v->t || !v->param) return as_f32(im, v, st);
+    if ((*st = decoded(im, v))) return NULL;
+    int64_t n = ts_shape_numel(&v->c.shape);
+    float *f = ts_malloc((size_t)(n ? n : 1) * sizeof *f);
+    for (int64_t i = 0; f && i < n; i++) f[i] = (float)v->c.v[i];
+    ts_tensor *t = f ? f32_constant(im, v->name, &v->c.shape, f) : NULL;
+    ts_free(f);
+    if (!t) *st = f ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
+    return v->t = t;
+}
+
 static ts_status op_loss(importer *im, node_io *io) {
     bool ce = strcmp(im->node->op_type, "SoftmaxCrossEntropyLoss") == 0;
     static const char *const reductions[] = {"mean", "sum", "none"};
@@ -1487,16 +1601,20 @@ static ts_status op_loss(importer *im, node_io *io) {
     bool has_w = io->n_in > 2 && io->in[2], has_ii = attr(im, "ignore_index") != NULL;
     ts_status st = TS_OK;
     ts_tensor *x = as_tensor(im, io->in[0], &st), *y = x ? as_tensor(im, io->in[1], &st) : NULL;
-    ts_tensor *w = y && has_w ? as_f32(im, io->in[2], &st) : NULL;
+    ts_tensor *w = y && has_w ? class_weights(im, io->in[2], &st) : NULL;
     if (!y || (has_w && !w)) return st;
     ts_tensor *logp = ce ? ts_log_softmax(im->g, x, 1) : x, *loss;
-    /* the fused ops for [N,C] scores, unweighted, no class ignored (PyTorch
-     * writes ignore_index=-100), mean or sum; the graph ops otherwise */
-    if (x->shape.ndim == 2 && !has_w && !none && (!has_ii || attr_i(im, "ignore_index", -1) < 0)) {
+    /* the fused ops for [N,C] scores, unweighted, mean or sum; with an
+     * ignore_index (PyTorch writes -100), CrossEntropy's mean, over the
+     * labels not ignored; the graph ops otherwise */
+    int64_t ii = attr_i(im, "ignore_index", 0);
+    if (x->shape.ndim == 2 && !has_w && !none && !has_ii) {
         loss = ce ? ts_cross_entropy(im->g, x, y) : ts_nll_loss(im->g, x, y);
         if (loss && sum) loss = ts_scale(im->g, loss, (float)x->shape.d[0]);
+    } else if (x->shape.ndim == 2 && !has_w && ce && !sum && !none && ii >= INT32_MIN && ii <= INT32_MAX) {
+        loss = ts_cross_entropy_ignore(im->g, x, y, (int32_t)ii);
     } else {
-        loss = logp ? nll_composed(im, logp, y, w, has_ii, attr_i(im, "ignore_index", 0), none ? 0 : sum ? 1 : 2, &st) : NULL;
+        loss = logp ? nll_composed(im, logp, y, w, has_ii, ii, none ? 0 : sum ? 1 : 2, &st) : NULL;
         if (!loss) return st ? st : ts_graph_status(im->g);
     }
     st = built(im, loss, &io->out[0]);
@@ -1891,6 +2009,75 @@ static ts_status op_layer_norm(importer *im, node_io *io) {
     return st;
 }
 
+/* An f32 graph constant of n copies of v, named `<scope>/<what>:<k>`. */
+static ts_tensor *filled_constant(importer *im, const char *what, int64_t n, float v) {
+    ts_status st = ts_const_charge((uint64_t)n * 4);
+    if (st) {
+        fold_result(im, st);
+        return NULL;
+    }
+    float *f = ts_malloc((size_t)n * sizeof *f);
+    char *name = f ? ts_graph_op_output_name(im->g, what) : NULL;
+    for (int64_t i = 0; name && i < n; i++) f[i] = v;
+    ts_tensor *t = name ? f32_constant(im, name, &(ts_shape){.ndim = 1, .d = {n}}, f) : NULL;
+    ts_free(name);
+    ts_free(f);
+    return t;
+}
+
+/* x [N,C,d1..] normalised over each sample's G groups of channels (the
+ * layer norm of x as [N,G,L] over L, without its affine), then * scale + B:
+ * per channel ([C]), or per group ([G], GroupNormalization before opset
+ * 21). */
+static ts_status group_norm(importer *im, node_io *io, int64_t G, bool per_group) {
+    ts_status st = TS_OK;
+    ts_tensor *x = as_tensor(im, io->in[0], &st), *s = x ? as_f32(im, io->in[1], &st) : NULL, *b = s ? as_f32(im, io->in[2], &st) : NULL;
+    if (!b) return st;
+    const ts_shape *xs = &x->shape;
+    char a[96], c[96], d[96];
+    int64_t n_affine = per_group ? G : xs->ndim >= 3 ? xs->d[1] : 0;
+    if (xs->ndim < 3 || s->shape.ndim != 1 || b->shape.ndim != 1 || s->shape.d[0] != n_affine || b->shape.d[0] != n_affine)
+        return node_error(im, TS_ERR_SHAPE, "normalises x [N,C,d1,...] with scale and B of [%s]; got %s, %s and %s", per_group ? "num_groups" : "C",
+                          ts_shape_str(xs, a, sizeof a), ts_shape_str(&s->shape, c, sizeof c), ts_shape_str(&b->shape, d, sizeof d));
+    if (G < 1 || xs->d[1] % G)
+        return node_error(im, TS_ERR_SHAPE, "num_groups %lld must divide the %lld channels of %s", (long long)G, (long long)xs->d[1],
+                          ts_shape_str(xs, a, sizeof a));
+    int64_t L = ts_shape_numel(xs) / (xs->d[0] * G);
+    ts_tensor *ones = filled_constant(im, "Ones", L, 1.0f), *zeros = ones ? filled_constant(im, "Zeros", L, 0.0f) : NULL;
+    if (!zeros) return ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
+    ts_tensor *y = ts_reshape(im->g, x, 3, (int64_t[]){xs->d[0], G, L});
+    y = ts_layer_norm(im->g, y, ones, zeros, 1, (float)attr_f(im, "epsilon", 1e-5));
+    ts_shape cs = {.ndim = per_group ? 2 : xs->ndim - 1, .d = {n_affine}}; /* [G,1] against [N,G,L], [C,1,...] against x */
+    for (int k = 1; k < cs.ndim; k++) cs.d[k] = 1;
+    if (!per_group) y = ts_reshape(im->g, y, xs->ndim, xs->d);
+    y = ts_add(im->g, ts_mul(im->g, y, ts_reshape(im->g, s, cs.ndim, cs.d)), ts_reshape(im->g, b, cs.ndim, cs.d));
+    if (per_group) y = ts_reshape(im->g, y, xs->ndim, xs->d);
+    return built(im, y, &io->out[0]);
+}
+
+/* InstanceNormalization: a group norm with a group per channel. nn.GroupNorm's
+ * TorchScript export (a Reshape to [N,G,-1] around one, then Mul and Add by
+ * the module's weight and bias) is then a group norm. */
+static ts_status op_instance_norm(importer *im, node_io *io) {
+    const ts_shape *xs = shape_of(io->in[0]);
+    return group_norm(im, io, xs->ndim >= 2 ? xs->d[1] : 1, false);
+}
+
+/* GroupNormalization: scale and bias per group before opset 21 (which
+ * deprecated that form), per channel from it; statistics in float. */
+static ts_status op_group_norm(importer *im, node_io *io) {
+    int64_t G;
+    int stash;
+    ts_status st = attr_int(im, "num_groups", 0, 1, INT32_MAX, &G);
+    if (!st) st = attr_int32(im, "stash_type", 1, INT32_MIN, INT32_MAX, &stash);
+    if (st) return st;
+    if (!attr(im, "num_groups")) return node_error(im, TS_ERR_FORMAT, "its attribute 'num_groups' is missing");
+    if (stash != 1)
+        return node_error(im, TS_ERR_UNSUPPORTED, "stash_type %d (statistics computed in %s) is not available; stash_type 1 (float) is", stash,
+                          ts_onnx_dtype_name(stash));
+    return group_norm(im, io, G, !since(im, 21));
+}
+
 /* LSTM and GRU, unrolled over the sequence (onnx_rnn.c): initializers
  * as parameters under their names, other constants as their values; an
  * initial state (inputs 5 and 6) given as an initializer is a constant
@@ -1928,8 +2115,14 @@ static const struct {
     import_fn fn;
 } op_table[] = {
     {"Abs", 1, 6, op_unary},
+    {"Acos", 1, 7, op_unary},
+    {"Acosh", 1, 9, op_unary},
     {"Add", 2, 7, op_binary},
     {"And", 2, 7, op_binary},
+    {"Asin", 1, 7, op_unary},
+    {"Asinh", 1, 9, op_unary},
+    {"Atan", 1, 7, op_unary},
+    {"Atanh", 1, 9, op_unary},
     {"AveragePool", 1, 10, op_pool},
     {"BatchNormalization", 5, 9, op_batch_norm},
     {"Cast", 1, 6, op_cast},
@@ -1939,7 +2132,9 @@ static const struct {
     {"Constant", 0, 1, op_constant},
     {"ConstantOfShape", 1, 9, op_fold},
     {"Conv", 2, 1, op_conv},
+    {"ConvTranspose", 2, 1, op_conv_transpose},
     {"Cos", 1, 7, op_unary},
+    {"Cosh", 1, 9, op_unary},
     {"Div", 2, 7, op_binary},
     {"Dropout", 1, 10, op_dropout},
     {"Elu", 1, 6, op_unary},
@@ -1956,10 +2151,12 @@ static const struct {
     {"GlobalAveragePool", 1, 1, op_global_avg_pool},
     {"Greater", 2, 7, op_binary},
     {"GreaterOrEqual", 2, 12, op_binary},
+    {"GroupNormalization", 3, 18, op_group_norm},
     {"GRU", 3, 7, op_rnn},
     {"HardSigmoid", 1, 6, op_unary},
     {"HardSwish", 1, 13, op_unary},
     {"Identity", 1, 1, op_identity},
+    {"InstanceNormalization", 3, 6, op_instance_norm},
     {"IsInf", 1, 10, op_unary},
     {"IsNaN", 1, 9, op_unary},
     {"LayerNormalization", 2, 13, op_layer_norm},
@@ -1993,6 +2190,7 @@ static const struct {
     {"Shape", 1, 1, op_shape},
     {"Sigmoid", 1, 6, op_unary},
     {"Sin", 1, 7, op_unary},
+    {"Sinh", 1, 9, op_unary},
     {"Size", 1, 1, op_size},
     {"Slice", 3, 10, op_slice},
     {"Softmax", 1, 1, op_softmax},
@@ -2003,6 +2201,7 @@ static const struct {
     {"Squeeze", 1, 1, op_squeeze_unsqueeze},
     {"Sub", 2, 7, op_binary},
     {"Sum", 1, 6, op_variadic},
+    {"Tan", 1, 7, op_unary},
     {"Tanh", 1, 6, op_unary},
     {"Transpose", 1, 1, op_transpose},
     {"Unsqueeze", 1, 1, op_squeeze_unsqueeze},

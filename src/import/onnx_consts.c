@@ -266,6 +266,17 @@ ts_status ts_const_unary(const char *op, const ts_const *x, ts_const *out) {
         else if (strcmp(op, "Sqrt") == 0) v = sqrt(v);
         else if (strcmp(op, "Tanh") == 0) v = tanh(v);
         else if (strcmp(op, "Sigmoid") == 0) v = 1.0 / (1.0 + exp(-v));
+        else if (strcmp(op, "Sin") == 0) v = sin(v);
+        else if (strcmp(op, "Cos") == 0) v = cos(v);
+        else if (strcmp(op, "Tan") == 0) v = tan(v);
+        else if (strcmp(op, "Asin") == 0) v = asin(v);
+        else if (strcmp(op, "Acos") == 0) v = acos(v);
+        else if (strcmp(op, "Atan") == 0) v = atan(v);
+        else if (strcmp(op, "Sinh") == 0) v = sinh(v);
+        else if (strcmp(op, "Cosh") == 0) v = cosh(v);
+        else if (strcmp(op, "Asinh") == 0) v = asinh(v);
+        else if (strcmp(op, "Acosh") == 0) v = acosh(v);
+        else if (strcmp(op, "Atanh") == 0) v = atanh(v);
         else {
             ts_const_free(out);
             return ts_error(TS_ERR_UNSUPPORTED, "%s cannot be folded", op);

@@ -22,6 +22,20 @@ static void conv_case(ts_op_checker *c, const char *label, int64_t N, int64_t C,
     ts_graph_free(g);
 }
 
+/* x [N,C,H,W] by w [C,OC/groups,KH,KW] (+ b [OC]), transposed */
+static void convt_case(ts_op_checker *c, const char *label, int64_t N, int64_t C, int64_t H, int64_t W, int64_t OC, int64_t KH,
+                       int64_t KW, const ts_conv_transpose2d_params *p, bool bias) {
+    ts_graph *g = ts_graph_new(1);
+    int64_t groups = p && p->groups ? p->groups : 1;
+    ts_tensor *x = ts_input(g, "x", TS_F32, 4, (int64_t[]){N, C, H, W});
+    ts_tensor *w = ts_param(g, "w", 4, (int64_t[]){C, OC / groups, KH, KW});
+    ts_tensor *b = bias ? ts_param(g, "b", 1, (int64_t[]){OC}) : NULL;
+    ts_tensor *y = ts_conv_transpose2d(g, x, w, b, p);
+    CHECK(y != NULL, "ConvTranspose2d %s builds", label);
+    if (y) ts_op_check(c, label, y, NULL);
+    ts_graph_free(g);
+}
+
 /* kind 0: AvgPool2d, 1: MaxPool2d, 2: MaxPool2dIndices (row-major), 3: (column-major) */
 static void pool_case(ts_op_checker *c, int kind, const char *label, int64_t N, int64_t C, int64_t H, int64_t W,
                       const ts_pool2d_params *p) {
@@ -61,6 +75,21 @@ static void bn_case(ts_op_checker *c, const char *label, int ndim, const int64_t
 }
 
 void ts_op_cases_cnn(ts_op_checker *c) {
+    /* ---- ConvTranspose2d: stride 1 (the unit-stride paths), strides with
+     * output padding, asymmetric padding, dilation, groups, 1x1, a U-Net's
+     * 2x2 stride 2 upsampling at a size with several sample chunks */
+    convt_case(c, "transpose 3x3 bias [2,3,5,6]", 2, 3, 5, 6, 4, 3, 3, NULL, true);
+    convt_case(c, "transpose 3x3 stride 2 pad 1 output pad 1 [2,4,5,5]", 2, 4, 5, 5, 3, 3, 3,
+               &(ts_conv_transpose2d_params){.stride_h = 2, .stride_w = 2, .pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1,
+                                             .output_pad_h = 1, .output_pad_w = 1}, true);
+    convt_case(c, "transpose 2x4 stride 3,1 pad 0,1,2,0 dilation 2 [3,2,4,6]", 3, 2, 4, 6, 5, 2, 4,
+               &(ts_conv_transpose2d_params){.stride_h = 3, .pad_bottom = 1, .pad_left = 2, .dilation_h = 2, .dilation_w = 2}, false);
+    convt_case(c, "transpose groups 2 3x3 stride 2 [2,4,5,4]", 2, 4, 5, 4, 6, 3, 3,
+               &(ts_conv_transpose2d_params){.groups = 2, .stride_h = 2, .stride_w = 2}, true);
+    convt_case(c, "transpose 1x1 [2,5,6,7]", 2, 5, 6, 7, 3, 1, 1, NULL, true);
+    convt_case(c, "transpose 2x2 stride 2 [16,32,16,16]", 16, 32, 16, 16, 16, 2, 2,
+               &(ts_conv_transpose2d_params){.stride_h = 2, .stride_w = 2}, true);
+
     /* ---- Conv2d */
     conv_case(c, "3x3 pad 1 bias [2,3,7,9]", 2, 3, 7, 9, 4, 3, 3, &(ts_conv2d_params){.pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1},
               true);

@@ -105,7 +105,8 @@ static void cases_ew_unary(ts_op_checker *c) {
     } ops[] = {{"Ceil", 0, 0}, {"Floor", 0, 0}, {"Round", 0, 0}, {"CastInt", 0, 0}, {"CastBool", 0, 0}, {"Sin", 0, 0},
                {"Cos", 0, 0}, {"Not", 0, 0}, {"IsNaN", 0, 0}, {"IsInf", 1, 1}, {"HardSwish", 0, 0}, {"HardSigmoid", 0.2f, 0.5f},
                {"LeakyRelu", 0.01f, 0}, {"Elu", 1.0f, 0}, {"Selu", 1.6732632f, 1.0507010f}, {"Softplus", 0, 0},
-               {"CastLowbits", 17, 1}, {"CastLowbits", 19, 0}, {"CastLowbits", 22, 0}, {"CastLowbits", 24, 4}};
+               {"CastLowbits", 17, 1}, {"CastLowbits", 19, 0}, {"CastLowbits", 22, 0}, {"CastLowbits", 24, 4},
+               {"Tan", 0, 0},   {"Atan", 0, 0}, {"Sinh", 0, 0},  {"Cosh", 0, 0}, {"Asinh", 0, 0}};
     ts_graph *g = ts_graph_new(5);
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
         char label[64];
@@ -113,6 +114,17 @@ static void cases_ew_unary(ts_op_checker *c) {
         check(c, label, ts_unary(g, ops[i].op, leaf(g, SHAPE(4, 5)), ops[i].alpha, ops[i].beta), NULL);
         snprintf(label, sizeof label, "%s [70001]", ops[i].op);
         check(c, label, ts_unary(g, ops[i].op, leaf(g, SHAPE(70001)), ops[i].alpha, ops[i].beta), NULL);
+    }
+    /* the inverse functions inside their domains: |x| < 1, x >= 1 */
+    static const char *const inverses[] = {"Asin", "Acos", "Atanh", "Acosh"};
+    ts_op_case_opts inside = {.spread = 0.95f}, above = {.positive = true, .shift = 0.75f};
+    for (size_t i = 0; i < sizeof inverses / sizeof *inverses; i++) {
+        char label[64];
+        const ts_op_case_opts *o = i == 3 ? &above : &inside;
+        snprintf(label, sizeof label, "%s [4,5]", inverses[i]);
+        check(c, label, ts_unary(g, inverses[i], leaf(g, SHAPE(4, 5)), 0, 0), o);
+        snprintf(label, sizeof label, "%s [70001]", inverses[i]);
+        check(c, label, ts_unary(g, inverses[i], leaf(g, SHAPE(70001)), 0, 0), o);
     }
     ts_op_case_opts ids = {.int_hi = 1000};
     check(c, "CastFloat i32 [3,7,11]", ts_unary(g, "CastFloat", labels(g, SHAPE(3, 7, 11)), 0, 0), &ids);

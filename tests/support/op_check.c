@@ -118,7 +118,7 @@ void ts_op_check(ts_op_checker *c, const char *label, const ts_tensor *t, const 
                 int32_t v = (int32_t)(u * (float)o.int_hi);
                 memcpy(&in[j].host[i], &v, sizeof v);
             } else {
-                in[j].host[i] = o.positive ? 0.5f + 1.5f * u : (o.spread > 0 ? o.spread : 1.0f) * (2.0f * u - 1.0f);
+                in[j].host[i] = o.shift + (o.positive ? 0.5f + 1.5f * u : (o.spread > 0 ? o.spread : 1.0f) * (2.0f * u - 1.0f));
             }
         }
         if (ok) operand_upload(c, &in[j]);

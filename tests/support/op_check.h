@@ -30,6 +30,7 @@ typedef struct ts_op_case_opts {
     int32_t int_hi;   /* i32 inputs uniform in [0, int_hi) (0: 2) */
     bool positive;    /* float inputs in [0.5, 2) instead of [-1, 1) */
     float spread;     /* float inputs in [-spread, spread) instead (0: 1) */
+    float shift;      /* added to every float input (a domain such as acosh's x >= 1) */
     float tol;        /* relative tolerance (0: 1e-4), on max |a-b| / (max |cpu| + 1e-3) */
     bool no_backward; /* check the forward only */
 } ts_op_case_opts;

@@ -48,6 +48,27 @@ void ts_bwd_conv2d(const ts_kctx *k) {
     ts_conv2d_backward(k->pool, k->workspace, k->din[0], k->din[1], k->n_in == 3 ? k->din[2] : NULL, k->dout, k->in[0], k->in[1], &g);
 }
 
+/* ConvTranspose2d x [N,C,H,W] -> y [N,OC,OH,OW] as the convolution it
+ * transposes: y [N,OC,OH,OW] -> x's shape, by the same weight */
+static ts_conv_geom transposed_geom(const ts_tensor *node, const ts_shape *in, const ts_shape *out) {
+    const int64_t *at = node->attr;
+    const ts_shape *x = &in[0], *w = &in[1], *y = out;
+    return (ts_conv_geom){.N = x->d[0], .C = y->d[1], .H = y->d[2], .W = y->d[3], .OC = x->d[1], .OH = x->d[2], .OW = x->d[3],
+                          .KH = w->d[2], .KW = w->d[3], .SH = at[CA_SH], .SW = at[CA_SW], .PT = at[CA_PT], .PL = at[CA_PL],
+                          .DH = at[CA_DH], .DW = at[CA_DW], .groups = at[CA_GROUPS]};
+}
+
+void ts_fwd_conv_transpose2d(const ts_kctx *k) {
+    ts_conv_geom g = transposed_geom(k->node, k->in_shape, &k->out_shape);
+    ts_conv_transpose2d_forward(k->pool, k->workspace, k->out, k->in[0], k->in[1], k->n_in == 3 ? k->in[2] : NULL, &g);
+}
+
+void ts_bwd_conv_transpose2d(const ts_kctx *k) {
+    ts_conv_geom g = transposed_geom(k->node, k->in_shape, &k->out_shape);
+    ts_conv_transpose2d_backward(k->pool, k->workspace, k->din[0], k->din[1], k->n_in == 3 ? k->din[2] : NULL, k->dout, k->in[0], k->in[1],
+                                 &g);
+}
+
 void ts_fwd_max_pool2d(const ts_kctx *k) {
     ts_conv_geom g = pool_geom(k);
     ts_max_pool2d_forward(k->pool, k->out, (int32_t *)(void *)k->scratch, k->in[0], &g);
@@ -134,4 +155,11 @@ size_t ts_cpu_workspace_conv2d(const ts_shape *in, const ts_shape *out, int thre
     ts_conv_geom g = {.N = in[0].d[0], .C = in[0].d[1], .KH = in[1].d[2], .KW = in[1].d[3], .OC = out->d[1], .OH = out->d[2], .OW = out->d[3],
                       .groups = groups};
     return ts_conv2d_workspace(&g, threads);
+}
+
+size_t ts_cpu_workspace_conv_transpose2d(const ts_shape *in, const ts_shape *out, int threads) {
+    int64_t groups = out->d[1] / in[1].d[1]; /* w is [C, OC/groups, KH, KW] */
+    ts_conv_geom g = {.N = in[0].d[0], .C = out->d[1], .KH = in[1].d[2], .KW = in[1].d[3], .OC = in[0].d[1], .OH = in[0].d[2],
+                      .OW = in[0].d[3], .groups = groups};
+    return ts_conv_transpose2d_workspace(&g, threads);
 }

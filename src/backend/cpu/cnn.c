@@ -18,6 +18,7 @@
 #include "backend/cpu/cnn.h"
 
 #include "backend/cpu/gemm.h"
+#include "backend/cpu/kernels.h"
 
 #include <math.h>
 #include <string.h>
@@ -465,6 +466,38 @@ void ts_conv2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, 
     const float *dwp = ws + col_floats(g);
     if (dw) add_partials(dw, dwp, wn, j.slots, slot_floats(g));
     if (db) add_partials(db, dwp + wn, g->OC, j.slots, slot_floats(g));
+}
+
+/* ------------------------------------------------ transposed convolution */
+
+size_t ts_conv_transpose2d_workspace(const ts_conv_geom *g, int threads) {
+    return ts_conv2d_workspace(g, threads) + (size_t)(g->N * g->OC * g->OH * g->OW); /* and conv(dy, w), added to dx */
+}
+
+void ts_conv_transpose2d_forward(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g) {
+    int64_t HW = g->H * g->W;
+    memset(y, 0, (size_t)(g->N * g->C * HW) * sizeof(float));
+    ts_conv2d_backward(p, ws, y, NULL, NULL, x, NULL, w, g);
+    for (int64_t q = 0; b && q < g->N * g->C; q++) {
+        float bv = b[q % g->C], *yq = y + q * HW;
+        for (int64_t i = 0; i < HW; i++) yq[i] += bv;
+    }
+}
+
+void ts_conv_transpose2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
+                                  const ts_conv_geom *g) {
+    int64_t HW = g->H * g->W, n = g->N * g->OC * g->OH * g->OW;
+    for (int64_t c = 0; db && c < g->C; c++) {
+        double s = 0;
+        for (int64_t nn = 0; nn < g->N; nn++)
+            for (int64_t i = 0; i < HW; i++) s += dy[(nn * g->C + c) * HW + i];
+        db[c] += (float)s;
+    }
+    if (dw) ts_conv2d_backward(p, ws, NULL, dw, NULL, x, dy, w, g);
+    if (!dx) return;
+    float *t = ws + ts_conv2d_workspace(g, ts_pool_threads(p));
+    ts_conv2d_forward(p, ws, t, dy, w, NULL, g);
+    ts_accumulate(p, dx, t, n);
 }
 
 /* ---------------------------------- conv2d: Winograd F(m x m, 3x3), inference */

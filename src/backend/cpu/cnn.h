@@ -46,6 +46,16 @@ void ts_conv2d_infer(ts_pool *p, float *ws, float *y, const float *x, const floa
 /* dx += ..., dw += ..., db += ... (each may be NULL) */
 void ts_conv2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
                         const ts_conv_geom *g);
+/* The transpose of the convolution of geometry g (its input is y [N, C, H,
+ * W], its output x [N, OC, OH, OW], w [OC, C/groups, KH, KW]): y =
+ * conv^T(x, w) + b[C] (b may be NULL), the convolution's input gradient;
+ * backward: dx += conv(dy, w), dw += the convolution's weight gradient
+ * with x as its output's, db += sum dy (each may be NULL). The workspace:
+ * ts_conv_transpose2d_workspace. */
+size_t ts_conv_transpose2d_workspace(const ts_conv_geom *g, int threads);
+void ts_conv_transpose2d_forward(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g);
+void ts_conv_transpose2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
+                                  const ts_conv_geom *g);
 /* The direct seven-loop convolution in double: the oracle of the tests. */
 void ts_conv2d_naive_forward(float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g);
 void ts_conv2d_naive_backward(float *dx, float *dw, float *db, const float *dy, const float *x, const float *w, const ts_conv_geom *g);

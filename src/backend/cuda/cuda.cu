@@ -586,6 +586,15 @@ static void fill_kernel_table(void) {
     kernels[TS_OP_CAST_BOOL] = {ts_cu_fwd_ew_unary, nullptr, nullptr, nullptr};
     kernels[TS_OP_SIN] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr, nullptr};
     kernels[TS_OP_COS] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr, nullptr};
+    kernels[TS_OP_TAN] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr, nullptr};
+    kernels[TS_OP_ASIN] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr, nullptr};
+    kernels[TS_OP_ACOS] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr, nullptr};
+    kernels[TS_OP_ATAN] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr, nullptr};
+    kernels[TS_OP_SINH] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr, nullptr};
+    kernels[TS_OP_COSH] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr, nullptr};
+    kernels[TS_OP_ASINH] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr, nullptr};
+    kernels[TS_OP_ACOSH] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr, nullptr};
+    kernels[TS_OP_ATANH] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr, nullptr};
     kernels[TS_OP_NOT] = {ts_cu_fwd_ew_unary, nullptr, nullptr, nullptr};
     kernels[TS_OP_ISNAN] = {ts_cu_fwd_ew_unary, nullptr, nullptr, nullptr};
     kernels[TS_OP_ISINF] = {ts_cu_fwd_ew_unary, nullptr, nullptr, nullptr};
@@ -604,6 +613,7 @@ static void fill_kernel_table(void) {
     kernels[TS_OP_CAST] = {ts_cu_fwd_cast, ts_cu_bwd_copy, nullptr, nullptr};
     kernels[TS_OP_PAD] = {ts_cu_fwd_pad, ts_cu_bwd_pad, nullptr, nullptr};
     kernels[TS_OP_MAX_POOL2D_INDICES] = {ts_cu_fwd_max_pool2d_indices, nullptr, nullptr, nullptr};
+    kernels[TS_OP_CONV_TRANSPOSE2D] = {ts_cu_fwd_conv_transpose2d, ts_cu_bwd_conv_transpose2d, ts_cu_workspace_conv_transpose2d, nullptr};
     kernels[TS_OP_STOP_GRADIENT] = {ts_cu_fwd_copy, nullptr, nullptr, nullptr};
     kernels[TS_OP_POWER] = {ts_cu_fwd_broadcast_binary, ts_cu_bwd_broadcast_binary, nullptr, nullptr};
     kernels[TS_OP_MAX] = {ts_cu_fwd_broadcast_binary, ts_cu_bwd_broadcast_binary, nullptr, nullptr};

@@ -170,11 +170,10 @@ static void gemm_grid(const ts_kctx *k, bool ta, bool tb, int64_t M, int64_t N, 
         for (int64_t j = 0; j < count; j++) ts_cu_gemm_strided(k, ta, tb, M, N, K, A + j * an, ag, B + j * bn, bg, beta, C + j * cn, cg, G);
 }
 
-/* y[N,OC,OH,OW] = x[N,C,H,W] (*) w[OC,C/groups,KH,KW] (+ b[OC]) */
-void ts_cu_fwd_conv2d(const ts_kctx *k) {
-    cu_geom g = conv_geom(k);
+/* y[N,OC,OH,OW] = x[N,C,H,W] (*) w[OC,C/groups,KH,KW] (+ b[OC]), or with
+ * beta 1 y += that */
+static void conv_forward(const ts_kctx *k, const cu_geom &g, float *y, const float *x, const float *w, const float *b, float beta) {
     cudaStream_t s = ts_cu_stream(k);
-    const float *x = k->in[0], *w = k->in[1], *b = k->n_in == 3 ? k->in[2] : NULL;
     int64_t OHW = g.OH * g.OW, HW = g.H * g.W, CKK = g.C * g.KH * g.KW, CgKK = CKK / g.groups, OCg = g.OC / g.groups;
     int64_t nc = conv_chunk(g), colsz = conv_cols_per_sample(g);
     bool direct = conv_direct(g);
@@ -187,22 +186,22 @@ void ts_cu_fwd_conv2d(const ts_kctx *k) {
             cols = k->workspace;
         }
         /* y_n,q [OCg, OHW] = W_q [OCg, CgKK] x cols_n,q [CgKK, OHW] */
-        gemm_grid(k, false, false, OCg, OHW, CgKK, w, 0, OCg * CgKK, cols, colsz, CgKK * OHW, 0.0f, k->out + n0 * g.OC * OHW, g.OC * OHW,
+        gemm_grid(k, false, false, OCg, OHW, CgKK, w, 0, OCg * CgKK, cols, colsz, CgKK * OHW, beta, y + n0 * g.OC * OHW, g.OC * OHW,
                   OCg * OHW, cnt, g.groups);
     }
     if (b) {
         int64_t total = g.N * g.OC * OHW;
-        bias_add_kernel<<<ts_cu_blocks(total), TS_CU_THREADS, 0, s>>>(k->out, b, total, g.OC, OHW);
+        bias_add_kernel<<<ts_cu_blocks(total), TS_CU_THREADS, 0, s>>>(y, b, total, g.OC, OHW);
         ts_cu_check(cudaGetLastError(), "Conv2d");
     }
 }
 
+void ts_cu_fwd_conv2d(const ts_kctx *k) { conv_forward(k, conv_geom(k), k->out, k->in[0], k->in[1], k->n_in == 3 ? k->in[2] : NULL, 0.0f); }
+
 /* dx += conv^T(dy, w), dw += dy (*) x, db += sum dy (each may be NULL) */
-void ts_cu_bwd_conv2d(const ts_kctx *k) {
-    cu_geom g = conv_geom(k);
+static void conv_backward(const ts_kctx *k, const cu_geom &g, float *dx, float *dw, float *db, const float *dy, const float *x,
+                          const float *w) {
     cudaStream_t s = ts_cu_stream(k);
-    float *dx = k->din[0], *dw = k->din[1], *db = k->n_in == 3 ? k->din[2] : NULL;
-    const float *x = k->in[0], *w = k->in[1], *dy = k->dout;
     int64_t OHW = g.OH * g.OW, HW = g.H * g.W, CKK = g.C * g.KH * g.KW, CgKK = CKK / g.groups, OCg = g.OC / g.groups;
     int64_t nc = conv_chunk(g), colsz = conv_cols_per_sample(g), wn = conv_dw_floats(g);
     bool direct = conv_direct(g);
@@ -237,6 +236,56 @@ void ts_cu_bwd_conv2d(const ts_kctx *k) {
         col2im_kernel<<<ts_cu_blocks(cnt * g.C * HW), TS_CU_THREADS, 0, s>>>(dx + n0 * g.C * HW, col, g, cnt);
         ts_cu_check(cudaGetLastError(), "Conv2d");
     }
+}
+
+void ts_cu_bwd_conv2d(const ts_kctx *k) {
+    conv_backward(k, conv_geom(k), k->din[0], k->din[1], k->n_in == 3 ? k->din[2] : NULL, k->dout, k->in[0], k->in[1]);
+}
+
+/* ConvTranspose2d x [N,C,H,W] -> y [N,OC,OH,OW] as the convolution it
+ * transposes (the CPU's transposed_geom): y's shape -> x's, same weight */
+static cu_geom transposed_geom(const ts_kctx *k) {
+    const int64_t *at = k->node->attr;
+    const ts_shape *x = &k->in_shape[0], *w = &k->in_shape[1], *y = &k->out_shape;
+    return cu_geom{x->d[0], y->d[1],   y->d[2],   y->d[3],   x->d[1],   x->d[2],   x->d[3],        w->d[2], w->d[3],
+                   at[CA_SH], at[CA_SW], at[CA_PT], at[CA_PL], at[CA_DH], at[CA_DW], at[CA_GROUPS], 0,       0};
+}
+
+size_t ts_cu_workspace_conv_transpose2d(const ts_shape *in, const ts_shape *out, int threads) {
+    (void)threads;
+    cu_geom g = {};
+    g.N = in[0].d[0], g.C = out->d[1], g.H = out->d[2], g.W = out->d[3];
+    g.KH = in[1].d[2], g.KW = in[1].d[3], g.OC = in[0].d[1], g.OH = in[0].d[2], g.OW = in[0].d[3];
+    g.groups = in[1].d[1] > 0 ? out->d[1] / in[1].d[1] : 1; /* w is [C, OC/groups, KH, KW] */
+    if (g.groups < 1) g.groups = 1;
+    return (size_t)(conv_chunk(g) * (conv_cols_per_sample(g) + conv_dw_floats(g)));
+}
+
+/* y = conv^T(x, w) + b: the convolution's input gradient into a zeroed y */
+void ts_cu_fwd_conv_transpose2d(const ts_kctx *k) {
+    cu_geom g = transposed_geom(k);
+    cudaStream_t s = ts_cu_stream(k);
+    int64_t n = g.N * g.C * g.H * g.W, HW = g.H * g.W;
+    ts_cu_check(cudaMemsetAsync(k->out, 0, (size_t)n * sizeof(float), s), "ConvTranspose2d");
+    conv_backward(k, g, k->out, NULL, NULL, k->in[0], NULL, k->in[1]);
+    if (k->n_in == 3) {
+        bias_add_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, s>>>(k->out, k->in[2], n, g.C, HW);
+        ts_cu_check(cudaGetLastError(), "ConvTranspose2d");
+    }
+}
+
+/* dx += conv(dy, w), dw += the convolution's weight gradient with x as
+ * its output's, db += sum dy */
+void ts_cu_bwd_conv_transpose2d(const ts_kctx *k) {
+    cu_geom g = transposed_geom(k);
+    cudaStream_t s = ts_cu_stream(k);
+    float *db = k->n_in == 3 ? k->din[2] : NULL;
+    if (db) {
+        bias_grad_kernel<<<(unsigned)g.C, TS_CU_THREADS, 0, s>>>(db, k->dout, g.N, g.C, g.H * g.W);
+        ts_cu_check(cudaGetLastError(), "ConvTranspose2d");
+    }
+    if (k->din[1]) conv_backward(k, g, NULL, k->din[1], NULL, k->in[0], k->dout, k->in[1]);
+    if (k->din[0]) conv_forward(k, g, k->din[0], k->dout, k->in[1], NULL, 1.0f);
 }
 
 /* -------------------------------------------------------------- pooling */

@@ -1,0 +1,349 @@
+"""onnx_torch_layers.py -- PyTorch layers that ordinary models are made of,
+exported by the TorchScript exporter (training mode, parameters kept as
+initializers) and, where it can, by the dynamo exporter, imported and
+checked against PyTorch: rotary position embeddings (Sin and Cos of the
+positions, folded) and the trigonometric and hyperbolic functions on graph
+tensors; CrossEntropyLoss and NLLLoss with ignore_index (-100 and a class
+index), class weights and every reduction; Conv1d and the 1-D pools;
+ConvTranspose1d and ConvTranspose2d with strides, padding, output_padding,
+dilation and groups; InstanceNorm and GroupNorm; an eval-mode BatchNorm
+exported with its running statistics as initializers.
+
+Each case's module m(*inputs) is wrapped as loss = sum(m(*inputs) * r)
+for a random r (a scalar loss is the loss itself), exported, and a
+training model of the file (SGD at rate 0) gives the loss, m's output
+(anchored under its value name in the file) and every parameter's
+gradient. Passes when the output is within OUT_RTOL of PyTorch's
+(relative to 1 + |value|) and every gradient within GRAD_RTOL of the
+largest gradient of that parameter (at least GRAD_FLOOR of the largest of
+all). A parameter the exporter folded away (not in the file under its
+name) has no gradient to compare. Eval-mode cases are exported as
+torch.onnx.export(model.eval(), do_constant_folding=False) and compared
+with the module in eval mode. Prints one line per case and exporter;
+exits 1 on any failure.
+
+Usage: onnx_torch_layers.py [--only REGEX]"""
+import math
+import os
+import re
+import sys
+import tempfile
+import warnings
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+import tensorscope as ts
+
+OUT_RTOL = 1e-5
+GRAD_RTOL = 1e-4
+GRAD_FLOOR = 1e-3
+
+
+class Wrapped(torch.nn.Module):
+    """loss = sum(m(*inputs) * r), or m's scalar output itself."""
+
+    def __init__(self, m, scalar):
+        super().__init__()
+        self.m, self.scalar = m, scalar
+
+    def forward(self, *args):
+        if self.scalar:
+            return self.m(*args)
+        *inputs, r = args
+        return (self.m(*inputs) * r).sum()
+
+
+class Rotary(torch.nn.Module):
+    """Llama's rotary embedding: cos and sin of positions x inverse
+    frequencies (a buffer), applied to q = Linear(x)."""
+
+    def __init__(self, d=8, buffer=True):
+        super().__init__()
+        self.q, self.buffer = torch.nn.Linear(d, d), buffer
+        self.register_buffer("inv_freq", 1.0 / (10000 ** (torch.arange(0, d, 2).float() / d)), persistent=False)
+
+    def forward(self, x):
+        t = torch.arange(x.shape[1], dtype=torch.float32)
+        d = self.q.in_features  # without the buffer, every input of Cos and Sin is a constant the import folds
+        inv_freq = self.inv_freq if self.buffer else 1.0 / (10000 ** (torch.arange(0, d, 2).float() / d))
+        freqs = (inv_freq[None, :, None] @ t[None, None, :]).transpose(1, 2)  # as transformers' Llama
+        emb = torch.cat((freqs, freqs), dim=-1)
+        q = self.q(x)
+        half = q.shape[-1] // 2
+        rot = torch.cat((-q[..., half:], q[..., :half]), dim=-1)
+        return q * emb.cos() + rot * emb.sin()
+
+
+class Trig(torch.nn.Module):
+    """Every trigonometric and hyperbolic function on graph tensors,
+    inside its domain."""
+
+    def __init__(self, d=6):
+        super().__init__()
+        self.lin = torch.nn.Linear(d, d)
+
+    def forward(self, x):
+        h = self.lin(x)
+        t = 0.9 * torch.tanh(h)
+        return (torch.sin(h) + torch.cos(h) + torch.tan(0.5 * t) + torch.asin(t) + torch.acos(t) + torch.atan(h)
+                + torch.sinh(h) + torch.cosh(h) + torch.asinh(h) + torch.acosh(1.5 + h * h) + torch.atanh(t))
+
+
+class Loss(torch.nn.Module):
+    """Linear scores, then `fn(scores, labels)`; scores [N, C] or, with
+    seq, [N, C, T]."""
+
+    def __init__(self, fn, c=5, seq=False, log_softmax=False):
+        super().__init__()
+        self.lin, self.fn, self.seq, self.log_softmax = torch.nn.Linear(4, c), fn, seq, log_softmax
+
+    def forward(self, x, y):
+        s = self.lin(x)
+        if self.seq:
+            s = s.transpose(1, 2)
+        if self.log_softmax:
+            s = F.log_softmax(s, dim=1)
+        return self.fn(s, y)
+
+
+class Seq(torch.nn.Sequential):
+    pass
+
+
+class BatchNormSkip(torch.nn.Module):
+    """A fresh BatchNorm (running statistics 0 and 1, equal to its bias and
+    weight: the exporters store them once) beside a skip connection (the
+    dynamo exporter does not fuse it into the Conv)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn = torch.nn.Conv2d(3, 3, 3, padding=1), torch.nn.BatchNorm2d(3)
+
+    def forward(self, x):
+        h = self.conv(x)
+        return self.bn(h) + h
+
+
+def labels(shape, c, ignore, n_ignored):
+    g = torch.Generator().manual_seed(7)
+    y = torch.randint(0, c, shape, generator=g)
+    flat = y.view(-1)
+    flat[torch.randperm(flat.numel(), generator=g)[:n_ignored]] = ignore
+    return y
+
+
+def cases():
+    """name -> (module, {input: tensor}, scalar output?, exporters)"""
+    torch.manual_seed(0)
+    x2 = torch.randn(6, 4)
+    w = torch.tensor([0.5, 1.0, 2.0, 1.5, 0.7])
+    both = ("torchscript", "dynamo")
+    out = {}
+    out["rotary_embedding"] = (Rotary(), {"x": torch.randn(2, 5, 8)}, False, both)
+    out["rotary_embedding_folded"] = (Rotary(buffer=False), {"x": torch.randn(2, 5, 8)}, False, both)
+    # the TorchScript exporter has no aten::sinh at opset 17
+    out["trig_hyperbolic"] = (Trig(), {"x": torch.randn(3, 6)}, False, ("dynamo",))
+    for red in ("mean", "sum", "none"):
+        y = labels((6,), 5, -100, 2)
+        out[f"cross_entropy_ignore_-100_{red}"] = (
+            Loss(lambda s, t, r=red: F.cross_entropy(s, t, ignore_index=-100, reduction=r)), {"x": x2, "y": y}, red != "none", both)
+        out[f"cross_entropy_weights_ignore_-100_{red}"] = (
+            Loss(torch.nn.CrossEntropyLoss(weight=w, ignore_index=-100, reduction=red)), {"x": x2, "y": y},
+            red != "none", both)
+        out[f"nll_ignore_-100_{red}"] = (
+            Loss(lambda s, t, r=red: F.nll_loss(s, t, ignore_index=-100, reduction=r), log_softmax=True), {"x": x2, "y": y},
+            red != "none", both)
+    y3 = labels((6,), 5, 3, 0)
+    out["cross_entropy_ignore_class_3_mean"] = (
+        Loss(lambda s, t: F.cross_entropy(s, t, ignore_index=3)), {"x": x2, "y": y3}, True, both)
+    out["cross_entropy_seq_ignore_-100_mean"] = (
+        Loss(lambda s, t: F.cross_entropy(s, t, ignore_index=-100), seq=True), {"x": torch.randn(2, 7, 4), "y": labels((2, 7), 5, -100, 4)},
+        True, both)
+    out["conv1d"] = (torch.nn.Conv1d(3, 4, 5, stride=2, padding=2), {"x": torch.randn(2, 3, 17)}, False, both)
+    out["conv1d_dilation_groups_nobias"] = (torch.nn.Conv1d(4, 6, 3, dilation=2, groups=2, bias=False), {"x": torch.randn(2, 4, 13)},
+                                            False, both)
+    out["conv1d_same"] = (torch.nn.Conv1d(3, 2, 4, padding="same"), {"x": torch.randn(2, 3, 11)}, False, both)
+    out["conv1d_pools"] = (Seq(torch.nn.Conv1d(2, 3, 3), torch.nn.MaxPool1d(2), torch.nn.AvgPool1d(3, stride=2, padding=1)),
+                           {"x": torch.randn(2, 2, 20)}, False, both)
+    out["conv_transpose2d"] = (torch.nn.ConvTranspose2d(3, 4, 3, stride=2, padding=1, output_padding=1), {"x": torch.randn(2, 3, 5, 6)},
+                               False, both)
+    out["conv_transpose2d_dilation_groups"] = (torch.nn.ConvTranspose2d(4, 6, (2, 3), stride=(1, 2), padding=(1, 0), dilation=2,
+                                                                        groups=2, bias=False), {"x": torch.randn(2, 4, 4, 5)}, False, both)
+    out["conv_transpose2d_unet_up"] = (torch.nn.ConvTranspose2d(8, 4, 2, stride=2), {"x": torch.randn(2, 8, 6, 6)}, False, both)
+    out["conv_transpose1d"] = (torch.nn.ConvTranspose1d(3, 2, 4, stride=3, padding=1, output_padding=2), {"x": torch.randn(2, 3, 9)},
+                               False, both)
+    out["instance_norm2d_affine"] = (Seq(torch.nn.Conv2d(2, 3, 3), torch.nn.InstanceNorm2d(3, affine=True)), {"x": torch.randn(2, 2, 6, 7)},
+                                     False, both)
+    out["instance_norm1d"] = (Seq(torch.nn.Conv1d(2, 3, 3), torch.nn.InstanceNorm1d(3)), {"x": torch.randn(2, 2, 9)}, False, both)
+    out["group_norm"] = (Seq(torch.nn.Conv2d(2, 6, 3), torch.nn.GroupNorm(3, 6)), {"x": torch.randn(2, 2, 6, 5)}, False, both)
+    out["group_norm_1d"] = (Seq(torch.nn.Conv1d(2, 4, 3), torch.nn.GroupNorm(2, 4, eps=1e-3)), {"x": torch.randn(3, 2, 8)}, False, both)
+    for name, m, x in (("batch_norm2d_eval", Seq(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU()), torch.randn(2, 3, 6, 6)),
+                       ("batch_norm1d_eval", Seq(torch.nn.Linear(5, 4), torch.nn.BatchNorm1d(4)), torch.randn(3, 5)),
+                       ("batch_norm2d_eval_first", Seq(torch.nn.BatchNorm2d(3), torch.nn.Conv2d(3, 2, 1)), torch.randn(2, 3, 4, 4)),
+                       ("batch_norm2d_eval_fresh", Seq(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4)), torch.randn(2, 3, 6, 6))):
+        for bn in m:  # running statistics that are not the initial 0 and 1 (but in the fresh one)
+            if isinstance(bn, torch.nn.modules.batchnorm._BatchNorm) and not name.endswith("_fresh"):
+                with torch.no_grad():
+                    bn.running_mean.uniform_(-1, 1)
+                    bn.running_var.uniform_(0.5, 2)
+        m.eval_export = True
+        # the dynamo exporter fuses an eval BatchNorm into the Conv or
+        # Linear before it: the file's weight is not the module's
+        out[name] = (m, {"x": x}, False, both if name.endswith("_first") else ("torchscript",))
+    skip = BatchNormSkip()
+    skip.eval_export = True
+    out["batch_norm2d_eval_fresh_skip"] = (skip, {"x": torch.randn(2, 3, 6, 6)}, False, both)
+    return out
+
+
+def export(module, inputs, path, exporter):
+    args, names = tuple(inputs.values()), list(inputs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if getattr(module.m, "eval_export", False):  # an inference export: torch.onnx.export(model.eval(), ...)
+            module.eval()
+            kw = {"dynamo": False, "opset_version": 17} if exporter == "torchscript" else {"dynamo": True, "verbose": False}
+            torch.onnx.export(module, args, path, input_names=names, do_constant_folding=False, **kw)
+            return
+        if exporter == "torchscript":
+            from tensorscope._torch import export_onnx
+            export_onnx(module, args, path, names)
+        else:
+            torch.onnx.export(module, args, path, input_names=names, dynamo=True, external_data=False, verbose=False)
+    module.train()
+
+
+def output_alias(path, scalar):
+    """The file's name of m's output: the Mul by r's other input, or the
+    graph's output for a scalar loss."""
+    import onnx
+    g = onnx.load(path).graph
+    if scalar:
+        return g.output[0].name
+    for n in g.node:
+        if n.op_type == "Mul" and "r" in n.input:
+            return [i for i in n.input if i != "r"][0]
+    raise RuntimeError("no Mul by r in the file")
+
+
+def check(name, module, inputs, scalar, exporter, workdir):
+    torch.manual_seed(1)
+    module.train(not getattr(module, "eval_export", False))
+    with torch.no_grad():
+        ref_out = module(*inputs.values())
+    feeds = dict(inputs)
+    if not scalar:
+        feeds["r"] = torch.randn(ref_out.shape)
+    wrapped = Wrapped(module, scalar)
+    path = os.path.join(workdir, f"{name}.{exporter}.onnx")
+    export(wrapped, feeds, path, exporter)
+    wrapped.train(not getattr(module, "eval_export", False))
+    module.zero_grad()
+    loss = wrapped(*feeds.values())
+    loss.backward()
+    params = {n: p.grad.numpy() for n, p in wrapped.named_parameters() if p.grad is not None}
+
+    g = ts.Graph.from_onnx(path, {k: tuple(v.shape) for k, v in feeds.items()})
+    tensor_names = {t.name for t in g.tensors()}
+    opts = ts.Options().output_mode("final")
+    opts.anchor_tensor("out", output_alias(path, scalar), "final")
+    anchored = {}
+    for n in params:
+        for cand in (n, n.replace("m.", "", 1)):
+            if cand in tensor_names:
+                anchored[n] = f"g{len(anchored)}"
+                opts.anchor_tensor(anchored[n], "Gradient___" + cand, "final")
+                break
+    import onnx
+    held = {i.name for i in onnx.load(path).graph.initializer}
+    # a parameter the exporter folded into another (the dynamo exporter's
+    # BatchNorm into the Conv before it, GroupNorm's weight unsqueezed) is
+    # not in the file: its gradient cannot be named
+    missing = [n for n in params if n not in anchored and (n in held or n.replace("m.", "", 1) in held)]
+    if missing:
+        return f"parameters not in the graph: {missing}"
+    # nothing else trains: the constants the exporter writes (GroupNorm's
+    # unit scale and zero bias of InstanceNormalization) stay constants
+    extra = [t.name for t in g.tensors() if t.is_parameter and t.name not in params
+             and "m." + t.name not in params]
+    folded = [n for n in params if n not in anchored]  # trained under the exporter's names
+    if len(extra) > len(folded):
+        return f"parameters the module does not have: {extra}"
+    model = ts.training_model(g, opts, optimizer=ts.SGD(lr=0.0), loss=g.outputs[0])
+    run = {k: (v.numpy().astype(np.int64) if v.dtype == torch.int64 else v.numpy()) for k, v in feeds.items()}
+    got_loss = float(model(**run))
+    got = model.get_anchored_tensor("out").reshape(ref_out.shape)
+    want = ref_out.numpy().astype(np.float64)
+    err = np.max(np.abs(got - want) / (1 + np.abs(want)), initial=0.0)
+    if not np.isfinite(got_loss) or abs(got_loss - float(loss.detach())) > OUT_RTOL * (1 + abs(float(loss.detach()))) or not err <= OUT_RTOL:
+        return f"output mismatch: max error {err:.3g}, loss {got_loss:.7g} vs PyTorch's {float(loss.detach()):.7g}"
+    largest = max(float(np.max(np.abs(v))) for v in params.values()) if params else 0.0
+    for n, short in anchored.items():
+        gg = model.get_anchored_tensor(short).reshape(params[n].shape)
+        # at least GRAD_FLOOR of the largest gradient: a bias a normalisation
+        # removes has a gradient of rounding noise only
+        scale = max(float(np.max(np.abs(params[n]))), GRAD_FLOOR * largest, 1e-12)
+        e = float(np.max(np.abs(gg - params[n]))) / scale
+        if not e <= GRAD_RTOL:
+            return f"gradient mismatch: {n} off by {e:.3g} of its largest value"
+    g.close()
+    return None
+
+
+def group_normalization_opsets(workdir):
+    """ONNX's GroupNormalization, whose scale and bias are per group at
+    opsets 18 to 20 and per channel from 21: against onnx's reference."""
+    import onnx
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 6, 3, 4)).astype(np.float32)
+    for opset, n in ((18, 3), (21, 6)):
+        s, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+        node = helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=3, epsilon=1e-3)
+        graph = helper.make_graph([node], "gn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                                  [onnx.numpy_helper.from_array(s, "s"), onnx.numpy_helper.from_array(b, "b")])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+        path = os.path.join(workdir, f"gn{opset}.onnx")
+        onnx.save(model, path)
+        want = ReferenceEvaluator(model).run(None, {"x": x})[0]
+        g = ts.Graph.from_onnx(path, {"x": x.shape})
+        got = np.asarray(ts.inference_model(g, ts.Options().output_mode("final"))(x=x))
+        err = float(np.max(np.abs(got.reshape(want.shape) - want) / (1 + np.abs(want))))
+        if not err <= OUT_RTOL:
+            return f"opset {opset}: max error {err:.3g} against onnx's reference"
+    return None
+
+
+def main():
+    only = None
+    if "--only" in sys.argv:
+        only = re.compile(sys.argv[sys.argv.index("--only") + 1])
+    failed = 0
+    with tempfile.TemporaryDirectory() as workdir:
+        for name, (module, inputs, scalar, exporters) in cases().items():
+            if only and not only.search(name):
+                continue
+            for exporter in exporters:
+                try:
+                    why = check(name, module, inputs, scalar, exporter, workdir)
+                except Exception as e:  # one case's failure never stops the others
+                    why = " ".join(f"{type(e).__name__}: {e}".split())[:500]
+                print(f"{'ok  ' if why is None else 'FAIL'} {name} ({exporter}){'' if why is None else ': ' + why}", flush=True)
+                failed += why is not None
+        if not only or only.search("group_normalization_opsets"):
+            try:
+                why = group_normalization_opsets(workdir)
+            except Exception as e:
+                why = " ".join(f"{type(e).__name__}: {e}".split())[:500]
+            print(f"{'ok  ' if why is None else 'FAIL'} group_normalization_opsets (onnx){'' if why is None else ': ' + why}", flush=True)
+            failed += why is not None
+    print(f"onnx_torch_layers: {'PASS' if not failed else f'{failed} FAILED'}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
