@@ -219,6 +219,7 @@ def measure(build):
         if b not in ALLOWED[a]:
             against[(a, b)].append((f, g, n, ACCEPTED.get((f, g))))
     cycles = [c for c in sccs(edges) if len({layer_of(f) for f in c}) > 1]
+    built = {f for f, _ in objs}
     arrows = {(f, g) for v in against.values() for f, g, _, _ in v}
     return {
         "objects": len(objs),
@@ -229,7 +230,10 @@ def measure(build):
         "layer_pairs": sum(1 for v in against.values() if any(r is None for *_, r in v)),
         "file_pairs": sum(1 for v in against.values() for x in v if x[3] is None),
         "accepted": sum(1 for v in against.values() for x in v if x[3]),
-        "stale": sorted(k for k in ACCEPTED if k not in arrows),
+        # judged only where this build compiles both files (a feature left
+        # out of a build takes its arrows with it)
+        "stale": sorted((f, g) for f, g in ACCEPTED if (f, g) not in arrows and
+                        all(x.endswith(".h") or x in built for x in (f, g))),
         "cycles": sorted(sorted(c) for c in cycles),
         "via": via,
     }
@@ -368,7 +372,7 @@ def check(m):
         elif v > ceiling[k]:
             fails.append(f"{k}: {v}, above the ceiling of {ceiling[k]} ({os.path.relpath(CEILING, ROOT)}); "
                          "remove the new arrows (the ceiling only comes down)")
-        elif v < ceiling[k]:
+        elif v < ceiling[k] and m["cuda_objects"]:
             print(f"note: {k} is {v}, below the ceiling of {ceiling[k]}: lower it in {os.path.relpath(CEILING, ROOT)}")
     for f, g in m["stale"]:
         fails.append(f"ACCEPTED names {f} -> {g}, which is not an arrow against the flow: remove it")
