@@ -1,6 +1,7 @@
 /* test_backend_ops.c -- every op's forward and backward on a device
  * against the CPU backend (tests/support/op_check.h), the same random
- * inputs through both kernel tables, every optimizer's step and the stats
+ * inputs through both kernel tables, the CPU's gradients against finite
+ * differences of its forward, every optimizer's step and the stats
  * summaries (tests/support/stats_cases.c). The device is TS_TEST_DEVICE
  * ("cuda" unless set; "cpu" checks the cases and the harness themselves).
  * No such device here: exits 77 (ctest's skip) saying why.
@@ -36,10 +37,22 @@ int main(int argc, char **argv) {
     ts_op_cases_cnn(&c);
     ts_opt_cases(&c);
     ts_stats_cases(&c);
-    /* every op that computes has a case */
+    /* every op of the table that computes has a case, and every one with a
+     * gradient a case checked against finite differences (or one saying
+     * why not): a new op fails here, named, until tests/support/op_cases_*.c
+     * has its case */
     const ts_backend *cpu = ts_backend_cpu();
-    for (int op = 0; op < TS_OP_COUNT; op++)
-        if (cpu->kernels[op].forward) CHECK(c.ops_seen[op], "op %s has a case", ts_op_get((ts_op)op)->name);
+    char no_case[2048] = "", no_fd[2048] = "";
+    for (int op = 0; op < TS_OP_COUNT; op++) {
+        const ts_op_def *def = ts_op_get((ts_op)op);
+        if (!cpu->kernels[op].forward) continue;
+        if (!c.ops_seen[op])
+            snprintf(no_case + strlen(no_case), sizeof no_case - strlen(no_case), " %s", def->name);
+        else if (def->has_backward && cpu->kernels[op].backward && !c.ops_fd[op] && !c.ops_no_fd[op])
+            snprintf(no_fd + strlen(no_fd), sizeof no_fd - strlen(no_fd), " %s", def->name);
+    }
+    CHECK(!*no_case, "every op of the op table has a case%s%s", *no_case ? "; none for:" : "", no_case);
+    CHECK(!*no_fd, "every op with a gradient has a case against finite differences%s%s", *no_fd ? "; none for:" : "", no_fd);
     CHECK(c.failures == 0, "%d cases on %s: %d comparisons failed", c.checked, dev->name, c.failures);
     if (dev->stream_destroy) dev->stream_destroy(c.stream);
     return check_summary("test_backend_ops");

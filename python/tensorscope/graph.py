@@ -92,6 +92,11 @@ OPS = {
     "cast": ("ts_cast", "x:T dtype:D"),
     "gelu": ("ts_gelu", "x:T tanh_approx:I=0"),
     "embedding": ("ts_embedding", "weight:T indices:T"),
+    "gather": ("ts_gather", "data:T indices:T axis:I=0"),
+    "gather_elements": ("ts_gather_elements", "data:T indices:T axis:I=0"),
+    # the elementwise families, by the op's name (include/tensorscope.h lists them)
+    "unary": ("ts_unary", "op:S x:T alpha:F=0.0 beta:F=0.0"),
+    "binary": ("ts_binary", "op:S a:T b:T"),
     "layer_norm": ("ts_layer_norm", "x:T weight:T bias:T ndims:I=1 eps:F=1e-05"),
     "matmul_batched": ("ts_matmul_batched", "a:T b:T transpose_a:I=0 transpose_b:I=0"),
     "permute": ("ts_permute", "x:T perm:IP"),
@@ -180,6 +185,19 @@ OP_DOCS = {
             "to the same dtype; what the rounding loses shows in watches (Summary.stored_underflow).",
     "gelu": "GELU, x * (1 + erf(x / sqrt(2))) / 2; tanh_approx=1: PyTorch's approximate='tanh'.",
     "embedding": "Rows of weight [V, C] picked by int32 `indices` [...]: [..., C].",
+    "gather": "data's entries along `axis` (negative counts from the end) picked by int32 `indices` "
+              "(negative ones count from that dim's end): data's dims before axis, the indices' dims, "
+              "data's dims after it (numpy's take; torch.index_select for 1-D indices).",
+    "gather_elements": "out[p] = data[p with indices[p] on `axis`] for int32 `indices` of data's rank "
+                       "(torch.gather); out has the indices' shape.",
+    "unary": "The elementwise op named `op` on x: Ceil, Floor, Round (half to even), CastInt, "
+             "CastBool, Sin, Cos, Not, IsNaN, IsInf, HardSwish, HardSigmoid, LeakyRelu, Elu, Selu, "
+             "Softplus, CastLowbits, CastFloat, CastIndex; `alpha` and `beta` are the parameters of "
+             "those that take them (include/tensorscope.h's ts_unary says which). Predicates give 1 or "
+             "0; they and the rounding ops pass no gradient. An unknown name raises, listing the names.",
+    "binary": "The elementwise op named `op` on a and b, with NumPy broadcasting: Pow, Max, Min, Mod "
+              "(the divisor's sign, Python's %), FMod (the dividend's, torch.fmod), Equal, Greater, "
+              "GreaterOrEqual, Less, LessOrEqual, And, Or, Xor (1 or 0 out, no gradient).",
     "layer_norm": "Normalises over the last `ndims` dimensions, then * weight + bias (torch's layer_norm).",
     "matmul_batched": "a [..., M, K] @ b [..., K, N] with the leading dimensions broadcast; "
                       "transpose_a / transpose_b: the operand is stored transposed.",

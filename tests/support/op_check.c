@@ -79,6 +79,85 @@ static double compare(ts_op_checker *c, const operand *o, float *scratch) {
     return err / (mag + 1e-3);
 }
 
+/* The CPU forward of kf on `in`'s host values, input j's element i moved
+ * by h: sum(out * r) in double, and sum(|out * r|) in *mag. */
+static double fd_loss(const ts_kernel_row *row, ts_kctx *kf, float **fin, const operand *in, int j, int64_t i,
+                      float h, const operand *r, double *mag) {
+    for (int k = 0; k < kf->n_in; k++)
+        if (fin[k]) memcpy(fin[k], in[k].host, in[k].bytes); /* a forward may update its inputs (running stats) */
+    fin[j][i] += h;
+    row->forward(kf);
+    double l = 0, m = 0;
+    for (int64_t k = 0; k < r->n; k++) {
+        if (!isfinite(kf->out[k])) continue; /* a filled -inf, say: constant, no gradient to compare */
+        double v = (double)kf->out[k] * (double)r->host[k];
+        l += v;
+        m += fabs(v);
+    }
+    if (mag) *mag = m;
+    return l;
+}
+
+/* The CPU backward's gradients (din[j].cpu less its starting values)
+ * against central differences of the CPU forward (op_check.h). */
+static void fd_check(ts_op_checker *c, const char *label, const ts_tensor *t, const ts_kctx *kc, const operand *in,
+                     const operand *din, const operand *dout, size_t nscratch, size_t nwork) {
+    const ts_op_def *def = ts_op_get(t->op);
+    const ts_kernel_row *row = &ts_backend_cpu()->kernels[t->op];
+    ts_kctx kf = *kc;
+    float *fin[TS_MAX_INPUTS] = {0};
+    bool ok = (kf.out = malloc((size_t)(dout->n ? dout->n : 1) * sizeof(float))) != NULL;
+    ok = (kf.scratch = calloc(nscratch + 1, sizeof(float))) != NULL && ok;
+    ok = (kf.workspace = calloc(nwork + 1, sizeof(float))) != NULL && ok;
+    for (int j = 0; j < t->n_in; j++) {
+        kf.din[j] = NULL;
+        if (!kc->in[j]) continue;
+        ok = (fin[j] = malloc(in[j].bytes)) != NULL && ok;
+        kf.in[j] = fin[j];
+    }
+    kf.dout = NULL;
+    if (!ok) {
+        OP_CHECK(c, 0, "%s %s: no memory for the finite differences", def->name, label);
+        goto done;
+    }
+    for (int j = 0; j < t->n_in; j++) {
+        ts_op leaf = t->g->t[t->in[j]]->op;
+        if (!din[j].host || !fin[j] || leaf == TS_OP_BUFFER || leaf == TS_OP_CONST) continue; /* no gradient by contract */
+        int64_t n = din[j].n, k_max = n < 12 ? n : 12;
+        int checked = 0, kinks = 0;
+        for (int64_t k = 0; k < k_max; k++) {
+            int64_t i = k * n / k_max;
+            float x = in[j].host[i], h = 1e-2f * fmaxf(1.0f, fabsf(x));
+            double mag, l0 = fd_loss(row, &kf, fin, in, j, i, 0, dout, &mag);
+            double lp = fd_loss(row, &kf, fin, in, j, i, h, dout, NULL);
+            double lm = fd_loss(row, &kf, fin, in, j, i, -h, dout, NULL);
+            h = ((x + h) - (x - h)) / 2; /* the step float arithmetic took */
+            double central = (lp - lm) / (2.0 * h), up = (lp - l0) / h, down = (l0 - lm) / h;
+            double grad = (double)din[j].cpu[i] - (double)din[j].host[i];
+            /* the forward's float32 rounding, seen through the step, and a relative 2% */
+            double atol = 1e-3 + 1e-6 * mag / h, rtol = 2e-2;
+            double err = fabs(central - grad);
+            if (err <= atol + rtol * fmax(fabs(central), fabs(grad))) {
+                checked++;
+            } else if (fabs(up - down) > atol + rtol * fmax(fabs(up), fabs(down))) {
+                kinks++; /* not differentiable within the step: a kink, not a wrong gradient */
+            } else {
+                OP_CHECK(c, 0, "%s %s: gradient of input %d element %lld is %.6g, finite differences %.6g",
+                         def->name, label, j, (long long)i, grad, central);
+                goto done;
+            }
+        }
+        OP_CHECK(c, checked > 0, "%s %s: input %d, %d of %lld elements on a kink: none checked against finite differences",
+                 def->name, label, j, kinks, (long long)k_max);
+        if (checked) c->ops_fd[t->op] = true;
+    }
+done:
+    free(kf.out);
+    free(kf.scratch);
+    free(kf.workspace);
+    for (int j = 0; j < t->n_in; j++) free(fin[j]);
+}
+
 void ts_op_check(ts_op_checker *c, const char *label, const ts_tensor *t, const ts_op_case_opts *opts) {
     ts_op_case_opts o = opts ? *opts : (ts_op_case_opts){0};
     if (!o.int_hi) o.int_hi = 2;
@@ -186,6 +265,12 @@ void ts_op_check(ts_op_checker *c, const char *label, const ts_tensor *t, const 
                 if (!din[j].host) continue;
                 e = compare(c, &din[j], back);
                 OP_CHECK(c, e <= o.tol, "%s %s on %s: gradient of input %d, rel. error %.3g", def->name, label, c->dev->name, j, e);
+            }
+            if (o.no_fd) {
+                c->ops_no_fd[t->op] = true;
+                printf("note %s %s: not against finite differences: %s\n", def->name, label, o.no_fd);
+            } else {
+                fd_check(c, label, t, &kc, in, din, &dout, nscratch, nwc);
             }
         }
     }

@@ -24,6 +24,8 @@ typedef struct ts_op_checker {
     int checked;           /* cases run */
     int failures;          /* comparisons that failed (check.h's counters are per file: main checks this) */
     bool ops_seen[TS_OP_COUNT]; /* ops with at least one case */
+    bool ops_fd[TS_OP_COUNT];   /* ops with a case whose gradient was checked against finite differences */
+    bool ops_no_fd[TS_OP_COUNT]; /* ops with a case that says why it is not (ts_op_case_opts.no_fd) */
 } ts_op_checker;
 
 typedef struct ts_op_case_opts {
@@ -33,11 +35,22 @@ typedef struct ts_op_case_opts {
     float shift;      /* added to every float input (a domain such as acosh's x >= 1) */
     float tol;        /* relative tolerance (0: 1e-4), on max |a-b| / (max |cpu| + 1e-3) */
     bool no_backward; /* check the forward only */
+    /* why the CPU's gradient is not the forward's derivative (a straight-
+     * through or stopped gradient): the finite-difference check is skipped
+     * and the reason printed; NULL: checked */
+    const char *no_fd;
 } ts_op_case_opts;
 
 /* Runs node t (a node whose inputs are all leaves: ts_input, ts_param,
  * ts_constant) on the CPU and on c->dev and CHECKs each comparison (one
- * line per case). opts may be NULL. */
+ * line per case). opts may be NULL. An op with a backward is also checked
+ * against central finite differences of the CPU's forward: the loss
+ * L = sum(out * dout), up to 12 elements of each float input moved by
+ * +-eps, each difference against the CPU backward's gradient. An element
+ * where the two one-sided differences disagree sits on a kink (relu's 0, a
+ * pool's tie, a rounding step) and is not counted; a case with every
+ * element on one fails. Buffers and constants get no gradient by contract
+ * and are not moved; outputs that are not finite are left out of L. */
 void ts_op_check(ts_op_checker *c, const char *label, const ts_tensor *t, const ts_op_case_opts *opts);
 
 /* The op cases, one function per family (tests/support/op_cases_*.c):
