@@ -212,7 +212,8 @@ int cmd_diff(int argc, char **argv);
 int cmd_memory(int argc, char **argv);
 /* A command on a compiled model with `names`' model flags (tools/cmd_names.c):
  * parses `extra` (NULL-terminated, may be NULL) and the model flags, then
- * builds and compiles the training (or --inference) model they describe. */
+ * builds and compiles the training (or --inference) model they describe,
+ * its buffers allocated (a command that only inspects compiles to plan only). */
 int cli_model_command(const char *cmd, const char *usage, const cli_flag *extra, int argc, char **argv, cli_model *cm, ts_model **m,
                       bool *help);
 int cmd_lint(int argc, char **argv);

@@ -16,7 +16,7 @@ typedef struct model_args {
 } model_args;
 
 /* Builds and compiles the training (or inference) model the flags describe. */
-static int compile_model(const char *cmd, const model_args *a, cli_model *cm, ts_model **m) {
+static int compile_model(const char *cmd, const model_args *a, bool plan_only, cli_model *cm, ts_model **m) {
     cli_import imp = a->gpt;
     imp.inputs = &a->inputs, imp.values = &a->values, imp.loss = a->loss, imp.labels_input = a->labels_input, imp.output = a->output;
     ts_status st = cli_model_open(a->model, a->batch_size, 0, NULL, &imp, cm);
@@ -38,9 +38,9 @@ static int compile_model(const char *cmd, const model_args *a, cli_model *cm, ts
         ts_options_free(o);
         return cli_usage_error(cmd, "--precision must be f32, bf16 or f16, got '%s'", a->precision);
     }
-    /* names, shapes, the plan and lint: nothing here runs, so no buffer is allocated */
+    /* names, shapes, the plan and lint: nothing there runs, so no buffer is allocated */
     if (ts_options_set_device_iterations(o, (int)a->repeat_count) || ts_options_set_gradient_accumulation(o, (int)a->grad_accum) ||
-        ts_options_set_precision(o, prec) || ts_options_set_plan_only(o, 1)) {
+        ts_options_set_precision(o, prec) || ts_options_set_plan_only(o, plan_only)) {
         ts_options_free(o);
         return cli_usage_error(cmd, "%s", ts_last_error());
     }
@@ -86,7 +86,7 @@ int cmd_names(int argc, char **argv) {
     if (rc || help) return rc;
     cli_model cm = {0};
     ts_model *m = NULL;
-    rc = compile_model("names", &a, &cm, &m);
+    rc = compile_model("names", &a, true, &cm, &m);
     if (!rc) {
         const char *const *names;
         size_t n;
@@ -125,7 +125,7 @@ int cmd_graph(int argc, char **argv) {
     if (a.backward && a.inference) return cli_usage_error("graph", "--backward shows the training program: an --inference model runs no backward pass");
     cli_model cm = {0};
     ts_model *m = NULL;
-    rc = compile_model("graph", &a, &cm, &m);
+    rc = compile_model("graph", &a, true, &cm, &m);
     if (!rc) {
         char *s = ts_graph_dump(cm.g, m, fmt, (a.locations ? TS_DUMP_LOCATIONS : 0) | (a.backward ? TS_DUMP_BACKWARD : 0));
         if (s) fputs(s, stdout);
@@ -146,7 +146,7 @@ int cmd_lint(int argc, char **argv) {
     ts_set_log_level(TS_LOG_ERROR); /* the warnings are printed below, once */
     cli_model cm = {0};
     ts_model *m = NULL;
-    rc = compile_model("lint", &a, &cm, &m);
+    rc = compile_model("lint", &a, true, &cm, &m);
     const char *const *w;
     size_t n = 0;
     if (!rc && ts_model_lint(m, &w, &n)) rc = cli_runtime_error("linting the model");
@@ -174,5 +174,5 @@ int cli_model_command(const char *cmd, const char *usage, const cli_flag *extra,
     int rc = cli_parse(cmd, usage, all, argc, argv, 2, NULL, help);
     free(all);
     if (rc || *help) return rc;
-    return compile_model(cmd, &a, cm, m);
+    return compile_model(cmd, &a, false, cm, m);
 }
