@@ -14,7 +14,7 @@ static void usage(FILE *f) {
                "  generate    sample text from a language model trained on a text corpus (train --model gpt)\n"
                "  names       compile a model and print every tensor name\n"
                "  graph       print a model's graph as text or Graphviz DOT\n"
-               "  inspect     summarise a .npy file: one line, stats and a histogram\n"
+               "  inspect     summarise a .npy file: one line, stats and a histogram; or open a --dump-debug DIR in the inspector\n"
                "  compare     run a model and compare every tensor with a reference dump (or two dumps)\n"
                "  lint        list the mistakes a model's graph shows that give bad scores without an error\n"
                "  debug-run   run a command with debug settings and archive what it left\n"

@@ -8,6 +8,7 @@
 #include "observe/observe.h"
 #include "observe/outfeed.h"
 #include "backend/cpu/gemm.h"
+#include "diag/dump_debug.h"
 #include "diag/hooks.h"
 #include "diag/metrics.h"
 #include "diag/trace.h"
@@ -122,6 +123,7 @@ void ts_model_free(ts_model *m) {
         ts_logf(TS_LOG_ERROR, "model freed: %s", ts_last_error());
     ts_prog_free(m->prog);
     ts_hold_free(m);
+    ts_dump_free(m);
     ts_opt_state_free(m);
     ts_pool_free(m->pool);
     if (m->stream && m->backend->stream_destroy) m->backend->stream_destroy(m->stream);

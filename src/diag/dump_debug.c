@@ -1,0 +1,353 @@
+/* dump_debug.c -- the offline debugger dump (ts_options_set_dump_debug):
+ * every op's output (and each gradient, when asked) of the chosen runs as
+ * one .npy file per tensor under DIR/step_NNNNNN/, with an index DIR/index.tsv
+ * (docs/formats.md#debugger-dump). The run is held (observe/hold.c: a copy
+ * of each tensor the moment the executor's hook sees it final), and the
+ * copies are written after the run, between runs, not in the step loop.
+ * Each file is written atomically, and the index is rewritten atomically
+ * after each run's files: a crashed run leaves complete files only, and an
+ * index that lists only complete ones. */
+#include "diag/dump_debug.h"
+
+#include "graph/ops.h"
+#include "io/atomic_file.h"
+#include "io/npy.h"
+#include "observe/observe.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define INDEX_HEADER "step\tname\tkind\top\tsource\tposition\tdtype\tshape\tfile\n"
+
+typedef struct ts_dump {
+    bool planned;        /* the plan was checked against the limit */
+    bool stated;         /* ts_model_dump_debug_plan gave it to the caller */
+    bool armed_by_dump;  /* the hold is armed by the dump (not by the user) */
+    int64_t written;     /* bytes written so far */
+    char *rows;          /* the index's rows so far */
+    size_t n_rows, cap_rows;
+    void **params;       /* per entry: a parameter's value before the run (host) */
+    size_t *param_bytes;
+    int n_params;
+} ts_dump;
+
+ts_status ts_dump_spec_copy(ts_dump_spec **dst, const ts_dump_spec *src) {
+    *dst = NULL;
+    if (!src) return TS_OK;
+    ts_dump_spec *s = ts_calloc(1, sizeof *s);
+    if (!s) return TS_ERR_OUT_OF_MEMORY;
+    *s = *src;
+    s->dir = ts_strdup(src->dir);
+    s->ops = src->ops ? ts_strdup(src->ops) : NULL;
+    if (!s->dir || (src->ops && !s->ops)) {
+        ts_dump_spec_free(s);
+        return TS_ERR_OUT_OF_MEMORY;
+    }
+    *dst = s;
+    return TS_OK;
+}
+
+void ts_dump_spec_free(ts_dump_spec *s) {
+    if (!s) return;
+    ts_free(s->dir);
+    ts_free(s->ops);
+    ts_free(s);
+}
+
+/* mkdir -p dir. */
+static ts_status make_dirs(const char *dir) {
+    char p[4096];
+    if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) return ts_error(TS_ERR_INVALID_ARGUMENT, "dump_debug: the directory name is too long");
+    for (char *c = p + 1;; c++) {
+        bool end = !*c;
+        if (*c == '/' || end) {
+            *c = 0;
+            struct stat sb;
+            if (mkdir(p, 0777) != 0 && errno != EEXIST)
+                return ts_error(TS_ERR_IO, "dump_debug: cannot create the directory %s: %s; choose a writable DIR", p, strerror(errno));
+            if (stat(p, &sb) != 0 || !S_ISDIR(sb.st_mode))
+                return ts_error(TS_ERR_IO, "dump_debug: %s is not a directory; choose another DIR", p);
+            if (end) break;
+            *c = '/';
+        }
+    }
+    return TS_OK;
+}
+
+ts_status ts_options_set_dump_debug(ts_options *o, const char *dir, int64_t first_step, int64_t last_step, const char *ops, int grads,
+                                    int64_t limit_bytes) {
+    if (!o) return ts_error(TS_ERR_INVALID_ARGUMENT, "options is NULL");
+    if (!dir) {
+        ts_dump_spec_free(o->dump);
+        o->dump = NULL;
+        return TS_OK;
+    }
+    if (!*dir) return ts_error(TS_ERR_INVALID_ARGUMENT, "dump_debug: empty directory name; name a DIR to write the dump into");
+    if (first_step < 1) return ts_error(TS_ERR_INVALID_ARGUMENT, "dump_debug: steps count from 1, got first step %lld", (long long)first_step);
+    if (last_step != 0 && last_step < first_step)
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "dump_debug: last step %lld comes before first step %lld; give FIRST:LAST with FIRST <= LAST",
+                        (long long)last_step, (long long)first_step);
+    if (ops && !*ops) return ts_error(TS_ERR_INVALID_ARGUMENT, "dump_debug: empty op pattern; give a glob such as 'fc1/*' or 'MatMul', or NULL for every op");
+    if (limit_bytes < 0) return ts_error(TS_ERR_INVALID_ARGUMENT, "dump_debug: the size limit must be >= 0 bytes (0: no limit), got %lld", (long long)limit_bytes);
+    ts_status st = make_dirs(dir); /* can it be written? said now, not after training */
+    if (st) return st;
+    ts_dump_spec want = {.dir = (char *)(uintptr_t)dir, .ops = (char *)(uintptr_t)ops, .first = first_step, .last = last_step,
+                         .grads = grads != 0, .limit = limit_bytes};
+    ts_dump_spec *s;
+    if (ts_dump_spec_copy(&s, &want)) return ts_error(TS_ERR_OUT_OF_MEMORY, "dump_debug: no memory");
+    ts_dump_spec_free(o->dump);
+    o->dump = s;
+    return TS_OK;
+}
+
+/* A parameter, buffer or constant: read where it lives (its value before
+ * the run is kept by the dump), not held. */
+static bool persists(const ts_model *m, const ts_entry *e) {
+    ts_op op = m->g->t[e->node]->op;
+    return op == TS_OP_PARAM || op == TS_OP_BUFFER || op == TS_OP_CONST;
+}
+
+/* Whether entry e is one the dump writes: an op's output (inputs and
+ * parameters included) or, when asked, a gradient; whose name or op type
+ * matches the pattern. */
+static bool selected(const ts_model *m, const ts_dump_spec *s, const ts_entry *e) {
+    if (!(e->kind == TS_KIND_VALUE || (s->grads && e->kind == TS_KIND_GRAD))) return false;
+    if (!ts_in_stage(m, e->node)) return false;
+    if (!s->ops) return true;
+    return ts_name_matches(s->ops, e->name) || ts_name_matches(s->ops, ts_op_get(m->g->t[e->node]->op)->name);
+}
+
+/* The dtype its file holds: a 16-bit cell is held through its f32 view. */
+static ts_dtype file_dtype(const ts_entry *e) { return ts_dtype_is_half(e->dtype) ? TS_F32 : e->dtype; }
+
+static int64_t file_bytes(const ts_entry *e) {
+    ts_array a = {.dtype = file_dtype(e), .ndim = e->shape.ndim, .data = (void *)e};
+    for (int i = 0; i < e->shape.ndim; i++) a.shape[i] = e->shape.d[i];
+    char hdr[TS_NPY_HEADER_MAX];
+    size_t hl = 0, bytes = 0;
+    if (ts_npy_header_for("dump", &a, hdr, sizeof hdr, &hl, &bytes)) return 0;
+    return (int64_t)(hl + bytes);
+}
+
+/* One run's tensors and bytes. */
+static void per_run(const ts_model *m, const ts_dump_spec *s, int64_t *tensors, int64_t *bytes) {
+    *tensors = 0, *bytes = 0;
+    for (int e = 0; e < m->prog->n_entries; e++)
+        if (selected(m, s, &m->prog->entries[e])) (*tensors)++, *bytes += file_bytes(&m->prog->entries[e]);
+}
+
+static ts_status plan(ts_model *m, int64_t last_run, int64_t *tensors, int64_t *steps, int64_t *bytes) {
+    const ts_dump_spec *s = m->opts.dump;
+    int64_t first = s->first > m->runs + 1 ? s->first : m->runs + 1, last = s->last ? s->last : last_run;
+    int64_t one;
+    per_run(m, s, tensors, &one);
+    *steps = last >= first ? last - first + 1 : 0;
+    *bytes = one * *steps;
+    if (s->limit && *bytes > s->limit)
+        return ts_error(TS_ERR_INVALID_ARGUMENT,
+                        "dump_debug: the dump of steps %lld:%lld would take %.1f MiB (%lld tensors x %lld steps), over the limit of %.1f MiB; "
+                        "raise the limit (--dump-limit SIZE, Options.dump_debug(limit=...), 0 for none), or dump fewer steps (--dump-steps A:B) "
+                        "or ops (--dump-ops GLOB)",
+                        (long long)first, (long long)last, (double)*bytes / 1048576.0, (long long)*tensors, (long long)*steps,
+                        (double)s->limit / 1048576.0);
+    return TS_OK;
+}
+
+ts_status ts_model_dump_debug_plan(ts_model *m, int64_t last_run, int64_t *tensors, int64_t *steps, int64_t *bytes) {
+    if (!m || !tensors || !steps || !bytes) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_dump_debug_plan: NULL argument");
+    if (!m->opts.dump) return ts_error(TS_ERR_STATE, "ts_model_dump_debug_plan: the model has no dump; set ts_options_set_dump_debug before making it");
+    if (!m->opts.dump->last && last_run < 1)
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_dump_debug_plan: the dump runs to the end; give the last run the model will make");
+    if (!m->compiled || m->stale) {
+        ts_status st = ts_model_compile(m);
+        if (st) return st;
+    }
+    if (!m->dump && !(m->dump = ts_calloc(1, sizeof *m->dump))) return ts_error(TS_ERR_OUT_OF_MEMORY, "dump_debug: no memory");
+    ts_status st = plan(m, last_run, tensors, steps, bytes);
+    m->dump->stated = !st; /* the caller says it: not logged again at the first dumped run */
+    return st;
+}
+
+static bool due(const ts_dump_spec *s, int64_t run) { return run >= s->first && (!s->last || run <= s->last); }
+
+static void disarm(ts_model *m) {
+    if (m->dump && m->dump->armed_by_dump) ts_model_hold(m, 0);
+    if (m->dump) m->dump->armed_by_dump = false;
+}
+
+ts_status ts_dump_before_run(ts_model *m) {
+    const ts_dump_spec *s = m->opts.dump;
+    if (!s) return TS_OK;
+    if (!m->dump && !(m->dump = ts_calloc(1, sizeof *m->dump))) return ts_error(TS_ERR_OUT_OF_MEMORY, "dump_debug: no memory");
+    ts_dump *d = m->dump;
+    if (!due(s, m->runs + 1)) {
+        disarm(m);
+        return TS_OK;
+    }
+    if (!d->planned) { /* said before the first dumped run, refused over the limit */
+        int64_t tensors, steps, bytes;
+        ts_status st = plan(m, m->runs + 1, &tensors, &steps, &bytes);
+        if (st) return st;
+        char limit[32] = "none";
+        if (s->limit) snprintf(limit, sizeof limit, "%.1f MiB", (double)s->limit / 1048576.0);
+        if (s->last && !d->stated)
+            ts_logf(TS_LOG_INFO, "dump_debug: %lld tensors x %lld steps = %.1f MiB planned into %s (limit %s)", (long long)tensors, (long long)steps,
+                    (double)bytes / 1048576.0, s->dir, limit);
+        else if (!d->stated)
+            ts_logf(TS_LOG_INFO, "dump_debug: %lld tensors, %.1f MiB a step, from step %lld on into %s (limit %s)", (long long)tensors,
+                    (double)bytes / 1048576.0, (long long)s->first, s->dir, limit);
+        d->planned = true;
+    }
+    if (!ts_hold_armed(m)) {
+        ts_status st = ts_model_hold(m, 1);
+        if (st) return st;
+        d->armed_by_dump = true;
+    }
+    /* the parameters as the run reads them (the hold reads them where
+     * they live: after the run, their updated values) */
+    const ts_prog *p = m->prog;
+    if (d->n_params < p->n_entries) {
+        void **v = ts_realloc(d->params, (size_t)p->n_entries * sizeof *v);
+        if (v) d->params = v;
+        size_t *b = v ? ts_realloc(d->param_bytes, (size_t)p->n_entries * sizeof *b) : NULL;
+        if (b) d->param_bytes = b;
+        if (!v || !b) return ts_error(TS_ERR_OUT_OF_MEMORY, "dump_debug: no memory");
+        for (int e = d->n_params; e < p->n_entries; e++) d->params[e] = NULL, d->param_bytes[e] = 0;
+        d->n_params = p->n_entries;
+    }
+    for (int e = 0; e < p->n_entries; e++) {
+        const ts_entry *en = &p->entries[e];
+        if (!selected(m, s, en) || !persists(m, en)) continue;
+        ts_array a;
+        if (ts_model_held(m, en->name, &a)) continue; /* a device's, before its first run: after it, below */
+        size_t bytes = (size_t)ts_array_numel(&a) * ts_dtype_size(a.dtype);
+        if (d->param_bytes[e] < bytes || !d->params[e]) {
+            void *q = ts_realloc(d->params[e], bytes ? bytes : 1);
+            if (!q) return ts_error(TS_ERR_OUT_OF_MEMORY, "dump_debug: no memory for a copy of '%s'", en->name);
+            d->params[e] = q;
+        }
+        memcpy(d->params[e], a.data, bytes);
+        d->param_bytes[e] = bytes;
+    }
+    return TS_OK;
+}
+
+/* Appends to the index's rows. */
+static ts_status add_row(ts_dump *d, const char *row, size_t n) {
+    if (d->n_rows + n + 1 > d->cap_rows) {
+        size_t cap = d->cap_rows ? d->cap_rows : 4096;
+        while (cap < d->n_rows + n + 1) cap *= 2;
+        char *r = ts_realloc(d->rows, cap);
+        if (!r) return ts_error(TS_ERR_OUT_OF_MEMORY, "dump_debug: no memory for the index");
+        d->rows = r, d->cap_rows = cap;
+    }
+    memcpy(d->rows + d->n_rows, row, n);
+    d->n_rows += n;
+    d->rows[d->n_rows] = 0;
+    return TS_OK;
+}
+
+/* A field of the index: tab, newline and backslash escaped as \t \n \\. */
+static size_t field(char *out, size_t cap, const char *s) {
+    size_t k = 0;
+    for (; *s && k + 3 < cap; s++) {
+        char c = *s == '\t' ? 't' : *s == '\n' ? 'n' : *s == '\\' ? '\\' : 0;
+        if (c) out[k++] = '\\', out[k++] = c;
+        else out[k++] = *s;
+    }
+    out[k] = 0;
+    return k;
+}
+
+/* numpy's name of a dtype (np.dtype(name)). */
+static const char *numpy_name(ts_dtype t) {
+    static const char *const names[] = {"float32", "float64", "int32", "int64", "uint8", "bool", "int8", "int16", "uint16", "uint32", "uint64"};
+    return (size_t)t < sizeof names / sizeof *names ? names[t] : ts_dtype_name(t);
+}
+
+static ts_status write_index(const ts_dump_spec *s, const ts_dump *d) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/index.tsv", s->dir);
+    ts_atomic_file af;
+    ts_status st = ts_atomic_open(&af, path);
+    if (st) return ts_error_wrap(st, "dump_debug: writing the index");
+    if (fputs(INDEX_HEADER, af.f) == EOF || (d->n_rows && fwrite(d->rows, 1, d->n_rows, af.f) != d->n_rows)) {
+        st = ts_error(TS_ERR_IO, "dump_debug: cannot write %s: %s", path, strerror(errno));
+        ts_atomic_abort(&af);
+        return st;
+    }
+    return ts_atomic_commit(&af);
+}
+
+/* One tensor of run `run`: its file, then its row. */
+static ts_status write_one(ts_model *m, const ts_dump_spec *s, ts_dump *d, int e, int64_t run, const char *step_dir, const ts_array *a) {
+    const ts_entry *en = &m->prog->entries[e];
+    const ts_tensor *t = m->g->t[en->node];
+    char safe[200], file[300], path[4600];
+    size_t k = 0;
+    for (const char *c = en->name; *c && k + 1 < sizeof safe; c++) /* a file name from the tensor's: [A-Za-z0-9._-] */
+        safe[k++] = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '.' || *c == '-' ? *c : '_';
+    safe[k] = 0;
+    snprintf(file, sizeof file, "%s/%05d_%s.npy", step_dir, e, safe); /* the entry's number keeps names apart */
+    snprintf(path, sizeof path, "%s/%s", s->dir, file);
+    int64_t bytes = (int64_t)TS_NPY_ALIGN * 2 + ts_array_numel(a) * (int64_t)ts_dtype_size(a->dtype);
+    if (s->limit && d->written + bytes > s->limit)
+        return ts_error(TS_ERR_IO, "dump_debug: the dump reached its limit of %.1f MiB at step %lld ('%s'); raise the limit (--dump-limit SIZE, "
+                        "Options.dump_debug(limit=...), 0 for none), or dump fewer steps or ops", (double)s->limit / 1048576.0, (long long)run, en->name);
+    ts_status st = ts_npy_save(path, a);
+    if (st) return ts_error_wrap(st, "dump_debug: writing '%s'", en->name);
+    struct stat sb;
+    d->written += stat(path, &sb) == 0 ? (int64_t)sb.st_size : bytes;
+    char name[1024], where[600], src[1300], shape[TS_MAX_DIMS * 24 + 4], row[4096];
+    field(name, sizeof name, en->name);
+    field(src, sizeof src, ts_tensor_where(t, where, sizeof where));
+    size_t n = 0;
+    shape[n++] = '[';
+    for (int i = 0; i < a->ndim; i++) n += (size_t)snprintf(shape + n, sizeof shape - n, i ? ",%lld" : "%lld", (long long)a->shape[i]);
+    shape[n++] = ']', shape[n] = 0;
+    int len = snprintf(row, sizeof row, "%lld\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", (long long)run, name, en->kind == TS_KIND_GRAD ? "grad" : "value",
+                       ts_op_get(t->op)->name, src, en->node, numpy_name(a->dtype), shape, file);
+    if (len < 0 || (size_t)len >= sizeof row) return ts_error(TS_ERR_INTERNAL, "dump_debug: the index row of '%s' is too long", en->name);
+    return add_row(d, row, (size_t)len);
+}
+
+ts_status ts_dump_after_run(ts_model *m) {
+    const ts_dump_spec *s = m->opts.dump;
+    ts_dump *d = m->dump;
+    int64_t run = m->runs; /* counted already */
+    if (!s || !d || !due(s, run)) return TS_OK;
+    char step_dir[32], path[4200];
+    snprintf(step_dir, sizeof step_dir, "step_%06lld", (long long)run);
+    snprintf(path, sizeof path, "%s/%s", s->dir, step_dir);
+    ts_status st = make_dirs(path);
+    const ts_prog *p = m->prog;
+    for (int e = 0; !st && e < p->n_entries; e++) {
+        const ts_entry *en = &p->entries[e];
+        if (!selected(m, s, en)) continue;
+        ts_array a;
+        if (persists(m, en) && e < d->n_params && d->params[e]) {
+            ts_model_held(m, en->name, &a); /* the dtype and shape; the values from before the run */
+            a.data = d->params[e];
+        } else if (ts_model_held(m, en->name, &a)) {
+            continue; /* not made by this run (it was cancelled before) */
+        }
+        st = write_one(m, s, d, e, run, step_dir, &a);
+    }
+    ts_status wi = write_index(s, d); /* the rows of the files written, a failed run's too */
+    if (!st) st = wi;
+    if (st || (s->last && run >= s->last)) disarm(m);
+    return st;
+}
+
+void ts_dump_free(ts_model *m) {
+    ts_dump *d = m ? m->dump : NULL;
+    if (!d) return;
+    for (int e = 0; e < d->n_params; e++) ts_free(d->params[e]);
+    ts_free(d->params);
+    ts_free(d->param_bytes);
+    ts_free(d->rows);
+    ts_free(d);
+    m->dump = NULL;
+}
