@@ -830,7 +830,7 @@ TS_API ts_status ts_options_set_trace(ts_options *o, const char *path, int64_t f
  * last_step (1-based, inclusive; 0: to the end), every op's output (inputs
  * and parameters included) and, with grads, every gradient, each as
  * DIR/step_NNNNNN/<entry>_<name>.npy, listed in DIR/index.tsv (step, name,
- * kind, op, source line, graph position, dtype, shape, file). `ops` (NULL:
+ * kind, op, source line, graph position, dtype, shape, path). `ops` (NULL:
  * every one) is a glob over tensor names or op types (ts_name_matches):
  * "fc1*", "MatMul". Of a run of several micro-batches the tensors are those
  * of its last one (the run is held: ts_model_hold). Parameters are their

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define INDEX_HEADER "step\tname\tkind\top\tsource\tposition\tdtype\tshape\tfile"
+#define INDEX_HEADER "step\tname\tkind\top\tsource\tposition\tdtype\tshape\tpath"
 
 typedef struct row {
     long long step;

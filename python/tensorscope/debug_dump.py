@@ -10,7 +10,7 @@ from typing import Dict, Iterator, List, Tuple, Union
 import numpy as np
 
 INDEX = "index.tsv"
-COLUMNS = ("step", "name", "kind", "op", "source", "position", "dtype", "shape", "file")
+COLUMNS = ("step", "name", "kind", "op", "source", "position", "dtype", "shape", "path")
 
 
 def _unescape(field: str) -> str:
@@ -101,7 +101,7 @@ class DebugDump(Mapping):
                 shape = row["shape"].strip("[]")
                 t.shape = tuple(int(v) for v in shape.split(",")) if shape else ()
             step = int(row["step"])
-            t._files[step] = row["file"]
+            t._files[step] = row["path"]
             steps.add(step)
         self.steps = sorted(steps)
 

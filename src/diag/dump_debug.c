@@ -19,17 +19,19 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define INDEX_HEADER "step\tname\tkind\top\tsource\tposition\tdtype\tshape\tfile\n"
+#define INDEX_HEADER "step\tname\tkind\top\tsource\tposition\tdtype\tshape\tpath\n"
 
 typedef struct ts_dump {
     bool planned;        /* the plan was checked against the limit */
     bool stated;         /* ts_model_dump_debug_plan gave it to the caller */
+    bool said_params;    /* a parameter not read before its run was logged */
     bool armed_by_dump;  /* the hold is armed by the dump (not by the user) */
     int64_t written;     /* bytes written so far */
     char *rows;          /* the index's rows so far */
     size_t n_rows, cap_rows;
     void **params;       /* per entry: a parameter's value before the run (host) */
     size_t *param_bytes;
+    int64_t *param_run;  /* the run each was copied before */
     int n_params;
 } ts_dump;
 
@@ -105,6 +107,7 @@ ts_status ts_options_set_dump_debug(ts_options *o, const char *dir, int64_t firs
 /* A parameter, buffer or constant: read where it lives (its value before
  * the run is kept by the dump), not held. */
 static bool persists(const ts_model *m, const ts_entry *e) {
+    if (e->kind != TS_KIND_VALUE) return false; /* a parameter's gradient is made by the run */
     ts_op op = m->g->t[e->node]->op;
     return op == TS_OP_PARAM || op == TS_OP_BUFFER || op == TS_OP_CONST;
 }
@@ -213,15 +216,17 @@ ts_status ts_dump_before_run(ts_model *m) {
         if (v) d->params = v;
         size_t *b = v ? ts_realloc(d->param_bytes, (size_t)p->n_entries * sizeof *b) : NULL;
         if (b) d->param_bytes = b;
-        if (!v || !b) return ts_error(TS_ERR_OUT_OF_MEMORY, "dump_debug: no memory");
-        for (int e = d->n_params; e < p->n_entries; e++) d->params[e] = NULL, d->param_bytes[e] = 0;
+        int64_t *r = b ? ts_realloc(d->param_run, (size_t)p->n_entries * sizeof *r) : NULL;
+        if (r) d->param_run = r;
+        if (!v || !b || !r) return ts_error(TS_ERR_OUT_OF_MEMORY, "dump_debug: no memory");
+        for (int e = d->n_params; e < p->n_entries; e++) d->params[e] = NULL, d->param_bytes[e] = 0, d->param_run[e] = 0;
         d->n_params = p->n_entries;
     }
     for (int e = 0; e < p->n_entries; e++) {
         const ts_entry *en = &p->entries[e];
         if (!selected(m, s, en) || !persists(m, en)) continue;
         ts_array a;
-        if (ts_model_held(m, en->name, &a)) continue; /* a device's, before its first run: after it, below */
+        if (ts_model_held(m, en->name, &a)) continue; /* a device's, before its first run: not dumped (said after it) */
         size_t bytes = (size_t)ts_array_numel(&a) * ts_dtype_size(a.dtype);
         if (d->param_bytes[e] < bytes || !d->params[e]) {
             void *q = ts_realloc(d->params[e], bytes ? bytes : 1);
@@ -230,6 +235,7 @@ ts_status ts_dump_before_run(ts_model *m) {
         }
         memcpy(d->params[e], a.data, bytes);
         d->param_bytes[e] = bytes;
+        d->param_run[e] = m->runs + 1;
     }
     return TS_OK;
 }
@@ -327,8 +333,13 @@ ts_status ts_dump_after_run(ts_model *m) {
         const ts_entry *en = &p->entries[e];
         if (!selected(m, s, en)) continue;
         ts_array a;
-        if (persists(m, en) && e < d->n_params && d->params[e]) {
-            ts_model_held(m, en->name, &a); /* the dtype and shape; the values from before the run */
+        if (persists(m, en)) {
+            if (e >= d->n_params || d->param_run[e] != run) { /* never its value after the run's update instead */
+                if (!d->said_params) ts_logf(TS_LOG_WARN, "dump_debug: step %lld has no parameters: %s could not be read before it", (long long)run, en->name);
+                d->said_params = true;
+                continue;
+            }
+            if (ts_model_held(m, en->name, &a)) continue; /* the dtype and shape; the values from before the run */
             a.data = d->params[e];
         } else if (ts_model_held(m, en->name, &a)) {
             continue; /* not made by this run (it was cancelled before) */
@@ -347,6 +358,7 @@ void ts_dump_free(ts_model *m) {
     for (int e = 0; e < d->n_params; e++) ts_free(d->params[e]);
     ts_free(d->params);
     ts_free(d->param_bytes);
+    ts_free(d->param_run);
     ts_free(d->rows);
     ts_free(d);
     m->dump = NULL;
