@@ -68,9 +68,13 @@ def test_dump_matches_numpy_and_held_runs(tmp_path):
 def test_ops_glob_selects_names_or_op_types(tmp_path):
     train(ts.Options().dump_debug(tmp_path / "a", steps="1:1", ops="fc1*"), runs=1)
     train(ts.Options().dump_debug(tmp_path / "b", steps="1", ops="MatMul"), runs=1)
-    a, b = ts.DebugDump(tmp_path / "a"), ts.DebugDump(tmp_path / "b")
+    train(ts.Options().dump_debug(tmp_path / "c", steps="1", ops="fc1*", grads=True), runs=1)
+    a, b, c = ts.DebugDump(tmp_path / "a"), ts.DebugDump(tmp_path / "b"), ts.DebugDump(tmp_path / "c")
     assert a and all(n.startswith("fc1") for n in a) and "fc1.weight" in a
+    assert not any(t.kind == "grad" for t in a.values())
     assert b and all(t.op == "MatMul" for t in b.values()) and len(b) == 2
+    # a gradient goes with its tensor
+    assert set(c) == set(a) | {"Gradient___" + n for n in a}
 
 
 def test_limit_refuses_before_the_run(tmp_path):

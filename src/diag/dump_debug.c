@@ -113,13 +113,14 @@ static bool persists(const ts_model *m, const ts_entry *e) {
 }
 
 /* Whether entry e is one the dump writes: an op's output (inputs and
- * parameters included) or, when asked, a gradient; whose name or op type
- * matches the pattern. */
+ * parameters included) or, when asked, a gradient; whose name, op type or
+ * (a gradient) tensor's name matches the pattern. */
 static bool selected(const ts_model *m, const ts_dump_spec *s, const ts_entry *e) {
     if (!(e->kind == TS_KIND_VALUE || (s->grads && e->kind == TS_KIND_GRAD))) return false;
     if (!ts_in_stage(m, e->node)) return false;
     if (!s->ops) return true;
-    return ts_name_matches(s->ops, e->name) || ts_name_matches(s->ops, ts_op_get(m->g->t[e->node]->op)->name);
+    const ts_tensor *t = m->g->t[e->node]; /* a gradient goes with its tensor: --dump-ops 'fc1*' --grads has fc1's */
+    return ts_name_matches(s->ops, e->name) || ts_name_matches(s->ops, t->name) || ts_name_matches(s->ops, ts_op_get(t->op)->name);
 }
 
 /* The dtype its file holds: a 16-bit cell is held through its f32 view. */
