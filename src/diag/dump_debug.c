@@ -6,7 +6,9 @@
  * copies are written after the run, between runs, not in the step loop.
  * Each file is written atomically, and the index is rewritten atomically
  * after each run's files: a crashed run leaves complete files only, and an
- * index that lists only complete ones. */
+ * index that lists only complete ones. A writer thread writes a run's
+ * files while the next run goes on (its copies taken after the run); the
+ * end of the range, ts_model_finish and ts_model_free wait for it. */
 #include "diag/dump_debug.h"
 
 #include "graph/ops.h"
@@ -15,18 +17,37 @@
 #include "observe/observe.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #define INDEX_HEADER "step\tname\tkind\top\tsource\tposition\tdtype\tshape\tpath\n"
 
+/* One tensor for the writer: its values (a copy), file and index row. */
+typedef struct pending {
+    ts_array a;  /* data owned */
+    char *path;  /* DIR/step_NNNNNN/<file> */
+    char *row;   /* its line of the index */
+} pending;
+
 typedef struct ts_dump {
+    /* the writer thread: one step's tensors at a time (job), written while
+     * the next step runs; rows, and err/msg, are its own until it is idle */
+    pthread_t thread;
+    bool started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pending *job;
+    int n_job;
+    bool busy, stop;
+    ts_status err;       /* the first failure of writing, with its message */
+    char msg[1024];
     bool planned;        /* the plan was checked against the limit */
     bool stated;         /* ts_model_dump_debug_plan gave it to the caller */
     bool said_params;    /* a parameter not read before its run was logged */
     bool armed_by_dump;  /* the hold is armed by the dump (not by the user) */
-    int64_t written;     /* bytes written so far */
+    int64_t written;     /* bytes handed to the writer so far */
     char *rows;          /* the index's rows so far */
     size_t n_rows, cap_rows;
     void **params;       /* per entry: a parameter's value before the run (host) */
@@ -288,8 +309,61 @@ static ts_status write_index(const ts_dump_spec *s, const ts_dump *d) {
     return ts_atomic_commit(&af);
 }
 
-/* One tensor of run `run`: its file, then its row. */
-static ts_status write_one(ts_model *m, const ts_dump_spec *s, ts_dump *d, int e, int64_t run, const char *step_dir, const ts_array *a) {
+static void free_job(pending *job, int n) {
+    for (int i = 0; i < n; i++) ts_free(job[i].a.data), ts_free(job[i].path), ts_free(job[i].row);
+    ts_free(job);
+}
+
+static void *writer_main(void *arg) {
+    ts_model *m = arg;
+    ts_dump *d = m->dump;
+    const ts_dump_spec *s = m->opts.dump;
+    for (;;) {
+        pthread_mutex_lock(&d->mu);
+        while (!d->busy && !d->stop) pthread_cond_wait(&d->cv, &d->mu);
+        bool quit = !d->busy;
+        pthread_mutex_unlock(&d->mu);
+        if (quit) break;
+        ts_status st = TS_OK;
+        int done = 0;
+        for (; !d->err && !st && done < d->n_job; done++) {
+            pending *q = &d->job[done];
+            st = ts_npy_save(q->path, &q->a);
+            if (!st) st = add_row(d, q->row, strlen(q->row));
+        }
+        if (!d->err && done) { /* the rows of the files written, a failed step's too */
+            ts_status wi = write_index(s, d);
+            if (!st) st = wi;
+        }
+        if (st && !d->err) {
+            snprintf(d->msg, sizeof d->msg, "dump_debug: %s", ts_last_error());
+            d->err = st;
+        }
+        free_job(d->job, d->n_job);
+        pthread_mutex_lock(&d->mu);
+        d->job = NULL, d->n_job = 0, d->busy = false;
+        pthread_cond_broadcast(&d->cv);
+        pthread_mutex_unlock(&d->mu);
+    }
+    return NULL;
+}
+
+/* Until the writer is idle: its first failure (said once). */
+static ts_status wait_writer(ts_dump *d) {
+    if (!d || !d->started) return TS_OK;
+    pthread_mutex_lock(&d->mu);
+    while (d->busy) pthread_cond_wait(&d->cv, &d->mu);
+    pthread_mutex_unlock(&d->mu);
+    if (!d->err || d->err == TS_ERR_CANCELLED) return TS_OK;
+    ts_status st = ts_error(d->err, "%s", d->msg);
+    d->err = TS_ERR_CANCELLED; /* said; nothing more is written */
+    return st;
+}
+
+/* Tensor e of run `run` for the writer: a copy of its values, its file
+ * and its row. */
+static ts_status prepare(ts_model *m, const ts_dump_spec *s, ts_dump *d, int e, int64_t run, const char *step_dir, const ts_array *a,
+                         pending *q) {
     const ts_entry *en = &m->prog->entries[e];
     const ts_tensor *t = m->g->t[en->node];
     char safe[200], file[300], path[4600];
@@ -299,14 +373,11 @@ static ts_status write_one(ts_model *m, const ts_dump_spec *s, ts_dump *d, int e
     safe[k] = 0;
     snprintf(file, sizeof file, "%s/%05d_%s.npy", step_dir, e, safe); /* the entry's number keeps names apart */
     snprintf(path, sizeof path, "%s/%s", s->dir, file);
-    int64_t bytes = (int64_t)TS_NPY_ALIGN * 2 + ts_array_numel(a) * (int64_t)ts_dtype_size(a->dtype);
+    size_t data = (size_t)ts_array_numel(a) * ts_dtype_size(a->dtype);
+    int64_t bytes = (int64_t)TS_NPY_HEADER_MAX + (int64_t)data;
     if (s->limit && d->written + bytes > s->limit)
         return ts_error(TS_ERR_IO, "dump_debug: the dump reached its limit of %.1f MiB at step %lld ('%s'); raise the limit (--dump-limit SIZE, "
                         "Options.dump_debug(limit=...), 0 for none), or dump fewer steps or ops", (double)s->limit / 1048576.0, (long long)run, en->name);
-    ts_status st = ts_npy_save(path, a);
-    if (st) return ts_error_wrap(st, "dump_debug: writing '%s'", en->name);
-    struct stat sb;
-    d->written += stat(path, &sb) == 0 ? (int64_t)sb.st_size : bytes;
     char name[1024], where[600], src[1300], shape[TS_MAX_DIMS * 24 + 4], row[4096];
     field(name, sizeof name, en->name);
     field(src, sizeof src, ts_tensor_where(t, where, sizeof where));
@@ -317,7 +388,14 @@ static ts_status write_one(ts_model *m, const ts_dump_spec *s, ts_dump *d, int e
     int len = snprintf(row, sizeof row, "%lld\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", (long long)run, name, en->kind == TS_KIND_GRAD ? "grad" : "value",
                        ts_op_get(t->op)->name, src, en->node, numpy_name(a->dtype), shape, file);
     if (len < 0 || (size_t)len >= sizeof row) return ts_error(TS_ERR_INTERNAL, "dump_debug: the index row of '%s' is too long", en->name);
-    return add_row(d, row, (size_t)len);
+    q->a = *a;
+    q->a.data = ts_malloc(data ? data : 1);
+    q->path = ts_strdup(path);
+    q->row = ts_strdup(row);
+    if (!q->a.data || !q->path || !q->row) return ts_error(TS_ERR_OUT_OF_MEMORY, "dump_debug: no memory for a copy of '%s' (%zu bytes)", en->name, data);
+    memcpy(q->a.data, a->data, data);
+    d->written += (int64_t)data;
+    return TS_OK;
 }
 
 ts_status ts_dump_after_run(ts_model *m) {
@@ -325,11 +403,19 @@ ts_status ts_dump_after_run(ts_model *m) {
     ts_dump *d = m->dump;
     int64_t run = m->runs; /* counted already */
     if (!s || !d || !due(s, run)) return TS_OK;
+    ts_status st = wait_writer(d); /* the previous step's files */
+    if (st) {
+        disarm(m);
+        return st;
+    }
     char step_dir[32], path[4200];
     snprintf(step_dir, sizeof step_dir, "step_%06lld", (long long)run);
     snprintf(path, sizeof path, "%s/%s", s->dir, step_dir);
-    ts_status st = make_dirs(path);
+    st = make_dirs(path);
     const ts_prog *p = m->prog;
+    pending *job = st ? NULL : ts_calloc((size_t)(p->n_entries ? p->n_entries : 1), sizeof *job);
+    if (!st && !job) st = ts_error(TS_ERR_OUT_OF_MEMORY, "dump_debug: no memory");
+    int n = 0;
     for (int e = 0; !st && e < p->n_entries; e++) {
         const ts_entry *en = &p->entries[e];
         if (!selected(m, s, en)) continue;
@@ -345,17 +431,55 @@ ts_status ts_dump_after_run(ts_model *m) {
         } else if (ts_model_held(m, en->name, &a)) {
             continue; /* not made by this run (it was cancelled before) */
         }
-        st = write_one(m, s, d, e, run, step_dir, &a);
+        st = prepare(m, s, d, e, run, step_dir, &a, &job[n]);
+        n++;
     }
-    ts_status wi = write_index(s, d); /* the rows of the files written, a failed run's too */
-    if (!st) st = wi;
-    if (st || (s->last && run >= s->last)) disarm(m);
+    if (st && job) { /* what was prepared before the failure is written: the index lists it */
+        ts_free(job[n - 1].a.data), ts_free(job[n - 1].path), ts_free(job[n - 1].row);
+        n--;
+    }
+    if (!d->started && job) {
+        pthread_mutex_init(&d->mu, NULL);
+        pthread_cond_init(&d->cv, NULL);
+        if (pthread_create(&d->thread, NULL, writer_main, m) != 0) {
+            pthread_mutex_destroy(&d->mu);
+            pthread_cond_destroy(&d->cv);
+            free_job(job, n);
+            disarm(m);
+            return ts_error(TS_ERR_INTERNAL, "dump_debug: cannot start the writer thread");
+        }
+        d->started = true;
+    }
+    if (job) {
+        pthread_mutex_lock(&d->mu);
+        d->job = job, d->n_job = n, d->busy = true;
+        pthread_cond_broadcast(&d->cv);
+        pthread_mutex_unlock(&d->mu);
+    }
+    if (st || (s->last && run >= s->last)) { /* the end of the range: written before the call returns */
+        ts_status w = wait_writer(d);
+        if (!st) st = w;
+        disarm(m);
+    }
     return st;
 }
+
+ts_status ts_dump_finish(ts_model *m) { return m ? wait_writer(m->dump) : TS_OK; }
 
 void ts_dump_free(ts_model *m) {
     ts_dump *d = m ? m->dump : NULL;
     if (!d) return;
+    if (d->started) {
+        ts_status st = wait_writer(d);
+        if (st) ts_logf(TS_LOG_ERROR, "%s", ts_last_error());
+        pthread_mutex_lock(&d->mu);
+        d->stop = true;
+        pthread_cond_broadcast(&d->cv);
+        pthread_mutex_unlock(&d->mu);
+        pthread_join(d->thread, NULL);
+        pthread_mutex_destroy(&d->mu);
+        pthread_cond_destroy(&d->cv);
+    }
     for (int e = 0; e < d->n_params; e++) ts_free(d->params[e]);
     ts_free(d->params);
     ts_free(d->param_bytes);

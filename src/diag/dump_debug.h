@@ -20,9 +20,12 @@ void ts_dump_spec_free(ts_dump_spec *s);
 
 /* Around a run (model/run.c): before it, with its program bound, the hold
  * armed when the run is one to dump (the plan checked against the limit at
- * the first); after it, the held tensors written. */
+ * the first); after it, the held tensors copied and handed to the writer
+ * thread, which writes them while the next run goes on. */
 ts_status ts_dump_before_run(ts_model *m);
 ts_status ts_dump_after_run(ts_model *m);
+/* Waits for the writer (ts_model_finish): its first failure. */
+ts_status ts_dump_finish(ts_model *m);
 void ts_dump_free(ts_model *m);
 
 #endif

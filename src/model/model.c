@@ -112,7 +112,9 @@ ts_status ts_model_inference(ts_model **out, ts_graph *g, ts_tensor *const *outp
 ts_status ts_model_finish(ts_model *m) {
     if (!m) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_finish: no model");
     m->trace_done = true;
-    return ts_trace_finish(m);
+    ts_status st = ts_dump_finish(m); /* the debugger dump's last files */
+    ts_status tr = ts_trace_finish(m);
+    return st ? st : tr;
 }
 
 void ts_model_free(ts_model *m) {
