@@ -147,13 +147,28 @@ static bool selected(const ts_model *m, const ts_dump_spec *s, const ts_entry *e
 /* The dtype its file holds: a 16-bit cell is held through its f32 view. */
 static ts_dtype file_dtype(const ts_entry *e) { return ts_dtype_is_half(e->dtype) ? TS_F32 : e->dtype; }
 
-static int64_t file_bytes(const ts_entry *e) {
-    ts_array a = {.dtype = file_dtype(e), .ndim = e->shape.ndim, .data = (void *)e};
-    for (int i = 0; i < e->shape.ndim; i++) a.shape[i] = e->shape.d[i];
+/* The bytes of a's .npy file. */
+static int64_t npy_bytes(const ts_array *a) {
     char hdr[TS_NPY_HEADER_MAX];
     size_t hl = 0, bytes = 0;
-    if (ts_npy_header_for("dump", &a, hdr, sizeof hdr, &hl, &bytes)) return 0;
+    ts_array shape = *a;
+    shape.data = (void *)hdr; /* only the header is built */
+    if (ts_npy_header_for("dump", &shape, hdr, sizeof hdr, &hl, &bytes)) return TS_NPY_HEADER_MAX + ts_array_numel(a) * (int64_t)ts_dtype_size(a->dtype);
     return (int64_t)(hl + bytes);
+}
+
+static int64_t file_bytes(const ts_entry *e) {
+    ts_array a = {.dtype = file_dtype(e), .ndim = e->shape.ndim};
+    for (int i = 0; i < e->shape.ndim; i++) a.shape[i] = e->shape.d[i];
+    return npy_bytes(&a);
+}
+
+/* n bytes for a person: B, KiB or MiB. */
+static const char *size_text(int64_t n, char *buf, size_t cap) {
+    if (n < 1024) snprintf(buf, cap, "%lld B", (long long)n);
+    else if (n < 1048576) snprintf(buf, cap, "%.1f KiB", (double)n / 1024.0);
+    else snprintf(buf, cap, "%.1f MiB", (double)n / 1048576.0);
+    return buf;
 }
 
 /* One run's tensors and bytes. */
@@ -170,13 +185,14 @@ static ts_status plan(ts_model *m, int64_t last_run, int64_t *tensors, int64_t *
     per_run(m, s, tensors, &one);
     *steps = last >= first ? last - first + 1 : 0;
     *bytes = one * *steps;
+    char want[32], limit[32];
     if (s->limit && *bytes > s->limit)
         return ts_error(TS_ERR_INVALID_ARGUMENT,
-                        "dump_debug: the dump of steps %lld:%lld would take %.1f MiB (%lld tensors x %lld steps), over the limit of %.1f MiB; "
+                        "dump_debug: the dump of steps %lld:%lld would take %s (%lld tensors x %lld steps), over the limit of %s; "
                         "raise the limit (--dump-limit SIZE, Options.dump_debug(limit=...), 0 for none), or dump fewer steps (--dump-steps A:B) "
                         "or ops (--dump-ops GLOB)",
-                        (long long)first, (long long)last, (double)*bytes / 1048576.0, (long long)*tensors, (long long)*steps,
-                        (double)s->limit / 1048576.0);
+                        (long long)first, (long long)last, size_text(*bytes, want, sizeof want), (long long)*tensors, (long long)*steps,
+                        size_text(s->limit, limit, sizeof limit));
     return TS_OK;
 }
 
@@ -215,14 +231,14 @@ ts_status ts_dump_before_run(ts_model *m) {
         int64_t tensors, steps, bytes;
         ts_status st = plan(m, m->runs + 1, &tensors, &steps, &bytes);
         if (st) return st;
-        char limit[32] = "none";
-        if (s->limit) snprintf(limit, sizeof limit, "%.1f MiB", (double)s->limit / 1048576.0);
+        char limit[32] = "none", size[32];
+        if (s->limit) size_text(s->limit, limit, sizeof limit);
         if (s->last && !d->stated)
-            ts_logf(TS_LOG_INFO, "dump_debug: %lld tensors x %lld steps = %.1f MiB planned into %s (limit %s)", (long long)tensors, (long long)steps,
-                    (double)bytes / 1048576.0, s->dir, limit);
+            ts_logf(TS_LOG_INFO, "dump_debug: %lld tensors x %lld steps = %s planned into %s (limit %s)", (long long)tensors, (long long)steps,
+                    size_text(bytes, size, sizeof size), s->dir, limit);
         else if (!d->stated)
-            ts_logf(TS_LOG_INFO, "dump_debug: %lld tensors, %.1f MiB a step, from step %lld on into %s (limit %s)", (long long)tensors,
-                    (double)bytes / 1048576.0, (long long)s->first, s->dir, limit);
+            ts_logf(TS_LOG_INFO, "dump_debug: %lld tensors, %s a step, from step %lld on into %s (limit %s)", (long long)tensors,
+                    size_text(bytes, size, sizeof size), (long long)s->first, s->dir, limit);
         d->planned = true;
     }
     if (!ts_hold_armed(m)) {
@@ -374,10 +390,12 @@ static ts_status prepare(ts_model *m, const ts_dump_spec *s, ts_dump *d, int e, 
     snprintf(file, sizeof file, "%s/%05d_%s.npy", step_dir, e, safe); /* the entry's number keeps names apart */
     snprintf(path, sizeof path, "%s/%s", s->dir, file);
     size_t data = (size_t)ts_array_numel(a) * ts_dtype_size(a->dtype);
-    int64_t bytes = (int64_t)TS_NPY_HEADER_MAX + (int64_t)data;
+    int64_t bytes = npy_bytes(a);
+    char limit[32];
     if (s->limit && d->written + bytes > s->limit)
-        return ts_error(TS_ERR_IO, "dump_debug: the dump reached its limit of %.1f MiB at step %lld ('%s'); raise the limit (--dump-limit SIZE, "
-                        "Options.dump_debug(limit=...), 0 for none), or dump fewer steps or ops", (double)s->limit / 1048576.0, (long long)run, en->name);
+        return ts_error(TS_ERR_IO, "dump_debug: the dump reached its limit of %s at step %lld ('%s'); raise the limit (--dump-limit SIZE, "
+                        "Options.dump_debug(limit=...), 0 for none), or dump fewer steps or ops", size_text(s->limit, limit, sizeof limit),
+                        (long long)run, en->name);
     char name[1024], where[600], src[1300], shape[TS_MAX_DIMS * 24 + 4], row[4096];
     field(name, sizeof name, en->name);
     field(src, sizeof src, ts_tensor_where(t, where, sizeof where));
@@ -394,7 +412,7 @@ static ts_status prepare(ts_model *m, const ts_dump_spec *s, ts_dump *d, int e, 
     q->row = ts_strdup(row);
     if (!q->a.data || !q->path || !q->row) return ts_error(TS_ERR_OUT_OF_MEMORY, "dump_debug: no memory for a copy of '%s' (%zu bytes)", en->name, data);
     memcpy(q->a.data, a->data, data);
-    d->written += (int64_t)data;
+    d->written += bytes;
     return TS_OK;
 }
 
