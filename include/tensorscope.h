@@ -954,7 +954,8 @@ TS_API ts_status ts_model_inference(ts_model **out, ts_graph *g, ts_tensor *cons
 TS_API void ts_model_free(ts_model *m);
 /* The dump's plan (ts_options_set_dump_debug), compiling the model if it
  * is not: the tensors one run writes, the runs left to dump (up to
- * last_run when the range is open) and their bytes. TS_ERR_INVALID_ARGUMENT,
+ * last_run, the last run the caller will make; 0: the range's end, which
+ * an open range must then not be) and their bytes. TS_ERR_INVALID_ARGUMENT,
  * with the figures and how to raise the limit, when they exceed it. */
 TS_API ts_status ts_model_dump_debug_plan(ts_model *m, int64_t last_run, int64_t *tensors, int64_t *steps, int64_t *bytes);
 /* Writes what the model still holds for a file of its own: a trace whose

@@ -10,7 +10,8 @@
 #    of the same tensors of a separate run stopped at step 3 (--dump-npy).
 # 2. --dump-ops selects exactly the names (fc1*) or op types (MatMul) it says.
 # 3. --dump-limit below the plan refuses before any training, saying how to
-#    raise it; nothing is written.
+#    raise it; nothing is written. A step range outside the training, or
+#    --dump-steps without --dump-debug, is a usage error.
 # 4. `inspect D` (commands on stdin): print with slices, step, diff between
 #    steps, grad, where and list print the values NumPy reads from the files.
 # 5. A run killed (SIGKILL) while it dumps leaves an index whose every row
@@ -106,6 +107,17 @@ if [ "$rc" -eq 2 ] && hasf limit.err "over the limit of 1.0 MiB; raise the limit
 else
     fail "--dump-limit (rc $rc)"
     show limit.err
+fi
+
+run outside "${TRAIN[@]}" --steps 2 --dump-debug R --dump-steps 5:6
+run alone "${TRAIN[@]}" --steps 2 --dump-steps 1:2
+if [ "$rc" -eq 2 ] && hasf alone.err "--dump-steps says what --dump-debug DIR writes" && hasf outside.err "training makes 2 runs, none of them in the range" &&
+    [ ! -e R/index.tsv ]; then
+    ok "a step range outside the training, or without --dump-debug, is a usage error"
+else
+    fail "--dump-steps checks"
+    show outside.err
+    show alone.err
 fi
 
 # 4. the offline inspector

@@ -180,7 +180,8 @@ static void per_run(const ts_model *m, const ts_dump_spec *s, int64_t *tensors, 
 
 static ts_status plan(ts_model *m, int64_t last_run, int64_t *tensors, int64_t *steps, int64_t *bytes) {
     const ts_dump_spec *s = m->opts.dump;
-    int64_t first = s->first > m->runs + 1 ? s->first : m->runs + 1, last = s->last ? s->last : last_run;
+    int64_t first = s->first > m->runs + 1 ? s->first : m->runs + 1;
+    int64_t last = s->last && (last_run < 1 || s->last < last_run) ? s->last : last_run; /* the range, within the runs the caller will make */
     int64_t one;
     per_run(m, s, tensors, &one);
     *steps = last >= first ? last - first + 1 : 0;
@@ -229,7 +230,7 @@ ts_status ts_dump_before_run(ts_model *m) {
     }
     if (!d->planned) { /* said before the first dumped run, refused over the limit */
         int64_t tensors, steps, bytes;
-        ts_status st = plan(m, m->runs + 1, &tensors, &steps, &bytes);
+        ts_status st = plan(m, s->last ? 0 : m->runs + 1, &tensors, &steps, &bytes); /* an open range: one step */
         if (st) return st;
         char limit[32] = "none", size[32];
         if (s->limit) size_text(s->limit, limit, sizeof limit);
