@@ -247,6 +247,8 @@ ts_status ts_dump_before_run(ts_model *m) {
         if (st) return st;
         d->armed_by_dump = true;
     }
+    ts_status hs = ts_hold_prepare(m); /* now (the run does it again, a no-op): a device's parameters are read through it */
+    if (hs) return hs;
     /* the parameters as the run reads them (the hold reads them where
      * they live: after the run, their updated values) */
     const ts_prog *p = m->prog;
