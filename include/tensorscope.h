@@ -848,6 +848,24 @@ TS_API ts_status ts_options_set_pipeline_schedule(ts_options *o, ts_pipeline_sch
  * checked at once (TS_ERR_IO when it cannot be written); NULL turns tracing
  * off. One model of a process traces at a time. */
 TS_API ts_status ts_options_set_trace(ts_options *o, const char *path, int64_t first_step, int64_t last_step);
+/* The offline debugger dump (docs/formats.md#debugger-dump), as
+ * TensorFlow's enable_dump_debug_info: for each run from first_step to
+ * last_step (1-based, inclusive; 0: to the end), every op's output (inputs
+ * and parameters included) and, with grads, every gradient, each as
+ * DIR/step_NNNNNN/<entry>_<name>.npy, listed in DIR/index.tsv (step, name,
+ * kind, op, source line, graph position, dtype, shape, path). `ops` (NULL:
+ * every one) is a glob over tensor names or op types (ts_name_matches):
+ * "fc1*", "MatMul". Of a run of several micro-batches the tensors are those
+ * of its last one (the run is held: ts_model_hold). Parameters are their
+ * values as the run reads them. Each file is written atomically after the
+ * run, and the index rewritten atomically after each run's files: it lists
+ * only complete files. limit_bytes (0: no limit) bounds the dump: the first
+ * dumped run refuses to start (TS_ERR_INVALID_ARGUMENT, saying how to raise
+ * it) when the planned size (the selected tensors' files x the steps)
+ * exceeds it, and writing stops with TS_ERR_IO at the limit (an open range).
+ * DIR is made at once (TS_ERR_IO when it cannot be); NULL turns it off. */
+TS_API ts_status ts_options_set_dump_debug(ts_options *o, const char *dir, int64_t first_step, int64_t last_step, const char *ops, int grads,
+                                           int64_t limit_bytes);
 /* Mixed precision, as PyTorch's autocast (docs/precision.md): TS_F32 (the
  * default), TS_BF16 or TS_F16. The float inputs of every matmul, batched
  * matmul and convolution become 16-bit copies named `<input>@bf16`
@@ -957,6 +975,12 @@ TS_API ts_status ts_model_training(ts_model **out, ts_graph *g, ts_tensor *loss,
 TS_API ts_status ts_model_inference(ts_model **out, ts_graph *g, ts_tensor *const *outputs,
                                     int n_outputs, const ts_options *o);
 TS_API void ts_model_free(ts_model *m);
+/* The dump's plan (ts_options_set_dump_debug), compiling the model if it
+ * is not: the tensors one run writes, the runs left to dump (up to
+ * last_run, the last run the caller will make; 0: the range's end, which
+ * an open range must then not be) and their bytes. TS_ERR_INVALID_ARGUMENT,
+ * with the figures and how to raise the limit, when they exceed it. */
+TS_API ts_status ts_model_dump_debug_plan(ts_model *m, int64_t last_run, int64_t *tensors, int64_t *steps, int64_t *bytes);
 /* Writes what the model still holds for a file of its own: a trace whose
  * step range is open or not yet reached (ts_options_set_trace) is written
  * now, and nothing more is traced. Returns the error of writing it (a full

@@ -252,6 +252,30 @@ ts_status cli_tb_step(ts_tb_writer *tb, const ts_model *m, double loss, double s
  * return the first write's failure (a full disk stops training). */
 ts_status cli_tb_eval(ts_tb_writer *tb, int64_t step, double loss, double accuracy);
 
+/* ---- the offline debugger dump (cmd_train_dump.c, cmd_inspect_dump.c) */
+typedef struct cli_dump_debug {
+    const char *dir, *steps, *ops; /* --dump-debug, --dump-steps, --dump-ops */
+    bool grads;                    /* --grads */
+    long long limit;               /* --dump-limit in bytes (0: none) */
+    const char *limit_text;        /* as given, for the plan's line */
+} cli_dump_debug;
+/* Checks the flags and sets the options (rank 0 of a job dumps). */
+int cli_dump_debug_options(const char *cmd, const cli_dump_debug *d, ts_options *o);
+/* After compile, before training of last_run runs: the plan said (unless
+ * quiet) and refused over the limit, or when it selects nothing. */
+int cli_dump_debug_plan(const char *cmd, ts_model *m, const cli_dump_debug *d, long last_run, bool quiet);
+/* `inspect DIR`: the inspector over a dump's tensors. */
+int cli_inspect_dump(const char *dir);
+/* The inspector's pieces (inspector.c) the offline one shares: a[spec]
+ * (numpy's basic slicing; false and said on a bad spec) as a new array
+ * (data malloc'd); values printed as numpy does under their summary line;
+ * the change from was to now (a summary of now - was, how many changed);
+ * a command line read at the prompt (malloc'd; NULL at the end of input). */
+bool cli_slice_values(const char *name, const ts_array *a, const char *spec, ts_array *out);
+void cli_print_values(const char *label, const ts_array *a);
+void cli_print_change(const char *label, const ts_array *was, const ts_array *now);
+char *cli_read_command(void);
+
 /* ---- summaries (cmd_inspect.c): what `inspect FILE.npy` and the
  * inspector's `stats` print, for any dtype (summarised as f32 values) */
 double cli_array_value(const ts_array *a, int64_t i);

@@ -1,8 +1,10 @@
-/* cmd_inspect.c -- `inspect FILE.npy`: what is in a dump, at a glance. */
+/* cmd_inspect.c -- `inspect FILE.npy`: what is in a dump, at a glance;
+ * `inspect DIR`: a debugger dump in the inspector (cmd_inspect_dump.c). */
 #include "cli.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* Text histogram over log2|x| from the summary's exponent buckets. */
 static void text_histogram(const ts_summary *s) {
@@ -32,9 +34,11 @@ int cmd_inspect(int argc, char **argv) {
     int first = 2;
     if (argc > 2 && strncmp(argv[2], "--", 2) != 0) path = argv[2], first = 3;
     bool help;
-    int rc = cli_parse("inspect", "FILE.npy", flags, argc, argv, first, NULL, &help);
+    int rc = cli_parse("inspect", "FILE.npy|DIR", flags, argc, argv, first, NULL, &help);
     if (rc || help) return rc;
-    if (!path) return cli_usage_error("inspect", "give a .npy file to inspect");
+    if (!path) return cli_usage_error("inspect", "give a .npy file to inspect, or a directory written by train --dump-debug");
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) return cli_inspect_dump(path); /* the offline inspector */
     ts_array a;
     if (ts_npy_load(path, &a)) return cli_runtime_error("inspect"); /* the message names the file */
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;

@@ -33,6 +33,7 @@ typedef struct train_args {
     cli_list anchors, outfeeds, watches, prints, feature_maps, filters, inputs, attention_maps, input_values;
     long watch_memory;       /* --watch-memory[=MS]: -1 off, 0 the default period */
     const char *log_vmodule; /* --log-vmodule MODULE=LEVEL,... */
+    cli_dump_debug dump;     /* --dump-debug, --dump-steps, --dump-ops, --grads */
 } train_args;
 
 /* ---- outfeed sink: runs on the queue's consumer thread */
@@ -722,7 +723,11 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--stats-every", FLAG_INT, &a.stats_every, "N", "print the stats table every N runs ('Step N - Summary Stats')"},
         {"--histogram", FLAG_STRING, &a.histogram, "FILE.png", "write the gradient histogram of anchored gradients"},
         {"--dump-npy", FLAG_STRING, &a.dump_npy, "DIR", "write anchored arrays, and outfeed records as one [S,*T] .npy per key per run"},
-        {"--dump-limit", FLAG_STRING, &a.dump_limit, "SIZE", "stop when outfeed dumps reach SIZE (default 1G; 0: no limit)"},
+        {"--dump-limit", FLAG_STRING, &a.dump_limit, "SIZE", "stop when outfeed dumps reach SIZE; refuse a --dump-debug planned over it (default 1G; 0: no limit)"},
+        {"--dump-debug", FLAG_STRING, &a.dump.dir, "DIR", "write every op's output of the chosen steps as .npy with DIR/index.tsv (docs/formats.md#debugger-dump)"},
+        {"--dump-steps", FLAG_STRING, &a.dump.steps, "A:B", "with --dump-debug: only runs A..B (1-based; A: = from A on; default all)"},
+        {"--dump-ops", FLAG_STRING, &a.dump.ops, "GLOB", "with --dump-debug: only tensors whose name or op type matches (fc1*, MatMul)"},
+        {"--grads", FLAG_BOOL, &a.dump.grads, NULL, "with --dump-debug: every gradient too"},
         {"--print-tensor", FLAG_LIST, &a.prints, "NAME", "insert a print op on a tensor (glob ok)"},
         {"--run-single-step", FLAG_BOOL, &a.run_single_step, NULL, "run one step, report, stop"},
         {"--check-numerics", FLAG_STRING, &a.check_numerics, "off|output|op", "stop at the first NaN/Inf and say where"},
@@ -837,6 +842,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     int64_t trace_first = 1, trace_last = 0;
     if (a.trace_steps && !a.trace) return cli_usage_error(cmd, "--trace-steps says which steps --trace FILE.json records: give one");
     if (a.trace_steps && (rc = cli_parse_step_range(cmd, "--trace-steps", a.trace_steps, &trace_first, &trace_last))) return rc;
+    a.dump.limit = dump_limit, a.dump.limit_text = a.dump_limit ? a.dump_limit : "1G";
     ts_check_numerics check = TS_CHECK_OFF;
     if (a.check_numerics && ts_check_numerics_parse(a.check_numerics, &check))
         return cli_usage_error(cmd, "--check-numerics must be off, output or op, got '%s'", a.check_numerics);
@@ -979,7 +985,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         rc = cli_usage_error(cmd, "%s", ts_last_error());
         goto done;
     }
-    if ((rc = set_precision(cmd, &a, o)) != CLI_OK) goto done;
+    if ((rc = set_precision(cmd, &a, o)) != CLI_OK || (rc = cli_dump_debug_options(cmd, &a.dump, o)) != CLI_OK) goto done;
     rc = CLI_RUNTIME;
     /* the CLI's own loss anchor: the sum over the run, for the mean loss */
     ts_options_anchor(o, "cli.loss", "loss", TS_OUTPUT_SUM, 0);
@@ -1170,6 +1176,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         cli_runtime_error("comparing the ranks' plans");
         goto done;
     }
+    if ((rc = cli_dump_debug_plan(cmd, tm, &a.dump, stop_runs ? stop_runs : a.epochs * runs_per_epoch, a.quiet)) != CLI_OK) goto done;
+    rc = CLI_RUNTIME;
     if (a.tensorboard && lead) {
         if (cli_tb_open(a.tensorboard, a.run_name, &tb, tb_dir, sizeof tb_dir)) {
             cli_runtime_error("opening the TensorBoard log");

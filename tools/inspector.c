@@ -468,6 +468,30 @@ static kept *find_kept(cli_inspector *in, const char *name) {
     return NULL;
 }
 
+void cli_print_change(const char *label, const ts_array *was, const ts_array *now) {
+    int64_t n = ts_array_numel(now), changed = 0;
+    float *delta = malloc((size_t)(n ? n : 1) * sizeof *delta);
+    double max_abs = 0;
+    for (int64_t i = 0; delta && i < n; i++) {
+        double b = cli_array_value(was, i), c = cli_array_value(now, i);
+        delta[i] = (float)(c - b);
+        if (c != b && !(isnan(c) && isnan(b))) changed++;
+        if (fabs(c - b) > max_abs) max_abs = fabs(c - b);
+    }
+    if (delta) {
+        ts_array d = *now;
+        d.dtype = TS_F32;
+        d.data = delta;
+        char line[512];
+        ts_summary s;
+        if (ts_summarize_f32(delta, n, TS_WATCH_STATS, &s) == TS_OK) printf("%s\n", ts_summary_line(label, &d, &s.stats, line, sizeof line));
+        printf("changed %lld of %lld values, max |change| %.7g\n", (long long)changed, (long long)n, max_abs);
+    } else {
+        printf("error: out of memory\n");
+    }
+    free(delta);
+}
+
 static void diff(cli_inspector *in, ts_model *m, const char *arg) {
     char name[512], spec[256];
     ts_array full, now, was;
@@ -488,28 +512,9 @@ static void diff(cli_inspector *in, ts_model *m, const char *arg) {
         free(now.data);
         return;
     }
-    int64_t n = ts_array_numel(&now), changed = 0;
-    float *delta = malloc((size_t)(n ? n : 1) * sizeof *delta);
-    double max_abs = 0;
-    for (int64_t i = 0; delta && i < n; i++) {
-        double b = cli_array_value(&was, i), c = cli_array_value(&now, i);
-        delta[i] = (float)(c - b);
-        if (c != b && !(isnan(c) && isnan(b))) changed++;
-        if (fabs(c - b) > max_abs) max_abs = fabs(c - b);
-    }
-    if (delta) {
-        ts_array d = now;
-        d.dtype = TS_F32;
-        d.data = delta;
-        char label[600], line[512];
-        ts_summary s;
-        snprintf(label, sizeof label, "%s - previous", arg);
-        if (ts_summarize_f32(delta, n, TS_WATCH_STATS, &s) == TS_OK) printf("%s\n", ts_summary_line(label, &d, &s.stats, line, sizeof line));
-        printf("changed %lld of %lld values, max |change| %.7g\n", (long long)changed, (long long)n, max_abs);
-    } else {
-        printf("error: out of memory\n");
-    }
-    free(delta);
+    char label[600];
+    snprintf(label, sizeof label, "%s - previous", arg);
+    cli_print_change(label, &was, &now);
     free(now.data);
     free(was.data);
 }
@@ -748,3 +753,8 @@ cli_inspect_action cli_inspector_on_nan(cli_inspector *in, ts_model *m, const ch
     fflush(stdout);
     return share_answer(in, prompt(in, m, (long)ts_model_runs(m), false));
 }
+
+/* ---- the same slicing and printing for the offline inspector (cmd_inspect_dump.c) */
+bool cli_slice_values(const char *name, const ts_array *a, const char *spec, ts_array *out) { return slice_array(name, a, spec, out); }
+void cli_print_values(const char *label, const ts_array *a) { print_values(label, a); }
+char *cli_read_command(void) { return read_command(); }

@@ -14,7 +14,7 @@ static void usage(FILE *f) {
                "  generate    sample text from a language model trained on a text corpus (train --model gpt)\n"
                "  names       compile a model and print every tensor name\n"
                "  graph       print a model's graph as text or Graphviz DOT\n"
-               "  inspect     summarise a .npy file: one line, stats and a histogram\n"
+               "  inspect     summarise a .npy file: one line, stats and a histogram; or open a --dump-debug DIR in the inspector\n"
                "  compare     run a model and compare every tensor with a reference dump (or two dumps)\n"
                "  diff        two runs' dumps tensor by tensor: the first that differs, its op, line and inputs\n"
                "  memory      where a model's memory goes over one step: the live tensors at each op, the peak\n"

@@ -29,6 +29,7 @@ from . import _capi
 from ._capi import bf16
 from ._capi import lib as _lib
 from .data import DataLoader, Dataset
+from .debug_dump import DebugDump
 from .errors import (CancelledError, DistError, FileError, FormatError, InternalError, InvalidArgumentError,
                      NotFoundError, NumericsError, OutOfMemoryError, ShapeError, StateError,
                      TensorscopeError, UnsupportedError)
@@ -40,7 +41,7 @@ from .observe import (compare, compare_dumps, diff_runs, memory_plan, memory_wat
 from .options import SGD, Adam, AdamW, LRSchedule, Options, OutfeedQueue, OutputMode, Record, Watch
 
 __version__ = _lib.ts_version().decode()
-__all__ = ["Adam", "AdamW", "bf16", "CancelledError", "DataLoader", "Dataset", "DistError", "FileError", "FormatError", "Graph",
+__all__ = ["Adam", "AdamW", "bf16", "CancelledError", "DataLoader", "Dataset", "DebugDump", "DistError", "FileError", "FormatError", "Graph",
            "Inspection", "InternalError", "InvalidArgumentError", "LRSchedule", "Model", "NotFoundError", "NumericsError",
            "OPS", "Options", "OutOfMemoryError", "OutfeedQueue", "OutputMode", "Record", "SGD",
            "ShapeError", "StateError", "Tensor", "TensorscopeError", "UnsupportedError",

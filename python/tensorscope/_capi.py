@@ -323,6 +323,8 @@ _PROTOTYPES = {
     "ts_options_set_pipeline": (_st, [P, C.c_int, STRS, C.c_int]),
     "ts_options_set_pipeline_schedule": (_st, [P, C.c_int]),
     "ts_options_set_trace": (_st, [P, S, C.c_int64, C.c_int64]),
+    "ts_options_set_dump_debug": (_st, [P, S, C.c_int64, C.c_int64, S, C.c_int, C.c_int64]),
+    "ts_model_dump_debug_plan": (_st, [P, C.c_int64, C.POINTER(C.c_int64), C.POINTER(C.c_int64), C.POINTER(C.c_int64)]),
     "ts_options_set_precision": (_st, [P, C.c_int]),
     "ts_options_set_loss_scaling": (_st, [P, C.c_int, C.c_float, C.c_float, C.c_float, C.c_int]),
     "ts_graph_autocast": (_st, [P, C.c_int]),

@@ -181,6 +181,37 @@ class Options:
         check(fn(self._h, cstr(os.fspath(path)) if path is not None else None, first, last))
         return self._set("trace", None if path is None else f"{os.fspath(path)}:{first}:{last or ''}")
 
+    def dump_debug(self, directory: Union[str, os.PathLike, None],
+                   steps: Union[str, Tuple[int, int], None] = None, ops: Optional[str] = None,
+                   grads: bool = False, limit: Union[int, str] = "1G") -> Options:
+        """The offline debugger dump (docs/formats.md#debugger-dump), as
+        TensorFlow's enable_dump_debug_info: for each run in `steps` ("A:B",
+        (A, B), 1-based, inclusive; "A:" to the end; None: every run), every
+        op's output and, with `grads`, every gradient, as .npy files under
+        `directory` listed in its index.tsv; `ops` a glob over tensor names
+        or op types ("fc1*", "MatMul"). `limit` (bytes or "500M"; 0: none)
+        bounds it: the first dumped run refuses to start when the planned
+        size exceeds it. Read it back with ts.DebugDump(directory). None: off."""
+        first, last = 1, 0
+        if isinstance(steps, str):
+            a, sep, b = steps.partition(":")
+            try:
+                first, last = int(a), (int(b) if b else 0)
+            except ValueError:
+                raise ValueError(f"dump_debug steps must be 'A:B' (1-based, inclusive), got {steps!r}") from None
+            if not sep:
+                last = first
+        elif steps is not None:
+            first, last = (int(v) for v in steps)
+        if isinstance(limit, str):
+            n = C.c_uint64()
+            check(lib.ts_parse_size(cstr(limit), C.byref(n)))
+            limit = n.value
+        fn = _capi.function("ts_options_set_dump_debug", "Options.dump_debug")
+        check(fn(self._h, cstr(os.fspath(directory)) if directory is not None else None, first, last,
+                 cstr(ops) if ops is not None else None, int(bool(grads)), int(limit)))
+        return self._set("dump_debug", None if directory is None else f"{os.fspath(directory)}:{first}:{last or ''}")
+
     def precision(self, dtype: str) -> Options:
         """Mixed precision as torch.autocast: "f32" (the default), "bf16" or
         "f16". The float inputs of every matmul, batched matmul and

@@ -2,6 +2,7 @@
  * numeric checks. Setters validate at once; names are checked at compile. */
 #include "graph/options.h"
 #include "graph/graph.h"
+#include "diag/dump_debug.h"
 #include "io/atomic_file.h"
 
 #include <stdio.h>
@@ -33,6 +34,7 @@ void ts_options_clear(ts_options *o) {
     for (int i = 0; o->split_at && i < o->stages - 1; i++) ts_free(o->split_at[i]);
     ts_free(o->split_at);
     ts_free(o->trace_path);
+    ts_dump_spec_free(o->dump);
     ts_free(o->anchors);
     ts_free(o->watches);
     memset(o, 0, sizeof *o);
@@ -262,8 +264,9 @@ ts_status ts_options_copy(ts_options *dst, const ts_options *src) {
     o.watches = NULL, o.n_watches = 0, o.cap_watches = 0;
     o.split_at = NULL, o.stages = 1;
     o.trace_path = NULL;
+    o.dump = NULL;
     if (set_split(&o, src->stages, (const char *const *)src->split_at)) return TS_ERR_OUT_OF_MEMORY;
-    if (src->trace_path && !(o.trace_path = ts_strdup(src->trace_path))) {
+    if ((src->trace_path && !(o.trace_path = ts_strdup(src->trace_path))) || ts_dump_spec_copy(&o.dump, src->dump)) {
         ts_options_clear(&o);
         return TS_ERR_OUT_OF_MEMORY;
     }

@@ -48,6 +48,7 @@ struct ts_options {
     int loss_scaling;            /* 1 on, 0 off, -1 for f16 only */
     float scale_init, scale_growth, scale_backoff;
     int scale_interval;
+    struct ts_dump_spec *dump;   /* ts_options_set_dump_debug: NULL = off (diag/dump_debug.c) */
 };
 
 ts_status ts_options_copy(ts_options *dst, const ts_options *src);

@@ -7,6 +7,7 @@
 #include "backend/backend.h"
 #include "observe/observe.h"
 #include "observe/outfeed.h"
+#include "diag/dump_debug.h"
 #include "diag/hooks.h"
 #include "diag/memory.h"
 #include "diag/metrics.h"
@@ -111,7 +112,9 @@ ts_status ts_model_inference(ts_model **out, ts_graph *g, ts_tensor *const *outp
 ts_status ts_model_finish(ts_model *m) {
     if (!m) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_finish: no model");
     m->trace_done = true;
-    return ts_trace_finish(m);
+    ts_status st = ts_dump_finish(m); /* the debugger dump's last files */
+    ts_status tr = ts_trace_finish(m);
+    return st ? st : tr;
 }
 
 void ts_model_free(ts_model *m) {
@@ -122,6 +125,7 @@ void ts_model_free(ts_model *m) {
         ts_logf(TS_LOG_ERROR, "model freed: %s", ts_last_error());
     ts_prog_free(m->prog);
     ts_hold_free(m);
+    ts_dump_free(m);
     ts_opt_state_free(m);
     ts_pool_free(m->pool);
     if (m->stream && m->backend->stream_destroy) m->backend->stream_destroy(m->stream);

@@ -5,6 +5,7 @@
 #include "core/half.h"
 #include "dist/dist.h"
 
+#include "diag/dump_debug.h"
 #include "diag/hooks.h"
 #include "diag/metrics.h"
 #include "exec/exec.h"
@@ -215,6 +216,7 @@ ts_status ts_model_run(ts_model *m, const char *const *names, const ts_array *in
     int64_t steps0 = m->steps;
     st = bind_inputs(m, names, inputs, n);
     if (!st) st = ts_dist_agree(m, m->prog); /* again after a new schedule */
+    if (!st) st = ts_dump_before_run(m); /* arms the hold for a run it dumps */
     if (!st) st = ts_hold_prepare(m);
     if (!st) st = ts_replicas_before_run(m);
     if (!st && ts_log_enabled(TS_LOG_DEBUG)) log_run_shapes(m, names, inputs, n);
@@ -239,7 +241,8 @@ ts_status ts_model_run(ts_model *m, const char *const *names, const ts_array *in
     uint64_t run_ns = ts_now_ns() - t0;
     ts_metric_record("ExecuteTime", (double)run_ns);
     ts_counter_add("Runs", 1);
-    st = ts_diag_after_run(m, run_ns);
+    st = ts_dump_after_run(m);
+    if (!st) st = ts_diag_after_run(m, run_ns);
     if (st || !cancelled) return st;
     ts_counter_add("RunsCancelled", 1);
     int D = m->opts.device_iterations, A = m->training ? m->opts.grad_accum : 1;
