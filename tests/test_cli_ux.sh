@@ -30,6 +30,28 @@ check "--watch fc1 (a prefix, not a name): exit 2" eval '[ $rc -eq 2 ] && hasf w
 run of_sub "$BIN" train "${T_ARGS[@]}" --max-steps 1 --outfeed Relu
 check "--outfeed Relu (a prefix, not a name): exit 2" eval '[ $rc -eq 2 ] && hasf of_sub.err "--outfeed"' || show of_sub.err
 
+# ---- --anchor NAME[:MODE[:N]] with names that hold ':' (Relu:0,
+# Flatten:0@bf16) and globs that do (Relu:*): split at the last ':' only
+# before a mode. NumPy checks what each anchor holds.
+run an_colon "$BIN" train "${T_ARGS[@]}" --max-steps 1 --precision bf16 --anchor 'Relu:0:every_n:1' --anchor 'Relu:*' \
+    --anchor 'Flatten:0@bf16' --anchor 'Gradient___Relu:1:sum' --dump-npy AC
+/usr/bin/python3 - > an_colon.py.out 2>&1 <<'PY'
+import numpy as np
+r0, r1, f, g = (np.load(f"AC/{k}.npy") for k in ("Relu_0", "Relu_1", "Flatten_0@bf16", "Gradient___Relu_1"))
+assert r0.shape == (1, 1000, 320) and r1.shape == (1000, 100), (r0.shape, r1.shape)  # every_n keeps the run's axis
+assert (r0 >= 0).all() and (r1 >= 0).all() and r0.max() > 0, "a Relu's output is >= 0"
+assert f.shape == (1000, 784), f.shape
+assert not (f.view(np.uint32) & 0xFFFF).any(), "Flatten:0@bf16 holds bf16 values (the low 16 bits of each float zero)"
+assert g.shape == (1000, 100) and np.abs(g).max() > 0, g.shape
+names = [l.split("\t")[1] for l in open("AC/order.txt").read().splitlines()]
+assert names == ["Relu:0", "Relu:0@bf16", "Relu:1", "Relu:1@bf16", "Flatten:0@bf16", "Gradient___Relu:1", "loss"], names
+PY
+check "--anchor 'Relu:0:every_n:1' 'Relu:*' 'Flatten:0@bf16' 'Gradient___Relu:1:sum': every match anchored, the bf16 copy in bf16, NumPy reads them" \
+    eval '[ $rc -eq 0 ] && [ -s AC/Relu_0.npy ] && ! [ -s an_colon.py.out ]' || { show an_colon.err; show an_colon.py.out; }
+run an_typo "$BIN" train "${T_ARGS[@]}" --max-steps 1 --anchor 'Relu:0:fnal'
+check "--anchor Relu:0:fnal: exit 2, 'fnal' is not an output mode" \
+    eval '[ $rc -eq 2 ] && hasf an_typo.err "'"'fnal' is not an output mode"'" && ! hasf an_typo.out trained' || show an_typo.err
+
 # ---- --histogram needs anchored gradients: a usage error before training
 if needs plots "--histogram without gradients"; then
     run hist "$BIN" train "${T_ARGS[@]}" --max-steps 1 --anchor Relu:0 --histogram h.png
