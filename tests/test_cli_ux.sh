@@ -52,6 +52,21 @@ run an_typo "$BIN" train "${T_ARGS[@]}" --max-steps 1 --anchor 'Relu:0:fnal'
 check "--anchor Relu:0:fnal: exit 2, 'fnal' is not an output mode" \
     eval '[ $rc -eq 2 ] && hasf an_typo.err "'"'fnal' is not an output mode"'" && ! hasf an_typo.out trained' || show an_typo.err
 
+# ---- a name that differs from ours only by a module prefix (PopTorch's
+# Gradient___model.fc2.bias) resolves, with one log line saying which
+# tensor; one that several names end in is a usage error listing them
+run pre_full "$BIN" train "${T_ARGS[@]}" --max-steps 1 --anchor Gradient___fc2.bias --dump-npy PF
+run pre "$BIN" train --data "$DATA" --batch-size 1000 --max-steps 1 --anchor Gradient___model.fc2.bias --watch model.fc1.weight \
+    --stats-every 1 --dump-npy PP
+check "--anchor Gradient___model.fc2.bias --watch model.fc1.weight: one log line each naming the tensor matched, the same array as --anchor Gradient___fc2.bias" \
+    eval '[ $rc -eq 0 ] && [ "$(grep -c "differ only by a module prefix" pre.err)" -eq 2 ] &&
+          hasf pre.err "anchor: '"'Gradient___model.fc2.bias' matched tensor 'Gradient___fc2.bias'"'" &&
+          hasf pre.err "watch: '"'model.fc1.weight' matched tensor 'fc1.weight'"'" && has pre.out "^ +0  fc1.weight " &&
+          cmp -s PF/Gradient___fc2.bias.npy PP/Gradient___model.fc2.bias.npy' || { show pre.err; ls PP; }
+run pre_amb "$BIN" train "${T_ARGS[@]}" --max-steps 1 --anchor bias
+check "--anchor bias: exit 2, the three tensors it could be listed" \
+    eval '[ $rc -eq 2 ] && hasf pre_amb.err "'"'fc1.bias', 'fc2.bias', 'fc3.bias'"'" && ! hasf pre_amb.out trained' || show pre_amb.err
+
 # ---- --histogram needs anchored gradients: a usage error before training
 if needs plots "--histogram without gradients"; then
     run hist "$BIN" train "${T_ARGS[@]}" --max-steps 1 --anchor Relu:0 --histogram h.png

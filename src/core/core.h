@@ -118,6 +118,16 @@ size_t ts_edit_distance(const char *a, const char *b);
  * comma-separated into buf: `'fc1/Add:0', 'fc1/MatMul:0', 'fc1.bias'`. */
 typedef const char *(*ts_name_at)(const void *ctx, size_t i);
 const char *ts_closest_names(const char *name, ts_name_at get, const void *ctx, size_t n, char *buf, size_t cap);
+/* Whether two names differ only by a module prefix: after the same
+ * `Kind___` head (Gradient___, ...), one's rest is the other's with whole
+ * leading components before it (`model.fc2.bias` and `fc2.bias`,
+ * `net/fc1/Relu:0` and `fc1/Relu:0`). Equal names are not. */
+bool ts_name_differs_by_prefix(const char *a, const char *b);
+/* How many of n names `name` equals but for a module prefix: one is in
+ * *hit, with one log line saying which (`what` names the lookup); several
+ * set a TS_ERR_NOT_FOUND error listing them; none sets no error (the caller
+ * says what it looked for). */
+size_t ts_name_resolve_prefix(const char *what, const char *name, ts_name_at get, const void *ctx, size_t n, size_t *hit);
 
 /* Element i of an array of any dtype, as a double (NaN for an unknown dtype). */
 double ts_array_value(const ts_array *a, int64_t i);
