@@ -182,12 +182,15 @@ static int parse_period(const char *cmd, const char *what, const char *text, int
     return CLI_OK;
 }
 
+static bool is_word(const char *s) { return *s && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_") == strlen(s); }
+
 /* NAME[:MODE[:N]]. Tensor names hold ':' themselves (Relu:0,
  * Flatten:0@bf16) and globs may (Relu:*), so the spec is split at its last
  * ':' only when what follows is a mode (or a period after a mode);
  * otherwise all of it is the name. A last field of letters only that
- * is no mode (fc1.weight:fnal) names no tensor -- ours end in :<k> -- so it
- * is reported as the bad mode it was meant to be. */
+ * is no mode (fc1.weight:fnal, or x:bogus:3 before a period) names no
+ * tensor -- ours end in :<k> -- so it is reported as the bad mode it was
+ * meant to be. */
 int cli_parse_anchor(const char *cmd, const char *spec, char *name, size_t n, ts_output_mode *mode, int *period) {
     *mode = TS_OUTPUT_DEFAULT;
     *period = 0;
@@ -207,9 +210,9 @@ int cli_parse_anchor(const char *cmd, const char *spec, char *name, size_t n, ts
         if (rc) return rc;
         *prev = '\0';
         *mode = m;
-    } else if (*tail && strspn(tail, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_") == strlen(tail)) {
+    } else if (is_word(tail) || (prev && is_word(prev + 1) && *tail && strspn(tail, "0123456789") == strlen(tail))) {
         return cli_usage_error(cmd, "--anchor %s: '%s' is not an output mode: give NAME[:MODE[:N]] with MODE final, every_n, all, sum or default",
-                               spec, tail);
+                               spec, is_word(tail) ? tail : prev + 1);
     } else {
         *last = ':'; /* part of the name: Relu:0, Flatten:0@bf16, Relu:* */
         return CLI_OK;
