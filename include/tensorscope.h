@@ -1496,8 +1496,11 @@ TS_API void ts_loader_free(ts_loader *l);
 TS_API int64_t ts_loader_batches(const ts_loader *l);
 /* Fills the next `n` batches stacked on axis 0 into internal buffers and
  * returns views (valid until the next call). Returns TS_ERR_NOT_FOUND at the
- * end of an epoch (then the next call starts a new epoch); a short final
- * group is returned whole when drop_last is off. */
+ * end of an epoch (then the next call starts a new epoch). With drop_last
+ * off (PyTorch's default) the samples left after the last whole group are
+ * returned too, as n equal smaller batches: the last (n * (left / n))
+ * samples, the left % n that do not split evenly dropped (with n = 1,
+ * none). With drop_last on a short final group is dropped. */
 TS_API ts_status ts_loader_next(ts_loader *l, int n, ts_array *images, ts_array *labels);
 
 /* Epochs the loader has started (0 before the first batch). */

@@ -67,6 +67,25 @@ run pre_amb "$BIN" train "${T_ARGS[@]}" --max-steps 1 --anchor bias
 check "--anchor bias: exit 2, the three tensors it could be listed" \
     eval '[ $rc -eq 2 ] && hasf pre_amb.err "'"'fc1.bias', 'fc2.bias', 'fc3.bias'"'" && ! hasf pre_amb.out trained' || show pre_amb.err
 
+# ---- the samples left after an epoch's last whole run: kept (PyTorch's
+# drop_last=False) as a smaller last run that recompiles the model (counted,
+# with its cause), or dropped with --drop-last; a log line either way
+run dl_keep "$BIN" train --data "$DATA" --batch-size 3000 --holdout 2000 --epochs 1 --metrics
+check "8000 samples in batches of 3000: 3 runs, 8000 samples, the last of 2000 said and recompiled (Recompilations.InputShapeChanged)" \
+    eval '[ $rc -eq 0 ] && has dl_keep.out "^trained 3 runs \(3 steps, 8000 samples\)" &&
+          hasf dl_keep.err "data: 8000 training samples make 2 runs of 3000 and leave 2000: kept as a last run of 2000" &&
+          hasf dl_keep.err "recompiling the training model: input '"'x'"' changed from [3000,1,28,28] to [2000,1,28,28]" &&
+          grep -A1 "^Counter: Recompilations.InputShapeChanged" dl_keep.out | grep -Eq "Value: [1-9]"' || { show dl_keep.err; show dl_keep.out; }
+run dl_drop "$BIN" train --data "$DATA" --batch-size 3000 --holdout 2000 --epochs 1 --drop-last
+check "--drop-last: 2 runs, 6000 samples, the 2000 left said dropped, no training recompilation" \
+    eval '[ $rc -eq 0 ] && has dl_drop.out "^trained 2 runs \(2 steps, 6000 samples\)" &&
+          hasf dl_drop.err "leave 2000: dropped (--drop-last)" && ! hasf dl_drop.err "recompiling the training model"' || show dl_drop.err
+run dl_group "$BIN" train --data "$DATA" --batch-size 1000 --holdout 2000 --epochs 1 --repeat-count 3 --quiet
+check "--repeat-count 3, batches of 1000: 2 runs of 3000, then 1998 of the 2000 left as 3 micro-batches of 666" \
+    eval '[ $rc -eq 0 ] && has dl_group.out "^trained 3 runs \(9 steps, 7998 samples\)"' || { show dl_group.err; show dl_group.out; }
+run dl_gpt "$BIN" train --model gpt --steps 1 --drop-last
+check "--drop-last with a corpus: exit 2, says why" eval '[ $rc -eq 2 ] && hasf dl_gpt.err "--drop-last is for a dataset"' || show dl_gpt.err
+
 # ---- --histogram needs anchored gradients: a usage error before training
 if needs plots "--histogram without gradients"; then
     run hist "$BIN" train "${T_ARGS[@]}" --max-steps 1 --anchor Relu:0 --histogram h.png

@@ -25,6 +25,7 @@ typedef struct train_args {
     long outfeed_depth, pipeline_stages;
     bool outfeed_drop;
     bool allow_tf32;
+    bool drop_last; /* --drop-last */
     long epochs, batch_size, seed, holdout, repeat_count, grad_accum, threads, log_verbosity, watch_period, max_steps;
     long warmup_steps, lr_step_size, checkpoint_every, steps, break_at;
     double lr, momentum, weight_decay, lr_gamma, lr_min;
@@ -661,6 +662,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--epochs", FLAG_INT, &a.epochs, "N", "passes over the training split (default 1; gpt: --steps 1000)"},
         {"--steps", FLAG_INT, &a.steps, "N", "train N optimizer steps instead of --epochs (the plan a --lr-schedule follows)"},
         {"--batch-size", FLAG_INT, &a.batch_size, "B", "micro-batch size (default 64; gpt: 32 windows)"},
+        {"--drop-last", FLAG_BOOL, &a.drop_last, NULL, "drop the samples left after an epoch's last whole run (default: kept as a smaller "
+                                                       "last run, as PyTorch's DataLoader; docs/cli.md#the-last-batch)"},
         {"--lr", FLAG_FLOAT, &a.lr, "LR", "learning rate (default: mlp 0.01, cnn 0.001, gpt 0.002)"},
         {"--lr-schedule", FLAG_STRING, &a.lr_schedule, "constant|step|cosine", "learning rate per optimizer step (default constant)"},
         {"--warmup-steps", FLAG_INT, &a.warmup_steps, "N", "rise linearly to --lr over the first N steps (default 0)"},
@@ -1119,14 +1122,35 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     if (K > 1 && !a.quiet) printf("pipeline: %d stages (one per MPI rank), split at %s\n", K, a.split_at);
     /* every rank loads the combined batch of the replicas; each computes its slice */
     src.S = S;
+    if (a.drop_last && corpus) {
+        rc = cli_usage_error(cmd, "--drop-last is for a dataset's last batch; a corpus's windows are drawn at random, none is left over");
+        goto done;
+    }
+    const bool drop_last = a.drop_last || R > 1 || K > 1; /* replicas and stages: equal shapes on every rank */
     if (corpus ? batches_corpus(&src, corpus, 0, a.batch_size * R, cm.block, S, (uint64_t)a.seed)
                : ts_loader_new(&src.loader, ds, (ts_loader_config){.batch_size = a.batch_size * R, .first = 0, .count = n_train, .shuffle = 1,
-                                                                   .seed = (uint64_t)a.seed, .drop_last = 1})) {
+                                                                   .seed = (uint64_t)a.seed, .drop_last = drop_last})) {
         cli_runtime_error("creating the data loader");
         goto done;
     }
     long long per_run = (long long)S * a.batch_size * R; /* samples one run trains on, over the replicas */
     long runs_per_epoch = batches_runs_per_epoch(&src);
+    if (!corpus) { /* the samples after the last whole run: one smaller run of S equal micro-batches, or dropped */
+        long long left = n_train % per_run, kept = drop_last ? 0 : left - left % S;
+        runs_per_epoch = (long)(n_train / per_run) + (kept > 0);
+        if (left && lead && !a.quiet) {
+            fprintf(stderr, "data: %lld training samples make %lld runs of %lld and leave %lld: ", (long long)n_train,
+                    (long long)(n_train / per_run), per_run, left);
+            if (kept)
+                fprintf(stderr, "kept as a last run of %lld, micro-batch %lld (PyTorch's drop_last=False; --drop-last drops them), "
+                        "which recompiles the model for its size each epoch (counted)", kept, kept / S);
+            else
+                fprintf(stderr, "dropped (%s)", a.drop_last ? "--drop-last" : R > 1 ? "replicas train on equal batches"
+                                                : K > 1 ? "pipeline stages train on equal batches" : "fewer than one sample per micro-batch");
+            if (kept && left > kept) fprintf(stderr, "; the %lld that do not split into its %d micro-batches dropped", left - kept, S);
+            fprintf(stderr, "\n");
+        }
+    }
     if (runs_per_epoch < 1) {
         rc = cli_usage_error(cmd, "one run needs %d batches of %ld (D x A), the training split holds %lld batches", S, a.batch_size * R,
                              (long long)ts_loader_batches(src.loader));
@@ -1187,6 +1211,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     const char *in_names[2] = {ts_tensor_name(cm.x), ts_tensor_name(cm.labels)};
     long total_runs = (long)ts_model_runs(tm);
     long long first_samples = (long long)total_runs * per_run; /* a resumed run's samples before it */
+    long long samples = first_samples;                         /* what the runs trained on (a smaller last run's included) */
     long first_epoch = batches_epoch(&src) > 1 ? (long)batches_epoch(&src) : 1;
     bool stop = stop_runs && total_runs >= stop_runs;
     double t_start = cli_now(), train_s = 0; /* train_s: training time, evaluation excluded */
@@ -1202,6 +1227,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         cli_progress_start(&bar, !a.quiet, label, runs_per_epoch);
         double ep_loss = 0, t0 = cli_now();
         long ep_runs = 0;
+        long long ep_samples = 0;
         for (;;) {
             ts_array in[2];
             st = batches_next(&src, &in[0], &in[1]);
@@ -1240,6 +1266,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             ep_loss += loss;
             ep_runs++;
             total_runs++;
+            samples += in[0].shape[0];
+            ep_samples += in[0].shape[0];
             if (pause) {
                 cli_progress_end(&bar);
                 double p0 = cli_now();
@@ -1255,7 +1283,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             curve_add(loss_curve, (double)ts_model_steps(tm), loss); /* x: optimizer steps, as TensorBoard's */
             bar.written = atomic_load(&sink.bytes);
             cli_progress_update(&bar, ep_runs, loss);
-            if (tb && cli_tb_step(tb, tm, loss, (double)per_run / run_s, R)) { /* a full disk stops training now */
+            if (tb && cli_tb_step(tb, tm, loss, (double)in[0].shape[0] / run_s, R)) { /* a full disk stops training now */
                 cli_progress_end(&bar);
                 cli_runtime_error("writing the TensorBoard log");
                 goto done;
@@ -1315,7 +1343,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         if (!a.quiet) { /* --quiet: the final line says how it ended */
             printf("epoch %ld/%ld: loss %.4f", ep, a.epochs, last_loss);
             if (held) printf("  held-out accuracy %.2f%% (loss %.4f)", 100 * acc, hl);
-            printf("  %.2f s, %.0f samples/s", ep_s, (double)(ep_runs * per_run) / ep_s);
+            printf("  %.2f s, %.0f samples/s", ep_s, (double)ep_samples / ep_s);
             if (scheduled) printf("  lr %.6g", ts_model_learning_rate(tm));
             if (a.dump_npy && q) printf("  outfeed dumps %.1f MB", (double)atomic_load(&sink.bytes) / 1e6);
             printf("\n");
@@ -1345,7 +1373,6 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     /* the final result: what was trained, and how the last epoch ended (its
      * mean loss and held-out accuracy, as its epoch line); samples/s over
      * the training time (evaluation excluded) */
-    long long samples = (long long)total_runs * per_run;
     printf("trained %ld runs (%lld steps, %lld samples) in %.2f s", total_runs, (long long)ts_model_steps(tm), samples, cli_now() - t_start);
     if (train_s > 0) {
         printf(": loss %.4f", last_loss);
