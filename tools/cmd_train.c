@@ -706,7 +706,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--metrics", FLAG_BOOL, &a.metrics, NULL, "print the metrics report at exit"},
         {"--log-verbosity", FLAG_INT, &a.log_verbosity, "0-5", "log level (5: a line per step)"},
         {"--log-memory", FLAG_BOOL, &a.log_memory, NULL, "log memory by class after compile and each epoch, and on a device after each run"},
-        {"--log-vmodule", FLAG_STRING, &a.log_vmodule, "MODULE=LEVEL,...", "raise the log level of named modules only, e.g. onnx=5,exec=4"},
+        {"--log-vmodule", FLAG_STRING, &a.log_vmodule, "NAME=LEVEL,...", "raise the log level of named modules or source files only, e.g. onnx=5,exec=4,memwatch=4"},
         {"--watch-memory", FLAG_OPT_INT, &a.watch_memory, "[=MS]", "sample RSS/PSS/USS of this process and its children every MS ms "
                                                                      "(default 100): the peak in the log, --metrics and TensorBoard"},
         {"--tensorboard", FLAG_STRING, &a.tensorboard, "DIR", "write TensorBoard event files to DIR/<date>_<host> (one run each)"},

@@ -52,15 +52,19 @@ ts_status ts_grow(void **p, size_t *cap, size_t need, size_t elem);
 
 /* Logging through the user's callback; cheap when the level is off. Each
  * call's module is its source file's directory (src/import -> onnx,
- * src/backend/cuda -> cuda, ...), whose level TS_LOG_VMODULE may raise. */
+ * src/backend/cuda -> cuda, ...), whose level TS_LOG_VMODULE may raise, as
+ * it may the file's own (memwatch=4); TS_LOG_PREFIX=1 puts the time and
+ * the call's file:line before the message. */
 #define TS_LOG_MODULES 13
-void ts_logf_in(const char *file, int level, const char *fmt, ...) TS_PRINTF(3, 4);
+void ts_logf_at(const char *file, int line, int level, const char *fmt, ...) TS_PRINTF(4, 5);
+void ts_logf_in(const char *file, int level, const char *fmt, ...) TS_PRINTF(3, 4); /* no line */
 bool ts_log_enabled_in(const char *file, int level);
+void ts_log_message_at(const char *file, int line, int level, const char *msg);
 void ts_log_message_in(const char *file, int level, const char *msg);
-#define ts_logf(...) ts_logf_in(__FILE__, __VA_ARGS__)
+#define ts_logf(...) ts_logf_at(__FILE__, __LINE__, __VA_ARGS__)
 #define ts_log_enabled(level) ts_log_enabled_in(__FILE__, level)
 /* Hands a finished message of any length to the sink as it is. */
-#define ts_log_message(level, msg) ts_log_message_in(__FILE__, level, msg)
+#define ts_log_message(level, msg) ts_log_message_at(__FILE__, __LINE__, level, msg)
 /* The module of a source file (0..TS_LOG_MODULES-1; -1 outside src/) and
  * its name as users write it ("onnx"). */
 int ts_log_module_of(const char *file);
