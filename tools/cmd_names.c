@@ -39,7 +39,7 @@ static int compile_model(const char *cmd, const model_args *a, cli_model *cm, ts
         return cli_usage_error(cmd, "--precision must be f32, bf16 or f16, got '%s'", a->precision);
     }
     if (ts_options_set_device_iterations(o, (int)a->repeat_count) || ts_options_set_gradient_accumulation(o, (int)a->grad_accum) ||
-        ts_options_set_precision(o, prec)) {
+        (a->precision && ts_options_set_precision(o, prec))) { /* none given: TS_USE_BF16 may choose */
         ts_options_free(o);
         return cli_usage_error(cmd, "%s", ts_last_error());
     }

@@ -45,7 +45,7 @@ static ts_status model_new(ts_model **out, ts_graph *g, const ts_options *o) {
         if (ts_check_numerics_parse(env, &m->opts.check)) ts_logf(TS_LOG_WARN, "TS_CHECK_NUMERICS: %s; ignored", ts_last_error());
     }
     if (ts_env_flag("TS_OPBYOP")) m->opts.check = TS_CHECK_OP; /* every op, checked as it runs */
-    if (!m->opts.precision_set && ts_env_flag("TS_USE_BF16")) m->opts.precision = TS_BF16; /* as XLA_USE_BF16 */
+    if (!m->opts.precision_set && ts_env_flag("TS_USE_BF16")) m->opts.precision = TS_BF16; /* autocast, not XLA_USE_BF16's storage */
     m->scaling = m->opts.loss_scaling == 1 || (m->opts.loss_scaling == -1 && m->opts.precision == TS_F16);
     m->loss_scale = m->opts.scale_init;
     if ((st = ts_graph_autocast(g, m->opts.precision))) {
