@@ -733,6 +733,15 @@ TS_API ts_status ts_options_set_device(ts_options *o, const char *device);
  * torch.backends.cuda.matmul.allow_tf32): products in float32. The CPU
  * computes in float32 either way. */
 TS_API ts_status ts_options_set_allow_tf32(ts_options *o, int allow);
+/* 1: after each run, one info line with every layer's output shape (each
+ * top-level op's output and each output leaving its scope, in order):
+ * "step 3: layer output shapes: Flatten:0 f32[64,784], fc1/Add:0
+ * f32[64,320], ..." ("eval run N" for inference), as RETURNN's
+ * debug_print_layer_output_shape; and at a recompilation the layers whose
+ * shapes changed: "recompiled (InputShapeChanged): layer output shapes
+ * changed: fc1/Add:0 f32[64,320] -> f32[16,320], ...". 0: off (the
+ * default). */
+TS_API ts_status ts_options_set_log_layer_shapes(ts_options *o, int on);
 /* TS_OK when `device` ("cpu", "cuda", "cuda:N") can run models here;
  * otherwise the error a model on it would give (TS_ERR_INVALID_ARGUMENT
  * for a name tensorscope does not know, TS_ERR_UNSUPPORTED saying why it

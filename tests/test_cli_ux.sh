@@ -86,6 +86,31 @@ check "--repeat-count 3, batches of 1000: 2 runs of 3000, then 1998 of the 2000 
 run dl_gpt "$BIN" train --model gpt --steps 1 --drop-last
 check "--drop-last with a corpus: exit 2, says why" eval '[ $rc -eq 2 ] && hasf dl_gpt.err "--drop-last is for a dataset"' || show dl_gpt.err
 
+# ---- --log-layer-shapes: each run's layer output shapes, as `tensorscope
+# graph` compiles them at that batch size, and what a recompilation changed
+run ls_run "$BIN" train --data "$DATA" --batch-size 3000 --holdout 2000 --epochs 1 --log-layer-shapes
+run ls_g3 "$BIN" graph --batch-size 3000
+run ls_g2 "$BIN" graph --batch-size 2000
+/usr/bin/python3 - > ls.py.out 2>&1 <<'PY'
+import re
+def graph(path):  # name -> "f32[...]" of `tensorscope graph`
+    return dict(re.findall(r"^%(\S+) = \w+\(.*\) : (\w+\[[\d,]*\])", open(path).read(), re.M))
+g3, g2 = graph("ls_g3.out"), graph("ls_g2.out")
+err = open("ls_run.err").read()
+steps = re.findall(r"^\[tensorscope I\] step (\d+): layer output shapes: (.*)$", err, re.M)
+assert [int(s) for s, _ in steps] == [1, 2, 3], steps
+for (step, text), want in zip(steps, (g3, g3, g2)):
+    got = dict(item.rsplit(" ", 1) for item in text.split(", "))
+    assert len(got) >= 7 and all(want[k] == v for k, v in got.items()), (step, got)
+changed = re.findall(r"^\[tensorscope I\] recompiled \(InputShapeChanged\): layer output shapes changed: (.*)$", err, re.M)
+assert len(changed) == 1, changed
+pairs = dict((n, (a, b)) for n, a, b in re.findall(r"(\S+) (\w+\[[\d,]*\]) -> (\w+\[[\d,]*\])", changed[0]))
+names = {n for n in dict(item.rsplit(" ", 1) for item in steps[0][1].split(", ")) if g3[n] != g2[n]}
+assert set(pairs) == names and all(pairs[n] == (g3[n], g2[n]) for n in names), (pairs, names)
+PY
+check "--log-layer-shapes: steps 1-3 give each layer's shape as 'graph --batch-size 3000/2000' compiles it, and the recompilation the ones that changed" \
+    eval '[ $rc -eq 0 ] && ! [ -s ls.py.out ]' || { show ls.py.out; show ls_run.err; }
+
 # ---- --histogram needs anchored gradients: a usage error before training
 if needs plots "--histogram without gradients"; then
     run hist "$BIN" train "${T_ARGS[@]}" --max-steps 1 --anchor Relu:0 --histogram h.png

@@ -26,6 +26,7 @@ typedef struct train_args {
     bool outfeed_drop;
     bool allow_tf32;
     bool drop_last; /* --drop-last */
+    bool log_layer_shapes; /* --log-layer-shapes */
     long epochs, batch_size, seed, holdout, repeat_count, grad_accum, threads, log_verbosity, watch_period, max_steps;
     long warmup_steps, lr_step_size, checkpoint_every, steps, break_at;
     double lr, momentum, weight_decay, lr_gamma, lr_min;
@@ -705,6 +706,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--break-on-nan", FLAG_BOOL, &a.break_on_nan, NULL, "with --check-numerics: open the inspector at the tensor it stops at, before the step's update"},
         {"--metrics", FLAG_BOOL, &a.metrics, NULL, "print the metrics report at exit"},
         {"--log-verbosity", FLAG_INT, &a.log_verbosity, "0-5", "log level (5: a line per step)"},
+        {"--log-layer-shapes", FLAG_BOOL, &a.log_layer_shapes, NULL, "log each layer's output shape after every run, and what a recompilation changed"},
         {"--log-memory", FLAG_BOOL, &a.log_memory, NULL, "log memory by class after compile and each epoch, and on a device after each run"},
         {"--log-vmodule", FLAG_STRING, &a.log_vmodule, "NAME=LEVEL,...", "raise the log level of named modules or source files only, e.g. onnx=5,exec=4,memwatch=4"},
         {"--watch-memory", FLAG_OPT_INT, &a.watch_memory, "[=MS]", "sample RSS/PSS/USS of this process and its children every MS ms "
@@ -953,7 +955,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         (a.device && (st = ts_options_set_device(o, a.device))) || (st = ts_options_set_allow_tf32(o, a.allow_tf32)) ||
         (st = ts_options_set_output_mode(o, gmode, gperiod)) || (st = ts_options_set_replication(o, R, 100)) ||
         (st = ts_options_set_pipeline(o, K, splits, n_splits)) || (st = ts_options_set_pipeline_schedule(o, schedule)) ||
-        (a.trace && (st = ts_options_set_trace(o, a.trace, trace_first, trace_last)))) {
+        (a.trace && (st = ts_options_set_trace(o, a.trace, trace_first, trace_last))) ||
+        (st = ts_options_set_log_layer_shapes(o, a.log_layer_shapes))) {
         rc = cli_usage_error(cmd, "%s", ts_last_error());
         goto done;
     }

@@ -231,6 +231,7 @@ _PROTOTYPES = {
     "ts_options_set_threads": (_st, [P, C.c_int]),
     "ts_options_set_device": (_st, [P, C.c_char_p]),
     "ts_options_set_allow_tf32": (_st, [P, C.c_int]),
+    "ts_options_set_log_layer_shapes": (_st, [P, C.c_int]),
     "ts_options_set_replication": (_st, [P, C.c_int, C.c_int]),
     "ts_options_set_pipeline": (_st, [P, C.c_int, STRS, C.c_int]),
     "ts_options_set_pipeline_schedule": (_st, [P, C.c_int]),

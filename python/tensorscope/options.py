@@ -222,6 +222,14 @@ class Options:
         check(lib.ts_options_set_allow_tf32(self._h, int(bool(allow))))
         return self._set("allow_tf32", bool(allow))
 
+    def log_layer_shapes(self, on: bool = True) -> Options:
+        """After each run, one info log line with every layer's output shape
+        ("step 3: layer output shapes: fc1/Add:0 f32[64,320], ..."), and at a
+        recompilation the shapes it changed (RETURNN's
+        debug_print_layer_output_shape; the CLI's --log-layer-shapes)."""
+        check(_capi.function("ts_options_set_log_layer_shapes", "Options.log_layer_shapes")(self._h, int(bool(on))))
+        return self._set("log_layer_shapes", bool(on))
+
     def replication(self, replicas: int, check_every: int = 100) -> Options:
         """R data-parallel replicas, one per rank of the MPI job (see
         tensorscope.dist_init): every rank passes the combined batch, each

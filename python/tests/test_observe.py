@@ -145,3 +145,34 @@ def test_dump_backward_needs_a_compiled_training_model():
         ts.training_model(g, ts.Options(), optimizer=ts.SGD(lr=0.01)).dump(backward=True)
     with pytest.raises(ts.InvalidArgumentError, match="no model given"):
         g.dump(backward=True)
+
+
+def test_log_layer_shapes_each_run_and_what_a_recompilation_changed():
+    """Options().log_layer_shapes(): after each run one log line with every
+    layer's output shape, as the anchored arrays have them; a new batch
+    size recompiles, and a line says which shapes changed."""
+    lines = []
+    ts.set_log_level(3)
+    ts.set_log_callback(lambda level, msg: lines.append(msg))
+    try:
+        g = small_mlp(batch=4)
+        model = ts.training_model(g, ts.Options().log_layer_shapes().anchor_tensor("fc*/Add:0").anchor_tensor("Relu:0"),
+                                  optimizer=ts.SGD(lr=0.1))
+        shapes = []
+        for n_rows in (4, 4, 2):
+            x, y = batches(1, batch=n_rows)
+            model(x, y)
+            shapes.append({k: model.get_anchored_tensor(k).shape for k in ("fc1/Add:0", "Relu:0", "fc2/Add:0")})
+    finally:
+        ts.set_log_callback(None)
+        ts.set_log_level(1)
+    steps = [m for m in lines if re.match(r"step \d+: layer output shapes:", m)]
+    assert [int(m.split()[1][:-1]) for m in steps] == [1, 2, 3], lines
+    for line, want in zip(steps, shapes):
+        got = dict(re.findall(r"([\w/:.]+) f32\[([\d,]*)\]", line.split(":", 1)[1]))
+        for name, shape in want.items():  # the anchors' shapes
+            assert got[name] == ",".join(map(str, shape)), (name, line)
+    changed = [m for m in lines if m.startswith("recompiled (InputShapeChanged): layer output shapes changed:")]
+    assert len(changed) == 1, lines
+    assert "fc1/Add:0 f32[4,5] -> f32[2,5]" in changed[0] and "Relu:0 f32[4,5] -> f32[2,5]" in changed[0], changed
+    assert "loss" not in changed[0].split(":", 2)[2], changed  # a scalar keeps its shape

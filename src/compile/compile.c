@@ -105,6 +105,7 @@ void ts_prog_free(ts_prog *p) {
     ts_free(p->arena_anchors);
     ts_free(p->shape);
     ts_free(p->order);
+    ts_free(p->layer_outs);
     ts_free(p->live);
     ts_free(p->needs_grad);
     ts_free(p->grad_shared);
@@ -1147,6 +1148,13 @@ ts_status ts_prog_build(ts_model *m, ts_prog **out) {
     if ((st = resolve_outfeeds(m, p))) goto fail;
     if ((st = m->par->compile(m, p))) goto fail; /* the job's ranks (dist/) */
     mark_checks(m, p);
+    for (int k = 0; m->opts.log_layer_shapes && k < p->n_order; k++) { /* what ts_options_set_log_layer_shapes logs */
+        if (!p->layer_outs && !(p->layer_outs = ts_calloc((size_t)p->n_order, sizeof *p->layer_outs))) {
+            st = TS_ERR_OUT_OF_MEMORY;
+            goto fail;
+        }
+        if (is_layer_output(g, p, p->order[k])) p->layer_outs[p->n_layer_outs++] = p->order[k];
+    }
     ts_lint(m, p);
     if (!(p->sorted_names = ts_calloc((size_t)p->n_entries + 1, sizeof *p->sorted_names))) {
         st = TS_ERR_OUT_OF_MEMORY;

@@ -190,6 +190,8 @@ typedef struct ts_prog {
     ts_shape *shape;     /* per node: compiled shape */
     int *order;          /* live nodes, topological (forward) order */
     int n_order;
+    int *layer_outs;     /* with log_layer_shapes: the layer outputs, in order */
+    int n_layer_outs;
     bool *live, *needs_grad, *reaches;
     bool *grad_shared;   /* per node: a view (Reshape, Flatten) whose input's gradient is its own gradient's buffer, so its backward does nothing (plan_memory) */
     int *value_entry;    /* per node */

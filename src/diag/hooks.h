@@ -12,5 +12,9 @@ ts_status ts_diag_after_compile(const ts_model *m);
 /* After every successful run; run_ns is its wall time. A metrics file that
  * cannot be written is TS_ERR_IO (the run itself counts). */
 ts_status ts_diag_after_run(const ts_model *m, uint64_t run_ns);
+/* With log_layer_shapes: the layer output shapes of the last run, and those
+ * a recompilation (for `cause`) changed, in one info line each. */
+void ts_layer_shapes_after_run(const ts_model *m);
+void ts_layer_shapes_changed(const ts_model *m, const ts_prog *was, const ts_prog *now, const char *cause);
 
 #endif

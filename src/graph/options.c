@@ -104,6 +104,13 @@ ts_status ts_options_set_allow_tf32(ts_options *o, int allow) {
     return TS_OK;
 }
 
+ts_status ts_options_set_log_layer_shapes(ts_options *o, int on) {
+    if (!o) return ts_error(TS_ERR_INVALID_ARGUMENT, "options is NULL");
+    if (on != 0 && on != 1) return ts_error(TS_ERR_INVALID_ARGUMENT, "log_layer_shapes must be 0 or 1, got %d", on);
+    o->log_layer_shapes = on;
+    return TS_OK;
+}
+
 ts_status ts_options_set_replication(ts_options *o, int replicas, int check_every) {
     if (!o) return ts_error(TS_ERR_INVALID_ARGUMENT, "options is NULL");
     if (replicas < 1 || replicas > 4096) return ts_error(TS_ERR_INVALID_ARGUMENT, "replicas must be 1 (off) .. 4096, got %d", replicas);

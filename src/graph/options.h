@@ -26,6 +26,7 @@ typedef struct ts_watch_spec {
 struct ts_options {
     char device[16];     /* "cpu", "cuda", "cuda:N"; "" = TS_DEVICE or cpu */
     bool allow_tf32;     /* float32 products in TF32 on a GPU (ts_options_set_allow_tf32) */
+    bool log_layer_shapes; /* each run's layer output shapes in the log (ts_options_set_log_layer_shapes) */
     int device_iterations, grad_accum, threads;
     ts_output_mode output_mode;
     int output_period;

@@ -182,6 +182,7 @@ ts_status ts_model_compile(ts_model *m) {
         return st;
     }
     p->recompiled = m->prog && m->prog->recs[0].key; /* the old program replayed runs: this one records them again */
+    ts_layer_shapes_changed(m, m->prog, p, m->stale_cause);
     ts_prog_free(m->prog);
     m->prog = p;
     bool recompile = m->compiled;
