@@ -95,6 +95,9 @@ TS_API const char *ts_status_name(ts_status s);
 /* The message of the last failure on this thread ("" if none). */
 TS_API const char *ts_last_error(void);
 TS_API void ts_clear_error(void);
+/* Sets this thread's last error to `message` and returns `code`: how a
+ * callback (ts_options_set_on_start's hook) says why it failed. */
+TS_API ts_status ts_set_error(ts_status code, const char *message);
 
 /* ------------------------------------------------------ optional features */
 
@@ -693,6 +696,7 @@ enum {
 };
 
 typedef struct ts_options ts_options;
+typedef struct ts_model ts_model;
 TS_API ts_options *ts_options_new(void);
 TS_API void ts_options_free(ts_options *o);
 /* D >= 1: the number of optimizer steps (training) per run. */
@@ -742,6 +746,16 @@ TS_API ts_status ts_options_set_allow_tf32(ts_options *o, int allow);
  * changed: fc1/Add:0 f32[64,320] -> f32[16,320], ...". 0: off (the
  * default). */
 TS_API ts_status ts_options_set_log_layer_shapes(ts_options *o, int on);
+/* A startup hook (RETURNN's startup_callback): fn(model, user) runs once,
+ * inside the first ts_model_run, after the model is compiled for that run's
+ * inputs and before its first step -- a place for the user's checks, with
+ * the model in hand (its tensor names, parameters, ts_model_tensor_origin).
+ * A status other than TS_OK stops the run before any step: ts_model_run
+ * returns it, its message "the on_start hook stopped the run before its
+ * first step: " and the hook's ts_last_error(); the next run calls the hook
+ * again. It must not run the model. NULL removes it. */
+typedef ts_status (*ts_start_fn)(ts_model *m, void *user);
+TS_API ts_status ts_options_set_on_start(ts_options *o, ts_start_fn fn, void *user);
 /* TS_OK when `device` ("cpu", "cuda", "cuda:N") can run models here;
  * otherwise the error a model on it would give (TS_ERR_INVALID_ARGUMENT
  * for a name tensorscope does not know, TS_ERR_UNSUPPORTED saying why it
@@ -876,7 +890,6 @@ TS_API double ts_lr_at(const ts_lr_schedule *s, double base_lr, int64_t t);
 
 /* ----------------------------------------------------------------- model */
 
-typedef struct ts_model ts_model;
 
 /* A training model of `g` minimising `loss` (a scalar). The graph must
  * outlive the model; parameters live in the graph, so an inference model of

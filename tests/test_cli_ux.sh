@@ -111,6 +111,19 @@ PY
 check "--log-layer-shapes: steps 1-3 give each layer's shape as 'graph --batch-size 3000/2000' compiles it, and the recompilation the ones that changed" \
     eval '[ $rc -eq 0 ] && ! [ -s ls.py.out ]' || { show ls.py.out; show ls_run.err; }
 
+# ---- --on-start CMD: once, after compile and before the first step, the
+# model's names in $TS_TENSOR_NAMES (as `tensorscope names` lists them); a
+# non-zero exit stops training before any step, with the command's message
+run os_names "$BIN" names
+run os_ok "$BIN" train "${T_ARGS[@]}" --max-steps 3 --on-start 'cp "$TS_TENSOR_NAMES" hook_names.txt; echo called >> hook_calls.txt'
+check "--on-start: called once for 3 runs, \$TS_TENSOR_NAMES lists what 'tensorscope names' lists, training goes on" \
+    eval '[ $rc -eq 0 ] && [ "$(grep -c called hook_calls.txt)" -eq 1 ] && cmp -s hook_names.txt os_names.out && has os_ok.out "^trained 3 runs"' ||
+    { show os_ok.err; show hook_calls.txt; }
+run os_fail "$BIN" train "${T_ARGS[@]}" --max-steps 3 --save-weights OSW --on-start 'echo "fc1.weight looks wrong" >&2; exit 3'
+check "--on-start exiting 3: exit 1, its message and the status said, no step trained" \
+    eval '[ $rc -eq 1 ] && hasf os_fail.err "fc1.weight looks wrong" && hasf os_fail.err "exited with status 3" &&
+          hasf os_fail.err "training did not start" && ! hasf os_fail.out trained' || { show os_fail.err; show os_fail.out; }
+
 # ---- --histogram needs anchored gradients: a usage error before training
 if needs plots "--histogram without gradients"; then
     run hist "$BIN" train "${T_ARGS[@]}" --max-steps 1 --anchor Relu:0 --histogram h.png

@@ -11,10 +11,13 @@
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 typedef struct train_args {
     const char *model, *data, *optimizer, *output_mode, *check_numerics, *histogram, *dump_npy, *tensorboard, *plot;
@@ -27,6 +30,7 @@ typedef struct train_args {
     bool allow_tf32;
     bool drop_last; /* --drop-last */
     bool log_layer_shapes; /* --log-layer-shapes */
+    const char *on_start;  /* --on-start CMD */
     long epochs, batch_size, seed, holdout, repeat_count, grad_accum, threads, log_verbosity, watch_period, max_steps;
     long warmup_steps, lr_step_size, checkpoint_every, steps, break_at;
     double lr, momentum, weight_decay, lr_gamma, lr_min;
@@ -223,6 +227,53 @@ static void catch_interrupts(bool on) {
         if (on || caught[i]) sigaction(sigs[i], &sa, NULL);
         caught[i] = on;
     }
+}
+
+/* --on-start CMD: the library's startup hook, run once the model is
+ * compiled and before its first step. The command runs under /bin/sh with
+ * the model in hand: $TS_TENSOR_NAMES is a file of its tensor names, one a
+ * line, $TS_MODEL the --model it is. A non-zero exit stops training. */
+static ts_status on_start_fail(ts_status code, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return ts_set_error(code, msg);
+}
+
+static ts_status on_start_command(ts_model *m, void *user) {
+    const char *cmd = user;
+    const char *const *names;
+    size_t n = 0;
+    char path[4200];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(path, sizeof path, "%s/tensorscope_names.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    int fd = mkstemp(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        if (fd >= 0) close(fd);
+        return on_start_fail(TS_ERR_IO, "--on-start: cannot write the list of tensor names (%s): %s", path, strerror(errno));
+    }
+    ts_status st = ts_model_tensor_names(m, &names, &n);
+    for (size_t i = 0; !st && i < n; i++) fprintf(f, "%s\n", names[i]);
+    if (fclose(f) != 0 && !st) st = on_start_fail(TS_ERR_IO, "--on-start: writing %s: %s", path, strerror(errno));
+    int status = -1;
+    if (!st) {
+        setenv("TS_TENSOR_NAMES", path, 1);
+        fflush(stdout);
+        fflush(stderr);
+        status = system(cmd);
+        unsetenv("TS_TENSOR_NAMES");
+    }
+    unlink(path);
+    if (st) return st;
+    if (status == -1) return on_start_fail(TS_ERR_IO, "--on-start '%s': cannot run it: %s", cmd, strerror(errno));
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return TS_OK;
+    if (WIFEXITED(status))
+        return on_start_fail(TS_ERR_INVALID_ARGUMENT, "--on-start '%s' exited with status %d (its output above); training did not start", cmd,
+                        WEXITSTATUS(status));
+    return on_start_fail(TS_ERR_INVALID_ARGUMENT, "--on-start '%s' was killed by signal %d; training did not start", cmd, WTERMSIG(status));
 }
 
 /* Where batches come from: a dataset's loader (images, arrays), or windows
@@ -706,6 +757,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--break-on-nan", FLAG_BOOL, &a.break_on_nan, NULL, "with --check-numerics: open the inspector at the tensor it stops at, before the step's update"},
         {"--metrics", FLAG_BOOL, &a.metrics, NULL, "print the metrics report at exit"},
         {"--log-verbosity", FLAG_INT, &a.log_verbosity, "0-5", "log level (5: a line per step)"},
+        {"--on-start", FLAG_STRING, &a.on_start, "CMD", "run CMD (sh) once the model is compiled, before the first step; $TS_TENSOR_NAMES "
+                                                         "lists its tensors; a non-zero exit stops training"},
         {"--log-layer-shapes", FLAG_BOOL, &a.log_layer_shapes, NULL, "log each layer's output shape after every run, and what a recompilation changed"},
         {"--log-memory", FLAG_BOOL, &a.log_memory, NULL, "log memory by class after compile and each epoch, and on a device after each run"},
         {"--log-vmodule", FLAG_STRING, &a.log_vmodule, "NAME=LEVEL,...", "raise the log level of named modules or source files only, e.g. onnx=5,exec=4,memwatch=4"},
@@ -956,7 +1009,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         (st = ts_options_set_output_mode(o, gmode, gperiod)) || (st = ts_options_set_replication(o, R, 100)) ||
         (st = ts_options_set_pipeline(o, K, splits, n_splits)) || (st = ts_options_set_pipeline_schedule(o, schedule)) ||
         (a.trace && (st = ts_options_set_trace(o, a.trace, trace_first, trace_last))) ||
-        (st = ts_options_set_log_layer_shapes(o, a.log_layer_shapes))) {
+        (st = ts_options_set_log_layer_shapes(o, a.log_layer_shapes)) ||
+        (a.on_start && (st = ts_options_set_on_start(o, on_start_command, (void *)(uintptr_t)a.on_start)))) {
         rc = cli_usage_error(cmd, "%s", ts_last_error());
         goto done;
     }

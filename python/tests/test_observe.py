@@ -176,3 +176,41 @@ def test_log_layer_shapes_each_run_and_what_a_recompilation_changed():
     assert len(changed) == 1, lines
     assert "fc1/Add:0 f32[4,5] -> f32[2,5]" in changed[0] and "Relu:0 f32[4,5] -> f32[2,5]" in changed[0], changed
     assert "loss" not in changed[0].split(":", 2)[2], changed  # a scalar keeps its shape
+
+
+def test_on_start_runs_once_with_the_model_before_the_first_step():
+    """Options().on_start(fn): fn(model) once, after compile and before the
+    first step; an exception stops the call before any step and is raised
+    from it (the weights untouched), and the next call runs the hook again."""
+    seen = []
+
+    def check_model(model):
+        seen.append((model.steps, set(model.get_tensor_names()), g.tensor("fc1.weight").numpy().copy()))
+
+    g = small_mlp()
+    w0 = g.tensor("fc1.weight").numpy().copy()
+    model = ts.training_model(g, ts.Options().on_start(check_model), optimizer=ts.SGD(lr=0.1))
+    for _ in range(3):
+        model(*batches(1))
+    assert len(seen) == 1, seen
+    steps, names, w = seen[0]
+    assert steps == 0 and "Gradient___fc1.weight" in names and names == set(model.get_tensor_names())
+    np.testing.assert_array_equal(w, w0)  # before the first step
+    assert model.steps == 3
+
+    calls = []
+
+    def refuse(model):
+        calls.append(model.steps)
+        if len(calls) == 1:
+            raise ValueError("fc1.weight is not what I expected")
+
+    g = small_mlp()
+    w0 = g.tensor("fc1.weight").numpy().copy()
+    model = ts.training_model(g, ts.Options().on_start(refuse), optimizer=ts.SGD(lr=0.1))
+    with pytest.raises(ValueError, match="fc1.weight is not what I expected"):
+        model(*batches(1))
+    assert model.steps == 0 and model.runs == 0
+    np.testing.assert_array_equal(g.tensor("fc1.weight").numpy(), w0)
+    model(*batches(1))  # the hook again, which passes now; then the step
+    assert calls == [0, 0] and model.steps == 1

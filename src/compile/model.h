@@ -39,6 +39,7 @@ struct ts_model {
     void *stream;        /* another device's stream (NULL on the CPU) */
     int64_t runs, steps;
     bool has_run;
+    bool started, in_start; /* the on_start hook has returned TS_OK / is running */
     /* failure of the last run (numeric check) */
     int failed_entry;
     int failed_op;       /* node whose backward wrote the failed gradient, -1 otherwise */
