@@ -1322,6 +1322,16 @@ TS_API void ts_memwatch_set_callback(ts_memwatch_fn fn, void *user);
  * print a native backtrace and the op being executed to stderr, then
  * re-raise; and SIGUSR1, which prints every thread's stack and returns. */
 TS_API ts_status ts_crash_handler_install(void);
+/* Every thread's native stack of another running tensorscope process (one
+ * that installed the crash handler: the CLI's train and eval do), as its
+ * SIGUSR1 dump, collected without its terminal: the target writes it into
+ * a file this process made (/tmp/tensorscope-stacks.<pid>.<this pid>, mode
+ * 0600, removed after), and this call waits for its end, at most
+ * timeout_s. *out: the text, ending "tensorscope: end of stacks" (free
+ * with ts_string_free). Errors: no such process (TS_ERR_NOT_FOUND), not a
+ * tensorscope process (TS_ERR_INVALID_ARGUMENT), another user's, no crash
+ * handler, no answer in time (TS_ERR_STATE), each said. */
+TS_API ts_status ts_process_stacks(int pid, double timeout_s, char **out);
 
 /* Graph dumps: every node with its name, op, shape, dtype and flags
  * (parameter, gradient, anchored, printed, watched). Pass the model (may be
