@@ -8,7 +8,7 @@ import os
 import sys
 import threading
 import weakref
-from typing import Dict, Iterator, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple, Union
 
 from . import _capi
 from ._capi import check, cstr, lib
@@ -230,7 +230,7 @@ class Options:
         check(_capi.function("ts_options_set_log_layer_shapes", "Options.log_layer_shapes")(self._h, int(bool(on))))
         return self._set("log_layer_shapes", bool(on))
 
-    def on_start(self, fn) -> Options:
+    def on_start(self, fn: Callable[[Any], None]) -> Options:
         """A startup hook (RETURNN's startup_callback): fn(model) runs once,
         in the model's first call, after it is compiled for that call's
         inputs and before its first step -- a place for checks with the
