@@ -1317,6 +1317,21 @@ TS_API ts_status ts_memwatch_latest(ts_memwatch_stats *out);
  * quickly. NULL removes it. */
 typedef void (*ts_memwatch_fn)(void *user, const ts_memwatch_stats *sample);
 TS_API void ts_memwatch_set_callback(ts_memwatch_fn fn, void *user);
+/* Each process of the watcher's latest sample (this one first, then its
+ * descendants breadth first; at most TS_MEMWATCH_PROCESSES): pid, command
+ * (/proc/PID/comm) and RSS, PSS, USS in bytes (PSS and USS those of the
+ * last smaps_rollup walk, -1 before one). Up to cap into out, *n how many;
+ * TS_ERR_STATE when the watcher never ran. The log's peak line lists them
+ * as they were at the RSS peak, the trace has a counter track per process
+ * (`memory RSS (MiB) pid N (command)`), the CLI's TensorBoard
+ * memory/process/<pid>_<command>/{rss,pss,uss} in MiB. */
+#define TS_MEMWATCH_PROCESSES 32
+typedef struct ts_process_memory {
+    int pid;
+    char command[32];
+    ts_memory_usage usage;
+} ts_process_memory;
+TS_API ts_status ts_memwatch_processes(ts_process_memory *out, int cap, int *n);
 
 /* Installs handlers for SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGABRT that
  * print a native backtrace and the op being executed to stderr, then

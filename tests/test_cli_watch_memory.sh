@@ -86,6 +86,10 @@ check(len(rss) == 3 and [e.step for e in rss] == [1, 2, 3] and all(e.value * 2**
 check(len(peak) == 3 and peak[-1].value * 2**20 >= bound and all(a.value <= b.value for a, b in zip(peak, peak[1:])),
       f"TensorBoard: memory/peak_rss never falls and ends at {peak[-1].value if peak else None:.1f} MiB, at least the bound")
 check({"memory/pss", "memory/uss"} <= set(tags["scalars"]), "TensorBoard: memory/pss and memory/uss too")
+own = [t for t in tags["scalars"] if re.fullmatch(r"memory/process/\d+_tensorscope/rss", t)]
+own_rss = acc.Scalars(own[0]) if len(own) == 1 else []
+check(len(own_rss) == 3 and all(o.value <= r.value + 1e-6 for o, r in zip(own_rss, rss)),
+      f"TensorBoard: the process's own memory/process/<pid>_tensorscope/rss ({own}), at most the tree's each step")
 layout = layout_pb2.Layout()
 if "custom_scalars__config__" in tags["tensors"]:
     layout.ParseFromString(tensor_util.make_ndarray(acc.Tensors("custom_scalars__config__")[0].tensor_proto).item())
