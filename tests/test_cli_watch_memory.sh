@@ -139,6 +139,20 @@ else
     echo "FAIL without --watch-memory a micro-batch line shows an RSS"; failed=1
 fi
 
+# --trace with --watch-memory: beside the total's counter track, one per
+# process, named by its pid and command, never above the total at a time
+"$BIN" train --data "$SRC/data/mnist" --batch-size 1000 --max-steps 3 --quiet --trace "$TMP/t.json" --watch-memory=5 > /dev/null 2>&1 &
+tpid=$!
+wait "$tpid"
+if /usr/bin/python3 - "$TMP/t.json" "$tpid" <<'PY'; then echo "ok   --trace: a counter track 'memory RSS (MiB) pid $tpid (tensorscope)' beside the total, never above it"; else echo "FAIL --trace: the per-process counter track"; failed=1; fi
+import json, sys
+events = json.load(open(sys.argv[1]))
+events = events["traceEvents"] if isinstance(events, dict) else events
+total = {e["ts"]: e["args"]["value"] for e in events if e.get("ph") == "C" and e["name"] == "memory RSS (MiB)"}
+own = [e for e in events if e.get("ph") == "C" and e["name"] == f"memory RSS (MiB) pid {sys.argv[2]} (tensorscope)"]
+assert total and own and all(e["args"]["value"] <= total[e["ts"]] + 1e-9 for e in own if e["ts"] in total), (len(total), len(own))
+PY
+
 # debug-run --watch-memory: the command is a child of the watcher's process;
 # one that touches 96 MiB puts the logged peak above that
 "$BIN" debug-run --outfile "$TMP/dr.tar.gz" --tidy --watch-memory=10 -- /usr/bin/python3 -c \
