@@ -95,6 +95,9 @@ TS_API const char *ts_status_name(ts_status s);
 /* The message of the last failure on this thread ("" if none). */
 TS_API const char *ts_last_error(void);
 TS_API void ts_clear_error(void);
+/* Sets this thread's last error to `message` and returns `code`: how a
+ * callback (ts_options_set_on_start's hook) says why it failed. */
+TS_API ts_status ts_set_error(ts_status code, const char *message);
 
 /* ------------------------------------------------------ optional features */
 
@@ -728,6 +731,7 @@ enum {
 };
 
 typedef struct ts_options ts_options;
+typedef struct ts_model ts_model;
 TS_API ts_options *ts_options_new(void);
 TS_API void ts_options_free(ts_options *o);
 /* D >= 1: the number of optimizer steps (training) per run. */
@@ -775,6 +779,25 @@ TS_API ts_status ts_options_set_allow_tf32(ts_options *o, int allow);
  * default): compiled to run. `tensorscope names`, `graph` and `lint`
  * compile this way. */
 TS_API ts_status ts_options_set_plan_only(ts_options *o, int on);
+/* 1: after each run, one info line with every layer's output shape (each
+ * top-level op's output and each output leaving its scope, in order):
+ * "step 3: layer output shapes: Flatten:0 f32[64,784], fc1/Add:0
+ * f32[64,320], ..." ("eval run N" for inference), as RETURNN's
+ * debug_print_layer_output_shape; and at a recompilation the layers whose
+ * shapes changed: "recompiled (InputShapeChanged): layer output shapes
+ * changed: fc1/Add:0 f32[64,320] -> f32[16,320], ...". 0: off (the
+ * default). */
+TS_API ts_status ts_options_set_log_layer_shapes(ts_options *o, int on);
+/* A startup hook (RETURNN's startup_callback): fn(model, user) runs once,
+ * inside the first ts_model_run, after the model is compiled for that run's
+ * inputs and before its first step -- a place for the user's checks, with
+ * the model in hand (its tensor names, parameters, ts_model_tensor_origin).
+ * A status other than TS_OK stops the run before any step: ts_model_run
+ * returns it, its message "the on_start hook stopped the run before its
+ * first step: " and the hook's ts_last_error(); the next run calls the hook
+ * again. It must not run the model. NULL removes it. */
+typedef ts_status (*ts_start_fn)(ts_model *m, void *user);
+TS_API ts_status ts_options_set_on_start(ts_options *o, ts_start_fn fn, void *user);
 /* TS_OK when `device` ("cpu", "cuda", "cuda:N") can run models here;
  * otherwise the error a model on it would give (TS_ERR_INVALID_ARGUMENT
  * for a name tensorscope does not know, TS_ERR_UNSUPPORTED saying why it
@@ -964,7 +987,6 @@ TS_API ts_status ts_param_set_optimizer(ts_tensor *param, const ts_optimizer *op
 
 /* ----------------------------------------------------------------- model */
 
-typedef struct ts_model ts_model;
 
 /* A training model of `g` minimising `loss` (a scalar). The graph must
  * outlive the model; parameters live in the graph, so an inference model of
@@ -1404,11 +1426,36 @@ TS_API ts_status ts_memwatch_latest(ts_memwatch_stats *out);
  * quickly. NULL removes it. */
 typedef void (*ts_memwatch_fn)(void *user, const ts_memwatch_stats *sample);
 TS_API void ts_memwatch_set_callback(ts_memwatch_fn fn, void *user);
+/* Each process of the watcher's latest sample (this one first, then its
+ * descendants breadth first; at most TS_MEMWATCH_PROCESSES): pid, command
+ * (/proc/PID/comm) and RSS, PSS, USS in bytes (PSS and USS those of the
+ * last smaps_rollup walk, -1 before one). Up to cap into out, *n how many;
+ * TS_ERR_STATE when the watcher never ran. The log's peak line lists them
+ * as they were at the RSS peak, the trace has a counter track per process
+ * (`memory RSS (MiB) pid N (command)`), the CLI's TensorBoard
+ * memory/process/<pid>_<command>/{rss,pss,uss} in MiB. */
+#define TS_MEMWATCH_PROCESSES 32
+typedef struct ts_process_memory {
+    int pid;
+    char command[32];
+    ts_memory_usage usage;
+} ts_process_memory;
+TS_API ts_status ts_memwatch_processes(ts_process_memory *out, int cap, int *n);
 
 /* Installs handlers for SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGABRT that
  * print a native backtrace and the op being executed to stderr, then
  * re-raise; and SIGUSR1, which prints every thread's stack and returns. */
 TS_API ts_status ts_crash_handler_install(void);
+/* Every thread's native stack of another running tensorscope process (one
+ * that installed the crash handler: the CLI's train and eval do), as its
+ * SIGUSR1 dump, collected without its terminal: the target writes it into
+ * a file this process made (/tmp/tensorscope-stacks.<pid>.<this pid>, mode
+ * 0600, removed after), and this call waits for its end, at most
+ * timeout_s. *out: the text, ending "tensorscope: end of stacks" (free
+ * with ts_string_free). Errors: no such process (TS_ERR_NOT_FOUND), not a
+ * tensorscope process (TS_ERR_INVALID_ARGUMENT), another user's, no crash
+ * handler, no answer in time (TS_ERR_STATE), each said. */
+TS_API ts_status ts_process_stacks(int pid, double timeout_s, char **out);
 
 /* Graph dumps: every node with its name, op, shape, dtype and flags
  * (parameter, gradient, anchored, printed, watched). Pass the model (may be
@@ -1667,8 +1714,11 @@ TS_API void ts_loader_free(ts_loader *l);
 TS_API int64_t ts_loader_batches(const ts_loader *l);
 /* Fills the next `n` batches stacked on axis 0 into internal buffers and
  * returns views (valid until the next call). Returns TS_ERR_NOT_FOUND at the
- * end of an epoch (then the next call starts a new epoch); a short final
- * group is returned whole when drop_last is off. */
+ * end of an epoch (then the next call starts a new epoch). With drop_last
+ * off (PyTorch's default) the samples left after the last whole group are
+ * returned too, as n equal smaller batches: the last (n * (left / n))
+ * samples, the left % n that do not split evenly dropped (with n = 1,
+ * none). With drop_last on a short final group is dropped. */
 TS_API ts_status ts_loader_next(ts_loader *l, int n, ts_array *images, ts_array *labels);
 
 /* Epochs the loader has started (0 before the first batch). */

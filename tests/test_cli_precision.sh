@@ -67,6 +67,19 @@ check "an initial scale of 1e30: steps are skipped and the scale backs off" has 
 check "SkippedSteps is in the metrics" hasf huge.out "Counter: SkippedSteps"
 run env env TS_USE_BF16=1 "$BIN" "${MLP[@]}" --epochs 1 --stats
 check "TS_USE_BF16=1 trains bf16" hasf env.out "Summary Stats (bf16, no loss scaling)"
+# TS_USE_BF16=1 is autocast (not XLA_USE_BF16): `names` under it lists a
+# bf16 copy of each matmul input (what the f32 graph's MatMul ops read) and
+# every f32 name still (the weights stay f32); --precision f32 overrides it
+run gf32 "$BIN" graph
+run nf32 "$BIN" names
+run nenv env TS_USE_BF16=1 "$BIN" names
+run nflag "$BIN" names --precision bf16
+run nover env TS_USE_BF16=1 "$BIN" names --precision f32
+matmul_in=$(sed -n 's/^%[^ ]* = MatMul(%\([^,]*\), %\([^,)]*\).*/\1\n\2/p' gf32.out | sort -u)
+copies=$(grep '@bf16$' nenv.out | grep -v '^Gradient___' | sed 's/@bf16$//' | sort -u)
+check "TS_USE_BF16=1 names: a bf16 copy of each MatMul input ($(echo $copies)), every f32 name kept, as --precision bf16; --precision f32 wins" \
+    eval '[ -n "$matmul_in" ] && [ "$copies" = "$matmul_in" ] && [ -z "$(comm -23 <(sort nf32.out) <(sort nenv.out))" ] &&
+          cmp -s nenv.out nflag.out && cmp -s nover.out nf32.out' || { show gf32.out 20; show nenv.out 60; }
 
 run bad "$BIN" "${MLP[@]}" --precision fp8
 check "--precision fp8 is a usage error that lists the choices" [ "$rc" -eq 2 ] && check "... saying f32, bf16 or f16" hasf bad.err "f32, bf16 or f16"

@@ -30,6 +30,100 @@ check "--watch fc1 (a prefix, not a name): exit 2" eval '[ $rc -eq 2 ] && hasf w
 run of_sub "$BIN" train "${T_ARGS[@]}" --max-steps 1 --outfeed Relu
 check "--outfeed Relu (a prefix, not a name): exit 2" eval '[ $rc -eq 2 ] && hasf of_sub.err "--outfeed"' || show of_sub.err
 
+# ---- --anchor NAME[:MODE[:N]] with names that hold ':' (Relu:0,
+# Flatten:0@bf16) and globs that do (Relu:*): split at the last ':' only
+# before a mode. NumPy checks what each anchor holds.
+run an_colon "$BIN" train "${T_ARGS[@]}" --max-steps 1 --precision bf16 --anchor 'Relu:0:every_n:1' --anchor 'Relu:*' \
+    --anchor 'Flatten:0@bf16' --anchor 'Gradient___Relu:1:sum' --dump-npy AC
+/usr/bin/python3 - > an_colon.py.out 2>&1 <<'PY'
+import numpy as np
+r0, r1, f, g = (np.load(f"AC/{k}.npy") for k in ("Relu_0", "Relu_1", "Flatten_0@bf16", "Gradient___Relu_1"))
+assert r0.shape == (1, 1000, 320) and r1.shape == (1000, 100), (r0.shape, r1.shape)  # every_n keeps the run's axis
+assert (r0 >= 0).all() and (r1 >= 0).all() and r0.max() > 0, "a Relu's output is >= 0"
+assert f.shape == (1000, 784), f.shape
+assert not (f.view(np.uint32) & 0xFFFF).any(), "Flatten:0@bf16 holds bf16 values (the low 16 bits of each float zero)"
+assert g.shape == (1000, 100) and np.abs(g).max() > 0, g.shape
+names = [l.split("\t")[1] for l in open("AC/order.txt").read().splitlines()]
+assert names == ["Relu:0", "Relu:0@bf16", "Relu:1", "Relu:1@bf16", "Flatten:0@bf16", "Gradient___Relu:1", "loss"], names
+PY
+check "--anchor 'Relu:0:every_n:1' 'Relu:*' 'Flatten:0@bf16' 'Gradient___Relu:1:sum': every match anchored, the bf16 copy in bf16, NumPy reads them" \
+    eval '[ $rc -eq 0 ] && [ -s AC/Relu_0.npy ] && ! [ -s an_colon.py.out ]' || { show an_colon.err; show an_colon.py.out; }
+run an_typo "$BIN" train "${T_ARGS[@]}" --max-steps 1 --anchor 'Relu:0:fnal'
+check "--anchor Relu:0:fnal: exit 2, 'fnal' is not an output mode" \
+    eval '[ $rc -eq 2 ] && hasf an_typo.err "'"'fnal' is not an output mode"'" && ! hasf an_typo.out trained' || show an_typo.err
+
+# ---- a name that differs from ours only by a module prefix (PopTorch's
+# Gradient___model.fc2.bias) resolves, with one log line saying which
+# tensor; one that several names end in is a usage error listing them
+run pre_full "$BIN" train "${T_ARGS[@]}" --max-steps 1 --anchor Gradient___fc2.bias --dump-npy PF
+run pre "$BIN" train --data "$DATA" --batch-size 1000 --max-steps 1 --anchor Gradient___model.fc2.bias --watch model.fc1.weight \
+    --stats-every 1 --dump-npy PP
+check "--anchor Gradient___model.fc2.bias --watch model.fc1.weight: one log line each naming the tensor matched, the same array as --anchor Gradient___fc2.bias" \
+    eval '[ $rc -eq 0 ] && [ "$(grep -c "differ only by a module prefix" pre.err)" -eq 2 ] &&
+          hasf pre.err "anchor: '"'Gradient___model.fc2.bias' matched tensor 'Gradient___fc2.bias'"'" &&
+          hasf pre.err "watch: '"'model.fc1.weight' matched tensor 'fc1.weight'"'" && has pre.out "^ +0  fc1.weight " &&
+          cmp -s PF/Gradient___fc2.bias.npy PP/Gradient___model.fc2.bias.npy' || { show pre.err; ls PP; }
+run pre_amb "$BIN" train "${T_ARGS[@]}" --max-steps 1 --anchor bias
+check "--anchor bias: exit 2, the three tensors it could be listed" \
+    eval '[ $rc -eq 2 ] && hasf pre_amb.err "'"'fc1.bias', 'fc2.bias', 'fc3.bias'"'" && ! hasf pre_amb.out trained' || show pre_amb.err
+
+# ---- the samples left after an epoch's last whole run: kept (PyTorch's
+# drop_last=False) as a smaller last run that recompiles the model (counted,
+# with its cause), or dropped with --drop-last; a log line either way
+run dl_keep "$BIN" train --data "$DATA" --batch-size 3000 --holdout 2000 --epochs 1 --metrics
+check "8000 samples in batches of 3000: 3 runs, 8000 samples, the last of 2000 said and recompiled (Recompilations.InputShapeChanged)" \
+    eval '[ $rc -eq 0 ] && has dl_keep.out "^trained 3 runs \(3 steps, 8000 samples\)" &&
+          hasf dl_keep.err "data: 8000 training samples make 2 runs of 3000 and leave 2000: kept as a last run of 2000" &&
+          hasf dl_keep.err "recompiling the training model: input '"'x'"' changed from [3000,1,28,28] to [2000,1,28,28]" &&
+          grep -A1 "^Counter: Recompilations.InputShapeChanged" dl_keep.out | grep -Eq "Value: [1-9]"' || { show dl_keep.err; show dl_keep.out; }
+run dl_drop "$BIN" train --data "$DATA" --batch-size 3000 --holdout 2000 --epochs 1 --drop-last
+check "--drop-last: 2 runs, 6000 samples, the 2000 left said dropped, no training recompilation" \
+    eval '[ $rc -eq 0 ] && has dl_drop.out "^trained 2 runs \(2 steps, 6000 samples\)" &&
+          hasf dl_drop.err "leave 2000: dropped (--drop-last)" && ! hasf dl_drop.err "recompiling the training model"' || show dl_drop.err
+run dl_group "$BIN" train --data "$DATA" --batch-size 1000 --holdout 2000 --epochs 1 --repeat-count 3 --quiet
+check "--repeat-count 3, batches of 1000: 2 runs of 3000, then 1998 of the 2000 left as 3 micro-batches of 666" \
+    eval '[ $rc -eq 0 ] && has dl_group.out "^trained 3 runs \(9 steps, 7998 samples\)"' || { show dl_group.err; show dl_group.out; }
+run dl_gpt "$BIN" train --model gpt --steps 1 --drop-last
+check "--drop-last with a corpus: exit 2, says why" eval '[ $rc -eq 2 ] && hasf dl_gpt.err "--drop-last is for a dataset"' || show dl_gpt.err
+
+# ---- --log-layer-shapes: each run's layer output shapes, as `tensorscope
+# graph` compiles them at that batch size, and what a recompilation changed
+run ls_run "$BIN" train --data "$DATA" --batch-size 3000 --holdout 2000 --epochs 1 --log-layer-shapes
+run ls_g3 "$BIN" graph --batch-size 3000
+run ls_g2 "$BIN" graph --batch-size 2000
+/usr/bin/python3 - > ls.py.out 2>&1 <<'PY'
+import re
+def graph(path):  # name -> "f32[...]" of `tensorscope graph`
+    return dict(re.findall(r"^%(\S+) = \w+\(.*\) : (\w+\[[\d,]*\])", open(path).read(), re.M))
+g3, g2 = graph("ls_g3.out"), graph("ls_g2.out")
+err = open("ls_run.err").read()
+steps = re.findall(r"^\[tensorscope I\] step (\d+): layer output shapes: (.*)$", err, re.M)
+assert [int(s) for s, _ in steps] == [1, 2, 3], steps
+for (step, text), want in zip(steps, (g3, g3, g2)):
+    got = dict(item.rsplit(" ", 1) for item in text.split(", "))
+    assert len(got) >= 7 and all(want[k] == v for k, v in got.items()), (step, got)
+changed = re.findall(r"^\[tensorscope I\] recompiled \(InputShapeChanged\): layer output shapes changed: (.*)$", err, re.M)
+assert len(changed) == 1, changed
+pairs = dict((n, (a, b)) for n, a, b in re.findall(r"(\S+) (\w+\[[\d,]*\]) -> (\w+\[[\d,]*\])", changed[0]))
+names = {n for n in dict(item.rsplit(" ", 1) for item in steps[0][1].split(", ")) if g3[n] != g2[n]}
+assert set(pairs) == names and all(pairs[n] == (g3[n], g2[n]) for n in names), (pairs, names)
+PY
+check "--log-layer-shapes: steps 1-3 give each layer's shape as 'graph --batch-size 3000/2000' compiles it, and the recompilation the ones that changed" \
+    eval '[ $rc -eq 0 ] && ! [ -s ls.py.out ]' || { show ls.py.out; show ls_run.err; }
+
+# ---- --on-start CMD: once, after compile and before the first step, the
+# model's names in $TS_TENSOR_NAMES (as `tensorscope names` lists them); a
+# non-zero exit stops training before any step, with the command's message
+run os_names "$BIN" names
+run os_ok "$BIN" train "${T_ARGS[@]}" --max-steps 3 --on-start 'cp "$TS_TENSOR_NAMES" hook_names.txt; echo called >> hook_calls.txt'
+check "--on-start: called once for 3 runs, \$TS_TENSOR_NAMES lists what 'tensorscope names' lists, training goes on" \
+    eval '[ $rc -eq 0 ] && [ "$(grep -c called hook_calls.txt)" -eq 1 ] && cmp -s hook_names.txt os_names.out && has os_ok.out "^trained 3 runs"' ||
+    { show os_ok.err; show hook_calls.txt; }
+run os_fail "$BIN" train "${T_ARGS[@]}" --max-steps 3 --save-weights OSW --on-start 'echo "fc1.weight looks wrong" >&2; exit 3'
+check "--on-start exiting 3: exit 1, its message and the status said, no step trained" \
+    eval '[ $rc -eq 1 ] && hasf os_fail.err "fc1.weight looks wrong" && hasf os_fail.err "exited with status 3" &&
+          hasf os_fail.err "training did not start" && ! hasf os_fail.out trained' || { show os_fail.err; show os_fail.out; }
+
 # ---- --histogram needs anchored gradients: a usage error before training
 if needs plots "--histogram without gradients"; then
     run hist "$BIN" train "${T_ARGS[@]}" --max-steps 1 --anchor Relu:0 --histogram h.png

@@ -28,12 +28,13 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/ts_cli_mem.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 failed=0
 
-if ! "$BIN" train --data "$SRC/data/mnist" --epochs 3 --batch-size $B --watch-memory=20 --log-memory --metrics \
+# --drop-last: every step a full micro-batch of B (the bound below assumes it)
+if ! "$BIN" train --data "$SRC/data/mnist" --epochs 3 --batch-size $B --drop-last --watch-memory=20 --log-memory --metrics \
     --tensorboard "$TMP/tb" --run-name mem > "$TMP/out" 2> "$TMP/err"; then
     sed 's/^/     | /' "$TMP/err" | head -n 8
     fail "train --watch-memory=20 exited non-zero"
 fi
-echo "ok   train --epochs 3 --batch-size $B --watch-memory=20 --log-memory --metrics --tensorboard exits 0"
+echo "ok   train --epochs 3 --batch-size $B --drop-last --watch-memory=20 --log-memory --metrics --tensorboard exits 0"
 
 "$VENV/bin/python" - "$TMP" "$B" <<'PY' || failed=1
 import re, sys
@@ -85,6 +86,10 @@ check(len(rss) == 3 and [e.step for e in rss] == [1, 2, 3] and all(e.value * 2**
 check(len(peak) == 3 and peak[-1].value * 2**20 >= bound and all(a.value <= b.value for a, b in zip(peak, peak[1:])),
       f"TensorBoard: memory/peak_rss never falls and ends at {peak[-1].value if peak else None:.1f} MiB, at least the bound")
 check({"memory/pss", "memory/uss"} <= set(tags["scalars"]), "TensorBoard: memory/pss and memory/uss too")
+own = [t for t in tags["scalars"] if re.fullmatch(r"memory/process/\d+_tensorscope/rss", t)]
+own_rss = acc.Scalars(own[0]) if len(own) == 1 else []
+check(len(own_rss) == 3 and all(o.value <= r.value + 1e-6 for o, r in zip(own_rss, rss)),
+      f"TensorBoard: the process's own memory/process/<pid>_tensorscope/rss ({own}), at most the tree's each step")
 layout = layout_pb2.Layout()
 if "custom_scalars__config__" in tags["tensors"]:
     layout.ParseFromString(tensor_util.make_ndarray(acc.Tensors("custom_scalars__config__")[0].tensor_proto).item())
@@ -135,6 +140,20 @@ if ! grep -q ' rss ' <("$BIN" train --data "$SRC/data/mnist" --max-steps 1 --log
 else
     echo "FAIL without --watch-memory a micro-batch line shows an RSS"; failed=1
 fi
+
+# --trace with --watch-memory: beside the total's counter track, one per
+# process, named by its pid and command, never above the total at a time
+"$BIN" train --data "$SRC/data/mnist" --batch-size 1000 --max-steps 3 --quiet --trace "$TMP/t.json" --watch-memory=5 > /dev/null 2>&1 &
+tpid=$!
+wait "$tpid"
+if /usr/bin/python3 - "$TMP/t.json" "$tpid" <<'PY'; then echo "ok   --trace: a counter track 'memory RSS (MiB) pid $tpid (tensorscope)' beside the total, never above it"; else echo "FAIL --trace: the per-process counter track"; failed=1; fi
+import json, sys
+events = json.load(open(sys.argv[1]))
+events = events["traceEvents"] if isinstance(events, dict) else events
+total = {e["ts"]: e["args"]["value"] for e in events if e.get("ph") == "C" and e["name"] == "memory RSS (MiB)"}
+own = [e for e in events if e.get("ph") == "C" and e["name"] == f"memory RSS (MiB) pid {sys.argv[2]} (tensorscope)"]
+assert total and own and all(e["args"]["value"] <= total[e["ts"]] + 1e-9 for e in own if e["ts"] in total), (len(total), len(own))
+PY
 
 # debug-run --watch-memory: the command is a child of the watcher's process;
 # one that touches 96 MiB puts the logged peak above that (it holds them for

@@ -4,6 +4,10 @@
  *   lines (module exec) do not, until exec is named;
  * - a bad spec: ts_set_log_vmodule refuses it naming the valid modules, and
  *   TS_LOG_VMODULE warns once and keeps the entries before the bad one;
+ * - source files' names (onnx_torch=5) and globs of them (mem*=5) raise
+ *   those files only;
+ * - TS_LOG_PREFIX=1: the local time and file:line of the call before the
+ *   message;
  * - TS_LOG_THREAD_ID=1: the default callback's lines carry the kernel tid
  *   of the thread that logged;
  * - print ops reach the callback at TS_LOG_PRINT, never TS_LOG_ERROR, and
@@ -14,6 +18,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -203,10 +208,68 @@ static void test_print_level(void) {
     clear();
 }
 
+/* TS_LOG_VMODULE's source files (TensorFlow's TF_CPP_VMODULE): a file's
+ * name without folder and .c, or a glob of names; a module's name is the
+ * module. */
+static void test_vmodule_files(void) {
+    CHECK_OK(ts_set_log_vmodule("onnx_torch=5"), "onnx_torch=5 (src/import/onnx_torch.c)");
+    CHECK(ts_log_enabled_in("x/src/import/onnx_torch.c", TS_LOG_TRACE) && !ts_log_enabled_in("x/src/import/onnx.c", TS_LOG_DEBUG) &&
+              !ts_log_enabled_in("x/src/import/onnx_rnn.c", TS_LOG_DEBUG),
+          "onnx_torch=5: that file's trace lines, not those of the other files of its folder");
+    CHECK_OK(ts_set_log_vmodule("exec=4,mem*=5"), "a glob of files beside a module");
+    CHECK(ts_log_enabled_in("x/src/diag/memwatch.c", TS_LOG_TRACE) && ts_log_enabled_in("x/src/compile/memplan.c", TS_LOG_TRACE) &&
+              ts_log_enabled_in("x/src/exec/op_times.c", TS_LOG_DEBUG) && !ts_log_enabled_in("x/src/exec/op_times.c", TS_LOG_TRACE) &&
+              !ts_log_enabled_in("x/src/diag/crash.c", TS_LOG_DEBUG),
+          "exec=4,mem*=5: memwatch.c and memplan.c at trace, exec's folder at debug, crash.c at info");
+    ts_status st = ts_set_log_vmodule("memwach=4");
+    CHECK(st == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "'memwach' is not a module") && strstr(ts_last_error(), "'memwatch'"),
+          "a name that is neither: refused, with the closest source files: %s", ts_last_error());
+    ts_set_log_vmodule(NULL);
+}
+
+/* In a child: TS_LOG_PREFIX=1 puts TensorFlow's `DATE TIME.us: file:line] `
+ * before each line, the time the local one of the call. */
+static int prefix_child(void) {
+    setenv("TS_LOG_PREFIX", "1", 1);
+    clear();
+    ts_set_log_callback(capture, NULL);
+    time_t before = time(NULL);
+    ts_logf_at("/build/src/core/names.c", 89, TS_LOG_WARN, "said at %d", 89);
+    time_t after = time(NULL);
+    if (n_lines != 1) {
+        for (int i = 0; i < n_lines; i++) printf("child's line %d: %s\n", i, lines[i]);
+        return 1;
+    }
+    struct tm tm = {0};
+    tm.tm_isdst = -1;
+    long us = -1;
+    int line = 0, used = 0;
+    char file[64] = "";
+    const char *end = strptime(lines[0], "%Y-%m-%d %H:%M:%S", &tm);
+    int bad = !end || sscanf(end, ".%6ld: %63[^:]:%d] %n", &us, file, &line, &used) != 3 || !used;
+    time_t t = end ? mktime(&tm) : 0;
+    bad += t < before || t > after || us < 0 || us > 999999 || strcmp(file, "src/core/names.c") != 0 || line != 89 ||
+           strcmp(lines[0] + (end - lines[0]) + used, "said at 89") != 0;
+    if (bad) printf("child's line: %s\n", lines[0]);
+    return bad;
+}
+
+static void test_prefix(void) {
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) _exit(prefix_child());
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "TS_LOG_PREFIX=1: the line begins with the local time of the call (to the microsecond) and src/core/names.c:89]");
+}
+
 int main(void) {
-    test_vmodule_env(); /* first: the child must read TS_LOG_VMODULE itself */
+    test_vmodule_env(); /* first: the children must read TS_LOG_VMODULE and TS_LOG_PREFIX themselves */
+    test_prefix();
     test_modules();
     test_vmodule();
+    test_vmodule_files();
     test_thread_id();
     test_print_level();
     clear();

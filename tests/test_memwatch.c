@@ -17,7 +17,9 @@
  * slice of time: the test holds on a loaded machine. */
 #define _GNU_SOURCE
 #include <stdatomic.h>
+#include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -117,7 +119,7 @@ static void on_sample(void *user, const ts_memwatch_stats *s) {
 static char info_line[1024];
 static void capture(void *user, int level, const char *msg) {
     (void)user;
-    if (level == TS_LOG_INFO && strstr(msg, "memory watcher")) snprintf(info_line, sizeof info_line, "%s", msg);
+    if (level == TS_LOG_INFO && strstr(msg, "memory watcher: peak RSS")) snprintf(info_line, sizeof info_line, "%s", msg);
 }
 
 /* The value of the `Peak:` line of the report's `Metric: name` block, in MiB; -1 if none. */
@@ -255,6 +257,83 @@ static void test_stop_is_immediate(void) {
     ts_memwatch_stop(); /* twice is fine */
 }
 
+/* A /proc/PID/smaps_rollup field in bytes (-1 when unreadable): read here,
+ * independently of the library. */
+static double rollup(int pid, const char *key) {
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/smaps_rollup", pid);
+    FILE *f = fopen(path, "r");
+    double kb = -1;
+    size_t k = strlen(key);
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, key, k) == 0 && line[k] == ':') kb = (kb < 0 ? 0 : kb) + strtod(line + k + 1, NULL);
+    if (f) fclose(f);
+    return kb < 0 ? -1 : kb * 1024;
+}
+
+static char log_text[1 << 16];
+static void capture_log(void *user, int level, const char *msg) {
+    (void)user, (void)level;
+    size_t n = strlen(log_text);
+    snprintf(log_text + n, sizeof log_text - n, "%s\n", msg);
+}
+
+/* Each process of the tree (ts_memwatch_processes, the log at stop): a child
+ * holding 64 MiB it touched, checked against its /proc files. */
+static void test_processes(void) {
+    int ready[2], hold[2];
+    if (pipe(ready) || pipe(hold)) return;
+    pid_t child = fork();
+    if (child == 0) {
+        close(hold[1]); /* the parent's close ends the wait */
+        size_t n = 64u << 20;
+        char *b = malloc(n);
+        for (size_t i = 0; b && i < n; i += 4096) b[i] = 1;
+        char c = 1, d;
+        if (write(ready[1], &c, 1) != 1 || read(hold[0], &d, 1) < 0) _exit(1);
+        _exit(b ? 0 : 1);
+    }
+    close(hold[0]);
+    close(ready[1]);
+    char c;
+    CHECK(read(ready[0], &c, 1) == 1, "a child touched 64 MiB");
+    double rss = rollup(child, "Rss"), pss = rollup(child, "Pss"), uss = rollup(child, "Private_Clean") + rollup(child, "Private_Dirty");
+    char comm[64] = "", path[64];
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)child);
+    FILE *f = fopen(path, "r");
+    if (f && fgets(comm, sizeof comm, f)) comm[strcspn(comm, "\n")] = '\0';
+    if (f) fclose(f);
+    log_text[0] = '\0';
+    ts_set_log_callback(capture_log, NULL);
+    ts_process_memory procs[TS_MEMWATCH_PROCESSES];
+    int n = 0, at = -1;
+    CHECK_OK(ts_memwatch_start(5), "the watcher every 5 ms");
+    for (int waited = 0; waited < 60000 && at < 0; waited += 5) { /* its first sample lists the child (60 s at most) */
+        if (ts_memwatch_processes(procs, TS_MEMWATCH_PROCESSES, &n) == TS_OK)
+            for (int i = 0; i < n; i++)
+                if (procs[i].pid == child) at = i;
+        if (at < 0) nanosleep(&(struct timespec){0, 5000000}, NULL);
+    }
+    ts_memwatch_stop();
+    ts_set_log_callback(NULL, NULL);
+    CHECK(at > 0 && procs[0].pid == getpid(), "the sample lists this process first (pid %d), then the child (pid %d, at %d)", (int)getpid(),
+          (int)child, at);
+    if (at > 0) {
+        const ts_memory_usage *u = &procs[at].usage;
+        CHECK(strcmp(procs[at].command, comm) == 0, "the child's command is /proc's: '%s' ('%s')", procs[at].command, comm);
+        CHECK(u->rss > 64 * MiB && fabs((double)u->rss - rss) < 0.05 * rss, "its RSS %.1f MiB is /proc's %.1f MiB (5%%)", (double)u->rss / MiB,
+              rss / MiB);
+        CHECK(u->pss > 0 && fabs((double)u->pss - pss) < 0.05 * pss && u->uss > 0 && fabs((double)u->uss - uss) < 0.05 * uss,
+              "its PSS %.1f and USS %.1f MiB are /proc's %.1f and %.1f (5%%)", (double)u->pss / MiB, (double)u->uss / MiB, pss / MiB, uss / MiB);
+    }
+    char want[128];
+    snprintf(want, sizeof want, "memory watcher: at the peak, pid %d (%s): RSS ", (int)child, comm);
+    CHECK(strstr(log_text, want) && strstr(strstr(log_text, want), " MiB, PSS "), "the log at stop lists it, in MiB: %s", want);
+    close(hold[1]);
+    close(ready[0]);
+    waitpid(child, NULL, 0);
+}
+
 int main(void) {
     ts_memwatch_stats s;
     CHECK(ts_memwatch_latest(&s) == TS_ERR_STATE && strstr(ts_last_error(), "--watch-memory"), "never started: %s",
@@ -265,5 +344,6 @@ int main(void) {
     test_peak();
     test_trace_counter();
     test_stop_is_immediate();
+    test_processes();
     return check_summary("test_memwatch");
 }

@@ -200,4 +200,40 @@ for cmd in graph train; do # a name that is no input of the model: said so, with
         ok "$cmd --input-value NAME=V naming no input: the inputs are listed (exit 1)"
     else fail "$cmd --input-value naming no input: exit $rc"; show noinput.err; fi
 done
+
+# ---- the README's TS_LOG_VMODULE=onnx=5: the importer's lines at debug (a
+# line per file) and trace (each node, named as in the file), no other
+# module's; memwatch=4, a source file's name, raises that file only
+L=$FIX/lenet_op13.onnx
+run vmod env TS_LOG_VMODULE=onnx=5 "$BIN" names --model "$L"
+$PY - "$L" > vmod.py.out 2>&1 <<'PYEOF'
+import re, sys
+path = sys.argv[1]
+data = open(path, "rb").read()
+lines = [l for l in open("vmod.err").read().splitlines() if l.startswith("[tensorscope")]
+groups = []  # each import of the file: its debug line, then its nodes' trace lines
+for l in lines:
+    if l.startswith("[tensorscope D] "):
+        groups.append((l, []))
+    else:
+        assert groups and l.startswith("[tensorscope T] "), "a line of another module, or before the file's: " + l
+        groups[-1][1].append(l)
+assert groups, lines
+for head, body in groups:
+    m = re.fullmatch(r"\[tensorscope D\] (.*): opset (\d+), (\d+) nodes, \d+ initializers, 1 inputs, 1 outputs", head)
+    assert m and m.group(1) == path and m.group(2) == "13", head
+    nodes = [re.fullmatch(r"\[tensorscope T\] (.*): node (\d+) '([^']*)' \((\w+)\) -> (.*)", l) for l in body]
+    assert all(nodes) and len(nodes) == int(m.group(3)), (len(nodes), m.group(3))
+    assert [int(n.group(2)) for n in nodes] == list(range(len(nodes)))
+    for n in nodes:  # each node's name and op type are the file's
+        assert n.group(3).encode() in data and n.group(4).encode() in data, n.group(0)
+PYEOF
+[ "$rc" -eq 0 ] && ! [ -s vmod.py.out ] && ok "TS_LOG_VMODULE=onnx=5: each import of the file a debug line (opset 13), then a trace line per node in order, named as in the file; no other module's line" ||
+    { fail "TS_LOG_VMODULE=onnx=5"; show vmod.err; show vmod.py.out; }
+run vfile env TS_LOG_VMODULE=onnx_torch=5 "$BIN" names --model "$L"
+[ "$rc" -eq 0 ] && ! hasf vfile.err "[tensorscope" && ok "TS_LOG_VMODULE=onnx_torch=5 (a file of the importer that logs nothing for this model): no line" ||
+    { fail "TS_LOG_VMODULE=onnx_torch=5"; show vfile.err; }
+run vpre env TS_LOG_VMODULE=onnx=4 TS_LOG_PREFIX=1 "$BIN" names --model "$L"
+[ "$rc" -eq 0 ] && has vpre.err "^\[tensorscope D\] [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}: src/import/onnx\.c:[0-9]+\] .*: opset 13," &&
+    ok "TS_LOG_PREFIX=1: the time and src/import/onnx.c:LINE before the line" || { fail "TS_LOG_PREFIX=1"; show vpre.err; }
 finish

@@ -186,6 +186,15 @@ static int parse_period(const char *cmd, const char *what, const char *text, int
     return CLI_OK;
 }
 
+static bool is_word(const char *s) { return *s && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_") == strlen(s); }
+
+/* NAME[:MODE[:N]]. Tensor names hold ':' themselves (Relu:0,
+ * Flatten:0@bf16) and globs may (Relu:*), so the spec is split at its last
+ * ':' only when what follows is a mode (or a period after a mode);
+ * otherwise all of it is the name. A last field of letters only that
+ * is no mode (fc1.weight:fnal, or x:bogus:3 before a period) names no
+ * tensor -- ours end in :<k> -- so it is reported as the bad mode it was
+ * meant to be. */
 int cli_parse_anchor(const char *cmd, const char *spec, char *name, size_t n, ts_output_mode *mode, int *period) {
     *mode = TS_OUTPUT_DEFAULT;
     *period = 0;
@@ -196,31 +205,21 @@ int cli_parse_anchor(const char *cmd, const char *spec, char *name, size_t n, ts
     if (!last) return CLI_OK;
     ts_output_mode m;
     const char *tail = last + 1;
-    if (*tail && strspn(tail, "0123456789") == strlen(tail)) { /* trailing number: a period if a mode precedes it */
-        *last = '\0';
-        char *prev = strrchr(name, ':');
-        if (prev && ts_output_mode_parse(prev + 1, &m) == TS_OK) {
-            int rc = parse_period(cmd, spec, tail, period);
-            if (rc) return rc;
-            *prev = '\0';
-            *mode = m;
-        } else if (prev && prev[1] && strspn(prev + 1, "abcdefghijklmnopqrstuvwxyz_") == strlen(prev + 1)) {
-            /* NAME:WORD:N, WORD no mode: a tensor name's last field is its
-             * output number, so WORD was meant as one */
-            return cli_usage_error(cmd, "--anchor %s: '%s' is not an output mode: give NAME[:MODE[:N]] with MODE final, every_n, all, sum or default",
-                                   spec, prev + 1);
-        } else {
-            *last = ':'; /* part of the name, like Relu:0 */
-        }
-    } else if (ts_output_mode_parse(tail, &m) == TS_OK) {
-        *last = '\0';
+    *last = '\0';
+    char *prev = strrchr(name, ':');
+    if (ts_output_mode_parse(tail, &m) == TS_OK) { /* NAME:MODE */
         *mode = m;
-    } else { /* NAME:WORD: a tensor name ends in :<k>, so WORD was meant as a mode */
-        *last = '\0';
-        char *prev = strrchr(name, ':');
-        if (prev && ts_output_mode_parse(prev + 1, &m) == TS_OK) return parse_period(cmd, spec, tail, period);
+    } else if (prev && ts_output_mode_parse(prev + 1, &m) == TS_OK) { /* NAME:MODE:N */
+        int rc = parse_period(cmd, spec, tail, period);
+        if (rc) return rc;
+        *prev = '\0';
+        *mode = m;
+    } else if (is_word(tail) || (prev && is_word(prev + 1) && *tail && strspn(tail, "0123456789") == strlen(tail))) {
         return cli_usage_error(cmd, "--anchor %s: '%s' is not an output mode: give NAME[:MODE[:N]] with MODE final, every_n, all, sum or default",
-                               spec, tail);
+                               spec, is_word(tail) ? tail : prev + 1);
+    } else {
+        *last = ':'; /* part of the name: Relu:0, Flatten:0@bf16, Relu:* */
+        return CLI_OK;
     }
     if (!*name) return cli_usage_error(cmd, "--anchor %s: the tensor name before ':' is empty", spec);
     return CLI_OK;

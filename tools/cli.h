@@ -219,6 +219,7 @@ int cli_model_command(const char *cmd, const char *usage, const cli_flag *extra,
 int cmd_lint(int argc, char **argv);
 int cmd_version(void);
 int cmd_info(int argc, char **argv);
+int cmd_stacks(int argc, char **argv);
 /* ---- language models (cmd_gpt.c): `generate`, and what training keeps for it */
 int cmd_generate(int argc, char **argv);
 /* DIR/lm.txt (the model and its flags) and DIR/vocab.txt beside the saved

@@ -40,7 +40,7 @@ static int compile_model(const char *cmd, const model_args *a, bool plan_only, c
     }
     /* names, shapes, the plan and lint: nothing there runs, so no buffer is allocated */
     if (ts_options_set_device_iterations(o, (int)a->repeat_count) || ts_options_set_gradient_accumulation(o, (int)a->grad_accum) ||
-        ts_options_set_precision(o, prec) || ts_options_set_plan_only(o, plan_only)) {
+        (a->precision && ts_options_set_precision(o, prec)) || ts_options_set_plan_only(o, plan_only)) { /* no precision given: TS_USE_BF16 may choose */
         ts_options_free(o);
         return cli_usage_error(cmd, "%s", ts_last_error());
     }

@@ -11,10 +11,13 @@
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 typedef struct train_args {
     const char *model, *data, *optimizer, *output_mode, *check_numerics, *histogram, *dump_npy, *tensorboard, *plot;
@@ -25,6 +28,9 @@ typedef struct train_args {
     long outfeed_depth, pipeline_stages;
     bool outfeed_drop;
     bool allow_tf32;
+    bool drop_last; /* --drop-last */
+    bool log_layer_shapes; /* --log-layer-shapes */
+    const char *on_start;  /* --on-start CMD */
     long epochs, batch_size, seed, holdout, repeat_count, grad_accum, threads, log_verbosity, watch_period, max_steps;
     long warmup_steps, lr_step_size, checkpoint_every, steps, break_at;
     double lr, momentum, weight_decay, lr_gamma, lr_min;
@@ -222,6 +228,53 @@ static void catch_interrupts(bool on) {
         if (on || caught[i]) sigaction(sigs[i], &sa, NULL);
         caught[i] = on;
     }
+}
+
+/* --on-start CMD: the library's startup hook, run once the model is
+ * compiled and before its first step. The command runs under /bin/sh with
+ * the model in hand: $TS_TENSOR_NAMES is a file of its tensor names, one a
+ * line, $TS_MODEL the --model it is. A non-zero exit stops training. */
+static ts_status on_start_fail(ts_status code, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return ts_set_error(code, msg);
+}
+
+static ts_status on_start_command(ts_model *m, void *user) {
+    const char *cmd = user;
+    const char *const *names;
+    size_t n = 0;
+    char path[4200];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(path, sizeof path, "%s/tensorscope_names.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    int fd = mkstemp(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        if (fd >= 0) close(fd);
+        return on_start_fail(TS_ERR_IO, "--on-start: cannot write the list of tensor names (%s): %s", path, strerror(errno));
+    }
+    ts_status st = ts_model_tensor_names(m, &names, &n);
+    for (size_t i = 0; !st && i < n; i++) fprintf(f, "%s\n", names[i]);
+    if (fclose(f) != 0 && !st) st = on_start_fail(TS_ERR_IO, "--on-start: writing %s: %s", path, strerror(errno));
+    int status = -1;
+    if (!st) {
+        setenv("TS_TENSOR_NAMES", path, 1);
+        fflush(stdout);
+        fflush(stderr);
+        status = system(cmd);
+        unsetenv("TS_TENSOR_NAMES");
+    }
+    unlink(path);
+    if (st) return st;
+    if (status == -1) return on_start_fail(TS_ERR_IO, "--on-start '%s': cannot run it: %s", cmd, strerror(errno));
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return TS_OK;
+    if (WIFEXITED(status))
+        return on_start_fail(TS_ERR_INVALID_ARGUMENT, "--on-start '%s' exited with status %d (its output above); training did not start", cmd,
+                        WEXITSTATUS(status));
+    return on_start_fail(TS_ERR_INVALID_ARGUMENT, "--on-start '%s' was killed by signal %d; training did not start", cmd, WTERMSIG(status));
 }
 
 /* Where batches come from: a dataset's loader (images, arrays), or windows
@@ -690,6 +743,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--epochs", FLAG_INT, &a.epochs, "N", "passes over the training split (default 1; gpt: --steps 1000)"},
         {"--steps", FLAG_INT, &a.steps, "N", "train N optimizer steps instead of --epochs (the plan a --lr-schedule follows)"},
         {"--batch-size", FLAG_INT, &a.batch_size, "B", "micro-batch size (default 64; gpt: 32 windows)"},
+        {"--drop-last", FLAG_BOOL, &a.drop_last, NULL, "drop the samples left after an epoch's last whole run (default: kept as a smaller "
+                                                       "last run, as PyTorch's DataLoader; docs/cli.md#the-last-batch)"},
         {"--lr", FLAG_FLOAT, &a.lr, "LR", "learning rate (default: mlp 0.01, cnn 0.001, gpt 0.002)"},
         {"--lr-schedule", FLAG_STRING, &a.lr_schedule, "constant|step|cosine", "learning rate per optimizer step (default constant)"},
         {"--warmup-steps", FLAG_INT, &a.warmup_steps, "N", "rise linearly to --lr over the first N steps (default 0)"},
@@ -735,8 +790,11 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--break-on-nan", FLAG_BOOL, &a.break_on_nan, NULL, "with --check-numerics: open the inspector at the tensor it stops at, before the step's update"},
         {"--metrics", FLAG_BOOL, &a.metrics, NULL, "print the metrics report at exit"},
         {"--log-verbosity", FLAG_INT, &a.log_verbosity, "0-5", "log level (5: a line per step)"},
+        {"--on-start", FLAG_STRING, &a.on_start, "CMD", "run CMD (sh) once the model is compiled, before the first step; $TS_TENSOR_NAMES "
+                                                         "lists its tensors; a non-zero exit stops training"},
+        {"--log-layer-shapes", FLAG_BOOL, &a.log_layer_shapes, NULL, "log each layer's output shape after every run, and what a recompilation changed"},
         {"--log-memory", FLAG_BOOL, &a.log_memory, NULL, "log memory by class after compile and each epoch, and on a device after each run"},
-        {"--log-vmodule", FLAG_STRING, &a.log_vmodule, "MODULE=LEVEL,...", "raise the log level of named modules only, e.g. onnx=5,exec=4"},
+        {"--log-vmodule", FLAG_STRING, &a.log_vmodule, "NAME=LEVEL,...", "raise the log level of named modules or source files only, e.g. onnx=5,exec=4,memwatch=4"},
         {"--watch-memory", FLAG_OPT_INT, &a.watch_memory, "[=MS]", "sample RSS/PSS/USS of this process and its children every MS ms "
                                                                      "(default 100): the peak in the log, --metrics and TensorBoard"},
         {"--tensorboard", FLAG_STRING, &a.tensorboard, "DIR", "write TensorBoard event files to DIR/<date>_<host> (one run each)"},
@@ -981,7 +1039,9 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         (a.device && (st = ts_options_set_device(o, a.device))) || (st = ts_options_set_allow_tf32(o, a.allow_tf32)) ||
         (st = ts_options_set_output_mode(o, gmode, gperiod)) || (st = ts_options_set_replication(o, R, 100)) ||
         (st = ts_options_set_pipeline(o, K, splits, n_splits)) || (st = ts_options_set_pipeline_schedule(o, schedule)) ||
-        (a.trace && (st = ts_options_set_trace(o, a.trace, trace_first, trace_last)))) {
+        (a.trace && (st = ts_options_set_trace(o, a.trace, trace_first, trace_last))) ||
+        (st = ts_options_set_log_layer_shapes(o, a.log_layer_shapes)) ||
+        (a.on_start && (st = ts_options_set_on_start(o, on_start_command, (void *)(uintptr_t)a.on_start)))) {
         rc = cli_usage_error(cmd, "%s", ts_last_error());
         goto done;
     }
@@ -1150,14 +1210,35 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     if (K > 1 && !a.quiet) printf("pipeline: %d stages (one per MPI rank), split at %s\n", K, a.split_at);
     /* every rank loads the combined batch of the replicas; each computes its slice */
     src.S = S;
+    if (a.drop_last && corpus) {
+        rc = cli_usage_error(cmd, "--drop-last is for a dataset's last batch; a corpus's windows are drawn at random, none is left over");
+        goto done;
+    }
+    const bool drop_last = a.drop_last || R > 1 || K > 1; /* replicas and stages: equal shapes on every rank */
     if (corpus ? batches_corpus(&src, corpus, 0, a.batch_size * R, cm.block, S, (uint64_t)a.seed)
                : ts_loader_new(&src.loader, ds, (ts_loader_config){.batch_size = a.batch_size * R, .first = 0, .count = n_train, .shuffle = 1,
-                                                                   .seed = (uint64_t)a.seed, .drop_last = 1})) {
+                                                                   .seed = (uint64_t)a.seed, .drop_last = drop_last})) {
         cli_runtime_error("creating the data loader");
         goto done;
     }
     long long per_run = (long long)S * a.batch_size * R; /* samples one run trains on, over the replicas */
     long runs_per_epoch = batches_runs_per_epoch(&src);
+    if (!corpus) { /* the samples after the last whole run: one smaller run of S equal micro-batches, or dropped */
+        long long left = n_train % per_run, kept = drop_last ? 0 : left - left % S;
+        runs_per_epoch = (long)(n_train / per_run) + (kept > 0);
+        if (left && lead && !a.quiet) {
+            fprintf(stderr, "data: %lld training samples make %lld runs of %lld and leave %lld: ", (long long)n_train,
+                    (long long)(n_train / per_run), per_run, left);
+            if (kept)
+                fprintf(stderr, "kept as a last run of %lld, micro-batch %lld (PyTorch's drop_last=False; --drop-last drops them), "
+                        "which recompiles the model for its size each epoch (counted)", kept, kept / S);
+            else
+                fprintf(stderr, "dropped (%s)", a.drop_last ? "--drop-last" : R > 1 ? "replicas train on equal batches"
+                                                : K > 1 ? "pipeline stages train on equal batches" : "fewer than one sample per micro-batch");
+            if (kept && left > kept) fprintf(stderr, "; the %lld that do not split into its %d micro-batches dropped", left - kept, S);
+            fprintf(stderr, "\n");
+        }
+    }
     if (runs_per_epoch < 1) {
         rc = cli_usage_error(cmd, "one run needs %d batches of %ld (D x A), the training split holds %lld batches", S, a.batch_size * R,
                              (long long)ts_loader_batches(src.loader));
@@ -1224,6 +1305,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     const char *in_names[2] = {ts_tensor_name(cm.x), ts_tensor_name(cm.labels)};
     long total_runs = (long)ts_model_runs(tm);
     long long first_samples = (long long)total_runs * per_run; /* a resumed run's samples before it */
+    long long samples = first_samples;                         /* what the runs trained on (a smaller last run's included) */
     long first_epoch = batches_epoch(&src) > 1 ? (long)batches_epoch(&src) : 1;
     bool stop = stop_runs && total_runs >= stop_runs;
     double t_start = cli_now(), train_s = 0; /* train_s: training time, evaluation excluded */
@@ -1239,6 +1321,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         cli_progress_start(&bar, !a.quiet, label, runs_per_epoch);
         double ep_loss = 0, t0 = cli_now();
         long ep_runs = 0;
+        long long ep_samples = 0;
         for (;;) {
             ts_array in[2];
             st = batches_next(&src, &in[0], &in[1]);
@@ -1277,6 +1360,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             ep_loss += loss;
             ep_runs++;
             total_runs++;
+            samples += in[0].shape[0];
+            ep_samples += in[0].shape[0];
             if (pause) {
                 cli_progress_end(&bar);
                 double p0 = cli_now();
@@ -1292,7 +1377,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             curve_add(loss_curve, (double)ts_model_steps(tm), loss); /* x: optimizer steps, as TensorBoard's */
             bar.written = atomic_load(&sink.bytes);
             cli_progress_update(&bar, ep_runs, loss);
-            if (tb && cli_tb_step(tb, tm, loss, (double)per_run / run_s, R)) { /* a full disk stops training now */
+            if (tb && cli_tb_step(tb, tm, loss, (double)in[0].shape[0] / run_s, R)) { /* a full disk stops training now */
                 cli_progress_end(&bar);
                 cli_runtime_error("writing the TensorBoard log");
                 goto done;
@@ -1352,7 +1437,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         if (!a.quiet) { /* --quiet: the final line says how it ended */
             printf("epoch %ld/%ld: loss %.4f", ep, a.epochs, last_loss);
             if (held) printf("  held-out accuracy %.2f%% (loss %.4f)", 100 * acc, hl);
-            printf("  %.2f s, %.0f samples/s", ep_s, (double)(ep_runs * per_run) / ep_s);
+            printf("  %.2f s, %.0f samples/s", ep_s, (double)ep_samples / ep_s);
             if (scheduled) printf("  lr %.6g", ts_model_learning_rate(tm));
             if (a.dump_npy && q) printf("  outfeed dumps %.1f MB", (double)atomic_load(&sink.bytes) / 1e6);
             printf("\n");
@@ -1382,7 +1467,6 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     /* the final result: what was trained, and how the last epoch ended (its
      * mean loss and held-out accuracy, as its epoch line); samples/s over
      * the training time (evaluation excluded) */
-    long long samples = (long long)total_runs * per_run;
     printf("trained %ld runs (%lld steps, %lld samples) in %.2f s", total_runs, (long long)ts_model_steps(tm), samples, cli_now() - t_start);
     if (train_s > 0) {
         printf(": loss %.4f", last_loss);

@@ -20,7 +20,8 @@ static void usage(FILE *f) {
                "  memory      where a model's memory goes over one step: the live tensors at each op, the peak\n"
                "  lint        list the mistakes a model's graph shows that give bad scores without an error\n"
                "  debug-run   run a command with debug settings and archive what it left\n"
-               "  info        the version, the optional features built and the devices here (CPU, every GPU)\n\n"
+               "  info        the version, the optional features built and the devices here (CPU, every GPU)\n"
+               "  stacks      print every thread's native stack of a running tensorscope process (stacks PID)\n\n"
                "Run 'tensorscope COMMAND --help' for a command's flags; --version prints the version\n"
                "and the optional features this build has.\n");
 }
@@ -49,7 +50,8 @@ int main(int argc, char **argv) {
     if (strcmp(c, "diff") == 0) return cmd_diff(argc, argv);
     if (strcmp(c, "memory") == 0) return cmd_memory(argc, argv);
     if (strcmp(c, "lint") == 0) return cmd_lint(argc, argv);
-    static const char *const commands[] = {"train", "eval", "generate", "names", "graph", "inspect", "compare", "diff", "memory", "lint", "debug-run", "info", "help", "version"};
+    if (strcmp(c, "stacks") == 0) return cmd_stacks(argc, argv);
+    static const char *const commands[] = {"train", "eval", "generate", "names", "graph", "inspect", "compare", "diff", "memory", "lint", "debug-run", "info", "stacks", "help", "version"};
     char close[256];
     ts_closest_words(c, commands, sizeof commands / sizeof commands[0], close, sizeof close);
     fprintf(stderr, "tensorscope: unknown command '%s'; did you mean %s?\nRun 'tensorscope --help' for the list of commands.\n", c, close);

@@ -175,6 +175,19 @@ ts_status cli_tb_step(ts_tb_writer *tb, const ts_model *m, double loss, double s
         if (!st) st = ts_tb_scalar(tb, "memory/peak_rss", step, (double)mw.peak.rss / MiB);
         if (!st && mw.latest.pss >= 0) st = ts_tb_scalar(tb, "memory/pss", step, (double)mw.latest.pss / MiB);
         if (!st && mw.latest.uss >= 0) st = ts_tb_scalar(tb, "memory/uss", step, (double)mw.latest.uss / MiB);
+        ts_process_memory procs[TS_MEMWATCH_PROCESSES];
+        int n = 0;
+        if (ts_memwatch_processes(procs, TS_MEMWATCH_PROCESSES, &n)) n = 0;
+        for (int i = 0; !st && i < n; i++) { /* each process of the tree: memory/process/<pid>_<command>/... */
+            const ts_memory_usage *u = &procs[i].usage;
+            char ptag[128];
+            snprintf(ptag, sizeof ptag, "memory/process/%d_%s/rss", procs[i].pid, procs[i].command);
+            st = ts_tb_scalar(tb, ptag, step, (double)u->rss / MiB);
+            snprintf(ptag, sizeof ptag, "memory/process/%d_%s/pss", procs[i].pid, procs[i].command);
+            if (!st && u->pss >= 0) st = ts_tb_scalar(tb, ptag, step, (double)u->pss / MiB);
+            snprintf(ptag, sizeof ptag, "memory/process/%d_%s/uss", procs[i].pid, procs[i].command);
+            if (!st && u->uss >= 0) st = ts_tb_scalar(tb, ptag, step, (double)u->uss / MiB);
+        }
     }
     return st;
 }

@@ -6,6 +6,7 @@ rest of the package only calls `lib.<function>` and `check(status)`.
 """
 import ctypes as C
 import operator
+import weakref
 import os
 import sys
 import threading
@@ -248,6 +249,9 @@ class OnnxInput(Struct):  # ts_onnx_input
 SINK_FN = C.CFUNCTYPE(None, C.c_void_p, C.POINTER(OutfeedRecord))
 LOG_FN = C.CFUNCTYPE(None, C.c_void_p, C.c_int, C.c_char_p)
 WEIGHT_SKIP_FN = C.CFUNCTYPE(None, C.c_void_p, C.c_char_p, C.c_int)  # ts_weights_skipped_fn
+START_FN = C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_void_p)  # ts_start_fn
+# the Python Model of each library model, for the hooks the library calls with its handle
+models_by_handle = weakref.WeakValueDictionary()
 
 # ------------------------------------------------------------- prototypes
 
@@ -319,6 +323,9 @@ _PROTOTYPES = {
     "ts_options_set_threads": (_st, [P, C.c_int]),
     "ts_options_set_device": (_st, [P, C.c_char_p]),
     "ts_options_set_allow_tf32": (_st, [P, C.c_int]),
+    "ts_options_set_log_layer_shapes": (_st, [P, C.c_int]),
+    "ts_options_set_on_start": (_st, [P, START_FN, C.c_void_p]),
+    "ts_set_error": (_st, [C.c_int, S]),
     "ts_options_set_replication": (_st, [P, C.c_int, C.c_int]),
     "ts_options_set_pipeline": (_st, [P, C.c_int, STRS, C.c_int]),
     "ts_options_set_pipeline_schedule": (_st, [P, C.c_int]),

@@ -54,6 +54,8 @@ class Model:
         self._compiled = False  # compile() checked the watches
         self._schedule = None  # the LRSchedule set, for repr
         graph._models.add(self)
+        self._start_error = None  # what an on_start hook raised
+        _capi.models_by_handle[handle] = self
 
     def __repr__(self) -> str:
         if self._closed:
@@ -163,6 +165,9 @@ class Model:
             if self.options._break_on_nan:
                 e.tensors = self._held_again(names, c_arrays, n, steps, e)
             tensors = e.tensors  # noqa: F841 -- pdb.pm() shows this frame's locals
+            raise e
+        if st and self._start_error is not None:  # the on_start hook's own exception
+            e, self._start_error = self._start_error, None
             raise e
         if st:
             raise error_for(st, message)

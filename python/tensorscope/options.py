@@ -8,7 +8,7 @@ import os
 import sys
 import threading
 import weakref
-from typing import Dict, Iterator, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple, Union
 
 from . import _capi
 from ._capi import check, cstr, lib
@@ -254,6 +254,36 @@ class Options:
         default; the CPU computes in float32 either way."""
         check(lib.ts_options_set_allow_tf32(self._h, int(bool(allow))))
         return self._set("allow_tf32", bool(allow))
+
+    def log_layer_shapes(self, on: bool = True) -> Options:
+        """After each run, one info log line with every layer's output shape
+        ("step 3: layer output shapes: fc1/Add:0 f32[64,320], ..."), and at a
+        recompilation the shapes it changed (RETURNN's
+        debug_print_layer_output_shape; the CLI's --log-layer-shapes)."""
+        check(_capi.function("ts_options_set_log_layer_shapes", "Options.log_layer_shapes")(self._h, int(bool(on))))
+        return self._set("log_layer_shapes", bool(on))
+
+    def on_start(self, fn: Callable[[Any], None]) -> Options:
+        """A startup hook (RETURNN's startup_callback): fn(model) runs once,
+        in the model's first call, after it is compiled for that call's
+        inputs and before its first step -- a place for checks with the
+        model in hand (get_tensor_names(), the graph's parameters). An
+        exception it raises stops the call before any step and is raised
+        from it; the next call runs the hook again. fn must not run the
+        model."""
+        def start(handle, _user):
+            model = _capi.models_by_handle.get(handle)
+            try:
+                fn(model)
+                return 0
+            except BaseException as e:  # raised again by the model's call
+                if model is not None:
+                    model._start_error = e
+                _capi.lib.ts_set_error(1, cstr(f"{type(e).__name__}: {e}"))  # TS_ERR_INVALID_ARGUMENT
+                return 1
+        self._start_fn = _capi.START_FN(start)  # the library holds it while the options or a model of them live
+        check(_capi.function("ts_options_set_on_start", "Options.on_start")(self._h, self._start_fn, None))
+        return self._set("on_start", getattr(fn, "__name__", repr(fn)))
 
     def replication(self, replicas: int, check_every: int = 100) -> Options:
         """R data-parallel replicas, one per rank of the MPI job (see

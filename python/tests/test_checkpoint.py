@@ -61,7 +61,7 @@ def python_mlp(x, labels):
     model = ts.training_model(g, ts.Options().threads(1), optimizer=ts.SGD(LR, momentum=0.9),
                               lr_schedule=schedule)
     loader = ts.DataLoader(ts.Dataset.from_arrays(x, labels), batch_size=B, shuffle=True,
-                           seed=SEED, drop_last=True)
+                           seed=SEED)  # drop_last=False, as the CLI without --drop-last
     return g, model, loader
 
 

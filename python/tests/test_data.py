@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import tensorscope as ts
+from conftest import small_mlp
 
 
 def test_mnist_and_its_loader(mnist_dir):
@@ -32,3 +33,46 @@ def test_dataset_from_arrays_copies():
     batches = list(ts.DataLoader(data, batch_size=3))
     assert len(batches) == 2
     np.testing.assert_array_equal(batches[0][0], np.arange(12, dtype=np.float32).reshape(3, 4))
+
+
+def test_the_batches_left_at_an_epochs_end_are_kept_and_train_as_pytorch_would():
+    """drop_last=False (the default, PyTorch's): 20 samples in batches of 8
+    are 8, 8 and a last batch of 4. The last one recompiles the model for its
+    size and its loss and gradients are those of the mean loss over its 4
+    samples, computed here with NumPy from the weights before its step."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((20, 6)).astype(np.float32)
+    y = rng.integers(0, 3, 20).astype(np.int32)
+    data = ts.Dataset.from_arrays(x, y)
+    assert len(ts.DataLoader(data, batch_size=8)) == 3
+    assert len(ts.DataLoader(data, batch_size=8, drop_last=True)) == 2
+    assert [b[0].shape[0] for b in ts.DataLoader(data, batch_size=8, drop_last=True)] == [8, 8]
+    # groups of 3 batches (D x A = 3): 12, then the 8 left as 3 batches of 2 (the 2 that do not split evenly dropped)
+    assert [b[0].shape[0] for b in ts.DataLoader(data, batch_size=4, group=3)] == [12, 6]
+
+    g = small_mlp(batch=8)
+    params = ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
+    opts = ts.Options().anchor_tensor("Gradient___fc*")
+    model = ts.training_model(g, opts, optimizer=ts.SGD(lr=0.1))
+    sizes = []
+    for xb, yb in ts.DataLoader(data, batch_size=8):
+        before = {p: g.tensor(p).numpy().copy() for p in params}
+        loss = model(xb, yb)
+        sizes.append(xb.shape[0])
+    assert sizes == [8, 8, 4]
+    w1, b1, w2, b2 = (before[p] for p in params)
+    xb, yb = x[16:], y[16:]  # no shuffle: the last 4 samples
+    pre = xb.astype(np.float64) @ w1.T + b1
+    h = np.maximum(pre, 0)
+    z = h @ w2.T + b2
+    logp = z - z.max(1, keepdims=True)
+    logp -= np.log(np.exp(logp).sum(1, keepdims=True))
+    want_loss = -logp[np.arange(4), yb].mean()
+    dz = np.exp(logp)
+    dz[np.arange(4), yb] -= 1
+    dz /= 4
+    dh = dz @ w2 * (pre > 0)
+    want = {"fc2.weight": dz.T @ h, "fc2.bias": dz.sum(0), "fc1.weight": dh.T @ xb, "fc1.bias": dh.sum(0)}
+    np.testing.assert_allclose(float(np.asarray(loss).reshape(-1)[0]), want_loss, rtol=1e-5)
+    for p in params:
+        np.testing.assert_allclose(model.get_anchored_tensor("Gradient___" + p), want[p], rtol=1e-4, atol=1e-6)

@@ -54,6 +54,50 @@ def test_a_watch_that_matches_nothing_raises_with_the_closest_names():
     assert set(m.watches()) == {"fc1/MatMul:0", "fc1/Add:0"}
 
 
+def test_a_name_with_a_module_prefix_resolves_with_one_log_line():
+    """PopTorch's names carry the wrapper's attribute (Gradient___model.fc2.bias
+    for our Gradient___fc2.bias): anchors, watches and inspection take them,
+    each saying in one log line which tensor it matched."""
+    lines = []
+    ts.set_log_level(3)
+    ts.set_log_callback(lambda level, msg: lines.append(msg))
+    try:
+        opts = ts.Options().anchor_tensor("Gradient___model.fc2.bias").watch("model.fc1.weight")
+        model = ts.training_model(small_mlp(), opts, optimizer=ts.SGD(lr=0.1))
+        model.hold(True)
+        model(*batches(1))
+        held = model.inspect()
+        by_prefix, where = held["net.fc1/MatMul:0"], held.where("model.fc1.weight")
+    finally:
+        ts.set_log_callback(None)
+        ts.set_log_level(1)
+    said = [m for m in lines if "differ only by a module prefix" in m]
+    assert said == ["watch: 'model.fc1.weight' matched tensor 'fc1.weight' (the names differ only by a module prefix)",
+                    "anchor: 'Gradient___model.fc2.bias' matched tensor 'Gradient___fc2.bias' (the names differ only by a module prefix)",
+                    "ts_model_held: 'net.fc1/MatMul:0' matched tensor 'fc1/MatMul:0' (the names differ only by a module prefix)",
+                    "ts_model_tensor_origin: 'model.fc1.weight' matched tensor 'fc1.weight' (the names differ only by a module prefix)"], said
+    # the same tensors an identical model names in full
+    ref = ts.training_model(small_mlp(), ts.Options().anchor_tensor("Gradient___fc2.bias"), optimizer=ts.SGD(lr=0.1))
+    ref.hold(True)
+    ref(*batches(1))
+    np.testing.assert_array_equal(model.get_anchored_tensor("Gradient___model.fc2.bias"),
+                                  ref.get_anchored_tensor("Gradient___fc2.bias"))
+    np.testing.assert_array_equal(by_prefix, ref.inspect()["fc1/MatMul:0"])
+    assert set(model.watches()) == {"fc1.weight"}
+    assert where.startswith("parameter 'fc1.weight'"), where
+
+
+def test_a_name_two_tensors_end_in_is_an_error_listing_them():
+    model = ts.training_model(small_mlp(), ts.Options().anchor_tensor("bias"), optimizer=ts.SGD(lr=0.1))
+    with pytest.raises(ts.NotFoundError, match=r"anchor: 'bias' is none of this model's names, and 2 differ from it only "
+                                               r"by a module prefix: 'fc1.bias', 'fc2.bias'"):
+        model.compile()
+    model = ts.training_model(small_mlp(), ts.Options(), optimizer=ts.SGD(lr=0.1)).hold(True)
+    model(*batches(1))
+    with pytest.raises(KeyError, match="'fc1.bias', 'fc2.bias'"):
+        model.inspect()["bias"]
+
+
 def readme_python_section(source_dir):
     """The README's Python sample and the output it shows."""
     with open(os.path.join(source_dir, "README.md")) as f:

@@ -145,3 +145,72 @@ def test_dump_backward_needs_a_compiled_training_model():
         ts.training_model(g, ts.Options(), optimizer=ts.SGD(lr=0.01)).dump(backward=True)
     with pytest.raises(ts.InvalidArgumentError, match="no model given"):
         g.dump(backward=True)
+
+
+def test_log_layer_shapes_each_run_and_what_a_recompilation_changed():
+    """Options().log_layer_shapes(): after each run one log line with every
+    layer's output shape, as the anchored arrays have them; a new batch
+    size recompiles, and a line says which shapes changed."""
+    lines = []
+    ts.set_log_level(3)
+    ts.set_log_callback(lambda level, msg: lines.append(msg))
+    try:
+        g = small_mlp(batch=4)
+        model = ts.training_model(g, ts.Options().log_layer_shapes().anchor_tensor("fc*/Add:0").anchor_tensor("Relu:0"),
+                                  optimizer=ts.SGD(lr=0.1))
+        shapes = []
+        for n_rows in (4, 4, 2):
+            x, y = batches(1, batch=n_rows)
+            model(x, y)
+            shapes.append({k: model.get_anchored_tensor(k).shape for k in ("fc1/Add:0", "Relu:0", "fc2/Add:0")})
+    finally:
+        ts.set_log_callback(None)
+        ts.set_log_level(1)
+    steps = [m for m in lines if re.match(r"step \d+: layer output shapes:", m)]
+    assert [int(m.split()[1][:-1]) for m in steps] == [1, 2, 3], lines
+    for line, want in zip(steps, shapes):
+        got = dict(re.findall(r"([\w/:.]+) f32\[([\d,]*)\]", line.split(":", 1)[1]))
+        for name, shape in want.items():  # the anchors' shapes
+            assert got[name] == ",".join(map(str, shape)), (name, line)
+    changed = [m for m in lines if m.startswith("recompiled (InputShapeChanged): layer output shapes changed:")]
+    assert len(changed) == 1, lines
+    assert "fc1/Add:0 f32[4,5] -> f32[2,5]" in changed[0] and "Relu:0 f32[4,5] -> f32[2,5]" in changed[0], changed
+    assert "loss" not in changed[0].split(":", 2)[2], changed  # a scalar keeps its shape
+
+
+def test_on_start_runs_once_with_the_model_before_the_first_step():
+    """Options().on_start(fn): fn(model) once, after compile and before the
+    first step; an exception stops the call before any step and is raised
+    from it (the weights untouched), and the next call runs the hook again."""
+    seen = []
+
+    def check_model(model):
+        seen.append((model.steps, set(model.get_tensor_names()), g.tensor("fc1.weight").numpy().copy()))
+
+    g = small_mlp()
+    w0 = g.tensor("fc1.weight").numpy().copy()
+    model = ts.training_model(g, ts.Options().on_start(check_model), optimizer=ts.SGD(lr=0.1))
+    for _ in range(3):
+        model(*batches(1))
+    assert len(seen) == 1, seen
+    steps, names, w = seen[0]
+    assert steps == 0 and "Gradient___fc1.weight" in names and names == set(model.get_tensor_names())
+    np.testing.assert_array_equal(w, w0)  # before the first step
+    assert model.steps == 3
+
+    calls = []
+
+    def refuse(model):
+        calls.append(model.steps)
+        if len(calls) == 1:
+            raise ValueError("fc1.weight is not what I expected")
+
+    g = small_mlp()
+    w0 = g.tensor("fc1.weight").numpy().copy()
+    model = ts.training_model(g, ts.Options().on_start(refuse), optimizer=ts.SGD(lr=0.1))
+    with pytest.raises(ValueError, match="fc1.weight is not what I expected"):
+        model(*batches(1))
+    assert model.steps == 0 and model.runs == 0
+    np.testing.assert_array_equal(g.tensor("fc1.weight").numpy(), w0)
+    model(*batches(1))  # the hook again, which passes now; then the step
+    assert calls == [0, 0] and model.steps == 1

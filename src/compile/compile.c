@@ -107,6 +107,7 @@ void ts_prog_free(ts_prog *p) {
     ts_free(p->arena_anchors);
     ts_free(p->shape);
     ts_free(p->order);
+    ts_free(p->layer_outs);
     ts_free(p->live);
     ts_free(p->needs_grad);
     ts_free(p->grad_shared);
@@ -161,6 +162,15 @@ ts_status ts_prog_unknown_name(const ts_prog *p, const char *what, const char *n
     ts_closest_names(name, entry_name, p, (size_t)p->n_entries, hint, sizeof hint);
     return ts_error(TS_ERR_NOT_FOUND, "%s: no tensor named '%s' in this model; closest: %s (list them all with ts_model_tensor_names or `tensorscope names`)",
                     what, name, hint);
+}
+
+ts_status ts_prog_name_of(const ts_prog *p, const char *what, const char *name, const char **full) {
+    int e = ts_prog_find(p, name);
+    size_t hit = (size_t)e, found = e >= 0 ? 1 : ts_name_resolve_prefix(what, name, entry_name, p, (size_t)p->n_entries, &hit);
+    if (!found) return ts_prog_unknown_name(p, what, name);
+    if (found > 1) return TS_ERR_NOT_FOUND; /* the candidates, said */
+    *full = p->entries[hit].name;
+    return TS_OK;
 }
 
 static ts_status add_entry(ts_prog *p, size_t *cap, ts_entry_kind kind, const ts_tensor *t, const ts_shape *shape, bool per_step) {
@@ -917,6 +927,9 @@ static ts_status resolve_anchors(ts_model *m, ts_prog *p) {
             continue;
         }
         int e = find_entry(m, p, s->tensor_name);
+        size_t hit = 0, found = e < 0 ? ts_name_resolve_prefix("anchor", s->tensor_name, entry_name, p, (size_t)p->n_entries, &hit) : 0;
+        if (found > 1) return TS_ERR_NOT_FOUND; /* the candidates, said */
+        if (found) e = (int)hit;
         if (e < 0) {
             const ts_tensor *t = ts_graph_find(m->g, s->tensor_name);
             if (t && !p->live[t->id])
@@ -1006,6 +1019,18 @@ static bool in_step(const ts_model *m, const ts_entry *en) {
 
 static ts_status resolve_watches(ts_model *m, ts_prog *p) {
     if (m->opts.n_watches == 0) return TS_OK;
+    for (size_t k = 0; k < m->opts.n_watches; k++) { /* a name but for a module prefix: the model's name */
+        char **pat = &m->opts.watches[k].pattern;
+        size_t hit;
+        if (strpbrk(*pat, "*?[") || ts_prog_find(p, *pat) >= 0) continue;
+        size_t found = ts_name_resolve_prefix("watch", *pat, entry_name, p, (size_t)p->n_entries, &hit);
+        if (found > 1) return TS_ERR_NOT_FOUND; /* the candidates, said */
+        if (!found) continue;                    /* ts_model_check_watches says so */
+        char *name = ts_strdup(p->entries[hit].name);
+        if (!name) return TS_ERR_OUT_OF_MEMORY;
+        ts_free(*pat);
+        *pat = name;
+    }
     int n = 0;
     for (int e = 0; e < p->n_entries; e++) {
         ts_entry *en = &p->entries[e];
@@ -1169,6 +1194,13 @@ ts_status ts_prog_build(ts_model *m, ts_prog **out) {
     if ((st = resolve_outfeeds(m, p))) goto fail;
     if ((st = m->par->compile(m, p))) goto fail; /* the job's ranks (dist/) */
     mark_checks(m, p);
+    for (int k = 0; m->opts.log_layer_shapes && k < p->n_order; k++) { /* what ts_options_set_log_layer_shapes logs */
+        if (!p->layer_outs && !(p->layer_outs = ts_calloc((size_t)p->n_order, sizeof *p->layer_outs))) {
+            st = TS_ERR_OUT_OF_MEMORY;
+            goto fail;
+        }
+        if (is_layer_output(g, p, p->order[k])) p->layer_outs[p->n_layer_outs++] = p->order[k];
+    }
     ts_lint(m, p);
     if (!(p->sorted_names = ts_calloc((size_t)p->n_entries + 1, sizeof *p->sorted_names))) {
         st = TS_ERR_OUT_OF_MEMORY;

@@ -41,6 +41,7 @@ struct ts_model {
     int64_t runs, steps;
     bool has_run;
     ts_op_chain chain;   /* the observers around each op of the next run (made by the model layer: src/model/observers.c) */
+    bool started, in_start; /* the on_start hook has returned TS_OK / is running */
     /* failure of the last run (numeric check) */
     int failed_entry;
     int failed_op;       /* node whose backward wrote the failed gradient, -1 otherwise */

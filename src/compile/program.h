@@ -190,6 +190,8 @@ typedef struct ts_prog {
     ts_shape *shape;     /* per node: compiled shape */
     int *order;          /* live nodes, topological (forward) order */
     int n_order;
+    int *layer_outs;     /* with log_layer_shapes: the layer outputs, in order */
+    int n_layer_outs;
     bool *live, *needs_grad, *reaches;
     bool *grad_shared;   /* per node: a view (Reshape, Flatten) whose input's gradient is its own gradient's buffer, so its backward does nothing (plan_memory) */
     int *value_entry;    /* per node */
@@ -281,6 +283,11 @@ void ts_prog_free(ts_prog *p);
 int ts_prog_find(const ts_prog *p, const char *name);
 /* TS_ERR_NOT_FOUND: "<what>: no tensor named '<name>' in this model; closest: ..." */
 ts_status ts_prog_unknown_name(const ts_prog *p, const char *what, const char *name);
+/* `name` as the program names it, in *full: itself when an entry has it,
+ * else the one entry name it equals but for a module prefix (logged);
+ * TS_ERR_NOT_FOUND with the closest names when none, and
+ * TS_ERR_INVALID_ARGUMENT listing them when several. */
+ts_status ts_prog_name_of(const ts_prog *p, const char *what, const char *name, const char **full);
 /* A parameter's derived entry of one kind (Accum___, ...), -1 if none. */
 int ts_prog_entry_of(const ts_prog *p, int node, ts_entry_kind kind);
 /* The forward FLOPs of node t at the program's shapes (0 for ops without a

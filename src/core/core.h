@@ -52,15 +52,19 @@ ts_status ts_grow(void **p, size_t *cap, size_t need, size_t elem);
 
 /* Logging through the user's callback; cheap when the level is off. Each
  * call's module is its source file's directory (src/import -> onnx,
- * src/backend/cuda -> cuda, ...), whose level TS_LOG_VMODULE may raise. */
+ * src/backend/cuda -> cuda, ...), whose level TS_LOG_VMODULE may raise, as
+ * it may the file's own (memwatch=4); TS_LOG_PREFIX=1 puts the time and
+ * the call's file:line before the message. */
 #define TS_LOG_MODULES 13
-void ts_logf_in(const char *file, int level, const char *fmt, ...) TS_PRINTF(3, 4);
+void ts_logf_at(const char *file, int line, int level, const char *fmt, ...) TS_PRINTF(4, 5);
+void ts_logf_in(const char *file, int level, const char *fmt, ...) TS_PRINTF(3, 4); /* no line */
 bool ts_log_enabled_in(const char *file, int level);
+void ts_log_message_at(const char *file, int line, int level, const char *msg);
 void ts_log_message_in(const char *file, int level, const char *msg);
-#define ts_logf(...) ts_logf_in(__FILE__, __VA_ARGS__)
+#define ts_logf(...) ts_logf_at(__FILE__, __LINE__, __VA_ARGS__)
 #define ts_log_enabled(level) ts_log_enabled_in(__FILE__, level)
 /* Hands a finished message of any length to the sink as it is. */
-#define ts_log_message(level, msg) ts_log_message_in(__FILE__, level, msg)
+#define ts_log_message(level, msg) ts_log_message_at(__FILE__, __LINE__, level, msg)
 /* The module of a source file (0..TS_LOG_MODULES-1; -1 outside src/) and
  * its name as users write it ("onnx"). */
 int ts_log_module_of(const char *file);
@@ -118,6 +122,16 @@ size_t ts_edit_distance(const char *a, const char *b);
  * comma-separated into buf: `'fc1/Add:0', 'fc1/MatMul:0', 'fc1.bias'`. */
 typedef const char *(*ts_name_at)(const void *ctx, size_t i);
 const char *ts_closest_names(const char *name, ts_name_at get, const void *ctx, size_t n, char *buf, size_t cap);
+/* Whether two names differ only by a module prefix: after the same
+ * `Kind___` head (Gradient___, ...), one's rest is the other's with whole
+ * leading components before it (`model.fc2.bias` and `fc2.bias`,
+ * `net/fc1/Relu:0` and `fc1/Relu:0`). Equal names are not. */
+bool ts_name_differs_by_prefix(const char *a, const char *b);
+/* How many of n names `name` equals but for a module prefix: one is in
+ * *hit, with one log line saying which (`what` names the lookup); several
+ * set a TS_ERR_NOT_FOUND error listing them; none sets no error (the caller
+ * says what it looked for). */
+size_t ts_name_resolve_prefix(const char *what, const char *name, ts_name_at get, const void *ctx, size_t n, size_t *hit);
 
 /* Element i of an array of any dtype, as a double (NaN for an unknown dtype). */
 double ts_array_value(const ts_array *a, int64_t i);

@@ -30,6 +30,8 @@ const char *ts_status_name(ts_status s) {
 const char *ts_last_error(void) { return last_error; }
 void ts_clear_error(void) { last_error[0] = '\0'; }
 
+ts_status ts_set_error(ts_status code, const char *message) { return ts_error(code, "%s", message ? message : ""); }
+
 /* Every message is escaped (ts_escape_text) as it is stored: the names it
  * quotes may come from a model file. */
 ts_status ts_error(ts_status code, const char *fmt, ...) {

@@ -50,6 +50,47 @@ const char *ts_closest_names(const char *name, ts_name_at get, const void *ctx, 
     return buf;
 }
 
+/* The length of a name's `Kind___` head (0 when none). */
+static size_t head_len(const char *name) {
+    size_t n = 0;
+    for (const char *p = strstr(name, "___"); p; p = strstr(p + 1, "___")) n = (size_t)(p - name) + 3;
+    return n;
+}
+
+bool ts_name_differs_by_prefix(const char *a, const char *b) {
+    size_t ha = head_len(a), hb = head_len(b);
+    if (ha != hb || strncmp(a, b, ha) != 0) return false;
+    const char *ra = a + ha, *rb = b + hb;
+    size_t la = strlen(ra), lb = strlen(rb);
+    if (la == lb || !la || !lb) return false;
+    const char *lng = la > lb ? ra : rb, *shrt = la > lb ? rb : ra;
+    size_t cut = (la > lb ? la : lb) - (la > lb ? lb : la);
+    return (lng[cut - 1] == '.' || lng[cut - 1] == '/') && strcmp(lng + cut, shrt) == 0;
+}
+
+size_t ts_name_resolve_prefix(const char *what, const char *name, ts_name_at get, const void *ctx, size_t n, size_t *hit) {
+    size_t found = 0, first = 0;
+    char list[768];
+    size_t used = 0;
+    list[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        if (!ts_name_differs_by_prefix(name, get(ctx, i))) continue;
+        if (!found++) first = i;
+        if (used < sizeof list - 1)
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s'%s'", found > 1 ? ", " : "", get(ctx, i));
+    }
+    if (found > 1) {
+        ts_error(TS_ERR_NOT_FOUND, "%s: '%s' is none of this model's names, and %zu differ from it only by a module prefix: %s; "
+                        "give the one you mean in full", what, name, found, list);
+        return found;
+    }
+    if (found) {
+        *hit = first;
+        ts_logf(TS_LOG_INFO, "%s: '%s' matched tensor '%s' (the names differ only by a module prefix)", what, name, get(ctx, first));
+    }
+    return found;
+}
+
 static const char *word_at(const void *words, size_t i) { return ((const char *const *)words)[i]; }
 
 const char *ts_closest_words(const char *word, const char *const *words, size_t n, char *buf, size_t cap) {

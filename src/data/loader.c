@@ -134,6 +134,9 @@ ts_status ts_loader_next(ts_loader *l, int n, ts_array *images, ts_array *labels
         return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_loader_next: %d batches per call, but an "
                         "epoch has only %lld full batches (drop_last is on): nothing could ever "
                         "be served", n, (long long)l->batches);
+    if (n > l->c.count)
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_loader_next: %d batches per call, but the slice has only %lld samples, "
+                        "not one for each: nothing could ever be served", n, (long long)l->c.count);
     if (!l->in_epoch) start_epoch(l);
     int64_t left = l->usable - l->pos;
     /* With drop_last a short group is dropped like a partial batch: a model
@@ -144,6 +147,12 @@ ts_status ts_loader_next(ts_loader *l, int n, ts_array *images, ts_array *labels
                         "a new one", (long long)l->epoch);
     }
     int64_t take = want < left ? want : left;
+    take -= take % n; /* a short last group splits into n equal batches; what does not is dropped */
+    if (take == 0) {
+        l->in_epoch = false;
+        return ts_error(TS_ERR_NOT_FOUND, "end of epoch %lld of the loader; the next call starts "
+                        "a new one", (long long)l->epoch);
+    }
     ts_status s = reserve(l, take);
     if (s) return s;
     size_t row = (size_t)l->sample * sizeof *l->img_buf, lrow = (size_t)l->lsample * sizeof *l->lab_buf;

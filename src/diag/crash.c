@@ -440,6 +440,37 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc) {
 static atomic_int g_dump_active;
 static atomic_int g_dump_gen;
 static atomic_int g_dump_ack;
+static atomic_int g_dump_fd = STDERR_FILENO; /* where the current dump goes */
+
+/* `tensorscope stacks PID` (ts_process_stacks): the requester creates
+ * /tmp/tensorscope-stacks.<target pid>.<requester pid> (mode 0600) and
+ * queues SIGUSR1 with this value; the target writes the dump there
+ * instead of to stderr, ending with STACKS_END. */
+#define STACKS_REQUEST 0x54537374 /* "TSst" */
+#define STACKS_DIR "/tmp"
+#define STACKS_END "tensorscope: end of stacks\n"
+
+static void stacks_path(sbuf *p, long target, long requester) {
+    sb_str(p, STACKS_DIR "/tensorscope-stacks.");
+    sb_uint(p, (unsigned long long)target, 10, 1);
+    sb_str(p, ".");
+    sb_uint(p, (unsigned long long)requester, 10, 1);
+    p->b[p->n < sizeof p->b ? p->n : sizeof p->b - 1] = '\0';
+}
+
+/* The requester's file, opened for the dump: only a regular file of this
+ * user, never through a link (open, fstat: async-signal-safe); -1 if not. */
+static int open_request(long requester) {
+    sbuf path = {.fd = -1};
+    stacks_path(&path, (long)getpid(), requester);
+    int fd = open(path.b, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid())) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
 
 static void dump_header(sbuf *s, long tid, const char *note) {
     sb_str(s, "thread ");
@@ -489,8 +520,9 @@ static int blocks_usr1(long tid) {
     return (mask >> (SIGUSR1 - 1)) & 1;
 }
 
-static void dump_all_threads(void *uc) {
-    sbuf s = {.fd = STDERR_FILENO};
+static void dump_all_threads(void *uc, int out) {
+    atomic_store(&g_dump_fd, out);
+    sbuf s = {.fd = out};
     pid_t pid = getpid();
     long self = my_tid();
     int gen = atomic_fetch_add(&g_dump_gen, 1) + 1;
@@ -498,7 +530,7 @@ static void dump_all_threads(void *uc) {
     sb_uint(&s, (unsigned long long)pid, 10, 1);
     sb_str(&s, "\n");
     dump_header(&s, self, " (received SIGUSR1)");
-    ts_crash_write_backtrace(STDERR_FILENO, uc);
+    ts_crash_write_backtrace(out, uc);
 
     int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) {
@@ -541,8 +573,9 @@ static void dump_all_threads(void *uc) {
         }
         close(fd);
     }
-    sb_str(&s, "tensorscope: end of stacks\n");
+    sb_str(&s, STACKS_END);
     sb_flush(&s);
+    atomic_store(&g_dump_fd, STDERR_FILENO);
 }
 
 static void usr1_handler(int sig, siginfo_t *si, void *uc) {
@@ -551,17 +584,26 @@ static void usr1_handler(int sig, siginfo_t *si, void *uc) {
     if (si && si->si_code == SI_QUEUE && si->si_pid == getpid()) {
         /* A request from the initiator: answer only the current dump. */
         if (atomic_load(&g_dump_active) && si->si_value.sival_int == atomic_load(&g_dump_gen)) {
-            sbuf s = {.fd = STDERR_FILENO};
+            int out = atomic_load(&g_dump_fd);
+            sbuf s = {.fd = out};
             dump_header(&s, my_tid(), "");
-            ts_crash_write_backtrace(STDERR_FILENO, uc);
+            ts_crash_write_backtrace(out, uc);
             atomic_store(&g_dump_ack, 1);
         }
     } else {
-        int expected = 0;
+        int expected = 0, out = STDERR_FILENO;
+        if (si && si->si_code == SI_QUEUE && si->si_value.sival_int == STACKS_REQUEST) {
+            out = open_request((long)si->si_pid); /* `tensorscope stacks`: into its file */
+            if (out < 0) {
+                errno = saved_errno;
+                return;
+            }
+        }
         if (atomic_compare_exchange_strong(&g_dump_active, &expected, 1)) {
-            dump_all_threads(uc);
+            dump_all_threads(uc, out);
             atomic_store(&g_dump_active, 0);
         }
+        if (out != STDERR_FILENO) close(out);
     }
     errno = saved_errno;
 }
@@ -612,4 +654,108 @@ ts_status ts_crash_handler_install(void) {
         if ((st = install(k_fatal[i].sig, fatal_handler)) != TS_OK)
             return st;
     return install(SIGUSR1, usr1_handler);
+}
+
+/* ------------------------------------------ the stacks of another process */
+
+static bool read_small(const char *path, char *buf, size_t n) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    ssize_t k = read(fd, buf, n - 1);
+    close(fd);
+    buf[k > 0 ? k : 0] = '\0';
+    return k > 0;
+}
+
+/* Whether the process maps the library or runs the CLI, and catches SIGUSR1. */
+static ts_status check_target(int pid) {
+    if (pid <= 0) return ts_error(TS_ERR_INVALID_ARGUMENT, "stacks: '%d' is not a process id", pid);
+    if (kill(pid, 0) != 0) {
+        if (errno == ESRCH) return ts_error(TS_ERR_NOT_FOUND, "stacks: there is no process %d", pid);
+        return ts_error(TS_ERR_STATE, "stacks: process %d is not ours to ask (%s): it belongs to another user; run this as that user", pid,
+                        strerror(errno));
+    }
+    char path[64], exe[512] = "", status[4096];
+    snprintf(path, sizeof path, "/proc/%d/exe", pid);
+    ssize_t k = readlink(path, exe, sizeof exe - 1);
+    if (k < 0)
+        return ts_error(TS_ERR_STATE, "stacks: process %d cannot be inspected (%s reads %s: %s); run this as its user", pid, "readlink", path,
+                        strerror(errno));
+    exe[k] = '\0';
+    snprintf(path, sizeof path, "/proc/%d/maps", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    bool ours = strcmp(strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe, "tensorscope") == 0;
+    char buf[8192 + 32];
+    size_t keep = 0;
+    for (ssize_t n; !ours && fd >= 0 && (n = read(fd, buf + keep, sizeof buf - keep - 1)) > 0;) {
+        buf[keep + (size_t)n] = '\0';
+        ours = strstr(buf, "libtensorscope") != NULL;
+        size_t len = keep + (size_t)n;
+        keep = len > 32 ? 32 : len; /* a name split between two reads */
+        memmove(buf, buf + len - keep, keep);
+    }
+    if (fd >= 0) close(fd);
+    if (!ours)
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "stacks: process %d (%s) is not a tensorscope process: it neither runs the tensorscope "
+                        "command nor loads libtensorscope", pid, exe);
+    snprintf(path, sizeof path, "/proc/%d/status", pid);
+    const char *cgt = read_small(path, status, sizeof status) ? strstr(status, "SigCgt:") : NULL;
+    unsigned long long mask = cgt ? strtoull(cgt + 7, NULL, 16) : 0;
+    if (!((mask >> (SIGUSR1 - 1)) & 1))
+        return ts_error(TS_ERR_STATE, "stacks: process %d (%s) has not installed tensorscope's crash handler (ts_crash_handler_install), "
+                        "so it cannot answer; SIGUSR1 would end it", pid, exe);
+    return TS_OK;
+}
+
+ts_status ts_process_stacks(int pid, double timeout_s, char **out) {
+    if (!out) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_process_stacks: out is NULL");
+    *out = NULL;
+    ts_status st = check_target(pid);
+    if (st) return st;
+    sbuf path = {.fd = -1};
+    stacks_path(&path, pid, (long)getpid());
+    unlink(path.b); /* one left by an earlier request of a process of this pid */
+    int fd = open(path.b, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return ts_error(TS_ERR_IO, "stacks: cannot create %s: %s", path.b, strerror(errno));
+    union sigval v = {.sival_int = STACKS_REQUEST};
+    if (sigqueue(pid, SIGUSR1, v) != 0) {
+        int e = errno;
+        close(fd);
+        unlink(path.b);
+        return ts_error(TS_ERR_STATE, "stacks: cannot signal process %d: %s", pid, strerror(e));
+    }
+    char *text = NULL;
+    size_t used = 0, cap = 0;
+    uint64_t deadline = ts_now_ns() + (uint64_t)(timeout_s * 1e9);
+    bool done = false;
+    while (!done) { /* until the end line, the process's end, or the deadline */
+        if (ts_grow((void **)&text, &cap, used + 65536, 1)) {
+            st = TS_ERR_OUT_OF_MEMORY;
+            break;
+        }
+        ssize_t k = pread(fd, text + used, cap - used - 1, (off_t)used);
+        if (k > 0) used += (size_t)k;
+        text[used] = '\0';
+        done = used >= strlen(STACKS_END) && strcmp(text + used - strlen(STACKS_END), STACKS_END) == 0;
+        if (done || k > 0) continue;
+        if (kill(pid, 0) != 0) {
+            st = ts_error(TS_ERR_STATE, "stacks: process %d ended before it answered", pid);
+            break;
+        }
+        if (ts_now_ns() > deadline) {
+            st = ts_error(TS_ERR_STATE, "stacks: process %d did not answer within %.0f s (%zu bytes so far); it may block SIGUSR1", pid,
+                          timeout_s, used);
+            break;
+        }
+        struct timespec ms = {0, 5000000};
+        nanosleep(&ms, NULL);
+    }
+    close(fd);
+    unlink(path.b);
+    if (st) {
+        ts_free(text);
+        return st;
+    }
+    *out = text; /* ts_string_free */
+    return TS_OK;
 }

@@ -144,6 +144,7 @@ static void trace_line(const ts_model *m, uint64_t run_ns) {
 ts_status ts_diag_after_run(const ts_model *m, uint64_t run_ns) {
     if (!m || !m->prog) return TS_OK;
     if (ts_log_enabled(TS_LOG_TRACE)) trace_line(m, run_ns);
+    ts_layer_shapes_after_run(m);
     const char *path = env_or_null("TS_METRICS_FILE");
     return path && ts_dist_rank() == 0 ? append_metrics(m, path) : TS_OK; /* rank 0 alone writes files */
 }

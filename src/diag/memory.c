@@ -119,9 +119,26 @@ static void add_children(int pid, int *pids, int *n) {
 
 ts_status ts_memory_get_tree(ts_memory_usage *out, int *processes) { return ts_memory_tree(out, processes, true); }
 
-ts_status ts_memory_tree(ts_memory_usage *out, int *processes, bool full) {
+ts_status ts_memory_tree(ts_memory_usage *out, int *processes, bool full) { return ts_memory_tree_procs(out, processes, full, NULL, 0, NULL); }
+
+/* One process's entry: its pid, command (/proc/PID/comm) and memory. */
+static void note_process(ts_process_memory *procs, int cap, int *n, int pid, const ts_memory_usage *u) {
+    if (!procs || *n >= cap) return;
+    ts_process_memory *p = &procs[(*n)++];
+    p->pid = pid;
+    p->usage = *u;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/comm", pid);
+    ssize_t k = read_small(path, p->command, sizeof p->command);
+    p->command[k > 0 ? (size_t)k : 0] = '\0';
+    p->command[strcspn(p->command, "\n")] = '\0';
+}
+
+ts_status ts_memory_tree_procs(ts_memory_usage *out, int *processes, bool full, ts_process_memory *procs, int cap, int *n_procs) {
     ts_status st = self_memory("ts_memory_get_tree", out, full);
     if (st) return st;
+    int listed = 0;
+    note_process(procs, cap, &listed, (int)getpid(), out);
     int pids[TREE_MAX], n = 0;
     add_children((int)getpid(), pids, &n);
     int counted = 1;
@@ -130,6 +147,7 @@ ts_status ts_memory_tree(ts_memory_usage *out, int *processes, bool full) {
         ts_memory_usage c;
         snprintf(name, sizeof name, "%d", pids[i]);
         if (!memory_of(name, &c, full)) continue; /* exited meanwhile */
+        note_process(procs, cap, &listed, pids[i], &c);
         out->rss += c.rss;
         out->pss = out->pss >= 0 && c.pss >= 0 ? out->pss + c.pss : -1;
         out->uss = out->uss >= 0 && c.uss >= 0 ? out->uss + c.uss : -1;
@@ -137,5 +155,6 @@ ts_status ts_memory_tree(ts_memory_usage *out, int *processes, bool full) {
         add_children(pids[i], pids, &n);
     }
     if (processes) *processes = counted;
+    if (n_procs) *n_procs = listed;
     return TS_OK;
 }

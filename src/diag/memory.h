@@ -8,6 +8,9 @@
  * process), PSS and USS -1 (smaps_rollup walks every page table: about
  * 4 ms per 100 MB resident). */
 ts_status ts_memory_tree(ts_memory_usage *out, int *processes, bool full);
+/* The same, with each process (this one first) into procs: up to cap of
+ * them, *n_procs how many. */
+ts_status ts_memory_tree_procs(ts_memory_usage *out, int *processes, bool full, ts_process_memory *procs, int cap, int *n_procs);
 
 /* The watcher's latest sample into *out while it runs (true); false, and
  * no error set, when it does not (the step loop's trace line asks). */

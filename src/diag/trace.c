@@ -139,10 +139,10 @@ void ts_trace_counter(const char *track, uint64_t t_ns, double value) {
     e->counter = true;
     e->t0 = t_ns;
     e->dur = 0;
-    e->op = track;
+    e->op = NULL;
     e->value = value;
     e->ndim = -1;
-    e->label[0] = 0;
+    snprintf(e->label, sizeof e->label, "%s", track); /* copied: a per-process track's name is the caller's buffer */
     publish();
 }
 
@@ -231,7 +231,7 @@ static void write_event(FILE *f, const event *e, int pid) {
     if (e->counter) {
         if (!isfinite(e->value)) return; /* JSON has no NaN or Inf */
         fputs(",\n{\"ph\":\"C\",\"name\":", f);
-        json_str(f, "", e->op);
+        json_str(f, "", e->label);
         fprintf(f, ",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"args\":{\"value\":%.17g}}", pid, e->tid + 1, ts, e->value);
         return;
     }

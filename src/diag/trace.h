@@ -71,8 +71,8 @@ typedef enum ts_trace_cat {
  * literal or outlive the trace (an op table name); `shape` may be NULL. */
 void ts_trace_slice(ts_trace_cat cat, const char *op, const char *label, const ts_shape *shape, double flops, int64_t number,
                     uint64_t t0_ns, uint64_t t1_ns);
-/* A counter track's value at t_ns; thread-safe. `track` must outlive the
- * trace (a literal). */
+/* A counter track's value at t_ns; thread-safe. `track` is copied (up to
+ * 95 bytes). */
 void ts_trace_counter(const char *track, uint64_t t_ns, double value);
 
 /* The op whose kernel runs now, for the workers' slices (set by the

@@ -113,6 +113,20 @@ ts_status ts_options_set_plan_only(ts_options *o, int on) {
     return TS_OK;
 }
 
+ts_status ts_options_set_log_layer_shapes(ts_options *o, int on) {
+    if (!o) return ts_error(TS_ERR_INVALID_ARGUMENT, "options is NULL");
+    if (on != 0 && on != 1) return ts_error(TS_ERR_INVALID_ARGUMENT, "log_layer_shapes must be 0 or 1, got %d", on);
+    o->log_layer_shapes = on;
+    return TS_OK;
+}
+
+ts_status ts_options_set_on_start(ts_options *o, ts_start_fn fn, void *user) {
+    if (!o) return ts_error(TS_ERR_INVALID_ARGUMENT, "options is NULL");
+    o->on_start = fn;
+    o->on_start_user = fn ? user : NULL;
+    return TS_OK;
+}
+
 ts_status ts_options_set_replication(ts_options *o, int replicas, int check_every) {
     if (!o) return ts_error(TS_ERR_INVALID_ARGUMENT, "options is NULL");
     if (replicas < 1 || replicas > 4096) return ts_error(TS_ERR_INVALID_ARGUMENT, "replicas must be 1 (off) .. 4096, got %d", replicas);

@@ -27,6 +27,9 @@ struct ts_options {
     char device[16];     /* "cpu", "cuda", "cuda:N"; "" = TS_DEVICE or cpu */
     bool allow_tf32;     /* float32 products in TF32 on a GPU (ts_options_set_allow_tf32) */
     bool plan_only;      /* compile without allocating the plan's buffers (ts_options_set_plan_only) */
+    bool log_layer_shapes; /* each run's layer output shapes in the log (ts_options_set_log_layer_shapes) */
+    ts_start_fn on_start;  /* ts_options_set_on_start: once, before the first run's first step */
+    void *on_start_user;
     int device_iterations, grad_accum, threads;
     ts_output_mode output_mode;
     int output_period;

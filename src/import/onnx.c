@@ -2444,6 +2444,14 @@ static ts_status import_node(importer *im, const Node *n, int index) {
             return node_error(im, TS_ERR_SHAPE, "its output %d would have the shape %s, more than 2^34 elements (check its attributes: "
                               "pads, strides, kernel)", i, ts_shape_str(&t->shape, buf, sizeof buf));
     }
+    if (!st && ts_log_enabled(TS_LOG_TRACE)) { /* what each node became (TS_LOG_VMODULE=onnx=5) */
+        const value *o = &io.out[0];
+        char buf[96];
+        if (o->t) ts_logf(TS_LOG_TRACE, "%s: node %d '%s' (%s) -> '%s' %s %s", im->path, index, n->name ? n->name : "", n->op_type,
+                          o->t->name, ts_dtype_name(o->t->dtype), ts_shape_str(&o->t->shape, buf, sizeof buf));
+        else ts_logf(TS_LOG_TRACE, "%s: node %d '%s' (%s) -> a constant, folded at import", im->path, index, n->name ? n->name : "",
+                     n->op_type);
+    }
     if (!st) release_values(im, n);
     return st;
 }
@@ -2761,6 +2769,9 @@ static ts_status import_graph(importer *im, const TensorscopeOnnx__ModelProto *m
     im->inputs_from = ts_graph_tensor_count(im->g);
     if (!st) st = import_inputs(im, gp, inputs, n_inputs);
     im->inputs_to = ts_graph_tensor_count(im->g);
+    if (!st)
+        ts_logf(TS_LOG_DEBUG, "%s: opset %lld, %zu nodes, %zu initializers, %zu inputs, %zu outputs", im->path, (long long)im->opset,
+                gp->n_node, gp->n_initializer, gp->n_input, gp->n_output);
     for (size_t i = 0; !st && i < gp->n_node; i++) st = import_node(im, gp->node[i], (int)i);
     if (st) return st;
     im->node = NULL;

@@ -46,7 +46,7 @@ static ts_status model_new(ts_model **out, ts_graph *g, const ts_options *o) {
         if (ts_check_numerics_parse(env, &m->opts.check)) ts_logf(TS_LOG_WARN, "TS_CHECK_NUMERICS: %s; ignored", ts_last_error());
     }
     if (ts_env_flag("TS_OPBYOP")) m->opts.check = TS_CHECK_OP; /* every op, checked as it runs */
-    if (!m->opts.precision_set && ts_env_flag("TS_USE_BF16")) m->opts.precision = TS_BF16; /* as XLA_USE_BF16 */
+    if (!m->opts.precision_set && ts_env_flag("TS_USE_BF16")) m->opts.precision = TS_BF16; /* autocast, not XLA_USE_BF16's storage */
     m->scaling = m->opts.loss_scaling == 1 || (m->opts.loss_scaling == -1 && m->opts.precision == TS_F16);
     m->loss_scale = m->opts.scale_init;
     if ((st = ts_graph_autocast(g, m->opts.precision))) {
@@ -178,6 +178,7 @@ ts_status ts_model_compile(ts_model *m) {
         return st;
     }
     p->recompiled = m->prog && m->prog->recs[0].key; /* the old program replayed runs: this one records them again */
+    ts_layer_shapes_changed(m, m->prog, p, m->stale_cause);
     ts_prog_free(m->prog);
     m->prog = p;
     bool recompile = m->compiled;

@@ -202,8 +202,24 @@ static ts_status attach_observers(ts_model *m) {
     return TS_OK;
 }
 
+/* The on_start hook, once it succeeds; its failure stops the run. */
+static ts_status run_on_start(ts_model *m) {
+    m->in_start = true;
+    ts_clear_error();
+    ts_status st = m->opts.on_start(m, m->opts.on_start_user);
+    m->in_start = false;
+    if (!st) {
+        m->started = true;
+        return TS_OK;
+    }
+    char why[1024];
+    snprintf(why, sizeof why, "%s", *ts_last_error() ? ts_last_error() : ts_status_name(st));
+    return ts_error(st, "the on_start hook stopped the run before its first step: %s", why);
+}
+
 ts_status ts_model_run(ts_model *m, const char *const *names, const ts_array *inputs, int n) {
     if (!m) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_run: model is NULL");
+    if (m->in_start) return ts_error(TS_ERR_STATE, "ts_model_run: called from the on_start hook; the hook must not run the model");
     if (n < 0) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_run: negative input count");
     if (m->opts.plan_only)
         return ts_error(TS_ERR_STATE, "ts_model_run: this model was compiled to plan only (ts_options_set_plan_only): it has no buffers to run "
@@ -221,6 +237,7 @@ ts_status ts_model_run(ts_model *m, const char *const *names, const ts_array *in
     if (!st) st = ts_replicas_before_run(m);
     if (!st && ts_log_enabled(TS_LOG_DEBUG)) log_run_shapes(m, names, inputs, n);
     if (!st) st = attach_observers(m);
+    if (!st && !m->started && m->opts.on_start) st = run_on_start(m);
     if (!st) st = ts_exec_run(m);
     /* a cancelled run stopped on every rank at the same point: what it
      * computed is gathered and kept as after any run */

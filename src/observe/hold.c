@@ -178,6 +178,10 @@ static ts_status to_host(ts_model *m, float **host, const void *src, size_t byte
 ts_status ts_model_held(ts_model *m, const char *name, ts_array *out) {
     if (!m || !name || !out) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_held: NULL argument");
     ts_hold *h = m->hold;
+    if (m->prog && ts_prog_find(m->prog, name) < 0 && find_held(h, name) < 0) { /* a name but for a module prefix */
+        ts_status st = ts_prog_name_of(m->prog, "ts_model_held", name, &name);
+        if (st) return st;
+    }
     const ts_entry *live = live_entry(m, name);
     int e = find_held(h, name);
     if (live) { /* the current value, after the last run */
@@ -235,8 +239,9 @@ ts_status ts_model_held_names(ts_model *m, const char *const **names, size_t *n)
 ts_status ts_model_tensor_origin(const ts_model *m, const char *name, char *buf, size_t n) {
     if (!m || !name || !buf || !n) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_tensor_origin: NULL argument");
     if (!m->prog) return ts_error(TS_ERR_STATE, "ts_model_tensor_origin: compile the model first");
+    ts_status st = ts_prog_name_of(m->prog, "ts_model_tensor_origin", name, &name);
+    if (st) return st;
     int e = ts_prog_find(m->prog, name);
-    if (e < 0) return ts_prog_unknown_name(m->prog, "ts_model_tensor_origin", name);
     const ts_entry *en = &m->prog->entries[e];
     const ts_tensor *t = m->g->t[en->node];
     static const char *const kinds[] = {"", "the gradient of ", "the step's mean gradient of ", "the updated value of ",
