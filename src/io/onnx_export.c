@@ -449,12 +449,35 @@ static void forward(ox *x, const ts_tensor *t) {
         break;
     case TS_OP_GLOBAL_AVG_POOL: op1(x, "GlobalAveragePool", y, a); break;
     case TS_OP_BATCH_NORM: {
+        if (x->m->training && !t->attr[0]) { /* the batch's statistics, in standard ops (the running ones' update is not written) */
+            int n = 0;
+            for (int d = 0; d < as->ndim; d++)
+                if (d != 1) v[n++] = d;
+            const char *mean = strf(x, "%s/mean", y), *dev = strf(x, "%s/x-mean", y), *sq = strf(x, "%s/(x-mean)^2", y),
+                       *var = strf(x, "%s/var", y), *ve = strf(x, "%s/var+eps", y), *sd = strf(x, "%s/std", y),
+                       *xn = strf(x, "%s/normalised", y), *w = strf(x, "%s/weight", y), *bb = strf(x, "%s/bias", y), *sc = strf(x, "%s/scaled", y);
+            attr_i(x, nd = op1(x, "ReduceMean", mean, a), "keepdims", 1);
+            attr_is(x, nd, "axes", n, v);
+            op2(x, "Sub", dev, a, mean);
+            op2(x, "Mul", sq, dev, dev);
+            attr_i(x, nd = op1(x, "ReduceMean", var, sq), "keepdims", 1);
+            attr_is(x, nd, "axes", n, v);
+            op2(x, "Add", ve, var, const_f(x, strf(x, "%s/eps", y), (double)t->fattr[0]));
+            op1(x, "Sqrt", sd, ve);
+            op2(x, "Div", xn, dev, sd);
+            for (int d = 0; d < as->ndim; d++) v[d] = d == 1 ? as->d[1] : 1;
+            const char *cs = const_i64(x, strf(x, "%s/channel_shape", y), as->ndim, v);
+            op2(x, "Reshape", w, b, cs);
+            op2(x, "Reshape", bb, in_name(x, t, 2), cs);
+            op2(x, "Mul", sc, xn, w);
+            op2(x, "Add", y, sc, bb);
+            break;
+        }
         const char *in[5];
         for (int j = 0; j < 5; j++) in[j] = in_name(x, t, j);
         nd = node(x, "BatchNormalization", NULL, 5, in, 1, &y);
         attr_f(x, nd, "epsilon", (double)t->fattr[0]);
         attr_f(x, nd, "momentum", 1.0 - (double)t->fattr[1]); /* ONNX keeps this much of the running value */
-        attr_i(x, nd, "training_mode", x->m->training && !t->attr[0]);
         break;
     }
     case TS_OP_PAD:
@@ -652,7 +675,9 @@ static bool standard_backward(ox *x, const ts_bwd_op *o, const ts_tensor *t) {
             if (!vals) return true;
             vals[0] = 0.0f, vals[1] = -1.0f / (float)s->d[0];
             init(x, strf(x, "%s/values", ga), ONNX_FLOAT, &(ts_shape){.ndim = 1, .d = {2}}, vals, 2 * sizeof *vals);
-            attr_i(x, op3(x, "OneHot", oh, b, const_i64(x, strf(x, "%s/depth", ga), 1, &s->d[1]), strf(x, "%s/values", ga)), "axis", -1);
+            const char *l64 = strf(x, "%s/labels_i64", ga); /* the index type onnxruntime's OneHot takes with float values */
+            attr_i(x, op1(x, "Cast", l64, b), "to", ONNX_INT64);
+            attr_i(x, op3(x, "OneHot", oh, l64, const_i64(x, strf(x, "%s/depth", ga), 1, &s->d[1]), strf(x, "%s/values", ga)), "axis", -1);
             op2(x, "Mul", ga, oh, dy);
         }
         return true;

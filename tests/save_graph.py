@@ -1,0 +1,157 @@
+"""save_graph.py -- `--save-graph FILE.onnx` and Model.save_graph checked
+by independent readers (tests/test_save_graph.sh runs it): for the built-in
+mlp, cnn and gpt training models and an imported ONNX model, the file
+passes onnx.checker.check_model (full check); every tensor name the model
+has (`tensorscope names`) is a value of the file; the forward part (the
+file cut at the loss by onnx.utils.Extractor) has only standard ops and
+onnxruntime computes from the step's own inputs and the saved parameters
+the loss, activations and (where the backward up to them is standard ops)
+gradients tensorscope computed in that step (anchored and dumped as .npy). The imported model's inference graph is run whole by
+onnxruntime and compared with tensorscope's outputs."""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+build = os.environ["TS_BUILD_DIR"]
+exe = os.path.join(build, "tensorscope")
+failures = []
+
+
+def fail(msg):
+    failures.append(msg)
+    print("FAIL " + msg)
+
+
+def run(args):
+    p = subprocess.run([exe] + args, capture_output=True, text=True, timeout=900)
+    if p.returncode != 0:
+        raise SystemExit(f"FAIL tensorscope {' '.join(args)}: exit {p.returncode}\n{p.stdout}\n{p.stderr}")
+    return p.stdout
+
+
+def file_values(m):
+    g = m.graph
+    return {o for n in g.node for o in n.output} | {t.name for t in g.initializer} | {i.name for i in g.input}
+
+
+def check_file(label, path, names):
+    m = onnx.load(path)
+    try:
+        onnx.checker.check_model(m, full_check=True)
+    except onnx.checker.ValidationError as e:
+        fail(f"{label}: onnx.checker rejects {path}: {e}")
+    domains = {o.domain: o.version for o in m.opset_import}
+    if any(n.domain == "ai.tensorscope" for n in m.graph.node) and "ai.tensorscope" not in domains:
+        fail(f"{label}: ai.tensorscope nodes without its opset_import")
+    missing = sorted(set(names) - file_values(m))
+    if missing:
+        fail(f"{label}: {len(missing)} of {len(names)} tensor names are not in the file: {missing[:8]}")
+    return m
+
+
+def forward_part(label, m, inputs, outputs):
+    """The file cut from the inputs to `outputs`: standard ops only."""
+    ex = onnx.utils.Extractor(m)
+    part = ex.extract_model(inputs, outputs)
+    own = sorted({n.op_type for n in part.graph.node if n.domain not in ("", "ai.onnx")})
+    if own:
+        fail(f"{label}: the forward part has ops of another domain: {own}")
+    return part
+
+
+def compare(label, what, ours, theirs, rtol=2e-4, atol=2e-5):
+    ours, theirs = np.asarray(ours, np.float64), np.asarray(theirs, np.float64)
+    if ours.shape != theirs.shape:
+        fail(f"{label}: {what}: shape {theirs.shape} from onnxruntime, {ours.shape} from tensorscope")
+        return
+    if not np.allclose(ours, theirs, rtol=rtol, atol=atol):
+        fail(f"{label}: {what}: onnxruntime differs from tensorscope by up to {np.max(np.abs(ours - theirs)):.3g}")
+    else:
+        print(f"ok {label}: {what} {list(ours.shape)} matches onnxruntime (max diff {np.max(np.abs(ours - theirs)) if ours.size else 0:.2g})")
+
+
+def builtin(label, model_flags, inputs, anchors):
+    """Trains one step with the graph saved before it, the inputs and
+    `anchors` dumped; onnxruntime recomputes the anchors from the file."""
+    with tempfile.TemporaryDirectory(dir=build) as d:
+        path, dump = os.path.join(d, label + ".onnx"), os.path.join(d, "dump")
+        names = [n for n in run(["names"] + model_flags).splitlines() if n and not n.startswith("#")]
+        flags = model_flags + ["--run-single-step", "--save-graph", path, "--dump-npy", dump]
+        for a in inputs + anchors:
+            flags += ["--anchor", a]
+        run(["train"] + flags)
+        m = check_file(label, path, names)
+        saved = {}
+        for line in open(os.path.join(dump, "order.txt")):
+            f, name = line.rstrip("\n").split("\t")
+            saved[name] = np.load(os.path.join(dump, f + ".npy"))
+        part = forward_part(label, m, inputs, anchors)
+        sess = ort.InferenceSession(part.SerializeToString(), providers=["CPUExecutionProvider"])
+        feed = {}
+        for i in sess.get_inputs():
+            a = saved[i.name]
+            feed[i.name] = a.reshape([d for d in i.shape]).astype(np.int32 if "int32" in i.type else np.float32)
+        got = sess.run(anchors, feed)
+        for name, value in zip(anchors, got):
+            compare(label, name, saved[name].reshape(value.shape) if saved[name].size == value.size else saved[name], value)
+        kinds = {(n.domain or "onnx") for n in m.graph.node}
+        print(f"ok {label}: {len(m.graph.node)} nodes ({', '.join(sorted(kinds))}), {len(names)} names")
+
+
+def imported():
+    """A small CNN classifier written with onnx.helper, imported, run for
+    inference; its saved graph is run whole by onnxruntime."""
+    import tensorscope as ts
+
+    rng = np.random.default_rng(5)
+    w1 = numpy_helper.from_array(rng.normal(size=(4, 1, 3, 3)).astype(np.float32), "conv.w")
+    b1 = numpy_helper.from_array(rng.normal(size=(4,)).astype(np.float32), "conv.b")
+    w2 = numpy_helper.from_array(rng.normal(size=(36, 5)).astype(np.float32) * 0.3, "fc.w")
+    b2 = numpy_helper.from_array(rng.normal(size=(5,)).astype(np.float32), "fc.b")
+    shape = numpy_helper.from_array(np.array([0, -1], np.int64), "flat")
+    nodes = [helper.make_node("Conv", ["x", "conv.w", "conv.b"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Reshape", ["p", "flat"], ["f"]),
+             helper.make_node("Gemm", ["f", "fc.w", "fc.b"], ["logits"]),
+             helper.make_node("Softmax", ["logits"], ["probs"], axis=1)]
+    g = helper.make_graph(nodes, "small_cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 1, 6, 6])],
+                          [helper.make_tensor_value_info("probs", TensorProto.FLOAT, [2, 5])], [w1, b1, w2, b2, shape])
+    src = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    with tempfile.TemporaryDirectory(dir=build) as d:
+        src_path, out = os.path.join(d, "small_cnn.onnx"), os.path.join(d, "saved.onnx")
+        onnx.save(src, src_path)
+        graph = ts.Graph.from_onnx(src_path)
+        model = ts.inference_model(graph)
+        x = rng.normal(size=(2, 1, 6, 6)).astype(np.float32)
+        ours = model(x)
+        ours = ours[0] if isinstance(ours, (list, tuple)) else ours
+        if isinstance(ours, dict):
+            ours = next(iter(ours.values()))
+        model.save_graph(out)
+        m = check_file("imported", out, model.get_tensor_names())
+        own = sorted({n.op_type for n in m.graph.node if n.domain})
+        if own:
+            fail(f"imported: an inference graph with ops of another domain: {own}")
+        sess = ort.InferenceSession(out, providers=["CPUExecutionProvider"])
+        got = sess.run(None, {sess.get_inputs()[0].name: x})[0]
+        compare("imported", sess.get_outputs()[0].name, ours, got)
+
+
+# the mlp's backward is all standard ops: its gradients are recomputed too
+builtin("mlp", ["--model", "mlp", "--batch-size", "8"], ["x", "labels"],
+        ["loss", "fc1/MatMul:0", "LogSoftmax:0", "Gradient___fc1.weight", "Gradient___fc2.bias", "Gradient___Relu:0"])
+builtin("cnn", ["--model", "cnn", "--batch-size", "4"], ["x", "labels"], ["loss", "Relu:0", "MaxPool2d:1", "Gradient___fc3.weight"])
+builtin("gpt", ["--model", "gpt", "--batch-size", "2", "--layers", "1", "--embd", "32", "--heads", "2", "--block-size", "16"],
+        ["tokens", "targets"], ["loss"])
+imported()
+if failures:
+    print(f"save_graph: {len(failures)} failure(s)")
+    sys.exit(1)
+print("save_graph: PASS")
