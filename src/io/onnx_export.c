@@ -91,6 +91,11 @@ static char *strf(ox *x, const char *fmt, ...) {
 /* ---- nodes and attributes */
 
 static Node *node(ox *x, const char *op, const char *domain, int n_in, const char *const *in, int n_out, const char *const *out) {
+    for (int j = 0; j < n_in; j++)
+        if (!in[j]) x->failed = true; /* a name not made: out of memory */
+    for (int j = 0; j < n_out; j++)
+        if (!out[j]) x->failed = true;
+    if (x->failed) return NULL;
     Node *nd = ox_new(x, sizeof *nd);
     char **iv = ox_new(x, sizeof(char *) * (size_t)(n_in ? n_in : 1)), **ov = ox_new(x, sizeof(char *) * (size_t)n_out);
     if (!nd || !iv || !ov) return NULL;
@@ -388,7 +393,8 @@ static void forward(ox *x, const ts_tensor *t) {
             attr_is(x, op1(x, "Transpose", tr, a), "perm", as->ndim, v);
             a = tr;
         }
-        attr_s(x, op2(x, "SoftmaxCrossEntropyLoss", y, a, b), "reduction", "mean");
+        attr_s(x, nd = op2(x, "SoftmaxCrossEntropyLoss", y, a, b), "reduction", "mean");
+        if (t->attr[0]) attr_i(x, nd, "ignore_index", t->attr[1]);
         break;
     case TS_OP_SUM: attr_i(x, op1(x, "ReduceSum", y, a), "keepdims", 0); break;
     case TS_OP_MEAN: attr_i(x, op1(x, "ReduceMean", y, a), "keepdims", 0); break;
@@ -407,7 +413,8 @@ static void forward(ox *x, const ts_tensor *t) {
     case TS_OP_GATHER: attr_i(x, op2(x, "Gather", y, a, b), "axis", t->attr[0]); break;
     case TS_OP_GATHER_ELEMENTS: attr_i(x, op2(x, "GatherElements", y, a, b), "axis", t->attr[0]); break;
     case TS_OP_LAYER_NORM:
-        nd = op3(x, "LayerNormalization", y, a, b, in_name(x, t, 2));
+        nd = node(x, "LayerNormalization", NULL, 3, (const char *[]){a, b, in_name(x, t, 2)}, 3,
+                  (const char *[]){y, strf(x, "%s/mean", y), strf(x, "%s/inv_std", y)}); /* the statistics its backward reads */
         attr_i(x, nd, "axis", -t->attr[0]);
         attr_f(x, nd, "epsilon", (double)t->fattr[0]);
         break;
@@ -562,6 +569,12 @@ static void unbroadcast(ox *x, const char *dy, const ts_shape *ys, const ts_shap
     op2(x, "Reshape", out, r, const_i64(x, strf(x, "%s/shape", out), s->ndim, v));
 }
 
+/* keepdims=1 on a reduction node; the node. */
+static Node *nd_keep(ox *x, Node *nd) {
+    attr_i(x, nd, "keepdims", 1);
+    return nd;
+}
+
 /* Input j's contribution name, or NULL when its gradient is not asked. */
 static const char *din(ox *x, const ts_bwd_op *o, const ts_tensor *t, int j) {
     for (int q = 0; q < o->n_out; q++)
@@ -681,6 +694,182 @@ static bool standard_backward(ox *x, const ts_bwd_op *o, const ts_tensor *t) {
             op2(x, "Mul", ga, oh, dy);
         }
         return true;
+    case TS_OP_MUL:
+    case TS_OP_DIV: /* d(a*b) = dY b, dY a; d(a/b) = dY / b, -dY a / b^2 */
+        if ((ga = din(x, o, t, 0))) {
+            const char *r = strf(x, "%s/full", ga);
+            op2(x, t->op == TS_OP_MUL ? "Mul" : "Div", r, dy, b);
+            unbroadcast(x, r, ys, shape_of(x, t->in[0]), ga);
+        }
+        if ((gb = din(x, o, t, 1))) {
+            const char *r = strf(x, "%s/full", gb);
+            if (t->op == TS_OP_MUL) op2(x, "Mul", r, dy, a);
+            else {
+                const char *q = strf(x, "%s/dY_y", gb), *nq = strf(x, "%s/-dY_y", gb);
+                op2(x, "Mul", q, dy, y); /* -dY a / b^2 = -dY y / b */
+                op1(x, "Neg", nq, q);
+                op2(x, "Div", r, nq, b);
+            }
+            unbroadcast(x, r, ys, shape_of(x, t->in[1]), gb);
+        }
+        return true;
+    case TS_OP_EXP: /* dY y */
+        if ((ga = din(x, o, t, 0))) op2(x, "Mul", ga, dy, y);
+        return true;
+    case TS_OP_LOG: /* dY / x */
+        if ((ga = din(x, o, t, 0))) op2(x, "Div", ga, dy, a);
+        return true;
+    case TS_OP_SQRT: /* dY / (2 y) */
+        if ((ga = din(x, o, t, 0))) {
+            const char *h = strf(x, "%s/dY/2", ga);
+            op2(x, "Mul", h, dy, const_f(x, strf(x, "%s/half", ga), 0.5));
+            op2(x, "Div", ga, h, y);
+        }
+        return true;
+    case TS_OP_TANH:    /* dY (1 - y^2) */
+    case TS_OP_SIGMOID: /* dY y (1 - y) */
+        if ((ga = din(x, o, t, 0))) {
+            const char *sq = strf(x, "%s/y^2", ga), *d = strf(x, "%s/derivative", ga);
+            op2(x, "Mul", sq, y, y);
+            if (t->op == TS_OP_TANH) op2(x, "Sub", d, const_f(x, strf(x, "%s/1", ga), 1.0), sq);
+            else op2(x, "Sub", d, y, sq);
+            op2(x, "Mul", ga, dy, d);
+        }
+        return true;
+    case TS_OP_ABS: /* dY sign(x) */
+        if ((ga = din(x, o, t, 0))) {
+            const char *sg = strf(x, "%s/sign", ga);
+            op1(x, "Sign", sg, a);
+            op2(x, "Mul", ga, dy, sg);
+        }
+        return true;
+    case TS_OP_GELU: /* erf form: dY (Phi(x) + x phi(x)), Phi(x) = (1 + erf(x / sqrt 2)) / 2 */
+        if (t->attr[0]) return false;
+        if ((ga = din(x, o, t, 0))) {
+            const char *phi = strf(x, "%s/Phi", ga), *x2 = strf(x, "%s/x^2", ga), *e = strf(x, "%s/exp", ga), *ne = strf(x, "%s/-x^2/2", ga),
+                       *pdf = strf(x, "%s/phi", ga), *xp = strf(x, "%s/x_phi", ga), *d = strf(x, "%s/derivative", ga);
+            op2(x, "Mul", phi, strf(x, "%s/1+e", y), const_f(x, strf(x, "%s/half", ga), 0.5)); /* the forward's 1 + erf(x / sqrt 2) */
+            op2(x, "Mul", x2, a, a);
+            op2(x, "Mul", ne, x2, const_f(x, strf(x, "%s/-1/2", ga), -0.5));
+            op1(x, "Exp", e, ne);
+            op2(x, "Mul", pdf, e, const_f(x, strf(x, "%s/1/sqrt(2pi)", ga), 0.3989422804014327));
+            op2(x, "Mul", xp, a, pdf);
+            op2(x, "Add", d, phi, xp);
+            op2(x, "Mul", ga, dy, d);
+        }
+        return true;
+    case TS_OP_SLICE: /* dY in zeros at the slice's place */
+        if ((ga = din(x, o, t, 0))) {
+            const ts_shape *s = shape_of(x, t->in[0]);
+            int64_t pads[2 * TS_MAX_DIMS] = {0};
+            pads[t->attr[0]] = t->attr[1];
+            pads[s->ndim + t->attr[0]] = s->d[t->attr[0]] - t->attr[1] - t->attr[2];
+            op2(x, "Pad", ga, dy, const_i64(x, strf(x, "%s/pads", ga), 2 * s->ndim, pads));
+        }
+        return true;
+    case TS_OP_MASKED_FILL: /* 0 where filled */
+        if ((ga = din(x, o, t, 0))) op3(x, "Where", ga, strf(x, "%s/bool1", y), const_f(x, strf(x, "%s/0", ga), 0.0), dy);
+        return true;
+    case TS_OP_WHERE:
+    case TS_OP_SELECT:
+        for (int j = 1; j <= 2; j++)
+            if ((ga = din(x, o, t, j))) {
+                const char *r = strf(x, "%s/full", ga), *z = const_f(x, strf(x, "%s/0", ga), 0.0);
+                op3(x, "Where", r, strf(x, "%s/bool0", y), j == 1 ? dy : z, j == 1 ? z : dy);
+                unbroadcast(x, r, ys, shape_of(x, t->in[j]), ga);
+            }
+        return true;
+    case TS_OP_CROSS_ENTROPY: /* (softmax(x) - one_hot(labels)) dY / (labels counted), 0 at an ignored label */
+        if ((ga = din(x, o, t, 0))) {
+            const ts_shape *s = shape_of(x, t->in[0]);
+            int64_t V = s->d[s->ndim - 1];
+            const char *sm = strf(x, "%s/softmax", ga), *l64 = strf(x, "%s/labels_i64", ga), *oh = strf(x, "%s/one_hot", ga),
+                       *df = strf(x, "%s/p-one_hot", ga), *valid = strf(x, "%s/counted", ga), *vb = strf(x, "%s/counted_bool", ga),
+                       *n = strf(x, "%s/count", ga), *n1 = strf(x, "%s/count>=1", ga), *sc = strf(x, "%s/dY/count", ga),
+                       *v3 = strf(x, "%s/counted_rows", ga), *dm = strf(x, "%s/masked", ga);
+            float *vals = ox_new(x, 2 * sizeof *vals);
+            if (!vals) return true;
+            vals[0] = 0.0f, vals[1] = 1.0f;
+            attr_i(x, op1(x, "Softmax", sm, a), "axis", -1);
+            attr_i(x, op1(x, "Cast", l64, b), "to", ONNX_INT64);
+            init(x, strf(x, "%s/values", ga), ONNX_FLOAT, &(ts_shape){.ndim = 1, .d = {2}}, vals, 2 * sizeof *vals);
+            attr_i(x, op3(x, "OneHot", oh, l64, const_i64(x, strf(x, "%s/depth", ga), 1, &V), strf(x, "%s/values", ga)), "axis", -1);
+            op2(x, "Sub", df, sm, oh);
+            int64_t ignore = t->attr[0] ? t->attr[1] : INT64_MIN; /* without one every label counts */
+            const char *ig = strf(x, "%s/ignored", ga);
+            op2(x, "Equal", ig, l64, const_i64(x, strf(x, "%s/ignore_index", ga), 1, &ignore));
+            op1(x, "Not", vb, ig);
+            attr_i(x, op1(x, "Cast", valid, vb), "to", ONNX_FLOAT);
+            attr_i(x, op1(x, "ReduceSum", n, valid), "keepdims", 0);
+            op2(x, "Max", n1, n, const_f(x, strf(x, "%s/1", ga), 1.0));
+            op2(x, "Div", sc, dy, n1);
+            op2(x, "Unsqueeze", v3, valid, const_i64(x, strf(x, "%s/last", ga), 1, (int64_t[]){-1}));
+            op2(x, "Mul", dm, df, v3);
+            op2(x, "Mul", ga, dm, sc);
+        }
+        return true;
+    case TS_OP_EMBEDDING: /* dY added at each index's row */
+        if ((ga = din(x, o, t, 0))) {
+            const ts_shape *s = shape_of(x, t->in[0]);
+            const char *z = strf(x, "%s/zeros", ga), *i64 = strf(x, "%s/indices_i64", ga), *iu = strf(x, "%s/indices", ga);
+            op1(x, "ConstantOfShape", z, const_i64(x, strf(x, "%s/shape", ga), 2, s->d));
+            attr_i(x, op1(x, "Cast", i64, b), "to", ONNX_INT64);
+            op2(x, "Unsqueeze", iu, i64, const_i64(x, strf(x, "%s/last", ga), 1, (int64_t[]){-1}));
+            attr_s(x, op3(x, "ScatterND", ga, z, iu, dy), "reduction", "add");
+        }
+        return true;
+    case TS_OP_BATCH_MATMUL: { /* y = A' B' (A' = A or A^T, B' likewise): dA' = dY B'^T, dB' = A'^T dY, summed over broadcast batch dims */
+        const char *ap = t->attr[0] ? strf(x, "%s/a_T", y) : a, *bp = t->attr[1] ? strf(x, "%s/b_T", y) : b;
+        for (int j = 0; j < 2; j++) {
+            const char *g = din(x, o, t, j);
+            if (!g) continue;
+            const ts_shape *s = shape_of(x, t->in[j]);
+            ts_shape sp = *s, full = *ys; /* op(input)'s shape; the product's before the batch sum */
+            if (t->attr[j]) sp.d[s->ndim - 2] = s->d[s->ndim - 1], sp.d[s->ndim - 1] = s->d[s->ndim - 2];
+            full.d[full.ndim - 2] = sp.d[sp.ndim - 2], full.d[full.ndim - 1] = sp.d[sp.ndim - 1];
+            const char *other = j ? ap : bp, *ot = strf(x, "%s/other_T", g), *prod = strf(x, "%s/product", g), *red = t->attr[j] ? strf(x, "%s/of_T", g) : g;
+            int n = shape_of(x, t->in[1 - j])->ndim;
+            swap_last(v, n);
+            attr_is(x, op1(x, "Transpose", ot, other), "perm", n, v);
+            if (j) op2(x, "MatMul", prod, ot, dy);
+            else op2(x, "MatMul", prod, dy, ot);
+            unbroadcast(x, prod, &full, &sp, red);
+            if (t->attr[j]) {
+                swap_last(v, s->ndim);
+                attr_is(x, op1(x, "Transpose", g, red), "perm", s->ndim, v);
+            }
+        }
+        return true;
+    }
+    case TS_OP_LAYER_NORM: { /* xh = (x - mean) inv_std; dx = inv_std (g - mean(g) - xh mean(g xh)), g = dY w; dw = sum dY xh, db = sum dY */
+        const ts_shape *s = shape_of(x, t->in[0]);
+        int k = (int)t->attr[0], lead = s->ndim - k;
+        int64_t norm[TS_MAX_DIMS], outer[TS_MAX_DIMS];
+        for (int d = 0; d < k; d++) norm[d] = lead + d;
+        for (int d = 0; d < lead; d++) outer[d] = d;
+        const char *xh = strf(x, "%s/x_hat", dy), *xc = strf(x, "%s/x-mean", dy);
+        op2(x, "Sub", xc, a, strf(x, "%s/mean", y));
+        op2(x, "Mul", xh, xc, strf(x, "%s/inv_std", y));
+        if ((ga = din(x, o, t, 0))) {
+            const char *g = strf(x, "%s/dY_w", ga), *mg = strf(x, "%s/mean_g", ga), *gx = strf(x, "%s/g_xh", ga), *mgx = strf(x, "%s/mean_g_xh", ga),
+                       *t1 = strf(x, "%s/g-mean_g", ga), *t2 = strf(x, "%s/xh_mean_g_xh", ga), *t3 = strf(x, "%s/inner", ga);
+            op2(x, "Mul", g, dy, b);
+            attr_is(x, nd_keep(x, op1(x, "ReduceMean", mg, g)), "axes", k, norm);
+            op2(x, "Mul", gx, g, xh);
+            attr_is(x, nd_keep(x, op1(x, "ReduceMean", mgx, gx)), "axes", k, norm);
+            op2(x, "Sub", t1, g, mg);
+            op2(x, "Mul", t2, xh, mgx);
+            op2(x, "Sub", t3, t1, t2);
+            op2(x, "Mul", ga, t3, strf(x, "%s/inv_std", y));
+        }
+        if ((gb = din(x, o, t, 1))) {
+            const char *p2 = strf(x, "%s/dY_xh", gb);
+            op2(x, "Mul", p2, dy, xh);
+            attr_i(x, op2(x, "ReduceSum", gb, p2, const_i64(x, strf(x, "%s/axes", gb), lead, outer)), "keepdims", 0);
+        }
+        if ((gb = din(x, o, t, 2))) attr_i(x, op2(x, "ReduceSum", gb, dy, const_i64(x, strf(x, "%s/axes", gb), lead, outer)), "keepdims", 0);
+        return true;
+    }
     default: return false;
     }
 }
