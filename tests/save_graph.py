@@ -148,7 +148,7 @@ def imported():
 # the gradients the forward and those give
 builtin("mlp", ["--model", "mlp", "--batch-size", "8"], ["x", "labels"],
         ["loss", "fc1/MatMul:0", "LogSoftmax:0", "Gradient___fc1.weight", "Gradient___fc2.bias", "Gradient___Relu:0"])
-builtin("cnn", ["--model", "cnn", "--batch-size", "4"], ["x", "labels"], ["loss", "Relu:0", "MaxPool2d:1", "Gradient___fc3.weight"])
+builtin("cnn", ["--model", "cnn", "--batch-size", "4"], ["x", "labels"], ["loss", "Relu:0", "MaxPool2d:1", "Gradient___fc3.weight", "Gradient___bn2.weight", "Gradient___conv2.weight", "Gradient___conv1.weight"])
 builtin("gpt", ["--model", "gpt", "--batch-size", "2", "--layers", "1", "--embd", "32", "--heads", "2", "--block-size", "16"],
         ["tokens", "targets"], ["loss", "Gradient___logits", "Gradient___ln_f.weight", "Gradient___blocks.0.mlp.fc.weight",
                                 "Gradient___blocks.0.attn.qkv.weight", "Gradient___wte.weight", "Gradient___wpe.weight"])

@@ -446,7 +446,9 @@ static void forward(ox *x, const ts_tensor *t) {
     }
     case TS_OP_MAX_POOL2D:
     case TS_OP_AVG_POOL2D:
-        nd = op1(x, t->op == TS_OP_MAX_POOL2D ? "MaxPool" : "AveragePool", y, a);
+        if (t->op == TS_OP_MAX_POOL2D && x->m->training) /* the winners' flat indices, for its backward */
+            nd = node(x, "MaxPool", NULL, 1, &a, 2, (const char *[]){y, strf(x, "%s/indices", y)});
+        else nd = op1(x, t->op == TS_OP_MAX_POOL2D ? "MaxPool" : "AveragePool", y, a);
         attr_is(x, nd, "kernel_shape", 2, (int64_t[]){t->attr[PA_KH], t->attr[PA_KW]});
         attr_is(x, nd, "strides", 2, (int64_t[]){t->attr[CA_SH], t->attr[CA_SW]});
         attr_is(x, nd, "pads", 4, (int64_t[]){t->attr[CA_PT], t->attr[CA_PL], t->attr[CA_PB], t->attr[CA_PR]});
@@ -870,6 +872,82 @@ static bool standard_backward(ox *x, const ts_bwd_op *o, const ts_tensor *t) {
         if ((gb = din(x, o, t, 2))) attr_i(x, op2(x, "ReduceSum", gb, dy, const_i64(x, strf(x, "%s/axes", gb), lead, outer)), "keepdims", 0);
         return true;
     }
+    case TS_OP_BATCH_NORM: { /* with the batch's statistics: dx = (g - mean(g) - xh mean(g xh)) / std, g = dY w; dw = sum dY xh, db = sum dY */
+        if (t->attr[0] || !x->m->training) return false;
+        int n = 0;
+        const ts_shape *s = shape_of(x, t->in[0]);
+        for (int d = 0; d < s->ndim; d++)
+            if (d != 1) v[n++] = d;
+        const char *xh = strf(x, "%s/normalised", y);
+        if ((ga = din(x, o, t, 0))) {
+            const char *g = strf(x, "%s/dY_w", ga), *mg = strf(x, "%s/mean_g", ga), *gx = strf(x, "%s/g_xh", ga), *mgx = strf(x, "%s/mean_g_xh", ga),
+                       *t1 = strf(x, "%s/g-mean_g", ga), *t2 = strf(x, "%s/xh_mean_g_xh", ga), *t3 = strf(x, "%s/inner", ga);
+            op2(x, "Mul", g, dy, strf(x, "%s/weight", y));
+            attr_is(x, nd_keep(x, op1(x, "ReduceMean", mg, g)), "axes", n, v);
+            op2(x, "Mul", gx, g, xh);
+            attr_is(x, nd_keep(x, op1(x, "ReduceMean", mgx, gx)), "axes", n, v);
+            op2(x, "Sub", t1, g, mg);
+            op2(x, "Mul", t2, xh, mgx);
+            op2(x, "Sub", t3, t1, t2);
+            op2(x, "Div", ga, t3, strf(x, "%s/std", y));
+        }
+        if ((gb = din(x, o, t, 1))) {
+            const char *p2 = strf(x, "%s/dY_xh", gb);
+            op2(x, "Mul", p2, dy, xh);
+            attr_i(x, op2(x, "ReduceSum", gb, p2, const_i64(x, strf(x, "%s/axes", gb), n, v)), "keepdims", 0);
+        }
+        if ((gb = din(x, o, t, 2))) attr_i(x, op2(x, "ReduceSum", gb, dy, const_i64(x, strf(x, "%s/axes", gb), n, v)), "keepdims", 0);
+        return true;
+    }
+    case TS_OP_CONV2D: { /* dX = ConvTranspose(dY, W); dW = a conv of x by dY (stride and dilation swapped); db = sum dY */
+        if (t->attr[CA_GROUPS] != 1) return false;
+        const ts_shape *xs = shape_of(x, t->in[0]), *ws = shape_of(x, t->in[1]);
+        int64_t pads[4] = {t->attr[CA_PT], t->attr[CA_PL], t->attr[CA_PB], t->attr[CA_PR]}, strides[2] = {t->attr[CA_SH], t->attr[CA_SW]},
+                dil[2] = {t->attr[CA_DH], t->attr[CA_DW]}, perm[4] = {1, 0, 2, 3};
+        if ((ga = din(x, o, t, 0))) {
+            int64_t outpad[2];
+            for (int d = 0; d < 2; d++)
+                outpad[d] = xs->d[2 + d] - (strides[d] * (ys->d[2 + d] - 1) + (ws->d[2 + d] - 1) * dil[d] + 1 - pads[d] - pads[2 + d]);
+            Node *nd = op2(x, "ConvTranspose", ga, dy, b);
+            attr_is(x, nd, "strides", 2, strides);
+            attr_is(x, nd, "pads", 4, pads);
+            attr_is(x, nd, "dilations", 2, dil);
+            attr_is(x, nd, "output_padding", 2, outpad);
+        }
+        if ((gb = din(x, o, t, 1))) {
+            const char *xt = strf(x, "%s/x_T", gb), *dyt = strf(x, "%s/dY_T", gb), *c = strf(x, "%s/conv", gb), *sl = strf(x, "%s/kernel", gb);
+            attr_is(x, op1(x, "Transpose", xt, a), "perm", 4, perm);
+            attr_is(x, op1(x, "Transpose", dyt, dy), "perm", 4, perm);
+            Node *nd = op2(x, "Conv", c, xt, dyt);
+            attr_is(x, nd, "strides", 2, dil);
+            attr_is(x, nd, "dilations", 2, strides);
+            attr_is(x, nd, "pads", 4, pads);
+            node(x, "Slice", NULL, 4,
+                 (const char *[]){c, const_i64(x, strf(x, "%s/starts", gb), 2, (int64_t[]){0, 0}), const_i64(x, strf(x, "%s/ends", gb), 2, &ws->d[2]),
+                                  const_i64(x, strf(x, "%s/axes", gb), 2, (int64_t[]){2, 3})},
+                 1, &sl);
+            attr_is(x, op1(x, "Transpose", gb, sl), "perm", 4, perm);
+        }
+        if (t->n_in > 2 && (gb = din(x, o, t, 2)))
+            attr_i(x, op2(x, "ReduceSum", gb, dy, const_i64(x, strf(x, "%s/axes", gb), 3, (int64_t[]){0, 2, 3})), "keepdims", 0);
+        return true;
+    }
+    case TS_OP_MAX_POOL2D: /* dY added at each window's winner (MaxPool's flat indices) */
+        if ((ga = din(x, o, t, 0))) {
+            const ts_shape *s = shape_of(x, t->in[0]);
+            int64_t numel = ts_shape_numel(s), flat = -1;
+            const char *z = strf(x, "%s/zeros", ga), *fi = strf(x, "%s/flat_indices", ga), *fd = strf(x, "%s/flat_dY", ga), *sc = strf(x, "%s/flat", ga);
+            const char *minus1 = const_i64(x, strf(x, "%s/-1", ga), 1, &flat);
+            op1(x, "ConstantOfShape", z, const_i64(x, strf(x, "%s/numel", ga), 1, &numel));
+            op2(x, "Reshape", fi, strf(x, "%s/indices", y), minus1);
+            op2(x, "Reshape", fd, dy, minus1);
+            Node *nd = op3(x, "ScatterElements", sc, z, fi, fd);
+            attr_i(x, nd, "axis", 0);
+            attr_s(x, nd, "reduction", "add");
+            for (int d = 0; d < s->ndim; d++) v[d] = s->d[d];
+            op2(x, "Reshape", ga, sc, const_i64(x, strf(x, "%s/shape", ga), s->ndim, v));
+        }
+        return true;
     default: return false;
     }
 }
