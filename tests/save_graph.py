@@ -104,6 +104,43 @@ def builtin(label, model_flags, inputs, anchors):
         print(f"ok {label}: {len(m.graph.node)} nodes ({', '.join(sorted(kinds))}), {len(names)} names")
 
 
+def python_graph():
+    """A training graph built in Python over ops the built-in models do not
+    use, saved by Model.save_graph; its gradients recomputed by onnxruntime."""
+    import tensorscope as ts
+
+    rng = np.random.default_rng(7)
+    g = ts.Graph()
+    x, labels = g.input("x", "f32", [4, 2, 3, 3]), g.input("labels", "i32", [4])
+    scale, w1, w2 = g.param("scale", [2, 1, 1]), g.param("w1", [2, 6]), g.param("w2", [3, 5])
+    pooled = g.flatten(g.global_avg_pool2d(g.mul(x, scale)))
+    h = g.matmul(pooled, w1)
+    c = g.concat([g.erf(h), g.pow(h, 2.0)], 1)
+    r = g.reduce_mean(g.reshape(c, [4, 3, 4]), [2])
+    s = g.reduce_sum(g.reshape(c, [4, 3, 4]), [2])
+    loss = g.cross_entropy(g.matmul(g.add(r, g.scale(s, 0.1)), w2), labels)
+    g.load_state_dict({"scale": rng.normal(size=(2, 1, 1)).astype(np.float32) + 1,
+                       "w1": rng.normal(size=(2, 6)).astype(np.float32), "w2": rng.normal(size=(3, 5)).astype(np.float32)})
+    model = ts.training_model(g, optimizer=ts.SGD(lr=0.1, momentum=0.9), loss=loss)
+    grads = ["Gradient___scale", "Gradient___w1", "Gradient___w2"]
+    for n in grads:
+        model.anchor_tensor(n)
+    xv, lv = rng.normal(size=(4, 2, 3, 3)).astype(np.float32), rng.integers(0, 5, size=4).astype(np.int32)
+    with tempfile.TemporaryDirectory(dir=build) as d:
+        path = os.path.join(d, "python.onnx")
+        model.save_graph(path)
+        ours_loss = float(np.asarray(model(xv, lv)).reshape(-1)[0])
+        m = check_file("python", path, model.get_tensor_names())
+        own = sorted({n.op_type for n in m.graph.node if n.domain})
+        if own != ["SGD"]:
+            fail(f"python: ops of our own domain beside the optimizer's: {own}")
+        part = forward_part("python", m, ["x", "labels"], [loss.name] + grads)
+        got = ort.InferenceSession(part.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": xv, "labels": lv})
+        compare("python", "loss", np.float32(ours_loss), got[0])
+        for n, v in zip(grads, got[1:]):
+            compare("python", n, model.get_anchored_tensor(n).reshape(v.shape), v)
+
+
 def imported():
     """A small CNN classifier written with onnx.helper, imported, run for
     inference; its saved graph is run whole by onnxruntime."""
@@ -152,6 +189,7 @@ builtin("cnn", ["--model", "cnn", "--batch-size", "4"], ["x", "labels"], ["loss"
 builtin("gpt", ["--model", "gpt", "--batch-size", "2", "--layers", "1", "--embd", "32", "--heads", "2", "--block-size", "16"],
         ["tokens", "targets"], ["loss", "Gradient___logits", "Gradient___ln_f.weight", "Gradient___blocks.0.mlp.fc.weight",
                                 "Gradient___blocks.0.attn.qkv.weight", "Gradient___wte.weight", "Gradient___wpe.weight"])
+python_graph()
 imported()
 if failures:
     print(f"save_graph: {len(failures)} failure(s)")

@@ -948,6 +948,59 @@ static bool standard_backward(ox *x, const ts_bwd_op *o, const ts_tensor *t) {
             op2(x, "Reshape", ga, sc, const_i64(x, strf(x, "%s/shape", ga), s->ndim, v));
         }
         return true;
+    case TS_OP_ERF: /* dY 2/sqrt(pi) exp(-x^2) */
+        if ((ga = din(x, o, t, 0))) {
+            const char *x2 = strf(x, "%s/x^2", ga), *n2 = strf(x, "%s/-x^2", ga), *e = strf(x, "%s/exp", ga), *d = strf(x, "%s/derivative", ga);
+            op2(x, "Mul", x2, a, a);
+            op1(x, "Neg", n2, x2);
+            op1(x, "Exp", e, n2);
+            op2(x, "Mul", d, e, const_f(x, strf(x, "%s/2/sqrt(pi)", ga), 1.1283791670955126));
+            op2(x, "Mul", ga, dy, d);
+        }
+        return true;
+    case TS_OP_POW: /* dY p x^(p-1) */
+        if ((ga = din(x, o, t, 0))) {
+            const char *pw = strf(x, "%s/x^(p-1)", ga), *d = strf(x, "%s/derivative", ga);
+            op2(x, "Pow", pw, a, const_f(x, strf(x, "%s/p-1", ga), (double)t->fattr[0] - 1.0));
+            op2(x, "Mul", d, pw, const_f(x, strf(x, "%s/p", ga), (double)t->fattr[0]));
+            op2(x, "Mul", ga, dy, d);
+        }
+        return true;
+    case TS_OP_CONCAT: { /* each input's part of dY */
+        int64_t at = 0, dim = t->attr[0];
+        for (int j = 0; j < t->n_in; j++) {
+            int64_t len = shape_of(x, t->in[j])->d[dim], end = at + len;
+            if ((ga = din(x, o, t, j)))
+                node(x, "Slice", NULL, 4,
+                     (const char *[]){dy, const_i64(x, strf(x, "%s/starts", ga), 1, &at), const_i64(x, strf(x, "%s/ends", ga), 1, &end),
+                                      const_i64(x, strf(x, "%s/axes", ga), 1, &dim)},
+                     1, &ga);
+            at = end;
+        }
+        return true;
+    }
+    case TS_OP_REDUCE_SUM_AXES:
+    case TS_OP_REDUCE_MEAN_AXES:
+    case TS_OP_GLOBAL_AVG_POOL: /* dY at the kept dims, spread over the reduced ones (/ their size) */
+        if ((ga = din(x, o, t, 0))) {
+            const ts_shape *s = shape_of(x, t->in[0]);
+            int64_t kept[TS_MAX_DIMS], full[TS_MAX_DIMS], count = 1;
+            for (int d = 0; d < s->ndim; d++) {
+                bool reduced = t->op == TS_OP_GLOBAL_AVG_POOL ? d >= 2 : ((t->attr[0] >> d) & 1) != 0;
+                kept[d] = reduced ? 1 : s->d[d];
+                full[d] = s->d[d];
+                if (reduced) count *= s->d[d];
+            }
+            const char *r = strf(x, "%s/kept", ga);
+            op2(x, "Reshape", r, dy, const_i64(x, strf(x, "%s/kept_shape", ga), s->ndim, kept));
+            if (t->op != TS_OP_REDUCE_SUM_AXES) {
+                const char *m = strf(x, "%s/kept/n", ga);
+                op2(x, "Mul", m, r, const_f(x, strf(x, "%s/1/n", ga), 1.0 / (double)count));
+                r = m;
+            }
+            op2(x, "Expand", ga, r, const_i64(x, strf(x, "%s/shape", ga), s->ndim, full));
+        }
+        return true;
     default: return false;
     }
 }
