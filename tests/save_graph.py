@@ -49,6 +49,9 @@ def check_file(label, path, names):
     domains = {o.domain: o.version for o in m.opset_import}
     if any(n.domain == "ai.tensorscope" for n in m.graph.node) and "ai.tensorscope" not in domains:
         fail(f"{label}: ai.tensorscope nodes without its opset_import")
+    infos = [v.name for v in m.graph.value_info]
+    if len(infos) != len(set(infos)):
+        fail(f"{label}: value_info repeats names")
     missing = sorted(set(names) - file_values(m))
     if missing:
         fail(f"{label}: {len(missing)} of {len(names)} tensor names are not in the file: {missing[:8]}")

@@ -537,8 +537,10 @@ static void finish(ox *x, const ts_bwd_op *o) {
     for (int j = 0; j < o->n_out; j++) {
         int e = o->out[j];
         x->defined[e] = true;
-        if (x->writers[e] > 1 && x->partials[e].n == (size_t)x->writers[e])
+        if (x->writers[e] > 1 && x->partials[e].n != (size_t)x->writers[e]) continue;
+        if (x->writers[e] > 1)
             node(x, "Sum", NULL, x->writers[e], (const char *const *)x->partials[e].v, 1, (const char *const *)&x->p->entries[e].name);
+        push(x, &x->infos, value(x, entry_name(x, e), ONNX_FLOAT, &x->p->entries[e].shape));
     }
 }
 
@@ -1045,6 +1047,7 @@ static void optimizer_op(ox *x, const ts_bwd_op *o) {
     const ts_prog *p = x->p;
     if (o->n_out == 1 && o->n_in == 1) { /* Alias or AccumulateMean: Gradient___ -> Accum___ */
         const char *g = grad_read(x, o->in[0]), *acc = entry_name(x, o->out[0]);
+        push(x, &x->infos, value(x, acc, ONNX_FLOAT, &p->entries[o->out[0]].shape));
         if (!strcmp(o->op, "Alias")) op1(x, "Identity", acc, g);
         else {
             Node *nd = node(x, "AccumulateMean", OX_DOMAIN, 1, &g, 1, &acc);
@@ -1120,9 +1123,6 @@ static ts_status build(ox *x, TensorscopeOnnx__ModelProto *mp, TensorscopeOnnx__
                 continue;
             } else if (!standard_backward(x, o, o->src)) own_backward(x, o);
             if (!o->optimizer) finish(x, o);
-            for (int j = 0; j < o->n_out; j++)
-                if (p->entries[o->out[j]].kind == TS_KIND_GRAD || p->entries[o->out[j]].kind == TS_KIND_ACCUM)
-                    push(x, &x->infos, value(x, entry_name(x, o->out[j]), ONNX_FLOAT, &p->entries[o->out[j]].shape));
         }
         ts_free(ops);
     } else
