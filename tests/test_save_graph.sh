@@ -21,6 +21,11 @@ py_sanitizer_preload "$build"
 out=$("$build/tensorscope" graph --model mlp --batch-size 4 --save-graph /nonexistent-dir/g.onnx 2>&1) && fail "an unwritable --save-graph path succeeded"
 case $out in *nonexistent-dir*) ;; *) fail "the error for an unwritable --save-graph path does not name it: $out" ;; esac
 
+# the printed graph's flags with --save-graph are a usage error
+"$build/tensorscope" graph --model mlp --format dot --save-graph "$build/unused.onnx" >/dev/null 2>&1
+[ $? -eq 2 ] || fail "graph --format dot --save-graph is not a usage error"
+[ -e "$build/unused.onnx" ] && fail "a refused --save-graph wrote its file"
+
 export TENSORSCOPE_LIBRARY=$build/libtensorscope.so PYTHONPATH=$src/python TS_SOURCE_DIR=$src TS_BUILD_DIR=$build
 "$REALMODELS_PY" "$src/tests/save_graph.py" || fail "tests/save_graph.py"
 echo "test_save_graph: PASS"

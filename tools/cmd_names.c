@@ -124,6 +124,8 @@ int cmd_graph(int argc, char **argv) {
     else if (strcasecmp(a.format, "dot") == 0) fmt = TS_DUMP_DOT;
     else return cli_usage_error("graph", "--format must be text or dot, got '%s'", a.format);
     if (a.backward && a.inference) return cli_usage_error("graph", "--backward shows the training program: an --inference model runs no backward pass");
+    if (a.save_graph && (a.backward || a.locations || fmt != TS_DUMP_TEXT))
+        return cli_usage_error("graph", "--save-graph writes the graph as ONNX, with the backward pass unless --inference; --format, --locations and --backward are for the printed graph");
     cli_model cm = {0};
     ts_model *m = NULL;
     rc = compile_model("graph", &a, &cm, &m);
