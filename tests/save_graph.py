@@ -121,7 +121,7 @@ def python_graph():
     c = g.concat([g.erf(h), g.pow(h, 2.0)], 1)
     r = g.reduce_mean(g.reshape(c, [4, 3, 4]), [2])
     s = g.reduce_sum(g.reshape(c, [4, 3, 4]), [2])
-    loss = g.cross_entropy(g.matmul(g.add(r, g.scale(s, 0.1)), w2), labels)
+    loss = g.cross_entropy_ignore(g.matmul(g.add(r, g.scale(s, 0.1)), w2), labels, -100)
     g.load_state_dict({"scale": rng.normal(size=(2, 1, 1)).astype(np.float32) + 1,
                        "w1": rng.normal(size=(2, 6)).astype(np.float32), "w2": rng.normal(size=(3, 5)).astype(np.float32)})
     model = ts.training_model(g, optimizer=ts.SGD(lr=0.1, momentum=0.9), loss=loss)
@@ -129,6 +129,7 @@ def python_graph():
     for n in grads:
         model.anchor_tensor(n)
     xv, lv = rng.normal(size=(4, 2, 3, 3)).astype(np.float32), rng.integers(0, 5, size=4).astype(np.int32)
+    lv[1] = -100  # ignored: the mean is over the other three
     with tempfile.TemporaryDirectory(dir=build) as d:
         path = os.path.join(d, "python.onnx")
         model.save_graph(path)

@@ -592,6 +592,7 @@ static bool standard_backward(ox *x, const ts_bwd_op *o, const ts_tensor *t) {
         for (int q = 0; q < j; q++)
             if (t->in[j] == t->in[q]) return false; /* x op x: one gradient from two roles */
     const ts_prog *p = x->p;
+    if (p->grad_entry[t->id] < 0) return false;
     const char *dy = grad_read(x, p->grad_entry[t->id]), *y = t->name;
     const ts_shape *ys = shape_of(x, t->id);
     const char *a = t->n_in > 0 ? in_name(x, t, 0) : NULL, *b = t->n_in > 1 ? in_name(x, t, 1) : NULL;
@@ -796,12 +797,13 @@ static bool standard_backward(ox *x, const ts_bwd_op *o, const ts_tensor *t) {
             vals[0] = 0.0f, vals[1] = 1.0f;
             attr_i(x, op1(x, "Softmax", sm, a), "axis", -1);
             attr_i(x, op1(x, "Cast", l64, b), "to", ONNX_INT64);
-            init(x, strf(x, "%s/values", ga), ONNX_FLOAT, &(ts_shape){.ndim = 1, .d = {2}}, vals, 2 * sizeof *vals);
-            attr_i(x, op3(x, "OneHot", oh, l64, const_i64(x, strf(x, "%s/depth", ga), 1, &V), strf(x, "%s/values", ga)), "axis", -1);
-            op2(x, "Sub", df, sm, oh);
-            int64_t ignore = t->attr[0] ? t->attr[1] : INT64_MIN; /* without one every label counts */
-            const char *ig = strf(x, "%s/ignored", ga);
+            int64_t ignore = t->attr[0] ? t->attr[1] : INT64_MIN, zero = 0; /* without one every label counts */
+            const char *ig = strf(x, "%s/ignored", ga), *safe = strf(x, "%s/labels_in_range", ga);
             op2(x, "Equal", ig, l64, const_i64(x, strf(x, "%s/ignore_index", ga), 1, &ignore));
+            op3(x, "Where", safe, ig, const_i64(x, strf(x, "%s/0", ga), 1, &zero), l64); /* an ignored label's row is masked below */
+            init(x, strf(x, "%s/values", ga), ONNX_FLOAT, &(ts_shape){.ndim = 1, .d = {2}}, vals, 2 * sizeof *vals);
+            attr_i(x, op3(x, "OneHot", oh, safe, const_i64(x, strf(x, "%s/depth", ga), 1, &V), strf(x, "%s/values", ga)), "axis", -1);
+            op2(x, "Sub", df, sm, oh);
             op1(x, "Not", vb, ig);
             attr_i(x, op1(x, "Cast", valid, vb), "to", ONNX_FLOAT);
             attr_i(x, op1(x, "ReduceSum", n, valid), "keepdims", 0);
