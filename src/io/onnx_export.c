@@ -573,6 +573,54 @@ static void unbroadcast(ox *x, const char *dy, const ts_shape *ys, const ts_shap
     op2(x, "Reshape", out, r, const_i64(x, strf(x, "%s/shape", out), s->ndim, v));
 }
 
+/* `<owner>/<what>` compared with a number c: a bool. */
+static const char *cmp(ox *x, const char *op, const char *a, double c, const char *owner, const char *what) {
+    const char *r = strf(x, "%s/%s", owner, what);
+    op2(x, op, r, a, const_f(x, strf(x, "%s/%s_c", owner, what), c));
+    return r;
+}
+
+/* d = f'(x) of an elementwise activation, as backend/ew_math.h's
+ * ts_ewu_derivative gives it (its conventions at the kinks). */
+static void elementwise_derivative(ox *x, const ts_tensor *t, const char *g, const char *d) {
+    const char *a = in_name(x, t, 0);
+    double alpha = (double)t->fattr[0], beta = (double)t->fattr[1];
+    const char *e = strf(x, "%s/exp", g), *k = strf(x, "%s/k", g);
+    switch (t->op) {
+    case TS_OP_SIN: op1(x, "Cos", d, a); break;
+    case TS_OP_COS:
+        op1(x, "Sin", e, a); /* -sin x */
+        op1(x, "Neg", d, e);
+        break;
+    case TS_OP_SOFTPLUS: op1(x, "Sigmoid", d, a); break;
+    case TS_OP_LEAKY_RELU: op3(x, "Where", d, cmp(x, "Less", a, 0.0, g, "x<0"), const_f(x, strf(x, "%s/alpha", g), alpha), const_f(x, strf(x, "%s/1", g), 1.0)); break;
+    case TS_OP_ELU:
+    case TS_OP_SELU: /* x < 0 (ELU) or not x > 0 (SELU): alpha e^x, else 1; SELU's times its scale beta */
+        op1(x, "Exp", e, a);
+        op2(x, "Mul", k, e, const_f(x, strf(x, "%s/alpha", g), t->op == TS_OP_ELU ? alpha : alpha * beta));
+        if (t->op == TS_OP_ELU) op3(x, "Where", d, cmp(x, "Less", a, 0.0, g, "x<0"), k, const_f(x, strf(x, "%s/1", g), 1.0));
+        else op3(x, "Where", d, cmp(x, "Greater", a, 0.0, g, "x>0"), const_f(x, strf(x, "%s/beta", g), beta), k);
+        break;
+    case TS_OP_HARD_SIGMOID: { /* alpha where 0 < alpha x + beta < 1 */
+        const char *z = strf(x, "%s/z", g), *ax = strf(x, "%s/alpha_x", g), *in = strf(x, "%s/inside", g);
+        op2(x, "Mul", ax, a, const_f(x, strf(x, "%s/alpha", g), alpha));
+        op2(x, "Add", z, ax, const_f(x, strf(x, "%s/beta", g), beta));
+        op2(x, "And", in, cmp(x, "Greater", z, 0.0, g, "z>0"), cmp(x, "Less", z, 1.0, g, "z<1"));
+        op3(x, "Where", d, in, const_f(x, strf(x, "%s/slope", g), alpha), const_f(x, strf(x, "%s/0", g), 0.0));
+        break;
+    }
+    case TS_OP_HARD_SWISH: { /* 0 below -3, 1 above 3, x/3 + 1/2 between */
+        const char *mid = strf(x, "%s/x/3+1/2", g), *x3 = strf(x, "%s/x/3", g), *hi = strf(x, "%s/upper", g);
+        op2(x, "Mul", x3, a, const_f(x, strf(x, "%s/1/3", g), 1.0 / 3.0));
+        op2(x, "Add", mid, x3, const_f(x, strf(x, "%s/1/2", g), 0.5));
+        op3(x, "Where", hi, cmp(x, "Greater", a, 3.0, g, "x>3"), const_f(x, strf(x, "%s/1", g), 1.0), mid);
+        op3(x, "Where", d, cmp(x, "Less", a, -3.0, g, "x<-3"), const_f(x, strf(x, "%s/0", g), 0.0), hi);
+        break;
+    }
+    default: break;
+    }
+}
+
 /* keepdims=1 on a reduction node; the node. */
 static Node *nd_keep(ox *x, Node *nd) {
     attr_i(x, nd, "keepdims", 1);
@@ -639,7 +687,8 @@ static bool standard_backward(ox *x, const ts_bwd_op *o, const ts_tensor *t) {
     case TS_OP_RESHAPE:
     case TS_OP_FLATTEN:
     case TS_OP_PRINT:
-    case TS_OP_CAST: /* the gradient as it is, at the input's shape */
+    case TS_OP_CAST:
+    case TS_OP_CAST_LOWBITS: /* the gradient as it is (straight through), at the input's shape */
         if ((ga = din(x, o, t, 0))) {
             const ts_shape *s = shape_of(x, t->in[0]);
             for (int d = 0; d < s->ndim; d++) v[d] = s->d[d];
@@ -950,6 +999,32 @@ static bool standard_backward(ox *x, const ts_bwd_op *o, const ts_tensor *t) {
             attr_s(x, nd, "reduction", "add");
             for (int d = 0; d < s->ndim; d++) v[d] = s->d[d];
             op2(x, "Reshape", ga, sc, const_i64(x, strf(x, "%s/shape", ga), s->ndim, v));
+        }
+        return true;
+    case TS_OP_SIN:
+    case TS_OP_COS:
+    case TS_OP_SOFTPLUS:
+    case TS_OP_LEAKY_RELU:
+    case TS_OP_ELU:
+    case TS_OP_SELU:
+    case TS_OP_HARD_SIGMOID:
+    case TS_OP_HARD_SWISH: /* dY f'(x), f' as the kernels take it (backend/ew_math.h) */
+        if ((ga = din(x, o, t, 0))) {
+            const char *d = strf(x, "%s/derivative", ga);
+            elementwise_derivative(x, t, ga, d);
+            op2(x, "Mul", ga, dy, d);
+        }
+        return true;
+    case TS_OP_PAD: /* the input's part of dY */
+        if (t->iparam != TS_PAD_CONSTANT) return false;
+        if ((ga = din(x, o, t, 0))) {
+            const ts_shape *s = shape_of(x, t->in[0]);
+            int64_t st[TS_MAX_DIMS], en[TS_MAX_DIMS], ax[TS_MAX_DIMS];
+            for (int d = 0; d < s->ndim; d++) st[d] = t->attr[d], en[d] = t->attr[d] + s->d[d], ax[d] = d;
+            node(x, "Slice", NULL, 4,
+                 (const char *[]){dy, const_i64(x, strf(x, "%s/starts", ga), s->ndim, st), const_i64(x, strf(x, "%s/ends", ga), s->ndim, en),
+                                  const_i64(x, strf(x, "%s/axes", ga), s->ndim, ax)},
+                 1, &ga);
         }
         return true;
     case TS_OP_ERF: /* dY 2/sqrt(pi) exp(-x^2) */
