@@ -902,7 +902,7 @@ static bool standard_backward(ox *x, const ts_bwd_op *o, const ts_tensor *t) {
         int64_t norm[TS_MAX_DIMS], outer[TS_MAX_DIMS];
         for (int d = 0; d < k; d++) norm[d] = lead + d;
         for (int d = 0; d < lead; d++) outer[d] = d;
-        const char *xh = strf(x, "%s/x_hat", dy), *xc = strf(x, "%s/x-mean", dy);
+        const char *xh = strf(x, "%s/x_hat", y), *xc = strf(x, "%s/x-mean", y); /* beside the forward's statistics */
         op2(x, "Sub", xc, a, strf(x, "%s/mean", y));
         op2(x, "Mul", xh, xc, strf(x, "%s/inv_std", y));
         if ((ga = din(x, o, t, 0))) {
