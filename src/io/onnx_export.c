@@ -47,6 +47,7 @@ typedef struct ox {
     int *writers;    /* per entry: backward ops that add into it */
     ptrs *partials;  /* per entry with several writers: their contributions' names so far */
     bool *defined;   /* per entry: a node or an initializer gives it */
+    const char *doc; /* the doc_string of the nodes made now: what they compute, and where it was built */
 } ox;
 
 /* ---- allocation, strings and the message arrays */
@@ -107,6 +108,7 @@ static Node *node(ox *x, const char *op, const char *domain, int n_in, const cha
     nd->op_type = (char *)op;
     nd->name = (char *)out[0]; /* each name is given once: its first output names the node */
     if (domain) nd->domain = (char *)domain;
+    nd->doc_string = (char *)x->doc;
     push(x, &x->nodes, nd);
     return nd;
 }
@@ -1161,6 +1163,12 @@ static void optimizer_op(ox *x, const ts_bwd_op *o) {
 
 /* ---- the whole graph */
 
+/* "<what> of <tensor> (<Op>), built at <file:line>": Netron shows it beside the node. */
+static void set_doc(ox *x, const char *what, const ts_tensor *t) {
+    char where[600];
+    x->doc = strf(x, "%s of %s (%s), built at %s", what, t->name, ts_op_get(t->op)->name, ts_tensor_where(t, where, sizeof where));
+}
+
 static void leaf(ox *x, const ts_tensor *t) {
     const ts_shape *s = shape_of(x, t->id);
     if (t->op == TS_OP_INPUT) push(x, &x->inputs, value(x, t->name, onnx_type(t->dtype), s));
@@ -1174,6 +1182,7 @@ static ts_status build(ox *x, TensorscopeOnnx__ModelProto *mp, TensorscopeOnnx__
         const ts_tensor *t = g->t[p->order[r]];
         if (t->op == TS_OP_INPUT || ts_op_holds_value(t->op)) leaf(x, t);
         else {
+            set_doc(x, "forward", t);
             forward(x, t);
             push(x, &x->infos, value(x, t->name, onnx_type(ts_op_get(t->op)->int_output ? TS_I32 : t->dtype), shape_of(x, t->id)));
         }
@@ -1189,6 +1198,7 @@ static ts_status build(ox *x, TensorscopeOnnx__ModelProto *mp, TensorscopeOnnx__
         }
         for (int k = 0; k < n && !x->failed; k++) {
             const ts_bwd_op *o = &ops[k];
+            set_doc(x, o->optimizer ? "optimizer step" : "backward", o->src);
             if (o->optimizer) optimizer_op(x, o);
             else if (!o->accumulates) { /* OnesLike: d loss / d loss */
                 const ts_shape *s = &p->entries[o->out[0]].shape;
