@@ -50,6 +50,9 @@ def check_file(label, path, names):
     domains = {o.domain: o.version for o in m.opset_import}
     if any(n.domain == "ai.tensorscope" for n in m.graph.node) and "ai.tensorscope" not in domains:
         fail(f"{label}: ai.tensorscope nodes without its opset_import")
+    undocumented = [n.name for n in m.graph.node if " of " not in n.doc_string]
+    if undocumented:
+        fail(f"{label}: nodes without a doc_string saying whose they are: {undocumented[:5]}")
     infos = [v.name for v in m.graph.value_info]
     if len(infos) != len(set(infos)):
         fail(f"{label}: value_info repeats names")
