@@ -3,8 +3,8 @@
  * computed (the file reads back through an independent path: the importer
  * maps ONNX ops to ours, the writer ours to ONNX); a training model's file
  * is refused by the importer only for its optimizer's own-domain nodes;
- * bad arguments and an unwritable path are errors that name the fix and
- * leave no file. tests/test_save_graph.sh checks the files with onnx and
+ * bad arguments, an unwritable path and every allocation failing are errors
+ * that name the fix, leave no file and leak nothing. tests/test_save_graph.sh checks the files with onnx and
  * onnxruntime. */
 /* needs: onnx */
 #define _GNU_SOURCE /* memmem */
@@ -36,6 +36,29 @@ static ts_graph *build(ts_tensor **out, ts_tensor **loss) {
     if (w) ts_param_set(w, &wa);
     return g;
 }
+
+/* A counting allocator that can fail its Nth call (tests/test_alloc_fail.c's kind). */
+static long calls, fail_at, live;
+static void *c_alloc(void *u, size_t n) {
+    (void)u;
+    if (++calls == fail_at) return NULL;
+    void *p = malloc(n);
+    if (p) live++;
+    return p;
+}
+static void *c_realloc(void *u, void *p, size_t n) {
+    (void)u;
+    if (++calls == fail_at) return NULL;
+    void *q = realloc(p, n);
+    if (q && !p) live++;
+    return q;
+}
+static void c_free(void *u, void *p) {
+    (void)u;
+    if (p) live--;
+    free(p);
+}
+static const ts_allocator COUNTING = {c_alloc, c_realloc, c_free, NULL};
 
 static ts_status run_out(ts_model *m, const char *name, float *x, float *y) {
     ts_array in = ts_array_f32(x, 2, (int64_t[]){B, F}), got;
@@ -76,6 +99,24 @@ int main(void) {
     } else CHECK(0, "running the imported file: %s", ts_last_error());
     ts_model_free(mb);
     ts_graph_free(back);
+
+    /* every allocation the writer makes failing in turn: TS_ERR_OUT_OF_MEMORY
+     * (or the file whole), nothing leaked */
+    ts_set_allocator(&COUNTING);
+    calls = 0, fail_at = 0, live = 0;
+    CHECK_OK(ts_model_save_graph(m, path), "saving with a counting allocator");
+    long total = calls, leaked = live, wrong = 0, wrong_at = 0;
+    for (long k = 1; k <= total; k++) {
+        calls = 0, fail_at = k, live = 0;
+        st = ts_model_save_graph(m, path);
+        if ((st != TS_OK && st != TS_ERR_OUT_OF_MEMORY) || live != 0) {
+            wrong++;
+            if (!wrong_at) wrong_at = k;
+        }
+    }
+    ts_set_allocator(NULL);
+    CHECK(leaked == 0 && total > 10, "a save makes %ld allocations and frees them all (%ld left)", total, leaked);
+    CHECK(wrong == 0, "each of the %ld allocations failing gives TS_ERR_OUT_OF_MEMORY and leaks nothing (%ld did not; first: call %ld)", total, wrong, wrong_at);
 
     /* bad arguments and an unwritable path: errors, no file */
     CHECK(ts_model_save_graph(NULL, path) == TS_ERR_INVALID_ARGUMENT, "a NULL model is refused");

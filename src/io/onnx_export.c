@@ -68,10 +68,17 @@ static void push(ox *x, ptrs *a, void *item) {
 }
 
 static void *ox_new(ox *x, size_t bytes) {
+    if (x->failed) return NULL;
     void *q = ts_calloc(1, bytes ? bytes : 1);
-    if (!q) x->failed = true;
-    else push(x, &x->own, q);
-    if (q && x->failed) return NULL; /* the bookkeeping failed: it is not tracked */
+    if (!q) {
+        x->failed = true;
+        return NULL;
+    }
+    push(x, &x->own, q);
+    if (x->failed) { /* not tracked: freed here */
+        ts_free(q);
+        return NULL;
+    }
     return q;
 }
 
