@@ -1484,6 +1484,23 @@ typedef enum ts_dump_format { TS_DUMP_TEXT = 0, TS_DUMP_DOT } ts_dump_format;
 enum { TS_DUMP_LOCATIONS = 1, TS_DUMP_BACKWARD = 2 };
 TS_API char *ts_graph_dump(const ts_graph *g, const ts_model *m, ts_dump_format fmt, int flags);
 
+/* The compiled graph as an ONNX file (docs/onnx.md#the-graph-as-an-onnx-file),
+ * written atomically, that Netron shows and onnx.checker accepts: the
+ * forward ops as standard ONNX ops (opset 17) under the model's own tensor
+ * names; for a training model then the backward pass (each gradient
+ * Gradient___<name>, written as standard ops where its op has a standard
+ * form, else as a node `<Op>Backward` of the domain `ai.tensorscope`) and
+ * the optimizer step (Accum___, then an `ai.tensorscope` SGD, Adam or AdamW
+ * node with its settings as attributes, writing UpdatedVar___ and the
+ * state's next values `<state>/next`). Parameters, buffers, constants and
+ * optimizer state are initializers with their current values; the inputs
+ * are graph inputs at their compiled shapes and dtypes; the outputs are the
+ * loss (an inference model's outputs), the updated parameters and state.
+ * An inference model's file has only standard ops (onnxruntime runs it)
+ * unless an op has none (listed in docs/onnx.md). Compiles the model if it
+ * is not; TS_ERR_UNSUPPORTED in a build without protobuf-c. */
+TS_API ts_status ts_model_save_graph(ts_model *m, const char *path);
+
 /* Bytes held by a compiled model, by lifetime class, and the process's.
  * On a GPU also its memory: what tensorscope holds there now (every model
  * of the process, with cuBLAS's workspace) and at most since it started,

@@ -7,7 +7,7 @@
 #include <strings.h>
 
 typedef struct model_args {
-    const char *model, *optimizer, *format, *loss, *labels_input, *output, *precision;
+    const char *model, *optimizer, *format, *loss, *labels_input, *output, *precision, *save_graph;
     long batch_size, repeat_count, grad_accum;
     double momentum;
     bool locations, inference, backward;
@@ -113,6 +113,7 @@ int cmd_graph(int argc, char **argv) {
     const cli_flag flags[] = {{"--format", FLAG_STRING, &a.format, "text|dot", "output format (default text)"},
                               {"--locations", FLAG_BOOL, &a.locations, NULL, "show where each node was built"},
                               {"--backward", FLAG_BOOL, &a.backward, NULL, "add the backward pass and the optimizer step the training program runs"},
+                              {"--save-graph", FLAG_STRING, &a.save_graph, "FILE.onnx", "write the compiled graph as ONNX instead (with the backward and optimizer step unless --inference)"},
                               MODEL_FLAGS(a),
                               {NULL, FLAG_BOOL, NULL, NULL, NULL}};
     bool help;
@@ -123,10 +124,14 @@ int cmd_graph(int argc, char **argv) {
     else if (strcasecmp(a.format, "dot") == 0) fmt = TS_DUMP_DOT;
     else return cli_usage_error("graph", "--format must be text or dot, got '%s'", a.format);
     if (a.backward && a.inference) return cli_usage_error("graph", "--backward shows the training program: an --inference model runs no backward pass");
+    if (a.save_graph && (a.backward || a.locations || fmt != TS_DUMP_TEXT))
+        return cli_usage_error("graph", "--save-graph writes the graph as ONNX, with the backward pass unless --inference; --format, --locations and --backward are for the printed graph");
     cli_model cm = {0};
     ts_model *m = NULL;
-    rc = compile_model("graph", &a, true, &cm, &m);
-    if (!rc) {
+    rc = compile_model("graph", &a, !a.save_graph, &cm, &m); /* the saved graph holds the optimizer state's values: allocated */
+    if (!rc && a.save_graph) {
+        if (ts_model_save_graph(m, a.save_graph)) rc = cli_runtime_error("saving the graph");
+    } else if (!rc) {
         char *s = ts_graph_dump(cm.g, m, fmt, (a.locations ? TS_DUMP_LOCATIONS : 0) | (a.backward ? TS_DUMP_BACKWARD : 0));
         if (s) fputs(s, stdout);
         else rc = cli_runtime_error("dumping the graph");

@@ -21,6 +21,7 @@
 
 typedef struct train_args {
     const char *model, *data, *optimizer, *output_mode, *check_numerics, *histogram, *dump_npy, *tensorboard, *plot;
+    const char *save_graph; /* --save-graph FILE.onnx */
     const char *save_weights, *weights, *lr_schedule, *checkpoint_dir, *resume, *run_name, *dump_limit, *outfeed_mode, *picture_dir;
     const char *split_at, *pipeline_schedule, *device, *save_init, *attn_dir;
     const char *trace, *trace_steps;
@@ -800,6 +801,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--tensorboard", FLAG_STRING, &a.tensorboard, "DIR", "write TensorBoard event files to DIR/<date>_<host> (one run each)"},
         {"--run-name", FLAG_STRING, &a.run_name, "NAME", "with --tensorboard: write to DIR/NAME instead"},
         {"--plot", FLAG_STRING, &a.plot, "FILE.png", "plot loss and accuracy curves"},
+        {"--save-graph", FLAG_STRING, &a.save_graph, "FILE.onnx", "write the compiled training graph (forward, backward, optimizer step) as ONNX, before the first step"},
         {"--save-weights", FLAG_STRING, &a.save_weights, "DIR", "save parameters as .npy at the end (and Ctrl-C); a corpus's model also "
                                                                 "lm.txt and vocab.txt, for 'tensorscope generate'"},
         {"--save-init", FLAG_STRING, &a.save_init, "DIR", "save the initial parameters as .npy (for a reference run)"},
@@ -1205,6 +1207,10 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     if (a.log_memory) {
         char line[512];
         fprintf(stderr, "%s\n", ts_model_memory_line(tm, line, sizeof line));
+    }
+    if (a.save_graph && ts_model_save_graph(tm, a.save_graph)) {
+        cli_runtime_error("saving the graph (--save-graph)");
+        goto done;
     }
     if (R > 1 && !a.quiet) printf("replicas: %d (one per MPI rank), micro-batch %ld each, %ld per step\n", R, a.batch_size, a.batch_size * R);
     if (K > 1 && !a.quiet) printf("pipeline: %d stages (one per MPI rank), split at %s\n", K, a.split_at);

@@ -356,6 +356,7 @@ _PROTOTYPES = {
     "ts_model_free": (None, [P]),
     "ts_model_finish": (_st, [P]),
     "ts_model_compile": (_st, [P]),
+    "ts_model_save_graph": (_st, [P, S]),
     "ts_model_tensor_names": (_st, [P, C.POINTER(STRS), C.POINTER(C.c_size_t)]),
     "ts_model_anchor": (_st, [P, S, S, C.c_int, C.c_int]),
     "ts_model_run": (_st, [P, STRS, C.POINTER(Array), C.c_int]),

@@ -471,6 +471,21 @@ class Model:
         if not self._compiled:
             self.compile()
 
+    def save_graph(self, path: Union[str, os.PathLike]) -> None:
+        """Writes the compiled graph as an ONNX file (docs/onnx.md#the-graph-as-an-onnx-file),
+        atomically: the forward ops as standard ONNX ops under this model's
+        tensor names, and for a training model the backward pass
+        (Gradient___*) and the optimizer step (UpdatedVar___*, the state's
+        next values), in standard ops where they have a standard form, else
+        in the documented domain `ai.tensorscope`. Parameters and optimizer
+        state are initializers holding their current values; Netron opens
+        it, onnx.checker accepts it, onnxruntime runs an inference model's.
+        Compiles the model first when it is not."""
+        fn = _capi.function("ts_model_save_graph", "Model.save_graph")
+        self._compile_once()
+        with self._lock:
+            check(fn(self._h, cstr(os.fspath(path))))
+
     def dump(self, fmt: str = "text", locations: bool = False, backward: bool = False) -> str:
         """The graph with this model's compiled shapes and observation flags;
         backward=True adds the backward pass and optimizer step (training)."""

@@ -4,6 +4,7 @@
  * ones and the flags say what the program really does with each tensor. */
 #include "compile/model.h"
 
+#include "diag/backward_ops.h"
 #include "graph/ops.h"
 
 #include <stdio.h>
@@ -182,110 +183,6 @@ static bool want_locations(int flags) {
     return (flags & TS_DUMP_LOCATIONS) || ts_env_flag("TS_IR_DEBUG");
 }
 
-/* ---- the backward pass and the optimizer step of a training program
- *
- * Not graph nodes: compile gives every op's backward kernel a place in the
- * program (the reverse of the forward order) and every parameter an
- * optimizer update. Each is described as an "op" over the program's named
- * entries (Gradient___, Accum___, UpdatedVar___, optimizer state, and the
- * forward values it keeps), the same list for text and DOT. */
-
-#define BWD_MAX_IN (TS_MAX_INPUTS + 2)
-#define BWD_MAX_OUT TS_MAX_INPUTS
-
-typedef struct bwd_op {
-    char op[64];           /* LogBackward, SGD, ... */
-    char attrs[160];       /* ", lr=0.01, momentum=0.9" */
-    const ts_tensor *src;  /* whose op it is (its source location) */
-    int in[BWD_MAX_IN], n_in;    /* entries read */
-    int out[BWD_MAX_OUT], n_out; /* entries written */
-    bool accumulates;      /* adds into its outputs (a backward kernel) */
-    bool optimizer;        /* part of the optimizer step */
-} bwd_op;
-
-static void add_ref(int *v, int *n, int max, int e) {
-    for (int k = 0; k < *n; k++)
-        if (v[k] == e) return; /* x * x reads x once, writes Gradient___x once */
-    if (*n < max && e >= 0) v[(*n)++] = e;
-}
-
-/* The settings parameter t is updated with (its own, or the model's). */
-static void optimizer_attrs(const ts_model *m, const ts_tensor *t, char *buf, size_t n) {
-    const ts_optimizer *o = ts_param_optimizer(&m->opt, t);
-    size_t used = (size_t)snprintf(buf, n, ", lr=%g", t->has_opt ? (double)t->opt.lr : m->base_lr);
-    if (used < n && o->kind == TS_OPT_SGD) {
-        if (o->momentum != 0.0f) used += (size_t)snprintf(buf + used, n - used, ", momentum=%g", (double)o->momentum);
-        if (used < n && o->dampening != 0.0f) used += (size_t)snprintf(buf + used, n - used, ", dampening=%g", (double)o->dampening);
-        if (used < n && o->nesterov) used += (size_t)snprintf(buf + used, n - used, ", nesterov=true");
-    } else if (used < n) {
-        used += (size_t)snprintf(buf + used, n - used, ", betas=(%g, %g), eps=%g", (double)o->beta1, (double)o->beta2, (double)o->eps);
-    }
-    if (used < n && o->weight_decay != 0.0f) snprintf(buf + used, n - used, ", weight_decay=%g", (double)o->weight_decay);
-}
-
-/* The ops of the backward pass in the order they run, then those of the
- * optimizer step; *out NULL (and *n 0) when there are none. */
-static ts_status backward_ops(const ts_model *m, bwd_op **out, int *n) {
-    const ts_prog *p = m->prog;
-    const ts_graph *g = m->g;
-    *out = NULL;
-    *n = 0;
-    bwd_op *v = ts_calloc((size_t)p->n_order * 3 + 1, sizeof *v); /* per node: a backward, or an accumulation and an update */
-    if (!v) return TS_ERR_OUT_OF_MEMORY;
-    int k = 0;
-    if (m->loss >= 0 && m->loss < p->n_nodes && p->grad_entry[m->loss] >= 0) { /* d loss / d loss = 1 */
-        bwd_op *b = &v[k++];
-        snprintf(b->op, sizeof b->op, "OnesLike");
-        b->src = g->t[m->loss];
-        add_ref(b->in, &b->n_in, BWD_MAX_IN, p->value_entry[m->loss]);
-        add_ref(b->out, &b->n_out, BWD_MAX_OUT, p->grad_entry[m->loss]);
-    }
-    for (int r = p->n_order - 1; r >= 0; r--) {
-        int i = p->order[r];
-        const ts_tensor *t = g->t[i];
-        const ts_op_def *def = ts_op_get(t->op);
-        if (!p->needs_grad[i] || !def->has_backward) continue;
-        bwd_op *b = &v[k];
-        *b = (bwd_op){.src = t, .accumulates = true};
-        snprintf(b->op, sizeof b->op, "%sBackward", def->name);
-        int io[TS_MAX_INPUTS + 2], n_io = ts_prog_backward_reads(p, t, io);
-        for (int q = 0; q < n_io; q++) add_ref(b->in, &b->n_in, BWD_MAX_IN, io[q]);
-        n_io = ts_prog_backward_writes(p, t, io);
-        for (int q = 0; q < n_io; q++) add_ref(b->out, &b->n_out, BWD_MAX_OUT, io[q]);
-        k += b->n_out > 0; /* a gradient asked of an op whose inputs need none: nothing written */
-    }
-    int A = m->opts.grad_accum, R = ts_replicas(m);
-    for (int r = 0; r < p->n_order; r++) {
-        int i = p->order[r];
-        int acc = ts_prog_entry_of(p, i, TS_KIND_ACCUM);
-        if (acc < 0) continue;
-        const ts_tensor *t = g->t[i];
-        bwd_op *a = &v[k++], *u = &v[k++];
-        *a = (bwd_op){.src = t, .optimizer = true};
-        if (A == 1 && R == 1) snprintf(a->op, sizeof a->op, "Alias"); /* the gradient's own buffer */
-        else {
-            snprintf(a->op, sizeof a->op, "AccumulateMean");
-            snprintf(a->attrs, sizeof a->attrs, ", micro_batches=%d%s", A, R > 1 ? ", over_replicas=true" : "");
-        }
-        add_ref(a->in, &a->n_in, BWD_MAX_IN, p->grad_entry[i]);
-        add_ref(a->out, &a->n_out, BWD_MAX_OUT, acc);
-        *u = (bwd_op){.src = t, .optimizer = true};
-        snprintf(u->op, sizeof u->op, "%s", ts_optimizer_name(m->opt.kind));
-        optimizer_attrs(m, t, u->attrs, sizeof u->attrs);
-        add_ref(u->in, &u->n_in, BWD_MAX_IN, p->value_entry[i]);
-        add_ref(u->in, &u->n_in, BWD_MAX_IN, acc);
-        add_ref(u->out, &u->n_out, BWD_MAX_OUT, ts_prog_entry_of(p, i, TS_KIND_UPDATED));
-        for (int e = acc + 1; e < p->n_entries && p->entries[e].node == i; e++)
-            if (p->entries[e].kind != TS_KIND_UPDATED) { /* optimizer state: read and written */
-                add_ref(u->in, &u->n_in, BWD_MAX_IN, e);
-                add_ref(u->out, &u->n_out, BWD_MAX_OUT, e);
-            }
-    }
-    *out = v;
-    *n = k;
-    return TS_OK;
-}
-
 /* Flags of a derived entry: " [anchored] [watched] [outfeed]" in text. */
 static void entry_flag_text(dump_buf *b, const ts_entry *e, const char *open, const char *close) {
     if (e->n_anchors) putf(b, "%sanchored%s", open, close);
@@ -320,14 +217,14 @@ static void dump_text(dump_buf *b, const ts_graph *g, const ts_model *m, const n
 }
 
 /* `%Gradient___a, %Gradient___b += AddBackward(%Gradient___c) : f32[..], f32[..]` */
-static void dump_text_backward(dump_buf *b, const ts_model *m, const bwd_op *ops, int n, bool loc) {
+static void dump_text_backward(dump_buf *b, const ts_model *m, const ts_bwd_op *ops, int n, bool loc) {
     const ts_prog *p = m->prog;
     char shape[160], where[600], heading[96];
     put(b, "# backward, once per micro-batch: each op's backward reads the gradient of its output and the forward\n"
            "# tensors it keeps, and adds (+=) into the gradients of its inputs\n");
     bool in_step = false;
     for (int k = 0; k < n; k++) {
-        const bwd_op *o = &ops[k];
+        const ts_bwd_op *o = &ops[k];
         if (o->optimizer && !in_step) putf(b, "# %s\n", backward_heading(m, heading, sizeof heading));
         in_step = o->optimizer;
         for (int j = 0; j < o->n_out; j++) putf(b, "%s%%%s", j ? ", " : "", p->entries[o->out[j]].name);
@@ -442,7 +339,7 @@ static void put_dot_ref(dump_buf *b, const ts_prog *p, int e) {
  * optimizer's) as notes, each op as a rounded box, edges from what it reads
  * (forward values included) to what it writes; optimizer state is read and
  * written: one edge with arrows both ways. */
-static void dump_dot_backward(dump_buf *b, const ts_model *m, const bwd_op *ops, int n, bool loc) {
+static void dump_dot_backward(dump_buf *b, const ts_model *m, const ts_bwd_op *ops, int n, bool loc) {
     const ts_prog *p = m->prog;
     bool *drawn = ts_calloc((size_t)p->n_entries + 1, sizeof *drawn);
     if (!drawn) {
@@ -454,7 +351,7 @@ static void dump_dot_backward(dump_buf *b, const ts_model *m, const bwd_op *ops,
         putf(b, "  subgraph cluster_%s {\n    label=\"%s\";\n    style=dashed;\n    color=\"#888888\";\n",
              cluster ? "optimizer" : "backward", cluster ? backward_heading(m, heading, sizeof heading) : "backward, once per micro-batch");
         for (int k = 0; k < n; k++) {
-            const bwd_op *o = &ops[k];
+            const ts_bwd_op *o = &ops[k];
             if (o->optimizer != (cluster == 1)) continue;
             for (int side = 0; side < 2; side++)
                 for (int j = 0; j < (side ? o->n_out : o->n_in); j++) {
@@ -490,7 +387,7 @@ static void dump_dot_backward(dump_buf *b, const ts_model *m, const bwd_op *ops,
     }
     ts_free(drawn);
     for (int k = 0; k < n; k++) {
-        const bwd_op *o = &ops[k];
+        const ts_bwd_op *o = &ops[k];
         for (int j = 0; j < o->n_in; j++) {
             bool both = false;
             for (int q = 0; q < o->n_out; q++) both |= o->out[q] == o->in[j];
@@ -537,9 +434,9 @@ char *ts_graph_dump(const ts_graph *g, const ts_model *m, ts_dump_format fmt, in
     }
     node_flags *nf;
     if (collect_flags(g, m, &nf)) return NULL;
-    bwd_op *ops = NULL;
+    ts_bwd_op *ops = NULL;
     int n_ops = 0;
-    if (backward && backward_ops(m, &ops, &n_ops)) {
+    if (backward && ts_backward_ops(m, &ops, &n_ops)) {
         ts_free(nf);
         ts_error(TS_ERR_OUT_OF_MEMORY, "ts_graph_dump: out of memory");
         return NULL;
