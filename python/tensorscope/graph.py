@@ -190,11 +190,14 @@ OP_DOCS = {
               "data's dims after it (numpy's take; torch.index_select for 1-D indices).",
     "gather_elements": "out[p] = data[p with indices[p] on `axis`] for int32 `indices` of data's rank "
                        "(torch.gather); out has the indices' shape.",
-    "unary": "The elementwise op named `op` on x: Ceil, Floor, Round (half to even), CastInt, "
-             "CastBool, Sin, Cos, Not, IsNaN, IsInf, HardSwish, HardSigmoid, LeakyRelu, Elu, Selu, "
-             "Softplus, CastLowbits, CastFloat, CastIndex; `alpha` and `beta` are the parameters of "
-             "those that take them (include/tensorscope.h's ts_unary says which). Predicates give 1 or "
-             "0; they and the rounding ops pass no gradient. An unknown name raises, listing the names.",
+    "unary": "The elementwise op named `op` on x: Ceil, Floor, Round (half to even), CastInt "
+             "(toward zero), CastBool, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, "
+             "Atanh (NaN outside an inverse's domain), Not, IsNaN, IsInf (alpha non-zero: +inf "
+             "counts, beta: -inf), HardSwish, HardSigmoid (max(0, min(1, alpha x + beta))), "
+             "LeakyRelu (alpha x below 0), Elu (alpha (e^x - 1) below 0), Selu (beta x, or beta "
+             "alpha (e^x - 1) at or below 0), Softplus, CastLowbits, CastFloat, CastIndex; `alpha` "
+             "and `beta` are ignored by the ops that take none. Predicates give 1 or 0; they and the "
+             "rounding ops pass no gradient. An unknown name raises, listing the names.",
     "binary": "The elementwise op named `op` on a and b, with NumPy broadcasting: Pow, Max, Min, Mod "
               "(the divisor's sign, Python's %), FMod (the dividend's, torch.fmod), Equal, Greater, "
               "GreaterOrEqual, Less, LessOrEqual, And, Or, Xor (1 or 0 out, no gradient).",
