@@ -90,7 +90,7 @@ endif()
 
 ts_feature(UNWIND TS_WITH_UNWIND libunwind libunwind-dev "crash stacks (libunwind)")
 
-# MPI (replicas and pipeline stages, src/dist/): src/dist/mpi.c itself
+# MPI (replicas and pipeline stages, src/parallel/): src/parallel/mpi.c itself
 # tests TS_HAVE_MPI
 if(TS_WITH_MPI)
   find_package(MPI COMPONENTS C QUIET)

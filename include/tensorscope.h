@@ -160,7 +160,7 @@ TS_API void ts_set_log_level(int level);
 TS_API int ts_get_log_level(void);
 /* Raises the level of named modules only: "onnx=5,exec=4" (TS_LOG_VMODULE
  * sets it too; this call wins). Modules: core, graph, compile, exec,
- * backend, cuda, observe, diag, dist, onnx, io, model, data. NULL or ""
+ * backend, cuda, observe, diag, parallel, onnx, io, model, data. NULL or ""
  * clears. TS_ERR_INVALID_ARGUMENT (nothing changed) for an unknown module
  * or a bad level. TS_LOG_THREAD_ID=1 adds the kernel thread id to the
  * default callback's lines: `[tensorscope I tid 4242] ...`. */

@@ -63,11 +63,11 @@ ALLOWED = {
     "exec": {"core", "graph", "compile", "backend", "observe"},
     # a model's split over ranks works on its program and observers; the
     # executor and observers reach it through the model's table (m->par)
-    "dist": {"core", "graph", "compile", "backend", "observe"},
+    "parallel": {"core", "graph", "compile", "backend", "observe"},
     "io": {"core"},
     "data": {"core", "io"},
     "diag": {"core", "graph", "compile", "observe", "io"},
-    "model": {"core", "graph", "import", "compile", "backend", "cpu", "cuda", "observe", "exec", "dist", "io",
+    "model": {"core", "graph", "import", "compile", "backend", "cpu", "cuda", "observe", "exec", "parallel", "io",
               "data", "diag"},
 }
 
@@ -84,8 +84,8 @@ CRASH = "the crash handler's current-op note is set from every layer (a sink, re
 TRACE = "the trace recorder takes slices from every layer, as the metrics take counts (a sink, nothing read back)"
 ACCEPTED = {
     ("backend/pool.c", "diag/trace.c"): TRACE,
-    ("dist/pipeline.c", "diag/metrics.c"): METRICS,
-    ("dist/replicas.c", "diag/metrics.c"): METRICS,
+    ("parallel/pipeline.c", "diag/metrics.c"): METRICS,
+    ("parallel/replicas.c", "diag/metrics.c"): METRICS,
     ("exec/device.c", "diag/metrics.c"): METRICS,
     ("exec/exec.c", "diag/crash.c"): CRASH,
     ("exec/exec.c", "diag/metrics.c"): METRICS,
@@ -98,7 +98,7 @@ ACCEPTED = {
     ("observe/observe.c", "diag/metrics.c"): METRICS,
     ("observe/outfeed.c", "diag/metrics.c"): METRICS,
     ("observe/outfeed.c", "diag/trace.c"): TRACE,
-    ("diag/hooks.c", "dist/mpi.c"): "rank 0 alone writes the graph and metrics files: the job's rank",
+    ("diag/hooks.c", "parallel/mpi.c"): "rank 0 alone writes the graph and metrics files: the job's rank",
     ("exec/exec.c", "diag/memwatch.c"): "the micro-batch trace line (--log-verbosity 5) shows the memory watcher's latest sample",
     ("exec/exec.c", "diag/memory.c"): "diag/memory.h declares the memory watcher's latest-sample call the micro-batch trace line shows",
     ("graph/options.c", "io/atomic_file.c"): "ts_options_set_trace says at once that the path cannot be written, with the writer's own open",

@@ -1192,7 +1192,7 @@ ts_status ts_prog_build(ts_model *m, ts_prog **out) {
     if ((st = plan_memory(m, p))) goto fail;
     if ((st = resolve_anchors(m, p))) goto fail;
     if ((st = resolve_outfeeds(m, p))) goto fail;
-    if ((st = m->par->compile(m, p))) goto fail; /* the job's ranks (dist/) */
+    if ((st = m->par->compile(m, p))) goto fail; /* the job's ranks (parallel/) */
     mark_checks(m, p);
     for (int k = 0; m->opts.log_layer_shapes && k < p->n_order; k++) { /* what ts_options_set_log_layer_shapes logs */
         if (!p->layer_outs && !(p->layer_outs = ts_calloc((size_t)p->n_order, sizeof *p->layer_outs))) {

@@ -2,7 +2,7 @@
  * optimizer and state, the compiled program, its device (backend) and its
  * split over a job's ranks (the dist table), and the bookkeeping of its
  * runs. Owned by the model layer (src/model/), which creates and drives
- * it; compile/, exec/, observe/, dist/ and diag/ read and update the parts
+ * it; compile/, exec/, observe/, parallel/ and diag/ read and update the parts
  * named here. */
 #ifndef TS_MODEL_H
 #define TS_MODEL_H
@@ -34,7 +34,7 @@ struct ts_model {
     ts_opt_state *state;
     int n_state;
     const struct ts_backend *backend; /* the device it runs on */
-    const struct ts_parallel *par;    /* its split over a job's ranks (dist/) */
+    const struct ts_parallel *par;    /* its split over a job's ranks (parallel/) */
     uint64_t state_gen;  /* bumped when the host writes the optimizer state (a checkpoint restored) */
     ts_pool *pool;       /* the CPU backend's stream: its worker threads */
     void *stream;        /* another device's stream (NULL on the CPU) */
@@ -74,11 +74,11 @@ struct ts_model {
 #define TS_LOSS_SCALE_MIN 0x1p-24
 #define TS_LOSS_SCALE_MAX 0x1p127
 
-/* A model's split over the ranks of a job (src/dist/: replicas, pipeline
+/* A model's split over the ranks of a job (src/parallel/: replicas, pipeline
  * stages, records gathered to rank 0), as compile, the executor and the
  * observers call it: through this table, set by the model layer, so they
- * never link to dist/ (docs/design.md#layers-and-the-flow-of-data). The entries are
- * dist/dist.h's functions of the same meaning. */
+ * never link to parallel/ (docs/design.md#layers-and-the-flow-of-data). The entries are
+ * parallel/parallel.h's functions of the same meaning. */
 typedef struct ts_parallel {
     ts_status (*compile)(ts_model *m, ts_prog *p); /* replicas, stages, then outfeeds */
     ts_status (*grad_ready)(ts_model *m, int node, int64_t mb);

@@ -245,7 +245,7 @@ typedef struct ts_prog {
     int n_param_grads;   /* parameter gradients the backward clears */
     char **lint;         /* model lint warnings (lint.c) */
     int n_lint;
-    /* replicas (R > 1, dist/replicas.c): what the ranks exchange */
+    /* replicas (R > 1, parallel/replicas.c): what the ranks exchange */
     size_t anchor_local;          /* floats of all anchors' local rows, contiguous */
     float *anchor_gathered;       /* R * anchor_local: every replica's rows, by rank */
     ts_summary *rep_gathered;     /* R * n_watch summaries, by rank */
@@ -255,7 +255,7 @@ typedef struct ts_prog {
     int rep_first_buffer;         /* index of the first buffer in rep_nodes */
     uint32_t *rep_sums;           /* (R + 1) * n_rep_nodes: their checksums */
     size_t allreduce_bytes;       /* this step's all-reduces, started in the backward */
-    /* pipeline stages (K > 1, dist/pipeline.c) */
+    /* pipeline stages (K > 1, parallel/pipeline.c) */
     int *stage;                   /* per node: its stage (-1 unused); NULL without a pipeline */
     int *bnd_in, n_bnd_in;        /* tensors the previous stage sends, node ids in order */
     int *bnd_out, n_bnd_out;      /* tensors sent to the next stage */
@@ -267,7 +267,7 @@ typedef struct ts_prog {
     float *param_sync;            /* (K + 1) * (parameters + 1) floats exchanged after a run */
     int64_t param_floats;
     uint64_t wait_ns;             /* this run: time blocked receiving (the bubble) */
-    /* outfeed records to rank 0 (dist/outfeeds.c) */
+    /* outfeed records to rank 0 (parallel/outfeeds.c) */
     unsigned char *fwd;           /* ranks > 0: this run's records, packed; rank 0: every other rank's */
     size_t fwd_cap, fwd_used;
     size_t *fwd_at, *fwd_got;     /* rank 0: where rank r's records go (size + 1), and how many bytes came */

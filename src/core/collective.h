@@ -1,5 +1,5 @@
 /* collective.h -- what a replica (or pipeline stage) needs from the other
- * ranks of its job, as a table of functions the model calls. src/dist/
+ * ranks of its job, as a table of functions the model calls. src/parallel/
  * implements it with MPI; nothing else knows how. Internal: not API.
  *
  * Every call blocks until it is complete on this rank, or fails with

@@ -13,7 +13,7 @@
 /* ---- modules: a log call's module is the source directory of its file
  * (ts_logf passes __FILE__), as users name it in TS_LOG_VMODULE */
 static const char *const module_names[TS_LOG_MODULES] = {"core",    "graph", "compile", "exec", "backend", "cuda", "observe",
-                                                         "diag",    "dist",  "onnx",    "io",   "model",   "data"};
+                                                         "diag",    "parallel", "onnx",    "io",   "model",   "data"};
 
 int ts_log_module_of(const char *file) {
     const char *src = NULL;

@@ -2,7 +2,7 @@
  * recompile, anchors added after compile. The model layer is the one that
  * drives compile/ and exec/ (run.c) and reads results back (retrieve.c). */
 #include "compile/model.h"
-#include "dist/dist.h"
+#include "parallel/parallel.h"
 
 #include "backend/backend.h"
 #include "observe/observe.h"

@@ -3,7 +3,7 @@
  * then hand the compiled program to the executor. */
 #include "compile/model.h"
 #include "core/half.h"
-#include "dist/dist.h"
+#include "parallel/parallel.h"
 
 #include "diag/dump_debug.h"
 #include "diag/hooks.h"

@@ -2,7 +2,7 @@
  * observers reach a model's split over a job's ranks (replicas.c,
  * pipeline.c, outfeeds.c): set on every model by the model layer. */
 #include "compile/model.h"
-#include "dist/dist.h"
+#include "parallel/parallel.h"
 
 static ts_status compile_job(ts_model *m, ts_prog *p) {
     ts_status st = ts_replicas_compile(m, p);

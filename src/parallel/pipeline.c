@@ -10,7 +10,7 @@
  * it exchanges is sized at compile. The schedule itself is the executor's
  * (exec.c, run_pipelined). */
 #include "compile/model.h"
-#include "dist/dist.h"
+#include "parallel/parallel.h"
 
 #include "diag/metrics.h"
 #include "graph/ops.h"

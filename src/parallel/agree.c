@@ -11,7 +11,7 @@
  * long before the weight checksums would blame the starting weights.
  * Talks to the other ranks only through the collective table. */
 #include "compile/model.h"
-#include "dist/dist.h"
+#include "parallel/parallel.h"
 
 #include "graph/ops.h"
 

@@ -10,10 +10,10 @@
  * Buffers (batch norm's running statistics) are averaged over the
  * replicas after each step, so that they too stay the same on every rank
  * and the checksum covers them.
- * Talks to the other ranks only through the collective table (src/dist/
+ * Talks to the other ranks only through the collective table (src/parallel/
  * implements it); everything it exchanges is sized at compile. */
 #include "compile/model.h"
-#include "dist/dist.h"
+#include "parallel/parallel.h"
 
 #include "backend/backend.h"
 #include "diag/metrics.h"

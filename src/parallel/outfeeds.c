@@ -13,7 +13,7 @@
  * anchors, watches or stage parameters, which waits for every rank).
  * Nothing here allocates after compile. */
 #include "compile/model.h"
-#include "dist/dist.h"
+#include "parallel/parallel.h"
 
 #include "observe/outfeed.h"
 

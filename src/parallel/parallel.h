@@ -1,15 +1,15 @@
-/* dist.h -- a model's split over the ranks of an MPI job
+/* parallel.h -- a model's split over the ranks of an MPI job
  * (docs/design.md#replicas-and-pipeline-stages):
  * replicas (replicas.c), pipeline stages (pipeline.c), every rank's outfeed
  * records on rank 0 (outfeeds.c), the ranks' agreement on what they run
  * (agree.c). The model layer calls these; compile, the executor and the
  * observers reach them through the model's table (m->par, parallel.c). */
-#ifndef TS_DIST_H
-#define TS_DIST_H
+#ifndef TS_PARALLEL_H
+#define TS_PARALLEL_H
 
 #include "compile/model.h"
 
-/* dist/replicas.c: a replica's part of a run (docs/design.md#replicas-and-pipeline-stages) */
+/* parallel/replicas.c: a replica's part of a run (docs/design.md#replicas-and-pipeline-stages) */
 /* Joins the job's collectives and sizes what the ranks exchange (compile). */
 ts_status ts_replicas_compile(ts_model *m, ts_prog *p);
 /* Before a run: the weight checksum when due. */
@@ -26,7 +26,7 @@ ts_status ts_replicas_sync_buffers(ts_model *m);
 /* After a run: anchors and watch results of every replica, on every rank. */
 ts_status ts_replicas_after_run(ts_model *m);
 
-/* dist/pipeline.c: a pipeline stage's part of a run (docs/design.md#replicas-and-pipeline-stages) */
+/* parallel/pipeline.c: a pipeline stage's part of a run (docs/design.md#replicas-and-pipeline-stages) */
 /* Stages of the nodes, the tensors crossing them, the buffers (compile). */
 ts_status ts_pipeline_compile(ts_model *m, ts_prog *p);
 /* agree.c: with replicas or stages, every rank's options and graph compared
@@ -50,7 +50,7 @@ void ts_pipeline_keep(ts_model *m, int a, bool restore);
  * rank; the bubble metric. */
 ts_status ts_pipeline_after_run(ts_model *m, uint64_t run_ns);
 
-/* dist/outfeeds.c: every rank's outfeed records on rank 0 (docs/design.md#replicas-and-pipeline-stages) */
+/* parallel/outfeeds.c: every rank's outfeed records on rank 0 (docs/design.md#replicas-and-pipeline-stages) */
 /* Sizes the buffer of one run's records (compile, after the two above). */
 ts_status ts_outfeeds_compile(ts_model *m, ts_prog *p);
 /* The replica and the stage this rank's records carry. */
