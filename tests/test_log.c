@@ -134,7 +134,7 @@ static int env_child(void) {
     bad += count("onnx says", TS_LOG_DEBUG) != 3;
     bad += count("exec says", -1) != 0;
     bad += count("TS_LOG_VMODULE='onnx=5,bogus=3,exec=5': 'bogus' is not a module", TS_LOG_WARN) != 1;
-    bad += count("the modules are core, graph, compile, exec, backend, cuda, observe, diag, dist, onnx, io, model, data", -1) != 1;
+    bad += count("the modules are core, graph, compile, exec, backend, cuda, observe, diag, parallel, onnx, io, model, data", -1) != 1;
     if (bad)
         for (int i = 0; i < n_lines; i++) fprintf(stderr, "child line %d: %s\n", levels[i], lines[i]);
     return bad;

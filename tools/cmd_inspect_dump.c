@@ -1,5 +1,5 @@
 /* cmd_inspect_dump.c -- `inspect DIR`: the inspector over an offline
- * debugger dump (train --dump-debug DIR, docs/inspector.md#offline): its
+ * debugger dump (train --dump-debug DIR, docs/inspector.md#a-debugger-dump-offline): its
  * index read, then the prompt's list, print and stats with numpy slices,
  * grad, where, save, and step / next / prev moving between the dumped
  * steps, diff comparing a tensor across them. The values are read from the
