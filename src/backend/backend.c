@@ -19,6 +19,8 @@ ts_status ts_backend_for(const char *device, const ts_backend **out) {
     }
 }
 
+const ts_backend *ts_backend_host(void) { return ts_backend_cpu(); }
+
 ts_status ts_device_check(const char *device) {
     const ts_backend *b;
     if (!device) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_device_check: device is NULL: write cpu, cuda or cuda:N");

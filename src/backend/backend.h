@@ -242,6 +242,10 @@ typedef struct ts_backend {
  * answers questions about host memory on any device (a NaN/Inf scan of a
  * value the host holds), with the model's pool as its stream. */
 const ts_backend *ts_backend_cpu(void);
+/* The table of the host's memory (the CPU's), for the layers above the
+ * backends: a NaN/Inf scan of a value the host holds, and whether a
+ * model's backend is the host's own. */
+const ts_backend *ts_backend_host(void);
 /* A model's host worker threads (backend/pool.h), n including the caller:
  * *out, and the CPU's matrix products told to use as many. */
 ts_status ts_backend_host_pool(int n, struct ts_pool **out);

@@ -479,7 +479,7 @@ static bool reads_16bit(const ts_tensor *c, int j) {
  * tensors stay in f32 cells (rounded to the dtype). */
 static void half_storage(ts_model *m, ts_prog *p) {
     const ts_graph *g = m->g;
-    if (m->backend != ts_backend_cpu() || ts_stages(m) > 1) return;
+    if (m->backend != ts_backend_host() || ts_stages(m) > 1) return;
     bool *ok = ts_calloc((size_t)p->n_nodes, sizeof *ok);
     if (!ok) return; /* f32 cells: the same values */
     for (int k = 0; k < p->n_order; k++) {

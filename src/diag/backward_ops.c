@@ -12,11 +12,11 @@ static void add_ref(int *v, int *n, int max, int e) {
     if (*n < max && e >= 0) v[(*n)++] = e;
 }
 
-float ts_bwd_lr(const ts_model *m, const ts_tensor *t) { return t->has_opt ? t->opt.lr : m->base_lr; }
+float ts_bwd_lr(const ts_bwd_model *m, const ts_tensor *t) { return t->has_opt ? t->opt.lr : m->base_lr; }
 
 /* The settings parameter t is updated with (its own, or the model's). */
-static void optimizer_attrs(const ts_model *m, const ts_tensor *t, char *buf, size_t n) {
-    const ts_optimizer *o = ts_param_optimizer(&m->opt, t);
+static void optimizer_attrs(const ts_bwd_model *m, const ts_tensor *t, char *buf, size_t n) {
+    const ts_optimizer *o = ts_param_optimizer(m->opt, t);
     size_t used = (size_t)snprintf(buf, n, ", lr=%g", ts_bwd_lr(m, t));
     if (used < n && o->kind == TS_OPT_SGD) {
         if (o->momentum != 0.0f) used += (size_t)snprintf(buf + used, n - used, ", momentum=%g", (double)o->momentum);
@@ -28,7 +28,7 @@ static void optimizer_attrs(const ts_model *m, const ts_tensor *t, char *buf, si
     if (used < n && o->weight_decay != 0.0f) snprintf(buf + used, n - used, ", weight_decay=%g", (double)o->weight_decay);
 }
 
-ts_status ts_backward_ops(const ts_model *m, ts_bwd_op **out, int *n) {
+ts_status ts_backward_ops(const ts_bwd_model *m, ts_bwd_op **out, int *n) {
     const ts_prog *p = m->prog;
     const ts_graph *g = m->g;
     *out = NULL;
@@ -57,7 +57,7 @@ ts_status ts_backward_ops(const ts_model *m, ts_bwd_op **out, int *n) {
         for (int q = 0; q < n_io; q++) add_ref(b->out, &b->n_out, TS_BWD_MAX_OUT, io[q]);
         k += b->n_out > 0; /* a gradient asked of an op whose inputs need none: nothing written */
     }
-    int A = m->opts.grad_accum, R = ts_replicas(m);
+    int A = m->grad_accum, R = m->replicas;
     for (int r = 0; r < p->n_order; r++) {
         int i = p->order[r];
         int acc = ts_prog_entry_of(p, i, TS_KIND_ACCUM);
@@ -73,7 +73,7 @@ ts_status ts_backward_ops(const ts_model *m, ts_bwd_op **out, int *n) {
         add_ref(a->in, &a->n_in, TS_BWD_MAX_IN, p->grad_entry[i]);
         add_ref(a->out, &a->n_out, TS_BWD_MAX_OUT, acc);
         *u = (ts_bwd_op){.src = t, .optimizer = true};
-        snprintf(u->op, sizeof u->op, "%s", ts_optimizer_name(m->opt.kind));
+        snprintf(u->op, sizeof u->op, "%s", ts_optimizer_name(m->opt->kind));
         optimizer_attrs(m, t, u->attrs, sizeof u->attrs);
         add_ref(u->in, &u->n_in, TS_BWD_MAX_IN, p->value_entry[i]);
         add_ref(u->in, &u->n_in, TS_BWD_MAX_IN, acc);

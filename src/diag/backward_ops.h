@@ -1,6 +1,6 @@
 /* backward_ops.h -- the backward pass and the optimizer step of a compiled
  * training program as a list of ops over the program's named entries: what
- * the graph dump (graph_dump.c) prints and the ONNX writer (io/onnx_export.c)
+ * the graph dump (graph_dump.c) prints and the ONNX writer (diag/onnx_export.c)
  * writes, from one walk.
  *
  * Not graph nodes: compile gives every op's backward kernel a place in the
@@ -11,7 +11,19 @@
 #ifndef TS_BACKWARD_OPS_H
 #define TS_BACKWARD_OPS_H
 
-#include "compile/model.h"
+#include "compile/program.h"
+#include "graph/optim.h"
+
+/* What the walk reads of a training model besides its program (the model
+ * layer's callers fill it: ts_bwd_of in graph_dump.c and onnx_export.c). */
+typedef struct ts_bwd_model {
+    const ts_prog *prog;
+    const ts_graph *g;
+    const ts_optimizer *opt; /* the model's optimizer (a parameter may have its own) */
+    float base_lr;           /* the model's base rate */
+    int loss;                /* the loss node, -1: none */
+    int grad_accum, replicas;
+} ts_bwd_model;
 
 #define TS_BWD_MAX_IN (TS_MAX_INPUTS + 2)
 #define TS_BWD_MAX_OUT TS_MAX_INPUTS
@@ -30,8 +42,8 @@ typedef struct ts_bwd_op {
  * OnesLike, seeds the loss's gradient), then those of the optimizer step
  * (per trained parameter an Alias or AccumulateMean, then its update);
  * *out (ts_free) NULL and *n 0 when there are none. */
-ts_status ts_backward_ops(const ts_model *m, ts_bwd_op **out, int *n);
+ts_status ts_backward_ops(const ts_bwd_model *m, ts_bwd_op **out, int *n);
 /* The base rate parameter t is updated with: its own or the model's. */
-float ts_bwd_lr(const ts_model *m, const ts_tensor *t);
+float ts_bwd_lr(const ts_bwd_model *m, const ts_tensor *t);
 
 #endif

@@ -56,29 +56,6 @@ typedef struct ts_dump {
     int n_params;
 } ts_dump;
 
-ts_status ts_dump_spec_copy(ts_dump_spec **dst, const ts_dump_spec *src) {
-    *dst = NULL;
-    if (!src) return TS_OK;
-    ts_dump_spec *s = ts_calloc(1, sizeof *s);
-    if (!s) return TS_ERR_OUT_OF_MEMORY;
-    *s = *src;
-    s->dir = ts_strdup(src->dir);
-    s->ops = src->ops ? ts_strdup(src->ops) : NULL;
-    if (!s->dir || (src->ops && !s->ops)) {
-        ts_dump_spec_free(s);
-        return TS_ERR_OUT_OF_MEMORY;
-    }
-    *dst = s;
-    return TS_OK;
-}
-
-void ts_dump_spec_free(ts_dump_spec *s) {
-    if (!s) return;
-    ts_free(s->dir);
-    ts_free(s->ops);
-    ts_free(s);
-}
-
 /* mkdir -p dir. */
 static ts_status make_dirs(const char *dir) {
     char p[4096];
@@ -197,15 +174,7 @@ static ts_status plan(ts_model *m, int64_t last_run, int64_t *tensors, int64_t *
     return TS_OK;
 }
 
-ts_status ts_model_dump_debug_plan(ts_model *m, int64_t last_run, int64_t *tensors, int64_t *steps, int64_t *bytes) {
-    if (!m || !tensors || !steps || !bytes) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_dump_debug_plan: NULL argument");
-    if (!m->opts.dump) return ts_error(TS_ERR_STATE, "ts_model_dump_debug_plan: the model has no dump; set ts_options_set_dump_debug before making it");
-    if (!m->opts.dump->last && last_run < 1)
-        return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_dump_debug_plan: the dump runs to the end; give the last run the model will make");
-    if (!m->compiled || m->stale) {
-        ts_status st = ts_model_compile(m);
-        if (st) return st;
-    }
+ts_status ts_dump_debug_plan(ts_model *m, int64_t last_run, int64_t *tensors, int64_t *steps, int64_t *bytes) {
     if (!m->dump && !(m->dump = ts_calloc(1, sizeof *m->dump))) return ts_error(TS_ERR_OUT_OF_MEMORY, "dump_debug: no memory");
     ts_status st = plan(m, last_run, tensors, steps, bytes);
     m->dump->stated = !st; /* the caller says it: not logged again at the first dumped run */

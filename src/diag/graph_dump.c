@@ -4,7 +4,7 @@
  * ones and the flags say what the program really does with each tensor. */
 #include "compile/model.h"
 
-#include "diag/backward_ops.h"
+#include "diag/hooks.h"
 #include "graph/ops.h"
 
 #include <stdio.h>
@@ -436,7 +436,8 @@ char *ts_graph_dump(const ts_graph *g, const ts_model *m, ts_dump_format fmt, in
     if (collect_flags(g, m, &nf)) return NULL;
     ts_bwd_op *ops = NULL;
     int n_ops = 0;
-    if (backward && ts_backward_ops(m, &ops, &n_ops)) {
+    ts_bwd_model bm = backward ? ts_bwd_of(m) : (ts_bwd_model){0};
+    if (backward && ts_backward_ops(&bm, &ops, &n_ops)) {
         ts_free(nf);
         ts_error(TS_ERR_OUT_OF_MEMORY, "ts_graph_dump: out of memory");
         return NULL;

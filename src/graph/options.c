@@ -2,7 +2,6 @@
  * numeric checks. Setters validate at once; names are checked at compile. */
 #include "graph/options.h"
 #include "graph/graph.h"
-#include "diag/dump_debug.h"
 #include "io/atomic_file.h"
 
 #include <stdio.h>
@@ -329,4 +328,27 @@ ts_status ts_check_numerics_parse(const char *s, ts_check_numerics *out) {
         return TS_OK;
     }
     return ts_error(TS_ERR_INVALID_ARGUMENT, "check_numerics must be off, output or op, got '%s'", s ? s : "");
+}
+
+ts_status ts_dump_spec_copy(ts_dump_spec **dst, const ts_dump_spec *src) {
+    *dst = NULL;
+    if (!src) return TS_OK;
+    ts_dump_spec *s = ts_calloc(1, sizeof *s);
+    if (!s) return TS_ERR_OUT_OF_MEMORY;
+    *s = *src;
+    s->dir = ts_strdup(src->dir);
+    s->ops = src->ops ? ts_strdup(src->ops) : NULL;
+    if (!s->dir || (src->ops && !s->ops)) {
+        ts_dump_spec_free(s);
+        return TS_ERR_OUT_OF_MEMORY;
+    }
+    *dst = s;
+    return TS_OK;
+}
+
+void ts_dump_spec_free(ts_dump_spec *s) {
+    if (!s) return;
+    ts_free(s->dir);
+    ts_free(s->ops);
+    ts_free(s);
 }

@@ -23,6 +23,18 @@ typedef struct ts_watch_spec {
     int what, period;
 } ts_watch_spec;
 
+/* What ts_options_set_dump_debug asked for (its dump is diag/dump_debug.c's). */
+typedef struct ts_dump_spec {
+    char *dir;
+    char *ops;            /* a glob over tensor names or op types; NULL: every one */
+    int64_t first, last;  /* runs, 1-based, inclusive; last 0: to the end */
+    bool grads;           /* the gradients too */
+    int64_t limit;        /* bytes; 0: no limit */
+} ts_dump_spec;
+
+ts_status ts_dump_spec_copy(ts_dump_spec **dst, const ts_dump_spec *src);
+void ts_dump_spec_free(ts_dump_spec *s);
+
 struct ts_options {
     char device[16];     /* "cpu", "cuda", "cuda:N"; "" = TS_DEVICE or cpu */
     bool allow_tf32;     /* float32 products in TF32 on a GPU (ts_options_set_allow_tf32) */
@@ -51,7 +63,7 @@ struct ts_options {
     int loss_scaling;            /* 1 on, 0 off, -1 for f16 only */
     float scale_init, scale_growth, scale_backoff;
     int scale_interval;
-    struct ts_dump_spec *dump;   /* ts_options_set_dump_debug: NULL = off (diag/dump_debug.c) */
+    ts_dump_spec *dump;   /* ts_options_set_dump_debug: NULL = off (diag/dump_debug.c) */
 };
 
 ts_status ts_options_copy(ts_options *dst, const ts_options *src);

@@ -280,7 +280,7 @@ static void add_stats(ts_model *m, report *r, const char *label, const ts_entry 
 static bool entry_nonfinite(ts_model *m, const ts_entry *e) {
     const ts_prog *p = m->prog;
     if (e->dtype != TS_F32 || !e->data) return false;
-    if (host_readable(p, e)) return ts_backend_cpu()->has_nonfinite(m->pool, e->data, e->numel); /* host memory: the host's scan, split over its threads */
+    if (host_readable(p, e)) return ts_backend_host()->has_nonfinite(m->pool, e->data, e->numel); /* host memory: the host's scan, split over its threads */
     return p->backend->has_nonfinite(m->stream, e->data, e->numel);
 }
 

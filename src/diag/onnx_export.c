@@ -12,6 +12,7 @@
  * messages of src/import/proto/onnx.proto, written atomically. */
 #include "compile/model.h"
 #include "diag/backward_ops.h"
+#include "diag/hooks.h"
 #include "graph/cnn_ops.h"
 #include "graph/ops.h"
 #include "io/atomic_file.h"
@@ -1155,7 +1156,8 @@ static void optimizer_op(ox *x, const ts_bwd_op *o) {
     }
     const ts_optimizer *opt = ts_param_optimizer(&x->m->opt, o->src);
     Node *nd = node(x, ts_optimizer_name(opt->kind), OX_DOMAIN, o->n_in, in, o->n_out, out);
-    attr_f(x, nd, "lr", (double)ts_bwd_lr(x->m, o->src));
+    ts_bwd_model bm = ts_bwd_of(x->m);
+    attr_f(x, nd, "lr", (double)ts_bwd_lr(&bm, o->src));
     if (opt->kind == TS_OPT_SGD) {
         attr_f(x, nd, "momentum", (double)opt->momentum);
         attr_f(x, nd, "dampening", (double)opt->dampening);
@@ -1199,7 +1201,8 @@ static ts_status build(ox *x, TensorscopeOnnx__ModelProto *mp, TensorscopeOnnx__
         push(x, &x->outputs, value(x, loss->name, ONNX_FLOAT, shape_of(x, loss->id)));
         ts_bwd_op *ops = NULL;
         int n = 0;
-        if (ts_backward_ops(x->m, &ops, &n) || count_writers(x, ops, n)) {
+        ts_bwd_model bm = ts_bwd_of(x->m);
+        if (ts_backward_ops(&bm, &ops, &n) || count_writers(x, ops, n)) {
             ts_free(ops);
             return TS_ERR_OUT_OF_MEMORY;
         }
@@ -1253,13 +1256,8 @@ static void ox_free(ox *x) {
     ts_free(x->partials), ts_free(x->writers), ts_free(x->defined);
 }
 
-ts_status ts_model_save_graph(ts_model *m, const char *path) {
-    if (!m) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_save_graph: model is NULL");
-    if (!path || !path[0]) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_save_graph: give the path of the .onnx file to write");
-    ts_status st = m->prog ? TS_OK : ts_model_compile(m);
-    if (st) return st;
-    if ((st = ts_graph_values_current(m->g))) return st; /* a device's parameters back on the host */
-    if (m->training && (st = ts_device_fetch_state(m))) return st;
+ts_status ts_onnx_export(ts_model *m, const char *path) {
+    ts_status st;
     ox x = {.m = m, .p = m->prog, .g = m->g};
     TensorscopeOnnx__ModelProto mp;
     TensorscopeOnnx__GraphProto gp;

@@ -1,0 +1,29 @@
+/* exports.c -- what diag/ writes of a compiled model, behind the public
+ * calls that may compile it first: the graph as an ONNX file
+ * (diag/onnx_export.c) and the debugger dump's plan (diag/dump_debug.c).
+ * Compiling is the model layer's, so diag/ is handed a compiled model. */
+#include "compile/model.h"
+#include "diag/dump_debug.h"
+#include "diag/hooks.h"
+
+ts_status ts_model_save_graph(ts_model *m, const char *path) {
+    if (!m) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_save_graph: model is NULL");
+    if (!path || !path[0]) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_save_graph: give the path of the .onnx file to write");
+    ts_status st = m->prog ? TS_OK : ts_model_compile(m);
+    if (st) return st;
+    if ((st = ts_graph_values_current(m->g))) return st; /* a device's parameters back on the host */
+    if (m->training && (st = ts_device_fetch_state(m))) return st;
+    return ts_onnx_export(m, path);
+}
+
+ts_status ts_model_dump_debug_plan(ts_model *m, int64_t last_run, int64_t *tensors, int64_t *steps, int64_t *bytes) {
+    if (!m || !tensors || !steps || !bytes) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_dump_debug_plan: NULL argument");
+    if (!m->opts.dump) return ts_error(TS_ERR_STATE, "ts_model_dump_debug_plan: the model has no dump; set ts_options_set_dump_debug before making it");
+    if (!m->opts.dump->last && last_run < 1)
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_dump_debug_plan: the dump runs to the end; give the last run the model will make");
+    if (!m->compiled || m->stale) {
+        ts_status st = ts_model_compile(m);
+        if (st) return st;
+    }
+    return ts_dump_debug_plan(m, last_run, tensors, steps, bytes);
+}
