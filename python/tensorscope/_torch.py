@@ -642,6 +642,7 @@ def training_model_of_module(module, options, optimizer, example_inputs, loss, s
     model._origins = graph._origins = origins
     model._program = path
     model._program_kept = finalizer  # the file goes with the graph
+    returns_as_poptorch(model, [t.name for t in outputs], loss_t.name, loss is None)
     log(LOG_INFO, f"training torch module {type(module).__name__}, captured through the ONNX "
                   f"exporter of PyTorch {__import__('torch').__version__}")
     if not module.training:
@@ -649,6 +650,19 @@ def training_model_of_module(module, options, optimizer, example_inputs, loss, s
                       "BatchNorm train as in eval, as PyTorch runs them; call module.train() before "
                       "wrapping it for training behaviour")
     return model
+
+
+def returns_as_poptorch(model, outputs, loss, forward_returns_loss) -> None:
+    """A call of a wrapped module's training model returns what PopTorch's
+    does: what forward returns (its outputs, then its loss: the loss alone
+    when forward returns only that), or with a loss added by the wrapper
+    (loss="cross_entropy", "nll") forward's outputs and then that loss.
+    Each output is anchored under its name, in the loss's output mode."""
+    returns = list(outputs) if forward_returns_loss else list(outputs) + [loss]
+    for name in dict.fromkeys(returns):
+        if name != loss:
+            model.anchor_tensor(name)
+    model._returns = returns
 
 
 def refuse_hooks(module) -> None:

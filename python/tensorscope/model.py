@@ -61,7 +61,7 @@ class Model:
         if self._closed:
             return f"<{type(self).__name__} (closed)>"
         kind = "training" if self.training else "inference"
-        what = f"loss {self._returns[0]!r}" if self.training else f"outputs {self._returns}"
+        what = f"loss {self._returns[-1]!r}" if self.training else f"outputs {self._returns}"
         state = f"{self.runs} runs, {self.steps} steps" if self._compiled else "not compiled"
         lr = f", lr={self.learning_rate:.6g}" if self.training else ""
         sched = f", {self._schedule!r}" if self._schedule else ""
@@ -511,8 +511,12 @@ def training_model(model: Any, options: Optional[Options] = None, optimizer: Any
       loss="cross_entropy" or "nll" its forward returns scores or
       log-probabilities and tensorscope adds the loss over an input
       "labels" (i32 [B], or [B, T] for scores [B, T, V]: a language
-      model's per-token loss, averaged over every token). See
-      TorchModel.copy_weights_to_torch."""
+      model's per-token loss, averaged over every token). A call returns
+      what PopTorch's does: forward's outputs, then the loss ((output,
+      loss); the loss alone when forward returns only that). See
+      TorchModel.copy_weights_to_torch.
+
+    A call of a graph's model returns the loss."""
     if not isinstance(model, Graph):
         from ._torch import training_model_of_module
         torch_scheduler = lr_schedule is not None and not isinstance(lr_schedule, LRSchedule)
