@@ -586,29 +586,75 @@ class TorchModel(Model):
 _LOSSES = {"cross_entropy": "cross_entropy", "nll": "nll_loss"}  # loss= -> Graph method
 
 
-def training_model_of_module(module, options, optimizer, example_inputs, loss, scheduled=False):
-    """scheduled: a torch LR scheduler drives the optimizer (lr_schedule_of)."""
+CAPTURES = {"onnx": "the ONNX exporter (TorchScript)",
+            "export": "torch.export (torch.onnx.export(dynamo=True))"}
+
+
+def _torch_version(torch) -> Tuple[int, int]:
+    return tuple(int(p) for p in re.findall(r"\d+", torch.__version__)[:2])
+
+
+def export_program(module, example_inputs, path, input_names) -> None:
+    """capture("export"): the module captured by torch.export, written as
+    ONNX by torch.onnx.export(dynamo=True) (PyTorch 2.5 on), parameters and
+    buffers under their PyTorch names; refused with what to do on an older
+    PyTorch."""
+    import torch
+    export = torch.onnx.export
+    params = inspect.signature(export).parameters
+    if _torch_version(torch) < (2, 5) or "dynamo" not in params or not hasattr(torch, "export"):
+        raise UnsupportedError(f"Options().capture('export'): PyTorch {torch.__version__} has no "
+                               "torch.export capture to ONNX (torch.onnx.export(dynamo=True) needs "
+                               "PyTorch 2.5 or later); use capture('onnx'), the TorchScript "
+                               "exporter, or install a newer PyTorch")
+    # parameters kept under their names: the exporter's optimizer folds BatchNorm into
+    # convolutions (gone from the graph) and constants
+    kwargs = {k: False for k in ("external_data", "optimize", "do_constant_folding") if k in params}
+    with _output_logged("torch.onnx.export(dynamo=True)"), \
+            warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            export(module, tuple(example_inputs), path, input_names=input_names, dynamo=True, **kwargs)
+        except Exception as e:
+            missing = [m for m in ("onnx", "onnxscript") if importlib.util.find_spec(m) is None]
+            if missing:
+                raise ImportError(f"capture('export'): PyTorch {torch.__version__} writes the "
+                                  f"torch.export capture through {' and '.join(missing)}, not "
+                                  f"installed: pip install {' '.join(missing)}") from e
+            raise
+    for w in caught:
+        log(LOG_DEBUG, f"torch.onnx.export(dynamo=True): {w.category.__name__}: {w.message} "
+                       f"({w.filename}:{w.lineno})")
+
+
+def capture_module(module, example_inputs, capture, purpose):
+    """The module captured with `capture` ("onnx" or "export") at
+    example_inputs and imported: (graph, the captured file, its _Origins,
+    the finalizer that removes the file with the graph). Its buffers (and
+    torch's random state) are as before the capture; one log line says
+    which capture ran, for `purpose`."""
+    if capture not in CAPTURES:
+        raise ValueError(f"capture {capture!r}: use 'onnx' or 'export'")
     if example_inputs is None:
         raise TypeError("wrapping a torch module needs example_inputs=(x, ...): the inputs of "
                         "one micro-batch, as forward takes them")
-    if optimizer is None:
-        raise TypeError("training_model needs an optimizer (ts.SGD(...) or a torch.optim one)")
-    if loss is not None and loss not in _LOSSES:
-        raise ValueError(f"loss={loss!r}: for a torch module use None (forward returns its loss, "
-                         f"last) or one of {', '.join(_LOSSES)}")
-    _capi.function("ts_graph_from_onnx", "training_model(torch module)")  # fail before exporting
+    _capi.function("ts_graph_from_onnx", "wrapping a torch module")  # fail before exporting
+    import torch
     if not isinstance(example_inputs, (tuple, list)):
         example_inputs = (example_inputs,)
     refuse_hooks(module)
     params = list(inspect.signature(module.forward).parameters)
     names = params[:len(example_inputs)]
-    d = tempfile.mkdtemp(prefix="tensorscope-")  # the captured program: the model's, till it goes
+    d = tempfile.mkdtemp(prefix="tensorscope-")  # the captured program: the graph's, till it goes
     try:
         path = os.path.join(d, "module.onnx")
         with _state_kept(module) as buffers:
-            caught = export_onnx(module, example_inputs, path, names, keep_stacks=True,
-                                 preserve_modes=True)
-        refuse_traced_values(module, caught)
+            if capture == "export":
+                export_program(module, example_inputs, path, names)
+            else:
+                caught = export_onnx(module, example_inputs, path, names, keep_stacks=True,
+                                     preserve_modes=True)
+                refuse_traced_values(module, caught)
         # the file's buffers as they were before the trace moved them
         set_initializers(path, {n: b.cpu().numpy().tobytes() for n, b in buffers.items()})
         origins = _Origins(module, path)
@@ -620,6 +666,61 @@ def training_model_of_module(module, options, optimizer, example_inputs, loss, s
         shutil.rmtree(d, ignore_errors=True)
         raise
     finalizer = weakref.finalize(graph, shutil.rmtree, d, True)
+    graph._origins = origins
+    log(LOG_INFO, f"{purpose} torch module {type(module).__name__}, captured through "
+                  f"{CAPTURES[capture]} of PyTorch {torch.__version__}")
+    return graph, path, origins, finalizer
+
+
+def graph_of_module(module, example_inputs, capture="onnx") -> Graph:
+    """ts.Graph.from_torch: the captured graph itself."""
+    graph, path, _, finalizer = capture_module(module, example_inputs, capture, "graph of")
+    graph._program_kept = finalizer  # the file goes with the graph
+    return graph
+
+
+def inference_model_of_module(module, options, outputs, example_inputs):
+    """ts.inference_model(module): the module captured (Options.capture)
+    with its weights and buffers as they are now, computing forward's
+    outputs (or `outputs`, names of its graph)."""
+    from .model import new_inference_model
+    capture = options._capture if options is not None else "onnx"
+    graph, path, origins, finalizer = capture_module(module, example_inputs, capture, "inference of")
+    say_dropout_differs(graph)
+    try:
+        model = new_inference_model(TorchModel, graph, options, outputs or graph.outputs)
+    except TensorscopeError as e:
+        origins.reraise(e)
+    model.module = module
+    model._origins = origins
+    model._program = path
+    model._program_kept = finalizer
+    if module.training:
+        log(LOG_INFO, f"torch module {type(module).__name__} is in train() mode: its Dropout and "
+                      "BatchNorm run as in training, as PyTorch runs them; call module.eval() "
+                      "before wrapping it for inference behaviour")
+    return model
+
+
+def training_model_of_module(module, options, optimizer, example_inputs, loss, scheduled=False):
+    """scheduled: a torch LR scheduler drives the optimizer (lr_schedule_of)."""
+    if example_inputs is None:
+        raise TypeError("wrapping a torch module needs example_inputs=(x, ...): the inputs of "
+                        "one micro-batch, as forward takes them")
+    if optimizer is None:
+        raise TypeError("training_model needs an optimizer (ts.SGD(...) or a torch.optim one)")
+    if loss is not None and loss not in _LOSSES:
+        raise ValueError(f"loss={loss!r}: for a torch module use None (forward returns its loss, "
+                         f"last) or one of {', '.join(_LOSSES)}")
+    if options is not None and options._capture == "export":
+        raise UnsupportedError(
+            f"training_model(torch module {type(module).__name__}) with Options().capture('export'): "
+            "the torch.export capture runs through torch.onnx.export(dynamo=True), which keeps "
+            "no detach() (ONNX has no stop-gradient) and folds BatchNorm into the convolutions, so "
+            "it would train another program; "
+            "training captures with capture('onnx') (the default). capture('export') serves "
+            "ts.inference_model and ts.Graph.from_torch")
+    graph, path, origins, finalizer = capture_module(module, example_inputs, "onnx", "training")
     say_dropout_differs(graph)
     outputs = graph.outputs
     if not outputs:
@@ -639,16 +740,28 @@ def training_model_of_module(module, options, optimizer, example_inputs, loss, s
     except TensorscopeError as e:
         origins.reraise(e)
     model.module = module
-    model._origins = graph._origins = origins
+    model._origins = origins
     model._program = path
     model._program_kept = finalizer  # the file goes with the graph
-    log(LOG_INFO, f"training torch module {type(module).__name__}, captured through the ONNX "
-                  f"exporter of PyTorch {__import__('torch').__version__}")
+    returns_as_poptorch(model, [t.name for t in outputs], loss_t.name, loss is None)
     if not module.training:
         log(LOG_INFO, f"torch module {type(module).__name__} is in eval() mode: its Dropout and "
                       "BatchNorm train as in eval, as PyTorch runs them; call module.train() before "
                       "wrapping it for training behaviour")
     return model
+
+
+def returns_as_poptorch(model, outputs, loss, forward_returns_loss) -> None:
+    """A call of a wrapped module's training model returns what PopTorch's
+    does: what forward returns (its outputs, then its loss: the loss alone
+    when forward returns only that), or with a loss added by the wrapper
+    (loss="cross_entropy", "nll") forward's outputs and then that loss.
+    Each output is anchored under its name, in the loss's output mode."""
+    returns = list(outputs) if forward_returns_loss else list(outputs) + [loss]
+    for name in dict.fromkeys(returns):
+        if name != loss:
+            model.anchor_tensor(name)
+    model._returns = returns
 
 
 def refuse_hooks(module) -> None:

@@ -61,7 +61,7 @@ class Model:
         if self._closed:
             return f"<{type(self).__name__} (closed)>"
         kind = "training" if self.training else "inference"
-        what = f"loss {self._returns[0]!r}" if self.training else f"outputs {self._returns}"
+        what = f"loss {self._returns[-1]!r}" if self.training else f"outputs {self._returns}"
         state = f"{self.runs} runs, {self.steps} steps" if self._compiled else "not compiled"
         lr = f", lr={self.learning_rate:.6g}" if self.training else ""
         sched = f", {self._schedule!r}" if self._schedule else ""
@@ -511,8 +511,12 @@ def training_model(model: Any, options: Optional[Options] = None, optimizer: Any
       loss="cross_entropy" or "nll" its forward returns scores or
       log-probabilities and tensorscope adds the loss over an input
       "labels" (i32 [B], or [B, T] for scores [B, T, V]: a language
-      model's per-token loss, averaged over every token). See
-      TorchModel.copy_weights_to_torch."""
+      model's per-token loss, averaged over every token). A call returns
+      what PopTorch's does: forward's outputs, then the loss ((output,
+      loss); the loss alone when forward returns only that). See
+      TorchModel.copy_weights_to_torch.
+
+    A call of a graph's model returns the loss."""
     if not isinstance(model, Graph):
         from ._torch import training_model_of_module
         torch_scheduler = lr_schedule is not None and not isinstance(lr_schedule, LRSchedule)
@@ -537,20 +541,37 @@ def new_training_model(cls, graph, options, optimizer, loss):
     return cls(graph, options, h.value, True, [loss_t.name])
 
 
-def inference_model(model: Graph, options: Optional[Options] = None,
-                    outputs: Optional[Sequence[TensorLike]] = None) -> Model:
+def inference_model(model: Any, options: Optional[Options] = None,
+                    outputs: Optional[Sequence[TensorLike]] = None,
+                    example_inputs: Optional[Sequence[Any]] = None) -> Model:
     """An inference model computing `outputs` (Tensors or names; default:
-    the outputs an ONNX import recorded). A call returns them as PopTorch
-    does, every micro-batch's samples on axis 0 ([D * B, ...]); they are
-    anchored under their names too."""
+    the outputs an ONNX import recorded) of `model`:
+
+    - a ts.Graph;
+    - a torch.nn.Module (PopTorch's inferenceModel), captured at
+      `example_inputs` (the inputs of one micro-batch) as
+      Options.capture says, each module in its own train/eval mode, its
+      weights and buffers copied as they are when it is wrapped; the
+      outputs default to forward's.
+
+    A call returns them as numpy arrays, as PopTorch does, every
+    micro-batch's samples on axis 0 ([D * B, ...]); they are anchored
+    under their names too."""
+    if not isinstance(model, Graph):
+        from ._torch import inference_model_of_module
+        return inference_model_of_module(model, options, outputs, example_inputs)
+    return new_inference_model(Model, model, options, outputs or model.outputs)
+
+
+def new_inference_model(cls, graph, options, outputs):
     options = options or Options()
-    outs = [_tensor(model, t) for t in (outputs or model.outputs)]
+    outs = [_tensor(graph, t) for t in outputs]
     if not outs:
         raise ValueError("inference_model needs outputs=[...] (tensors or names)")
     ptrs = (C.c_void_p * len(outs))(*[t._h for t in outs])
     h = C.c_void_p()
-    check(lib.ts_model_inference(C.byref(h), model._h, ptrs, len(outs), options._h))
-    return Model(model, options, h.value, False, [t.name for t in outs])
+    check(lib.ts_model_inference(C.byref(h), graph._h, ptrs, len(outs), options._h))
+    return cls(graph, options, h.value, False, [t.name for t in outs])
 
 
 def metrics_report() -> str:

@@ -67,6 +67,7 @@ class Options:
         self._queues = []  # queues fed by models of these options must outlive them
         self._said = {}  # what was set, for repr()
         self._break_on_nan = False
+        self._capture = "onnx"  # how a torch module is captured (capture())
 
     def _set(self, key, text):
         if key in ("anchor", "watch"):
@@ -284,6 +285,19 @@ class Options:
         self._start_fn = _capi.START_FN(start)  # the library holds it while the options or a model of them live
         check(_capi.function("ts_options_set_on_start", "Options.on_start")(self._h, self._start_fn, None))
         return self._set("on_start", getattr(fn, "__name__", repr(fn)))
+
+    def capture(self, how: str) -> Options:
+        """How a torch module is captured (ts.inference_model,
+        ts.training_model): "onnx" (the default), PyTorch's TorchScript ONNX
+        exporter, every PyTorch from 1.13; "export", torch.export, written
+        as ONNX by torch.onnx.export(dynamo=True) (PyTorch 2.5 or later;
+        refused on an older one, and for training, whose detach() and
+        BatchNorm it does not keep). One log line says which capture ran."""
+        if how not in ("onnx", "export"):
+            raise ValueError(f"capture {how!r}: use 'onnx' (the TorchScript exporter) or "
+                             "'export' (torch.export)")
+        self._capture = how
+        return self._set("capture", how)
 
     def replication(self, replicas: int, check_every: int = 100) -> Options:
         """R data-parallel replicas, one per rank of the MPI job (see

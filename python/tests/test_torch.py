@@ -59,8 +59,10 @@ class Scores(torch.nn.Module):
 
 
 def train_both(net, forward_loss, **wrap):
-    """Three SGD steps in tensorscope and in PyTorch from the same weights;
-    returns both modules after copy_weights_to_torch."""
+    """Three SGD steps in tensorscope and in PyTorch from the same weights:
+    each call returns (output, loss) as PopTorch's does, both checked
+    against PyTorch's (forward_loss returns them); returns both modules
+    after copy_weights_to_torch."""
     ref = copy.deepcopy(net)
     opt = torch.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
     x0, y0 = example()
@@ -73,12 +75,14 @@ def train_both(net, forward_loss, **wrap):
     labels_dtype = model.graph.tensor("labels").dtype
     for step in range(3):
         x, y = batches(1, seed=step)
-        loss = model(x=x, labels=y.astype(labels_dtype))
+        out, loss = model(x=x, labels=y.astype(labels_dtype))  # PopTorch's (output, loss)
         opt.zero_grad()
-        ref_loss = forward_loss(ref, torch.from_numpy(x), torch.from_numpy(y).long())
+        ref_out, ref_loss = forward_loss(ref, torch.from_numpy(x), torch.from_numpy(y).long())
         ref_loss.backward()
         opt.step()
         assert float(loss) == pytest.approx(ref_loss.item(), rel=1e-4)
+        # the output of the step's forward, before its update, as PyTorch's forward gave it
+        np.testing.assert_allclose(out, ref_out.detach().numpy(), rtol=1e-5, atol=1e-6)
     before = {n: p.detach().clone() for n, p in net.named_parameters()}
     model.copy_weights_to_torch()
     for (name, p), (_, q) in zip(net.named_parameters(), ref.named_parameters()):
@@ -89,7 +93,11 @@ def train_both(net, forward_loss, **wrap):
 @pytest.mark.skipif(not HAS_ONNX_IMPORT, reason="this library does not import ONNX")
 def test_a_module_without_its_loss_trains_as_in_torch():
     torch.manual_seed(0)
-    train_both(Scores(), lambda m, x, y: F.nll_loss(m(x), y), loss="nll",
+    def scores_and_loss(m, x, y):
+        out = m(x)
+        return out, F.nll_loss(out, y)
+
+    train_both(Scores(), scores_and_loss, loss="nll",
                example_inputs=(example()[0],))
 
 
@@ -97,7 +105,7 @@ def test_a_module_without_its_loss_trains_as_in_torch():
 def test_a_module_returning_its_loss_trains_as_in_torch():
     torch.manual_seed(0)
     try:
-        train_both(Net(), lambda m, x, y: m(x, y)[1], example_inputs=example())
+        train_both(Net(), lambda m, x, y: m(x, y), example_inputs=example())
     except ts.UnsupportedError as e:  # the importer has no loss ops yet
         assert "NegativeLogLikelihoodLoss" in str(e) or "CrossEntropyLoss" in str(e)
         pytest.xfail(str(e).split(":")[-1][:200])
@@ -155,7 +163,7 @@ def test_a_module_with_dropout_trains_with_dropout_on():
     # the export keeps Dropout: with the weights held, the same batch gives
     # another loss at each step (the masks differ), and in torch too
     frozen, labels = wrap(0.0)
-    losses = {round(float(frozen(x=x, labels=labels)), 6) for _ in range(6)}
+    losses = {round(float(frozen(x=x, labels=labels)[-1]), 6) for _ in range(6)}
     assert len(losses) > 1, "every step's loss is the same: dropout was dropped"
     with torch.no_grad():
         evaluated = F.nll_loss(net.eval()(torch.from_numpy(x)), torch.from_numpy(y).long()).item()
@@ -163,7 +171,7 @@ def test_a_module_with_dropout_trains_with_dropout_on():
     assert min(losses) < evaluated * 2 and max(losses) > 0  # the same network, masked
     # and it learns: the mean loss of the last steps below that of the first
     model, labels = wrap(0.2)
-    steps = [float(model(x=x, labels=labels)) for _ in range(40)]
+    steps = [float(model(x=x, labels=labels)[-1]) for _ in range(40)]
     assert np.mean(steps[-8:]) < 0.5 * np.mean(steps[:8]), steps
     before = net.fc1.weight.detach().clone()
     model.copy_weights_to_torch()

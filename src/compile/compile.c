@@ -387,6 +387,13 @@ static ts_status live_sets(ts_model *m, ts_prog *p, const bool *requested) {
     for (int i = 0; i < n; i++)
         if (g->t[i]->op == TS_OP_PRINT) p->live[i] = true; /* never optimised away */
     for (size_t k = 0; k < g->n_marks; k++) p->live[g->marks[k].tensor] = true;
+    /* a tensor anchored by its name is computed even when nothing else needs
+     * it (a wrapped torch module's output beside a loss that does not read
+     * it): what is asked for is returned */
+    for (size_t k = 0; k < m->opts.n_anchors; k++) {
+        const ts_tensor *t = ts_graph_find(g, m->opts.anchors[k].tensor_name);
+        if (t && t->id < n) p->live[t->id] = true;
+    }
     for (int i = n - 1; i >= 0; i--)
         if (p->live[i])
             for (int j = 0; j < g->t[i]->n_in; j++) p->live[g->t[i]->in[j]] = true;

@@ -1,0 +1,205 @@
+"""A torch module for inference (ts.inference_model(module), PopTorch's
+inferenceModel), its graph (ts.Graph.from_torch), the capture chosen by
+Options.capture, and what a wrapped module's training call returns
+(PopTorch's (output, loss)): each against the module's own outputs
+computed by PyTorch.
+
+With PyTorch 2.5 or later (the real-model venv, tests/test_torch_capture.sh)
+capture("export") runs torch.export; with an older one (Debian's 1.13) it is
+refused saying so."""
+import re
+
+import numpy as np
+import pytest
+
+import tensorscope as ts
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+pytestmark = pytest.mark.skipif(not hasattr(ts._capi.lib, "ts_graph_from_onnx"),
+                                reason="this library does not import ONNX")
+RTOL = 1e-5
+HAS_EXPORT = tuple(int(p) for p in re.findall(r"\d+", torch.__version__)[:2]) >= (2, 5)
+
+
+class MLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2, self.fc3 = torch.nn.Linear(12, 32), torch.nn.Linear(32, 16), torch.nn.Linear(16, 5)
+
+    def forward(self, x):
+        return self.fc3(torch.tanh(self.fc2(F.relu(self.fc1(x)))))
+
+
+class SmallCNN(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.bn1 = torch.nn.BatchNorm2d(8)
+        self.conv2 = torch.nn.Conv2d(8, 16, 3, stride=2, padding=1)
+        self.fc = torch.nn.Linear(16 * 4 * 4, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 2)
+        return self.fc(torch.flatten(F.relu(self.conv2(x)), 1))
+
+
+def cnn():
+    torch.manual_seed(1)
+    net = SmallCNN()
+    with torch.no_grad():  # statistics of their own, so that eval's BatchNorm is not the identity
+        net.bn1.running_mean.uniform_(-0.5, 0.5)
+        net.bn1.running_var.uniform_(0.5, 2.0)
+        net.bn1.weight.uniform_(0.5, 1.5)
+        net.bn1.bias.uniform_(-0.2, 0.2)
+    return net.eval(), torch.randn(4, 3, 16, 16)
+
+
+def mlp():
+    torch.manual_seed(0)
+    return MLP().eval(), torch.randn(8, 12)
+
+
+def assert_close(ours, theirs):
+    """Within RTOL of PyTorch's, relative to each value (and to the
+    output's largest for values about 0)."""
+    theirs = theirs.detach().numpy()
+    assert ours.shape == theirs.shape and ours.dtype == np.float32
+    np.testing.assert_allclose(ours, theirs, rtol=RTOL, atol=RTOL * float(np.max(np.abs(theirs))))
+
+
+def logged(fn):
+    """fn() with the library's log lines (info and above) collected."""
+    lines = []
+    level = ts._capi.lib.ts_get_log_level()
+    ts.set_log_level(3)
+    ts.set_log_callback(lambda _level, message: lines.append(message))
+    try:
+        return fn(), lines
+    finally:
+        ts.set_log_callback(None)
+        ts.set_log_level(level)
+
+
+@pytest.mark.parametrize("make", [mlp, cnn], ids=["mlp", "cnn"])
+def test_inference_model_of_a_module_gives_its_outputs(make):
+    net, x = make()
+    model, lines = logged(lambda: ts.inference_model(net, example_inputs=(x,)))
+    assert isinstance(model, ts.Model) and not model.training
+    assert any("inference of torch module" in m and "the ONNX exporter" in m for m in lines), lines
+    with torch.no_grad():
+        want = net(x)
+    out = model(x.numpy())
+    assert isinstance(out, np.ndarray)
+    assert_close(out, want)
+    # the weights are copied when it is wrapped: changing the module's afterwards changes nothing here
+    with torch.no_grad():
+        for p in net.parameters():
+            p.add_(1.0)
+    assert_close(model(x.numpy()), want)
+    # D micro-batches on axis 0, as PopTorch returns them
+    wide = ts.inference_model(make()[0], ts.Options().device_iterations(2), example_inputs=(x,))
+    both = np.concatenate([x.numpy(), 2 * x.numpy()])
+    with torch.no_grad():
+        want2 = make()[0](torch.from_numpy(both))
+    assert_close(wide(both), want2)
+
+
+class TwoHeads(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body, self.a, self.b = torch.nn.Linear(6, 8), torch.nn.Linear(8, 3), torch.nn.Linear(8, 2)
+
+    def forward(self, x):
+        h = F.relu(self.body(x))
+        return self.a(h), torch.sigmoid(self.b(h))
+
+
+def test_inference_model_returns_every_output_in_forwards_order():
+    torch.manual_seed(2)
+    net, x = TwoHeads(), torch.randn(5, 6)
+    a, b = ts.inference_model(net, example_inputs=(x,))(x.numpy())
+    with torch.no_grad():
+        want_a, want_b = net(x)
+    assert_close(a, want_a)
+    assert_close(b, want_b)
+
+
+def test_graph_from_torch_is_the_graph_itself():
+    net, x = cnn()
+    g = ts.Graph.from_torch(net, (x,))
+    assert isinstance(g, ts.Graph)
+    assert {n for n, _ in net.named_parameters()} <= set(g.parameters())
+    np.testing.assert_array_equal(g.tensor("conv1.weight").numpy(), net.conv1.weight.detach().numpy())
+    with torch.no_grad():
+        want = net(x)
+    assert_close(ts.inference_model(g)(x.numpy()), want)
+
+
+def test_capture_is_checked():
+    with pytest.raises(ValueError, match="'onnx'.*'export'"):
+        ts.Options().capture("jit")
+    net, x = mlp()
+    with pytest.raises(ts.UnsupportedError, match=r"capture\('export'\).*capture\('onnx'\)"):
+        ts.training_model(net, ts.Options().capture("export"), optimizer=ts.SGD(lr=0.1),
+                          example_inputs=(x,), loss="cross_entropy")
+
+
+@pytest.mark.skipif(HAS_EXPORT, reason="this PyTorch has torch.export")
+def test_capture_export_is_refused_on_an_older_torch():
+    net, x = mlp()
+    with pytest.raises(ts.UnsupportedError, match=r"PyTorch .* has no torch\.export.*2\.5.*capture\('onnx'\)"):
+        ts.inference_model(net, ts.Options().capture("export"), example_inputs=(x,))
+    with pytest.raises(ts.UnsupportedError, match="2.5"):
+        ts.Graph.from_torch(net, (x,), capture="export")
+
+
+@pytest.mark.skipif(not HAS_EXPORT, reason="torch.export capture needs PyTorch 2.5 or later")
+@pytest.mark.parametrize("make", [mlp, cnn], ids=["mlp", "cnn"])
+def test_capture_export_gives_the_modules_outputs(make):
+    net, x = make()
+    model, lines = logged(lambda: ts.inference_model(net, ts.Options().capture("export"), example_inputs=(x,)))
+    said = [m for m in lines if "captured through" in m]
+    assert len(said) == 1 and "torch.export" in said[0], lines
+    with torch.no_grad():
+        want = net(x)
+    assert_close(model(x.numpy()), want)
+    g = ts.Graph.from_torch(net, (x,), capture="export")
+    assert {n for n, _ in net.named_parameters()} <= set(g.parameters())
+
+
+# ---- a training call returns what PopTorch's does
+
+class OnlyLoss(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(6, 3)
+
+    def forward(self, x, labels):
+        return F.cross_entropy(self.fc(x), labels)
+
+
+class HeadsAndLoss(TwoHeads):
+    def forward(self, x, labels):
+        a, b = super().forward(x)
+        return a, b, F.cross_entropy(a, labels) + b.mean()
+
+
+def test_a_training_call_returns_forwards_outputs_then_the_loss():
+    torch.manual_seed(3)
+    x, y = torch.randn(5, 6), torch.randint(0, 3, (5,))
+    net = HeadsAndLoss()
+    model = ts.training_model(net, ts.Options(), optimizer=ts.SGD(lr=0.1), example_inputs=(x, y))
+    with torch.no_grad():
+        want = net(x, y)  # before the step's update
+    got = model(x.numpy(), y.numpy().astype(np.int32))
+    assert isinstance(got, tuple) and len(got) == 3
+    for ours, theirs in zip(got, want):
+        assert_close(np.asarray(ours, np.float32).reshape(theirs.shape), theirs)
+    # forward returning its loss alone: the loss alone
+    only = ts.training_model(OnlyLoss(), ts.Options(), optimizer=ts.SGD(lr=0.1), example_inputs=(x, y))
+    assert not isinstance(only(x.numpy(), y.numpy().astype(np.int32)), tuple)
+    # a graph's model: the loss alone, as before
+    g = ts.Graph.from_torch(OnlyLoss(), (x, y))
+    m = ts.training_model(g, optimizer=ts.SGD(lr=0.1), loss=g.outputs[-1])
+    assert not isinstance(m(x.numpy(), y.numpy().astype(np.int32)), tuple)
