@@ -7,7 +7,9 @@ tensors; CrossEntropyLoss and NLLLoss with ignore_index (-100 and a class
 index), class weights and every reduction; Conv1d and the 1-D pools;
 ConvTranspose1d and ConvTranspose2d with strides, padding, output_padding,
 dilation and groups; InstanceNorm and GroupNorm; an eval-mode BatchNorm
-exported with its running statistics as initializers. Then the ONNX ops
+exported with its running statistics as initializers; PReLU, Hardtanh
+and ReLU6 (Clip), CELU, Mish, Softsign, amin, logsumexp, norm, tril, triu
+and repeat (Tile). Then the ONNX ops
 the importer composes of graph ops (Clip, Mean, PRelu, Celu, Mish,
 Softsign, ThresholdedRelu, Shrink, the Reduce ops, GlobalMaxPool,
 LpNormalization, MeanVarianceNormalization, RMSNormalization, Trilu,
@@ -117,6 +119,17 @@ class Seq(torch.nn.Sequential):
     pass
 
 
+class Fn(torch.nn.Module):
+    """Linear, then a function of its output (a reduction, tril, repeat)."""
+
+    def __init__(self, fn, d=6):
+        super().__init__()
+        self.lin, self.fn = torch.nn.Linear(d, d), fn
+
+    def forward(self, x):
+        return self.fn(self.lin(x))
+
+
 class BatchNormSkip(torch.nn.Module):
     """A fresh BatchNorm (running statistics 0 and 1, equal to its bias and
     weight: the exporters store them once) beside a skip connection (the
@@ -197,6 +210,14 @@ def cases():
         # the dynamo exporter fuses an eval BatchNorm into the Conv or
         # Linear before it: the file's weight is not the module's
         out[name] = (m, {"x": x}, False, both if name.endswith("_first") else ("torchscript",))
+    x3 = torch.randn(2, 5, 6)
+    out["prelu"] = (Seq(torch.nn.Conv2d(2, 3, 3), torch.nn.PReLU(3)), {"x": torch.randn(2, 2, 5, 5)}, False, both)
+    out["hardtanh_relu6"] = (Seq(torch.nn.Linear(6, 6), torch.nn.Hardtanh(-0.5, 0.7), torch.nn.Linear(6, 6), torch.nn.ReLU6()),
+                             {"x": x3}, False, both)
+    out["celu_mish_softsign"] = (Seq(torch.nn.Linear(6, 6), torch.nn.CELU(1.5), torch.nn.Linear(6, 6), torch.nn.Mish(),
+                                     torch.nn.Linear(6, 6), torch.nn.Softsign()), {"x": x3}, False, both)
+    out["amin_logsumexp_norm"] = (Fn(lambda h: h.amin(-1) + h.logsumexp(-1) + h.norm(dim=-1)), {"x": x3}, False, both)
+    out["tril_triu_repeat"] = (Fn(lambda h: h.tril(1) + h.triu(-1) * 2 + h.repeat(1, 1, 2)[..., ::2]), {"x": x3}, False, both)
     skip = BatchNormSkip()
     skip.eval_export = True
     out["batch_norm2d_eval_fresh_skip"] = (skip, {"x": torch.randn(2, 3, 6, 6)}, False, both)
