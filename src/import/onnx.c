@@ -2145,7 +2145,8 @@ static bool setting_scalar(importer *im, value *v, double *out, ts_status *st) {
 /* Activations composed of the unary and binary families: Celu alpha
  * Elu(x / alpha), Mish x tanh(softplus x), Softsign x / (1 + |x|),
  * ThresholdedRelu x where x > alpha else 0, Shrink x + bias below -lambd,
- * x - bias above lambd, else 0, Sign (x > 0) - (x < 0) (no gradient). */
+ * x - bias above lambd, else 0, Sign (x > 0) - (x < 0), NaN where x is
+ * (no gradient). */
 static ts_status op_composed_unary(importer *im, node_io *io) {
     const char *op = im->node->op_type;
     ts_status st = TS_OK;
@@ -2172,6 +2173,7 @@ static ts_status op_composed_unary(importer *im, node_io *io) {
     } else { /* Sign */
         ts_tensor *zero = scalar_constant(im, "Zero", 0.0f);
         y = ts_sub(g, ts_binary(g, "Greater", x, zero), ts_binary(g, "Less", x, zero));
+        y = ts_where(g, ts_unary(g, "IsNaN", x, 0.0f, 0.0f), x, y); /* NaN stays NaN, as torch.sign's */
     }
     return built(im, y, &io->out[0]);
 }
