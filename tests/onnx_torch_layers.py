@@ -437,6 +437,35 @@ def composed_gradients(workdir):
     return "; ".join(failures) if failures else None
 
 
+def composed_refusals(workdir):
+    """A composed op's bad attribute or input is refused with a message
+    that says what it takes."""
+    import onnx
+    from onnx import TensorProto, helper
+    x = np.ones((2, 3), np.float32)
+    bad = [("LpNormalization", {"p": 3}, [], "takes 1 or 2"),
+           ("Celu", {"alpha": 0.0}, [], "non-zero alpha"),
+           ("Tile", {}, [("repeats", np.array([2], np.int64))], "one per dimension"),
+           ("Trilu", {}, [("k", None)], "must be a constant"),
+           ("GlobalMaxPool", {}, [], "at least 3 dimensions")]
+    for op, attrs, extra, want in bad:
+        inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)]
+        inits = [onnx.numpy_helper.from_array(v, n) for n, v in extra if v is not None]
+        inputs += [helper.make_tensor_value_info(n, TensorProto.INT64, []) for n, v in extra if v is None]
+        node = helper.make_node(op, ["x"] + [n for n, _ in extra], ["y"], **attrs)
+        model = helper.make_model(helper.make_graph([node], op, inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                                                    inits), opset_imports=[helper.make_opsetid("", 18)])
+        path = os.path.join(workdir, f"refused_{op}.onnx")
+        onnx.save(model, path)
+        try:
+            ts.Graph.from_onnx(path, {i.name: tuple(d.dim_value for d in i.type.tensor_type.shape.dim) for i in inputs}).close()
+            return f"{op} {attrs}: imported"
+        except ts.TensorscopeError as e:
+            if want not in str(e) or op not in str(e):
+                return f"{op} {attrs}: the error does not say '{want}': {e}"
+    return None
+
+
 def composed_gradient(workdir, name, op, attrs, opset, x, extra):
     """One case of composed_gradients: None, or what is off."""
     from onnx import TensorProto
@@ -497,7 +526,8 @@ def main():
                     why = " ".join(f"{type(e).__name__}: {e}".split())[:500]
                 print(f"{'ok  ' if why is None else 'FAIL'} {name} ({exporter}){'' if why is None else ': ' + why}", flush=True)
                 failed += why is not None
-        for name, fn in (("group_normalization_opsets", group_normalization_opsets), ("composed_gradients", composed_gradients)):
+        for name, fn in (("group_normalization_opsets", group_normalization_opsets), ("composed_gradients", composed_gradients),
+                         ("composed_refusals", composed_refusals)):
             if only and not only.search(name):
                 continue
             try:
