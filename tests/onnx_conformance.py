@@ -121,6 +121,8 @@ def _array(value):
 BOUND_INPUTS = {
     "Reshape": {1}, "Unsqueeze": {1}, "Squeeze": {1}, "Expand": {1}, "Split": {1}, "Pad": {1, 2, 3},
     "Slice": {1, 2, 3, 4}, "ReduceSum": {1}, "ReduceMean": {1}, "ReduceMax": {1}, "ReduceMin": {1},
+    "ReduceL1": {1}, "ReduceL2": {1}, "ReduceLogSum": {1}, "ReduceLogSumExp": {1}, "ReduceSumSquare": {1},
+    "Tile": {1}, "Trilu": {1},
     "ConstantOfShape": {0}, "Range": {0, 1, 2}, "Dropout": {1, 2},
     "BatchNormalization": {3, 4},  # the running statistics, a buffer's values
     "CastLike": {1},  # read for its type only (an empty tensor in the cases)
@@ -128,12 +130,15 @@ BOUND_INPUTS = {
 
 
 def bound_inputs(model):
-    """The names of the graph inputs some node reads where BOUND_INPUTS says,
-    and of those no node reads (CastLike's `like` in its expanded body)."""
+    """The names of the graph inputs some node reads where BOUND_INPUTS says
+    and none reads as data (Celu's expanded body reads X as CastLike's
+    `like` and as Div's dividend: it is fed), and of those no node reads
+    (CastLike's `like` in its expanded body)."""
     inputs = {vi.name for vi in model.graph.input}
-    read = {name for node in model.graph.node for name in node.input}
-    return {name for node in model.graph.node for k, name in enumerate(node.input)
-            if name in inputs and k in BOUND_INPUTS.get(node.op_type, ())} | (inputs - read)
+    reads = [(name, k in BOUND_INPUTS.get(node.op_type, ())) for node in model.graph.node
+             for k, name in enumerate(node.input) if name in inputs]
+    as_data = {name for name, bound in reads if not bound}
+    return {name for name, bound in reads if bound and name not in as_data} | (inputs - {name for name, _ in reads})
 
 
 def run_case(ts, case, workdir):

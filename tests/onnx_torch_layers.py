@@ -7,7 +7,14 @@ tensors; CrossEntropyLoss and NLLLoss with ignore_index (-100 and a class
 index), class weights and every reduction; Conv1d and the 1-D pools;
 ConvTranspose1d and ConvTranspose2d with strides, padding, output_padding,
 dilation and groups; InstanceNorm and GroupNorm; an eval-mode BatchNorm
-exported with its running statistics as initializers.
+exported with its running statistics as initializers; PReLU, Hardtanh
+and ReLU6 (Clip), CELU, Mish, Softsign, amin, logsumexp, norm, tril, triu
+and repeat (Tile). Then the ONNX ops
+the importer composes of graph ops (Clip, Mean, PRelu, Celu, Mish,
+Softsign, ThresholdedRelu, Shrink, the Reduce ops, GlobalMaxPool,
+LpNormalization, MeanVarianceNormalization, RMSNormalization, Trilu,
+Tile), one node each: forward against onnx's reference, gradients against
+central finite differences of the reference in double.
 
 Each case's module m(*inputs) is wrapped as loss = sum(m(*inputs) * r)
 for a random r (a scalar loss is the loss itself), exported, and a
@@ -112,6 +119,17 @@ class Seq(torch.nn.Sequential):
     pass
 
 
+class Fn(torch.nn.Module):
+    """Linear, then a function of its output (a reduction, tril, repeat)."""
+
+    def __init__(self, fn, d=6):
+        super().__init__()
+        self.lin, self.fn = torch.nn.Linear(d, d), fn
+
+    def forward(self, x):
+        return self.fn(self.lin(x))
+
+
 class BatchNormSkip(torch.nn.Module):
     """A fresh BatchNorm (running statistics 0 and 1, equal to its bias and
     weight: the exporters store them once) beside a skip connection (the
@@ -192,6 +210,14 @@ def cases():
         # the dynamo exporter fuses an eval BatchNorm into the Conv or
         # Linear before it: the file's weight is not the module's
         out[name] = (m, {"x": x}, False, both if name.endswith("_first") else ("torchscript",))
+    x3 = torch.randn(2, 5, 6)
+    out["prelu"] = (Seq(torch.nn.Conv2d(2, 3, 3), torch.nn.PReLU(3)), {"x": torch.randn(2, 2, 5, 5)}, False, both)
+    out["hardtanh_relu6"] = (Seq(torch.nn.Linear(6, 6), torch.nn.Hardtanh(-0.5, 0.7), torch.nn.Linear(6, 6), torch.nn.ReLU6()),
+                             {"x": x3}, False, both)
+    out["celu_mish_softsign"] = (Seq(torch.nn.Linear(6, 6), torch.nn.CELU(1.5), torch.nn.Linear(6, 6), torch.nn.Mish(),
+                                     torch.nn.Linear(6, 6), torch.nn.Softsign()), {"x": x3}, False, both)
+    out["amin_logsumexp_norm"] = (Fn(lambda h: h.amin(-1) + h.logsumexp(-1) + h.norm(dim=-1)), {"x": x3}, False, both)
+    out["tril_triu_repeat"] = (Fn(lambda h: h.tril(1) + h.triu(-1) * 2 + h.repeat(1, 1, 2)[..., ::2]), {"x": x3}, False, both)
     skip = BatchNormSkip()
     skip.eval_export = True
     out["batch_norm2d_eval_fresh_skip"] = (skip, {"x": torch.randn(2, 3, 6, 6)}, False, both)
@@ -318,6 +344,172 @@ def group_normalization_opsets(workdir):
     return None
 
 
+# ONNX ops the importer composes of graph ops, one node each, whose
+# gradient no exporter case above reaches: (case, op type, attributes,
+# opset, x, the node's other inputs as (name, value, trained)). A trained
+# input is an initializer the import makes a parameter; the others are
+# settings (bounds, axes, k, repeats).
+def composed_cases():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 3, 4, 5))
+    pos = np.abs(x) + 0.5
+    return [
+        ("clip", "Clip", {}, 13, x, [("lo", np.array(-0.5), False), ("hi", np.array(0.7), False)]),
+        ("clip_opset10", "Clip", {"min": -0.3, "max": 0.4}, 10, x, []),
+        ("mean", "Mean", {}, 13, x, [("c", rng.standard_normal((4, 5)), True)]),
+        ("prelu", "PRelu", {}, 16, x, [("slope", rng.uniform(0.1, 0.5, (3, 1, 1)), True)]),
+        ("celu", "Celu", {"alpha": 1.5}, 12, x, []),
+        ("mish", "Mish", {}, 18, x, []),
+        ("softsign", "Softsign", {}, 13, x, []),
+        ("thresholded_relu", "ThresholdedRelu", {"alpha": 0.3}, 10, x, []),
+        ("shrink", "Shrink", {"lambd": 0.4, "bias": 0.2}, 9, x, []),
+        ("reduce_min", "ReduceMin", {"keepdims": 0}, 18, x, [("axes", np.array([1, -1]), False)]),
+        ("reduce_l1", "ReduceL1", {}, 18, x, [("axes", np.array([2]), False)]),
+        ("reduce_l2", "ReduceL2", {"keepdims": 0}, 18, x, [("axes", np.array([0, 3]), False)]),
+        ("reduce_sum_square", "ReduceSumSquare", {}, 13, x, []),
+        ("reduce_log_sum", "ReduceLogSum", {"axes": [1]}, 13, pos, []),
+        ("reduce_log_sum_exp", "ReduceLogSumExp", {"keepdims": 0}, 18, x, [("axes", np.array([1, 2]), False)]),
+        ("global_max_pool", "GlobalMaxPool", {}, 13, x, []),
+        # positive: onnx's reference sums x, not |x| (the L1 norm, torch's)
+        ("lp_normalization_l1", "LpNormalization", {"axis": 1, "p": 1}, 13, pos, []),
+        ("lp_normalization_l2", "LpNormalization", {}, 13, x, []),
+        ("mean_variance_normalization", "MeanVarianceNormalization", {}, 13, x, []),
+        ("rms_normalization", "RMSNormalization", {"axis": -2, "epsilon": 1e-3}, 23, x,
+         [("scale", rng.standard_normal((4, 5)), True)]),
+        ("trilu_lower_k1", "Trilu", {"upper": 0}, 14, x, [("k", np.array(1), False)]),
+        ("tile", "Tile", {}, 13, x[:, :, :2], [("repeats", np.array([1, 2, 1, 3]), False)]),
+    ]
+
+
+def composed_model(op, attrs, opset, x, extra, ftype):
+    """loss = sum(op(x + p, extra...) * r): p (zeros, x's shape) an
+    initializer, so its gradient is that of the op's input; every float
+    input in `ftype` (ONNX's FLOAT for tensorscope, DOUBLE for the
+    reference's finite differences, which reads p and the trained inputs
+    as graph inputs)."""
+    import onnx
+    from onnx import TensorProto, helper
+    np_t = np.float32 if ftype == TensorProto.FLOAT else np.float64
+    inits, inputs = [], [helper.make_tensor_value_info("x", ftype, x.shape)]
+    feeds = {"p": np.zeros(x.shape)} | {n: v for n, v, trained in extra if trained}
+    for n, v in [("p", feeds["p"])] + [(n, v) for n, v, _ in extra]:
+        arr = v.astype(np.int64) if v.dtype.kind == "i" else v.astype(np_t)
+        if ftype == TensorProto.DOUBLE and n in feeds:
+            inputs.append(helper.make_tensor_value_info(n, ftype, v.shape))
+        else:
+            inits.append(onnx.numpy_helper.from_array(arr, n))
+    inputs.append(helper.make_tensor_value_info("r", ftype, None))
+    nodes = [helper.make_node("Add", ["x", "p"], ["h"]), helper.make_node(op, ["h"] + [n for n, _, _ in extra], ["y"], **attrs),
+             helper.make_node("Mul", ["y", "r"], ["yr"]), helper.make_node("ReduceSum", ["yr"], ["loss"], keepdims=0)]
+    outputs = [helper.make_tensor_value_info(n, ftype, None) for n in ("loss", "y")]
+    model = helper.make_model(helper.make_graph(nodes, op, inputs, outputs, inits), opset_imports=[helper.make_opsetid("", opset)])
+    return model, feeds
+
+
+def _mvn64():
+    """ONNX's MeanVarianceNormalization in the input's precision (onnx's
+    reference runs its function body, whose constants are float)."""
+    from onnx.reference.op_run import OpRun
+
+    class MeanVarianceNormalization(OpRun):
+        op_domain = ""
+
+        def _run(self, x, axes=None):
+            axes = tuple(axes if axes is not None else (0, 2, 3))
+            mean = x.mean(axis=axes, keepdims=True)
+            std = np.sqrt((x * x).mean(axis=axes, keepdims=True) - mean * mean)
+            return ((x - mean) / (std + 1e-9),)
+    return MeanVarianceNormalization
+
+
+def composed_gradients(workdir):
+    """Each composed op's forward against onnx's reference and the
+    gradient of its input and of its trained inputs against central
+    finite differences of sum(y * r), the reference evaluated in double."""
+    failures = []
+    for case in composed_cases():
+        try:
+            why = composed_gradient(workdir, *case)
+        except Exception as e:  # one case's failure never stops the others
+            why = " ".join(f"{type(e).__name__}: {e}".split())[:300]
+        if why:
+            failures.append(f"{case[0]}: {why}")
+    return "; ".join(failures) if failures else None
+
+
+def composed_refusals(workdir):
+    """A composed op's bad attribute or input is refused with a message
+    that says what it takes."""
+    import onnx
+    from onnx import TensorProto, helper
+    x = np.ones((2, 3), np.float32)
+    bad = [("LpNormalization", {"p": 3}, [], "takes 1 or 2"),
+           ("Celu", {"alpha": 0.0}, [], "non-zero alpha"),
+           ("Tile", {}, [("repeats", np.array([2], np.int64))], "one per dimension"),
+           ("Trilu", {}, [("k", None)], "must be a constant"),
+           ("GlobalMaxPool", {}, [], "at least 3 dimensions")]
+    for op, attrs, extra, want in bad:
+        inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)]
+        inits = [onnx.numpy_helper.from_array(v, n) for n, v in extra if v is not None]
+        inputs += [helper.make_tensor_value_info(n, TensorProto.INT64, []) for n, v in extra if v is None]
+        node = helper.make_node(op, ["x"] + [n for n, _ in extra], ["y"], **attrs)
+        model = helper.make_model(helper.make_graph([node], op, inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                                                    inits), opset_imports=[helper.make_opsetid("", 18)])
+        path = os.path.join(workdir, f"refused_{op}.onnx")
+        onnx.save(model, path)
+        try:
+            ts.Graph.from_onnx(path, {i.name: tuple(d.dim_value for d in i.type.tensor_type.shape.dim) for i in inputs}).close()
+            return f"{op} {attrs}: imported"
+        except ts.TensorscopeError as e:
+            if want not in str(e) or op not in str(e):
+                return f"{op} {attrs}: the error does not say '{want}': {e}"
+    return None
+
+
+def composed_gradient(workdir, name, op, attrs, opset, x, extra):
+    """One case of composed_gradients: None, or what is off."""
+    from onnx import TensorProto
+    from onnx.reference import ReferenceEvaluator
+    import onnx
+    if True:
+        model, _ = composed_model(op, attrs, opset, x, extra, TensorProto.FLOAT)
+        ref, feeds = composed_model(op, attrs, opset, x, extra, TensorProto.DOUBLE)
+        ev = ReferenceEvaluator(ref, new_ops=[_mvn64()])
+        y_shape = ev.run(["y"], {"x": x, "r": np.ones(1)} | feeds)[0].shape
+        r = np.random.default_rng(7).standard_normal(y_shape)
+        y64 = ev.run(["y"], {"x": x, "r": r} | feeds)[0]
+        path = os.path.join(workdir, f"composed_{name}.onnx")
+        onnx.save(model, path)
+        g = ts.Graph.from_onnx(path, {"x": x.shape, "r": r.shape})
+        try:
+            opts = ts.Options().output_mode("final")
+            opts.anchor_tensor("y", "y", "final")
+            for n in feeds:
+                opts.anchor_tensor("grad_" + n, "Gradient___" + n, "final")
+            m = ts.training_model(g, opts, optimizer=ts.SGD(lr=0.0), loss=g.outputs[0])
+            m(x=x.astype(np.float32), r=r.astype(np.float32))
+            got = np.asarray(m.get_anchored_tensor("y"), dtype=np.float64).reshape(y64.shape)
+            err = float(np.max(np.abs(got - y64) / (1 + np.abs(y64)), initial=0.0))
+            if not err <= OUT_RTOL * 10:  # f32 against the reference's f64
+                return f"forward off by {err:.3g}"
+            eps = 1e-6
+            for n, v in feeds.items():
+                fd = np.zeros(v.shape)
+                for i in np.ndindex(v.shape):
+                    hi, lo = v.copy(), v.copy()
+                    hi[i] += eps
+                    lo[i] -= eps
+                    l_hi = float(ev.run(["loss"], {"x": x, "r": r} | feeds | {n: hi})[0])
+                    l_lo = float(ev.run(["loss"], {"x": x, "r": r} | feeds | {n: lo})[0])
+                    fd[i] = (l_hi - l_lo) / (2 * eps)
+                an = np.asarray(m.get_anchored_tensor("grad_" + n), dtype=np.float64).reshape(v.shape)
+                e = float(np.max(np.abs(an - fd))) / max(float(np.max(np.abs(fd))), 1e-12)
+                if not e <= GRAD_RTOL * 10:  # f32 gradients against f64 differences
+                    return f"gradient of {n} off by {e:.3g} of its largest value"
+        finally:
+            g.close()
+    return None
+
 def main():
     only = None
     if "--only" in sys.argv:
@@ -334,12 +526,15 @@ def main():
                     why = " ".join(f"{type(e).__name__}: {e}".split())[:500]
                 print(f"{'ok  ' if why is None else 'FAIL'} {name} ({exporter}){'' if why is None else ': ' + why}", flush=True)
                 failed += why is not None
-        if not only or only.search("group_normalization_opsets"):
+        for name, fn in (("group_normalization_opsets", group_normalization_opsets), ("composed_gradients", composed_gradients),
+                         ("composed_refusals", composed_refusals)):
+            if only and not only.search(name):
+                continue
             try:
-                why = group_normalization_opsets(workdir)
+                why = fn(workdir)
             except Exception as e:
                 why = " ".join(f"{type(e).__name__}: {e}".split())[:500]
-            print(f"{'ok  ' if why is None else 'FAIL'} group_normalization_opsets (onnx){'' if why is None else ': ' + why}", flush=True)
+            print(f"{'ok  ' if why is None else 'FAIL'} {name} (onnx){'' if why is None else ': ' + why}", flush=True)
             failed += why is not None
     print(f"onnx_torch_layers: {'PASS' if not failed else f'{failed} FAILED'}")
     return 1 if failed else 0

@@ -5,8 +5,9 @@
 # rotary embeddings and the trigonometric and hyperbolic functions,
 # CrossEntropyLoss and NLLLoss with ignore_index, class weights and every
 # reduction, Conv1d and the 1-D pools, ConvTranspose1d/2d, InstanceNorm,
-# GroupNorm and an eval-mode BatchNorm (tests/onnx_torch_layers.py says
-# how). PyTorch and the exporters' packages live in the real-model venv
+# GroupNorm and an eval-mode BatchNorm; and the ONNX ops the importer
+# composes of graph ops, their gradients against finite differences
+# (tests/onnx_torch_layers.py says how). PyTorch and the exporters' packages live in the real-model venv
 # (tests/support/realmodels_venv.sh; PyPI the first time).
 # needs: onnx
 set -u

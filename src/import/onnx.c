@@ -843,21 +843,23 @@ static ts_status op_stop_gradient(importer *im, node_io *io) {
     return t ? built(im, ts_stop_gradient(im->g, t), &io->out[0]) : st;
 }
 
-/* Max, Min and Sum of any number of inputs (at least one), broadcast: a
- * chain of the binary op, each link a named tensor. */
+/* Max, Min, Sum and Mean of any number of inputs (at least one),
+ * broadcast: a chain of the binary op (Mean's links are Sum's), each link
+ * a named tensor; Mean then scales the sum by 1/n. */
 static ts_status op_variadic(importer *im, node_io *io) {
     value *acc = io->in[0];
+    bool mean = strcmp(im->node->op_type, "Mean") == 0;
     if (!acc) return node_error(im, TS_ERR_FORMAT, "input 0 is empty; %s needs at least one input", im->node->op_type);
     if (io->n_in == 1) return op_identity(im, io);
     value tmp = {0};
     for (int i = 1; i < io->n_in; i++) {
         if (!io->in[i]) return node_error(im, TS_ERR_FORMAT, "input %d is empty", i);
-        value *out = i + 1 == io->n_in ? &io->out[0] : &tmp;
-        ts_status st = binary_family(im, im->node->op_type, acc, io->in[i], out);
+        value *out = i + 1 == io->n_in && !mean ? &io->out[0] : &tmp;
+        ts_status st = binary_family(im, mean ? "Sum" : im->node->op_type, acc, io->in[i], out);
         if (st) return st;
         acc = &tmp;
     }
-    return TS_OK;
+    return mean ? built(im, ts_scale(im->g, tmp.t, 1.0f / (float)io->n_in), &io->out[0]) : TS_OK;
 }
 
 /* The same tensor under a second name (a parameter stays one tensor). */
@@ -1760,11 +1762,14 @@ static ts_status op_gather(importer *im, node_io *io) {
     return built(im, ts_gather(im->g, w, i, axis), &io->out[0]);
 }
 
-/* ReduceMean, ReduceSum and ReduceMax over their axes: the attribute
- * before the opset that made them input 1 (ReduceSum 13, the others 18),
- * the input from then on; absent (or, from then on, an empty list) means
- * every axis, or none with noop_with_empty_axes=1: the identity.
- * keepdims. */
+/* The Reduce ops over their axes: the attribute before the opset that
+ * made them input 1 (ReduceSum 13, the others 18), the input from then on;
+ * absent (or, from then on, an empty list) means every axis, or none with
+ * noop_with_empty_axes=1: the identity. keepdims. ReduceMean, ReduceSum
+ * and ReduceMax are graph ops; the others are composed of them: ReduceMin
+ * -max(-x), ReduceL1 sum|x|, ReduceL2 sqrt(sum x^2), ReduceSumSquare
+ * sum x^2, ReduceLogSum log(sum x), ReduceLogSumExp m + log(sum e^(x-m))
+ * with m the maximum (no gradient through m: its terms cancel). */
 static ts_status op_reduce(importer *im, node_io *io) {
     const char *op = im->node->op_type;
     int input_since = strcmp(op, "ReduceSum") == 0 ? 13 : 18;
@@ -1786,9 +1791,22 @@ static ts_status op_reduce(importer *im, node_io *io) {
             return node_error(im, TS_ERR_FORMAT, "axis %lld is out of range for %d dimensions", (long long)axes[i], x->shape.ndim);
         ax[i] = all ? i : norm_axis(axes[i], x->shape.ndim);
     }
-    ts_tensor *y = strcmp(op, "ReduceSum") == 0   ? ts_reduce_sum(im->g, x, n, ax, keepdims != 0)
-                   : strcmp(op, "ReduceMax") == 0 ? ts_reduce_max(im->g, x, n, ax, keepdims != 0)
-                                                  : ts_reduce_mean(im->g, x, n, ax, keepdims != 0);
+    ts_graph *g = im->g;
+    int keep = keepdims != 0;
+    ts_tensor *y;
+    if (strcmp(op, "ReduceSum") == 0) y = ts_reduce_sum(g, x, n, ax, keep);
+    else if (strcmp(op, "ReduceMax") == 0) y = ts_reduce_max(g, x, n, ax, keep);
+    else if (strcmp(op, "ReduceMean") == 0) y = ts_reduce_mean(g, x, n, ax, keep);
+    else if (strcmp(op, "ReduceMin") == 0) y = ts_scale(g, ts_reduce_max(g, ts_scale(g, x, -1.0f), n, ax, keep), -1.0f);
+    else if (strcmp(op, "ReduceL1") == 0) y = ts_reduce_sum(g, ts_abs(g, x), n, ax, keep);
+    else if (strcmp(op, "ReduceL2") == 0) y = ts_sqrt(g, ts_reduce_sum(g, ts_mul(g, x, x), n, ax, keep));
+    else if (strcmp(op, "ReduceSumSquare") == 0) y = ts_reduce_sum(g, ts_mul(g, x, x), n, ax, keep);
+    else if (strcmp(op, "ReduceLogSum") == 0) y = ts_log(g, ts_reduce_sum(g, x, n, ax, keep));
+    else { /* ReduceLogSumExp */
+        ts_tensor *m = ts_stop_gradient(g, ts_reduce_max(g, x, n, ax, 1));
+        ts_tensor *mo = keep ? m : ts_stop_gradient(g, ts_reduce_max(g, x, n, ax, 0));
+        y = ts_add(g, ts_log(g, ts_reduce_sum(g, ts_exp(g, ts_sub(g, x, m)), n, ax, keep)), mo);
+    }
     return built(im, y, &io->out[0]);
 }
 
@@ -2100,6 +2118,226 @@ static ts_status op_rnn(importer *im, node_io *io) {
     return st;
 }
 
+/* ------------------------------------------------- ops composed at import
+ * The ONNX ops below are built from graph ops that have their gradients,
+ * devices and names already: each tensor they make is named in the node's
+ * scope, its constants `<scope>/<what>:<k>`, the result after the op type
+ * (import_node). */
+
+/* An f32 scalar graph constant holding v, named `<scope>/<what>:<k>`. */
+static ts_tensor *scalar_constant(importer *im, const char *what, float v) {
+    char *name = ts_graph_op_output_name(im->g, what);
+    ts_tensor *t = name ? f32_constant(im, name, &(ts_shape){0}, &v) : NULL;
+    ts_free(name);
+    return t;
+}
+
+/* A one-element input read as a setting (Clip's bounds, Trilu's k): a
+ * constant, or an initializer of one element (the dynamo exporter stores
+ * its constants so), never a trained parameter. false where it is neither. */
+static bool setting_scalar(importer *im, value *v, double *out, ts_status *st) {
+    if (!v || v->t || ts_shape_numel(&v->c.shape) != 1) return false;
+    if (v->param && (*st = decoded(im, v))) return false;
+    *out = v->c.v[0];
+    return true;
+}
+
+/* Activations composed of the unary and binary families: Celu alpha
+ * Elu(x / alpha), Mish x tanh(softplus x), Softsign x / (1 + |x|),
+ * ThresholdedRelu x where x > alpha else 0, Shrink x + bias below -lambd,
+ * x - bias above lambd, else 0, Sign (x > 0) - (x < 0), NaN where x is
+ * (no gradient). */
+static ts_status op_composed_unary(importer *im, node_io *io) {
+    const char *op = im->node->op_type;
+    ts_status st = TS_OK;
+    ts_tensor *x = as_f32(im, io->in[0], &st), *y;
+    if (!x) return st;
+    ts_graph *g = im->g;
+    if (strcmp(op, "Celu") == 0) {
+        float a = (float)attr_f(im, "alpha", 1.0);
+        if (!(a != 0.0f) || !isfinite(a)) return node_error(im, TS_ERR_FORMAT, "attribute 'alpha' is %g; Celu needs a finite non-zero alpha", a);
+        y = ts_scale(g, ts_unary(g, "Elu", ts_scale(g, x, 1.0f / a), 1.0f, 0.0f), a);
+    } else if (strcmp(op, "Mish") == 0) {
+        y = ts_mul(g, x, ts_tanh(g, ts_unary(g, "Softplus", x, 0.0f, 0.0f)));
+    } else if (strcmp(op, "Softsign") == 0) {
+        y = ts_div(g, x, ts_add(g, ts_abs(g, x), scalar_constant(im, "One", 1.0f)));
+    } else if (strcmp(op, "ThresholdedRelu") == 0) {
+        ts_tensor *alpha = scalar_constant(im, "Alpha", (float)attr_f(im, "alpha", 1.0));
+        y = ts_where(g, ts_binary(g, "Greater", x, alpha), x, scalar_constant(im, "Zero", 0.0f));
+    } else if (strcmp(op, "Shrink") == 0) {
+        float lambd = (float)attr_f(im, "lambd", 0.5), bias = (float)attr_f(im, "bias", 0.0);
+        ts_tensor *b = scalar_constant(im, "Bias", bias);
+        ts_tensor *above = ts_where(g, ts_binary(g, "Greater", x, scalar_constant(im, "Lambd", lambd)), ts_sub(g, x, b),
+                                    scalar_constant(im, "Zero", 0.0f));
+        y = ts_where(g, ts_binary(g, "Less", x, scalar_constant(im, "NegLambd", -lambd)), ts_add(g, x, b), above);
+    } else { /* Sign */
+        ts_tensor *zero = scalar_constant(im, "Zero", 0.0f);
+        y = ts_sub(g, ts_binary(g, "Greater", x, zero), ts_binary(g, "Less", x, zero));
+        y = ts_where(g, ts_unary(g, "IsNaN", x, 0.0f, 0.0f), x, y); /* NaN stays NaN, as torch.sign's */
+    }
+    return built(im, y, &io->out[0]);
+}
+
+/* Clip: x within [min, max] (min first, so min > max gives max), the
+ * bounds the attributes before opset 11, the optional inputs 1 and 2 from
+ * then on (a graph tensor bound broadcasts and takes its gradient where it
+ * is the result, as torch.clamp's). x's gradient passes where it is within
+ * the bounds, ends included. */
+static ts_status op_clip(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *y = as_f32(im, io->in[0], &st), *b[2] = {NULL, NULL};
+    if (!y) return st;
+    static const char *const names[2] = {"min", "max"};
+    for (int k = 0; k < 2; k++) {
+        double v;
+        if (!since(im, 11)) {
+            if (attr(im, names[k])) b[k] = scalar_constant(im, k ? "Max" : "Min", (float)attr_f(im, names[k], 0.0));
+        } else if (io->n_in > k + 1 && io->in[k + 1]) {
+            b[k] = setting_scalar(im, io->in[k + 1], &v, &st) ? scalar_constant(im, k ? "Max" : "Min", (float)v)
+                   : st                                         ? NULL
+                                                                : as_f32(im, io->in[k + 1], &st);
+            if (st) return st;
+        } else continue;
+        if (!b[k]) return ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
+        y = ts_where(im->g, ts_binary(im->g, k ? "Greater" : "Less", y, b[k]), b[k], y);
+    }
+    return built(im, y, &io->out[0]);
+}
+
+/* PRelu: relu(x) - slope relu(-x), slope broadcast to x (numpy's rules);
+ * an initializer slope is a parameter that trains. */
+static ts_status op_prelu(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x = as_f32(im, io->in[0], &st), *slope = x ? as_f32(im, io->in[1], &st) : NULL;
+    if (!slope) return st;
+    ts_graph *g = im->g;
+    return built(im, ts_sub(g, ts_relu(g, x), ts_mul(g, ts_relu(g, ts_scale(g, x, -1.0f)), slope)), &io->out[0]);
+}
+
+/* GlobalMaxPool: the maximum over every axis after [N,C], kept as 1. */
+static ts_status op_global_max_pool(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x = as_f32(im, io->in[0], &st);
+    if (!x) return st;
+    int ax[TS_MAX_DIMS], n = 0;
+    for (int d = 2; d < x->shape.ndim; d++) ax[n++] = d;
+    if (n == 0) return node_error(im, TS_ERR_SHAPE, "pools an input [N,C,d1,...] of at least 3 dimensions; it has %d", x->shape.ndim);
+    return built(im, ts_reduce_max(im->g, x, n, ax, 1), &io->out[0]);
+}
+
+/* LpNormalization: x / ||x||_p along `axis` (p 1 or 2; no epsilon, as
+ * ONNX's), 0 where the norm is 0 (the norm + 1 there: x is all zeros). */
+static ts_status op_lp_norm(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x = as_f32(im, io->in[0], &st);
+    int axis, p;
+    if (!x || (st = attr_axis(im, "axis", -1, x->shape.ndim, false, &axis)) || (st = attr_int32(im, "p", 2, INT32_MIN, INT32_MAX, &p))) return st;
+    if (p != 1 && p != 2) return node_error(im, TS_ERR_FORMAT, "attribute 'p' is %d; LpNormalization takes 1 or 2", p);
+    ts_graph *g = im->g;
+    ts_tensor *norm = p == 1 ? ts_reduce_sum(g, ts_abs(g, x), 1, &axis, 1) : ts_sqrt(g, ts_reduce_sum(g, ts_mul(g, x, x), 1, &axis, 1));
+    norm = ts_add(g, norm, ts_binary(g, "Equal", norm, scalar_constant(im, "Zero", 0.0f)));
+    return built(im, ts_div(g, x, norm), &io->out[0]);
+}
+
+/* MeanVarianceNormalization: (x - E x) / (sqrt(E x^2 - (E x)^2) + 1e-9)
+ * over `axes` (default [0,2,3]), ONNX's function body. */
+static ts_status op_mvn(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x = as_f32(im, io->in[0], &st);
+    int64_t axes[TS_MAX_DIMS];
+    int n = -1, ax[TS_MAX_DIMS];
+    if (!x || (st = attr_int_list(im, "axes", -TS_MAX_DIMS, TS_MAX_DIMS, axes, TS_MAX_DIMS, &n))) return st;
+    if (n < 0) {
+        static const int64_t def[3] = {0, 2, 3};
+        n = 3;
+        memcpy(axes, def, sizeof def);
+    }
+    for (int i = 0; i < n; i++) {
+        if (axes[i] < -x->shape.ndim || axes[i] >= x->shape.ndim)
+            return node_error(im, TS_ERR_FORMAT, "axis %lld is out of range for %d dimensions", (long long)axes[i], x->shape.ndim);
+        ax[i] = norm_axis(axes[i], x->shape.ndim);
+    }
+    ts_graph *g = im->g;
+    ts_tensor *mean = ts_reduce_mean(g, x, n, ax, 1);
+    ts_tensor *var = ts_sub(g, ts_reduce_mean(g, ts_mul(g, x, x), n, ax, 1), ts_mul(g, mean, mean));
+    return built(im, ts_div(g, ts_sub(g, x, mean), ts_add(g, ts_sqrt(g, var), scalar_constant(im, "Epsilon", 1e-9f))), &io->out[0]);
+}
+
+/* RMSNormalization (opset 23): x / sqrt(mean(x^2) + epsilon) * scale,
+ * the mean over the axes from `axis` on; statistics in float. */
+static ts_status op_rms_norm(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x = as_f32(im, io->in[0], &st), *s = x ? as_f32(im, io->in[1], &st) : NULL;
+    int axis, stash, ax[TS_MAX_DIMS], n = 0;
+    if (!s || (st = attr_axis(im, "axis", -1, x->shape.ndim, false, &axis)) || (st = attr_int32(im, "stash_type", 1, INT32_MIN, INT32_MAX, &stash)))
+        return st;
+    if (stash != 1)
+        return node_error(im, TS_ERR_UNSUPPORTED, "stash_type %d (statistics computed in %s) is not available; stash_type 1 (float) is", stash,
+                          ts_onnx_dtype_name(stash));
+    for (int d = axis; d < x->shape.ndim; d++) ax[n++] = d;
+    ts_graph *g = im->g;
+    ts_tensor *ms = ts_reduce_mean(g, ts_mul(g, x, x), n, ax, 1);
+    ts_tensor *inv = ts_pow(g, ts_add(g, ms, scalar_constant(im, "Epsilon", (float)attr_f(im, "epsilon", 1e-5))), -0.5f);
+    return built(im, ts_mul(g, ts_mul(g, x, inv), s), &io->out[0]);
+}
+
+/* x in f32 (an i32 one through CastFloat), and the i32 result back from
+ * such an f32 one (Trilu's of integers). */
+static ts_tensor *as_dtype_of(importer *im, ts_tensor *y, const ts_tensor *like) {
+    return y && like->dtype == TS_I32 ? ts_unary(im->g, "CastIndex", y, (float)INT32_MIN, 2147483520.0f) : y;
+}
+
+/* Trilu: the upper (upper=1) or lower triangle of the last two axes, from
+ * the diagonal k (constant input 1, default 0) on: where(mask, x, 0), the
+ * mask a graph constant [M,N]. */
+static ts_status op_trilu(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    double k = 0.0;
+    int upper;
+    if ((st = attr_int32(im, "upper", 1, 0, 1, &upper))) return st;
+    if (io->n_in > 1 && io->in[1] && !setting_scalar(im, io->in[1], &k, &st))
+        return st ? st : node_error(im, TS_ERR_UNSUPPORTED, "its k ('%s') must be a constant%s", io->in[1]->name, bind_hint(io->in[1]));
+    ts_tensor *x0 = as_tensor(im, io->in[0], &st), *x = f32_of(im, x0, &st);
+    if (!x) return st;
+    if (x->shape.ndim < 2) return node_error(im, TS_ERR_SHAPE, "takes an input of at least 2 dimensions; it has %d", x->shape.ndim);
+    int64_t M = x->shape.d[x->shape.ndim - 2], N = x->shape.d[x->shape.ndim - 1];
+    if (!(fabs(k) <= 2.0 * (double)(M + N))) k = k < 0 ? -2.0 * (double)(M + N) : 2.0 * (double)(M + N); /* beyond the matrix: all or none */
+    if ((st = ts_const_charge((uint64_t)(M * N) * 4))) return fold_result(im, st);
+    float *mask = ts_malloc((size_t)(M * N) * sizeof *mask);
+    char *name = mask ? ts_graph_op_output_name(im->g, "Mask") : NULL;
+    for (int64_t i = 0; name && i < M; i++)
+        for (int64_t j = 0; j < N; j++) mask[i * N + j] = upper ? (double)(j - i) >= k : (double)(j - i) <= k;
+    ts_tensor *m = name ? f32_constant(im, name, &(ts_shape){.ndim = 2, .d = {M, N}}, mask) : NULL;
+    ts_free(name);
+    ts_free(mask);
+    ts_const_release((uint64_t)(M * N) * 4);
+    if (!m) return ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
+    return built(im, as_dtype_of(im, ts_where(im->g, m, x, scalar_constant(im, "Zero", 0.0f)), x0), &io->out[0]);
+}
+
+/* Tile with constant repeats (input 1): along each axis, the input's
+ * copies concatenated; the gradient sums them. */
+static ts_status op_tile(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x = as_tensor(im, io->in[0], &st);
+    int64_t rep[TS_MAX_DIMS];
+    int n;
+    if (!x || (st = const_ints(im, io->in[1], rep, &n, "repeats", 1, INT32_MAX, false))) return st;
+    if (n != x->shape.ndim) return node_error(im, TS_ERR_SHAPE, "has %d repeats for an input of %d dimensions; it needs one per dimension", n,
+                                              x->shape.ndim);
+    for (int d = 0; d < n && x; d++) {
+        if (rep[d] == 1) continue;
+        if ((double)rep[d] * (double)ts_shape_numel(&x->shape) > (double)TS_MAX_NUMEL)
+            return node_error(im, TS_ERR_SHAPE, "repeats %lld along axis %d make more than 2^34 elements", (long long)rep[d], d);
+        ts_tensor **xs = ts_malloc((size_t)rep[d] * sizeof *xs);
+        if (!xs) return TS_ERR_OUT_OF_MEMORY;
+        for (int64_t r = 0; r < rep[d]; r++) xs[r] = x;
+        x = ts_concat(im->g, xs, (int)rep[d], d);
+        ts_free(xs);
+    }
+    return built(im, x, &io->out[0]);
+}
+
 /* One row per ONNX op type: the import table. `oldest` is the oldest
  * opset whose version of the op the row reads: the op's version at opset
  * 13 and the older ones that differ from it in types only (onnx.defs'
@@ -2128,6 +2366,8 @@ static const struct {
     {"Cast", 1, 6, op_cast},
     {"CastLike", 2, 13, op_cast_like},
     {"Ceil", 1, 6, op_unary},
+    {"Celu", 1, 12, op_composed_unary},
+    {"Clip", 1, 6, op_clip},
     {"Concat", 1, 4, op_concat},
     {"Constant", 0, 1, op_constant},
     {"ConstantOfShape", 1, 9, op_fold},
@@ -2149,6 +2389,7 @@ static const struct {
     {"Gelu", 1, 13, op_unary},
     {"Gemm", 2, 7, op_gemm},
     {"GlobalAveragePool", 1, 1, op_global_avg_pool},
+    {"GlobalMaxPool", 1, 1, op_global_max_pool},
     {"Greater", 2, 7, op_binary},
     {"GreaterOrEqual", 2, 12, op_binary},
     {"GroupNormalization", 3, 18, op_group_norm},
@@ -2165,11 +2406,15 @@ static const struct {
     {"LessOrEqual", 2, 12, op_binary},
     {"Log", 1, 6, op_unary},
     {"LogSoftmax", 1, 1, op_softmax},
+    {"LpNormalization", 1, 1, op_lp_norm},
     {"LSTM", 3, 7, op_rnn},
     {"MatMul", 2, 1, op_matmul},
     {"Max", 1, 6, op_variadic},
     {"MaxPool", 1, 10, op_pool},
+    {"Mean", 1, 6, op_variadic},
+    {"MeanVarianceNormalization", 1, 9, op_mvn},
     {"Min", 1, 6, op_variadic},
+    {"Mish", 1, 18, op_composed_unary},
     {"Mod", 2, 10, op_binary},
     {"Mul", 2, 7, op_binary},
     {"Neg", 1, 6, op_unary},
@@ -2178,17 +2423,27 @@ static const struct {
     {"Or", 2, 7, op_binary},
     {"Pad", 1, 11, op_pad},
     {"Pow", 2, 7, op_binary},
+    {"PRelu", 2, 7, op_prelu},
     {"Range", 3, 11, op_range},
     {"Reciprocal", 1, 6, op_unary},
+    {"ReduceL1", 1, 1, op_reduce},
+    {"ReduceL2", 1, 1, op_reduce},
+    {"ReduceLogSum", 1, 1, op_reduce},
+    {"ReduceLogSumExp", 1, 1, op_reduce},
     {"ReduceMax", 1, 1, op_reduce},
     {"ReduceMean", 1, 1, op_reduce},
+    {"ReduceMin", 1, 1, op_reduce},
     {"ReduceSum", 1, 1, op_reduce},
+    {"ReduceSumSquare", 1, 1, op_reduce},
     {"Relu", 1, 6, op_unary},
     {"Reshape", 2, 5, op_reshape},
+    {"RMSNormalization", 2, 23, op_rms_norm},
     {"Round", 1, 11, op_unary},
     {"Selu", 1, 6, op_unary},
     {"Shape", 1, 1, op_shape},
+    {"Shrink", 1, 9, op_composed_unary},
     {"Sigmoid", 1, 6, op_unary},
+    {"Sign", 1, 9, op_composed_unary},
     {"Sin", 1, 7, op_unary},
     {"Sinh", 1, 9, op_unary},
     {"Size", 1, 1, op_size},
@@ -2196,6 +2451,7 @@ static const struct {
     {"Softmax", 1, 1, op_softmax},
     {"SoftmaxCrossEntropyLoss", 2, 12, op_loss},
     {"Softplus", 1, 1, op_unary},
+    {"Softsign", 1, 1, op_composed_unary},
     {"Split", 1, 13, op_split},
     {"Sqrt", 1, 6, op_unary},
     {"Squeeze", 1, 1, op_squeeze_unsqueeze},
@@ -2203,7 +2459,10 @@ static const struct {
     {"Sum", 1, 6, op_variadic},
     {"Tan", 1, 7, op_unary},
     {"Tanh", 1, 6, op_unary},
+    {"ThresholdedRelu", 1, 10, op_composed_unary},
+    {"Tile", 2, 6, op_tile},
     {"Transpose", 1, 1, op_transpose},
+    {"Trilu", 1, 14, op_trilu},
     {"Unsqueeze", 1, 1, op_squeeze_unsqueeze},
     {"Where", 3, 9, op_where},
     {"Xor", 2, 7, op_binary},
@@ -2278,6 +2537,8 @@ static const struct {
     {"Gelu", NULL, 20, 0, NULL},
     {"AveragePool", "dilations", 19, 0, NULL},
     {"BatchNormalization", "training_mode", 14, 0, NULL},
+    {"Clip", "min", 1, 10, "from opset 11 on, the bounds are inputs 1 and 2"},
+    {"Clip", "max", 1, 10, "from opset 11 on, the bounds are inputs 1 and 2"},
     {"Cast", "saturate", 19, 0, NULL},
     {"Cast", "round_mode", 24, 0, NULL},
     {"CastLike", "saturate", 19, 0, NULL},
@@ -2287,12 +2548,24 @@ static const struct {
     {"LSTM", "layout", 14, 0, NULL},
     {"Pad", "pads", 1, 10, "the pads are input 1"},
     {"Range", "stash_type", 27, 0, NULL},
+    {"ReduceL1", "axes", 1, 17, "from opset 18 on, the axes are input 1"},
+    {"ReduceL1", "noop_with_empty_axes", 18, 0, NULL},
+    {"ReduceL2", "axes", 1, 17, "from opset 18 on, the axes are input 1"},
+    {"ReduceL2", "noop_with_empty_axes", 18, 0, NULL},
+    {"ReduceLogSum", "axes", 1, 17, "from opset 18 on, the axes are input 1"},
+    {"ReduceLogSum", "noop_with_empty_axes", 18, 0, NULL},
+    {"ReduceLogSumExp", "axes", 1, 17, "from opset 18 on, the axes are input 1"},
+    {"ReduceLogSumExp", "noop_with_empty_axes", 18, 0, NULL},
     {"ReduceMax", "axes", 1, 17, "from opset 18 on, the axes are input 1"},
     {"ReduceMax", "noop_with_empty_axes", 18, 0, NULL},
     {"ReduceMean", "axes", 1, 17, "from opset 18 on, the axes are input 1"},
     {"ReduceMean", "noop_with_empty_axes", 18, 0, NULL},
+    {"ReduceMin", "axes", 1, 17, "from opset 18 on, the axes are input 1"},
+    {"ReduceMin", "noop_with_empty_axes", 18, 0, NULL},
     {"ReduceSum", "axes", 1, 12, "from opset 13 on, the axes are input 1"},
     {"ReduceSum", "noop_with_empty_axes", 13, 0, NULL},
+    {"ReduceSumSquare", "axes", 1, 17, "from opset 18 on, the axes are input 1"},
+    {"ReduceSumSquare", "noop_with_empty_axes", 18, 0, NULL},
     {"Reshape", "allowzero", 14, 0, NULL},
     {"Shape", "start", 15, 0, NULL},
     {"Shape", "end", 15, 0, NULL},
