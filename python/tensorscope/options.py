@@ -58,6 +58,22 @@ def _watch_what(what):
     return int(what)
 
 
+
+def _step_range(steps, what: str) -> Tuple[int, int]:
+    """A step range as the library takes it: "A:B", "A:" (B = 0: to the
+    end), "A" or (A, B), 1-based and inclusive; None: (1, 0), every step."""
+    if steps is None:
+        return 1, 0
+    if isinstance(steps, str):
+        a, sep, b = steps.partition(":")
+        try:
+            first, last = int(a), (int(b) if b else 0)
+        except ValueError:
+            raise ValueError(f"{what} steps must be 'A:B' (1-based, inclusive), got {steps!r}") from None
+        return first, (last if sep else first)
+    first, last = (int(v) for v in steps)
+    return first, last
+
 class Options:
     """A run's options. Every setter returns the options, so they chain:
     `ts.Options().device_iterations(4).gradient_accumulation(2)`."""
@@ -167,17 +183,7 @@ class Options:
         `path` when step B ends, by Model.finish() or when the model is
         freed; a file that cannot be written is the error of that step or of
         finish(). None: off."""
-        first, last = 1, 0
-        if isinstance(steps, str):
-            a, sep, b = steps.partition(":")
-            try:
-                first, last = int(a), (int(b) if b else 0)
-            except ValueError:
-                raise ValueError(f"trace steps must be 'A:B' (1-based, inclusive), got {steps!r}") from None
-            if not sep:
-                last = first
-        elif steps is not None:
-            first, last = (int(v) for v in steps)
+        first, last = _step_range(steps, "trace")
         fn = _capi.function("ts_options_set_trace", "Options.trace")
         check(fn(self._h, cstr(os.fspath(path)) if path is not None else None, first, last))
         return self._set("trace", None if path is None else f"{os.fspath(path)}:{first}:{last or ''}")
@@ -193,17 +199,7 @@ class Options:
         or op types ("fc1*", "MatMul"). `limit` (bytes or "500M"; 0: none)
         bounds it: the first dumped run refuses to start when the planned
         size exceeds it. Read it back with ts.DebugDump(directory). None: off."""
-        first, last = 1, 0
-        if isinstance(steps, str):
-            a, sep, b = steps.partition(":")
-            try:
-                first, last = int(a), (int(b) if b else 0)
-            except ValueError:
-                raise ValueError(f"dump_debug steps must be 'A:B' (1-based, inclusive), got {steps!r}") from None
-            if not sep:
-                last = first
-        elif steps is not None:
-            first, last = (int(v) for v in steps)
+        first, last = _step_range(steps, "dump_debug")
         if isinstance(limit, str):
             n = C.c_uint64()
             check(lib.ts_parse_size(cstr(limit), C.byref(n)))
