@@ -6,7 +6,7 @@
 # the whole batch equals PyTorch's (the fixture's); names lists the file's
 # value names and anchors take them; graph dumps show model.onnx:<node>;
 # eval; GPT-2 trained on int64 token ids (and one beyond int32 refused); and the errors: data that does not fit the model, an op the importer
-# lacks (the MLP with its Relu op type renamed Sign), a missing file, bad --input / --loss, float labels;
+# lacks (the MLP with its Relu op type renamed STFT), a missing file, bad --input / --loss, float labels;
 # --input-value binds a shape input at import (a Reshape whose shape is a graph input). Every check
 # prints `ok ...` or `FAIL ...`; the script exits non-zero if any failed.
 # needs: onnx npz
@@ -118,10 +118,10 @@ expect flab 1 "labels are f32; class labels must be integers" "float labels"
 $PY - "$M" sign.onnx <<'PYEOF' || fail "python writes sign.onnx"
 import sys
 b = open(sys.argv[1], "rb").read()
-open(sys.argv[2], "wb").write(b.replace(b"\x22\x04Relu", b"\x22\x04Sign"))
+open(sys.argv[2], "wb").write(b.replace(b"\x22\x04Relu", b"\x22\x04STFT"))
 PYEOF
 run sign "$BIN" train --model sign.onnx --data data.npz --quiet
-expect sign 1 "node [0-9]+ '/Relu' \(Sign, opset 13\): op type Sign is not supported yet; tensorscope imports: Abs, Acos" "an op the importer lacks"
+expect sign 1 "node [0-9]+ '/Relu' \(STFT, opset 13\): op type STFT is not supported yet; tensorscope imports: Abs, Acos" "an op the importer lacks"
 # GPT-2's int64 token ids and labels, as PyTorch exported them, fed by --data
 $PY - "$FIX/gpt2_op13.npz" <<'PYEOF' || fail "numpy writes the token data"
 import sys, numpy as np
