@@ -122,7 +122,10 @@ check "an .npz against a directory: the same tensor named" \
     sh -c "test $rc -eq 0 && grep -q 'first tensor not bit-equal: fc2/Add:0 (forward' npz.out && grep -q '^46 bit-equal, 1 close, 0 differ' npz.out"
 
 # the Python API on the same dumps
-TENSORSCOPE_LIBRARY="$BUILD/libtensorscope.so" PYTHONPATH="$SRC/python" "$PY" - "$tmp" > py.out 2>&1 <<'PYEOF'
+. "$SRC/tests/support/sanitizer_preload.sh" # Python loads the library: a sanitizer build's runtime goes first
+sanitizer_preload "$BUILD" || fail "cannot find the sanitizer runtime to preload for the build in $BUILD"
+LD_PRELOAD="${SANITIZER_PRELOAD// /:}" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+    TENSORSCOPE_LIBRARY="$BUILD/libtensorscope.so" PYTHONPATH="$SRC/python" "$PY" - "$tmp" > py.out 2>&1 <<'PYEOF'
 import sys
 import tensorscope as ts
 d = sys.argv[1]
