@@ -645,6 +645,33 @@ static const char *din(ox *x, const ts_bwd_op *o, const ts_tensor *t, int j) {
 }
 
 /* Whether op t's backward is written as standard ops (then written). */
+/* A normalisation's backward (layer norm, batch norm with the batch's
+ * statistics), xh the normalised input, w the weight: dx = (g - mean(g) -
+ * xh mean(g xh)) `scale_op` scale, g = dY w, the means over `axes`; dw =
+ * sum dY xh and db = sum dY over `sum_axes`. */
+static void norm_backward(ox *x, const ts_bwd_op *o, const ts_tensor *t, const char *dy, const char *w, const char *xh, int n_axes,
+                          const int64_t *axes, const char *scale_op, const char *scale, int n_sum, const int64_t *sum_axes) {
+    const char *ga, *gb;
+    if ((ga = din(x, o, t, 0))) {
+        const char *g = strf(x, "%s/dY_w", ga), *mg = strf(x, "%s/mean_g", ga), *gx = strf(x, "%s/g_xh", ga), *mgx = strf(x, "%s/mean_g_xh", ga),
+                   *t1 = strf(x, "%s/g-mean_g", ga), *t2 = strf(x, "%s/xh_mean_g_xh", ga), *t3 = strf(x, "%s/inner", ga);
+        op2(x, "Mul", g, dy, w);
+        attr_is(x, nd_keep(x, op1(x, "ReduceMean", mg, g)), "axes", n_axes, axes);
+        op2(x, "Mul", gx, g, xh);
+        attr_is(x, nd_keep(x, op1(x, "ReduceMean", mgx, gx)), "axes", n_axes, axes);
+        op2(x, "Sub", t1, g, mg);
+        op2(x, "Mul", t2, xh, mgx);
+        op2(x, "Sub", t3, t1, t2);
+        op2(x, scale_op, ga, t3, scale);
+    }
+    if ((gb = din(x, o, t, 1))) {
+        const char *p2 = strf(x, "%s/dY_xh", gb);
+        op2(x, "Mul", p2, dy, xh);
+        attr_i(x, op2(x, "ReduceSum", gb, p2, const_i64(x, strf(x, "%s/axes", gb), n_sum, sum_axes)), "keepdims", 0);
+    }
+    if ((gb = din(x, o, t, 2))) attr_i(x, op2(x, "ReduceSum", gb, dy, const_i64(x, strf(x, "%s/axes", gb), n_sum, sum_axes)), "keepdims", 0);
+}
+
 static bool standard_backward(ox *x, const ts_bwd_op *o, const ts_tensor *t) {
     for (int j = 0; j < t->n_in; j++)
         for (int q = 0; q < j; q++)
@@ -915,24 +942,7 @@ static bool standard_backward(ox *x, const ts_bwd_op *o, const ts_tensor *t) {
         const char *xh = strf(x, "%s/x_hat", y), *xc = strf(x, "%s/x-mean", y); /* beside the forward's statistics */
         op2(x, "Sub", xc, a, strf(x, "%s/mean", y));
         op2(x, "Mul", xh, xc, strf(x, "%s/inv_std", y));
-        if ((ga = din(x, o, t, 0))) {
-            const char *g = strf(x, "%s/dY_w", ga), *mg = strf(x, "%s/mean_g", ga), *gx = strf(x, "%s/g_xh", ga), *mgx = strf(x, "%s/mean_g_xh", ga),
-                       *t1 = strf(x, "%s/g-mean_g", ga), *t2 = strf(x, "%s/xh_mean_g_xh", ga), *t3 = strf(x, "%s/inner", ga);
-            op2(x, "Mul", g, dy, b);
-            attr_is(x, nd_keep(x, op1(x, "ReduceMean", mg, g)), "axes", k, norm);
-            op2(x, "Mul", gx, g, xh);
-            attr_is(x, nd_keep(x, op1(x, "ReduceMean", mgx, gx)), "axes", k, norm);
-            op2(x, "Sub", t1, g, mg);
-            op2(x, "Mul", t2, xh, mgx);
-            op2(x, "Sub", t3, t1, t2);
-            op2(x, "Mul", ga, t3, strf(x, "%s/inv_std", y));
-        }
-        if ((gb = din(x, o, t, 1))) {
-            const char *p2 = strf(x, "%s/dY_xh", gb);
-            op2(x, "Mul", p2, dy, xh);
-            attr_i(x, op2(x, "ReduceSum", gb, p2, const_i64(x, strf(x, "%s/axes", gb), lead, outer)), "keepdims", 0);
-        }
-        if ((gb = din(x, o, t, 2))) attr_i(x, op2(x, "ReduceSum", gb, dy, const_i64(x, strf(x, "%s/axes", gb), lead, outer)), "keepdims", 0);
+        norm_backward(x, o, t, dy, b, xh, k, norm, "Mul", strf(x, "%s/inv_std", y), lead, outer);
         return true;
     }
     case TS_OP_BATCH_NORM: { /* with the batch's statistics: dx = (g - mean(g) - xh mean(g xh)) / std, g = dY w; dw = sum dY xh, db = sum dY */
@@ -942,24 +952,7 @@ static bool standard_backward(ox *x, const ts_bwd_op *o, const ts_tensor *t) {
         for (int d = 0; d < s->ndim; d++)
             if (d != 1) v[n++] = d;
         const char *xh = strf(x, "%s/normalised", y);
-        if ((ga = din(x, o, t, 0))) {
-            const char *g = strf(x, "%s/dY_w", ga), *mg = strf(x, "%s/mean_g", ga), *gx = strf(x, "%s/g_xh", ga), *mgx = strf(x, "%s/mean_g_xh", ga),
-                       *t1 = strf(x, "%s/g-mean_g", ga), *t2 = strf(x, "%s/xh_mean_g_xh", ga), *t3 = strf(x, "%s/inner", ga);
-            op2(x, "Mul", g, dy, strf(x, "%s/weight", y));
-            attr_is(x, nd_keep(x, op1(x, "ReduceMean", mg, g)), "axes", n, v);
-            op2(x, "Mul", gx, g, xh);
-            attr_is(x, nd_keep(x, op1(x, "ReduceMean", mgx, gx)), "axes", n, v);
-            op2(x, "Sub", t1, g, mg);
-            op2(x, "Mul", t2, xh, mgx);
-            op2(x, "Sub", t3, t1, t2);
-            op2(x, "Div", ga, t3, strf(x, "%s/std", y));
-        }
-        if ((gb = din(x, o, t, 1))) {
-            const char *p2 = strf(x, "%s/dY_xh", gb);
-            op2(x, "Mul", p2, dy, xh);
-            attr_i(x, op2(x, "ReduceSum", gb, p2, const_i64(x, strf(x, "%s/axes", gb), n, v)), "keepdims", 0);
-        }
-        if ((gb = din(x, o, t, 2))) attr_i(x, op2(x, "ReduceSum", gb, dy, const_i64(x, strf(x, "%s/axes", gb), n, v)), "keepdims", 0);
+        norm_backward(x, o, t, dy, strf(x, "%s/weight", y), xh, n, v, "Div", strf(x, "%s/std", y), n, v);
         return true;
     }
     case TS_OP_CONV2D: { /* dX = ConvTranspose(dY, W); dW = a conv of x by dY (stride and dilation swapped); db = sum dY */
