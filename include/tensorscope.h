@@ -1155,7 +1155,19 @@ typedef struct ts_watch_result {
     const ts_summary *summary;
     int replica;        /* with replicas: the replica, or -1 for the row
                            reduced over all of them; -1 without replicas */
+    /* The reduced row (with replicas): the replica whose values hold the
+     * min and the one whose values hold the max (the lowest such replica
+     * on a tie; -1 when no replica has a finite value), and the first
+     * replica whose values hold a NaN or an Inf (-1: none). The row's
+     * counts of NaN and Inf are the sums over the replicas. -1 on every
+     * other row. */
+    int min_replica, max_replica, nonfinite_replica;
 } ts_watch_result;
+/* Where the reduced row's extremes came from, for a table or a log line:
+ * "[replica 2] min -3.1  [replica 1] max 1e+12  [replica 1] NaN/Inf" (only
+ * the parts that apply); "" for rows that are not reduced over replicas.
+ * Returns buf. */
+TS_API const char *ts_watch_result_replicas(const ts_watch_result *w, char *buf, size_t n);
 TS_API ts_status ts_model_watch_results(const ts_model *m, const ts_watch_result **out, size_t *n);
 /* After compile: TS_OK when every watch (ts_options_watch) matches at
  * least one tensor of the model, else TS_ERR_NOT_FOUND naming the first

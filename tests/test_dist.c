@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -686,6 +687,121 @@ static void loss_scaling(int R) {
     data_free(&d);
 }
 
+/* Summaries combined over the replicas: the input x watched, with one value
+ * of -1e6 in replica `lo`'s shard, one of 1e6 in replica `hi`'s and a NaN
+ * and a +Inf in replica `bad`'s. The reduced row's min and max come from
+ * those replicas and say so, its counts of NaN and Inf are the sums over
+ * the replicas (the NaN is not lost in the reduction), and the stats table
+ * line names them ("[replica 1] max 1e+06"). */
+static void combined_summaries(int R) {
+    int lo = 0, hi = R - 1, bad = R > 2 ? 1 : R - 1;
+    samples d = data_new((int64_t)R * B);
+    make_data(&d, 4);
+    d.x[((int64_t)lo * B + 1) * PIXELS + 7] = -1e6f;
+    d.x[((int64_t)hi * B + 2) * PIXELS + 9] = 1e6f;
+    d.x[((int64_t)bad * B + 3) * PIXELS + 11] = NAN;
+    d.x[((int64_t)bad * B) * PIXELS + 13] = INFINITY;
+    trained t;
+    memset(&t, 0, sizeof t);
+    ts_status st = test_mlp_build(&t.net, B, 7);
+    if (!st && !(t.o = ts_options_new())) st = TS_ERR_OUT_OF_MEMORY;
+    if (!st) st = ts_options_set_threads(t.o, 1);
+    if (!st) st = ts_options_set_replication(t.o, R, 0);
+    if (!st) st = ts_options_watch(t.o, "x", TS_WATCH_STATS, 1);
+    if (!st) st = ts_model_training(&t.m, t.net.g, t.net.loss, t.o, ts_sgd(0.01f, 0, 0));
+    if (!st) st = run(t.m, &d);
+    CHECK_OK(st, "combined: a step of %d replicas watching x", R);
+    const ts_watch_result *w = NULL;
+    size_t nw = 0;
+    if (!st) st = ts_model_watch_results(t.m, &w, &nw);
+    if (st || nw != (size_t)R + 1) {
+        CHECK(0, "combined: %zu watch rows, expected %d: %s", nw, R + 1, ts_last_error());
+        goto out;
+    }
+    const ts_watch_result *red = &w[R];
+    const ts_stats *s = &red->summary->stats;
+    int64_t nans = 0, infs = 0;
+    for (int r = 0; r < R; r++) {
+        nans += w[r].summary->stats.nans, infs += w[r].summary->stats.pos_infs;
+        CHECK(w[r].min_replica == -1 && w[r].max_replica == -1 && w[r].nonfinite_replica == -1, "combined: replica %d's own row names no replica", r);
+    }
+    CHECK(red->replica == -1 && s->nans == 1 && nans == 1 && s->pos_infs == 1 && infs == 1,
+          "combined: rank %d: the reduced row holds the NaN and the Inf of replica %d (NaNs %lld, +Infs %lld)", ts_dist_rank(), bad, (long long)s->nans,
+          (long long)s->pos_infs);
+    CHECK(s->min == -1e6 && s->max == 1e6 && red->min_replica == lo && red->max_replica == hi && red->nonfinite_replica == bad,
+          "combined: rank %d: min %g from replica %d (expected %d), max %g from replica %d (expected %d), NaN/Inf first on replica %d (expected %d)",
+          ts_dist_rank(), s->min, red->min_replica, lo, s->max, red->max_replica, hi, red->nonfinite_replica, bad);
+    char line[256], want[64];
+    ts_watch_result_replicas(red, line, sizeof line);
+    snprintf(want, sizeof want, "[replica %d] max 1e+06", hi);
+    CHECK(strstr(line, want) != NULL, "combined: the line names the replica of the max: '%s'", line);
+    snprintf(want, sizeof want, "[replica %d] NaN/Inf", bad);
+    CHECK(strstr(line, want) != NULL, "combined: the line names the replica of the NaN: '%s'", line);
+    ts_watch_result_replicas(&w[0], line, sizeof line);
+    CHECK(line[0] == '\0', "combined: a replica's own row has no such line: '%s'", line);
+out:
+    teardown(&t);
+    data_free(&d);
+}
+
+/* `test_dist nan BAD`: --check-numerics op, and at the third step a sample
+ * of replica BAD's shard that fc1's MatMul overflows (to Inf, then NaN
+ * after it). Rank BAD's check stops it at that op; every other
+ * rank must stop at the same step, soon (not at the timeout, set high),
+ * with its report: the rank, the step, the op and its source line. Each
+ * rank prints one "nan: ok ..." or "nan: FAIL ..." line; the job then ends
+ * (the script counts the lines). */
+static int nan_on_one_rank(int R, int bad) {
+    const double limit = 120;
+    ts_dist_set_timeout(limit);
+    int me = ts_dist_rank();
+    samples d = data_new((int64_t)R * B);
+    trained t;
+    memset(&t, 0, sizeof t);
+    ts_status st = test_mlp_build(&t.net, B, 7);
+    if (!st && !(t.o = ts_options_new())) st = TS_ERR_OUT_OF_MEMORY;
+    if (!st) st = ts_options_set_threads(t.o, 1);
+    if (!st) st = ts_options_set_replication(t.o, R, 1);
+    if (!st) st = ts_options_set_check_numerics(t.o, TS_CHECK_OP);
+    if (!st) st = ts_model_training(&t.m, t.net.g, t.net.loss, t.o, ts_sgd(0.01f, 0, 0));
+    if (!st) st = ts_model_compile(t.m);
+    if (st) {
+        printf("nan: FAIL rank %d: setup: %s\n", me, ts_last_error());
+        return 1;
+    }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int64_t run_no = 0;
+    for (; run_no < 5 && !st; run_no++) {
+        make_data(&d, (unsigned)run_no);
+        if (run_no == 2) /* step 3: a sample of 3e38 in replica `bad`'s shard, which fc1's MatMul overflows to Inf */
+            for (int64_t i = 0; i < PIXELS; i++) d.x[((int64_t)bad * B + 1) * PIXELS + i] = 3e38f;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        st = run(t.m, &d);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double took = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    char msg[8192], origin[1024] = "", who[64], when[64];
+    snprintf(msg, sizeof msg, "%s", ts_last_error());
+    /* the op the check names: the first one whose output holds the NaN */
+    const char *failed = me == bad ? ts_model_failed_tensor(t.m) : "fc1/MatMul:0";
+    ts_model_tensor_origin(t.m, failed ? failed : "?", origin, sizeof origin);
+    const char *built = strstr(origin, "built at ");
+    snprintf(who, sizeof who, me == bad ? "numeric check on rank %d of %d" : "rank %d failed and stopped every rank", bad, R);
+    snprintf(when, sizeof when, "rank %d of %d at step 3:", bad, R);
+    bool ok = st == TS_ERR_NUMERICS && run_no == 3 && ts_model_steps(t.m) == 2 && strstr(msg, who) && strstr(msg, when) && failed &&
+              strstr(msg, "fc1/MatMul:0") && strstr(msg, "op MatMul") && built && strstr(msg, built) && took < limit / 2;
+    printf("nan: %s rank %d of %d: %s at run %lld with %lld steps done, %.1f s after the run began (the timeout is %.0f s), the report %s '%s', '%s' "
+           "and '%s'%s%s\n",
+           ok ? "ok" : "FAIL", me, R, ts_status_name(st), (long long)run_no, (long long)ts_model_steps(t.m), took, limit, ok ? "names" : "should name",
+           who, when, built ? built : "(no origin)", ok ? "" : ": ", ok ? "" : msg);
+    fflush(stdout);
+    teardown(&t);
+    data_free(&d);
+    ts_dist_finalize(); /* after the failure: every rank leaves, and the job ends */
+    return ok ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--available") == 0) return ts_dist_available() ? 0 : 1;
     if (ts_dist_init(&argc, &argv)) {
@@ -695,6 +811,7 @@ int main(int argc, char **argv) {
     int R = ts_dist_size();
     if (argc > 1 && strcmp(argv[1], "hang") == 0) return hang(R, false);
     if (argc > 1 && strcmp(argv[1], "die") == 0) return hang(R, true);
+    if (argc > 2 && strcmp(argv[1], "nan") == 0) return nan_on_one_rank(R, atoi(argv[2]));
     broadcast(R);
     if (R == 1) {
         trained t;
@@ -718,6 +835,7 @@ int main(int argc, char **argv) {
             pipeline_numbers(R, "pipeline 1f1b sgd A=5", ts_sgd(0.05f, 0.9f, 0.0f), 1, 5, 4, 1e-4, 1e-6, false, TS_PIPELINE_1F1B);
             free(last_weights);
         }
+        combined_summaries(R);
         outfeed_tagged(R);
         bn_buffers(R);
         cancelled(R, false);

@@ -1,8 +1,11 @@
 #!/bin/bash
 # test_dist_mpi.sh -- replicas under mpirun (docs/design.md#replicas-and-pipeline-stages): test_dist with 2
-# and 3 ranks (same numbers, the replica axis, per-replica watch rows, a
-# desync, 2- and 3-stage pipelines), a rank that hangs and a rank that dies
-# (the others must stop with a message within the timeout, never hang), and
+# and 3 ranks (same numbers, the replica axis, per-replica watch rows and
+# the reduced row's extremes, NaN and Inf with their replicas, a desync, 2-
+# and 3-stage pipelines), a rank that hangs and a rank that dies (the others
+# must stop with a message within the timeout, never hang), a numeric stop
+# on one of 2 and of 3 ranks (every rank stops at its step, soon, naming
+# the rank, the step, the op and its line), and
 # the CLI under mpirun (rank 0 alone prints and writes; anchors keep the
 # replica axis; the per-replica stats table; rank 0 dumps every replica's
 # and every stage's outfeed records; a 2-stage pipeline trains like one
@@ -53,6 +56,24 @@ for mode in hang die; do
     else
         fail "a rank that ${mode}s: exit $rc after ${secs} s:"
         tail -20 "$T/$mode.out"
+    fi
+done
+
+# --check-numerics on one rank: of 2 ranks the last, of 3 the middle one overflows
+# at step 3; every rank stops at step 3 with the report naming the rank, the step,
+# the op and its line, soon after (the ranks' timeout is 120 s; each rank checks
+# and prints one line, then the job ends).
+for np in 2 3; do
+    bad=1 # the last of 2 ranks, the middle one of 3
+    start=$(date +%s)
+    timeout 240 "${MPIRUN[@]}" -np "$np" "$BUILD/test_dist" nan "$bad" >"$T/nan$np.out" 2>&1
+    rc=$? secs=$(($(date +%s) - start))
+    good=$(grep -c '^nan: ok' "$T/nan$np.out")
+    if [ "$rc" -ne 124 ] && [ "$good" -eq "$np" ] && [ "$secs" -lt 110 ]; then
+        ok "a numeric stop on rank $bad of $np stops all $np ranks at step 3, each naming rank $bad, the step, the op and its line (${secs} s)"
+    else
+        fail "a numeric stop on rank $bad of $np: exit $rc after ${secs} s, $good of $np ranks stopped as they should:"
+        grep -E '^nan:|rror' "$T/nan$np.out" | head -10
     fi
 done
 

@@ -56,6 +56,7 @@ ts_status ts_replicas_compile(ts_model *m, ts_prog *p) {
                 *res = p->watch_results[w];
                 res->summary = &p->rep_summaries[w * n + r];
                 res->replica = r < (size_t)R ? (int)r : -1;
+                res->min_replica = res->max_replica = res->nonfinite_replica = -1;
             }
     }
     /* what must stay the same on every rank: the trained parameters, then
@@ -154,7 +155,9 @@ static void place_anchors(ts_prog *p, int R) {
 }
 
 /* Rows of the watches taken this run: each replica's, then the reduced one
- * (the summary of every replica's values together). */
+ * (the summary of every replica's values together: the counts of NaN and
+ * Inf summed, min and max over the replicas' finite values, with the
+ * replica each came from and the first replica that held a NaN or Inf). */
 static void place_watches(ts_model *m, int R) {
     ts_prog *p = m->prog;
     size_t n = (size_t)R + 1;
@@ -166,10 +169,18 @@ static void place_watches(ts_model *m, int R) {
             res->run = p->watch_results[w].run;
             res->step = p->watch_results[w].step;
         }
+        ts_watch_result *red = &p->rep_results[(size_t)w * n + (size_t)R];
+        red->min_replica = red->max_replica = red->nonfinite_replica = -1;
         for (int r = 0; r < R; r++) {
             const ts_summary *s = &p->rep_gathered[(size_t)r * (size_t)p->n_watch + (size_t)w];
             p->rep_summaries[(size_t)w * n + (size_t)r] = *s;
             ts_stats_from_summary(s, r == 0 ? &all : &one);
+            const ts_stats_partial *mine = r == 0 ? &all : &one;
+            if (mine->finite > 0) { /* before the merge: `all` holds replicas 0 .. r - 1 */
+                if (red->min_replica < 0 || mine->min < all.min) red->min_replica = r;
+                if (red->max_replica < 0 || mine->max > all.max) red->max_replica = r;
+            }
+            if (red->nonfinite_replica < 0 && mine->nans + mine->pos_infs + mine->neg_infs > 0) red->nonfinite_replica = r;
             if (r > 0) ts_stats_merge(&all, &one);
         }
         ts_stats_finish(&all, &p->rep_summaries[(size_t)w * n + (size_t)R]);
