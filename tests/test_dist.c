@@ -13,7 +13,10 @@
  * - watch results: a row per replica (equal to a summary of that replica's
  *   anchored gradient) and a reduced row over all of them;
  * - a desync (one rank's weights changed) is TS_ERR_DIST naming the rank and
- *   the parameter on every rank;
+ *   the parameter on every rank, at the next check (every 2 steps); of 3
+ *   ranks also rank 0's change, named against the majority;
+ * - the reduced watch row: NaN and Inf counts summed over the replicas,
+ *   min and max with the replica each came from;
  * - loss scaling: ranks with different scaling options fail at compile
  *   naming it; a gradient overflow on one rank skips the step on all;
  * - a 1F1B pipeline gives the weights of the same GPipe run bit for bit;
@@ -28,6 +31,8 @@
  *   after that step (replicas and a pipeline): each returns
  *   TS_ERR_CANCELLED with the same steps done, and the next run is whole,
  *   the weights the same on every rank (the checksum before it agrees).
+ * `test_dist nan BAD`: a numeric stop on rank BAD stops every rank at its
+ * step with its report (tests/test_dist_mpi.sh counts the ranks' lines).
  * `test_dist hang` is the failure case: the last rank stops answering and
  * the others must fail within the timeout with a message, and `test_dist die`
  * kills it (the script checks the time and the message). `test_dist --available` exits 0 iff this build
@@ -376,15 +381,24 @@ out:
     data_free(&d);
 }
 
-/* One rank's weights changed behind the model's back. */
-static void desync(int R) {
+/* Rank `who`'s fc2.bias changed behind the model's back after its first
+ * step, with the weights compared every 2 steps: the second run (step 1)
+ * is not checked and goes on, the third (step 2) is: TS_ERR_DIST on every
+ * rank naming rank `who` and 'fc2.bias' (the first parameter, in graph
+ * order, that differs: fc1's are the same). Of 3 ranks rank 0 can be the
+ * odd one out: named against the others, not the others against it. */
+static void desync(int R, int who) {
     int64_t n = (int64_t)R * B;
     samples d = data_new(n);
     trained t;
     CHECK_OK(setup(&t, B, R, 1, 1, ts_sgd(0.01f, 0, 0)), "desync: compile");
+    ts_model_free(t.m);
+    t.m = NULL;
+    ts_options_set_replication(t.o, R, 2);
+    CHECK_OK(ts_model_training(&t.m, t.net.g, t.net.loss, t.o, ts_sgd(0.01f, 0, 0)), "desync: a model checking every 2 steps");
     make_data(&d, 3);
-    CHECK_OK(run(t.m, &d), "desync: a first run in step");
-    if (ts_dist_rank() == R - 1) {
+    CHECK_OK(run(t.m, &d), "desync: a first run in step (checked)");
+    if (ts_dist_rank() == who) {
         ts_tensor *p = ts_graph_find(t.net.g, "fc2.bias");
         ts_array v;
         ts_tensor_info(p, &v);
@@ -395,11 +409,12 @@ static void desync(int R) {
         ts_param_set(p, &b);
         free(bump);
     }
+    CHECK_OK(run(t.m, &d), "desync: rank %d of %d: the second run (step 1) is not checked", ts_dist_rank(), R);
     ts_status st = run(t.m, &d);
     char want[64];
-    snprintf(want, sizeof want, "rank %d's 'fc2.bias'", R - 1);
-    CHECK(st == TS_ERR_DIST && strstr(ts_last_error(), want) && strstr(ts_last_error(), "out of sync"),
-          "desync: TS_ERR_DIST naming the rank and the parameter on rank %d: %s", ts_dist_rank(), ts_last_error());
+    snprintf(want, sizeof want, "rank %d's 'fc2.bias'", who);
+    CHECK(st == TS_ERR_DIST && strstr(ts_last_error(), want) && strstr(ts_last_error(), "out of sync after 2 steps"),
+          "desync: at the check of step 2, TS_ERR_DIST naming rank %d and the parameter on rank %d: %s", who, ts_dist_rank(), ts_last_error());
     teardown(&t);
     data_free(&d);
 }
@@ -694,7 +709,7 @@ static void loss_scaling(int R) {
  * the replicas (the NaN is not lost in the reduction), and the stats table
  * line names them ("[replica 1] max 1e+06"). */
 static void combined_summaries(int R) {
-    int lo = 0, hi = R - 1, bad = R > 2 ? 1 : R - 1;
+    int lo = R - 1, hi = R > 2 ? 1 : R - 1, bad = R > 2 ? 1 : R - 1; /* none on replica 0, which a row starts from */
     samples d = data_new((int64_t)R * B);
     make_data(&d, 4);
     d.x[((int64_t)lo * B + 1) * PIXELS + 7] = -1e6f;
@@ -840,7 +855,8 @@ int main(int argc, char **argv) {
         bn_buffers(R);
         cancelled(R, false);
         if (R <= 3) cancelled(R, true);
-        desync(R);
+        desync(R, R - 1);
+        if (R > 2) desync(R, 0);
         loss_scaling(R);
     }
     int rc = check_summary("test_dist");

@@ -95,6 +95,20 @@ if [ -f "$DATA/t10k-images-idx3-ubyte.gz" ]; then
     grep -q 'replicas: 2' cli.out && ok "the run says it has 2 replicas" || fail "no 'replicas: 2' line in the output"
     rows=$(grep -cE 'Gradient___fc1\.bias\[(0|1|all)\]' cli.out)
     [ "$rows" -eq 3 ] && ok "the stats table has a row per replica and the reduced row" || { fail "stats rows for Gradient___fc1.bias: $rows, expected 3"; cat cli.out; }
+    # the reduced row names the replica whose row holds the min and the one whose row holds the max
+    if "$PY" - cli.out <<'EOF'; then ok "the reduced row names the replicas of its min and max, as their rows show"; else fail "the reduced row's replicas of min and max"; fi
+import re, sys
+rows = {}
+for line in open(sys.argv[1]):  # the last table's rows
+    m = re.match(r"\s*\d+\s+Gradient___fc1\.bias\[(\d|all)\]\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+\d+\s+\d+(.*)", line)
+    if m:
+        rows[m.group(1)] = (float(m.group(4)), float(m.group(5)), m.group(6).strip())
+lo = min((0, 1), key=lambda r: (rows[str(r)][0], r))
+hi = min((0, 1), key=lambda r: (-rows[str(r)][1], r))
+print("Gradient___fc1.bias rows (min, max, replicas):", rows)
+assert rows["all"][0] == rows[str(lo)][0] and rows["all"][1] == rows[str(hi)][1]
+assert f"[replica {lo}] min" in rows["all"][2] and f"[replica {hi}] max" in rows["all"][2], rows["all"][2]
+EOF
     if "$PY" - dump/Gradient___fc1.bias.npy <<'EOF'; then ok "the anchored array has the replica axis [S, R, 320]"; else fail "the anchored array's shape"; fi
 import sys, numpy as np
 a = np.load(sys.argv[1])
@@ -113,6 +127,18 @@ for run in (0, 19):
     assert a.shape == (1, 2, 32, 320), a.shape
     assert np.allclose(a.reshape(b.shape), b, rtol=1e-4, atol=1e-5)
 EOF
+    # --check-replicas: ranks started from other weights (--seed differs) are named
+    # at the first check, before any step, by the first parameter; 0 checks never
+    timeout 120 "${MPIRUN[@]}" -np 1 "$BUILD/tensorscope" train --data "$DATA" --max-steps 3 --holdout 128 --threads 1 --quiet --check-replicas 5 \
+        : -np 1 "$BUILD/tensorscope" train --data "$DATA" --max-steps 3 --holdout 128 --threads 1 --quiet --check-replicas 5 --seed 1 >seed.out 2>seed.err
+    rc=$?
+    n=$(grep -c "replicas out of sync after 0 steps: rank 1's 'fc1.weight' differs from rank 0's" seed.err)
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$n" -eq 2 ] && ok "--check-replicas 5: weights of another seed on rank 1 stop both ranks naming rank 1 and fc1.weight (exit $rc)" \
+        || { fail "--check-replicas 5 with rank 1 on another seed: exit $rc, $n ranks named it"; tail -5 seed.err; }
+    timeout 120 "${MPIRUN[@]}" -np 1 "$BUILD/tensorscope" train --data "$DATA" --max-steps 3 --holdout 128 --threads 1 --quiet --check-replicas 0 \
+        : -np 1 "$BUILD/tensorscope" train --data "$DATA" --max-steps 3 --holdout 128 --threads 1 --quiet --check-replicas 0 --seed 1 >seed0.out 2>seed0.err
+    rc=$?
+    [ $rc -eq 0 ] && ! grep -q 'out of sync' seed0.err && ok "--check-replicas 0 compares nothing (exit 0)" || { fail "--check-replicas 0: exit $rc"; tail -5 seed0.err; }
     # the library's own files (TS_METRICS_FILE): rank 0 alone appends, as many blocks as one process
     TS_METRICS_FILE=two.met timeout 120 "${MPIRUN[@]}" -np 2 -x TS_METRICS_FILE "$BUILD/tensorscope" train --data "$DATA" --max-steps 3 \
         --holdout 128 --threads 1 --quiet >/dev/null 2>&1

@@ -76,6 +76,23 @@ ts_status ts_replicas_compile(ts_model *m, ts_prog *p) {
     return ts_dist_agree(m, p);
 }
 
+/* The rank whose checksum of what rep_nodes[k] holds is the odd one out,
+ * or -1 when every rank's is the same. Against the checksum most ranks
+ * share (rank 0's on a tie, so with 2 ranks rank 1 is named): of 3 or
+ * more replicas, the one whose weights changed. */
+static int odd_rank(const uint32_t *all, int R, int n, int k, uint32_t *usual) {
+    int best = 0, best_votes = 0;
+    for (int r = 0; r < R; r++) {
+        int votes = 0;
+        for (int q = 0; q < R; q++) votes += all[(size_t)q * (size_t)n + (size_t)k] == all[(size_t)r * (size_t)n + (size_t)k];
+        if (votes > best_votes) best = r, best_votes = votes;
+    }
+    *usual = all[(size_t)best * (size_t)n + (size_t)k];
+    for (int r = 0; r < R; r++)
+        if (all[(size_t)r * (size_t)n + (size_t)k] != *usual) return r;
+    return -1;
+}
+
 ts_status ts_replicas_before_run(ts_model *m) {
     if (ts_replicas(m) == 1 || !m->training || m->opts.replica_check == 0 || m->steps < m->next_check) return TS_OK;
     m->next_check = m->steps + m->opts.replica_check;
@@ -89,13 +106,20 @@ ts_status ts_replicas_before_run(ts_model *m) {
     ts_status st = m->coll->allgather(mine, all, (size_t)n * sizeof *mine, "the exchange of weight checksums");
     if (st) return st;
     ts_counter_add("ReplicaWeightChecks", 1);
-    for (int r = 1; r < R; r++)
-        for (int k = 0; k < n; k++)
-            if (all[(size_t)r * (size_t)n + (size_t)k] != all[k])
-                return ts_error(TS_ERR_DIST,
-                                "replicas out of sync after %lld steps: rank %d's '%s' differs from rank 0's (CRC-32C %08x, rank 0 %08x); every rank must start from the same weights and buffers (same seed, or the same ts_param_set on every rank)",
-                                (long long)m->steps, r, m->g->t[p->rep_nodes[k]]->name, (unsigned)all[(size_t)r * (size_t)n + (size_t)k],
-                                (unsigned)all[k]);
+    for (int k = 0; k < n; k++) { /* the parameters in order, then the buffers: the first that differs */
+        uint32_t usual;
+        int r = odd_rank(all, R, n, k, &usual);
+        if (r < 0) continue;
+        uint32_t odd = all[(size_t)r * (size_t)n + (size_t)k];
+        const char *name = m->g->t[p->rep_nodes[k]]->name;
+        if (R == 2)
+            return ts_error(TS_ERR_DIST,
+                            "replicas out of sync after %lld steps: rank %d's '%s' differs from rank 0's (CRC-32C %08x, rank 0 %08x); every rank must start from the same weights and buffers (same seed, or the same ts_param_set on every rank)",
+                            (long long)m->steps, r, name, (unsigned)odd, (unsigned)usual);
+        return ts_error(TS_ERR_DIST,
+                        "replicas out of sync after %lld steps: rank %d's '%s' differs from most ranks' (CRC-32C %08x, theirs %08x); every rank must start from the same weights and buffers (same seed, or the same ts_param_set on every rank)",
+                        (long long)m->steps, r, name, (unsigned)odd, (unsigned)usual);
+    }
     return TS_OK;
 }
 
