@@ -765,18 +765,20 @@ out:
  * rank must stop at the same step, soon (not at the timeout, set high),
  * with its report: the rank, the step, the op and its source line. Each
  * rank prints one "nan: ok ..." or "nan: FAIL ..." line; the job then ends
- * (the script counts the lines). */
-static int nan_on_one_rank(int R, int bad) {
+ * (the script counts the lines). `test_dist nan-pipeline`: the same in a
+ * pipeline of R stages, where the overflow is stage 0's (rank 0's) fc1. */
+static int nan_on_one_rank(int R, int bad, bool pipeline) {
     const double limit = 120;
     ts_dist_set_timeout(limit);
     int me = ts_dist_rank();
-    samples d = data_new((int64_t)R * B);
+    samples d = data_new((int64_t)(pipeline ? 1 : R) * B);
     trained t;
     memset(&t, 0, sizeof t);
     ts_status st = test_mlp_build(&t.net, B, 7);
     if (!st && !(t.o = ts_options_new())) st = TS_ERR_OUT_OF_MEMORY;
     if (!st) st = ts_options_set_threads(t.o, 1);
-    if (!st) st = ts_options_set_replication(t.o, R, 1);
+    const char *splits[] = {"fc2", "fc3"};
+    if (!st) st = pipeline ? ts_options_set_pipeline(t.o, R, splits, R - 1) : ts_options_set_replication(t.o, R, 1);
     if (!st) st = ts_options_set_check_numerics(t.o, TS_CHECK_OP);
     if (!st) st = ts_model_training(&t.m, t.net.g, t.net.loss, t.o, ts_sgd(0.01f, 0, 0));
     if (!st) st = ts_model_compile(t.m);
@@ -790,7 +792,7 @@ static int nan_on_one_rank(int R, int bad) {
     for (; run_no < 5 && !st; run_no++) {
         make_data(&d, (unsigned)run_no);
         if (run_no == 2) /* step 3: a sample of 3e38 in replica `bad`'s shard, which fc1's MatMul overflows to Inf */
-            for (int64_t i = 0; i < PIXELS; i++) d.x[((int64_t)bad * B + 1) * PIXELS + i] = 3e38f;
+            for (int64_t i = 0; i < PIXELS; i++) d.x[((int64_t)(pipeline ? 0 : bad) * B + 1) * PIXELS + i] = 3e38f;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         st = run(t.m, &d);
     }
@@ -826,7 +828,8 @@ int main(int argc, char **argv) {
     int R = ts_dist_size();
     if (argc > 1 && strcmp(argv[1], "hang") == 0) return hang(R, false);
     if (argc > 1 && strcmp(argv[1], "die") == 0) return hang(R, true);
-    if (argc > 2 && strcmp(argv[1], "nan") == 0) return nan_on_one_rank(R, atoi(argv[2]));
+    if (argc > 2 && strcmp(argv[1], "nan") == 0) return nan_on_one_rank(R, atoi(argv[2]), false);
+    if (argc > 1 && strcmp(argv[1], "nan-pipeline") == 0 && R <= 3) return nan_on_one_rank(R, 0, true);
     broadcast(R);
     if (R == 1) {
         trained t;

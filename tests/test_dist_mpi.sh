@@ -63,18 +63,21 @@ done
 # at step 3; every rank stops at step 3 with the report naming the rank, the step,
 # the op and its line, soon after (the ranks' timeout is 120 s; each rank checks
 # and prints one line, then the job ends).
-for np in 2 3; do
-    bad=1 # the last of 2 ranks, the middle one of 3
-    start=$(date +%s)
-    timeout 240 "${MPIRUN[@]}" -np "$np" "$BUILD/test_dist" nan "$bad" >"$T/nan$np.out" 2>&1
-    rc=$? secs=$(($(date +%s) - start))
-    good=$(grep -c '^nan: ok' "$T/nan$np.out")
-    if [ "$rc" -ne 124 ] && [ "$good" -eq "$np" ] && [ "$secs" -lt 110 ]; then
-        ok "a numeric stop on rank $bad of $np stops all $np ranks at step 3, each naming rank $bad, the step, the op and its line (${secs} s)"
-    else
-        fail "a numeric stop on rank $bad of $np: exit $rc after ${secs} s, $good of $np ranks stopped as they should:"
-        grep -E '^nan:|rror' "$T/nan$np.out" | head -10
-    fi
+# The same in a pipeline of 2 and of 3 stages, where stage 0 (rank 0) overflows.
+for mode in "nan 1" nan-pipeline; do
+    for np in 2 3; do
+        bad=$([ "$mode" = nan-pipeline ] && echo 0 || echo 1) # replicas: the last of 2 ranks, the middle one of 3
+        start=$(date +%s)
+        timeout 240 "${MPIRUN[@]}" -np "$np" "$BUILD/test_dist" $mode >"$T/nan$np.out" 2>&1
+        rc=$? secs=$(($(date +%s) - start))
+        good=$(grep -c '^nan: ok' "$T/nan$np.out")
+        if [ "$rc" -ne 124 ] && [ "$good" -eq "$np" ] && [ "$secs" -lt 110 ]; then
+            ok "$mode: a numeric stop on rank $bad of $np stops all $np ranks at step 3, each naming rank $bad, the step, the op and its line (${secs} s)"
+        else
+            fail "$mode: a numeric stop on rank $bad of $np: exit $rc after ${secs} s, $good of $np ranks stopped as they should:"
+            grep -E '^nan:|rror' "$T/nan$np.out" | head -10
+        fi
+    done
 done
 
 # The CLI: mpirun -np 2 tensorscope train with an anchor and the stats table.
