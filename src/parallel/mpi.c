@@ -229,7 +229,7 @@ static void mark_failed(ts_status st, const char *why) {
     job.told = true;
     job.mine = (notice){.status = st ? (int32_t)st : TS_ERR_DIST, .rank = job.rank};
     snprintf(job.mine.why, sizeof job.mine.why, "%s", why && *why ? why : ts_status_name(st));
-    if (!(job.notices = calloc((size_t)job.size, sizeof *job.notices))) return; /* the others wait for the timeout */
+    if (!(job.notices = ts_calloc((size_t)job.size, sizeof *job.notices))) return; /* the others wait for the timeout */
     for (int r = 0; r < job.size; r++) {
         job.notices[r] = MPI_REQUEST_NULL;
         if (r != job.rank) MPI_Isend(&job.mine, (int)sizeof job.mine, MPI_BYTE, r, TS_TAG_FAILURE, MPI_COMM_WORLD, &job.notices[r]);
@@ -241,11 +241,11 @@ static void mark_failed(ts_status st, const char *why) {
  * ended), or the timeout for those that hang. Polling moves this rank's
  * notices on meanwhile. */
 static void leave_together(void) {
-    MPI_Request *r = calloc(2 * (size_t)job.size, sizeof *r);
-    char *bye = calloc((size_t)job.size + 1, 1);
+    MPI_Request *r = ts_calloc(2 * (size_t)job.size, sizeof *r);
+    char *bye = ts_calloc((size_t)job.size + 1, 1);
     if (!r || !bye) {
-        free(r);
-        free(bye);
+        ts_free(r);
+        ts_free(bye);
         return;
     }
     for (int k = 0; k < job.size; k++) {
@@ -255,8 +255,8 @@ static void leave_together(void) {
         MPI_Irecv(&bye[k], 1, MPI_BYTE, k, TS_TAG_LEAVE, MPI_COMM_WORLD, &r[job.size + k]);
     }
     poll(r, 2 * job.size, NULL, "leaving the job", false);
-    free(r);
-    free(bye);
+    ts_free(r);
+    ts_free(bye);
 }
 
 ts_status ts_dist_init(int *argc, char ***argv) {
