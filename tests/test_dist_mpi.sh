@@ -5,7 +5,8 @@
 # and 3-stage pipelines), a rank that hangs and a rank that dies (the others
 # must stop with a message within the timeout, never hang), a numeric stop
 # on one of 2 and of 3 ranks (every rank stops at its step, soon, naming
-# the rank, the step, the op and its line), and
+# the rank, the step, the op and its line; replicas and pipelines, and the
+# CLI), and
 # the CLI under mpirun (rank 0 alone prints and writes; anchors keep the
 # replica axis; the per-replica stats table; rank 0 dumps every replica's
 # and every stage's outfeed records; a 2-stage pipeline trains like one
@@ -79,6 +80,26 @@ for mode in "nan 1" nan-pipeline; do
         fi
     done
 done
+
+# The CLI: one sample of 3e38 among small ones, which fc1's MatMul overflows on
+# whichever replica's shard it falls in; both ranks stop at the same step, the
+# one that found it with the report, the other with "rank R failed ...".
+mkdir -p "$T/one_big"
+"$PY" -c "import numpy as np; x = np.random.default_rng(0).standard_normal((256, 1, 28, 28)).astype(np.float32) * 0.1; x[5] = 3e38
+np.save('$T/one_big/x.npy', x); np.save('$T/one_big/labels.npy', (np.arange(256) % 10).astype(np.int32))"
+start=$(date +%s)
+timeout 120 "${MPIRUN[@]}" -np 2 "$BUILD/tensorscope" train --model mlp --data "$T/one_big" --batch-size 4 --holdout 64 --threads 1 --quiet \
+    --max-steps 40 --check-numerics op >"$T/cli_nan.out" 2>"$T/cli_nan.err"
+rc=$? secs=$(($(date +%s) - start))
+found=$(grep -o 'numeric check on rank [01] of 2 at step [0-9]*' "$T/cli_nan.err" | sort -u)
+bad=$(echo "$found" | grep -o 'rank [01]' | head -1)
+told=$(grep -c "$bad failed and stopped every rank of the job: $found: first non-finite value in 'fc1/MatMul:0' (output of op MatMul 'fc1/MatMul:0', built at " "$T/cli_nan.err")
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$(echo "$found" | grep -c .)" -eq 1 ] && [ "$told" -ge 1 ] && [ $secs -lt 60 ]; then
+    ok "the CLI: $found stops the other rank at that step with the report (exit $rc, ${secs} s)"
+else
+    fail "the CLI under mpirun with --check-numerics: exit $rc after ${secs} s, reports '$found', $told ranks told"
+    grep -E 'numeric check|failed and stopped|rror' "$T/cli_nan.err" | cut -c1-300 | head -6
+fi
 
 # The CLI: mpirun -np 2 tensorscope train with an anchor and the stats table.
 if [ -f "$DATA/t10k-images-idx3-ubyte.gz" ]; then
