@@ -8,7 +8,9 @@
 # the rank, the step, the op and its line; replicas and pipelines, and the
 # CLI), and
 # the CLI under mpirun (rank 0 alone prints and writes; anchors keep the
-# replica axis; the per-replica stats table; rank 0 dumps every replica's
+# replica axis; the per-replica stats table, its [all] row naming the
+# replicas of its min and max; --check-replicas naming a rank started from
+# other weights, and 0 comparing nothing; rank 0 dumps every replica's
 # and every stage's outfeed records; a 2-stage pipeline trains like one
 # process). Skipped (exit 77) when the build has no MPI or mpirun is
 # missing: `scripts/install-deps.sh test` installs OpenMPI.
