@@ -440,8 +440,8 @@ static void print_stats_table(const ts_model *m, ts_outfeed *q, sink_state *sink
         if (!replicas) snprintf(name, sizeof name, "%s", w[i].name);
         else if (w[i].replica >= 0) snprintf(name, sizeof name, "%s[%d]", w[i].name, w[i].replica); /* one replica's */
         else snprintf(name, sizeof name, "%s[all]", w[i].name);                                     /* reduced over them */
-        char from[160]; /* the reduced row: which replica gave its min, its max, a NaN/Inf */
-        ts_watch_result_replicas(&w[i], from, sizeof from);
+        char from[160] = ""; /* the reduced row: which replica gave its min, its max, a NaN/Inf */
+        if (replicas) ts_watch_result_replicas(&w[i], from, sizeof from);
         printf("%s%s%s\n", ts_stats_table_row(idx++, name, &w[i].summary->stats, line, sizeof line), *from ? "  " : "", from);
     }
     for (int k = 0; outfed && k < sink->n_keys && k < 32; k++) {
