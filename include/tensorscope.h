@@ -714,7 +714,9 @@ TS_API ts_status ts_output_mode_parse(const char *s, ts_output_mode *out);
  * incoming gradient and the forward tensors it keeps. When one of those is
  * already non-finite the report says so first (the origin is upstream).
  * Under OUTPUT the micro-batch is then re-executed op by op and the report
- * goes on with the op that made the first NaN/Inf (docs/observation.md#numeric-checks). */
+ * goes on with the op that made the first NaN/Inf (docs/observation.md#numeric-checks).
+ * In an MPI job the report begins "numeric check on rank R of N at step S:"
+ * and every rank stops at that step with it (ts_options_set_replication). */
 typedef enum ts_check_numerics {
     TS_CHECK_OFF = 0,
     TS_CHECK_OUTPUT, /* after each layer output and its gradient */
@@ -830,9 +832,15 @@ TS_API ts_status ts_gpus_describe(char *buf, size_t n, int *count);
  * before each step: `Gradient___` is per replica, `Accum___` the average.
  * Anchors gain a replica axis after the sample axis ([S, R, *T] for ALL and
  * EVERY_N, [R, *T] for FINAL and SUM), watch results a row per replica and a
- * reduced row, on every rank. Every `check_every` steps (0 = never) the
- * weights are compared across ranks: a desync is TS_ERR_DIST naming the
- * rank and the first differing parameter. With replicas or pipeline stages
+ * reduced row (naming the replicas of its min, max and first NaN/Inf), on
+ * every rank. Every `check_every` steps (0 = never; and before the first
+ * step) a CRC-32C of each parameter and buffer is compared across ranks: a
+ * desync is TS_ERR_DIST on every rank naming the first differing one in
+ * graph order and the rank whose checksum differs from most ranks' (of
+ * two, rank 1). A rank whose run fails (a numeric check) stops every other
+ * at its next wait, the same step, with its status and report ("rank 1
+ * failed and stopped every rank of the job: numeric check on rank 1 of 2
+ * at step 3: ..."). With replicas or pipeline stages
  * the ranks compare their options and graph at compile (and again before
  * the first run after ts_model_set_lr_schedule): ranks built differently
  * fail, every one of them, with TS_ERR_DIST naming the first difference and
@@ -1155,7 +1163,19 @@ typedef struct ts_watch_result {
     const ts_summary *summary;
     int replica;        /* with replicas: the replica, or -1 for the row
                            reduced over all of them; -1 without replicas */
+    /* The reduced row (with replicas): the replica whose values hold the
+     * min and the one whose values hold the max (the lowest such replica
+     * on a tie; -1 when no replica has a finite value), and the first
+     * replica whose values hold a NaN or an Inf (-1: none). The row's
+     * counts of NaN and Inf are the sums over the replicas. -1 on every
+     * other row. */
+    int min_replica, max_replica, nonfinite_replica;
 } ts_watch_result;
+/* Where the reduced row's extremes came from, for a table or a log line:
+ * "[replica 2] min -3.1  [replica 1] max 1e+12  [replica 1] NaN/Inf" (only
+ * the parts that apply); "" for rows that are not reduced over replicas.
+ * Returns buf. */
+TS_API const char *ts_watch_result_replicas(const ts_watch_result *w, char *buf, size_t n);
 TS_API ts_status ts_model_watch_results(const ts_model *m, const ts_watch_result **out, size_t *n);
 /* After compile: TS_OK when every watch (ts_options_watch) matches at
  * least one tensor of the model, else TS_ERR_NOT_FOUND naming the first

@@ -179,7 +179,8 @@ class Summary(Struct):  # ts_summary
 
 class WatchResult(Struct):  # ts_watch_result
     _fields_ = [("name", C.c_char_p), ("run", C.c_int64), ("step", C.c_int64),
-                ("summary", C.POINTER(Summary)), ("replica", C.c_int)]
+                ("summary", C.POINTER(Summary)), ("replica", C.c_int),
+                ("min_replica", C.c_int), ("max_replica", C.c_int), ("nonfinite_replica", C.c_int)]
 
 
 class OutfeedConfig(Struct):  # ts_outfeed_config

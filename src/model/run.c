@@ -249,9 +249,10 @@ ts_status ts_model_run(ts_model *m, const char *const *names, const ts_array *in
     if (!st) st = ts_replicas_after_run(m);
     if (!st) st = ts_pipeline_after_run(m, ts_now_ns() - t0);
     if (!st) st = ts_outfeeds_after_run(m);
-    /* a failure of this rank alone: the other replicas wait for it in vain
-     * (TS_ERR_DIST is either seen by every rank or has marked the job) */
-    if (st && st != TS_ERR_DIST && m->coll) m->coll->mark_failed();
+    /* a failure of this rank alone: the other ranks wait for it in vain, so
+     * they are told, and stop at their next wait with its report (a
+     * TS_ERR_DIST is either seen by every rank or has marked the job) */
+    if (st && st != TS_ERR_DIST && m->coll) m->coll->mark_failed(st, ts_last_error());
     if (st) return st;
     m->runs++;
     m->has_run = true;
