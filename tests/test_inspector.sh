@@ -169,7 +169,7 @@ check "a slice spec of 400 characters: said, not cut" has <(after s1 "print fc1.
 # eval and rerun: checked below against NumPy on the saved x, labels and the weights on disk
 type_line s1 "save labels labels.npy"
 EVALS=("fc1.weight @ Flatten:0[0]" "where(fc1.bias > 0.02)" "sum(fc1/MatMul:0, axis=1)[-5:] / 2 - fc3.bias[0]" "-fc3.bias**2 + max(abs(fc1.weight))"
-       "x[0, 0, ::-1, 3].T @ x[1, 0, :, 3]")
+       "x[0, 0, 14, ::-1].T @ x[1, 0, 14, :]")
 for i in "${!EVALS[@]}"; do
     type_line s1 "eval ${EVALS[$i]}"
     after s1 "eval ${EVALS[$i]}" > "eval$i.txt"
@@ -200,7 +200,7 @@ flat = x.reshape(len(x), -1)
 def values(path):  # the numbers after the summary line, as print shows them
     return np.array([float(v) for v in re.findall(r"-?[0-9.]+(?:e[-+]?[0-9]+)?|-?inf|nan", "".join(open(path).read().split("\n")[1:]))])
 want = [w["fc1.weight"] @ flat[0], np.argwhere(w["fc1.bias"] > 0.02).ravel(), mm.sum(1)[-5:] / 2 - w["fc3.bias"][0],
-        -w["fc3.bias"] ** 2 + np.abs(w["fc1.weight"]).max(), x[0, 0, ::-1, 3] @ x[1, 0, :, 3]]
+        -w["fc3.bias"] ** 2 + np.abs(w["fc1.weight"]).max(), x[0, 0, 14, ::-1] @ x[1, 0, 14, :]]
 ok = True
 for i, v in enumerate(want):
     got = values(f"eval{i}.txt")
