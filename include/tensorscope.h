@@ -1638,8 +1638,9 @@ TS_API ts_status ts_model_held_names(ts_model *m, const char *const **names, siz
  * values as np.argwhere gives them: [count, ndim]). Elementwise operators
  * broadcast as numpy does. A name is the longest of `names` the text
  * starts with that no letter, digit or _ follows (fc1.weight.T is
- * fc1.weight transposed, fc1/MatMul:0 one name); a name with other
- * characters goes in backticks (`a name`). lookup(ctx, name, &a) gives a
+ * fc1.weight transposed, fc1/MatMul:0 one name; where a value comes it may
+ * begin with any character, /fc1/Gemm_output_0); a name that begins with
+ * a digit or holds spaces goes in backticks (`a name`). lookup(ctx, name, &a) gives a
  * name's values (any dtype, valid until ts_eval returns). *out: a new f32
  * array, freed with ts_eval_free. A bad expression is
  * TS_ERR_INVALID_ARGUMENT (TS_ERR_SHAPE for shapes that do not fit,

@@ -9,7 +9,8 @@
  * - sum mean max min norm with and without an axis (axis=-1 too), abs
  *   sqrt exp log; where(pred, a, b) and where(pred) as np.argwhere;
  * - names with '.', '/' and ':' resolved greedily (the longest held name),
- *   a name in backticks, an i32 tensor read as numbers;
+ *   one beginning with '/' where a value comes, a name in backticks, an
+ *   i32 tensor read as numbers;
  * - errors: each a clear message naming the column (the right one), the
  *   right status, and nothing returned: an unknown name (the closest named),
  *   an index out of range, shapes that do not fit @ or broadcasting, an axis
@@ -31,8 +32,8 @@ typedef struct named {
     const char *name;
     ts_array a;
 } named;
-static named table[9];
-static const char *names[9];
+static named table[10];
+static const char *names[10];
 static int lookups;
 
 static ts_status lookup(void *ctx, const char *name, ts_array *out) {
@@ -97,7 +98,8 @@ int main(void) {
     table[6] = (named){"labels", ts_array_i32(labels, 1, (int64_t[]){XR})};
     table[7] = (named){"wide", ts_array_f32(wide, 1, (int64_t[]){1 << 14})};
     table[8] = (named){"tall", ts_array_f32(tall, 2, (int64_t[]){1 << 13, 1})};
-    for (int i = 0; i < 9; i++) names[i] = table[i].name;
+    table[9] = (named){"/fc1/Gemm_output_0", ts_array_f32(b, 1, (int64_t[]){WC})};
+    for (int i = 0; i < 10; i++) names[i] = table[i].name;
 
     float want[64];
     /* fc1.weight.T @ x[0]: [3,2] @ [2] */
@@ -190,6 +192,8 @@ int main(void) {
     expect("labels + 0.5", 1, (int64_t[]){XR}, want, XR);
     for (int j = 0; j < WC; j++) want[j] = b[j] - w[WC + j];
     expect("fc1.bias-fc1.weight[1]", 1, (int64_t[]){WC}, want, WC);
+    for (int j = 0; j < WC; j++) want[j] = b[j] / b[j];
+    expect("/fc1/Gemm_output_0 / /fc1/Gemm_output_0", 1, (int64_t[]){WC}, want, WC);
 
     /* errors: the column, the status, nothing returned */
     expect_error("x +", TS_ERR_INVALID_ARGUMENT, 4, "the expression ends where a value should come");
@@ -217,6 +221,6 @@ int main(void) {
     expect_error("x + x + ", TS_ERR_INVALID_ARGUMENT, 9, "the expression ends");
     CHECK(lookups - before == 2, "a failed eval read the tensors it reached (%d) and returned nothing", lookups - before);
     ts_array a;
-    CHECK(ts_eval(NULL, names, 9, lookup, NULL, &a) == TS_ERR_INVALID_ARGUMENT, "a NULL expression: TS_ERR_INVALID_ARGUMENT");
+    CHECK(ts_eval(NULL, names, 10, lookup, NULL, &a) == TS_ERR_INVALID_ARGUMENT, "a NULL expression: TS_ERR_INVALID_ARGUMENT");
     return check_summary("test_inspect_eval");
 }

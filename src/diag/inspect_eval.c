@@ -14,7 +14,8 @@
  * operands; comparisons give 1 or 0. A NAME is the longest name of the
  * given list that the text starts with and that no letter, digit or _
  * follows (names hold '.', '/' and ':': fc1/MatMul:0, fc1.weight.T is
- * fc1.weight transposed); a name with other characters goes in backticks.
+ * fc1.weight transposed, /fc1/Gemm_output_0 one name where a value comes);
+ * a name that begins with a digit or holds spaces goes in backticks.
  * Errors name the column, with the expression and a caret under it. */
 #include "diag/inspect_eval.h"
 
@@ -597,6 +598,11 @@ static bool parse_primary(parser *ps, val *out) {
                         "closest: %s", word_s, ts_closest_words(word_s, functions, N_FUNCTIONS, near, sizeof near));
         }
         return unknown_name(ps, at);
+    }
+    size_t len, k = match_name(ps, at, &len); /* a name that begins with another character: /fc1/Gemm_output_0 */
+    if (k != SIZE_MAX) {
+        ps->p = at + len;
+        return load(ps, at, ps->names[k], out);
     }
     if (!c) return fail(ps, at, "the expression ends where a value should come (a name, a number, a call or '(')");
     return fail(ps, at, "unexpected '%c': a value should come here (a name, a number, a call or '('); a name with such characters goes in "
