@@ -208,7 +208,7 @@ static const struct command {
     {"grad", "NAME[SLICES]", "print the gradient of NAME (Gradient___NAME)"},
     {"where", "NAME", "the op that made NAME and the source line that built it"},
     {"eval", "EXPR", "a numpy-style expression over held tensors: eval fc1.weight.T @ x[0], eval where(fc1.bias > 0)"},
-    {"rerun", "NAME[IDX]=VALUE|NAME=F.npy", "the held run again with one input or weight changed (on the side): loss, tensors that differ"},
+    {"rerun", "NAME[IDX]=VALUE", "the held run again with one input or weight changed, on the side (NAME=F.npy: all of it): loss, what differs"},
     {"step", "[K]", "train K more runs (default 1) and stop again"},
     {"continue", "", "train on (to the next break)"},
     {"quit", "", "stop training: write what was asked (weights, checkpoint, logs), exit 130 as Ctrl-C"},
