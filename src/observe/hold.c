@@ -163,7 +163,7 @@ void ts_rerun_compare(ts_model *m, int e) {
         if (isnan(d) || isnan(max_abs)) max_abs = NAN; /* a NaN on one side only */
         else if (d > max_abs) max_abs = d;
     }
-    if (changed) h->diffs[h->n_diffs++] = (ts_rerun_diff){t->name, max_abs, changed, en->numel};
+    if (changed && h->n_diffs < (size_t)h->n) h->diffs[h->n_diffs++] = (ts_rerun_diff){t->name, max_abs, changed, en->numel};
 }
 
 /* Made by the micro-batch the held run ended in (a run stopped by a
