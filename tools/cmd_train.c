@@ -1242,7 +1242,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
                     (long long)(n_train / per_run), per_run, left);
             if (kept)
                 fprintf(stderr, "kept as a last run of %lld, micro-batch %lld (PyTorch's drop_last=False; --drop-last drops them), "
-                        "which recompiles the model for its size each epoch (counted)", kept, kept / S);
+                        "whose size compiles the model once more, the first epoch (counted; both programs are kept, each epoch switches between them)", kept, kept / S);
             else
                 fprintf(stderr, "dropped (%s)", a.drop_last ? "--drop-last" : R > 1 ? "replicas train on equal batches"
                                                 : K > 1 ? "pipeline stages train on equal batches" : "fewer than one sample per micro-batch");

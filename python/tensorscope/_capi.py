@@ -209,6 +209,14 @@ class DiffResult(Struct):  # ts_diff_result
     _fields_ = [("hash_a", C.c_uint64), ("hash_b", C.c_uint64), ("kind", C.c_int), ("cmp", CompareResult)]
 
 
+class RerunDiff(Struct):  # ts_rerun_diff
+    _fields_ = [("name", C.c_char_p), ("max_abs_diff", C.c_double), ("changed", C.c_int64), ("numel", C.c_int64)]
+
+
+class RerunResult(Struct):  # ts_rerun_result
+    _fields_ = [("loss", C.c_double), ("held_loss", C.c_double), ("diffs", C.POINTER(RerunDiff)), ("n_diffs", C.c_size_t)]
+
+
 class MemoryBuffer(Struct):  # ts_memory_buffer
     _fields_ = [("tensor", C.c_void_p), ("mclass", C.c_int), ("gradient", C.c_int), ("start", C.c_int64),
                 ("end", C.c_int64), ("bytes", C.c_int64)]
@@ -377,6 +385,10 @@ _PROTOTYPES = {
     "ts_model_is_held": (C.c_int, [P, S]),
     "ts_model_held_names": (_st, [P, C.POINTER(STRS), C.POINTER(C.c_size_t)]),
     "ts_model_tensor_origin": (_st, [P, S, C.c_char_p, C.c_size_t]),
+    "ts_model_held_eval": (_st, [P, S, C.POINTER(Array)]),
+    "ts_eval_free": (None, [C.POINTER(Array)]),
+    "ts_model_rerun": (_st, [P, S, C.POINTER(Array), C.POINTER(RerunResult)]),
+    "ts_model_held_before": (_st, [P, S, C.POINTER(Array)]),
     "ts_lr_schedule_parse": (_st, [S, C.POINTER(C.c_int)]),
     "ts_lr_schedule_name": (S, [C.c_int]),
     "ts_lr_at": (C.c_double, [C.POINTER(LrSchedule), C.c_double, C.c_int64]),
