@@ -2338,6 +2338,96 @@ static ts_status op_tile(importer *im, node_io *io) {
     return built(im, x, &io->out[0]);
 }
 
+/* A graph constant `<scope>/<what>:<k>` of `shape` whose n values
+ * fill(ctx, v) writes (the host copy charged while it lives). */
+static ts_tensor *computed_constant(importer *im, const char *what, const ts_shape *shape, void (*fill)(const void *, float *),
+                                   const void *ctx, ts_status *st) {
+    int64_t n = ts_shape_numel(shape);
+    uint64_t bytes = (uint64_t)(n ? n : 1) * 4;
+    if ((*st = ts_const_charge(bytes))) {
+        *st = fold_result(im, *st);
+        return NULL;
+    }
+    float *v = ts_malloc((size_t)bytes);
+    char *name = v ? ts_graph_op_output_name(im->g, what) : NULL;
+    if (name) fill(ctx, v);
+    ts_tensor *t = name ? f32_constant(im, name, shape, v) : NULL;
+    ts_free(name);
+    ts_free(v);
+    ts_const_release(bytes);
+    if (!t) *st = ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
+    return t;
+}
+
+typedef struct iota_ctx {
+    int64_t n;
+} iota_ctx;
+static void fill_iota(const void *ctx, float *v) {
+    for (int64_t i = 0; i < ((const iota_ctx *)ctx)->n; i++) v[i] = (float)i;
+}
+
+/* 0, 1, ..., n-1 along `axis` of a rank-`ndim` tensor ([n,1,...,1] from
+ * that axis on), broadcasting against it. */
+static ts_tensor *iota_along(importer *im, int64_t n, int axis, int ndim, ts_status *st) {
+    ts_shape s = {.ndim = ndim - axis, .d = {n}};
+    for (int d = 1; d < s.ndim; d++) s.d[d] = 1;
+    return computed_constant(im, "Positions", &s, fill_iota, &(iota_ctx){n}, st);
+}
+
+/* The position (in f32) along `axis` of x's maximum (min: minimum),
+ * the first one (last: the last one), the axis kept as 1: where x equals
+ * its maximum the position, elsewhere out of range, reduced by max. */
+static ts_tensor *arg_extreme(importer *im, ts_tensor *x, int axis, bool min, bool last, ts_status *st) {
+    ts_graph *g = im->g;
+    int64_t n = x->shape.d[axis];
+    ts_tensor *xs = min ? ts_scale(g, x, -1.0f) : x, *pos = xs ? iota_along(im, n, axis, x->shape.ndim, st) : NULL;
+    if (!pos) return NULL;
+    ts_tensor *at = ts_binary(g, "Equal", xs, ts_reduce_max(g, xs, 1, &axis, 1)), *y;
+    if (last) y = ts_reduce_max(g, ts_where(g, at, pos, scalar_constant(im, "Before", -1.0f)), 1, &axis, 1);
+    else y = ts_scale(g, ts_reduce_max(g, ts_where(g, at, ts_scale(g, pos, -1.0f), scalar_constant(im, "After", (float)-n)), 1, &axis, 1), -1.0f);
+    if (!y && !*st) *st = ts_graph_status(im->g);
+    return y;
+}
+
+/* ArgMax and ArgMin along `axis` (default 0): the first position of the
+ * maximum (minimum), or the last with select_last_index; keepdims. Integer
+ * results (i32 in the graph, the file's int64 where returned): no gradient. */
+static ts_status op_arg_extreme(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x = as_f32(im, io->in[0], &st);
+    int axis, keep, last;
+    if (!x || (st = attr_axis(im, "axis", 0, x->shape.ndim, false, &axis)) || (st = attr_int32(im, "keepdims", 1, 0, 1, &keep)) ||
+        (st = attr_int32(im, "select_last_index", 0, 0, 1, &last)))
+        return st;
+    if (x->shape.ndim == 0) return node_error(im, TS_ERR_SHAPE, "takes an input of at least 1 dimension; it is a scalar");
+    ts_tensor *y = arg_extreme(im, x, axis, strcmp(im->node->op_type, "ArgMin") == 0, last != 0, &st);
+    if (!y) return st;
+    if (!keep) {
+        ts_shape s = y->shape;
+        for (int d = axis; d + 1 < s.ndim; d++) s.d[d] = s.d[d + 1];
+        s.ndim--;
+        y = ts_reshape(im->g, y, s.ndim, s.d);
+    }
+    return built(im, ts_unary(im->g, "CastIndex", y, 0.0f, (float)(x->shape.d[axis] - 1)), &io->out[0]);
+}
+
+/* Hardmax: 1 at the first maximum along `axis` (default -1; before opset
+ * 13, 1, over the input coerced to 2-D there: available where the dims
+ * after it are 1), 0 elsewhere. Piecewise constant: no gradient. */
+static ts_status op_hardmax(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x = as_f32(im, io->in[0], &st);
+    int axis;
+    if (!x || (st = attr_axis(im, "axis", since(im, 13) ? -1 : 1, x->shape.ndim, false, &axis))) return st;
+    for (int d = axis + 1; !since(im, 13) && d < x->shape.ndim; d++)
+        if (x->shape.d[d] != 1)
+            return node_error(im, TS_ERR_UNSUPPORTED, "before opset 13, Hardmax works over every dim from axis %d on at once (the input "
+                              "coerced to 2-D), which is available only where the dims after the axis are 1 (here dim %d is %lld); "
+                              "re-export with opset 13 or later", axis, d, (long long)x->shape.d[d]);
+    ts_tensor *at = arg_extreme(im, x, axis, false, false, &st), *pos = at ? iota_along(im, x->shape.d[axis], axis, x->shape.ndim, &st) : NULL;
+    return pos ? built(im, ts_binary(im->g, "Equal", pos, at), &io->out[0]) : st;
+}
+
 /* One row per ONNX op type: the import table. `oldest` is the oldest
  * opset whose version of the op the row reads: the op's version at opset
  * 13 and the older ones that differ from it in types only (onnx.defs'
@@ -2357,6 +2447,8 @@ static const struct {
     {"Acosh", 1, 9, op_unary},
     {"Add", 2, 7, op_binary},
     {"And", 2, 7, op_binary},
+    {"ArgMax", 1, 1, op_arg_extreme},
+    {"ArgMin", 1, 1, op_arg_extreme},
     {"Asin", 1, 7, op_unary},
     {"Asinh", 1, 9, op_unary},
     {"Atan", 1, 7, op_unary},
@@ -2395,6 +2487,7 @@ static const struct {
     {"GroupNormalization", 3, 18, op_group_norm},
     {"GRU", 3, 7, op_rnn},
     {"HardSigmoid", 1, 6, op_unary},
+    {"Hardmax", 1, 1, op_hardmax},
     {"HardSwish", 1, 13, op_unary},
     {"Identity", 1, 1, op_identity},
     {"InstanceNormalization", 3, 6, op_instance_norm},
