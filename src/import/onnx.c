@@ -2428,6 +2428,15 @@ static ts_status op_hardmax(importer *im, node_io *io) {
     return pos ? built(im, ts_binary(im->g, "Equal", pos, at), &io->out[0]) : st;
 }
 
+/* Swish (opset 24): x sigmoid(alpha x). */
+static ts_status op_swish(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x = as_f32(im, io->in[0], &st);
+    if (!x) return st;
+    float alpha = (float)attr_f(im, "alpha", 1.0);
+    return built(im, ts_mul(im->g, x, ts_sigmoid(im->g, alpha == 1.0f ? x : ts_scale(im->g, x, alpha))), &io->out[0]);
+}
+
 /* One row per ONNX op type: the import table. `oldest` is the oldest
  * opset whose version of the op the row reads: the op's version at opset
  * 13 and the older ones that differ from it in types only (onnx.defs'
@@ -2550,6 +2559,7 @@ static const struct {
     {"Squeeze", 1, 1, op_squeeze_unsqueeze},
     {"Sub", 2, 7, op_binary},
     {"Sum", 1, 6, op_variadic},
+    {"Swish", 1, 24, op_swish},
     {"Tan", 1, 7, op_unary},
     {"Tanh", 1, 6, op_unary},
     {"ThresholdedRelu", 1, 10, op_composed_unary},
