@@ -2437,6 +2437,45 @@ static ts_status op_swish(importer *im, node_io *io) {
     return built(im, ts_mul(im->g, x, ts_sigmoid(im->g, alpha == 1.0f ? x : ts_scale(im->g, x, alpha))), &io->out[0]);
 }
 
+typedef struct cumsum_ctx {
+    int64_t n;
+    int exclusive, reverse;
+} cumsum_ctx;
+/* M[i][j] = 1 where x[i] adds into y[j]: i <= j (reverse: i >= j), i != j when exclusive */
+static void fill_cumsum(const void *ctx, float *v) {
+    const cumsum_ctx *c = ctx;
+    for (int64_t i = 0; i < c->n; i++)
+        for (int64_t j = 0; j < c->n; j++) v[i * c->n + j] = (c->reverse ? i >= j : i <= j) && !(c->exclusive && i == j);
+}
+
+/* CumSum along the constant axis (input 1): x, its axis moved last, times
+ * the [N,N] matrix of which elements add into which (exclusive, reverse),
+ * so the gradient is the matmul's. Integers summed in f32 and returned as
+ * integers. */
+static ts_status op_cumsum(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x0 = as_tensor(im, io->in[0], &st), *x = f32_of(im, x0, &st);
+    double a = 0;
+    int exclusive, reverse;
+    if (!x || (st = attr_int32(im, "exclusive", 0, 0, 1, &exclusive)) || (st = attr_int32(im, "reverse", 0, 0, 1, &reverse))) return st;
+    if (!setting_scalar(im, io->in[1], &a, &st))
+        return st ? st : node_error(im, TS_ERR_UNSUPPORTED, "its axis ('%s') must be a constant%s", io->in[1]->name, bind_hint(io->in[1]));
+    int nd = x->shape.ndim;
+    if (nd == 0 || !(a >= -nd && a < nd) || a != floor(a))
+        return node_error(im, TS_ERR_FORMAT, "axis %g is out of range for %d dimensions", a, nd);
+    int axis = norm_axis((int64_t)a, nd), last = nd - 1;
+    int64_t n = x->shape.d[axis];
+    ts_tensor *m = computed_constant(im, "Sums", &(ts_shape){.ndim = 2, .d = {n, n}}, fill_cumsum, &(cumsum_ctx){n, exclusive, reverse}, &st);
+    if (!m) return st;
+    ts_tensor *t = axis == last ? x : ts_transpose(im->g, x, axis, last);
+    if (t && nd == 1) t = ts_reshape(im->g, t, 2, (int64_t[]){1, n});
+    ts_tensor *y = t ? matmul_2d(im, t, m, false, &st) : NULL;
+    if (!y) return st ? st : ts_graph_status(im->g);
+    if (nd == 1) y = ts_reshape(im->g, y, 1, (int64_t[]){n});
+    if (axis != last) y = ts_transpose(im->g, y, axis, last);
+    return built(im, as_dtype_of(im, y, x0), &io->out[0]);
+}
+
 /* One row per ONNX op type: the import table. `oldest` is the oldest
  * opset whose version of the op the row reads: the op's version at opset
  * 13 and the older ones that differ from it in types only (onnx.defs'
@@ -2476,6 +2515,7 @@ static const struct {
     {"ConvTranspose", 2, 1, op_conv_transpose},
     {"Cos", 1, 7, op_unary},
     {"Cosh", 1, 9, op_unary},
+    {"CumSum", 2, 11, op_cumsum},
     {"Div", 2, 7, op_binary},
     {"Dropout", 1, 10, op_dropout},
     {"Elu", 1, 6, op_unary},
