@@ -2476,6 +2476,43 @@ static ts_status op_cumsum(importer *im, node_io *io) {
     return built(im, as_dtype_of(im, y, x0), &io->out[0]);
 }
 
+/* DepthToSpace and SpaceToDepth on [N,C,H,W] by `blocksize`: a reshape to
+ * 6 dims, a permutation, a reshape back; the modes DCR (the default: the
+ * block's offsets before the channels) and CRD (after them). */
+static ts_status op_depth_space(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x = as_tensor(im, io->in[0], &st);
+    int64_t b;
+    if (!x || (st = attr_int(im, "blocksize", 0, 1, INT32_MAX, &b))) return st;
+    if (!attr(im, "blocksize")) return node_error(im, TS_ERR_FORMAT, "attribute 'blocksize' is required");
+    if (x->shape.ndim != 4) return node_error(im, TS_ERR_SHAPE, "takes an input [N,C,H,W]; it has %d dimensions", x->shape.ndim);
+    int64_t N = x->shape.d[0], C = x->shape.d[1], H = x->shape.d[2], W = x->shape.d[3];
+    bool to_space = strcmp(im->node->op_type, "DepthToSpace") == 0;
+    static const char *const modes[] = {"DCR", "CRD"};
+    const Attr *ma = attr(im, "mode");
+    int crd = ma ? attr_choice(ma, modes, 2) : 0;
+    if (crd == 2) return node_error(im, TS_ERR_FORMAT, "mode '%.*s' is not DCR or CRD", (int)ma->s.len, (const char *)ma->s.data);
+    int64_t six[6], out[4];
+    const int *perm;
+    if (to_space) {
+        if (C % (b * b)) return node_error(im, TS_ERR_SHAPE, "%lld channels are not a multiple of blocksize^2 = %lld", (long long)C, (long long)(b * b));
+        static const int dcr[6] = {0, 3, 4, 1, 5, 2}, crdp[6] = {0, 1, 4, 2, 5, 3};
+        int64_t c = C / (b * b);
+        if (crd) memcpy(six, (int64_t[]){N, c, b, b, H, W}, sizeof six);
+        else memcpy(six, (int64_t[]){N, b, b, c, H, W}, sizeof six);
+        perm = crd ? crdp : dcr;
+        memcpy(out, (int64_t[]){N, c, H * b, W * b}, sizeof out);
+    } else {
+        if (H % b || W % b)
+            return node_error(im, TS_ERR_SHAPE, "H %lld and W %lld must be multiples of blocksize %lld", (long long)H, (long long)W, (long long)b);
+        static const int dcr[6] = {0, 3, 5, 1, 2, 4}, crdp[6] = {0, 1, 3, 5, 2, 4};
+        memcpy(six, (int64_t[]){N, C, H / b, b, W / b, b}, sizeof six);
+        perm = crd ? crdp : dcr;
+        memcpy(out, (int64_t[]){N, C * b * b, H / b, W / b}, sizeof out);
+    }
+    return built(im, ts_reshape(im->g, ts_permute(im->g, ts_reshape(im->g, x, 6, six), perm), 4, out), &io->out[0]);
+}
+
 /* One row per ONNX op type: the import table. `oldest` is the oldest
  * opset whose version of the op the row reads: the op's version at opset
  * 13 and the older ones that differ from it in types only (onnx.defs'
@@ -2516,6 +2553,7 @@ static const struct {
     {"Cos", 1, 7, op_unary},
     {"Cosh", 1, 9, op_unary},
     {"CumSum", 2, 11, op_cumsum},
+    {"DepthToSpace", 1, 1, op_depth_space},
     {"Div", 2, 7, op_binary},
     {"Dropout", 1, 10, op_dropout},
     {"Elu", 1, 6, op_unary},
@@ -2594,6 +2632,7 @@ static const struct {
     {"SoftmaxCrossEntropyLoss", 2, 12, op_loss},
     {"Softplus", 1, 1, op_unary},
     {"Softsign", 1, 1, op_composed_unary},
+    {"SpaceToDepth", 1, 1, op_depth_space},
     {"Split", 1, 13, op_split},
     {"Sqrt", 1, 6, op_unary},
     {"Squeeze", 1, 1, op_squeeze_unsqueeze},
