@@ -2513,6 +2513,57 @@ static ts_status op_depth_space(importer *im, node_io *io) {
     return built(im, ts_reshape(im->g, ts_permute(im->g, ts_reshape(im->g, x, 6, six), perm), 4, out), &io->out[0]);
 }
 
+/* OneHot: along `axis` (default -1, a new axis), 1 (values[1]) where
+ * the position equals the index (a negative one counted from depth, a
+ * constant), values[0] elsewhere: Where(Equal(indices, positions), on,
+ * off), so a graph-tensor `values` takes its gradient. */
+static ts_status op_one_hot(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    double depth = 0;
+    if (!setting_scalar(im, io->in[1], &depth, &st))
+        return st ? st : node_error(im, TS_ERR_UNSUPPORTED, "its depth ('%s') must be a constant%s", io->in[1]->name, bind_hint(io->in[1]));
+    if (!(depth >= 1 && depth <= (double)INT32_MAX))
+        return node_error(im, TS_ERR_FORMAT, "its depth is %g; OneHot takes a positive depth", depth);
+    int64_t n = (int64_t)depth;
+    ts_tensor *idx = as_f32(im, io->in[0], &st), *v0 = idx ? as_tensor(im, io->in[2], &st) : NULL, *v = f32_of(im, v0, &st);
+    if (!v) return st;
+    if (ts_shape_numel(&v->shape) != 2) return node_error(im, TS_ERR_SHAPE, "its values hold %lld elements; OneHot takes two, [off, on]",
+                                                         (long long)ts_shape_numel(&v->shape));
+    int r = idx->shape.ndim, axis;
+    if (r + 1 > TS_MAX_DIMS) return node_error(im, TS_ERR_SHAPE, "its output would have more than %d dimensions", TS_MAX_DIMS);
+    if ((st = attr_axis(im, "axis", -1, r + 1, false, &axis))) return st;
+    ts_graph *g = im->g;
+    ts_tensor *zero = scalar_constant(im, "Zero", 0.0f), *wrap = scalar_constant(im, "Depth", (float)n);
+    if (!zero || !wrap) return ts_graph_status(g);
+    idx = ts_add(g, idx, ts_mul(g, ts_binary(g, "Less", idx, zero), wrap));
+    ts_shape s = {.ndim = r + 1};
+    for (int d = 0, k = 0; d <= r; d++) s.d[d] = d == axis ? 1 : idx->shape.d[k++];
+    ts_tensor *pos = iota_along(im, n, axis, r + 1, &st);
+    if (!pos) return st;
+    v = ts_reshape(g, v, 1, (int64_t[]){2});
+    ts_tensor *y = ts_where(g, ts_binary(g, "Equal", ts_reshape(g, idx, s.ndim, s.d), pos), ts_slice(g, v, 0, 1, 1), ts_slice(g, v, 0, 0, 1));
+    return built(im, as_dtype_of(im, y, v0), &io->out[0]);
+}
+
+/* EyeLike: a constant of the input's (static) 2-D shape, ones on the
+ * diagonal k, in `dtype` (default the input's type). */
+static ts_status op_eye_like(importer *im, node_io *io) {
+    const ts_shape *s = shape_of(io->in[0]);
+    int64_t k;
+    int dt;
+    ts_status st = attr_int(im, "k", 0, INT64_MIN / 2, INT64_MAX / 2, &k);
+    if (st) return st;
+    if (s->ndim != 2) return node_error(im, TS_ERR_SHAPE, "takes a 2-D input; it has %d dimensions", s->ndim);
+    int like = io->in[0]->t ? (io->in[0]->t->dtype == TS_F32 ? TS_ONNX_FLOAT : TS_ONNX_INT64) : io->in[0]->c.dtype;
+    if ((st = attr_int32(im, "dtype", like, 0, INT32_MAX, &dt))) return st;
+    if (!ts_onnx_dtype_size(dt)) return node_error(im, TS_ERR_UNSUPPORTED, "dtype %d (%s) is not one tensorscope reads", dt, ts_onnx_dtype_name(dt));
+    ts_const *c = &io->out[0].c;
+    if ((st = ts_const_fill(s, dt, 0.0, c))) return fold_result(im, st);
+    for (int64_t i = 0; i < s->d[0]; i++)
+        if (i + k >= 0 && i + k < s->d[1]) c->v[i * s->d[1] + i + k] = 1.0;
+    return TS_OK;
+}
+
 /* One row per ONNX op type: the import table. `oldest` is the oldest
  * opset whose version of the op the row reads: the op's version at opset
  * 13 and the older ones that differ from it in types only (onnx.defs'
@@ -2560,6 +2611,7 @@ static const struct {
     {"Equal", 2, 7, op_binary},
     {"Erf", 1, 9, op_unary},
     {"Exp", 1, 6, op_unary},
+    {"EyeLike", 1, 9, op_eye_like},
     {"Expand", 2, 8, op_expand},
     {"Flatten", 1, 1, op_flatten},
     {"Floor", 1, 6, op_unary},
@@ -2600,6 +2652,7 @@ static const struct {
     {"Neg", 1, 6, op_unary},
     {"NegativeLogLikelihoodLoss", 2, 12, op_loss},
     {"Not", 1, 1, op_unary},
+    {"OneHot", 3, 9, op_one_hot},
     {"Or", 2, 7, op_binary},
     {"Pad", 1, 11, op_pad},
     {"Pow", 2, 7, op_binary},
