@@ -2564,6 +2564,177 @@ static ts_status op_eye_like(importer *im, node_io *io) {
     return TS_OK;
 }
 
+typedef struct offsets_ctx {
+    int64_t q, kv, shift;
+} offsets_ctx;
+/* [q, kv]: i - j + shift, query i's offset past key j */
+static void fill_offsets(const void *ctx, float *v) {
+    const offsets_ctx *c = ctx;
+    for (int64_t i = 0; i < c->q; i++)
+        for (int64_t j = 0; j < c->kv; j++) v[i * c->kv + j] = (float)(i - j + c->shift);
+}
+
+typedef struct value_ctx {
+    int64_t n;
+    float v;
+} value_ctx;
+static void fill_value(const void *ctx, float *v) {
+    for (int64_t i = 0; i < ((const value_ctx *)ctx)->n; i++) v[i] = ((const value_ctx *)ctx)->v;
+}
+
+/* Attention's masked-out bias: -1e30 where the mask takes a key away
+ * (ONNX's -inf, finite so that a row with every key masked has a finite
+ * softmax, set to 0 after as ONNX's), 0 elsewhere. */
+#define ATTENTION_MASKED -1e30f
+
+/* x [B,S,H*D] as [B,H,S,D] (Attention's 3-D inputs). */
+static ts_tensor *heads_of(importer *im, ts_tensor *x, int64_t heads, ts_status *st) {
+    const int64_t *d = x->shape.d;
+    if (heads < 1 || d[2] % heads) {
+        *st = node_error(im, TS_ERR_SHAPE, "a hidden size of %lld does not split into %lld heads", (long long)d[2], (long long)heads);
+        return NULL;
+    }
+    static const int perm[4] = {0, 2, 1, 3};
+    return ts_permute(im->g, ts_reshape(im->g, x, 4, (int64_t[]){d[0], d[1], heads, d[2] / heads}), perm);
+}
+
+/* Attention (opset 23 on) composed of graph ops, as ONNX's reference
+ * computes it: Q, K and V of 4 dims [B,H,S,D] or 3 ([B,S,H*D], with
+ * q_num_heads and kv_num_heads); past_key and past_value concatenated
+ * before K and V (present_key, present_value); grouped-query heads
+ * repeated; softmax(softcap(scale QK^T) + bias) V, the bias the sum of the
+ * attention mask (bool or additive, padded to the keys), the causal mask
+ * (is_causal, bottom-right aligned after a past or at nonpad_kv_seqlen),
+ * the sliding window (left_window_size, right_window_size) and the keys
+ * past nonpad_kv_seqlen; a row with every key masked gives 0;
+ * qk_matmul_output in each qk_matmul_output_mode. The softmax is in f32
+ * whatever softmax_precision asks. */
+static ts_status op_attention(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_graph *g = im->g;
+    ts_tensor *q = as_f32(im, io->in[0], &st), *k = q ? as_f32(im, io->in[1], &st) : NULL, *v = k ? as_f32(im, io->in[2], &st) : NULL;
+    if (!v) return st;
+    int rank = q->shape.ndim, causal, mode;
+    int64_t hq, hkv, left, right;
+    if ((st = attr_int32(im, "is_causal", 0, 0, 1, &causal)) || (st = attr_int32(im, "qk_matmul_output_mode", 0, 0, 3, &mode)) ||
+        (st = attr_int(im, "q_num_heads", 0, 0, INT32_MAX, &hq)) || (st = attr_int(im, "kv_num_heads", 0, 0, INT32_MAX, &hkv)) ||
+        (st = attr_int(im, "left_window_size", -1, -1, INT32_MAX, &left)) || (st = attr_int(im, "right_window_size", -1, -1, INT32_MAX, &right)))
+        return st;
+    double softcap = attr_f(im, "softcap", 0.0);
+    if ((rank != 3 && rank != 4) || k->shape.ndim != rank || v->shape.ndim != rank)
+        return node_error(im, TS_ERR_SHAPE, "takes Q, K and V of 3 or 4 dimensions alike; they have %d, %d and %d", rank, k->shape.ndim, v->shape.ndim);
+    if (rank == 3) {
+        if (!hq || !hkv) return node_error(im, TS_ERR_FORMAT, "3-D inputs need the attributes q_num_heads and kv_num_heads");
+        if (!(q = heads_of(im, q, hq, &st)) || !(k = heads_of(im, k, hkv, &st)) || !(v = heads_of(im, v, hkv, &st))) return st;
+    }
+    for (int i = 4; i < 6; i++) { /* past_key, past_value: before K and V along the sequence */
+        if (io->n_in <= i || !io->in[i]) continue;
+        ts_tensor *past = as_f32(im, io->in[i], &st);
+        if (!past) return st;
+        ts_tensor *pair[2] = {past, i == 4 ? k : v};
+        if (i == 4) k = ts_concat(g, pair, 2, 2);
+        else v = ts_concat(g, pair, 2, 2);
+        if (!k || !v) return ts_graph_status(g);
+    }
+    if ((io->n_in > 4 && io->in[4]) != (io->n_in > 5 && io->in[5])) return node_error(im, TS_ERR_FORMAT, "past_key and past_value come together");
+    ts_tensor *present_k = k, *present_v = v;
+    int64_t B = q->shape.d[0], H = q->shape.d[1], Sq = q->shape.d[2], D = q->shape.d[3], Hk = k->shape.d[1], Skv = k->shape.d[2];
+    int64_t past = io->n_in > 4 && io->in[4] ? shape_of(io->in[4])->d[2] : 0;
+    if (H != Hk) { /* grouped-query: each of K's and V's heads repeated for its group of Q's */
+        if (H % Hk || v->shape.d[1] != Hk)
+            return node_error(im, TS_ERR_SHAPE, "%lld query heads do not group over %lld key heads", (long long)H, (long long)Hk);
+        int64_t reps = H / Hk;
+        ts_tensor **xs = ts_malloc((size_t)reps * sizeof *xs);
+        if (!xs) return TS_ERR_OUT_OF_MEMORY;
+        for (int t = 0; t < 2; t++) {
+            ts_tensor *x = t ? v : k;
+            const int64_t *d = x->shape.d;
+            ts_tensor *one = ts_reshape(g, x, 5, (int64_t[]){d[0], d[1], 1, d[2], d[3]});
+            for (int64_t r = 0; r < reps; r++) xs[r] = one;
+            x = ts_reshape(g, ts_concat(g, xs, (int)reps, 2), 4, (int64_t[]){d[0], H, d[2], d[3]});
+            if (t) v = x;
+            else k = x;
+        }
+        ts_free(xs);
+        if (!k || !v) return ts_graph_status(g);
+    }
+    const Attr *sa = attr(im, "scale");
+    double scale = sa && sa->has_f ? sa->f : 1.0 / sqrt((double)D);
+    ts_tensor *qk = ts_scale(g, ts_matmul_batched(g, q, k, 0, 1), (float)scale);
+    if (softcap > 0) qk = ts_scale(g, ts_tanh(g, ts_scale(g, qk, (float)(1.0 / softcap))), (float)softcap);
+    if (!qk) return ts_graph_status(g);
+    /* the bias: mask + causal + window + padding, each 0 or masked */
+    ts_tensor *bias = NULL, *zero = scalar_constant(im, "Zero", 0.0f), *masked = scalar_constant(im, "Masked", ATTENTION_MASKED);
+    if (!zero || !masked) return ts_graph_status(g);
+    if (io->n_in > 3 && io->in[3]) {
+        ts_tensor *m = as_tensor(im, io->in[3], &st);
+        if (!m) return st;
+        bool boolean = m->dtype == TS_I32;
+        if (boolean) m = ts_where(g, m, zero, masked);
+        else m = ts_binary(g, "Max", m, masked); /* -inf as the finite mask */
+        int64_t have = m ? m->shape.d[m->shape.ndim - 1] : 0;
+        if (m && have < Skv) { /* keys past the mask's: masked */
+            ts_shape ps = m->shape;
+            ps.d[ps.ndim - 1] = Skv - have;
+            ts_tensor *pad = computed_constant(im, "MaskPad", &ps, fill_value, &(value_ctx){ts_shape_numel(&ps), ATTENTION_MASKED}, &st);
+            if (!pad) return st;
+            m = ts_concat(g, (ts_tensor *[]){m, pad}, 2, ps.ndim - 1);
+        }
+        bias = m;
+    }
+    ts_tensor *seqlen = NULL; /* nonpad_kv_seqlen [B] as [B,1,1,1] */
+    if (io->n_in > 6 && io->in[6]) {
+        if (past) return node_error(im, TS_ERR_FORMAT, "nonpad_kv_seqlen cannot come with past_key and past_value");
+        seqlen = as_f32(im, io->in[6], &st);
+        if (!seqlen) return st;
+        seqlen = ts_reshape(g, seqlen, 4, (int64_t[]){B, 1, 1, 1});
+    }
+    if (causal || left >= 0 || right >= 0) { /* diff = i + offset - j: causal diff >= 0, the window -right <= diff <= left */
+        ts_tensor *diff = computed_constant(im, "Offsets", &(ts_shape){.ndim = 2, .d = {Sq, Skv}}, fill_offsets,
+                                            &(offsets_ctx){Sq, Skv, seqlen ? -Sq : past}, &st);
+        if (!diff) return st;
+        if (seqlen) diff = ts_add(g, ts_reshape(g, diff, 4, (int64_t[]){1, 1, Sq, Skv}), seqlen);
+        ts_tensor *allowed = NULL, *cond[3] = {NULL, NULL, NULL};
+        if (causal) cond[0] = ts_binary(g, "GreaterOrEqual", diff, zero);
+        if (left >= 0) cond[1] = ts_binary(g, "LessOrEqual", diff, scalar_constant(im, "Left", (float)left));
+        if (right >= 0) cond[2] = ts_binary(g, "GreaterOrEqual", diff, scalar_constant(im, "Right", (float)-right));
+        for (int c = 0; c < 3; c++)
+            if (cond[c]) allowed = allowed ? ts_mul(g, allowed, cond[c]) : cond[c];
+        ts_tensor *b = ts_where(g, allowed, zero, masked);
+        bias = bias ? ts_add(g, bias, b) : b;
+    }
+    if (seqlen) { /* the keys at or past each sample's length */
+        ts_tensor *pos = iota_along(im, Skv, 3, 4, &st);
+        if (!pos) return st;
+        ts_tensor *b = ts_where(g, ts_binary(g, "Less", pos, seqlen), zero, masked);
+        bias = bias ? ts_add(g, bias, b) : b;
+    }
+    if (bias) bias = ts_binary(g, "Max", bias, masked); /* a sum of masks stays one */
+    ts_tensor *logits = bias ? ts_add(g, qk, bias) : qk, *p = ts_softmax(g, logits, 3);
+    if (bias && p) { /* a row whose every key is masked: 0 */
+        int last = bias->shape.ndim - 1;
+        ts_tensor *all = ts_binary(g, "LessOrEqual", ts_reduce_max(g, bias, 1, &last, 1), masked);
+        p = ts_where(g, all, zero, p);
+    }
+    ts_tensor *y = p ? ts_matmul_batched(g, p, v, 0, 0) : NULL;
+    if (y && rank == 3) {
+        static const int perm[4] = {0, 2, 1, 3};
+        y = ts_reshape(g, ts_permute(g, y, perm), 3, (int64_t[]){B, Sq, H * v->shape.d[3]});
+    }
+    if ((st = built(im, y, &io->out[0]))) return st;
+    if (io->n_out > 1 && im->node->output[1] && *im->node->output[1] && (st = built(im, present_k, &io->out[1]))) return st;
+    if (io->n_out > 2 && im->node->output[2] && *im->node->output[2] && (st = built(im, present_v, &io->out[2]))) return st;
+    if (io->n_out > 3 && im->node->output[3] && *im->node->output[3]) {
+        ts_tensor *o = mode == 3 ? p : mode == 2 && bias ? logits : qk;
+        if (mode == 2 && bias) { /* the masked values as ONNX's -inf */
+            ts_tensor *inf = scalar_constant(im, "NegInf", -INFINITY);
+            o = inf ? ts_where(g, ts_binary(g, "LessOrEqual", bias, masked), inf, logits) : NULL;
+        }
+        if ((st = built(im, o, &io->out[3]))) return st;
+    }
+    return TS_OK;
+}
+
 /* One row per ONNX op type: the import table. `oldest` is the oldest
  * opset whose version of the op the row reads: the op's version at opset
  * 13 and the older ones that differ from it in types only (onnx.defs'
@@ -2589,6 +2760,7 @@ static const struct {
     {"Asinh", 1, 9, op_unary},
     {"Atan", 1, 7, op_unary},
     {"Atanh", 1, 9, op_unary},
+    {"Attention", 3, 23, op_attention},
     {"AveragePool", 1, 10, op_pool},
     {"BatchNormalization", 5, 9, op_batch_norm},
     {"Cast", 1, 6, op_cast},
