@@ -1862,6 +1862,12 @@ static ts_status op_split(importer *im, node_io *io) {
     }
     int64_t start = 0;
     for (int i = 0; i < n && !st; i++) {
+        if (sizes[i] == 0) { /* an empty part: a constant of no values, which a Concat skips */
+            ts_shape es = x->shape;
+            es.d[axis] = 0;
+            st = fold_result(im, ts_const_fill(&es, TS_ONNX_FLOAT, 0.0, &io->out[i].c));
+            continue;
+        }
         st = built(im, ts_slice(im->g, x, axis, start, sizes[i]), &io->out[i]);
         start += sizes[i];
     }
@@ -1929,11 +1935,14 @@ static ts_status op_concat(importer *im, node_io *io) {
     if (all_const) return op_fold(im, io);
     ts_tensor *xs[MAX_NODE_IO];
     ts_status st = TS_OK;
-    for (int i = 0; i < io->n_in; i++)
-        if (!io->in[i] || !(xs[i] = as_tensor(im, io->in[i], &st))) return st ? st : node_error(im, TS_ERR_FORMAT, "input %d is missing", i);
+    int n = 0;
+    for (int i = 0; i < io->n_in; i++) {
+        if (io->in[i] && is_const(io->in[i]) && !io->in[i]->param && ts_shape_numel(&io->in[i]->c.shape) == 0) continue; /* an empty part (a Split's) adds nothing */
+        if (!io->in[i] || !(xs[n++] = as_tensor(im, io->in[i], &st))) return st ? st : node_error(im, TS_ERR_FORMAT, "input %d is missing", i);
+    }
     int axis;
     if ((st = attr_axis(im, "axis", 0, xs[0]->shape.ndim, false, &axis))) return st;
-    return built(im, ts_concat(im->g, xs, io->n_in, axis), &io->out[0]);
+    return built(im, n == 1 ? xs[0] : ts_concat(im->g, xs, n, axis), &io->out[0]);
 }
 
 /* Where: folded on constants; a constant condition choosing a constant
@@ -2735,6 +2744,69 @@ static ts_status op_attention(importer *im, node_io *io) {
     return TS_OK;
 }
 
+/* RotaryEmbedding (opset 23): the first rotary_embedding_dim (default
+ * all) features of each head rotated by the cos and sin caches (gathered
+ * at position_ids where given): halves (or, interleaved, even and odd
+ * features) x1, x2 become cos x1 - sin x2 and sin x1 + cos x2. The input
+ * [B,H,S,D], or [B,S,H*D] with num_heads. Slices, products and concats:
+ * the gradient reaches the input and the caches. */
+static ts_status op_rotary(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_graph *g = im->g;
+    ts_tensor *x = as_f32(im, io->in[0], &st), *cosc = x ? as_f32(im, io->in[1], &st) : NULL, *sinc = cosc ? as_f32(im, io->in[2], &st) : NULL;
+    if (!sinc) return st;
+    int64_t nh, rd;
+    int inter;
+    if ((st = attr_int(im, "num_heads", 0, 0, INT32_MAX, &nh)) || (st = attr_int(im, "rotary_embedding_dim", 0, 0, INT32_MAX, &rd)) ||
+        (st = attr_int32(im, "interleaved", 0, 0, 1, &inter)))
+        return st;
+    int rank = x->shape.ndim;
+    static const int swap[4] = {0, 2, 1, 3};
+    ts_shape in = x->shape;
+    if (rank == 4) x = ts_permute(g, x, swap);
+    else if (rank == 3) {
+        if (nh < 1 || in.d[2] % nh) return node_error(im, TS_ERR_FORMAT, "a 3-D input needs num_heads dividing its %lld features", (long long)in.d[2]);
+        x = ts_reshape(g, x, 4, (int64_t[]){in.d[0], in.d[1], nh, in.d[2] / nh});
+    } else return node_error(im, TS_ERR_SHAPE, "takes an input of 3 or 4 dimensions; it has %d", rank);
+    if (!x) return ts_graph_status(g);
+    int64_t B = x->shape.d[0], S = x->shape.d[1], H = x->shape.d[2], hd = x->shape.d[3];
+    if (rd == 0) rd = hd;
+    if (rd > hd || rd % 2) return node_error(im, TS_ERR_FORMAT, "rotary_embedding_dim %lld must be even and at most the head size %lld", (long long)rd, (long long)hd);
+    int64_t half = rd / 2;
+    if (io->n_in > 3 && io->in[3]) {
+        ts_tensor *ids = as_tensor(im, io->in[3], &st);
+        if (!ids) return st;
+        if (ids->dtype != TS_I32 && !(ids = ts_unary(g, "CastIndex", ids, 0.0f, (float)(cosc->shape.d[0] - 1)))) return ts_graph_status(g);
+        cosc = ts_gather(g, cosc, ids, 0);
+        sinc = ts_gather(g, sinc, ids, 0);
+    }
+    if (!cosc || !sinc) return ts_graph_status(g);
+    if (cosc->shape.ndim != 3 || cosc->shape.d[2] != half || !ts_shape_equal(&cosc->shape, &sinc->shape))
+        return node_error(im, TS_ERR_SHAPE, "its cos and sin caches must be [B,S,%lld] (at the position ids, where given)", (long long)half);
+    cosc = ts_reshape(g, cosc, 4, (int64_t[]){cosc->shape.d[0], cosc->shape.d[1], 1, half});
+    sinc = ts_reshape(g, sinc, 4, (int64_t[]){sinc->shape.d[0], sinc->shape.d[1], 1, half});
+    ts_tensor *rot = rd == hd ? x : ts_slice(g, x, 3, 0, rd), *x1, *x2;
+    if (inter) {
+        ts_tensor *pairs = ts_reshape(g, rot, 5, (int64_t[]){B, S, H, half, 2});
+        x1 = ts_reshape(g, ts_slice(g, pairs, 4, 0, 1), 4, (int64_t[]){B, S, H, half});
+        x2 = ts_reshape(g, ts_slice(g, pairs, 4, 1, 1), 4, (int64_t[]){B, S, H, half});
+    } else {
+        x1 = ts_slice(g, rot, 3, 0, half);
+        x2 = ts_slice(g, rot, 3, half, half);
+    }
+    ts_tensor *re = ts_sub(g, ts_mul(g, x1, cosc), ts_mul(g, x2, sinc)), *imag = ts_add(g, ts_mul(g, x1, sinc), ts_mul(g, x2, cosc)), *y;
+    if (inter) {
+        int64_t five[5] = {B, S, H, half, 1};
+        y = ts_reshape(g, ts_concat(g, (ts_tensor *[]){ts_reshape(g, re, 5, five), ts_reshape(g, imag, 5, five)}, 2, 4), 4, (int64_t[]){B, S, H, rd});
+    } else {
+        y = ts_concat(g, (ts_tensor *[]){re, imag}, 2, 3);
+    }
+    if (rd < hd) y = ts_concat(g, (ts_tensor *[]){y, ts_slice(g, x, 3, rd, hd - rd)}, 2, 3);
+    if (!y) return ts_graph_status(g);
+    y = rank == 4 ? ts_permute(g, y, swap) : ts_reshape(g, y, 3, in.d);
+    return built(im, y, &io->out[0]);
+}
+
 /* One row per ONNX op type: the import table. `oldest` is the oldest
  * opset whose version of the op the row reads: the op's version at opset
  * 13 and the older ones that differ from it in types only (onnx.defs'
@@ -2843,6 +2915,7 @@ static const struct {
     {"Relu", 1, 6, op_unary},
     {"Reshape", 2, 5, op_reshape},
     {"RMSNormalization", 2, 23, op_rms_norm},
+    {"RotaryEmbedding", 3, 23, op_rotary},
     {"Round", 1, 11, op_unary},
     {"Selu", 1, 6, op_unary},
     {"Shape", 1, 1, op_shape},
