@@ -1762,17 +1762,29 @@ static ts_status op_gather(importer *im, node_io *io) {
     return built(im, ts_gather(im->g, w, i, axis), &io->out[0]);
 }
 
+/* The product of x along `axis`, kept as 1: halves multiplied together
+ * (the odd one out carried), log2(n) Muls whose gradients are theirs. */
+static ts_tensor *product_along(ts_graph *g, ts_tensor *x, int axis) {
+    while (x && x->shape.d[axis] > 1) {
+        int64_t n = x->shape.d[axis], h = n / 2;
+        ts_tensor *m = ts_mul(g, ts_slice(g, x, axis, 0, h), ts_slice(g, x, axis, h, h));
+        x = n % 2 ? ts_concat(g, (ts_tensor *[]){m, ts_slice(g, x, axis, n - 1, 1)}, 2, axis) : m;
+    }
+    return x;
+}
+
 /* The Reduce ops over their axes: the attribute before the opset that
  * made them input 1 (ReduceSum 13, the others 18), the input from then on;
  * absent (or, from then on, an empty list) means every axis, or none with
  * noop_with_empty_axes=1: the identity. keepdims. ReduceMean, ReduceSum
  * and ReduceMax are graph ops; the others are composed of them: ReduceMin
  * -max(-x), ReduceL1 sum|x|, ReduceL2 sqrt(sum x^2), ReduceSumSquare
- * sum x^2, ReduceLogSum log(sum x), ReduceLogSumExp m + log(sum e^(x-m))
+ * sum x^2, ReduceLogSum log(sum x), ReduceProd product_along each axis,
+ * ReduceLogSumExp m + log(sum e^(x-m))
  * with m the maximum (no gradient through m: its terms cancel). */
 static ts_status op_reduce(importer *im, node_io *io) {
     const char *op = im->node->op_type;
-    int input_since = strcmp(op, "ReduceSum") == 0 ? 13 : 18;
+    int input_since = strcmp(op, "ReduceSum") == 0 ? 13 : 18; /* ReduceProd's too: 18 */
     int64_t axes[TS_MAX_DIMS];
     int n = 0, keepdims, noop = 0;
     ts_status st = axes_of(im, io, 1, input_since, axes, &n);
@@ -1802,6 +1814,19 @@ static ts_status op_reduce(importer *im, node_io *io) {
     else if (strcmp(op, "ReduceL2") == 0) y = ts_sqrt(g, ts_reduce_sum(g, ts_mul(g, x, x), n, ax, keep));
     else if (strcmp(op, "ReduceSumSquare") == 0) y = ts_reduce_sum(g, ts_mul(g, x, x), n, ax, keep);
     else if (strcmp(op, "ReduceLogSum") == 0) y = ts_log(g, ts_reduce_sum(g, x, n, ax, keep));
+    else if (strcmp(op, "ReduceProd") == 0) {
+        y = x;
+        for (int i = 0; i < n && y; i++) y = product_along(g, y, ax[i]);
+        if (y && !keep) {
+            ts_shape s = {0};
+            for (int d = 0; d < y->shape.ndim; d++) {
+                bool reduced = false;
+                for (int i = 0; i < n; i++) reduced = reduced || ax[i] == d;
+                if (!reduced) s.d[s.ndim++] = y->shape.d[d];
+            }
+            y = ts_reshape(g, y, s.ndim, s.d);
+        }
+    }
     else { /* ReduceLogSumExp */
         ts_tensor *m = ts_stop_gradient(g, ts_reduce_max(g, x, n, ax, 1));
         ts_tensor *mo = keep ? m : ts_stop_gradient(g, ts_reduce_max(g, x, n, ax, 0));
@@ -2807,6 +2832,37 @@ static ts_status op_rotary(importer *im, node_io *io) {
     return built(im, y, &io->out[0]);
 }
 
+/* CumProd (opset 26) along the constant axis (input 1): log2(N) steps,
+ * each multiplying in the products `shift` places back (ones shifted in),
+ * after x is shifted by one (exclusive) and flipped (reverse, a Gather of
+ * the reversed positions, flipped back after). Muls, slices and concats:
+ * the gradient is theirs. */
+static ts_status op_cumprod(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x0 = as_tensor(im, io->in[0], &st), *x = f32_of(im, x0, &st);
+    double a = 0;
+    int exclusive, reverse;
+    if (!x || (st = attr_int32(im, "exclusive", 0, 0, 1, &exclusive)) || (st = attr_int32(im, "reverse", 0, 0, 1, &reverse))) return st;
+    if (!setting_scalar(im, io->in[1], &a, &st))
+        return st ? st : node_error(im, TS_ERR_UNSUPPORTED, "its axis ('%s') must be a constant%s", io->in[1]->name, bind_hint(io->in[1]));
+    int nd = x->shape.ndim;
+    if (nd == 0 || !(a >= -nd && a < nd) || a != floor(a)) return node_error(im, TS_ERR_FORMAT, "axis %g is out of range for %d dimensions", a, nd);
+    int axis = norm_axis((int64_t)a, nd);
+    int64_t n = x->shape.d[axis];
+    ts_graph *g = im->g;
+    ts_shape os = x->shape;
+    os.d[axis] = n;
+    ts_tensor *ones = computed_constant(im, "Ones", &os, fill_value, &(value_ctx){ts_shape_numel(&os), 1.0f}, &st);
+    if (!ones) return st;
+    if (reverse && n > 1 && !(x = strided(im, x, axis, n - 1, n, -1, &st))) return st;
+    if (exclusive) x = n == 1 ? ones : ts_concat(g, (ts_tensor *[]){ts_slice(g, ones, axis, 0, 1), ts_slice(g, x, axis, 0, n - 1)}, 2, axis);
+    for (int64_t shift = 1; x && shift < n; shift *= 2)
+        x = ts_mul(g, x, ts_concat(g, (ts_tensor *[]){ts_slice(g, ones, axis, 0, shift), ts_slice(g, x, axis, 0, n - shift)}, 2, axis));
+    if (!x) return ts_graph_status(g);
+    if (reverse && n > 1 && !(x = strided(im, x, axis, n - 1, n, -1, &st))) return st;
+    return built(im, as_dtype_of(im, x, x0), &io->out[0]);
+}
+
 /* One row per ONNX op type: the import table. `oldest` is the oldest
  * opset whose version of the op the row reads: the op's version at opset
  * 13 and the older ones that differ from it in types only (onnx.defs'
@@ -2847,6 +2903,7 @@ static const struct {
     {"ConvTranspose", 2, 1, op_conv_transpose},
     {"Cos", 1, 7, op_unary},
     {"Cosh", 1, 9, op_unary},
+    {"CumProd", 2, 26, op_cumprod},
     {"CumSum", 2, 11, op_cumsum},
     {"DepthToSpace", 1, 1, op_depth_space},
     {"Div", 2, 7, op_binary},
@@ -2910,6 +2967,7 @@ static const struct {
     {"ReduceMax", 1, 1, op_reduce},
     {"ReduceMean", 1, 1, op_reduce},
     {"ReduceMin", 1, 1, op_reduce},
+    {"ReduceProd", 1, 1, op_reduce},
     {"ReduceSum", 1, 1, op_reduce},
     {"ReduceSumSquare", 1, 1, op_reduce},
     {"Relu", 1, 6, op_unary},
@@ -3044,6 +3102,8 @@ static const struct {
     {"ReduceMin", "noop_with_empty_axes", 18, 0, NULL},
     {"ReduceSum", "axes", 1, 12, "from opset 13 on, the axes are input 1"},
     {"ReduceSum", "noop_with_empty_axes", 13, 0, NULL},
+    {"ReduceProd", "axes", 1, 17, "from opset 18 on, the axes are input 1"},
+    {"ReduceProd", "noop_with_empty_axes", 18, 0, NULL},
     {"ReduceSumSquare", "axes", 1, 17, "from opset 18 on, the axes are input 1"},
     {"ReduceSumSquare", "noop_with_empty_axes", 18, 0, NULL},
     {"Reshape", "allowzero", 14, 0, NULL},
