@@ -2863,6 +2863,39 @@ static ts_status op_cumprod(importer *im, node_io *io) {
     return built(im, as_dtype_of(im, x, x0), &io->out[0]);
 }
 
+/* CenterCropPad (opset 18): each of `axes` (default all) cropped to the
+ * size of the constant `shape` input around its centre, or zero-padded
+ * to it with the input centred (the odd one after). */
+static ts_status op_center_crop_pad(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x = as_tensor(im, io->in[0], &st);
+    if (!x) return st;
+    int r = x->shape.ndim, n, na;
+    int64_t size[TS_MAX_DIMS], axes[TS_MAX_DIMS];
+    if ((st = const_ints(im, io->in[1], size, &n, "shape", 1, TS_MAX_NUMEL, false)) ||
+        (st = attr_int_list(im, "axes", -r, r - 1, axes, TS_MAX_DIMS, &na)))
+        return st;
+    if (na < 0) {
+        na = r;
+        for (int i = 0; i < r; i++) axes[i] = i;
+    }
+    if (n != na) return node_error(im, TS_ERR_SHAPE, "its shape holds %d sizes for %d axes", n, na);
+    int64_t pads[2 * TS_MAX_DIMS] = {0};
+    bool pad = false;
+    for (int i = 0; i < na && x; i++) {
+        int ax = norm_axis(axes[i], r);
+        int64_t dim = x->shape.d[ax];
+        if (size[i] < dim) x = ts_slice(im->g, x, ax, (dim - size[i]) / 2, size[i]);
+        else if (size[i] > dim) {
+            pads[ax] = (size[i] - dim) / 2, pads[r + ax] = size[i] - dim - pads[ax];
+            pad = true;
+        }
+    }
+    if (x && pad) x = ts_pad(im->g, x, pads, TS_PAD_CONSTANT, 0.0f);
+    if (!x) return ts_graph_status(im->g);
+    return built(im, x, &io->out[0]);
+}
+
 /* One row per ONNX op type: the import table. `oldest` is the oldest
  * opset whose version of the op the row reads: the op's version at opset
  * 13 and the older ones that differ from it in types only (onnx.defs'
@@ -2895,6 +2928,7 @@ static const struct {
     {"CastLike", 2, 13, op_cast_like},
     {"Ceil", 1, 6, op_unary},
     {"Celu", 1, 12, op_composed_unary},
+    {"CenterCropPad", 2, 18, op_center_crop_pad},
     {"Clip", 1, 6, op_clip},
     {"Concat", 1, 4, op_concat},
     {"Constant", 0, 1, op_constant},
