@@ -2896,6 +2896,39 @@ static ts_status op_center_crop_pad(importer *im, node_io *io) {
     return built(im, x, &io->out[0]);
 }
 
+/* TopK with a constant k (input 1; opset 1's attribute): along `axis`
+ * (default -1) the k largest (largest=0: smallest) values, sorted, the
+ * lower position first among equal ones, and their positions: k rounds of
+ * arg_extreme, each taking its pick out of the next; the values gathered
+ * at the positions (GatherElements: the gradient reaches x there). */
+static ts_status op_topk(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x = as_f32(im, io->in[0], &st);
+    int axis, largest;
+    if (!x || (st = attr_axis(im, "axis", -1, x->shape.ndim, false, &axis)) || (st = attr_int32(im, "largest", 1, 0, 1, &largest))) return st;
+    double kd = (double)attr_i(im, "k", 0);
+    if (since(im, 10) && (io->n_in < 2 || !io->in[1] || !setting_scalar(im, io->in[1], &kd, &st)))
+        return st ? st : node_error(im, TS_ERR_UNSUPPORTED, "its k must be a constant%s", io->n_in > 1 ? bind_hint(io->in[1]) : "");
+    int64_t n = x->shape.d[axis], k = (int64_t)kd;
+    if (kd != floor(kd) || k < 1 || k > n) return node_error(im, TS_ERR_FORMAT, "k is %g; it takes 1 to the axis' %lld", kd, (long long)n);
+    ts_graph *g = im->g;
+    ts_tensor *pos = iota_along(im, n, axis, x->shape.ndim, &st), *gone = scalar_constant(im, "Taken", largest ? -INFINITY : INFINITY);
+    if (!pos || !gone) return st ? st : ts_graph_status(g);
+    ts_tensor **picks = ts_malloc((size_t)k * sizeof *picks), *xm = ts_stop_gradient(g, x);
+    if (!picks) return TS_ERR_OUT_OF_MEMORY;
+    for (int64_t t = 0; t < k && xm; t++) {
+        picks[t] = arg_extreme(im, xm, axis, !largest, false, &st);
+        if (!picks[t]) break;
+        if (t + 1 < k) xm = ts_where(g, ts_binary(g, "Equal", pos, picks[t]), gone, xm);
+    }
+    ts_tensor *idx = st || !xm ? NULL : k == 1 ? picks[0] : ts_concat(g, picks, (int)k, axis);
+    ts_free(picks);
+    if (!idx) return st ? st : ts_graph_status(g);
+    idx = ts_unary(g, "CastIndex", idx, 0.0f, (float)(n - 1));
+    if ((st = built(im, ts_gather_elements(g, x, idx, axis), &io->out[0]))) return st;
+    return io->n_out > 1 ? built(im, idx, &io->out[1]) : TS_OK;
+}
+
 /* One row per ONNX op type: the import table. `oldest` is the oldest
  * opset whose version of the op the row reads: the op's version at opset
  * 13 and the older ones that differ from it in types only (onnx.defs'
@@ -3033,6 +3066,7 @@ static const struct {
     {"Tanh", 1, 6, op_unary},
     {"ThresholdedRelu", 1, 10, op_composed_unary},
     {"Tile", 2, 6, op_tile},
+    {"TopK", 1, 1, op_topk},
     {"Transpose", 1, 1, op_transpose},
     {"Trilu", 1, 14, op_trilu},
     {"Unsqueeze", 1, 1, op_squeeze_unsqueeze},
