@@ -2929,6 +2929,226 @@ static ts_status op_topk(importer *im, node_io *io) {
     return io->n_out > 1 ? built(im, idx, &io->out[1]) : TS_OK;
 }
 
+/* One resized axis of Resize: its interpolation as a matrix [in, out]
+ * (column j the weights of output j over the inputs) and, for
+ * tf_crop_and_resize, the extrapolation value of each output outside the
+ * input (extra, 0 elsewhere). */
+enum { RESIZE_NEAREST, RESIZE_LINEAR, RESIZE_CUBIC };
+enum { COORD_HALF_PIXEL, COORD_HALF_PIXEL_SYMMETRIC, COORD_PYTORCH_HALF_PIXEL, COORD_ALIGN_CORNERS, COORD_ASYMMETRIC, COORD_TF_CROP };
+enum { NEAREST_ROUND_PREFER_FLOOR, NEAREST_ROUND_PREFER_CEIL, NEAREST_FLOOR, NEAREST_CEIL };
+typedef struct resize_axis {
+    int64_t in, out;
+    double scale, roi0, roi1, cubic_a;
+    int mode, coord, nearest;
+    bool exclude_outside, antialias;
+    float extrapolation;
+    bool *outside; /* per output: extrapolated (tf_crop_and_resize) */
+} resize_axis;
+
+/* The interpolation coefficients at `ratio` (0 < ratio <= 1: the source
+ * coordinate's distance past the pixel before it), ONNX's: *n of them. */
+static void resize_coeffs(const resize_axis *r, double ratio, double *c, int *n) {
+    double s = r->scale < 1.0 ? r->scale : 1.0, A = r->cubic_a, sum = 0;
+    if (r->mode == RESIZE_NEAREST) {
+        bool whole = ratio == floor(ratio), second = r->nearest == NEAREST_ROUND_PREFER_FLOOR ? ratio > 0.5
+                                                     : r->nearest == NEAREST_ROUND_PREFER_CEIL ? ratio >= 0.5
+                                                                                               : r->nearest == NEAREST_CEIL;
+        *n = 2;
+        c[0] = whole ? 0 : !second, c[1] = whole ? 1 : second;
+        return;
+    }
+    if (r->mode == RESIZE_LINEAR && !r->antialias) {
+        *n = 2;
+        c[0] = 1 - ratio, c[1] = ratio;
+        return;
+    }
+    if (r->mode == RESIZE_CUBIC && !r->antialias) {
+        double t = ratio + 1, u = 1 - ratio, v = 2 - ratio;
+        *n = 4;
+        c[0] = ((A * t - 5 * A) * t + 8 * A) * t - 4 * A;
+        c[1] = ((A + 2) * ratio - (A + 3)) * ratio * ratio + 1;
+        c[2] = ((A + 2) * u - (A + 3)) * u * u + 1;
+        c[3] = ((A * v - 5 * A) * v + 8 * A) * v - 4 * A;
+        return;
+    }
+    int start = (int)floor((r->mode == RESIZE_LINEAR ? -1.0 : -2.0) / s) + 1;
+    *n = 2 - 2 * start;
+    for (int k = 0; k < *n; k++) {
+        double x = fabs(s * (start + k - ratio));
+        c[k] = r->mode == RESIZE_LINEAR ? (x < 1 ? 1 - x : 0)
+               : x <= 1                 ? ((A + 2) * x - (A + 3)) * x * x + 1
+               : x < 2                  ? ((A * x - 5 * A) * x + 8 * A) * x - 4 * A
+                                        : 0;
+        sum += c[k];
+    }
+    for (int k = 0; k < *n; k++) c[k] /= sum;
+}
+
+#define RESIZE_MAX_TAPS 4096
+static void fill_resize(const void *ctx, float *w) {
+    const resize_axis *r = ctx;
+    int64_t in = r->in, out = r->out;
+    double width = r->scale * (double)in;
+    memset(w, 0, (size_t)(in * out) * sizeof *w);
+    for (int64_t y = 0; y < out; y++) {
+        double x, yd = (double)y;
+        switch (r->coord) {
+        case COORD_ALIGN_CORNERS: x = width == 1 ? 0 : yd * (double)(in - 1) / (width - 1); break;
+        case COORD_ASYMMETRIC: x = yd / r->scale; break;
+        case COORD_TF_CROP:
+            x = width == 1 ? (r->roi1 - r->roi0) * (double)(in - 1) / 2 : yd * (r->roi1 - r->roi0) * (double)(in - 1) / (width - 1);
+            x += r->roi0 * (double)(in - 1);
+            r->outside[y] = x < 0 || x > (double)(in - 1);
+            break;
+        case COORD_PYTORCH_HALF_PIXEL: x = width == 1 ? -0.5 : (yd + 0.5) / r->scale - 0.5; break;
+        case COORD_HALF_PIXEL_SYMMETRIC: {
+            double offset = (double)in / 2 * (1 - (double)out / width);
+            x = offset + (yd + 0.5) / r->scale - 0.5;
+            break;
+        }
+        default: x = (yd + 0.5) / r->scale - 0.5; break;
+        }
+        if (r->coord == COORD_TF_CROP && r->outside[y]) continue;
+        double fl = floor(x), ratio = x == fl ? 1.0 : x - fl, c[RESIZE_MAX_TAPS];
+        int n;
+        resize_coeffs(r, ratio, c, &n);
+        /* the n taps nearest x, ties to the lower ones (ONNX's reference) */
+        int pad = (n + 1) / 2;
+        double xp = x + pad, p = floor(xp), frac = xp - p;
+        int64_t first = (int64_t)p + (n % 2 == 0 ? (frac == 0 ? -(n / 2) : -(n / 2) + 1) : (frac <= 0.5 ? -((n - 1) / 2) : -((n - 1) / 2) + 1)) - pad;
+        if (r->exclude_outside) {
+            double sum = 0;
+            for (int k = 0; k < n; k++) {
+                if (first + k < 0 || first + k >= in) c[k] = 0;
+                sum += c[k];
+            }
+            for (int k = 0; k < n && sum != 0; k++) c[k] /= sum;
+        }
+        for (int k = 0; k < n; k++) {
+            int64_t i = first + k < 0 ? 0 : first + k >= in ? in - 1 : first + k; /* edge padding */
+            w[i * out + y] += (float)c[k];
+        }
+    }
+}
+
+static void fill_extrapolation(const void *ctx, float *v) {
+    const resize_axis *r = ctx;
+    for (int64_t y = 0; y < r->out; y++) v[y] = r->outside[y] ? r->extrapolation : 0.0f;
+}
+
+/* Resize (opset 11 on) with constant roi, scales or sizes (inputs 1 to 3,
+ * over `axes` from opset 18 on): every mode (nearest with its nearest_mode,
+ * linear, cubic with cubic_coeff_a and exclude_outside, antialias), every
+ * coordinate_transformation_mode and keep_aspect_ratio_policy, as ONNX's
+ * reference computes them. Each resized axis is a matmul by the matrix of
+ * its interpolation weights (made at import), so the gradient is the
+ * matmul's; an integer input is resized in f32 and rounded back. */
+static ts_status op_resize(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x0 = as_tensor(im, io->in[0], &st), *x = f32_of(im, x0, &st);
+    if (!x) return st;
+    int r = x->shape.ndim;
+    static const char *const modes[] = {"nearest", "linear", "cubic"};
+    static const char *const coords[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_crop_and_resize"};
+    static const char *const nearests[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+    static const char *const policies[] = {"stretch", "not_larger", "not_smaller"};
+    const char *const *lists[] = {modes, coords, nearests, policies};
+    const char *names[] = {"mode", "coordinate_transformation_mode", "nearest_mode", "keep_aspect_ratio_policy"};
+    int counts[] = {3, 6, 4, 3}, k[4] = {0};
+    for (int i = 0; i < 4; i++) {
+        const Attr *a = attr(im, names[i]);
+        if (a && (k[i] = attr_choice(a, lists[i], counts[i])) == counts[i])
+            return node_error(im, TS_ERR_FORMAT, "attribute '%s' is '%.*s', which is not one of Resize's", names[i], a->has_s ? (int)a->s.len : 0,
+                              a->has_s ? (const char *)a->s.data : "");
+    }
+    int antialias, exclude;
+    int64_t axes[TS_MAX_DIMS];
+    int n_axes = -1;
+    if ((st = attr_int32(im, "antialias", 0, 0, 1, &antialias)) || (st = attr_int32(im, "exclude_outside", 0, 0, 1, &exclude)) ||
+        (st = attr_int_list(im, "axes", -r, r - 1, axes, TS_MAX_DIMS, &n_axes)))
+        return st;
+    if (n_axes < 0) {
+        n_axes = r;
+        for (int i = 0; i < r; i++) axes[i] = i;
+    }
+    for (int i = 0; i < n_axes; i++) axes[i] = norm_axis(axes[i], r);
+    /* the constant roi, scales and sizes, of one value per axis (two for roi) */
+    double vals[3][2 * TS_MAX_DIMS];
+    bool given[3] = {false, false, false};
+    for (int i = 0; i < 3; i++) {
+        value *v = io->n_in > i + 1 ? io->in[i + 1] : NULL;
+        if (!v) continue;
+        if ((st = decoded(im, v))) return st;
+        if (!is_const(v))
+            return node_error(im, TS_ERR_UNSUPPORTED, "its %s ('%s') must be a constant%s", i == 0 ? "roi" : i == 1 ? "scales" : "sizes", v->name,
+                              bind_hint(v));
+        int64_t n = ts_shape_numel(&v->c.shape);
+        if (n == 0) continue;
+        if (n != (i == 0 ? 2 : 1) * n_axes)
+            return node_error(im, TS_ERR_SHAPE, "its %s ('%s') holds %lld values; it takes %d, %s per resized axis", i == 0 ? "roi" : i == 1 ? "scales" : "sizes",
+                              v->name, (long long)n, (i == 0 ? 2 : 1) * n_axes, i == 0 ? "two" : "one");
+        for (int64_t j = 0; j < n; j++) vals[i][j] = v->c.v[j];
+        given[i] = true;
+    }
+    if (given[1] == given[2]) return node_error(im, TS_ERR_FORMAT, "gives %s of scales and sizes; Resize takes exactly one", given[1] ? "both" : "neither");
+    if (k[1] == COORD_TF_CROP && !given[0]) return node_error(im, TS_ERR_FORMAT, "coordinate_transformation_mode tf_crop_and_resize needs the roi input");
+    double scale[TS_MAX_DIMS];
+    int64_t out[TS_MAX_DIMS];
+    double policy = k[3] == 1 ? INFINITY : -INFINITY;
+    for (int i = 0; i < n_axes; i++) {
+        int64_t in = x->shape.d[axes[i]];
+        double s = given[1] ? vals[1][i] : vals[2][i] / (double)in;
+        if (!(s > 0) || !isfinite(s) || (given[2] && vals[2][i] != floor(vals[2][i])))
+            return node_error(im, TS_ERR_FORMAT, "its %s for axis %lld is %g; it takes a positive %s", given[1] ? "scale" : "size",
+                              (long long)axes[i], given[1] ? vals[1][i] : vals[2][i], given[1] ? "number" : "integer");
+        scale[i] = s;
+        out[i] = given[1] ? (int64_t)(s * (double)in) : (int64_t)vals[2][i];
+        policy = k[3] == 1 ? fmin(policy, s) : fmax(policy, s);
+    }
+    for (int i = 0; given[2] && k[3] != 0 && i < n_axes; i++) { /* not_larger, not_smaller: one scale for every axis */
+        scale[i] = policy;
+        out[i] = (int64_t)(policy * (double)x->shape.d[axes[i]] + 0.5);
+    }
+    ts_tensor *y = x;
+    for (int i = 0; i < n_axes && y; i++) {
+        int ax = (int)axes[i], last = r - 1;
+        resize_axis ra = {.in = x->shape.d[ax], .out = out[i], .scale = scale[i], .roi0 = given[0] ? vals[0][i] : 0,
+                          .roi1 = given[0] ? vals[0][n_axes + i] : 1, .cubic_a = attr_f(im, "cubic_coeff_a", -0.75), .mode = k[0],
+                          .coord = k[1], .nearest = k[2], .exclude_outside = exclude != 0, .antialias = antialias != 0 && k[0] != RESIZE_NEAREST,
+                          .extrapolation = (float)attr_f(im, "extrapolation_value", 0.0)};
+        if (out[i] < 1) return node_error(im, TS_ERR_SHAPE, "resizes axis %d to %lld; tensorscope's dimensions are positive", ax, (long long)out[i]);
+        if (fabs(ra.scale - 1.0) <= 1e-9 && ra.out == ra.in && ra.roi0 == 0 && ra.roi1 == 1) continue; /* the identity, as ONNX's reference */
+        if (ra.antialias && ra.scale < 1 && 2.0 / ra.scale + 2 > RESIZE_MAX_TAPS)
+            return node_error(im, TS_ERR_UNSUPPORTED, "an antialiased downscale by %g takes more than %d taps", ra.scale, RESIZE_MAX_TAPS);
+        bool outside[4096];
+        if (ra.coord == COORD_TF_CROP && ra.out > (int64_t)TS_ARRAY_LEN(outside))
+            return node_error(im, TS_ERR_UNSUPPORTED, "tf_crop_and_resize to more than %zu positions is not available", TS_ARRAY_LEN(outside));
+        memset(outside, 0, sizeof outside);
+        ra.outside = outside;
+        ts_tensor *w = computed_constant(im, "Weights", &(ts_shape){.ndim = 2, .d = {ra.in, ra.out}}, fill_resize, &ra, &st);
+        if (!w) return st;
+        ts_tensor *t = ax == last ? y : ts_transpose(im->g, y, ax, last);
+        int64_t rows = t ? ts_shape_numel(&t->shape) / ra.in : 0;
+        ts_tensor *m = t ? matmul_2d(im, ts_reshape(im->g, t, 2, (int64_t[]){rows, ra.in}), w, false, &st) : NULL;
+        if (!m) return st ? st : ts_graph_status(im->g);
+        bool any = false;
+        for (int64_t j = 0; j < ra.out; j++) any = any || outside[j];
+        if (any) {
+            ts_tensor *e = computed_constant(im, "Extrapolation", &(ts_shape){.ndim = 1, .d = {ra.out}}, fill_extrapolation, &ra, &st);
+            if (!e) return st;
+            m = ts_add(im->g, m, e);
+        }
+        ts_shape s = t->shape;
+        s.d[last] = ra.out;
+        y = ts_reshape(im->g, m, s.ndim, s.d);
+        if (y && ax != last) y = ts_transpose(im->g, y, ax, last);
+    }
+    if (!y) return ts_graph_status(im->g);
+    if (y == x) return op_identity(im, io);
+    if (x0->dtype == TS_I32) y = ts_unary(im->g, "Round", y, 0.0f, 0.0f);
+    return built(im, as_dtype_of(im, y, x0), &io->out[0]);
+}
+
 /* One row per ONNX op type: the import table. `oldest` is the oldest
  * opset whose version of the op the row reads: the op's version at opset
  * 13 and the older ones that differ from it in types only (onnx.defs'
@@ -3039,6 +3259,7 @@ static const struct {
     {"ReduceSumSquare", 1, 1, op_reduce},
     {"Relu", 1, 6, op_unary},
     {"Reshape", 2, 5, op_reshape},
+    {"Resize", 1, 11, op_resize},
     {"RMSNormalization", 2, 23, op_rms_norm},
     {"RotaryEmbedding", 3, 23, op_rotary},
     {"Round", 1, 11, op_unary},
