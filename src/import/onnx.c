@@ -2929,6 +2929,112 @@ static ts_status op_topk(importer *im, node_io *io) {
     return io->n_out > 1 ? built(im, idx, &io->out[1]) : TS_OK;
 }
 
+typedef struct strides_ctx {
+    int q;
+    const int64_t *d; /* the q indexed dims */
+    bool dims;        /* the dims themselves, not their strides */
+} strides_ctx;
+static void fill_strides(const void *ctx, float *v) {
+    const strides_ctx *c = ctx;
+    double stride = 1;
+    for (int j = c->q - 1; j >= 0; j--) {
+        v[j] = c->dims ? (float)c->d[j] : (float)stride;
+        stride *= (double)c->d[j];
+    }
+}
+typedef struct batch_ctx {
+    int64_t n, m;
+} batch_ctx;
+static void fill_batch_offsets(const void *ctx, float *v) {
+    const batch_ctx *c = ctx;
+    for (int64_t i = 0; i < c->n; i++) v[i] = (float)(i * c->m);
+}
+
+/* GatherND with batch_dims b: data [B..., D_b..D_{b+q-1}, tail...] seen as
+ * [prod(B) * prod(D), tail...] and gathered along its first axis at each
+ * index row's flat position (negative indices counted from their dim):
+ * the rows times the constant strides (a MatMul, exact below 2^24), plus
+ * the batch's offset; Gather's gradient reaches the data. */
+static ts_status op_gather_nd(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_graph *g = im->g;
+    ts_tensor *data = as_f32(im, io->in[0], &st), *idx = data ? as_f32(im, io->in[1], &st) : NULL;
+    int64_t b;
+    if (!idx || (st = attr_int(im, "batch_dims", 0, 0, TS_MAX_DIMS, &b))) return st;
+    int r = data->shape.ndim, mr = idx->shape.ndim;
+    int q = mr ? (int)idx->shape.d[mr - 1] : 0;
+    if (mr < 1 || q < 1 || b >= mr || b + q > r)
+        return node_error(im, TS_ERR_SHAPE, "indices of %d dims whose last is %d do not index data of %d dims after %lld batch dims", mr, q, r,
+                          (long long)b);
+    int64_t B = 1, M = 1, rows = ts_shape_numel(&idx->shape) / q;
+    for (int d = 0; d < b; d++) {
+        if (idx->shape.d[d] != data->shape.d[d]) return node_error(im, TS_ERR_SHAPE, "batch dim %d is %lld in the indices, %lld in the data", d,
+                                                                   (long long)idx->shape.d[d], (long long)data->shape.d[d]);
+        B *= data->shape.d[d];
+    }
+    for (int d = (int)b; d < b + q; d++) M *= data->shape.d[d];
+    const int64_t *dd = data->shape.d + b;
+    ts_tensor *strides = computed_constant(im, "Strides", &(ts_shape){.ndim = 2, .d = {q, 1}}, fill_strides, &(strides_ctx){q, dd, false}, &st);
+    ts_tensor *dims = strides ? computed_constant(im, "Dims", &(ts_shape){.ndim = 1, .d = {q}}, fill_strides, &(strides_ctx){q, dd, true}, &st) : NULL;
+    ts_tensor *zero = dims ? scalar_constant(im, "Zero", 0.0f) : NULL;
+    if (!zero) return st ? st : ts_graph_status(g);
+    idx = ts_add(g, idx, ts_mul(g, ts_binary(g, "Less", idx, zero), dims)); /* -1: the last */
+    ts_tensor *flat = matmul_2d(im, ts_reshape(g, idx, 2, (int64_t[]){rows, q}), strides, false, &st);
+    if (!flat) return st ? st : ts_graph_status(g);
+    ts_shape fs = idx->shape; /* the index rows' shape */
+    fs.ndim--;
+    if (fs.ndim == 0) fs = (ts_shape){.ndim = 1, .d = {1}};
+    flat = ts_reshape(g, flat, fs.ndim, fs.d);
+    if (b > 0) { /* each batch's first row of the flattened data */
+        ts_shape os = {.ndim = fs.ndim};
+        for (int d = 0; d < os.ndim; d++) os.d[d] = d < b ? fs.d[d] : 1;
+        ts_tensor *off = computed_constant(im, "BatchOffsets", &os, fill_batch_offsets, &(batch_ctx){B, M}, &st);
+        if (!off) return st;
+        flat = ts_add(g, flat, off);
+    }
+    ts_shape ds = {.ndim = 1 + r - (int)(b + q), .d = {B * M}};
+    for (int d = (int)(b + q); d < r; d++) ds.d[d - (b + q) + 1] = data->shape.d[d];
+    ts_tensor *y = ts_gather(g, ts_reshape(g, data, ds.ndim, ds.d), ts_unary(g, "CastIndex", flat, 0.0f, (float)(B * M - 1)), 0);
+    if (y && mr == 1) { /* one index row: the row's own dim goes */
+        ts_shape ys = y->shape;
+        for (int d = 0; d + 1 < ys.ndim; d++) ys.d[d] = ys.d[d + 1];
+        ys.ndim--;
+        y = ys.ndim ? ts_reshape(g, y, ys.ndim, ys.d) : ts_reshape(g, y, 0, ys.d);
+    }
+    return built(im, y, &io->out[0]);
+}
+
+/* Compress with a constant condition (input 1): along `axis` (absent: of
+ * the flattened input) the positions where it is true, a Gather of
+ * constant indices (its gradient adds back into them). */
+static ts_status op_compress(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x = as_tensor(im, io->in[0], &st);
+    if (!x || (st = decoded(im, io->in[1]))) return st;
+    if (!is_const(io->in[1]) || io->in[1]->c.shape.ndim != 1)
+        return node_error(im, TS_ERR_UNSUPPORTED, "its condition ('%s') must be a constant 1-D list%s", io->in[1]->name, bind_hint(io->in[1]));
+    const Attr *a = attr(im, "axis");
+    int axis = 0;
+    if (a && (st = attr_axis(im, "axis", 0, x->shape.ndim, false, &axis))) return st;
+    if (!a) x = ts_reshape(im->g, x, 1, (int64_t[]){ts_shape_numel(&x->shape)});
+    if (!x) return ts_graph_status(im->g);
+    int64_t n = ts_shape_numel(&io->in[1]->c.shape), dim = x->shape.d[axis], count = 0;
+    if (n > dim) n = dim;
+    if ((st = ts_const_charge((uint64_t)(n ? n : 1) * 4))) return fold_result(im, st);
+    int32_t *pos = ts_malloc((size_t)(n ? n : 1) * sizeof *pos);
+    for (int64_t i = 0; pos && i < n; i++)
+        if (io->in[1]->c.v[i] != 0) pos[count++] = (int32_t)i;
+    char *name = pos && count ? ts_graph_op_output_name(im->g, "Kept") : NULL;
+    ts_array pa = ts_array_i32(pos, 1, (int64_t[]){count});
+    ts_tensor *c = name ? ts_constant(im->g, name, &pa) : NULL;
+    ts_free(name);
+    ts_free(pos);
+    ts_const_release((uint64_t)(n ? n : 1) * 4);
+    if (!count) return node_error(im, TS_ERR_SHAPE, "its condition keeps nothing; tensorscope's dimensions are positive");
+    if (!c) return ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
+    return built(im, ts_gather(im->g, x, c, axis), &io->out[0]);
+}
+
 /* One resized axis of Resize: its interpolation as a matrix [in, out]
  * (column j the weights of output j over the inputs) and, for
  * tf_crop_and_resize, the extrapolation value of each output outside the
@@ -3183,6 +3289,7 @@ static const struct {
     {"Celu", 1, 12, op_composed_unary},
     {"CenterCropPad", 2, 18, op_center_crop_pad},
     {"Clip", 1, 6, op_clip},
+    {"Compress", 2, 9, op_compress},
     {"Concat", 1, 4, op_concat},
     {"Constant", 0, 1, op_constant},
     {"ConstantOfShape", 1, 9, op_fold},
@@ -3205,6 +3312,7 @@ static const struct {
     {"Floor", 1, 6, op_unary},
     {"Gather", 2, 1, op_gather},
     {"GatherElements", 2, 11, op_gather},
+    {"GatherND", 2, 11, op_gather_nd},
     {"Gelu", 1, 13, op_unary},
     {"Gemm", 2, 7, op_gemm},
     {"GlobalAveragePool", 1, 1, op_global_avg_pool},
