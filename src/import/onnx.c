@@ -1393,6 +1393,41 @@ static ts_tensor *pool_axes(importer *im, ts_tensor *x, const window *win, int a
     return max ? ts_max_pool2d(im->g, x, &p) : ts_avg_pool2d(im->g, x, &p);
 }
 
+/* x pooled by the window win (1, 2 or 3 axes; auto_pad resolved here)
+ * into *y, MaxPool's indices into *idx where `indices` asks (1 row-major,
+ * 2 column-major). */
+static ts_status pool_window(importer *im, ts_tensor *x, window *w, bool max, bool exclude, bool ceil_mode, int indices, ts_tensor **out,
+                             ts_tensor **out_idx) {
+    window win = *w;
+    ts_status st;
+    const int r = win.rank;
+    if (x->shape.ndim != r + 2)
+        return node_error(im, TS_ERR_SHAPE, "a %d-D window pools %s inputs; this one has %d dimensions", r,
+                          (const char *[]){"[N,C,L]", "[N,C,H,W]", "[N,C,D,H,W]"}[r - 1], x->shape.ndim);
+    if ((st = window_auto_pad(im, &win, x->shape.d + 2))) return st;
+    const int64_t *d = x->shape.d;
+    ts_tensor *y, *idx = NULL;
+    if (r == 1) { /* a 1-D index q*L + l is the [N,C,1,L] pool's, in either storage order */
+        y = ts_reshape(im->g, x, 4, (int64_t[]){d[0], d[1], 1, d[2]});
+        y = y ? pool_axes(im, y, &win, -1, 0, max, exclude, ceil_mode, indices ? 1 : 0, &idx) : NULL;
+        int64_t s3[3] = {d[0], d[1], y ? y->shape.d[3] : 0};
+        if (y) y = ts_reshape(im->g, y, 3, s3);
+        if (y && idx) idx = ts_reshape(im->g, idx, 3, s3);
+    } else if (r == 2) {
+        y = pool_axes(im, x, &win, 0, 1, max, exclude, ceil_mode, indices, &idx);
+    } else {
+        y = ts_reshape(im->g, x, 4, (int64_t[]){d[0], d[1] * d[2], d[3], d[4]});
+        y = y ? pool_axes(im, y, &win, 1, 2, max, exclude, ceil_mode, 0, NULL) : NULL;
+        int64_t OH = y ? y->shape.d[2] : 0, OW = y ? y->shape.d[3] : 0;
+        if (y) y = ts_reshape(im->g, y, 4, (int64_t[]){d[0], d[1], d[2], OH * OW});
+        y = y ? pool_axes(im, y, &win, 0, -1, max, exclude, ceil_mode, 0, NULL) : NULL;
+        if (y) y = ts_reshape(im->g, y, 5, (int64_t[]){d[0], d[1], y->shape.d[2], OH, OW});
+    }
+    *out = y;
+    if (out_idx) *out_idx = idx;
+    return y ? TS_OK : ts_graph_status(im->g);
+}
+
 /* MaxPool and AveragePool over 1, 2 or 3 spatial axes, MaxPool's Indices
  * (storage_order 0 or 1) over 1 or 2.
  * 1-D pools [N,C,L] as [N,C,1,L]; 3-D pools H,W of [N,C*D,H,W], then D of
@@ -1414,33 +1449,34 @@ static ts_status op_pool(importer *im, node_io *io) {
         if (win.rank == 3) return node_error(im, TS_ERR_UNSUPPORTED, "MaxPool's indices output is available for 1-D and 2-D windows, not 3-D");
         indices = column_major ? 2 : 1;
     }
-    ts_tensor *x = as_f32(im, io->in[0], &st); /* integers pooled as f32 */
-    if (!x) return st;
-    const int r = win.rank;
-    if (x->shape.ndim != r + 2)
-        return node_error(im, TS_ERR_SHAPE, "a %d-D window pools %s inputs; this one has %d dimensions", r,
-                          (const char *[]){"[N,C,L]", "[N,C,H,W]", "[N,C,D,H,W]"}[r - 1], x->shape.ndim);
-    if ((st = window_auto_pad(im, &win, x->shape.d + 2))) return st;
-    const int64_t *d = x->shape.d;
-    bool exclude = !max && !include_pad;
-    ts_tensor *y, *idx = NULL;
-    if (r == 1) { /* a 1-D index q*L + l is the [N,C,1,L] pool's, in either storage order */
-        y = ts_reshape(im->g, x, 4, (int64_t[]){d[0], d[1], 1, d[2]});
-        y = y ? pool_axes(im, y, &win, -1, 0, max, exclude, ceil_mode, indices ? 1 : 0, &idx) : NULL;
-        int64_t s3[3] = {d[0], d[1], y ? y->shape.d[3] : 0};
-        if (y) y = ts_reshape(im->g, y, 3, s3);
-        if (y && idx) idx = ts_reshape(im->g, idx, 3, s3);
-    } else if (r == 2) {
-        y = pool_axes(im, x, &win, 0, 1, max, exclude, ceil_mode, indices, &idx);
-    } else {
-        y = ts_reshape(im->g, x, 4, (int64_t[]){d[0], d[1] * d[2], d[3], d[4]});
-        y = y ? pool_axes(im, y, &win, 1, 2, max, exclude, ceil_mode, 0, NULL) : NULL;
-        int64_t OH = y ? y->shape.d[2] : 0, OW = y ? y->shape.d[3] : 0;
-        if (y) y = ts_reshape(im->g, y, 4, (int64_t[]){d[0], d[1], d[2], OH * OW});
-        y = y ? pool_axes(im, y, &win, 0, -1, max, exclude, ceil_mode, 0, NULL) : NULL;
-        if (y) y = ts_reshape(im->g, y, 5, (int64_t[]){d[0], d[1], y->shape.d[2], OH, OW});
-    }
+    ts_tensor *x = as_f32(im, io->in[0], &st), *y = NULL, *idx = NULL; /* integers pooled as f32 */
+    if (!x || (st = pool_window(im, x, &win, max, !max && !include_pad, ceil_mode, indices, &y, &idx))) return st;
     if (indices && (st = built(im, idx, &io->out[1]))) return st;
+    return built(im, y, &io->out[0]);
+}
+
+/* LpPool: (sum over the window of |x|^p)^(1/p), the padding zeros: the
+ * average pool of |x|^p counting the padding, times the window's size;
+ * ceil_mode's partial last windows are not available. */
+static ts_status op_lp_pool(importer *im, node_io *io) {
+    window win;
+    bool ceil_mode = false;
+    int p;
+    ts_status st = window_attrs(im, &win, 0);
+    if (!st) st = attr_flag(im, "ceil_mode", &ceil_mode);
+    if (!st) st = attr_int32(im, "p", 2, 1, 64, &p);
+    if (st) return st;
+    if (!win.has_kernel) return node_error(im, TS_ERR_FORMAT, "its attribute 'kernel_shape' is missing");
+    if (ceil_mode) return node_error(im, TS_ERR_UNSUPPORTED, "ceil_mode 1 is not available for LpPool; ceil_mode 0 is");
+    ts_tensor *x = as_f32(im, io->in[0], &st), *y = NULL;
+    if (!x) return st;
+    ts_graph *g = im->g;
+    ts_tensor *a = p == 2 ? ts_mul(g, x, x) : p == 1 ? ts_abs(g, x) : ts_pow(g, ts_abs(g, x), (float)p);
+    if (!a || (st = pool_window(im, a, &win, false, false, false, 0, &y, NULL))) return st ? st : ts_graph_status(g);
+    double k = 1;
+    for (int i = 0; i < win.rank; i++) k *= win.kernel[i];
+    y = ts_scale(g, y, (float)k);
+    y = p == 1 ? y : p == 2 ? ts_sqrt(g, y) : ts_pow(g, y, 1.0f / (float)p);
     return built(im, y, &io->out[0]);
 }
 
@@ -3335,6 +3371,7 @@ static const struct {
     {"Log", 1, 6, op_unary},
     {"LogSoftmax", 1, 1, op_softmax},
     {"LpNormalization", 1, 1, op_lp_norm},
+    {"LpPool", 1, 11, op_lp_pool},
     {"LSTM", 3, 7, op_rnn},
     {"MatMul", 2, 1, op_matmul},
     {"Max", 1, 6, op_variadic},
