@@ -3071,6 +3071,108 @@ static ts_status op_compress(importer *im, node_io *io) {
     return built(im, ts_gather(im->g, x, c, axis), &io->out[0]);
 }
 
+typedef struct scatter_layer_ctx {
+    const int64_t *src; /* per data element: the update written there in this layer, or -1 */
+    int64_t n;
+} scatter_layer_ctx;
+static void fill_scatter_mask(const void *ctx, float *v) {
+    const scatter_layer_ctx *c = ctx;
+    for (int64_t i = 0; i < c->n; i++) v[i] = c->src[i] >= 0;
+}
+
+/* ScatterND and ScatterElements (and the old Scatter) with constant
+ * indices (input 1): the flat data position each update element goes to
+ * is computed at import; the updates then reach the data in layers, each
+ * a Gather of the updates at the positions it writes and a Where of its
+ * mask, a position written k times in k layers: reduction none keeps the
+ * last write (one layer), add, mul, max and min combine each layer with
+ * the data so far. Gather, Where and the binary ops carry the gradient to
+ * the data and the updates. */
+static ts_status op_scatter(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_graph *g = im->g;
+    bool nd = strcmp(im->node->op_type, "ScatterND") == 0;
+    ts_tensor *x0 = as_tensor(im, io->in[0], &st), *x = f32_of(im, x0, &st), *u = x ? as_f32(im, io->in[2], &st) : NULL;
+    if (!u || (st = decoded(im, io->in[1]))) return st;
+    value *iv = io->in[1];
+    if (!is_const(iv))
+        return node_error(im, TS_ERR_UNSUPPORTED, "its indices ('%s') must be a constant%s", iv->name, bind_hint(iv));
+    static const char *const reductions[] = {"none", "add", "mul", "max", "min"};
+    const Attr *ra = attr(im, "reduction");
+    int red = ra ? attr_choice(ra, reductions, 5) : 0, axis = 0;
+    if (red == 5) return node_error(im, TS_ERR_FORMAT, "reduction '%.*s' is not none, add, mul, max or min", (int)ra->s.len, (const char *)ra->s.data);
+    const ts_shape *xs = &x->shape, *is = &iv->c.shape, *us = &u->shape;
+    int r = xs->ndim;
+    if (!nd && (st = attr_axis(im, "axis", 0, r, false, &axis))) return st;
+    int64_t N = ts_shape_numel(xs), U = ts_shape_numel(us);
+    int q = nd ? (is->ndim ? (int)is->d[is->ndim - 1] : 0) : 0;
+    if (nd ? (is->ndim < 1 || q < 1 || q > r || us->ndim != is->ndim - 1 + r - q) : !ts_shape_equal(is, us) || is->ndim != r)
+        return node_error(im, TS_ERR_SHAPE, "its indices, updates and data do not fit together (%s)", nd ? "ScatterND: updates are indices.shape[:-1] + data.shape[q:]"
+                                                                                                    : "ScatterElements: indices and updates alike, of the data's rank");
+    int64_t inner = 1; /* ScatterND: elements of each indexed slice */
+    for (int d = q; nd && d < r; d++) inner *= xs->d[d];
+    int64_t bytes = (N + 2 * U) * (int64_t)sizeof(int64_t);
+    if ((st = ts_const_charge((uint64_t)bytes))) return fold_result(im, st);
+    int64_t *dst = ts_malloc((size_t)(U ? U : 1) * sizeof *dst), *src = ts_malloc((size_t)(N ? N : 1) * sizeof *src);
+    int64_t *occ = ts_malloc((size_t)(U ? U : 1) * sizeof *occ); /* update k is the occ[k]-th write to its position */
+    for (int64_t k = 0; dst && src && occ && k < U && !st; k++) { /* where update k goes */
+        int64_t flat = 0, rest = k;
+        if (nd) {
+            int64_t row = k / inner;
+            for (int j = 0; j < q && !st; j++) {
+                double v = iv->c.v[row * q + j];
+                int64_t dim = xs->d[j], at = (int64_t)v < 0 ? (int64_t)v + dim : (int64_t)v;
+                if (v != floor(v) || at < 0 || at >= dim) st = node_error(im, TS_ERR_FORMAT, "index %g is out of range for a dim of %lld", v, (long long)dim);
+                flat = flat * dim + at;
+            }
+            flat = flat * inner + k % inner;
+        } else {
+            int64_t coord[TS_MAX_DIMS];
+            for (int d = r - 1; d >= 0; d--) coord[d] = rest % us->d[d], rest /= us->d[d];
+            double v = iv->c.v[k];
+            int64_t dim = xs->d[axis], at = (int64_t)v < 0 ? (int64_t)v + dim : (int64_t)v;
+            if (v != floor(v) || at < 0 || at >= dim) st = node_error(im, TS_ERR_FORMAT, "index %g is out of range for a dim of %lld", v, (long long)dim);
+            coord[axis] = at;
+            for (int d = 0; d < r; d++) flat = flat * xs->d[d] + coord[d];
+        }
+        dst[k] = flat;
+    }
+    for (int64_t i = 0; dst && src && occ && !st && i < N; i++) src[i] = 0;
+    for (int64_t k = 0; dst && src && occ && !st && k < U; k++) occ[k] = src[dst[k]]++;
+    ts_tensor *y = dst && src && occ && !st ? ts_reshape(g, x, 1, (int64_t[]){N}) : NULL, *uf = y ? ts_reshape(g, u, 1, (int64_t[]){U}) : NULL;
+    /* layer l writes the l-th update to each position (none: the last only) */
+    for (int layer = 0; uf && y && !st; layer++) {
+        bool any = false;
+        for (int64_t i = 0; i < N; i++) src[i] = -1;
+        for (int64_t k = 0; k < U; k++)
+            if (red ? occ[k] == layer : layer == 0) src[dst[k]] = k, any = true;
+        if (!any) break;
+        int32_t *idx = ts_malloc((size_t)N * sizeof *idx);
+        char *name = idx ? ts_graph_op_output_name(g, "Sources") : NULL;
+        for (int64_t i = 0; name && i < N; i++) idx[i] = (int32_t)(src[i] < 0 ? 0 : src[i]);
+        ts_array ia = ts_array_i32(idx, 1, (int64_t[]){N});
+        ts_tensor *ic = name ? ts_constant(g, name, &ia) : NULL;
+        ts_free(name);
+        ts_free(idx);
+        ts_tensor *mask = ic ? computed_constant(im, "Written", &(ts_shape){.ndim = 1, .d = {N}}, fill_scatter_mask, &(scatter_layer_ctx){src, N}, &st) : NULL;
+        if (!mask) {
+            if (!st) st = ts_graph_status(g) ? ts_graph_status(g) : TS_ERR_OUT_OF_MEMORY;
+            break;
+        }
+        ts_tensor *v = ts_gather(g, uf, ic, 0);
+        if (red == 0 || red == 3 || red == 4) y = ts_where(g, mask, red == 0 ? v : ts_binary(g, red == 3 ? "Max" : "Min", y, v), y);
+        else y = red == 1 ? ts_add(g, y, ts_mul(g, v, mask)) : ts_mul(g, y, ts_where(g, mask, v, scalar_constant(im, "One", 1.0f)));
+        if (!red) break;
+    }
+    ts_free(dst);
+    ts_free(src);
+    ts_free(occ);
+    ts_const_release((uint64_t)bytes);
+    if (st) return st;
+    if (!y) return ts_graph_status(g) ? ts_graph_status(g) : TS_ERR_OUT_OF_MEMORY;
+    return built(im, as_dtype_of(im, ts_reshape(g, y, xs->ndim, xs->d), x0), &io->out[0]);
+}
+
 /* One resized axis of Resize: its interpolation as a matrix [in, out]
  * (column j the weights of output j over the inputs) and, for
  * tf_crop_and_resize, the extrapolation value of each output outside the
@@ -3408,6 +3510,9 @@ static const struct {
     {"RMSNormalization", 2, 23, op_rms_norm},
     {"RotaryEmbedding", 3, 23, op_rotary},
     {"Round", 1, 11, op_unary},
+    {"Scatter", 3, 9, op_scatter},
+    {"ScatterElements", 3, 11, op_scatter},
+    {"ScatterND", 3, 11, op_scatter},
     {"Selu", 1, 6, op_unary},
     {"Shape", 1, 1, op_shape},
     {"Shrink", 1, 9, op_composed_unary},
