@@ -297,6 +297,9 @@ def run_cli(cli, path, workdir, feeds, bound, outputs):
         if not isinstance(v, np.ndarray):
             return f"output type {type(v).__name__} not compared"
     stem = os.path.join(workdir, "cli")
+    # in C order, as the CLI takes arrays (a case's transposed output is Fortran-ordered)
+    feeds = {k: np.require(v, requirements="C") for k, v in feeds.items()}
+    outputs = {k: np.require(v, requirements="C") for k, v in outputs.items()}
     np.savez(stem + "_in.npz", **feeds)  # none (every input bound): an archive of no arrays
     # ml_dtypes' types (bfloat16, the float8s) have no .npy form: their
     # values, exact in float32, are compared as such
