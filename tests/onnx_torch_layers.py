@@ -15,7 +15,7 @@ Softsign, ThresholdedRelu, Shrink, the Reduce ops, GlobalMaxPool,
 LpNormalization, MeanVarianceNormalization, RMSNormalization, Trilu,
 Tile, CumSum, DepthToSpace, SpaceToDepth, Swish, Resize, ReduceProd,
 CumProd, CenterCropPad, TopK, Attention, RotaryEmbedding, GatherND, Compress,
-ScatterND, ScatterElements, LpPool), one node each:
+ScatterND, ScatterElements, LpPool, Einsum), one node each:
 forward against onnx's reference, gradients against
 central finite differences of the reference in double.
 
@@ -413,6 +413,8 @@ def composed_cases():
         ("scatter_elements_max", "ScatterElements", {"axis": 1, "reduction": "max"}, 18, x,
          [("indices", rng.integers(0, 3, (2, 2, 4, 5)), False), ("updates", rng.standard_normal((2, 2, 4, 5)), True)]),
         ("lppool_p3", "LpPool", {"kernel_shape": [2, 2], "p": 3, "strides": [1, 2]}, 18, pos, []),
+        ("einsum_matmul", "Einsum", {"equation": "abij,akj->abik"}, 12, x, [("w", rng.standard_normal((2, 6, 5)), True)]),
+        ("einsum_diagonal", "Einsum", {"equation": "...ii->...i"}, 12, rng.standard_normal((2, 3, 4, 4)), []),
     ]
 
 
