@@ -2166,7 +2166,7 @@ static ts_status op_group_norm(importer *im, node_io *io) {
     return group_norm(im, io, G, !since(im, 21));
 }
 
-/* LSTM and GRU, unrolled over the sequence (onnx_rnn.c): initializers
+/* LSTM, GRU and RNN, unrolled over the sequence (onnx_rnn.c): initializers
  * as parameters under their names, other constants as their values; an
  * initial state (inputs 5 and 6) given as an initializer is a constant
  * state, not a parameter (exporters write zeros of the example's batch). */
@@ -3688,6 +3688,7 @@ static const struct {
     {"Relu", 1, 6, op_unary},
     {"Reshape", 2, 5, op_reshape},
     {"Resize", 1, 11, op_resize},
+    {"RNN", 3, 7, op_rnn},
     {"RMSNormalization", 2, 23, op_rms_norm},
     {"RotaryEmbedding", 3, 23, op_rotary},
     {"Round", 1, 11, op_unary},
@@ -3804,6 +3805,7 @@ static const struct {
     {"Dropout", "ratio", 1, 11, "the ratio is input 1"},
     {"GRU", "layout", 14, 0, NULL},
     {"LSTM", "layout", 14, 0, NULL},
+    {"RNN", "layout", 14, 0, NULL},
     {"Pad", "pads", 1, 10, "the pads are input 1"},
     {"Range", "stash_type", 27, 0, NULL},
     {"ReduceL1", "axes", 1, 17, "from opset 18 on, the axes are input 1"},
