@@ -15,7 +15,7 @@ Softsign, ThresholdedRelu, Shrink, the Reduce ops, GlobalMaxPool,
 LpNormalization, MeanVarianceNormalization, RMSNormalization, Trilu,
 Tile, CumSum, DepthToSpace, SpaceToDepth, Swish, Resize, ReduceProd,
 CumProd, CenterCropPad, TopK, Attention, RotaryEmbedding, GatherND, Compress,
-ScatterND, ScatterElements, LpPool, Einsum), one node each:
+ScatterND, ScatterElements, LpPool, Einsum, RNN), one node each:
 forward against onnx's reference, gradients against
 central finite differences of the reference in double.
 
@@ -415,6 +415,8 @@ def composed_cases():
         ("lppool_p3", "LpPool", {"kernel_shape": [2, 2], "p": 3, "strides": [1, 2]}, 18, pos, []),
         ("einsum_matmul", "Einsum", {"equation": "abij,akj->abik"}, 12, x, [("w", rng.standard_normal((2, 6, 5)), True)]),
         ("einsum_diagonal", "Einsum", {"equation": "...ii->...i"}, 12, rng.standard_normal((2, 3, 4, 4)), []),
+        ("rnn_bidirectional", "RNN", {"hidden_size": 3, "direction": "bidirectional"}, 14, rng.standard_normal((4, 2, 5)),
+         [("W", rng.standard_normal((2, 3, 5)), True), ("R", rng.standard_normal((2, 3, 3)), True), ("B", rng.standard_normal((2, 6)), True)]),
     ]
 
 
