@@ -15,7 +15,7 @@ Softsign, ThresholdedRelu, Shrink, the Reduce ops, GlobalMaxPool,
 LpNormalization, MeanVarianceNormalization, RMSNormalization, Trilu,
 Tile, CumSum, DepthToSpace, SpaceToDepth, Swish, Resize, ReduceProd,
 CumProd, CenterCropPad, TopK, Attention, RotaryEmbedding, GatherND, Compress,
-ScatterND, ScatterElements, LpPool, Einsum, RNN), one node each:
+ScatterND, ScatterElements, LpPool, Einsum, RNN, LRN, SwiGLU, MaxUnpool), one node each:
 forward against onnx's reference, gradients against
 central finite differences of the reference in double.
 
@@ -357,6 +357,10 @@ def composed_cases():
     rng = np.random.default_rng(5)
     x = rng.standard_normal((2, 3, 4, 5))
     pos = np.abs(x) + 0.5
+    # MaxUnpool: [2,3,2,2] values, each at a position of its 2x2 window of [2,3,4,4]
+    xu = rng.standard_normal((2, 3, 2, 2))
+    n_, c_, i_, j_ = np.indices(xu.shape)
+    unpool_at = ((n_ * 3 + c_) * 4 + 2 * i_ + rng.integers(0, 2, xu.shape)) * 4 + 2 * j_ + rng.integers(0, 2, xu.shape)
     return [
         ("clip", "Clip", {}, 13, x, [("lo", np.array(-0.5), False), ("hi", np.array(0.7), False)]),
         ("clip_opset10", "Clip", {"min": -0.3, "max": 0.4}, 10, x, []),
@@ -415,6 +419,10 @@ def composed_cases():
         ("lppool_p3", "LpPool", {"kernel_shape": [2, 2], "p": 3, "strides": [1, 2]}, 18, pos, []),
         ("einsum_matmul", "Einsum", {"equation": "abij,akj->abik"}, 12, x, [("w", rng.standard_normal((2, 6, 5)), True)]),
         ("einsum_diagonal", "Einsum", {"equation": "...ii->...i"}, 12, rng.standard_normal((2, 3, 4, 4)), []),
+        # N = C: onnx's reference LRN walks the channels over range(N)
+        ("lrn", "LRN", {"size": 3, "alpha": 0.1, "beta": 0.6, "bias": 1.5}, 13, rng.standard_normal((3, 3, 2, 4)), []),
+        ("swiglu", "SwiGLU", {"alpha": 1.3}, 28, x, [("b", rng.standard_normal((2, 3, 4, 5)), True)]),
+        ("max_unpool", "MaxUnpool", {"kernel_shape": [2, 2], "strides": [2, 2]}, 11, xu, [("I", unpool_at, False)]),
         ("rnn_bidirectional", "RNN", {"hidden_size": 3, "direction": "bidirectional"}, 14, rng.standard_normal((4, 2, 5)),
          [("W", rng.standard_normal((2, 3, 5)), True), ("R", rng.standard_normal((2, 3, 3)), True), ("B", rng.standard_normal((2, 6)), True)]),
     ]

@@ -2498,13 +2498,47 @@ static ts_status op_hardmax(importer *im, node_io *io) {
     return pos ? built(im, ts_binary(im->g, "Equal", pos, at), &io->out[0]) : st;
 }
 
-/* Swish (opset 24): x sigmoid(alpha x). */
+/* Swish (opset 24): x sigmoid(alpha x); SwiGLU (opset 28): Swish(A) * B,
+ * A and B of one shape. */
 static ts_status op_swish(importer *im, node_io *io) {
     ts_status st = TS_OK;
-    ts_tensor *x = as_f32(im, io->in[0], &st);
+    ts_tensor *x = as_f32(im, io->in[0], &st), *b = NULL;
     if (!x) return st;
+    bool glu = strcmp(im->node->op_type, "SwiGLU") == 0;
+    if (glu && (io->n_in < 2 || !io->in[1])) return node_error(im, TS_ERR_FORMAT, "input 1 (B) is required");
+    if (glu && !(b = as_f32(im, io->in[1], &st))) return st;
+    if (b && !ts_shape_equal(&x->shape, &b->shape)) {
+        char sa[96], sb[96];
+        return node_error(im, TS_ERR_SHAPE, "A %s and B %s must have one shape (SwiGLU does not broadcast)", ts_shape_str(&x->shape, sa, sizeof sa),
+                          ts_shape_str(&b->shape, sb, sizeof sb));
+    }
     float alpha = (float)attr_f(im, "alpha", 1.0);
-    return built(im, ts_mul(im->g, x, ts_sigmoid(im->g, alpha == 1.0f ? x : ts_scale(im->g, x, alpha))), &io->out[0]);
+    ts_tensor *y = ts_mul(im->g, x, ts_sigmoid(im->g, alpha == 1.0f ? x : ts_scale(im->g, x, alpha)));
+    return built(im, b ? ts_mul(im->g, y, b) : y, &io->out[0]);
+}
+
+/* LRN over the channels of [N,C,...]: x / (bias + alpha / size * s)^beta,
+ * s the sum of x^2 over the `size` channels around each (zeros past the
+ * ends): `size` slices of the padded squares added. */
+static ts_status op_lrn(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x = as_f32(im, io->in[0], &st);
+    int64_t size;
+    if (!x || (st = attr_int(im, "size", 0, 1, 4096, &size))) return st;
+    if (!attr(im, "size")) return node_error(im, TS_ERR_FORMAT, "attribute 'size' is required");
+    if (x->shape.ndim < 3) return node_error(im, TS_ERR_SHAPE, "takes an input [N,C,d1,...] of at least 3 dimensions; it has %d", x->shape.ndim);
+    ts_graph *g = im->g;
+    int r = x->shape.ndim;
+    int64_t C = x->shape.d[1], pads[2 * TS_MAX_DIMS] = {0};
+    pads[1] = (size - 1) / 2, pads[r + 1] = size - 1 - (size - 1) / 2;
+    ts_tensor *sq = ts_pad(g, ts_mul(g, x, x), pads, TS_PAD_CONSTANT, 0.0f), *sum = NULL;
+    for (int64_t k = 0; sq && k < size; k++) {
+        ts_tensor *part = ts_slice(g, sq, 1, k, C);
+        sum = sum ? ts_add(g, sum, part) : part;
+    }
+    double alpha = attr_f(im, "alpha", 1e-4), beta = attr_f(im, "beta", 0.75), bias = attr_f(im, "bias", 1.0);
+    ts_tensor *den = sum ? ts_add(g, ts_scale(g, sum, (float)(alpha / (double)size)), scalar_constant(im, "Bias", (float)bias)) : NULL;
+    return built(im, den ? ts_mul(g, x, ts_pow(g, den, (float)-beta)) : NULL, &io->out[0]);
 }
 
 typedef struct cumsum_ctx {
@@ -3353,6 +3387,66 @@ static ts_status op_einsum(importer *im, node_io *io) {
     return built(im, einsum_order(im, y, ylab, out, no), &io->out[0]);
 }
 
+/* MaxUnpool with constant indices (input 1, MaxPool's flat positions in
+ * the whole output): zeros but at those positions, X's values there (a
+ * Gather of X and a Where, so X takes its gradient); the output shape the
+ * constant input 2, or (in - 1) * stride - pads + kernel per spatial axis. */
+static ts_status op_max_unpool(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_graph *g = im->g;
+    ts_tensor *x = as_f32(im, io->in[0], &st);
+    window win;
+    if (!x || (st = window_attrs(im, &win, 0)) || (st = decoded(im, io->in[1]))) return st;
+    if (!win.has_kernel) return node_error(im, TS_ERR_FORMAT, "its attribute 'kernel_shape' is missing");
+    value *iv = io->in[1];
+    if (!is_const(iv) || !ts_shape_equal(&iv->c.shape, &x->shape))
+        return node_error(im, TS_ERR_UNSUPPORTED, "its indices ('%s') must be a constant of X's shape%s", iv->name, bind_hint(iv));
+    if (x->shape.ndim != win.rank + 2) return node_error(im, TS_ERR_SHAPE, "a %d-D window unpools inputs of %d dims; X has %d", win.rank, win.rank + 2, x->shape.ndim);
+    ts_shape ds = x->shape, os; /* the default output shape, which the indices are positions in; the one asked for */
+    for (int i = 0; i < win.rank; i++) ds.d[2 + i] = (x->shape.d[2 + i] - 1) * win.stride[i] - win.pad[i] - win.pad[win.rank + i] + win.kernel[i];
+    os = ds;
+    if (io->n_in > 2 && io->in[2]) { /* a larger output: the same coordinates, the rest zeros */
+        int64_t want[TS_MAX_DIMS];
+        int n;
+        if ((st = const_ints(im, io->in[2], want, &n, "output_shape", 1, TS_MAX_NUMEL, false))) return st;
+        if (n != os.ndim) return node_error(im, TS_ERR_SHAPE, "its output_shape has %d dims; X has %d", n, os.ndim);
+        for (int d = 0; d < n; d++) {
+            if (want[d] < ds.d[d]) return node_error(im, TS_ERR_SHAPE, "its output_shape's dim %d, %lld, is below the unpooled %lld", d, (long long)want[d], (long long)ds.d[d]);
+            os.d[d] = want[d];
+        }
+    }
+    int64_t N = ts_shape_numel(&os), U = ts_shape_numel(&x->shape), ND = ts_shape_numel(&ds);
+    if ((st = ts_const_charge((uint64_t)N * 12))) return fold_result(im, st);
+    int64_t *src = ts_malloc((size_t)N * sizeof *src);
+    int32_t *idx = src ? ts_malloc((size_t)N * sizeof *idx) : NULL;
+    for (int64_t i = 0; idx && i < N; i++) src[i] = -1;
+    for (int64_t k = 0; idx && k < U && !st; k++) {
+        double v = iv->c.v[k];
+        if (v != floor(v) || v < 0 || v >= (double)ND) {
+            st = node_error(im, TS_ERR_FORMAT, "index %g is outside the unpooled output's %lld elements", v, (long long)ND);
+            break;
+        }
+        int64_t rest = (int64_t)v, at = 0, stride = 1;
+        for (int d = ds.ndim - 1; d >= 0; d--) { /* its coordinates in the default shape, placed in the output's */
+            at += rest % ds.d[d] * stride;
+            rest /= ds.d[d], stride *= os.d[d];
+        }
+        src[at] = k;
+    }
+    char *name = idx && !st ? ts_graph_op_output_name(g, "Sources") : NULL;
+    for (int64_t i = 0; name && i < N; i++) idx[i] = (int32_t)(src[i] < 0 ? 0 : src[i]);
+    ts_array ia = ts_array_i32(idx, 1, (int64_t[]){N});
+    ts_tensor *ic = name ? ts_constant(g, name, &ia) : NULL;
+    ts_tensor *mask = ic ? computed_constant(im, "Written", &(ts_shape){.ndim = 1, .d = {N}}, fill_scatter_mask, &(scatter_layer_ctx){src, N}, &st) : NULL;
+    ts_free(name);
+    ts_free(idx);
+    ts_free(src);
+    ts_const_release((uint64_t)N * 12);
+    if (!mask) return st ? st : ts_graph_status(g) ? ts_graph_status(g) : TS_ERR_OUT_OF_MEMORY;
+    ts_tensor *y = ts_where(g, mask, ts_gather(g, ts_reshape(g, x, 1, (int64_t[]){U}), ic, 0), scalar_constant(im, "Zero", 0.0f));
+    return built(im, y ? ts_reshape(g, y, os.ndim, os.d) : NULL, &io->out[0]);
+}
+
 /* One resized axis of Resize: its interpolation as a matrix [in, out]
  * (column j the weights of output j over the inputs) and, for
  * tf_crop_and_resize, the extrapolation value of each output outside the
@@ -3654,11 +3748,13 @@ static const struct {
     {"Log", 1, 6, op_unary},
     {"LogSoftmax", 1, 1, op_softmax},
     {"LpNormalization", 1, 1, op_lp_norm},
+    {"LRN", 1, 1, op_lrn},
     {"LpPool", 1, 11, op_lp_pool},
     {"LSTM", 3, 7, op_rnn},
     {"MatMul", 2, 1, op_matmul},
     {"Max", 1, 6, op_variadic},
     {"MaxPool", 1, 10, op_pool},
+    {"MaxUnpool", 2, 9, op_max_unpool},
     {"Mean", 1, 6, op_variadic},
     {"MeanVarianceNormalization", 1, 9, op_mvn},
     {"Min", 1, 6, op_variadic},
@@ -3715,6 +3811,7 @@ static const struct {
     {"Sub", 2, 7, op_binary},
     {"Sum", 1, 6, op_variadic},
     {"Swish", 1, 24, op_swish},
+    {"SwiGLU", 2, 28, op_swish},
     {"Tan", 1, 7, op_unary},
     {"Tanh", 1, 6, op_unary},
     {"ThresholdedRelu", 1, 10, op_composed_unary},
