@@ -1,12 +1,22 @@
-"""ONNX's own backend node test cases, run through tensorscope's importer.
+"""ONNX's own backend node test cases, every one, run through tensorscope's importer.
 
-For every op type the importer's table (src/import/onnx.c) lists, each of
-ONNX's node test cases of that op (the cases onnx's generator makes, the ones
-onnx/backend/test/data/node holds in ONNX's repository, including the
-`_expanded` function bodies) is imported with Graph.from_onnx at its input
-shapes, run as an inference model on its inputs, and its outputs compared
-with ONNX's as ONNX's backend runner does (same shape, same dtype, then
-rtol=1e-3, atol=1e-7).
+Every node test case of the `onnx` package (the cases onnx's generator
+makes, the ones onnx/backend/test/data/node holds in ONNX's repository,
+including the `_expanded` function bodies) is imported at its input shapes
+and run twice: through the Python package (Graph.from_onnx, then an
+inference model on its inputs, the outputs compared as ONNX's backend runner
+does: same count, shape and dtype, then rtol=1e-3, atol=1e-7), and through
+the CLI's `tensorscope compare` against the case's outputs at the same
+tolerances. A case passes when both do; a case whose op (or one op of its
+function body) the importer does not import fails like any other.
+
+Two figures are printed: over the whole suite, and over the cases a training
+or inference graph of floats and integers can hold. The latter leaves out,
+by a rule on each case's ops, domains and types (`outside`, never a list of
+cases), the cases that use string tensors or ops, sequences or optionals,
+quantized ops or the 8-, 4- and 2-bit types, image decoding, signal
+processing, detection post-processing, random sampling, Unique, or a domain
+other than the default one (ai.onnx.ml, ai.onnx.preview, training).
 
 Prints a table per op type, then exits 1 on a failing case that
 tests/onnx_conformance_expected_failures.txt does not list, or on a listed
@@ -20,12 +30,12 @@ runs past the per-case timeout is recorded as such and a new worker goes on
 with the next one.
 """
 import collections
-import importlib
 import json
 import os
 import re
 import select
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -36,11 +46,13 @@ import numpy as np
 import expected_failures
 
 EXPECTED_FILE = os.path.join("tests", "onnx_conformance_expected_failures.txt")
-CASE_TIMEOUT_S = 20  # one case: import, compile and run are milliseconds
+CASE_TIMEOUT_S = 60  # one case, both paths: import, compile and run are milliseconds, the CLI's start a little more
 HEADER = """\
-# ONNX's node test cases (onnx==1.23.2) that tensorscope's importer fails today,
-# and why: `case  reason`, sorted. tests/test_onnx_conformance.sh fails on a
-# failing case missing here and on a case here that passes: remove it then.
+# ONNX's node test cases (onnx==1.23.2) that tensorscope fails today, through
+# Python or through the CLI's compare, and why: `case  reason`, sorted; a reason
+# in [brackets] first is the category that leaves the case out of the figure
+# over the cases a graph of floats and integers can hold. tests/test_onnx_conformance.sh
+# fails on a failing case missing here and on a case here that passes: remove it then.
 # Regenerate with tests/test_onnx_conformance.sh --write-expected.
 """
 RTOL, ATOL = 1e-3, 1e-7  # ONNX's backend-test tolerance (every node case)
@@ -59,25 +71,14 @@ def supported_op_types(source_dir):
     return ops
 
 
-def generate_cases(ops):
-    """ONNX's node test cases of the op types in `ops`: [(op_type, TestCase)].
-
-    Importing a module of onnx.backend.test.case.node runs its exports,
-    which record cases; only the modules that make a node of one of `ops`
-    are imported (all of them if that misses an op)."""
+def generate_cases():
+    """Every one of ONNX's node test cases: [(op_type, TestCase)], sorted by
+    name; op_type is the op the case tests (the function's op for an
+    `_expanded` body)."""
     import onnx.backend.test.case.node as node_cases
 
     warnings.simplefilter("ignore")  # the generators' own overflow warnings
-    folder = os.path.dirname(node_cases.__file__)
-    modules = []
-    for name in sorted(os.listdir(folder)):
-        if name.endswith(".py") and not name.startswith("_"):
-            with open(os.path.join(folder, name), encoding="utf-8") as f:
-                made = set(re.findall(r'make_node\(\s*"(\w+)"', f.read()))
-            if made & set(ops):
-                modules.append(name[:-3])
-    for m in modules:
-        importlib.import_module(f"{node_cases.__name__}.{m}")
+    cases = node_cases.collect_testcases(None)
 
     def op_of(case):
         # expect() records each case's node under its name; an expanded
@@ -87,16 +88,116 @@ def generate_cases(ops):
             node = node_cases._existing_names[case.name.split("_expanded")[0]]
         return node.op_type
 
-    cases = [(op_of(c), c) for c in node_cases._NodeTestCases]
-    cases = [(op, c) for op, c in cases if op in ops]
-    if {op for op, _ in cases} != set(ops):  # a module the scan missed: everything
-        cases = [(op_of(c), c) for c in node_cases.collect_testcases(None)]
-        cases = [(op, c) for op, c in cases if op in ops]
-        missing = sorted(set(ops) - {op for op, _ in cases})
-        if missing:
-            print(f"ONNX has no node test case of: {', '.join(missing)}")
+    cases = [(op_of(c), c) for c in cases]
     cases.sort(key=lambda oc: oc[1].name)
     return cases
+
+
+# ----------------------------------------------------- the cases left out
+
+# The categories a training or inference graph of floats and integers does
+# not hold: a case using one is left out of the figure over what tensorscope
+# takes (and counted in the one over the whole suite).
+LOW_BIT_TYPES = ("FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "FLOAT8E8M0",
+                 "UINT4", "INT4", "FLOAT4E2M1", "UINT2", "INT2")
+
+
+def _type_categories():
+    from onnx import TensorProto
+
+    cats = {TensorProto.STRING: "strings"}
+    for name in LOW_BIT_TYPES:
+        if hasattr(TensorProto, name):
+            cats[getattr(TensorProto, name)] = "quantized types"
+    return cats
+
+
+def op_category(domain, op):
+    """The category an op of `domain` falls in, or None."""
+    if domain not in ("", "ai.onnx"):
+        return f"domain {domain}"
+    if op.startswith("String") or op == "RegexFullMatch":
+        return "strings"
+    if "Sequence" in op or op.startswith("Optional"):
+        return "sequences and optionals"
+    if op in ("QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear") or op.startswith("QLinear") \
+            or op.endswith("Integer"):
+        return "quantized ops"
+    if op == "ImageDecoder":
+        return "image decoding"
+    if op in ("DFT", "STFT", "MelWeightMatrix") or op.endswith("Window"):
+        return "signal processing"
+    if op in ("NonMaxSuppression", "RoiAlign"):
+        return "detection post-processing"
+    if op in ("Bernoulli", "Multinomial") or op.startswith("Random"):
+        return "random sampling"
+    if op == "Unique":
+        return "Unique"
+    return None
+
+
+def outside(model):
+    """The categories (sorted) of what `model` uses that a graph of floats
+    and integers does not hold: its nodes' ops and domains, and the types
+    of its inputs, outputs, value infos, initializers, Constant values and
+    Cast targets, its subgraphs' (If, Loop, Scan bodies) included. Empty
+    when the case counts in the figure over what tensorscope takes."""
+    from onnx import AttributeProto
+
+    type_cats = _type_categories()
+    cats = set()
+
+    def of_type(tp):
+        kind = tp.WhichOneof("value")
+        if kind in ("sequence_type", "optional_type", "map_type"):
+            cats.add("sequences and optionals")
+        elif kind == "sparse_tensor_type":
+            cats.add("sparse tensors")
+        elif kind == "tensor_type" and tp.tensor_type.elem_type in type_cats:
+            cats.add(type_cats[tp.tensor_type.elem_type])
+
+    def walk(g):
+        for vi in list(g.input) + list(g.output) + list(g.value_info):
+            of_type(vi.type)
+        for t in g.initializer:
+            if t.data_type in type_cats:
+                cats.add(type_cats[t.data_type])
+        for n in g.node:
+            c = op_category(n.domain, n.op_type)
+            if c:
+                cats.add(c)
+            for a in n.attribute:
+                if a.HasField("t") and a.t.data_type in type_cats:
+                    cats.add(type_cats[a.t.data_type])
+                if a.type == AttributeProto.STRING and n.op_type == "Constant":
+                    cats.add("strings")
+                if a.name == "to" and a.type == AttributeProto.INT and a.i in type_cats:
+                    cats.add(type_cats[a.i])
+                if a.HasField("g"):
+                    walk(a.g)
+                for sub in a.graphs:
+                    walk(sub)
+
+    walk(model.graph)
+    return sorted(cats)
+
+
+def ops_used(model):
+    """Every op type of the model's nodes and subgraphs (`domain.Op` outside
+    the default domain)."""
+    ops = set()
+
+    def walk(g):
+        for n in g.node:
+            ops.add(n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}")
+            for a in n.attribute:
+                if a.HasField("g"):
+                    walk(a.g)
+                for sub in a.graphs:
+                    walk(sub)
+
+    walk(model.graph)
+    return ops
 
 
 # ------------------------------------------------------------------ one case
@@ -122,7 +223,7 @@ BOUND_INPUTS = {
     "Reshape": {1}, "Unsqueeze": {1}, "Squeeze": {1}, "Expand": {1}, "Split": {1}, "Pad": {1, 2, 3},
     "Slice": {1, 2, 3, 4}, "ReduceSum": {1}, "ReduceMean": {1}, "ReduceMax": {1}, "ReduceMin": {1},
     "ReduceL1": {1}, "ReduceL2": {1}, "ReduceLogSum": {1}, "ReduceLogSumExp": {1}, "ReduceSumSquare": {1},
-    "Tile": {1}, "Trilu": {1},
+    "ReduceProd": {1}, "Tile": {1}, "Trilu": {1}, "CumSum": {1}, "Resize": {1, 2, 3}, "OneHot": {1}, "CumProd": {1}, "CenterCropPad": {1}, "TopK": {1}, "Compress": {1}, "ScatterND": {1}, "ScatterElements": {1}, "Scatter": {1}, "MaxUnpool": {1, 2},
     "ConstantOfShape": {0}, "Range": {0, 1, 2}, "Dropout": {1, 2},
     "BatchNormalization": {3, 4},  # the running statistics, a buffer's values
     "CastLike": {1},  # read for its type only (an empty tensor in the cases)
@@ -141,37 +242,85 @@ def bound_inputs(model):
     return {name for name, bound in reads if bound and name not in as_data} | (inputs - {name for name, _ in reads})
 
 
-def run_case(ts, case, workdir):
-    """Runs one case. Returns None when it passes, else the reason."""
+def run_case(ts, case, workdir, cli):
+    """Runs one case through Python, then through the CLI (`cli`, the
+    tensorscope binary; None: Python only). Returns (None or the Python
+    path's reason, None or the CLI's reason)."""
     model = case.model
     path = os.path.join(workdir, case.name + ".onnx")
     with open(path, "wb") as f:
         f.write(model.SerializeToString())
     input_names = [vi.name for vi in model.graph.input]
+    output_names = [vi.name for vi in model.graph.output]
+    why_py = why_cli = None
     try:
         for inputs, outputs in case.data_sets:
             inputs = [_array(v) for v in inputs]
             outputs = [_array(v) for v in outputs]
             feeds = dict(zip(input_names, inputs))
-            for v in feeds.values():
-                if not isinstance(v, np.ndarray):  # an ONNX sequence or optional
-                    return f"input type {type(v).__name__} not fed"
+            if any(not isinstance(v, np.ndarray) for v in feeds.values()):  # an ONNX sequence or optional
+                kind = next(type(v).__name__ for v in feeds.values() if not isinstance(v, np.ndarray))
+                return f"input type {kind} not fed", f"input type {kind} not fed"
             bound = {k: feeds.pop(k) for k in bound_inputs(model) if k in feeds}
-            g = ts.Graph.from_onnx(path, {k: v.shape for k, v in feeds.items()}, input_values=bound)
-            try:
-                # "final": each output as it is (the default for inference,
-                # "all", stacks the samples of a run on a leading axis)
-                m = ts.inference_model(g, ts.Options().output_mode("final"))
-                got = m(**feeds)
-                got = list(got) if isinstance(got, tuple) else [got]
-                why = compare(outputs, got)
-                if why:
-                    return why
-            finally:
-                g.close()
+            if why_py is None:
+                try:
+                    why_py = run_python(ts, path, feeds, bound, outputs)
+                except Exception as e:  # the library's error: the reason
+                    why_py = f"{type(e).__name__}: {e}".replace(workdir + os.sep, "")
+            if cli and why_cli is None:
+                why_cli = run_cli(cli, path, workdir, feeds, bound, dict(zip(output_names, outputs)))
     finally:
         os.unlink(path)
-    return None
+    return why_py, why_cli
+
+
+def run_python(ts, path, feeds, bound, outputs):
+    """The Python package's import and inference run of one data set."""
+    g = ts.Graph.from_onnx(path, {k: v.shape for k, v in feeds.items()}, input_values=bound)
+    try:
+        # "final": each output as it is (the default for inference,
+        # "all", stacks the samples of a run on a leading axis)
+        m = ts.inference_model(g, ts.Options().output_mode("final"))
+        got = m(**feeds)
+        got = list(got) if isinstance(got, tuple) else [got]
+        return compare(outputs, got)
+    finally:
+        g.close()
+
+
+def run_cli(cli, path, workdir, feeds, bound, outputs):
+    """`tensorscope compare` of one data set: the model fed the case's
+    inputs (.npz), its bound inputs given by --input-value (.npy), against
+    the case's outputs by the file's output names at ONNX's tolerances.
+    None when it exits 0, else its last error line or FAIL row."""
+    for name, v in outputs.items():
+        if not isinstance(v, np.ndarray):
+            return f"output type {type(v).__name__} not compared"
+    stem = os.path.join(workdir, "cli")
+    # in C order, as the CLI takes arrays (a case's transposed output is Fortran-ordered)
+    feeds = {k: np.require(v, requirements="C") for k, v in feeds.items()}
+    outputs = {k: np.require(v, requirements="C") for k, v in outputs.items()}
+    np.savez(stem + "_in.npz", **feeds)  # none (every input bound): an archive of no arrays
+    # ml_dtypes' types (bfloat16, the float8s) have no .npy form: their
+    # values, exact in float32, are compared as such
+    np.savez(stem + "_ref.npz", **{k: v.astype(np.float32) if v.dtype.kind == "V" else v for k, v in outputs.items()})
+    cmd = [cli, "compare", "--model", path, "--inputs", stem + "_in.npz", "--reference", stem + "_ref.npz",
+           "--atol", repr(ATOL), "--rtol", repr(RTOL)]
+    for k, (name, v) in enumerate(bound.items()):
+        npy = f"{stem}_bound{k}.npy"
+        np.save(npy, v)
+        cmd += ["--input-value", f"{name}={npy}"]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=CASE_TIMEOUT_S / 2, errors="replace")
+    except subprocess.TimeoutExpired:
+        return f"cli: timeout: no result in {CASE_TIMEOUT_S / 2:g} s"
+    if r.returncode == 0:
+        return None
+    lines = [ln for ln in (r.stderr + r.stdout).splitlines() if ln.strip()]
+    said = [ln for ln in lines if re.match(r"(FAIL|SHAPE|NO-MATCH)\b", ln)] or \
+        [ln for ln in lines if "error" in ln.lower()] or lines[-1:] or [""]
+    msg = re.sub(re.escape(workdir + os.sep), "", said[0])
+    return f"cli: exit status {r.returncode}: {' '.join(msg.split())[:300]}"
 
 
 def compare(want, got):
@@ -204,7 +353,7 @@ def compare(want, got):
 # -------------------------------------------------------- the forked worker
 
 
-def worker(cases, start, wfd):
+def worker(cases, start, wfd, cli):
     """Runs cases[start:], one JSON line per case on wfd."""
     out = os.fdopen(wfd, "w", buffering=1)
     try:
@@ -217,16 +366,17 @@ def worker(cases, start, wfd):
     with tempfile.TemporaryDirectory(prefix="ts_onnx_conformance.") as workdir:
         for i in range(start, len(cases)):
             try:
-                why = run_case(ts, cases[i][1], workdir)
+                why = run_case(ts, cases[i][1], workdir, cli)
             except Exception as e:  # one case's failure never stops the others
                 why = f"{type(e).__name__}: {e}".replace(workdir + os.sep, "")
+                why = (why, None)
             out.write(json.dumps({"i": i, "why": why}) + "\n")
     out.close()
     os._exit(0)
 
 
-def run_all(cases):
-    """{case name: None or reason}. A forked worker runs the cases in turn;
+def run_all(cases, cli):
+    """{case name: (None or the Python path's reason, None or the CLI's)}. A forked worker runs the cases in turn;
     when one crashes it or runs past CASE_TIMEOUT_S, that case is recorded
     so and a new worker goes on with the next."""
     results = {}
@@ -237,7 +387,7 @@ def run_all(cases):
         if pid == 0:
             os.close(rfd)
             try:
-                worker(cases, i, wfd)
+                worker(cases, i, wfd, cli)
             finally:
                 os._exit(70)
         os.close(wfd)
@@ -248,7 +398,8 @@ def run_all(cases):
                 if not ready:
                     os.kill(pid, signal.SIGKILL)
                     killed = True
-                    results[cases[i][1].name] = f"timeout: no result in {CASE_TIMEOUT_S} s"
+                    why = f"timeout: no result in {CASE_TIMEOUT_S} s"
+                    results[cases[i][1].name] = (why, why)
                     i += 1
                     break
                 chunk = r.read(65536)
@@ -261,13 +412,13 @@ def run_all(cases):
                     if "fatal" in rec:
                         os.waitpid(pid, 0)
                         raise SystemExit(f"FAIL {rec['fatal']}\ntest_onnx_conformance: FAIL")
-                    results[cases[rec["i"]][1].name] = rec["why"]
+                    results[cases[rec["i"]][1].name] = tuple(rec["why"])
                     i = rec["i"] + 1
         _, status = os.waitpid(pid, 0)
         if i < len(cases) and not killed:
             how = (f"signal {signal.Signals(os.WTERMSIG(status)).name}" if os.WIFSIGNALED(status)
                    else f"exit status {os.WEXITSTATUS(status)}")
-            results[cases[i][1].name] = f"crash: the worker died ({how})"
+            results[cases[i][1].name] = (f"crash: the worker died ({how})", "cli: not run (the Python run crashed first)")
             i += 1
     return results
 
@@ -315,64 +466,111 @@ def classify(why):
 # ------------------------------------------------------------------- report
 
 
+def outcome(why, cats):
+    """A case's line in the expected-failures file: None when it passes
+    both ways, else the Python path's reason (the CLI's where only it
+    fails), after the category that leaves it out of the figure."""
+    py, cli = why
+    if py is None and cli is None:
+        return None
+    reason = classify(py) if py is not None else classify(cli)
+    return f"[{', '.join(cats)}] {reason}" if cats else reason
+
+
+def figure(n, of):
+    return f"{n} of {of} ({100.0 * n / of if of else 0.0:.1f}%)"
+
+
 def main():
     p = expected_failures.parser(__doc__, EXPECTED_FILE, "cases")
     p.add_argument("-v", "--verbose", action="store_true", help="print every case's result")
+    p.add_argument("--cli", default=os.environ.get("TS_CLI"), help="the tensorscope binary (default $TS_CLI)")
     args = p.parse_args()
     expected_failures.check_args(p, args)
+    if not args.cli or not os.access(args.cli, os.X_OK):
+        sys.exit(f"FAIL the tensorscope binary ({args.cli or 'none given'}) is missing: build it, or give --cli\n"
+                 "test_onnx_conformance: FAIL")
     t0 = time.perf_counter()
 
     import onnx
 
     ops = supported_op_types(args.source)
-    cases = generate_cases(ops)
+    cases = generate_cases()
     if args.only:
         cases = [(op, c) for op, c in cases if re.search(args.only, c.name)]
+    cats = {c.name: outside(c.model) for _, c in cases}
     t_gen = time.perf_counter() - t0
-    print(f"onnx {onnx.__version__}: {len(cases)} node test cases of the {len(ops)} op types "
-          f"the importer lists ({', '.join(ops)}), generated in {t_gen:.1f} s", flush=True)
+    print(f"onnx {onnx.__version__}: {len(cases)} node test cases, {sum(not v for v in cats.values())} of them of "
+          f"what a graph of floats and integers holds; the importer lists {len(ops)} op types; "
+          f"generated in {t_gen:.1f} s", flush=True)
 
-    results = run_all(cases)
-    for _, c in cases:
-        if args.verbose:
-            print(f"{'pass' if results[c.name] is None else 'FAIL'} {c.name}"
-                  + (f": {results[c.name]}" if results[c.name] else ""))
+    results = run_all(cases, args.cli)
+    lines = {c.name: outcome(results[c.name], cats[c.name]) for _, c in cases}
+    if args.verbose:
+        for _, c in cases:
+            py, cli = results[c.name]
+            print(f"{'pass' if lines[c.name] is None else 'FAIL'} {c.name}"
+                  + (f": python: {py}" if py else "") + (f"; {cli}" if cli else ""))
 
     expected_path = os.path.join(args.source, EXPECTED_FILE)
     if args.write_expected:
-        expected_failures.write(expected_path, HEADER, {c.name: results[c.name] for _, c in cases}, classify)
+        expected_failures.write(expected_path, HEADER, lines, lambda line: line)
     expected = expected_failures.read(expected_path)
 
-    # the table
-    per_op = collections.OrderedDict((op, [0, 0, 0]) for op in sorted(ops))
+    # the table: per op type under test, its cases, those in the figure,
+    # and what passes of each through Python, the CLI and both
+    per_op = collections.defaultdict(lambda: [0, 0, 0, 0, 0, 0])
     for op, c in cases:
+        py, cli = results[c.name]
         row = per_op[op]
         row[0] += 1
-        if results[c.name] is None:
-            row[1] += 1
-        elif c.name in expected:
-            row[2] += 1
-    width = max(len(op) for op in ops)
-    print(f"\n{'op type':<{width}}  cases  passed  expected failures")
-    for op, (n, ok, xf) in per_op.items():
-        print(f"{op:<{width}}  {n:5d}  {ok:6d}  {xf:6d}")
-    total = len(cases)
-    passed = sum(r is None for r in results.values())
-    pct = 100.0 * passed / total if total else 0.0
-    print(f"{'all':<{width}}  {total:5d}  {passed:6d}  {sum(r[2] for r in per_op.values()):6d}"
-          f"    ({pct:.1f}% pass)")
+        row[1] += not cats[c.name]
+        row[2] += py is None
+        row[3] += cli is None
+        row[4] += lines[c.name] is None
+        row[5] += lines[c.name] is None and not cats[c.name]
+    width = max([len(op) for op in per_op] + [7])
+    print(f"\n{'op type':<{width}}  cases  in figure  python  cli  both  both in figure")
+    for op in sorted(per_op):
+        n, nin, okp, okc, ok, okin = per_op[op]
+        print(f"{op:<{width}}  {n:5d}  {nin:9d}  {okp:6d}  {okc:3d}  {ok:4d}  {okin:14d}")
 
-    reasons = collections.Counter(classify(r).split(":")[0] for r in results.values() if r)
+    total = len(cases)
+    inside = [c.name for _, c in cases if not cats[c.name]]
+    pass_py = sum(results[n][0] is None for n in results)
+    pass_cli = sum(results[n][1] is None for n in results)
+    pass_all = sum(v is None for v in lines.values())
+    in_py = sum(results[n][0] is None for n in inside)
+    in_cli = sum(results[n][1] is None for n in inside)
+    in_all = sum(lines[n] is None for n in inside)
+
+    left = collections.Counter(k for v in cats.values() for k in v)
+    if left:
+        print("\ncases left out of the figure, by what they use (a case may use several):")
+        for k, n in sorted(left.items(), key=lambda kv: (-kv[1], kv[0])):
+            print(f"{n:5d}  {k}")
+    missing = collections.Counter()
+    for n in inside:
+        if lines[n] is not None:
+            for op in ops_used(next(c for _, c in cases if c.name == n).model) - set(ops):
+                missing[op] += 1
+    if missing:
+        print("\nop types the importer lacks, by the failing cases of the figure that use them:")
+        for op, n in sorted(missing.items(), key=lambda kv: (-kv[1], kv[0])):
+            print(f"{n:5d}  {op}")
+    reasons = collections.Counter(re.sub(r"^\[[^]]*\] ", "", v).split(":")[0] for n, v in lines.items()
+                                  if v is not None and not cats[n])
     if reasons:
-        print("\nfailures by reason:")
+        print("\nfailures of the figure by reason:")
         for reason, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])):
             print(f"{n:5d}  {reason}")
 
-    bad = expected_failures.verdict({c.name: results[c.name] for _, c in cases}, expected, classify, EXPECTED_FILE,
+    bad = expected_failures.verdict(lines, expected, lambda line: line, EXPECTED_FILE,
                                     "case", "tests/test_onnx_conformance.sh", subset=bool(args.only))
-    unexpected = sum(1 for _, c in cases if results[c.name] is not None and c.name not in expected)
-    print(f"\n{passed} of {total} cases pass ({pct:.1f}%), {total - passed - unexpected} "
-          f"expected failures; {time.perf_counter() - t0:.1f} s")
+    print(f"\nwhat a graph of floats and integers holds: {figure(in_all, len(inside))} pass "
+          f"(python {figure(in_py, len(inside))}, cli {figure(in_cli, len(inside))})")
+    print(f"the whole suite: {figure(pass_all, total)} pass (python {figure(pass_py, total)}, "
+          f"cli {figure(pass_cli, total)}); {time.perf_counter() - t0:.1f} s")
     print(f"test_onnx_conformance: {'FAIL' if bad else 'PASS'}")
     return 1 if bad else 0
 

@@ -13,7 +13,10 @@ and repeat (Tile). Then the ONNX ops
 the importer composes of graph ops (Clip, Mean, PRelu, Celu, Mish,
 Softsign, ThresholdedRelu, Shrink, the Reduce ops, GlobalMaxPool,
 LpNormalization, MeanVarianceNormalization, RMSNormalization, Trilu,
-Tile), one node each: forward against onnx's reference, gradients against
+Tile, CumSum, DepthToSpace, SpaceToDepth, Swish, Resize, ReduceProd,
+CumProd, CenterCropPad, TopK, Attention, RotaryEmbedding, GatherND, Compress,
+ScatterND, ScatterElements, LpPool, Einsum, RNN, LRN, SwiGLU, MaxUnpool), one node each:
+forward against onnx's reference, gradients against
 central finite differences of the reference in double.
 
 Each case's module m(*inputs) is wrapped as loss = sum(m(*inputs) * r)
@@ -346,13 +349,18 @@ def group_normalization_opsets(workdir):
 
 # ONNX ops the importer composes of graph ops, one node each, whose
 # gradient no exporter case above reaches: (case, op type, attributes,
-# opset, x, the node's other inputs as (name, value, trained)). A trained
+# opset, x, the node's other inputs as (name, value, trained); name "" an
+# omitted optional input). A trained
 # input is an initializer the import makes a parameter; the others are
 # settings (bounds, axes, k, repeats).
 def composed_cases():
     rng = np.random.default_rng(5)
     x = rng.standard_normal((2, 3, 4, 5))
     pos = np.abs(x) + 0.5
+    # MaxUnpool: [2,3,2,2] values, each at a position of its 2x2 window of [2,3,4,4]
+    xu = rng.standard_normal((2, 3, 2, 2))
+    n_, c_, i_, j_ = np.indices(xu.shape)
+    unpool_at = ((n_ * 3 + c_) * 4 + 2 * i_ + rng.integers(0, 2, xu.shape)) * 4 + 2 * j_ + rng.integers(0, 2, xu.shape)
     return [
         ("clip", "Clip", {}, 13, x, [("lo", np.array(-0.5), False), ("hi", np.array(0.7), False)]),
         ("clip_opset10", "Clip", {"min": -0.3, "max": 0.4}, 10, x, []),
@@ -378,6 +386,45 @@ def composed_cases():
          [("scale", rng.standard_normal((4, 5)), True)]),
         ("trilu_lower_k1", "Trilu", {"upper": 0}, 14, x, [("k", np.array(1), False)]),
         ("tile", "Tile", {}, 13, x[:, :, :2], [("repeats", np.array([1, 2, 1, 3]), False)]),
+        ("cumsum", "CumSum", {}, 14, x, [("axis", np.array(-1), False)]),
+        ("cumsum_exclusive_reverse", "CumSum", {"exclusive": 1, "reverse": 1}, 14, x, [("axis", np.array(1), False)]),
+        ("depth_to_space_crd", "DepthToSpace", {"blocksize": 2, "mode": "CRD"}, 13, rng.standard_normal((2, 8, 2, 3)), []),
+        ("space_to_depth", "SpaceToDepth", {"blocksize": 2}, 13, rng.standard_normal((2, 2, 4, 6)), []),
+        ("swish", "Swish", {"alpha": 0.7}, 24, x, []),
+        # Resize: roi omitted (""), then scales or sizes
+        ("resize_linear", "Resize", {"mode": "linear"}, 19, x, [("", None, False), ("scales", np.array([1, 1, 2, 0.6]), False)]),
+        ("resize_nearest_asymmetric", "Resize", {"mode": "nearest", "coordinate_transformation_mode": "asymmetric"}, 13, x,
+         [("", None, False), ("scales", np.array([1, 1, 1.5, 2]), False)]),
+        ("resize_cubic_antialias", "Resize", {"mode": "cubic", "antialias": 1}, 19, x,
+         [("", None, False), ("", None, False), ("sizes", np.array([2, 3, 3, 3]), False)]),
+        ("reduce_prod", "ReduceProd", {"keepdims": 0}, 18, x, [("axes", np.array([1, 3]), False)]),
+        ("cumprod_exclusive_reverse", "CumProd", {"exclusive": 1, "reverse": 1}, 26, x, [("axis", np.array(3), False)]),
+        ("center_crop_pad", "CenterCropPad", {"axes": [2, 3]}, 18, x, [("shape", np.array([2, 7]), False)]),
+        ("topk_smallest", "TopK", {"largest": 0, "axis": 1}, 11, x, [("k", np.array([2]), False)]),
+        # Q is x; K, V (and the additive mask) trained initializers
+        ("attention_causal_softcap", "Attention", {"is_causal": 1, "softcap": 2.0}, 23, x,
+         [("k", rng.standard_normal((2, 3, 6, 5)), True), ("v", rng.standard_normal((2, 3, 6, 5)), True)]),
+        ("attention_grouped_mask", "Attention", {"scale": 0.3}, 23, x,
+         [("k", rng.standard_normal((2, 1, 6, 5)), True), ("v", rng.standard_normal((2, 1, 6, 7)), True),
+          ("mask", rng.standard_normal((4, 6)), True)]),
+        ("rotary_interleaved", "RotaryEmbedding", {"interleaved": 1}, 23, rng.standard_normal((2, 3, 4, 6)),
+         [("cos", rng.standard_normal((2, 4, 3)), True), ("sin", rng.standard_normal((2, 4, 3)), True)]),
+        ("gathernd_batch_dims", "GatherND", {"batch_dims": 1}, 13, x, [("indices", np.array([[[0, 1], [2, 3]], [[1, 0], [0, 3]]]), False)]),
+        ("compress_axis", "Compress", {"axis": 2}, 11, x, [("condition", np.array([True, False, True, True]), False)]),
+        # index 0 twice: two layers of adds
+        ("scatternd_add", "ScatterND", {"reduction": "add"}, 16, x,
+         [("indices", np.array([[0], [1], [0]]), False), ("updates", rng.standard_normal((3, 3, 4, 5)), True)]),
+        ("scatter_elements_max", "ScatterElements", {"axis": 1, "reduction": "max"}, 18, x,
+         [("indices", rng.integers(0, 3, (2, 2, 4, 5)), False), ("updates", rng.standard_normal((2, 2, 4, 5)), True)]),
+        ("lppool_p3", "LpPool", {"kernel_shape": [2, 2], "p": 3, "strides": [1, 2]}, 18, pos, []),
+        ("einsum_matmul", "Einsum", {"equation": "abij,akj->abik"}, 12, x, [("w", rng.standard_normal((2, 6, 5)), True)]),
+        ("einsum_diagonal", "Einsum", {"equation": "...ii->...i"}, 12, rng.standard_normal((2, 3, 4, 4)), []),
+        # N = C: onnx's reference LRN walks the channels over range(N)
+        ("lrn", "LRN", {"size": 3, "alpha": 0.1, "beta": 0.6, "bias": 1.5}, 13, rng.standard_normal((3, 3, 2, 4)), []),
+        ("swiglu", "SwiGLU", {"alpha": 1.3}, 28, x, [("b", rng.standard_normal((2, 3, 4, 5)), True)]),
+        ("max_unpool", "MaxUnpool", {"kernel_shape": [2, 2], "strides": [2, 2]}, 11, xu, [("I", unpool_at, False)]),
+        ("rnn_bidirectional", "RNN", {"hidden_size": 3, "direction": "bidirectional"}, 14, rng.standard_normal((4, 2, 5)),
+         [("W", rng.standard_normal((2, 3, 5)), True), ("R", rng.standard_normal((2, 3, 3)), True), ("B", rng.standard_normal((2, 6)), True)]),
     ]
 
 
@@ -392,8 +439,8 @@ def composed_model(op, attrs, opset, x, extra, ftype):
     np_t = np.float32 if ftype == TensorProto.FLOAT else np.float64
     inits, inputs = [], [helper.make_tensor_value_info("x", ftype, x.shape)]
     feeds = {"p": np.zeros(x.shape)} | {n: v for n, v, trained in extra if trained}
-    for n, v in [("p", feeds["p"])] + [(n, v) for n, v, _ in extra]:
-        arr = v.astype(np.int64) if v.dtype.kind == "i" else v.astype(np_t)
+    for n, v in [("p", feeds["p"])] + [(n, v) for n, v, _ in extra if n]:  # "": an omitted input
+        arr = v.astype(np.int64) if v.dtype.kind == "i" else v if v.dtype.kind == "b" else v.astype(np_t)
         if ftype == TensorProto.DOUBLE and n in feeds:
             inputs.append(helper.make_tensor_value_info(n, ftype, v.shape))
         else:
@@ -447,7 +494,10 @@ def composed_refusals(workdir):
            ("Celu", {"alpha": 0.0}, [], "non-zero alpha"),
            ("Tile", {}, [("repeats", np.array([2], np.int64))], "one per dimension"),
            ("Trilu", {}, [("k", None)], "must be a constant"),
-           ("GlobalMaxPool", {}, [], "at least 3 dimensions")]
+           ("GlobalMaxPool", {}, [], "at least 3 dimensions"),
+           ("TopK", {}, [("k", None)], "must be a constant"),
+           ("LpPool", {"kernel_shape": [2], "ceil_mode": 1}, [], "ceil_mode 1"),
+           ("DepthToSpace", {"blocksize": 2}, [], "[N,C,H,W]")]
     for op, attrs, extra, want in bad:
         inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)]
         inits = [onnx.numpy_helper.from_array(v, n) for n, v in extra if v is not None]

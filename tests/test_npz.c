@@ -125,6 +125,14 @@ int main(int argc, char **argv) {
     snprintf(bad, sizeof bad, "%s/text.npz", tmpdir);
     write_bytes(bad, "hello, this is not a zip archive at all", 39);
     expect_load_error(bad, TS_ERR_FORMAT, "not a zip", "text.npz");
+    /* an archive of no arrays, as numpy's np.savez() writes it: the
+     * end-of-central-directory record alone */
+    snprintf(bad, sizeof bad, "%s/none.npz", tmpdir);
+    write_bytes(bad, "PK\x05\x06\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 22);
+    z = NULL;
+    CHECK_OK(ts_npz_load(bad, &z), "an archive of no arrays opens");
+    CHECK(z && ts_npz_count(z) == 0 && ts_npz_find(z, "x") == NULL, "... and holds none");
+    ts_npz_free(z);
     /* a truncated archive: the first half of a good one */
     FILE *f = fopen(path, "rb");
     static unsigned char buf[4096];

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# test_onnx_conformance.sh -- ONNX's own backend node test cases for every op
-# type the ONNX importer lists, imported and run as inference models through
-# the Python package (tests/onnx_conformance.py says how). The package in
-# python/ is loaded against this build's libtensorscope.so; onnx (pinned, with
-# the packages it needs) lives in a venv under the build dir, made once by
-# py_venv.sh. Needs PyPI the first time: without it the test fails, it does
-# not skip. Fails on a failing case missing from
-# tests/onnx_conformance_expected_failures.txt and on a listed case that
-# passes. `--write-expected` regenerates that list; other arguments go to the
-# script (`--only REGEX`, `-v`).
+# test_onnx_conformance.sh -- every one of ONNX's backend node test cases,
+# imported and run as inference models through the Python package and
+# through the CLI's `tensorscope compare` (tests/onnx_conformance.py says
+# how), a case of an op the importer lacks counted as failed. Prints the
+# figure over the cases a graph of floats and integers can hold and over the
+# whole suite. The package in python/ is loaded against this build's
+# libtensorscope.so; onnx (pinned, with the packages it needs) lives in a
+# venv under the build dir, made once by py_venv.sh. Needs PyPI the first
+# time: without it the test fails, it does not skip. Fails on a failing case
+# missing from tests/onnx_conformance_expected_failures.txt and on a listed
+# case that passes. `--write-expected` regenerates that list; other
+# arguments go to the script (`--only REGEX`, `-v`).
 # needs: onnx
 set -u
 build=${TS_BUILD_DIR:-build}
@@ -25,5 +27,6 @@ flock -u 9
 py_sanitizer_preload "$build"
 
 cd "$build" || fail "cannot cd to $build"
-TENSORSCOPE_LIBRARY=$build/libtensorscope.so PYTHONPATH=$src/python TS_SOURCE_DIR=$src \
+[ -x "$build/tensorscope" ] || fail "$build/tensorscope is missing: build the CLI first (cmake --build $build)"
+TENSORSCOPE_LIBRARY=$build/libtensorscope.so PYTHONPATH=$src/python TS_SOURCE_DIR=$src TS_CLI=$build/tensorscope \
     exec "$VENV/bin/python" "$src/tests/onnx_conformance.py" "$@"

@@ -144,8 +144,41 @@ static void test_own_optimizer(void) {
     ts_graph_free(got.g);
 }
 
+/* A tensor that only ops without a backward read (a comparison) has a
+ * gradient of 0, not a buffer nothing wrote, which its own op's backward
+ * reads. loss = sum(p * (ReduceMax(p, 1) > 0)): dloss/dp is the 0/1
+ * factor, nothing through the max (its backward adds 0 at each row's
+ * maximum). */
+static void test_no_backward_reader(void) {
+    net n = {ts_graph_new(7), NULL};
+    ts_tensor *p = ts_param(n.g, "p", 2, (int64_t[]){2, 3});
+    float v[6] = {0.5f, -1.0f, 2.0f, -3.0f, -0.5f, -2.0f}, zero = 0.0f; /* row 0's max is above 0, row 1's is not */
+    ts_array pa = ts_array_f32(v, 2, (int64_t[]){2, 3}), za = ts_array_f32(&zero, 0, NULL);
+    CHECK_OK(ts_param_set(p, &pa), "set p");
+    int ax = 1;
+    ts_tensor *max = ts_reduce_max(n.g, p, 1, &ax, 1);
+    n.loss = ts_sum(n.g, ts_mul(n.g, p, ts_binary(n.g, "Greater", max, ts_constant(n.g, "zero", &za))));
+    CHECK(n.loss != NULL, "graph: %s", ts_last_error());
+    ts_options *o = ts_options_new();
+    ts_options_anchor(o, NULL, "Gradient___p", TS_OUTPUT_FINAL, 0);
+    ts_model *m = NULL;
+    CHECK_OK(ts_model_training(&m, n.g, n.loss, o, ts_sgd(0.0f, 0.0f, 0.0f)), "training model");
+    CHECK_OK(ts_model_run(m, NULL, NULL, 0), "step");
+    ts_array gp;
+    CHECK_OK(ts_model_anchored(m, "Gradient___p", &gp), "p's gradient");
+    const float *gv = gp.data, want[6] = {1, 1, 1, 0, 0, 0};
+    int same = 1;
+    for (int i = 0; i < 6; i++) same = same && gv[i] == want[i];
+    CHECK(same, "p's gradient is the 0/1 factor: %g %g %g %g %g %g", (double)gv[0], (double)gv[1], (double)gv[2], (double)gv[3], (double)gv[4],
+          (double)gv[5]);
+    ts_model_free(m);
+    ts_options_free(o);
+    ts_graph_free(n.g);
+}
+
 int main(void) {
     test_stop_gradient();
+    test_no_backward_reader();
     test_frozen();
     test_own_optimizer();
     return check_summary("test_param_train");

@@ -949,14 +949,23 @@ static void gone_by_export(ts_graph *g, const weights_note *wn, row *rw) {
     rw->status = R_SKIP;
 }
 
+/* The run's batch: dim 0 of the first array of the inputs that has dims;
+ * 1 where none has (a model of scalar inputs, or of none). */
+static long batch_of(dump *inputs) {
+    for (size_t i = 0; i < cli_dump_count(inputs); i++) {
+        const ts_array *v = cli_dump_array(inputs, i);
+        if (v && v->ndim >= 1) return (long)v->shape[0];
+    }
+    return 1;
+}
+
 /* Runs the model once on the inputs with every resolved row anchored;
  * fills each row's comparison. */
 static int run_model(const compare_args *a, dump *inputs, dump *ref, row *rows, int n_rows, cli_model *cm, ts_model **mp, weights_note *wn) {
-    const char *iname = cli_dump_count(inputs) ? cli_dump_name(inputs, 0) : NULL;
-    const ts_array *first = iname ? cli_dump_array(inputs, 0) : NULL;
-    if (!first || first->ndim < 1) return cli_usage_error("compare", "--inputs %s holds no array with a batch dimension", a->inputs);
+    long batch = batch_of(inputs);
+    if (batch < 1) return cli_usage_error("compare", "--inputs %s: the batch (dim 0 of its first array that has dims) is empty", a->inputs);
     cli_import imp = model_import(a, inputs);
-    ts_status st = cli_model_open(a->model, (long)first->shape[0], 0, NULL, &imp, cm);
+    ts_status st = cli_model_open(a->model, batch, 0, NULL, &imp, cm);
     if (cm->unknown) return cli_unknown_model("compare", a->model);
     if (st) return cm->error[0] ? cli_usage_error("compare", "%s", cm->error) : cli_runtime_error("building the model");
     if (a->weights && ts_graph_load_weights_matching(cm->g, a->weights, note_skipped, wn, &wn->loaded))
@@ -1033,6 +1042,10 @@ static int run_model(const compare_args *a, dump *inputs, dump *ref, row *rows, 
             if (bad < 0) return cli_runtime_error("converting inputs");
             return cli_usage_error("compare", "--inputs %s: '%s' holds %.17g at [%lld]; the model's input takes int32 ids or labels (they are "
                                    "not wrapped)", a->inputs, ts_tensor_name(t), bad_v, (long long)bad);
+        }
+        if (info.ndim == 0 && arrays[n_in].ndim == 0) { /* a scalar input: the run's one micro-batch of it */
+            arrays[n_in].ndim = 1;
+            arrays[n_in].shape[0] = 1;
         }
         names[n_in++] = ts_tensor_name(t);
     }
@@ -1169,8 +1182,7 @@ int cmd_compare(int argc, char **argv) {
         /* resolve names on a throwaway build (batch 1) to know what to anchor */
         cli_model probe = {0};
         /* the run's batch size: an export may have it folded into reshapes */
-        const ts_array *first_in = cli_dump_count(&inputs) ? cli_dump_array(&inputs, 0) : NULL;
-        long probe_batch = first_in && first_in->ndim > 0 ? (long)first_in->shape[0] : 1;
+        long probe_batch = batch_of(&inputs);
         cli_import imp = model_import(&a, &inputs);
         ts_status pst = cli_model_open(a.model, probe_batch, 0, NULL, &imp, &probe);
         if (pst && (probe.error[0] || probe.unknown)) {

@@ -316,7 +316,9 @@ static ts_status open_onnx(const char *path, long batch, const cli_list *prints,
         const char *loss = given ? imp->loss : scores && made_by(scores, "LogSoftmax") ? "nll" : "cross_entropy";
         bool mse = strcasecmp(loss, "mse") == 0;
         /* cross entropy also takes [batch, ..., classes] (a language model's [B,T,V]); mse against arrays any rank */
-        bool fits = scores && (mse && arrays ? info.ndim >= 1 : info.ndim == 2 || (info.ndim > 2 && strcasecmp(loss, "cross_entropy") == 0));
+        /* integer outputs (ids, indices, counts) take no loss */
+        bool fits = scores && info.dtype == TS_F32 &&
+                    (mse && arrays ? info.ndim >= 1 : info.ndim == 2 || (info.ndim > 2 && strcasecmp(loss, "cross_entropy") == 0));
         if (!fits && arrays && !given) { /* no loss: the file's outputs as they are, its scalar one the loss if it has no other */
             m->logp = scores;
             m->loss = scores ? NULL : file_loss;

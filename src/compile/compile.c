@@ -764,10 +764,21 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
         case TS_KIND_STEP: en->data = s ? &s->step : NULL; break;
         }
     }
-    /* a gradient is zeroed right before the first backward that adds to it */
+    /* a gradient is zeroed right before the first backward that adds to it;
+     * one that no backward adds to (only ops without one, a comparison,
+     * read the tensor) right before its own backward reads it: 0 */
     for (int k = L - 1; k >= 0; k--) {
         int c = p->order[k];
         if (!p->needs_grad[c]) continue;
+        if (last_grad[c] < 0 && c != m->loss && g->t[c]->op != TS_OP_PARAM && !p->grad_shared[c]) {
+            int *z = ts_realloc(p->zero_before[c], (size_t)(p->n_zero_before[c] + 1) * sizeof *z);
+            if (!z) {
+                ts_free(fwd), ts_free(iv), ts_free(iv_entry);
+                return TS_ERR_OUT_OF_MEMORY;
+            }
+            p->zero_before[c] = z;
+            z[p->n_zero_before[c]++] = p->grad_entry[c];
+        }
         const ts_tensor *ct = g->t[c];
         for (int j = 0; j < ct->n_in; j++) {
             int i = ct->in[j];

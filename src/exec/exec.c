@@ -191,6 +191,13 @@ static ts_status backward(ts_model *m, int64_t mb) {
             ts_observe_guard(m, &p->entries[p->grad_entry[i]]);
             m->backend->fill(m->stream, p->entries[p->grad_entry[i]].data, m->scaling ? (float)m->loss_scale : 1.0f, 1);
         }
+        /* the gradients this backward is the first to add to (and its own
+         * where none adds to it) start at 0 */
+        for (int z = 0; z < p->n_zero_before[i]; z++) {
+            ts_entry *e = &p->entries[p->zero_before[i][z]];
+            ts_observe_guard(m, e);
+            m->backend->zero(m->pool, e->data, e->numel);
+        }
         if (ts_dtype_is_half(t->grid)) { /* a 16-bit tensor's gradient is one too, once every consumer added its part */
             ts_entry *ge = &p->entries[p->grad_entry[i]];
             ts_observe_guard(m, ge);
@@ -206,11 +213,6 @@ static ts_status backward(ts_model *m, int64_t mb) {
         }
         const ts_op_def *def = ts_op_get(t->op);
         if (!def->has_backward || p->grad_shared[i]) continue; /* a view whose input's gradient is its own: nothing to add */
-        for (int z = 0; z < p->n_zero_before[i]; z++) {
-            ts_entry *e = &p->entries[p->zero_before[i][z]];
-            ts_observe_guard(m, e);
-            m->backend->zero(m->pool, e->data, e->numel);
-        }
         ts_kctx kc = make_ctx(m, i, mb);
         ts_op_call call = {i, true, mb, &kc, 0, 0};
         ts_status st = ts_op_chain_run(m->chain.before, m->chain.n_before, m, &call);

@@ -1393,6 +1393,41 @@ static ts_tensor *pool_axes(importer *im, ts_tensor *x, const window *win, int a
     return max ? ts_max_pool2d(im->g, x, &p) : ts_avg_pool2d(im->g, x, &p);
 }
 
+/* x pooled by the window win (1, 2 or 3 axes; auto_pad resolved here)
+ * into *y, MaxPool's indices into *idx where `indices` asks (1 row-major,
+ * 2 column-major). */
+static ts_status pool_window(importer *im, ts_tensor *x, window *w, bool max, bool exclude, bool ceil_mode, int indices, ts_tensor **out,
+                             ts_tensor **out_idx) {
+    window win = *w;
+    ts_status st;
+    const int r = win.rank;
+    if (x->shape.ndim != r + 2)
+        return node_error(im, TS_ERR_SHAPE, "a %d-D window pools %s inputs; this one has %d dimensions", r,
+                          (const char *[]){"[N,C,L]", "[N,C,H,W]", "[N,C,D,H,W]"}[r - 1], x->shape.ndim);
+    if ((st = window_auto_pad(im, &win, x->shape.d + 2))) return st;
+    const int64_t *d = x->shape.d;
+    ts_tensor *y, *idx = NULL;
+    if (r == 1) { /* a 1-D index q*L + l is the [N,C,1,L] pool's, in either storage order */
+        y = ts_reshape(im->g, x, 4, (int64_t[]){d[0], d[1], 1, d[2]});
+        y = y ? pool_axes(im, y, &win, -1, 0, max, exclude, ceil_mode, indices ? 1 : 0, &idx) : NULL;
+        int64_t s3[3] = {d[0], d[1], y ? y->shape.d[3] : 0};
+        if (y) y = ts_reshape(im->g, y, 3, s3);
+        if (y && idx) idx = ts_reshape(im->g, idx, 3, s3);
+    } else if (r == 2) {
+        y = pool_axes(im, x, &win, 0, 1, max, exclude, ceil_mode, indices, &idx);
+    } else {
+        y = ts_reshape(im->g, x, 4, (int64_t[]){d[0], d[1] * d[2], d[3], d[4]});
+        y = y ? pool_axes(im, y, &win, 1, 2, max, exclude, ceil_mode, 0, NULL) : NULL;
+        int64_t OH = y ? y->shape.d[2] : 0, OW = y ? y->shape.d[3] : 0;
+        if (y) y = ts_reshape(im->g, y, 4, (int64_t[]){d[0], d[1], d[2], OH * OW});
+        y = y ? pool_axes(im, y, &win, 0, -1, max, exclude, ceil_mode, 0, NULL) : NULL;
+        if (y) y = ts_reshape(im->g, y, 5, (int64_t[]){d[0], d[1], y->shape.d[2], OH, OW});
+    }
+    *out = y;
+    if (out_idx) *out_idx = idx;
+    return y ? TS_OK : ts_graph_status(im->g);
+}
+
 /* MaxPool and AveragePool over 1, 2 or 3 spatial axes, MaxPool's Indices
  * (storage_order 0 or 1) over 1 or 2.
  * 1-D pools [N,C,L] as [N,C,1,L]; 3-D pools H,W of [N,C*D,H,W], then D of
@@ -1414,33 +1449,34 @@ static ts_status op_pool(importer *im, node_io *io) {
         if (win.rank == 3) return node_error(im, TS_ERR_UNSUPPORTED, "MaxPool's indices output is available for 1-D and 2-D windows, not 3-D");
         indices = column_major ? 2 : 1;
     }
-    ts_tensor *x = as_f32(im, io->in[0], &st); /* integers pooled as f32 */
-    if (!x) return st;
-    const int r = win.rank;
-    if (x->shape.ndim != r + 2)
-        return node_error(im, TS_ERR_SHAPE, "a %d-D window pools %s inputs; this one has %d dimensions", r,
-                          (const char *[]){"[N,C,L]", "[N,C,H,W]", "[N,C,D,H,W]"}[r - 1], x->shape.ndim);
-    if ((st = window_auto_pad(im, &win, x->shape.d + 2))) return st;
-    const int64_t *d = x->shape.d;
-    bool exclude = !max && !include_pad;
-    ts_tensor *y, *idx = NULL;
-    if (r == 1) { /* a 1-D index q*L + l is the [N,C,1,L] pool's, in either storage order */
-        y = ts_reshape(im->g, x, 4, (int64_t[]){d[0], d[1], 1, d[2]});
-        y = y ? pool_axes(im, y, &win, -1, 0, max, exclude, ceil_mode, indices ? 1 : 0, &idx) : NULL;
-        int64_t s3[3] = {d[0], d[1], y ? y->shape.d[3] : 0};
-        if (y) y = ts_reshape(im->g, y, 3, s3);
-        if (y && idx) idx = ts_reshape(im->g, idx, 3, s3);
-    } else if (r == 2) {
-        y = pool_axes(im, x, &win, 0, 1, max, exclude, ceil_mode, indices, &idx);
-    } else {
-        y = ts_reshape(im->g, x, 4, (int64_t[]){d[0], d[1] * d[2], d[3], d[4]});
-        y = y ? pool_axes(im, y, &win, 1, 2, max, exclude, ceil_mode, 0, NULL) : NULL;
-        int64_t OH = y ? y->shape.d[2] : 0, OW = y ? y->shape.d[3] : 0;
-        if (y) y = ts_reshape(im->g, y, 4, (int64_t[]){d[0], d[1], d[2], OH * OW});
-        y = y ? pool_axes(im, y, &win, 0, -1, max, exclude, ceil_mode, 0, NULL) : NULL;
-        if (y) y = ts_reshape(im->g, y, 5, (int64_t[]){d[0], d[1], y->shape.d[2], OH, OW});
-    }
+    ts_tensor *x = as_f32(im, io->in[0], &st), *y = NULL, *idx = NULL; /* integers pooled as f32 */
+    if (!x || (st = pool_window(im, x, &win, max, !max && !include_pad, ceil_mode, indices, &y, &idx))) return st;
     if (indices && (st = built(im, idx, &io->out[1]))) return st;
+    return built(im, y, &io->out[0]);
+}
+
+/* LpPool: (sum over the window of |x|^p)^(1/p), the padding zeros: the
+ * average pool of |x|^p counting the padding, times the window's size;
+ * ceil_mode's partial last windows are not available. */
+static ts_status op_lp_pool(importer *im, node_io *io) {
+    window win;
+    bool ceil_mode = false;
+    int p;
+    ts_status st = window_attrs(im, &win, 0);
+    if (!st) st = attr_flag(im, "ceil_mode", &ceil_mode);
+    if (!st) st = attr_int32(im, "p", 2, 1, 64, &p);
+    if (st) return st;
+    if (!win.has_kernel) return node_error(im, TS_ERR_FORMAT, "its attribute 'kernel_shape' is missing");
+    if (ceil_mode) return node_error(im, TS_ERR_UNSUPPORTED, "ceil_mode 1 is not available for LpPool; ceil_mode 0 is");
+    ts_tensor *x = as_f32(im, io->in[0], &st), *y = NULL;
+    if (!x) return st;
+    ts_graph *g = im->g;
+    ts_tensor *a = p == 2 ? ts_mul(g, x, x) : p == 1 ? ts_abs(g, x) : ts_pow(g, ts_abs(g, x), (float)p);
+    if (!a || (st = pool_window(im, a, &win, false, false, false, 0, &y, NULL))) return st ? st : ts_graph_status(g);
+    double k = 1;
+    for (int i = 0; i < win.rank; i++) k *= win.kernel[i];
+    y = ts_scale(g, y, (float)k);
+    y = p == 1 ? y : p == 2 ? ts_sqrt(g, y) : ts_pow(g, y, 1.0f / (float)p);
     return built(im, y, &io->out[0]);
 }
 
@@ -1762,17 +1798,29 @@ static ts_status op_gather(importer *im, node_io *io) {
     return built(im, ts_gather(im->g, w, i, axis), &io->out[0]);
 }
 
+/* The product of x along `axis`, kept as 1: halves multiplied together
+ * (the odd one out carried), log2(n) Muls whose gradients are theirs. */
+static ts_tensor *product_along(ts_graph *g, ts_tensor *x, int axis) {
+    while (x && x->shape.d[axis] > 1) {
+        int64_t n = x->shape.d[axis], h = n / 2;
+        ts_tensor *m = ts_mul(g, ts_slice(g, x, axis, 0, h), ts_slice(g, x, axis, h, h));
+        x = n % 2 ? ts_concat(g, (ts_tensor *[]){m, ts_slice(g, x, axis, n - 1, 1)}, 2, axis) : m;
+    }
+    return x;
+}
+
 /* The Reduce ops over their axes: the attribute before the opset that
  * made them input 1 (ReduceSum 13, the others 18), the input from then on;
  * absent (or, from then on, an empty list) means every axis, or none with
  * noop_with_empty_axes=1: the identity. keepdims. ReduceMean, ReduceSum
  * and ReduceMax are graph ops; the others are composed of them: ReduceMin
  * -max(-x), ReduceL1 sum|x|, ReduceL2 sqrt(sum x^2), ReduceSumSquare
- * sum x^2, ReduceLogSum log(sum x), ReduceLogSumExp m + log(sum e^(x-m))
+ * sum x^2, ReduceLogSum log(sum x), ReduceProd product_along each axis,
+ * ReduceLogSumExp m + log(sum e^(x-m))
  * with m the maximum (no gradient through m: its terms cancel). */
 static ts_status op_reduce(importer *im, node_io *io) {
     const char *op = im->node->op_type;
-    int input_since = strcmp(op, "ReduceSum") == 0 ? 13 : 18;
+    int input_since = strcmp(op, "ReduceSum") == 0 ? 13 : 18; /* ReduceProd's too: 18 */
     int64_t axes[TS_MAX_DIMS];
     int n = 0, keepdims, noop = 0;
     ts_status st = axes_of(im, io, 1, input_since, axes, &n);
@@ -1802,6 +1850,19 @@ static ts_status op_reduce(importer *im, node_io *io) {
     else if (strcmp(op, "ReduceL2") == 0) y = ts_sqrt(g, ts_reduce_sum(g, ts_mul(g, x, x), n, ax, keep));
     else if (strcmp(op, "ReduceSumSquare") == 0) y = ts_reduce_sum(g, ts_mul(g, x, x), n, ax, keep);
     else if (strcmp(op, "ReduceLogSum") == 0) y = ts_log(g, ts_reduce_sum(g, x, n, ax, keep));
+    else if (strcmp(op, "ReduceProd") == 0) {
+        y = x;
+        for (int i = 0; i < n && y; i++) y = product_along(g, y, ax[i]);
+        if (y && !keep) {
+            ts_shape s = {0};
+            for (int d = 0; d < y->shape.ndim; d++) {
+                bool reduced = false;
+                for (int i = 0; i < n; i++) reduced = reduced || ax[i] == d;
+                if (!reduced) s.d[s.ndim++] = y->shape.d[d];
+            }
+            y = ts_reshape(g, y, s.ndim, s.d);
+        }
+    }
     else { /* ReduceLogSumExp */
         ts_tensor *m = ts_stop_gradient(g, ts_reduce_max(g, x, n, ax, 1));
         ts_tensor *mo = keep ? m : ts_stop_gradient(g, ts_reduce_max(g, x, n, ax, 0));
@@ -1862,6 +1923,12 @@ static ts_status op_split(importer *im, node_io *io) {
     }
     int64_t start = 0;
     for (int i = 0; i < n && !st; i++) {
+        if (sizes[i] == 0) { /* an empty part: a constant of no values, which a Concat skips */
+            ts_shape es = x->shape;
+            es.d[axis] = 0;
+            st = fold_result(im, ts_const_fill(&es, TS_ONNX_FLOAT, 0.0, &io->out[i].c));
+            continue;
+        }
         st = built(im, ts_slice(im->g, x, axis, start, sizes[i]), &io->out[i]);
         start += sizes[i];
     }
@@ -1929,11 +1996,14 @@ static ts_status op_concat(importer *im, node_io *io) {
     if (all_const) return op_fold(im, io);
     ts_tensor *xs[MAX_NODE_IO];
     ts_status st = TS_OK;
-    for (int i = 0; i < io->n_in; i++)
-        if (!io->in[i] || !(xs[i] = as_tensor(im, io->in[i], &st))) return st ? st : node_error(im, TS_ERR_FORMAT, "input %d is missing", i);
+    int n = 0;
+    for (int i = 0; i < io->n_in; i++) {
+        if (io->in[i] && is_const(io->in[i]) && !io->in[i]->param && ts_shape_numel(&io->in[i]->c.shape) == 0) continue; /* an empty part (a Split's) adds nothing */
+        if (!io->in[i] || !(xs[n++] = as_tensor(im, io->in[i], &st))) return st ? st : node_error(im, TS_ERR_FORMAT, "input %d is missing", i);
+    }
     int axis;
     if ((st = attr_axis(im, "axis", 0, xs[0]->shape.ndim, false, &axis))) return st;
-    return built(im, ts_concat(im->g, xs, io->n_in, axis), &io->out[0]);
+    return built(im, n == 1 ? xs[0] : ts_concat(im->g, xs, n, axis), &io->out[0]);
 }
 
 /* Where: folded on constants; a constant condition choosing a constant
@@ -2096,7 +2166,7 @@ static ts_status op_group_norm(importer *im, node_io *io) {
     return group_norm(im, io, G, !since(im, 21));
 }
 
-/* LSTM and GRU, unrolled over the sequence (onnx_rnn.c): initializers
+/* LSTM, GRU and RNN, unrolled over the sequence (onnx_rnn.c): initializers
  * as parameters under their names, other constants as their values; an
  * initial state (inputs 5 and 6) given as an initializer is a constant
  * state, not a parameter (exporters write zeros of the example's batch). */
@@ -2338,6 +2408,1265 @@ static ts_status op_tile(importer *im, node_io *io) {
     return built(im, x, &io->out[0]);
 }
 
+/* A graph constant `<scope>/<what>:<k>` of `shape` whose n values
+ * fill(ctx, v) writes (the host copy charged while it lives). */
+static ts_tensor *computed_constant(importer *im, const char *what, const ts_shape *shape, void (*fill)(const void *, float *),
+                                   const void *ctx, ts_status *st) {
+    int64_t n = ts_shape_numel(shape);
+    uint64_t bytes = (uint64_t)(n ? n : 1) * 4;
+    if ((*st = ts_const_charge(bytes))) {
+        *st = fold_result(im, *st);
+        return NULL;
+    }
+    float *v = ts_malloc((size_t)bytes);
+    char *name = v ? ts_graph_op_output_name(im->g, what) : NULL;
+    if (name) fill(ctx, v);
+    ts_tensor *t = name ? f32_constant(im, name, shape, v) : NULL;
+    ts_free(name);
+    ts_free(v);
+    ts_const_release(bytes);
+    if (!t) *st = ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
+    return t;
+}
+
+typedef struct iota_ctx {
+    int64_t n;
+} iota_ctx;
+static void fill_iota(const void *ctx, float *v) {
+    for (int64_t i = 0; i < ((const iota_ctx *)ctx)->n; i++) v[i] = (float)i;
+}
+
+/* 0, 1, ..., n-1 along `axis` of a rank-`ndim` tensor ([n,1,...,1] from
+ * that axis on), broadcasting against it. */
+static ts_tensor *iota_along(importer *im, int64_t n, int axis, int ndim, ts_status *st) {
+    ts_shape s = {.ndim = ndim - axis, .d = {n}};
+    for (int d = 1; d < s.ndim; d++) s.d[d] = 1;
+    return computed_constant(im, "Positions", &s, fill_iota, &(iota_ctx){n}, st);
+}
+
+/* The position (in f32) along `axis` of x's maximum (min: minimum),
+ * the first one (last: the last one), the axis kept as 1: where x equals
+ * its maximum the position, elsewhere out of range, reduced by max. */
+static ts_tensor *arg_extreme(importer *im, ts_tensor *x, int axis, bool min, bool last, ts_status *st) {
+    ts_graph *g = im->g;
+    int64_t n = x->shape.d[axis];
+    ts_tensor *xs = min ? ts_scale(g, x, -1.0f) : x, *pos = xs ? iota_along(im, n, axis, x->shape.ndim, st) : NULL;
+    if (!pos) return NULL;
+    ts_tensor *at = ts_binary(g, "Equal", xs, ts_reduce_max(g, xs, 1, &axis, 1)), *y;
+    if (last) y = ts_reduce_max(g, ts_where(g, at, pos, scalar_constant(im, "Before", -1.0f)), 1, &axis, 1);
+    else y = ts_scale(g, ts_reduce_max(g, ts_where(g, at, ts_scale(g, pos, -1.0f), scalar_constant(im, "After", (float)-n)), 1, &axis, 1), -1.0f);
+    if (!y && !*st) *st = ts_graph_status(im->g);
+    return y;
+}
+
+/* ArgMax and ArgMin along `axis` (default 0): the first position of the
+ * maximum (minimum), or the last with select_last_index; keepdims. Integer
+ * results (i32 in the graph, the file's int64 where returned): no gradient. */
+static ts_status op_arg_extreme(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x = as_f32(im, io->in[0], &st);
+    int axis, keep, last;
+    if (!x || (st = attr_axis(im, "axis", 0, x->shape.ndim, false, &axis)) || (st = attr_int32(im, "keepdims", 1, 0, 1, &keep)) ||
+        (st = attr_int32(im, "select_last_index", 0, 0, 1, &last)))
+        return st;
+    if (x->shape.ndim == 0) return node_error(im, TS_ERR_SHAPE, "takes an input of at least 1 dimension; it is a scalar");
+    ts_tensor *y = arg_extreme(im, x, axis, strcmp(im->node->op_type, "ArgMin") == 0, last != 0, &st);
+    if (!y) return st;
+    if (!keep) {
+        ts_shape s = y->shape;
+        for (int d = axis; d + 1 < s.ndim; d++) s.d[d] = s.d[d + 1];
+        s.ndim--;
+        y = ts_reshape(im->g, y, s.ndim, s.d);
+    }
+    return built(im, ts_unary(im->g, "CastIndex", y, 0.0f, (float)(x->shape.d[axis] - 1)), &io->out[0]);
+}
+
+/* Hardmax: 1 at the first maximum along `axis` (default -1; before opset
+ * 13, 1, over the input coerced to 2-D there: available where the dims
+ * after it are 1), 0 elsewhere. Piecewise constant: no gradient. */
+static ts_status op_hardmax(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x = as_f32(im, io->in[0], &st);
+    int axis;
+    if (!x || (st = attr_axis(im, "axis", since(im, 13) ? -1 : 1, x->shape.ndim, false, &axis))) return st;
+    for (int d = axis + 1; !since(im, 13) && d < x->shape.ndim; d++)
+        if (x->shape.d[d] != 1)
+            return node_error(im, TS_ERR_UNSUPPORTED, "before opset 13, Hardmax works over every dim from axis %d on at once (the input "
+                              "coerced to 2-D), which is available only where the dims after the axis are 1 (here dim %d is %lld); "
+                              "re-export with opset 13 or later", axis, d, (long long)x->shape.d[d]);
+    ts_tensor *at = arg_extreme(im, x, axis, false, false, &st), *pos = at ? iota_along(im, x->shape.d[axis], axis, x->shape.ndim, &st) : NULL;
+    return pos ? built(im, ts_binary(im->g, "Equal", pos, at), &io->out[0]) : st;
+}
+
+/* Swish (opset 24): x sigmoid(alpha x); SwiGLU (opset 28): Swish(A) * B,
+ * A and B of one shape. */
+static ts_status op_swish(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x = as_f32(im, io->in[0], &st), *b = NULL;
+    if (!x) return st;
+    bool glu = strcmp(im->node->op_type, "SwiGLU") == 0;
+    if (glu && (io->n_in < 2 || !io->in[1])) return node_error(im, TS_ERR_FORMAT, "input 1 (B) is required");
+    if (glu && !(b = as_f32(im, io->in[1], &st))) return st;
+    if (b && !ts_shape_equal(&x->shape, &b->shape)) {
+        char sa[96], sb[96];
+        return node_error(im, TS_ERR_SHAPE, "A %s and B %s must have one shape (SwiGLU does not broadcast)", ts_shape_str(&x->shape, sa, sizeof sa),
+                          ts_shape_str(&b->shape, sb, sizeof sb));
+    }
+    float alpha = (float)attr_f(im, "alpha", 1.0);
+    ts_tensor *y = ts_mul(im->g, x, ts_sigmoid(im->g, alpha == 1.0f ? x : ts_scale(im->g, x, alpha)));
+    return built(im, b ? ts_mul(im->g, y, b) : y, &io->out[0]);
+}
+
+/* LRN over the channels of [N,C,...]: x / (bias + alpha / size * s)^beta,
+ * s the sum of x^2 over the `size` channels around each (zeros past the
+ * ends): `size` slices of the padded squares added. */
+static ts_status op_lrn(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x = as_f32(im, io->in[0], &st);
+    int64_t size;
+    if (!x || (st = attr_int(im, "size", 0, 1, 4096, &size))) return st;
+    if (!attr(im, "size")) return node_error(im, TS_ERR_FORMAT, "attribute 'size' is required");
+    if (x->shape.ndim < 3) return node_error(im, TS_ERR_SHAPE, "takes an input [N,C,d1,...] of at least 3 dimensions; it has %d", x->shape.ndim);
+    ts_graph *g = im->g;
+    int r = x->shape.ndim;
+    int64_t C = x->shape.d[1], pads[2 * TS_MAX_DIMS] = {0};
+    pads[1] = (size - 1) / 2, pads[r + 1] = size - 1 - (size - 1) / 2;
+    ts_tensor *sq = ts_pad(g, ts_mul(g, x, x), pads, TS_PAD_CONSTANT, 0.0f), *sum = NULL;
+    for (int64_t k = 0; sq && k < size; k++) {
+        ts_tensor *part = ts_slice(g, sq, 1, k, C);
+        sum = sum ? ts_add(g, sum, part) : part;
+    }
+    double alpha = attr_f(im, "alpha", 1e-4), beta = attr_f(im, "beta", 0.75), bias = attr_f(im, "bias", 1.0);
+    ts_tensor *den = sum ? ts_add(g, ts_scale(g, sum, (float)(alpha / (double)size)), scalar_constant(im, "Bias", (float)bias)) : NULL;
+    return built(im, den ? ts_mul(g, x, ts_pow(g, den, (float)-beta)) : NULL, &io->out[0]);
+}
+
+typedef struct cumsum_ctx {
+    int64_t n;
+    int exclusive, reverse;
+} cumsum_ctx;
+/* M[i][j] = 1 where x[i] adds into y[j]: i <= j (reverse: i >= j), i != j when exclusive */
+static void fill_cumsum(const void *ctx, float *v) {
+    const cumsum_ctx *c = ctx;
+    for (int64_t i = 0; i < c->n; i++)
+        for (int64_t j = 0; j < c->n; j++) v[i * c->n + j] = (c->reverse ? i >= j : i <= j) && !(c->exclusive && i == j);
+}
+
+/* CumSum along the constant axis (input 1): x, its axis moved last, times
+ * the [N,N] matrix of which elements add into which (exclusive, reverse),
+ * so the gradient is the matmul's. Integers summed in f32 and returned as
+ * integers. */
+static ts_status op_cumsum(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x0 = as_tensor(im, io->in[0], &st), *x = f32_of(im, x0, &st);
+    double a = 0;
+    int exclusive, reverse;
+    if (!x || (st = attr_int32(im, "exclusive", 0, 0, 1, &exclusive)) || (st = attr_int32(im, "reverse", 0, 0, 1, &reverse))) return st;
+    if (!setting_scalar(im, io->in[1], &a, &st))
+        return st ? st : node_error(im, TS_ERR_UNSUPPORTED, "its axis ('%s') must be a constant%s", io->in[1]->name, bind_hint(io->in[1]));
+    int nd = x->shape.ndim;
+    if (nd == 0 || !(a >= -nd && a < nd) || a != floor(a))
+        return node_error(im, TS_ERR_FORMAT, "axis %g is out of range for %d dimensions", a, nd);
+    int axis = norm_axis((int64_t)a, nd), last = nd - 1;
+    int64_t n = x->shape.d[axis];
+    ts_tensor *m = computed_constant(im, "Sums", &(ts_shape){.ndim = 2, .d = {n, n}}, fill_cumsum, &(cumsum_ctx){n, exclusive, reverse}, &st);
+    if (!m) return st;
+    ts_tensor *t = axis == last ? x : ts_transpose(im->g, x, axis, last);
+    if (t && nd == 1) t = ts_reshape(im->g, t, 2, (int64_t[]){1, n});
+    ts_tensor *y = t ? matmul_2d(im, t, m, false, &st) : NULL;
+    if (!y) return st ? st : ts_graph_status(im->g);
+    if (nd == 1) y = ts_reshape(im->g, y, 1, (int64_t[]){n});
+    if (axis != last) y = ts_transpose(im->g, y, axis, last);
+    return built(im, as_dtype_of(im, y, x0), &io->out[0]);
+}
+
+/* DepthToSpace and SpaceToDepth on [N,C,H,W] by `blocksize`: a reshape to
+ * 6 dims, a permutation, a reshape back; the modes DCR (the default: the
+ * block's offsets before the channels) and CRD (after them). */
+static ts_status op_depth_space(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x = as_tensor(im, io->in[0], &st);
+    int64_t b;
+    if (!x || (st = attr_int(im, "blocksize", 0, 1, INT32_MAX, &b))) return st;
+    if (!attr(im, "blocksize")) return node_error(im, TS_ERR_FORMAT, "attribute 'blocksize' is required");
+    if (x->shape.ndim != 4) return node_error(im, TS_ERR_SHAPE, "takes an input [N,C,H,W]; it has %d dimensions", x->shape.ndim);
+    int64_t N = x->shape.d[0], C = x->shape.d[1], H = x->shape.d[2], W = x->shape.d[3];
+    bool to_space = strcmp(im->node->op_type, "DepthToSpace") == 0;
+    static const char *const modes[] = {"DCR", "CRD"};
+    const Attr *ma = attr(im, "mode");
+    int crd = ma ? attr_choice(ma, modes, 2) : 0;
+    if (crd == 2) return node_error(im, TS_ERR_FORMAT, "mode '%.*s' is not DCR or CRD", (int)ma->s.len, (const char *)ma->s.data);
+    int64_t six[6], out[4];
+    const int *perm;
+    if (to_space) {
+        if (C % (b * b)) return node_error(im, TS_ERR_SHAPE, "%lld channels are not a multiple of blocksize^2 = %lld", (long long)C, (long long)(b * b));
+        static const int dcr[6] = {0, 3, 4, 1, 5, 2}, crdp[6] = {0, 1, 4, 2, 5, 3};
+        int64_t c = C / (b * b);
+        if (crd) memcpy(six, (int64_t[]){N, c, b, b, H, W}, sizeof six);
+        else memcpy(six, (int64_t[]){N, b, b, c, H, W}, sizeof six);
+        perm = crd ? crdp : dcr;
+        memcpy(out, (int64_t[]){N, c, H * b, W * b}, sizeof out);
+    } else {
+        if (H % b || W % b)
+            return node_error(im, TS_ERR_SHAPE, "H %lld and W %lld must be multiples of blocksize %lld", (long long)H, (long long)W, (long long)b);
+        static const int dcr[6] = {0, 3, 5, 1, 2, 4}, crdp[6] = {0, 1, 3, 5, 2, 4};
+        memcpy(six, (int64_t[]){N, C, H / b, b, W / b, b}, sizeof six);
+        perm = crd ? crdp : dcr;
+        memcpy(out, (int64_t[]){N, C * b * b, H / b, W / b}, sizeof out);
+    }
+    return built(im, ts_reshape(im->g, ts_permute(im->g, ts_reshape(im->g, x, 6, six), perm), 4, out), &io->out[0]);
+}
+
+/* OneHot: along `axis` (default -1, a new axis), 1 (values[1]) where
+ * the position equals the index (a negative one counted from depth, a
+ * constant), values[0] elsewhere: Where(Equal(indices, positions), on,
+ * off), so a graph-tensor `values` takes its gradient. */
+static ts_status op_one_hot(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    double depth = 0;
+    if (!setting_scalar(im, io->in[1], &depth, &st))
+        return st ? st : node_error(im, TS_ERR_UNSUPPORTED, "its depth ('%s') must be a constant%s", io->in[1]->name, bind_hint(io->in[1]));
+    if (!(depth >= 1 && depth <= (double)INT32_MAX))
+        return node_error(im, TS_ERR_FORMAT, "its depth is %g; OneHot takes a positive depth", depth);
+    int64_t n = (int64_t)depth;
+    ts_tensor *idx = as_f32(im, io->in[0], &st), *v0 = idx ? as_tensor(im, io->in[2], &st) : NULL, *v = f32_of(im, v0, &st);
+    if (!v) return st;
+    if (ts_shape_numel(&v->shape) != 2) return node_error(im, TS_ERR_SHAPE, "its values hold %lld elements; OneHot takes two, [off, on]",
+                                                         (long long)ts_shape_numel(&v->shape));
+    int r = idx->shape.ndim, axis;
+    if (r + 1 > TS_MAX_DIMS) return node_error(im, TS_ERR_SHAPE, "its output would have more than %d dimensions", TS_MAX_DIMS);
+    if ((st = attr_axis(im, "axis", -1, r + 1, false, &axis))) return st;
+    ts_graph *g = im->g;
+    ts_tensor *zero = scalar_constant(im, "Zero", 0.0f), *wrap = scalar_constant(im, "Depth", (float)n);
+    if (!zero || !wrap) return ts_graph_status(g);
+    idx = ts_add(g, idx, ts_mul(g, ts_binary(g, "Less", idx, zero), wrap));
+    ts_shape s = {.ndim = r + 1};
+    for (int d = 0, k = 0; d <= r; d++) s.d[d] = d == axis ? 1 : idx->shape.d[k++];
+    ts_tensor *pos = iota_along(im, n, axis, r + 1, &st);
+    if (!pos) return st;
+    v = ts_reshape(g, v, 1, (int64_t[]){2});
+    ts_tensor *y = ts_where(g, ts_binary(g, "Equal", ts_reshape(g, idx, s.ndim, s.d), pos), ts_slice(g, v, 0, 1, 1), ts_slice(g, v, 0, 0, 1));
+    return built(im, as_dtype_of(im, y, v0), &io->out[0]);
+}
+
+/* EyeLike: a constant of the input's (static) 2-D shape, ones on the
+ * diagonal k, in `dtype` (default the input's type). */
+static ts_status op_eye_like(importer *im, node_io *io) {
+    const ts_shape *s = shape_of(io->in[0]);
+    int64_t k;
+    int dt;
+    ts_status st = attr_int(im, "k", 0, INT64_MIN / 2, INT64_MAX / 2, &k);
+    if (st) return st;
+    if (s->ndim != 2) return node_error(im, TS_ERR_SHAPE, "takes a 2-D input; it has %d dimensions", s->ndim);
+    int like = io->in[0]->t ? (io->in[0]->t->dtype == TS_F32 ? TS_ONNX_FLOAT : TS_ONNX_INT64) : io->in[0]->c.dtype;
+    if ((st = attr_int32(im, "dtype", like, 0, INT32_MAX, &dt))) return st;
+    if (!ts_onnx_dtype_size(dt)) return node_error(im, TS_ERR_UNSUPPORTED, "dtype %d (%s) is not one tensorscope reads", dt, ts_onnx_dtype_name(dt));
+    ts_const *c = &io->out[0].c;
+    if ((st = ts_const_fill(s, dt, 0.0, c))) return fold_result(im, st);
+    for (int64_t i = 0; i < s->d[0]; i++)
+        if (i + k >= 0 && i + k < s->d[1]) c->v[i * s->d[1] + i + k] = 1.0;
+    return TS_OK;
+}
+
+typedef struct offsets_ctx {
+    int64_t q, kv, shift;
+} offsets_ctx;
+/* [q, kv]: i - j + shift, query i's offset past key j */
+static void fill_offsets(const void *ctx, float *v) {
+    const offsets_ctx *c = ctx;
+    for (int64_t i = 0; i < c->q; i++)
+        for (int64_t j = 0; j < c->kv; j++) v[i * c->kv + j] = (float)(i - j + c->shift);
+}
+
+typedef struct value_ctx {
+    int64_t n;
+    float v;
+} value_ctx;
+static void fill_value(const void *ctx, float *v) {
+    for (int64_t i = 0; i < ((const value_ctx *)ctx)->n; i++) v[i] = ((const value_ctx *)ctx)->v;
+}
+
+/* Attention's masked-out bias: -1e30 where the mask takes a key away
+ * (ONNX's -inf, finite so that a row with every key masked has a finite
+ * softmax, set to 0 after as ONNX's), 0 elsewhere. */
+#define ATTENTION_MASKED -1e30f
+
+/* x [B,S,H*D] as [B,H,S,D] (Attention's 3-D inputs). */
+static ts_tensor *heads_of(importer *im, ts_tensor *x, int64_t heads, ts_status *st) {
+    const int64_t *d = x->shape.d;
+    if (heads < 1 || d[2] % heads) {
+        *st = node_error(im, TS_ERR_SHAPE, "a hidden size of %lld does not split into %lld heads", (long long)d[2], (long long)heads);
+        return NULL;
+    }
+    static const int perm[4] = {0, 2, 1, 3};
+    return ts_permute(im->g, ts_reshape(im->g, x, 4, (int64_t[]){d[0], d[1], heads, d[2] / heads}), perm);
+}
+
+/* Attention (opset 23 on) composed of graph ops, as ONNX's reference
+ * computes it: Q, K and V of 4 dims [B,H,S,D] or 3 ([B,S,H*D], with
+ * q_num_heads and kv_num_heads); past_key and past_value concatenated
+ * before K and V (present_key, present_value); grouped-query heads
+ * repeated; softmax(softcap(scale QK^T) + bias) V, the bias the sum of the
+ * attention mask (bool or additive, padded to the keys), the causal mask
+ * (is_causal, bottom-right aligned after a past or at nonpad_kv_seqlen),
+ * the sliding window (left_window_size, right_window_size) and the keys
+ * past nonpad_kv_seqlen; a row with every key masked gives 0;
+ * qk_matmul_output in each qk_matmul_output_mode. The softmax is in f32
+ * whatever softmax_precision asks. */
+static ts_status op_attention(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_graph *g = im->g;
+    ts_tensor *q = as_f32(im, io->in[0], &st), *k = q ? as_f32(im, io->in[1], &st) : NULL, *v = k ? as_f32(im, io->in[2], &st) : NULL;
+    if (!v) return st;
+    int rank = q->shape.ndim, causal, mode;
+    int64_t hq, hkv, left, right;
+    if ((st = attr_int32(im, "is_causal", 0, 0, 1, &causal)) || (st = attr_int32(im, "qk_matmul_output_mode", 0, 0, 3, &mode)) ||
+        (st = attr_int(im, "q_num_heads", 0, 0, INT32_MAX, &hq)) || (st = attr_int(im, "kv_num_heads", 0, 0, INT32_MAX, &hkv)) ||
+        (st = attr_int(im, "left_window_size", -1, -1, INT32_MAX, &left)) || (st = attr_int(im, "right_window_size", -1, -1, INT32_MAX, &right)))
+        return st;
+    double softcap = attr_f(im, "softcap", 0.0);
+    if ((rank != 3 && rank != 4) || k->shape.ndim != rank || v->shape.ndim != rank)
+        return node_error(im, TS_ERR_SHAPE, "takes Q, K and V of 3 or 4 dimensions alike; they have %d, %d and %d", rank, k->shape.ndim, v->shape.ndim);
+    if (rank == 3) {
+        if (!hq || !hkv) return node_error(im, TS_ERR_FORMAT, "3-D inputs need the attributes q_num_heads and kv_num_heads");
+        if (!(q = heads_of(im, q, hq, &st)) || !(k = heads_of(im, k, hkv, &st)) || !(v = heads_of(im, v, hkv, &st))) return st;
+    }
+    for (int i = 4; i < 6; i++) { /* past_key, past_value: before K and V along the sequence */
+        if (io->n_in <= i || !io->in[i]) continue;
+        ts_tensor *past = as_f32(im, io->in[i], &st);
+        if (!past) return st;
+        ts_tensor *pair[2] = {past, i == 4 ? k : v};
+        if (i == 4) k = ts_concat(g, pair, 2, 2);
+        else v = ts_concat(g, pair, 2, 2);
+        if (!k || !v) return ts_graph_status(g);
+    }
+    if ((io->n_in > 4 && io->in[4]) != (io->n_in > 5 && io->in[5])) return node_error(im, TS_ERR_FORMAT, "past_key and past_value come together");
+    ts_tensor *present_k = k, *present_v = v;
+    int64_t B = q->shape.d[0], H = q->shape.d[1], Sq = q->shape.d[2], D = q->shape.d[3], Hk = k->shape.d[1], Skv = k->shape.d[2];
+    int64_t past = io->n_in > 4 && io->in[4] ? shape_of(io->in[4])->d[2] : 0;
+    if (H != Hk) { /* grouped-query: each of K's and V's heads repeated for its group of Q's */
+        if (H % Hk || v->shape.d[1] != Hk)
+            return node_error(im, TS_ERR_SHAPE, "%lld query heads do not group over %lld key heads", (long long)H, (long long)Hk);
+        int64_t reps = H / Hk;
+        ts_tensor **xs = ts_malloc((size_t)reps * sizeof *xs);
+        if (!xs) return TS_ERR_OUT_OF_MEMORY;
+        for (int t = 0; t < 2; t++) {
+            ts_tensor *x = t ? v : k;
+            const int64_t *d = x->shape.d;
+            ts_tensor *one = ts_reshape(g, x, 5, (int64_t[]){d[0], d[1], 1, d[2], d[3]});
+            for (int64_t r = 0; r < reps; r++) xs[r] = one;
+            x = ts_reshape(g, ts_concat(g, xs, (int)reps, 2), 4, (int64_t[]){d[0], H, d[2], d[3]});
+            if (t) v = x;
+            else k = x;
+        }
+        ts_free(xs);
+        if (!k || !v) return ts_graph_status(g);
+    }
+    const Attr *sa = attr(im, "scale");
+    double scale = sa && sa->has_f ? sa->f : 1.0 / sqrt((double)D);
+    ts_tensor *qk = ts_scale(g, ts_matmul_batched(g, q, k, 0, 1), (float)scale);
+    if (softcap > 0) qk = ts_scale(g, ts_tanh(g, ts_scale(g, qk, (float)(1.0 / softcap))), (float)softcap);
+    if (!qk) return ts_graph_status(g);
+    /* the bias: mask + causal + window + padding, each 0 or masked */
+    ts_tensor *bias = NULL, *zero = scalar_constant(im, "Zero", 0.0f), *masked = scalar_constant(im, "Masked", ATTENTION_MASKED);
+    if (!zero || !masked) return ts_graph_status(g);
+    if (io->n_in > 3 && io->in[3]) {
+        ts_tensor *m = as_tensor(im, io->in[3], &st);
+        if (!m) return st;
+        bool boolean = m->dtype == TS_I32;
+        if (boolean) m = ts_where(g, m, zero, masked);
+        else m = ts_binary(g, "Max", m, masked); /* -inf as the finite mask */
+        int64_t have = m ? m->shape.d[m->shape.ndim - 1] : 0;
+        if (m && have < Skv) { /* keys past the mask's: masked */
+            ts_shape ps = m->shape;
+            ps.d[ps.ndim - 1] = Skv - have;
+            ts_tensor *pad = computed_constant(im, "MaskPad", &ps, fill_value, &(value_ctx){ts_shape_numel(&ps), ATTENTION_MASKED}, &st);
+            if (!pad) return st;
+            m = ts_concat(g, (ts_tensor *[]){m, pad}, 2, ps.ndim - 1);
+        }
+        bias = m;
+    }
+    ts_tensor *seqlen = NULL; /* nonpad_kv_seqlen [B] as [B,1,1,1] */
+    if (io->n_in > 6 && io->in[6]) {
+        if (past) return node_error(im, TS_ERR_FORMAT, "nonpad_kv_seqlen cannot come with past_key and past_value");
+        seqlen = as_f32(im, io->in[6], &st);
+        if (!seqlen) return st;
+        seqlen = ts_reshape(g, seqlen, 4, (int64_t[]){B, 1, 1, 1});
+    }
+    if (causal || left >= 0 || right >= 0) { /* diff = i + offset - j: causal diff >= 0, the window -right <= diff <= left */
+        ts_tensor *diff = computed_constant(im, "Offsets", &(ts_shape){.ndim = 2, .d = {Sq, Skv}}, fill_offsets,
+                                            &(offsets_ctx){Sq, Skv, seqlen ? -Sq : past}, &st);
+        if (!diff) return st;
+        if (seqlen) diff = ts_add(g, ts_reshape(g, diff, 4, (int64_t[]){1, 1, Sq, Skv}), seqlen);
+        ts_tensor *allowed = NULL, *cond[3] = {NULL, NULL, NULL};
+        if (causal) cond[0] = ts_binary(g, "GreaterOrEqual", diff, zero);
+        if (left >= 0) cond[1] = ts_binary(g, "LessOrEqual", diff, scalar_constant(im, "Left", (float)left));
+        if (right >= 0) cond[2] = ts_binary(g, "GreaterOrEqual", diff, scalar_constant(im, "Right", (float)-right));
+        for (int c = 0; c < 3; c++)
+            if (cond[c]) allowed = allowed ? ts_mul(g, allowed, cond[c]) : cond[c];
+        ts_tensor *b = ts_where(g, allowed, zero, masked);
+        bias = bias ? ts_add(g, bias, b) : b;
+    }
+    if (seqlen) { /* the keys at or past each sample's length */
+        ts_tensor *pos = iota_along(im, Skv, 3, 4, &st);
+        if (!pos) return st;
+        ts_tensor *b = ts_where(g, ts_binary(g, "Less", pos, seqlen), zero, masked);
+        bias = bias ? ts_add(g, bias, b) : b;
+    }
+    if (bias) bias = ts_binary(g, "Max", bias, masked); /* a sum of masks stays one */
+    ts_tensor *logits = bias ? ts_add(g, qk, bias) : qk, *p = ts_softmax(g, logits, 3);
+    if (bias && p) { /* a row whose every key is masked: 0 */
+        int last = bias->shape.ndim - 1;
+        ts_tensor *all = ts_binary(g, "LessOrEqual", ts_reduce_max(g, bias, 1, &last, 1), masked);
+        p = ts_where(g, all, zero, p);
+    }
+    ts_tensor *y = p ? ts_matmul_batched(g, p, v, 0, 0) : NULL;
+    if (y && rank == 3) {
+        static const int perm[4] = {0, 2, 1, 3};
+        y = ts_reshape(g, ts_permute(g, y, perm), 3, (int64_t[]){B, Sq, H * v->shape.d[3]});
+    }
+    if ((st = built(im, y, &io->out[0]))) return st;
+    if (io->n_out > 1 && im->node->output[1] && *im->node->output[1] && (st = built(im, present_k, &io->out[1]))) return st;
+    if (io->n_out > 2 && im->node->output[2] && *im->node->output[2] && (st = built(im, present_v, &io->out[2]))) return st;
+    if (io->n_out > 3 && im->node->output[3] && *im->node->output[3]) {
+        ts_tensor *o = mode == 3 ? p : mode == 2 && bias ? logits : qk;
+        if (mode == 2 && bias) { /* the masked values as ONNX's -inf */
+            ts_tensor *inf = scalar_constant(im, "NegInf", -INFINITY);
+            o = inf ? ts_where(g, ts_binary(g, "LessOrEqual", bias, masked), inf, logits) : NULL;
+        }
+        if ((st = built(im, o, &io->out[3]))) return st;
+    }
+    return TS_OK;
+}
+
+/* RotaryEmbedding (opset 23): the first rotary_embedding_dim (default
+ * all) features of each head rotated by the cos and sin caches (gathered
+ * at position_ids where given): halves (or, interleaved, even and odd
+ * features) x1, x2 become cos x1 - sin x2 and sin x1 + cos x2. The input
+ * [B,H,S,D], or [B,S,H*D] with num_heads. Slices, products and concats:
+ * the gradient reaches the input and the caches. */
+static ts_status op_rotary(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_graph *g = im->g;
+    ts_tensor *x = as_f32(im, io->in[0], &st), *cosc = x ? as_f32(im, io->in[1], &st) : NULL, *sinc = cosc ? as_f32(im, io->in[2], &st) : NULL;
+    if (!sinc) return st;
+    int64_t nh, rd;
+    int inter;
+    if ((st = attr_int(im, "num_heads", 0, 0, INT32_MAX, &nh)) || (st = attr_int(im, "rotary_embedding_dim", 0, 0, INT32_MAX, &rd)) ||
+        (st = attr_int32(im, "interleaved", 0, 0, 1, &inter)))
+        return st;
+    int rank = x->shape.ndim;
+    static const int swap[4] = {0, 2, 1, 3};
+    ts_shape in = x->shape;
+    if (rank == 4) x = ts_permute(g, x, swap);
+    else if (rank == 3) {
+        if (nh < 1 || in.d[2] % nh) return node_error(im, TS_ERR_FORMAT, "a 3-D input needs num_heads dividing its %lld features", (long long)in.d[2]);
+        x = ts_reshape(g, x, 4, (int64_t[]){in.d[0], in.d[1], nh, in.d[2] / nh});
+    } else return node_error(im, TS_ERR_SHAPE, "takes an input of 3 or 4 dimensions; it has %d", rank);
+    if (!x) return ts_graph_status(g);
+    int64_t B = x->shape.d[0], S = x->shape.d[1], H = x->shape.d[2], hd = x->shape.d[3];
+    if (rd == 0) rd = hd;
+    if (rd > hd || rd % 2) return node_error(im, TS_ERR_FORMAT, "rotary_embedding_dim %lld must be even and at most the head size %lld", (long long)rd, (long long)hd);
+    int64_t half = rd / 2;
+    if (io->n_in > 3 && io->in[3]) {
+        ts_tensor *ids = as_tensor(im, io->in[3], &st);
+        if (!ids) return st;
+        if (ids->dtype != TS_I32 && !(ids = ts_unary(g, "CastIndex", ids, 0.0f, (float)(cosc->shape.d[0] - 1)))) return ts_graph_status(g);
+        cosc = ts_gather(g, cosc, ids, 0);
+        sinc = ts_gather(g, sinc, ids, 0);
+    }
+    if (!cosc || !sinc) return ts_graph_status(g);
+    if (cosc->shape.ndim != 3 || cosc->shape.d[2] != half || !ts_shape_equal(&cosc->shape, &sinc->shape))
+        return node_error(im, TS_ERR_SHAPE, "its cos and sin caches must be [B,S,%lld] (at the position ids, where given)", (long long)half);
+    cosc = ts_reshape(g, cosc, 4, (int64_t[]){cosc->shape.d[0], cosc->shape.d[1], 1, half});
+    sinc = ts_reshape(g, sinc, 4, (int64_t[]){sinc->shape.d[0], sinc->shape.d[1], 1, half});
+    ts_tensor *rot = rd == hd ? x : ts_slice(g, x, 3, 0, rd), *x1, *x2;
+    if (inter) {
+        ts_tensor *pairs = ts_reshape(g, rot, 5, (int64_t[]){B, S, H, half, 2});
+        x1 = ts_reshape(g, ts_slice(g, pairs, 4, 0, 1), 4, (int64_t[]){B, S, H, half});
+        x2 = ts_reshape(g, ts_slice(g, pairs, 4, 1, 1), 4, (int64_t[]){B, S, H, half});
+    } else {
+        x1 = ts_slice(g, rot, 3, 0, half);
+        x2 = ts_slice(g, rot, 3, half, half);
+    }
+    ts_tensor *re = ts_sub(g, ts_mul(g, x1, cosc), ts_mul(g, x2, sinc)), *imag = ts_add(g, ts_mul(g, x1, sinc), ts_mul(g, x2, cosc)), *y;
+    if (inter) {
+        int64_t five[5] = {B, S, H, half, 1};
+        y = ts_reshape(g, ts_concat(g, (ts_tensor *[]){ts_reshape(g, re, 5, five), ts_reshape(g, imag, 5, five)}, 2, 4), 4, (int64_t[]){B, S, H, rd});
+    } else {
+        y = ts_concat(g, (ts_tensor *[]){re, imag}, 2, 3);
+    }
+    if (rd < hd) y = ts_concat(g, (ts_tensor *[]){y, ts_slice(g, x, 3, rd, hd - rd)}, 2, 3);
+    if (!y) return ts_graph_status(g);
+    y = rank == 4 ? ts_permute(g, y, swap) : ts_reshape(g, y, 3, in.d);
+    return built(im, y, &io->out[0]);
+}
+
+/* CumProd (opset 26) along the constant axis (input 1): log2(N) steps,
+ * each multiplying in the products `shift` places back (ones shifted in),
+ * after x is shifted by one (exclusive) and flipped (reverse, a Gather of
+ * the reversed positions, flipped back after). Muls, slices and concats:
+ * the gradient is theirs. */
+static ts_status op_cumprod(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x0 = as_tensor(im, io->in[0], &st), *x = f32_of(im, x0, &st);
+    double a = 0;
+    int exclusive, reverse;
+    if (!x || (st = attr_int32(im, "exclusive", 0, 0, 1, &exclusive)) || (st = attr_int32(im, "reverse", 0, 0, 1, &reverse))) return st;
+    if (!setting_scalar(im, io->in[1], &a, &st))
+        return st ? st : node_error(im, TS_ERR_UNSUPPORTED, "its axis ('%s') must be a constant%s", io->in[1]->name, bind_hint(io->in[1]));
+    int nd = x->shape.ndim;
+    if (nd == 0 || !(a >= -nd && a < nd) || a != floor(a)) return node_error(im, TS_ERR_FORMAT, "axis %g is out of range for %d dimensions", a, nd);
+    int axis = norm_axis((int64_t)a, nd);
+    int64_t n = x->shape.d[axis];
+    ts_graph *g = im->g;
+    ts_shape os = x->shape;
+    os.d[axis] = n;
+    ts_tensor *ones = computed_constant(im, "Ones", &os, fill_value, &(value_ctx){ts_shape_numel(&os), 1.0f}, &st);
+    if (!ones) return st;
+    if (reverse && n > 1 && !(x = strided(im, x, axis, n - 1, n, -1, &st))) return st;
+    if (exclusive) x = n == 1 ? ones : ts_concat(g, (ts_tensor *[]){ts_slice(g, ones, axis, 0, 1), ts_slice(g, x, axis, 0, n - 1)}, 2, axis);
+    for (int64_t shift = 1; x && shift < n; shift *= 2)
+        x = ts_mul(g, x, ts_concat(g, (ts_tensor *[]){ts_slice(g, ones, axis, 0, shift), ts_slice(g, x, axis, 0, n - shift)}, 2, axis));
+    if (!x) return ts_graph_status(g);
+    if (reverse && n > 1 && !(x = strided(im, x, axis, n - 1, n, -1, &st))) return st;
+    return built(im, as_dtype_of(im, x, x0), &io->out[0]);
+}
+
+/* CenterCropPad (opset 18): each of `axes` (default all) cropped to the
+ * size of the constant `shape` input around its centre, or zero-padded
+ * to it with the input centred (the odd one after). */
+static ts_status op_center_crop_pad(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x = as_tensor(im, io->in[0], &st);
+    if (!x) return st;
+    int r = x->shape.ndim, n, na;
+    int64_t size[TS_MAX_DIMS], axes[TS_MAX_DIMS];
+    if ((st = const_ints(im, io->in[1], size, &n, "shape", 1, TS_MAX_NUMEL, false)) ||
+        (st = attr_int_list(im, "axes", -r, r - 1, axes, TS_MAX_DIMS, &na)))
+        return st;
+    if (na < 0) {
+        na = r;
+        for (int i = 0; i < r; i++) axes[i] = i;
+    }
+    if (n != na) return node_error(im, TS_ERR_SHAPE, "its shape holds %d sizes for %d axes", n, na);
+    int64_t pads[2 * TS_MAX_DIMS] = {0};
+    bool pad = false;
+    for (int i = 0; i < na && x; i++) {
+        int ax = norm_axis(axes[i], r);
+        int64_t dim = x->shape.d[ax];
+        if (size[i] < dim) x = ts_slice(im->g, x, ax, (dim - size[i]) / 2, size[i]);
+        else if (size[i] > dim) {
+            pads[ax] = (size[i] - dim) / 2, pads[r + ax] = size[i] - dim - pads[ax];
+            pad = true;
+        }
+    }
+    if (x && pad) x = ts_pad(im->g, x, pads, TS_PAD_CONSTANT, 0.0f);
+    if (!x) return ts_graph_status(im->g);
+    return built(im, x, &io->out[0]);
+}
+
+/* TopK with a constant k (input 1; opset 1's attribute): along `axis`
+ * (default -1) the k largest (largest=0: smallest) values, sorted, the
+ * lower position first among equal ones, and their positions: k rounds of
+ * arg_extreme, each taking its pick out of the next; the values gathered
+ * at the positions (GatherElements: the gradient reaches x there). */
+static ts_status op_topk(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x = as_f32(im, io->in[0], &st);
+    int axis, largest;
+    if (!x || (st = attr_axis(im, "axis", -1, x->shape.ndim, false, &axis)) || (st = attr_int32(im, "largest", 1, 0, 1, &largest))) return st;
+    double kd = (double)attr_i(im, "k", 0);
+    if (since(im, 10) && (io->n_in < 2 || !io->in[1] || !setting_scalar(im, io->in[1], &kd, &st)))
+        return st ? st : node_error(im, TS_ERR_UNSUPPORTED, "its k must be a constant%s", io->n_in > 1 ? bind_hint(io->in[1]) : "");
+    int64_t n = x->shape.d[axis], k = (int64_t)kd;
+    if (kd != floor(kd) || k < 1 || k > n) return node_error(im, TS_ERR_FORMAT, "k is %g; it takes 1 to the axis' %lld", kd, (long long)n);
+    ts_graph *g = im->g;
+    ts_tensor *pos = iota_along(im, n, axis, x->shape.ndim, &st), *gone = scalar_constant(im, "Taken", largest ? -INFINITY : INFINITY);
+    if (!pos || !gone) return st ? st : ts_graph_status(g);
+    ts_tensor **picks = ts_malloc((size_t)k * sizeof *picks), *xm = ts_stop_gradient(g, x);
+    if (!picks) return TS_ERR_OUT_OF_MEMORY;
+    for (int64_t t = 0; t < k && xm; t++) {
+        picks[t] = arg_extreme(im, xm, axis, !largest, false, &st);
+        if (!picks[t]) break;
+        if (t + 1 < k) xm = ts_where(g, ts_binary(g, "Equal", pos, picks[t]), gone, xm);
+    }
+    ts_tensor *idx = st || !xm ? NULL : k == 1 ? picks[0] : ts_concat(g, picks, (int)k, axis);
+    ts_free(picks);
+    if (!idx) return st ? st : ts_graph_status(g);
+    idx = ts_unary(g, "CastIndex", idx, 0.0f, (float)(n - 1));
+    if ((st = built(im, ts_gather_elements(g, x, idx, axis), &io->out[0]))) return st;
+    return io->n_out > 1 ? built(im, idx, &io->out[1]) : TS_OK;
+}
+
+typedef struct strides_ctx {
+    int q;
+    const int64_t *d; /* the q indexed dims */
+    bool dims;        /* the dims themselves, not their strides */
+} strides_ctx;
+static void fill_strides(const void *ctx, float *v) {
+    const strides_ctx *c = ctx;
+    double stride = 1;
+    for (int j = c->q - 1; j >= 0; j--) {
+        v[j] = c->dims ? (float)c->d[j] : (float)stride;
+        stride *= (double)c->d[j];
+    }
+}
+typedef struct batch_ctx {
+    int64_t n, m;
+} batch_ctx;
+static void fill_batch_offsets(const void *ctx, float *v) {
+    const batch_ctx *c = ctx;
+    for (int64_t i = 0; i < c->n; i++) v[i] = (float)(i * c->m);
+}
+
+/* GatherND with batch_dims b: data [B..., D_b..D_{b+q-1}, tail...] seen as
+ * [prod(B) * prod(D), tail...] and gathered along its first axis at each
+ * index row's flat position (negative indices counted from their dim):
+ * the rows times the constant strides (a MatMul, exact below 2^24), plus
+ * the batch's offset; Gather's gradient reaches the data. */
+static ts_status op_gather_nd(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_graph *g = im->g;
+    ts_tensor *data = as_f32(im, io->in[0], &st), *idx = data ? as_f32(im, io->in[1], &st) : NULL;
+    int64_t b;
+    if (!idx || (st = attr_int(im, "batch_dims", 0, 0, TS_MAX_DIMS, &b))) return st;
+    int r = data->shape.ndim, mr = idx->shape.ndim;
+    int q = mr ? (int)idx->shape.d[mr - 1] : 0;
+    if (mr < 1 || q < 1 || b >= mr || b + q > r)
+        return node_error(im, TS_ERR_SHAPE, "indices of %d dims whose last is %d do not index data of %d dims after %lld batch dims", mr, q, r,
+                          (long long)b);
+    int64_t B = 1, M = 1, rows = ts_shape_numel(&idx->shape) / q;
+    for (int d = 0; d < b; d++) {
+        if (idx->shape.d[d] != data->shape.d[d]) return node_error(im, TS_ERR_SHAPE, "batch dim %d is %lld in the indices, %lld in the data", d,
+                                                                   (long long)idx->shape.d[d], (long long)data->shape.d[d]);
+        B *= data->shape.d[d];
+    }
+    for (int d = (int)b; d < b + q; d++) M *= data->shape.d[d];
+    const int64_t *dd = data->shape.d + b;
+    ts_tensor *strides = computed_constant(im, "Strides", &(ts_shape){.ndim = 2, .d = {q, 1}}, fill_strides, &(strides_ctx){q, dd, false}, &st);
+    ts_tensor *dims = strides ? computed_constant(im, "Dims", &(ts_shape){.ndim = 1, .d = {q}}, fill_strides, &(strides_ctx){q, dd, true}, &st) : NULL;
+    ts_tensor *zero = dims ? scalar_constant(im, "Zero", 0.0f) : NULL;
+    if (!zero) return st ? st : ts_graph_status(g);
+    idx = ts_add(g, idx, ts_mul(g, ts_binary(g, "Less", idx, zero), dims)); /* -1: the last */
+    ts_tensor *flat = matmul_2d(im, ts_reshape(g, idx, 2, (int64_t[]){rows, q}), strides, false, &st);
+    if (!flat) return st ? st : ts_graph_status(g);
+    ts_shape fs = idx->shape; /* the index rows' shape */
+    fs.ndim--;
+    if (fs.ndim == 0) fs = (ts_shape){.ndim = 1, .d = {1}};
+    flat = ts_reshape(g, flat, fs.ndim, fs.d);
+    if (b > 0) { /* each batch's first row of the flattened data */
+        ts_shape os = {.ndim = fs.ndim};
+        for (int d = 0; d < os.ndim; d++) os.d[d] = d < b ? fs.d[d] : 1;
+        ts_tensor *off = computed_constant(im, "BatchOffsets", &os, fill_batch_offsets, &(batch_ctx){B, M}, &st);
+        if (!off) return st;
+        flat = ts_add(g, flat, off);
+    }
+    ts_shape ds = {.ndim = 1 + r - (int)(b + q), .d = {B * M}};
+    for (int d = (int)(b + q); d < r; d++) ds.d[d - (b + q) + 1] = data->shape.d[d];
+    ts_tensor *y = ts_gather(g, ts_reshape(g, data, ds.ndim, ds.d), ts_unary(g, "CastIndex", flat, 0.0f, (float)(B * M - 1)), 0);
+    if (y && mr == 1) { /* one index row: the row's own dim goes */
+        ts_shape ys = y->shape;
+        for (int d = 0; d + 1 < ys.ndim; d++) ys.d[d] = ys.d[d + 1];
+        ys.ndim--;
+        y = ys.ndim ? ts_reshape(g, y, ys.ndim, ys.d) : ts_reshape(g, y, 0, ys.d);
+    }
+    return built(im, y, &io->out[0]);
+}
+
+/* Compress with a constant condition (input 1): along `axis` (absent: of
+ * the flattened input) the positions where it is true, a Gather of
+ * constant indices (its gradient adds back into them). */
+static ts_status op_compress(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x = as_tensor(im, io->in[0], &st);
+    if (!x || (st = decoded(im, io->in[1]))) return st;
+    if (!is_const(io->in[1]) || io->in[1]->c.shape.ndim != 1)
+        return node_error(im, TS_ERR_UNSUPPORTED, "its condition ('%s') must be a constant 1-D list%s", io->in[1]->name, bind_hint(io->in[1]));
+    const Attr *a = attr(im, "axis");
+    int axis = 0;
+    if (a && (st = attr_axis(im, "axis", 0, x->shape.ndim, false, &axis))) return st;
+    if (!a) x = ts_reshape(im->g, x, 1, (int64_t[]){ts_shape_numel(&x->shape)});
+    if (!x) return ts_graph_status(im->g);
+    int64_t n = ts_shape_numel(&io->in[1]->c.shape), dim = x->shape.d[axis], count = 0;
+    if (n > dim) n = dim;
+    if ((st = ts_const_charge((uint64_t)(n ? n : 1) * 4))) return fold_result(im, st);
+    int32_t *pos = ts_malloc((size_t)(n ? n : 1) * sizeof *pos);
+    for (int64_t i = 0; pos && i < n; i++)
+        if (io->in[1]->c.v[i] != 0) pos[count++] = (int32_t)i;
+    char *name = pos && count ? ts_graph_op_output_name(im->g, "Kept") : NULL;
+    ts_array pa = ts_array_i32(pos, 1, (int64_t[]){count});
+    ts_tensor *c = name ? ts_constant(im->g, name, &pa) : NULL;
+    ts_free(name);
+    ts_free(pos);
+    ts_const_release((uint64_t)(n ? n : 1) * 4);
+    if (!count) return node_error(im, TS_ERR_SHAPE, "its condition keeps nothing; tensorscope's dimensions are positive");
+    if (!c) return ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
+    return built(im, ts_gather(im->g, x, c, axis), &io->out[0]);
+}
+
+typedef struct scatter_layer_ctx {
+    const int64_t *src; /* per data element: the update written there in this layer, or -1 */
+    int64_t n;
+} scatter_layer_ctx;
+static void fill_scatter_mask(const void *ctx, float *v) {
+    const scatter_layer_ctx *c = ctx;
+    for (int64_t i = 0; i < c->n; i++) v[i] = c->src[i] >= 0;
+}
+
+/* ScatterND and ScatterElements (and the old Scatter) with constant
+ * indices (input 1): the flat data position each update element goes to
+ * is computed at import; the updates then reach the data in layers, each
+ * a Gather of the updates at the positions it writes and a Where of its
+ * mask, a position written k times in k layers: reduction none keeps the
+ * last write (one layer), add, mul, max and min combine each layer with
+ * the data so far. Gather, Where and the binary ops carry the gradient to
+ * the data and the updates. */
+static ts_status op_scatter(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_graph *g = im->g;
+    bool nd = strcmp(im->node->op_type, "ScatterND") == 0;
+    ts_tensor *x0 = as_tensor(im, io->in[0], &st), *x = f32_of(im, x0, &st), *u = x ? as_f32(im, io->in[2], &st) : NULL;
+    if (!u || (st = decoded(im, io->in[1]))) return st;
+    value *iv = io->in[1];
+    if (!is_const(iv))
+        return node_error(im, TS_ERR_UNSUPPORTED, "its indices ('%s') must be a constant%s", iv->name, bind_hint(iv));
+    static const char *const reductions[] = {"none", "add", "mul", "max", "min"};
+    const Attr *ra = attr(im, "reduction");
+    int red = ra ? attr_choice(ra, reductions, 5) : 0, axis = 0;
+    if (red == 5) return node_error(im, TS_ERR_FORMAT, "reduction '%.*s' is not none, add, mul, max or min", (int)ra->s.len, (const char *)ra->s.data);
+    const ts_shape *xs = &x->shape, *is = &iv->c.shape, *us = &u->shape;
+    int r = xs->ndim;
+    if (!nd && (st = attr_axis(im, "axis", 0, r, false, &axis))) return st;
+    int64_t N = ts_shape_numel(xs), U = ts_shape_numel(us);
+    int q = nd ? (is->ndim ? (int)is->d[is->ndim - 1] : 0) : 0;
+    if (nd ? (is->ndim < 1 || q < 1 || q > r || us->ndim != is->ndim - 1 + r - q) : !ts_shape_equal(is, us) || is->ndim != r)
+        return node_error(im, TS_ERR_SHAPE, "its indices, updates and data do not fit together (%s)", nd ? "ScatterND: updates are indices.shape[:-1] + data.shape[q:]"
+                                                                                                    : "ScatterElements: indices and updates alike, of the data's rank");
+    int64_t inner = 1; /* ScatterND: elements of each indexed slice */
+    for (int d = q; nd && d < r; d++) inner *= xs->d[d];
+    int64_t bytes = (N + 2 * U) * (int64_t)sizeof(int64_t);
+    if ((st = ts_const_charge((uint64_t)bytes))) return fold_result(im, st);
+    int64_t *dst = ts_malloc((size_t)(U ? U : 1) * sizeof *dst), *src = ts_malloc((size_t)(N ? N : 1) * sizeof *src);
+    int64_t *occ = ts_malloc((size_t)(U ? U : 1) * sizeof *occ); /* update k is the occ[k]-th write to its position */
+    for (int64_t k = 0; dst && src && occ && k < U && !st; k++) { /* where update k goes */
+        int64_t flat = 0, rest = k;
+        if (nd) {
+            int64_t row = k / inner;
+            for (int j = 0; j < q && !st; j++) {
+                double v = iv->c.v[row * q + j];
+                int64_t dim = xs->d[j], at = (int64_t)v < 0 ? (int64_t)v + dim : (int64_t)v;
+                if (v != floor(v) || at < 0 || at >= dim) st = node_error(im, TS_ERR_FORMAT, "index %g is out of range for a dim of %lld", v, (long long)dim);
+                flat = flat * dim + at;
+            }
+            flat = flat * inner + k % inner;
+        } else {
+            int64_t coord[TS_MAX_DIMS];
+            for (int d = r - 1; d >= 0; d--) coord[d] = rest % us->d[d], rest /= us->d[d];
+            double v = iv->c.v[k];
+            int64_t dim = xs->d[axis], at = (int64_t)v < 0 ? (int64_t)v + dim : (int64_t)v;
+            if (v != floor(v) || at < 0 || at >= dim) st = node_error(im, TS_ERR_FORMAT, "index %g is out of range for a dim of %lld", v, (long long)dim);
+            coord[axis] = at;
+            for (int d = 0; d < r; d++) flat = flat * xs->d[d] + coord[d];
+        }
+        dst[k] = flat;
+    }
+    for (int64_t i = 0; dst && src && occ && !st && i < N; i++) src[i] = 0;
+    for (int64_t k = 0; dst && src && occ && !st && k < U; k++) occ[k] = src[dst[k]]++;
+    ts_tensor *y = dst && src && occ && !st ? ts_reshape(g, x, 1, (int64_t[]){N}) : NULL, *uf = y ? ts_reshape(g, u, 1, (int64_t[]){U}) : NULL;
+    /* layer l writes the l-th update to each position (none: the last only) */
+    for (int layer = 0; uf && y && !st; layer++) {
+        bool any = false;
+        for (int64_t i = 0; i < N; i++) src[i] = -1;
+        for (int64_t k = 0; k < U; k++)
+            if (red ? occ[k] == layer : layer == 0) src[dst[k]] = k, any = true;
+        if (!any) break;
+        int32_t *idx = ts_malloc((size_t)N * sizeof *idx);
+        char *name = idx ? ts_graph_op_output_name(g, "Sources") : NULL;
+        for (int64_t i = 0; name && i < N; i++) idx[i] = (int32_t)(src[i] < 0 ? 0 : src[i]);
+        ts_array ia = ts_array_i32(idx, 1, (int64_t[]){N});
+        ts_tensor *ic = name ? ts_constant(g, name, &ia) : NULL;
+        ts_free(name);
+        ts_free(idx);
+        ts_tensor *mask = ic ? computed_constant(im, "Written", &(ts_shape){.ndim = 1, .d = {N}}, fill_scatter_mask, &(scatter_layer_ctx){src, N}, &st) : NULL;
+        if (!mask) {
+            if (!st) st = ts_graph_status(g) ? ts_graph_status(g) : TS_ERR_OUT_OF_MEMORY;
+            break;
+        }
+        ts_tensor *v = ts_gather(g, uf, ic, 0);
+        if (red == 0 || red == 3 || red == 4) y = ts_where(g, mask, red == 0 ? v : ts_binary(g, red == 3 ? "Max" : "Min", y, v), y);
+        else y = red == 1 ? ts_add(g, y, ts_mul(g, v, mask)) : ts_mul(g, y, ts_where(g, mask, v, scalar_constant(im, "One", 1.0f)));
+        if (!red) break;
+    }
+    ts_free(dst);
+    ts_free(src);
+    ts_free(occ);
+    ts_const_release((uint64_t)bytes);
+    if (st) return st;
+    if (!y) return ts_graph_status(g) ? ts_graph_status(g) : TS_ERR_OUT_OF_MEMORY;
+    return built(im, as_dtype_of(im, ts_reshape(g, y, xs->ndim, xs->d), x0), &io->out[0]);
+}
+
+/* Einsum's labels: a to z and A to Z are 0 to 51, an ellipsis' dims 52
+ * on, numbered from the right (so that ellipses of different ranks line
+ * up as numpy broadcasts them). */
+#define EINSUM_ELLIPSIS 52
+#define EINSUM_LABELS (EINSUM_ELLIPSIS + TS_MAX_DIMS)
+
+/* One term of an Einsum equation (spaces skipped) for an operand of
+ * `rank` dims (-1: the output, its ellipsis `ell` dims) into lab; *n. */
+static bool einsum_term(const char *t, size_t len, int rank, int ell, int *lab, int *n, int *ell_out) {
+    int letters = 0, k = 0;
+    bool dots = false;
+    for (size_t i = 0; i < len; i++) letters += (t[i] >= 'a' && t[i] <= 'z') || (t[i] >= 'A' && t[i] <= 'Z');
+    int e = rank >= 0 ? rank - letters : ell;
+    for (size_t i = 0; i < len; i++) {
+        char c = t[i];
+        if (c == ' ') continue;
+        if (c == '.') {
+            if (dots || i + 2 >= len || t[i + 1] != '.' || t[i + 2] != '.' || e < 0) return false;
+            dots = true;
+            for (int j = 0; j < e; j++) {
+                if (k >= TS_MAX_DIMS) return false;
+                lab[k++] = EINSUM_ELLIPSIS + (e - 1 - j);
+            }
+            i += 2;
+            continue;
+        }
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) || k >= TS_MAX_DIMS) return false;
+        lab[k++] = c >= 'a' ? c - 'a' : 26 + c - 'A';
+    }
+    if (rank >= 0 && !dots && letters != rank) return false;
+    if (ell_out) *ell_out = dots ? e : 0;
+    *n = k;
+    return true;
+}
+
+/* x with labels lab[n]: repeated labels made one (the diagonal: x times
+ * the identity over the two axes, summed over the second), then the
+ * labels `keep` does not hold summed out. */
+static ts_tensor *einsum_reduce(importer *im, ts_tensor *x, int *lab, int *n, const bool *keep, ts_status *st) {
+    ts_graph *g = im->g;
+    for (int p = 0; p < *n && x; p++)
+        for (int q = p + 1; q < *n && x; q++) {
+            if (lab[p] != lab[q]) continue;
+            int64_t d = x->shape.d[p];
+            ts_shape ms = {.ndim = *n};
+            for (int k = 0; k < *n; k++) ms.d[k] = k == p || k == q ? d : 1;
+            offsets_ctx oc = {d, d, 0}; /* i - j: 0 on the diagonal */
+            ts_tensor *off = computed_constant(im, "Diagonal", &(ts_shape){.ndim = 2, .d = {d, d}}, fill_offsets, &oc, st);
+            if (!off) return NULL;
+            ts_tensor *eye = ts_reshape(g, ts_binary(g, "Equal", off, scalar_constant(im, "Zero", 0.0f)), ms.ndim, ms.d);
+            x = ts_reduce_sum(g, ts_mul(g, x, eye), 1, &q, 0);
+            for (int k = q; k + 1 < *n; k++) lab[k] = lab[k + 1];
+            (*n)--;
+            q--;
+        }
+    int ax[TS_MAX_DIMS], na = 0, m = 0;
+    for (int k = 0; k < *n; k++)
+        if (!keep[lab[k]]) ax[na++] = k;
+        else lab[m++] = lab[k];
+    if (x && na) x = ts_reduce_sum(g, x, na, ax, 0);
+    *n = m;
+    if (!x && !*st) *st = ts_graph_status(g);
+    return x;
+}
+
+/* x permuted so that its labels come in the order `want` (n of them). */
+static ts_tensor *einsum_order(importer *im, ts_tensor *x, const int *lab, const int *want, int n) {
+    int perm[TS_MAX_DIMS];
+    bool same = true;
+    for (int i = 0; i < n; i++) {
+        for (int k = 0; k < n; k++)
+            if (lab[k] == want[i]) perm[i] = k;
+        same = same && perm[i] == i;
+    }
+    return same || n < 2 ? x : ts_permute(im->g, x, perm);
+}
+
+/* Einsum of one or two operands (floats): repeated labels as diagonals,
+ * labels in one operand only and not in the output summed out, then two
+ * operands as one batched MatMul [batch, left, contracted] x [batch,
+ * contracted, right], and the output's order; an ellipsis stands for the
+ * same dims in each (numpy's implicit output where there is no "->"). */
+static ts_status op_einsum(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_graph *g = im->g;
+    const Attr *a = attr(im, "equation");
+    if (!a || !a->has_s) return node_error(im, TS_ERR_FORMAT, "attribute 'equation' is required");
+    if (io->n_in < 1 || io->n_in > 2)
+        return node_error(im, TS_ERR_UNSUPPORTED, "an Einsum of %d operands is not available; one or two are (chain two-operand ones)", io->n_in);
+    const char *eq = (const char *)a->s.data, *arrow = NULL;
+    size_t len = a->s.len;
+    for (size_t i = 0; i + 1 < len; i++)
+        if (eq[i] == '-' && eq[i + 1] == '>') arrow = eq + i;
+    size_t lhs = arrow ? (size_t)(arrow - eq) : len;
+    ts_tensor *x[2] = {NULL, NULL};
+    int lab[2][TS_MAX_DIMS], n[2] = {0, 0}, out[TS_MAX_DIMS], no = 0, ell = 0, count[EINSUM_LABELS] = {0};
+    size_t start = 0;
+    for (int k = 0; k < io->n_in; k++) {
+        size_t end = start;
+        while (end < lhs && eq[end] != ',') end++;
+        if ((k + 1 < io->n_in) != (end < lhs)) return node_error(im, TS_ERR_FORMAT, "equation '%.*s' has not one term per input", (int)len, eq);
+        if (!(x[k] = as_f32(im, io->in[k], &st))) return st;
+        int e = 0;
+        if (!einsum_term(eq + start, end - start, x[k]->shape.ndim, 0, lab[k], &n[k], &e))
+            return node_error(im, TS_ERR_FORMAT, "term %d of the equation '%.*s' does not fit its input of %d dims", k, (int)len, eq, x[k]->shape.ndim);
+        if (e > ell) ell = e;
+        for (int i = 0; i < n[k]; i++) count[lab[k][i]]++;
+        start = end + 1;
+    }
+    if (arrow) {
+        if (!einsum_term(arrow + 2, len - lhs - 2, -1, ell, out, &no, NULL))
+            return node_error(im, TS_ERR_FORMAT, "the output of the equation '%.*s' is not a term", (int)len, eq);
+    } else { /* numpy's: the ellipsis, then the labels seen once, in order */
+        for (int l = EINSUM_ELLIPSIS + ell - 1; l >= EINSUM_ELLIPSIS; l--) out[no++] = l;
+        for (int l = 0; l < EINSUM_ELLIPSIS; l++)
+            if (count[l] == 1) out[no++] = l;
+    }
+    bool keep[2][EINSUM_LABELS] = {{false}};
+    int64_t size[EINSUM_LABELS] = {0};
+    for (int i = 0; i < no; i++) keep[0][out[i]] = keep[1][out[i]] = true;
+    for (int k = 0; k < io->n_in; k++)
+        for (int i = 0; i < n[k]; i++) {
+            int64_t d = x[k]->shape.d[i];
+            if (size[lab[k][i]] && size[lab[k][i]] != d)
+                return node_error(im, TS_ERR_SHAPE, "a label of the equation '%.*s' stands for dims of %lld and %lld", (int)len, eq,
+                                  (long long)size[lab[k][i]], (long long)d);
+            size[lab[k][i]] = d;
+        }
+    if (io->n_in == 2) { /* a label of both operands is kept until the MatMul */
+        bool in1[EINSUM_LABELS] = {false};
+        for (int i = 0; i < n[1]; i++) in1[lab[1][i]] = true;
+        for (int i = 0; i < n[0]; i++)
+            if (in1[lab[0][i]]) keep[0][lab[0][i]] = keep[1][lab[0][i]] = true;
+    }
+    for (int k = 0; k < io->n_in; k++)
+        if (!(x[k] = einsum_reduce(im, x[k], lab[k], &n[k], keep[k], &st))) return st;
+    ts_tensor *y;
+    int ylab[TS_MAX_DIMS], ny = 0;
+    if (io->n_in == 1) {
+        y = x[0];
+        ny = n[0];
+        memcpy(ylab, lab[0], sizeof ylab);
+    } else {
+        bool in[2][EINSUM_LABELS] = {{false}}, outl[EINSUM_LABELS] = {false};
+        for (int k = 0; k < 2; k++)
+            for (int i = 0; i < n[k]; i++) in[k][lab[k][i]] = true;
+        for (int i = 0; i < no; i++) outl[out[i]] = true;
+        int bl[TS_MAX_DIMS], ll[TS_MAX_DIMS], cl[TS_MAX_DIMS], rl[TS_MAX_DIMS], nb = 0, nl = 0, nc = 0, nr = 0;
+        int64_t B = 1, L = 1, C = 1, R = 1;
+        for (int i = 0; i < n[0]; i++) {
+            int l = lab[0][i];
+            if (in[1][l] && outl[l]) bl[nb++] = l, B *= size[l];
+            else if (in[1][l]) cl[nc++] = l, C *= size[l];
+            else ll[nl++] = l, L *= size[l];
+        }
+        for (int i = 0; i < n[1]; i++)
+            if (!in[0][lab[1][i]]) rl[nr++] = lab[1][i], R *= size[lab[1][i]];
+        int wa[TS_MAX_DIMS], wb[TS_MAX_DIMS], k = 0;
+        for (int i = 0; i < nb; i++) wa[k++] = bl[i];
+        for (int i = 0; i < nl; i++) wa[k++] = ll[i];
+        for (int i = 0; i < nc; i++) wa[k++] = cl[i];
+        k = 0;
+        for (int i = 0; i < nb; i++) wb[k++] = bl[i];
+        for (int i = 0; i < nc; i++) wb[k++] = cl[i];
+        for (int i = 0; i < nr; i++) wb[k++] = rl[i];
+        ts_tensor *pa = ts_reshape(g, einsum_order(im, x[0], lab[0], wa, n[0]), 3, (int64_t[]){B, L, C});
+        ts_tensor *pb = ts_reshape(g, einsum_order(im, x[1], lab[1], wb, n[1]), 3, (int64_t[]){B, C, R});
+        y = pa && pb ? ts_matmul_batched(g, pa, pb, 0, 0) : NULL;
+        ts_shape ys = {0};
+        for (int i = 0; i < nb; i++) ylab[ny++] = bl[i];
+        for (int i = 0; i < nl; i++) ylab[ny++] = ll[i];
+        for (int i = 0; i < nr; i++) ylab[ny++] = rl[i];
+        for (int i = 0; i < ny; i++) ys.d[ys.ndim++] = size[ylab[i]];
+        if (y) y = ts_reshape(g, y, ys.ndim, ys.d);
+    }
+    if (!y) return ts_graph_status(g);
+    if (ny != no) return node_error(im, TS_ERR_FORMAT, "the output of the equation '%.*s' names labels the inputs lack or repeats one", (int)len, eq);
+    return built(im, einsum_order(im, y, ylab, out, no), &io->out[0]);
+}
+
+/* MaxUnpool with constant indices (input 1, MaxPool's flat positions in
+ * the whole output): zeros but at those positions, X's values there (a
+ * Gather of X and a Where, so X takes its gradient); the output shape the
+ * constant input 2, or (in - 1) * stride - pads + kernel per spatial axis. */
+static ts_status op_max_unpool(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_graph *g = im->g;
+    ts_tensor *x = as_f32(im, io->in[0], &st);
+    window win;
+    if (!x || (st = window_attrs(im, &win, 0)) || (st = decoded(im, io->in[1]))) return st;
+    if (!win.has_kernel) return node_error(im, TS_ERR_FORMAT, "its attribute 'kernel_shape' is missing");
+    value *iv = io->in[1];
+    if (!is_const(iv) || !ts_shape_equal(&iv->c.shape, &x->shape))
+        return node_error(im, TS_ERR_UNSUPPORTED, "its indices ('%s') must be a constant of X's shape%s", iv->name, bind_hint(iv));
+    if (x->shape.ndim != win.rank + 2) return node_error(im, TS_ERR_SHAPE, "a %d-D window unpools inputs of %d dims; X has %d", win.rank, win.rank + 2, x->shape.ndim);
+    ts_shape ds = x->shape, os; /* the default output shape, which the indices are positions in; the one asked for */
+    for (int i = 0; i < win.rank; i++) ds.d[2 + i] = (x->shape.d[2 + i] - 1) * win.stride[i] - win.pad[i] - win.pad[win.rank + i] + win.kernel[i];
+    os = ds;
+    if (io->n_in > 2 && io->in[2]) { /* a larger output: the same coordinates, the rest zeros */
+        int64_t want[TS_MAX_DIMS];
+        int n;
+        if ((st = const_ints(im, io->in[2], want, &n, "output_shape", 1, TS_MAX_NUMEL, false))) return st;
+        if (n != os.ndim) return node_error(im, TS_ERR_SHAPE, "its output_shape has %d dims; X has %d", n, os.ndim);
+        for (int d = 0; d < n; d++) {
+            if (want[d] < ds.d[d]) return node_error(im, TS_ERR_SHAPE, "its output_shape's dim %d, %lld, is below the unpooled %lld", d, (long long)want[d], (long long)ds.d[d]);
+            os.d[d] = want[d];
+        }
+    }
+    int64_t N = ts_shape_numel(&os), U = ts_shape_numel(&x->shape), ND = ts_shape_numel(&ds);
+    if ((st = ts_const_charge((uint64_t)N * 12))) return fold_result(im, st);
+    int64_t *src = ts_malloc((size_t)N * sizeof *src);
+    int32_t *idx = src ? ts_malloc((size_t)N * sizeof *idx) : NULL;
+    for (int64_t i = 0; idx && i < N; i++) src[i] = -1;
+    for (int64_t k = 0; idx && k < U && !st; k++) {
+        double v = iv->c.v[k];
+        if (v != floor(v) || v < 0 || v >= (double)ND) {
+            st = node_error(im, TS_ERR_FORMAT, "index %g is outside the unpooled output's %lld elements", v, (long long)ND);
+            break;
+        }
+        int64_t rest = (int64_t)v, at = 0, stride = 1;
+        for (int d = ds.ndim - 1; d >= 0; d--) { /* its coordinates in the default shape, placed in the output's */
+            at += rest % ds.d[d] * stride;
+            rest /= ds.d[d], stride *= os.d[d];
+        }
+        src[at] = k;
+    }
+    char *name = idx && !st ? ts_graph_op_output_name(g, "Sources") : NULL;
+    for (int64_t i = 0; name && i < N; i++) idx[i] = (int32_t)(src[i] < 0 ? 0 : src[i]);
+    ts_array ia = ts_array_i32(idx, 1, (int64_t[]){N});
+    ts_tensor *ic = name ? ts_constant(g, name, &ia) : NULL;
+    ts_tensor *mask = ic ? computed_constant(im, "Written", &(ts_shape){.ndim = 1, .d = {N}}, fill_scatter_mask, &(scatter_layer_ctx){src, N}, &st) : NULL;
+    ts_free(name);
+    ts_free(idx);
+    ts_free(src);
+    ts_const_release((uint64_t)N * 12);
+    if (!mask) return st ? st : ts_graph_status(g) ? ts_graph_status(g) : TS_ERR_OUT_OF_MEMORY;
+    ts_tensor *y = ts_where(g, mask, ts_gather(g, ts_reshape(g, x, 1, (int64_t[]){U}), ic, 0), scalar_constant(im, "Zero", 0.0f));
+    return built(im, y ? ts_reshape(g, y, os.ndim, os.d) : NULL, &io->out[0]);
+}
+
+/* One resized axis of Resize: its interpolation as a matrix [in, out]
+ * (column j the weights of output j over the inputs) and, for
+ * tf_crop_and_resize, the extrapolation value of each output outside the
+ * input (extra, 0 elsewhere). */
+enum { RESIZE_NEAREST, RESIZE_LINEAR, RESIZE_CUBIC };
+enum { COORD_HALF_PIXEL, COORD_HALF_PIXEL_SYMMETRIC, COORD_PYTORCH_HALF_PIXEL, COORD_ALIGN_CORNERS, COORD_ASYMMETRIC, COORD_TF_CROP };
+enum { NEAREST_ROUND_PREFER_FLOOR, NEAREST_ROUND_PREFER_CEIL, NEAREST_FLOOR, NEAREST_CEIL };
+typedef struct resize_axis {
+    int64_t in, out;
+    double scale, roi0, roi1, cubic_a;
+    int mode, coord, nearest;
+    bool exclude_outside, antialias;
+    float extrapolation;
+    bool *outside; /* per output: extrapolated (tf_crop_and_resize) */
+} resize_axis;
+
+/* The interpolation coefficients at `ratio` (0 < ratio <= 1: the source
+ * coordinate's distance past the pixel before it), ONNX's: *n of them. */
+static void resize_coeffs(const resize_axis *r, double ratio, double *c, int *n) {
+    double s = r->scale < 1.0 ? r->scale : 1.0, A = r->cubic_a, sum = 0;
+    if (r->mode == RESIZE_NEAREST) {
+        bool whole = ratio == floor(ratio), second = r->nearest == NEAREST_ROUND_PREFER_FLOOR ? ratio > 0.5
+                                                     : r->nearest == NEAREST_ROUND_PREFER_CEIL ? ratio >= 0.5
+                                                                                               : r->nearest == NEAREST_CEIL;
+        *n = 2;
+        c[0] = whole ? 0 : !second, c[1] = whole ? 1 : second;
+        return;
+    }
+    if (r->mode == RESIZE_LINEAR && !r->antialias) {
+        *n = 2;
+        c[0] = 1 - ratio, c[1] = ratio;
+        return;
+    }
+    if (r->mode == RESIZE_CUBIC && !r->antialias) {
+        double t = ratio + 1, u = 1 - ratio, v = 2 - ratio;
+        *n = 4;
+        c[0] = ((A * t - 5 * A) * t + 8 * A) * t - 4 * A;
+        c[1] = ((A + 2) * ratio - (A + 3)) * ratio * ratio + 1;
+        c[2] = ((A + 2) * u - (A + 3)) * u * u + 1;
+        c[3] = ((A * v - 5 * A) * v + 8 * A) * v - 4 * A;
+        return;
+    }
+    int start = (int)floor((r->mode == RESIZE_LINEAR ? -1.0 : -2.0) / s) + 1;
+    *n = 2 - 2 * start;
+    for (int k = 0; k < *n; k++) {
+        double x = fabs(s * (start + k - ratio));
+        c[k] = r->mode == RESIZE_LINEAR ? (x < 1 ? 1 - x : 0)
+               : x <= 1                 ? ((A + 2) * x - (A + 3)) * x * x + 1
+               : x < 2                  ? ((A * x - 5 * A) * x + 8 * A) * x - 4 * A
+                                        : 0;
+        sum += c[k];
+    }
+    for (int k = 0; k < *n; k++) c[k] /= sum;
+}
+
+#define RESIZE_MAX_TAPS 4096
+static void fill_resize(const void *ctx, float *w) {
+    const resize_axis *r = ctx;
+    int64_t in = r->in, out = r->out;
+    double width = r->scale * (double)in;
+    memset(w, 0, (size_t)(in * out) * sizeof *w);
+    for (int64_t y = 0; y < out; y++) {
+        double x, yd = (double)y;
+        switch (r->coord) {
+        case COORD_ALIGN_CORNERS: x = width == 1 ? 0 : yd * (double)(in - 1) / (width - 1); break;
+        case COORD_ASYMMETRIC: x = yd / r->scale; break;
+        case COORD_TF_CROP:
+            x = width == 1 ? (r->roi1 - r->roi0) * (double)(in - 1) / 2 : yd * (r->roi1 - r->roi0) * (double)(in - 1) / (width - 1);
+            x += r->roi0 * (double)(in - 1);
+            r->outside[y] = x < 0 || x > (double)(in - 1);
+            break;
+        case COORD_PYTORCH_HALF_PIXEL: x = width == 1 ? -0.5 : (yd + 0.5) / r->scale - 0.5; break;
+        case COORD_HALF_PIXEL_SYMMETRIC: {
+            double offset = (double)in / 2 * (1 - (double)out / width);
+            x = offset + (yd + 0.5) / r->scale - 0.5;
+            break;
+        }
+        default: x = (yd + 0.5) / r->scale - 0.5; break;
+        }
+        if (r->coord == COORD_TF_CROP && r->outside[y]) continue;
+        double fl = floor(x), ratio = x == fl ? 1.0 : x - fl, c[RESIZE_MAX_TAPS];
+        int n;
+        resize_coeffs(r, ratio, c, &n);
+        /* the n taps nearest x, ties to the lower ones (ONNX's reference) */
+        int pad = (n + 1) / 2;
+        double xp = x + pad, p = floor(xp), frac = xp - p;
+        int64_t first = (int64_t)p + (n % 2 == 0 ? (frac == 0 ? -(n / 2) : -(n / 2) + 1) : (frac <= 0.5 ? -((n - 1) / 2) : -((n - 1) / 2) + 1)) - pad;
+        if (r->exclude_outside) {
+            double sum = 0;
+            for (int k = 0; k < n; k++) {
+                if (first + k < 0 || first + k >= in) c[k] = 0;
+                sum += c[k];
+            }
+            for (int k = 0; k < n && sum != 0; k++) c[k] /= sum;
+        }
+        for (int k = 0; k < n; k++) {
+            int64_t i = first + k < 0 ? 0 : first + k >= in ? in - 1 : first + k; /* edge padding */
+            w[i * out + y] += (float)c[k];
+        }
+    }
+}
+
+static void fill_extrapolation(const void *ctx, float *v) {
+    const resize_axis *r = ctx;
+    for (int64_t y = 0; y < r->out; y++) v[y] = r->outside[y] ? r->extrapolation : 0.0f;
+}
+
+/* Resize (opset 11 on) with constant roi, scales or sizes (inputs 1 to 3,
+ * over `axes` from opset 18 on): every mode (nearest with its nearest_mode,
+ * linear, cubic with cubic_coeff_a and exclude_outside, antialias), every
+ * coordinate_transformation_mode and keep_aspect_ratio_policy, as ONNX's
+ * reference computes them. Each resized axis is a matmul by the matrix of
+ * its interpolation weights (made at import), so the gradient is the
+ * matmul's; an integer input is resized in f32 and rounded back. */
+static ts_status op_resize(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x0 = as_tensor(im, io->in[0], &st), *x = f32_of(im, x0, &st);
+    if (!x) return st;
+    int r = x->shape.ndim;
+    static const char *const modes[] = {"nearest", "linear", "cubic"};
+    static const char *const coords[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_crop_and_resize"};
+    static const char *const nearests[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+    static const char *const policies[] = {"stretch", "not_larger", "not_smaller"};
+    const char *const *lists[] = {modes, coords, nearests, policies};
+    const char *names[] = {"mode", "coordinate_transformation_mode", "nearest_mode", "keep_aspect_ratio_policy"};
+    int counts[] = {3, 6, 4, 3}, k[4] = {0};
+    for (int i = 0; i < 4; i++) {
+        const Attr *a = attr(im, names[i]);
+        if (a && (k[i] = attr_choice(a, lists[i], counts[i])) == counts[i])
+            return node_error(im, TS_ERR_FORMAT, "attribute '%s' is '%.*s', which is not one of Resize's", names[i], a->has_s ? (int)a->s.len : 0,
+                              a->has_s ? (const char *)a->s.data : "");
+    }
+    int antialias, exclude;
+    int64_t axes[TS_MAX_DIMS];
+    int n_axes = -1;
+    if ((st = attr_int32(im, "antialias", 0, 0, 1, &antialias)) || (st = attr_int32(im, "exclude_outside", 0, 0, 1, &exclude)) ||
+        (st = attr_int_list(im, "axes", -r, r - 1, axes, TS_MAX_DIMS, &n_axes)))
+        return st;
+    if (n_axes < 0) {
+        n_axes = r;
+        for (int i = 0; i < r; i++) axes[i] = i;
+    }
+    for (int i = 0; i < n_axes; i++) axes[i] = norm_axis(axes[i], r);
+    /* the constant roi, scales and sizes, of one value per axis (two for roi) */
+    double vals[3][2 * TS_MAX_DIMS];
+    bool given[3] = {false, false, false};
+    for (int i = 0; i < 3; i++) {
+        value *v = io->n_in > i + 1 ? io->in[i + 1] : NULL;
+        if (!v) continue;
+        if ((st = decoded(im, v))) return st;
+        if (!is_const(v))
+            return node_error(im, TS_ERR_UNSUPPORTED, "its %s ('%s') must be a constant%s", i == 0 ? "roi" : i == 1 ? "scales" : "sizes", v->name,
+                              bind_hint(v));
+        int64_t n = ts_shape_numel(&v->c.shape);
+        if (n == 0) continue;
+        if (n != (i == 0 ? 2 : 1) * n_axes)
+            return node_error(im, TS_ERR_SHAPE, "its %s ('%s') holds %lld values; it takes %d, %s per resized axis", i == 0 ? "roi" : i == 1 ? "scales" : "sizes",
+                              v->name, (long long)n, (i == 0 ? 2 : 1) * n_axes, i == 0 ? "two" : "one");
+        for (int64_t j = 0; j < n; j++) vals[i][j] = v->c.v[j];
+        given[i] = true;
+    }
+    if (given[1] == given[2]) return node_error(im, TS_ERR_FORMAT, "gives %s of scales and sizes; Resize takes exactly one", given[1] ? "both" : "neither");
+    if (k[1] == COORD_TF_CROP && !given[0]) return node_error(im, TS_ERR_FORMAT, "coordinate_transformation_mode tf_crop_and_resize needs the roi input");
+    double scale[TS_MAX_DIMS];
+    int64_t out[TS_MAX_DIMS];
+    double policy = k[3] == 1 ? INFINITY : -INFINITY;
+    for (int i = 0; i < n_axes; i++) {
+        int64_t in = x->shape.d[axes[i]];
+        double s = given[1] ? vals[1][i] : vals[2][i] / (double)in;
+        if (!(s > 0) || !isfinite(s) || (given[2] && vals[2][i] != floor(vals[2][i])))
+            return node_error(im, TS_ERR_FORMAT, "its %s for axis %lld is %g; it takes a positive %s", given[1] ? "scale" : "size",
+                              (long long)axes[i], given[1] ? vals[1][i] : vals[2][i], given[1] ? "number" : "integer");
+        scale[i] = s;
+        out[i] = given[1] ? (int64_t)(s * (double)in) : (int64_t)vals[2][i];
+        policy = k[3] == 1 ? fmin(policy, s) : fmax(policy, s);
+    }
+    for (int i = 0; given[2] && k[3] != 0 && i < n_axes; i++) { /* not_larger, not_smaller: one scale for every axis */
+        scale[i] = policy;
+        out[i] = (int64_t)(policy * (double)x->shape.d[axes[i]] + 0.5);
+    }
+    ts_tensor *y = x;
+    for (int i = 0; i < n_axes && y; i++) {
+        int ax = (int)axes[i], last = r - 1;
+        resize_axis ra = {.in = x->shape.d[ax], .out = out[i], .scale = scale[i], .roi0 = given[0] ? vals[0][i] : 0,
+                          .roi1 = given[0] ? vals[0][n_axes + i] : 1, .cubic_a = attr_f(im, "cubic_coeff_a", -0.75), .mode = k[0],
+                          .coord = k[1], .nearest = k[2], .exclude_outside = exclude != 0, .antialias = antialias != 0 && k[0] != RESIZE_NEAREST,
+                          .extrapolation = (float)attr_f(im, "extrapolation_value", 0.0)};
+        if (out[i] < 1) return node_error(im, TS_ERR_SHAPE, "resizes axis %d to %lld; tensorscope's dimensions are positive", ax, (long long)out[i]);
+        if (fabs(ra.scale - 1.0) <= 1e-9 && ra.out == ra.in && ra.roi0 == 0 && ra.roi1 == 1) continue; /* the identity, as ONNX's reference */
+        if (ra.antialias && ra.scale < 1 && 2.0 / ra.scale + 2 > RESIZE_MAX_TAPS)
+            return node_error(im, TS_ERR_UNSUPPORTED, "an antialiased downscale by %g takes more than %d taps", ra.scale, RESIZE_MAX_TAPS);
+        bool outside[4096];
+        if (ra.coord == COORD_TF_CROP && ra.out > (int64_t)TS_ARRAY_LEN(outside))
+            return node_error(im, TS_ERR_UNSUPPORTED, "tf_crop_and_resize to more than %zu positions is not available", TS_ARRAY_LEN(outside));
+        memset(outside, 0, sizeof outside);
+        ra.outside = outside;
+        ts_tensor *w = computed_constant(im, "Weights", &(ts_shape){.ndim = 2, .d = {ra.in, ra.out}}, fill_resize, &ra, &st);
+        if (!w) return st;
+        ts_tensor *t = ax == last ? y : ts_transpose(im->g, y, ax, last);
+        int64_t rows = t ? ts_shape_numel(&t->shape) / ra.in : 0;
+        ts_tensor *m = t ? matmul_2d(im, ts_reshape(im->g, t, 2, (int64_t[]){rows, ra.in}), w, false, &st) : NULL;
+        if (!m) return st ? st : ts_graph_status(im->g);
+        bool any = false;
+        for (int64_t j = 0; j < ra.out; j++) any = any || outside[j];
+        if (any) {
+            ts_tensor *e = computed_constant(im, "Extrapolation", &(ts_shape){.ndim = 1, .d = {ra.out}}, fill_extrapolation, &ra, &st);
+            if (!e) return st;
+            m = ts_add(im->g, m, e);
+        }
+        ts_shape s = t->shape;
+        s.d[last] = ra.out;
+        y = ts_reshape(im->g, m, s.ndim, s.d);
+        if (y && ax != last) y = ts_transpose(im->g, y, ax, last);
+    }
+    if (!y) return ts_graph_status(im->g);
+    if (y == x) return op_identity(im, io);
+    if (x0->dtype == TS_I32) y = ts_unary(im->g, "Round", y, 0.0f, 0.0f);
+    return built(im, as_dtype_of(im, y, x0), &io->out[0]);
+}
+
 /* One row per ONNX op type: the import table. `oldest` is the oldest
  * opset whose version of the op the row reads: the op's version at opset
  * 13 and the older ones that differ from it in types only (onnx.defs'
@@ -2357,17 +3686,22 @@ static const struct {
     {"Acosh", 1, 9, op_unary},
     {"Add", 2, 7, op_binary},
     {"And", 2, 7, op_binary},
+    {"ArgMax", 1, 1, op_arg_extreme},
+    {"ArgMin", 1, 1, op_arg_extreme},
     {"Asin", 1, 7, op_unary},
     {"Asinh", 1, 9, op_unary},
     {"Atan", 1, 7, op_unary},
     {"Atanh", 1, 9, op_unary},
+    {"Attention", 3, 23, op_attention},
     {"AveragePool", 1, 10, op_pool},
     {"BatchNormalization", 5, 9, op_batch_norm},
     {"Cast", 1, 6, op_cast},
     {"CastLike", 2, 13, op_cast_like},
     {"Ceil", 1, 6, op_unary},
     {"Celu", 1, 12, op_composed_unary},
+    {"CenterCropPad", 2, 18, op_center_crop_pad},
     {"Clip", 1, 6, op_clip},
+    {"Compress", 2, 9, op_compress},
     {"Concat", 1, 4, op_concat},
     {"Constant", 0, 1, op_constant},
     {"ConstantOfShape", 1, 9, op_fold},
@@ -2375,17 +3709,23 @@ static const struct {
     {"ConvTranspose", 2, 1, op_conv_transpose},
     {"Cos", 1, 7, op_unary},
     {"Cosh", 1, 9, op_unary},
+    {"CumProd", 2, 26, op_cumprod},
+    {"CumSum", 2, 11, op_cumsum},
+    {"DepthToSpace", 1, 1, op_depth_space},
     {"Div", 2, 7, op_binary},
     {"Dropout", 1, 10, op_dropout},
     {"Elu", 1, 6, op_unary},
     {"Equal", 2, 7, op_binary},
+    {"Einsum", 1, 12, op_einsum},
     {"Erf", 1, 9, op_unary},
     {"Exp", 1, 6, op_unary},
+    {"EyeLike", 1, 9, op_eye_like},
     {"Expand", 2, 8, op_expand},
     {"Flatten", 1, 1, op_flatten},
     {"Floor", 1, 6, op_unary},
     {"Gather", 2, 1, op_gather},
     {"GatherElements", 2, 11, op_gather},
+    {"GatherND", 2, 11, op_gather_nd},
     {"Gelu", 1, 13, op_unary},
     {"Gemm", 2, 7, op_gemm},
     {"GlobalAveragePool", 1, 1, op_global_avg_pool},
@@ -2395,6 +3735,7 @@ static const struct {
     {"GroupNormalization", 3, 18, op_group_norm},
     {"GRU", 3, 7, op_rnn},
     {"HardSigmoid", 1, 6, op_unary},
+    {"Hardmax", 1, 1, op_hardmax},
     {"HardSwish", 1, 13, op_unary},
     {"Identity", 1, 1, op_identity},
     {"InstanceNormalization", 3, 6, op_instance_norm},
@@ -2407,10 +3748,13 @@ static const struct {
     {"Log", 1, 6, op_unary},
     {"LogSoftmax", 1, 1, op_softmax},
     {"LpNormalization", 1, 1, op_lp_norm},
+    {"LRN", 1, 1, op_lrn},
+    {"LpPool", 1, 11, op_lp_pool},
     {"LSTM", 3, 7, op_rnn},
     {"MatMul", 2, 1, op_matmul},
     {"Max", 1, 6, op_variadic},
     {"MaxPool", 1, 10, op_pool},
+    {"MaxUnpool", 2, 9, op_max_unpool},
     {"Mean", 1, 6, op_variadic},
     {"MeanVarianceNormalization", 1, 9, op_mvn},
     {"Min", 1, 6, op_variadic},
@@ -2420,6 +3764,7 @@ static const struct {
     {"Neg", 1, 6, op_unary},
     {"NegativeLogLikelihoodLoss", 2, 12, op_loss},
     {"Not", 1, 1, op_unary},
+    {"OneHot", 3, 9, op_one_hot},
     {"Or", 2, 7, op_binary},
     {"Pad", 1, 11, op_pad},
     {"Pow", 2, 7, op_binary},
@@ -2433,12 +3778,19 @@ static const struct {
     {"ReduceMax", 1, 1, op_reduce},
     {"ReduceMean", 1, 1, op_reduce},
     {"ReduceMin", 1, 1, op_reduce},
+    {"ReduceProd", 1, 1, op_reduce},
     {"ReduceSum", 1, 1, op_reduce},
     {"ReduceSumSquare", 1, 1, op_reduce},
     {"Relu", 1, 6, op_unary},
     {"Reshape", 2, 5, op_reshape},
+    {"Resize", 1, 11, op_resize},
+    {"RNN", 3, 7, op_rnn},
     {"RMSNormalization", 2, 23, op_rms_norm},
+    {"RotaryEmbedding", 3, 23, op_rotary},
     {"Round", 1, 11, op_unary},
+    {"Scatter", 3, 9, op_scatter},
+    {"ScatterElements", 3, 11, op_scatter},
+    {"ScatterND", 3, 11, op_scatter},
     {"Selu", 1, 6, op_unary},
     {"Shape", 1, 1, op_shape},
     {"Shrink", 1, 9, op_composed_unary},
@@ -2452,15 +3804,19 @@ static const struct {
     {"SoftmaxCrossEntropyLoss", 2, 12, op_loss},
     {"Softplus", 1, 1, op_unary},
     {"Softsign", 1, 1, op_composed_unary},
+    {"SpaceToDepth", 1, 1, op_depth_space},
     {"Split", 1, 13, op_split},
     {"Sqrt", 1, 6, op_unary},
     {"Squeeze", 1, 1, op_squeeze_unsqueeze},
     {"Sub", 2, 7, op_binary},
     {"Sum", 1, 6, op_variadic},
+    {"Swish", 1, 24, op_swish},
+    {"SwiGLU", 2, 28, op_swish},
     {"Tan", 1, 7, op_unary},
     {"Tanh", 1, 6, op_unary},
     {"ThresholdedRelu", 1, 10, op_composed_unary},
     {"Tile", 2, 6, op_tile},
+    {"TopK", 1, 1, op_topk},
     {"Transpose", 1, 1, op_transpose},
     {"Trilu", 1, 14, op_trilu},
     {"Unsqueeze", 1, 1, op_squeeze_unsqueeze},
@@ -2546,6 +3902,7 @@ static const struct {
     {"Dropout", "ratio", 1, 11, "the ratio is input 1"},
     {"GRU", "layout", 14, 0, NULL},
     {"LSTM", "layout", 14, 0, NULL},
+    {"RNN", "layout", 14, 0, NULL},
     {"Pad", "pads", 1, 10, "the pads are input 1"},
     {"Range", "stash_type", 27, 0, NULL},
     {"ReduceL1", "axes", 1, 17, "from opset 18 on, the axes are input 1"},
@@ -2564,6 +3921,8 @@ static const struct {
     {"ReduceMin", "noop_with_empty_axes", 18, 0, NULL},
     {"ReduceSum", "axes", 1, 12, "from opset 13 on, the axes are input 1"},
     {"ReduceSum", "noop_with_empty_axes", 13, 0, NULL},
+    {"ReduceProd", "axes", 1, 17, "from opset 18 on, the axes are input 1"},
+    {"ReduceProd", "noop_with_empty_axes", 18, 0, NULL},
     {"ReduceSumSquare", "axes", 1, 17, "from opset 18 on, the axes are input 1"},
     {"ReduceSumSquare", "noop_with_empty_axes", 18, 0, NULL},
     {"Reshape", "allowzero", 14, 0, NULL},

@@ -1,4 +1,4 @@
-/* onnx_rnn.c -- ONNX's LSTM and GRU, unrolled over the sequence.
+/* onnx_rnn.c -- ONNX's LSTM, GRU and RNN, unrolled over the sequence.
  *
  * Shapes are static, so a recurrent node becomes, per direction, one
  * projection of the whole sequence (X W^T + bias, [T*B, G*H]) and per time
@@ -8,7 +8,7 @@
  * `<scope>/<node>/t<k>/<gate>` (k is the time index of the input it
  * reads; a bidirectional node's directions are `forward/` and `reverse/`):
  * LSTM's i, f, g (the candidate cell), o, c (the cell) and h, GRU's z, r,
- * n (the candidate state) and h. The equations are ONNX's (operator docs,
+ * n (the candidate state) and h, RNN's h. The equations are ONNX's (operator docs,
  * opset 14 on): gate order i, o, f, c in W, R and B for LSTM (PyTorch's is
  * i, f, g, o; the exporters reorder), z, r, h for GRU. */
 #include "import/onnx_rnn.h"
@@ -28,8 +28,9 @@ enum act { ACT_SIGMOID, ACT_TANH, ACT_RELU };
 typedef struct rnn {
     ts_graph *g;
     const ts_onnx_rnn_node *n;
-    bool lstm;
-    int gates;       /* 4 (LSTM) or 3 (GRU) */
+    bool lstm, plain; /* LSTM; RNN (plain: one gate, h = f(x W^T + h R^T + b)) */
+    const char *op;  /* the op type */
+    int gates;       /* 4 (LSTM), 3 (GRU) or 1 (RNN) */
     int dirs;        /* 1 or 2 */
     bool reverse;    /* direction "reverse" (dirs 1) */
     bool batch_first;/* layout 1 */
@@ -60,7 +61,7 @@ static ts_status failed(ts_graph *g) {
 /* ------------------------------------------------------------- attributes */
 
 static ts_status read_attrs(rnn *r) {
-    const char *op = r->lstm ? "LSTM" : "GRU";
+    const char *op = r->op;
     const Attr *a;
     if ((a = find_attr(r, "clip")))
         return ts_error(TS_ERR_UNSUPPORTED, "attribute 'clip' (%g) is not available: tensorscope's %s applies no cell clipping; "
@@ -78,13 +79,13 @@ static ts_status read_attrs(rnn *r) {
     if (a && a->i != 0 && a->i != 1) return ts_error(TS_ERR_FORMAT, "attribute 'layout' is %lld; %s takes 0 or 1", (long long)a->i, op);
     r->batch_first = a && a->i == 1;
     a = find_attr(r, "linear_before_reset");
-    if (a && r->lstm) return ts_error(TS_ERR_FORMAT, "attribute 'linear_before_reset' belongs to GRU, not LSTM");
+    if (a && (r->lstm || r->plain)) return ts_error(TS_ERR_FORMAT, "attribute 'linear_before_reset' belongs to GRU, not %s", op);
     r->lbr = a && a->i != 0;
     /* activations: f, g (and h) per direction, the defaults Sigmoid, Tanh
-     * (Tanh); Relu too (no alpha or beta) */
-    int per_dir = r->lstm ? 3 : 2;
+     * (Tanh); RNN's one, f, Tanh; Relu too (no alpha or beta) */
+    int per_dir = r->lstm ? 3 : r->plain ? 1 : 2;
     for (int d = 0; d < 2; d++) {
-        r->act[d][0] = ACT_SIGMOID;
+        r->act[d][0] = r->plain ? ACT_TANH : ACT_SIGMOID;
         r->act[d][1] = r->act[d][2] = ACT_TANH;
     }
     a = find_attr(r, "activations");
@@ -92,7 +93,7 @@ static ts_status read_attrs(rnn *r) {
         if ((int)a->n_strings != per_dir * r->dirs)
             return ts_error(TS_ERR_FORMAT, "attribute 'activations' lists %zu functions; a %s %s takes %d (%s per direction)",
                             a->n_strings, r->dirs == 2 ? "bidirectional" : "one-direction", op, per_dir * r->dirs,
-                            r->lstm ? "f, g, h" : "f, g");
+                            r->lstm ? "f, g, h" : r->plain ? "f" : "f, g");
         for (int k = 0; k < per_dir * r->dirs; k++) {
             const ProtobufCBinaryData *s = &a->strings[k];
             enum act *slot = &r->act[k / per_dir][k % per_dir];
@@ -132,12 +133,12 @@ static ts_status check_shape(const rnn *r, int input, const char *what, int ndim
     ts_shape w = {.ndim = ndim};
     memcpy(w.d, want, (size_t)ndim * sizeof *want);
     return ts_error(TS_ERR_SHAPE, "input %d (%s) has the shape %s; the %s's other inputs and attributes make it %s", input, what,
-                    ts_shape_str(s, have, sizeof have), r->lstm ? "LSTM" : "GRU", ts_shape_str(&w, need, sizeof need));
+                    ts_shape_str(s, have, sizeof have), r->op, ts_shape_str(&w, need, sizeof need));
 }
 
 static ts_status read_shapes(rnn *r) {
     const ts_onnx_rnn_node *n = r->n;
-    const char *op = r->lstm ? "LSTM" : "GRU";
+    const char *op = r->op;
     for (int i = X_; i <= R_; i++)
         if (!n->t[i] && !n->c[i]) return ts_error(TS_ERR_FORMAT, "input %d (%s) is required", i, i == X_ ? "X" : i == W_ ? "W" : "R");
     const ts_shape *x = n->t[X_] ? &n->t[X_]->shape : &n->c[X_]->shape;
@@ -169,7 +170,7 @@ static ts_status read_shapes(rnn *r) {
     if (!st && r->lstm) st = check_shape(r, C0_, "initial_c", 3, state);
     if (!st && r->lstm) st = check_shape(r, P_, "P", 2, (int64_t[]){D, 3 * H});
     if (!st && !r->lstm && (n->t[C0_] || n->c[C0_] || n->t[P_] || n->c[P_]))
-        return ts_error(TS_ERR_FORMAT, "GRU has 6 inputs; this node gives %s", n->t[P_] || n->c[P_] ? "a seventh and eighth" : "a seventh");
+        return ts_error(TS_ERR_FORMAT, "%s has 6 inputs; this node gives %s", r->op, n->t[P_] || n->c[P_] ? "a seventh and eighth" : "a seventh");
     return st;
 }
 
@@ -335,9 +336,10 @@ static ts_status run_dir(rnn *r, int d, ts_tensor *x2, ts_tensor *h0, ts_tensor 
     }
     /* GRU without linear_before_reset: R's z and r rows act on h, its h
      * rows on r * h */
-    ts_tensor *r_zr = !r->lstm && !r->lbr ? ts_slice(g, rw, 0, 0, 2 * H) : NULL;
-    ts_tensor *r_h = !r->lstm && !r->lbr ? ts_slice(g, rw, 0, 2 * H, H) : NULL;
-    if (!r->lstm && !r->lbr && !r_h) return failed(g);
+    bool gru = !r->lstm && !r->plain;
+    ts_tensor *r_zr = gru && !r->lbr ? ts_slice(g, rw, 0, 0, 2 * H) : NULL;
+    ts_tensor *r_h = gru && !r->lbr ? ts_slice(g, rw, 0, 2 * H, H) : NULL;
+    if (gru && !r->lbr && !r_h) return failed(g);
     ts_tensor *h = h0, *c = c0;
     const enum act *act = r->act[d];
     bool rev = r->reverse || d == 1;
@@ -345,7 +347,12 @@ static ts_status run_dir(rnn *r, int d, ts_tensor *x2, ts_tensor *h0, ts_tensor 
         int64_t t = rev ? r->T - 1 - k : k;
         ts_tensor *xt = ts_reshape(g, ts_slice(g, xw, 0, t, 1), 2, (int64_t[]){B, G * H}), *mt = r->mask ? ts_slice(g, r->mask, 0, t * B, B) : NULL, *y;
         if (!xt || (r->mask && !mt)) return failed(g);
-        if (r->lstm) {
+        if (r->plain) { /* h = f(x W^T + h R^T + Wb + Rb) */
+            ts_tensor *hn = named(r, activate(g, act[0], h ? ts_add(g, xt, ts_matmul_t(g, h, rw)) : xt), d, t, "h", &st);
+            if (!hn) return st ? st : failed(g);
+            y = mt ? ts_mul(g, mt, hn) : hn;
+            h = masked_state(g, mt, h, hn);
+        } else if (r->lstm) {
             ts_tensor *gates = h ? ts_add(g, xt, ts_matmul_t(g, h, rw)) : xt;
             ts_tensor *ip = gates ? ts_slice(g, gates, 1, 0, H) : NULL, *op = gates ? ts_slice(g, gates, 1, H, H) : NULL;
             ts_tensor *fp = gates ? ts_slice(g, gates, 1, 2 * H, H) : NULL, *cp = gates ? ts_slice(g, gates, 1, 3 * H, H) : NULL;
@@ -401,8 +408,8 @@ static void make_prefix(rnn *r) {
     const char *last = name && *name ? strrchr(name, '/') : NULL;
     last = last ? last + 1 : name;
     if (!last || !*last) { /* an unnamed node: `<scope>/LSTM:<k>` */
-        char *auto_name = ts_graph_op_output_name(r->g, r->lstm ? "LSTM" : "GRU");
-        snprintf(r->prefix, sizeof r->prefix, "%s", auto_name ? auto_name : r->lstm ? "LSTM" : "GRU");
+        char *auto_name = ts_graph_op_output_name(r->g, r->op);
+        snprintf(r->prefix, sizeof r->prefix, "%s", auto_name ? auto_name : r->op);
         ts_free(auto_name);
         return;
     }
@@ -434,7 +441,9 @@ ts_status ts_onnx_rnn(ts_graph *g, const ts_onnx_rnn_node *n, ts_tensor *out[3])
     out[0] = out[1] = out[2] = NULL;
     rnn r = {.g = g, .n = n};
     r.lstm = strcmp(n->node->op_type, "LSTM") == 0;
-    r.gates = r.lstm ? 4 : 3;
+    r.plain = strcmp(n->node->op_type, "RNN") == 0;
+    r.op = r.lstm ? "LSTM" : r.plain ? "RNN" : "GRU";
+    r.gates = r.lstm ? 4 : r.plain ? 1 : 3;
     ts_status st = read_attrs(&r);
     if (!st) st = read_shapes(&r);
     bool masked = false;
@@ -445,7 +454,7 @@ ts_status ts_onnx_rnn(ts_graph *g, const ts_onnx_rnn_node *n, ts_tensor *out[3])
     uint64_t unrolled = (uint64_t)r.T * (uint64_t)r.dirs * RNN_OPS_PER_STEP * (sizeof(ts_tensor) + 64);
     if (unrolled > ts_get_limit(TS_LIMIT_IMPORT_BYTES)) {
         char what[160];
-        snprintf(what, sizeof what, "unrolling the %s over its %lld steps (some %d graph ops a step)", r.lstm ? "LSTM" : "GRU",
+        snprintf(what, sizeof what, "unrolling the %s over its %lld steps (some %d graph ops a step)", r.op,
                  (long long)r.T, RNN_OPS_PER_STEP * r.dirs);
         return ts_limit_exceeded(TS_LIMIT_IMPORT_BYTES, what, unrolled);
     }
@@ -453,7 +462,7 @@ ts_status ts_onnx_rnn(ts_graph *g, const ts_onnx_rnn_node *n, ts_tensor *out[3])
     const TensorscopeOnnx__NodeProto *node = n->node;
     bool want[3];
     for (int i = 0; i < 3; i++) want[i] = (size_t)i < node->n_output && node->output[i] && *node->output[i];
-    if (!r.lstm && want[2]) return ts_error(TS_ERR_FORMAT, "GRU has 2 outputs (Y, Y_h); this node names a third");
+    if (!r.lstm && want[2]) return ts_error(TS_ERR_FORMAT, "%s has 2 outputs (Y, Y_h); this node names a third", r.op);
     /* the sequence as [T*B, I] rows, time-major */
     ts_tensor *x = input(&r, X_, "X", &st);
     if (!x) return st ? st : failed(g);
