@@ -86,6 +86,7 @@ ts_opt_consts ts_opt_begin(const ts_optimizer *o, ts_opt_state *s) {
         float bc1 = (float)(1.0 - pow(o->beta1, t)), bc2 = (float)(1.0 - pow(o->beta2, t));
         c.step_size = o->lr / bc1;
         c.bc2_sqrt = sqrtf(bc2);
+        c.bc1 = bc1;
     }
     return c;
 }
@@ -206,6 +207,11 @@ void ts_opt_update(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *
     default: step_loop(STEP_ADAM, o, c, s, param, grad, begin, whole, none, none, NULL, NULL); break;
     }
     if (whole < end) step_tail(o, c, s, param, grad, whole, end - whole);
+}
+
+void ts_opt_direction(const ts_optimizer *o, const ts_opt_consts *c, const ts_opt_state *s, int64_t begin, int64_t end, float *out) {
+    for (int64_t i = begin; i < end; i++) /* opt_step's denominator, the moment over its bias correction */
+        out[i - begin] = s->accl1[i] / c->bc1 / (sqrtf(s->accl2[i]) / c->bc2_sqrt + o->eps);
 }
 
 /* A run of ts_opt_update_summarised, specialised on the optimizer and on

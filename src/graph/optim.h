@@ -25,6 +25,7 @@ typedef struct ts_opt_state { /* per parameter, survives recompiles */
 typedef struct ts_opt_consts {
     bool first;                 /* the first step (SGD momentum starts from g) */
     float step_size, bc2_sqrt;  /* Adam's bias corrections */
+    float bc1;                  /* 1 - beta1^t */
 } ts_opt_consts;
 ts_opt_consts ts_opt_begin(const ts_optimizer *o, ts_opt_state *s);
 void ts_opt_update(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, const float *grad, int64_t begin,
@@ -37,6 +38,11 @@ void ts_opt_update(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *
 void ts_opt_update_summarised(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, float *grad, int64_t begin,
                               int64_t end, bool clear, struct ts_stats_stream *gs, struct ts_stats_partial *gp,
                               struct ts_stats_stream *ps, struct ts_stats_partial *pp);
+
+/* Adam's direction m^ / (sqrt(v^) + eps) of elements [begin, end) of a
+ * step made (the update without the learning rate and weight decay) into
+ * out[0, end - begin), from the moments it left in s. */
+void ts_opt_direction(const ts_optimizer *o, const ts_opt_consts *c, const ts_opt_state *s, int64_t begin, int64_t end, float *out);
 
 /* The settings `param` is updated with: its own (ts_param_set_optimizer)
  * or the model's `model`. The rate in its own is its base rate, which the
