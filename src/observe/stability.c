@@ -277,7 +277,7 @@ void ts_stab_rows(const ts_model *m) {
         } else {
             src = &s->sums[row->sum], run = s->sum_run[row->sum], step = s->sum_step[row->sum];
         }
-        if (run < 0) continue;
+        if (run < 0 || run % s->period) continue; /* not taken, or taken for a watch of the user's between the rows' runs */
         double v = signal_value(row, src, row->entry >= 0 ? NULL : &s->sums[row->sum]);
         memset(out, 0, sizeof *out);
         out->what = TS_WATCH_STATS;

@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_stability.sh -- the stability signals (--watch-stability) of the
+# test_cli_stability.sh -- the stability signals (--watch-stability) of the
 # built-in char GPT (AdamW: attention, tied logits) and MLP (SGD with
 # momentum: LogSoftmax) against NumPy over the same run's dumped tensors,
 # read from the TensorBoard event file by TensorBoard itself
