@@ -81,8 +81,7 @@ typedef struct walk_job {
     const ts_step_update *step; /* NULL: summaries only */
     bool fused;                 /* the step summarises the gradient and the parameter as it updates */
     bool relu;                  /* summaries only: entry 1 is the Relu of entry 0, summarised from entry 0's values */
-    int delta;                  /* with a step: parts [delta, delta + 3) take w before it, its update and Adam's
-                                 * direction (stability signals, u only with step->direction); -1: none */
+    double (*sq)[4];            /* with a step: per slot, the sums of squares stability signals take (step->norms); NULL: none */
 } walk_job;
 
 static void walk_slots(void *ctx, int64_t s0, int64_t s1) {
@@ -109,24 +108,12 @@ static void walk_slots(void *ctx, int64_t s0, int64_t s1) {
             }
             continue;
         }
-        float before[STEP_CHUNK];
         for (int64_t c = b; c < e; c += STEP_CHUNK) {
             int64_t len = e - c < STEP_CHUNK ? e - c : STEP_CHUNK;
             for (int k = 0; k < j->n_read; k++)
                 if (j->part[k] == k) ts_stats_partial_add(&parts[k], j->entries[k]->data + c, len);
-            if (j->delta >= 0) {
-                memcpy(before, j->step->param + c, (size_t)len * sizeof *before);
-                ts_stats_partial_add(&parts[j->delta], before, len);
-            }
-            j->step->update(j->step->ctx, c, c + len);
-            if (j->delta >= 0) { /* the update, w_after - w_before, while both are in cache */
-                for (int64_t i = 0; i < len; i++) before[i] = j->step->param[c + i] - before[i];
-                ts_stats_partial_add(&parts[j->delta + 1], before, len);
-                if (j->step->direction) {
-                    j->step->direction(j->step->ctx, c, c + len, before);
-                    ts_stats_partial_add(&parts[j->delta + 2], before, len);
-                }
-            }
+            if (j->sq) j->step->norms(j->step->ctx, c, c + len, j->sq[s]);
+            else j->step->update(j->step->ctx, c, c + len);
             for (int k = j->n_read; k < j->n; k++) ts_stats_partial_add(&parts[k], j->entries[k]->data + c, len);
         }
     }
@@ -152,14 +139,14 @@ static void walk(ts_model *m, walk_job *j) {
     j->slots = j->numel >= SPLIT_MIN ? p->n_slots : 1;
     for (int s = 0; s < j->slots; s++) {
         for (int k = 0; k < j->n; k++) ts_stats_partial_init(&p->parts[s * TS_STEP_WATCHES + k], p->watch_what[j->entries[k]->watch]);
-        for (int k = 0; j->delta >= 0 && k < 3; k++) ts_stats_partial_init(&p->parts[s * TS_STEP_WATCHES + j->delta + k], TS_WATCH_STATS);
+        if (j->sq) memset(j->sq[s], 0, sizeof j->sq[s]);
     }
     ts_pool_for(j->slots > 1 ? m->pool : NULL, j->slots, 1, walk_slots, j);
     for (int k = 0; k < j->n; k++)
         if (j->part[k] == k)
             for (int s = 1; s < j->slots; s++) ts_stats_merge(&p->parts[k], &p->parts[s * TS_STEP_WATCHES + k]);
-    for (int k = 0; j->delta >= 0 && k < 3; k++)
-        for (int s = 1; s < j->slots; s++) ts_stats_merge(&p->parts[j->delta + k], &p->parts[s * TS_STEP_WATCHES + j->delta + k]);
+    for (int s = 1; j->sq && s < j->slots; s++)
+        for (int k = 0; k < 4; k++) j->sq[0][k] += j->sq[s][k];
     for (int k = 0; k < j->n; k++) {
         int w = j->entries[k]->watch;
         ts_stats_finish(&p->parts[j->part[k]], &p->summaries[w]);
@@ -180,7 +167,7 @@ static void note_stored(const ts_model *m, const ts_entry *e, ts_summary *s) {
 }
 
 static void summarize(ts_model *m, const ts_entry *e, int64_t sample) {
-    walk_job j = {.p = m->prog, .entries = {e}, .part = {0, 1}, .n_read = 1, .n = 1, .numel = e->numel, .delta = -1};
+    walk_job j = {.p = m->prog, .entries = {e}, .part = {0, 1}, .n_read = 1, .n = 1, .numel = e->numel};
     const ts_entry *y = e->relu_out >= 0 ? &m->prog->entries[e->relu_out] : NULL;
     if (y && watch_due(m, y, sample) && ts_in_stage(m, y->node)) {
         j.entries[1] = y;
@@ -209,7 +196,7 @@ static bool reuse_same_summary(ts_model *m, const ts_entry *e) {
 
 void ts_observe_step(ts_model *m, int node, int64_t d, const ts_step_update *u, int64_t n) {
     ts_prog *p = m->prog;
-    walk_job j = {.p = p, .numel = n, .step = u, .delta = -1};
+    walk_job j = {.p = p, .numel = n, .step = u};
     int A = m->opts.grad_accum;
     /* read entries first, then written ones */
     for (int pass = 0; pass < 2; pass++) {
@@ -226,16 +213,16 @@ void ts_observe_step(ts_model *m, int node, int64_t d, const ts_step_update *u, 
         }
         if (pass == 0) j.n_read = j.n;
     }
-    const ts_stab *st = p->stab;
-    bool delta = st && st->param_sum && st->param_sum[node] >= 0 && d == p->samples_step - 1 && m->runs % st->period == 0;
-    if (j.n == 0 && !delta) {
+    ts_stab *st = p->stab; /* stability signals: the update sums its squares as it goes */
+    bool norms = st && u->norms && st->param_of && st->param_of[node] >= 0 && d == p->samples_step - 1 && m->runs % st->period == 0;
+    if (j.n == 0 && !norms) {
         ts_pool_for(n >= SPLIT_MIN ? m->pool : NULL, n, SPLIT_MIN / 2, u->update, u->ctx); /* unwatched: split big ones */
         return;
     }
-    j.delta = delta ? j.n : -1;
-    j.fused = !delta && step_fusable(&j);
+    j.sq = norms ? st->sq : NULL;
+    j.fused = !norms && step_fusable(&j);
     walk(m, &j);
-    if (delta) ts_stab_update_done(m, node, &p->parts[j.delta], &p->parts[j.delta + 1], u->direction ? &p->parts[j.delta + 2] : NULL);
+    if (norms) ts_stab_update_done(m, node, st->sq[0]);
 }
 
 /* ---- numeric checks */

@@ -131,31 +131,31 @@ ts_status ts_stab_resolve(ts_model *m, ts_prog *p, bool *want) {
     ts_free(last);
     if (lst) return lst;
     if (m->training) {
-        if (!(s->param_sum = ts_calloc((size_t)p->n_nodes, sizeof *s->param_sum)) ||
-            !(s->param_adam = ts_calloc((size_t)p->n_nodes, sizeof *s->param_adam)))
-            return TS_ERR_OUT_OF_MEMORY;
-        for (int i = 0; i < p->n_nodes; i++) s->param_sum[i] = -1;
+        if (!(s->param_of = ts_calloc((size_t)p->n_nodes, sizeof *s->param_of))) return TS_ERR_OUT_OF_MEMORY;
+        for (int i = 0; i < p->n_nodes; i++) s->param_of[i] = -1;
+        bool host = m->backend->opt_update_norms != NULL; /* the update's sums taken as it goes (else a device's: the gradient's watch) */
         for (int k = 0; k < m->n_state; k++) {
             int node = m->state[k].node;
             const ts_tensor *t = g->t[node];
             if (!p->live[node] || !p->needs_grad[node] || t->frozen || !wanted(m, param_layer(t->name, layer, sizeof layer), t->name)) continue;
-            int acc = ts_prog_entry_of(p, node, TS_KIND_ACCUM);
+            int acc = ts_prog_entry_of(p, node, TS_KIND_ACCUM), idx = s->n_params;
             ts_status st = TS_OK;
-            if (acc >= 0) {
+            if (host) {
+                s->param_of[node] = s->n_params++;
+                st = add_row(s, t->name, TS_SIG_GRAD_NORM, 0, -1, idx);
+                if (!st) st = add_row(s, t->name, TS_SIG_UPDATE_RATIO, 0, -1, idx);
+                if (!st && ts_param_optimizer(&m->opt, t)->kind != TS_OPT_SGD) st = add_row(s, t->name, TS_SIG_ADAM_UPDATE, 0, -1, idx);
+            } else if (acc >= 0) {
                 want[acc] = true;
                 st = add_row(s, t->name, TS_SIG_GRAD_NORM, 0, acc, -1);
-            }
-            if (!st && m->backend->host_addressable) { /* the update's, taken around it on the host */
-                bool adam = ts_param_optimizer(&m->opt, t)->kind != TS_OPT_SGD;
-                s->param_sum[node] = s->n_sums;
-                s->param_adam[node] = adam;
-                st = add_row(s, t->name, TS_SIG_UPDATE_RATIO, 0, -1, s->n_sums);
-                if (!st && adam) st = add_row(s, t->name, TS_SIG_ADAM_UPDATE, 0, -1, s->n_sums);
-                s->n_sums += 3;
             }
             if (st) return st;
         }
     }
+    if ((s->n_params && (!(s->norm2 = ts_calloc((size_t)s->n_params, sizeof *s->norm2)) || !(s->norm_run = ts_calloc((size_t)s->n_params, sizeof *s->norm_run)) ||
+                         !(s->norm_step = ts_calloc((size_t)s->n_params, sizeof *s->norm_step)))))
+        return TS_ERR_OUT_OF_MEMORY;
+    for (int k = 0; k < s->n_params; k++) s->norm_run[k] = s->norm_step[k] = -1;
     if ((s->n_sums && (!(s->sums = ts_calloc((size_t)s->n_sums, sizeof *s->sums)) || !(s->sum_run = ts_calloc((size_t)s->n_sums, sizeof *s->sum_run)) ||
                        !(s->sum_step = ts_calloc((size_t)s->n_sums, sizeof *s->sum_step)))) ||
         (max_rows && !(s->lse = ts_calloc((size_t)max_rows, sizeof *s->lse))) ||
@@ -175,8 +175,10 @@ void ts_stab_free(ts_stab *s) {
     for (int r = 0; r < s->n_rows; r++) ts_free(s->rows[r].name);
     ts_free(s->rows);
     ts_free(s->jobs);
-    ts_free(s->param_sum);
-    ts_free(s->param_adam);
+    ts_free(s->param_of);
+    ts_free(s->norm2);
+    ts_free(s->norm_run);
+    ts_free(s->norm_step);
     ts_free(s->sums);
     ts_free(s->sum_run);
     ts_free(s->sum_step);
@@ -224,14 +226,12 @@ void ts_stab_observe(ts_model *m, const ts_entry *e) {
     finish(m, s, j->sum, &q);
 }
 
-/* Summaries of a parameter's update: w before it, the update, Adam's
- * direction (observe.c's walk fills them; stability.h). */
-void ts_stab_update_done(ts_model *m, int node, const ts_stats_partial *w, const ts_stats_partial *dw, const ts_stats_partial *u) {
+void ts_stab_update_done(ts_model *m, int node, const double sq[4]) {
     ts_stab *s = m->prog->stab;
-    int sum = s->param_sum[node];
-    finish(m, s, sum, w);
-    finish(m, s, sum + 1, dw);
-    if (u) finish(m, s, sum + 2, u);
+    int k = s->param_of[node];
+    memcpy(s->norm2[k], sq, sizeof s->norm2[k]);
+    s->norm_run[k] = m->runs;
+    s->norm_step[k] = m->steps;
 }
 
 /* NaN when a NaN was summarised, Inf when an Inf was, else v. */
@@ -241,21 +241,17 @@ static double flagged(const ts_stats *st, double v) {
     return v;
 }
 
-static double signal_value(const ts_stab_row *r, const ts_summary *src, const ts_summary *sums) {
-    const ts_stats *st = &src->stats;
-    int64_t finite = st->count - st->nans - st->pos_infs - st->neg_infs;
+static double signal_value(const ts_stab_row *r, const ts_summary *src, const double *sq) {
+    const ts_stats *st = src ? &src->stats : NULL;
+    int64_t finite = st ? st->count - st->nans - st->pos_infs - st->neg_infs : 0;
     switch (r->sig) {
     case TS_SIG_RMS: return flagged(st, finite ? st->l2 / sqrt((double)finite) : 0.0);
     case TS_SIG_MAX_ABS: return flagged(st, finite ? fmax(fabs(st->min), fabs(st->max)) : 0.0);
     case TS_SIG_MAX_LOGIT: return st->nans ? NAN : st->pos_infs ? INFINITY : st->max;
     case TS_SIG_LSE: return st->nans ? NAN : st->pos_infs ? INFINITY : st->mean;
-    case TS_SIG_GRAD_NORM: return flagged(st, st->l2);
-    case TS_SIG_UPDATE_RATIO: {
-        const ts_stats *dw = &sums[1].stats;
-        double v = st->l2 > 0 ? dw->l2 / st->l2 : dw->l2 > 0 ? INFINITY : 0.0;
-        return dw->nans || st->nans ? NAN : dw->pos_infs || dw->neg_infs ? INFINITY : v;
-    }
-    case TS_SIG_ADAM_UPDATE: return flagged(&sums[2].stats, sums[2].stats.l2);
+    case TS_SIG_GRAD_NORM: return st ? flagged(st, st->l2) : sqrt(sq[0]);
+    case TS_SIG_UPDATE_RATIO: return sq[1] > 0 ? sqrt(sq[2] / sq[1]) : sq[2] > 0 ? INFINITY : isnan(sq[2]) ? NAN : 0.0; /* NaN/Inf carried by the sums */
+    case TS_SIG_ADAM_UPDATE: return sqrt(sq[3]);
     }
     return NAN;
 }
@@ -269,16 +265,19 @@ void ts_stab_rows(const ts_model *m) {
         const ts_stab_row *row = &s->rows[r];
         ts_watch_result *res = &p->watch_results[p->n_watch + r];
         ts_summary *out = &p->summaries[p->n_watch + r];
-        const ts_summary *src;
+        const ts_summary *src = NULL;
+        const double *sq = NULL;
         int64_t run, step;
         if (row->entry >= 0) {
             const ts_watch_result *w = &p->watch_results[p->entries[row->entry].watch];
             src = w->summary, run = w->run, step = w->step;
+        } else if (row->sig >= TS_SIG_GRAD_NORM) { /* the update's sums */
+            sq = s->norm2[row->sum], run = s->norm_run[row->sum], step = s->norm_step[row->sum];
         } else {
             src = &s->sums[row->sum], run = s->sum_run[row->sum], step = s->sum_step[row->sum];
         }
         if (run < 0 || run % s->period) continue; /* not taken, or taken for a watch of the user's between the rows' runs */
-        double v = signal_value(row, src, row->entry >= 0 ? NULL : &s->sums[row->sum]);
+        double v = signal_value(row, src, sq);
         memset(out, 0, sizeof *out);
         out->what = TS_WATCH_STATS;
         out->stored = TS_F32;

@@ -5,15 +5,18 @@
  * watch on a tensor whose summary gives a signal (a layer's output: RMS
  * and max |x|; a parameter's Accum___: the gradient norm), or a job the
  * host runs on a tensor as it is final (attention scores: the max per
- * head; logits: the log-sum-exp of each row) or on a parameter's update
- * (the norms of w, of the update and of Adam's direction), each into
- * summaries of its own through the same partial summaries (core/stats.h).
+ * head; logits: the log-sum-exp of each row), each into summaries of its
+ * own through the same partial summaries (core/stats.h), or sums of
+ * squares the optimizer step adds from registers as it updates a
+ * parameter (ts_opt_update_norms: the gradient, w before, the update,
+ * Adam's direction).
  * The rows are derived from those summaries when the watch results are
  * read. */
 #ifndef TS_OBSERVE_STABILITY_H
 #define TS_OBSERVE_STABILITY_H
 
 #include "compile/model.h"
+#include "compile/program.h"
 
 typedef enum ts_signal {
     TS_SIG_RMS,
@@ -28,8 +31,8 @@ typedef enum ts_signal {
 typedef struct ts_stab_row {
     char *name;     /* stability/<layer>/<signal> */
     ts_signal sig;
-    int entry;      /* the watched entry (rms, max_abs, grad_norm), else -1 */
-    int sum;        /* the stability summary it reads (the first of w, dw, u for the update's) */
+    int entry;      /* the watched entry (rms, max_abs; grad_norm on a device), else -1 */
+    int sum;        /* the stability summary it reads, or a parameter's index (param_of) */
 } ts_stab_row;
 
 /* A job on an entry as it is final: heads > 0: scores [B, heads, Tq, Tk],
@@ -43,8 +46,11 @@ typedef struct ts_stab {
     int period;
     ts_stab_job *jobs;
     int n_jobs;
-    int *param_sum;             /* per node: the first of its update's summaries (w, dw, u), -1: none */
-    bool *param_adam;           /* per node: also Adam's direction */
+    int *param_of;              /* per node: its parameter index for the update's sums, -1: none */
+    double (*norm2)[4];         /* per parameter: sums of squares of g, w before, w_after - w_before, Adam's direction */
+    int64_t *norm_run, *norm_step;
+    int n_params;
+    double sq[TS_MAX_SLOTS][4]; /* the update's sums per slot of the walk (observe.c) */
     ts_summary *sums;           /* what the jobs and the updates summarised */
     int64_t *sum_run, *sum_step;
     int n_sums;
@@ -67,11 +73,9 @@ void ts_stab_free(ts_stab *s);
 bool ts_stab_due(const ts_model *m, const ts_entry *e, int64_t sample);
 /* The job of entry e (host memory), due now. */
 void ts_stab_observe(ts_model *m, const ts_entry *e);
-/* observe.c's walk, after a parameter's update (p->stab->param_sum[node]
- * >= 0): the summaries of w before it, of w_after - w_before and, for
- * Adam (u not NULL), of its direction m^ / (sqrt(v^) + eps). */
-void ts_stab_update_done(ts_model *m, int node, const struct ts_stats_partial *w, const struct ts_stats_partial *dw,
-                         const struct ts_stats_partial *u);
+/* observe.c's walk, after a parameter's update (p->stab->param_of[node]
+ * >= 0): the sums of squares it took (ts_opt_update_norms). */
+void ts_stab_update_done(ts_model *m, int node, const double sq[4]);
 /* The rows, derived from this run's summaries (ts_model_watch_results). */
 void ts_stab_rows(const ts_model *m);
 
