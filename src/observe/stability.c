@@ -6,6 +6,7 @@
 
 #include "compile/program.h"
 #include "core/stats.h"
+#include "core/stats_vec.h"
 #include "graph/graph.h"
 #include "graph/optim.h"
 
@@ -95,7 +96,6 @@ ts_status ts_stab_resolve(ts_model *m, ts_prog *p, bool *want) {
     const ts_graph *g = m->g;
     char layer[600];
     int64_t max_rows = 0;
-    int max_heads = 0;
     bool *last = ts_calloc((size_t)p->n_order + 1, sizeof *last);
     if (!last) return TS_ERR_OUT_OF_MEMORY;
     ts_status lst = layer_outputs(g, p, last);
@@ -116,7 +116,6 @@ ts_status ts_stab_resolve(ts_model *m, ts_prog *p, bool *want) {
             int sum = s->n_sums;
             st = add_job(s, in, H);
             for (int h = 0; h < H && !st; h++) st = add_row(s, layer, TS_SIG_MAX_LOGIT, h, -1, sum + h);
-            max_heads = H > max_heads ? H : max_heads;
         }
         if (!st && in >= 0 && p->entries[in].dtype == TS_F32 && (t->op == TS_OP_LOG_SOFTMAX || t->op == TS_OP_CROSS_ENTROPY) &&
             wanted(m, layer_of(g->t[t->in[0]]->name, layer, sizeof layer), NULL)) { /* the logits */
@@ -158,8 +157,7 @@ ts_status ts_stab_resolve(ts_model *m, ts_prog *p, bool *want) {
     for (int k = 0; k < s->n_params; k++) s->norm_run[k] = s->norm_step[k] = -1;
     if ((s->n_sums && (!(s->sums = ts_calloc((size_t)s->n_sums, sizeof *s->sums)) || !(s->sum_run = ts_calloc((size_t)s->n_sums, sizeof *s->sum_run)) ||
                        !(s->sum_step = ts_calloc((size_t)s->n_sums, sizeof *s->sum_step)))) ||
-        (max_rows && !(s->lse = ts_calloc((size_t)max_rows, sizeof *s->lse))) ||
-        (max_heads && !(s->parts = ts_calloc((size_t)max_heads, sizeof *s->parts))))
+        (max_rows && !(s->lse = ts_calloc((size_t)max_rows, sizeof *s->lse))))
         return TS_ERR_OUT_OF_MEMORY;
     for (int k = 0; k < s->n_sums; k++) s->sum_run[k] = s->sum_step[k] = -1;
     for (int k = 0; k < s->n_jobs; k++) {
@@ -183,7 +181,6 @@ void ts_stab_free(ts_stab *s) {
     ts_free(s->sum_run);
     ts_free(s->sum_step);
     ts_free(s->lse);
-    ts_free(s->parts);
     ts_free(s);
 }
 
@@ -199,16 +196,47 @@ static void finish(ts_model *m, ts_stab *s, int sum, const ts_stats_partial *q) 
     s->sum_step[sum] = m->steps;
 }
 
+/* The largest of x[0..n) into *mx, *nan set when one is NaN: the stats'
+ * extremes in vector registers (core/stats_vec.h) without their sums. */
+static void block_max(const float *x, int64_t n, float *mx, bool *nan) {
+    enum { V = TS_STATS_VEC };
+    ts_vfloat m = *mx - (ts_vfloat){0};
+    ts_vint bad = {0};
+    int64_t i = 0;
+    for (; i + V <= n; i += V) {
+        ts_vfloat v;
+        memcpy(&v, x + i, sizeof v);
+        bad |= v != v;
+        m = TS_VMAX(v, m);
+    }
+    float r = *mx;
+    for (int k = 0; k < V; k++) {
+        r = m[k] > r ? m[k] : r;
+        *nan = *nan || bad[k];
+    }
+    for (; i < n; i++) {
+        r = x[i] > r ? x[i] : r;
+        *nan = *nan || isnan(x[i]);
+    }
+    *mx = r;
+}
+
 void ts_stab_observe(ts_model *m, const ts_entry *e) {
     ts_stab *s = m->prog->stab;
     const ts_stab_job *j = &s->jobs[e->stab];
     const float *x = e->data;
-    if (j->heads > 0) { /* [B, H, Tq, Tk]: head h's logits are B blocks of Tq*Tk */
+    if (j->heads > 0) { /* [B, H, Tq, Tk]: head h's logits are B blocks of Tq*Tk; its max, and whether a NaN is there */
         int64_t H = j->heads, block = e->shape.d[2] * e->shape.d[3], B = H && block ? e->numel / (H * block) : 0;
-        for (int h = 0; h < j->heads; h++) ts_stats_partial_init(&s->parts[h], TS_WATCH_STATS);
-        for (int64_t b = 0; b < B; b++)
-            for (int64_t h = 0; h < H; h++) ts_stats_partial_add(&s->parts[h], x + (b * H + h) * block, block);
-        for (int h = 0; h < j->heads; h++) finish(m, s, j->sum + h, &s->parts[h]);
+        for (int64_t h = 0; h < H; h++) {
+            float mx = -INFINITY;
+            bool nan = false;
+            for (int64_t b = 0; b < B; b++) block_max(x + (b * H + h) * block, block, &mx, &nan);
+            ts_summary *out = &s->sums[j->sum + h];
+            out->what = TS_WATCH_STATS;
+            out->stats = (ts_stats){.count = B * block, .nans = nan, .pos_infs = mx == INFINITY, .max = mx, .min = NAN, .mean = NAN, .std = NAN};
+            s->sum_run[j->sum + h] = m->runs;
+            s->sum_step[j->sum + h] = m->steps;
+        }
         return;
     }
     int64_t V = e->shape.ndim ? e->shape.d[e->shape.ndim - 1] : 1, rows = V ? e->numel / V : 0;
@@ -217,7 +245,7 @@ void ts_stab_observe(ts_model *m, const ts_entry *e) {
         float mx = -INFINITY;
         for (int64_t c = 0; c < V; c++) mx = row[c] > mx || isnan(row[c]) ? row[c] : mx;
         double sum = 0;
-        for (int64_t c = 0; isfinite(mx) && c < V; c++) sum += exp((double)(row[c] - mx));
+        for (int64_t c = 0; isfinite(mx) && c < V; c++) sum += (double)expf(row[c] - mx); /* each term in [0, 1] */
         s->lse[r] = isfinite(mx) ? (float)((double)mx + log(sum)) : mx;
     }
     ts_stats_partial q;

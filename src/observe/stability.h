@@ -11,7 +11,8 @@
  * parameter (ts_opt_update_norms: the gradient, w before, the update,
  * Adam's direction).
  * The rows are derived from those summaries when the watch results are
- * read. */
+ * read. A head's summary holds its max and whether a NaN was seen (the
+ * extremes of the stats in vector registers, core/stats_vec.h). */
 #ifndef TS_OBSERVE_STABILITY_H
 #define TS_OBSERVE_STABILITY_H
 
@@ -58,7 +59,6 @@ typedef struct ts_stab {
     int n_rows;
     int n_hidden;               /* watches only the rows read: numbered first, not returned as rows */
     float *lse;                 /* a row's log-sum-exp each (the largest logits entry's rows) */
-    struct ts_stats_partial *parts; /* the largest head count's partials */
     int64_t rows_run;           /* the run the rows were last derived at */
 } ts_stab;
 
