@@ -269,10 +269,10 @@ static inline __attribute__((always_inline)) void norm_vec(int kind, const step_
     ts_vfloat w0 = *w;
     *w = opt_step(kind, k, g, w0, a, b);
     ts_vfloat d = *w - w0;
-    acc->g += g * g, acc->w += w0 * w0, acc->d += d * d;
+    acc->g = TS_VFMA(g, g, acc->g), acc->w = TS_VFMA(w0, w0, acc->w), acc->d = TS_VFMA(d, d, acc->d);
     if (kind == STEP_ADAM) { /* opt_step's direction, before the rate: the new moments over their bias corrections */
         ts_vfloat u = *a / k->bc1 / (TS_VSQRT(*b) / k->bc2_sqrt + k->eps);
-        acc->u += u * u;
+        acc->u = TS_VFMA(u, u, acc->u);
     }
 }
 
@@ -282,9 +282,24 @@ static double lanes(ts_vfloat v) {
     return t;
 }
 
-/* Blocks of NORM_BLOCK values summed in float lanes (TS_STATS_VEC each:
- * 32 terms a lane at most), then in double: rounding well under 1e-6. */
-#define NORM_BLOCK (32 * TS_STATS_VEC)
+/* The whole vector at i: loaded, updated, stored, its squares added. */
+static inline __attribute__((always_inline)) void norm_whole(int kind, const step_k *k, float *restrict sa, float *restrict sb,
+                                                              float *restrict p, const float *restrict gr, int64_t i, norm_acc *acc) {
+    ts_vfloat g, w, a = {0}, b = {0};
+    memcpy(&g, gr + i, sizeof g);
+    memcpy(&w, p + i, sizeof w);
+    if (sa && !(kind == STEP_MOMENTUM && k->first)) memcpy(&a, sa + i, sizeof a);
+    if (sb) memcpy(&b, sb + i, sizeof b);
+    norm_vec(kind, k, g, &w, &a, &b, acc);
+    memcpy(p + i, &w, sizeof w);
+    if (sa) memcpy(sa + i, &a, sizeof a);
+    if (sb) memcpy(sb + i, &b, sizeof b);
+}
+
+/* Blocks of NORM_BLOCK values summed in float lanes (four sets of
+ * TS_STATS_VEC lanes, so that the sums' latency hides under the update:
+ * 16 terms a lane at most), then in double: rounding well under 1e-6. */
+#define NORM_BLOCK (64 * TS_STATS_VEC)
 
 static inline __attribute__((always_inline)) void norm_loop(int kind, const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s,
                                                              float *restrict p, float *restrict gr, int64_t begin, int64_t end, bool clear,
@@ -294,20 +309,15 @@ static inline __attribute__((always_inline)) void norm_loop(int kind, const ts_o
     float *sa, *sb;
     step_state(kind, s, &sa, &sb);
     for (int64_t r = begin; r < end; r += NORM_BLOCK) {
-        int64_t e = end - r < NORM_BLOCK ? end : r + NORM_BLOCK;
-        norm_acc acc = {{0}, {0}, {0}, {0}};
-        int64_t i = r;
-        for (; i + V <= e; i += V) { /* whole vectors: fixed-size copies the compiler keeps in registers */
-            ts_vfloat g, w, a = {0}, b = {0};
-            memcpy(&g, gr + i, sizeof g);
-            memcpy(&w, p + i, sizeof w);
-            if (sa && !(kind == STEP_MOMENTUM && k.first)) memcpy(&a, sa + i, sizeof a);
-            if (sb) memcpy(&b, sb + i, sizeof b);
-            norm_vec(kind, &k, g, &w, &a, &b, &acc);
-            memcpy(p + i, &w, sizeof w);
-            if (sa) memcpy(sa + i, &a, sizeof a);
-            if (sb) memcpy(sb + i, &b, sizeof b);
+        int64_t e = end - r < NORM_BLOCK ? end : r + NORM_BLOCK, i = r;
+        norm_acc acc = {{0}, {0}, {0}, {0}}, acc1 = acc, acc2 = acc, acc3 = acc;
+        for (; i + 4 * V <= e; i += 4 * V) { /* four vectors at a time: independent sums */
+            norm_whole(kind, &k, sa, sb, p, gr, i, &acc);
+            norm_whole(kind, &k, sa, sb, p, gr, i + V, &acc1);
+            norm_whole(kind, &k, sa, sb, p, gr, i + 2 * V, &acc2);
+            norm_whole(kind, &k, sa, sb, p, gr, i + 3 * V, &acc3);
         }
+        for (; i + V <= e; i += V) norm_whole(kind, &k, sa, sb, p, gr, i, &acc);
         if (i < e) { /* the last few, padded with zeros */
             size_t bytes = (size_t)(e - i) * sizeof(float);
             ts_vfloat g = {0}, w = {0}, a = {0}, b = {0};
@@ -320,9 +330,10 @@ static inline __attribute__((always_inline)) void norm_loop(int kind, const ts_o
             if (sa) memcpy(sa + i, &a, bytes);
             if (sb) memcpy(sb + i, &b, bytes);
         }
-        if (clear) memset(gr + r, 0, (size_t)(e - r) * sizeof(float));
+        acc.g += acc1.g + acc2.g + acc3.g, acc.w += acc1.w + acc2.w + acc3.w, acc.d += acc1.d + acc2.d + acc3.d, acc.u += acc1.u + acc2.u + acc3.u;
         sq[0] += lanes(acc.g), sq[1] += lanes(acc.w), sq[2] += lanes(acc.d), sq[3] += lanes(acc.u);
     }
+    if (clear) memset(gr + begin, 0, (size_t)(end - begin) * sizeof(float));
 }
 
 void ts_opt_update_norms(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, float *grad, int64_t begin, int64_t end,
