@@ -186,8 +186,46 @@ done:
     ts_graph_free(g);
 }
 
+/* The update that sums its squares leaves the weights and the optimizer
+ * state bit-identical to an unobserved twin's (SGD with momentum, AdamW). */
+static void test_same_weights(const char *what, ts_optimizer opt) {
+    ts_tensor *loss[2];
+    ts_graph *g[2] = {mlp(&loss[0]), mlp(&loss[1])};
+    ts_options *o[2] = {ts_options_new(), ts_options_new()};
+    ts_model *m[2] = {NULL, NULL};
+    ts_options_watch_stability(o[1], "*", 1);
+    ts_status st = TS_OK;
+    for (int k = 0; k < 2 && !st; k++)
+        if (!(st = ts_model_training(&m[k], g[k], loss[k], o[k], opt))) st = ts_model_compile(m[k]);
+    float xb[B * IN];
+    int32_t yb[B];
+    for (int r = 0; r < 3 && !st; r++) {
+        for (int i = 0; i < B * IN; i++) xb[i] = rnd() * 3.0f;
+        for (int i = 0; i < B; i++) yb[i] = (int32_t)((rnd() + 1.0f) * 2.49f);
+        const char *names[2] = {"x", "labels"};
+        ts_array in[2] = {ts_array_f32(xb, 2, (int64_t[]){B, IN}), ts_array_i32(yb, 1, (int64_t[]){B})};
+        for (int k = 0; k < 2 && !st; k++) st = ts_model_run(m[k], names, in, 2);
+    }
+    CHECK_OK(st, "%s: both models trained 3 steps", what);
+    int same = !st;
+    for (int k = 0; k < N_PARAMS && same; k++) {
+        ts_array a, b;
+        ts_tensor_info(ts_graph_find(g[0], PARAMS[k]), &a);
+        ts_tensor_info(ts_graph_find(g[1], PARAMS[k]), &b);
+        same = memcmp(a.data, b.data, (size_t)ts_array_numel(&a) * sizeof(float)) == 0;
+    }
+    CHECK(same, "%s: the weights after 3 steps are bit-identical with and without the stability signals", what);
+    for (int k = 0; k < 2; k++) {
+        ts_model_free(m[k]);
+        ts_options_free(o[k]);
+        ts_graph_free(g[k]);
+    }
+}
+
 int main(void) {
     test_arguments();
     test_rows();
+    test_same_weights("SGD momentum", ts_sgd(0.05f, 0.9f, 0.01f));
+    test_same_weights("AdamW", ts_adamw(0.01f, 0.1f));
     return check_summary("test_stability");
 }
