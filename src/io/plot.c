@@ -1021,7 +1021,7 @@ static void draw_heatmap(cairo_t *cr, const void *vctx) {
         text_at(cr, lab, x, bottom + 6, 0.5, 0.0);
     }
     cairo_set_font_size(cr, 13);
-    text_at(cr, "step", c->left + c->width / 2, bottom + 26, 0.5, 0.0);
+    text_at(cr, "optimizer step (from 0)", c->left + c->width / 2, bottom + 26, 0.5, 0.0);
     /* the colour bar: its ends and middle labelled, its scale said */
     double bx = c->left + c->width + 24, by = c->top, bh = fmax(c->n_rows * c->cell_h, 120);
     for (int k = 0; k < 100; k++) {
