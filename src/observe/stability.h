@@ -3,16 +3,15 @@
  *
  * Compile resolves the layers a pattern names into sources: a stats
  * watch on a tensor whose summary gives a signal (a layer's output: RMS
- * and max |x|; a parameter's Accum___: the gradient norm), or a job the
- * host runs on a tensor as it is final (attention scores: the max per
- * head; logits: the log-sum-exp of each row), each into summaries of its
- * own through the same partial summaries (core/stats.h), or sums of
- * squares the optimizer step adds from registers as it updates a
- * parameter (ts_opt_update_norms: the gradient, w before, the update,
- * Adam's direction).
- * The rows are derived from those summaries when the watch results are
- * read. A head's summary holds its max and whether a NaN was seen (the
- * extremes of the stats in vector registers, core/stats_vec.h). */
+ * and max |x|; on a device, a parameter's Accum___: the gradient norm); a
+ * job the host runs on a tensor as it is final, into summaries of its own
+ * (attention scores: each head's max and whether a NaN was seen, from the
+ * stats' vector extremes, core/stats_vec.h; logits: a partial summary,
+ * core/stats.h, of the rows' log-sum-exp); or the sums of squares the
+ * optimizer step adds from registers as it updates a parameter on the
+ * host (ts_opt_update_norms: the gradient, w before, the update, Adam's
+ * direction). The rows are derived from those when the watch results are
+ * read. */
 #ifndef TS_OBSERVE_STABILITY_H
 #define TS_OBSERVE_STABILITY_H
 
@@ -52,7 +51,7 @@ typedef struct ts_stab {
     int64_t *norm_run, *norm_step;
     int n_params;
     double sq[TS_MAX_SLOTS][4]; /* the update's sums per slot of the walk (observe.c) */
-    ts_summary *sums;           /* what the jobs and the updates summarised */
+    ts_summary *sums;           /* what the jobs summarised */
     int64_t *sum_run, *sum_step;
     int n_sums;
     ts_stab_row *rows;
