@@ -714,7 +714,9 @@ TS_API ts_status ts_output_mode_parse(const char *s, ts_output_mode *out);
  * incoming gradient and the forward tensors it keeps. When one of those is
  * already non-finite the report says so first (the origin is upstream).
  * Under OUTPUT the micro-batch is then re-executed op by op and the report
- * goes on with the op that made the first NaN/Inf (docs/observation.md#numeric-checks). */
+ * goes on with the op that made the first NaN/Inf (docs/observation.md#numeric-checks).
+ * In an MPI job the report begins "numeric check on rank R of N at step S:"
+ * and every rank stops at that step with it (ts_options_set_replication). */
 typedef enum ts_check_numerics {
     TS_CHECK_OFF = 0,
     TS_CHECK_OUTPUT, /* after each layer output and its gradient */
@@ -850,9 +852,15 @@ TS_API ts_status ts_gpus_describe(char *buf, size_t n, int *count);
  * before each step: `Gradient___` is per replica, `Accum___` the average.
  * Anchors gain a replica axis after the sample axis ([S, R, *T] for ALL and
  * EVERY_N, [R, *T] for FINAL and SUM), watch results a row per replica and a
- * reduced row, on every rank. Every `check_every` steps (0 = never) the
- * weights are compared across ranks: a desync is TS_ERR_DIST naming the
- * rank and the first differing parameter. With replicas or pipeline stages
+ * reduced row (naming the replicas of its min, max and first NaN/Inf), on
+ * every rank. Every `check_every` steps (0 = never; and before the first
+ * step) a CRC-32C of each parameter and buffer is compared across ranks: a
+ * desync is TS_ERR_DIST on every rank naming the first differing one in
+ * graph order and the rank whose checksum differs from most ranks' (of
+ * two, rank 1). A rank whose run fails (a numeric check) stops every other
+ * at its next wait, the same step, with its status and report ("rank 1
+ * failed and stopped every rank of the job: numeric check on rank 1 of 2
+ * at step 3: ..."). With replicas or pipeline stages
  * the ranks compare their options and graph at compile (and again before
  * the first run after ts_model_set_lr_schedule): ranks built differently
  * fail, every one of them, with TS_ERR_DIST naming the first difference and
@@ -1175,7 +1183,19 @@ typedef struct ts_watch_result {
     const ts_summary *summary;
     int replica;        /* with replicas: the replica, or -1 for the row
                            reduced over all of them; -1 without replicas */
+    /* The reduced row (with replicas): the replica whose values hold the
+     * min and the one whose values hold the max (the lowest such replica
+     * on a tie; -1 when no replica has a finite value), and the first
+     * replica whose values hold a NaN or an Inf (-1: none). The row's
+     * counts of NaN and Inf are the sums over the replicas. -1 on every
+     * other row. */
+    int min_replica, max_replica, nonfinite_replica;
 } ts_watch_result;
+/* Where the reduced row's extremes came from, for a table or a log line:
+ * "[replica 2] min -3.1  [replica 1] max 1e+12  [replica 1] NaN/Inf" (only
+ * the parts that apply); "" for rows that are not reduced over replicas.
+ * Returns buf. */
+TS_API const char *ts_watch_result_replicas(const ts_watch_result *w, char *buf, size_t n);
 TS_API ts_status ts_model_watch_results(const ts_model *m, const ts_watch_result **out, size_t *n);
 /* After compile: TS_OK when every watch (ts_options_watch) matches at
  * least one tensor of the model, else TS_ERR_NOT_FOUND naming the first
@@ -1658,6 +1678,61 @@ TS_API int ts_model_is_held(const ts_model *m, const char *name);
 /* The names ts_model_held returns values for, sorted. Valid until the next
  * call, run or free. */
 TS_API ts_status ts_model_held_names(ts_model *m, const char *const **names, size_t *n);
+/* The inspector's `eval` (docs/inspector.md#eval): a numpy-style expression
+ * over tensors by name, computed in f32: + - * / ** and unary minus, the
+ * comparisons < <= > >= == != (1 or 0), @ of 1-D and 2-D operands, numpy's
+ * basic indexing with integers (x[0, 2:5, ::-1, ...]), .T, sum mean max min
+ * norm (each with an optional axis: sum(x, 0), sum(x, axis=-1)), abs sqrt
+ * exp log, where(pred, a, b) and where(pred) (the indices of pred's non-zero
+ * values as np.argwhere gives them: [count, ndim]). Elementwise operators
+ * broadcast as numpy does. A name is the longest of `names` the text
+ * starts with that no letter, digit or _ follows (fc1.weight.T is
+ * fc1.weight transposed, fc1/MatMul:0 one name; where a value comes it may
+ * begin with any character, /fc1/Gemm_output_0); a name that begins with
+ * a digit or holds spaces goes in backticks (`a name`). lookup(ctx, name, &a) gives a
+ * name's values (any dtype, valid until ts_eval returns). *out: a new f32
+ * array, freed with ts_eval_free. A bad expression is
+ * TS_ERR_INVALID_ARGUMENT (TS_ERR_SHAPE for shapes that do not fit,
+ * TS_ERR_NOT_FOUND for an unknown name, with the closest) whose message
+ * names the column, with the expression and a caret under it; nothing is
+ * changed. */
+typedef ts_status (*ts_eval_lookup)(void *ctx, const char *name, ts_array *out);
+TS_API ts_status ts_eval(const char *expr, const char *const *names, size_t n_names, ts_eval_lookup lookup, void *ctx, ts_array *out);
+TS_API void ts_eval_free(ts_array *a);
+/* ts_eval over the model's held tensors (ts_model_held_names). */
+TS_API ts_status ts_model_held_eval(ts_model *m, const char *expr, ts_array *out);
+/* The inspector's `rerun` (docs/inspector.md#rerun): the held run again
+ * with one input or one parameter changed, on the side: its forward (and a
+ * training model's backward) re-executed from the held inputs and the
+ * parameters as the held run read them (copied by the hold before its
+ * update), with `name` set to `value` (its shape; any numeric dtype). No
+ * optimizer step, no running statistics updated, no observers, anchors or
+ * outfeeds: the model's parameters, optimizer state and step count are as
+ * before the call. out->loss: the training loss it computes and
+ * out->held_loss the held run's (NaN for an inference model); out->diffs:
+ * every held tensor whose values differ from the held run's, in the order the rerun made them final (the parameters first,
+ * then the forward, then the gradients), with the largest absolute
+ * difference (NaN where a NaN is on one side only) and how many values
+ * changed; valid until the next rerun, run, hold or free. The held run must
+ * be of one micro-batch (one step per run, no accumulation, one process),
+ * held by this program (no recompilation since); else TS_ERR_STATE saying
+ * so. Parameters kept in 16-bit cells are TS_ERR_UNSUPPORTED. */
+typedef struct ts_rerun_diff {
+    const char *name;
+    double max_abs_diff;
+    int64_t changed, numel;
+} ts_rerun_diff;
+typedef struct ts_rerun_result {
+    double loss, held_loss;      /* the rerun's training loss and the held run's (NaN: an inference model) */
+    const ts_rerun_diff *diffs;  /* the tensors that differ, in the order the rerun made them */
+    size_t n_diffs;
+} ts_rerun_result;
+TS_API ts_status ts_model_rerun(ts_model *m, const char *name, const ts_array *value, ts_rerun_result *out);
+/* What the held run read: a parameter's value before the run's update
+ * (the hold copies it, for ts_model_rerun), any other tensor as
+ * ts_model_held gives it. Valid until the next run, hold or free, or the
+ * next ts_model_held or ts_model_held_before of the same name. */
+TS_API ts_status ts_model_held_before(ts_model *m, const char *name, ts_array *out);
 /* Where a tensor comes from, into buf: "tensor 'fc1/MatMul:0' (op MatMul),
  * built at tools/models.c:120 (scope fc1)", "the gradient of parameter
  * 'fc1.weight' (op Param), built at ...": the builder's source line (an

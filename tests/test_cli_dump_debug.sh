@@ -13,7 +13,9 @@
 #    raise it; nothing is written. A step range outside the training, or
 #    --dump-steps without --dump-debug, is a usage error.
 # 4. `inspect D` (commands on stdin): print with slices, step, diff between
-#    steps, grad, where and list print the values NumPy reads from the files.
+#    steps, grad, where, list and eval (@, where, a reduction) print the
+#    values NumPy reads from the files; a bad eval names its column; rerun
+#    says a dump has no model to run.
 # 5. A run killed (SIGKILL) while it dumps leaves an index whose every row
 #    names a complete file.
 set -u
@@ -122,7 +124,8 @@ fi
 
 # 4. the offline inspector
 printf '%s\n' 'list fc1*' 'print fc1/Add:0[1,:6]' 'step 3' 'grad fc1.bias[2:5]' 'diff fc1.weight[0,:4] 2 3' 'diff fc1.bias' \
-    'where fc1/MatMul:0' 'print nope' 'step 7' 'quit' > cmds
+    'where fc1/MatMul:0' 'eval fc1.weight[:3] @ Flatten:0[1]' 'eval where(Gradient___fc1.bias[:40] > 0)' \
+    'eval sum(fc1/Add:0 * 2, axis=0)[-4:]' 'eval fc1.bias + nope' 'rerun fc1.bias=1' 'print nope' 'step 7' 'quit' > cmds
 run insp "$BIN" inspect D < cmds
 "$PY" > insp.check 2>&1 << 'PY'
 import re
@@ -148,9 +151,23 @@ assert f"tensor 'fc1/MatMul:0' (op MatMul), built at {src}, graph position" in o
 assert "error: no tensor 'nope' in the dump" in out and "error: step K: K is a dumped step, got '7'" in out, out
 for n in ("fc1.weight", "fc1.bias", "fc1/MatMul:0", "fc1/Add:0"):
     assert re.search(r"  " + re.escape(n) + r" +float32\[", out), (n, out)
+def block(label):  # the lines a command printed: its summary line (label first), then the values, up to the next prompt
+    lines = out.split("\n")
+    i = next(k for k, l in enumerate(lines) if re.match(r"(\(tensorscope\) )?" + re.escape(label) + " ", l))
+    rest = []
+    for l in lines[i + 1:]:
+        if l.startswith("(tensorscope)"):
+            break
+        rest.append(l)
+    return np.array([float(v) for v in re.findall(r"-?[0-9.]+(?:e[-+]?[0-9]+)?", " ".join(rest))])
+np.testing.assert_allclose(block("fc1.weight[:3] @ Flatten:0[1]"), load("fc1.weight", 3)[:3].astype(np.float64) @ load("Flatten:0", 3)[1], rtol=1e-5, atol=1e-6)
+np.testing.assert_array_equal(block("where(Gradient___fc1.bias[:40] > 0)"), np.argwhere(load("Gradient___fc1.bias", 3)[:40] > 0).ravel())
+np.testing.assert_allclose(block("sum(fc1/Add:0 * 2, axis=0)[-4:]"), (load("fc1/Add:0", 3).astype(np.float64) * 2).sum(0)[-4:], rtol=1e-5, atol=1e-6)
+assert re.search(r"error: eval: column 12: no tensor named 'nope'", out), out
+assert "error: rerun re-executes a run `train` holds" in out, out
 print("inspector agrees")
 PY
-if [ "$rc" -eq 0 ] && hasf insp.check "inspector agrees"; then ok "inspect DIR prints the values NumPy reads (print, grad, diff between steps, where, list)"; else fail "inspect DIR (rc $rc)"; show insp.check 20; show insp.out 30; fi
+if [ "$rc" -eq 0 ] && hasf insp.check "inspector agrees"; then ok "inspect DIR prints the values NumPy reads (print, grad, diff between steps, where, list, eval)"; else fail "inspect DIR (rc $rc)"; show insp.check 20; show insp.out 30; fi
 mkdir empty
 run empty "$BIN" inspect empty < /dev/null
 if [ "$rc" -ne 0 ] && hasf empty.err "is not a debugger dump"; then ok "inspect of a directory without an index says it is not a dump"; else fail "inspect empty dir (rc $rc)"; show empty.err; fi

@@ -68,14 +68,24 @@ check "--anchor bias: exit 2, the three tensors it could be listed" \
     eval '[ $rc -eq 2 ] && hasf pre_amb.err "'"'fc1.bias', 'fc2.bias', 'fc3.bias'"'" && ! hasf pre_amb.out trained' || show pre_amb.err
 
 # ---- the samples left after an epoch's last whole run: kept (PyTorch's
-# drop_last=False) as a smaller last run that recompiles the model (counted,
-# with its cause), or dropped with --drop-last; a log line either way
+# drop_last=False) as a smaller last run that recompiles the model once a run
+# (counted, with its cause), or dropped with --drop-last; a log line either way
 run dl_keep "$BIN" train --data "$DATA" --batch-size 3000 --holdout 2000 --epochs 1 --metrics
 check "8000 samples in batches of 3000: 3 runs, 8000 samples, the last of 2000 said and recompiled (Recompilations.InputShapeChanged)" \
     eval '[ $rc -eq 0 ] && has dl_keep.out "^trained 3 runs \(3 steps, 8000 samples\)" &&
           hasf dl_keep.err "data: 8000 training samples make 2 runs of 3000 and leave 2000: kept as a last run of 2000" &&
           hasf dl_keep.err "recompiling the training model: input '"'x'"' changed from [3000,1,28,28] to [2000,1,28,28]" &&
           grep -A1 "^Counter: Recompilations.InputShapeChanged" dl_keep.out | grep -Eq "Value: [1-9]"' || { show dl_keep.err; show dl_keep.out; }
+# three epochs: the last run's size compiles the model once for the whole run; the later
+# epochs switch between the two kept programs (counted, logged at debug level). The held-out
+# set is one batch of 3500, so the evaluation model compiles once and recompiles nothing.
+TS_LOG_LEVEL=debug run dl_epochs "$BIN" train --data "$DATA" --batch-size 3500 --holdout 3500 --epochs 3 --metrics
+check "3 epochs of 3500 + 3000: one recompilation for the run (was 5: to 3000 and back each epoch), 4 switches between the kept programs" \
+    eval '[ $rc -eq 0 ] && has dl_epochs.out "^trained 6 runs \(6 steps, 19500 samples\)" &&
+          [ "$(grep -A1 "^Counter: Recompilations.InputShapeChanged" dl_epochs.out | sed -n "s/ *Value: //p")" = 1 ] &&
+          [ "$(grep -A1 "^Counter: ProgramSwitches.InputShapeChanged" dl_epochs.out | sed -n "s/ *Value: //p")" = 4 ] &&
+          [ "$(grep -c "recompiling the training model" dl_epochs.err)" -eq 1 ] &&
+          [ "$(grep -c "switching the training model to its program compiled before" dl_epochs.err)" -eq 4 ]' || { show dl_epochs.err; show dl_epochs.out; }
 run dl_drop "$BIN" train --data "$DATA" --batch-size 3000 --holdout 2000 --epochs 1 --drop-last
 check "--drop-last: 2 runs, 6000 samples, the 2000 left said dropped, no training recompilation" \
     eval '[ $rc -eq 0 ] && has dl_drop.out "^trained 2 runs \(2 steps, 6000 samples\)" &&

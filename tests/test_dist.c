@@ -13,7 +13,10 @@
  * - watch results: a row per replica (equal to a summary of that replica's
  *   anchored gradient) and a reduced row over all of them;
  * - a desync (one rank's weights changed) is TS_ERR_DIST naming the rank and
- *   the parameter on every rank;
+ *   the parameter on every rank, at the next check (every 2 steps); of 3
+ *   ranks also rank 0's change, named against the majority;
+ * - the reduced watch row: NaN and Inf counts summed over the replicas,
+ *   min and max with the replica each came from;
  * - loss scaling: ranks with different scaling options fail at compile
  *   naming it; a gradient overflow on one rank skips the step on all;
  * - a 1F1B pipeline gives the weights of the same GPipe run bit for bit;
@@ -28,6 +31,8 @@
  *   after that step (replicas and a pipeline): each returns
  *   TS_ERR_CANCELLED with the same steps done, and the next run is whole,
  *   the weights the same on every rank (the checksum before it agrees).
+ * `test_dist nan BAD`: a numeric stop on rank BAD stops every rank at its
+ * step with its report (tests/test_dist_mpi.sh counts the ranks' lines).
  * `test_dist hang` is the failure case: the last rank stops answering and
  * the others must fail within the timeout with a message, and `test_dist die`
  * kills it (the script checks the time and the message). `test_dist --available` exits 0 iff this build
@@ -38,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -375,15 +381,24 @@ out:
     data_free(&d);
 }
 
-/* One rank's weights changed behind the model's back. */
-static void desync(int R) {
+/* Rank `who`'s fc2.bias changed behind the model's back after its first
+ * step, with the weights compared every 2 steps: the second run (step 1)
+ * is not checked and goes on, the third (step 2) is: TS_ERR_DIST on every
+ * rank naming rank `who` and 'fc2.bias' (the first parameter, in graph
+ * order, that differs: fc1's are the same). Of 3 ranks rank 0 can be the
+ * odd one out: named against the others, not the others against it. */
+static void desync(int R, int who) {
     int64_t n = (int64_t)R * B;
     samples d = data_new(n);
     trained t;
     CHECK_OK(setup(&t, B, R, 1, 1, ts_sgd(0.01f, 0, 0)), "desync: compile");
+    ts_model_free(t.m);
+    t.m = NULL;
+    ts_options_set_replication(t.o, R, 2);
+    CHECK_OK(ts_model_training(&t.m, t.net.g, t.net.loss, t.o, ts_sgd(0.01f, 0, 0)), "desync: a model checking every 2 steps");
     make_data(&d, 3);
-    CHECK_OK(run(t.m, &d), "desync: a first run in step");
-    if (ts_dist_rank() == R - 1) {
+    CHECK_OK(run(t.m, &d), "desync: a first run in step (checked)");
+    if (ts_dist_rank() == who) {
         ts_tensor *p = ts_graph_find(t.net.g, "fc2.bias");
         ts_array v;
         ts_tensor_info(p, &v);
@@ -394,11 +409,12 @@ static void desync(int R) {
         ts_param_set(p, &b);
         free(bump);
     }
+    CHECK_OK(run(t.m, &d), "desync: rank %d of %d: the second run (step 1) is not checked", ts_dist_rank(), R);
     ts_status st = run(t.m, &d);
     char want[64];
-    snprintf(want, sizeof want, "rank %d's 'fc2.bias'", R - 1);
-    CHECK(st == TS_ERR_DIST && strstr(ts_last_error(), want) && strstr(ts_last_error(), "out of sync"),
-          "desync: TS_ERR_DIST naming the rank and the parameter on rank %d: %s", ts_dist_rank(), ts_last_error());
+    snprintf(want, sizeof want, "rank %d's 'fc2.bias'", who);
+    CHECK(st == TS_ERR_DIST && strstr(ts_last_error(), want) && strstr(ts_last_error(), "out of sync after 2 steps"),
+          "desync: at the check of step 2, TS_ERR_DIST naming rank %d and the parameter on rank %d: %s", who, ts_dist_rank(), ts_last_error());
     teardown(&t);
     data_free(&d);
 }
@@ -686,6 +702,123 @@ static void loss_scaling(int R) {
     data_free(&d);
 }
 
+/* Summaries combined over the replicas: the input x watched, with one value
+ * of -1e6 in replica `lo`'s shard, one of 1e6 in replica `hi`'s and a NaN
+ * and a +Inf in replica `bad`'s. The reduced row's min and max come from
+ * those replicas and say so, its counts of NaN and Inf are the sums over
+ * the replicas (the NaN is not lost in the reduction), and the stats table
+ * line names them ("[replica 1] max 1e+06"). */
+static void combined_summaries(int R) {
+    int lo = R - 1, hi = R > 2 ? 1 : R - 1, bad = R > 2 ? 1 : R - 1; /* none on replica 0, which a row starts from */
+    samples d = data_new((int64_t)R * B);
+    make_data(&d, 4);
+    d.x[((int64_t)lo * B + 1) * PIXELS + 7] = -1e6f;
+    d.x[((int64_t)hi * B + 2) * PIXELS + 9] = 1e6f;
+    d.x[((int64_t)bad * B + 3) * PIXELS + 11] = NAN;
+    d.x[((int64_t)bad * B) * PIXELS + 13] = INFINITY;
+    trained t;
+    memset(&t, 0, sizeof t);
+    ts_status st = test_mlp_build(&t.net, B, 7);
+    if (!st && !(t.o = ts_options_new())) st = TS_ERR_OUT_OF_MEMORY;
+    if (!st) st = ts_options_set_threads(t.o, 1);
+    if (!st) st = ts_options_set_replication(t.o, R, 0);
+    if (!st) st = ts_options_watch(t.o, "x", TS_WATCH_STATS, 1);
+    if (!st) st = ts_model_training(&t.m, t.net.g, t.net.loss, t.o, ts_sgd(0.01f, 0, 0));
+    if (!st) st = run(t.m, &d);
+    CHECK_OK(st, "combined: a step of %d replicas watching x", R);
+    const ts_watch_result *w = NULL;
+    size_t nw = 0;
+    if (!st) st = ts_model_watch_results(t.m, &w, &nw);
+    if (st || nw != (size_t)R + 1) {
+        CHECK(0, "combined: %zu watch rows, expected %d: %s", nw, R + 1, ts_last_error());
+        goto out;
+    }
+    const ts_watch_result *red = &w[R];
+    const ts_stats *s = &red->summary->stats;
+    int64_t nans = 0, infs = 0;
+    for (int r = 0; r < R; r++) {
+        nans += w[r].summary->stats.nans, infs += w[r].summary->stats.pos_infs;
+        CHECK(w[r].min_replica == -1 && w[r].max_replica == -1 && w[r].nonfinite_replica == -1, "combined: replica %d's own row names no replica", r);
+    }
+    CHECK(red->replica == -1 && s->nans == 1 && nans == 1 && s->pos_infs == 1 && infs == 1,
+          "combined: rank %d: the reduced row holds the NaN and the Inf of replica %d (NaNs %lld, +Infs %lld)", ts_dist_rank(), bad, (long long)s->nans,
+          (long long)s->pos_infs);
+    CHECK(s->min == -1e6 && s->max == 1e6 && red->min_replica == lo && red->max_replica == hi && red->nonfinite_replica == bad,
+          "combined: rank %d: min %g from replica %d (expected %d), max %g from replica %d (expected %d), NaN/Inf first on replica %d (expected %d)",
+          ts_dist_rank(), s->min, red->min_replica, lo, s->max, red->max_replica, hi, red->nonfinite_replica, bad);
+    char line[256], want[64];
+    ts_watch_result_replicas(red, line, sizeof line);
+    snprintf(want, sizeof want, "[replica %d] max 1e+06", hi);
+    CHECK(strstr(line, want) != NULL, "combined: the line names the replica of the max: '%s'", line);
+    snprintf(want, sizeof want, "[replica %d] NaN/Inf", bad);
+    CHECK(strstr(line, want) != NULL, "combined: the line names the replica of the NaN: '%s'", line);
+    ts_watch_result_replicas(&w[0], line, sizeof line);
+    CHECK(line[0] == '\0', "combined: a replica's own row has no such line: '%s'", line);
+out:
+    teardown(&t);
+    data_free(&d);
+}
+
+/* `test_dist nan BAD`: --check-numerics op, and at the third step a sample
+ * of replica BAD's shard that fc1's MatMul overflows (to Inf, then NaN
+ * after it). Rank BAD's check stops it at that op; every other
+ * rank must stop at the same step, soon (not at the timeout, set high),
+ * with its report: the rank, the step, the op and its source line. Each
+ * rank prints one "nan: ok ..." or "nan: FAIL ..." line; the job then ends
+ * (the script counts the lines). `test_dist nan-pipeline`: the same in a
+ * pipeline of R stages, where the overflow is stage 0's (rank 0's) fc1. */
+static int nan_on_one_rank(int R, int bad, bool pipeline) {
+    const double limit = 120;
+    ts_dist_set_timeout(limit);
+    int me = ts_dist_rank();
+    samples d = data_new((int64_t)(pipeline ? 1 : R) * B);
+    trained t;
+    memset(&t, 0, sizeof t);
+    ts_status st = test_mlp_build(&t.net, B, 7);
+    if (!st && !(t.o = ts_options_new())) st = TS_ERR_OUT_OF_MEMORY;
+    if (!st) st = ts_options_set_threads(t.o, 1);
+    const char *splits[] = {"fc2", "fc3"};
+    if (!st) st = pipeline ? ts_options_set_pipeline(t.o, R, splits, R - 1) : ts_options_set_replication(t.o, R, 1);
+    if (!st) st = ts_options_set_check_numerics(t.o, TS_CHECK_OP);
+    if (!st) st = ts_model_training(&t.m, t.net.g, t.net.loss, t.o, ts_sgd(0.01f, 0, 0));
+    if (!st) st = ts_model_compile(t.m);
+    if (st) {
+        printf("nan: FAIL rank %d: setup: %s\n", me, ts_last_error());
+        return 1;
+    }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int64_t run_no = 0;
+    for (; run_no < 5 && !st; run_no++) {
+        make_data(&d, (unsigned)run_no);
+        if (run_no == 2) /* step 3: a sample of 3e38 in replica `bad`'s shard, which fc1's MatMul overflows to Inf */
+            for (int64_t i = 0; i < PIXELS; i++) d.x[((int64_t)(pipeline ? 0 : bad) * B + 1) * PIXELS + i] = 3e38f;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        st = run(t.m, &d);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double took = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    char msg[8192], origin[1024] = "", who[64], when[64];
+    snprintf(msg, sizeof msg, "%s", ts_last_error());
+    /* the op the check names: the first one whose output holds the NaN */
+    const char *failed = me == bad ? ts_model_failed_tensor(t.m) : "fc1/MatMul:0";
+    ts_model_tensor_origin(t.m, failed ? failed : "?", origin, sizeof origin);
+    const char *built = strstr(origin, "built at ");
+    snprintf(who, sizeof who, me == bad ? "numeric check on rank %d of %d" : "rank %d failed and stopped every rank", bad, R);
+    snprintf(when, sizeof when, "rank %d of %d at step 3:", bad, R);
+    bool ok = st == TS_ERR_NUMERICS && run_no == 3 && ts_model_steps(t.m) == 2 && strstr(msg, who) && strstr(msg, when) && failed &&
+              strstr(msg, "fc1/MatMul:0") && strstr(msg, "op MatMul") && built && strstr(msg, built) && took < limit / 2;
+    printf("nan: %s rank %d of %d: %s at run %lld with %lld steps done, %.1f s after the run began (the timeout is %.0f s), the report %s '%s', '%s' "
+           "and '%s'%s%s\n",
+           ok ? "ok" : "FAIL", me, R, ts_status_name(st), (long long)run_no, (long long)ts_model_steps(t.m), took, limit, ok ? "names" : "should name",
+           who, when, built ? built : "(no origin)", ok ? "" : ": ", ok ? "" : msg);
+    fflush(stdout);
+    teardown(&t);
+    data_free(&d);
+    ts_dist_finalize(); /* after the failure: every rank leaves, and the job ends */
+    return ok ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--available") == 0) return ts_dist_available() ? 0 : 1;
     if (ts_dist_init(&argc, &argv)) {
@@ -695,6 +828,8 @@ int main(int argc, char **argv) {
     int R = ts_dist_size();
     if (argc > 1 && strcmp(argv[1], "hang") == 0) return hang(R, false);
     if (argc > 1 && strcmp(argv[1], "die") == 0) return hang(R, true);
+    if (argc > 2 && strcmp(argv[1], "nan") == 0) return nan_on_one_rank(R, atoi(argv[2]), false);
+    if (argc > 1 && strcmp(argv[1], "nan-pipeline") == 0 && R <= 3) return nan_on_one_rank(R, 0, true);
     broadcast(R);
     if (R == 1) {
         trained t;
@@ -718,11 +853,13 @@ int main(int argc, char **argv) {
             pipeline_numbers(R, "pipeline 1f1b sgd A=5", ts_sgd(0.05f, 0.9f, 0.0f), 1, 5, 4, 1e-4, 1e-6, false, TS_PIPELINE_1F1B);
             free(last_weights);
         }
+        combined_summaries(R);
         outfeed_tagged(R);
         bn_buffers(R);
         cancelled(R, false);
         if (R <= 3) cancelled(R, true);
-        desync(R);
+        desync(R, R - 1);
+        if (R > 2) desync(R, 0);
         loss_scaling(R);
     }
     int rc = check_summary("test_dist");

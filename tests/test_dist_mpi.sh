@@ -1,10 +1,16 @@
 #!/bin/bash
 # test_dist_mpi.sh -- replicas under mpirun (docs/design.md#replicas-and-pipeline-stages): test_dist with 2
-# and 3 ranks (same numbers, the replica axis, per-replica watch rows, a
-# desync, 2- and 3-stage pipelines), a rank that hangs and a rank that dies
-# (the others must stop with a message within the timeout, never hang), and
+# and 3 ranks (same numbers, the replica axis, per-replica watch rows and
+# the reduced row's extremes, NaN and Inf with their replicas, a desync, 2-
+# and 3-stage pipelines), a rank that hangs and a rank that dies (the others
+# must stop with a message within the timeout, never hang), a numeric stop
+# on one of 2 and of 3 ranks (every rank stops at its step, soon, naming
+# the rank, the step, the op and its line; replicas and pipelines, and the
+# CLI), and
 # the CLI under mpirun (rank 0 alone prints and writes; anchors keep the
-# replica axis; the per-replica stats table; rank 0 dumps every replica's
+# replica axis; the per-replica stats table, its [all] row naming the
+# replicas of its min and max; --check-replicas naming a rank started from
+# other weights, and 0 comparing nothing; rank 0 dumps every replica's
 # and every stage's outfeed records; a 2-stage pipeline trains like one
 # process). Skipped (exit 77) when the build has no MPI or mpirun is
 # missing: `scripts/install-deps.sh test` installs OpenMPI.
@@ -56,6 +62,47 @@ for mode in hang die; do
     fi
 done
 
+# --check-numerics on one rank: of 2 ranks the last, of 3 the middle one overflows
+# at step 3; every rank stops at step 3 with the report naming the rank, the step,
+# the op and its line, soon after (the ranks' timeout is 120 s; each rank checks
+# and prints one line, then the job ends).
+# The same in a pipeline of 2 and of 3 stages, where stage 0 (rank 0) overflows.
+for mode in "nan 1" nan-pipeline; do
+    for np in 2 3; do
+        bad=$([ "$mode" = nan-pipeline ] && echo 0 || echo 1) # replicas: the last of 2 ranks, the middle one of 3
+        start=$(date +%s)
+        timeout 240 "${MPIRUN[@]}" -np "$np" "$BUILD/test_dist" $mode >"$T/nan$np.out" 2>&1
+        rc=$? secs=$(($(date +%s) - start))
+        good=$(grep -c '^nan: ok' "$T/nan$np.out")
+        if [ "$rc" -ne 124 ] && [ "$good" -eq "$np" ] && [ "$secs" -lt 110 ]; then
+            ok "$mode: a numeric stop on rank $bad of $np stops all $np ranks at step 3, each naming rank $bad, the step, the op and its line (${secs} s)"
+        else
+            fail "$mode: a numeric stop on rank $bad of $np: exit $rc after ${secs} s, $good of $np ranks stopped as they should:"
+            grep -E '^nan:|rror' "$T/nan$np.out" | head -10
+        fi
+    done
+done
+
+# The CLI: one sample of 3e38 among small ones, which fc1's MatMul overflows on
+# whichever replica's shard it falls in; both ranks stop at the same step, the
+# one that found it with the report, the other with "rank R failed ...".
+mkdir -p "$T/one_big"
+"$PY" -c "import numpy as np; x = np.random.default_rng(0).standard_normal((256, 1, 28, 28)).astype(np.float32) * 0.1; x[5] = 3e38
+np.save('$T/one_big/x.npy', x); np.save('$T/one_big/labels.npy', (np.arange(256) % 10).astype(np.int32))"
+start=$(date +%s)
+timeout 120 "${MPIRUN[@]}" -np 2 "$BUILD/tensorscope" train --model mlp --data "$T/one_big" --batch-size 4 --holdout 64 --threads 1 --quiet \
+    --max-steps 40 --check-numerics op >"$T/cli_nan.out" 2>"$T/cli_nan.err"
+rc=$? secs=$(($(date +%s) - start))
+found=$(grep -o 'numeric check on rank [01] of 2 at step [0-9]*' "$T/cli_nan.err" | sort -u)
+bad=$(echo "$found" | grep -o 'rank [01]' | head -1)
+told=$(grep -c "$bad failed and stopped every rank of the job: $found: first non-finite value in 'fc1/MatMul:0' (output of op MatMul 'fc1/MatMul:0', built at " "$T/cli_nan.err")
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$(echo "$found" | grep -c .)" -eq 1 ] && [ "$told" -ge 1 ] && [ $secs -lt 60 ]; then
+    ok "the CLI: $found stops the other rank at that step with the report (exit $rc, ${secs} s)"
+else
+    fail "the CLI under mpirun with --check-numerics: exit $rc after ${secs} s, reports '$found', $told ranks told"
+    grep -E 'numeric check|failed and stopped|rror' "$T/cli_nan.err" | cut -c1-300 | head -6
+fi
+
 # The CLI: mpirun -np 2 tensorscope train with an anchor and the stats table.
 if [ -f "$DATA/t10k-images-idx3-ubyte.gz" ]; then
     cd "$T" || exit 1
@@ -74,6 +121,20 @@ if [ -f "$DATA/t10k-images-idx3-ubyte.gz" ]; then
     grep -q 'replicas: 2' cli.out && ok "the run says it has 2 replicas" || fail "no 'replicas: 2' line in the output"
     rows=$(grep -cE 'Gradient___fc1\.bias\[(0|1|all)\]' cli.out)
     [ "$rows" -eq 3 ] && ok "the stats table has a row per replica and the reduced row" || { fail "stats rows for Gradient___fc1.bias: $rows, expected 3"; cat cli.out; }
+    # the reduced row names the replica whose row holds the min and the one whose row holds the max
+    if "$PY" - cli.out <<'EOF'; then ok "the reduced row names the replicas of its min and max, as their rows show"; else fail "the reduced row's replicas of min and max"; fi
+import re, sys
+rows = {}
+for line in open(sys.argv[1]):  # the last table's rows
+    m = re.match(r"\s*\d+\s+Gradient___fc1\.bias\[(\d|all)\]\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+\d+\s+\d+(.*)", line)
+    if m:
+        rows[m.group(1)] = (float(m.group(4)), float(m.group(5)), m.group(6).strip())
+lo = min((0, 1), key=lambda r: (rows[str(r)][0], r))
+hi = min((0, 1), key=lambda r: (-rows[str(r)][1], r))
+print("Gradient___fc1.bias rows (min, max, replicas):", rows)
+assert rows["all"][0] == rows[str(lo)][0] and rows["all"][1] == rows[str(hi)][1]
+assert f"[replica {lo}] min" in rows["all"][2] and f"[replica {hi}] max" in rows["all"][2], rows["all"][2]
+EOF
     if "$PY" - dump/Gradient___fc1.bias.npy <<'EOF'; then ok "the anchored array has the replica axis [S, R, 320]"; else fail "the anchored array's shape"; fi
 import sys, numpy as np
 a = np.load(sys.argv[1])
@@ -92,6 +153,18 @@ for run in (0, 19):
     assert a.shape == (1, 2, 32, 320), a.shape
     assert np.allclose(a.reshape(b.shape), b, rtol=1e-4, atol=1e-5)
 EOF
+    # --check-replicas: ranks started from other weights (--seed differs) are named
+    # at the first check, before any step, by the first parameter; 0 checks never
+    timeout 120 "${MPIRUN[@]}" -np 1 "$BUILD/tensorscope" train --data "$DATA" --max-steps 3 --holdout 128 --threads 1 --quiet --check-replicas 5 \
+        : -np 1 "$BUILD/tensorscope" train --data "$DATA" --max-steps 3 --holdout 128 --threads 1 --quiet --check-replicas 5 --seed 1 >seed.out 2>seed.err
+    rc=$?
+    n=$(grep -c "replicas out of sync after 0 steps: rank 1's 'fc1.weight' differs from rank 0's" seed.err)
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$n" -eq 2 ] && ok "--check-replicas 5: weights of another seed on rank 1 stop both ranks naming rank 1 and fc1.weight (exit $rc)" \
+        || { fail "--check-replicas 5 with rank 1 on another seed: exit $rc, $n ranks named it"; tail -5 seed.err; }
+    timeout 120 "${MPIRUN[@]}" -np 1 "$BUILD/tensorscope" train --data "$DATA" --max-steps 3 --holdout 128 --threads 1 --quiet --check-replicas 0 \
+        : -np 1 "$BUILD/tensorscope" train --data "$DATA" --max-steps 3 --holdout 128 --threads 1 --quiet --check-replicas 0 --seed 1 >seed0.out 2>seed0.err
+    rc=$?
+    [ $rc -eq 0 ] && ! grep -q 'out of sync' seed0.err && ok "--check-replicas 0 compares nothing (exit 0)" || { fail "--check-replicas 0: exit $rc"; tail -5 seed0.err; }
     # the library's own files (TS_METRICS_FILE): rank 0 alone appends, as many blocks as one process
     TS_METRICS_FILE=two.met timeout 120 "${MPIRUN[@]}" -np 2 -x TS_METRICS_FILE "$BUILD/tensorscope" train --data "$DATA" --max-steps 3 \
         --holdout 128 --threads 1 --quiet >/dev/null 2>&1

@@ -10,7 +10,8 @@
 #    file and heading that exist;
 #  - no file cites the design contract by the outside name it once had
 #    (its file name or its numbered sections: the repository's own is
-#    docs/design.md), nor a .md document by an absolute path.
+#    docs/design.md), nor a .md document by an absolute path;
+#  - README.md is a front page of at most 400 lines.
 # Prints `ok ...` or `FAIL ...` per reference.
 set -u
 SRC=${TS_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -75,6 +76,12 @@ if [ -n "$absolute" ]; then
 else
     ok "no .md document by absolute path"
 fi
+
+# the README is the front page (what it is, the set-up, a tour, where to
+# read on); everything else lives in docs/
+readme_lines=$(wc -l < README.md)
+if [ "$readme_lines" -le 400 ]; then ok "README.md is a front page: $readme_lines lines (at most 400)"
+else fail "README.md has $readme_lines lines: at most 400, the rest goes into docs/"; fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

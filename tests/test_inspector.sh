@@ -5,11 +5,16 @@
 # 1. --break-at-step 2 with --lr 0 and weights saved beforehand (--save-init):
 #    help, list fc1*, stats, print NAME[0,:5], a bad name, a bad slice,
 #    where, save; the printed and saved values are the weights on disk, and
-#    the held fc1/MatMul:0 is x @ fc1.weight^T of the held x (NumPy); then
-#    continue: training ends as without a break (exit 0).
+#    the held fc1/MatMul:0 is x @ fc1.weight^T of the held x (NumPy); eval
+#    of @, where, reductions, slices and arithmetic gives NumPy's values on
+#    the same tensors, a bad expression says its column; rerun with a
+#    weight or a label changed prints the MLP's loss as NumPy computes it
+#    with that change, and the first tensors that differ with NumPy's max
+#    |diff|; the weights are unchanged after; then continue: training ends
+#    as without a break (exit 0).
 # 2. step, diff and quit: diff at the second stop is what NumPy finds between
-#    the two saved copies; quit exits 130 and writes --save-weights, equal
-#    to the copy saved at the stop.
+#    the two saved copies; a rerun there changes nothing: quit exits 130 and
+#    writes --save-weights, equal to the copy saved at the stop.
 # 3. --check-numerics op --break-on-nan on images of 3e38: the inspector names
 #    the op whose output overflowed (fc1/MatMul:0, op MatMul) and print
 #    shows its Inf; continue ends as the check does (exit 1).
@@ -102,7 +107,7 @@ check "--break-at-step 2: the inspector opens after run 2" wait_for s1 "(tensors
 check "it says why it stopped" has <(screen s1) "training paused at --break-at-step after run 2 \(optimizer step 2\)"
 type_line s1 "help"
 after s1 help > help.txt
-check "help lists every command" [ "$(grep -cE '^  (help|list|stats|print|diff|save|grad|where|step|continue|quit) ' help.txt)" -eq 11 ] || show help.txt 20
+check "help lists every command" [ "$(grep -cE '^  (help|list|stats|print|diff|save|grad|where|eval|rerun|step|continue|quit) ' help.txt)" -eq 13 ] || show help.txt 20
 type_line s1 "help where"
 check "help COMMAND: that command" has <(after s1 "help where") "^  where NAME +the op that made NAME"
 type_line s1 "list fc1*"
@@ -161,8 +166,74 @@ check "a name of 700 characters: said, not cut" has <(after s1 "print $long") "^
 longspec=$(printf '0:1,%.0s' {1..100})
 type_line s1 "print fc1.bias[${longspec}0]"
 check "a slice spec of 400 characters: said, not cut" has <(after s1 "print fc1.bias[${longspec}0]") "^error: the slice spec is 401 characters long"
+# eval and rerun: checked below against NumPy on the saved x, labels and the weights on disk
+type_line s1 "save labels labels.npy"
+EVALS=("fc1.weight @ Flatten:0[0]" "where(fc1.bias > 0.02)" "sum(fc1/MatMul:0, axis=1)[-5:] / 2 - fc3.bias[0]" "-fc3.bias**2 + max(abs(fc1.weight))"
+       "x[0, 0, 14, ::-1].T @ x[1, 0, 14, :]")
+for i in "${!EVALS[@]}"; do
+    type_line s1 "eval ${EVALS[$i]}"
+    after s1 "eval ${EVALS[$i]}" > "eval$i.txt"
+done
+type_line s1 "eval fc1.weight.T @ x[0]"
+after s1 "eval fc1.weight.T @ x[0]" > evalbad.txt
+check "eval of shapes @ cannot take: the column, the expression and a caret under the @" \
+    eval 'has evalbad.txt "^error: eval: column 14: @: operands of 1 or 2 dimensions, got \[784,320\] @ \[1,28,28\]" &&
+          has evalbad.txt "^  fc1.weight.T @ x\[0\]$" && has evalbad.txt "^               \^$"' || show evalbad.txt
+type_line s1 "eval fc1.wieght[0]"
+check "eval of an unknown name: the closest" has <(after s1 "eval fc1.wieght[0]") "^error: eval: column 1: no tensor named 'fc1.wieght'; closest: 'fc1.weight'"
+type_line s1 "rerun fc1.weight[0,0]=0.5"
+after s1 "rerun fc1.weight[0,0]=0.5" > rerunw.txt
+type_line s1 "rerun labels[0]=7"
+after s1 "rerun labels[0]=7" > rerunl.txt
+type_line s1 "rerun fc1/MatMul:0[0]=1"
+check "rerun of a computed tensor: refused, saying what can be changed" has <(after s1 "rerun fc1/MatMul:0[0]=1") "^error: .*a rerun changes an input or a parameter"
+type_line s1 "print fc1.weight[0,:5]"
+after s1 "print fc1.weight[0,:5]" > print2.txt
+check "after the reruns the model's weights are unchanged (print as before)" cmp -s <(tail -n +2 print.txt) <(tail -n +2 print2.txt) || show print2.txt
 type_line s1 "continue"
 check "continue: training ends as without a break (rc $(wait_rc s1))" [ "$(cat s1.rc)" = 0 ] || screen s1 | tail
+check "eval's values are NumPy's on the same tensors; rerun's loss is the MLP's loss in NumPy with the weight or label changed, and its first differing tensors and their max |diff| are NumPy's" "$PY" - << 'EOF'
+import numpy as np, re, sys
+w = {n: np.load(f"w0/{n}.npy").astype(np.float64) for n in ("fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "fc3.weight", "fc3.bias")}
+x = np.load("x.npy").astype(np.float64); labels = np.load("labels.npy"); mm = np.load("mm.npy").astype(np.float64)
+flat = x.reshape(len(x), -1)
+def values(path):  # the numbers after the summary line, as print shows them
+    return np.array([float(v) for v in re.findall(r"-?[0-9.]+(?:e[-+]?[0-9]+)?|-?inf|nan", "".join(open(path).read().split("\n")[1:]))])
+want = [w["fc1.weight"] @ flat[0], np.argwhere(w["fc1.bias"] > 0.02).ravel(), mm.sum(1)[-5:] / 2 - w["fc3.bias"][0],
+        -w["fc3.bias"] ** 2 + np.abs(w["fc1.weight"]).max(), x[0, 0, 14, ::-1] @ x[1, 0, 14, :]]
+ok = True
+for i, v in enumerate(want):
+    got = values(f"eval{i}.txt")
+    good = got.shape == np.ravel(v).shape and np.allclose(got, np.ravel(v), rtol=2e-5, atol=1e-5)
+    print(i, "ok" if good else "MISMATCH", got[:4], np.ravel(v)[:4])
+    ok = ok and good
+def loss(w, flat, labels):
+    h = np.maximum(flat @ w["fc1.weight"].T + w["fc1.bias"], 0)
+    h = np.maximum(h @ w["fc2.weight"].T + w["fc2.bias"], 0)
+    z = h @ w["fc3.weight"].T + w["fc3.bias"]
+    logp = z - z.max(1, keepdims=True)
+    logp -= np.log(np.exp(logp).sum(1, keepdims=True))
+    return -logp[np.arange(len(labels)), labels].mean()
+text = open("rerunw.txt").read()
+m = re.search(r"loss ([-0-9.e+]+) \(held run: ([-0-9.e+]+)\); the model is unchanged", text)
+rows = re.findall(r"^  (\S+) +max \|diff\| ([-0-9.e+]+) +(\d+) of (\d+) values", text, re.M)
+w2 = dict(w); w2["fc1.weight"] = w["fc1.weight"].copy(); w2["fc1.weight"][0, 0] = 0.5
+mm_diff = np.abs(flat[:, 0] * (0.5 - w["fc1.weight"][0, 0])).max()
+good = (m and np.isclose(float(m.group(1)), loss(w2, flat, labels), rtol=1e-5) and np.isclose(float(m.group(2)), loss(w, flat, labels), rtol=1e-5)
+        and [r[0] for r in rows[:2]] == ["fc1.weight", "fc1/MatMul:0"] and rows[0][2] == "1"
+        and np.isclose(float(rows[0][1]), abs(0.5 - w["fc1.weight"][0, 0]), rtol=1e-5)
+        and np.isclose(float(rows[1][1]), mm_diff, rtol=1e-4) and int(rows[1][2]) == np.count_nonzero(flat[:, 0]))
+print("rerun fc1.weight[0,0]=0.5:", m and m.groups(), loss(w2, flat, labels), rows[:2], mm_diff, "ok" if good else "MISMATCH")
+ok = ok and bool(good)
+text = open("rerunl.txt").read()
+k = 7
+l2 = labels.copy(); l2[0] = k
+m = re.search(r"loss ([-0-9.e+]+) \(held run", text)
+rows = re.findall(r"^  (\S+) +max \|diff\|", text, re.M)
+good = m and np.isclose(float(m.group(1)), loss(w, flat, l2), rtol=1e-5) and (k == labels[0]) == (not rows) and (k == labels[0] or rows[:2] == ["labels", "loss"])
+print("rerun labels[0]=%d (held %d):" % (k, labels[0]), m and m.group(1), loss(w, flat, l2), rows[:3], "ok" if good else "MISMATCH")
+sys.exit(0 if ok and good else 1)
+EOF
 check "the values printed are the weights on disk, the saved row too; the held fc1/MatMul:0 is x @ W^T of the held x" "$PY" - << 'EOF'
 import numpy as np, re, sys
 w = np.load("w0/fc1.weight.npy")
@@ -186,6 +257,8 @@ check "step 2: paused again two runs later" has <(screen s2) "training paused af
 type_line s2 "diff fc1.bias"
 after s2 "diff fc1.bias" > diff.txt
 type_line s2 "save fc1.bias b.npy"
+type_line s2 "rerun fc1.bias[0]=5" # on the side: quit still writes the weights of the stop (checked below)
+check "rerun after training moved the weights: only fc1.bias and what it feeds differ" has <(after s2 "rerun fc1.bias[0]=5") "^  fc1.bias +max \|diff\| [0-9.e+-]+ +1 of 320 values"
 type_line s2 "quit"
 check "quit exits 130 (rc $(wait_rc s2))" [ "$(cat s2.rc)" = 130 ] || screen s2 | tail
 check "the change diff printed is NumPy's between the two stops; quit wrote the weights of the stop" "$PY" - << 'EOF'

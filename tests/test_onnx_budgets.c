@@ -44,6 +44,19 @@
 #ifndef UNDER_SANITIZER
 #define UNDER_SANITIZER 0
 #endif
+/* ThreadSanitizer clears the shadow of every block it allocates, which
+ * touches memory in proportion to the block: RSS says nothing there about
+ * whether the library touched the block itself */
+#if defined(__SANITIZE_THREAD__)
+#define UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UNDER_TSAN 1
+#endif
+#endif
+#ifndef UNDER_TSAN
+#define UNDER_TSAN 0
+#endif
 
 #define SMALL_RSS_MB 400 /* the hostile cases declare 2 GiB to 16 GiB */
 
@@ -223,8 +236,9 @@ static void check_budgets(void) {
     CHECK_OK(import_as("pad1g", NULL), "a Pad to [64, 2^22+1] (1 GiB) imports");
     snprintf(path, sizeof path, "%s/pad1g.onnx", dir);
     rc = in_child(compile_lazy_child, path, &mb);
-    CHECK(rc == 0 && mb < SMALL_RSS_MB, "its compile plans 1 GiB of activations and an anchor of 1 GiB without touching them (exit %d, peak RSS "
-          "%.0f MiB)", rc, mb);
+    CHECK(rc == 0 && (UNDER_TSAN || mb < SMALL_RSS_MB),
+          "its compile plans 1 GiB of activations and an anchor of 1 GiB without touching them (exit %d, peak RSS "
+          "%.0f MiB%s)", rc, mb, UNDER_TSAN ? "; not measured under ThreadSanitizer" : "");
 
     /* x [64,1] expanded to [64, 2^28]: x + zeros [1, 2^28] (1 GiB), the
      * zeros copied into the graph (1 GiB more) */

@@ -201,7 +201,7 @@ for cmd in graph train; do # a name that is no input of the model: said so, with
     else fail "$cmd --input-value naming no input: exit $rc"; show noinput.err; fi
 done
 
-# ---- the README's TS_LOG_VMODULE=onnx=5: the importer's lines at debug (a
+# ---- docs/train.md's TS_LOG_VMODULE=onnx=5: the importer's lines at debug (a
 # line per file) and trace (each node, named as in the file), no other
 # module's; memwatch=4, a source file's name, raises that file only
 L=$FIX/lenet_op13.onnx

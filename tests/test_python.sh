@@ -32,11 +32,12 @@ unset TENSORSCOPE_LIBRARY
 TS_SOURCE_DIR=$src TS_BUILD_DIR=$build "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$src/python/tests"
 rc=$?
 # Under mpirun (when there is one and the package was built with MPI): every
-# rank's outfeed records reach rank 0 from Python too, and Ctrl-C on one
-# rank stops every rank at the same step.
+# rank's outfeed records reach rank 0 from Python too, Ctrl-C on one rank
+# stops every rank at the same step, and watches combine the replicas
+# (naming the replica of the min, the max and a NaN).
 if [ $rc -eq 0 ] && command -v mpirun >/dev/null &&
     "$VENV/bin/python" -c 'import sys, tensorscope._capi as c; sys.exit(0 if c.lib.ts_dist_available() else 1)'; then
-    for script in mpi_outfeed.py mpi_cancel.py; do
+    for script in mpi_outfeed.py mpi_cancel.py mpi_replicas.py; do
         if OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 PYTHONPATH="$src/python/tests" timeout 300 \
             mpirun --oversubscribe --bind-to none -x PYTHONPATH -np 2 "$VENV/bin/python" "$src/python/tests/$script"; then
             echo "ok   python/tests/$script under mpirun -np 2"

@@ -289,6 +289,9 @@ int cli_inspect_dump(const char *dir);
  * a command line read at the prompt (malloc'd; NULL at the end of input). */
 bool cli_slice_values(const char *name, const ts_array *a, const char *spec, ts_array *out);
 void cli_print_values(const char *label, const ts_array *a);
+/* eval's answer (ts_eval's status and result): printed as print prints a
+ * tensor, then freed; or the error. */
+void cli_print_eval(const char *expr, ts_status st, ts_array *a);
 void cli_print_change(const char *label, const ts_array *was, const ts_array *now);
 char *cli_read_command(void);
 

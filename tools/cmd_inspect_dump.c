@@ -198,6 +198,7 @@ static const struct command {
     {"diff", "NAME[SLICES] [A [B]]", "the change from step A (default: the previous dumped step) to B (default: this step)"},
     {"where", "NAME", "the op that made NAME, the source line that built it, its graph position and its steps"},
     {"save", "NAME[SLICES] FILE.npy", "write the values as a .npy file"},
+    {"eval", "EXPR", "a numpy-style expression over the step's tensors: eval fc1.weight.T @ x[0], eval where(fc1.bias > 0)"},
     {"steps", "", "the dumped steps"},
     {"step", "K", "show step K"},
     {"next", "", "show the next dumped step"},
@@ -320,6 +321,44 @@ static void save(const dump *d, char *arg) {
     free(a.data);
 }
 
+/* eval's tensors: the shown step's files, loaded as the expression names them */
+typedef struct eval_files {
+    const dump *d;
+    ts_array *loaded;
+    int n;
+} eval_files;
+
+static ts_status dump_lookup(void *ctx, const char *name, ts_array *out) {
+    eval_files *f = ctx;
+    const row *r = find(f->d, name, f->d->cur);
+    ts_array *grown = r ? realloc(f->loaded, (size_t)(f->n + 1) * sizeof *grown) : NULL;
+    if (!grown) return TS_ERR_OUT_OF_MEMORY;
+    f->loaded = grown;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", f->d->dir, r->file);
+    ts_status st = ts_npy_load(path, &f->loaded[f->n]);
+    if (st) return st;
+    *out = f->loaded[f->n++];
+    return TS_OK;
+}
+
+static void eval(const dump *d, const char *expr) {
+    const char **names = malloc((d->n > 0 ? (size_t)d->n : 1) * sizeof *names);
+    if (!names) {
+        printf("error: out of memory\n");
+        return;
+    }
+    size_t n = 0;
+    for (int i = 0; i < d->n; i++)
+        if (d->rows[i].step == d->cur) names[n++] = d->rows[i].name;
+    eval_files f = {.d = d};
+    ts_array a;
+    cli_print_eval(expr, ts_eval(expr, names, n, dump_lookup, &f, &a), &a);
+    for (int i = 0; i < f.n; i++) ts_npy_free(&f.loaded[i]);
+    free(f.loaded);
+    free(names);
+}
+
 static char *trim(char *s) {
     while (isspace((unsigned char)*s)) s++;
     size_t n = strlen(s);
@@ -373,6 +412,11 @@ int cli_inspect_dump(const char *dir) {
             else diff(&d, arg);
         } else if (strcmp(cmd, "save") == 0) {
             save(&d, arg);
+        } else if (strcmp(cmd, "eval") == 0 || strcmp(cmd, "e") == 0) {
+            if (!*arg) printf("error: eval EXPR: give an expression (eval fc1.weight.T @ x[0]; 'help eval')\n");
+            else eval(&d, arg);
+        } else if (strcmp(cmd, "rerun") == 0) {
+            printf("error: rerun re-executes a run `train` holds (its inspector: --break-at-step N); a dump is files, with no model to run\n");
         } else if (strcmp(cmd, "steps") == 0) {
             say_steps(&d);
         } else if (strcmp(cmd, "step") == 0 || strcmp(cmd, "s") == 0) {

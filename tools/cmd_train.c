@@ -27,7 +27,7 @@ typedef struct train_args {
     const char *split_at, *pipeline_schedule, *device, *save_init, *attn_dir;
     const char *trace, *trace_steps;
     const char *precision, *loss_scale; /* --precision, --loss-scale */
-    long outfeed_depth, pipeline_stages;
+    long outfeed_depth, pipeline_stages, check_replicas;
     bool outfeed_drop;
     bool allow_tf32;
     bool drop_last; /* --drop-last */
@@ -441,7 +441,9 @@ static void print_stats_table(const ts_model *m, ts_outfeed *q, sink_state *sink
         if (!replicas) snprintf(name, sizeof name, "%s", w[i].name);
         else if (w[i].replica >= 0) snprintf(name, sizeof name, "%s[%d]", w[i].name, w[i].replica); /* one replica's */
         else snprintf(name, sizeof name, "%s[all]", w[i].name);                                     /* reduced over them */
-        printf("%s\n", ts_stats_table_row(idx++, name, &w[i].summary->stats, line, sizeof line));
+        char from[160] = ""; /* the reduced row: which replica gave its min, its max, a NaN/Inf */
+        if (replicas) ts_watch_result_replicas(&w[i], from, sizeof from);
+        printf("%s%s%s\n", ts_stats_table_row(idx++, name, &w[i].summary->stats, line, sizeof line), *from ? "  " : "", from);
     }
     for (int k = 0; outfed && k < sink->n_keys && k < 32; k++) {
         if (!sink->since_n[k]) continue;
@@ -734,7 +736,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     train_args a = {.model = "mlp", .data = NULL, .optimizer = NULL, .epochs = -1, .batch_size = -1, .seed = 0,
                     .holdout = -1, .repeat_count = 1, .grad_accum = 1, .threads = 0, .log_verbosity = -1, .watch_period = 1,
                     .lr = -1, .weight_decay = -1, .check_numerics = NULL, .lr_schedule = "constant", .lr_step_size = 1000, .lr_gamma = 0.1,
-                    .outfeed_depth = 64, .watch_memory = -1};
+                    .outfeed_depth = 64, .watch_memory = -1, .check_replicas = 100};
     cli_import imp = {.inputs = &a.inputs, .values = &a.input_values};
     const cli_flag flags[] = {
         {"--model", FLAG_STRING, &a.model, "NAME|FILE.onnx", "built-in model (mlp, cnn, gpt) or an ONNX file; its own flags are at the end"},
@@ -820,6 +822,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--attention-map", FLAG_LIST, &a.attention_maps, "TENSOR[:SAMPLE]", "PNG of a language model's attention [B,H,T,T] for a held-out window"},
         {"--attention-map-dir", FLAG_STRING, &a.attn_dir, "DIR", "where --attention-map writes (default .)"},
         {"--pipeline-stages", FLAG_INT, &a.pipeline_stages, "K", "under mpirun -np K: one pipeline stage per rank (else one replica per rank)"},
+        {"--check-replicas", FLAG_INT, &a.check_replicas, "N", "replicas: compare a hash of every replica's weights every N steps, naming the "
+                                                               "first replica and parameter that differ (default 100; 0: never)"},
         {"--split-at", FLAG_STRING, &a.split_at, "SCOPE[,SCOPE...]", "the K-1 scopes that start stages 2..K (e.g. fc2,fc3)"},
         {"--pipeline-schedule", FLAG_STRING, &a.pipeline_schedule, "gpipe|1f1b", "gpipe: every forward, then every backward (default); 1f1b: one forward, one backward"},
         {"--trace", FLAG_STRING, &a.trace, "FILE.json", "write a timeline of the run for Perfetto or chrome://tracing (docs/trace.md)"},
@@ -959,6 +963,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         for (char *tok = strtok(splits_buf, ","); tok && n_splits < 16; tok = strtok(NULL, ",")) splits[n_splits++] = tok;
     }
     if (a.pipeline_stages < 0 || a.pipeline_stages > 16) return cli_usage_error(cmd, "--pipeline-stages must be 1..16, got %ld", a.pipeline_stages);
+    if (a.check_replicas < 0) return cli_usage_error(cmd, "--check-replicas must be >= 0 (0: never), got %ld", a.check_replicas);
     ts_pipeline_schedule schedule = TS_PIPELINE_GPIPE;
     if (a.pipeline_schedule && strcmp(a.pipeline_schedule, "1f1b") == 0) schedule = TS_PIPELINE_1F1B;
     else if (a.pipeline_schedule && strcmp(a.pipeline_schedule, "gpipe") != 0)
@@ -1046,7 +1051,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     if ((st = ts_options_set_device_iterations(o, (int)a.repeat_count)) || (st = ts_options_set_gradient_accumulation(o, (int)a.grad_accum)) ||
         (st = ts_options_set_threads(o, (int)a.threads)) || (st = ts_options_set_check_numerics(o, check)) ||
         (a.device && (st = ts_options_set_device(o, a.device))) || (st = ts_options_set_allow_tf32(o, a.allow_tf32)) ||
-        (st = ts_options_set_output_mode(o, gmode, gperiod)) || (st = ts_options_set_replication(o, R, 100)) ||
+        (st = ts_options_set_output_mode(o, gmode, gperiod)) || (st = ts_options_set_replication(o, R, (int)a.check_replicas)) ||
         (st = ts_options_set_pipeline(o, K, splits, n_splits)) || (st = ts_options_set_pipeline_schedule(o, schedule)) ||
         (a.trace && (st = ts_options_set_trace(o, a.trace, trace_first, trace_last))) ||
         (st = ts_options_set_log_layer_shapes(o, a.log_layer_shapes)) ||
@@ -1249,7 +1254,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
                     (long long)(n_train / per_run), per_run, left);
             if (kept)
                 fprintf(stderr, "kept as a last run of %lld, micro-batch %lld (PyTorch's drop_last=False; --drop-last drops them), "
-                        "which recompiles the model for its size each epoch (counted)", kept, kept / S);
+                        "whose size compiles the model once more, the first epoch (counted; both programs are kept, each epoch switches between them)", kept, kept / S);
             else
                 fprintf(stderr, "dropped (%s)", a.drop_last ? "--drop-last" : R > 1 ? "replicas train on equal batches"
                                                 : K > 1 ? "pipeline stages train on equal batches" : "fewer than one sample per micro-batch");

@@ -207,6 +207,8 @@ static const struct command {
     {"save", "NAME[SLICES] FILE.npy", "write the values as a .npy file"},
     {"grad", "NAME[SLICES]", "print the gradient of NAME (Gradient___NAME)"},
     {"where", "NAME", "the op that made NAME and the source line that built it"},
+    {"eval", "EXPR", "a numpy-style expression over held tensors: eval fc1.weight.T @ x[0], eval where(fc1.bias > 0)"},
+    {"rerun", "NAME[IDX]=VALUE", "the held run again with one input or weight changed, on the side (NAME=F.npy: all of it): loss, what differs"},
     {"step", "[K]", "train K more runs (default 1) and stop again"},
     {"continue", "", "train on (to the next break)"},
     {"quit", "", "stop training: write what was asked (weights, checkpoint, logs), exit 130 as Ctrl-C"},
@@ -374,6 +376,17 @@ static bool cut_name(ts_model *m, const char *arg, char *name, size_t n, char *s
     return true;
 }
 
+/* The offset in a of the k-th value of the slice r (row-major order). */
+static int64_t slice_offset(const ts_array *a, const range *r, const int64_t *strides, int64_t k) {
+    int64_t rest = k, off = 0;
+    for (int d = a->ndim - 1; d >= 0; d--) {
+        int64_t i = r[d].count ? rest % r[d].count : 0;
+        rest = r[d].count ? rest / r[d].count : 0;
+        off += (r[d].start + i * r[d].step) * strides[d];
+    }
+    return off;
+}
+
 /* The values of a[spec] as a new array (data malloc'd). */
 static bool slice_array(const char *name, const ts_array *a, const char *spec, ts_array *out) {
     range r[TS_MAX_DIMS];
@@ -392,15 +405,18 @@ static bool slice_array(const char *name, const ts_array *a, const char *spec, t
         printf("error: out of memory\n");
         return false;
     }
-    for (int64_t k = 0; k < count; k++) { /* k in the slice's row-major order -> the tensor's offset */
-        int64_t rest = k, off = 0;
-        for (int d = a->ndim - 1; d >= 0; d--) {
-            int64_t i = r[d].count ? rest % r[d].count : 0;
-            rest = r[d].count ? rest / r[d].count : 0;
-            off += (r[d].start + i * r[d].step) * strides[d];
-        }
-        memcpy((char *)out->data + (size_t)k * es, (const char *)a->data + (size_t)off * es, es);
-    }
+    for (int64_t k = 0; k < count; k++) memcpy((char *)out->data + (size_t)k * es, (const char *)a->data + (size_t)slice_offset(a, r, strides, k) * es, es);
+    return true;
+}
+
+/* a[spec] = v, in place (a's data is f32) */
+static bool assign_slice(const char *name, ts_array *a, const char *spec, float v) {
+    range r[TS_MAX_DIMS];
+    if (!parse_slices(name, spec, a, r)) return false;
+    int64_t count = 1, strides[TS_MAX_DIMS], s = 1;
+    for (int d = a->ndim - 1; d >= 0; d--) strides[d] = s, s *= a->shape[d];
+    for (int d = 0; d < a->ndim; d++) count *= r[d].count;
+    for (int64_t k = 0; k < count; k++) ((float *)a->data)[slice_offset(a, r, strides, k)] = v;
     return true;
 }
 
@@ -646,6 +662,82 @@ static char *trim(char *s) {
     return s;
 }
 
+/* eval EXPR: the result printed as print prints a tensor. */
+void cli_print_eval(const char *expr, ts_status st, ts_array *a) {
+    if (st) {
+        printf("error: %s\n", ts_last_error());
+        return;
+    }
+    print_values(expr, a);
+    ts_eval_free(a);
+}
+
+#define RERUN_SHOWN 10 /* tensors that differ, listed at most */
+
+/* rerun NAME[IDX]=VALUE or NAME=FILE.npy: the held run again with the
+ * change, its loss and the first tensors that differ from the held ones. */
+static void rerun(ts_model *m, const char *arg) {
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || !eq[1]) {
+        printf("error: rerun NAME[IDX]=VALUE or NAME=FILE.npy: give an input or a weight, '=' and its new value (rerun fc1.weight[0,3]=0.5)\n");
+        return;
+    }
+    char left[800], name[512], spec[256];
+    snprintf(left, sizeof left, "%.*s", (int)(eq - arg < 799 ? eq - arg : 799), arg);
+    const char *right = eq + 1;
+    while (isspace((unsigned char)*right)) right++;
+    char *l = trim(left), *end;
+    ts_array held, value;
+    if (!cut_name(m, l, name, sizeof name, spec, sizeof spec)) return;
+    if (ts_model_held_before(m, name, &held)) { /* a parameter as the held run read it, before its update */
+        const char *e = ts_last_error(), *call = "ts_model_held: ";
+        printf("error: %s\n", strncmp(e, call, strlen(call)) == 0 ? e + strlen(call) : e);
+        return;
+    }
+    double v = strtod(right, &end);
+    bool number = end != right && blank(end, end + strlen(end));
+    if (number) { /* the held values, the slice set to v */
+        int64_t n = ts_array_numel(&held);
+        value = held;
+        value.dtype = TS_F32;
+        if (!(value.data = malloc((size_t)(n ? n : 1) * sizeof(float)))) {
+            printf("error: out of memory\n");
+            return;
+        }
+        for (int64_t i = 0; i < n; i++) ((float *)value.data)[i] = (float)cli_array_value(&held, i);
+        if (!assign_slice(name, &value, spec, (float)v)) {
+            free(value.data);
+            return;
+        }
+    } else {
+        if (*spec) {
+            printf("error: rerun %s[%s]=...: a slice takes a number (rerun %s[%s]=0.5); a .npy file replaces the whole tensor (rerun %s=%s)\n",
+                   name, spec, name, spec, name, right);
+            return;
+        }
+        if (ts_npy_load(right, &value)) {
+            printf("error: rerun: '%s' is not a number, and as a .npy file: %s\n", right, ts_last_error());
+            return;
+        }
+    }
+    ts_rerun_result r;
+    ts_status st = ts_model_rerun(m, name, &value, &r);
+    if (number) free(value.data);
+    else ts_npy_free(&value);
+    if (st) {
+        printf("error: %s\n", ts_last_error());
+        return;
+    }
+    const ts_rerun_diff *d = r.diffs;
+    size_t n = r.n_diffs;
+    printf("rerun of the held run with %s: loss %.7g (held run: %.7g); the model is unchanged\n", arg, r.loss, r.held_loss);
+    if (!n) printf("no tensor differs from the held run\n");
+    else printf("%zu tensor%s differ%s from the held run; the first %s, in the order the rerun made them:\n", n, n == 1 ? "" : "s",
+                n == 1 ? "s" : "", n > RERUN_SHOWN ? "10" : "ones");
+    for (size_t i = 0; i < n && i < RERUN_SHOWN; i++)
+        printf("  %-40s max |diff| %-12.7g %lld of %lld values\n", d[i].name, d[i].max_abs_diff, (long long)d[i].changed, (long long)d[i].numel);
+}
+
 static cli_inspect_action prompt(cli_inspector *in, ts_model *m, long run, bool can_go_on) {
     for (;;) {
         char *line = read_command();
@@ -683,6 +775,11 @@ static cli_inspect_action prompt(cli_inspector *in, ts_model *m, long run, bool 
         } else if (strcmp(cmd, "diff") == 0) {
             if (!*arg) printf("error: diff NAME: give a tensor name\n");
             else diff(in, m, arg);
+        } else if (strcmp(cmd, "eval") == 0 || strcmp(cmd, "e") == 0) {
+            if (!*arg) printf("error: eval EXPR: give an expression (eval fc1.weight.T @ x[0]; 'help eval')\n");
+            else cli_print_eval(arg, ts_model_held_eval(m, arg, &a), &a);
+        } else if (strcmp(cmd, "rerun") == 0) {
+            rerun(m, arg);
         } else if (strcmp(cmd, "save") == 0) {
             save(m, in, arg);
         } else if (strcmp(cmd, "step") == 0 || strcmp(cmd, "s") == 0 || strcmp(cmd, "next") == 0) {

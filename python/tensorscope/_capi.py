@@ -179,7 +179,8 @@ class Summary(Struct):  # ts_summary
 
 class WatchResult(Struct):  # ts_watch_result
     _fields_ = [("name", C.c_char_p), ("run", C.c_int64), ("step", C.c_int64),
-                ("summary", C.POINTER(Summary)), ("replica", C.c_int)]
+                ("summary", C.POINTER(Summary)), ("replica", C.c_int),
+                ("min_replica", C.c_int), ("max_replica", C.c_int), ("nonfinite_replica", C.c_int)]
 
 
 class OutfeedConfig(Struct):  # ts_outfeed_config
@@ -206,6 +207,14 @@ class CompareResult(Struct):  # ts_compare_result
 
 class DiffResult(Struct):  # ts_diff_result
     _fields_ = [("hash_a", C.c_uint64), ("hash_b", C.c_uint64), ("kind", C.c_int), ("cmp", CompareResult)]
+
+
+class RerunDiff(Struct):  # ts_rerun_diff
+    _fields_ = [("name", C.c_char_p), ("max_abs_diff", C.c_double), ("changed", C.c_int64), ("numel", C.c_int64)]
+
+
+class RerunResult(Struct):  # ts_rerun_result
+    _fields_ = [("loss", C.c_double), ("held_loss", C.c_double), ("diffs", C.POINTER(RerunDiff)), ("n_diffs", C.c_size_t)]
 
 
 class MemoryBuffer(Struct):  # ts_memory_buffer
@@ -377,6 +386,10 @@ _PROTOTYPES = {
     "ts_model_is_held": (C.c_int, [P, S]),
     "ts_model_held_names": (_st, [P, C.POINTER(STRS), C.POINTER(C.c_size_t)]),
     "ts_model_tensor_origin": (_st, [P, S, C.c_char_p, C.c_size_t]),
+    "ts_model_held_eval": (_st, [P, S, C.POINTER(Array)]),
+    "ts_eval_free": (None, [C.POINTER(Array)]),
+    "ts_model_rerun": (_st, [P, S, C.POINTER(Array), C.POINTER(RerunResult)]),
+    "ts_model_held_before": (_st, [P, S, C.POINTER(Array)]),
     "ts_lr_schedule_parse": (_st, [S, C.POINTER(C.c_int)]),
     "ts_lr_schedule_name": (S, [C.c_int]),
     "ts_lr_at": (C.c_double, [C.POINTER(LrSchedule), C.c_double, C.c_int64]),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ctypes as C
 import fnmatch
 from collections.abc import Mapping
-from typing import Any, Dict, Iterator, List
+from typing import Any, Dict, Iterator, List, NamedTuple, Tuple
 
 import numpy as np
 
@@ -75,3 +75,56 @@ class Inspection(Mapping):
     def summary(self, name: str) -> str:
         """The one-line summary of `name` (lovely-tensors style)."""
         return summary_line(self[name], name)
+
+    def eval(self, expr: str) -> np.ndarray:
+        """The inspector's `eval` (docs/inspector.md#eval): a numpy-style
+        expression over the held tensors, by name, computed by the library
+        in float32: `insp.eval("fc1.weight.T @ x[0]")`,
+        `insp.eval("where(fc1.bias > 0)")` (indices as np.argwhere gives
+        them). A bad expression raises the library's error, which names
+        the column."""
+        fn = _capi.function("ts_model_held_eval", "Inspection.eval")
+        a = _capi.Array()
+        with self._model._lock:
+            check(fn(self._model._h, cstr(expr), C.byref(a)))
+            try:
+                return _capi.to_numpy(a, expr)
+            finally:
+                _capi.lib.ts_eval_free(C.byref(a))
+
+    def before(self, name: str) -> np.ndarray:
+        """What the held run read: a parameter's value before the run's
+        update (the base to change for `rerun`), any other tensor as
+        `insp[name]`."""
+        fn = _capi.function("ts_model_held_before", "Inspection.before")
+        a = _capi.Array()
+        with self._model._lock:
+            check(fn(self._model._h, cstr(name), C.byref(a)))
+            return _capi.to_numpy(a, name)
+
+    def rerun(self, name: str, value: Any) -> "Rerun":
+        """The inspector's `rerun` (docs/inspector.md#rerun): the held run
+        again with input or parameter `name` set to `value` (its shape), on
+        the side: the model's weights, optimizer state and step count are
+        left as they are. Returns the loss it computes, the held run's, and
+        every held tensor that differs from the held run, in the order the
+        rerun made them: (name, largest absolute difference, values
+        changed). To change one value of a weight, start from what the
+        held run read: `w = insp.before("fc1.weight"); w[0, 3] = 0.5`."""
+        fn = _capi.function("ts_model_rerun", "Inspection.rerun")
+        arr, keep = _capi.to_c(value, name)
+        r = _capi.RerunResult()
+        with self._model._lock:
+            check(fn(self._model._h, cstr(name), C.byref(arr), C.byref(r)))
+            diffs = [(r.diffs[i].name.decode("utf-8", "replace"), r.diffs[i].max_abs_diff, r.diffs[i].changed)
+                     for i in range(r.n_diffs)]
+        del keep
+        return Rerun(r.loss, r.held_loss, diffs)
+
+
+class Rerun(NamedTuple):
+    """What Inspection.rerun found: the rerun's loss, the held run's, and
+    the tensors that differ (name, max |difference|, values changed)."""
+    loss: float
+    held_loss: float
+    diffs: List[Tuple[str, float, int]]

@@ -341,7 +341,12 @@ class Model:
         and with histograms log2_zeros, log2_counts, tb_counts; with ranges
         a `range` dict; a 16-bit tensor's (Options.precision) also `stored`
         ("bf16", "f16"), `stored_underflow` and `stored_overflow`: the
-        fractions of its values its rounding made 0 and Inf, measured."""
+        fractions of its values its rounding made 0 and Inf, measured.
+        With replicas (Options.replication) each summary is the one over
+        every replica's values (its nans and infs summed) with min_replica,
+        max_replica (the replica whose values hold the min, the max) and
+        nonfinite_replica (the first replica holding a NaN or Inf; -1 for
+        none), and `replicas`: each replica's own summary dict, by rank."""
         ptr, n = C.POINTER(_capi.WatchResult)(), C.c_size_t()
         with self._lock:
             check(lib.ts_model_watch_results(self._h, C.byref(ptr), C.byref(n)))
@@ -349,14 +354,22 @@ class Model:
 
     @staticmethod
     def _watch_dicts(ptr, n):
-        out = {}
+        out, mine = {}, {}  # replicas: each one's row comes before the row over all of them
         for i in range(n):
             r = ptr[i]
             if not r.summary:
                 continue
             d = _summary_dict(r.summary.contents)
             d["run"], d["step"] = r.run, r.step
-            out[r.name.decode()] = d
+            name = r.name.decode()
+            if r.replica >= 0:
+                mine.setdefault(name, []).append(d)
+                continue
+            if name in mine:
+                d["replicas"] = mine.pop(name)
+                d["min_replica"], d["max_replica"] = r.min_replica, r.max_replica
+                d["nonfinite_replica"] = r.nonfinite_replica
+            out[name] = d
         return out
 
     def metrics_report(self) -> str:

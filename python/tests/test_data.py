@@ -1,4 +1,6 @@
 """Datasets and loaders of the library, batches as NumPy copies."""
+import re
+
 import numpy as np
 import pytest
 
@@ -76,3 +78,53 @@ def test_the_batches_left_at_an_epochs_end_are_kept_and_train_as_pytorch_would()
     np.testing.assert_allclose(float(np.asarray(loss).reshape(-1)[0]), want_loss, rtol=1e-5)
     for p in params:
         np.testing.assert_allclose(model.get_anchored_tensor("Gradient___" + p), want[p], rtol=1e-4, atol=1e-6)
+
+
+def _numpy_step(w, xb, yb):
+    """The MLP's mean NLL loss over the batch and its gradients, in float64."""
+    w1, b1, w2, b2 = (w[p] for p in ("fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"))
+    n = len(yb)
+    pre = xb.astype(np.float64) @ w1.T + b1
+    h = np.maximum(pre, 0)
+    z = h @ w2.T + b2
+    logp = z - z.max(1, keepdims=True)
+    logp -= np.log(np.exp(logp).sum(1, keepdims=True))
+    dz = np.exp(logp)
+    dz[np.arange(n), yb] -= 1
+    dz /= n
+    dh = dz @ w2 * (pre > 0)
+    grads = {"fc2.weight": dz.T @ h, "fc2.bias": dz.sum(0), "fc1.weight": dh.T @ xb, "fc1.bias": dh.sum(0)}
+    return -logp[np.arange(n), yb].mean(), grads
+
+
+def test_a_smaller_last_batch_compiles_once_a_run_and_every_epoch_trains_as_numpy():
+    """Three epochs of 8, 8 and 4: the batch of 4 compiles the model once
+    (Recompilations.InputShapeChanged 1 for the run, not one each way each
+    epoch); the later epochs switch between the two kept programs
+    (ProgramSwitches 4), and every step's loss and the final weights are
+    plain SGD's computed with NumPy over the same 9 batches."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((20, 6)).astype(np.float32)
+    y = rng.integers(0, 3, 20).astype(np.int32)
+    data = ts.Dataset.from_arrays(x, y)
+    g = small_mlp(batch=8)
+    params = ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
+    w = {p: g.tensor(p).numpy().astype(np.float64) for p in params}
+    ts.metrics_reset()
+    model = ts.training_model(g, ts.Options(), optimizer=ts.SGD(lr=0.1))
+    sizes = []
+    for _ in range(3):
+        for xb, yb in ts.DataLoader(data, batch_size=8):
+            loss = float(np.asarray(model(xb, yb)).reshape(-1)[0])
+            want, grads = _numpy_step(w, xb, yb)
+            np.testing.assert_allclose(loss, want, rtol=1e-5)
+            for p in params:
+                w[p] -= 0.1 * grads[p]
+            sizes.append(len(yb))
+    assert sizes == [8, 8, 4] * 3
+    for p in params:
+        np.testing.assert_allclose(g.tensor(p).numpy(), w[p], rtol=1e-4, atol=1e-6)
+    report = ts.metrics_report()
+    counters = dict(re.findall(r"^Counter: (\S+)\n +Value: (\d+)", report, re.M))
+    assert counters.get("Recompilations.InputShapeChanged") == "1", report
+    assert counters.get("ProgramSwitches.InputShapeChanged") == "4", report

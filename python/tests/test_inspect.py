@@ -2,7 +2,10 @@
 tensor of a held run as numpy arrays (values checked against NumPy's own
 arithmetic on the same inputs and weights), Options.break_on_nan attaches
 them to the NumericsError (and to the raising frame, for pdb.pm()), and
-Options.trace writes the steps asked for as a Chrome/Perfetto trace."""
+Options.trace writes the steps asked for as a Chrome/Perfetto trace.
+Inspection.eval computes over the held tensors as NumPy does, and
+Inspection.rerun re-executes the held run with one weight changed: its loss
+is NumPy's with that weight, and the model is left as it was."""
 import json
 import sys
 
@@ -135,3 +138,62 @@ def test_finish_writes_an_open_trace_and_raises_its_error(tmp_path):
         m.finish()
     m(x, y)  # usable still, untraced
     m.finish()
+
+
+def test_eval_computes_over_the_held_tensors_as_numpy_does():
+    g, m = held_model(lr=0.1)
+    x, y = batches(1)
+    m.hold()
+    m(x, y)
+    m.hold(False)
+    insp = m.inspect()
+    w1 = insp.before("fc1.weight")  # as the run read it, before its step
+    relu = [n for n in insp.names("Relu*") if not n.startswith("Gradient")][0]
+    np.testing.assert_allclose(insp.eval("fc1.weight @ x[0]"), insp["fc1.weight"] @ x[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(insp.eval(f"{relu} @ fc2.weight.T[:, ::-1]"), insp[relu] @ insp["fc2.weight"].T[:, ::-1], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(insp.eval(f"sum({relu}, axis=0) / 4 - max(x)"), insp[relu].sum(0) / 4 - x.max(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(insp.eval("where(x[:, 1:] > 0.5)"), np.argwhere(x[:, 1:] > 0.5))
+    np.testing.assert_allclose(insp.eval("where(x < 0, -x, x**2)"), np.where(x < 0, -x, x ** 2), rtol=1e-6)
+    assert not np.array_equal(w1, insp["fc1.weight"])  # lr 0.1: the step moved it
+    with pytest.raises(ts.InvalidArgumentError, match="column 5"):
+        insp.eval("x + (1")
+    with pytest.raises(ts.NotFoundError, match="closest: 'fc1.weight'"):
+        insp.eval("fc1.wieght * 2")
+
+
+def test_rerun_changes_one_weight_on_the_side_and_matches_numpy():
+    g, m = held_model(lr=0.1)
+    x, y = batches(1)
+    m.hold()
+    m(x, y)
+    m.hold(False)
+    insp = m.inspect()
+    after = {p: g.tensor(p).numpy().copy() for p in ("fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias")}
+    w = {p: insp.before(p).astype(np.float64) for p in after}
+    w["fc1.weight"][2, 3] = 0.75
+
+    def loss(w):
+        h = np.maximum(x @ w["fc1.weight"].T + w["fc1.bias"], 0)
+        z = h @ w["fc2.weight"].T + w["fc2.bias"]
+        logp = z - z.max(1, keepdims=True)
+        logp -= np.log(np.exp(logp).sum(1, keepdims=True))
+        return -logp[np.arange(len(y)), y].mean()
+
+    new = insp.before("fc1.weight")
+    new[2, 3] = 0.75
+    r = insp.rerun("fc1.weight", new)
+    np.testing.assert_allclose(r.loss, loss(w), rtol=1e-5)
+    np.testing.assert_allclose(r.held_loss, float(np.asarray(insp["loss"]).reshape(-1)[0]), rtol=1e-6)
+    assert r.diffs[0][0] == "fc1.weight" and r.diffs[0][2] == 1, r.diffs
+    assert r.diffs[1][0].startswith("fc1/MatMul"), r.diffs
+    # the model is as before: its weights, and its next run's loss
+    for p, v in after.items():
+        np.testing.assert_array_equal(g.tensor(p).numpy(), v)
+    with pytest.raises(ts.InvalidArgumentError, match="input or a parameter"):
+        insp.rerun(relu_name(insp), np.zeros(insp[relu_name(insp)].shape, np.float32))
+    with pytest.raises(ts.ShapeError, match="shape"):
+        insp.rerun("fc1.bias", np.zeros(3, np.float32))
+
+
+def relu_name(insp):
+    return [n for n in insp.names("Relu*") if not n.startswith("Gradient")][0]

@@ -17,9 +17,11 @@
 /* sched_yield calls before sleeping: about a millisecond */
 #define YIELDS 2000
 
+typedef struct worker_arg worker_arg;
 struct ts_pool {
     int n;                 /* threads including the caller */
     pthread_t *threads;
+    worker_arg *args;      /* each worker's (pool, index), one per thread */
     pthread_mutex_t mu;
     pthread_cond_t go, done;
     _Atomic uint64_t generation; /* bumped for every job */
@@ -31,10 +33,10 @@ struct ts_pool {
     int slices;
 };
 
-typedef struct worker_arg {
+struct worker_arg {
     ts_pool *p;
     int index;
-} worker_arg;
+};
 
 static void slice_bounds(int64_t n, int slices, int i, int64_t *b, int64_t *e) {
     *b = n * i / slices;
@@ -42,10 +44,9 @@ static void slice_bounds(int64_t n, int slices, int i, int64_t *b, int64_t *e) {
 }
 
 static void *worker_main(void *arg) {
-    worker_arg *w = arg;
+    const worker_arg *w = arg; /* the pool's own: a worker frees nothing, so a later ts_set_allocator never meets it */
     ts_pool *p = w->p;
     int me = w->index;
-    ts_free(w);
     ts_trace_name_thread("cpu worker", me, NULL);
     uint64_t seen = 0;
     pthread_mutex_lock(&p->mu);
@@ -90,19 +91,17 @@ ts_status ts_pool_new(ts_pool **out, int n_threads) {
     pthread_cond_init(&p->done, NULL);
     if (n_threads > 1) {
         p->threads = ts_calloc((size_t)n_threads - 1, sizeof *p->threads);
-        if (!p->threads) {
+        p->args = ts_calloc((size_t)n_threads - 1, sizeof *p->args);
+        if (!p->threads || !p->args) {
             p->n = 1; /* no workers to join */
             ts_pool_free(p);
             return TS_ERR_OUT_OF_MEMORY;
         }
         for (int i = 1; i < n_threads; i++) {
-            worker_arg *w = ts_malloc(sizeof *w);
-            if (w) *w = (worker_arg){p, i};
-            if (!w || pthread_create(&p->threads[i - 1], NULL, worker_main, w) != 0) {
-                ts_free(w);
+            p->args[i - 1] = (worker_arg){p, i};
+            if (pthread_create(&p->threads[i - 1], NULL, worker_main, &p->args[i - 1]) != 0) {
                 p->n = i; /* free joins the ones that started */
                 ts_pool_free(p);
-                if (!w) return ts_error(TS_ERR_OUT_OF_MEMORY, "out of memory starting worker thread %d", i);
                 return ts_error(TS_ERR_INTERNAL, "could not start worker thread %d", i);
             }
         }
@@ -122,6 +121,7 @@ void ts_pool_free(ts_pool *p) {
     pthread_cond_destroy(&p->go);
     pthread_cond_destroy(&p->done);
     ts_free(p->threads);
+    ts_free(p->args);
     ts_free(p);
 }
 

@@ -1088,7 +1088,7 @@ static ts_status resolve_watches(ts_model *m, ts_prog *p) {
         }
         p->watch_what[w] = what;
         p->watch_period[w] = period;
-        p->watch_results[w] = (ts_watch_result){en->name, -1, -1, &p->summaries[w], -1};
+        p->watch_results[w] = (ts_watch_result){en->name, -1, -1, &p->summaries[w], -1, -1, -1, -1};
         en->observed = true;
         en->watch_in_step = in_step(m, en);
     }

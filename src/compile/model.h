@@ -28,6 +28,11 @@ struct ts_model {
     ts_shape *input_override; /* per node, ndim -1 = as declared */
     int n_override;
     ts_prog *prog;
+    /* the program of the other micro-batch size, kept when a new size
+     * recompiled (an epoch's last, smaller batch): switching back to it
+     * is no compilation, so each size compiles once a run. Any other
+     * compile (options, anchors, the graph) drops it. */
+    ts_prog *spare;
     bool compiled, stale;
     bool recompile_logged; /* the first recompilation is logged at info */
     const char *stale_cause;
@@ -119,5 +124,11 @@ ts_status ts_device_bind(ts_model *m, ts_prog *p);
 /* The optimizer state to the host (for a checkpoint or a recompile): it
  * stays on the device between runs. TS_OK at once on the CPU. */
 ts_status ts_device_fetch_state(const ts_model *m);
+
+/* model/model.c: the program for the inputs' new micro-batch size (the
+ * shapes m->input_override asks for): the spare when it was compiled for
+ * them (switched to, no compilation), else a new one, the current kept
+ * as the spare. why: what changed, for the log line. */
+ts_status ts_model_compile_for_shape(ts_model *m, const char *why);
 
 #endif

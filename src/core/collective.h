@@ -28,15 +28,23 @@ typedef struct ts_collective {
     ts_status (*send_start)(int peer, int tag, const void *buf, size_t bytes);
     ts_status (*send_wait)(void);
     ts_status (*recv)(int peer, int tag, void *buf, size_t cap, size_t *got, const char *what);
-    /* This rank failed (its run returned an error): the others cannot
-     * finish their collectives, so leaving the job must end it. */
-    void (*mark_failed)(void);
+    /* This rank failed (its run returned `st`, with the message `why`):
+     * the others cannot finish their collectives. It tells every other
+     * rank, which stop at their next wait (any call above) with `st` and
+     * "rank R stopped the job: <why>" instead of waiting for the timeout,
+     * and leaving the job ends it. A rank that learnt of another's failure
+     * passes nothing on. */
+    void (*mark_failed)(ts_status st, const char *why);
 } ts_collective;
 
 /* Message tags: a pipeline's micro-batch a sends 2a (forward) and 2a + 1
- * (backward), below this one, the outfeed records to rank 0 (MPI
- * guarantees tags up to 32767). */
+ * (backward), below TS_TAG_FIRST_RESERVED; then a rank's leaving after a
+ * failure, a failure's notice to every rank (mark_failed), and the outfeed
+ * records to rank 0 (MPI guarantees tags up to 32767). */
+#define TS_TAG_LEAVE 32765
+#define TS_TAG_FAILURE 32766
 #define TS_TAG_OUTFEED 32767
+#define TS_TAG_FIRST_RESERVED TS_TAG_LEAVE
 
 /* The job's collectives, or NULL outside a job of more than one rank. */
 const ts_collective *ts_collective_get(void);

@@ -27,8 +27,9 @@ ts_status ts_diag_after_run(const ts_model *m, uint64_t run_ns);
 ts_status ts_diag_attach_crash(ts_model *m, ts_op_chain *c);
 ts_status ts_diag_attach_trace(ts_model *m, ts_op_chain *c);
 /* With log_layer_shapes: the layer output shapes of the last run, and those
- * a recompilation (for `cause`) changed, in one info line each. */
+ * a recompilation (for `cause`) changed, or a switch back to the program
+ * compiled before (switched), in one info line each. */
 void ts_layer_shapes_after_run(const ts_model *m);
-void ts_layer_shapes_changed(const ts_model *m, const ts_prog *was, const ts_prog *now, const char *cause);
+void ts_layer_shapes_changed(const ts_model *m, const ts_prog *was, const ts_prog *now, const char *cause, bool switched);
 
 #endif

@@ -38,12 +38,13 @@ void ts_layer_shapes_after_run(const ts_model *m) {
     ts_free(buf);
 }
 
-void ts_layer_shapes_changed(const ts_model *m, const ts_prog *was, const ts_prog *now, const char *cause) {
+void ts_layer_shapes_changed(const ts_model *m, const ts_prog *was, const ts_prog *now, const char *cause, bool switched) {
     if (!m->opts.log_layer_shapes || !was || !now || !ts_log_enabled(TS_LOG_INFO)) return;
     char *buf = NULL, a[128], b[128];
     size_t used = 0, cap = 0;
     int changed = 0;
-    bool ok = append(&buf, &used, &cap, "recompiled (%s): layer output shapes changed:%s%s", cause ? cause : "Requested", "", "");
+    bool ok = append(&buf, &used, &cap, "%s (%s): layer output shapes changed:%s", switched ? "switched to the program compiled before" : "recompiled",
+                     cause ? cause : "Requested", "");
     for (int k = 0; ok && k < now->n_layer_outs; k++) {
         int node = now->layer_outs[k];
         if (node >= was->n_nodes) continue; /* a node the old program did not have */

@@ -628,6 +628,26 @@ static ts_status run_pipelined(ts_model *m, const ts_array *const *bound) {
     return TS_OK;
 }
 
+ts_status ts_exec_again(ts_model *m, float *const *inputs) {
+    ts_prog *p = m->prog;
+    for (int k = 0; k < p->n_order; k++) {
+        int i = p->order[k];
+        if (m->g->t[i]->op == TS_OP_INPUT) p->entries[p->value_entry[i]].data = inputs[i];
+    }
+    for (int k = 0; k < p->n_order; k++) { /* views of inputs follow them */
+        ts_entry *e = &p->entries[p->value_entry[p->order[k]]];
+        if (e->view) e->data = p->entries[p->value_entry[m->g->t[p->order[k]]->in[0]]].data;
+    }
+    m->rerun = true; /* no state updated (running statistics), no collectives */
+    ts_status st = observe_params(m, 0);
+    if (!st) st = forward(m, 0);
+    if (!st && m->training) st = backward(m, 0);
+    m->rerun = false;
+    ts_crash_set_current_op(NULL, NULL, NULL);
+    ts_status sy = m->backend->synchronize(m->stream);
+    return st ? st : sy ? ts_error_wrap(TS_ERR_INTERNAL, "rerun: waiting for %s", m->backend->name) : TS_OK;
+}
+
 ts_status ts_exec_run(ts_model *m) {
     ts_status st = check_labels(m, m->prog->bound);
     if (st) return st;

@@ -12,6 +12,11 @@
  * with the observers; records the per-op times. On a numeric-check failure
  * m->failed_entry names the tensor. */
 ts_status ts_exec_run(ts_model *m);
+/* ts_model_rerun: the first micro-batch's forward (and a training model's
+ * backward) again, its inputs' data per node in `inputs` (on the model's
+ * device), with no state updated and the program's observers as they are
+ * flagged; the parameters observed first. Waits for the device. */
+ts_status ts_exec_again(ts_model *m, float *const *inputs);
 
 /* replay.c: the run's D steps (`step`: step d's micro-batches, as the
  * executor makes them), the whole run recorded once and replayed in one

@@ -124,6 +124,7 @@ void ts_model_free(ts_model *m) {
     if (m->g && m->g->values_owner == m && ts_graph_values_current(m->g)) /* the device's values, kept before its copies go */
         ts_logf(TS_LOG_ERROR, "model freed: %s", ts_last_error());
     ts_prog_free(m->prog);
+    ts_prog_free(m->spare);
     ts_hold_free(m);
     ts_dump_free(m);
     ts_opt_state_free(m);
@@ -152,8 +153,9 @@ static void log_template(const ts_model *m, const ts_prog *p) {
             p->bytes_activations_unplanned, p->bytes_grads, p->bytes_anchors);
 }
 
-ts_status ts_model_compile(ts_model *m) {
-    if (!m) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_compile: model is NULL");
+/* Compiles the model's program; keep: the current one becomes the spare
+ * (a new micro-batch size), else it and the spare go. */
+static ts_status compile_program(ts_model *m, bool keep) {
     uint64_t t0 = ts_now_ns();
     if (!m->pool) {
         int n = m->opts.threads ? m->opts.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -178,8 +180,15 @@ ts_status ts_model_compile(ts_model *m) {
         return st;
     }
     p->recompiled = m->prog && m->prog->recs[0].key; /* the old program replayed runs: this one records them again */
-    ts_layer_shapes_changed(m, m->prog, p, m->stale_cause);
-    ts_prog_free(m->prog);
+    ts_layer_shapes_changed(m, m->prog, p, m->stale_cause, false);
+    ts_prog_free(m->spare);
+    m->spare = NULL;
+    if (keep && m->prog) {
+        ts_hold_leave(m);
+        m->spare = m->prog;
+    } else {
+        ts_prog_free(m->prog);
+    }
     m->prog = p;
     bool recompile = m->compiled;
     m->compiled = true;
@@ -194,6 +203,47 @@ ts_status ts_model_compile(ts_model *m) {
     m->stale_cause = NULL;
     log_template(m, p);
     return ts_diag_after_compile(m);
+}
+
+ts_status ts_model_compile(ts_model *m) {
+    if (!m) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_compile: model is NULL");
+    return compile_program(m, false);
+}
+
+/* Whether p was compiled for the input shapes the model asks for now. */
+static bool fits(const ts_model *m, const ts_prog *p) {
+    if (!p || p->n_nodes != (int)m->g->n) return false;
+    for (int i = 0; i < p->n_nodes && i < m->n_override; i++)
+        if (m->input_override[i].ndim >= 0 && !ts_shape_equal(&m->input_override[i], &p->shape[i])) return false;
+    return true;
+}
+
+ts_status ts_model_compile_for_shape(ts_model *m, const char *why) {
+    const char *kind = m->training ? "training" : "inference";
+    if (!fits(m, m->spare)) {
+        /* said at info the first time, at debug after */
+        ts_logf(m->recompile_logged ? TS_LOG_DEBUG : TS_LOG_INFO, "recompiling the %s model: %s (micro-batch size); the program for the "
+                "size before is kept, so going back to it compiles nothing%s", kind, why,
+                m->recompile_logged ? "" : "; later recompilations are logged at debug level");
+        m->recompile_logged = true;
+        return compile_program(m, true);
+    }
+    ts_logf(TS_LOG_DEBUG, "switching the %s model to its program compiled before: %s (micro-batch size)", kind, why);
+    /* the state the current program's device holds back on the host, then
+     * the spare sends all of it again before its first run */
+    ts_status st = ts_device_fetch_state(m);
+    if (!st && m->g->values_owner == m) st = ts_graph_values_current(m->g);
+    if (st) return st;
+    ts_layer_shapes_changed(m, m->prog, m->spare, m->stale_cause, true);
+    ts_hold_leave(m);
+    ts_prog *p = m->spare;
+    m->spare = m->prog;
+    m->prog = p;
+    p->sent = false;
+    m->has_run = false;
+    ts_counter_add_cause("ProgramSwitches", m->stale_cause ? m->stale_cause : "Requested", 1);
+    m->stale_cause = NULL;
+    return TS_OK;
 }
 
 ts_status ts_model_anchor(ts_model *m, const char *short_name, const char *tensor_name, ts_output_mode mode, int period) {

@@ -1,5 +1,6 @@
 /* run.c -- one run of a model: compile when it has not been or is stale,
- * bind the user's arrays to the inputs (a new micro-batch size recompiles),
+ * bind the user's arrays to the inputs (a new micro-batch size recompiles
+ * once; the program of the size before is kept and switched back to),
  * then hand the compiled program to the executor. */
 #include "compile/model.h"
 #include "core/half.h"
@@ -125,12 +126,8 @@ static ts_status bind_inputs(ts_model *m, const char *const *names, const ts_arr
         }
     }
     if (changed) {
-        /* said at info the first time, at debug after (a last partial batch recompiles each epoch) */
-        ts_logf(m->recompile_logged ? TS_LOG_DEBUG : TS_LOG_INFO, "recompiling the %s model: %s (micro-batch size)%s",
-                m->training ? "training" : "inference", why, m->recompile_logged ? "" : "; later recompilations are logged at debug level");
-        m->recompile_logged = true;
         m->stale_cause = "InputShapeChanged";
-        ts_status st = ts_model_compile(m);
+        ts_status st = ts_model_compile_for_shape(m, why);
         if (st) { /* keep the shapes the current program was built for */
             for (int q = 0; q < m->n_override && q < m->prog->n_nodes; q++)
                 if (m->input_override[q].ndim >= 0) m->input_override[q] = m->prog->shape[q];
@@ -249,9 +246,10 @@ ts_status ts_model_run(ts_model *m, const char *const *names, const ts_array *in
     if (!st) st = ts_replicas_after_run(m);
     if (!st) st = ts_pipeline_after_run(m, ts_now_ns() - t0);
     if (!st) st = ts_outfeeds_after_run(m);
-    /* a failure of this rank alone: the other replicas wait for it in vain
-     * (TS_ERR_DIST is either seen by every rank or has marked the job) */
-    if (st && st != TS_ERR_DIST && m->coll) m->coll->mark_failed();
+    /* a failure of this rank alone: the other ranks wait for it in vain, so
+     * they are told, and stop at their next wait with its report (a
+     * TS_ERR_DIST is either seen by every rank or has marked the job) */
+    if (st && st != TS_ERR_DIST && m->coll) m->coll->mark_failed(st, ts_last_error());
     if (st) return st;
     m->runs++;
     m->has_run = true;

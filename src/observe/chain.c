@@ -23,11 +23,12 @@ static ts_status observe_entry_now(ts_model *m, int e, int64_t sample) {
         m->backend->unpack_half(m->backend->host_addressable ? (void *)m->pool : m->stream, t, m->prog->stage16, cells, en->numel);
         en->data = m->prog->stage16, en->dtype = TS_F32;
         ts_hold_capture(m, e, sample);
-        ts_status st = ts_observe(m, e, sample);
+        ts_status st = ts_hold_comparing(m) ? TS_OK : ts_observe(m, e, sample);
         en->data = cells, en->dtype = t;
         return st;
     }
     ts_hold_capture(m, e, sample); /* before its check: a held run keeps the NaN it stops at */
+    if (ts_hold_comparing(m)) return TS_OK; /* ts_model_rerun: compared, nothing else observes it */
     if (m->backend->host_addressable) return ts_observe(m, e, sample);
     if (ts_observe_device(m, e, sample)) return TS_OK; /* nothing the host must read */
     if (en->on_host) return ts_observe(m, e, sample);

@@ -75,3 +75,15 @@ const char *ts_stats_table_row(int index, const char *name, const ts_stats *s, c
              (long long)(s->pos_infs + s->neg_infs));
     return buf;
 }
+
+const char *ts_watch_result_replicas(const ts_watch_result *w, char *buf, size_t n) {
+    if (!buf || n == 0) return buf;
+    buf[0] = '\0';
+    if (!w || !w->summary || w->replica >= 0) return buf;
+    size_t used = 0;
+    const ts_stats *s = &w->summary->stats;
+    if (w->min_replica >= 0) append(buf, n, &used, "[replica %d] min %.5g", w->min_replica, s->min);
+    if (w->max_replica >= 0) append(buf, n, &used, "%s[replica %d] max %.5g", used ? "  " : "", w->max_replica, s->max);
+    if (w->nonfinite_replica >= 0) append(buf, n, &used, "%s[replica %d] NaN/Inf", used ? "  " : "", w->nonfinite_replica);
+    return buf;
+}

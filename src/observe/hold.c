@@ -5,36 +5,14 @@
  * executor's hook sees it final; parameters, optimizer state and the
  * updated weights persist between runs and are read where they live. The
  * copies are allocated when a run is armed, outside the step loop. */
-#include "observe/observe.h"
+#include "observe/hold.h"
 
 #include "backend/backend.h"
 #include "graph/ops.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
-
-typedef struct held {
-    char *name;
-    ts_dtype dtype;
-    ts_shape shape;
-    int64_t numel;
-    void *copy;      /* on the model's device; NULL: read where it lives */
-    float *host;     /* a device's copy brought to the host (or a live value's) */
-    bool captured;   /* the held run produced it */
-    bool per_step;
-    int64_t sample;  /* in the micro-batch (per-step: the step) of the run it was copied in */
-} held;
-
-typedef struct ts_hold {
-    bool armed;
-    const ts_backend *be; /* what the copies were allocated on */
-    held *t;              /* per entry of the program they were made for */
-    int n;
-    bool *observed;       /* the entries' own flags, put back when disarmed */
-    int64_t last_mb;      /* the last micro-batch the held run reached */
-    const char **names;   /* ts_model_held_names */
-    size_t n_names;
-} ts_hold;
 
 /* A tensor that persists between runs where the model keeps it: parameters,
  * buffers, constants, the updated weights and the optimizer state. */
@@ -49,13 +27,19 @@ static bool lives_on(const ts_model *m, const ts_entry *e) {
 static void release(ts_hold *h) {
     for (int e = 0; e < h->n; e++) {
         if (h->t[e].copy && h->be->free) h->be->free(h->t[e].copy);
+        if (h->t[e].before && h->be->free) h->be->free(h->t[e].before);
         ts_free(h->t[e].host);
         ts_free(h->t[e].name);
     }
     ts_free(h->t);
     ts_free(h->observed);
     ts_free(h->names);
-    h->t = NULL, h->observed = NULL, h->names = NULL;
+    ts_free(h->diffs);
+    ts_free(h->cmp_now);
+    ts_free(h->cmp_was);
+    h->cmp_now = h->cmp_was = NULL;
+    h->t = NULL, h->observed = NULL, h->names = NULL, h->diffs = NULL;
+    h->n_diffs = 0;
     h->n = 0, h->n_names = 0;
 }
 
@@ -70,9 +54,13 @@ void ts_hold_free(ts_model *m) {
 static void restore_flags(ts_model *m) {
     ts_hold *h = m->hold;
     ts_prog *p = m->prog;
-    if (!p || !p->hold_ready || !h->observed) return;
+    if (!p || !p->hold_ready || !h->observed || h->prog != p) return;
     for (int e = 0; e < p->n_entries && e < h->n; e++) p->entries[e].observed = h->observed[e];
     p->hold_ready = false;
+}
+
+void ts_hold_leave(ts_model *m) {
+    if (m->hold) restore_flags(m);
 }
 
 ts_status ts_model_hold(ts_model *m, int on) {
@@ -89,9 +77,9 @@ ts_status ts_hold_prepare(ts_model *m) {
     ts_hold *h = m->hold;
     ts_prog *p = m->prog;
     if (!h || !h->armed) return TS_OK;
-    if (!p->hold_ready) {
+    if (!p->hold_ready || h->prog != p) {
         release(h);
-        h->be = m->backend;
+        h->be = m->backend, h->prog = p;
         h->t = ts_calloc((size_t)p->n_entries, sizeof *h->t);
         h->observed = ts_calloc((size_t)p->n_entries, sizeof *h->observed);
         if (!h->t || !h->observed) return ts_error(TS_ERR_OUT_OF_MEMORY, "ts_model_hold: no memory for %d tensors", p->n_entries);
@@ -103,17 +91,21 @@ ts_status ts_hold_prepare(ts_model *m) {
             t->shape = en->shape, t->numel = en->numel, t->per_step = en->per_step;
             if (!(t->name = ts_strdup(en->name))) return ts_error(TS_ERR_OUT_OF_MEMORY, "ts_model_hold: no memory");
             h->observed[e] = en->observed;
-            if (lives_on(m, en) || !ts_in_stage(m, en->node)) continue;
+            if (!ts_in_stage(m, en->node)) continue;
+            /* a parameter as the run's first step reads it, for ts_model_rerun (its copy in 16-bit cells is not one) */
+            bool param = en->kind == TS_KIND_VALUE && m->g->t[en->node]->op == TS_OP_PARAM && !ts_dtype_is_half(en->dtype);
+            if (lives_on(m, en) && !param) continue;
             size_t bytes = (size_t)(en->numel ? en->numel : 1) * ts_dtype_size(t->dtype);
-            if (m->backend->alloc(bytes, &t->copy))
+            if (m->backend->alloc(bytes, param ? &t->before : &t->copy))
                 return ts_error(TS_ERR_OUT_OF_MEMORY, "ts_model_hold: no memory on %s for a copy of '%s' (%zu bytes)", m->backend->name,
                                 en->name, bytes);
             en->observed = true;
         }
         p->hold_ready = true;
     }
-    for (int e = 0; e < h->n; e++) h->t[e].captured = false;
+    for (int e = 0; e < h->n; e++) h->t[e].captured = h->t[e].before_captured = false;
     h->last_mb = 0;
+    h->steps = m->steps, h->loss_scale = m->loss_scale;
     return TS_OK;
 }
 
@@ -121,20 +113,63 @@ bool ts_hold_armed(const ts_model *m) { return m->hold && m->hold->armed; }
 
 void ts_hold_capture(ts_model *m, int entry, int64_t sample) {
     ts_hold *h = m->hold;
-    if (!h || !h->armed || !m->prog->hold_ready || entry >= h->n || !h->t[entry].copy) return;
+    if (h && h->comparing) {
+        ts_rerun_compare(m, entry);
+        return;
+    }
+    if (!h || !h->armed || !m->prog->hold_ready || h->prog != m->prog || entry >= h->n) return;
     const ts_entry *en = &m->prog->entries[entry];
-    if (!en->data) return;
     void *stream = m->backend->host_addressable ? (void *)m->pool : m->stream;
+    if (h->t[entry].before && en->data && !h->t[entry].before_captured) { /* the first step's, before its update */
+        m->backend->copy_on_device(stream, h->t[entry].before, en->data, (size_t)en->numel * ts_dtype_size(en->dtype));
+        h->t[entry].before_captured = true;
+    }
+    if (!h->t[entry].copy || !en->data) return;
     m->backend->copy_on_device(stream, h->t[entry].copy, en->data, (size_t)en->numel * ts_dtype_size(en->dtype));
     h->t[entry].captured = true;
     h->t[entry].sample = sample;
     if (!en->per_step && sample > h->last_mb) h->last_mb = sample;
 }
 
+bool ts_hold_comparing(const ts_model *m) { return m->hold && m->hold->comparing; }
+
+void ts_rerun_compare(ts_model *m, int e) {
+    ts_hold *h = m->hold;
+    if (e >= h->n) return;
+    held *t = &h->t[e];
+    const ts_entry *en = &m->prog->entries[e];
+    const void *ref = t->before_captured ? t->before : t->copy && ts_hold_current(h, e) ? t->copy : NULL;
+    if (!ref || !en->data) return;
+    const void *now = en->data, *was = ref;
+    if (!m->backend->host_addressable) { /* both to the host */
+        size_t bytes = (size_t)en->numel * ts_dtype_size(t->dtype);
+        if (!en->on_host) m->backend->copy_to_host(m->stream, h->cmp_now, en->data, bytes), now = h->cmp_now;
+        m->backend->copy_to_host(m->stream, h->cmp_was, ref, bytes);
+        was = h->cmp_was;
+        if (m->backend->synchronize(m->stream)) {
+            h->cmp_failed = true;
+            return;
+        }
+    }
+    ts_array a = {.dtype = t->dtype, .data = (void *)(uintptr_t)now}, b = {.dtype = t->dtype, .data = (void *)(uintptr_t)was};
+    if (m->training && e == m->prog->value_entry[m->loss] && en->numel) h->loss = ts_array_value(&a, 0), h->held_loss = ts_array_value(&b, 0);
+    double max_abs = 0;
+    int64_t changed = 0;
+    for (int64_t i = 0; i < en->numel; i++) {
+        double x = ts_array_value(&a, i), y = ts_array_value(&b, i);
+        if (x == y || (isnan(x) && isnan(y))) continue;
+        changed++;
+        double d = fabs(x - y);
+        if (isnan(d) || isnan(max_abs)) max_abs = NAN; /* a NaN on one side only */
+        else if (d > max_abs) max_abs = d;
+    }
+    if (changed && h->n_diffs < (size_t)h->n) h->diffs[h->n_diffs++] = (ts_rerun_diff){t->name, max_abs, changed, en->numel};
+}
+
 /* Made by the micro-batch the held run ended in (a run stopped by a
  * numeric check leaves the earlier micro-batches' values of the tensors
  * after the one it stopped at: not shown as if they were this one's). */
-static bool current(const ts_hold *h, int e) {
+bool ts_hold_current(const ts_hold *h, int e) {
     return h->t[e].captured && (h->t[e].per_step || h->t[e].sample == h->last_mb);
 }
 
@@ -155,7 +190,7 @@ int ts_model_is_held(const ts_model *m, const char *name) {
     if (!m || !name) return 0;
     if (live_entry(m, name)) return 1;
     int e = find_held(m->hold, name);
-    return e >= 0 && current(m->hold, e);
+    return e >= 0 && ts_hold_current(m->hold, e);
 }
 
 static void to_array(const ts_dtype dtype, const ts_shape *s, const void *data, ts_array *out) {
@@ -197,7 +232,7 @@ ts_status ts_model_held(ts_model *m, const char *name, ts_array *out) {
         to_array(live->dtype, &live->shape, h->t[k].host, out);
         return TS_OK;
     }
-    if (e >= 0 && current(h, e)) {
+    if (e >= 0 && ts_hold_current(h, e)) {
         held *t = &h->t[e];
         if (h->be->host_addressable) {
             to_array(t->dtype, &t->shape, t->copy, out);
@@ -215,6 +250,20 @@ ts_status ts_model_held(ts_model *m, const char *name, ts_array *out) {
     if (ts_prog_find(m->prog, name) < 0) return ts_prog_unknown_name(m->prog, "ts_model_held", name);
     if (!h || !h->n) return ts_error(TS_ERR_STATE, "'%s' is not held: arm ts_model_hold(m, 1) before the run whose tensors you want to read", name);
     return ts_error(TS_ERR_NOT_FOUND, "'%s' is not held: this rank does not run it (another pipeline stage)", name);
+}
+
+ts_status ts_model_held_before(ts_model *m, const char *name, ts_array *out) {
+    if (!m || !name || !out) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_held_before: NULL argument");
+    ts_hold *h = m->hold;
+    int e = m->prog && h && h->prog == m->prog ? ts_prog_find(m->prog, name) : -1;
+    if (e < 0 || e >= h->n || !h->t[e].before_captured) return ts_model_held(m, name, out);
+    held *t = &h->t[e];
+    if (!h->be->host_addressable) {
+        ts_status st = to_host(m, &t->host, t->before, (size_t)t->numel * ts_dtype_size(t->dtype), name);
+        if (st) return st;
+    }
+    to_array(t->dtype, &t->shape, h->be->host_addressable ? t->before : t->host, out);
+    return TS_OK;
 }
 
 ts_status ts_model_held_names(ts_model *m, const char *const **names, size_t *n) {

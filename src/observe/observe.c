@@ -344,7 +344,10 @@ static ts_status numerics_report(ts_model *m, int entry, int64_t sample, int pro
     snprintf(run, sizeof run, "run %lld, %s %lld, %s pass", (long long)m->runs, e->per_step ? "step" : "micro-batch", (long long)sample,
              e->kind == TS_KIND_GRAD ? "backward" : e->kind == TS_KIND_VALUE ? "forward" : "optimizer step");
     const ts_entry *read[TS_MAX_INPUTS + 2] = {NULL};
-    add(&r, "numeric check: ");
+    if (m->coll) /* a job: which rank, at which step (every rank stops at it, parallel/mpi.c) */
+        add(&r, "numeric check on rank %d of %d at %s %lld: ", m->coll->rank, m->coll->size, m->training ? "step" : "batch",
+            (long long)(m->training ? m->steps + 1 : m->runs * m->opts.device_iterations + sample + 1));
+    else add(&r, "numeric check: ");
     if (e->kind == TS_KIND_VALUE) {
         int n = 0;
         for (int j = 0; j < t->n_in; j++) read[n++] = &p->entries[p->value_entry[t->in[j]]];

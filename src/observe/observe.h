@@ -115,6 +115,14 @@ const float *ts_device_host_view(ts_model *m, const ts_entry *e);
 ts_status ts_hold_prepare(ts_model *m);
 void ts_hold_capture(ts_model *m, int entry, int64_t sample);
 void ts_hold_free(ts_model *m);
+/* Before the model's program is put aside (model.c's spare): its observed
+ * flags as compile set them, so it runs without the hold's copies. */
+void ts_hold_leave(ts_model *m);
+/* observe/rerun.c (ts_model_rerun): entry e as the held run's re-execution
+ * makes it final, compared with the held copy; whether a rerun is on (its
+ * tensors are compared, nothing else observes them). */
+void ts_rerun_compare(ts_model *m, int e);
+bool ts_hold_comparing(const ts_model *m);
 /* Whether the next run is held (its tensors copied as they are made). */
 bool ts_hold_armed(const ts_model *m);
 

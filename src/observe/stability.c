@@ -326,5 +326,5 @@ void ts_stab_rows(const ts_model *m) {
 void ts_stab_bind(ts_prog *p) {
     ts_stab *s = p->stab;
     for (int r = 0; s && r < s->n_rows; r++)
-        p->watch_results[p->n_watch + r] = (ts_watch_result){s->rows[r].name, -1, -1, &p->summaries[p->n_watch + r], -1};
+        p->watch_results[p->n_watch + r] = (ts_watch_result){s->rows[r].name, -1, -1, &p->summaries[p->n_watch + r], -1, -1, -1, -1};
 }

@@ -7,6 +7,7 @@
  * public calls say how to get it. */
 #include "core/collective.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,8 +40,19 @@ static int launcher_size(void) {
 
 #define MAX_PENDING 1024 /* all-reduces in flight: one per parameter */
 
+/* A failure's notice to every other rank (TS_TAG_FAILURE): the failed
+ * rank's status and message (a numeric check's whole report), cut to fit. */
+typedef struct notice {
+    int32_t status, rank;
+    char why[8192];
+} notice;
+
 static struct {
     bool joined, owns, failed;
+    bool told;            /* this rank sent its notice, or heard another's */
+    notice heard;         /* another rank's, once heard (heard.status != 0) */
+    notice mine;          /* what this rank sent (the sends read it) */
+    MPI_Request *notices; /* its sends, one per other rank */
     int rank, size;
     ts_collective coll;
     MPI_Request req[MAX_PENDING];
@@ -64,12 +76,41 @@ static ts_status mpi_fail(int rc, const char *what) {
     return ts_error(TS_ERR_DIST, "rank %d of %d: %s failed: %s (another rank probably died)", job.rank, job.size, what, msg);
 }
 
+/* Another rank's failure: its status and "rank R failed ...", once its
+ * notice came (it may come while this rank waits for anything). */
+static ts_status heard_failure(void) {
+    return ts_error((ts_status)job.heard.status, "rank %d failed and stopped every rank of the job: %s", (int)job.heard.rank, job.heard.why);
+}
+
+static ts_status poll(MPI_Request *r, int n, MPI_Status *status, const char *what, bool listen);
+
+/* Receives a failure's notice when one is there (listens while waiting). */
+static ts_status listen_for_failure(void) {
+    if (job.heard.status) return heard_failure();
+    int there = 0;
+    MPI_Status s;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, TS_TAG_FAILURE, MPI_COMM_WORLD, &there, &s) != MPI_SUCCESS || !there) return TS_OK;
+    notice n = {0};
+    MPI_Request r;
+    if (MPI_Irecv(&n, (int)sizeof n, MPI_BYTE, s.MPI_SOURCE, TS_TAG_FAILURE, MPI_COMM_WORLD, &r) != MPI_SUCCESS ||
+        poll(&r, 1, NULL, "the notice of another rank's failure", false))
+        n = (notice){.status = TS_ERR_DIST, .why = "its notice did not arrive"};
+    n.rank = s.MPI_SOURCE;
+    n.why[sizeof n.why - 1] = '\0';
+    if (!n.status) n.status = TS_ERR_DIST;
+    job.heard = n;
+    job.failed = job.told = true;
+    return heard_failure();
+}
+
 /* Polls until every request is complete or the deadline passes. MPI
  * progresses a non-blocking collective only inside MPI calls, so it polls
  * back to back (yielding the CPU) for the first 50 ms, then sleeps a little
  * longer each round (up to a millisecond) so a rank that waits long does not
- * take a core from the ones still computing. */
-static ts_status wait_all(MPI_Request *r, int n, MPI_Status *status, const char *what) {
+ * take a core from the ones still computing. While it waits (`listen`) a
+ * notice of another rank's failure ends the wait with that failure: the
+ * failed rank will not take part. */
+static ts_status poll(MPI_Request *r, int n, MPI_Status *status, const char *what, bool listen) {
     struct timespec t0, now, nap = {0, 20000};
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
@@ -77,6 +118,8 @@ static ts_status wait_all(MPI_Request *r, int n, MPI_Status *status, const char 
         int rc = MPI_Testall(n, r, &done, status ? status : MPI_STATUSES_IGNORE);
         if (rc != MPI_SUCCESS) return mpi_fail(rc, what);
         if (done) return TS_OK;
+        ts_status st = listen ? listen_for_failure() : TS_OK;
+        if (st) return st;
         clock_gettime(CLOCK_MONOTONIC, &now);
         double waited = (double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec);
         if (waited > timeout_s) {
@@ -94,8 +137,15 @@ static ts_status wait_all(MPI_Request *r, int n, MPI_Status *status, const char 
     }
 }
 
+static ts_status wait_all(MPI_Request *r, int n, MPI_Status *status, const char *what) { return poll(r, n, status, what, true); }
+
+/* A call after a failure: the failure it learnt of, or that one failed. */
+static ts_status after_failure(void) {
+    return job.heard.status ? heard_failure() : ts_error(TS_ERR_DIST, "rank %d: an earlier collective failed; the job must stop", job.rank);
+}
+
 static ts_status allreduce_mean_start(float *buf, int64_t n) {
-    if (job.failed) return ts_error(TS_ERR_DIST, "rank %d: an earlier collective failed; the job must stop", job.rank);
+    if (job.failed) return after_failure();
     if (n > INT32_MAX) return ts_error(TS_ERR_UNSUPPORTED, "all-reduce of %lld values: more than MPI's int count", (long long)n);
     if (job.pending == MAX_PENDING) {
         ts_status st = job.coll.allreduce_wait();
@@ -131,7 +181,7 @@ static ts_status allreduce_wait(void) {
 }
 
 static ts_status allgather(const void *send, void *recv, size_t bytes, const char *what) {
-    if (job.failed) return ts_error(TS_ERR_DIST, "rank %d: an earlier collective failed; the job must stop", job.rank);
+    if (job.failed) return after_failure();
     if (bytes > INT32_MAX) return ts_error(TS_ERR_UNSUPPORTED, "gather of %zu bytes: more than MPI's int count", bytes);
     MPI_Request r;
     int rc = MPI_Iallgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, MPI_COMM_WORLD, &r);
@@ -146,7 +196,7 @@ static ts_status send_wait(void) {
 }
 
 static ts_status send_start(int peer, int tag, const void *buf, size_t bytes) {
-    if (job.failed) return ts_error(TS_ERR_DIST, "rank %d: an earlier collective failed; the job must stop", job.rank);
+    if (job.failed) return after_failure();
     if (bytes > INT32_MAX) return ts_error(TS_ERR_UNSUPPORTED, "message of %zu bytes: more than MPI's int count", bytes);
     if (job.pending_sends == MAX_PENDING) {
         ts_status st = send_wait();
@@ -159,7 +209,7 @@ static ts_status send_start(int peer, int tag, const void *buf, size_t bytes) {
 }
 
 static ts_status recv_bytes(int peer, int tag, void *buf, size_t cap, size_t *got, const char *what) {
-    if (job.failed) return ts_error(TS_ERR_DIST, "rank %d: an earlier collective failed; the job must stop", job.rank);
+    if (job.failed) return after_failure();
     if (cap > INT32_MAX) return ts_error(TS_ERR_UNSUPPORTED, "message of %zu bytes: more than MPI's int count", cap);
     MPI_Request r;
     MPI_Status status;
@@ -173,7 +223,41 @@ static ts_status recv_bytes(int peer, int tag, void *buf, size_t cap, size_t *go
     return TS_OK;
 }
 
-static void mark_failed(void) { job.failed = true; }
+static void mark_failed(ts_status st, const char *why) {
+    job.failed = true;
+    if (job.told) return; /* sent already, or another rank's failure stopped this one */
+    job.told = true;
+    job.mine = (notice){.status = st ? (int32_t)st : TS_ERR_DIST, .rank = job.rank};
+    snprintf(job.mine.why, sizeof job.mine.why, "%s", why && *why ? why : ts_status_name(st));
+    if (!(job.notices = ts_calloc((size_t)job.size, sizeof *job.notices))) return; /* the others wait for the timeout */
+    for (int r = 0; r < job.size; r++) {
+        job.notices[r] = MPI_REQUEST_NULL;
+        if (r != job.rank) MPI_Isend(&job.mine, (int)sizeof job.mine, MPI_BYTE, r, TS_TAG_FAILURE, MPI_COMM_WORLD, &job.notices[r]);
+    }
+}
+
+/* After a failure, before MPI_Abort ends every rank: each rank's word that
+ * it is leaving too (so every rank has said what stopped it before any is
+ * ended), or the timeout for those that hang. Polling moves this rank's
+ * notices on meanwhile. */
+static void leave_together(void) {
+    MPI_Request *r = ts_calloc(2 * (size_t)job.size, sizeof *r);
+    char *bye = ts_calloc((size_t)job.size + 1, 1);
+    if (!r || !bye) {
+        ts_free(r);
+        ts_free(bye);
+        return;
+    }
+    for (int k = 0; k < job.size; k++) {
+        r[k] = r[job.size + k] = MPI_REQUEST_NULL;
+        if (k == job.rank) continue;
+        MPI_Isend(&bye[job.size], 1, MPI_BYTE, k, TS_TAG_LEAVE, MPI_COMM_WORLD, &r[k]);
+        MPI_Irecv(&bye[k], 1, MPI_BYTE, k, TS_TAG_LEAVE, MPI_COMM_WORLD, &r[job.size + k]);
+    }
+    poll(r, 2 * job.size, NULL, "leaving the job", false);
+    ts_free(r);
+    ts_free(bye);
+}
 
 ts_status ts_dist_init(int *argc, char ***argv) {
     if (job.joined) return TS_OK;
@@ -198,7 +282,11 @@ ts_status ts_dist_init(int *argc, char ***argv) {
 
 ts_status ts_dist_finalize(void) {
     if (!job.joined) return TS_OK;
-    if (job.failed) MPI_Abort(MPI_COMM_WORLD, 1); /* a collective is pending somewhere: MPI_Finalize would hang */
+    if (job.failed) { /* a collective is pending somewhere: MPI_Finalize would hang */
+        leave_together();
+        fflush(NULL); /* what this rank printed, before MPI_Abort ends it */
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     job.joined = false;
     if (job.owns && MPI_Finalize() != MPI_SUCCESS) return ts_error(TS_ERR_DIST, "MPI_Finalize failed");
     job.rank = 0;

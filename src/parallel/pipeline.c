@@ -157,9 +157,9 @@ ts_status ts_pipeline_compile(ts_model *m, ts_prog *p) {
     if (!st) st = boundary(m, p, s, &p->bnd_out, &p->n_bnd_out, &p->len_out);
     if (st) return st;
     int A = m->training ? m->opts.grad_accum : 1;
-    if (2 * (int64_t)A >= TS_TAG_OUTFEED)
+    if (2 * (int64_t)A > TS_TAG_FIRST_RESERVED)
         return ts_error(TS_ERR_UNSUPPORTED, "a pipeline of %d micro-batches a step: at most %d (their messages are tagged by micro-batch)", A,
-                        TS_TAG_OUTFEED / 2 - 1);
+                        TS_TAG_FIRST_RESERVED / 2);
     size_t box = (size_t)(p->len_in > p->len_out ? p->len_in : p->len_out);
     p->param_floats = param_floats(m, p);
     p->inbox = ts_calloc(box + 1, sizeof(float));

@@ -56,6 +56,7 @@ ts_status ts_replicas_compile(ts_model *m, ts_prog *p) {
                 *res = p->watch_results[w];
                 res->summary = &p->rep_summaries[w * n + r];
                 res->replica = r < (size_t)R ? (int)r : -1;
+                res->min_replica = res->max_replica = res->nonfinite_replica = -1;
             }
     }
     /* what must stay the same on every rank: the trained parameters, then
@@ -75,6 +76,23 @@ ts_status ts_replicas_compile(ts_model *m, ts_prog *p) {
     return ts_dist_agree(m, p);
 }
 
+/* The rank whose checksum of what rep_nodes[k] holds is the odd one out,
+ * or -1 when every rank's is the same. Against the checksum most ranks
+ * share (rank 0's on a tie, so with 2 ranks rank 1 is named): of 3 or
+ * more replicas, the one whose weights changed. */
+static int odd_rank(const uint32_t *all, int R, int n, int k, uint32_t *usual) {
+    int best = 0, best_votes = 0;
+    for (int r = 0; r < R; r++) {
+        int votes = 0;
+        for (int q = 0; q < R; q++) votes += all[(size_t)q * (size_t)n + (size_t)k] == all[(size_t)r * (size_t)n + (size_t)k];
+        if (votes > best_votes) best = r, best_votes = votes;
+    }
+    *usual = all[(size_t)best * (size_t)n + (size_t)k];
+    for (int r = 0; r < R; r++)
+        if (all[(size_t)r * (size_t)n + (size_t)k] != *usual) return r;
+    return -1;
+}
+
 ts_status ts_replicas_before_run(ts_model *m) {
     if (ts_replicas(m) == 1 || !m->training || m->opts.replica_check == 0 || m->steps < m->next_check) return TS_OK;
     m->next_check = m->steps + m->opts.replica_check;
@@ -88,13 +106,20 @@ ts_status ts_replicas_before_run(ts_model *m) {
     ts_status st = m->coll->allgather(mine, all, (size_t)n * sizeof *mine, "the exchange of weight checksums");
     if (st) return st;
     ts_counter_add("ReplicaWeightChecks", 1);
-    for (int r = 1; r < R; r++)
-        for (int k = 0; k < n; k++)
-            if (all[(size_t)r * (size_t)n + (size_t)k] != all[k])
-                return ts_error(TS_ERR_DIST,
-                                "replicas out of sync after %lld steps: rank %d's '%s' differs from rank 0's (CRC-32C %08x, rank 0 %08x); every rank must start from the same weights and buffers (same seed, or the same ts_param_set on every rank)",
-                                (long long)m->steps, r, m->g->t[p->rep_nodes[k]]->name, (unsigned)all[(size_t)r * (size_t)n + (size_t)k],
-                                (unsigned)all[k]);
+    for (int k = 0; k < n; k++) { /* the parameters in order, then the buffers: the first that differs */
+        uint32_t usual;
+        int r = odd_rank(all, R, n, k, &usual);
+        if (r < 0) continue;
+        uint32_t odd = all[(size_t)r * (size_t)n + (size_t)k];
+        const char *name = m->g->t[p->rep_nodes[k]]->name;
+        if (R == 2)
+            return ts_error(TS_ERR_DIST,
+                            "replicas out of sync after %lld steps: rank %d's '%s' differs from rank 0's (CRC-32C %08x, rank 0 %08x); every rank must start from the same weights and buffers (same seed, or the same ts_param_set on every rank)",
+                            (long long)m->steps, r, name, (unsigned)odd, (unsigned)usual);
+        return ts_error(TS_ERR_DIST,
+                        "replicas out of sync after %lld steps: rank %d's '%s' differs from most ranks' (CRC-32C %08x, theirs %08x); every rank must start from the same weights and buffers (same seed, or the same ts_param_set on every rank)",
+                        (long long)m->steps, r, name, (unsigned)odd, (unsigned)usual);
+    }
     return TS_OK;
 }
 
@@ -154,7 +179,9 @@ static void place_anchors(ts_prog *p, int R) {
 }
 
 /* Rows of the watches taken this run: each replica's, then the reduced one
- * (the summary of every replica's values together). */
+ * (the summary of every replica's values together: the counts of NaN and
+ * Inf summed, min and max over the replicas' finite values, with the
+ * replica each came from and the first replica that held a NaN or Inf). */
 static void place_watches(ts_model *m, int R) {
     ts_prog *p = m->prog;
     size_t n = (size_t)R + 1;
@@ -166,10 +193,18 @@ static void place_watches(ts_model *m, int R) {
             res->run = p->watch_results[w].run;
             res->step = p->watch_results[w].step;
         }
+        ts_watch_result *red = &p->rep_results[(size_t)w * n + (size_t)R];
+        red->min_replica = red->max_replica = red->nonfinite_replica = -1;
         for (int r = 0; r < R; r++) {
             const ts_summary *s = &p->rep_gathered[(size_t)r * (size_t)p->n_watch + (size_t)w];
             p->rep_summaries[(size_t)w * n + (size_t)r] = *s;
             ts_stats_from_summary(s, r == 0 ? &all : &one);
+            const ts_stats_partial *mine = r == 0 ? &all : &one;
+            if (mine->finite > 0) { /* before the merge: `all` holds replicas 0 .. r - 1 */
+                if (red->min_replica < 0 || mine->min < all.min) red->min_replica = r;
+                if (red->max_replica < 0 || mine->max > all.max) red->max_replica = r;
+            }
+            if (red->nonfinite_replica < 0 && mine->nans + mine->pos_infs + mine->neg_infs > 0) red->nonfinite_replica = r;
             if (r > 0) ts_stats_merge(&all, &one);
         }
         ts_stats_finish(&all, &p->rep_summaries[(size_t)w * n + (size_t)R]);
