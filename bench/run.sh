@@ -25,6 +25,11 @@
 # round) and the ratio of the medians, with the spread of the per-round
 # ratios.
 #
+# Clock: the C benchmarks time in wall time; TS_BENCH_CLOCK=cpu times each
+# side in the process's CPU time instead (bench_common.h's now_s), for an
+# overhead row on a machine other processes load (with TS_BENCH_THREADS=1,
+# so that no waiting worker is counted).
+#
 # Threads: TS_BENCH_THREADS (default 2) for both sides, exported as
 # OPENBLAS_NUM_THREADS, OMP_NUM_THREADS and MKL_NUM_THREADS so BLAS and
 # OpenMP pools match; bench_mlp takes it as its thread count and
@@ -39,7 +44,7 @@
 # which should follow the same convention so the columns compare.
 set -u
 
-usage() { echo "usage: bench/run.sh BUILD_DIR   (env: TS_BENCH_THREADS, TS_BENCH_SCALE, TS_BENCH_REPS, TS_BENCH_ONLY, TS_BENCH_BASELINE)" >&2; exit 2; }
+usage() { echo "usage: bench/run.sh BUILD_DIR   (env: TS_BENCH_THREADS, TS_BENCH_SCALE, TS_BENCH_REPS, TS_BENCH_ONLY, TS_BENCH_BASELINE, TS_BENCH_CLOCK)" >&2; exit 2; }
 [ $# -eq 1 ] || usage
 BUILD=$1
 [ -d "$BUILD" ] || { echo "bench/run.sh: no build directory $BUILD (run make build first)" >&2; exit 2; }
