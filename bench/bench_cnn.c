@@ -2,6 +2,7 @@
  *
  *     bench_cnn train   MODEL BATCH [STEPS [WARMUP [THREADS]]]
  *     bench_cnn observe MODEL BATCH [STEPS [WARMUP [THREADS [REPS]]]]
+ *     bench_cnn stability MODEL BATCH [STEPS [WARMUP [THREADS [REPS]]]]
  *
  * MODEL
  *   lenet   the LeNet+BN of `tensorscope train --model cnn` on 1x28x28
@@ -18,7 +19,9 @@
  * observe times plain against observed training in one process, interleaved
  * (as bench_observe.c; REPS default 7): observed = TS_WATCH_STATS every run
  * on every op output, every parameter gradient and every updated parameter,
- * and prints role=base / role=cand lines and overhead_report's `overhead pct=..`.
+ * and prints role=base / role=cand lines and overhead_report's `overhead pct=..`;
+ * stability the same with every stability signal of every layer taken every
+ * run instead (ts_options_watch_stability "*").
  * GFLOP/s: ts_model_flops_per_microbatch (convs and matmuls 2 flops a MAC,
  * backward counted as twice the forward; torch_cnn.py uses the same count
  * of the same layers). */
@@ -93,6 +96,8 @@ typedef struct side {
     ts_model *m;
 } side;
 
+static bool stability; /* `stability`: the observed side takes every stability signal instead */
+
 static ts_status side_new(side *s, const bench *b, int observed)
 {
     ts_tensor *loss = NULL;
@@ -109,7 +114,9 @@ static ts_status side_new(side *s, const bench *b, int observed)
         return st;
     s->o = ts_options_new();
     ts_options_set_threads(s->o, (int)b->threads);
-    if (observed) /* every op output, every parameter gradient and update */
+    if (observed && stability) /* every layer's signals, every parameter's */
+        st = ts_options_watch_stability(s->o, "*", 1);
+    else if (observed) /* every op output, every parameter gradient and update */
         st = bench_watch_all(s->g, s->o, 0);
     if (st)
         return st;
@@ -141,12 +148,13 @@ static double train(ts_model *m, const bench *b, long first, long n)
 int main(int argc, char **argv)
 {
     const char *env_threads = getenv("TS_BENCH_THREADS");
-    if (argc < 4 || (strcmp(argv[1], "train") && strcmp(argv[1], "observe")) ||
+    if (argc < 4 || (strcmp(argv[1], "train") && strcmp(argv[1], "observe") && strcmp(argv[1], "stability")) ||
         (strcmp(argv[2], "lenet") && strcmp(argv[2], "resnet"))) {
-        fprintf(stderr, "usage: bench_cnn train|observe lenet|resnet BATCH [STEPS [WARMUP [THREADS [REPS]]]]\n");
+        fprintf(stderr, "usage: bench_cnn train|observe|stability lenet|resnet BATCH [STEPS [WARMUP [THREADS [REPS]]]]\n");
         return 2;
     }
-    bool observe = strcmp(argv[1], "observe") == 0;
+    stability = strcmp(argv[1], "stability") == 0;
+    bool observe = stability || strcmp(argv[1], "observe") == 0;
     bench b = {.model = argv[2], .batch = arg_or(argc, argv, 3, 64)};
     long steps = arg_or(argc, argv, 4, 20), warmup = arg_or(argc, argv, 5, 3), reps = arg_or(argc, argv, 7, 7);
     b.threads = arg_or(argc, argv, 6, env_threads ? strtol(env_threads, NULL, 10) : 2);
@@ -187,7 +195,7 @@ int main(int argc, char **argv)
         printf("tensorscope model=%s batch=%ld threads=%ld steps=%ld ms_per_step=%.4f samples_per_s=%.1f gflops=%.3f peak_rss_mb=%.1f\n",
                b.model, b.batch, b.threads, steps, ms, (double)b.batch * 1e3 / ms, flops / ms * 1e-6, (double)ru.ru_maxrss / 1024.0);
     } else {
-        static const char *const impl[2] = {"ts-plain", "ts-watch"};
+        const char *const impl[2] = {"ts-plain", stability ? "ts-stability" : "ts-watch"};
         const ts_watch_result *w;
         size_t nw = 0;
         ts_model_watch_results(sides[1].m, &w, &nw);

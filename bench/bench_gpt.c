@@ -2,7 +2,7 @@
  * peer of bench/torch_gpt.py bench.
  *
  *     bench_gpt train [STEPS [THREADS [LAYERS HEADS EMBD T BATCH]]]
- *     bench_gpt watch|watch-all [STEPS [THREADS [... [REPS]]]]
+ *     bench_gpt watch|watch-all|stability [STEPS [THREADS [... [REPS]]]]
  *
  * Defaults: 4 layers, 4 heads, 128 channels, T = 64, batch 32, vocab 65,
  * AdamW; a pool of 8 random token batches cycled step by step, 3 warmup
@@ -17,7 +17,11 @@
  * torch_gpt.py observe), in one process with interleaved pairs (REPS, default 5;
  * the median of the paired ratios, as bench_observe.c), printing role=base
  * / role=cand lines (watched= the summaries a step) and overhead_report's
- * `overhead pct=..` line. */
+ * `overhead pct=..` line. `stability` times the same way a model taking
+ * every stability signal of every layer every step (ts_options_watch_stability
+ * "*": output RMS and max |x|, each head's max logit, the logits'
+ * log-sum-exp, each parameter's gradient norm, update/weight ratio and
+ * Adam's update norm). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +48,7 @@ static int fail(const char *what)
 }
 
 static int all_ops; /* watch-all: the linear layers' products before the bias too */
+static int stability; /* stability: every stability signal of every layer instead */
 static const char *precision = "f32";
 
 static ts_status side_new(side *s, long threads, int watched)
@@ -61,7 +66,9 @@ static ts_status side_new(side *s, long threads, int watched)
     /* every activation (every op's output: the attention scores and
      * probabilities included) but, as bench_observe.c, the product inside a
      * linear layer before its bias; every parameter's gradient and update */
-    if (watched)
+    if (watched && stability)
+        st = ts_options_watch_stability(s->o, "*", 1);
+    else if (watched)
         st = bench_watch_all(s->g, s->o, !all_ops);
     if (st)
         return st;
@@ -120,10 +127,11 @@ int main(int argc, char **argv)
     }
     long reps = arg_or(argc, argv, 9, 5);
     all_ops = strcmp(mode, "watch-all") == 0;
-    if (all_ops)
+    stability = strcmp(mode, "stability") == 0;
+    if (all_ops || stability)
         mode = "watch";
     if (reps < 1 || reps > MAX_REPS || n < 1 || (strcmp(mode, "train") && strcmp(mode, "watch"))) {
-        fprintf(stderr, "usage: bench_gpt train|watch|watch-all [STEPS [THREADS [LAYERS HEADS EMBD T BATCH [REPS]]]]\n");
+        fprintf(stderr, "usage: bench_gpt train|watch|watch-all|stability [STEPS [THREADS [LAYERS HEADS EMBD T BATCH [REPS]]]]\n");
         return 2;
     }
     size_t per = (size_t)(cfg.batch * cfg.block_size);
@@ -175,7 +183,7 @@ int main(int argc, char **argv)
     if (ts_model_watch_results(s[1].m, &w, &nw))
         return fail("watch results");
     line("ts-plain", "base", threads, n, reps, med[0], best[0], worst[0], 0);
-    line("ts-watch", "cand", threads, n, reps, med[1], best[1], worst[1], nw);
+    line(stability ? "ts-stability" : "ts-watch", "cand", threads, n, reps, med[1], best[1], worst[1], nw);
     overhead_report(ratio, reps, best[0], best[1]);
     side_free(&s[0]);
     side_free(&s[1]);

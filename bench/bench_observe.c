@@ -9,6 +9,10 @@
  *             ReLU, LogSoftmax), every parameter gradient and every updated
  *             parameter: 7 + 6 + 6 = 19 summaries a step. The peer is
  *             bench/torch_observe.py.
+ *   stability every stability signal of every layer every run
+ *             (ts_options_watch_stability "*": each layer's output RMS and
+ *             max |x|, the logits' log-sum-exp, each parameter's gradient
+ *             norm and update/weight ratio).
  *   numerics  check_numerics = TS_CHECK_OUTPUT against off.
  *   trace     the timeline of every step (ts_options_set_trace, recorded
  *             in memory; the file is written after the timing) against
@@ -57,7 +61,7 @@
 
 enum { POOL = 8, MAX_REPS = 1024 };
 
-typedef enum mode { MODE_WATCH, MODE_NUMERICS, MODE_CRASH, MODE_TRACE, MODE_MEMWATCH } mode;
+typedef enum mode { MODE_WATCH, MODE_NUMERICS, MODE_CRASH, MODE_TRACE, MODE_MEMWATCH, MODE_STABILITY } mode;
 enum { MEMWATCH_MS = 10 };
 
 static char trace_path[512]; /* MODE_TRACE: the file, removed at the end */
@@ -103,6 +107,8 @@ static ts_status side_new(side *s, const data *d, long threads, mode md, int obs
     if (observed && md == MODE_WATCH)
         for (size_t i = 0; !st && i < sizeof k_watch / sizeof *k_watch; i++)
             st = ts_options_watch(s->o, k_watch[i], TS_WATCH_STATS, 1);
+    if (!st && observed && md == MODE_STABILITY)
+        st = ts_options_watch_stability(s->o, "*", 1);
     if (!st && observed && md == MODE_NUMERICS)
         st = ts_options_set_check_numerics(s->o, TS_CHECK_OUTPUT);
     if (!st && observed && md == MODE_TRACE)
@@ -151,6 +157,23 @@ static int watches_ok(const ts_model *m)
             fprintf(stderr, "bench_observe: watch '%s' not summarised in the last run\n", r[i].name);
             return 0;
         }
+    return 1;
+}
+
+/* The stability rows really ran: each taken at the last run. */
+static int stability_ok(const ts_model *m)
+{
+    const ts_watch_result *r;
+    size_t n, rows = 0;
+    if (ts_model_watch_results(m, &r, &n))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(r[i].name, "stability/", 10) == 0 && r[i].run == ts_model_runs(m) - 1)
+            rows++;
+    if (rows != n || rows < 3 * 2 + 1 + 6 * 2) { /* fc1..3: rms, max_abs; lse; 6 parameters: grad_norm, update_ratio */
+        fprintf(stderr, "bench_observe: %zu of %zu rows are this run's stability signals\n", rows, n);
+        return 0;
+    }
     return 1;
 }
 
@@ -240,6 +263,7 @@ int main(int argc, char **argv)
               : strcmp(mname, "crash") == 0    ? MODE_CRASH
               : strcmp(mname, "trace") == 0    ? MODE_TRACE
               : strcmp(mname, "memwatch") == 0 ? MODE_MEMWATCH
+              : strcmp(mname, "stability") == 0 ? MODE_STABILITY
                                                : (mode)-1;
     long batch = arg_or(argc, argv, 2, 1000), steps = arg_or(argc, argv, 3, 20);
     long warmup = arg_or(argc, argv, 4, 5);
@@ -247,7 +271,7 @@ int main(int argc, char **argv)
     long reps = arg_or(argc, argv, 6, 7);
     if ((int)md < 0 || batch < 1 || steps < 1 || warmup < 0 || threads < 0 || reps < 1 ||
         reps > MAX_REPS) {
-        fprintf(stderr, "usage: bench_observe watch|numerics|crash|trace|memwatch BATCH [STEPS [WARMUP [THREADS "
+        fprintf(stderr, "usage: bench_observe watch|stability|numerics|crash|trace|memwatch BATCH [STEPS [WARMUP [THREADS "
                         "[REPS (1..%d)]]]]\n", MAX_REPS);
         return 2;
     }
@@ -304,6 +328,8 @@ int main(int argc, char **argv)
                 return fail("run");
             if (md == MODE_WATCH && k == 1 && !watches_ok(sd[1].m))
                 return 1;
+            if (md == MODE_STABILITY && k == 1 && !stability_ok(sd[1].m))
+                return 1;
             sd[k].secs[r] = secs;
         }
 
@@ -311,7 +337,8 @@ int main(int argc, char **argv)
                                           {"ts-plain", "ts-numerics"},
                                           {"ts-nohandler", "ts-handler"},
                                           {"ts-plain", "ts-trace"},
-                                          {"ts-nowatch", "ts-memwatch"}};
+                                          {"ts-nowatch", "ts-memwatch"},
+                                          {"ts-plain", "ts-stability"}};
     double best[2], ratio[MAX_REPS];
     for (int k = 0; k < 2; k++)
         report(impl[md][k], k ? "cand" : "base", &sd[k], &d, threads, steps, reps, &best[k]);

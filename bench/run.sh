@@ -25,6 +25,11 @@
 # round) and the ratio of the medians, with the spread of the per-round
 # ratios.
 #
+# Clock: the C benchmarks time in wall time; TS_BENCH_CLOCK=cpu times each
+# side in the process's CPU time instead (bench_common.h's now_s), for an
+# overhead row on a machine other processes load (with TS_BENCH_THREADS=1,
+# so that no waiting worker is counted).
+#
 # Threads: TS_BENCH_THREADS (default 2) for both sides, exported as
 # OPENBLAS_NUM_THREADS, OMP_NUM_THREADS and MKL_NUM_THREADS so BLAS and
 # OpenMP pools match; bench_mlp takes it as its thread count and
@@ -39,7 +44,7 @@
 # which should follow the same convention so the columns compare.
 set -u
 
-usage() { echo "usage: bench/run.sh BUILD_DIR   (env: TS_BENCH_THREADS, TS_BENCH_SCALE, TS_BENCH_REPS, TS_BENCH_ONLY, TS_BENCH_BASELINE)" >&2; exit 2; }
+usage() { echo "usage: bench/run.sh BUILD_DIR   (env: TS_BENCH_THREADS, TS_BENCH_SCALE, TS_BENCH_REPS, TS_BENCH_ONLY, TS_BENCH_BASELINE, TS_BENCH_CLOCK)" >&2; exit 2; }
 [ $# -eq 1 ] || usage
 BUILD=$1
 [ -d "$BUILD" ] || { echo "bench/run.sh: no build directory $BUILD (run make build first)" >&2; exit 2; }
@@ -343,10 +348,15 @@ overhead_row "torch hooks b=1000" - "$(row_torch 1000 20 3)"
 overhead_row "watch stats b=32" 10 "$(row_obs watch 32 20 20 101)"
 overhead_row "torch hooks b=32" - "$(row_torch 32 200 20)"
 overhead_row "check_numerics b=1000" 5 "$(row_obs numerics 1000 2 3 201)"
+# every stability signal of every layer every step (--watch-stability '*',
+# docs/observation.md#stability-signals) beside the plain step
+overhead_row "mlp stability b=1000" 2 "$(row_obs stability 1000 2 3 201)"
+overhead_row "mlp stability b=32" 2 "$(row_obs stability 32 20 20 201)"
 # the same on the CNN: every activation, parameter gradient and updated
 # parameter summarised every step; PyTorch hooks doing the same beside it
 cnn_obs() { echo "$BUILD/bench_cnn observe lenet 64 2 2 $THREADS $(steps 101)"; }
 overhead_row "cnn watch stats b=64" 5 "$(cnn_obs)"
+overhead_row "cnn stability b=64" 2 "$BUILD/bench_cnn stability lenet 64 2 2 $THREADS $(steps 101)"
 overhead_row "cnn torch hooks b=64" - "$TORCH2_PY $SRC/bench/torch_cnn.py --mode observe --model lenet --batch 64 --steps $(steps 10) --warmup 2 --threads $THREADS --reps 7"
 # diagnostics off (TS_METRICS_FILE unset) with the crash handler installed
 # or not: "unchanged" within the noise of interleaved runs
@@ -380,6 +390,7 @@ if wanted "precision quality"; then
     hr
 fi
 overhead_row "gpt watch stats" 5 "$BUILD/bench_gpt watch 2 $THREADS 4 4 128 64 32 $(steps 31)"
+overhead_row "gpt stability" 2 "$BUILD/bench_gpt stability 2 $THREADS 4 4 128 64 32 $(steps 31)"
 overhead_row "gpt torch hooks" - "$TORCH2_PY $SRC/bench/torch_gpt.py observe $GPT_ARGS --steps $(steps 4) --warmup 2 --reps 7"
 "$BUILD/bench_compile" 100000 | sed 's/^/compile: /'
 # data parallel (docs/design.md#replicas-and-pipeline-stages): one process with 2 threads vs 2 MPI ranks

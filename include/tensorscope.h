@@ -751,6 +751,26 @@ TS_API ts_status ts_options_anchor(ts_options *o, const char *short_name,
 /* Summaries of every tensor whose name matches `pattern` (ts_name_matches:
  * a glob, or one exact name), every `period` runs (>= 1). */
 TS_API ts_status ts_options_watch(ts_options *o, const char *pattern, int what, int period);
+/* Stability signals of every layer whose name matches `layers` (a glob
+ * over layer names: `fc1`, `blocks.*`, `*`), every `period` runs, taken
+ * where the tensors live with the watches' summaries at each run's last
+ * step (docs/observation.md#stability-signals). Each is a watch result row
+ * (ts_model_watch_results) named `stability/<layer>/<signal>`, its value in
+ * summary->stats.mean (count 1; NaN or Inf flagged as a stats row is):
+ *   rms, max_abs       the layer's output (the last tensor its scope makes)
+ *   max_logit.h<k>     attention scores (a Softmax's 4-D input [B,H,Tq,Tk]):
+ *                      the largest logit of head k
+ *   lse                the logits a LogSoftmax or CrossEntropy reads: the
+ *                      mean over rows of log(sum(exp(x))) (what z-loss
+ *                      squares)
+ *   grad_norm          a parameter's (`<layer>` is the parameter's name):
+ *                      the L2 norm of the gradient the step uses (Accum___)
+ *   update_ratio       ||w_after - w_before|| / ||w_before||
+ *   adam_update_norm   Adam and AdamW: ||m^ / (sqrt(v^) + eps)||, the step
+ *                      before the learning rate and weight decay
+ * Training models only; one replica and one pipeline stage (compile says
+ * otherwise). On a GPU the update's signals are not taken (rows absent). */
+TS_API ts_status ts_options_watch_stability(ts_options *o, const char *layers, int period);
 TS_API ts_status ts_options_set_check_numerics(ts_options *o, ts_check_numerics c);
 /* Worker threads for elementwise ops and reductions (0 = number of cores). */
 TS_API ts_status ts_options_set_threads(ts_options *o, int n);
@@ -1560,6 +1580,15 @@ TS_API ts_status ts_model_memory_plan(const ts_model *m, ts_memory_buffer *out, 
  * to 1; NULL at the update, with *backward 2); NULL and an error when the
  * point is out of range. */
 TS_API const ts_tensor *ts_model_memory_point(const ts_model *m, int64_t point, int *backward);
+
+/* A heat map (`tensorscope train --plot-stability`): values is
+ * [n_rows][n_cols] (rows: layers top to bottom, columns: steps[0..n_cols)
+ * left to right), coloured on viridis over the finite values' range, on a
+ * log10 scale when `log_scale` and every finite value is > 0; a colour bar
+ * states the scale and its unit; NaN/Inf cells are magenta. PNG, or SVG
+ * for a .svg path. */
+TS_API ts_status ts_plot_heatmap(const char *path, const char *title, const char *const *row_names, int n_rows,
+                                 const int64_t *steps, int n_cols, const double *values, int log_scale);
 
 /* A stacked area per class over the points of a step (`tensorscope memory
  * --plot-memory`): bytes is [n_classes][n_points], the first class at the

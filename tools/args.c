@@ -144,6 +144,10 @@ int cli_parse(const char *cmd, const char *usage, const cli_flag *flags, int arg
             *(long *)fl->dest = x;
             continue;
         }
+        if (fl->kind == FLAG_OPT_STRING) { /* the value after '=', or the next argument unless it is a flag */
+            *(const char **)fl->dest = eq ? eq + 1 : i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0 ? argv[++i] : "";
+            continue;
+        }
         const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
         if (!v) return cli_usage_error(cmd, "%s needs a value (%s)", fl->name, fl->metavar ? fl->metavar : "VALUE");
         int rc = set_value(cmd, fl, v);

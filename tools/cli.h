@@ -20,8 +20,10 @@ enum { CLI_OK = 0, CLI_RUNTIME = 1, CLI_USAGE = 2 };
  * flag is passed on as); FLAG_INT64: any long (a seed). A value out of
  * range is refused as the user typed it, never wrapped.
  * FLAG_OPT_INT: --flag alone stores 0, --flag=N stores N (1..INT_MAX), as
- * --watch-memory[=MS]; the destination keeps its value when not given */
-typedef enum { FLAG_BOOL, FLAG_INT, FLAG_FLOAT, FLAG_STRING, FLAG_LIST, FLAG_SECTION, FLAG_OPT_INT, FLAG_INT64 } flag_kind;
+ * --watch-memory[=MS]; the destination keeps its value when not given
+ * FLAG_OPT_STRING: --flag alone stores "", --flag=V or --flag V (V not
+ * beginning with "--") stores V, as --watch-stability [GLOB] */
+typedef enum { FLAG_BOOL, FLAG_INT, FLAG_FLOAT, FLAG_STRING, FLAG_LIST, FLAG_SECTION, FLAG_OPT_INT, FLAG_INT64, FLAG_OPT_STRING } flag_kind;
 typedef struct cli_list {
     const char *items[64];
     int n;
@@ -200,6 +202,19 @@ ts_status cli_precision(const char *name, ts_dtype *out);
 int cli_feature_maps(const cli_model *em, const ts_array *x, const char *spec, const char *dir, ts_tb_writer *tb, int64_t step);
 /* A conv weight's kernels (one tile per output channel for one input channel). */
 int cli_filters(const cli_model *cm, const char *param, const char *dir, ts_tb_writer *tb, int64_t step);
+
+/* ---- stability signals (stability.c): --watch-stability's rows kept
+ * each run, one heat map per signal at the end (--plot-stability DIR) */
+typedef struct cli_stability cli_stability;
+/* Whether a watch result row is a stability signal (`stability/...`). */
+bool cli_stability_row(const char *name);
+/* Its value: the row's mean, or NaN / +-Inf as flagged. */
+double cli_stability_value(const ts_summary *s);
+/* The last run's rows into *h (made at the first call). */
+ts_status cli_stability_record(cli_stability **h, const ts_model *m);
+/* DIR/stability_<signal>.png; CLI exit code. */
+int cli_stability_plot(const cli_stability *h, const char *dir);
+void cli_stability_free(cli_stability *h);
 
 /* ---- commands */
 int cmd_train(int argc, char **argv, bool eval_only);

@@ -21,6 +21,7 @@
 
 typedef struct train_args {
     const char *model, *data, *optimizer, *output_mode, *check_numerics, *histogram, *dump_npy, *tensorboard, *plot;
+    const char *watch_stability, *plot_stability; /* --watch-stability [GLOB] ("" alone: every layer), --plot-stability DIR */
     const char *save_graph; /* --save-graph FILE.onnx */
     const char *save_weights, *weights, *lr_schedule, *checkpoint_dir, *resume, *run_name, *dump_limit, *outfeed_mode, *picture_dir;
     const char *split_at, *pipeline_schedule, *device, *save_init, *attn_dir;
@@ -776,6 +777,10 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--outfeed-drop", FLAG_BOOL, &a.outfeed_drop, NULL, "drop (and count) records when the queue is full instead of waiting"},
         {"--watch", FLAG_LIST, &a.watches, "PATTERN", "summarise matching tensors (stats + histograms)"},
         {"--watch-period", FLAG_INT, &a.watch_period, "N", "summarise every N runs (default 1)"},
+        {"--watch-stability", FLAG_OPT_STRING, &a.watch_stability, "[GLOB]",
+         "stability signals of the layers GLOB names (default every layer): output RMS and max |x|, attention max logit per head, "
+         "logits' log-sum-exp, gradient norms, update/weight ratios, Adam's update norm; rows stability/<layer>/<signal>"},
+        {"--plot-stability", FLAG_STRING, &a.plot_stability, "DIR", "a heat map per stability signal (layers by steps) into DIR/stability_<signal>.png"},
         {"--watch-range", FLAG_BOOL, &a.watch_range, NULL, "also the fp16/bf16/fp8 underflow and overflow fractions of watched tensors"},
         {"--stats", FLAG_BOOL, &a.stats, NULL, "print the stats table each epoch: watched tensors, and outfeed keys over their records"},
         {"--stats-every", FLAG_INT, &a.stats_every, "N", "print the stats table every N runs ('Step N - Summary Stats')"},
@@ -923,6 +928,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     /* the optional features the flags need, before any directory is made */
     const cli_need needs[] = {{"--histogram", a.histogram ? "plots" : NULL},
                               {"--plot", a.plot ? "plots" : NULL},
+                              {"--plot-stability", a.plot_stability ? "plots" : NULL},
                               {"--feature-maps", a.feature_maps.n ? "plots" : NULL},
                               {"--attention-map", a.attention_maps.n ? "plots" : NULL},
                               {"--filters", a.filters.n ? "plots" : NULL},
@@ -938,7 +944,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     } outputs[] = {{"--plot", a.plot, false},           {"--histogram", a.histogram, false},  {"--save-weights", a.save_weights, true},
                    {"--dump-npy", a.dump_npy, true},      {"--tensorboard", a.tensorboard, true}, {"--save-init", a.save_init, true},
                    {"--checkpoint-dir", a.checkpoint_dir, true}, {"--picture-dir", a.picture_dir, true},
-                   {"--attention-map-dir", a.attn_dir, true}, {"--trace", a.trace, false}};
+                   {"--attention-map-dir", a.attn_dir, true}, {"--trace", a.trace, false}, {"--plot-stability", a.plot_stability, true}};
     for (size_t i = 0; i < sizeof outputs / sizeof outputs[0]; i++)
         if (outputs[i].path && (rc = outputs[i].dir ? cli_check_output(cmd, outputs[i].flag, outputs[i].path, true)
                                                     : cli_check_output_file_mkdir(cmd, outputs[i].flag, outputs[i].path)))
@@ -991,6 +997,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     batches src = {0};
     sink_state sink = {.dump_dir = lead ? a.dump_npy : NULL, .budget = dump_limit, .replicas = R};
     bool dumps_full = false;
+    cli_stability *stab = NULL; /* --plot-stability: the signals of each run */
     curve *loss_curve = calloc(1, sizeof *loss_curve), *acc_curve = calloc(1, sizeof *acc_curve), *hl_curve = calloc(1, sizeof *hl_curve);
     rc = CLI_RUNTIME;
     if (!loss_curve || !acc_curve || !hl_curve) goto done;
@@ -1095,6 +1102,11 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         ts_options_watch(o, pat, TS_WATCH_STATS, (int)a.watch_period);
     }
     if (a.tensorboard) ts_options_watch(o, "Accum___*", TS_WATCH_STATS, 1); /* global gradient norm */
+    if ((a.watch_stability || a.plot_stability) &&
+        ts_options_watch_stability(o, a.watch_stability && *a.watch_stability ? a.watch_stability : "*", (int)a.watch_period)) {
+        rc = cli_usage_error(cmd, "--watch-stability: %s", ts_last_error());
+        goto done;
+    }
     if (a.outfeeds.n) {
         ts_outfeed_config qc = {.name = "cli", .mode = of_mode, .depth = (int)a.outfeed_depth, .filters = a.outfeeds.items,
                                 .n_filters = a.outfeeds.n, .drop_when_full = a.outfeed_drop};
@@ -1388,6 +1400,11 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             curve_add(loss_curve, (double)ts_model_steps(tm), loss); /* x: optimizer steps, as TensorBoard's */
             bar.written = atomic_load(&sink.bytes);
             cli_progress_update(&bar, ep_runs, loss);
+            if (a.plot_stability && lead && cli_stability_record(&stab, tm)) {
+                cli_progress_end(&bar);
+                cli_runtime_error("keeping the stability signals");
+                goto done;
+            }
             if (tb && cli_tb_step(tb, tm, loss, (double)in[0].shape[0] / run_s, R)) { /* a full disk stops training now */
                 cli_progress_end(&bar);
                 cli_runtime_error("writing the TensorBoard log");
@@ -1542,6 +1559,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             goto done;
         } else printf("Saved histogram to %s\n", a.histogram);
     }
+    if (a.plot_stability && lead && (rc = cli_stability_plot(stab, a.plot_stability)) != CLI_OK) goto done;
     if (a.plot && lead) {
         ts_series losses[2] = {{"training loss (mean of each run)", loss_curve->x, loss_curve->y, loss_curve->n},
                                {"held-out loss (each epoch)", hl_curve->x, hl_curve->y, hl_curve->n}};
@@ -1645,6 +1663,7 @@ done:
     free(onehot);
     free(sink.since);
     free(loss_curve);
+    cli_stability_free(stab);
     free(acc_curve);
     free(hl_curve);
     catch_interrupts(false);

@@ -142,6 +142,10 @@ ts_status cli_tb_step(ts_tb_writer *tb, const ts_model *m, double loss, double s
     for (size_t i = 0; i < nw && !st; i++) {
         if (w[i].run != ts_model_runs(m) - 1) continue;
         const ts_summary *s = w[i].summary;
+        if (cli_stability_row(w[i].name)) { /* stability/<layer>/<signal>: its value */
+            st = ts_tb_scalar(tb, w[i].name, step, cli_stability_value(s));
+            continue;
+        }
         /* replicas: Accum___ is the same on each (replica 0's row); the rest from the rows over all of them */
         if (replicas > 1 ? w[i].replica != 0 && strncmp(w[i].name, "Accum___", 8) == 0 : false) continue;
         if (replicas > 1 && w[i].replica >= 0 && strncmp(w[i].name, "Accum___", 8) != 0) continue;

@@ -151,6 +151,18 @@ class Options:
         check(lib.ts_options_watch(self._h, cstr(pattern), _watch_what(what), int(period)))
         return self._set("watch", pattern)
 
+    def watch_stability(self, pattern: str = "*", period: int = 1) -> Options:
+        """Stability signals of every layer whose name matches `pattern` (a
+        glob over layer names: "fc1", "blocks.*", "*"), every `period`
+        runs, read with `model.watches()` as rows named
+        "stability/<layer>/<signal>" whose "mean" is the value: rms and
+        max_abs of each layer's output, max_logit.h<k> of each attention
+        head, lse of the logits, and per parameter grad_norm, update_ratio
+        (||w_after - w_before|| / ||w_before||) and, for Adam,
+        adam_update_norm (||m^/(sqrt(v^)+eps)||)."""
+        check(lib.ts_options_watch_stability(self._h, cstr(pattern), int(period)))
+        return self._set("watch", f"stability:{pattern}")
+
     def outfeed(self, queue: OutfeedQueue, pre_accumulated: bool = False) -> Options:
         """Streams every parameter gradient into `queue` as `<param>_grad`:
         per micro-batch before accumulation (pre_accumulated=True) or once

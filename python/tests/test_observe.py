@@ -214,3 +214,36 @@ def test_on_start_runs_once_with_the_model_before_the_first_step():
     np.testing.assert_array_equal(g.tensor("fc1.weight").numpy(), w0)
     model(*batches(1))  # the hook again, which passes now; then the step
     assert calls == [0, 0] and model.steps == 1
+
+
+def test_stability_rows_match_numpy():
+    """Options.watch_stability: rows stability/<layer>/<signal> after the
+    user's watches, each the value NumPy gives from the run's tensors."""
+    g = small_mlp()
+    opts = (ts.Options().watch("fc1/Add:0", "stats").watch_stability("*")
+            .anchor_tensor("fc2/Add:0").anchor_tensor("Accum___*").anchor_tensor("UpdatedVar___fc1.weight"))
+    m = ts.training_model(g, opts, optimizer=ts.SGD(lr=0.1))
+    m.compile()
+    x, y = batches(1)
+    m(x, y)
+    w = m.watches()
+    names = list(w)
+    assert names[0] == "fc1/Add:0" and all(n.startswith("stability/") for n in names[1:])
+    assert "fc2/Add:0" not in w and not any(n.startswith("Accum___") for n in w)  # read by the rows, not rows themselves
+    z = m.get_anchored_tensor("fc2/Add:0").astype(np.float64)
+    assert w["stability/fc2/rms"]["mean"] == pytest.approx(np.sqrt((z * z).mean()), rel=1e-6)
+    assert w["stability/fc2/max_abs"]["mean"] == pytest.approx(np.abs(z).max(), rel=1e-7)
+    mx = z.max(axis=1, keepdims=True)
+    lse = (mx[:, 0] + np.log(np.exp(z - mx).sum(axis=1))).mean()
+    assert w["stability/fc2/lse"]["mean"] == pytest.approx(lse, rel=1e-6)
+    for p in ("fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"):
+        gr = m.get_anchored_tensor("Accum___" + p).astype(np.float64)
+        assert w[f"stability/{p}/grad_norm"]["mean"] == pytest.approx(np.linalg.norm(gr), rel=1e-6)
+        assert f"stability/{p}/adam_update_norm" not in w  # SGD
+    # SGD: w_after - w_before = -lr * g, so the ratio is lr * ||g|| / ||w_before||
+    w1 = m.get_anchored_tensor("UpdatedVar___fc1.weight").astype(np.float64)
+    g1 = m.get_anchored_tensor("Accum___fc1.weight").astype(np.float64)
+    ratio = np.linalg.norm(0.1 * g1) / np.linalg.norm(w1 + 0.1 * g1)
+    assert w["stability/fc1.weight/update_ratio"]["mean"] == pytest.approx(ratio, rel=1e-4)
+    with pytest.raises(ts.InvalidArgumentError):
+        ts.Options().watch_stability("*", period=0)

@@ -2,6 +2,7 @@
  * set and topological order, which tensors get gradients, the named entries,
  * the memory plan by lifetime class, and anchors/watches resolved to entries. */
 #include "compile/model.h"
+#include "observe/stability.h"
 
 #include "backend/backend.h"
 #include "graph/ops.h"
@@ -65,6 +66,7 @@ void ts_prog_free(ts_prog *p) {
     ts_free(p->watch_what);
     ts_free(p->watch_period);
     ts_free(p->parts);
+    ts_stab_free(p->stab);
     for (int i = 0; i < TS_RECORDINGS; i++) /* before the memory the recordings name, page-locked host memory too */
         if (p->recs[i].rec) p->backend->recording_free(p->recs[i].rec);
     for (int i = 0; p->host_inputs && i < p->n_nodes; i++) /* page-locked by the device path (exec/device.c): unlocked first */
@@ -190,6 +192,7 @@ static ts_status add_entry(ts_prog *p, size_t *cap, ts_entry_kind kind, const ts
     e->grid = kind == TS_KIND_VALUE || kind == TS_KIND_GRAD ? t->grid : TS_F32;
     e->watch = -1;
     e->relu_out = -1;
+    e->stab = -1;
     e->same_values = -1;
     p->n_entries++;
     return TS_OK;
@@ -197,9 +200,7 @@ static ts_status add_entry(ts_prog *p, size_t *cap, ts_entry_kind kind, const ts
 
 static int cmp_names(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
-/* Is node i the output of a layer (for check_numerics=output)? Top-level op
- * outputs, and outputs leaving their scope. */
-static bool is_layer_output(const ts_graph *g, const ts_prog *p, int i) {
+bool ts_prog_is_layer_output(const ts_graph *g, const ts_prog *p, int i) {
     const ts_tensor *t = g->t[i];
     if (t->op == TS_OP_INPUT || ts_op_holds_value(t->op)) return false;
     const char *slash = strchr(t->name, '/');
@@ -1035,8 +1036,14 @@ static bool in_step(const ts_model *m, const ts_entry *en) {
     }
 }
 
+static bool user_watched(const ts_model *m, const ts_entry *en) {
+    for (size_t k = 0; k < m->opts.n_watches; k++)
+        if (ts_name_matches(m->opts.watches[k].pattern, en->name)) return true;
+    return false;
+}
+
 static ts_status resolve_watches(ts_model *m, ts_prog *p) {
-    if (m->opts.n_watches == 0) return TS_OK;
+    if (m->opts.n_watches == 0 && m->opts.n_stability == 0) return TS_OK;
     for (size_t k = 0; k < m->opts.n_watches; k++) { /* a name but for a module prefix: the model's name */
         char **pat = &m->opts.watches[k].pattern;
         size_t hit;
@@ -1049,23 +1056,34 @@ static ts_status resolve_watches(ts_model *m, ts_prog *p) {
         ts_free(*pat);
         *pat = name;
     }
+    /* the entries a stability row reads: watched, numbered before the
+     * user's watches and not returned as rows of their own */
+    bool *stab = ts_calloc((size_t)p->n_entries + 1, sizeof *stab);
+    if (!stab) return TS_ERR_OUT_OF_MEMORY;
+    ts_status st = ts_stab_resolve(m, p, stab);
     int n = 0;
-    for (int e = 0; e < p->n_entries; e++) {
-        ts_entry *en = &p->entries[e];
-        if (ts_entry_view_dtype(en) != TS_F32) continue;
-        for (size_t k = 0; k < m->opts.n_watches; k++)
-            if (ts_name_matches(m->opts.watches[k].pattern, en->name)) {
-                en->watch = n++;
-                break;
-            }
-    }
+    for (int pass = 0; pass < 2 && !st; pass++)
+        for (int e = 0; e < p->n_entries; e++) {
+            ts_entry *en = &p->entries[e];
+            if (ts_entry_view_dtype(en) != TS_F32 || en->watch >= 0) continue;
+            bool user = user_watched(m, en);
+            if (pass == 0 ? stab[e] && !user : user) en->watch = n++;
+            if (pass == 0 && p->stab) p->stab->n_hidden = n;
+        }
     p->n_watch = n;
-    if (!n) return TS_OK;
-    p->watch_results = ts_calloc((size_t)n, sizeof *p->watch_results);
-    p->summaries = ts_calloc((size_t)n, sizeof *p->summaries);
-    p->watch_what = ts_calloc((size_t)n, sizeof *p->watch_what);
-    p->watch_period = ts_calloc((size_t)n, sizeof *p->watch_period);
-    if (!p->watch_results || !p->summaries || !p->watch_what || !p->watch_period) return TS_ERR_OUT_OF_MEMORY;
+    int rows = p->stab ? p->stab->n_rows : 0;
+    if (st || !(n + rows)) {
+        ts_free(stab);
+        return st;
+    }
+    p->watch_results = ts_calloc((size_t)(n + rows), sizeof *p->watch_results);
+    p->summaries = ts_calloc((size_t)(n + rows), sizeof *p->summaries);
+    p->watch_what = ts_calloc((size_t)n + 1, sizeof *p->watch_what);
+    p->watch_period = ts_calloc((size_t)n + 1, sizeof *p->watch_period);
+    if (!p->watch_results || !p->summaries || !p->watch_what || !p->watch_period) {
+        ts_free(stab);
+        return TS_ERR_OUT_OF_MEMORY;
+    }
     for (int e = 0; e < p->n_entries; e++) {
         ts_entry *en = &p->entries[e];
         if (en->watch < 0) continue;
@@ -1075,12 +1093,18 @@ static ts_status resolve_watches(ts_model *m, ts_prog *p) {
                 what |= m->opts.watches[k].what;
                 period = period == 0 || m->opts.watches[k].period < period ? m->opts.watches[k].period : period;
             }
+        if (stab[e]) {
+            what |= TS_WATCH_STATS;
+            period = period == 0 || p->stab->period < period ? p->stab->period : period;
+        }
         p->watch_what[w] = what;
         p->watch_period[w] = period;
         p->watch_results[w] = (ts_watch_result){en->name, -1, -1, &p->summaries[w], -1, -1, -1, -1};
         en->observed = true;
         en->watch_in_step = in_step(m, en);
     }
+    ts_free(stab);
+    ts_stab_bind(p);
     /* A watched Relu of a watched value, both plain stats on the same
      * period: its summary is taken in its input's pass (the Relu's values
      * follow from the input's), one read of memory instead of two. On the
@@ -1146,9 +1170,9 @@ static void mark_checks(ts_model *m, ts_prog *p) {
         ts_entry *en = &p->entries[e];
         const ts_tensor *t = m->g->t[en->node];
         bool check = false;
-        if (en->kind == TS_KIND_VALUE) check = t->dtype == TS_F32 && (t->op == TS_OP_INPUT || c == TS_CHECK_OP || is_layer_output(m->g, p, t->id));
+        if (en->kind == TS_KIND_VALUE) check = t->dtype == TS_F32 && (t->op == TS_OP_INPUT || c == TS_CHECK_OP || ts_prog_is_layer_output(m->g, p, t->id));
         /* under loss scaling an Inf gradient is the scaler's: the step is skipped, the scale backs off */
-        if (en->kind == TS_KIND_GRAD) check = !m->scaling && (c == TS_CHECK_OP || t->op == TS_OP_PARAM || is_layer_output(m->g, p, t->id));
+        if (en->kind == TS_KIND_GRAD) check = !m->scaling && (c == TS_CHECK_OP || t->op == TS_OP_PARAM || ts_prog_is_layer_output(m->g, p, t->id));
         if (en->kind == TS_KIND_UPDATED) check = true;
         if (en->kind == TS_KIND_VALUE && t->op == TS_OP_CAST && ts_dtype_is_half(t->grid)) check = true; /* names a 16-bit overflow where it happens */
         if (ts_op_holds_value(t->op) && en->kind == TS_KIND_VALUE) check = false;
@@ -1217,7 +1241,7 @@ ts_status ts_prog_build(ts_model *m, ts_prog **out) {
             st = TS_ERR_OUT_OF_MEMORY;
             goto fail;
         }
-        if (is_layer_output(g, p, p->order[k])) p->layer_outs[p->n_layer_outs++] = p->order[k];
+        if (ts_prog_is_layer_output(g, p, p->order[k])) p->layer_outs[p->n_layer_outs++] = p->order[k];
     }
     ts_lint(m, p);
     if (!(p->sorted_names = ts_calloc((size_t)p->n_entries + 1, sizeof *p->sorted_names))) {

@@ -10,7 +10,7 @@
 #include "graph/optim.h"
 
 /* The observers' partial summaries a program holds (p->parts). */
-#define TS_STEP_WATCHES 5 /* Gradient___, Accum___, UpdatedVar___, two optimizer states */
+#define TS_STEP_WATCHES 8 /* Gradient___, Accum___, UpdatedVar___, two optimizer states; the update's stability summaries (w, dw, u) */
 #define TS_MAX_SLOTS 4    /* threads one summary is split over, at most */
 
 typedef enum ts_entry_kind {
@@ -60,6 +60,7 @@ typedef struct ts_entry {
     bool watch_in_step;  /* summarised inside the optimizer step (ts_observe_step) */
     int relu_out;        /* a watched Relu of this value, summarised from this one's data in the same pass (-1: none) */
     bool relu_derived;   /* this Relu's summary comes from its input's pass (relu_out) */
+    int stab;            /* its stability job (observe/stability.h: attention scores, logits), -1 = none */
     int same_values;     /* an entry whose summary this one's is at every sample (a view or transpose of it, the
                           * gradient an Add passes on to an input it alone reads): shared, not taken again (-1: none) */
     ts_outfeed_link *outfeeds;
@@ -215,7 +216,8 @@ typedef struct ts_prog {
     ts_watch_result *watch_results;
     ts_summary *summaries;
     int *watch_what, *watch_period;
-    int n_watch;
+    int n_watch;                    /* watches; the stability rows follow them in watch_results and summaries */
+    struct ts_stab *stab;           /* stability signals (observe/stability.h), NULL: none */
     struct ts_stats_partial *parts; /* n_slots * TS_STEP_WATCHES partial summaries */
     int n_slots;                    /* threads a summary is split over */
     /* arenas by lifetime class */
@@ -290,6 +292,9 @@ ts_status ts_prog_unknown_name(const ts_prog *p, const char *what, const char *n
 ts_status ts_prog_name_of(const ts_prog *p, const char *what, const char *name, const char **full);
 /* A parameter's derived entry of one kind (Accum___, ...), -1 if none. */
 int ts_prog_entry_of(const ts_prog *p, int node, ts_entry_kind kind);
+/* Is node i the output of a layer (for check_numerics=output, stability
+ * signals)? Top-level op outputs, and outputs leaving their scope. */
+bool ts_prog_is_layer_output(const ts_graph *g, const ts_prog *p, int i);
 /* The forward FLOPs of node t at the program's shapes (0 for ops without a
  * count); its backward counts twice as many. */
 double ts_prog_op_flops(const ts_prog *p, const ts_tensor *t);

@@ -255,6 +255,11 @@ static void update_summarised(void *ctx, int64_t begin, int64_t end, struct ts_s
     u->be->opt_update_summarised(u->opt, &u->consts, u->state, u->param, u->grad, begin, end, u->clear, gs, gp, ps, pp);
 }
 
+static void update_norms(void *ctx, int64_t begin, int64_t end, double sq[4]) {
+    const update_job *u = ctx;
+    u->be->opt_update_norms(u->opt, &u->consts, u->state, u->param, u->grad, begin, end, u->clear, sq);
+}
+
 /* Whether optimizer state s's parameter is updated by this program (live,
  * trained, not frozen, and in this rank's pipeline stage). */
 static bool updated_here(const ts_model *m, int s) {
@@ -306,7 +311,7 @@ static ts_status update_param(ts_model *m, int s, int64_t d, int A) {
     ts_opt_consts consts = ts_opt_begin(&o, &m->state[s]); /* the host's step count */
     update_job u = {m->backend, &o, consts, p->dev_state ? &p->dev_state[s] : &m->state[s], pe->data,
                     ae->data, A == 1, m->backend->host_addressable ? UPDATE_CHUNK : ae->numel};
-    ts_step_update su = {update_range, update_summarised, &u, u.grad, u.param};
+    ts_step_update su = {update_range, update_summarised, &u, u.grad, u.param, m->backend->opt_update_norms ? update_norms : NULL};
     ts_observe_guard(m, pe);
     ts_observe_guard(m, ae);
     if (m->backend->host_addressable) ts_observe_step(m, node, d, &su, ae->numel);

@@ -86,6 +86,7 @@ ts_opt_consts ts_opt_begin(const ts_optimizer *o, ts_opt_state *s) {
         float bc1 = (float)(1.0 - pow(o->beta1, t)), bc2 = (float)(1.0 - pow(o->beta2, t));
         c.step_size = o->lr / bc1;
         c.bc2_sqrt = sqrtf(bc2);
+        c.bc1 = bc1;
     }
     return c;
 }
@@ -101,13 +102,13 @@ static int step_kind(const ts_optimizer *o) {
 /* What every element of a step shares, read once before the loops (the
  * stores into the parameter could otherwise alias the optimizer's fields). */
 typedef struct step_k {
-    float lr, mom, damp, wd, b1, b2, step_size, bc2_sqrt, eps, decay;
+    float lr, mom, damp, wd, b1, b2, step_size, bc2_sqrt, eps, decay, bc1;
     bool first, nesterov, adamw;
 } step_k;
 
 static step_k step_consts(const ts_optimizer *o, const ts_opt_consts *c) {
     return (step_k){o->lr, o->momentum, 1.0f - o->dampening, o->weight_decay, o->beta1, o->beta2, c->step_size, c->bc2_sqrt, o->eps,
-                    1.0f - o->lr * o->weight_decay, c->first, o->nesterov, o->kind == TS_OPT_ADAMW};
+                    1.0f - o->lr * o->weight_decay, c->bc1, c->first, o->nesterov, o->kind == TS_OPT_ADAMW};
 }
 
 /* The update of TS_STATS_VEC values: g the gradient, w the parameter, *a
@@ -253,5 +254,93 @@ void ts_opt_update_summarised(const ts_optimizer *o, const ts_opt_consts *c, ts_
         ts_opt_update(o, c, s, param, grad, whole, end);
         if (pp) ts_stats_stream_add(ps, pp, param + whole, end - whole);
         if (clear) memset(grad + whole, 0, (size_t)(end - whole) * sizeof(float));
+    }
+}
+
+/* The squares a stability watch sums as the step goes, TS_STATS_VEC lanes
+ * each: the gradient, w before, w_after - w_before, Adam's direction. */
+typedef struct norm_acc {
+    ts_vfloat g, w, d, u;
+} norm_acc;
+
+/* One vector of the update (a padded one for the tail: zeros add nothing) and its squares. */
+static inline __attribute__((always_inline)) void norm_vec(int kind, const step_k *k, ts_vfloat g, ts_vfloat *w, ts_vfloat *a, ts_vfloat *b,
+                                                            norm_acc *acc) {
+    ts_vfloat w0 = *w;
+    *w = opt_step(kind, k, g, w0, a, b);
+    ts_vfloat d = *w - w0;
+    acc->g = TS_VFMA(g, g, acc->g), acc->w = TS_VFMA(w0, w0, acc->w), acc->d = TS_VFMA(d, d, acc->d);
+    if (kind == STEP_ADAM) { /* opt_step's direction, before the rate: the new moments over their bias corrections */
+        ts_vfloat u = *a / k->bc1 / (TS_VSQRT(*b) / k->bc2_sqrt + k->eps);
+        acc->u = TS_VFMA(u, u, acc->u);
+    }
+}
+
+static double lanes(ts_vfloat v) {
+    double t = 0;
+    for (int i = 0; i < TS_STATS_VEC; i++) t += (double)v[i];
+    return t;
+}
+
+/* The whole vector at i: loaded, updated, stored, its squares added. */
+static inline __attribute__((always_inline)) void norm_whole(int kind, const step_k *k, float *restrict sa, float *restrict sb,
+                                                              float *restrict p, const float *restrict gr, int64_t i, norm_acc *acc) {
+    ts_vfloat g, w, a = {0}, b = {0};
+    memcpy(&g, gr + i, sizeof g);
+    memcpy(&w, p + i, sizeof w);
+    if (sa && !(kind == STEP_MOMENTUM && k->first)) memcpy(&a, sa + i, sizeof a);
+    if (sb) memcpy(&b, sb + i, sizeof b);
+    norm_vec(kind, k, g, &w, &a, &b, acc);
+    memcpy(p + i, &w, sizeof w);
+    if (sa) memcpy(sa + i, &a, sizeof a);
+    if (sb) memcpy(sb + i, &b, sizeof b);
+}
+
+/* Blocks of NORM_BLOCK values summed in float lanes (four sets of
+ * TS_STATS_VEC lanes, so that the sums' latency hides under the update:
+ * 16 terms a lane at most), then in double: rounding well under 1e-6. */
+#define NORM_BLOCK (64 * TS_STATS_VEC)
+
+static inline __attribute__((always_inline)) void norm_loop(int kind, const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s,
+                                                             float *restrict p, float *restrict gr, int64_t begin, int64_t end, bool clear,
+                                                             double sq[4]) {
+    enum { V = TS_STATS_VEC };
+    const step_k k = step_consts(o, c);
+    float *sa, *sb;
+    step_state(kind, s, &sa, &sb);
+    for (int64_t r = begin; r < end; r += NORM_BLOCK) {
+        int64_t e = end - r < NORM_BLOCK ? end : r + NORM_BLOCK, i = r;
+        norm_acc acc = {{0}, {0}, {0}, {0}}, acc1 = acc, acc2 = acc, acc3 = acc;
+        for (; i + 4 * V <= e; i += 4 * V) { /* four vectors at a time: independent sums */
+            norm_whole(kind, &k, sa, sb, p, gr, i, &acc);
+            norm_whole(kind, &k, sa, sb, p, gr, i + V, &acc1);
+            norm_whole(kind, &k, sa, sb, p, gr, i + 2 * V, &acc2);
+            norm_whole(kind, &k, sa, sb, p, gr, i + 3 * V, &acc3);
+        }
+        for (; i + V <= e; i += V) norm_whole(kind, &k, sa, sb, p, gr, i, &acc);
+        if (i < e) { /* the last few, padded with zeros */
+            size_t bytes = (size_t)(e - i) * sizeof(float);
+            ts_vfloat g = {0}, w = {0}, a = {0}, b = {0};
+            memcpy(&g, gr + i, bytes);
+            memcpy(&w, p + i, bytes);
+            if (sa && !(kind == STEP_MOMENTUM && k.first)) memcpy(&a, sa + i, bytes);
+            if (sb) memcpy(&b, sb + i, bytes);
+            norm_vec(kind, &k, g, &w, &a, &b, &acc);
+            memcpy(p + i, &w, bytes);
+            if (sa) memcpy(sa + i, &a, bytes);
+            if (sb) memcpy(sb + i, &b, bytes);
+        }
+        acc.g += acc1.g + acc2.g + acc3.g, acc.w += acc1.w + acc2.w + acc3.w, acc.d += acc1.d + acc2.d + acc3.d, acc.u += acc1.u + acc2.u + acc3.u;
+        sq[0] += lanes(acc.g), sq[1] += lanes(acc.w), sq[2] += lanes(acc.d), sq[3] += lanes(acc.u);
+    }
+    if (clear) memset(gr + begin, 0, (size_t)(end - begin) * sizeof(float));
+}
+
+void ts_opt_update_norms(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, float *grad, int64_t begin, int64_t end,
+                         bool clear, double sq[4]) {
+    switch (step_kind(o)) {
+    case STEP_SGD: norm_loop(STEP_SGD, o, c, s, param, grad, begin, end, clear, sq); break;
+    case STEP_MOMENTUM: norm_loop(STEP_MOMENTUM, o, c, s, param, grad, begin, end, clear, sq); break;
+    default: norm_loop(STEP_ADAM, o, c, s, param, grad, begin, end, clear, sq); break;
     }
 }

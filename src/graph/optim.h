@@ -25,6 +25,7 @@ typedef struct ts_opt_state { /* per parameter, survives recompiles */
 typedef struct ts_opt_consts {
     bool first;                 /* the first step (SGD momentum starts from g) */
     float step_size, bc2_sqrt;  /* Adam's bias corrections */
+    float bc1;                  /* 1 - beta1^t */
 } ts_opt_consts;
 ts_opt_consts ts_opt_begin(const ts_optimizer *o, ts_opt_state *s);
 void ts_opt_update(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, const float *grad, int64_t begin,
@@ -37,6 +38,15 @@ void ts_opt_update(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *
 void ts_opt_update_summarised(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, float *grad, int64_t begin,
                               int64_t end, bool clear, struct ts_stats_stream *gs, struct ts_stats_partial *gp,
                               struct ts_stats_stream *ps, struct ts_stats_partial *pp);
+
+/* ts_opt_update over [begin, end) that also adds, from registers, the
+ * sums of squares of the gradient (sq[0]), of the parameter before the
+ * update (sq[1]), of the update w_after - w_before (sq[2]) and, for Adam,
+ * of its direction m^ / (sqrt(v^) + eps) (sq[3]); zeroes the gradient when
+ * `clear` (stability signals, observe/stability.h). The parameter comes out
+ * as ts_opt_update's. */
+void ts_opt_update_norms(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, float *grad, int64_t begin, int64_t end,
+                         bool clear, double sq[4]);
 
 /* The settings `param` is updated with: its own (ts_param_set_optimizer)
  * or the model's `model`. The rate in its own is its base rate, which the

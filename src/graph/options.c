@@ -30,6 +30,8 @@ void ts_options_clear(ts_options *o) {
         ts_free(o->anchors[i].tensor_name);
     }
     for (size_t i = 0; i < o->n_watches; i++) ts_free(o->watches[i].pattern);
+    for (size_t i = 0; i < o->n_stability; i++) ts_free(o->stability[i].pattern);
+    ts_free(o->stability);
     for (int i = 0; o->split_at && i < o->stages - 1; i++) ts_free(o->split_at[i]);
     ts_free(o->split_at);
     ts_free(o->trace_path);
@@ -264,6 +266,17 @@ ts_status ts_options_watch(ts_options *o, const char *pattern, int what, int per
     return TS_OK;
 }
 
+ts_status ts_options_watch_stability(ts_options *o, const char *layers, int period) {
+    if (!o || !layers || !*layers)
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_options_watch_stability needs options and a layer pattern (\"*\": every layer)");
+    if (period < 1) return ts_error(TS_ERR_INVALID_ARGUMENT, "stability watch '%s': period must be >= 1 run, got %d", layers, period);
+    if (ts_grow((void **)&o->stability, &o->cap_stability, o->n_stability + 1, sizeof *o->stability)) return TS_ERR_OUT_OF_MEMORY;
+    char *p = ts_strdup(layers);
+    if (!p) return TS_ERR_OUT_OF_MEMORY;
+    o->stability[o->n_stability++] = (ts_watch_spec){p, 0, period};
+    return TS_OK;
+}
+
 ts_status ts_options_outfeed_gradients(ts_options *o, ts_outfeed *q, int pre_accumulated) {
     if (!o || !q) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_options_outfeed_gradients needs options and a queue");
     o->grad_q = q;
@@ -275,6 +288,7 @@ ts_status ts_options_copy(ts_options *dst, const ts_options *src) {
     ts_options o = *src;
     o.anchors = NULL, o.n_anchors = 0, o.cap_anchors = 0;
     o.watches = NULL, o.n_watches = 0, o.cap_watches = 0;
+    o.stability = NULL, o.n_stability = 0, o.cap_stability = 0;
     o.split_at = NULL, o.stages = 1;
     o.trace_path = NULL;
     o.dump = NULL;
@@ -292,6 +306,11 @@ ts_status ts_options_copy(ts_options *dst, const ts_options *src) {
     }
     for (size_t i = 0; i < src->n_watches; i++)
         if (ts_options_watch(&o, src->watches[i].pattern, src->watches[i].what, src->watches[i].period)) {
+            ts_options_clear(&o);
+            return TS_ERR_OUT_OF_MEMORY;
+        }
+    for (size_t i = 0; i < src->n_stability; i++)
+        if (ts_options_watch_stability(&o, src->stability[i].pattern, src->stability[i].period)) {
             ts_options_clear(&o);
             return TS_ERR_OUT_OF_MEMORY;
         }

@@ -50,6 +50,8 @@ struct ts_options {
     size_t n_anchors, cap_anchors;
     ts_watch_spec *watches;
     size_t n_watches, cap_watches;
+    ts_watch_spec *stability;    /* ts_options_watch_stability: layer globs (what unused) */
+    size_t n_stability, cap_stability;
     ts_outfeed *grad_q;
     int grad_pre_accumulated;
     int replicas, replica_check; /* R (1 = off) and steps between weight checks */

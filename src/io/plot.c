@@ -959,3 +959,112 @@ ts_status ts_plot_memory(const char *path, const char *title, const double *byte
     c.f.y1 = top > 0 ? top / c.scale * 1.45 : 1; /* room above the stack for the legend and the peak's label */
     return render(path, draw_memory, &c);
 }
+
+/* ------------------------------------------- heat map: layers by steps */
+
+#define HEAT_MAX_ROWS 4096
+#define HEAT_MAX_COLS (1 << 20)
+
+typedef struct heat_ctx {
+    const char *title;
+    const char *const *rows;
+    int n_rows, n_cols;
+    const int64_t *steps;
+    const double *v;
+    bool log;
+    double lo, hi;   /* the colour scale's ends, in log10 when log */
+    double left, top, cell_h, width;
+    int W, H;
+} heat_ctx;
+
+/* v's place on the colour scale, or -1 for NaN/Inf */
+static double heat_t(const heat_ctx *c, double v) {
+    if (!isfinite(v)) return -1;
+    double x = c->log ? log10(v) : v;
+    return c->hi > c->lo ? (x - c->lo) / (c->hi - c->lo) : 0.5;
+}
+
+static void draw_heatmap(cairo_t *cr, const void *vctx) {
+    const heat_ctx *c = vctx;
+    cairo_set_source_rgb(cr, 1, 1, 1);
+    cairo_paint(cr);
+    cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+    cairo_set_source_rgb(cr, 0, 0, 0);
+    cairo_set_font_size(cr, 16);
+    if (c->title) text_at(cr, c->title, c->W / 2.0, 20, 0.5, 0.5);
+    double cw = c->width / c->n_cols;
+    for (int r = 0; r < c->n_rows; r++)
+        for (int k = 0; k < c->n_cols; k++) {
+            double t = heat_t(c, c->v[(size_t)r * (size_t)c->n_cols + (size_t)k]), red = 1, g = 0, b = 1; /* NaN/Inf: magenta */
+            if (t >= 0) viridis(t, &red, &g, &b);
+            cairo_set_source_rgb(cr, red, g, b);
+            cairo_rectangle(cr, c->left + k * cw, c->top + r * c->cell_h, cw + 0.4, c->cell_h + 0.4);
+            cairo_fill(cr);
+        }
+    cairo_set_source_rgb(cr, 0, 0, 0);
+    cairo_set_line_width(cr, 1);
+    cairo_rectangle(cr, c->left, c->top, c->width, c->n_rows * c->cell_h);
+    cairo_stroke(cr);
+    cairo_set_font_size(cr, c->cell_h - 4 < 12 ? c->cell_h - 4 : 12);
+    for (int r = 0; r < c->n_rows; r++) text_at(cr, c->rows[r], c->left - 6, c->top + (r + 0.5) * c->cell_h, 1.0, 0.5);
+    /* steps along the bottom: about 8 labels */
+    cairo_set_font_size(cr, 11);
+    double bottom = c->top + c->n_rows * c->cell_h;
+    int every = c->n_cols > 8 ? (c->n_cols + 7) / 8 : 1;
+    char lab[64];
+    for (int k = 0; k < c->n_cols; k += every) {
+        snprintf(lab, sizeof lab, "%lld", (long long)c->steps[k]);
+        double x = c->left + (k + 0.5) * cw;
+        cairo_move_to(cr, x, bottom);
+        cairo_line_to(cr, x, bottom + 4);
+        cairo_stroke(cr);
+        text_at(cr, lab, x, bottom + 6, 0.5, 0.0);
+    }
+    cairo_set_font_size(cr, 13);
+    text_at(cr, "optimizer step (from 0)", c->left + c->width / 2, bottom + 26, 0.5, 0.0);
+    /* the colour bar: its ends and middle labelled, its scale said */
+    double bx = c->left + c->width + 24, by = c->top, bh = fmax(c->n_rows * c->cell_h, 120);
+    for (int k = 0; k < 100; k++) {
+        double red, g, b;
+        viridis(1.0 - k / 99.0, &red, &g, &b);
+        cairo_set_source_rgb(cr, red, g, b);
+        cairo_rectangle(cr, bx, by + k * bh / 100, 18, bh / 100 + 0.5);
+        cairo_fill(cr);
+    }
+    cairo_set_source_rgb(cr, 0, 0, 0);
+    cairo_rectangle(cr, bx, by, 18, bh);
+    cairo_stroke(cr);
+    cairo_set_font_size(cr, 11);
+    for (int k = 0; k <= 2; k++) {
+        double x = c->hi - k * (c->hi - c->lo) / 2;
+        snprintf(lab, sizeof lab, "%.3g", c->log ? pow(10.0, x) : x);
+        text_at(cr, lab, bx + 22, by + k * bh / 2, 0.0, 0.5);
+    }
+    text_at(cr, c->log ? "colour: log10 scale" : "colour: linear scale", bx - 4, by + bh + 14, 0.0, 0.5);
+    text_at(cr, "magenta: NaN/Inf", bx - 4, by + bh + 30, 0.0, 0.5);
+}
+
+ts_status ts_plot_heatmap(const char *path, const char *title, const char *const *row_names, int n_rows, const int64_t *steps, int n_cols,
+                          const double *values, int log_scale) {
+    if (!path || !*path) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_plot_heatmap: no path given");
+    if (!row_names || !steps || !values || n_rows < 1 || n_rows > HEAT_MAX_ROWS || n_cols < 1 || n_cols > HEAT_MAX_COLS)
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_plot_heatmap: give names, steps and values of 1 to %d rows and 1 to %d steps (%d, %d)",
+                        HEAT_MAX_ROWS, HEAT_MAX_COLS, n_rows, n_cols);
+    heat_ctx c = {title, row_names, n_rows, n_cols, steps, values, log_scale != 0, INFINITY, -INFINITY, 0, 50, 0, 0, 0, 0};
+    for (size_t i = 0; i < (size_t)n_rows * (size_t)n_cols; i++) { /* the log scale only where every finite value is > 0 */
+        if (!isfinite(values[i])) continue;
+        if (values[i] <= 0) c.log = false;
+        c.lo = fmin(c.lo, values[i]);
+        c.hi = fmax(c.hi, values[i]);
+    }
+    if (!(c.lo <= c.hi)) c.lo = 0, c.hi = 1; /* none finite */
+    if (c.log) c.lo = log10(c.lo), c.hi = log10(c.hi);
+    size_t longest = 0;
+    for (int r = 0; r < n_rows; r++) longest = strlen(row_names[r]) > longest ? strlen(row_names[r]) : longest;
+    c.cell_h = n_rows <= 24 ? 24 : n_rows <= 60 ? 14 : 8;
+    c.left = 20 + 7.0 * (double)(longest < 48 ? longest : 48);
+    c.width = n_cols < 100 ? 700 : 900;
+    c.W = (int)(c.left + c.width + 170);
+    c.H = (int)(c.top + fmax(n_rows * c.cell_h, 120) + 60);
+    return render_size(path, c.W, c.H, draw_heatmap, &c);
+}

@@ -66,3 +66,9 @@ ts_status ts_plot_memory(const char *path, const char *title, const double *byte
     (void)path, (void)title, (void)bytes, (void)class_names, (void)n_classes, (void)n_points, (void)backward_at, (void)peak;
     NO_PLOTS();
 }
+
+ts_status ts_plot_heatmap(const char *path, const char *title, const char *const *row_names, int n_rows, const int64_t *steps, int n_cols,
+                          const double *values, int log_scale) {
+    (void)path, (void)title, (void)row_names, (void)n_rows, (void)steps, (void)n_cols, (void)values, (void)log_scale;
+    NO_PLOTS();
+}

@@ -1,6 +1,7 @@
 /* retrieve.c -- what a user reads back from a model: tensor names, anchored
  * values, watch results, the tensor a numeric check stopped at, counters. */
 #include "compile/model.h"
+#include "observe/stability.h"
 #include "observe/observe.h"
 
 #include <stdio.h>
@@ -66,6 +67,13 @@ ts_status ts_model_watch_results(const ts_model *m, const ts_watch_result **out,
     if (!m->prog) return ts_error(TS_ERR_STATE, "watch results exist after compile and run");
     bool replicas = m->coll && m->prog->rep_results;
     ts_observe_device_results(m); /* a device's last run's: finished when read */
+    const ts_stab *s = m->prog->stab;
+    if (s) { /* the stability rows after the user's watches; the watches only they read are not rows */
+        ts_stab_rows(m);
+        *out = m->prog->watch_results + s->n_hidden;
+        *n = (size_t)(m->prog->n_watch - s->n_hidden + s->n_rows);
+        return TS_OK;
+    }
     *out = replicas ? m->prog->rep_results : m->prog->watch_results;
     *n = (size_t)m->prog->n_watch * (replicas ? (size_t)ts_replicas(m) + 1 : 1);
     return TS_OK;

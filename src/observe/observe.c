@@ -8,6 +8,7 @@
 #include "diag/metrics.h"
 #include "graph/ops.h"
 #include "observe/outfeed.h"
+#include "observe/stability.h"
 #include "core/stats.h"
 
 #include <math.h>
@@ -80,6 +81,7 @@ typedef struct walk_job {
     const ts_step_update *step; /* NULL: summaries only */
     bool fused;                 /* the step summarises the gradient and the parameter as it updates */
     bool relu;                  /* summaries only: entry 1 is the Relu of entry 0, summarised from entry 0's values */
+    double (*sq)[4];            /* with a step: per slot, the sums of squares stability signals take (step->norms); NULL: none */
 } walk_job;
 
 static void walk_slots(void *ctx, int64_t s0, int64_t s1) {
@@ -110,7 +112,8 @@ static void walk_slots(void *ctx, int64_t s0, int64_t s1) {
             int64_t len = e - c < STEP_CHUNK ? e - c : STEP_CHUNK;
             for (int k = 0; k < j->n_read; k++)
                 if (j->part[k] == k) ts_stats_partial_add(&parts[k], j->entries[k]->data + c, len);
-            j->step->update(j->step->ctx, c, c + len);
+            if (j->sq) j->step->norms(j->step->ctx, c, c + len, j->sq[s]);
+            else j->step->update(j->step->ctx, c, c + len);
             for (int k = j->n_read; k < j->n; k++) ts_stats_partial_add(&parts[k], j->entries[k]->data + c, len);
         }
     }
@@ -134,12 +137,16 @@ static bool step_fusable(const walk_job *j) {
 static void walk(ts_model *m, walk_job *j) {
     ts_prog *p = m->prog;
     j->slots = j->numel >= SPLIT_MIN ? p->n_slots : 1;
-    for (int s = 0; s < j->slots; s++)
+    for (int s = 0; s < j->slots; s++) {
         for (int k = 0; k < j->n; k++) ts_stats_partial_init(&p->parts[s * TS_STEP_WATCHES + k], p->watch_what[j->entries[k]->watch]);
+        if (j->sq) memset(j->sq[s], 0, sizeof j->sq[s]);
+    }
     ts_pool_for(j->slots > 1 ? m->pool : NULL, j->slots, 1, walk_slots, j);
     for (int k = 0; k < j->n; k++)
         if (j->part[k] == k)
             for (int s = 1; s < j->slots; s++) ts_stats_merge(&p->parts[k], &p->parts[s * TS_STEP_WATCHES + k]);
+    for (int s = 1; j->sq && s < j->slots; s++)
+        for (int k = 0; k < 4; k++) j->sq[0][k] += j->sq[s][k];
     for (int k = 0; k < j->n; k++) {
         int w = j->entries[k]->watch;
         ts_stats_finish(&p->parts[j->part[k]], &p->summaries[w]);
@@ -206,12 +213,16 @@ void ts_observe_step(ts_model *m, int node, int64_t d, const ts_step_update *u, 
         }
         if (pass == 0) j.n_read = j.n;
     }
-    if (j.n == 0) {
+    ts_stab *st = p->stab; /* stability signals: the update sums its squares as it goes */
+    bool norms = st && u->norms && st->param_of && st->param_of[node] >= 0 && d == p->samples_step - 1 && m->runs % st->period == 0;
+    if (j.n == 0 && !norms) {
         ts_pool_for(n >= SPLIT_MIN ? m->pool : NULL, n, SPLIT_MIN / 2, u->update, u->ctx); /* unwatched: split big ones */
         return;
     }
-    j.fused = step_fusable(&j);
+    j.sq = norms ? st->sq : NULL;
+    j.fused = !norms && step_fusable(&j);
     walk(m, &j);
+    if (norms) ts_stab_update_done(m, node, st->sq[0]);
 }
 
 /* ---- numeric checks */
@@ -472,7 +483,8 @@ bool ts_observe_device(ts_model *m, int entry, int64_t sample) {
         s->entry[w] = (int)(e - p->entries);
     }
     /* what only the host does: checks, a value the host holds */
-    return !((e->n_outfeeds && !feeds) || e->check || (e->n_anchors && !anchors) || (due && !reduce));
+    bool stab = e->stab >= 0 && ts_stab_due(m, e, sample); /* the stability signals' jobs run on the host */
+    return !((e->n_outfeeds && !feeds) || e->check || (e->n_anchors && !anchors) || (due && !reduce) || stab);
 }
 
 void ts_observe_device_results(const ts_model *m) {
@@ -544,6 +556,7 @@ ts_status ts_observe(ts_model *m, int entry, int64_t sample) {
     }
     bool derived = e->relu_derived && p->watch_results[e->watch].run == m->runs; /* taken in its input's pass (summarize) */
     if (!e->watch_in_step && !derived && watch_due(m, e, sample) && !reuse_same_summary(m, e)) summarize(m, e, sample);
+    if (e->stab >= 0 && ts_stab_due(m, e, sample)) ts_stab_observe(m, e); /* stability signals' scores or logits */
     bool fed = p->dev_outfeed && !e->on_host; /* a device's: captured there (ts_observe_device), pushed after the run */
     return fed ? TS_OK : push_outfeeds(m, entry, sample, e->data);
 }

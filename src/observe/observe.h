@@ -40,6 +40,9 @@ typedef struct ts_step_update {
     ts_update_summarised_fn summarised; /* NULL: summaries in separate passes */
     void *ctx;
     const float *grad, *param;          /* what `summarised` reads and writes */
+    /* The same update over [begin, end), adding to sq the sums of squares
+     * stability signals take (ts_opt_update_norms); NULL: not offered */
+    void (*norms)(void *ctx, int64_t begin, int64_t end, double sq[4]);
 } ts_step_update;
 #define TS_REPORT_MAX 6144 /* bytes of one numeric-check report (observe.c), kept whole by its re-execution (exec.c) */
 /* A device whose memory the host cannot read: entry's observers, on the

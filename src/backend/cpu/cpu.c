@@ -302,6 +302,7 @@ static const ts_backend cpu = {
     .kernels = kernels,
     .opt_update = ts_opt_update,
     .opt_update_summarised = ts_opt_update_summarised,
+    .opt_update_norms = ts_opt_update_norms,
     .has_nonfinite = cpu_has_nonfinite,
     .copy_out_then = cpu_copy_out_then,
     .event_record = cpu_event_record,
