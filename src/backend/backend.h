@@ -81,6 +81,11 @@ typedef struct ts_kernel_row {
      * such as a convolution's weights transformed: made again when
      * kctx.values_gen moves. NULL or 0: nothing kept. */
     size_t (*cache_floats)(const ts_tensor *node, const ts_shape *in, const bool *held, const ts_shape *out);
+    /* An op that may carry its unfused twin (Attention): true when the
+     * device's kernels only copy the twin (it has no one-pass kernel yet),
+     * so the executor always runs the twin's ops there, and a node
+     * without a twin is refused at compile. */
+    bool twin_only;
 } ts_kernel_row;
 
 /* A point on a stream, for timing kernels: ns once complete (the CPU's
