@@ -81,11 +81,6 @@ typedef struct ts_kernel_row {
      * such as a convolution's weights transformed: made again when
      * kctx.values_gen moves. NULL or 0: nothing kept. */
     size_t (*cache_floats)(const ts_tensor *node, const ts_shape *in, const bool *held, const ts_shape *out);
-    /* An op that may carry its unfused twin (Attention): true when the
-     * device's kernels only copy the twin (it has no one-pass kernel yet),
-     * so the executor always runs the twin's ops there, and a node
-     * without a twin is refused at compile. */
-    bool twin_only;
 } ts_kernel_row;
 
 /* A point on a stream, for timing kernels: ns once complete (the CPU's
@@ -183,6 +178,11 @@ typedef struct ts_backend {
 
     /* ---- kernels: kernels[op] for every ts_op (TS_OP_COUNT rows) */
     const ts_kernel_row *kernels;
+    /* Whether the Attention row computes the one pass (docs/backend.md,
+     * "Fused attention"); false: it only copies the node's unfused twin,
+     * so the executor always runs the twin's ops on this device, and
+     * compile refuses an Attention node without a twin. */
+    bool attention_one_pass;
 
     /* ---- the optimizer step of one parameter over [begin, end): as
      * ts_opt_update / ts_opt_update_summarised (compile/program.h), the

@@ -1158,7 +1158,7 @@ static void mark_checks(ts_model *m, ts_prog *p) {
  * observed (exec.c). A node without a twin needs the pass. */
 static ts_status find_fusions(ts_model *m, ts_prog *p) {
     ts_graph *g = m->g;
-    bool twin_only = m->backend->kernels[TS_OP_ATTENTION].twin_only;
+    bool twin_only = !m->backend->attention_one_pass;
     int n = 0;
     for (int k = 0; k < p->n_order; k++) {
         const ts_tensor *t = g->t[p->order[k]];

@@ -301,6 +301,7 @@ static const ts_backend cpu = {
     .counts_half_loss = true,
     .unpack_half = cpu_unpack_half,
     .kernels = kernels,
+    .attention_one_pass = true,
     .opt_update = ts_opt_update,
     .opt_update_summarised = ts_opt_update_summarised,
     .has_nonfinite = cpu_has_nonfinite,

@@ -193,7 +193,7 @@ void ts_cu_bwd_copy(const ts_kctx *k) {
 
 /* Attention with its unfused twin (in[4]): a copy of the twin, as the
  * CPU's when the unfused ops ran. This device has no one-pass kernel yet
- * (its row is twin_only): the executor always runs the twin's ops here. */
+ * (attention_one_pass false): the executor always runs the twin's ops here. */
 void ts_cu_fwd_attention_twin(const ts_kctx *k) {
     ts_kctx c = *k;
     c.in[0] = k->in[4];
