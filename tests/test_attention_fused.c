@@ -7,7 +7,7 @@
  * name Attention and no Softmax), the other anchors every layer's
  * probabilities (the unfused ops run). The loss and every parameter's
  * gradient agree to float rounding, and so do the losses of 4 AdamW steps
- * and the weights after them. A hold armed on the first model (the
+ * and the weights after them (but the key bias: see below). A hold armed on the first model (the
  * inspector) turns its attention back to the unfused ops for that run,
  * and the probabilities it holds are the anchored ones. */
 #include <stdbool.h>
@@ -114,7 +114,20 @@ int main(void) {
         if (strcmp(ts_tensor_op(a), "Param") != 0) continue;
         ts_array x, y;
         ts_tensor_info(a, &x), ts_tensor_info(b, &y);
-        CHECK_RESULT(ts_expect_array_close(ts_tensor_name(a), &x, &y, 1e-4, 1e-5));
+        if (strstr(ts_tensor_name(a), "attn.qkv.bias")) {
+            /* the key bias shifts every score of a row alike, which softmax
+             * ignores: its gradient is rounding noise (~1e-9) that Adam's
+             * m / sqrt(v) turns into steps of +-lr; its q and v thirds only */
+            const float *p = x.data, *r = y.data;
+            char label[300];
+            snprintf(label, sizeof label, "%s (q)", ts_tensor_name(a));
+            int bad = ts_expect_close(label, p, r, C, 1e-4, 1e-5);
+            snprintf(label, sizeof label, "%s (v)", ts_tensor_name(a));
+            bad |= ts_expect_close(label, p + 2 * C, r + 2 * C, C, 1e-4, 1e-5);
+            CHECK_RESULT(bad);
+        } else {
+            CHECK_RESULT(ts_expect_array_close(ts_tensor_name(a), &x, &y, 1e-4, 1e-5));
+        }
     }
 
     /* a held run: the unfused ops for that run, their probabilities held */
