@@ -178,6 +178,11 @@ typedef struct ts_backend {
 
     /* ---- kernels: kernels[op] for every ts_op (TS_OP_COUNT rows) */
     const ts_kernel_row *kernels;
+    /* Whether the Attention row computes the one pass (docs/backend.md,
+     * "Fused attention"); false: it only copies the node's unfused twin,
+     * so the executor always runs the twin's ops on this device, and
+     * compile refuses an Attention node without a twin. */
+    bool attention_one_pass;
 
     /* ---- the optimizer step of one parameter over [begin, end): as
      * ts_opt_update / ts_opt_update_summarised (compile/program.h), the

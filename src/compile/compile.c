@@ -113,6 +113,8 @@ void ts_prog_free(ts_prog *p) {
     ts_free(p->live);
     ts_free(p->needs_grad);
     ts_free(p->grad_shared);
+    ts_free(p->fusions);
+    ts_free(p->skip);
     ts_free(p->reaches);
     ts_free(p->value_entry);
     ts_free(p->grad_entry);
@@ -127,7 +129,7 @@ int ts_prog_find(const ts_prog *p, const char *name) { return ts_strmap_get(&p->
 
 double ts_prog_op_flops(const ts_prog *p, const ts_tensor *t) {
     const ts_op_def *def = ts_op_get(t->op);
-    if (!def->flops) return 0;
+    if (!def->flops || (t->op == TS_OP_ATTENTION && t->n_in == 5)) return 0; /* its twin's ops count the work, whichever runs */
     ts_shape in[TS_MAX_INPUTS];
     for (int j = 0; j < t->n_in; j++) in[j] = p->shape[t->in[j]];
     return def->flops(in, &p->shape[t->id]);
@@ -1182,6 +1184,79 @@ static void mark_checks(ts_model *m, ts_prog *p) {
     }
 }
 
+/* Attention nodes that carry their unfused twin (docs/backend.md, "Fused
+ * attention"): the twin's ops are what the twin reads back to the node's
+ * own inputs (q, k, v, the mask). The one pass may stand for them where
+ * only the twin and the node read them, none rounds to 16 bits (the pass
+ * computes in f32), one pipeline stage runs them all and the device has
+ * the pass; whether it runs is decided per micro-batch from what is
+ * observed (exec.c). A node without a twin needs the pass. */
+static ts_status find_fusions(ts_model *m, ts_prog *p) {
+    ts_graph *g = m->g;
+    bool twin_only = !m->backend->attention_one_pass;
+    int n = 0;
+    for (int k = 0; k < p->n_order; k++) {
+        const ts_tensor *t = g->t[p->order[k]];
+        if (t->op != TS_OP_ATTENTION) continue;
+        if (t->n_in == 5) n++;
+        else if (twin_only)
+            return ts_error(TS_ERR_UNSUPPORTED, "compile: '%s' (Attention) has no unfused twin and the %s device has no one-pass attention "
+                            "kernel yet; build the node with its twin (ts_attention's `unfused`) or run it on the CPU", t->name, m->backend->name);
+    }
+    if (!n) return TS_OK;
+    int *mark = ts_calloc((size_t)p->n_nodes, sizeof *mark); /* 1 + the fusion whose twin a node belongs to, else 0 */
+    p->fusions = ts_calloc((size_t)n, sizeof *p->fusions);
+    p->skip = ts_calloc((size_t)p->n_nodes, sizeof *p->skip);
+    if (!mark || !p->fusions || !p->skip) {
+        ts_free(mark);
+        return ts_error(TS_ERR_OUT_OF_MEMORY, "compile: out of memory");
+    }
+    for (int k = 0; k < p->n_order; k++) {
+        const ts_tensor *t = g->t[p->order[k]];
+        if (t->op != TS_OP_ATTENTION || t->n_in != 5) continue;
+        int f = p->n_fusions++;
+        ts_fusion *fu = &p->fusions[f];
+        fu->node = t->id;
+        if (twin_only) fu->why_not = "the device has no one-pass attention kernel yet";
+        else if (ts_stages(m) > 1) fu->why_not = "the model runs in pipeline stages";
+        int stack[TS_FUSION_MAX * TS_MAX_INPUTS + 1], ns = 0;
+        stack[ns++] = t->in[4];
+        while (ns && !fu->why_not) {
+            int c = stack[--ns];
+            const ts_tensor *ct = g->t[c];
+            bool own = false;
+            for (int j = 0; j < 4; j++) own = own || t->in[j] == c;
+            if (own || mark[c] == f + 1 || ct->op == TS_OP_INPUT || ts_op_holds_value(ct->op)) continue;
+            if (mark[c]) fu->why_not = "its twin shares ops with another attention's";
+            else if (fu->n_chain == TS_FUSION_MAX) fu->why_not = "its twin has more ops than the one pass stands for";
+            else if (ct->op == TS_OP_CAST) fu->why_not = "its twin's products read 16-bit copies (the one pass computes in f32)";
+            else if (c == m->loss) fu->why_not = "its twin computes the loss";
+            if (fu->why_not) break;
+            mark[c] = f + 1;
+            fu->chain[fu->n_chain++] = c;
+            for (int j = 0; j < ct->n_in; j++) stack[ns++] = ct->in[j];
+        }
+    }
+    for (int k = 0; k < p->n_order; k++) { /* an op outside a twin that reads one of its tensors: that twin runs */
+        const ts_tensor *c = g->t[p->order[k]];
+        for (int j = 0; j < c->n_in; j++) {
+            int f = mark[c->in[j]] - 1;
+            if (f >= 0 && mark[c->id] != f + 1 && c->id != p->fusions[f].node && !p->fusions[f].why_not)
+                p->fusions[f].why_not = "an op outside its twin reads one of the twin's tensors";
+        }
+    }
+    for (int q = 0; q < m->n_outputs; q++)
+        if (mark[m->outputs[q]] && !p->fusions[mark[m->outputs[q]] - 1].why_not)
+            p->fusions[mark[m->outputs[q]] - 1].why_not = "one of its twin's tensors is an output of the model";
+    for (int e = 0; e < p->n_entries; e++) { /* a watch reading a twin's tensor for another entry (same_values) */
+        int s = p->entries[e].same_values, f = s >= 0 ? mark[p->entries[s].node] - 1 : -1;
+        if (f >= 0 && mark[p->entries[e].node] != f + 1 && !p->fusions[f].why_not)
+            p->fusions[f].why_not = "another tensor's summary reads one of its twin's tensors";
+    }
+    ts_free(mark);
+    return TS_OK;
+}
+
 ts_status ts_prog_build(ts_model *m, ts_prog **out) {
     *out = NULL;
     ts_graph *g = m->g;
@@ -1236,6 +1311,7 @@ ts_status ts_prog_build(ts_model *m, ts_prog **out) {
     if ((st = resolve_outfeeds(m, p))) goto fail;
     if ((st = m->par->compile(m, p))) goto fail; /* the job's ranks (parallel/) */
     mark_checks(m, p);
+    if ((st = find_fusions(m, p))) goto fail;
     for (int k = 0; m->opts.log_layer_shapes && k < p->n_order; k++) { /* what ts_options_set_log_layer_shapes logs */
         if (!p->layer_outs && !(p->layer_outs = ts_calloc((size_t)p->n_order, sizeof *p->layer_outs))) {
             st = TS_ERR_OUT_OF_MEMORY;

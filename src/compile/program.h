@@ -115,6 +115,15 @@ typedef struct ts_slot_set {
     int64_t run;        /* the model's run they are of */
 } ts_slot_set;
 
+#define TS_FUSION_MAX 16 /* the twin's ops an attention node may stand for */
+typedef struct ts_fusion {
+    int node;                  /* the attention node */
+    int chain[TS_FUSION_MAX];  /* the twin's ops: what only the twin reads, back to the node's inputs */
+    int n_chain;
+    const char *why_not;       /* why the one pass never runs here (a static string), else NULL */
+    bool logged;               /* the log said once that observation keeps the unfused ops */
+} ts_fusion;
+
 typedef struct ts_prog {
     const struct ts_backend *backend; /* holds the arenas, scratch and workspace */
     /* a device whose memory the host cannot read (exec/device.c); all
@@ -197,6 +206,13 @@ typedef struct ts_prog {
     bool *grad_shared;   /* per node: a view (Reshape, Flatten) whose input's gradient is its own gradient's buffer, so its backward does nothing (plan_memory) */
     int *value_entry;    /* per node */
     int *grad_entry;     /* per node, -1 if no gradient */
+    /* Attention nodes that carry their unfused twin (TS_OP_ATTENTION with 5
+     * inputs, compile.c's find_fusions): each run's forward (exec.c) skips
+     * the twin's ops and runs the node's one pass when nothing observes
+     * them, else runs them and the node copies the twin */
+    struct ts_fusion *fusions;
+    int n_fusions;
+    bool *skip;          /* per node: the current micro-batch's forward and backward skip it (a fused twin's op) */
     int **zero_before;   /* per node: grads to zero before its backward */
     int *n_zero_before;
     float **scratch;     /* per node */

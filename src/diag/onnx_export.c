@@ -387,6 +387,10 @@ static void forward(ox *x, const ts_tensor *t) {
         break;
     case TS_OP_PRINT:
     case TS_OP_STOP_GRADIENT: op1(x, "Identity", y, a); break;
+    case TS_OP_ATTENTION: /* its unfused twin (the graph's ops, exported too) holds the same values */
+        if (t->n_in == 5) op1(x, "Identity", y, in_name(x, t, 4));
+        else own_forward(x, t);
+        break;
     case TS_OP_RESHAPE:
     case TS_OP_FLATTEN:
         for (int d = 0; d < ys->ndim; d++) v[d] = ys->d[d];
@@ -731,6 +735,12 @@ static bool standard_backward(ox *x, const ts_bwd_op *o, const ts_tensor *t) {
             for (int d = 0; d < s->ndim; d++) v[d] = s->d[d];
             op2(x, "Reshape", ga, dy, const_i64(x, strf(x, "%s/shape", ga), s->ndim, v));
         }
+        return true;
+    case TS_OP_ATTENTION: /* with its twin: the gradient to the twin, which carries it to q, k, v; to them directly 0 */
+        if (t->n_in != 5) return false;
+        for (int j = 0; j < 3; j++)
+            if ((ga = din(x, o, t, j))) op2(x, "Mul", ga, in_name(x, t, j), const_f(x, strf(x, "%s/0", ga), 0.0));
+        if ((ga = din(x, o, t, 4))) op1(x, "Identity", ga, dy);
         return true;
     case TS_OP_PERMUTE: /* the inverse permutation */
         if ((ga = din(x, o, t, 0))) {

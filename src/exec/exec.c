@@ -56,6 +56,8 @@ static ts_kctx make_ctx(const ts_model *m, int node, int64_t mb) {
         k.in_shape[j] = p->shape[in];
         k.din[j] = p->grad_entry[in] >= 0 ? p->entries[p->grad_entry[in]].data : NULL;
     }
+    if (t->op == TS_OP_ATTENTION && t->n_in == 5 && p->skip && p->skip[t->in[4]]) /* its twin skipped: the one pass (docs/backend.md) */
+        k.in[4] = NULL, k.din[4] = NULL;
     k.out = p->entries[p->value_entry[node]].data;
     k.out_dtype = p->entries[p->value_entry[node]].dtype;
     k.lost = ts_lost_slot(p, p->value_entry[node]);
@@ -139,15 +141,43 @@ static ts_status trace_comm(ts_model *m, ts_status (*fn)(ts_model *, int), int a
     return st;
 }
 
+/* Which attention nodes run their one pass this micro-batch (compile.c's
+ * find_fusions): those whose twin's tensors nothing observes (a watch, an
+ * anchor, an outfeed, a numeric check, a held run: the flags as they are
+ * now); the others run the twin's ops, and the log says so once. Its
+ * backward follows the same choice (nothing changes the flags between). */
+static void choose_fusions(ts_model *m) {
+    ts_prog *p = m->prog;
+    for (int f = 0; f < p->n_fusions; f++) {
+        ts_fusion *fu = &p->fusions[f];
+        const char *seen = NULL;
+        for (int c = 0; c < fu->n_chain && !seen; c++) {
+            int v = p->value_entry[fu->chain[c]], gr = p->grad_entry[fu->chain[c]];
+            if (p->entries[v].observed) seen = p->entries[v].name;
+            else if (gr >= 0 && p->entries[gr].observed) seen = p->entries[gr].name;
+        }
+        bool on = !fu->why_not && !seen;
+        for (int c = 0; c < fu->n_chain; c++) p->skip[fu->chain[c]] = on;
+        if (on || fu->logged) continue;
+        fu->logged = true;
+        if (seen)
+            ts_logf(TS_LOG_INFO, "'%s' runs as its unfused ops: '%s' is observed, which the one-pass attention does not compute",
+                    m->g->t[fu->node]->name, seen);
+        else
+            ts_logf(TS_LOG_DEBUG, "'%s' runs as its unfused ops: %s", m->g->t[fu->node]->name, fu->why_not);
+    }
+}
+
 static ts_status forward(ts_model *m, int64_t mb) {
     ts_prog *p = m->prog;
     ts_graph *g = m->g;
     bool tr = ts_trace_live();
     uint64_t tf = tr ? ts_now_ns() : 0;
+    if (p->n_fusions) choose_fusions(m);
     for (int k = 0; k < p->n_order; k++) {
         int i = p->order[k];
         const ts_tensor *t = g->t[i];
-        if (!ts_in_stage(m, i)) continue; /* another rank's stage */
+        if (!ts_in_stage(m, i) || (p->skip && p->skip[i])) continue; /* another rank's stage; a fused attention's twin */
         if (t->op == TS_OP_INPUT) {
             OBSERVE(m, p->value_entry[i], mb);
             continue;
@@ -185,7 +215,7 @@ static ts_status backward(ts_model *m, int64_t mb) {
     bool replicas = ts_replicas(m) > 1;
     for (int k = p->n_order - 1; k >= 0; k--) {
         int i = p->order[k];
-        if (!p->needs_grad[i] || !ts_in_stage(m, i)) continue;
+        if (!p->needs_grad[i] || !ts_in_stage(m, i) || (p->skip && p->skip[i])) continue;
         const ts_tensor *t = g->t[i];
         if (i == m->loss) {
             ts_observe_guard(m, &p->entries[p->grad_entry[i]]);

@@ -1,6 +1,7 @@
 /* gpt.c -- a character GPT from the graph's ops, every intermediate a named
  * tensor (docs/design.md#tensor-names): the attention probabilities are
- * `blocks.<i>.attn/Softmax:0`. The residual stream is kept as [B*T, C] so
+ * `blocks.<i>.attn/Softmax:0`, computed when observed (else the layer's
+ * `Attention` runs in one pass). The residual stream is kept as [B*T, C] so
  * the linear layers are plain GEMMs. */
 #include "graph/graph.h"
 
@@ -68,12 +69,17 @@ static ts_tensor *attention(ts_graph *g, ts_tensor *x, ts_tensor *mask, const ts
     ts_tensor *qkv = linear(g, x, 3 * C, "qkv", 0.02), *part[3];
     if (ts_split(g, qkv, 1, 3, part)) return NULL;
     ts_tensor *q = heads(g, part[0], c), *k = heads(g, part[1], c), *v = heads(g, part[2], c);
-    ts_tensor *att = ts_scale(g, ts_matmul_batched(g, q, k, 0, 1), (float)(1.0 / sqrt((double)(C / c->heads))));
+    float scale = (float)(1.0 / sqrt((double)(C / c->heads)));
+    ts_tensor *att = ts_scale(g, ts_matmul_batched(g, q, k, 0, 1), scale);
     /* masked scores: a finite -1e30 rather than -inf, so a numeric check
      * (--check-numerics op) passes the mask; softmax gives them exactly 0
      * either way (exp underflows) */
     att = ts_softmax(g, ts_masked_fill(g, att, mask, -1e30f), -1); /* [B,H,T,T] */
-    ts_tensor *y = ts_transpose(g, ts_matmul_batched(g, att, v, 0, 0), 1, 2); /* [B,T,H,hd] */
+    /* the same in one pass over the keys, these ops its twin: a run
+     * computes the scores and probabilities only where something observes
+     * them (docs/backend.md, "Fused attention") */
+    ts_tensor *o = ts_attention(g, q, k, v, mask, scale, ts_matmul_batched(g, att, v, 0, 0));
+    ts_tensor *y = ts_transpose(g, o, 1, 2); /* [B,T,H,hd] */
     return linear(g, ts_reshape(g, y, 2, (int64_t[]){B * T, C}), C, "proj", proj_std);
 }
 

@@ -110,6 +110,12 @@ typedef enum ts_op {
     TS_OP_MAX_POOL2D_INDICES, /* MaxPool2d's attrs, PA_COLUMN_MAJOR: each winner's flat index into x (no gradient) */
     TS_OP_CONV_TRANSPOSE2D, /* in: x, w [C, OC/groups, KH, KW], bias; Conv2d's attrs and CA_OPH, CA_OPW: output padding */
     TS_OP_STOP_GRADIENT, /* x itself; no gradient flows back through it (PyTorch's detach) */
+    /* in: q [B,H,T,D], k [B,H,S,D], v [B,H,S,Dv], mask i32 broadcasting to
+     * [B,H,T,S] (non-zero: the key is left out), optionally the same
+     * attention built from the unfused ops (its twin); fattr[0]: the scale.
+     * softmax(scale q k^T with the masked keys left out) v, in one pass
+     * over the keys (ts_attention) */
+    TS_OP_ATTENTION,
     TS_OP_COUNT
 } ts_op;
 
@@ -230,6 +236,17 @@ void ts_graph_scope_path(const ts_graph *g, char *buf, size_t n);
 /* A Cast node of x onto dtype's values (ts_cast's node), named `name`
  * (NULL: `<scope>/Cast:<k>`); dtype is checked by the caller. */
 ts_tensor *ts_graph_cast_named(ts_graph *g, const ts_tensor *x, ts_dtype dtype, const char *name);
+
+/* Attention in one op (TS_OP_ATTENTION): softmax(scale q k^T, the keys
+ * where mask is non-zero left out) v, q [B,H,T,D], k [B,H,S,D], v
+ * [B,H,S,Dv], mask i32 broadcasting to [B,H,T,S]; a row whose keys are
+ * all masked averages v, as a softmax over scores filled with one value.
+ * `unfused` (or NULL): the same attention built from the graph's ops
+ * (BatchMatMul, Scale, MaskedFill, Softmax, BatchMatMul), whose tensors
+ * keep their names: a program runs the one pass when nothing observes
+ * them, else the unfused ops and the node copies their result
+ * (docs/backend.md, "Fused attention"). */
+ts_tensor *ts_attention(ts_graph *g, ts_tensor *q, ts_tensor *k, ts_tensor *v, ts_tensor *mask, float scale, ts_tensor *unfused);
 
 /* Uniform float in [0,1) from the graph's seeded generator. */
 double ts_graph_uniform(ts_graph *g);

@@ -202,6 +202,10 @@ ts_tensor *ts_masked_fill(ts_graph *g, ts_tensor *x, ts_tensor *mask, float valu
     return node(g, TS_OP_MASKED_FILL, 2, (const ts_tensor *[]){x, mask}, &(attrs){.fattr = {value}});
 }
 
+ts_tensor *ts_attention(ts_graph *g, ts_tensor *q, ts_tensor *k, ts_tensor *v, ts_tensor *mask, float scale, ts_tensor *unfused) {
+    return node(g, TS_OP_ATTENTION, unfused ? 5 : 4, (const ts_tensor *[]){q, k, v, mask, unfused}, &(attrs){.fattr = {scale}});
+}
+
 static ts_tensor *reduce(ts_graph *g, ts_op op, const char *what, ts_tensor *x, int n_axes, const int *axes, int keepdim) {
     if (!g || g->sticky) return NULL;
     if (n_axes < 1 || !axes) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: give at least one axis (ts_sum / ts_mean reduce everything)", what);

@@ -210,6 +210,8 @@ static const ts_op_def table[] = {
     [TS_OP_MAX_POOL2D_INDICES] = {.op = TS_OP_MAX_POOL2D_INDICES, .name = "MaxPool2dIndices", .arity = 1, .bwd_unread_inputs = 0x1u, .shape = ts_shape_pool2d, .flops = ts_flops_pool2d, .scratch_floats = ts_scratch_max_pool2d},
     [TS_OP_CONV_TRANSPOSE2D] = {.op = TS_OP_CONV_TRANSPOSE2D, .name = "ConvTranspose2d", .arity = TS_ARITY_VARIADIC, .has_backward = true, .shape = ts_shape_conv_transpose2d, .flops = ts_flops_conv_transpose2d},
     [TS_OP_STOP_GRADIENT] = {.op = TS_OP_STOP_GRADIENT, .name = "StopGradient", .arity = 1, .bwd_unread_inputs = 0x1u, .shape = shape_same, .flops = flops_elementwise},
+    /* input 3: the mask; input 4 (optional): the unfused twin, whose value the backward never reads */
+    [TS_OP_ATTENTION] = {.op = TS_OP_ATTENTION, .name = "Attention", .arity = TS_ARITY_VARIADIC, .needs_output = true, .bwd_unread_inputs = 1u << 4, .int_inputs = 1u << 3, .has_backward = true, .shape = ts_shape_attention, .flops = ts_flops_attention, .scratch_floats = ts_scratch_attention},
 };
 _Static_assert(sizeof table / sizeof table[0] == TS_OP_COUNT, "the op table must cover every ts_op");
 

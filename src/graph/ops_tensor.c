@@ -173,6 +173,37 @@ ts_status ts_shape_masked_fill(const ts_tensor *n, const ts_shape *in, ts_shape 
     return TS_OK;
 }
 
+/* q [B,H,T,D], k [B,H,S,D], v [B,H,S,Dv], mask broadcasting to [B,H,T,S],
+ * the unfused twin (when given) [B,H,T,Dv] -> [B,H,T,Dv] */
+ts_status ts_shape_attention(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
+    char a[96], b[96], c[96];
+    if (n->n_in != 4 && n->n_in != 5) return SHAPE_ERR("Attention: takes q, k, v, a mask and optionally its unfused twin, got %d inputs", n->n_in);
+    const ts_shape *q = &in[0], *k = &in[1], *v = &in[2];
+    if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4)
+        return SHAPE_ERR("Attention: q, k and v must be [batch, heads, positions, channels], got %s, %s and %s", sh(q, a), sh(k, b), sh(v, c));
+    if (q->d[0] != k->d[0] || q->d[1] != k->d[1] || k->d[0] != v->d[0] || k->d[1] != v->d[1] || k->d[2] != v->d[2] || q->d[3] != k->d[3])
+        return SHAPE_ERR("Attention: q %s, k %s and v %s must share batch and heads, k and v their positions, q and k their channels",
+                         sh(q, a), sh(k, b), sh(v, c));
+    ts_shape scores = {4, {q->d[0], q->d[1], q->d[2], k->d[2]}}, bc;
+    if (in[3].ndim > 4 || !ts_broadcast_shape(&scores, &in[3], &bc) || !ts_shape_equal(&bc, &scores))
+        return SHAPE_ERR("Attention: the mask %s must broadcast to the scores %s", sh(&in[3], a), sh(&scores, b));
+    *out = (ts_shape){4, {q->d[0], q->d[1], q->d[2], v->d[3]}};
+    if (n->n_in == 5 && !ts_shape_equal(&in[4], out))
+        return SHAPE_ERR("Attention: its unfused twin is %s where the attention gives %s", sh(&in[4], a), sh(out, b));
+    return TS_OK;
+}
+
+double ts_flops_attention(const ts_shape *in, const ts_shape *out) {
+    int64_t S = in[1].d[2], D = in[0].d[3];
+    return 2.0 * (double)ts_shape_numel(out) * (double)S + 2.0 * (double)(ts_shape_numel(out) / out->d[3]) * (double)(S * D);
+}
+
+/* the log-sum-exp of each query's scores, for the backward */
+size_t ts_scratch_attention(const ts_shape *in, const ts_shape *out) {
+    (void)in;
+    return (size_t)(ts_shape_numel(out) / out->d[3]);
+}
+
 /* the reduced shape with the reduced dims kept as 1 */
 ts_shape ts_reduce_kept_shape(const ts_tensor *n, const ts_shape *x) {
     ts_shape r = *x;

@@ -22,6 +22,9 @@ ts_status ts_shape_where(const ts_tensor *n, const ts_shape *in, ts_shape *out);
 ts_status ts_shape_masked_fill(const ts_tensor *n, const ts_shape *in, ts_shape *out);
 ts_status ts_shape_reduce_axes(const ts_tensor *n, const ts_shape *in, ts_shape *out);
 ts_status ts_shape_cross_entropy(const ts_tensor *n, const ts_shape *in, ts_shape *out);
+ts_status ts_shape_attention(const ts_tensor *n, const ts_shape *in, ts_shape *out);
+double ts_flops_attention(const ts_shape *in, const ts_shape *out);
+size_t ts_scratch_attention(const ts_shape *in, const ts_shape *out);
 
 /* The shape a reduction over axes keeps: the reduced dims (attr[0]'s bits)
  * set to 1, for its shape rule and its kernels. */

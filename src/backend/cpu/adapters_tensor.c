@@ -162,6 +162,45 @@ void ts_bwd_masked_fill(const ts_kctx *k) {
     if (k->din[0]) ts_masked_fill_backward(k->pool, k->din[0], k->dout, k->in_int[1], &k->out_shape, &k->in_shape[1]);
 }
 
+/* Attention's geometry from its shapes (in[3]: the mask, aligned on the
+ * right of [B,H,T,S]) */
+static ts_attn_geom attn_geom(const ts_shape *in, const ts_tensor *node, const int32_t *mask) {
+    const ts_shape *q = &in[0], *k = &in[1], *v = &in[2], *m = &in[3];
+    ts_attn_geom g = {q->d[0], q->d[1], q->d[2], k->d[2], q->d[3], v->d[3], node ? node->fattr[0] : 0.0f, mask, {0, 0, 0, 0}};
+    int64_t stride = 1;
+    for (int d = m->ndim - 1, e = 3; d >= 0; d--, e--) {
+        g.ms[e] = m->d[d] == 1 ? 0 : stride;
+        stride *= m->d[d];
+    }
+    return g;
+}
+
+size_t ts_cpu_workspace_attention(const ts_shape *in, const ts_shape *out, int threads) {
+    (void)out;
+    ts_attn_geom g = attn_geom(in, NULL, NULL);
+    return ts_attention_workspace(&g, threads);
+}
+
+/* With its unfused twin given (in[4]: the executor gives it when the
+ * unfused ops ran), the node is a copy of it; else the one pass. */
+void ts_fwd_attention(const ts_kctx *k) {
+    if (k->n_in == 5 && k->in[4]) {
+        ts_copy_forward(k->pool, k->out, k->in[4], numel_out(k));
+        return;
+    }
+    ts_attn_geom g = attn_geom(k->in_shape, k->node, k->in_int[3]);
+    ts_attention_forward(k->pool, k->workspace, k->out, k->scratch, k->in[0], k->in[1], k->in[2], &g);
+}
+void ts_bwd_attention(const ts_kctx *k) {
+    if (k->n_in == 5 && k->in[4]) {
+        if (k->din[4]) ts_copy_backward(k->pool, k->din[4], k->dout, numel_out(k));
+        return;
+    }
+    ts_attn_geom g = attn_geom(k->in_shape, k->node, k->in_int[3]);
+    ts_attention_backward(k->pool, k->workspace, k->din[0], k->din[1], k->din[2], k->dout, k->in[0], k->in[1], k->in[2], k->out, k->scratch,
+                          &g);
+}
+
 static int red_kind(ts_op op) { return op == TS_OP_REDUCE_SUM_AXES ? TS_RED_SUM : op == TS_OP_REDUCE_MEAN_AXES ? TS_RED_MEAN : TS_RED_MAX; }
 void ts_fwd_reduce_axes(const ts_kctx *k) {
     ts_shape r = ts_reduce_kept_shape(k->node, &k->in_shape[0]);

@@ -189,6 +189,7 @@ static const ts_kernel_row kernels[] = {
     [TS_OP_CONV_TRANSPOSE2D] = {.forward = ts_fwd_conv_transpose2d, .backward = ts_bwd_conv_transpose2d,
                                 .workspace_floats = ts_cpu_workspace_conv_transpose2d},
     [TS_OP_STOP_GRADIENT] = {.forward = fwd_copy},
+    [TS_OP_ATTENTION] = {.forward = ts_fwd_attention, .backward = ts_bwd_attention, .workspace_floats = ts_cpu_workspace_attention},
 };
 _Static_assert(sizeof kernels / sizeof kernels[0] == TS_OP_COUNT, "the CPU kernel table must cover every ts_op");
 
@@ -300,6 +301,7 @@ static const ts_backend cpu = {
     .counts_half_loss = true,
     .unpack_half = cpu_unpack_half,
     .kernels = kernels,
+    .attention_one_pass = true,
     .opt_update = ts_opt_update,
     .opt_update_summarised = ts_opt_update_summarised,
     .opt_update_norms = ts_opt_update_norms,

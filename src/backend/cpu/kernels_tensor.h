@@ -88,6 +88,23 @@ void ts_reduce_axes_backward(int kind, float *dx, const float *dout, const float
 void ts_softmax_rows_forward(ts_pool *p, float *out, const float *x, int64_t rows, int64_t n, bool log);
 void ts_softmax_rows_backward(ts_pool *p, float *dx, const float *dout, const float *out, int64_t rows, int64_t n, bool log);
 
+/* ---- attention in one pass over the keys (attention.c): q [B,H,T,D],
+ * k [B,H,S,D], v [B,H,S,Dv], out [B,H,T,Dv], all contiguous; mask(b,h,i,j)
+ * = mask[b ms[0] + h ms[1] + i ms[2] + j ms[3]] (a broadcast dim's stride
+ * 0), non-zero: key j left out of row i. lse [B,H,T]: each row's
+ * log-sum-exp, which the backward reads. ws: ts_attention_workspace
+ * floats. The backward accumulates into dq, dk, dv (each may be NULL). */
+typedef struct ts_attn_geom {
+    int64_t B, H, T, S, D, Dv;
+    float scale;
+    const int32_t *mask;
+    int64_t ms[4];
+} ts_attn_geom;
+size_t ts_attention_workspace(const ts_attn_geom *g, int threads);
+void ts_attention_forward(ts_pool *p, float *ws, float *out, float *lse, const float *q, const float *k, const float *v, const ts_attn_geom *g);
+void ts_attention_backward(ts_pool *p, float *ws, float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
+                           const float *v, const float *out, const float *lse, const ts_attn_geom *g);
+
 /* ---- cross entropy of logits [rows, V] against labels [rows], the mean
  * over rows whose label is not `ignore` (all ignored: 0); probs [rows, V]
  * kept for backward */

@@ -17,6 +17,8 @@ void ts_cu_fwd_log(const ts_kctx *k);
 void ts_cu_bwd_log(const ts_kctx *k);
 void ts_cu_fwd_copy(const ts_kctx *k); /* reshape, flatten, print */
 void ts_cu_bwd_copy(const ts_kctx *k);
+void ts_cu_fwd_attention_twin(const ts_kctx *k); /* Attention: a copy of its unfused twin (no one-pass kernel yet) */
+void ts_cu_bwd_attention_twin(const ts_kctx *k);
 void ts_cu_fwd_nll(const ts_kctx *k);
 void ts_cu_bwd_nll(const ts_kctx *k);
 void ts_cu_fwd_sum(const ts_kctx *k); /* sum and mean */

@@ -191,6 +191,20 @@ void ts_cu_bwd_copy(const ts_kctx *k) {
     ts_cu_check(cudaGetLastError(), op_name(k));
 }
 
+/* Attention with its unfused twin (in[4]): a copy of the twin, as the
+ * CPU's when the unfused ops ran. This device has no one-pass kernel yet
+ * (attention_one_pass false): the executor always runs the twin's ops here. */
+void ts_cu_fwd_attention_twin(const ts_kctx *k) {
+    ts_kctx c = *k;
+    c.in[0] = k->in[4];
+    ts_cu_fwd_copy(&c);
+}
+void ts_cu_bwd_attention_twin(const ts_kctx *k) {
+    ts_kctx c = *k;
+    c.din[0] = k->din[4];
+    ts_cu_bwd_copy(&c);
+}
+
 /* --------------------------------------------------------------- NLL loss */
 
 /* out[] = -mean_b logp[b, labels[b]]  (logp [B,C], labels [B]); one

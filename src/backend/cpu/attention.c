@@ -1,0 +1,210 @@
+/* attention.c -- attention in one pass over the keys (TS_OP_ATTENTION):
+ * softmax(scale q k^T, masked keys left out) v without the [T, S] scores
+ * or probabilities in memory. Each (batch, head) pair is one thread's
+ * work, by blocks of ATT_TILE queries against tiles of ATT_TILE keys: a
+ * block's scores against a tile, and what they give back, are products on
+ * a one-thread OpenBLAS into the thread's workspace slot (one tile of
+ * scores, and in the backward one of their gradients: 32 KB). The forward
+ * keeps a running max and sum per query row (the flash-attention
+ * recurrence: a new tile's larger max rescales what the row holds),
+ * accumulating in the output rows, and leaves each row's log-sum-exp for
+ * the backward, which recomputes the probabilities from it. A block reads
+ * tiles only up to the last key one of its rows may see (a causal mask
+ * skips the tiles above the diagonal). A row whose keys are all masked
+ * averages v, as a softmax over scores filled with one value does (its
+ * log-sum-exp is then +inf, and no gradient reaches its q or k). */
+#include "backend/cpu/kernels_tensor.h"
+
+#include "backend/cpu/gemm.h"
+#include "backend/pool.h"
+#include "backend/vmath.h"
+
+#include <math.h>
+#include <string.h>
+
+#define ATT_TILE 64
+
+/* floats of one thread's slot: a tile of scores (then probabilities),
+ * one of their gradients, and per query row of the block its max, sum,
+ * dO . O and the end of its unmasked keys */
+static size_t slot_floats(const ts_attn_geom *g) {
+    (void)g;
+    return (size_t)(2 * ATT_TILE * ATT_TILE + 4 * ATT_TILE);
+}
+
+static int64_t slots(const ts_attn_geom *g, int threads) {
+    int64_t bh = g->B * g->H;
+    return bh < threads ? (bh > 0 ? bh : 1) : threads;
+}
+
+size_t ts_attention_workspace(const ts_attn_geom *g, int threads) { return (size_t)slots(g, threads) * slot_floats(g); }
+
+typedef struct att_job {
+    const ts_attn_geom *g;
+    int64_t slots;
+    float *ws;
+    float *out, *lse;                /* forward */
+    const float *lse_in;             /* backward: the forward's log-sum-exps */
+    float *dq, *dk, *dv;             /* backward, accumulated into (each may be NULL) */
+    const float *q, *k, *v, *o, *dout;
+} att_job;
+
+/* mask of (b, h, i, j): non-zero = the key is left out */
+static inline const int32_t *mask_row(const ts_attn_geom *g, int64_t b, int64_t h, int64_t i) {
+    return g->mask + b * g->ms[0] + h * g->ms[1] + i * g->ms[2];
+}
+
+/* 1 + the last key row i may see (0: none) */
+static int64_t row_end(const ts_attn_geom *g, const int32_t *m) {
+    int64_t j = g->S;
+    while (j > 0 && m[(j - 1) * g->ms[3]]) j--;
+    return j;
+}
+
+/* The row's n scores of tile j0 (raw products in s) scaled, the masked
+ * ones -inf; returns their max. */
+static float scale_mask(const ts_attn_geom *g, float *restrict s, const int32_t *m, int64_t end, int64_t j0, int64_t n) {
+    float mx = -INFINITY;
+    for (int64_t j = 0; j < n; j++) {
+        float x = j0 + j >= end || m[(j0 + j) * g->ms[3]] ? -INFINITY : s[j] * g->scale;
+        s[j] = x;
+        mx = x > mx ? x : mx;
+    }
+    return mx;
+}
+
+/* queries [i0, i0 + qb) of pair bh: the rows' key ends into end, their max */
+static int64_t block_ends(const ts_attn_geom *g, int64_t b, int64_t h, int64_t i0, int64_t qb, int32_t *end) {
+    int64_t last = 0;
+    for (int64_t i = 0; i < qb; i++) {
+        end[i] = (int32_t)row_end(g, mask_row(g, b, h, i0 + i));
+        last = end[i] > last ? end[i] : last;
+    }
+    return last;
+}
+
+static void fwd_pair(const att_job *a, float *ws, int64_t bh) {
+    const ts_attn_geom *g = a->g;
+    int64_t b = bh / g->H, h = bh % g->H, T = g->T, S = g->S, D = g->D, Dv = g->Dv;
+    const float *q = a->q + bh * T * D, *k = a->k + bh * S * D, *v = a->v + bh * S * Dv;
+    float *out = a->out + bh * T * Dv, *lse = a->lse + bh * T;
+    float *sc = ws, *mrow = sc + 2 * ATT_TILE * ATT_TILE, *sum = mrow + ATT_TILE;
+    int32_t *end = (int32_t *)(void *)(sum + 2 * ATT_TILE);
+    for (int64_t i0 = 0; i0 < T; i0 += ATT_TILE) {
+        int64_t qb = T - i0 < ATT_TILE ? T - i0 : ATT_TILE;
+        int64_t last = block_ends(g, b, h, i0, qb, end);
+        float *ob = out + i0 * Dv;
+        for (int64_t i = 0; i < qb; i++) mrow[i] = -INFINITY, sum[i] = 0.0f;
+        memset(ob, 0, (size_t)(qb * Dv) * sizeof *ob);
+        for (int64_t j0 = 0; j0 < last; j0 += ATT_TILE) {
+            int64_t n = S - j0 < ATT_TILE ? S - j0 : ATT_TILE;
+            ts_gemm_serial(false, true, qb, n, D, q + i0 * D, D, k + j0 * D, D, 0.0f, sc, ATT_TILE);
+            for (int64_t i = 0; i < qb; i++) {
+                float *s = sc + i * ATT_TILE, *oi = ob + i * Dv;
+                float mx = scale_mask(g, s, mask_row(g, b, h, i0 + i), end[i], j0, n);
+                if (mx == -INFINITY) { /* every key of the tile masked: nothing from it */
+                    memset(s, 0, (size_t)n * sizeof *s);
+                    continue;
+                }
+                if (mx > mrow[i]) { /* a larger max: what the row holds is rescaled */
+                    float c = ts_vexp(mrow[i] - mx);
+                    sum[i] *= c;
+                    for (int64_t d = 0; d < Dv; d++) oi[d] *= c;
+                    mrow[i] = mx;
+                }
+                float m = mrow[i], l = 0.0f;
+                for (int64_t j = 0; j < n; j++) l += (s[j] = ts_vexp(s[j] - m));
+                sum[i] += l;
+            }
+            ts_gemm_serial(false, false, qb, Dv, n, sc, ATT_TILE, v + j0 * Dv, Dv, 1.0f, ob, Dv);
+        }
+        for (int64_t i = 0; i < qb; i++) {
+            float *oi = ob + i * Dv;
+            if (sum[i] > 0.0f) {
+                float inv = 1.0f / sum[i];
+                for (int64_t d = 0; d < Dv; d++) oi[d] *= inv;
+                lse[i0 + i] = mrow[i] + logf(sum[i]);
+                continue;
+            }
+            /* every key masked: the mean of v */
+            for (int64_t j = 0; j < S; j++)
+                for (int64_t d = 0; d < Dv; d++) oi[d] += v[j * Dv + d];
+            for (int64_t d = 0; d < Dv; d++) oi[d] /= (float)S;
+            lse[i0 + i] = INFINITY;
+        }
+    }
+}
+
+static void bwd_pair(const att_job *a, float *ws, int64_t bh) {
+    const ts_attn_geom *g = a->g;
+    int64_t b = bh / g->H, h = bh % g->H, T = g->T, S = g->S, D = g->D, Dv = g->Dv;
+    const float *q = a->q + bh * T * D, *k = a->k + bh * S * D, *v = a->v + bh * S * Dv;
+    const float *o = a->o + bh * T * Dv, *dout = a->dout + bh * T * Dv, *lse = a->lse_in + bh * T;
+    float *dq = a->dq ? a->dq + bh * T * D : NULL, *dk = a->dk ? a->dk + bh * S * D : NULL, *dv = a->dv ? a->dv + bh * S * Dv : NULL;
+    float *pt = ws, *ds = pt + ATT_TILE * ATT_TILE, *dd = ds + ATT_TILE * ATT_TILE;
+    int32_t *end = (int32_t *)(void *)(dd + 3 * ATT_TILE);
+    for (int64_t i0 = 0; i0 < T; i0 += ATT_TILE) {
+        int64_t qb = T - i0 < ATT_TILE ? T - i0 : ATT_TILE;
+        block_ends(g, b, h, i0, qb, end);
+        const float *gb = dout + i0 * Dv;
+        int64_t last = 0;
+        for (int64_t i = 0; i < qb; i++) {
+            const float *oi = o + (i0 + i) * Dv, *gi = gb + i * Dv;
+            float x = 0.0f;
+            for (int64_t d = 0; d < Dv; d++) x += gi[d] * oi[d];
+            dd[i] = x;
+            if (lse[i0 + i] == INFINITY) { /* every key masked: the mean's gradient, to v alone */
+                end[i] = 0;
+                for (int64_t j = 0; dv && j < S; j++)
+                    for (int64_t d = 0; d < Dv; d++) dv[j * Dv + d] += gi[d] / (float)S;
+            }
+            last = end[i] > last ? end[i] : last;
+        }
+        for (int64_t j0 = 0; j0 < last; j0 += ATT_TILE) {
+            int64_t n = S - j0 < ATT_TILE ? S - j0 : ATT_TILE;
+            ts_gemm_serial(false, true, qb, n, D, q + i0 * D, D, k + j0 * D, D, 0.0f, pt, ATT_TILE);
+            for (int64_t i = 0; i < qb; i++) { /* the probabilities, again */
+                float *p = pt + i * ATT_TILE, l = lse[i0 + i];
+                scale_mask(g, p, mask_row(g, b, h, i0 + i), end[i], j0, n);
+                for (int64_t j = 0; j < n; j++) p[j] = ts_vexp(p[j] - l);
+            }
+            if (dv) ts_gemm_serial(true, false, n, Dv, qb, pt, ATT_TILE, gb, Dv, 1.0f, dv + j0 * Dv, Dv);
+            ts_gemm_serial(false, true, qb, n, Dv, gb, Dv, v + j0 * Dv, Dv, 0.0f, ds, ATT_TILE);
+            for (int64_t i = 0; i < qb; i++) { /* the scores' gradient, times the scale */
+                const float *p = pt + i * ATT_TILE;
+                float *d = ds + i * ATT_TILE, di = dd[i];
+                for (int64_t j = 0; j < n; j++) d[j] = p[j] * (d[j] - di) * g->scale;
+            }
+            if (dq) ts_gemm_serial(false, false, qb, D, n, ds, ATT_TILE, k + j0 * D, D, 1.0f, dq + i0 * D, D);
+            if (dk) ts_gemm_serial(true, false, n, D, qb, ds, ATT_TILE, q + i0 * D, D, 1.0f, dk + j0 * D, D);
+        }
+    }
+}
+
+static void fwd_slots(void *ctx, int64_t begin, int64_t end) {
+    const att_job *a = ctx;
+    int64_t bh = a->g->B * a->g->H;
+    for (int64_t slot = begin; slot < end; slot++)
+        for (int64_t p = bh * slot / a->slots; p < bh * (slot + 1) / a->slots; p++) fwd_pair(a, a->ws + (size_t)slot * slot_floats(a->g), p);
+}
+
+static void bwd_slots(void *ctx, int64_t begin, int64_t end) {
+    const att_job *a = ctx;
+    int64_t bh = a->g->B * a->g->H;
+    for (int64_t slot = begin; slot < end; slot++)
+        for (int64_t p = bh * slot / a->slots; p < bh * (slot + 1) / a->slots; p++) bwd_pair(a, a->ws + (size_t)slot * slot_floats(a->g), p);
+}
+
+void ts_attention_forward(ts_pool *p, float *ws, float *out, float *lse, const float *q, const float *k, const float *v, const ts_attn_geom *g) {
+    att_job a = {.g = g, .slots = slots(g, ts_pool_threads(p)), .ws = ws, .out = out, .lse = lse, .q = q, .k = k, .v = v};
+    ts_gemm_serial_begin();
+    ts_pool_for(p, a.slots, 1, fwd_slots, &a);
+}
+
+void ts_attention_backward(ts_pool *p, float *ws, float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
+                           const float *v, const float *out, const float *lse, const ts_attn_geom *g) {
+    att_job a = {.g = g, .slots = slots(g, ts_pool_threads(p)), .ws = ws, .lse_in = lse, .dq = dq, .dk = dk, .dv = dv,
+                 .q = q, .k = k, .v = v, .o = out, .dout = dout};
+    ts_gemm_serial_begin();
+    ts_pool_for(p, a.slots, 1, bwd_slots, &a);
+}
