@@ -20,8 +20,9 @@ enum { CLI_OK = 0, CLI_RUNTIME = 1, CLI_USAGE = 2 };
  * flag is passed on as); FLAG_INT64: any long (a seed). A value out of
  * range is refused as the user typed it, never wrapped.
  * FLAG_OPT_INT: --flag alone stores 0, --flag=N stores N (1..INT_MAX), as
- * --watch-memory[=MS]; the destination keeps its value when not given */
-typedef enum { FLAG_BOOL, FLAG_INT, FLAG_FLOAT, FLAG_STRING, FLAG_LIST, FLAG_SECTION, FLAG_OPT_INT, FLAG_INT64 } flag_kind;
+ * --watch-memory[=MS]; the destination keeps its value when not given;
+ * FLAG_OPT_FLOAT the same for a double > 0 (--detect-spikes[=K]) */
+typedef enum { FLAG_BOOL, FLAG_INT, FLAG_FLOAT, FLAG_STRING, FLAG_LIST, FLAG_SECTION, FLAG_OPT_INT, FLAG_INT64, FLAG_OPT_FLOAT } flag_kind;
 typedef struct cli_list {
     const char *items[64];
     int n;
