@@ -318,6 +318,11 @@ cli_inspect_action cli_inspector_after_run(cli_inspector *in, ts_model *m, long 
  * ends it as the check did, `quit` exits 130. CONTINUE when no inspector. */
 cli_inspect_action cli_inspector_on_nan(cli_inspector *in, ts_model *m, const char *const *names, const ts_array *inputs, int n,
                                         int64_t steps_before);
+/* After a run the spike detector stopped (--on-spike inspect: the run held,
+ * its step's update not applied): the prompt over the step's tensors;
+ * `continue` trains on from the next batch. Without a terminal, one line
+ * says so and training goes on. CONTINUE when no inspector. */
+cli_inspect_action cli_inspector_on_spike(cli_inspector *in, ts_model *m);
 
 /* ---- progress bar on stderr (silent when not a terminal or quiet):
  * redrawn at most 10 times a second (CLI_PROGRESS_HZ), and once at the end */
