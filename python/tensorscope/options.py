@@ -178,7 +178,7 @@ class Options:
         untouched), "stop" (SpikeError before the update), "npz" (every call
         held; at a spike the step's tensors are written to `npz`, then
         SpikeError), "inspect" (every call held; SpikeError, the step's
-        tensors in Model.held). It watches every tensor's stats, every
+        tensors in Model.inspect()). It watches every tensor's stats, every
         call. k=0 turns it off."""
         code = C.c_int()
         check(lib.ts_spike_action_parse(cstr(action), C.byref(code)))

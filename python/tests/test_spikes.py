@@ -107,3 +107,20 @@ def test_bad_settings_are_refused():
         ts.Options().detect_spikes(action="npz")
     with pytest.raises(ts.InvalidArgumentError, match=">= 2"):
         ts.Options().detect_spikes(window=1)
+
+
+def test_inspect_holds_the_spike_step():
+    g = mlp()
+    xs, ys = data()
+    model = ts.training_model(g, ts.Options().threads(1).detect_spikes(action="inspect"), optimizer=ts.SGD(lr=0.05))
+    for step in range(1, N):
+        model(xs[step - 1], ys[step - 1])
+    before = g.tensor("fc1.weight").numpy().copy()
+    x = xs[N - 1] * np.float32(1e4)
+    with pytest.raises(ts.SpikeError):
+        model(x, ys[N - 1])
+    held = model.inspect()
+    assert model.spike()["tensor"] == "x" and model.spike()["action"] == "inspect"
+    np.testing.assert_array_equal(held["x"], x)
+    assert np.array_equal(g.tensor("fc1.weight").numpy(), before), "the update was not applied"
+    assert held.grad("fc1.weight").shape == before.shape
