@@ -183,8 +183,8 @@ static ts_status feed(ts_spike_watch *w, ts_model *m) {
 static ts_status before_update(void *ctx, ts_model *m, ts_op_call *c) {
     ts_spike_watch *w = ctx;
     if (c->node != TS_CALL_OPTIMIZER) return TS_OK;
-    ts_observe_device_flush(m); /* a device's queued summaries published */
-    ts_status st = feed(w, m);
+    ts_status st = ts_observe_device_now(m); /* a device's summaries of the step on the host */
+    if (!st) st = feed(w, m);
     if (st) return st;
     ts_spike_hit h;
     if (!ts_spikes_first(w->det, &h)) return TS_OK;
