@@ -16,6 +16,9 @@
  *   weights untouched;
  * - npz (with libarchive): the held tensors written, the scaled batch
  *   among them with its values.
+ * - with 2 steps a run, the watched (last) step's scaled batch is found
+ *   once, and the run's other steps repeat nothing; a step stopped at and
+ *   run again on a clean batch is judged afresh (no stale spike).
  * Every spike's step, signal, tensor, layer and z-score are printed. */
 #include <math.h>
 #include <stdint.h>
@@ -175,6 +178,77 @@ static outcome train(plant what, ts_spike_action action, const char *npz, int st
     return r;
 }
 
+/* The same MLP with D optimizer steps a run, plain SGD; NULL on failure. */
+static ts_model *model_with(ts_graph **g, int D, ts_spike_action action) {
+    *g = ts_graph_new(7);
+    ts_tensor *x = ts_input(*g, "x", TS_F32, 2, (int64_t[]){B, IN});
+    ts_tensor *y = ts_input(*g, "labels", TS_I32, 1, (int64_t[]){B});
+    ts_tensor *h = ts_relu(*g, ts_linear(*g, x, H, "fc1"));
+    h = ts_relu(*g, ts_linear(*g, h, H, "fc2"));
+    ts_tensor *loss = ts_cross_entropy(*g, ts_linear(*g, h, OUT, "fc3"), y);
+    ts_tensor_set_name(loss, "loss");
+    ts_options *o = ts_options_new();
+    ts_options_set_threads(o, 1);
+    ts_options_set_device_iterations(o, D);
+    ts_options_detect_spikes(o, TS_SPIKE_K, TS_SPIKE_WINDOW, action, NULL);
+    ts_model *m = NULL;
+    CHECK_OK(ts_model_training(&m, *g, loss, o, ts_sgd(0.05f, 0, 0)), "a training model of %d steps a run", D);
+    ts_options_free(o);
+    return m;
+}
+
+/* Run r of D steps: batches r*D .. r*D + D - 1, the first of them x `scale`. */
+static ts_status run_steps(ts_model *m, int D, int r, float scale) {
+    static float xs[4 * B * IN];
+    static int32_t ys[4 * B];
+    for (int d = 0; d < D; d++) {
+        int b = (r * D + d) % BATCHES;
+        for (int i = 0; i < B * IN; i++) xs[d * B * IN + i] = data_x[b][i] * (d == 0 ? scale : 1.0f);
+        memcpy(ys + d * B, data_y[b], sizeof data_y[b]);
+    }
+    const char *names[2] = {"x", "labels"};
+    ts_array in[2] = {ts_array_f32(xs, 2, (int64_t[]){D * B, IN}), {.dtype = TS_I32, .ndim = 1, .shape = {D * B}, .data = ys}};
+    return ts_model_run(m, names, in, 2);
+}
+
+/* With 2 steps a run the watches summarise each run's last step: it is
+ * judged, once; the run's other step has nothing new and repeats nothing.
+ * After a stop, the step run again on a clean batch is judged afresh. */
+static void runs_and_restarts(void) {
+    ts_graph *g;
+    ts_model *m = model_with(&g, 2, TS_SPIKE_SKIP);
+    int r = 0;
+    for (; m && r < 30; r++) CHECK(run_steps(m, 2, r, 1.0f) == TS_OK && ts_model_spike(m, NULL) == 0, "2 steps a run: run %d clean", r + 1);
+    ts_spike sp;
+    if (m) {
+        int b = (r * 2 + 1) % BATCHES; /* the run's last step's batch, which its watches summarise, x1e4 */
+        float keep[B * IN];
+        memcpy(keep, data_x[b], sizeof keep);
+        for (int i = 0; i < B * IN; i++) data_x[b][i] *= 1e4f;
+        CHECK_OK(run_steps(m, 2, r, 1.0f), "a run whose last step's batch is x1e4");
+        memcpy(data_x[b], keep, sizeof keep);
+        int64_t n = ts_model_spike(m, &sp);
+        CHECK(n == 1 && sp.step == 2 * (r + 1) && strcmp(sp.tensor, "x") == 0,
+              "2 steps a run: the scaled batch of step %d found once, at that step (%lld spikes, step %lld, '%s')", 2 * (r + 1), (long long)n,
+              (long long)sp.step, sp.tensor);
+        CHECK_OK(run_steps(m, 2, ++r, 1.0f), "a clean run after it (the spike's update skipped)");
+        CHECK(ts_model_spike(m, NULL) == 1, "nothing repeated at the steps after it (%lld spikes)", (long long)ts_model_spike(m, NULL));
+    }
+    ts_model_free(m);
+    ts_graph_free(g);
+
+    m = model_with(&g, 1, TS_SPIKE_STOP);
+    for (r = 0; m && r < 40; r++) run_steps(m, 1, r, 1.0f);
+    if (m) {
+        CHECK(run_steps(m, 1, r, 1e4f) == TS_ERR_SPIKE && ts_model_spike(m, &sp) == 1 && sp.step == 41, "stop at the scaled batch of step 41");
+        CHECK(run_steps(m, 1, r, 1.0f) == TS_OK && ts_model_spike(m, NULL) == 1 && ts_model_steps(m) == 41,
+              "step 41 again on its clean batch: judged afresh, no spike, trained (%lld spikes, %lld steps)", (long long)ts_model_spike(m, NULL),
+              (long long)ts_model_steps(m));
+    }
+    ts_model_free(m);
+    ts_graph_free(g);
+}
+
 static void expect(const outcome *r, plant what, const char *layer, const char *tensor) {
     CHECK(r->first_step >= N && r->first_step <= N + 1, "%s: found within two steps of step %d (at step %lld)", plant_names[what], N,
           (long long)r->first_step);
@@ -226,6 +300,8 @@ int main(void) {
     } else {
         printf("skip the npz action: this build has no npz (libarchive)\n");
     }
+
+    runs_and_restarts();
 
     ts_options *o = ts_options_new();
     CHECK(ts_options_detect_spikes(o, -1, 32, TS_SPIKE_CONTINUE, NULL) == TS_ERR_INVALID_ARGUMENT &&

@@ -33,6 +33,8 @@ typedef struct ts_spike_watch {
     int *pos;           /* per node: its place in the forward order */
     int n_pos;
     int64_t count;
+    int64_t checks;     /* checks that judged something: the detector's steps (a stopped step checked again is a new one) */
+    int pushed;         /* signals pushed at this check */
     ts_spike last;
     char signal[16], tensor[512], layer[512];
 } ts_spike_watch;
@@ -146,7 +148,9 @@ static void layer_of(const ts_tensor *t, char *buf, size_t n) {
 static ts_status push(ts_spike_watch *w, const ts_model *m, const char *signal, const char *name, int order, double v) {
     int id;
     ts_status st = series_id(w, signal, name, &id);
-    return st ? st : ts_spikes_push(w->det, m->steps, id, order, v, NULL);
+    (void)m;
+    w->pushed += !st;
+    return st ? st : ts_spikes_push(w->det, w->checks, id, order, v, NULL);
 }
 
 /* Every watch result made since the last check: the loss's own row (its
@@ -184,8 +188,11 @@ static ts_status before_update(void *ctx, ts_model *m, ts_op_call *c) {
     ts_spike_watch *w = ctx;
     if (c->node != TS_CALL_OPTIMIZER) return TS_OK;
     ts_status st = ts_observe_device_now(m); /* a device's summaries of the step on the host */
+    w->pushed = 0;
     if (!st) st = feed(w, m);
     if (st) return st;
+    if (!w->pushed) return TS_OK; /* no watch was due at this step (device iterations): nothing to judge */
+    w->checks++;
     ts_spike_hit h;
     if (!ts_spikes_first(w->det, &h)) return TS_OK;
     int crossed = ts_spikes_crossed(w->det);
