@@ -926,7 +926,9 @@ TS_API ts_status ts_options_set_loss_scaling(ts_options *o, int enabled, float i
  * last check becomes a signal: the loss's value; a value's (an input, a
  * parameter, a layer's output, UpdatedVar___, optimizer state) RMS
  * (L2 / sqrt(count)) and max |x|; a gradient's (Gradient___, Accum___) L2
- * norm; NaN where the tensor held a NaN or Inf. Each signal is judged
+ * norm; a row of no tensor the program knows, made by a watch of its own,
+ * its value when single (judged last in the step's order), else its RMS
+ * and max |x|; NaN where the tensor held a NaN or Inf. Each signal is judged
  * against its own last `window` values: its robust z-score is
  * (x - median) / max(1.4826 MAD, 0.01 |median|) (MAD: the median absolute
  * deviation; the floor keeps a signal that has barely moved, a weight's
@@ -959,7 +961,7 @@ TS_API ts_status ts_spike_action_parse(const char *s, ts_spike_action *out);
 TS_API const char *ts_spike_action_name(ts_spike_action a);
 typedef struct ts_spike {
     int64_t step;       /* the optimizer step (1-based) it was found at */
-    const char *signal; /* "loss", "rms", "max_abs" or "norm" */
+    const char *signal; /* "loss", "rms", "max_abs", "norm", or "value" (a single-value row of no tensor) */
     const char *tensor; /* whose signal crossed first (the loss's own name for the loss) */
     const char *layer;  /* its layer: an op's scope (fc2 of fc2/Add:0), a parameter's module (fc2 of fc2.weight), else its name */
     double value, median, mad, z; /* the signal, its window's median and MAD, its robust z-score (+-Inf: not finite) */

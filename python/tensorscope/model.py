@@ -416,7 +416,7 @@ class Model:
 
     def spike(self) -> Optional[Dict[str, Any]]:
         """The latest spike the detector found (Options.detect_spikes), or
-        None: {"step", "signal" ("loss", "rms", "max_abs", "norm"), "tensor",
+        None: {"step", "signal" ("loss", "rms", "max_abs", "norm", "value"), "tensor",
         "layer", "value", "median", "mad", "z", "crossed" (signals that
         crossed at that step), "action", "count" (spikes so far)}."""
         s = _capi.Spike()

@@ -32,6 +32,7 @@ typedef struct ts_spike_watch {
     int n_seen;
     int *pos;           /* per node: its place in the forward order */
     int n_pos;
+    int *row_entry;     /* per watch result: the entry it summarises, -1: none */
     int64_t count;
     int64_t checks;     /* checks that judged something: the detector's steps (a stopped step checked again is a new one) */
     int pushed;         /* signals pushed at this check */
@@ -90,6 +91,7 @@ void ts_spike_watch_free(ts_model *m) {
     ts_free(w->seen_run);
     ts_free(w->seen_step);
     ts_free(w->pos);
+    ts_free(w->row_entry);
     ts_free(w);
     m->spikes = NULL;
 }
@@ -154,32 +156,34 @@ static ts_status push(ts_spike_watch *w, const ts_model *m, const char *signal, 
 }
 
 /* Every watch result made since the last check: the loss's own row (its
- * value where it was made: its buffer is reused by the backward) among them. */
+ * value where it was made: its buffer is reused by the backward) among
+ * them. A row is read by its tensor's kind; a row of no tensor the program
+ * knows (a signal a watch computes of its own) comes last in the step's
+ * order, a single value (count 1) its own signal. */
 static ts_status feed(ts_spike_watch *w, ts_model *m) {
     ts_prog *p = m->prog;
     ts_status st = TS_OK;
-    for (int e = 0; e < p->n_entries && !st; e++) {
-        const ts_entry *en = &p->entries[e];
-        int r = en->watch;
-        if (r < 0) continue;
+    for (int r = 0; r < p->n_watch && !st; r++) {
         const ts_watch_result *res = &p->watch_results[r];
         if (res->run < 0 || (res->run == w->seen_run[r] && res->step == w->seen_step[r])) continue;
         w->seen_run[r] = res->run, w->seen_step[r] = res->step;
         if (!(res->summary->what & TS_WATCH_STATS)) continue;
         const ts_stats *s = &res->summary->stats;
         bool bad = s->nans || s->pos_infs || s->neg_infs;
-        int order = step_order(w, p, en);
-        if (en->kind == TS_KIND_VALUE && en->node == m->loss) {
-            st = push(w, m, "loss", en->name, order, bad ? NAN : s->mean);
-            continue;
+        int e = w->row_entry[r] >= 0 ? w->row_entry[r] : ts_prog_find(p, res->name);
+        const ts_entry *en = e >= 0 ? &p->entries[e] : NULL;
+        int order = en ? step_order(w, p, en) : 3 * p->n_order;
+        if (en && en->kind == TS_KIND_VALUE && en->node == m->loss) {
+            st = push(w, m, "loss", res->name, order, bad ? NAN : s->mean);
+        } else if (!en && s->count == 1) {
+            st = push(w, m, "value", res->name, order, bad ? NAN : s->mean);
+        } else if (en && (en->kind == TS_KIND_GRAD || en->kind == TS_KIND_ACCUM)) {
+            st = push(w, m, "norm", res->name, order, bad ? NAN : s->l2);
+        } else {
+            double rms = s->count ? s->l2 / sqrt((double)s->count) : 0, amax = s->count ? fmax(fabs(s->min), fabs(s->max)) : 0;
+            st = push(w, m, "rms", res->name, order, bad ? NAN : rms);
+            if (!st) st = push(w, m, "max_abs", res->name, order, bad ? NAN : amax);
         }
-        if (en->kind == TS_KIND_GRAD || en->kind == TS_KIND_ACCUM) {
-            st = push(w, m, "norm", en->name, order, bad ? NAN : s->l2);
-            continue;
-        }
-        double rms = s->count ? s->l2 / sqrt((double)s->count) : 0, amax = s->count ? fmax(fabs(s->min), fabs(s->max)) : 0;
-        st = push(w, m, "rms", en->name, order, bad ? NAN : rms);
-        if (!st) st = push(w, m, "max_abs", en->name, order, bad ? NAN : amax);
     }
     return st;
 }
@@ -199,8 +203,9 @@ static ts_status before_update(void *ctx, ts_model *m, ts_op_call *c) {
     series_names(w, h.series, w->signal, sizeof w->signal, w->tensor, sizeof w->tensor);
     const ts_prog *p = m->prog;
     int e = ts_prog_find(p, w->tensor);
+    const char *cut = strrchr(w->tensor, '/');
     if (e >= 0) layer_of(m->g->t[p->entries[e].node], w->layer, sizeof w->layer);
-    else snprintf(w->layer, sizeof w->layer, "%s", w->tensor);
+    else snprintf(w->layer, sizeof w->layer, "%.*s", cut ? (int)(cut - w->tensor) : (int)strlen(w->tensor), w->tensor); /* a row of no tensor */
     ts_spike_action act = m->opts.spike_action;
     w->count++;
     w->last = (ts_spike){m->steps + 1, w->signal, w->tensor, w->layer, h.value, h.median, h.mad, h.z, crossed, act};
@@ -272,5 +277,11 @@ ts_status ts_diag_attach_spikes(ts_model *m, ts_op_chain *c) {
         w->n_pos = p->n_nodes;
     }
     for (int k = 0; k < p->n_order; k++) w->pos[p->order[k]] = k;
+    ts_free(w->row_entry);
+    if (!(w->row_entry = ts_malloc((size_t)(p->n_watch ? p->n_watch : 1) * sizeof *w->row_entry)))
+        return ts_error(TS_ERR_OUT_OF_MEMORY, "spike detector: no memory");
+    for (int r = 0; r < p->n_watch; r++) w->row_entry[r] = -1;
+    for (int e = 0; e < p->n_entries; e++)
+        if (p->entries[e].watch >= 0 && p->entries[e].watch < p->n_watch) w->row_entry[p->entries[e].watch] = e;
     return ts_op_chain_add(c, before_update, NULL, w);
 }
