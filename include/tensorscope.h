@@ -952,7 +952,7 @@ typedef enum ts_spike_action {
 } ts_spike_action;
 #define TS_SPIKE_K 12.0     /* the default threshold, in robust z-score units */
 #define TS_SPIKE_WINDOW 32  /* the default window, in steps */
-/* k > 0 (0: off, the default), window >= 2 steps, npz_path for
+/* k > 0 (0: off, the default; the watch an earlier call added stays), window >= 2 steps, npz_path for
  * TS_SPIKE_NPZ (else NULL). A training model, in one process (replicas and
  * pipeline stages: TS_ERR_UNSUPPORTED at its first run). */
 TS_API ts_status ts_options_detect_spikes(ts_options *o, double k, int window, ts_spike_action action, const char *npz_path);
