@@ -87,7 +87,8 @@ typedef enum ts_status {
     TS_ERR_UNSUPPORTED,      /* a feature not built in */
     TS_ERR_INTERNAL,         /* a bug in tensorscope: please report it */
     TS_ERR_DIST,             /* another rank died, hung or disagrees (replicas) */
-    TS_ERR_CANCELLED         /* ts_model_cancel stopped the run (what it kept: see there) */
+    TS_ERR_CANCELLED,        /* ts_model_cancel stopped the run (what it kept: see there) */
+    TS_ERR_SPIKE             /* the spike detector stopped the run before a step's update (ts_options_detect_spikes) */
 } ts_status;
 
 /* Short upper-case name of a status ("TS_ERR_SHAPE"). */
@@ -939,6 +940,57 @@ TS_API ts_status ts_options_set_precision(ts_options *o, ts_dtype precision);
  * GradScaler's defaults: 65536, 2, 0.5, 2000. */
 TS_API ts_status ts_options_set_loss_scaling(ts_options *o, int enabled, float init_scale, float growth, float backoff,
                                              int growth_interval);
+
+/* ---- the spike detector (docs/observation.md#spikes)
+ * Before each optimizer step's update, every watch result made since the
+ * last check becomes a signal: the loss's value; a value's (an input, a
+ * parameter, a layer's output, UpdatedVar___, optimizer state) RMS
+ * (L2 / sqrt(count)) and max |x|; a gradient's (Gradient___, Accum___) L2
+ * norm; a row of no tensor the program knows, made by a watch of its own,
+ * its value when single (judged last in the step's order), else its RMS
+ * and max |x|; NaN where the tensor held a NaN or Inf. Each signal is judged
+ * against its own last `window` values: its robust z-score is
+ * (x - median) / max(1.4826 MAD, 0.01 |median|) (MAD: the median absolute
+ * deviation; the floor keeps a signal that has barely moved, a weight's
+ * max |x|, from crossing on a small move), from its 16th value on (the
+ * window's size when smaller). |z| >= k is a spike. The step's first mover
+ * is the signal that crossed first in the step's order: the previous
+ * update's results (UpdatedVar___, optimizer state, Accum___), then the
+ * forward's values in graph order, the loss among them, then the gradients
+ * in the order the backward makes them. The detector adds a stats watch of
+ * every tensor, every run (ts_options_watch(o, "*", TS_WATCH_STATS, 1)),
+ * and reads whatever rows the watches make: with D device iterations it
+ * judges each run's last step (the one the watches summarise), and the
+ * loss at it. At a spike it logs (TS_LOG_WARN) the step, the signal, the
+ * tensor, its layer and z-score (ts_model_spike), then: */
+typedef enum ts_spike_action {
+    TS_SPIKE_CONTINUE = 0, /* trains on */
+    TS_SPIKE_SKIP,         /* skips the step's update: weights and optimizer state as they were (counted: SkippedSteps) */
+    TS_SPIKE_STOP,         /* stops the run before the step's update: TS_ERR_SPIKE, the weights of the last completed step */
+    TS_SPIKE_NPZ,          /* as STOP, with every run held (ts_model_hold): the held tensors written to npz_path */
+    TS_SPIKE_INSPECT       /* as STOP, with every run held: the step's tensors read by ts_model_held (the CLI's inspector) */
+} ts_spike_action;
+#define TS_SPIKE_K 12.0     /* the default threshold, in robust z-score units */
+#define TS_SPIKE_WINDOW 32  /* the default window, in steps */
+/* k > 0 (0: off, the default; the watch an earlier call added stays), window >= 2 steps, npz_path for
+ * TS_SPIKE_NPZ (else NULL). A training model, in one process (replicas and
+ * pipeline stages: TS_ERR_UNSUPPORTED at its first run). */
+TS_API ts_status ts_options_detect_spikes(ts_options *o, double k, int window, ts_spike_action action, const char *npz_path);
+/* Case-insensitive "continue", "skip", "stop", "npz", "inspect". */
+TS_API ts_status ts_spike_action_parse(const char *s, ts_spike_action *out);
+TS_API const char *ts_spike_action_name(ts_spike_action a);
+typedef struct ts_spike {
+    int64_t step;       /* the optimizer step (1-based) it was found at */
+    const char *signal; /* "loss", "rms", "max_abs", "norm", or "value" (a single-value row of no tensor) */
+    const char *tensor; /* whose signal crossed first (the loss's own name for the loss) */
+    const char *layer;  /* its layer: an op's scope (fc2 of fc2/Add:0), a parameter's module (fc2 of fc2.weight), else its name */
+    double value, median, mad, z; /* the signal, its window's median and MAD, its robust z-score (+-Inf: not finite) */
+    int crossed;        /* how many signals crossed at that step */
+    ts_spike_action action; /* what was done */
+} ts_spike;
+/* The spikes found so far; *last (may be NULL) <- the latest (its strings
+ * valid until the next run or free). 0, *last zeroed, when none. */
+TS_API int64_t ts_model_spike(const ts_model *m, ts_spike *last);
 
 /* ------------------------------------------------------------ optimizers */
 

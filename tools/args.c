@@ -52,7 +52,7 @@ void cli_print_help(FILE *f, const char *cmd, const char *usage, const cli_flag 
             continue;
         }
         char left[64];
-        snprintf(left, sizeof left, "%s%s%s", fl->name, fl->metavar && fl->kind != FLAG_OPT_INT ? " " : "",
+        snprintf(left, sizeof left, "%s%s%s", fl->name, fl->metavar && fl->kind != FLAG_OPT_INT && fl->kind != FLAG_OPT_FLOAT ? " " : "",
                  fl->metavar ? fl->metavar : "");
         fprintf(f, "  %-36s %s\n", left, fl->help);
     }
@@ -146,6 +146,15 @@ int cli_parse(const char *cmd, const char *usage, const cli_flag *flags, int arg
         }
         if (fl->kind == FLAG_OPT_STRING) { /* the value after '=', or the next argument unless it is a flag */
             *(const char **)fl->dest = eq ? eq + 1 : i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0 ? argv[++i] : "";
+            continue;
+        }
+        if (fl->kind == FLAG_OPT_FLOAT) { /* as FLAG_OPT_INT, a number > 0 */
+            char *end;
+            errno = 0;
+            double x = eq ? strtod(eq + 1, &end) : 0;
+            if (eq && (errno || end == eq + 1 || *end || !(x > 0) || !isfinite(x)))
+                return cli_usage_error(cmd, "%s=%s: give a number > 0, or %s alone", fl->name, eq + 1, fl->name);
+            *(double *)fl->dest = x;
             continue;
         }
         const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);

@@ -20,10 +20,12 @@ enum { CLI_OK = 0, CLI_RUNTIME = 1, CLI_USAGE = 2 };
  * flag is passed on as); FLAG_INT64: any long (a seed). A value out of
  * range is refused as the user typed it, never wrapped.
  * FLAG_OPT_INT: --flag alone stores 0, --flag=N stores N (1..INT_MAX), as
- * --watch-memory[=MS]; the destination keeps its value when not given
+ * --watch-memory[=MS]; the destination keeps its value when not given;
+ * FLAG_OPT_FLOAT the same for a double > 0 (--detect-spikes[=K]);
  * FLAG_OPT_STRING: --flag alone stores "", --flag=V or --flag V (V not
  * beginning with "--") stores V, as --watch-stability [GLOB] */
-typedef enum { FLAG_BOOL, FLAG_INT, FLAG_FLOAT, FLAG_STRING, FLAG_LIST, FLAG_SECTION, FLAG_OPT_INT, FLAG_INT64, FLAG_OPT_STRING } flag_kind;
+typedef enum { FLAG_BOOL, FLAG_INT, FLAG_FLOAT, FLAG_STRING, FLAG_LIST, FLAG_SECTION, FLAG_OPT_INT, FLAG_INT64, FLAG_OPT_STRING,
+               FLAG_OPT_FLOAT } flag_kind;
 typedef struct cli_list {
     const char *items[64];
     int n;
@@ -332,6 +334,11 @@ cli_inspect_action cli_inspector_after_run(cli_inspector *in, ts_model *m, long 
  * ends it as the check did, `quit` exits 130. CONTINUE when no inspector. */
 cli_inspect_action cli_inspector_on_nan(cli_inspector *in, ts_model *m, const char *const *names, const ts_array *inputs, int n,
                                         int64_t steps_before);
+/* After a run the spike detector stopped (--on-spike inspect: the run held,
+ * its step's update not applied): the prompt over the step's tensors;
+ * `continue` trains on from the next batch. Without a terminal, one line
+ * says so and training goes on. CONTINUE when no inspector. */
+cli_inspect_action cli_inspector_on_spike(cli_inspector *in, ts_model *m);
 
 /* ---- progress bar on stderr (silent when not a terminal or quiet):
  * redrawn at most 10 times a second (CLI_PROGRESS_HZ), and once at the end */

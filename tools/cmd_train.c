@@ -42,6 +42,9 @@ typedef struct train_args {
     long watch_memory;       /* --watch-memory[=MS]: -1 off, 0 the default period */
     const char *log_vmodule; /* --log-vmodule MODULE=LEVEL,... */
     cli_dump_debug dump;     /* --dump-debug, --dump-steps, --dump-ops, --grads */
+    double detect_spikes;    /* --detect-spikes[=K]: -1 off, 0 the default K */
+    long spike_window;       /* --spike-window N */
+    const char *on_spike;    /* --on-spike continue|skip|stop|npz:FILE|inspect */
 } train_args;
 
 /* ---- outfeed sink: runs on the queue's consumer thread */
@@ -685,6 +688,27 @@ static int train_only_flag(const cli_flag *all, const cli_flag *evalt, int argc,
     return 0;
 }
 
+/* --detect-spikes[=K], --spike-window N, --on-spike ACTION: checked, the
+ * action and its file (npz:FILE) out. */
+static int parse_spikes(const char *cmd, const train_args *a, ts_spike_action *action, const char **npz) {
+    if (a->detect_spikes < 0) {
+        if (a->on_spike) return cli_usage_error(cmd, "--on-spike says what --detect-spikes does at a spike: add --detect-spikes");
+        if (a->spike_window != TS_SPIKE_WINDOW) return cli_usage_error(cmd, "--spike-window is --detect-spikes's window: add --detect-spikes");
+        return CLI_OK;
+    }
+    if (a->spike_window < 2) return cli_usage_error(cmd, "--spike-window must be >= 2 steps, got %ld", a->spike_window);
+    const char *s = a->on_spike ? a->on_spike : "continue";
+    if (strncmp(s, "npz:", 4) == 0) {
+        if (!s[4]) return cli_usage_error(cmd, "--on-spike npz:FILE: give the file the step's tensors are written to (npz:spike.npz)");
+        *action = TS_SPIKE_NPZ;
+        *npz = s + 4;
+        return CLI_OK;
+    }
+    if (ts_spike_action_parse(s, action) || *action == TS_SPIKE_NPZ)
+        return cli_usage_error(cmd, "--on-spike must be continue, skip, stop, npz:FILE or inspect, got '%s'", s);
+    return CLI_OK;
+}
+
 /* --precision and --loss-scale into the options; a usage error says what is wrong. */
 static int set_precision(const char *cmd, const train_args *a, ts_options *o) {
     ts_dtype prec;
@@ -736,7 +760,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     train_args a = {.model = "mlp", .data = NULL, .optimizer = NULL, .epochs = -1, .batch_size = -1, .seed = 0,
                     .holdout = -1, .repeat_count = 1, .grad_accum = 1, .threads = 0, .log_verbosity = -1, .watch_period = 1,
                     .lr = -1, .weight_decay = -1, .check_numerics = NULL, .lr_schedule = "constant", .lr_step_size = 1000, .lr_gamma = 0.1,
-                    .outfeed_depth = 64, .watch_memory = -1, .check_replicas = 100};
+                    .outfeed_depth = 64, .watch_memory = -1, .check_replicas = 100, .detect_spikes = -1,
+                    .spike_window = TS_SPIKE_WINDOW};
     cli_import imp = {.inputs = &a.inputs, .values = &a.input_values};
     const cli_flag flags[] = {
         {"--model", FLAG_STRING, &a.model, "NAME|FILE.onnx", "built-in model (mlp, cnn, gpt) or an ONNX file; its own flags are at the end"},
@@ -796,6 +821,13 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         {"--check-numerics", FLAG_STRING, &a.check_numerics, "off|output|op", "stop at the first NaN/Inf and say where"},
         {"--break-at-step", FLAG_INT, &a.break_at, "N", "after run N, open the inspector with training paused (docs/inspector.md; SIGUSR2: after the next run)"},
         {"--break-on-nan", FLAG_BOOL, &a.break_on_nan, NULL, "with --check-numerics: open the inspector at the tensor it stops at, before the step's update"},
+        {"--detect-spikes", FLAG_OPT_FLOAT, &a.detect_spikes, "[=K]", "judge the loss and every tensor's RMS, max |x| and gradient norm against "
+                                                                       "their running median and MAD; a robust z-score >= K (default 12) is a spike, "
+                                                                       "named by the first signal to cross in the step's order (docs/observation.md#spikes)"},
+        {"--spike-window", FLAG_INT, &a.spike_window, "N", "with --detect-spikes: the steps each signal's median is taken over (default 32)"},
+        {"--on-spike", FLAG_STRING, &a.on_spike, "continue|skip|stop|npz:FILE|inspect", "with --detect-spikes: at a spike train on (default), skip "
+                                                                                        "the step's update, stop, write the step's tensors to FILE.npz "
+                                                                                        "and stop, or open the inspector before the update"},
         {"--metrics", FLAG_BOOL, &a.metrics, NULL, "print the metrics report at exit"},
         {"--log-verbosity", FLAG_INT, &a.log_verbosity, "0-5", "log level (5: a line per step)"},
         {"--on-start", FLAG_STRING, &a.on_start, "CMD", "run CMD (sh) once the model is compiled, before the first step; $TS_TENSOR_NAMES "
@@ -916,6 +948,9 @@ int cmd_train(int argc, char **argv, bool eval_only) {
     if (a.check_numerics && ts_check_numerics_parse(a.check_numerics, &check))
         return cli_usage_error(cmd, "--check-numerics must be off, output or op, got '%s'", a.check_numerics);
     if ((rc = cli_inspector_check(cmd, a.break_at, a.break_on_nan, check != TS_CHECK_OFF))) return rc;
+    ts_spike_action spike_action = TS_SPIKE_CONTINUE;
+    const char *spike_npz = NULL;
+    if ((rc = parse_spikes(cmd, &a, &spike_action, &spike_npz))) return rc;
     ts_output_mode gmode = TS_OUTPUT_DEFAULT;
     int gperiod = 0;
     if (a.output_mode && (rc = cli_parse_output_mode(cmd, a.output_mode, &gmode, &gperiod))) return rc;
@@ -933,6 +968,7 @@ int cmd_train(int argc, char **argv, bool eval_only) {
                               {"--attention-map", a.attention_maps.n ? "plots" : NULL},
                               {"--filters", a.filters.n ? "plots" : NULL},
                               {"--tensorboard", a.tensorboard ? "tensorboard" : NULL},
+                              {"--on-spike npz:FILE", spike_npz ? "npz" : NULL},
                               {"--model", cli_file_feature(a.model)},
                               {"--data", cli_file_feature(a.data)},
                               {"--weights", cli_file_feature(a.weights)}}; /* --save-weights: always .npy files */
@@ -1055,6 +1091,8 @@ int cmd_train(int argc, char **argv, bool eval_only) {
         (st = ts_options_set_pipeline(o, K, splits, n_splits)) || (st = ts_options_set_pipeline_schedule(o, schedule)) ||
         (a.trace && (st = ts_options_set_trace(o, a.trace, trace_first, trace_last))) ||
         (st = ts_options_set_log_layer_shapes(o, a.log_layer_shapes)) ||
+        (a.detect_spikes >= 0 && (st = ts_options_detect_spikes(o, a.detect_spikes > 0 ? a.detect_spikes : TS_SPIKE_K, (int)a.spike_window,
+                                                                 spike_action, spike_npz))) ||
         (a.on_start && (st = ts_options_set_on_start(o, on_start_command, (void *)(uintptr_t)a.on_start)))) {
         rc = cli_usage_error(cmd, "%s", ts_last_error());
         goto done;
@@ -1361,7 +1399,18 @@ int cmd_train(int argc, char **argv, bool eval_only) {
                     st = TS_OK;
                     break;
                 }
-                if (st == TS_ERR_NUMERICS) {
+                if (st == TS_ERR_SPIKE && spike_action == TS_SPIKE_INSPECT) { /* the step held, its update not applied */
+                    fprintf(stderr, "tensorscope: %s\n", ts_last_error());
+                    if (cli_inspector_on_spike(insp, tm) == CLI_INSPECT_QUIT) {
+                        rc = 128 + SIGINT;
+                        goto done;
+                    }
+                    st = TS_OK;
+                    continue;
+                }
+                if (st == TS_ERR_SPIKE) {
+                    fprintf(stderr, "tensorscope: training stopped by the spike detector: %s\n", ts_last_error());
+                } else if (st == TS_ERR_NUMERICS) {
                     if (ts_get_log_level() >= TS_LOG_ERROR) /* the library logged the report */
                         fprintf(stderr, "tensorscope: training stopped by the numeric check (report above)\n");
                     else

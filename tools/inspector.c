@@ -851,6 +851,21 @@ cli_inspect_action cli_inspector_on_nan(cli_inspector *in, ts_model *m, const ch
     return share_answer(in, prompt(in, m, (long)ts_model_runs(m), false));
 }
 
+cli_inspect_action cli_inspector_on_spike(cli_inspector *in, ts_model *m) {
+    if (!in) return CLI_INSPECT_CONTINUE;
+    if (in->cannot) {
+        fprintf(stderr, "tensorscope %s: --on-spike inspect: %s; going on (the spike's step was not applied)\n", in->cmd, in->cannot);
+        return CLI_INSPECT_CONTINUE;
+    }
+    ts_spike sp;
+    ts_model_spike(m, &sp);
+    printf("\ntraining paused at the spike of step %lld, before its update: %s of '%s' (layer %s), z %.3g; 'print %s' shows it, 'list' the "
+           "step's tensors; 'continue' trains on from the next batch (this step's update is not applied)\n", (long long)sp.step, sp.signal,
+           sp.tensor, sp.layer, sp.z, sp.tensor);
+    fflush(stdout);
+    return share_answer(in, prompt(in, m, (long)ts_model_runs(m), true));
+}
+
 /* ---- the same slicing and printing for the offline inspector (cmd_inspect_dump.c) */
 bool cli_slice_values(const char *name, const ts_array *a, const char *spec, ts_array *out) { return slice_array(name, a, spec, out); }
 void cli_print_values(const char *label, const ts_array *a) { print_values(label, a); }

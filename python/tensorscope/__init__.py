@@ -31,7 +31,7 @@ from ._capi import lib as _lib
 from .data import DataLoader, Dataset
 from .debug_dump import DebugDump
 from .errors import (CancelledError, DistError, FileError, FormatError, InternalError, InvalidArgumentError,
-                     NotFoundError, NumericsError, OutOfMemoryError, ShapeError, StateError,
+                     NotFoundError, NumericsError, OutOfMemoryError, ShapeError, SpikeError, StateError,
                      TensorscopeError, UnsupportedError)
 from .graph import OPS, Graph, Tensor, print_tensor
 from .inspection import Inspection
@@ -44,7 +44,7 @@ __version__ = _lib.ts_version().decode()
 __all__ = ["Adam", "AdamW", "bf16", "CancelledError", "DataLoader", "Dataset", "DebugDump", "DistError", "FileError", "FormatError", "Graph",
            "Inspection", "InternalError", "InvalidArgumentError", "LRSchedule", "Model", "NotFoundError", "NumericsError",
            "OPS", "Options", "OutOfMemoryError", "OutfeedQueue", "OutputMode", "Record", "SGD",
-           "ShapeError", "StateError", "Tensor", "TensorscopeError", "UnsupportedError",
+           "ShapeError", "SpikeError", "StateError", "Tensor", "TensorscopeError", "UnsupportedError",
            "Watch", "compare", "compare_dumps", "diff_runs", "memory_plan", "inference_model", "merge_summaries", "metrics_report", "metrics_reset",
            "plot_gradient_histogram", "dist_init", "dist_finalize", "print_tensor", "save_npy", "set_log_callback",
            "set_limit", "get_limit", "has_feature", "memory_watch", "memory_watch_stats", "set_log_vmodule", "check_device", "describe_device", "describe_gpus", "set_log_level", "summarize", "summary", "summary_line", "training_model"]

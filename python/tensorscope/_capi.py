@@ -19,6 +19,7 @@ from .errors import (InvalidArgumentError, OutOfMemoryError, StateError, Unsuppo
 TS_ERR_NOT_FOUND = 6  # ts_status values the binding acts on
 TS_ERR_NUMERICS = 8
 TS_ERR_CANCELLED = 12
+TS_ERR_SPIKE = 13
 TS_MAX_DIMS = 8
 TS_LOG2_BINS = 256
 TS_TB_BINS = 1551
@@ -245,6 +246,12 @@ class LoaderConfig(Struct):  # ts_loader_config
                 ("shuffle", C.c_int), ("seed", C.c_uint64), ("drop_last", C.c_int)]
 
 
+class Spike(Struct):  # ts_spike
+    _fields_ = [("step", C.c_int64), ("signal", C.c_char_p), ("tensor", C.c_char_p), ("layer", C.c_char_p),
+                ("value", C.c_double), ("median", C.c_double), ("mad", C.c_double), ("z", C.c_double),
+                ("crossed", C.c_int), ("action", C.c_int)]
+
+
 class LrSchedule(Struct):  # ts_lr_schedule
     _fields_ = [("kind", C.c_int), ("warmup_steps", C.c_int64), ("step_size", C.c_int64),
                 ("gamma", C.c_double), ("total_steps", C.c_int64), ("min_lr", C.c_double)]
@@ -330,6 +337,9 @@ _PROTOTYPES = {
     "ts_options_watch": (_st, [P, S, C.c_int, C.c_int]),
     "ts_options_watch_stability": (_st, [P, S, C.c_int]),
     "ts_options_set_check_numerics": (_st, [P, C.c_int]),
+    "ts_options_detect_spikes": (_st, [P, C.c_double, C.c_int, C.c_int, S]),
+    "ts_spike_action_parse": (_st, [S, C.POINTER(C.c_int)]),
+    "ts_spike_action_name": (S, [C.c_int]),
     "ts_options_set_threads": (_st, [P, C.c_int]),
     "ts_options_set_device": (_st, [P, C.c_char_p]),
     "ts_options_set_allow_tf32": (_st, [P, C.c_int]),
@@ -348,6 +358,7 @@ _PROTOTYPES = {
     "ts_tensor_precision": (C.c_int, [P]),
     "ts_model_precision": (C.c_int, [P]),
     "ts_model_loss_scale": (C.c_int, [P, C.POINTER(C.c_double), C.POINTER(C.c_int64)]),
+    "ts_model_spike": (C.c_int64, [P, C.POINTER(Spike)]),
     # MPI jobs
     "ts_dist_init": (_st, [P, P]),
     "ts_dist_finalize": (_st, []),

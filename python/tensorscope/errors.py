@@ -73,10 +73,16 @@ class CancelledError(TensorscopeError, RuntimeError):
     message says how far it got)."""
 
 
+class SpikeError(TensorscopeError, RuntimeError):
+    """The spike detector (Options.detect_spikes, action "stop", "npz" or
+    "inspect") stopped the call before a step's update; Model.spike() says
+    which signal of which tensor crossed first."""
+
+
 # in ts_status order, from TS_ERR_INVALID_ARGUMENT = 1
 _BY_STATUS = [InvalidArgumentError, OutOfMemoryError, FileError, FormatError, ShapeError,
               NotFoundError, StateError, NumericsError, UnsupportedError, InternalError,
-              DistError, CancelledError]
+              DistError, CancelledError, SpikeError]
 
 
 def numerics_error(report, tensor, logged):

@@ -414,6 +414,19 @@ class Model:
         on = lib.ts_model_loss_scale(self._h, C.byref(scale), C.byref(skipped))
         return (scale.value, skipped.value) if on else None
 
+    def spike(self) -> Optional[Dict[str, Any]]:
+        """The latest spike the detector found (Options.detect_spikes), or
+        None: {"step", "signal" ("loss", "rms", "max_abs", "norm", "value"), "tensor",
+        "layer", "value", "median", "mad", "z", "crossed" (signals that
+        crossed at that step), "action", "count" (spikes so far)}."""
+        s = _capi.Spike()
+        count = lib.ts_model_spike(self._h, C.byref(s))
+        if count == 0:
+            return None
+        return {"step": s.step, "signal": s.signal.decode(), "tensor": s.tensor.decode(), "layer": s.layer.decode(),
+                "value": s.value, "median": s.median, "mad": s.mad, "z": s.z, "crossed": s.crossed,
+                "action": lib.ts_spike_action_name(s.action).decode(), "count": count}
+
     def flops_per_microbatch(self) -> float:
         """FLOPs of one micro-batch (forward, backward and update)."""
         return lib.ts_model_flops_per_microbatch(self._h)

@@ -178,6 +178,26 @@ class Options:
         check(lib.ts_options_set_check_numerics(self._h, code.value))
         return self._set("check_numerics", mode)
 
+    def detect_spikes(self, k: float = 12.0, window: int = 32, action: str = "continue",
+                      npz: Union[str, os.PathLike, None] = None) -> Options:
+        """The spike detector (docs/observation.md#spikes): before each
+        optimizer step's update, the loss and every watched tensor's RMS,
+        max |x| (values) or L2 norm (gradients) against its own running
+        median and MAD over the last `window` steps; a robust z-score of at
+        least `k` is a spike, named by the signal that crossed first in the
+        step's order (Model.spike()). `action`: "continue" (train on),
+        "skip" (the step's update is skipped: weights and optimizer state
+        untouched), "stop" (SpikeError before the update), "npz" (every call
+        held; at a spike the step's tensors are written to `npz`, then
+        SpikeError), "inspect" (every call held; SpikeError, the step's
+        tensors in Model.inspect()). It watches every tensor's stats, every
+        call. k=0 turns it off."""
+        code = C.c_int()
+        check(lib.ts_spike_action_parse(cstr(action), C.byref(code)))
+        path = os.fspath(npz) if npz is not None else None
+        check(lib.ts_options_detect_spikes(self._h, float(k), int(window), code.value, cstr(path) if path is not None else None))
+        return self._set("detect_spikes", f"k={k:g}, window={int(window)}, action={action}" + (f", npz={path}" if path else ""))
+
     def break_on_nan(self, on: bool = True) -> Options:
         """With check_numerics on: when the check stops a call before any
         optimizer step of it, the call is run again with every tensor held

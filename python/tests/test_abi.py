@@ -18,7 +18,7 @@ STRUCTS = {
     "ts_conv2d_params": _capi.Conv2dParams, "ts_pool2d_params": _capi.Pool2dParams,
     "ts_conv_transpose2d_params": _capi.ConvTranspose2dParams,
     "ts_lr_schedule": _capi.LrSchedule, "ts_memwatch_stats": _capi.MemwatchStats,
-    "ts_diff_result": _capi.DiffResult, "ts_memory_buffer": _capi.MemoryBuffer,
+    "ts_diff_result": _capi.DiffResult, "ts_memory_buffer": _capi.MemoryBuffer, "ts_spike": _capi.Spike,
 }
 
 

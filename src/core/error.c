@@ -23,6 +23,7 @@ const char *ts_status_name(ts_status s) {
     case TS_ERR_INTERNAL: return "TS_ERR_INTERNAL";
     case TS_ERR_DIST: return "TS_ERR_DIST";
     case TS_ERR_CANCELLED: return "TS_ERR_CANCELLED";
+    case TS_ERR_SPIKE: return "TS_ERR_SPIKE";
     }
     return "TS_ERR_UNKNOWN";
 }

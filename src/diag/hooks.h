@@ -26,6 +26,15 @@ ts_status ts_diag_after_run(const ts_model *m, uint64_t run_ns);
  * or another model's trace is open as the run starts. */
 ts_status ts_diag_attach_crash(ts_model *m, ts_op_chain *c);
 ts_status ts_diag_attach_trace(ts_model *m, ts_op_chain *c);
+/* spike_watch.c: the spike detector (ts_options_detect_spikes) before each
+ * optimizer step of a training model; before a run, the hold armed for
+ * the actions that keep the step; after a run it stopped (TS_ERR_SPIKE),
+ * the held tensors written to the .npz (its status: TS_ERR_SPIKE, or why
+ * the file could not be written); freed with the model. */
+ts_status ts_diag_attach_spikes(ts_model *m, ts_op_chain *c);
+ts_status ts_spike_watch_before_run(ts_model *m);
+ts_status ts_spike_watch_after_stop(ts_model *m);
+void ts_spike_watch_free(ts_model *m);
 /* With log_layer_shapes: the layer output shapes of the last run, and those
  * a recompilation (for `cause`) changed, or a switch back to the program
  * compiled before (switched), in one info line each. */

@@ -381,14 +381,17 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
     ts_status cst = ts_op_chain_run(m->chain.before, m->chain.n_before, m, &call);
     if (cst) return cst;
     double scale = m->loss_scale; /* this step's gradients carry it (the check below may grow it for the next) */
-    bool skip = false;
-    if (m->scaling) {
+    bool skip = m->skip_update; /* the spike detector's, before the hook returned */
+    const char *why = skip ? "skipped (spike)" : "skipped (loss scale)";
+    m->skip_update = false;
+    if (skip) ts_counter_add("SkippedSteps", 1);
+    if (m->scaling && !skip) {
         ts_status st = skip_scaled_step(m, &skip);
         if (st) return st;
     }
-    if (skip) { /* an Inf/NaN gradient: the step is skipped, the scale backs off */
+    if (skip) { /* an Inf/NaN gradient (the scale backs off), or a spike */
         p->param_grads_zero = false; /* the next backward clears them */
-        if (tr) ts_trace_slice(TS_TRACE_OPTIMIZER, NULL, "skipped (loss scale)", NULL, 0, m->steps + 1, ta, ts_now_ns());
+        if (tr) ts_trace_slice(TS_TRACE_OPTIMIZER, NULL, why, NULL, 0, m->steps + 1, ta, ts_now_ns());
         m->steps++;
         return TS_OK;
     }

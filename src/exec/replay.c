@@ -238,6 +238,7 @@ static const char *refusal(const ts_model *m) {
     if (m->rerun) return "OpByOp";
     if (m->opts.check != TS_CHECK_OFF) return "NumericChecks"; /* each tensor scanned as it is made, the run stopped at the first */
     if (m->scaling) return "LossScaling";                      /* the host decides after each step whether it is taken */
+    if (m->opts.spike_k > 0 && m->training) return "SpikeDetector"; /* the host judges each step's signals before its update */
     if (ts_trace_live() || m->opts.trace_path) return "Timeline"; /* each op timed */
     if (m->training && ts_log_enabled(TS_LOG_TRACE)) return "TraceLog"; /* each micro-batch's loss read */
     if (ts_hold_armed(m)) return "Hold";

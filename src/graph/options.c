@@ -36,6 +36,7 @@ void ts_options_clear(ts_options *o) {
     ts_free(o->split_at);
     ts_free(o->trace_path);
     ts_dump_spec_free(o->dump);
+    ts_free(o->spike_npz);
     ts_free(o->anchors);
     ts_free(o->watches);
     memset(o, 0, sizeof *o);
@@ -292,8 +293,10 @@ ts_status ts_options_copy(ts_options *dst, const ts_options *src) {
     o.split_at = NULL, o.stages = 1;
     o.trace_path = NULL;
     o.dump = NULL;
+    o.spike_npz = NULL;
     if (set_split(&o, src->stages, (const char *const *)src->split_at)) return TS_ERR_OUT_OF_MEMORY;
-    if ((src->trace_path && !(o.trace_path = ts_strdup(src->trace_path))) || ts_dump_spec_copy(&o.dump, src->dump)) {
+    if ((src->trace_path && !(o.trace_path = ts_strdup(src->trace_path))) || ts_dump_spec_copy(&o.dump, src->dump) ||
+        (src->spike_npz && !(o.spike_npz = ts_strdup(src->spike_npz)))) {
         ts_options_clear(&o);
         return TS_ERR_OUT_OF_MEMORY;
     }

@@ -126,6 +126,7 @@ void ts_model_free(ts_model *m) {
     ts_prog_free(m->prog);
     ts_prog_free(m->spare);
     ts_hold_free(m);
+    ts_spike_watch_free(m);
     ts_dump_free(m);
     ts_opt_state_free(m);
     ts_pool_free(m->pool);

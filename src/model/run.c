@@ -185,6 +185,7 @@ static ts_status (*const observers[])(ts_model *m, ts_op_chain *c) = {
     ts_diag_attach_crash,      /* diag/op_observers.c: the op a crash report names */
     ts_observe_attach_watches, /* observe/chain.c: a device's queue guarded, each output observed */
     ts_observe_attach_checks,  /* observe/chain.c: a backward kernel's gradients checked */
+    ts_diag_attach_spikes,     /* diag/spike_watch.c: the step's signals judged before its update */
     ts_observe_attach_prints,  /* observe/chain.c: the print ops' lines */
     ts_diag_attach_trace,      /* diag/op_observers.c: each op's label and slice on the timeline */
     ts_exec_attach_op_times,   /* exec/op_times.c: each call's time (t0, t1) */
@@ -230,12 +231,14 @@ ts_status ts_model_run(ts_model *m, const char *const *names, const ts_array *in
     st = bind_inputs(m, names, inputs, n);
     if (!st) st = ts_dist_agree(m, m->prog); /* again after a new schedule */
     if (!st) st = ts_dump_before_run(m); /* arms the hold for a run it dumps */
+    if (!st) st = ts_spike_watch_before_run(m); /* arms it for a spike's step */
     if (!st) st = ts_hold_prepare(m);
     if (!st) st = ts_replicas_before_run(m);
     if (!st && ts_log_enabled(TS_LOG_DEBUG)) log_run_shapes(m, names, inputs, n);
     if (!st) st = attach_observers(m);
     if (!st && !m->started && m->opts.on_start) st = run_on_start(m);
     if (!st) st = ts_exec_run(m);
+    if (st == TS_ERR_SPIKE) st = ts_spike_watch_after_stop(m);
     /* a cancelled run stopped on every rank at the same point: what it
      * computed is gathered and kept as after any run */
     bool cancelled = st == TS_ERR_CANCELLED;

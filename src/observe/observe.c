@@ -487,10 +487,10 @@ bool ts_observe_device(ts_model *m, int entry, int64_t sample) {
     return !((e->n_outfeeds && !feeds) || e->check || (e->n_anchors && !anchors) || (due && !reduce) || stab);
 }
 
-void ts_observe_device_results(const ts_model *m) {
+/* Slot set s's pending summaries published as run `run`'s results;
+ * `keep`: left pending (published again, the same, when the run ends). */
+static void publish_slots(const ts_model *m, ts_slot_set *s, int64_t run, bool keep) {
     ts_prog *p = m->prog;
-    ts_slot_set *s = &p->done_slots;
-    if (!p->dev_slots || !s->any) return;
     for (int pass = 0; pass < 2; pass++) /* the slots reduced, then the summaries they share */
         for (int w = 0; w < p->n_watch; w++) {
             if (!s->pending[w] || (s->same[w] >= 0) != (pass == 1)) continue;
@@ -503,11 +503,31 @@ void ts_observe_device_results(const ts_model *m) {
                 ts_summary_copy(&p->summaries[w], &p->summaries[s->same[w]]);
             }
             note_stored(m, &p->entries[s->entry[w]], &p->summaries[w]); /* its rounding's count: complete once the run is */
-            p->watch_results[w].run = s->run;
+            p->watch_results[w].run = run;
             p->watch_results[w].step = s->step[w];
-            s->pending[w] = false;
+            s->pending[w] = keep;
         }
-    s->any = s->any_hist = false;
+    if (!keep) s->any = s->any_hist = false;
+}
+
+void ts_observe_device_results(const ts_model *m) {
+    ts_prog *p = m->prog;
+    if (!p->dev_slots || !p->done_slots.any) return;
+    publish_slots(m, &p->done_slots, p->done_slots.run, false);
+}
+
+ts_status ts_observe_device_now(ts_model *m) {
+    ts_prog *p = m->prog;
+    ts_slot_set *s = &p->run_slots;
+    if (!p->dev_slots) return TS_OK;
+    ts_observe_device_flush(m);
+    if (!s->any) return TS_OK;
+    ts_observe_device_results(m); /* the last run's first: they must not later overwrite these */
+    p->backend->copy_to_host(m->stream, s->stats, p->dev_slots, (size_t)p->n_watch * sizeof(ts_device_stats));
+    if (s->any_hist) p->backend->copy_to_host(m->stream, s->hist, p->dev_hist, (size_t)p->n_hist * sizeof(ts_device_hist));
+    if (p->backend->synchronize(m->stream)) return ts_error_wrap(TS_ERR_INTERNAL, "reading the step's summaries from %s", p->backend->name);
+    publish_slots(m, s, m->runs, true);
+    return TS_OK;
 }
 
 void ts_observe_device_finish(ts_model *m, bool completed) {

@@ -80,6 +80,11 @@ void ts_observe_device_finish(ts_model *m, bool completed);
 /* The last run's summaries from the device, finished if they are not yet
  * (watch results read them through here: ts_model_watch_results). */
 void ts_observe_device_results(const ts_model *m);
+/* During a run, on a device: the summaries it reduced so far copied to the
+ * host (after a wait) and published as its results now, for a reader
+ * within the run (the spike detector, before each update); they stay
+ * pending, and the run's end publishes the same again. TS_OK on the CPU. */
+ts_status ts_observe_device_now(ts_model *m);
 /* At a step's end: the outfeed records the device captured since the last
  * call on their way while the run goes, where the backend offers
  * copy_out_then and the records' rows are page-locked: their rows copied
