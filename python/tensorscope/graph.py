@@ -536,6 +536,8 @@ class Graph:
         self._queues = []  # the Python side of those queues, for as long as the graph
         self._models = weakref.WeakSet()  # closed before the graph
         self._origins = None  # of a wrapped torch module: where its nodes came from
+        self._at = None  # (file, line) the next nodes are recorded at, else the caller's line
+        self._outputs = None  # a torch.export capture's outputs (an import records its own)
 
     @property
     def _h(self):
@@ -609,12 +611,15 @@ class Graph:
     def _locate(self):
         """Records the user's line (the first caller outside this package) as
         the source location of the next nodes."""
-        frame = sys._getframe(1)
-        while frame.f_back and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
-            frame = frame.f_back
-        f = frame.f_code.co_filename
+        if self._at is not None:  # a captured node's line of forward
+            f, line = self._at
+        else:
+            frame = sys._getframe(1)
+            while frame.f_back and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+                frame = frame.f_back
+            f, line = frame.f_code.co_filename, frame.f_lineno
         b = Graph._files.setdefault(f, C.create_string_buffer(f.encode()))
-        lib.ts_graph_at(self._h, b, frame.f_lineno)
+        lib.ts_graph_at(self._h, b, line)
 
     def _tensor(self, ptr):
         if not ptr:
@@ -644,7 +649,10 @@ class Graph:
 
     @property
     def outputs(self) -> List[Tensor]:
-        """The outputs an ONNX import recorded, in file order."""
+        """The outputs an ONNX import recorded, in file order (a torch
+        module's graph: forward's outputs, in forward's order)."""
+        if self._outputs is not None:
+            return list(self._outputs)
         count = _capi.function("ts_graph_output_count", "Graph.outputs")
         n = count(self._h)
         return [Tensor(self, lib.ts_graph_output_at(self._h, i)) for i in range(n)]
