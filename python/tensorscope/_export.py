@@ -149,6 +149,7 @@ class _Capture:
         self.node = None
         self.n_const = 0
         self.what = f"torch module {type(module).__name__}"
+        self.lines: Dict[Tuple[str, int], List[str]] = {}  # line of forward -> module paths
 
     # -- errors
     def where(self, node=None) -> str:
@@ -297,8 +298,11 @@ class _Capture:
             path = _module_path(node)
             at = _user_frame(node.meta.get("stack_trace"))
             self.g._at = at
-            scope = self.g.scope(path) if path else contextlib.nullcontext()
-            with scope:
+            if at:
+                self.lines.setdefault(at, []).append(_dotted(path))
+            with contextlib.ExitStack() as scopes:  # one scope per module level
+                for part in path.split("/") if path else ():
+                    scopes.enter_context(self.g.scope(part))
                 self.env[node] = self.call(node)
         self.g._at = None
         outputs = []
@@ -399,6 +403,12 @@ def _reshaped(c: _Capture, node, x):
 @row("alias.default", "clone.default", "lift_fresh_copy.default", "contiguous.default")
 def _identity(c, node, x, *rest, **kw):
     return x
+
+
+@row("_assert_tensor_metadata.default", "_assert_scalar.default", "_assert_async.msg",
+     "sym_constrain_range_for_size.default")
+def _assertion(c, node, *args, **kw):
+    return None  # the capture's own checks of its example: nothing to compute
 
 
 @row("tensorscope.stop_gradient.default")
@@ -914,15 +924,34 @@ def _gather(c, node, x, dim, index, sparse_grad=False):
 
 @row("index.Tensor")
 def _index(c, node, x, indices):
-    given = [(k, t) for k, t in enumerate(indices) if t is not None]
-    if len(given) != 1:
-        c.unmapped("index.Tensor with several index tensors")
-    k, idx = given[0]
-    src = node.args[1][k]
-    if c.dtype(src) == c.torch.bool:
+    """x[..., i, j, ...] with index tensors on consecutive dims k..k+m-1 (a
+    None before them for each dim taken whole): those dims merged into one,
+    gathered at the flat index sum_j i_j * stride_j (negative indices
+    counted from the end), as torch's advanced indexing."""
+    given = [k for k, t in enumerate(indices) if t is not None]
+    if given != list(range(given[0], given[-1] + 1)):
+        c.unmapped("index.Tensor with index tensors on dims that are not consecutive")
+    if any(c.dtype(node.args[1][k]) == c.torch.bool for k in given):
         c.unmapped("index.Tensor with a boolean mask (its result's shape depends on the data)")
-    n = c.shape(node.args[0])[k]
-    return _reshaped(c, node, c.g.gather(c.f(x), c.i(idx, -n, n - 1), k))
+    shape = c.shape(node.args[0])
+    k, m = given[0], len(given)
+    sizes = shape[k:k + m]
+    flat, stride = None, 1
+    for j in reversed(range(m)):
+        t, n = indices[k + j], sizes[j]
+        if isinstance(t, Tensor) and t.dtype == np.int32 and m == 1:
+            flat = t  # an i32 input: the gather checks it at run
+            break
+        t = c.f(t)
+        t = c.g.add(t, c.g.scale(c.g.binary("Less", t, c.const(0.0)), float(n)))  # -1: the last
+        t = c.g.scale(t, float(stride)) if stride != 1 else t
+        flat = t if flat is None else c.g.add(flat, t)
+        stride *= n
+    total = int(np.prod(sizes))
+    y = c.f(x)
+    if m > 1:
+        y = c.g.reshape(y, list(shape[:k]) + [total] + list(shape[k + m:]))
+    return _reshaped(c, node, c.g.gather(y, c.i(flat, 0, total - 1), k))
 
 
 @row("embedding.default")
@@ -1070,6 +1099,63 @@ def _adaptive_avg(c, node, x, output_size):
 
 # ---- entry
 
+def origins_class():
+    from ._torch import _Origins
+
+    class Origins(_Origins):
+        """The library's messages about the graph in the module's words:
+        each line of forward a node was recorded at ("file:line") named
+        with the module path that made it."""
+
+        def __init__(self, module, lines) -> None:
+            self.what = f"torch module {type(module).__name__}"
+            self.lines = lines
+            self.path = None
+            files = sorted({re.escape(f) for f, _ in lines}, key=len, reverse=True)
+            self.pattern = re.compile(r"(?<!forward at )(" + "|".join(files) + r"):(\d+)") if files else None
+
+        def explain(self, message: str) -> str:
+            if self.pattern is None:
+                return message
+
+            def named(m):
+                paths = list(dict.fromkeys(self.lines.get((m.group(1), int(m.group(2))), [])))
+                if not paths:
+                    return m.group(0)
+                where = ", ".join(f"module '{p}'" if p else "the top module" for p in paths)
+                return f"{self.what}, {where}, forward at {m.group(0)}"
+            return self.pattern.sub(named, message)
+
+    return Origins
+
+
+def _refusal_of(module, e) -> UnsupportedError:
+    """torch.export's failure as tensorscope's refusal: the module path and
+    the line of forward where it stopped (the innermost frame of the
+    user's code in its traceback), why, and what to write instead."""
+    import traceback
+    from ._torch import _installed, _module_at
+    what = f"torch module {type(module).__name__}"
+    frames = [f for f in traceback.extract_tb(e.__traceback__)
+              if not f.filename.startswith("<") and not _installed(f.filename)
+              and not f.filename.startswith(os.path.dirname(os.path.abspath(__file__)))]
+    if frames:
+        f = frames[-1]
+        path = _module_at(module, f.filename, f.lineno)
+        where = f"module '{path}'" if path else "the top module" if path == "" else "forward's code"
+        what = f"{what}, {where}, forward at {f.filename}:{f.lineno}"
+    text = str(e).strip().splitlines()
+    first = text[0] if text else type(e).__name__
+    if "data-dependent" in str(e) or "DataDependent" in type(e).__name__:
+        return UnsupportedError(
+            f"{what}: data-dependent control flow or value ({first}): the capture would keep one "
+            "branch or value for every batch; write it with tensor ops (torch.where(cond, a, b) "
+            "for an if on a tensor, a tensor instead of .item() or int(x)), or give it as an input")
+    return UnsupportedError(f"{what}: torch.export cannot capture forward ({type(e).__name__}: "
+                            f"{first}); change forward so that it can, or capture through ONNX: "
+                            "Options().capture('onnx')")
+
+
 def capture(module, example_inputs, input_names):
     """(graph, its outputs, the ExportedProgram) of `module` at
     example_inputs, through torch.export."""
@@ -1082,18 +1168,11 @@ def capture(module, example_inputs, input_names):
     try:
         ep = torch.export.export(module, tuple(example_inputs))
     except Exception as e:  # the exporter's own reason: data-dependent flow, untraceable code
-        text = str(e).strip().splitlines()
-        first = text[0] if text else type(e).__name__
-        data = "data-dependent" in str(e) or "GuardOnDataDependent" in type(e).__name__
-        instead = ("write it with tensor ops (torch.where(cond, a, b) for an if on a tensor, a "
-                   "tensor instead of .item() or int(x)), or give the value as an input"
-                   if data else "change forward so torch.export can capture it, or capture "
-                   "through ONNX: Options().capture('onnx')")
-        raise UnsupportedError(f"{what}: torch.export cannot capture forward "
-                               f"({type(e).__name__}: {first}); {instead}") from e
+        raise _refusal_of(module, e) from e
     _mark_stop_gradients(torch, ep.graph_module)
     ep = ep.run_decompositions()
     c = _Capture(torch, module, ep, list(input_names))
     outputs = c.build()
     c.g._outputs = outputs
+    c.g._origins = origins_class()(module, c.lines)
     return c.g, outputs, ep

@@ -604,9 +604,8 @@ def _torch_version(torch) -> Tuple[int, int]:
 def capture_module(module, example_inputs, capture, purpose):
     """The module captured with `capture` ("onnx" or "export") at
     example_inputs and imported: (graph, the captured file, its _Origins,
-    the finalizer that removes the file with the graph; the three None for
-    "export", whose graph holds its ExportedProgram and names each node's
-    line of forward itself). Its buffers (and
+    the finalizer that removes the file with the graph; file and finalizer None for
+    "export", whose graph holds its ExportedProgram). Its buffers (and
     torch's random state) are as before the capture; one log line says
     which capture ran, for `purpose`."""
     if capture not in CAPTURES:
@@ -631,7 +630,7 @@ def capture_module(module, example_inputs, capture, purpose):
         graph._exported = program
         log(LOG_INFO, f"{purpose} torch module {type(module).__name__}, captured through "
                       f"{CAPTURES[capture]} of PyTorch {torch.__version__}")
-        return graph, None, None, None
+        return graph, None, graph._origins, None
     _capi.function("ts_graph_from_onnx", "capturing a torch module through ONNX")  # before exporting
     d = tempfile.mkdtemp(prefix="tensorscope-")  # the captured program: the graph's, till it goes
     try:

@@ -68,11 +68,12 @@ def test_a_failure_while_training_names_the_module_and_its_line():
         model(x, np.zeros(4, np.int32))
     message = str(e.value)
     assert "module.onnx" not in message
+    node = {"onnx": lambda n: f" (node '{n}')", "export": lambda n: ""}[ts.Options()._capture]
     assert (f"built at torch module Net, module 'block', forward at "
-            f"{line_of(Block.forward, 'torch.log')} (node '/block/Log')") in message
+            f"{line_of(Block.forward, 'torch.log')}{node('/block/Log')}") in message
     assert e.value.tensor == "block/Log:0"
     assert model.graph.tensor("block/Log:0").location == (
         f"torch module Net, module 'block', forward at {line_of(Block.forward, 'torch.log')}")
     dump = model.dump(locations=True)
     assert "module.onnx" not in dump
-    assert f"forward at {line_of(Net.forward, 'self.out(')} (node '/out/Gemm')" in dump
+    assert f"forward at {line_of(Net.forward, 'self.out(')}{node('/out/Gemm')}" in dump

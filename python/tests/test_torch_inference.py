@@ -139,10 +139,6 @@ def test_graph_from_torch_is_the_graph_itself():
 def test_capture_is_checked():
     with pytest.raises(ValueError, match="'onnx'.*'export'"):
         ts.Options().capture("jit")
-    net, x = mlp()
-    with pytest.raises(ts.UnsupportedError, match=r"capture\('export'\).*capture\('onnx'\)"):
-        ts.training_model(net, ts.Options().capture("export"), optimizer=ts.SGD(lr=0.1),
-                          example_inputs=(x,), loss="cross_entropy")
 
 
 @pytest.mark.skipif(HAS_EXPORT, reason="this PyTorch has torch.export")
