@@ -601,6 +601,18 @@ def _torch_version(torch) -> Tuple[int, int]:
     return tuple(int(p) for p in re.findall(r"\d+", torch.__version__)[:2])
 
 
+def capture_of(options) -> str:
+    """The capture `options` ask for (Options.capture), or by default
+    "export" where this PyTorch has the torch.export front end, else
+    "onnx"."""
+    how = options._capture if options is not None else None
+    if how is not None:
+        return how
+    import torch
+    from . import _export
+    return "export" if _export.available(torch) else "onnx"
+
+
 def capture_module(module, example_inputs, capture, purpose):
     """The module captured with `capture` ("onnx" or "export") at
     example_inputs and imported: (graph, the captured file, its _Origins,
@@ -651,13 +663,18 @@ def capture_module(module, example_inputs, capture, purpose):
         raise
     finalizer = weakref.finalize(graph, shutil.rmtree, d, True)
     graph._origins = origins
+    older = "" if capture != "onnx" or _torch_version(torch) >= (2, 5) else \
+        " (the torch.export capture needs PyTorch 2.5 or later)"
     log(LOG_INFO, f"{purpose} torch module {type(module).__name__}, captured through "
-                  f"{CAPTURES[capture]} of PyTorch {torch.__version__}")
+                  f"{CAPTURES[capture]} of PyTorch {torch.__version__}{older}")
     return graph, path, origins, finalizer
 
 
-def graph_of_module(module, example_inputs, capture="onnx") -> Graph:
-    """ts.Graph.from_torch: the captured graph itself."""
+def graph_of_module(module, example_inputs, capture=None) -> Graph:
+    """ts.Graph.from_torch: the captured graph itself (capture None: as
+    capture_of chooses)."""
+    if capture is None:
+        capture = capture_of(None)
     graph, path, _, finalizer = capture_module(module, example_inputs, capture, "graph of")
     graph._program_kept = finalizer  # the file goes with the graph
     return graph
@@ -668,7 +685,7 @@ def inference_model_of_module(module, options, outputs, example_inputs):
     with its weights and buffers as they are now, computing forward's
     outputs (or `outputs`, names of its graph)."""
     from .model import new_inference_model
-    capture = options._capture if options is not None else "onnx"
+    capture = capture_of(options)
     graph, path, origins, finalizer = capture_module(module, example_inputs, capture, "inference of")
     say_dropout_differs(graph)
     try:
@@ -696,7 +713,7 @@ def training_model_of_module(module, options, optimizer, example_inputs, loss, s
     if loss is not None and loss not in _LOSSES:
         raise ValueError(f"loss={loss!r}: for a torch module use None (forward returns its loss, "
                          f"last) or one of {', '.join(_LOSSES)}")
-    capture = options._capture if options is not None else "onnx"
+    capture = capture_of(options)
     graph, path, origins, finalizer = capture_module(module, example_inputs, capture, "training")
     say_dropout_differs(graph)
     outputs = graph.outputs

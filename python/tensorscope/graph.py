@@ -556,11 +556,12 @@ class Graph:
         return f"<Graph of {len(ts_)} tensors, {len(params)} parameters ({n} values), inputs: {ins or 'none'}>"
 
     @classmethod
-    def from_torch(cls, module: Any, example_inputs: Any, capture: str = "onnx") -> Graph:
+    def from_torch(cls, module: Any, example_inputs: Any, capture: Optional[str] = None) -> Graph:
         """The graph of a torch module, captured at `example_inputs` (the
         inputs of one micro-batch) as ts.training_model and
         ts.inference_model capture it (`capture`: "onnx" or "export", see
-        Options.capture): parameters and buffers under their PyTorch names,
+        Options.capture; None: "export" where this PyTorch has it, else
+        "onnx"): parameters and buffers under their PyTorch names,
         holding the module's values now; its outputs are forward's."""
         from ._torch import graph_of_module
         return graph_of_module(module, example_inputs, capture)

@@ -68,7 +68,7 @@ def test_a_failure_while_training_names_the_module_and_its_line():
         model(x, np.zeros(4, np.int32))
     message = str(e.value)
     assert "module.onnx" not in message
-    node = {"onnx": lambda n: f" (node '{n}')", "export": lambda n: ""}[ts.Options()._capture]
+    node = {"onnx": lambda n: f" (node '{n}')", "export": lambda n: ""}[ts._torch.capture_of(ts.Options())]
     assert (f"built at torch module Net, module 'block', forward at "
             f"{line_of(Block.forward, 'torch.log')}{node('/block/Log')}") in message
     assert e.value.tensor == "block/Log:0"

@@ -15,7 +15,9 @@ pytestmark = pytest.mark.skipif(not hasattr(ts._capi.lib, "ts_graph_from_onnx"),
                                 reason="this library does not import ONNX")
 STEPS = 10
 RTOL = 1e-5
-CAPTURE = ts.Options()._capture  # the capture these tests run through (TS_TEST_CAPTURE)
+from tensorscope._torch import CAPTURES, capture_of  # noqa: E402
+
+CAPTURE = capture_of(ts.Options())  # the capture these tests run through (TS_TEST_CAPTURE)
 
 
 def train_beside_torch(module, make_optimizer, make_inputs, steps=STEPS, make_scheduler=None, **wrap):
@@ -377,7 +379,7 @@ def test_dropout_says_once_that_its_masks_differ(monkeypatch):
         ts.set_log_callback(None)
     told = [m for level, m in lines if "Dropout" in m]
     assert len(told) == 1 and "p=0" in told[0] and "eval()" in told[0], lines
-    assert any(f"captured through {ts._torch.CAPTURES[CAPTURE]}" in m for _, m in lines)
+    assert any(f"captured through {CAPTURES[CAPTURE]}" in m for _, m in lines)
 
 
 # ---- hygiene: a capture prints nothing, and its program can be saved
