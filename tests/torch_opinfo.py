@@ -27,7 +27,7 @@ import torch
 import tensorscope as ts
 from tensorscope import _export
 
-SAMPLES = 3  # per op, dtype and OpInfo: the first ones PyTorch gives
+SAMPLES = int(os.environ.get("TS_OPINFO_SAMPLES", "1"))  # per op, dtype and OpInfo: the first ones PyTorch gives
 RTOL, ATOL = 1e-4, 1e-5
 DTYPES = (torch.float32, torch.int64)
 
@@ -71,7 +71,7 @@ class Op(torch.nn.Module):
     """forward(*ints) = op(*sample) with the float tensors parameters (their
     gradients Gradient___p<k>) and the integer ones inputs."""
 
-    def __init__(self, fn, sample):
+    def __init__(self, fn, sample, buffers=()):
         super().__init__()
         self.fn = fn
         self.slots = []  # (kind, index) per leaf of the sample: p, i, or a value
@@ -79,8 +79,12 @@ class Op(torch.nn.Module):
         self.ints = []
         leaves, self.tree = torch.utils._pytree.tree_flatten(
             ((sample.input,) + tuple(sample.args), dict(sample.kwargs)))
-        for v in leaves:
-            if isinstance(v, torch.Tensor) and v.is_floating_point():
+        for n, v in enumerate(leaves):
+            if n in buffers and isinstance(v, torch.Tensor):  # batch norm's running statistics
+                name = f"b{n}"
+                self.register_buffer(name, v.detach().clone())
+                self.slots.append(("p", name))
+            elif isinstance(v, torch.Tensor) and v.is_floating_point():
                 name = f"p{len([s for s in self.slots if s[0] == 'p'])}"
                 self.register_parameter(name, torch.nn.Parameter(v.detach().clone()))
                 self.slots.append(("p", name))
@@ -102,7 +106,7 @@ class Op(torch.nn.Module):
 
 def run_sample(opinfo, sample, want_grad):
     """None when our values and PyTorch's agree, else what differs."""
-    m = Op(opinfo.op, sample)
+    m = Op(opinfo.op, sample, buffers=(1, 2) if "batch_norm" in opinfo.name else ())
     if not m.ints and not list(m.parameters()):
         return None, "no tensor input (computed at capture)"
     with torch.no_grad():

@@ -174,6 +174,8 @@ class _Capture:
     # -- values
     def shape(self, node) -> Tuple[int, ...]:
         v = node.meta.get("val")
+        if isinstance(v, (tuple, list)):  # an op of several results: its first's
+            v = v[0]
         try:
             return tuple(int(d) for d in v.shape)
         except (TypeError, AttributeError):
@@ -181,7 +183,8 @@ class _Capture:
                         "capture with example inputs of fixed shapes (no dynamic_shapes)")
 
     def dtype(self, node):
-        return node.meta["val"].dtype
+        v = node.meta["val"]
+        return (v[0] if isinstance(v, (tuple, list)) else v).dtype
 
     def const(self, value) -> Tensor:
         """A constant of the graph holding a torch tensor or a number (f32)."""
@@ -270,16 +273,18 @@ class _Capture:
                 self.refuse(f"the capture's {spec.kind.name.lower()} '{target}' has no value",
                             "capture through Options().capture('onnx')")
             value = value.detach()
+            # a 0-d one is held as [1] (its state_dict value reshapes back), read as 0-d
+            held = list(value.shape) or [1]
             if spec.kind == InputKind.PARAMETER:
                 if value.dtype != torch.float32:
                     self.refuse(f"parameter '{target}' is {value.dtype}", "keep parameters float32")
-                t = self.g.param(target, list(value.shape))
-                t.set_value(value.cpu().numpy())
-                self.env[node] = t
+                t = self.g.param(target, held)
+                t.set_value(value.cpu().numpy().reshape(held))
+                self.env[node] = t if value.shape else self.g.reshape(t, [])
             elif spec.kind == InputKind.BUFFER and value.dtype == torch.float32:
-                t = self.g.buffer(target, list(value.shape))
-                t.set_value(value.cpu().numpy())
-                self.env[node] = t
+                t = self.g.buffer(target, held)
+                t.set_value(value.cpu().numpy().reshape(held))
+                self.env[node] = t if value.shape else self.g.reshape(t, [])
             else:  # constants, counters (num_batches_tracked): computed with at capture
                 self.env[node] = value.clone()
 
@@ -848,7 +853,7 @@ def _slice(c, node, x, dim=0, start=None, end=None, step=1):
     if length == n:
         return x
     if step == 1:
-        return c.g.slice(x, dim, start, length)
+        return c.g.slice(c.f(x), dim, start, length)
     idx = np.arange(start, end, step, dtype=np.int32)
     c.n_const += 1
     return c.g.gather(c.f(x), c.g.constant(f"{node.name}/index:{c.n_const}", idx), dim)
@@ -859,7 +864,7 @@ def _select(c, node, x, dim, index):
     shape = c.shape(node.args[0])
     dim = _dim(dim, len(shape))
     index = index + shape[dim] if index < 0 else index
-    return _reshaped(c, node, c.g.slice(x, dim, index, 1))
+    return _reshaped(c, node, c.g.slice(c.f(x), dim, index, 1))
 
 
 @row("split_with_sizes.default", "split.Tensor")
@@ -870,7 +875,7 @@ def _split(c, node, x, sizes, dim=0):
         sizes = [min(sizes, shape[dim] - s) for s in range(0, shape[dim], sizes)]
     out, at = [], 0
     for s in sizes:
-        out.append(x if s == shape[dim] else c.g.slice(x, dim, at, s))
+        out.append(x if s == shape[dim] else c.g.slice(c.f(x), dim, at, s))
         at += s
     return out
 
@@ -1008,6 +1013,14 @@ def _upsample_nearest(c, node, x, output_size, *scales):
     return y
 
 
+@row("arange.start_step", "arange.default", "full.default", "scalar_tensor.default", "zeros.default",
+     "ones.default")
+def _made(c, node, *args, **kw):
+    """Reached only with a tensor argument, which these take none of: they
+    are computed at capture (call folds them), constants of the graph."""
+    c.unmapped(str(node.target) + " of a graph tensor")
+
+
 @row("full_like.default", "zeros_like.default", "ones_like.default", "empty_like.default",
      "fill.Scalar", "new_zeros.default", "new_ones.default", "new_full.default")
 def _full_like(c, node, x, *rest, **kw):
@@ -1065,36 +1078,43 @@ def _pool_params(kernel, stride, padding, dilation=(1, 1), ceil_mode=False):
             "ceil_mode": int(bool(ceil_mode))}
 
 
+def _batched(c, node, x, pool):
+    """pool(x) of x [N, C, H, W], or of unbatched x [C, H, W] as a batch of one."""
+    shape = c.shape(node.args[0])
+    x = c.f(x)
+    if len(shape) == 4:
+        return pool(x)
+    y = pool(c.g.reshape(x, [1] + list(shape)))
+    return c.g.reshape(y, list(y.shape[1:]))
+
+
 @row("max_pool2d_with_indices.default")
 def _max_pool(c, node, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
-    if len(c.shape(node.args[0])) != 4:
-        c.unmapped("max_pool2d_with_indices.default of unbatched data")
-    y = c.g.max_pool2d(c.f(x), _pool_params(kernel, stride, padding, dilation, ceil_mode))
-    return [y, _Unavailable("max pooling's indices")]
+    p = _pool_params(kernel, stride, padding, dilation, ceil_mode)
+    return [_batched(c, node, x, lambda v: c.g.max_pool2d(v, p)), _Unavailable("max pooling's indices")]
 
 
 @row("avg_pool2d.default")
 def _avg_pool(c, node, x, kernel, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
               divisor_override=None):
-    if divisor_override is not None or len(c.shape(node.args[0])) != 4:
-        c.unmapped("avg_pool2d.default with divisor_override or unbatched data")
+    if divisor_override is not None:
+        c.unmapped("avg_pool2d.default with divisor_override")
     p = _pool_params(kernel, stride, padding, 1, ceil_mode)
     p["exclude_pad"] = 0 if count_include_pad else 1
-    return c.g.avg_pool2d(c.f(x), p)
+    return _batched(c, node, x, lambda v: c.g.avg_pool2d(v, p))
 
 
 @row("_adaptive_avg_pool2d.default")
 def _adaptive_avg(c, node, x, output_size):
     shape = c.shape(node.args[0])
-    if len(shape) != 4:
-        c.unmapped("_adaptive_avg_pool2d.default of unbatched data")
     oh, ow = _pairs(output_size)
-    h, w = shape[2], shape[3]
-    if (oh, ow) == (1, 1):
-        return c.g.global_avg_pool2d(c.f(x))
+    h, w = shape[-2], shape[-1]
     if h % oh or w % ow:
         c.unmapped(f"_adaptive_avg_pool2d.default from {h}x{w} to {oh}x{ow} (not a whole window)")
-    return c.g.avg_pool2d(c.f(x), _pool_params((h // oh, w // ow), (h // oh, w // ow), 0))
+    if (oh, ow) == (1, 1):
+        return _batched(c, node, x, c.g.global_avg_pool2d)
+    p = _pool_params((h // oh, w // ow), (h // oh, w // ow), 0)
+    return _batched(c, node, x, lambda v: c.g.avg_pool2d(v, p))
 
 
 # ---- entry
