@@ -1104,6 +1104,28 @@ def _avg_pool(c, node, x, kernel, stride=(), padding=0, ceil_mode=False, count_i
     return _batched(c, node, x, lambda v: c.g.avg_pool2d(v, p))
 
 
+@row("avg_pool1d.default", "adaptive_avg_pool1d.default")
+def _pool1d(c, node, x, kernel, *rest):
+    """A 1-d pooling of x [N, C, L] (or [C, L]) as the 2-d one of [N, C, 1, L]."""
+    shape = c.shape(node.args[0])
+    y = c.g.reshape(c.f(x), list(shape[:-1]) + [1, shape[-1]])
+    if str(node.target).startswith("aten.adaptive"):
+        (n,) = _pairs(kernel, 1)
+        if shape[-1] % n:
+            c.unmapped(f"adaptive_avg_pool1d.default from {shape[-1]} to {n} (not a whole window)")
+        k = shape[-1] // n
+        p = _pool_params((1, k), (1, k), 0)
+    else:
+        stride = rest[0] if rest and rest[0] else kernel
+        padding = rest[1] if len(rest) > 1 else 0
+        p = _pool_params((1, _pairs(kernel, 1)[0]), (1, _pairs(stride, 1)[0]), (0, _pairs(padding, 1)[0]),
+                         1, rest[2] if len(rest) > 2 else False)
+        p["exclude_pad"] = 0 if (rest[3] if len(rest) > 3 else True) else 1
+    if len(shape) == 2:  # unbatched [C, L]: [1, C, 1, L]
+        y = c.g.reshape(y, [1] + list(y.shape))
+    return _reshaped(c, node, c.g.avg_pool2d(y, p))
+
+
 @row("_adaptive_avg_pool2d.default")
 def _adaptive_avg(c, node, x, output_size):
     shape = c.shape(node.args[0])
