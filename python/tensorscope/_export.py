@@ -808,9 +808,15 @@ def _batch_norm(c, node, x, w, b, rm, rv, training, momentum, eps):
         if not isinstance(t, Tensor) or not t.is_buffer:
             c.refuse(f"batch norm's {what} is not a buffer of the module",
                      "keep BatchNorm's running statistics as its buffers (track_running_stats=True)")
-    y = c.g.batch_norm(c.f(x), _ones_or(c, w, ch, 1.0), _ones_or(c, b, ch, 0.0), rm, rv,
+    shape = c.shape(node.args[0])
+    x = c.f(x)
+    if len(shape) not in (2, 4):  # [N, C, L, ...] as [N, C, L*..., 1]
+        x = c.g.reshape(x, [shape[0], ch, int(np.prod(shape[2:])), 1])
+    y = c.g.batch_norm(x, _ones_or(c, w, ch, 1.0), _ones_or(c, b, ch, 0.0), rm, rv,
                        float(eps), float(momentum if momentum is not None else 0.1),
                        0 if training else 1)
+    if len(shape) not in (2, 4):
+        y = c.g.reshape(y, list(shape))
     return [y, _Unavailable("batch norm's saved mean"), _Unavailable("batch norm's saved 1/std"), rm, rv]
 
 

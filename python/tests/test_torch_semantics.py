@@ -99,6 +99,31 @@ def test_the_stop_gradient_is_a_named_tensor_with_no_gradient():
     assert not any(n.startswith("Gradient___generator.") for n in names), names
 
 
+class NoGradRegion(torch.nn.Module):
+    """A `torch.no_grad()` region inside forward: the scale it computes
+    from fc1's output passes no gradient back into fc1."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = torch.nn.Linear(6, 8), torch.nn.Linear(8, 3)
+
+    def forward(self, x, labels):
+        h = torch.tanh(self.fc1(x))
+        with torch.no_grad():
+            scale = 1.0 + h.pow(2).mean(dim=1, keepdim=True)
+        return F.cross_entropy(self.fc2(h * scale), labels)
+
+
+@pytest.mark.skipif(CAPTURE != "export", reason="the ONNX capture does not see a no_grad region")
+def test_a_no_grad_region_in_forward_passes_no_gradient_as_in_torch():
+    torch.manual_seed(0)
+    net = NoGradRegion()
+    model = ts.training_model(net, ts.Options(), optimizer=ts.SGD(lr=0.1), example_inputs=classifier_inputs(0))
+    assert any(t.op == "StopGradient" for t in model.graph.tensors())
+    model.close()
+    train_beside_torch(NoGradRegion(), lambda m: torch.optim.SGD(m.parameters(), lr=0.5), classifier_inputs)
+
+
 def test_the_graph_builder_has_the_stop_gradient():
     g = ts.Graph(seed=1)
     x = g.input("x", "f32", [4, 3])
