@@ -65,14 +65,12 @@ REASONS = [
     (r"not a whole window",
      "adaptive pooling to a size that does not divide the input (windows of several sizes) is not mapped"),
     (r"divisor_override", "avg_pool2d's divisor_override is not mapped"),
-    (r"^fwd: .*", "hardtanh of integers: PyTorch clamps to the bounds converted to the integer dtype, "
-                  "tensorscope to the float bounds"),
 ]
 
 
 def reason(key, failure):
     for pattern, why in REASONS:
-        if re.search(pattern, failure) and (not pattern.startswith("^fwd") or "hardtanh int" in key):
+        if re.search(pattern, failure):
             return why
     return re.sub(r"(/[^\s:]+)+", "<path>", failure)  # to be reviewed and replaced by the reason
 

@@ -352,7 +352,10 @@ class _Capture:
             self.unmapped(name)
         if node.meta.get("val") is not None and _float64(torch, node.meta["val"]):
             self.refuse(f"ATen op {name} computes float64", "keep the model float32")
-        return row(self, node, *args, **kwargs)
+        out = row(self, node, *args, **kwargs)
+        if "avg_pool" in name and not self.dtype(node).is_floating_point:
+            out = self.g.unary("CastInt", out)  # an integer mean: toward zero, as PyTorch's
+        return out
 
 
 def _flat(xs):
@@ -566,6 +569,8 @@ def _clamp(c, node, x, lo=None, hi=None):
     if name.startswith("aten.hardtanh"):
         lo = -1.0 if lo is None else lo
         hi = 1.0 if hi is None else hi
+        if not c.dtype(node).is_floating_point:  # the bounds in the tensor's integer dtype
+            lo, hi = math.trunc(lo), math.trunc(hi)
     y = c.f(x)
     if lo is not None:
         y = c.g.binary("Max", y, c.f(lo))
