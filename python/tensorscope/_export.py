@@ -289,7 +289,6 @@ class _Capture:
                 self.env[node] = value.clone()
 
     def build(self) -> List[Tensor]:
-        torch = self.torch
         from torch.export.graph_signature import OutputKind
         self.placeholders()
         out_node = None
@@ -318,16 +317,14 @@ class _Capture:
             if spec.kind == OutputKind.USER_OUTPUT:
                 outputs.append(value if isinstance(value, Tensor) else self.f(value))
             elif spec.kind == OutputKind.BUFFER_MUTATION:
-                bufs = self.g.tensors()
                 if isinstance(value, Tensor) and value.is_buffer and value.name == spec.target:
                     continue  # batch norm's statistics: the op updates them
                 if spec.target.endswith("num_batches_tracked"):
                     continue  # BatchNorm's counter, with momentum set: torch's to keep
-                del bufs
                 self.refuse(f"forward writes buffer '{spec.target}' in place",
                             "tensorscope updates only BatchNorm's running statistics; compute the "
                             "value in forward instead of storing it")
-            elif spec.kind in (OutputKind.LOSS_OUTPUT,):
+            elif spec.kind == OutputKind.LOSS_OUTPUT:
                 outputs.append(self.f(value))
             else:
                 self.refuse(f"forward writes its input or state in place ({spec.kind.name})",
@@ -346,7 +343,7 @@ class _Capture:
         seeded = torch.Tag.nondeterministic_seeded in getattr(target, "tags", ())
         known = not any(isinstance(a, (Tensor, _Unavailable)) for a in _flat(args + list(kwargs.values())))
         if known and not seeded and target is not _STOP_GRADIENT:
-            return _fold(target, args, kwargs)  # computed once, by PyTorch
+            return target(*args, **kwargs)  # computed once, by PyTorch
         row = ATEN.get(_op_name(target))
         if row is None:
             self.unmapped(name)
@@ -369,10 +366,6 @@ def _flat(xs):
 def _float64(torch, val) -> bool:
     vals = val if isinstance(val, (list, tuple)) else [val]
     return any(isinstance(v, torch.Tensor) and v.dtype == torch.float64 for v in vals)
-
-
-def _fold(target, args, kwargs):
-    return target(*args, **kwargs)
 
 
 def _op_name(target) -> str:
@@ -577,10 +570,6 @@ def _clamp(c, node, x, lo=None, hi=None):
     if hi is not None:
         y = c.g.binary("Min", y, c.f(hi))
     return y
-
-
-def _scalar_or(c, v):
-    return c.f(v)
 
 
 @row("add.Tensor", "add.Scalar", "sub.Tensor", "sub.Scalar", "rsub.Scalar", "rsub.Tensor")
@@ -1217,7 +1206,6 @@ def capture(module, example_inputs, input_names):
         raise UnsupportedError(f"Options().capture('export'): PyTorch {torch.__version__} has no "
                                "torch.export front end (it needs PyTorch 2.5 or later); use "
                                "capture('onnx'), or install a newer PyTorch")
-    what = f"torch module {type(module).__name__}"
     try:
         ep = torch.export.export(module, tuple(example_inputs))
     except Exception as e:  # the exporter's own reason: data-dependent flow, untraceable code
