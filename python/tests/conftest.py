@@ -59,3 +59,6 @@ if _CAPTURE:
         self.capture(_CAPTURE)
 
     ts.Options.__init__ = _init_with_capture
+    from tensorscope import _torch as _wrapper
+    _capture_of = _wrapper.capture_of
+    _wrapper.capture_of = lambda options: _capture_of(options) if options is not None else _CAPTURE
