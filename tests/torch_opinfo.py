@@ -48,6 +48,9 @@ OPINFOS = {
     "leaky_relu": ["nn.functional.leaky_relu"], "hardtanh": ["nn.functional.hardtanh"],
     "relu": ["nn.functional.relu"], "constant_pad_nd": ["constant_pad_nd", "nn.functional.pad"],
     "upsample_nearest2d": ["nn.functional.interpolate"], "native_dropout": [],
+    "reflection_pad1d": ["nn.functional.pad"], "reflection_pad2d": ["nn.functional.pad"],
+    "reflection_pad3d": ["nn.functional.pad"], "replication_pad2d": ["nn.functional.pad"],
+    "replication_pad3d": ["nn.functional.pad"],
     "addmm": ["addmm"], "mm": ["mm"], "bmm": ["bmm"], "cat": ["cat"], "where": ["where"],
     "split_with_sizes": ["split_with_sizes"], "index": ["index_put"] and [],
     "amax": ["amax"], "amin": ["amin"], "var": ["var"], "clamp": ["clamp"],
@@ -56,15 +59,21 @@ OPINFOS = {
 
 # why a sample fails, by what its failure says (the list's reasons, --write)
 REASONS = [
-    (r"bitwise_\w+\.\w+ of integers has no mapping",
-     "bitwise ops on integers are not mapped (tensorscope holds integer tensors as f32; on booleans they are)"),
     (r"the indices of aten\.(max|min)\.dim is read",
-     "the sample returns max/min's indices along the dim, which tensorscope does not compute (argmax/argmin are not mapped)"),
-    (r"max pooling's indices is read",
-     "the sample asks for max_pool2d's indices (return_indices=True), which tensorscope does not compute"),
+     "the sample returns max/min's indices along the dim, which tensorscope does not compute "
+     "(refused when read; argmax/argmin are not mapped)"),
     (r"not a whole window",
-     "adaptive pooling to a size that does not divide the input (windows of several sizes) is not mapped"),
-    (r"divisor_override", "avg_pool2d's divisor_override is not mapped"),
+     "adaptive pooling to a size that does not divide the input (windows of several sizes) is not "
+     "mapped (refused)"),
+    (r"divisor_override", "avg_pool2d's divisor_override is not mapped (refused)"),
+    (r"computes float64", "the sample computes in float64, which tensorscope does not hold (refused)"),
+    (r"upsample_bilinear2d", "bilinear upsampling is not mapped (refused)"),
+    (r"bitwise_\w+\.\w+ of integers has no mapping", "bitwise ops on integers are not mapped (refused; "
+     "tensorscope holds integer tensors as f32; on booleans they are)"),
+    (r"max pooling's indices is read", "the sample asks for max_pool2d's indices (return_indices=True), "
+     "which tensorscope does not compute (refused when read)"),
+    (r"batch norm's saved mean is read", "the sample returns batch norm's saved mean and 1/std, which "
+     "tensorscope does not compute (refused when read)"),
 ]
 
 
@@ -234,9 +243,10 @@ def main():
             untested.append(base)
             continue
         for info in infos:
-            if info.name in seen:
+            name = f"{info.name}.{info.variant_test_name}" if info.variant_test_name else info.name
+            if name in seen:
                 continue
-            seen.add(info.name)
+            seen.add(name)
             for dtype in DTYPES:
                 if dtype not in info.supported_dtypes("cpu"):
                     continue
@@ -246,7 +256,7 @@ def main():
                 except Exception:
                     continue
                 for k, s in enumerate(samples):
-                    key = f"{info.name} {str(dtype)[6:]} {k}"
+                    key = f"{name} {str(dtype)[6:]} {k}"
                     tried += 1
                     try:
                         kind, why = run_sample(info, s, grad)

@@ -689,7 +689,15 @@ def _max_dim(c, node, x, dim, keepdim=False):
 
 @row("max.default", "min.default")
 def _max_all(c, node, x):
-    return _max_dim(c, node, x, None)[0]
+    if str(node.target).startswith("aten.min"):
+        return c.g.scale(_reduce(c, node, c.g.reduce_max, c.g.scale(c.f(x), -1.0), None, False), -1.0)
+    return _reduce(c, node, c.g.reduce_max, x, None, False)
+
+
+@row("round.decimals")
+def _round_decimals(c, node, x, decimals=0):
+    scale = 10.0 ** decimals  # as PyTorch: round(x * 10^d) / 10^d, half to even
+    return c.g.scale(c.g.unary("Round", c.g.scale(c.f(x), scale)), 1.0 / scale)
 
 
 @row("var.correction", "var.dim")
