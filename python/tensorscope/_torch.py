@@ -562,14 +562,21 @@ class TorchModel(Model):
 
     def save_program(self, path) -> str:
         """Writes the captured program -- the ONNX file the module was
-        exported to, its weights those of the module when it was wrapped --
-        to `path` (atomically), to run it for inference or compare it
-        elsewhere (ts.Graph.from_onnx, onnxruntime where it has no
-        tensorscope op such as a detach()'s StopGradient). Returns path."""
+        exported to, or the ExportedProgram of capture("export")
+        (torch.export.save), its weights those of the module when it was
+        wrapped -- to `path` (atomically), to run it for inference or
+        compare it elsewhere (ts.Graph.from_onnx, onnxruntime where it has
+        no tensorscope op such as a detach()'s StopGradient;
+        torch.export.load). Returns path."""
         path = os.fspath(path)
         tmp = f"{path}.tmp{os.getpid()}"
         try:
-            shutil.copyfile(self._program, tmp)
+            program = getattr(self.graph, "_exported", None)
+            if program is not None:
+                import torch
+                torch.export.save(program, tmp)
+            else:
+                shutil.copyfile(self._program, tmp)
             os.replace(tmp, path)
         except BaseException:
             with contextlib.suppress(OSError):
@@ -587,50 +594,30 @@ _LOSSES = {"cross_entropy": "cross_entropy", "nll": "nll_loss"}  # loss= -> Grap
 
 
 CAPTURES = {"onnx": "the ONNX exporter (TorchScript)",
-            "export": "torch.export (torch.onnx.export(dynamo=True))"}
+            "export": "torch.export, decomposed to Core ATen"}
 
 
 def _torch_version(torch) -> Tuple[int, int]:
     return tuple(int(p) for p in re.findall(r"\d+", torch.__version__)[:2])
 
 
-def export_program(module, example_inputs, path, input_names) -> None:
-    """capture("export"): the module captured by torch.export, written as
-    ONNX by torch.onnx.export(dynamo=True) (PyTorch 2.5 on), parameters and
-    buffers under their PyTorch names; refused with what to do on an older
-    PyTorch."""
+def capture_of(options) -> str:
+    """The capture `options` ask for (Options.capture), or by default
+    "export" where this PyTorch has the torch.export front end, else
+    "onnx"."""
+    how = options._capture if options is not None else None
+    if how is not None:
+        return how
     import torch
-    export = torch.onnx.export
-    params = inspect.signature(export).parameters
-    if _torch_version(torch) < (2, 5) or "dynamo" not in params or not hasattr(torch, "export"):
-        raise UnsupportedError(f"Options().capture('export'): PyTorch {torch.__version__} has no "
-                               "torch.export capture to ONNX (torch.onnx.export(dynamo=True) needs "
-                               "PyTorch 2.5 or later); use capture('onnx'), the TorchScript "
-                               "exporter, or install a newer PyTorch")
-    # parameters kept under their names: the exporter's optimizer folds BatchNorm into
-    # convolutions (gone from the graph) and constants
-    kwargs = {k: False for k in ("external_data", "optimize", "do_constant_folding") if k in params}
-    with _output_logged("torch.onnx.export(dynamo=True)"), \
-            warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            export(module, tuple(example_inputs), path, input_names=input_names, dynamo=True, **kwargs)
-        except Exception as e:
-            missing = [m for m in ("onnx", "onnxscript") if importlib.util.find_spec(m) is None]
-            if missing:
-                raise ImportError(f"capture('export'): PyTorch {torch.__version__} writes the "
-                                  f"torch.export capture through {' and '.join(missing)}, not "
-                                  f"installed: pip install {' '.join(missing)}") from e
-            raise
-    for w in caught:
-        log(LOG_DEBUG, f"torch.onnx.export(dynamo=True): {w.category.__name__}: {w.message} "
-                       f"({w.filename}:{w.lineno})")
+    from . import _export
+    return "export" if _export.available(torch) else "onnx"
 
 
 def capture_module(module, example_inputs, capture, purpose):
     """The module captured with `capture` ("onnx" or "export") at
     example_inputs and imported: (graph, the captured file, its _Origins,
-    the finalizer that removes the file with the graph). Its buffers (and
+    the finalizer that removes the file with the graph; file and finalizer None for
+    "export", whose graph holds its ExportedProgram). Its buffers (and
     torch's random state) are as before the capture; one log line says
     which capture ran, for `purpose`."""
     if capture not in CAPTURES:
@@ -638,23 +625,32 @@ def capture_module(module, example_inputs, capture, purpose):
     if example_inputs is None:
         raise TypeError("wrapping a torch module needs example_inputs=(x, ...): the inputs of "
                         "one micro-batch, as forward takes them")
-    _capi.function("ts_graph_from_onnx", "wrapping a torch module")  # fail before exporting
     import torch
     if not isinstance(example_inputs, (tuple, list)):
         example_inputs = (example_inputs,)
     refuse_hooks(module)
     params = list(inspect.signature(module.forward).parameters)
     names = params[:len(example_inputs)]
+    if capture == "export":
+        from . import _export
+        with _state_kept(module), _output_logged("torch.export"), \
+                warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            graph, _, program = _export.capture(module, example_inputs, names)
+        for w in caught:
+            log(LOG_DEBUG, f"torch.export: {w.category.__name__}: {w.message} ({w.filename}:{w.lineno})")
+        graph._exported = program
+        log(LOG_INFO, f"{purpose} torch module {type(module).__name__}, captured through "
+                      f"{CAPTURES[capture]} of PyTorch {torch.__version__}")
+        return graph, None, graph._origins, None
+    _capi.function("ts_graph_from_onnx", "capturing a torch module through ONNX")  # before exporting
     d = tempfile.mkdtemp(prefix="tensorscope-")  # the captured program: the graph's, till it goes
     try:
         path = os.path.join(d, "module.onnx")
         with _state_kept(module) as buffers:
-            if capture == "export":
-                export_program(module, example_inputs, path, names)
-            else:
-                caught = export_onnx(module, example_inputs, path, names, keep_stacks=True,
-                                     preserve_modes=True)
-                refuse_traced_values(module, caught)
+            caught = export_onnx(module, example_inputs, path, names, keep_stacks=True,
+                                 preserve_modes=True)
+            refuse_traced_values(module, caught)
         # the file's buffers as they were before the trace moved them
         set_initializers(path, {n: b.cpu().numpy().tobytes() for n, b in buffers.items()})
         origins = _Origins(module, path)
@@ -667,13 +663,18 @@ def capture_module(module, example_inputs, capture, purpose):
         raise
     finalizer = weakref.finalize(graph, shutil.rmtree, d, True)
     graph._origins = origins
+    older = "" if capture != "onnx" or _torch_version(torch) >= (2, 5) else \
+        " (the torch.export capture needs PyTorch 2.5 or later)"
     log(LOG_INFO, f"{purpose} torch module {type(module).__name__}, captured through "
-                  f"{CAPTURES[capture]} of PyTorch {torch.__version__}")
+                  f"{CAPTURES[capture]} of PyTorch {torch.__version__}{older}")
     return graph, path, origins, finalizer
 
 
-def graph_of_module(module, example_inputs, capture="onnx") -> Graph:
-    """ts.Graph.from_torch: the captured graph itself."""
+def graph_of_module(module, example_inputs, capture=None) -> Graph:
+    """ts.Graph.from_torch: the captured graph itself (capture None: as
+    capture_of chooses)."""
+    if capture is None:
+        capture = capture_of(None)
     graph, path, _, finalizer = capture_module(module, example_inputs, capture, "graph of")
     graph._program_kept = finalizer  # the file goes with the graph
     return graph
@@ -684,7 +685,7 @@ def inference_model_of_module(module, options, outputs, example_inputs):
     with its weights and buffers as they are now, computing forward's
     outputs (or `outputs`, names of its graph)."""
     from .model import new_inference_model
-    capture = options._capture if options is not None else "onnx"
+    capture = capture_of(options)
     graph, path, origins, finalizer = capture_module(module, example_inputs, capture, "inference of")
     say_dropout_differs(graph)
     try:
@@ -712,15 +713,8 @@ def training_model_of_module(module, options, optimizer, example_inputs, loss, s
     if loss is not None and loss not in _LOSSES:
         raise ValueError(f"loss={loss!r}: for a torch module use None (forward returns its loss, "
                          f"last) or one of {', '.join(_LOSSES)}")
-    if options is not None and options._capture == "export":
-        raise UnsupportedError(
-            f"training_model(torch module {type(module).__name__}) with Options().capture('export'): "
-            "the torch.export capture runs through torch.onnx.export(dynamo=True), which keeps "
-            "no detach() (ONNX has no stop-gradient) and folds BatchNorm into the convolutions, so "
-            "it would train another program; "
-            "training captures with capture('onnx') (the default). capture('export') serves "
-            "ts.inference_model and ts.Graph.from_torch")
-    graph, path, origins, finalizer = capture_module(module, example_inputs, "onnx", "training")
+    capture = capture_of(options)
+    graph, path, origins, finalizer = capture_module(module, example_inputs, capture, "training")
     say_dropout_differs(graph)
     outputs = graph.outputs
     if not outputs:

@@ -536,6 +536,8 @@ class Graph:
         self._queues = []  # the Python side of those queues, for as long as the graph
         self._models = weakref.WeakSet()  # closed before the graph
         self._origins = None  # of a wrapped torch module: where its nodes came from
+        self._at = None  # (file, line) the next nodes are recorded at, else the caller's line
+        self._outputs = None  # a torch.export capture's outputs (an import records its own)
 
     @property
     def _h(self):
@@ -554,11 +556,12 @@ class Graph:
         return f"<Graph of {len(ts_)} tensors, {len(params)} parameters ({n} values), inputs: {ins or 'none'}>"
 
     @classmethod
-    def from_torch(cls, module: Any, example_inputs: Any, capture: str = "onnx") -> Graph:
+    def from_torch(cls, module: Any, example_inputs: Any, capture: Optional[str] = None) -> Graph:
         """The graph of a torch module, captured at `example_inputs` (the
         inputs of one micro-batch) as ts.training_model and
         ts.inference_model capture it (`capture`: "onnx" or "export", see
-        Options.capture): parameters and buffers under their PyTorch names,
+        Options.capture; None: "export" where this PyTorch has it, else
+        "onnx"): parameters and buffers under their PyTorch names,
         holding the module's values now; its outputs are forward's."""
         from ._torch import graph_of_module
         return graph_of_module(module, example_inputs, capture)
@@ -609,12 +612,15 @@ class Graph:
     def _locate(self):
         """Records the user's line (the first caller outside this package) as
         the source location of the next nodes."""
-        frame = sys._getframe(1)
-        while frame.f_back and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
-            frame = frame.f_back
-        f = frame.f_code.co_filename
+        if self._at is not None:  # a captured node's line of forward
+            f, line = self._at
+        else:
+            frame = sys._getframe(1)
+            while frame.f_back and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+                frame = frame.f_back
+            f, line = frame.f_code.co_filename, frame.f_lineno
         b = Graph._files.setdefault(f, C.create_string_buffer(f.encode()))
-        lib.ts_graph_at(self._h, b, frame.f_lineno)
+        lib.ts_graph_at(self._h, b, line)
 
     def _tensor(self, ptr):
         if not ptr:
@@ -644,7 +650,10 @@ class Graph:
 
     @property
     def outputs(self) -> List[Tensor]:
-        """The outputs an ONNX import recorded, in file order."""
+        """The outputs an ONNX import recorded, in file order (a torch
+        module's graph: forward's outputs, in forward's order)."""
+        if self._outputs is not None:
+            return list(self._outputs)
         count = _capi.function("ts_graph_output_count", "Graph.outputs")
         n = count(self._h)
         return [Tensor(self, lib.ts_graph_output_at(self._h, i)) for i in range(n)]

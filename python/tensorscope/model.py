@@ -531,7 +531,7 @@ def training_model(model: Any, options: Optional[Options] = None, optimizer: Any
     optimizer step; None: constant):
 
     - a ts.Graph: `loss` is its loss tensor or its name (default "loss");
-    - a torch.nn.Module, exported through ONNX in training mode with
+    - a torch.nn.Module, captured (Options.capture: torch.export, or ONNX) with
       `example_inputs` (the inputs of one micro-batch): with loss=None its
       forward returns the loss, last (PopTorch's convention); with
       loss="cross_entropy" or "nll" its forward returns scores or

@@ -83,7 +83,7 @@ class Options:
         self._queues = []  # queues fed by models of these options must outlive them
         self._said = {}  # what was set, for repr()
         self._break_on_nan = False
-        self._capture = "onnx"  # how a torch module is captured (capture())
+        self._capture = None  # how a torch module is captured (capture()); None: the PyTorch's best
 
     def _set(self, key, text):
         if key in ("anchor", "watch"):
@@ -316,11 +316,11 @@ class Options:
 
     def capture(self, how: str) -> Options:
         """How a torch module is captured (ts.inference_model,
-        ts.training_model): "onnx" (the default), PyTorch's TorchScript ONNX
-        exporter, every PyTorch from 1.13; "export", torch.export, written
-        as ONNX by torch.onnx.export(dynamo=True) (PyTorch 2.5 or later;
-        refused on an older one, and for training, whose detach() and
-        BatchNorm it does not keep). One log line says which capture ran."""
+        ts.training_model): "export", torch.export decomposed to Core ATen
+        and built op by op (PyTorch 2.5 or later; refused on an older one),
+        the default where the PyTorch has it; "onnx", PyTorch's TorchScript
+        ONNX exporter, every PyTorch from 1.13, the default on one older
+        than 2.5. One log line says which capture ran."""
         if how not in ("onnx", "export"):
             raise ValueError(f"capture {how!r}: use 'onnx' (the TorchScript exporter) or "
                              "'export' (torch.export)")

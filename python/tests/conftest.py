@@ -46,3 +46,19 @@ def batches(n_micro, batch=4, features=6, classes=3, seed=0):
     x = rng.standard_normal((n_micro * batch, features)).astype(np.float32)
     y = rng.integers(0, classes, n_micro * batch).astype(np.int32)
     return x, y
+
+
+# TS_TEST_CAPTURE=export|onnx: every ts.Options() of the tests captures a torch
+# module that way (tests/test_torch_export.sh runs the torch tests through both)
+_CAPTURE = os.environ.get("TS_TEST_CAPTURE")
+if _CAPTURE:
+    _options_init = ts.Options.__init__
+
+    def _init_with_capture(self, *args, **kwargs):
+        _options_init(self, *args, **kwargs)
+        self.capture(_CAPTURE)
+
+    ts.Options.__init__ = _init_with_capture
+    from tensorscope import _torch as _wrapper
+    _capture_of = _wrapper.capture_of
+    _wrapper.capture_of = lambda options: _capture_of(options) if options is not None else _CAPTURE

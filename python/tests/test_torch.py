@@ -213,5 +213,5 @@ def test_without_the_onnx_package_the_error_says_to_install_it(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "onnx" else find_spec(name, *a))
     with pytest.raises(ImportError, match="pip install onnx"):
-        ts.training_model(Scores(), ts.Options(), optimizer=ts.SGD(lr=0.1), loss="nll",
+        ts.training_model(Scores(), ts.Options().capture("onnx"), optimizer=ts.SGD(lr=0.1), loss="nll",
                           example_inputs=(example()[0],))

@@ -15,6 +15,9 @@ pytestmark = pytest.mark.skipif(not hasattr(ts._capi.lib, "ts_graph_from_onnx"),
                                 reason="this library does not import ONNX")
 STEPS = 10
 RTOL = 1e-5
+from tensorscope._torch import CAPTURES, capture_of  # noqa: E402
+
+CAPTURE = capture_of(ts.Options())  # the capture these tests run through (TS_TEST_CAPTURE)
 
 
 def train_beside_torch(module, make_optimizer, make_inputs, steps=STEPS, make_scheduler=None, **wrap):
@@ -94,6 +97,31 @@ def test_the_stop_gradient_is_a_named_tensor_with_no_gradient():
     stops = [n for n in names if "StopGradient" in n and not n.startswith("Gradient___")]
     assert stops and model.graph.tensor(stops[0]).op == "StopGradient"
     assert not any(n.startswith("Gradient___generator.") for n in names), names
+
+
+class NoGradRegion(torch.nn.Module):
+    """A `torch.no_grad()` region inside forward: the scale it computes
+    from fc1's output passes no gradient back into fc1."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = torch.nn.Linear(6, 8), torch.nn.Linear(8, 3)
+
+    def forward(self, x, labels):
+        h = torch.tanh(self.fc1(x))
+        with torch.no_grad():
+            scale = 1.0 + h.pow(2).mean(dim=1, keepdim=True)
+        return F.cross_entropy(self.fc2(h * scale), labels)
+
+
+@pytest.mark.skipif(CAPTURE != "export", reason="the ONNX capture does not see a no_grad region")
+def test_a_no_grad_region_in_forward_passes_no_gradient_as_in_torch():
+    torch.manual_seed(0)
+    net = NoGradRegion()
+    model = ts.training_model(net, ts.Options(), optimizer=ts.SGD(lr=0.1), example_inputs=classifier_inputs(0))
+    assert any(t.op == "StopGradient" for t in model.graph.tensors())
+    model.close()
+    train_beside_torch(NoGradRegion(), lambda m: torch.optim.SGD(m.parameters(), lr=0.5), classifier_inputs)
 
 
 def test_the_graph_builder_has_the_stop_gradient():
@@ -376,7 +404,7 @@ def test_dropout_says_once_that_its_masks_differ(monkeypatch):
         ts.set_log_callback(None)
     told = [m for level, m in lines if "Dropout" in m]
     assert len(told) == 1 and "p=0" in told[0] and "eval()" in told[0], lines
-    assert any("captured through the ONNX exporter" in m for _, m in lines)
+    assert any(f"captured through {CAPTURES[CAPTURE]}" in m for _, m in lines)
 
 
 # ---- hygiene: a capture prints nothing, and its program can be saved
@@ -396,9 +424,13 @@ def test_the_captured_program_can_be_saved(tmp_path):
     running = net.bn.running_mean.clone()
     model = ts.training_model(net, ts.Options(), optimizer=ts.SGD(lr=0.1), example_inputs=classifier_inputs(0))
     model(*[t.numpy() for t in classifier_inputs(1)])  # training does not change the saved program
-    path = model.save_program(tmp_path / "net.onnx")
+    name = "net.onnx" if CAPTURE == "onnx" else "net.pt2"  # the ONNX file, or the ExportedProgram
+    path = model.save_program(tmp_path / name)
     assert torch.equal(net.bn.running_mean, running)  # wrapping left the module as it was
-    g = ts.Graph.from_onnx(path, {"x": [8, 6], "labels": [8]})
-    np.testing.assert_array_equal(g.tensor("bn.running_mean").numpy(), running.numpy())  # not moved by the trace
-    np.testing.assert_array_equal(g.tensor("fc1.weight").numpy(), net.fc1.weight.detach().numpy())
-    assert [p for p in tmp_path.iterdir()] == [tmp_path / "net.onnx"]  # nothing half-written beside it
+    if CAPTURE == "onnx":
+        state = ts.Graph.from_onnx(path, {"x": [8, 6], "labels": [8]}).state_dict()
+    else:
+        state = {k: v.detach().numpy() for k, v in torch.export.load(path).state_dict.items()}
+    np.testing.assert_array_equal(state["bn.running_mean"], running.numpy())  # not moved by the trace
+    np.testing.assert_array_equal(state["fc1.weight"], net.fc1.weight.detach().numpy())
+    assert [p for p in tmp_path.iterdir()] == [tmp_path / name]  # nothing half-written beside it

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# test_torch_export.sh -- the torch-wrapper tests through both captures with
+# the current PyTorch: the semantics beside PyTorch's loop (detach, frozen
+# parameters and parameter groups, schedulers, padding_idx, losses,
+# BatchNorm, a GAN's discriminator step, a frozen-backbone fine-tune), the
+# Llama-style decoder with RoPE, errors, inference and the real models, run
+# once with Options().capture("export") (torch.export, the default on this
+# PyTorch) and once with capture("onnx") (TS_TEST_CAPTURE, see
+# python/tests/conftest.py), in the real-model tests' venv
+# (tests/support/realmodels_venv.sh). A few minutes.
+# needs: onnx
+set -u
+build=${TS_BUILD_DIR:-build}
+src=${TS_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+build=$(cd "$build" && pwd)
+fail() { echo "FAIL $*"; echo "test_torch_export: FAIL"; exit 1; }
+
+[ -e "$build/libtensorscope.so" ] || fail "$build/libtensorscope.so is missing: build it first (cmake --build $build)"
+. "$(dirname "$0")/support/realmodels_venv.sh"
+realmodels_venv_ensure "$build"
+flock -u 9
+py_sanitizer_preload "$build"
+
+export TENSORSCOPE_LIBRARY=$build/libtensorscope.so PYTHONPATH=$src/python:$src/python/tests TS_SOURCE_DIR=$src TS_BUILD_DIR=$build
+cd "$build" || fail "cannot cd to $build"
+t=$src/python/tests
+for capture in export onnx; do
+    out=$(TS_TEST_CAPTURE=$capture "$REALMODELS_PY" -m pytest -q -p no:cacheprovider -p no:logging -rsx \
+        "$t/test_torch_semantics.py" "$t/test_torch_llama.py" "$t/test_torch_errors.py" "$t/test_torch.py" \
+        "$t/test_torch_inference.py" "$t/test_torch_models.py" 2>&1)
+    rc=$?
+    echo "== capture $capture"
+    echo "$out" | tail -12
+    [ $rc -eq 0 ] || fail "the torch-wrapper tests through capture('$capture')"
+done
+echo "test_torch_export: PASS"
