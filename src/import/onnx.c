@@ -1970,7 +1970,9 @@ static ts_tensor *strided(importer *im, ts_tensor *x, int ax, int64_t start, int
 static ts_status op_slice(importer *im, node_io *io) {
     if (is_const(io->in[0]) && !io->in[0]->param) return op_fold(im, io);
     ts_status st = TS_OK;
-    ts_tensor *x = as_tensor(im, io->in[0], &st);
+    /* integers (an EmbeddingBag's bag of ids) sliced as f32 values, exact
+     * to 2^24: a Gather reads them as indices */
+    ts_tensor *x = as_f32(im, io->in[0], &st);
     if (!x) return st;
     int64_t starts[TS_MAX_DIMS], ends[TS_MAX_DIMS], axes[TS_MAX_DIMS], steps[TS_MAX_DIMS];
     int n = 0, ne = 0, na = 0, ns = 0;
