@@ -387,7 +387,14 @@ def composed_cases():
     xu = rng.standard_normal((2, 3, 2, 2))
     n_, c_, i_, j_ = np.indices(xu.shape)
     unpool_at = ((n_ * 3 + c_) * 4 + 2 * i_ + rng.integers(0, 2, xu.shape)) * 4 + 2 * j_ + rng.integers(0, 2, xu.shape)
+    # Scan as a static RNN: the state s (x + p) updated by each step x_t of
+    # a trained sequence, s' = tanh(s * x_t + x_t), unrolled at import
+    from onnx import TensorProto, helper
+    sv = lambda n: helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
+    rnn_body = helper.make_graph([helper.make_node("Mul", ["s", "xt"], ["sx"]), helper.make_node("Add", ["sx", "xt"], ["pre"]),
+                                  helper.make_node("Tanh", ["pre"], ["s2"])], "step", [sv("s"), sv("xt")], [sv("s2")])
     return [
+        ("scan_rnn", "Scan", {"num_scan_inputs": 1, "body": rnn_body}, 16, x[0], [("seq", rng.standard_normal((3, 3, 4, 5)), True)]),
         ("clip", "Clip", {}, 13, x, [("lo", np.array(-0.5), False), ("hi", np.array(0.7), False)]),
         ("clip_opset10", "Clip", {"min": -0.3, "max": 0.4}, 10, x, []),
         ("mean", "Mean", {}, 13, x, [("c", rng.standard_normal((4, 5)), True)]),
