@@ -3978,54 +3978,43 @@ static ts_status op_loop(importer *im, node_io *io) {
     return st;
 }
 
-static ts_status op_scan(importer *im, node_io *io) {
-    const TensorscopeOnnx__GraphProto *gp = attr_graph(im, "body");
-    if (!gp) return node_error(im, TS_ERR_FORMAT, "it has no graph attribute 'body'");
-    int n_in_scan;
-    ts_status st = attr_int32(im, "num_scan_inputs", 0, 1, io->n_in, &n_in_scan);
-    if (st) return st;
-    int n_state = io->n_in - n_in_scan, n_out_scan = io->n_out - n_state;
-    if (n_out_scan < 0 || gp->n_input != (size_t)io->n_in || gp->n_output != (size_t)io->n_out)
-        return node_error(im, TS_ERR_FORMAT, "its body has %zu inputs and %zu outputs; this Scan needs %d and %d", gp->n_input,
-                          gp->n_output, io->n_in, io->n_out);
-    int64_t in_axes[MAX_NODE_IO] = {0}, in_rev[MAX_NODE_IO] = {0}, out_axes[MAX_NODE_IO] = {0}, out_rev[MAX_NODE_IO] = {0};
-    int n;
-    if ((st = attr_int_list(im, "scan_input_axes", -TS_MAX_DIMS, TS_MAX_DIMS - 1, in_axes, n_in_scan, &n)) ||
-        (st = attr_int_list(im, "scan_input_directions", 0, 1, in_rev, n_in_scan, &n)) ||
-        (st = attr_int_list(im, "scan_output_axes", -TS_MAX_DIMS, TS_MAX_DIMS - 1, out_axes, n_out_scan, &n)) ||
-        (st = attr_int_list(im, "scan_output_directions", 0, 1, out_rev, n_out_scan, &n)))
-        return st;
-    int64_t len = -1;
-    for (int j = 0; j < io->n_in; j++)
-        if (!io->in[j]) return node_error(im, TS_ERR_FORMAT, "its input %d is missing", j);
-    for (int j = 0; j < n_in_scan; j++) {
-        const ts_shape *s = shape_of(io->in[n_state + j]);
+/* Scan's iterations over seq[0..n_seq) (their sequences along in_axes,
+ * from the end where in_rev), the states state[0..n_state) threaded:
+ * out[0..n_state) the final states, then n_scan_out scan outputs stacked
+ * along out_axes (reversed where out_rev). */
+static ts_status scan_unrolled(importer *im, const TensorscopeOnnx__GraphProto *gp, value **state_in, int n_state, value **seq, int n_seq,
+                               const int64_t *in_axes, const int64_t *in_rev, int n_scan_out, const int64_t *out_axes,
+                               const int64_t *out_rev, value *out) {
+    int64_t len = -1, axes[MAX_NODE_IO];
+    for (int j = 0; j < n_seq; j++) {
+        const ts_shape *s = shape_of(seq[j]);
         if (in_axes[j] < -s->ndim || in_axes[j] >= s->ndim)
-            return node_error(im, TS_ERR_FORMAT, "scan_input_axes[%d] is %lld, outside the %d dimensions of its input", j,
-                              (long long)in_axes[j], s->ndim);
-        if (in_axes[j] < 0) in_axes[j] += s->ndim;
-        int64_t l = s->d[in_axes[j]];
+            return node_error(im, TS_ERR_FORMAT, "the scan axis %lld of scan input %d is outside its %d dimensions", (long long)in_axes[j],
+                              j, s->ndim);
+        axes[j] = in_axes[j] < 0 ? in_axes[j] + s->ndim : in_axes[j];
+        int64_t l = s->d[axes[j]];
         if (len >= 0 && l != len)
             return node_error(im, TS_ERR_SHAPE, "its scan inputs have sequence lengths %lld and %lld; they must be equal", (long long)len,
                               (long long)l);
         len = l;
     }
     value state[MAX_NODE_IO], slices[MAX_NODE_IO], outs[MAX_NODE_IO];
-    scans sc = {.k = n_out_scan};
+    scans sc = {.k = n_scan_out};
+    ts_status st = TS_OK;
     int made = 0;
-    for (; !st && made < n_state; made++) st = carried(im, io->in[made], &state[made]);
+    for (; !st && made < n_state; made++) st = carried(im, state_in[made], &state[made]);
     if (st) made--;
     for (int64_t t = 0; !st && t < len; t++) {
         value *in[MAX_NODE_IO];
         int sliced = 0;
         for (int i = 0; i < n_state; i++) in[i] = &state[i];
-        for (; !st && sliced < n_in_scan; sliced++) {
+        for (; !st && sliced < n_seq; sliced++) {
             in[n_state + sliced] = &slices[sliced];
-            st = slice_at(im, io->in[n_state + sliced], (int)in_axes[sliced], in_rev[sliced] ? len - 1 - t : t, &slices[sliced]);
+            st = slice_at(im, seq[sliced], (int)axes[sliced], in_rev[sliced] ? len - 1 - t : t, &slices[sliced]);
         }
         char what[64];
         snprintf(what, sizeof what, "body (iteration %lld)", (long long)t);
-        if (!st) st = import_body(im, gp, in, io->n_in, outs, what);
+        if (!st) st = import_body(im, gp, in, n_state + n_seq, outs, what);
         free_values(slices, sliced); /* a slice that failed is zeroed */
         if (st) break;
         for (int i = 0; i < n_state; i++) {
@@ -4034,13 +4023,73 @@ static ts_status op_scan(importer *im, node_io *io) {
             outs[i] = (value){0};
         }
         if (!(st = scans_add(im, &sc, outs + n_state)))
-            for (int j = 0; j < n_out_scan; j++) outs[n_state + j] = (value){0};
-        free_values(outs, io->n_out);
+            for (int j = 0; j < n_scan_out; j++) outs[n_state + j] = (value){0};
+        free_values(outs, n_state + n_scan_out);
     }
-    if (!st) st = scans_stack(im, &sc, out_axes, out_rev, io->out + n_state);
-    for (int i = 0; !st && i < n_state; i++) io->out[i] = state[i], state[i] = (value){0};
+    if (!st) st = scans_stack(im, &sc, out_axes, out_rev, out + n_state);
+    for (int i = 0; !st && i < n_state; i++) out[i] = state[i], state[i] = (value){0};
     free_values(state, st ? made : 0);
     scans_free(&sc);
+    return st;
+}
+
+/* Scan: from opset 9 its inputs are the states, then num_scan_inputs
+ * sequences along scan_input_axes; opset 8's are sequence_lens (absent, or
+ * every length the sequence's), then states and sequences of a batch
+ * (dim 0; the sequence is dim 1): each batch row scanned on its own, the
+ * results stacked along dim 0. */
+static ts_status op_scan(importer *im, node_io *io) {
+    const TensorscopeOnnx__GraphProto *gp = attr_graph(im, "body");
+    if (!gp) return node_error(im, TS_ERR_FORMAT, "it has no graph attribute 'body'");
+    bool batched = !since(im, 9);
+    int first = batched, n_in_scan;
+    ts_status st = attr_int32(im, "num_scan_inputs", 0, 1, io->n_in - first, &n_in_scan);
+    if (st) return st;
+    int n_state = io->n_in - first - n_in_scan, n_out_scan = io->n_out - n_state;
+    if (n_out_scan < 0 || gp->n_input != (size_t)(io->n_in - first) || gp->n_output != (size_t)io->n_out)
+        return node_error(im, TS_ERR_FORMAT, "its body has %zu inputs and %zu outputs; this Scan needs %d and %d", gp->n_input,
+                          gp->n_output, io->n_in - first, io->n_out);
+    int64_t in_axes[MAX_NODE_IO] = {0}, in_rev[MAX_NODE_IO] = {0}, out_axes[MAX_NODE_IO] = {0}, out_rev[MAX_NODE_IO] = {0};
+    int n;
+    if ((st = attr_int_list(im, batched ? "directions" : "scan_input_directions", 0, 1, in_rev, n_in_scan, &n)) ||
+        (!batched && (st = attr_int_list(im, "scan_input_axes", -TS_MAX_DIMS, TS_MAX_DIMS - 1, in_axes, n_in_scan, &n))) ||
+        (!batched && (st = attr_int_list(im, "scan_output_axes", -TS_MAX_DIMS, TS_MAX_DIMS - 1, out_axes, n_out_scan, &n))) ||
+        (!batched && (st = attr_int_list(im, "scan_output_directions", 0, 1, out_rev, n_out_scan, &n))))
+        return st;
+    for (int j = first; j < io->n_in; j++)
+        if (!io->in[j]) return node_error(im, TS_ERR_FORMAT, "its input %d is missing", j);
+    value **states = io->in + first, **seqs = io->in + first + n_state;
+    if (!batched) return scan_unrolled(im, gp, states, n_state, seqs, n_in_scan, in_axes, in_rev, n_out_scan, out_axes, out_rev, io->out);
+    const ts_shape *s0 = shape_of(io->in[first]);
+    int64_t rows = s0->ndim ? s0->d[0] : 0, len = -1;
+    for (int j = first; j < io->n_in; j++) {
+        const ts_shape *s = shape_of(io->in[j]);
+        if (s->ndim < (j >= first + n_state ? 2 : 1) || s->d[0] != rows)
+            return node_error(im, TS_ERR_SHAPE, "its input %d is not [batch%s] of the batch %lld of its first", j,
+                              j >= first + n_state ? ", sequence, ..." : ", ...", (long long)rows);
+        if (j >= first + n_state) len = s->d[1];
+    }
+    double l;
+    for (int64_t i = 0; io->in[0] && i < ts_shape_numel(shape_of(io->in[0])); i++)
+        if (!is_const(io->in[0]) || io->in[0]->param || (l = io->in[0]->c.v[i]) != (double)len)
+            return node_error(im, TS_ERR_UNSUPPORTED, "its sequence_lens %s; tensorscope scans every row's whole sequence (%lld steps): "
+                              "leave sequence_lens out", is_const(io->in[0]) ? "differ from the sequence's length" : "are computed from "
+                              "the graph's tensors", (long long)len);
+    for (int j = 0; j < n_in_scan; j++) in_axes[j] = 0; /* the sequence of a row */
+    value part[MAX_NODE_IO], outs[MAX_NODE_IO], *row_in[MAX_NODE_IO];
+    scans per_row = {.k = io->n_out};
+    for (int64_t b = 0; !st && b < rows; b++) {
+        int k = 0;
+        for (; !st && k < io->n_in - first; k++) {
+            row_in[k] = &part[k];
+            st = slice_at(im, io->in[first + k], 0, b, &part[k]);
+        }
+        if (!st) st = scan_unrolled(im, gp, row_in, n_state, row_in + n_state, n_in_scan, in_axes, in_rev, n_out_scan, out_axes, out_rev, outs);
+        free_values(part, k);
+        if (!st && (st = scans_add(im, &per_row, outs))) free_values(outs, io->n_out);
+    }
+    if (!st) st = scans_stack(im, &per_row, NULL, NULL, io->out);
+    scans_free(&per_row);
     return st;
 }
 
@@ -4162,7 +4211,7 @@ static const struct {
     {"Scatter", 3, 9, op_scatter},
     {"ScatterElements", 3, 11, op_scatter},
     {"ScatterND", 3, 11, op_scatter},
-    {"Scan", 0, 9, op_scan},
+    {"Scan", 0, 8, op_scan},
     {"Selu", 1, 6, op_unary},
     {"Shape", 1, 1, op_shape},
     {"Shrink", 1, 9, op_composed_unary},
