@@ -147,6 +147,21 @@ class BatchNormSkip(torch.nn.Module):
         return self.bn(h) + h
 
 
+class Bag(torch.nn.Module):
+    """nn.EmbeddingBag of a 2-D input (bags of equal size) or of a 1-D
+    input and offsets: the TorchScript exporter writes a Loop over the
+    bags, whose trip count folds from the input's static shape; offsets
+    are bound at import (bind_at_import), their values being the bags'
+    bounds the Loop's body slices by."""
+
+    def __init__(self, mode):
+        super().__init__()
+        self.bag = torch.nn.EmbeddingBag(10, 4, mode=mode)
+
+    def forward(self, x, *offsets):
+        return self.bag(x, *offsets)
+
+
 def labels(shape, c, ignore, n_ignored):
     g = torch.Generator().manual_seed(7)
     y = torch.randint(0, c, shape, generator=g)
@@ -221,6 +236,15 @@ def cases():
                                      torch.nn.Linear(6, 6), torch.nn.Softsign()), {"x": x3}, False, both)
     out["amin_logsumexp_norm"] = (Fn(lambda h: h.amin(-1) + h.logsumexp(-1) + h.norm(dim=-1)), {"x": x3}, False, both)
     out["tril_triu_repeat"] = (Fn(lambda h: h.tril(1) + h.triu(-1) * 2 + h.repeat(1, 1, 2)[..., ::2]), {"x": x3}, False, both)
+    for mode in ("sum", "mean", "max"):
+        # max: no id twice in a bag (PyTorch's gradient goes to one of the
+        # tied rows, ReduceMax's to each: the weight's row would get it twice)
+        ids = [[1, 2, 4, 2], [5, 4, 3, 9], [0, 7, 7, 1]] if mode != "max" else [[1, 2, 4, 6], [5, 4, 3, 9], [0, 7, 8, 1]]
+        out[f"embedding_bag_{mode}_2d"] = (Bag(mode), {"x": torch.tensor(ids)}, False, ("torchscript",))
+        bag = Bag(mode)
+        bag.bind_at_import = ("o",)
+        out[f"embedding_bag_{mode}_offsets"] = (bag, {"x": torch.tensor([1, 2, 4, 5, 4, 3, 2, 9, 8]), "o": torch.tensor([0, 3, 4, 7])},
+                                                False, ("torchscript",))
     skip = BatchNormSkip()
     skip.eval_export = True
     out["batch_norm2d_eval_fresh_skip"] = (skip, {"x": torch.randn(2, 3, 6, 6)}, False, both)
@@ -274,7 +298,9 @@ def check(name, module, inputs, scalar, exporter, workdir):
     loss.backward()
     params = {n: p.grad.numpy() for n, p in wrapped.named_parameters() if p.grad is not None}
 
-    g = ts.Graph.from_onnx(path, {k: tuple(v.shape) for k, v in feeds.items()})
+    bound = getattr(module, "bind_at_import", ())  # inputs whose values the import folds (EmbeddingBag's offsets)
+    g = ts.Graph.from_onnx(path, {k: tuple(v.shape) for k, v in feeds.items() if k not in bound},
+                           input_values={k: feeds[k].numpy() for k in bound} or None)
     tensor_names = {t.name for t in g.tensors()}
     opts = ts.Options().output_mode("final")
     opts.anchor_tensor("out", output_alias(path, scalar), "final")
@@ -301,7 +327,7 @@ def check(name, module, inputs, scalar, exporter, workdir):
     if len(extra) > len(folded):
         return f"parameters the module does not have: {extra}"
     model = ts.training_model(g, opts, optimizer=ts.SGD(lr=0.0), loss=g.outputs[0])
-    run = {k: (v.numpy().astype(np.int64) if v.dtype == torch.int64 else v.numpy()) for k, v in feeds.items()}
+    run = {k: (v.numpy().astype(np.int64) if v.dtype == torch.int64 else v.numpy()) for k, v in feeds.items() if k not in bound}
     got_loss = float(model(**run))
     got = model.get_anchored_tensor("out").reshape(ref_out.shape)
     want = ref_out.numpy().astype(np.float64)
@@ -361,7 +387,14 @@ def composed_cases():
     xu = rng.standard_normal((2, 3, 2, 2))
     n_, c_, i_, j_ = np.indices(xu.shape)
     unpool_at = ((n_ * 3 + c_) * 4 + 2 * i_ + rng.integers(0, 2, xu.shape)) * 4 + 2 * j_ + rng.integers(0, 2, xu.shape)
+    # Scan as a static RNN: the state s (x + p) updated by each step x_t of
+    # a trained sequence, s' = tanh(s * x_t + x_t), unrolled at import
+    from onnx import TensorProto, helper
+    sv = lambda n: helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
+    rnn_body = helper.make_graph([helper.make_node("Mul", ["s", "xt"], ["sx"]), helper.make_node("Add", ["sx", "xt"], ["pre"]),
+                                  helper.make_node("Tanh", ["pre"], ["s2"])], "step", [sv("s"), sv("xt")], [sv("s2")])
     return [
+        ("scan_rnn", "Scan", {"num_scan_inputs": 1, "body": rnn_body}, 16, x[0], [("seq", rng.standard_normal((3, 3, 4, 5)), True)]),
         ("clip", "Clip", {}, 13, x, [("lo", np.array(-0.5), False), ("hi", np.array(0.7), False)]),
         ("clip_opset10", "Clip", {"min": -0.3, "max": 0.4}, 10, x, []),
         ("mean", "Mean", {}, 13, x, [("c", rng.standard_normal((4, 5)), True)]),
@@ -516,6 +549,89 @@ def composed_refusals(workdir):
     return None
 
 
+class ScriptedIf(torch.nn.Module):
+    """Python control flow that torch.jit.script keeps as an If: on the
+    input's shape (folds at import) or on its values (refused)."""
+
+    def __init__(self, on_values):
+        super().__init__()
+        self.lin, self.on_values = torch.nn.Linear(3, 3), on_values
+
+    def forward(self, x):
+        h = self.lin(x)
+        if self.on_values:
+            if h.sum() > 0:
+                h = h * 2
+        elif h.shape[0] > 1:
+            h = h * 3
+        else:
+            h = h - 1
+        return h
+
+
+def control_flow(workdir):
+    """If on a condition the import folds (a scripted module's branch on a
+    shape) imports its branch and computes PyTorch's output; control flow
+    on the graph's tensors is refused naming the node and what is not known
+    at import: an If on the values (scripted), a Loop whose trip count is a
+    graph input; graphs nested too deep and a Loop past the limit on
+    unrolled nodes are refused naming the limit."""
+    import onnx
+    from onnx import TensorProto as T, helper as h, numpy_helper as nh
+    x = torch.randn(2, 3)
+    for on_values in (False, True):
+        path = os.path.join(workdir, f"scripted_if_{on_values}.onnx")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            m = torch.jit.script(ScriptedIf(on_values))
+            # a dynamic batch: the exporter keeps the If on the shape, which the import folds
+            torch.onnx.export(m, (x,), path, dynamo=False, opset_version=17, input_names=["x"], dynamic_axes={"x": {0: "batch"}})
+        if "If" not in {n.op_type for n in onnx.load(path).graph.node}:
+            return f"the scripted module (on values: {on_values}) was exported without an If"
+        try:
+            g = ts.Graph.from_onnx(path, {"x": (2, 3)})
+        except ts.TensorscopeError as e:
+            if on_values and all(w in str(e) for w in ("'/If' (If", "its condition", "not known at import")):
+                continue
+            return f"scripted If (on values: {on_values}): {e}"
+        if on_values:
+            return "an If on the values of a graph tensor imported"
+        with torch.no_grad():
+            want = m(x).numpy()
+        got = ts.inference_model(g)(x=x.numpy())
+        g.close()
+        if not np.allclose(got, want, rtol=OUT_RTOL, atol=OUT_RTOL):
+            return f"scripted If on a shape: {got} where PyTorch gives {want}"
+
+    def model(name, nodes, inputs, outputs, inits=()):
+        path = os.path.join(workdir, name + ".onnx")
+        onnx.save(h.make_model(h.make_graph(nodes, name, inputs, outputs, list(inits)), opset_imports=[h.make_opsetid("", 17)]), path)
+        return path
+
+    v = lambda name, elem=T.FLOAT, shape=(2,): h.make_tensor_value_info(name, elem, shape)
+    body = h.make_graph([h.make_node("Identity", ["c"], ["c2"]), h.make_node("Add", ["s", "s"], ["s2"])], "body",
+                        [v("i", T.INT64, []), v("c", T.BOOL, []), v("s")], [v("c2", T.BOOL, []), v("s2")])
+    loop_m = model("loop_graph_m", [h.make_node("Loop", ["m", "", "x"], ["y"], body=body)], [v("m", T.INT64, []), v("x")], [v("y")])
+    big = model("loop_too_long", [h.make_node("Loop", ["m", "", "x"], ["y"], body=body)], [v("x")], [v("y")],
+                [nh.from_array(np.array(10 ** 9, np.int64), "m")])
+    nested = h.make_graph([h.make_node("Neg", ["x"], ["y0"])], "leaf", [], [v("y0")])
+    for depth in range(9):  # If in If in ... 10 graphs deep
+        cond = h.make_node("Constant", [], [f"c{depth}"], value=nh.from_array(np.array(True)))
+        nested = h.make_graph([cond, h.make_node("If", [f"c{depth}"], [f"y{depth + 1}"], then_branch=nested, else_branch=nested)],
+                              f"g{depth}", [], [v(f"y{depth + 1}")])
+    deep = model("if_nested_too_deep", list(nested.node), [v("x")], [v("y9")])
+    for path, shapes, want in ((loop_m, {"m": (), "x": (2,)}, ("(Loop", "trip count M 'm'", "not known at import")),
+                               (big, {"x": (2,)}, ("(Loop", "100000", "limit on unrolled nodes")),
+                               (deep, {"x": (2,)}, ("more than 8 deep",))):
+        try:
+            ts.Graph.from_onnx(path, shapes).close()
+            return f"{os.path.basename(path)}: imported"
+        except ts.TensorscopeError as e:
+            if not all(w in str(e) for w in want):
+                return f"{os.path.basename(path)}: the error does not say {want}: {e}"
+    return None
+
+
 def composed_gradient(workdir, name, op, attrs, opset, x, extra):
     """One case of composed_gradients: None, or what is off."""
     from onnx import TensorProto
@@ -577,7 +693,7 @@ def main():
                 print(f"{'ok  ' if why is None else 'FAIL'} {name} ({exporter}){'' if why is None else ': ' + why}", flush=True)
                 failed += why is not None
         for name, fn in (("group_normalization_opsets", group_normalization_opsets), ("composed_gradients", composed_gradients),
-                         ("composed_refusals", composed_refusals)):
+                         ("composed_refusals", composed_refusals), ("control_flow", control_flow)):
             if only and not only.search(name):
                 continue
             try:

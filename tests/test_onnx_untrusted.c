@@ -14,7 +14,9 @@
  *   values outside int32) are errors, never wrapped;
  * - int64 attributes out of the op's range (Conv strides and group,
  *   Softmax and Flatten axes) are errors naming node, attribute and value;
- * - pooling without `strides` uses ONNX's default stride 1.
+ * - pooling without `strides` uses ONNX's default stride 1;
+ * - graphs nested 100,000 deep (an If's branch holding an If ...) are
+ *   refused before the parser, whose recursion would overflow the stack.
  *
  * A SIGALRM bounds the program: an import that blocks (the FIFO) fails it. */
 /* needs: onnx */
@@ -337,6 +339,49 @@ static void check_pool(void) {
     }
 }
 
+/* -------------------------------------------------------------- nesting */
+
+/* Prepends field `field`'s tag (length-delimited) and the length of what
+ * follows, buf[*at..end), to it. */
+static void wrap(uint8_t *buf, size_t *at, size_t end, int field) {
+    uint8_t head[11];
+    size_t n = 0, len = end - *at;
+    head[n++] = (uint8_t)(field << 3 | 2);
+    do {
+        head[n++] = (uint8_t)((len & 0x7f) | (len > 0x7f ? 0x80 : 0));
+        len >>= 7;
+    } while (len);
+    *at -= n;
+    memcpy(buf + *at, head, n);
+}
+
+static void check_nesting(void) {
+    printf("-- graphs nested deeply\n");
+    enum { LEVELS = 100000 };
+    size_t cap = (size_t)LEVELS * 3 * 8 + 64, end = cap, at = end;
+    uint8_t *buf = malloc(cap);
+    CHECK(buf != NULL, "a buffer for the model");
+    if (!buf) return;
+    for (int i = 0; i < LEVELS; i++) { /* Graph.node { Node.attribute { Attribute.g { ... } } } */
+        wrap(buf, &at, end, 6);
+        wrap(buf, &at, end, 5);
+        wrap(buf, &at, end, 1);
+    }
+    wrap(buf, &at, end, 7); /* ModelProto.graph */
+    char path[600];
+    snprintf(path, sizeof path, "%s/nested.onnx", dir);
+    FILE *f = fopen(path, "wb");
+    bool written = f && fwrite(buf + at, 1, end - at, f) == end - at;
+    if (f) fclose(f);
+    free(buf);
+    CHECK(written, "wrote %s", path);
+    ts_graph *g = NULL;
+    ts_status st = ts_graph_from_onnx(&g, path, NULL, 0);
+    CHECK(st == TS_ERR_UNSUPPORTED && strstr(ts_last_error(), "more than 8 deep"),
+          "100,000 nested graphs are refused naming the limit: %s", ts_last_error());
+    ts_graph_free(g);
+}
+
 int main(void) {
     ts_set_log_level(TS_LOG_OFF);
     alarm(60); /* an import that blocks fails the test */
@@ -348,6 +393,7 @@ int main(void) {
     check_dim_names();
     check_attributes();
     check_pool();
+    check_nesting();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) printf("could not remove %s\n", dir);
