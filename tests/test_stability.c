@@ -6,6 +6,7 @@
  * and the weights before the step; the period in runs; bad arguments and a
  * replicated model refused with a message. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,11 +75,32 @@ static void test_arguments(void) {
     ts_options_free(o);
 }
 
-static void test_rows(void) {
+/* The summaries of a value x[0..n) a step's watch gave: count, extremes
+ * exactly, mean and l2 to rounding. */
+static int summary_of(const ts_watch_result *res, size_t n, const char *name, const float *x, int64_t cnt) {
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(res[i].name, name) != 0) continue;
+        const ts_stats *st = &res[i].summary->stats;
+        double mn = x[0], mx = x[0], s = 0;
+        for (int64_t k = 0; k < cnt; k++) mn = fmin(mn, x[k]), mx = fmax(mx, x[k]), s += x[k];
+        return st->count == cnt && st->min == mn && st->max == mx && fabs(st->mean - s / (double)cnt) <= 1e-6 * (fabs(mx) + fabs(mn)) &&
+               near(st->l2, norm(x, cnt), 1e-6);
+    }
+    return 0;
+}
+
+/* step_summaries: the parameters' gradients and updated values watched
+ * too, so the update that sums the squares also summarises them (one
+ * pass): the rows must come out the same, and the summaries right. */
+static void test_rows(bool step_summaries) {
     ts_tensor *loss;
     ts_graph *g = mlp(&loss);
     ts_options *o = ts_options_new();
     ts_options_watch(o, "fc1/Add:0", TS_WATCH_STATS, 1); /* the user's: a row; fc2/Add:0, Accum___*: read by the rows only */
+    if (step_summaries) {
+        ts_options_watch(o, "Accum___*", TS_WATCH_STATS, 1);
+        ts_options_watch(o, "UpdatedVar___*", TS_WATCH_STATS, 1);
+    }
     CHECK_OK(ts_options_watch_stability(o, "fc*", PERIOD), "stability watch of fc*, every %d runs", PERIOD);
     ts_options_anchor(o, NULL, "fc*/Add:0", TS_OUTPUT_FINAL, 0);
     ts_options_anchor(o, NULL, "Accum___*", TS_OUTPUT_FINAL, 0);
@@ -111,15 +133,18 @@ static void test_rows(void) {
         const ts_watch_result *res;
         size_t n;
         CHECK_OK(ts_model_watch_results(m, &res, &n), "run %d: watch results", r);
-        int stab = 0, user = 0, other = 0;
+        int stab = 0, user = 0, other = 0, stepw = 0;
         for (size_t i = 0; i < n; i++) {
             if (strncmp(res[i].name, "stability/", 10) == 0) stab++;
             else if (strcmp(res[i].name, "fc1/Add:0") == 0) user++;
+            else if (strncmp(res[i].name, "Accum___", 8) == 0 || strncmp(res[i].name, "UpdatedVar___", 13) == 0) stepw++;
             else other++;
         }
         /* fc1, fc2: rms, max_abs; fc2: lse; 4 parameters: grad_norm, update_ratio, adam_update_norm */
-        CHECK(stab == 2 * 2 + 1 + N_PARAMS * 3 && user == 1 && other == 0 && strcmp(res[0].name, "fc1/Add:0") == 0,
-              "run %d: the user's watch first, then %d stability rows (want 17), no other row (%d)", r, stab, other);
+        CHECK(stab == 2 * 2 + 1 + N_PARAMS * 3 && user == 1 && other == 0 && (step_summaries || strcmp(res[0].name, "fc1/Add:0") == 0) &&
+                  stepw == (step_summaries ? 2 * N_PARAMS : 0),
+              "run %d: the user's watch first, then %d stability rows (want 17), %d of the step's (want %d), no other row (%d)", r, stab,
+              stepw, step_summaries ? 2 * N_PARAMS : 0, other);
         int64_t due = r - r % PERIOD, got_run;
         double v = row(res, n, "stability/fc1/rms", &got_run);
         CHECK(got_run == due, "run %d: the rows were taken at run %lld (period %d: want %lld)", r, (long long)got_run, PERIOD, (long long)due);
@@ -159,8 +184,10 @@ static void test_rows(void) {
             snprintf(name, sizeof name, "stability/%s/grad_norm", PARAMS[k]);
             v = row(res, n, name, &got_run);
             CHECK(near(v, norm(g1.data, cnt), 1e-6), "run %d: %s %.7g = ||%s||", r, name, v, an);
+            if (step_summaries) CHECK(summary_of(res, n, an, g1.data, cnt), "run %d: the summary of %s, taken in the same pass", r, an);
             snprintf(an, sizeof an, "UpdatedVar___%s", PARAMS[k]);
             ts_model_anchored(m, an, &dw);
+            if (step_summaries) CHECK(summary_of(res, n, an, dw.data, cnt), "run %d: the summary of %s, taken in the same pass", r, an);
             float *d = malloc((size_t)cnt * sizeof *d);
             for (int64_t i = 0; i < cnt; i++) d[i] = ((const float *)dw.data)[i] - before[k][i];
             double w0 = norm(before[k], cnt), ratio = w0 > 0 ? norm(d, cnt) / w0 : INFINITY;
@@ -187,13 +214,19 @@ done:
 }
 
 /* The update that sums its squares leaves the weights and the optimizer
- * state bit-identical to an unobserved twin's (SGD with momentum, AdamW). */
-static void test_same_weights(const char *what, ts_optimizer opt) {
+ * state bit-identical to an unobserved twin's (SGD with momentum, AdamW),
+ * and so does the one that also summarises (step_summaries: the
+ * gradients and updated values watched too). */
+static void test_same_weights(const char *what, ts_optimizer opt, bool step_summaries) {
     ts_tensor *loss[2];
     ts_graph *g[2] = {mlp(&loss[0]), mlp(&loss[1])};
     ts_options *o[2] = {ts_options_new(), ts_options_new()};
     ts_model *m[2] = {NULL, NULL};
     ts_options_watch_stability(o[1], "*", 1);
+    if (step_summaries) {
+        ts_options_watch(o[1], "Accum___*", TS_WATCH_STATS, 1);
+        ts_options_watch(o[1], "UpdatedVar___*", TS_WATCH_STATS, 1);
+    }
     ts_status st = TS_OK;
     for (int k = 0; k < 2 && !st; k++)
         if (!(st = ts_model_training(&m[k], g[k], loss[k], o[k], opt))) st = ts_model_compile(m[k]);
@@ -224,8 +257,11 @@ static void test_same_weights(const char *what, ts_optimizer opt) {
 
 int main(void) {
     test_arguments();
-    test_rows();
-    test_same_weights("SGD momentum", ts_sgd(0.05f, 0.9f, 0.01f));
-    test_same_weights("AdamW", ts_adamw(0.01f, 0.1f));
+    test_rows(false);
+    test_rows(true);
+    test_same_weights("SGD momentum", ts_sgd(0.05f, 0.9f, 0.01f), false);
+    test_same_weights("AdamW", ts_adamw(0.01f, 0.1f), false);
+    test_same_weights("SGD momentum, summaries", ts_sgd(0.05f, 0.9f, 0.01f), true);
+    test_same_weights("AdamW, summaries", ts_adamw(0.01f, 0.1f), true);
     return check_summary("test_stability");
 }

@@ -194,7 +194,7 @@ typedef struct ts_backend {
                        int64_t begin, int64_t end);
     void (*opt_update_summarised)(const ts_optimizer *o, const struct ts_opt_consts *c, struct ts_opt_state *s, float *param,
                                   float *grad, int64_t begin, int64_t end, bool clear, struct ts_stats_stream *gs,
-                                  struct ts_stats_partial *gp, struct ts_stats_stream *ps, struct ts_stats_partial *pp);
+                                  struct ts_stats_partial *gp, struct ts_stats_stream *ps, struct ts_stats_partial *pp, double sq[4]);
     /* ... and as ts_opt_update_norms: the squares stability signals sum
      * (NULL where opt_update_summarised is) */
     void (*opt_update_norms)(const ts_optimizer *o, const struct ts_opt_consts *c, struct ts_opt_state *s, float *param, float *grad,

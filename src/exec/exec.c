@@ -280,9 +280,9 @@ static void update_range(void *ctx, int64_t begin, int64_t end) {
 }
 
 static void update_summarised(void *ctx, int64_t begin, int64_t end, struct ts_stats_stream *gs, struct ts_stats_partial *gp,
-                              struct ts_stats_stream *ps, struct ts_stats_partial *pp) {
+                              struct ts_stats_stream *ps, struct ts_stats_partial *pp, double sq[4]) {
     const update_job *u = ctx;
-    u->be->opt_update_summarised(u->opt, &u->consts, u->state, u->param, u->grad, begin, end, u->clear, gs, gp, ps, pp);
+    u->be->opt_update_summarised(u->opt, &u->consts, u->state, u->param, u->grad, begin, end, u->clear, gs, gp, ps, pp, sq);
 }
 
 static void update_norms(void *ctx, int64_t begin, int64_t end, double sq[4]) {

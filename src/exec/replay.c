@@ -134,10 +134,10 @@ static void w_opt_update(const ts_optimizer *o, const struct ts_opt_consts *c, s
 
 static void w_opt_update_summarised(const ts_optimizer *o, const struct ts_opt_consts *c, struct ts_opt_state *s, float *param,
                                     float *grad, int64_t begin, int64_t end, bool clear, struct ts_stats_stream *gs,
-                                    struct ts_stats_partial *gp, struct ts_stats_stream *ps, struct ts_stats_partial *pp) {
+                                    struct ts_stats_partial *gp, struct ts_stats_stream *ps, struct ts_stats_partial *pp, double sq[4]) {
     mix(13), mix(P(param)), mix(P(grad)); /* summaries read on the host: refused before (a mismatch if reached) */
-    mix(P(gp) ^ P(pp) ^ 0x5bd1e995u);
-    if (w.work) w.real->opt_update_summarised(o, c, s, param, grad, begin, end, clear, gs, gp, ps, pp);
+    mix(P(gp) ^ P(pp) ^ P(sq) ^ 0x5bd1e995u);
+    if (w.work) w.real->opt_update_summarised(o, c, s, param, grad, begin, end, clear, gs, gp, ps, pp, sq);
 }
 
 static void w_stats_reduce_many(void *s, const ts_stats_job *jobs, int n) {

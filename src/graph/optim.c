@@ -135,28 +135,50 @@ static inline void step_state(int kind, ts_opt_state *s, float **sa, float **sb)
     *sb = kind == STEP_ADAM ? s->accl2 : NULL;
 }
 
+/* The squares a stability watch sums as the step goes, TS_STATS_VEC lanes
+ * each: the gradient, w before, w_after - w_before, Adam's direction. */
+typedef struct norm_acc {
+    ts_vfloat g, w, d, u;
+} norm_acc;
+
+/* One vector's squares: g the gradient, w0 and w the parameter before and
+ * after, a and b the state after (a padded vector: zeros add nothing). */
+static inline __attribute__((always_inline)) void norm_add(int kind, const step_k *k, ts_vfloat g, ts_vfloat w0, ts_vfloat w, ts_vfloat a,
+                                                            ts_vfloat b, norm_acc *acc) {
+    ts_vfloat d = w - w0;
+    acc->g = TS_VFMA(g, g, acc->g), acc->w = TS_VFMA(w0, w0, acc->w), acc->d = TS_VFMA(d, d, acc->d);
+    if (kind == STEP_ADAM) { /* opt_step's direction, before the rate: the new moments over their bias corrections */
+        ts_vfloat u = a / k->bc1 / (TS_VSQRT(b) / k->bc2_sqrt + k->eps);
+        acc->u = TS_VFMA(u, u, acc->u);
+    }
+}
+
 /* The vector at i: the update in memory, *g and *w its gradient and new
- * parameter. */
+ * parameter, its squares added to na (NULL: none). */
 static inline __attribute__((always_inline)) void step_vec(int kind, const step_k *k, float *restrict sa, float *restrict sb,
                                                             float *restrict p, const float *restrict gr, int64_t i, ts_vfloat *g,
-                                                            ts_vfloat *w) {
-    ts_vfloat a = {0}, b = {0};
+                                                            ts_vfloat *w, norm_acc *na) {
+    ts_vfloat a = {0}, b = {0}, w0;
     memcpy(g, gr + i, sizeof *g);
-    memcpy(w, p + i, sizeof *w);
+    memcpy(&w0, p + i, sizeof w0);
     if (sa && !(kind == STEP_MOMENTUM && k->first)) memcpy(&a, sa + i, sizeof a);
     if (sb) memcpy(&b, sb + i, sizeof b);
-    *w = opt_step(kind, k, *g, *w, &a, &b);
+    *w = opt_step(kind, k, *g, w0, &a, &b);
     memcpy(p + i, w, sizeof *w);
     if (sa) memcpy(sa + i, &a, sizeof a);
     if (sb) memcpy(sb + i, &b, sizeof b);
+    if (na) norm_add(kind, k, *g, w0, *w, a, b, na);
 }
 
 /* Whole vectors [begin, end): the update, each gradient vector summarised
  * (shifted by cg) into ag as read and each parameter vector (cp, ap) as
- * written, two vectors at a time; ag and ap NULL: the update alone. */
+ * written, two vectors at a time, the squares of the first of each two in
+ * n0 and of the second in n1 (two chains a lane half as long); ag, ap, n0
+ * NULL: that one not wanted. */
 static inline __attribute__((always_inline)) void step_loop(int kind, const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s,
                                                              float *restrict p, const float *restrict gr, int64_t begin, int64_t end,
-                                                             ts_vfloat cg, ts_vfloat cp, ts_vacc *ag, ts_vacc *ap) {
+                                                             ts_vfloat cg, ts_vfloat cp, ts_vacc *ag, ts_vacc *ap, norm_acc *n0,
+                                                             norm_acc *n1) {
     enum { V = TS_STATS_VEC };
     const step_k k = step_consts(o, c);
     float *sa, *sb;
@@ -164,13 +186,13 @@ static inline __attribute__((always_inline)) void step_loop(int kind, const ts_o
     ts_vfloat g0, w0, g1, w1;
     int64_t i = begin;
     for (; i + 2 * V <= end; i += 2 * V) {
-        step_vec(kind, &k, sa, sb, p, gr, i, &g0, &w0);
-        step_vec(kind, &k, sa, sb, p, gr, i + V, &g1, &w1);
+        step_vec(kind, &k, sa, sb, p, gr, i, &g0, &w0, n0);
+        step_vec(kind, &k, sa, sb, p, gr, i + V, &g1, &w1, n1);
         if (ag) ts_vacc_add2(ag, g0, g1, cg);
         if (ap) ts_vacc_add2(ap, w0, w1, cp);
     }
     if (i < end) {
-        step_vec(kind, &k, sa, sb, p, gr, i, &g0, &w0);
+        step_vec(kind, &k, sa, sb, p, gr, i, &g0, &w0, n0);
         if (ag) ts_vacc_add(ag, g0, cg);
         if (ap) ts_vacc_add(ap, w0, cp);
     }
@@ -202,20 +224,49 @@ void ts_opt_update(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *
     int64_t whole = begin + (end - begin) / TS_STATS_VEC * TS_STATS_VEC;
     ts_vfloat none = {0};
     switch (step_kind(o)) {
-    case STEP_SGD: step_loop(STEP_SGD, o, c, s, param, grad, begin, whole, none, none, NULL, NULL); break;
-    case STEP_MOMENTUM: step_loop(STEP_MOMENTUM, o, c, s, param, grad, begin, whole, none, none, NULL, NULL); break;
-    default: step_loop(STEP_ADAM, o, c, s, param, grad, begin, whole, none, none, NULL, NULL); break;
+    case STEP_SGD: step_loop(STEP_SGD, o, c, s, param, grad, begin, whole, none, none, NULL, NULL, NULL, NULL); break;
+    case STEP_MOMENTUM: step_loop(STEP_MOMENTUM, o, c, s, param, grad, begin, whole, none, none, NULL, NULL, NULL, NULL); break;
+    default: step_loop(STEP_ADAM, o, c, s, param, grad, begin, whole, none, none, NULL, NULL, NULL, NULL); break;
     }
     if (whole < end) step_tail(o, c, s, param, grad, whole, end - whole);
 }
 
-/* A run of ts_opt_update_summarised, specialised on the optimizer and on
- * the shifts being 0. */
+/* The squares' sums in double, lane by lane: each block's float lanes
+ * are added here, and the lanes summed once at the end. */
+typedef struct norm_sum {
+    ts_vdouble4 g[TS_STATS_VEC / 4], w[TS_STATS_VEC / 4], d[TS_STATS_VEC / 4], u[TS_STATS_VEC / 4];
+} norm_sum;
+
+static inline void lanes_add(ts_vdouble4 *to, ts_vfloat v) {
+    ts_vfloat4 h[TS_STATS_VEC / 4];
+    memcpy(h, &v, sizeof h);
+    for (int j = 0; j < TS_STATS_VEC / 4; j++) to[j] += __builtin_convertvector(h[j], ts_vdouble4);
+}
+
+static inline void norm_sum_add(norm_sum *ns, const norm_acc *a) {
+    lanes_add(ns->g, a->g), lanes_add(ns->w, a->w), lanes_add(ns->d, a->d), lanes_add(ns->u, a->u);
+}
+
+static double lanes_total(const ts_vdouble4 *v) {
+    double t = 0;
+    for (int j = 0; j < TS_STATS_VEC / 4; j++) t += v[j][0] + v[j][1] + v[j][2] + v[j][3];
+    return t;
+}
+
+static void norm_sum_out(const norm_sum *ns, double sq[4]) {
+    sq[0] += lanes_total(ns->g), sq[1] += lanes_total(ns->w), sq[2] += lanes_total(ns->d), sq[3] += lanes_total(ns->u);
+}
+
+/* A run of ts_opt_update_summarised, specialised on the optimizer, on the
+ * shifts being 0 and on the squares being wanted (n0 non-NULL). */
 static void summarised_run(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, const float *grad, int64_t begin,
-                           int64_t end, bool centred, ts_vfloat cg, ts_vfloat cp, ts_vacc *ag, ts_vacc *ap) {
+                           int64_t end, bool centred, ts_vfloat cg, ts_vfloat cp, ts_vacc *ag, ts_vacc *ap, norm_acc *n0, norm_acc *n1) {
     ts_vfloat zero = {0};
-#define TS_RUN(kind) centred ? step_loop(kind, o, c, s, param, grad, begin, end, zero, zero, ag, ap) \
-                             : step_loop(kind, o, c, s, param, grad, begin, end, cg, cp, ag, ap)
+#define TS_RUN(kind)                                                                                         \
+    n0 ? (centred ? step_loop(kind, o, c, s, param, grad, begin, end, zero, zero, ag, ap, n0, n1)           \
+                  : step_loop(kind, o, c, s, param, grad, begin, end, cg, cp, ag, ap, n0, n1))              \
+       : (centred ? step_loop(kind, o, c, s, param, grad, begin, end, zero, zero, ag, ap, NULL, NULL)       \
+                  : step_loop(kind, o, c, s, param, grad, begin, end, cg, cp, ag, ap, NULL, NULL))
     switch (step_kind(o)) {
     case STEP_SGD: TS_RUN(STEP_SGD); break;
     case STEP_MOMENTUM: TS_RUN(STEP_MOMENTUM); break;
@@ -226,7 +277,7 @@ static void summarised_run(const ts_optimizer *o, const ts_opt_consts *c, ts_opt
 
 void ts_opt_update_summarised(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, float *grad, int64_t begin,
                               int64_t end, bool clear, ts_stats_stream *gs, ts_stats_partial *gp, ts_stats_stream *ps,
-                              ts_stats_partial *pp) {
+                              ts_stats_partial *pp, double sq[4]) {
     enum { V = TS_STATS_VEC, RUN = TS_VACC_RUN * TS_STATS_VEC };
     int64_t whole = begin + (end - begin) / V * V;
     if (whole > begin) {
@@ -238,10 +289,13 @@ void ts_opt_update_summarised(const ts_optimizer *o, const ts_opt_consts *c, ts_
     ts_vacc ag, ap;
     ts_vacc_start(&ag);
     ts_vacc_start(&ap);
+    norm_sum ns = {{{0}}, {{0}}, {{0}}, {{0}}};
     for (int64_t r = begin; r < whole; r += RUN) {
         int64_t e = whole - r < RUN ? whole : r + RUN;
         ts_vacc_mark mg = ts_vacc_run_begin(&ag), mp = ts_vacc_run_begin(&ap);
-        summarised_run(o, c, s, param, grad, r, e, centred, cg, cp, &ag, &ap);
+        norm_acc n0 = {{0}, {0}, {0}, {0}}, n1 = n0; /* a lane's float chains: TS_VACC_RUN / 2 long, as the summaries' */
+        summarised_run(o, c, s, param, grad, r, e, centred, cg, cp, &ag, &ap, sq ? &n0 : NULL, &n1);
+        if (sq) norm_sum_add(&ns, &n0), norm_sum_add(&ns, &n1);
         /* a run with NaN or Inf: classified from memory (the gradient is cleared only after) */
         ts_vacc_run_close(&ag, mg, gp, grad + r, e - r);
         ts_vacc_run_close(&ap, mp, pp, param + r, e - r);
@@ -249,56 +303,35 @@ void ts_opt_update_summarised(const ts_optimizer *o, const ts_opt_consts *c, ts_
     }
     if (gp) ts_vacc_finish(&ag, gs, gp);
     if (pp) ts_vacc_finish(&ap, ps, pp);
+    if (sq) norm_sum_out(&ns, sq);
     if (whole < end) { /* the last few values, one by one */
         if (gp) ts_stats_stream_add(gs, gp, grad + whole, end - whole);
-        ts_opt_update(o, c, s, param, grad, whole, end);
+        if (sq) ts_opt_update_norms(o, c, s, param, grad, whole, end, false, sq);
+        else ts_opt_update(o, c, s, param, grad, whole, end);
         if (pp) ts_stats_stream_add(ps, pp, param + whole, end - whole);
         if (clear) memset(grad + whole, 0, (size_t)(end - whole) * sizeof(float));
     }
 }
 
-/* The squares a stability watch sums as the step goes, TS_STATS_VEC lanes
- * each: the gradient, w before, w_after - w_before, Adam's direction. */
-typedef struct norm_acc {
-    ts_vfloat g, w, d, u;
-} norm_acc;
-
-/* One vector of the update (a padded one for the tail: zeros add nothing) and its squares. */
+/* One vector of the update (a padded one for the tail) and its squares. */
 static inline __attribute__((always_inline)) void norm_vec(int kind, const step_k *k, ts_vfloat g, ts_vfloat *w, ts_vfloat *a, ts_vfloat *b,
                                                             norm_acc *acc) {
     ts_vfloat w0 = *w;
     *w = opt_step(kind, k, g, w0, a, b);
-    ts_vfloat d = *w - w0;
-    acc->g = TS_VFMA(g, g, acc->g), acc->w = TS_VFMA(w0, w0, acc->w), acc->d = TS_VFMA(d, d, acc->d);
-    if (kind == STEP_ADAM) { /* opt_step's direction, before the rate: the new moments over their bias corrections */
-        ts_vfloat u = *a / k->bc1 / (TS_VSQRT(*b) / k->bc2_sqrt + k->eps);
-        acc->u = TS_VFMA(u, u, acc->u);
-    }
-}
-
-static double lanes(ts_vfloat v) {
-    double t = 0;
-    for (int i = 0; i < TS_STATS_VEC; i++) t += (double)v[i];
-    return t;
+    norm_add(kind, k, g, w0, *w, *a, *b, acc);
 }
 
 /* The whole vector at i: loaded, updated, stored, its squares added. */
 static inline __attribute__((always_inline)) void norm_whole(int kind, const step_k *k, float *restrict sa, float *restrict sb,
                                                               float *restrict p, const float *restrict gr, int64_t i, norm_acc *acc) {
-    ts_vfloat g, w, a = {0}, b = {0};
-    memcpy(&g, gr + i, sizeof g);
-    memcpy(&w, p + i, sizeof w);
-    if (sa && !(kind == STEP_MOMENTUM && k->first)) memcpy(&a, sa + i, sizeof a);
-    if (sb) memcpy(&b, sb + i, sizeof b);
-    norm_vec(kind, k, g, &w, &a, &b, acc);
-    memcpy(p + i, &w, sizeof w);
-    if (sa) memcpy(sa + i, &a, sizeof a);
-    if (sb) memcpy(sb + i, &b, sizeof b);
+    ts_vfloat g, w;
+    step_vec(kind, k, sa, sb, p, gr, i, &g, &w, acc);
 }
 
 /* Blocks of NORM_BLOCK values summed in float lanes (four sets of
  * TS_STATS_VEC lanes, so that the sums' latency hides under the update:
- * 16 terms a lane at most), then in double: rounding well under 1e-6. */
+ * 16 terms a lane at most), then in double lanes, summed across once at
+ * the end: rounding well under 1e-6. */
 #define NORM_BLOCK (64 * TS_STATS_VEC)
 
 static inline __attribute__((always_inline)) void norm_loop(int kind, const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s,
@@ -308,6 +341,7 @@ static inline __attribute__((always_inline)) void norm_loop(int kind, const ts_o
     const step_k k = step_consts(o, c);
     float *sa, *sb;
     step_state(kind, s, &sa, &sb);
+    norm_sum ns = {{{0}}, {{0}}, {{0}}, {{0}}};
     for (int64_t r = begin; r < end; r += NORM_BLOCK) {
         int64_t e = end - r < NORM_BLOCK ? end : r + NORM_BLOCK, i = r;
         norm_acc acc = {{0}, {0}, {0}, {0}}, acc1 = acc, acc2 = acc, acc3 = acc;
@@ -331,8 +365,9 @@ static inline __attribute__((always_inline)) void norm_loop(int kind, const ts_o
             if (sb) memcpy(sb + i, &b, bytes);
         }
         acc.g += acc1.g + acc2.g + acc3.g, acc.w += acc1.w + acc2.w + acc3.w, acc.d += acc1.d + acc2.d + acc3.d, acc.u += acc1.u + acc2.u + acc3.u;
-        sq[0] += lanes(acc.g), sq[1] += lanes(acc.w), sq[2] += lanes(acc.d), sq[3] += lanes(acc.u);
+        norm_sum_add(&ns, &acc);
     }
+    norm_sum_out(&ns, sq);
     if (clear) memset(gr + begin, 0, (size_t)(end - begin) * sizeof(float));
 }
 

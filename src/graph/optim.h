@@ -34,10 +34,12 @@ void ts_opt_update(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *
  * gradient before the update (into gs, then gp at the flush) and the
  * parameter after it (ps, pp), and zeroes the gradient when `clear`. The
  * parameter comes out bit-identical to ts_opt_update's. gp or pp NULL: that
- * summary is not wanted. */
+ * summary is not wanted. sq non-NULL: in the same pass, adds the sums of
+ * squares ts_opt_update_norms adds (a stability watch beside the
+ * summaries pays for one pass, not two). */
 void ts_opt_update_summarised(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, float *grad, int64_t begin,
                               int64_t end, bool clear, struct ts_stats_stream *gs, struct ts_stats_partial *gp,
-                              struct ts_stats_stream *ps, struct ts_stats_partial *pp);
+                              struct ts_stats_stream *ps, struct ts_stats_partial *pp, double sq[4]);
 
 /* ts_opt_update over [begin, end) that also adds, from registers, the
  * sums of squares of the gradient (sq[0]), of the parameter before the

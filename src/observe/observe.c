@@ -98,11 +98,11 @@ static void walk_slots(void *ctx, int64_t s0, int64_t s1) {
                 if (j->part[k] == k) ts_stats_partial_add(&parts[k], j->entries[k]->data + b, e - b);
             continue;
         }
-        if (j->fused) { /* the gradient (entry 0 and its aliases) and the parameter (entry n_read) */
+        if (j->fused) { /* the gradient (entry 0 and its aliases) and the parameter (entry n_read), and the squares */
             ts_stats_partial *gp = j->n_read ? &parts[0] : NULL, *pp = j->n > j->n_read ? &parts[j->n_read] : NULL;
             for (int64_t c = b; c < e; c += STEP_FLUSH) {
                 ts_stats_stream gs = {0}, ps = {0};
-                j->step->summarised(j->step->ctx, c, e - c < STEP_FLUSH ? e : c + STEP_FLUSH, &gs, gp, &ps, pp);
+                j->step->summarised(j->step->ctx, c, e - c < STEP_FLUSH ? e : c + STEP_FLUSH, &gs, gp, &ps, pp, j->sq ? j->sq[s] : NULL);
                 if (gp) ts_stats_stream_flush(&gs, gp);
                 if (pp) ts_stats_stream_flush(&ps, pp);
             }
@@ -220,7 +220,7 @@ void ts_observe_step(ts_model *m, int node, int64_t d, const ts_step_update *u, 
         return;
     }
     j.sq = norms ? st->sq : NULL;
-    j.fused = !norms && step_fusable(&j);
+    j.fused = j.n > 0 && step_fusable(&j); /* with norms: the squares summed in the same pass */
     walk(m, &j);
     if (norms) ts_stab_update_done(m, node, st->sq[0]);
 }

@@ -31,9 +31,10 @@ ts_status ts_check_backward(ts_model *m, int node, int64_t sample);
  * gradient, Accum___) and writes (UpdatedVar___, optimizer state) -- one walk
  * over the parameter instead of one per summary. */
 typedef void (*ts_update_fn)(void *ctx, int64_t begin, int64_t end);
-/* The same update over [begin, end), summarising as ts_opt_update_summarised. */
+/* The same update over [begin, end), summarising (and with sq, summing
+ * squares) as ts_opt_update_summarised. */
 typedef void (*ts_update_summarised_fn)(void *ctx, int64_t begin, int64_t end, struct ts_stats_stream *gs, struct ts_stats_partial *gp,
-                                        struct ts_stats_stream *ps, struct ts_stats_partial *pp);
+                                        struct ts_stats_stream *ps, struct ts_stats_partial *pp, double sq[4]);
 /* One parameter's optimizer step as the executor hands it to the observer. */
 typedef struct ts_step_update {
     ts_update_fn update;
