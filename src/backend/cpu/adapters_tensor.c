@@ -23,7 +23,7 @@ void ts_fwd_broadcast_binary(const ts_kctx *k) {
 
 void ts_bwd_broadcast_binary(const ts_kctx *k) {
     ts_bcast_binary_backward(k->pool, bin_kind(k->node->op), k->din[0], k->din[1], k->dout, k->in[0], k->in[1], &k->out_shape,
-                             &k->in_shape[0], &k->in_shape[1]);
+                             &k->in_shape[0], &k->in_shape[1], k->din_store);
 }
 
 void ts_fwd_ew_unary(const ts_kctx *k) {
@@ -33,7 +33,7 @@ void ts_bwd_ew_unary(const ts_kctx *k) {
     if (k->din[0])
         ts_ew_unary_backward(k->pool, ts_ewu_kind(k->node), k->din[0], k->dout,
                              ts_ewu_reads_output(ts_ewu_kind(k->node)) ? k->out : k->in[0], k->node->fattr[0], k->node->fattr[1],
-                             numel_out(k));
+                             numel_out(k), k->din_store & 1u);
 }
 
 void ts_fwd_cast_float(const ts_kctx *k) {
