@@ -104,7 +104,7 @@ typedef struct ts_attn_geom {
 size_t ts_attention_workspace(const ts_attn_geom *g, int threads);
 void ts_attention_forward(ts_pool *p, float *ws, float *out, float *lse, const float *q, const float *k, const float *v, const ts_attn_geom *g);
 void ts_attention_backward(ts_pool *p, float *ws, float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
-                           const float *v, const float *out, const float *lse, const ts_attn_geom *g);
+                           const float *v, const float *out, const float *lse, const ts_attn_geom *g, unsigned store);
 
 /* ---- cross entropy of logits [rows, V] against labels [rows], the mean
  * over rows whose label is not `ignore` (all ignored: 0); probs [rows, V]
