@@ -41,6 +41,10 @@ typedef struct ts_kctx {
     float *out;            /* output value */
     const float *dout;     /* gradient of the output */
     float *din[TS_MAX_INPUTS]; /* gradients of the inputs to accumulate into, or NULL */
+    /* bit j: this backward is the first to write din[j], which the executor
+     * did not zero: store into it (every value) rather than add. Set only
+     * for the inputs the row's stores_din names. */
+    unsigned din_store;
     ts_shape in_shape[TS_MAX_INPUTS];
     ts_shape out_shape;
     float *scratch;        /* per-node scratch planned at compile, kept from forward to backward */
@@ -81,6 +85,10 @@ typedef struct ts_kernel_row {
      * such as a convolution's weights transformed: made again when
      * kctx.values_gen moves. NULL or 0: nothing kept. */
     size_t (*cache_floats)(const ts_tensor *node, const ts_shape *in, const bool *held, const ts_shape *out);
+    /* bit j: the backward honours kctx.din_store for input j, so the
+     * executor need not zero that gradient before the first backward that
+     * writes it (0: it always zeroes, the backward adds) */
+    unsigned stores_din;
 } ts_kernel_row;
 
 /* A point on a stream, for timing kernels: ns once complete (the CPU's

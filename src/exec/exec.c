@@ -195,6 +195,24 @@ static ts_status forward(ts_model *m, int64_t mb) {
     return TS_OK;
 }
 
+/* The input of node t whose gradient (entry ge) t's backward may store
+ * rather than add to, so that it needs no zeroing first: the backend's row
+ * says the backward can (stores_din), the input appears once among t's
+ * inputs, and the gradient is a float32 one of t's own input (not t's own
+ * gradient, which no backward adds to). -1: zero it. */
+static int first_store(const ts_model *m, const ts_tensor *t, int ge) {
+    const ts_prog *p = m->prog;
+    unsigned can = m->backend->kernels[t->op].stores_din;
+    int found = -1;
+    for (int j = 0; j < t->n_in; j++) {
+        if (p->grad_entry[t->in[j]] != ge) continue;
+        if (found >= 0) return -1; /* x*x: the second adds to the first */
+        found = j;
+    }
+    if (found < 0 || !(can >> found & 1u) || p->entries[ge].dtype != TS_F32 || ts_dtype_is_half(t->grid)) return -1;
+    return found;
+}
+
 static ts_status backward(ts_model *m, int64_t mb) {
     ts_prog *p = m->prog;
     ts_graph *g = m->g;
@@ -222,11 +240,15 @@ static ts_status backward(ts_model *m, int64_t mb) {
             m->backend->fill(m->stream, p->entries[p->grad_entry[i]].data, m->scaling ? (float)m->loss_scale : 1.0f, 1);
         }
         /* the gradients this backward is the first to add to (and its own
-         * where none adds to it) start at 0 */
+         * where none adds to it) start at 0, except an input's that the
+         * backward stores instead (first_store) */
+        unsigned store = 0;
         for (int z = 0; z < p->n_zero_before[i]; z++) {
             ts_entry *e = &p->entries[p->zero_before[i][z]];
             ts_observe_guard(m, e);
-            m->backend->zero(m->pool, e->data, e->numel);
+            int j = first_store(m, t, p->zero_before[i][z]);
+            if (j >= 0) store |= 1u << j;
+            else m->backend->zero(m->pool, e->data, e->numel);
         }
         if (ts_dtype_is_half(t->grid)) { /* a 16-bit tensor's gradient is one too, once every consumer added its part */
             ts_entry *ge = &p->entries[p->grad_entry[i]];
@@ -244,6 +266,7 @@ static ts_status backward(ts_model *m, int64_t mb) {
         const ts_op_def *def = ts_op_get(t->op);
         if (!def->has_backward || p->grad_shared[i]) continue; /* a view whose input's gradient is its own: nothing to add */
         ts_kctx kc = make_ctx(m, i, mb);
+        kc.din_store = store;
         ts_op_call call = {i, true, mb, &kc, 0, 0};
         ts_status st = ts_op_chain_run(m->chain.before, m->chain.n_before, m, &call);
         if (st) return st;

@@ -108,7 +108,7 @@ static void w_round_half(void *s, ts_dtype t, float *x, int64_t n, ts_half_loss 
 
 static void mix_ctx(const ts_kctx *k) {
     mix((uint64_t)k->node->op), mix(P(k->node)), mix(P(k->out)), mix(P(k->dout)), mix(P(k->scratch)), mix(P(k->workspace));
-    mix(P(k->lost)), mix(P(k->widen)), mix(k->training), mix(k->update_state), mix((uint64_t)k->out_dtype);
+    mix(P(k->lost)), mix(P(k->widen)), mix(k->training), mix(k->update_state), mix((uint64_t)k->out_dtype), mix(k->din_store);
     if (k->node->op == TS_OP_DROPOUT_MASK) mix(k->iteration); /* the one kernel that reads the micro-batch's number */
     for (int j = 0; j < k->n_in; j++) mix(P(k->in[j])), mix(P(k->in_int[j])), mix(P(k->din[j])), mix((uint64_t)k->in_dtype[j]);
 }
@@ -167,7 +167,7 @@ static ts_kernel_row walk_rows[TS_OP_COUNT];
 static pthread_once_t walk_rows_once = PTHREAD_ONCE_INIT;
 
 static void walk_rows_init(void) {
-    for (int op = 0; op < TS_OP_COUNT; op++) walk_rows[op] = (ts_kernel_row){w_forward, w_backward, NULL, NULL};
+    for (int op = 0; op < TS_OP_COUNT; op++) walk_rows[op] = (ts_kernel_row){w_forward, w_backward, NULL, NULL, 0};
 }
 
 /* The real table with every call that works replaced by its walk twin. */

@@ -23,7 +23,7 @@ void ts_fwd_broadcast_binary(const ts_kctx *k) {
 
 void ts_bwd_broadcast_binary(const ts_kctx *k) {
     ts_bcast_binary_backward(k->pool, bin_kind(k->node->op), k->din[0], k->din[1], k->dout, k->in[0], k->in[1], &k->out_shape,
-                             &k->in_shape[0], &k->in_shape[1]);
+                             &k->in_shape[0], &k->in_shape[1], k->din_store);
 }
 
 void ts_fwd_ew_unary(const ts_kctx *k) {
@@ -33,7 +33,7 @@ void ts_bwd_ew_unary(const ts_kctx *k) {
     if (k->din[0])
         ts_ew_unary_backward(k->pool, ts_ewu_kind(k->node), k->din[0], k->dout,
                              ts_ewu_reads_output(ts_ewu_kind(k->node)) ? k->out : k->in[0], k->node->fattr[0], k->node->fattr[1],
-                             numel_out(k));
+                             numel_out(k), k->din_store & 1u);
 }
 
 void ts_fwd_cast_float(const ts_kctx *k) {
@@ -192,13 +192,16 @@ void ts_fwd_attention(const ts_kctx *k) {
     ts_attention_forward(k->pool, k->workspace, k->out, k->scratch, k->in[0], k->in[1], k->in[2], &g);
 }
 void ts_bwd_attention(const ts_kctx *k) {
-    if (k->n_in == 5 && k->in[4]) {
-        if (k->din[4]) ts_copy_backward(k->pool, k->din[4], k->dout, numel_out(k));
+    if (k->n_in == 5 && k->in[4]) { /* the twin's ops carry the gradient to q, k and v: they add to them */
+        for (int j = 0; j < 3; j++)
+            if (k->din[j] && (k->din_store >> j & 1u)) ts_zero(k->pool, k->din[j], ts_shape_numel(&k->in_shape[j]));
+        if (k->din[4] && (k->din_store >> 4 & 1u)) ts_copy_forward(k->pool, k->din[4], k->dout, numel_out(k));
+        else if (k->din[4]) ts_copy_backward(k->pool, k->din[4], k->dout, numel_out(k));
         return;
     }
     ts_attn_geom g = attn_geom(k->in_shape, k->node, k->in_int[3]);
     ts_attention_backward(k->pool, k->workspace, k->din[0], k->din[1], k->din[2], k->dout, k->in[0], k->in[1], k->in[2], k->out, k->scratch,
-                          &g);
+                          &g, k->din_store & 7u);
 }
 
 static int red_kind(ts_op op) { return op == TS_OP_REDUCE_SUM_AXES ? TS_RED_SUM : op == TS_OP_REDUCE_MEAN_AXES ? TS_RED_MEAN : TS_RED_MAX; }

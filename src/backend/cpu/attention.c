@@ -46,6 +46,7 @@ typedef struct att_job {
     float *out, *lse;                /* forward */
     const float *lse_in;             /* backward: the forward's log-sum-exps */
     float *dq, *dk, *dv;             /* backward, accumulated into (each may be NULL) */
+    unsigned store;                  /* backward: bits 0, 1, 2: dq, dk, dv start unzeroed (each pair clears its own) */
     const float *q, *k, *v, *o, *dout;
 } att_job;
 
@@ -143,6 +144,11 @@ static void bwd_pair(const att_job *a, float *ws, int64_t bh) {
     float *dq = a->dq ? a->dq + bh * T * D : NULL, *dk = a->dk ? a->dk + bh * S * D : NULL, *dv = a->dv ? a->dv + bh * S * Dv : NULL;
     float *pt = ws, *ds = pt + ATT_TILE * ATT_TILE, *dd = ds + ATT_TILE * ATT_TILE;
     int32_t *end = (int32_t *)(void *)(dd + 3 * ATT_TILE);
+    /* the first writer of a gradient clears it here, while the pair's
+     * slice is about to be in cache anyway, rather than in a pass before */
+    if (dq && (a->store & 1u)) memset(dq, 0, (size_t)(T * D) * sizeof *dq);
+    if (dk && (a->store & 2u)) memset(dk, 0, (size_t)(S * D) * sizeof *dk);
+    if (dv && (a->store & 4u)) memset(dv, 0, (size_t)(S * Dv) * sizeof *dv);
     for (int64_t i0 = 0; i0 < T; i0 += ATT_TILE) {
         int64_t qb = T - i0 < ATT_TILE ? T - i0 : ATT_TILE;
         block_ends(g, b, h, i0, qb, end);
@@ -202,8 +208,8 @@ void ts_attention_forward(ts_pool *p, float *ws, float *out, float *lse, const f
 }
 
 void ts_attention_backward(ts_pool *p, float *ws, float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
-                           const float *v, const float *out, const float *lse, const ts_attn_geom *g) {
-    att_job a = {.g = g, .slots = slots(g, ts_pool_threads(p)), .ws = ws, .lse_in = lse, .dq = dq, .dk = dk, .dv = dv,
+                           const float *v, const float *out, const float *lse, const ts_attn_geom *g, unsigned store) {
+    att_job a = {.g = g, .slots = slots(g, ts_pool_threads(p)), .ws = ws, .lse_in = lse, .dq = dq, .dk = dk, .dv = dv, .store = store,
                  .q = q, .k = k, .v = v, .o = out, .dout = dout};
     ts_gemm_serial_begin();
     ts_pool_for(p, a.slots, 1, bwd_slots, &a);

@@ -16,6 +16,7 @@ typedef struct ew {
     const float *a, *b, *c;
     float s;
     int64_t nb, rows;
+    unsigned store; /* the binary backward: bit 0 da, bit 1 db stored, not added to */
 } ew;
 
 /* ---- binary ops with suffix broadcasting of b */
@@ -56,6 +57,11 @@ static void binary_bwd_a_slice(void *vctx, int64_t begin, int64_t end) {
     const ew *e = vctx;
     float *da = e->out;
     const float *dout = e->a, *b = e->b;
+    if ((e->kind == TS_BIN_ADD || e->kind == TS_BIN_SUB) && (e->store & 1u)) {
+        memcpy(da + begin, dout + begin, (size_t)(end - begin) * sizeof *da);
+        return;
+    }
+    if (e->store & 1u) memset(da + begin, 0, (size_t)(end - begin) * sizeof *da);
     if (e->kind == TS_BIN_ADD || e->kind == TS_BIN_SUB) {
         for (int64_t i = begin; i < end; i++) da[i] += dout[i];
         return;
@@ -79,26 +85,40 @@ static void binary_bwd_add_cols(void *vctx, int64_t j0, int64_t j1) {
         const float *d = dout + r * nb;
         if (da) {
             float *dar = da + r * nb;
-            for (int64_t j = j0; j < j1; j++) dar[j] += d[j];
+            if (e->store & 1u)
+                for (int64_t j = j0; j < j1; j++) dar[j] = d[j];
+            else
+                for (int64_t j = j0; j < j1; j++) dar[j] += d[j];
         }
-        if (db)
-            for (int64_t j = j0; j < j1; j++) db[j] += sign * d[j];
+        if (db) {
+            if (r == 0 && (e->store & 2u))
+                for (int64_t j = j0; j < j1; j++) db[j] = sign * d[j];
+            else
+                for (int64_t j = j0; j < j1; j++) db[j] += sign * d[j];
+        }
     }
 }
 
 void ts_binary_backward(ts_pool *p, int kind, float *da, float *db, const float *dout, const float *a,
                         const float *b, int64_t n, int64_t nb) {
+    ts_binary_backward_store(p, kind, da, db, dout, a, b, n, nb, 0);
+}
+
+void ts_binary_backward_store(ts_pool *p, int kind, float *da, float *db, const float *dout, const float *a,
+                              const float *b, int64_t n, int64_t nb, unsigned store) {
     int64_t rows = n / nb;
     if ((kind == TS_BIN_ADD || kind == TS_BIN_SUB) && db && nb >= 64) { /* Add/Sub only: their gradients do not read a or b */
-        ew e = {.kind = kind, .out = da, .out2 = db, .a = dout, .s = kind == TS_BIN_SUB ? -1.0f : 1.0f, .nb = nb, .rows = rows};
+        ew e = {.kind = kind, .out = da, .out2 = db, .a = dout, .s = kind == TS_BIN_SUB ? -1.0f : 1.0f, .nb = nb, .rows = rows,
+                .store = store};
         int64_t grain = GRAIN / rows > 16 ? GRAIN / rows : 16; /* columns per slice: at least GRAIN values */
         ts_pool_for(p, nb, grain, binary_bwd_add_cols, &e);
         return;
     }
     if (da) {
-        ew e = {.kind = kind, .out = da, .a = dout, .b = b, .nb = nb};
+        ew e = {.kind = kind, .out = da, .a = dout, .b = b, .nb = nb, .store = store & 1u};
         ts_pool_for(p, n, GRAIN, binary_bwd_a_slice, &e);
     }
+    if (db && (store & 2u)) memset(db, 0, (size_t)nb * sizeof *db);
     if (db) {
         /* db[j] += sum over rows of (+-dout or dout*a): a reduction over the
          * broadcast axis, done row by row so the inner loop vectorises. */

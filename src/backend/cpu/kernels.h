@@ -11,6 +11,10 @@ void ts_binary_forward(ts_pool *p, int kind, float *out, const float *a, const f
 /* da[n] += ..., db[nb] += sum over repeats of ... (da or db may be NULL) */
 void ts_binary_backward(ts_pool *p, int kind, float *da, float *db, const float *dout, const float *a,
                         const float *b, int64_t n, int64_t nb);
+/* the same where bit 0 (da) or bit 1 (db) of store says that gradient is
+ * stored (every value written), not added to: the first writer of it */
+void ts_binary_backward_store(ts_pool *p, int kind, float *da, float *db, const float *dout, const float *a,
+                              const float *b, int64_t n, int64_t nb, unsigned store);
 enum { TS_BIN_ADD = 0, TS_BIN_SUB, TS_BIN_MUL, TS_BIN_DIV };
 
 /* out[n] = s * x[n];  dx[n] += s * dout[n] */

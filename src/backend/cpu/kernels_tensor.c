@@ -201,11 +201,13 @@ void ts_bcast_binary_forward(ts_pool *p, int kind, float *out, const float *a, c
 }
 
 void ts_bcast_binary_backward(ts_pool *p, int kind, float *da, float *db, const float *dout, const float *a, const float *b,
-                              const ts_shape *so, const ts_shape *sa, const ts_shape *sb) {
+                              const ts_shape *so, const ts_shape *sa, const ts_shape *sb, unsigned store) {
     if (kind < TS_BIN_EW && suffix_case(so, sa, sb)) {
-        ts_binary_backward(p, kind, da, db, dout, a, b, ts_shape_numel(so), ts_shape_numel(sb));
+        ts_binary_backward_store(p, kind, da, db, dout, a, b, ts_shape_numel(so), ts_shape_numel(sb), store);
         return;
     }
+    if (da && (store & 1u)) memset(da, 0, (size_t)ts_shape_numel(sa) * sizeof *da); /* the rows below add */
+    if (db && (store & 2u)) memset(db, 0, (size_t)ts_shape_numel(sb) * sizeof *db);
     bview v;
     bview_broadcast(&v, so, 2, (const ts_shape *[]){sa, sb});
     bin_ctx c = {.kind = kind, .da = da, .db = db, .a = a, .b = b, .dout = dout};
@@ -219,6 +221,7 @@ typedef struct un_ctx {
     float *out;
     const float *x, *dout;
     float pw, pb;
+    bool store; /* the backward stores dx rather than adding to it */
 } un_ctx;
 
 /* The unary family of ew_math.h: pw, pb its alpha and beta. */
@@ -246,10 +249,18 @@ static void ewu_bwd_slice(void *vctx, int64_t begin, int64_t end) {
     const float *restrict x = c->x, *restrict d = c->dout;
     switch (c->kind) {
 #define BWD(K) \
-    case K: for (int64_t i = begin; i < end; i++) dx[i] += d[i] * ts_ewu_derivative(K, x[i], c->pw, c->pb); break;
+    case K: \
+        if (c->store) \
+            for (int64_t i = begin; i < end; i++) dx[i] = d[i] * ts_ewu_derivative(K, x[i], c->pw, c->pb); \
+        else \
+            for (int64_t i = begin; i < end; i++) dx[i] += d[i] * ts_ewu_derivative(K, x[i], c->pw, c->pb); \
+        break;
         EWU_HOT_KINDS(BWD)
 #undef BWD
-    default: for (int64_t i = begin; i < end; i++) dx[i] += d[i] * ts_ewu_derivative(c->kind, x[i], c->pw, c->pb); break;
+    default:
+        if (c->store) memset(dx + begin, 0, (size_t)(end - begin) * sizeof *dx);
+        for (int64_t i = begin; i < end; i++) dx[i] += d[i] * ts_ewu_derivative(c->kind, x[i], c->pw, c->pb);
+        break;
     }
 }
 
@@ -258,8 +269,9 @@ void ts_ew_unary_forward(ts_pool *p, int kind, float *out, const float *x, float
     ts_pool_for(p, n, GRAIN, ewu_fwd_slice, &c);
 }
 
-void ts_ew_unary_backward(ts_pool *p, int kind, float *dx, const float *dout, const float *x, float alpha, float beta, int64_t n) {
-    un_ctx c = {.kind = kind, .out = dx, .x = x, .dout = dout, .pw = alpha, .pb = beta};
+void ts_ew_unary_backward(ts_pool *p, int kind, float *dx, const float *dout, const float *x, float alpha, float beta, int64_t n,
+                          bool store) {
+    un_ctx c = {.kind = kind, .out = dx, .x = x, .dout = dout, .pw = alpha, .pb = beta, .store = store};
     ts_pool_for(p, n, GRAIN, ewu_bwd_slice, &c);
 }
 

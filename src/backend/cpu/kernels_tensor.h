@@ -22,13 +22,14 @@ void ts_bcast_binary_forward(ts_pool *p, int kind, float *out, const float *a, c
                              const ts_shape *sa, const ts_shape *sb);
 /* da [sa] += ..., db [sb] += ... summed over the dims each was broadcast on. */
 void ts_bcast_binary_backward(ts_pool *p, int kind, float *da, float *db, const float *dout, const float *a, const float *b,
-                              const ts_shape *so, const ts_shape *sa, const ts_shape *sb);
+                              const ts_shape *so, const ts_shape *sa, const ts_shape *sb, unsigned store);
 
 /* ---- the unary family of backend/ew_math.h (kind: TS_EWU_*), alpha and
  * beta its parameters */
 void ts_ew_unary_forward(ts_pool *p, int kind, float *out, const float *x, float alpha, float beta, int64_t n);
 /* v: x, or the forward's output for the kinds ts_ewu_reads_output names */
-void ts_ew_unary_backward(ts_pool *p, int kind, float *dx, const float *dout, const float *v, float alpha, float beta, int64_t n);
+void ts_ew_unary_backward(ts_pool *p, int kind, float *dx, const float *dout, const float *v, float alpha, float beta, int64_t n,
+                          bool store);
 
 /* ---- gather (and embedding, its axis 0 of [V, C]): w [outer, V, C],
  * out [outer, n, C] = w[:, idx[n], :] (a negative index counts from V's
@@ -103,7 +104,7 @@ typedef struct ts_attn_geom {
 size_t ts_attention_workspace(const ts_attn_geom *g, int threads);
 void ts_attention_forward(ts_pool *p, float *ws, float *out, float *lse, const float *q, const float *k, const float *v, const ts_attn_geom *g);
 void ts_attention_backward(ts_pool *p, float *ws, float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
-                           const float *v, const float *out, const float *lse, const ts_attn_geom *g);
+                           const float *v, const float *out, const float *lse, const ts_attn_geom *g, unsigned store);
 
 /* ---- cross entropy of logits [rows, V] against labels [rows], the mean
  * over rows whose label is not `ignore` (all ignored: 0); probs [rows, V]

@@ -1,0 +1,91 @@
+/* test_grad_store.c -- the backward kernels that can store an input's
+ * gradient instead of adding to it (ts_kernel_row.stores_din: the executor
+ * then skips zeroing a gradient that backward is the first to write) give
+ * exactly what zeroing and adding gives, whatever the buffer held before:
+ * the elementwise unary family (GELU among them) and the binary family on
+ * each of its paths (Add/Sub's column pass with the bias's sums, the
+ * elementwise one, the general broadcast). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "backend/ew_math.h"
+#include "backend/cpu/kernels.h"
+#include "backend/cpu/kernels_tensor.h"
+
+static void fill(float *x, int64_t n, unsigned seed) {
+    for (int64_t i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        x[i] = (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f + 0.01f;
+    }
+}
+
+static void garbage(float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) x[i] = (i & 1) ? NAN : 1e30f;
+}
+
+/* one binary case: a of shape sa (= the output's), b of shape sb */
+static void binary_case(ts_pool *p, int kind, const char *what, const ts_shape *sa, const ts_shape *sb) {
+    enum { MAX = 60000 };
+    static float a[MAX], b[MAX], d[MAX], da0[MAX], db0[MAX], da1[MAX], db1[MAX];
+    int64_t n = ts_shape_numel(sa), nb = ts_shape_numel(sb);
+    if (n > MAX || nb > MAX) {
+        CHECK(0, "%s: a case larger than the test's buffers", what);
+        return;
+    }
+    memset(da0, 0, sizeof da0), memset(db0, 0, sizeof db0);
+    fill(a, n, 1), fill(b, nb, 2), fill(d, n, 3);
+    for (int64_t j = 0; j < nb; j++) b[j] += 2.0f; /* away from 0 for Div */
+    ts_bcast_binary_backward(p, kind, da0, db0, d, a, b, sa, sa, sb, 0);
+    for (unsigned store = 1; store <= 3; store++) {
+        /* the gradient not stored adds as before: start it from the reference's half */
+        garbage(da1, n), garbage(db1, nb);
+        if (!(store & 1u)) memset(da1, 0, (size_t)n * sizeof *da1);
+        if (!(store & 2u)) memset(db1, 0, (size_t)nb * sizeof *db1);
+        ts_bcast_binary_backward(p, kind, da1, db1, d, a, b, sa, sa, sb, store);
+        CHECK(memcmp(da0, da1, (size_t)n * sizeof *da0) == 0 && memcmp(db0, db1, (size_t)nb * sizeof *db0) == 0,
+              "%s: stored gradients (bits %u) equal zeroed and added ones", what, store);
+    }
+}
+
+int main(void) {
+    ts_pool *p = NULL;
+    CHECK_OK(ts_pool_new(&p, 2), "a pool of 2 threads");
+    if (!p) return check_summary("test_grad_store");
+
+    /* the unary family, large enough that the pool splits it */
+    int64_t n = 3 * 16384 + 17;
+    float *x = malloc((size_t)n * sizeof *x), *d = malloc((size_t)n * sizeof *d);
+    float *dx0 = malloc((size_t)n * sizeof *dx0), *dx1 = malloc((size_t)n * sizeof *dx1);
+    fill(x, n, 4), fill(d, n, 5);
+    static const struct { int kind; const char *name; } U[] = {
+        {TS_EWU_GELU, "GELU"}, {TS_EWU_GELU_TANH, "GELU (tanh)"}, {TS_EWU_EXP, "Exp"}, {TS_EWU_ABS, "Abs"}, {TS_EWU_SIN, "Sin"}};
+    for (size_t u = 0; u < sizeof U / sizeof U[0]; u++) {
+        memset(dx0, 0, (size_t)n * sizeof *dx0);
+        ts_ew_unary_backward(p, U[u].kind, dx0, d, x, 0.0f, 0.0f, n, false);
+        garbage(dx1, n);
+        ts_ew_unary_backward(p, U[u].kind, dx1, d, x, 0.0f, 0.0f, n, true);
+        CHECK(memcmp(dx0, dx1, (size_t)n * sizeof *dx0) == 0, "%s backward: stored dx equals zeroed and added", U[u].name);
+    }
+    /* storing must not add: finite values there are replaced, not added to */
+    memset(dx0, 0, (size_t)n * sizeof *dx0);
+    ts_ew_unary_backward(p, TS_EWU_GELU, dx0, d, x, 0.0f, 0.0f, n, false);
+    for (int64_t i = 0; i < n; i++) dx1[i] = 5.0f;
+    ts_ew_unary_backward(p, TS_EWU_GELU, dx1, d, x, 0.0f, 0.0f, n, true);
+    CHECK(memcmp(dx0, dx1, (size_t)n * sizeof *dx0) == 0, "a stored dx replaces the 5s that were there");
+    free(x), free(d), free(dx0), free(dx1);
+
+    ts_shape rows = {2, {300, 128}}, bias = {1, {128}}, narrow = {1, {8}}, wide = {2, {3, 20000}}, col = {2, {300, 1}};
+    ts_shape rows8 = {2, {300, 8}};
+    binary_case(p, TS_BIN_ADD, "Add [300,128] + bias [128] (the column pass)", &rows, &bias);
+    binary_case(p, TS_BIN_SUB, "Sub [300,128] - bias [128]", &rows, &bias);
+    binary_case(p, TS_BIN_ADD, "Add [300,128] + [300,128] (one row of columns)", &rows, &rows);
+    binary_case(p, TS_BIN_ADD, "Add [300,8] + [8] (rows one by one)", &rows8, &narrow);
+    binary_case(p, TS_BIN_MUL, "Mul [3,20000] * [3,20000] (elementwise)", &wide, &wide);
+    binary_case(p, TS_BIN_DIV, "Div [300,128] / [128]", &rows, &bias);
+    binary_case(p, TS_BIN_ADD, "Add [300,128] + [300,1] (general broadcast)", &rows, &col);
+    binary_case(p, TS_BIN_MUL, "Mul [300,128] * [300,1] (general broadcast)", &rows, &col);
+    ts_pool_free(p);
+    return check_summary("test_grad_store");
+}
