@@ -1261,8 +1261,9 @@ def _slice_scatter(c, node, x, src, dim=0, start=None, end=None, step=1):
 
 @row("scatter.src", "scatter.value", "scatter_add.default")
 def _scatter(c, node, x, dim, index, src):
-    """By a one-hot of the index along a new dim: src's entries summed onto
-    (scatter_add) or written over (scatter) the rows they name. scatter
+    """By a one-hot of the index along a new dim: src's entries (within the
+    index's shape) summed onto (scatter_add) or written over (scatter) the
+    rows they name. scatter
     with an index naming one row twice keeps their sum (PyTorch keeps one
     of them, unspecified which)."""
     shape = c.shape(node.args[0])
@@ -1271,8 +1272,6 @@ def _scatter(c, node, x, dim, index, src):
         c.unmapped(f"{node.target} of a 0-d tensor")
     rank = len(shape)
     d = _dim(dim, rank)
-    if any(ishape[k] != shape[k] for k in range(rank) if k != d):
-        c.unmapped(f"{node.target} with an index smaller than the input off its dim")
     n = shape[d]
     lifted = list(ishape[:d + 1]) + [1] + list(ishape[d + 1:])
     idx = c.g.reshape(c.f(index), lifted)
@@ -1286,10 +1285,13 @@ def _scatter(c, node, x, dim, index, src):
         s = c.g.reshape(s, lifted)
     else:
         s = c.const(float(src))
-    added = c.g.reduce_sum(c.g.mul(onehot, s), [d], 0)
+    # over the index's extent off dim d; the rest of x, past it, is kept
+    after = [0 if k == d else shape[k] - ishape[k] for k in range(rank)]
+    spread = (lambda t: c.g.pad(t, [0] * rank + after)) if any(after) else (lambda t: t)
+    added = spread(c.g.reduce_sum(c.g.mul(onehot, s), [d], 0))
     if str(node.target).startswith("aten.scatter_add"):
         return c.g.add(c.f(x), added)
-    hit = c.g.reduce_max(onehot, [d], 0)
+    hit = spread(c.g.reduce_max(onehot, [d], 0))
     return c.g.where(c.cond(hit), added, c.f(x))
 
 
