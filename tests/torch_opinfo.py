@@ -47,7 +47,8 @@ OPINFOS = {
     "embedding": ["nn.functional.embedding"], "gelu": ["nn.functional.gelu"], "elu": ["nn.functional.elu"],
     "leaky_relu": ["nn.functional.leaky_relu"], "hardtanh": ["nn.functional.hardtanh"],
     "relu": ["nn.functional.relu"], "constant_pad_nd": ["constant_pad_nd", "nn.functional.pad"],
-    "upsample_nearest2d": ["nn.functional.interpolate"], "native_dropout": [],
+    "upsample_nearest2d": ["nn.functional.interpolate"], "upsample_bilinear2d": ["nn.functional.interpolate"],
+    "native_dropout": [],
     "reflection_pad1d": ["nn.functional.pad"], "reflection_pad2d": ["nn.functional.pad"],
     "reflection_pad3d": ["nn.functional.pad"], "replication_pad2d": ["nn.functional.pad"],
     "replication_pad3d": ["nn.functional.pad"],
@@ -61,13 +62,12 @@ OPINFOS = {
 REASONS = [
     (r"the indices of aten\.(max|min)\.dim is read",
      "the sample returns max/min's indices along the dim, which tensorscope does not compute "
-     "(refused when read; argmax/argmin are not mapped)"),
+     "(refused when read: use argmax/argmin)"),
     (r"not a whole window",
      "adaptive pooling to a size that does not divide the input (windows of several sizes) is not "
      "mapped (refused)"),
     (r"divisor_override", "avg_pool2d's divisor_override is not mapped (refused)"),
     (r"computes float64", "the sample computes in float64, which tensorscope does not hold (refused)"),
-    (r"upsample_bilinear2d", "bilinear upsampling is not mapped (refused)"),
     (r"bitwise_\w+\.\w+ of integers has no mapping", "bitwise ops on integers are not mapped (refused; "
      "tensorscope holds integer tensors as f32; on booleans they are)"),
     (r"max pooling's indices is read", "the sample asks for max_pool2d's indices (return_indices=True), "

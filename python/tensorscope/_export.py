@@ -1147,6 +1147,183 @@ def _adaptive_avg(c, node, x, output_size):
     return _batched(c, node, x, lambda v: c.g.avg_pool2d(v, p))
 
 
+# composed from graph ops: each exact in f32 (no exp/log tricks) and
+# differentiable through the ops it is built of
+
+def _index_const(c, node, values):
+    c.n_const += 1
+    return c.g.constant(f"{node.name}/index:{c.n_const}", np.ascontiguousarray(values, dtype=np.int32))
+
+
+def _along(values, d, rank):
+    """A 1-D constant shaped to broadcast along dim d of a rank-`rank` tensor."""
+    return np.asarray(values, np.float32).reshape([-1] + [1] * (rank - d - 1))
+
+
+@row("atan2.default")
+def _atan2(c, node, y, x):
+    """atan(y / x), moved by pi to x's half plane (+pi where y >= 0, -pi
+    below); atan2(0, 0) = 0 as PyTorch's."""
+    y, x = c.f(y), c.f(x)
+    r = c.g.unary("Atan", c.g.div(y, x))
+    half = c.g.where(c.cond(c.g.binary("GreaterOrEqual", y, c.const(0.0))), c.const(np.pi), c.const(-np.pi))
+    r = c.g.add(r, c.g.mul(c.g.binary("Less", x, c.const(0.0)), half))
+    both = c.g.binary("And", c.g.binary("Equal", x, c.const(0.0)), c.g.binary("Equal", y, c.const(0.0)))
+    return _reshaped(c, node, c.g.where(c.cond(both), c.const(0.0), r))
+
+
+@row("argmax.default", "argmin.default")
+def _argmax(c, node, x, dim=None, keepdim=False):
+    """The first index of the maximum (minimum): the largest of
+    (x == max) * (n - i) over the dim, taken from n."""
+    shape = c.shape(node.args[0])
+    v = c.f(x)
+    if str(node.target).startswith("aten.argmin"):
+        v = c.g.scale(v, -1.0)
+    if dim is None or not shape:
+        n = int(np.prod(shape)) if shape else 1
+        v, d, rank = c.g.reshape(v, [n]), 0, 1
+    else:
+        rank = len(shape)
+        d = _dim(dim, rank)
+        n = shape[d]
+    hit = c.g.binary("Equal", v, c.g.reduce_max(v, [d], 1))
+    score = c.g.mul(hit, c.const(_along(n - np.arange(n), d, rank)))
+    first = c.g.sub(c.const(float(n)), c.g.reduce_max(score, [d], 1))
+    return _reshaped(c, node, first)
+
+
+@row("prod.default", "prod.dim_int")
+def _prod(c, node, x, dim=None, keepdim=False, dtype=None):
+    """The product along a dim by a tree of multiplications of its halves
+    (exact zeros and signs, a gradient through each mul)."""
+    shape = c.shape(node.args[0])
+    if isinstance(dim, (c.torch.dtype, type(None))) and str(node.target) == "aten.prod.default":
+        dim = None
+    y = c.f(x)
+    if dim is None or not shape:
+        n = int(np.prod(shape)) if shape else 1
+        y, d = c.g.reshape(y, [n]), 0
+    else:
+        d = _dim(dim, len(shape))
+        n = shape[d]
+    if n == 0:
+        return c.const(np.ones(c.shape(node), np.float32))
+    while n > 1:
+        h = n // 2
+        p = c.g.mul(c.g.slice(y, d, 0, h), c.g.slice(y, d, h, h))
+        y = c.g.concat([p, c.g.slice(y, d, 2 * h, 1)], d) if n % 2 else p
+        n = h + n % 2
+    return _reshaped(c, node, y)
+
+
+@row("diagonal.default")
+def _diagonal(c, node, x, offset=0, dim1=0, dim2=1):
+    shape = c.shape(node.args[0])
+    rank = len(shape)
+    d1, d2 = _dim(dim1, rank), _dim(dim2, rank)
+    n = c.shape(node)[-1]
+    if n == 0:
+        c.unmapped("diagonal.default of an empty diagonal")
+    rest = [k for k in range(rank) if k not in (d1, d2)]
+    y = c.g.permute(c.f(x), rest + [d1, d2])
+    n2 = shape[d2]
+    y = c.g.reshape(y, [shape[k] for k in rest] + [shape[d1] * n2])
+    i = np.arange(n)
+    flat = i * n2 + i + offset if offset >= 0 else (i - offset) * n2 + i
+    return c.g.gather(y, _index_const(c, node, flat), len(rest))
+
+
+@row("select_scatter.default")
+def _select_scatter(c, node, x, src, dim, index):
+    shape = c.shape(node.args[0])
+    d = _dim(dim, len(shape))
+    k = index + shape[d] if index < 0 else index
+    s = c.g.reshape(c.f(src), list(shape[:d]) + [1] + list(shape[d + 1:]))
+    mask = _along(np.arange(shape[d]) == k, d, len(shape))
+    return c.g.where(c.cond(c.const(mask)), s, c.f(x))
+
+
+@row("slice_scatter.default")
+def _slice_scatter(c, node, x, src, dim=0, start=None, end=None, step=1):
+    shape = c.shape(node.args[0])
+    d = _dim(dim, len(shape))
+    picked = list(range(shape[d]))[slice(start, end, step)]
+    if not picked:
+        return c.f(x)
+    at = np.zeros(shape[d], np.int32)  # which row of src lands on each row of x
+    at[picked] = np.arange(len(picked))
+    mask = np.zeros(shape[d], bool)
+    mask[picked] = True
+    s = c.g.gather(c.f(src), _index_const(c, node, at), d)
+    return c.g.where(c.cond(c.const(_along(mask, d, len(shape)))), s, c.f(x))
+
+
+@row("scatter.src", "scatter.value", "scatter_add.default")
+def _scatter(c, node, x, dim, index, src):
+    """By a one-hot of the index along a new dim: src's entries (within the
+    index's shape) summed onto (scatter_add) or written over (scatter) the
+    rows they name. scatter
+    with an index naming one row twice keeps their sum (PyTorch keeps one
+    of them, unspecified which)."""
+    shape = c.shape(node.args[0])
+    ishape = c.shape(node.args[2])
+    if not shape:
+        c.unmapped(f"{node.target} of a 0-d tensor")
+    rank = len(shape)
+    d = _dim(dim, rank)
+    n = shape[d]
+    lifted = list(ishape[:d + 1]) + [1] + list(ishape[d + 1:])
+    idx = c.g.reshape(c.f(index), lifted)
+    onehot = c.g.binary("Equal", idx, c.const(_along(np.arange(n), d + 1, rank + 1)))
+    if isinstance(src, (Tensor, c.torch.Tensor)):
+        sshape = c.shape(node.args[3]) if isinstance(src, Tensor) else tuple(src.shape)
+        s = c.f(src)
+        for k in range(rank):
+            if sshape[k] != ishape[k]:
+                s = c.g.slice(s, k, 0, ishape[k])
+        s = c.g.reshape(s, lifted)
+    else:
+        s = c.const(float(src))
+    # over the index's extent off dim d; the rest of x, past it, is kept
+    after = [0 if k == d else shape[k] - ishape[k] for k in range(rank)]
+    spread = (lambda t: c.g.pad(t, [0] * rank + after)) if any(after) else (lambda t: t)
+    added = spread(c.g.reduce_sum(c.g.mul(onehot, s), [d], 0))
+    if str(node.target).startswith("aten.scatter_add"):
+        return c.g.add(c.f(x), added)
+    hit = spread(c.g.reduce_max(onehot, [d], 0))
+    return c.g.where(c.cond(hit), added, c.f(x))
+
+
+def _interpolation(n_in, n_out, align_corners, scale):
+    """[n_out, n_in]: PyTorch's linear interpolation weights along one dim."""
+    a = np.zeros((n_out, n_in), np.float64)
+    i = np.arange(n_out, dtype=np.float64)
+    if align_corners:
+        src = i * ((n_in - 1) / (n_out - 1)) if n_out > 1 else np.zeros(n_out)
+    else:
+        r = 1.0 / scale if scale else n_in / n_out
+        src = np.maximum((i + 0.5) * r - 0.5, 0.0)
+    i0 = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
+    i1 = np.minimum(i0 + 1, n_in - 1)
+    w = src - i0
+    np.add.at(a, (np.arange(n_out), i0), 1.0 - w)
+    np.add.at(a, (np.arange(n_out), i1), w)
+    return a.astype(np.float32)
+
+
+@row("upsample_bilinear2d.vec")
+def _upsample_bilinear(c, node, x, output_size, align_corners, scale_factors=None):
+    """Bilinear resizing as two matmuls by constant interpolation matrices
+    (rows, then columns)."""
+    shape, out = c.shape(node.args[0]), c.shape(node)
+    sh, sw = (scale_factors or (None, None))
+    ah = _interpolation(shape[2], out[2], align_corners, sh)
+    aw = _interpolation(shape[3], out[3], align_corners, sw)
+    y = c.g.matmul_batched(c.f(x), c.const(aw.T.reshape(1, 1, shape[3], out[3])))
+    return c.g.matmul_batched(c.const(ah.reshape(1, 1, out[2], shape[2])), y)
+
+
 # ---- entry
 
 def origins_class():

@@ -87,8 +87,15 @@ def set_param_training(module, graph, optimizer, model_opt, scheduled=False) -> 
     hold it (frozen: its gradient not computed for it), else with its
     parameter group's settings. A parameter of the graph that no module
     parameter names, when some are frozen or grouped, is an error: it
-    could not be given its settings."""
+    could not be given its settings. A buffer (rotary embeddings'
+    inv_freq, a registered mask) is never trained: the ONNX capture holds
+    it as an initializer, which the graph would otherwise train like a
+    weight."""
     import torch
+    params = graph.parameters()
+    for name, _ in module.named_buffers(remove_duplicate=False):
+        if name in params:
+            params[name].trainable = False
     by_tensor = {}  # id(torch parameter) -> its group's ts optimizer
     if isinstance(optimizer, torch.optim.Optimizer):
         for h in optimizer.param_groups:
@@ -107,7 +114,6 @@ def set_param_training(module, graph, optimizer, model_opt, scheduled=False) -> 
             settings[name] = by_tensor[id(p)]
     if not settings:
         return
-    params = graph.parameters()
     unknown = [n for n in params if n not in state]
     if unknown:
         raise ValueError(f"the export holds parameters under names the module does not have "

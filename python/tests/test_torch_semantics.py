@@ -195,6 +195,29 @@ def test_a_frozen_parameter_gets_no_gradient_unless_asked():
     assert model.graph.tensor("neck.weight").trainable
 
 
+class ScaledByBuffer(torch.nn.Module):
+    """A float buffer that forward multiplies by, as rotary embeddings use
+    inv_freq: PyTorch never trains a buffer."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(6, 3)
+        self.register_buffer("scale", torch.linspace(0.5, 2.0, 6))
+
+    def forward(self, x, labels):
+        return F.cross_entropy(self.fc(x * self.scale), labels)
+
+
+@pytest.mark.parametrize("kind", ["SGD", "AdamW"])
+def test_a_buffer_used_in_forward_is_not_trained(kind):
+    torch.manual_seed(1)
+    net = ScaledByBuffer()
+    scale = net.scale.clone()
+    train_beside_torch(net, lambda m: getattr(torch.optim, kind)(m.parameters(), lr=0.1),
+                       classifier_inputs)  # compares the buffer too
+    assert torch.equal(net.scale, scale)
+
+
 def test_an_optimizer_option_we_do_not_have_is_refused():
     net = Backbone()
     with pytest.raises(ValueError, match="amsgrad"):
