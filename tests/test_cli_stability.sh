@@ -44,4 +44,14 @@ run mlp sgd 0.05 0.0 --momentum 0.9
 out=$("$TS" train --model mlp --max-steps 1 --watch-stability --watch-period 0 2>&1) && fail "--watch-period 0 accepted"
 echo "$out" | grep -q "watch-period" || fail "no word on the period: $out"
 echo "ok   bad period refused"
+
+# an output that cannot be written after the heat maps were is a failure
+# like any other (exit 1): --on-start turns --plot's directory into a file
+mkdir -p "$TMP/late"
+rc=0
+(cd "$TMP/late" && "$TS" train --model mlp --data "$SRC/data/mnist" --max-steps 1 --quiet --plot-stability png --plot pd/p.png \
+    --on-start 'rm -rf pd && touch pd' > log 2>&1) || rc=$?
+[ "$rc" -eq 1 ] && grep -q "writing the plot" "$TMP/late/log" || fail "--plot unwritable after --plot-stability: exit $rc: $(tail -2 "$TMP/late/log")"
+[ -f "$TMP/late/png/stability_rms.png" ] || fail "the heat maps before the failed --plot are missing: $(ls "$TMP/late/png")"
+echo "ok   --plot unwritable after the heat maps: exit 1"
 echo "PASS"

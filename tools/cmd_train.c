@@ -755,845 +755,1041 @@ static ts_status agree_plan(const train_args *a, int64_t n_train, int64_t planne
     return TS_OK;
 }
 
-int cmd_train(int argc, char **argv, bool eval_only) {
-    const char *cmd = eval_only ? "eval" : "train";
-    train_args a = {.model = "mlp", .data = NULL, .optimizer = NULL, .epochs = -1, .batch_size = -1, .seed = 0,
-                    .holdout = -1, .repeat_count = 1, .grad_accum = 1, .threads = 0, .log_verbosity = -1, .watch_period = 1,
-                    .lr = -1, .weight_decay = -1, .check_numerics = NULL, .lr_schedule = "constant", .lr_step_size = 1000, .lr_gamma = 0.1,
-                    .outfeed_depth = 64, .watch_memory = -1, .check_replicas = 100, .detect_spikes = -1,
-                    .spike_window = TS_SPIKE_WINDOW};
-    cli_import imp = {.inputs = &a.inputs, .values = &a.input_values};
+
+/* ---- the job: `tensorscope train` and `tensorscope eval` as a sequence of
+ * steps (read the flags, set up the data, build the model, its options and
+ * observers, compile, train, evaluate, write what was asked), each a
+ * function below taking this context. A step returns CLI_OK or the exit
+ * code; whatever a step made is freed once, by train_finish. */
+typedef struct train_job {
+    const char *cmd; /* "train" or "eval" */
+    bool eval_only, help;
+    train_args a;
+    cli_import imp;
+    cli_defaults model_defaults;
+    /* what the flags parse to */
+    ts_optimizer opt;
+    ts_lr_schedule sched;
+    ts_outfeed_mode of_mode;
+    long long dump_limit;
+    bool on_device; /* --log-memory logs each run there */
+    int64_t trace_first, trace_last;
+    ts_check_numerics check;
+    ts_spike_action spike_action;
+    const char *spike_npz;
+    ts_output_mode gmode;
+    int gperiod;
+    char splits_buf[512];
+    const char *splits[16];
+    int n_splits;
+    ts_pipeline_schedule schedule;
+    int K, R;  /* pipeline stages, replicas */
+    bool lead; /* rank 0: it alone prints and writes files */
+    /* data and models */
+    char data_dir[PATH_MAX + 64];
+    ts_dataset *ds, *hds;
+    ts_corpus *corpus;
+    int64_t N, n_train;
+    float *onehot;
+    cli_model cm, em; /* the training model and the evaluation copy */
+    ts_options *o;
+    ts_model *tm, *inf;
+    int S; /* micro-batches a run */
+    bool want_hist;
+    /* observers */
+    ts_outfeed *q;
+    sink_state sink;
+    bool dumps_full;
+    ts_tb_writer *tb;
+    char tb_dir[1100];
+    cli_inspector *insp;  /* --break-at-step, --break-on-nan, SIGUSR2 */
+    cli_stability *stab;  /* --plot-stability: the signals of each run */
+    curve *loss_curve, *acc_curve, *hl_curve;
+    /* the plan */
+    batches src;
+    long long per_run;
+    long runs_per_epoch, stop_runs;
+    int64_t planned_steps;
+    bool scheduled;
+    char ckpt[1100];
+    /* progress */
+    const char *in_names[2];
+    long total_runs;
+    long long first_samples, samples;
+    bool stop;
+    double t_start, train_s; /* train_s: training time, evaluation excluded */
+    double last_loss, last_acc, last_hl;
+    bool last_held;
+} train_job;
+
+/* One epoch's progress: its bar, the runs' mean losses summed, when it
+ * started (time at the inspector's prompt excluded). */
+typedef struct epoch_state {
+    long ep;
+    cli_progress bar;
+    double loss, t0;
+    long runs;
+    long long samples;
+} epoch_state;
+
+/* The flags (eval takes the subset that evaluates; a training flag given
+ * to eval is named). */
+static int train_parse_flags(train_job *j, int argc, char **argv) {
+    train_args *a = &j->a;
+    const char *cmd = j->cmd;
     const cli_flag flags[] = {
-        {"--model", FLAG_STRING, &a.model, "NAME|FILE.onnx", "built-in model (mlp, cnn, gpt) or an ONNX file; its own flags are at the end"},
-        {"--input", FLAG_LIST, &a.inputs, "NAME:SHAPE", "static shape of an input, e.g. x:64x1x28x28 or tokens:32x64 (dim 0 = --batch-size)"},
-        {"--input-value", FLAG_LIST, &a.input_values, "NAME=V,..|NAME=F.npy", "an ONNX input's value, bound at import (a shape input: shape=4,-1)"},
-        {"--data", FLAG_STRING, &a.data, "DIR|FILE", "MNIST IDX directory (default: data/mnist, else the installed copy), x.npy + labels.npy "
+        {"--model", FLAG_STRING, &a->model, "NAME|FILE.onnx", "built-in model (mlp, cnn, gpt) or an ONNX file; its own flags are at the end"},
+        {"--input", FLAG_LIST, &a->inputs, "NAME:SHAPE", "static shape of an input, e.g. x:64x1x28x28 or tokens:32x64 (dim 0 = --batch-size)"},
+        {"--input-value", FLAG_LIST, &a->input_values, "NAME=V,..|NAME=F.npy", "an ONNX input's value, bound at import (a shape input: shape=4,-1)"},
+        {"--data", FLAG_STRING, &a->data, "DIR|FILE", "MNIST IDX directory (default: data/mnist, else the installed copy), x.npy + labels.npy "
                                                      "directory, .npz, or a text corpus: FILE.txt or a directory with input.txt (gpt's default: data/tinyshakespeare)"},
-        {"--epochs", FLAG_INT, &a.epochs, "N", "passes over the training split (default 1; gpt: --steps 1000)"},
-        {"--steps", FLAG_INT, &a.steps, "N", "train N optimizer steps instead of --epochs (the plan a --lr-schedule follows)"},
-        {"--batch-size", FLAG_INT, &a.batch_size, "B", "micro-batch size (default 64; gpt: 32 windows)"},
-        {"--drop-last", FLAG_BOOL, &a.drop_last, NULL, "drop the samples left after an epoch's last whole run (default: kept as a smaller "
+        {"--epochs", FLAG_INT, &a->epochs, "N", "passes over the training split (default 1; gpt: --steps 1000)"},
+        {"--steps", FLAG_INT, &a->steps, "N", "train N optimizer steps instead of --epochs (the plan a --lr-schedule follows)"},
+        {"--batch-size", FLAG_INT, &a->batch_size, "B", "micro-batch size (default 64; gpt: 32 windows)"},
+        {"--drop-last", FLAG_BOOL, &a->drop_last, NULL, "drop the samples left after an epoch's last whole run (default: kept as a smaller "
                                                        "last run, as PyTorch's DataLoader; docs/cli.md#the-last-batch)"},
-        {"--lr", FLAG_FLOAT, &a.lr, "LR", "learning rate (default: mlp 0.01, cnn 0.001, gpt 0.002)"},
-        {"--lr-schedule", FLAG_STRING, &a.lr_schedule, "constant|step|cosine", "learning rate per optimizer step (default constant)"},
-        {"--warmup-steps", FLAG_INT, &a.warmup_steps, "N", "rise linearly to --lr over the first N steps (default 0)"},
-        {"--lr-step-size", FLAG_INT, &a.lr_step_size, "N", "step schedule: multiply the rate by --lr-gamma every N steps (default 1000)"},
-        {"--lr-gamma", FLAG_FLOAT, &a.lr_gamma, "G", "step schedule: the factor (default 0.1)"},
-        {"--lr-min", FLAG_FLOAT, &a.lr_min, "LR", "cosine schedule: the rate at the last step of --epochs (default 0)"},
-        {"--optimizer", FLAG_STRING, &a.optimizer, "sgd|adam|adamw", "optimizer (default: mlp sgd, cnn adam, gpt adamw)"},
-        {"--momentum", FLAG_FLOAT, &a.momentum, "M", "SGD momentum (default 0)"},
-        {"--weight-decay", FLAG_FLOAT, &a.weight_decay, "WD", "weight decay (default 0; gpt 0.01)"},
-        {"--seed", FLAG_INT64, &a.seed, "N", "seed for initialisation, shuffling and a corpus's windows (default 0)"},
-        {"--holdout", FLAG_INT, &a.holdout, "N", "last N samples held out for accuracy (default 2000, arrays: 10%; an .npz's x_heldout instead; "
+        {"--lr", FLAG_FLOAT, &a->lr, "LR", "learning rate (default: mlp 0.01, cnn 0.001, gpt 0.002)"},
+        {"--lr-schedule", FLAG_STRING, &a->lr_schedule, "constant|step|cosine", "learning rate per optimizer step (default constant)"},
+        {"--warmup-steps", FLAG_INT, &a->warmup_steps, "N", "rise linearly to --lr over the first N steps (default 0)"},
+        {"--lr-step-size", FLAG_INT, &a->lr_step_size, "N", "step schedule: multiply the rate by --lr-gamma every N steps (default 1000)"},
+        {"--lr-gamma", FLAG_FLOAT, &a->lr_gamma, "G", "step schedule: the factor (default 0.1)"},
+        {"--lr-min", FLAG_FLOAT, &a->lr_min, "LR", "cosine schedule: the rate at the last step of --epochs (default 0)"},
+        {"--optimizer", FLAG_STRING, &a->optimizer, "sgd|adam|adamw", "optimizer (default: mlp sgd, cnn adam, gpt adamw)"},
+        {"--momentum", FLAG_FLOAT, &a->momentum, "M", "SGD momentum (default 0)"},
+        {"--weight-decay", FLAG_FLOAT, &a->weight_decay, "WD", "weight decay (default 0; gpt 0.01)"},
+        {"--seed", FLAG_INT64, &a->seed, "N", "seed for initialisation, shuffling and a corpus's windows (default 0)"},
+        {"--holdout", FLAG_INT, &a->holdout, "N", "last N samples held out for accuracy (default 2000, arrays: 10%; an .npz's x_heldout instead; "
                                                  "a corpus: N windows of its last tenth, default 20 batches)"},
-        {"--all", FLAG_BOOL, &a.all, NULL, "eval: evaluate on every image, not only the held-out ones"},
-        {"--repeat-count", FLAG_INT, &a.repeat_count, "D", "device iterations: optimizer steps per run (default 1)"},
-        {"--gradient-accumulation-count", FLAG_INT, &a.grad_accum, "A", "micro-batches averaged per step (default 1)"},
-        {"--max-steps", FLAG_INT, &a.max_steps, "N", "stop after N runs"},
-        {"--threads", FLAG_INT, &a.threads, "N", "worker threads (default: all cores)"},
-        {"--device", FLAG_STRING, &a.device, "cpu|cuda|cuda:N", "where the model runs (default: $TS_DEVICE, else cpu)"},
-        {"--allow-tf32", FLAG_BOOL, &a.allow_tf32, NULL, "on a GPU, float32 products in TF32 on tensor cores (faster, ~1e-3 relative error; default: float32)"},
-        {"--anchor", FLAG_LIST, &a.anchors, "NAME[:MODE[:N]]", "anchor a tensor (glob ok); MODE final|every_n|all|sum"},
-        {"--output-mode", FLAG_STRING, &a.output_mode, "MODE[:N]", "global output mode of anchors"},
-        {"--outfeed", FLAG_LIST, &a.outfeeds, "PATTERN", "stream matching activations / <param>_grad keys to an outfeed"},
-        {"--outfeed-pre-accumulated-gradients", FLAG_BOOL, &a.outfeed_pre, NULL, "stream gradients per micro-batch"},
-        {"--outfeed-mode", FLAG_STRING, &a.outfeed_mode, "all|last", "all: every record (default); last: only the latest per key"},
-        {"--outfeed-depth", FLAG_INT, &a.outfeed_depth, "N", "records the queue holds before training waits (default 64)"},
-        {"--outfeed-drop", FLAG_BOOL, &a.outfeed_drop, NULL, "drop (and count) records when the queue is full instead of waiting"},
-        {"--watch", FLAG_LIST, &a.watches, "PATTERN", "summarise matching tensors (stats + histograms)"},
-        {"--watch-period", FLAG_INT, &a.watch_period, "N", "summarise every N runs (default 1)"},
-        {"--watch-stability", FLAG_OPT_STRING, &a.watch_stability, "[GLOB]",
+        {"--all", FLAG_BOOL, &a->all, NULL, "eval: evaluate on every image, not only the held-out ones"},
+        {"--repeat-count", FLAG_INT, &a->repeat_count, "D", "device iterations: optimizer steps per run (default 1)"},
+        {"--gradient-accumulation-count", FLAG_INT, &a->grad_accum, "A", "micro-batches averaged per step (default 1)"},
+        {"--max-steps", FLAG_INT, &a->max_steps, "N", "stop after N runs"},
+        {"--threads", FLAG_INT, &a->threads, "N", "worker threads (default: all cores)"},
+        {"--device", FLAG_STRING, &a->device, "cpu|cuda|cuda:N", "where the model runs (default: $TS_DEVICE, else cpu)"},
+        {"--allow-tf32", FLAG_BOOL, &a->allow_tf32, NULL, "on a GPU, float32 products in TF32 on tensor cores (faster, ~1e-3 relative error; default: float32)"},
+        {"--anchor", FLAG_LIST, &a->anchors, "NAME[:MODE[:N]]", "anchor a tensor (glob ok); MODE final|every_n|all|sum"},
+        {"--output-mode", FLAG_STRING, &a->output_mode, "MODE[:N]", "global output mode of anchors"},
+        {"--outfeed", FLAG_LIST, &a->outfeeds, "PATTERN", "stream matching activations / <param>_grad keys to an outfeed"},
+        {"--outfeed-pre-accumulated-gradients", FLAG_BOOL, &a->outfeed_pre, NULL, "stream gradients per micro-batch"},
+        {"--outfeed-mode", FLAG_STRING, &a->outfeed_mode, "all|last", "all: every record (default); last: only the latest per key"},
+        {"--outfeed-depth", FLAG_INT, &a->outfeed_depth, "N", "records the queue holds before training waits (default 64)"},
+        {"--outfeed-drop", FLAG_BOOL, &a->outfeed_drop, NULL, "drop (and count) records when the queue is full instead of waiting"},
+        {"--watch", FLAG_LIST, &a->watches, "PATTERN", "summarise matching tensors (stats + histograms)"},
+        {"--watch-period", FLAG_INT, &a->watch_period, "N", "summarise every N runs (default 1)"},
+        {"--watch-stability", FLAG_OPT_STRING, &a->watch_stability, "[GLOB]",
          "stability signals of the layers GLOB names (default every layer): output RMS and max |x|, attention max logit per head, "
          "logits' log-sum-exp, gradient norms, update/weight ratios, Adam's update norm; rows stability/<layer>/<signal>"},
-        {"--plot-stability", FLAG_STRING, &a.plot_stability, "DIR", "a heat map per stability signal (layers by steps) into DIR/stability_<signal>.png"},
-        {"--watch-range", FLAG_BOOL, &a.watch_range, NULL, "also the fp16/bf16/fp8 underflow and overflow fractions of watched tensors"},
-        {"--stats", FLAG_BOOL, &a.stats, NULL, "print the stats table each epoch: watched tensors, and outfeed keys over their records"},
-        {"--stats-every", FLAG_INT, &a.stats_every, "N", "print the stats table every N runs ('Step N - Summary Stats')"},
-        {"--histogram", FLAG_STRING, &a.histogram, "FILE.png", "write the gradient histogram of anchored gradients"},
-        {"--dump-npy", FLAG_STRING, &a.dump_npy, "DIR", "write anchored arrays, and outfeed records as one [S,*T] .npy per key per run"},
-        {"--dump-limit", FLAG_STRING, &a.dump_limit, "SIZE", "stop when outfeed dumps reach SIZE; refuse a --dump-debug planned over it (default 1G; 0: no limit)"},
-        {"--dump-debug", FLAG_STRING, &a.dump.dir, "DIR", "write every op's output of the chosen steps as .npy with DIR/index.tsv (docs/formats.md#debugger-dump)"},
-        {"--dump-steps", FLAG_STRING, &a.dump.steps, "A:B", "with --dump-debug: only runs A..B (1-based; A: = from A on; default all)"},
-        {"--dump-ops", FLAG_STRING, &a.dump.ops, "GLOB", "with --dump-debug: only tensors whose name or op type matches (fc1*, MatMul)"},
-        {"--grads", FLAG_BOOL, &a.dump.grads, NULL, "with --dump-debug: every gradient too"},
-        {"--print-tensor", FLAG_LIST, &a.prints, "NAME", "insert a print op on a tensor (glob ok)"},
-        {"--run-single-step", FLAG_BOOL, &a.run_single_step, NULL, "run one step, report, stop"},
-        {"--check-numerics", FLAG_STRING, &a.check_numerics, "off|output|op", "stop at the first NaN/Inf and say where"},
-        {"--break-at-step", FLAG_INT, &a.break_at, "N", "after run N, open the inspector with training paused (docs/inspector.md; SIGUSR2: after the next run)"},
-        {"--break-on-nan", FLAG_BOOL, &a.break_on_nan, NULL, "with --check-numerics: open the inspector at the tensor it stops at, before the step's update"},
-        {"--detect-spikes", FLAG_OPT_FLOAT, &a.detect_spikes, "[=K]", "judge the loss and every tensor's RMS, max |x| and gradient norm against "
+        {"--plot-stability", FLAG_STRING, &a->plot_stability, "DIR", "a heat map per stability signal (layers by steps) into DIR/stability_<signal>.png"},
+        {"--watch-range", FLAG_BOOL, &a->watch_range, NULL, "also the fp16/bf16/fp8 underflow and overflow fractions of watched tensors"},
+        {"--stats", FLAG_BOOL, &a->stats, NULL, "print the stats table each epoch: watched tensors, and outfeed keys over their records"},
+        {"--stats-every", FLAG_INT, &a->stats_every, "N", "print the stats table every N runs ('Step N - Summary Stats')"},
+        {"--histogram", FLAG_STRING, &a->histogram, "FILE.png", "write the gradient histogram of anchored gradients"},
+        {"--dump-npy", FLAG_STRING, &a->dump_npy, "DIR", "write anchored arrays, and outfeed records as one [S,*T] .npy per key per run"},
+        {"--dump-limit", FLAG_STRING, &a->dump_limit, "SIZE", "stop when outfeed dumps reach SIZE; refuse a --dump-debug planned over it (default 1G; 0: no limit)"},
+        {"--dump-debug", FLAG_STRING, &a->dump.dir, "DIR", "write every op's output of the chosen steps as .npy with DIR/index.tsv (docs/formats.md#debugger-dump)"},
+        {"--dump-steps", FLAG_STRING, &a->dump.steps, "A:B", "with --dump-debug: only runs A..B (1-based; A: = from A on; default all)"},
+        {"--dump-ops", FLAG_STRING, &a->dump.ops, "GLOB", "with --dump-debug: only tensors whose name or op type matches (fc1*, MatMul)"},
+        {"--grads", FLAG_BOOL, &a->dump.grads, NULL, "with --dump-debug: every gradient too"},
+        {"--print-tensor", FLAG_LIST, &a->prints, "NAME", "insert a print op on a tensor (glob ok)"},
+        {"--run-single-step", FLAG_BOOL, &a->run_single_step, NULL, "run one step, report, stop"},
+        {"--check-numerics", FLAG_STRING, &a->check_numerics, "off|output|op", "stop at the first NaN/Inf and say where"},
+        {"--break-at-step", FLAG_INT, &a->break_at, "N", "after run N, open the inspector with training paused (docs/inspector.md; SIGUSR2: after the next run)"},
+        {"--break-on-nan", FLAG_BOOL, &a->break_on_nan, NULL, "with --check-numerics: open the inspector at the tensor it stops at, before the step's update"},
+        {"--detect-spikes", FLAG_OPT_FLOAT, &a->detect_spikes, "[=K]", "judge the loss and every tensor's RMS, max |x| and gradient norm against "
                                                                        "their running median and MAD; a robust z-score >= K (default 12) is a spike, "
                                                                        "named by the first signal to cross in the step's order (docs/observation.md#spikes)"},
-        {"--spike-window", FLAG_INT, &a.spike_window, "N", "with --detect-spikes: the steps each signal's median is taken over (default 32)"},
-        {"--on-spike", FLAG_STRING, &a.on_spike, "continue|skip|stop|npz:FILE|inspect", "with --detect-spikes: at a spike train on (default), skip "
+        {"--spike-window", FLAG_INT, &a->spike_window, "N", "with --detect-spikes: the steps each signal's median is taken over (default 32)"},
+        {"--on-spike", FLAG_STRING, &a->on_spike, "continue|skip|stop|npz:FILE|inspect", "with --detect-spikes: at a spike train on (default), skip "
                                                                                         "the step's update, stop, write the step's tensors to FILE.npz "
                                                                                         "and stop, or open the inspector before the update"},
-        {"--metrics", FLAG_BOOL, &a.metrics, NULL, "print the metrics report at exit"},
-        {"--log-verbosity", FLAG_INT, &a.log_verbosity, "0-5", "log level (5: a line per step)"},
-        {"--on-start", FLAG_STRING, &a.on_start, "CMD", "run CMD (sh) once the model is compiled, before the first step; $TS_TENSOR_NAMES "
+        {"--metrics", FLAG_BOOL, &a->metrics, NULL, "print the metrics report at exit"},
+        {"--log-verbosity", FLAG_INT, &a->log_verbosity, "0-5", "log level (5: a line per step)"},
+        {"--on-start", FLAG_STRING, &a->on_start, "CMD", "run CMD (sh) once the model is compiled, before the first step; $TS_TENSOR_NAMES "
                                                          "lists its tensors; a non-zero exit stops training"},
-        {"--log-layer-shapes", FLAG_BOOL, &a.log_layer_shapes, NULL, "log each layer's output shape after every run, and what a recompilation changed"},
-        {"--log-memory", FLAG_BOOL, &a.log_memory, NULL, "log memory by class after compile and each epoch, and on a device after each run"},
-        {"--log-vmodule", FLAG_STRING, &a.log_vmodule, "NAME=LEVEL,...", "raise the log level of named modules or source files only, e.g. onnx=5,exec=4,memwatch=4"},
-        {"--watch-memory", FLAG_OPT_INT, &a.watch_memory, "[=MS]", "sample RSS/PSS/USS of this process and its children every MS ms "
+        {"--log-layer-shapes", FLAG_BOOL, &a->log_layer_shapes, NULL, "log each layer's output shape after every run, and what a recompilation changed"},
+        {"--log-memory", FLAG_BOOL, &a->log_memory, NULL, "log memory by class after compile and each epoch, and on a device after each run"},
+        {"--log-vmodule", FLAG_STRING, &a->log_vmodule, "NAME=LEVEL,...", "raise the log level of named modules or source files only, e.g. onnx=5,exec=4,memwatch=4"},
+        {"--watch-memory", FLAG_OPT_INT, &a->watch_memory, "[=MS]", "sample RSS/PSS/USS of this process and its children every MS ms "
                                                                      "(default 100): the peak in the log, --metrics and TensorBoard"},
-        {"--tensorboard", FLAG_STRING, &a.tensorboard, "DIR", "write TensorBoard event files to DIR/<date>_<host> (one run each)"},
-        {"--run-name", FLAG_STRING, &a.run_name, "NAME", "with --tensorboard: write to DIR/NAME instead"},
-        {"--plot", FLAG_STRING, &a.plot, "FILE.png", "plot loss and accuracy curves"},
-        {"--save-graph", FLAG_STRING, &a.save_graph, "FILE.onnx", "write the compiled training graph (forward, backward, optimizer step) as ONNX, before the first step"},
-        {"--save-weights", FLAG_STRING, &a.save_weights, "DIR", "save parameters as .npy at the end (and Ctrl-C); a corpus's model also "
+        {"--tensorboard", FLAG_STRING, &a->tensorboard, "DIR", "write TensorBoard event files to DIR/<date>_<host> (one run each)"},
+        {"--run-name", FLAG_STRING, &a->run_name, "NAME", "with --tensorboard: write to DIR/NAME instead"},
+        {"--plot", FLAG_STRING, &a->plot, "FILE.png", "plot loss and accuracy curves"},
+        {"--save-graph", FLAG_STRING, &a->save_graph, "FILE.onnx", "write the compiled training graph (forward, backward, optimizer step) as ONNX, before the first step"},
+        {"--save-weights", FLAG_STRING, &a->save_weights, "DIR", "save parameters as .npy at the end (and Ctrl-C); a corpus's model also "
                                                                 "lm.txt and vocab.txt, for 'tensorscope generate'"},
-        {"--save-init", FLAG_STRING, &a.save_init, "DIR", "save the initial parameters as .npy (for a reference run)"},
-        {"--weights", FLAG_STRING, &a.weights, "DIR", "load parameters from .npy files first"},
-        {"--checkpoint-dir", FLAG_STRING, &a.checkpoint_dir, "DIR", "write DIR/checkpoint.tsck (weights, optimizer, step, data position) at the end"},
-        {"--checkpoint-every", FLAG_INT, &a.checkpoint_every, "N", "with --checkpoint-dir: also every N runs"},
-        {"--resume", FLAG_STRING, &a.resume, "DIR", "continue from DIR/checkpoint.tsck (same flags; --max-steps counts from the start)"},
-        {"--feature-maps", FLAG_LIST, &a.feature_maps, "TENSOR[:SAMPLE]", "PNG grid of a 4-D activation's channels for one held-out sample"},
-        {"--filters", FLAG_LIST, &a.filters, "PARAM", "PNG grid of a conv weight's kernels (e.g. conv1.weight)"},
-        {"--picture-dir", FLAG_STRING, &a.picture_dir, "DIR", "where --feature-maps and --filters write (default .)"},
-        {"--attention-map", FLAG_LIST, &a.attention_maps, "TENSOR[:SAMPLE]", "PNG of a language model's attention [B,H,T,T] for a held-out window"},
-        {"--attention-map-dir", FLAG_STRING, &a.attn_dir, "DIR", "where --attention-map writes (default .)"},
-        {"--pipeline-stages", FLAG_INT, &a.pipeline_stages, "K", "under mpirun -np K: one pipeline stage per rank (else one replica per rank)"},
-        {"--check-replicas", FLAG_INT, &a.check_replicas, "N", "replicas: compare a hash of every replica's weights every N steps, naming the "
+        {"--save-init", FLAG_STRING, &a->save_init, "DIR", "save the initial parameters as .npy (for a reference run)"},
+        {"--weights", FLAG_STRING, &a->weights, "DIR", "load parameters from .npy files first"},
+        {"--checkpoint-dir", FLAG_STRING, &a->checkpoint_dir, "DIR", "write DIR/checkpoint.tsck (weights, optimizer, step, data position) at the end"},
+        {"--checkpoint-every", FLAG_INT, &a->checkpoint_every, "N", "with --checkpoint-dir: also every N runs"},
+        {"--resume", FLAG_STRING, &a->resume, "DIR", "continue from DIR/checkpoint.tsck (same flags; --max-steps counts from the start)"},
+        {"--feature-maps", FLAG_LIST, &a->feature_maps, "TENSOR[:SAMPLE]", "PNG grid of a 4-D activation's channels for one held-out sample"},
+        {"--filters", FLAG_LIST, &a->filters, "PARAM", "PNG grid of a conv weight's kernels (e.g. conv1.weight)"},
+        {"--picture-dir", FLAG_STRING, &a->picture_dir, "DIR", "where --feature-maps and --filters write (default .)"},
+        {"--attention-map", FLAG_LIST, &a->attention_maps, "TENSOR[:SAMPLE]", "PNG of a language model's attention [B,H,T,T] for a held-out window"},
+        {"--attention-map-dir", FLAG_STRING, &a->attn_dir, "DIR", "where --attention-map writes (default .)"},
+        {"--pipeline-stages", FLAG_INT, &a->pipeline_stages, "K", "under mpirun -np K: one pipeline stage per rank (else one replica per rank)"},
+        {"--check-replicas", FLAG_INT, &a->check_replicas, "N", "replicas: compare a hash of every replica's weights every N steps, naming the "
                                                                "first replica and parameter that differ (default 100; 0: never)"},
-        {"--split-at", FLAG_STRING, &a.split_at, "SCOPE[,SCOPE...]", "the K-1 scopes that start stages 2..K (e.g. fc2,fc3)"},
-        {"--pipeline-schedule", FLAG_STRING, &a.pipeline_schedule, "gpipe|1f1b", "gpipe: every forward, then every backward (default); 1f1b: one forward, one backward"},
-        {"--trace", FLAG_STRING, &a.trace, "FILE.json", "write a timeline of the run for Perfetto or chrome://tracing (docs/trace.md)"},
-        {"--trace-steps", FLAG_STRING, &a.trace_steps, "A:B", "with --trace: only optimizer steps A..B (1-based; A: = from A on; default all)"},
-        {"--precision", FLAG_STRING, &a.precision, "f32|bf16|f16", "mixed precision as autocast: matmul and conv inputs in bf16 or f16, "
+        {"--split-at", FLAG_STRING, &a->split_at, "SCOPE[,SCOPE...]", "the K-1 scopes that start stages 2..K (e.g. fc2,fc3)"},
+        {"--pipeline-schedule", FLAG_STRING, &a->pipeline_schedule, "gpipe|1f1b", "gpipe: every forward, then every backward (default); 1f1b: one forward, one backward"},
+        {"--trace", FLAG_STRING, &a->trace, "FILE.json", "write a timeline of the run for Perfetto or chrome://tracing (docs/trace.md)"},
+        {"--trace-steps", FLAG_STRING, &a->trace_steps, "A:B", "with --trace: only optimizer steps A..B (1-based; A: = from A on; default all)"},
+        {"--precision", FLAG_STRING, &a->precision, "f32|bf16|f16", "mixed precision as autocast: matmul and conv inputs in bf16 or f16, "
                                                                   "the rest and the weights f32 (default f32; TS_USE_BF16=1: bf16; docs/precision.md)"},
-        {"--loss-scale", FLAG_STRING, &a.loss_scale, "dynamic|off|S", "loss scaling: dynamic (f16's default, from 65536), off, or dynamic from S"},
-        {"--quiet", FLAG_BOOL, &a.quiet, NULL, "only errors, warnings and the final result (no progress, no epoch lines)"},
-        CLI_ONNX_FLAGS(imp),
-        CLI_GPT_FLAGS(imp),
+        {"--loss-scale", FLAG_STRING, &a->loss_scale, "dynamic|off|S", "loss scaling: dynamic (f16's default, from 65536), off, or dynamic from S"},
+        {"--quiet", FLAG_BOOL, &a->quiet, NULL, "only errors, warnings and the final result (no progress, no epoch lines)"},
+        CLI_ONNX_FLAGS(j->imp),
+        CLI_GPT_FLAGS(j->imp),
         {NULL, FLAG_BOOL, NULL, NULL, NULL}};
     cli_flag eval_table[TS_ARRAY_COUNT(flags)];
-    const cli_flag *table = eval_only ? eval_flags(flags, eval_table) : flags;
-    if (eval_only) {
+    const cli_flag *table = j->eval_only ? eval_flags(flags, eval_table) : flags;
+    if (j->eval_only) {
         int bad = train_only_flag(flags, eval_table, argc, argv);
         if (bad)
             return cli_usage_error(cmd, "%.*s is a training flag: eval only evaluates the model (its flags are in 'tensorscope eval --help')",
                                    (int)strcspn(argv[bad], "="), argv[bad]);
     }
-    bool help;
-    int rc = cli_parse(cmd, "[flags]", table, argc, argv, 2, NULL, &help);
-    if (rc || help) return rc;
+    return cli_parse(cmd, "[flags]", table, argc, argv, 2, NULL, &j->help);
+}
 
+/* The numbers and the optimizer's and schedule's settings, checked before
+ * any work; the model's defaults fill what was not given. */
+static int train_check_flags(train_job *j) {
+    train_args *a = &j->a;
+    const char *cmd = j->cmd;
+    int rc;
     /* ---- validate before doing any work */
-    if (!eval_only && a.all) return cli_usage_error(cmd, "--all is an eval flag (train always holds out the last --holdout images)");
-    const cli_defaults model_defaults = cli_model_defaults(a.model);
-    if ((rc = cli_model_check(cmd, a.model, &imp))) return rc;
-    if (a.epochs != -1 && a.steps) return cli_usage_error(cmd, "give --epochs or --steps, not both");
-    if (a.steps < 0 || a.steps > 1000000000) return cli_usage_error(cmd, "--steps must be 1..1000000000, got %ld", a.steps);
-    if (a.epochs != -1 && (a.epochs < (eval_only ? 0 : 1) || a.epochs > 100000))
-        return cli_usage_error(cmd, "--epochs must be 1..100000, got %ld", a.epochs);
-    if (a.epochs == -1) {
-        if (!a.steps) a.steps = model_defaults.steps;
-        a.epochs = a.steps ? 0 : 1;
+    if (!j->eval_only && a->all) return cli_usage_error(cmd, "--all is an eval flag (train always holds out the last --holdout images)");
+    j->model_defaults = cli_model_defaults(a->model);
+    if ((rc = cli_model_check(cmd, a->model, &j->imp))) return rc;
+    if (a->epochs != -1 && a->steps) return cli_usage_error(cmd, "give --epochs or --steps, not both");
+    if (a->steps < 0 || a->steps > 1000000000) return cli_usage_error(cmd, "--steps must be 1..1000000000, got %ld", a->steps);
+    if (a->epochs != -1 && (a->epochs < (j->eval_only ? 0 : 1) || a->epochs > 100000))
+        return cli_usage_error(cmd, "--epochs must be 1..100000, got %ld", a->epochs);
+    if (a->epochs == -1) {
+        if (!a->steps) a->steps = j->model_defaults.steps;
+        a->epochs = a->steps ? 0 : 1;
     }
-    if (a.batch_size == -1) a.batch_size = model_defaults.batch_size;
-    if (a.batch_size < 1 || a.batch_size > 100000) return cli_usage_error(cmd, "--batch-size must be 1..100000, got %ld", a.batch_size);
-    if (!a.optimizer) a.optimizer = model_defaults.optimizer;
-    if (a.lr == -1) a.lr = model_defaults.lr;
-    if (a.weight_decay == -1) a.weight_decay = model_defaults.weight_decay;
-    if (!(a.lr >= 0 && a.lr <= 1e6)) return cli_usage_error(cmd, "--lr must be in [0, 1e6], got %g", a.lr);
-    if (a.momentum < 0 || a.momentum >= 1) return cli_usage_error(cmd, "--momentum must be in [0, 1), got %g", a.momentum);
-    if (a.weight_decay < 0) return cli_usage_error(cmd, "--weight-decay must be >= 0, got %g", a.weight_decay);
-    if (a.repeat_count < 1 || a.repeat_count > 100000) return cli_usage_error(cmd, "--repeat-count must be >= 1, got %ld", a.repeat_count);
-    if (a.grad_accum < 1 || a.grad_accum > 100000) return cli_usage_error(cmd, "--gradient-accumulation-count must be >= 1, got %ld", a.grad_accum);
-    if (a.threads < 0 || a.threads > 256) return cli_usage_error(cmd, "--threads must be 0..256, got %ld", a.threads);
-    if (a.watch_period < 1 || a.watch_period > INT_MAX) return cli_usage_error(cmd, "--watch-period must be 1..%d, got %ld", INT_MAX, a.watch_period);
-    if (a.repeat_count * a.grad_accum > 1000000) /* both <= 100000: no overflow in long */
+    if (a->batch_size == -1) a->batch_size = j->model_defaults.batch_size;
+    if (a->batch_size < 1 || a->batch_size > 100000) return cli_usage_error(cmd, "--batch-size must be 1..100000, got %ld", a->batch_size);
+    if (!a->optimizer) a->optimizer = j->model_defaults.optimizer;
+    if (a->lr == -1) a->lr = j->model_defaults.lr;
+    if (a->weight_decay == -1) a->weight_decay = j->model_defaults.weight_decay;
+    if (!(a->lr >= 0 && a->lr <= 1e6)) return cli_usage_error(cmd, "--lr must be in [0, 1e6], got %g", a->lr);
+    if (a->momentum < 0 || a->momentum >= 1) return cli_usage_error(cmd, "--momentum must be in [0, 1), got %g", a->momentum);
+    if (a->weight_decay < 0) return cli_usage_error(cmd, "--weight-decay must be >= 0, got %g", a->weight_decay);
+    if (a->repeat_count < 1 || a->repeat_count > 100000) return cli_usage_error(cmd, "--repeat-count must be >= 1, got %ld", a->repeat_count);
+    if (a->grad_accum < 1 || a->grad_accum > 100000) return cli_usage_error(cmd, "--gradient-accumulation-count must be >= 1, got %ld", a->grad_accum);
+    if (a->threads < 0 || a->threads > 256) return cli_usage_error(cmd, "--threads must be 0..256, got %ld", a->threads);
+    if (a->watch_period < 1 || a->watch_period > INT_MAX) return cli_usage_error(cmd, "--watch-period must be 1..%d, got %ld", INT_MAX, a->watch_period);
+    if (a->repeat_count * a->grad_accum > 1000000) /* both <= 100000: no overflow in long */
         return cli_usage_error(cmd, "--repeat-count x --gradient-accumulation-count is %ld micro-batches a run; at most 1000000",
-                               a.repeat_count * a.grad_accum);
-    long long dump_limit = 1LL << 30;
-    if (a.dump_limit && cli_parse_size(a.dump_limit, &dump_limit))
-        return cli_usage_error(cmd, "--dump-limit expects a size such as 500M or 2G (0: no limit), got '%s'", a.dump_limit);
-    if (a.holdout < -1) return cli_usage_error(cmd, "--holdout must be >= 0, got %ld", a.holdout);
-    if (a.max_steps < 0) return cli_usage_error(cmd, "--max-steps must be >= 0, got %ld", a.max_steps);
-    if (a.log_verbosity > 5 || a.log_verbosity < -1) return cli_usage_error(cmd, "--log-verbosity must be 0..5, got %ld", a.log_verbosity);
-    if (a.log_vmodule && ts_set_log_vmodule(a.log_vmodule)) return cli_usage_error(cmd, "--log-vmodule: %s", ts_last_error());
-    ts_optimizer opt;
-    if (cli_optimizer(a.optimizer, a.lr, a.momentum, a.weight_decay, &opt)) return cli_usage_error(cmd, "--optimizer must be sgd, adam or adamw, got '%s'", a.optimizer);
-    ts_lr_schedule sched = {.warmup_steps = a.warmup_steps, .step_size = a.lr_step_size, .gamma = a.lr_gamma, .min_lr = a.lr_min};
-    if (ts_lr_schedule_parse(a.lr_schedule, &sched.kind)) return cli_usage_error(cmd, "--lr-schedule must be constant, step or cosine, got '%s'", a.lr_schedule);
-    if (a.warmup_steps < 0) return cli_usage_error(cmd, "--warmup-steps must be >= 0, got %ld", a.warmup_steps);
-    if (a.lr_step_size < 1) return cli_usage_error(cmd, "--lr-step-size must be >= 1, got %ld", a.lr_step_size);
-    if (!(a.lr_gamma >= 0)) return cli_usage_error(cmd, "--lr-gamma must be >= 0, got %g", a.lr_gamma);
-    if (!(a.lr_min >= 0) || a.lr_min > a.lr) return cli_usage_error(cmd, "--lr-min must be in [0, --lr], got %g", a.lr_min);
-    ts_outfeed_mode of_mode = TS_OUTFEED_ALL;
-    if (a.outfeed_mode && strcmp(a.outfeed_mode, "last") == 0) of_mode = TS_OUTFEED_LAST;
-    else if (a.outfeed_mode && strcmp(a.outfeed_mode, "all") != 0)
-        return cli_usage_error(cmd, "--outfeed-mode must be all or last, got '%s'", a.outfeed_mode);
-    if (a.outfeed_depth < 1 || a.outfeed_depth > 1000000) return cli_usage_error(cmd, "--outfeed-depth must be 1..1000000, got %ld", a.outfeed_depth);
-    if ((a.outfeed_mode || a.outfeed_drop || a.outfeed_depth != 64) && a.outfeeds.n == 0)
+                               a->repeat_count * a->grad_accum);
+    j->dump_limit = 1LL << 30;
+    if (a->dump_limit && cli_parse_size(a->dump_limit, &j->dump_limit))
+        return cli_usage_error(cmd, "--dump-limit expects a size such as 500M or 2G (0: no limit), got '%s'", a->dump_limit);
+    if (a->holdout < -1) return cli_usage_error(cmd, "--holdout must be >= 0, got %ld", a->holdout);
+    if (a->max_steps < 0) return cli_usage_error(cmd, "--max-steps must be >= 0, got %ld", a->max_steps);
+    if (a->log_verbosity > 5 || a->log_verbosity < -1) return cli_usage_error(cmd, "--log-verbosity must be 0..5, got %ld", a->log_verbosity);
+    if (a->log_vmodule && ts_set_log_vmodule(a->log_vmodule)) return cli_usage_error(cmd, "--log-vmodule: %s", ts_last_error());
+    if (cli_optimizer(a->optimizer, a->lr, a->momentum, a->weight_decay, &j->opt)) return cli_usage_error(cmd, "--optimizer must be sgd, adam or adamw, got '%s'", a->optimizer);
+    j->sched = (ts_lr_schedule){.warmup_steps = a->warmup_steps, .step_size = a->lr_step_size, .gamma = a->lr_gamma, .min_lr = a->lr_min};
+    if (ts_lr_schedule_parse(a->lr_schedule, &j->sched.kind)) return cli_usage_error(cmd, "--lr-schedule must be constant, step or cosine, got '%s'", a->lr_schedule);
+    if (a->warmup_steps < 0) return cli_usage_error(cmd, "--warmup-steps must be >= 0, got %ld", a->warmup_steps);
+    if (a->lr_step_size < 1) return cli_usage_error(cmd, "--lr-step-size must be >= 1, got %ld", a->lr_step_size);
+    if (!(a->lr_gamma >= 0)) return cli_usage_error(cmd, "--lr-gamma must be >= 0, got %g", a->lr_gamma);
+    if (!(a->lr_min >= 0) || a->lr_min > a->lr) return cli_usage_error(cmd, "--lr-min must be in [0, --lr], got %g", a->lr_min);
+    j->of_mode = TS_OUTFEED_ALL;
+    if (a->outfeed_mode && strcmp(a->outfeed_mode, "last") == 0) j->of_mode = TS_OUTFEED_LAST;
+    else if (a->outfeed_mode && strcmp(a->outfeed_mode, "all") != 0)
+        return cli_usage_error(cmd, "--outfeed-mode must be all or last, got '%s'", a->outfeed_mode);
+    if (a->outfeed_depth < 1 || a->outfeed_depth > 1000000) return cli_usage_error(cmd, "--outfeed-depth must be 1..1000000, got %ld", a->outfeed_depth);
+    if ((a->outfeed_mode || a->outfeed_drop || a->outfeed_depth != 64) && a->outfeeds.n == 0)
         return cli_usage_error(cmd, "--outfeed-mode, --outfeed-depth and --outfeed-drop set up the queue of --outfeed PATTERN: give one");
-    if (a.stats_every < 0) return cli_usage_error(cmd, "--stats-every must be >= 1, got %ld", a.stats_every);
-    if (a.stats_every) a.stats = true;
-    if (a.watch_range && a.watches.n == 0) return cli_usage_error(cmd, "--watch-range needs --watch PATTERN (the tensors whose ranges to take)");
-    if (a.run_name && !a.tensorboard) return cli_usage_error(cmd, "--run-name names a TensorBoard run: it needs --tensorboard DIR");
-    if (a.checkpoint_every < 0) return cli_usage_error(cmd, "--checkpoint-every must be >= 1, got %ld", a.checkpoint_every);
-    if (a.checkpoint_every && !a.checkpoint_dir) return cli_usage_error(cmd, "--checkpoint-every needs --checkpoint-dir DIR");
-    if (a.resume && a.weights) return cli_usage_error(cmd, "--resume restores the weights: leave out --weights");
-    if (a.attn_dir && !a.attention_maps.n) return cli_usage_error(cmd, "--attention-map-dir says where --attention-map TENSOR writes: give one");
-    const char *device = a.device ? a.device : getenv("TS_DEVICE"), *from = a.device ? "--device" : "TS_DEVICE";
-    bool on_device = device && *device && strcmp(device, "cpu") != 0; /* --log-memory logs each run there */
+    if (a->stats_every < 0) return cli_usage_error(cmd, "--stats-every must be >= 1, got %ld", a->stats_every);
+    if (a->stats_every) a->stats = true;
+    if (a->watch_range && a->watches.n == 0) return cli_usage_error(cmd, "--watch-range needs --watch PATTERN (the tensors whose ranges to take)");
+    if (a->run_name && !a->tensorboard) return cli_usage_error(cmd, "--run-name names a TensorBoard run: it needs --tensorboard DIR");
+    if (a->checkpoint_every < 0) return cli_usage_error(cmd, "--checkpoint-every must be >= 1, got %ld", a->checkpoint_every);
+    if (a->checkpoint_every && !a->checkpoint_dir) return cli_usage_error(cmd, "--checkpoint-every needs --checkpoint-dir DIR");
+    if (a->resume && a->weights) return cli_usage_error(cmd, "--resume restores the weights: leave out --weights");
+    if (a->attn_dir && !a->attention_maps.n) return cli_usage_error(cmd, "--attention-map-dir says where --attention-map TENSOR writes: give one");
+    return CLI_OK;
+}
+
+/* The device, the observation flags (trace, numeric checks, spikes,
+ * anchors), the optional features they need and the output paths (their
+ * directories made), before any work. */
+static int train_check_observation(train_job *j) {
+    train_args *a = &j->a;
+    const char *cmd = j->cmd;
+    int rc;
+    const char *device = a->device ? a->device : getenv("TS_DEVICE"), *from = a->device ? "--device" : "TS_DEVICE";
+    j->on_device = device && *device && strcmp(device, "cpu") != 0; /* --log-memory logs each run there */
     ts_status dst = device && *device ? ts_device_check(device) : TS_OK; /* before any work */
     if (dst) return dst == TS_ERR_INVALID_ARGUMENT ? cli_usage_error(cmd, "%s: %s", from, ts_last_error()) : cli_runtime_error(from);
-    int64_t trace_first = 1, trace_last = 0;
-    if (a.trace_steps && !a.trace) return cli_usage_error(cmd, "--trace-steps says which steps --trace FILE.json records: give one");
-    if (a.trace_steps && (rc = cli_parse_step_range(cmd, "--trace-steps", a.trace_steps, &trace_first, &trace_last))) return rc;
-    a.dump.limit = dump_limit, a.dump.limit_text = a.dump_limit ? a.dump_limit : "1G";
-    ts_check_numerics check = TS_CHECK_OFF;
-    if (a.check_numerics && ts_check_numerics_parse(a.check_numerics, &check))
-        return cli_usage_error(cmd, "--check-numerics must be off, output or op, got '%s'", a.check_numerics);
-    if ((rc = cli_inspector_check(cmd, a.break_at, a.break_on_nan, check != TS_CHECK_OFF))) return rc;
-    ts_spike_action spike_action = TS_SPIKE_CONTINUE;
-    const char *spike_npz = NULL;
-    if ((rc = parse_spikes(cmd, &a, &spike_action, &spike_npz))) return rc;
-    ts_output_mode gmode = TS_OUTPUT_DEFAULT;
-    int gperiod = 0;
-    if (a.output_mode && (rc = cli_parse_output_mode(cmd, a.output_mode, &gmode, &gperiod))) return rc;
-    for (int i = 0; i < a.anchors.n; i++) {
+    j->trace_first = 1, j->trace_last = 0;
+    if (a->trace_steps && !a->trace) return cli_usage_error(cmd, "--trace-steps says which steps --trace FILE.json records: give one");
+    if (a->trace_steps && (rc = cli_parse_step_range(cmd, "--trace-steps", a->trace_steps, &j->trace_first, &j->trace_last))) return rc;
+    a->dump.limit = j->dump_limit, a->dump.limit_text = a->dump_limit ? a->dump_limit : "1G";
+    j->check = TS_CHECK_OFF;
+    if (a->check_numerics && ts_check_numerics_parse(a->check_numerics, &j->check))
+        return cli_usage_error(cmd, "--check-numerics must be off, output or op, got '%s'", a->check_numerics);
+    if ((rc = cli_inspector_check(cmd, a->break_at, a->break_on_nan, j->check != TS_CHECK_OFF))) return rc;
+    j->spike_action = TS_SPIKE_CONTINUE;
+    j->spike_npz = NULL;
+    if ((rc = parse_spikes(cmd, a, &j->spike_action, &j->spike_npz))) return rc;
+    j->gmode = TS_OUTPUT_DEFAULT;
+    j->gperiod = 0;
+    if (a->output_mode && (rc = cli_parse_output_mode(cmd, a->output_mode, &j->gmode, &j->gperiod))) return rc;
+    for (int i = 0; i < a->anchors.n; i++) {
         char name[512];
         ts_output_mode mode;
         int period;
-        if ((rc = cli_parse_anchor(cmd, a.anchors.items[i], name, sizeof name, &mode, &period))) return rc;
+        if ((rc = cli_parse_anchor(cmd, a->anchors.items[i], name, sizeof name, &mode, &period))) return rc;
     }
     /* the optional features the flags need, before any directory is made */
-    const cli_need needs[] = {{"--histogram", a.histogram ? "plots" : NULL},
-                              {"--plot", a.plot ? "plots" : NULL},
-                              {"--plot-stability", a.plot_stability ? "plots" : NULL},
-                              {"--feature-maps", a.feature_maps.n ? "plots" : NULL},
-                              {"--attention-map", a.attention_maps.n ? "plots" : NULL},
-                              {"--filters", a.filters.n ? "plots" : NULL},
-                              {"--tensorboard", a.tensorboard ? "tensorboard" : NULL},
-                              {"--on-spike npz:FILE", spike_npz ? "npz" : NULL},
-                              {"--model", cli_file_feature(a.model)},
-                              {"--data", cli_file_feature(a.data)},
-                              {"--weights", cli_file_feature(a.weights)}}; /* --save-weights: always .npy files */
+    const cli_need needs[] = {{"--histogram", a->histogram ? "plots" : NULL},
+                              {"--plot", a->plot ? "plots" : NULL},
+                              {"--plot-stability", a->plot_stability ? "plots" : NULL},
+                              {"--feature-maps", a->feature_maps.n ? "plots" : NULL},
+                              {"--attention-map", a->attention_maps.n ? "plots" : NULL},
+                              {"--filters", a->filters.n ? "plots" : NULL},
+                              {"--tensorboard", a->tensorboard ? "tensorboard" : NULL},
+                              {"--on-spike npz:FILE", j->spike_npz ? "npz" : NULL},
+                              {"--model", cli_file_feature(a->model)},
+                              {"--data", cli_file_feature(a->data)},
+                              {"--weights", cli_file_feature(a->weights)}}; /* --save-weights: always .npy files */
     if ((rc = cli_need_features(cmd, needs, sizeof needs / sizeof needs[0]))) return rc;
     /* output paths: checked (directories created) before any work */
     const struct {
         const char *flag, *path;
         bool dir;
-    } outputs[] = {{"--plot", a.plot, false},           {"--histogram", a.histogram, false},  {"--save-weights", a.save_weights, true},
-                   {"--dump-npy", a.dump_npy, true},      {"--tensorboard", a.tensorboard, true}, {"--save-init", a.save_init, true},
-                   {"--checkpoint-dir", a.checkpoint_dir, true}, {"--picture-dir", a.picture_dir, true},
-                   {"--attention-map-dir", a.attn_dir, true}, {"--trace", a.trace, false}, {"--plot-stability", a.plot_stability, true}};
+    } outputs[] = {{"--plot", a->plot, false},           {"--histogram", a->histogram, false},  {"--save-weights", a->save_weights, true},
+                   {"--dump-npy", a->dump_npy, true},      {"--tensorboard", a->tensorboard, true}, {"--save-init", a->save_init, true},
+                   {"--checkpoint-dir", a->checkpoint_dir, true}, {"--picture-dir", a->picture_dir, true},
+                   {"--attention-map-dir", a->attn_dir, true}, {"--trace", a->trace, false}, {"--plot-stability", a->plot_stability, true}};
     for (size_t i = 0; i < sizeof outputs / sizeof outputs[0]; i++)
         if (outputs[i].path && (rc = outputs[i].dir ? cli_check_output(cmd, outputs[i].flag, outputs[i].path, true)
                                                     : cli_check_output_file_mkdir(cmd, outputs[i].flag, outputs[i].path)))
             return rc;
-    if (a.log_verbosity >= 0) ts_set_log_level((int)a.log_verbosity);
-    else if (a.quiet) cli_quiet_logs();
+    return CLI_OK;
+}
+
+/* The log level, the crash handler, and the job's place: under mpirun one
+ * pipeline stage per rank with --pipeline-stages, else one replica per
+ * rank; rank 0 alone prints and writes files. */
+static int train_join_job(train_job *j) {
+    train_args *a = &j->a;
+    const char *cmd = j->cmd;
+    if (a->log_verbosity >= 0) ts_set_log_level((int)a->log_verbosity);
+    else if (a->quiet) cli_quiet_logs();
     ts_crash_handler_install();
     /* under mpirun: one pipeline stage per rank with --pipeline-stages, else
      * one replica per rank; rank 0 alone prints and writes files */
-    const int K = a.pipeline_stages > 1 ? (int)a.pipeline_stages : 1;
-    char splits_buf[512] = "";
-    const char *splits[16];
-    int n_splits = 0;
-    if (a.split_at) {
-        snprintf(splits_buf, sizeof splits_buf, "%s", a.split_at);
-        for (char *tok = strtok(splits_buf, ","); tok && n_splits < 16; tok = strtok(NULL, ",")) splits[n_splits++] = tok;
+    j->K = a->pipeline_stages > 1 ? (int)a->pipeline_stages : 1;
+    j->n_splits = 0;
+    if (a->split_at) {
+        snprintf(j->splits_buf, sizeof j->splits_buf, "%s", a->split_at);
+        for (char *tok = strtok(j->splits_buf, ","); tok && j->n_splits < 16; tok = strtok(NULL, ",")) j->splits[j->n_splits++] = tok;
     }
-    if (a.pipeline_stages < 0 || a.pipeline_stages > 16) return cli_usage_error(cmd, "--pipeline-stages must be 1..16, got %ld", a.pipeline_stages);
-    if (a.check_replicas < 0) return cli_usage_error(cmd, "--check-replicas must be >= 0 (0: never), got %ld", a.check_replicas);
-    ts_pipeline_schedule schedule = TS_PIPELINE_GPIPE;
-    if (a.pipeline_schedule && strcmp(a.pipeline_schedule, "1f1b") == 0) schedule = TS_PIPELINE_1F1B;
-    else if (a.pipeline_schedule && strcmp(a.pipeline_schedule, "gpipe") != 0)
-        return cli_usage_error(cmd, "--pipeline-schedule must be gpipe or 1f1b, got '%s'", a.pipeline_schedule);
-    if (n_splits != K - 1)
-        return cli_usage_error(cmd, "--pipeline-stages %d needs --split-at with %d scope%s (the first ops of stages 2..%d, e.g. fc2), got %d", K, K - 1,
-                               K == 2 ? "" : "s", K, n_splits);
+    if (a->pipeline_stages < 0 || a->pipeline_stages > 16) return cli_usage_error(cmd, "--pipeline-stages must be 1..16, got %ld", a->pipeline_stages);
+    if (a->check_replicas < 0) return cli_usage_error(cmd, "--check-replicas must be >= 0 (0: never), got %ld", a->check_replicas);
+    j->schedule = TS_PIPELINE_GPIPE;
+    if (a->pipeline_schedule && strcmp(a->pipeline_schedule, "1f1b") == 0) j->schedule = TS_PIPELINE_1F1B;
+    else if (a->pipeline_schedule && strcmp(a->pipeline_schedule, "gpipe") != 0)
+        return cli_usage_error(cmd, "--pipeline-schedule must be gpipe or 1f1b, got '%s'", a->pipeline_schedule);
+    if (j->n_splits != j->K - 1)
+        return cli_usage_error(cmd, "--pipeline-stages %d needs --split-at with %d scope%s (the first ops of stages 2..%d, e.g. fc2), got %d", j->K, j->K - 1,
+                               j->K == 2 ? "" : "s", j->K, j->n_splits);
     if (ts_dist_init(NULL, NULL)) {
         fprintf(stderr, "tensorscope %s: %s\n", cmd, ts_last_error());
         return CLI_RUNTIME;
     }
-    const int R = K > 1 ? 1 : ts_dist_size();
-    const bool lead = ts_dist_rank() == 0;
-    if (!lead) {
-        a.quiet = true;
+    j->R = j->K > 1 ? 1 : ts_dist_size();
+    j->lead = ts_dist_rank() == 0;
+    if (!j->lead) {
+        a->quiet = true;
         if (ts_get_log_level() > TS_LOG_WARN) ts_set_log_level(TS_LOG_WARN); /* rank 0 logs the job's story */
         if (!freopen("/dev/null", "w", stdout)) return CLI_RUNTIME;
     }
+    return CLI_OK;
+}
 
-    /* ---- data and model */
-    ts_dataset *ds = NULL, *hds = NULL;
-    float *onehot = NULL;
-    cli_model cm = {0}, em = {0};
-    ts_options *o = NULL;
-    ts_model *tm = NULL, *inf = NULL;
-    ts_outfeed *q = NULL;
-    ts_tb_writer *tb = NULL;
-    cli_inspector *insp = NULL; /* --break-at-step, --break-on-nan, SIGUSR2 */
-    char tb_dir[1100] = "";
-    ts_corpus *corpus = NULL;
-    batches src = {0};
-    sink_state sink = {.dump_dir = lead ? a.dump_npy : NULL, .budget = dump_limit, .replicas = R};
-    bool dumps_full = false;
-    cli_stability *stab = NULL; /* --plot-stability: the signals of each run */
-    curve *loss_curve = calloc(1, sizeof *loss_curve), *acc_curve = calloc(1, sizeof *acc_curve), *hl_curve = calloc(1, sizeof *hl_curve);
-    rc = CLI_RUNTIME;
-    if (!loss_curve || !acc_curve || !hl_curve) goto done;
-    if (a.watch_memory >= 0 && ts_memwatch_start((int)a.watch_memory)) { /* stopped at done: its peak logged */
+/* The job's own records: the outfeed sink's settings, the curves of
+ * --plot, and --watch-memory's sampler. */
+static int train_open(train_job *j) {
+    train_args *a = &j->a;
+    j->sink.dump_dir = j->lead ? a->dump_npy : NULL, j->sink.budget = j->dump_limit, j->sink.replicas = j->R;
+    j->loss_curve = calloc(1, sizeof *j->loss_curve), j->acc_curve = calloc(1, sizeof *j->acc_curve), j->hl_curve = calloc(1, sizeof *j->hl_curve);
+    if (!j->loss_curve || !j->acc_curve || !j->hl_curve) return CLI_RUNTIME;
+    if (a->watch_memory >= 0 && ts_memwatch_start((int)a->watch_memory)) { /* stopped at train_finish: its peak logged */
         cli_runtime_error("--watch-memory");
-        goto done;
+        return CLI_RUNTIME;
     }
-    char data_dir[PATH_MAX + 64];
-    if (!a.data) a.data = cli_default_data_dir(model_defaults.data, data_dir, sizeof data_dir);
-    const bool text = model_defaults.text || is_text_data(a.data);
-    if (text ? ts_corpus_load(&corpus, a.data)
-             : is_array_data(a.data) ? ts_dataset_load_arrays(&ds, &hds, a.data) : ts_dataset_load_mnist(&ds, a.data)) {
+    return CLI_OK;
+}
+
+/* The data: a corpus, arrays or MNIST images, and the held-out split. */
+static int train_setup_data(train_job *j) {
+    train_args *a = &j->a;
+    const char *cmd = j->cmd;
+    int rc = CLI_RUNTIME;
+    if (!a->data) a->data = cli_default_data_dir(j->model_defaults.data, j->data_dir, sizeof j->data_dir);
+    const bool text = j->model_defaults.text || is_text_data(a->data);
+    if (text ? ts_corpus_load(&j->corpus, a->data)
+             : is_array_data(a->data) ? ts_dataset_load_arrays(&j->ds, &j->hds, a->data) : ts_dataset_load_mnist(&j->ds, a->data)) {
         cli_runtime_error(text ? "loading the corpus" : "loading the dataset");
-        goto done;
+        return rc;
     }
-    int64_t N = corpus ? 0 : ts_dataset_size(ds);
-    if (a.holdout < 0) a.holdout = corpus ? 20 * a.batch_size : hds ? 0 : is_array_data(a.data) ? (long)(N / 10 < 2000 ? N / 10 : 2000) : 2000;
-    if (!corpus && a.holdout >= N) {
-        rc = cli_usage_error(cmd, "--holdout %ld leaves no training images (the dataset has %lld)", a.holdout, (long long)N);
-        goto done;
-    }
-    int64_t n_train = N - a.holdout;
-    if (corpus && !imp.vocab) imp.vocab = ts_corpus_vocab_size(corpus);
-    ts_status st = cli_model_open(a.model, a.batch_size, (uint64_t)a.seed, &a.prints, &imp, &cm);
-    if (cm.unknown) {
-        rc = cli_unknown_model(cmd, a.model);
-        goto done;
-    }
+    j->N = j->corpus ? 0 : ts_dataset_size(j->ds);
+    if (a->holdout < 0) a->holdout = j->corpus ? 20 * a->batch_size : j->hds ? 0 : is_array_data(a->data) ? (long)(j->N / 10 < 2000 ? j->N / 10 : 2000) : 2000;
+    if (!j->corpus && a->holdout >= j->N)
+        return cli_usage_error(cmd, "--holdout %ld leaves no training images (the dataset has %lld)", a->holdout, (long long)j->N);
+    j->n_train = j->N - a->holdout;
+    return CLI_OK;
+}
+
+/* The model: built in or imported, checked against the data and the
+ * flags that name its tensors, its weights loaded or saved as asked. */
+static int train_build_model(train_job *j) {
+    train_args *a = &j->a;
+    const char *cmd = j->cmd;
+    int rc = CLI_RUNTIME;
+    if (j->corpus && !j->imp.vocab) j->imp.vocab = ts_corpus_vocab_size(j->corpus);
+    ts_status st = cli_model_open(a->model, a->batch_size, (uint64_t)a->seed, &a->prints, &j->imp, &j->cm);
+    if (j->cm.unknown)
+        return cli_unknown_model(cmd, a->model);
     if (st) {
-        if (cm.error[0]) rc = cli_usage_error(cmd, "%s", cm.error);
+        if (j->cm.error[0]) rc = cli_usage_error(cmd, "%s", j->cm.error);
         else cli_runtime_error("building the model");
-        goto done;
+        return rc;
     }
-    if ((rc = corpus ? check_corpus(cmd, &cm, corpus, a.data, &a) : check_data(cmd, &cm, ds, hds, a.data)) != CLI_OK) goto done;
-    for (int i = 0; i < a.prints.n; i++)
-        if (!cli_graph_has_match(cm.g, a.prints.items[i])) {
-            rc = cli_no_match_error(cmd, "--print-tensor", a.prints.items[i], cm.g);
-            goto done;
-        }
+    if ((rc = j->corpus ? check_corpus(cmd, &j->cm, j->corpus, a->data, a) : check_data(cmd, &j->cm, j->ds, j->hds, a->data)) != CLI_OK) return rc;
+    for (int i = 0; i < a->prints.n; i++)
+        if (!cli_graph_has_match(j->cm.g, a->prints.items[i]))
+            return cli_no_match_error(cmd, "--print-tensor", a->prints.items[i], j->cm.g);
     rc = CLI_RUNTIME;
-    if (a.weights && ts_graph_load_weights(cm.g, a.weights)) { /* checked whole (shapes, NaN) before any is set */
+    if (a->weights && ts_graph_load_weights(j->cm.g, a->weights)) { /* checked whole (shapes, NaN) before any is set */
         cli_runtime_error("loading weights");
-        goto done;
+        return rc;
     }
-    if (a.save_init && lead && save_weights(&cm, a.save_init)) {
+    if (a->save_init && j->lead && save_weights(&j->cm, a->save_init)) {
         cli_runtime_error("saving the initial weights");
-        goto done;
+        return rc;
     }
-    if (!(o = ts_options_new())) goto done;
-    int S = (int)(a.repeat_count * a.grad_accum); /* <= 1000000, checked above */
-    if ((st = ts_options_set_device_iterations(o, (int)a.repeat_count)) || (st = ts_options_set_gradient_accumulation(o, (int)a.grad_accum)) ||
-        (st = ts_options_set_threads(o, (int)a.threads)) || (st = ts_options_set_check_numerics(o, check)) ||
-        (a.device && (st = ts_options_set_device(o, a.device))) || (st = ts_options_set_allow_tf32(o, a.allow_tf32)) ||
-        (st = ts_options_set_output_mode(o, gmode, gperiod)) || (st = ts_options_set_replication(o, R, (int)a.check_replicas)) ||
-        (st = ts_options_set_pipeline(o, K, splits, n_splits)) || (st = ts_options_set_pipeline_schedule(o, schedule)) ||
-        (a.trace && (st = ts_options_set_trace(o, a.trace, trace_first, trace_last))) ||
-        (st = ts_options_set_log_layer_shapes(o, a.log_layer_shapes)) ||
-        (a.detect_spikes >= 0 && (st = ts_options_detect_spikes(o, a.detect_spikes > 0 ? a.detect_spikes : TS_SPIKE_K, (int)a.spike_window,
-                                                                 spike_action, spike_npz))) ||
-        (a.on_start && (st = ts_options_set_on_start(o, on_start_command, (void *)(uintptr_t)a.on_start)))) {
-        rc = cli_usage_error(cmd, "%s", ts_last_error());
-        goto done;
+    return CLI_OK;
+}
+
+/* The training options: device iterations, accumulation, threads, device,
+ * replicas and stages, trace, spikes, --on-start, precision, dumps. */
+static int train_set_options(train_job *j) {
+    train_args *a = &j->a;
+    const char *cmd = j->cmd;
+    int rc = CLI_RUNTIME;
+    if (!(j->o = ts_options_new())) return rc;
+    j->S = (int)(a->repeat_count * a->grad_accum); /* <= 1000000, checked above */
+    ts_status st;
+    if ((st = ts_options_set_device_iterations(j->o, (int)a->repeat_count)) || (st = ts_options_set_gradient_accumulation(j->o, (int)a->grad_accum)) ||
+        (st = ts_options_set_threads(j->o, (int)a->threads)) || (st = ts_options_set_check_numerics(j->o, j->check)) ||
+        (a->device && (st = ts_options_set_device(j->o, a->device))) || (st = ts_options_set_allow_tf32(j->o, a->allow_tf32)) ||
+        (st = ts_options_set_output_mode(j->o, j->gmode, j->gperiod)) || (st = ts_options_set_replication(j->o, j->R, (int)a->check_replicas)) ||
+        (st = ts_options_set_pipeline(j->o, j->K, j->splits, j->n_splits)) || (st = ts_options_set_pipeline_schedule(j->o, j->schedule)) ||
+        (a->trace && (st = ts_options_set_trace(j->o, a->trace, j->trace_first, j->trace_last))) ||
+        (st = ts_options_set_log_layer_shapes(j->o, a->log_layer_shapes)) ||
+        (a->detect_spikes >= 0 && (st = ts_options_detect_spikes(j->o, a->detect_spikes > 0 ? a->detect_spikes : TS_SPIKE_K, (int)a->spike_window,
+                                                                 j->spike_action, j->spike_npz))) ||
+        (a->on_start && (st = ts_options_set_on_start(j->o, on_start_command, (void *)(uintptr_t)a->on_start)))) {
+        return cli_usage_error(cmd, "%s", ts_last_error());
     }
-    if ((rc = set_precision(cmd, &a, o)) != CLI_OK || (rc = cli_dump_debug_options(cmd, &a.dump, o)) != CLI_OK) goto done;
+    if ((rc = set_precision(cmd, a, j->o)) != CLI_OK || (rc = cli_dump_debug_options(cmd, &a->dump, j->o)) != CLI_OK) return rc;
+    return CLI_OK;
+}
+
+/* --outfeed: the queue, its activations and gradients, and the sink that
+ * writes and counts its records on the consumer thread. */
+static int train_attach_outfeed(train_job *j) {
+    train_args *a = &j->a;
+    const char *cmd = j->cmd;
+    int rc = CLI_RUNTIME;
+    if (!a->outfeeds.n) return CLI_OK;
+    ts_outfeed_config qc = {.name = "cli", .mode = j->of_mode, .depth = (int)a->outfeed_depth, .filters = a->outfeeds.items,
+                            .n_filters = a->outfeeds.n, .drop_when_full = a->outfeed_drop};
+    if (ts_outfeed_new(&j->q, &qc)) {
+        cli_runtime_error("creating the outfeed");
+        return rc;
+    }
+    char *d = j->sink.dump_dir ? cli_path(a->dump_npy, "outfeed", "") : NULL;
+    rc = d ? cli_check_output(cmd, "--dump-npy", d, true) : CLI_OK;
+    free(d);
+    if (rc) return rc;
     rc = CLI_RUNTIME;
+    bool grads = false;
+    int marked = 0;
+    for (size_t i = 0; i < ts_graph_tensor_count(j->cm.g); i++) {
+        ts_tensor *t = ts_graph_tensor_at(j->cm.g, i);
+        const char *name = ts_tensor_name(t);
+        ts_array info;
+        ts_tensor_info(t, &info);
+        char key[600];
+        snprintf(key, sizeof key, "%s_grad", name);
+        if (info.data && cli_list_matches(&a->outfeeds, key)) grads = true;
+        if (!info.data && cli_list_matches(&a->outfeeds, name) && ts_outfeed_add(j->cm.g, j->q, name, t) == TS_OK) marked++;
+    }
+    if (grads) ts_options_outfeed_gradients(j->o, j->q, a->outfeed_pre);
+    if (!grads && !marked)
+        return cli_usage_error(cmd, "--outfeed: no activation or <param>_grad key matches %s", a->outfeeds.items[0]);
+    j->sink.last_only = j->of_mode == TS_OUTFEED_LAST;
+    if (a->stats && !(j->sink.since = calloc(32, sizeof *j->sink.since))) {
+        cli_runtime_error("allocating the outfeed's stats");
+        return rc;
+    }
+    if (ts_outfeed_set_sink(j->q, on_record, &j->sink)) {
+        cli_runtime_error("starting the outfeed consumer");
+        return rc;
+    }
+    return CLI_OK;
+}
+
+/* What watches the training model: anchors (the CLI's loss among them),
+ * watches and the stats table's, stability signals, the outfeed. */
+static int train_attach_observers(train_job *j) {
+    train_args *a = &j->a;
+    const char *cmd = j->cmd;
     /* the CLI's own loss anchor: the sum over the run, for the mean loss */
-    ts_options_anchor(o, "cli.loss", "loss", TS_OUTPUT_SUM, 0);
-    for (int i = 0; i < a.anchors.n; i++) {
+    ts_options_anchor(j->o, "cli.loss", "loss", TS_OUTPUT_SUM, 0);
+    for (int i = 0; i < a->anchors.n; i++) {
         char name[512];
         ts_output_mode mode;
         int period;
-        cli_parse_anchor(cmd, a.anchors.items[i], name, sizeof name, &mode, &period); /* checked above */
+        cli_parse_anchor(cmd, a->anchors.items[i], name, sizeof name, &mode, &period); /* checked above */
         /* one tensor anchored in several modes: each anchor goes by its spec */
-        const char *shortn = strpbrk(name, "*?[") ? NULL : anchored_before(cmd, &a.anchors, i, name) ? a.anchors.items[i] : name;
-        if (ts_options_anchor(o, shortn, name, mode, period)) {
-            rc = cli_usage_error(cmd, "--anchor %s: %s", a.anchors.items[i], ts_last_error());
-            goto done;
-        }
+        const char *shortn = strpbrk(name, "*?[") ? NULL : anchored_before(cmd, &a->anchors, i, name) ? a->anchors.items[i] : name;
+        if (ts_options_anchor(j->o, shortn, name, mode, period))
+            return cli_usage_error(cmd, "--anchor %s: %s", a->anchors.items[i], ts_last_error());
     }
-    bool want_hist = a.histogram != NULL;
-    if (want_hist && a.anchors.n == 0) { /* the tutorial's six gradients */
-        ts_options_anchor(o, NULL, "Gradient___*.weight", TS_OUTPUT_DEFAULT, 0);
-        ts_options_anchor(o, NULL, "Gradient___*.bias", TS_OUTPUT_DEFAULT, 0);
+    j->want_hist = a->histogram != NULL;
+    if (j->want_hist && a->anchors.n == 0) { /* the tutorial's six gradients */
+        ts_options_anchor(j->o, NULL, "Gradient___*.weight", TS_OUTPUT_DEFAULT, 0);
+        ts_options_anchor(j->o, NULL, "Gradient___*.bias", TS_OUTPUT_DEFAULT, 0);
     }
-    int watch_what = TS_WATCH_STATS | (a.tensorboard ? TS_WATCH_HISTOGRAM : 0) | (a.watch_range ? TS_WATCH_RANGE : 0);
-    for (int i = 0; i < a.watches.n; i++)
-        if (ts_options_watch(o, a.watches.items[i], watch_what, (int)a.watch_period)) {
-            rc = cli_usage_error(cmd, "--watch: %s", ts_last_error());
-            goto done;
-        }
-    if (a.stats && a.watches.n == 0) {
-        for (int i = 0; i < a.anchors.n; i++) {
+    int watch_what = TS_WATCH_STATS | (a->tensorboard ? TS_WATCH_HISTOGRAM : 0) | (a->watch_range ? TS_WATCH_RANGE : 0);
+    for (int i = 0; i < a->watches.n; i++)
+        if (ts_options_watch(j->o, a->watches.items[i], watch_what, (int)a->watch_period))
+            return cli_usage_error(cmd, "--watch: %s", ts_last_error());
+    if (a->stats && a->watches.n == 0) {
+        for (int i = 0; i < a->anchors.n; i++) {
             char name[512];
             ts_output_mode mode;
             int period;
-            cli_parse_anchor(cmd, a.anchors.items[i], name, sizeof name, &mode, &period);
-            ts_options_watch(o, name, TS_WATCH_STATS, (int)a.watch_period);
+            cli_parse_anchor(cmd, a->anchors.items[i], name, sizeof name, &mode, &period);
+            ts_options_watch(j->o, name, TS_WATCH_STATS, (int)a->watch_period);
         }
-        if (a.anchors.n == 0 && a.outfeeds.n == 0) ts_options_watch(o, "Gradient___*.*", TS_WATCH_STATS, (int)a.watch_period);
+        if (a->anchors.n == 0 && a->outfeeds.n == 0) ts_options_watch(j->o, "Gradient___*.*", TS_WATCH_STATS, (int)a->watch_period);
     }
-    if (a.stats && a.precision && strcmp(a.precision, "f32") != 0) { /* the 16-bit copies and their gradients: what rounding lost */
+    if (a->stats && a->precision && strcmp(a->precision, "f32") != 0) { /* the 16-bit copies and their gradients: what rounding lost */
         char pat[16];
-        snprintf(pat, sizeof pat, "*@%s", a.precision);
-        ts_options_watch(o, pat, TS_WATCH_STATS, (int)a.watch_period);
+        snprintf(pat, sizeof pat, "*@%s", a->precision);
+        ts_options_watch(j->o, pat, TS_WATCH_STATS, (int)a->watch_period);
     }
-    if (a.tensorboard) ts_options_watch(o, "Accum___*", TS_WATCH_STATS, 1); /* global gradient norm */
-    if ((a.watch_stability || a.plot_stability) &&
-        ts_options_watch_stability(o, a.watch_stability && *a.watch_stability ? a.watch_stability : "*", (int)a.watch_period)) {
-        rc = cli_usage_error(cmd, "--watch-stability: %s", ts_last_error());
-        goto done;
-    }
-    if (a.outfeeds.n) {
-        ts_outfeed_config qc = {.name = "cli", .mode = of_mode, .depth = (int)a.outfeed_depth, .filters = a.outfeeds.items,
-                                .n_filters = a.outfeeds.n, .drop_when_full = a.outfeed_drop};
-        if (ts_outfeed_new(&q, &qc)) {
-            cli_runtime_error("creating the outfeed");
-            goto done;
-        }
-        char *d = sink.dump_dir ? cli_path(a.dump_npy, "outfeed", "") : NULL;
-        rc = d ? cli_check_output(cmd, "--dump-npy", d, true) : CLI_OK;
-        free(d);
-        if (rc) goto done;
-        rc = CLI_RUNTIME;
-        bool grads = false;
-        int marked = 0;
-        for (size_t i = 0; i < ts_graph_tensor_count(cm.g); i++) {
-            ts_tensor *t = ts_graph_tensor_at(cm.g, i);
-            const char *name = ts_tensor_name(t);
-            ts_array info;
-            ts_tensor_info(t, &info);
-            char key[600];
-            snprintf(key, sizeof key, "%s_grad", name);
-            if (info.data && cli_list_matches(&a.outfeeds, key)) grads = true;
-            if (!info.data && cli_list_matches(&a.outfeeds, name) && ts_outfeed_add(cm.g, q, name, t) == TS_OK) marked++;
-        }
-        if (grads) ts_options_outfeed_gradients(o, q, a.outfeed_pre);
-        if (!grads && !marked) {
-            rc = cli_usage_error(cmd, "--outfeed: no activation or <param>_grad key matches %s", a.outfeeds.items[0]);
-            goto done;
-        }
-        sink.last_only = of_mode == TS_OUTFEED_LAST;
-        if (a.stats && !(sink.since = calloc(32, sizeof *sink.since))) {
-            cli_runtime_error("allocating the outfeed's stats");
-            goto done;
-        }
-        if (ts_outfeed_set_sink(q, on_record, &sink)) {
-            cli_runtime_error("starting the outfeed consumer");
-            goto done;
-        }
-    }
-    /* evaluation runs on its own copy of the model, so the user's prints and
-     * outfeeds see training only; parameters are copied over before each eval */
-    if (cli_model_open(a.model, a.batch_size, (uint64_t)a.seed, NULL, &imp, &em) || (a.weights && copy_params(&cm, &em))) {
+    if (a->tensorboard) ts_options_watch(j->o, "Accum___*", TS_WATCH_STATS, 1); /* global gradient norm */
+    if ((a->watch_stability || a->plot_stability) &&
+        ts_options_watch_stability(j->o, a->watch_stability && *a->watch_stability ? a->watch_stability : "*", (int)a->watch_period))
+        return cli_usage_error(cmd, "--watch-stability: %s", ts_last_error());
+    return train_attach_outfeed(j);
+}
+
+/* Evaluation runs on its own copy of the model, so the user's prints and
+ * outfeeds see training only; parameters are copied over before each eval. */
+static int train_build_eval_model(train_job *j) {
+    train_args *a = &j->a;
+    const char *cmd = j->cmd;
+    int rc = CLI_RUNTIME;
+    if (cli_model_open(a->model, a->batch_size, (uint64_t)a->seed, NULL, &j->imp, &j->em) || (a->weights && copy_params(&j->cm, &j->em))) {
         cli_runtime_error("building the evaluation model");
-        goto done;
+        return rc;
     }
     /* every name a picture flag takes, before training */
-    if ((rc = check_pictures(cmd, &a, &cm, &em)) != CLI_OK) goto done;
+    if ((rc = check_pictures(cmd, a, &j->cm, &j->em)) != CLI_OK) return rc;
     rc = CLI_RUNTIME;
-    ts_tensor *outs[1] = {em.logp};
+    ts_tensor *outs[1] = {j->em.logp};
     ts_options *io = ts_options_new();
-    if (!io) goto done;
-    ts_options_set_threads(io, (int)a.threads);
-    if (a.device) ts_options_set_device(io, a.device); /* checked on the training options */
-    ts_options_set_allow_tf32(io, a.allow_tf32);
-    set_precision(cmd, &a, io);                          /* evaluated as it trains; checked on the training options */
-    for (int i = 0; i < a.attention_maps.n; i++) { /* the attention maps read the inference model's anchors */
+    if (!io) return rc;
+    ts_options_set_threads(io, (int)a->threads);
+    if (a->device) ts_options_set_device(io, a->device); /* checked on the training options */
+    ts_options_set_allow_tf32(io, a->allow_tf32);
+    set_precision(cmd, a, io);                          /* evaluated as it trains; checked on the training options */
+    for (int i = 0; i < a->attention_maps.n; i++) { /* the attention maps read the inference model's anchors */
         char name[512];
         long sample;
-        cli_parse_picture_spec(em.g, a.attention_maps.items[i], name, sizeof name, &sample); /* checked above */
+        cli_parse_picture_spec(j->em.g, a->attention_maps.items[i], name, sizeof name, &sample); /* checked above */
         ts_options_anchor(io, name, name, TS_OUTPUT_FINAL, 0); /* a repeat is one anchor: the error is ignored */
     }
-    st = ts_model_inference(&inf, em.g, outs, 1, io);
+    ts_status st = ts_model_inference(&j->inf, j->em.g, outs, 1, io);
     ts_options_free(io);
-    if (st || ts_model_compile(inf)) {
+    if (st || ts_model_compile(j->inf)) {
         cli_runtime_error("compiling the inference model");
-        goto done;
+        return rc;
     }
-    if (eval_only) {
-        double acc, loss;
-        if (!a.weights)
-            fprintf(stderr, "tensorscope eval: warning: no --weights given: evaluating the untrained random initialisation (seed %ld); "
-                            "save trained weights with 'tensorscope train --save-weights DIR' and pass --weights DIR\n",
-                    a.seed);
-        if (corpus && a.all) {
-            rc = cli_usage_error(cmd, "--all: a corpus is evaluated on windows of its held-out last tenth (--holdout N of them)");
-            goto done;
-        }
-        int64_t first = a.all ? 0 : n_train, count = a.all ? N : a.holdout;
-        const ts_dataset *eds = hds && !a.all ? hds : ds;
-        if (hds && !a.all) first = 0, count = ts_dataset_size(hds);
-        if (count == 0) {
-            rc = cli_usage_error(cmd, "nothing to evaluate: --holdout is 0 (use --all)");
-            goto done;
-        }
-        if (evaluate(inf, &em, eds, corpus, first, count, a.batch_size, &acc, &loss, !a.quiet)) {
-            cli_runtime_error("evaluating");
-            goto done;
-        }
-        if (corpus) printf("eval: %lld windows of %lld tokens, loss %.4f, next-token accuracy %.2f%%\n", (long long)count, (long long)em.block, loss, 100 * acc);
-        else printf("eval: %lld images, loss %.4f, accuracy %.2f%%\n", (long long)count, loss, 100 * acc);
-        rc = CLI_OK;
-        goto done;
+    return CLI_OK;
+}
+
+/* `tensorscope eval`: the held-out split (or --all) through the
+ * evaluation model, one line. */
+static int train_eval_only(train_job *j) {
+    train_args *a = &j->a;
+    const char *cmd = j->cmd;
+    int rc = CLI_RUNTIME;
+    double acc, loss;
+    if (!a->weights)
+        fprintf(stderr, "tensorscope eval: warning: no --weights given: evaluating the untrained random initialisation (seed %ld); "
+                        "save trained weights with 'tensorscope train --save-weights DIR' and pass --weights DIR\n",
+                a->seed);
+    if (j->corpus && a->all)
+        return cli_usage_error(cmd, "--all: a corpus is evaluated on windows of its held-out last tenth (--holdout N of them)");
+    int64_t first = a->all ? 0 : j->n_train, count = a->all ? j->N : a->holdout;
+    const ts_dataset *eds = j->hds && !a->all ? j->hds : j->ds;
+    if (j->hds && !a->all) first = 0, count = ts_dataset_size(j->hds);
+    if (count == 0)
+        return cli_usage_error(cmd, "nothing to evaluate: --holdout is 0 (use --all)");
+    if (evaluate(j->inf, &j->em, eds, j->corpus, first, count, a->batch_size, &acc, &loss, !a->quiet)) {
+        cli_runtime_error("evaluating");
+        return rc;
     }
-    if (ts_model_training(&tm, cm.g, cm.loss, o, opt) || ts_model_compile(tm)) {
+    if (j->corpus) printf("eval: %lld windows of %lld tokens, loss %.4f, next-token accuracy %.2f%%\n", (long long)count, (long long)j->em.block, loss, 100 * acc);
+    else printf("eval: %lld images, loss %.4f, accuracy %.2f%%\n", (long long)count, loss, 100 * acc);
+    return CLI_OK;
+}
+
+/* The training model compiled, then what only the compiled model can
+ * check (watches, the histogram's gradients) or write (--save-graph). */
+static int train_compile(train_job *j) {
+    train_args *a = &j->a;
+    const char *cmd = j->cmd;
+    int rc = CLI_RUNTIME;
+    if (ts_model_training(&j->tm, j->cm.g, j->cm.loss, j->o, j->opt) || ts_model_compile(j->tm)) {
         const char *msg = ts_last_error();
         if (strstr(msg, "anchor") || strstr(msg, "period")) rc = cli_usage_error(cmd, "%s", msg);
         else cli_runtime_error("compiling the training model");
-        goto done;
+        return rc;
     }
-    if (ts_model_check_watches(tm)) { /* a watch that matches nothing is a typo: the closest names */
+    if (ts_model_check_watches(j->tm)) { /* a watch that matches nothing is a typo: the closest names */
         rc = cli_usage_error(cmd, "--watch matches no tensor: %s", ts_last_error());
-        goto done;
+        return rc;
     }
-    if (want_hist) { /* the histogram plots anchored gradients: none would be a silent no-op */
+    if (j->want_hist) { /* the histogram plots anchored gradients: none would be a silent no-op */
         const char *const *an;
         size_t nan_ = 0;
         bool grad = false;
-        ts_model_anchor_list(tm, &an, &nan_);
+        ts_model_anchor_list(j->tm, &an, &nan_);
         for (size_t i = 0; i < nan_ && !grad; i++) grad = strncmp(an[i], "Gradient___", 11) == 0;
-        if (!grad) {
-            rc = cli_usage_error(cmd, "--histogram %s plots anchored gradients, and no --anchor names one (add --anchor 'Gradient___*' or leave out --anchor for the six layer gradients)", a.histogram);
-            goto done;
-        }
+        if (!grad)
+            return cli_usage_error(cmd, "--histogram %s plots anchored gradients, and no --anchor names one (add --anchor 'Gradient___*' or leave out --anchor for the six layer gradients)", a->histogram);
     }
-    if (a.log_memory) {
+    if (a->log_memory) {
         char line[512];
-        fprintf(stderr, "%s\n", ts_model_memory_line(tm, line, sizeof line));
+        fprintf(stderr, "%s\n", ts_model_memory_line(j->tm, line, sizeof line));
     }
-    if (a.save_graph && ts_model_save_graph(tm, a.save_graph)) {
+    if (a->save_graph && ts_model_save_graph(j->tm, a->save_graph)) {
         cli_runtime_error("saving the graph (--save-graph)");
-        goto done;
+        return rc;
     }
-    if (R > 1 && !a.quiet) printf("replicas: %d (one per MPI rank), micro-batch %ld each, %ld per step\n", R, a.batch_size, a.batch_size * R);
-    if (K > 1 && !a.quiet) printf("pipeline: %d stages (one per MPI rank), split at %s\n", K, a.split_at);
+    if (j->R > 1 && !a->quiet) printf("replicas: %d (one per MPI rank), micro-batch %ld each, %ld per step\n", j->R, a->batch_size, a->batch_size * j->R);
+    if (j->K > 1 && !a->quiet) printf("pipeline: %d stages (one per MPI rank), split at %s\n", j->K, a->split_at);
+    return CLI_OK;
+}
+
+/* The loader, runs per epoch and the plan (--epochs or --steps), agreed
+ * by the ranks of a job; --dump-debug's size checked against it. */
+static int train_plan(train_job *j) {
+    train_args *a = &j->a;
+    const char *cmd = j->cmd;
+    int rc = CLI_RUNTIME;
     /* every rank loads the combined batch of the replicas; each computes its slice */
-    src.S = S;
-    if (a.drop_last && corpus) {
+    j->src.S = j->S;
+    if (a->drop_last && j->corpus) {
         rc = cli_usage_error(cmd, "--drop-last is for a dataset's last batch; a corpus's windows are drawn at random, none is left over");
-        goto done;
+        return rc;
     }
-    const bool drop_last = a.drop_last || R > 1 || K > 1; /* replicas and stages: equal shapes on every rank */
-    if (corpus ? batches_corpus(&src, corpus, 0, a.batch_size * R, cm.block, S, (uint64_t)a.seed)
-               : ts_loader_new(&src.loader, ds, (ts_loader_config){.batch_size = a.batch_size * R, .first = 0, .count = n_train, .shuffle = 1,
-                                                                   .seed = (uint64_t)a.seed, .drop_last = drop_last})) {
+    const bool drop_last = a->drop_last || j->R > 1 || j->K > 1; /* replicas and stages: equal shapes on every rank */
+    if (j->corpus ? batches_corpus(&j->src, j->corpus, 0, a->batch_size * j->R, j->cm.block, j->S, (uint64_t)a->seed)
+                  : ts_loader_new(&j->src.loader, j->ds, (ts_loader_config){.batch_size = a->batch_size * j->R, .first = 0, .count = j->n_train, .shuffle = 1,
+                                                                      .seed = (uint64_t)a->seed, .drop_last = drop_last})) {
         cli_runtime_error("creating the data loader");
-        goto done;
+        return rc;
     }
-    long long per_run = (long long)S * a.batch_size * R; /* samples one run trains on, over the replicas */
-    long runs_per_epoch = batches_runs_per_epoch(&src);
-    if (!corpus) { /* the samples after the last whole run: one smaller run of S equal micro-batches, or dropped */
-        long long left = n_train % per_run, kept = drop_last ? 0 : left - left % S;
-        runs_per_epoch = (long)(n_train / per_run) + (kept > 0);
-        if (left && lead && !a.quiet) {
-            fprintf(stderr, "data: %lld training samples make %lld runs of %lld and leave %lld: ", (long long)n_train,
-                    (long long)(n_train / per_run), per_run, left);
+    j->per_run = (long long)j->S * a->batch_size * j->R; /* samples one run trains on, over the replicas */
+    j->runs_per_epoch = batches_runs_per_epoch(&j->src);
+    if (!j->corpus) { /* the samples after the last whole run: one smaller run of S equal micro-batches, or dropped */
+        long long left = j->n_train % j->per_run, kept = drop_last ? 0 : left - left % j->S;
+        j->runs_per_epoch = (long)(j->n_train / j->per_run) + (kept > 0);
+        if (left && j->lead && !a->quiet) {
+            fprintf(stderr, "data: %lld training samples make %lld runs of %lld and leave %lld: ", (long long)j->n_train,
+                    (long long)(j->n_train / j->per_run), j->per_run, left);
             if (kept)
                 fprintf(stderr, "kept as a last run of %lld, micro-batch %lld (PyTorch's drop_last=False; --drop-last drops them), "
-                        "whose size compiles the model once more, the first epoch (counted; both programs are kept, each epoch switches between them)", kept, kept / S);
+                        "whose size compiles the model once more, the first epoch (counted; both programs are kept, each epoch switches between them)", kept, kept / j->S);
             else
-                fprintf(stderr, "dropped (%s)", a.drop_last ? "--drop-last" : R > 1 ? "replicas train on equal batches"
-                                                : K > 1 ? "pipeline stages train on equal batches" : "fewer than one sample per micro-batch");
-            if (kept && left > kept) fprintf(stderr, "; the %lld that do not split into its %d micro-batches dropped", left - kept, S);
+                fprintf(stderr, "dropped (%s)", a->drop_last ? "--drop-last" : j->R > 1 ? "replicas train on equal batches"
+                                                : j->K > 1 ? "pipeline stages train on equal batches" : "fewer than one sample per micro-batch");
+            if (kept && left > kept) fprintf(stderr, "; the %lld that do not split into its %d micro-batches dropped", left - kept, j->S);
             fprintf(stderr, "\n");
         }
     }
-    if (runs_per_epoch < 1) {
-        rc = cli_usage_error(cmd, "one run needs %d batches of %ld (D x A), the training split holds %lld batches", S, a.batch_size * R,
-                             (long long)ts_loader_batches(src.loader));
-        goto done;
-    }
+    if (j->runs_per_epoch < 1)
+        return cli_usage_error(cmd, "one run needs %d batches of %ld (D x A), the training split holds %lld batches", j->S, a->batch_size * j->R,
+                             (long long)ts_loader_batches(j->src.loader));
     /* the plan is --epochs or --steps: --max-steps and --run-single-step stop
      * early, so a run stopped and resumed follows the same schedule */
-    long stop_runs = a.max_steps;
-    if (a.steps) {
-        long runs = (a.steps + a.repeat_count - 1) / a.repeat_count;
-        a.epochs = (runs + runs_per_epoch - 1) / runs_per_epoch;
-        if (!stop_runs || runs < stop_runs) stop_runs = runs;
+    j->stop_runs = a->max_steps;
+    if (a->steps) {
+        long runs = (a->steps + a->repeat_count - 1) / a->repeat_count;
+        a->epochs = (runs + j->runs_per_epoch - 1) / j->runs_per_epoch;
+        if (!j->stop_runs || runs < j->stop_runs) j->stop_runs = runs;
     }
-    int64_t planned_steps = a.steps ? (int64_t)a.steps : (int64_t)a.epochs * runs_per_epoch * a.repeat_count;
-    if (agree_plan(&a, corpus ? ts_corpus_length(corpus, 0) : n_train, planned_steps, stop_runs)) {
+    j->planned_steps = a->steps ? (int64_t)a->steps : (int64_t)a->epochs * j->runs_per_epoch * a->repeat_count;
+    if (agree_plan(a, j->corpus ? ts_corpus_length(j->corpus, 0) : j->n_train, j->planned_steps, j->stop_runs)) {
         cli_runtime_error("comparing the ranks' plans");
-        goto done;
+        return rc;
     }
-    if ((rc = cli_dump_debug_plan(cmd, tm, &a.dump, stop_runs ? stop_runs : a.epochs * runs_per_epoch, a.quiet)) != CLI_OK) goto done;
-    rc = CLI_RUNTIME;
-    if (a.tensorboard && lead) {
-        if (cli_tb_open(a.tensorboard, a.run_name, &tb, tb_dir, sizeof tb_dir)) {
+    if ((rc = cli_dump_debug_plan(cmd, j->tm, &a->dump, j->stop_runs ? j->stop_runs : a->epochs * j->runs_per_epoch, a->quiet)) != CLI_OK) return rc;
+    return CLI_OK;
+}
+
+/* --tensorboard: the run's directory, its hyperparameters and config. */
+static int train_open_tensorboard(train_job *j) {
+    train_args *a = &j->a;
+    int rc = CLI_RUNTIME;
+    if (a->tensorboard && j->lead) {
+        if (cli_tb_open(a->tensorboard, a->run_name, &j->tb, j->tb_dir, sizeof j->tb_dir)) {
             cli_runtime_error("opening the TensorBoard log");
-            goto done;
+            return rc;
         }
-        cli_hparams hp = {a.model, a.optimizer, a.lr_schedule, a.lr, a.momentum, a.weight_decay, a.warmup_steps, a.batch_size,
-                          a.repeat_count, a.grad_accum, a.epochs, a.seed};
-        cli_tb_hparams(tb, &hp);
+        cli_hparams hp = {a->model, a->optimizer, a->lr_schedule, a->lr, a->momentum, a->weight_decay, a->warmup_steps, a->batch_size,
+                          a->repeat_count, a->grad_accum, a->epochs, a->seed};
+        cli_tb_hparams(j->tb, &hp);
         char cfg[1024];
         snprintf(cfg, sizeof cfg,
                  "model: %s  \noptimizer: %s lr=%g momentum=%g weight_decay=%g  \nbatch size: %ld, repeat count (D): %ld, gradient accumulation (A): %ld  \nepochs: %ld, seed: %ld, train/held-out: %lld/%ld%s",
-                 a.model, a.optimizer, a.lr, a.momentum, a.weight_decay, a.batch_size, a.repeat_count, a.grad_accum, a.epochs, a.seed,
-                 (long long)(corpus ? ts_corpus_length(corpus, 0) : n_train), corpus ? (long)ts_corpus_length(corpus, 1) : a.holdout,
-                 corpus ? " characters" : "");
-        if (ts_tb_text(tb, "config", 0, cfg)) {
+                 a->model, a->optimizer, a->lr, a->momentum, a->weight_decay, a->batch_size, a->repeat_count, a->grad_accum, a->epochs, a->seed,
+                 (long long)(j->corpus ? ts_corpus_length(j->corpus, 0) : j->n_train), j->corpus ? (long)ts_corpus_length(j->corpus, 1) : a->holdout,
+                 j->corpus ? " characters" : "");
+        if (ts_tb_text(j->tb, "config", 0, cfg)) {
             cli_runtime_error("writing the TensorBoard log");
-            goto done;
+            return rc;
         }
     }
-    sched.total_steps = planned_steps - sched.warmup_steps > 0 ? planned_steps - sched.warmup_steps : 1;
-    if (ts_model_set_lr_schedule(tm, &sched)) {
-        rc = cli_usage_error(cmd, "%s", ts_last_error());
-        goto done;
-    }
-    bool scheduled = sched.kind != TS_LR_CONSTANT || sched.warmup_steps > 0;
-    if (scheduled && !a.quiet)
-        fprintf(stderr, "learning rate: %s schedule from %g, %lld warmup steps, %lld steps in all\n", ts_lr_schedule_name(sched.kind), a.lr,
-                (long long)sched.warmup_steps, (long long)planned_steps);
-    char ckpt[1100] = "";
-    if (a.resume) {
-        snprintf(ckpt, sizeof ckpt, "%s/checkpoint.tsck", a.resume);
-        if (ts_checkpoint_load(ckpt, tm, src.loader)) {
+    return CLI_OK;
+}
+
+/* The learning-rate schedule over the plan, and --resume's checkpoint. */
+static int train_resume(train_job *j) {
+    train_args *a = &j->a;
+    const char *cmd = j->cmd;
+    int rc = CLI_RUNTIME;
+    j->sched.total_steps = j->planned_steps - j->sched.warmup_steps > 0 ? j->planned_steps - j->sched.warmup_steps : 1;
+    if (ts_model_set_lr_schedule(j->tm, &j->sched))
+        return cli_usage_error(cmd, "%s", ts_last_error());
+    j->scheduled = j->sched.kind != TS_LR_CONSTANT || j->sched.warmup_steps > 0;
+    if (j->scheduled && !a->quiet)
+        fprintf(stderr, "learning rate: %s schedule from %g, %lld warmup steps, %lld steps in all\n", ts_lr_schedule_name(j->sched.kind), a->lr,
+                (long long)j->sched.warmup_steps, (long long)j->planned_steps);
+    if (a->resume) {
+        snprintf(j->ckpt, sizeof j->ckpt, "%s/checkpoint.tsck", a->resume);
+        if (ts_checkpoint_load(j->ckpt, j->tm, j->src.loader)) {
             cli_runtime_error("resuming");
-            goto done;
+            return rc;
         }
-        batches_seek(&src, ts_model_runs(tm));
-        if (!a.quiet)
-            fprintf(stderr, "resumed from %s at step %lld (run %lld, epoch %lld)\n", ckpt, (long long)ts_model_steps(tm),
-                    (long long)ts_model_runs(tm), (long long)batches_epoch(&src));
+        batches_seek(&j->src, ts_model_runs(j->tm));
+        if (!a->quiet)
+            fprintf(stderr, "resumed from %s at step %lld (run %lld, epoch %lld)\n", j->ckpt, (long long)ts_model_steps(j->tm),
+                    (long long)ts_model_runs(j->tm), (long long)batches_epoch(&j->src));
     }
-    if (a.checkpoint_dir) { /* the directory: checked (made) before any work */
-        snprintf(ckpt, sizeof ckpt, "%s/checkpoint.tsck", a.checkpoint_dir);
+    if (a->checkpoint_dir) { /* the directory: checked (made) before any work */
+        snprintf(j->ckpt, sizeof j->ckpt, "%s/checkpoint.tsck", a->checkpoint_dir);
     }
-    const char *in_names[2] = {ts_tensor_name(cm.x), ts_tensor_name(cm.labels)};
-    long total_runs = (long)ts_model_runs(tm);
-    long long first_samples = (long long)total_runs * per_run; /* a resumed run's samples before it */
-    long long samples = first_samples;                         /* what the runs trained on (a smaller last run's included) */
-    long first_epoch = batches_epoch(&src) > 1 ? (long)batches_epoch(&src) : 1;
-    bool stop = stop_runs && total_runs >= stop_runs;
-    double t_start = cli_now(), train_s = 0; /* train_s: training time, evaluation excluded */
-    double last_loss = NAN, last_acc = 0, last_hl = 0;
-    bool last_held = false;
+    return CLI_OK;
+}
+
+/* A run that failed: a signal stops the epoch (*stop), a spike held for
+ * the inspector is skipped (CLI_OK, the loop goes on), anything else ends
+ * the job with its exit code. */
+static int train_run_failed(train_job *j, ts_status st, ts_array in[2], int64_t steps0, bool *stop) {
+    int rc = CLI_RUNTIME;
+    if (st == TS_ERR_CANCELLED) { /* a signal here, or on another rank of the job */
+        if (!g_interrupted) g_interrupted = SIGINT;
+        j->stop = true;
+        *stop = true;
+        return CLI_OK;
+    }
+    if (st == TS_ERR_SPIKE && j->spike_action == TS_SPIKE_INSPECT) { /* the step held, its update not applied */
+        fprintf(stderr, "tensorscope: %s\n", ts_last_error());
+        if (cli_inspector_on_spike(j->insp, j->tm) == CLI_INSPECT_QUIT) return 128 + SIGINT;
+        return CLI_OK;
+    }
+    if (st == TS_ERR_SPIKE) {
+        fprintf(stderr, "tensorscope: training stopped by the spike detector: %s\n", ts_last_error());
+    } else if (st == TS_ERR_NUMERICS) {
+        if (ts_get_log_level() >= TS_LOG_ERROR) /* the library logged the report */
+            fprintf(stderr, "tensorscope: training stopped by the numeric check (report above)\n");
+        else
+            fprintf(stderr, "tensorscope: training stopped by the numeric check:\n%s\n", ts_last_error());
+        rc = cli_inspector_on_nan(j->insp, j->tm, j->in_names, in, 2, steps0) == CLI_INSPECT_QUIT ? 128 + SIGINT : CLI_RUNTIME;
+    } else {
+        cli_runtime_error("training");
+    }
+    return rc;
+}
+
+/* After each run: its mean loss, the inspector's pause, and every observer
+ * that reads the model between runs (memory, curves, stability, TensorBoard,
+ * the stats table, checkpoints, the outfeed's dumps). Sets j->stop when
+ * training ends here. */
+static int train_after_run(train_job *j, epoch_state *e, int64_t rows, double run_s, bool pause) {
+    train_args *a = &j->a;
+    int rc = CLI_RUNTIME;
+    double loss = NAN;
+    ts_array la;
+    if (ts_model_anchored(j->tm, "cli.loss", &la) == TS_OK) { /* SUM over the run (one per replica) -> mean */
+        double sum = 0;
+        for (int64_t i = 0; i < ts_array_numel(&la); i++) sum += ((const float *)la.data)[i];
+        loss = sum / (double)(j->S * ts_array_numel(&la));
+    }
+    e->loss += loss;
+    e->runs++;
+    j->total_runs++;
+    j->samples += rows;
+    e->samples += rows;
+    if (pause) {
+        cli_progress_end(&e->bar);
+        double p0 = cli_now();
+        if (cli_inspector_after_run(j->insp, j->tm, j->total_runs) == CLI_INSPECT_QUIT) g_interrupted = SIGINT; /* as Ctrl-C: what was asked is written */
+        double paused = cli_now() - p0; /* time at the prompt is not training time */
+        e->t0 += paused, j->t_start += paused;
+    }
+    if (a->log_memory && j->on_device) { /* the device's memory each run (RETURNN's torch_log_memory_usage) */
+        char line[512];
+        cli_progress_end(&e->bar);
+        fprintf(stderr, "step %lld: %s\n", (long long)ts_model_steps(j->tm), ts_model_memory_line(j->tm, line, sizeof line));
+    }
+    curve_add(j->loss_curve, (double)ts_model_steps(j->tm), loss); /* x: optimizer steps, as TensorBoard's */
+    e->bar.written = atomic_load(&j->sink.bytes);
+    cli_progress_update(&e->bar, e->runs, loss);
+    if (a->plot_stability && j->lead && cli_stability_record(&j->stab, j->tm)) {
+        cli_progress_end(&e->bar);
+        cli_runtime_error("keeping the stability signals");
+        return rc;
+    }
+    if (j->tb && cli_tb_step(j->tb, j->tm, loss, (double)rows / run_s, j->R)) { /* a full disk stops training now */
+        cli_progress_end(&e->bar);
+        cli_runtime_error("writing the TensorBoard log");
+        return rc;
+    }
+    if (a->stats_every && j->total_runs % a->stats_every == 0) {
+        cli_progress_end(&e->bar);
+        print_stats_table(j->tm, j->q, &j->sink);
+    }
+    if (j->lead && a->checkpoint_dir && a->checkpoint_every && j->total_runs % a->checkpoint_every == 0 && ts_checkpoint_save(j->ckpt, j->tm, j->src.loader)) {
+        cli_progress_end(&e->bar);
+        cli_runtime_error("writing the checkpoint");
+        return rc;
+    }
+    if (atomic_load(&j->sink.failed)) {
+        cli_progress_end(&e->bar);
+        fprintf(stderr, "tensorscope: writing outfeed dumps: %s\n", j->sink.err);
+        return rc;
+    }
+    if (atomic_load(&j->sink.full) && !j->dumps_full) {
+        /* only rank 0 writes dumps: the ranks of a job (replicas or
+         * stages) train on together, without further dumps (one rank
+         * stopping alone would leave the others waiting for it) */
+        cli_progress_end(&e->bar);
+        fprintf(stderr, "tensorscope: --dump-npy: the outfeed dumps reached --dump-limit %s (%lld bytes written) at run %ld; "
+                "%s (raise --dump-limit, 0 for no limit, or dump fewer keys)\n",
+                a->dump_limit ? a->dump_limit : "1G", (long long)atomic_load(&j->sink.bytes), j->total_runs,
+                ts_dist_size() > 1 ? "no more dumps are written, all ranks train on" : "stopping");
+        j->dumps_full = true;
+        if (ts_dist_size() <= 1) j->stop = true;
+    }
+    if (g_interrupted || a->run_single_step || (j->stop_runs && j->total_runs >= j->stop_runs)) j->stop = true;
+    return CLI_OK;
+}
+
+/* One epoch's runs, until the loader's epoch ends or training stops. */
+static int train_epoch(train_job *j, epoch_state *e) {
+    int rc;
+    for (;;) {
+        ts_array in[2];
+        ts_status st = batches_next(&j->src, &in[0], &in[1]);
+        if (st == TS_ERR_NOT_FOUND) break;
+        double r0 = cli_now();
+        if (!st && j->cm.onehot && !(j->onehot = to_onehot(&in[1], j->cm.onehot, j->onehot))) st = TS_ERR_OUT_OF_MEMORY;
+        bool pause = !st && cli_inspector_arm(j->insp, j->tm, j->total_runs + 1);
+        int64_t steps0 = ts_model_steps(j->tm);
+        if (st || (st = ts_model_run(j->tm, j->in_names, in, 2))) {
+            bool stop = false;
+            cli_progress_end(&e->bar);
+            if ((rc = train_run_failed(j, st, in, steps0, &stop)) != CLI_OK) return rc;
+            if (stop) break;
+            continue;
+        }
+        if ((rc = train_after_run(j, e, in[0].shape[0], cli_now() - r0, pause)) != CLI_OK) return rc;
+        if (j->stop) break;
+    }
+    cli_progress_end(&e->bar);
+    return CLI_OK;
+}
+
+/* The end of an epoch: the held-out evaluation, the epoch's line, its
+ * TensorBoard scalars, the stats table and the memory line. */
+static int train_evaluate(train_job *j, epoch_state *e) {
+    train_args *a = &j->a;
+    int rc = CLI_RUNTIME;
+    double ep_s = cli_now() - e->t0, acc = 0, hl = 0;
+    bool held = a->holdout > 0 || j->hds;
+    if (held && (copy_params(&j->cm, &j->em) || evaluate(j->inf, &j->em, j->hds ? j->hds : j->ds, j->corpus, j->hds ? 0 : j->n_train,
+                                                          j->hds ? ts_dataset_size(j->hds) : a->holdout, a->batch_size, &acc, &hl, !a->quiet))) {
+        cli_runtime_error("evaluating");
+        return rc;
+    }
+    if (held) {
+        curve_add(j->acc_curve, (double)ts_model_steps(j->tm), 100 * acc); /* percent, as printed */
+        curve_add(j->hl_curve, (double)ts_model_steps(j->tm), hl);
+    }
+    j->train_s += ep_s;
+    j->last_loss = e->runs ? e->loss / (double)e->runs : NAN, j->last_acc = acc, j->last_hl = hl, j->last_held = held;
+    if (!a->quiet) { /* --quiet: the final line says how it ended */
+        printf("epoch %ld/%ld: loss %.4f", e->ep, a->epochs, j->last_loss);
+        if (held) printf("  held-out accuracy %.2f%% (loss %.4f)", 100 * acc, hl);
+        printf("  %.2f s, %.0f samples/s", ep_s, (double)e->samples / ep_s);
+        if (j->scheduled) printf("  lr %.6g", ts_model_learning_rate(j->tm));
+        if (a->dump_npy && j->q) printf("  outfeed dumps %.1f MB", (double)atomic_load(&j->sink.bytes) / 1e6);
+        printf("\n");
+        fflush(stdout);
+    }
+    if (j->tb && ((held && cli_tb_eval(j->tb, ts_model_steps(j->tm), hl, acc)) || ts_tb_flush(j->tb))) {
+        cli_runtime_error("writing the TensorBoard log");
+        return rc;
+    }
+    if (a->stats && !a->stats_every) print_stats_table(j->tm, j->q, &j->sink);
+    if (a->log_memory) {
+        char line[512];
+        fprintf(stderr, "%s\n", ts_model_memory_line(j->tm, line, sizeof line));
+    }
+    return CLI_OK;
+}
+
+/* The epochs, from where a resumed run left off; Ctrl-C and SIGTERM stop
+ * them between runs. */
+static int train_loop(train_job *j) {
+    train_args *a = &j->a;
+    int rc;
+    j->in_names[0] = ts_tensor_name(j->cm.x), j->in_names[1] = ts_tensor_name(j->cm.labels);
+    j->total_runs = (long)ts_model_runs(j->tm);
+    j->first_samples = (long long)j->total_runs * j->per_run; /* a resumed run's samples before it */
+    j->samples = j->first_samples;                            /* what the runs trained on (a smaller last run's included) */
+    long first_epoch = batches_epoch(&j->src) > 1 ? (long)batches_epoch(&j->src) : 1;
+    j->stop = j->stop_runs && j->total_runs >= j->stop_runs;
+    j->t_start = cli_now(), j->train_s = 0;
+    j->last_loss = NAN, j->last_acc = 0, j->last_hl = 0;
+    j->last_held = false;
     catch_interrupts(true);
-    g_running = tm;
-    if (!eval_only) insp = cli_inspector_new(cmd, a.break_at, a.break_on_nan);
-    for (long ep = first_epoch; ep <= a.epochs && !stop; ep++) {
-        cli_progress bar;
+    g_running = j->tm;
+    if (!j->eval_only) j->insp = cli_inspector_new(j->cmd, a->break_at, a->break_on_nan);
+    for (long ep = first_epoch; ep <= a->epochs && !j->stop; ep++) {
+        epoch_state e = {.ep = ep};
         char label[64];
-        snprintf(label, sizeof label, "epoch %ld/%ld", ep, a.epochs);
-        cli_progress_start(&bar, !a.quiet, label, runs_per_epoch);
-        double ep_loss = 0, t0 = cli_now();
-        long ep_runs = 0;
-        long long ep_samples = 0;
-        for (;;) {
-            ts_array in[2];
-            st = batches_next(&src, &in[0], &in[1]);
-            if (st == TS_ERR_NOT_FOUND) break;
-            double r0 = cli_now();
-            if (!st && cm.onehot && !(onehot = to_onehot(&in[1], cm.onehot, onehot))) st = TS_ERR_OUT_OF_MEMORY;
-            bool pause = !st && cli_inspector_arm(insp, tm, total_runs + 1);
-            int64_t steps0 = ts_model_steps(tm);
-            if (st || (st = ts_model_run(tm, in_names, in, 2))) {
-                cli_progress_end(&bar);
-                if (st == TS_ERR_CANCELLED) { /* a signal here, or on another rank of the job */
-                    if (!g_interrupted) g_interrupted = SIGINT;
-                    stop = true;
-                    st = TS_OK;
-                    break;
-                }
-                if (st == TS_ERR_SPIKE && spike_action == TS_SPIKE_INSPECT) { /* the step held, its update not applied */
-                    fprintf(stderr, "tensorscope: %s\n", ts_last_error());
-                    if (cli_inspector_on_spike(insp, tm) == CLI_INSPECT_QUIT) {
-                        rc = 128 + SIGINT;
-                        goto done;
-                    }
-                    st = TS_OK;
-                    continue;
-                }
-                if (st == TS_ERR_SPIKE) {
-                    fprintf(stderr, "tensorscope: training stopped by the spike detector: %s\n", ts_last_error());
-                } else if (st == TS_ERR_NUMERICS) {
-                    if (ts_get_log_level() >= TS_LOG_ERROR) /* the library logged the report */
-                        fprintf(stderr, "tensorscope: training stopped by the numeric check (report above)\n");
-                    else
-                        fprintf(stderr, "tensorscope: training stopped by the numeric check:\n%s\n", ts_last_error());
-                    rc = cli_inspector_on_nan(insp, tm, in_names, in, 2, steps0) == CLI_INSPECT_QUIT ? 128 + SIGINT : CLI_RUNTIME;
-                } else {
-                    cli_runtime_error("training");
-                }
-                goto done;
-            }
-            double run_s = cli_now() - r0;
-            double loss = NAN;
-            ts_array la;
-            if (ts_model_anchored(tm, "cli.loss", &la) == TS_OK) { /* SUM over the run (one per replica) -> mean */
-                double sum = 0;
-                for (int64_t i = 0; i < ts_array_numel(&la); i++) sum += ((const float *)la.data)[i];
-                loss = sum / (double)(S * ts_array_numel(&la));
-            }
-            ep_loss += loss;
-            ep_runs++;
-            total_runs++;
-            samples += in[0].shape[0];
-            ep_samples += in[0].shape[0];
-            if (pause) {
-                cli_progress_end(&bar);
-                double p0 = cli_now();
-                if (cli_inspector_after_run(insp, tm, total_runs) == CLI_INSPECT_QUIT) g_interrupted = SIGINT; /* as Ctrl-C: what was asked is written */
-                double paused = cli_now() - p0; /* time at the prompt is not training time */
-                t0 += paused, t_start += paused;
-            }
-            if (a.log_memory && on_device) { /* the device's memory each run (RETURNN's torch_log_memory_usage) */
-                char line[512];
-                cli_progress_end(&bar);
-                fprintf(stderr, "step %lld: %s\n", (long long)ts_model_steps(tm), ts_model_memory_line(tm, line, sizeof line));
-            }
-            curve_add(loss_curve, (double)ts_model_steps(tm), loss); /* x: optimizer steps, as TensorBoard's */
-            bar.written = atomic_load(&sink.bytes);
-            cli_progress_update(&bar, ep_runs, loss);
-            if (a.plot_stability && lead && cli_stability_record(&stab, tm)) {
-                cli_progress_end(&bar);
-                cli_runtime_error("keeping the stability signals");
-                goto done;
-            }
-            if (tb && cli_tb_step(tb, tm, loss, (double)in[0].shape[0] / run_s, R)) { /* a full disk stops training now */
-                cli_progress_end(&bar);
-                cli_runtime_error("writing the TensorBoard log");
-                goto done;
-            }
-            if (a.stats_every && total_runs % a.stats_every == 0) {
-                cli_progress_end(&bar);
-                print_stats_table(tm, q, &sink);
-            }
-            if (lead && a.checkpoint_dir && a.checkpoint_every && total_runs % a.checkpoint_every == 0 && ts_checkpoint_save(ckpt, tm, src.loader)) {
-                cli_progress_end(&bar);
-                cli_runtime_error("writing the checkpoint");
-                goto done;
-            }
-            if (atomic_load(&sink.failed)) {
-                cli_progress_end(&bar);
-                fprintf(stderr, "tensorscope: writing outfeed dumps: %s\n", sink.err);
-                goto done;
-            }
-            if (atomic_load(&sink.full) && !dumps_full) {
-                /* only rank 0 writes dumps: the ranks of a job (replicas or
-                 * stages) train on together, without further dumps (one rank
-                 * stopping alone would leave the others waiting for it) */
-                cli_progress_end(&bar);
-                fprintf(stderr, "tensorscope: --dump-npy: the outfeed dumps reached --dump-limit %s (%lld bytes written) at run %ld; "
-                        "%s (raise --dump-limit, 0 for no limit, or dump fewer keys)\n",
-                        a.dump_limit ? a.dump_limit : "1G", (long long)atomic_load(&sink.bytes), total_runs,
-                        ts_dist_size() > 1 ? "no more dumps are written, all ranks train on" : "stopping");
-                dumps_full = true;
-                if (ts_dist_size() <= 1) {
-                    stop = true;
-                    break;
-                }
-            }
-            if (g_interrupted) {
-                stop = true;
-                break;
-            }
-            if (a.run_single_step || (stop_runs && total_runs >= stop_runs)) {
-                stop = true;
-                break;
-            }
-        }
-        cli_progress_end(&bar);
-        double ep_s = cli_now() - t0, acc = 0, hl = 0;
-        bool held = a.holdout > 0 || hds;
-        if (held && (copy_params(&cm, &em) || evaluate(inf, &em, hds ? hds : ds, corpus, hds ? 0 : n_train, hds ? ts_dataset_size(hds) : a.holdout,
-                                                        a.batch_size, &acc, &hl, !a.quiet))) {
-            cli_runtime_error("evaluating");
-            goto done;
-        }
-        if (held) {
-            curve_add(acc_curve, (double)ts_model_steps(tm), 100 * acc); /* percent, as printed */
-            curve_add(hl_curve, (double)ts_model_steps(tm), hl);
-        }
-        train_s += ep_s;
-        last_loss = ep_runs ? ep_loss / (double)ep_runs : NAN, last_acc = acc, last_hl = hl, last_held = held;
-        if (!a.quiet) { /* --quiet: the final line says how it ended */
-            printf("epoch %ld/%ld: loss %.4f", ep, a.epochs, last_loss);
-            if (held) printf("  held-out accuracy %.2f%% (loss %.4f)", 100 * acc, hl);
-            printf("  %.2f s, %.0f samples/s", ep_s, (double)ep_samples / ep_s);
-            if (scheduled) printf("  lr %.6g", ts_model_learning_rate(tm));
-            if (a.dump_npy && q) printf("  outfeed dumps %.1f MB", (double)atomic_load(&sink.bytes) / 1e6);
-            printf("\n");
-            fflush(stdout);
-        }
-        if (tb && ((held && cli_tb_eval(tb, ts_model_steps(tm), hl, acc)) || ts_tb_flush(tb))) {
-            cli_runtime_error("writing the TensorBoard log");
-            goto done;
-        }
-        if (a.stats && !a.stats_every) print_stats_table(tm, q, &sink);
-        if (a.log_memory) {
-            char line[512];
-            fprintf(stderr, "%s\n", ts_model_memory_line(tm, line, sizeof line));
-        }
+        snprintf(label, sizeof label, "epoch %ld/%ld", ep, a->epochs);
+        cli_progress_start(&e.bar, !a->quiet, label, j->runs_per_epoch);
+        e.t0 = cli_now();
+        if ((rc = train_epoch(j, &e)) != CLI_OK || (rc = train_evaluate(j, &e)) != CLI_OK) return rc;
     }
     g_running = NULL;
     if (g_interrupted)
         fprintf(stderr, "tensorscope: interrupted by %s after %ld runs (%lld steps): writing what was asked, then exiting (again to exit at once)\n",
-                g_interrupted == SIGINT ? "SIGINT" : "SIGTERM", total_runs, (long long)ts_model_steps(tm));
-    if (a.checkpoint_dir && lead) {
-        if (ts_checkpoint_save(ckpt, tm, src.loader)) {
+                g_interrupted == SIGINT ? "SIGINT" : "SIGTERM", j->total_runs, (long long)ts_model_steps(j->tm));
+    return CLI_OK;
+}
+
+/* The final result: what was trained, and how the last epoch ended (its
+ * mean loss and held-out accuracy, as its epoch line); samples/s over the
+ * training time (evaluation excluded). The checkpoint first. */
+static int train_report(train_job *j) {
+    int rc = CLI_RUNTIME;
+    if (j->a.checkpoint_dir && j->lead) {
+        if (ts_checkpoint_save(j->ckpt, j->tm, j->src.loader)) {
             cli_runtime_error("writing the checkpoint");
-            goto done;
+            return rc;
         }
-        printf("checkpoint at step %lld in %s\n", (long long)ts_model_steps(tm), ckpt);
+        printf("checkpoint at step %lld in %s\n", (long long)ts_model_steps(j->tm), j->ckpt);
     }
-    /* the final result: what was trained, and how the last epoch ended (its
-     * mean loss and held-out accuracy, as its epoch line); samples/s over
-     * the training time (evaluation excluded) */
-    printf("trained %ld runs (%lld steps, %lld samples) in %.2f s", total_runs, (long long)ts_model_steps(tm), samples, cli_now() - t_start);
-    if (train_s > 0) {
-        printf(": loss %.4f", last_loss);
-        if (last_held) printf("  held-out accuracy %.2f%% (loss %.4f)", 100 * last_acc, last_hl);
-        printf("  %.0f samples/s", (double)(samples - first_samples) / train_s);
-        if (scheduled) printf("  lr %.6g", ts_model_learning_rate(tm));
+    printf("trained %ld runs (%lld steps, %lld samples) in %.2f s", j->total_runs, (long long)ts_model_steps(j->tm), j->samples, cli_now() - j->t_start);
+    if (j->train_s > 0) {
+        printf(": loss %.4f", j->last_loss);
+        if (j->last_held) printf("  held-out accuracy %.2f%% (loss %.4f)", 100 * j->last_acc, j->last_hl);
+        printf("  %.0f samples/s", (double)(j->samples - j->first_samples) / j->train_s);
+        if (j->scheduled) printf("  lr %.6g", ts_model_learning_rate(j->tm));
     }
     printf("\n");
+    return CLI_OK;
+}
 
-    /* ---- what the user asked to keep */
+/* ---- what the user asked to keep */
+
+/* The anchored tensors of the last run: a line each, and --dump-npy's files. */
+static int train_write_anchors(train_job *j) {
+    train_args *a = &j->a;
+    int rc = CLI_RUNTIME;
     const char *const *anames;
     size_t n_anchors = 0;
-    ts_model_anchor_list(tm, &anames, &n_anchors);
-    if (a.anchors.n) {
+    ts_model_anchor_list(j->tm, &anames, &n_anchors);
+    if (a->anchors.n) {
         printf("anchored tensors (last run):\n");
         for (size_t i = 0; i < n_anchors; i++) {
             if (strcmp(anames[i], "cli.loss") == 0 || strcmp(anames[i], "loss") == 0) continue;
             ts_array arr;
-            if (ts_model_anchored(tm, anames[i], &arr)) continue;
+            if (ts_model_anchored(j->tm, anames[i], &arr)) continue;
             ts_summary s;
             char line[512];
             if (arr.dtype == TS_F32 && ts_summarize_f32(arr.data, ts_array_numel(&arr), TS_WATCH_STATS, &s) == TS_OK)
                 printf("  %s\n", ts_summary_line(anames[i], &arr, &s.stats, line, sizeof line));
         }
     }
-    if (a.dump_npy && lead) {
+    if (a->dump_npy && j->lead) {
         int written = 0;
         for (size_t i = 0; i < n_anchors; i++) {
             if (strcmp(anames[i], "cli.loss") == 0) continue;
             ts_array arr;
             char fname[512];
-            if (ts_model_anchored(tm, anames[i], &arr)) continue;
+            if (ts_model_anchored(j->tm, anames[i], &arr)) continue;
             cli_file_safe(anames[i], fname, sizeof fname);
-            char *path = cli_path(a.dump_npy, fname, ".npy");
+            char *path = cli_path(a->dump_npy, fname, ".npy");
             ts_status wst = path ? ts_npy_save(path, &arr) : TS_ERR_OUT_OF_MEMORY;
             free(path);
             if (wst) {
                 cli_runtime_error("writing .npy");
-                goto done;
+                return rc;
             }
             written++;
         }
-        if (cli_dump_order_write(a.dump_npy, anames, n_anchors)) goto done; /* their graph order, for `compare --rank` */
-        printf("wrote %d anchored arrays to %s/\n", written, a.dump_npy);
+        if (cli_dump_order_write(a->dump_npy, anames, n_anchors)) return rc; /* their graph order, for `compare --rank` */
+        printf("wrote %d anchored arrays to %s/\n", written, a->dump_npy);
     }
-    if (want_hist && lead) {
+    return CLI_OK;
+}
+
+/* --histogram: the anchored gradients of the last micro-batch. */
+static int train_write_histogram(train_job *j) {
+    train_args *a = &j->a;
+    int rc = CLI_RUNTIME;
+    const char *const *anames;
+    size_t n_anchors = 0;
+    ts_model_anchor_list(j->tm, &anames, &n_anchors);
+    if (j->want_hist && j->lead) {
         ts_array arrs[64];
         int n = 0;
         for (size_t i = 0; i < n_anchors && n < 64; i++)
-            if (strncmp(anames[i], "Gradient___", 11) == 0 && ts_model_anchored(tm, anames[i], &arrs[n]) == TS_OK) n++;
+            if (strncmp(anames[i], "Gradient___", 11) == 0 && ts_model_anchored(j->tm, anames[i], &arrs[n]) == TS_OK) n++;
         char caption[512];
         int used = 0;
         caption[0] = '\0';
@@ -1601,123 +1797,183 @@ int cmd_train(int argc, char **argv, bool eval_only) {
             if (strncmp(anames[i], "Gradient___", 11) == 0)
                 used += snprintf(caption + used, sizeof caption - (size_t)used, "%s%s", k++ ? ", " : "", anames[i] + 11);
         if (used < (int)sizeof caption)
-            snprintf(caption + used, sizeof caption - (size_t)used, " gradients at step %lld (last micro-batch)", (long long)ts_model_steps(tm));
+            snprintf(caption + used, sizeof caption - (size_t)used, " gradients at step %lld (last micro-batch)", (long long)ts_model_steps(j->tm));
         if (n == 0) fprintf(stderr, "tensorscope: --histogram: no anchored Gradient___ tensor to plot (anchor some with --anchor)\n");
-        else if (ts_plot_gradient_histogram_captioned(a.histogram, arrs, n, caption)) {
+        else if (ts_plot_gradient_histogram_captioned(a->histogram, arrs, n, caption)) {
             cli_runtime_error("writing the histogram");
-            goto done;
-        } else printf("Saved histogram to %s\n", a.histogram);
+            return rc;
+        } else printf("Saved histogram to %s\n", a->histogram);
     }
-    if (a.plot_stability && lead && (rc = cli_stability_plot(stab, a.plot_stability)) != CLI_OK) goto done;
-    if (a.plot && lead) {
-        ts_series losses[2] = {{"training loss (mean of each run)", loss_curve->x, loss_curve->y, loss_curve->n},
-                               {"held-out loss (each epoch)", hl_curve->x, hl_curve->y, hl_curve->n}};
-        ts_series accs[1] = {{"held-out accuracy (each epoch)", acc_curve->x, acc_curve->y, acc_curve->n}};
-        ts_plot_panel panels[2] = {{"loss", losses, a.holdout > 0 ? 2 : 1}, {"accuracy (%)", accs, 1}};
-        if (ts_plot_panels(a.plot, "Training", "optimizer step", panels, a.holdout > 0 ? 2 : 1)) {
+    return CLI_OK;
+}
+
+/* --plot-stability's heat maps and --plot's curves. */
+static int train_write_plots(train_job *j) {
+    train_args *a = &j->a;
+    int rc = CLI_RUNTIME;
+    if (a->plot_stability && j->lead && (rc = cli_stability_plot(j->stab, a->plot_stability)) != CLI_OK) return rc;
+    rc = CLI_RUNTIME;
+    if (a->plot && j->lead) {
+        ts_series losses[2] = {{"training loss (mean of each run)", j->loss_curve->x, j->loss_curve->y, j->loss_curve->n},
+                               {"held-out loss (each epoch)", j->hl_curve->x, j->hl_curve->y, j->hl_curve->n}};
+        ts_series accs[1] = {{"held-out accuracy (each epoch)", j->acc_curve->x, j->acc_curve->y, j->acc_curve->n}};
+        ts_plot_panel panels[2] = {{"loss", losses, a->holdout > 0 ? 2 : 1}, {"accuracy (%)", accs, 1}};
+        if (ts_plot_panels(a->plot, "Training", "optimizer step", panels, a->holdout > 0 ? 2 : 1)) {
             cli_runtime_error("writing the plot");
-            goto done;
+            return rc;
         }
-        printf("Saved plot to %s\n", a.plot);
+        printf("Saved plot to %s\n", a->plot);
     }
-    if ((a.feature_maps.n || a.filters.n) && lead) {
-        const char *dir = a.picture_dir ? a.picture_dir : ".";
+    return CLI_OK;
+}
+
+/* --feature-maps, --filters and --attention-map, from a held-out batch
+ * through the evaluation model. */
+static int train_write_pictures(train_job *j) {
+    train_args *a = &j->a;
+    int rc = CLI_RUNTIME;
+    if ((a->feature_maps.n || a->filters.n) && j->lead) {
+        const char *dir = a->picture_dir ? a->picture_dir : ".";
         ts_loader *pl = NULL;
         ts_array px, py;
-        int64_t first = a.holdout > 0 ? n_train : 0;
-        if (copy_params(&cm, &em) ||
-            ts_loader_new(&pl, ds, (ts_loader_config){.batch_size = a.batch_size, .first = first, .count = a.batch_size}) ||
+        int64_t first = a->holdout > 0 ? j->n_train : 0;
+        if (copy_params(&j->cm, &j->em) ||
+            ts_loader_new(&pl, j->ds, (ts_loader_config){.batch_size = a->batch_size, .first = first, .count = a->batch_size}) ||
             ts_loader_next(pl, 1, &px, &py)) {
             ts_loader_free(pl);
             cli_runtime_error("preparing a held-out batch for the pictures");
-            goto done;
+            return rc;
         }
         int prc = CLI_OK;
-        for (int i = 0; i < a.feature_maps.n && prc == CLI_OK; i++) prc = cli_feature_maps(&em, &px, a.feature_maps.items[i], dir, tb, ts_model_steps(tm));
-        for (int i = 0; i < a.filters.n && prc == CLI_OK; i++) prc = cli_filters(&cm, a.filters.items[i], dir, tb, ts_model_steps(tm));
+        for (int i = 0; i < a->feature_maps.n && prc == CLI_OK; i++) prc = cli_feature_maps(&j->em, &px, a->feature_maps.items[i], dir, j->tb, ts_model_steps(j->tm));
+        for (int i = 0; i < a->filters.n && prc == CLI_OK; i++) prc = cli_filters(&j->cm, a->filters.items[i], dir, j->tb, ts_model_steps(j->tm));
         ts_loader_free(pl);
-        if (prc != CLI_OK) {
-            rc = prc;
-            goto done;
-        }
+        if (prc != CLI_OK)
+            return prc;
     }
-    if (a.attention_maps.n && lead) {
+    if (a->attention_maps.n && j->lead) {
         batches hb = {0};
         ts_array hx, hy;
-        const char *xname[1] = {ts_tensor_name(em.x)};
+        const char *xname[1] = {ts_tensor_name(j->em.x)};
         int prc = CLI_RUNTIME;
-        if (copy_params(&cm, &em) || batches_heldout(&hb, &em, NULL, corpus, 0, a.batch_size, a.batch_size) || batches_next(&hb, &hx, &hy) ||
-            ts_model_run(inf, xname, &hx, 1))
+        if (copy_params(&j->cm, &j->em) || batches_heldout(&hb, &j->em, NULL, j->corpus, 0, a->batch_size, a->batch_size) || batches_next(&hb, &hx, &hy) ||
+            ts_model_run(j->inf, xname, &hx, 1))
             cli_runtime_error("running a held-out batch for the attention maps");
         else
-            prc = cli_attention_maps(inf, &em, &a.attention_maps, hx.data, corpus, a.attn_dir ? a.attn_dir : ".", tb, ts_model_steps(tm));
+            prc = cli_attention_maps(j->inf, &j->em, &a->attention_maps, hx.data, j->corpus, a->attn_dir ? a->attn_dir : ".", j->tb, ts_model_steps(j->tm));
         batches_free(&hb);
-        if (prc != CLI_OK) {
-            rc = prc;
-            goto done;
-        }
+        if (prc != CLI_OK)
+            return prc;
     }
-    if (a.save_weights && lead) {
-        if (save_weights(&cm, a.save_weights)) {
+    return CLI_OK;
+}
+
+/* --save-weights: the parameters, and a corpus's lm.txt and vocab.txt. */
+static int train_save_weights(train_job *j) {
+    train_args *a = &j->a;
+    int rc = CLI_RUNTIME;
+    if (a->save_weights && j->lead) {
+        if (save_weights(&j->cm, a->save_weights)) {
             cli_runtime_error("saving weights");
-            goto done;
+            return rc;
         }
-        if (corpus && (rc = cli_lm_save(a.save_weights, a.model, &imp, &cm, corpus)) != CLI_OK) goto done;
-        printf("saved weights to %s/\n", a.save_weights);
+        if (j->corpus && (rc = cli_lm_save(a->save_weights, a->model, &j->imp, &j->cm, j->corpus)) != CLI_OK) return rc;
+        printf("saved weights to %s/\n", a->save_weights);
     }
-    rc = dumps_full ? CLI_RUNTIME : CLI_OK;
-done:
-    if (q) {
-        ts_outfeed_counts oc = ts_outfeed_get_counts(q);
-        ts_outfeed_free(q); /* drains: every record reaches the sink */
-        q = NULL;
-        sink_finish(&sink);
-        if (atomic_load(&sink.failed) && rc == CLI_OK) {
-            fprintf(stderr, "tensorscope: writing outfeed dumps: %s\n", sink.err);
+    return CLI_OK;
+}
+
+static int train_write_outputs(train_job *j) {
+    int rc;
+    if ((rc = train_write_anchors(j)) || (rc = train_write_histogram(j)) || (rc = train_write_plots(j)) || (rc = train_write_pictures(j)) ||
+        (rc = train_save_weights(j)))
+        return rc;
+    return j->dumps_full ? CLI_RUNTIME : CLI_OK;
+}
+
+/* The one exit of a job that got past its flags: the outfeed drained and
+ * counted, the trace and TensorBoard closed, the metrics report, then
+ * everything the steps made freed. */
+static int train_finish(train_job *j, int rc) {
+    train_args *a = &j->a;
+    if (j->q) {
+        ts_outfeed_counts oc = ts_outfeed_get_counts(j->q);
+        ts_outfeed_free(j->q); /* drains: every record reaches the sink */
+        j->q = NULL;
+        sink_finish(&j->sink);
+        if (atomic_load(&j->sink.failed) && rc == CLI_OK) {
+            fprintf(stderr, "tensorscope: writing outfeed dumps: %s\n", j->sink.err);
             rc = CLI_RUNTIME;
         }
-        if (rc == CLI_OK || dumps_full) {
-            printf("outfeed: %ld records", sink.records);
-            for (int k = 0; k < sink.n_keys; k++) printf("%s %s x%ld", k ? "," : ":", sink.keys[k], sink.counts[k]);
-            if (a.dump_npy) printf(" (%ld files written to %s/outfeed/, one [S,%s*T] array per key per run)", sink.written, a.dump_npy, R > 1 ? "R," : "");
+        if (rc == CLI_OK || j->dumps_full) {
+            printf("outfeed: %ld records", j->sink.records);
+            for (int k = 0; k < j->sink.n_keys; k++) printf("%s %s x%ld", k ? "," : ":", j->sink.keys[k], j->sink.counts[k]);
+            if (a->dump_npy) printf(" (%ld files written to %s/outfeed/, one [S,%s*T] array per key per run)", j->sink.written, a->dump_npy, j->R > 1 ? "R," : "");
             printf("\n");
             if (oc.dropped) /* the library warned as it happened; the count, once */
                 printf("outfeed: %lld records dropped (%s)\n", (long long)oc.dropped,
-                       a.outfeed_drop ? "--outfeed-drop: the queue was full" : "more keys waited than --outfeed-depth");
+                       a->outfeed_drop ? "--outfeed-drop: the queue was full" : "more keys waited than --outfeed-depth");
         }
     }
-    if (tm && ts_model_finish(tm)) { /* --trace with an open range: its file, whose error is the run's */
+    if (j->tm && ts_model_finish(j->tm)) { /* --trace with an open range: its file, whose error is the run's */
         fprintf(stderr, "tensorscope: %s\n", ts_last_error());
         if (rc == CLI_OK) rc = CLI_RUNTIME;
     }
     ts_memwatch_stop();
-    if (tb) ts_tb_hparams_end(tb, rc == CLI_OK);
-    if (tb && ts_tb_close(tb) && rc == CLI_OK) rc = cli_runtime_error("closing the TensorBoard log");
-    else if (tb && rc == CLI_OK) printf("TensorBoard logs in %s (run: tensorboard --logdir %s)\n", tb_dir, a.tensorboard);
-    if (a.metrics) {
+    if (j->tb) ts_tb_hparams_end(j->tb, rc == CLI_OK);
+    if (j->tb && ts_tb_close(j->tb) && rc == CLI_OK) rc = cli_runtime_error("closing the TensorBoard log");
+    else if (j->tb && rc == CLI_OK) printf("TensorBoard logs in %s (run: tensorboard --logdir %s)\n", j->tb_dir, a->tensorboard);
+    if (a->metrics) {
         char *r = ts_metrics_report();
         if (r) fputs(r, stdout);
         ts_string_free(r);
     }
     g_running = NULL;
-    batches_free(&src);
-    ts_corpus_free(corpus);
-    ts_model_free(tm);
-    ts_model_free(inf);
-    ts_options_free(o);
-    ts_graph_free(cm.g);
-    ts_graph_free(em.g);
-    ts_dataset_free(ds);
-    ts_dataset_free(hds);
-    free(onehot);
-    free(sink.since);
-    free(loss_curve);
-    cli_stability_free(stab);
-    free(acc_curve);
-    free(hl_curve);
+    batches_free(&j->src);
+    ts_corpus_free(j->corpus);
+    ts_model_free(j->tm);
+    ts_model_free(j->inf);
+    ts_options_free(j->o);
+    ts_graph_free(j->cm.g);
+    ts_graph_free(j->em.g);
+    ts_dataset_free(j->ds);
+    ts_dataset_free(j->hds);
+    free(j->onehot);
+    free(j->sink.since);
+    free(j->loss_curve);
+    cli_stability_free(j->stab);
+    free(j->acc_curve);
+    free(j->hl_curve);
     catch_interrupts(false);
-    cli_inspector_free(insp);
+    cli_inspector_free(j->insp);
     if (rc == CLI_OK && g_interrupted) rc = 128 + g_interrupted; /* 130, 143: what shells expect */
     if (ts_dist_finalize() && rc == CLI_OK) rc = cli_runtime_error("leaving the MPI job");
     return rc;
+}
+
+/* Past its flags, a job either evaluates (eval) or trains; every step
+ * returns CLI_OK or the exit code, and train_finish frees what they made. */
+static int train_run(train_job *j) {
+    int rc;
+    if ((rc = train_open(j)) || (rc = train_setup_data(j)) || (rc = train_build_model(j)) || (rc = train_set_options(j)) ||
+        (rc = train_attach_observers(j)) || (rc = train_build_eval_model(j)))
+        return rc;
+    if (j->eval_only) return train_eval_only(j);
+    if ((rc = train_compile(j)) || (rc = train_plan(j)) || (rc = train_open_tensorboard(j)) || (rc = train_resume(j)) || (rc = train_loop(j)) ||
+        (rc = train_report(j)))
+        return rc;
+    return train_write_outputs(j);
+}
+
+int cmd_train(int argc, char **argv, bool eval_only) {
+    train_job j = {.cmd = eval_only ? "eval" : "train", .eval_only = eval_only,
+                   .a = {.model = "mlp", .data = NULL, .optimizer = NULL, .epochs = -1, .batch_size = -1, .seed = 0,
+                         .holdout = -1, .repeat_count = 1, .grad_accum = 1, .threads = 0, .log_verbosity = -1, .watch_period = 1,
+                         .lr = -1, .weight_decay = -1, .check_numerics = NULL, .lr_schedule = "constant", .lr_step_size = 1000, .lr_gamma = 0.1,
+                         .outfeed_depth = 64, .watch_memory = -1, .check_replicas = 100, .detect_spikes = -1,
+                         .spike_window = TS_SPIKE_WINDOW}};
+    j.imp = (cli_import){.inputs = &j.a.inputs, .values = &j.a.input_values};
+    int rc = train_parse_flags(&j, argc, argv);
+    if (rc || j.help || (rc = train_check_flags(&j)) || (rc = train_check_observation(&j)) || (rc = train_join_job(&j))) return rc;
+    return train_finish(&j, train_run(&j));
 }

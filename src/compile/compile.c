@@ -595,34 +595,45 @@ static void mark_same_values(const ts_model *m, ts_prog *p) {
     ts_free(adders);
 }
 
-/* Buffers: activations (values and activation gradients, lifetimes planned
- * so dead buffers are reused), gradients of parameters and accumulators,
- * optimizer state (in the model, survives recompiles), parameters (graph). */
-static ts_status plan_memory(ts_model *m, ts_prog *p) {
-    ts_graph *g = m->g;
-    int L = p->n_order;
-    /* fwd: forward position; per node over its consumers (one pass over the
-     * edges): last_fwd = the last forward use, last_grad = the latest
-     * forward position of a consumer that needs a gradient, first_read = the
-     * earliest of a consumer whose backward reads the node's value (-1 when
-     * none) */
-    size_t nn = (size_t)p->n_nodes;
-    int64_t *fwd = ts_malloc(8 * nn * sizeof *fwd);
-    ts_interval *iv = ts_calloc((size_t)p->n_entries + 1, sizeof *iv);
-    int *iv_entry = ts_calloc((size_t)p->n_entries + 1, sizeof *iv_entry);
-    if (!fwd || !iv || !iv_entry) {
-        ts_free(fwd), ts_free(iv), ts_free(iv_entry);
-        return TS_ERR_OUT_OF_MEMORY;
-    }
-    int64_t *last_fwd = fwd + nn, *last_grad = fwd + 2 * nn, *first_read = fwd + 3 * nn;
-    /* views: a reshape of an activation shares its buffer (no copy); root =
-     * the activation owning the buffer, iv_of = its interval */
-    int64_t *root = fwd + 4 * nn, *iv_of = fwd + 5 * nn;
-    /* gradients: grad_users = the consumers that add to a node's gradient;
-     * giv_of = the interval of a node's gradient buffer, or through a view
-     * whose gradient it shares, that view's (grad_shared) */
-    int64_t *grad_users = fwd + 6 * nn, *giv_of = fwd + 7 * nn;
-    for (size_t i = 0; i < nn; i++) last_fwd[i] = last_grad[i] = first_read[i] = root[i] = iv_of[i] = giv_of[i] = -1, grad_users[i] = 0;
+/* Planning the buffers of a program (plan_memory): positions on one
+ * timeline, forward 0..L-1 then backward L..2L-1 (a node's backward at
+ * 2L-1 - its forward position), 2L the end of the step.
+ * fwd: forward position; per node over its consumers (one pass over the
+ * edges): last_fwd = the last forward use, last_grad = the latest forward
+ * position of a consumer that needs a gradient, first_read = the earliest
+ * of a consumer whose backward reads the node's value (-1 when none).
+ * Views: a reshape of an activation shares its buffer (no copy); root = the
+ * activation owning the buffer, iv_of = its interval. Gradients: grad_users
+ * = the consumers that add to a node's gradient; giv_of = the interval of a
+ * node's gradient buffer, or through a view whose gradient it shares, that
+ * view's (grad_shared). The eight per-node arrays are one allocation. */
+typedef struct mem_plan {
+    ts_model *m;
+    ts_prog *p;
+    ts_graph *g;
+    int L;
+    size_t nn;
+    int64_t *fwd, *last_fwd, *last_grad, *first_read, *root, *iv_of, *grad_users, *giv_of;
+    ts_interval *iv; /* the activations' intervals, laid out by ts_memplan */
+    int *iv_entry;   /* the entry of each interval */
+    int n_iv;
+    size_t kept_bytes;  /* what kept_to_pass_end lengthened */
+    size_t grads_bytes; /* the gradients' arena */
+    size_t workspace;   /* floats of the kernels' shared workspace */
+    bool alias_accum;   /* Accum___ is the gradient's buffer */
+    bool alloc;         /* a plan-only compile lays the buffers out and allocates none */
+} mem_plan;
+
+#define BWD(i) ((int64_t)(2 * L - 1) - fwd[i])
+
+/* Each node's forward position and the positions of its uses. */
+static void plan_liveness(mem_plan *mp) {
+    const ts_prog *p = mp->p;
+    const ts_graph *g = mp->g;
+    const int L = mp->L;
+    int64_t *fwd = mp->fwd, *last_fwd = mp->last_fwd, *last_grad = mp->last_grad, *first_read = mp->first_read;
+    for (size_t i = 0; i < mp->nn; i++)
+        last_fwd[i] = last_grad[i] = first_read[i] = mp->root[i] = mp->iv_of[i] = mp->giv_of[i] = -1, mp->grad_users[i] = 0;
     for (int k = 0; k < L; k++) fwd[p->order[k]] = k;
     for (int k = 0; k < L; k++) {
         const ts_tensor *c = g->t[p->order[k]];
@@ -632,28 +643,43 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
             last_fwd[i] = k;
             if (!p->needs_grad[c->id]) continue;
             last_grad[i] = k;
-            grad_users[i]++;
+            mp->grad_users[i]++;
             if (first_read[i] < 0 && cd->has_backward && !((cd->bwd_unread_inputs >> j) & 1u)) first_read[i] = k;
         }
     }
-#define BWD(i) ((int64_t)(2 * L - 1) - fwd[i])
-    int64_t end_of_step = 2 * L;
-    /* A view (Reshape, Flatten) that is the only op adding to its input's
-     * gradient: that gradient is the view's own, reshaped, so the two share
-     * one buffer and the view's backward (a copy) is skipped. Activations
-     * only, f32 gradients, one pipeline stage. */
-    for (int k = 0; k < L && m->training && ts_stages(m) == 1; k++) {
+}
+
+/* A view (Reshape, Flatten) that is the only op adding to its input's
+ * gradient: that gradient is the view's own, reshaped, so the two share
+ * one buffer and the view's backward (a copy) is skipped. Activations
+ * only, f32 gradients, one pipeline stage. */
+static void plan_view_gradients(mem_plan *mp) {
+    const ts_model *m = mp->m;
+    ts_prog *p = mp->p;
+    const ts_graph *g = mp->g;
+    for (int k = 0; k < mp->L && m->training && ts_stages(m) == 1; k++) {
         const ts_tensor *c = g->t[p->order[k]];
         if (!ts_op_get(c->op)->view || !p->needs_grad[c->id] || c->id == m->loss || ts_dtype_is_half(c->grid)) continue;
         const ts_tensor *in = g->t[c->in[0]];
         bool activation = !ts_op_holds_value(in->op) && in->op != TS_OP_INPUT;
-        p->grad_shared[c->id] = activation && p->needs_grad[in->id] && grad_users[in->id] == 1 && !ts_dtype_is_half(in->grid) &&
+        p->grad_shared[c->id] = activation && p->needs_grad[in->id] && mp->grad_users[in->id] == 1 && !ts_dtype_is_half(in->grid) &&
                                 in->id != m->loss && p->grad_entry[in->id] >= 0 && p->grad_entry[c->id] >= 0;
     }
-    size_t kept_bytes = 0; /* what kept_to_pass_end lengthened */
-    int n_iv = 0;
-    size_t grads_bytes = 0;
-    bool alias_accum = accum_is_grad(m);
+}
+
+/* The interval of each activation's value and gradient buffer (a view's
+ * lengthening its owner's), an input's gradient kept to the step's end;
+ * the bytes of the other gradients and accumulators, which have fixed
+ * places. */
+static void plan_intervals(mem_plan *mp) {
+    const ts_model *m = mp->m;
+    ts_prog *p = mp->p;
+    const ts_graph *g = mp->g;
+    const int L = mp->L;
+    const int64_t *fwd = mp->fwd, *last_fwd = mp->last_fwd, *last_grad = mp->last_grad, *first_read = mp->first_read;
+    int64_t *root = mp->root, *iv_of = mp->iv_of, *giv_of = mp->giv_of;
+    ts_interval *iv = mp->iv;
+    int64_t end_of_step = 2 * L;
     for (int e = 0; e < p->n_entries; e++) {
         ts_entry *en = &p->entries[e];
         const ts_tensor *t = g->t[en->node];
@@ -668,7 +694,7 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
             if (first_read[t->id] >= 0 && (int64_t)(2 * L - 1) - first_read[t->id] > end) end = (int64_t)(2 * L - 1) - first_read[t->id];
             if (p->needs_grad[t->id] && ts_op_get(t->op)->needs_output) end = end > BWD(t->id) ? end : BWD(t->id);
             int64_t pass_end = m->training ? 2 * L - 1 : L - 1; /* the first update's flush comes after the backward */
-            if (kept_to_pass_end(m, en, bytes, &kept_bytes) && end < pass_end) end = pass_end;
+            if (kept_to_pass_end(m, en, bytes, &mp->kept_bytes) && end < pass_end) end = pass_end;
             int64_t r = ts_op_get(t->op)->view ? root[t->in[0]] : -1;
             if (r >= 0) { /* a view of an activation: the owner's buffer lives as long as the view too */
                 root[t->id] = r;
@@ -676,23 +702,23 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
                 continue;
             }
             root[t->id] = t->id;
-            iv_of[t->id] = n_iv;
-            iv[n_iv] = (ts_interval){fwd[t->id], end, bytes, 0};
-            iv_entry[n_iv++] = e;
+            iv_of[t->id] = mp->n_iv;
+            iv[mp->n_iv] = (ts_interval){fwd[t->id], end, bytes, 0};
+            mp->iv_entry[mp->n_iv++] = e;
         } else if (en->kind == TS_KIND_GRAD && activation) {
             if (last_grad[t->id] >= 0 && p->grad_shared[p->order[last_grad[t->id]]]) continue; /* its view's buffer (below) */
             int64_t start = BWD(t->id);
             if (last_grad[t->id] >= 0 && (int64_t)(2 * L - 1) - last_grad[t->id] < start) start = (int64_t)(2 * L - 1) - last_grad[t->id];
             if (t->id == m->loss) start = BWD(t->id);
-            int64_t end = kept_to_pass_end(m, en, bytes, &kept_bytes) ? 2 * L - 1 : BWD(t->id);
-            giv_of[t->id] = n_iv;
-            iv[n_iv] = (ts_interval){start, end, bytes, 0};
-            iv_entry[n_iv++] = e;
+            int64_t end = kept_to_pass_end(m, en, bytes, &mp->kept_bytes) ? 2 * L - 1 : BWD(t->id);
+            giv_of[t->id] = mp->n_iv;
+            iv[mp->n_iv] = (ts_interval){start, end, bytes, 0};
+            mp->iv_entry[mp->n_iv++] = e;
         } else if (en->kind == TS_KIND_GRAD && t->op == TS_OP_INPUT) {
-            iv[n_iv] = (ts_interval){0, end_of_step, bytes, 0}; /* read after the backward pass */
-            iv_entry[n_iv++] = e;
-        } else if (en->kind == TS_KIND_GRAD || (en->kind == TS_KIND_ACCUM && !alias_accum)) {
-            grads_bytes += (bytes + 63) / 64 * 64;
+            iv[mp->n_iv] = (ts_interval){0, end_of_step, bytes, 0}; /* read after the backward pass */
+            mp->iv_entry[mp->n_iv++] = e;
+        } else if (en->kind == TS_KIND_GRAD || (en->kind == TS_KIND_ACCUM && !mp->alias_accum)) {
+            mp->grads_bytes += (bytes + 63) / 64 * 64;
         }
     }
     /* a shared gradient lives in its view's buffer, which lasts until its
@@ -705,43 +731,58 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
         ts_interval *v = &iv[giv_of[c]];
         const ts_entry *en = &p->entries[p->grad_entry[i]];
         size_t bytes = (size_t)en->numel * sizeof(float);
-        int64_t end = kept_to_pass_end(m, en, bytes, &kept_bytes) ? 2 * L - 1 : BWD(i);
+        int64_t end = kept_to_pass_end(m, en, bytes, &mp->kept_bytes) ? 2 * L - 1 : BWD(i);
         if (v->end < end) v->end = end;
         giv_of[i] = giv_of[c];
     }
+}
 #undef BWD
+
+/* The two arenas laid out and allocated; each activation's entry (and a
+ * view's, and a shared gradient's) pointed into its own. */
+static ts_status plan_arenas(mem_plan *mp) {
+    ts_model *m = mp->m;
+    ts_prog *p = mp->p;
+    const ts_graph *g = mp->g;
+    const bool alloc = mp->alloc;
+    const ts_interval *iv = mp->iv;
     size_t unplanned = 0;
-    for (int k = 0; k < n_iv; k++) unplanned += (iv[k].bytes + 63) / 64 * 64;
-    size_t act_bytes = ts_memplan(iv, n_iv);
-    const bool alloc = !m->opts.plan_only; /* a plan-only compile lays the buffers out and allocates none */
+    for (int k = 0; k < mp->n_iv; k++) unplanned += (iv[k].bytes + 63) / 64 * 64;
+    size_t act_bytes = ts_memplan(mp->iv, mp->n_iv), grads_bytes = mp->grads_bytes;
     ts_status st = TS_OK;
     if (act_bytes == (size_t)-1) st = TS_ERR_OUT_OF_MEMORY;
-    if (!st && alloc && ((st = budget(p, act_bytes, "the activations' arena")) || (st = budget(p, grads_bytes, "the gradients' arena")))) {
-        ts_free(fwd), ts_free(iv), ts_free(iv_entry);
+    if (!st && alloc && ((st = budget(p, act_bytes, "the activations' arena")) || (st = budget(p, grads_bytes, "the gradients' arena"))))
         return st;
-    }
     if (!st && alloc && act_bytes) st = device_alloc(m, act_bytes, &p->arena_activations);
     if (!st && alloc && grads_bytes) st = device_alloc(m, grads_bytes, &p->arena_grads);
-    if (st) {
-        ts_free(fwd), ts_free(iv), ts_free(iv_entry);
+    if (st)
         return ts_error(TS_ERR_OUT_OF_MEMORY, "compile: out of memory for %zu bytes of activations and %zu of gradients", act_bytes, grads_bytes);
-    }
     p->bytes_activations = act_bytes;
     p->bytes_activations_unplanned = unplanned;
     p->bytes_grads = grads_bytes;
-    for (int k = 0; alloc && k < n_iv; k++) p->entries[iv_entry[k]].data = p->arena_activations + iv[k].offset / sizeof(float);
-    for (int k = L - 1; k >= 0; k--) { /* a view's input's gradient: the view's buffer (a chain of views: from its last) */
+    for (int k = 0; alloc && k < mp->n_iv; k++) p->entries[mp->iv_entry[k]].data = p->arena_activations + iv[k].offset / sizeof(float);
+    for (int k = mp->L - 1; k >= 0; k--) { /* a view's input's gradient: the view's buffer (a chain of views: from its last) */
         int c = p->order[k];
         if (p->grad_shared[c]) p->entries[p->grad_entry[g->t[c]->in[0]]].data = p->entries[p->grad_entry[c]].data;
     }
     for (int e = 0; e < p->n_entries; e++) { /* views: the reshape kernel sees out == in and copies nothing */
         ts_entry *en = &p->entries[e];
-        if (en->kind == TS_KIND_VALUE && root[en->node] >= 0 && root[en->node] != en->node)
-            en->data = p->entries[p->value_entry[root[en->node]]].data;
+        if (en->kind == TS_KIND_VALUE && mp->root[en->node] >= 0 && mp->root[en->node] != en->node)
+            en->data = p->entries[p->value_entry[mp->root[en->node]]].data;
     }
-    /* everything else points at fixed storage */
-    int64_t *state_of = last_fwd; /* reused: node -> optimizer state index */
-    for (size_t i = 0; i < nn; i++) state_of[i] = -1;
+    return TS_OK;
+}
+
+/* Everything else points at fixed storage: parameters and inputs at the
+ * graph's, gradients and accumulators into the gradients' arena (or an
+ * Accum___ at its gradient), optimizer state at the model's. Reuses
+ * last_fwd, no longer read, as node -> optimizer state index. */
+static void plan_fixed_storage(mem_plan *mp) {
+    ts_model *m = mp->m;
+    ts_prog *p = mp->p;
+    const ts_graph *g = mp->g;
+    int64_t *state_of = mp->last_fwd;
+    for (size_t i = 0; i < mp->nn; i++) state_of[i] = -1;
     for (int q = 0; q < m->n_state; q++) state_of[m->state[q].node] = q;
     size_t goff = 0;
     for (int e = 0; e < p->n_entries; e++) {
@@ -754,10 +795,10 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
         case TS_KIND_UPDATED: en->data = t->value; break; /* params: graph storage; inputs: set per run */
         case TS_KIND_GRAD:
         case TS_KIND_ACCUM:
-            if (en->kind == TS_KIND_ACCUM && alias_accum) {
+            if (en->kind == TS_KIND_ACCUM && mp->alias_accum) {
                 en->data = p->entries[p->grad_entry[t->id]].data;
             } else {
-                en->data = alloc ? p->arena_grads + goff / sizeof(float) : NULL;
+                en->data = mp->alloc ? p->arena_grads + goff / sizeof(float) : NULL;
                 goff += ((size_t)en->numel * sizeof(float) + 63) / 64 * 64;
             }
             break;
@@ -767,39 +808,52 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
         case TS_KIND_STEP: en->data = s ? &s->step : NULL; break;
         }
     }
-    /* a gradient is zeroed right before the first backward that adds to it;
-     * one that no backward adds to (only ops without one, a comparison,
-     * read the tensor) right before its own backward reads it: 0 */
-    for (int k = L - 1; k >= 0; k--) {
+}
+
+/* Adds gradient entry e to what is zeroed before node c's backward. */
+static ts_status zero_before(ts_prog *p, int c, int e) {
+    int *z = ts_realloc(p->zero_before[c], (size_t)(p->n_zero_before[c] + 1) * sizeof *z);
+    if (!z) return TS_ERR_OUT_OF_MEMORY;
+    p->zero_before[c] = z;
+    z[p->n_zero_before[c]++] = e;
+    return TS_OK;
+}
+
+/* A gradient is zeroed right before the first backward that adds to it;
+ * one that no backward adds to (only ops without one, a comparison, read
+ * the tensor) right before its own backward reads it: 0. */
+static ts_status plan_zeroing(mem_plan *mp) {
+    const ts_model *m = mp->m;
+    ts_prog *p = mp->p;
+    const ts_graph *g = mp->g;
+    const int64_t *last_grad = mp->last_grad;
+    for (int k = mp->L - 1; k >= 0; k--) {
         int c = p->order[k];
         if (!p->needs_grad[c]) continue;
-        if (last_grad[c] < 0 && c != m->loss && g->t[c]->op != TS_OP_PARAM && !p->grad_shared[c]) {
-            int *z = ts_realloc(p->zero_before[c], (size_t)(p->n_zero_before[c] + 1) * sizeof *z);
-            if (!z) {
-                ts_free(fwd), ts_free(iv), ts_free(iv_entry);
-                return TS_ERR_OUT_OF_MEMORY;
-            }
-            p->zero_before[c] = z;
-            z[p->n_zero_before[c]++] = p->grad_entry[c];
-        }
+        if (last_grad[c] < 0 && c != m->loss && g->t[c]->op != TS_OP_PARAM && !p->grad_shared[c] && zero_before(p, c, p->grad_entry[c]))
+            return TS_ERR_OUT_OF_MEMORY;
         const ts_tensor *ct = g->t[c];
         for (int j = 0; j < ct->n_in; j++) {
             int i = ct->in[j];
             if (!p->needs_grad[i] || g->t[i]->op == TS_OP_PARAM || p->grad_shared[c]) continue; /* a shared one holds the view's */
             bool first = last_grad[i] == k; /* no consumer later in forward order that also needs grad */
             for (int j2 = 0; j2 < j && first; j2++) first = ct->in[j2] != i; /* x*x: zero once */
-            if (!first) continue;
-            int *z = ts_realloc(p->zero_before[c], (size_t)(p->n_zero_before[c] + 1) * sizeof *z);
-            if (!z) {
-                ts_free(fwd), ts_free(iv), ts_free(iv_entry);
-                return TS_ERR_OUT_OF_MEMORY;
-            }
-            p->zero_before[c] = z;
-            z[p->n_zero_before[c]++] = p->grad_entry[i];
+            if (first && zero_before(p, c, p->grad_entry[i])) return TS_ERR_OUT_OF_MEMORY;
         }
     }
+    return TS_OK;
+}
+
+/* Per op: what it keeps from run to run (inference), its own scratch, and
+ * the largest workspace any kernel asks for, shared by all. */
+static ts_status plan_scratch(mem_plan *mp) {
+    ts_model *m = mp->m;
+    ts_prog *p = mp->p;
+    const ts_graph *g = mp->g;
+    const bool alloc = mp->alloc;
+    ts_status st;
     size_t workspace = 0;
-    for (int k = 0; k < L; k++) {
+    for (int k = 0; k < mp->L; k++) {
         int i = p->order[k];
         const ts_op_def *def = ts_op_get(g->t[i]->op);
         const ts_kernel_row *kr = &m->backend->kernels[g->t[i]->op];
@@ -808,16 +862,11 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
         bool held[TS_MAX_INPUTS];
         for (int j = 0; j < g->t[i]->n_in; j++) in[j] = p->shape[g->t[i]->in[j]], held[j] = ts_op_holds_value(g->t[g->t[i]->in[j]]->op);
         size_t kept = alloc && !m->training && kr->cache_floats ? kr->cache_floats(g->t[i], in, held, &p->shape[i]) : 0;
-        if (kept && (st = budget(p, kept * sizeof(float), "what an op keeps from run to run"))) {
-            ts_free(fwd), ts_free(iv), ts_free(iv_entry);
-            return st;
-        }
+        if (kept && (st = budget(p, kept * sizeof(float), "what an op keeps from run to run"))) return st;
         if (kept && ((!p->cache && !(p->cache = ts_calloc((size_t)p->n_nodes, sizeof *p->cache))) ||
-                     device_alloc(m, kept * sizeof(float), &p->cache[i]))) {
-            ts_free(fwd), ts_free(iv), ts_free(iv_entry);
+                     device_alloc(m, kept * sizeof(float), &p->cache[i])))
             return ts_error(TS_ERR_OUT_OF_MEMORY, "compile: out of memory for the %zu bytes '%s' keeps from run to run", kept * sizeof(float),
                             g->t[i]->name);
-        }
         if (kr->workspace_floats) {
             size_t w = kr->workspace_floats(in, &p->shape[i], ts_pool_threads(m->pool));
             workspace = w > workspace ? w : workspace;
@@ -825,28 +874,26 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
         if (!def->scratch_floats || !alloc) continue;
         size_t nf = def->scratch_floats(in, &p->shape[i]);
         p->bytes_workspace += (nf ? nf : 1) * sizeof(float);
-        if ((st = budget(p, (nf ? nf : 1) * sizeof(float), "an op's scratch"))) {
-            ts_free(fwd), ts_free(iv), ts_free(iv_entry);
-            return st;
-        }
-        if (device_alloc(m, (nf ? nf : 1) * sizeof(float), &p->scratch[i])) {
-            ts_free(fwd), ts_free(iv), ts_free(iv_entry);
-            return TS_ERR_OUT_OF_MEMORY;
-        }
+        if ((st = budget(p, (nf ? nf : 1) * sizeof(float), "an op's scratch"))) return st;
+        if (device_alloc(m, (nf ? nf : 1) * sizeof(float), &p->scratch[i])) return TS_ERR_OUT_OF_MEMORY;
     }
     if (!alloc) workspace = 0;
-    if (workspace && (st = budget(p, workspace * sizeof(float), "the kernels' workspace"))) {
-        ts_free(fwd), ts_free(iv), ts_free(iv_entry);
-        return st;
-    }
-    if (workspace && device_alloc(m, workspace * sizeof(float), &p->workspace)) {
-        ts_free(fwd), ts_free(iv), ts_free(iv_entry);
+    if (workspace && (st = budget(p, workspace * sizeof(float), "the kernels' workspace"))) return st;
+    if (workspace && device_alloc(m, workspace * sizeof(float), &p->workspace))
         return ts_error(TS_ERR_OUT_OF_MEMORY, "compile: out of memory for %zu bytes of kernel workspace", workspace * sizeof(float));
-    }
-    /* 16-bit cells: the f32 copies an op reading them widens them into, and
-     * the f32 view the observers read */
+    mp->workspace = workspace;
+    return TS_OK;
+}
+
+/* 16-bit cells: the f32 copies an op reading them widens them into, and
+ * the f32 view the observers read. */
+static ts_status plan_staging(mem_plan *mp) {
+    ts_model *m = mp->m;
+    ts_prog *p = mp->p;
+    const ts_graph *g = mp->g;
+    ts_status st;
     size_t widen = 0, stage = 0;
-    for (int k = 0; k < L; k++) {
+    for (int k = 0; k < mp->L; k++) {
         const ts_tensor *c = g->t[p->order[k]];
         size_t sum = 0;
         for (int j = 0; j < c->n_in; j++) {
@@ -857,18 +904,42 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
         const ts_entry *oe = &p->entries[p->value_entry[c->id]];
         if (ts_dtype_is_half(oe->dtype) && (size_t)oe->numel > stage) stage = (size_t)oe->numel;
     }
-    if (!alloc) widen = stage = 0;
-    if ((widen || stage) && (st = budget(p, (widen + stage) * sizeof(float), "the f32 views of 16-bit tensors"))) {
-        ts_free(fwd), ts_free(iv), ts_free(iv_entry);
+    if (!mp->alloc) widen = stage = 0;
+    if ((widen || stage) && (st = budget(p, (widen + stage) * sizeof(float), "the f32 views of 16-bit tensors"))) return st;
+    if ((widen && device_alloc(m, widen * sizeof(float), &p->widen)) || (stage && !(p->stage16 = ts_malloc(stage * sizeof(float)))))
+        return ts_error(TS_ERR_OUT_OF_MEMORY, "compile: out of memory for the f32 views of 16-bit tensors (%zu values)", widen + stage);
+    p->bytes_workspace += (mp->workspace + widen + stage) * sizeof(float);
+    return TS_OK;
+}
+
+/* Buffers: activations (values and activation gradients, lifetimes planned
+ * so dead buffers are reused), gradients of parameters and accumulators,
+ * optimizer state (in the model, survives recompiles), parameters (graph). */
+static ts_status plan_memory(ts_model *m, ts_prog *p) {
+    mem_plan mp = {.m = m, .p = p, .g = m->g, .L = p->n_order, .nn = (size_t)p->n_nodes, .alias_accum = accum_is_grad(m),
+                   .alloc = !m->opts.plan_only};
+    size_t nn = mp.nn;
+    mp.fwd = ts_malloc(8 * nn * sizeof *mp.fwd);
+    mp.iv = ts_calloc((size_t)p->n_entries + 1, sizeof *mp.iv);
+    mp.iv_entry = ts_calloc((size_t)p->n_entries + 1, sizeof *mp.iv_entry);
+    ts_status st = mp.fwd && mp.iv && mp.iv_entry ? TS_OK : TS_ERR_OUT_OF_MEMORY;
+    if (!st) {
+        mp.last_fwd = mp.fwd + nn, mp.last_grad = mp.fwd + 2 * nn, mp.first_read = mp.fwd + 3 * nn;
+        mp.root = mp.fwd + 4 * nn, mp.iv_of = mp.fwd + 5 * nn, mp.grad_users = mp.fwd + 6 * nn, mp.giv_of = mp.fwd + 7 * nn;
+        plan_liveness(&mp);
+        plan_view_gradients(&mp);
+        plan_intervals(&mp);
+        if (!(st = plan_arenas(&mp))) {
+            plan_fixed_storage(&mp);
+            if (!(st = plan_zeroing(&mp)) && !(st = plan_scratch(&mp))) st = plan_staging(&mp);
+        }
+    }
+    ts_free(mp.fwd);
+    if (st) {
+        ts_free(mp.iv), ts_free(mp.iv_entry);
         return st;
     }
-    if ((widen && device_alloc(m, widen * sizeof(float), &p->widen)) || (stage && !(p->stage16 = ts_malloc(stage * sizeof(float))))) {
-        ts_free(fwd), ts_free(iv), ts_free(iv_entry);
-        return ts_error(TS_ERR_OUT_OF_MEMORY, "compile: out of memory for the f32 views of 16-bit tensors (%zu values)", widen + stage);
-    }
-    p->bytes_workspace += (workspace + widen + stage) * sizeof(float);
-    p->plan = iv, p->plan_entry = iv_entry, p->n_plan = n_iv;
-    ts_free(fwd);
+    p->plan = mp.iv, p->plan_entry = mp.iv_entry, p->n_plan = mp.n_iv;
     return TS_OK;
 }
 
