@@ -28,7 +28,8 @@
 # Clock: the C benchmarks time in wall time; TS_BENCH_CLOCK=cpu times each
 # side in the process's CPU time instead (bench_common.h's now_s), for an
 # overhead row on a machine other processes load (with TS_BENCH_THREADS=1,
-# so that no waiting worker is counted).
+# so that no waiting worker is counted); bench/onnx_models.py's rows
+# likewise (both sides in its one process).
 #
 # Threads: TS_BENCH_THREADS (default 2) for both sides, exported as
 # OPENBLAS_NUM_THREADS, OMP_NUM_THREADS and MKL_NUM_THREADS so BLAS and
@@ -522,11 +523,11 @@ rm -rf "$ONNX_DIR"
 # row interleaving both sides (bench/onnx_resnet.py); the real-model tests'
 # venv (PyTorch, torchvision, onnx, onnxruntime from PyPI, pinned in
 # tests/support/realmodels_venv.sh), made on the first run
-onnx_peer_row() { # LABEL TARGET MODE BATCH STEPS
+onnx_peer_row() { # LABEL TARGET SCRIPT MODE BATCH STEPS
     wanted "$1" || return 0
     local label=$1 target=$2 out line ratio rounds verdict peer
     if ! out=$(cd "$BUILD" && TENSORSCOPE_LIBRARY=$PWD/libtensorscope.so PYTHONPATH=$SRC/python \
-        "$REALMODELS_PY" -W ignore "$SRC/bench/onnx_resnet.py" "$3" --batch "$4" --steps "$(steps "$5")" \
+        "$REALMODELS_PY" -W ignore "$SRC/bench/$3" "$4" --batch "$5" --steps "$(steps "$6")" \
         --threads "$THREADS" --reps "$REPS" 2>&1); then
         show "$label" failed
         printf '%s\n' "$out" | tail -n 3 | sed 's/^/    | /' >&2
@@ -545,14 +546,24 @@ onnx_peer_row() { # LABEL TARGET MODE BATCH STEPS
     ROWS+=("$label: ratio ${ratio:-?} vs $peer (rounds $rounds), target >= $target, $verdict")
     hr
 }
-RESNET_ROWS=("resnet18 infer b=1" "resnet18 infer b=8" "resnet18 train b=8")
+# and three model shapes of current practice, each trained from its
+# TorchScript export against PyTorch's own AdamW step on the same batch
+# (bench/onnx_models.py, which first checks that both sides' losses fall):
+# a small U-Net (ConvTranspose, GroupNorm, skip concatenations, bilinear
+# upsampling), a 1-D convolutional audio encoder, a Llama-style decoder
+# (RoPE, grouped-query attention, RMSNorm, SiLU-gated MLP)
+RESNET_ROWS=("resnet18 infer b=1" "resnet18 infer b=8" "resnet18 train b=8"
+             "unet train b=8" "audio enc train b=8" "llama train b=8")
 resnet_wanted() { local r; for r in "${RESNET_ROWS[@]}"; do wanted "$r" && return 0; done; return 1; }
 if resnet_wanted && ( fail() { echo "bench: $*" >&2; exit 1; }
                           . "$SRC/tests/support/realmodels_venv.sh"; realmodels_venv_ensure "$BUILD" >&2 ); then
     REALMODELS_PY=$(cd "$BUILD" && pwd)/realmodels-venv/bin/python   # run from inside BUILD: `make bench` names it relatively
-    onnx_peer_row "${RESNET_ROWS[0]}" 1.0 infer 1 10
-    onnx_peer_row "${RESNET_ROWS[1]}" 1.0 infer 8 4
-    onnx_peer_row "${RESNET_ROWS[2]}" 1.0 train 8 2
+    onnx_peer_row "${RESNET_ROWS[0]}" 1.0 onnx_resnet.py infer 1 10
+    onnx_peer_row "${RESNET_ROWS[1]}" 1.0 onnx_resnet.py infer 8 4
+    onnx_peer_row "${RESNET_ROWS[2]}" 1.0 onnx_resnet.py train 8 2
+    onnx_peer_row "${RESNET_ROWS[3]}" 1.0 onnx_models.py unet 8 5
+    onnx_peer_row "${RESNET_ROWS[4]}" 1.0 onnx_models.py audio 8 3
+    onnx_peer_row "${RESNET_ROWS[5]}" 1.0 onnx_models.py llama 8 5
 elif resnet_wanted; then
     echo "resnet18 rows: failed (no venv with PyTorch and onnxruntime: PyPI needed the first time)" >&2
 fi

@@ -2124,20 +2124,32 @@ static ts_tensor *filled_constant(importer *im, const char *what, int64_t n, flo
     return t;
 }
 
+/* Whether v is a constant (not a parameter) whose every value is x. */
+static bool const_filled(const value *v, double x) {
+    if (!is_const(v) || v->param || !v->c.v) return false;
+    for (int64_t i = 0, n = ts_shape_numel(&v->c.shape); i < n; i++)
+        if (v->c.v[i] != x) return false;
+    return true;
+}
+
 /* x [N,C,d1..] normalised over each sample's G groups of channels (the
  * layer norm of x as [N,G,L] over L, without its affine), then * scale + B:
  * per channel ([C]), or per group ([G], GroupNormalization before opset
- * 21). */
+ * 21). A constant unit scale and zero B (the InstanceNormalization of
+ * nn.GroupNorm's export) add no op. */
 static ts_status group_norm(importer *im, node_io *io, int64_t G, bool per_group) {
     ts_status st = TS_OK;
-    ts_tensor *x = as_tensor(im, io->in[0], &st), *s = x ? as_f32(im, io->in[1], &st) : NULL, *b = s ? as_f32(im, io->in[2], &st) : NULL;
-    if (!b) return st;
-    const ts_shape *xs = &x->shape;
+    ts_tensor *x = as_tensor(im, io->in[0], &st);
+    if (!x) return st;
+    const ts_shape *xs = &x->shape, *ss = shape_of(io->in[1]), *bs = shape_of(io->in[2]);
     char a[96], c[96], d[96];
     int64_t n_affine = per_group ? G : xs->ndim >= 3 ? xs->d[1] : 0;
-    if (xs->ndim < 3 || s->shape.ndim != 1 || b->shape.ndim != 1 || s->shape.d[0] != n_affine || b->shape.d[0] != n_affine)
+    if (xs->ndim < 3 || ss->ndim != 1 || bs->ndim != 1 || ss->d[0] != n_affine || bs->d[0] != n_affine)
         return node_error(im, TS_ERR_SHAPE, "normalises x [N,C,d1,...] with scale and B of [%s]; got %s, %s and %s", per_group ? "num_groups" : "C",
-                          ts_shape_str(xs, a, sizeof a), ts_shape_str(&s->shape, c, sizeof c), ts_shape_str(&b->shape, d, sizeof d));
+                          ts_shape_str(xs, a, sizeof a), ts_shape_str(ss, c, sizeof c), ts_shape_str(bs, d, sizeof d));
+    bool scaled = !const_filled(io->in[1], 1.0), shifted = !const_filled(io->in[2], 0.0);
+    ts_tensor *s = scaled ? as_f32(im, io->in[1], &st) : NULL, *b = shifted && !st ? as_f32(im, io->in[2], &st) : NULL;
+    if (st) return st;
     if (G < 1 || xs->d[1] % G)
         return node_error(im, TS_ERR_SHAPE, "num_groups %lld must divide the %lld channels of %s", (long long)G, (long long)xs->d[1],
                           ts_shape_str(xs, a, sizeof a));
@@ -2149,7 +2161,8 @@ static ts_status group_norm(importer *im, node_io *io, int64_t G, bool per_group
     ts_shape cs = {.ndim = per_group ? 2 : xs->ndim - 1, .d = {n_affine}}; /* [G,1] against [N,G,L], [C,1,...] against x */
     for (int k = 1; k < cs.ndim; k++) cs.d[k] = 1;
     if (!per_group) y = ts_reshape(im->g, y, xs->ndim, xs->d);
-    y = ts_add(im->g, ts_mul(im->g, y, ts_reshape(im->g, s, cs.ndim, cs.d)), ts_reshape(im->g, b, cs.ndim, cs.d));
+    if (scaled) y = ts_mul(im->g, y, ts_reshape(im->g, s, cs.ndim, cs.d));
+    if (shifted) y = ts_add(im->g, y, ts_reshape(im->g, b, cs.ndim, cs.d));
     if (per_group) y = ts_reshape(im->g, y, xs->ndim, xs->d);
     return built(im, y, &io->out[0]);
 }
