@@ -93,7 +93,11 @@ def set_param_training(module, graph, optimizer, model_opt, scheduled=False) -> 
     weight."""
     import torch
     params = graph.parameters()
-    for name, _ in module.named_buffers(remove_duplicate=False):
+    try:  # every path of a shared buffer (remove_duplicate: PyTorch 2.0 on)
+        buffers = list(module.named_buffers(remove_duplicate=False))
+    except TypeError:
+        buffers = list(module.named_buffers())
+    for name, _ in buffers:
         if name in params:
             params[name].trainable = False
     by_tensor = {}  # id(torch parameter) -> its group's ts optimizer

@@ -2,7 +2,7 @@
  * set and topological order, which tensors get gradients, the named entries,
  * the memory plan by lifetime class, and anchors/watches resolved to entries. */
 #include "compile/model.h"
-#include "observe/stability.h"
+#include "compile/stability.h"
 
 #include "backend/backend.h"
 #include "graph/ops.h"

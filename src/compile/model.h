@@ -70,7 +70,7 @@ struct ts_model {
     double loss_scale; /* kept in [TS_LOSS_SCALE_MIN, TS_LOSS_SCALE_MAX] */
     int64_t good_steps;  /* steps in a row without an Inf/NaN gradient */
     int64_t skipped_steps;
-    /* the spike detector (ts_options_detect_spikes, diag/spike_watch.c) */
+    /* the spike detector (ts_options_detect_spikes, model/spike_watch.c) */
     struct ts_spike_watch *spikes;
     bool skip_update;    /* it found a spike: this step's update is skipped */
 };

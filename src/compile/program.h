@@ -60,7 +60,7 @@ typedef struct ts_entry {
     bool watch_in_step;  /* summarised inside the optimizer step (ts_observe_step) */
     int relu_out;        /* a watched Relu of this value, summarised from this one's data in the same pass (-1: none) */
     bool relu_derived;   /* this Relu's summary comes from its input's pass (relu_out) */
-    int stab;            /* its stability job (observe/stability.h: attention scores, logits), -1 = none */
+    int stab;            /* its stability job (compile/stability.h: attention scores, logits), -1 = none */
     int same_values;     /* an entry whose summary this one's is at every sample (a view or transpose of it, the
                           * gradient an Add passes on to an input it alone reads): shared, not taken again (-1: none) */
     ts_outfeed_link *outfeeds;
@@ -233,7 +233,7 @@ typedef struct ts_prog {
     ts_summary *summaries;
     int *watch_what, *watch_period;
     int n_watch;                    /* watches; the stability rows follow them in watch_results and summaries */
-    struct ts_stab *stab;           /* stability signals (observe/stability.h), NULL: none */
+    struct ts_stab *stab;           /* stability signals (compile/stability.h), NULL: none */
     struct ts_stats_partial *parts; /* n_slots * TS_STEP_WATCHES partial summaries */
     int n_slots;                    /* threads a summary is split over */
     /* arenas by lifetime class */

@@ -45,7 +45,7 @@ void ts_opt_update_summarised(const ts_optimizer *o, const ts_opt_consts *c, ts_
  * sums of squares of the gradient (sq[0]), of the parameter before the
  * update (sq[1]), of the update w_after - w_before (sq[2]) and, for Adam,
  * of its direction m^ / (sqrt(v^) + eps) (sq[3]); zeroes the gradient when
- * `clear` (stability signals, observe/stability.h). The parameter comes out
+ * `clear` (stability signals, compile/stability.h). The parameter comes out
  * as ts_opt_update's. */
 void ts_opt_update_norms(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, float *grad, int64_t begin, int64_t end,
                          bool clear, double sq[4]);

@@ -66,7 +66,7 @@ struct ts_options {
     float scale_init, scale_growth, scale_backoff;
     int scale_interval;
     ts_dump_spec *dump;   /* ts_options_set_dump_debug: NULL = off (diag/dump_debug.c) */
-    double spike_k;       /* ts_options_detect_spikes: 0 = off (diag/spike_watch.c) */
+    double spike_k;       /* ts_options_detect_spikes: 0 = off (model/spike_watch.c) */
     int spike_window;
     ts_spike_action spike_action;
     char *spike_npz;      /* TS_SPIKE_NPZ's file */

@@ -1,7 +1,7 @@
 /* retrieve.c -- what a user reads back from a model: tensor names, anchored
  * values, watch results, the tensor a numeric check stopped at, counters. */
 #include "compile/model.h"
-#include "observe/stability.h"
+#include "compile/stability.h"
 #include "observe/observe.h"
 
 #include <stdio.h>

@@ -185,7 +185,7 @@ static ts_status (*const observers[])(ts_model *m, ts_op_chain *c) = {
     ts_diag_attach_crash,      /* diag/op_observers.c: the op a crash report names */
     ts_observe_attach_watches, /* observe/chain.c: a device's queue guarded, each output observed */
     ts_observe_attach_checks,  /* observe/chain.c: a backward kernel's gradients checked */
-    ts_diag_attach_spikes,     /* diag/spike_watch.c: the step's signals judged before its update */
+    ts_diag_attach_spikes,     /* model/spike_watch.c: the step's signals judged before its update */
     ts_observe_attach_prints,  /* observe/chain.c: the print ops' lines */
     ts_diag_attach_trace,      /* diag/op_observers.c: each op's label and slice on the timeline */
     ts_exec_attach_op_times,   /* exec/op_times.c: each call's time (t0, t1) */

@@ -8,7 +8,7 @@
 #include "diag/metrics.h"
 #include "graph/ops.h"
 #include "observe/outfeed.h"
-#include "observe/stability.h"
+#include "compile/stability.h"
 #include "core/stats.h"
 
 #include <math.h>

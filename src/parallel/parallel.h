@@ -7,7 +7,8 @@
 #ifndef TS_PARALLEL_H
 #define TS_PARALLEL_H
 
-#include "compile/model.h"
+#include "compile/program.h"
+#include "tensorscope.h"
 
 /* parallel/replicas.c: a replica's part of a run (docs/design.md#replicas-and-pipeline-stages) */
 /* Joins the job's collectives and sizes what the ranks exchange (compile). */

@@ -12,10 +12,10 @@
  * host (ts_opt_update_norms: the gradient, w before, the update, Adam's
  * direction). The rows are derived from those when the watch results are
  * read. */
-#ifndef TS_OBSERVE_STABILITY_H
-#define TS_OBSERVE_STABILITY_H
+#ifndef TS_COMPILE_STABILITY_H
+#define TS_COMPILE_STABILITY_H
 
-#include "compile/model.h"
+#include "tensorscope.h"
 #include "compile/program.h"
 
 typedef enum ts_signal {

@@ -1,8 +1,10 @@
 /* stability.c -- stability signals as watch rows: compile's sources (a
  * layer's output, attention scores, logits, a parameter's gradient and
  * update), the host's jobs on scores and logits, and the rows derived
- * from the summaries (observe/stability.h). */
-#include "observe/stability.h"
+ * from the summaries (compile/stability.h). */
+#include "compile/stability.h"
+
+#include "compile/model.h"
 
 #include "compile/program.h"
 #include "core/stats.h"
