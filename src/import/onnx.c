@@ -2576,22 +2576,33 @@ static void fill_cumsum(const void *ctx, float *v) {
         for (int64_t j = 0; j < c->n; j++) v[i * c->n + j] = (c->reverse ? i >= j : i <= j) && !(c->exclusive && i == j);
 }
 
+/* CumSum's and CumProd's inputs: x (as f32; x0 as given), the constant
+ * axis (input 1, normalised), exclusive and reverse. */
+static ts_status cum_args(importer *im, node_io *io, ts_tensor **x0, ts_tensor **x, int *axis, int *exclusive, int *reverse) {
+    ts_status st = TS_OK;
+    *x0 = as_tensor(im, io->in[0], &st), *x = f32_of(im, *x0, &st);
+    double a = 0;
+    if (!*x || (st = attr_int32(im, "exclusive", 0, 0, 1, exclusive)) || (st = attr_int32(im, "reverse", 0, 0, 1, reverse)))
+        return st ? st : TS_ERR_INTERNAL;
+    if (!setting_scalar(im, io->in[1], &a, &st))
+        return st ? st : node_error(im, TS_ERR_UNSUPPORTED, "its axis ('%s') must be a constant%s", io->in[1]->name, bind_hint(io->in[1]));
+    int nd = (*x)->shape.ndim;
+    if (nd == 0 || !(a >= -nd && a < nd) || a != floor(a))
+        return node_error(im, TS_ERR_FORMAT, "axis %g is out of range for %d dimensions", a, nd);
+    *axis = norm_axis((int64_t)a, nd);
+    return TS_OK;
+}
+
 /* CumSum along the constant axis (input 1): x, its axis moved last, times
  * the [N,N] matrix of which elements add into which (exclusive, reverse),
  * so the gradient is the matmul's. Integers summed in f32 and returned as
  * integers. */
 static ts_status op_cumsum(importer *im, node_io *io) {
-    ts_status st = TS_OK;
-    ts_tensor *x0 = as_tensor(im, io->in[0], &st), *x = f32_of(im, x0, &st);
-    double a = 0;
-    int exclusive, reverse;
-    if (!x || (st = attr_int32(im, "exclusive", 0, 0, 1, &exclusive)) || (st = attr_int32(im, "reverse", 0, 0, 1, &reverse))) return st;
-    if (!setting_scalar(im, io->in[1], &a, &st))
-        return st ? st : node_error(im, TS_ERR_UNSUPPORTED, "its axis ('%s') must be a constant%s", io->in[1]->name, bind_hint(io->in[1]));
-    int nd = x->shape.ndim;
-    if (nd == 0 || !(a >= -nd && a < nd) || a != floor(a))
-        return node_error(im, TS_ERR_FORMAT, "axis %g is out of range for %d dimensions", a, nd);
-    int axis = norm_axis((int64_t)a, nd), last = nd - 1;
+    ts_tensor *x0, *x;
+    int axis, exclusive, reverse;
+    ts_status st = cum_args(im, io, &x0, &x, &axis, &exclusive, &reverse);
+    if (st) return st;
+    int nd = x->shape.ndim, last = nd - 1;
     int64_t n = x->shape.d[axis];
     ts_tensor *m = computed_constant(im, "Sums", &(ts_shape){.ndim = 2, .d = {n, n}}, fill_cumsum, &(cumsum_ctx){n, exclusive, reverse}, &st);
     if (!m) return st;
@@ -2932,16 +2943,10 @@ static ts_status op_rotary(importer *im, node_io *io) {
  * the reversed positions, flipped back after). Muls, slices and concats:
  * the gradient is theirs. */
 static ts_status op_cumprod(importer *im, node_io *io) {
-    ts_status st = TS_OK;
-    ts_tensor *x0 = as_tensor(im, io->in[0], &st), *x = f32_of(im, x0, &st);
-    double a = 0;
-    int exclusive, reverse;
-    if (!x || (st = attr_int32(im, "exclusive", 0, 0, 1, &exclusive)) || (st = attr_int32(im, "reverse", 0, 0, 1, &reverse))) return st;
-    if (!setting_scalar(im, io->in[1], &a, &st))
-        return st ? st : node_error(im, TS_ERR_UNSUPPORTED, "its axis ('%s') must be a constant%s", io->in[1]->name, bind_hint(io->in[1]));
-    int nd = x->shape.ndim;
-    if (nd == 0 || !(a >= -nd && a < nd) || a != floor(a)) return node_error(im, TS_ERR_FORMAT, "axis %g is out of range for %d dimensions", a, nd);
-    int axis = norm_axis((int64_t)a, nd);
+    ts_tensor *x0, *x;
+    int axis, exclusive, reverse;
+    ts_status st = cum_args(im, io, &x0, &x, &axis, &exclusive, &reverse);
+    if (st) return st;
     int64_t n = x->shape.d[axis];
     ts_graph *g = im->g;
     ts_shape os = x->shape;
