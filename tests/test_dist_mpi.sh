@@ -39,6 +39,10 @@ fail() { echo "FAIL $*"; failed=$((failed + 1)); }
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/ts_dist.XXXXXX")
 trap 'rm -rf "$T"' EXIT
+# OpenMPI makes its session directory (ompi.HOST.UID) under TMPDIR; two jobs
+# starting at once in the same TMPDIR can race on it ("mkdir: File exists"),
+# so each test's jobs keep theirs in the test's own directory.
+export TMPDIR=$T
 
 for np in 2 3; do
     if timeout 300 "${MPIRUN[@]}" -np "$np" "$BUILD/test_dist" >"$T/np$np.out" 2>&1; then

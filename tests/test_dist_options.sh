@@ -30,6 +30,7 @@ fail() { echo "FAIL $*"; failed=$((failed + 1)); }
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/ts_dist_options.XXXXXX")
 trap 'rm -rf "$T"' EXIT
+export TMPDIR=$T # OpenMPI's session directory is the test's own (see test_dist_mpi.sh)
 cd "$T" || exit 1
 
 COMMON=(train --data "$DATA" --holdout 128 --max-steps 3 --threads 1)

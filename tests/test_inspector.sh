@@ -324,7 +324,7 @@ type_line s5 "quit"
 check "quit: exit 130 (rc $(wait_rc s5))" [ "$(cat s5.rc)" = 130 ]
 # ---- 6. an MPI job: rank 0 prompts on mpirun's terminal, every rank waits at the same run boundary
 if command -v mpirun > /dev/null && "$BUILD/test_dist" --available 2> /dev/null; then
-    MPIRUN=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+    MPIRUN=(env TMPDIR="$T" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
         mpirun --oversubscribe --bind-to none -np 2)
     # rank_rc.sh CMD...: CMD, then its exit code in $RC_PREFIX.RANK
     printf '#!/bin/bash\n"$@"; echo $? > "$RC_PREFIX.$OMPI_COMM_WORLD_RANK"\n' > rank_rc.sh

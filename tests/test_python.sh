@@ -37,14 +37,17 @@ rc=$?
 # (naming the replica of the min, the max and a NaN).
 if [ $rc -eq 0 ] && command -v mpirun >/dev/null &&
     "$VENV/bin/python" -c 'import sys, tensorscope._capi as c; sys.exit(0 if c.lib.ts_dist_available() else 1)'; then
+    # OpenMPI's session directory in a directory of this test's own (see test_dist_mpi.sh)
+    mpitmp=$(mktemp -d "${TMPDIR:-/tmp}/ts_python_mpi.XXXXXX")
     for script in mpi_outfeed.py mpi_cancel.py mpi_replicas.py; do
-        if OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 PYTHONPATH="$src/python/tests" timeout 300 \
+        if TMPDIR=$mpitmp OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 PYTHONPATH="$src/python/tests" timeout 300 \
             mpirun --oversubscribe --bind-to none -x PYTHONPATH -np 2 "$VENV/bin/python" "$src/python/tests/$script"; then
             echo "ok   python/tests/$script under mpirun -np 2"
         else
             fail "python/tests/$script under mpirun -np 2"
         fi
     done
+    rm -rf "$mpitmp"
 fi
 case $rc in
 0) echo "test_python: PASS" ;;

@@ -133,7 +133,7 @@ if has_feature mpi && command -v mpirun > /dev/null; then
     # as tests/test_dist_mpi.sh: root allowed, two cores oversubscribed, and
     # under AddressSanitizer no leak check for the ranks (OpenMPI's plugins
     # leak at MPI_Finalize and are unloaded by then)
-    MPIRUN=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+    MPIRUN=(env TMPDIR="$T" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
         timeout 300 mpirun --oversubscribe --bind-to none)
     run rep "${MPIRUN[@]}" -np 2 "$BIN" train "${T_ARGS[@]}" --threads 1 --steps 2 --trace rep.json --quiet
     check "2 replicas: rank 0 writes rep.json, rank 1 rep.rank1.json, each with an all-reduce per step" eval \
