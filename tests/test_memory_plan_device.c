@@ -8,13 +8,15 @@
  * kernels' scratch and workspace -- and by at most 2% + 4 MiB more (the
  * loss, summary and anchor slots, a recorded run's table). A plan made
  * without allocating (ts_options_set_plan_only) gives the same total.
- * The device is TS_TEST_DEVICE ("cuda" unless set); a device that does
- * not count its memory (the CPU) or is missing here: exits 77 saying why.
+ * The device is TS_TEST_DEVICE ("cuda" unless set; missing here: exits 77
+ * saying why); on a device that does not count its memory (the CPU,
+ * `cpu-staged`: make test's run) only the plans are compared.
  */
 /* labels: gpu */
 #include "check.h"
 #include "model_pair.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -56,14 +58,15 @@ static int64_t in_use(const ts_model *m) {
 
 /* p's model compiled and run on `device` beside `first` (alive): the
  * growth of the device's memory in use against its plan */
-static void check_growth(const model_pair *p, ts_optimizer opt, const char *device, const ts_model *first) {
+static void check_growth(const model_pair *p, ts_optimizer opt, const char *device, const ts_model *first, bool counts) {
     int64_t before = in_use(first);
     ts_model *m = NULL, *plan = NULL;
     ts_status st = model_on(p, device, opt, 0, &m);
     CHECK_OK(st, "%s compiled and run on %s", p->name, device);
     if (!st) {
         int64_t grew = in_use(m) - before, planned = planned_bytes(m);
-        CHECK(planned > 0 && grew >= planned && (double)grew <= 1.02 * (double)planned + 4 * MIB,
+        if (counts)
+            CHECK(planned > 0 && grew >= planned && (double)grew <= 1.02 * (double)planned + 4 * MIB,
               "%s on %s: the device's memory in use grew %.2f MiB; the plan holds %.2f MiB", p->name, device, (double)grew / MIB,
               (double)planned / MIB);
         st = model_on(p, device, opt, 1, &plan);
@@ -87,24 +90,20 @@ int main(void) {
     ts_status st = model_on(&base, device, ts_sgd(0.05f, 0.9f, 0), 0, &first);
     CHECK_OK(st, "the first model compiled and run on %s", device);
     ts_model_memory mm;
-    if (!st && !ts_model_memory_get(first, &mm) && mm.device_total <= 0) {
-        printf("SKIP: %s does not count the memory it holds\n", device);
-        ts_model_free(first);
-        pair_free(&base);
-        return 77;
-    }
+    bool counts = !st && !ts_model_memory_get(first, &mm) && mm.device_total > 0;
+    if (!st && !counts) printf("skip the growth checks: %s does not count the memory it holds (the plans' own checks run)\n", device);
     if (!st) {
         CHECK_OK(pair_mlp(&p, 1000, 1000, 4243), "mlp b1000 built");
         p.name = "mlp b1000";
-        check_growth(&p, ts_sgd(0.05f, 0.9f, 0), device, first);
+        check_growth(&p, ts_sgd(0.05f, 0.9f, 0), device, first, counts);
         pair_free(&p);
         CHECK_OK(pair_cnn(&p, 64, 64, 4244), "cnn b64 built");
         p.name = "cnn b64";
-        check_growth(&p, ts_adam(1e-3f), device, first);
+        check_growth(&p, ts_adam(1e-3f), device, first, counts);
         pair_free(&p);
         CHECK_OK(pair_gpt(&p, 4245), "gpt built");
         p.name = "char gpt";
-        check_growth(&p, ts_adamw(3e-4f, 0.1f), device, first);
+        check_growth(&p, ts_adamw(3e-4f, 0.1f), device, first, counts);
         pair_free(&p);
     }
     ts_model_free(first);
