@@ -566,6 +566,7 @@ static void fill_kernel_table(void) {
     kernels[TS_OP_GELU] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr, nullptr, 0u};
     kernels[TS_OP_EMBEDDING] = {ts_cu_fwd_gather, ts_cu_bwd_gather, nullptr, nullptr, 0u};
     kernels[TS_OP_LAYER_NORM] = {ts_cu_fwd_layer_norm, ts_cu_bwd_layer_norm, nullptr, nullptr, 0u};
+    kernels[TS_OP_GROUP_NORM] = {ts_cu_fwd_group_norm, ts_cu_bwd_group_norm, nullptr, nullptr, 0u};
     kernels[TS_OP_BATCH_MATMUL] = {ts_cu_fwd_bmm, ts_cu_bwd_bmm, nullptr, nullptr, 0u};
     kernels[TS_OP_PERMUTE] = {ts_cu_fwd_permute, ts_cu_bwd_permute, nullptr, nullptr, 0u};
     kernels[TS_OP_SLICE] = {ts_cu_fwd_slice, ts_cu_bwd_slice, nullptr, nullptr, 0u};
