@@ -93,8 +93,9 @@ static void tag_regex(char *buf, size_t n, const char *prefix, const char *name)
 
 /* The Custom Scalars layout, written with a run's first scalars: the losses
  * first (training and held-out on one chart), then accuracy, the training
- * rates, the gradient norms on one chart, and one chart per tensor of the
- * eight low-precision range fractions. */
+ * rates, the gradient norms on one chart, the process's memory and the
+ * device's, and one chart per tensor of the eight low-precision range
+ * fractions. */
 static ts_status write_layout(ts_tb_writer *tb, const ts_watch_result *w, size_t nw) {
     enum { MAX_RANGE = 64 };
     enum { FIXED = 7 };
