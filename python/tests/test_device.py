@@ -9,7 +9,7 @@ test_cli_tensorboard.sh, test_trace_device.c), from Python, on each device
 of DEVICES: "cpu-staged" (the CPU's kernels, its memory treated as a
 GPU's: the device path, bit for bit) on every machine, "cuda" where there
 is a GPU (skipped, saying why, where there is none): the weights and the
-anchors of every output mode, a checkpoint saved there and resumed on the
+anchors of every output mode, the CLI's own training from Python, a checkpoint saved there and resumed on the
 device and on the CPU, the metrics (runs recorded and replayed, summaries
 taken on the device, its memory), and the timeline's kernel track."""
 import json
@@ -344,3 +344,27 @@ def test_trace_has_the_kernels_track(dev, tmp_path):
     got = sorted((e["name"], e["args"]["pass"], e["args"]["micro_batch"]) for e in kernels if e["args"]["pass"] != "optimizer")
     assert ops and got == ops, (got, ops)
     assert [e["name"] for e in kernels if e["args"]["pass"] == "optimizer"] == ["optimizer"]
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+def test_python_trains_as_the_cli(dev, tmp_path):
+    """Options().device(DEV) trains what `tensorscope train --device DEV`
+    trains: the CLI's mlp with its data loader, momentum and schedule
+    (test_checkpoint.py's python_mlp), 5 steps, the same weights (bit for
+    bit on cpu-staged)."""
+    device_or_skip(dev)
+    import test_checkpoint as tc
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((tc.N, 1, 28, 28)).astype(np.float32)
+    labels = rng.integers(0, 10, tc.N).astype(np.int32)
+    d = tmp_path / "data"
+    d.mkdir()
+    np.save(d / "x.npy", x)
+    np.save(d / "labels.npy", labels)
+    tc.train_cli(str(d), "--device", dev, "--max-steps", "5", "--save-weights", str(tmp_path / "cli"))
+    g, model, loader = tc.python_mlp(x, labels, device=dev)
+    tc.train_python(model, loader, 5)
+    assert model.steps == 5
+    for name in tc.PARAMS:
+        want = np.load(tmp_path / "cli" / (name + ".npy"))
+        assert same(dev, g.tensor(name).numpy(), want), (dev, name)
