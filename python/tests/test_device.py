@@ -9,9 +9,10 @@ test_cli_tensorboard.sh, test_trace_device.c), from Python, on each device
 of DEVICES: "cpu-staged" (the CPU's kernels, its memory treated as a
 GPU's: the device path, bit for bit) on every machine, "cuda" where there
 is a GPU (skipped, saying why, where there is none): the weights and the
-anchors of every output mode, the CLI's own training from Python, a checkpoint saved there and resumed on the
-device and on the CPU, the metrics (runs recorded and replayed, summaries
-taken on the device, its memory), and the timeline's kernel track."""
+anchors of every output mode, the CLI's own training from Python, a
+checkpoint saved there and resumed on the device and on the CPU, the
+metrics (runs recorded and replayed, summaries taken on the device, its
+memory), and the timeline's kernel track."""
 import json
 import re
 
