@@ -1601,7 +1601,8 @@ TS_API ts_status ts_model_save_graph(ts_model *m, const char *path);
 /* Bytes held by a compiled model, by lifetime class, and the process's.
  * On a GPU also its memory: what tensorscope holds there now (every model
  * of the process, with cuBLAS's workspace) and at most since it started,
- * and what the GPU has free of its total; all four 0 on the CPU. */
+ * and what the GPU has free of its total; all four 0 on the CPU
+ * ("cpu-staged": its own allocations, and the host's free and total). */
 typedef struct ts_model_memory {
     int64_t parameters, gradients, optimizer_state, activations, anchors;
     int64_t activations_without_reuse; /* what the memory plan saved against */
