@@ -1508,10 +1508,18 @@ static ts_status op_lp_pool(importer *im, node_io *io) {
     return built(im, y, &io->out[0]);
 }
 
+/* GlobalAveragePool: [N,C,H,W] is the GlobalAvgPool op; [N,C,L] and
+ * [N,C,D,H,W] (AdaptiveAvgPool1d(1), AdaptiveAvgPool3d(1)) the mean over
+ * the spatial axes, kept. */
 static ts_status op_global_avg_pool(importer *im, node_io *io) {
     ts_status st = TS_OK;
     ts_tensor *x = as_tensor(im, io->in[0], &st);
-    return x ? built(im, ts_global_avg_pool2d(im->g, x), &io->out[0]) : st;
+    if (!x) return st;
+    if (x->shape.ndim == 4) return built(im, ts_global_avg_pool2d(im->g, x), &io->out[0]);
+    int ax[TS_MAX_DIMS], n = 0;
+    for (int d = 2; d < x->shape.ndim; d++) ax[n++] = d;
+    if (n == 0) return node_error(im, TS_ERR_SHAPE, "pools an input [N,C,d1,...] of at least 3 dimensions; it has %d", x->shape.ndim);
+    return built(im, ts_reduce_mean(im->g, x, n, ax, 1), &io->out[0]);
 }
 
 /* A running statistic (`stat`: running_mean, running_var): a buffer under
@@ -1522,7 +1530,7 @@ static ts_status op_global_avg_pool(importer *im, node_io *io) {
  * Identity of it, which made a parameter of its own): then the module's
  * own buffer `<module>.<stat>` with those values (the Identity's parameter
  * becomes that buffer). */
-static ts_tensor *as_buffer(importer *im, value *v, const char *stat, ts_status *st) {
+static ts_tensor *as_buffer(importer *im, value *v, const char *stat, bool training, ts_status *st) {
     if (v->t && v->t->op == TS_OP_BUFFER) return v->t;
     if (v->t && v->t->op != TS_OP_INPUT) {
         char scope[512], name[600];
@@ -1534,6 +1542,17 @@ static ts_tensor *as_buffer(importer *im, value *v, const char *stat, ts_status 
             have->op = TS_OP_BUFFER;
             return have;
         }
+        /* computed in the graph (PyTorch's InstanceNorm with running
+         * statistics tiles them over the batch into a BatchNormalization of
+         * [1, N*C, ...], whose running outputs nothing reads): a training
+         * node normalises by the batch's statistics, its running ones start
+         * at 0 and 1 in a buffer of their own; an inference node would need
+         * their values */
+        if (!v->t->value && !training) {
+            *st = node_error(im, TS_ERR_UNSUPPORTED, "its running statistic '%s' is computed in the graph ('%s'); an inference-mode "
+                             "BatchNormalization takes its running statistics as initializers", v->name, v->t->name);
+            return NULL;
+        }
         if (have || v->t->dtype != TS_F32 || !(b = ts_buffer(im->g, name, v->t->shape.ndim, v->t->shape.d))) {
             *st = have ? node_error(im, TS_ERR_UNSUPPORTED, "its running statistic '%s' shares the values of '%s', and '%s' is taken", v->name,
                                     v->t->name, name)
@@ -1541,7 +1560,10 @@ static ts_tensor *as_buffer(importer *im, value *v, const char *stat, ts_status 
                                                 : node_error(im, TS_ERR_UNSUPPORTED, "its running statistic '%s' is not float", v->name);
             return NULL;
         }
-        memcpy(b->value, v->t->value, (size_t)ts_shape_numel(&b->shape) * sizeof(float));
+        int64_t n = ts_shape_numel(&b->shape);
+        if (v->t->value) memcpy(b->value, v->t->value, (size_t)n * sizeof(float));
+        else
+            for (int64_t i = 0; i < n; i++) b->value[i] = strcmp(stat, "running_var") == 0 ? 1.0f : 0.0f;
         return b;
     }
     if (!v->param && !v->c.v) {
@@ -1562,18 +1584,27 @@ static ts_tensor *as_buffer(importer *im, value *v, const char *stat, ts_status 
 /* BatchNormalization: training_mode 1 (a training export) normalises with
  * batch statistics and updates the running buffers (ONNX's momentum m is
  * PyTorch's 1 - m); an inference export's node keeps using the running
- * values when trained (frozen). */
+ * values when trained (frozen). Without the attribute, a node with the
+ * running outputs is a training one, as BatchNormalization-9 says (PyTorch
+ * writes its InstanceNorm with running statistics so at every opset). */
 static ts_status op_batch_norm(importer *im, node_io *io) {
     if (io->n_in < 5) return node_error(im, TS_ERR_FORMAT, "needs 5 inputs");
     bool training;
     ts_status st = attr_flag(im, "training_mode", &training);
     if (st) return st;
+    if (!attr(im, "training_mode") && io->n_out > 1 && im->node->output[1] && *im->node->output[1]) training = true;
     float eps = (float)attr_f(im, "epsilon", 1e-5), momentum = (float)(1.0 - attr_f(im, "momentum", 0.9));
     ts_tensor *x = as_tensor(im, io->in[0], &st), *w = x ? as_tensor(im, io->in[1], &st) : NULL,
-              *b = w ? as_tensor(im, io->in[2], &st) : NULL, *rm = b ? as_buffer(im, io->in[3], "running_mean", &st) : NULL,
-              *rv = rm ? as_buffer(im, io->in[4], "running_var", &st) : NULL;
+              *b = w ? as_tensor(im, io->in[2], &st) : NULL, *rm = b ? as_buffer(im, io->in[3], "running_mean", training, &st) : NULL,
+              *rv = rm ? as_buffer(im, io->in[4], "running_var", training, &st) : NULL;
     if (!rv) return st;
-    return built(im, ts_batch_norm(im->g, x, w, b, rm, rv, eps, momentum, !training), &io->out[0]);
+    /* [N,C,L] and [N,C,D,H,W] as the op's [N,C,H,W]: [N,C,1,L], [N,C,D,H*W] (views) */
+    const int64_t *d = x->shape.d;
+    int nd = x->shape.ndim;
+    ts_tensor *x4 = nd == 3 ? ts_reshape(im->g, x, 4, (int64_t[]){d[0], d[1], 1, d[2]})
+                    : nd == 5 ? ts_reshape(im->g, x, 4, (int64_t[]){d[0], d[1], d[2], d[3] * d[4]}) : x;
+    ts_tensor *y = x4 ? ts_batch_norm(im->g, x4, w, b, rm, rv, eps, momentum, !training) : NULL;
+    return built(im, y && x4 != x ? ts_reshape(im->g, y, nd, d) : y, &io->out[0]);
 }
 /* The file's own loss: NegativeLogLikelihoodLoss (after a LogSoftmax) and
  * SoftmaxCrossEntropyLoss on scores [N,C,d1..] and integer labels [N,d1..],
