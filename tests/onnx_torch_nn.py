@@ -484,13 +484,13 @@ RECIPES_BY_KEY = {}
 
 
 def reuse_exporter_tables():
-    """The dynamo exporter builds its table of ONNX translations and the
-    list of PyTorch's composite ops (seconds) afresh for every export; a
-    worker builds each once (nothing here registers a custom translation
-    or op, the things that change them)."""
+    """The dynamo exporter builds its table of ONNX translations, the list
+    of PyTorch's composite ops and its decomposition table (seconds) afresh
+    for every export; a worker builds each once (nothing here registers a
+    custom translation or op, the things that change them)."""
     try:
         from torch.export import decomp_utils, exported_program
-        from torch.onnx._internal.exporter import _registration
+        from torch.onnx._internal.exporter import _decomp, _registration
     except ImportError:
         return
     build, built = _registration.ONNXRegistry.from_torchlib, {}
@@ -511,6 +511,14 @@ def reuse_exporter_tables():
         for module in (exported_program, decomp_utils):
             if getattr(module, "_collect_all_valid_cia_ops", None) is collect:
                 module._collect_all_valid_cia_ops = ops_once
+    table, tables = getattr(_decomp, "create_onnx_friendly_decomposition_table", None), {}
+    if table is not None:
+        def table_once(ops):  # a copy: the export may change the one it gets
+            key = frozenset(ops)
+            if key not in tables:
+                tables[key] = table(ops)
+            return dict(tables[key])
+        _decomp.create_onnx_friendly_decomposition_table = table_once
 
 
 def worker(conn):
