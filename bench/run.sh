@@ -314,6 +314,12 @@ TORCH2_PY=${TORCH2_PY:-false}   # a missing peer makes its rows "failed"
 echo "peers: PyTorch $TORCH2_VER (PyPI, $TORCH_VENV; the targets' peer), PyTorch $TORCH1_VER (Debian, $PY)"
 echo "threads=$THREADS, $CORES cores, $REPS interleaved rounds, load average" \
      "$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null) (other load skews the numbers)"
+# the CPU the rows come from: its model and the vector instructions the
+# kernels can use (machines differ: AVX2 only, AVX-512, bf16, AMX)
+cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -n 1)
+cpu_flags=$(sed -n 's/^flags[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -n 1 | tr ' ' '\n' |
+            grep -E '^(sse4_2|avx|avx2|fma|f16c|avx512f|avx512bw|avx512vl|avx512_vnni|avx512_bf16|avx512_fp16|amx_tile|amx_bf16|amx_int8)$' | tr '\n' ' ')
+echo "cpu: ${cpu_model:-unknown}; vector flags: ${cpu_flags:-none found}"
 printf "$HEAD_FMT" benchmark impl ms/step "spread(ms)" samples/s GFLOP/s "RSS(MB)"
 hr
 BENCH=$BUILD/bench_mlp
@@ -568,6 +574,6 @@ elif resnet_wanted; then
     echo "resnet18 rows: failed (no venv with PyTorch and onnxruntime: PyPI needed the first time)" >&2
 fi
 
-echo "summary: ${#ROWS[@]} rows, $PASSES PASS, $MISSES MISS"
+echo "summary: ${#ROWS[@]} rows, $PASSES PASS, $MISSES MISS (cpu: ${cpu_model:-unknown}; ${cpu_flags:-no vector flags found})"
 for r in "${ROWS[@]}"; do echo "  $r"; done
 exit 0

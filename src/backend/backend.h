@@ -58,6 +58,12 @@ typedef struct ts_kctx {
     ts_dtype in_dtype[TS_MAX_INPUTS];
     ts_dtype out_dtype;
     float *widen;          /* room for the f32 copies of this node's 16-bit inputs (transient) */
+    /* MatMul forward whose row fuses_bias: the Add of a Linear's bias that
+     * follows it, done in the product's output pass: bias_out[i, :] =
+     * out[i, :] + bias, as the Add computes it (bias_out may be out). NULL:
+     * none (the executor sets both, and skips the Add's kernel). */
+    const float *bias;
+    float *bias_out;
     bool training;         /* a training model (batch statistics, dropout on) */
     bool tf32;             /* float32 products may round their inputs to TF32 (ts_options_set_allow_tf32; a GPU's tensor cores) */
     bool update_state;     /* forward may update buffers (training, not a diagnostic replay) */
@@ -89,6 +95,9 @@ typedef struct ts_kernel_row {
      * executor need not zero that gradient before the first backward that
      * writes it (0: it always zeroes, the backward adds) */
     unsigned stores_din;
+    /* the forward honours kctx.bias (MatMul): the executor may hand it the
+     * bias Add that follows it (exec.c's bias_fusable) */
+    bool fuses_bias;
 } ts_kernel_row;
 
 /* A point on a stream, for timing kernels: ns once complete (the CPU's

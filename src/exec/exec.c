@@ -168,12 +168,46 @@ static void choose_fusions(ts_model *m) {
     }
 }
 
+/* Whether [a, a + n) and [b, b + k) floats share memory. */
+static bool overlaps(const float *a, int64_t n, const float *b, int64_t k) { return a < b + k && b < a + n; }
+
+/* A Linear's bias Add done in its product's output pass: node order[k] a
+ * MatMul whose row fuses_bias (mk its arguments), the next node in the
+ * order an Add of it and a float32 bias row [N] (or [1, N]) broadcast over
+ * its [M, N] output. Then *ac holds the Add's arguments, the MatMul's
+ * kernel writes the Add's output and the Add's kernel is skipped (its
+ * observers run as ever: names, watches and anchors unchanged, the same
+ * float sums). The product keeps its own value unless the Add writes in
+ * place, which only an unobserved product may; the Add's output must not
+ * overlap what the product reads. */
+static bool bias_fusable(const ts_model *m, int k, int64_t mb, const ts_kctx *mk, ts_kctx *ac) {
+    const ts_prog *p = m->prog;
+    if (k + 1 >= p->n_order) return false;
+    int i = p->order[k], a = p->order[k + 1];
+    const ts_tensor *t = m->g->t[a], *mm = m->g->t[i];
+    if (t->op != TS_OP_ADD || t->n_in != 2 || t->in[0] != i || t->in[1] == i || !ts_in_stage(m, a) || (p->skip && p->skip[a])) return false;
+    if (ts_dtype_is_half(mm->grid) || ts_dtype_is_half(t->grid) || mk->out_dtype != TS_F32 || mk->in_dtype[0] != TS_F32 ||
+        mk->in_dtype[1] != TS_F32 || mk->out_shape.ndim != 2 || !mk->in[0] || !mk->in[1] || !mk->out)
+        return false;
+    *ac = make_ctx(m, a, mb);
+    int64_t M = mk->out_shape.d[0], N = mk->out_shape.d[1], K = mk->in_shape[0].d[1];
+    const ts_shape *b = &ac->in_shape[1], *o = &ac->out_shape;
+    bool row = (b->ndim == 1 && b->d[0] == N) || (b->ndim == 2 && b->d[0] == 1 && b->d[1] == N);
+    if (!row || o->ndim != 2 || o->d[0] != M || o->d[1] != N || ac->out_dtype != TS_F32 || ac->in_dtype[1] != TS_F32 || !ac->in[1] || !ac->out)
+        return false;
+    float *out = ac->out;
+    if (out == mk->out) return !p->entries[p->value_entry[i]].observed; /* in place: the product's value becomes the sum */
+    return !overlaps(out, M * N, mk->out, M * N) && !overlaps(out, M * N, mk->in[0], M * K) && !overlaps(out, M * N, mk->in[1], N * K) &&
+           !overlaps(out, M * N, ac->in[1], N);
+}
+
 static ts_status forward(ts_model *m, int64_t mb) {
     ts_prog *p = m->prog;
     ts_graph *g = m->g;
     bool tr = ts_trace_live();
     uint64_t tf = tr ? ts_now_ns() : 0;
     if (p->n_fusions) choose_fusions(m);
+    int fused = -1; /* the Add whose kernel the MatMul before it ran */
     for (int k = 0; k < p->n_order; k++) {
         int i = p->order[k];
         const ts_tensor *t = g->t[i];
@@ -183,11 +217,15 @@ static ts_status forward(ts_model *m, int64_t mb) {
             continue;
         }
         if (ts_op_holds_value(t->op)) continue; /* observed once per step */
-        ts_kctx kc = make_ctx(m, i, mb);
-        ts_op_call call = {i, false, mb, &kc, 0, 0, ts_trace_live()};
+        ts_kctx kc = make_ctx(m, i, mb), ac;
+        if (m->backend->kernels[t->op].fuses_bias && bias_fusable(m, k, mb, &kc, &ac)) {
+            kc.bias = ac.in[1], kc.bias_out = ac.out;
+            fused = p->order[k + 1];
+        }
+        ts_op_call call = {i, false, mb, &kc, 0, 0, tr};
         ts_status st = ts_op_chain_run(m->chain.before, m->chain.n_before, m, &call);
         if (st) return st;
-        m->backend->kernels[t->op].forward(&kc);
+        if (i != fused) m->backend->kernels[t->op].forward(&kc); /* the bias Add: done by the MatMul before it */
         st = ts_op_chain_run(m->chain.after, m->chain.n_after, m, &call);
         if (st) return st;
     }

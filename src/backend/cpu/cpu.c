@@ -42,7 +42,8 @@ static void fwd_matmul(const ts_kctx *k) {
     k = ts_cpu_widen(k, &room);
     bool t = k->node->op == TS_OP_MATMUL_T;
     int64_t M = k->in_shape[0].d[0], K = k->in_shape[0].d[1], N = k->out_shape.d[1];
-    ts_gemm_pool(k->pool, false, t, M, N, K, k->in[0], k->in[1], 0.0f, k->out);
+    if (k->bias) ts_gemm_pool_bias(k->pool, false, t, M, N, K, k->in[0], k->in[1], k->out, k->bias, k->bias_out);
+    else ts_gemm_pool(k->pool, false, t, M, N, K, k->in[0], k->in[1], 0.0f, k->out);
 }
 
 /* C = A op(B): dA += dC op(B)^T ; dB += A^T dC (or dC^T A when B was transposed) */
@@ -95,8 +96,8 @@ static void fwd_cast(const ts_kctx *k) {
 static const ts_kernel_row kernels[] = {
     [TS_OP_INPUT] = {.forward = NULL}, /* a leaf: bound, not computed */
     [TS_OP_PARAM] = {.forward = NULL}, /* a leaf: bound, not computed */
-    [TS_OP_MATMUL] = {.forward = fwd_matmul, .backward = bwd_matmul},
-    [TS_OP_MATMUL_T] = {.forward = fwd_matmul, .backward = bwd_matmul},
+    [TS_OP_MATMUL] = {.forward = fwd_matmul, .backward = bwd_matmul, .fuses_bias = true},
+    [TS_OP_MATMUL_T] = {.forward = fwd_matmul, .backward = bwd_matmul, .fuses_bias = true},
     [TS_OP_ADD] = {.forward = ts_fwd_broadcast_binary, .backward = ts_bwd_broadcast_binary, .stores_din = 3u},
     [TS_OP_SUB] = {.forward = ts_fwd_broadcast_binary, .backward = ts_bwd_broadcast_binary, .stores_din = 3u},
     [TS_OP_MUL] = {.forward = ts_fwd_broadcast_binary, .backward = ts_bwd_broadcast_binary, .stores_din = 3u},

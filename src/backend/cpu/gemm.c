@@ -51,18 +51,32 @@ typedef struct gemm_job {
     const float *A, *B;
     float beta;
     float *C;
+    const float *bias; /* ts_gemm_pool_bias: out = C + bias, else NULL */
+    float *out;
 } gemm_job;
+
+/* out[r, c0:c1] = C[r, c0:c1] + bias[c0:c1] for rows [r0, r1) */
+static void add_bias(const gemm_job *j, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    for (int64_t r = r0; r < r1; r++) {
+        const float *x = j->C + r * j->N;
+        float *o = j->out + r * j->N;
+        for (int64_t c = c0; c < c1; c++) o[c] = x[c] + j->bias[c];
+    }
+}
 
 /* C[begin:end, :] (rows) or C[:, begin:end] (columns) */
 static void gemm_slice(void *ctx, int64_t begin, int64_t end) {
     const gemm_job *j = ctx;
     int64_t lda = j->ta ? j->M : j->K, ldb = j->tb ? j->K : j->N;
-    if (j->by_rows)
+    if (j->by_rows) {
         sgemm(j->ta, j->tb, end - begin, j->N, j->K, j->ta ? j->A + begin : j->A + begin * j->K, lda, j->B, ldb, j->beta,
               j->C + begin * j->N, j->N);
-    else
+        if (j->bias) add_bias(j, begin, end, 0, j->N);
+    } else {
         sgemm(j->ta, j->tb, j->M, end - begin, j->K, j->A, lda, j->tb ? j->B + begin * j->K : j->B + begin, ldb, j->beta,
               j->C + begin, j->N);
+        if (j->bias) add_bias(j, 0, j->M, begin, end);
+    }
 }
 
 /* below this many multiply-adds a product runs on the calling thread: a
@@ -71,10 +85,8 @@ static void gemm_slice(void *ctx, int64_t begin, int64_t end) {
 /* a slice keeps at least this many rows or columns (the kernels' blocking) */
 #define GEMM_MIN_SPLIT 32
 
-void ts_gemm_pool(struct ts_pool *p, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, const float *B,
-                  float beta, float *C) {
-    blas_threads(1);
-    gemm_job j = {ta, tb, true, M, N, K, A, B, beta, C};
+static void gemm_pool(struct ts_pool *p, gemm_job j) {
+    int64_t M = j.M, N = j.N, K = j.K;
     int threads = ts_pool_threads(p);
     if (threads <= 1 || M * N * K < GEMM_PAR_MACS || (M < 2 * GEMM_MIN_SPLIT && N < 2 * GEMM_MIN_SPLIT)) {
         gemm_slice(&j, 0, M);
@@ -82,6 +94,18 @@ void ts_gemm_pool(struct ts_pool *p, bool ta, bool tb, int64_t M, int64_t N, int
     }
     j.by_rows = M >= 2 * GEMM_MIN_SPLIT; /* rows share B's packing least badly; columns when the batch is small */
     ts_pool_for(p, j.by_rows ? M : N, GEMM_MIN_SPLIT, gemm_slice, &j);
+}
+
+void ts_gemm_pool(struct ts_pool *p, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, const float *B,
+                  float beta, float *C) {
+    blas_threads(1);
+    gemm_pool(p, (gemm_job){ta, tb, true, M, N, K, A, B, beta, C, NULL, NULL});
+}
+
+void ts_gemm_pool_bias(struct ts_pool *p, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, const float *B,
+                       float *C, const float *bias, float *out) {
+    blas_threads(1);
+    gemm_pool(p, (gemm_job){ta, tb, true, M, N, K, A, B, 0.0f, C, bias, out});
 }
 
 typedef struct batch_job {

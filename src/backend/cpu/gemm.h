@@ -15,6 +15,12 @@ void ts_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, 
 struct ts_pool;
 void ts_gemm_pool(struct ts_pool *p, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, const float *B,
                   float beta, float *C);
+/* ts_gemm_pool with beta 0 that also adds a bias row to the product, each
+ * slice right after its product while it is in cache (a Linear's bias Add
+ * in the product's output pass): out[i, :] = C[i, :] + bias[:], the float
+ * sums the Add computes. out may be C; otherwise C keeps the product. */
+void ts_gemm_pool_bias(struct ts_pool *p, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, const float *B,
+                       float *C, const float *bias, float *out);
 /* `count` products C_i = beta*C_i + op(A_i)[M,K] op(B_i)[K,N] of one shape
  * (a batched matmul): item(ctx, i, &A, &B, &C) names the operands of
  * product i. The products are split over the pool's threads, each on a
