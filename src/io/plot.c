@@ -136,11 +136,73 @@ static void draw_axes(cairo_t *cr, const frame *f, const char *title, const char
     }
 }
 
-static void draw_box(cairo_t *cr, const frame *f) {
+/* A rectangle's outline, black, 1 px. */
+static void outline(cairo_t *cr, double x, double y, double w, double h) {
     cairo_set_source_rgb(cr, 0, 0, 0);
     cairo_set_line_width(cr, 1.0);
-    cairo_rectangle(cr, f->left, f->top, f->width, f->height);
+    cairo_rectangle(cr, x, y, w, h);
     cairo_stroke(cr);
+}
+
+static void draw_box(cairo_t *cr, const frame *f) { outline(cr, f->left, f->top, f->width, f->height); }
+
+/* A rectangle filled in rgb. */
+static void fill_rect(cairo_t *cr, const double rgb[3], double x, double y, double w, double h) {
+    cairo_set_source_rgb(cr, rgb[0], rgb[1], rgb[2]);
+    cairo_rectangle(cr, x, y, w, h);
+    cairo_fill(cr);
+}
+
+/* A legend's box: white, a little see-through, a grey edge. */
+static void legend_box(cairo_t *cr, double x, double y, double w, double h) {
+    cairo_rectangle(cr, x, y, w, h);
+    cairo_set_source_rgba(cr, 1, 1, 1, 0.85);
+    cairo_fill_preserve(cr);
+    cairo_set_source_rgb(cr, 0.7, 0.7, 0.7);
+    cairo_set_line_width(cr, 1);
+    cairo_stroke(cr);
+}
+
+/* A white canvas, the font set, the title (none: NULL) in 16 px centred
+ * at (x, y), the pen black: how the image plots (tiles, attention maps,
+ * heat maps) begin. */
+static void canvas_titled(cairo_t *cr, const char *font, const char *title, double x, double y) {
+    cairo_set_source_rgb(cr, 1, 1, 1);
+    cairo_paint(cr);
+    cairo_select_font_face(cr, font, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+    cairo_set_source_rgb(cr, 0, 0, 0);
+    cairo_set_font_size(cr, 16);
+    if (title) text_at(cr, title, x, y, 0.5, 0.5);
+}
+
+/* viridis at t in [0, 1] (clamped), by its anchor colours every quarter */
+static void viridis(double t, double rgb[3]) {
+    static const double c[5][3] = {{0.267, 0.005, 0.329}, {0.229, 0.322, 0.546}, {0.128, 0.567, 0.551},
+                                   {0.369, 0.789, 0.383}, {0.993, 0.906, 0.144}};
+    t = t < 0 ? 0 : t > 1 ? 1 : t;
+    int i = t >= 1 ? 3 : (int)(t * 4);
+    double f = t * 4 - i;
+    for (int k = 0; k < 3; k++) rgb[k] = c[i][k] + f * (c[i + 1][k] - c[i][k]);
+}
+
+/* A colour map: the colour at t in [0, 1] of its scale. */
+typedef void (*colour_map)(const void *ctx, double t, double rgb[3]);
+
+static void viridis_map(const void *ctx, double t, double rgb[3]) {
+    (void)ctx;
+    viridis(t, rgb);
+}
+
+/* A colour bar w x h at (x, y): the map's top (t = 1) at the top, in 256
+ * bands, outlined. Its labels are the plot's. */
+static void colour_bar(cairo_t *cr, colour_map map, const void *ctx, double x, double y, double w, double h) {
+    enum { BANDS = 256 };
+    for (int k = 0; k < BANDS; k++) {
+        double rgb[3];
+        map(ctx, 1.0 - (k + 0.5) / BANDS, rgb);
+        fill_rect(cr, rgb, x, y + k * h / BANDS, w, h / BANDS + 0.5);
+    }
+    outline(cr, x, y, w, h);
 }
 
 /* ------------------------------------------------------------ writing */
@@ -376,12 +438,7 @@ static void draw_series(cairo_t *cr, const frame *f, const ts_series *series, in
         if (e.x_advance > wmax) wmax = e.x_advance;
     }
     double lw = wmax + 44, lh = 20.0 * n + 10, lx = f->left + f->width - lw - 10, ly = f->top + 10;
-    cairo_rectangle(cr, lx, ly, lw, lh);
-    cairo_set_source_rgba(cr, 1, 1, 1, 0.85);
-    cairo_fill_preserve(cr);
-    cairo_set_source_rgb(cr, 0.7, 0.7, 0.7);
-    cairo_set_line_width(cr, 1);
-    cairo_stroke(cr);
+    legend_box(cr, lx, ly, lw, lh);
     for (int s = 0; s < n; s++) {
         double y = ly + 15 + 20.0 * s;
         const double *rgb = series_rgb[(color0 + s) % MAX_SERIES];
@@ -476,33 +533,34 @@ typedef struct tiles_ctx {
     bool diverging;
 } tiles_ctx;
 
-/* viridis at 5 stops; blue-white-red for values of both signs */
-static void colour(const tiles_ctx *c, double v, double rgb[3]) {
-    static const double vir[5][3] = {{0.267, 0.005, 0.329}, {0.231, 0.322, 0.545}, {0.129, 0.569, 0.549}, {0.369, 0.788, 0.384}, {0.993, 0.906, 0.144}};
+/* The tiles' map at t of their scale: viridis; blue-white-red for values
+ * of both signs */
+static void tiles_map(const void *ctx, double t, double rgb[3]) {
     static const double div[3][3] = {{0.020, 0.188, 0.380}, {0.969, 0.969, 0.969}, {0.404, 0.000, 0.122}};
-    if (!isfinite(v)) {
-        rgb[0] = 1, rgb[1] = 0, rgb[2] = 1; /* NaN/Inf: magenta, impossible to miss */
+    const tiles_ctx *c = ctx;
+    if (!c->diverging) {
+        viridis(t, rgb);
         return;
     }
-    double t = (v - c->lo) / (c->hi - c->lo);
     t = t < 0 ? 0 : t > 1 ? 1 : t;
-    int stops = c->diverging ? 3 : 5;
-    const double(*map)[3] = c->diverging ? div : vir;
-    double s = t * (stops - 1);
-    int i = (int)s;
-    if (i >= stops - 1) i = stops - 2;
+    double s = t * 2;
+    int i = s >= 1 ? 1 : 0;
     double f = s - i;
-    for (int k = 0; k < 3; k++) rgb[k] = map[i][k] + f * (map[i + 1][k] - map[i][k]);
+    for (int k = 0; k < 3; k++) rgb[k] = div[i][k] + f * (div[i + 1][k] - div[i][k]);
+}
+
+/* v's colour: NaN/Inf magenta, impossible to miss */
+static void colour(const tiles_ctx *c, double v, double rgb[3]) {
+    if (!isfinite(v)) {
+        rgb[0] = 1, rgb[1] = 0, rgb[2] = 1;
+        return;
+    }
+    tiles_map(c, (v - c->lo) / (c->hi - c->lo), rgb);
 }
 
 static void draw_tiles(cairo_t *cr, const void *ctx) {
     const tiles_ctx *c = ctx;
-    cairo_set_source_rgb(cr, 1, 1, 1);
-    cairo_paint(cr);
-    cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
-    cairo_set_source_rgb(cr, 0, 0, 0);
-    cairo_set_font_size(cr, 16);
-    text_at(cr, c->title ? c->title : "", (PLOT_W - 110) / 2.0, 20, 0.5, 0.5);
+    canvas_titled(cr, "sans-serif", c->title, (PLOT_W - 110) / 2.0, 20);
     /* grid area: x in [20, PLOT_W-130], y in [45, PLOT_H-15]; square pixels */
     double gw = PLOT_W - 150, gh = PLOT_H - 60, gap = 14;
     double cell = fmin((gw - gap * (double)(c->cols - 1)) / (double)(c->cols * c->w), (gh - gap * (double)c->rows) / (double)(c->rows * c->h));
@@ -520,9 +578,7 @@ static void draw_tiles(cairo_t *cr, const void *ctx) {
                 for (int64_t j = 0; j < c->w; j++) {
                     double rgb[3];
                     colour(c, img[i * c->w + j], rgb);
-                    cairo_set_source_rgb(cr, rgb[0], rgb[1], rgb[2]);
-                    cairo_rectangle(cr, tx + (double)j * cell, ty + (double)i * cell, cell, cell);
-                    cairo_fill(cr);
+                    fill_rect(cr, rgb, tx + (double)j * cell, ty + (double)i * cell, cell, cell);
                 }
             cairo_set_antialias(cr, CAIRO_ANTIALIAS_DEFAULT);
             cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
@@ -537,17 +593,7 @@ static void draw_tiles(cairo_t *cr, const void *ctx) {
         }
     /* colour bar with ticks */
     double bx = PLOT_W - 100, by = 60, bw = 22, bh = PLOT_H - 120;
-    for (int k = 0; k < 256; k++) {
-        double rgb[3], v = c->lo + (c->hi - c->lo) * (k + 0.5) / 256.0;
-        colour(c, v, rgb);
-        cairo_set_source_rgb(cr, rgb[0], rgb[1], rgb[2]);
-        cairo_rectangle(cr, bx, by + bh - bh * (k + 1) / 256.0, bw, bh / 256.0 + 0.5);
-        cairo_fill(cr);
-    }
-    cairo_set_source_rgb(cr, 0, 0, 0);
-    cairo_set_line_width(cr, 1);
-    cairo_rectangle(cr, bx, by, bw, bh);
-    cairo_stroke(cr);
+    colour_bar(cr, tiles_map, c, bx, by, bw, bh);
     cairo_set_font_size(cr, 11);
     double step = nice_step(c->hi - c->lo, 6);
     char lab[48];
@@ -735,18 +781,6 @@ typedef struct att_ctx {
     int panel; /* pixels per head panel */
 } att_ctx;
 
-/* viridis, by its anchor colours every quarter */
-static void viridis(double t, double *r, double *g, double *b) {
-    static const double c[5][3] = {{0.267, 0.005, 0.329}, {0.229, 0.322, 0.546}, {0.128, 0.567, 0.551},
-                                   {0.369, 0.789, 0.383}, {0.993, 0.906, 0.144}};
-    t = t < 0 ? 0 : t > 1 ? 1 : t;
-    int i = t >= 1 ? 3 : (int)(t * 4);
-    double f = t * 4 - i;
-    *r = c[i][0] + f * (c[i + 1][0] - c[i][0]);
-    *g = c[i][1] + f * (c[i + 1][1] - c[i][1]);
-    *b = c[i][2] + f * (c[i + 1][2] - c[i][2]);
-}
-
 /* a printable form of one label character */
 static const char *label_text(char ch, char *buf) {
     if (ch == '\n') return "\xe2\x86\xb5"; /* U+21B5 */
@@ -761,12 +795,7 @@ static void draw_attention(cairo_t *cr, const void *vctx) {
     int T = c->T, cols = c->heads < ATT_COLS ? c->heads : ATT_COLS;
     bool labelled = c->labels && T <= 64;
     double margin = labelled ? 28 : 14, top = 50;
-    cairo_set_source_rgb(cr, 1, 1, 1);
-    cairo_paint(cr);
-    cairo_select_font_face(cr, "monospace", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
-    cairo_set_source_rgb(cr, 0, 0, 0);
-    cairo_set_font_size(cr, 16);
-    if (c->title) text_at(cr, c->title, c->W / 2.0, 22, 0.5, 0.5);
+    canvas_titled(cr, "monospace", c->title, c->W / 2.0, 22);
     double cell = (c->panel - margin - 10) / (double)T;
     for (int h = 0; h < c->heads; h++) {
         double x0 = (h % cols) * c->panel + margin, y0 = top + (h / cols) * (c->panel + 20) + margin;
@@ -774,16 +803,11 @@ static void draw_attention(cairo_t *cr, const void *vctx) {
         for (int i = 0; i < T; i++)
             for (int j = 0; j < T; j++) {
                 float v = p[(int64_t)i * T + j];
-                double r = 1, g = 1, b = 1; /* exactly 0 (masked): left white */
-                if (v != 0.0f) viridis(v / c->vmax, &r, &g, &b);
-                cairo_set_source_rgb(cr, r, g, b);
-                cairo_rectangle(cr, x0 + j * cell, y0 + i * cell, cell + 0.3, cell + 0.3);
-                cairo_fill(cr);
+                double rgb[3] = {1, 1, 1}; /* exactly 0 (masked): left white */
+                if (v != 0.0f) viridis(v / c->vmax, rgb);
+                fill_rect(cr, rgb, x0 + j * cell, y0 + i * cell, cell + 0.3, cell + 0.3);
             }
-        cairo_set_source_rgb(cr, 0, 0, 0);
-        cairo_set_line_width(cr, 1);
-        cairo_rectangle(cr, x0, y0, cell * T, cell * T);
-        cairo_stroke(cr);
+        outline(cr, x0, y0, cell * T, cell * T);
         char head[32];
         snprintf(head, sizeof head, "head %d", h);
         cairo_set_font_size(cr, 12);
@@ -800,16 +824,7 @@ static void draw_attention(cairo_t *cr, const void *vctx) {
     }
     /* colour bar */
     double bx = cols * c->panel + 20, by = top + 30, bh = c->panel - 60;
-    for (int k = 0; k < 100; k++) {
-        double r, g, b;
-        viridis(1.0 - k / 99.0, &r, &g, &b);
-        cairo_set_source_rgb(cr, r, g, b);
-        cairo_rectangle(cr, bx, by + k * bh / 100, 18, bh / 100 + 0.5);
-        cairo_fill(cr);
-    }
-    cairo_set_source_rgb(cr, 0, 0, 0);
-    cairo_rectangle(cr, bx, by, 18, bh);
-    cairo_stroke(cr);
+    colour_bar(cr, viridis_map, NULL, bx, by, 18, bh);
     cairo_set_font_size(cr, 11);
     char lab[32];
     snprintf(lab, sizeof lab, "%.3g", c->vmax);
@@ -918,18 +933,10 @@ static void draw_memory(cairo_t *cr, const void *vctx) {
         wmax = fmax(wmax, e.x_advance);
     }
     double lw = wmax + 40, lh = 20.0 * c->n_classes + 10, lx = f->left + 10, ly = f->top + 8;
-    cairo_rectangle(cr, lx, ly, lw, lh);
-    cairo_set_source_rgba(cr, 1, 1, 1, 0.85);
-    cairo_fill_preserve(cr);
-    cairo_set_source_rgb(cr, 0.7, 0.7, 0.7);
-    cairo_set_line_width(cr, 1);
-    cairo_stroke(cr);
+    legend_box(cr, lx, ly, lw, lh);
     for (int k = c->n_classes - 1, row = 0; k >= 0; k--, row++) {
         double y = ly + 15 + 20.0 * row;
-        const double *rgb = series_rgb[k % MAX_SERIES];
-        cairo_set_source_rgb(cr, rgb[0], rgb[1], rgb[2]);
-        cairo_rectangle(cr, lx + 8, y - 6, 22, 12);
-        cairo_fill(cr);
+        fill_rect(cr, series_rgb[k % MAX_SERIES], lx + 8, y - 6, 22, 12);
         cairo_set_source_rgb(cr, 0, 0, 0);
         text_at(cr, c->names[k], lx + 36, y, 0.0, 0.5);
     }
@@ -986,25 +993,15 @@ static double heat_t(const heat_ctx *c, double v) {
 
 static void draw_heatmap(cairo_t *cr, const void *vctx) {
     const heat_ctx *c = vctx;
-    cairo_set_source_rgb(cr, 1, 1, 1);
-    cairo_paint(cr);
-    cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
-    cairo_set_source_rgb(cr, 0, 0, 0);
-    cairo_set_font_size(cr, 16);
-    if (c->title) text_at(cr, c->title, c->W / 2.0, 20, 0.5, 0.5);
+    canvas_titled(cr, "sans-serif", c->title, c->W / 2.0, 20);
     double cw = c->width / c->n_cols;
     for (int r = 0; r < c->n_rows; r++)
         for (int k = 0; k < c->n_cols; k++) {
-            double t = heat_t(c, c->v[(size_t)r * (size_t)c->n_cols + (size_t)k]), red = 1, g = 0, b = 1; /* NaN/Inf: magenta */
-            if (t >= 0) viridis(t, &red, &g, &b);
-            cairo_set_source_rgb(cr, red, g, b);
-            cairo_rectangle(cr, c->left + k * cw, c->top + r * c->cell_h, cw + 0.4, c->cell_h + 0.4);
-            cairo_fill(cr);
+            double t = heat_t(c, c->v[(size_t)r * (size_t)c->n_cols + (size_t)k]), rgb[3] = {1, 0, 1}; /* NaN/Inf: magenta */
+            if (t >= 0) viridis(t, rgb);
+            fill_rect(cr, rgb, c->left + k * cw, c->top + r * c->cell_h, cw + 0.4, c->cell_h + 0.4);
         }
-    cairo_set_source_rgb(cr, 0, 0, 0);
-    cairo_set_line_width(cr, 1);
-    cairo_rectangle(cr, c->left, c->top, c->width, c->n_rows * c->cell_h);
-    cairo_stroke(cr);
+    outline(cr, c->left, c->top, c->width, c->n_rows * c->cell_h);
     cairo_set_font_size(cr, c->cell_h - 4 < 12 ? c->cell_h - 4 : 12);
     for (int r = 0; r < c->n_rows; r++) text_at(cr, c->rows[r], c->left - 6, c->top + (r + 0.5) * c->cell_h, 1.0, 0.5);
     /* steps along the bottom: about 8 labels */
@@ -1024,16 +1021,7 @@ static void draw_heatmap(cairo_t *cr, const void *vctx) {
     text_at(cr, "optimizer step (from 0)", c->left + c->width / 2, bottom + 26, 0.5, 0.0);
     /* the colour bar: its ends and middle labelled, its scale said */
     double bx = c->left + c->width + 24, by = c->top, bh = fmax(c->n_rows * c->cell_h, 120);
-    for (int k = 0; k < 100; k++) {
-        double red, g, b;
-        viridis(1.0 - k / 99.0, &red, &g, &b);
-        cairo_set_source_rgb(cr, red, g, b);
-        cairo_rectangle(cr, bx, by + k * bh / 100, 18, bh / 100 + 0.5);
-        cairo_fill(cr);
-    }
-    cairo_set_source_rgb(cr, 0, 0, 0);
-    cairo_rectangle(cr, bx, by, 18, bh);
-    cairo_stroke(cr);
+    colour_bar(cr, viridis_map, NULL, bx, by, 18, bh);
     cairo_set_font_size(cr, 11);
     for (int k = 0; k <= 2; k++) {
         double x = c->hi - k * (c->hi - c->lo) / 2;
