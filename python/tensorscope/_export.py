@@ -27,7 +27,6 @@ of the graph. What does not depend on an input, a parameter or a buffer
 capture: a constant of the graph."""
 from __future__ import annotations
 
-import contextlib
 import math
 import operator
 import os
@@ -36,6 +35,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from ._capi import lib
 from .errors import UnsupportedError
 from .graph import Graph, Tensor
 
@@ -134,6 +134,238 @@ class _Unavailable:
         self.what = what
 
 
+# ---- names: each tensor as the ONNX capture names it
+
+_SCRATCH = "~capture"  # the scope a node's tensors are made in, till _Names names them
+
+# the ONNX op the TorchScript exporter writes for an ATen op, which names its
+# result in the ONNX capture (`fc1/Gemm:0`); an op not here is named by its own
+# op (Relu, Softmax, ...), as the ONNX import names an op it builds as itself
+_ONNX_KIND = {
+    "addmm": "Gemm", "mm": "MatMul", "bmm": "MatMul", "native_layer_norm": "LayerNormalization",
+    "_native_batch_norm_legit_functional": "BatchNormalization",
+    "_native_batch_norm_legit": "BatchNormalization",
+    "_native_batch_norm_legit_no_training": "BatchNormalization",
+    "embedding": "Gather", "max_pool2d_with_indices": "MaxPool", "avg_pool2d": "AveragePool",
+    "_softmax": "Softmax", "_log_softmax": "LogSoftmax", "native_dropout": "Dropout",
+    "mul": "Mul", "div": "Div", "neg": "Neg", "unsqueeze": "Unsqueeze", "squeeze": "Squeeze",
+    "permute": "Transpose", "t": "Transpose", "transpose": "Transpose", "cat": "Concat",
+    "select": "Gather", "index_select": "Gather", "gather": "GatherElements", "expand": "Expand",
+    "hardtanh": "Clip", "clamp": "Clip", "mean": "ReduceMean", "sum": "ReduceSum",
+    "amax": "ReduceMax", "constant_pad_nd": "Pad", "view": "Reshape", "_unsafe_view": "Reshape",
+    "reshape": "Reshape", "pow": "Pow",
+}
+
+# the ONNX ops the exporter writes for a torch function of several (gelu:
+# Div, Erf, Add, Mul, Mul): those before the one naming the result are
+# counted in the module's scope, as the ONNX import counts them
+_CALL_KIND = {
+    "gelu": (("Div", "Erf", "Add", "Mul"), "Mul"),
+    "flatten": ((), "Flatten"),
+}
+
+
+class _Names:
+    """Names each tensor a node made `<module path>/<Op>:<k>` as the ONNX
+    import does (ts_graph_op_output_name: k counts <Op> in the module's
+    scope), <Op> the ONNX op that computes it in the ONNX capture for the
+    node's result, its own op for the tensors on the way; so a module's
+    output, watched, anchored or compared, has one name whichever capture
+    made the graph."""
+
+    def __init__(self, g: Graph) -> None:
+        self.g = g
+        self.count: Dict[str, int] = {}
+        self.marked: Dict[int, str] = {}  # tensor -> the ONNX op that names it (a fused call's)
+
+    def take(self, scope: str, kind: str) -> str:
+        prefix = f"{scope}/{kind}" if scope else kind
+        k = self.count.get(prefix, 0)
+        self.count[prefix] = k + 1
+        return f"{prefix}:{k}"
+
+    def mark(self, t: Tensor, kind: str) -> Tensor:
+        self.marked[t._ptr] = kind
+        return t
+
+    def name_made(self, first: int, scope: str, result, kind) -> None:
+        """Names the tensors made since tensor `first`; `result` (the
+        node's value) after kind: (ONNX ops counted before it, its ONNX op)."""
+        before, final = kind
+        if isinstance(result, (list, tuple)):
+            result = result[0] if result else None
+        res = result._ptr if isinstance(result, Tensor) else None
+        h = self.g._h
+        for i in range(first, lib.ts_graph_tensor_count(h)):
+            t = Tensor(self.g, lib.ts_graph_tensor_at(h, i))
+            if not t.name.startswith(_SCRATCH + "/"):
+                continue  # named by its row (a constant, a buffer)
+            own = t.op
+            name = self.take(scope, own)
+            onnx = self.marked.pop(t._ptr, None) or (final if t._ptr == res else None)
+            if t._ptr == res:
+                for b in before:
+                    self.take(scope, b)
+            if onnx and onnx != own:
+                name = self.take(scope, onnx)
+            t.name = name
+
+
+class _Calls:
+    """The torch calls of forward (node.meta["torch_fn"]: the nodes one
+    call of F.linear or torch.matmul decomposed into), each named as the
+    ONNX capture names the call's result; a linear or matmul of more than
+    2-d tensors built as one call (`fused`, its other nodes `inner`), as
+    the ONNX import builds its MatMul: no batch copies of the weight."""
+
+    def __init__(self, graph) -> None:
+        self.inner = set()
+        self.fused: Dict[Any, Any] = {}
+        self.last: Dict[Any, str] = {}  # a call's last node -> the torch function
+        groups: List[Tuple[Any, str, List[Any]]] = []
+        for n in graph.nodes:
+            if n.op != "call_function":
+                continue
+            fn = n.meta.get("torch_fn")
+            if groups and fn and groups[-1][0] == fn[0]:
+                groups[-1][2].append(n)
+            else:
+                groups.append((fn[0] if fn else None, str(fn[1]).rsplit(".", 1)[-1] if fn else "", [n]))
+        for _, fname, nodes in groups:
+            made = [n for n in nodes if n.target is not operator.getitem]
+            if made:
+                self.last[made[-1]] = fname
+            build = _fusion(fname, nodes)
+            if build is not None:
+                self.inner.update(nodes[:-1])
+                self.fused[nodes[-1]] = build
+        for n in graph.nodes:  # a permute of a permute: one Transpose, as the exporter writes it
+            p = n.args[0] if n.op == "call_function" and n.target is _PERMUTE and n.args else None
+            if (getattr(p, "target", None) is _PERMUTE and len(p.users) == 1 and p not in self.inner
+                    and p not in self.fused):
+                self.inner.add(p)
+                self.fused[n] = _permutes(p, n)
+
+    def kind(self, c, node):
+        fname = self.last.get(node)
+        if fname in _CALL_KIND:
+            return _CALL_KIND[fname]
+        if fname == "linear":
+            return (), _linear_kind(c, node)
+        if fname == "matmul" and node in self.fused:
+            return (), "MatMul"
+        op = _op_name(node.target).split(".")[0]
+        if op == "convolution":
+            return (), "ConvTranspose" if node.args[6] else "Conv"
+        return (), _ONNX_KIND.get(op)
+
+
+def _permutes(first, second):
+    """permute(permute(x, a), b) as one permute of x."""
+    def build(c):
+        rank = len(first.args[1])
+        a = [_dim(d, rank) for d in first.args[1]]
+        perm = [a[_dim(d, rank)] for d in second.args[1]]
+        x = c.env[first.args[0]]
+        return x if perm == list(range(rank)) else c.g.permute(c.f(x), perm)
+    return build
+
+
+def _linear_kind(c, node):
+    """F.linear's result in the ONNX capture: Gemm of a 2-d input with a
+    bias; else MatMul, and Add after it for a bias."""
+    rank = len(c.shape(node))
+    bias = any(_op_name(n.target).startswith("addmm") for n in _call_nodes(node))
+    return ("Gemm" if rank == 2 else "Add") if bias else "MatMul"
+
+
+def _call_nodes(node):
+    fn = node.meta.get("torch_fn")
+    out, n = [], node
+    while n is not None and getattr(n, "op", None) == "call_function" and n.meta.get("torch_fn") == fn:
+        out.append(n)
+        n = n.prev
+    return out
+
+
+_PERMUTE = None  # torch.ops.aten.permute.default, once torch is imported
+_VIEWS = ("view.default", "_unsafe_view.default", "reshape.default")
+
+
+def _external(nodes):
+    """The nodes the call reads that it does not make, in order."""
+    inside, out = set(nodes), []
+    for n in nodes:
+        for a in n.all_input_nodes:
+            if a not in inside and a not in out:
+                out.append(a)
+    return out
+
+
+def _fusion(fname, nodes):
+    """A builder of the whole call (F.linear or torch.matmul of more than
+    2-d tensors) from what it reads, where no node outside reads its
+    nodes on the way; else None."""
+    if fname not in ("linear", "matmul") or len(nodes) < 2:
+        return None
+    inside = set(nodes)
+    if any(u not in inside for n in nodes[:-1] for u in n.users):
+        return None
+    ops = [_op_name(n.target) for n in nodes]
+    if fname == "linear" and len(ops) == 2:  # [N, K]: a Gemm, the weight read transposed
+        if ops[0] not in ("permute.default", "t.default") or ops[1] not in ("addmm.default", "mm.default"):
+            return None
+        mm = ops[1] == "mm.default"
+        w, (x, wt) = nodes[0].args[0], nodes[1].args[0:2] if mm else nodes[1].args[1:3]
+        b = None if mm else nodes[1].args[0]
+        if wt is not nodes[0]:
+            return None
+        if ops[1] == "addmm.default" and (len(nodes[1].args) > 3 or nodes[1].kwargs):
+            return None
+
+        def gemm(c):
+            y = c.g.matmul_batched(c.f(c.env[x]), c.f(c.env[w]), 0, 1)
+            return c.g.add(y, c.f(c.env[b])) if b is not None else y
+        return gemm
+    if fname == "linear":
+        if (len(ops) != 4 or ops[0] not in _VIEWS or ops[1] not in ("permute.default", "t.default")
+                or ops[2] not in ("addmm.default", "mm.default") or ops[3] not in _VIEWS):
+            return None
+        x, w = nodes[0].args[0], nodes[1].args[0]
+        b = nodes[2].args[0] if ops[2] == "addmm.default" else None
+        if ops[2] == "addmm.default" and (len(nodes[2].args) > 3 or nodes[2].kwargs):
+            return None  # beta or alpha given
+
+        def linear(c):
+            shape = c.shape(x)
+            wt = c.g.transpose(c.f(c.env[w]), 0, 1)
+            y = c.g.matmul(c.g.reshape(c.f(c.env[x]), [int(np.prod(shape[:-1])), shape[-1]]), wt)
+            y = c.names.mark(c.g.reshape(y, list(shape[:-1]) + [y.shape[-1]]), "MatMul")
+            return c.g.add(y, c.f(c.env[b])) if b is not None else y
+        return linear
+    if ops.count("bmm.default") != 1 or ops[-1] not in _VIEWS:
+        return None
+    ext = _external(nodes)
+    if len(ext) != 2:
+        return None
+    a, b = ext
+    try:
+        sa, sb, out = (tuple(int(d) for d in n.meta["val"].shape) for n in (a, b, nodes[-1]))
+        fits = len(sa) >= 3 and len(sb) >= 2 and sa[-1] == sb[-2] and out == tuple(
+            np.broadcast_shapes(sa[:-2], sb[:-2])) + (sa[-2], sb[-1])
+    except (KeyError, AttributeError, TypeError, ValueError):
+        fits = False
+    if not fits:
+        return None
+
+    def matmul(c):
+        if len(sb) == 2:  # [..., K] @ [K, N]: as a 2-d matmul, as the ONNX import builds it
+            y = c.g.matmul(c.g.reshape(c.f(c.env[a]), [int(np.prod(sa[:-1])), sa[-1]]), c.f(c.env[b]))
+            return c.g.reshape(y, list(out))
+        return c.g.matmul_batched(c.f(c.env[a]), c.f(c.env[b]))
+    return matmul
+
+
 # ---- the capture
 
 class _Capture:
@@ -150,6 +382,10 @@ class _Capture:
         self.n_const = 0
         self.what = f"torch module {type(module).__name__}"
         self.lines: Dict[Tuple[str, int], List[str]] = {}  # line of forward -> module paths
+        self.names = _Names(self.g)
+        global _PERMUTE
+        _PERMUTE = torch.ops.aten.permute.default
+        self.calls = _Calls(ep.graph)
 
     # -- errors
     def where(self, node=None) -> str:
@@ -304,10 +540,13 @@ class _Capture:
             self.g._at = at
             if at:
                 self.lines.setdefault(at, []).append(_dotted(path))
-            with contextlib.ExitStack() as scopes:  # one scope per module level
-                for part in path.split("/") if path else ():
-                    scopes.enter_context(self.g.scope(part))
-                self.env[node] = self.call(node)
+            if node in self.calls.inner:
+                continue  # built with the call it belongs to, at its last node
+            first = lib.ts_graph_tensor_count(self.g._h)
+            with self.g.scope(_SCRATCH):  # each made tensor named by self.names below
+                fused = self.calls.fused.get(node)
+                self.env[node] = fused(self) if fused else self.call(node)
+            self.names.name_made(first, _dotted(path), self.env[node], self.calls.kind(self, node))
         self.g._at = None
         outputs = []
         specs = self.ep.graph_signature.output_specs
