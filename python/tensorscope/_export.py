@@ -36,7 +36,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from ._capi import lib
-from .errors import UnsupportedError
+from .errors import InvalidArgumentError, UnsupportedError
 from .graph import Graph, Tensor
 
 _STOP_GRADIENT = None  # torch.ops.tensorscope.stop_gradient, once registered
@@ -208,7 +208,14 @@ class _Names:
                     self.take(scope, b)
             if onnx and onnx != own:
                 name = self.take(scope, onnx)
-            t.name = name
+            for _ in range(lib.ts_graph_tensor_count(h) + 1):
+                try:
+                    t.name = name
+                    break
+                except InvalidArgumentError:  # taken (a 0-d parameter's Reshape): the next k
+                    if not lib.ts_graph_find(h, name.encode()):
+                        raise
+                    name = self.take(scope, onnx if onnx and onnx != own else own)
 
 
 class _Calls:
@@ -254,6 +261,12 @@ class _Calls:
             return (), _linear_kind(c, node)
         if fname == "matmul" and node in self.fused:
             return (), "MatMul"
+        if fname == "cross_entropy":
+            return (), "SoftmaxCrossEntropyLoss"
+        if fname == "nll_loss":  # the exporter fuses a log_softmax before it into one loss
+            fused = any(getattr(n, "target", None) is not None and _op_name(n.target).startswith("_log_softmax")
+                        for n in _external(_call_nodes(node)))
+            return (), "SoftmaxCrossEntropyLoss" if fused else "NegativeLogLikelihoodLoss"
         op = _op_name(node.target).split(".")[0]
         if op == "convolution":
             return (), "ConvTranspose" if node.args[6] else "Conv"

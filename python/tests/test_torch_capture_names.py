@@ -80,6 +80,19 @@ class Block(nn.Module):
         return self.head(x)
 
 
+class Losses(nn.Module):
+    """forward returns its loss: three loss modules on a Linear's scores."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 4)
+        self.ce, self.mse, self.nll = nn.CrossEntropyLoss(), nn.MSELoss(), nn.NLLLoss()
+
+    def forward(self, x, labels):
+        h = self.fc(x)
+        return self.ce(h, labels) + self.mse(h, torch.tanh(x[:, :4])) + self.nll(F.log_softmax(h, 1), labels)
+
+
 def module_outputs(graph, module):
     """{module path: its output's name}: the last tensor built inside each
     submodule's scope (the module's or one nested in it), as `tensorscope
@@ -112,6 +125,11 @@ MODELS = [
     ("cnn", CNN, lambda: (torch.randn(3, 1, 8, 8),), lambda: torch.randint(0, 4, (3,)), ("norm",)),
     ("block", Block, lambda: (torch.randint(0, 11, (2, 5)),), lambda: torch.randint(0, 11, (2, 5)),
      ("mlp.1",)),
+    # the losses: more ops here than the ONNX capture's one (whose exporter
+    # moves forward's log_softmax into the NLL loss, and broadcasts MSE's
+    # operands by adding zeros)
+    ("losses", Losses, lambda: (torch.randn(5, 6), torch.randint(0, 4, (5,))), None,
+     ("ce", "nll", "mse", "")),
 ]
 
 
@@ -138,8 +156,9 @@ def test_every_module_output_has_one_name_and_value_whichever_capture(name, make
 
     # anchored by those names, one training step (lr 0) gives the same
     # values and gradients through both captures
-    y = labels().numpy().astype(np.int32)
     feeds = [t.numpy().astype(np.float32 if t.is_floating_point() else np.int32) for t in x]
+    if labels is not None:  # else forward returns its loss
+        feeds.append(labels().numpy().astype(np.int32))
     wanted = sorted(set(names["onnx"].values()))
     got = {}
     for capture in ("onnx", "export"):
@@ -150,8 +169,8 @@ def test_every_module_output_has_one_name_and_value_whichever_capture(name, make
             opts.anchor_tensor(f"Gradient___{n}")
         m = copy.deepcopy(net)
         model = ts.training_model(m, opts, optimizer=torch.optim.SGD(m.parameters(), lr=0.0),
-                                  example_inputs=x, loss="cross_entropy")
-        model(*feeds, y)
+                                  example_inputs=x, loss="cross_entropy" if labels else None)
+        model(*feeds)
         got[capture] = {n: np.asarray(model.get_anchored_tensor(n), np.float64)
                         for n in wanted for n in (n, f"Gradient___{n}")}
         model.close()
