@@ -166,6 +166,38 @@ def test_capture_export_gives_the_modules_outputs(make):
     assert {n for n, _ in net.named_parameters()} <= set(g.parameters())
 
 
+class TopK(torch.nn.Module):
+    def __init__(self, k, dim, largest):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(3, 9, 5))
+        self.k, self.dim, self.largest = k, dim, largest
+
+    def forward(self, x):
+        v, i = torch.topk(self.w * x, self.k, self.dim, self.largest)
+        return v, i.float()
+
+
+@pytest.mark.skipif(not HAS_EXPORT, reason="torch.export capture needs PyTorch 2.5 or later")
+@pytest.mark.parametrize("long_dim", [False, True], ids=["ranks", "rounds"])
+def test_capture_export_topk_matches_pytorch_by_ranks_and_in_rounds(long_dim, monkeypatch):
+    """topk by ranks (n x n comparisons), and in k rounds where the dim
+    is too long for them (the limit lowered here), NaN the largest."""
+    from tensorscope import _export
+    if long_dim:
+        monkeypatch.setattr(_export, "_PAIRWISE_LIMIT", 8)
+    torch.manual_seed(0)
+    for k, dim, largest in ((3, 1, True), (2, -1, False), (1, 0, True)):
+        net = TopK(k, dim, largest)
+        with torch.no_grad():
+            net.w[1, 2, 3] = float("nan")
+        x = torch.ones(3, 9, 5)
+        with torch.no_grad():
+            want = net(x)
+        got = ts.inference_model(net, ts.Options().capture("export"), example_inputs=(x,))(x.numpy())
+        for a, w in zip(got, want):
+            np.testing.assert_array_equal(np.asarray(a), w.numpy(), err_msg=f"topk k={k} dim={dim} largest={largest}")
+
+
 # ---- a training call returns what PopTorch's does
 
 class OnlyLoss(torch.nn.Module):
