@@ -1604,7 +1604,7 @@ def _upsample_bilinear(c, node, x, output_size, align_corners, scale_factors=Non
 
 # sorting, indexing and distances, composed from graph ops
 
-_PAIRWISE_LIMIT = 1 << 26  # elements of each n x n comparison a sort builds (256 MB of f32)
+_PAIRWISE_LIMIT = 1 << 22  # elements of each n x n comparison a sort by ranks builds (16 MB of f32)
 
 
 def _ranked(c, node, x, d, descending, k=None):
@@ -1612,7 +1612,7 @@ def _ranked(c, node, x, d, descending, k=None):
     ranks: each entry's rank is the number of entries that sort before it
     (ties in index order: a stable sort; NaN after every number, as
     PyTorch's, before them descending), and the k-th result is the entry of
-    rank k. n x n comparisons along the dim, so refused past a size."""
+    rank k. n x n comparisons along the dim: for the shorter dims."""
     shape = c.shape(node.args[0])
     if not shape:
         return c.f(x), c.const(0.0)
@@ -1620,9 +1620,6 @@ def _ranked(c, node, x, d, descending, k=None):
     d = _dim(d, rank)
     n = shape[d]
     k = n if k is None else k
-    if int(np.prod(shape)) * n > _PAIRWISE_LIMIT:
-        c.unmapped(f"{node.target} of {n} entries along a dim of a {list(shape)} tensor (tensorscope "
-                   "composes it of n x n comparisons, which it builds up to 2**26 of)")
     y = c.f(x)
     if d != rank - 1:
         y = c.g.transpose(y, d, rank - 1)
@@ -1648,20 +1645,75 @@ def _ranked(c, node, x, d, descending, k=None):
     return values, index
 
 
-@row("sort.default")
-def _sort(c, node, x, dim=-1, descending=False):
+@row("sort.default", "sort.stable")
+def _sort(c, node, x, dim=-1, descending=False, stable=None):
+    """By ranks, or along a dim too long for n x n comparisons by a
+    bitonic sorting network; stable either way."""
+    shape = c.shape(node.args[0])
+    if shape and int(np.prod(shape)) * shape[_dim(dim, len(shape))] > _PAIRWISE_LIMIT:
+        return list(_bitonic(c, node, x, dim, descending))
     return list(_ranked(c, node, x, dim, descending))
+
+
+def _bitonic(c, node, x, d, descending):
+    """(values, indices) of x sorted along dim d by a bitonic network over
+    the dim padded to a power of two: log2(n)(log2(n)+1)/2 stages, each
+    entry compared with its partner (a gather) and the pair put in order;
+    the order of (NaN, value, index) keys, so ties keep index order and
+    NaN goes last (first descending), as PyTorch's."""
+    shape = c.shape(node.args[0])
+    rank = len(shape)
+    d = _dim(d, rank)
+    n = shape[d]
+    p = 1 << max(n - 1, 1).bit_length()
+    y = c.f(x)
+    if d != rank - 1:
+        y = c.g.transpose(y, d, rank - 1)
+    nan = c.g.unary("IsNaN", y)
+    key = c.g.where(c.cond(nan), c.const(0.0), y if not descending else c.g.scale(y, -1.0))
+    flag = nan if not descending else c.g.scale(nan, -1.0)  # NaN after (before) the numbers
+    lead = list(y.shape[:-1])
+    zeros = c.const(np.zeros(lead + [n], np.float32))
+    at = c.g.add(zeros, c.const(np.arange(n, dtype=np.float32)))
+    if p > n:  # the padding sorts after everything
+        pad = [0] * rank + [0] * (rank - 1) + [p - n]
+        y, key, at = (c.g.pad(t, pad) for t in (y, key, at))
+        flag = c.g.pad(flag, pad, "constant", 2.0)
+    pos = np.arange(p)
+    k = 2
+    while k <= p:
+        j = k // 2
+        while j >= 1:
+            q = pos ^ j
+            want_min = c.const((((pos & k) == 0) == (pos < q)).astype(np.float32))
+            partner = _index_const(c, node, q)
+            fb, kb, ab, yb = (c.g.gather(t, partner, rank - 1) for t in (flag, key, at, y))
+            less = c.g.binary("Or", c.g.binary("Less", flag, fb), c.g.binary("And", c.g.binary("Equal", flag, fb), c.g.binary(
+                "Or", c.g.binary("Less", key, kb), c.g.binary("And", c.g.binary("Equal", key, kb), c.g.binary("Less", at, ab)))))
+            keep = c.cond(c.g.binary("Equal", less, want_min))
+            flag, key, at, y = (c.g.where(keep, a, b) for a, b in ((flag, fb), (key, kb), (at, ab), (y, yb)))
+            j //= 2
+        k *= 2
+    if p > n:
+        y, at = c.g.slice(y, rank - 1, 0, n), c.g.slice(at, rank - 1, 0, n)
+    if d != rank - 1:
+        y, at = c.g.transpose(y, d, rank - 1), c.g.transpose(at, d, rank - 1)
+    return y, at
 
 
 @row("topk.default")
 def _topk(c, node, x, k, dim=-1, largest=True, sorted=True):
     """The k largest (smallest) along dim, in order (`sorted=False` leaves
     their order to the implementation: this one's is sorted): by ranks,
-    or, along a dim too long for n x n comparisons, in k rounds."""
+    or, along a dim too long for n x n comparisons, in k rounds, or the
+    first k of a bitonic sort for a larger k."""
     shape = c.shape(node.args[0])
-    if shape and int(np.prod(shape)) * shape[_dim(dim, len(shape))] > _PAIRWISE_LIMIT and k <= _ROUNDS:
+    if not shape or int(np.prod(shape)) * shape[_dim(dim, len(shape))] <= _PAIRWISE_LIMIT:
+        return list(_ranked(c, node, x, dim, largest, k))
+    if k <= _ROUNDS:
         return list(_rounds(c, node, x, dim, largest, k))
-    return list(_ranked(c, node, x, dim, largest, k))
+    d = _dim(dim, len(shape))
+    return [c.g.slice(t, d, 0, k) for t in _bitonic(c, node, x, dim, largest)]
 
 
 _ROUNDS = 64  # the most rounds a topk along a long dim takes
