@@ -220,6 +220,32 @@ def topk_indices_differ(sample, indices, values):
     return None
 
 
+class Fold:
+    """A stand-in OpInfo for nn.functional.fold (col2im), which op_db has
+    none of: samples of its kernel, dilation, padding and stride, checked
+    as an OpInfo's are."""
+    name, variant_test_name, aten_name, supports_autograd = "nn.functional.fold", "", "col2im", True
+
+    @staticmethod
+    def op(x, **kw):
+        return torch.nn.functional.fold(x, **kw)
+
+    @staticmethod
+    def supported_dtypes(device):
+        return {torch.float32}
+
+    @staticmethod
+    def sample_inputs(device, dtype, requires_grad=False):
+        from torch.testing._internal.opinfo.core import SampleInput
+        gen = torch.Generator().manual_seed(0)
+        for out, k, kw in (((5, 5), (3, 2), {"dilation": (1, 2), "padding": 1, "stride": 2}),
+                           ((4, 5), (2, 2), {}), ((3, 4), 2, {"padding": (0, 1)})):
+            f = torch.nn.Unfold(k, **kw)
+            blocks = f(torch.zeros(2, 3, *out)).shape
+            yield SampleInput(torch.randn(blocks, generator=gen, dtype=dtype),
+                              kwargs=dict(output_size=out, kernel_size=k, **kw))
+
+
 def op_database():
     """PyTorch's op_db. Its module imports expecttest (for PyTorch's own
     TestCase, which the samples do not use): where that package is not
@@ -247,7 +273,7 @@ def main():
           f"{len(core)} Core ATen overloads in PyTorch {torch.__version__}")
     print("not mapped: " + ", ".join(n for n in holdable if n not in _export.ATEN))
     by_name = {}
-    for o in op_db:
+    for o in list(op_db) + [Fold]:
         by_name.setdefault(o.name, []).append(o)
         if o.aten_name and o.aten_name != o.name:
             by_name.setdefault(o.aten_name, []).append(o)
