@@ -179,6 +179,12 @@ static void build_errors(void)
     ERR(ts_tensor_set_name(NULL, "y"), TS_ERR_INVALID_ARGUMENT, "rename a NULL tensor", "NULL");
     CHECK(ts_graph_status(g) == TS_OK && strcmp(ts_tensor_name(r), "Relu:0") == 0,
           "failed renames leave the graph and the name alone");
+    CHECK(ts_tensor_set_name(r, "Relu:1") == TS_OK, "rename to the next automatic name");
+    ts_tensor *r2 = ts_relu(g, a), *r3 = ts_relu(g, a);
+    CHECK(r2 && r3 && strcmp(ts_tensor_name(r2), "Relu:2") == 0 && strcmp(ts_tensor_name(r3), "Relu:3") == 0 &&
+              ts_graph_find(g, "Relu:1") == r && ts_graph_find(g, "Relu:2") == r2,
+          "an automatic name skips one a rename took (got %s, %s)", r2 ? ts_tensor_name(r2) : "-",
+          r3 ? ts_tensor_name(r3) : "-");
     ts_graph_free(g);
     const char *bad_names[] = {"", "a\nb", "quote\"d", NULL};
     for (int i = 0; i < 4; i++) {

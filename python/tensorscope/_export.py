@@ -27,7 +27,6 @@ of the graph. What does not depend on an input, a parameter or a buffer
 capture: a constant of the graph."""
 from __future__ import annotations
 
-import contextlib
 import math
 import operator
 import os
@@ -36,7 +35,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from .errors import UnsupportedError
+from ._capi import lib
+from .errors import InvalidArgumentError, UnsupportedError
 from .graph import Graph, Tensor
 
 _STOP_GRADIENT = None  # torch.ops.tensorscope.stop_gradient, once registered
@@ -134,6 +134,251 @@ class _Unavailable:
         self.what = what
 
 
+# ---- names: each tensor as the ONNX capture names it
+
+_SCRATCH = "~capture"  # the scope a node's tensors are made in, till _Names names them
+
+# the ONNX op the TorchScript exporter writes for an ATen op, which names its
+# result in the ONNX capture (`fc1/Gemm:0`); an op not here is named by its own
+# op (Relu, Softmax, ...), as the ONNX import names an op it builds as itself
+_ONNX_KIND = {
+    "addmm": "Gemm", "mm": "MatMul", "bmm": "MatMul", "native_layer_norm": "LayerNormalization",
+    "_native_batch_norm_legit_functional": "BatchNormalization",
+    "_native_batch_norm_legit": "BatchNormalization",
+    "_native_batch_norm_legit_no_training": "BatchNormalization",
+    "embedding": "Gather", "max_pool2d_with_indices": "MaxPool", "avg_pool2d": "AveragePool",
+    "_softmax": "Softmax", "_log_softmax": "LogSoftmax", "native_dropout": "Dropout",
+    "mul": "Mul", "div": "Div", "neg": "Neg", "unsqueeze": "Unsqueeze", "squeeze": "Squeeze",
+    "permute": "Transpose", "t": "Transpose", "transpose": "Transpose", "cat": "Concat",
+    "select": "Gather", "index_select": "Gather", "gather": "GatherElements", "expand": "Expand",
+    "hardtanh": "Clip", "clamp": "Clip", "mean": "ReduceMean", "sum": "ReduceSum",
+    "amax": "ReduceMax", "constant_pad_nd": "Pad", "view": "Reshape", "_unsafe_view": "Reshape",
+    "reshape": "Reshape", "pow": "Pow",
+}
+
+# the ONNX ops the exporter writes for a torch function of several (gelu:
+# Div, Erf, Add, Mul, Mul): those before the one naming the result are
+# counted in the module's scope, as the ONNX import counts them
+_CALL_KIND = {
+    "gelu": (("Div", "Erf", "Add", "Mul"), "Mul"),
+    "flatten": ((), "Flatten"),
+}
+
+
+class _Names:
+    """Names each tensor a node made `<module path>/<Op>:<k>` as the ONNX
+    import does (ts_graph_op_output_name: k counts <Op> in the module's
+    scope), <Op> the ONNX op that computes it in the ONNX capture for the
+    node's result, its own op for the tensors on the way; so a module's
+    output, watched, anchored or compared, has one name whichever capture
+    made the graph."""
+
+    def __init__(self, g: Graph) -> None:
+        self.g = g
+        self.count: Dict[str, int] = {}
+        self.marked: Dict[int, str] = {}  # tensor -> the ONNX op that names it (a fused call's)
+
+    def take(self, scope: str, kind: str) -> str:
+        prefix = f"{scope}/{kind}" if scope else kind
+        k = self.count.get(prefix, 0)
+        self.count[prefix] = k + 1
+        return f"{prefix}:{k}"
+
+    def mark(self, t: Tensor, kind: str) -> Tensor:
+        self.marked[t._ptr] = kind
+        return t
+
+    def name_made(self, first: int, scope: str, result, kind) -> None:
+        """Names the tensors made since tensor `first`; `result` (the
+        node's value) after kind: (ONNX ops counted before it, its ONNX op)."""
+        before, final = kind
+        if isinstance(result, (list, tuple)):
+            result = result[0] if result else None
+        res = result._ptr if isinstance(result, Tensor) else None
+        h = self.g._h
+        for i in range(first, lib.ts_graph_tensor_count(h)):
+            t = Tensor(self.g, lib.ts_graph_tensor_at(h, i))
+            if not t.name.startswith(_SCRATCH + "/"):
+                continue  # named by its row (a constant, a buffer)
+            own = t.op
+            name = self.take(scope, own)
+            onnx = self.marked.pop(t._ptr, None) or (final if t._ptr == res else None)
+            if t._ptr == res:
+                for b in before:
+                    self.take(scope, b)
+            if onnx and onnx != own:
+                name = self.take(scope, onnx)
+            for _ in range(lib.ts_graph_tensor_count(h) + 1):
+                try:
+                    t.name = name
+                    break
+                except InvalidArgumentError:  # taken (a 0-d parameter's Reshape): the next k
+                    if not lib.ts_graph_find(h, name.encode()):
+                        raise
+                    name = self.take(scope, onnx if onnx and onnx != own else own)
+
+
+class _Calls:
+    """The torch calls of forward (node.meta["torch_fn"]: the nodes one
+    call of F.linear or torch.matmul decomposed into), each named as the
+    ONNX capture names the call's result; a linear or matmul of more than
+    2-d tensors built as one call (`fused`, its other nodes `inner`), as
+    the ONNX import builds its MatMul: no batch copies of the weight."""
+
+    def __init__(self, graph) -> None:
+        self.inner = set()
+        self.fused: Dict[Any, Any] = {}
+        self.last: Dict[Any, str] = {}  # a call's last node -> the torch function
+        groups: List[Tuple[Any, str, List[Any]]] = []
+        for n in graph.nodes:
+            if n.op != "call_function":
+                continue
+            fn = n.meta.get("torch_fn")
+            if groups and fn and groups[-1][0] == fn[0]:
+                groups[-1][2].append(n)
+            else:
+                groups.append((fn[0] if fn else None, str(fn[1]).rsplit(".", 1)[-1] if fn else "", [n]))
+        for _, fname, nodes in groups:
+            made = [n for n in nodes if n.target is not operator.getitem]
+            if made:
+                self.last[made[-1]] = fname
+            build = _fusion(fname, nodes)
+            if build is not None:
+                self.inner.update(nodes[:-1])
+                self.fused[nodes[-1]] = build
+        for n in graph.nodes:  # a permute of a permute: one Transpose, as the exporter writes it
+            p = n.args[0] if n.op == "call_function" and n.target is _PERMUTE and n.args else None
+            if (getattr(p, "target", None) is _PERMUTE and len(p.users) == 1 and p not in self.inner
+                    and p not in self.fused):
+                self.inner.add(p)
+                self.fused[n] = _permutes(p, n)
+
+    def kind(self, c, node):
+        fname = self.last.get(node)
+        if fname in _CALL_KIND:
+            return _CALL_KIND[fname]
+        if fname == "linear":
+            return (), _linear_kind(c, node)
+        if fname == "matmul" and node in self.fused:
+            return (), "MatMul"
+        if fname == "cross_entropy":
+            return (), "SoftmaxCrossEntropyLoss"
+        if fname == "nll_loss":  # the exporter fuses a log_softmax before it into one loss
+            fused = any(getattr(n, "target", None) is not None and _op_name(n.target).startswith("_log_softmax")
+                        for n in _external(_call_nodes(node)))
+            return (), "SoftmaxCrossEntropyLoss" if fused else "NegativeLogLikelihoodLoss"
+        op = _op_name(node.target).split(".")[0]
+        if op == "convolution":
+            return (), "ConvTranspose" if node.args[6] else "Conv"
+        return (), _ONNX_KIND.get(op)
+
+
+def _permutes(first, second):
+    """permute(permute(x, a), b) as one permute of x."""
+    def build(c):
+        rank = len(first.args[1])
+        a = [_dim(d, rank) for d in first.args[1]]
+        perm = [a[_dim(d, rank)] for d in second.args[1]]
+        x = c.env[first.args[0]]
+        return x if perm == list(range(rank)) else c.g.permute(c.f(x), perm)
+    return build
+
+
+def _linear_kind(c, node):
+    """F.linear's result in the ONNX capture: Gemm of a 2-d input with a
+    bias; else MatMul, and Add after it for a bias."""
+    rank = len(c.shape(node))
+    bias = any(_op_name(n.target).startswith("addmm") for n in _call_nodes(node))
+    return ("Gemm" if rank == 2 else "Add") if bias else "MatMul"
+
+
+def _call_nodes(node):
+    fn = node.meta.get("torch_fn")
+    out, n = [], node
+    while n is not None and getattr(n, "op", None) == "call_function" and n.meta.get("torch_fn") == fn:
+        out.append(n)
+        n = n.prev
+    return out
+
+
+_PERMUTE = None  # torch.ops.aten.permute.default, once torch is imported
+_VIEWS = ("view.default", "_unsafe_view.default", "reshape.default")
+
+
+def _external(nodes):
+    """The nodes the call reads that it does not make, in order."""
+    inside, out = set(nodes), []
+    for n in nodes:
+        for a in n.all_input_nodes:
+            if a not in inside and a not in out:
+                out.append(a)
+    return out
+
+
+def _fusion(fname, nodes):
+    """A builder of the whole call (F.linear or torch.matmul of more than
+    2-d tensors) from what it reads, where no node outside reads its
+    nodes on the way; else None."""
+    if fname not in ("linear", "matmul") or len(nodes) < 2:
+        return None
+    inside = set(nodes)
+    if any(u not in inside for n in nodes[:-1] for u in n.users):
+        return None
+    ops = [_op_name(n.target) for n in nodes]
+    if fname == "linear" and len(ops) == 2:  # [N, K]: a Gemm, the weight read transposed
+        if ops[0] not in ("permute.default", "t.default") or ops[1] not in ("addmm.default", "mm.default"):
+            return None
+        mm = ops[1] == "mm.default"
+        w, (x, wt) = nodes[0].args[0], nodes[1].args[0:2] if mm else nodes[1].args[1:3]
+        b = None if mm else nodes[1].args[0]
+        if wt is not nodes[0]:
+            return None
+        if ops[1] == "addmm.default" and (len(nodes[1].args) > 3 or nodes[1].kwargs):
+            return None
+
+        def gemm(c):
+            y = c.g.matmul_batched(c.f(c.env[x]), c.f(c.env[w]), 0, 1)
+            return c.g.add(y, c.f(c.env[b])) if b is not None else y
+        return gemm
+    if fname == "linear":
+        if (len(ops) != 4 or ops[0] not in _VIEWS or ops[1] not in ("permute.default", "t.default")
+                or ops[2] not in ("addmm.default", "mm.default") or ops[3] not in _VIEWS):
+            return None
+        x, w = nodes[0].args[0], nodes[1].args[0]
+        b = nodes[2].args[0] if ops[2] == "addmm.default" else None
+        if ops[2] == "addmm.default" and (len(nodes[2].args) > 3 or nodes[2].kwargs):
+            return None  # beta or alpha given
+
+        def linear(c):
+            shape = c.shape(x)
+            wt = c.g.transpose(c.f(c.env[w]), 0, 1)
+            y = c.g.matmul(c.g.reshape(c.f(c.env[x]), [int(np.prod(shape[:-1])), shape[-1]]), wt)
+            y = c.names.mark(c.g.reshape(y, list(shape[:-1]) + [y.shape[-1]]), "MatMul")
+            return c.g.add(y, c.f(c.env[b])) if b is not None else y
+        return linear
+    if ops.count("bmm.default") != 1 or ops[-1] not in _VIEWS:
+        return None
+    ext = _external(nodes)
+    if len(ext) != 2:
+        return None
+    a, b = ext
+    try:
+        sa, sb, out = (tuple(int(d) for d in n.meta["val"].shape) for n in (a, b, nodes[-1]))
+        fits = len(sa) >= 3 and len(sb) >= 2 and sa[-1] == sb[-2] and out == tuple(
+            np.broadcast_shapes(sa[:-2], sb[:-2])) + (sa[-2], sb[-1])
+    except (KeyError, AttributeError, TypeError, ValueError):
+        fits = False
+    if not fits:
+        return None
+
+    def matmul(c):
+        if len(sb) == 2:  # [..., K] @ [K, N]: as a 2-d matmul, as the ONNX import builds it
+            y = c.g.matmul(c.g.reshape(c.f(c.env[a]), [int(np.prod(sa[:-1])), sa[-1]]), c.f(c.env[b]))
+            return c.g.reshape(y, list(out))
+        return c.g.matmul_batched(c.f(c.env[a]), c.f(c.env[b]))
+    return matmul
+
+
 # ---- the capture
 
 class _Capture:
@@ -150,6 +395,10 @@ class _Capture:
         self.n_const = 0
         self.what = f"torch module {type(module).__name__}"
         self.lines: Dict[Tuple[str, int], List[str]] = {}  # line of forward -> module paths
+        self.names = _Names(self.g)
+        global _PERMUTE
+        _PERMUTE = torch.ops.aten.permute.default
+        self.calls = _Calls(ep.graph)
 
     # -- errors
     def where(self, node=None) -> str:
@@ -304,10 +553,13 @@ class _Capture:
             self.g._at = at
             if at:
                 self.lines.setdefault(at, []).append(_dotted(path))
-            with contextlib.ExitStack() as scopes:  # one scope per module level
-                for part in path.split("/") if path else ():
-                    scopes.enter_context(self.g.scope(part))
-                self.env[node] = self.call(node)
+            if node in self.calls.inner:
+                continue  # built with the call it belongs to, at its last node
+            first = lib.ts_graph_tensor_count(self.g._h)
+            with self.g.scope(_SCRATCH):  # each made tensor named by self.names below
+                fused = self.calls.fused.get(node)
+                self.env[node] = fused(self) if fused else self.call(node)
+            self.names.name_made(first, _dotted(path), self.env[node], self.calls.kind(self, node))
         self.g._at = None
         outputs = []
         specs = self.ep.graph_signature.output_specs
@@ -933,12 +1185,26 @@ def _index(c, node, x, indices):
     None before them for each dim taken whole): those dims merged into one,
     gathered at the flat index sum_j i_j * stride_j (negative indices
     counted from the end), as torch's advanced indexing."""
+    shape = c.shape(node.args[0])
+    k, m, flat = _flat_index(c, node, indices, shape)
+    total = int(np.prod(shape[k:k + m]))
+    y = c.f(x)
+    if m > 1:
+        y = c.g.reshape(y, list(shape[:k]) + [total] + list(shape[k + m:]))
+    return _reshaped(c, node, c.g.gather(y, c.i(flat, 0, total - 1), k))
+
+
+def _flat_index(c, node, indices, shape):
+    """(k, m, flat) of advanced indexing x[..., i, j, ...] by index tensors
+    on consecutive dims k..k+m-1 (a None before them for each dim taken
+    whole): the flat index sum_j i_j * stride_j into those dims merged
+    (negative indices counted from the end), as torch's indexing."""
+    op = _op_name(node.target)
     given = [k for k, t in enumerate(indices) if t is not None]
     if given != list(range(given[0], given[-1] + 1)):
-        c.unmapped("index.Tensor with index tensors on dims that are not consecutive")
+        c.unmapped(f"{op} with index tensors on dims that are not consecutive")
     if any(c.dtype(node.args[1][k]) == c.torch.bool for k in given):
-        c.unmapped("index.Tensor with a boolean mask (its result's shape depends on the data)")
-    shape = c.shape(node.args[0])
+        c.unmapped(f"{op} with a boolean mask (its result's shape depends on the data)")
     k, m = given[0], len(given)
     sizes = shape[k:k + m]
     flat, stride = None, 1
@@ -952,11 +1218,7 @@ def _index(c, node, x, indices):
         t = c.g.scale(t, float(stride)) if stride != 1 else t
         flat = t if flat is None else c.g.add(flat, t)
         stride *= n
-    total = int(np.prod(sizes))
-    y = c.f(x)
-    if m > 1:
-        y = c.g.reshape(y, list(shape[:k]) + [total] + list(shape[k + m:]))
-    return _reshaped(c, node, c.g.gather(y, c.i(flat, 0, total - 1), k))
+    return k, m, flat
 
 
 @row("embedding.default")
@@ -1201,12 +1463,19 @@ def _prod(c, node, x, dim=None, keepdim=False, dtype=None):
         n = shape[d]
     if n == 0:
         return c.const(np.ones(c.shape(node), np.float32))
+    return _reshaped(c, node, _product(c, y, d, n))
+
+
+def _product(c, y, d, n):
+    """The product of y's n entries along dim d (kept, of size 1) by a tree
+    of multiplications of its halves: exact zeros and signs, a gradient
+    through each mul."""
     while n > 1:
         h = n // 2
         p = c.g.mul(c.g.slice(y, d, 0, h), c.g.slice(y, d, h, h))
         y = c.g.concat([p, c.g.slice(y, d, 2 * h, 1)], d) if n % 2 else p
         n = h + n % 2
-    return _reshaped(c, node, y)
+    return y
 
 
 @row("diagonal.default")
@@ -1258,6 +1527,19 @@ def _scatter(c, node, x, dim, index, src):
     rows they name. scatter
     with an index naming one row twice keeps their sum (PyTorch keeps one
     of them, unspecified which)."""
+    onehot, s, d, spread = _scatter_parts(c, node, dim, index, src)
+    added = spread(c.g.reduce_sum(c.g.mul(onehot, s), [d], 0))
+    if str(node.target).startswith("aten.scatter_add"):
+        return c.g.add(c.f(x), added)
+    hit = spread(c.g.reduce_max(onehot, [d], 0))
+    return c.g.where(c.cond(hit), added, c.f(x))
+
+
+def _scatter_parts(c, node, dim, index, src):
+    """(onehot, s, d, spread) of a scatter along dim d: onehot (1 where
+    the index names row r) and src's entries s, both over the index's shape
+    with a new dim at d + 1 for x's n rows; reducing them over dim d gives
+    x's rows within the index's extent, which spread pads to x's shape."""
     shape = c.shape(node.args[0])
     ishape = c.shape(node.args[2])
     if not shape:
@@ -1280,11 +1562,7 @@ def _scatter(c, node, x, dim, index, src):
     # over the index's extent off dim d; the rest of x, past it, is kept
     after = [0 if k == d else shape[k] - ishape[k] for k in range(rank)]
     spread = (lambda t: c.g.pad(t, [0] * rank + after)) if any(after) else (lambda t: t)
-    added = spread(c.g.reduce_sum(c.g.mul(onehot, s), [d], 0))
-    if str(node.target).startswith("aten.scatter_add"):
-        return c.g.add(c.f(x), added)
-    hit = spread(c.g.reduce_max(onehot, [d], 0))
-    return c.g.where(c.cond(hit), added, c.f(x))
+    return onehot, s, d, spread
 
 
 def _interpolation(n_in, n_out, align_corners, scale):
@@ -1314,6 +1592,440 @@ def _upsample_bilinear(c, node, x, output_size, align_corners, scale_factors=Non
     aw = _interpolation(shape[3], out[3], align_corners, sw)
     y = c.g.matmul_batched(c.f(x), c.const(aw.T.reshape(1, 1, shape[3], out[3])))
     return c.g.matmul_batched(c.const(ah.reshape(1, 1, out[2], shape[2])), y)
+
+
+# sorting, indexing and distances, composed from graph ops
+
+_PAIRWISE_LIMIT = 1 << 22  # elements of each n x n comparison a sort by ranks builds (16 MB of f32)
+
+
+def _ranked(c, node, x, d, descending, k=None):
+    """(values, indices) of x sorted along dim d (the first k of them), by
+    ranks: each entry's rank is the number of entries that sort before it
+    (ties in index order: a stable sort; NaN after every number, as
+    PyTorch's, before them descending), and the k-th result is the entry of
+    rank k. n x n comparisons along the dim: for the shorter dims."""
+    shape = c.shape(node.args[0])
+    if not shape:
+        return c.f(x), c.const(0.0)
+    rank = len(shape)
+    d = _dim(d, rank)
+    n = shape[d]
+    k = n if k is None else k
+    y = c.f(x)
+    if d != rank - 1:
+        y = c.g.transpose(y, d, rank - 1)
+    lead = list(y.shape[:-1])
+    xi = c.g.reshape(y, lead + [n, 1])  # the entry ranked
+    xj = c.g.reshape(y, lead + [1, n])  # the entries it is compared with
+    nan_i, nan_j = c.g.unary("IsNaN", xi), c.g.unary("IsNaN", xj)
+    if descending:  # j before i: x_j > x_i, or x_j NaN and x_i not
+        before = c.g.binary("Or", c.g.binary("Greater", xj, xi),
+                            c.g.binary("And", nan_j, c.g.unary("Not", nan_i)))
+    else:  # x_j < x_i, or x_i NaN and x_j not
+        before = c.g.binary("Or", c.g.binary("Less", xj, xi),
+                            c.g.binary("And", nan_i, c.g.unary("Not", nan_j)))
+    tie = c.g.binary("Or", c.g.binary("Equal", xj, xi), c.g.binary("And", nan_i, nan_j))
+    earlier = c.const(np.tril(np.ones((n, n), np.float32), -1))  # [i, j]: j < i
+    ahead = c.g.add(before, c.g.mul(tie, earlier))
+    r = c.g.reduce_sum(ahead, [rank], 1)  # [..., n, 1]: each entry's rank
+    pick = c.g.binary("Equal", r, c.const(np.arange(k, dtype=np.float32)))  # [..., n(i), k]
+    values = c.g.reduce_sum(c.g.where(c.cond(pick), xi, c.const(0.0)), [rank - 1], 0)
+    index = c.g.reduce_sum(c.g.mul(pick, c.const(np.arange(n, dtype=np.float32).reshape(n, 1))), [rank - 1], 0)
+    if d != rank - 1:
+        values, index = c.g.transpose(values, d, rank - 1), c.g.transpose(index, d, rank - 1)
+    return values, index
+
+
+@row("sort.default", "sort.stable")
+def _sort(c, node, x, dim=-1, descending=False, stable=None):
+    """By ranks, or along a dim too long for n x n comparisons by a
+    bitonic sorting network; stable either way."""
+    shape = c.shape(node.args[0])
+    if shape and int(np.prod(shape)) * shape[_dim(dim, len(shape))] > _PAIRWISE_LIMIT:
+        return list(_bitonic(c, node, x, dim, descending))
+    return list(_ranked(c, node, x, dim, descending))
+
+
+def _bitonic(c, node, x, d, descending):
+    """(values, indices) of x sorted along dim d by a bitonic network over
+    the dim padded to a power of two: log2(n)(log2(n)+1)/2 stages, each
+    entry compared with its partner (a gather) and the pair put in order;
+    the order of (NaN, value, index) keys, so ties keep index order and
+    NaN goes last (first descending), as PyTorch's."""
+    shape = c.shape(node.args[0])
+    rank = len(shape)
+    d = _dim(d, rank)
+    n = shape[d]
+    p = 1 << max(n - 1, 1).bit_length()
+    y = c.f(x)
+    if d != rank - 1:
+        y = c.g.transpose(y, d, rank - 1)
+    nan = c.g.unary("IsNaN", y)
+    key = c.g.where(c.cond(nan), c.const(0.0), y if not descending else c.g.scale(y, -1.0))
+    flag = nan if not descending else c.g.scale(nan, -1.0)  # NaN after (before) the numbers
+    lead = list(y.shape[:-1])
+    zeros = c.const(np.zeros(lead + [n], np.float32))
+    at = c.g.add(zeros, c.const(np.arange(n, dtype=np.float32)))
+    if p > n:  # the padding sorts after everything
+        pad = [0] * rank + [0] * (rank - 1) + [p - n]
+        y, key, at = (c.g.pad(t, pad) for t in (y, key, at))
+        flag = c.g.pad(flag, pad, "constant", 2.0)
+    pos = np.arange(p)
+    k = 2
+    while k <= p:
+        j = k // 2
+        while j >= 1:
+            q = pos ^ j
+            want_min = c.const((((pos & k) == 0) == (pos < q)).astype(np.float32))
+            partner = _index_const(c, node, q)
+            fb, kb, ab, yb = (c.g.gather(t, partner, rank - 1) for t in (flag, key, at, y))
+            less = c.g.binary("Or", c.g.binary("Less", flag, fb), c.g.binary("And", c.g.binary("Equal", flag, fb), c.g.binary(
+                "Or", c.g.binary("Less", key, kb), c.g.binary("And", c.g.binary("Equal", key, kb), c.g.binary("Less", at, ab)))))
+            keep = c.cond(c.g.binary("Equal", less, want_min))
+            flag, key, at, y = (c.g.where(keep, a, b) for a, b in ((flag, fb), (key, kb), (at, ab), (y, yb)))
+            j //= 2
+        k *= 2
+    if p > n:
+        y, at = c.g.slice(y, rank - 1, 0, n), c.g.slice(at, rank - 1, 0, n)
+    if d != rank - 1:
+        y, at = c.g.transpose(y, d, rank - 1), c.g.transpose(at, d, rank - 1)
+    return y, at
+
+
+@row("topk.default")
+def _topk(c, node, x, k, dim=-1, largest=True, sorted=True):
+    """The k largest (smallest) along dim, in order (`sorted=False` leaves
+    their order to the implementation: this one's is sorted): by ranks,
+    or, along a dim too long for n x n comparisons, in k rounds, or the
+    first k of a bitonic sort for a larger k."""
+    shape = c.shape(node.args[0])
+    if not shape or int(np.prod(shape)) * shape[_dim(dim, len(shape))] <= _PAIRWISE_LIMIT:
+        return list(_ranked(c, node, x, dim, largest, k))
+    if k <= _ROUNDS:
+        return list(_rounds(c, node, x, dim, largest, k))
+    d = _dim(dim, len(shape))
+    return [c.g.slice(t, d, 0, k) for t in _bitonic(c, node, x, dim, largest)]
+
+
+_ROUNDS = 64  # the most rounds a topk along a long dim takes
+
+
+def _rounds(c, node, x, d, largest, k):
+    """(values, indices) of topk in k rounds, each taking the first
+    largest entry (NaN the largest, as PyTorch's) and putting it out of
+    the next rounds' reach."""
+    shape = c.shape(node.args[0])
+    rank = len(shape)
+    d = _dim(d, rank)
+    n = shape[d]
+    y = c.f(x)
+    if d != rank - 1:
+        y = c.g.transpose(y, d, rank - 1)
+    nan = c.cond(c.g.unary("IsNaN", y))
+    v = c.g.where(nan, c.const(np.inf if largest else -np.inf), y if largest else c.g.scale(y, -1.0))
+    at = c.const(np.arange(n, dtype=np.float32))
+    values, index = [], []
+    for _ in range(k):
+        hit = c.g.binary("Equal", v, c.g.reduce_max(v, [rank - 1], 1))
+        first = c.g.sub(c.const(float(n)), c.g.reduce_max(c.g.mul(hit, c.const(n - np.arange(n, dtype=np.float32))),
+                                                         [rank - 1], 1))
+        pick = c.cond(c.g.binary("Equal", at, first))
+        values.append(c.g.reduce_sum(c.g.where(pick, y, c.const(0.0)), [rank - 1], 1))
+        index.append(first)
+        v = c.g.where(pick, c.const(-np.inf), v)
+    values = c.g.concat(values, rank - 1) if k > 1 else values[0]
+    index = c.g.concat(index, rank - 1) if k > 1 else index[0]
+    if d != rank - 1:
+        values, index = c.g.transpose(values, d, rank - 1), c.g.transpose(index, d, rank - 1)
+    return values, index
+
+
+@row("index_put.default")
+def _index_put(c, node, x, indices, values, accumulate=False):
+    """x[indices] = values (+= with accumulate) by a one-hot of the flat
+    index over the indexed dims merged: each row of x the index names takes
+    the values that name it, summed (without accumulate an index naming a
+    row twice keeps their sum; PyTorch keeps one of them, unspecified which)."""
+    shape = c.shape(node.args[0])
+    given = [k for k, t in enumerate(indices) if t is not None]
+    if len(given) == 1 and c.dtype(node.args[1][given[0]]) == c.torch.bool:
+        return _masked_put(c, node, x, given[0], indices[given[0]], values, accumulate)
+    k, m, flat = _flat_index(c, node, indices, shape)
+    total = int(np.prod(shape[k:k + m]))
+    ishape = tuple(np.broadcast_shapes(*[c.shape(t) for t in node.args[1] if t is not None]))
+    pre, post = int(np.prod(shape[:k])), int(np.prod(shape[k + m:]))
+    ni = int(np.prod(ishape))
+    want = list(shape[:k]) + list(ishape) + list(shape[k + m:])  # x[indices]'s shape
+    v = c.f(values)
+    if tuple(v.shape) != tuple(want):
+        v = c.g.add(v, c.const(np.zeros(want, np.float32)))
+    v = c.g.reshape(v, [pre, ni, 1, post])
+    f = c.g.add(c.f(flat), c.const(np.zeros(ishape, np.float32))) if tuple(c.f(flat).shape) != ishape else c.f(flat)
+    onehot = c.g.binary("Equal", c.g.reshape(f, [ni, 1, 1]), c.const(np.arange(total, dtype=np.float32).reshape(total, 1)))
+    added = c.g.reduce_sum(c.g.where(c.cond(onehot), v, c.const(0.0)), [1], 0)  # [pre, total, post]
+    added = c.g.reshape(added, list(shape))
+    if accumulate:
+        return c.g.add(c.f(x), added)
+    hit = c.g.reshape(c.g.reduce_max(onehot, [0], 0), [1] * k + list(shape[k:k + m]) + [1] * (len(shape) - k - m))
+    return c.g.where(c.cond(hit), added, c.f(x))
+
+
+def _masked_put(c, node, x, k, mask, values, accumulate):
+    """x[mask] = values (+=) for a boolean mask on dims k.. of x and values
+    the same for every true entry (broadcast along them): a where; values
+    one per true entry are refused (how many there are depends on the data)."""
+    shape = c.shape(node.args[0])
+    mshape = c.shape(node.args[1][k])
+    rest = len(shape) - k - len(mshape)
+    vs = [1] * (k + 1 + rest - len(c.shape(node.args[2]))) + list(c.shape(node.args[2]))
+    if len(vs) != k + 1 + rest or vs[k] != 1:
+        c.unmapped("index_put.default with a boolean mask and values for each true entry (how many "
+                   "there are depends on the data; a value broadcast to every one is mapped)")
+    v = c.g.reshape(c.f(values), vs[:k] + [1] * len(mshape) + vs[k + 1:])
+    on = c.cond(c.g.reshape(c.f(mask), [1] * k + list(mshape) + [1] * rest))
+    if accumulate:
+        return c.g.add(c.f(x), c.g.where(on, v, c.const(0.0)))
+    return _reshaped(c, node, c.g.where(on, v, c.f(x)))
+
+
+@row("scatter_reduce.two")
+def _scatter_reduce(c, node, x, dim, index, src, reduce, include_self=True):
+    """src's entries reduced onto the rows of x the index names (sum, prod,
+    mean, amax, amin), with x's own entry where include_self; rows no
+    index names keep x's."""
+    onehot, s, d, spread = _scatter_parts(c, node, dim, index, src)
+    x = c.f(x)
+    hit = c.cond(spread(c.g.reduce_max(onehot, [d], 0)))
+    picked = c.cond(onehot)
+    if reduce in ("sum", "mean"):
+        out = spread(c.g.reduce_sum(c.g.where(picked, s, c.const(0.0)), [d], 0))
+        if include_self:
+            out = c.g.add(out, x)
+        if reduce == "mean":
+            count = spread(c.g.reduce_sum(onehot, [d], 0))
+            count = c.g.add(count, c.const(1.0)) if include_self else c.g.binary("Max", count, c.const(1.0))
+            out = c.g.div(out, count)
+            if not c.dtype(node).is_floating_point:
+                out = c.g.unary("Floor", out)  # PyTorch's integer mean: rounded down
+    elif reduce == "prod":
+        n = c.shape(node.args[2])[d]
+        out = spread(c.g.reshape(_product(c, c.g.where(picked, s, c.const(1.0)), d, n),
+                                 [t for k, t in enumerate(onehot.shape) if k != d]))
+        if include_self:
+            out = c.g.mul(out, x)
+    elif reduce in ("amax", "amin"):
+        sign = 1.0 if reduce == "amax" else -1.0
+        out = spread(c.g.reduce_max(c.g.where(picked, c.g.scale(s, sign), c.const(-np.inf)), [d], 0))
+        if include_self:
+            out = c.g.binary("Max", out, c.g.scale(x, sign))
+        out = c.g.scale(out, sign)
+    else:
+        c.unmapped(f"scatter_reduce.two with reduce={reduce!r}")
+    return c.g.where(hit, out, x)
+
+
+@row("masked_scatter.default")
+def _masked_scatter(c, node, x, mask, source):
+    """source's entries, in order, into x where mask is true: the k-th true
+    entry of mask (row-major) takes source's k-th, found by a prefix sum of
+    the mask."""
+    shape = c.shape(node)
+    n = int(np.prod(shape))
+    ns = int(np.prod(c.shape(node.args[2])))
+    m = c.g.unary("CastBool", c.f(mask))
+    if tuple(m.shape) != tuple(shape):
+        m = c.g.add(m, c.const(np.zeros(shape, np.float32)))
+    pos = _prefix_sum(c, c.g.reshape(m, [n]))  # the number of true entries up to each
+    at = c.i(c.g.sub(pos, c.const(1.0)), 0, max(ns - 1, 0))
+    taken = c.g.reshape(c.g.gather(c.g.reshape(c.f(source), [ns]), at, 0), list(shape))
+    xe = c.f(x)
+    if tuple(xe.shape) != tuple(shape):
+        xe = c.g.add(xe, c.const(np.zeros(shape, np.float32)))
+    return c.g.where(c.cond(m), taken, xe)
+
+
+def _prefix_sum(c, y):
+    """The inclusive prefix sums of 1-D y in log2(n) steps, each adding y
+    shifted by 2^s (exact for integer counts below 2**24)."""
+    n = y.shape[0]
+    s = 1
+    while s < n:
+        y = c.g.add(y, c.g.pad(c.g.slice(y, 0, 0, n - s), [s, 0]))
+        s *= 2
+    return y
+
+
+@row("as_strided.default")
+def _as_strided(c, node, x, size, stride, storage_offset=None):
+    """The view of x's storage at `size`, `stride` and `storage_offset`: a
+    gather of x's entries (x contiguous, as every tensor of the graph)."""
+    val = node.args[0].meta.get("val")
+    if val is None or not val.is_contiguous() or val.storage_offset():
+        c.unmapped("as_strided.default of a tensor that is not contiguous")
+    at = np.full(tuple(size), int(storage_offset or 0), np.int64)
+    for k, (n, st) in enumerate(zip(size, stride)):
+        at = at + (np.arange(n) * st).reshape([-1] + [1] * (len(size) - k - 1))
+    numel = int(np.prod(c.shape(node.args[0])))
+    if at.size and (at.min() < 0 or at.max() >= numel):
+        c.refuse(f"as_strided reads past the tensor's {numel} entries", "give a size and strides within it")
+    if at.size == 0:
+        return c.const(np.zeros(tuple(size), np.float32))
+    flat = c.g.reshape(c.f(x), [numel])
+    return c.g.reshape(c.g.gather(flat, _index_const(c, node, at.reshape(-1)), 0), list(size))
+
+
+def _pnorm(c, diff, p, axis):
+    """The p-norm of diff along axis (dropped), as torch.cdist: p = 0 counts
+    the non-zero entries, inf takes the largest; the gradient of a norm of
+    zero is zero, as PyTorch's."""
+    a = c.g.abs(diff)
+    if p == 0:
+        return c.g.reduce_sum(c.g.unary("Not", c.g.binary("Equal", a, c.const(0.0))), [axis], 0)
+    if p == 1:
+        return c.g.reduce_sum(a, [axis], 0)
+    if math.isinf(p):
+        return c.g.reduce_max(a, [axis], 0)
+    s = c.g.reduce_sum(c.g.mul(a, a) if p == 2 else c.g.pow(a, float(p)), [axis], 0)
+    zero = c.cond(c.g.binary("Equal", s, c.const(0.0)))
+    safe = c.g.where(zero, c.const(1.0), s)  # no 1/0 in the gradient of the root at 0
+    root = c.g.sqrt(safe) if p == 2 else c.g.pow(safe, 1.0 / float(p))
+    return c.g.where(zero, c.const(0.0), root)
+
+
+@row("_cdist_forward.default")
+def _cdist(c, node, x1, x2, p, compute_mode=None):
+    """The p-norm distance of each row of x1 [..., P, M] to each of x2
+    [..., R, M]: [..., P, R], from their differences [..., P, R, M]."""
+    s1, s2 = c.shape(node.args[0]), c.shape(node.args[1])
+    a = c.g.reshape(c.f(x1), list(s1[:-1]) + [1, s1[-1]])
+    b = c.g.reshape(c.f(x2), list(s2[:-2]) + [1] + list(s2[-2:]))
+    return _reshaped(c, node, _pnorm(c, c.g.sub(a, b), float(p), len(c.shape(node))))
+
+
+@row("_pdist_forward.default")
+def _pdist(c, node, x, p=2.0):
+    """The p-norm distances of the rows i < j of x [N, M], in that order."""
+    n = c.shape(node.args[0])[0]
+    i, j = np.triu_indices(n, 1)
+    if not len(i):
+        return c.const(np.zeros(c.shape(node), np.float32))
+    y = c.f(x)
+    diff = c.g.sub(c.g.gather(y, _index_const(c, node, i), 0), c.g.gather(y, _index_const(c, node, j), 0))
+    return _pnorm(c, diff, float(p), 1)
+
+
+@row("_embedding_bag.default", "_embedding_bag_forward_only.default")
+def _embedding_bag(c, node, weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
+                   per_sample_weights=None, include_last_offset=False, padding_idx=-1):
+    """The bags of rows of weight [V, D] that `offsets` cut `indices` [N]
+    into, summed (mode 0), averaged (1) or their maximum (2): each bag a
+    row of a [B, N] membership of the positions (padding_idx's left out);
+    an empty bag gives zeros, as PyTorch's."""
+    if scale_grad_by_freq:
+        c.refuse("nn.EmbeddingBag(scale_grad_by_freq=True): tensorscope does not scale an embedding's "
+                 "gradient by frequency", "use scale_grad_by_freq=False")
+    v = c.shape(node.args[0])[0]
+    (n,) = c.shape(node.args[1])
+    nb = c.shape(node.args[2])[0] - (1 if include_last_offset else 0)
+    rows = c.g.embedding(c.f(weight), c.i(indices, 0, v - 1))  # [N, D]
+    if per_sample_weights is not None:
+        rows = c.g.mul(rows, c.g.reshape(c.f(per_sample_weights), [n, 1]))
+    off = c.f(offsets)
+    starts = c.g.reshape(c.g.slice(off, 0, 0, nb), [nb, 1])
+    if include_last_offset:
+        ends = c.g.slice(off, 0, 1, nb)
+    else:  # the last bag runs to the end
+        ends = c.const(np.array([n], np.float32))
+        ends = c.g.concat([c.g.slice(off, 0, 1, nb - 1), ends], 0) if nb > 1 else ends
+    ends = c.g.reshape(ends, [nb, 1])
+    j = c.const(np.arange(n, dtype=np.float32).reshape(1, n))
+    member = c.g.binary("And", c.g.binary("GreaterOrEqual", j, starts), c.g.binary("Less", j, ends))
+    if padding_idx is not None and padding_idx >= 0:
+        kept = c.g.unary("Not", c.g.binary("Equal", c.f(indices), c.const(float(padding_idx))))
+        member = c.g.binary("And", member, c.g.reshape(kept, [1, n]))
+    count = c.g.reduce_sum(member, [1], 1)  # [B, 1]
+    if mode == 2:
+        m3 = c.cond(c.g.reshape(member, [nb, n, 1]))
+        top = c.g.reduce_max(c.g.where(m3, c.g.reshape(rows, [1] + list(rows.shape)), c.const(-np.inf)), [1], 0)
+        out = c.g.where(c.cond(c.g.binary("Greater", count, c.const(0.0))), top, c.const(0.0))
+    else:
+        out = c.g.matmul(member, rows)
+        if mode == 1:
+            out = c.g.div(out, c.g.binary("Max", count, c.const(1.0)))
+    what = "embedding_bag's"
+    return [out] + [_Unavailable(f"{what} {k}") for k in ("offset2bag", "bag sizes", "max indices")]
+
+
+@row("col2im.default")
+def _col2im(c, node, x, output_size, kernel_size, dilation, padding, stride):
+    """nn.Fold: the blocks of x [N, C*kh*kw, L] summed into [N, C, H, W], by
+    a constant 0/1 matrix [kh*kw*L, H*W] saying where each entry lands."""
+    shape = c.shape(node.args[0])
+    (h, w), (kh, kw) = _pairs(output_size), _pairs(kernel_size)
+    (dh, dw), (ph, pw), (sh, sw) = _pairs(dilation), _pairs(padding), _pairs(stride)
+    bh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    bw = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    ch = shape[-2] // (kh * kw)
+    lands = np.zeros((kh * kw * bh * bw, h * w), np.float32)
+    for ki in range(kh):
+        for kj in range(kw):
+            for bi in range(bh):
+                for bj in range(bw):
+                    r, q = bi * sh - ph + ki * dh, bj * sw - pw + kj * dw
+                    if 0 <= r < h and 0 <= q < w:
+                        lands[((ki * kw + kj) * bh + bi) * bw + bj, r * w + q] = 1.0
+    lead = list(shape[:-2])
+    y = c.g.reshape(c.f(x), lead + [ch, kh * kw * bh * bw])
+    y = c.g.matmul_batched(y, c.const(lands)) if lead else c.g.matmul(y, c.const(lands))
+    return c.g.reshape(y, lead + [ch, h, w])
+
+
+@row("grid_sampler_2d.default")
+def _grid_sampler(c, node, x, grid, interpolation_mode, padding_mode, align_corners):
+    """F.grid_sample of x [N, C, H, W] at grid [N, Ho, Wo, 2] (x, y in
+    [-1, 1]), bilinear or nearest, zeros or border padding: each corner's
+    entries gathered at its flat index, weighted; the gradient reaches x
+    and, through the weights, the grid."""
+    if interpolation_mode not in (0, 1) or padding_mode not in (0, 1):
+        c.unmapped("grid_sampler_2d.default with mode='bicubic' or padding_mode='reflection' "
+                   "(bilinear and nearest, zeros and border are mapped)")
+    n, ch, h, w = c.shape(node.args[0])
+    _, ho, wo, _ = c.shape(node.args[1])
+    g = c.f(grid)
+
+    def coord(k, size):
+        t = c.g.reshape(c.g.slice(g, 3, k, 1), [n, 1, ho * wo])
+        t = c.g.scale(c.g.add(t, c.const(1.0)), (size - 1) / 2.0) if align_corners else \
+            c.g.scale(c.g.sub(c.g.scale(c.g.add(t, c.const(1.0)), float(size)), c.const(1.0)), 0.5)
+        if padding_mode == 1:  # border: clipped to the edge
+            t = c.g.binary("Min", c.g.binary("Max", t, c.const(0.0)), c.const(float(size - 1)))
+        return t
+    ix, iy = coord(0, w), coord(1, h)
+    flat = c.g.reshape(c.f(x), [n, ch, h * w])
+    spread = c.const(np.zeros((n, ch, ho * wo), np.float32))
+
+    def corner(cx, cy, weight):
+        inside = c.g.binary("And", c.g.binary("And", c.g.binary("GreaterOrEqual", cx, c.const(0.0)),
+                                                 c.g.binary("LessOrEqual", cx, c.const(w - 1.0))),
+                            c.g.binary("And", c.g.binary("GreaterOrEqual", cy, c.const(0.0)),
+                                       c.g.binary("LessOrEqual", cy, c.const(h - 1.0))))
+        at = c.g.add(c.g.add(c.g.scale(cy, float(w)), cx), spread)
+        v = c.g.gather_elements(flat, c.g.unary("CastIndex", at, 0.0, float(h * w - 1)), 2)
+        return c.g.mul(v, c.g.mul(weight, inside) if weight is not None else inside)
+    if interpolation_mode == 1:  # nearest: half to even, as PyTorch's
+        out = corner(c.g.unary("Round", ix), c.g.unary("Round", iy), None)
+    else:
+        x0, y0 = c.g.unary("Floor", ix), c.g.unary("Floor", iy)
+        x1, y1 = c.g.add(x0, c.const(1.0)), c.g.add(y0, c.const(1.0))
+        wx1, wy1 = c.g.sub(ix, x0), c.g.sub(iy, y0)
+        wx0, wy0 = c.g.sub(c.const(1.0), wx1), c.g.sub(c.const(1.0), wy1)
+        out = None
+        for cx, cy, wt in ((x0, y0, c.g.mul(wx0, wy0)), (x1, y0, c.g.mul(wx1, wy0)),
+                           (x0, y1, c.g.mul(wx0, wy1)), (x1, y1, c.g.mul(wx1, wy1))):
+            t = corner(cx, cy, wt)
+            out = t if out is None else c.g.add(out, t)
+    return c.g.reshape(out, [n, ch, ho, wo])
 
 
 # ---- entry

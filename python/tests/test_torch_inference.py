@@ -166,6 +166,54 @@ def test_capture_export_gives_the_modules_outputs(make):
     assert {n for n, _ in net.named_parameters()} <= set(g.parameters())
 
 
+class TopK(torch.nn.Module):
+    def __init__(self, k, dim, largest):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(3, 9, 5))
+        self.k, self.dim, self.largest = k, dim, largest
+
+    def forward(self, x):
+        v, i = torch.topk(self.w * x, self.k, self.dim, self.largest)
+        return v, i.float()
+
+
+class Sort(torch.nn.Module):
+    def __init__(self, dim, descending):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randint(0, 4, (3, 9, 5)).float())  # ties
+        self.dim, self.descending = dim, descending
+
+    def forward(self, x):
+        v, i = torch.sort(self.w * x, dim=self.dim, descending=self.descending, stable=True)
+        return v, i.float()
+
+
+@pytest.mark.skipif(not HAS_EXPORT, reason="torch.export capture needs PyTorch 2.5 or later")
+@pytest.mark.parametrize("way", ["ranks", "rounds", "bitonic"])
+def test_capture_export_sort_and_topk_match_pytorch(way, monkeypatch):
+    """sort (stable, ties kept in index order) and topk by ranks (n x n
+    comparisons), and where the dim is too long for them (the limit
+    lowered here) a topk in k rounds or a bitonic sorting network; NaN
+    the largest, as PyTorch's."""
+    from tensorscope import _export
+    if way != "ranks":
+        monkeypatch.setattr(_export, "_PAIRWISE_LIMIT", 8)  # 3*9*5 entries, 9 along dim 1
+    if way == "bitonic":
+        monkeypatch.setattr(_export, "_ROUNDS", 0)
+    torch.manual_seed(0)
+    nets = [TopK(k, dim, largest) for k, dim, largest in ((3, 1, True), (2, -1, False), (1, 0, True))]
+    nets += [Sort(dim, descending) for dim, descending in ((1, False), (-1, True), (0, False))]
+    for net in nets:
+        with torch.no_grad():
+            net.w[1, 2, 3] = float("nan")
+        x = torch.ones(3, 9, 5)
+        with torch.no_grad():
+            want = net(x)
+        got = ts.inference_model(net, ts.Options().capture("export"), example_inputs=(x,))(x.numpy())
+        for a, w in zip(got, want):
+            np.testing.assert_array_equal(np.asarray(a), w.numpy(), err_msg=f"{type(net).__name__} {vars(net)}")
+
+
 # ---- a training call returns what PopTorch's does
 
 class OnlyLoss(torch.nn.Module):

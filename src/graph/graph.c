@@ -280,6 +280,10 @@ ts_tensor *ts_graph_add_node(ts_graph *g, ts_op op, const ts_tensor *const *ins,
         return ts_graph_fail(g, st, "%s", msg);
     }
     t->name = name ? ts_strdup(name) : ts_graph_op_output_name(g, def->name);
+    while (!name && t->name && name_taken(g, t->name)) { /* a name given by ts_tensor_set_name: the next k */
+        ts_free(t->name);
+        t->name = ts_graph_op_output_name(g, def->name);
+    }
     if (t->name && ts_strmap_get(&g->names, t->name) < 0 && ts_strmap_put(&g->names, t->name, t->id)) {
         ts_free(t->name);
         t->name = NULL;
