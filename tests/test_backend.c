@@ -113,7 +113,7 @@ static void make_counting(void) {
 
 /* Trains x -> fc1 -> relu -> fc2 -> cross entropy for one run (D x A
  * micro-batches) on `be`; the loss and fc2.weight after it. */
-static ts_status train(const ts_backend *be, float *loss, float *w, int64_t *fwd_nodes, int64_t *bwd_nodes) {
+static ts_status train(const ts_backend *be, float *loss, float *w, int64_t *fwd_nodes, int64_t *bwd_nodes, int64_t *fused) {
     ts_graph *g = ts_graph_new(7);
     int64_t xs[] = {B, IN}, ys[] = {B};
     ts_tensor *x = ts_input(g, "x", TS_F32, 2, xs), *y = ts_input(g, "labels", TS_I32, 1, ys);
@@ -128,11 +128,14 @@ static ts_status train(const ts_backend *be, float *loss, float *w, int64_t *fwd
     if (!st) m->backend = be;
     if (!st) st = ts_model_compile(m);
     if (!st) {
-        *fwd_nodes = *bwd_nodes = 0;
+        *fwd_nodes = *bwd_nodes = *fused = 0;
         for (int k = 0; k < m->prog->n_order; k++) {
             const ts_tensor *t = g->t[m->prog->order[k]];
             *fwd_nodes += ts_op_get(t->op)->arity != 0;
             *bwd_nodes += m->prog->needs_grad[t->id] && ts_op_get(t->op)->has_backward;
+            /* a Linear's bias Add, done in its product's kernel (exec.c's bias_fusable) */
+            const ts_tensor *next = k + 1 < m->prog->n_order ? g->t[m->prog->order[k + 1]] : NULL;
+            *fused += be->kernels[t->op].fuses_bias && next && next->op == TS_OP_ADD && next->in[0] == t->id;
         }
         float xv[D * A * B * IN];
         int32_t yv[D * A * B];
@@ -160,13 +163,14 @@ int main(void) {
 
     make_counting();
     float loss_cpu = 0, loss_counted = 1, w_cpu[CLS * HID], w_counted[CLS * HID];
-    int64_t fwd_nodes = 0, bwd_nodes = 0;
-    CHECK_OK(train(be, &loss_cpu, w_cpu, &fwd_nodes, &bwd_nodes), "train on the CPU backend");
-    CHECK_OK(train(&counting, &loss_counted, w_counted, &fwd_nodes, &bwd_nodes), "train on a backend wrapping the CPU's");
+    int64_t fwd_nodes = 0, bwd_nodes = 0, fused = 0;
+    CHECK_OK(train(be, &loss_cpu, w_cpu, &fwd_nodes, &bwd_nodes, &fused), "train on the CPU backend");
+    CHECK_OK(train(&counting, &loss_counted, w_counted, &fwd_nodes, &bwd_nodes, &fused), "train on a backend wrapping the CPU's");
     CHECK(loss_cpu == loss_counted && memcmp(w_cpu, w_counted, sizeof w_cpu) == 0,
           "the same loss (%g) and weights through either table", (double)loss_counted);
-    CHECK(fwd_nodes > 0 && n_fwd == fwd_nodes * D * A, "every forward kernel went through the table: %lld calls, %lld nodes x %d micro-batches",
-          (long long)n_fwd, (long long)fwd_nodes, D * A);
+    CHECK(fwd_nodes > 0 && fused == 2 && n_fwd == (fwd_nodes - fused) * D * A,
+          "every forward kernel went through the table: %lld calls, %lld nodes (%lld bias Adds in their products' kernels) x %d micro-batches",
+          (long long)n_fwd, (long long)fwd_nodes, (long long)fused, D * A);
     CHECK(bwd_nodes > 0 && n_bwd == bwd_nodes * D * A, "every backward kernel went through the table: %lld calls, %lld nodes x %d micro-batches",
           (long long)n_bwd, (long long)bwd_nodes, D * A);
     CHECK(n_alloc >= 2 && n_free == n_alloc, "the arenas are the backend's memory: %lld allocations, %lld returned", (long long)n_alloc,
