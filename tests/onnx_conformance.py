@@ -300,10 +300,14 @@ def run_cli(cli, path, workdir, feeds, bound, outputs):
     # in C order, as the CLI takes arrays (a case's transposed output is Fortran-ordered)
     feeds = {k: np.require(v, requirements="C") for k, v in feeds.items()}
     outputs = {k: np.require(v, requirements="C") for k, v in outputs.items()}
-    np.savez(stem + "_in.npz", **feeds)  # none (every input bound): an archive of no arrays
-    # ml_dtypes' types (bfloat16, the float8s) have no .npy form: their
-    # values, exact in float32, are compared as such
-    np.savez(stem + "_ref.npz", **{k: v.astype(np.float32) if v.dtype.kind == "V" else v for k, v in outputs.items()})
+    # ml_dtypes' types (bfloat16, the float8s) have no .npy form (NumPy
+    # saves them as opaque '<V2' bytes): their values, exact in float32, are
+    # fed (the CLI converts an input exactly to its declared type) and
+    # compared as such
+    def npy_form(arrays):
+        return {k: v.astype(np.float32) if v.dtype.kind == "V" else v for k, v in arrays.items()}
+    np.savez(stem + "_in.npz", **npy_form(feeds))  # none (every input bound): an archive of no arrays
+    np.savez(stem + "_ref.npz", **npy_form(outputs))
     cmd = [cli, "compare", "--model", path, "--inputs", stem + "_in.npz", "--reference", stem + "_ref.npz",
            "--atol", repr(ATOL), "--rtol", repr(RTOL)]
     for k, (name, v) in enumerate(bound.items()):
