@@ -1742,7 +1742,9 @@ static ts_status cast_to(importer *im, node_io *io, int to) {
          * the ops after compute in (as onnxruntime's CPU provider does
          * where it has no 16-bit kernel) */
         if (to_half) return built(im, ts_cast(im->g, f, to == TS_ONNX_FLOAT16 ? TS_F16 : TS_BF16), &io->out[0]);
-        return built(im, ts_unary(im->g, to_int ? "CastInt" : "CastBool", f, 0.0f, 0.0f), &io->out[0]);
+        st = built(im, ts_unary(im->g, to_int ? "CastInt" : "CastBool", f, 0.0f, 0.0f), &io->out[0]);
+        io->out[0].c.dtype = to; /* the integer type the bitwise ops compute in */
+        return st;
     }
     node_io one = *io; /* CastLike's target is read for its type only */
     one.n_in = 1;
@@ -4111,6 +4113,47 @@ static ts_status op_scan(importer *im, node_io *io) {
     return st;
 }
 
+/* ----------------------------------------------- conformance ops */
+
+static bool onnx_array_dtype(int elem, ts_dtype *out);
+
+/* An integer operand as an i32 graph tensor: an i32 one as it is, one
+ * carried in f32 (integer arithmetic) toward zero in int32's range. */
+static ts_tensor *as_i32(importer *im, value *v, ts_status *st) {
+    ts_tensor *t = as_tensor(im, v, st);
+    if (!t || t->dtype == TS_I32) return t;
+    return ts_unary(im->g, "CastIndex", t, -2147483648.0f, 2147483520.0f); /* the largest float below 2^31 */
+}
+
+/* BitwiseAnd, BitwiseOr, BitwiseXor, BitwiseNot (opset 18) and BitShift
+ * (opset 11) on integer tensors (ts_bitwise), computed in the declared
+ * integer type of input 0 (a graph input's, a Cast's or a constant's) and
+ * wrapped to it. */
+static ts_status op_bitwise(importer *im, node_io *io) {
+    const char *op = im->node->op_type;
+    bool shift = strcmp(op, "BitShift") == 0, not_ = strcmp(op, "BitwiseNot") == 0;
+    if (io->n_in != (not_ ? 1 : 2)) return node_error(im, TS_ERR_FORMAT, "needs %d input%s, has %d", not_ ? 1 : 2, not_ ? "" : "s", io->n_in);
+    const char *kind = not_ ? "Not" : op + strlen("Bitwise");
+    if (shift) {
+        static const char *const dirs[] = {"LEFT", "RIGHT"};
+        const Attr *a = attr(im, "direction");
+        int d = a ? attr_choice(a, dirs, 2) : 2;
+        if (d == 2) return node_error(im, TS_ERR_FORMAT, "attribute 'direction' must be \"LEFT\" or \"RIGHT\"");
+        kind = d ? "ShiftRight" : "ShiftLeft";
+    }
+    int type = io->in[0]->c.dtype;
+    ts_dtype dt;
+    if (!type || ts_onnx_dtype_is_float(type) || type == TS_ONNX_BOOL || !onnx_array_dtype(type, &dt))
+        return node_error(im, TS_ERR_UNSUPPORTED, "takes integer tensors whose type is known at import (a graph input's, a Cast's or a "
+                          "constant's); input 0 '%s' is %s", io->in[0]->name ? io->in[0]->name : "", type ? ts_onnx_dtype_name(type) : "of a type not known here");
+    ts_status st = TS_OK;
+    ts_tensor *a = as_i32(im, io->in[0], &st), *b = not_ || !a ? NULL : as_i32(im, io->in[1], &st);
+    if (!a || (!not_ && !b)) return st ? st : ts_graph_status(im->g);
+    st = built(im, ts_bitwise(im->g, kind, a, b, dt), &io->out[0]);
+    io->out[0].c.dtype = type;
+    return st;
+}
+
 static const struct {
     const char *op_type;
     int required;  /* inputs that must be present */
@@ -4131,6 +4174,11 @@ static const struct {
     {"Attention", 3, 23, op_attention},
     {"AveragePool", 1, 10, op_pool},
     {"BatchNormalization", 5, 9, op_batch_norm},
+    {"BitShift", 2, 11, op_bitwise},
+    {"BitwiseAnd", 2, 18, op_bitwise},
+    {"BitwiseNot", 1, 18, op_bitwise},
+    {"BitwiseOr", 2, 18, op_bitwise},
+    {"BitwiseXor", 2, 18, op_bitwise},
     {"Cast", 1, 6, op_cast},
     {"CastLike", 2, 13, op_cast_like},
     {"Ceil", 1, 6, op_unary},
@@ -4655,7 +4703,8 @@ static ts_status import_inputs(importer *im, const TensorscopeOnnx__GraphProto *
         im->g->origin = "graph input";
         ts_tensor *t = ts_input(im->g, vi->name, dt, s.ndim, s.d);
         if (!t) return ts_graph_status(im->g);
-        value v = {.t = t, .c.dtype = ts_lowbits_is(elem) ? elem : 0}; /* the type a CastLike reads */
+        /* the type a CastLike reads; an integer input's type, which the bitwise ops compute in */
+        value v = {.t = t, .c.dtype = ts_lowbits_is(elem) || dt == TS_I32 ? elem : 0};
         ts_status st = define(im, vi->name, &v);
         if (st) return st;
     }
