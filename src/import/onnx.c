@@ -13,6 +13,7 @@
 #include "core/half.h"
 #include "core/lowbits.h"
 #include "import/onnx_consts.h"
+#include "import/onnx_ops_extra.h"
 #include "import/onnx_rnn.h"
 #include "import/onnx_torch.h"
 
@@ -4154,6 +4155,54 @@ static ts_status op_bitwise(importer *im, node_io *io) {
     return st;
 }
 
+/* Optional input k as an f32 graph tensor, NULL where absent (or on an error, in *st). */
+static ts_tensor *optional_f32(importer *im, node_io *io, int k, ts_status *st) {
+    return io->n_in > k && io->in[k] ? as_f32(im, io->in[k], st) : NULL;
+}
+
+/* Whether the node names output k and a later node or the graph reads it. */
+static bool output_wanted(const importer *im, const node_io *io, int k) {
+    return io->n_out > k && im->node->output[k] && *im->node->output[k];
+}
+
+/* CausalConvWithState (opset 27): onnx_ops_extra.c. */
+static ts_status op_causal_conv(importer *im, node_io *io) {
+    static const char *const acts[] = {"none", "silu", "swish"};
+    const Attr *a = attr(im, "activation");
+    int act = a ? attr_choice(a, acts, 3) : 0;
+    if (act == 3) return node_error(im, TS_ERR_FORMAT, "activation '%.*s' is not none, silu or swish", (int)a->s.len, (const char *)a->s.data);
+    ts_status st = TS_OK;
+    ts_tensor *x = as_f32(im, io->in[0], &st), *w = x ? as_f32(im, io->in[1], &st) : NULL;
+    ts_tensor *bias = w ? optional_f32(im, io, 2, &st) : NULL, *past = w && !st ? optional_f32(im, io, 3, &st) : NULL, *out[2];
+    if (!w || st) return st;
+    if ((st = ts_onnx_causal_conv(im->g, x, w, bias, past, act != 0, out))) return fold_result(im, st);
+    if ((st = built(im, out[0], &io->out[0]))) return st;
+    if (!output_wanted(im, io, 1)) return TS_OK;
+    if (!out[1]) return node_error(im, TS_ERR_SHAPE, "present_state of a kernel of size 1 has 0 steps; tensorscope's dimensions are positive: "
+                                   "leave the output unnamed");
+    return built(im, out[1], &io->out[1]);
+}
+
+/* LinearAttention (opset 27): onnx_ops_extra.c. */
+static ts_status op_linear_attention(importer *im, node_io *io) {
+    static const char *const rules[] = {"linear", "gated", "delta", "gated_delta"}; /* TS_LINATT_* */
+    const Attr *r = attr(im, "update_rule");
+    ts_onnx_linear_attention la = {.rule = r ? attr_choice(r, rules, 4) : TS_LINATT_GATED_DELTA, .scale = (float)attr_f(im, "scale", 0.0)};
+    if (la.rule == 4)
+        return node_error(im, TS_ERR_FORMAT, "update_rule '%.*s' is not linear, gated, delta or gated_delta", (int)r->s.len, (const char *)r->s.data);
+    ts_status st;
+    if (!attr(im, "q_num_heads") || !attr(im, "kv_num_heads"))
+        return node_error(im, TS_ERR_FORMAT, "attributes 'q_num_heads' and 'kv_num_heads' are required");
+    if ((st = attr_int(im, "q_num_heads", 0, 1, INT32_MAX, &la.q_heads)) || (st = attr_int(im, "kv_num_heads", 0, 1, INT32_MAX, &la.kv_heads))) return st;
+    ts_tensor **in[6] = {&la.q, &la.k, &la.v, &la.past, &la.decay, &la.beta};
+    for (int k = 0; k < 6 && !st; k++) *in[k] = k < 3 ? as_f32(im, io->in[k], &st) : optional_f32(im, io, k, &st);
+    if (st) return st;
+    ts_tensor *out[2];
+    if ((st = ts_onnx_linear_attention_build(im->g, &la, out))) return fold_result(im, st);
+    if ((st = built(im, out[0], &io->out[0]))) return st;
+    return output_wanted(im, io, 1) ? built(im, out[1], &io->out[1]) : TS_OK;
+}
+
 static const struct {
     const char *op_type;
     int required;  /* inputs that must be present */
@@ -4180,6 +4229,7 @@ static const struct {
     {"BitwiseOr", 2, 18, op_bitwise},
     {"BitwiseXor", 2, 18, op_bitwise},
     {"Cast", 1, 6, op_cast},
+    {"CausalConvWithState", 2, 27, op_causal_conv},
     {"CastLike", 2, 13, op_cast_like},
     {"Ceil", 1, 6, op_unary},
     {"Celu", 1, 12, op_composed_unary},
@@ -4233,6 +4283,7 @@ static const struct {
     {"Log", 1, 6, op_unary},
     {"LogSoftmax", 1, 1, op_softmax},
     {"LpNormalization", 1, 1, op_lp_norm},
+    {"LinearAttention", 3, 27, op_linear_attention},
     {"LRN", 1, 1, op_lrn},
     {"LpPool", 1, 11, op_lp_pool},
     {"LSTM", 3, 7, op_rnn},

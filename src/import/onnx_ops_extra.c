@@ -1,0 +1,133 @@
+/* onnx_ops_extra.c -- ONNX ops of the newer opsets composed at import from
+ * graph ops that have gradients and device kernels, as ONNX's reference
+ * computes them (onnx_ops_extra.h). Shapes are static, so a recurrence is
+ * unrolled over its steps, as onnx_rnn.c does for LSTM. */
+#include "import/onnx_ops_extra.h"
+
+#include <math.h>
+#include <stdio.h>
+
+/* The graph's first error when a builder returned NULL, else TS_OK. */
+static ts_status graph_status(ts_graph *g, const ts_tensor *t) {
+    if (t) return TS_OK;
+    ts_status st = ts_graph_status(g);
+    return st ? st : ts_error(TS_ERR_INTERNAL, "a graph builder returned NULL");
+}
+
+/* ---------------------------------------------------- CausalConvWithState */
+
+ts_status ts_onnx_causal_conv(ts_graph *g, ts_tensor *x, ts_tensor *w, ts_tensor *bias, ts_tensor *past, bool silu, ts_tensor *out[2]) {
+    out[0] = out[1] = NULL;
+    if (x->shape.ndim != 3 || w->shape.ndim != 3 || w->shape.d[0] != x->shape.d[1] || w->shape.d[1] != 1)
+        return ts_error(TS_ERR_SHAPE, "takes an input [B,C,L] and a depthwise weight [C,1,K]; they are %d-D and %d-D with %lld and %lld "
+                        "channels", x->shape.ndim, w->shape.ndim, (long long)(x->shape.ndim > 1 ? x->shape.d[1] : 0), (long long)w->shape.d[0]);
+    int64_t B = x->shape.d[0], C = x->shape.d[1], L = x->shape.d[2], K = w->shape.d[2];
+    if (bias && (bias->shape.ndim != 1 || bias->shape.d[0] != C))
+        return ts_error(TS_ERR_SHAPE, "bias must be [%lld], one per channel", (long long)C);
+    if (past && (past->shape.ndim != 3 || past->shape.d[0] != B || past->shape.d[1] != C || past->shape.d[2] != K - 1))
+        return ts_error(TS_ERR_SHAPE, "past_state must be [%lld,%lld,%lld] ([B,C,K-1])", (long long)B, (long long)C, (long long)(K - 1));
+    /* the causal sequence: the past (or K-1 zeros) then x */
+    ts_tensor *seq = x;
+    if (K > 1) {
+        int64_t pads[6] = {0, 0, K - 1, 0, 0, 0};
+        seq = past ? ts_concat(g, (ts_tensor *[]){past, x}, 2, 2) : ts_pad(g, x, pads, TS_PAD_CONSTANT, 0.0f);
+    }
+    /* y[:, c, t] = sum_j w[c, 0, j] seq[:, c, t + j] */
+    ts_tensor *y = NULL;
+    for (int64_t j = 0; j < K; j++) {
+        ts_tensor *wj = ts_reshape(g, ts_slice(g, w, 2, j, 1), 2, (int64_t[]){C, 1});
+        ts_tensor *term = ts_mul(g, ts_slice(g, seq, 2, j, L), wj);
+        y = y ? ts_add(g, y, term) : term;
+    }
+    if (bias) y = ts_add(g, y, ts_reshape(g, bias, 2, (int64_t[]){C, 1}));
+    if (silu) y = ts_mul(g, y, ts_sigmoid(g, y));
+    ts_status st = graph_status(g, y);
+    if (st) return st;
+    out[0] = y;
+    if (K > 1) {
+        out[1] = ts_slice(g, seq, 2, L, K - 1);
+        if ((st = graph_status(g, out[1]))) return st;
+    }
+    return TS_OK;
+}
+
+/* -------------------------------------------------------- LinearAttention */
+
+/* [B,T,H*D] as [B,H,T,D] */
+static ts_tensor *heads_first(ts_graph *g, ts_tensor *x, int64_t heads) {
+    const int64_t *d = x->shape.d;
+    static const int perm[4] = {0, 2, 1, 3};
+    return ts_permute(g, ts_reshape(g, x, 4, (int64_t[]){d[0], d[1], heads, d[2] / heads}), perm);
+}
+
+ts_status ts_onnx_linear_attention_build(ts_graph *g, const ts_onnx_linear_attention *a, ts_tensor *out[2]) {
+    out[0] = out[1] = NULL;
+    ts_tensor *q = a->q, *k = a->k, *v = a->v;
+    if (q->shape.ndim != 3 || k->shape.ndim != 3 || v->shape.ndim != 3)
+        return ts_error(TS_ERR_SHAPE, "query, key and value must be 3-D [B,T,H*D]; they are %d-D, %d-D and %d-D", q->shape.ndim, k->shape.ndim,
+                        v->shape.ndim);
+    int64_t Hq = a->q_heads, Hkv = a->kv_heads;
+    if (Hq < 1 || Hkv < 1 || Hq % Hkv)
+        return ts_error(TS_ERR_FORMAT, "q_num_heads (%lld) must be a positive multiple of kv_num_heads (%lld)", (long long)Hq, (long long)Hkv);
+    int64_t B = q->shape.d[0], T = q->shape.d[1];
+    if (q->shape.d[2] % Hq || k->shape.d[2] % Hkv || v->shape.d[2] % Hkv)
+        return ts_error(TS_ERR_SHAPE, "the last dims of query (%lld), key (%lld) and value (%lld) must split into %lld, %lld and %lld heads",
+                        (long long)q->shape.d[2], (long long)k->shape.d[2], (long long)v->shape.d[2], (long long)Hq, (long long)Hkv,
+                        (long long)Hkv);
+    int64_t dk = q->shape.d[2] / Hq, dv = v->shape.d[2] / Hkv, G = Hq / Hkv;
+    for (int i = 0; i < 2; i++) {
+        const ts_tensor *o = i ? v : k;
+        if (o->shape.d[0] != B || o->shape.d[1] != T || (!i && o->shape.d[2] != Hkv * dk))
+            return ts_error(TS_ERR_SHAPE, "%s must be [%lld,%lld,%lld] as query and kv_num_heads give", i ? "value" : "key", (long long)B,
+                            (long long)T, (long long)(i ? o->shape.d[2] : Hkv * dk));
+    }
+    bool gated = a->rule == TS_LINATT_GATED || a->rule == TS_LINATT_GATED_DELTA, delta = a->rule == TS_LINATT_DELTA || a->rule == TS_LINATT_GATED_DELTA;
+    if (gated != (a->decay != NULL) || delta != (a->beta != NULL))
+        return ts_error(TS_ERR_FORMAT, "update_rule %s decay and %s beta (gated rules take decay, delta rules beta)",
+                        gated ? "needs" : "takes no", delta ? "needs" : "takes no");
+    if (a->past && (a->past->shape.ndim != 4 || a->past->shape.d[0] != B || a->past->shape.d[1] != Hkv || a->past->shape.d[2] != dk ||
+                    a->past->shape.d[3] != dv))
+        return ts_error(TS_ERR_SHAPE, "past_state must be [%lld,%lld,%lld,%lld] ([B,H_kv,d_k,d_v])", (long long)B, (long long)Hkv, (long long)dk,
+                        (long long)dv);
+    ts_tensor *decay = NULL, *beta = NULL; /* [B,Hkv,T,dk or 1], [B,Hkv or 1,T,1] */
+    if (a->decay) {
+        const ts_shape *s = &a->decay->shape;
+        if (s->ndim != 3 || s->d[0] != B || s->d[1] != T || (s->d[2] != Hkv && s->d[2] != Hkv * dk))
+            return ts_error(TS_ERR_SHAPE, "decay must be [%lld,%lld,%lld] or [%lld,%lld,%lld] (per key dim or per head)", (long long)B, (long long)T,
+                            (long long)(Hkv * dk), (long long)B, (long long)T, (long long)Hkv);
+        decay = ts_exp(g, heads_first(g, a->decay, Hkv));
+    }
+    if (a->beta) {
+        const ts_shape *s = &a->beta->shape;
+        if (s->ndim != 3 || s->d[0] != B || s->d[1] != T || (s->d[2] != Hkv && s->d[2] != 1))
+            return ts_error(TS_ERR_SHAPE, "beta must be [%lld,%lld,%lld] or [%lld,%lld,1]", (long long)B, (long long)T, (long long)Hkv, (long long)B,
+                            (long long)T);
+        beta = heads_first(g, a->beta, s->d[2]);
+    }
+    float scale = a->scale != 0.0f ? a->scale : 1.0f / sqrtf((float)dk);
+    ts_tensor *q4 = heads_first(g, q, Hq), *k4 = heads_first(g, k, Hkv), *v4 = heads_first(g, v, Hkv);
+    ts_tensor *S = a->past, **outs = ts_malloc((size_t)T * sizeof *outs);
+    if (!outs) return ts_error(TS_ERR_OUT_OF_MEMORY, "out of memory unrolling %lld steps", (long long)T);
+    for (int64_t t = 0; t < T; t++) {
+        ts_tensor *kt = ts_slice(g, k4, 2, t, 1), *vt = ts_slice(g, v4, 2, t, 1); /* [B,Hkv,1,dk], [B,Hkv,1,dv] */
+        if (gated && S) S = ts_mul(g, S, ts_transpose(g, ts_slice(g, decay, 2, t, 1), 2, 3)); /* rows of S by exp(g_t) */
+        if (delta) {
+            if (S) vt = ts_sub(g, vt, ts_matmul_batched(g, kt, S, 0, 0)); /* v_t - S^T k_t */
+            vt = ts_mul(g, vt, ts_slice(g, beta, 2, t, 1));
+        }
+        ts_tensor *kv = ts_matmul_batched(g, kt, vt, 1, 0); /* k_t (x) v_t: [B,Hkv,dk,dv] */
+        S = S ? ts_add(g, S, kv) : kv;
+        /* each kv head's state read by its G query heads (heads kv*G .. kv*G+G-1) */
+        ts_tensor *qt = ts_reshape(g, ts_slice(g, q4, 2, t, 1), 4, (int64_t[]){B, Hkv, G, dk});
+        outs[t] = ts_reshape(g, ts_scale(g, ts_matmul_batched(g, qt, S, 0, 0), scale), 4, (int64_t[]){B, Hq, 1, dv});
+    }
+    static const int perm[4] = {0, 2, 1, 3};
+    ts_tensor *o = T == 1 ? outs[0] : ts_concat(g, outs, (int)T, 2);
+    ts_free(outs);
+    o = ts_reshape(g, ts_permute(g, o, perm), 3, (int64_t[]){B, T, Hq * dv});
+    ts_status st = graph_status(g, o);
+    if (st) return st;
+    out[0] = o;
+    out[1] = S;
+    return TS_OK;
+}

@@ -1,0 +1,37 @@
+/* onnx_ops_extra.h -- ONNX ops of the newer opsets composed at import from
+ * graph ops that already have gradients and device kernels
+ * (onnx_ops_extra.c): CausalConvWithState and LinearAttention (opset 27),
+ * GridSample (opset 16 on). onnx.c reads each node's attributes and inputs
+ * and registers the rows. Internal: nothing here is API. */
+#ifndef TS_ONNX_OPS_EXTRA_H
+#define TS_ONNX_OPS_EXTRA_H
+
+#include "graph/graph.h"
+
+#include <stdbool.h>
+
+/* CausalConvWithState: x [B,C,L] convolved depthwise and causally by w
+ * [C,1,K] after past [B,C,K-1] (NULL: zeros), plus bias [C] (NULL: none),
+ * then SiLU where `silu`. out[0]: [B,C,L]; out[1]: the last K-1 steps of
+ * past and x, NULL when K is 1 (it would be empty). An error (ts_error)
+ * for shapes that do not fit. */
+ts_status ts_onnx_causal_conv(ts_graph *g, ts_tensor *x, ts_tensor *w, ts_tensor *bias, ts_tensor *past, bool silu, ts_tensor *out[2]);
+
+/* LinearAttention's update rules */
+enum { TS_LINATT_LINEAR, TS_LINATT_GATED, TS_LINATT_DELTA, TS_LINATT_GATED_DELTA };
+
+typedef struct ts_onnx_linear_attention {
+    int rule;                   /* TS_LINATT_* */
+    float scale;                /* 0: 1/sqrt(d_k) */
+    int64_t q_heads, kv_heads;
+    ts_tensor *q, *k, *v;       /* [B,T,Hq*dk], [B,T,Hkv*dk], [B,T,Hkv*dv] */
+    ts_tensor *past;            /* [B,Hkv,dk,dv] or NULL (zeros) */
+    ts_tensor *decay;           /* [B,T,Hkv*dk] or [B,T,Hkv] (gated rules), else NULL */
+    ts_tensor *beta;            /* [B,T,Hkv] or [B,T,1] (delta rules), else NULL */
+} ts_onnx_linear_attention;
+
+/* The recurrence unrolled over the T steps: out[0] [B,T,Hq*dv], out[1]
+ * the last state [B,Hkv,dk,dv]. */
+ts_status ts_onnx_linear_attention_build(ts_graph *g, const ts_onnx_linear_attention *a, ts_tensor *out[2]);
+
+#endif
