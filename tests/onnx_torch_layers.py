@@ -16,7 +16,7 @@ LpNormalization, MeanVarianceNormalization, RMSNormalization, Trilu,
 Tile, CumSum, DepthToSpace, SpaceToDepth, Swish, Resize, ReduceProd,
 CumProd, CenterCropPad, TopK, Attention, RotaryEmbedding, GatherND, Compress,
 ScatterND, ScatterElements, LpPool, Einsum, RNN, LRN, SwiGLU, MaxUnpool,
-CausalConvWithState, LinearAttention), one node each:
+CausalConvWithState, LinearAttention, GridSample), one node each:
 forward against onnx's reference, gradients against
 central finite differences of the reference in double.
 
@@ -468,6 +468,13 @@ def composed_cases():
           ("beta", rng.uniform(0.2, 0.8, (2, 3, 1)), True)]),
         ("linear_attention_linear", "LinearAttention", {"q_num_heads": 2, "kv_num_heads": 2, "update_rule": "linear", "scale": 0.3}, 27,
          rng.standard_normal((2, 3, 8)), [("key", rng.standard_normal((2, 3, 8)), True), ("value", rng.standard_normal((2, 3, 6)), True)]),
+        # x the data; the grid trained, past the borders by a little
+        ("grid_sample_linear_reflection", "GridSample", {"mode": "linear", "padding_mode": "reflection"}, 22, rng.standard_normal((2, 2, 4, 5)),
+         [("grid", rng.uniform(-1.2, 1.2, (2, 3, 4, 2)), True)]),
+        ("grid_sample_cubic_border_aligned", "GridSample", {"mode": "cubic", "padding_mode": "border", "align_corners": 1}, 22,
+         rng.standard_normal((1, 2, 4, 5)), [("grid", rng.uniform(-1.2, 1.2, (1, 3, 2, 2)), True)]),
+        ("grid_sample_bilinear_volumetric_opset16", "GridSample", {}, 16, rng.standard_normal((1, 2, 3, 4, 3)),
+         [("grid", rng.uniform(-1.1, 1.1, (1, 2, 2, 3, 3)), True)]),
         ("rnn_bidirectional", "RNN", {"hidden_size": 3, "direction": "bidirectional"}, 14, rng.standard_normal((4, 2, 5)),
          [("W", rng.standard_normal((2, 3, 5)), True), ("R", rng.standard_normal((2, 3, 3)), True), ("B", rng.standard_normal((2, 6)), True)]),
     ]
@@ -517,7 +524,8 @@ def _mvn64():
 def _ops64():
     """onnx's reference ops that compute in float32 whatever their inputs
     (MeanVarianceNormalization's body, CausalConvWithState's SiLU,
-    LinearAttention), in the inputs' precision, for the finite differences."""
+    LinearAttention, GridSample's coordinates), in the inputs' precision,
+    for the finite differences."""
     from onnx.reference.op_run import OpRun
 
     class CausalConvWithState(OpRun):
@@ -554,7 +562,14 @@ def _ops64():
                 outs.append(scale * np.einsum("bhd,bhdm->bhm", q4[:, :, t], np.repeat(s, q_num_heads // kv_num_heads, axis=1)))
             o = np.stack(outs, axis=2)
             return o.transpose(0, 2, 1, 3).reshape(q.shape[0], q.shape[1], -1), s
-    return [_mvn64(), CausalConvWithState, LinearAttention]
+    from onnx.reference.ops.op_grid_sample import GridSample as GridSample32
+
+    class GridSample(GridSample32):
+        op_domain = ""
+
+        def _gs_denormalize_coordinates(self, n, dims, align_corners):
+            return np.array([self._gs_denormalize(v, d, align_corners) for v, d in zip(n, dims)])
+    return [_mvn64(), CausalConvWithState, LinearAttention, GridSample]
 
 
 def composed_gradients(workdir):

@@ -4203,6 +4203,27 @@ static ts_status op_linear_attention(importer *im, node_io *io) {
     return output_wanted(im, io, 1) ? built(im, out[1], &io->out[1]) : TS_OK;
 }
 
+/* GridSample (opset 16 on; opset 20's mode names linear and cubic, 16's
+ * bilinear and bicubic): onnx_ops_extra.c. */
+static ts_status op_grid_sample(importer *im, node_io *io) {
+    static const char *const modes[] = {"linear", "nearest", "cubic", "bilinear", "bicubic"}; /* TS_GRID_*, then opset 16's names */
+    static const char *const pads[] = {"zeros", "border", "reflection"};
+    const Attr *ma = attr(im, "mode"), *pa = attr(im, "padding_mode");
+    int mode = ma ? attr_choice(ma, modes, 5) : since(im, 20) ? 0 : 3, padding = pa ? attr_choice(pa, pads, 3) : 0;
+    if (mode == 5 || (since(im, 20) ? mode > 2 : mode == 0 || mode == 2))
+        return node_error(im, TS_ERR_FORMAT, "mode '%.*s' is not one of %s", ma ? (int)ma->s.len : 0, ma ? (const char *)ma->s.data : "",
+                          since(im, 20) ? "linear, nearest, cubic" : "bilinear, nearest, bicubic (opset 20 names them linear and cubic)");
+    if (padding == 3)
+        return node_error(im, TS_ERR_FORMAT, "padding_mode '%.*s' is not zeros, border or reflection", (int)pa->s.len, (const char *)pa->s.data);
+    bool align;
+    ts_status st = attr_flag(im, "align_corners", &align);
+    ts_tensor *x = st ? NULL : as_f32(im, io->in[0], &st), *grid = x ? as_f32(im, io->in[1], &st) : NULL, *y;
+    if (!grid) return st;
+    if ((st = ts_onnx_grid_sample(im->g, x, grid, mode == 3 ? TS_GRID_LINEAR : mode == 4 ? TS_GRID_CUBIC : mode, padding, align, &y)))
+        return fold_result(im, st);
+    return built(im, y, &io->out[0]);
+}
+
 static const struct {
     const char *op_type;
     int required;  /* inputs that must be present */
@@ -4266,6 +4287,7 @@ static const struct {
     {"GlobalMaxPool", 1, 1, op_global_max_pool},
     {"Greater", 2, 7, op_binary},
     {"GreaterOrEqual", 2, 12, op_binary},
+    {"GridSample", 2, 16, op_grid_sample},
     {"GroupNormalization", 3, 18, op_group_norm},
     {"GRU", 3, 7, op_rnn},
     {"HardSigmoid", 1, 6, op_unary},

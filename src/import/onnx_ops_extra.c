@@ -131,3 +131,124 @@ ts_status ts_onnx_linear_attention_build(ts_graph *g, const ts_onnx_linear_atten
     out[1] = S;
     return TS_OK;
 }
+
+/* ------------------------------------------------------------- GridSample */
+
+/* A scalar f32 constant named after `what` in the current scope. */
+static ts_tensor *scalar(ts_graph *g, const char *what, float v) {
+    char *name = ts_graph_op_output_name(g, what);
+    ts_tensor *t = name ? ts_constant(g, name, &(ts_array){.dtype = TS_F32, .ndim = 0, .data = &v}) : NULL;
+    ts_free(name);
+    return t;
+}
+
+static ts_tensor *add_c(ts_graph *g, ts_tensor *x, float v) { return v == 0.0f ? x : ts_add(g, x, scalar(g, "Offset", v)); }
+
+/* x clamped into [lo, hi] */
+static ts_tensor *clamp_c(ts_graph *g, ts_tensor *x, float lo, float hi) {
+    return ts_binary(g, "Min", ts_binary(g, "Max", x, scalar(g, "Low", lo)), scalar(g, "High", hi));
+}
+
+/* x reflected by the near border until it lies in [lo, hi] (ONNX's
+ * GridSample reflect; x itself inside) */
+static ts_tensor *reflect_c(ts_graph *g, ts_tensor *x, float lo, float hi) {
+    float range = hi - lo;
+    if (range <= 0.0f) return add_c(g, ts_scale(g, x, 0.0f), lo); /* one position: every x reflects onto it */
+    ts_tensor *below = ts_binary(g, "Less", x, scalar(g, "Low", lo)), *above = ts_binary(g, "Greater", x, scalar(g, "High", hi));
+    ts_tensor *dist = ts_where(g, below, add_c(g, ts_scale(g, x, -1.0f), lo), add_c(g, x, -hi)); /* past the border */
+    ts_tensor *n = ts_unary(g, "Floor", ts_scale(g, dist, 1.0f / range), 0.0f, 0.0f);
+    ts_tensor *r = ts_sub(g, dist, ts_scale(g, n, range));
+    ts_tensor *odd = ts_binary(g, "Mod", n, scalar(g, "Two", 2.0f));
+    ts_tensor *from_lo = add_c(g, r, lo), *from_hi = add_c(g, ts_scale(g, r, -1.0f), hi);
+    return ts_where(g, below, ts_where(g, odd, from_hi, from_lo), ts_where(g, above, ts_where(g, odd, from_lo, from_hi), x));
+}
+
+typedef struct gs_tap {
+    ts_tensor *index;  /* [N,1,P] f32: the tap's index along its dim, in range */
+    ts_tensor *weight; /* [N,1,P] f32, times 0 where a zeros-padded tap falls outside */
+} gs_tap;
+
+/* The taps' weights of cubic convolution (Keys, A = -0.75) at t in [0, 1). */
+static ts_tensor *cubic_weight(ts_graph *g, ts_tensor *t, int k) {
+    const float A = -0.75f;
+    /* |s| for the tap at offset k - 1: t + 1, t, 1 - t, 2 - t */
+    ts_tensor *s = k == 0 ? add_c(g, t, 1.0f) : k == 1 ? t : add_c(g, ts_scale(g, t, -1.0f), k == 2 ? 1.0f : 2.0f);
+    if (k == 1 || k == 2) /* ((A + 2) s - (A + 3)) s^2 + 1 */
+        return add_c(g, ts_mul(g, add_c(g, ts_scale(g, s, A + 2.0f), -(A + 3.0f)), ts_mul(g, s, s)), 1.0f);
+    /* ((A s - 5A) s + 8A) s - 4A */
+    return add_c(g, ts_mul(g, add_c(g, ts_mul(g, add_c(g, ts_scale(g, s, A), -5.0f * A), s), 8.0f * A), s), -4.0f * A);
+}
+
+ts_status ts_onnx_grid_sample(ts_graph *g, ts_tensor *x, ts_tensor *grid, int mode, int padding, bool align_corners, ts_tensor **out) {
+    *out = NULL;
+    int k = x->shape.ndim - 2;
+    if (k < 1 || k > 3 || grid->shape.ndim != k + 2 || grid->shape.d[k + 1] != k || grid->shape.d[0] != x->shape.d[0])
+        return ts_error(TS_ERR_SHAPE, "takes X [N,C,D1..Dk] (k 1 to 3) and a grid [N,O1..Ok,k] of the same N; they are %d-D and %d-D",
+                        x->shape.ndim, grid->shape.ndim);
+    int64_t N = x->shape.d[0], C = x->shape.d[1], F = 1, P = 1, stride[3];
+    for (int i = k - 1; i >= 0; i--) {
+        stride[i] = F;
+        F *= x->shape.d[2 + i];
+        P *= grid->shape.d[1 + i];
+    }
+    if (F >= (int64_t)1 << 24)
+        return ts_error(TS_ERR_UNSUPPORTED, "an input of %lld positions per channel is past 2^24, where the positions computed in f32 stop being exact",
+                        (long long)F);
+    int m = mode == TS_GRID_NEAREST ? 1 : mode == TS_GRID_LINEAR ? 2 : 4;
+    gs_tap taps[3][4];
+    ts_tensor *g2 = ts_reshape(g, grid, 3, (int64_t[]){N, P, k});
+    for (int i = 0; i < k; i++) {
+        float d = (float)x->shape.d[2 + i], lo = align_corners ? 0.0f : -0.5f, hi = align_corners ? d - 1.0f : d - 0.5f;
+        /* the grid's last axis is (x, y, z): the last spatial dim first */
+        ts_tensor *c = ts_reshape(g, ts_slice(g, g2, 2, k - 1 - i, 1), 3, (int64_t[]){N, 1, P});
+        c = align_corners ? add_c(g, ts_scale(g, c, (d - 1.0f) / 2.0f), (d - 1.0f) / 2.0f) : add_c(g, ts_scale(g, c, d / 2.0f), (d - 1.0f) / 2.0f);
+        if (mode == TS_GRID_NEAREST) c = ts_unary(g, "Round", c, 0.0f, 0.0f); /* half to even */
+        if (padding == TS_GRID_BORDER) c = clamp_c(g, c, 0.0f, d - 1.0f);
+        if (padding == TS_GRID_REFLECTION) c = reflect_c(g, c, lo, hi);
+        ts_tensor *base = mode == TS_GRID_NEAREST ? c : ts_unary(g, "Floor", c, 0.0f, 0.0f);
+        ts_tensor *t = mode == TS_GRID_NEAREST ? NULL : ts_sub(g, c, base); /* the gradient reaches the grid here */
+        for (int j = 0; j < m; j++) {
+            ts_tensor *idx = add_c(g, base, mode == TS_GRID_CUBIC ? (float)(j - 1) : (float)j), *w;
+            w = mode == TS_GRID_NEAREST ? NULL : mode == TS_GRID_LINEAR ? (j ? t : add_c(g, ts_scale(g, t, -1.0f), 1.0f)) : cubic_weight(g, t, j);
+            if (padding == TS_GRID_ZEROS) { /* a tap outside reads 0 */
+                ts_tensor *in = ts_mul(g, ts_binary(g, "GreaterOrEqual", idx, scalar(g, "Low", 0.0f)),
+                                       ts_binary(g, "LessOrEqual", idx, scalar(g, "High", d - 1.0f)));
+                w = w ? ts_mul(g, w, in) : in;
+            } else if (padding == TS_GRID_REFLECTION) {
+                idx = reflect_c(g, idx, lo, hi); /* an integer reflects onto an integer */
+            }
+            taps[i][j] = (gs_tap){clamp_c(g, idx, 0.0f, d - 1.0f), w};
+        }
+    }
+    /* every combination of one tap per dim: data[sum idx_i stride_i] times the product of the weights */
+    ts_tensor *xf = ts_reshape(g, x, 3, (int64_t[]){N, C, F}), *zeros = NULL, *y = NULL;
+    {
+        char *name = ts_graph_op_output_name(g, "Zero");
+        float *z = ts_calloc((size_t)C, sizeof *z);
+        zeros = name && z ? ts_constant(g, name, &(ts_array){.dtype = TS_F32, .ndim = 3, .shape = {1, C, 1}, .data = z}) : NULL;
+        ts_free(name);
+        ts_free(z);
+        if (!zeros) return ts_graph_status(g) ? ts_graph_status(g) : ts_error(TS_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    int combos = 1;
+    for (int i = 0; i < k; i++) combos *= m;
+    for (int c = 0; c < combos; c++) {
+        ts_tensor *flat = NULL, *w = NULL;
+        for (int i = 0, rest = c; i < k; i++, rest /= m) {
+            const gs_tap *tp = &taps[i][rest % m];
+            ts_tensor *part = ts_scale(g, tp->index, (float)stride[i]);
+            flat = flat ? ts_add(g, flat, part) : part;
+            if (tp->weight) w = w ? ts_mul(g, w, tp->weight) : tp->weight;
+        }
+        ts_tensor *idx = ts_unary(g, "CastIndex", ts_add(g, flat, zeros), 0.0f, (float)(F - 1)); /* [N,C,P] */
+        ts_tensor *v = ts_gather_elements(g, xf, idx, 2);
+        if (w) v = ts_mul(g, v, w);
+        y = y ? ts_add(g, y, v) : v;
+    }
+    ts_shape os = {.ndim = k + 2, .d = {N, C}};
+    for (int i = 0; i < k; i++) os.d[2 + i] = grid->shape.d[1 + i];
+    y = ts_reshape(g, y, os.ndim, os.d);
+    ts_status st = graph_status(g, y);
+    if (!st) *out = y;
+    return st;
+}

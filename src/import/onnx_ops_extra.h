@@ -34,4 +34,15 @@ typedef struct ts_onnx_linear_attention {
  * the last state [B,Hkv,dk,dv]. */
 ts_status ts_onnx_linear_attention_build(ts_graph *g, const ts_onnx_linear_attention *a, ts_tensor *out[2]);
 
+/* GridSample's modes and padding modes */
+enum { TS_GRID_LINEAR, TS_GRID_NEAREST, TS_GRID_CUBIC };
+enum { TS_GRID_ZEROS, TS_GRID_BORDER, TS_GRID_REFLECTION };
+
+/* GridSample: x [N,C,D1..Dk] (k 1 to 3) sampled at grid [N,O1..Ok,k]
+ * (normalized to [-1, 1], x first) as ONNX's reference does: per output
+ * position the taps of the mode (1, 2 or 4 per dim) as GatherElements of
+ * x's flattened positions, weighted; the gradient reaches x and, through
+ * the weights of linear and cubic, the grid. *out: [N,C,O1..Ok]. */
+ts_status ts_onnx_grid_sample(ts_graph *g, ts_tensor *x, ts_tensor *grid, int mode, int padding, bool align_corners, ts_tensor **out);
+
 #endif
