@@ -261,7 +261,9 @@ def run_case(ts, case, workdir, cli):
             if any(not isinstance(v, np.ndarray) for v in feeds.values()):  # an ONNX sequence or optional
                 kind = next(type(v).__name__ for v in feeds.values() if not isinstance(v, np.ndarray))
                 return f"input type {kind} not fed", f"input type {kind} not fed"
-            bound = {k: feeds.pop(k) for k in bound_inputs(model) if k in feeds}
+            # an input of no values (a dimension of 0) is known at import:
+            # bound, an empty constant (tensorscope's dimensions are positive)
+            bound = {k: feeds.pop(k) for k in bound_inputs(model) | {k for k, v in feeds.items() if v.size == 0} if k in feeds}
             if why_py is None:
                 try:
                     why_py = run_python(ts, path, feeds, bound, outputs)

@@ -1830,6 +1830,36 @@ static ts_tensor *product_along(ts_graph *g, ts_tensor *x, int axis) {
  * sum x^2, ReduceLogSum log(sum x), ReduceProd product_along each axis,
  * ReduceLogSumExp m + log(sum e^(x-m))
  * with m the maximum (no gradient through m: its terms cancel). */
+/* A reduction of an empty constant (a bound input with a dimension of 0:
+ * it holds no values, so it is known at import), folded to the op's value
+ * over no elements, as numpy's and ONNX's reference: 0 for the sums and
+ * norms, 1 for the product, -inf for the maximum, the log-sum and the
+ * log-sum-exp, +inf for the minimum (a bool's: false and true), NaN for
+ * the mean. n < 0: every axis. */
+static ts_status reduce_empty(importer *im, node_io *io, const int64_t *axes, int n, bool keep) {
+    const char *op = im->node->op_type;
+    const ts_const *x = &io->in[0]->c;
+    bool boolean = x->dtype == TS_ONNX_BOOL;
+    if (!boolean && !ts_onnx_dtype_is_float(x->dtype))
+        return node_error(im, TS_ERR_UNSUPPORTED, "%s of an empty %s tensor has no value in its type", op, ts_onnx_dtype_name(x->dtype));
+    bool reduced[TS_MAX_DIMS] = {false};
+    for (int i = 0; i < (n < 0 ? x->shape.ndim : n); i++) {
+        int64_t a = n < 0 ? i : axes[i];
+        if (a < -x->shape.ndim || a >= x->shape.ndim)
+            return node_error(im, TS_ERR_FORMAT, "axis %lld is out of range for %d dimensions", (long long)a, x->shape.ndim);
+        reduced[norm_axis(a, x->shape.ndim)] = true;
+    }
+    ts_shape s = {0};
+    for (int d = 0; d < x->shape.ndim; d++)
+        if (!reduced[d] || keep) s.d[s.ndim++] = reduced[d] ? 1 : x->shape.d[d];
+    double v = strcmp(op, "ReduceProd") == 0 ? 1.0
+               : strcmp(op, "ReduceMax") == 0 ? (boolean ? 0.0 : -INFINITY)
+               : strcmp(op, "ReduceMin") == 0 ? (boolean ? 1.0 : INFINITY)
+               : strcmp(op, "ReduceLogSum") == 0 || strcmp(op, "ReduceLogSumExp") == 0 ? -INFINITY
+               : strcmp(op, "ReduceMean") == 0 ? NAN : 0.0;
+    return fold_result(im, ts_const_fill(&s, x->dtype, v, &io->out[0].c));
+}
+
 static ts_status op_reduce(importer *im, node_io *io) {
     const char *op = im->node->op_type;
     int input_since = strcmp(op, "ReduceSum") == 0 ? 13 : 18; /* ReduceProd's too: 18 */
@@ -1841,7 +1871,9 @@ static ts_status op_reduce(importer *im, node_io *io) {
     if (st) return st;
     bool all = n < 0 || (n == 0 && since(im, input_since));
     if (all && noop) return op_identity(im, io);
-    ts_tensor *x = as_f32(im, io->in[0], &st); /* integers and bools reduced as f32 */
+    value *in = io->in[0];
+    if (is_const(in) && !in->param && ts_shape_numel(&in->c.shape) == 0) return reduce_empty(im, io, axes, all ? -1 : n, keepdims != 0);
+    ts_tensor *x = as_f32(im, in, &st); /* integers and bools reduced as f32 */
     if (!x) return st;
     int ax[TS_MAX_DIMS];
     if (all) n = x->shape.ndim;
