@@ -16,7 +16,7 @@ LpNormalization, MeanVarianceNormalization, RMSNormalization, Trilu,
 Tile, CumSum, DepthToSpace, SpaceToDepth, Swish, Resize, ReduceProd,
 CumProd, CenterCropPad, TopK, Attention, RotaryEmbedding, GatherND, Compress,
 ScatterND, ScatterElements, LpPool, Einsum, RNN, LRN, SwiGLU, MaxUnpool,
-CausalConvWithState, LinearAttention, GridSample), one node each:
+CausalConvWithState, LinearAttention, GridSample, AffineGrid), one node each:
 forward against onnx's reference, gradients against
 central finite differences of the reference in double.
 
@@ -475,6 +475,10 @@ def composed_cases():
          rng.standard_normal((1, 2, 4, 5)), [("grid", rng.uniform(-1.2, 1.2, (1, 3, 2, 2)), True)]),
         ("grid_sample_bilinear_volumetric_opset16", "GridSample", {}, 16, rng.standard_normal((1, 2, 3, 4, 3)),
          [("grid", rng.uniform(-1.1, 1.1, (1, 2, 2, 3, 3)), True)]),
+        # x is theta
+        ("affine_grid_3d_aligned", "AffineGrid", {"align_corners": 1}, 20, rng.standard_normal((2, 3, 4)),
+         [("size", np.array([2, 1, 3, 4, 2]), False)]),
+        ("affine_grid_2d", "AffineGrid", {}, 20, rng.standard_normal((2, 2, 3)), [("size", np.array([2, 3, 4, 5]), False)]),
         ("rnn_bidirectional", "RNN", {"hidden_size": 3, "direction": "bidirectional"}, 14, rng.standard_normal((4, 2, 5)),
          [("W", rng.standard_normal((2, 3, 5)), True), ("R", rng.standard_normal((2, 3, 3)), True), ("B", rng.standard_normal((2, 6)), True)]),
     ]
@@ -524,7 +528,7 @@ def _mvn64():
 def _ops64():
     """onnx's reference ops that compute in float32 whatever their inputs
     (MeanVarianceNormalization's body, CausalConvWithState's SiLU,
-    LinearAttention, GridSample's coordinates), in the inputs' precision,
+    LinearAttention, GridSample's coordinates, AffineGrid), in the inputs' precision,
     for the finite differences."""
     from onnx.reference.op_run import OpRun
 
@@ -569,7 +573,13 @@ def _ops64():
 
         def _gs_denormalize_coordinates(self, n, dims, align_corners):
             return np.array([self._gs_denormalize(v, d, align_corners) for v, d in zip(n, dims)])
-    return [_mvn64(), CausalConvWithState, LinearAttention, GridSample]
+    class AffineGrid(OpRun):
+        op_domain = ""
+
+        def _run(self, theta, size, align_corners=None):
+            from onnx.reference.ops.op_affine_grid import construct_original_grid
+            return (np.einsum("nij,...j->n...i", theta, construct_original_grid(size[2:], align_corners or 0)),)
+    return [_mvn64(), CausalConvWithState, LinearAttention, GridSample, AffineGrid]
 
 
 def composed_gradients(workdir):

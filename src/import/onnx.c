@@ -4256,6 +4256,22 @@ static ts_status op_grid_sample(importer *im, node_io *io) {
     return built(im, y, &io->out[0]);
 }
 
+/* AffineGrid (opset 20), size a constant (a bound input): onnx_ops_extra.c. */
+static ts_status op_affine_grid(importer *im, node_io *io) {
+    value *size = io->in[1];
+    if (!is_const(size) || size->param || size->c.shape.ndim != 1 || (size->c.shape.d[0] != 4 && size->c.shape.d[0] != 5))
+        return node_error(im, TS_ERR_UNSUPPORTED, "its size '%s' must be a constant of 4 or 5 values (N, C, H, W or N, C, D, H, W)%s",
+                          size->name ? size->name : "", bind_hint(size));
+    int64_t dims[5];
+    for (int i = 0; i < (int)size->c.shape.d[0]; i++) dims[i] = (int64_t)size->c.v[i];
+    bool align;
+    ts_status st = attr_flag(im, "align_corners", &align);
+    ts_tensor *theta = st ? NULL : as_f32(im, io->in[0], &st), *y;
+    if (!theta) return st;
+    if ((st = ts_onnx_affine_grid(im->g, theta, dims, (int)size->c.shape.d[0], align, &y))) return fold_result(im, st);
+    return built(im, y, &io->out[0]);
+}
+
 static const struct {
     const char *op_type;
     int required;  /* inputs that must be present */
@@ -4266,6 +4282,7 @@ static const struct {
     {"Acos", 1, 7, op_unary},
     {"Acosh", 1, 9, op_unary},
     {"Add", 2, 7, op_binary},
+    {"AffineGrid", 2, 20, op_affine_grid},
     {"And", 2, 7, op_binary},
     {"ArgMax", 1, 1, op_arg_extreme},
     {"ArgMin", 1, 1, op_arg_extreme},

@@ -252,3 +252,42 @@ ts_status ts_onnx_grid_sample(ts_graph *g, ts_tensor *x, ts_tensor *grid, int mo
     if (!st) *out = y;
     return st;
 }
+
+/* ------------------------------------------------------------- AffineGrid */
+
+ts_status ts_onnx_affine_grid(ts_graph *g, ts_tensor *theta, const int64_t *size, int n_size, bool align_corners, ts_tensor **out) {
+    *out = NULL;
+    int k = n_size - 2; /* spatial dims: 2 or 3 */
+    if ((k != 2 && k != 3) || theta->shape.ndim != 3 || theta->shape.d[0] != size[0] || theta->shape.d[1] != k || theta->shape.d[2] != k + 1)
+        return ts_error(TS_ERR_SHAPE, "takes theta [N,2,3] with size [N,C,H,W], or [N,3,4] with [N,C,D,H,W]; size has %d values and theta is %d-D",
+                        n_size, theta->shape.ndim);
+    int64_t P = 1;
+    for (int i = 0; i < k; i++) {
+        if (size[2 + i] < 1) return ts_error(TS_ERR_SHAPE, "size %lld of spatial dim %d is not positive", (long long)size[2 + i], i);
+        P *= size[2 + i];
+    }
+    /* the homogeneous base grid [1,P,k+1]: (x, y[, z], 1), x along the last dim */
+    float *base = ts_malloc((size_t)(P * (k + 1)) * sizeof *base);
+    if (!base) return ts_error(TS_ERR_OUT_OF_MEMORY, "out of memory for a base grid of %lld positions", (long long)P);
+    for (int64_t p = 0; p < P; p++) {
+        int64_t rest = p;
+        for (int i = k - 1; i >= 0; i--) { /* i: spatial dim; component k-1-i */
+            int64_t d = size[2 + i], j = rest % d;
+            rest /= d;
+            double step = align_corners ? (d > 1 ? 2.0 / (double)(d - 1) : 0.0) : 2.0 / (double)d;
+            base[p * (k + 1) + (k - 1 - i)] = (float)(align_corners ? -1.0 + (double)j * step : -1.0 + step / 2 + (double)j * step);
+        }
+        base[p * (k + 1) + k] = 1.0f;
+    }
+    char *name = ts_graph_op_output_name(g, "BaseGrid");
+    ts_tensor *b = name ? ts_constant(g, name, &(ts_array){.dtype = TS_F32, .ndim = 3, .shape = {1, P, k + 1}, .data = base}) : NULL;
+    ts_free(name);
+    ts_free(base);
+    ts_shape os = {.ndim = k + 2, .d = {size[0]}};
+    for (int i = 0; i < k; i++) os.d[1 + i] = size[2 + i];
+    os.d[k + 1] = k;
+    ts_tensor *y = b ? ts_reshape(g, ts_matmul_batched(g, b, theta, 0, 1), os.ndim, os.d) : NULL; /* base theta^T: [N,P,k] */
+    ts_status st = graph_status(g, y);
+    if (!st) *out = y;
+    return st;
+}

@@ -45,4 +45,11 @@ enum { TS_GRID_ZEROS, TS_GRID_BORDER, TS_GRID_REFLECTION };
  * the weights of linear and cubic, the grid. *out: [N,C,O1..Ok]. */
 ts_status ts_onnx_grid_sample(ts_graph *g, ts_tensor *x, ts_tensor *grid, int mode, int padding, bool align_corners, ts_tensor **out);
 
+/* AffineGrid: theta [N,2,3] or [N,3,4] applied to the homogeneous base grid
+ * of size (N, C, H, W) or (N, C, D, H, W) (its n_size values, constant),
+ * normalized to [-1, 1] (align_corners: the corner pixels' centres) -- one
+ * batched MatMul by a constant; the gradient reaches theta. *out: [N,H,W,2]
+ * or [N,D,H,W,3]. */
+ts_status ts_onnx_affine_grid(ts_graph *g, ts_tensor *theta, const int64_t *size, int n_size, bool align_corners, ts_tensor **out);
+
 #endif
