@@ -4272,6 +4272,35 @@ static ts_status op_affine_grid(importer *im, node_io *io) {
     return built(im, y, &io->out[0]);
 }
 
+/* An INTS attribute of n values into v, def where absent. */
+static ts_status attr_ints_n(importer *im, const char *name, int n, int64_t def, int64_t *v) {
+    const int64_t *a;
+    int64_t na;
+    attr_ints(im, name, &a, &na);
+    if (a && na != n) return node_error(im, TS_ERR_FORMAT, "attribute '%s' has %lld values where %d are needed", name, (long long)na, n);
+    for (int i = 0; i < n; i++) v[i] = a ? a[i] : def;
+    return TS_OK;
+}
+
+/* Col2Im (opset 18) with 2 spatial dims, image_shape and block_shape
+ * constants (bound inputs): onnx_ops_extra.c. */
+static ts_status op_col2im(importer *im, node_io *io) {
+    int64_t img[TS_MAX_DIMS], block[TS_MAX_DIMS], strides[2], pads[4], dil[2];
+    int n_img, n_block;
+    ts_status st;
+    if ((st = const_ints(im, io->in[1], img, &n_img, "image_shape", 1, INT32_MAX, false)) ||
+        (st = const_ints(im, io->in[2], block, &n_block, "block_shape", 1, INT32_MAX, false)))
+        return st;
+    if (n_img != 2 || n_block != 2)
+        return node_error(im, TS_ERR_UNSUPPORTED, "a %d-D image is not available; Col2Im of 2-D images is", n_img);
+    if ((st = attr_ints_n(im, "strides", 2, 1, strides)) || (st = attr_ints_n(im, "pads", 4, 0, pads)) || (st = attr_ints_n(im, "dilations", 2, 1, dil)))
+        return st;
+    ts_tensor *x = as_f32(im, io->in[0], &st), *y;
+    if (!x) return st;
+    if ((st = ts_onnx_col2im(im->g, x, img, block, strides, pads, dil, &y))) return fold_result(im, st);
+    return built(im, y, &io->out[0]);
+}
+
 static const struct {
     const char *op_type;
     int required;  /* inputs that must be present */
@@ -4305,6 +4334,7 @@ static const struct {
     {"Celu", 1, 12, op_composed_unary},
     {"CenterCropPad", 2, 18, op_center_crop_pad},
     {"Clip", 1, 6, op_clip},
+    {"Col2Im", 3, 18, op_col2im},
     {"Compress", 2, 9, op_compress},
     {"Concat", 1, 4, op_concat},
     {"Constant", 0, 1, op_constant},

@@ -291,3 +291,44 @@ ts_status ts_onnx_affine_grid(ts_graph *g, ts_tensor *theta, const int64_t *size
     if (!st) *out = y;
     return st;
 }
+
+/* ----------------------------------------------------------------- Col2Im */
+
+ts_status ts_onnx_col2im(ts_graph *g, ts_tensor *x, const int64_t img[2], const int64_t block[2], const int64_t strides[2], const int64_t pads[4],
+                         const int64_t dil[2], ts_tensor **out) {
+    *out = NULL;
+    int64_t kk = block[0] * block[1], L[2];
+    for (int i = 0; i < 2; i++) {
+        if (img[i] < 1 || block[i] < 1 || strides[i] < 1 || dil[i] < 1 || pads[i] < 0 || pads[2 + i] < 0)
+            return ts_error(TS_ERR_FORMAT, "image_shape, block_shape, strides and dilations must be positive and pads not negative");
+        int64_t span = img[i] + pads[i] + pads[2 + i] - dil[i] * (block[i] - 1) - 1;
+        if (span < 0) return ts_error(TS_ERR_SHAPE, "a block of %lld (dilation %lld) does not fit the padded image's %lld", (long long)block[i],
+                                      (long long)dil[i], (long long)(img[i] + pads[i] + pads[2 + i]));
+        L[i] = span / strides[i] + 1;
+    }
+    if (x->shape.ndim != 3 || x->shape.d[1] % kk || x->shape.d[2] != L[0] * L[1])
+        return ts_error(TS_ERR_SHAPE, "takes an input [N, C*%lld, %lld] (the block's %lld positions per channel, %lldx%lld blocks); it is %d-D",
+                        (long long)kk, (long long)(L[0] * L[1]), (long long)kk, (long long)L[0], (long long)L[1], x->shape.ndim);
+    int64_t N = x->shape.d[0], CK = x->shape.d[1], C = CK / kk;
+    if (C > INT32_MAX || strides[0] > INT32_MAX || strides[1] > INT32_MAX || dil[0] > INT32_MAX || dil[1] > INT32_MAX || pads[0] > INT32_MAX ||
+        pads[1] > INT32_MAX || pads[2] > INT32_MAX || pads[3] > INT32_MAX)
+        return ts_error(TS_ERR_UNSUPPORTED, "a geometry past int32's range is not available");
+    /* the transposed convolution, per channel (groups C), by the one-hot kernel that puts block position b at (b / KW, b % KW) */
+    float *w = ts_calloc((size_t)(CK * kk), sizeof *w);
+    if (!w) return ts_error(TS_ERR_OUT_OF_MEMORY, "out of memory for a [%lld,1,%lld,%lld] kernel", (long long)CK, (long long)block[0], (long long)block[1]);
+    for (int64_t ch = 0; ch < CK; ch++) w[ch * kk + ch % kk] = 1.0f;
+    char *name = ts_graph_op_output_name(g, "Kernel");
+    ts_tensor *k = name ? ts_constant(g, name, &(ts_array){.dtype = TS_F32, .ndim = 4, .shape = {CK, 1, block[0], block[1]}, .data = w}) : NULL;
+    ts_free(name);
+    ts_free(w);
+    ts_conv_transpose2d_params p = {.stride_h = (int)strides[0], .stride_w = (int)strides[1], .pad_top = (int)pads[0], .pad_left = (int)pads[1],
+                                    .pad_bottom = (int)pads[2], .pad_right = (int)pads[3], .dilation_h = (int)dil[0], .dilation_w = (int)dil[1],
+                                    .groups = (int)C};
+    ts_tensor *y = k ? ts_conv_transpose2d(g, ts_reshape(g, x, 4, (int64_t[]){N, CK, L[0], L[1]}), k, NULL, &p) : NULL;
+    ts_status st = graph_status(g, y);
+    if (!st && (y->shape.d[2] != img[0] || y->shape.d[3] != img[1]))
+        st = ts_error(TS_ERR_SHAPE, "the blocks cover %lldx%lld, not the image's %lldx%lld (the last stride does not reach its border)",
+                      (long long)y->shape.d[2], (long long)y->shape.d[3], (long long)img[0], (long long)img[1]);
+    if (!st) *out = y;
+    return st;
+}

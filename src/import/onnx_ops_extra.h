@@ -52,4 +52,11 @@ ts_status ts_onnx_grid_sample(ts_graph *g, ts_tensor *x, ts_tensor *grid, int mo
  * or [N,D,H,W,3]. */
 ts_status ts_onnx_affine_grid(ts_graph *g, ts_tensor *theta, const int64_t *size, int n_size, bool align_corners, ts_tensor **out);
 
+/* Col2Im with 2 spatial dims: x [N, C*KH*KW, L] summed into the image
+ * img[0] x img[1] (pads in ONNX's order: top, left, bottom, right), as one
+ * ConvTranspose2d per channel by a one-hot constant kernel; the gradient
+ * reaches x. *out: [N,C,H,W]. */
+ts_status ts_onnx_col2im(ts_graph *g, ts_tensor *x, const int64_t img[2], const int64_t block[2], const int64_t strides[2], const int64_t pads[4],
+                         const int64_t dil[2], ts_tensor **out);
+
 #endif
