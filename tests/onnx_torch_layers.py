@@ -16,7 +16,7 @@ LpNormalization, MeanVarianceNormalization, RMSNormalization, Trilu,
 Tile, CumSum, DepthToSpace, SpaceToDepth, Swish, Resize, ReduceProd,
 CumProd, CenterCropPad, TopK, Attention, RotaryEmbedding, GatherND, Compress,
 ScatterND, ScatterElements, LpPool, Einsum, RNN, LRN, SwiGLU, MaxUnpool,
-CausalConvWithState, LinearAttention, GridSample, AffineGrid, Col2Im), one node each:
+CausalConvWithState, LinearAttention, GridSample, AffineGrid, Col2Im, TensorScatter), one node each:
 forward against onnx's reference, gradients against
 central finite differences of the reference in double.
 
@@ -481,6 +481,9 @@ def composed_cases():
         ("affine_grid_2d", "AffineGrid", {}, 20, rng.standard_normal((2, 2, 3)), [("size", np.array([2, 3, 4, 5]), False)]),
         ("col2im_strides_pads_dilations", "Col2Im", {"strides": [2, 1], "pads": [1, 0, 0, 1], "dilations": [1, 2]}, 18,
          rng.standard_normal((2, 8, 9)), [("image_shape", np.array([5, 4]), False), ("block_shape", np.array([2, 2]), False)]),
+        # x the past cache [B,H,S,D]; the update trained; row 1 wraps around
+        ("tensor_scatter_circular", "TensorScatter", {"mode": "circular"}, 24, rng.standard_normal((2, 2, 5, 3)),
+         [("update", rng.standard_normal((2, 2, 3, 3)), True), ("write_indices", np.array([1, 4]), False)]),
         ("rnn_bidirectional", "RNN", {"hidden_size": 3, "direction": "bidirectional"}, 14, rng.standard_normal((4, 2, 5)),
          [("W", rng.standard_normal((2, 3, 5)), True), ("R", rng.standard_normal((2, 3, 3)), True), ("B", rng.standard_normal((2, 6)), True)]),
     ]

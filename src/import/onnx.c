@@ -4301,6 +4301,20 @@ static ts_status op_col2im(importer *im, node_io *io) {
     return built(im, y, &io->out[0]);
 }
 
+/* TensorScatter (opset 24): onnx_ops_extra.c. */
+static ts_status op_tensor_scatter(importer *im, node_io *io) {
+    static const char *const modes[] = {"linear", "circular"};
+    const Attr *ma = attr(im, "mode");
+    int mode = ma ? attr_choice(ma, modes, 2) : 0, axis;
+    if (mode == 2) return node_error(im, TS_ERR_FORMAT, "mode '%.*s' is not linear or circular", (int)ma->s.len, (const char *)ma->s.data);
+    ts_status st = TS_OK;
+    ts_tensor *past = as_f32(im, io->in[0], &st), *update = past ? as_f32(im, io->in[1], &st) : NULL;
+    ts_tensor *index = update && io->n_in > 2 && io->in[2] ? as_tensor(im, io->in[2], &st) : NULL, *y;
+    if (!update || st || (st = attr_axis(im, "axis", -2, past->shape.ndim, false, &axis))) return st;
+    if ((st = ts_onnx_tensor_scatter(im->g, past, update, index, axis, mode == 1, &y))) return fold_result(im, st);
+    return built(im, y, &io->out[0]);
+}
+
 static const struct {
     const char *op_type;
     int required;  /* inputs that must be present */
@@ -4453,6 +4467,7 @@ static const struct {
     {"SwiGLU", 2, 28, op_swish},
     {"Tan", 1, 7, op_unary},
     {"Tanh", 1, 6, op_unary},
+    {"TensorScatter", 2, 24, op_tensor_scatter},
     {"ThresholdedRelu", 1, 10, op_composed_unary},
     {"Tile", 2, 6, op_tile},
     {"TopK", 1, 1, op_topk},

@@ -332,3 +332,45 @@ ts_status ts_onnx_col2im(ts_graph *g, ts_tensor *x, const int64_t img[2], const 
     if (!st) *out = y;
     return st;
 }
+
+/* ---------------------------------------------------------- TensorScatter */
+
+ts_status ts_onnx_tensor_scatter(ts_graph *g, ts_tensor *past, ts_tensor *update, ts_tensor *index, int axis, bool circular, ts_tensor **out) {
+    *out = NULL;
+    const ts_shape *ps = &past->shape, *us = &update->shape;
+    bool fits = ps->ndim == us->ndim && axis > 0 && axis < ps->ndim;
+    for (int i = 0; fits && i < ps->ndim; i++) fits = i == axis ? us->d[i] <= ps->d[i] : us->d[i] == ps->d[i];
+    if (!fits)
+        return ts_error(TS_ERR_SHAPE, "the update must have past_cache's shape but along axis %d (after the batch axis), where it is no longer", axis);
+    if (index && (index->shape.ndim != 1 || index->shape.d[0] != ps->d[0]))
+        return ts_error(TS_ERR_SHAPE, "write_indices must be [%lld], one per batch row", (long long)ps->d[0]);
+    int64_t S = ps->d[axis], L = us->d[axis];
+    /* rel = s - write_indices[b] over [B,1..S..1] (mod S when circular): where update position rel lands */
+    ts_shape one = {.ndim = ps->ndim};
+    for (int i = 0; i < ps->ndim; i++) one.d[i] = i == axis ? S : 1;
+    float *pos = ts_malloc((size_t)S * sizeof *pos);
+    if (!pos) return ts_error(TS_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int64_t s = 0; s < S; s++) pos[s] = (float)s;
+    char *name = ts_graph_op_output_name(g, "Positions");
+    ts_array pa = {.dtype = TS_F32, .ndim = one.ndim, .data = pos};
+    for (int i = 0; i < one.ndim; i++) pa.shape[i] = one.d[i];
+    ts_tensor *rel = name ? ts_constant(g, name, &pa) : NULL;
+    ts_free(name);
+    ts_free(pos);
+    if (index) {
+        ts_shape bs = {.ndim = ps->ndim};
+        for (int i = 0; i < ps->ndim; i++) bs.d[i] = i ? 1 : ps->d[0];
+        ts_tensor *at = index->dtype == TS_I32 ? ts_unary(g, "CastFloat", index, 0.0f, 0.0f) : index;
+        rel = ts_sub(g, rel, ts_reshape(g, at, bs.ndim, bs.d));
+        if (circular) rel = ts_binary(g, "Mod", rel, scalar(g, "Length", (float)S));
+    }
+    ts_tensor *written = ts_binary(g, "Less", rel, scalar(g, "Count", (float)L));
+    if (index && !circular) written = ts_mul(g, written, ts_binary(g, "GreaterOrEqual", rel, scalar(g, "Zero", 0.0f)));
+    /* the update at rel, on past's shape (rel broadcast by adding past times 0, which has no gradient here) */
+    ts_tensor *at = ts_add(g, rel, ts_scale(g, ts_stop_gradient(g, past), 0.0f));
+    ts_tensor *from = ts_gather_elements(g, update, ts_unary(g, "CastIndex", at, 0.0f, (float)(L - 1)), axis);
+    ts_tensor *y = ts_where(g, written, from, past);
+    ts_status st = graph_status(g, y);
+    if (!st) *out = y;
+    return st;
+}

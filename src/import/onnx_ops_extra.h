@@ -59,4 +59,10 @@ ts_status ts_onnx_affine_grid(ts_graph *g, ts_tensor *theta, const int64_t *size
 ts_status ts_onnx_col2im(ts_graph *g, ts_tensor *x, const int64_t img[2], const int64_t block[2], const int64_t strides[2], const int64_t pads[4],
                          const int64_t dil[2], ts_tensor **out);
 
+/* TensorScatter (opset 24): past_cache with the update written along axis
+ * (after the batch axis) from write_indices[b] on (NULL: 0) in each batch
+ * row, wrapping around in `circular` mode: a Where of a GatherElements of
+ * the update at the positions it lands on; the gradient reaches both. */
+ts_status ts_onnx_tensor_scatter(ts_graph *g, ts_tensor *past, ts_tensor *update, ts_tensor *index, int axis, bool circular, ts_tensor **out);
+
 #endif
