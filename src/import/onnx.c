@@ -4315,6 +4315,32 @@ static ts_status op_tensor_scatter(importer *im, node_io *io) {
     return built(im, y, &io->out[0]);
 }
 
+/* BitCast (opset 26) between integer (and bool) types of one width: the
+ * bits read in the target type, a Bitwise Or of the value with itself
+ * wrapped to it (int8 -1 is uint8 255). Between floats and integers the
+ * bits are not those of a value held in f32 or i32: refused. */
+static ts_status op_bitcast(importer *im, node_io *io) {
+    int to, from = io->in[0]->c.dtype;
+    ts_status st = attr_int32(im, "to", 0, 0, INT32_MAX, &to);
+    if (st) return st;
+    if (!attr(im, "to")) return node_error(im, TS_ERR_FORMAT, "attribute 'to' is required");
+    ts_dtype dt_from, dt_to;
+    bool int_from = from && !ts_onnx_dtype_is_float(from) && onnx_array_dtype(from, &dt_from);
+    bool int_to = !ts_onnx_dtype_is_float(to) && to != TS_ONNX_BOOL && onnx_array_dtype(to, &dt_to);
+    if (!int_from || !int_to)
+        return node_error(im, TS_ERR_UNSUPPORTED, "a bit cast from %s to %s is not available; between integer and bool types of one width it is "
+                          "(float bits are not those of the values tensorscope holds)",
+                          from ? ts_onnx_dtype_name(from) : io->in[0]->t && io->in[0]->t->dtype == TS_F32 ? "a float type" : "a type not known here",
+                          ts_onnx_dtype_name(to));
+    if ((dt_from == TS_BOOL ? 1 : ts_dtype_size(dt_from)) != ts_dtype_size(dt_to))
+        return node_error(im, TS_ERR_FORMAT, "%s and %s differ in width; BitCast keeps the bits", ts_onnx_dtype_name(from), ts_onnx_dtype_name(to));
+    ts_tensor *a = as_i32(im, io->in[0], &st);
+    if (!a) return st;
+    st = built(im, ts_bitwise(im->g, "Or", a, a, dt_to), &io->out[0]);
+    io->out[0].c.dtype = to;
+    return st;
+}
+
 static const struct {
     const char *op_type;
     int required;  /* inputs that must be present */
@@ -4336,6 +4362,7 @@ static const struct {
     {"Attention", 3, 23, op_attention},
     {"AveragePool", 1, 10, op_pool},
     {"BatchNormalization", 5, 9, op_batch_norm},
+    {"BitCast", 1, 26, op_bitcast},
     {"BitShift", 2, 11, op_bitwise},
     {"BitwiseAnd", 2, 18, op_bitwise},
     {"BitwiseNot", 1, 18, op_bitwise},
