@@ -224,6 +224,7 @@ BOUND_INPUTS = {
     "Slice": {1, 2, 3, 4}, "ReduceSum": {1}, "ReduceMean": {1}, "ReduceMax": {1}, "ReduceMin": {1},
     "ReduceL1": {1}, "ReduceL2": {1}, "ReduceLogSum": {1}, "ReduceLogSumExp": {1}, "ReduceSumSquare": {1},
     "ReduceProd": {1}, "Tile": {1}, "Trilu": {1}, "CumSum": {1}, "Resize": {1, 2, 3}, "OneHot": {1}, "CumProd": {1}, "CenterCropPad": {1}, "TopK": {1}, "Compress": {1}, "ScatterND": {1}, "ScatterElements": {1}, "Scatter": {1}, "MaxUnpool": {1, 2}, "AffineGrid": {1}, "Col2Im": {1, 2},
+    "If": {0}, "Loop": {0, 1},  # a condition and a trip count known at import: folded, unrolled
     "ConstantOfShape": {0}, "Range": {0, 1, 2}, "Dropout": {1, 2},
     "BatchNormalization": {3, 4},  # the running statistics, a buffer's values
     "CastLike": {1},  # read for its type only (an empty tensor in the cases)

@@ -571,7 +571,10 @@ static ts_tensor *made_tensor(importer *im, value *v, ts_status *st) {
         if (!(used == 0 && *p == '/')) name[used++] = *p == '/' ? '.' : *p;
     name[used] = '\0';
     ts_array a = integer ? ts_array_i32(data, v->c.shape.ndim, v->c.shape.d) : ts_array_f32(data, v->c.shape.ndim, v->c.shape.d);
-    ts_tensor *t = ts_constant(im->g, used ? name : "constant", &a);
+    /* a name already taken (a Loop body's constant, made again each iteration): the scope's next free one */
+    char *again = ts_graph_find(im->g, used ? name : "constant") ? ts_graph_op_output_name(im->g, used ? name : "constant") : NULL;
+    ts_tensor *t = ts_constant(im->g, again ? again : used ? name : "constant", &a);
+    ts_free(again);
     ts_free(data);
     ts_const_release(bytes);
     if (!t) *st = ts_graph_status(im->g);
