@@ -16,7 +16,7 @@ LpNormalization, MeanVarianceNormalization, RMSNormalization, Trilu,
 Tile, CumSum, DepthToSpace, SpaceToDepth, Swish, Resize, ReduceProd,
 CumProd, CenterCropPad, TopK, Attention, RotaryEmbedding, GatherND, Compress,
 ScatterND, ScatterElements, LpPool, Einsum, RNN, LRN, SwiGLU, MaxUnpool,
-CausalConvWithState, LinearAttention, GridSample, AffineGrid, Col2Im, TensorScatter), one node each:
+CausalConvWithState, LinearAttention, GridSample, AffineGrid, Col2Im, TensorScatter, Det), one node each:
 forward against onnx's reference, gradients against
 central finite differences of the reference in double.
 
@@ -484,6 +484,8 @@ def composed_cases():
         # x the past cache [B,H,S,D]; the update trained; row 1 wraps around
         ("tensor_scatter_circular", "TensorScatter", {"mode": "circular"}, 24, rng.standard_normal((2, 2, 5, 3)),
          [("update", rng.standard_normal((2, 2, 3, 3)), True), ("write_indices", np.array([1, 4]), False)]),
+        ("det_3x3", "Det", {}, 22, rng.standard_normal((2, 3, 3)), []),
+        ("det_4x4", "Det", {}, 22, rng.standard_normal((3, 2, 4, 4)), []),
         ("rnn_bidirectional", "RNN", {"hidden_size": 3, "direction": "bidirectional"}, 14, rng.standard_normal((4, 2, 5)),
          [("W", rng.standard_normal((2, 3, 5)), True), ("R", rng.standard_normal((2, 3, 3)), True), ("B", rng.standard_normal((2, 6)), True)]),
     ]

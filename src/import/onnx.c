@@ -4344,6 +4344,15 @@ static ts_status op_bitcast(importer *im, node_io *io) {
     return st;
 }
 
+/* Det (opset 11): onnx_ops_extra.c. */
+static ts_status op_det(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x = as_f32(im, io->in[0], &st), *y;
+    if (!x) return st;
+    if ((st = ts_onnx_det(im->g, x, &y))) return fold_result(im, st);
+    return built(im, y, &io->out[0]);
+}
+
 static const struct {
     const char *op_type;
     int required;  /* inputs that must be present */
@@ -4390,6 +4399,7 @@ static const struct {
     {"CumProd", 2, 26, op_cumprod},
     {"CumSum", 2, 11, op_cumsum},
     {"DepthToSpace", 1, 1, op_depth_space},
+    {"Det", 1, 11, op_det},
     {"Div", 2, 7, op_binary},
     {"Dropout", 1, 10, op_dropout},
     {"Elu", 1, 6, op_unary},

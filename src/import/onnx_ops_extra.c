@@ -374,3 +374,41 @@ ts_status ts_onnx_tensor_scatter(ts_graph *g, ts_tensor *past, ts_tensor *update
     if (!st) *out = y;
     return st;
 }
+
+/* -------------------------------------------------------------------- Det */
+
+ts_status ts_onnx_det(ts_graph *g, ts_tensor *x, ts_tensor **out) {
+    *out = NULL;
+    int r = x->shape.ndim;
+    int64_t n = r >= 2 ? x->shape.d[r - 1] : 0;
+    if (r < 2 || x->shape.d[r - 2] != n || n > 4)
+        return ts_error(TS_ERR_UNSUPPORTED, "takes square matrices [...,M,M] of M up to 4 (a sum over the M! permutations); it has %d dims%s", r,
+                        r >= 2 && x->shape.d[r - 2] == n ? ", M over 4: not available yet" : "");
+    ts_tensor *e[4][4];
+    for (int64_t i = 0; i < n; i++) {
+        ts_tensor *row = ts_slice(g, x, r - 2, i, 1);
+        for (int64_t j = 0; j < n; j++) e[i][j] = ts_slice(g, row, r - 1, j, 1);
+    }
+    /* Leibniz: the sum over permutations p of sign(p) prod_i x[i, p(i)], the permutations in Heap's order */
+    int p[4] = {0, 1, 2, 3}, c[4] = {0}, sign = 1;
+    ts_tensor *det = NULL;
+    for (int i = 0;;) {
+        ts_tensor *term = e[0][p[0]];
+        for (int64_t k = 1; k < n; k++) term = ts_mul(g, term, e[k][p[k]]);
+        det = !det ? term : sign > 0 ? ts_add(g, det, term) : ts_sub(g, det, term);
+        while (i < n && c[i] >= i) c[i++] = 0; /* Heap's algorithm, iteratively: the next permutation by one swap */
+        if (i >= n) break;
+        int a = i % 2 ? c[i] : 0, t = p[a];
+        p[a] = p[i];
+        p[i] = t;
+        sign = -sign;
+        c[i]++;
+        i = 0;
+    }
+    ts_shape s = {.ndim = r - 2};
+    for (int d = 0; d < r - 2; d++) s.d[d] = x->shape.d[d];
+    ts_tensor *y = ts_reshape(g, det, s.ndim, s.d);
+    ts_status st = graph_status(g, y);
+    if (!st) *out = y;
+    return st;
+}

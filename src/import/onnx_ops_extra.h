@@ -65,4 +65,8 @@ ts_status ts_onnx_col2im(ts_graph *g, ts_tensor *x, const int64_t img[2], const 
  * the update at the positions it lands on; the gradient reaches both. */
 ts_status ts_onnx_tensor_scatter(ts_graph *g, ts_tensor *past, ts_tensor *update, ts_tensor *index, int axis, bool circular, ts_tensor **out);
 
+/* Det: the determinants of x [...,M,M] (M up to 4) by Leibniz's formula,
+ * Slices multiplied and added; the gradient reaches x. *out: [...]. */
+ts_status ts_onnx_det(ts_graph *g, ts_tensor *x, ts_tensor **out);
+
 #endif
