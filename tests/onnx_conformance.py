@@ -223,7 +223,7 @@ BOUND_INPUTS = {
     "Reshape": {1}, "Unsqueeze": {1}, "Squeeze": {1}, "Expand": {1}, "Split": {1}, "Pad": {1, 2, 3},
     "Slice": {1, 2, 3, 4}, "ReduceSum": {1}, "ReduceMean": {1}, "ReduceMax": {1}, "ReduceMin": {1},
     "ReduceL1": {1}, "ReduceL2": {1}, "ReduceLogSum": {1}, "ReduceLogSumExp": {1}, "ReduceSumSquare": {1},
-    "ReduceProd": {1}, "Tile": {1}, "Trilu": {1}, "CumSum": {1}, "Resize": {1, 2, 3}, "OneHot": {1}, "CumProd": {1}, "CenterCropPad": {1}, "TopK": {1}, "Compress": {1}, "ScatterND": {1}, "ScatterElements": {1}, "Scatter": {1}, "MaxUnpool": {1, 2}, "AffineGrid": {1}, "Col2Im": {1, 2},
+    "ReduceProd": {1}, "Tile": {1}, "Trilu": {1}, "CumSum": {1}, "Resize": {1, 2, 3}, "OneHot": {1}, "CumProd": {1}, "CenterCropPad": {1}, "TopK": {1}, "Compress": {1}, "ScatterND": {1}, "ScatterElements": {1}, "Scatter": {1}, "MaxUnpool": {1, 2}, "AffineGrid": {1}, "Col2Im": {1, 2}, "Upsample": {1},
     "If": {0}, "Loop": {0, 1},  # a condition and a trip count known at import: folded, unrolled
     "ConstantOfShape": {0}, "Range": {0, 1, 2}, "Dropout": {1, 2},
     "BatchNormalization": {3, 4},  # the running statistics, a buffer's values

@@ -16,7 +16,7 @@ LpNormalization, MeanVarianceNormalization, RMSNormalization, Trilu,
 Tile, CumSum, DepthToSpace, SpaceToDepth, Swish, Resize, ReduceProd,
 CumProd, CenterCropPad, TopK, Attention, RotaryEmbedding, GatherND, Compress,
 ScatterND, ScatterElements, LpPool, Einsum, RNN, LRN, SwiGLU, MaxUnpool,
-CausalConvWithState, LinearAttention, GridSample, AffineGrid, Col2Im, TensorScatter, Det), one node each:
+CausalConvWithState, LinearAttention, GridSample, AffineGrid, Col2Im, TensorScatter, Det, Upsample), one node each:
 forward against onnx's reference, gradients against
 central finite differences of the reference in double.
 
@@ -486,6 +486,7 @@ def composed_cases():
          [("update", rng.standard_normal((2, 2, 3, 3)), True), ("write_indices", np.array([1, 4]), False)]),
         ("det_3x3", "Det", {}, 22, rng.standard_normal((2, 3, 3)), []),
         ("det_4x4", "Det", {}, 22, rng.standard_normal((3, 2, 4, 4)), []),
+        ("upsample_nearest_opset9", "Upsample", {"mode": "nearest"}, 9, x, [("scales", np.array([1.0, 2.0, 1.0, 3.0]), False)]),
         ("rnn_bidirectional", "RNN", {"hidden_size": 3, "direction": "bidirectional"}, 14, rng.standard_normal((4, 2, 5)),
          [("W", rng.standard_normal((2, 3, 5)), True), ("R", rng.standard_normal((2, 3, 3)), True), ("B", rng.standard_normal((2, 6)), True)]),
     ]

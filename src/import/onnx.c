@@ -4353,6 +4353,47 @@ static ts_status op_det(importer *im, node_io *io) {
     return built(im, y, &io->out[0]);
 }
 
+/* Upsample (opsets 7 to 9; Resize replaces it), mode nearest with whole
+ * scales (the attribute, from opset 9 a constant input): along each
+ * scaled axis a Gather of every position `scale` times (numpy's repeat,
+ * ONNX's reference). */
+static ts_status op_upsample(importer *im, node_io *io) {
+    static const char *const modes[] = {"nearest", "linear"};
+    const Attr *ma = attr(im, "mode");
+    if (ma && attr_choice(ma, modes, 2) != 0)
+        return node_error(im, TS_ERR_UNSUPPORTED, "mode '%.*s' is not available; nearest is (or Resize, which replaces Upsample from opset 10)",
+                          (int)ma->s.len, (const char *)ma->s.data);
+    ts_status st = TS_OK;
+    ts_tensor *y = as_tensor(im, io->in[0], &st);
+    if (!y) return st;
+    const Attr *sa = attr(im, "scales");
+    bool from_input = since(im, 9);
+    value *sv = from_input && io->n_in > 1 ? io->in[1] : NULL;
+    if (sv && sv->param && (st = decoded(im, sv))) return st; /* an initializer's scales: settings, not trained */
+    int n = from_input ? (sv && is_const(sv) && sv->c.shape.ndim == 1 ? (int)sv->c.shape.d[0] : -1) : sa ? (int)sa->n_floats : -1;
+    if (n != y->shape.ndim)
+        return node_error(im, TS_ERR_UNSUPPORTED, "its scales must be %s of %d values, one per axis%s", from_input ? "a constant input" : "an attribute",
+                          y->shape.ndim, bind_hint(sv));
+    for (int axis = 0; axis < n && y; axis++) {
+        double s = from_input ? sv->c.v[axis] : sa->floats[axis];
+        if (!(s >= 1.0 && s <= 1024.0 && s == floor(s)))
+            return node_error(im, TS_ERR_UNSUPPORTED, "scale %g of axis %d is not available; whole scales from 1 to 1024 are", s, axis);
+        if (s == 1.0) continue;
+        int64_t d = y->shape.d[axis], m = d * (int64_t)s;
+        int32_t *idx = ts_malloc((size_t)m * sizeof *idx);
+        char *name = idx ? ts_graph_op_output_name(im->g, "Positions") : NULL;
+        for (int64_t i = 0; idx && i < m; i++) idx[i] = (int32_t)(i / (int64_t)s);
+        ts_tensor *at = name ? ts_constant(im->g, name, &(ts_array){.dtype = TS_I32, .ndim = 1, .shape = {m}, .data = idx}) : NULL;
+        ts_free(name);
+        ts_free(idx);
+        if (!at) return ts_graph_status(im->g) ? ts_graph_status(im->g) : node_error(im, TS_ERR_OUT_OF_MEMORY, "out of memory");
+        y = y->dtype == TS_I32 ? ts_unary(im->g, "CastIndex", ts_gather(im->g, ts_unary(im->g, "CastFloat", y, 0, 0), at, axis), (float)INT32_MIN,
+                                          2147483520.0f)
+                               : ts_gather(im->g, y, at, axis);
+    }
+    return built(im, y, &io->out[0]);
+}
+
 static const struct {
     const char *op_type;
     int required;  /* inputs that must be present */
@@ -4514,6 +4555,7 @@ static const struct {
     {"Transpose", 1, 1, op_transpose},
     {"Trilu", 1, 14, op_trilu},
     {"Unsqueeze", 1, 1, op_squeeze_unsqueeze},
+    {"Upsample", 1, 7, op_upsample},
     {"Where", 3, 9, op_where},
     {"Xor", 2, 7, op_binary},
     {"ai.tensorscope.StopGradient", 1, 1, op_stop_gradient}, /* tensorscope's own domain: key "<domain>.<op type>" */
@@ -4620,6 +4662,7 @@ static const struct {
     {"ReduceSumSquare", "axes", 1, 17, "from opset 18 on, the axes are input 1"},
     {"ReduceSumSquare", "noop_with_empty_axes", 18, 0, NULL},
     {"Reshape", "allowzero", 14, 0, NULL},
+    {"Upsample", NULL, 7, 9, "Resize replaces it"},
     {"Shape", "start", 15, 0, NULL},
     {"Shape", "end", 15, 0, NULL},
     {"Split", "split", 1, 12, "the sizes are input 1"},
