@@ -274,7 +274,8 @@ static ts_status open_onnx(const char *path, long batch, const cli_list *prints,
         ts_tensor *x = ts_graph_tensor_at(m->g, 0);
         ts_array info;
         ts_tensor_info(x, &info);
-        if (info.ndim > 0 && info.shape[0] != batch) {
+        /* a file without inputs (its outputs constants) has no batch */
+        if (x && strcmp(ts_tensor_op(x), "Input") == 0 && info.ndim > 0 && info.shape[0] != batch) {
             snprintf(names[0], sizeof names[0], "%s", ts_tensor_name(x));
             in[0] = (ts_onnx_input){.name = names[0], .ndim = info.ndim};
             memcpy(in[0].shape, info.shape, sizeof in[0].shape);
