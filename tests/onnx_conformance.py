@@ -315,7 +315,7 @@ def run_cli(cli, path, workdir, feeds, bound, outputs):
            "--atol", repr(ATOL), "--rtol", repr(RTOL)]
     for k, (name, v) in enumerate(bound.items()):
         npy = f"{stem}_bound{k}.npy"
-        np.save(npy, v)
+        np.save(npy, npy_form({name: v})[name])
         cmd += ["--input-value", f"{name}={npy}"]
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=CASE_TIMEOUT_S / 2, errors="replace")
