@@ -323,6 +323,8 @@ static ts_status open_onnx(const char *path, long batch, const cli_list *prints,
         if (!fits && arrays && !given) { /* no loss: the file's outputs as they are, its scalar one the loss if it has no other */
             m->logp = scores;
             m->loss = scores ? NULL : file_loss;
+            /* an input or a constant (a folded Size) is no loss, and keeps the file's name */
+            if (m->loss && (strcmp(ts_tensor_op(m->loss), "Input") == 0 || strcmp(ts_tensor_op(m->loss), "Const") == 0)) m->loss = NULL;
             st = ts_graph_status(g);
             if (!st && m->loss) st = ts_tensor_set_name(m->loss, "loss");
             return st ? st : print_built(g, m->loss, prints);
