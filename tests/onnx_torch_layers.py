@@ -618,7 +618,10 @@ def composed_refusals(workdir):
            ("GlobalMaxPool", {}, [], "at least 3 dimensions"),
            ("TopK", {}, [("k", None)], "must be a constant"),
            ("LpPool", {"kernel_shape": [2], "ceil_mode": 1}, [], "ceil_mode 1"),
-           ("DepthToSpace", {"blocksize": 2}, [], "[N,C,H,W]")]
+           ("DepthToSpace", {"blocksize": 2}, [], "[N,C,H,W]"),
+           ("GridSample", {"padding_mode": "mirror"}, [("grid", np.zeros((2, 1, 1, 2), np.float32))], "zeros, border or reflection"),
+           ("Det", {}, [], "square matrices"),
+           ("Upsample", {"mode": "nearest"}, [("scales", np.ones(2, np.float32))], "Resize")]
     for op, attrs, extra, want in bad:
         inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)]
         inits = [onnx.numpy_helper.from_array(v, n) for n, v in extra if v is not None]

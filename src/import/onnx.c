@@ -4678,6 +4678,9 @@ static ts_status check_attr_versions(const importer *im) {
         if (strcmp(attr_versions[i].op_type, im->node->op_type) != 0 || (name && !attr(im, name)) ||
             (since(im, from) && (!until || !since(im, until + 1))))
             continue;
+        if (!name && until && since(im, until + 1))
+            return node_error(im, TS_ERR_FORMAT, "%s is part of the default ONNX domain up to opset %d only (%s); the model's opset has no "
+                              "such op", im->node->op_type, until, attr_versions[i].instead);
         if (!name)
             return node_error(im, TS_ERR_FORMAT, "%s is part of the default ONNX domain from opset %d on; the model's opset has no such "
                               "op (raise it to %d or more)", im->node->op_type, from, from);
