@@ -335,6 +335,16 @@ TS_API ts_tensor *ts_unary(ts_graph *g, const char *op, ts_tensor *x, float alph
  * Greater, GreaterOrEqual, Less, LessOrEqual, And, Or, Xor (non-zero is
  * true; 1 or 0 out, no gradient). */
 TS_API ts_tensor *ts_binary(ts_graph *g, const char *op, ts_tensor *a, ts_tensor *b);
+/* Bitwise ops on i32 tensors, broadcast by numpy's rules, computed in the
+ * integer type `type` (TS_I8, TS_I16, TS_I32, TS_I64, TS_U8, TS_U16,
+ * TS_U32 or TS_U64: the values' declared type) and wrapped to its width:
+ * And, Or, Xor, Not (of a; b is NULL), ShiftLeft and ShiftRight (a by b
+ * bits; arithmetic for a signed type; a shift by a negative amount or by
+ * the width or more shifts every bit out). The output is i32, so the ops
+ * whose results can leave i32 (Not of an unsigned 32- or 64-bit type,
+ * ShiftLeft in a 64-bit or unsigned 32-bit type) are
+ * TS_ERR_UNSUPPORTED. No gradient. */
+TS_API ts_tensor *ts_bitwise(ts_graph *g, const char *op, ts_tensor *a, ts_tensor *b, ts_dtype type);
 /* weight [V,C] gathered by i32 indices [...] -> [...,C]; the backward pass
  * scatter-adds into the weight's gradient (an index out of [0,V) is an
  * error at run). */
@@ -447,6 +457,7 @@ TS_API ts_tensor *ts_cross_entropy_ignore(ts_graph *g, ts_tensor *logits, ts_ten
 #define ts_cast(g, ...) ts_cast(TS_AT_(g), __VA_ARGS__)
 #define ts_unary(g, ...) ts_unary(TS_AT_(g), __VA_ARGS__)
 #define ts_binary(g, ...) ts_binary(TS_AT_(g), __VA_ARGS__)
+#define ts_bitwise(g, ...) ts_bitwise(TS_AT_(g), __VA_ARGS__)
 #define ts_gelu(g, ...) ts_gelu(TS_AT_(g), __VA_ARGS__)
 #define ts_embedding(g, ...) ts_embedding(TS_AT_(g), __VA_ARGS__)
 #define ts_layer_norm(g, ...) ts_layer_norm(TS_AT_(g), __VA_ARGS__)

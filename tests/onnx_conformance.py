@@ -223,7 +223,8 @@ BOUND_INPUTS = {
     "Reshape": {1}, "Unsqueeze": {1}, "Squeeze": {1}, "Expand": {1}, "Split": {1}, "Pad": {1, 2, 3},
     "Slice": {1, 2, 3, 4}, "ReduceSum": {1}, "ReduceMean": {1}, "ReduceMax": {1}, "ReduceMin": {1},
     "ReduceL1": {1}, "ReduceL2": {1}, "ReduceLogSum": {1}, "ReduceLogSumExp": {1}, "ReduceSumSquare": {1},
-    "ReduceProd": {1}, "Tile": {1}, "Trilu": {1}, "CumSum": {1}, "Resize": {1, 2, 3}, "OneHot": {1}, "CumProd": {1}, "CenterCropPad": {1}, "TopK": {1}, "Compress": {1}, "ScatterND": {1}, "ScatterElements": {1}, "Scatter": {1}, "MaxUnpool": {1, 2},
+    "ReduceProd": {1}, "Tile": {1}, "Trilu": {1}, "CumSum": {1}, "Resize": {1, 2, 3}, "OneHot": {1}, "CumProd": {1}, "CenterCropPad": {1}, "TopK": {1}, "Compress": {1}, "ScatterND": {1}, "ScatterElements": {1}, "Scatter": {1}, "MaxUnpool": {1, 2}, "AffineGrid": {1}, "Col2Im": {1, 2}, "Upsample": {1},
+    "If": {0}, "Loop": {0, 1},  # a condition and a trip count known at import: folded, unrolled
     "ConstantOfShape": {0}, "Range": {0, 1, 2}, "Dropout": {1, 2},
     "BatchNormalization": {3, 4},  # the running statistics, a buffer's values
     "CastLike": {1},  # read for its type only (an empty tensor in the cases)
@@ -261,7 +262,9 @@ def run_case(ts, case, workdir, cli):
             if any(not isinstance(v, np.ndarray) for v in feeds.values()):  # an ONNX sequence or optional
                 kind = next(type(v).__name__ for v in feeds.values() if not isinstance(v, np.ndarray))
                 return f"input type {kind} not fed", f"input type {kind} not fed"
-            bound = {k: feeds.pop(k) for k in bound_inputs(model) if k in feeds}
+            # an input of no values (a dimension of 0) is known at import:
+            # bound, an empty constant (tensorscope's dimensions are positive)
+            bound = {k: feeds.pop(k) for k in bound_inputs(model) | {k for k, v in feeds.items() if v.size == 0} if k in feeds}
             if why_py is None:
                 try:
                     why_py = run_python(ts, path, feeds, bound, outputs)
@@ -300,15 +303,19 @@ def run_cli(cli, path, workdir, feeds, bound, outputs):
     # in C order, as the CLI takes arrays (a case's transposed output is Fortran-ordered)
     feeds = {k: np.require(v, requirements="C") for k, v in feeds.items()}
     outputs = {k: np.require(v, requirements="C") for k, v in outputs.items()}
-    np.savez(stem + "_in.npz", **feeds)  # none (every input bound): an archive of no arrays
-    # ml_dtypes' types (bfloat16, the float8s) have no .npy form: their
-    # values, exact in float32, are compared as such
-    np.savez(stem + "_ref.npz", **{k: v.astype(np.float32) if v.dtype.kind == "V" else v for k, v in outputs.items()})
+    # ml_dtypes' types (bfloat16, the float8s) have no .npy form (NumPy
+    # saves them as opaque '<V2' bytes): their values, exact in float32, are
+    # fed (the CLI converts an input exactly to its declared type) and
+    # compared as such
+    def npy_form(arrays):
+        return {k: v.astype(np.float32) if v.dtype.kind == "V" else v for k, v in arrays.items()}
+    np.savez(stem + "_in.npz", **npy_form(feeds))  # none (every input bound): an archive of no arrays
+    np.savez(stem + "_ref.npz", **npy_form(outputs))
     cmd = [cli, "compare", "--model", path, "--inputs", stem + "_in.npz", "--reference", stem + "_ref.npz",
            "--atol", repr(ATOL), "--rtol", repr(RTOL)]
     for k, (name, v) in enumerate(bound.items()):
         npy = f"{stem}_bound{k}.npy"
-        np.save(npy, v)
+        np.save(npy, npy_form({name: v})[name])
         cmd += ["--input-value", f"{name}={npy}"]
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=CASE_TIMEOUT_S / 2, errors="replace")

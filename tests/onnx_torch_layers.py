@@ -15,7 +15,8 @@ Softsign, ThresholdedRelu, Shrink, the Reduce ops, GlobalMaxPool,
 LpNormalization, MeanVarianceNormalization, RMSNormalization, Trilu,
 Tile, CumSum, DepthToSpace, SpaceToDepth, Swish, Resize, ReduceProd,
 CumProd, CenterCropPad, TopK, Attention, RotaryEmbedding, GatherND, Compress,
-ScatterND, ScatterElements, LpPool, Einsum, RNN, LRN, SwiGLU, MaxUnpool), one node each:
+ScatterND, ScatterElements, LpPool, Einsum, RNN, LRN, SwiGLU, MaxUnpool,
+CausalConvWithState, LinearAttention, GridSample, AffineGrid, Col2Im, TensorScatter, Det, Upsample), one node each:
 forward against onnx's reference, gradients against
 central finite differences of the reference in double.
 
@@ -456,6 +457,36 @@ def composed_cases():
         ("lrn", "LRN", {"size": 3, "alpha": 0.1, "beta": 0.6, "bias": 1.5}, 13, rng.standard_normal((3, 3, 2, 4)), []),
         ("swiglu", "SwiGLU", {"alpha": 1.3}, 28, x, [("b", rng.standard_normal((2, 3, 4, 5)), True)]),
         ("max_unpool", "MaxUnpool", {"kernel_shape": [2, 2], "strides": [2, 2]}, 11, xu, [("I", unpool_at, False)]),
+        # x the input [B,C,L]; the weight, bias and past state trained
+        ("causal_conv_with_state_silu", "CausalConvWithState", {"activation": "silu"}, 27, rng.standard_normal((2, 3, 5)),
+         [("weight", rng.standard_normal((3, 1, 3)), True), ("bias", rng.standard_normal(3), True),
+          ("past_state", rng.standard_normal((2, 3, 2)), True)]),
+        # x the query (2 query heads on 1 key/value head), decay per key dim
+        ("linear_attention_gated_delta", "LinearAttention", {"q_num_heads": 2, "kv_num_heads": 1}, 27, rng.standard_normal((2, 3, 8)),
+         [("key", rng.standard_normal((2, 3, 4)) * 0.5, True), ("value", rng.standard_normal((2, 3, 5)), True),
+          ("past_state", rng.standard_normal((2, 1, 4, 5)), True), ("decay", rng.uniform(-0.5, 0.0, (2, 3, 4)), True),
+          ("beta", rng.uniform(0.2, 0.8, (2, 3, 1)), True)]),
+        ("linear_attention_linear", "LinearAttention", {"q_num_heads": 2, "kv_num_heads": 2, "update_rule": "linear", "scale": 0.3}, 27,
+         rng.standard_normal((2, 3, 8)), [("key", rng.standard_normal((2, 3, 8)), True), ("value", rng.standard_normal((2, 3, 6)), True)]),
+        # x the data; the grid trained, past the borders by a little
+        ("grid_sample_linear_reflection", "GridSample", {"mode": "linear", "padding_mode": "reflection"}, 22, rng.standard_normal((2, 2, 4, 5)),
+         [("grid", rng.uniform(-1.2, 1.2, (2, 3, 4, 2)), True)]),
+        ("grid_sample_cubic_border_aligned", "GridSample", {"mode": "cubic", "padding_mode": "border", "align_corners": 1}, 22,
+         rng.standard_normal((1, 2, 4, 5)), [("grid", rng.uniform(-1.2, 1.2, (1, 3, 2, 2)), True)]),
+        ("grid_sample_bilinear_volumetric_opset16", "GridSample", {}, 16, rng.standard_normal((1, 2, 3, 4, 3)),
+         [("grid", rng.uniform(-1.1, 1.1, (1, 2, 2, 3, 3)), True)]),
+        # x is theta
+        ("affine_grid_3d_aligned", "AffineGrid", {"align_corners": 1}, 20, rng.standard_normal((2, 3, 4)),
+         [("size", np.array([2, 1, 3, 4, 2]), False)]),
+        ("affine_grid_2d", "AffineGrid", {}, 20, rng.standard_normal((2, 2, 3)), [("size", np.array([2, 3, 4, 5]), False)]),
+        ("col2im_strides_pads_dilations", "Col2Im", {"strides": [2, 1], "pads": [1, 0, 0, 1], "dilations": [1, 2]}, 18,
+         rng.standard_normal((2, 8, 9)), [("image_shape", np.array([5, 4]), False), ("block_shape", np.array([2, 2]), False)]),
+        # x the past cache [B,H,S,D]; the update trained; row 1 wraps around
+        ("tensor_scatter_circular", "TensorScatter", {"mode": "circular"}, 24, rng.standard_normal((2, 2, 5, 3)),
+         [("update", rng.standard_normal((2, 2, 3, 3)), True), ("write_indices", np.array([1, 4]), False)]),
+        ("det_3x3", "Det", {}, 22, rng.standard_normal((2, 3, 3)), []),
+        ("det_4x4", "Det", {}, 22, rng.standard_normal((3, 2, 4, 4)), []),
+        ("upsample_nearest_opset9", "Upsample", {"mode": "nearest"}, 9, x, [("scales", np.array([1.0, 2.0, 1.0, 3.0]), False)]),
         ("rnn_bidirectional", "RNN", {"hidden_size": 3, "direction": "bidirectional"}, 14, rng.standard_normal((4, 2, 5)),
          [("W", rng.standard_normal((2, 3, 5)), True), ("R", rng.standard_normal((2, 3, 3)), True), ("B", rng.standard_normal((2, 6)), True)]),
     ]
@@ -502,6 +533,63 @@ def _mvn64():
     return MeanVarianceNormalization
 
 
+def _ops64():
+    """onnx's reference ops that compute in float32 whatever their inputs
+    (MeanVarianceNormalization's body, CausalConvWithState's SiLU,
+    LinearAttention, GridSample's coordinates, AffineGrid), in the inputs' precision,
+    for the finite differences."""
+    from onnx.reference.op_run import OpRun
+
+    class CausalConvWithState(OpRun):
+        op_domain = ""
+
+        def _run(self, x, w, bias=None, past_state=None, activation=None):
+            k = w.shape[2]
+            pad = past_state if past_state is not None else np.zeros(x.shape[:2] + (k - 1,))
+            seq = np.concatenate([pad, x], axis=2)
+            y = sum(w[None, :, 0, j, None] * seq[:, :, j:j + x.shape[2]] for j in range(k))
+            y = y + (bias[None, :, None] if bias is not None else 0)
+            if activation in ("silu", "swish"):
+                y = y / (1 + np.exp(-y))
+            return y, seq[:, :, seq.shape[2] - (k - 1):]
+
+    class LinearAttention(OpRun):
+        op_domain = ""
+
+        def _run(self, q, k, v, past_state=None, decay=None, beta=None, chunk_size=None, kv_num_heads=None, q_num_heads=None,
+                 scale=None, update_rule=None):
+            rule = update_rule or "gated_delta"
+            heads = lambda a, h: a.reshape(a.shape[0], a.shape[1], h, -1).transpose(0, 2, 1, 3)
+            q4, k4, v4 = heads(q, q_num_heads), heads(k, kv_num_heads), heads(v, kv_num_heads)
+            s = past_state.copy() if past_state is not None else np.zeros(k4.shape[:2] + (k4.shape[3], v4.shape[3]))
+            scale = scale or 1 / np.sqrt(q4.shape[3])
+            outs = []
+            for t in range(q.shape[1]):
+                kt, vt = k4[:, :, t], v4[:, :, t]
+                if rule in ("gated", "gated_delta"):
+                    s = s * np.exp(heads(decay, kv_num_heads)[:, :, t])[..., None]
+                if rule in ("delta", "gated_delta"):
+                    vt = heads(beta, beta.shape[2])[:, :, t] * (vt - np.einsum("bhdm,bhd->bhm", s, kt))
+                s = s + kt[..., :, None] * vt[..., None, :]
+                outs.append(scale * np.einsum("bhd,bhdm->bhm", q4[:, :, t], np.repeat(s, q_num_heads // kv_num_heads, axis=1)))
+            o = np.stack(outs, axis=2)
+            return o.transpose(0, 2, 1, 3).reshape(q.shape[0], q.shape[1], -1), s
+    from onnx.reference.ops.op_grid_sample import GridSample as GridSample32
+
+    class GridSample(GridSample32):
+        op_domain = ""
+
+        def _gs_denormalize_coordinates(self, n, dims, align_corners):
+            return np.array([self._gs_denormalize(v, d, align_corners) for v, d in zip(n, dims)])
+    class AffineGrid(OpRun):
+        op_domain = ""
+
+        def _run(self, theta, size, align_corners=None):
+            from onnx.reference.ops.op_affine_grid import construct_original_grid
+            return (np.einsum("nij,...j->n...i", theta, construct_original_grid(size[2:], align_corners or 0)),)
+    return [_mvn64(), CausalConvWithState, LinearAttention, GridSample, AffineGrid]
+
+
 def composed_gradients(workdir):
     """Each composed op's forward against onnx's reference and the
     gradient of its input and of its trained inputs against central
@@ -530,7 +618,10 @@ def composed_refusals(workdir):
            ("GlobalMaxPool", {}, [], "at least 3 dimensions"),
            ("TopK", {}, [("k", None)], "must be a constant"),
            ("LpPool", {"kernel_shape": [2], "ceil_mode": 1}, [], "ceil_mode 1"),
-           ("DepthToSpace", {"blocksize": 2}, [], "[N,C,H,W]")]
+           ("DepthToSpace", {"blocksize": 2}, [], "[N,C,H,W]"),
+           ("GridSample", {"padding_mode": "mirror"}, [("grid", np.zeros((2, 1, 1, 2), np.float32))], "zeros, border or reflection"),
+           ("Det", {}, [], "square matrices"),
+           ("Upsample", {"mode": "nearest"}, [("scales", np.ones(2, np.float32))], "Resize")]
     for op, attrs, extra, want in bad:
         inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)]
         inits = [onnx.numpy_helper.from_array(v, n) for n, v in extra if v is not None]
@@ -640,7 +731,7 @@ def composed_gradient(workdir, name, op, attrs, opset, x, extra):
     if True:
         model, _ = composed_model(op, attrs, opset, x, extra, TensorProto.FLOAT)
         ref, feeds = composed_model(op, attrs, opset, x, extra, TensorProto.DOUBLE)
-        ev = ReferenceEvaluator(ref, new_ops=[_mvn64()])
+        ev = ReferenceEvaluator(ref, new_ops=_ops64())
         y_shape = ev.run(["y"], {"x": x, "r": np.ones(1)} | feeds)[0].shape
         r = np.random.default_rng(7).standard_normal(y_shape)
         y64 = ev.run(["y"], {"x": x, "r": r} | feeds)[0]

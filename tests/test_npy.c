@@ -291,6 +291,16 @@ static void test_bad_input(void) {
     CHECK(ts_npy_parse(b, n, &a) == TS_OK && a.ndim == 1 && a.shape[0] == 6,
           "a 2.0 file with keys in another order parses");
     ts_npy_free(&a);
+    /* uint64 is read as i64, exactly, below 2^63; one at or above it is refused */
+    uint64_t u[3] = {7, (uint64_t)1 << 62, UINT64_MAX};
+    n = make_npy(b, 1, "{'descr': '<u8', 'fortran_order': False, 'shape': (2,), }", u,
+                 2 * sizeof u[0]);
+    CHECK(ts_npy_parse(b, n, &a) == TS_OK && a.dtype == TS_I64 && ((int64_t *)a.data)[0] == 7 &&
+              ((int64_t *)a.data)[1] == (int64_t)1 << 62,
+          "<u8 below 2^63 reads as i64, exactly");
+    ts_npy_free(&a);
+    n = make_npy(b, 1, "{'descr': '<u8', 'fortran_order': False, 'shape': (3,), }", u, sizeof u);
+    expect_bad("<u8 at 2^64-1", b, n, TS_ERR_UNSUPPORTED, "element 2 is 2^63 or more");
 
     n = make_npy(b, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", v,
                  sizeof v);

@@ -274,7 +274,8 @@ static ts_status open_onnx(const char *path, long batch, const cli_list *prints,
         ts_tensor *x = ts_graph_tensor_at(m->g, 0);
         ts_array info;
         ts_tensor_info(x, &info);
-        if (info.ndim > 0 && info.shape[0] != batch) {
+        /* a file without inputs (its outputs constants) has no batch */
+        if (x && strcmp(ts_tensor_op(x), "Input") == 0 && info.ndim > 0 && info.shape[0] != batch) {
             snprintf(names[0], sizeof names[0], "%s", ts_tensor_name(x));
             in[0] = (ts_onnx_input){.name = names[0], .ndim = info.ndim};
             memcpy(in[0].shape, info.shape, sizeof in[0].shape);
@@ -322,6 +323,8 @@ static ts_status open_onnx(const char *path, long batch, const cli_list *prints,
         if (!fits && arrays && !given) { /* no loss: the file's outputs as they are, its scalar one the loss if it has no other */
             m->logp = scores;
             m->loss = scores ? NULL : file_loss;
+            /* an input or a constant (a folded Size) is no loss, and keeps the file's name */
+            if (m->loss && (strcmp(ts_tensor_op(m->loss), "Input") == 0 || strcmp(ts_tensor_op(m->loss), "Const") == 0)) m->loss = NULL;
             st = ts_graph_status(g);
             if (!st && m->loss) st = ts_tensor_set_name(m->loss, "loss");
             return st ? st : print_built(g, m->loss, prints);

@@ -100,6 +100,7 @@ OPS = {
     # the elementwise families, by the op's name (include/tensorscope.h lists them)
     "unary": ("ts_unary", "op:S x:T alpha:F=0.0 beta:F=0.0"),
     "binary": ("ts_binary", "op:S a:T b:T"),
+    "bitwise": ("ts_bitwise", "op:S a:T b:T?=None dtype:D='i32'"),
     "layer_norm": ("ts_layer_norm", "x:T weight:T bias:T ndims:I=1 eps:F=1e-05"),
     "group_norm": ("ts_group_norm", "x:T weight:T bias:T groups:I eps:F=1e-05"),
     "matmul_batched": ("ts_matmul_batched", "a:T b:T transpose_a:I=0 transpose_b:I=0"),
@@ -213,6 +214,11 @@ OP_DOCS = {
     "binary": "The elementwise op named `op` on a and b, with NumPy broadcasting: Pow, Max, Min, Mod "
               "(the divisor's sign, Python's %), FMod (the dividend's, torch.fmod), Equal, Greater, "
               "GreaterOrEqual, Less, LessOrEqual, And, Or, Xor (1 or 0 out, no gradient).",
+    "bitwise": "The bitwise op named `op` on int32 tensors, computed in the integer `dtype` (the "
+               "values' type: int8 to int64, uint8 to uint64) and wrapped to its width: And, Or, "
+               "Xor, Not (of a; b None), ShiftLeft, ShiftRight (a by b bits, arithmetic for a "
+               "signed type; by a negative amount or by the width or more every bit goes); NumPy "
+               "broadcasting; int32 out, no gradient.",
     "layer_norm": "Normalises over the last `ndims` dimensions, then * weight + bias (torch's layer_norm).",
     "group_norm": "x [N, C, ...] normalised over each sample's `groups` groups of channels, then * weight + bias "
                   "per channel (torch's group_norm; groups == C is instance norm).",

@@ -306,6 +306,45 @@ TS_EW int64_t ts_gather_elements_offset(const ts_shape *sd, const ts_shape *si, 
     return off;
 }
 
+/* ---- Bitwise (TS_OP_BITWISE): ONNX's BitwiseAnd, Or, Xor, Not and
+ * BitShift on integers held in i32, computed in the declared integer type
+ * of `bits` bits (unsigned: `uns`) and wrapped to it. A shift by a negative
+ * amount or by the width or more shifts every bit out (an arithmetic right
+ * shift of a negative signed value leaves -1). */
+TS_EW int32_t ts_ew_bitwise(int kind, int bits, int uns, int32_t a, int32_t b) {
+    uint64_t mask = bits >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << bits) - 1;
+    uint64_t ua = (uint64_t)(int64_t)a & mask, ub = (uint64_t)(int64_t)b & mask, r;
+    bool out_of_width = b < 0 || b >= bits;
+    switch (kind) {
+    case TS_BITWISE_AND: r = ua & ub; break;
+    case TS_BITWISE_OR: r = ua | ub; break;
+    case TS_BITWISE_XOR: r = ua ^ ub; break;
+    case TS_BITWISE_NOT: r = ~ua; break;
+    case TS_BITWISE_SHIFT_LEFT: r = out_of_width ? 0 : ua << b; break;
+    default: /* right */
+        if (!uns && a < 0) r = (uint64_t)(out_of_width ? -1 : (int64_t)a >> b);
+        else r = out_of_width ? 0 : ua >> b;
+        break;
+    }
+    r &= mask;
+    if (!uns && bits < 64 && ((r >> (bits - 1)) & 1u)) r |= ~mask; /* sign-extend */
+    return (int32_t)(int64_t)r;
+}
+
+/* ---- numpy broadcasting: the offset in an input of shape `in` (aligned
+ * on the right, its dims of 1 repeated) of the output's element p */
+TS_EW int64_t ts_bcast_offset(const ts_shape *out, const ts_shape *in, int64_t p) {
+    int64_t off = 0, stride = 1;
+    for (int k = out->ndim - 1, j = in->ndim - 1; k >= 0; k--, j--) {
+        int64_t c = p % out->d[k];
+        p /= out->d[k];
+        if (j < 0) continue;
+        if (in->d[j] != 1) off += c * stride;
+        stride *= in->d[j];
+    }
+    return off;
+}
+
 /* CastIndex: x toward zero, clamped to [lo, hi] (NaN: lo), so that an index
  * the graph computed never reads outside the tensor it gathers from */
 TS_EW int32_t ts_ew_cast_index(float x, float lo, float hi) {

@@ -119,8 +119,19 @@ typedef enum ts_op {
      * softmax(scale q k^T with the masked keys left out) v, in one pass
      * over the keys (ts_attention) */
     TS_OP_ATTENTION,
+    /* conformance */
+    /* in: a, b i32 (broadcast; Not reads a only); out: i32. attr[0]: the
+     * ts_bitwise_kind, attr[1]: the integer type's bits, attr[2]: 1 when
+     * it is unsigned; the result wraps to that type (ONNX's Bitwise* and
+     * BitShift); no gradient */
+    TS_OP_BITWISE,
     TS_OP_COUNT
 } ts_op;
+
+/* TS_OP_BITWISE's attr[0] (ts_bitwise's op names, in this order) */
+typedef enum ts_bitwise_kind {
+    TS_BITWISE_AND, TS_BITWISE_OR, TS_BITWISE_XOR, TS_BITWISE_NOT, TS_BITWISE_SHIFT_LEFT, TS_BITWISE_SHIFT_RIGHT, TS_BITWISE_COUNT
+} ts_bitwise_kind;
 
 typedef struct ts_shape {
     int ndim;

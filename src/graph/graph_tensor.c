@@ -79,6 +79,28 @@ ts_tensor *ts_binary(ts_graph *g, const char *op, ts_tensor *a, ts_tensor *b) {
     return o == TS_OP_COUNT ? NULL : node(g, o, 2, (const ts_tensor *[]){a, b}, NULL);
 }
 
+ts_tensor *ts_bitwise(ts_graph *g, const char *op, ts_tensor *a, ts_tensor *b, ts_dtype type) {
+    static const char *const kinds[TS_BITWISE_COUNT] = {"And", "Or", "Xor", "Not", "ShiftLeft", "ShiftRight"};
+    if (!g || g->sticky) return NULL;
+    int kind = 0;
+    while (kind < TS_BITWISE_COUNT && (!op || strcmp(op, kinds[kind]) != 0)) kind++;
+    if (kind == TS_BITWISE_COUNT)
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_bitwise: '%s' is no bitwise op; use And, Or, Xor, Not, ShiftLeft or ShiftRight",
+                             op ? op : "(null)");
+    bool uns = type == TS_U8 || type == TS_U16 || type == TS_U32 || type == TS_U64;
+    if (!uns && type != TS_I8 && type != TS_I16 && type != TS_I32 && type != TS_I64)
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_bitwise: type %s is no integer type; give the values' declared type "
+                             "(i8, i16, i32, i64, u8, u16, u32 or u64)", ts_dtype_name(type));
+    int bits = (int)ts_dtype_size(type) * 8;
+    if ((kind == TS_BITWISE_NOT && uns && bits >= 32) || (kind == TS_BITWISE_SHIFT_LEFT && (bits == 64 || (uns && bits == 32))))
+        return ts_graph_fail(g, TS_ERR_UNSUPPORTED, "ts_bitwise: %s in %s can give values an i32 tensor (which holds "
+                             "integers) does not; it is not available yet (a shift left by a constant n is a multiplication by 2^n)",
+                             op, ts_dtype_name(type));
+    if ((kind == TS_BITWISE_NOT) != (b == NULL))
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_bitwise: %s takes %s", op, kind == TS_BITWISE_NOT ? "one tensor (b NULL)" : "two tensors");
+    return node(g, TS_OP_BITWISE, 2, (const ts_tensor *[]){a, b ? b : a}, &(attrs){.attr = {kind, bits, uns}});
+}
+
 ts_tensor *ts_embedding(ts_graph *g, ts_tensor *weight, ts_tensor *indices) {
     return node(g, TS_OP_EMBEDDING, 2, (const ts_tensor *[]){weight, indices}, NULL);
 }

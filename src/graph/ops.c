@@ -215,6 +215,7 @@ static const ts_op_def table[] = {
     [TS_OP_STOP_GRADIENT] = {.op = TS_OP_STOP_GRADIENT, .name = "StopGradient", .arity = 1, .bwd_unread_inputs = 0x1u, .shape = shape_same, .flops = flops_elementwise},
     /* input 3: the mask; input 4 (optional): the unfused twin, whose value the backward never reads */
     [TS_OP_ATTENTION] = {.op = TS_OP_ATTENTION, .name = "Attention", .arity = TS_ARITY_VARIADIC, .needs_output = true, .bwd_unread_inputs = 1u << 4, .int_inputs = 1u << 3, .has_backward = true, .shape = ts_shape_attention, .flops = ts_flops_attention, .scratch_floats = ts_scratch_attention},
+    [TS_OP_BITWISE] = {.op = TS_OP_BITWISE, .name = "Bitwise", .arity = 2, .int_inputs = 0x3u, .int_output = true, .bwd_unread_inputs = 0x3u, .shape = ts_shape_broadcast_binary, .flops = flops_elementwise},
 };
 _Static_assert(sizeof table / sizeof table[0] == TS_OP_COUNT, "the op table must cover every ts_op");
 

@@ -13,6 +13,7 @@
 #include "core/half.h"
 #include "core/lowbits.h"
 #include "import/onnx_consts.h"
+#include "import/onnx_ops_extra.h"
 #include "import/onnx_rnn.h"
 #include "import/onnx_torch.h"
 
@@ -570,7 +571,10 @@ static ts_tensor *made_tensor(importer *im, value *v, ts_status *st) {
         if (!(used == 0 && *p == '/')) name[used++] = *p == '/' ? '.' : *p;
     name[used] = '\0';
     ts_array a = integer ? ts_array_i32(data, v->c.shape.ndim, v->c.shape.d) : ts_array_f32(data, v->c.shape.ndim, v->c.shape.d);
-    ts_tensor *t = ts_constant(im->g, used ? name : "constant", &a);
+    /* a name already taken (a Loop body's constant, made again each iteration): the scope's next free one */
+    char *again = ts_graph_find(im->g, used ? name : "constant") ? ts_graph_op_output_name(im->g, used ? name : "constant") : NULL;
+    ts_tensor *t = ts_constant(im->g, again ? again : used ? name : "constant", &a);
+    ts_free(again);
     ts_free(data);
     ts_const_release(bytes);
     if (!t) *st = ts_graph_status(im->g);
@@ -1792,7 +1796,9 @@ static ts_status cast_to(importer *im, node_io *io, int to) {
          * the ops after compute in (as onnxruntime's CPU provider does
          * where it has no 16-bit kernel) */
         if (to_half) return built(im, ts_cast(im->g, f, to == TS_ONNX_FLOAT16 ? TS_F16 : TS_BF16), &io->out[0]);
-        return built(im, ts_unary(im->g, to_int ? "CastInt" : "CastBool", f, 0.0f, 0.0f), &io->out[0]);
+        st = built(im, ts_unary(im->g, to_int ? "CastInt" : "CastBool", f, 0.0f, 0.0f), &io->out[0]);
+        io->out[0].c.dtype = to; /* the integer type the bitwise ops compute in */
+        return st;
     }
     node_io one = *io; /* CastLike's target is read for its type only */
     one.n_in = 1;
@@ -1877,6 +1883,36 @@ static ts_tensor *product_along(ts_graph *g, ts_tensor *x, int axis) {
  * sum x^2, ReduceLogSum log(sum x), ReduceProd product_along each axis,
  * ReduceLogSumExp m + log(sum e^(x-m))
  * with m the maximum (no gradient through m: its terms cancel). */
+/* A reduction of an empty constant (a bound input with a dimension of 0:
+ * it holds no values, so it is known at import), folded to the op's value
+ * over no elements, as numpy's and ONNX's reference: 0 for the sums and
+ * norms, 1 for the product, -inf for the maximum, the log-sum and the
+ * log-sum-exp, +inf for the minimum (a bool's: false and true), NaN for
+ * the mean. n < 0: every axis. */
+static ts_status reduce_empty(importer *im, node_io *io, const int64_t *axes, int n, bool keep) {
+    const char *op = im->node->op_type;
+    const ts_const *x = &io->in[0]->c;
+    bool boolean = x->dtype == TS_ONNX_BOOL;
+    if (!boolean && !ts_onnx_dtype_is_float(x->dtype))
+        return node_error(im, TS_ERR_UNSUPPORTED, "%s of an empty %s tensor has no value in its type", op, ts_onnx_dtype_name(x->dtype));
+    bool reduced[TS_MAX_DIMS] = {false};
+    for (int i = 0; i < (n < 0 ? x->shape.ndim : n); i++) {
+        int64_t a = n < 0 ? i : axes[i];
+        if (a < -x->shape.ndim || a >= x->shape.ndim)
+            return node_error(im, TS_ERR_FORMAT, "axis %lld is out of range for %d dimensions", (long long)a, x->shape.ndim);
+        reduced[norm_axis(a, x->shape.ndim)] = true;
+    }
+    ts_shape s = {0};
+    for (int d = 0; d < x->shape.ndim; d++)
+        if (!reduced[d] || keep) s.d[s.ndim++] = reduced[d] ? 1 : x->shape.d[d];
+    double v = strcmp(op, "ReduceProd") == 0 ? 1.0
+               : strcmp(op, "ReduceMax") == 0 ? (boolean ? 0.0 : -INFINITY)
+               : strcmp(op, "ReduceMin") == 0 ? (boolean ? 1.0 : INFINITY)
+               : strcmp(op, "ReduceLogSum") == 0 || strcmp(op, "ReduceLogSumExp") == 0 ? -INFINITY
+               : strcmp(op, "ReduceMean") == 0 ? NAN : 0.0;
+    return fold_result(im, ts_const_fill(&s, x->dtype, v, &io->out[0].c));
+}
+
 static ts_status op_reduce(importer *im, node_io *io) {
     const char *op = im->node->op_type;
     int input_since = strcmp(op, "ReduceSum") == 0 ? 13 : 18; /* ReduceProd's too: 18 */
@@ -1888,7 +1924,9 @@ static ts_status op_reduce(importer *im, node_io *io) {
     if (st) return st;
     bool all = n < 0 || (n == 0 && since(im, input_since));
     if (all && noop) return op_identity(im, io);
-    ts_tensor *x = as_f32(im, io->in[0], &st); /* integers and bools reduced as f32 */
+    value *in = io->in[0];
+    if (is_const(in) && !in->param && ts_shape_numel(&in->c.shape) == 0) return reduce_empty(im, io, axes, all ? -1 : n, keepdims != 0);
+    ts_tensor *x = as_f32(im, in, &st); /* integers and bools reduced as f32 */
     if (!x) return st;
     int ax[TS_MAX_DIMS];
     if (all) n = x->shape.ndim;
@@ -4175,6 +4213,251 @@ static ts_status op_scan(importer *im, node_io *io) {
     return st;
 }
 
+/* ----------------------------------------------- conformance ops */
+
+static bool onnx_array_dtype(int elem, ts_dtype *out);
+
+/* An integer operand as an i32 graph tensor: an i32 one as it is, one
+ * carried in f32 (integer arithmetic) toward zero in int32's range. */
+static ts_tensor *as_i32(importer *im, value *v, ts_status *st) {
+    ts_tensor *t = as_tensor(im, v, st);
+    if (!t || t->dtype == TS_I32) return t;
+    return ts_unary(im->g, "CastIndex", t, -2147483648.0f, 2147483520.0f); /* the largest float below 2^31 */
+}
+
+/* BitwiseAnd, BitwiseOr, BitwiseXor, BitwiseNot (opset 18) and BitShift
+ * (opset 11) on integer tensors (ts_bitwise), computed in the declared
+ * integer type of input 0 (a graph input's, a Cast's or a constant's) and
+ * wrapped to it. */
+static ts_status op_bitwise(importer *im, node_io *io) {
+    const char *op = im->node->op_type;
+    bool shift = strcmp(op, "BitShift") == 0, not_ = strcmp(op, "BitwiseNot") == 0;
+    if (io->n_in != (not_ ? 1 : 2)) return node_error(im, TS_ERR_FORMAT, "needs %d input%s, has %d", not_ ? 1 : 2, not_ ? "" : "s", io->n_in);
+    const char *kind = not_ ? "Not" : op + strlen("Bitwise");
+    if (shift) {
+        static const char *const dirs[] = {"LEFT", "RIGHT"};
+        const Attr *a = attr(im, "direction");
+        int d = a ? attr_choice(a, dirs, 2) : 2;
+        if (d == 2) return node_error(im, TS_ERR_FORMAT, "attribute 'direction' must be \"LEFT\" or \"RIGHT\"");
+        kind = d ? "ShiftRight" : "ShiftLeft";
+    }
+    int type = io->in[0]->c.dtype;
+    ts_dtype dt;
+    if (!type || ts_onnx_dtype_is_float(type) || type == TS_ONNX_BOOL || !onnx_array_dtype(type, &dt))
+        return node_error(im, TS_ERR_UNSUPPORTED, "takes integer tensors whose type is known at import (a graph input's, a Cast's or a "
+                          "constant's); input 0 '%s' is %s", io->in[0]->name ? io->in[0]->name : "", type ? ts_onnx_dtype_name(type) : "of a type not known here");
+    ts_status st = TS_OK;
+    ts_tensor *a = as_i32(im, io->in[0], &st), *b = not_ || !a ? NULL : as_i32(im, io->in[1], &st);
+    if (!a || (!not_ && !b)) return st ? st : ts_graph_status(im->g);
+    st = built(im, ts_bitwise(im->g, kind, a, b, dt), &io->out[0]);
+    io->out[0].c.dtype = type;
+    return st;
+}
+
+/* Optional input k as an f32 graph tensor, NULL where absent (or on an error, in *st). */
+static ts_tensor *optional_f32(importer *im, node_io *io, int k, ts_status *st) {
+    return io->n_in > k && io->in[k] ? as_f32(im, io->in[k], st) : NULL;
+}
+
+/* Whether the node names output k and a later node or the graph reads it. */
+static bool output_wanted(const importer *im, const node_io *io, int k) {
+    return io->n_out > k && im->node->output[k] && *im->node->output[k];
+}
+
+/* CausalConvWithState (opset 27): onnx_ops_extra.c. */
+static ts_status op_causal_conv(importer *im, node_io *io) {
+    static const char *const acts[] = {"none", "silu", "swish"};
+    const Attr *a = attr(im, "activation");
+    int act = a ? attr_choice(a, acts, 3) : 0;
+    if (act == 3) return node_error(im, TS_ERR_FORMAT, "activation '%.*s' is not none, silu or swish", (int)a->s.len, (const char *)a->s.data);
+    ts_status st = TS_OK;
+    ts_tensor *x = as_f32(im, io->in[0], &st), *w = x ? as_f32(im, io->in[1], &st) : NULL;
+    ts_tensor *bias = w ? optional_f32(im, io, 2, &st) : NULL, *past = w && !st ? optional_f32(im, io, 3, &st) : NULL, *out[2];
+    if (!w || st) return st;
+    if ((st = ts_onnx_causal_conv(im->g, x, w, bias, past, act != 0, out))) return fold_result(im, st);
+    if ((st = built(im, out[0], &io->out[0]))) return st;
+    if (!output_wanted(im, io, 1)) return TS_OK;
+    if (!out[1]) return node_error(im, TS_ERR_SHAPE, "present_state of a kernel of size 1 has 0 steps; tensorscope's dimensions are positive: "
+                                   "leave the output unnamed");
+    return built(im, out[1], &io->out[1]);
+}
+
+/* LinearAttention (opset 27): onnx_ops_extra.c. */
+static ts_status op_linear_attention(importer *im, node_io *io) {
+    static const char *const rules[] = {"linear", "gated", "delta", "gated_delta"}; /* TS_LINATT_* */
+    const Attr *r = attr(im, "update_rule");
+    ts_onnx_linear_attention la = {.rule = r ? attr_choice(r, rules, 4) : TS_LINATT_GATED_DELTA, .scale = (float)attr_f(im, "scale", 0.0)};
+    if (la.rule == 4)
+        return node_error(im, TS_ERR_FORMAT, "update_rule '%.*s' is not linear, gated, delta or gated_delta", (int)r->s.len, (const char *)r->s.data);
+    ts_status st;
+    if (!attr(im, "q_num_heads") || !attr(im, "kv_num_heads"))
+        return node_error(im, TS_ERR_FORMAT, "attributes 'q_num_heads' and 'kv_num_heads' are required");
+    if ((st = attr_int(im, "q_num_heads", 0, 1, INT32_MAX, &la.q_heads)) || (st = attr_int(im, "kv_num_heads", 0, 1, INT32_MAX, &la.kv_heads))) return st;
+    ts_tensor **in[6] = {&la.q, &la.k, &la.v, &la.past, &la.decay, &la.beta};
+    for (int k = 0; k < 6 && !st; k++) *in[k] = k < 3 ? as_f32(im, io->in[k], &st) : optional_f32(im, io, k, &st);
+    if (st) return st;
+    ts_tensor *out[2];
+    if ((st = ts_onnx_linear_attention_build(im->g, &la, out))) return fold_result(im, st);
+    if ((st = built(im, out[0], &io->out[0]))) return st;
+    return output_wanted(im, io, 1) ? built(im, out[1], &io->out[1]) : TS_OK;
+}
+
+/* GridSample (opset 16 on; opset 20's mode names linear and cubic, 16's
+ * bilinear and bicubic): onnx_ops_extra.c. */
+static ts_status op_grid_sample(importer *im, node_io *io) {
+    static const char *const modes[] = {"linear", "nearest", "cubic", "bilinear", "bicubic"}; /* TS_GRID_*, then opset 16's names */
+    static const char *const pads[] = {"zeros", "border", "reflection"};
+    const Attr *ma = attr(im, "mode"), *pa = attr(im, "padding_mode");
+    int mode = ma ? attr_choice(ma, modes, 5) : since(im, 20) ? 0 : 3, padding = pa ? attr_choice(pa, pads, 3) : 0;
+    if (mode == 5 || (since(im, 20) ? mode > 2 : mode == 0 || mode == 2))
+        return node_error(im, TS_ERR_FORMAT, "mode '%.*s' is not one of %s", ma ? (int)ma->s.len : 0, ma ? (const char *)ma->s.data : "",
+                          since(im, 20) ? "linear, nearest, cubic" : "bilinear, nearest, bicubic (opset 20 names them linear and cubic)");
+    if (padding == 3)
+        return node_error(im, TS_ERR_FORMAT, "padding_mode '%.*s' is not zeros, border or reflection", (int)pa->s.len, (const char *)pa->s.data);
+    bool align;
+    ts_status st = attr_flag(im, "align_corners", &align);
+    ts_tensor *x = st ? NULL : as_f32(im, io->in[0], &st), *grid = x ? as_f32(im, io->in[1], &st) : NULL, *y;
+    if (!grid) return st;
+    if ((st = ts_onnx_grid_sample(im->g, x, grid, mode == 3 ? TS_GRID_LINEAR : mode == 4 ? TS_GRID_CUBIC : mode, padding, align, &y)))
+        return fold_result(im, st);
+    return built(im, y, &io->out[0]);
+}
+
+/* AffineGrid (opset 20), size a constant (a bound input): onnx_ops_extra.c. */
+static ts_status op_affine_grid(importer *im, node_io *io) {
+    value *size = io->in[1];
+    if (!is_const(size) || size->param || size->c.shape.ndim != 1 || (size->c.shape.d[0] != 4 && size->c.shape.d[0] != 5))
+        return node_error(im, TS_ERR_UNSUPPORTED, "its size '%s' must be a constant of 4 or 5 values (N, C, H, W or N, C, D, H, W)%s",
+                          size->name ? size->name : "", bind_hint(size));
+    int64_t dims[5];
+    for (int i = 0; i < (int)size->c.shape.d[0]; i++) dims[i] = (int64_t)size->c.v[i];
+    bool align;
+    ts_status st = attr_flag(im, "align_corners", &align);
+    ts_tensor *theta = st ? NULL : as_f32(im, io->in[0], &st), *y;
+    if (!theta) return st;
+    if ((st = ts_onnx_affine_grid(im->g, theta, dims, (int)size->c.shape.d[0], align, &y))) return fold_result(im, st);
+    return built(im, y, &io->out[0]);
+}
+
+/* An INTS attribute of n values into v, def where absent. */
+static ts_status attr_ints_n(importer *im, const char *name, int n, int64_t def, int64_t *v) {
+    const int64_t *a;
+    int64_t na;
+    attr_ints(im, name, &a, &na);
+    if (a && na != n) return node_error(im, TS_ERR_FORMAT, "attribute '%s' has %lld values where %d are needed", name, (long long)na, n);
+    for (int i = 0; i < n; i++) v[i] = a ? a[i] : def;
+    return TS_OK;
+}
+
+/* Col2Im (opset 18) with 2 spatial dims, image_shape and block_shape
+ * constants (bound inputs): onnx_ops_extra.c. */
+static ts_status op_col2im(importer *im, node_io *io) {
+    int64_t img[TS_MAX_DIMS], block[TS_MAX_DIMS], strides[2], pads[4], dil[2];
+    int n_img, n_block;
+    ts_status st;
+    if ((st = const_ints(im, io->in[1], img, &n_img, "image_shape", 1, INT32_MAX, false)) ||
+        (st = const_ints(im, io->in[2], block, &n_block, "block_shape", 1, INT32_MAX, false)))
+        return st;
+    if (n_img != 2 || n_block != 2)
+        return node_error(im, TS_ERR_UNSUPPORTED, "a %d-D image is not available; Col2Im of 2-D images is", n_img);
+    if ((st = attr_ints_n(im, "strides", 2, 1, strides)) || (st = attr_ints_n(im, "pads", 4, 0, pads)) || (st = attr_ints_n(im, "dilations", 2, 1, dil)))
+        return st;
+    ts_tensor *x = as_f32(im, io->in[0], &st), *y;
+    if (!x) return st;
+    if ((st = ts_onnx_col2im(im->g, x, img, block, strides, pads, dil, &y))) return fold_result(im, st);
+    return built(im, y, &io->out[0]);
+}
+
+/* TensorScatter (opset 24): onnx_ops_extra.c. */
+static ts_status op_tensor_scatter(importer *im, node_io *io) {
+    static const char *const modes[] = {"linear", "circular"};
+    const Attr *ma = attr(im, "mode");
+    int mode = ma ? attr_choice(ma, modes, 2) : 0, axis;
+    if (mode == 2) return node_error(im, TS_ERR_FORMAT, "mode '%.*s' is not linear or circular", (int)ma->s.len, (const char *)ma->s.data);
+    ts_status st = TS_OK;
+    ts_tensor *past = as_f32(im, io->in[0], &st), *update = past ? as_f32(im, io->in[1], &st) : NULL;
+    ts_tensor *index = update && io->n_in > 2 && io->in[2] ? as_tensor(im, io->in[2], &st) : NULL, *y;
+    if (!update || st || (st = attr_axis(im, "axis", -2, past->shape.ndim, false, &axis))) return st;
+    if ((st = ts_onnx_tensor_scatter(im->g, past, update, index, axis, mode == 1, &y))) return fold_result(im, st);
+    return built(im, y, &io->out[0]);
+}
+
+/* BitCast (opset 26) between integer (and bool) types of one width: the
+ * bits read in the target type, a Bitwise Or of the value with itself
+ * wrapped to it (int8 -1 is uint8 255). Between floats and integers the
+ * bits are not those of a value held in f32 or i32: refused. */
+static ts_status op_bitcast(importer *im, node_io *io) {
+    int to, from = io->in[0]->c.dtype;
+    ts_status st = attr_int32(im, "to", 0, 0, INT32_MAX, &to);
+    if (st) return st;
+    if (!attr(im, "to")) return node_error(im, TS_ERR_FORMAT, "attribute 'to' is required");
+    ts_dtype dt_from, dt_to;
+    bool int_from = from && !ts_onnx_dtype_is_float(from) && onnx_array_dtype(from, &dt_from);
+    bool int_to = !ts_onnx_dtype_is_float(to) && to != TS_ONNX_BOOL && onnx_array_dtype(to, &dt_to);
+    if (!int_from || !int_to)
+        return node_error(im, TS_ERR_UNSUPPORTED, "a bit cast from %s to %s is not available; between integer and bool types of one width it is "
+                          "(float bits are not those of the values tensorscope holds)",
+                          from ? ts_onnx_dtype_name(from) : io->in[0]->t && io->in[0]->t->dtype == TS_F32 ? "a float type" : "a type not known here",
+                          ts_onnx_dtype_name(to));
+    if ((dt_from == TS_BOOL ? 1 : ts_dtype_size(dt_from)) != ts_dtype_size(dt_to))
+        return node_error(im, TS_ERR_FORMAT, "%s and %s differ in width; BitCast keeps the bits", ts_onnx_dtype_name(from), ts_onnx_dtype_name(to));
+    ts_tensor *a = as_i32(im, io->in[0], &st);
+    if (!a) return st;
+    st = built(im, ts_bitwise(im->g, "Or", a, a, dt_to), &io->out[0]);
+    io->out[0].c.dtype = to;
+    return st;
+}
+
+/* Det (opset 11): onnx_ops_extra.c. */
+static ts_status op_det(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x = as_f32(im, io->in[0], &st), *y;
+    if (!x) return st;
+    if ((st = ts_onnx_det(im->g, x, &y))) return fold_result(im, st);
+    return built(im, y, &io->out[0]);
+}
+
+/* Upsample (opsets 7 to 9; Resize replaces it), mode nearest with whole
+ * scales (the attribute, from opset 9 a constant input): along each
+ * scaled axis a Gather of every position `scale` times (numpy's repeat,
+ * ONNX's reference). */
+static ts_status op_upsample(importer *im, node_io *io) {
+    static const char *const modes[] = {"nearest", "linear"};
+    const Attr *ma = attr(im, "mode");
+    if (ma && attr_choice(ma, modes, 2) != 0)
+        return node_error(im, TS_ERR_UNSUPPORTED, "mode '%.*s' is not available; nearest is (or Resize, which replaces Upsample from opset 10)",
+                          (int)ma->s.len, (const char *)ma->s.data);
+    ts_status st = TS_OK;
+    ts_tensor *y = as_tensor(im, io->in[0], &st);
+    if (!y) return st;
+    const Attr *sa = attr(im, "scales");
+    bool from_input = since(im, 9);
+    value *sv = from_input && io->n_in > 1 ? io->in[1] : NULL;
+    if (sv && sv->param && (st = decoded(im, sv))) return st; /* an initializer's scales: settings, not trained */
+    int n = from_input ? (sv && is_const(sv) && sv->c.shape.ndim == 1 ? (int)sv->c.shape.d[0] : -1) : sa ? (int)sa->n_floats : -1;
+    if (n != y->shape.ndim)
+        return node_error(im, TS_ERR_UNSUPPORTED, "its scales must be %s of %d values, one per axis%s", from_input ? "a constant input" : "an attribute",
+                          y->shape.ndim, bind_hint(sv));
+    for (int axis = 0; axis < n && y; axis++) {
+        double s = from_input ? sv->c.v[axis] : sa->floats[axis];
+        if (!(s >= 1.0 && s <= 1024.0 && s == floor(s)))
+            return node_error(im, TS_ERR_UNSUPPORTED, "scale %g of axis %d is not available; whole scales from 1 to 1024 are", s, axis);
+        if (s == 1.0) continue;
+        int64_t d = y->shape.d[axis], m = d * (int64_t)s;
+        int32_t *idx = ts_malloc((size_t)m * sizeof *idx);
+        char *name = idx ? ts_graph_op_output_name(im->g, "Positions") : NULL;
+        for (int64_t i = 0; idx && i < m; i++) idx[i] = (int32_t)(i / (int64_t)s);
+        ts_tensor *at = name ? ts_constant(im->g, name, &(ts_array){.dtype = TS_I32, .ndim = 1, .shape = {m}, .data = idx}) : NULL;
+        ts_free(name);
+        ts_free(idx);
+        if (!at) return ts_graph_status(im->g) ? ts_graph_status(im->g) : node_error(im, TS_ERR_OUT_OF_MEMORY, "out of memory");
+        y = y->dtype == TS_I32 ? ts_unary(im->g, "CastIndex", ts_gather(im->g, ts_unary(im->g, "CastFloat", y, 0, 0), at, axis), (float)INT32_MIN,
+                                          2147483520.0f)
+                               : ts_gather(im->g, y, at, axis);
+    }
+    return built(im, y, &io->out[0]);
+}
+
 static const struct {
     const char *op_type;
     int required;  /* inputs that must be present */
@@ -4185,6 +4468,7 @@ static const struct {
     {"Acos", 1, 7, op_unary},
     {"Acosh", 1, 9, op_unary},
     {"Add", 2, 7, op_binary},
+    {"AffineGrid", 2, 20, op_affine_grid},
     {"And", 2, 7, op_binary},
     {"ArgMax", 1, 1, op_arg_extreme},
     {"ArgMin", 1, 1, op_arg_extreme},
@@ -4195,12 +4479,20 @@ static const struct {
     {"Attention", 3, 23, op_attention},
     {"AveragePool", 1, 10, op_pool},
     {"BatchNormalization", 5, 9, op_batch_norm},
+    {"BitCast", 1, 26, op_bitcast},
+    {"BitShift", 2, 11, op_bitwise},
+    {"BitwiseAnd", 2, 18, op_bitwise},
+    {"BitwiseNot", 1, 18, op_bitwise},
+    {"BitwiseOr", 2, 18, op_bitwise},
+    {"BitwiseXor", 2, 18, op_bitwise},
     {"Cast", 1, 6, op_cast},
+    {"CausalConvWithState", 2, 27, op_causal_conv},
     {"CastLike", 2, 13, op_cast_like},
     {"Ceil", 1, 6, op_unary},
     {"Celu", 1, 12, op_composed_unary},
     {"CenterCropPad", 2, 18, op_center_crop_pad},
     {"Clip", 1, 6, op_clip},
+    {"Col2Im", 3, 18, op_col2im},
     {"Compress", 2, 9, op_compress},
     {"Concat", 1, 4, op_concat},
     {"Constant", 0, 1, op_constant},
@@ -4212,6 +4504,7 @@ static const struct {
     {"CumProd", 2, 26, op_cumprod},
     {"CumSum", 2, 11, op_cumsum},
     {"DepthToSpace", 1, 1, op_depth_space},
+    {"Det", 1, 11, op_det},
     {"Div", 2, 7, op_binary},
     {"Dropout", 1, 10, op_dropout},
     {"Elu", 1, 6, op_unary},
@@ -4232,6 +4525,7 @@ static const struct {
     {"GlobalMaxPool", 1, 1, op_global_max_pool},
     {"Greater", 2, 7, op_binary},
     {"GreaterOrEqual", 2, 12, op_binary},
+    {"GridSample", 2, 16, op_grid_sample},
     {"GroupNormalization", 3, 18, op_group_norm},
     {"GRU", 3, 7, op_rnn},
     {"HardSigmoid", 1, 6, op_unary},
@@ -4249,6 +4543,7 @@ static const struct {
     {"Log", 1, 6, op_unary},
     {"LogSoftmax", 1, 1, op_softmax},
     {"LpNormalization", 1, 1, op_lp_norm},
+    {"LinearAttention", 3, 27, op_linear_attention},
     {"LRN", 1, 1, op_lrn},
     {"LpPool", 1, 11, op_lp_pool},
     {"LSTM", 3, 7, op_rnn},
@@ -4317,12 +4612,14 @@ static const struct {
     {"SwiGLU", 2, 28, op_swish},
     {"Tan", 1, 7, op_unary},
     {"Tanh", 1, 6, op_unary},
+    {"TensorScatter", 2, 24, op_tensor_scatter},
     {"ThresholdedRelu", 1, 10, op_composed_unary},
     {"Tile", 2, 6, op_tile},
     {"TopK", 1, 1, op_topk},
     {"Transpose", 1, 1, op_transpose},
     {"Trilu", 1, 14, op_trilu},
     {"Unsqueeze", 1, 1, op_squeeze_unsqueeze},
+    {"Upsample", 1, 7, op_upsample},
     {"Where", 3, 9, op_where},
     {"Xor", 2, 7, op_binary},
     {"ai.tensorscope.StopGradient", 1, 1, op_stop_gradient}, /* tensorscope's own domain: key "<domain>.<op type>" */
@@ -4429,6 +4726,7 @@ static const struct {
     {"ReduceSumSquare", "axes", 1, 17, "from opset 18 on, the axes are input 1"},
     {"ReduceSumSquare", "noop_with_empty_axes", 18, 0, NULL},
     {"Reshape", "allowzero", 14, 0, NULL},
+    {"Upsample", NULL, 7, 9, "Resize replaces it"},
     {"Shape", "start", 15, 0, NULL},
     {"Shape", "end", 15, 0, NULL},
     {"Split", "split", 1, 12, "the sizes are input 1"},
@@ -4444,6 +4742,9 @@ static ts_status check_attr_versions(const importer *im) {
         if (strcmp(attr_versions[i].op_type, im->node->op_type) != 0 || (name && !attr(im, name)) ||
             (since(im, from) && (!until || !since(im, until + 1))))
             continue;
+        if (!name && until && since(im, until + 1))
+            return node_error(im, TS_ERR_FORMAT, "%s is part of the default ONNX domain up to opset %d only (%s); the model's opset has no "
+                              "such op", im->node->op_type, until, attr_versions[i].instead);
         if (!name)
             return node_error(im, TS_ERR_FORMAT, "%s is part of the default ONNX domain from opset %d on; the model's opset has no such "
                               "op (raise it to %d or more)", im->node->op_type, from, from);
@@ -4719,7 +5020,8 @@ static ts_status import_inputs(importer *im, const TensorscopeOnnx__GraphProto *
         im->g->origin = "graph input";
         ts_tensor *t = ts_input(im->g, vi->name, dt, s.ndim, s.d);
         if (!t) return ts_graph_status(im->g);
-        value v = {.t = t, .c.dtype = ts_lowbits_is(elem) ? elem : 0}; /* the type a CastLike reads */
+        /* the type a CastLike reads; an integer input's type, which the bitwise ops compute in */
+        value v = {.t = t, .c.dtype = ts_lowbits_is(elem) || dt == TS_I32 ? elem : 0};
         ts_status st = define(im, vi->name, &v);
         if (st) return st;
     }

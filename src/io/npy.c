@@ -162,7 +162,7 @@ static ts_status parse_descr(npy_cursor *c, ts_npy_header *h) {
         char widen;
         size_t size;
     } narrow[] = {{"<f2", TS_F32, 'h', 2}, {"|i1", TS_I32, 'b', 1}, {"|b1", TS_U8, 'b', 1}, {"<i2", TS_I32, 's', 2},
-                  {"<u2", TS_I32, 'S', 2}, {"<u4", TS_I64, 'U', 4}};
+                  {"<u2", TS_I32, 'S', 2}, {"<u4", TS_I64, 'U', 4}, {"<u8", TS_I64, 'Q', 8}};
     for (size_t i = 0; i < TS_ARRAY_LEN(narrow); i++)
         if (strcmp(d, narrow[i].descr) == 0) {
             h->dtype = narrow[i].dtype;
@@ -174,7 +174,7 @@ static ts_status parse_descr(npy_cursor *c, ts_npy_header *h) {
         return ts_error(TS_ERR_UNSUPPORTED, ".npy dtype '%s' is big-endian; convert it with "
                         "a.astype(a.dtype.newbyteorder('<'))", d);
     return ts_error(TS_ERR_UNSUPPORTED, ".npy dtype '%s' is not supported; use one of <f2, <f4, <f8, "
-                    "|i1, <i2, <i4, <i8, |u1, <u2, <u4, |b1", d);
+                    "|i1, <i2, <i4, <i8, |u1, <u2, <u4, <u8, |b1", d);
 }
 
 static ts_status parse_shape(npy_cursor *c, ts_npy_header *h) {
@@ -292,6 +292,12 @@ static void *widen(const ts_npy_header *h, const uint8_t *src) {
     if (!dst) return NULL;
     for (size_t i = 0; i < n; i++) {
         const uint8_t *p = src + i * h->file_size;
+        if (h->widen == 'Q') { /* u64 below 2^63 (ts_npy_take checked) */
+            uint64_t q = 0;
+            for (int k = 7; k >= 0; k--) q = q << 8 | p[k];
+            ((int64_t *)dst)[i] = (int64_t)q;
+            continue;
+        }
         uint32_t u = p[0] | (h->file_size > 1 ? (uint32_t)p[1] << 8 : 0);
         if (h->file_size == 4) u |= (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
         switch (h->widen) {
@@ -339,7 +345,22 @@ static ts_status read_exact(FILE *f, void *buf, size_t n, size_t *got) {
     return TS_OK;
 }
 
+/* The first u64 element at or above 2^63 (an i64 cannot hold it), or -1. */
+static int64_t u64_too_big(const ts_npy_header *h, const uint8_t *src) {
+    size_t n = h->data_bytes / 8;
+    for (size_t i = 0; i < n; i++)
+        if (src[i * 8 + 7] & 0x80) return (int64_t)i;
+    return -1;
+}
+
 ts_status ts_npy_take(const ts_npy_header *h, void *data, ts_array *out) {
+    int64_t big = h->widen == 'Q' ? u64_too_big(h, data) : -1;
+    if (big >= 0) {
+        ts_free(data);
+        return ts_error(TS_ERR_UNSUPPORTED, ".npy uint64 element %lld is 2^63 or more, which an "
+                        "i64 (the type uint64 arrays are read as) cannot hold; use values below 2^63",
+                        (long long)big);
+    }
     if (h->widen) {
         void *wide = widen(h, data);
         ts_free(data);

@@ -17,7 +17,7 @@ typedef struct ts_npy_header {
     size_t data_offset; /* where the data starts */
     size_t data_bytes;  /* numel x element size in the file */
     char widen;         /* narrower types NumPy writes, read as `dtype`: 'h' float16,
-                           'b' int8/bool, 's' int16, 'S' uint16, 'U' uint32; 0: as stored */
+                           'b' int8/bool, 's' int16, 'S' uint16, 'U' uint32, 'Q' uint64 (below 2^63); 0: as stored */
     size_t file_size;   /* element size in the file */
 } ts_npy_header;
 

@@ -3,7 +3,7 @@
  * loss, sum, mean, softmax and log-softmax over each kind of axis, cross
  * entropy with and without ignore_index, exp, sqrt, pow, erf, gelu (exact
  * and tanh), tanh, sigmoid, the unary family (Sin, Elu, IsNaN, ...) and
- * CastFloat, CastIndex (compared exactly), Cast to bf16, f16 and f32. Sizes include odd ones (not multiples of 32 or
+ * CastFloat, CastIndex and Bitwise (compared exactly), Cast to bf16, f16 and f32. Sizes include odd ones (not multiples of 32 or
  * 256), rows longer than a block, and tensors over 65536 elements. */
 #include "check.h"
 #include "op_check.h"
@@ -133,6 +133,14 @@ static void cases_ew_unary(ts_op_checker *c) {
     check(c, "CastFloat i32 [3,7,11]", ts_unary(g, "CastFloat", labels(g, SHAPE(3, 7, 11)), 0, 0), &ids);
     ts_op_case_opts wide = {.spread = 8.0f}; /* indices -7..7 before the clamp to [-5, 5] */
     check(c, "CastIndex [70001] to [-5, 5]", ts_unary(g, "CastIndex", leaf(g, SHAPE(70001)), -5.0f, 5.0f), &wide);
+    /* Bitwise: values and shift amounts past every width (8 to 64 bits), wrapped to the type */
+    ts_op_case_opts wide_ints = {.int_hi = 70000}, shifts = {.int_hi = 70};
+    check(c, "Bitwise And i32 [3,7,11] by [7,11]", ts_bitwise(g, "And", labels(g, SHAPE(3, 7, 11)), labels(g, SHAPE(7, 11)), TS_I32), &wide_ints);
+    check(c, "Bitwise Or u16 [70001] by [1]", ts_bitwise(g, "Or", labels(g, SHAPE(70001)), labels(g, SHAPE(1)), TS_U16), &wide_ints);
+    check(c, "Bitwise Xor i64 [5,1] by [1,9]", ts_bitwise(g, "Xor", labels(g, SHAPE(5, 1)), labels(g, SHAPE(1, 9)), TS_I64), &wide_ints);
+    check(c, "Bitwise Not u8 [70001]", ts_bitwise(g, "Not", labels(g, SHAPE(70001)), NULL, TS_U8), &wide_ints);
+    check(c, "Bitwise ShiftLeft i8 [3,7,11]", ts_bitwise(g, "ShiftLeft", labels(g, SHAPE(3, 7, 11)), labels(g, SHAPE(3, 7, 11)), TS_I8), &shifts);
+    check(c, "Bitwise ShiftRight i16 [70001]", ts_bitwise(g, "ShiftRight", labels(g, SHAPE(70001)), labels(g, SHAPE(70001)), TS_I16), &shifts);
     check(c, "Cast bf16 [4,5]", ts_cast(g, leaf(g, SHAPE(4, 5)), TS_BF16), &through);
     check(c, "Cast f16 [70001]", ts_cast(g, leaf(g, SHAPE(70001)), TS_F16), &through);
     check(c, "Cast f32 [3,7,11]", ts_cast(g, leaf(g, SHAPE(3, 7, 11)), TS_F32), NULL);

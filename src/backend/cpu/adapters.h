@@ -17,6 +17,7 @@ void ts_bwd_broadcast_binary(const ts_kctx *k);
 void ts_fwd_ew_unary(const ts_kctx *k);
 void ts_fwd_cast_float(const ts_kctx *k);
 void ts_fwd_cast_index(const ts_kctx *k);
+void ts_fwd_bitwise(const ts_kctx *k);
 void ts_bwd_ew_unary(const ts_kctx *k);
 void ts_fwd_gather(const ts_kctx *k); /* Gather and Embedding */
 void ts_bwd_gather(const ts_kctx *k);

@@ -47,6 +47,15 @@ void ts_fwd_cast_index(const ts_kctx *k) {
     for (int64_t i = 0; i < n; i++) y[i] = ts_ew_cast_index(k->in[0][i], k->node->fattr[0], k->node->fattr[1]);
 }
 
+void ts_fwd_bitwise(const ts_kctx *k) {
+    int64_t n = numel_out(k);
+    int32_t *y = (int32_t *)(void *)k->out;
+    const ts_tensor *t = k->node;
+    for (int64_t i = 0; i < n; i++)
+        y[i] = ts_ew_bitwise((int)t->attr[0], (int)t->attr[1], (int)t->attr[2], k->in_int[0][ts_bcast_offset(&k->out_shape, &k->in_shape[0], i)],
+                             k->in_int[1][ts_bcast_offset(&k->out_shape, &k->in_shape[1], i)]);
+}
+
 /* Gather along attr[0] as [outer, V, C] (Embedding: axis 0 of [V, C]) */
 static void gather_dims(const ts_kctx *k, int64_t *outer, int64_t *V, int64_t *C) {
     ts_gather_dims(&k->in_shape[0], (int)k->node->attr[0], outer, V, C);

@@ -195,6 +195,7 @@ static const ts_kernel_row kernels[] = {
     [TS_OP_CONV_TRANSPOSE2D] = {.forward = ts_fwd_conv_transpose2d, .backward = ts_bwd_conv_transpose2d,
                                 .workspace_floats = ts_cpu_workspace_conv_transpose2d},
     [TS_OP_STOP_GRADIENT] = {.forward = fwd_copy},
+    [TS_OP_BITWISE] = {.forward = ts_fwd_bitwise},
     [TS_OP_ATTENTION] = {.forward = ts_fwd_attention, .backward = ts_bwd_attention, .workspace_floats = ts_cpu_workspace_attention,
                          .stores_din = 0x17u}, /* q, k, v and the twin */
 };

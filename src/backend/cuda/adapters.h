@@ -31,6 +31,7 @@ void ts_cu_fwd_ew_unary(const ts_kctx *k); /* the unary family of backend/ew_mat
 void ts_cu_bwd_ew_unary(const ts_kctx *k);
 void ts_cu_fwd_cast_float(const ts_kctx *k); /* i32 -> f32 */
 void ts_cu_fwd_cast_index(const ts_kctx *k); /* f32 -> i32 indices */
+void ts_cu_fwd_bitwise(const ts_kctx *k);     /* i32 bitwise ops and shifts, in the declared integer type */
 void ts_cu_fwd_cast(const ts_kctx *k);       /* onto a 16-bit float's values */
 void ts_cu_round_half(cudaStream_t s, ts_dtype t, float *y, const float *x, int64_t n, ts_half_loss *lost);
 void ts_cu_fwd_tanh(const ts_kctx *k);

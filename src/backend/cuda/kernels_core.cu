@@ -581,6 +581,21 @@ void ts_cu_fwd_cast_index(const ts_kctx *k) {
     ts_cu_check(cudaGetLastError(), op_name(k));
 }
 
+__global__ void bitwise_kernel(int32_t *y, const int32_t *a, const int32_t *b, ts_shape so, ts_shape sa, ts_shape sb, int kind, int bits,
+                               int uns, int64_t n) {
+    TS_CU_FOR(i, n) y[i] = ts_ew_bitwise(kind, bits, uns, a[ts_bcast_offset(&so, &sa, i)], b[ts_bcast_offset(&so, &sb, i)]);
+}
+
+void ts_cu_fwd_bitwise(const ts_kctx *k) {
+    int64_t n = numel_out(k);
+    if (n <= 0) return;
+    const ts_tensor *t = k->node;
+    bitwise_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>((int32_t *)(void *)k->out, k->in_int[0], k->in_int[1], k->out_shape,
+                                                                            k->in_shape[0], k->in_shape[1], (int)t->attr[0], (int)t->attr[1],
+                                                                            (int)t->attr[2], n);
+    ts_cu_check(cudaGetLastError(), op_name(k));
+}
+
 /* ------------------------------------------- 16-bit float grids (core/half.h) */
 
 /* y[n] = x rounded to the nearest bf16 / f16 value (ties to even), in f32:
