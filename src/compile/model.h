@@ -104,29 +104,10 @@ typedef struct ts_parallel {
 } ts_parallel;
 
 /* R replicas, 1 without; K pipeline stages, 1 without. */
-static inline int ts_replicas(const ts_model *m) { return m->opts.replicas > 1 ? m->opts.replicas : 1; } /* R, 1 without replicas */
-static inline int ts_stages(const ts_model *m) { return m->opts.stages > 1 ? m->opts.stages : 1; } /* K, 1 without a pipeline */
+static inline int ts_replicas(const ts_model *m) { return ts_opts_replicas(&m->opts); }
+static inline int ts_stages(const ts_model *m) { return ts_opts_stages(&m->opts); }
 /* Whether this rank runs `node` (every node without a pipeline). */
 static inline bool ts_in_stage(const ts_model *m, int node) { return !m->prog->stage || m->prog->stage[node] == m->coll->rank; }
-
-/* compile.c */
-ts_status ts_prog_build(ts_model *m, ts_prog **out);
-/* lint.c: fills p->lint (and logs each warning) */
-void ts_lint(const ts_model *m, ts_prog *p);
-/* state.c: each parameter's optimizer state, made at the first compile
- * (the update itself: graph/optim.h) */
-ts_status ts_opt_state_init(ts_model *m);
-void ts_opt_state_free(ts_model *m);
-
-/* A model on a device whose memory the host cannot read
- * (m->backend->host_addressable false). The host keeps every parameter,
- * buffer, constant and optimizer state, current after each run; the device
- * works on its copies. compile/device.c: */
-/* At compile: device copies of what the entries point at on the host. */
-ts_status ts_device_bind(ts_model *m, ts_prog *p);
-/* The optimizer state to the host (for a checkpoint or a recompile): it
- * stays on the device between runs. TS_OK at once on the CPU. */
-ts_status ts_device_fetch_state(const ts_model *m);
 
 /* model/model.c: the program for the inputs' new micro-batch size (the
  * shapes m->input_override asks for): the spare when it was compiled for
