@@ -244,7 +244,7 @@ typedef struct ts_prog {
     size_t bytes_activations_unplanned; /* what it would take without reuse */
     size_t bytes_budgeted; /* every buffer above and below, against TS_LIMIT_COMPILE_BYTES (compile.c's budget) */
     /* the activations arena's plan, kept for the liveness report
-     * (diag/model_memory.c): plan[k] holds entries[plan_entry[k]], live over
+     * (model/memory.c): plan[k] holds entries[plan_entry[k]], live over
      * points [start, end] (forward ops 0..L-1, backward L..2L-1, the update 2L) */
     struct ts_interval *plan;
     int *plan_entry, n_plan;

@@ -22,7 +22,7 @@
  * steps, each parameter's step count) are whole numbers in
  * 0..CKPT_MAX_COUNT, the loss scale is in [TS_LOSS_SCALE_MIN,
  * TS_LOSS_SCALE_MAX], and parameters and optimizer state are finite. */
-#include "compile/model.h"
+#include "model/model.h"
 #include "data/loader.h"
 #include "io/atomic_file.h"
 #include "core/crc32c.h"

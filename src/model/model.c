@@ -1,7 +1,7 @@
 /* model.c -- training and inference models: creation, compile and
  * recompile, anchors added after compile. The model layer is the one that
  * drives compile/ and exec/ (run.c) and reads results back (retrieve.c). */
-#include "compile/model.h"
+#include "model/model.h"
 #include "parallel/parallel.h"
 
 #include "backend/backend.h"
@@ -160,8 +160,7 @@ static ts_status compile_ranks(void *model, ts_prog *p) {
     return m->par->compile(m, p);
 }
 
-/* What compile reads of m: all it is handed. */
-static ts_model_def definition(ts_model *m) {
+ts_model_def ts_model_definition(ts_model *m) {
     return (ts_model_def){.g = m->g, .opts = &m->opts, .opt = &m->opt, .training = m->training, .loss = m->loss, .outputs = m->outputs,
                           .n_outputs = m->n_outputs, .input_override = m->input_override, .n_override = m->n_override, .scaling = m->scaling,
                           .backend = m->backend, .threads = ts_pool_threads(m->pool), .state = &m->state, .n_state = &m->n_state,
@@ -178,7 +177,7 @@ static ts_status compile_program(ts_model *m, bool keep) {
         ts_status st = ts_backend_host_pool(n, &m->pool);
         if (st) return st;
     }
-    ts_model_def def = definition(m);
+    ts_model_def def = ts_model_definition(m);
     ts_prog *p;
     ts_status st = ts_prog_build(&def, &p);
     for (int e = 0; !st && e < p->n_entries; e++) /* slots of the size of the records each queue takes */

@@ -6,7 +6,7 @@
  * tensor with its copy the moment it is final (ts_rerun_compare). The
  * parameters the model has now are set aside on the device first and put
  * back after: no step, no state, nothing observed or sent out. */
-#include "compile/model.h"
+#include "model/model.h"
 
 #include "exec/exec.h"
 #include "graph/ops.h"

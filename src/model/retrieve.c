@@ -1,7 +1,7 @@
 /* retrieve.c -- what a user reads back from a model: tensor names, anchored
  * values, watch results, lint warnings, watches that match nothing, the
  * tensor a numeric check stopped at, counters. */
-#include "compile/model.h"
+#include "model/model.h"
 #include "compile/stability.h"
 #include "observe/observe.h"
 

@@ -1,7 +1,7 @@
 /* observe.c -- the one hook the executor calls when a tensor is final:
  * anchors copy it by their output mode, watches summarise it where it lives,
  * outfeeds stream it, numeric checks stop the run at the first NaN/Inf. */
-#include "compile/model.h"
+#include "model/model.h"
 #include "observe/observe.h"
 
 #include "backend/backend.h"

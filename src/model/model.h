@@ -1,9 +1,10 @@
 /* model.h -- a model as the layers that run it share it: its graph, options,
  * optimizer and state, the compiled program, its device (backend) and its
- * split over a job's ranks (the dist table), and the bookkeeping of its
+ * split over a job's ranks (the parallel table), and the bookkeeping of its
  * runs. Owned by the model layer (src/model/), which creates and drives
- * it; compile/, exec/, observe/, parallel/ and diag/ read and update the parts
- * named here. */
+ * it; exec/, observe/, parallel/ and diag/ read and update the parts named
+ * here. Compile reads none of it: it is handed a ts_model_def
+ * (compile/program.h, ts_model_definition). */
 #ifndef TS_MODEL_H
 #define TS_MODEL_H
 
@@ -11,6 +12,7 @@
 #include "compile/program.h"
 #include "core/collective.h"
 #include "core/op_chain.h"
+#include "diag/backward_ops.h"
 #include "graph/options.h"
 
 #include <stdatomic.h>
@@ -108,6 +110,19 @@ static inline int ts_replicas(const ts_model *m) { return ts_opts_replicas(&m->o
 static inline int ts_stages(const ts_model *m) { return ts_opts_stages(&m->opts); }
 /* Whether this rank runs `node` (every node without a pipeline). */
 static inline bool ts_in_stage(const ts_model *m, int node) { return !m->prog->stage || m->prog->stage[node] == m->coll->rank; }
+
+/* model.c: what compile reads of m (compile/program.h), all it is handed;
+ * what the backward walk (diag/backward_ops.h) reads of it. */
+ts_model_def ts_model_definition(ts_model *m);
+static inline ts_bwd_model ts_bwd_of(const ts_model *m) {
+    return (ts_bwd_model){.prog = m->prog, .g = m->g, .training = m->training, .opt = &m->opt, .base_lr = m->base_lr, .loss = m->loss,
+                          .grad_accum = m->opts.grad_accum, .replicas = ts_replicas(m)};
+}
+
+/* memory.c: after a compile, the memory plan's peak (the most bytes live
+ * at one point of the step, ts_model_memory_plan) as the metric
+ * MemoryPlanPeakBytes. */
+void ts_memory_plan_metrics(const ts_model *m);
 
 /* model/model.c: the program for the inputs' new micro-batch size (the
  * shapes m->input_override asks for): the spare when it was compiled for
