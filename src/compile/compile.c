@@ -489,7 +489,7 @@ static bool reads_16bit(const ts_tensor *c, int j) {
  * tensors stay in f32 cells (rounded to the dtype). */
 static void half_storage(const ts_model_def *m, ts_prog *p) {
     const ts_graph *g = m->g;
-    if (m->backend != ts_backend_host() || m->opts->stages > 1) return;
+    if (m->dev.backend != ts_backend_host() || m->opts->stages > 1) return;
     bool *ok = ts_calloc((size_t)p->n_nodes, sizeof *ok);
     if (!ok) return; /* f32 cells: the same values */
     for (int k = 0; k < p->n_order; k++) {
@@ -525,7 +525,7 @@ static ts_status budget(ts_prog *p, size_t bytes, const char *what) {
 /* Zeroed memory of the model's device (its backend's). */
 static ts_status device_alloc(const ts_model_def *m, size_t bytes, float **out) {
     void *v = NULL;
-    ts_status st = m->backend->alloc(bytes, &v);
+    ts_status st = m->dev.backend->alloc(bytes, &v);
     *out = v;
     return st;
 }
@@ -541,7 +541,7 @@ static ts_status device_alloc(const ts_model_def *m, size_t bytes, float **out) 
 #define KEEP_EACH ((size_t)4 << 20)
 #define KEEP_ALL ((size_t)1 << 30)
 static bool kept_to_pass_end(const ts_model_def *m, const ts_entry *en, size_t bytes, size_t *kept) {
-    if (m->backend->host_addressable || en->watch < 0 || bytes > KEEP_EACH || *kept + bytes > KEEP_ALL)
+    if (m->dev.backend->host_addressable || en->watch < 0 || bytes > KEEP_EACH || *kept + bytes > KEEP_ALL)
         return false;
     *kept += bytes;
     return true;
@@ -856,7 +856,7 @@ static ts_status plan_scratch(mem_plan *mp) {
     for (int k = 0; k < mp->L; k++) {
         int i = p->order[k];
         const ts_op_def *def = ts_op_get(g->t[i]->op);
-        const ts_kernel_row *kr = &m->backend->kernels[g->t[i]->op];
+        const ts_kernel_row *kr = &m->dev.backend->kernels[g->t[i]->op];
         if (!def->scratch_floats && !kr->workspace_floats && !kr->cache_floats) continue;
         ts_shape in[TS_MAX_INPUTS];
         bool held[TS_MAX_INPUTS];
@@ -1094,7 +1094,7 @@ ts_status ts_prog_check_watches(const ts_prog *p, const ts_options *o) {
  * update. A device whose memory the host cannot read summarises after the
  * step, on the device (observe/'s ts_observe_device). */
 static bool in_step(const ts_model_def *m, const ts_entry *en) {
-    if (!m->training || m->g->t[en->node]->op != TS_OP_PARAM || !m->backend->host_addressable) return false;
+    if (!m->training || m->g->t[en->node]->op != TS_OP_PARAM || !m->dev.backend->host_addressable) return false;
     switch (en->kind) {
     case TS_KIND_GRAD: return m->opts->grad_accum == 1 && ts_opts_replicas(m->opts) == 1;
     case TS_KIND_ACCUM:
@@ -1179,7 +1179,7 @@ static ts_status resolve_watches(const ts_model_def *m, ts_prog *p) {
      * period: its summary is taken in its input's pass (the Relu's values
      * follow from the input's), one read of memory instead of two. On the
      * host only: a device reduces each where it lives. */
-    for (size_t i = 0; i < m->g->n && m->backend->host_addressable; i++) {
+    for (size_t i = 0; i < m->g->n && m->dev.backend->host_addressable; i++) {
         const ts_tensor *t = m->g->t[i];
         if (t->op != TS_OP_RELU || p->value_entry[t->id] < 0 || p->value_entry[t->in[0]] < 0) continue;
         ts_entry *x = &p->entries[p->value_entry[t->in[0]]], *y = &p->entries[p->value_entry[t->id]];
@@ -1261,7 +1261,7 @@ static void mark_checks(const ts_model_def *m, ts_prog *p) {
  * observed (exec.c). A node without a twin needs the pass. */
 static ts_status find_fusions(const ts_model_def *m, ts_prog *p) {
     ts_graph *g = m->g;
-    bool twin_only = !m->backend->attention_one_pass;
+    bool twin_only = !m->dev.backend->attention_one_pass;
     int n = 0;
     for (int k = 0; k < p->n_order; k++) {
         const ts_tensor *t = g->t[p->order[k]];
@@ -1269,7 +1269,7 @@ static ts_status find_fusions(const ts_model_def *m, ts_prog *p) {
         if (t->n_in == 5) n++;
         else if (twin_only)
             return ts_error(TS_ERR_UNSUPPORTED, "compile: '%s' (Attention) has no unfused twin and the %s device has no one-pass attention "
-                            "kernel yet; build the node with its twin (ts_attention's `unfused`) or run it on the CPU", t->name, m->backend->name);
+                            "kernel yet; build the node with its twin (ts_attention's `unfused`) or run it on the CPU", t->name, m->dev.backend->name);
     }
     if (!n) return TS_OK;
     int *mark = ts_calloc((size_t)p->n_nodes, sizeof *mark); /* 1 + the fusion whose twin a node belongs to, else 0 */
@@ -1332,7 +1332,7 @@ ts_status ts_prog_build(const ts_model_def *m, ts_prog **out) {
     if (st) return ts_error_wrap(st, "compile: the graph has an error from building it");
     ts_prog *p = ts_calloc(1, sizeof *p);
     if (!p) return TS_ERR_OUT_OF_MEMORY;
-    p->backend = m->backend;
+    p->backend = m->dev.backend;
     int n = p->n_nodes = (int)g->n;
     bool *requested = ts_calloc((size_t)n, sizeof *requested);
     p->shape = ts_calloc((size_t)n, sizeof *p->shape);

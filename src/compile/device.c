@@ -183,12 +183,12 @@ ts_status ts_device_bind(const ts_model_def *m, ts_prog *p) {
     return TS_OK;
 }
 
-ts_status ts_device_fetch_state(const ts_prog *p, void *stream) {
-    if (!p || p->backend->host_addressable) return TS_OK;
+ts_status ts_device_fetch_state(const ts_prog *p, ts_device dev) {
+    if (!p || dev.backend->host_addressable) return TS_OK;
     for (int i = 0; i < p->n_dev_copies; i++) {
         const ts_device_copy *c = &p->dev_copies[i];
-        if (c->state) p->backend->copy_to_host(stream, c->host, c->dev, (size_t)c->numel * sizeof(float));
+        if (c->state) dev.backend->copy_to_host(dev.stream, c->host, c->dev, (size_t)c->numel * sizeof(float));
     }
-    return p->backend->synchronize(stream);
+    return dev.backend->synchronize(dev.stream);
 }
 

@@ -312,7 +312,7 @@ typedef struct ts_model_def {
     const ts_shape *input_override; /* per node, ndim -1 = as declared */
     int n_override;
     bool scaling;             /* dynamic loss scaling on */
-    const struct ts_backend *backend; /* the device it runs on */
+    ts_device dev;            /* the device it runs on */
     int threads;              /* the host's worker threads (the CPU backend's pool) */
     ts_opt_state **state;     /* per parameter with an optimizer: made at the first compile */
     int *n_state;
@@ -346,7 +346,7 @@ void ts_opt_state_free(ts_opt_state **state, int *n_state);
 ts_status ts_device_bind(const ts_model_def *m, ts_prog *p);
 /* The optimizer state to the host (for a checkpoint or a recompile): it
  * stays on the device between runs. TS_OK at once on the CPU. */
-ts_status ts_device_fetch_state(const ts_prog *p, void *stream);
+ts_status ts_device_fetch_state(const ts_prog *p, ts_device dev);
 
 void ts_prog_free(ts_prog *p);
 int ts_prog_find(const ts_prog *p, const char *name);

@@ -132,7 +132,7 @@ ts_status ts_stab_resolve(const ts_model_def *m, ts_prog *p, bool *want) {
     if (m->training) {
         if (!(s->param_of = ts_calloc((size_t)p->n_nodes, sizeof *s->param_of))) return TS_ERR_OUT_OF_MEMORY;
         for (int i = 0; i < p->n_nodes; i++) s->param_of[i] = -1;
-        bool host = m->backend->opt_update_norms != NULL; /* the update's sums taken as it goes (else a device's: the gradient's watch) */
+        bool host = m->dev.backend->opt_update_norms != NULL; /* the update's sums taken as it goes (else a device's: the gradient's watch) */
         for (int k = 0; k < *m->n_state; k++) {
             int node = (*m->state)[k].node;
             const ts_tensor *t = g->t[node];

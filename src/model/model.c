@@ -163,7 +163,7 @@ static ts_status compile_ranks(void *model, ts_prog *p) {
 ts_model_def ts_model_definition(ts_model *m) {
     return (ts_model_def){.g = m->g, .opts = &m->opts, .opt = &m->opt, .training = m->training, .loss = m->loss, .outputs = m->outputs,
                           .n_outputs = m->n_outputs, .input_override = m->input_override, .n_override = m->n_override, .scaling = m->scaling,
-                          .backend = m->backend, .threads = ts_pool_threads(m->pool), .state = &m->state, .n_state = &m->n_state,
+                          .dev = ts_model_device(m), .threads = ts_pool_threads(m->pool), .state = &m->state, .n_state = &m->n_state,
                           .ranks = compile_ranks, .ranks_ctx = m};
 }
 
@@ -188,7 +188,7 @@ static ts_status compile_program(ts_model *m, bool keep) {
         if (p) ts_prog_free(p);
         return st;
     }
-    if (m->prog) st = ts_device_fetch_state(m->prog, m->stream); /* the new program sends it again */
+    if (m->prog) st = ts_device_fetch_state(m->prog, ts_model_device(m)); /* the new program sends it again */
     if (!st && m->prog && m->g->values_owner == m) st = ts_graph_values_current(m->g); /* the parameters too */
     if (st) {
         ts_prog_free(p);
@@ -246,7 +246,7 @@ ts_status ts_model_compile_for_shape(ts_model *m, const char *why) {
     ts_logf(TS_LOG_DEBUG, "switching the %s model to its program compiled before: %s (micro-batch size)", kind, why);
     /* the state the current program's device holds back on the host, then
      * the spare sends all of it again before its first run */
-    ts_status st = ts_device_fetch_state(m->prog, m->stream);
+    ts_status st = ts_device_fetch_state(m->prog, ts_model_device(m));
     if (!st && m->g->values_owner == m) st = ts_graph_values_current(m->g);
     if (st) return st;
     ts_layer_shapes_changed(m, m->prog, m->spare, m->stale_cause, true);

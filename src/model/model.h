@@ -111,6 +111,12 @@ static inline int ts_stages(const ts_model *m) { return ts_opts_stages(&m->opts)
 /* Whether this rank runs `node` (every node without a pipeline). */
 static inline bool ts_in_stage(const ts_model *m, int node) { return !m->prog->stage || m->prog->stage[node] == m->coll->rank; }
 
+/* Its device handle: the backend and the stream its work goes on (the
+ * CPU's: the thread pool; another device's: m->stream). */
+static inline ts_device ts_model_device(const ts_model *m) {
+    return (ts_device){.backend = m->backend, .stream = m->backend->host_addressable ? (void *)m->pool : m->stream};
+}
+
 /* model.c: what compile reads of m (compile/program.h), all it is handed;
  * what the backward walk (diag/backward_ops.h) reads of it. */
 ts_model_def ts_model_definition(ts_model *m);

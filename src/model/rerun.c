@@ -94,7 +94,7 @@ ts_status ts_model_rerun(ts_model *m, const char *name, const ts_array *value, t
     if ((st = convert(te, value, &host))) return st;
 
     const ts_backend *be = m->backend;
-    void *stream = be->host_addressable ? (void *)m->pool : m->stream;
+    void *stream = ts_model_device(m).stream;
     size_t largest = 0;
     for (int e = 0; e < p->n_entries; e++) {
         size_t b = (size_t)p->entries[e].numel * ts_dtype_size(h->t[e].dtype);
