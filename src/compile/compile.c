@@ -861,7 +861,9 @@ static ts_status plan_scratch(mem_plan *mp) {
         ts_shape in[TS_MAX_INPUTS];
         bool held[TS_MAX_INPUTS];
         for (int j = 0; j < g->t[i]->n_in; j++) in[j] = p->shape[g->t[i]->in[j]], held[j] = ts_op_holds_value(g->t[g->t[i]->in[j]]->op);
-        size_t kept = alloc && !m->training && kr->cache_floats ? kr->cache_floats(g->t[i], in, held, &p->shape[i]) : 0;
+        size_t kept = !m->training && kr->cache_floats ? kr->cache_floats(g->t[i], in, held, &p->shape[i]) : 0;
+        p->bytes_workspace += kept * sizeof(float);
+        if (!alloc) kept = 0; /* planned only: counted, not allocated */
         if (kept && (st = budget(p, kept * sizeof(float), "what an op keeps from run to run"))) return st;
         if (kept && ((!p->cache && !(p->cache = ts_calloc((size_t)p->n_nodes, sizeof *p->cache))) ||
                      device_alloc(m, kept * sizeof(float), &p->cache[i])))
@@ -871,15 +873,15 @@ static ts_status plan_scratch(mem_plan *mp) {
             size_t w = kr->workspace_floats(in, &p->shape[i], m->threads);
             workspace = w > workspace ? w : workspace;
         }
-        if (!def->scratch_floats || !alloc) continue;
+        if (!def->scratch_floats) continue;
         size_t nf = def->scratch_floats(in, &p->shape[i]);
-        p->bytes_workspace += (nf ? nf : 1) * sizeof(float);
+        p->bytes_workspace += (nf ? nf : 1) * sizeof(float); /* planned only (plan_only): counted, not allocated */
+        if (!alloc) continue;
         if ((st = budget(p, (nf ? nf : 1) * sizeof(float), "an op's scratch"))) return st;
         if (device_alloc(m, (nf ? nf : 1) * sizeof(float), &p->scratch[i])) return TS_ERR_OUT_OF_MEMORY;
     }
-    if (!alloc) workspace = 0;
-    if (workspace && (st = budget(p, workspace * sizeof(float), "the kernels' workspace"))) return st;
-    if (workspace && device_alloc(m, workspace * sizeof(float), &p->workspace))
+    if (workspace && alloc && (st = budget(p, workspace * sizeof(float), "the kernels' workspace"))) return st;
+    if (workspace && alloc && device_alloc(m, workspace * sizeof(float), &p->workspace))
         return ts_error(TS_ERR_OUT_OF_MEMORY, "compile: out of memory for %zu bytes of kernel workspace", workspace * sizeof(float));
     mp->workspace = workspace;
     return TS_OK;
@@ -904,11 +906,11 @@ static ts_status plan_staging(mem_plan *mp) {
         const ts_entry *oe = &p->entries[p->value_entry[c->id]];
         if (ts_dtype_is_half(oe->dtype) && (size_t)oe->numel > stage) stage = (size_t)oe->numel;
     }
-    if (!mp->alloc) widen = stage = 0;
+    p->bytes_workspace += (mp->workspace + widen + stage) * sizeof(float); /* planned only: counted, not allocated */
+    if (!mp->alloc) return TS_OK;
     if ((widen || stage) && (st = budget(p, (widen + stage) * sizeof(float), "the f32 views of 16-bit tensors"))) return st;
     if ((widen && device_alloc(m, widen * sizeof(float), &p->widen)) || (stage && !(p->stage16 = ts_malloc(stage * sizeof(float)))))
         return ts_error(TS_ERR_OUT_OF_MEMORY, "compile: out of memory for the f32 views of 16-bit tensors (%zu values)", widen + stage);
-    p->bytes_workspace += (mp->workspace + widen + stage) * sizeof(float);
     return TS_OK;
 }
 

@@ -91,7 +91,12 @@ enum { MODE_LAUNCH, MODE_RECORD, MODE_WALK };
 #define BLAS_WORKSPACE (32u << 20) /* what cuBLAS asks for on Hopper */
 
 void ts_cu_check(cudaError_t e, const char *what) {
-    if (e == cudaSuccess || g_cu.error[0]) return;
+    if (e == cudaSuccess) return;
+    /* a call that failed (an invalid argument) also leaves its error as the
+     * runtime's last one: cleared here, so that the next launch's check
+     * does not blame its own op for it */
+    (void)cudaGetLastError();
+    if (g_cu.error[0]) return;
     snprintf(g_cu.error, sizeof g_cu.error, "CUDA error in %s on cuda:%d: %s (%s)", what ? what : "(unknown)", g_cu.ordinal,
              cudaGetErrorString(e), cudaGetErrorName(e));
 }

@@ -195,6 +195,10 @@ void ts_cu_bwd_copy(const ts_kctx *k) {
  * CPU's when the unfused ops ran. This device has no one-pass kernel yet
  * (attention_one_pass false): the executor always runs the twin's ops here. */
 void ts_cu_fwd_attention_twin(const ts_kctx *k) {
+    if (k->n_in < 5 || !k->in[4]) { /* compile refuses such a node here: the kernel does not compute the one pass */
+        ts_cu_check(cudaErrorNotSupported, "Attention without its unfused twin (this device has no one-pass kernel)");
+        return;
+    }
     ts_kctx c = *k;
     c.in[0] = k->in[4];
     ts_cu_fwd_copy(&c);
