@@ -1,10 +1,11 @@
-/* exports.c -- what diag/ writes of a model, behind the public calls: the
- * graph as text or DOT (diag/graph_dump.c), the graph as an ONNX file
- * (diag/onnx_export.c) and the debugger dump's plan (diag/dump_debug.c),
- * the last two after compiling it when it is not. Compiling is the model
- * layer's, so diag/ is handed a compiled model, and what it reads of it. */
+/* exports.c -- what the diagnostics write of a model, behind the public
+ * calls: the graph as text or DOT (diag/graph_dump.c), the graph as an
+ * ONNX file (diag/onnx_export.c) and the debugger dump's plan
+ * (dump_debug.c), the last two after compiling the model when it is not.
+ * Compiling is the model layer's, so diag/ is handed a compiled model and
+ * what it reads of it. */
 #include "model/model.h"
-#include "diag/dump_debug.h"
+#include "model/dump_debug.h"
 #include "diag/graph_dump.h"
 #include "diag/hooks.h"
 #include "diag/onnx_export.h"

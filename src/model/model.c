@@ -7,7 +7,7 @@
 #include "backend/backend.h"
 #include "observe/observe.h"
 #include "observe/outfeed.h"
-#include "diag/dump_debug.h"
+#include "model/dump_debug.h"
 #include "diag/hooks.h"
 #include "diag/memory.h"
 #include "diag/metrics.h"

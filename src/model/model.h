@@ -64,7 +64,7 @@ struct ts_model {
     int *votes;
     int64_t cancel_at;
     struct ts_hold *hold; /* ts_model_hold: a run's tensors kept (observe/hold.c), NULL until asked */
-    struct ts_dump *dump; /* ts_options_set_dump_debug: what the dump wrote so far (diag/dump_debug.c) */
+    struct ts_dump *dump; /* ts_options_set_dump_debug: what the dump wrote so far (model/dump_debug.c) */
     bool trace_done;     /* its trace (ts_options_set_trace) is written: not started again */
     bool dist_agreed;    /* the ranks' options compared equal (agree.c); cleared by a compile or a new schedule */
     /* dynamic loss scaling (ts_options_set_loss_scaling), on when `scaling` */

@@ -6,7 +6,7 @@
 #include "core/half.h"
 #include "parallel/parallel.h"
 
-#include "diag/dump_debug.h"
+#include "model/dump_debug.h"
 #include "diag/hooks.h"
 #include "diag/metrics.h"
 #include "exec/exec.h"
