@@ -373,6 +373,10 @@ TS_API ts_dtype ts_tensor_precision(const ts_tensor *t);
 /* Normalises over the last `ndims` dims, then * weight + bias (both of the
  * shape of those dims), as PyTorch's layer_norm. */
 TS_API ts_tensor *ts_layer_norm(ts_graph *g, ts_tensor *x, ts_tensor *weight, ts_tensor *bias, int ndims, float eps);
+/* x [N,C,...] normalised over each sample's `groups` groups of C/groups
+ * channels (all their positions), then * weight + bias per channel (both
+ * [C]), as PyTorch's group_norm; groups == C is instance norm. */
+TS_API ts_tensor *ts_group_norm(ts_graph *g, ts_tensor *x, ts_tensor *weight, ts_tensor *bias, int groups, float eps);
 /* [...,M,K] x [...,K,N] -> [...,M,N], the leading dims broadcast; with
  * transpose_a / transpose_b an operand is stored as [...,K,M] / [...,N,K]. */
 TS_API ts_tensor *ts_matmul_batched(ts_graph *g, ts_tensor *a, ts_tensor *b, int transpose_a, int transpose_b);
@@ -446,6 +450,7 @@ TS_API ts_tensor *ts_cross_entropy_ignore(ts_graph *g, ts_tensor *logits, ts_ten
 #define ts_gelu(g, ...) ts_gelu(TS_AT_(g), __VA_ARGS__)
 #define ts_embedding(g, ...) ts_embedding(TS_AT_(g), __VA_ARGS__)
 #define ts_layer_norm(g, ...) ts_layer_norm(TS_AT_(g), __VA_ARGS__)
+#define ts_group_norm(g, ...) ts_group_norm(TS_AT_(g), __VA_ARGS__)
 #define ts_matmul_batched(g, ...) ts_matmul_batched(TS_AT_(g), __VA_ARGS__)
 #define ts_permute(g, ...) ts_permute(TS_AT_(g), __VA_ARGS__)
 #define ts_transpose(g, ...) ts_transpose(TS_AT_(g), __VA_ARGS__)
@@ -1596,7 +1601,8 @@ TS_API ts_status ts_model_save_graph(ts_model *m, const char *path);
 /* Bytes held by a compiled model, by lifetime class, and the process's.
  * On a GPU also its memory: what tensorscope holds there now (every model
  * of the process, with cuBLAS's workspace) and at most since it started,
- * and what the GPU has free of its total; all four 0 on the CPU. */
+ * and what the GPU has free of its total; all four 0 on the CPU
+ * ("cpu-staged": its own allocations, and the host's free and total). */
 typedef struct ts_model_memory {
     int64_t parameters, gradients, optimizer_state, activations, anchors;
     int64_t activations_without_reuse; /* what the memory plan saved against */

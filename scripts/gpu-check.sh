@@ -87,10 +87,12 @@ elif [ "${GPU_CHECK_PROFILE:-0}" = 1 ]; then
     echo "nsys: not on this machine" | tee -a "$LOGS/summary.txt"
 fi
 # Python on the GPU: the device tests of the Python package (CPU and GPU
-# models trained side by side), through the library just built
+# models trained side by side, Python beside the CLI's --device cuda),
+# through the library and CLI just built
 if [ "${GPU_CHECK_TESTS:-1}" = 1 ]; then
     if python3 -c 'import numpy, pytest' 2>/dev/null; then
         step python-gpu 120 env TENSORSCOPE_LIBRARY="$PWD/$BUILD/libtensorscope.so" PYTHONPATH="$PWD/python" \
+            TS_BUILD_DIR="$PWD/$BUILD" TS_SOURCE_DIR="$PWD" \
             python3 -m pytest -q -rs python/tests/test_device.py
         tail -3 "$LOGS/python-gpu.log"
     else

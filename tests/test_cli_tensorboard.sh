@@ -10,7 +10,11 @@
 # one chart per tensor for its eight range fractions), the hyperparameters
 # for the HParams dashboard and the run's config text, cross-checked against
 # what train printed; a CNN's --feature-maps and --filters and the GPT's
-# --attention-map as images (act/, weight/, attention/).
+# --attention-map as images (act/, weight/, attention/); on cpu-staged (the
+# device path on the CPU) the device's memory per run (device_memory/in_use
+# and /peak, MiB: the figures --log-memory printed), none on the CPU, and
+# the watches' histograms and range fractions, taken on the device, equal
+# to the same run's on the CPU.
 # Uses the venv of tests/test_tensorboard.sh ($TS_BUILD_DIR/tb-venv, same
 # pins), creating it the same way when missing: needs PyPI the first time,
 # and fails rather than skips without it.
@@ -54,13 +58,25 @@ CNN_OK=true
 "$BIN" train --model cnn --data "$SRC/data/mnist" --quiet --max-steps 2 --batch-size 1000 --tensorboard "$TMP/tb" --run-name cnn \
     --feature-maps 'conv1/Conv2d:0' --filters conv1.weight --picture-dir "$TMP/pictures" > "$TMP/cnn.out" 2>&1 || CNN_OK=false
 
+# a device's memory per run (cpu-staged: the device path on the CPU, its
+# backend's own allocations counted as a GPU's are), beside --log-memory's lines
+# and its watches' histograms and range fractions, taken on the device, the
+# CPU's (the same run with --device cpu)
+STAGED_OK=true
+for dev in cpu-staged cpu; do
+    "$BIN" train --data "$SRC/data/mnist" --quiet --max-steps 3 --batch-size 100 --device $dev --log-memory \
+        --watch 'Gradient___fc3*' --watch-range --watch Relu:1 \
+        --tensorboard "$TMP/tb" --run-name $dev > "$TMP/$dev.out" 2> "$TMP/$dev.err" || STAGED_OK=false
+done
+
 # the character GPT's attention map as an image too
 GPT_OK=true
 "$BIN" train --model gpt --data "$SRC/data/tinyshakespeare" --layers 1 --heads 2 --embd 16 --block-size 16 --batch-size 8 \
     --steps 1 --holdout 16 --quiet --attention-map 'blocks.0.attn/Softmax:0' --attention-map-dir "$TMP/maps" \
     --tensorboard "$TMP/tb" --run-name gpt > "$TMP/gpt.out" 2>&1 || GPT_OK=false
 
-"$VENV/bin/python" - "$RUN" "$TMP/train.out" "$EPOCHS" "$TMP/tb/cnn" "$TMP/pictures" "$CNN_OK" "$TMP/tb/gpt" "$GPT_OK" <<'PY'
+"$VENV/bin/python" - "$RUN" "$TMP/train.out" "$EPOCHS" "$TMP/tb/cnn" "$TMP/pictures" "$CNN_OK" "$TMP/tb/gpt" "$GPT_OK" \
+    "$TMP/tb/cpu-staged" "$STAGED_OK" "$TMP/cpu-staged.err" "$TMP/tb/cpu" <<'PY'
 import math, re, sys, warnings
 
 warnings.simplefilter("ignore")
@@ -222,6 +238,45 @@ gpt.Reload()
 att = gpt.Images("attention/blocks.0.attn/Softmax:0/sample_0") if "attention/blocks.0.attn/Softmax:0/sample_0" in gpt.Tags().get("images", []) else []
 check(len(att) >= 1 and att[0].encoded_image_string[:4] == b"\x89PNG",
       f"image attention/blocks.0.attn/Softmax:0/sample_0: the attention map ({len(att)}; images: {gpt.Tags().get('images', [])})")
+
+# Device memory: on cpu-staged a scalar per run of what its backend holds
+# (device_memory/in_use) and its peak, in MiB: the figures --log-memory
+# printed after the same runs, and at least the model's own buffers
+staged_dir, staged_ok, staged_err = sys.argv[9], sys.argv[10] == "true", open(sys.argv[11]).read()
+check(staged_ok, "train --device cpu-staged (and cpu) --log-memory --watch ... --tensorboard exits 0")
+st = ea.EventAccumulator(staged_dir, size_guidance={ea.SCALARS: 0, ea.HISTOGRAMS: 0})
+st.Reload()
+st_tags = st.Tags()["scalars"]
+oncpu = ea.EventAccumulator(sys.argv[12], size_guidance={ea.SCALARS: 0, ea.HISTOGRAMS: 0})
+oncpu.Reload()
+hist_tags = sorted(st.Tags()["histograms"])
+check(hist_tags == sorted(oncpu.Tags()["histograms"]) and {"grad/Gradient___fc3.weight", "act/Relu:1"} <= set(hist_tags),
+      f"cpu-staged's histograms are the CPU's tags: {hist_tags}")
+differ = [t for t in hist_tags if [(e.step, e.histogram_value) for e in st.Histograms(t)]
+          != [(e.step, e.histogram_value) for e in oncpu.Histograms(t)]]
+check(hist_tags and not differ and all(len(st.Histograms(t)) == 3 for t in hist_tags),
+      f"... each run's histogram the CPU's, bucket for bucket (differ: {differ})")
+rng_tags = sorted(t for t in st_tags if t.startswith("range/"))
+rdiffer = [t for t in rng_tags if [(e.step, e.value) for e in st.Scalars(t)] != [(e.step, e.value) for e in oncpu.Scalars(t)]]
+check(len(rng_tags) == 8 * len(hist_tags) > 0 and not rdiffer, f"... and its {len(rng_tags)} range fractions each run (differ: {rdiffer})")
+use = st.Scalars("device_memory/in_use") if "device_memory/in_use" in st_tags else []
+peak = st.Scalars("device_memory/peak") if "device_memory/peak" in st_tags else []
+st_loss = st.Scalars("loss/train") if "loss/train" in st_tags else []
+UNITS = {"B": 1, "KB": 1024, "MB": 1024 ** 2, "GB": 1024 ** 3}
+lines = re.findall(r"^step (\d+): memory: params ([0-9.]+)(\w+) grads ([0-9.]+)(\w+) optimizer ([0-9.]+)(\w+) activations ([0-9.]+)(\w+) "
+                   r".* cpu-staged ([0-9.]+)(\w+) \(peak ([0-9.]+)(\w+), free", staged_err, re.M)
+logged = {int(l[0]): [float(l[i]) * UNITS[l[i + 1]] / 1024 ** 2 for i in range(1, 13, 2)] for l in lines}
+check(len(use) == len(peak) == len(st_loss) == 3 and [e.step for e in use] == [e.step for e in st_loss],
+      f"device_memory/in_use and /peak: one value per run ({len(use)}, {len(peak)}; runs {len(st_loss)})")
+check(len(logged) == 3 and all(e.step in logged for e in use), f"--log-memory printed cpu-staged's memory after steps {sorted(logged)}")
+agree = [(e.step, round(e.value, 3), round(logged[e.step][4], 3)) for e in use if e.step in logged]
+check(agree and all(abs(a - b) <= 0.006 * max(b, 0.01) for _, a, b in agree)
+      and all(abs(p.value - logged[p.step][5]) <= 0.006 * max(logged[p.step][5], 0.01) for p in peak if p.step in logged),
+      f"the scalars are the figures --log-memory printed (step, MiB, printed): {agree}")
+check(use and all(u.value <= p.value + 1e-9 and u.value >= 0.99 * sum(logged[u.step][:4]) > 0 for u, p in zip(use, peak) if u.step in logged),
+      "in use <= peak, and in use holds at least the parameters, gradients, optimizer state and activations")
+check(not any(t.startswith("device_memory/") for t in tags["scalars"] + oncpu.Tags()["scalars"]),
+      "no device_memory/ scalars for a model on the CPU")
 
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

@@ -3,7 +3,12 @@
  * Secrets (by variable name, in URLs, in the command's flags) are redacted
  * in env.txt and command.txt, and scrubbed from everything archived when
  * the command prints them. gpu.txt holds the GPUs (or why none) and what
- * nvidia-smi says, with a fake one first on PATH. */
+ * nvidia-smi says, with a fake one first on PATH.
+ * test_debug_run_cuda (label gpu; TS_TEST_DEVICE=cuda, skipped without a
+ * GPU) checks gpu.txt alone, on a GPU: the GPU's line with its compute
+ * capability, memory and driver, then the real nvidia-smi's and
+ * nvidia-smi -q's output (each with the driver's version), or, when it
+ * is not on PATH, the line saying so. */
 /* needs: debug-bundle */
 #include "tensorscope.h"
 
@@ -84,8 +89,8 @@ static void check_gpu_lines(const char *gpu) {
     else if (ts_device_check("cuda") != TS_OK)
         check(gpu && strncmp(gpu, "cuda:0: no usable GPU here (", 28) == 0, "gpu.txt: this machine has no GPU, and says so");
     else
-        check(gpu && strncmp(gpu, "cuda:0: ", 8) == 0 && strstr(gpu, ", sm_") && strstr(gpu, " GiB"),
-              "gpu.txt: cuda:0 with its compute capability and memory");
+        check(gpu && strncmp(gpu, "cuda:0: ", 8) == 0 && strstr(gpu, ", sm_") && strstr(gpu, " GiB") && strstr(gpu, ", driver "),
+              "gpu.txt: cuda:0 with its compute capability, memory and driver");
     if (!gpu)
         printf("  (no gpu.txt)\n");
     else if (strncmp(gpu, "cuda", 4) != 0)
@@ -162,9 +167,50 @@ static int leftover_tmp(const char *out) {
     return found;
 }
 
+/* Whether `name` is an executable file in a folder of $PATH. */
+static int on_path(const char *name) {
+    const char *path = getenv("PATH");
+    char dirs[4096], file[4200];
+    snprintf(dirs, sizeof dirs, "%s", path ? path : "");
+    for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+        snprintf(file, sizeof file, "%s/%s", *d ? d : ".", name);
+        if (access(file, X_OK) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* On a GPU (test_debug_run_cuda): gpu.txt's GPU line, then the real
+ * nvidia-smi's output under its command, or the line saying it is not on
+ * PATH. */
+static int gpu_only(void) {
+    members m;
+    int status;
+    char *const cmd[] = {"true", NULL};
+    if (run("gpu", cmd, 0, &status, &m) == 0) {
+        const char *gpu = member(&m, "gpu.txt");
+        const char *smi = gpu ? strstr(gpu, "\n$ nvidia-smi\n") : NULL, *q = gpu ? strstr(gpu, "\n$ nvidia-smi -q\n") : NULL;
+        if (on_path("nvidia-smi")) {
+            check(smi && strstr(smi, "Driver Version"), "gpu.txt: nvidia-smi's table under '$ nvidia-smi', with the driver's version");
+            check(q && strstr(q, "Driver Version") && strstr(q, "Product Name"),
+                  "gpu.txt: nvidia-smi -q's report under '$ nvidia-smi -q', with the driver's version and the product");
+        } else {
+            check(smi && strstr(smi, "cannot execute 'nvidia-smi'"), "gpu.txt: no nvidia-smi on PATH, and says so");
+        }
+        if (gpu)
+            printf("  gpu.txt (%zu bytes) begins: %.300s\n", strlen(gpu), gpu);
+        free_members(&m);
+    }
+    printf("%s\n", failures ? "test_debug_run: FAILED" : "test_debug_run: all passed");
+    return failures != 0;
+}
+
 int main(void) {
     setenv("MY_API_KEY", "hunter2", 1);
     setenv("MY_PLAIN_VAR", "visible", 1);
+    const char *dev = getenv("TS_TEST_DEVICE");
+    if (dev && strncmp(dev, "cuda", 4) == 0)
+        return gpu_only();
     members m;
     int status;
 

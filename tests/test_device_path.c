@@ -11,6 +11,9 @@
  *  - the parameters stay on the device between runs: nothing of them
  *    crosses after a run; the first read brings them back, once; a model
  *    freed before anyone read them leaves them on the host.
+ *  - the device's memory as its backend counts it (ts_model_memory_get):
+ *    a model's buffers held while it lives and given back when it is
+ *    freed, the peak kept.
  * The device is TS_TEST_DEVICE ("cpu-staged" unless set: the device path
  * on the CPU; test_device_path_cuda runs it on a GPU, where
  * ts_device_describe's line is checked too). No such device: exits 77
@@ -251,6 +254,34 @@ static void describe_gpu(const char *dev) {
           count, all);
 }
 
+/* What the device holds, with a second model and after it is freed. */
+static void device_memory(const char *dev) {
+    net a, b;
+    build(&a), build(&b);
+    ts_model *ma = model(&a, dev, true), *mb = NULL;
+    ts_model_memory one = {0}, two = {0}, after = {0};
+    ts_status st = ma ? train(ma, 1) : TS_ERR_INTERNAL;
+    if (!st) st = ts_model_memory_get(ma, &one);
+    CHECK_OK(st, "a model on %s trained, its memory read", dev);
+    int64_t own = one.parameters + one.gradients + one.optimizer_state + one.activations;
+    CHECK(one.device_total > 0 && one.device_free <= one.device_total && one.device_in_use >= own && one.device_peak >= one.device_in_use,
+          "%s holds %lld bytes (peak %lld) of %lld: at least the model's own %lld", dev, (long long)one.device_in_use,
+          (long long)one.device_peak, (long long)one.device_total, (long long)own);
+    mb = model(&b, dev, true);
+    st = mb ? train(mb, 1) : TS_ERR_INTERNAL;
+    if (!st) st = ts_model_memory_get(ma, &two);
+    CHECK(!st && two.device_in_use >= one.device_in_use + own && two.device_peak >= two.device_in_use,
+          "a second model: %lld bytes held (+%lld), the peak %lld", (long long)two.device_in_use,
+          (long long)(two.device_in_use - one.device_in_use), (long long)two.device_peak);
+    ts_model_free(mb);
+    st = ts_model_memory_get(ma, &after);
+    CHECK(!st && two.device_in_use - after.device_in_use >= own && after.device_peak >= two.device_in_use,
+          "the second model freed: %lld bytes given back, the peak kept (%lld)", (long long)(two.device_in_use - after.device_in_use),
+          (long long)after.device_peak);
+    ts_model_free(ma);
+    ts_graph_free(a.g), ts_graph_free(b.g);
+}
+
 int main(void) {
     const char *dev = getenv("TS_TEST_DEVICE");
     if (!dev || !*dev) dev = "cpu-staged";
@@ -264,5 +295,6 @@ int main(void) {
     scenario(dev);
     lazy_values(dev);
     tf32(dev);
+    device_memory(dev);
     return check_summary("test_device_path");
 }

@@ -9,8 +9,9 @@
  * loss, summary and anchor slots, a recorded run's table). A plan made
  * without allocating (ts_options_set_plan_only) gives the same total.
  * The device is TS_TEST_DEVICE ("cuda" unless set; missing here: exits 77
- * saying why); on a device that does not count its memory (the CPU,
- * `cpu-staged`: make test's run) only the plans are compared.
+ * saying why); `cpu-staged` (make test's run) counts its own allocations
+ * the same way; on a device that does not count its memory (the CPU) only
+ * the plans are compared.
  */
 /* labels: gpu */
 #include "check.h"

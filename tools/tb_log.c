@@ -93,19 +93,22 @@ static void tag_regex(char *buf, size_t n, const char *prefix, const char *name)
 
 /* The Custom Scalars layout, written with a run's first scalars: the losses
  * first (training and held-out on one chart), then accuracy, the training
- * rates, the gradient norms on one chart, and one chart per tensor of the
- * eight low-precision range fractions. */
+ * rates, the gradient norms on one chart, the process's memory and the
+ * device's, and one chart per tensor of the eight low-precision range
+ * fractions. */
 static ts_status write_layout(ts_tb_writer *tb, const ts_watch_result *w, size_t nw) {
     enum { MAX_RANGE = 64 };
-    enum { FIXED = 6 };
+    enum { FIXED = 7 };
     static const char *const loss[] = {"^loss/"}, *const accuracy[] = {"^accuracy/"}, *const lr[] = {"^train/learning_rate$"},
-                             *const sps[] = {"^train/samples_per_second$"}, *const norms[] = {"^grad/norm/"}, *const mem[] = {"^memory/"};
+                             *const sps[] = {"^train/samples_per_second$"}, *const norms[] = {"^grad/norm/"}, *const mem[] = {"^memory/"},
+                             *const dev[] = {"^device_memory/"};
     ts_tb_chart charts[FIXED + MAX_RANGE] = {{"loss", "loss (training per run, held-out per epoch)", loss, 1},
                                              {"accuracy", "held-out accuracy (%)", accuracy, 1},
                                              {"train", "learning rate", lr, 1},
                                              {"train", "samples per second", sps, 1},
                                              {"grad", "gradient L2 norms (global and per parameter)", norms, 1},
-                                             {"memory", "memory of this process and its children (MiB, --watch-memory)", mem, 1}};
+                                             {"memory", "memory of this process and its children (MiB, --watch-memory)", mem, 1},
+                                             {"memory", "device memory tensorscope holds, now and at peak (MiB)", dev, 1}};
     char regex[MAX_RANGE][600], title[MAX_RANGE][600];
     const char *regex_ptr[MAX_RANGE];
     int n = FIXED;
@@ -172,6 +175,17 @@ ts_status cli_tb_step(ts_tb_writer *tb, const ts_model *m, double loss, double s
         if (!st) st = ts_tb_scalar(tb, "train/skipped_steps", step, (double)skipped);
     }
     if (!st && have_norm) st = ts_tb_scalar(tb, "grad/norm/global", step, sqrt(norm2));
+    /* a device's memory (a GPU's, cpu-staged's): what its backend holds
+     * after this run, and its peak; not asked again of a writer whose
+     * model has none (the CPU: the process's memory is --watch-memory's) */
+    static const ts_tb_writer *no_device;
+    ts_model_memory mm;
+    if (!st && no_device != tb && ts_model_memory_get(m, &mm) == TS_OK && mm.device_total > 0) {
+        st = ts_tb_scalar(tb, "device_memory/in_use", step, (double)mm.device_in_use / (1024.0 * 1024.0));
+        if (!st) st = ts_tb_scalar(tb, "device_memory/peak", step, (double)mm.device_peak / (1024.0 * 1024.0));
+    } else if (!st) {
+        no_device = tb;
+    }
     ts_memwatch_stats mw;
     if (!st && ts_memwatch_latest(&mw) == TS_OK && mw.running && mw.samples > 0) { /* --watch-memory: its latest sample, MiB */
         const double MiB = 1024.0 * 1024.0;

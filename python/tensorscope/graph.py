@@ -98,6 +98,7 @@ OPS = {
     "unary": ("ts_unary", "op:S x:T alpha:F=0.0 beta:F=0.0"),
     "binary": ("ts_binary", "op:S a:T b:T"),
     "layer_norm": ("ts_layer_norm", "x:T weight:T bias:T ndims:I=1 eps:F=1e-05"),
+    "group_norm": ("ts_group_norm", "x:T weight:T bias:T groups:I eps:F=1e-05"),
     "matmul_batched": ("ts_matmul_batched", "a:T b:T transpose_a:I=0 transpose_b:I=0"),
     "permute": ("ts_permute", "x:T perm:IP"),
     "transpose": ("ts_transpose", "x:T dim0:I dim1:I"),
@@ -202,6 +203,8 @@ OP_DOCS = {
               "(the divisor's sign, Python's %), FMod (the dividend's, torch.fmod), Equal, Greater, "
               "GreaterOrEqual, Less, LessOrEqual, And, Or, Xor (1 or 0 out, no gradient).",
     "layer_norm": "Normalises over the last `ndims` dimensions, then * weight + bias (torch's layer_norm).",
+    "group_norm": "x [N, C, ...] normalised over each sample's `groups` groups of channels, then * weight + bias "
+                  "per channel (torch's group_norm; groups == C is instance norm).",
     "matmul_batched": "a [..., M, K] @ b [..., K, N] with the leading dimensions broadcast; "
                       "transpose_a / transpose_b: the operand is stored transposed.",
     "permute": "x with its dimensions reordered as `perm` (torch.permute).",

@@ -270,7 +270,9 @@ class Options:
 
     def device(self, name: str) -> Options:
         """Where the model runs: "cpu" (the default), "cuda" (the first GPU)
-        or "cuda:N". Unset, the TS_DEVICE environment variable names it. A
+        or "cuda:N" ("cpu-staged": the CPU's kernels run the way a GPU's
+        are, to test the device path anywhere). Unset, the TS_DEVICE
+        environment variable names it. A
         device this build or machine lacks fails when the model is made
         (UnsupportedError saying which: built without CUDA, no GPU)."""
         check(lib.ts_options_set_device(self._h, cstr(name)))

@@ -47,9 +47,10 @@ def train_cli(data_dir, *flags):
     assert p.returncode == 0, p.stdout + p.stderr
 
 
-def python_mlp(x, labels):
+def python_mlp(x, labels, device="cpu"):
     """The CLI's mlp (tools/models.c) built in Python, trained as the CLI
-    trains it: same names, seed, optimizer, schedule and data loader."""
+    trains it: same names, seed, optimizer, schedule and data loader (on
+    `device`, as `--device`)."""
     g = ts.Graph(seed=SEED)
     xt = g.input("x", "f32", [B, 1, 28, 28])
     lt = g.input("labels", "i32", [B])
@@ -58,7 +59,7 @@ def python_mlp(x, labels):
     loss = g.nll_loss(g.log_softmax(g.linear(h, 10, "fc3"), 1), lt)
     loss.name = "loss"
     schedule = ts.LRSchedule("cosine", warmup_steps=WARMUP, total_steps=TOTAL - WARMUP)
-    model = ts.training_model(g, ts.Options().threads(1), optimizer=ts.SGD(LR, momentum=0.9),
+    model = ts.training_model(g, ts.Options().threads(1).device(device), optimizer=ts.SGD(LR, momentum=0.9),
                               lr_schedule=schedule)
     loader = ts.DataLoader(ts.Dataset.from_arrays(x, labels), batch_size=B, shuffle=True,
                            seed=SEED)  # drop_last=False, as the CLI without --drop-last

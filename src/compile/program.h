@@ -89,8 +89,12 @@ typedef struct ts_device_copy {
 /* A kernel call timed on the device's clock (exec/op_times.c). */
 typedef struct ts_op_event {
     ts_event start, end;
+    int64_t mb;    /* the call's micro-batch (the optimizer's step: the step of the run) */
+    bool backward; /* its backward kernel */
+    bool traced;   /* made while the timeline recorded: its slice goes on the device's track */
 } ts_op_event;
 #define TS_OP_EVENT_PAIRS 8192 /* event pairs a program keeps, at most: a node's first calls of a run are timed, the rest estimated */
+#define TS_OP_EVENT_PAIRS_TRACED (1 << 16) /* at most, for a model that traces: every call of a run, when they fit (a GPU makes two events a pair) */
 
 /* A run recorded on a device and replayed (exec/replay.c). */
 #define TS_RECORDINGS 8       /* kept per program: runs whose work differs (the first, watches due, a long run's groups of steps) */

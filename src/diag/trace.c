@@ -29,6 +29,7 @@ atomic_bool ts_trace_on_;
 typedef struct event {
     uint8_t cat;
     bool counter;
+    uint8_t pass;   /* a kernel's ts_trace_pass (0: not a kernel) */
     int tid;
     int ndim;       /* -1: no shape */
     uint64_t t0, dur;
@@ -93,7 +94,38 @@ static int my_tid(void) {
     return t;
 }
 
-static event *claim(void) {
+/* A track of its own named `name` for the calling thread in the current
+ * trace (a device's kernels): registered on its first event, remembered
+ * per thread for a few names. */
+#define OWN_TRACKS 4
+static _Thread_local struct {
+    unsigned long long gen;
+    int tid;
+    char name[THREAD_NAME_MAX];
+} own[OWN_TRACKS];
+
+static int own_tid(const char *name) {
+    unsigned long long g = atomic_load_explicit(&R.gen, memory_order_relaxed);
+    int k = 0;
+    for (int i = 0; i < OWN_TRACKS; i++) {
+        if (own[i].gen == g && strncmp(own[i].name, name, THREAD_NAME_MAX - 1) == 0) return own[i].tid;
+        if (own[i].gen != g) k = i; /* a slot of an earlier trace, free */
+    }
+    int t = atomic_fetch_add(&R.n_threads, 1);
+    if (t >= MAX_THREADS) t = MAX_THREADS - 1; /* the rest share the last track */
+    else {
+        snprintf(R.thread_name[t], THREAD_NAME_MAX, "%s", name);
+        atomic_store(&R.thread_named[t], 1);
+    }
+    own[k].gen = g;
+    own[k].tid = t;
+    snprintf(own[k].name, sizeof own[k].name, "%s", name);
+    return t;
+}
+
+/* A slot for an event on track `track` (NULL: the calling thread's), or
+ * NULL: the trace is closed or full. */
+static event *claim(const char *track) {
     atomic_fetch_add(&R.inflight, 1);
     if (!atomic_load(&R.open)) {
         atomic_fetch_sub(&R.inflight, 1);
@@ -105,17 +137,16 @@ static event *claim(void) {
         return NULL;
     }
     event *e = &R.ev[i];
-    e->tid = my_tid();
+    e->tid = track ? own_tid(track) : my_tid();
+    e->pass = 0;
     return e;
 }
 
 /* The event is whole: once inflight drops to 0, finishing may write it. */
 static void publish(void) { atomic_fetch_sub(&R.inflight, 1); }
 
-void ts_trace_slice(ts_trace_cat cat, const char *op, const char *label, const ts_shape *shape, double flops, int64_t number,
-                    uint64_t t0_ns, uint64_t t1_ns) {
-    event *e = claim();
-    if (!e) return;
+static void fill_slice(event *e, ts_trace_cat cat, const char *op, const char *label, const ts_shape *shape, double flops, int64_t number,
+                       uint64_t t0_ns, uint64_t t1_ns) {
     e->cat = (uint8_t)cat;
     e->counter = false;
     e->t0 = t0_ns;
@@ -130,11 +161,27 @@ void ts_trace_slice(ts_trace_cat cat, const char *op, const char *label, const t
         while (n > 0 && ((unsigned char)label[n] & 0xC0) == 0x80) n--; /* cut before a character, not inside one */
     if (n) memcpy(e->label, label, n);
     e->label[n] = 0;
+}
+
+void ts_trace_slice(ts_trace_cat cat, const char *op, const char *label, const ts_shape *shape, double flops, int64_t number,
+                    uint64_t t0_ns, uint64_t t1_ns) {
+    event *e = claim(NULL);
+    if (!e) return;
+    fill_slice(e, cat, op, label, shape, flops, number, t0_ns, t1_ns);
+    publish();
+}
+
+void ts_trace_kernel(const char *track, ts_trace_pass pass, const char *op, const char *label, const ts_shape *shape, double flops,
+                     int64_t number, uint64_t t0_ns, uint64_t t1_ns) {
+    event *e = claim(track);
+    if (!e) return;
+    fill_slice(e, TS_TRACE_KERNEL, op, label, shape, flops, number, t0_ns, t1_ns);
+    e->pass = (uint8_t)pass;
     publish();
 }
 
 void ts_trace_counter(const char *track, uint64_t t_ns, double value) {
-    event *e = claim();
+    event *e = claim(NULL);
     if (!e) return;
     e->counter = true;
     e->t0 = t_ns;
@@ -224,7 +271,7 @@ static void json_str(FILE *f, const char *prefix, const char *s) {
 }
 
 static const char *const cat_names[TS_TRACE_CAT_COUNT] = {"step", "forward", "backward", "optimizer", "accumulate",
-                                                          "observe", "worker", "outfeed", "recompile", "communication"};
+                                                          "observe", "worker", "outfeed", "recompile", "communication", "kernel"};
 
 static void write_event(FILE *f, const event *e, int pid) {
     double ts = (double)(int64_t)(e->t0 - R.t_base) / 1e3;
@@ -242,6 +289,7 @@ static void write_event(FILE *f, const event *e, int pid) {
     if (cat == TS_TRACE_STEP) fprintf(f, "\"step %lld\"", (long long)e->number);
     else if (cat == TS_TRACE_OBSERVE) json_str(f, "observe ", e->label);
     else if (cat == TS_TRACE_SINK) json_str(f, "outfeed ", e->label);
+    else if (cat == TS_TRACE_KERNEL && e->pass == TS_PASS_OPTIMIZER) json_str(f, "", "optimizer");
     else if (e->label[0] && cat != TS_TRACE_RECOMPILE) json_str(f, "", e->label);
     else json_str(f, "", cat_names[cat]);
     fprintf(f, ",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{", pid, e->tid + 1, ts, (double)e->dur / 1e3);
@@ -269,6 +317,11 @@ static void write_event(FILE *f, const event *e, int pid) {
     if (cat == TS_TRACE_STEP || cat == TS_TRACE_OPTIMIZER) fprintf(f, "%s\"step\":%lld", sep, (long long)e->number);
     else if (cat == TS_TRACE_FORWARD || cat == TS_TRACE_BACKWARD || cat == TS_TRACE_ACCUMULATE)
         fprintf(f, "%s\"micro_batch\":%lld", sep, (long long)e->number);
+    else if (cat == TS_TRACE_KERNEL) {
+        static const char *const passes[] = {"", "forward", "backward", "optimizer"};
+        fprintf(f, "%s\"pass\":\"%s\",\"%s\":%lld", sep, passes[e->pass & 3], e->pass == TS_PASS_OPTIMIZER ? "step" : "micro_batch",
+                (long long)e->number);
+    }
     fputs("}}", f);
 }
 

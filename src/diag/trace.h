@@ -61,6 +61,7 @@ typedef enum ts_trace_cat {
     TS_TRACE_SINK,     /* an outfeed consumer delivering one record (label: its key) */
     TS_TRACE_RECOMPILE,/* label: the cause */
     TS_TRACE_COMM,     /* all-reduces, pipeline sends and receives (label says which) */
+    TS_TRACE_KERNEL,   /* a device's kernel of the op in label (the optimizer's step: no label), on the device's track */
     TS_TRACE_CAT_COUNT
 } ts_trace_cat;
 
@@ -71,6 +72,16 @@ typedef enum ts_trace_cat {
  * literal or outlive the trace (an op table name); `shape` may be NULL. */
 void ts_trace_slice(ts_trace_cat cat, const char *op, const char *label, const ts_shape *shape, double flops, int64_t number,
                     uint64_t t0_ns, uint64_t t1_ns);
+/* The passes of a kernel's slice (ts_trace_kernel). */
+typedef enum ts_trace_pass { TS_PASS_FORWARD = 1, TS_PASS_BACKWARD, TS_PASS_OPTIMIZER } ts_trace_pass;
+
+/* A device's kernel [t0_ns, t1_ns) on a track of its own named `track`
+ * (copied, up to 95 bytes; the same name from one thread: the same track),
+ * not the calling thread's: its times are the device's, placed on
+ * ts_now_ns's clock by the caller. `number`: the micro-batch (the
+ * optimizer's step: the step); the rest as ts_trace_slice's. */
+void ts_trace_kernel(const char *track, ts_trace_pass pass, const char *op, const char *label, const ts_shape *shape, double flops,
+                     int64_t number, uint64_t t0_ns, uint64_t t1_ns);
 /* A counter track's value at t_ns; thread-safe. `track` is copied (up to
  * 95 bytes). */
 void ts_trace_counter(const char *track, uint64_t t_ns, double value);

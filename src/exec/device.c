@@ -211,6 +211,7 @@ ts_status ts_device_after_run(ts_model *m) {
     be->event_record(m->stream, &p->marks[3]);
     ts_observe_device_results(m); /* the last run's summaries, if nothing read them, while the device works on this one */
     ts_status st = be->synchronize(m->stream);
+    uint64_t t_end = ts_now_ns(); /* marks[3] passed: the kernels' slices on the timeline placed by it */
     /* the host's wait for the run's last work and the copies behind it */
     for (int i = 0; p->dev_lost && !st && i < p->n_entries; i++)
         if (p->entries[i].grid != TS_F32) p->entries[i].lost = p->host_lost[i];
@@ -219,7 +220,7 @@ ts_status ts_device_after_run(ts_model *m) {
     if (!st) { /* the same on the device's clock: where the run's time went there */
         static const char *const spans[3] = {"DeviceTime.CopyToDevice", "DeviceTime.Run", "DeviceTime.CopyToHost"};
         for (int i = 0; i < 3; i++) ts_metric_record(spans[i], (double)be->event_elapsed_ns(&p->marks[i], &p->marks[i + 1]));
-        ts_exec_op_times(m); /* each kernel's, for OpTime.<Op> */
+        ts_exec_op_times(m, &p->marks[3], t_end); /* each kernel's, for OpTime.<Op> (and the timeline's device track) */
     }
     if (be->memory_info) {
         ts_device_memory mem;

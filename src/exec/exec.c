@@ -129,7 +129,7 @@ static ts_status trace_step_end(ts_model *m, int64_t step, uint64_t t0) {
     ts_trace_pause(m); /* other models' work between steps stays out */
     if (!m->opts.trace_last || step < m->opts.trace_last) return TS_OK;
     m->trace_done = true;
-    return ts_trace_finish(m);
+    return m->prog->backend->host_addressable ? ts_trace_finish(m) : TS_OK; /* a device's: once its kernels' times are in (ts_exec_run) */
 }
 
 /* A pipeline's message to or from another stage, as a slice. */
@@ -716,6 +716,10 @@ ts_status ts_exec_run(ts_model *m) {
     ts_crash_set_current_op(NULL, NULL, NULL);
     ts_status dst = ts_device_after_run(m); /* a cancelled or failed run's values too */
     if (!st) st = dst;
+    if (m->trace_done && !m->prog->backend->host_addressable) { /* the last traced step's file, with its kernels (trace_step_end) */
+        ts_status tst = ts_trace_finish(m);
+        if (!st) st = tst;
+    }
     if (st == TS_ERR_NUMERICS) ts_log_message(TS_LOG_ERROR, ts_last_error()); /* the whole report, once */
     if (st && st != TS_ERR_CANCELLED) return st;
     record_run_metrics(m); /* a cancelled run's too */

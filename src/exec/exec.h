@@ -39,7 +39,9 @@ ts_status ts_device_after_run(ts_model *m);
  * t0 and t1), and a device's events (made at its first run). */
 ts_status ts_exec_attach_op_times(ts_model *m, ts_op_chain *c);
 /* After the run's synchronize on a device: the events' times into
- * p->op_ns and p->opt_ns. */
-void ts_exec_op_times(ts_model *m);
+ * p->op_ns and p->opt_ns; while the model traces, its traced calls'
+ * slices on the device's track, placed by `last`, the run's last event,
+ * which the host saw passed at t_end (ts_now_ns). */
+void ts_exec_op_times(ts_model *m, const ts_event *last, uint64_t t_end);
 
 #endif

@@ -17,6 +17,13 @@
  * its calls times their mean. The counters OpCallsTimed and
  * OpCallsEstimated say how many of each.
  *
+ * A model that traces (ts_options_set_trace) keeps a pair for every call
+ * of a run where they fit (TS_OP_EVENT_PAIRS_TRACED), and its traced
+ * steps' calls go on the timeline on a track of the device's own
+ * ("kernels (cuda:0)"), one slice per kernel call: its time on the
+ * device's clock, placed on the host's by the run's last mark, which the
+ * device passed just before the run's synchronize returned.
+ *
  * It is the innermost observer on the op chain (core/op_chain.h): its
  * clock is read last before the call and first after it, and its reads
  * are the call's t0 and t1 for the other observers (the timeline's). */
@@ -24,7 +31,10 @@
 
 #include "backend/backend.h"
 #include "diag/metrics.h"
+#include "diag/trace.h"
+#include "graph/ops.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* Before a run: a device's events (made at its first run). */
@@ -35,6 +45,8 @@ static ts_status prepare(ts_model *m) {
     if (!p->op_events) {
         int rounds = (TS_OP_EVENT_PAIRS / n) & ~1;
         p->op_rounds = rounds > 2 ? rounds : 2; /* a forward and a backward */
+        int64_t calls = 2 * m->opts.device_iterations * (m->training ? m->opts.grad_accum : 1); /* a node's in a run, at most */
+        if (m->opts.trace_path && calls > p->op_rounds && calls * n <= TS_OP_EVENT_PAIRS_TRACED) p->op_rounds = (int)calls;
         p->op_events = ts_calloc((size_t)p->op_rounds * (size_t)n, sizeof *p->op_events);
         p->op_calls = ts_calloc((size_t)n, sizeof *p->op_calls);
         if (!p->op_events || !p->op_calls) {
@@ -59,7 +71,10 @@ static ts_op_event *next_pair(const ts_prog *p, int node) {
 static ts_status op_begin(void *ctx, ts_model *m, ts_op_call *c) {
     (void)ctx;
     ts_op_event *e = next_pair(m->prog, c->node);
-    if (e) m->backend->event_record(m->stream, &e->start);
+    if (e) {
+        e->mb = c->mb, e->backward = c->backward, e->traced = ts_trace_live();
+        m->backend->event_record(m->stream, &e->start);
+    }
     c->t0 = ts_now_ns();
     return TS_OK;
 }
@@ -84,17 +99,40 @@ ts_status ts_exec_attach_op_times(ts_model *m, ts_op_chain *c) {
     return st ? st : ts_op_chain_add(c, op_begin, op_end, NULL);
 }
 
-void ts_exec_op_times(ts_model *m) {
+/* A traced call's slice on the device's track: its times before the
+ * run's last mark `last`, which the host saw passed at `t_end`. */
+static void trace_kernel(const ts_model *m, const char *track, int i, const ts_op_event *e, const ts_event *last, uint64_t t_end) {
+    const ts_backend *be = m->prog->backend;
+    uint64_t t0 = t_end - be->event_elapsed_ns(&e->start, last), t1 = t_end - be->event_elapsed_ns(&e->end, last);
+    if (i == m->prog->n_nodes) {
+        ts_trace_kernel(track, TS_PASS_OPTIMIZER, NULL, NULL, NULL, 0, e->mb, t0, t1);
+        return;
+    }
+    const ts_tensor *t = m->g->t[i];
+    double f = ts_prog_op_flops(m->prog, t);
+    ts_trace_kernel(track, e->backward ? TS_PASS_BACKWARD : TS_PASS_FORWARD, ts_op_get(t->op)->name, t->name, &m->prog->shape[i],
+                    e->backward ? 2 * f : f, e->mb, t0, t1);
+}
+
+void ts_exec_op_times(ts_model *m, const ts_event *last, uint64_t t_end) {
     ts_prog *p = m->prog;
     if (!p->op_events) return;
     const ts_backend *be = p->backend;
     int n = p->n_nodes + 1;
     int64_t timed = 0, estimated = 0;
+    char track[96] = "";
+    if (m->opts.trace_path && ts_trace_owned_by(m)) /* the traced steps' kernels on the device's track */
+        snprintf(track, sizeof track, strcmp(be->name, "cuda") == 0 ? "kernels (%s:%d)" : "kernels (%s)", be->name,
+                 be->ordinal);
     for (int i = 0; i < n; i++) {
         int64_t calls = p->op_calls[i], k = calls < p->op_rounds ? calls : p->op_rounds;
         if (!calls) continue;
         uint64_t ns = 0;
-        for (int64_t r = 0; r < k; r++) ns += be->event_elapsed_ns(&p->op_events[r * n + i].start, &p->op_events[r * n + i].end);
+        for (int64_t r = 0; r < k; r++) {
+            const ts_op_event *e = &p->op_events[r * n + i];
+            ns += be->event_elapsed_ns(&e->start, &e->end);
+            if (track[0] && e->traced) trace_kernel(m, track, i, e, last, t_end);
+        }
         if (calls > k) ns = (uint64_t)((double)ns * (double)calls / (double)k); /* the calls past its events: their mean each */
         *(i == n - 1 ? &p->opt_ns : &p->op_ns[i]) += ns;
         timed += k;

@@ -38,6 +38,7 @@ typedef enum ts_op {
     TS_OP_GELU,         /* attr[0]: 1 = tanh approximation */
     TS_OP_EMBEDDING,    /* in: weight [V,C], indices i32 [...] */
     TS_OP_LAYER_NORM,   /* in: x, weight, bias; attr[0]: normalised trailing dims; fattr[0]: eps */
+    TS_OP_GROUP_NORM,   /* in: x [N,C,...], weight [C], bias [C]; attr[0]: groups; fattr[0]: eps */
     TS_OP_BATCH_MATMUL, /* attr[0], attr[1]: a, b stored transposed */
     TS_OP_PERMUTE,      /* attr[0..ndim): the permutation */
     TS_OP_SLICE,        /* attr[0] dim, attr[1] start, attr[2] length */

@@ -114,6 +114,12 @@ ts_tensor *ts_cast(ts_graph *g, ts_tensor *x, ts_dtype dtype) {
 
 ts_dtype ts_tensor_precision(const ts_tensor *t) { return t ? t->grid : TS_F32; }
 
+ts_tensor *ts_group_norm(ts_graph *g, ts_tensor *x, ts_tensor *weight, ts_tensor *bias, int groups, float eps) {
+    if (g && !g->sticky && !(eps >= 0.0f)) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_group_norm: eps must be >= 0");
+    if (g && !g->sticky && groups < 1) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_group_norm: groups must be >= 1 (got %d)", groups);
+    return node(g, TS_OP_GROUP_NORM, 3, (const ts_tensor *[]){x, weight, bias}, &(attrs){.attr = {groups}, .fattr = {eps}});
+}
+
 ts_tensor *ts_layer_norm(ts_graph *g, ts_tensor *x, ts_tensor *weight, ts_tensor *bias, int ndims, float eps) {
     if (g && !g->sticky && !(eps >= 0.0f)) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_layer_norm: eps must be >= 0");
     return node(g, TS_OP_LAYER_NORM, 3, (const ts_tensor *[]){x, weight, bias}, &(attrs){.attr = {ndims}, .fattr = {eps}});

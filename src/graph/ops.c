@@ -138,6 +138,7 @@ static const ts_op_def table[] = {
     [TS_OP_GELU] = {.op = TS_OP_GELU, .name = "Gelu", .arity = 1, .has_backward = true, .shape = shape_same, .flops = flops_elementwise},
     [TS_OP_EMBEDDING] = {.op = TS_OP_EMBEDDING, .name = "Embedding", .arity = 2, .bwd_unread_inputs = 0x1u, .int_inputs = 1u << 1, .has_backward = true, .shape = ts_shape_embedding, .flops = flops_elementwise},
     [TS_OP_LAYER_NORM] = {.op = TS_OP_LAYER_NORM, .name = "LayerNorm", .arity = 3, .bwd_unread_inputs = 0x4u, .has_backward = true, .shape = ts_shape_layer_norm, .flops = ts_flops_layer_norm, .scratch_floats = ts_scratch_layer_norm},
+    [TS_OP_GROUP_NORM] = {.op = TS_OP_GROUP_NORM, .name = "GroupNorm", .arity = 3, .bwd_unread_inputs = 0x4u, .has_backward = true, .shape = ts_shape_group_norm, .flops = ts_flops_layer_norm, .scratch_floats = ts_scratch_group_norm},
     [TS_OP_BATCH_MATMUL] = {.op = TS_OP_BATCH_MATMUL, .name = "MatMul", .arity = 2, .has_backward = true, .shape = ts_shape_bmm, .flops = ts_flops_bmm},
     [TS_OP_PERMUTE] = {.op = TS_OP_PERMUTE, .name = "Transpose", .arity = 1, .bwd_unread_inputs = 0x1u, .keeps_int = true, .has_backward = true, .shape = ts_shape_permute},
     [TS_OP_SLICE] = {.op = TS_OP_SLICE, .name = "Slice", .arity = 1, .bwd_unread_inputs = 0x1u, .has_backward = true, .shape = ts_shape_slice},

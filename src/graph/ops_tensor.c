@@ -64,6 +64,25 @@ ts_status ts_shape_gather_elements(const ts_tensor *n, const ts_shape *in, ts_sh
     return TS_OK;
 }
 
+void ts_group_norm_dims(const ts_shape *x, int64_t *N, int64_t *C, int64_t *S) {
+    *N = x->ndim > 0 ? x->d[0] : 1, *C = x->ndim > 1 ? x->d[1] : 1;
+    *S = *N * *C > 0 ? ts_shape_numel(x) / (*N * *C) : 0;
+}
+
+ts_status ts_shape_group_norm(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
+    char a[96], b[96];
+    int64_t G = n->attr[0];
+    if (in[0].ndim < 2) return SHAPE_ERR("GroupNorm: the input %s must be [N, C, ...]", sh(&in[0], a));
+    if (G < 1 || in[0].d[1] % G)
+        return SHAPE_ERR("GroupNorm: %lld groups must divide the %lld channels of the input %s", (long long)G, (long long)in[0].d[1], sh(&in[0], a));
+    for (int j = 1; j <= 2; j++)
+        if (in[j].ndim != 1 || in[j].d[0] != in[0].d[1])
+            return SHAPE_ERR("GroupNorm: the %s %s must be [%lld], one value per channel of the input %s", j == 1 ? "weight" : "bias", sh(&in[j], b),
+                             (long long)in[0].d[1], sh(&in[0], a));
+    *out = in[0];
+    return TS_OK;
+}
+
 ts_status ts_shape_layer_norm(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
     char a[96], b[96], c[96];
     int k = (int)n->attr[0];
@@ -252,5 +271,11 @@ double ts_flops_bmm(const ts_shape *in, const ts_shape *out) {
 double ts_flops_layer_norm(const ts_shape *in, const ts_shape *out) { (void)in; return 8.0 * (double)ts_shape_numel(out); }
 size_t ts_scratch_layer_norm(const ts_shape *in, const ts_shape *out) {
     return 2 * (size_t)(ts_shape_numel(out) / ts_shape_numel(&in[1]));
+}
+size_t ts_scratch_group_norm(const ts_shape *in, const ts_shape *out) { /* (mean, rstd) per sample and group: room for C groups */
+    int64_t N, C, S;
+    (void)out;
+    ts_group_norm_dims(&in[0], &N, &C, &S);
+    return 2 * (size_t)N * (size_t)C;
 }
 size_t ts_scratch_cross_entropy(const ts_shape *in, const ts_shape *out) { (void)out; return (size_t)ts_shape_numel(&in[0]); }

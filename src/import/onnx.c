@@ -2108,8 +2108,10 @@ static ts_status op_layer_norm(importer *im, node_io *io) {
     return st;
 }
 
-/* An f32 graph constant of n copies of v, named `<scope>/<what>:<k>`. */
-static ts_tensor *filled_constant(importer *im, const char *what, int64_t n, float v) {
+/* An f32 graph constant [n] named `<scope>/<what>:<k>`: value i is
+ * src's value i / every (a constant's values spread, each `every` times),
+ * or v where src is NULL. */
+static ts_tensor *spread_constant(importer *im, const char *what, int64_t n, const value *src, int64_t every, float v) {
     ts_status st = ts_const_charge((uint64_t)n * 4);
     if (st) {
         fold_result(im, st);
@@ -2117,12 +2119,15 @@ static ts_tensor *filled_constant(importer *im, const char *what, int64_t n, flo
     }
     float *f = ts_malloc((size_t)n * sizeof *f);
     char *name = f ? ts_graph_op_output_name(im->g, what) : NULL;
-    for (int64_t i = 0; name && i < n; i++) f[i] = v;
+    for (int64_t i = 0; name && i < n; i++) f[i] = src ? (float)src->c.v[i / every] : v;
     ts_tensor *t = name ? f32_constant(im, name, &(ts_shape){.ndim = 1, .d = {n}}, f) : NULL;
     ts_free(name);
     ts_free(f);
     return t;
 }
+
+/* An f32 graph constant of n copies of v, named `<scope>/<what>:<k>`. */
+static ts_tensor *filled_constant(importer *im, const char *what, int64_t n, float v) { return spread_constant(im, what, n, NULL, 1, v); }
 
 /* Whether v is a constant (not a parameter) whose every value is x. */
 static bool const_filled(const value *v, double x) {
@@ -2132,11 +2137,12 @@ static bool const_filled(const value *v, double x) {
     return true;
 }
 
-/* x [N,C,d1..] normalised over each sample's G groups of channels (the
- * layer norm of x as [N,G,L] over L, without its affine), then * scale + B:
- * per channel ([C]), or per group ([G], GroupNormalization before opset
- * 21). A constant unit scale and zero B (the InstanceNormalization of
- * nn.GroupNorm's export) add no op. */
+/* x [N,C,d1..] normalised over each sample's G groups of channels, then *
+ * scale + B: per channel ([C]: one GroupNorm op), or per group ([G],
+ * GroupNormalization before opset 21: a constant scale and B are spread
+ * over each group's channels into that op; else the layer norm of x as
+ * [N,G,L] over L, then the affine per group, where a constant unit scale
+ * and zero B add no op). */
 static ts_status group_norm(importer *im, node_io *io, int64_t G, bool per_group) {
     ts_status st = TS_OK;
     ts_tensor *x = as_tensor(im, io->in[0], &st);
@@ -2147,23 +2153,31 @@ static ts_status group_norm(importer *im, node_io *io, int64_t G, bool per_group
     if (xs->ndim < 3 || ss->ndim != 1 || bs->ndim != 1 || ss->d[0] != n_affine || bs->d[0] != n_affine)
         return node_error(im, TS_ERR_SHAPE, "normalises x [N,C,d1,...] with scale and B of [%s]; got %s, %s and %s", per_group ? "num_groups" : "C",
                           ts_shape_str(xs, a, sizeof a), ts_shape_str(ss, c, sizeof c), ts_shape_str(bs, d, sizeof d));
-    bool scaled = !const_filled(io->in[1], 1.0), shifted = !const_filled(io->in[2], 0.0);
-    ts_tensor *s = scaled ? as_f32(im, io->in[1], &st) : NULL, *b = shifted && !st ? as_f32(im, io->in[2], &st) : NULL;
-    if (st) return st;
     if (G < 1 || xs->d[1] % G)
         return node_error(im, TS_ERR_SHAPE, "num_groups %lld must divide the %lld channels of %s", (long long)G, (long long)xs->d[1],
                           ts_shape_str(xs, a, sizeof a));
+    bool scaled = !const_filled(io->in[1], 1.0), shifted = !const_filled(io->in[2], 0.0);
+    bool spread = per_group && (!scaled || (is_const(io->in[1]) && !io->in[1]->param)) &&
+                  (!shifted || (is_const(io->in[2]) && !io->in[2]->param)); /* constants over each group's channels */
+    ts_tensor *s = scaled && !spread ? as_f32(im, io->in[1], &st) : NULL, *b = shifted && !spread && !st ? as_f32(im, io->in[2], &st) : NULL;
+    if (st) return st;
+    float eps = (float)attr_f(im, "epsilon", 1e-5);
+    int64_t C = xs->d[1], Cg = C / G;
+    if (!per_group || spread) {
+        if (spread || !s) s = spread_constant(im, "ScalePerChannel", C, scaled ? io->in[1] : NULL, Cg, 1.0f);
+        if (s && (spread || !b)) b = spread_constant(im, "BiasPerChannel", C, shifted ? io->in[2] : NULL, Cg, 0.0f);
+        if (!b) return ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
+        return built(im, ts_group_norm(im->g, x, s, b, (int)G, eps), &io->out[0]);
+    }
     int64_t L = ts_shape_numel(xs) / (xs->d[0] * G);
     ts_tensor *ones = filled_constant(im, "Ones", L, 1.0f), *zeros = ones ? filled_constant(im, "Zeros", L, 0.0f) : NULL;
     if (!zeros) return ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
     ts_tensor *y = ts_reshape(im->g, x, 3, (int64_t[]){xs->d[0], G, L});
-    y = ts_layer_norm(im->g, y, ones, zeros, 1, (float)attr_f(im, "epsilon", 1e-5));
-    ts_shape cs = {.ndim = per_group ? 2 : xs->ndim - 1, .d = {n_affine}}; /* [G,1] against [N,G,L], [C,1,...] against x */
-    for (int k = 1; k < cs.ndim; k++) cs.d[k] = 1;
-    if (!per_group) y = ts_reshape(im->g, y, xs->ndim, xs->d);
+    y = ts_layer_norm(im->g, y, ones, zeros, 1, eps);
+    const ts_shape cs = {.ndim = 2, .d = {n_affine, 1}}; /* [G,1] against [N,G,L] */
     if (scaled) y = ts_mul(im->g, y, ts_reshape(im->g, s, cs.ndim, cs.d));
     if (shifted) y = ts_add(im->g, y, ts_reshape(im->g, b, cs.ndim, cs.d));
-    if (per_group) y = ts_reshape(im->g, y, xs->ndim, xs->d);
+    y = ts_reshape(im->g, y, xs->ndim, xs->d);
     return built(im, y, &io->out[0]);
 }
 

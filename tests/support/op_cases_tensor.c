@@ -94,6 +94,27 @@ static void layer_norm_cases(ts_op_checker *c) {
     layer_norm_case(c, 1, (int64_t[]){33}, 1, 1e-5f);        /* the whole tensor */
 }
 
+/* x of shape d[0..nd) ([N, C, ...]) in G groups of channels */
+static void group_norm_case(ts_op_checker *c, int nd, const int64_t *d, int G, float eps) {
+    char label[128], sd[64] = "";
+    for (int q = 0, o = 0; q < nd; q++) o += snprintf(sd + o, sizeof sd - (size_t)o, q ? ",%lld" : "%lld", (long long)d[q]);
+    ts_graph *g = ts_graph_new(1);
+    ts_tensor *x = in_f32(g, "x", nd, d);
+    ts_tensor *w = ts_param(g, "w", 1, d + 1), *b = ts_param(g, "b", 1, d + 1);
+    snprintf(label, sizeof label, "x [%s], %d groups, eps %g", sd, G, (double)eps);
+    ts_op_check(c, label, ts_group_norm(g, x, w, b, G, eps), NULL);
+    ts_graph_free(g);
+}
+
+static void group_norm_cases(ts_op_checker *c) {
+    group_norm_case(c, 4, (int64_t[]){2, 6, 3, 4}, 3, 1e-5f);    /* 2 channels a group */
+    group_norm_case(c, 4, (int64_t[]){2, 4, 3, 3}, 4, 1e-5f);    /* a group per channel: instance norm */
+    group_norm_case(c, 3, (int64_t[]){3, 8, 5}, 1, 1e-3f);       /* one group: 1-d, layer norm over [C, L] */
+    group_norm_case(c, 2, (int64_t[]){4, 6}, 2, 1e-5f);          /* no positions: [N, C] */
+    group_norm_case(c, 5, (int64_t[]){1, 4, 2, 3, 5}, 2, 1e-5f); /* 3-d */
+    group_norm_case(c, 4, (int64_t[]){2, 2, 20, 20}, 1, 1e-5f);  /* a group past 256 threads */
+}
+
 /* a of shape da[0..na), b of shape db[0..nb) */
 static void bmm_case(ts_op_checker *c, int na, const int64_t *da, int nb, const int64_t *db, int ta, int tb) {
     char label[160], sa[64] = "", sb[64] = "";
@@ -248,6 +269,7 @@ void ts_op_cases_tensor(ts_op_checker *c) {
     embedding_cases(c);
     gather_cases(c);
     layer_norm_cases(c);
+    group_norm_cases(c);
     bmm_cases(c);
     permute_cases(c);
     slice_cases(c);

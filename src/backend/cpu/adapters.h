@@ -24,6 +24,8 @@ void ts_fwd_gather_elements(const ts_kctx *k);
 void ts_bwd_gather_elements(const ts_kctx *k);
 void ts_fwd_layer_norm(const ts_kctx *k);
 void ts_bwd_layer_norm(const ts_kctx *k);
+void ts_fwd_group_norm(const ts_kctx *k);
+void ts_bwd_group_norm(const ts_kctx *k);
 void ts_fwd_bmm(const ts_kctx *k);
 void ts_bwd_bmm(const ts_kctx *k);
 void ts_fwd_permute(const ts_kctx *k);

@@ -90,6 +90,17 @@ void ts_bwd_layer_norm(const ts_kctx *k) {
     ts_layer_norm_backward(k->pool, k->din[0], k->din[1], k->din[2], k->dout, k->in[0], k->scratch, k->in[1], rows, D);
 }
 
+void ts_fwd_group_norm(const ts_kctx *k) {
+    int64_t N, C, S;
+    ts_group_norm_dims(&k->in_shape[0], &N, &C, &S);
+    ts_group_norm_forward(k->pool, k->out, k->scratch, k->in[0], k->in[1], k->in[2], N, C, k->node->attr[0], S, k->node->fattr[0]);
+}
+void ts_bwd_group_norm(const ts_kctx *k) {
+    int64_t N, C, S;
+    ts_group_norm_dims(&k->in_shape[0], &N, &C, &S);
+    ts_group_norm_backward(k->pool, k->din[0], k->din[1], k->din[2], k->dout, k->in[0], k->scratch, k->in[1], N, C, k->node->attr[0], S);
+}
+
 void ts_fwd_bmm(const ts_kctx *k) {
     ts_kctx room;
     k = ts_cpu_widen(k, &room);

@@ -8,12 +8,14 @@
 #include "backend/cpu/adapters.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"
+#include "backend/held.h"
 #include "graph/optim.h"
 #include "core/stats.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ------------------------------------------------- core ops' adapters */
 
@@ -119,6 +121,7 @@ static const ts_kernel_row kernels[] = {
     [TS_OP_GELU] = {.forward = ts_fwd_ew_unary, .backward = ts_bwd_ew_unary, .stores_din = 1u},
     [TS_OP_EMBEDDING] = {.forward = ts_fwd_gather, .backward = ts_bwd_gather},
     [TS_OP_LAYER_NORM] = {.forward = ts_fwd_layer_norm, .backward = ts_bwd_layer_norm},
+    [TS_OP_GROUP_NORM] = {.forward = ts_fwd_group_norm, .backward = ts_bwd_group_norm},
     [TS_OP_BATCH_MATMUL] = {.forward = ts_fwd_bmm, .backward = ts_bwd_bmm},
     [TS_OP_PERMUTE] = {.forward = ts_fwd_permute, .backward = ts_bwd_permute},
     [TS_OP_SLICE] = {.forward = ts_fwd_slice, .backward = ts_bwd_slice},
@@ -348,6 +351,31 @@ static pthread_once_t staged_once = PTHREAD_ONCE_INIT;
 static bool staged_host_pin(void *p, size_t bytes) { return p && bytes; }
 static void staged_host_unpin(void *p) { (void)p; }
 
+/* Its memory counted as a GPU's is (backend/held.h): what the models on
+ * it hold now and at peak; free and total are the host's. */
+static ts_held staged_held = TS_HELD_INIT;
+
+static ts_status staged_alloc(size_t bytes, void **out) {
+    ts_status st = cpu_alloc(bytes, out);
+    if (st || ts_held_note(&staged_held, *out, bytes)) return st;
+    cpu_free(*out);
+    *out = NULL;
+    return ts_error(TS_ERR_OUT_OF_MEMORY, "cpu-staged: no memory to note an allocation of %zu bytes", bytes);
+}
+
+static void staged_free(void *p) {
+    if (!p) return;
+    ts_held_forget(&staged_held, p);
+    cpu_free(p);
+}
+
+static void staged_memory_info(ts_device_memory *out) {
+    long pages = sysconf(_SC_PHYS_PAGES), avail = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    ts_held_get(&staged_held, &out->in_use, &out->peak);
+    out->total = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+    out->free = avail > 0 && page > 0 ? (uint64_t)avail * (uint64_t)page : 0;
+}
+
 static void staged_init(void) {
     staged = cpu;
     staged.name = "cpu-staged";
@@ -355,6 +383,9 @@ static void staged_init(void) {
     staged.stats_reduce_many = staged_stats_reduce_many;
     staged.host_pin = staged_host_pin;
     staged.host_unpin = staged_host_unpin;
+    staged.alloc = staged_alloc;
+    staged.free = staged_free;
+    staged.memory_info = staged_memory_info;
     ts_cpu_staged_recording(&staged);
 }
 

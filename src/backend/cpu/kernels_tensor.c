@@ -378,6 +378,102 @@ void ts_layer_norm_backward(ts_pool *p, float *dx, float *dw, float *db, const f
     }
 }
 
+/* -------------------------------------------------------------- group norm */
+
+/* A group (sample n, group g) is L = C/G * S contiguous values of x [N, C,
+ * S]: channels g*C/G.. of sample n. Its sums in double, as a group holds
+ * whole channels (an image's positions each). */
+typedef struct gn_ctx {
+    float *y, *stats_out, *dx, *dw, *db;
+    const float *x, *w, *b, *dy, *stats;
+    int64_t N, C, G, S;
+    float eps;
+} gn_ctx;
+
+static void gn_fwd_slice(void *vctx, int64_t begin, int64_t end) {
+    const gn_ctx *c = vctx;
+    int64_t Cg = c->C / c->G, S = c->S, L = Cg * S;
+    for (int64_t r = begin; r < end; r++) {
+        const float *x = c->x + r * L;
+        double s = 0, v = 0;
+        for (int64_t j = 0; j < L; j++) s += x[j];
+        double mean = L ? s / (double)L : 0;
+        for (int64_t j = 0; j < L; j++) v += ((double)x[j] - mean) * ((double)x[j] - mean);
+        float m = (float)mean, rstd = (float)(1.0 / sqrt((L ? v / (double)L : 0) + (double)c->eps));
+        for (int64_t q = 0, c0 = (r % c->G) * Cg; q < Cg; q++) {
+            float w = c->w[c0 + q], b = c->b[c0 + q];
+            const float *xq = x + q * S;
+            float *yq = c->y + r * L + q * S;
+            for (int64_t j = 0; j < S; j++) yq[j] = (xq[j] - m) * rstd * w + b;
+        }
+        c->stats_out[2 * r] = m;
+        c->stats_out[2 * r + 1] = rstd;
+    }
+}
+
+void ts_group_norm_forward(ts_pool *p, float *y, float *stats, const float *x, const float *w, const float *b, int64_t N, int64_t C,
+                           int64_t G, int64_t S, float eps) {
+    gn_ctx c = {.y = y, .stats_out = stats, .x = x, .w = w, .b = b, .N = N, .C = C, .G = G, .S = S, .eps = eps};
+    int64_t L = C / G * S;
+    ts_pool_for(p, N * G, GRAIN / (L > 0 ? L : 1) + 1, gn_fwd_slice, &c);
+}
+
+/* dx += rstd * (g - mean(g) - xhat * mean(g * xhat)) over each group, g =
+ * dy * w[channel]: groups split over the pool */
+static void gn_bwd_dx_slice(void *vctx, int64_t begin, int64_t end) {
+    const gn_ctx *c = vctx;
+    int64_t Cg = c->C / c->G, S = c->S, L = Cg * S;
+    for (int64_t r = begin; r < end; r++) {
+        const float *x = c->x + r * L, *d = c->dy + r * L;
+        float m = c->stats[2 * r], rstd = c->stats[2 * r + 1];
+        int64_t c0 = (r % c->G) * Cg;
+        double sg = 0, sgx = 0;
+        for (int64_t q = 0; q < Cg; q++) {
+            float w = c->w[c0 + q];
+            for (int64_t j = q * S; j < (q + 1) * S; j++) {
+                float gj = d[j] * w;
+                sg += gj;
+                sgx += gj * ((x[j] - m) * rstd);
+            }
+        }
+        float mg = (float)(sg / (double)L), mgx = (float)(sgx / (double)L);
+        float *o = c->dx + r * L;
+        for (int64_t q = 0; q < Cg; q++) {
+            float w = c->w[c0 + q];
+            for (int64_t j = q * S; j < (q + 1) * S; j++) o[j] += rstd * (d[j] * w - mg - ((x[j] - m) * rstd) * mgx);
+        }
+    }
+}
+
+/* dw[c] += sum over samples and positions of dy * xhat, db[c] += sum of
+ * dy: channels split over the pool, each thread owning its channels */
+static void gn_bwd_dwdb_slice(void *vctx, int64_t begin, int64_t end) {
+    const gn_ctx *c = vctx;
+    int64_t Cg = c->C / c->G, S = c->S;
+    for (int64_t ch = begin; ch < end; ch++) {
+        double sw = 0, sb = 0;
+        for (int64_t n = 0; n < c->N; n++) {
+            int64_t r = n * c->G + ch / Cg;
+            float m = c->stats[2 * r], rstd = c->stats[2 * r + 1];
+            const float *x = c->x + (n * c->C + ch) * S, *d = c->dy + (n * c->C + ch) * S;
+            for (int64_t j = 0; j < S; j++) {
+                sw += d[j] * ((x[j] - m) * rstd);
+                sb += d[j];
+            }
+        }
+        if (c->dw) c->dw[ch] += (float)sw;
+        if (c->db) c->db[ch] += (float)sb;
+    }
+}
+
+void ts_group_norm_backward(ts_pool *p, float *dx, float *dw, float *db, const float *dy, const float *x, const float *stats, const float *w,
+                            int64_t N, int64_t C, int64_t G, int64_t S) {
+    gn_ctx c = {.dx = dx, .dw = dw, .db = db, .x = x, .w = w, .dy = dy, .stats = stats, .N = N, .C = C, .G = G, .S = S};
+    int64_t L = C / G * S;
+    if (dx) ts_pool_for(p, N * G, GRAIN / (L > 0 ? L : 1) + 1, gn_bwd_dx_slice, &c);
+    if (dw || db) ts_pool_for(p, C, GRAIN / (N * S > 0 ? N * S : 1) + 1, gn_bwd_dwdb_slice, &c);
+}
+
 /* ---------------------------------------------------------- batched matmul */
 
 /* The products of a batched matmul go to ts_gemm_batch_pool; product i

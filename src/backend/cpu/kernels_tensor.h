@@ -43,6 +43,13 @@ void ts_layer_norm_forward(ts_pool *p, float *y, float *stats, const float *x, c
                            int64_t D, float eps);
 void ts_layer_norm_backward(ts_pool *p, float *dx, float *dw, float *db, const float *dy, const float *x, const float *stats, const float *w,
                             int64_t rows, int64_t D);
+/* Group norm of x [N, C, S] over G groups of C/G channels: stats [N*G, 2]
+ * = (mean, rstd) kept for the backward, which accumulates into dx, dw, db
+ * (any may be NULL). */
+void ts_group_norm_forward(ts_pool *p, float *y, float *stats, const float *x, const float *w, const float *b, int64_t N, int64_t C,
+                           int64_t G, int64_t S, float eps);
+void ts_group_norm_backward(ts_pool *p, float *dx, float *dw, float *db, const float *dy, const float *x, const float *stats, const float *w,
+                            int64_t N, int64_t C, int64_t G, int64_t S);
 
 /* ---- batched matmul: C[..., M, N] = op(A)[..., M, K] op(B)[..., K, N],
  * leading dims broadcast; sc, sa, sb the shapes as stored. The products

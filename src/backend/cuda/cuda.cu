@@ -5,6 +5,9 @@
  * first CUDA error is kept, with the op that raised it, and reported by
  * synchronize. */
 #include "backend/cuda/adapters.h"
+extern "C" {
+#include "backend/held.h"
+}
 
 extern "C" {
 #include "graph/optim.h"
@@ -151,40 +154,9 @@ void ts_cu_gemm(const ts_kctx *k, bool ta, bool tb, int64_t M, int64_t N, int64_
 
 /* ------------------------------------------------------------ memory */
 
-/* What this backend holds: its allocations' sizes by address (made at
- * compile, not in the step loop), the sum and its peak. */
-typedef struct held_block {
-    void *p;
-    size_t bytes;
-} held_block;
-
-static struct {
-    held_block *at;
-    size_t n, cap;
-    uint64_t in_use, peak;
-} g_held;
-
-static bool hold_note(void *p, size_t bytes) {
-    if (g_held.n == g_held.cap) {
-        size_t cap = g_held.cap ? 2 * g_held.cap : 64;
-        held_block *at = (held_block *)realloc(g_held.at, cap * sizeof *at);
-        if (!at) return false;
-        g_held.at = at, g_held.cap = cap;
-    }
-    g_held.at[g_held.n++] = held_block{p, bytes};
-    g_held.in_use += bytes;
-    if (g_held.in_use > g_held.peak) g_held.peak = g_held.in_use;
-    return true;
-}
-
-static void hold_forget(void *p) {
-    for (size_t i = g_held.n; i-- > 0;)
-        if (g_held.at[i].p == p) {
-            g_held.in_use -= g_held.at[i].bytes;
-            g_held.at[i] = g_held.at[--g_held.n];
-            return;
-        }
-}
+/* What this backend holds (backend/held.h): its allocations' sizes by
+ * address, the sum and its peak. */
+static ts_held g_held = TS_HELD_INIT;
 
 /* The driver's free and total are asked at most every 10 ms while what
  * this process holds stays the same: the metrics ask after every run, and
@@ -192,12 +164,13 @@ static void hold_forget(void *p) {
 static void cu_memory_info(ts_device_memory *out) {
     static size_t free_b, total_b;
     static uint64_t asked_ns, asked_in_use = UINT64_MAX;
-    uint64_t now = ts_now_ns();
-    if (asked_in_use != g_held.in_use || now - asked_ns > 10000000u) {
+    uint64_t now = ts_now_ns(), in_use, peak;
+    ts_held_get(&g_held, &in_use, &peak);
+    if (asked_in_use != in_use || now - asked_ns > 10000000u) {
         if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) (void)cudaGetLastError(), free_b = total_b = 0;
-        asked_ns = now, asked_in_use = g_held.in_use;
+        asked_ns = now, asked_in_use = in_use;
     }
-    *out = ts_device_memory{g_held.in_use, g_held.peak, free_b, total_b};
+    *out = ts_device_memory{in_use, peak, free_b, total_b};
 }
 
 static ts_status cu_alloc(size_t bytes, void **out) {
@@ -218,7 +191,7 @@ static ts_status cu_alloc(size_t bytes, void **out) {
         *out = nullptr;
         return ts_error(TS_ERR_INTERNAL, "cuda:%d: clearing new memory: %s", g_cu.ordinal, cudaGetErrorString(e));
     }
-    if (!hold_note(*out, bytes)) {
+    if (!ts_held_note(&g_held, *out, bytes)) {
         cudaFree(*out);
         *out = nullptr;
         return ts_error(TS_ERR_OUT_OF_MEMORY, "cuda:%d: no host memory to note an allocation", g_cu.ordinal);
@@ -228,7 +201,7 @@ static ts_status cu_alloc(size_t bytes, void **out) {
 
 static void cu_free(void *p) {
     if (!p) return;
-    hold_forget(p);
+    ts_held_forget(&g_held, p);
     ts_cu_check(cudaFree(p), "cudaFree");
 }
 
@@ -566,6 +539,7 @@ static void fill_kernel_table(void) {
     kernels[TS_OP_GELU] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr, nullptr, 0u};
     kernels[TS_OP_EMBEDDING] = {ts_cu_fwd_gather, ts_cu_bwd_gather, nullptr, nullptr, 0u};
     kernels[TS_OP_LAYER_NORM] = {ts_cu_fwd_layer_norm, ts_cu_bwd_layer_norm, nullptr, nullptr, 0u};
+    kernels[TS_OP_GROUP_NORM] = {ts_cu_fwd_group_norm, ts_cu_bwd_group_norm, nullptr, nullptr, 0u};
     kernels[TS_OP_BATCH_MATMUL] = {ts_cu_fwd_bmm, ts_cu_bwd_bmm, nullptr, nullptr, 0u};
     kernels[TS_OP_PERMUTE] = {ts_cu_fwd_permute, ts_cu_bwd_permute, nullptr, nullptr, 0u};
     kernels[TS_OP_SLICE] = {ts_cu_fwd_slice, ts_cu_bwd_slice, nullptr, nullptr, 0u};

@@ -30,7 +30,7 @@ static unsigned row_blocks(int64_t rows) {
     return (unsigned)(b > 65535 * 4 ? 65535 * 4 : b);
 }
 
-static __device__ __forceinline__ float warp_sum(float v) {
+template <class T> static __device__ __forceinline__ T warp_sum(T v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
@@ -39,14 +39,14 @@ static __device__ __forceinline__ float warp_sum(float v) {
  * returned to every thread; sh holds 32 floats. Safe to call repeatedly:
  * the first barrier keeps a new call from overwriting sh before every
  * thread has read the previous result. */
-static __device__ float block_sum(float v, float *sh) {
+template <class T> static __device__ T block_sum(T v, T *sh) { /* float or double */
     int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
     v = warp_sum(v);
     __syncthreads();
     if (lane == 0) sh[w] = v;
     __syncthreads();
     if (w == 0) {
-        float t = lane < nw ? sh[lane] : 0.0f;
+        T t = lane < nw ? sh[lane] : T(0);
         t = warp_sum(t);
         if (lane == 0) sh[0] = t;
     }
@@ -289,6 +289,104 @@ void ts_cu_bwd_layer_norm(const ts_kctx *k) {
         layer_norm_backward_dwdb_kernel<<<row_blocks(cols), dim3(LN_COLS, LN_ROWS), 0, s>>>(k->din[1], k->din[2], k->dout, k->in[0],
                                                                                            k->scratch, rows, D);
         ts_cu_check(cudaGetLastError(), "LayerNorm");
+    }
+}
+
+/* ------------------------------------------------------------- group norm */
+
+/* x, y [N, C, S] as N*G groups of L = C/G*S contiguous values (sample n,
+ * channels g*C/G..); w, b [C]; stats [N*G, 2] = (mean, rstd). One block per
+ * group, its sums in double as the CPU's. */
+static __global__ void group_norm_forward_kernel(float *y, float *stats, const float *x, const float *w, const float *b, int64_t groups,
+                                                 int64_t G, int64_t Cg, int64_t S, float eps) {
+    __shared__ double sh[32];
+    int64_t L = Cg * S;
+    for (int64_t r = blockIdx.x; r < groups; r += gridDim.x) {
+        const float *xr = x + r * L;
+        double s = 0;
+        for (int64_t j = threadIdx.x; j < L; j += blockDim.x) s += xr[j];
+        double mean = L ? block_sum(s, sh) / (double)L : 0;
+        double v = 0;
+        for (int64_t j = threadIdx.x; j < L; j += blockDim.x) v += ((double)xr[j] - mean) * ((double)xr[j] - mean);
+        v = block_sum(v, sh);
+        float m = (float)mean, rstd = (float)(1.0 / sqrt((L ? v / (double)L : 0) + (double)eps));
+        int64_t c0 = (r % G) * Cg;
+        for (int64_t j = threadIdx.x; j < L; j += blockDim.x) y[r * L + j] = (xr[j] - m) * rstd * w[c0 + j / S] + b[c0 + j / S];
+        if (threadIdx.x == 0) {
+            stats[2 * r] = m;
+            stats[2 * r + 1] = rstd;
+        }
+    }
+}
+
+/* dx += rstd * (g - mean(g) - xhat * mean(g * xhat)) over each group, g =
+ * dy * w[channel]: one block per group */
+static __global__ void group_norm_backward_dx_kernel(float *dx, const float *dy, const float *x, const float *stats, const float *w,
+                                                     int64_t groups, int64_t G, int64_t Cg, int64_t S) {
+    __shared__ double sh[32];
+    int64_t L = Cg * S;
+    for (int64_t r = blockIdx.x; r < groups; r += gridDim.x) {
+        const float *xr = x + r * L, *d = dy + r * L;
+        float m = stats[2 * r], rstd = stats[2 * r + 1];
+        int64_t c0 = (r % G) * Cg;
+        double sg = 0, sgx = 0;
+        for (int64_t j = threadIdx.x; j < L; j += blockDim.x) {
+            float g = d[j] * w[c0 + j / S];
+            sg += g;
+            sgx += g * ((xr[j] - m) * rstd);
+        }
+        float mg = (float)(block_sum(sg, sh) / (double)L);
+        float mgx = (float)(block_sum(sgx, sh) / (double)L);
+        for (int64_t j = threadIdx.x; j < L; j += blockDim.x)
+            dx[r * L + j] += rstd * (d[j] * w[c0 + j / S] - mg - ((xr[j] - m) * rstd) * mgx);
+    }
+}
+
+/* dw[c] += sum over samples and positions of dy * xhat, db[c] += sum of
+ * dy: one block per channel, in double */
+static __global__ void group_norm_backward_dwdb_kernel(float *dw, float *db, const float *dy, const float *x, const float *stats, int64_t N,
+                                                       int64_t C, int64_t G, int64_t S) {
+    __shared__ double sh[32];
+    int64_t Cg = C / G;
+    for (int64_t ch = blockIdx.x; ch < C; ch += gridDim.x) {
+        double sw = 0, sb = 0;
+        for (int64_t i = threadIdx.x; i < N * S; i += blockDim.x) {
+            int64_t n = i / S, j = i % S, r = n * G + ch / Cg, at = (n * C + ch) * S + j;
+            sw += dy[at] * ((x[at] - stats[2 * r]) * stats[2 * r + 1]);
+            sb += dy[at];
+        }
+        sw = block_sum(sw, sh);
+        sb = block_sum(sb, sh);
+        if (threadIdx.x == 0) {
+            if (dw) dw[ch] += (float)sw;
+            if (db) db[ch] += (float)sb;
+        }
+    }
+}
+
+void ts_cu_fwd_group_norm(const ts_kctx *k) {
+    int64_t N, C, S, G = k->node->attr[0];
+    ts_group_norm_dims(&k->in_shape[0], &N, &C, &S);
+    if (N * C * S == 0) return;
+    group_norm_forward_kernel<<<row_blocks(N * G), row_threads(C / G * S), 0, ts_cu_stream(k)>>>(k->out, k->scratch, k->in[0], k->in[1],
+                                                                                                 k->in[2], N * G, G, C / G, S, k->node->fattr[0]);
+    ts_cu_check(cudaGetLastError(), "GroupNorm");
+}
+
+void ts_cu_bwd_group_norm(const ts_kctx *k) {
+    int64_t N, C, S, G = k->node->attr[0];
+    ts_group_norm_dims(&k->in_shape[0], &N, &C, &S);
+    if (N * C * S == 0) return;
+    cudaStream_t s = ts_cu_stream(k);
+    if (k->din[0]) {
+        group_norm_backward_dx_kernel<<<row_blocks(N * G), row_threads(C / G * S), 0, s>>>(k->din[0], k->dout, k->in[0], k->scratch, k->in[1],
+                                                                                          N * G, G, C / G, S);
+        ts_cu_check(cudaGetLastError(), "GroupNorm");
+    }
+    if (k->din[1] || k->din[2]) {
+        group_norm_backward_dwdb_kernel<<<row_blocks(C), row_threads(N * S), 0, s>>>(k->din[1], k->din[2], k->dout, k->in[0], k->scratch, N, C,
+                                                                                     G, S);
+        ts_cu_check(cudaGetLastError(), "GroupNorm");
     }
 }
 
