@@ -502,6 +502,25 @@ typedef struct ts_conv_transpose2d_params {
  * PyTorch's conv_transpose2d; p NULL = defaults. */
 TS_API ts_tensor *ts_conv_transpose2d(ts_graph *g, ts_tensor *x, ts_tensor *w, ts_tensor *b,
                                       const ts_conv_transpose2d_params *p);
+/* Geometry of a 3-D convolution or transposed convolution; zeros mean
+ * PyTorch's defaults (stride 1, no padding, dilation 1, one group, no
+ * output padding). The axes are depth, height, width; padding may be
+ * asymmetric; output padding is the transpose's only (ts_conv3d refuses it). */
+typedef struct ts_conv3d_params {
+    int stride_d, stride_h, stride_w;
+    int pad_front, pad_back, pad_top, pad_bottom, pad_left, pad_right;
+    int dilation_d, dilation_h, dilation_w;
+    int groups;
+    int output_pad_d, output_pad_h, output_pad_w;
+} ts_conv3d_params;
+/* y[N,OC,OD,OH,OW] = conv(x[N,C,D,H,W], w[OC,C/groups,KD,KH,KW]) + b[OC]
+ * (b may be NULL), PyTorch's conv3d; p NULL = defaults. */
+TS_API ts_tensor *ts_conv3d(ts_graph *g, ts_tensor *x, ts_tensor *w, ts_tensor *b, const ts_conv3d_params *p);
+/* y[N,OC,OD,OH,OW] = the transpose of a 3-D convolution, of x[N,C,D,H,W]
+ * by w[C,OC/groups,KD,KH,KW], + b[OC] (b may be NULL): the gradient of
+ * ts_conv3d with respect to its input, as PyTorch's conv_transpose3d (each
+ * axis as ts_conv_transpose2d's); p NULL = defaults. */
+TS_API ts_tensor *ts_conv_transpose3d(ts_graph *g, ts_tensor *x, ts_tensor *w, ts_tensor *b, const ts_conv3d_params *p);
 /* A conv layer: creates `<name>.weight` [OC,C/groups,KH,KW] and (if bias)
  * `<name>.bias` [OC], PyTorch's default init U(-1/sqrt(fan_in),
  * 1/sqrt(fan_in)) with fan_in = C/groups*KH*KW; the op is `<name>/Conv2d:0`. */
@@ -566,6 +585,8 @@ TS_API ts_tensor *ts_sigmoid(ts_graph *g, ts_tensor *x);
 #ifndef TS_NO_SOURCE_LOCATIONS
 #define ts_conv2d(g, ...) ts_conv2d(TS_AT_(g), __VA_ARGS__)
 #define ts_conv_transpose2d(g, ...) ts_conv_transpose2d(TS_AT_(g), __VA_ARGS__)
+#define ts_conv3d(g, ...) ts_conv3d(TS_AT_(g), __VA_ARGS__)
+#define ts_conv_transpose3d(g, ...) ts_conv_transpose3d(TS_AT_(g), __VA_ARGS__)
 #define ts_conv2d_layer(g, ...) ts_conv2d_layer(TS_AT_(g), __VA_ARGS__)
 #define ts_max_pool2d(g, ...) ts_max_pool2d(TS_AT_(g), __VA_ARGS__)
 #define ts_avg_pool2d(g, ...) ts_avg_pool2d(TS_AT_(g), __VA_ARGS__)

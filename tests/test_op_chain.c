@@ -43,7 +43,7 @@ static void run(const ts_op_chain *c, ts_op_call *call, ts_status *sb, ts_status
 int main(void) {
     static const char A = 'A', B = 'B', C = 'C', F = 'F';
     ts_op_chain c = {0};
-    ts_op_call call = {3, false, 0, NULL, 0, 0};
+    ts_op_call call = {3, false, 0, NULL, 0, 0, false};
     ts_status sb, sa;
 
     run(&c, &call, &sb, &sa);

@@ -135,6 +135,13 @@ class ConvTranspose2dParams(Struct):  # ts_conv_transpose2d_params
         "output_pad_w", "dilation_h", "dilation_w", "groups")]
 
 
+class Conv3dParams(Struct):  # ts_conv3d_params
+    _fields_ = [(n, C.c_int) for n in (
+        "stride_d", "stride_h", "stride_w", "pad_front", "pad_back", "pad_top", "pad_bottom",
+        "pad_left", "pad_right", "dilation_d", "dilation_h", "dilation_w", "groups",
+        "output_pad_d", "output_pad_h", "output_pad_w")]
+
+
 class Pool2dParams(Struct):  # ts_pool2d_params
     _fields_ = [(n, C.c_int) for n in (
         "kernel_h", "kernel_w", "stride_h", "stride_w", "pad_top", "pad_bottom", "pad_left",

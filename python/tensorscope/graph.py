@@ -15,8 +15,9 @@ parameters each stands for:
     SHAPE int ndim, const int64_t *   NI   int n, const int * (a list of ints)
     IP    const int * (a list of ints whose length the op knows)
     A     const ts_array * (a numpy array, copied by the op)
-    CONV2D, CONVT2D, POOL2D  const ts_conv2d_params *,
-          const ts_conv_transpose2d_params *, const ts_pool2d_params *:
+    CONV2D, CONVT2D, CONV3D, POOL2D  const ts_conv2d_params *,
+          const ts_conv_transpose2d_params *, const ts_conv3d_params *,
+          const ts_pool2d_params *:
           a dict of the struct's fields ({"stride_h": 2, ...}; unnamed
           fields 0), or None for NULL (the op's defaults)
 """
@@ -67,6 +68,8 @@ OPS = {
     # convolutional networks
     "conv2d": ("ts_conv2d", "x:T w:T b:T?=None params:CONV2D=None"),
     "conv_transpose2d": ("ts_conv_transpose2d", "x:T w:T b:T?=None params:CONVT2D=None"),
+    "conv3d": ("ts_conv3d", "x:T w:T b:T?=None params:CONV3D=None"),
+    "conv_transpose3d": ("ts_conv_transpose3d", "x:T w:T b:T?=None params:CONV3D=None"),
     "conv2d_layer": ("ts_conv2d_layer",
                      "x:T out_channels:L kernel_h:I kernel_w:I params:CONV2D=None bias:I=1 "
                      "name:S=None"),
@@ -150,6 +153,14 @@ OP_DOCS = {
                         "by w [C, OC/groups, KH, KW] plus b [OC] (or no bias). `params`: a dict of "
                         "stride_h, stride_w, pad_top, pad_bottom, pad_left, pad_right, output_pad_h, "
                         "output_pad_w, dilation_h, dilation_w, groups; None: stride 1, no padding.",
+    "conv3d": "A 3-D convolution of x [N, C, D, H, W] with w [OC, C/groups, KD, KH, KW] plus "
+              "b [OC] (or no bias). `params`: a dict of stride_d, stride_h, stride_w, pad_front, "
+              "pad_back, pad_top, pad_bottom, pad_left, pad_right, dilation_d, dilation_h, "
+              "dilation_w, groups; None: stride 1, no padding.",
+    "conv_transpose3d": "The transpose of a 3-D convolution (torch's conv_transpose3d) of x "
+                        "[N, C, D, H, W] by w [C, OC/groups, KD, KH, KW] plus b [OC] (or no bias). "
+                        "`params`: conv3d's keys and output_pad_d, output_pad_h, output_pad_w; "
+                        "None: stride 1, no padding.",
     "conv2d_layer": "A convolution layer like torch.nn.Conv2d: makes `<name>.weight` "
                     "[out_channels, C/groups, kernel_h, kernel_w] and (bias=1) `<name>.bias`, "
                     "initialised as PyTorch does; `params` as for conv2d.",
@@ -226,6 +237,7 @@ _PY_TYPES = {"T": "Tensor", "T?": "Optional[Tensor]", "TS": "Sequence[Tensor]", 
              "I32": "int", "L": "int", "F": "float", "S": "Optional[str]", "D": "DTypeLike",
              "SHAPE": "Sequence[int]", "NI": "Sequence[int]", "IP": "Sequence[int]",
              "A": "np.ndarray", "CONV2D": "Optional[Dict[str, int]]", "CONVT2D": "Optional[Dict[str, int]]",
+             "CONV3D": "Optional[Dict[str, int]]",
              "POOL2D": "Optional[Dict[str, int]]"}
 
 _CTYPES = {"T": [C.c_void_p], "T?": [C.c_void_p], "TS": [C.POINTER(C.c_void_p), C.c_int],
@@ -234,8 +246,10 @@ _CTYPES = {"T": [C.c_void_p], "T?": [C.c_void_p], "TS": [C.POINTER(C.c_void_p), 
            "NI": [C.c_int, C.POINTER(C.c_int)], "IP": [C.POINTER(C.c_int)],
            "A": [C.POINTER(_capi.Array)], "CONV2D": [C.POINTER(_capi.Conv2dParams)],
            "CONVT2D": [C.POINTER(_capi.ConvTranspose2dParams)],
+           "CONV3D": [C.POINTER(_capi.Conv3dParams)],
            "POOL2D": [C.POINTER(_capi.Pool2dParams)]}
-_STRUCTS = {"CONV2D": _capi.Conv2dParams, "CONVT2D": _capi.ConvTranspose2dParams, "POOL2D": _capi.Pool2dParams}
+_STRUCTS = {"CONV2D": _capi.Conv2dParams, "CONVT2D": _capi.ConvTranspose2dParams,
+            "CONV3D": _capi.Conv3dParams, "POOL2D": _capi.Pool2dParams}
 
 _DTYPE_NAMES = {"f32": 0, "float32": 0, "f64": 1, "float64": 1, "i32": 2, "int32": 2,
                 "i64": 3, "int64": 3, "u8": 4, "uint8": 4, "bf16": 11, "bfloat16": 11,

@@ -17,6 +17,7 @@ STRUCTS = {
     "ts_compare_result": _capi.CompareResult, "ts_onnx_input": _capi.OnnxInput,
     "ts_conv2d_params": _capi.Conv2dParams, "ts_pool2d_params": _capi.Pool2dParams,
     "ts_conv_transpose2d_params": _capi.ConvTranspose2dParams,
+    "ts_conv3d_params": _capi.Conv3dParams,
     "ts_lr_schedule": _capi.LrSchedule, "ts_memwatch_stats": _capi.MemwatchStats,
     "ts_diff_result": _capi.DiffResult, "ts_memory_buffer": _capi.MemoryBuffer, "ts_spike": _capi.Spike,
 }
@@ -54,7 +55,8 @@ KIND_C_TYPES = {"T": ["ts_tensor *"], "T?": ["ts_tensor *"], "TS": ["ts_tensor *
                 "S": ["const char *"], "D": ["ts_dtype"], "SHAPE": ["int", "const int64_t *"],
                 "NI": ["int", "const int *"], "IP": ["const int *"], "A": ["const ts_array *"],
                 "CONV2D": ["const ts_conv2d_params *"], "POOL2D": ["const ts_pool2d_params *"],
-                "CONVT2D": ["const ts_conv_transpose2d_params *"]}
+                "CONVT2D": ["const ts_conv_transpose2d_params *"],
+                "CONV3D": ["const ts_conv3d_params *"]}
 
 
 def test_builder_rows_match_the_header(source_dir):

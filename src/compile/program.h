@@ -194,6 +194,7 @@ typedef struct ts_prog {
     ts_op_event *op_events;
     int op_rounds;
     int64_t *op_calls;        /* per node and the optimizer: its calls this run */
+    uint64_t marks_end_ns;    /* the host's clock when it saw marks[3] passed, after a run whose op_events were read; 0: none to draw */
     ts_recording recs[TS_RECORDINGS]; /* runs recorded as one launch (exec/replay.c) */
     bool recorded;            /* this run's work goes through a recording (exec/replay.c): the host walks it, the device replays it */
     bool recompiled;          /* the model's program before this one recorded too: its first recording counts as a recapture */

@@ -27,6 +27,7 @@ typedef struct ts_op_call {
     int64_t mb;                /* the micro-batch of the run (the optimizer's step: the step of the run) */
     const struct ts_kctx *k;   /* the kernel's arguments (NULL for the optimizer's step) */
     uint64_t t0, t1;           /* the host's clock just before and after the call (set by the op-time observer, 0 without it) */
+    bool traced;               /* made while the timeline records (the executor's call) */
 } ts_op_call;
 
 /* A hook; a status other than TS_OK stops the run with it (the after-hooks

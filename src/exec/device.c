@@ -220,7 +220,7 @@ ts_status ts_device_after_run(ts_model *m) {
     if (!st) { /* the same on the device's clock: where the run's time went there */
         static const char *const spans[3] = {"DeviceTime.CopyToDevice", "DeviceTime.Run", "DeviceTime.CopyToHost"};
         for (int i = 0; i < 3; i++) ts_metric_record(spans[i], (double)be->event_elapsed_ns(&p->marks[i], &p->marks[i + 1]));
-        ts_exec_op_times(m, &p->marks[3], t_end); /* each kernel's, for OpTime.<Op> (and the timeline's device track) */
+        ts_exec_op_times(m, t_end); /* each kernel's, for OpTime.<Op> (and the timeline's device track: model/run.c) */
     }
     if (be->memory_info) {
         ts_device_memory mem;

@@ -129,7 +129,7 @@ static ts_status trace_step_end(ts_model *m, int64_t step, uint64_t t0) {
     ts_trace_pause(m); /* other models' work between steps stays out */
     if (!m->opts.trace_last || step < m->opts.trace_last) return TS_OK;
     m->trace_done = true;
-    return m->prog->backend->host_addressable ? ts_trace_finish(m) : TS_OK; /* a device's: once its kernels' times are in (ts_exec_run) */
+    return m->prog->backend->host_addressable ? ts_trace_finish(m) : TS_OK; /* a device's: once its kernels' slices are in (model/run.c) */
 }
 
 /* A pipeline's message to or from another stage, as a slice. */
@@ -184,7 +184,7 @@ static ts_status forward(ts_model *m, int64_t mb) {
         }
         if (ts_op_holds_value(t->op)) continue; /* observed once per step */
         ts_kctx kc = make_ctx(m, i, mb);
-        ts_op_call call = {i, false, mb, &kc, 0, 0};
+        ts_op_call call = {i, false, mb, &kc, 0, 0, ts_trace_live()};
         ts_status st = ts_op_chain_run(m->chain.before, m->chain.n_before, m, &call);
         if (st) return st;
         m->backend->kernels[t->op].forward(&kc);
@@ -267,7 +267,7 @@ static ts_status backward(ts_model *m, int64_t mb) {
         if (!def->has_backward || p->grad_shared[i]) continue; /* a view whose input's gradient is its own: nothing to add */
         ts_kctx kc = make_ctx(m, i, mb);
         kc.din_store = store;
-        ts_op_call call = {i, true, mb, &kc, 0, 0};
+        ts_op_call call = {i, true, mb, &kc, 0, 0, ts_trace_live()};
         ts_status st = ts_op_chain_run(m->chain.before, m->chain.n_before, m, &call);
         if (st) return st;
         m->backend->kernels[t->op].backward(&kc);
@@ -400,7 +400,7 @@ static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
         if (tr) ts_trace_slice(TS_TRACE_COMM, NULL, "all-reduce", NULL, 0, d * A + a, t0, ts_now_ns());
         if (st) return st;
     }
-    ts_op_call call = {TS_CALL_OPTIMIZER, false, d, NULL, 0, 0};
+    ts_op_call call = {TS_CALL_OPTIMIZER, false, d, NULL, 0, 0, ts_trace_live()};
     ts_status cst = ts_op_chain_run(m->chain.before, m->chain.n_before, m, &call);
     if (cst) return cst;
     double scale = m->loss_scale; /* this step's gradients carry it (the check below may grow it for the next) */
@@ -716,10 +716,6 @@ ts_status ts_exec_run(ts_model *m) {
     ts_crash_set_current_op(NULL, NULL, NULL);
     ts_status dst = ts_device_after_run(m); /* a cancelled or failed run's values too */
     if (!st) st = dst;
-    if (m->trace_done && !m->prog->backend->host_addressable) { /* the last traced step's file, with its kernels (trace_step_end) */
-        ts_status tst = ts_trace_finish(m);
-        if (!st) st = tst;
-    }
     if (st == TS_ERR_NUMERICS) ts_log_message(TS_LOG_ERROR, ts_last_error()); /* the whole report, once */
     if (st && st != TS_ERR_CANCELLED) return st;
     record_run_metrics(m); /* a cancelled run's too */

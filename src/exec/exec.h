@@ -42,6 +42,6 @@ ts_status ts_exec_attach_op_times(ts_model *m, ts_op_chain *c);
  * p->op_ns and p->opt_ns; while the model traces, its traced calls'
  * slices on the device's track, placed by `last`, the run's last event,
  * which the host saw passed at t_end (ts_now_ns). */
-void ts_exec_op_times(ts_model *m, const ts_event *last, uint64_t t_end);
+void ts_exec_op_times(ts_model *m, uint64_t t_end);
 
 #endif

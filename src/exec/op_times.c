@@ -31,7 +31,6 @@
 
 #include "backend/backend.h"
 #include "diag/metrics.h"
-#include "diag/trace.h"
 #include "graph/ops.h"
 
 #include <stdio.h>
@@ -72,7 +71,7 @@ static ts_status op_begin(void *ctx, ts_model *m, ts_op_call *c) {
     (void)ctx;
     ts_op_event *e = next_pair(m->prog, c->node);
     if (e) {
-        e->mb = c->mb, e->backward = c->backward, e->traced = ts_trace_live();
+        e->mb = c->mb, e->backward = c->backward, e->traced = c->traced;
         m->backend->event_record(m->stream, &e->start);
     }
     c->t0 = ts_now_ns();
@@ -99,31 +98,13 @@ ts_status ts_exec_attach_op_times(ts_model *m, ts_op_chain *c) {
     return st ? st : ts_op_chain_add(c, op_begin, op_end, NULL);
 }
 
-/* A traced call's slice on the device's track: its times before the
- * run's last mark `last`, which the host saw passed at `t_end`. */
-static void trace_kernel(const ts_model *m, const char *track, int i, const ts_op_event *e, const ts_event *last, uint64_t t_end) {
-    const ts_backend *be = m->prog->backend;
-    uint64_t t0 = t_end - be->event_elapsed_ns(&e->start, last), t1 = t_end - be->event_elapsed_ns(&e->end, last);
-    if (i == m->prog->n_nodes) {
-        ts_trace_kernel(track, TS_PASS_OPTIMIZER, NULL, NULL, NULL, 0, e->mb, t0, t1);
-        return;
-    }
-    const ts_tensor *t = m->g->t[i];
-    double f = ts_prog_op_flops(m->prog, t);
-    ts_trace_kernel(track, e->backward ? TS_PASS_BACKWARD : TS_PASS_FORWARD, ts_op_get(t->op)->name, t->name, &m->prog->shape[i],
-                    e->backward ? 2 * f : f, e->mb, t0, t1);
-}
-
-void ts_exec_op_times(ts_model *m, const ts_event *last, uint64_t t_end) {
+void ts_exec_op_times(ts_model *m, uint64_t t_end) {
     ts_prog *p = m->prog;
     if (!p->op_events) return;
     const ts_backend *be = p->backend;
     int n = p->n_nodes + 1;
     int64_t timed = 0, estimated = 0;
-    char track[96] = "";
-    if (m->opts.trace_path && ts_trace_owned_by(m)) /* the traced steps' kernels on the device's track */
-        snprintf(track, sizeof track, strcmp(be->name, "cuda") == 0 ? "kernels (%s:%d)" : "kernels (%s)", be->name,
-                 be->ordinal);
+    p->marks_end_ns = t_end; /* the traced calls' slices are drawn from the events by the model layer (model/kernel_track.c) */
     for (int i = 0; i < n; i++) {
         int64_t calls = p->op_calls[i], k = calls < p->op_rounds ? calls : p->op_rounds;
         if (!calls) continue;
@@ -131,7 +112,6 @@ void ts_exec_op_times(ts_model *m, const ts_event *last, uint64_t t_end) {
         for (int64_t r = 0; r < k; r++) {
             const ts_op_event *e = &p->op_events[r * n + i];
             ns += be->event_elapsed_ns(&e->start, &e->end);
-            if (track[0] && e->traced) trace_kernel(m, track, i, e, last, t_end);
         }
         if (calls > k) ns = (uint64_t)((double)ns * (double)calls / (double)k); /* the calls past its events: their mean each */
         *(i == n - 1 ? &p->opt_ns : &p->op_ns[i]) += ns;

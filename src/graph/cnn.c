@@ -58,6 +58,34 @@ ts_tensor *ts_conv_transpose2d(ts_graph *g, ts_tensor *x, ts_tensor *w, ts_tenso
     return ts_graph_add_node(g, TS_OP_CONV_TRANSPOSE2D, ins, b ? 3 : 2, NULL, set_attrs, at);
 }
 
+_Static_assert(C3_OP + 3 <= TS_MAX_ATTRS, "Conv3d's attributes fit in a node's");
+
+/* Conv3d (transposed false) or ConvTranspose3d */
+static ts_tensor *conv3d(ts_graph *g, ts_tensor *x, ts_tensor *w, ts_tensor *b, const ts_conv3d_params *p, bool transposed) {
+    if (!g || g->sticky) return NULL;
+    const char *fn = transposed ? "ts_conv_transpose3d" : "ts_conv3d";
+    ts_conv3d_params d = p ? *p : (ts_conv3d_params){0};
+    const int v[] = {d.stride_d, d.stride_h, d.stride_w, d.dilation_d, d.dilation_h, d.dilation_w, d.pad_front, d.pad_top, d.pad_left,
+                     d.pad_back, d.pad_bottom, d.pad_right, d.groups, d.output_pad_d, d.output_pad_h, d.output_pad_w};
+    int64_t at[TS_MAX_ATTRS] = {0};
+    for (int i = 0; i < (int)TS_ARRAY_LEN(v); i++) {
+        if (v[i] < 0)
+            return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: stride, dilation, groups, padding and output padding must not be negative",
+                                 fn);
+        at[i] = v[i] == 0 && (i < C3_P0 || i == C3_GROUPS) ? 1 : v[i]; /* stride, dilation and groups: 0 means 1 */
+    }
+    if (!transposed && (d.output_pad_d || d.output_pad_h || d.output_pad_w))
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_conv3d: output padding is the transposed convolution's (ts_conv_transpose3d)");
+    const ts_tensor *ins[3] = {x, w, b};
+    return ts_graph_add_node(g, transposed ? TS_OP_CONV_TRANSPOSE3D : TS_OP_CONV3D, ins, b ? 3 : 2, NULL, set_attrs, at);
+}
+
+ts_tensor *ts_conv3d(ts_graph *g, ts_tensor *x, ts_tensor *w, ts_tensor *b, const ts_conv3d_params *p) { return conv3d(g, x, w, b, p, false); }
+
+ts_tensor *ts_conv_transpose3d(ts_graph *g, ts_tensor *x, ts_tensor *w, ts_tensor *b, const ts_conv3d_params *p) {
+    return conv3d(g, x, w, b, p, true);
+}
+
 ts_tensor *ts_conv2d_layer(ts_graph *g, ts_tensor *x, int64_t out_channels, int kernel_h, int kernel_w, const ts_conv2d_params *p, int bias,
                            const char *name) {
     if (!g || g->sticky) return NULL;

@@ -117,6 +117,45 @@ ts_status ts_shape_conv_transpose2d(const ts_tensor *n, const ts_shape *in, ts_s
     return TS_OK;
 }
 
+/* Conv3d and ConvTranspose3d: x [N,C,D,H,W]; Conv3d's weight
+ * [OC,C/groups,KD,KH,KW], ConvTranspose3d's [C,OC/groups,KD,KH,KW]. */
+ts_status ts_shape_conv3d(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
+    char l[256], a[96], b[96];
+    const ts_shape *x = &in[0], *w = &in[1];
+    const int64_t *at = n->attr;
+    bool tr = n->op == TS_OP_CONV_TRANSPOSE3D;
+    const char *op = tr ? "ConvTranspose3d" : "Conv3d";
+    if (n->n_in < 2 || n->n_in > 3) return SHAPE_ERR("%s takes an input, a weight and an optional bias, got %d inputs", op, n->n_in);
+    layer_of(n, l, sizeof l);
+    if (x->ndim != 5)
+        return SHAPE_ERR("%s in layer '%s': input %s is %d-D; it takes 5-D input [N,C,D,H,W] (for a single volume add the batch axis, "
+                         "with ts_reshape)", op, l, sh(x, a), x->ndim);
+    if (w->ndim != 5)
+        return SHAPE_ERR("%s in layer '%s': weight %s must be 5-D [%s, kernel_d, kernel_h, kernel_w]", op, l, sh(w, a),
+                         tr ? "in_channels, out_channels/groups" : "out_channels, in_channels/groups");
+    int64_t C = x->d[1], G = at[C3_GROUPS], OC = tr ? w->d[1] * G : w->d[0];
+    if (G < 1 || C % G || OC % G)
+        return SHAPE_ERR("%s in layer '%s': groups=%lld must divide both the input channels (%lld, input %s) and the output channels "
+                         "(%lld, weight %s)", op, l, (long long)G, (long long)C, sh(x, a), (long long)OC, sh(w, b));
+    if ((tr ? w->d[0] : w->d[1] * G) != C)
+        return SHAPE_ERR("%s in layer '%s': channel mismatch: the input %s has %lld channels but the weight %s takes %lld", op, l, sh(x, a),
+                         (long long)C, sh(w, b), (long long)(tr ? w->d[0] : w->d[1] * G));
+    if (n->n_in == 3 && (in[2].ndim != 1 || in[2].d[0] != OC))
+        return SHAPE_ERR("%s in layer '%s': bias %s must be [%lld], one value per output channel", op, l, sh(&in[2], a), (long long)OC);
+    *out = (ts_shape){.ndim = 5, .d = {x->d[0], OC}};
+    for (int i = 0; i < 3; i++) {
+        int64_t ek = (w->d[2 + i] - 1) * at[C3_D + i] + 1, pads = at[C3_P0 + i] + at[C3_P1 + i];
+        int64_t o = tr ? (x->d[2 + i] - 1) * at[C3_S + i] - pads + ek + at[C3_OP + i] : out_size(x->d[2 + i], pads, ek, at[C3_S + i]);
+        if (o < 1)
+            return SHAPE_ERR("%s in layer '%s': along spatial axis %d the %s (input %s, weight %s, padding %lld and %lld, dilation "
+                             "%lld): %s", op, l, i, tr ? "padding removes the whole output" : "kernel is larger than the padded input",
+                             sh(x, a), sh(w, b), (long long)at[C3_P0 + i], (long long)at[C3_P1 + i], (long long)at[C3_D + i],
+                             tr ? "pad less" : "pad more or use a smaller kernel");
+        out->d[2 + i] = o;
+    }
+    return TS_OK;
+}
+
 ts_status ts_shape_pool2d(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
     char l[256], a[96];
     const char *op = ts_op_get(n->op)->name;
@@ -177,6 +216,13 @@ double ts_flops_conv2d(const ts_shape *in, const ts_shape *out) {
 double ts_flops_conv_transpose2d(const ts_shape *in, const ts_shape *out) { /* each input element meets OC/groups*KH*KW weights */
     (void)out;
     return 2.0 * (double)ts_shape_numel(&in[0]) * (double)(in[1].d[1] * in[1].d[2] * in[1].d[3]);
+}
+double ts_flops_conv3d(const ts_shape *in, const ts_shape *out) {
+    /* every weight meets each position of the convolution's output (the
+     * transpose's input), of the two the side with fewer positions where
+     * padding does not make it larger: a cost estimate */
+    int64_t s_in = in[0].d[2] * in[0].d[3] * in[0].d[4], s_out = out->d[2] * out->d[3] * out->d[4];
+    return 2.0 * (double)ts_shape_numel(&in[1]) * (double)in[0].d[0] * (double)(s_in < s_out ? s_in : s_out);
 }
 double ts_flops_pool2d(const ts_shape *in, const ts_shape *out) {
     (void)out;

@@ -54,6 +54,8 @@ typedef enum ts_op {
     TS_OP_MAX_POOL2D,
     TS_OP_AVG_POOL2D,
     TS_OP_GLOBAL_AVG_POOL,
+    TS_OP_CONV3D,           /* in: x [N,C,D,H,W], w [OC,C/groups,KD,KH,KW], bias; attr: cnn_ops.h's C3_* */
+    TS_OP_CONV_TRANSPOSE3D, /* in: x, w [C,OC/groups,KD,KH,KW], bias; Conv3d's attrs and the output padding */
     TS_OP_BATCH_NORM,
     TS_OP_DROPOUT_MASK,
     TS_OP_TANH,

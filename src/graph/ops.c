@@ -154,6 +154,8 @@ static const ts_op_def table[] = {
     [TS_OP_MAX_POOL2D] = {.op = TS_OP_MAX_POOL2D, .name = "MaxPool2d", .arity = 1, .has_backward = true, .shape = ts_shape_pool2d, .flops = ts_flops_pool2d, .scratch_floats = ts_scratch_max_pool2d},
     [TS_OP_AVG_POOL2D] = {.op = TS_OP_AVG_POOL2D, .name = "AvgPool2d", .arity = 1, .bwd_unread_inputs = 0x1u, .has_backward = true, .shape = ts_shape_pool2d, .flops = ts_flops_pool2d},
     [TS_OP_GLOBAL_AVG_POOL] = {.op = TS_OP_GLOBAL_AVG_POOL, .name = "GlobalAvgPool", .arity = 1, .bwd_unread_inputs = 0x1u, .has_backward = true, .shape = ts_shape_global_pool, .flops = ts_flops_pool2d},
+    [TS_OP_CONV3D] = {.op = TS_OP_CONV3D, .name = "Conv3d", .arity = TS_ARITY_VARIADIC, .has_backward = true, .shape = ts_shape_conv3d, .flops = ts_flops_conv3d},
+    [TS_OP_CONV_TRANSPOSE3D] = {.op = TS_OP_CONV_TRANSPOSE3D, .name = "ConvTranspose3d", .arity = TS_ARITY_VARIADIC, .has_backward = true, .shape = ts_shape_conv3d, .flops = ts_flops_conv3d},
     [TS_OP_BATCH_NORM] = {.op = TS_OP_BATCH_NORM, .name = "BatchNorm", .arity = 5, .has_backward = true, .shape = ts_shape_batch_norm, .flops = flops_softmax, .scratch_floats = ts_scratch_batch_norm},
     [TS_OP_DROPOUT_MASK] = {.op = TS_OP_DROPOUT_MASK, .name = "DropoutMask", .arity = 1, .bwd_unread_inputs = 0x1u, .shape = ts_shape_dropout_mask, .flops = flops_elementwise},
     [TS_OP_TANH] = {.op = TS_OP_TANH, .name = "Tanh", .arity = 1, .bwd_unread_inputs = 0x1u, .needs_output = true, .has_backward = true, .shape = shape_same, .flops = flops_elementwise},

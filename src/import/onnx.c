@@ -1236,7 +1236,7 @@ static ts_status op_pad(importer *im, node_io *io) {
  * kernel_shape, strides (ONNX's default 1), dilations, pads [begins...,
  * ends...], each range-checked, over `rank` spatial axes (0: the length of
  * kernel_shape, 1 to 3, for the pools; a convolution's is its weight's,
- * 1 or 2, its kernel taken from the weight when absent); and auto_pad
+ * 1 to 3, its kernel taken from the weight when absent); and auto_pad
  * resolved into pads from the input's spatial sizes. */
 typedef struct window {
     int rank;
@@ -1262,7 +1262,7 @@ static ts_status window_attrs(const importer *im, window *w, int rank) {
         int len = w->rank * lists[k].per_axis;
         if (n >= 0 && n != len)
             return node_error(im, TS_ERR_UNSUPPORTED, "attribute '%s' has %d values where %d are needed (tensorscope imports %s%s%s)", lists[k].name, n,
-                              len, pool ? "" : "1-D and 2-D ", im->node->op_type,
+                              len, pool ? "" : "1-D, 2-D and 3-D ", im->node->op_type,
                               pool ? " over 1, 2 or 3 axes, as many as kernel_shape has" : ", as many values as the weight has spatial axes");
         for (int i = 0; i < n; i++) dst[k][i] = (int)v[i];
         if (k == 0) w->has_kernel = n == len;
@@ -1298,16 +1298,18 @@ static ts_tensor *unit_axis(importer *im, ts_tensor *x, bool unit) {
     return unit ? ts_reshape(im->g, x, 4, (int64_t[]){d[0], d[1], 1, d[2]}) : ts_reshape(im->g, x, 3, (int64_t[]){d[0], d[1], d[3]});
 }
 
-/* A convolution's input and weight (NCL or NCHW as PyTorch exports them)
- * and its window over the weight's 1 or 2 spatial axes, auto_pad resolved
- * for the input's sizes; 1-D ones as 2-D over a unit first axis (*one). */
+/* A convolution's input and weight (NCL, NCHW or NCDHW as PyTorch exports
+ * them) and its window over the weight's 1 to 3 spatial axes, auto_pad
+ * resolved for the input's sizes; 1-D ones as 2-D over a unit first axis
+ * (*one). */
 static ts_status conv_operands(importer *im, node_io *io, window *win, ts_tensor **x, ts_tensor **w, bool *one) {
     ts_status st = TS_OK;
     if (!(*x = as_tensor(im, io->in[0], &st)) || !(*w = as_tensor(im, io->in[1], &st))) return st;
     int r = (*w)->shape.ndim - 2;
-    if ((r != 1 && r != 2) || (*x)->shape.ndim != r + 2)
-        return node_error(im, TS_ERR_UNSUPPORTED, "a convolution of a %d-D input by a %d-D weight is not available; 1-D and 2-D ones "
-                          "([N,C,L] by a 3-D weight, [N,C,H,W] by a 4-D one) are", (*x)->shape.ndim, (*w)->shape.ndim);
+    if (r < 1 || r > 3 || (*x)->shape.ndim != r + 2)
+        return node_error(im, TS_ERR_UNSUPPORTED, "a convolution of a %d-D input by a %d-D weight is not available; 1-D, 2-D and 3-D ones "
+                          "([N,C,L] by a 3-D weight, [N,C,H,W] by a 4-D one, [N,C,D,H,W] by a 5-D one) are", (*x)->shape.ndim,
+                          (*w)->shape.ndim);
     if ((st = window_attrs(im, win, r))) return st;
     for (int i = 0; !win->has_kernel && i < r; i++) win->kernel[i] = (int)(*w)->shape.d[2 + i];
     if (strcmp(im->node->op_type, "Conv") == 0 && (st = window_auto_pad(im, win, (*x)->shape.d + 2))) return st;
@@ -1320,7 +1322,16 @@ static ts_status conv_operands(importer *im, node_io *io, window *win, ts_tensor
     return TS_OK;
 }
 
-/* Conv, 1-D and 2-D: pads [begins..., ends...], strides, dilations,
+/* A 3-D window, its group count and output padding op as ts_conv3d_params */
+static ts_conv3d_params conv3d_params(const window *win, int groups, const int64_t *op) {
+    return (ts_conv3d_params){.stride_d = win->stride[0], .stride_h = win->stride[1], .stride_w = win->stride[2],
+                              .pad_front = win->pad[0], .pad_top = win->pad[1], .pad_left = win->pad[2], .pad_back = win->pad[3],
+                              .pad_bottom = win->pad[4], .pad_right = win->pad[5], .dilation_d = win->dilation[0],
+                              .dilation_h = win->dilation[1], .dilation_w = win->dilation[2], .groups = groups, .output_pad_d = (int)op[0],
+                              .output_pad_h = (int)op[1], .output_pad_w = (int)op[2]};
+}
+
+/* Conv, 1-D to 3-D: pads [begins..., ends...], strides, dilations,
  * group, auto_pad. */
 static ts_status op_conv(importer *im, node_io *io) {
     window win;
@@ -1329,14 +1340,18 @@ static ts_status op_conv(importer *im, node_io *io) {
     ts_tensor *x, *w, *b = NULL, *y;
     bool one;
     if (st || (st = conv_operands(im, io, &win, &x, &w, &one))) return st;
+    if (io->n_in > 2 && io->in[2] && !(b = as_tensor(im, io->in[2], &st))) return st;
+    if (win.rank == 3) {
+        ts_conv3d_params p3 = conv3d_params(&win, p.groups, (const int64_t[3]){0});
+        return built(im, ts_conv3d(im->g, x, w, b, &p3), &io->out[0]);
+    }
     p.stride_h = win.stride[0], p.stride_w = win.stride[1], p.dilation_h = win.dilation[0], p.dilation_w = win.dilation[1];
     p.pad_top = win.pad[0], p.pad_left = win.pad[1], p.pad_bottom = win.pad[2], p.pad_right = win.pad[3];
-    if (io->n_in > 2 && io->in[2] && !(b = as_tensor(im, io->in[2], &st))) return st;
     y = ts_conv2d(im->g, x, w, b, &p);
     return built(im, one && y ? unit_axis(im, y, false) : y, &io->out[0]);
 }
 
-/* ConvTranspose, 1-D and 2-D: strides, pads, output_padding, dilations,
+/* ConvTranspose, 1-D to 3-D: strides, pads, output_padding, dilations,
  * group; output_shape (or auto_pad SAME_*: the input's size times the
  * stride) sets the pads, the odd one at the start unless SAME_UPPER, as
  * ONNX says (an output_shape past what the transpose gives adds output
@@ -1344,7 +1359,7 @@ static ts_status op_conv(importer *im, node_io *io) {
 static ts_status op_conv_transpose(importer *im, node_io *io) {
     window win;
     ts_conv_transpose2d_params p = {0};
-    int64_t opad[3] = {0}, oshape[3];
+    int64_t opad[3] = {0}, oshape[3], op_axis[3] = {0}; /* op_axis: the output padding of each window axis */
     int n_opad = -1, n_oshape = -1, r;
     ts_status st = attr_int32(im, "group", 1, 1, INT32_MAX, &p.groups);
     ts_tensor *x, *w, *b = NULL, *y;
@@ -1352,7 +1367,7 @@ static ts_status op_conv_transpose(importer *im, node_io *io) {
     if (!st) st = attr_int_list(im, "output_padding", 0, INT32_MAX, opad, 3, &n_opad);
     if (!st) st = attr_int_list(im, "output_shape", 1, INT32_MAX, oshape, 3, &n_oshape);
     if (st || (st = conv_operands(im, io, &win, &x, &w, &one))) return st;
-    r = one ? 1 : 2;
+    r = one ? 1 : win.rank;
     int lo = one ? 1 : 0; /* the window's first real axis */
     if ((n_opad >= 0 && n_opad != r) || (n_oshape >= 0 && n_oshape != r))
         return node_error(im, TS_ERR_UNSUPPORTED, "attributes 'output_padding' and 'output_shape' need %d values, one per spatial axis", r);
@@ -1365,20 +1380,24 @@ static ts_status op_conv_transpose(importer *im, node_io *io) {
     for (int i = 0; i < r; i++) {
         int a = lo + i;
         int64_t in = x->shape.d[2 + a], ek = (int64_t)(win.kernel[a] - 1) * win.dilation[a] + 1, op = n_opad > 0 ? opad[i] : 0;
-        if (mode == 1) win.pad[a] = win.pad[2 + a] = 0;
+        if (mode == 1) win.pad[a] = win.pad[win.rank + a] = 0;
         if (n_oshape > 0 || mode >= 2) {
             int64_t want = n_oshape > 0 ? oshape[i] : in * win.stride[a], total = win.stride[a] * (in - 1) + op + ek - want;
             if (total < 0) /* larger than the transpose gives: the rows past it at the end, as output padding */
                 op -= total, total = 0;
             bool upper = mode == 2;
-            win.pad[a] = (int)(upper ? total / 2 : total - total / 2), win.pad[2 + a] = (int)(total - win.pad[a]);
+            win.pad[a] = (int)(upper ? total / 2 : total - total / 2), win.pad[win.rank + a] = (int)(total - win.pad[a]);
         }
-        if (a == 0) p.output_pad_h = (int)op;
-        else p.output_pad_w = (int)op;
+        op_axis[a] = op;
     }
+    if (io->n_in > 2 && io->in[2] && !(b = as_tensor(im, io->in[2], &st))) return st;
+    if (win.rank == 3) {
+        ts_conv3d_params p3 = conv3d_params(&win, p.groups, op_axis);
+        return built(im, ts_conv_transpose3d(im->g, x, w, b, &p3), &io->out[0]);
+    }
+    p.output_pad_h = (int)op_axis[0], p.output_pad_w = (int)op_axis[1];
     p.stride_h = win.stride[0], p.stride_w = win.stride[1], p.dilation_h = win.dilation[0], p.dilation_w = win.dilation[1];
     p.pad_top = win.pad[0], p.pad_left = win.pad[1], p.pad_bottom = win.pad[2], p.pad_right = win.pad[3];
-    if (io->n_in > 2 && io->in[2] && !(b = as_tensor(im, io->in[2], &st))) return st;
     y = ts_conv_transpose2d(im->g, x, w, b, &p);
     return built(im, one && y ? unit_axis(im, y, false) : y, &io->out[0]);
 }
@@ -1489,10 +1508,18 @@ static ts_status op_lp_pool(importer *im, node_io *io) {
     return built(im, y, &io->out[0]);
 }
 
+/* GlobalAveragePool: [N,C,H,W] is the GlobalAvgPool op; [N,C,L] and
+ * [N,C,D,H,W] (AdaptiveAvgPool1d(1), AdaptiveAvgPool3d(1)) the mean over
+ * the spatial axes, kept. */
 static ts_status op_global_avg_pool(importer *im, node_io *io) {
     ts_status st = TS_OK;
     ts_tensor *x = as_tensor(im, io->in[0], &st);
-    return x ? built(im, ts_global_avg_pool2d(im->g, x), &io->out[0]) : st;
+    if (!x) return st;
+    if (x->shape.ndim == 4) return built(im, ts_global_avg_pool2d(im->g, x), &io->out[0]);
+    int ax[TS_MAX_DIMS], n = 0;
+    for (int d = 2; d < x->shape.ndim; d++) ax[n++] = d;
+    if (n == 0) return node_error(im, TS_ERR_SHAPE, "pools an input [N,C,d1,...] of at least 3 dimensions; it has %d", x->shape.ndim);
+    return built(im, ts_reduce_mean(im->g, x, n, ax, 1), &io->out[0]);
 }
 
 /* A running statistic (`stat`: running_mean, running_var): a buffer under
@@ -1503,7 +1530,7 @@ static ts_status op_global_avg_pool(importer *im, node_io *io) {
  * Identity of it, which made a parameter of its own): then the module's
  * own buffer `<module>.<stat>` with those values (the Identity's parameter
  * becomes that buffer). */
-static ts_tensor *as_buffer(importer *im, value *v, const char *stat, ts_status *st) {
+static ts_tensor *as_buffer(importer *im, value *v, const char *stat, bool training, ts_status *st) {
     if (v->t && v->t->op == TS_OP_BUFFER) return v->t;
     if (v->t && v->t->op != TS_OP_INPUT) {
         char scope[512], name[600];
@@ -1515,6 +1542,17 @@ static ts_tensor *as_buffer(importer *im, value *v, const char *stat, ts_status 
             have->op = TS_OP_BUFFER;
             return have;
         }
+        /* computed in the graph (PyTorch's InstanceNorm with running
+         * statistics tiles them over the batch into a BatchNormalization of
+         * [1, N*C, ...], whose running outputs nothing reads): a training
+         * node normalises by the batch's statistics, its running ones start
+         * at 0 and 1 in a buffer of their own; an inference node would need
+         * their values */
+        if (!v->t->value && !training) {
+            *st = node_error(im, TS_ERR_UNSUPPORTED, "its running statistic '%s' is computed in the graph ('%s'); an inference-mode "
+                             "BatchNormalization takes its running statistics as initializers", v->name, v->t->name);
+            return NULL;
+        }
         if (have || v->t->dtype != TS_F32 || !(b = ts_buffer(im->g, name, v->t->shape.ndim, v->t->shape.d))) {
             *st = have ? node_error(im, TS_ERR_UNSUPPORTED, "its running statistic '%s' shares the values of '%s', and '%s' is taken", v->name,
                                     v->t->name, name)
@@ -1522,7 +1560,10 @@ static ts_tensor *as_buffer(importer *im, value *v, const char *stat, ts_status 
                                                 : node_error(im, TS_ERR_UNSUPPORTED, "its running statistic '%s' is not float", v->name);
             return NULL;
         }
-        memcpy(b->value, v->t->value, (size_t)ts_shape_numel(&b->shape) * sizeof(float));
+        int64_t n = ts_shape_numel(&b->shape);
+        if (v->t->value) memcpy(b->value, v->t->value, (size_t)n * sizeof(float));
+        else
+            for (int64_t i = 0; i < n; i++) b->value[i] = strcmp(stat, "running_var") == 0 ? 1.0f : 0.0f;
         return b;
     }
     if (!v->param && !v->c.v) {
@@ -1543,18 +1584,27 @@ static ts_tensor *as_buffer(importer *im, value *v, const char *stat, ts_status 
 /* BatchNormalization: training_mode 1 (a training export) normalises with
  * batch statistics and updates the running buffers (ONNX's momentum m is
  * PyTorch's 1 - m); an inference export's node keeps using the running
- * values when trained (frozen). */
+ * values when trained (frozen). Without the attribute, a node with the
+ * running outputs is a training one, as BatchNormalization-9 says (PyTorch
+ * writes its InstanceNorm with running statistics so at every opset). */
 static ts_status op_batch_norm(importer *im, node_io *io) {
     if (io->n_in < 5) return node_error(im, TS_ERR_FORMAT, "needs 5 inputs");
     bool training;
     ts_status st = attr_flag(im, "training_mode", &training);
     if (st) return st;
+    if (!attr(im, "training_mode") && io->n_out > 1 && im->node->output[1] && *im->node->output[1]) training = true;
     float eps = (float)attr_f(im, "epsilon", 1e-5), momentum = (float)(1.0 - attr_f(im, "momentum", 0.9));
     ts_tensor *x = as_tensor(im, io->in[0], &st), *w = x ? as_tensor(im, io->in[1], &st) : NULL,
-              *b = w ? as_tensor(im, io->in[2], &st) : NULL, *rm = b ? as_buffer(im, io->in[3], "running_mean", &st) : NULL,
-              *rv = rm ? as_buffer(im, io->in[4], "running_var", &st) : NULL;
+              *b = w ? as_tensor(im, io->in[2], &st) : NULL, *rm = b ? as_buffer(im, io->in[3], "running_mean", training, &st) : NULL,
+              *rv = rm ? as_buffer(im, io->in[4], "running_var", training, &st) : NULL;
     if (!rv) return st;
-    return built(im, ts_batch_norm(im->g, x, w, b, rm, rv, eps, momentum, !training), &io->out[0]);
+    /* [N,C,L] and [N,C,D,H,W] as the op's [N,C,H,W]: [N,C,1,L], [N,C,D,H*W] (views) */
+    const int64_t *d = x->shape.d;
+    int nd = x->shape.ndim;
+    ts_tensor *x4 = nd == 3 ? ts_reshape(im->g, x, 4, (int64_t[]){d[0], d[1], 1, d[2]})
+                    : nd == 5 ? ts_reshape(im->g, x, 4, (int64_t[]){d[0], d[1], d[2], d[3] * d[4]}) : x;
+    ts_tensor *y = x4 ? ts_batch_norm(im->g, x4, w, b, rm, rv, eps, momentum, !training) : NULL;
+    return built(im, y && x4 != x ? ts_reshape(im->g, y, nd, d) : y, &io->out[0]);
 }
 /* The file's own loss: NegativeLogLikelihoodLoss (after a LogSoftmax) and
  * SoftmaxCrossEntropyLoss on scores [N,C,d1..] and integer labels [N,d1..],

@@ -9,7 +9,9 @@
 #include "model/dump_debug.h"
 #include "diag/hooks.h"
 #include "diag/metrics.h"
+#include "diag/trace.h"
 #include "exec/exec.h"
+#include "graph/ops.h"
 #include "observe/observe.h"
 
 #include <float.h>
@@ -191,6 +193,36 @@ static ts_status (*const observers[])(ts_model *m, ts_op_chain *c) = {
     ts_exec_attach_op_times,   /* exec/op_times.c: each call's time (t0, t1) */
 };
 
+/* A traced run's kernel calls on the device's own timeline track
+ * ("kernels (cuda:0)"), one slice each: their times on the device's clock
+ * (the executor's events, exec/op_times.c), placed on the host's by the
+ * run's last mark, which the host saw passed at p->marks_end_ns. */
+static void draw_kernel_track(ts_model *m) {
+    ts_prog *p = m->prog;
+    uint64_t t_end = p ? p->marks_end_ns : 0;
+    if (!t_end || !p->op_events) return;
+    p->marks_end_ns = 0;
+    if (!m->opts.trace_path || !ts_trace_owned_by(m)) return;
+    const ts_backend *be = p->backend;
+    char track[96];
+    snprintf(track, sizeof track, strcmp(be->name, "cuda") == 0 ? "kernels (%s:%d)" : "kernels (%s)", be->name, be->ordinal);
+    int n = p->n_nodes + 1;
+    for (int i = 0; i < n; i++)
+        for (int64_t r = 0; r < p->op_calls[i] && r < p->op_rounds; r++) {
+            const ts_op_event *e = &p->op_events[r * n + i];
+            if (!e->traced) continue;
+            uint64_t t0 = t_end - be->event_elapsed_ns(&e->start, &p->marks[3]), t1 = t_end - be->event_elapsed_ns(&e->end, &p->marks[3]);
+            if (i == p->n_nodes) {
+                ts_trace_kernel(track, TS_PASS_OPTIMIZER, NULL, NULL, NULL, 0, e->mb, t0, t1);
+                continue;
+            }
+            const ts_tensor *t = m->g->t[i];
+            double f = ts_prog_op_flops(p, t);
+            ts_trace_kernel(track, e->backward ? TS_PASS_BACKWARD : TS_PASS_FORWARD, ts_op_get(t->op)->name, t->name, &p->shape[i],
+                            e->backward ? 2 * f : f, e->mb, t0, t1);
+        }
+}
+
 static ts_status attach_observers(ts_model *m) {
     m->chain = (ts_op_chain){0};
     for (size_t i = 0; i < sizeof observers / sizeof observers[0]; i++) {
@@ -238,6 +270,11 @@ ts_status ts_model_run(ts_model *m, const char *const *names, const ts_array *in
     if (!st) st = attach_observers(m);
     if (!st && !m->started && m->opts.on_start) st = run_on_start(m);
     if (!st) st = ts_exec_run(m);
+    draw_kernel_track(m);
+    if (m->trace_done && !m->prog->backend->host_addressable) { /* the last traced step's file, with its kernels (exec.c's trace_step_end) */
+        ts_status tst = ts_trace_finish(m);
+        if (!st) st = tst;
+    }
     if (st == TS_ERR_SPIKE) st = ts_spike_watch_after_stop(m);
     /* a cancelled run stopped on every rank at the same point: what it
      * computed is gathered and kept as after any run */

@@ -1,5 +1,6 @@
 /* op_cases_cnn.c -- the op cases of the cnn family (op_check.h): Conv2d,
- * MaxPool2d (and its indices), AvgPool2d, GlobalAvgPool and BatchNorm, each
+ * Conv3d, ConvTranspose2d/3d, MaxPool2d (and its indices), AvgPool2d,
+ * GlobalAvgPool and BatchNorm, each
  * on leaf inputs with the geometries their kernels treat apart (padding on
  * each side, stride, dilation, ceil_mode, groups, 1x1 direct, several sample chunks, overlapping
  * windows, frozen batch norm). */
@@ -32,6 +33,22 @@ static void convt_case(ts_op_checker *c, const char *label, int64_t N, int64_t C
     ts_tensor *b = bias ? ts_param(g, "b", 1, (int64_t[]){OC}) : NULL;
     ts_tensor *y = ts_conv_transpose2d(g, x, w, b, p);
     CHECK(y != NULL, "ConvTranspose2d %s builds", label);
+    if (y) ts_op_check(c, label, y, NULL);
+    ts_graph_free(g);
+}
+
+/* x [N,C,D,H,W] by w [OC,C/groups,KD,KH,KW] (Conv3d) or, transposed,
+ * [C,OC/groups,KD,KH,KW] (ConvTranspose3d), + b [OC] */
+static void conv3d_case(ts_op_checker *c, const char *label, bool transposed, const int64_t *xs, int64_t OC, const int64_t *k,
+                        const ts_conv3d_params *p, bool bias) {
+    ts_graph *g = ts_graph_new(1);
+    int64_t groups = p && p->groups ? p->groups : 1;
+    ts_tensor *x = ts_input(g, "x", TS_F32, 5, xs);
+    int64_t ws[5] = {transposed ? xs[1] : OC, transposed ? OC / groups : xs[1] / groups, k[0], k[1], k[2]};
+    ts_tensor *w = ts_param(g, "w", 5, ws);
+    ts_tensor *b = bias ? ts_param(g, "b", 1, (int64_t[]){OC}) : NULL;
+    ts_tensor *y = transposed ? ts_conv_transpose3d(g, x, w, b, p) : ts_conv3d(g, x, w, b, p);
+    CHECK(y != NULL, "%s %s builds", transposed ? "ConvTranspose3d" : "Conv3d", label);
     if (y) ts_op_check(c, label, y, NULL);
     ts_graph_free(g);
 }
@@ -89,6 +106,23 @@ void ts_op_cases_cnn(ts_op_checker *c) {
     convt_case(c, "transpose 1x1 [2,5,6,7]", 2, 5, 6, 7, 3, 1, 1, NULL, true);
     convt_case(c, "transpose 2x2 stride 2 [16,32,16,16]", 16, 32, 16, 16, 16, 2, 2,
                &(ts_conv_transpose2d_params){.stride_h = 2, .stride_w = 2}, true);
+
+    /* ---- Conv3d and ConvTranspose3d: padding on each side, strides,
+     * dilation, groups, output padding, no bias */
+    conv3d_case(c, "3d 3x3x3 pad 1 bias [2,2,4,5,6]", false, (int64_t[]){2, 2, 4, 5, 6}, 3, (int64_t[]){3, 3, 3},
+                &(ts_conv3d_params){.pad_front = 1, .pad_back = 1, .pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1}, true);
+    conv3d_case(c, "3d 2x3x2 stride 2,1,3 asym pad dilation 2,1,2 groups 2 [2,4,7,5,8]", false, (int64_t[]){2, 4, 7, 5, 8}, 6,
+                (int64_t[]){2, 3, 2},
+                &(ts_conv3d_params){.stride_d = 2, .stride_w = 3, .pad_front = 1, .pad_bottom = 2, .pad_left = 1, .dilation_d = 2,
+                                    .dilation_w = 2, .groups = 2},
+                false);
+    conv3d_case(c, "transpose 3d 3x3x3 bias [2,3,3,4,5]", true, (int64_t[]){2, 3, 3, 4, 5}, 2, (int64_t[]){3, 3, 3}, NULL, true);
+    conv3d_case(c, "transpose 3d 3x2x3 stride 2 pad 1 output pad 1,0,1 dilation 1,2,1 groups 2 [2,4,3,4,3]", true,
+                (int64_t[]){2, 4, 3, 4, 3}, 6, (int64_t[]){3, 2, 3},
+                &(ts_conv3d_params){.stride_d = 2, .stride_h = 2, .stride_w = 2, .pad_front = 1, .pad_back = 1, .pad_top = 1,
+                                    .pad_bottom = 1, .pad_left = 1, .pad_right = 1, .output_pad_d = 1, .output_pad_w = 1, .dilation_h = 2,
+                                    .groups = 2},
+                false);
 
     /* ---- Conv2d */
     conv_case(c, "3x3 pad 1 bias [2,3,7,9]", 2, 3, 7, 9, 4, 3, 3, &(ts_conv2d_params){.pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1},

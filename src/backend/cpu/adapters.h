@@ -67,6 +67,9 @@ void ts_fwd_tanh(const ts_kctx *k);
 void ts_bwd_tanh(const ts_kctx *k);
 void ts_fwd_sigmoid(const ts_kctx *k);
 void ts_bwd_sigmoid(const ts_kctx *k);
+/* Conv3d and ConvTranspose3d (the node's op says which) */
+void ts_fwd_conv3d(const ts_kctx *k);
+void ts_bwd_conv3d(const ts_kctx *k);
 void ts_fwd_conv_transpose2d(const ts_kctx *k);
 void ts_bwd_conv_transpose2d(const ts_kctx *k);
 size_t ts_cpu_workspace_conv_transpose2d(const ts_shape *in, const ts_shape *out, int threads);

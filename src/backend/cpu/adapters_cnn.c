@@ -48,6 +48,30 @@ void ts_bwd_conv2d(const ts_kctx *k) {
     ts_conv2d_backward(k->pool, k->workspace, k->din[0], k->din[1], k->n_in == 3 ? k->din[2] : NULL, k->dout, k->in[0], k->in[1], &g);
 }
 
+/* Conv3d and ConvTranspose3d: the geometry of the convolution (for the
+ * transpose, the one it transposes) */
+static ts_conv3d_geom conv3d_geom(const ts_kctx *k) {
+    return ts_conv3d_geom_of(k->node->attr, &k->in_shape[0], &k->in_shape[1], &k->out_shape, k->node->op == TS_OP_CONV_TRANSPOSE3D);
+}
+
+void ts_fwd_conv3d(const ts_kctx *k) {
+    ts_kctx room;
+    k = ts_cpu_widen(k, &room);
+    ts_conv3d_geom g = conv3d_geom(k);
+    const float *b = k->n_in == 3 ? k->in[2] : NULL;
+    if (k->node->op == TS_OP_CONV3D) ts_conv3d_forward(k->pool, k->out, k->in[0], k->in[1], b, &g);
+    else ts_conv_transpose3d_forward(k->pool, k->out, k->in[0], k->in[1], b, &g);
+}
+
+void ts_bwd_conv3d(const ts_kctx *k) {
+    ts_kctx room;
+    k = ts_cpu_widen(k, &room);
+    ts_conv3d_geom g = conv3d_geom(k);
+    float *db = k->n_in == 3 ? k->din[2] : NULL;
+    if (k->node->op == TS_OP_CONV3D) ts_conv3d_backward(k->pool, k->din[0], k->din[1], db, k->dout, k->in[0], k->in[1], &g);
+    else ts_conv_transpose3d_backward(k->pool, k->din[0], k->din[1], db, k->dout, k->in[0], k->in[1], &g);
+}
+
 /* ConvTranspose2d x [N,C,H,W] -> y [N,OC,OH,OW] as the convolution it
  * transposes: y [N,OC,OH,OW] -> x's shape, by the same weight */
 static ts_conv_geom transposed_geom(const ts_tensor *node, const ts_shape *in, const ts_shape *out) {

@@ -1054,6 +1054,65 @@ static void max_bwd_planes(void *vj, int64_t begin, int64_t end) {
     }
 }
 
+/* --------------------------------------------------------------- conv3d */
+
+/* out[i] (+)= one of conv3d_math.h's elements, i in [0, n), split over the pool */
+typedef enum { C3_Y, C3_DX, C3_DW, C3_BIAS } c3_kind;
+typedef struct c3_job {
+    const ts_conv3d_geom *g;
+    c3_kind kind;
+    float *out;
+    const float *a, *b; /* the element's two operands; C3_BIAS: a [N, C, S] */
+    const float *bias;  /* added per channel of out [N, C, S] (C3_Y, C3_DX) */
+    int64_t C, S;       /* out's channels and positions (C3_Y, C3_DX), or a's (C3_BIAS) */
+    bool accumulate;
+} c3_job;
+
+static void c3_elements(void *vj, int64_t begin, int64_t end) {
+    const c3_job *j = vj;
+    for (int64_t i = begin; i < end; i++) {
+        float v = j->kind == C3_Y    ? ts_conv3d_y_at(j->g, j->a, j->b, i)
+                  : j->kind == C3_DX ? ts_conv3d_dx_at(j->g, j->a, j->b, i)
+                  : j->kind == C3_DW ? ts_conv3d_dw_at(j->g, j->a, j->b, i)
+                                     : ts_conv3d_channel_sum(j->a, j->g->N, j->C, j->S, i);
+        if (j->bias) v += j->bias[i / j->S % j->C];
+        j->out[i] = j->accumulate ? j->out[i] + v : v;
+    }
+}
+
+static void c3_run(ts_pool *p, c3_job j, int64_t n, int64_t work_per_item) {
+    if (j.out && n > 0) ts_pool_for(p, n, grain_for(work_per_item), c3_elements, &j);
+}
+
+static int64_t c3_prod(const int64_t *v) { return v[0] * v[1] * v[2]; }
+
+void ts_conv3d_forward(ts_pool *p, float *y, const float *x, const float *w, const float *b, const ts_conv3d_geom *g) {
+    int64_t taps = g->C / g->G * c3_prod(g->k), S = c3_prod(g->out);
+    c3_run(p, (c3_job){.g = g, .kind = C3_Y, .out = y, .a = x, .b = w, .bias = b, .C = g->OC, .S = S}, g->N * g->OC * S, taps);
+}
+
+void ts_conv3d_backward(ts_pool *p, float *dx, float *dw, float *db, const float *dy, const float *x, const float *w, const ts_conv3d_geom *g) {
+    int64_t taps = g->OC / g->G * c3_prod(g->k), S_in = c3_prod(g->in), S_out = c3_prod(g->out);
+    c3_run(p, (c3_job){.g = g, .kind = C3_DX, .out = dx, .a = dy, .b = w, .C = g->C, .S = S_in, .accumulate = true}, g->N * g->C * S_in, taps);
+    c3_run(p, (c3_job){.g = g, .kind = C3_DW, .out = dw, .a = dy, .b = x, .accumulate = true}, g->OC * (g->C / g->G) * c3_prod(g->k),
+           g->N * S_out);
+    c3_run(p, (c3_job){.g = g, .kind = C3_BIAS, .out = db, .a = dy, .C = g->OC, .S = S_out, .accumulate = true}, g->OC, g->N * S_out);
+}
+
+void ts_conv_transpose3d_forward(ts_pool *p, float *y, const float *x, const float *w, const float *b, const ts_conv3d_geom *g) {
+    int64_t taps = g->OC / g->G * c3_prod(g->k), S = c3_prod(g->in);
+    c3_run(p, (c3_job){.g = g, .kind = C3_DX, .out = y, .a = x, .b = w, .bias = b, .C = g->C, .S = S}, g->N * g->C * S, taps);
+}
+
+void ts_conv_transpose3d_backward(ts_pool *p, float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
+                                  const ts_conv3d_geom *g) {
+    int64_t taps = g->C / g->G * c3_prod(g->k), S_in = c3_prod(g->in), S_out = c3_prod(g->out);
+    c3_run(p, (c3_job){.g = g, .kind = C3_Y, .out = dx, .a = dy, .b = w, .C = g->OC, .S = S_out, .accumulate = true}, g->N * g->OC * S_out, taps);
+    c3_run(p, (c3_job){.g = g, .kind = C3_DW, .out = dw, .a = x, .b = dy, .accumulate = true}, g->OC * (g->C / g->G) * c3_prod(g->k),
+           g->N * S_out);
+    c3_run(p, (c3_job){.g = g, .kind = C3_BIAS, .out = db, .a = dy, .C = g->C, .S = S_in, .accumulate = true}, g->C, g->N * S_in);
+}
+
 void ts_max_pool2d_forward(ts_pool *p, float *y, int32_t *idx, const float *x, const ts_conv_geom *g) {
     pool_job j = {.g = g, .y = y, .idx = idx, .x = x};
     ts_pool_for(p, g->N * g->C, grain_for(g->OH * g->OW * g->KH * g->KW), max_fwd_planes, &j);

@@ -5,6 +5,7 @@
 #ifndef TS_CNN_H
 #define TS_CNN_H
 
+#include "backend/conv3d_math.h"
 #include "backend/pool.h"
 
 /* Geometry of a conv or pooling window over NCHW. Padding at the bottom and
@@ -56,6 +57,14 @@ size_t ts_conv_transpose2d_workspace(const ts_conv_geom *g, int threads);
 void ts_conv_transpose2d_forward(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g);
 void ts_conv_transpose2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
                                   const ts_conv_geom *g);
+/* The 3-D convolution and its transpose (backend/conv3d_math.h: one
+ * element a call, a direct gather summed in double): g is the
+ * convolution's geometry, the transpose's forward pass its input gradient. */
+void ts_conv3d_forward(ts_pool *p, float *y, const float *x, const float *w, const float *b, const ts_conv3d_geom *g);
+void ts_conv3d_backward(ts_pool *p, float *dx, float *dw, float *db, const float *dy, const float *x, const float *w, const ts_conv3d_geom *g);
+void ts_conv_transpose3d_forward(ts_pool *p, float *y, const float *x, const float *w, const float *b, const ts_conv3d_geom *g);
+void ts_conv_transpose3d_backward(ts_pool *p, float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
+                                  const ts_conv3d_geom *g);
 /* The direct seven-loop convolution in double: the oracle of the tests. */
 void ts_conv2d_naive_forward(float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g);
 void ts_conv2d_naive_backward(float *dx, float *dw, float *db, const float *dy, const float *x, const float *w, const ts_conv_geom *g);

@@ -134,6 +134,8 @@ static const ts_kernel_row kernels[] = {
     [TS_OP_BUFFER] = {.forward = NULL}, /* a leaf: bound, not computed */
     [TS_OP_CONV2D] = {.forward = ts_fwd_conv2d, .backward = ts_bwd_conv2d, .workspace_floats = ts_cpu_workspace_conv2d,
                       .cache_floats = ts_cpu_cache_conv2d},
+    [TS_OP_CONV3D] = {.forward = ts_fwd_conv3d, .backward = ts_bwd_conv3d},
+    [TS_OP_CONV_TRANSPOSE3D] = {.forward = ts_fwd_conv3d, .backward = ts_bwd_conv3d},
     [TS_OP_MAX_POOL2D] = {.forward = ts_fwd_max_pool2d, .backward = ts_bwd_max_pool2d},
     [TS_OP_AVG_POOL2D] = {.forward = ts_fwd_avg_pool2d, .backward = ts_bwd_avg_pool2d},
     [TS_OP_GLOBAL_AVG_POOL] = {.forward = ts_fwd_global_pool, .backward = ts_bwd_global_pool},

@@ -73,6 +73,8 @@ void ts_cu_bwd_concat(const ts_kctx *k);
 void ts_cu_fwd_conv2d(const ts_kctx *k);
 void ts_cu_bwd_conv2d(const ts_kctx *k);
 size_t ts_cu_workspace_conv2d(const ts_shape *in, const ts_shape *out, int threads);
+void ts_cu_fwd_conv3d(const ts_kctx *k); /* Conv3d and ConvTranspose3d */
+void ts_cu_bwd_conv3d(const ts_kctx *k);
 void ts_cu_fwd_conv_transpose2d(const ts_kctx *k);
 void ts_cu_bwd_conv_transpose2d(const ts_kctx *k);
 size_t ts_cu_workspace_conv_transpose2d(const ts_shape *in, const ts_shape *out, int threads);

@@ -550,6 +550,8 @@ static void fill_kernel_table(void) {
     kernels[TS_OP_REDUCE_MEAN_AXES] = {ts_cu_fwd_reduce_axes, ts_cu_bwd_reduce_axes, nullptr, nullptr, 0u};
     kernels[TS_OP_REDUCE_MAX_AXES] = {ts_cu_fwd_reduce_axes, ts_cu_bwd_reduce_axes, nullptr, nullptr, 0u};
     kernels[TS_OP_CONV2D] = {ts_cu_fwd_conv2d, ts_cu_bwd_conv2d, ts_cu_workspace_conv2d, nullptr, 0u};
+    kernels[TS_OP_CONV3D] = {ts_cu_fwd_conv3d, ts_cu_bwd_conv3d, nullptr, nullptr, 0u};
+    kernels[TS_OP_CONV_TRANSPOSE3D] = {ts_cu_fwd_conv3d, ts_cu_bwd_conv3d, nullptr, nullptr, 0u};
     kernels[TS_OP_MAX_POOL2D] = {ts_cu_fwd_max_pool2d, ts_cu_bwd_max_pool2d, nullptr, nullptr, 0u};
     kernels[TS_OP_AVG_POOL2D] = {ts_cu_fwd_avg_pool2d, ts_cu_bwd_avg_pool2d, nullptr, nullptr, 0u};
     kernels[TS_OP_GLOBAL_AVG_POOL] = {ts_cu_fwd_global_pool, ts_cu_bwd_global_pool, nullptr, nullptr, 0u};

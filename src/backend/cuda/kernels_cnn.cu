@@ -20,6 +20,8 @@ extern "C" {
 #include "graph/cnn_ops.h"
 }
 
+#include "backend/conv3d_math.h"
+
 #include <math.h>
 
 /* ------------------------------------------------------------- helpers */
@@ -286,6 +288,60 @@ void ts_cu_bwd_conv_transpose2d(const ts_kctx *k) {
     }
     if (k->din[1]) conv_backward(k, g, NULL, k->din[1], NULL, k->in[0], k->dout, k->in[1]);
     if (k->din[0]) conv_forward(k, g, k->din[0], k->dout, k->in[1], NULL, 1.0f);
+}
+
+/* --------------------------------------------------------------- conv3d */
+
+/* out[i] (+)= one of conv3d_math.h's elements, one thread an element (the
+ * CPU's c3_elements) */
+enum c3_kind { C3_Y, C3_DX, C3_DW, C3_BIAS };
+__global__ static void conv3d_kernel(ts_conv3d_geom g, c3_kind kind, float *out, const float *a, const float *b, const float *bias,
+                                     int64_t C, int64_t S, bool accumulate, int64_t n) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)blockDim.x * gridDim.x) {
+        float v = kind == C3_Y    ? ts_conv3d_y_at(&g, a, b, i)
+                  : kind == C3_DX ? ts_conv3d_dx_at(&g, a, b, i)
+                  : kind == C3_DW ? ts_conv3d_dw_at(&g, a, b, i)
+                                  : ts_conv3d_channel_sum(a, g.N, C, S, i);
+        if (bias) v += bias[i / S % C];
+        out[i] = accumulate ? out[i] + v : v;
+    }
+}
+
+static void conv3d_run(const ts_kctx *k, const ts_conv3d_geom &g, c3_kind kind, float *out, const float *a, const float *b,
+                       const float *bias, int64_t C, int64_t S, bool accumulate, int64_t n) {
+    if (!out || n <= 0) return;
+    conv3d_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(g, kind, out, a, b, bias, C, S, accumulate, n);
+    ts_cu_check(cudaGetLastError(), k->node->op == TS_OP_CONV3D ? "Conv3d" : "ConvTranspose3d");
+}
+
+static ts_conv3d_geom conv3d_geom(const ts_kctx *k) {
+    return ts_conv3d_geom_of(k->node->attr, &k->in_shape[0], &k->in_shape[1], &k->out_shape, k->node->op == TS_OP_CONV_TRANSPOSE3D);
+}
+
+/* Conv3d: y = conv(x, w) + b; ConvTranspose3d: y = the convolution's input gradient of x, + b */
+void ts_cu_fwd_conv3d(const ts_kctx *k) {
+    ts_conv3d_geom g = conv3d_geom(k);
+    const float *b = k->n_in == 3 ? k->in[2] : NULL;
+    int64_t S_in = g.in[0] * g.in[1] * g.in[2], S_out = g.out[0] * g.out[1] * g.out[2];
+    if (k->node->op == TS_OP_CONV3D) conv3d_run(k, g, C3_Y, k->out, k->in[0], k->in[1], b, g.OC, S_out, false, g.N * g.OC * S_out);
+    else conv3d_run(k, g, C3_DX, k->out, k->in[0], k->in[1], b, g.C, S_in, false, g.N * g.C * S_in);
+}
+
+/* Conv3d: dx += conv^T(dy, w), dw, db; ConvTranspose3d: dx += conv(dy, w),
+ * dw with x as the convolution's output gradient, db */
+void ts_cu_bwd_conv3d(const ts_kctx *k) {
+    ts_conv3d_geom g = conv3d_geom(k);
+    float *db = k->n_in == 3 ? k->din[2] : NULL;
+    int64_t S_in = g.in[0] * g.in[1] * g.in[2], S_out = g.out[0] * g.out[1] * g.out[2], nw = g.OC * (g.C / g.G) * g.k[0] * g.k[1] * g.k[2];
+    if (k->node->op == TS_OP_CONV3D) {
+        conv3d_run(k, g, C3_DX, k->din[0], k->dout, k->in[1], NULL, g.C, S_in, true, g.N * g.C * S_in);
+        conv3d_run(k, g, C3_DW, k->din[1], k->dout, k->in[0], NULL, 1, 1, true, nw);
+        conv3d_run(k, g, C3_BIAS, db, k->dout, NULL, NULL, g.OC, S_out, true, g.OC);
+    } else {
+        conv3d_run(k, g, C3_Y, k->din[0], k->dout, k->in[1], NULL, g.OC, S_out, true, g.N * g.OC * S_out);
+        conv3d_run(k, g, C3_DW, k->din[1], k->in[0], k->dout, NULL, 1, 1, true, nw);
+        conv3d_run(k, g, C3_BIAS, db, k->dout, NULL, NULL, g.C, S_in, true, g.C);
+    }
 }
 
 /* -------------------------------------------------------------- pooling */
