@@ -10,7 +10,7 @@
 
 #include "check.h"
 #include "backend/backend.h"
-#include "compile/model.h"
+#include "model/model.h"
 #include "graph/ops.h"
 
 enum { B = 4, IN = 5, HID = 6, CLS = 3, D = 2, A = 2 };

@@ -264,6 +264,14 @@ typedef struct ts_backend {
     void (*event_free)(ts_event *e);
 } ts_backend;
 
+/* A device handle: the backend a model runs on and the stream its work
+ * goes on (the CPU backend's: the model's thread pool; another device's:
+ * the stream its stream_create made), passed as one. */
+typedef struct ts_device {
+    const ts_backend *backend;
+    void *stream;
+} ts_device;
+
 /* The CPU backend (backend/cpu/cpu.c): always built. Its table also
  * answers questions about host memory on any device (a NaN/Inf scan of a
  * value the host holds), with the model's pool as its stream. */

@@ -1,7 +1,7 @@
 /* compile.c -- from graph + options to a program: shape inference, the live
  * set and topological order, which tensors get gradients, the named entries,
  * the memory plan by lifetime class, and anchors/watches resolved to entries. */
-#include "compile/model.h"
+#include "compile/program.h"
 #include "compile/stability.h"
 
 #include "backend/backend.h"
@@ -247,7 +247,7 @@ static int batch_dim(const ts_shape *s, int64_t stride, int64_t *inner) {
     return -1;
 }
 
-static int64_t batch_stride_of(const ts_model *m, const ts_prog *p, int i, const int64_t *stride) {
+static int64_t batch_stride_of(const ts_model_def *m, const ts_prog *p, int i, const int64_t *stride) {
     const ts_tensor *t = m->g->t[i];
     const ts_shape *out = &t->shape; /* located at the built shapes, where the batch is the example's */
     if (t->op == TS_OP_INPUT) {
@@ -309,7 +309,7 @@ static ts_shape reshape_target_at_batch(const ts_tensor *t, const ts_shape *buil
     return s;
 }
 
-static ts_status infer_shapes(ts_model *m, ts_prog *p) {
+static ts_status infer_shapes(const ts_model_def *m, ts_prog *p) {
     ts_graph *g = m->g;
     int64_t *stride = ts_malloc((size_t)(p->n_nodes ? p->n_nodes : 1) * sizeof *stride); /* the batch's, per node */
     if (!stride) return ts_error(TS_ERR_OUT_OF_MEMORY, "compile: out of memory");
@@ -381,7 +381,7 @@ static ts_status infer_shapes(ts_model *m, ts_prog *p) {
 }
 
 /* Which nodes run, which reach the loss, and which get gradients. */
-static ts_status live_sets(ts_model *m, ts_prog *p, const bool *requested) {
+static ts_status live_sets(const ts_model_def *m, ts_prog *p, const bool *requested) {
     ts_graph *g = m->g;
     int n = p->n_nodes;
     for (int i = 0; i < n; i++) p->live[i] = false;
@@ -393,8 +393,8 @@ static ts_status live_sets(ts_model *m, ts_prog *p, const bool *requested) {
     /* a tensor anchored by its name is computed even when nothing else needs
      * it (a wrapped torch module's output beside a loss that does not read
      * it): what is asked for is returned */
-    for (size_t k = 0; k < m->opts.n_anchors; k++) {
-        const ts_tensor *t = ts_graph_find(g, m->opts.anchors[k].tensor_name);
+    for (size_t k = 0; k < m->opts->n_anchors; k++) {
+        const ts_tensor *t = ts_graph_find(g, m->opts->anchors[k].tensor_name);
         if (t && t->id < n) p->live[t->id] = true;
     }
     for (int i = n - 1; i >= 0; i--)
@@ -423,10 +423,10 @@ static ts_status live_sets(ts_model *m, ts_prog *p, const bool *requested) {
 }
 
 /* Gradient names asked for by anchors that the default set lacks. */
-static ts_status requested_grads(ts_model *m, ts_prog *p, bool *requested) {
+static ts_status requested_grads(const ts_model_def *m, ts_prog *p, bool *requested) {
     ts_graph *g = m->g;
-    for (size_t k = 0; k < m->opts.n_anchors; k++) {
-        const char *name = m->opts.anchors[k].tensor_name;
+    for (size_t k = 0; k < m->opts->n_anchors; k++) {
+        const char *name = m->opts->anchors[k].tensor_name;
         if (strncmp(name, "Gradient___", 11) != 0 || strpbrk(name, "*?[")) continue;
         const ts_tensor *t = ts_graph_find(g, name + 11);
         if (!t) continue; /* reported as unknown later */
@@ -444,7 +444,7 @@ static ts_status requested_grads(ts_model *m, ts_prog *p, bool *requested) {
     return TS_OK;
 }
 
-static ts_status build_entries(ts_model *m, ts_prog *p) {
+static ts_status build_entries(const ts_model_def *m, ts_prog *p) {
     ts_graph *g = m->g;
     size_t cap = 0;
     for (int i = 0; i < p->n_nodes; i++) p->value_entry[i] = p->grad_entry[i] = -1;
@@ -461,7 +461,7 @@ static ts_status build_entries(ts_model *m, ts_prog *p) {
         if (!m->training || t->op != TS_OP_PARAM || t->frozen || !p->needs_grad[i]) continue;
         ts_entry_kind kinds[5] = {TS_KIND_ACCUM, TS_KIND_UPDATED};
         int nk = 2;
-        const ts_optimizer *o = ts_param_optimizer(&m->opt, t);
+        const ts_optimizer *o = ts_param_optimizer(m->opt, t);
         if (o->kind == TS_OPT_SGD && o->momentum != 0.0f) kinds[nk++] = TS_KIND_ACCL;
         if (o->kind != TS_OPT_SGD) kinds[nk++] = TS_KIND_ACCL1, kinds[nk++] = TS_KIND_ACCL2, kinds[nk++] = TS_KIND_STEP;
         for (int q = 0; q < nk; q++)
@@ -487,9 +487,9 @@ static bool reads_16bit(const ts_tensor *c, int j) {
  * them, on the CPU backend, without pipeline stages (whose messages are
  * f32); else in f32 cells, its values the same. The gradients of 16-bit
  * tensors stay in f32 cells (rounded to the dtype). */
-static void half_storage(ts_model *m, ts_prog *p) {
+static void half_storage(const ts_model_def *m, ts_prog *p) {
     const ts_graph *g = m->g;
-    if (m->backend != ts_backend_host() || ts_stages(m) > 1) return;
+    if (m->dev.backend != ts_backend_host() || m->opts->stages > 1) return;
     bool *ok = ts_calloc((size_t)p->n_nodes, sizeof *ok);
     if (!ok) return; /* f32 cells: the same values */
     for (int k = 0; k < p->n_order; k++) {
@@ -523,9 +523,9 @@ static ts_status budget(ts_prog *p, size_t bytes, const char *what) {
 }
 
 /* Zeroed memory of the model's device (its backend's). */
-static ts_status device_alloc(const ts_model *m, size_t bytes, float **out) {
+static ts_status device_alloc(const ts_model_def *m, size_t bytes, float **out) {
     void *v = NULL;
-    ts_status st = m->backend->alloc(bytes, &v);
+    ts_status st = m->dev.backend->alloc(bytes, &v);
     *out = v;
     return st;
 }
@@ -540,15 +540,15 @@ static ts_status device_alloc(const ts_model *m, size_t bytes, float **out) {
  * worth its launch. */
 #define KEEP_EACH ((size_t)4 << 20)
 #define KEEP_ALL ((size_t)1 << 30)
-static bool kept_to_pass_end(const ts_model *m, const ts_entry *en, size_t bytes, size_t *kept) {
-    if (m->backend->host_addressable || en->watch < 0 || bytes > KEEP_EACH || *kept + bytes > KEEP_ALL)
+static bool kept_to_pass_end(const ts_model_def *m, const ts_entry *en, size_t bytes, size_t *kept) {
+    if (m->dev.backend->host_addressable || en->watch < 0 || bytes > KEEP_EACH || *kept + bytes > KEEP_ALL)
         return false;
     *kept += bytes;
     return true;
 }
 
 /* Without accumulation a parameter's Accum___ is its gradient's buffer. */
-static bool accum_is_grad(const ts_model *m) { return m->opts.grad_accum == 1; }
+static bool accum_is_grad(const ts_model_def *m) { return m->opts->grad_accum == 1; }
 
 /* Entries whose summary is another's at every sample (same_values), so
  * that a watch of both reads the memory once:
@@ -561,7 +561,7 @@ static bool accum_is_grad(const ts_model *m) { return m->opts.grad_accum == 1; }
  *   (an activation's, f32 on both sides) the two hold the same values;
  * - without accumulation a parameter's Accum___ is its gradient's buffer
  *   (plan_memory). */
-static void mark_same_values(const ts_model *m, ts_prog *p) {
+static void mark_same_values(const ts_model_def *m, ts_prog *p) {
     const ts_graph *g = m->g;
     for (int e = 0; m->training && accum_is_grad(m) && e < p->n_entries; e++)
         if (p->entries[e].kind == TS_KIND_ACCUM) p->entries[e].same_values = p->grad_entry[p->entries[e].node];
@@ -608,7 +608,7 @@ static void mark_same_values(const ts_model *m, ts_prog *p) {
  * node's gradient buffer, or through a view whose gradient it shares, that
  * view's (grad_shared). The eight per-node arrays are one allocation. */
 typedef struct mem_plan {
-    ts_model *m;
+    const ts_model_def *m;
     ts_prog *p;
     ts_graph *g;
     int L;
@@ -654,10 +654,10 @@ static void plan_liveness(mem_plan *mp) {
  * one buffer and the view's backward (a copy) is skipped. Activations
  * only, f32 gradients, one pipeline stage. */
 static void plan_view_gradients(mem_plan *mp) {
-    const ts_model *m = mp->m;
+    const ts_model_def *m = mp->m;
     ts_prog *p = mp->p;
     const ts_graph *g = mp->g;
-    for (int k = 0; k < mp->L && m->training && ts_stages(m) == 1; k++) {
+    for (int k = 0; k < mp->L && m->training && ts_opts_stages(m->opts) == 1; k++) {
         const ts_tensor *c = g->t[p->order[k]];
         if (!ts_op_get(c->op)->view || !p->needs_grad[c->id] || c->id == m->loss || ts_dtype_is_half(c->grid)) continue;
         const ts_tensor *in = g->t[c->in[0]];
@@ -672,7 +672,7 @@ static void plan_view_gradients(mem_plan *mp) {
  * the bytes of the other gradients and accumulators, which have fixed
  * places. */
 static void plan_intervals(mem_plan *mp) {
-    const ts_model *m = mp->m;
+    const ts_model_def *m = mp->m;
     ts_prog *p = mp->p;
     const ts_graph *g = mp->g;
     const int L = mp->L;
@@ -741,7 +741,7 @@ static void plan_intervals(mem_plan *mp) {
 /* The two arenas laid out and allocated; each activation's entry (and a
  * view's, and a shared gradient's) pointed into its own. */
 static ts_status plan_arenas(mem_plan *mp) {
-    ts_model *m = mp->m;
+    const ts_model_def *m = mp->m;
     ts_prog *p = mp->p;
     const ts_graph *g = mp->g;
     const bool alloc = mp->alloc;
@@ -778,18 +778,18 @@ static ts_status plan_arenas(mem_plan *mp) {
  * Accum___ at its gradient), optimizer state at the model's. Reuses
  * last_fwd, no longer read, as node -> optimizer state index. */
 static void plan_fixed_storage(mem_plan *mp) {
-    ts_model *m = mp->m;
+    const ts_model_def *m = mp->m;
     ts_prog *p = mp->p;
     const ts_graph *g = mp->g;
     int64_t *state_of = mp->last_fwd;
     for (size_t i = 0; i < mp->nn; i++) state_of[i] = -1;
-    for (int q = 0; q < m->n_state; q++) state_of[m->state[q].node] = q;
+    for (int q = 0; q < *m->n_state; q++) state_of[(*m->state)[q].node] = q;
     size_t goff = 0;
     for (int e = 0; e < p->n_entries; e++) {
         ts_entry *en = &p->entries[e];
         ts_tensor *t = g->t[en->node];
         if (en->data) continue;
-        ts_opt_state *s = state_of[t->id] >= 0 ? &m->state[state_of[t->id]] : NULL;
+        ts_opt_state *s = state_of[t->id] >= 0 ? &(*m->state)[state_of[t->id]] : NULL;
         switch (en->kind) {
         case TS_KIND_VALUE:
         case TS_KIND_UPDATED: en->data = t->value; break; /* params: graph storage; inputs: set per run */
@@ -823,7 +823,7 @@ static ts_status zero_before(ts_prog *p, int c, int e) {
  * one that no backward adds to (only ops without one, a comparison, read
  * the tensor) right before its own backward reads it: 0. */
 static ts_status plan_zeroing(mem_plan *mp) {
-    const ts_model *m = mp->m;
+    const ts_model_def *m = mp->m;
     ts_prog *p = mp->p;
     const ts_graph *g = mp->g;
     const int64_t *last_grad = mp->last_grad;
@@ -847,7 +847,7 @@ static ts_status plan_zeroing(mem_plan *mp) {
 /* Per op: what it keeps from run to run (inference), its own scratch, and
  * the largest workspace any kernel asks for, shared by all. */
 static ts_status plan_scratch(mem_plan *mp) {
-    ts_model *m = mp->m;
+    const ts_model_def *m = mp->m;
     ts_prog *p = mp->p;
     const ts_graph *g = mp->g;
     const bool alloc = mp->alloc;
@@ -856,7 +856,7 @@ static ts_status plan_scratch(mem_plan *mp) {
     for (int k = 0; k < mp->L; k++) {
         int i = p->order[k];
         const ts_op_def *def = ts_op_get(g->t[i]->op);
-        const ts_kernel_row *kr = &m->backend->kernels[g->t[i]->op];
+        const ts_kernel_row *kr = &m->dev.backend->kernels[g->t[i]->op];
         if (!def->scratch_floats && !kr->workspace_floats && !kr->cache_floats) continue;
         ts_shape in[TS_MAX_INPUTS];
         bool held[TS_MAX_INPUTS];
@@ -870,7 +870,7 @@ static ts_status plan_scratch(mem_plan *mp) {
             return ts_error(TS_ERR_OUT_OF_MEMORY, "compile: out of memory for the %zu bytes '%s' keeps from run to run", kept * sizeof(float),
                             g->t[i]->name);
         if (kr->workspace_floats) {
-            size_t w = kr->workspace_floats(in, &p->shape[i], ts_pool_threads(m->pool));
+            size_t w = kr->workspace_floats(in, &p->shape[i], m->threads);
             workspace = w > workspace ? w : workspace;
         }
         if (!def->scratch_floats) continue;
@@ -890,7 +890,7 @@ static ts_status plan_scratch(mem_plan *mp) {
 /* 16-bit cells: the f32 copies an op reading them widens them into, and
  * the f32 view the observers read. */
 static ts_status plan_staging(mem_plan *mp) {
-    ts_model *m = mp->m;
+    const ts_model_def *m = mp->m;
     ts_prog *p = mp->p;
     const ts_graph *g = mp->g;
     ts_status st;
@@ -917,9 +917,9 @@ static ts_status plan_staging(mem_plan *mp) {
 /* Buffers: activations (values and activation gradients, lifetimes planned
  * so dead buffers are reused), gradients of parameters and accumulators,
  * optimizer state (in the model, survives recompiles), parameters (graph). */
-static ts_status plan_memory(ts_model *m, ts_prog *p) {
+static ts_status plan_memory(const ts_model_def *m, ts_prog *p) {
     mem_plan mp = {.m = m, .p = p, .g = m->g, .L = p->n_order, .nn = (size_t)p->n_nodes, .alias_accum = accum_is_grad(m),
-                   .alloc = !m->opts.plan_only};
+                   .alloc = !m->opts->plan_only};
     size_t nn = mp.nn;
     mp.fwd = ts_malloc(8 * nn * sizeof *mp.fwd);
     mp.iv = ts_calloc((size_t)p->n_entries + 1, sizeof *mp.iv);
@@ -945,11 +945,11 @@ static ts_status plan_memory(ts_model *m, ts_prog *p) {
     return TS_OK;
 }
 
-static ts_status attach_anchor(ts_model *m, ts_prog *p, const char *short_name, int e, ts_output_mode mode, int period) {
+static ts_status attach_anchor(const ts_model_def *m, ts_prog *p, const char *short_name, int e, ts_output_mode mode, int period) {
     ts_entry *en = &p->entries[e];
     if (mode == TS_OUTPUT_DEFAULT) {
-        mode = m->opts.output_mode;
-        period = m->opts.output_period;
+        mode = m->opts->output_mode;
+        period = m->opts->output_period;
     }
     if (mode == TS_OUTPUT_DEFAULT) mode = m->training ? TS_OUTPUT_FINAL : TS_OUTPUT_ALL;
     int64_t S = en->per_step ? p->samples_step : p->samples_mb;
@@ -960,7 +960,7 @@ static ts_status attach_anchor(ts_model *m, ts_prog *p, const char *short_name, 
             return ts_error(TS_ERR_INVALID_ARGUMENT,
                             "anchor '%s' (%s): every_n period %d must divide the %lld %s per run (D=%d, A=%d); pick a divisor of %lld",
                             short_name, en->name, period, (long long)S, en->per_step ? "steps" : "micro-batches",
-                            m->opts.device_iterations, m->opts.grad_accum, (long long)S);
+                            m->opts->device_iterations, m->opts->grad_accum, (long long)S);
         rows = S / period;
     }
     for (int k = 0; k < p->n_anchors; k++)
@@ -985,7 +985,7 @@ static ts_status attach_anchor(ts_model *m, ts_prog *p, const char *short_name, 
 /* The entry `name`, or, for an imported model, the entry of the tensor that
  * a file's value name (an alias) stands for, with any derived prefix kept
  * (`Gradient___/fc2/Gemm_output_0` -> `Gradient___fc2/Gemm:0`). */
-static int find_entry(const ts_model *m, const ts_prog *p, const char *name) {
+static int find_entry(const ts_model_def *m, const ts_prog *p, const char *name) {
     int e = ts_prog_find(p, name);
     for (size_t k = 0; e < 0 && k < TS_ARRAY_LEN(kind_prefix); k++) {
         size_t n = strlen(kind_prefix[k]);
@@ -999,13 +999,13 @@ static int find_entry(const ts_model *m, const ts_prog *p, const char *name) {
     return e;
 }
 
-static ts_status resolve_anchors(ts_model *m, ts_prog *p) {
-    size_t cap = m->opts.n_anchors + (size_t)m->n_outputs + 1;
-    for (size_t k = 0; k < m->opts.n_anchors; k++)
-        if (strpbrk(m->opts.anchors[k].tensor_name, "*?[")) cap += (size_t)p->n_entries;
+static ts_status resolve_anchors(const ts_model_def *m, ts_prog *p) {
+    size_t cap = m->opts->n_anchors + (size_t)m->n_outputs + 1;
+    for (size_t k = 0; k < m->opts->n_anchors; k++)
+        if (strpbrk(m->opts->anchors[k].tensor_name, "*?[")) cap += (size_t)p->n_entries;
     if (!(p->anchors = ts_calloc(cap, sizeof *p->anchors))) return TS_ERR_OUT_OF_MEMORY;
-    for (size_t k = 0; k < m->opts.n_anchors; k++) {
-        const ts_anchor_spec *s = &m->opts.anchors[k];
+    for (size_t k = 0; k < m->opts->n_anchors; k++) {
+        const ts_anchor_spec *s = &m->opts->anchors[k];
         if (strpbrk(s->tensor_name, "*?[")) {
             int matched = 0;
             for (int e = 0; e < p->n_entries; e++) {
@@ -1050,12 +1050,12 @@ static ts_status resolve_anchors(ts_model *m, ts_prog *p) {
     for (int k = 0; k < p->n_anchors; k++) p->anchor_names[k] = p->anchors[k].short_name;
     /* each replica's rows, then with R > 1 every replica's rows as gathered
      * (by rank) and the returned arrays (replica axis after the sample axis) */
-    size_t local = 0, R = (size_t)ts_replicas(m), K = (size_t)ts_stages(m);
+    size_t local = 0, R = (size_t)ts_opts_replicas(m->opts), K = (size_t)ts_opts_stages(m->opts);
     for (int k = 0; k < p->n_anchors; k++) local += (size_t)(p->anchors[k].rows * p->entries[p->anchors[k].entry].numel);
     size_t total = local * (1 + (R > 1 ? 2 * R : 0) + (K > 1 ? K : 0)); /* pipelines gather every stage's rows */
     p->bytes_anchors = total * sizeof(float);
     p->anchor_local = local;
-    if (m->opts.plan_only) return TS_OK; /* laid out, not allocated */
+    if (m->opts->plan_only) return TS_OK; /* laid out, not allocated */
     ts_status bst = total ? budget(p, total * sizeof(float), "the anchors' arena") : TS_OK;
     if (bst) return bst;
     if (total && !(p->arena_anchors = ts_calloc(total, sizeof(float)))) return TS_ERR_OUT_OF_MEMORY;
@@ -1071,12 +1071,9 @@ static ts_status resolve_anchors(ts_model *m, ts_prog *p) {
 
 /* A watch that matches nothing is a typo: say so, with the closest names
  * (and, for an exact name that begins some names, the glob of them). */
-ts_status ts_model_check_watches(const ts_model *m) {
-    if (!m) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_check_watches: model is NULL");
-    const ts_prog *p = m->prog;
-    if (!p) return ts_error(TS_ERR_STATE, "watches are resolved at compile; compile the model first");
-    for (size_t k = 0; k < m->opts.n_watches; k++) {
-        const char *pat = m->opts.watches[k].pattern;
+ts_status ts_prog_check_watches(const ts_prog *p, const ts_options *o) {
+    for (size_t k = 0; k < o->n_watches; k++) {
+        const char *pat = o->watches[k].pattern;
         int hits = 0, prefixed = 0;
         for (int e = 0; e < p->n_entries; e++) {
             hits += p->entries[e].watch >= 0 && ts_name_matches(pat, p->entries[e].name);
@@ -1098,10 +1095,10 @@ ts_status ts_model_check_watches(const ts_model *m) {
 /* Summarised inside the optimizer step, from registers: the CPU's fused
  * update. A device whose memory the host cannot read summarises after the
  * step, on the device (observe/'s ts_observe_device). */
-static bool in_step(const ts_model *m, const ts_entry *en) {
-    if (!m->training || m->g->t[en->node]->op != TS_OP_PARAM || !m->backend->host_addressable) return false;
+static bool in_step(const ts_model_def *m, const ts_entry *en) {
+    if (!m->training || m->g->t[en->node]->op != TS_OP_PARAM || !m->dev.backend->host_addressable) return false;
     switch (en->kind) {
-    case TS_KIND_GRAD: return m->opts.grad_accum == 1 && ts_replicas(m) == 1;
+    case TS_KIND_GRAD: return m->opts->grad_accum == 1 && ts_opts_replicas(m->opts) == 1;
     case TS_KIND_ACCUM:
     case TS_KIND_UPDATED:
     case TS_KIND_ACCL:
@@ -1111,16 +1108,16 @@ static bool in_step(const ts_model *m, const ts_entry *en) {
     }
 }
 
-static bool user_watched(const ts_model *m, const ts_entry *en) {
-    for (size_t k = 0; k < m->opts.n_watches; k++)
-        if (ts_name_matches(m->opts.watches[k].pattern, en->name)) return true;
+static bool user_watched(const ts_model_def *m, const ts_entry *en) {
+    for (size_t k = 0; k < m->opts->n_watches; k++)
+        if (ts_name_matches(m->opts->watches[k].pattern, en->name)) return true;
     return false;
 }
 
-static ts_status resolve_watches(ts_model *m, ts_prog *p) {
-    if (m->opts.n_watches == 0 && m->opts.n_stability == 0) return TS_OK;
-    for (size_t k = 0; k < m->opts.n_watches; k++) { /* a name but for a module prefix: the model's name */
-        char **pat = &m->opts.watches[k].pattern;
+static ts_status resolve_watches(const ts_model_def *m, ts_prog *p) {
+    if (m->opts->n_watches == 0 && m->opts->n_stability == 0) return TS_OK;
+    for (size_t k = 0; k < m->opts->n_watches; k++) { /* a name but for a module prefix: the model's name */
+        char **pat = &m->opts->watches[k].pattern;
         size_t hit;
         if (strpbrk(*pat, "*?[") || ts_prog_find(p, *pat) >= 0) continue;
         size_t found = ts_name_resolve_prefix("watch", *pat, entry_name, p, (size_t)p->n_entries, &hit);
@@ -1163,10 +1160,10 @@ static ts_status resolve_watches(ts_model *m, ts_prog *p) {
         ts_entry *en = &p->entries[e];
         if (en->watch < 0) continue;
         int w = en->watch, period = 0, what = 0;
-        for (size_t k = 0; k < m->opts.n_watches; k++)
-            if (ts_name_matches(m->opts.watches[k].pattern, en->name)) {
-                what |= m->opts.watches[k].what;
-                period = period == 0 || m->opts.watches[k].period < period ? m->opts.watches[k].period : period;
+        for (size_t k = 0; k < m->opts->n_watches; k++)
+            if (ts_name_matches(m->opts->watches[k].pattern, en->name)) {
+                what |= m->opts->watches[k].what;
+                period = period == 0 || m->opts->watches[k].period < period ? m->opts->watches[k].period : period;
             }
         if (stab[e]) {
             what |= TS_WATCH_STATS;
@@ -1184,7 +1181,7 @@ static ts_status resolve_watches(ts_model *m, ts_prog *p) {
      * period: its summary is taken in its input's pass (the Relu's values
      * follow from the input's), one read of memory instead of two. On the
      * host only: a device reduces each where it lives. */
-    for (size_t i = 0; i < m->g->n && m->backend->host_addressable; i++) {
+    for (size_t i = 0; i < m->g->n && m->dev.backend->host_addressable; i++) {
         const ts_tensor *t = m->g->t[i];
         if (t->op != TS_OP_RELU || p->value_entry[t->id] < 0 || p->value_entry[t->in[0]] < 0) continue;
         ts_entry *x = &p->entries[p->value_entry[t->in[0]]], *y = &p->entries[p->value_entry[t->id]];
@@ -1197,7 +1194,7 @@ static ts_status resolve_watches(ts_model *m, ts_prog *p) {
     }
     mark_same_values(m, p);
     /* per-thread partial summaries, allocated here: none in the step loop */
-    p->n_slots = ts_pool_threads(m->pool) < TS_MAX_SLOTS ? ts_pool_threads(m->pool) : TS_MAX_SLOTS;
+    p->n_slots = m->threads < TS_MAX_SLOTS ? m->threads : TS_MAX_SLOTS;
     if (!(p->parts = ts_calloc((size_t)p->n_slots * TS_STEP_WATCHES, sizeof(ts_stats_partial)))) return TS_ERR_OUT_OF_MEMORY;
     return TS_OK;
 }
@@ -1211,17 +1208,17 @@ static ts_status add_link(ts_entry *en, ts_outfeed *q, const char *key) {
     return TS_OK; /* the model layer reserves the queue's slots (ts_outfeed_reserve) */
 }
 
-static ts_status resolve_outfeeds(ts_model *m, ts_prog *p) {
+static ts_status resolve_outfeeds(const ts_model_def *m, ts_prog *p) {
     ts_graph *g = m->g;
     for (size_t k = 0; k < g->n_marks; k++) {
         ts_status st = add_link(&p->entries[p->value_entry[g->marks[k].tensor]], g->marks[k].q, g->marks[k].key);
         if (st) return st;
     }
-    if (!m->opts.grad_q || !m->training) return TS_OK;
+    if (!m->opts->grad_q || !m->training) return TS_OK;
     for (int e = 0; e < p->n_entries; e++) {
         ts_entry *en = &p->entries[e];
         if (g->t[en->node]->op != TS_OP_PARAM) continue;
-        if (en->kind != (m->opts.grad_pre_accumulated ? TS_KIND_GRAD : TS_KIND_ACCUM)) continue;
+        if (en->kind != (m->opts->grad_pre_accumulated ? TS_KIND_GRAD : TS_KIND_ACCUM)) continue;
         const char *pname = g->t[en->node]->name;
         size_t n = strlen(pname) + 6;
         char *key = ts_malloc(n);
@@ -1233,14 +1230,14 @@ static ts_status resolve_outfeeds(ts_model *m, ts_prog *p) {
         snprintf(key, n, "%s_grad", pname);
         p->keys = keys;
         p->keys[p->n_keys++] = key;
-        ts_status st = add_link(en, m->opts.grad_q, key);
+        ts_status st = add_link(en, m->opts->grad_q, key);
         if (st) return st;
     }
     return TS_OK;
 }
 
-static void mark_checks(ts_model *m, ts_prog *p) {
-    ts_check_numerics c = m->opts.check;
+static void mark_checks(const ts_model_def *m, ts_prog *p) {
+    ts_check_numerics c = m->opts->check;
     for (int e = 0; e < p->n_entries && c != TS_CHECK_OFF; e++) {
         ts_entry *en = &p->entries[e];
         const ts_tensor *t = m->g->t[en->node];
@@ -1264,9 +1261,9 @@ static void mark_checks(ts_model *m, ts_prog *p) {
  * computes in f32), one pipeline stage runs them all and the device has
  * the pass; whether it runs is decided per micro-batch from what is
  * observed (exec.c). A node without a twin needs the pass. */
-static ts_status find_fusions(ts_model *m, ts_prog *p) {
+static ts_status find_fusions(const ts_model_def *m, ts_prog *p) {
     ts_graph *g = m->g;
-    bool twin_only = !m->backend->attention_one_pass;
+    bool twin_only = !m->dev.backend->attention_one_pass;
     int n = 0;
     for (int k = 0; k < p->n_order; k++) {
         const ts_tensor *t = g->t[p->order[k]];
@@ -1274,7 +1271,7 @@ static ts_status find_fusions(ts_model *m, ts_prog *p) {
         if (t->n_in == 5) n++;
         else if (twin_only)
             return ts_error(TS_ERR_UNSUPPORTED, "compile: '%s' (Attention) has no unfused twin and the %s device has no one-pass attention "
-                            "kernel yet; build the node with its twin (ts_attention's `unfused`) or run it on the CPU", t->name, m->backend->name);
+                            "kernel yet; build the node with its twin (ts_attention's `unfused`) or run it on the CPU", t->name, m->dev.backend->name);
     }
     if (!n) return TS_OK;
     int *mark = ts_calloc((size_t)p->n_nodes, sizeof *mark); /* 1 + the fusion whose twin a node belongs to, else 0 */
@@ -1291,7 +1288,7 @@ static ts_status find_fusions(ts_model *m, ts_prog *p) {
         ts_fusion *fu = &p->fusions[f];
         fu->node = t->id;
         if (twin_only) fu->why_not = "the device has no one-pass attention kernel yet";
-        else if (ts_stages(m) > 1) fu->why_not = "the model runs in pipeline stages";
+        else if (m->opts->stages > 1) fu->why_not = "the model runs in pipeline stages";
         int stack[TS_FUSION_MAX * TS_MAX_INPUTS + 1], ns = 0;
         stack[ns++] = t->in[4];
         while (ns && !fu->why_not) {
@@ -1330,14 +1327,14 @@ static ts_status find_fusions(ts_model *m, ts_prog *p) {
     return TS_OK;
 }
 
-ts_status ts_prog_build(ts_model *m, ts_prog **out) {
+ts_status ts_prog_build(const ts_model_def *m, ts_prog **out) {
     *out = NULL;
     ts_graph *g = m->g;
     ts_status st = ts_graph_status(g);
     if (st) return ts_error_wrap(st, "compile: the graph has an error from building it");
     ts_prog *p = ts_calloc(1, sizeof *p);
     if (!p) return TS_ERR_OUT_OF_MEMORY;
-    p->backend = m->backend;
+    p->backend = m->dev.backend;
     int n = p->n_nodes = (int)g->n;
     bool *requested = ts_calloc((size_t)n, sizeof *requested);
     p->shape = ts_calloc((size_t)n, sizeof *p->shape);
@@ -1358,11 +1355,11 @@ ts_status ts_prog_build(ts_model *m, ts_prog **out) {
         st = TS_ERR_OUT_OF_MEMORY;
         goto fail;
     }
-    p->samples_step = m->opts.device_iterations;
-    p->samples_mb = (int64_t)m->opts.device_iterations * (m->training ? m->opts.grad_accum : 1);
+    p->samples_step = m->opts->device_iterations;
+    p->samples_mb = (int64_t)m->opts->device_iterations * (m->training ? m->opts->grad_accum : 1);
     if ((st = live_sets(m, p, requested))) goto fail; /* structure only: shapes may be unknown */
     if ((st = infer_shapes(m, p))) goto fail;
-    if (m->training && m->scaling && ts_stages(m) > 1) { /* each stage would decide its own skip */
+    if (m->training && m->scaling && m->opts->stages > 1) { /* each stage would decide its own skip */
         st = ts_error(TS_ERR_UNSUPPORTED, "compile: loss scaling (f16 precision) with pipeline stages is not supported yet; use bf16, or "
                       "turn loss scaling off (ts_options_set_loss_scaling, --loss-scale off)");
         goto fail;
@@ -1382,10 +1379,10 @@ ts_status ts_prog_build(ts_model *m, ts_prog **out) {
     if ((st = plan_memory(m, p))) goto fail;
     if ((st = resolve_anchors(m, p))) goto fail;
     if ((st = resolve_outfeeds(m, p))) goto fail;
-    if ((st = m->par->compile(m, p))) goto fail; /* the job's ranks (parallel/) */
+    if ((st = m->ranks(m->ranks_ctx, p))) goto fail; /* the job's ranks (parallel/) */
     mark_checks(m, p);
     if ((st = find_fusions(m, p))) goto fail;
-    for (int k = 0; m->opts.log_layer_shapes && k < p->n_order; k++) { /* what ts_options_set_log_layer_shapes logs */
+    for (int k = 0; m->opts->log_layer_shapes && k < p->n_order; k++) { /* what ts_options_set_log_layer_shapes logs */
         if (!p->layer_outs && !(p->layer_outs = ts_calloc((size_t)p->n_order, sizeof *p->layer_outs))) {
             st = TS_ERR_OUT_OF_MEMORY;
             goto fail;

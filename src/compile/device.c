@@ -6,7 +6,7 @@
  * checkpoint or a recompile. What moves at run time is exec/device.c's;
  * docs/backend.md tells the whole path. */
 #include "backend/backend.h"
-#include "compile/model.h"
+#include "compile/program.h"
 
 #include <stdint.h>
 
@@ -37,7 +37,7 @@ static ts_status copy_of(ts_prog *p, float *host, int64_t numel, bool download, 
  * printed as it is made, from a copy, and the run is not recorded
  * (exec/replay.c). */
 #define TS_PRINT_ROWS_MAX ((size_t)64 << 20)
-static bool print_lines(const ts_model *m, const ts_prog *p, int entry) {
+static bool print_lines(const ts_model_def *m, const ts_prog *p, int entry) {
     const ts_entry *e = &p->entries[entry];
     if (m->g->t[e->node]->op != TS_OP_PRINT || e->on_host || (e->kind != TS_KIND_VALUE && e->kind != TS_KIND_GRAD)) return false;
     return e->n_outfeeds || (size_t)p->samples_mb * (size_t)e->numel * sizeof(float) <= TS_PRINT_ROWS_MAX; /* an outfed one has rows */
@@ -46,7 +46,7 @@ static bool print_lines(const ts_model *m, const ts_prog *p, int entry) {
 /* Rows for a run's outfeed records and print lines on the device: S per
  * outfed entry (a value the host holds is pushed from there) and per
  * printed one. */
-static ts_status bind_outfeeds(const ts_model *m, ts_prog *p) {
+static ts_status bind_outfeeds(const ts_model_def *m, ts_prog *p) {
     if (!(p->outfeed_off = ts_malloc((size_t)p->n_entries * sizeof *p->outfeed_off))) return TS_ERR_OUT_OF_MEMORY;
     size_t total = 0;
     int rows = 0;
@@ -90,9 +90,9 @@ static ts_status alloc_slot_set(ts_slot_set *s, int n) {
     return s->stats && s->pending && s->step && s->entry && s->same ? TS_OK : TS_ERR_OUT_OF_MEMORY;
 }
 
-ts_status ts_device_bind(ts_model *m, ts_prog *p) {
+ts_status ts_device_bind(const ts_model_def *m, ts_prog *p) {
     if (p->backend->host_addressable) return TS_OK;
-    if (m->opts.replicas > 1 || m->opts.stages > 1)
+    if (m->opts->replicas > 1 || m->opts->stages > 1)
         return ts_error(TS_ERR_UNSUPPORTED, "compile: replicas and pipeline stages run on the CPU only for now (--device cpu)");
     ts_graph *g = m->g;
     int64_t biggest = 1, host_held = 1;
@@ -114,12 +114,14 @@ ts_status ts_device_bind(ts_model *m, ts_prog *p) {
         ts_status st = copy_of(p, en->data, en->numel, changes, state, &en->data);
         if (st) return st;
     }
-    if (m->n_state) {
-        p->dev_state = ts_calloc((size_t)m->n_state, sizeof *p->dev_state);
+    int n_state = *m->n_state;
+    if (n_state) {
+        p->dev_state = ts_calloc((size_t)n_state, sizeof *p->dev_state);
         if (!p->dev_state) return TS_ERR_OUT_OF_MEMORY;
     }
-    for (int s = 0; s < m->n_state; s++) {
-        ts_opt_state *h = &m->state[s], *d = &p->dev_state[s];
+    for (int s = 0; s < n_state; s++) {
+        const ts_opt_state *h = &(*m->state)[s];
+        ts_opt_state *d = &p->dev_state[s];
         *d = *h;
         int64_t n = ts_shape_numel(&g->t[h->node]->shape);
         float **arrays[3] = {&d->accl, &d->accl1, &d->accl2};
@@ -181,13 +183,12 @@ ts_status ts_device_bind(ts_model *m, ts_prog *p) {
     return TS_OK;
 }
 
-ts_status ts_device_fetch_state(const ts_model *m) {
-    const ts_prog *p = m->prog;
-    if (!p || p->backend->host_addressable) return TS_OK;
+ts_status ts_device_fetch_state(const ts_prog *p, ts_device dev) {
+    if (!p || dev.backend->host_addressable) return TS_OK;
     for (int i = 0; i < p->n_dev_copies; i++) {
         const ts_device_copy *c = &p->dev_copies[i];
-        if (c->state) p->backend->copy_to_host(m->stream, c->host, c->dev, (size_t)c->numel * sizeof(float));
+        if (c->state) dev.backend->copy_to_host(dev.stream, c->host, c->dev, (size_t)c->numel * sizeof(float));
     }
-    return p->backend->synchronize(m->stream);
+    return dev.backend->synchronize(dev.stream);
 }
 

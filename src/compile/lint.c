@@ -1,7 +1,7 @@
 /* lint.c -- the model lint: mistakes that give bad scores without an error
  * or a NaN (docs/observation.md#comparing-against-a-reference), found on the compiled program and kept as
  * warnings (also logged). */
-#include "compile/model.h"
+#include "compile/program.h"
 
 #include "graph/ops.h"
 
@@ -38,7 +38,7 @@ static const ts_tensor *through_identities(const ts_graph *g, const ts_tensor *t
 }
 
 /* The micro-batch size: the leading dimension of the graph's inputs. */
-static int64_t batch_size(const ts_model *m, const ts_prog *p) {
+static int64_t batch_size(const ts_model_def *m, const ts_prog *p) {
     for (int k = 0; k < p->n_order; k++) {
         const ts_tensor *t = m->g->t[p->order[k]];
         if (t->op == TS_OP_INPUT && p->shape[t->id].ndim > 0) return p->shape[t->id].d[0];
@@ -46,7 +46,7 @@ static int64_t batch_size(const ts_model *m, const ts_prog *p) {
     return -1;
 }
 
-static bool consumed(const ts_model *m, const ts_prog *p, int id) {
+static bool consumed(const ts_model_def *m, const ts_prog *p, int id) {
     for (int k = 0; k < p->n_order; k++) {
         const ts_tensor *c = m->g->t[p->order[k]];
         for (int j = 0; j < c->n_in; j++)
@@ -60,12 +60,12 @@ static bool consumed(const ts_model *m, const ts_prog *p, int id) {
     return false;
 }
 
-void ts_lint(const ts_model *m, ts_prog *p) {
+void ts_lint(const ts_model_def *m, ts_prog *p) {
     const ts_graph *g = m->g;
     size_t cap = 0;
     char loc[600];
     int64_t B = batch_size(m, p);
-    if (m->training && m->opts.precision == TS_F16 && !m->scaling)
+    if (m->training && m->opts->precision == TS_F16 && !m->scaling)
         warn(p, &cap,
              "f16 precision without loss scaling: gradients below f16's smallest value (6e-8) become 0 and those below 6e-5 lose "
              "bits; turn dynamic loss scaling on (ts_options_set_loss_scaling, --loss-scale dynamic) unless you know the gradients' "
@@ -118,12 +118,4 @@ void ts_lint(const ts_model *m, ts_prog *p) {
             warn(p, &cap, "parameter '%s' has no path to the loss '%s': it is never trained%s", t->name, g->t[m->loss]->name,
                  where(t, loc, sizeof loc));
     }
-}
-
-ts_status ts_model_lint(const ts_model *m, const char *const **warnings, size_t *n) {
-    if (!m || !warnings || !n) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_lint: NULL argument");
-    if (!m->compiled || !m->prog) return ts_error(TS_ERR_STATE, "lint warnings are known after ts_model_compile; compile the model first");
-    *warnings = (const char *const *)m->prog->lint;
-    *n = (size_t)m->prog->n_lint;
-    return TS_OK;
 }

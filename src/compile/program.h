@@ -8,6 +8,7 @@
 #include "core/half.h"
 #include "graph/graph.h"
 #include "graph/optim.h"
+#include "graph/options.h"
 
 /* The observers' partial summaries a program holds (p->parts). */
 #define TS_STEP_WATCHES 8 /* Gradient___, Accum___, UpdatedVar___, two optimizer states; the update's stability summaries (w, dw, u) */
@@ -248,7 +249,7 @@ typedef struct ts_prog {
     size_t bytes_activations_unplanned; /* what it would take without reuse */
     size_t bytes_budgeted; /* every buffer above and below, against TS_LIMIT_COMPILE_BYTES (compile.c's budget) */
     /* the activations arena's plan, kept for the liveness report
-     * (diag/model_memory.c): plan[k] holds entries[plan_entry[k]], live over
+     * (model/memory.c): plan[k] holds entries[plan_entry[k]], live over
      * points [start, end] (forward ops 0..L-1, backward L..2L-1, the update 2L) */
     struct ts_interval *plan;
     int *plan_entry, n_plan;
@@ -301,7 +302,57 @@ typedef struct ts_prog {
  * it loses: the device's slot where the device counts, else the entry's. */
 static inline ts_half_loss *ts_lost_slot(const ts_prog *p, int e) { return p->dev_lost ? &p->dev_lost[e] : &p->entries[e].lost; }
 
-/* compile.c (ts_prog_build: compile/model.h) */
+/* What compile reads of a model, and all it reads: the model layer fills it
+ * from its model before each compile. Compile writes nothing here but the
+ * optimizer state, which it makes at the first compile (state.c) and which
+ * outlives every program. */
+typedef struct ts_model_def {
+    ts_graph *g;
+    const ts_options *opts;
+    const ts_optimizer *opt;  /* the default optimizer (a parameter may have its own) */
+    bool training;
+    int loss;                 /* node id (training) */
+    const int *outputs;       /* node ids (inference) */
+    int n_outputs;
+    const ts_shape *input_override; /* per node, ndim -1 = as declared */
+    int n_override;
+    bool scaling;             /* dynamic loss scaling on */
+    ts_device dev;            /* the device it runs on */
+    int threads;              /* the host's worker threads (the CPU backend's pool) */
+    ts_opt_state **state;     /* per parameter with an optimizer: made at the first compile */
+    int *n_state;
+    /* the job's ranks (parallel/: replicas, stages, then outfeeds), run on
+     * the program once its entries, plan, anchors and outfeeds are made */
+    ts_status (*ranks)(void *ctx, ts_prog *p);
+    void *ranks_ctx;
+} ts_model_def;
+
+/* R replicas, 1 without; K pipeline stages, 1 without (the options'). */
+static inline int ts_opts_replicas(const ts_options *o) { return o->replicas > 1 ? o->replicas : 1; }
+static inline int ts_opts_stages(const ts_options *o) { return o->stages > 1 ? o->stages : 1; }
+
+/* compile.c */
+ts_status ts_prog_build(const ts_model_def *m, ts_prog **out);
+/* TS_ERR_NOT_FOUND when one of o's watches matches no entry of p (a typo),
+ * with the closest names */
+ts_status ts_prog_check_watches(const ts_prog *p, const ts_options *o);
+/* lint.c: fills p->lint (and logs each warning) */
+void ts_lint(const ts_model_def *m, ts_prog *p);
+/* state.c: each parameter's optimizer state, made at the first compile
+ * (the update itself: graph/optim.h) */
+ts_status ts_opt_state_init(const ts_model_def *m);
+void ts_opt_state_free(ts_opt_state **state, int *n_state);
+
+/* A model on a device whose memory the host cannot read
+ * (backend->host_addressable false). The host keeps every parameter,
+ * buffer, constant and optimizer state, current after each run; the device
+ * works on its copies. compile/device.c: */
+/* At compile: device copies of what the entries point at on the host. */
+ts_status ts_device_bind(const ts_model_def *m, ts_prog *p);
+/* The optimizer state to the host (for a checkpoint or a recompile): it
+ * stays on the device between runs. TS_OK at once on the CPU. */
+ts_status ts_device_fetch_state(const ts_prog *p, ts_device dev);
+
 void ts_prog_free(ts_prog *p);
 int ts_prog_find(const ts_prog *p, const char *name);
 /* TS_ERR_NOT_FOUND: "<what>: no tensor named '<name>' in this model; closest: ..." */

@@ -4,8 +4,6 @@
  * from the summaries (compile/stability.h). */
 #include "compile/stability.h"
 
-#include "compile/model.h"
-
 #include "compile/program.h"
 #include "core/stats.h"
 #include "core/stats_vec.h"
@@ -36,9 +34,9 @@ static const char *param_layer(const char *name, char *buf, size_t n) {
     return buf;
 }
 
-static bool wanted(const ts_model *m, const char *layer, const char *name) {
-    for (size_t k = 0; k < m->opts.n_stability; k++)
-        if (ts_name_matches(m->opts.stability[k].pattern, layer) || (name && ts_name_matches(m->opts.stability[k].pattern, name))) return true;
+static bool wanted(const ts_model_def *m, const char *layer, const char *name) {
+    for (size_t k = 0; k < m->opts->n_stability; k++)
+        if (ts_name_matches(m->opts->stability[k].pattern, layer) || (name && ts_name_matches(m->opts->stability[k].pattern, name))) return true;
     return false;
 }
 
@@ -83,18 +81,18 @@ static ts_status layer_outputs(const ts_graph *g, const ts_prog *p, bool *out) {
     return TS_OK;
 }
 
-ts_status ts_stab_resolve(ts_model *m, ts_prog *p, bool *want) {
-    if (!m->opts.n_stability) return TS_OK;
-    if (ts_replicas(m) > 1 || ts_stages(m) > 1)
+ts_status ts_stab_resolve(const ts_model_def *m, ts_prog *p, bool *want) {
+    if (!m->opts->n_stability) return TS_OK;
+    if (ts_opts_replicas(m->opts) > 1 || ts_opts_stages(m->opts) > 1)
         return ts_error(TS_ERR_UNSUPPORTED, "stability signals (ts_options_watch_stability, --watch-stability) run on one replica and one "
                                             "pipeline stage; drop the replicas or stages, or the stability watch");
     ts_stab *s = ts_calloc(1, sizeof *s);
     if (!s) return TS_ERR_OUT_OF_MEMORY;
     p->stab = s;
     s->rows_run = -1;
-    s->period = m->opts.stability[0].period;
-    for (size_t k = 1; k < m->opts.n_stability; k++)
-        if (m->opts.stability[k].period < s->period) s->period = m->opts.stability[k].period;
+    s->period = m->opts->stability[0].period;
+    for (size_t k = 1; k < m->opts->n_stability; k++)
+        if (m->opts->stability[k].period < s->period) s->period = m->opts->stability[k].period;
     const ts_graph *g = m->g;
     char layer[600];
     int64_t max_rows = 0;
@@ -134,9 +132,9 @@ ts_status ts_stab_resolve(ts_model *m, ts_prog *p, bool *want) {
     if (m->training) {
         if (!(s->param_of = ts_calloc((size_t)p->n_nodes, sizeof *s->param_of))) return TS_ERR_OUT_OF_MEMORY;
         for (int i = 0; i < p->n_nodes; i++) s->param_of[i] = -1;
-        bool host = m->backend->opt_update_norms != NULL; /* the update's sums taken as it goes (else a device's: the gradient's watch) */
-        for (int k = 0; k < m->n_state; k++) {
-            int node = m->state[k].node;
+        bool host = m->dev.backend->opt_update_norms != NULL; /* the update's sums taken as it goes (else a device's: the gradient's watch) */
+        for (int k = 0; k < *m->n_state; k++) {
+            int node = (*m->state)[k].node;
             const ts_tensor *t = g->t[node];
             if (!p->live[node] || !p->needs_grad[node] || t->frozen || !wanted(m, param_layer(t->name, layer, sizeof layer), t->name)) continue;
             int acc = ts_prog_entry_of(p, node, TS_KIND_ACCUM), idx = s->n_params;
@@ -145,7 +143,7 @@ ts_status ts_stab_resolve(ts_model *m, ts_prog *p, bool *want) {
                 s->param_of[node] = s->n_params++;
                 st = add_row(s, t->name, TS_SIG_GRAD_NORM, 0, -1, idx);
                 if (!st) st = add_row(s, t->name, TS_SIG_UPDATE_RATIO, 0, -1, idx);
-                if (!st && ts_param_optimizer(&m->opt, t)->kind != TS_OPT_SGD) st = add_row(s, t->name, TS_SIG_ADAM_UPDATE, 0, -1, idx);
+                if (!st && ts_param_optimizer(m->opt, t)->kind != TS_OPT_SGD) st = add_row(s, t->name, TS_SIG_ADAM_UPDATE, 0, -1, idx);
             } else if (acc >= 0) {
                 want[acc] = true;
                 st = add_row(s, t->name, TS_SIG_GRAD_NORM, 0, acc, -1);
@@ -186,16 +184,15 @@ void ts_stab_free(ts_stab *s) {
     ts_free(s);
 }
 
-bool ts_stab_due(const ts_model *m, const ts_entry *e, int64_t sample) {
-    const ts_prog *p = m->prog;
+bool ts_stab_due(const ts_prog *p, int64_t runs, const ts_entry *e, int64_t sample) {
     int64_t S = e->per_step ? p->samples_step : p->samples_mb;
-    return p->stab && sample == S - 1 && m->runs % p->stab->period == 0;
+    return p->stab && sample == S - 1 && runs % p->stab->period == 0;
 }
 
-static void finish(ts_model *m, ts_stab *s, int sum, const ts_stats_partial *q) {
+static void finish(ts_stab *s, int64_t runs, int64_t steps, int sum, const ts_stats_partial *q) {
     ts_stats_finish(q, &s->sums[sum]);
-    s->sum_run[sum] = m->runs;
-    s->sum_step[sum] = m->steps;
+    s->sum_run[sum] = runs;
+    s->sum_step[sum] = steps;
 }
 
 /* The largest of x[0..n) into *mx, *nan set when one is NaN: the stats'
@@ -223,8 +220,8 @@ static void block_max(const float *x, int64_t n, float *mx, bool *nan) {
     *mx = r;
 }
 
-void ts_stab_observe(ts_model *m, const ts_entry *e) {
-    ts_stab *s = m->prog->stab;
+void ts_stab_observe(ts_prog *p, int64_t runs, int64_t steps, const ts_entry *e) {
+    ts_stab *s = p->stab;
     const ts_stab_job *j = &s->jobs[e->stab];
     const float *x = e->data;
     if (j->heads > 0) { /* [B, H, Tq, Tk]: head h's logits are B blocks of Tq*Tk; its max, and whether a NaN is there */
@@ -236,8 +233,8 @@ void ts_stab_observe(ts_model *m, const ts_entry *e) {
             ts_summary *out = &s->sums[j->sum + h];
             out->what = TS_WATCH_STATS;
             out->stats = (ts_stats){.count = B * block, .nans = nan, .pos_infs = mx == INFINITY, .max = mx, .min = NAN, .mean = NAN, .std = NAN};
-            s->sum_run[j->sum + h] = m->runs;
-            s->sum_step[j->sum + h] = m->steps;
+            s->sum_run[j->sum + h] = runs;
+            s->sum_step[j->sum + h] = steps;
         }
         return;
     }
@@ -253,15 +250,15 @@ void ts_stab_observe(ts_model *m, const ts_entry *e) {
     ts_stats_partial q;
     ts_stats_partial_init(&q, TS_WATCH_STATS);
     ts_stats_partial_add(&q, s->lse, rows);
-    finish(m, s, j->sum, &q);
+    finish(s, runs, steps, j->sum, &q);
 }
 
-void ts_stab_update_done(ts_model *m, int node, const double sq[4]) {
-    ts_stab *s = m->prog->stab;
+void ts_stab_update_done(ts_prog *p, int64_t runs, int64_t steps, int node, const double sq[4]) {
+    ts_stab *s = p->stab;
     int k = s->param_of[node];
     memcpy(s->norm2[k], sq, sizeof s->norm2[k]);
-    s->norm_run[k] = m->runs;
-    s->norm_step[k] = m->steps;
+    s->norm_run[k] = runs;
+    s->norm_step[k] = steps;
 }
 
 /* NaN when a NaN was summarised, Inf when an Inf was, else v. */
@@ -286,11 +283,10 @@ static double signal_value(const ts_stab_row *r, const ts_summary *src, const do
     return NAN;
 }
 
-void ts_stab_rows(const ts_model *m) {
-    ts_prog *p = m->prog;
+void ts_stab_rows(ts_prog *p, int64_t runs) {
     ts_stab *s = p->stab;
-    if (!s || s->rows_run == m->runs) return;
-    s->rows_run = m->runs;
+    if (!s || s->rows_run == runs) return;
+    s->rows_run = runs;
     for (int r = 0; r < s->n_rows; r++) {
         const ts_stab_row *row = &s->rows[r];
         ts_watch_result *res = &p->watch_results[p->n_watch + r];

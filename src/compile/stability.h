@@ -64,18 +64,20 @@ typedef struct ts_stab {
 /* At compile, before the watches are numbered: the stability program of
  * the options' layer patterns (p->stab; none without them), and in
  * want[e] the entries whose stats watch a row reads. */
-ts_status ts_stab_resolve(ts_model *m, ts_prog *p, bool *want);
+ts_status ts_stab_resolve(const ts_model_def *m, ts_prog *p, bool *want);
 /* At compile, after the watches are numbered: the rows' watches. */
 void ts_stab_bind(ts_prog *p);
 void ts_stab_free(ts_stab *s);
-/* Whether entry's job is due now (its run's last micro-batch or step, on the period). */
-bool ts_stab_due(const ts_model *m, const ts_entry *e, int64_t sample);
-/* The job of entry e (host memory), due now. */
-void ts_stab_observe(ts_model *m, const ts_entry *e);
+/* Whether entry's job is due now (its run's last micro-batch or step, on
+ * the period); runs: the model's runs so far. */
+bool ts_stab_due(const ts_prog *p, int64_t runs, const ts_entry *e, int64_t sample);
+/* The job of entry e (host memory), due now, at the model's run and step. */
+void ts_stab_observe(ts_prog *p, int64_t runs, int64_t steps, const ts_entry *e);
 /* observe.c's walk, after a parameter's update (p->stab->param_of[node]
  * >= 0): the sums of squares it took (ts_opt_update_norms). */
-void ts_stab_update_done(ts_model *m, int node, const double sq[4]);
-/* The rows, derived from this run's summaries (ts_model_watch_results). */
-void ts_stab_rows(const ts_model *m);
+void ts_stab_update_done(ts_prog *p, int64_t runs, int64_t steps, int node, const double sq[4]);
+/* The rows, derived from the summaries of the model's run `runs`
+ * (ts_model_watch_results). */
+void ts_stab_rows(ts_prog *p, int64_t runs);
 
 #endif

@@ -15,10 +15,12 @@
 #include "graph/optim.h"
 
 /* What the walk reads of a training model besides its program (the model
- * layer's callers fill it: ts_bwd_of in graph_dump.c and onnx_export.c). */
+ * layer fills it: model/model.h's ts_bwd_of), and the graph dump of any
+ * model (graph_dump.c). */
 typedef struct ts_bwd_model {
     const ts_prog *prog;
     const ts_graph *g;
+    bool training;
     const ts_optimizer *opt; /* the model's optimizer (a parameter may have its own) */
     float base_lr;           /* the model's base rate */
     int loss;                /* the loss node, -1: none */

@@ -2,9 +2,8 @@
  * node with its op, inputs, shape, dtype and what observes it, optionally
  * where it was built. With a compiled model the shapes are the compiled
  * ones and the flags say what the program really does with each tensor. */
-#include "compile/model.h"
+#include "diag/graph_dump.h"
 
-#include "diag/hooks.h"
 #include "graph/ops.h"
 
 #include <stdio.h>
@@ -73,7 +72,7 @@ typedef struct node_flags {
 
 static const char *const kind_word[] = {"value", "grad", "accum", "updated", "accl", "accl1", "accl2", "step"};
 
-static ts_status collect_flags(const ts_graph *g, const ts_model *m, node_flags **out) {
+static ts_status collect_flags(const ts_graph *g, const ts_bwd_model *m, node_flags **out) {
     node_flags *f = ts_calloc(g->n ? g->n : 1, sizeof *f);
     if (!f) return TS_ERR_OUT_OF_MEMORY;
     for (size_t k = 0; k < g->n_marks; k++)
@@ -109,13 +108,13 @@ static void flag_words(char *buf, size_t n, const char *word, unsigned mask) {
 
 /* Shape the model computes for a node; the declared one without a model,
  * for nodes the model does not run, or added after compile. */
-static const ts_shape *node_shape(const ts_tensor *t, const ts_model *m) {
+static const ts_shape *node_shape(const ts_tensor *t, const ts_bwd_model *m) {
     const ts_prog *p = m ? m->prog : NULL;
     return p && t->id < p->n_nodes && p->live[t->id] ? &p->shape[t->id] : &t->shape;
 }
 
 /* Flags, each as open + word + close: " [param] [grad] ..." in text. */
-static void node_flag_text(dump_buf *b, const ts_tensor *t, const ts_model *m, const node_flags *f, const char *open,
+static void node_flag_text(dump_buf *b, const ts_tensor *t, const ts_bwd_model *m, const node_flags *f, const char *open,
                            const char *close) {
     const ts_prog *p = m ? m->prog : NULL;
     bool known = p && t->id < p->n_nodes;
@@ -190,16 +189,16 @@ static void entry_flag_text(dump_buf *b, const ts_entry *e, const char *open, co
     if (e->n_outfeeds) putf(b, "%soutfeed%s", open, close);
 }
 
-static const char *backward_heading(const ts_model *m, char *buf, size_t n) {
-    int A = m->opts.grad_accum;
-    if (A == 1) snprintf(buf, n, "optimizer step, after every micro-batch%s", ts_replicas(m) > 1 ? " of every replica" : "");
-    else snprintf(buf, n, "optimizer step, after every %d micro-batches%s", A, ts_replicas(m) > 1 ? " of every replica" : "");
+static const char *backward_heading(const ts_bwd_model *m, char *buf, size_t n) {
+    int A = m->grad_accum;
+    if (A == 1) snprintf(buf, n, "optimizer step, after every micro-batch%s", m->replicas > 1 ? " of every replica" : "");
+    else snprintf(buf, n, "optimizer step, after every %d micro-batches%s", A, m->replicas > 1 ? " of every replica" : "");
     return buf;
 }
 
 /* ---- text */
 
-static void dump_text(dump_buf *b, const ts_graph *g, const ts_model *m, const node_flags *flags, bool loc) {
+static void dump_text(dump_buf *b, const ts_graph *g, const ts_bwd_model *m, const node_flags *flags, bool loc) {
     putf(b, "# tensorscope graph: %zu nodes, %s\n", g->n,
          !m || !m->prog ? "declared shapes"
                         : m->training ? "training model, compiled shapes" : "inference model, compiled shapes");
@@ -217,7 +216,7 @@ static void dump_text(dump_buf *b, const ts_graph *g, const ts_model *m, const n
 }
 
 /* `%Gradient___a, %Gradient___b += AddBackward(%Gradient___c) : f32[..], f32[..]` */
-static void dump_text_backward(dump_buf *b, const ts_model *m, const ts_bwd_op *ops, int n, bool loc) {
+static void dump_text_backward(dump_buf *b, const ts_bwd_model *m, const ts_bwd_op *ops, int n, bool loc) {
     const ts_prog *p = m->prog;
     char shape[160], where[600], heading[96];
     put(b, "# backward, once per micro-batch: each op's backward reads the gradient of its output and the forward\n"
@@ -281,7 +280,7 @@ static void put_dot_label(dump_buf *b, dump_buf *label) {
     ts_free(label->p);
 }
 
-static void dump_dot(dump_buf *b, const ts_graph *g, const ts_model *m, const node_flags *flags, bool loc) {
+static void dump_dot(dump_buf *b, const ts_graph *g, const ts_bwd_model *m, const node_flags *flags, bool loc) {
     put(b, "digraph tensorscope {\n");
     put(b, "  rankdir=TB;\n  node [fontname=\"monospace\", fontsize=10];\n  edge [color=\"#555555\"];\n");
     for (size_t i = 0; i < g->n; i++) {
@@ -339,7 +338,7 @@ static void put_dot_ref(dump_buf *b, const ts_prog *p, int e) {
  * optimizer's) as notes, each op as a rounded box, edges from what it reads
  * (forward values included) to what it writes; optimizer state is read and
  * written: one edge with arrows both ways. */
-static void dump_dot_backward(dump_buf *b, const ts_model *m, const ts_bwd_op *ops, int n, bool loc) {
+static void dump_dot_backward(dump_buf *b, const ts_bwd_model *m, const ts_bwd_op *ops, int n, bool loc) {
     const ts_prog *p = m->prog;
     bool *drawn = ts_calloc((size_t)p->n_entries + 1, sizeof *drawn);
     if (!drawn) {
@@ -409,7 +408,7 @@ static void dump_dot_backward(dump_buf *b, const ts_model *m, const ts_bwd_op *o
     }
 }
 
-char *ts_graph_dump(const ts_graph *g, const ts_model *m, ts_dump_format fmt, int flags) {
+char *ts_graph_dump_of(const ts_graph *g, const ts_bwd_model *m, ts_dump_format fmt, int flags) {
     if (!g) {
         ts_error(TS_ERR_INVALID_ARGUMENT, "ts_graph_dump: graph is NULL");
         return NULL;
@@ -436,8 +435,7 @@ char *ts_graph_dump(const ts_graph *g, const ts_model *m, ts_dump_format fmt, in
     if (collect_flags(g, m, &nf)) return NULL;
     ts_bwd_op *ops = NULL;
     int n_ops = 0;
-    ts_bwd_model bm = backward ? ts_bwd_of(m) : (ts_bwd_model){0};
-    if (backward && ts_backward_ops(&bm, &ops, &n_ops)) {
+    if (backward && ts_backward_ops(m, &ops, &n_ops)) {
         ts_free(nf);
         ts_error(TS_ERR_OUT_OF_MEMORY, "ts_graph_dump: out of memory");
         return NULL;

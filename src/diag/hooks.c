@@ -4,6 +4,8 @@
  * never fail a compile or a run: problems are logged as warnings. */
 #include "diag/hooks.h"
 
+#include "diag/graph_dump.h"
+
 #include "diag/metrics.h"
 #include "io/atomic_file.h"
 
@@ -60,7 +62,8 @@ ts_status ts_diag_after_compile(const ts_model *m) {
         ts_logf(TS_LOG_WARN, "TS_SAVE_GRAPH_FMT='%s' is not text or dot; writing text", fmt_name);
     /* locations: ts_graph_dump reads TS_IR_DEBUG itself */
     int flags = m->training && ts_env_flag("TS_SAVE_GRAPH_BACKWARD") ? TS_DUMP_BACKWARD : 0;
-    char *dump = ts_graph_dump(m->g, m, fmt, flags);
+    ts_bwd_model bm = ts_bwd_of(m);
+    char *dump = ts_graph_dump_of(m->g, &bm, fmt, flags);
     if (!dump) return ts_error_wrap(TS_ERR_IO, "TS_SAVE_GRAPH_FILE: no graph dump written");
     ts_status st = append_dump(path, m, fmt, dump);
     ts_string_free(dump);

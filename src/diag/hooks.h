@@ -4,19 +4,12 @@
 #ifndef TS_DIAG_HOOKS_H
 #define TS_DIAG_HOOKS_H
 
-#include "compile/model.h"
+#include "model/model.h"
 #include "diag/backward_ops.h"
 
 /* After every successful compile (and recompile). A graph dump that cannot
  * be written is TS_ERR_IO (the compile itself stands). */
 ts_status ts_diag_after_compile(const ts_model *m);
-/* What the backward walk (backward_ops.h) reads of a model. */
-static inline ts_bwd_model ts_bwd_of(const ts_model *m) {
-    return (ts_bwd_model){.prog = m->prog, .g = m->g, .opt = &m->opt, .base_lr = m->base_lr, .loss = m->loss,
-                          .grad_accum = m->opts.grad_accum, .replicas = ts_replicas(m)};
-}
-/* onnx_export.c: ts_model_save_graph's work on a compiled model (model/exports.c checks and compiles). */
-ts_status ts_onnx_export(ts_model *m, const char *path);
 /* After every successful run; run_ns is its wall time. A metrics file that
  * cannot be written is TS_ERR_IO (the run itself counts). */
 ts_status ts_diag_after_run(const ts_model *m, uint64_t run_ns);

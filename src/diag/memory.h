@@ -16,9 +16,4 @@ ts_status ts_memory_tree_procs(ts_memory_usage *out, int *processes, bool full, 
  * no error set, when it does not (the step loop's trace line asks). */
 bool ts_memwatch_running_sample(ts_memwatch_stats *out);
 
-/* After a compile: the memory plan's peak (the most bytes live at one
- * point of the step, ts_model_memory_plan) as the metric
- * MemoryPlanPeakBytes (model_memory.c). */
-void ts_memory_plan_metrics(const ts_model *m);
-
 #endif

@@ -10,9 +10,9 @@
  * compiled shapes; the loss (or an inference model's outputs), the updated
  * parameters and the updated state are the outputs. Built with protobuf-c's
  * messages of src/import/proto/onnx.proto, written atomically. */
-#include "compile/model.h"
+#include "diag/onnx_export.h"
+
 #include "diag/backward_ops.h"
-#include "diag/hooks.h"
 #include "graph/cnn_ops.h"
 #include "graph/ops.h"
 #include "io/atomic_file.h"
@@ -39,7 +39,8 @@ typedef struct ptrs {
 } ptrs;
 
 typedef struct ox {
-    ts_model *m;
+    const ts_model_def *m;
+    const ts_bwd_model *bm;
     const ts_prog *p;
     const ts_graph *g;
     ptrs nodes, inits, inputs, outputs, infos;
@@ -1115,9 +1116,9 @@ static void own_backward(ox *x, const ts_bwd_op *o) {
 
 /* ---- the optimizer step */
 
-static const ts_opt_state *state_of(const ts_model *m, int node_id) {
-    for (int k = 0; k < m->n_state; k++)
-        if (m->state[k].node == node_id) return &m->state[k];
+static const ts_opt_state *state_of(const ts_model_def *m, int node_id) {
+    for (int k = 0; k < *m->n_state; k++)
+        if ((*m->state)[k].node == node_id) return &(*m->state)[k];
     return NULL;
 }
 
@@ -1141,8 +1142,8 @@ static void optimizer_op(ox *x, const ts_bwd_op *o) {
         if (!strcmp(o->op, "Alias")) op1(x, "Identity", acc, g);
         else {
             Node *nd = node(x, "AccumulateMean", OX_DOMAIN, 1, &g, 1, &acc);
-            attr_i(x, nd, "micro_batches", x->m->opts.grad_accum);
-            attr_i(x, nd, "over_replicas", ts_replicas(x->m) > 1);
+            attr_i(x, nd, "micro_batches", x->m->opts->grad_accum);
+            attr_i(x, nd, "over_replicas", ts_opts_replicas(x->m->opts) > 1);
         }
         return;
     }
@@ -1157,10 +1158,9 @@ static void optimizer_op(ox *x, const ts_bwd_op *o) {
         out[j] = kind == TS_KIND_UPDATED ? entry_name(x, o->out[j]) : strf(x, "%s/next", entry_name(x, o->out[j]));
         push(x, &x->outputs, value(x, out[j], ONNX_FLOAT, &p->entries[o->out[j]].shape));
     }
-    const ts_optimizer *opt = ts_param_optimizer(&x->m->opt, o->src);
+    const ts_optimizer *opt = ts_param_optimizer(x->m->opt, o->src);
     Node *nd = node(x, ts_optimizer_name(opt->kind), OX_DOMAIN, o->n_in, in, o->n_out, out);
-    ts_bwd_model bm = ts_bwd_of(x->m);
-    attr_f(x, nd, "lr", (double)ts_bwd_lr(&bm, o->src));
+    attr_f(x, nd, "lr", (double)ts_bwd_lr(x->bm, o->src));
     if (opt->kind == TS_OPT_SGD) {
         attr_f(x, nd, "momentum", (double)opt->momentum);
         attr_f(x, nd, "dampening", (double)opt->dampening);
@@ -1204,8 +1204,7 @@ static ts_status build(ox *x, TensorscopeOnnx__ModelProto *mp, TensorscopeOnnx__
         push(x, &x->outputs, value(x, loss->name, ONNX_FLOAT, shape_of(x, loss->id)));
         ts_bwd_op *ops = NULL;
         int n = 0;
-        ts_bwd_model bm = ts_bwd_of(x->m);
-        if (ts_backward_ops(&bm, &ops, &n) || count_writers(x, ops, n)) {
+        if (ts_backward_ops(x->bm, &ops, &n) || count_writers(x, ops, n)) {
             ts_free(ops);
             return TS_ERR_OUT_OF_MEMORY;
         }
@@ -1259,9 +1258,9 @@ static void ox_free(ox *x) {
     ts_free(x->partials), ts_free(x->writers), ts_free(x->defined);
 }
 
-ts_status ts_onnx_export(ts_model *m, const char *path) {
+ts_status ts_onnx_export(const ts_model_def *m, const ts_bwd_model *bm, const char *path) {
     ts_status st;
-    ox x = {.m = m, .p = m->prog, .g = m->g};
+    ox x = {.m = m, .bm = bm, .p = bm->prog, .g = m->g};
     TensorscopeOnnx__ModelProto mp;
     TensorscopeOnnx__GraphProto gp;
     TensorscopeOnnx__OperatorSetIdProto std_set, own_set, *sets[2] = {&std_set, &own_set};

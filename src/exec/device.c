@@ -13,7 +13,7 @@
  * host copy of their tensor (observe/'s ts_device_host_view).
  * docs/backend.md tells the whole path and what is next. */
 #include "backend/backend.h"
-#include "compile/model.h"
+#include "model/model.h"
 #include "exec/exec.h"
 #include "observe/observe.h"
 

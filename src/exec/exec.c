@@ -42,7 +42,7 @@ static ts_kctx make_ctx(const ts_model *m, int node, int64_t mb) {
     const ts_prog *p = m->prog;
     const ts_tensor *t = m->g->t[node];
     int A = m->training ? m->opts.grad_accum : 1;
-    ts_kctx k = {.node = t, .n_in = t->n_in, .pool = m->pool, .stream = m->backend->host_addressable ? (void *)m->pool : m->stream, .scratch = p->scratch[node], .workspace = p->workspace,
+    ts_kctx k = {.node = t, .n_in = t->n_in, .pool = m->pool, .stream = ts_model_device(m).stream, .scratch = p->scratch[node], .workspace = p->workspace,
                  .cache = p->cache ? p->cache[node] : NULL, .values_gen = m->g->values_gen,
                  .out_shape = p->shape[node], .training = m->training, .tf32 = m->opts.allow_tf32, .update_state = m->training && !m->rerun,
                  .iteration = (uint64_t)(m->steps * A + mb % A)};
@@ -294,7 +294,7 @@ static ts_status backward(ts_model *m, int64_t mb) {
             ts_half_loss *lost = ts_lost_slot(p, p->grad_entry[i]);
             if (p->dev_lost) m->backend->zero(m->stream, (float *)(void *)lost, sizeof *lost / sizeof(float)); /* its 16 bytes cleared */
             else *lost = (ts_half_loss){0, 0};
-            m->backend->round_half(m->backend->host_addressable ? (void *)m->pool : m->stream, t->grid, ge->data, ge->numel, lost);
+            m->backend->round_half(ts_model_device(m).stream, t->grid, ge->data, ge->numel, lost);
         }
         OBSERVE(m, p->grad_entry[i], mb); /* every consumer has added its part */
         if (t->op == TS_OP_PARAM && !t->frozen && replicas && !m->rerun) { /* its all-reduce can start */
@@ -370,7 +370,7 @@ static ts_status skip_scaled_step(ts_model *m, bool *skip) {
         if (!updated_here(m, s)) continue;
         int node = m->state[s].node;
         const ts_entry *ae = &p->entries[ts_prog_entry_of(p, node, TS_KIND_ACCUM)];
-        bad = m->backend->has_nonfinite(m->backend->host_addressable ? (void *)m->pool : m->stream, ae->data, ae->numel);
+        bad = m->backend->has_nonfinite(ts_model_device(m).stream, ae->data, ae->numel);
     }
     ts_status st = any_rank(m, bad, &bad, "the ranks' gradient overflow flags (loss scaling)");
     if (st) return st;

@@ -4,7 +4,7 @@
 #ifndef TS_EXEC_H
 #define TS_EXEC_H
 
-#include "compile/model.h"
+#include "model/model.h"
 
 /* One run over the inputs bound in m->prog->bound (one array per input
  * node, each the run's S micro-batches stacked on axis 0): checks class

@@ -23,7 +23,7 @@ typedef struct ts_watch_spec {
     int what, period;
 } ts_watch_spec;
 
-/* What ts_options_set_dump_debug asked for (its dump is diag/dump_debug.c's). */
+/* What ts_options_set_dump_debug asked for (its dump is model/dump_debug.c's). */
 typedef struct ts_dump_spec {
     char *dir;
     char *ops;            /* a glob over tensor names or op types; NULL: every one */
@@ -65,7 +65,7 @@ struct ts_options {
     int loss_scaling;            /* 1 on, 0 off, -1 for f16 only */
     float scale_init, scale_growth, scale_backoff;
     int scale_interval;
-    ts_dump_spec *dump;   /* ts_options_set_dump_debug: NULL = off (diag/dump_debug.c) */
+    ts_dump_spec *dump;   /* ts_options_set_dump_debug: NULL = off (model/dump_debug.c) */
     double spike_k;       /* ts_options_detect_spikes: 0 = off (model/spike_watch.c) */
     int spike_window;
     ts_spike_action spike_action;

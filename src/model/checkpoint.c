@@ -22,7 +22,7 @@
  * steps, each parameter's step count) are whole numbers in
  * 0..CKPT_MAX_COUNT, the loss scale is in [TS_LOSS_SCALE_MIN,
  * TS_LOSS_SCALE_MAX], and parameters and optimizer state are finite. */
-#include "compile/model.h"
+#include "model/model.h"
 #include "data/loader.h"
 #include "io/atomic_file.h"
 #include "core/crc32c.h"
@@ -148,7 +148,7 @@ ts_status ts_checkpoint_save(const char *path, const ts_model *m, const ts_loade
     ts_status st = check_model(m, "ts_checkpoint_save");
     if (st) return st;
     if (!path || !*path) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_checkpoint_save: empty path");
-    if ((st = ts_device_fetch_state(m))) return st; /* a device's optimizer state, brought to the host */
+    if ((st = ts_device_fetch_state(m->prog, ts_model_device(m)))) return st; /* a device's optimizer state, brought to the host */
     if ((st = ts_graph_values_current(m->g))) return st; /* and its parameters */
     float *steps = ts_calloc((size_t)m->n_state + 1, sizeof *steps);
     if (!steps) return TS_ERR_OUT_OF_MEMORY;

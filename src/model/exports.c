@@ -1,10 +1,14 @@
-/* exports.c -- what diag/ writes of a compiled model, behind the public
- * calls that may compile it first: the graph as an ONNX file
- * (diag/onnx_export.c) and the debugger dump's plan (diag/dump_debug.c).
- * Compiling is the model layer's, so diag/ is handed a compiled model. */
-#include "compile/model.h"
-#include "diag/dump_debug.h"
+/* exports.c -- what the diagnostics write of a model, behind the public
+ * calls: the graph as text or DOT (diag/graph_dump.c), the graph as an
+ * ONNX file (diag/onnx_export.c) and the debugger dump's plan
+ * (dump_debug.c), the last two after compiling the model when it is not.
+ * Compiling is the model layer's, so diag/ is handed a compiled model and
+ * what it reads of it. */
+#include "model/model.h"
+#include "model/dump_debug.h"
+#include "diag/graph_dump.h"
 #include "diag/hooks.h"
+#include "diag/onnx_export.h"
 
 ts_status ts_model_save_graph(ts_model *m, const char *path) {
     if (!m) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_save_graph: model is NULL");
@@ -12,8 +16,10 @@ ts_status ts_model_save_graph(ts_model *m, const char *path) {
     ts_status st = m->prog ? TS_OK : ts_model_compile(m);
     if (st) return st;
     if ((st = ts_graph_values_current(m->g))) return st; /* a device's parameters back on the host */
-    if (m->training && (st = ts_device_fetch_state(m))) return st;
-    return ts_onnx_export(m, path);
+    if (m->training && (st = ts_device_fetch_state(m->prog, ts_model_device(m)))) return st;
+    ts_model_def def = ts_model_definition(m);
+    ts_bwd_model bm = ts_bwd_of(m);
+    return ts_onnx_export(&def, &bm, path);
 }
 
 ts_status ts_model_dump_debug_plan(ts_model *m, int64_t last_run, int64_t *tensors, int64_t *steps, int64_t *bytes) {
@@ -26,4 +32,9 @@ ts_status ts_model_dump_debug_plan(ts_model *m, int64_t last_run, int64_t *tenso
         if (st) return st;
     }
     return ts_dump_debug_plan(m, last_run, tensors, steps, bytes);
+}
+
+char *ts_graph_dump(const ts_graph *g, const ts_model *m, ts_dump_format fmt, int flags) {
+    ts_bwd_model bm = m ? ts_bwd_of(m) : (ts_bwd_model){0};
+    return ts_graph_dump_of(g, m ? &bm : NULL, fmt, flags);
 }

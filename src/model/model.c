@@ -1,13 +1,13 @@
 /* model.c -- training and inference models: creation, compile and
  * recompile, anchors added after compile. The model layer is the one that
  * drives compile/ and exec/ (run.c) and reads results back (retrieve.c). */
-#include "compile/model.h"
+#include "model/model.h"
 #include "parallel/parallel.h"
 
 #include "backend/backend.h"
 #include "observe/observe.h"
 #include "observe/outfeed.h"
-#include "diag/dump_debug.h"
+#include "model/dump_debug.h"
 #include "diag/hooks.h"
 #include "diag/memory.h"
 #include "diag/metrics.h"
@@ -128,7 +128,7 @@ void ts_model_free(ts_model *m) {
     ts_hold_free(m);
     ts_spike_watch_free(m);
     ts_dump_free(m);
-    ts_opt_state_free(m);
+    ts_opt_state_free(&m->state, &m->n_state);
     ts_pool_free(m->pool);
     if (m->stream && m->backend->stream_destroy) m->backend->stream_destroy(m->stream);
     ts_options_clear(&m->opts);
@@ -154,6 +154,19 @@ static void log_template(const ts_model *m, const ts_prog *p) {
             p->bytes_activations_unplanned, p->bytes_grads, p->bytes_anchors);
 }
 
+/* The job's ranks' part of a compile (ts_model_def's ranks). */
+static ts_status compile_ranks(void *model, ts_prog *p) {
+    ts_model *m = model;
+    return m->par->compile(m, p);
+}
+
+ts_model_def ts_model_definition(ts_model *m) {
+    return (ts_model_def){.g = m->g, .opts = &m->opts, .opt = &m->opt, .training = m->training, .loss = m->loss, .outputs = m->outputs,
+                          .n_outputs = m->n_outputs, .input_override = m->input_override, .n_override = m->n_override, .scaling = m->scaling,
+                          .dev = ts_model_device(m), .threads = ts_pool_threads(m->pool), .state = &m->state, .n_state = &m->n_state,
+                          .ranks = compile_ranks, .ranks_ctx = m};
+}
+
 /* Compiles the model's program; keep: the current one becomes the spare
  * (a new micro-batch size), else it and the spare go. */
 static ts_status compile_program(ts_model *m, bool keep) {
@@ -164,17 +177,18 @@ static ts_status compile_program(ts_model *m, bool keep) {
         ts_status st = ts_backend_host_pool(n, &m->pool);
         if (st) return st;
     }
+    ts_model_def def = ts_model_definition(m);
     ts_prog *p;
-    ts_status st = ts_prog_build(m, &p);
+    ts_status st = ts_prog_build(&def, &p);
     for (int e = 0; !st && e < p->n_entries; e++) /* slots of the size of the records each queue takes */
         for (int k = 0; !st && k < p->entries[e].n_outfeeds; k++)
             st = ts_outfeed_reserve(p->entries[e].outfeeds[k].q, (size_t)p->entries[e].numel * sizeof(float));
-    if (!st && !m->opts.plan_only) st = ts_device_bind(m, p); /* a plan-only program has no buffers to bind */
+    if (!st && !m->opts.plan_only) st = ts_device_bind(&def, p); /* a plan-only program has no buffers to bind */
     if (st) {
         if (p) ts_prog_free(p);
         return st;
     }
-    if (m->prog) st = ts_device_fetch_state(m); /* the new program sends it again */
+    if (m->prog) st = ts_device_fetch_state(m->prog, ts_model_device(m)); /* the new program sends it again */
     if (!st && m->prog && m->g->values_owner == m) st = ts_graph_values_current(m->g); /* the parameters too */
     if (st) {
         ts_prog_free(p);
@@ -232,7 +246,7 @@ ts_status ts_model_compile_for_shape(ts_model *m, const char *why) {
     ts_logf(TS_LOG_DEBUG, "switching the %s model to its program compiled before: %s (micro-batch size)", kind, why);
     /* the state the current program's device holds back on the host, then
      * the spare sends all of it again before its first run */
-    ts_status st = ts_device_fetch_state(m);
+    ts_status st = ts_device_fetch_state(m->prog, ts_model_device(m));
     if (!st && m->g->values_owner == m) st = ts_graph_values_current(m->g);
     if (st) return st;
     ts_layer_shapes_changed(m, m->prog, m->spare, m->stale_cause, true);

@@ -6,7 +6,7 @@
  * tensor with its copy the moment it is final (ts_rerun_compare). The
  * parameters the model has now are set aside on the device first and put
  * back after: no step, no state, nothing observed or sent out. */
-#include "compile/model.h"
+#include "model/model.h"
 
 #include "exec/exec.h"
 #include "graph/ops.h"
@@ -94,7 +94,7 @@ ts_status ts_model_rerun(ts_model *m, const char *name, const ts_array *value, t
     if ((st = convert(te, value, &host))) return st;
 
     const ts_backend *be = m->backend;
-    void *stream = be->host_addressable ? (void *)m->pool : m->stream;
+    void *stream = ts_model_device(m).stream;
     size_t largest = 0;
     for (int e = 0; e < p->n_entries; e++) {
         size_t b = (size_t)p->entries[e].numel * ts_dtype_size(h->t[e].dtype);

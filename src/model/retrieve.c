@@ -1,6 +1,7 @@
 /* retrieve.c -- what a user reads back from a model: tensor names, anchored
- * values, watch results, the tensor a numeric check stopped at, counters. */
-#include "compile/model.h"
+ * values, watch results, lint warnings, watches that match nothing, the
+ * tensor a numeric check stopped at, counters. */
+#include "model/model.h"
 #include "compile/stability.h"
 #include "observe/observe.h"
 
@@ -69,7 +70,7 @@ ts_status ts_model_watch_results(const ts_model *m, const ts_watch_result **out,
     ts_observe_device_results(m); /* a device's last run's: finished when read */
     const ts_stab *s = m->prog->stab;
     if (s) { /* the stability rows after the user's watches; the watches only they read are not rows */
-        ts_stab_rows(m);
+        ts_stab_rows(m->prog, m->runs);
         *out = m->prog->watch_results + s->n_hidden;
         *n = (size_t)(m->prog->n_watch - s->n_hidden + s->n_rows);
         return TS_OK;
@@ -77,6 +78,22 @@ ts_status ts_model_watch_results(const ts_model *m, const ts_watch_result **out,
     *out = replicas ? m->prog->rep_results : m->prog->watch_results;
     *n = (size_t)m->prog->n_watch * (replicas ? (size_t)ts_replicas(m) + 1 : 1);
     return TS_OK;
+}
+
+ts_status ts_model_lint(const ts_model *m, const char *const **warnings, size_t *n) {
+    if (!m || !warnings || !n) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_lint: NULL argument");
+    if (!m->compiled || !m->prog) return ts_error(TS_ERR_STATE, "lint warnings are known after ts_model_compile; compile the model first");
+    *warnings = (const char *const *)m->prog->lint;
+    *n = (size_t)m->prog->n_lint;
+    return TS_OK;
+}
+
+/* A watch that matches nothing is a typo: say so, with the closest names
+ * (compile.c's ts_prog_check_watches). */
+ts_status ts_model_check_watches(const ts_model *m) {
+    if (!m) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_check_watches: model is NULL");
+    if (!m->prog) return ts_error(TS_ERR_STATE, "watches are resolved at compile; compile the model first");
+    return ts_prog_check_watches(m->prog, &m->opts);
 }
 
 const char *ts_model_failed_tensor(const ts_model *m) {

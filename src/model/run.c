@@ -2,11 +2,11 @@
  * bind the user's arrays to the inputs (a new micro-batch size recompiles
  * once; the program of the size before is kept and switched back to),
  * then hand the compiled program to the executor. */
-#include "compile/model.h"
+#include "model/model.h"
 #include "core/half.h"
 #include "parallel/parallel.h"
 
-#include "diag/dump_debug.h"
+#include "model/dump_debug.h"
 #include "diag/hooks.h"
 #include "diag/metrics.h"
 #include "diag/trace.h"

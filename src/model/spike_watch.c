@@ -7,7 +7,7 @@
  * before it (holding the step, written to an .npz when asked). The rows it
  * reads are the watch results, whatever watch made them: a new kind of
  * watch feeds it with no change here (docs/observation.md#spikes). */
-#include "compile/model.h"
+#include "model/model.h"
 #include "diag/spikes.h"
 #include "graph/ops.h"
 #include "observe/observe.h"

@@ -20,7 +20,7 @@ static ts_status observe_entry_now(ts_model *m, int e, int64_t sample) {
     if (ts_dtype_is_half(en->dtype)) { /* 16-bit cells (the CPU's): observed through an f32 view, widened exactly */
         void *cells = en->data;
         ts_dtype t = en->dtype;
-        m->backend->unpack_half(m->backend->host_addressable ? (void *)m->pool : m->stream, t, m->prog->stage16, cells, en->numel);
+        m->backend->unpack_half(ts_model_device(m).stream, t, m->prog->stage16, cells, en->numel);
         en->data = m->prog->stage16, en->dtype = TS_F32;
         ts_hold_capture(m, e, sample);
         ts_status st = ts_hold_comparing(m) ? TS_OK : ts_observe(m, e, sample);

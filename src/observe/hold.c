@@ -119,7 +119,7 @@ void ts_hold_capture(ts_model *m, int entry, int64_t sample) {
     }
     if (!h || !h->armed || !m->prog->hold_ready || h->prog != m->prog || entry >= h->n) return;
     const ts_entry *en = &m->prog->entries[entry];
-    void *stream = m->backend->host_addressable ? (void *)m->pool : m->stream;
+    void *stream = ts_model_device(m).stream;
     if (h->t[entry].before && en->data && !h->t[entry].before_captured) { /* the first step's, before its update */
         m->backend->copy_on_device(stream, h->t[entry].before, en->data, (size_t)en->numel * ts_dtype_size(en->dtype));
         h->t[entry].before_captured = true;

@@ -1,7 +1,7 @@
 /* observe.c -- the one hook the executor calls when a tensor is final:
  * anchors copy it by their output mode, watches summarise it where it lives,
  * outfeeds stream it, numeric checks stop the run at the first NaN/Inf. */
-#include "compile/model.h"
+#include "model/model.h"
 #include "observe/observe.h"
 
 #include "backend/backend.h"
@@ -222,7 +222,7 @@ void ts_observe_step(ts_model *m, int node, int64_t d, const ts_step_update *u, 
     j.sq = norms ? st->sq : NULL;
     j.fused = j.n > 0 && step_fusable(&j); /* with norms: the squares summed in the same pass */
     walk(m, &j);
-    if (norms) ts_stab_update_done(m, node, st->sq[0]);
+    if (norms) ts_stab_update_done(m->prog, m->runs, m->steps, node, st->sq[0]);
 }
 
 /* ---- numeric checks */
@@ -483,7 +483,7 @@ bool ts_observe_device(ts_model *m, int entry, int64_t sample) {
         s->entry[w] = (int)(e - p->entries);
     }
     /* what only the host does: checks, a value the host holds */
-    bool stab = e->stab >= 0 && ts_stab_due(m, e, sample); /* the stability signals' jobs run on the host */
+    bool stab = e->stab >= 0 && ts_stab_due(m->prog, m->runs, e, sample); /* the stability signals' jobs run on the host */
     return !((e->n_outfeeds && !feeds) || e->check || (e->n_anchors && !anchors) || (due && !reduce) || stab);
 }
 
@@ -576,7 +576,7 @@ ts_status ts_observe(ts_model *m, int entry, int64_t sample) {
     }
     bool derived = e->relu_derived && p->watch_results[e->watch].run == m->runs; /* taken in its input's pass (summarize) */
     if (!e->watch_in_step && !derived && watch_due(m, e, sample) && !reuse_same_summary(m, e)) summarize(m, e, sample);
-    if (e->stab >= 0 && ts_stab_due(m, e, sample)) ts_stab_observe(m, e); /* stability signals' scores or logits */
+    if (e->stab >= 0 && ts_stab_due(m->prog, m->runs, e, sample)) ts_stab_observe(m->prog, m->runs, m->steps, e); /* stability signals' scores or logits */
     bool fed = p->dev_outfeed && !e->on_host; /* a device's: captured there (ts_observe_device), pushed after the run */
     return fed ? TS_OK : push_outfeeds(m, entry, sample, e->data);
 }

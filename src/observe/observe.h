@@ -4,7 +4,7 @@
 #ifndef TS_OBSERVE_H
 #define TS_OBSERVE_H
 
-#include "compile/model.h"
+#include "model/model.h"
 #include "core/op_chain.h"
 
 /* observe.c: the executor's one hook */

@@ -10,7 +10,7 @@
  * values ("rank 1 has 0.1, rank 0 has 0.01"), before any step has run and
  * long before the weight checksums would blame the starting weights.
  * Talks to the other ranks only through the collective table. */
-#include "compile/model.h"
+#include "model/model.h"
 #include "parallel/parallel.h"
 
 #include "graph/ops.h"

@@ -12,7 +12,7 @@
  * loop never waits on it (the run already ends with the exchange of
  * anchors, watches or stage parameters, which waits for every rank).
  * Nothing here allocates after compile. */
-#include "compile/model.h"
+#include "model/model.h"
 #include "parallel/parallel.h"
 
 #include "observe/outfeed.h"

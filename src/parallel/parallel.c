@@ -1,7 +1,7 @@
 /* parallel.c -- the table through which compile, the executor and the
  * observers reach a model's split over a job's ranks (replicas.c,
  * pipeline.c, outfeeds.c): set on every model by the model layer. */
-#include "compile/model.h"
+#include "model/model.h"
 #include "parallel/parallel.h"
 
 static ts_status compile_job(ts_model *m, ts_prog *p) {

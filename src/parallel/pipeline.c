@@ -9,7 +9,7 @@
  * Talks to the other ranks only through the collective table; everything
  * it exchanges is sized at compile. The schedule itself is the executor's
  * (exec.c, run_pipelined). */
-#include "compile/model.h"
+#include "model/model.h"
 #include "parallel/parallel.h"
 
 #include "diag/metrics.h"

@@ -12,7 +12,7 @@
  * and the checksum covers them.
  * Talks to the other ranks only through the collective table (src/parallel/
  * implements it); everything it exchanges is sized at compile. */
-#include "compile/model.h"
+#include "model/model.h"
 #include "parallel/parallel.h"
 
 #include "backend/backend.h"

@@ -4,7 +4,7 @@
 #ifndef TS_DUMP_DEBUG_H
 #define TS_DUMP_DEBUG_H
 
-#include "compile/model.h"
+#include "model/model.h"
 
 /* Around a run (model/run.c): before it, with its program bound, the hold
  * armed when the run is one to dump (the plan checked against the limit at

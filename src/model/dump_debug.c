@@ -9,7 +9,7 @@
  * index that lists only complete ones. A writer thread writes a run's
  * files while the next run goes on (its copies taken after the run); the
  * end of the range, ts_model_finish and ts_model_free wait for it. */
-#include "diag/dump_debug.h"
+#include "model/dump_debug.h"
 
 #include "graph/ops.h"
 #include "io/atomic_file.h"

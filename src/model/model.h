@@ -1,9 +1,10 @@
 /* model.h -- a model as the layers that run it share it: its graph, options,
  * optimizer and state, the compiled program, its device (backend) and its
- * split over a job's ranks (the dist table), and the bookkeeping of its
+ * split over a job's ranks (the parallel table), and the bookkeeping of its
  * runs. Owned by the model layer (src/model/), which creates and drives
- * it; compile/, exec/, observe/, parallel/ and diag/ read and update the parts
- * named here. */
+ * it; exec/, observe/, parallel/ and diag/ read and update the parts named
+ * here. Compile reads none of it: it is handed a ts_model_def
+ * (compile/program.h, ts_model_definition). */
 #ifndef TS_MODEL_H
 #define TS_MODEL_H
 
@@ -11,6 +12,7 @@
 #include "compile/program.h"
 #include "core/collective.h"
 #include "core/op_chain.h"
+#include "diag/backward_ops.h"
 #include "graph/options.h"
 
 #include <stdatomic.h>
@@ -62,7 +64,7 @@ struct ts_model {
     int *votes;
     int64_t cancel_at;
     struct ts_hold *hold; /* ts_model_hold: a run's tensors kept (observe/hold.c), NULL until asked */
-    struct ts_dump *dump; /* ts_options_set_dump_debug: what the dump wrote so far (diag/dump_debug.c) */
+    struct ts_dump *dump; /* ts_options_set_dump_debug: what the dump wrote so far (model/dump_debug.c) */
     bool trace_done;     /* its trace (ts_options_set_trace) is written: not started again */
     bool dist_agreed;    /* the ranks' options compared equal (agree.c); cleared by a compile or a new schedule */
     /* dynamic loss scaling (ts_options_set_loss_scaling), on when `scaling` */
@@ -104,29 +106,29 @@ typedef struct ts_parallel {
 } ts_parallel;
 
 /* R replicas, 1 without; K pipeline stages, 1 without. */
-static inline int ts_replicas(const ts_model *m) { return m->opts.replicas > 1 ? m->opts.replicas : 1; } /* R, 1 without replicas */
-static inline int ts_stages(const ts_model *m) { return m->opts.stages > 1 ? m->opts.stages : 1; } /* K, 1 without a pipeline */
+static inline int ts_replicas(const ts_model *m) { return ts_opts_replicas(&m->opts); }
+static inline int ts_stages(const ts_model *m) { return ts_opts_stages(&m->opts); }
 /* Whether this rank runs `node` (every node without a pipeline). */
 static inline bool ts_in_stage(const ts_model *m, int node) { return !m->prog->stage || m->prog->stage[node] == m->coll->rank; }
 
-/* compile.c */
-ts_status ts_prog_build(ts_model *m, ts_prog **out);
-/* lint.c: fills p->lint (and logs each warning) */
-void ts_lint(const ts_model *m, ts_prog *p);
-/* state.c: each parameter's optimizer state, made at the first compile
- * (the update itself: graph/optim.h) */
-ts_status ts_opt_state_init(ts_model *m);
-void ts_opt_state_free(ts_model *m);
+/* Its device handle: the backend and the stream its work goes on (the
+ * CPU's: the thread pool; another device's: m->stream). */
+static inline ts_device ts_model_device(const ts_model *m) {
+    return (ts_device){.backend = m->backend, .stream = m->backend->host_addressable ? (void *)m->pool : m->stream};
+}
 
-/* A model on a device whose memory the host cannot read
- * (m->backend->host_addressable false). The host keeps every parameter,
- * buffer, constant and optimizer state, current after each run; the device
- * works on its copies. compile/device.c: */
-/* At compile: device copies of what the entries point at on the host. */
-ts_status ts_device_bind(ts_model *m, ts_prog *p);
-/* The optimizer state to the host (for a checkpoint or a recompile): it
- * stays on the device between runs. TS_OK at once on the CPU. */
-ts_status ts_device_fetch_state(const ts_model *m);
+/* model.c: what compile reads of m (compile/program.h), all it is handed;
+ * what the backward walk (diag/backward_ops.h) reads of it. */
+ts_model_def ts_model_definition(ts_model *m);
+static inline ts_bwd_model ts_bwd_of(const ts_model *m) {
+    return (ts_bwd_model){.prog = m->prog, .g = m->g, .training = m->training, .opt = &m->opt, .base_lr = m->base_lr, .loss = m->loss,
+                          .grad_accum = m->opts.grad_accum, .replicas = ts_replicas(m)};
+}
+
+/* memory.c: after a compile, the memory plan's peak (the most bytes live
+ * at one point of the step, ts_model_memory_plan) as the metric
+ * MemoryPlanPeakBytes. */
+void ts_memory_plan_metrics(const ts_model *m);
 
 /* model/model.c: the program for the inputs' new micro-batch size (the
  * shapes m->input_override asks for): the spare when it was compiled for

@@ -1,6 +1,6 @@
-/* model_memory.c -- bytes a compiled model holds by lifetime class
+/* memory.c -- bytes a compiled model holds by lifetime class
  * (docs/observation.md#diagnostics), next to the process's RSS/PSS/USS. */
-#include "compile/model.h"
+#include "model/model.h"
 
 #include "backend/backend.h"
 
