@@ -45,6 +45,8 @@ OPINFOS = {
     "convolution": ["nn.functional.conv1d", "nn.functional.conv2d", "nn.functional.conv_transpose2d"],
     "max_pool2d_with_indices": ["nn.functional.max_pool2d"], "avg_pool2d": ["nn.functional.avg_pool2d"],
     "_adaptive_avg_pool2d": ["nn.functional.adaptive_avg_pool2d"],
+    "max_pool3d_with_indices": ["nn.functional.max_pool3d"], "avg_pool3d": ["nn.functional.avg_pool3d"],
+    "_adaptive_avg_pool3d": ["nn.functional.adaptive_avg_pool3d"],
     "embedding": ["nn.functional.embedding"], "gelu": ["nn.functional.gelu"], "elu": ["nn.functional.elu"],
     "leaky_relu": ["nn.functional.leaky_relu"], "hardtanh": ["nn.functional.hardtanh"],
     "relu": ["nn.functional.relu"], "constant_pad_nd": ["constant_pad_nd", "nn.functional.pad"],
@@ -70,11 +72,11 @@ REASONS = [
     (r"not a whole window",
      "adaptive pooling to a size that does not divide the input (windows of several sizes) is not "
      "mapped (refused)"),
-    (r"divisor_override", "avg_pool2d's divisor_override is not mapped (refused)"),
+    (r"divisor_override", "avg_pool2d's and avg_pool3d's divisor_override is not mapped (refused)"),
     (r"computes float64", "the sample computes in float64, which tensorscope does not hold (refused)"),
     (r"bitwise_\w+\.\w+ of integers has no mapping", "bitwise ops on integers are not mapped (refused; "
      "tensorscope holds integer tensors as f32; on booleans they are)"),
-    (r"max pooling's indices is read", "the sample asks for max_pool2d's indices (return_indices=True), "
+    (r"max pooling's indices is read", "the sample asks for max pooling's indices (return_indices=True), "
      "which tensorscope does not compute (refused when read)"),
     (r"batch norm's saved mean is read", "the sample returns batch norm's saved mean and 1/std, which "
      "tensorscope does not compute (refused when read)"),

@@ -147,6 +147,7 @@ _ONNX_KIND = {
     "_native_batch_norm_legit": "BatchNormalization",
     "_native_batch_norm_legit_no_training": "BatchNormalization",
     "embedding": "Gather", "max_pool2d_with_indices": "MaxPool", "avg_pool2d": "AveragePool",
+    "max_pool3d_with_indices": "MaxPool", "avg_pool3d": "AveragePool",
     "_softmax": "Softmax", "_log_softmax": "LogSoftmax", "native_dropout": "Dropout",
     "mul": "Mul", "div": "Div", "neg": "Neg", "unsqueeze": "Unsqueeze", "squeeze": "Squeeze",
     "permute": "Transpose", "t": "Transpose", "transpose": "Transpose", "cat": "Concat",
@@ -1410,6 +1411,55 @@ def _adaptive_avg(c, node, x, output_size):
         return _batched(c, node, x, c.g.global_avg_pool2d)
     p = _pool_params((h // oh, w // ow), (h // oh, w // ow), 0)
     return _batched(c, node, x, lambda v: c.g.avg_pool2d(v, p))
+
+
+def _pool3d(c, node, x, kernel, stride, padding, dilation, ceil_mode, pool, exclude_pad=None):
+    """A 3-d pooling of x [N, C, D, H, W] (or unbatched [C, D, H, W]) as two
+    2-d ones, as the ONNX import pools 3-d windows: H, W of [N, C*D, H, W],
+    then D of [N, C, D, OH*OW] with a (kd, 1) window. A box's max is the
+    max of its rows' maxes, its mean the mean of theirs (its count of taps,
+    with or without the padding, a product over the axes)."""
+    shape = list(c.shape(node.args[0]))
+    batched = len(shape) == 5
+    n, ch, d, h, w = shape if batched else [1] + shape
+    k = _pairs(kernel, 3)
+    s, p, dl = (_pairs(stride, 3) if stride else k), _pairs(padding, 3), _pairs(dilation, 3)
+
+    def params(kernel, stride, padding, dilation):
+        q = _pool_params(kernel, stride, padding, dilation, ceil_mode)
+        if exclude_pad is not None:
+            q["exclude_pad"] = exclude_pad
+        return q
+    y = pool(c.g.reshape(c.f(x), [n, ch * d, h, w]), params(k[1:], s[1:], p[1:], dl[1:]))
+    oh, ow = y.shape[2], y.shape[3]
+    y = pool(c.g.reshape(y, [n, ch, d, oh * ow]), params((k[0], 1), (s[0], 1), (p[0], 0), (dl[0], 1)))
+    return c.g.reshape(y, ([n] if batched else []) + [ch, y.shape[2], oh, ow])
+
+
+@row("max_pool3d_with_indices.default")
+def _max_pool3d(c, node, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
+    return [_pool3d(c, node, x, kernel, stride, padding, dilation, ceil_mode, c.g.max_pool2d),
+            _Unavailable("max pooling's indices")]
+
+
+@row("avg_pool3d.default")
+def _avg_pool3d(c, node, x, kernel, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+                divisor_override=None):
+    if divisor_override is not None:
+        c.unmapped("avg_pool3d.default with divisor_override")
+    return _pool3d(c, node, x, kernel, stride, padding, 1, ceil_mode, c.g.avg_pool2d,
+                   0 if count_include_pad else 1)
+
+
+@row("_adaptive_avg_pool3d.default")
+def _adaptive_avg3d(c, node, x, output_size):
+    shape = c.shape(node.args[0])
+    out, size = _pairs(output_size, 3), shape[-3:]
+    if any(i % o for i, o in zip(size, out)):
+        sizes = "x".join(str(i) for i in size) + " to " + "x".join(str(o) for o in out)
+        c.unmapped(f"_adaptive_avg_pool3d.default from {sizes} (not a whole window)")
+    k = [i // o for i, o in zip(size, out)]
+    return _pool3d(c, node, x, k, k, 0, 1, False, c.g.avg_pool2d)
 
 
 # composed from graph ops: each exact in f32 (no exp/log tricks) and

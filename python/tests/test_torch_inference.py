@@ -214,6 +214,40 @@ def test_capture_export_sort_and_topk_match_pytorch(way, monkeypatch):
             np.testing.assert_array_equal(np.asarray(a), w.numpy(), err_msg=f"{type(net).__name__} {vars(net)}")
 
 
+class Pool3d(torch.nn.Module):
+    """a 3-d pool of x scaled by a parameter (so that the pool has a gradient to pass)"""
+    def __init__(self, pool):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(2, 2, 7, 6, 5))
+        self.pool = pool
+
+    def forward(self, x):
+        return self.pool(x * self.w)
+
+
+@pytest.mark.skipif(not HAS_EXPORT, reason="torch.export capture needs PyTorch 2.5 or later")
+def test_capture_export_3d_pools_match_pytorch():
+    """max_pool3d, avg_pool3d and adaptive_avg_pool3d, composed of two 2-d
+    pools (H, W, then D), with strides, padding, dilation, ceil_mode and
+    count_include_pad, against PyTorch; an adaptive pool to windows of
+    several sizes is refused saying so."""
+    torch.manual_seed(0)
+    pools = [torch.nn.MaxPool3d(2), torch.nn.MaxPool3d(3, stride=2, padding=1, ceil_mode=True),
+             torch.nn.MaxPool3d(2, dilation=2), torch.nn.AvgPool3d(2),
+             torch.nn.AvgPool3d(3, stride=2, padding=1, count_include_pad=False),
+             torch.nn.AvgPool3d(3, 2, 1, ceil_mode=True), torch.nn.AdaptiveAvgPool3d((7, 3, 5)),
+             torch.nn.AdaptiveAvgPool3d(1)]
+    x = torch.randn(2, 2, 7, 6, 5)
+    for pool in pools:
+        net = Pool3d(pool)
+        with torch.no_grad():
+            want = net(x).numpy()
+        got = ts.inference_model(net, ts.Options().capture("export"), example_inputs=(x,))(x.numpy())
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6, atol=1e-6, err_msg=repr(pool))
+    with pytest.raises(ts.UnsupportedError, match="not a whole window"):
+        ts.inference_model(Pool3d(torch.nn.AdaptiveAvgPool3d((2, 3, 2))), ts.Options().capture("export"), example_inputs=(x,))
+
+
 # ---- a training call returns what PopTorch's does
 
 class OnlyLoss(torch.nn.Module):
