@@ -16,13 +16,7 @@ src=${TS_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 build=$(cd "$build" && pwd)
 fail() { echo "FAIL $*"; echo "test_onnx_torch_layers: FAIL"; exit 1; }
 
-[ -f "$build/libtensorscope.so" ] || fail "$build/libtensorscope.so is missing: build the library first (cmake --build $build)"
 . "$(dirname "$0")/support/realmodels_venv.sh"
-realmodels_venv_ensure "$build"
-flock -u 9
-
-py_sanitizer_preload "$build"
-
-export TENSORSCOPE_LIBRARY=$build/libtensorscope.so PYTHONPATH=$src/python
+realmodels_test_env "$build" "$src"
 "$REALMODELS_PY" "$src/tests/onnx_torch_layers.py" "$@" || fail "tests/onnx_torch_layers.py"
 echo "test_onnx_torch_layers: PASS"

@@ -13,13 +13,8 @@ src=${TS_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 build=$(cd "$build" && pwd)
 fail() { echo "FAIL $*"; echo "test_torch_capture: FAIL"; exit 1; }
 
-[ -e "$build/libtensorscope.so" ] || fail "$build/libtensorscope.so is missing: build it first (cmake --build $build)"
 . "$(dirname "$0")/support/realmodels_venv.sh"
-realmodels_venv_ensure "$build"
-flock -u 9
-py_sanitizer_preload "$build"
-
-export TENSORSCOPE_LIBRARY=$build/libtensorscope.so PYTHONPATH=$src/python TS_SOURCE_DIR=$src TS_BUILD_DIR=$build
+realmodels_test_env "$build" "$src"
 cd "$build" || fail "cannot cd to $build"
 # every capture("export") test runs here: a skip of one is a failure
 out=$("$REALMODELS_PY" -m pytest -q -p no:cacheprovider -rs "$src/python/tests/test_torch_inference.py" 2>&1)
