@@ -590,6 +590,11 @@ TS_API ts_tensor *ts_batch_norm_layer(ts_graph *g, ts_tensor *x, const char *nam
  * from the graph seed (the same seed gives the same masks), all ones in an
  * inference model. 0 <= p < 1. */
 TS_API ts_tensor *ts_dropout(ts_graph *g, ts_tensor *x, float p);
+/* Values drawn uniformly from [0, 1) in steps of 2^-24, of the shape of
+ * `like` (its values are not read), drawn again for every micro-batch, in
+ * training and inference, the same on every device (counter-based, as
+ * dropout's masks; not PyTorch's numbers); no gradient. torch.rand. */
+TS_API ts_tensor *ts_random_uniform(ts_graph *g, ts_tensor *like);
 TS_API ts_tensor *ts_tanh(ts_graph *g, ts_tensor *x);
 TS_API ts_tensor *ts_sigmoid(ts_graph *g, ts_tensor *x);
 
@@ -607,6 +612,7 @@ TS_API ts_tensor *ts_sigmoid(ts_graph *g, ts_tensor *x);
 #define ts_batch_norm(g, ...) ts_batch_norm(TS_AT_(g), __VA_ARGS__)
 #define ts_batch_norm_layer(g, ...) ts_batch_norm_layer(TS_AT_(g), __VA_ARGS__)
 #define ts_dropout(g, ...) ts_dropout(TS_AT_(g), __VA_ARGS__)
+#define ts_random_uniform(g, ...) ts_random_uniform(TS_AT_(g), __VA_ARGS__)
 #define ts_tanh(g, ...) ts_tanh(TS_AT_(g), __VA_ARGS__)
 #define ts_sigmoid(g, ...) ts_sigmoid(TS_AT_(g), __VA_ARGS__)
 #endif

@@ -1098,6 +1098,40 @@ def _bn_no_stats(c, node, x, w, b, training, momentum, eps):
     return _batch_norm(c, node, x, w, b, rm, rv, True, momentum, eps)[:3]
 
 
+# random numbers drawn in forward: the graph's RandomUniform op, drawn
+# again every micro-batch on every device (counter-based, as dropout's
+# masks: not PyTorch's numbers, as dropout's are not)
+def _uniform(c, size):
+    return c.g.random_uniform(c.const(np.zeros([int(s) for s in size], np.float32)))
+
+
+@row("rand.default", "rand_like.default")
+def _rand(c, node, size, **_):
+    return _uniform(c, c.shape(node.args[0]) if "like" in str(node.target) else size)
+
+
+@row("randn.default", "randn_like.default")
+def _randn(c, node, size, **_):
+    """Box-Muller: sqrt(-2 ln(1 - u1)) cos(2 pi u2), u1 and u2 uniform in
+    [0, 1), so 1 - u1 in (0, 1]."""
+    if "like" in str(node.target):
+        size = c.shape(node.args[0])
+    g = c.g
+    u1, u2 = _uniform(c, size), _uniform(c, size)
+    r = g.sqrt(g.scale(g.log(g.add(g.scale(u1, -1.0), c.const(1.0))), -2.0))
+    return g.mul(r, g.unary("Cos", g.scale(u2, float(2 * np.pi))))
+
+
+@row("randperm.default")
+def _randperm(c, node, n, **_):
+    """The order that sorts n uniform draws (ties, 2^-24 apart, in index
+    order): a permutation of 0..n-1."""
+    n = int(n)
+    if n * n > _PAIRWISE_LIMIT:
+        c.unmapped(f"randperm.default of {n} (past {int(np.sqrt(_PAIRWISE_LIMIT))}: n x n comparisons)")
+    return _ranked(c, node, _uniform(c, [n]), 0, False, shape=[n])[1]
+
+
 @row("native_dropout.default")
 def _dropout(c, node, x, p, train):
     if not train or not p:
@@ -1660,13 +1694,14 @@ def _upsample_bilinear(c, node, x, output_size, align_corners, scale_factors=Non
 _PAIRWISE_LIMIT = 1 << 22  # elements of each n x n comparison a sort by ranks builds (16 MB of f32)
 
 
-def _ranked(c, node, x, d, descending, k=None):
+def _ranked(c, node, x, d, descending, k=None, shape=None):
     """(values, indices) of x sorted along dim d (the first k of them), by
     ranks: each entry's rank is the number of entries that sort before it
     (ties in index order: a stable sort; NaN after every number, as
     PyTorch's, before them descending), and the k-th result is the entry of
-    rank k. n x n comparisons along the dim: for the shorter dims."""
-    shape = c.shape(node.args[0])
+    rank k. n x n comparisons along the dim: for the shorter dims. shape:
+    x's, where node's first argument is not x."""
+    shape = c.shape(node.args[0]) if shape is None else shape
     if not shape:
         return c.f(x), c.const(0.0)
     rank = len(shape)

@@ -102,6 +102,7 @@ OPS = {
     "binary": ("ts_binary", "op:S a:T b:T"),
     "bitwise": ("ts_bitwise", "op:S a:T b:T?=None dtype:D='i32'"),
     "layer_norm": ("ts_layer_norm", "x:T weight:T bias:T ndims:I=1 eps:F=1e-05"),
+    "random_uniform": ("ts_random_uniform", "like:T"),
     "group_norm": ("ts_group_norm", "x:T weight:T bias:T groups:I eps:F=1e-05"),
     "matmul_batched": ("ts_matmul_batched", "a:T b:T transpose_a:I=0 transpose_b:I=0"),
     "permute": ("ts_permute", "x:T perm:IP"),
@@ -220,6 +221,8 @@ OP_DOCS = {
                "signed type; by a negative amount or by the width or more every bit goes); NumPy "
                "broadcasting; int32 out, no gradient.",
     "layer_norm": "Normalises over the last `ndims` dimensions, then * weight + bias (torch's layer_norm).",
+    "random_uniform": "Values uniform in [0, 1) of `like`'s shape, drawn again every micro-batch (torch.rand; "
+                      "not PyTorch's numbers), no gradient.",
     "group_norm": "x [N, C, ...] normalised over each sample's `groups` groups of channels, then * weight + bias "
                   "per channel (torch's group_norm; groups == C is instance norm).",
     "matmul_batched": "a [..., M, K] @ b [..., K, N] with the leading dimensions broadcast; "

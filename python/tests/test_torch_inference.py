@@ -248,6 +248,39 @@ def test_capture_export_3d_pools_match_pytorch():
         ts.inference_model(Pool3d(torch.nn.AdaptiveAvgPool3d((2, 3, 2))), ts.Options().capture("export"), example_inputs=(x,))
 
 
+class Draws(torch.nn.Module):
+    def __init__(self, kind):
+        super().__init__()
+        self.kind = kind
+
+    def forward(self, x):
+        if self.kind == "rand":
+            return x + torch.rand(64, 128)
+        if self.kind == "randn_like":
+            return x + torch.randn_like(x)
+        return x[:, torch.randperm(128)]
+
+
+@pytest.mark.skipif(not HAS_EXPORT, reason="torch.export capture needs PyTorch 2.5 or later")
+def test_capture_export_random_draws():
+    """rand, randn_like and randperm in forward: drawn again every run
+    (not PyTorch's numbers), uniform in [0, 1) with its mean and spread,
+    normal with mean 0 and deviation 1, and a permutation."""
+    x = torch.zeros(64, 128)
+    for kind in ("rand", "randn_like"):
+        m = ts.inference_model(Draws(kind), ts.Options().capture("export"), example_inputs=(x,))
+        a, b = np.asarray(m(x.numpy())), np.asarray(m(x.numpy()))
+        assert a.shape == (64, 128) and (a != b).any(), kind
+        mean, std = (0.5, (1 / 12) ** 0.5) if kind == "rand" else (0.0, 1.0)
+        assert abs(a.mean() - mean) < 0.03 and abs(a.std() - std) < 0.03, (kind, a.mean(), a.std())
+        if kind == "rand":
+            assert a.min() >= 0.0 and a.max() < 1.0
+    m = ts.inference_model(Draws("randperm"), ts.Options().capture("export"), example_inputs=(x,))
+    rows = torch.arange(128.0).repeat(64, 1).numpy()
+    p, q = np.asarray(m(rows)), np.asarray(m(rows))
+    assert sorted(p[0].astype(int).tolist()) == list(range(128)) and (p == p[0]).all() and (p != q).any()
+
+
 # ---- a training call returns what PopTorch's does
 
 class OnlyLoss(torch.nn.Module):

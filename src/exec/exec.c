@@ -45,7 +45,9 @@ static ts_kctx make_ctx(const ts_model *m, int node, int64_t mb) {
     ts_kctx k = {.node = t, .n_in = t->n_in, .pool = m->pool, .stream = ts_model_device(m).stream, .scratch = p->scratch[node], .workspace = p->workspace,
                  .cache = p->cache ? p->cache[node] : NULL, .values_gen = m->g->values_gen,
                  .out_shape = p->shape[node], .training = m->training, .tf32 = m->opts.allow_tf32, .update_state = m->training && !m->rerun,
-                 .iteration = (uint64_t)(m->steps * A + mb % A)};
+                 /* the micro-batch's number, which random draws follow: a training model's
+                  * counts its steps' micro-batches, an inference model's its runs' */
+                 .iteration = (uint64_t)(m->training ? m->steps * A + mb % A : m->runs * m->opts.device_iterations + mb)};
     for (int j = 0; j < t->n_in; j++) {
         int in = t->in[j];
         const ts_entry *ie = &p->entries[p->value_entry[in]];

@@ -109,7 +109,7 @@ static void w_round_half(void *s, ts_dtype t, float *x, int64_t n, ts_half_loss 
 static void mix_ctx(const ts_kctx *k) {
     mix((uint64_t)k->node->op), mix(P(k->node)), mix(P(k->out)), mix(P(k->dout)), mix(P(k->scratch)), mix(P(k->workspace));
     mix(P(k->lost)), mix(P(k->widen)), mix(k->training), mix(k->update_state), mix((uint64_t)k->out_dtype), mix(k->din_store);
-    if (k->node->op == TS_OP_DROPOUT_MASK) mix(k->iteration); /* the one kernel that reads the micro-batch's number */
+    if (k->node->op == TS_OP_DROPOUT_MASK || k->node->op == TS_OP_RANDOM_UNIFORM) mix(k->iteration); /* the kernels that read the micro-batch's number */
     for (int j = 0; j < k->n_in; j++) mix(P(k->in[j])), mix(P(k->in_int[j])), mix(P(k->din[j])), mix((uint64_t)k->in_dtype[j]);
 }
 
@@ -212,6 +212,7 @@ static const char *program_refusal(const ts_model *m) {
         ts_op op = m->g->t[node]->op;
         if (op == TS_OP_PRINT && !(p->outfeed_off && p->outfeed_off[p->value_entry[node]] != SIZE_MAX)) return "Print"; /* too big to keep */
         if (op == TS_OP_DROPOUT_MASK && m->training) return "Dropout"; /* its mask drawn from the step number */
+        if (op == TS_OP_RANDOM_UNIFORM) return "Random"; /* its values drawn from the step number */
     }
     return NULL;
 }

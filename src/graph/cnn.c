@@ -223,6 +223,13 @@ ts_tensor *ts_dropout(ts_graph *g, ts_tensor *x, float p) {
     return ts_mul(g, x, mask);
 }
 
+ts_tensor *ts_random_uniform(ts_graph *g, ts_tensor *like) {
+    if (!g || g->sticky) return NULL;
+    mask_arg a = {0.0f, (int64_t)(ts_graph_uniform(g) * 0x1.0p53)};
+    const ts_tensor *ins[1] = {like};
+    return ts_graph_add_node(g, TS_OP_RANDOM_UNIFORM, ins, 1, NULL, set_mask, &a);
+}
+
 ts_tensor *ts_tanh(ts_graph *g, ts_tensor *x) {
     const ts_tensor *ins[1] = {x};
     return ts_graph_add_node(g, TS_OP_TANH, ins, 1, NULL, NULL, NULL);

@@ -58,6 +58,7 @@ typedef enum ts_op {
     TS_OP_CONV_TRANSPOSE3D, /* in: x, w [C,OC/groups,KD,KH,KW], bias; Conv3d's attrs and the output padding */
     TS_OP_BATCH_NORM,
     TS_OP_DROPOUT_MASK,
+    TS_OP_RANDOM_UNIFORM, /* in: a tensor of the output's shape (not read); attr[0]: the seed */
     TS_OP_TANH,
     TS_OP_SIGMOID,
     TS_OP_ABS,

@@ -157,6 +157,7 @@ static const ts_op_def table[] = {
     [TS_OP_CONV3D] = {.op = TS_OP_CONV3D, .name = "Conv3d", .arity = TS_ARITY_VARIADIC, .has_backward = true, .shape = ts_shape_conv3d, .flops = ts_flops_conv3d},
     [TS_OP_CONV_TRANSPOSE3D] = {.op = TS_OP_CONV_TRANSPOSE3D, .name = "ConvTranspose3d", .arity = TS_ARITY_VARIADIC, .has_backward = true, .shape = ts_shape_conv3d, .flops = ts_flops_conv3d},
     [TS_OP_BATCH_NORM] = {.op = TS_OP_BATCH_NORM, .name = "BatchNorm", .arity = 5, .has_backward = true, .shape = ts_shape_batch_norm, .flops = flops_softmax, .scratch_floats = ts_scratch_batch_norm},
+    [TS_OP_RANDOM_UNIFORM] = {.op = TS_OP_RANDOM_UNIFORM, .name = "RandomUniform", .arity = 1, .bwd_unread_inputs = 0x1u, .shape = ts_shape_dropout_mask, .flops = flops_elementwise},
     [TS_OP_DROPOUT_MASK] = {.op = TS_OP_DROPOUT_MASK, .name = "DropoutMask", .arity = 1, .bwd_unread_inputs = 0x1u, .shape = ts_shape_dropout_mask, .flops = flops_elementwise},
     [TS_OP_TANH] = {.op = TS_OP_TANH, .name = "Tanh", .arity = 1, .bwd_unread_inputs = 0x1u, .needs_output = true, .has_backward = true, .shape = shape_same, .flops = flops_elementwise},
     [TS_OP_SIGMOID] = {.op = TS_OP_SIGMOID, .name = "Sigmoid", .arity = 1, .bwd_unread_inputs = 0x1u, .needs_output = true, .has_backward = true, .shape = shape_same, .flops = flops_elementwise},

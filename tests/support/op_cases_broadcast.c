@@ -239,6 +239,22 @@ static void dropout_cases(ts_op_checker *c) {
     }
 }
 
+/* ts_random_uniform's values: bit-identical on every device (one
+ * counter-based draw per element), 1 and 3 dims, past a block */
+static void random_uniform_cases(ts_op_checker *c) {
+    static const int64_t shapes[3][3] = {{7, 0, 0}, {4, 5, 3}, {70000, 0, 0}};
+    static const int nd[3] = {1, 3, 1};
+    for (int k = 0; k < 3; k++) {
+        char label[64];
+        ts_graph *g = ts_graph_new((uint64_t)k + 11);
+        ts_tensor *like = leaf(g, TS_F32, nd[k], shapes[k]);
+        ts_op_case_opts o = {.tol = 1e-30f};
+        snprintf(label, sizeof label, "%d dims, %lld values", nd[k], (long long)(shapes[k][0] * (nd[k] == 3 ? 15 : 1)));
+        check_node(c, label, ts_random_uniform(g, like), &o);
+        ts_graph_free(g);
+    }
+}
+
 void ts_op_cases_broadcast(ts_op_checker *c) {
     binary_cases(c);
     ew_binary_cases(c);
@@ -246,4 +262,5 @@ void ts_op_cases_broadcast(ts_op_checker *c) {
     masked_fill_cases(c);
     reduce_cases(c);
     dropout_cases(c);
+    random_uniform_cases(c);
 }

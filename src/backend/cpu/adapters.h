@@ -64,6 +64,7 @@ void ts_bwd_global_pool(const ts_kctx *k);
 void ts_fwd_batch_norm(const ts_kctx *k);
 void ts_bwd_batch_norm(const ts_kctx *k);
 void ts_fwd_dropout_mask(const ts_kctx *k);
+void ts_fwd_random_uniform(const ts_kctx *k);
 void ts_fwd_tanh(const ts_kctx *k);
 void ts_bwd_tanh(const ts_kctx *k);
 void ts_fwd_sigmoid(const ts_kctx *k);

@@ -159,6 +159,10 @@ void ts_fwd_dropout_mask(const ts_kctx *k) {
     ts_dropout_mask(k->pool, k->out, n, k->node->fattr[0], (uint64_t)k->node->attr[0], k->iteration);
 }
 
+void ts_fwd_random_uniform(const ts_kctx *k) {
+    ts_random_uniform_fill(k->pool, k->out, ts_shape_numel(&k->out_shape), (uint64_t)k->node->attr[0], k->iteration);
+}
+
 void ts_fwd_tanh(const ts_kctx *k) { ts_tanh_forward(k->pool, k->out, k->in[0], ts_shape_numel(&k->out_shape)); }
 void ts_bwd_tanh(const ts_kctx *k) {
     if (k->din[0]) ts_tanh_backward(k->pool, k->din[0], k->dout, k->out, ts_shape_numel(&k->out_shape));

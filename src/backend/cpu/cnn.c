@@ -1332,6 +1332,16 @@ void ts_dropout_mask(ts_pool *p, float *mask, int64_t n, float prob, uint64_t se
     ts_pool_for(p, n, GRAIN, mask_slice, &j);
 }
 
+static void uniform_slice(void *vj, int64_t begin, int64_t end) {
+    const mask_job *j = vj;
+    for (int64_t i = begin; i < end; i++) j->mask[i] = (float)(mix64(j->key + (uint64_t)i * 0x9E3779B97F4A7C15ull) >> 40) * 0x1.0p-24f;
+}
+
+void ts_random_uniform_fill(ts_pool *p, float *out, int64_t n, uint64_t seed, uint64_t iteration) {
+    mask_job j = {.mask = out, .key = mix64(seed ^ mix64(iteration + 0x2545F4914F6CDD1Dull))};
+    ts_pool_for(p, n, GRAIN, uniform_slice, &j);
+}
+
 /* ------------------------------------------------------ tanh and sigmoid */
 
 typedef struct act_job {

@@ -92,6 +92,9 @@ void ts_batch_norm_backward(ts_pool *p, float *dx, float *dw, float *db, const f
 /* mask[n] = 0 with probability p, else 1/(1-p); a pure function of
  * (seed, iteration, n). */
 void ts_dropout_mask(ts_pool *p, float *mask, int64_t n, float prob, uint64_t seed, uint64_t iteration);
+/* out[n] uniform in [0, 1): element i the high 24 bits of the same draw
+ * as dropout's, from its own key (seed and iteration) */
+void ts_random_uniform_fill(ts_pool *p, float *out, int64_t n, uint64_t seed, uint64_t iteration);
 
 /* y = tanh(x);  dx += dy * (1 - y^2) */
 void ts_tanh_forward(ts_pool *p, float *y, const float *x, int64_t n);

@@ -142,6 +142,7 @@ static const ts_kernel_row kernels[] = {
     [TS_OP_GLOBAL_AVG_POOL] = {.forward = ts_fwd_global_pool, .backward = ts_bwd_global_pool},
     [TS_OP_BATCH_NORM] = {.forward = ts_fwd_batch_norm, .backward = ts_bwd_batch_norm},
     [TS_OP_DROPOUT_MASK] = {.forward = ts_fwd_dropout_mask},
+    [TS_OP_RANDOM_UNIFORM] = {.forward = ts_fwd_random_uniform},
     [TS_OP_TANH] = {.forward = ts_fwd_tanh, .backward = ts_bwd_tanh},
     [TS_OP_SIGMOID] = {.forward = ts_fwd_sigmoid, .backward = ts_bwd_sigmoid},
     [TS_OP_ABS] = {.forward = ts_fwd_ew_unary, .backward = ts_bwd_ew_unary, .stores_din = 1u},

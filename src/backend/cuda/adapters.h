@@ -49,6 +49,7 @@ void ts_cu_bwd_masked_fill(const ts_kctx *k);
 void ts_cu_fwd_reduce_axes(const ts_kctx *k);
 void ts_cu_bwd_reduce_axes(const ts_kctx *k);
 void ts_cu_fwd_dropout_mask(const ts_kctx *k);
+void ts_cu_fwd_random_uniform(const ts_kctx *k);
 
 /* tensor and transformer ops (kernels_tensor.cu) */
 void ts_cu_fwd_gather(const ts_kctx *k); /* Gather and Embedding */

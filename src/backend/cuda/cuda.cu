@@ -557,6 +557,7 @@ static void fill_kernel_table(void) {
     kernels[TS_OP_GLOBAL_AVG_POOL] = {ts_cu_fwd_global_pool, ts_cu_bwd_global_pool, nullptr, nullptr, 0u, false};
     kernels[TS_OP_BATCH_NORM] = {ts_cu_fwd_batch_norm, ts_cu_bwd_batch_norm, nullptr, nullptr, 0u, false};
     kernels[TS_OP_DROPOUT_MASK] = {ts_cu_fwd_dropout_mask, nullptr, nullptr, nullptr, 0u, false};
+    kernels[TS_OP_RANDOM_UNIFORM] = {ts_cu_fwd_random_uniform, nullptr, nullptr, nullptr, 0u, false};
     kernels[TS_OP_TANH] = {ts_cu_fwd_tanh, ts_cu_bwd_tanh, nullptr, nullptr, 0u, false};
     kernels[TS_OP_SIGMOID] = {ts_cu_fwd_sigmoid, ts_cu_bwd_sigmoid, nullptr, nullptr, 0u, false};
     kernels[TS_OP_ABS] = {ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary, nullptr, nullptr, 0u, false};

@@ -585,6 +585,20 @@ __global__ void dropout_mask_kernel(float *mask, int64_t n, uint64_t key, uint32
     }
 }
 
+/* out[n]: element i the high 24 bits of mix64(key + i * golden), times
+ * 2^-24, as ts_random_uniform_fill */
+__global__ void random_uniform_kernel(float *out, int64_t n, uint64_t key) {
+    TS_CU_FOR(i, n) out[i] = (float)(mix64(key + (uint64_t)i * 0x9E3779B97F4A7C15ull) >> 40) * 0x1.0p-24f;
+}
+
+void ts_cu_fwd_random_uniform(const ts_kctx *k) {
+    int64_t n = ts_shape_numel(&k->out_shape);
+    if (n <= 0) return;
+    uint64_t key = mix64((uint64_t)k->node->attr[0] ^ mix64(k->iteration + 0x2545F4914F6CDD1Dull));
+    random_uniform_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, n, key);
+    ts_cu_check(cudaGetLastError(), "RandomUniform");
+}
+
 __global__ void fill_kernel(float *y, float value, int64_t n) {
     TS_CU_FOR(i, n) y[i] = value;
 }
