@@ -29,12 +29,13 @@ import math
 import os
 import sys
 import tempfile
-import time
 
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+import peer_rows
 
 
 class Block(nn.Module):
@@ -199,18 +200,6 @@ def parse():
     return ap.parse_args()
 
 
-# TS_BENCH_CLOCK=cpu: each side timed in the process's CPU time (as
-# bench_common.h's now_s), for a machine other processes load
-CLOCK = time.process_time if os.environ.get("TS_BENCH_CLOCK") == "cpu" else time.perf_counter
-
-
-def timed(fn, steps):
-    t0 = CLOCK()
-    for _ in range(steps):
-        fn()
-    return (CLOCK() - t0) * 1000.0 / steps
-
-
 def falling(name, side, losses):
     """the check: every loss finite, the last below the first"""
     if not all(math.isfinite(v) for v in losses) or not losses[-1] < losses[0]:
@@ -254,23 +243,7 @@ def main():
         sys.exit(f"onnx_models.py {a.model}: first loss {first[0]:.7g} vs PyTorch's {first[1]:.7g}")
     for side, fn, v0 in (("tensorscope", ts_step, first[0]), ("pytorch", torch_step, first[1])):
         falling(a.model, side, [v0] + [fn() for _ in range(a.check_steps)])
-    sides = {"tensorscope": ts_step, "pytorch": torch_step}
-    names = list(sides)
-    for n in names:
-        timed(sides[n], a.warmup)
-    ms = {n: [] for n in names}
-    for r in range(a.reps):
-        for i in range(len(names)):
-            n = names[(i + r) % len(names)]
-            ms[n].append(timed(sides[n], a.steps))
-    for n in names:
-        v = sorted(ms[n])
-        med = v[len(v) // 2]
-        print(f"{n} batch={batch} threads={a.threads} steps={a.steps} ms_per_step={med:.3f} "
-              f"samples_per_s={batch * 1000.0 / med:.1f} spread_ms={v[0]:.3f}..{v[-1]:.3f}")
-    rounds = sorted(p / t for p, t in zip(ms["pytorch"], ms["tensorscope"]))
-    med = sorted(ms["pytorch"])[a.reps // 2] / sorted(ms["tensorscope"])[a.reps // 2]
-    print(f"ratio pytorch/tensorscope median={med:.3f} rounds={rounds[0]:.3f}..{rounds[-1]:.3f}")
+    peer_rows.compare({"tensorscope": ts_step, "pytorch": torch_step}, batch, a.threads, a.warmup, a.steps, a.reps)
 
 
 if __name__ == "__main__":

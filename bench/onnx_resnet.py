@@ -22,9 +22,10 @@ import argparse
 import os
 import sys
 import tempfile
-import time
 
 import numpy as np
+
+import peer_rows
 
 
 def parse():
@@ -36,13 +37,6 @@ def parse():
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--reps", type=int, default=5)
     return ap.parse_args()
-
-
-def timed(fn, steps):
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        fn()
-    return (time.perf_counter() - t0) * 1000.0 / steps
 
 
 def sides_infer(a, workdir):
@@ -110,23 +104,7 @@ def main():
     a = parse()
     with tempfile.TemporaryDirectory() as workdir:
         sides = (sides_infer if a.mode == "infer" else sides_train)(a, workdir)
-        names = list(sides)
-        for n in names:
-            timed(sides[n], a.warmup)
-        ms = {n: [] for n in names}
-        for r in range(a.reps):
-            for i in range(len(names)):
-                n = names[(i + r) % len(names)]
-                ms[n].append(timed(sides[n], a.steps))
-    for n in names:
-        v = sorted(ms[n])
-        med = v[len(v) // 2]
-        print(f"{n} batch={a.batch} threads={a.threads} steps={a.steps} ms_per_step={med:.3f} "
-              f"samples_per_s={a.batch * 1000.0 / med:.1f} spread_ms={v[0]:.3f}..{v[-1]:.3f}")
-    peer = names[1]
-    rounds = sorted(p / t for p, t in zip(ms[peer], ms["tensorscope"]))
-    med = sorted(ms[peer])[a.reps // 2] / sorted(ms["tensorscope"])[a.reps // 2]
-    print(f"ratio {peer}/tensorscope median={med:.3f} rounds={rounds[0]:.3f}..{rounds[-1]:.3f}")
+        peer_rows.compare(sides, a.batch, a.threads, a.warmup, a.steps, a.reps)
 
 
 if __name__ == "__main__":
