@@ -969,21 +969,30 @@ def _var(c, node, x, dims=None, *rest, correction=None, keepdim=False):
     return _reshaped(c, node, c.g.scale(s, 1.0 / dof) if dof > 0 else c.g.div(s, c.const(max(dof, 0.0))))
 
 
+def _swap_last(c, t, d, rank):
+    """t with its dims d and rank - 1 swapped (itself when d is the last):
+    moves a dim last, and back."""
+    return c.g.transpose(t, d, rank - 1) if d != rank - 1 else t
+
+
+def _along_last(c, shape, x, d):
+    """For an op along dim d of x (of `shape`): x in f32 with d moved last,
+    d counted from the front, the rank and the dim's size."""
+    rank = len(shape)
+    d = _dim(d, rank)
+    return _swap_last(c, c.f(x), d, rank), d, rank, shape[d]
+
+
 @row("cumsum.default")
 def _cumsum(c, node, x, dim, dtype=None):
     shape = c.shape(node.args[0])
     if not shape:
         return c.f(x)
-    rank = len(shape)
-    dim = _dim(dim, rank)
-    n = shape[dim]
-    x = c.f(x)
-    if dim != rank - 1:
-        x = c.g.transpose(x, dim, rank - 1)
+    x, dim, rank, n = _along_last(c, shape, x, dim)
     tri = c.const(np.triu(np.ones((n, n), np.float32)))  # out[j] = sum_{i <= j} x[i]
     y = c.g.matmul_batched(x, tri) if rank > 1 else c.g.reshape(
         c.g.matmul(c.g.reshape(x, [1, n]), tri), [n])
-    return c.g.transpose(y, dim, rank - 1) if dim != rank - 1 else y
+    return _swap_last(c, y, dim, rank)
 
 
 # linear algebra
@@ -1704,13 +1713,8 @@ def _ranked(c, node, x, d, descending, k=None, shape=None):
     shape = c.shape(node.args[0]) if shape is None else shape
     if not shape:
         return c.f(x), c.const(0.0)
-    rank = len(shape)
-    d = _dim(d, rank)
-    n = shape[d]
+    y, d, rank, n = _along_last(c, shape, x, d)
     k = n if k is None else k
-    y = c.f(x)
-    if d != rank - 1:
-        y = c.g.transpose(y, d, rank - 1)
     lead = list(y.shape[:-1])
     xi = c.g.reshape(y, lead + [n, 1])  # the entry ranked
     xj = c.g.reshape(y, lead + [1, n])  # the entries it is compared with
@@ -1728,8 +1732,7 @@ def _ranked(c, node, x, d, descending, k=None, shape=None):
     pick = c.g.binary("Equal", r, c.const(np.arange(k, dtype=np.float32)))  # [..., n(i), k]
     values = c.g.reduce_sum(c.g.where(c.cond(pick), xi, c.const(0.0)), [rank - 1], 0)
     index = c.g.reduce_sum(c.g.mul(pick, c.const(np.arange(n, dtype=np.float32).reshape(n, 1))), [rank - 1], 0)
-    if d != rank - 1:
-        values, index = c.g.transpose(values, d, rank - 1), c.g.transpose(index, d, rank - 1)
+    values, index = _swap_last(c, values, d, rank), _swap_last(c, index, d, rank)
     return values, index
 
 
@@ -1749,14 +1752,8 @@ def _bitonic(c, node, x, d, descending):
     entry compared with its partner (a gather) and the pair put in order;
     the order of (NaN, value, index) keys, so ties keep index order and
     NaN goes last (first descending), as PyTorch's."""
-    shape = c.shape(node.args[0])
-    rank = len(shape)
-    d = _dim(d, rank)
-    n = shape[d]
+    y, d, rank, n = _along_last(c, c.shape(node.args[0]), x, d)
     p = 1 << max(n - 1, 1).bit_length()
-    y = c.f(x)
-    if d != rank - 1:
-        y = c.g.transpose(y, d, rank - 1)
     nan = c.g.unary("IsNaN", y)
     key = c.g.where(c.cond(nan), c.const(0.0), y if not descending else c.g.scale(y, -1.0))
     flag = nan if not descending else c.g.scale(nan, -1.0)  # NaN after (before) the numbers
@@ -1784,8 +1781,7 @@ def _bitonic(c, node, x, d, descending):
         k *= 2
     if p > n:
         y, at = c.g.slice(y, rank - 1, 0, n), c.g.slice(at, rank - 1, 0, n)
-    if d != rank - 1:
-        y, at = c.g.transpose(y, d, rank - 1), c.g.transpose(at, d, rank - 1)
+    y, at = _swap_last(c, y, d, rank), _swap_last(c, at, d, rank)
     return y, at
 
 
@@ -1811,13 +1807,7 @@ def _rounds(c, node, x, d, largest, k):
     """(values, indices) of topk in k rounds, each taking the first
     largest entry (NaN the largest, as PyTorch's) and putting it out of
     the next rounds' reach."""
-    shape = c.shape(node.args[0])
-    rank = len(shape)
-    d = _dim(d, rank)
-    n = shape[d]
-    y = c.f(x)
-    if d != rank - 1:
-        y = c.g.transpose(y, d, rank - 1)
+    y, d, rank, n = _along_last(c, c.shape(node.args[0]), x, d)
     nan = c.cond(c.g.unary("IsNaN", y))
     v = c.g.where(nan, c.const(np.inf if largest else -np.inf), y if largest else c.g.scale(y, -1.0))
     at = c.const(np.arange(n, dtype=np.float32))
@@ -1832,8 +1822,7 @@ def _rounds(c, node, x, d, largest, k):
         v = c.g.where(pick, c.const(-np.inf), v)
     values = c.g.concat(values, rank - 1) if k > 1 else values[0]
     index = c.g.concat(index, rank - 1) if k > 1 else index[0]
-    if d != rank - 1:
-        values, index = c.g.transpose(values, d, rank - 1), c.g.transpose(index, d, rank - 1)
+    values, index = _swap_last(c, values, d, rank), _swap_last(c, index, d, rank)
     return values, index
 
 
