@@ -62,7 +62,7 @@ ALLOWED = {
     "observe": {"core", "graph", "compile", "backend", "io"},
     "exec": {"core", "graph", "compile", "backend", "observe"},
     # a model's split over ranks works on its program and observers; the
-    # executor and observers reach it through the model's table (m->par)
+    # executor and observers reach it through the runs' table (ts_run.par)
     "parallel": {"core", "graph", "compile", "backend", "observe"},
     "io": {"core"},
     "data": {"core", "io"},

@@ -125,16 +125,16 @@ static ts_status train(const ts_backend *be, float *loss, float *w, int64_t *fwd
     ts_model *m = NULL;
     ts_status st = ts_graph_status(g);
     if (!st) st = ts_model_training(&m, g, l, o, ts_sgd(0.1f, 0.0f, 0.0f));
-    if (!st) m->backend = be;
+    if (!st) m->run.backend = be;
     if (!st) st = ts_model_compile(m);
     if (!st) {
         *fwd_nodes = *bwd_nodes = *fused = 0;
-        for (int k = 0; k < m->prog->n_order; k++) {
-            const ts_tensor *t = g->t[m->prog->order[k]];
+        for (int k = 0; k < m->run.prog->n_order; k++) {
+            const ts_tensor *t = g->t[m->run.prog->order[k]];
             *fwd_nodes += ts_op_get(t->op)->arity != 0;
-            *bwd_nodes += m->prog->needs_grad[t->id] && ts_op_get(t->op)->has_backward;
+            *bwd_nodes += m->run.prog->needs_grad[t->id] && ts_op_get(t->op)->has_backward;
             /* a Linear's bias Add, done in its product's kernel (exec.c's bias_fusable) */
-            const ts_tensor *next = k + 1 < m->prog->n_order ? g->t[m->prog->order[k + 1]] : NULL;
+            const ts_tensor *next = k + 1 < m->run.prog->n_order ? g->t[m->run.prog->order[k + 1]] : NULL;
             *fused += be->kernels[t->op].fuses_bias && next && next->op == TS_OP_ADD && next->in[0] == t->id;
         }
         float xv[D * A * B * IN];
@@ -146,7 +146,7 @@ static ts_status train(const ts_backend *be, float *loss, float *w, int64_t *fwd
         st = ts_model_run(m, names, in, 2);
     }
     if (!st) {
-        const ts_prog *p = m->prog;
+        const ts_prog *p = m->run.prog;
         *loss = p->entries[p->value_entry[l->id]].data[0];
         memcpy(w, ts_graph_find(g, "fc2.weight")->value, sizeof(float) * CLS * HID);
     }

@@ -18,16 +18,16 @@ static void check(int ok, const char *what) {
 static char trail[64];
 
 /* each hook appends its observer's letter (upper case before, lower after) */
-static ts_status before(void *ctx, struct ts_model *m, ts_op_call *c) {
-    (void)m;
+static ts_status before(void *ctx, struct ts_run *run, ts_op_call *c) {
+    (void)run;
     size_t n = strlen(trail);
     trail[n] = *(const char *)ctx, trail[n + 1] = 0;
     c->t0++;
     return TS_OK;
 }
 
-static ts_status after(void *ctx, struct ts_model *m, ts_op_call *c) {
-    (void)m;
+static ts_status after(void *ctx, struct ts_run *run, ts_op_call *c) {
+    (void)run;
     size_t n = strlen(trail);
     trail[n] = (char)(*(const char *)ctx - 'A' + 'a'), trail[n + 1] = 0;
     c->t1++;

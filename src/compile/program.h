@@ -177,7 +177,7 @@ typedef struct ts_prog {
      * ts_observe_device_stream), where the backend offers copy_out_then and
      * host_outfeed is page-locked: per step a point, the outfed range its
      * host function pushes */
-    struct ts_outfeed_point { struct ts_model *m; int from, to; } *points;
+    struct ts_outfeed_point { struct ts_run *run; int from, to; } *points;
     int n_points, points_cap;
     int streamed;             /* outfed[0, streamed) went that way (their print lines apart) */
     bool outfeed_pinned;

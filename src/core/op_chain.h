@@ -16,7 +16,7 @@
 
 #include "core/core.h"
 
-struct ts_model;
+struct ts_run;
 struct ts_kctx;
 
 /* The call the hooks are around. */
@@ -33,7 +33,7 @@ typedef struct ts_op_call {
 /* A hook; a status other than TS_OK stops the run with it (the after-hooks
  * still to run for this op do not run). ctx: what the observer gave
  * ts_op_chain_add. */
-typedef ts_status (*ts_op_hook)(void *ctx, struct ts_model *m, ts_op_call *c);
+typedef ts_status (*ts_op_hook)(void *ctx, struct ts_run *run, ts_op_call *c);
 
 typedef struct ts_op_hook_at {
     ts_op_hook fn;
@@ -61,9 +61,9 @@ static inline ts_status ts_op_chain_add(ts_op_chain *c, ts_op_hook before, ts_op
 }
 
 /* Runs the n hooks of a list, in order, until one fails. */
-static inline ts_status ts_op_chain_run(const ts_op_hook_at *h, int n, struct ts_model *m, ts_op_call *c) {
+static inline ts_status ts_op_chain_run(const ts_op_hook_at *h, int n, struct ts_run *run, ts_op_call *c) {
     for (int i = 0; i < n; i++) {
-        ts_status st = h[i].fn(h[i].ctx, m, c);
+        ts_status st = h[i].fn(h[i].ctx, run, c);
         if (st) return st;
     }
     return TS_OK;

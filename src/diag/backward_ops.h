@@ -13,9 +13,10 @@
 
 #include "compile/program.h"
 #include "graph/optim.h"
+#include "observe/run.h"
 
 /* What the walk reads of a training model besides its program (the model
- * layer fills it: model/model.h's ts_bwd_of), and the graph dump of any
+ * layer fills it: ts_bwd_of below), and the graph dump of any
  * model (graph_dump.c). */
 typedef struct ts_bwd_model {
     const ts_prog *prog;
@@ -26,6 +27,12 @@ typedef struct ts_bwd_model {
     int loss;                /* the loss node, -1: none */
     int grad_accum, replicas;
 } ts_bwd_model;
+
+/* The walk's view of a model's runs. */
+static inline ts_bwd_model ts_bwd_of(const ts_run *run) {
+    return (ts_bwd_model){.prog = run->prog, .g = run->g, .training = run->training, .opt = &run->opt, .base_lr = run->base_lr, .loss = run->loss,
+                          .grad_accum = run->opts.grad_accum, .replicas = ts_replicas(run)};
+}
 
 #define TS_BWD_MAX_IN (TS_MAX_INPUTS + 2)
 #define TS_BWD_MAX_OUT TS_MAX_INPUTS

@@ -729,16 +729,3 @@ void ts_eval_free(ts_array *a) {
     ts_free(a->data);
     a->data = NULL;
 }
-
-/* ---- over a model's held tensors */
-
-static ts_status held_lookup(void *ctx, const char *name, ts_array *out) { return ts_model_held((ts_model *)ctx, name, out); }
-
-ts_status ts_model_held_eval(ts_model *m, const char *expr, ts_array *out) {
-    if (!m || !expr || !out) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_held_eval: NULL argument");
-    const char *const *names;
-    size_t n;
-    ts_status st = ts_model_held_names(m, &names, &n);
-    if (st) return st;
-    return ts_eval(expr, names, n, held_lookup, m, out);
-}

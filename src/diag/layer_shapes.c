@@ -17,29 +17,29 @@ static bool append(char **buf, size_t *used, size_t *cap, const char *fmt, const
     return true;
 }
 
-static void shape_of(const ts_model *m, const ts_prog *p, int node, char *out, size_t n) {
+static void shape_of(const ts_run *run, const ts_prog *p, int node, char *out, size_t n) {
     char s[96];
-    snprintf(out, n, "%s%s", ts_dtype_name(m->g->t[node]->dtype), ts_shape_str(&p->shape[node], s, sizeof s));
+    snprintf(out, n, "%s%s", ts_dtype_name(run->g->t[node]->dtype), ts_shape_str(&p->shape[node], s, sizeof s));
 }
 
-void ts_layer_shapes_after_run(const ts_model *m) {
-    const ts_prog *p = m->prog;
-    if (!m->opts.log_layer_shapes || !p || !ts_log_enabled(TS_LOG_INFO)) return;
+void ts_layer_shapes_after_run(const ts_run *run) {
+    const ts_prog *p = run->prog;
+    if (!run->opts.log_layer_shapes || !p || !ts_log_enabled(TS_LOG_INFO)) return;
     char *buf = NULL, head[64], shape[128];
     size_t used = 0, cap = 0;
-    if (m->training) snprintf(head, sizeof head, "step %lld", (long long)m->steps);
-    else snprintf(head, sizeof head, "eval run %lld", (long long)m->runs);
+    if (run->training) snprintf(head, sizeof head, "step %lld", (long long)run->steps);
+    else snprintf(head, sizeof head, "eval run %lld", (long long)run->runs);
     bool ok = append(&buf, &used, &cap, "%s: layer output shapes:%s%s", head, "", "");
     for (int k = 0; ok && k < p->n_layer_outs; k++) {
-        shape_of(m, p, p->layer_outs[k], shape, sizeof shape);
-        ok = append(&buf, &used, &cap, "%s %s %s", k ? "," : "", m->g->t[p->layer_outs[k]]->name, shape);
+        shape_of(run, p, p->layer_outs[k], shape, sizeof shape);
+        ok = append(&buf, &used, &cap, "%s %s %s", k ? "," : "", run->g->t[p->layer_outs[k]]->name, shape);
     }
     if (ok) ts_log_message(TS_LOG_INFO, buf);
     ts_free(buf);
 }
 
-void ts_layer_shapes_changed(const ts_model *m, const ts_prog *was, const ts_prog *now, const char *cause, bool switched) {
-    if (!m->opts.log_layer_shapes || !was || !now || !ts_log_enabled(TS_LOG_INFO)) return;
+void ts_layer_shapes_changed(const ts_run *run, const ts_prog *was, const ts_prog *now, const char *cause, bool switched) {
+    if (!run->opts.log_layer_shapes || !was || !now || !ts_log_enabled(TS_LOG_INFO)) return;
     char *buf = NULL, a[128], b[128];
     size_t used = 0, cap = 0;
     int changed = 0;
@@ -48,10 +48,10 @@ void ts_layer_shapes_changed(const ts_model *m, const ts_prog *was, const ts_pro
     for (int k = 0; ok && k < now->n_layer_outs; k++) {
         int node = now->layer_outs[k];
         if (node >= was->n_nodes) continue; /* a node the old program did not have */
-        shape_of(m, was, node, a, sizeof a);
-        shape_of(m, now, node, b, sizeof b);
+        shape_of(run, was, node, a, sizeof a);
+        shape_of(run, now, node, b, sizeof b);
         if (strcmp(a, b) == 0) continue;
-        ok = append(&buf, &used, &cap, "%s %s %s", changed++ ? "," : "", m->g->t[node]->name, a) &&
+        ok = append(&buf, &used, &cap, "%s %s %s", changed++ ? "," : "", run->g->t[node]->name, a) &&
              append(&buf, &used, &cap, " -> %s%s%s", b, "", "");
     }
     if (ok && !changed) ok = append(&buf, &used, &cap, " none%s%s%s", "", "", "");

@@ -9,19 +9,19 @@
 
 /* ---- the crash report's current op, noted before each call */
 
-static ts_status note_op(void *ctx, ts_model *m, ts_op_call *c) {
+static ts_status note_op(void *ctx, ts_run *run, ts_op_call *c) {
     (void)ctx;
     if (c->node < 0) {
         ts_crash_set_current_op("Optimizer", "(all parameters)", NULL);
         return TS_OK;
     }
-    const ts_tensor *t = m->g->t[c->node];
+    const ts_tensor *t = run->g->t[c->node];
     ts_crash_set_current_op(ts_op_get(t->op)->name, t->name, t->file);
     return TS_OK;
 }
 
-ts_status ts_diag_attach_crash(ts_model *m, ts_op_chain *c) {
-    (void)m;
+ts_status ts_diag_attach_crash(ts_run *run, ts_op_chain *c) {
+    (void)run;
     return ts_op_chain_add(c, note_op, NULL, NULL);
 }
 
@@ -30,23 +30,23 @@ ts_status ts_diag_attach_crash(ts_model *m, ts_op_chain *c) {
  * and FLOPs, over the op-time observer's clock reads (the optimizer's
  * step is the executor's own slice) */
 
-static ts_status label_op(void *ctx, ts_model *m, ts_op_call *c) {
+static ts_status label_op(void *ctx, ts_run *run, ts_op_call *c) {
     (void)ctx;
-    if (c->node >= 0 && ts_trace_live()) ts_trace_set_op(m->g->t[c->node]->name);
+    if (c->node >= 0 && ts_trace_live()) ts_trace_set_op(run->g->t[c->node]->name);
     return TS_OK;
 }
 
-static ts_status slice_op(void *ctx, ts_model *m, ts_op_call *c) {
+static ts_status slice_op(void *ctx, ts_run *run, ts_op_call *c) {
     (void)ctx;
     if (c->node < 0 || !ts_trace_live()) return TS_OK;
-    const ts_tensor *t = m->g->t[c->node];
-    double f = ts_prog_op_flops(m->prog, t);
-    ts_trace_slice(c->backward ? TS_TRACE_BACKWARD : TS_TRACE_FORWARD, ts_op_get(t->op)->name, t->name, &m->prog->shape[c->node],
+    const ts_tensor *t = run->g->t[c->node];
+    double f = ts_prog_op_flops(run->prog, t);
+    ts_trace_slice(c->backward ? TS_TRACE_BACKWARD : TS_TRACE_FORWARD, ts_op_get(t->op)->name, t->name, &run->prog->shape[c->node],
                    c->backward ? 2 * f : f, c->mb, c->t0, c->t1);
     return TS_OK;
 }
 
 /* on for a model that traces its steps, or while another's trace is open */
-ts_status ts_diag_attach_trace(ts_model *m, ts_op_chain *c) {
-    return m->opts.trace_path || ts_trace_live() ? ts_op_chain_add(c, label_op, slice_op, NULL) : TS_OK;
+ts_status ts_diag_attach_trace(ts_run *run, ts_op_chain *c) {
+    return run->opts.trace_path || ts_trace_live() ? ts_op_chain_add(c, label_op, slice_op, NULL) : TS_OK;
 }

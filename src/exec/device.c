@@ -13,7 +13,7 @@
  * host copy of their tensor (observe/'s ts_device_host_view).
  * docs/backend.md tells the whole path and what is next. */
 #include "backend/backend.h"
-#include "model/model.h"
+#include "observe/run.h"
 #include "exec/exec.h"
 #include "observe/observe.h"
 
@@ -70,8 +70,8 @@ static void copy_part(void *ctx, int64_t begin, int64_t end) {
  * driver's (counted: InputsNotStaged). Returns the ns the host spent
  * copying into the staging. */
 #define STAGE_PIECE ((size_t)1 << 20)
-static uint64_t send_input(ts_model *m, int i, void *dst, const void *src, size_t bytes, bool grown) {
-    ts_prog *p = m->prog;
+static uint64_t send_input(ts_run *run, int i, void *dst, const void *src, size_t bytes, bool grown) {
+    ts_prog *p = run->prog;
     const ts_backend *be = p->backend;
     if (grown && p->host_inputs[i]) {
         be->host_unpin(p->host_inputs[i]);
@@ -85,7 +85,7 @@ static uint64_t send_input(ts_model *m, int i, void *dst, const void *src, size_
     }
     if (!p->host_inputs[i]) {
         ts_counter_add("InputsNotStaged", 1);
-        be->copy_to_device(m->stream, dst, src, bytes);
+        be->copy_to_device(run->stream, dst, src, bytes);
         return 0;
     }
     uint64_t staging = 0;
@@ -93,9 +93,9 @@ static uint64_t send_input(ts_model *m, int i, void *dst, const void *src, size_
         size_t n = bytes - at < STAGE_PIECE ? bytes - at : STAGE_PIECE;
         copy_job j = {(char *)p->host_inputs[i] + at, (const char *)src + at};
         uint64_t t0 = ts_now_ns();
-        ts_pool_for(m->pool, (int64_t)n, (int64_t)1 << 18, copy_part, &j);
+        ts_pool_for(run->pool, (int64_t)n, (int64_t)1 << 18, copy_part, &j);
         staging += ts_now_ns() - t0;
-        be->copy_to_device(m->stream, (char *)dst + at, (char *)p->host_inputs[i] + at, n);
+        be->copy_to_device(run->stream, (char *)dst + at, (char *)p->host_inputs[i] + at, n);
     }
     return staging;
 }
@@ -105,53 +105,53 @@ static uint64_t send_input(ts_model *m, int i, void *dst, const void *src, size_
  * something there reads or writes them, not after every run (what crosses
  * to the host is what the user asks for). */
 static ts_status fetch_values(void *owner) {
-    ts_model *m = owner;
-    ts_prog *p = m->prog;
+    ts_run *run = owner;
+    ts_prog *p = run->prog;
     const ts_backend *be = p->backend;
     uint64_t t0 = ts_now_ns(), bytes = 0;
     for (int i = 0; i < p->n_dev_copies; i++) {
         const ts_device_copy *c = &p->dev_copies[i];
         if (c->download) {
-            be->copy_to_host(m->stream, c->host, c->dev, (size_t)c->numel * sizeof(float));
+            be->copy_to_host(run->stream, c->host, c->dev, (size_t)c->numel * sizeof(float));
             bytes += (uint64_t)c->numel * sizeof(float);
         }
     }
-    ts_status st = be->synchronize(m->stream);
+    ts_status st = be->synchronize(run->stream);
     if (st) return ts_error_wrap(st, "bringing the parameters back from %s", be->name);
     ts_metric_record("ValuesToHost", (double)(ts_now_ns() - t0));
     ts_metric_record_value("ValuesToHostBytes", (double)bytes);
     return TS_OK;
 }
 
-ts_status ts_device_before_run(ts_model *m) {
-    ts_prog *p = m->prog;
+ts_status ts_device_before_run(ts_run *run) {
+    ts_prog *p = run->prog;
     const ts_backend *be = p->backend;
-    if (m->g->values_owner != m) { /* another model's device holds newer values: back first, then sent again */
-        ts_status st = ts_graph_values_current(m->g);
+    if (run->g->values_owner != run) { /* another model's device holds newer values: back first, then sent again */
+        ts_status st = ts_graph_values_current(run->g);
         if (st) return st;
     }
     if (be->host_addressable) return TS_OK;
     uint64_t t0 = ts_now_ns(), sent = 0, staging = 0;
-    be->event_record(m->stream, &p->marks[0]);
+    be->event_record(run->stream, &p->marks[0]);
     if (!p->pins_tried) pin_landings(p);
     /* what the host wrote since the device's copies were sent: the values
      * (ts_param_set, a restored checkpoint, another model's run), the
      * optimizer state (a restored checkpoint); all of it before the
      * program's first run */
-    bool values = !p->sent || p->sent_gen != m->g->values_gen, state = !p->sent || p->state_sent_gen != m->state_gen;
+    bool values = !p->sent || p->sent_gen != run->g->values_gen, state = !p->sent || p->state_sent_gen != run->state_gen;
     for (int i = 0; i < p->n_dev_copies && (values || state); i++) {
         const ts_device_copy *c = &p->dev_copies[i];
         if (c->state ? state : values) {
-            be->copy_to_device(m->stream, c->dev, c->host, (size_t)c->numel * sizeof(float));
+            be->copy_to_device(run->stream, c->dev, c->host, (size_t)c->numel * sizeof(float));
             sent += (uint64_t)c->numel * sizeof(float);
         }
     }
     p->sent = true;
-    p->sent_gen = m->g->values_gen;
-    p->state_sent_gen = m->state_gen;
+    p->sent_gen = run->g->values_gen;
+    p->state_sent_gen = run->state_gen;
     for (int k = 0; k < p->n_order; k++) {
         int i = p->order[k];
-        if (m->g->t[i]->op != TS_OP_INPUT || !p->bound[i]) continue;
+        if (run->g->t[i]->op != TS_OP_INPUT || !p->bound[i]) continue;
         size_t bytes = (size_t)ts_array_numel(p->bound[i]) * ts_dtype_size(p->bound[i]->dtype);
         bool grown = bytes > p->dev_input_bytes[i];
         if (grown) { /* the first run, or bigger inputs */
@@ -160,14 +160,14 @@ ts_status ts_device_before_run(ts_model *m) {
             p->dev_input_bytes[i] = 0;
             void *d = NULL;
             ts_status st = be->alloc(bytes, &d);
-            if (st) return ts_error_wrap(st, "run: no device memory for input '%s'", m->g->t[i]->name);
+            if (st) return ts_error_wrap(st, "run: no device memory for input '%s'", run->g->t[i]->name);
             p->dev_inputs[i] = d;
             p->dev_input_bytes[i] = bytes;
         }
-        staging += send_input(m, i, p->dev_inputs[i], p->bound[i]->data, bytes, grown);
+        staging += send_input(run, i, p->dev_inputs[i], p->bound[i]->data, bytes, grown);
         sent += bytes;
     }
-    be->event_record(m->stream, &p->marks[1]);
+    be->event_record(run->stream, &p->marks[1]);
     /* the copies are queued: one from page-locked staging overlaps the
      * host's walk of the run (exec/replay.c); one from the caller's memory
      * is done when the call returns */
@@ -177,40 +177,40 @@ ts_status ts_device_before_run(ts_model *m) {
     return TS_OK;
 }
 
-ts_status ts_device_after_run(ts_model *m) {
-    ts_prog *p = m->prog;
+ts_status ts_device_after_run(ts_run *run) {
+    ts_prog *p = run->prog;
     const ts_backend *be = p->backend;
     if (be->host_addressable) {
         /* a training run wrote the parameters in place: what another model
          * keeps derived from them (an inference model's transformed weights,
          * kctx.cache) or a device's copies of them are made again */
-        if (m->training) m->g->values_gen++;
+        if (run->training) run->g->values_gen++;
         return TS_OK;
     }
-    ts_observe_device_flush(m); /* what a run that stopped early left queued */
-    be->event_record(m->stream, &p->marks[2]);
+    ts_observe_device_flush(run); /* what a run that stopped early left queued */
+    be->event_record(run->stream, &p->marks[2]);
     uint64_t t0 = ts_now_ns(), fetched = 0;
     if (p->dev_anchors) { /* the anchors the run captured on the device: one copy */
-        be->copy_to_host(m->stream, p->arena_anchors, p->dev_anchors, (size_t)p->anchor_local * sizeof(float));
+        be->copy_to_host(run->stream, p->arena_anchors, p->dev_anchors, (size_t)p->anchor_local * sizeof(float));
         p->anchor_bytes += (uint64_t)p->anchor_local * sizeof(float);
         fetched += (uint64_t)p->anchor_local * sizeof(float);
     }
     if (p->dev_lost) { /* what the 16-bit roundings lost: one copy */
-        be->copy_to_host(m->stream, p->host_lost, p->dev_lost, (size_t)p->n_entries * sizeof(ts_half_loss));
+        be->copy_to_host(run->stream, p->host_lost, p->dev_lost, (size_t)p->n_entries * sizeof(ts_half_loss));
         fetched += (uint64_t)p->n_entries * sizeof(ts_half_loss);
     }
     if (p->run_slots.any) { /* the summaries the run reduced on the device: one copy */
-        be->copy_to_host(m->stream, p->run_slots.stats, p->dev_slots, (size_t)p->n_watch * sizeof(ts_device_stats));
+        be->copy_to_host(run->stream, p->run_slots.stats, p->dev_slots, (size_t)p->n_watch * sizeof(ts_device_stats));
         fetched += (uint64_t)p->n_watch * sizeof(ts_device_stats);
     }
-    fetched += ts_observe_device_fetch_rows(m); /* the outfeed records and print lines it captured there, not streamed */
+    fetched += ts_observe_device_fetch_rows(run); /* the outfeed records and print lines it captured there, not streamed */
     if (p->run_slots.any_hist) { /* and their histograms and range counts */
-        be->copy_to_host(m->stream, p->run_slots.hist, p->dev_hist, (size_t)p->n_hist * sizeof(ts_device_hist));
+        be->copy_to_host(run->stream, p->run_slots.hist, p->dev_hist, (size_t)p->n_hist * sizeof(ts_device_hist));
         fetched += (uint64_t)p->n_hist * sizeof(ts_device_hist);
     }
-    be->event_record(m->stream, &p->marks[3]);
-    ts_observe_device_results(m); /* the last run's summaries, if nothing read them, while the device works on this one */
-    ts_status st = be->synchronize(m->stream);
+    be->event_record(run->stream, &p->marks[3]);
+    ts_observe_device_results(run); /* the last run's summaries, if nothing read them, while the device works on this one */
+    ts_status st = be->synchronize(run->stream);
     uint64_t t_end = ts_now_ns(); /* marks[3] passed: the kernels' slices on the timeline placed by it */
     /* the host's wait for the run's last work and the copies behind it */
     for (int i = 0; p->dev_lost && !st && i < p->n_entries; i++)
@@ -220,7 +220,7 @@ ts_status ts_device_after_run(ts_model *m) {
     if (!st) { /* the same on the device's clock: where the run's time went there */
         static const char *const spans[3] = {"DeviceTime.CopyToDevice", "DeviceTime.Run", "DeviceTime.CopyToHost"};
         for (int i = 0; i < 3; i++) ts_metric_record(spans[i], (double)be->event_elapsed_ns(&p->marks[i], &p->marks[i + 1]));
-        ts_exec_op_times(m, t_end); /* each kernel's, for OpTime.<Op> (and the timeline's device track: model/run.c) */
+        ts_exec_op_times(run, t_end); /* each kernel's, for OpTime.<Op> (and the timeline's device track: model/run.c) */
     }
     if (be->memory_info) {
         ts_device_memory mem;
@@ -229,14 +229,14 @@ ts_status ts_device_after_run(ts_model *m) {
         ts_metric_record_value("DeviceMemoryPeakBytes", (double)mem.peak);
         ts_metric_record_value("DeviceMemoryFreeBytes", (double)mem.free);
     }
-    if (m->training) { /* the parameters moved on the device: the host's come back when read, another model sends them again */
-        m->g->values_gen++;
-        m->g->values_fetch = fetch_values;
-        m->g->values_owner = m;
-        p->sent_gen = m->g->values_gen;
+    if (run->training) { /* the parameters moved on the device: the host's come back when read, another model sends them again */
+        run->g->values_gen++;
+        run->g->values_fetch = fetch_values;
+        run->g->values_owner = run;
+        p->sent_gen = run->g->values_gen;
     }
-    ts_observe_device_finish(m, !st);
-    if (!st) st = ts_observe_device_outfeeds(m); /* its records, in the order they were made */
+    ts_observe_device_finish(run, !st);
+    if (!st) st = ts_observe_device_outfeeds(run); /* its records, in the order they were made */
     p->n_outfed = p->streamed = p->n_points = 0; /* the next run's fill the rows again (a failed run's go with it) */
     p->stream_st = TS_OK;
     return st;

@@ -29,25 +29,25 @@
  * call (the inputs, parameters, buffers, gradients and optimizer state): one
  * flag test for unobserved tensors. A kernel's output is observed by the
  * watches' hook on the op chain (observe/chain.c). */
-#define OBSERVE(m, e, sample)                                                   \
+#define OBSERVE(run, e, sample)                                                   \
     do {                                                                        \
-        if ((m)->prog->entries[(e)].observed) {                                 \
-            ts_status st_ = ts_observe_entry((m), (e), (sample));               \
+        if ((run)->prog->entries[(e)].observed) {                                 \
+            ts_status st_ = ts_observe_entry((run), (e), (sample));               \
             if (st_) return st_;                                                \
         }                                                                       \
     } while (0)
 
 /* mb: the micro-batch of this run the kernel works on. */
-static ts_kctx make_ctx(const ts_model *m, int node, int64_t mb) {
-    const ts_prog *p = m->prog;
-    const ts_tensor *t = m->g->t[node];
-    int A = m->training ? m->opts.grad_accum : 1;
-    ts_kctx k = {.node = t, .n_in = t->n_in, .pool = m->pool, .stream = ts_model_device(m).stream, .scratch = p->scratch[node], .workspace = p->workspace,
-                 .cache = p->cache ? p->cache[node] : NULL, .values_gen = m->g->values_gen,
-                 .out_shape = p->shape[node], .training = m->training, .tf32 = m->opts.allow_tf32, .update_state = m->training && !m->rerun,
+static ts_kctx make_ctx(const ts_run *run, int node, int64_t mb) {
+    const ts_prog *p = run->prog;
+    const ts_tensor *t = run->g->t[node];
+    int A = run->training ? run->opts.grad_accum : 1;
+    ts_kctx k = {.node = t, .n_in = t->n_in, .pool = run->pool, .stream = ts_run_device(run).stream, .scratch = p->scratch[node], .workspace = p->workspace,
+                 .cache = p->cache ? p->cache[node] : NULL, .values_gen = run->g->values_gen,
+                 .out_shape = p->shape[node], .training = run->training, .tf32 = run->opts.allow_tf32, .update_state = run->training && !run->rerun,
                  /* the micro-batch's number, which random draws follow: a training model's
                   * counts its steps' micro-batches, an inference model's its runs' */
-                 .iteration = (uint64_t)(m->training ? m->steps * A + mb % A : m->runs * m->opts.device_iterations + mb)};
+                 .iteration = (uint64_t)(run->training ? run->steps * A + mb % A : run->runs * run->opts.device_iterations + mb)};
     for (int j = 0; j < t->n_in; j++) {
         int in = t->in[j];
         const ts_entry *ie = &p->entries[p->value_entry[in]];
@@ -71,30 +71,30 @@ static ts_kctx make_ctx(const ts_model *m, int node, int64_t mb) {
 /* Whether any rank of the job says yes: every rank calls it at the same
  * point with its own answer, and all get the same one (without a job, its
  * own). */
-static ts_status any_rank(ts_model *m, bool mine, bool *any, const char *what) {
+static ts_status any_rank(ts_run *run, bool mine, bool *any, const char *what) {
     *any = mine;
-    if (!m->coll) return TS_OK;
-    if (!m->votes) {
-        m->votes = ts_calloc((size_t)m->coll->size, sizeof *m->votes); /* once per model */
-        if (!m->votes) return ts_error(TS_ERR_OUT_OF_MEMORY, "run: no memory for %s", what);
+    if (!run->coll) return TS_OK;
+    if (!run->votes) {
+        run->votes = ts_calloc((size_t)run->coll->size, sizeof *run->votes); /* once per model */
+        if (!run->votes) return ts_error(TS_ERR_OUT_OF_MEMORY, "run: no memory for %s", what);
     }
     int v = mine;
-    ts_status st = m->coll->allgather(&v, m->votes, sizeof v, what);
-    for (int r = 0; r < m->coll->size && !st; r++) *any = *any || m->votes[r];
+    ts_status st = run->coll->allgather(&v, run->votes, sizeof v, what);
+    for (int r = 0; r < run->coll->size && !st; r++) *any = *any || run->votes[r];
     return st;
 }
 
 /* Before micro-batch mb (the a-th of its step): TS_ERR_CANCELLED once
  * ts_model_cancel was called. Under MPI the ranks share their flags before
  * each step, so every rank stops at the same step or none does. */
-static ts_status cancel_point(ts_model *m, int64_t mb, int a) {
-    if (m->prog->recorded && mb != m->prog->recorded_from) return TS_OK; /* recorded steps are done whole or not at all (exec/replay.c) */
-    if (m->coll && a != 0) return TS_OK;
+static ts_status cancel_point(ts_run *run, int64_t mb, int a) {
+    if (run->prog->recorded && mb != run->prog->recorded_from) return TS_OK; /* recorded steps are done whole or not at all (exec/replay.c) */
+    if (run->coll && a != 0) return TS_OK;
     bool stop;
-    ts_status st = any_rank(m, atomic_load_explicit(&m->cancel, memory_order_relaxed) != 0, &stop, "the ranks' cancel flags");
+    ts_status st = any_rank(run, atomic_load_explicit(&run->cancel, memory_order_relaxed) != 0, &stop, "the ranks' cancel flags");
     if (st) return st;
     if (!stop) return TS_OK;
-    m->cancel_at = mb;
+    run->cancel_at = mb;
     return TS_ERR_CANCELLED;
 }
 
@@ -103,42 +103,42 @@ static ts_status cancel_point(ts_model *m, int64_t mb, int a) {
  * (diag/op_observers.c); off, a call site is one predictable branch. */
 
 /* The 1-based number of step d of this run (inference: of its batch). */
-static int64_t trace_step_number(const ts_model *m, int64_t d) {
-    return m->training ? m->steps + 1 : m->runs * m->opts.device_iterations + d + 1;
+static int64_t trace_step_number(const ts_run *run, int64_t d) {
+    return run->training ? run->steps + 1 : run->runs * run->opts.device_iterations + d + 1;
 }
 
 /* Before a step: starts the trace at the first step it covers, with room
  * for every event of the steps it covers (an open range: 1000 steps). */
-static ts_status trace_step_begin(ts_model *m, int64_t step) {
-    const ts_options *o = &m->opts;
-    if (m->trace_done || step < o->trace_first || (o->trace_last && step > o->trace_last)) return TS_OK;
-    if (!ts_trace_owned_by(m)) {
-        const ts_prog *p = m->prog;
-        int64_t A = m->training ? o->grad_accum : 1, threads = ts_pool_threads(m->pool);
+static ts_status trace_step_begin(ts_run *run, int64_t step) {
+    const ts_options *o = &run->opts;
+    if (run->trace_done || step < o->trace_first || (o->trace_last && step > o->trace_last)) return TS_OK;
+    if (!ts_trace_owned_by(run)) {
+        const ts_prog *p = run->prog;
+        int64_t A = run->training ? o->grad_accum : 1, threads = ts_pool_threads(run->pool);
         int64_t per_step = (3 * (int64_t)p->n_order + p->n_entries + 16) * A * (threads + 1) + 64;
         int64_t steps = o->trace_last ? o->trace_last - step + 1 : 1000, cap = (int64_t)1 << 20; /* at most about 220 MB */
-        ts_status st = ts_trace_start(m, o->trace_path, steps > cap / per_step ? cap : per_step * steps, m->coll ? m->coll->rank : -1);
+        ts_status st = ts_trace_start(run, o->trace_path, steps > cap / per_step ? cap : per_step * steps, run->coll ? run->coll->rank : -1);
         if (st) return st;
     }
-    ts_trace_resume(m); /* every thread's events, until the step ends */
+    ts_trace_resume(run); /* every thread's events, until the step ends */
     return TS_OK;
 }
 
 /* After a step: its slice; after the last step traced, the file. */
-static ts_status trace_step_end(ts_model *m, int64_t step, uint64_t t0) {
-    if (!ts_trace_live() || !ts_trace_owned_by(m)) return TS_OK;
+static ts_status trace_step_end(ts_run *run, int64_t step, uint64_t t0) {
+    if (!ts_trace_live() || !ts_trace_owned_by(run)) return TS_OK;
     ts_trace_slice(TS_TRACE_STEP, NULL, NULL, NULL, 0, step, t0, ts_now_ns());
-    ts_trace_pause(m); /* other models' work between steps stays out */
-    if (!m->opts.trace_last || step < m->opts.trace_last) return TS_OK;
-    m->trace_done = true;
-    return m->prog->backend->host_addressable ? ts_trace_finish(m) : TS_OK; /* a device's: once its kernels' slices are in (model/run.c) */
+    ts_trace_pause(run); /* other models' work between steps stays out */
+    if (!run->opts.trace_last || step < run->opts.trace_last) return TS_OK;
+    run->trace_done = true;
+    return run->prog->backend->host_addressable ? ts_trace_finish(run) : TS_OK; /* a device's: once its kernels' slices are in (model/run.c) */
 }
 
 /* A pipeline's message to or from another stage, as a slice. */
-static ts_status trace_comm(ts_model *m, ts_status (*fn)(ts_model *, int), int a, const char *what) {
-    if (!ts_trace_live()) return fn(m, a);
+static ts_status trace_comm(ts_run *run, ts_status (*fn)(ts_run *, int), int a, const char *what) {
+    if (!ts_trace_live()) return fn(run, a);
     uint64_t t0 = ts_now_ns();
-    ts_status st = fn(m, a);
+    ts_status st = fn(run, a);
     ts_trace_slice(TS_TRACE_COMM, NULL, what, NULL, 0, a, t0, ts_now_ns());
     return st;
 }
@@ -148,8 +148,8 @@ static ts_status trace_comm(ts_model *m, ts_status (*fn)(ts_model *, int), int a
  * anchor, an outfeed, a numeric check, a held run: the flags as they are
  * now); the others run the twin's ops, and the log says so once. Its
  * backward follows the same choice (nothing changes the flags between). */
-static void choose_fusions(ts_model *m) {
-    ts_prog *p = m->prog;
+static void choose_fusions(ts_run *run) {
+    ts_prog *p = run->prog;
     for (int f = 0; f < p->n_fusions; f++) {
         ts_fusion *fu = &p->fusions[f];
         const char *seen = NULL;
@@ -164,9 +164,9 @@ static void choose_fusions(ts_model *m) {
         fu->logged = true;
         if (seen)
             ts_logf(TS_LOG_INFO, "'%s' runs as its unfused ops: '%s' is observed, which the one-pass attention does not compute",
-                    m->g->t[fu->node]->name, seen);
+                    run->g->t[fu->node]->name, seen);
         else
-            ts_logf(TS_LOG_DEBUG, "'%s' runs as its unfused ops: %s", m->g->t[fu->node]->name, fu->why_not);
+            ts_logf(TS_LOG_DEBUG, "'%s' runs as its unfused ops: %s", run->g->t[fu->node]->name, fu->why_not);
     }
 }
 
@@ -182,16 +182,16 @@ static bool overlaps(const float *a, int64_t n, const float *b, int64_t k) { ret
  * float sums). The product keeps its own value unless the Add writes in
  * place, which only an unobserved product may; the Add's output must not
  * overlap what the product reads. */
-static bool bias_fusable(const ts_model *m, int k, int64_t mb, const ts_kctx *mk, ts_kctx *ac) {
-    const ts_prog *p = m->prog;
+static bool bias_fusable(const ts_run *run, int k, int64_t mb, const ts_kctx *mk, ts_kctx *ac) {
+    const ts_prog *p = run->prog;
     if (k + 1 >= p->n_order) return false;
     int i = p->order[k], a = p->order[k + 1];
-    const ts_tensor *t = m->g->t[a], *mm = m->g->t[i];
-    if (t->op != TS_OP_ADD || t->n_in != 2 || t->in[0] != i || t->in[1] == i || !ts_in_stage(m, a) || (p->skip && p->skip[a])) return false;
+    const ts_tensor *t = run->g->t[a], *mm = run->g->t[i];
+    if (t->op != TS_OP_ADD || t->n_in != 2 || t->in[0] != i || t->in[1] == i || !ts_in_stage(run, a) || (p->skip && p->skip[a])) return false;
     if (ts_dtype_is_half(mm->grid) || ts_dtype_is_half(t->grid) || mk->out_dtype != TS_F32 || mk->in_dtype[0] != TS_F32 ||
         mk->in_dtype[1] != TS_F32 || mk->out_shape.ndim != 2 || !mk->in[0] || !mk->in[1] || !mk->out)
         return false;
-    *ac = make_ctx(m, a, mb);
+    *ac = make_ctx(run, a, mb);
     int64_t M = mk->out_shape.d[0], N = mk->out_shape.d[1], K = mk->in_shape[0].d[1];
     const ts_shape *b = &ac->in_shape[1], *o = &ac->out_shape;
     bool row = (b->ndim == 1 && b->d[0] == N) || (b->ndim == 2 && b->d[0] == 1 && b->d[1] == N);
@@ -203,32 +203,32 @@ static bool bias_fusable(const ts_model *m, int k, int64_t mb, const ts_kctx *mk
            !overlaps(out, M * N, ac->in[1], N);
 }
 
-static ts_status forward(ts_model *m, int64_t mb) {
-    ts_prog *p = m->prog;
-    ts_graph *g = m->g;
+static ts_status forward(ts_run *run, int64_t mb) {
+    ts_prog *p = run->prog;
+    ts_graph *g = run->g;
     bool tr = ts_trace_live();
     uint64_t tf = tr ? ts_now_ns() : 0;
-    if (p->n_fusions) choose_fusions(m);
+    if (p->n_fusions) choose_fusions(run);
     int fused = -1; /* the Add whose kernel the MatMul before it ran */
     for (int k = 0; k < p->n_order; k++) {
         int i = p->order[k];
         const ts_tensor *t = g->t[i];
-        if (!ts_in_stage(m, i) || (p->skip && p->skip[i])) continue; /* another rank's stage; a fused attention's twin */
+        if (!ts_in_stage(run, i) || (p->skip && p->skip[i])) continue; /* another rank's stage; a fused attention's twin */
         if (t->op == TS_OP_INPUT) {
-            OBSERVE(m, p->value_entry[i], mb);
+            OBSERVE(run, p->value_entry[i], mb);
             continue;
         }
         if (ts_op_holds_value(t->op)) continue; /* observed once per step */
-        ts_kctx kc = make_ctx(m, i, mb), ac;
-        if (m->backend->kernels[t->op].fuses_bias && bias_fusable(m, k, mb, &kc, &ac)) {
+        ts_kctx kc = make_ctx(run, i, mb), ac;
+        if (run->backend->kernels[t->op].fuses_bias && bias_fusable(run, k, mb, &kc, &ac)) {
             kc.bias = ac.in[1], kc.bias_out = ac.out;
             fused = p->order[k + 1];
         }
         ts_op_call call = {i, false, mb, &kc, 0, 0, tr};
-        ts_status st = ts_op_chain_run(m->chain.before, m->chain.n_before, m, &call);
+        ts_status st = ts_op_chain_run(run->chain.before, run->chain.n_before, run, &call);
         if (st) return st;
-        if (i != fused) m->backend->kernels[t->op].forward(&kc); /* the bias Add: done by the MatMul before it */
-        st = ts_op_chain_run(m->chain.after, m->chain.n_after, m, &call);
+        if (i != fused) run->backend->kernels[t->op].forward(&kc); /* the bias Add: done by the MatMul before it */
+        st = ts_op_chain_run(run->chain.after, run->chain.n_after, run, &call);
         if (st) return st;
     }
     if (tr) ts_trace_slice(TS_TRACE_FORWARD, NULL, NULL, NULL, 0, mb, tf, ts_now_ns());
@@ -240,9 +240,9 @@ static ts_status forward(ts_model *m, int64_t mb) {
  * says the backward can (stores_din), the input appears once among t's
  * inputs, and the gradient is a float32 one of t's own input (not t's own
  * gradient, which no backward adds to). -1: zero it. */
-static int first_store(const ts_model *m, const ts_tensor *t, int ge) {
-    const ts_prog *p = m->prog;
-    unsigned can = m->backend->kernels[t->op].stores_din;
+static int first_store(const ts_run *run, const ts_tensor *t, int ge) {
+    const ts_prog *p = run->prog;
+    unsigned can = run->backend->kernels[t->op].stores_din;
     int found = -1;
     for (int j = 0; j < t->n_in; j++) {
         if (p->grad_entry[t->in[j]] != ge) continue;
@@ -253,9 +253,9 @@ static int first_store(const ts_model *m, const ts_tensor *t, int ge) {
     return found;
 }
 
-static ts_status backward(ts_model *m, int64_t mb) {
-    ts_prog *p = m->prog;
-    ts_graph *g = m->g;
+static ts_status backward(ts_run *run, int64_t mb) {
+    ts_prog *p = run->prog;
+    ts_graph *g = run->g;
     bool tr = ts_trace_live();
     uint64_t tb = tr ? ts_now_ns() : 0;
     if (!p->param_grads_zero) {
@@ -264,20 +264,20 @@ static ts_status backward(ts_model *m, int64_t mb) {
             int i = p->order[k];
             if (g->t[i]->op == TS_OP_PARAM && p->needs_grad[i]) {
                 ts_entry *e = &p->entries[p->grad_entry[i]];
-                m->backend->zero(NULL, e->data, e->numel);
+                run->backend->zero(NULL, e->data, e->numel);
                 p->n_param_grads++;
             }
         }
     }
     p->param_grads_zero = false;
-    bool replicas = ts_replicas(m) > 1;
+    bool replicas = ts_replicas(run) > 1;
     for (int k = p->n_order - 1; k >= 0; k--) {
         int i = p->order[k];
-        if (!p->needs_grad[i] || !ts_in_stage(m, i) || (p->skip && p->skip[i])) continue;
+        if (!p->needs_grad[i] || !ts_in_stage(run, i) || (p->skip && p->skip[i])) continue;
         const ts_tensor *t = g->t[i];
-        if (i == m->loss) {
-            ts_observe_guard(m, &p->entries[p->grad_entry[i]]);
-            m->backend->fill(m->stream, p->entries[p->grad_entry[i]].data, m->scaling ? (float)m->loss_scale : 1.0f, 1);
+        if (i == run->loss) {
+            ts_observe_guard(run, &p->entries[p->grad_entry[i]]);
+            run->backend->fill(run->stream, p->entries[p->grad_entry[i]].data, run->scaling ? (float)run->loss_scale : 1.0f, 1);
         }
         /* the gradients this backward is the first to add to (and its own
          * where none adds to it) start at 0, except an input's that the
@@ -285,34 +285,34 @@ static ts_status backward(ts_model *m, int64_t mb) {
         unsigned store = 0;
         for (int z = 0; z < p->n_zero_before[i]; z++) {
             ts_entry *e = &p->entries[p->zero_before[i][z]];
-            ts_observe_guard(m, e);
-            int j = first_store(m, t, p->zero_before[i][z]);
+            ts_observe_guard(run, e);
+            int j = first_store(run, t, p->zero_before[i][z]);
             if (j >= 0) store |= 1u << j;
-            else m->backend->zero(m->pool, e->data, e->numel);
+            else run->backend->zero(run->pool, e->data, e->numel);
         }
         if (ts_dtype_is_half(t->grid)) { /* a 16-bit tensor's gradient is one too, once every consumer added its part */
             ts_entry *ge = &p->entries[p->grad_entry[i]];
-            ts_observe_guard(m, ge);
+            ts_observe_guard(run, ge);
             ts_half_loss *lost = ts_lost_slot(p, p->grad_entry[i]);
-            if (p->dev_lost) m->backend->zero(m->stream, (float *)(void *)lost, sizeof *lost / sizeof(float)); /* its 16 bytes cleared */
+            if (p->dev_lost) run->backend->zero(run->stream, (float *)(void *)lost, sizeof *lost / sizeof(float)); /* its 16 bytes cleared */
             else *lost = (ts_half_loss){0, 0};
-            m->backend->round_half(ts_model_device(m).stream, t->grid, ge->data, ge->numel, lost);
+            run->backend->round_half(ts_run_device(run).stream, t->grid, ge->data, ge->numel, lost);
         }
-        OBSERVE(m, p->grad_entry[i], mb); /* every consumer has added its part */
-        if (t->op == TS_OP_PARAM && !t->frozen && replicas && !m->rerun) { /* its all-reduce can start */
-            ts_status st = m->par->grad_ready(m, i, mb);
+        OBSERVE(run, p->grad_entry[i], mb); /* every consumer has added its part */
+        if (t->op == TS_OP_PARAM && !t->frozen && replicas && !run->rerun) { /* its all-reduce can start */
+            ts_status st = run->par->grad_ready(run, i, mb);
             if (st) return st;
         }
         const ts_op_def *def = ts_op_get(t->op);
         if (!def->has_backward || p->grad_shared[i]) continue; /* a view whose input's gradient is its own: nothing to add */
-        ts_kctx kc = make_ctx(m, i, mb);
+        ts_kctx kc = make_ctx(run, i, mb);
         kc.din_store = store;
         ts_op_call call = {i, true, mb, &kc, 0, 0, ts_trace_live()};
-        ts_status st = ts_op_chain_run(m->chain.before, m->chain.n_before, m, &call);
+        ts_status st = ts_op_chain_run(run->chain.before, run->chain.n_before, run, &call);
         if (st) return st;
-        m->backend->kernels[t->op].backward(&kc);
-        st = ts_op_chain_run(m->chain.after, m->chain.n_after, m, &call);
-        if (!st && replicas) st = m->coll->allreduce_progress();
+        run->backend->kernels[t->op].backward(&kc);
+        st = ts_op_chain_run(run->chain.after, run->chain.n_after, run, &call);
+        if (!st && replicas) st = run->coll->allreduce_progress();
         if (st) return st;
     }
     if (tr) ts_trace_slice(TS_TRACE_BACKWARD, NULL, NULL, NULL, 0, mb, tb, ts_now_ns());
@@ -355,9 +355,9 @@ static void update_norms(void *ctx, int64_t begin, int64_t end, double sq[4]) {
 
 /* Whether optimizer state s's parameter is updated by this program (live,
  * trained, not frozen, and in this rank's pipeline stage). */
-static bool updated_here(const ts_model *m, int s) {
-    int node = m->state[s].node;
-    return m->prog->live[node] && m->prog->needs_grad[node] && !m->g->t[node]->frozen && ts_in_stage(m, node);
+static bool updated_here(const ts_run *run, int s) {
+    int node = run->state[s].node;
+    return run->prog->live[node] && run->prog->needs_grad[node] && !run->g->t[node]->frozen && ts_in_stage(run, node);
 }
 
 /* Dynamic loss scaling, at the end of a step: whether a gradient the
@@ -365,147 +365,147 @@ static bool updated_here(const ts_model *m, int s) {
  * the scale backs off), else the scale grows after enough good steps. In
  * a job the ranks decide together: a step one rank skips, every rank
  * skips, so their weights and scales never part. */
-static ts_status skip_scaled_step(ts_model *m, bool *skip) {
-    ts_prog *p = m->prog;
+static ts_status skip_scaled_step(ts_run *run, bool *skip) {
+    ts_prog *p = run->prog;
     bool bad = false;
-    for (int s = 0; s < m->n_state && !bad; s++) {
-        if (!updated_here(m, s)) continue;
-        int node = m->state[s].node;
+    for (int s = 0; s < run->n_state && !bad; s++) {
+        if (!updated_here(run, s)) continue;
+        int node = run->state[s].node;
         const ts_entry *ae = &p->entries[ts_prog_entry_of(p, node, TS_KIND_ACCUM)];
-        bad = m->backend->has_nonfinite(ts_model_device(m).stream, ae->data, ae->numel);
+        bad = run->backend->has_nonfinite(ts_run_device(run).stream, ae->data, ae->numel);
     }
-    ts_status st = any_rank(m, bad, &bad, "the ranks' gradient overflow flags (loss scaling)");
+    ts_status st = any_rank(run, bad, &bad, "the ranks' gradient overflow flags (loss scaling)");
     if (st) return st;
     *skip = bad;
     if (bad) {
-        m->loss_scale = fmax(m->loss_scale * m->opts.scale_backoff, TS_LOSS_SCALE_MIN);
-        m->good_steps = 0;
-        m->skipped_steps++;
+        run->loss_scale = fmax(run->loss_scale * run->opts.scale_backoff, TS_LOSS_SCALE_MIN);
+        run->good_steps = 0;
+        run->skipped_steps++;
         ts_counter_add("SkippedSteps", 1);
-        ts_logf(TS_LOG_INFO, "step %lld skipped: a gradient overflowed; loss scale now %g", (long long)m->steps + 1, m->loss_scale);
-    } else if (++m->good_steps >= m->opts.scale_interval) {
-        m->loss_scale = fmin(m->loss_scale * m->opts.scale_growth, TS_LOSS_SCALE_MAX);
-        m->good_steps = 0;
+        ts_logf(TS_LOG_INFO, "step %lld skipped: a gradient overflowed; loss scale now %g", (long long)run->steps + 1, run->loss_scale);
+    } else if (++run->good_steps >= run->opts.scale_interval) {
+        run->loss_scale = fmin(run->loss_scale * run->opts.scale_growth, TS_LOSS_SCALE_MAX);
+        run->good_steps = 0;
     }
-    ts_metric_record_value("LossScale", m->loss_scale); /* the scale the next step starts at */
+    ts_metric_record_value("LossScale", run->loss_scale); /* the scale the next step starts at */
     return TS_OK;
 }
 
 /* Parameter state[s]'s update from its ready gradient, and the observers
  * of what it writes: one launch on a device; on the CPU in chunks, with
  * the summaries fused into the same pass. */
-static ts_status update_param(ts_model *m, int s, int64_t d, int A) {
-    ts_prog *p = m->prog;
-    int node = m->state[s].node, acc = ts_prog_entry_of(p, node, TS_KIND_ACCUM);
+static ts_status update_param(ts_run *run, int s, int64_t d, int A) {
+    ts_prog *p = run->prog;
+    int node = run->state[s].node, acc = ts_prog_entry_of(p, node, TS_KIND_ACCUM);
     ts_entry *ae = &p->entries[acc], *pe = &p->entries[p->value_entry[node]];
-    const ts_tensor *t = m->g->t[node];
-    ts_optimizer o = *ts_param_optimizer(&m->opt, t);
-    if (t->has_opt) o.lr = (float)ts_lr_at(&m->sched, t->opt.lr, m->steps); /* its own base rate, on the model's schedule */
-    ts_opt_consts consts = ts_opt_begin(&o, &m->state[s]); /* the host's step count */
-    update_job u = {m->backend, &o, consts, p->dev_state ? &p->dev_state[s] : &m->state[s], pe->data,
-                    ae->data, A == 1, m->backend->host_addressable ? UPDATE_CHUNK : ae->numel};
-    ts_step_update su = {update_range, update_summarised, &u, u.grad, u.param, m->backend->opt_update_norms ? update_norms : NULL};
-    ts_observe_guard(m, pe);
-    ts_observe_guard(m, ae);
-    if (m->backend->host_addressable) ts_observe_step(m, node, d, &su, ae->numel);
+    const ts_tensor *t = run->g->t[node];
+    ts_optimizer o = *ts_param_optimizer(&run->opt, t);
+    if (t->has_opt) o.lr = (float)ts_lr_at(&run->sched, t->opt.lr, run->steps); /* its own base rate, on the model's schedule */
+    ts_opt_consts consts = ts_opt_begin(&o, &run->state[s]); /* the host's step count */
+    update_job u = {run->backend, &o, consts, p->dev_state ? &p->dev_state[s] : &run->state[s], pe->data,
+                    ae->data, A == 1, run->backend->host_addressable ? UPDATE_CHUNK : ae->numel};
+    ts_step_update su = {update_range, update_summarised, &u, u.grad, u.param, run->backend->opt_update_norms ? update_norms : NULL};
+    ts_observe_guard(run, pe);
+    ts_observe_guard(run, ae);
+    if (run->backend->host_addressable) ts_observe_step(run, node, d, &su, ae->numel);
     else update_range(&u, 0, ae->numel); /* one launch; its observers below */
-    for (int e = acc + 1; e < p->n_entries && p->entries[e].node == node; e++) OBSERVE(m, e, d);
+    for (int e = acc + 1; e < p->n_entries && p->entries[e].node == node; e++) OBSERVE(run, e, d);
     return TS_OK;
 }
 
-static ts_status accumulate_and_step(ts_model *m, int a, int64_t d) {
-    ts_prog *p = m->prog;
-    int A = m->opts.grad_accum;
+static ts_status accumulate_and_step(ts_run *run, int a, int64_t d) {
+    ts_prog *p = run->prog;
+    int A = run->opts.grad_accum;
     bool tr = ts_trace_live();
     uint64_t ta = tr ? ts_now_ns() : 0;
-    for (int s = 0; s < m->n_state && ts_replicas(m) == 1; s++) { /* replicas: done in the backward */
-        if (!updated_here(m, s)) continue;
-        int node = m->state[s].node;
+    for (int s = 0; s < run->n_state && ts_replicas(run) == 1; s++) { /* replicas: done in the backward */
+        if (!updated_here(run, s)) continue;
+        int node = run->state[s].node;
         ts_entry *grad = &p->entries[p->grad_entry[node]];
         ts_entry *acc = &p->entries[ts_prog_entry_of(p, node, TS_KIND_ACCUM)];
         if (A > 1) {
-            ts_observe_guard(m, acc);
-            if (a == 0) m->backend->copy_on_device(m->pool, acc->data, grad->data, (size_t)acc->numel * sizeof(float));
-            else m->backend->accumulate(m->pool, acc->data, grad->data, acc->numel);
+            ts_observe_guard(run, acc);
+            if (a == 0) run->backend->copy_on_device(run->pool, acc->data, grad->data, (size_t)acc->numel * sizeof(float));
+            else run->backend->accumulate(run->pool, acc->data, grad->data, acc->numel);
         }
     }
     if (a != A - 1) {
         if (tr) ts_trace_slice(TS_TRACE_ACCUMULATE, NULL, NULL, NULL, 0, d * A + a, ta, ts_now_ns());
         return TS_OK;
     }
-    if (ts_replicas(m) > 1) { /* replicas: Accum___ becomes the mean over them (started in the backward) */
+    if (ts_replicas(run) > 1) { /* replicas: Accum___ becomes the mean over them (started in the backward) */
         ts_crash_set_current_op("AllReduce", "(all parameters)", NULL);
         uint64_t t0 = tr ? ts_now_ns() : 0;
-        ts_status st = m->par->allreduce(m);
+        ts_status st = run->par->allreduce(run);
         if (tr) ts_trace_slice(TS_TRACE_COMM, NULL, "all-reduce", NULL, 0, d * A + a, t0, ts_now_ns());
         if (st) return st;
     }
     ts_op_call call = {TS_CALL_OPTIMIZER, false, d, NULL, 0, 0, ts_trace_live()};
-    ts_status cst = ts_op_chain_run(m->chain.before, m->chain.n_before, m, &call);
+    ts_status cst = ts_op_chain_run(run->chain.before, run->chain.n_before, run, &call);
     if (cst) return cst;
-    double scale = m->loss_scale; /* this step's gradients carry it (the check below may grow it for the next) */
-    bool skip = m->skip_update; /* the spike detector's, before the hook returned */
+    double scale = run->loss_scale; /* this step's gradients carry it (the check below may grow it for the next) */
+    bool skip = run->skip_update; /* the spike detector's, before the hook returned */
     const char *why = skip ? "skipped (spike)" : "skipped (loss scale)";
-    m->skip_update = false;
+    run->skip_update = false;
     if (skip) ts_counter_add("SkippedSteps", 1);
-    if (m->scaling && !skip) {
-        ts_status st = skip_scaled_step(m, &skip);
+    if (run->scaling && !skip) {
+        ts_status st = skip_scaled_step(run, &skip);
         if (st) return st;
     }
     if (skip) { /* an Inf/NaN gradient (the scale backs off), or a spike */
         p->param_grads_zero = false; /* the next backward clears them */
-        if (tr) ts_trace_slice(TS_TRACE_OPTIMIZER, NULL, why, NULL, 0, m->steps + 1, ta, ts_now_ns());
-        m->steps++;
+        if (tr) ts_trace_slice(TS_TRACE_OPTIMIZER, NULL, why, NULL, 0, run->steps + 1, ta, ts_now_ns());
+        run->steps++;
         return TS_OK;
     }
-    float unscale = m->scaling ? (float)(1.0 / scale) : 1.0f;
-    m->opt.lr = (float)ts_lr_at(&m->sched, m->base_lr, m->steps);
+    float unscale = run->scaling ? (float)(1.0 / scale) : 1.0f;
+    run->opt.lr = (float)ts_lr_at(&run->sched, run->base_lr, run->steps);
     /* a device: every gradient made ready (and its summary queued) before
      * the first update, whose write flushes the queue (ts_observe_guard): the
      * parameters, activations and gradients summarised in one launch */
-    bool split = !m->backend->host_addressable;
+    bool split = !run->backend->host_addressable;
     int cleared = 0;
-    for (int s = 0; s < m->n_state; s++) {
-        if (!updated_here(m, s)) continue;
-        int acc = ts_prog_entry_of(p, m->state[s].node, TS_KIND_ACCUM);
+    for (int s = 0; s < run->n_state; s++) {
+        if (!updated_here(run, s)) continue;
+        int acc = ts_prog_entry_of(p, run->state[s].node, TS_KIND_ACCUM);
         ts_entry *ae = &p->entries[acc];
         if (A > 1 || unscale != 1.0f) { /* the mean, unscaled */
-            ts_observe_guard(m, ae);
-            m->backend->scale(m->pool, ae->data, ae->data, unscale / (float)A, ae->numel);
+            ts_observe_guard(run, ae);
+            run->backend->scale(run->pool, ae->data, ae->data, unscale / (float)A, ae->numel);
         }
-        OBSERVE(m, acc, d);
+        OBSERVE(run, acc, d);
         if (!split) {
-            ts_status st = update_param(m, s, d, A);
+            ts_status st = update_param(run, s, d, A);
             if (st) return st;
             cleared += A == 1;
         }
     }
-    for (int s = 0; split && s < m->n_state; s++) {
-        if (!updated_here(m, s)) continue;
-        ts_status st = update_param(m, s, d, A);
+    for (int s = 0; split && s < run->n_state; s++) {
+        if (!updated_here(run, s)) continue;
+        ts_status st = update_param(run, s, d, A);
         if (st) return st;
         cleared += A == 1;
     }
-    ts_observe_device_flush(m); /* the updated values and the optimizer's state */
+    ts_observe_device_flush(run); /* the updated values and the optimizer's state */
     p->param_grads_zero = cleared == p->n_param_grads; /* else the next backward clears them */
-    cst = ts_op_chain_run(m->chain.after, m->chain.n_after, m, &call);
-    if (tr) ts_trace_slice(TS_TRACE_OPTIMIZER, NULL, NULL, NULL, 0, m->steps + 1, ta, call.t1 ? call.t1 : ts_now_ns());
+    cst = ts_op_chain_run(run->chain.after, run->chain.n_after, run, &call);
+    if (tr) ts_trace_slice(TS_TRACE_OPTIMIZER, NULL, NULL, NULL, 0, run->steps + 1, ta, call.t1 ? call.t1 : ts_now_ns());
     if (cst) return cst;
-    m->steps++;
+    run->steps++;
     return TS_OK;
 }
 
 /* Labels index into class scores and token ids into embedding rows: check
  * them before any kernel reads them (an ignore_index label is allowed). */
-static ts_status check_labels(const ts_model *m, const ts_array *const *bound) {
-    const ts_prog *p = m->prog;
+static ts_status check_labels(const ts_run *run, const ts_array *const *bound) {
+    const ts_prog *p = run->prog;
     for (int k = 0; k < p->n_order; k++) {
-        const ts_tensor *t = m->g->t[p->order[k]];
+        const ts_tensor *t = run->g->t[p->order[k]];
         if (t->op != TS_OP_NLL_LOSS && t->op != TS_OP_CROSS_ENTROPY && t->op != TS_OP_EMBEDDING && t->op != TS_OP_GATHER &&
             t->op != TS_OP_GATHER_ELEMENTS)
             continue;
-        const ts_tensor *lab = m->g->t[t->in[1]];
-        while (ts_op_get(lab->op)->keeps_int) lab = m->g->t[lab->in[0]]; /* a view or permutation holds the same values */
+        const ts_tensor *lab = run->g->t[t->in[1]];
+        while (ts_op_get(lab->op)->keeps_int) lab = run->g->t[lab->in[0]]; /* a view or permutation holds the same values */
         const ts_shape *s0 = &p->shape[t->in[0]];
         bool rows = t->op != TS_OP_NLL_LOSS && t->op != TS_OP_CROSS_ENTROPY, gather = rows && t->op != TS_OP_EMBEDDING;
         int64_t C = rows ? s0->d[t->attr[0]] : s0->d[s0->ndim - 1], n, lo = gather ? -C : 0; /* gathers: negative from the end */
@@ -528,8 +528,8 @@ static ts_status check_labels(const ts_model *m, const ts_array *const *bound) {
     return TS_OK;
 }
 
-static void record_run_metrics(ts_model *m) {
-    ts_prog *p = m->prog;
+static void record_run_metrics(ts_run *run) {
+    ts_prog *p = run->prog;
     if (p->anchor_copies) {
         ts_metric_record("TransferToHost", (double)p->anchor_ns);
         ts_metric_record_value("TransferToHostBytes", (double)p->anchor_bytes);
@@ -539,7 +539,7 @@ static void record_run_metrics(ts_model *m) {
     uint64_t per_op[TS_OP_COUNT] = {0};
     for (int k = 0; k < p->n_order; k++) {
         int i = p->order[k];
-        per_op[m->g->t[i]->op] += p->op_ns[i];
+        per_op[run->g->t[i]->op] += p->op_ns[i];
         p->op_ns[i] = 0;
     }
     if (p->opt_ns) ts_metric_record("OpTime.Optimizer", (double)p->opt_ns);
@@ -555,13 +555,13 @@ static void record_run_metrics(ts_model *m) {
 /* A check after layer outputs found a NaN/Inf: run the same micro-batch
  * again op by op, checking every tensor, to pin the op that made it. The
  * parameters have not moved (the step comes after), so this replays it. */
-static ts_status confirm_op_by_op(ts_model *m, int64_t mb) {
-    ts_prog *p = m->prog;
-    const ts_entry *first = &p->entries[m->failed_entry];
+static ts_status confirm_op_by_op(ts_run *run, int64_t mb) {
+    ts_prog *p = run->prog;
+    const ts_entry *first = &p->entries[run->failed_entry];
     if (first->kind != TS_KIND_VALUE && first->kind != TS_KIND_GRAD) return TS_ERR_NUMERICS;
     char original[TS_REPORT_MAX];
     snprintf(original, sizeof original, "%s", ts_last_error());
-    int first_entry = m->failed_entry;
+    int first_entry = run->failed_entry;
     bool *saved = ts_malloc((size_t)p->n_entries * 2 * sizeof *saved); /* only after a failure */
     if (!saved) return ts_error(TS_ERR_NUMERICS, "%s", original);
     for (int e = 0; e < p->n_entries; e++) {
@@ -569,115 +569,115 @@ static ts_status confirm_op_by_op(ts_model *m, int64_t mb) {
         saved[2 * e + 1] = p->entries[e].observed;
         if (ts_entry_view_dtype(&p->entries[e]) == TS_F32 && p->entries[e].kind <= TS_KIND_GRAD) p->entries[e].check = p->entries[e].observed = true;
     }
-    m->rerun = true;
-    ts_status st = forward(m, mb);
-    if (!st && first->kind == TS_KIND_GRAD) st = backward(m, mb);
-    m->rerun = false;
+    run->rerun = true;
+    ts_status st = forward(run, mb);
+    if (!st && first->kind == TS_KIND_GRAD) st = backward(run, mb);
+    run->rerun = false;
     for (int e = 0; e < p->n_entries; e++) {
         p->entries[e].check = saved[2 * e];
         p->entries[e].observed = saved[2 * e + 1];
     }
     ts_free(saved);
     if (st != TS_ERR_NUMERICS) {
-        m->failed_entry = first_entry;
+        run->failed_entry = first_entry;
         return ts_error(TS_ERR_NUMERICS, "%s\nop by op re-execution of micro-batch %lld did not reproduce it", original, (long long)mb);
     }
-    const ts_entry *culprit = &p->entries[m->failed_entry];
-    bool bwd = m->failed_op >= 0; /* a gradient: the op whose backward wrote it */
-    const ts_tensor *t = m->g->t[bwd ? m->failed_op : culprit->node];
+    const ts_entry *culprit = &p->entries[run->failed_entry];
+    bool bwd = run->failed_op >= 0; /* a gradient: the op whose backward wrote it */
+    const ts_tensor *t = run->g->t[bwd ? run->failed_op : culprit->node];
     char rerun[TS_REPORT_MAX];
     snprintf(rerun, sizeof rerun, "%s", ts_last_error());
     char where[600], what[800];
     ts_tensor_where(t, where, sizeof where);
     if (bwd) snprintf(what, sizeof what, "the backward of op %s '%s', built at %s", ts_op_get(t->op)->name, t->name, where);
     else snprintf(what, sizeof what, "op %s, built at %s", ts_op_get(t->op)->name, where);
-    bool same = m->failed_entry == first_entry && strcmp(rerun, original) == 0; /* the first report named it already */
+    bool same = run->failed_entry == first_entry && strcmp(rerun, original) == 0; /* the first report named it already */
     return ts_error(TS_ERR_NUMERICS, "%s\nop by op re-execution of micro-batch %lld confirms the culprit: '%s' (%s)%s%s", original,
                     (long long)mb, culprit->name, what, same ? "" : "\n", same ? "" : rerun);
 }
 
 /* Log level 5 (RETURNN's log_verbosity 5): a line per micro-batch with its
  * loss and size, as its forward pass leaves them. */
-static void trace_micro_batch(ts_model *m, int a, int A) {
-    const ts_prog *p = m->prog;
+static void trace_micro_batch(ts_run *run, int a, int A) {
+    const ts_prog *p = run->prog;
     int64_t B = 1;
     for (int k = 0; k < p->n_order; k++) {
         int i = p->order[k];
-        if (m->g->t[i]->op == TS_OP_INPUT && p->shape[i].ndim > 0) {
+        if (run->g->t[i]->op == TS_OP_INPUT && p->shape[i].ndim > 0) {
             B = p->shape[i].d[0];
             break;
         }
     }
-    const float *loss = ts_device_host_view(m, &p->entries[p->value_entry[m->loss]]);
+    const float *loss = ts_device_host_view(run, &p->entries[p->value_entry[run->loss]]);
     ts_memwatch_stats mw; /* the memory watcher's latest sample, while it runs */
     char mem[64] = "";
     if (ts_memwatch_running_sample(&mw) && mw.latest.rss >= 0)
         snprintf(mem, sizeof mem, " rss %.1f MiB", (double)mw.latest.rss / (1024.0 * 1024.0));
-    ts_logf(TS_LOG_TRACE, "micro-batch %d/%d of step %lld: loss %.9g batch %lld%s", a + 1, A, (long long)m->steps + 1,
+    ts_logf(TS_LOG_TRACE, "micro-batch %d/%d of step %lld: loss %.9g batch %lld%s", a + 1, A, (long long)run->steps + 1,
             loss ? (double)loss[0] : (double)NAN, (long long)B, mem);
 }
 
 /* Points the inputs at micro-batch mb of the run (this replica's slice). */
-static void bind_micro_batch(ts_model *m, const ts_array *const *bound, int64_t mb) {
-    ts_prog *p = m->prog;
-    int64_t R = ts_replicas(m), replica = R > 1 ? m->coll->rank : 0;
+static void bind_micro_batch(ts_run *run, const ts_array *const *bound, int64_t mb) {
+    ts_prog *p = run->prog;
+    int64_t R = ts_replicas(run), replica = R > 1 ? run->coll->rank : 0;
     for (int k = 0; k < p->n_order; k++) {
         int i = p->order[k];
-        if (m->g->t[i]->op != TS_OP_INPUT) continue;
+        if (run->g->t[i]->op != TS_OP_INPUT) continue;
         ts_entry *e = &p->entries[p->value_entry[i]];
         float *base = p->dev_inputs ? p->dev_inputs[i] : (float *)bound[i]->data; /* a device's copy of them */
         e->data = base + (mb * R + replica) * e->numel; /* i32 has the same width */
     }
     for (int k = 0; k < p->n_order; k++) { /* views of inputs follow them; their forward copies nothing */
         ts_entry *e = &p->entries[p->value_entry[p->order[k]]];
-        if (e->view) e->data = p->entries[p->value_entry[m->g->t[p->order[k]]->in[0]]].data;
+        if (e->view) e->data = p->entries[p->value_entry[run->g->t[p->order[k]]->in[0]]].data;
     }
 }
 
 /* The parameters are observed once per step, before its first forward. */
-static ts_status observe_params(ts_model *m, int64_t d) {
-    ts_prog *p = m->prog;
+static ts_status observe_params(ts_run *run, int64_t d) {
+    ts_prog *p = run->prog;
     for (int k = 0; k < p->n_order; k++)
-        if (m->g->t[p->order[k]]->op == TS_OP_PARAM && ts_in_stage(m, p->order[k])) OBSERVE(m, p->value_entry[p->order[k]], d);
+        if (run->g->t[p->order[k]]->op == TS_OP_PARAM && ts_in_stage(run, p->order[k])) OBSERVE(run, p->value_entry[p->order[k]], d);
     return TS_OK;
 }
 
 /* Buffers (running statistics) as the step left them. */
-static ts_status observe_buffers(ts_model *m, int64_t d) {
-    ts_prog *p = m->prog;
+static ts_status observe_buffers(ts_run *run, int64_t d) {
+    ts_prog *p = run->prog;
     for (int k = 0; k < p->n_order; k++)
-        if ((m->g->t[p->order[k]]->op == TS_OP_BUFFER || m->g->t[p->order[k]]->op == TS_OP_CONST) && ts_in_stage(m, p->order[k]))
-            OBSERVE(m, p->value_entry[p->order[k]], d);
+        if ((run->g->t[p->order[k]]->op == TS_OP_BUFFER || run->g->t[p->order[k]]->op == TS_OP_CONST) && ts_in_stage(run, p->order[k]))
+            OBSERVE(run, p->value_entry[p->order[k]], d);
     return TS_OK;
 }
 
 /* Step d of the run: its A micro-batches of forward, backward and
  * accumulation, the optimizer step, and the buffers' observers. */
-static ts_status run_step(ts_model *m, int64_t d) {
-    const ts_array *const *bound = m->prog->bound;
-    int A = m->training ? m->opts.grad_accum : 1;
-    int64_t step = m->opts.trace_path ? trace_step_number(m, d) : 0;
-    ts_status tst = step ? trace_step_begin(m, step) : TS_OK;
+static ts_status run_step(ts_run *run, int64_t d) {
+    const ts_array *const *bound = run->prog->bound;
+    int A = run->training ? run->opts.grad_accum : 1;
+    int64_t step = run->opts.trace_path ? trace_step_number(run, d) : 0;
+    ts_status tst = step ? trace_step_begin(run, step) : TS_OK;
     if (tst) return tst;
     uint64_t ts0 = step ? ts_now_ns() : 0;
     for (int a = 0; a < A; a++) {
         int64_t mb = d * A + a;
-        ts_status st = cancel_point(m, mb, a);
+        ts_status st = cancel_point(run, mb, a);
         if (st) return st;
-        bind_micro_batch(m, bound, mb);
-        st = a == 0 ? observe_params(m, d) : TS_OK;
-        if (!st) st = forward(m, mb);
-        if (!st && m->training && ts_log_enabled(TS_LOG_TRACE)) trace_micro_batch(m, a, A);
-        if (!st && m->training) st = backward(m, mb);
-        if (st == TS_ERR_NUMERICS && m->opts.check != TS_CHECK_OP) return confirm_op_by_op(m, mb);
-        if (!st && m->training) st = accumulate_and_step(m, a, d);
+        bind_micro_batch(run, bound, mb);
+        st = a == 0 ? observe_params(run, d) : TS_OK;
+        if (!st) st = forward(run, mb);
+        if (!st && run->training && ts_log_enabled(TS_LOG_TRACE)) trace_micro_batch(run, a, A);
+        if (!st && run->training) st = backward(run, mb);
+        if (st == TS_ERR_NUMERICS && run->opts.check != TS_CHECK_OP) return confirm_op_by_op(run, mb);
+        if (!st && run->training) st = accumulate_and_step(run, a, d);
         if (st) return st;
     }
-    ts_status st = m->training && ts_replicas(m) > 1 ? m->par->sync_buffers(m) : TS_OK;
-    if (!st) st = observe_buffers(m, d);
-    ts_observe_device_flush(m); /* an inference model's parameters */
-    if (m->prog->dev_outfeed) ts_observe_device_stream(m); /* the step's outfeed records, on their way while the run goes */
-    if (!st && step) st = trace_step_end(m, step, ts0);
+    ts_status st = run->training && ts_replicas(run) > 1 ? run->par->sync_buffers(run) : TS_OK;
+    if (!st) st = observe_buffers(run, d);
+    ts_observe_device_flush(run); /* an inference model's parameters */
+    if (run->prog->dev_outfeed) ts_observe_device_stream(run); /* the step's outfeed records, on their way while the run goes */
+    if (!st && step) st = trace_step_end(run, step, ts0);
     return st;
 }
 
@@ -688,76 +688,76 @@ static ts_status run_step(ts_model *m, int64_t d) {
  * the step of this stage's parameters. A micro-batch whose backward does
  * not follow its forward keeps its activations meanwhile. Sends do not
  * wait for the receiver; each step waits for its sends at its end. */
-static ts_status run_pipelined(ts_model *m, const ts_array *const *bound) {
-    int D = m->opts.device_iterations, A = m->training ? m->opts.grad_accum : 1, n = m->training ? 2 * A : A, me = m->coll->rank;
+static ts_status run_pipelined(ts_run *run, const ts_array *const *bound) {
+    int D = run->opts.device_iterations, A = run->training ? run->opts.grad_accum : 1, n = run->training ? 2 * A : A, me = run->coll->rank;
     for (int64_t d = 0; d < D; d++) {
-        int64_t step = m->opts.trace_path ? trace_step_number(m, d) : 0;
-        ts_status st = step ? trace_step_begin(m, step) : TS_OK;
+        int64_t step = run->opts.trace_path ? trace_step_number(run, d) : 0;
+        ts_status st = step ? trace_step_begin(run, step) : TS_OK;
         uint64_t ts0 = step ? ts_now_ns() : 0;
-        if (!st) st = cancel_point(m, d * A, 0);
+        if (!st) st = cancel_point(run, d * A, 0);
         if (st) return st;
-        st = observe_params(m, d);
+        st = observe_params(run, d);
         bool bwd, was_bwd = true;
         int a, prev = -1;
         for (int k = 0; k < n && !st; k++, prev = a, was_bwd = bwd) {
-            m->par->schedule_op(m, me, k, &bwd, &a);
+            run->par->schedule_op(run, me, k, &bwd, &a);
             int64_t mb = d * A + a;
-            if (m->training && !was_bwd && !(bwd && a == prev)) m->par->keep(m, prev, false); /* the last forward waits for its backward */
-            if (bwd && (was_bwd || a != prev)) m->par->keep(m, a, true); /* its activations back */
-            bind_micro_batch(m, bound, mb);
+            if (run->training && !was_bwd && !(bwd && a == prev)) run->par->keep(run, prev, false); /* the last forward waits for its backward */
+            if (bwd && (was_bwd || a != prev)) run->par->keep(run, a, true); /* its activations back */
+            bind_micro_batch(run, bound, mb);
             if (!bwd) {
-                st = trace_comm(m, m->par->recv_forward, a, "receive activations");
-                if (!st) st = forward(m, mb);
-                if (!st) st = trace_comm(m, m->par->send_forward, a, "send activations");
+                st = trace_comm(run, run->par->recv_forward, a, "receive activations");
+                if (!st) st = forward(run, mb);
+                if (!st) st = trace_comm(run, run->par->send_forward, a, "send activations");
                 continue;
             }
-            st = trace_comm(m, m->par->recv_backward, a, "receive gradients");
-            if (!st) st = backward(m, mb);
-            if (!st) st = trace_comm(m, m->par->send_backward, a, "send gradients");
-            if (!st) st = accumulate_and_step(m, a, d);
+            st = trace_comm(run, run->par->recv_backward, a, "receive gradients");
+            if (!st) st = backward(run, mb);
+            if (!st) st = trace_comm(run, run->par->send_backward, a, "send gradients");
+            if (!st) st = accumulate_and_step(run, a, d);
         }
         uint64_t tw = ts_trace_live() ? ts_now_ns() : 0;
-        if (!st) st = m->coll->send_wait();
+        if (!st) st = run->coll->send_wait();
         if (tw) ts_trace_slice(TS_TRACE_COMM, NULL, "wait for sends", NULL, 0, d, tw, ts_now_ns());
-        if (!st) st = observe_buffers(m, d);
-        if (!st && step) st = trace_step_end(m, step, ts0);
+        if (!st) st = observe_buffers(run, d);
+        if (!st && step) st = trace_step_end(run, step, ts0);
         if (st) return st;
     }
     return TS_OK;
 }
 
-ts_status ts_exec_again(ts_model *m, float *const *inputs) {
-    ts_prog *p = m->prog;
+ts_status ts_exec_again(ts_run *run, float *const *inputs) {
+    ts_prog *p = run->prog;
     for (int k = 0; k < p->n_order; k++) {
         int i = p->order[k];
-        if (m->g->t[i]->op == TS_OP_INPUT) p->entries[p->value_entry[i]].data = inputs[i];
+        if (run->g->t[i]->op == TS_OP_INPUT) p->entries[p->value_entry[i]].data = inputs[i];
     }
     for (int k = 0; k < p->n_order; k++) { /* views of inputs follow them */
         ts_entry *e = &p->entries[p->value_entry[p->order[k]]];
-        if (e->view) e->data = p->entries[p->value_entry[m->g->t[p->order[k]]->in[0]]].data;
+        if (e->view) e->data = p->entries[p->value_entry[run->g->t[p->order[k]]->in[0]]].data;
     }
-    m->rerun = true; /* no state updated (running statistics), no collectives */
-    ts_status st = observe_params(m, 0);
-    if (!st) st = forward(m, 0);
-    if (!st && m->training) st = backward(m, 0);
-    m->rerun = false;
+    run->rerun = true; /* no state updated (running statistics), no collectives */
+    ts_status st = observe_params(run, 0);
+    if (!st) st = forward(run, 0);
+    if (!st && run->training) st = backward(run, 0);
+    run->rerun = false;
     ts_crash_set_current_op(NULL, NULL, NULL);
-    ts_status sy = m->backend->synchronize(m->stream);
-    return st ? st : sy ? ts_error_wrap(TS_ERR_INTERNAL, "rerun: waiting for %s", m->backend->name) : TS_OK;
+    ts_status sy = run->backend->synchronize(run->stream);
+    return st ? st : sy ? ts_error_wrap(TS_ERR_INTERNAL, "rerun: waiting for %s", run->backend->name) : TS_OK;
 }
 
-ts_status ts_exec_run(ts_model *m) {
-    ts_status st = check_labels(m, m->prog->bound);
+ts_status ts_exec_run(ts_run *run) {
+    ts_status st = check_labels(run, run->prog->bound);
     if (st) return st;
-    m->failed_entry = m->failed_op = -1;
-    st = ts_device_before_run(m);
-    if (!st) st = m->prog->stage ? run_pipelined(m, m->prog->bound) : ts_exec_recorded(m, run_step);
-    if (m->opts.trace_path) ts_trace_pause(m); /* a step that failed or was cancelled */
+    run->failed_entry = run->failed_op = -1;
+    st = ts_device_before_run(run);
+    if (!st) st = run->prog->stage ? run_pipelined(run, run->prog->bound) : ts_exec_recorded(run, run_step);
+    if (run->opts.trace_path) ts_trace_pause(run); /* a step that failed or was cancelled */
     ts_crash_set_current_op(NULL, NULL, NULL);
-    ts_status dst = ts_device_after_run(m); /* a cancelled or failed run's values too */
+    ts_status dst = ts_device_after_run(run); /* a cancelled or failed run's values too */
     if (!st) st = dst;
     if (st == TS_ERR_NUMERICS) ts_log_message(TS_LOG_ERROR, ts_last_error()); /* the whole report, once */
     if (st && st != TS_ERR_CANCELLED) return st;
-    record_run_metrics(m); /* a cancelled run's too */
+    record_run_metrics(run); /* a cancelled run's too */
     return st;
 }

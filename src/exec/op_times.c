@@ -37,15 +37,15 @@
 #include <string.h>
 
 /* Before a run: a device's events (made at its first run). */
-static ts_status prepare(ts_model *m) {
-    ts_prog *p = m->prog;
+static ts_status prepare(ts_run *run) {
+    ts_prog *p = run->prog;
     if (p->backend->host_addressable) return TS_OK;
     int n = p->n_nodes + 1;
     if (!p->op_events) {
         int rounds = (TS_OP_EVENT_PAIRS / n) & ~1;
         p->op_rounds = rounds > 2 ? rounds : 2; /* a forward and a backward */
-        int64_t calls = 2 * m->opts.device_iterations * (m->training ? m->opts.grad_accum : 1); /* a node's in a run, at most */
-        if (m->opts.trace_path && calls > p->op_rounds && calls * n <= TS_OP_EVENT_PAIRS_TRACED) p->op_rounds = (int)calls;
+        int64_t calls = 2 * run->opts.device_iterations * (run->training ? run->opts.grad_accum : 1); /* a node's in a run, at most */
+        if (run->opts.trace_path && calls > p->op_rounds && calls * n <= TS_OP_EVENT_PAIRS_TRACED) p->op_rounds = (int)calls;
         p->op_events = ts_calloc((size_t)p->op_rounds * (size_t)n, sizeof *p->op_events);
         p->op_calls = ts_calloc((size_t)n, sizeof *p->op_calls);
         if (!p->op_events || !p->op_calls) {
@@ -67,20 +67,20 @@ static ts_op_event *next_pair(const ts_prog *p, int node) {
     return r < p->op_rounds ? &p->op_events[r * (p->n_nodes + 1) + i] : NULL;
 }
 
-static ts_status op_begin(void *ctx, ts_model *m, ts_op_call *c) {
+static ts_status op_begin(void *ctx, ts_run *run, ts_op_call *c) {
     (void)ctx;
-    ts_op_event *e = next_pair(m->prog, c->node);
+    ts_op_event *e = next_pair(run->prog, c->node);
     if (e) {
         e->mb = c->mb, e->backward = c->backward, e->traced = c->traced;
-        m->backend->event_record(m->stream, &e->start);
+        run->backend->event_record(run->stream, &e->start);
     }
     c->t0 = ts_now_ns();
     return TS_OK;
 }
 
-static ts_status op_end(void *ctx, ts_model *m, ts_op_call *c) {
+static ts_status op_end(void *ctx, ts_run *run, ts_op_call *c) {
     (void)ctx;
-    ts_prog *p = m->prog;
+    ts_prog *p = run->prog;
     int node = c->node;
     c->t1 = ts_now_ns();
     if (p->backend->host_addressable) {
@@ -88,18 +88,18 @@ static ts_status op_end(void *ctx, ts_model *m, ts_op_call *c) {
         return TS_OK;
     }
     ts_op_event *e = next_pair(p, node);
-    if (e) m->backend->event_record(m->stream, &e->end);
+    if (e) run->backend->event_record(run->stream, &e->end);
     if (p->op_events && !p->recorded) p->op_calls[node < 0 ? p->n_nodes : node]++;
     return TS_OK;
 }
 
-ts_status ts_exec_attach_op_times(ts_model *m, ts_op_chain *c) {
-    ts_status st = prepare(m);
+ts_status ts_exec_attach_op_times(ts_run *run, ts_op_chain *c) {
+    ts_status st = prepare(run);
     return st ? st : ts_op_chain_add(c, op_begin, op_end, NULL);
 }
 
-void ts_exec_op_times(ts_model *m, uint64_t t_end) {
-    ts_prog *p = m->prog;
+void ts_exec_op_times(ts_run *run, uint64_t t_end) {
+    ts_prog *p = run->prog;
     if (!p->op_events) return;
     const ts_backend *be = p->backend;
     int n = p->n_nodes + 1;

@@ -196,8 +196,8 @@ static void walk_backend(const ts_backend *real, ts_backend *out) {
 
 /* Why no step of this program can be recorded, for what it observes or
  * computes; NULL: its steps can be. */
-static const char *program_refusal(const ts_model *m) {
-    const ts_prog *p = m->prog;
+static const char *program_refusal(const ts_run *run) {
+    const ts_prog *p = run->prog;
     for (int i = 0; i < p->n_entries; i++) {
         const ts_entry *e = &p->entries[i];
         if (!e->observed) continue;
@@ -209,9 +209,9 @@ static const char *program_refusal(const ts_model *m) {
     }
     for (int k = 0; k < p->n_order; k++) {
         int node = p->order[k];
-        ts_op op = m->g->t[node]->op;
+        ts_op op = run->g->t[node]->op;
         if (op == TS_OP_PRINT && !(p->outfeed_off && p->outfeed_off[p->value_entry[node]] != SIZE_MAX)) return "Print"; /* too big to keep */
-        if (op == TS_OP_DROPOUT_MASK && m->training) return "Dropout"; /* its mask drawn from the step number */
+        if (op == TS_OP_DROPOUT_MASK && run->training) return "Dropout"; /* its mask drawn from the step number */
         if (op == TS_OP_RANDOM_UNIFORM) return "Random"; /* its values drawn from the step number */
     }
     return NULL;
@@ -231,64 +231,64 @@ static bool recording_wanted(void) {
 
 /* Why this run is launched call by call, as a metrics cause; NULL: it is
  * recorded. */
-static const char *refusal(const ts_model *m) {
-    ts_prog *p = m->prog;
+static const char *refusal(const ts_run *run) {
+    ts_prog *p = run->prog;
     if (!p->backend->capture_begin) return NULL; /* not asked (the CPU): the caller checks first */
     if (p->replay_off) return p->replay_off;
     if (!recording_wanted()) return "SwitchedOff";
-    if (m->rerun) return "OpByOp";
-    if (m->opts.check != TS_CHECK_OFF) return "NumericChecks"; /* each tensor scanned as it is made, the run stopped at the first */
-    if (m->scaling) return "LossScaling";                      /* the host decides after each step whether it is taken */
-    if (m->opts.spike_k > 0 && m->training) return "SpikeDetector"; /* the host judges each step's signals before its update */
-    if (ts_trace_live() || m->opts.trace_path) return "Timeline"; /* each op timed */
-    if (m->training && ts_log_enabled(TS_LOG_TRACE)) return "TraceLog"; /* each micro-batch's loss read */
-    if (ts_hold_armed(m)) return "Hold";
-    if (ts_replicas(m) > 1 || p->stage) return "Replicas";
+    if (run->rerun) return "OpByOp";
+    if (run->opts.check != TS_CHECK_OFF) return "NumericChecks"; /* each tensor scanned as it is made, the run stopped at the first */
+    if (run->scaling) return "LossScaling";                      /* the host decides after each step whether it is taken */
+    if (run->opts.spike_k > 0 && run->training) return "SpikeDetector"; /* the host judges each step's signals before its update */
+    if (ts_trace_live() || run->opts.trace_path) return "Timeline"; /* each op timed */
+    if (run->training && ts_log_enabled(TS_LOG_TRACE)) return "TraceLog"; /* each micro-batch's loss read */
+    if (ts_hold_armed(run)) return "Hold";
+    if (ts_replicas(run) > 1 || p->stage) return "Replicas";
     if (!p->replay_scanned) { /* what the program observes and computes is fixed at compile: scanned once */
         p->replay_scanned = true;
-        p->replay_never = program_refusal(m);
+        p->replay_never = program_refusal(run);
     }
     return p->replay_never;
 }
 
 /* What decides the calls steps [d0, d0 + n) of a run make and their
  * pointers (their inputs' slices and observers' rows follow from d0). */
-static uint64_t run_key(const ts_model *m, int64_t d0, int64_t n) {
-    const ts_prog *p = m->prog;
+static uint64_t run_key(const ts_run *run, int64_t d0, int64_t n) {
+    const ts_prog *p = run->prog;
     uint64_t h = 0xcbf29ce484222325ull;
-    h = key_mix(h, m->training);
-    h = key_mix(h, (uint64_t)m->opts.device_iterations);
-    h = key_mix(h, (uint64_t)(m->training ? m->opts.grad_accum : 1));
+    h = key_mix(h, run->training);
+    h = key_mix(h, (uint64_t)run->opts.device_iterations);
+    h = key_mix(h, (uint64_t)(run->training ? run->opts.grad_accum : 1));
     h = key_mix(h, p->param_grads_zero);
     h = key_mix(h, (uint64_t)d0);
     h = key_mix(h, (uint64_t)n);
-    if (d0 + n == m->opts.device_iterations) /* watches are taken at the run's last micro-batch */
-        for (int i = 0; i < p->n_watch; i++) h = key_mix(h, m->runs % p->watch_period[i] == 0);
+    if (d0 + n == run->opts.device_iterations) /* watches are taken at the run's last micro-batch */
+        for (int i = 0; i < p->n_watch; i++) h = key_mix(h, run->runs % p->watch_period[i] == 0);
     for (int k = 0; k < p->n_order; k++)
-        if (m->g->t[p->order[k]]->op == TS_OP_INPUT) h = key_mix(h, P(p->dev_inputs[p->order[k]]));
+        if (run->g->t[p->order[k]]->op == TS_OP_INPUT) h = key_mix(h, P(p->dev_inputs[p->order[k]]));
     return h | 1; /* 0 marks an empty slot */
 }
 
 /* Steps [d0, d0 + n) of the run, stopping at the first error. */
-static ts_status run_steps(ts_model *m, int64_t d0, int64_t n, ts_status (*step)(ts_model *, int64_t)) {
+static ts_status run_steps(ts_run *run, int64_t d0, int64_t n, ts_status (*step)(ts_run *, int64_t)) {
     for (int64_t d = d0; d < d0 + n; d++) {
-        ts_status st = step(m, d);
+        ts_status st = step(run, d);
         if (st) return st;
     }
     return TS_OK;
 }
 
 /* Those steps walked with the table `walk` in place of the real one. */
-static ts_status walk_steps(ts_model *m, int64_t d0, int64_t n, ts_status (*step)(ts_model *, int64_t), const ts_backend *walk) {
-    ts_prog *p = m->prog;
-    const ts_backend *real = m->backend;
-    m->backend = p->backend = walk;
+static ts_status walk_steps(ts_run *run, int64_t d0, int64_t n, ts_status (*step)(ts_run *, int64_t), const ts_backend *walk) {
+    ts_prog *p = run->prog;
+    const ts_backend *real = run->backend;
+    run->backend = p->backend = walk;
     p->recorded = true;
-    p->recorded_from = d0 * (m->training ? m->opts.grad_accum : 1);
+    p->recorded_from = d0 * (run->training ? run->opts.grad_accum : 1);
     w.hash = 0xcbf29ce484222325ull;
-    ts_status st = run_steps(m, d0, n, step);
+    ts_status st = run_steps(run, d0, n, step);
     p->recorded = false;
-    m->backend = p->backend = real;
+    run->backend = p->backend = real;
     return st;
 }
 
@@ -316,79 +316,79 @@ static ts_recording *make_room(ts_prog *p, int64_t run) {
 
 /* Steps [d0, d0 + n): replayed from their recording, else recorded and
  * launched. */
-static ts_status recorded_steps(ts_model *m, int64_t d0, int64_t n, ts_status (*step)(ts_model *, int64_t)) {
-    ts_prog *p = m->prog;
+static ts_status recorded_steps(ts_run *run, int64_t d0, int64_t n, ts_status (*step)(ts_run *, int64_t)) {
+    ts_prog *p = run->prog;
     const ts_backend *real = p->backend;
     ts_backend walk;
     walk_backend(real, &walk);
     w.real = real;
-    uint64_t key = run_key(m, d0, n);
+    uint64_t key = run_key(run, d0, n);
     ts_recording *r = find(p, key);
     ts_status st;
     if (r) { /* replay: the host's walk, then one launch */
         w.work = false;
-        real->walk_begin(m->stream, r->rec);
+        real->walk_begin(run->stream, r->rec);
         uint64_t t0 = ts_now_ns();
-        st = walk_steps(m, d0, n, step, &walk);
+        st = walk_steps(run, d0, n, step, &walk);
         ts_metric_record("ReplayWalk", (double)(ts_now_ns() - t0)); /* the host's share of a replayed launch */
         bool same = w.hash == r->calls;
-        ts_status rst = real->replay(m->stream, r->rec, !st && same);
+        ts_status rst = real->replay(run->stream, r->rec, !st && same);
         if (st) return st; /* cancelled before its first micro-batch: nothing to do */
         if (!same) {
             p->replay_off = "RecordingMismatch";
             return ts_error(TS_ERR_INTERNAL, "run %lld, steps %lld to %lld on %s: their calls differ from those of the recording they "
                                              "would replay, so they did not run; later steps of this model launch call by call (a bug in "
-                                             "tensorscope: please report it, and set TS_CUDA_GRAPHS=0 meanwhile)", (long long)m->runs,
+                                             "tensorscope: please report it, and set TS_CUDA_GRAPHS=0 meanwhile)", (long long)run->runs,
                             (long long)d0, (long long)(d0 + n - 1), real->name);
         }
-        r->used = m->runs;
+        r->used = run->runs;
         ts_counter_add("GraphReplays", 1);
         ts_counter_add("StepsReplayed", n);
         return rst;
     }
-    r = make_room(p, m->runs);
+    r = make_room(p, run->runs);
     if (!r) {
         ts_counter_add_cause("StepsNotRecorded", "MoreStepsThanRecordings", n);
-        return run_steps(m, d0, n, step);
+        return run_steps(run, d0, n, step);
     }
     void *rec = NULL;
-    st = real->capture_begin(m->stream, (int)n * m->n_state, &rec);
+    st = real->capture_begin(run->stream, (int)n * run->n_state, &rec);
     if (st) { /* nothing was recorded: these steps and the later ones call by call */
         p->replay_off = "RecordingFailed";
         ts_logf(TS_LOG_WARN, "%s: steps launched call by call: %s", real->name, ts_last_error());
-        return run_steps(m, d0, n, step);
+        return run_steps(run, d0, n, step);
     }
     w.work = true;
-    st = walk_steps(m, d0, n, step, &walk);
-    ts_status cst = real->capture_end(m->stream, rec);
+    st = walk_steps(run, d0, n, step, &walk);
+    ts_status cst = real->capture_end(run->stream, rec);
     if (st || cst) real->recording_free(rec);
     if (st) return st; /* cancelled before its first micro-batch: the recording is of nothing */
     if (cst) {
         p->replay_off = "RecordingFailed";
         return ts_error_wrap(cst, "run %lld, steps %lld to %lld on %s: recording them for replay failed, so their work was not done; "
                                   "later steps of this model launch call by call (TS_CUDA_GRAPHS=0 skips the recording)",
-                             (long long)m->runs, (long long)d0, (long long)(d0 + n - 1), real->name);
+                             (long long)run->runs, (long long)d0, (long long)(d0 + n - 1), real->name);
     }
     bool first = true;
     for (int i = 0; i < TS_RECORDINGS; i++) first = first && !p->recs[i].key;
-    *r = (ts_recording){key, w.hash, m->runs, rec};
+    *r = (ts_recording){key, w.hash, run->runs, rec};
     ts_counter_add_cause("GraphCaptures", !first ? "AnotherKind" : p->recompiled ? "Recompiled" : "FirstRun", 1);
     ts_counter_add("StepsReplayed", n);
-    return real->replay(m->stream, rec, true);
+    return real->replay(run->stream, rec, true);
 }
 
-ts_status ts_exec_recorded(ts_model *m, ts_status (*step)(ts_model *, int64_t)) {
-    int64_t D = m->opts.device_iterations;
-    if (!m->prog->backend->capture_begin) return run_steps(m, 0, D, step);
-    const char *why = refusal(m);
+ts_status ts_exec_recorded(ts_run *run, ts_status (*step)(ts_run *, int64_t)) {
+    int64_t D = run->opts.device_iterations;
+    if (!run->prog->backend->capture_begin) return run_steps(run, 0, D, step);
+    const char *why = refusal(run);
     if (why) {
         ts_counter_add_cause("StepsNotRecorded", why, D);
-        return run_steps(m, 0, D, step);
+        return run_steps(run, 0, D, step);
     }
     /* the run in one launch; a longer one in launches of TS_RECORDED_STEPS
      * steps (a recording's size bounded, and a cancel heard between them) */
     for (int64_t d0 = 0; d0 < D; d0 += TS_RECORDED_STEPS) {
-        ts_status st = recorded_steps(m, d0, D - d0 < TS_RECORDED_STEPS ? D - d0 : TS_RECORDED_STEPS, step);
+        ts_status st = recorded_steps(run, d0, D - d0 < TS_RECORDED_STEPS ? D - d0 : TS_RECORDED_STEPS, step);
         if (st) return st;
     }
     return TS_OK;

@@ -82,8 +82,8 @@ static void put_record(writer *w, const char *name, const ts_array *a) {
 
 /* What the learning rate of every step depends on. */
 static void schedule_values(const ts_model *m, double *v) {
-    const ts_lr_schedule *s = &m->sched;
-    double x[6] = {m->base_lr, s->kind, (double)s->warmup_steps, (double)s->step_size, s->gamma, (double)s->total_steps};
+    const ts_lr_schedule *s = &m->run.sched;
+    double x[6] = {m->run.base_lr, s->kind, (double)s->warmup_steps, (double)s->step_size, s->gamma, (double)s->total_steps};
     if (s->kind != TS_LR_STEP) x[3] = x[4] = 0;
     if (s->kind != TS_LR_COSINE) x[5] = 0;
     memcpy(v, x, sizeof x);
@@ -92,22 +92,22 @@ static void schedule_values(const ts_model *m, double *v) {
 /* Calls fn for every record of the model's state, in file order. */
 typedef void (*record_fn)(void *ctx, const char *name, ts_array *a);
 static void each_record(const ts_model *m, int64_t *meta, float *steps, record_fn fn, void *ctx) {
-    const ts_graph *g = m->g;
+    const ts_graph *g = m->run.g;
     ts_array a = {.dtype = TS_I64, .ndim = 1, .shape = {4}, .data = meta};
     fn(ctx, "meta", &a);
     double sched[6];
     schedule_values(m, sched);
     ts_array sa = {.dtype = TS_F64, .ndim = 1, .shape = {6}, .data = sched};
     fn(ctx, "schedule", &sa);
-    double scaler[3] = {m->loss_scale, (double)m->good_steps, (double)m->skipped_steps};
+    double scaler[3] = {m->run.loss_scale, (double)m->run.good_steps, (double)m->run.skipped_steps};
     ts_array ca = {.dtype = TS_F64, .ndim = 1, .shape = {3}, .data = scaler};
-    if (m->scaling) fn(ctx, "scaler", &ca);
-    for (int i = 0; i < m->n_state; i++) {
-        const ts_tensor *t = g->t[m->state[i].node];
+    if (m->run.scaling) fn(ctx, "scaler", &ca);
+    for (int i = 0; i < m->run.n_state; i++) {
+        const ts_tensor *t = g->t[m->run.state[i].node];
         char name[600];
         ts_array v = {.dtype = TS_F32, .ndim = t->shape.ndim};
         for (int d = 0; d < t->shape.ndim; d++) v.shape[d] = t->shape.d[d];
-        float *const arrays[4] = {t->value, m->state[i].accl, m->state[i].accl1, m->state[i].accl2};
+        float *const arrays[4] = {t->value, m->run.state[i].accl, m->run.state[i].accl1, m->run.state[i].accl2};
         static const char *const prefix[4] = {"param", "accl", "accl1", "accl2"};
         for (int k = 0; k < 4; k++) {
             if (!arrays[k]) continue;
@@ -139,8 +139,8 @@ static void loader_records(const ts_loader *l, int64_t *pos, ts_array *pa, ts_ar
 
 static ts_status check_model(const ts_model *m, const char *what) {
     if (!m) return ts_error(TS_ERR_INVALID_ARGUMENT, "%s: model is NULL", what);
-    if (!m->training) return ts_error(TS_ERR_STATE, "%s: only a training model has a checkpoint (weights alone: ts_npy_save)", what);
-    if (!m->compiled || !m->state) return ts_error(TS_ERR_STATE, "%s: compile the model first (its optimizer state is made at compile)", what);
+    if (!m->run.training) return ts_error(TS_ERR_STATE, "%s: only a training model has a checkpoint (weights alone: ts_npy_save)", what);
+    if (!m->compiled || !m->run.state) return ts_error(TS_ERR_STATE, "%s: compile the model first (its optimizer state is made at compile)", what);
     return TS_OK;
 }
 
@@ -148,12 +148,12 @@ ts_status ts_checkpoint_save(const char *path, const ts_model *m, const ts_loade
     ts_status st = check_model(m, "ts_checkpoint_save");
     if (st) return st;
     if (!path || !*path) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_checkpoint_save: empty path");
-    if ((st = ts_device_fetch_state(m->prog, ts_model_device(m)))) return st; /* a device's optimizer state, brought to the host */
-    if ((st = ts_graph_values_current(m->g))) return st; /* and its parameters */
-    float *steps = ts_calloc((size_t)m->n_state + 1, sizeof *steps);
+    if ((st = ts_device_fetch_state(m->run.prog, ts_model_device(m)))) return st; /* a device's optimizer state, brought to the host */
+    if ((st = ts_graph_values_current(m->run.g))) return st; /* and its parameters */
+    float *steps = ts_calloc((size_t)m->run.n_state + 1, sizeof *steps);
     if (!steps) return TS_ERR_OUT_OF_MEMORY;
-    for (int i = 0; i < m->n_state; i++) steps[i] = m->state[i].step;
-    int64_t meta[4] = {m->steps, m->runs, (int64_t)m->opt.kind, m->n_state}, pos[11];
+    for (int i = 0; i < m->run.n_state; i++) steps[i] = m->run.state[i].step;
+    int64_t meta[4] = {m->run.steps, m->run.runs, (int64_t)m->run.opt.kind, m->run.n_state}, pos[11];
     uint32_t count = 0;
     each_record(m, meta, steps, count_record, &count);
     ts_array pa, oa;
@@ -325,12 +325,12 @@ static ts_status number(const char *path, const char *rec, const char *field, do
  * and optimizer state. */
 static ts_status state_records(const char *path, const record *recs, uint32_t n, ts_model *m, bool copy) {
     static const char *const prefix[4] = {"param", "accl", "accl1", "accl2"};
-    ts_status cst = copy ? ts_graph_values_current(m->g) : TS_OK; /* what a device holds newer, back before the host's are overwritten */
+    ts_status cst = copy ? ts_graph_values_current(m->run.g) : TS_OK; /* what a device holds newer, back before the host's are overwritten */
     if (cst) return cst;
-    for (int i = 0; i < m->n_state; i++) {
-        ts_tensor *t = m->g->t[m->state[i].node];
+    for (int i = 0; i < m->run.n_state; i++) {
+        ts_tensor *t = m->run.g->t[m->run.state[i].node];
         int64_t numel = ts_shape_numel(&t->shape);
-        float *const arrays[4] = {t->value, m->state[i].accl, m->state[i].accl1, m->state[i].accl2};
+        float *const arrays[4] = {t->value, m->run.state[i].accl, m->run.state[i].accl1, m->run.state[i].accl2};
         char name[600];
         const record *r;
         ts_status st;
@@ -349,9 +349,9 @@ static ts_status state_records(const char *path, const record *recs, uint32_t n,
         if ((st = want(recs, n, path, name, TS_F32, 1, &r))) return st;
         double step = 0;
         if ((st = number(path, name, "the step count", *(const float *)r->a.data, 0, CKPT_MAX_COUNT, true, &step))) return st;
-        if (copy) m->state[i].step = (float)step;
+        if (copy) m->run.state[i].step = (float)step;
     }
-    if (copy) m->g->values_gen++, m->state_gen++; /* a device sends them again */
+    if (copy) m->run.g->values_gen++, m->run.state_gen++; /* a device sends them again */
     return TS_OK;
 }
 
@@ -370,9 +370,9 @@ static ts_status restore(const char *path, const record *recs, uint32_t n, ts_mo
     if (st) return st;
     const int64_t *mv = meta->a.data;
     static const char *const opt_names[] = {"sgd", "adam", "adamw"};
-    if (mv[2] != (int64_t)m->opt.kind || mv[3] != m->n_state)
+    if (mv[2] != (int64_t)m->run.opt.kind || mv[3] != m->run.n_state)
         return ts_error(TS_ERR_INVALID_ARGUMENT, "checkpoint %s was written by a model with optimizer %s and %lld parameters; this one has %s and %d",
-                        path, mv[2] >= 0 && mv[2] <= 2 ? opt_names[mv[2]] : "?", (long long)mv[3], opt_names[m->opt.kind], m->n_state);
+                        path, mv[2] >= 0 && mv[2] <= 2 ? opt_names[mv[2]] : "?", (long long)mv[3], opt_names[m->run.opt.kind], m->run.n_state);
     double steps = 0, runs = 0;
     if ((st = number(path, "meta", "the step count", (double)mv[0], 0, CKPT_MAX_COUNT, true, &steps)) ||
         (st = number(path, "meta", "the run count", (double)mv[1], 0, CKPT_MAX_COUNT, true, &runs)))
@@ -388,10 +388,10 @@ static ts_status restore(const char *path, const record *recs, uint32_t n, ts_mo
                         "%g steps); this model follows %s from %g (warmup %g, step size %g, gamma %g, total %g steps): resume with the same "
                         "learning rate and schedule",
                         path, schedule_name(c[1]), c[0], c[2], c[3], c[4], c[5],
-                        ts_lr_schedule_name(m->sched.kind), sv[0], sv[2], sv[3], sv[4], sv[5]);
+                        ts_lr_schedule_name(m->run.sched.kind), sv[0], sv[2], sv[3], sv[4], sv[5]);
     }
     if ((st = state_records(path, recs, n, m, false))) return st;
-    const record *cr = m->scaling ? find(recs, n, "scaler") : NULL;
+    const record *cr = m->run.scaling ? find(recs, n, "scaler") : NULL;
     double scale = 0, good = 0, skipped = 0;
     if (cr && (cr->a.dtype != TS_F64 || ts_array_numel(&cr->a) != 3))
         return ts_error(TS_ERR_FORMAT, "checkpoint %s: 'scaler' must hold 3 f64 values (scale, good steps, skipped steps)", path);
@@ -415,10 +415,10 @@ static ts_status restore(const char *path, const record *recs, uint32_t n, ts_mo
     }
     state_records(path, recs, n, m, true); /* checked above: cannot fail */
     if (cr) /* the loss scale goes on where it was (without the record: from its initial value) */
-        m->loss_scale = scale, m->good_steps = (int64_t)good, m->skipped_steps = (int64_t)skipped;
-    m->steps = (int64_t)steps;
-    m->runs = (int64_t)runs;
-    m->opt.lr = (float)ts_lr_at(&m->sched, m->base_lr, m->steps);
+        m->run.loss_scale = scale, m->run.good_steps = (int64_t)good, m->run.skipped_steps = (int64_t)skipped;
+    m->run.steps = (int64_t)steps;
+    m->run.runs = (int64_t)runs;
+    m->run.opt.lr = (float)ts_lr_at(&m->run.sched, m->run.base_lr, m->run.steps);
     return TS_OK;
 }
 

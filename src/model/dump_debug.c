@@ -106,7 +106,7 @@ ts_status ts_options_set_dump_debug(ts_options *o, const char *dir, int64_t firs
  * the run is kept by the dump), not held. */
 static bool persists(const ts_model *m, const ts_entry *e) {
     if (e->kind != TS_KIND_VALUE) return false; /* a parameter's gradient is made by the run */
-    ts_op op = m->g->t[e->node]->op;
+    ts_op op = m->run.g->t[e->node]->op;
     return op == TS_OP_PARAM || op == TS_OP_BUFFER || op == TS_OP_CONST;
 }
 
@@ -115,9 +115,9 @@ static bool persists(const ts_model *m, const ts_entry *e) {
  * (a gradient) tensor's name matches the pattern. */
 static bool selected(const ts_model *m, const ts_dump_spec *s, const ts_entry *e) {
     if (!(e->kind == TS_KIND_VALUE || (s->grads && e->kind == TS_KIND_GRAD))) return false;
-    if (!ts_in_stage(m, e->node)) return false;
+    if (!ts_in_stage(&m->run, e->node)) return false;
     if (!s->ops) return true;
-    const ts_tensor *t = m->g->t[e->node]; /* a gradient goes with its tensor: --dump-ops 'fc1*' --grads has fc1's */
+    const ts_tensor *t = m->run.g->t[e->node]; /* a gradient goes with its tensor: --dump-ops 'fc1*' --grads has fc1's */
     return ts_name_matches(s->ops, e->name) || ts_name_matches(s->ops, t->name) || ts_name_matches(s->ops, ts_op_get(t->op)->name);
 }
 
@@ -151,13 +151,13 @@ static const char *size_text(int64_t n, char *buf, size_t cap) {
 /* One run's tensors and bytes. */
 static void per_run(const ts_model *m, const ts_dump_spec *s, int64_t *tensors, int64_t *bytes) {
     *tensors = 0, *bytes = 0;
-    for (int e = 0; e < m->prog->n_entries; e++)
-        if (selected(m, s, &m->prog->entries[e])) (*tensors)++, *bytes += file_bytes(&m->prog->entries[e]);
+    for (int e = 0; e < m->run.prog->n_entries; e++)
+        if (selected(m, s, &m->run.prog->entries[e])) (*tensors)++, *bytes += file_bytes(&m->run.prog->entries[e]);
 }
 
 static ts_status plan(ts_model *m, int64_t last_run, int64_t *tensors, int64_t *steps, int64_t *bytes) {
-    const ts_dump_spec *s = m->opts.dump;
-    int64_t first = s->first > m->runs + 1 ? s->first : m->runs + 1;
+    const ts_dump_spec *s = m->run.opts.dump;
+    int64_t first = s->first > m->run.runs + 1 ? s->first : m->run.runs + 1;
     int64_t last = s->last && (last_run < 1 || s->last < last_run) ? s->last : last_run; /* the range, within the runs the caller will make */
     int64_t one;
     per_run(m, s, tensors, &one);
@@ -189,17 +189,17 @@ static void disarm(ts_model *m) {
 }
 
 ts_status ts_dump_before_run(ts_model *m) {
-    const ts_dump_spec *s = m->opts.dump;
+    const ts_dump_spec *s = m->run.opts.dump;
     if (!s) return TS_OK;
     if (!m->dump && !(m->dump = ts_calloc(1, sizeof *m->dump))) return ts_error(TS_ERR_OUT_OF_MEMORY, "dump_debug: no memory");
     ts_dump *d = m->dump;
-    if (!due(s, m->runs + 1)) {
+    if (!due(s, m->run.runs + 1)) {
         disarm(m);
         return TS_OK;
     }
     if (!d->planned) { /* said before the first dumped run, refused over the limit */
         int64_t tensors, steps, bytes;
-        ts_status st = plan(m, s->last ? 0 : m->runs + 1, &tensors, &steps, &bytes); /* an open range: one step */
+        ts_status st = plan(m, s->last ? 0 : m->run.runs + 1, &tensors, &steps, &bytes); /* an open range: one step */
         if (st) return st;
         char limit[32] = "none", size[32];
         if (s->limit) size_text(s->limit, limit, sizeof limit);
@@ -211,16 +211,16 @@ ts_status ts_dump_before_run(ts_model *m) {
                     size_text(bytes, size, sizeof size), (long long)s->first, s->dir, limit);
         d->planned = true;
     }
-    if (!ts_hold_armed(m)) {
+    if (!ts_hold_armed(&m->run)) {
         ts_status st = ts_model_hold(m, 1);
         if (st) return st;
         d->armed_by_dump = true;
     }
-    ts_status hs = ts_hold_prepare(m); /* now (the run does it again, a no-op): a device's parameters are read through it */
+    ts_status hs = ts_hold_prepare(&m->run); /* now (the run does it again, a no-op): a device's parameters are read through it */
     if (hs) return hs;
     /* the parameters as the run reads them (the hold reads them where
      * they live: after the run, their updated values) */
-    const ts_prog *p = m->prog;
+    const ts_prog *p = m->run.prog;
     if (d->n_params < p->n_entries) {
         void **v = ts_realloc(d->params, (size_t)p->n_entries * sizeof *v);
         if (v) d->params = v;
@@ -245,7 +245,7 @@ ts_status ts_dump_before_run(ts_model *m) {
         }
         memcpy(d->params[e], a.data, bytes);
         d->param_bytes[e] = bytes;
-        d->param_run[e] = m->runs + 1;
+        d->param_run[e] = m->run.runs + 1;
     }
     return TS_OK;
 }
@@ -305,7 +305,7 @@ static void free_job(pending *job, int n) {
 static void *writer_main(void *arg) {
     ts_model *m = arg;
     ts_dump *d = m->dump;
-    const ts_dump_spec *s = m->opts.dump;
+    const ts_dump_spec *s = m->run.opts.dump;
     for (;;) {
         pthread_mutex_lock(&d->mu);
         while (!d->busy && !d->stop) pthread_cond_wait(&d->cv, &d->mu);
@@ -352,8 +352,8 @@ static ts_status wait_writer(ts_dump *d) {
  * and its row. */
 static ts_status prepare(ts_model *m, const ts_dump_spec *s, ts_dump *d, int e, int64_t run, const char *step_dir, const ts_array *a,
                          pending *q) {
-    const ts_entry *en = &m->prog->entries[e];
-    const ts_tensor *t = m->g->t[en->node];
+    const ts_entry *en = &m->run.prog->entries[e];
+    const ts_tensor *t = m->run.g->t[en->node];
     char safe[200], file[300], path[4600];
     size_t k = 0;
     for (const char *c = en->name; *c && k + 1 < sizeof safe; c++) /* a file name from the tensor's: [A-Za-z0-9._-] */
@@ -389,9 +389,9 @@ static ts_status prepare(ts_model *m, const ts_dump_spec *s, ts_dump *d, int e, 
 }
 
 ts_status ts_dump_after_run(ts_model *m) {
-    const ts_dump_spec *s = m->opts.dump;
+    const ts_dump_spec *s = m->run.opts.dump;
     ts_dump *d = m->dump;
-    int64_t run = m->runs; /* counted already */
+    int64_t run = m->run.runs; /* counted already */
     if (!s || !d || !due(s, run)) return TS_OK;
     ts_status st = wait_writer(d); /* the previous step's files */
     if (st) {
@@ -402,7 +402,7 @@ ts_status ts_dump_after_run(ts_model *m) {
     snprintf(step_dir, sizeof step_dir, "step_%06lld", (long long)run);
     snprintf(path, sizeof path, "%s/%s", s->dir, step_dir);
     st = make_dirs(path);
-    const ts_prog *p = m->prog;
+    const ts_prog *p = m->run.prog;
     pending *job = st ? NULL : ts_calloc((size_t)(p->n_entries ? p->n_entries : 1), sizeof *job);
     if (!st && !job) st = ts_error(TS_ERR_OUT_OF_MEMORY, "dump_debug: no memory");
     int n = 0;

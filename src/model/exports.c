@@ -13,19 +13,19 @@
 ts_status ts_model_save_graph(ts_model *m, const char *path) {
     if (!m) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_save_graph: model is NULL");
     if (!path || !path[0]) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_save_graph: give the path of the .onnx file to write");
-    ts_status st = m->prog ? TS_OK : ts_model_compile(m);
+    ts_status st = m->run.prog ? TS_OK : ts_model_compile(m);
     if (st) return st;
-    if ((st = ts_graph_values_current(m->g))) return st; /* a device's parameters back on the host */
-    if (m->training && (st = ts_device_fetch_state(m->prog, ts_model_device(m)))) return st;
+    if ((st = ts_graph_values_current(m->run.g))) return st; /* a device's parameters back on the host */
+    if (m->run.training && (st = ts_device_fetch_state(m->run.prog, ts_model_device(m)))) return st;
     ts_model_def def = ts_model_definition(m);
-    ts_bwd_model bm = ts_bwd_of(m);
+    ts_bwd_model bm = ts_bwd_of(&m->run);
     return ts_onnx_export(&def, &bm, path);
 }
 
 ts_status ts_model_dump_debug_plan(ts_model *m, int64_t last_run, int64_t *tensors, int64_t *steps, int64_t *bytes) {
     if (!m || !tensors || !steps || !bytes) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_dump_debug_plan: NULL argument");
-    if (!m->opts.dump) return ts_error(TS_ERR_STATE, "ts_model_dump_debug_plan: the model has no dump; set ts_options_set_dump_debug before making it");
-    if (!m->opts.dump->last && last_run < 1)
+    if (!m->run.opts.dump) return ts_error(TS_ERR_STATE, "ts_model_dump_debug_plan: the model has no dump; set ts_options_set_dump_debug before making it");
+    if (!m->run.opts.dump->last && last_run < 1)
         return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_dump_debug_plan: the dump runs to the end; give the last run the model will make");
     if (!m->compiled || m->stale) {
         ts_status st = ts_model_compile(m);
@@ -35,6 +35,6 @@ ts_status ts_model_dump_debug_plan(ts_model *m, int64_t last_run, int64_t *tenso
 }
 
 char *ts_graph_dump(const ts_graph *g, const ts_model *m, ts_dump_format fmt, int flags) {
-    ts_bwd_model bm = m ? ts_bwd_of(m) : (ts_bwd_model){0};
+    ts_bwd_model bm = m ? ts_bwd_of(&m->run) : (ts_bwd_model){0};
     return ts_graph_dump_of(g, m ? &bm : NULL, fmt, flags);
 }

@@ -13,17 +13,17 @@
 ts_status ts_model_memory_get(const ts_model *m, ts_model_memory *out) {
     if (!m || !out) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_memory_get: NULL argument");
     memset(out, 0, sizeof *out);
-    const ts_prog *p = m->prog;
+    const ts_prog *p = m->run.prog;
     if (!m->compiled || !p)
         return ts_error(TS_ERR_STATE, "ts_model_memory_get: the memory plan is made at compile; compile the model first");
-    const ts_graph *g = m->g;
+    const ts_graph *g = m->run.g;
     for (size_t i = 0; i < g->n; i++)
         if (g->t[i]->op == TS_OP_PARAM) out->parameters += ts_shape_numel(&g->t[i]->shape) * (int64_t)sizeof(float);
     /* parameter gradients and accumulators; activation gradients share the
      * activations arena */
     out->gradients = (int64_t)p->bytes_grads;
-    for (int s = 0; s < m->n_state; s++) {
-        const ts_opt_state *st = &m->state[s];
+    for (int s = 0; s < m->run.n_state; s++) {
+        const ts_opt_state *st = &m->run.state[s];
         int64_t bytes = ts_shape_numel(&g->t[st->node]->shape) * (int64_t)sizeof(float);
         out->optimizer_state += (st->accl ? bytes : 0) + (st->accl1 ? bytes : 0) + (st->accl2 ? bytes : 0);
         if (st->accl1) out->optimizer_state += (int64_t)sizeof st->step; /* Adam's step count */
@@ -32,9 +32,9 @@ ts_status ts_model_memory_get(const ts_model *m, ts_model_memory *out) {
     out->anchors = (int64_t)p->bytes_anchors;
     out->activations_without_reuse = (int64_t)p->bytes_activations_unplanned;
     if (ts_memory_get(&out->process)) out->process.rss = out->process.pss = out->process.uss = -1; /* model numbers still hold */
-    if (m->backend->memory_info) {
+    if (m->run.backend->memory_info) {
         ts_device_memory d;
-        m->backend->memory_info(&d);
+        m->run.backend->memory_info(&d);
         out->device_in_use = (int64_t)d.in_use, out->device_peak = (int64_t)d.peak;
         out->device_free = (int64_t)d.free, out->device_total = (int64_t)d.total;
     }
@@ -65,7 +65,7 @@ const char *ts_model_memory_line(const ts_model *m, char *buf, size_t n) {
              bytes_or_na(mm.process.uss, b[8], sizeof b[8]));
     size_t used = strlen(buf);
     if (mm.device_total > 0 && used < n)
-        snprintf(buf + used, n - used, " %s %s (peak %s, free %s of %s)", m->backend->name, bytes_or_na(mm.device_in_use, b[0], sizeof b[0]),
+        snprintf(buf + used, n - used, " %s %s (peak %s, free %s of %s)", m->run.backend->name, bytes_or_na(mm.device_in_use, b[0], sizeof b[0]),
                  bytes_or_na(mm.device_peak, b[1], sizeof b[1]), bytes_or_na(mm.device_free, b[2], sizeof b[2]),
                  bytes_or_na(mm.device_total, b[3], sizeof b[3]));
     return buf;
@@ -82,11 +82,11 @@ static void put(ts_memory_buffer *out, size_t cap, size_t *n, ts_memory_buffer b
 
 ts_status ts_model_memory_plan(const ts_model *m, ts_memory_buffer *out, size_t cap, size_t *n, int64_t *n_points) {
     if (!m || !n || (cap && !out)) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_memory_plan: NULL argument");
-    const ts_prog *p = m->prog;
+    const ts_prog *p = m->run.prog;
     if (!m->compiled || !p)
         return ts_error(TS_ERR_STATE, "ts_model_memory_plan: the memory plan is made at compile; compile the model first");
-    const ts_graph *g = m->g;
-    int64_t L = p->n_order, last = m->training ? 2 * L : L - 1;
+    const ts_graph *g = m->run.g;
+    int64_t L = p->n_order, last = m->run.training ? 2 * L : L - 1;
     if (n_points) *n_points = last + 1;
     *n = 0;
     for (int k = 0; k < p->n_plan; k++) { /* the activations arena, as planned */
@@ -105,8 +105,8 @@ ts_status ts_model_memory_plan(const ts_model *m, ts_memory_buffer *out, size_t 
         bool alias = en->kind == TS_KIND_ACCUM && ge >= 0 && ge != e && p->entries[ge].data == en->data; /* the gradient's buffer */
         if (!alias) put(out, cap, n, (ts_memory_buffer){g->t[en->node], TS_MEM_GRADIENTS, 1, 0, last, ALIGNED((size_t)en->numel * sizeof(float))});
     }
-    for (int s = 0; s < m->n_state; s++) {
-        const ts_opt_state *st = &m->state[s];
+    for (int s = 0; s < m->run.n_state; s++) {
+        const ts_opt_state *st = &m->run.state[s];
         int64_t bytes = ts_shape_numel(&g->t[st->node]->shape) * (int64_t)sizeof(float);
         int64_t k = (st->accl != NULL) + (st->accl1 != NULL) + (st->accl2 != NULL);
         if (k) put(out, cap, n, (ts_memory_buffer){g->t[st->node], TS_MEM_OPTIMIZER, 0, 0, last, k * bytes});
@@ -122,11 +122,11 @@ const ts_tensor *ts_model_memory_point(const ts_model *m, int64_t point, int *ba
     int dummy;
     if (!backward) backward = &dummy;
     *backward = 0;
-    if (!m || !m->compiled || !m->prog) {
+    if (!m || !m->compiled || !m->run.prog) {
         ts_error(TS_ERR_STATE, "ts_model_memory_point: compile the model first");
         return NULL;
     }
-    int64_t L = m->prog->n_order, n = m->training ? 2 * L + 1 : L;
+    int64_t L = m->run.prog->n_order, n = m->run.training ? 2 * L + 1 : L;
     if (point < 0 || point >= n) {
         ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_memory_point: point %lld is not in 0..%lld", (long long)point, (long long)n - 1);
         return NULL;
@@ -136,7 +136,7 @@ const ts_tensor *ts_model_memory_point(const ts_model *m, int64_t point, int *ba
         return NULL;
     }
     *backward = point >= L;
-    return m->g->t[m->prog->order[point < L ? point : 2 * L - 1 - point]];
+    return m->run.g->t[m->run.prog->order[point < L ? point : 2 * L - 1 - point]];
 }
 
 void ts_memory_plan_metrics(const ts_model *m) {

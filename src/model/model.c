@@ -26,15 +26,15 @@ static ts_status model_new(ts_model **out, ts_graph *g, const ts_options *o) {
     if (st) return ts_error_wrap(st, "model: the graph has an error from building it");
     ts_model *m = ts_calloc(1, sizeof *m);
     if (!m) return TS_ERR_OUT_OF_MEMORY;
-    m->g = g;
-    m->backend = ts_backend_cpu();
-    m->par = ts_dist_parallel();
-    m->loss = -1;
-    m->failed_entry = m->failed_op = -1;
-    if (o) st = ts_options_copy(&m->opts, o);
+    m->run.g = g;
+    m->run.backend = ts_backend_cpu();
+    m->run.par = ts_dist_parallel();
+    m->run.loss = -1;
+    m->run.failed_entry = m->run.failed_op = -1;
+    if (o) st = ts_options_copy(&m->run.opts, o);
     else {
         ts_options *d = ts_options_new();
-        st = d ? ts_options_copy(&m->opts, d) : TS_ERR_OUT_OF_MEMORY;
+        st = d ? ts_options_copy(&m->run.opts, d) : TS_ERR_OUT_OF_MEMORY;
         ts_options_free(d);
     }
     if (st) {
@@ -43,24 +43,24 @@ static ts_status model_new(ts_model **out, ts_graph *g, const ts_options *o) {
     }
     const char *env = getenv("TS_CHECK_NUMERICS");
     if (env && *env) {
-        if (ts_check_numerics_parse(env, &m->opts.check)) ts_logf(TS_LOG_WARN, "TS_CHECK_NUMERICS: %s; ignored", ts_last_error());
+        if (ts_check_numerics_parse(env, &m->run.opts.check)) ts_logf(TS_LOG_WARN, "TS_CHECK_NUMERICS: %s; ignored", ts_last_error());
     }
-    if (ts_env_flag("TS_OPBYOP")) m->opts.check = TS_CHECK_OP; /* every op, checked as it runs */
-    if (!m->opts.precision_set && ts_env_flag("TS_USE_BF16")) m->opts.precision = TS_BF16; /* autocast, not XLA_USE_BF16's storage */
-    m->scaling = m->opts.loss_scaling == 1 || (m->opts.loss_scaling == -1 && m->opts.precision == TS_F16);
-    m->loss_scale = m->opts.scale_init;
-    if ((st = ts_graph_autocast(g, m->opts.precision))) {
-        ts_options_clear(&m->opts);
+    if (ts_env_flag("TS_OPBYOP")) m->run.opts.check = TS_CHECK_OP; /* every op, checked as it runs */
+    if (!m->run.opts.precision_set && ts_env_flag("TS_USE_BF16")) m->run.opts.precision = TS_BF16; /* autocast, not XLA_USE_BF16's storage */
+    m->run.scaling = m->run.opts.loss_scaling == 1 || (m->run.opts.loss_scaling == -1 && m->run.opts.precision == TS_F16);
+    m->run.loss_scale = m->run.opts.scale_init;
+    if ((st = ts_graph_autocast(g, m->run.opts.precision))) {
+        ts_options_clear(&m->run.opts);
         ts_free(m);
         return ts_error_wrap(st, "model");
     }
-    const char *device = m->opts.device[0] ? m->opts.device : getenv("TS_DEVICE");
-    st = ts_backend_for(device && *device ? device : "cpu", &m->backend);
-    if (!st && m->backend->stream_create) st = m->backend->stream_create(&m->stream);
+    const char *device = m->run.opts.device[0] ? m->run.opts.device : getenv("TS_DEVICE");
+    st = ts_backend_for(device && *device ? device : "cpu", &m->run.backend);
+    if (!st && m->run.backend->stream_create) st = m->run.backend->stream_create(&m->run.stream);
     if (st) {
         st = ts_error_wrap(st, "model: device %s%s", device && *device ? device : "cpu",
-                           m->opts.device[0] ? "" : " (from TS_DEVICE)");
-        ts_options_clear(&m->opts);
+                           m->run.opts.device[0] ? "" : " (from TS_DEVICE)");
+        ts_options_clear(&m->run.opts);
         ts_free(m);
         return st;
     }
@@ -79,10 +79,10 @@ ts_status ts_model_training(ts_model **out, ts_graph *g, ts_tensor *loss, const 
     if (st) return st;
     ts_model *m;
     if ((st = model_new(&m, g, o))) return st;
-    m->training = true;
-    m->loss = loss->id;
-    m->opt = opt;
-    m->base_lr = opt.lr;
+    m->run.training = true;
+    m->run.loss = loss->id;
+    m->run.opt = opt;
+    m->run.base_lr = opt.lr;
     *out = m;
     return TS_OK;
 }
@@ -98,53 +98,53 @@ ts_status ts_model_inference(ts_model **out, ts_graph *g, ts_tensor *const *outp
     ts_model *m;
     ts_status st = model_new(&m, g, o);
     if (st) return st;
-    m->outputs = ts_calloc((size_t)n_outputs, sizeof *m->outputs);
-    if (!m->outputs) {
+    m->run.outputs = ts_calloc((size_t)n_outputs, sizeof *m->run.outputs);
+    if (!m->run.outputs) {
         ts_model_free(m);
         return TS_ERR_OUT_OF_MEMORY;
     }
-    for (int i = 0; i < n_outputs; i++) m->outputs[i] = outputs[i]->id;
-    m->n_outputs = n_outputs;
+    for (int i = 0; i < n_outputs; i++) m->run.outputs[i] = outputs[i]->id;
+    m->run.n_outputs = n_outputs;
     *out = m;
     return TS_OK;
 }
 
 ts_status ts_model_finish(ts_model *m) {
     if (!m) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_finish: no model");
-    m->trace_done = true;
+    m->run.trace_done = true;
     ts_status st = ts_dump_finish(m); /* the debugger dump's last files */
-    ts_status tr = ts_trace_finish(m);
+    ts_status tr = ts_trace_finish(&m->run);
     return st ? st : tr;
 }
 
 void ts_model_free(ts_model *m) {
     if (!m) return;
-    if (ts_trace_finish(m)) /* a trace still open: a cancelled or failed run, or steps to the end */
+    if (ts_trace_finish(&m->run)) /* a trace still open: a cancelled or failed run, or steps to the end */
         ts_logf(TS_LOG_WARN, "%s", ts_last_error());
-    if (m->g && m->g->values_owner == m && ts_graph_values_current(m->g)) /* the device's values, kept before its copies go */
+    if (m->run.g && m->run.g->values_owner == &m->run && ts_graph_values_current(m->run.g)) /* the device's values, kept before its copies go */
         ts_logf(TS_LOG_ERROR, "model freed: %s", ts_last_error());
-    ts_prog_free(m->prog);
+    ts_prog_free(m->run.prog);
     ts_prog_free(m->spare);
-    ts_hold_free(m);
+    ts_hold_free(&m->run);
     ts_spike_watch_free(m);
     ts_dump_free(m);
-    ts_opt_state_free(&m->state, &m->n_state);
-    ts_pool_free(m->pool);
-    if (m->stream && m->backend->stream_destroy) m->backend->stream_destroy(m->stream);
-    ts_options_clear(&m->opts);
-    if (m->g) m->g->n_models--;
-    ts_free(m->outputs);
+    ts_opt_state_free(&m->run.state, &m->run.n_state);
+    ts_pool_free(m->run.pool);
+    if (m->run.stream && m->run.backend->stream_destroy) m->run.backend->stream_destroy(m->run.stream);
+    ts_options_clear(&m->run.opts);
+    if (m->run.g) m->run.g->n_models--;
+    ts_free(m->run.outputs);
     ts_free(m->input_override);
-    ts_free(m->votes);
+    ts_free(m->run.votes);
     ts_free(m);
 }
 
 static void log_template(const ts_model *m, const ts_prog *p) {
     if (!ts_log_enabled(TS_LOG_DEBUG)) return;
-    ts_logf(TS_LOG_DEBUG, "layer template (%d ops, %s model):", p->n_order, m->training ? "training" : "inference");
+    ts_logf(TS_LOG_DEBUG, "layer template (%d ops, %s model):", p->n_order, m->run.training ? "training" : "inference");
     ts_logf(TS_LOG_DEBUG, "  %-28s %-12s %-18s %-5s %12s", "name", "op", "shape", "dtype", "bytes");
     for (int k = 0; k < p->n_order; k++) {
-        const ts_tensor *t = m->g->t[p->order[k]];
+        const ts_tensor *t = m->run.g->t[p->order[k]];
         char b[96];
         ts_logf(TS_LOG_DEBUG, "  %-28s %-12s %-18s %-5s %12lld", t->name, ts_op_get(t->op)->name,
                 ts_shape_str(&p->shape[t->id], b, sizeof b), ts_dtype_name(t->dtype),
@@ -157,13 +157,13 @@ static void log_template(const ts_model *m, const ts_prog *p) {
 /* The job's ranks' part of a compile (ts_model_def's ranks). */
 static ts_status compile_ranks(void *model, ts_prog *p) {
     ts_model *m = model;
-    return m->par->compile(m, p);
+    return m->run.par->compile(&m->run, p);
 }
 
 ts_model_def ts_model_definition(ts_model *m) {
-    return (ts_model_def){.g = m->g, .opts = &m->opts, .opt = &m->opt, .training = m->training, .loss = m->loss, .outputs = m->outputs,
-                          .n_outputs = m->n_outputs, .input_override = m->input_override, .n_override = m->n_override, .scaling = m->scaling,
-                          .dev = ts_model_device(m), .threads = ts_pool_threads(m->pool), .state = &m->state, .n_state = &m->n_state,
+    return (ts_model_def){.g = m->run.g, .opts = &m->run.opts, .opt = &m->run.opt, .training = m->run.training, .loss = m->run.loss, .outputs = m->run.outputs,
+                          .n_outputs = m->run.n_outputs, .input_override = m->input_override, .n_override = m->n_override, .scaling = m->run.scaling,
+                          .dev = ts_model_device(m), .threads = ts_pool_threads(m->run.pool), .state = &m->run.state, .n_state = &m->run.n_state,
                           .ranks = compile_ranks, .ranks_ctx = m};
 }
 
@@ -171,10 +171,10 @@ ts_model_def ts_model_definition(ts_model *m) {
  * (a new micro-batch size), else it and the spare go. */
 static ts_status compile_program(ts_model *m, bool keep) {
     uint64_t t0 = ts_now_ns();
-    if (!m->pool) {
-        int n = m->opts.threads ? m->opts.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (!m->run.pool) {
+        int n = m->run.opts.threads ? m->run.opts.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
         if (n < 1) n = 1;
-        ts_status st = ts_backend_host_pool(n, &m->pool);
+        ts_status st = ts_backend_host_pool(n, &m->run.pool);
         if (st) return st;
     }
     ts_model_def def = ts_model_definition(m);
@@ -183,41 +183,41 @@ static ts_status compile_program(ts_model *m, bool keep) {
     for (int e = 0; !st && e < p->n_entries; e++) /* slots of the size of the records each queue takes */
         for (int k = 0; !st && k < p->entries[e].n_outfeeds; k++)
             st = ts_outfeed_reserve(p->entries[e].outfeeds[k].q, (size_t)p->entries[e].numel * sizeof(float));
-    if (!st && !m->opts.plan_only) st = ts_device_bind(&def, p); /* a plan-only program has no buffers to bind */
+    if (!st && !m->run.opts.plan_only) st = ts_device_bind(&def, p); /* a plan-only program has no buffers to bind */
     if (st) {
         if (p) ts_prog_free(p);
         return st;
     }
-    if (m->prog) st = ts_device_fetch_state(m->prog, ts_model_device(m)); /* the new program sends it again */
-    if (!st && m->prog && m->g->values_owner == m) st = ts_graph_values_current(m->g); /* the parameters too */
+    if (m->run.prog) st = ts_device_fetch_state(m->run.prog, ts_model_device(m)); /* the new program sends it again */
+    if (!st && m->run.prog && m->run.g->values_owner == &m->run) st = ts_graph_values_current(m->run.g); /* the parameters too */
     if (st) {
         ts_prog_free(p);
         return st;
     }
-    p->recompiled = m->prog && m->prog->recs[0].key; /* the old program replayed runs: this one records them again */
-    ts_layer_shapes_changed(m, m->prog, p, m->stale_cause, false);
+    p->recompiled = m->run.prog && m->run.prog->recs[0].key; /* the old program replayed runs: this one records them again */
+    ts_layer_shapes_changed(&m->run, m->run.prog, p, m->stale_cause, false);
     ts_prog_free(m->spare);
     m->spare = NULL;
-    if (keep && m->prog) {
-        ts_hold_leave(m);
-        m->spare = m->prog;
+    if (keep && m->run.prog) {
+        ts_hold_leave(&m->run);
+        m->spare = m->run.prog;
     } else {
-        ts_prog_free(m->prog);
+        ts_prog_free(m->run.prog);
     }
-    m->prog = p;
+    m->run.prog = p;
     bool recompile = m->compiled;
     m->compiled = true;
     m->stale = false;
-    m->has_run = false;
+    m->run.has_run = false;
     ts_metric_record("CompileTime", (double)(ts_now_ns() - t0));
     ts_memory_plan_metrics(m);
     ts_counter_add("Compilations", 1);
     if (recompile) ts_counter_add_cause("Recompilations", m->stale_cause ? m->stale_cause : "Requested", 1);
-    if (recompile && m->opts.trace_path && ts_trace_owned_by(m)) /* between steps: recorded while paused */
+    if (recompile && m->run.opts.trace_path && ts_trace_owned_by(&m->run)) /* between steps: recorded while paused */
         ts_trace_slice(TS_TRACE_RECOMPILE, NULL, m->stale_cause ? m->stale_cause : "Requested", NULL, 0, 0, t0, ts_now_ns());
     m->stale_cause = NULL;
     log_template(m, p);
-    return ts_diag_after_compile(m);
+    return ts_diag_after_compile(&m->run);
 }
 
 ts_status ts_model_compile(ts_model *m) {
@@ -227,14 +227,14 @@ ts_status ts_model_compile(ts_model *m) {
 
 /* Whether p was compiled for the input shapes the model asks for now. */
 static bool fits(const ts_model *m, const ts_prog *p) {
-    if (!p || p->n_nodes != (int)m->g->n) return false;
+    if (!p || p->n_nodes != (int)m->run.g->n) return false;
     for (int i = 0; i < p->n_nodes && i < m->n_override; i++)
         if (m->input_override[i].ndim >= 0 && !ts_shape_equal(&m->input_override[i], &p->shape[i])) return false;
     return true;
 }
 
 ts_status ts_model_compile_for_shape(ts_model *m, const char *why) {
-    const char *kind = m->training ? "training" : "inference";
+    const char *kind = m->run.training ? "training" : "inference";
     if (!fits(m, m->spare)) {
         /* said at info the first time, at debug after */
         ts_logf(m->recompile_logged ? TS_LOG_DEBUG : TS_LOG_INFO, "recompiling the %s model: %s (micro-batch size); the program for the "
@@ -246,16 +246,16 @@ ts_status ts_model_compile_for_shape(ts_model *m, const char *why) {
     ts_logf(TS_LOG_DEBUG, "switching the %s model to its program compiled before: %s (micro-batch size)", kind, why);
     /* the state the current program's device holds back on the host, then
      * the spare sends all of it again before its first run */
-    ts_status st = ts_device_fetch_state(m->prog, ts_model_device(m));
-    if (!st && m->g->values_owner == m) st = ts_graph_values_current(m->g);
+    ts_status st = ts_device_fetch_state(m->run.prog, ts_model_device(m));
+    if (!st && m->run.g->values_owner == &m->run) st = ts_graph_values_current(m->run.g);
     if (st) return st;
-    ts_layer_shapes_changed(m, m->prog, m->spare, m->stale_cause, true);
-    ts_hold_leave(m);
+    ts_layer_shapes_changed(&m->run, m->run.prog, m->spare, m->stale_cause, true);
+    ts_hold_leave(&m->run);
     ts_prog *p = m->spare;
-    m->spare = m->prog;
-    m->prog = p;
+    m->spare = m->run.prog;
+    m->run.prog = p;
     p->sent = false;
-    m->has_run = false;
+    m->run.has_run = false;
     ts_counter_add_cause("ProgramSwitches", m->stale_cause ? m->stale_cause : "Requested", 1);
     m->stale_cause = NULL;
     return TS_OK;
@@ -263,13 +263,13 @@ ts_status ts_model_compile_for_shape(ts_model *m, const char *why) {
 
 ts_status ts_model_anchor(ts_model *m, const char *short_name, const char *tensor_name, ts_output_mode mode, int period) {
     if (!m) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_anchor: model is NULL");
-    ts_status st = ts_anchor_spec_add(&m->opts.anchors, &m->opts.n_anchors, &m->opts.cap_anchors, short_name, tensor_name, mode, period);
+    ts_status st = ts_anchor_spec_add(&m->run.opts.anchors, &m->run.opts.n_anchors, &m->run.opts.cap_anchors, short_name, tensor_name, mode, period);
     if (st || !m->compiled) return st;
     /* recompile now, so a bad name fails here and the old program stays */
     m->stale_cause = "AnchorsChanged";
     st = ts_model_compile(m);
     if (st) {
-        ts_anchor_spec *a = &m->opts.anchors[--m->opts.n_anchors];
+        ts_anchor_spec *a = &m->run.opts.anchors[--m->run.opts.n_anchors];
         ts_free(a->short_name);
         ts_free(a->tensor_name);
         m->stale_cause = NULL;
@@ -281,7 +281,7 @@ ts_status ts_model_anchor(ts_model *m, const char *short_name, const char *tenso
 
 ts_status ts_model_set_lr_schedule(ts_model *m, const ts_lr_schedule *s) {
     if (!m) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_set_lr_schedule: model is NULL");
-    if (!m->training) return ts_error(TS_ERR_STATE, "ts_model_set_lr_schedule: an inference model has no optimizer");
+    if (!m->run.training) return ts_error(TS_ERR_STATE, "ts_model_set_lr_schedule: an inference model has no optimizer");
     ts_lr_schedule c = s ? *s : (ts_lr_schedule){.kind = TS_LR_CONSTANT};
     if (c.kind < TS_LR_CONSTANT || c.kind > TS_LR_COSINE) return ts_error(TS_ERR_INVALID_ARGUMENT, "unknown learning-rate schedule kind %d", (int)c.kind);
     if (c.warmup_steps < 0) return ts_error(TS_ERR_INVALID_ARGUMENT, "warmup steps must be >= 0, got %lld", (long long)c.warmup_steps);
@@ -291,22 +291,22 @@ ts_status ts_model_set_lr_schedule(ts_model *m, const ts_lr_schedule *s) {
     if (c.kind == TS_LR_COSINE && (c.total_steps < 1 || !(c.min_lr >= 0) || c.min_lr > 1e6))
         return ts_error(TS_ERR_INVALID_ARGUMENT, "cosine schedule: total steps must be >= 1 and the minimum rate a finite value >= 0 (got %lld, %g)",
                         (long long)c.total_steps, c.min_lr);
-    m->sched = c;
-    m->dist_agreed = false; /* the ranks compare it before the next run */
-    m->opt.lr = (float)ts_lr_at(&m->sched, m->base_lr, m->steps);
+    m->run.sched = c;
+    m->run.dist_agreed = false; /* the ranks compare it before the next run */
+    m->run.opt.lr = (float)ts_lr_at(&m->run.sched, m->run.base_lr, m->run.steps);
     return TS_OK;
 }
 
-double ts_model_learning_rate(const ts_model *m) { return m ? (double)m->opt.lr : 0.0; }
+double ts_model_learning_rate(const ts_model *m) { return m ? (double)m->run.opt.lr : 0.0; }
 
 ts_status ts_model_set_base_lr(ts_model *m, double lr) {
     if (!m) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_set_base_lr: model is NULL");
-    if (!m->training) return ts_error(TS_ERR_STATE, "ts_model_set_base_lr: an inference model has no optimizer");
+    if (!m->run.training) return ts_error(TS_ERR_STATE, "ts_model_set_base_lr: an inference model has no optimizer");
     if (!(lr >= 0) || lr > 1e6) return ts_error(TS_ERR_INVALID_ARGUMENT, "the learning rate must be a finite value in [0, 1e6], got %g", lr);
-    m->base_lr = (float)lr;
-    m->dist_agreed = false; /* the ranks compare it before the next run */
-    m->opt.lr = (float)ts_lr_at(&m->sched, m->base_lr, m->steps);
+    m->run.base_lr = (float)lr;
+    m->run.dist_agreed = false; /* the ranks compare it before the next run */
+    m->run.opt.lr = (float)ts_lr_at(&m->run.sched, m->run.base_lr, m->run.steps);
     return TS_OK;
 }
 
-double ts_model_base_lr(const ts_model *m) { return m ? (double)m->base_lr : 0.0; }
+double ts_model_base_lr(const ts_model *m) { return m ? (double)m->run.base_lr : 0.0; }

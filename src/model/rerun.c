@@ -17,19 +17,19 @@
 
 /* What must hold for a rerun; TS_OK or the error saying what is missing. */
 static ts_status check_held(ts_model *m, const ts_hold *h) {
-    const ts_prog *p = m->prog;
+    const ts_prog *p = m->run.prog;
     if (!p || !h || !h->n || !h->prog)
         return ts_error(TS_ERR_STATE, "ts_model_rerun: nothing is held: arm ts_model_hold(m, 1) before the run to re-execute");
     if (h->prog != p)
         return ts_error(TS_ERR_STATE, "ts_model_rerun: the model was compiled again (another micro-batch size) since the held run; hold a run "
                         "of this size and rerun it");
-    int A = m->training ? m->opts.grad_accum : 1;
-    if (m->opts.device_iterations * A != 1 || ts_replicas(m) > 1 || p->stage)
+    int A = m->run.training ? m->run.opts.grad_accum : 1;
+    if (m->run.opts.device_iterations * A != 1 || ts_replicas(&m->run) > 1 || p->stage)
         return ts_error(TS_ERR_STATE, "ts_model_rerun: the held run has %d micro-batches%s; a rerun re-executes a run of one (one step per run, "
-                        "no gradient accumulation, one process)", m->opts.device_iterations * A, ts_replicas(m) > 1 || p->stage ? " on several ranks" : "");
+                        "no gradient accumulation, one process)", m->run.opts.device_iterations * A, ts_replicas(&m->run) > 1 || p->stage ? " on several ranks" : "");
     for (int k = 0; k < p->n_order; k++) {
         int i = p->order[k], e = p->value_entry[i];
-        ts_op op = m->g->t[i]->op;
+        ts_op op = m->run.g->t[i]->op;
         if (op == TS_OP_INPUT && !(h->t[e].copy && ts_hold_current(h, e)))
             return ts_error(TS_ERR_STATE, "ts_model_rerun: input '%s' is not held by the held run", p->entries[e].name);
         if (op == TS_OP_PARAM && ts_dtype_is_half(p->entries[e].dtype))
@@ -75,15 +75,15 @@ static ts_status convert(const ts_entry *en, const ts_array *value, void **out) 
 ts_status ts_model_rerun(ts_model *m, const char *name, const ts_array *value, ts_rerun_result *out) {
     if (!m || !name || !value || !value->data || !out)
         return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_rerun: NULL argument");
-    ts_hold *h = m->hold;
+    ts_hold *h = m->run.hold;
     ts_status st = check_held(m, h);
     if (st) return st;
-    ts_prog *p = m->prog;
+    ts_prog *p = m->run.prog;
     if (ts_prog_find(p, name) < 0 && (st = ts_prog_name_of(p, "ts_model_rerun", name, &name))) return st;
     int target = ts_prog_find(p, name);
     if (target < 0) return ts_prog_unknown_name(p, "ts_model_rerun", name);
     const ts_entry *te = &p->entries[target];
-    const ts_tensor *tt = m->g->t[te->node];
+    const ts_tensor *tt = m->run.g->t[te->node];
     if (te->kind != TS_KIND_VALUE)
         return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_rerun: a rerun changes an input or a parameter; '%s' is a gradient or optimizer "
                         "state", name);
@@ -93,7 +93,7 @@ ts_status ts_model_rerun(ts_model *m, const char *name, const ts_array *value, t
     void *host = NULL;
     if ((st = convert(te, value, &host))) return st;
 
-    const ts_backend *be = m->backend;
+    const ts_backend *be = m->run.backend;
     void *stream = ts_model_device(m).stream;
     size_t largest = 0;
     for (int e = 0; e < p->n_entries; e++) {
@@ -115,8 +115,8 @@ ts_status ts_model_rerun(ts_model *m, const char *name, const ts_array *value, t
     for (int k = 0; !st && k < p->n_order; k++) {
         int i = p->order[k], e = p->value_entry[i];
         ts_entry *en = &p->entries[e];
-        if (m->g->t[i]->op == TS_OP_INPUT) inputs[i] = e == target ? changed : h->t[e].copy;
-        if (m->g->t[i]->op != TS_OP_PARAM) continue;
+        if (m->run.g->t[i]->op == TS_OP_INPUT) inputs[i] = e == target ? changed : h->t[e].copy;
+        if (m->run.g->t[i]->op != TS_OP_PARAM) continue;
         size_t bytes = (size_t)en->numel * ts_dtype_size(en->dtype);
         if (be->alloc(bytes ? bytes : 1, &saved[e])) {
             st = ts_error(TS_ERR_OUT_OF_MEMORY, "ts_model_rerun: no memory on %s to set '%s' aside", be->name, en->name);
@@ -126,25 +126,25 @@ ts_status ts_model_rerun(ts_model *m, const char *name, const ts_array *value, t
         be->copy_on_device(stream, en->data, h->t[e].before, bytes);
     }
     if (!st) be->copy_to_device(stream, tt->op == TS_OP_INPUT ? changed : te->data, host, tbytes);
-    ts_op_chain chain = m->chain;
-    int64_t steps = m->steps;
-    double scale = m->loss_scale;
+    ts_op_chain chain = m->run.chain;
+    int64_t steps = m->run.steps;
+    double scale = m->run.loss_scale;
     if (!st) {
         for (int e = 0; e < p->n_entries; e++) {
             observed[e] = p->entries[e].observed;
             if (h->t[e].before_captured || (h->t[e].copy && ts_hold_current(h, e))) p->entries[e].observed = true;
         }
-        m->chain = (ts_op_chain){0};
-        st = ts_observe_attach_watches(m, &m->chain);
-        m->steps = h->steps, m->loss_scale = h->loss_scale; /* as the held run's step saw them (dropout's draw, the loss scale) */
+        m->run.chain = (ts_op_chain){0};
+        st = ts_observe_attach_watches(&m->run, &m->run.chain);
+        m->run.steps = h->steps, m->run.loss_scale = h->loss_scale; /* as the held run's step saw them (dropout's draw, the loss scale) */
         h->comparing = true, h->cmp_failed = false;
         h->n_diffs = 0;
         h->loss = h->held_loss = NAN;
-        if (be->host_addressable) m->g->values_gen++; /* what kernels keep derived from the weights is made again */
-        if (!st) st = ts_exec_again(m, inputs);
+        if (be->host_addressable) m->run.g->values_gen++; /* what kernels keep derived from the weights is made again */
+        if (!st) st = ts_exec_again(&m->run, inputs);
         h->comparing = false;
-        m->steps = steps, m->loss_scale = scale;
-        m->chain = chain;
+        m->run.steps = steps, m->run.loss_scale = scale;
+        m->run.chain = chain;
         for (int e = 0; e < p->n_entries; e++) p->entries[e].observed = observed[e];
         if (!st && h->cmp_failed) st = ts_error(TS_ERR_INTERNAL, "ts_model_rerun: reading a tensor back from %s failed", be->name);
     }
@@ -152,10 +152,10 @@ ts_status ts_model_rerun(ts_model *m, const char *name, const ts_array *value, t
     for (int e = 0; e < p->n_entries; e++)
         if (saved && saved[e]) {
             be->copy_on_device(stream, p->entries[e].data, saved[e], (size_t)p->entries[e].numel * ts_dtype_size(p->entries[e].dtype));
-            be->synchronize(m->stream);
+            be->synchronize(m->run.stream);
             be->free(saved[e]);
         }
-    if (be->host_addressable) m->g->values_gen++;
+    if (be->host_addressable) m->run.g->values_gen++;
     if (changed) be->free(changed);
     ts_free(host);
     ts_free(inputs);

@@ -68,11 +68,11 @@ static ts_status convert_input(ts_prog *p, const ts_tensor *t, const ts_array *a
 /* Matches the user's arrays to the model's inputs; a new micro-batch size
  * recompiles. */
 static ts_status bind_inputs(ts_model *m, const char *const *names, const ts_array *inputs, int n) {
-    ts_graph *g = m->g;
-    const ts_array **bound = m->prog->bound;
-    memset(bound, 0, (size_t)m->prog->n_nodes * sizeof *bound);
-    int64_t S = m->training ? (int64_t)m->opts.device_iterations * m->opts.grad_accum : m->opts.device_iterations;
-    S *= ts_replicas(m); /* every micro-batch holds one slice per replica */
+    ts_graph *g = m->run.g;
+    const ts_array **bound = m->run.prog->bound;
+    memset(bound, 0, (size_t)m->run.prog->n_nodes * sizeof *bound);
+    int64_t S = m->run.training ? (int64_t)m->run.opts.device_iterations * m->run.opts.grad_accum : m->run.opts.device_iterations;
+    S *= ts_replicas(&m->run); /* every micro-batch holds one slice per replica */
     for (int k = 0; k < n; k++) {
         if (!names || !names[k] || !inputs) return ts_error(TS_ERR_INVALID_ARGUMENT, "run: input %d has no name or array", k);
         const ts_tensor *t = ts_graph_find(g, names[k]);
@@ -84,18 +84,18 @@ static ts_status bind_inputs(ts_model *m, const char *const *names, const ts_arr
     char why[256] = "";
     for (size_t i = 0; i < g->n; i++) {
         const ts_tensor *t = g->t[i];
-        if (t->op != TS_OP_INPUT || !m->prog->live[i]) continue;
+        if (t->op != TS_OP_INPUT || !m->run.prog->live[i]) continue;
         const ts_array *a = bound[i];
         if (!a) return ts_error(TS_ERR_INVALID_ARGUMENT, "run: input '%s' is missing", t->name);
         if (!a->data)
             return ts_error(TS_ERR_INVALID_ARGUMENT, "run: input '%s' must be %s data, got %s with no data", t->name, ts_dtype_name(t->dtype),
                             ts_dtype_name(a->dtype));
         if (a->dtype != t->dtype) {
-            ts_status st = convert_input(m->prog, t, a, &bound[i]);
+            ts_status st = convert_input(m->run.prog, t, a, &bound[i]);
             if (st) return st;
             a = bound[i];
         }
-        const ts_shape *cur = &m->prog->shape[i];
+        const ts_shape *cur = &m->run.prog->shape[i];
         int want_ndim = t->shape.ndim == 0 ? 1 : t->shape.ndim;
         bool ok = a->ndim == want_ndim && a->shape[0] > 0 && a->shape[0] % S == 0;
         for (int j = 1; ok && j < a->ndim; j++) ok = a->shape[j] == cur->d[j];
@@ -104,7 +104,7 @@ static ts_status bind_inputs(ts_model *m, const char *const *names, const ts_arr
             ts_array_shape_str(a, c, sizeof c);
             return ts_error(TS_ERR_SHAPE, "run: input '%s' is %s; expected [%lld*B%s] (the %lld micro-batches%s of the run stacked on axis 0, B the micro-batch size), declared %s",
                             t->name, c, (long long)S, t->shape.ndim > 1 ? ",..." : "", (long long)S,
-                            ts_replicas(m) > 1 ? " x replicas" : "", ts_shape_str(&t->shape, b, sizeof b));
+                            ts_replicas(&m->run) > 1 ? " x replicas" : "", ts_shape_str(&t->shape, b, sizeof b));
         }
         int64_t B = a->shape[0] / S;
         if (t->shape.ndim > 0 && B != cur->d[0]) {
@@ -131,8 +131,8 @@ static ts_status bind_inputs(ts_model *m, const char *const *names, const ts_arr
         m->stale_cause = "InputShapeChanged";
         ts_status st = ts_model_compile_for_shape(m, why);
         if (st) { /* keep the shapes the current program was built for */
-            for (int q = 0; q < m->n_override && q < m->prog->n_nodes; q++)
-                if (m->input_override[q].ndim >= 0) m->input_override[q] = m->prog->shape[q];
+            for (int q = 0; q < m->n_override && q < m->run.prog->n_nodes; q++)
+                if (m->input_override[q].ndim >= 0) m->input_override[q] = m->run.prog->shape[q];
             return st;
         }
         return bind_inputs(m, names, inputs, n); /* into the new program */
@@ -144,7 +144,7 @@ static ts_status bind_inputs(ts_model *m, const char *const *names, const ts_arr
  * f32[128,1,28,28], labels i32[128]"), as the layer template is at compile. */
 static void log_run_shapes(const ts_model *m, const char *const *names, const ts_array *inputs, int n) {
     char line[1024], shape[128];
-    size_t used = (size_t)snprintf(line, sizeof line, "run %lld (%s):", (long long)m->runs + 1, m->training ? "training" : "inference");
+    size_t used = (size_t)snprintf(line, sizeof line, "run %lld (%s):", (long long)m->run.runs + 1, m->run.training ? "training" : "inference");
     for (int i = 0; i < n && used < sizeof line; i++)
         used += (size_t)snprintf(line + used, sizeof line - used, "%s %s %s", i ? "," : "", names[i],
                                  ts_array_shape_str(&inputs[i], shape, sizeof shape));
@@ -153,15 +153,15 @@ static void log_run_shapes(const ts_model *m, const char *const *names, const ts
 
 ts_status ts_model_cancel(ts_model *m) {
     if (!m) return TS_ERR_INVALID_ARGUMENT; /* no message: a signal handler may call this */
-    atomic_store_explicit(&m->cancel, 1, memory_order_relaxed);
+    atomic_store_explicit(&m->run.cancel, 1, memory_order_relaxed);
     return TS_OK;
 }
 
 /* A cancelled run's anchors: NaN (0 for integers) in every row of a sample
  * the run did not complete (see ts_model_cancel). */
 static void blank_unreached_anchors(ts_model *m, int64_t mbs_done) {
-    ts_prog *p = m->prog;
-    int A = m->training ? m->opts.grad_accum : 1;
+    ts_prog *p = m->run.prog;
+    int A = m->run.training ? m->run.opts.grad_accum : 1;
     for (int k = 0; k < p->n_anchors; k++) {
         const ts_anchor *an = &p->anchors[k];
         const ts_entry *e = &p->entries[an->entry];
@@ -183,11 +183,11 @@ static void blank_unreached_anchors(ts_model *m, int64_t mbs_done) {
  * executor runs only those. The clock of the op's time is innermost; the
  * after-hooks run from the inside out (op time, timeline, print, checks
  * and watches). A new observer is a row here and its own file's hooks. */
-static ts_status (*const observers[])(ts_model *m, ts_op_chain *c) = {
+static ts_status (*const observers[])(ts_run *run, ts_op_chain *c) = {
     ts_diag_attach_crash,      /* diag/op_observers.c: the op a crash report names */
     ts_observe_attach_watches, /* observe/chain.c: a device's queue guarded, each output observed */
     ts_observe_attach_checks,  /* observe/chain.c: a backward kernel's gradients checked */
-    ts_diag_attach_spikes,     /* model/spike_watch.c: the step's signals judged before its update */
+    ts_spike_watch_attach,     /* model/spike_watch.c: the step's signals judged before its update */
     ts_observe_attach_prints,  /* observe/chain.c: the print ops' lines */
     ts_diag_attach_trace,      /* diag/op_observers.c: each op's label and slice on the timeline */
     ts_exec_attach_op_times,   /* exec/op_times.c: each call's time (t0, t1) */
@@ -198,11 +198,11 @@ static ts_status (*const observers[])(ts_model *m, ts_op_chain *c) = {
  * (the executor's events, exec/op_times.c), placed on the host's by the
  * run's last mark, which the host saw passed at p->marks_end_ns. */
 static void draw_kernel_track(ts_model *m) {
-    ts_prog *p = m->prog;
+    ts_prog *p = m->run.prog;
     uint64_t t_end = p ? p->marks_end_ns : 0;
     if (!t_end || !p->op_events) return;
     p->marks_end_ns = 0;
-    if (!m->opts.trace_path || !ts_trace_owned_by(m)) return;
+    if (!m->run.opts.trace_path || !ts_trace_owned_by(&m->run)) return;
     const ts_backend *be = p->backend;
     char track[96];
     snprintf(track, sizeof track, strcmp(be->name, "cuda") == 0 ? "kernels (%s:%d)" : "kernels (%s)", be->name, be->ordinal);
@@ -216,7 +216,7 @@ static void draw_kernel_track(ts_model *m) {
                 ts_trace_kernel(track, TS_PASS_OPTIMIZER, NULL, NULL, NULL, 0, e->mb, t0, t1);
                 continue;
             }
-            const ts_tensor *t = m->g->t[i];
+            const ts_tensor *t = m->run.g->t[i];
             double f = ts_prog_op_flops(p, t);
             ts_trace_kernel(track, e->backward ? TS_PASS_BACKWARD : TS_PASS_FORWARD, ts_op_get(t->op)->name, t->name, &p->shape[i],
                             e->backward ? 2 * f : f, e->mb, t0, t1);
@@ -224,9 +224,9 @@ static void draw_kernel_track(ts_model *m) {
 }
 
 static ts_status attach_observers(ts_model *m) {
-    m->chain = (ts_op_chain){0};
+    m->run.chain = (ts_op_chain){0};
     for (size_t i = 0; i < sizeof observers / sizeof observers[0]; i++) {
-        ts_status st = observers[i](m, &m->chain);
+        ts_status st = observers[i](&m->run, &m->run.chain);
         if (st) return st;
     }
     return TS_OK;
@@ -236,7 +236,7 @@ static ts_status attach_observers(ts_model *m) {
 static ts_status run_on_start(ts_model *m) {
     m->in_start = true;
     ts_clear_error();
-    ts_status st = m->opts.on_start(m, m->opts.on_start_user);
+    ts_status st = m->run.opts.on_start(m, m->run.opts.on_start_user);
     m->in_start = false;
     if (!st) {
         m->started = true;
@@ -251,28 +251,28 @@ ts_status ts_model_run(ts_model *m, const char *const *names, const ts_array *in
     if (!m) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_run: model is NULL");
     if (m->in_start) return ts_error(TS_ERR_STATE, "ts_model_run: called from the on_start hook; the hook must not run the model");
     if (n < 0) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_run: negative input count");
-    if (m->opts.plan_only)
+    if (m->run.opts.plan_only)
         return ts_error(TS_ERR_STATE, "ts_model_run: this model was compiled to plan only (ts_options_set_plan_only): it has no buffers to run "
                         "in; make it with options that leave plan_only 0");
-    atomic_store_explicit(&m->cancel, 0, memory_order_relaxed); /* a cancel stops the run in progress only */
+    atomic_store_explicit(&m->run.cancel, 0, memory_order_relaxed); /* a cancel stops the run in progress only */
     ts_status st = TS_OK;
     if (!m->compiled || m->stale) st = ts_model_compile(m);
     if (st) return st;
     uint64_t t0 = ts_now_ns();
-    int64_t steps0 = m->steps;
+    int64_t steps0 = m->run.steps;
     st = bind_inputs(m, names, inputs, n);
-    if (!st) st = ts_dist_agree(m, m->prog); /* again after a new schedule */
+    if (!st) st = ts_dist_agree(&m->run, m->run.prog); /* again after a new schedule */
     if (!st) st = ts_dump_before_run(m); /* arms the hold for a run it dumps */
     if (!st) st = ts_spike_watch_before_run(m); /* arms it for a spike's step */
-    if (!st) st = ts_hold_prepare(m);
-    if (!st) st = ts_replicas_before_run(m);
+    if (!st) st = ts_hold_prepare(&m->run);
+    if (!st) st = ts_replicas_before_run(&m->run);
     if (!st && ts_log_enabled(TS_LOG_DEBUG)) log_run_shapes(m, names, inputs, n);
     if (!st) st = attach_observers(m);
-    if (!st && !m->started && m->opts.on_start) st = run_on_start(m);
-    if (!st) st = ts_exec_run(m);
+    if (!st && !m->started && m->run.opts.on_start) st = run_on_start(m);
+    if (!st) st = ts_exec_run(&m->run);
     draw_kernel_track(m);
-    if (m->trace_done && !m->prog->backend->host_addressable) { /* the last traced step's file, with its kernels (exec.c's trace_step_end) */
-        ts_status tst = ts_trace_finish(m);
+    if (m->run.trace_done && !m->run.prog->backend->host_addressable) { /* the last traced step's file, with its kernels (exec.c's trace_step_end) */
+        ts_status tst = ts_trace_finish(&m->run);
         if (!st) st = tst;
     }
     if (st == TS_ERR_SPIKE) st = ts_spike_watch_after_stop(m);
@@ -280,32 +280,32 @@ ts_status ts_model_run(ts_model *m, const char *const *names, const ts_array *in
      * computed is gathered and kept as after any run */
     bool cancelled = st == TS_ERR_CANCELLED;
     if (cancelled) {
-        blank_unreached_anchors(m, m->cancel_at);
+        blank_unreached_anchors(m, m->run.cancel_at);
         st = TS_OK;
     }
-    if (!st) st = ts_replicas_after_run(m);
-    if (!st) st = ts_pipeline_after_run(m, ts_now_ns() - t0);
-    if (!st) st = ts_outfeeds_after_run(m);
+    if (!st) st = ts_replicas_after_run(&m->run);
+    if (!st) st = ts_pipeline_after_run(&m->run, ts_now_ns() - t0);
+    if (!st) st = ts_outfeeds_after_run(&m->run);
     /* a failure of this rank alone: the other ranks wait for it in vain, so
      * they are told, and stop at their next wait with its report (a
      * TS_ERR_DIST is either seen by every rank or has marked the job) */
-    if (st && st != TS_ERR_DIST && m->coll) m->coll->mark_failed(st, ts_last_error());
+    if (st && st != TS_ERR_DIST && m->run.coll) m->run.coll->mark_failed(st, ts_last_error());
     if (st) return st;
-    m->runs++;
-    m->has_run = true;
+    m->run.runs++;
+    m->run.has_run = true;
     uint64_t run_ns = ts_now_ns() - t0;
     ts_metric_record("ExecuteTime", (double)run_ns);
     ts_counter_add("Runs", 1);
     st = ts_dump_after_run(m);
-    if (!st) st = ts_diag_after_run(m, run_ns);
+    if (!st) st = ts_diag_after_run(&m->run, run_ns);
     if (st || !cancelled) return st;
     ts_counter_add("RunsCancelled", 1);
-    int D = m->opts.device_iterations, A = m->training ? m->opts.grad_accum : 1;
-    if (!m->training)
+    int D = m->run.opts.device_iterations, A = m->run.training ? m->run.opts.grad_accum : 1;
+    if (!m->run.training)
         return ts_error(TS_ERR_CANCELLED, "run %lld cancelled after %lld of %d batches; anchors hold the completed ones (other rows NaN)",
-                        (long long)m->runs, (long long)m->cancel_at, D);
+                        (long long)m->run.runs, (long long)m->run.cancel_at, D);
     return ts_error(TS_ERR_CANCELLED,
                     "run %lld cancelled after %lld of %d micro-batches (%lld of %d optimizer steps completed); the weights are those of the "
                     "last completed step, anchors hold the completed samples (other rows NaN)",
-                    (long long)m->runs, (long long)m->cancel_at, D * A, (long long)(m->steps - steps0), D);
+                    (long long)m->run.runs, (long long)m->run.cancel_at, D * A, (long long)(m->run.steps - steps0), D);
 }

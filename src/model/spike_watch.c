@@ -13,7 +13,6 @@
 #include "observe/observe.h"
 
 #include "backend/backend.h"
-#include "diag/hooks.h"
 #include "diag/metrics.h"
 
 #include <math.h>
@@ -161,7 +160,7 @@ static ts_status push(ts_spike_watch *w, const ts_model *m, const char *signal, 
  * knows (a signal a watch computes of its own) comes last in the step's
  * order, a single value (count 1) its own signal. */
 static ts_status feed(ts_spike_watch *w, ts_model *m) {
-    ts_prog *p = m->prog;
+    ts_prog *p = m->run.prog;
     ts_status st = TS_OK;
     for (int r = 0; r < p->n_watch && !st; r++) {
         const ts_watch_result *res = &p->watch_results[r];
@@ -173,7 +172,7 @@ static ts_status feed(ts_spike_watch *w, ts_model *m) {
         int e = w->row_entry[r] >= 0 ? w->row_entry[r] : ts_prog_find(p, res->name);
         const ts_entry *en = e >= 0 ? &p->entries[e] : NULL;
         int order = en ? step_order(w, p, en) : 3 * p->n_order;
-        if (en && en->kind == TS_KIND_VALUE && en->node == m->loss) {
+        if (en && en->kind == TS_KIND_VALUE && en->node == m->run.loss) {
             st = push(w, m, "loss", res->name, order, bad ? NAN : s->mean);
         } else if (!en && s->count == 1) {
             st = push(w, m, "value", res->name, order, bad ? NAN : s->mean);
@@ -188,10 +187,11 @@ static ts_status feed(ts_spike_watch *w, ts_model *m) {
     return st;
 }
 
-static ts_status before_update(void *ctx, ts_model *m, ts_op_call *c) {
+static ts_status before_update(void *ctx, ts_run *run, ts_op_call *c) {
     ts_spike_watch *w = ctx;
+    ts_model *m = ts_model_of(run);
     if (c->node != TS_CALL_OPTIMIZER) return TS_OK;
-    ts_status st = ts_observe_device_now(m); /* a device's summaries of the step on the host */
+    ts_status st = ts_observe_device_now(&m->run); /* a device's summaries of the step on the host */
     w->pushed = 0;
     if (!st) st = feed(w, m);
     if (st) return st;
@@ -201,26 +201,26 @@ static ts_status before_update(void *ctx, ts_model *m, ts_op_call *c) {
     if (!ts_spikes_first(w->det, &h)) return TS_OK;
     int crossed = ts_spikes_crossed(w->det);
     series_names(w, h.series, w->signal, sizeof w->signal, w->tensor, sizeof w->tensor);
-    const ts_prog *p = m->prog;
+    const ts_prog *p = m->run.prog;
     int e = ts_prog_find(p, w->tensor);
     const char *cut = strrchr(w->tensor, '/');
-    if (e >= 0) layer_of(m->g->t[p->entries[e].node], w->layer, sizeof w->layer);
+    if (e >= 0) layer_of(m->run.g->t[p->entries[e].node], w->layer, sizeof w->layer);
     else snprintf(w->layer, sizeof w->layer, "%.*s", cut ? (int)(cut - w->tensor) : (int)strlen(w->tensor), w->tensor); /* a row of no tensor */
-    ts_spike_action act = m->opts.spike_action;
+    ts_spike_action act = m->run.opts.spike_action;
     w->count++;
-    w->last = (ts_spike){m->steps + 1, w->signal, w->tensor, w->layer, h.value, h.median, h.mad, h.z, crossed, act};
+    w->last = (ts_spike){m->run.steps + 1, w->signal, w->tensor, w->layer, h.value, h.median, h.mad, h.z, crossed, act};
     static const char *const done[] = {"training goes on", "the step's update is skipped", "training stops before the step's update",
                                        "training stops before the step's update; the step's tensors go to ", "training stops before the "
                                        "step's update, its tensors held"};
     char line[2048];
     snprintf(line, sizeof line, "spike at step %lld: %s of '%s' (layer %s) is %.4g, z %.3g (median %.4g, MAD %.3g over its last %d "
              "values); the first of %d signals to cross |z| >= %g, in the step's order; %s%s", (long long)w->last.step, w->signal, w->tensor,
-             w->layer, h.value, h.z, h.median, h.mad, ts_spikes_history(w->det, h.series), crossed, m->opts.spike_k, done[act],
-             act == TS_SPIKE_NPZ ? m->opts.spike_npz : "");
+             w->layer, h.value, h.z, h.median, h.mad, ts_spikes_history(w->det, h.series), crossed, m->run.opts.spike_k, done[act],
+             act == TS_SPIKE_NPZ ? m->run.opts.spike_npz : "");
     ts_counter_add("Spikes", 1);
     if (act == TS_SPIKE_CONTINUE || act == TS_SPIKE_SKIP) {
         ts_log_message(TS_LOG_WARN, line);
-        m->skip_update = act == TS_SPIKE_SKIP;
+        m->run.skip_update = act == TS_SPIKE_SKIP;
         return TS_OK;
     }
     return ts_error(TS_ERR_SPIKE, "%s", line);
@@ -228,15 +228,15 @@ static ts_status before_update(void *ctx, ts_model *m, ts_op_call *c) {
 
 /* Before a run: the hold armed for the actions that keep the step. */
 ts_status ts_spike_watch_before_run(ts_model *m) {
-    if (!(m->opts.spike_k > 0) || !m->training) return TS_OK;
-    bool hold = m->opts.spike_action == TS_SPIKE_NPZ || m->opts.spike_action == TS_SPIKE_INSPECT;
-    if (!hold || ts_hold_armed(m)) return TS_OK;
+    if (!(m->run.opts.spike_k > 0) || !m->run.training) return TS_OK;
+    bool hold = m->run.opts.spike_action == TS_SPIKE_NPZ || m->run.opts.spike_action == TS_SPIKE_INSPECT;
+    if (!hold || ts_hold_armed(&m->run)) return TS_OK;
     return ts_model_hold(m, 1);
 }
 
 /* After a run the detector stopped: the held tensors to the .npz. */
 ts_status ts_spike_watch_after_stop(ts_model *m) {
-    if (m->opts.spike_action != TS_SPIKE_NPZ) return TS_ERR_SPIKE;
+    if (m->run.opts.spike_action != TS_SPIKE_NPZ) return TS_ERR_SPIKE;
     char why[2048];
     snprintf(why, sizeof why, "%s", ts_last_error());
     const char *const *names;
@@ -245,24 +245,25 @@ ts_status ts_spike_watch_after_stop(ts_model *m) {
     ts_array *arrays = st ? NULL : ts_calloc(n ? n : 1, sizeof *arrays);
     if (!st && !arrays) st = ts_error(TS_ERR_OUT_OF_MEMORY, "spike detector: no memory for the list of %zu held tensors", n);
     for (size_t i = 0; i < n && !st; i++) st = ts_model_held(m, names[i], &arrays[i]);
-    if (!st) st = ts_npz_save(m->opts.spike_npz, names, arrays, n);
+    if (!st) st = ts_npz_save(m->run.opts.spike_npz, names, arrays, n);
     ts_free(arrays);
-    if (st) return ts_error(st, "%s; but the held tensors could not be written to '%s': %s", why, m->opts.spike_npz, ts_last_error());
+    if (st) return ts_error(st, "%s; but the held tensors could not be written to '%s': %s", why, m->run.opts.spike_npz, ts_last_error());
     return ts_error(TS_ERR_SPIKE, "%s (%zu tensors)", why, n);
 }
 
-ts_status ts_diag_attach_spikes(ts_model *m, ts_op_chain *c) {
-    m->skip_update = false;
-    if (!(m->opts.spike_k > 0) || !m->training) return TS_OK;
-    if (ts_replicas(m) > 1 || m->prog->stage)
+ts_status ts_spike_watch_attach(ts_run *run, ts_op_chain *c) {
+    ts_model *m = ts_model_of(run);
+    m->run.skip_update = false;
+    if (!(m->run.opts.spike_k > 0) || !m->run.training) return TS_OK;
+    if (ts_replicas(&m->run) > 1 || m->run.prog->stage)
         return ts_error(TS_ERR_UNSUPPORTED, "detect_spikes: the spike detector runs in one process; this model has %s (turn one off)",
-                        m->prog->stage ? "pipeline stages" : "replicas");
+                        m->run.prog->stage ? "pipeline stages" : "replicas");
     if (!m->spikes && !(m->spikes = ts_calloc(1, sizeof *m->spikes))) return ts_error(TS_ERR_OUT_OF_MEMORY, "spike detector: no memory");
     ts_spike_watch *w = m->spikes;
-    int window = m->opts.spike_window;
-    if (!w->det && !(w->det = ts_spikes_new(m->opts.spike_k, window, window < 16 ? window : 16)))
+    int window = m->run.opts.spike_window;
+    if (!w->det && !(w->det = ts_spikes_new(m->run.opts.spike_k, window, window < 16 ? window : 16)))
         return ts_error(TS_ERR_OUT_OF_MEMORY, "spike detector: no memory");
-    ts_prog *p = m->prog;
+    ts_prog *p = m->run.prog;
     if (w->n_seen != p->n_watch) { /* a new program: its watch results start afresh */
         ts_free(w->seen_run), ts_free(w->seen_step);
         w->seen_run = ts_malloc((size_t)(p->n_watch ? p->n_watch : 1) * sizeof *w->seen_run);

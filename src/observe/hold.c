@@ -16,9 +16,9 @@
 
 /* A tensor that persists between runs where the model keeps it: parameters,
  * buffers, constants, the updated weights and the optimizer state. */
-static bool lives_on(const ts_model *m, const ts_entry *e) {
+static bool lives_on(const ts_run *run, const ts_entry *e) {
     if (e->kind == TS_KIND_VALUE) {
-        ts_op op = m->g->t[e->node]->op;
+        ts_op op = run->g->t[e->node]->op;
         return op == TS_OP_PARAM || op == TS_OP_BUFFER || op == TS_OP_CONST;
     }
     return e->kind != TS_KIND_GRAD && e->kind != TS_KIND_ACCUM;
@@ -43,43 +43,43 @@ static void release(ts_hold *h) {
     h->n = 0, h->n_names = 0;
 }
 
-void ts_hold_free(ts_model *m) {
-    if (!m || !m->hold) return;
-    release(m->hold);
-    ts_free(m->hold);
-    m->hold = NULL;
+void ts_hold_free(ts_run *run) {
+    if (!run || !run->hold) return;
+    release(run->hold);
+    ts_free(run->hold);
+    run->hold = NULL;
 }
 
 /* The program's observed flags as compile set them. */
-static void restore_flags(ts_model *m) {
-    ts_hold *h = m->hold;
-    ts_prog *p = m->prog;
+static void restore_flags(ts_run *run) {
+    ts_hold *h = run->hold;
+    ts_prog *p = run->prog;
     if (!p || !p->hold_ready || !h->observed || h->prog != p) return;
     for (int e = 0; e < p->n_entries && e < h->n; e++) p->entries[e].observed = h->observed[e];
     p->hold_ready = false;
 }
 
-void ts_hold_leave(ts_model *m) {
-    if (m->hold) restore_flags(m);
+void ts_hold_leave(ts_run *run) {
+    if (run->hold) restore_flags(run);
 }
 
-ts_status ts_model_hold(ts_model *m, int on) {
-    if (!m) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_hold: model is NULL");
-    if (!m->hold && !(m->hold = ts_calloc(1, sizeof *m->hold))) return ts_error(TS_ERR_OUT_OF_MEMORY, "ts_model_hold: no memory");
-    if (!on) restore_flags(m);
-    m->hold->armed = on != 0;
+ts_status ts_hold_arm(ts_run *run, int on) {
+    if (!run) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_hold: model is NULL");
+    if (!run->hold && !(run->hold = ts_calloc(1, sizeof *run->hold))) return ts_error(TS_ERR_OUT_OF_MEMORY, "ts_model_hold: no memory");
+    if (!on) restore_flags(run);
+    run->hold->armed = on != 0;
     return TS_OK;
 }
 
 /* Before a run, its program compiled: copies for every tensor the run
  * makes, and the hook turned on for each. */
-ts_status ts_hold_prepare(ts_model *m) {
-    ts_hold *h = m->hold;
-    ts_prog *p = m->prog;
+ts_status ts_hold_prepare(ts_run *run) {
+    ts_hold *h = run->hold;
+    ts_prog *p = run->prog;
     if (!h || !h->armed) return TS_OK;
     if (!p->hold_ready || h->prog != p) {
         release(h);
-        h->be = m->backend, h->prog = p;
+        h->be = run->backend, h->prog = p;
         h->t = ts_calloc((size_t)p->n_entries, sizeof *h->t);
         h->observed = ts_calloc((size_t)p->n_entries, sizeof *h->observed);
         if (!h->t || !h->observed) return ts_error(TS_ERR_OUT_OF_MEMORY, "ts_model_hold: no memory for %d tensors", p->n_entries);
@@ -91,13 +91,13 @@ ts_status ts_hold_prepare(ts_model *m) {
             t->shape = en->shape, t->numel = en->numel, t->per_step = en->per_step;
             if (!(t->name = ts_strdup(en->name))) return ts_error(TS_ERR_OUT_OF_MEMORY, "ts_model_hold: no memory");
             h->observed[e] = en->observed;
-            if (!ts_in_stage(m, en->node)) continue;
+            if (!ts_in_stage(run, en->node)) continue;
             /* a parameter as the run's first step reads it, for ts_model_rerun (its copy in 16-bit cells is not one) */
-            bool param = en->kind == TS_KIND_VALUE && m->g->t[en->node]->op == TS_OP_PARAM && !ts_dtype_is_half(en->dtype);
-            if (lives_on(m, en) && !param) continue;
+            bool param = en->kind == TS_KIND_VALUE && run->g->t[en->node]->op == TS_OP_PARAM && !ts_dtype_is_half(en->dtype);
+            if (lives_on(run, en) && !param) continue;
             size_t bytes = (size_t)(en->numel ? en->numel : 1) * ts_dtype_size(t->dtype);
-            if (m->backend->alloc(bytes, param ? &t->before : &t->copy))
-                return ts_error(TS_ERR_OUT_OF_MEMORY, "ts_model_hold: no memory on %s for a copy of '%s' (%zu bytes)", m->backend->name,
+            if (run->backend->alloc(bytes, param ? &t->before : &t->copy))
+                return ts_error(TS_ERR_OUT_OF_MEMORY, "ts_model_hold: no memory on %s for a copy of '%s' (%zu bytes)", run->backend->name,
                                 en->name, bytes);
             en->observed = true;
         }
@@ -105,54 +105,54 @@ ts_status ts_hold_prepare(ts_model *m) {
     }
     for (int e = 0; e < h->n; e++) h->t[e].captured = h->t[e].before_captured = false;
     h->last_mb = 0;
-    h->steps = m->steps, h->loss_scale = m->loss_scale;
+    h->steps = run->steps, h->loss_scale = run->loss_scale;
     return TS_OK;
 }
 
-bool ts_hold_armed(const ts_model *m) { return m->hold && m->hold->armed; }
+bool ts_hold_armed(const ts_run *run) { return run->hold && run->hold->armed; }
 
-void ts_hold_capture(ts_model *m, int entry, int64_t sample) {
-    ts_hold *h = m->hold;
+void ts_hold_capture(ts_run *run, int entry, int64_t sample) {
+    ts_hold *h = run->hold;
     if (h && h->comparing) {
-        ts_rerun_compare(m, entry);
+        ts_rerun_compare(run, entry);
         return;
     }
-    if (!h || !h->armed || !m->prog->hold_ready || h->prog != m->prog || entry >= h->n) return;
-    const ts_entry *en = &m->prog->entries[entry];
-    void *stream = ts_model_device(m).stream;
+    if (!h || !h->armed || !run->prog->hold_ready || h->prog != run->prog || entry >= h->n) return;
+    const ts_entry *en = &run->prog->entries[entry];
+    void *stream = ts_run_device(run).stream;
     if (h->t[entry].before && en->data && !h->t[entry].before_captured) { /* the first step's, before its update */
-        m->backend->copy_on_device(stream, h->t[entry].before, en->data, (size_t)en->numel * ts_dtype_size(en->dtype));
+        run->backend->copy_on_device(stream, h->t[entry].before, en->data, (size_t)en->numel * ts_dtype_size(en->dtype));
         h->t[entry].before_captured = true;
     }
     if (!h->t[entry].copy || !en->data) return;
-    m->backend->copy_on_device(stream, h->t[entry].copy, en->data, (size_t)en->numel * ts_dtype_size(en->dtype));
+    run->backend->copy_on_device(stream, h->t[entry].copy, en->data, (size_t)en->numel * ts_dtype_size(en->dtype));
     h->t[entry].captured = true;
     h->t[entry].sample = sample;
     if (!en->per_step && sample > h->last_mb) h->last_mb = sample;
 }
 
-bool ts_hold_comparing(const ts_model *m) { return m->hold && m->hold->comparing; }
+bool ts_hold_comparing(const ts_run *run) { return run->hold && run->hold->comparing; }
 
-void ts_rerun_compare(ts_model *m, int e) {
-    ts_hold *h = m->hold;
+void ts_rerun_compare(ts_run *run, int e) {
+    ts_hold *h = run->hold;
     if (e >= h->n) return;
     held *t = &h->t[e];
-    const ts_entry *en = &m->prog->entries[e];
+    const ts_entry *en = &run->prog->entries[e];
     const void *ref = t->before_captured ? t->before : t->copy && ts_hold_current(h, e) ? t->copy : NULL;
     if (!ref || !en->data) return;
     const void *now = en->data, *was = ref;
-    if (!m->backend->host_addressable) { /* both to the host */
+    if (!run->backend->host_addressable) { /* both to the host */
         size_t bytes = (size_t)en->numel * ts_dtype_size(t->dtype);
-        if (!en->on_host) m->backend->copy_to_host(m->stream, h->cmp_now, en->data, bytes), now = h->cmp_now;
-        m->backend->copy_to_host(m->stream, h->cmp_was, ref, bytes);
+        if (!en->on_host) run->backend->copy_to_host(run->stream, h->cmp_now, en->data, bytes), now = h->cmp_now;
+        run->backend->copy_to_host(run->stream, h->cmp_was, ref, bytes);
         was = h->cmp_was;
-        if (m->backend->synchronize(m->stream)) {
+        if (run->backend->synchronize(run->stream)) {
             h->cmp_failed = true;
             return;
         }
     }
     ts_array a = {.dtype = t->dtype, .data = (void *)(uintptr_t)now}, b = {.dtype = t->dtype, .data = (void *)(uintptr_t)was};
-    if (m->training && e == m->prog->value_entry[m->loss] && en->numel) h->loss = ts_array_value(&a, 0), h->held_loss = ts_array_value(&b, 0);
+    if (run->training && e == run->prog->value_entry[run->loss] && en->numel) h->loss = ts_array_value(&a, 0), h->held_loss = ts_array_value(&b, 0);
     double max_abs = 0;
     int64_t changed = 0;
     for (int64_t i = 0; i < en->numel; i++) {
@@ -180,17 +180,17 @@ static int find_held(const ts_hold *h, const char *name) {
 }
 
 /* A tensor read where it lives now: the program's entry of that name. */
-static const ts_entry *live_entry(const ts_model *m, const char *name) {
-    if (!m->prog || !(m->has_run || m->backend->host_addressable)) return NULL; /* a device's copies are sent at the first run */
-    int e = ts_prog_find(m->prog, name);
-    return e >= 0 && lives_on(m, &m->prog->entries[e]) && ts_in_stage(m, m->prog->entries[e].node) ? &m->prog->entries[e] : NULL;
+static const ts_entry *live_entry(const ts_run *run, const char *name) {
+    if (!run->prog || !(run->has_run || run->backend->host_addressable)) return NULL; /* a device's copies are sent at the first run */
+    int e = ts_prog_find(run->prog, name);
+    return e >= 0 && lives_on(run, &run->prog->entries[e]) && ts_in_stage(run, run->prog->entries[e].node) ? &run->prog->entries[e] : NULL;
 }
 
-int ts_model_is_held(const ts_model *m, const char *name) {
-    if (!m || !name) return 0;
-    if (live_entry(m, name)) return 1;
-    int e = find_held(m->hold, name);
-    return e >= 0 && ts_hold_current(m->hold, e);
+int ts_hold_is_held(const ts_run *run, const char *name) {
+    if (!run || !name) return 0;
+    if (live_entry(run, name)) return 1;
+    int e = find_held(run->hold, name);
+    return e >= 0 && ts_hold_current(run->hold, e);
 }
 
 static void to_array(const ts_dtype dtype, const ts_shape *s, const void *data, ts_array *out) {
@@ -203,31 +203,31 @@ static void to_array(const ts_dtype dtype, const ts_shape *s, const void *data, 
 
 /* The host's copy of n bytes of device memory `src` in *host (allocated
  * once, outside the step loop: reading happens between runs). */
-static ts_status to_host(ts_model *m, float **host, const void *src, size_t bytes, const char *name) {
+static ts_status to_host(ts_run *run, float **host, const void *src, size_t bytes, const char *name) {
     if (!*host && !(*host = ts_malloc(bytes ? bytes : 1))) return ts_error(TS_ERR_OUT_OF_MEMORY, "reading '%s': no memory", name);
-    m->backend->copy_to_host(m->stream, *host, src, bytes);
-    if (m->backend->synchronize(m->stream)) return ts_error_wrap(TS_ERR_INTERNAL, "reading '%s' from %s", name, m->backend->name);
+    run->backend->copy_to_host(run->stream, *host, src, bytes);
+    if (run->backend->synchronize(run->stream)) return ts_error_wrap(TS_ERR_INTERNAL, "reading '%s' from %s", name, run->backend->name);
     return TS_OK;
 }
 
-ts_status ts_model_held(ts_model *m, const char *name, ts_array *out) {
-    if (!m || !name || !out) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_held: NULL argument");
-    ts_hold *h = m->hold;
-    if (m->prog && ts_prog_find(m->prog, name) < 0 && find_held(h, name) < 0) { /* a name but for a module prefix */
-        ts_status st = ts_prog_name_of(m->prog, "ts_model_held", name, &name);
+ts_status ts_hold_read(ts_run *run, const char *name, ts_array *out) {
+    if (!run || !name || !out) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_held: NULL argument");
+    ts_hold *h = run->hold;
+    if (run->prog && ts_prog_find(run->prog, name) < 0 && find_held(h, name) < 0) { /* a name but for a module prefix */
+        ts_status st = ts_prog_name_of(run->prog, "ts_model_held", name, &name);
         if (st) return st;
     }
-    const ts_entry *live = live_entry(m, name);
+    const ts_entry *live = live_entry(run, name);
     int e = find_held(h, name);
     if (live) { /* the current value, after the last run */
-        if (m->backend->host_addressable || live->on_host) {
+        if (run->backend->host_addressable || live->on_host) {
             to_array(live->dtype, &live->shape, live->data, out);
             return TS_OK;
         }
-        int k = ts_prog_find(m->prog, name);
+        int k = ts_prog_find(run->prog, name);
         if (!h || k >= h->n || strcmp(h->t[k].name, name) != 0)
-            return ts_error(TS_ERR_STATE, "'%s' lives on %s; arm ts_model_hold before a run to read it", name, m->backend->name);
-        ts_status st = to_host(m, &h->t[k].host, live->data, (size_t)live->numel * ts_dtype_size(live->dtype), name);
+            return ts_error(TS_ERR_STATE, "'%s' lives on %s; arm ts_model_hold before a run to read it", name, run->backend->name);
+        ts_status st = to_host(run, &h->t[k].host, live->data, (size_t)live->numel * ts_dtype_size(live->dtype), name);
         if (st) return st;
         to_array(live->dtype, &live->shape, h->t[k].host, out);
         return TS_OK;
@@ -238,7 +238,7 @@ ts_status ts_model_held(ts_model *m, const char *name, ts_array *out) {
             to_array(t->dtype, &t->shape, t->copy, out);
             return TS_OK;
         }
-        ts_status st = to_host(m, &t->host, t->copy, (size_t)t->numel * ts_dtype_size(t->dtype), name);
+        ts_status st = to_host(run, &t->host, t->copy, (size_t)t->numel * ts_dtype_size(t->dtype), name);
         if (st) return st;
         to_array(t->dtype, &t->shape, t->host, out);
         return TS_OK;
@@ -246,53 +246,53 @@ ts_status ts_model_held(ts_model *m, const char *name, ts_array *out) {
     if (e >= 0 && h->t[e].copy)
         return ts_error(TS_ERR_NOT_FOUND, "'%s' was not computed by micro-batch %lld of the held run: the run stopped before it (a numeric "
                         "check)", name, (long long)h->last_mb);
-    if (!m->prog) return ts_error(TS_ERR_STATE, "ts_model_held: compile and run the model first");
-    if (ts_prog_find(m->prog, name) < 0) return ts_prog_unknown_name(m->prog, "ts_model_held", name);
+    if (!run->prog) return ts_error(TS_ERR_STATE, "ts_model_held: compile and run the model first");
+    if (ts_prog_find(run->prog, name) < 0) return ts_prog_unknown_name(run->prog, "ts_model_held", name);
     if (!h || !h->n) return ts_error(TS_ERR_STATE, "'%s' is not held: arm ts_model_hold(m, 1) before the run whose tensors you want to read", name);
     return ts_error(TS_ERR_NOT_FOUND, "'%s' is not held: this rank does not run it (another pipeline stage)", name);
 }
 
-ts_status ts_model_held_before(ts_model *m, const char *name, ts_array *out) {
-    if (!m || !name || !out) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_held_before: NULL argument");
-    ts_hold *h = m->hold;
-    int e = m->prog && h && h->prog == m->prog ? ts_prog_find(m->prog, name) : -1;
-    if (e < 0 || e >= h->n || !h->t[e].before_captured) return ts_model_held(m, name, out);
+ts_status ts_hold_read_before(ts_run *run, const char *name, ts_array *out) {
+    if (!run || !name || !out) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_held_before: NULL argument");
+    ts_hold *h = run->hold;
+    int e = run->prog && h && h->prog == run->prog ? ts_prog_find(run->prog, name) : -1;
+    if (e < 0 || e >= h->n || !h->t[e].before_captured) return ts_hold_read(run, name, out);
     held *t = &h->t[e];
     if (!h->be->host_addressable) {
-        ts_status st = to_host(m, &t->host, t->before, (size_t)t->numel * ts_dtype_size(t->dtype), name);
+        ts_status st = to_host(run, &t->host, t->before, (size_t)t->numel * ts_dtype_size(t->dtype), name);
         if (st) return st;
     }
     to_array(t->dtype, &t->shape, h->be->host_addressable ? t->before : t->host, out);
     return TS_OK;
 }
 
-ts_status ts_model_held_names(ts_model *m, const char *const **names, size_t *n) {
-    if (!m || !names || !n) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_held_names: NULL argument");
-    if (!m->prog) return ts_error(TS_ERR_STATE, "ts_model_held_names: compile and run the model first");
-    if (!m->hold && !(m->hold = ts_calloc(1, sizeof *m->hold))) return ts_error(TS_ERR_OUT_OF_MEMORY, "ts_model_held_names: no memory");
-    ts_hold *h = m->hold;
-    const ts_prog *p = m->prog;
+ts_status ts_hold_names(ts_run *run, const char *const **names, size_t *n) {
+    if (!run || !names || !n) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_held_names: NULL argument");
+    if (!run->prog) return ts_error(TS_ERR_STATE, "ts_model_held_names: compile and run the model first");
+    if (!run->hold && !(run->hold = ts_calloc(1, sizeof *run->hold))) return ts_error(TS_ERR_OUT_OF_MEMORY, "ts_model_held_names: no memory");
+    ts_hold *h = run->hold;
+    const ts_prog *p = run->prog;
     size_t cap = (size_t)p->n_entries + (size_t)h->n;
     const char **out = ts_realloc(h->names, (cap ? cap : 1) * sizeof *out);
     if (!out) return ts_error(TS_ERR_OUT_OF_MEMORY, "ts_model_held_names: no memory");
     h->names = out;
     size_t k = 0;
     for (int i = 0; i < p->n_entries; i++) /* sorted, as ts_model_tensor_names */
-        if (ts_model_is_held(m, p->sorted_names[i])) out[k++] = p->sorted_names[i];
+        if (ts_hold_is_held(run, p->sorted_names[i])) out[k++] = p->sorted_names[i];
     h->n_names = k;
     *names = out;
     *n = k;
     return TS_OK;
 }
 
-ts_status ts_model_tensor_origin(const ts_model *m, const char *name, char *buf, size_t n) {
-    if (!m || !name || !buf || !n) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_tensor_origin: NULL argument");
-    if (!m->prog) return ts_error(TS_ERR_STATE, "ts_model_tensor_origin: compile the model first");
-    ts_status st = ts_prog_name_of(m->prog, "ts_model_tensor_origin", name, &name);
+ts_status ts_tensor_origin(const ts_run *run, const char *name, char *buf, size_t n) {
+    if (!run || !name || !buf || !n) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_tensor_origin: NULL argument");
+    if (!run->prog) return ts_error(TS_ERR_STATE, "ts_model_tensor_origin: compile the model first");
+    ts_status st = ts_prog_name_of(run->prog, "ts_model_tensor_origin", name, &name);
     if (st) return st;
-    int e = ts_prog_find(m->prog, name);
-    const ts_entry *en = &m->prog->entries[e];
-    const ts_tensor *t = m->g->t[en->node];
+    int e = ts_prog_find(run->prog, name);
+    const ts_entry *en = &run->prog->entries[e];
+    const ts_tensor *t = run->g->t[en->node];
     static const char *const kinds[] = {"", "the gradient of ", "the step's mean gradient of ", "the updated value of ",
                                         "the momentum of ", "the first moment of ", "the second moment of ", "the step count of "};
     char where[600];

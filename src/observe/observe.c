@@ -1,7 +1,7 @@
 /* observe.c -- the one hook the executor calls when a tensor is final:
  * anchors copy it by their output mode, watches summarise it where it lives,
  * outfeeds stream it, numeric checks stop the run at the first NaN/Inf. */
-#include "model/model.h"
+#include "observe/run.h"
 #include "observe/observe.h"
 
 #include "backend/backend.h"
@@ -21,23 +21,23 @@
 /* Sample `sample` of x (entry e's values where the anchors' rows are: the
  * host's arena, or a device's copy of it) into anchor a's rows, through
  * the backend's copies (the CPU's: memcpy and a plain sum). */
-static void capture_anchor(ts_model *m, const ts_anchor *a, const ts_entry *e, const float *x, int64_t sample, int64_t S) {
-    const ts_prog *p = m->prog;
+static void capture_anchor(ts_run *run, const ts_anchor *a, const ts_entry *e, const float *x, int64_t sample, int64_t S) {
+    const ts_prog *p = run->prog;
     const ts_backend *be = p->backend;
     size_t n = (size_t)e->numel;
     float *rows = p->dev_anchors ? p->dev_anchors + (a->local - p->arena_anchors) : a->local;
     switch (a->mode) {
-    case TS_OUTPUT_ALL: be->copy_on_device(m->stream, rows + (size_t)sample * n, x, n * sizeof(float)); break;
+    case TS_OUTPUT_ALL: be->copy_on_device(run->stream, rows + (size_t)sample * n, x, n * sizeof(float)); break;
     case TS_OUTPUT_EVERY_N:
         if ((sample + 1) % a->period == 0)
-            be->copy_on_device(m->stream, rows + (size_t)((sample + 1) / a->period - 1) * n, x, n * sizeof(float));
+            be->copy_on_device(run->stream, rows + (size_t)((sample + 1) / a->period - 1) * n, x, n * sizeof(float));
         break;
     case TS_OUTPUT_SUM:
-        if (sample == 0) be->copy_on_device(m->stream, rows, x, n * sizeof(float));
-        else be->accumulate(m->stream, rows, x, (int64_t)n);
+        if (sample == 0) be->copy_on_device(run->stream, rows, x, n * sizeof(float));
+        else be->accumulate(run->stream, rows, x, (int64_t)n);
         break;
     default:
-        if (sample == S - 1) be->copy_on_device(m->stream, rows, x, n * sizeof(float));
+        if (sample == S - 1) be->copy_on_device(run->stream, rows, x, n * sizeof(float));
         break;
     }
 }
@@ -62,10 +62,10 @@ static void capture_anchor(ts_model *m, const ts_anchor *a, const ts_entry *e, c
  * and after its update while it sits in L1. */
 #define STEP_CHUNK 4096
 
-static bool watch_due(const ts_model *m, const ts_entry *e, int64_t sample) {
-    const ts_prog *p = m->prog;
+static bool watch_due(const ts_run *run, const ts_entry *e, int64_t sample) {
+    const ts_prog *p = run->prog;
     int64_t S = e->per_step ? p->samples_step : p->samples_mb;
-    return e->watch >= 0 && sample == S - 1 && m->runs % p->watch_period[e->watch] == 0;
+    return e->watch >= 0 && sample == S - 1 && run->runs % p->watch_period[e->watch] == 0;
 }
 
 /* One walk over entries of the same size, split into one slice per thread:
@@ -134,14 +134,14 @@ static bool step_fusable(const walk_job *j) {
 }
 
 /* Runs the walk and publishes each entry's summary as this run's result. */
-static void walk(ts_model *m, walk_job *j) {
-    ts_prog *p = m->prog;
+static void walk(ts_run *run, walk_job *j) {
+    ts_prog *p = run->prog;
     j->slots = j->numel >= SPLIT_MIN ? p->n_slots : 1;
     for (int s = 0; s < j->slots; s++) {
         for (int k = 0; k < j->n; k++) ts_stats_partial_init(&p->parts[s * TS_STEP_WATCHES + k], p->watch_what[j->entries[k]->watch]);
         if (j->sq) memset(j->sq[s], 0, sizeof j->sq[s]);
     }
-    ts_pool_for(j->slots > 1 ? m->pool : NULL, j->slots, 1, walk_slots, j);
+    ts_pool_for(j->slots > 1 ? run->pool : NULL, j->slots, 1, walk_slots, j);
     for (int k = 0; k < j->n; k++)
         if (j->part[k] == k)
             for (int s = 1; s < j->slots; s++) ts_stats_merge(&p->parts[k], &p->parts[s * TS_STEP_WATCHES + k]);
@@ -150,61 +150,61 @@ static void walk(ts_model *m, walk_job *j) {
     for (int k = 0; k < j->n; k++) {
         int w = j->entries[k]->watch;
         ts_stats_finish(&p->parts[j->part[k]], &p->summaries[w]);
-        p->watch_results[w].run = m->runs;
-        p->watch_results[w].step = m->steps;
+        p->watch_results[w].run = run->runs;
+        p->watch_results[w].step = run->steps;
     }
 }
 
 /* With a watched Relu of e due now (relu_out), both in one pass over e. */
 /* A 16-bit tensor's summary: what the rounding that made it lost, as the
  * kernel counted it (NaN on a device that does not count). */
-static void note_stored(const ts_model *m, const ts_entry *e, ts_summary *s) {
+static void note_stored(const ts_run *run, const ts_entry *e, ts_summary *s) {
     s->stored = e->grid;
     if (e->grid == TS_F32) return;
-    bool counted = m->backend->counts_half_loss && e->numel > 0;
+    bool counted = run->backend->counts_half_loss && e->numel > 0;
     s->stored_underflow = counted ? (double)e->lost.underflow / (double)e->numel : NAN;
     s->stored_overflow = counted ? (double)e->lost.overflow / (double)e->numel : NAN;
 }
 
-static void summarize(ts_model *m, const ts_entry *e, int64_t sample) {
-    walk_job j = {.p = m->prog, .entries = {e}, .part = {0, 1}, .n_read = 1, .n = 1, .numel = e->numel};
-    const ts_entry *y = e->relu_out >= 0 ? &m->prog->entries[e->relu_out] : NULL;
-    if (y && watch_due(m, y, sample) && ts_in_stage(m, y->node)) {
+static void summarize(ts_run *run, const ts_entry *e, int64_t sample) {
+    walk_job j = {.p = run->prog, .entries = {e}, .part = {0, 1}, .n_read = 1, .n = 1, .numel = e->numel};
+    const ts_entry *y = e->relu_out >= 0 ? &run->prog->entries[e->relu_out] : NULL;
+    if (y && watch_due(run, y, sample) && ts_in_stage(run, y->node)) {
         j.entries[1] = y;
         j.n = j.n_read = 2;
         j.relu = true;
     }
-    walk(m, &j);
-    for (int k = 0; k < j.n; k++) note_stored(m, j.entries[k], &m->prog->summaries[j.entries[k]->watch]);
+    walk(run, &j);
+    for (int k = 0; k < j.n; k++) note_stored(run, j.entries[k], &run->prog->summaries[j.entries[k]->watch]);
 }
 
 /* An entry whose values are another's (same_values: a reshape or a
  * transpose of it, a gradient an Add passed on): when that one was
  * summarised this run for the same `what`, its summary is this one's too
  * (no second pass over the data). True when it was reused. */
-static bool reuse_same_summary(ts_model *m, const ts_entry *e) {
-    ts_prog *p = m->prog;
+static bool reuse_same_summary(ts_run *run, const ts_entry *e) {
+    ts_prog *p = run->prog;
     if (e->same_values < 0) return false;
     const ts_entry *in = &p->entries[e->same_values];
     int w = e->watch, wi = in->watch;
-    if (wi < 0 || p->watch_what[wi] != p->watch_what[w] || p->watch_results[wi].run != m->runs || in->numel != e->numel) return false;
+    if (wi < 0 || p->watch_what[wi] != p->watch_what[w] || p->watch_results[wi].run != run->runs || in->numel != e->numel) return false;
     ts_summary_copy(&p->summaries[w], &p->summaries[wi]);
-    p->watch_results[w].run = m->runs;
-    p->watch_results[w].step = m->steps;
+    p->watch_results[w].run = run->runs;
+    p->watch_results[w].step = run->steps;
     return true;
 }
 
-void ts_observe_step(ts_model *m, int node, int64_t d, const ts_step_update *u, int64_t n) {
-    ts_prog *p = m->prog;
+void ts_observe_step(ts_run *run, int node, int64_t d, const ts_step_update *u, int64_t n) {
+    ts_prog *p = run->prog;
     walk_job j = {.p = p, .numel = n, .step = u};
-    int A = m->opts.grad_accum;
+    int A = run->opts.grad_accum;
     /* read entries first, then written ones */
     for (int pass = 0; pass < 2; pass++) {
         for (int e = p->grad_entry[node]; e >= 0 && e < p->n_entries && p->entries[e].node == node; e++) {
             const ts_entry *en = &p->entries[e];
             bool read = en->kind == TS_KIND_GRAD || en->kind == TS_KIND_ACCUM;
             if (!en->watch_in_step || read != (pass == 0)) continue;
-            if (!watch_due(m, en, en->per_step ? d : d * A + A - 1)) continue;
+            if (!watch_due(run, en, en->per_step ? d : d * A + A - 1)) continue;
             int k = j.n++;
             j.entries[k] = en;
             j.part[k] = k;
@@ -214,15 +214,15 @@ void ts_observe_step(ts_model *m, int node, int64_t d, const ts_step_update *u, 
         if (pass == 0) j.n_read = j.n;
     }
     ts_stab *st = p->stab; /* stability signals: the update sums its squares as it goes */
-    bool norms = st && u->norms && st->param_of && st->param_of[node] >= 0 && d == p->samples_step - 1 && m->runs % st->period == 0;
+    bool norms = st && u->norms && st->param_of && st->param_of[node] >= 0 && d == p->samples_step - 1 && run->runs % st->period == 0;
     if (j.n == 0 && !norms) {
-        ts_pool_for(n >= SPLIT_MIN ? m->pool : NULL, n, SPLIT_MIN / 2, u->update, u->ctx); /* unwatched: split big ones */
+        ts_pool_for(n >= SPLIT_MIN ? run->pool : NULL, n, SPLIT_MIN / 2, u->update, u->ctx); /* unwatched: split big ones */
         return;
     }
     j.sq = norms ? st->sq : NULL;
     j.fused = j.n > 0 && step_fusable(&j); /* with norms: the squares summed in the same pass */
-    walk(m, &j);
-    if (norms) ts_stab_update_done(m->prog, m->runs, m->steps, node, st->sq[0]);
+    walk(run, &j);
+    if (norms) ts_stab_update_done(run->prog, run->runs, run->steps, node, st->sq[0]);
 }
 
 /* ---- numeric checks */
@@ -246,21 +246,21 @@ static void add(report *r, const char *fmt, ...) {
 /* Queues the copy of entry e's count of what its 16-bit rounding lost
  * from the device's slot into the entry (valid once the stream is
  * synchronised); false where nothing is counted on a device. */
-static bool queue_lost(ts_model *m, int e) {
-    ts_prog *p = m->prog;
+static bool queue_lost(ts_run *run, int e) {
+    ts_prog *p = run->prog;
     if (!p->dev_lost || p->entries[e].grid == TS_F32) return false;
-    p->backend->copy_to_host(m->stream, &p->entries[e].lost, &p->dev_lost[e], sizeof(ts_half_loss));
+    p->backend->copy_to_host(run->stream, &p->entries[e].lost, &p->dev_lost[e], sizeof(ts_half_loss));
     return true;
 }
 
-const float *ts_device_host_view(ts_model *m, const ts_entry *e) {
-    ts_prog *p = m->prog;
+const float *ts_device_host_view(ts_run *run, const ts_entry *e) {
+    ts_prog *p = run->prog;
     const ts_backend *be = p->backend;
     if (be->host_addressable || e->on_host || !e->data) return e->data;
     if (e->numel > p->host_view_floats) return NULL;
-    queue_lost(m, (int)(e - p->entries)); /* for its summary's columns of what rounding lost */
-    be->copy_to_host(m->stream, p->host_view, e->data, (size_t)e->numel * ts_dtype_size(e->dtype));
-    return be->synchronize(m->stream) ? NULL : p->host_view;
+    queue_lost(run, (int)(e - p->entries)); /* for its summary's columns of what rounding lost */
+    be->copy_to_host(run->stream, p->host_view, e->data, (size_t)e->numel * ts_dtype_size(e->dtype));
+    return be->synchronize(run->stream) ? NULL : p->host_view;
 }
 
 /* Whether the host reads e->data where it is: memory the host addresses,
@@ -271,14 +271,14 @@ static bool host_readable(const ts_prog *p, const ts_entry *e) {
 
 /* e's values where the host can read them: e->data, or a device's copy
  * of them (valid until the next call); NULL when the device failed. */
-static const float *entry_values(ts_model *m, const ts_entry *e) {
-    return host_readable(m->prog, e) ? e->data : ts_device_host_view(m, e);
+static const float *entry_values(ts_run *run, const ts_entry *e) {
+    return host_readable(run->prog, e) ? e->data : ts_device_host_view(run, e);
 }
 
 /* "\n  <label> <name> f32[4,6] n=24 x∈[...] ..." */
-static void add_stats(ts_model *m, report *r, const char *label, const ts_entry *e) {
+static void add_stats(ts_run *run, report *r, const char *label, const ts_entry *e) {
     ts_summary sum;
-    const float *x = entry_values(m, e);
+    const float *x = entry_values(run, e);
     if (!x) return;
     ts_summarize_f32(x, e->numel, TS_WATCH_STATS, &sum);
     ts_array shape = {.dtype = TS_F32, .ndim = e->shape.ndim};
@@ -288,11 +288,11 @@ static void add_stats(ts_model *m, report *r, const char *label, const ts_entry 
 }
 
 /* A scan where the entry lives: the host's threads, or its device. */
-static bool entry_nonfinite(ts_model *m, const ts_entry *e) {
-    const ts_prog *p = m->prog;
+static bool entry_nonfinite(ts_run *run, const ts_entry *e) {
+    const ts_prog *p = run->prog;
     if (e->dtype != TS_F32 || !e->data) return false;
-    if (host_readable(p, e)) return ts_backend_host()->has_nonfinite(m->pool, e->data, e->numel); /* host memory: the host's scan, split over its threads */
-    return p->backend->has_nonfinite(m->stream, e->data, e->numel);
+    if (host_readable(p, e)) return ts_backend_host()->has_nonfinite(run->pool, e->data, e->numel); /* host memory: the host's scan, split over its threads */
+    return p->backend->has_nonfinite(run->stream, e->data, e->numel);
 }
 
 /* "op Log 'block/Log:0', built at file:line" */
@@ -313,13 +313,13 @@ static int backward_reads(const ts_prog *p, const ts_tensor *c, const ts_entry *
 
 /* "the input 'fc3/MatMul:0' is already non-finite: the origin is upstream
  * of the " when one of what the producer read holds a NaN/Inf already. */
-static void add_origin_upstream(ts_model *m, report *r, const ts_entry *const *read, int n, bool backward) {
+static void add_origin_upstream(ts_run *run, report *r, const ts_entry *const *read, int n, bool backward) {
     int bad = 0;
-    for (int k = 0; k < n; k++) bad += entry_nonfinite(m, read[k]);
+    for (int k = 0; k < n; k++) bad += entry_nonfinite(run, read[k]);
     if (!bad) return;
     add(r, "the %s", bad > 1 ? "inputs " : "");
     for (int k = 0, seen = 0; k < n; k++) {
-        if (!entry_nonfinite(m, read[k])) continue;
+        if (!entry_nonfinite(run, read[k])) continue;
         bool grad = backward && read[k]->kind == TS_KIND_GRAD && k == 0;
         add(r, "%s%s'%s'", seen ? ", " : "", bad == 1 ? (grad ? "incoming gradient " : "input ") : "", read[k]->name);
         seen++;
@@ -329,48 +329,48 @@ static void add_origin_upstream(ts_model *m, report *r, const ts_entry *const *r
 
 /* Entry e's count of what its 16-bit rounding lost, brought from the
  * device that counted it (a report's: the host waits). */
-static void fetch_lost(ts_model *m, int e) {
-    if (queue_lost(m, e) && m->prog->backend->synchronize(m->stream)) m->prog->entries[e].lost = (ts_half_loss){0, 0};
+static void fetch_lost(ts_run *run, int e) {
+    if (queue_lost(run, e) && run->prog->backend->synchronize(run->stream)) run->prog->entries[e].lost = (ts_half_loss){0, 0};
 }
 
 /* `producer`: the op whose backward kernel just wrote the gradient entry
  * (ts_check_backward), or -1. */
-static ts_status numerics_report(ts_model *m, int entry, int64_t sample, int producer) {
-    ts_prog *p = m->prog;
+static ts_status numerics_report(ts_run *run, int entry, int64_t sample, int producer) {
+    ts_prog *p = run->prog;
     const ts_entry *e = &p->entries[entry];
-    const ts_tensor *t = m->g->t[e->node];
+    const ts_tensor *t = run->g->t[e->node];
     report r = {.used = 0};
-    char op[800], run[160];
-    snprintf(run, sizeof run, "run %lld, %s %lld, %s pass", (long long)m->runs, e->per_step ? "step" : "micro-batch", (long long)sample,
+    char op[800], when[160];
+    snprintf(when, sizeof when, "run %lld, %s %lld, %s pass", (long long)run->runs, e->per_step ? "step" : "micro-batch", (long long)sample,
              e->kind == TS_KIND_GRAD ? "backward" : e->kind == TS_KIND_VALUE ? "forward" : "optimizer step");
     const ts_entry *read[TS_MAX_INPUTS + 2] = {NULL};
-    if (m->coll) /* a job: which rank, at which step (every rank stops at it, parallel/mpi.c) */
-        add(&r, "numeric check on rank %d of %d at %s %lld: ", m->coll->rank, m->coll->size, m->training ? "step" : "batch",
-            (long long)(m->training ? m->steps + 1 : m->runs * m->opts.device_iterations + sample + 1));
+    if (run->coll) /* a job: which rank, at which step (every rank stops at it, parallel/mpi.c) */
+        add(&r, "numeric check on rank %d of %d at %s %lld: ", run->coll->rank, run->coll->size, run->training ? "step" : "batch",
+            (long long)(run->training ? run->steps + 1 : run->runs * run->opts.device_iterations + sample + 1));
     else add(&r, "numeric check: ");
     if (e->kind == TS_KIND_VALUE) {
         int n = 0;
         for (int j = 0; j < t->n_in; j++) read[n++] = &p->entries[p->value_entry[t->in[j]]];
-        add_origin_upstream(m, &r, read, n, false);
-        add(&r, "first non-finite value in '%s' (output of %s), %s", e->name, op_words(t, op, sizeof op), run);
-        fetch_lost(m, entry);
+        add_origin_upstream(run, &r, read, n, false);
+        add(&r, "first non-finite value in '%s' (output of %s), %s", e->name, op_words(t, op, sizeof op), when);
+        fetch_lost(run, entry);
         if (e->lost.overflow > 0) /* a 16-bit cast: finite values beyond its range */
             add(&r, "; a %s overflow: %lld finite values beyond %s's largest (%g) became Inf when rounded to %s", ts_dtype_name(e->grid),
                 (long long)e->lost.overflow, ts_dtype_name(e->grid), e->grid == TS_F16 ? 65504.0 : 3.3895313892515355e38, ts_dtype_name(e->grid));
-        add_stats(m, &r, "value:", e);
+        add_stats(run, &r, "value:", e);
         for (int j = 0; j < n; j++) {
             if (read[j]->dtype != TS_F32) continue;
             char label[32];
             snprintf(label, sizeof label, "input %d:", j);
-            add_stats(m, &r, label, read[j]);
+            add_stats(run, &r, label, read[j]);
         }
     } else if (e->kind == TS_KIND_GRAD && producer >= 0) {
-        const ts_tensor *c = m->g->t[producer];
+        const ts_tensor *c = run->g->t[producer];
         int n = backward_reads(p, c, read);
-        add_origin_upstream(m, &r, read, n, true);
+        add_origin_upstream(run, &r, read, n, true);
         add(&r, "first non-finite value in '%s', produced by %s's backward (%s), %s", e->name, ts_op_get(c->op)->name,
-            op_words(c, op, sizeof op), run);
-        add_stats(m, &r, "value:", e);
+            op_words(c, op, sizeof op), when);
+        add_stats(run, &r, "value:", e);
         for (int k = 0; k < n; k++) {
             char label[48] = "read:";
             if (read[k]->kind == TS_KIND_GRAD) snprintf(label, sizeof label, "incoming gradient:");
@@ -378,55 +378,55 @@ static ts_status numerics_report(ts_model *m, int entry, int64_t sample, int pro
             else
                 for (int j = 0; j < c->n_in; j++)
                     if (read[k]->node == c->in[j]) snprintf(label, sizeof label, "forward input %d:", j);
-            if (read[k]->dtype == TS_F32) add_stats(m, &r, label, read[k]);
+            if (read[k]->dtype == TS_F32) add_stats(run, &r, label, read[k]);
         }
     } else { /* optimizer state, or a gradient no kernel here wrote (received from another pipeline stage) */
-        add(&r, "first non-finite value in '%s' (derived tensor of %s), %s", e->name, op_words(t, op, sizeof op), run);
-        add_stats(m, &r, "value:", e);
+        add(&r, "first non-finite value in '%s' (derived tensor of %s), %s", e->name, op_words(t, op, sizeof op), when);
+        add_stats(run, &r, "value:", e);
     }
-    if (!m->rerun) ts_counter_add("NonFiniteFound", 1); /* the op-by-op replay finds the same one */
+    if (!run->rerun) ts_counter_add("NonFiniteFound", 1); /* the op-by-op replay finds the same one */
     for (int k = 0; k < p->n_entries; k++) p->entries[k].checked = false; /* the run stops here: no scan carried into the next */
-    m->failed_entry = entry;
-    m->failed_op = e->kind == TS_KIND_GRAD ? producer : -1;
+    run->failed_entry = entry;
+    run->failed_op = e->kind == TS_KIND_GRAD ? producer : -1;
     return ts_error(TS_ERR_NUMERICS, "%s", r.text); /* logged once, when the run stops (ts_exec_run) */
 }
 
-ts_status ts_check_backward(ts_model *m, int node, int64_t sample) {
-    ts_prog *p = m->prog;
-    int writes[TS_MAX_INPUTS], n = ts_prog_backward_writes(p, m->g->t[node], writes);
+ts_status ts_check_backward(ts_run *run, int node, int64_t sample) {
+    ts_prog *p = run->prog;
+    int writes[TS_MAX_INPUTS], n = ts_prog_backward_writes(p, run->g->t[node], writes);
     for (int k = 0; k < n; k++) {
         int ge = writes[k];
         if (!p->entries[ge].check) continue;
-        if (entry_nonfinite(m, &p->entries[ge])) {
-            ts_hold_capture(m, ge, sample); /* a held run keeps the gradient it stops at */
-            return numerics_report(m, ge, sample, node);
+        if (entry_nonfinite(run, &p->entries[ge])) {
+            ts_hold_capture(run, ge, sample); /* a held run keeps the gradient it stops at */
+            return numerics_report(run, ge, sample, node);
         }
         p->entries[ge].checked = true;
     }
     return TS_OK;
 }
 
-void ts_observe_device_guard(ts_model *m, const void *dst, size_t bytes) {
-    ts_prog *p = m->prog;
+void ts_observe_device_guard(ts_run *run, const void *dst, size_t bytes) {
+    ts_prog *p = run->prog;
     const char *lo = dst, *hi = lo + bytes;
     for (int i = 0; i < p->n_queued; i++) {
         const char *x = (const char *)(const void *)p->queued[i].x;
         if (x < hi && lo < x + (size_t)p->queued[i].n * sizeof(float)) {
-            ts_observe_device_flush(m);
+            ts_observe_device_flush(run);
             return;
         }
     }
 }
 
-void ts_observe_device_flush(ts_model *m) {
-    ts_prog *p = m->prog;
+void ts_observe_device_flush(ts_run *run) {
+    ts_prog *p = run->prog;
     if (!p->n_queued) return;
     ts_counter_add("SummaryLaunches", (p->n_queued + TS_STATS_MANY - 1) / TS_STATS_MANY);
     ts_counter_add("SummaryTensors", p->n_queued);
     int64_t floats = 0;
     for (int i = 0; i < p->n_queued; i++) floats += p->queued[i].n;
     ts_counter_add("SummaryBytes", floats * (int64_t)sizeof(float)); /* what the device reads for them */
-    p->backend->stats_reduce_many(m->stream, p->queued, p->n_queued); /* queued only where the device reduces (dev_slots) */
+    p->backend->stats_reduce_many(run->stream, p->queued, p->n_queued); /* queued only where the device reduces (dev_slots) */
     p->n_queued = 0;
 }
 
@@ -438,39 +438,39 @@ static size_t outfeed_row(const ts_prog *p, int entry, int64_t sample, size_t *b
     return p->outfeed_off[entry] + (size_t)sample * *bytes;
 }
 
-bool ts_observe_device(ts_model *m, int entry, int64_t sample) {
-    ts_prog *p = m->prog;
+bool ts_observe_device(ts_run *run, int entry, int64_t sample) {
+    ts_prog *p = run->prog;
     const ts_entry *e = &p->entries[entry];
-    if (m->rerun) return false;
-    bool due = watch_due(m, e, sample), anchors = e->n_anchors && p->dev_anchors;
+    if (run->rerun) return false;
+    bool due = watch_due(run, e, sample), anchors = e->n_anchors && p->dev_anchors;
     /* a value the host holds (a step count) is summarised there */
     bool reduce = due && p->dev_slots && !e->on_host;
     const float *x = e->data;
     if (e->on_host && anchors) { /* sent first, for the anchors arena the device fills */
-        p->backend->copy_to_device(m->stream, p->dev_stage, e->data, (size_t)e->numel * sizeof(float));
+        p->backend->copy_to_device(run->stream, p->dev_stage, e->data, (size_t)e->numel * sizeof(float));
         x = p->dev_stage;
     }
     if (anchors) { /* into the device's arena, copied to the host once after the run */
         int64_t S = e->per_step ? p->samples_step : p->samples_mb;
-        for (int k = 0; k < e->n_anchors; k++) capture_anchor(m, &p->anchors[e->anchors[k]], e, x, sample, S);
+        for (int k = 0; k < e->n_anchors; k++) capture_anchor(run, &p->anchors[e->anchors[k]], e, x, sample, S);
         p->anchor_copies += (uint64_t)e->n_anchors;
     }
     bool feeds = e->n_outfeeds && p->dev_outfeed && !e->on_host;
     if (feeds && p->n_outfed < p->outfed_cap) { /* its record into the run's rows there, copied to the host once after the run and
                                                  * pushed then (an entry's sample comes once a run: the rows hold them all) */
         size_t bytes, at = outfeed_row(p, entry, sample, &bytes);
-        p->backend->copy_on_device(m->stream, p->dev_outfeed + at, x, bytes);
+        p->backend->copy_on_device(run->stream, p->dev_outfeed + at, x, bytes);
         p->outfed[p->n_outfed++] = (struct ts_outfed){entry, sample, false};
     }
     if (reduce) { /* queued for one launch with the others, into its slot, copied to the host once after the run */
         ts_slot_set *s = &p->run_slots;
         int w = e->watch, same = -1;
         int wv = e->same_values >= 0 ? p->entries[e->same_values].watch : -1; /* the same values' slot, at this step: one read */
-        if (wv >= 0 && p->watch_what[wv] == p->watch_what[w] && s->pending[wv] && s->step[wv] == m->steps)
+        if (wv >= 0 && p->watch_what[wv] == p->watch_what[w] && s->pending[wv] && s->step[wv] == run->steps)
             same = s->same[wv] >= 0 ? s->same[wv] : wv; /* the slot reduced, not another sharer */
         s->same[w] = same;
         if (same < 0) {
-            if (p->n_queued == p->n_watch || p->n_queued == TS_STATS_MANY) ts_observe_device_flush(m);
+            if (p->n_queued == p->n_watch || p->n_queued == TS_STATS_MANY) ts_observe_device_flush(run);
             int h = p->hist_slot[w];
             ts_device_hist *hist = h >= 0 ? &p->dev_hist[h] : NULL;
             p->queued[p->n_queued++] = (ts_stats_job){x, e->numel, &p->dev_slots[w], hist, p->watch_what[w] & ~TS_WATCH_STATS};
@@ -479,18 +479,18 @@ bool ts_observe_device(ts_model *m, int entry, int64_t sample) {
             ts_counter_add("SummariesShared", 1);
         }
         s->pending[w] = s->any = true;
-        s->step[w] = m->steps;
+        s->step[w] = run->steps;
         s->entry[w] = (int)(e - p->entries);
     }
     /* what only the host does: checks, a value the host holds */
-    bool stab = e->stab >= 0 && ts_stab_due(m->prog, m->runs, e, sample); /* the stability signals' jobs run on the host */
+    bool stab = e->stab >= 0 && ts_stab_due(run->prog, run->runs, e, sample); /* the stability signals' jobs run on the host */
     return !((e->n_outfeeds && !feeds) || e->check || (e->n_anchors && !anchors) || (due && !reduce) || stab);
 }
 
-/* Slot set s's pending summaries published as run `run`'s results;
+/* Slot set s's pending summaries published as run `at`'s results;
  * `keep`: left pending (published again, the same, when the run ends). */
-static void publish_slots(const ts_model *m, ts_slot_set *s, int64_t run, bool keep) {
-    ts_prog *p = m->prog;
+static void publish_slots(const ts_run *run, ts_slot_set *s, int64_t at, bool keep) {
+    ts_prog *p = run->prog;
     for (int pass = 0; pass < 2; pass++) /* the slots reduced, then the summaries they share */
         for (int w = 0; w < p->n_watch; w++) {
             if (!s->pending[w] || (s->same[w] >= 0) != (pass == 1)) continue;
@@ -502,90 +502,90 @@ static void publish_slots(const ts_model *m, ts_slot_set *s, int64_t run, bool k
             } else {
                 ts_summary_copy(&p->summaries[w], &p->summaries[s->same[w]]);
             }
-            note_stored(m, &p->entries[s->entry[w]], &p->summaries[w]); /* its rounding's count: complete once the run is */
-            p->watch_results[w].run = run;
+            note_stored(run, &p->entries[s->entry[w]], &p->summaries[w]); /* its rounding's count: complete once the run is */
+            p->watch_results[w].run = at;
             p->watch_results[w].step = s->step[w];
             s->pending[w] = keep;
         }
     if (!keep) s->any = s->any_hist = false;
 }
 
-void ts_observe_device_results(const ts_model *m) {
-    ts_prog *p = m->prog;
+void ts_observe_device_results(const ts_run *run) {
+    ts_prog *p = run->prog;
     if (!p->dev_slots || !p->done_slots.any) return;
-    publish_slots(m, &p->done_slots, p->done_slots.run, false);
+    publish_slots(run, &p->done_slots, p->done_slots.run, false);
 }
 
-ts_status ts_observe_device_now(ts_model *m) {
-    ts_prog *p = m->prog;
+ts_status ts_observe_device_now(ts_run *run) {
+    ts_prog *p = run->prog;
     ts_slot_set *s = &p->run_slots;
     if (!p->dev_slots) return TS_OK;
-    ts_observe_device_flush(m);
+    ts_observe_device_flush(run);
     if (!s->any) return TS_OK;
-    ts_observe_device_results(m); /* the last run's first: they must not later overwrite these */
-    p->backend->copy_to_host(m->stream, s->stats, p->dev_slots, (size_t)p->n_watch * sizeof(ts_device_stats));
-    if (s->any_hist) p->backend->copy_to_host(m->stream, s->hist, p->dev_hist, (size_t)p->n_hist * sizeof(ts_device_hist));
-    if (p->backend->synchronize(m->stream)) return ts_error_wrap(TS_ERR_INTERNAL, "reading the step's summaries from %s", p->backend->name);
-    publish_slots(m, s, m->runs, true);
+    ts_observe_device_results(run); /* the last run's first: they must not later overwrite these */
+    p->backend->copy_to_host(run->stream, s->stats, p->dev_slots, (size_t)p->n_watch * sizeof(ts_device_stats));
+    if (s->any_hist) p->backend->copy_to_host(run->stream, s->hist, p->dev_hist, (size_t)p->n_hist * sizeof(ts_device_hist));
+    if (p->backend->synchronize(run->stream)) return ts_error_wrap(TS_ERR_INTERNAL, "reading the step's summaries from %s", p->backend->name);
+    publish_slots(run, s, run->runs, true);
     return TS_OK;
 }
 
-void ts_observe_device_finish(ts_model *m, bool completed) {
-    ts_prog *p = m->prog;
+void ts_observe_device_finish(ts_run *run, bool completed) {
+    ts_prog *p = run->prog;
     if (!p->dev_slots) return;
-    ts_observe_device_results(m); /* the last run's, if nothing read them: done is free */
+    ts_observe_device_results(run); /* the last run's, if nothing read them: done is free */
     ts_slot_set *s = &p->run_slots;
     if (!completed) { /* a failed run's: none */
         memset(s->pending, 0, (size_t)p->n_watch * sizeof *s->pending);
         s->any = s->any_hist = false;
         return;
     }
-    s->run = m->runs;
+    s->run = run->runs;
     ts_slot_set t = p->done_slots;
     p->done_slots = *s;
     *s = t;
 }
 
 /* Entry's outfeed records of sample, its values at `data` (host memory). */
-static ts_status push_outfeeds(ts_model *m, int entry, int64_t sample, void *data) {
-    const ts_entry *e = &m->prog->entries[entry];
+static ts_status push_outfeeds(ts_run *run, int entry, int64_t sample, void *data) {
+    const ts_entry *e = &run->prog->entries[entry];
     ts_array a = {.dtype = e->dtype, .ndim = e->shape.ndim, .data = data};
     for (int i = 0; i < e->shape.ndim; i++) a.shape[i] = e->shape.d[i];
     for (int k = 0; k < e->n_outfeeds; k++) {
-        ts_status st = ts_outfeed_push_from(e->outfeeds[k].q, m->runs, sample, e->outfeeds[k].key, &a, m->par->outfeed_replica(m), m->par->outfeed_stage(m));
-        if (!st) st = m->par->outfeed_keep(m, entry, k, sample, &a);
+        ts_status st = ts_outfeed_push_from(e->outfeeds[k].q, run->runs, sample, e->outfeeds[k].key, &a, run->par->outfeed_replica(run), run->par->outfeed_stage(run));
+        if (!st) st = run->par->outfeed_keep(run, entry, k, sample, &a);
         if (st) return st;
     }
     return TS_OK;
 }
 
-ts_status ts_observe(ts_model *m, int entry, int64_t sample) {
-    ts_prog *p = m->prog;
+ts_status ts_observe(ts_run *run, int entry, int64_t sample) {
+    ts_prog *p = run->prog;
     ts_entry *e = &p->entries[entry];
     int64_t S = e->per_step ? p->samples_step : p->samples_mb;
     bool checked = e->checked; /* its last writer's check scanned it: not twice */
     e->checked = false;
-    if (e->check && !checked && entry_nonfinite(m, e)) return numerics_report(m, entry, sample, -1);
-    if (m->rerun) return TS_OK;
+    if (e->check && !checked && entry_nonfinite(run, e)) return numerics_report(run, entry, sample, -1);
+    if (run->rerun) return TS_OK;
     if (e->n_anchors && !p->dev_anchors) { /* a device's: captured there (ts_observe_device) */
         uint64_t t0 = ts_now_ns();
-        for (int k = 0; k < e->n_anchors; k++) capture_anchor(m, &p->anchors[e->anchors[k]], e, e->data, sample, S);
+        for (int k = 0; k < e->n_anchors; k++) capture_anchor(run, &p->anchors[e->anchors[k]], e, e->data, sample, S);
         p->anchor_ns += ts_now_ns() - t0; /* to the metrics once per run, not per copy */
         p->anchor_bytes += (uint64_t)e->n_anchors * (uint64_t)e->numel * sizeof(float);
         p->anchor_copies += (uint64_t)e->n_anchors;
     }
-    bool derived = e->relu_derived && p->watch_results[e->watch].run == m->runs; /* taken in its input's pass (summarize) */
-    if (!e->watch_in_step && !derived && watch_due(m, e, sample) && !reuse_same_summary(m, e)) summarize(m, e, sample);
-    if (e->stab >= 0 && ts_stab_due(m->prog, m->runs, e, sample)) ts_stab_observe(m->prog, m->runs, m->steps, e); /* stability signals' scores or logits */
+    bool derived = e->relu_derived && p->watch_results[e->watch].run == run->runs; /* taken in its input's pass (summarize) */
+    if (!e->watch_in_step && !derived && watch_due(run, e, sample) && !reuse_same_summary(run, e)) summarize(run, e, sample);
+    if (e->stab >= 0 && ts_stab_due(run->prog, run->runs, e, sample)) ts_stab_observe(run->prog, run->runs, run->steps, e); /* stability signals' scores or logits */
     bool fed = p->dev_outfeed && !e->on_host; /* a device's: captured there (ts_observe_device), pushed after the run */
-    return fed ? TS_OK : push_outfeeds(m, entry, sample, e->data);
+    return fed ? TS_OK : push_outfeeds(run, entry, sample, e->data);
 }
 
 /* A print op's line for entry (its value, or its gradient) from x on the
  * host: titled with the op's title, `<title>_gradient` for the gradient,
  * or the tensor's name (`Gradient___<name>`) without a title. */
-static void print_entry(const ts_model *m, const ts_entry *e, const float *x) {
-    const ts_tensor *t = m->g->t[e->node];
+static void print_entry(const ts_run *run, const ts_entry *e, const float *x) {
+    const ts_tensor *t = run->g->t[e->node];
     char title[512];
     if (e->kind != TS_KIND_GRAD) snprintf(title, sizeof title, "%s", t->title[0] ? t->title : t->name);
     else if (t->title[0]) snprintf(title, sizeof title, "%s_gradient", t->title);
@@ -593,18 +593,18 @@ static void print_entry(const ts_model *m, const ts_entry *e, const float *x) {
     ts_print_tensor(title, x, &e->shape);
 }
 
-void ts_observe_print(ts_model *m, int node, bool gradient, int64_t sample) {
-    ts_prog *p = m->prog;
+void ts_observe_print(ts_run *run, int node, bool gradient, int64_t sample) {
+    ts_prog *p = run->prog;
     int entry = gradient ? p->grad_entry[node] : p->value_entry[node];
     const ts_entry *e = &p->entries[entry];
     if (p->recorded && p->outfeed_off && p->outfeed_off[entry] != SIZE_MAX && p->n_outfed < p->outfed_cap) {
         size_t bytes, at = outfeed_row(p, entry, sample, &bytes); /* printed after the run (ts_observe_device_outfeeds) */
-        p->backend->copy_on_device(m->stream, p->dev_outfeed + at, e->data, bytes);
+        p->backend->copy_on_device(run->stream, p->dev_outfeed + at, e->data, bytes);
         p->outfed[p->n_outfed++] = (struct ts_outfed){entry, sample, true};
         return;
     }
-    const float *x = ts_device_host_view(m, e);
-    if (x) print_entry(m, e, x);
+    const float *x = ts_device_host_view(run, e);
+    if (x) print_entry(run, e, x);
 }
 
 /* A point's host function: its records pushed, once their rows have
@@ -612,13 +612,13 @@ void ts_observe_print(ts_model *m, int node, bool gradient, int64_t sample) {
  * run's end). */
 static void push_point(void *arg) {
     const struct ts_outfeed_point *pt = arg;
-    ts_model *m = pt->m;
-    ts_prog *p = m->prog;
+    ts_run *run = pt->run;
+    ts_prog *p = run->prog;
     for (int i = pt->from; i < pt->to && !p->stream_st; i++) {
         const struct ts_outfed *o = &p->outfed[i];
         if (o->print) continue;
         size_t bytes, at = outfeed_row(p, o->entry, o->sample, &bytes);
-        ts_status st = push_outfeeds(m, o->entry, o->sample, p->host_outfeed + at);
+        ts_status st = push_outfeeds(run, o->entry, o->sample, p->host_outfeed + at);
         if (st) {
             snprintf(p->stream_error, sizeof p->stream_error, "%s", ts_last_error());
             p->stream_st = st;
@@ -628,8 +628,8 @@ static void push_point(void *arg) {
     }
 }
 
-void ts_observe_device_stream(ts_model *m) {
-    ts_prog *p = m->prog;
+void ts_observe_device_stream(ts_run *run) {
+    ts_prog *p = run->prog;
     int from = p->streamed, to = p->n_outfed, n = 0;
     if (!p->outfeed_pinned || !p->backend->copy_out_then || from == to || p->n_points == p->points_cap) return;
     for (int i = from; i < to; i++) {
@@ -641,40 +641,40 @@ void ts_observe_device_stream(ts_model *m) {
     p->streamed = to;
     if (!n) return;
     struct ts_outfeed_point *pt = &p->points[p->n_points++];
-    *pt = (struct ts_outfeed_point){m, from, to};
-    p->backend->copy_out_then(m->stream, p->copies, n, push_point, pt);
+    *pt = (struct ts_outfeed_point){run, from, to};
+    p->backend->copy_out_then(run->stream, p->copies, n, push_point, pt);
 }
 
 /* Whether the run's i-th captured record or line waits for the run's
  * end: a print line, or a record not streamed. */
 static bool waits_for_end(const ts_prog *p, int i) { return p->outfed[i].print || i >= p->streamed; }
 
-uint64_t ts_observe_device_fetch_rows(ts_model *m) {
-    ts_prog *p = m->prog;
+uint64_t ts_observe_device_fetch_rows(ts_run *run) {
+    ts_prog *p = run->prog;
     if (!p->n_outfed) return 0;
     if (!p->streamed) { /* none went while the run did: one copy */
-        p->backend->copy_to_host(m->stream, p->host_outfeed, p->dev_outfeed, p->outfeed_bytes);
+        p->backend->copy_to_host(run->stream, p->host_outfeed, p->dev_outfeed, p->outfeed_bytes);
         return p->outfeed_bytes;
     }
     uint64_t fetched = 0;
     for (int i = 0; i < p->n_outfed; i++)
         if (waits_for_end(p, i)) {
             size_t bytes, at = outfeed_row(p, p->outfed[i].entry, p->outfed[i].sample, &bytes);
-            p->backend->copy_to_host(m->stream, p->host_outfeed + at, p->dev_outfeed + at, bytes);
+            p->backend->copy_to_host(run->stream, p->host_outfeed + at, p->dev_outfeed + at, bytes);
             fetched += bytes;
         }
     return fetched;
 }
 
-ts_status ts_observe_device_outfeeds(ts_model *m) {
-    ts_prog *p = m->prog;
+ts_status ts_observe_device_outfeeds(ts_run *run) {
+    ts_prog *p = run->prog;
     ts_status st = p->stream_st ? ts_error(p->stream_st, "%s", p->stream_error) : TS_OK; /* what a host function failed */
     for (int i = 0; i < p->n_outfed && !st; i++) {
         const struct ts_outfed *o = &p->outfed[i];
         if (!waits_for_end(p, i)) continue; /* pushed while the run went */
         size_t bytes, at = outfeed_row(p, o->entry, o->sample, &bytes);
-        if (o->print) print_entry(m, &p->entries[o->entry], (const float *)(const void *)(p->host_outfeed + at));
-        else st = push_outfeeds(m, o->entry, o->sample, p->host_outfeed + at);
+        if (o->print) print_entry(run, &p->entries[o->entry], (const float *)(const void *)(p->host_outfeed + at));
+        else st = push_outfeeds(run, o->entry, o->sample, p->host_outfeed + at);
     }
     return st;
 }

@@ -10,7 +10,7 @@
  * values ("rank 1 has 0.1, rank 0 has 0.01"), before any step has run and
  * long before the weight checksums would blame the starting weights.
  * Talks to the other ranks only through the collective table. */
-#include "model/model.h"
+#include "observe/run.h"
 #include "parallel/parallel.h"
 
 #include "graph/ops.h"
@@ -53,19 +53,19 @@ static const char *num(char buf[32], double v, bool is_float) {
 }
 static const char *flt(char buf[32], float v) { return num(buf, (double)v, true); }
 
-static void walk(const ts_model *m, const ts_prog *p, agree_visit v, void *ctx) {
+static void walk(const ts_run *run, const ts_prog *p, agree_visit v, void *ctx) {
     agree_item it;
-    const ts_options *o = &m->opts;
+    const ts_options *o = &run->opts;
     char b[160], l[192], f1[32], f2[32];
 #define ITEM(label, ...) \
     do { \
         if (!item(v, ctx, &it, label, __VA_ARGS__)) return; \
     } while (0)
-    ITEM("the kind of model", "%s", m->training ? "training" : "inference");
-    if (m->training) {
-        const ts_optimizer *opt = &m->opt;
+    ITEM("the kind of model", "%s", run->training ? "training" : "inference");
+    if (run->training) {
+        const ts_optimizer *opt = &run->opt;
         ITEM("the optimizer (--optimizer)", "%s", optimizer_name(opt->kind));
-        ITEM("the learning rate (--lr)", "%s", flt(f1, m->base_lr));
+        ITEM("the learning rate (--lr)", "%s", flt(f1, run->base_lr));
         ITEM("the momentum (--momentum)", "%s", flt(f1, opt->momentum));
         ITEM("the weight decay (--weight-decay)", "%s", flt(f1, opt->weight_decay));
         ITEM("the SGD dampening", "%s", flt(f1, opt->dampening));
@@ -74,7 +74,7 @@ static void walk(const ts_model *m, const ts_prog *p, agree_visit v, void *ctx) 
         ITEM("the Adam epsilon", "%s", flt(f1, opt->eps));
         /* a schedule's numbers only where it reads them: a mismatch names
          * what differs, not a field the schedule ignores */
-        const ts_lr_schedule *sc = &m->sched;
+        const ts_lr_schedule *sc = &run->sched;
         ITEM("the learning-rate schedule (--lr-schedule)", "%s", ts_lr_schedule_name(sc->kind));
         ITEM("the warmup steps (--warmup-steps)", "%lld", (long long)sc->warmup_steps);
         if (sc->kind == TS_LR_STEP) {
@@ -87,18 +87,18 @@ static void walk(const ts_model *m, const ts_prog *p, agree_visit v, void *ctx) 
         }
         /* loss scaling: a rank that scales and one that does not (or with
          * another scale) would skip different steps and drift apart */
-        if (m->scaling) snprintf(b, sizeof b, "dynamic from %s", flt(f1, o->scale_init));
-        ITEM("loss scaling (--loss-scale)", "%s", m->scaling ? b : "off");
-        if (m->scaling) {
+        if (run->scaling) snprintf(b, sizeof b, "dynamic from %s", flt(f1, o->scale_init));
+        ITEM("loss scaling (--loss-scale)", "%s", run->scaling ? b : "off");
+        if (run->scaling) {
             ITEM("the loss scale's growth and backoff factors", "%s, %s", flt(f1, o->scale_growth), flt(f2, o->scale_backoff));
             ITEM("the loss scale's growth interval", "%d steps", o->scale_interval);
             ITEM("the current loss scale (the initial one, or a resumed checkpoint's)", "%s after %lld good steps in a row",
-                 num(f1, m->loss_scale, false), (long long)m->good_steps);
+                 num(f1, run->loss_scale, false), (long long)run->good_steps);
         }
-        ITEM("the loss", "'%s'", m->g->t[m->loss]->name);
+        ITEM("the loss", "'%s'", run->g->t[run->loss]->name);
         ITEM("the gradient outfeed per micro-batch (--outfeed-pre-accumulated-gradients)", "%d", o->grad_pre_accumulated);
     }
-    for (int i = 0; i < m->n_outputs; i++) ITEM("an output of the model", "'%s'", m->g->t[m->outputs[i]]->name);
+    for (int i = 0; i < run->n_outputs; i++) ITEM("an output of the model", "'%s'", run->g->t[run->outputs[i]]->name);
     ITEM("the device iterations D (--repeat-count)", "%d", o->device_iterations);
     ITEM("the gradient accumulation A (--gradient-accumulation-count)", "%d", o->grad_accum);
     ITEM("the replicas", "%d", o->replicas);
@@ -123,7 +123,7 @@ static void walk(const ts_model *m, const ts_prog *p, agree_visit v, void *ctx) 
     }
     /* inputs first: a different micro-batch size shows there before it
      * changes the shape of every tensor after them */
-    const ts_graph *g = m->g;
+    const ts_graph *g = run->g;
     ITEM("the number of tensors in the graph", "%d", p->n_nodes);
     for (int i = 0; i < p->n_nodes; i++) {
         const ts_tensor *t = g->t[i];
@@ -199,12 +199,12 @@ static ts_status differ(const agree_item *texts, int r_bad) {
                                 a->value, z->label, z->value);
 }
 
-ts_status ts_dist_agree(ts_model *m, const ts_prog *p) {
-    const ts_collective *c = m->coll;
-    if (m->dist_agreed || !c || c->size < 2) return TS_OK;
+ts_status ts_dist_agree(ts_run *run, const ts_prog *p) {
+    const ts_collective *c = run->coll;
+    if (run->dist_agreed || !c || c->size < 2) return TS_OK;
     int R = c->size;
     hashes h = {.all = 1469598103934665603ull};
-    walk(m, p, hash_item, &h);
+    walk(run, p, hash_item, &h);
     if (h.oom) return TS_ERR_OUT_OF_MEMORY;
     ts_status st = TS_OK;
     uint64_t mine[2] = {h.all, h.n}, *all = ts_calloc(2 * (size_t)R, sizeof *all), *each = NULL;
@@ -230,13 +230,13 @@ ts_status ts_dist_agree(ts_model *m, const ts_prog *p) {
                 if (each[(size_t)r * N + i] != each[i]) k = i, r_bad = r;
         agree_item mine_text = {.label = "", .value = "nothing (its model has fewer items)"};
         pick pk = {.want = k, .out = &mine_text};
-        walk(m, p, pick_item, &pk);
+        walk(run, p, pick_item, &pk);
         if (!st && k < N) st = c->allgather(&mine_text, texts, sizeof mine_text, "the comparison of the ranks' training options");
         if (!st)
             st = k == N ? ts_error(TS_ERR_DIST, "the ranks were started differently (their training options hash differently); every rank must build the same model with the same options")
                         : differ(texts, r_bad);
     }
-    if (!st) m->dist_agreed = true;
+    if (!st) run->dist_agreed = true;
     ts_free(h.v);
     ts_free(all);
     ts_free(each);

@@ -12,7 +12,7 @@
  * loop never waits on it (the run already ends with the exchange of
  * anchors, watches or stage parameters, which waits for every rank).
  * Nothing here allocates after compile. */
-#include "model/model.h"
+#include "observe/run.h"
 #include "parallel/parallel.h"
 
 #include "observe/outfeed.h"
@@ -47,8 +47,8 @@ static size_t run_bytes(const ts_prog *p, int rank) {
     return total;
 }
 
-ts_status ts_outfeeds_compile(ts_model *m, ts_prog *p) {
-    const ts_collective *c = m->coll;
+ts_status ts_outfeeds_compile(ts_run *run, ts_prog *p) {
+    const ts_collective *c = run->coll;
     if (!c) return TS_OK;
     bool any = false;
     for (int e = 0; e < p->n_entries && !any; e++) any = p->entries[e].n_outfeeds > 0;
@@ -69,19 +69,19 @@ ts_status ts_outfeeds_compile(ts_model *m, ts_prog *p) {
     return TS_OK;
 }
 
-int ts_outfeeds_replica(const ts_model *m) { return m->coll && !m->prog->stage ? m->coll->rank : 0; }
-int ts_outfeeds_stage(const ts_model *m) { return m->coll && m->prog->stage ? m->coll->rank : 0; }
+int ts_outfeeds_replica(const ts_run *run) { return run->coll && !run->prog->stage ? run->coll->rank : 0; }
+int ts_outfeeds_stage(const ts_run *run) { return run->coll && run->prog->stage ? run->coll->rank : 0; }
 
-ts_status ts_outfeeds_keep(ts_model *m, int entry, int link, int64_t sample, const ts_array *a) {
-    ts_prog *p = m->prog;
-    if (!p->fwd || !m->coll || m->coll->rank == 0) return TS_OK;
+ts_status ts_outfeeds_keep(ts_run *run, int entry, int link, int64_t sample, const ts_array *a) {
+    ts_prog *p = run->prog;
+    if (!p->fwd || !run->coll || run->coll->rank == 0) return TS_OK;
     const ts_outfeed_link *l = &p->entries[entry].outfeeds[link];
     if (!ts_outfeed_accepts(l->q, l->key)) return TS_OK;
     size_t bytes = (size_t)ts_array_numel(a) * ts_dtype_size(a->dtype), need = sizeof(packed_record) + padded(bytes);
     if (p->fwd_used + need > p->fwd_cap)
         return ts_error(TS_ERR_INTERNAL, "outfeeds: record '%s' of run %lld does not fit the %zu bytes sized at compile for rank 0", l->key,
-                        (long long)m->runs, p->fwd_cap);
-    packed_record h = {.run = m->runs, .sample = sample, .entry = entry, .link = link, .dtype = (int32_t)a->dtype, .ndim = a->ndim, .bytes = (int64_t)bytes};
+                        (long long)run->runs, p->fwd_cap);
+    packed_record h = {.run = run->runs, .sample = sample, .entry = entry, .link = link, .dtype = (int32_t)a->dtype, .ndim = a->ndim, .bytes = (int64_t)bytes};
     memcpy(h.shape, a->shape, sizeof h.shape);
     memcpy(p->fwd + p->fwd_used, &h, sizeof h);
     if (bytes) memcpy(p->fwd + p->fwd_used + sizeof h, a->data, bytes);
@@ -90,8 +90,8 @@ ts_status ts_outfeeds_keep(ts_model *m, int entry, int link, int64_t sample, con
 }
 
 /* Rank 0: pushes rank r's records from fwd[at, at + n). */
-static ts_status push_from(ts_model *m, int r, size_t at, size_t n) {
-    ts_prog *p = m->prog;
+static ts_status push_from(ts_run *run, int r, size_t at, size_t n) {
+    ts_prog *p = run->prog;
     for (size_t off = at; off < at + n;) {
         packed_record h;
         if (at + n - off < sizeof h) return ts_error(TS_ERR_DIST, "outfeeds: rank %d sent a truncated record", r);
@@ -113,10 +113,10 @@ static ts_status push_from(ts_model *m, int r, size_t at, size_t n) {
     return TS_OK;
 }
 
-ts_status ts_outfeeds_after_run(ts_model *m) {
-    ts_prog *p = m->prog;
+ts_status ts_outfeeds_after_run(ts_run *run) {
+    ts_prog *p = run->prog;
     if (!p->fwd_cap) return TS_OK;
-    const ts_collective *c = m->coll;
+    const ts_collective *c = run->coll;
     if (c->rank > 0) {
         size_t n = p->fwd_used;
         p->fwd_used = 0;
@@ -132,7 +132,7 @@ ts_status ts_outfeeds_after_run(ts_model *m) {
         if (st) return st;
     }
     for (int r = 1; r < c->size; r++) {
-        ts_status st = push_from(m, r, p->fwd_at[r], p->fwd_got[r]);
+        ts_status st = push_from(run, r, p->fwd_at[r], p->fwd_got[r]);
         if (st) return st;
     }
     return TS_OK;

@@ -1,13 +1,13 @@
 /* parallel.c -- the table through which compile, the executor and the
  * observers reach a model's split over a job's ranks (replicas.c,
  * pipeline.c, outfeeds.c): set on every model by the model layer. */
-#include "model/model.h"
+#include "observe/run.h"
 #include "parallel/parallel.h"
 
-static ts_status compile_job(ts_model *m, ts_prog *p) {
-    ts_status st = ts_replicas_compile(m, p);
-    if (!st) st = ts_pipeline_compile(m, p);
-    if (!st) st = ts_outfeeds_compile(m, p); /* sized after the two above */
+static ts_status compile_job(ts_run *run, ts_prog *p) {
+    ts_status st = ts_replicas_compile(run, p);
+    if (!st) st = ts_pipeline_compile(run, p);
+    if (!st) st = ts_outfeeds_compile(run, p); /* sized after the two above */
     return st;
 }
 

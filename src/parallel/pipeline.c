@@ -9,7 +9,7 @@
  * Talks to the other ranks only through the collective table; everything
  * it exchanges is sized at compile. The schedule itself is the executor's
  * (exec.c, run_pipelined). */
-#include "model/model.h"
+#include "observe/run.h"
 #include "parallel/parallel.h"
 
 #include "diag/metrics.h"
@@ -30,20 +30,20 @@ static bool is_leaf(const ts_tensor *t) { return t->op == TS_OP_INPUT || t->op =
 /* Stage of every op by the splits, then of inputs and parameters by their
  * consumers; a parameter used by two stages, or a tensor used two stages
  * later, cannot be split there. */
-static ts_status assign_stages(ts_model *m, ts_prog *p, int K) {
-    const ts_graph *g = m->g;
+static ts_status assign_stages(ts_run *run, ts_prog *p, int K) {
+    const ts_graph *g = run->g;
     int cur = 0;
     for (int k = 0; k < p->n_order; k++) {
         int i = p->order[k];
         p->stage[i] = -1;
         if (is_leaf(g->t[i])) continue;
-        if (cur < K - 1 && in_scope(g->t[i]->name, m->opts.split_at[cur])) cur++;
+        if (cur < K - 1 && in_scope(g->t[i]->name, run->opts.split_at[cur])) cur++;
         p->stage[i] = cur;
     }
     if (cur < K - 1)
         return ts_error(TS_ERR_INVALID_ARGUMENT,
                         "pipeline: no op of scope '%s' comes after the split at '%s' (splits name scopes in forward order, e.g. fc2 for fc2/MatMul:0; see tensorscope names)",
-                        m->opts.split_at[cur], cur ? m->opts.split_at[cur - 1] : "the start");
+                        run->opts.split_at[cur], cur ? run->opts.split_at[cur - 1] : "the start");
     for (int k = 0; k < p->n_order; k++) {
         int i = p->order[k];
         const ts_tensor *t = g->t[i];
@@ -67,8 +67,8 @@ static ts_status assign_stages(ts_model *m, ts_prog *p, int K) {
 }
 
 /* The tensors stage `from` sends to stage from + 1, in node order. */
-static ts_status boundary(const ts_model *m, ts_prog *p, int from, int **out, int *n, int64_t *len) {
-    const ts_graph *g = m->g;
+static ts_status boundary(const ts_run *run, ts_prog *p, int from, int **out, int *n, int64_t *len) {
+    const ts_graph *g = run->g;
     *n = 0;
     *len = 0;
     if (from < 0) return TS_OK;
@@ -97,17 +97,17 @@ static ts_status boundary(const ts_model *m, ts_prog *p, int from, int **out, in
     return TS_OK;
 }
 
-static int64_t param_floats(const ts_model *m, const ts_prog *p) {
+static int64_t param_floats(const ts_run *run, const ts_prog *p) {
     int64_t n = 0;
-    for (int s = 0; s < m->n_state; s++) n += p->entries[p->value_entry[m->state[s].node]].numel;
+    for (int s = 0; s < run->n_state; s++) n += p->entries[p->value_entry[run->state[s].node]].numel;
     return n;
 }
 
 /* Stage s runs w forwards first: all of them (GPipe), or K - 1 - s
  * (1F1B), and the last stage none: each backward right after its forward. */
-void ts_pipeline_op(const ts_model *m, int stage, int k, bool *backward, int *a) {
-    int K = ts_stages(m), A = m->training ? m->opts.grad_accum : 1;
-    int w = !m->training ? A : stage == K - 1 ? 0 : m->opts.schedule == TS_PIPELINE_1F1B ? K - 1 - stage : A;
+void ts_pipeline_op(const ts_run *run, int stage, int k, bool *backward, int *a) {
+    int K = ts_stages(run), A = run->training ? run->opts.grad_accum : 1;
+    int w = !run->training ? A : stage == K - 1 ? 0 : run->opts.schedule == TS_PIPELINE_1F1B ? K - 1 - stage : A;
     if (w > A) w = A;
     if (k < w) { /* warm-up: forwards */
         *backward = false, *a = k;
@@ -119,29 +119,29 @@ void ts_pipeline_op(const ts_model *m, int stage, int k, bool *backward, int *a)
     }
 }
 
-static void log_schedule(const ts_model *m, int K) {
+static void log_schedule(const ts_run *run, int K) {
     if (!ts_log_enabled(TS_LOG_DEBUG)) return;
-    int A = m->training ? m->opts.grad_accum : 1, n = m->training ? 2 * A : A;
+    int A = run->training ? run->opts.grad_accum : 1, n = run->training ? 2 * A : A;
     ts_logf(TS_LOG_DEBUG, "pipeline schedule (%s, %d stages, %d micro-batches a step; F = forward, B = backward of micro-batch k; ideal bubble %.1f%%):",
-            m->opts.schedule == TS_PIPELINE_1F1B ? "1F1B" : "GPipe", K, A, 100.0 * (K - 1) / (A + K - 1));
+            run->opts.schedule == TS_PIPELINE_1F1B ? "1F1B" : "GPipe", K, A, 100.0 * (K - 1) / (A + K - 1));
     for (int s = 0; s < K; s++) {
         char line[1024];
-        size_t used = (size_t)snprintf(line, sizeof line, "  rank %d (stage %d, from %s):", s, s, s ? m->opts.split_at[s - 1] : "the inputs");
+        size_t used = (size_t)snprintf(line, sizeof line, "  rank %d (stage %d, from %s):", s, s, s ? run->opts.split_at[s - 1] : "the inputs");
         for (int k = 0; k < n && used < sizeof line - 32; k++) {
             bool bwd;
             int a;
-            ts_pipeline_op(m, s, k, &bwd, &a);
+            ts_pipeline_op(run, s, k, &bwd, &a);
             used += (size_t)snprintf(line + used, sizeof line - used, " %c%d", bwd ? 'B' : 'F', a);
         }
-        if (m->training && used < sizeof line - 8) snprintf(line + used, sizeof line - used, " step");
+        if (run->training && used < sizeof line - 8) snprintf(line + used, sizeof line - used, " step");
         ts_logf(TS_LOG_DEBUG, "%s", line);
     }
 }
 
-ts_status ts_pipeline_compile(ts_model *m, ts_prog *p) {
-    int K = ts_stages(m);
+ts_status ts_pipeline_compile(ts_run *run, ts_prog *p) {
+    int K = ts_stages(run);
     if (K == 1) return TS_OK;
-    if (ts_replicas(m) > 1) return ts_error(TS_ERR_UNSUPPORTED, "replicas and pipeline stages together are not supported: use one or the other");
+    if (ts_replicas(run) > 1) return ts_error(TS_ERR_UNSUPPORTED, "replicas and pipeline stages together are not supported: use one or the other");
     const ts_collective *c = ts_collective_get();
     if (!c && !ts_dist_available())
         return ts_error(TS_ERR_UNSUPPORTED,
@@ -151,47 +151,47 @@ ts_status ts_pipeline_compile(ts_model *m, ts_prog *p) {
     if (c->size != K)
         return ts_error(TS_ERR_INVALID_ARGUMENT, "a pipeline of %d stages, but the MPI job has %d ranks: one stage per rank, so use `mpirun -np %d`", K, c->size, K);
     if (!(p->stage = ts_calloc((size_t)p->n_nodes, sizeof *p->stage))) return TS_ERR_OUT_OF_MEMORY;
-    ts_status st = assign_stages(m, p, K);
+    ts_status st = assign_stages(run, p, K);
     int s = c->rank;
-    if (!st) st = boundary(m, p, s - 1, &p->bnd_in, &p->n_bnd_in, &p->len_in);
-    if (!st) st = boundary(m, p, s, &p->bnd_out, &p->n_bnd_out, &p->len_out);
+    if (!st) st = boundary(run, p, s - 1, &p->bnd_in, &p->n_bnd_in, &p->len_in);
+    if (!st) st = boundary(run, p, s, &p->bnd_out, &p->n_bnd_out, &p->len_out);
     if (st) return st;
-    int A = m->training ? m->opts.grad_accum : 1;
+    int A = run->training ? run->opts.grad_accum : 1;
     if (2 * (int64_t)A > TS_TAG_FIRST_RESERVED)
         return ts_error(TS_ERR_UNSUPPORTED, "a pipeline of %d micro-batches a step: at most %d (their messages are tagged by micro-batch)", A,
                         TS_TAG_FIRST_RESERVED / 2);
     size_t box = (size_t)(p->len_in > p->len_out ? p->len_in : p->len_out);
-    p->param_floats = param_floats(m, p);
+    p->param_floats = param_floats(run, p);
     p->inbox = ts_calloc(box + 1, sizeof(float));
     p->outbox = ts_calloc((size_t)A * (size_t)(p->len_in + p->len_out) + 1, sizeof(float));
     p->param_sync = ts_calloc((size_t)(K + 1) * (size_t)(p->param_floats + 1), sizeof(float));
     /* micro-batches between their forward and their backward at once: all
      * of them (GPipe), at most K - s (1F1B), consecutive, so a % n_keep
      * tells their slots apart */
-    p->n_keep = m->opts.schedule == TS_PIPELINE_1F1B && K - s < A ? K - s : A;
-    if (m->training && s < K - 1 && A > 1 && p->bytes_activations)
+    p->n_keep = run->opts.schedule == TS_PIPELINE_1F1B && K - s < A ? K - s : A;
+    if (run->training && s < K - 1 && A > 1 && p->bytes_activations)
         p->slots = ts_calloc((size_t)p->n_keep * p->bytes_activations / sizeof(float), sizeof(float));
     if (p->n_watch) p->rep_gathered = ts_calloc((size_t)K * (size_t)p->n_watch, sizeof *p->rep_gathered);
-    if ((p->n_watch && !p->rep_gathered) || !p->inbox || !p->outbox || !p->param_sync || (m->training && s < K - 1 && A > 1 && p->bytes_activations && !p->slots))
+    if ((p->n_watch && !p->rep_gathered) || !p->inbox || !p->outbox || !p->param_sync || (run->training && s < K - 1 && A > 1 && p->bytes_activations && !p->slots))
         return TS_ERR_OUT_OF_MEMORY;
-    m->coll = c;
-    log_schedule(m, K);
-    m->dist_agreed = false;
-    return ts_dist_agree(m, p);
+    run->coll = c;
+    log_schedule(run, K);
+    run->dist_agreed = false;
+    return ts_dist_agree(run, p);
 }
 
 /* Receives one message into p->inbox, timing the wait (the bubble). */
-static ts_status receive(ts_model *m, int peer, int tag, int64_t n) {
+static ts_status receive(ts_run *run, int peer, int tag, int64_t n) {
     uint64_t t0 = ts_now_ns();
-    ts_status st = m->coll->recv(peer, tag, m->prog->inbox, (size_t)n * sizeof(float), NULL, "a receive from the neighbouring stage");
-    m->prog->wait_ns += ts_now_ns() - t0;
+    ts_status st = run->coll->recv(peer, tag, run->prog->inbox, (size_t)n * sizeof(float), NULL, "a receive from the neighbouring stage");
+    run->prog->wait_ns += ts_now_ns() - t0;
     return st;
 }
 
-ts_status ts_pipeline_recv_forward(ts_model *m, int a) {
-    ts_prog *p = m->prog;
+ts_status ts_pipeline_recv_forward(ts_run *run, int a) {
+    ts_prog *p = run->prog;
     if (!p->n_bnd_in) return TS_OK;
-    ts_status st = receive(m, m->coll->rank - 1, 2 * a, p->len_in);
+    ts_status st = receive(run, run->coll->rank - 1, 2 * a, p->len_in);
     if (st) return st;
     const float *x = p->inbox;
     for (int k = 0; k < p->n_bnd_in; k++) {
@@ -202,8 +202,8 @@ ts_status ts_pipeline_recv_forward(ts_model *m, int a) {
     return TS_OK;
 }
 
-ts_status ts_pipeline_send_forward(ts_model *m, int a) {
-    ts_prog *p = m->prog;
+ts_status ts_pipeline_send_forward(ts_run *run, int a) {
+    ts_prog *p = run->prog;
     if (!p->n_bnd_out) return TS_OK;
     float *box = p->outbox + (size_t)a * (size_t)p->len_out, *x = box;
     for (int k = 0; k < p->n_bnd_out; k++) {
@@ -211,15 +211,15 @@ ts_status ts_pipeline_send_forward(ts_model *m, int a) {
         memcpy(x, e->data, (size_t)e->numel * sizeof(float));
         x += e->numel;
     }
-    return m->coll->send_start(m->coll->rank + 1, 2 * a, box, (size_t)p->len_out * sizeof(float));
+    return run->coll->send_start(run->coll->rank + 1, 2 * a, box, (size_t)p->len_out * sizeof(float));
 }
 
 /* Gradients travel for the boundary tensors that have one, in the same
  * order on both sides. */
-ts_status ts_pipeline_recv_backward(ts_model *m, int a) {
-    ts_prog *p = m->prog;
+ts_status ts_pipeline_recv_backward(ts_run *run, int a) {
+    ts_prog *p = run->prog;
     if (!p->n_bnd_out) return TS_OK;
-    ts_status st = receive(m, m->coll->rank + 1, 2 * a + 1, p->len_out);
+    ts_status st = receive(run, run->coll->rank + 1, 2 * a + 1, p->len_out);
     if (st) return st;
     const float *x = p->inbox;
     for (int k = 0; k < p->n_bnd_out; k++) {
@@ -231,10 +231,10 @@ ts_status ts_pipeline_recv_backward(ts_model *m, int a) {
     return TS_OK;
 }
 
-ts_status ts_pipeline_send_backward(ts_model *m, int a) {
-    ts_prog *p = m->prog;
+ts_status ts_pipeline_send_backward(ts_run *run, int a) {
+    ts_prog *p = run->prog;
     if (!p->n_bnd_in) return TS_OK;
-    int A = m->opts.grad_accum;
+    int A = run->opts.grad_accum;
     float *box = p->outbox + (size_t)A * (size_t)p->len_out + (size_t)a * (size_t)p->len_in, *x = box;
     for (int k = 0; k < p->n_bnd_in; k++) {
         int ge = p->grad_entry[p->bnd_in[k]];
@@ -243,11 +243,11 @@ ts_status ts_pipeline_send_backward(ts_model *m, int a) {
         else memset(x, 0, (size_t)n * sizeof(float));
         x += n;
     }
-    return m->coll->send_start(m->coll->rank - 1, 2 * a + 1, box, (size_t)p->len_in * sizeof(float));
+    return run->coll->send_start(run->coll->rank - 1, 2 * a + 1, box, (size_t)p->len_in * sizeof(float));
 }
 
-void ts_pipeline_keep(ts_model *m, int a, bool restore) {
-    ts_prog *p = m->prog;
+void ts_pipeline_keep(ts_run *run, int a, bool restore) {
+    ts_prog *p = run->prog;
     if (!p->slots) return;
     float *slot = p->slots + (size_t)(a % p->n_keep) * (p->bytes_activations / sizeof(float));
     if (restore) memcpy(p->arena_activations, slot, p->bytes_activations);
@@ -256,33 +256,33 @@ void ts_pipeline_keep(ts_model *m, int a, bool restore) {
 
 /* Every stage's parameters on every rank, then the anchors and watch
  * results of each tensor from the rank of its stage. */
-ts_status ts_pipeline_after_run(ts_model *m, uint64_t run_ns) {
-    if (!m->coll || !m->prog->stage) return TS_OK;
-    ts_prog *p = m->prog;
-    int K = m->coll->size, me = m->coll->rank;
+ts_status ts_pipeline_after_run(ts_run *run, uint64_t run_ns) {
+    if (!run->coll || !run->prog->stage) return TS_OK;
+    ts_prog *p = run->prog;
+    int K = run->coll->size, me = run->coll->rank;
     size_t P = (size_t)p->param_floats + 1; /* + this rank's idle fraction */
     float *mine = p->param_sync + (size_t)K * P, *x = mine;
-    for (int s = 0; s < m->n_state; s++) {
-        int64_t n = p->entries[p->value_entry[m->state[s].node]].numel;
-        memcpy(x, m->g->t[m->state[s].node]->value, (size_t)n * sizeof(float));
+    for (int s = 0; s < run->n_state; s++) {
+        int64_t n = p->entries[p->value_entry[run->state[s].node]].numel;
+        memcpy(x, run->g->t[run->state[s].node]->value, (size_t)n * sizeof(float));
         x += n;
     }
     *x = run_ns ? (float)((double)p->wait_ns / (double)run_ns) : 0.0f;
     p->wait_ns = 0;
-    ts_status st = m->coll->allgather(mine, p->param_sync, P * sizeof(float), "the exchange of stage parameters");
+    ts_status st = run->coll->allgather(mine, p->param_sync, P * sizeof(float), "the exchange of stage parameters");
     if (st) return st;
     size_t off = 0;
     double idle = 0;
-    for (int s = 0; s < m->n_state; s++) {
-        int node = m->state[s].node, owner = p->stage[node];
+    for (int s = 0; s < run->n_state; s++) {
+        int node = run->state[s].node, owner = p->stage[node];
         int64_t n = p->entries[p->value_entry[node]].numel;
-        if (owner >= 0 && owner != me) memcpy(m->g->t[node]->value, p->param_sync + (size_t)owner * P + off, (size_t)n * sizeof(float));
+        if (owner >= 0 && owner != me) memcpy(run->g->t[node]->value, p->param_sync + (size_t)owner * P + off, (size_t)n * sizeof(float));
         off += (size_t)n;
     }
     for (int r = 0; r < K; r++) idle += p->param_sync[(size_t)r * P + P - 1];
     ts_metric_record_value("PipelineBubblePercent", 100.0 * idle / K);
     if (p->anchor_local) {
-        if ((st = m->coll->allgather(p->arena_anchors, p->anchor_gathered, p->anchor_local * sizeof(float), "the gather of anchored tensors")))
+        if ((st = run->coll->allgather(p->arena_anchors, p->anchor_gathered, p->anchor_local * sizeof(float), "the gather of anchored tensors")))
             return st;
         for (int k = 0; k < p->n_anchors; k++) {
             const ts_anchor *a = &p->anchors[k];
@@ -292,15 +292,15 @@ ts_status ts_pipeline_after_run(ts_model *m, uint64_t run_ns) {
         }
     }
     if (p->n_watch) {
-        if ((st = m->coll->allgather(p->summaries, p->rep_gathered, (size_t)p->n_watch * sizeof *p->summaries, "the gather of watch summaries")))
+        if ((st = run->coll->allgather(p->summaries, p->rep_gathered, (size_t)p->n_watch * sizeof *p->summaries, "the gather of watch summaries")))
             return st;
         for (int e = 0; e < p->n_entries; e++) {
             const ts_entry *en = &p->entries[e];
             int w = en->watch, owner = p->stage[en->node];
-            if (w < 0 || owner < 0 || owner == me || m->runs % p->watch_period[w] != 0) continue;
+            if (w < 0 || owner < 0 || owner == me || run->runs % p->watch_period[w] != 0) continue;
             p->summaries[w] = p->rep_gathered[(size_t)owner * (size_t)p->n_watch + (size_t)w];
-            p->watch_results[w].run = m->runs;
-            p->watch_results[w].step = m->steps;
+            p->watch_results[w].run = run->runs;
+            p->watch_results[w].step = run->steps;
         }
     }
     return TS_OK;

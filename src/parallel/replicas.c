@@ -12,7 +12,7 @@
  * and the checksum covers them.
  * Talks to the other ranks only through the collective table (src/parallel/
  * implements it); everything it exchanges is sized at compile. */
-#include "model/model.h"
+#include "observe/run.h"
 #include "parallel/parallel.h"
 
 #include "backend/backend.h"
@@ -24,14 +24,14 @@
 
 
 /* The parameters the optimizer updates, in the same order on every rank. */
-static bool trained(const ts_model *m, const ts_prog *p, int s) {
-    int node = m->state[s].node;
-    return p->live[node] && p->needs_grad[node] && !m->g->t[node]->frozen; /* a frozen one's gradient, when asked, is not averaged */
+static bool trained(const ts_run *run, const ts_prog *p, int s) {
+    int node = run->state[s].node;
+    return p->live[node] && p->needs_grad[node] && !run->g->t[node]->frozen; /* a frozen one's gradient, when asked, is not averaged */
 }
 
-ts_status ts_replicas_compile(ts_model *m, ts_prog *p) {
-    int R = ts_replicas(m);
-    m->coll = NULL;
+ts_status ts_replicas_compile(ts_run *run, ts_prog *p) {
+    int R = ts_replicas(run);
+    run->coll = NULL;
     if (R == 1) return TS_OK;
     const ts_collective *c = ts_collective_get();
     if (!c && !ts_dist_available())
@@ -62,18 +62,18 @@ ts_status ts_replicas_compile(ts_model *m, ts_prog *p) {
     /* what must stay the same on every rank: the trained parameters, then
      * the buffers (running statistics), which the step averages */
     if (!(p->rep_nodes = ts_calloc((size_t)p->n_order + 1, sizeof *p->rep_nodes))) return TS_ERR_OUT_OF_MEMORY;
-    for (int s = 0; s < m->n_state; s++)
-        if (trained(m, p, s)) p->rep_nodes[p->n_rep_nodes++] = m->state[s].node;
+    for (int s = 0; s < run->n_state; s++)
+        if (trained(run, p, s)) p->rep_nodes[p->n_rep_nodes++] = run->state[s].node;
     p->rep_first_buffer = p->n_rep_nodes;
     for (int k = 0; k < p->n_order; k++) {
-        const ts_tensor *t = m->g->t[p->order[k]];
+        const ts_tensor *t = run->g->t[p->order[k]];
         if (t->op == TS_OP_BUFFER && t->dtype == TS_F32) p->rep_nodes[p->n_rep_nodes++] = t->id;
     }
     if (!(p->rep_sums = ts_calloc(n * (size_t)p->n_rep_nodes + 1, sizeof *p->rep_sums))) return TS_ERR_OUT_OF_MEMORY;
-    m->coll = c;
-    m->next_check = m->steps; /* check before the first run of this program */
-    m->dist_agreed = false;
-    return ts_dist_agree(m, p);
+    run->coll = c;
+    run->next_check = run->steps; /* check before the first run of this program */
+    run->dist_agreed = false;
+    return ts_dist_agree(run, p);
 }
 
 /* The rank whose checksum of what rep_nodes[k] holds is the odd one out,
@@ -93,17 +93,17 @@ static int odd_rank(const uint32_t *all, int R, int n, int k, uint32_t *usual) {
     return -1;
 }
 
-ts_status ts_replicas_before_run(ts_model *m) {
-    if (ts_replicas(m) == 1 || !m->training || m->opts.replica_check == 0 || m->steps < m->next_check) return TS_OK;
-    m->next_check = m->steps + m->opts.replica_check;
-    ts_prog *p = m->prog;
-    int R = m->coll->size, n = p->n_rep_nodes;
+ts_status ts_replicas_before_run(ts_run *run) {
+    if (ts_replicas(run) == 1 || !run->training || run->opts.replica_check == 0 || run->steps < run->next_check) return TS_OK;
+    run->next_check = run->steps + run->opts.replica_check;
+    ts_prog *p = run->prog;
+    int R = run->coll->size, n = p->n_rep_nodes;
     uint32_t *mine = p->rep_sums + (size_t)R * (size_t)n, *all = p->rep_sums;
     for (int k = 0; k < n; k++) {
         int node = p->rep_nodes[k];
-        mine[k] = ts_crc32c(m->g->t[node]->value, (size_t)p->entries[p->value_entry[node]].numel * sizeof(float));
+        mine[k] = ts_crc32c(run->g->t[node]->value, (size_t)p->entries[p->value_entry[node]].numel * sizeof(float));
     }
-    ts_status st = m->coll->allgather(mine, all, (size_t)n * sizeof *mine, "the exchange of weight checksums");
+    ts_status st = run->coll->allgather(mine, all, (size_t)n * sizeof *mine, "the exchange of weight checksums");
     if (st) return st;
     ts_counter_add("ReplicaWeightChecks", 1);
     for (int k = 0; k < n; k++) { /* the parameters in order, then the buffers: the first that differs */
@@ -111,58 +111,58 @@ ts_status ts_replicas_before_run(ts_model *m) {
         int r = odd_rank(all, R, n, k, &usual);
         if (r < 0) continue;
         uint32_t odd = all[(size_t)r * (size_t)n + (size_t)k];
-        const char *name = m->g->t[p->rep_nodes[k]]->name;
+        const char *name = run->g->t[p->rep_nodes[k]]->name;
         if (R == 2)
             return ts_error(TS_ERR_DIST,
                             "replicas out of sync after %lld steps: rank %d's '%s' differs from rank 0's (CRC-32C %08x, rank 0 %08x); every rank must start from the same weights and buffers (same seed, or the same ts_param_set on every rank)",
-                            (long long)m->steps, r, name, (unsigned)odd, (unsigned)usual);
+                            (long long)run->steps, r, name, (unsigned)odd, (unsigned)usual);
         return ts_error(TS_ERR_DIST,
                         "replicas out of sync after %lld steps: rank %d's '%s' differs from most ranks' (CRC-32C %08x, theirs %08x); every rank must start from the same weights and buffers (same seed, or the same ts_param_set on every rank)",
-                        (long long)m->steps, r, name, (unsigned)odd, (unsigned)usual);
+                        (long long)run->steps, r, name, (unsigned)odd, (unsigned)usual);
     }
     return TS_OK;
 }
 
-ts_status ts_replicas_sync_buffers(ts_model *m) {
-    ts_prog *p = m->prog;
+ts_status ts_replicas_sync_buffers(ts_run *run) {
+    ts_prog *p = run->prog;
     if (p->rep_first_buffer == p->n_rep_nodes) return TS_OK;
     uint64_t t0 = ts_now_ns();
     size_t bytes = 0;
     for (int k = p->rep_first_buffer; k < p->n_rep_nodes; k++) {
         int node = p->rep_nodes[k];
         int64_t numel = p->entries[p->value_entry[node]].numel;
-        ts_status st = m->coll->allreduce_mean_start(m->g->t[node]->value, numel);
+        ts_status st = run->coll->allreduce_mean_start(run->g->t[node]->value, numel);
         if (st) return st;
         bytes += (size_t)numel * sizeof(float);
     }
-    ts_status st = m->coll->allreduce_wait();
+    ts_status st = run->coll->allreduce_wait();
     if (st) return st;
     ts_metric_record("BufferAllReduceTime", (double)(ts_now_ns() - t0));
     ts_metric_record_value("BufferAllReduceBytes", (double)bytes);
     return TS_OK;
 }
 
-ts_status ts_replicas_grad_ready(ts_model *m, int node, int64_t mb) {
-    ts_prog *p = m->prog;
-    int A = m->opts.grad_accum, a = (int)(mb % A);
+ts_status ts_replicas_grad_ready(ts_run *run, int node, int64_t mb) {
+    ts_prog *p = run->prog;
+    int A = run->opts.grad_accum, a = (int)(mb % A);
     ts_entry *acc = &p->entries[ts_prog_entry_of(p, node, TS_KIND_ACCUM)];
     if (A > 1) { /* without accumulation Accum___ is the gradient's own buffer */
         const ts_entry *grad = &p->entries[p->grad_entry[node]];
-        if (a == 0) m->backend->copy_on_device(m->pool, acc->data, grad->data, (size_t)acc->numel * sizeof(float));
-        else m->backend->accumulate(m->pool, acc->data, grad->data, acc->numel);
+        if (a == 0) run->backend->copy_on_device(run->pool, acc->data, grad->data, (size_t)acc->numel * sizeof(float));
+        else run->backend->accumulate(run->pool, acc->data, grad->data, acc->numel);
     }
     if (a != A - 1) return TS_OK;
     p->allreduce_bytes += (size_t)acc->numel * sizeof(float);
-    return m->coll->allreduce_mean_start(acc->data, acc->numel);
+    return run->coll->allreduce_mean_start(acc->data, acc->numel);
 }
 
-ts_status ts_replicas_allreduce(ts_model *m) {
+ts_status ts_replicas_allreduce(ts_run *run) {
     uint64_t t0 = ts_now_ns();
-    ts_status st = m->coll->allreduce_wait();
+    ts_status st = run->coll->allreduce_wait();
     if (st) return st;
     ts_metric_record("AllReduceTime", (double)(ts_now_ns() - t0));
-    ts_metric_record_value("AllReduceBytes", (double)m->prog->allreduce_bytes);
-    m->prog->allreduce_bytes = 0;
+    ts_metric_record_value("AllReduceBytes", (double)run->prog->allreduce_bytes);
+    run->prog->allreduce_bytes = 0;
     return TS_OK;
 }
 
@@ -182,12 +182,12 @@ static void place_anchors(ts_prog *p, int R) {
  * (the summary of every replica's values together: the counts of NaN and
  * Inf summed, min and max over the replicas' finite values, with the
  * replica each came from and the first replica that held a NaN or Inf). */
-static void place_watches(ts_model *m, int R) {
-    ts_prog *p = m->prog;
+static void place_watches(ts_run *run, int R) {
+    ts_prog *p = run->prog;
     size_t n = (size_t)R + 1;
     ts_stats_partial all, one;
     for (int w = 0; w < p->n_watch; w++) {
-        if (p->watch_results[w].run != m->runs) continue;
+        if (p->watch_results[w].run != run->runs) continue;
         for (int r = 0; r <= R; r++) {
             ts_watch_result *res = &p->rep_results[(size_t)w * n + (size_t)r];
             res->run = p->watch_results[w].run;
@@ -211,24 +211,24 @@ static void place_watches(ts_model *m, int R) {
     }
 }
 
-ts_status ts_replicas_after_run(ts_model *m) {
-    if (ts_replicas(m) == 1) return TS_OK;
-    ts_prog *p = m->prog;
-    int R = m->coll->size;
+ts_status ts_replicas_after_run(ts_run *run) {
+    if (ts_replicas(run) == 1) return TS_OK;
+    ts_prog *p = run->prog;
+    int R = run->coll->size;
     uint64_t t0 = ts_now_ns();
     size_t bytes = 0;
     if (p->anchor_local) {
-        ts_status st = m->coll->allgather(p->arena_anchors, p->anchor_gathered, p->anchor_local * sizeof(float), "the gather of anchored tensors");
+        ts_status st = run->coll->allgather(p->arena_anchors, p->anchor_gathered, p->anchor_local * sizeof(float), "the gather of anchored tensors");
         if (st) return st;
         place_anchors(p, R);
         bytes += p->anchor_local * sizeof(float);
     }
     bool due = false;
-    for (int w = 0; w < p->n_watch; w++) due = due || p->watch_results[w].run == m->runs;
+    for (int w = 0; w < p->n_watch; w++) due = due || p->watch_results[w].run == run->runs;
     if (due) { /* the same on every rank: periods and run counts are */
-        ts_status st = m->coll->allgather(p->summaries, p->rep_gathered, (size_t)p->n_watch * sizeof *p->summaries, "the gather of watch summaries");
+        ts_status st = run->coll->allgather(p->summaries, p->rep_gathered, (size_t)p->n_watch * sizeof *p->summaries, "the gather of watch summaries");
         if (st) return st;
-        place_watches(m, R);
+        place_watches(run, R);
         bytes += (size_t)p->n_watch * sizeof *p->summaries;
     }
     if (bytes) {
