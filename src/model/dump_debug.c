@@ -184,7 +184,7 @@ ts_status ts_dump_debug_plan(ts_model *m, int64_t last_run, int64_t *tensors, in
 static bool due(const ts_dump_spec *s, int64_t run) { return run >= s->first && (!s->last || run <= s->last); }
 
 static void disarm(ts_model *m) {
-    if (m->dump && m->dump->armed_by_dump) ts_model_hold(m, 0);
+    if (m->dump && m->dump->armed_by_dump) ts_hold_arm(&m->run, 0);
     if (m->dump) m->dump->armed_by_dump = false;
 }
 
@@ -212,7 +212,7 @@ ts_status ts_dump_before_run(ts_model *m) {
         d->planned = true;
     }
     if (!ts_hold_armed(&m->run)) {
-        ts_status st = ts_model_hold(m, 1);
+        ts_status st = ts_hold_arm(&m->run, 1);
         if (st) return st;
         d->armed_by_dump = true;
     }
@@ -236,7 +236,7 @@ ts_status ts_dump_before_run(ts_model *m) {
         const ts_entry *en = &p->entries[e];
         if (!selected(m, s, en) || !persists(m, en)) continue;
         ts_array a;
-        if (ts_model_held(m, en->name, &a)) continue; /* a device's, before its first run: not dumped (said after it) */
+        if (ts_hold_read(&m->run, en->name, &a)) continue; /* a device's, before its first run: not dumped (said after it) */
         size_t bytes = (size_t)ts_array_numel(&a) * ts_dtype_size(a.dtype);
         if (d->param_bytes[e] < bytes || !d->params[e]) {
             void *q = ts_realloc(d->params[e], bytes ? bytes : 1);
@@ -416,9 +416,9 @@ ts_status ts_dump_after_run(ts_model *m) {
                 d->said_params = true;
                 continue;
             }
-            if (ts_model_held(m, en->name, &a)) continue; /* the dtype and shape; the values from before the run */
+            if (ts_hold_read(&m->run, en->name, &a)) continue; /* the dtype and shape; the values from before the run */
             a.data = d->params[e];
-        } else if (ts_model_held(m, en->name, &a)) {
+        } else if (ts_hold_read(&m->run, en->name, &a)) {
             continue; /* not made by this run (it was cancelled before) */
         }
         st = prepare(m, s, d, e, run, step_dir, &a, &job[n]);

@@ -231,7 +231,7 @@ ts_status ts_spike_watch_before_run(ts_model *m) {
     if (!(m->run.opts.spike_k > 0) || !m->run.training) return TS_OK;
     bool hold = m->run.opts.spike_action == TS_SPIKE_NPZ || m->run.opts.spike_action == TS_SPIKE_INSPECT;
     if (!hold || ts_hold_armed(&m->run)) return TS_OK;
-    return ts_model_hold(m, 1);
+    return ts_hold_arm(&m->run, 1);
 }
 
 /* After a run the detector stopped: the held tensors to the .npz. */
@@ -241,10 +241,10 @@ ts_status ts_spike_watch_after_stop(ts_model *m) {
     snprintf(why, sizeof why, "%s", ts_last_error());
     const char *const *names;
     size_t n;
-    ts_status st = ts_model_held_names(m, &names, &n);
+    ts_status st = ts_hold_names(&m->run, &names, &n);
     ts_array *arrays = st ? NULL : ts_calloc(n ? n : 1, sizeof *arrays);
     if (!st && !arrays) st = ts_error(TS_ERR_OUT_OF_MEMORY, "spike detector: no memory for the list of %zu held tensors", n);
-    for (size_t i = 0; i < n && !st; i++) st = ts_model_held(m, names[i], &arrays[i]);
+    for (size_t i = 0; i < n && !st; i++) st = ts_hold_read(&m->run, names[i], &arrays[i]);
     if (!st) st = ts_npz_save(m->run.opts.spike_npz, names, arrays, n);
     ts_free(arrays);
     if (st) return ts_error(st, "%s; but the held tensors could not be written to '%s': %s", why, m->run.opts.spike_npz, ts_last_error());
