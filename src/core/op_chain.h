@@ -7,7 +7,7 @@
  * The lists nest like brackets: an observer added earlier is further out,
  * so its before-hook runs earlier and its after-hook later than those of
  * an observer added after it. The model layer adds them in a fixed order
- * before each run (src/model/observers.c); the innermost is the clock of
+ * before each run (src/model/run.c); the innermost is the clock of
  * the op's time, so every other hook's cost stays out of it.
  *
  * An empty list costs the executor one loop that does not iterate. */
@@ -32,7 +32,7 @@ typedef struct ts_op_call {
 
 /* A hook; a status other than TS_OK stops the run with it (the after-hooks
  * still to run for this op do not run). ctx: what the observer gave
- * ts_op_chain_add. */
+ * ts_op_chain_add; run: the model's runs (observe/run.h). */
 typedef ts_status (*ts_op_hook)(void *ctx, struct ts_run *run, ts_op_call *c);
 
 typedef struct ts_op_hook_at {

@@ -47,10 +47,12 @@ typedef struct ts_run {
     const struct ts_parallel *par;    /* its split over a job's ranks (parallel/, through this table) */
     const ts_collective *coll;        /* the job's collectives (NULL without replicas or stages) */
     ts_op_chain chain;   /* the observers around each op of the next run: registered by the model layer, run by the executor */
-    /* the executor's (exec/): its counts (runs: the model layer's, at each
-     * run's end), the failure of the last run, cancelling, loss scaling */
-    int64_t runs, steps;
+    int64_t runs;        /* runs completed (the model layer counts them at each run's end) */
     bool has_run;        /* a run completed since the last compile */
+    /* the executor's (exec/): its step count, the failure of the last
+     * run, cancelling, loss scaling (the model layer writes these only to
+     * restore a checkpoint's, model/checkpoint.c) */
+    int64_t steps;
     int failed_entry;    /* the tensor a numeric check failed on */
     int failed_op;       /* node whose backward wrote the failed gradient, -1 otherwise */
     bool rerun;          /* re-executing op by op: checks only, no observers */
@@ -64,7 +66,7 @@ typedef struct ts_run {
     bool trace_done;     /* its trace (ts_options_set_trace) is written: not started again */
     /* dynamic loss scaling (ts_options_set_loss_scaling), on when
      * `scaling` (the model layer sets it and the first scale from the
-     * options; a checkpoint restores the rest) */
+     * options) */
     bool scaling;
     double loss_scale;   /* kept in [TS_LOSS_SCALE_MIN, TS_LOSS_SCALE_MAX] */
     int64_t good_steps;  /* steps in a row without an Inf/NaN gradient */
