@@ -1,6 +1,7 @@
 /* inspect_eval.h -- the inspector's `eval` (diag/inspect_eval.c): numpy-style
- * expressions over tensors by name, the public ts_eval and
- * ts_model_held_eval. Its limits, which the tests reach. */
+ * expressions over tensors by name, the public ts_eval (under
+ * ts_model_held_eval, model/retrieve.c). Its limits, which the tests
+ * reach. */
 #ifndef TS_INSPECT_EVAL_H
 #define TS_INSPECT_EVAL_H
 
