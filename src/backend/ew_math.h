@@ -378,6 +378,11 @@ TS_EW int64_t ts_float_to_int(float x, int bits) {
     return (int64_t)v;
 }
 
+/* An index from a float or an i64 (TS_OP_CONVERT's attr[1]): i32,
+ * saturated, NaN INT32_MIN (outside every range, for the run's check) */
+TS_EW int32_t ts_index_of_float(float x) { return x == x ? (int32_t)ts_float_to_int(x, 32) : INT32_MIN; }
+TS_EW int32_t ts_index_of_int(int64_t v) { return v < INT32_MIN ? INT32_MIN : v > INT32_MAX ? INT32_MAX : (int32_t)v; }
+
 /* ---- numpy broadcasting: the offset in an input of shape `in` (aligned
  * on the right, its dims of 1 repeated) of the output's element p */
 TS_EW int64_t ts_bcast_offset(const ts_shape *out, const ts_shape *in, int64_t p) {

@@ -127,7 +127,8 @@ typedef enum ts_op {
      * BitShift); no gradient */
     TS_OP_BITWISE,
     /* integer tensors (i32, i64: backend/int_math.h); no gradient */
-    TS_OP_CONVERT,      /* x's values as attr[0]'s dtype (f32, i32, i64): floats toward zero (saturated, NaN 0), i64 to i32 wrapped, as PyTorch's .to() */
+    TS_OP_CONVERT,      /* x's values as attr[0]'s dtype (f32, i32, i64): floats toward zero (saturated, NaN 0), i64 to i32 wrapped, as PyTorch's .to();
+                         * attr[1] = 1: indices (i32 out, saturated, NaN INT32_MIN: one out of int32 stays out of any range, for the run's check) */
     TS_OP_INT_ARITH,    /* in: a, b of one integer dtype (broadcast; Neg and Abs read a); attr[0]: the ts_int_kind; out: a's dtype, i32 0/1 for the comparisons */
     TS_OP_INT_CUMSUM,   /* in: x i32 or i64; attr[0]: the axis, attr[1]: exclusive, attr[2]: reverse */
     TS_OP_COUNT
@@ -265,6 +266,12 @@ ts_tensor *ts_graph_add_node(ts_graph *g, ts_op op, const ts_tensor *const *ins,
 /* "enc.block0" from the scope stack ("" at top level). */
 void ts_graph_scope_path(const ts_graph *g, char *buf, size_t n);
 
+
+/* x (f32 values the graph computed, or i64) as i32 indices for a gather
+ * or a loss: toward zero, saturated (NaN: INT32_MIN), so that one outside
+ * int32 stays outside the table and the run's check before the op that
+ * reads them names it (exec.c), rather than wrapping or clamping into it. */
+ts_tensor *ts_graph_indices(ts_graph *g, ts_tensor *x);
 
 /* A Cast node of x onto dtype's values (ts_cast's node), named `name`
  * (NULL: `<scope>/Cast:<k>`); dtype is checked by the caller. */

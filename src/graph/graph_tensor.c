@@ -99,6 +99,14 @@ static ts_tensor *int_arith(ts_graph *g, const char *what, const char *op, ts_te
     return ts_graph_add_node(g, TS_OP_INT_ARITH, (const ts_tensor *[]){a, b}, 2, NULL, set_int_node, arg);
 }
 
+ts_tensor *ts_graph_indices(ts_graph *g, ts_tensor *x) {
+    if (!g || g->sticky) return NULL;
+    if (!x || (x->dtype != TS_F32 && x->dtype != TS_I64))
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "indices of '%s': f32 or i64 values are made indices", x ? x->name : "(null)");
+    int64_t arg[4] = {TS_I32, 1, 0, TS_I32};
+    return ts_graph_add_node(g, TS_OP_CONVERT, (const ts_tensor *[]){x}, 1, NULL, set_int_node, arg);
+}
+
 ts_tensor *ts_cumsum(ts_graph *g, ts_tensor *x, int axis, int exclusive, int reverse) {
     int d = norm_dim(g, "ts_cumsum", x, axis);
     if (d < 0) return NULL;

@@ -582,9 +582,11 @@ static ts_tensor *made_tensor(importer *im, value *v, ts_status *st) {
     return t;
 }
 
-/* A graph tensor of f32 values: an i32 one through CastFloat. */
+/* A graph tensor of f32 values: an i32 one through CastFloat, an i64 one
+ * through ts_cast. */
 static ts_tensor *f32_of(importer *im, ts_tensor *t, ts_status *st) {
     if (t && t->dtype == TS_I32 && !(t = ts_unary(im->g, "CastFloat", t, 0.0f, 0.0f))) *st = ts_graph_status(im->g);
+    if (t && t->dtype == TS_I64 && !(t = ts_cast(im->g, t, TS_F32))) *st = ts_graph_status(im->g);
     return t;
 }
 
@@ -1854,10 +1856,10 @@ static ts_status op_gather(importer *im, node_io *io) {
     ts_tensor *w = as_f32(im, data, &st), *i = w ? as_tensor(im, idx, &st) : NULL;
     if (!i) return st;
     bool computed = i->dtype != TS_I32;
-    if (computed) { /* integer values the graph computed in f32: indices, kept inside the gathered axis */
-        float n = (float)w->shape.d[axis];
-        if (!(i = ts_unary(im->g, "CastIndex", i, -n, n - 1.0f))) return ts_graph_status(im->g);
-    }
+    /* integer values the graph computed in f32 (or i64): indices, checked
+     * before the gather reads them (one outside the axis is an error naming
+     * it, as ONNX says, never clamped into it) */
+    if (computed && !(i = ts_graph_indices(im->g, i))) return ts_graph_status(im->g);
     if (elements) return built(im, ts_gather_elements(im->g, w, i, axis), &io->out[0]);
     if (axis == 0 && w->shape.ndim == 2 && !computed) return built(im, ts_embedding(im->g, w, i), &io->out[0]);
     return built(im, ts_gather(im->g, w, i, axis), &io->out[0]);
@@ -3008,7 +3010,7 @@ static ts_status op_rotary(importer *im, node_io *io) {
     if (io->n_in > 3 && io->in[3]) {
         ts_tensor *ids = as_tensor(im, io->in[3], &st);
         if (!ids) return st;
-        if (ids->dtype != TS_I32 && !(ids = ts_unary(g, "CastIndex", ids, 0.0f, (float)(cosc->shape.d[0] - 1)))) return ts_graph_status(g);
+        if (ids->dtype != TS_I32 && !(ids = ts_graph_indices(g, ids))) return ts_graph_status(g); /* checked before the gathers */
         cosc = ts_gather(g, cosc, ids, 0);
         sinc = ts_gather(g, sinc, ids, 0);
     }

@@ -67,8 +67,10 @@ static void int_out(const ts_kctx *k, int64_t i, int64_t v) {
 
 void ts_fwd_convert(const ts_kctx *k) {
     int64_t n = numel_out(k);
+    bool index = k->node->attr[1] != 0;
     for (int64_t i = 0; i < n; i++) {
-        if (k->out_dtype == TS_F32) k->out[i] = (float)int_in(k, 0, i); /* to nearest */
+        if (index) ((int32_t *)(void *)k->out)[i] = k->in_dtype[0] == TS_F32 ? ts_index_of_float(k->in[0][i]) : ts_index_of_int(int_in(k, 0, i));
+        else if (k->out_dtype == TS_F32) k->out[i] = (float)int_in(k, 0, i); /* to nearest */
         else if (k->in_dtype[0] == TS_F32) int_out(k, i, ts_float_to_int(k->in[0][i], k->out_dtype == TS_I64 ? 64 : 32));
         else int_out(k, i, int_in(k, 0, i));
     }

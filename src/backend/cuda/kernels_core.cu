@@ -611,10 +611,11 @@ static int_cells int_input(const ts_kctx *k, int j) {
     return k->in_dtype[j] == TS_I64 ? int_cells{k->in[j], true} : int_cells{k->in_int[j], false};
 }
 
-/* from: 0 i32, 1 i64, 2 f32; to: the same */
-__global__ void convert_kernel(void *y, int to, const void *x, int from, int64_t n) {
+/* from: 0 i32, 1 i64, 2 f32; to: the same; index: i32 indices (ts_index_of_*) */
+__global__ void convert_kernel(void *y, int to, const void *x, int from, bool index, int64_t n) {
     TS_CU_FOR(i, n) {
-        if (to == 2) ((float *)y)[i] = (float)int_at(int_cells{x, from == 1}, i);
+        if (index) ((int32_t *)y)[i] = from == 2 ? ts_index_of_float(((const float *)x)[i]) : ts_index_of_int(int_at(int_cells{x, from == 1}, i));
+        else if (to == 2) ((float *)y)[i] = (float)int_at(int_cells{x, from == 1}, i);
         else if (from == 2) int_put(y, to == 1, i, ts_float_to_int(((const float *)x)[i], to == 1 ? 64 : 32));
         else int_put(y, to == 1, i, int_at(int_cells{x, from == 1}, i));
     }
@@ -625,7 +626,7 @@ void ts_cu_fwd_convert(const ts_kctx *k) {
     if (n <= 0) return;
     int from = k->in_dtype[0] == TS_F32 ? 2 : k->in_dtype[0] == TS_I64, to = k->out_dtype == TS_F32 ? 2 : k->out_dtype == TS_I64;
     const void *x = from == 2 ? (const void *)k->in[0] : int_input(k, 0).p;
-    convert_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, to, x, from, n);
+    convert_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, to, x, from, k->node->attr[1] != 0, n);
     ts_cu_check(cudaGetLastError(), op_name(k));
 }
 
