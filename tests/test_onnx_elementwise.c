@@ -6,7 +6,8 @@
  * Where (fed as uint8), Gather along axis 1 by int64 ids with a negative
  * one, LeakyRelu's default alpha, Max of three inputs, Mod with fmod=1 by
  * an int64 constant, Gelu with approximate='tanh' (opset 20); the
- * trigonometric and hyperbolic functions of constants (folded). The values
+ * trigonometric and hyperbolic functions of constants (folded); a Gather
+ * by computed indices, one out of range an error naming it. The values
  * that come out as 1/0 or integers (where ONNX's type is bool or int64)
  * are checked here because ONNX's own cases compare the output type too. */
 /* needs: onnx */
@@ -159,6 +160,42 @@ int main(void) {
             for (int i = 0; i < N; i++) want[i] = xs[i] * (float)fn[k](strcmp(trig[k], "Acosh") ? cv[i] : cv1[i]);
             check_output(m, g, names_[k][1], want);
         }
+        ts_model_free(m);
+        ts_options_free(opt);
+        ts_graph_free(g);
+    }
+    /* A Gather by indices the graph computes (int64 ids + 1): they are
+     * checked before the gather reads them, and one out of range is an
+     * error that names the tensor, as onnxruntime's, never clamped into
+     * the axis */
+    {
+        model_begin();
+        input("x", 2, (int64_t[]){2, 3});
+        input("ids", 1, (int64_t[]){3});
+        set_elem(1, 7); /* int64 */
+        output("g");
+        init_i64("one", 1, (const int64_t[]){1});
+        node("Add", "shift", "ids,one", "shifted");
+        attr_int(node("Gather", "gather", "x,shifted", "g"), "axis", 1);
+        g = NULL;
+        st = import_as("computed_indices", &g);
+        CHECK(st == TS_OK, "a Gather by computed indices imports%s%s", st ? ": " : "", st ? ts_last_error() : "");
+        ts_tensor *og = st ? NULL : ts_graph_output_at(g, 0);
+        m = NULL;
+        opt = ts_options_new();
+        ts_options_set_output_mode(opt, TS_OUTPUT_FINAL, 0);
+        if (!st) st = ts_model_inference(&m, g, &og, 1, opt);
+        float xs[N] = {-2.5f, -1.5f, 0.0f, 0.5f, 2.0f, 3.0f};
+        int64_t iv[3] = {0, 1, -3}; /* shifted: 1, 2, -2 */
+        ts_array gin[2] = {ts_array_f32(xs, 2, (int64_t[]){2, 3}), {.dtype = TS_I64, .ndim = 1, .shape = {3}, .data = iv}};
+        const char *gnames[2] = {"x", "ids"};
+        if (!st) st = ts_model_run(m, gnames, gin, 2);
+        CHECK(st == TS_OK, "it runs with the computed indices in range%s%s", st ? ": " : "", st ? ts_last_error() : "");
+        if (!st) check_output(m, g, "g", (const float[N]){-1.5f, 0.0f, -1.5f, 2.0f, 3.0f, 2.0f}); /* x[:, [1, 2, -2]] */
+        iv[1] = 2; /* shifted: 3, past the axis */
+        st = m ? ts_model_run(m, gnames, gin, 2) : TS_ERR_STATE;
+        CHECK(st == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "[1] = 3 (made of 'shifted')") && strstr(ts_last_error(), "[-3, 3)"),
+              "a computed index past the axis is an error naming it, not clamped: %s", ts_last_error());
         ts_model_free(m);
         ts_options_free(opt);
         ts_graph_free(g);

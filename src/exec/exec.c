@@ -515,10 +515,14 @@ static ts_status check_indices(const ts_model *m, const ts_tensor *t, const ts_t
     bool rows = t->op != TS_OP_NLL_LOSS && t->op != TS_OP_CROSS_ENTROPY, gather = rows && t->op != TS_OP_EMBEDDING;
     int64_t C = rows ? s0->d[t->attr[0]] : s0->d[s0->ndim - 1], lo = gather ? -C : 0; /* gathers: negative from the end */
     bool ignore = t->op == TS_OP_CROSS_ENTROPY && t->attr[0];
+    /* indices made of another tensor (ts_cast, ts_graph_indices): that one named too, by its file's name where it has one */
+    const ts_tensor *src = lab->op == TS_OP_CONVERT ? m->g->t[lab->in[0]] : NULL;
+    const char *src_name = src ? ts_graph_alias_of(m->g, src) ? ts_graph_alias_of(m->g, src) : src->name : NULL;
     for (int64_t i = 0; i < n; i++)
         if ((y[i] < lo || y[i] >= C) && !(ignore && y[i] == (int32_t)t->attr[1]))
-            return ts_error(TS_ERR_INVALID_ARGUMENT, "run: '%s'[%lld] = %d is not %s in [%lld, %lld) for %s", lab->name, (long long)i,
-                            (int)y[i], gather ? "an index" : rows ? "a row index" : "a class index", (long long)lo, (long long)C, t->name);
+            return ts_error(TS_ERR_INVALID_ARGUMENT, "run: '%s'[%lld] = %d%s%s%s is not %s in [%lld, %lld) for %s", lab->name, (long long)i,
+                            (int)y[i], src ? " (made of '" : "", src ? src_name : "", src ? "')" : "",
+                            gather ? "an index" : rows ? "a row index" : "a class index", (long long)lo, (long long)C, t->name);
     return TS_OK;
 }
 
