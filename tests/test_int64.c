@@ -137,6 +137,16 @@ int main(void) {
     CHECK(st == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "'ids'") && strstr(ts_last_error(), "9223372036854775808"),
           "a u64 value past int64 is refused: %s", ts_last_error());
     ts_model_free(m);
+    /* a sum over the run's samples is taken in f32 cells: refused for an integer tensor */
+    ts_options *so = ts_options_new();
+    ts_options_anchor(so, "s", ts_tensor_name(arith), TS_OUTPUT_SUM, 0);
+    m = NULL;
+    st = ts_model_inference(&m, g, outs, n_outs, so);
+    if (!st) st = ts_model_compile(m);
+    CHECK(st == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "sum output mode takes float tensors"),
+          "an i64 anchor in the sum mode is refused: %s", ts_last_error());
+    ts_model_free(m);
+    ts_options_free(so);
     ts_outfeed_free(q);
     ts_graph_free(g);
 
