@@ -20,7 +20,10 @@
 static const int64_t P40 = ((int64_t)1 << 40) + 1, P53 = ((int64_t)1 << 53) + 1;
 
 static int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
-static int64_t py_mod(int64_t a, int64_t b) { return a - floor_div(a, b) * b; }
+static int64_t py_mod(int64_t a, int64_t b) {
+    int64_t r = a % b; /* C's, the dividend's sign: moved to the divisor's */
+    return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+}
 
 static const int64_t *anchored(ts_model *m, const ts_tensor *t, ts_dtype want, int64_t n) {
     ts_array a;
