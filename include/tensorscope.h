@@ -203,11 +203,15 @@ TS_API ts_status ts_parse_size(const char *text, uint64_t *bytes);
 
 /* ---------------------------------------------------------------- arrays */
 
-/* Graph tensors are f32 or i32 (and u8 masks), or bf16 / f16 where a cast
- * (ts_cast) or a model's precision (ts_options_set_precision) makes them;
- * the other dtypes are those of the arrays a run is fed (converted exactly
- * to the input's dtype) and of outputs declared with
- * ts_tensor_set_output_dtype (ONNX's typed outputs). Arrays of TS_BF16 and
+/* Graph tensors are f32, i32 or i64, or bf16 / f16 where a cast (ts_cast)
+ * or a model's precision (ts_options_set_precision) makes them. i64
+ * tensors hold every int64 value exactly (inputs, constants, ts_cast,
+ * the integer ops of ts_binary and ts_unary, ts_cumsum, and the ops that
+ * move values: reshape, flatten, permute, slice, concat, gather's data,
+ * where's a and b); comparisons and masks are i32 (1 or 0; there is no
+ * bool graph tensor). The other dtypes are those of the arrays a run is
+ * fed (converted exactly to the input's dtype) and of outputs declared
+ * with ts_tensor_set_output_dtype (ONNX's typed outputs). Arrays of TS_BF16 and
  * TS_F16 hold the 16-bit patterns (uint16_t: numpy's float16, and bfloat16
  * as its bits). */
 typedef enum ts_dtype {
@@ -301,8 +305,8 @@ TS_API ts_tensor *ts_print_beside(ts_graph *g, ts_tensor *x, const char *title);
  * numpy's rules (shapes aligned on the right, each pair of dims equal or
  * one of them 1); gradients are summed over the broadcast dims. Negative
  * dims count from the end. */
-/* A named constant (f32 or i32, copied): listed and anchorable, no gradient
- * (masks, position ids). */
+/* A named constant (f32, i32 or i64, copied): listed and anchorable, no
+ * gradient (masks, position ids). */
 TS_API ts_tensor *ts_constant(ts_graph *g, const char *name, const ts_array *value);
 TS_API ts_tensor *ts_div(ts_graph *g, ts_tensor *a, ts_tensor *b);
 TS_API ts_tensor *ts_exp(ts_graph *g, ts_tensor *x);
@@ -327,13 +331,22 @@ TS_API ts_tensor *ts_gelu(ts_graph *g, ts_tensor *x, int tanh_approx);
  * beta], NaN to alpha: indices the graph computes, kept inside the tensor
  * they gather from). alpha and beta are ignored by the ops
  * that take none. Predicates give 1 or 0; they and the rounding ops pass no
- * gradient. An unknown name is TS_ERR_INVALID_ARGUMENT listing the names. */
+ * gradient. An unknown name is TS_ERR_INVALID_ARGUMENT listing the names.
+ * On an i32 or i64 tensor: Neg and Abs, exact, wrapping as the integer
+ * type does (-INT64_MIN is INT64_MIN, as PyTorch's); no gradient. */
 TS_API ts_tensor *ts_unary(ts_graph *g, const char *op, ts_tensor *x, float alpha, float beta);
 /* The elementwise binary family, broadcast by numpy's rules: Pow (a
  * tensor exponent), Max and Min (NaN wins; a tie splits the gradient),
  * Mod (the sign of the divisor), FMod (the sign of the dividend), Equal,
  * Greater, GreaterOrEqual, Less, LessOrEqual, And, Or, Xor (non-zero is
- * true; 1 or 0 out, no gradient). */
+ * true; 1 or 0 out, no gradient).
+ * On two integer tensors of one dtype (i32 or i64; a mix is refused:
+ * ts_cast one), exactly in that type, wrapping as it does: Add, Sub, Mul,
+ * Div (toward zero, as C's and ONNX's integer Div), FloorDiv (rounded
+ * down, PyTorch's //), Mod (the divisor's sign, Python's %), FMod (the
+ * dividend's), Min, Max (the dtype out), Equal, Less, LessOrEqual,
+ * Greater, GreaterOrEqual (i32 1 or 0 out). A division or modulo by 0
+ * gives 0 (numpy's). No gradient. */
 TS_API ts_tensor *ts_binary(ts_graph *g, const char *op, ts_tensor *a, ts_tensor *b);
 /* Bitwise ops on i32 tensors, broadcast by numpy's rules, computed in the
  * integer type `type` (TS_I8, TS_I16, TS_I32, TS_I64, TS_U8, TS_U16,
@@ -362,13 +375,22 @@ TS_API ts_tensor *ts_gather(ts_graph *g, ts_tensor *data, ts_tensor *indices, in
 TS_API ts_tensor *ts_gather_elements(ts_graph *g, ts_tensor *data, ts_tensor *indices, int axis);
 /* x's values rounded to the nearest `dtype` value, ties to even, as
  * PyTorch's .to(): TS_BF16 or TS_F16 (values beyond f16's range become
- * +-Inf), or TS_F32 (a copy). The result is a bf16 / f16 tensor of x's
+ * +-Inf), or TS_F32 (a copy). Between f32, i32 and i64 (and from i32 or
+ * i64 to the 16-bit floats, through f32), as PyTorch's .to(): floats
+ * toward zero (NaN gives 0, values beyond the integer's range its nearest
+ * end), i64 to i32 wrapped, integers to f32 rounded to nearest; the
+ * result has `dtype` and no gradient flows through. The result is a bf16 / f16 tensor of x's
  * shape; on the CPU its values are held in f32 cells (ts_tensor_info
  * reports dtype f32 and ts_tensor_precision the 16-bit dtype). The
  * gradient flows back unchanged, rounded to the dtype once complete, as
  * a 16-bit tensor's gradient is. What the rounding loses (values that
  * became 0 or Inf) is counted per run and shown by watches. */
 TS_API ts_tensor *ts_cast(ts_graph *g, ts_tensor *x, ts_dtype dtype);
+/* The running sum of an i32 or i64 tensor along `axis` (negative counts
+ * from the end), exactly, wrapping as the type does: exclusive leaves
+ * each element out of its own sum, reverse sums from the end (ONNX's
+ * CumSum). No gradient. */
+TS_API ts_tensor *ts_cumsum(ts_graph *g, ts_tensor *x, int axis, int exclusive, int reverse);
 /* What a model's precision does to its graph (ts_options_set_precision),
  * done now, so the copies' names (`fc1.weight@bf16`) can be printed,
  * anchored or looked up before a model is made: the float inputs of every
@@ -455,6 +477,7 @@ TS_API ts_tensor *ts_cross_entropy_ignore(ts_graph *g, ts_tensor *logits, ts_ten
 #define ts_gather(g, ...) ts_gather(TS_AT_(g), __VA_ARGS__)
 #define ts_gather_elements(g, ...) ts_gather_elements(TS_AT_(g), __VA_ARGS__)
 #define ts_cast(g, ...) ts_cast(TS_AT_(g), __VA_ARGS__)
+#define ts_cumsum(g, ...) ts_cumsum(TS_AT_(g), __VA_ARGS__)
 #define ts_unary(g, ...) ts_unary(TS_AT_(g), __VA_ARGS__)
 #define ts_binary(g, ...) ts_binary(TS_AT_(g), __VA_ARGS__)
 #define ts_bitwise(g, ...) ts_bitwise(TS_AT_(g), __VA_ARGS__)

@@ -6,7 +6,10 @@
  * Where (fed as uint8), Gather along axis 1 by int64 ids with a negative
  * one, LeakyRelu's default alpha, Max of three inputs, Mod with fmod=1 by
  * an int64 constant, Gelu with approximate='tanh' (opset 20); the
- * trigonometric and hyperbolic functions of constants (folded). The values
+ * trigonometric and hyperbolic functions of constants (folded); a Gather
+ * by computed indices, one out of range an error naming it; integer
+ * arithmetic and CumSum of int64 graph tensors exact in int64, labels the
+ * graph computed reaching a loss. The values
  * that come out as 1/0 or integers (where ONNX's type is bool or int64)
  * are checked here because ONNX's own cases compare the output type too. */
 /* needs: onnx */
@@ -159,6 +162,109 @@ int main(void) {
             for (int i = 0; i < N; i++) want[i] = xs[i] * (float)fn[k](strcmp(trig[k], "Acosh") ? cv[i] : cv1[i]);
             check_output(m, g, names_[k][1], want);
         }
+        ts_model_free(m);
+        ts_options_free(opt);
+        ts_graph_free(g);
+    }
+    /* A Gather by indices the graph computes (int64 ids + 1): they are
+     * checked before the gather reads them, and one out of range is an
+     * error that names the tensor, as onnxruntime's, never clamped into
+     * the axis */
+    {
+        model_begin();
+        input("x", 2, (int64_t[]){2, 3});
+        input("ids", 1, (int64_t[]){3});
+        set_elem(1, 7); /* int64 */
+        output("g");
+        init_i64("one", 1, (const int64_t[]){1});
+        node("Add", "shift", "ids,one", "shifted");
+        attr_int(node("Gather", "gather", "x,shifted", "g"), "axis", 1);
+        g = NULL;
+        st = import_as("computed_indices", &g);
+        CHECK(st == TS_OK, "a Gather by computed indices imports%s%s", st ? ": " : "", st ? ts_last_error() : "");
+        ts_tensor *og = st ? NULL : ts_graph_output_at(g, 0);
+        m = NULL;
+        opt = ts_options_new();
+        ts_options_set_output_mode(opt, TS_OUTPUT_FINAL, 0);
+        if (!st) st = ts_model_inference(&m, g, &og, 1, opt);
+        float xs[N] = {-2.5f, -1.5f, 0.0f, 0.5f, 2.0f, 3.0f};
+        int64_t iv[3] = {0, 1, -3}; /* shifted: 1, 2, -2 */
+        ts_array gin[2] = {ts_array_f32(xs, 2, (int64_t[]){2, 3}), {.dtype = TS_I64, .ndim = 1, .shape = {3}, .data = iv}};
+        const char *gnames[2] = {"x", "ids"};
+        if (!st) st = ts_model_run(m, gnames, gin, 2);
+        CHECK(st == TS_OK, "it runs with the computed indices in range%s%s", st ? ": " : "", st ? ts_last_error() : "");
+        if (!st) check_output(m, g, "g", (const float[N]){-1.5f, 0.0f, -1.5f, 2.0f, 3.0f, 2.0f}); /* x[:, [1, 2, -2]] */
+        iv[1] = 2; /* shifted: 3, past the axis */
+        st = m ? ts_model_run(m, gnames, gin, 2) : TS_ERR_STATE;
+        CHECK(st == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "[1] = 3 (made of 'shifted')") && strstr(ts_last_error(), "[-3, 3)"),
+              "a computed index past the axis is an error naming it, not clamped: %s", ts_last_error());
+        ts_model_free(m);
+        ts_options_free(opt);
+        ts_graph_free(g);
+    }
+    /* Integer arithmetic between graph tensors, exactly in int64 (not in
+     * f32, where 2^32 - 2 would be 2^32): ids + ids, and position ids
+     * from a mask, CumSum - 1; labels the graph computed (ids - 0) reach
+     * a SoftmaxCrossEntropyLoss as labels */
+    {
+        model_begin();
+        input_typed("ids", 7, 1, (int64_t[]){4});
+        input_typed("mask", 7, 1, (int64_t[]){4});
+        input("scores", 2, (int64_t[]){4, 3});
+        input_typed("labels", 7, 1, (int64_t[]){4});
+        output_typed("sum", 7, 1, (int64_t[]){4});
+        output_typed("pos", 7, 1, (int64_t[]){4});
+        output("loss");
+        init_i64("one", 1, (const int64_t[]){1});
+        init_i64("zero", 1, (const int64_t[]){0});
+        init_i64("axis0", 1, (const int64_t[]){0});
+        node("Add", "twice", "ids,ids", "sum");
+        node("CumSum", "count", "mask,axis0", "counted");
+        node("Sub", "from0", "counted,one", "pos");
+        node("Sub", "computed_labels", "labels,zero", "labels2");
+        attr_int(node("SoftmaxCrossEntropyLoss", "ce", "scores,labels2", "loss"), "ignore_index", -100);
+        g = NULL;
+        st = import_as("int64_arithmetic", &g);
+        CHECK(st == TS_OK, "integer arithmetic, CumSum and a loss of computed labels import%s%s", st ? ": " : "", st ? ts_last_error() : "");
+        ts_tensor *oo[3];
+        for (int k = 0; !st && k < 3; k++) oo[k] = ts_graph_output_at(g, (size_t)k);
+        m = NULL;
+        opt = ts_options_new();
+        ts_options_set_output_mode(opt, TS_OUTPUT_FINAL, 0);
+        if (!st) st = ts_model_inference(&m, g, oo, 3, opt);
+        int64_t idv[4] = {2147483647, -2147483647 - 1, 16777217, 5}, mv[4] = {1, 1, 0, 1}, lv[4] = {2, -100, 0, 1};
+        float sv[12] = {0.5f, -1.0f, 2.0f, 0.0f, 0.0f, 0.0f, 1.0f, 2.0f, 3.0f, -2.0f, 0.25f, 1.0f};
+        ts_array ain[4] = {{.dtype = TS_I64, .ndim = 1, .shape = {4}, .data = idv}, {.dtype = TS_I64, .ndim = 1, .shape = {4}, .data = mv},
+                           ts_array_f32(sv, 2, (int64_t[]){4, 3}), {.dtype = TS_I64, .ndim = 1, .shape = {4}, .data = lv}};
+        const char *anames[4] = {"ids", "mask", "scores", "labels"};
+        if (!st) st = ts_model_run(m, anames, ain, 4);
+        CHECK(st == TS_OK, "it runs (the ignored label -100 among the computed ones)%s%s", st ? ": " : "", st ? ts_last_error() : "");
+        ts_array sa = {0}, pa = {0}, la = {0};
+        if (!st) st = ts_model_anchored(m, ts_tensor_name(oo[0]), &sa);
+        if (!st) st = ts_model_anchored(m, ts_tensor_name(oo[1]), &pa);
+        if (!st) st = ts_model_anchored(m, ts_tensor_name(oo[2]), &la);
+        int wrong = st ? -1 : 0;
+        for (int i = 0; !st && i < 4; i++) {
+            int64_t cum = 0;
+            for (int j = 0; j <= i; j++) cum += mv[j];
+            wrong += sa.dtype != TS_I64 || ((const int64_t *)sa.data)[i] != 2 * idv[i] || pa.dtype != TS_I64 ||
+                     ((const int64_t *)pa.data)[i] != cum - 1;
+        }
+        CHECK(wrong == 0, "ids + ids is 2^32 - 2 exactly and the position ids count the mask, as int64 outputs");
+        double want = 0;
+        for (int i = 0; i < 4; i++) {
+            if (lv[i] == -100) continue;
+            double mx = fmax(fmax(sv[3 * i], sv[3 * i + 1]), sv[3 * i + 2]), z = 0;
+            for (int c = 0; c < 3; c++) z += exp(sv[3 * i + c] - mx);
+            want += mx + log(z) - sv[3 * i + lv[i]];
+        }
+        want /= 3; /* the mean over the labels not ignored */
+        CHECK(!st && la.dtype == TS_F32 && fabs(((const float *)la.data)[0] - want) < 1e-5 * fabs(want),
+              "the loss of the computed labels leaves the ignored one out (%.6f, want %.6f)", st ? 0.0 : (double)((const float *)la.data)[0], want);
+        lv[3] = 3;
+        st = m ? ts_model_run(m, anames, ain, 4) : TS_ERR_STATE;
+        CHECK(st == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "[3] = 3") && strstr(ts_last_error(), "class index"),
+              "a computed label out of range is an error naming it: %s", ts_last_error());
         ts_model_free(m);
         ts_options_free(opt);
         ts_graph_free(g);

@@ -93,6 +93,7 @@ OPS = {
     "erf": ("ts_erf", "x:T"),
     "abs": ("ts_abs", "x:T"),
     "cast": ("ts_cast", "x:T dtype:D"),
+    "cumsum": ("ts_cumsum", "x:T axis:I exclusive:I=0 reverse:I=0"),
     "gelu": ("ts_gelu", "x:T tanh_approx:I=0"),
     "embedding": ("ts_embedding", "weight:T indices:T"),
     "gather": ("ts_gather", "data:T indices:T axis:I=0"),
@@ -186,7 +187,7 @@ OP_DOCS = {
                "(masks drawn from the graph's seed); an identity in an inference model.",
     "tanh": "tanh(x).",
     "sigmoid": "1 / (1 + exp(-x)).",
-    "constant": "A named constant holding a copy of `value` (a NumPy array, float32 or int32): "
+    "constant": "A named constant holding a copy of `value` (a NumPy array, float32, int32 or int64): "
                 "listed and anchorable, no gradient.",
     "div": "a / b, with NumPy broadcasting.",
     "exp": "exp(x).",
@@ -196,7 +197,12 @@ OP_DOCS = {
     "abs": "|x|; its gradient is sign(x) (0 at 0, as PyTorch).",
     "cast": "x rounded to the nearest value of `dtype` (\"bf16\", \"f16\"; \"f32\": a copy), ties to "
             "even as torch's .to(); held in float32 on the CPU. The gradient passes through, rounded "
-            "to the same dtype; what the rounding loses shows in watches (Summary.stored_underflow).",
+            "to the same dtype; what the rounding loses shows in watches (Summary.stored_underflow). "
+            "Between f32, i32 and i64 as torch's .to(): floats toward zero (NaN 0, beyond the range "
+            "its nearest end), int64 to int32 wrapped, integers to float rounded; no gradient.",
+    "cumsum": "The running sum of an int32 or int64 tensor along `axis`, exactly (wrapping as the type "
+              "does); exclusive leaves each element out of its own sum, reverse sums from the end "
+              "(ONNX's CumSum). No gradient.",
     "gelu": "GELU, x * (1 + erf(x / sqrt(2))) / 2; tanh_approx=1: PyTorch's approximate='tanh'.",
     "embedding": "Rows of weight [V, C] picked by int32 `indices` [...]: [..., C].",
     "gather": "data's entries along `axis` (negative counts from the end) picked by int32 `indices` "
@@ -211,10 +217,15 @@ OP_DOCS = {
              "LeakyRelu (alpha x below 0), Elu (alpha (e^x - 1) below 0), Selu (beta x, or beta "
              "alpha (e^x - 1) at or below 0), Softplus, CastLowbits, CastFloat, CastIndex; `alpha` "
              "and `beta` are ignored by the ops that take none. Predicates give 1 or 0; they and the "
-             "rounding ops pass no gradient. An unknown name raises, listing the names.",
+             "rounding ops pass no gradient. An unknown name raises, listing the names. On an int32 "
+             "or int64 tensor: Neg and Abs, exact, wrapping as the type does; no gradient.",
     "binary": "The elementwise op named `op` on a and b, with NumPy broadcasting: Pow, Max, Min, Mod "
               "(the divisor's sign, Python's %), FMod (the dividend's, torch.fmod), Equal, Greater, "
-              "GreaterOrEqual, Less, LessOrEqual, And, Or, Xor (1 or 0 out, no gradient).",
+              "GreaterOrEqual, Less, LessOrEqual, And, Or, Xor (1 or 0 out, no gradient). On two "
+              "integer tensors of one dtype (int32 or int64; a mix raises: cast one), exactly in that "
+              "type, wrapping as it does: Add, Sub, Mul, Div (toward zero, ONNX's), FloorDiv (torch's "
+              "//), Mod, FMod, Min, Max, and the comparisons (int32 1 or 0 out); a division by 0 "
+              "gives 0 (numpy's). No gradient.",
     "bitwise": "The bitwise op named `op` on int32 tensors, computed in the integer `dtype` (the "
                "values' type: int8 to int64, uint8 to uint64) and wrapped to its width: And, Or, "
                "Xor, Not (of a; b None), ShiftLeft, ShiftRight (a by b bits, arithmetic for a "

@@ -275,6 +275,16 @@ typedef struct ts_device {
 /* The CPU backend (backend/cpu/cpu.c): always built. Its table also
  * answers questions about host memory on any device (a NaN/Inf scan of a
  * value the host holds), with the model's pool as its stream. */
+/* The ops that move an i64 tensor's cells (ts_op_def.keeps_int) run on
+ * every device as the same op on pairs of 4-byte cells: ts_cells_node
+ * makes t's twin the kernels then read (a permutation keeps the pair's dim
+ * last; the other ops count dims from the front), false where t's ranks
+ * leave no room for the pair's dim; ts_kctx_as_cells makes k (built for
+ * t) that op: the twin, the data's and the output's dims with a trailing
+ * 2 (Where's condition a 1, to broadcast), their dtypes f32. */
+bool ts_cells_node(const ts_tensor *t, const ts_shape *in0, const ts_shape *out, ts_tensor *twin);
+void ts_kctx_as_cells(ts_kctx *k, const ts_tensor *twin);
+
 const ts_backend *ts_backend_cpu(void);
 /* The table of the host's memory (the CPU's), for the layers above the
  * backends: a NaN/Inf scan of a value the host holds, and whether a

@@ -331,6 +331,58 @@ TS_EW int32_t ts_ew_bitwise(int kind, int bits, int uns, int32_t a, int32_t b) {
     return (int32_t)(int64_t)r;
 }
 
+/* ---- integer tensors (TS_OP_INT_ARITH, TS_OP_CONVERT, TS_OP_INT_CUMSUM):
+ * computed in int64_t, the sums and products unsigned (so they wrap as
+ * two's complement, never overflow), and wrapped to the tensor's width by
+ * ts_int_wrap; a division or modulo by 0 gives 0 (numpy's), and
+ * INT64_MIN / -1 wraps to INT64_MIN. Comparisons give 1 or 0. */
+TS_EW int64_t ts_int_arith(int kind, int64_t a, int64_t b) {
+    uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+    bool zero = b == 0, minus1 = b == -1; /* minus1: a / -1 is -a (INT64_MIN / -1 would trap), the remainders 0 */
+    switch (kind) {
+    case TS_INT_ADD: return (int64_t)(ua + ub);
+    case TS_INT_SUB: return (int64_t)(ua - ub);
+    case TS_INT_MUL: return (int64_t)(ua * ub);
+    case TS_INT_DIV: return zero ? 0 : minus1 ? (int64_t)(0 - ua) : a / b;
+    case TS_INT_FLOOR_DIV:
+        if (zero || minus1) return zero ? 0 : (int64_t)(0 - ua);
+        return a / b - (a % b != 0 && (a < 0) != (b < 0));
+    case TS_INT_MOD: {
+        if (zero || minus1) return 0;
+        int64_t r = a % b;
+        return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+    }
+    case TS_INT_FMOD: return zero || minus1 ? 0 : a % b;
+    case TS_INT_MIN: return a < b ? a : b;
+    case TS_INT_MAX: return a > b ? a : b;
+    case TS_INT_EQUAL: return a == b;
+    case TS_INT_LESS: return a < b;
+    case TS_INT_LESS_EQUAL: return a <= b;
+    case TS_INT_GREATER: return a > b;
+    case TS_INT_GREATER_EQUAL: return a >= b;
+    case TS_INT_NEG: return (int64_t)(0 - ua);
+    default: return a < 0 ? (int64_t)(0 - ua) : a; /* Abs */
+    }
+}
+
+/* v wrapped to i32 (two's complement), as a cast of an i64 to i32 does */
+TS_EW int32_t ts_int_wrap32(int64_t v) { return (int32_t)(uint32_t)(uint64_t)v; }
+
+/* A float toward zero as an integer of `bits` (32 or 64) bits: NaN gives
+ * 0, values beyond the range the range's nearest end */
+TS_EW int64_t ts_float_to_int(float x, int bits) {
+    double lo = bits == 32 ? -2147483648.0 : -9223372036854775808.0, v = (double)x;
+    if (!(v == v)) return 0;
+    if (v <= lo) return bits == 32 ? INT32_MIN : INT64_MIN;
+    if (v >= -lo) return bits == 32 ? INT32_MAX : INT64_MAX;
+    return (int64_t)v;
+}
+
+/* An index from a float or an i64 (TS_OP_CONVERT's attr[1]): i32,
+ * saturated, NaN INT32_MIN (outside every range, for the run's check) */
+TS_EW int32_t ts_index_of_float(float x) { return x == x ? (int32_t)ts_float_to_int(x, 32) : INT32_MIN; }
+TS_EW int32_t ts_index_of_int(int64_t v) { return v < INT32_MIN ? INT32_MIN : v > INT32_MAX ? INT32_MAX : (int32_t)v; }
+
 /* ---- numpy broadcasting: the offset in an input of shape `in` (aligned
  * on the right, its dims of 1 repeated) of the output's element p */
 TS_EW int64_t ts_bcast_offset(const ts_shape *out, const ts_shape *in, int64_t p) {

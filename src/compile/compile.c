@@ -32,6 +32,8 @@ void ts_prog_free(ts_prog *p) {
     for (int i = 0; i < p->n_lint; i++) ts_free(p->lint[i]);
     ts_free(p->lint);
     ts_free(p->scratch);
+    for (int i = 0; p->cells_node && i < p->n_nodes; i++) ts_free(p->cells_node[i]);
+    ts_free(p->cells_node);
     ts_free(p->plan);
     ts_free(p->plan_entry);
     p->backend->free(p->workspace);
@@ -683,7 +685,7 @@ static void plan_intervals(mem_plan *mp) {
     for (int e = 0; e < p->n_entries; e++) {
         ts_entry *en = &p->entries[e];
         const ts_tensor *t = g->t[en->node];
-        size_t bytes = (size_t)en->numel * (ts_dtype_is_half(en->dtype) ? sizeof(uint16_t) : sizeof(float));
+        size_t bytes = ts_dtype_is_half(en->dtype) ? (size_t)en->numel * sizeof(uint16_t) : (size_t)ts_entry_cells(en) * sizeof(float);
         bool activation = !ts_op_holds_value(t->op) && t->op != TS_OP_INPUT;
         if (en->kind == TS_KIND_VALUE && activation && !en->view) {
             /* live until the last forward consumer, and until the backward
@@ -844,6 +846,23 @@ static ts_status plan_zeroing(mem_plan *mp) {
     return TS_OK;
 }
 
+/* The ops that move an i64 tensor's cells (keeps_int) run as the same op
+ * on pairs of 4-byte cells: their twins (backend.h's ts_cells_node). */
+static ts_status plan_cells(ts_prog *p, const ts_graph *g) {
+    for (int k = 0; k < p->n_order; k++) {
+        const ts_tensor *t = g->t[p->order[k]];
+        if (!ts_op_get(t->op)->keeps_int || t->dtype != TS_I64) continue;
+        if (!p->cells_node && !(p->cells_node = ts_calloc((size_t)p->n_nodes, sizeof *p->cells_node))) return TS_ERR_OUT_OF_MEMORY;
+        ts_tensor *c = ts_malloc(sizeof *c);
+        if (!c) return TS_ERR_OUT_OF_MEMORY;
+        p->cells_node[t->id] = c;
+        if (!ts_cells_node(t, &p->shape[t->in[0]], &p->shape[t->id], c))
+            return ts_error(TS_ERR_UNSUPPORTED, "compile: '%s' moves an i64 tensor of %d dimensions; i64 tensors of up to %d dimensions "
+                            "are moved (reshape it to fewer first)", t->name, TS_MAX_DIMS, TS_MAX_DIMS - 1);
+    }
+    return TS_OK;
+}
+
 /* Per op: what it keeps from run to run (inference), its own scratch, and
  * the largest workspace any kernel asks for, shared by all. */
 static ts_status plan_scratch(mem_plan *mp) {
@@ -933,7 +952,7 @@ static ts_status plan_memory(const ts_model_def *m, ts_prog *p) {
         plan_intervals(&mp);
         if (!(st = plan_arenas(&mp))) {
             plan_fixed_storage(&mp);
-            if (!(st = plan_zeroing(&mp)) && !(st = plan_scratch(&mp))) st = plan_staging(&mp);
+            if (!(st = plan_zeroing(&mp)) && !(st = plan_scratch(&mp)) && !(st = plan_cells(p, mp.g))) st = plan_staging(&mp);
         }
     }
     ts_free(mp.fwd);
@@ -963,6 +982,9 @@ static ts_status attach_anchor(const ts_model_def *m, ts_prog *p, const char *sh
                             m->opts->device_iterations, m->opts->grad_accum, (long long)S);
         rows = S / period;
     }
+    if (mode == TS_OUTPUT_SUM && ts_entry_view_dtype(en) != TS_F32) /* the sum is taken in f32 cells */
+        return ts_error(TS_ERR_INVALID_ARGUMENT, "anchor '%s' (%s): the sum output mode takes float tensors; '%s' is %s (anchor it with "
+                        "all, final or every_n)", short_name, en->name, en->name, ts_dtype_name(en->dtype));
     for (int k = 0; k < p->n_anchors; k++)
         if (strcmp(p->anchors[k].short_name, short_name) == 0)
             return ts_error(TS_ERR_INVALID_ARGUMENT, "duplicate anchor short name '%s'", short_name);
@@ -1051,7 +1073,7 @@ static ts_status resolve_anchors(const ts_model_def *m, ts_prog *p) {
     /* each replica's rows, then with R > 1 every replica's rows as gathered
      * (by rank) and the returned arrays (replica axis after the sample axis) */
     size_t local = 0, R = (size_t)ts_opts_replicas(m->opts), K = (size_t)ts_opts_stages(m->opts);
-    for (int k = 0; k < p->n_anchors; k++) local += (size_t)(p->anchors[k].rows * p->entries[p->anchors[k].entry].numel);
+    for (int k = 0; k < p->n_anchors; k++) local += (size_t)(p->anchors[k].rows * ts_entry_cells(&p->entries[p->anchors[k].entry]));
     size_t total = local * (1 + (R > 1 ? 2 * R : 0) + (K > 1 ? K : 0)); /* pipelines gather every stage's rows */
     p->bytes_anchors = total * sizeof(float);
     p->anchor_local = local;
@@ -1064,7 +1086,7 @@ static ts_status resolve_anchors(const ts_model_def *m, ts_prog *p) {
     for (int k = 0; k < p->n_anchors; k++) {
         p->anchors[k].local = p->arena_anchors + off;
         p->anchors[k].data = R > 1 ? p->arena_anchors + local * (1 + R) + off * R : p->anchors[k].local;
-        off += (size_t)(p->anchors[k].rows * p->entries[p->anchors[k].entry].numel);
+        off += (size_t)(p->anchors[k].rows * ts_entry_cells(&p->entries[p->anchors[k].entry]));
     }
     return TS_OK;
 }

@@ -98,7 +98,7 @@ ts_status ts_device_bind(const ts_model_def *m, ts_prog *p) {
     int64_t biggest = 1, host_held = 1;
     for (int e = 0; e < p->n_entries; e++) {
         ts_entry *en = &p->entries[e];
-        if (en->numel > biggest) biggest = en->numel;
+        if (ts_entry_cells(en) > biggest) biggest = ts_entry_cells(en);
         if (!en->data) continue;
         const ts_tensor *t = g->t[en->node];
         bool held = (en->kind == TS_KIND_VALUE || en->kind == TS_KIND_UPDATED) && en->data == t->value && t->value;
@@ -111,7 +111,7 @@ ts_status ts_device_bind(const ts_model_def *m, ts_prog *p) {
         /* a run changes parameters and buffers: back when the host reads them; the
          * optimizer's moments (entries of a parameter too) only on demand */
         bool state = en->kind >= TS_KIND_ACCL, changes = !state && (t->op == TS_OP_PARAM || t->op == TS_OP_BUFFER);
-        ts_status st = copy_of(p, en->data, en->numel, changes, state, &en->data);
+        ts_status st = copy_of(p, en->data, ts_entry_cells(en), changes, state, &en->data); /* numel: 4-byte cells */
         if (st) return st;
     }
     int n_state = *m->n_state;

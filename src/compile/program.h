@@ -76,6 +76,10 @@ typedef struct ts_entry {
 /* The dtype e's observers, anchors and outfeeds see: f32 for a tensor
  * held in 16-bit cells (they read it widened), else its own. */
 static inline ts_dtype ts_entry_view_dtype(const ts_entry *e) { return ts_dtype_is_half(e->dtype) ? TS_F32 : e->dtype; }
+/* The 4-byte cells e's values take in a program's memory and in its
+ * anchors and outfeeds (i64: two per element; 16-bit cells count whole,
+ * as the host's f32 views of them do). */
+static inline int64_t ts_entry_cells(const ts_entry *e) { return e->numel * ts_dtype_cells(e->dtype); }
 
 /* A tensor the host keeps and a device works on (model/device.c): the
  * parameters, buffers, constants and optimizer state. */
@@ -222,6 +226,10 @@ typedef struct ts_prog {
     int **zero_before;   /* per node: grads to zero before its backward */
     int *n_zero_before;
     float **scratch;     /* per node */
+    /* per node: an op that moves an i64 tensor's cells (ts_op_def.keeps_int)
+     * as the same op on pairs of 4-byte cells (a trailing dim of 2: exec.c's
+     * make_ctx), its node as the kernels then read it; else NULL */
+    ts_tensor **cells_node;
     float **cache;       /* per node: what its kernel keeps from run to run (an inference model's), else NULL */
     float *workspace;    /* transient scratch of the largest need, shared by all nodes */
     float *widen;        /* f32 copies of the 16-bit operands of the op running (transient, shared) */

@@ -177,7 +177,7 @@ static void attr_fs(ox *x, Node *nd, const char *name, int n, const float *v) {
 
 /* ---- initializers and value infos */
 
-static int onnx_type(ts_dtype d) { return d == TS_I32 ? ONNX_INT32 : ONNX_FLOAT; }
+static int onnx_type(ts_dtype d) { return d == TS_I32 ? ONNX_INT32 : d == TS_I64 ? ONNX_INT64 : ONNX_FLOAT; }
 
 /* An initializer over `bytes` (not copied: they outlive the packing). */
 static Tensor *init(ox *x, const char *name, int type, const ts_shape *s, const void *bytes, size_t n) {
@@ -1184,7 +1184,7 @@ static void set_doc(ox *x, const char *what, const ts_tensor *t) {
 static void leaf(ox *x, const ts_tensor *t) {
     const ts_shape *s = shape_of(x, t->id);
     if (t->op == TS_OP_INPUT) push(x, &x->inputs, value(x, t->name, onnx_type(t->dtype), s));
-    else init(x, t->name, onnx_type(t->dtype), s, t->value, 4 * (size_t)ts_shape_numel(s));
+    else init(x, t->name, onnx_type(t->dtype), s, t->value, 4 * (size_t)(ts_shape_numel(s) * ts_dtype_cells(t->dtype)));
 }
 
 static ts_status build(ox *x, TensorscopeOnnx__ModelProto *mp, TensorscopeOnnx__GraphProto *gp) {

@@ -48,12 +48,14 @@ static ts_kctx make_ctx(const ts_run *run, int node, int64_t mb) {
                  /* the micro-batch's number, which random draws follow: a training model's
                   * counts its steps' micro-batches, an inference model's its runs' */
                  .iteration = (uint64_t)(run->training ? run->steps * A + mb % A : run->runs * run->opts.device_iterations + mb)};
+    const ts_op_def *def = ts_op_get(t->op);
     for (int j = 0; j < t->n_in; j++) {
         int in = t->in[j];
         const ts_entry *ie = &p->entries[p->value_entry[in]];
+        bool data = def->keeps_int && !ts_op_int_input(t->op, j);
         if (ie->dtype == TS_I32) k.in_int[j] = (const int32_t *)(const void *)ie->data;
-        /* an op that keeps i32 moves the cells as they are: its float kernel does */
-        if (ie->dtype != TS_I32 || ts_op_get(t->op)->keeps_int) k.in[j] = ie->data;
+        /* an op that keeps integers moves the cells as they are: its float kernel does */
+        if (ie->dtype != TS_I32 || data) k.in[j] = ie->data;
         k.in_dtype[j] = ie->dtype;
         k.in_shape[j] = p->shape[in];
         k.din[j] = p->grad_entry[in] >= 0 ? p->entries[p->grad_entry[in]].data : NULL;
@@ -62,6 +64,7 @@ static ts_kctx make_ctx(const ts_run *run, int node, int64_t mb) {
         k.in[4] = NULL, k.din[4] = NULL;
     k.out = p->entries[p->value_entry[node]].data;
     k.out_dtype = p->entries[p->value_entry[node]].dtype;
+    if (p->cells_node && p->cells_node[node]) ts_kctx_as_cells(&k, p->cells_node[node]); /* an i64 tensor's cells moved in pairs */
     k.lost = ts_lost_slot(p, p->value_entry[node]);
     k.widen = p->widen;
     if (p->grad_entry[node] >= 0) k.dout = p->entries[p->grad_entry[node]].data;
@@ -203,6 +206,8 @@ static bool bias_fusable(const ts_run *run, int k, int64_t mb, const ts_kctx *mk
            !overlaps(out, M * N, ac->in[1], N);
 }
 
+static ts_status check_computed_indices(const ts_run *run, const ts_kctx *k);
+
 static ts_status forward(ts_run *run, int64_t mb) {
     ts_prog *p = run->prog;
     ts_graph *g = run->g;
@@ -225,7 +230,8 @@ static ts_status forward(ts_run *run, int64_t mb) {
             fused = p->order[k + 1];
         }
         ts_op_call call = {i, false, mb, &kc, 0, 0, tr};
-        ts_status st = ts_op_chain_run(run->chain.before, run->chain.n_before, run, &call);
+        ts_status st = check_computed_indices(run, &kc);
+        if (!st) st = ts_op_chain_run(run->chain.before, run->chain.n_before, run, &call);
         if (st) return st;
         if (i != fused) run->backend->kernels[t->op].forward(&kc); /* the bias Add: done by the MatMul before it */
         st = ts_op_chain_run(run->chain.after, run->chain.n_after, run, &call);
@@ -495,37 +501,83 @@ static ts_status accumulate_and_step(ts_run *run, int a, int64_t d) {
     return TS_OK;
 }
 
+/* Whether node t reads integer indices in its input 1 (labels into class
+ * scores, token ids into embedding rows, a gather's indices). */
+static bool reads_indices(const ts_tensor *t) {
+    return t->op == TS_OP_NLL_LOSS || t->op == TS_OP_CROSS_ENTROPY || t->op == TS_OP_EMBEDDING || t->op == TS_OP_GATHER ||
+           t->op == TS_OP_GATHER_ELEMENTS;
+}
+
+/* The n indices y of node t (its input 1, `lab`) inside what they index
+ * (an ignore_index label is allowed), else an error naming both. */
+static ts_status check_indices(const ts_run *run, const ts_tensor *t, const ts_tensor *lab, const int32_t *y, int64_t n) {
+    const ts_shape *s0 = &run->prog->shape[t->in[0]];
+    bool rows = t->op != TS_OP_NLL_LOSS && t->op != TS_OP_CROSS_ENTROPY, gather = rows && t->op != TS_OP_EMBEDDING;
+    int64_t C = rows ? s0->d[t->attr[0]] : s0->d[s0->ndim - 1], lo = gather ? -C : 0; /* gathers: negative from the end */
+    bool ignore = t->op == TS_OP_CROSS_ENTROPY && t->attr[0];
+    /* indices made of another tensor (ts_cast, ts_graph_indices): that one named too, by its file's name where it has one */
+    const ts_tensor *src = lab->op == TS_OP_CONVERT ? run->g->t[lab->in[0]] : NULL;
+    const char *src_name = src ? ts_graph_alias_of(run->g, src) ? ts_graph_alias_of(run->g, src) : src->name : NULL;
+    for (int64_t i = 0; i < n; i++)
+        if ((y[i] < lo || y[i] >= C) && !(ignore && y[i] == (int32_t)t->attr[1]))
+            return ts_error(TS_ERR_INVALID_ARGUMENT, "run: '%s'[%lld] = %d%s%s%s is not %s in [%lld, %lld) for %s", lab->name, (long long)i,
+                            (int)y[i], src ? " (made of '" : "", src ? src_name : "", src ? "')" : "",
+                            gather ? "an index" : rows ? "a row index" : "a class index", (long long)lo, (long long)C, t->name);
+    return TS_OK;
+}
+
+/* The tensor whose values t's input 1 holds: through views and
+ * permutations (the same values), else itself. */
+static const ts_tensor *index_source(const ts_run *run, const ts_tensor *t) {
+    const ts_tensor *lab = run->g->t[t->in[1]];
+    while (lab->op == TS_OP_RESHAPE || lab->op == TS_OP_FLATTEN || lab->op == TS_OP_PERMUTE) lab = run->g->t[lab->in[0]];
+    return lab;
+}
+
 /* Labels index into class scores and token ids into embedding rows: check
- * them before any kernel reads them (an ignore_index label is allowed). */
+ * those the run is fed or the graph holds before any kernel reads them;
+ * the ones the graph computes are checked before the kernel that reads
+ * them (check_computed_indices). */
 static ts_status check_labels(const ts_run *run, const ts_array *const *bound) {
     const ts_prog *p = run->prog;
     for (int k = 0; k < p->n_order; k++) {
         const ts_tensor *t = run->g->t[p->order[k]];
-        if (t->op != TS_OP_NLL_LOSS && t->op != TS_OP_CROSS_ENTROPY && t->op != TS_OP_EMBEDDING && t->op != TS_OP_GATHER &&
-            t->op != TS_OP_GATHER_ELEMENTS)
-            continue;
-        const ts_tensor *lab = run->g->t[t->in[1]];
-        while (ts_op_get(lab->op)->keeps_int) lab = run->g->t[lab->in[0]]; /* a view or permutation holds the same values */
-        const ts_shape *s0 = &p->shape[t->in[0]];
-        bool rows = t->op != TS_OP_NLL_LOSS && t->op != TS_OP_CROSS_ENTROPY, gather = rows && t->op != TS_OP_EMBEDDING;
-        int64_t C = rows ? s0->d[t->attr[0]] : s0->d[s0->ndim - 1], n, lo = gather ? -C : 0; /* gathers: negative from the end */
-        const int32_t *y;
-        if (lab->op == TS_OP_INPUT && bound[lab->id]) {
-            n = ts_array_numel(bound[lab->id]);
-            y = bound[lab->id]->data;
-        } else if (lab->op == TS_OP_CONST) {
-            n = ts_shape_numel(&lab->shape);
-            y = (const int32_t *)(const void *)lab->value;
-        } else {
-            continue; /* computed by the graph: a CastIndex, clamped into range */
-        }
-        bool ignore = t->op == TS_OP_CROSS_ENTROPY && t->attr[0];
-        for (int64_t i = 0; i < n; i++)
-            if ((y[i] < lo || y[i] >= C) && !(ignore && y[i] == (int32_t)t->attr[1]))
-                return ts_error(TS_ERR_INVALID_ARGUMENT, "run: '%s'[%lld] = %d is not %s in [%lld, %lld) for %s", lab->name, (long long)i,
-                                (int)y[i], gather ? "an index" : rows ? "a row index" : "a class index", (long long)lo, (long long)C, t->name);
+        if (!reads_indices(t)) continue;
+        const ts_tensor *lab = index_source(run, t);
+        ts_status st = TS_OK;
+        if (lab->op == TS_OP_INPUT && bound[lab->id])
+            st = check_indices(run, t, lab, bound[lab->id]->data, ts_array_numel(bound[lab->id]));
+        else if (lab->op == TS_OP_CONST)
+            st = check_indices(run, t, lab, (const int32_t *)(const void *)lab->value, ts_shape_numel(&lab->shape));
+        if (st) return st;
     }
     return TS_OK;
+}
+
+/* Indices the graph computed (a slice of the labels, a ts_cast of i64
+ * ids, integer arithmetic), checked as check_labels does before the
+ * kernel that reads them, where the host reads the device's memory: an
+ * index out of range is an error naming the tensor, never clamped or read
+ * past the table. */
+bool ts_exec_computed_indices(const ts_run *run, const ts_tensor *t) {
+    if (!reads_indices(t)) return false;
+    const ts_tensor *lab = index_source(run, t);
+    return lab->op != TS_OP_INPUT && lab->op != TS_OP_CONST && lab->op != TS_OP_CAST_INDEX; /* checked, or clamped by its definition */
+}
+
+static ts_status check_computed_indices(const ts_run *run, const ts_kctx *k) {
+    const ts_tensor *t = run->g->t[k->node->id];
+    if (!k->in_int[1] || !ts_exec_computed_indices(run, t)) return TS_OK;
+    int64_t n = ts_shape_numel(&k->in_shape[1]);
+    if (run->backend->host_addressable) return check_indices(run, t, run->g->t[t->in[1]], k->in_int[1], n);
+    /* a device's: brought to the host first (a wait for the device, paid only by the indices a graph computes) */
+    int32_t *y = ts_malloc((size_t)(n ? n : 1) * sizeof *y);
+    if (!y) return ts_error(TS_ERR_OUT_OF_MEMORY, "run: no memory to check the indices of %s", t->name);
+    run->backend->copy_to_host(k->stream, y, k->in_int[1], (size_t)n * sizeof *y);
+    ts_status st = run->backend->synchronize(k->stream);
+    if (!st) st = check_indices(run, t, run->g->t[t->in[1]], y, n);
+    ts_free(y);
+    return st;
 }
 
 static void record_run_metrics(ts_run *run) {
@@ -626,7 +678,7 @@ static void bind_micro_batch(ts_run *run, const ts_array *const *bound, int64_t 
         if (run->g->t[i]->op != TS_OP_INPUT) continue;
         ts_entry *e = &p->entries[p->value_entry[i]];
         float *base = p->dev_inputs ? p->dev_inputs[i] : (float *)bound[i]->data; /* a device's copy of them */
-        e->data = base + (mb * R + replica) * e->numel; /* i32 has the same width */
+        e->data = base + (mb * R + replica) * ts_entry_cells(e);
     }
     for (int k = 0; k < p->n_order; k++) { /* views of inputs follow them; their forward copies nothing */
         ts_entry *e = &p->entries[p->value_entry[p->order[k]]];

@@ -12,6 +12,10 @@
  * with the observers; records the per-op times. On a numeric-check failure
  * run->failed_entry names the tensor. */
 ts_status ts_exec_run(ts_run *run);
+/* Whether node t reads indices (labels, ids, a gather's) that the graph
+ * computes (not an input's, a constant's or a CastIndex's): the run
+ * checks them before t's kernel, on the host (a device's copied there). */
+bool ts_exec_computed_indices(const ts_run *run, const ts_tensor *t);
 /* ts_model_rerun: the first micro-batch's forward (and a training model's
  * backward) again, its inputs' data per node in `inputs` (on the model's
  * device), with no state updated and the program's observers as they are

@@ -213,6 +213,7 @@ static const char *program_refusal(const ts_run *run) {
         if (op == TS_OP_PRINT && !(p->outfeed_off && p->outfeed_off[p->value_entry[node]] != SIZE_MAX)) return "Print"; /* too big to keep */
         if (op == TS_OP_DROPOUT_MASK && run->training) return "Dropout"; /* its mask drawn from the step number */
         if (op == TS_OP_RANDOM_UNIFORM) return "Random"; /* its values drawn from the step number */
+        if (ts_exec_computed_indices(run, run->g->t[node])) return "ComputedIndices"; /* checked on the host before the op reads them */
     }
     return NULL;
 }

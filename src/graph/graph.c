@@ -241,14 +241,22 @@ ts_tensor *ts_graph_add_node(ts_graph *g, ts_op op, const ts_tensor *const *ins,
     if (n < 0 || n > TS_MAX_INPUTS || (def->arity != TS_ARITY_VARIADIC && n != def->arity) ||
         (def->arity == TS_ARITY_VARIADIC && n < 1))
         return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: takes %d inputs, got %d", def->name, def->arity, n);
+    int data = -1; /* the first data input of an op that keeps integers: the output's dtype */
     for (int i = 0; i < n; i++) {
         if (!ins[i]) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: input %d is NULL (an earlier builder call failed?)", def->name, i + 1);
         if (!owned(g, ins[i])) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: input %d belongs to another graph", def->name, i + 1);
+        if (def->any_dtype) continue;
+        bool moved = def->keeps_int && !ts_op_int_input(op, i);
+        if (moved && data >= 0 && ins[i]->dtype != ins[data]->dtype)
+            return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: input %d '%s' is %s and input %d '%s' is %s; they must be of one dtype "
+                                 "(convert one with ts_cast)", def->name, data + 1, ins[data]->name, ts_dtype_name(ins[data]->dtype), i + 1,
+                                 ins[i]->name, ts_dtype_name(ins[i]->dtype));
+        if (moved && data < 0) data = i;
         ts_dtype want = ts_op_int_input(op, i) ? TS_I32 : TS_F32;
-        if (ins[i]->dtype != want && !(i == 0 && def->keeps_int && ins[i]->dtype == TS_I32))
+        if (ins[i]->dtype != want && !(moved && (ins[i]->dtype == TS_I32 || ins[i]->dtype == TS_I64)))
             return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: input %d '%s' is %s; this input takes %s tensors%s", def->name, i + 1,
                                  ins[i]->name, ts_dtype_name(ins[i]->dtype), ts_dtype_name(want),
-                                 want == TS_F32 ? " (integer tensors such as labels or token ids cannot be used here)" : "");
+                                 want == TS_F32 ? " (integer tensors such as labels or token ids cannot be used here; ts_cast converts them)" : "");
     }
     if (ts_grow((void **)&g->t, &g->cap, g->n + 1, sizeof *g->t)) return ts_graph_fail(g, TS_ERR_OUT_OF_MEMORY, "out of memory adding %s", def->name);
     ts_tensor *t = ts_calloc(1, sizeof *t);
@@ -257,7 +265,7 @@ ts_tensor *ts_graph_add_node(ts_graph *g, ts_op op, const ts_tensor *const *ins,
     t->id = (int)g->n;
     t->op = op;
     t->n_in = n;
-    t->dtype = def->keeps_int ? ins[0]->dtype : def->int_output ? TS_I32 : TS_F32;
+    t->dtype = data >= 0 ? ins[data]->dtype : def->int_output ? TS_I32 : TS_F32;
     t->file = g->file;
     t->line = g->line;
     t->origin = g->origin;
@@ -324,13 +332,14 @@ static ts_tensor *add_leaf(ts_graph *g, ts_op op, const char *name, ts_dtype dty
     }
     if (ts_shape_numel(&s) > TS_MAX_NUMEL)
         return ts_graph_fail(g, TS_ERR_SHAPE, "%s '%s' has more than 2^34 elements", what, name);
-    if (dtype != TS_F32 && !(op != TS_OP_PARAM && dtype == TS_I32))
-        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s '%s': dtype must be f32%s", what, name, op != TS_OP_PARAM ? " or i32" : "");
+    bool ints = op == TS_OP_INPUT || op == TS_OP_CONST;
+    if (dtype != TS_F32 && !(ints && (dtype == TS_I32 || dtype == TS_I64)))
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s '%s': dtype must be f32%s", what, name, ints ? ", i32 or i64" : "");
     ts_tensor *t = add_node(g, op, NULL, NULL, name, set_shape, &s);
     if (!t) return NULL;
     t->dtype = dtype;
     if (ts_op_holds_value(op)) {
-        t->value = ts_calloc((size_t)ts_shape_numel(&s), sizeof(float));
+        t->value = ts_calloc((size_t)(ts_shape_numel(&s) * ts_dtype_cells(dtype)), sizeof(float));
         if (!t->value) return ts_graph_fail(g, TS_ERR_OUT_OF_MEMORY, "out of memory for parameter '%s'", name);
     }
     return t;
@@ -349,7 +358,7 @@ ts_tensor *ts_constant(ts_graph *g, const char *name, const ts_array *value) {
     if (!value || !value->data || value->ndim < 0 || value->ndim > TS_MAX_DIMS)
         return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_constant '%s': a value array with data is required", name ? name : "?");
     ts_tensor *t = add_leaf(g, TS_OP_CONST, name, value->dtype, value->ndim, value->shape);
-    if (t) memcpy(t->value, value->data, (size_t)ts_shape_numel(&t->shape) * 4);
+    if (t) memcpy(t->value, value->data, (size_t)ts_tensor_cells(t) * sizeof(float));
     return t;
 }
 
@@ -516,7 +525,7 @@ ts_status ts_param_set(ts_tensor *p, const ts_array *v) {
 ts_status ts_outfeed_add(ts_graph *g, ts_outfeed *q, const char *key, ts_tensor *t) {
     if (!g || !q || !key || !*key) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_outfeed_add needs a graph, a queue and a key");
     if (!owned(g, t)) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_outfeed_add '%s': the tensor is NULL or not of this graph", key);
-    if (t->dtype != TS_F32 && t->dtype != TS_I32) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_outfeed_add '%s': unsupported dtype", key);
+    if (t->dtype != TS_F32 && t->dtype != TS_I32 && t->dtype != TS_I64) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_outfeed_add '%s': unsupported dtype", key);
     for (size_t i = 0; i < g->n_marks; i++)
         if (g->marks[i].q == q && strcmp(g->marks[i].key, key) == 0)
             return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_outfeed_add: key '%s' is already used on this queue", key);

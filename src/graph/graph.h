@@ -126,8 +126,22 @@ typedef enum ts_op {
      * it is unsigned; the result wraps to that type (ONNX's Bitwise* and
      * BitShift); no gradient */
     TS_OP_BITWISE,
+    /* integer tensors (i32, i64: backend/int_math.h); no gradient */
+    TS_OP_CONVERT,      /* x's values as attr[0]'s dtype (f32, i32, i64): floats toward zero (saturated, NaN 0), i64 to i32 wrapped, as PyTorch's .to();
+                         * attr[1] = 1: indices (i32 out, saturated, NaN INT32_MIN: one out of int32 stays out of any range, for the run's check) */
+    TS_OP_INT_ARITH,    /* in: a, b of one integer dtype (broadcast; Neg and Abs read a); attr[0]: the ts_int_kind; out: a's dtype, i32 0/1 for the comparisons */
+    TS_OP_INT_CUMSUM,   /* in: x i32 or i64; attr[0]: the axis, attr[1]: exclusive, attr[2]: reverse */
     TS_OP_COUNT
 } ts_op;
+
+/* TS_OP_INT_ARITH's attr[0] (ts_binary's and ts_unary's names, in this
+ * order): Div truncates toward zero (C, ONNX's integer Div), FloorDiv
+ * rounds down (PyTorch's //), Mod takes the divisor's sign, FMod the
+ * dividend's; a division by zero gives 0, as numpy's */
+typedef enum ts_int_kind {
+    TS_INT_ADD, TS_INT_SUB, TS_INT_MUL, TS_INT_DIV, TS_INT_FLOOR_DIV, TS_INT_MOD, TS_INT_FMOD, TS_INT_MIN, TS_INT_MAX,
+    TS_INT_EQUAL, TS_INT_LESS, TS_INT_LESS_EQUAL, TS_INT_GREATER, TS_INT_GREATER_EQUAL, TS_INT_NEG, TS_INT_ABS, TS_INT_COUNT
+} ts_int_kind;
 
 /* TS_OP_BITWISE's attr[0] (ts_bitwise's op names, in this order) */
 typedef enum ts_bitwise_kind {
@@ -229,6 +243,11 @@ static inline int64_t ts_shape_numel(const ts_shape *s) {
         if (__builtin_mul_overflow(n, s->d[i], &n)) return INT64_MAX;
     return n;
 }
+/* The 4-byte cells one element of a graph tensor of dtype t takes: 2 for
+ * i64, else 1 (16-bit tensors are held in f32 cells outside a program). */
+static inline int64_t ts_dtype_cells(ts_dtype t) { return t == TS_I64 ? 2 : 1; }
+/* The 4-byte cells t's value takes (its elements times ts_dtype_cells). */
+static inline int64_t ts_tensor_cells(const ts_tensor *t) { return ts_shape_numel(&t->shape) * ts_dtype_cells(t->dtype); }
 bool ts_shape_equal(const ts_shape *a, const ts_shape *b);
 /* out = broadcast of a and b by numpy's rules; false when they do not fit. */
 bool ts_broadcast_shape(const ts_shape *a, const ts_shape *b, ts_shape *out);
@@ -247,6 +266,12 @@ ts_tensor *ts_graph_add_node(ts_graph *g, ts_op op, const ts_tensor *const *ins,
 /* "enc.block0" from the scope stack ("" at top level). */
 void ts_graph_scope_path(const ts_graph *g, char *buf, size_t n);
 
+
+/* x (f32 values the graph computed, or i64) as i32 indices for a gather
+ * or a loss: toward zero, saturated (NaN: INT32_MIN), so that one outside
+ * int32 stays outside the table and the run's check before the op that
+ * reads them names it (exec.c), rather than wrapping or clamping into it. */
+ts_tensor *ts_graph_indices(ts_graph *g, ts_tensor *x);
 
 /* A Cast node of x onto dtype's values (ts_cast's node), named `name`
  * (NULL: `<scope>/Cast:<k>`); dtype is checked by the caller. */

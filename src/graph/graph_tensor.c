@@ -61,7 +61,64 @@ static ts_op family_op(ts_graph *g, const char *what, const char *op, ts_op firs
     return TS_OP_COUNT;
 }
 
+/* ---- integer tensors (i32, i64): TS_OP_INT_ARITH, TS_OP_CONVERT, TS_OP_INT_CUMSUM */
+
+static bool is_int(const ts_tensor *t) { return t && (t->dtype == TS_I32 || t->dtype == TS_I64); }
+
+static const char *const int_kinds[TS_INT_COUNT] = {"Add", "Sub", "Mul", "Div", "FloorDiv", "Mod", "FMod", "Min", "Max",
+                                                    "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Neg", "Abs"};
+
+static void set_int_node(ts_tensor *t, const void *arg) {
+    const int64_t *a = arg; /* attr[0..2], then the output dtype */
+    for (int i = 0; i < 3; i++) t->attr[i] = a[i];
+    t->dtype = (ts_dtype)a[3];
+}
+
+/* The integer op `op` (int_kinds) of a, b (b: a for Neg and Abs), both of
+ * one integer dtype; NULL where op is none of them (the caller's family
+ * then says which names it has). */
+static ts_tensor *int_arith(ts_graph *g, const char *what, const char *op, ts_tensor *a, ts_tensor *b, bool unary_op) {
+    int kind = 0;
+    while (kind < TS_INT_COUNT && (!op || strcmp(op, int_kinds[kind]) != 0)) kind++;
+    bool unary_kind = kind == TS_INT_NEG || kind == TS_INT_ABS;
+    if (kind == TS_INT_COUNT || unary_kind != unary_op) {
+        char names[256];
+        size_t used = 0;
+        for (int k = 0; k < TS_INT_COUNT && used < sizeof names; k++)
+            if ((k == TS_INT_NEG || k == TS_INT_ABS) == unary_op) used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "", int_kinds[k]);
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: '%s' is no op on integer tensors; they take %s", what, op ? op : "(null)", names);
+    }
+    if (!is_int(b))
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s %s: '%s' is %s and '%s' is %s; integer ops take two integer tensors of one dtype "
+                             "(convert one with ts_cast)", what, op, a->name, ts_dtype_name(a->dtype), b ? b->name : "(null)", b ? ts_dtype_name(b->dtype) : "none");
+    if (a->dtype != b->dtype)
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s %s: '%s' is %s and '%s' is %s; convert one with ts_cast (integers of two widths "
+                             "are not mixed silently)", what, op, a->name, ts_dtype_name(a->dtype), b->name, ts_dtype_name(b->dtype));
+    bool compare = kind >= TS_INT_EQUAL && kind <= TS_INT_GREATER_EQUAL;
+    int64_t arg[4] = {kind, 0, 0, compare ? TS_I32 : a->dtype};
+    return ts_graph_add_node(g, TS_OP_INT_ARITH, (const ts_tensor *[]){a, b}, 2, NULL, set_int_node, arg);
+}
+
+ts_tensor *ts_graph_indices(ts_graph *g, ts_tensor *x) {
+    if (!g || g->sticky) return NULL;
+    if (!x || (x->dtype != TS_F32 && x->dtype != TS_I64))
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "indices of '%s': f32 or i64 values are made indices", x ? x->name : "(null)");
+    int64_t arg[4] = {TS_I32, 1, 0, TS_I32};
+    return ts_graph_add_node(g, TS_OP_CONVERT, (const ts_tensor *[]){x}, 1, NULL, set_int_node, arg);
+}
+
+ts_tensor *ts_cumsum(ts_graph *g, ts_tensor *x, int axis, int exclusive, int reverse) {
+    int d = norm_dim(g, "ts_cumsum", x, axis);
+    if (d < 0) return NULL;
+    if (!is_int(x))
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_cumsum: '%s' is %s; ts_cumsum sums i32 and i64 tensors (exactly, wrapping as "
+                             "the integer type does)", x->name, ts_dtype_name(x->dtype));
+    int64_t arg[4] = {d, exclusive != 0, reverse != 0, x->dtype};
+    return ts_graph_add_node(g, TS_OP_INT_CUMSUM, (const ts_tensor *[]){x}, 1, NULL, set_int_node, arg);
+}
+
 ts_tensor *ts_unary(ts_graph *g, const char *op, ts_tensor *x, float alpha, float beta) {
+    if (g && !g->sticky && is_int(x) && op && (strcmp(op, "Neg") == 0 || strcmp(op, "Abs") == 0)) return int_arith(g, "ts_unary", op, x, x, true);
     ts_op o = family_op(g, "ts_unary", op, TS_OP_CEIL, TS_OP_CAST_INDEX);
     if (o == TS_OP_CAST_LOWBITS && (!ts_lowbits_is((int)alpha) || alpha != (float)(int)alpha || !(beta >= 0.0f && beta <= 7.0f) ||
                                     beta != (float)(int)beta))
@@ -75,6 +132,7 @@ ts_tensor *ts_unary(ts_graph *g, const char *op, ts_tensor *x, float alpha, floa
 }
 
 ts_tensor *ts_binary(ts_graph *g, const char *op, ts_tensor *a, ts_tensor *b) {
+    if (g && !g->sticky && is_int(a)) return int_arith(g, "ts_binary", op, a, b, false);
     ts_op o = family_op(g, "ts_binary", op, TS_OP_POWER, TS_OP_XOR);
     return o == TS_OP_COUNT ? NULL : node(g, o, 2, (const ts_tensor *[]){a, b}, NULL);
 }
@@ -128,9 +186,17 @@ ts_tensor *ts_graph_cast_named(ts_graph *g, const ts_tensor *x, ts_dtype dtype, 
 
 ts_tensor *ts_cast(ts_graph *g, ts_tensor *x, ts_dtype dtype) {
     if (!g || g->sticky) return NULL;
-    if (dtype != TS_BF16 && dtype != TS_F16 && dtype != TS_F32)
-        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_cast: casts to bf16, f16 or f32, not %s (integer casts: ts_unary's CastInt, CastBool, CastFloat)",
-                             ts_dtype_name(dtype));
+    if (dtype != TS_BF16 && dtype != TS_F16 && dtype != TS_F32 && dtype != TS_I32 && dtype != TS_I64)
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_cast: casts to bf16, f16, f32, i32 or i64, not %s", ts_dtype_name(dtype));
+    if (x && (is_int(x) || dtype == TS_I32 || dtype == TS_I64)) {
+        if (x->dtype != TS_F32 && !is_int(x))
+            return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_cast: '%s' is %s; integer casts take f32, i32 or i64 tensors", x->name, ts_dtype_name(x->dtype));
+        if (dtype == TS_BF16 || dtype == TS_F16) x = ts_cast(g, x, TS_F32); /* the integers' values, then rounded */
+        if (!x || x->dtype == dtype) return x;
+        if (x->dtype == TS_F32 && (dtype == TS_BF16 || dtype == TS_F16)) return ts_graph_cast_named(g, x, dtype, NULL);
+        int64_t arg[4] = {dtype, 0, 0, dtype};
+        return ts_graph_add_node(g, TS_OP_CONVERT, (const ts_tensor *[]){x}, 1, NULL, set_int_node, arg);
+    }
     return ts_graph_cast_named(g, x, dtype, NULL);
 }
 

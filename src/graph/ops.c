@@ -141,9 +141,9 @@ static const ts_op_def table[] = {
     [TS_OP_GROUP_NORM] = {.op = TS_OP_GROUP_NORM, .name = "GroupNorm", .arity = 3, .bwd_unread_inputs = 0x4u, .has_backward = true, .shape = ts_shape_group_norm, .flops = ts_flops_layer_norm, .scratch_floats = ts_scratch_group_norm},
     [TS_OP_BATCH_MATMUL] = {.op = TS_OP_BATCH_MATMUL, .name = "MatMul", .arity = 2, .has_backward = true, .shape = ts_shape_bmm, .flops = ts_flops_bmm},
     [TS_OP_PERMUTE] = {.op = TS_OP_PERMUTE, .name = "Transpose", .arity = 1, .bwd_unread_inputs = 0x1u, .keeps_int = true, .has_backward = true, .shape = ts_shape_permute},
-    [TS_OP_SLICE] = {.op = TS_OP_SLICE, .name = "Slice", .arity = 1, .bwd_unread_inputs = 0x1u, .has_backward = true, .shape = ts_shape_slice},
-    [TS_OP_CONCAT] = {.op = TS_OP_CONCAT, .name = "Concat", .arity = TS_ARITY_VARIADIC, .bwd_unread_inputs = 0xffu, .has_backward = true, .shape = ts_shape_concat},
-    [TS_OP_WHERE] = {.op = TS_OP_WHERE, .name = "Where", .arity = 3, .bwd_unread_inputs = 0x6u, .int_inputs = 1u << 0, .has_backward = true, .shape = ts_shape_where, .flops = flops_elementwise},
+    [TS_OP_SLICE] = {.op = TS_OP_SLICE, .name = "Slice", .arity = 1, .bwd_unread_inputs = 0x1u, .keeps_int = true, .has_backward = true, .shape = ts_shape_slice},
+    [TS_OP_CONCAT] = {.op = TS_OP_CONCAT, .name = "Concat", .arity = TS_ARITY_VARIADIC, .bwd_unread_inputs = 0xffu, .keeps_int = true, .has_backward = true, .shape = ts_shape_concat},
+    [TS_OP_WHERE] = {.op = TS_OP_WHERE, .name = "Where", .arity = 3, .bwd_unread_inputs = 0x6u, .int_inputs = 1u << 0, .keeps_int = true, .has_backward = true, .shape = ts_shape_where, .flops = flops_elementwise},
     [TS_OP_MASKED_FILL] = {.op = TS_OP_MASKED_FILL, .name = "MaskedFill", .arity = 2, .bwd_unread_inputs = 0x1u, .int_inputs = 1u << 1, .has_backward = true, .shape = ts_shape_masked_fill, .flops = flops_elementwise},
     [TS_OP_REDUCE_SUM_AXES] = {.op = TS_OP_REDUCE_SUM_AXES, .name = "ReduceSum", .arity = 1, .bwd_unread_inputs = 0x1u, .has_backward = true, .shape = ts_shape_reduce_axes, .flops = flops_input},
     [TS_OP_REDUCE_MEAN_AXES] = {.op = TS_OP_REDUCE_MEAN_AXES, .name = "ReduceMean", .arity = 1, .bwd_unread_inputs = 0x1u, .has_backward = true, .shape = ts_shape_reduce_axes, .flops = flops_input},
@@ -192,7 +192,7 @@ static const ts_op_def table[] = {
     /* a Cast to float8, float4, int4, ...: the gradient passes straight through, as ts_cast's */
     [TS_OP_CAST_LOWBITS] = {.op = TS_OP_CAST_LOWBITS, .name = "CastLowbits", .arity = 1, .has_backward = true, .shape = shape_same, .flops = flops_elementwise},
     [TS_OP_SELECT] = {.op = TS_OP_SELECT, .name = "Where", .arity = 3, .bwd_unread_inputs = 0x6u, .has_backward = true, .shape = ts_shape_where, .flops = flops_elementwise},
-    [TS_OP_GATHER] = {.op = TS_OP_GATHER, .name = "Gather", .arity = 2, .bwd_unread_inputs = 0x1u, .int_inputs = 1u << 1, .has_backward = true, .shape = ts_shape_gather, .flops = flops_elementwise},
+    [TS_OP_GATHER] = {.op = TS_OP_GATHER, .name = "Gather", .arity = 2, .bwd_unread_inputs = 0x1u, .int_inputs = 1u << 1, .keeps_int = true, .has_backward = true, .shape = ts_shape_gather, .flops = flops_elementwise},
     [TS_OP_GATHER_ELEMENTS] = {.op = TS_OP_GATHER_ELEMENTS, .name = "GatherElements", .arity = 2, .bwd_unread_inputs = 0x1u, .int_inputs = 1u << 1, .has_backward = true, .shape = ts_shape_gather_elements, .flops = flops_elementwise},
     [TS_OP_CAST_FLOAT] = {.op = TS_OP_CAST_FLOAT, .name = "CastFloat", .arity = 1, .int_inputs = 1u << 0, .bwd_unread_inputs = 0x1u, .shape = shape_same, .flops = flops_elementwise},
     [TS_OP_CAST_INDEX] = {.op = TS_OP_CAST_INDEX, .name = "CastIndex", .arity = 1, .int_output = true, .bwd_unread_inputs = 0x1u, .shape = shape_same, .flops = flops_elementwise},
@@ -217,6 +217,10 @@ static const ts_op_def table[] = {
     /* input 3: the mask; input 4 (optional): the unfused twin, whose value the backward never reads */
     [TS_OP_ATTENTION] = {.op = TS_OP_ATTENTION, .name = "Attention", .arity = TS_ARITY_VARIADIC, .needs_output = true, .bwd_unread_inputs = 1u << 4, .int_inputs = 1u << 3, .has_backward = true, .shape = ts_shape_attention, .flops = ts_flops_attention, .scratch_floats = ts_scratch_attention},
     [TS_OP_BITWISE] = {.op = TS_OP_BITWISE, .name = "Bitwise", .arity = 2, .int_inputs = 0x3u, .int_output = true, .bwd_unread_inputs = 0x3u, .shape = ts_shape_broadcast_binary, .flops = flops_elementwise},
+    /* integer tensors: no gradient (their builders set the dtypes) */
+    [TS_OP_CONVERT] = {.op = TS_OP_CONVERT, .name = "Convert", .arity = 1, .any_dtype = true, .bwd_unread_inputs = 0x1u, .shape = shape_same, .flops = flops_elementwise},
+    [TS_OP_INT_ARITH] = {.op = TS_OP_INT_ARITH, .name = "IntArith", .arity = 2, .any_dtype = true, .bwd_unread_inputs = 0x3u, .shape = ts_shape_broadcast_binary, .flops = flops_elementwise},
+    [TS_OP_INT_CUMSUM] = {.op = TS_OP_INT_CUMSUM, .name = "CumSum", .arity = 1, .any_dtype = true, .bwd_unread_inputs = 0x1u, .shape = shape_same, .flops = flops_elementwise},
 };
 _Static_assert(sizeof table / sizeof table[0] == TS_OP_COUNT, "the op table must cover every ts_op");
 

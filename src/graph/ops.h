@@ -23,10 +23,15 @@ typedef struct ts_op_def {
     unsigned bwd_unread_inputs;
     bool view;              /* output = input 0's data reshaped: of a model input it shares the buffer, no copy */
     unsigned int_inputs;    /* bit j: input j is i32 (labels, indices) and gets no gradient */
-    /* input 0 may be i32 as well as f32: the op only moves its 4-byte cells
-     * (a view, a permutation), and its output has input 0's dtype (an i32
-     * output gets no gradient) */
+    /* its data inputs (those not in int_inputs) may be i32 or i64 as well
+     * as f32, all of one dtype: the op only moves their cells (a view, a
+     * permutation, a slice, a concatenation, a gather, a Where), and its
+     * output has their dtype (an integer output gets no gradient; an i64
+     * one's 8-byte cells are moved as pairs of 4-byte ones: exec.c) */
     bool keeps_int;
+    /* its builder checks its inputs' dtypes and sets the output's (the
+     * integer ops: ts_cast, ts_binary, ts_unary and ts_cumsum on integers) */
+    bool any_dtype;
     bool int_output;        /* its output is i32 (indices computed by the graph); no gradient */
     /* a gradient flows through: every backend has a backward kernel for
      * it (false: none, e.g. a dropout mask or a leaf) */

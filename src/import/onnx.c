@@ -582,9 +582,33 @@ static ts_tensor *made_tensor(importer *im, value *v, ts_status *st) {
     return t;
 }
 
-/* A graph tensor of f32 values: an i32 one through CastFloat. */
+/* A graph tensor of f32 values: an i32 one through CastFloat, an i64 one
+ * through ts_cast. */
 static ts_tensor *f32_of(importer *im, ts_tensor *t, ts_status *st) {
     if (t && t->dtype == TS_I32 && !(t = ts_unary(im->g, "CastFloat", t, 0.0f, 0.0f))) *st = ts_graph_status(im->g);
+    if (t && t->dtype == TS_I64 && !(t = ts_cast(im->g, t, TS_F32))) *st = ts_graph_status(im->g);
+    return t;
+}
+
+/* An integer operand as an i64 graph tensor: an i32 or i64 graph tensor,
+ * or a one-element integer constant (exact to 2^53, as folding holds
+ * constants); NULL where it is neither (no error: the caller computes as
+ * before). */
+static ts_tensor *i64_of(importer *im, value *v, ts_status *st) {
+    if (v->t) {
+        if (v->t->dtype == TS_I64) return v->t;
+        ts_tensor *t = v->t->dtype == TS_I32 ? ts_cast(im->g, v->t, TS_I64) : NULL;
+        if (v->t->dtype == TS_I32 && !t) *st = ts_graph_status(im->g);
+        return t;
+    }
+    if (v->param || ts_onnx_dtype_is_float(v->c.dtype) || ts_shape_numel(&v->c.shape) != 1 || (*st = decoded(im, v))) return NULL;
+    int64_t k;
+    if (!ts_onnx_int_value(v->c.v[0], -((int64_t)1 << 53), (int64_t)1 << 53, &k)) return NULL;
+    char *name = ts_graph_op_output_name(im->g, "Int64");
+    ts_tensor *t = name ? ts_constant(im->g, name, &(ts_array){.dtype = TS_I64, .ndim = v->c.shape.ndim, .shape = {1, 1, 1, 1, 1, 1, 1, 1}, .data = &k})
+                        : NULL;
+    ts_free(name);
+    if (!t) *st = ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
     return t;
 }
 
@@ -760,8 +784,17 @@ static ts_status op_binary(importer *im, node_io *io) {
     if (is_const(a) && is_const(b) && !a->param && !b->param)
         return fold_result(im, ts_const_binary(op, &a->c, &b->c, &io->out[0].c));
     /* integer Div truncates toward zero (ids, counts: i32 tensors and integer constants) */
-    bool int_a = a->t ? a->t->dtype == TS_I32 : !a->param && !ts_onnx_dtype_is_float(a->c.dtype);
-    bool int_b = b->t ? b->t->dtype == TS_I32 : !b->param && !ts_onnx_dtype_is_float(b->c.dtype);
+    bool int_a = a->t ? a->t->dtype == TS_I32 || a->t->dtype == TS_I64 : !a->param && !ts_onnx_dtype_is_float(a->c.dtype);
+    bool int_b = b->t ? b->t->dtype == TS_I32 || b->t->dtype == TS_I64 : !b->param && !ts_onnx_dtype_is_float(b->c.dtype);
+    /* integer arithmetic of graph tensors (position ids from a mask), exactly in int64 */
+    static const char *const int_ops[] = {"Add", "Sub", "Mul", "Div", "Mod", "FMod"};
+    bool int_op = false;
+    for (size_t k = 0; k < sizeof int_ops / sizeof *int_ops; k++) int_op = int_op || strcmp(op, int_ops[k]) == 0;
+    if (int_a && int_b && int_op && (a->t || b->t)) {
+        ts_tensor *ia = i64_of(im, a, &st), *ib = ia ? i64_of(im, b, &st) : NULL;
+        if (st) return st;
+        if (ib) return built(im, ts_binary(im->g, op, ia, ib), &io->out[0]);
+    }
     if (strcmp(op, "Div") == 0 && int_a && int_b) {
         ts_tensor *ta = as_f32(im, a, &st), *tb = ta ? as_f32(im, b, &st) : NULL;
         return tb ? built(im, ts_unary(im->g, "CastInt", ts_div(im->g, ta, tb), 0.0f, 0.0f), &io->out[0]) : st;
@@ -1702,6 +1735,8 @@ static ts_status op_loss(importer *im, node_io *io) {
     bool has_w = io->n_in > 2 && io->in[2], has_ii = attr(im, "ignore_index") != NULL;
     ts_status st = TS_OK;
     ts_tensor *x = as_tensor(im, io->in[0], &st), *y = x ? as_tensor(im, io->in[1], &st) : NULL;
+    /* labels the graph computed (in f32 or i64): checked before the loss reads them (an ignore_index allowed) */
+    if (y && y->dtype != TS_I32 && !(y = ts_graph_indices(im->g, y))) return ts_graph_status(im->g);
     ts_tensor *w = y && has_w ? class_weights(im, io->in[2], &st) : NULL;
     if (!y || (has_w && !w)) return st;
     ts_tensor *logp = ce ? ts_log_softmax(im->g, x, 1) : x, *loss;
@@ -1854,10 +1889,10 @@ static ts_status op_gather(importer *im, node_io *io) {
     ts_tensor *w = as_f32(im, data, &st), *i = w ? as_tensor(im, idx, &st) : NULL;
     if (!i) return st;
     bool computed = i->dtype != TS_I32;
-    if (computed) { /* integer values the graph computed in f32: indices, kept inside the gathered axis */
-        float n = (float)w->shape.d[axis];
-        if (!(i = ts_unary(im->g, "CastIndex", i, -n, n - 1.0f))) return ts_graph_status(im->g);
-    }
+    /* integer values the graph computed in f32 (or i64): indices, checked
+     * before the gather reads them (one outside the axis is an error naming
+     * it, as ONNX says, never clamped into it) */
+    if (computed && !(i = ts_graph_indices(im->g, i))) return ts_graph_status(im->g);
     if (elements) return built(im, ts_gather_elements(im->g, w, i, axis), &io->out[0]);
     if (axis == 0 && w->shape.ndim == 2 && !computed) return built(im, ts_embedding(im->g, w, i), &io->out[0]);
     return built(im, ts_gather(im->g, w, i, axis), &io->out[0]);
@@ -2102,6 +2137,10 @@ static ts_status op_concat(importer *im, node_io *io) {
     }
     int axis;
     if ((st = attr_axis(im, "axis", 0, xs[0]->shape.ndim, false, &axis))) return st;
+    bool mixed = false; /* parts of several dtypes: joined as f32 */
+    for (int i = 1; i < n; i++) mixed = mixed || xs[i]->dtype != xs[0]->dtype;
+    for (int i = 0; mixed && i < n; i++)
+        if (!(xs[i] = f32_of(im, xs[i], &st))) return st ? st : ts_graph_status(im->g);
     return built(im, n == 1 ? xs[0] : ts_concat(im->g, xs, n, axis), &io->out[0]);
 }
 
@@ -2120,6 +2159,7 @@ static ts_status op_where(importer *im, node_io *io) {
     /* the condition as it is (i32 bools, or the 1 and 0 of a comparison);
      * the values in f32 */
     ts_tensor *tc = as_tensor(im, c, &st), *ta = tc ? as_f32(im, a, &st) : NULL, *tb = ta ? as_f32(im, b, &st) : NULL;
+    if (tc && tc->dtype == TS_I64) tc = f32_of(im, tc, &st); /* non-zero stays non-zero */
     return tb ? built(im, ts_where(im->g, tc, ta, tb), &io->out[0]) : st;
 }
 
@@ -2682,6 +2722,7 @@ static void fill_cumsum(const void *ctx, float *v) {
  * axis (input 1, normalised), exclusive and reverse. */
 static ts_status cum_args(importer *im, node_io *io, ts_tensor **x0, ts_tensor **x, int *axis, int *exclusive, int *reverse) {
     ts_status st = TS_OK;
+    *axis = 0;
     *x0 = as_tensor(im, io->in[0], &st), *x = f32_of(im, *x0, &st);
     double a = 0;
     if (!*x || (st = attr_int32(im, "exclusive", 0, 0, 1, exclusive)) || (st = attr_int32(im, "reverse", 0, 0, 1, reverse)))
@@ -2697,13 +2738,15 @@ static ts_status cum_args(importer *im, node_io *io, ts_tensor **x0, ts_tensor *
 
 /* CumSum along the constant axis (input 1): x, its axis moved last, times
  * the [N,N] matrix of which elements add into which (exclusive, reverse),
- * so the gradient is the matmul's. Integers summed in f32 and returned as
- * integers. */
+ * so the gradient is the matmul's. Integer graph tensors: ts_cumsum, in
+ * int64. */
 static ts_status op_cumsum(importer *im, node_io *io) {
     ts_tensor *x0, *x;
     int axis, exclusive, reverse;
     ts_status st = cum_args(im, io, &x0, &x, &axis, &exclusive, &reverse);
     if (st) return st;
+    if (x0->dtype == TS_I32 || x0->dtype == TS_I64) /* integers (a mask's running count): exactly, in int64 */
+        return built(im, ts_cumsum(im->g, x0->dtype == TS_I64 ? x0 : ts_cast(im->g, x0, TS_I64), axis, exclusive, reverse), &io->out[0]);
     int nd = x->shape.ndim, last = nd - 1;
     int64_t n = x->shape.d[axis];
     ts_tensor *m = computed_constant(im, "Sums", &(ts_shape){.ndim = 2, .d = {n, n}}, fill_cumsum, &(cumsum_ctx){n, exclusive, reverse}, &st);
@@ -3008,7 +3051,7 @@ static ts_status op_rotary(importer *im, node_io *io) {
     if (io->n_in > 3 && io->in[3]) {
         ts_tensor *ids = as_tensor(im, io->in[3], &st);
         if (!ids) return st;
-        if (ids->dtype != TS_I32 && !(ids = ts_unary(g, "CastIndex", ids, 0.0f, (float)(cosc->shape.d[0] - 1)))) return ts_graph_status(g);
+        if (ids->dtype != TS_I32 && !(ids = ts_graph_indices(g, ids))) return ts_graph_status(g); /* checked before the gathers */
         cosc = ts_gather(g, cosc, ids, 0);
         sinc = ts_gather(g, sinc, ids, 0);
     }
@@ -4222,6 +4265,7 @@ static bool onnx_array_dtype(int elem, ts_dtype *out);
 static ts_tensor *as_i32(importer *im, value *v, ts_status *st) {
     ts_tensor *t = as_tensor(im, v, st);
     if (!t || t->dtype == TS_I32) return t;
+    if (t->dtype == TS_I64) return ts_cast(im->g, t, TS_I32); /* its low 32 bits */
     return ts_unary(im->g, "CastIndex", t, -2147483648.0f, 2147483520.0f); /* the largest float below 2^31 */
 }
 

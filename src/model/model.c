@@ -182,7 +182,7 @@ static ts_status compile_program(ts_model *m, bool keep) {
     ts_status st = ts_prog_build(&def, &p);
     for (int e = 0; !st && e < p->n_entries; e++) /* slots of the size of the records each queue takes */
         for (int k = 0; !st && k < p->entries[e].n_outfeeds; k++)
-            st = ts_outfeed_reserve(p->entries[e].outfeeds[k].q, (size_t)p->entries[e].numel * sizeof(float));
+            st = ts_outfeed_reserve(p->entries[e].outfeeds[k].q, (size_t)ts_entry_cells(&p->entries[e]) * sizeof(float));
     if (!st && !m->run.opts.plan_only) st = ts_device_bind(&def, p); /* a plan-only program has no buffers to bind */
     if (st) {
         if (p) ts_prog_free(p);

@@ -42,7 +42,7 @@ static ts_status check_held(ts_model *m, const ts_hold *h) {
     return TS_OK;
 }
 
-/* value in the entry's dtype (f32 or i32) into a new host buffer */
+/* value in the entry's dtype (f32, i32 or i64) into a new host buffer */
 static ts_status convert(const ts_entry *en, const ts_array *value, void **out) {
     char want[96], got[96];
     ts_array shape = {.dtype = en->dtype, .ndim = en->shape.ndim};
@@ -53,11 +53,23 @@ static ts_status convert(const ts_entry *en, const ts_array *value, void **out) 
         return ts_error(TS_ERR_SHAPE, "ts_model_rerun: the new value of '%s' is %s; it must have the tensor's shape, %s", en->name,
                         ts_array_shape_str(value, got, sizeof got), ts_array_shape_str(&shape, want, sizeof want));
     int64_t n = en->numel;
-    void *buf = ts_malloc((size_t)(n ? n : 1) * 4);
+    void *buf = ts_malloc((size_t)(n ? n : 1) * ts_dtype_size(en->dtype));
     if (!buf) return ts_error(TS_ERR_OUT_OF_MEMORY, "ts_model_rerun: no memory for the new value of '%s'", en->name);
+    if (en->dtype == TS_I64 && value->dtype == TS_I64) { /* exact, not through a double */
+        memcpy(buf, value->data, (size_t)n * sizeof(int64_t));
+        *out = buf;
+        return TS_OK;
+    }
     for (int64_t i = 0; i < n; i++) {
         double v = ts_array_value(value, i);
-        if (en->dtype == TS_I32) {
+        if (en->dtype == TS_I64) {
+            if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0) || v != floor(v)) {
+                ts_free(buf);
+                return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_rerun: '%s' holds integers (i64); the new value has %g at [%lld]", en->name, v,
+                                (long long)i);
+            }
+            ((int64_t *)buf)[i] = (int64_t)v;
+        } else if (en->dtype == TS_I32) {
             if (!(v >= INT32_MIN && v <= INT32_MAX) || v != floor(v)) {
                 ts_free(buf);
                 return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_rerun: '%s' holds integers (i32); the new value has %g at [%lld]", en->name, v,

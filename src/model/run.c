@@ -19,25 +19,40 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Element i of an integer array exactly (u64 beyond int64's range: false). */
+static bool exact_int(const ts_array *a, int64_t i, int64_t *v) {
+    switch (a->dtype) {
+    case TS_I64: *v = ((const int64_t *)a->data)[i]; return true;
+    case TS_U64: {
+        uint64_t u = ((const uint64_t *)a->data)[i];
+        *v = (int64_t)u;
+        return u <= (uint64_t)INT64_MAX;
+    }
+    case TS_U32: *v = ((const uint32_t *)a->data)[i]; return true;
+    default: *v = (int64_t)ts_array_value(a, i); return true; /* 32 bits or fewer: exact in a double */
+    }
+}
+
 /* An array of another dtype for an input (int64 token ids or labels, bools
- * as uint8, f64 and 16-bit float values, integers of any width for an i32 or f32 input)
- * converted to the input's dtype into the program's buffer for the node:
- * every value must be representable (an integer in i32's range for i32;
- * for f32 a finite f64 within f32's range, an infinity or NaN, an integer
- * within 2^24), else an error that names the first one; never wrapped. */
+ * as uint8, f64 and 16-bit float values, integers of any width for an i32,
+ * i64 or f32 input) converted to the input's dtype into the program's
+ * buffer for the node: every value must be representable (an integer in
+ * i32's or i64's range; for f32 a finite f64 within f32's range, an
+ * infinity or NaN, an integer within 2^24), else an error that names the
+ * first one; never wrapped. */
 static ts_status convert_input(ts_prog *p, const ts_tensor *t, const ts_array *a, const ts_array **out) {
-    bool to_i32 = t->dtype == TS_I32 && ts_dtype_is_integer(a->dtype);
+    bool to_int = (t->dtype == TS_I32 || t->dtype == TS_I64) && ts_dtype_is_integer(a->dtype);
     bool to_f32 = t->dtype == TS_F32 && (a->dtype == TS_F64 || ts_dtype_is_half(a->dtype) || ts_dtype_is_integer(a->dtype));
-    if (!to_i32 && !to_f32)
+    if (!to_int && !to_f32)
         return ts_error(TS_ERR_INVALID_ARGUMENT, "run: input '%s' must be %s data, got %s%s", t->name, ts_dtype_name(t->dtype),
-                        ts_dtype_name(a->dtype), t->dtype == TS_I32 ? " (i32 inputs also take integer and bool data of any width)"
-                                                                     : " (f32 inputs also take f64, f16, bf16 and integer data)");
+                        ts_dtype_name(a->dtype), t->dtype != TS_F32 ? " (integer inputs also take integer and bool data of any width)"
+                                                                   : " (f32 inputs also take f64, f16, bf16 and integer data)");
     if (!p->converted && !(p->converted = ts_calloc((size_t)p->n_nodes, sizeof *p->converted))) return TS_ERR_OUT_OF_MEMORY;
     ts_array *c = &p->converted[t->id];
     int64_t n = ts_array_numel(a);
-    if (ts_array_numel(c) < n || !c->data) {
+    if (ts_array_numel(c) < n || !c->data || c->dtype != t->dtype) {
         ts_free(c->data);
-        c->data = ts_malloc((size_t)(n ? n : 1) * 4);
+        c->data = ts_malloc((size_t)(n ? n : 1) * ts_dtype_size(t->dtype));
         if (!c->data) return TS_ERR_OUT_OF_MEMORY;
     }
     void *data = c->data;
@@ -45,13 +60,19 @@ static ts_status convert_input(ts_prog *p, const ts_tensor *t, const ts_array *a
     c->dtype = t->dtype;
     c->data = data;
     for (int64_t i = 0; i < n; i++) {
-        double v = ts_array_value(a, i);
-        if (to_i32) {
-            if (!(v >= INT32_MIN && v <= INT32_MAX))
-                return ts_error(TS_ERR_INVALID_ARGUMENT, "run: input '%s' holds %.0f at [%lld]; this i32 input takes integers from %d to %d "
-                                "(ids and labels beyond are not wrapped)", t->name, v, (long long)i, INT32_MIN, INT32_MAX);
-            ((int32_t *)data)[i] = (int32_t)v;
+        int64_t iv;
+        if (to_int && !exact_int(a, i, &iv))
+            return ts_error(TS_ERR_INVALID_ARGUMENT, "run: input '%s' holds %llu at [%lld]; this i64 input takes integers up to 2^63-1 "
+                            "(not wrapped)", t->name, (unsigned long long)((const uint64_t *)a->data)[i], (long long)i);
+        if (to_int && t->dtype == TS_I64) {
+            ((int64_t *)data)[i] = iv;
+        } else if (to_int) {
+            if (!(iv >= INT32_MIN && iv <= INT32_MAX))
+                return ts_error(TS_ERR_INVALID_ARGUMENT, "run: input '%s' holds %lld at [%lld]; this i32 input takes integers from %d to %d "
+                                "(ids and labels beyond are not wrapped; an i64 input holds them)", t->name, (long long)iv, (long long)i, INT32_MIN, INT32_MAX);
+            ((int32_t *)data)[i] = (int32_t)iv;
         } else {
+            double v = ts_array_value(a, i);
             if (isfinite(v) && fabs(v) > FLT_MAX)
                 return ts_error(TS_ERR_INVALID_ARGUMENT, "run: input '%s' holds %g at [%lld], beyond f32's range (+-%g)", t->name, v,
                                 (long long)i, (double)FLT_MAX);

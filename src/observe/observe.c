@@ -24,7 +24,7 @@
 static void capture_anchor(ts_run *run, const ts_anchor *a, const ts_entry *e, const float *x, int64_t sample, int64_t S) {
     const ts_prog *p = run->prog;
     const ts_backend *be = p->backend;
-    size_t n = (size_t)e->numel;
+    size_t n = (size_t)ts_entry_cells(e);
     float *rows = p->dev_anchors ? p->dev_anchors + (a->local - p->arena_anchors) : a->local;
     switch (a->mode) {
     case TS_OUTPUT_ALL: be->copy_on_device(run->stream, rows + (size_t)sample * n, x, n * sizeof(float)); break;
@@ -257,7 +257,7 @@ const float *ts_device_host_view(ts_run *run, const ts_entry *e) {
     ts_prog *p = run->prog;
     const ts_backend *be = p->backend;
     if (be->host_addressable || e->on_host || !e->data) return e->data;
-    if (e->numel > p->host_view_floats) return NULL;
+    if (ts_entry_cells(e) > p->host_view_floats) return NULL;
     queue_lost(run, (int)(e - p->entries)); /* for its summary's columns of what rounding lost */
     be->copy_to_host(run->stream, p->host_view, e->data, (size_t)e->numel * ts_dtype_size(e->dtype));
     return be->synchronize(run->stream) ? NULL : p->host_view;
@@ -447,7 +447,7 @@ bool ts_observe_device(ts_run *run, int entry, int64_t sample) {
     bool reduce = due && p->dev_slots && !e->on_host;
     const float *x = e->data;
     if (e->on_host && anchors) { /* sent first, for the anchors arena the device fills */
-        p->backend->copy_to_device(run->stream, p->dev_stage, e->data, (size_t)e->numel * sizeof(float));
+        p->backend->copy_to_device(run->stream, p->dev_stage, e->data, (size_t)ts_entry_cells(e) * sizeof(float));
         x = p->dev_stage;
     }
     if (anchors) { /* into the device's arena, copied to the host once after the run */
@@ -571,7 +571,7 @@ ts_status ts_observe(ts_run *run, int entry, int64_t sample) {
         uint64_t t0 = ts_now_ns();
         for (int k = 0; k < e->n_anchors; k++) capture_anchor(run, &p->anchors[e->anchors[k]], e, e->data, sample, S);
         p->anchor_ns += ts_now_ns() - t0; /* to the metrics once per run, not per copy */
-        p->anchor_bytes += (uint64_t)e->n_anchors * (uint64_t)e->numel * sizeof(float);
+        p->anchor_bytes += (uint64_t)e->n_anchors * (uint64_t)ts_entry_cells(e) * sizeof(float);
         p->anchor_copies += (uint64_t)e->n_anchors;
     }
     bool derived = e->relu_derived && p->watch_results[e->watch].run == run->runs; /* taken in its input's pass (summarize) */

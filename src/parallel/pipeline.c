@@ -89,6 +89,12 @@ static ts_status boundary(const ts_run *run, ts_prog *p, int from, int **out, in
     }
     *n = 0;
     for (int i = 0; i < p->n_nodes; i++)
+        if (crosses[i] && g->t[i]->dtype == TS_I64) {
+            ts_free(crosses);
+            return ts_error(TS_ERR_UNSUPPORTED, "compile: the i64 tensor '%s' crosses from pipeline stage %d to %d, which only f32 and i32 "
+                            "tensors do yet; cast it to i32 (ts_cast) before the stage's end", g->t[i]->name, from, from + 1);
+        }
+    for (int i = 0; i < p->n_nodes; i++)
         if (crosses[i]) {
             (*out)[(*n)++] = i;
             *len += p->entries[p->value_entry[i]].numel;

@@ -170,7 +170,7 @@ ts_status ts_replicas_allreduce(ts_run *run) {
 static void place_anchors(ts_prog *p, int R) {
     for (int k = 0; k < p->n_anchors; k++) {
         const ts_anchor *a = &p->anchors[k];
-        size_t numel = (size_t)p->entries[a->entry].numel, off = (size_t)(a->local - p->arena_anchors);
+        size_t numel = (size_t)ts_entry_cells(&p->entries[a->entry]), off = (size_t)(a->local - p->arena_anchors); /* 4-byte cells */
         for (int64_t row = 0; row < a->rows; row++)
             for (int r = 0; r < R; r++)
                 memcpy(a->data + ((size_t)row * (size_t)R + (size_t)r) * numel,

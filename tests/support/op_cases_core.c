@@ -3,7 +3,8 @@
  * loss, sum, mean, softmax and log-softmax over each kind of axis, cross
  * entropy with and without ignore_index, exp, sqrt, pow, erf, gelu (exact
  * and tanh), tanh, sigmoid, the unary family (Sin, Elu, IsNaN, ...) and
- * CastFloat, CastIndex and Bitwise (compared exactly), Cast to bf16, f16 and f32. Sizes include odd ones (not multiples of 32 or
+ * CastFloat, CastIndex and Bitwise (compared exactly), Cast to bf16, f16 and f32, the
+ * integer ops (Convert, IntArith, CumSum) and the moves of i64 and i32 tensors. Sizes include odd ones (not multiples of 32 or
  * 256), rows longer than a block, and tensors over 65536 elements. */
 #include "check.h"
 #include "op_check.h"
@@ -239,7 +240,61 @@ static void cases_losses(ts_op_checker *c) {
     ts_graph_free(g);
 }
 
+/* An i64 leaf (values over all of int64 unless the case says, 0, -1 and
+ * the ends among them) */
+static ts_tensor *ids64(ts_graph *g, int ndim, const int64_t *d) {
+    static int id;
+    char name[24];
+    snprintf(name, sizeof name, "ids%d", id++);
+    return ts_input(g, name, TS_I64, ndim, d);
+}
+
+/* Integer tensors: the casts between f32, i32 and i64, the integer
+ * arithmetic and comparisons (broadcast, every kind, values beyond 2^53
+ * and at the ends), running sums, and the ops that move i64 and i32
+ * values (compared exactly; no gradient) */
+static void cases_integer(ts_op_checker *c) {
+    ts_graph *g = ts_graph_new(9);
+    ts_op_case_opts huge = {.spread = 6e18f}, ints = {.int_hi = 70000}, small = {.i64_bits = 20};
+    check(c, "Convert f32 [70001] to i64 (beyond i32)", ts_cast(g, leaf(g, SHAPE(70001)), TS_I64), &huge);
+    check(c, "Convert f32 [3,7,11] to i32 (saturated)", ts_cast(g, leaf(g, SHAPE(3, 7, 11)), TS_I32), &huge);
+    check(c, "Convert i32 [3,7,11] to i64", ts_cast(g, labels(g, SHAPE(3, 7, 11)), TS_I64), &ints);
+    check(c, "Convert i64 [70001] to i32 (wrapped)", ts_cast(g, ids64(g, SHAPE(70001)), TS_I32), NULL);
+    check(c, "Convert i64 [3,7,11] to f32", ts_cast(g, ids64(g, SHAPE(3, 7, 11)), TS_F32), NULL);
+    static const char *const kinds[] = {"Add", "Sub", "Mul", "Div", "FloorDiv", "Mod", "FMod", "Min", "Max",
+                                        "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"};
+    char label[96];
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        snprintf(label, sizeof label, "IntArith %s i64 [5,1,9] by [7,1]", kinds[k]);
+        check(c, label, ts_binary(g, kinds[k], ids64(g, SHAPE(5, 1, 9)), ids64(g, SHAPE(7, 1))), NULL);
+        snprintf(label, sizeof label, "IntArith %s i64 small [70001] by [1]", kinds[k]);
+        check(c, label, ts_binary(g, kinds[k], ids64(g, SHAPE(70001)), ids64(g, SHAPE(1))), &small);
+    }
+    check(c, "IntArith Div i32 [3,7,11] by [7,11]", ts_binary(g, "Div", labels(g, SHAPE(3, 7, 11)), labels(g, SHAPE(7, 11))), &ints);
+    check(c, "IntArith Mul i32 [70001] (wrapped)", ts_binary(g, "Mul", labels(g, SHAPE(70001)), labels(g, SHAPE(70001))), &ints);
+    check(c, "IntArith Neg i64 [70001]", ts_unary(g, "Neg", ids64(g, SHAPE(70001)), 0, 0), NULL);
+    check(c, "IntArith Abs i64 [3,7,11]", ts_unary(g, "Abs", ids64(g, SHAPE(3, 7, 11)), 0, 0), NULL);
+    check(c, "CumSum i64 [3,7,11] axis 1", ts_cumsum(g, ids64(g, SHAPE(3, 7, 11)), 1, 0, 0), NULL);
+    check(c, "CumSum i64 [3,7,11] axis -1 exclusive reverse", ts_cumsum(g, ids64(g, SHAPE(3, 7, 11)), -1, 1, 1), NULL);
+    check(c, "CumSum i32 [4,70001] axis 1", ts_cumsum(g, labels(g, SHAPE(4, 70001)), 1, 0, 0), &ints);
+    check(c, "reshape i64 [4,6]->[2,12]", ts_reshape(g, ids64(g, SHAPE(4, 6)), SHAPE(2, 12)), NULL);
+    check(c, "flatten i64 [2,3,4,5] from 1", ts_flatten(g, ids64(g, SHAPE(2, 3, 4, 5)), 1), NULL);
+    check(c, "transpose i64 [3,5,7] 0<->2", ts_transpose(g, ids64(g, SHAPE(3, 5, 7)), 0, 2), NULL);
+    check(c, "slice i64 [5,9] dim 1 [2,7)", ts_slice(g, ids64(g, SHAPE(5, 9)), 1, 2, 5), NULL);
+    check(c, "slice i32 [5,9] dim 0 [1,4)", ts_slice(g, labels(g, SHAPE(5, 9)), 0, 1, 3), &ints);
+    check(c, "concat i64 [2,3]+[2,5] dim 1", ts_concat(g, (ts_tensor *[]){ids64(g, SHAPE(2, 3)), ids64(g, SHAPE(2, 5))}, 2, 1), NULL);
+    check(c, "concat i32 [2,3]+[4,3] dim 0", ts_concat(g, (ts_tensor *[]){labels(g, SHAPE(2, 3)), labels(g, SHAPE(4, 3))}, 2, 0), &ints);
+    ts_op_case_opts rows = {.int_hi = 7};
+    check(c, "gather i64 [7,5] rows by [3,4]", ts_gather(g, ids64(g, SHAPE(7, 5)), labels(g, SHAPE(3, 4)), 0), &rows);
+    check(c, "gather i64 [4,7] axis 1 by [9]", ts_gather(g, ids64(g, SHAPE(4, 7)), labels(g, SHAPE(9)), 1), &rows);
+    check(c, "gather i32 [7,5] rows by [6]", ts_gather(g, labels(g, SHAPE(7, 5)), labels(g, SHAPE(6)), 0), &rows);
+    check(c, "where i64 [3,1] ? [3,8] : [8]", ts_where(g, labels(g, SHAPE(3, 1)), ids64(g, SHAPE(3, 8)), ids64(g, SHAPE(8))), NULL);
+    check(c, "where i32 [70001] ? [70001] : [1]", ts_where(g, labels(g, SHAPE(70001)), labels(g, SHAPE(70001)), labels(g, SHAPE(1))), &ints);
+    ts_graph_free(g);
+}
+
 void ts_op_cases_core(ts_op_checker *c) {
+    cases_integer(c);
     cases_matmul(c);
     cases_elementwise(c);
     cases_unary_math(c);

@@ -24,6 +24,17 @@ static float next_uniform(uint64_t *s) { /* [0, 1) */
     return (float)((double)(*s >> 11) * 0x1.0p-53);
 }
 
+/* An i64 value over +-2^bits (bits 0: every int64), the ends, 0 and -1 a
+ * few times in a hundred (the divisions' edge cases) */
+static int64_t next_i64(uint64_t *s, int bits) {
+    uint64_t hi = (uint64_t)(next_uniform(s) * 4294967296.0f), lo = (uint64_t)(next_uniform(s) * 4294967296.0f);
+    int64_t v = (int64_t)(hi << 32 | lo);
+    float pick = next_uniform(s);
+    if (pick < 0.02f) return pick < 0.01f ? 0 : -1;
+    if (pick < 0.03f) return pick < 0.025f ? INT64_MIN : INT64_MAX;
+    return bits > 0 && bits < 63 ? v >> (63 - bits) : v;
+}
+
 /* One operand on both devices: host values, the CPU's copy, the device's. */
 typedef struct operand {
     int64_t n;
@@ -178,7 +189,7 @@ void ts_op_check(ts_op_checker *c, const char *label, const ts_tensor *t, const 
         return;
     }
     if (!c->seed) c->seed = 0x9E3779B97F4A7C15ull;
-    bool bwd = def->has_backward && !o.no_backward;
+    bool bwd = def->has_backward && !o.no_backward && t->dtype == TS_F32; /* an integer output has no gradient */
     operand in[TS_MAX_INPUTS], din[TS_MAX_INPUTS], out, dout, scratch, wcpu, wdev;
     memset(in, 0, sizeof in);
     memset(din, 0, sizeof din);
@@ -194,12 +205,16 @@ void ts_op_check(ts_op_checker *c, const char *label, const ts_tensor *t, const 
         const ts_tensor *x = g->t[t->in[j]];
         in_shape[j] = x->shape;
         int64_t n = ts_shape_numel(&x->shape);
-        if (n > biggest) biggest = n;
-        ok = ok && operand_new(c, &in[j], n);
-        bool is_int = ts_op_int_input(t->op, j) || x->dtype == TS_I32;
+        bool wide = x->dtype == TS_I64; /* two cells an element */
+        if (n * (wide ? 2 : 1) > biggest) biggest = n * (wide ? 2 : 1);
+        ok = ok && operand_new(c, &in[j], n * (wide ? 2 : 1));
+        bool is_int = ts_op_int_input(t->op, j) || x->dtype == TS_I32 || wide;
         for (int64_t i = 0; ok && i < n; i++) {
             float u = next_uniform(&c->seed);
-            if (is_int) {
+            if (wide) {
+                int64_t v = next_i64(&c->seed, o.i64_bits);
+                memcpy(&in[j].host[2 * i], &v, sizeof v);
+            } else if (is_int) {
                 int32_t v = (int32_t)(u * (float)o.int_hi);
                 memcpy(&in[j].host[i], &v, sizeof v);
             } else {
@@ -213,7 +228,7 @@ void ts_op_check(ts_op_checker *c, const char *label, const ts_tensor *t, const 
             if (ok) operand_upload(c, &din[j]);
         }
     }
-    int64_t n_out = ts_shape_numel(&t->shape);
+    int64_t n_out = ts_shape_numel(&t->shape) * ts_dtype_cells(t->dtype);
     if (n_out > biggest) biggest = n_out;
     ok = ok && operand_new(c, &out, n_out) && operand_new(c, &dout, n_out);
     for (int64_t i = 0; ok && i < n_out; i++) dout.host[i] = 2.0f * next_uniform(&c->seed) - 1.0f;
@@ -241,7 +256,13 @@ void ts_op_check(ts_op_checker *c, const char *label, const ts_tensor *t, const 
     kd.dout = dout.dev;
     for (int j = 0; j < t->n_in; j++) {
         kc.in_shape[j] = kd.in_shape[j] = in_shape[j];
-        bool is_int = ts_op_int_input(t->op, j) || g->t[t->in[j]]->dtype == TS_I32;
+        ts_dtype dt = g->t[t->in[j]]->dtype;
+        kc.in_dtype[j] = kd.in_dtype[j] = dt;
+        bool is_int = ts_op_int_input(t->op, j) || dt == TS_I32;
+        if (is_int && def->keeps_int && !ts_op_int_input(t->op, j)) { /* moved as cells: read as floats too */
+            kc.in[j] = in[j].cpu;
+            kd.in[j] = in[j].dev;
+        }
         if (is_int) {
             kc.in_int[j] = (const int32_t *)(const void *)in[j].cpu;
             kd.in_int[j] = (const int32_t *)(const void *)in[j].dev;
@@ -252,12 +273,19 @@ void ts_op_check(ts_op_checker *c, const char *label, const ts_tensor *t, const 
         kc.din[j] = din[j].cpu;
         kd.din[j] = din[j].dev;
     }
+    kc.out_dtype = kd.out_dtype = t->dtype;
+    ts_tensor twin;
+    if (def->keeps_int && t->dtype == TS_I64) { /* an i64 tensor's cells moved in pairs, as exec.c runs it */
+        OP_CHECK(c, ts_cells_node(t, &in_shape[0], &t->shape, &twin), "%s %s: no room for the cells' dim", def->name, label);
+        ts_kctx_as_cells(&kc, &twin);
+        ts_kctx_as_cells(&kd, &twin);
+    }
     crow->forward(&kc);
     drow->forward(&kd);
-    double e = t->dtype == TS_I32 ? compare_int(c, &out, back) : compare(c, &out, back);
+    double e = t->dtype != TS_F32 ? compare_int(c, &out, back) : compare(c, &out, back);
     OP_CHECK(c, e <= o.tol, "%s %s on %s: forward, rel. error %.3g", def->name, label, c->dev->name, e);
     for (int j = 0; j < t->n_in; j++) {
-        if (!kc.in[j]) continue;
+        if (!kc.in[j] || g->t[t->in[j]]->dtype != TS_F32) continue; /* integers are never written */
         e = compare(c, &in[j], back);
         if (e > 0) OP_CHECK(c, e <= o.tol, "%s %s on %s: input %d after the forward, rel. error %.3g", def->name, label, c->dev->name, j, e);
     }

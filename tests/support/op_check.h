@@ -30,6 +30,7 @@ typedef struct ts_op_checker {
 
 typedef struct ts_op_case_opts {
     int32_t int_hi;   /* i32 inputs uniform in [0, int_hi) (0: 2) */
+    int i64_bits;     /* i64 inputs uniform over +-2^i64_bits (0: all of int64), with 0, -1 and the ends among them */
     bool positive;    /* float inputs in [0.5, 2) instead of [-1, 1) */
     float spread;     /* float inputs in [-spread, spread) instead (0: 1) */
     float shift;      /* added to every float input (a domain such as acosh's x >= 1) */

@@ -56,6 +56,52 @@ void ts_fwd_bitwise(const ts_kctx *k) {
                              k->in_int[1][ts_bcast_offset(&k->out_shape, &k->in_shape[1], i)]);
 }
 
+/* ---- integer tensors: i32 cells (in_int) or i64 ones (behind in) */
+static int64_t int_in(const ts_kctx *k, int j, int64_t i) {
+    return k->in_dtype[j] == TS_I64 ? ((const int64_t *)(const void *)k->in[j])[i] : k->in_int[j][i];
+}
+static void int_out(const ts_kctx *k, int64_t i, int64_t v) {
+    if (k->out_dtype == TS_I64) ((int64_t *)(void *)k->out)[i] = v;
+    else ((int32_t *)(void *)k->out)[i] = ts_int_wrap32(v);
+}
+
+void ts_fwd_convert(const ts_kctx *k) {
+    int64_t n = numel_out(k);
+    bool index = k->node->attr[1] != 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (index) ((int32_t *)(void *)k->out)[i] = k->in_dtype[0] == TS_F32 ? ts_index_of_float(k->in[0][i]) : ts_index_of_int(int_in(k, 0, i));
+        else if (k->out_dtype == TS_F32) k->out[i] = (float)int_in(k, 0, i); /* to nearest */
+        else if (k->in_dtype[0] == TS_F32) int_out(k, i, ts_float_to_int(k->in[0][i], k->out_dtype == TS_I64 ? 64 : 32));
+        else int_out(k, i, int_in(k, 0, i));
+    }
+}
+
+void ts_fwd_int_arith(const ts_kctx *k) {
+    int64_t n = numel_out(k);
+    int kind = (int)k->node->attr[0];
+    for (int64_t i = 0; i < n; i++)
+        int_out(k, i, ts_int_arith(kind, int_in(k, 0, ts_bcast_offset(&k->out_shape, &k->in_shape[0], i)),
+                                   int_in(k, 1, ts_bcast_offset(&k->out_shape, &k->in_shape[1], i))));
+}
+
+/* [outer, n, inner] around dim attr[0]: each line summed in order */
+void ts_fwd_int_cumsum(const ts_kctx *k) {
+    int64_t d = k->node->attr[0], n = k->out_shape.d[d], outer = 1, inner = 1;
+    bool exclusive = k->node->attr[1] != 0, reverse = k->node->attr[2] != 0;
+    for (int64_t i = 0; i < d; i++) outer *= k->out_shape.d[i];
+    for (int64_t i = d + 1; i < k->out_shape.ndim; i++) inner *= k->out_shape.d[i];
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t c = 0; c < inner; c++) {
+            int64_t sum = 0;
+            for (int64_t s = 0; s < n; s++) {
+                int64_t at = (o * n + (reverse ? n - 1 - s : s)) * inner + c, v = int_in(k, 0, at);
+                if (!exclusive) sum = ts_int_arith(TS_INT_ADD, sum, v);
+                int_out(k, at, sum);
+                if (exclusive) sum = ts_int_arith(TS_INT_ADD, sum, v);
+            }
+        }
+}
+
 /* Gather along attr[0] as [outer, V, C] (Embedding: axis 0 of [V, C]) */
 static void gather_dims(const ts_kctx *k, int64_t *outer, int64_t *V, int64_t *C) {
     ts_gather_dims(&k->in_shape[0], (int)k->node->attr[0], outer, V, C);

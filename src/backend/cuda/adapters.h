@@ -32,6 +32,9 @@ void ts_cu_bwd_ew_unary(const ts_kctx *k);
 void ts_cu_fwd_cast_float(const ts_kctx *k); /* i32 -> f32 */
 void ts_cu_fwd_cast_index(const ts_kctx *k); /* f32 -> i32 indices */
 void ts_cu_fwd_bitwise(const ts_kctx *k);     /* i32 bitwise ops and shifts, in the declared integer type */
+void ts_cu_fwd_convert(const ts_kctx *k);     /* between f32, i32 and i64 */
+void ts_cu_fwd_int_arith(const ts_kctx *k);   /* i32 / i64 arithmetic and comparisons */
+void ts_cu_fwd_int_cumsum(const ts_kctx *k);  /* i32 / i64 running sums */
 void ts_cu_fwd_cast(const ts_kctx *k);       /* onto a 16-bit float's values */
 void ts_cu_round_half(cudaStream_t s, ts_dtype t, float *y, const float *x, int64_t n, ts_half_loss *lost);
 void ts_cu_fwd_tanh(const ts_kctx *k);

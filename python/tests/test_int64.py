@@ -1,0 +1,125 @@
+"""int64 graph tensors from Python: fed and returned as numpy int64, every
+value exact (beyond 2^31 and 2^53, the ends of int64), through the integer
+ops (casts, arithmetic with ONNX's and torch's divisions, comparisons,
+running sums) and the ops that move values, each against numpy."""
+import numpy as np
+import pytest
+
+import tensorscope as ts
+
+BIG = np.array([[2**40 + 1, -(2**53) - 1, 2**63 - 1, -(2**63) + 1],
+                [2**62 + 7, -7, 0, 123456789012345]], np.int64)
+MASK = np.array([[1, 1, 1, 0], [0, 1, 1, 1]], np.int64)
+
+
+def has(cname):
+    return hasattr(ts._capi.lib, cname)
+
+
+pytestmark = pytest.mark.skipif(not has("ts_cumsum"), reason="this library has no int64 graph tensors")
+
+
+def run(build, *arrays):
+    g = ts.Graph()
+    ins = [g.input(f"x{i}", "i64", list(a.shape)) for i, a in enumerate(arrays)]
+    outs = build(g, *ins)
+    outs = outs if isinstance(outs, (list, tuple)) else [outs]
+    m = ts.inference_model(g, ts.Options(), outputs=list(outs))
+    m.compile()
+    got = m(*arrays)
+    return got if isinstance(got, (list, tuple)) else [got]
+
+
+def const(g, name, v):
+    return g.constant(name, np.array([v], np.int64))
+
+
+def test_arithmetic_is_exact_beyond_2_53():
+    with np.errstate(over="ignore"):
+        want_add = BIG + np.int64(2**40 + 1)
+        want_mul = BIG * np.int64(3)
+    got = run(lambda g, x: [g.binary("Add", x, const(g, "c", 2**40 + 1)), g.binary("Mul", x, const(g, "three", 3)),
+                            g.binary("Sub", x, x)], BIG)
+    assert all(a.dtype == np.int64 for a in got)
+    np.testing.assert_array_equal(got[0], want_add)  # wraps as numpy's int64 does
+    np.testing.assert_array_equal(got[1], want_mul)
+    np.testing.assert_array_equal(got[2], np.zeros_like(BIG))
+
+
+@pytest.mark.parametrize("divisor", [7, -7, 2**33 + 1])
+def test_divisions_against_numpy(divisor):
+    x = BIG[:, [0, 1, 3]].copy()
+    x[1, 2] = -123456789012345  # a negative dividend beside a positive one
+    got = run(lambda g, t: [g.binary(op, t, const(g, op, divisor)) for op in ("Div", "FloorDiv", "Mod", "FMod")], x)
+    d = np.int64(divisor)
+    np.testing.assert_array_equal(got[0], np.sign(x) * np.sign(d) * (np.abs(x) // np.abs(d)))  # ONNX's Div: toward zero
+    np.testing.assert_array_equal(got[1], x // d)          # torch's //, numpy's floor_divide
+    np.testing.assert_array_equal(got[2], np.mod(x, d))    # the divisor's sign
+    np.testing.assert_array_equal(got[3], np.fmod(x, d))   # the dividend's
+
+
+def test_comparisons_min_max_neg_abs():
+    near = BIG + 1
+    got = run(lambda g, a, b: [g.binary("Less", a, b), g.binary("Equal", a, a), g.binary("GreaterOrEqual", a, b),
+                               g.binary("Max", a, b), g.binary("Min", a, b), g.unary("Neg", a), g.unary("Abs", b)],
+              BIG, near)
+    with np.errstate(over="ignore"):
+        want = [(BIG < near), np.ones_like(BIG, bool), BIG >= near, np.maximum(BIG, near), np.minimum(BIG, near), -BIG,
+                np.abs(near)]
+    assert got[0].dtype == np.int32  # comparisons are 1 or 0 in int32 masks
+    for k, (a, b) in enumerate(zip(got, want)):
+        np.testing.assert_array_equal(a, b.astype(a.dtype), err_msg=f"output {k}")
+
+
+def test_position_ids_from_the_mask():
+    """Hugging Face's: attention_mask.cumsum(-1) - 1, masked_fill(mask == 0, 1)."""
+    def build(g, m):
+        one, zero = const(g, "one", 1), const(g, "zero", 0)
+        return [g.where(g.binary("Equal", m, zero), one, g.binary("Sub", g.cumsum(m, -1), one)),
+                g.cumsum(m, 1, exclusive=1, reverse=1)]
+    pos, rev = run(build, MASK)
+    want = MASK.cumsum(-1) - 1
+    want[MASK == 0] = 1
+    np.testing.assert_array_equal(pos, want)
+    np.testing.assert_array_equal(rev, np.flip(np.cumsum(np.flip(MASK, 1), 1), 1) - MASK)
+
+
+def test_moves_keep_every_bit():
+    idx = np.array([3, -1], np.int32)
+
+    def build(g, x):
+        return [g.transpose(x, 0, 1), g.slice(x, 1, 1, 2), g.concat([x, x], 0), g.reshape(x, [8]),
+                g.gather(g.reshape(x, [8]), g.constant("idx", idx), 0)]
+    got = run(build, BIG)
+    np.testing.assert_array_equal(got[0], BIG.T)
+    np.testing.assert_array_equal(got[1], BIG[:, 1:3])
+    np.testing.assert_array_equal(got[2], np.concatenate([BIG, BIG]))
+    np.testing.assert_array_equal(got[3], BIG.reshape(-1))
+    np.testing.assert_array_equal(got[4], BIG.reshape(-1)[idx])
+
+
+def test_casts_as_torch():
+    f = np.array([[3.9, -3.9, 5e9, np.nan]], np.float32)
+    g = ts.Graph()
+    x, y = g.input("x", "i64", [2, 4]), g.input("f", "f32", [1, 4])
+    outs = [g.cast(x, "i32"), g.cast(x, "f32"), g.cast(y, "i64"), g.cast(g.cast(x, "i32"), "i64")]
+    m = ts.inference_model(g, ts.Options(), outputs=outs)
+    m.compile()
+    w32, f32, i64, back = m(BIG, f)
+    np.testing.assert_array_equal(w32, BIG.astype(np.int32))  # wrapped, as numpy's and torch's
+    np.testing.assert_array_equal(f32, BIG.astype(np.float32))
+    np.testing.assert_array_equal(i64, np.array([[3, -3, 5000000000, 0]], np.int64))  # toward zero; NaN 0
+    np.testing.assert_array_equal(back, BIG.astype(np.int32).astype(np.int64))
+
+
+def test_mixed_widths_and_unsigned_overflow_are_refused():
+    g = ts.Graph()
+    a, b = g.input("a", "i64", [2]), g.input("b", "i32", [2])
+    with pytest.raises(ts.TensorscopeError, match="ts_cast"):
+        g.binary("Add", a, b)
+    g = ts.Graph()
+    a = g.input("a", "i64", [2])
+    m = ts.inference_model(g, ts.Options(), outputs=[g.binary("Add", a, a)])
+    m.compile()
+    with pytest.raises(ts.TensorscopeError, match="2\\^63-1"):
+        m(np.array([1, 2**63], np.uint64))
