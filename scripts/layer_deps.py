@@ -57,17 +57,20 @@ ALLOWED = {
     # implement the table's contract
     "cpu": {"core", "graph", "backend"},
     "cuda": {"core", "graph", "backend"},
+    # the registry: every device by the name a user gives it, the one place
+    # that names each backend
+    "registry": {"core", "graph", "backend", "cpu", "cuda"},
     # compile plans memory in the arenas a backend allocates
     "compile": {"core", "graph", "backend"},
-    "observe": {"core", "graph", "compile", "backend", "io"},
+    "observe": {"core", "graph", "compile", "backend", "registry", "io"},
     "exec": {"core", "graph", "compile", "backend", "observe"},
     # a model's split over ranks works on its program and observers; the
     # executor and observers reach it through the model's table (m->par)
     "parallel": {"core", "graph", "compile", "backend", "observe"},
     "io": {"core"},
     "data": {"core", "io"},
-    "diag": {"core", "graph", "compile", "observe", "io"},
-    "model": {"core", "graph", "import", "compile", "backend", "cpu", "cuda", "observe", "exec", "parallel", "io",
+    "diag": {"core", "graph", "compile", "registry", "observe", "io"},
+    "model": {"core", "graph", "import", "compile", "backend", "cpu", "cuda", "registry", "observe", "exec", "parallel", "io",
               "data", "diag"},
 }
 

@@ -4,7 +4,7 @@
 #include "model/model.h"
 #include "observe/observe.h"
 
-#include "backend/backend.h"
+#include "backend/registry/registry.h"
 #include "diag/metrics.h"
 #include "graph/ops.h"
 #include "observe/outfeed.h"

@@ -1,6 +1,6 @@
-/* backend.c -- from the device a user names ("cpu", "cuda", "cuda:1") to
- * its backend table. */
-#include "backend/backend.h"
+/* registry.c -- from the device a user names ("cpu", "cuda", "cuda:1") to
+ * its backend table, and what each device is (registry.h). */
+#include "backend/registry/registry.h"
 
 #include <stdio.h>
 #include <string.h>
