@@ -99,10 +99,8 @@ ACCEPTED = {
     ("observe/observe.c", "diag/metrics.c"): METRICS,
     ("observe/outfeed.c", "diag/metrics.c"): METRICS,
     ("observe/outfeed.c", "diag/trace.c"): TRACE,
-    ("diag/hooks.c", "parallel/mpi.c"): "rank 0 alone writes the graph and metrics files: the job's rank",
     ("exec/exec.c", "diag/memwatch.c"): "the micro-batch trace line (--log-verbosity 5) shows the memory watcher's latest sample",
     ("exec/exec.c", "diag/memory.c"): "diag/memory.h declares the memory watcher's latest-sample call the micro-batch trace line shows",
-    ("graph/options.c", "io/atomic_file.c"): "ts_options_set_trace says at once that the path cannot be written, with the writer's own open",
 }
 
 

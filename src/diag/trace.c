@@ -9,7 +9,7 @@
  * them, so a trace sized for a million events costs what it records. */
 #include "diag/trace.h"
 
-#include "io/atomic_file.h"
+#include "core/atomic_file.h"
 
 #include <errno.h>
 #include <math.h>

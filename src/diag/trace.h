@@ -40,7 +40,7 @@ bool ts_trace_owned_by(const void *owner);
 void ts_trace_resume(const void *owner);
 void ts_trace_pause(const void *owner);
 /* Stops recording, waits for the threads still writing an event, writes the
- * file atomically (src/io/atomic_file.c) and frees the events. Nothing when
+ * file atomically (src/core/atomic_file.c) and frees the events. Nothing when
  * `owner` does not hold the trace. */
 ts_status ts_trace_finish(const void *owner);
 
