@@ -14,7 +14,7 @@
 #include "backend/backend.h"
 #include "diag/crash.h"
 #include "diag/memory.h"
-#include "diag/metrics.h"
+#include "core/metrics.h"
 #include "diag/trace.h"
 #include "core/op_chain.h"
 #include "backend/pool.h"

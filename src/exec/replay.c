@@ -32,7 +32,7 @@
 
 #include "backend/backend.h"
 #include "core/core.h"
-#include "diag/metrics.h"
+#include "core/metrics.h"
 #include "diag/trace.h"
 #include "graph/ops.h"
 

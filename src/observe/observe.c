@@ -5,7 +5,7 @@
 #include "observe/observe.h"
 
 #include "backend/registry/registry.h"
-#include "diag/metrics.h"
+#include "core/metrics.h"
 #include "graph/ops.h"
 #include "observe/outfeed.h"
 #include "compile/stability.h"
