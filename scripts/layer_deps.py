@@ -81,14 +81,8 @@ OWNER = {}
 # reason (docs/backend.md#layers). A new arrow into the same file is not
 # accepted until it is named here.
 CRASH = "the crash handler's current-op note is set from every layer (a sink, read only by the crash report)"
-TRACE = "the trace recorder takes slices from every layer, as the metrics take counts (a sink, nothing read back)"
 ACCEPTED = {
-    ("backend/pool.c", "diag/trace.c"): TRACE,
     ("exec/exec.c", "diag/crash.c"): CRASH,
-    ("exec/exec.c", "diag/trace.c"): TRACE,
-    ("exec/replay.c", "diag/trace.c"): TRACE,
-    ("observe/chain.c", "diag/trace.c"): TRACE,
-    ("observe/outfeed.c", "diag/trace.c"): TRACE,
     ("exec/exec.c", "diag/memwatch.c"): "the micro-batch trace line (--log-verbosity 5) shows the memory watcher's latest sample",
     ("exec/exec.c", "diag/memory.c"): "diag/memory.h declares the memory watcher's latest-sample call the micro-batch trace line shows",
 }

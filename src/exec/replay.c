@@ -33,7 +33,7 @@
 #include "backend/backend.h"
 #include "core/core.h"
 #include "core/metrics.h"
-#include "diag/trace.h"
+#include "core/trace.h"
 #include "graph/ops.h"
 
 #include <pthread.h>

@@ -271,7 +271,7 @@ ts_status ts_model_run(ts_model *m, const char *const *names, const ts_array *in
     if (!st && !m->started && m->opts.on_start) st = run_on_start(m);
     if (!st) st = ts_exec_run(m);
     draw_kernel_track(m);
-    if (m->trace_done && !m->prog->backend->host_addressable) { /* the last traced step's file, with its kernels (exec.c's trace_step_end) */
+    if (m->trace_done) { /* the last traced step's file (exec.c's trace_step_end), a device's with its kernels */
         ts_status tst = ts_trace_finish(m);
         if (!st) st = tst;
     }
