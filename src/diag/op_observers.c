@@ -3,7 +3,7 @@
  * op's label and slice on the timeline (diag/trace.c). */
 #include "diag/hooks.h"
 
-#include "diag/crash.h"
+#include "core/crash_note.h"
 #include "diag/trace.h"
 #include "graph/ops.h"
 

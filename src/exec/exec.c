@@ -12,8 +12,8 @@
 #include "observe/observe.h"
 
 #include "backend/backend.h"
-#include "diag/crash.h"
-#include "diag/memory.h"
+#include "core/crash_note.h"
+#include "core/memwatch_note.h"
 #include "core/metrics.h"
 #include "core/trace.h"
 #include "core/op_chain.h"
