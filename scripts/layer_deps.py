@@ -13,8 +13,9 @@ Arrows between files come from the code itself:
     is its interface; for a header of OWNER, the .c of that stem in its
     owner's folder), else to the header itself.
 Each file belongs to a layer: its top folder under src/, except that the
-backend table (the files at the top of src/backend/) and each backend
-(src/backend/cpu/, src/backend/cuda/) are layers of their own, and a file
+backend table (the files at the top of src/backend/), each backend
+(src/backend/cpu/, src/backend/cuda/) and the registry that names them
+(src/backend/registry/) are layers of their own, and a file
 listed in OWNER belongs to the layer that owns what it declares. ALLOWED is
 docs/design.md's flow (section "Layers and the flow of data"); ACCEPTED
 names every arrow against it that stays, one pair of files a line, with the
