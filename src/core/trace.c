@@ -6,9 +6,9 @@
  * it before it leaves. Finishing turns the trace off, waits until no thread
  * is inside a recording, hands every claimed event to the writer and frees
  * the array: no event is written half-filled and none is written into
- * freed memory. The
- * array is allocated, not cleared: its pages are touched as events fill
- * them, so a trace sized for a million events costs what it records. */
+ * freed memory. The array is allocated, not cleared: its pages are touched
+ * as events fill them, so a trace sized for a million events costs what it
+ * records. */
 #include "core/trace.h"
 
 #include <pthread.h>
