@@ -18,7 +18,7 @@
  *   transfer bytes=B pageable_us=.. pinned_us=.. pageable_gbps=.. pinned_gbps=..
  * one batch of mlp1000's input sent to the device from the caller's
  * memory and from page-locked memory: what a step's upload costs at best. */
-#include "backend/backend.h"
+#include "backend/registry/registry.h"
 #include "core/stats.h"
 
 #include <stdio.h>

@@ -13,8 +13,9 @@ Arrows between files come from the code itself:
     is its interface; for a header of OWNER, the .c of that stem in its
     owner's folder), else to the header itself.
 Each file belongs to a layer: its top folder under src/, except that the
-backend table (the files at the top of src/backend/) and each backend
-(src/backend/cpu/, src/backend/cuda/) are layers of their own, and a file
+backend table (the files at the top of src/backend/), each backend
+(src/backend/cpu/, src/backend/cuda/) and the registry that names them
+(src/backend/registry/) are layers of their own, and a file
 listed in OWNER belongs to the layer that owns what it declares. ALLOWED is
 docs/design.md's flow (section "Layers and the flow of data"); ACCEPTED
 names every arrow against it that stays, one pair of files a line, with the
@@ -57,17 +58,20 @@ ALLOWED = {
     # implement the table's contract
     "cpu": {"core", "graph", "backend"},
     "cuda": {"core", "graph", "backend"},
+    # the registry: every device by the name a user gives it, the one place
+    # that names each backend
+    "registry": {"core", "graph", "backend", "cpu", "cuda"},
     # compile plans memory in the arenas a backend allocates
     "compile": {"core", "graph", "backend"},
-    "observe": {"core", "graph", "compile", "backend", "io"},
+    "observe": {"core", "graph", "compile", "backend", "registry", "io"},
     "exec": {"core", "graph", "compile", "backend", "observe"},
     # a model's split over ranks works on its program and observers; the
     # executor and observers reach it through the runs' table (ts_run.par)
     "parallel": {"core", "graph", "compile", "backend", "observe"},
     "io": {"core"},
     "data": {"core", "io"},
-    "diag": {"core", "graph", "compile", "observe", "io"},
-    "model": {"core", "graph", "import", "compile", "backend", "cpu", "cuda", "observe", "exec", "parallel", "io",
+    "diag": {"core", "graph", "compile", "registry", "observe", "io"},
+    "model": {"core", "graph", "import", "compile", "backend", "cpu", "cuda", "registry", "observe", "exec", "parallel", "io",
               "data", "diag"},
 }
 
@@ -75,32 +79,9 @@ ALLOWED = {
 OWNER = {}
 
 # Arrows accepted against the flow, each pair of files by name with its
-# reason (docs/backend.md#layers). A new arrow into the same file is not
-# accepted until it is named here.
-METRICS = "metrics counters are bumped from every layer (a sink, nothing read back)"
-CRASH = "the crash handler's current-op note is set from every layer (a sink, read only by the crash report)"
-TRACE = "the trace recorder takes slices from every layer, as the metrics take counts (a sink, nothing read back)"
-ACCEPTED = {
-    ("backend/pool.c", "diag/trace.c"): TRACE,
-    ("parallel/pipeline.c", "diag/metrics.c"): METRICS,
-    ("parallel/replicas.c", "diag/metrics.c"): METRICS,
-    ("exec/device.c", "diag/metrics.c"): METRICS,
-    ("exec/exec.c", "diag/crash.c"): CRASH,
-    ("exec/exec.c", "diag/metrics.c"): METRICS,
-    ("exec/exec.c", "diag/trace.c"): TRACE,
-    ("exec/op_times.c", "diag/metrics.c"): METRICS,
-    ("exec/replay.c", "diag/metrics.c"): METRICS,
-    ("exec/replay.c", "diag/trace.c"): TRACE,
-    ("import/onnx.c", "diag/metrics.c"): METRICS,
-    ("observe/chain.c", "diag/trace.c"): TRACE,
-    ("observe/observe.c", "diag/metrics.c"): METRICS,
-    ("observe/outfeed.c", "diag/metrics.c"): METRICS,
-    ("observe/outfeed.c", "diag/trace.c"): TRACE,
-    ("diag/hooks.c", "parallel/mpi.c"): "rank 0 alone writes the graph and metrics files: the job's rank",
-    ("exec/exec.c", "diag/memwatch.c"): "the micro-batch trace line (--log-verbosity 5) shows the memory watcher's latest sample",
-    ("exec/exec.c", "diag/memory.c"): "diag/memory.h declares the memory watcher's latest-sample call the micro-batch trace line shows",
-    ("graph/options.c", "io/atomic_file.c"): "ts_options_set_trace says at once that the path cannot be written, with the writer's own open",
-}
+# reason (docs/backend.md#layers): ("from.c", "to.c"): "why". A new arrow
+# into the same file is not accepted until it is named here. None is.
+ACCEPTED = {}
 
 
 def folder_of(path):

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "io/atomic_file.h"
+#include "core/atomic_file.h"
 
 static char dir[64];
 

@@ -1,6 +1,7 @@
 /* test_crash.c -- the crash handler, checked from a parent process: the
  * child crashes (or gets SIGUSR1) and the parent reads its stderr. */
 #include "diag/crash.h"
+#include "core/crash_note.h"
 #include "tensorscope.h"
 
 #include <pthread.h>

@@ -1,8 +1,10 @@
 /* backend.h -- the device contract: what the executor needs from a device,
  * as a table of functions (in the style of core/collective.h). One backend
- * per device under src/backend/ (cpu/ always; cuda/ later); a model holds
- * one (m->backend, the CPU's by default) and nothing but that backend knows
- * how the device works. Internal: not API. docs/backend.md tells how a
+ * per device under src/backend/ (cpu/ always; cuda/ when nvcc is found),
+ * found by the name a user gives through the registry above them
+ * (backend/registry/); a model holds one (m->backend, the CPU's by
+ * default) and nothing but that backend knows how the device works.
+ * Internal: not API. docs/backend.md tells how a
  * device joins and which entries are called through the table yet.
  *
  * Rules every backend follows:
@@ -272,6 +274,10 @@ typedef struct ts_device {
     void *stream;
 } ts_device;
 
+/* ---- each backend's entry points, which the registry
+ * (backend/registry/registry.h) calls to find a device's table: no layer
+ * below it names a backend. */
+
 /* The CPU backend (backend/cpu/cpu.c): always built. Its table also
  * answers questions about host memory on any device (a NaN/Inf scan of a
  * value the host holds), with the model's pool as its stream. */
@@ -286,10 +292,6 @@ bool ts_cells_node(const ts_tensor *t, const ts_shape *in0, const ts_shape *out,
 void ts_kctx_as_cells(ts_kctx *k, const ts_tensor *twin);
 
 const ts_backend *ts_backend_cpu(void);
-/* The table of the host's memory (the CPU's), for the layers above the
- * backends: a NaN/Inf scan of a value the host holds, and whether a
- * model's backend is the host's own. */
-const ts_backend *ts_backend_host(void);
 /* A model's host worker threads (backend/pool.h), n including the caller:
  * *out, and the CPU's matrix products told to use as many. */
 ts_status ts_backend_host_pool(int n, struct ts_pool **out);
@@ -314,10 +316,5 @@ ts_status ts_backend_cuda(int ordinal, const ts_backend **out);
  * driver). Both in backend/cuda/cuda.cu, refused by backend/cuda_none.c. */
 ts_status ts_backend_cuda_describe(int ordinal, char *buf, size_t n);
 ts_status ts_backend_cuda_count(int *count);
-
-/* The backend a device string names: "cpu", "cuda", "cuda:N" (and
- * "cpu-staged", for tests); anything else TS_ERR_INVALID_ARGUMENT listing
- * the choices. */
-ts_status ts_backend_for(const char *device, const ts_backend **out);
 
 #endif

@@ -8,7 +8,7 @@
  * same way. The job itself is always read under the mutex; the atomics only
  * say when to stop yielding. */
 #include "backend/pool.h"
-#include "diag/trace.h"
+#include "core/trace.h"
 
 #include <pthread.h>
 #include <sched.h>

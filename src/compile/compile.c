@@ -486,12 +486,13 @@ static bool reads_16bit(const ts_tensor *c, int j) {
 
 /* 16-bit storage: a cast's bf16 / f16 output is held in 2-byte cells (its
  * entry's dtype becomes the 16-bit one) when every op that reads it takes
- * them, on the CPU backend, without pipeline stages (whose messages are
- * f32); else in f32 cells, its values the same. The gradients of 16-bit
- * tensors stay in f32 cells (rounded to the dtype). */
+ * them, on a backend whose memory the host addresses (the CPU's: its
+ * observers read the cells where they are), without pipeline stages (whose
+ * messages are f32); else in f32 cells, its values the same. The gradients
+ * of 16-bit tensors stay in f32 cells (rounded to the dtype). */
 static void half_storage(const ts_model_def *m, ts_prog *p) {
     const ts_graph *g = m->g;
-    if (m->dev.backend != ts_backend_host() || m->opts->stages > 1) return;
+    if (!m->dev.backend->host_addressable || m->opts->stages > 1) return;
     bool *ok = ts_calloc((size_t)p->n_nodes, sizeof *ok);
     if (!ok) return; /* f32 cells: the same values */
     for (int k = 0; k < p->n_order; k++) {

@@ -1,6 +1,7 @@
 /* collective.h -- what a replica (or pipeline stage) needs from the other
  * ranks of its job, as a table of functions the model calls. src/parallel/
- * implements it with MPI; nothing else knows how. Internal: not API.
+ * implements it with MPI and sets it here; nothing else knows how.
+ * Internal: not API.
  *
  * Every call blocks until it is complete on this rank, or fails with
  * TS_ERR_DIST once the job's timeout has passed (a rank died or hangs). */
@@ -46,7 +47,10 @@ typedef struct ts_collective {
 #define TS_TAG_OUTFEED 32767
 #define TS_TAG_FIRST_RESERVED TS_TAG_LEAVE
 
-/* The job's collectives, or NULL outside a job of more than one rank. */
+/* The job's collectives, or NULL outside a job of more than one rank
+ * (collective.c). Set by src/parallel/ as it joins the job (its table, its
+ * rank) and leaves it (NULL); any layer reads it, the job's rank included. */
 const ts_collective *ts_collective_get(void);
+void ts_collective_set(const ts_collective *c);
 
 #endif

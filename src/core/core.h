@@ -166,4 +166,11 @@ uint64_t ts_splitmix64(uint64_t *state);
 /* Monotonic clock in nanoseconds. */
 uint64_t ts_now_ns(void);
 
+/* A tensor's shape: the graph's vocabulary, which every layer (the
+ * timeline's slices too, core/trace.h) passes around. */
+typedef struct ts_shape {
+    int ndim;
+    int64_t d[TS_MAX_DIMS];
+} ts_shape;
+
 #endif

@@ -37,7 +37,7 @@
  * exists (exit.txt says so; the GPUs are not probed then); a second one
  * kills the group. */
 #include "core/core.h"
-#include "io/atomic_file.h"
+#include "core/atomic_file.h"
 
 #if TS_HAVE_CAIRO
 #include <cairo.h>

@@ -12,6 +12,7 @@
  * waited for at most 3 s. */
 #define _GNU_SOURCE /* dl_iterate_phdr */
 #include "diag/crash.h"
+#include "core/crash_note.h"
 
 #include "core/core.h"
 
@@ -32,14 +33,6 @@
 #include <unistd.h>
 
 #define TS_MAX_FRAMES 64
-
-static const char *volatile g_op, *volatile g_tensor, *volatile g_where;
-
-void ts_crash_set_current_op(const char *op_name, const char *tensor_name, const char *where) {
-    g_op = op_name;
-    g_tensor = tensor_name;
-    g_where = where;
-}
 
 /* ---------------------------------------------- async-signal-safe output */
 
@@ -391,7 +384,8 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc) {
     sb_str(&s, ") in thread ");
     sb_uint(&s, (unsigned long long)my_tid(), 10, 1);
     sb_str(&s, "\n");
-    const char *op = g_op, *tensor = g_tensor, *where = g_where;
+    const char *op, *tensor, *where;
+    ts_crash_current_op(&op, &tensor, &where);
     if (op || tensor) {
         sb_str(&s, "tensorscope: while executing op ");
         sb_str(&s, op ? op : "?");

@@ -6,8 +6,9 @@
 
 #include "diag/graph_dump.h"
 
+#include "core/collective.h"
 #include "diag/metrics.h"
-#include "io/atomic_file.h"
+#include "core/atomic_file.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -18,6 +19,12 @@
 static const char *env_or_null(const char *name) {
     const char *v = getenv(name);
     return v && *v ? v : NULL;
+}
+
+/* In an MPI job, rank 0 alone writes files: this process's rank (0 outside a job). */
+static int job_rank(void) {
+    const ts_collective *c = ts_collective_get();
+    return c ? c->rank : 0;
 }
 
 /* ---- after compile: the graph dump */
@@ -54,7 +61,7 @@ static ts_status append_dump(const char *path, const ts_run *run, ts_dump_format
 
 ts_status ts_diag_after_compile(const ts_run *run) {
     const char *path = env_or_null("TS_SAVE_GRAPH_FILE");
-    if (!run || !path || ts_dist_rank() != 0) return TS_OK; /* in an MPI job, rank 0 alone writes files */
+    if (!run || !path || job_rank() != 0) return TS_OK;
     const char *fmt_name = env_or_null("TS_SAVE_GRAPH_FMT");
     ts_dump_format fmt = TS_DUMP_TEXT;
     if (fmt_name && strcasecmp(fmt_name, "dot") == 0) fmt = TS_DUMP_DOT;
@@ -149,5 +156,5 @@ ts_status ts_diag_after_run(const ts_run *run, uint64_t run_ns) {
     if (ts_log_enabled(TS_LOG_TRACE)) trace_line(run, run_ns);
     ts_layer_shapes_after_run(run);
     const char *path = env_or_null("TS_METRICS_FILE");
-    return path && ts_dist_rank() == 0 ? append_metrics(run, path) : TS_OK; /* rank 0 alone writes files */
+    return path && job_rank() == 0 ? append_metrics(run, path) : TS_OK;
 }

@@ -12,8 +12,4 @@ ts_status ts_memory_tree(ts_memory_usage *out, int *processes, bool full);
  * them, *n_procs how many. */
 ts_status ts_memory_tree_procs(ts_memory_usage *out, int *processes, bool full, ts_process_memory *procs, int cap, int *n_procs);
 
-/* The watcher's latest sample into *out while it runs (true); false, and
- * no error set, when it does not (the step loop's trace line asks). */
-bool ts_memwatch_running_sample(ts_memwatch_stats *out);
-
 #endif

@@ -8,6 +8,7 @@
  * with the first sample and then no more often than keeps that walk under
  * 1% of the time (FULL_DUTY): between walks a sample keeps the last ones. */
 #include "diag/memory.h"
+#include "core/memwatch_note.h"
 #include "diag/metrics.h"
 #include "diag/trace.h"
 
@@ -63,6 +64,7 @@ static void take_sample(void) {
     if (s->samples == 0 || u.uss > s->peak.uss) s->peak.uss = u.uss;
     s->samples++;
     copy = *s;
+    ts_memwatch_note(&copy); /* for the layers below (core/memwatch_note.h) */
     ts_memwatch_fn fn = W.fn;
     void *user = W.fn_user;
     uint64_t start = W.start_ns;
@@ -121,6 +123,7 @@ ts_status ts_memwatch_start(int period_ms) {
     }
     W.stats.period_ms = period_ms ? period_ms : 100;
     if (W.thread_on) { /* running: the new period applies from now */
+        ts_memwatch_note(&W.stats);
         pthread_cond_signal(&W.wake);
         pthread_mutex_unlock(&W.mu);
         return TS_OK;
@@ -136,6 +139,7 @@ ts_status ts_memwatch_start(int period_ms) {
         return ts_error(TS_ERR_INTERNAL, "memory watcher: cannot start its thread (too many threads?)");
     }
     W.thread_on = true;
+    ts_memwatch_note(&W.stats);
     pthread_mutex_unlock(&W.mu);
     return TS_OK;
 }
@@ -154,6 +158,7 @@ void ts_memwatch_stop(void) {
     pthread_join(t, NULL);
     pthread_mutex_lock(&W.mu);
     W.stats.running = 0;
+    ts_memwatch_note(&W.stats);
     ts_memwatch_stats s = W.stats;
     ts_process_memory peak[TS_MEMWATCH_PROCESSES];
     int n_peak = W.n_peak_procs;
@@ -198,13 +203,6 @@ ts_status ts_memwatch_latest(ts_memwatch_stats *out) {
     pthread_mutex_unlock(&W.mu);
     if (out->period_ms == 0) return ts_error(TS_ERR_STATE, "memory watcher: never started (ts_memwatch_start, --watch-memory)");
     return TS_OK;
-}
-
-bool ts_memwatch_running_sample(ts_memwatch_stats *out) {
-    pthread_mutex_lock(&W.mu);
-    *out = W.stats;
-    pthread_mutex_unlock(&W.mu);
-    return out->running != 0;
 }
 
 void ts_memwatch_set_callback(ts_memwatch_fn fn, void *user) {

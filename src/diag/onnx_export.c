@@ -15,7 +15,7 @@
 #include "diag/backward_ops.h"
 #include "graph/cnn_ops.h"
 #include "graph/ops.h"
-#include "io/atomic_file.h"
+#include "core/atomic_file.h"
 #include "onnx.pb-c.h"
 
 #include <stdarg.h>

@@ -1,9 +1,9 @@
 /* op_observers.c -- the diagnostics' observers on the op chain
  * (core/op_chain.h): the op a crash report names (diag/crash.c), and each
- * op's label and slice on the timeline (diag/trace.c). */
+ * op's label and slice on the timeline (core/trace.h). */
 #include "diag/hooks.h"
 
-#include "diag/crash.h"
+#include "core/crash_note.h"
 #include "diag/trace.h"
 #include "graph/ops.h"
 

@@ -18,7 +18,7 @@
 #include "observe/observe.h"
 
 #include "backend/pool.h"
-#include "diag/metrics.h"
+#include "core/metrics.h"
 
 #include <string.h>
 

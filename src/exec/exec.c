@@ -12,10 +12,10 @@
 #include "observe/observe.h"
 
 #include "backend/backend.h"
-#include "diag/crash.h"
-#include "diag/memory.h"
-#include "diag/metrics.h"
-#include "diag/trace.h"
+#include "core/crash_note.h"
+#include "core/memwatch_note.h"
+#include "core/metrics.h"
+#include "core/trace.h"
 #include "core/op_chain.h"
 #include "backend/pool.h"
 #include "graph/ops.h"
@@ -101,7 +101,7 @@ static ts_status cancel_point(ts_run *run, int64_t mb, int a) {
     return TS_ERR_CANCELLED;
 }
 
-/* ---- the timeline (ts_options_set_trace, diag/trace.h): while tracing,
+/* ---- the timeline (ts_options_set_trace, core/trace.h): while tracing,
  * each op's slice is the timeline's observer on the op chain
  * (diag/op_observers.c); off, a call site is one predictable branch. */
 
@@ -127,14 +127,15 @@ static ts_status trace_step_begin(ts_run *run, int64_t step) {
     return TS_OK;
 }
 
-/* After a step: its slice; after the last step traced, the file. */
+/* After a step: its slice; after the last step traced, the trace done
+ * (the model layer writes its file once the run is over, model/run.c). */
 static ts_status trace_step_end(ts_run *run, int64_t step, uint64_t t0) {
     if (!ts_trace_live() || !ts_trace_owned_by(run)) return TS_OK;
     ts_trace_slice(TS_TRACE_STEP, NULL, NULL, NULL, 0, step, t0, ts_now_ns());
     ts_trace_pause(run); /* other models' work between steps stays out */
     if (!run->opts.trace_last || step < run->opts.trace_last) return TS_OK;
     run->trace_done = true;
-    return run->prog->backend->host_addressable ? ts_trace_finish(run) : TS_OK; /* a device's: once its kernels' slices are in (model/run.c) */
+    return TS_OK;
 }
 
 /* A pipeline's message to or from another stage, as a slice. */

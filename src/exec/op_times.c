@@ -30,7 +30,7 @@
 #include "exec/exec.h"
 
 #include "backend/backend.h"
-#include "diag/metrics.h"
+#include "core/metrics.h"
 #include "graph/ops.h"
 
 #include <stdio.h>

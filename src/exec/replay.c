@@ -32,8 +32,8 @@
 
 #include "backend/backend.h"
 #include "core/core.h"
-#include "diag/metrics.h"
-#include "diag/trace.h"
+#include "core/metrics.h"
+#include "core/trace.h"
 #include "graph/ops.h"
 
 #include <pthread.h>

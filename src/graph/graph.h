@@ -148,11 +148,6 @@ typedef enum ts_bitwise_kind {
     TS_BITWISE_AND, TS_BITWISE_OR, TS_BITWISE_XOR, TS_BITWISE_NOT, TS_BITWISE_SHIFT_LEFT, TS_BITWISE_SHIFT_RIGHT, TS_BITWISE_COUNT
 } ts_bitwise_kind;
 
-typedef struct ts_shape {
-    int ndim;
-    int64_t d[TS_MAX_DIMS];
-} ts_shape;
-
 struct ts_tensor {
     ts_graph *g;
     int id;

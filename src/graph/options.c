@@ -2,7 +2,7 @@
  * numeric checks. Setters validate at once; names are checked at compile. */
 #include "graph/options.h"
 #include "graph/graph.h"
-#include "io/atomic_file.h"
+#include "core/atomic_file.h"
 
 #include <stdio.h>
 #include <string.h>

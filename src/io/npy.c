@@ -6,7 +6,7 @@
  * padded with spaces and ended by '\n' so the data is 64-byte aligned, then
  * the raw little-endian data in C order. We write 1.0 and read 1.0-3.0. */
 #include "io/npy.h"
-#include "io/atomic_file.h"
+#include "core/atomic_file.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -5,7 +5,7 @@
  * to exactly the size its .npy header declares, under
  * TS_LIMIT_ARCHIVE_BYTES. */
 #include "core/core.h"
-#include "io/atomic_file.h"
+#include "core/atomic_file.h"
 #include "io/npy.h"
 
 #include <archive.h>

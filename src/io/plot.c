@@ -1,7 +1,7 @@
 /* plot.c -- PNG/SVG plots with cairo: the tutorial's gradient histogram and
  * line plots of training curves. Every file goes to a temp name next to the
  * target and is renamed once complete, so a reader never sees half a plot. */
-#include "io/atomic_file.h"
+#include "core/atomic_file.h"
 
 #include <cairo-svg.h>
 #include <cairo.h>
@@ -220,7 +220,7 @@ static bool ends_with_svg(const char *path) {
 typedef void (*draw_fn)(cairo_t *cr, const void *ctx);
 
 /* Draws a W x H canvas into a PNG or SVG written through a temp file
- * (io/atomic_file.h). */
+ * (core/atomic_file.h). */
 static ts_status render_size(const char *path, int W, int H, draw_fn draw, const void *ctx) {
     ts_atomic_file af;
     ts_status st = ts_atomic_open(&af, path);

@@ -24,7 +24,7 @@
  * TS_LOSS_SCALE_MAX], and parameters and optimizer state are finite. */
 #include "model/model.h"
 #include "data/loader.h"
-#include "io/atomic_file.h"
+#include "core/atomic_file.h"
 #include "core/crc32c.h"
 #include "io/npy.h"
 

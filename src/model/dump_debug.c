@@ -12,7 +12,7 @@
 #include "model/dump_debug.h"
 
 #include "graph/ops.h"
-#include "io/atomic_file.h"
+#include "core/atomic_file.h"
 #include "io/npy.h"
 #include "observe/observe.h"
 

@@ -4,7 +4,7 @@
 #include "model/model.h"
 #include "parallel/parallel.h"
 
-#include "backend/backend.h"
+#include "backend/registry/registry.h"
 #include "observe/observe.h"
 #include "observe/outfeed.h"
 #include "model/dump_debug.h"

@@ -292,7 +292,7 @@ ts_status ts_model_run(ts_model *m, const char *const *names, const ts_array *in
     if (!st && !m->started && m->run.opts.on_start) st = run_on_start(m);
     if (!st) st = ts_exec_run(&m->run);
     draw_kernel_track(m);
-    if (m->run.trace_done && !m->run.prog->backend->host_addressable) { /* the last traced step's file, with its kernels (exec.c's trace_step_end) */
+    if (m->run.trace_done) { /* the last traced step's file (exec.c's trace_step_end), a device's with its kernels */
         ts_status tst = ts_trace_finish(&m->run);
         if (!st) st = tst;
     }

@@ -7,7 +7,7 @@
 #include "observe/observe.h"
 
 #include "backend/backend.h"
-#include "diag/trace.h"
+#include "core/trace.h"
 #include "graph/ops.h"
 
 #include <stdint.h>
@@ -41,7 +41,7 @@ static ts_status observe_entry_now(ts_run *run, int e, int64_t sample) {
     return st;
 }
 
-/* ... and its slice on the timeline while tracing (diag/trace.h). */
+/* ... and its slice on the timeline while tracing (core/trace.h). */
 ts_status ts_observe_entry(ts_run *run, int e, int64_t sample) {
     if (!ts_trace_live()) return observe_entry_now(run, e, sample);
     uint64_t t0 = ts_now_ns();

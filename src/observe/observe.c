@@ -4,8 +4,8 @@
 #include "observe/run.h"
 #include "observe/observe.h"
 
-#include "backend/backend.h"
-#include "diag/metrics.h"
+#include "backend/registry/registry.h"
+#include "core/metrics.h"
 #include "graph/ops.h"
 #include "observe/outfeed.h"
 #include "compile/stability.h"

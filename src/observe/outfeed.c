@@ -6,7 +6,7 @@
  * slot the producer owns while filling, so a large record does not stall the
  * consumer. */
 #include "observe/outfeed.h"
-#include "diag/trace.h"
+#include "core/trace.h"
 
 #include <errno.h>
 #include <pthread.h>

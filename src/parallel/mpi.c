@@ -66,7 +66,6 @@ static struct {
 int ts_dist_available(void) { return 1; }
 int ts_dist_rank(void) { return job.rank; }
 int ts_dist_size(void) { return job.size; }
-const ts_collective *ts_collective_get(void) { return job.joined && job.size > 1 ? &job.coll : NULL; }
 
 static ts_status mpi_fail(int rc, const char *what) {
     char msg[MPI_MAX_ERROR_STRING] = "";
@@ -276,6 +275,7 @@ ts_status ts_dist_init(int *argc, char ***argv) {
                                .allreduce_wait = allreduce_wait, .allreduce_progress = allreduce_progress, .allgather = allgather, .send_start = send_start, .send_wait = send_wait, .recv = recv_bytes,
                                .mark_failed = mark_failed};
     job.joined = true;
+    ts_collective_set(job.size > 1 ? &job.coll : NULL); /* the job's table, for every layer */
     ts_logf(TS_LOG_DEBUG, "rank %d of %d joined the MPI job", job.rank, job.size);
     return TS_OK;
 }
@@ -288,6 +288,7 @@ ts_status ts_dist_finalize(void) {
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     job.joined = false;
+    ts_collective_set(NULL);
     if (job.owns && MPI_Finalize() != MPI_SUCCESS) return ts_error(TS_ERR_DIST, "MPI_Finalize failed");
     job.rank = 0;
     job.size = 1;
@@ -299,7 +300,6 @@ ts_status ts_dist_finalize(void) {
 int ts_dist_available(void) { return 0; }
 int ts_dist_rank(void) { return 0; }
 int ts_dist_size(void) { return 1; }
-const ts_collective *ts_collective_get(void) { return NULL; }
 
 ts_status ts_dist_init(int *argc, char ***argv) {
     (void)argc, (void)argv;

@@ -12,7 +12,7 @@
 #include "observe/run.h"
 #include "parallel/parallel.h"
 
-#include "diag/metrics.h"
+#include "core/metrics.h"
 #include "graph/ops.h"
 
 #include <stdio.h>

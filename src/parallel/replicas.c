@@ -16,7 +16,7 @@
 #include "parallel/parallel.h"
 
 #include "backend/backend.h"
-#include "diag/metrics.h"
+#include "core/metrics.h"
 #include "core/crc32c.h"
 #include "core/stats.h"
 

@@ -12,7 +12,7 @@
 #ifndef TS_TEST_OP_CHECK_H
 #define TS_TEST_OP_CHECK_H
 
-#include "backend/backend.h"
+#include "backend/registry/registry.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,7 +1,6 @@
-/* backend.c -- from the device a user names ("cpu", "cuda", "cuda:1") to
- * its backend table. */
-#include "backend/backend.h"
-#include "graph/ops.h"
+/* registry.c -- from the device a user names ("cpu", "cuda", "cuda:1") to
+ * its backend table, and what each device is (registry.h). */
+#include "backend/registry/registry.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -21,25 +20,6 @@ ts_status ts_backend_for(const char *device, const ts_backend **out) {
 }
 
 const ts_backend *ts_backend_host(void) { return ts_backend_cpu(); }
-
-bool ts_cells_node(const ts_tensor *t, const ts_shape *in0, const ts_shape *out, ts_tensor *twin) {
-    if (in0->ndim >= TS_MAX_DIMS || out->ndim >= TS_MAX_DIMS) return false;
-    *twin = *t;
-    if (t->op == TS_OP_PERMUTE) twin->attr[in0->ndim] = in0->ndim;
-    return true;
-}
-
-void ts_kctx_as_cells(ts_kctx *k, const ts_tensor *twin) {
-    for (int j = 0; j < k->n_in; j++) {
-        bool data = !ts_op_int_input(twin->op, j);
-        if (!data && twin->op != TS_OP_WHERE) continue;
-        k->in_shape[j].d[k->in_shape[j].ndim++] = data ? 2 : 1;
-        if (data) k->in_dtype[j] = TS_F32;
-    }
-    k->out_shape.d[k->out_shape.ndim++] = 2;
-    k->out_dtype = TS_F32;
-    k->node = twin;
-}
 
 ts_status ts_device_check(const char *device) {
     const ts_backend *b;

@@ -1,7 +1,7 @@
 /* atomic_file.c -- temp file + rename: a file is there whole or not at all.
  * Special files are written through instead: renaming over /dev/null would
  * replace the device with a regular file. */
-#include "io/atomic_file.h"
+#include "core/atomic_file.h"
 
 #include <dirent.h>
 #include <errno.h>
