@@ -1546,6 +1546,16 @@ static ts_tensor *as_buffer(importer *im, value *v, const char *stat, bool train
             have->op = TS_OP_BUFFER;
             return have;
         }
+        /* the module's own statistic read through graph ops (InstanceNorm's
+         * tiled over the batch, below): a PyTorch `running_mean` or
+         * `running_var` is a buffer, never trained; the node's per-sample
+         * one is `<stat>.tiled` */
+        if (have && have->op == TS_OP_PARAM && have->value) {
+            have->op = TS_OP_BUFFER;
+            snprintf(name + strlen(name), sizeof name - strlen(name), ".tiled");
+            have = ts_graph_find(im->g, name);
+            if (have && have->op == TS_OP_BUFFER) return have;
+        }
         /* computed in the graph (PyTorch's InstanceNorm with running
          * statistics tiles them over the batch into a BatchNormalization of
          * [1, N*C, ...], whose running outputs nothing reads): a training
@@ -2143,7 +2153,14 @@ static ts_status op_expand(importer *im, node_io *io) {
     if (!ts_broadcast_shape(xs, &want, &out))
         return node_error(im, TS_ERR_SHAPE, "input '%s' of shape %s does not broadcast to the shape %s (numpy's rules: aligned on the right, "
                           "each pair of dims equal or one of them 1)", x->name, ts_shape_str(xs, b1, sizeof b1), ts_shape_str(&want, b2, sizeof b2));
-    if (ts_shape_equal(xs, &out)) return op_identity(im, io);
+    /* a parameter expanded to its own shape is itself (op_identity would
+     * make it a parameter of its own: the TorchScript exporter's marker) */
+    if (ts_shape_equal(xs, &out) && !x->param) return op_identity(im, io);
+    if (ts_shape_equal(xs, &out)) {
+        ts_tensor *t = as_tensor(im, x, &st);
+        if (t) io->out[0] = (value){.t = t};
+        return st;
+    }
     ts_shape one = out;
     one.d[0] = 1;
     bool along0 = out.d[0] > 1 && (xs->ndim < out.ndim || xs->d[0] == 1);
