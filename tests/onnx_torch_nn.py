@@ -331,6 +331,11 @@ def recipes():
         lambda: {"x": xs(6, 4), "y": torch.tensor([0, 4, -100, 2, 1, -100])}, True)
     add("CrossEntropyLoss", "probabilities", lambda: Head(nn.CrossEntropyLoss()),
         lambda: {"x": xs(6, 4), "y": torch.softmax(xs(6, 5, seed=4), 1)}, True)
+    add("CrossEntropyLoss", "probabilities_weight_label_smoothing_sum",
+        lambda: Head(nn.CrossEntropyLoss(weight=torch.tensor([0.5, 1.0, 2.0, 1.5, 0.7]), label_smoothing=0.2, reduction="sum")),
+        lambda: {"x": xs(6, 4), "y": torch.softmax(xs(6, 5, seed=4), 1)}, True)
+    add("CrossEntropyLoss", "probabilities_2d_weight", lambda: Head(nn.CrossEntropyLoss(weight=torch.tensor([0.5, 1.0, 2.0, 1.5, 0.7])), transpose=True),
+        lambda: {"x": xs(2, 3, 4), "y": torch.softmax(xs(2, 5, 3, seed=4), 1)}, True)
     add("NLLLoss2d", "", lambda: Head(nn.NLLLoss2d(), transpose=True, activation=nn.LogSoftmax(1)),
         lambda: {"x": xs(2, 3, 4), "y": ints(0, 5, 2, 3)}, True)
     prob = lambda: torch.sigmoid(xs(6, 5, seed=5))
