@@ -5145,8 +5145,14 @@ static ts_status torch_names(importer *im, const TensorscopeOnnx__GraphProto *gp
                 "(dynamo=False; ts.training_model does). A fused Conv's weight is named '<weight>.fused': it holds the BatchNorm's scale "
                 "too", im->path, frozen, frozen == 1 ? "" : "s", frozen == 1 ? "is" : "are", first);
     ts_status st = ts_torch_fixes(gp, &im->fix, &im->n_fix);
+    size_t lost = 0;
+    const char *first_lost = NULL;
     for (size_t f = 0; f < im->n_fix && !st; f++) {
         const ts_torch_fix *x = &im->fix[f];
+        if (x->kind == TS_TORCH_LOST) {
+            if (!lost++) first_lost = x->name;
+            continue;
+        }
         value *v = x->kind == TS_TORCH_ZERO_BIAS ? lookup(im, gp->node[x->node]->input[1]) : lookup(im, gp->initializer[x->init]->name);
         if (!v || !v->param) continue; /* an initializer that is no parameter (an integer type) */
         ts_const c = {.dtype = v->c.dtype, .shape = v->c.shape};
@@ -5180,8 +5186,16 @@ static ts_status torch_names(importer *im, const TensorscopeOnnx__GraphProto *gp
             if (!(st = ts_const_fill(&s, TS_ONNX_FLOAT, 0.0, &c))) torch_param(im, x->name, v->param, &c, &st);
             break;
         }
+        case TS_TORCH_LOST: break;
         }
     }
+    if (lost)
+        ts_logf(TS_LOG_WARN, "%s: %zu parameter%s of the PyTorch module ('%s'%s) %s in the file nowhere: the dynamo exporter's optimizer "
+                "stores initializers of equal values once (fresh zero biases, the copies of a layer) and fuses BatchNorm into the Conv "
+                "before it, so such a parameter trains as the tensor the file reads in its place, or not at all. To train each parameter "
+                "as the module does, export with the TorchScript exporter (dynamo=False; ts.training_model of the module does), or with "
+                "optimize=False, which keeps every parameter (and writes a Split as a sequence)",
+                im->path, lost, lost == 1 ? "" : "s", first_lost, lost == 1 ? "" : " is the first", lost == 1 ? "is" : "are");
     return st;
 }
 

@@ -309,6 +309,8 @@ static ts_status plan_graph(plan *p, const struct TensorscopeOnnx__GraphProto *g
     for (int pass = 0; pass < 3; pass++)
         for (size_t i = 0; i < nn && !st; i++) st = pass < 2 ? plan_inputs(p, gp, i, pass) : zero_bias(p, gp, i);
     for (size_t i = 0; i < nn && !st; i++) st = fused_weight(p, gp, i);
+    for (size_t e = 0; e < p->n_sig && !st; e++)
+        if (!p->taken[e]) st = add_fix(p, TS_TORCH_LOST, 0, 0, 0, 0, p->target[e]);
     return st;
 }
 
