@@ -124,6 +124,28 @@ static int folded_single(const plan *p, const char *folded) {
     return strchr(name, '\'') ? -1 : ts_strmap_get(&p->by_target, name);
 }
 
+/* The one parameter of the signature among a fold's sources (the others
+ * constants), or -1. */
+static int folded_param(const plan *p, const char *folded) {
+    int found = -1;
+    for (const char *q = folded ? strchr(folded, '\'') : NULL; q; q = strchr(q, '\'')) {
+        const char *end = strchr(++q, '\'');
+        if (!end) return -1;
+        char name[256];
+        size_t len = (size_t)(end - q);
+        int e = -1;
+        if (len < sizeof name) {
+            memcpy(name, q, len);
+            name[len] = '\0';
+            e = ts_strmap_get(&p->by_target, name);
+        }
+        if (e >= 0 && found >= 0) return -1;
+        if (e >= 0) found = e;
+        q = end + 1;
+    }
+    return found;
+}
+
 /* Whether a fold's sources (`['val_3', 'encoder.pos_embedding']`) name
  * a parameter of the signature. */
 static bool folded_from_param(const plan *p, const char *folded) {
@@ -296,6 +318,8 @@ static ts_status plan_graph(plan *p, const struct TensorscopeOnnx__GraphProto *g
         if (e < 0 && !p->orig[k]) {
             ts_status st = add_fix(p, folded_from_param(p, p->folded[k]) ? TS_TORCH_FOLDED : TS_TORCH_CONSTANT, 0, 0, k, 0, name ? name : "");
             if (st) return st;
+            int one = folded_param(p, p->folded[k]); /* the parameter trains as this fold of it (GroupNorm's weight unsqueezed) */
+            if (one >= 0) p->taken[one] = true;
         }
         if (e < 0) continue;
         p->taken[e] = p->held[e] = true;
