@@ -4837,8 +4837,8 @@ static bool per_channel_of(const value *v, int64_t C, int ndim) {
 
 /* A per-channel operand (per_channel_of) as [C]. */
 static ts_tensor *channels_of(importer *im, value *v, int64_t C, const char *what, ts_status *st) {
-    if (ts_shape_numel(shape_of(v)) == 1 && C != 1) {
-        ts_tensor *t = spread_constant(im, what, C, v, C, 0.0f);
+    if (is_const(v) && !v->param && v->c.v) { /* a constant's C values, or its one value C times */
+        ts_tensor *t = spread_constant(im, what, C, v, ts_shape_numel(shape_of(v)) == 1 ? C : 1, 0.0f);
         if (!t) *st = ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
         return t;
     }
