@@ -539,9 +539,10 @@ def file_differs(name, module, inputs, scalar, exporter, workdir, state):
         if not float(np.max(np.abs(got_g - want_g), initial=0.0)) / scale <= onnx_torch_layers.GRAD_RTOL:
             g.close()
             return None
-        merged.append(f"{h} for {', '.join(mine + members)}")
+        if len(mine + members) > 1:
+            merged.append(f"{h} for {', '.join(mine + members)}")
     g.close()
-    if not merged:
+    if not merged:  # no tensor stands for two parameters: the failure is not the file's
         return None
     return ("the exporter writes a different program: the file holds one tensor for equal parameters, trained as one "
             f"(tensorscope's gradient of it is the sum of PyTorch's): {'; '.join(merged)}")[:300]

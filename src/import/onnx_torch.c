@@ -318,8 +318,6 @@ static ts_status plan_graph(plan *p, const struct TensorscopeOnnx__GraphProto *g
         if (e < 0 && !p->orig[k]) {
             ts_status st = add_fix(p, folded_from_param(p, p->folded[k]) ? TS_TORCH_FOLDED : TS_TORCH_CONSTANT, 0, 0, k, 0, name ? name : "");
             if (st) return st;
-            int one = folded_param(p, p->folded[k]); /* the parameter trains as this fold of it (GroupNorm's weight unsqueezed) */
-            if (one >= 0) p->taken[one] = true;
         }
         if (e < 0) continue;
         p->taken[e] = p->held[e] = true;
@@ -333,8 +331,11 @@ static ts_status plan_graph(plan *p, const struct TensorscopeOnnx__GraphProto *g
     for (int pass = 0; pass < 3; pass++)
         for (size_t i = 0; i < nn && !st; i++) st = pass < 2 ? plan_inputs(p, gp, i, pass) : zero_bias(p, gp, i);
     for (size_t i = 0; i < nn && !st; i++) st = fused_weight(p, gp, i);
-    for (size_t e = 0; e < p->n_sig && !st; e++)
-        if (!p->taken[e]) st = add_fix(p, TS_TORCH_LOST, 0, 0, 0, 0, p->target[e]);
+    for (size_t e = 0; e < p->n_sig && !st; e++) {
+        bool folded = false; /* it trains as a fold of it and constants (GroupNorm's weight unsqueezed) */
+        for (size_t k = 0; k < ni && !folded && !p->taken[e]; k++) folded = !p->orig[k] && folded_param(p, p->folded[k]) == (int)e;
+        if (!p->taken[e] && !folded) st = add_fix(p, TS_TORCH_LOST, 0, 0, 0, 0, p->target[e]);
+    }
     return st;
 }
 
