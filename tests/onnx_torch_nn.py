@@ -473,7 +473,11 @@ def file_differs(name, module, inputs, scalar, exporter, workdir, state):
       and tensorscope's gradient of that tensor is the sum of PyTorch's
       gradients of the parameters it stands for (the dynamo exporter's
       optimizer stores initializers of equal values once: the zero
-      `in_proj_bias` of two attention blocks, the copies of a layer)."""
+      `in_proj_bias` of two attention blocks, the copies of a layer);
+    - a tensor of the file that is no parameter holds copies of one
+      parameter's values (the optimizer folded it with constants: the
+      RNN's first step's b_hh), and tensorscope's gradient of the
+      parameter plus its copies' is PyTorch's of the parameter."""
     import onnx
     import onnxruntime as ort
     path = os.path.join(workdir, f"{name}.{exporter}.onnx")
@@ -519,11 +523,24 @@ def file_differs(name, module, inputs, scalar, exporter, workdir, state):
             groups = {}
             break
         groups.setdefault(match[0], []).append(n)
+    # a tensor of the file that no parameter is, holding copies of one
+    # parameter's values (folded with constants: the RNN's first step's
+    # h0 @ W_hh + b_hh of a zero h0, b_hh repeated over the batch)
+    grouped = {h for h, _ in groups}
+    copies = {}
+    for h, hv in held.items():
+        if h in own.values() or h in grouped:
+            continue
+        of = [n for n, c in own.items() if c is not None and n in grads and values[n].size > 1 and hv.size % values[n].size == 0
+              and np.array_equal(hv.reshape(-1, values[n].size), np.broadcast_to(values[n].ravel(), (hv.size // values[n].size, values[n].size)))]
+        if len(of) == 1:
+            copies[h] = of[0]
     opts = ts.Options().output_mode("final")
     anchors = {}
-    for (h, _), members in groups.items():
-        anchors.setdefault(h, f"g{len(anchors)}")
-        opts.anchor_tensor(anchors[h], "Gradient___" + h, "final")
+    for h in [h for h, _ in groups] + list(copies) + [own[n] for n in copies.values()]:
+        if h not in anchors:
+            anchors[h] = f"g{len(anchors)}"
+            opts.anchor_tensor(anchors[h], "Gradient___" + h, "final")
     model = ts.training_model(g, opts, optimizer=ts.SGD(lr=0.0), loss=g.outputs[0])
     got = float(model(**run))
     if within(got, ort_loss, onnx_torch_layers.OUT_RTOL) and not within(ort_loss, want, onnx_torch_layers.OUT_RTOL):
@@ -541,11 +558,20 @@ def file_differs(name, module, inputs, scalar, exporter, workdir, state):
             return None
         if len(mine + members) > 1:
             merged.append(f"{h} for {', '.join(mine + members)}")
+    for h, n in copies.items():  # n's gradient here and its copy's, summed over the copies, are PyTorch's of n
+        want_g = grads[n]
+        got_g = model.get_anchored_tensor(anchors[own[n]]).reshape(want_g.shape) + \
+            model.get_anchored_tensor(anchors[h]).reshape(-1, want_g.size).sum(0).reshape(want_g.shape)
+        scale = max(float(np.max(np.abs(want_g), initial=0.0)), 1e-12)
+        if not float(np.max(np.abs(got_g - want_g), initial=0.0)) / scale <= onnx_torch_layers.GRAD_RTOL:
+            g.close()
+            return None
+        merged.append(f"{h} a copy of {n} (folded with constants), trained apart from it")
     g.close()
-    if not merged:  # no tensor stands for two parameters: the failure is not the file's
+    if not merged:  # no tensor stands for two parameters, none copies one: the failure is not the file's
         return None
-    return ("the exporter writes a different program: the file holds one tensor for equal parameters, trained as one "
-            f"(tensorscope's gradient of it is the sum of PyTorch's): {'; '.join(merged)}")[:300]
+    return ("the exporter writes a different program: the file's tensors and the module's parameters differ "
+            f"(tensorscope's gradients of them summed are PyTorch's of the parameters): {'; '.join(merged)}")[:300]
 
 
 def one(cls, variant, exporter):
