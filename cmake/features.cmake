@@ -142,7 +142,7 @@ else()
 endif()
 
 ts_feature_sources(TS_HAVE_CAIRO io/plot)
-ts_feature_sources(TS_HAVE_PROTOBUFC io/tb_writer diag/onnx_export import/onnx import/onnx_rnn import/onnx_torch import/onnx_ops_extra)
+ts_feature_sources(TS_HAVE_PROTOBUFC io/tb_writer diag/onnx_export import/onnx import/onnx_rnn import/onnx_torch import/onnx_ops_extra import/onnx_fuse)
 ts_feature_sources(TS_HAVE_ARCHIVE io/npz)
 ts_feature_sources(TS_HAVE_BUNDLE diag/bundle)
 ts_feature_sources(TS_HAVE_UNWIND diag/unwind)

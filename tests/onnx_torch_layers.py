@@ -6,8 +6,9 @@ positions, folded) and the trigonometric and hyperbolic functions on graph
 tensors; CrossEntropyLoss and NLLLoss with ignore_index (-100 and a class
 index), class weights and every reduction; Conv1d and the 1-D pools;
 ConvTranspose1d and ConvTranspose2d with strides, padding, output_padding,
-dilation and groups; InstanceNorm and GroupNorm; an eval-mode BatchNorm
-exported with its running statistics as initializers; PReLU, Hardtanh
+dilation and groups; InstanceNorm and GroupNorm (one GroupNorm op per
+module: one_op_per_module); an eval-mode BatchNorm
+exported with its running statistics as initializers (one BatchNorm op); PReLU, Hardtanh
 and ReLU6 (Clip), CELU, Mish, Softsign, amin, logsumexp, norm, tril, triu
 and repeat (Tile). Then the ONNX ops
 the importer composes of graph ops (Clip, Mean, PRelu, Celu, Mish,
@@ -216,6 +217,8 @@ def cases():
     out["instance_norm1d"] = (Seq(torch.nn.Conv1d(2, 3, 3), torch.nn.InstanceNorm1d(3)), {"x": torch.randn(2, 2, 9)}, False, both)
     out["group_norm"] = (Seq(torch.nn.Conv2d(2, 6, 3), torch.nn.GroupNorm(3, 6)), {"x": torch.randn(2, 2, 6, 5)}, False, both)
     out["group_norm_1d"] = (Seq(torch.nn.Conv1d(2, 4, 3), torch.nn.GroupNorm(2, 4, eps=1e-3)), {"x": torch.randn(3, 2, 8)}, False, both)
+    out["group_norm_no_affine"] = (Seq(torch.nn.Conv2d(2, 6, 3), torch.nn.GroupNorm(2, 6, affine=False)), {"x": torch.randn(2, 2, 5, 5)},
+                                   False, both)
     for name, m, x in (("batch_norm2d_eval", Seq(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU()), torch.randn(2, 3, 6, 6)),
                        ("batch_norm1d_eval", Seq(torch.nn.Linear(5, 4), torch.nn.BatchNorm1d(4)), torch.randn(3, 5)),
                        ("batch_norm2d_eval_first", Seq(torch.nn.BatchNorm2d(3), torch.nn.Conv2d(3, 2, 1)), torch.randn(2, 3, 4, 4)),
@@ -371,6 +374,41 @@ def group_normalization_opsets(workdir):
         err = float(np.max(np.abs(got.reshape(want.shape) - want) / (1 + np.abs(want))))
         if not err <= OUT_RTOL:
             return f"opset {opset}: max error {err:.3g} against onnx's reference"
+    return None
+
+
+def one_op_per_module(workdir):
+    """nn.GroupNorm's export (Reshape to [N,G,L], InstanceNormalization,
+    Reshape back, Mul by the weight, Add of the bias) imports as one
+    GroupNorm op named in the module's scope (`m.1/GroupNorm:0`), the
+    affine folded in and nothing else computed there but the view of a
+    folded weight as [C]; an eval-mode BatchNorm as one BatchNorm op whose
+    running statistics are buffers; through each exporter that writes
+    them. The values against PyTorch's are the same cases' check()."""
+    all_cases = cases()
+    for name, op, scope in (("group_norm", "GroupNorm", "m.1"), ("group_norm_1d", "GroupNorm", "m.1"),
+                            ("group_norm_no_affine", "GroupNorm", "m.1"), ("batch_norm2d_eval", "BatchNorm", "m.1"),
+                            ("batch_norm2d_eval_first", "BatchNorm", "m.0")):
+        module, inputs, scalar, exporters = all_cases[name]
+        for exporter in exporters:
+            why = check(name, module, inputs, scalar, exporter, workdir)
+            if why:
+                return f"{name} ({exporter}): {why}"
+            path = os.path.join(workdir, f"{name}.{exporter}.onnx")
+            shapes = {k: tuple(v.shape) for k, v in inputs.items()}
+            if not scalar:
+                with torch.no_grad():
+                    shapes["r"] = tuple(module.eval()(*inputs.values()).shape) if getattr(module, "eval_export", False) \
+                        else tuple(module(*inputs.values()).shape)
+            g = ts.Graph.from_onnx(path, shapes)
+            ops = [t for t in g.tensors() if t.name.startswith(scope + "/") and t.op not in ("Const", "Param", "Buffer")]
+            main = [t for t in ops if t.op == op]
+            views = [t for t in ops if t.op == "Reshape" and all(i.op == "Param" for i in t.inputs)]
+            if len(main) != 1 or len(ops) != 1 + len(views) or (op == "GroupNorm" and main[0].name != f"{scope}/GroupNorm:0"):
+                return f"{name} ({exporter}): {scope}'s ops are {[(t.name, t.op) for t in ops]}, not one {op}"
+            if op == "BatchNorm" and not all(i.is_buffer for i in main[0].inputs[3:]):
+                return f"{name} ({exporter}): the BatchNorm's running statistics are not buffers"
+            g.close()
     return None
 
 
@@ -783,7 +821,8 @@ def main():
                     why = " ".join(f"{type(e).__name__}: {e}".split())[:500]
                 print(f"{'ok  ' if why is None else 'FAIL'} {name} ({exporter}){'' if why is None else ': ' + why}", flush=True)
                 failed += why is not None
-        for name, fn in (("group_normalization_opsets", group_normalization_opsets), ("composed_gradients", composed_gradients),
+        for name, fn in (("group_normalization_opsets", group_normalization_opsets), ("one_op_per_module", one_op_per_module),
+                         ("composed_gradients", composed_gradients),
                          ("composed_refusals", composed_refusals), ("control_flow", control_flow)):
             if only and not only.search(name):
                 continue

@@ -1052,20 +1052,12 @@ def _layer_norm(c, node, x, normalized_shape, w, b, eps):
 
 @row("native_group_norm.default")
 def _group_norm(c, node, x, w, b, n, channels, hw, groups, eps):
-    # as the ONNX capture imports nn.GroupNorm's export: x as [N, G, L], one
-    # GroupNorm op of G groups over it, back to x's shape, then the module's
-    # weight and bias, so both captures name the module's tensors alike
-    shape = c.shape(node.args[0])
-    per = (channels // groups) * hw
-    y = c.g.reshape(c.f(x), [n, groups, per])
-    y = c.g.group_norm(y, c.const(np.ones(groups, np.float32)), c.const(np.zeros(groups, np.float32)), int(groups),
-                       float(eps))
-    y = c.g.reshape(y, list(shape))
-    bshape = [channels] + [1] * (len(shape) - 2)
-    if w is not None:
-        y = c.g.mul(y, c.g.reshape(c.f(w), bshape))
-    if b is not None:
-        y = c.g.add(y, c.g.reshape(c.f(b), bshape))
+    # one GroupNorm op of the module, its weight and bias inside (ones and
+    # zeros where it has none), as the ONNX capture imports nn.GroupNorm's
+    # export, so both captures name the module's tensors alike
+    wc = c.f(w) if w is not None else c.const(np.ones(channels, np.float32))
+    bc = c.f(b) if b is not None else c.const(np.zeros(channels, np.float32))
+    y = c.g.group_norm(c.f(x), wc, bc, int(groups), float(eps))
     return [y, _Unavailable("group norm's saved mean"), _Unavailable("group norm's saved 1/std")]
 
 

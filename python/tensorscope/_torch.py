@@ -209,6 +209,8 @@ def _cross_entropy(g, scores, target, weight, reduction, ignore_index, label_smo
     ii = sh._maybe_get_const(ignore_index, "i")
     e = sh._maybe_get_const(label_smoothing, "f")
     weighted = not weight.node().mustBeNone()
+    if target.type().scalarType() in ("Float", "Double", "Half", "BFloat16"):
+        return _cross_entropy_probabilities(g, scores, target, weight if weighted else None, how, e)
     ins = (scores, target, weight) if weighted else (scores, target)
     loss = g.op("SoftmaxCrossEntropyLoss", *ins, reduction_s=how, ignore_index_i=ii)
     if not e:
@@ -238,22 +240,79 @@ def _cross_entropy(g, scores, target, weight, reduction, ignore_index, label_smo
     return g.op("Add", g.op("Mul", loss, const(1.0 - e)), g.op("Mul", smooth, const(e / sizes[1])))
 
 
+_EXPORTING = []  # the module export_onnx exports, while it runs
+
+
+def _buffer_as_constant(g, v):
+    """v, or where it is a buffer of the module being exported (a loss's
+    class weights: the file would hold it as an initializer, which an
+    import trains unless an op takes it as a setting) a Constant of its
+    values."""
+    import torch
+    buffers = dict(_EXPORTING[-1].named_buffers()) if _EXPORTING else {}
+    b = buffers.get(v.debugName()) if v.node().kind() == "prim::Param" else None
+    return v if b is None else g.op("Constant", value_t=b.detach().to(torch.float32).cpu().clone())
+
+
+def _cross_entropy_probabilities(g, scores, target, weight, how, e):
+    """cross_entropy of class probabilities (a float target, which ONNX's
+    SoftmaxCrossEntropyLoss does not take) as PyTorch defines it: each
+    sample's -sum_c w_c q_c log p_c with q = (1 - e) * target + e / C,
+    its mean over every sample (and position) for "mean", never divided by
+    the weights."""
+    import torch
+    from torch.onnx import symbolic_helper as sh
+    sizes = sh._get_tensor_sizes(scores) or []
+    if len(sizes) < 2 or not isinstance(sizes[1], int):
+        raise ValueError(f"cross_entropy of scores of shape {sizes} with class probabilities: tensorscope takes "
+                         "scores [N, C, ...] whose class count is known at export")
+    const = lambda v, dtype=torch.float32: g.op("Constant", value_t=torch.tensor(v, dtype=dtype))  # noqa: E731
+    logp = g.op("LogSoftmax", scores, axis_i=1)
+    if weight is not None:  # [C] along axis 1
+        weight = _buffer_as_constant(g, weight)
+        logp = g.op("Mul", logp, g.op("Reshape", weight, const([sizes[1]] + [1] * (len(sizes) - 2), torch.int64)))
+    if e:
+        target = g.op("Add", g.op("Mul", target, const(1.0 - e)), const(e / sizes[1]))
+    loss = g.op("Neg", g.op("ReduceSum", g.op("Mul", target, logp), const([1], torch.int64), keepdims_i=0))
+    if how == "sum":
+        return g.op("ReduceSum", loss, keepdims_i=0)
+    return g.op("ReduceMean", loss, keepdims_i=0) if how == "mean" else loss
+
+
+def _softplus(g, x, beta, threshold):
+    """aten::softplus as PyTorch computes it: x itself where beta * x
+    exceeds threshold, else log(1 + exp(beta * x)) / beta (the exporter's
+    Softplus drops the threshold)."""
+    import torch
+    from torch.onnx import symbolic_helper as sh
+    b, t = sh._maybe_get_const(beta, "f"), sh._maybe_get_const(threshold, "f")
+    const = lambda v: g.op("Constant", value_t=torch.tensor(v, dtype=torch.float32))  # noqa: E731
+    bx = g.op("Mul", x, const(float(b))) if b != 1 else x
+    soft = g.op("Softplus", bx)
+    if b != 1:
+        soft = g.op("Div", soft, const(float(b)))
+    return g.op("Where", g.op("Greater", bx, const(float(t))), x, soft)
+
+
 _CARRIED = {"aten::detach": _stop_gradient, "aten::embedding": _embedding,
-            "aten::cross_entropy_loss": _cross_entropy}
+            "aten::cross_entropy_loss": _cross_entropy, "aten::softplus": _softplus}
 
 
 @contextlib.contextmanager
-def _semantics_carried():
+def _semantics_carried(module):
     """Exports what ONNX's ops lose of forward's semantics (each detach(),
-    an Embedding's padding_idx, cross_entropy's label_smoothing) in
+    an Embedding's padding_idx, cross_entropy's label_smoothing and class
+    probabilities, softplus's threshold) in
     tensorscope's terms while the export
     runs (the registrations are the exporter's, process-wide)."""
     import torch
     for name, fn in _CARRIED.items():
         torch.onnx.register_custom_op_symbolic(name, fn, EXPORT_OPSET)
+    _EXPORTING.append(module)
     try:
         yield
     finally:
+        _EXPORTING.pop()
         for name in _CARRIED:
             torch.onnx.unregister_custom_op_symbolic(name, EXPORT_OPSET)
 
@@ -294,7 +353,7 @@ def export_onnx(module, example_inputs, path, input_names, keep_stacks=False, pr
     quiet = contextlib.nullcontext()
     if keep_stacks and callable(getattr(torch.onnx, "log", None)):
         quiet = _patched(torch.onnx, "log", lambda *args: None)  # verbose prints the graph
-    with _output_logged("torch.onnx.export"), quiet, _semantics_carried(), \
+    with _output_logged("torch.onnx.export"), quiet, _semantics_carried(module), \
             warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:

@@ -13,6 +13,7 @@
 #include "core/half.h"
 #include "core/lowbits.h"
 #include "import/onnx_consts.h"
+#include "import/onnx_fuse.h"
 #include "import/onnx_ops_extra.h"
 #include "import/onnx_rnn.h"
 #include "import/onnx_torch.h"
@@ -90,6 +91,9 @@ typedef struct importer {
     ts_strmap uses;       /* value name -> node inputs still to read it */
     ts_torch_fix *fix;    /* PyTorch's names the file's metadata gives back */
     size_t n_fix;
+    ts_onnx_group_norm_chain *chain; /* node chains imported as one op (onnx_fuse.h) */
+    size_t n_chain;
+    const TensorscopeOnnx__GraphProto *chain_graph; /* the graph they are of */
     size_t inputs_from, inputs_to; /* the graph tensors import_inputs made */
     int depth;            /* of the branch or body being imported (0: the model's graph) */
     int top_index;        /* the node of the model's graph that holds it */
@@ -1579,6 +1583,16 @@ static ts_tensor *as_buffer(importer *im, value *v, const char *stat, bool train
             have->op = TS_OP_BUFFER;
             return have;
         }
+        /* the module's own statistic read through graph ops (InstanceNorm's
+         * tiled over the batch, below): a PyTorch `running_mean` or
+         * `running_var` is a buffer, never trained; the node's per-sample
+         * one is `<stat>.tiled` */
+        if (have && have->op == TS_OP_PARAM && have->value) {
+            have->op = TS_OP_BUFFER;
+            snprintf(name + strlen(name), sizeof name - strlen(name), ".tiled");
+            have = ts_graph_find(im->g, name);
+            if (have && have->op == TS_OP_BUFFER) return have;
+        }
         /* computed in the graph (PyTorch's InstanceNorm with running
          * statistics tiles them over the batch into a BatchNormalization of
          * [1, N*C, ...], whose running outputs nothing reads): a training
@@ -2183,7 +2197,14 @@ static ts_status op_expand(importer *im, node_io *io) {
     if (!ts_broadcast_shape(xs, &want, &out))
         return node_error(im, TS_ERR_SHAPE, "input '%s' of shape %s does not broadcast to the shape %s (numpy's rules: aligned on the right, "
                           "each pair of dims equal or one of them 1)", x->name, ts_shape_str(xs, b1, sizeof b1), ts_shape_str(&want, b2, sizeof b2));
-    if (ts_shape_equal(xs, &out)) return op_identity(im, io);
+    /* a parameter expanded to its own shape is itself (op_identity would
+     * make it a parameter of its own: the TorchScript exporter's marker) */
+    if (ts_shape_equal(xs, &out) && !x->param) return op_identity(im, io);
+    if (ts_shape_equal(xs, &out)) {
+        ts_tensor *t = as_tensor(im, x, &st);
+        if (t) io->out[0] = (value){.t = t};
+        return st;
+    }
     ts_shape one = out;
     one.d[0] = 1;
     bool along0 = out.d[0] > 1 && (xs->ndim < out.ndim || xs->d[0] == 1);
@@ -4830,6 +4851,91 @@ static bool folds_unread(importer *im, const Node *n) {
     return true;
 }
 
+/* ------------------------------------------------ chains imported as one op */
+
+static ts_onnx_group_norm_chain *chain_of(importer *im, int index) {
+    for (size_t c = 0; c < im->n_chain; c++)
+        for (int k = 0; k < im->chain[c].n_node && !im->chain[c].off; k++)
+            if (im->chain[c].node[k] == (size_t)index) return &im->chain[c];
+    return NULL;
+}
+
+/* Whether the constant v holds exactly the ints want[0..n) (0 and -1 of
+ * a Reshape where `lenient`: copy that dim, infer this one). */
+static bool const_shape_is(const value *v, const int64_t *want, int n, bool lenient) {
+    if (!v || !is_const(v) || v->param || !v->c.v || v->c.shape.ndim != 1 || v->c.shape.d[0] != n) return false;
+    for (int i = 0; i < n; i++)
+        if (v->c.v[i] != (double)want[i] && !(lenient && (v->c.v[i] == -1 || (v->c.v[i] == 0 && i < 2)))) return false;
+    return true;
+}
+
+/* Whether a per-channel operand is C values: [C], or [C,1,...] one dim
+ * fewer than x (against [N,C,...]); or one constant value ([1], the
+ * exporter's unit scale and zero bias of GroupNorm(affine=False)) */
+static bool per_channel_of(const value *v, int64_t C, int ndim) {
+    const ts_shape *s = v ? shape_of(v) : NULL;
+    if (s && ts_shape_numel(s) == 1 && s->ndim <= 1 && is_const(v) && !v->param && v->c.v) return true;
+    if (!s || ts_shape_numel(s) != C || s->ndim < 1 || s->d[0] != C || (s->ndim != 1 && s->ndim != ndim - 1)) return false;
+    return true;
+}
+
+/* A per-channel operand (per_channel_of) as [C]. */
+static ts_tensor *channels_of(importer *im, value *v, int64_t C, const char *what, ts_status *st) {
+    if (is_const(v) && !v->param && v->c.v) { /* a constant's C values, or its one value C times */
+        ts_tensor *t = spread_constant(im, what, C, v, ts_shape_numel(shape_of(v)) == 1 ? C : 1, 0.0f);
+        if (!t) *st = ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
+        return t;
+    }
+    ts_tensor *t = as_f32(im, v, st);
+    if (t && t->shape.ndim != 1) t = ts_reshape(im->g, t, 1, &C);
+    if (!t && !*st) *st = ts_graph_status(im->g);
+    return t;
+}
+
+/* Whether the chain's values make it nn.GroupNorm: x [N,C,...] reshaped
+ * to [N,G,L], a unit scale and zero bias of G, the Reshape back to x's
+ * shape, and C weights and biases. */
+static bool chain_fits(importer *im, const ts_onnx_group_norm_chain *c) {
+    const value *x = lookup(im, c->x), *s = lookup(im, c->scale), *b = lookup(im, c->bias);
+    if (!x || !s || !b || !const_filled(s, 1.0) || !const_filled(b, 0.0)) return false;
+    const ts_shape *xs = shape_of(x);
+    int64_t G = shape_of(s)->ndim == 1 ? shape_of(s)->d[0] : 0;
+    if (xs->ndim < 3 || G < 1 || xs->d[1] % G || (x->t && x->t->dtype != TS_F32)) return false;
+    int64_t L = ts_shape_numel(xs) / (xs->d[0] * G);
+    if (!const_shape_is(lookup(im, c->shape_in), (int64_t[]){xs->d[0], G, L}, 3, true) ||
+        !const_shape_is(lookup(im, c->shape_out), xs->d, xs->ndim, false))
+        return false;
+    return per_channel_of(lookup(im, c->weight), xs->d[1], xs->ndim) && per_channel_of(lookup(im, c->shift), xs->d[1], xs->ndim);
+}
+
+/* A chain that is not nn.GroupNorm: its nodes but the last, one by one. */
+static ts_status chain_one_by_one(importer *im, ts_onnx_group_norm_chain *c) {
+    c->off = true;
+    ts_status st = TS_OK;
+    for (size_t j = 0; j < im->chain_graph->n_node && !st; j++) /* in the file's order */
+        for (int k = 0; k < c->n_node && !st; k++)
+            if (j == c->node[k] && j != c->last) st = import_node(im, im->chain_graph->node[j], (int)j);
+    return st;
+}
+
+static void chain_inputs(importer *im, const ts_onnx_group_norm_chain *c, node_io *io) {
+    const char *names[5] = {c->x, c->scale, c->bias, c->weight, c->shift};
+    for (int i = 0; i < 5; i++) io->in[i] = lookup(im, names[i]);
+    io->n_in = 5;
+}
+
+/* nn.GroupNorm's chain (onnx_fuse.h) as one group-norm op: x, the G of
+ * the InstanceNormalization's scale, and the weight and bias as [C]. */
+static ts_status op_group_norm_chain(importer *im, node_io *io) {
+    const ts_onnx_group_norm_chain *c = chain_of(im, im->node_index);
+    ts_status st = TS_OK;
+    ts_tensor *x = as_tensor(im, io->in[0], &st);
+    int64_t C = x ? x->shape.d[1] : 0;
+    ts_tensor *w = x ? channels_of(im, io->in[3], C, "ScalePerChannel", &st) : NULL, *b = w ? channels_of(im, io->in[4], C, "BiasPerChannel", &st) : NULL;
+    if (!b) return st;
+    return built(im, ts_group_norm(im->g, x, w, b, (int)shape_of(io->in[1])->d[0], c->eps), &io->out[0]);
+}
+
 static ts_status import_node(importer *im, const Node *n, int index) {
     im->node = n;
     im->node_index = index;
@@ -4852,6 +4958,15 @@ static ts_status import_node(importer *im, const Node *n, int index) {
     ts_status vst = check_attr_versions(im);
     if (vst) return vst;
     if (im->depth == 0) im->top_index = index;
+    ts_onnx_group_norm_chain *chain = im->depth == 0 ? chain_of(im, index) : NULL;
+    if (chain && (size_t)index != chain->last) return TS_OK; /* imported with the chain's last node */
+    if (chain && !chain_fits(im, chain)) {
+        ts_status cst = chain_one_by_one(im, chain);
+        if (cst) return cst;
+        im->node = n, im->node_index = index;
+        chain = NULL;
+    }
+    if (chain) fn = op_group_norm_chain, required = 0;
     if (im->depth == 0 && folds_unread(im, n)) {
         ts_logf(TS_LOG_DEBUG, "%s: node %d '%s' (%s) computes constants nothing reads: skipped", im->path, index,
                 n->name ? n->name : "", n->op_type);
@@ -4865,7 +4980,8 @@ static ts_status import_node(importer *im, const Node *n, int index) {
     memset(&io, 0, sizeof io);
     io.n_in = (int)n->n_input;
     io.n_out = (int)n->n_output;
-    for (size_t i = 0; i < n->n_input; i++) {
+    if (chain) chain_inputs(im, chain, &io);
+    for (size_t i = 0; !chain && i < n->n_input; i++) {
         if (!n->input[i] || !*n->input[i]) continue; /* an omitted optional input */
         io.in[i] = lookup(im, n->input[i]);
         if (!io.in[i])
@@ -4902,7 +5018,7 @@ static ts_status import_node(importer *im, const Node *n, int index) {
      * it after another op (Gemm = MatMul + Add). */
     for (int i = 0; i < io.n_out && !st; i++) {
         value *o = &io.out[i];
-        if (o->t && (size_t)o->t->id >= first_new && !ts_op_holds_value(o->t->op) && strcmp(ts_op_get(o->t->op)->name, n->op_type) != 0) {
+        if (o->t && !chain && (size_t)o->t->id >= first_new && !ts_op_holds_value(o->t->op) && strcmp(ts_op_get(o->t->op)->name, n->op_type) != 0) {
             if (scope[0]) ts_scope_push(im->g, scope);
             char *name = ts_graph_op_output_name(im->g, n->op_type);
             if (scope[0]) ts_scope_pop(im->g);
@@ -5172,8 +5288,14 @@ static ts_status torch_names(importer *im, const TensorscopeOnnx__GraphProto *gp
                 "(dynamo=False; ts.training_model does). A fused Conv's weight is named '<weight>.fused': it holds the BatchNorm's scale "
                 "too", im->path, frozen, frozen == 1 ? "" : "s", frozen == 1 ? "is" : "are", first);
     ts_status st = ts_torch_fixes(gp, &im->fix, &im->n_fix);
+    size_t lost = 0;
+    const char *first_lost = NULL;
     for (size_t f = 0; f < im->n_fix && !st; f++) {
         const ts_torch_fix *x = &im->fix[f];
+        if (x->kind == TS_TORCH_LOST) {
+            if (!lost++) first_lost = x->name;
+            continue;
+        }
         value *v = x->kind == TS_TORCH_ZERO_BIAS ? lookup(im, gp->node[x->node]->input[1]) : lookup(im, gp->initializer[x->init]->name);
         if (!v || !v->param) continue; /* an initializer that is no parameter (an integer type) */
         ts_const c = {.dtype = v->c.dtype, .shape = v->c.shape};
@@ -5207,8 +5329,16 @@ static ts_status torch_names(importer *im, const TensorscopeOnnx__GraphProto *gp
             if (!(st = ts_const_fill(&s, TS_ONNX_FLOAT, 0.0, &c))) torch_param(im, x->name, v->param, &c, &st);
             break;
         }
+        case TS_TORCH_LOST: break;
         }
     }
+    if (lost)
+        ts_logf(TS_LOG_WARN, "%s: %zu parameter%s of the PyTorch module ('%s'%s) %s in the file nowhere: the dynamo exporter's optimizer "
+                "stores initializers of equal values once (fresh zero biases, the copies of a layer) and fuses BatchNorm into the Conv "
+                "before it, so such a parameter trains as the tensor the file reads in its place, or not at all. To train each parameter "
+                "as the module does, export with the TorchScript exporter (dynamo=False; ts.training_model of the module does), or with "
+                "optimize=False, which keeps every parameter (and writes a Split as a sequence)",
+                im->path, lost, lost == 1 ? "" : "s", first_lost, lost == 1 ? "" : " is the first", lost == 1 ? "is" : "are");
     return st;
 }
 
@@ -5249,6 +5379,8 @@ static ts_status import_graph(importer *im, const TensorscopeOnnx__ModelProto *m
     }
     ts_status st = single_writers(im, gp);
     if (!st) st = torch_names(im, gp);
+    if (!st) st = ts_onnx_group_norm_chains(gp, &im->chain, &im->n_chain);
+    im->chain_graph = gp;
     if (!st) st = count_uses(im, gp);
     im->inputs_from = ts_graph_tensor_count(im->g);
     if (!st) st = import_inputs(im, gp, inputs, n_inputs);
@@ -5386,6 +5518,7 @@ ts_status ts_onnx_import_bytes(ts_graph **out, const uint8_t *bytes, size_t n, c
     ts_free(im.hash);
     ts_strmap_free(&im.uses);
     ts_torch_fixes_free(im.fix, im.n_fix);
+    ts_free(im.chain);
     ts_const_budget(UINT64_MAX);
     tensorscope_onnx__model_proto__free_unpacked(mp, &alloc);
     if (st) {

@@ -124,6 +124,28 @@ static int folded_single(const plan *p, const char *folded) {
     return strchr(name, '\'') ? -1 : ts_strmap_get(&p->by_target, name);
 }
 
+/* The one parameter of the signature among a fold's sources (the others
+ * constants), or -1. */
+static int folded_param(const plan *p, const char *folded) {
+    int found = -1;
+    for (const char *q = folded ? strchr(folded, '\'') : NULL; q; q = strchr(q, '\'')) {
+        const char *end = strchr(++q, '\'');
+        if (!end) return -1;
+        char name[256];
+        size_t len = (size_t)(end - q);
+        int e = -1;
+        if (len < sizeof name) {
+            memcpy(name, q, len);
+            name[len] = '\0';
+            e = ts_strmap_get(&p->by_target, name);
+        }
+        if (e >= 0 && found >= 0) return -1;
+        if (e >= 0) found = e;
+        q = end + 1;
+    }
+    return found;
+}
+
 /* Whether a fold's sources (`['val_3', 'encoder.pos_embedding']`) name
  * a parameter of the signature. */
 static bool folded_from_param(const plan *p, const char *folded) {
@@ -309,6 +331,11 @@ static ts_status plan_graph(plan *p, const struct TensorscopeOnnx__GraphProto *g
     for (int pass = 0; pass < 3; pass++)
         for (size_t i = 0; i < nn && !st; i++) st = pass < 2 ? plan_inputs(p, gp, i, pass) : zero_bias(p, gp, i);
     for (size_t i = 0; i < nn && !st; i++) st = fused_weight(p, gp, i);
+    for (size_t e = 0; e < p->n_sig && !st; e++) {
+        bool folded = false; /* it trains as a fold of it and constants (GroupNorm's weight unsqueezed) */
+        for (size_t k = 0; k < ni && !folded && !p->taken[e]; k++) folded = !p->orig[k] && folded_param(p, p->folded[k]) == (int)e;
+        if (!p->taken[e] && !folded) st = add_fix(p, TS_TORCH_LOST, 0, 0, 0, 0, p->target[e]);
+    }
     return st;
 }
 

@@ -49,6 +49,11 @@ typedef enum ts_torch_fix_kind {
      * parameter under the file's name, whose samples along dim 0 may be
      * one sample repeated */
     TS_TORCH_FOLDED,
+    /* parameter `name` of the signature is in the file nowhere, and no fix
+     * restores it: merged into an initializer of equal values where the
+     * metadata does not say which node reads it in its place (a Split the
+     * optimizer made), fused (a BatchNorm's into the Conv), or unused */
+    TS_TORCH_LOST,
 } ts_torch_fix_kind;
 
 typedef struct ts_torch_fix {

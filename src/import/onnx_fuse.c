@@ -1,0 +1,114 @@
+/* onnx_fuse.c -- the node chains an exporter writes for one PyTorch op
+ * (onnx_fuse.h), found by the file's structure alone: what each value is
+ * (a constant of ones, a shape equal to x's) is checked by the import when
+ * it reaches the chain's last node. */
+#include "import/onnx_fuse.h"
+
+#include "onnx.pb-c.h"
+
+#include <string.h>
+
+typedef TensorscopeOnnx__NodeProto Node;
+
+typedef struct scan {
+    const struct TensorscopeOnnx__GraphProto *gp;
+    ts_strmap producer; /* value -> the node that makes it */
+    ts_strmap readers;  /* value -> how many node inputs and graph outputs read it */
+    ts_strmap init;     /* initializer -> index */
+} scan;
+
+static bool is_op(const Node *n, const char *op) { return n && n->op_type && strcmp(n->op_type, op) == 0 && (!n->domain || !*n->domain); }
+
+static bool named(const char *s) { return s && *s; }
+
+/* The node that makes value `name` when that node is `op` and the value
+ * is read once (by the chain's next node), else NULL. */
+static const Node *sole(const scan *s, const char *name, const char *op, size_t *index) {
+    int k = named(name) ? ts_strmap_get(&s->producer, name) : -1;
+    if (k < 0 || ts_strmap_get(&s->readers, name) != 1 || !is_op(s->gp->node[k], op)) return NULL;
+    *index = (size_t)k;
+    return s->gp->node[k];
+}
+
+/* The per-channel operand of the Mul or Add: an Unsqueeze's input (the
+ * Unsqueeze joins the chain), or an initializer. */
+static const char *per_channel(const scan *s, const char *name, ts_onnx_group_norm_chain *c) {
+    size_t k;
+    const Node *u = sole(s, name, "Unsqueeze", &k);
+    if (u && u->n_input >= 1 && named(u->input[0])) {
+        c->node[c->n_node++] = k;
+        return u->input[0];
+    }
+    return named(name) && ts_strmap_get(&s->init, name) >= 0 ? name : NULL;
+}
+
+static float eps_of(const Node *n) {
+    for (size_t a = 0; a < n->n_attribute; a++)
+        if (n->attribute[a]->name && strcmp(n->attribute[a]->name, "epsilon") == 0) return n->attribute[a]->f;
+    return 1e-5f;
+}
+
+/* The chain ending at Add node `i`, or false. */
+static bool chain_at(const scan *s, size_t i, ts_onnx_group_norm_chain *c) {
+    const Node *add = s->gp->node[i], *mul = NULL, *r2 = NULL, *in = NULL, *r1 = NULL;
+    memset(c, 0, sizeof *c);
+    if (!is_op(add, "Add") || add->n_input != 2 || add->n_output != 1) return false;
+    size_t km = 0, k2, kn, k1;
+    int side = 0;
+    for (; side < 2 && !mul; side++) mul = sole(s, add->input[side], "Mul", &km);
+    if (!mul || mul->n_input != 2) return false;
+    const char *shift_in = add->input[2 - side];
+    int mside = 0;
+    for (; mside < 2 && !r2; mside++) r2 = sole(s, mul->input[mside], "Reshape", &k2);
+    if (!r2 || r2->n_input < 2 || !(in = sole(s, r2->input[0], "InstanceNormalization", &kn)) || in->n_input != 3 ||
+        !(r1 = sole(s, in->input[0], "Reshape", &k1)) || r1->n_input < 2)
+        return false;
+    c->node[c->n_node++] = k1, c->node[c->n_node++] = kn, c->node[c->n_node++] = k2, c->node[c->n_node++] = km;
+    c->weight = per_channel(s, mul->input[2 - mside], c);
+    c->shift = per_channel(s, shift_in, c);
+    if (!c->weight || !c->shift) return false;
+    c->node[c->n_node++] = i;
+    c->last = i;
+    c->x = r1->input[0], c->shape_in = r1->input[1], c->scale = in->input[1], c->bias = in->input[2], c->shape_out = r2->input[1];
+    c->eps = eps_of(in);
+    return named(c->x) && named(c->shape_in) && named(c->scale) && named(c->bias) && named(c->shape_out);
+}
+
+static ts_status index_graph(scan *s) {
+    const struct TensorscopeOnnx__GraphProto *gp = s->gp;
+    for (size_t k = 0; k < gp->n_initializer; k++)
+        if (named(gp->initializer[k]->name) && ts_strmap_put(&s->init, gp->initializer[k]->name, (int)k)) return TS_ERR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Node *n = gp->node[i];
+        for (size_t j = 0; j < n->n_output; j++)
+            if (named(n->output[j]) && ts_strmap_put(&s->producer, n->output[j], (int)i)) return TS_ERR_OUT_OF_MEMORY;
+        for (size_t j = 0; j < n->n_input; j++) {
+            int r = named(n->input[j]) ? ts_strmap_get(&s->readers, n->input[j]) : -2;
+            if (r > -2 && ts_strmap_put(&s->readers, n->input[j], r < 0 ? 1 : r + 1)) return TS_ERR_OUT_OF_MEMORY;
+        }
+    }
+    for (size_t o = 0; o < gp->n_output; o++) { /* a graph output is read by the user: never inside a chain */
+        const char *name = gp->output[o]->name;
+        int r = named(name) ? ts_strmap_get(&s->readers, name) : -2;
+        if (r > -2 && ts_strmap_put(&s->readers, name, r < 0 ? 1 : r + 1)) return TS_ERR_OUT_OF_MEMORY;
+    }
+    return TS_OK;
+}
+
+ts_status ts_onnx_group_norm_chains(const struct TensorscopeOnnx__GraphProto *gp, ts_onnx_group_norm_chain **out, size_t *n) {
+    *out = NULL, *n = 0;
+    scan s = {.gp = gp};
+    ts_status st = index_graph(&s);
+    size_t cap = 0;
+    for (size_t i = 0; i < gp->n_node && !st; i++) {
+        ts_onnx_group_norm_chain c;
+        if (!is_op(gp->node[i], "Add") || !chain_at(&s, i, &c)) continue;
+        if ((st = ts_grow((void **)out, &cap, *n + 1, sizeof **out))) break;
+        (*out)[(*n)++] = c;
+    }
+    ts_strmap_free(&s.producer);
+    ts_strmap_free(&s.readers);
+    ts_strmap_free(&s.init);
+    if (st) ts_free(*out), *out = NULL, *n = 0;
+    return st;
+}
