@@ -142,7 +142,10 @@ else()
 endif()
 
 ts_feature_sources(TS_HAVE_CAIRO io/plot)
-ts_feature_sources(TS_HAVE_PROTOBUFC io/tb_writer diag/onnx_export import/onnx import/onnx_rnn import/onnx_torch import/onnx_ops_extra import/onnx_fuse)
+ts_feature_sources(TS_HAVE_PROTOBUFC io/tb_writer diag/onnx_export import/onnx import/onnx_rnn import/onnx_torch
+                   import/onnx_fuse import/onnx_values import/onnx_data import/onnx_elementwise import/onnx_matmul
+                   import/onnx_conv import/onnx_norm import/onnx_shape import/onnx_types import/onnx_gather
+                   import/onnx_reduce import/onnx_loss import/onnx_sequence import/onnx_resize import/onnx_control)
 ts_feature_sources(TS_HAVE_ARCHIVE io/npz)
 ts_feature_sources(TS_HAVE_BUNDLE diag/bundle)
 ts_feature_sources(TS_HAVE_UNWIND diag/unwind)

@@ -1,0 +1,340 @@
+/* onnx_elementwise.c -- elementwise ops and activations: the binary and unary
+ * families (folded on constants), Max/Min/Sum/Mean, the activations composed
+ * of them, Clip, PRelu, Swish and SwiGLU, Softmax, LogSoftmax and Hardmax,
+ * Where, the bitwise ops. */
+#include "import/onnx_ops.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* An operand of an elementwise op, as a graph tensor: its first sample
+ * (ts_onnx_sample_of) where it is equal samples of the other operand's rank and
+ * dim 0 (GPT-2's attention mask [B,1,T,T]), which then broadcasts over
+ * any batch the model is compiled at; otherwise as_f32's tensor. */
+static ts_tensor *as_f32_per_sample(importer *im, value *v, const ts_tensor *other, ts_status *st) {
+    ts_tensor *s = other && other->shape.ndim == v->c.shape.ndim ? ts_onnx_sample_of(im, v, other->shape.d[0], st) : NULL;
+    return s ? ts_onnx_f32_of(im, s, st) : *st ? NULL : as_f32(im, v, st);
+}
+
+/* The elementwise binary family on graph tensors (ts_binary), by the op
+ * table's name of the ONNX op type; Sum's links are Adds. */
+static ts_status binary_family(importer *im, const char *op, value *a, value *b, value *out) {
+    ts_status st = TS_OK;
+    ts_tensor *ta = as_f32(im, a, &st), *tb = ta ? as_f32(im, b, &st) : NULL;
+    if (!tb) return st;
+    return ts_onnx_built(im, strcmp(op, "Sum") == 0 ? ts_add(im->g, ta, tb) : ts_binary(im->g, op, ta, tb), out);
+}
+
+/* Elementwise binary ops: folded on constants; Add/Sub/Mul on graph
+ * tensors when one side's shape is a suffix of the other's (the rest of
+ * NumPy broadcasting comes with the broadcasting ops). */
+ts_status ts_onnx_op_binary(importer *im, node_io *io) {
+    const char *op = im->node->op_type;
+    if (io->n_in != 2) return ts_onnx_node_error(im, TS_ERR_FORMAT, "needs 2 inputs, has %d", io->n_in);
+    value *a = io->in[0], *b = io->in[1];
+    ts_status st = TS_OK;
+    int fmod_ = 0;
+    if (strcmp(op, "Mod") == 0 && (st = ts_onnx_attr_int32(im, "fmod", 0, 0, 1, &fmod_))) return st;
+    if (fmod_) op = "FMod";
+    if (is_const(a) && is_const(b) && !a->param && !b->param)
+        return ts_onnx_fold_result(im, ts_const_binary(op, &a->c, &b->c, &io->out[0].c));
+    /* integer Div truncates toward zero (ids, counts: i32 tensors and integer constants) */
+    bool int_a = a->t ? a->t->dtype == TS_I32 || a->t->dtype == TS_I64 : !a->param && !ts_onnx_dtype_is_float(a->c.dtype);
+    bool int_b = b->t ? b->t->dtype == TS_I32 || b->t->dtype == TS_I64 : !b->param && !ts_onnx_dtype_is_float(b->c.dtype);
+    /* integer arithmetic of graph tensors (position ids from a mask), exactly in int64 */
+    static const char *const int_ops[] = {"Add", "Sub", "Mul", "Div", "Mod", "FMod"};
+    bool int_op = false;
+    for (size_t k = 0; k < sizeof int_ops / sizeof *int_ops; k++) int_op = int_op || strcmp(op, int_ops[k]) == 0;
+    if (int_a && int_b && int_op && (a->t || b->t)) {
+        ts_tensor *ia = ts_onnx_i64_of(im, a, &st), *ib = ia ? ts_onnx_i64_of(im, b, &st) : NULL;
+        if (st) return st;
+        if (ib) return ts_onnx_built(im, ts_binary(im->g, op, ia, ib), &io->out[0]);
+    }
+    if (strcmp(op, "Div") == 0 && int_a && int_b) {
+        ts_tensor *ta = as_f32(im, a, &st), *tb = ta ? as_f32(im, b, &st) : NULL;
+        return tb ? ts_onnx_built(im, ts_unary(im->g, "CastInt", ts_div(im->g, ta, tb), 0.0f, 0.0f), &io->out[0]) : st;
+    }
+    double s;
+    /* x * c, c * x, x / c: a scale */
+    if (strcmp(op, "Mul") == 0 && ts_onnx_const_scalar(b, &s) && a->t) return ts_onnx_built(im, ts_scale(im->g, a->t, (float)s), &io->out[0]);
+    if (strcmp(op, "Mul") == 0 && ts_onnx_const_scalar(a, &s) && b->t) return ts_onnx_built(im, ts_scale(im->g, b->t, (float)s), &io->out[0]);
+    if (strcmp(op, "Div") == 0 && ts_onnx_const_scalar(b, &s) && a->t && s != 0.0)
+        return ts_onnx_built(im, ts_scale(im->g, a->t, (float)(1.0 / s)), &io->out[0]);
+    if (strcmp(op, "Pow") == 0 && ts_onnx_const_scalar(b, &s) && a->t && a->t->dtype == TS_F32)
+        return ts_onnx_built(im, ts_pow(im->g, a->t, (float)s), &io->out[0]);
+    /* x ** c with c a one-element float initializer: a constant exponent,
+     * not a parameter (PyTorch's dynamo exporter stores its constants as
+     * initializers; a trained exponent's gradient x^c log x is NaN for
+     * every negative x, GPT-2's tanh Gelu) */
+    if (strcmp(op, "Pow") == 0 && b->param && ts_shape_numel(&b->c.shape) == 1) {
+        ts_tensor *ta = as_f32(im, a, &st);
+        if (!ta || (st = ts_onnx_decoded(im, b))) return st;
+        return ts_onnx_built(im, ts_pow(im->g, ta, (float)b->c.v[0]), &io->out[0]);
+    }
+    if (strcmp(op, "Add") && strcmp(op, "Sub") && strcmp(op, "Mul") && strcmp(op, "Div")) return binary_family(im, op, a, b, &io->out[0]);
+    ts_tensor *ta = as_f32_per_sample(im, a, b->t, &st), *tb = ta ? as_f32_per_sample(im, b, a->t, &st) : NULL;
+    if (!tb) return st;
+    if (strcmp(op, "Div") == 0) return ts_onnx_built(im, ts_div(im->g, ta, tb), &io->out[0]);
+    bool swap = ta->shape.ndim < tb->shape.ndim || (ta->shape.ndim == tb->shape.ndim && ts_shape_numel(&ta->shape) < ts_shape_numel(&tb->shape));
+    ts_tensor *r;
+    if (!swap) r = strcmp(op, "Add") == 0 ? ts_add(im->g, ta, tb) : strcmp(op, "Sub") == 0 ? ts_sub(im->g, ta, tb) : ts_mul(im->g, ta, tb);
+    else if (strcmp(op, "Sub") == 0) r = ts_scale(im->g, ts_sub(im->g, tb, ta), -1.0f);
+    else r = strcmp(op, "Add") == 0 ? ts_add(im->g, tb, ta) : ts_mul(im->g, tb, ta);
+    return ts_onnx_built(im, r, &io->out[0]);
+}
+
+/* Unary ops: folded on constants; on graph tensors those the op table has. */
+ts_status ts_onnx_op_unary(importer *im, node_io *io) {
+    const char *op = im->node->op_type;
+    value *x = io->in[0];
+    if (is_const(x) && !x->param) return ts_onnx_fold_result(im, ts_const_unary(op, &x->c, &io->out[0].c));
+    ts_status st = TS_OK;
+    ts_tensor *t = as_f32(im, x, &st);
+    if (!t) return st;
+    if (strcmp(op, "Relu") == 0) return ts_onnx_built(im, ts_relu(im->g, t), &io->out[0]);
+    if (strcmp(op, "Log") == 0) return ts_onnx_built(im, ts_log(im->g, t), &io->out[0]);
+    if (strcmp(op, "Exp") == 0) return ts_onnx_built(im, ts_exp(im->g, t), &io->out[0]);
+    if (strcmp(op, "Reciprocal") == 0) return ts_onnx_built(im, ts_pow(im->g, t, -1.0f), &io->out[0]); /* 1/x, gradient -1/x^2 */
+    if (strcmp(op, "Neg") == 0) return ts_onnx_built(im, ts_scale(im->g, t, -1.0f), &io->out[0]);
+    if (strcmp(op, "Tanh") == 0) return ts_onnx_built(im, ts_tanh(im->g, t), &io->out[0]);
+    if (strcmp(op, "Sigmoid") == 0) return ts_onnx_built(im, ts_sigmoid(im->g, t), &io->out[0]);
+    if (strcmp(op, "Sqrt") == 0) return ts_onnx_built(im, ts_sqrt(im->g, t), &io->out[0]);
+    if (strcmp(op, "Erf") == 0) return ts_onnx_built(im, ts_erf(im->g, t), &io->out[0]);
+    if (strcmp(op, "Abs") == 0) return ts_onnx_built(im, ts_abs(im->g, t), &io->out[0]);
+    /* the unary family (ts_unary): the op table's names are ONNX's, with
+     * the attributes' defaults of the ONNX op */
+    float alpha = 0.0f, beta = 0.0f;
+    if (strcmp(op, "IsInf") == 0) {
+        alpha = (float)ts_onnx_attr_i(im, "detect_positive", 1);
+        beta = (float)ts_onnx_attr_i(im, "detect_negative", 1);
+    } else if (strcmp(op, "HardSigmoid") == 0) {
+        alpha = (float)ts_onnx_attr_f(im, "alpha", 0.2);
+        beta = (float)ts_onnx_attr_f(im, "beta", 0.5);
+    } else if (strcmp(op, "LeakyRelu") == 0) {
+        alpha = (float)ts_onnx_attr_f(im, "alpha", 0.01);
+    } else if (strcmp(op, "Elu") == 0) {
+        alpha = (float)ts_onnx_attr_f(im, "alpha", 1.0);
+    } else if (strcmp(op, "Selu") == 0) {
+        alpha = (float)ts_onnx_attr_f(im, "alpha", 1.67326319217681884765625);
+        beta = (float)ts_onnx_attr_f(im, "gamma", 1.05070102214813232421875);
+    } else if (strcmp(op, "Gelu") == 0) {
+        static const char *const approximations[] = {"none", "tanh"};
+        const Attr *ap = ts_onnx_attr(im, "approximate");
+        int k = ap && ap->has_s ? ts_onnx_attr_choice(ap, approximations, 2) : 0;
+        if (k == 2)
+            return ts_onnx_node_error(im, TS_ERR_FORMAT, "attribute 'approximate' is '%.*s'; Gelu takes 'none' or 'tanh'", (int)ap->s.len,
+                                      (const char *)ap->s.data);
+        return ts_onnx_built(im, ts_gelu(im->g, t, k == 1), &io->out[0]);
+    }
+    return ts_onnx_built(im, ts_unary(im->g, op, t, alpha, beta), &io->out[0]);
+}
+
+/* Max, Min, Sum and Mean of any number of inputs (at least one),
+ * broadcast: a chain of the binary op (Mean's links are Sum's), each link
+ * a named tensor; Mean then scales the sum by 1/n. */
+ts_status ts_onnx_op_variadic(importer *im, node_io *io) {
+    value *acc = io->in[0];
+    bool mean = strcmp(im->node->op_type, "Mean") == 0;
+    if (!acc) return ts_onnx_node_error(im, TS_ERR_FORMAT, "input 0 is empty; %s needs at least one input", im->node->op_type);
+    if (io->n_in == 1) return ts_onnx_op_identity(im, io);
+    value tmp = {0};
+    for (int i = 1; i < io->n_in; i++) {
+        if (!io->in[i]) return ts_onnx_node_error(im, TS_ERR_FORMAT, "input %d is empty", i);
+        value *out = i + 1 == io->n_in && !mean ? &io->out[0] : &tmp;
+        ts_status st = binary_family(im, mean ? "Sum" : im->node->op_type, acc, io->in[i], out);
+        if (st) return st;
+        acc = &tmp;
+    }
+    return mean ? ts_onnx_built(im, ts_scale(im->g, tmp.t, 1.0f / (float)io->n_in), &io->out[0]) : TS_OK;
+}
+
+/* Softmax and LogSoftmax over `axis`; before opset 13 (versions 1 and 11)
+ * over the input coerced to 2-D at axis (default 1): every dim from axis
+ * on at once, the same where the dims after axis are 1 (the last axis, a
+ * 2-D input's default). */
+ts_status ts_onnx_op_softmax(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *t = ts_onnx_as_tensor(im, io->in[0], &st);
+    if (!t) return st;
+    int axis;
+    if ((st = ts_onnx_attr_axis(im, "axis", since(im, 13) ? -1 : 1, t->shape.ndim, false, &axis))) return st;
+    for (int d = axis + 1; !since(im, 13) && d < t->shape.ndim; d++)
+        if (t->shape.d[d] != 1)
+            return ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "before opset 13, %s normalizes over every dim from axis %d on at once (the input "
+                                      "coerced to 2-D), which is available only where the dims after the axis are 1 (here dim %d is %lld); "
+                                      "re-export with opset 13 or later", im->node->op_type, axis, d, (long long)t->shape.d[d]);
+    bool log = strcmp(im->node->op_type, "LogSoftmax") == 0;
+    return ts_onnx_built(im, log ? ts_log_softmax(im->g, t, axis) : ts_softmax(im->g, t, axis), &io->out[0]);
+}
+
+/* Where: folded on constants; a constant condition choosing a constant
+ * scalar is a masked fill (attention's causal mask); else ts_where (an
+ * f32 condition computed by the graph: Select). */
+ts_status ts_onnx_op_where(importer *im, node_io *io) {
+    value *c = io->in[0], *a = io->in[1], *b = io->in[2];
+    if (is_const(c) && !c->param && is_const(a) && !a->param && is_const(b) && !b->param) return ts_onnx_op_fold(im, io);
+    double s;
+    ts_status st = TS_OK;
+    if (is_const(c) && !c->param && ts_onnx_const_scalar(a, &s) && b->t) {
+        ts_tensor *mask = ts_onnx_as_tensor(im, c, &st);
+        return mask ? ts_onnx_built(im, ts_masked_fill(im->g, b->t, mask, (float)s), &io->out[0]) : st;
+    }
+    /* the condition as it is (i32 bools, or the 1 and 0 of a comparison);
+     * the values in f32 */
+    ts_tensor *tc = ts_onnx_as_tensor(im, c, &st), *ta = tc ? as_f32(im, a, &st) : NULL, *tb = ta ? as_f32(im, b, &st) : NULL;
+    if (tc && tc->dtype == TS_I64) tc = ts_onnx_f32_of(im, tc, &st); /* non-zero stays non-zero */
+    return tb ? ts_onnx_built(im, ts_where(im->g, tc, ta, tb), &io->out[0]) : st;
+}
+
+/* ------------------------------------------------- ops composed at import
+ * The ONNX ops below are built from graph ops that have their gradients,
+ * devices and names already: each tensor they make is named in the node's
+ * scope, its constants `<scope>/<what>:<k>`, the result after the op type
+ * (ts_onnx_import_node). */
+/* Activations composed of the unary and binary families: Celu alpha
+ * Elu(x / alpha), Mish x tanh(softplus x), Softsign x / (1 + |x|),
+ * ThresholdedRelu x where x > alpha else 0, Shrink x + bias below -lambd,
+ * x - bias above lambd, else 0, Sign (x > 0) - (x < 0), NaN where x is
+ * (no gradient). */
+ts_status ts_onnx_op_composed_unary(importer *im, node_io *io) {
+    const char *op = im->node->op_type;
+    ts_status st = TS_OK;
+    ts_tensor *x = as_f32(im, io->in[0], &st), *y;
+    if (!x) return st;
+    ts_graph *g = im->g;
+    if (strcmp(op, "Celu") == 0) {
+        float a = (float)ts_onnx_attr_f(im, "alpha", 1.0);
+        if (!(a != 0.0f) || !isfinite(a)) return ts_onnx_node_error(im, TS_ERR_FORMAT, "attribute 'alpha' is %g; Celu needs a finite non-zero alpha", a);
+        y = ts_scale(g, ts_unary(g, "Elu", ts_scale(g, x, 1.0f / a), 1.0f, 0.0f), a);
+    } else if (strcmp(op, "Mish") == 0) {
+        y = ts_mul(g, x, ts_tanh(g, ts_unary(g, "Softplus", x, 0.0f, 0.0f)));
+    } else if (strcmp(op, "Softsign") == 0) {
+        y = ts_div(g, x, ts_add(g, ts_abs(g, x), ts_onnx_scalar_constant(im, "One", 1.0f)));
+    } else if (strcmp(op, "ThresholdedRelu") == 0) {
+        ts_tensor *alpha = ts_onnx_scalar_constant(im, "Alpha", (float)ts_onnx_attr_f(im, "alpha", 1.0));
+        y = ts_where(g, ts_binary(g, "Greater", x, alpha), x, ts_onnx_scalar_constant(im, "Zero", 0.0f));
+    } else if (strcmp(op, "Shrink") == 0) {
+        float lambd = (float)ts_onnx_attr_f(im, "lambd", 0.5), bias = (float)ts_onnx_attr_f(im, "bias", 0.0);
+        ts_tensor *b = ts_onnx_scalar_constant(im, "Bias", bias);
+        ts_tensor *above = ts_where(g, ts_binary(g, "Greater", x, ts_onnx_scalar_constant(im, "Lambd", lambd)), ts_sub(g, x, b),
+                                    ts_onnx_scalar_constant(im, "Zero", 0.0f));
+        y = ts_where(g, ts_binary(g, "Less", x, ts_onnx_scalar_constant(im, "NegLambd", -lambd)), ts_add(g, x, b), above);
+    } else { /* Sign */
+        ts_tensor *zero = ts_onnx_scalar_constant(im, "Zero", 0.0f);
+        y = ts_sub(g, ts_binary(g, "Greater", x, zero), ts_binary(g, "Less", x, zero));
+        y = ts_where(g, ts_unary(g, "IsNaN", x, 0.0f, 0.0f), x, y); /* NaN stays NaN, as torch.sign's */
+    }
+    return ts_onnx_built(im, y, &io->out[0]);
+}
+
+/* Clip: x within [min, max] (min first, so min > max gives max), the
+ * bounds the attributes before opset 11, the optional inputs 1 and 2 from
+ * then on (a graph tensor bound broadcasts and takes its gradient where it
+ * is the result, as torch.clamp's). x's gradient passes where it is within
+ * the bounds, ends included. */
+ts_status ts_onnx_op_clip(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *y = as_f32(im, io->in[0], &st), *b[2] = {NULL, NULL};
+    if (!y) return st;
+    static const char *const names[2] = {"min", "max"};
+    for (int k = 0; k < 2; k++) {
+        double v;
+        if (!since(im, 11)) {
+            if (ts_onnx_attr(im, names[k])) b[k] = ts_onnx_scalar_constant(im, k ? "Max" : "Min", (float)ts_onnx_attr_f(im, names[k], 0.0));
+        } else if (io->n_in > k + 1 && io->in[k + 1]) {
+            b[k] = ts_onnx_setting_scalar(im, io->in[k + 1], &v, &st) ? ts_onnx_scalar_constant(im, k ? "Max" : "Min", (float)v)
+                   : st                                         ? NULL
+                                                                : as_f32(im, io->in[k + 1], &st);
+            if (st) return st;
+        } else continue;
+        if (!b[k]) return ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
+        y = ts_where(im->g, ts_binary(im->g, k ? "Greater" : "Less", y, b[k]), b[k], y);
+    }
+    return ts_onnx_built(im, y, &io->out[0]);
+}
+
+/* PRelu: relu(x) - slope relu(-x), slope broadcast to x (numpy's rules);
+ * an initializer slope is a parameter that trains. */
+ts_status ts_onnx_op_prelu(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x = as_f32(im, io->in[0], &st), *slope = x ? as_f32(im, io->in[1], &st) : NULL;
+    if (!slope) return st;
+    ts_graph *g = im->g;
+    return ts_onnx_built(im, ts_sub(g, ts_relu(g, x), ts_mul(g, ts_relu(g, ts_scale(g, x, -1.0f)), slope)), &io->out[0]);
+}
+
+/* Hardmax: 1 at the first maximum along `axis` (default -1; before opset
+ * 13, 1, over the input coerced to 2-D there: available where the dims
+ * after it are 1), 0 elsewhere. Piecewise constant: no gradient. */
+ts_status ts_onnx_op_hardmax(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x = as_f32(im, io->in[0], &st);
+    int axis;
+    if (!x || (st = ts_onnx_attr_axis(im, "axis", since(im, 13) ? -1 : 1, x->shape.ndim, false, &axis))) return st;
+    for (int d = axis + 1; !since(im, 13) && d < x->shape.ndim; d++)
+        if (x->shape.d[d] != 1)
+            return ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "before opset 13, Hardmax works over every dim from axis %d on at once (the input "
+                                      "coerced to 2-D), which is available only where the dims after the axis are 1 (here dim %d is %lld); "
+                                      "re-export with opset 13 or later", axis, d, (long long)x->shape.d[d]);
+    ts_tensor *at = ts_onnx_arg_extreme(im, x, axis, false, false, &st), *pos = at ? ts_onnx_iota_along(im, x->shape.d[axis], axis, x->shape.ndim, &st) : NULL;
+    return pos ? ts_onnx_built(im, ts_binary(im->g, "Equal", pos, at), &io->out[0]) : st;
+}
+
+/* Swish (opset 24): x sigmoid(alpha x); SwiGLU (opset 28): Swish(A) * B,
+ * A and B of one shape. */
+ts_status ts_onnx_op_swish(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x = as_f32(im, io->in[0], &st), *b = NULL;
+    if (!x) return st;
+    bool glu = strcmp(im->node->op_type, "SwiGLU") == 0;
+    if (glu && (io->n_in < 2 || !io->in[1])) return ts_onnx_node_error(im, TS_ERR_FORMAT, "input 1 (B) is required");
+    if (glu && !(b = as_f32(im, io->in[1], &st))) return st;
+    if (b && !ts_shape_equal(&x->shape, &b->shape)) {
+        char sa[96], sb[96];
+        return ts_onnx_node_error(im, TS_ERR_SHAPE, "A %s and B %s must have one shape (SwiGLU does not broadcast)", ts_shape_str(&x->shape, sa, sizeof sa),
+                                  ts_shape_str(&b->shape, sb, sizeof sb));
+    }
+    float alpha = (float)ts_onnx_attr_f(im, "alpha", 1.0);
+    ts_tensor *y = ts_mul(im->g, x, ts_sigmoid(im->g, alpha == 1.0f ? x : ts_scale(im->g, x, alpha)));
+    return ts_onnx_built(im, b ? ts_mul(im->g, y, b) : y, &io->out[0]);
+}
+
+/* An integer operand as an i32 graph tensor: an i32 one as it is, one
+ * carried in f32 (integer arithmetic) toward zero in int32's range. */
+ts_tensor *ts_onnx_as_i32(importer *im, value *v, ts_status *st) {
+    ts_tensor *t = ts_onnx_as_tensor(im, v, st);
+    if (!t || t->dtype == TS_I32) return t;
+    if (t->dtype == TS_I64) return ts_cast(im->g, t, TS_I32); /* its low 32 bits */
+    return ts_unary(im->g, "CastIndex", t, -2147483648.0f, 2147483520.0f); /* the largest float below 2^31 */
+}
+
+/* BitwiseAnd, BitwiseOr, BitwiseXor, BitwiseNot (opset 18) and BitShift
+ * (opset 11) on integer tensors (ts_bitwise), computed in the declared
+ * integer type of input 0 (a graph input's, a Cast's or a constant's) and
+ * wrapped to it. */
+ts_status ts_onnx_op_bitwise(importer *im, node_io *io) {
+    const char *op = im->node->op_type;
+    bool shift = strcmp(op, "BitShift") == 0, not_ = strcmp(op, "BitwiseNot") == 0;
+    if (io->n_in != (not_ ? 1 : 2)) return ts_onnx_node_error(im, TS_ERR_FORMAT, "needs %d input%s, has %d", not_ ? 1 : 2, not_ ? "" : "s", io->n_in);
+    const char *kind = not_ ? "Not" : op + strlen("Bitwise");
+    if (shift) {
+        static const char *const dirs[] = {"LEFT", "RIGHT"};
+        const Attr *a = ts_onnx_attr(im, "direction");
+        int d = a ? ts_onnx_attr_choice(a, dirs, 2) : 2;
+        if (d == 2) return ts_onnx_node_error(im, TS_ERR_FORMAT, "attribute 'direction' must be \"LEFT\" or \"RIGHT\"");
+        kind = d ? "ShiftRight" : "ShiftLeft";
+    }
+    int type = io->in[0]->c.dtype;
+    ts_dtype dt;
+    if (!type || ts_onnx_dtype_is_float(type) || type == TS_ONNX_BOOL || !ts_onnx_array_dtype(type, &dt))
+        return ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "takes integer tensors whose type is known at import (a graph input's, a Cast's or a "
+                                  "constant's); input 0 '%s' is %s", io->in[0]->name ? io->in[0]->name : "", type ? ts_onnx_dtype_name(type) : "of a type not known here");
+    ts_status st = TS_OK;
+    ts_tensor *a = ts_onnx_as_i32(im, io->in[0], &st), *b = not_ || !a ? NULL : ts_onnx_as_i32(im, io->in[1], &st);
+    if (!a || (!not_ && !b)) return st ? st : ts_graph_status(im->g);
+    st = ts_onnx_built(im, ts_bitwise(im->g, kind, a, b, dt), &io->out[0]);
+    io->out[0].c.dtype = type;
+    return st;
+}

@@ -1,0 +1,327 @@
+/* onnx_gather.c -- indexing: Gather and GatherElements, GatherND, Compress,
+ * OneHot, the Scatter ops and TensorScatter. */
+#include "import/onnx_ops.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Gather: of rows of a 2-D table by integer ids an embedding (the table is
+ * the parameter under its own name, so a tied weight stays one), along any
+ * other axis ts_gather; GatherElements: ts_gather_elements; folded when
+ * both are constants. */
+ts_status ts_onnx_op_gather(importer *im, node_io *io) {
+    value *data = io->in[0], *idx = io->in[1];
+    bool elements = strcmp(im->node->op_type, "GatherElements") == 0;
+    if (is_const(data) && !data->param && is_const(idx)) return ts_onnx_op_fold(im, io);
+    int axis;
+    ts_status st = ts_onnx_attr_axis(im, "axis", 0, shape_of(data)->ndim, false, &axis);
+    if (st) return st;
+    ts_tensor *w = as_f32(im, data, &st), *i = w ? ts_onnx_as_tensor(im, idx, &st) : NULL;
+    if (!i) return st;
+    bool computed = i->dtype != TS_I32;
+    /* integer values the graph computed in f32 (or i64): indices, checked
+     * before the gather reads them (one outside the axis is an error naming
+     * it, as ONNX says, never clamped into it) */
+    if (computed && !(i = ts_graph_indices(im->g, i))) return ts_graph_status(im->g);
+    if (elements) return ts_onnx_built(im, ts_gather_elements(im->g, w, i, axis), &io->out[0]);
+    if (axis == 0 && w->shape.ndim == 2 && !computed) return ts_onnx_built(im, ts_embedding(im->g, w, i), &io->out[0]);
+    return ts_onnx_built(im, ts_gather(im->g, w, i, axis), &io->out[0]);
+}
+
+/* OneHot: along `axis` (default -1, a new axis), 1 (values[1]) where
+ * the position equals the index (a negative one counted from depth, a
+ * constant), values[0] elsewhere: Where(Equal(indices, positions), on,
+ * off), so a graph-tensor `values` takes its gradient. */
+ts_status ts_onnx_op_one_hot(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    double depth = 0;
+    if (!ts_onnx_setting_scalar(im, io->in[1], &depth, &st))
+        return st ? st : ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "its depth ('%s') must be a constant%s", io->in[1]->name, ts_onnx_bind_hint(io->in[1]));
+    if (!(depth >= 1 && depth <= (double)INT32_MAX))
+        return ts_onnx_node_error(im, TS_ERR_FORMAT, "its depth is %g; OneHot takes a positive depth", depth);
+    int64_t n = (int64_t)depth;
+    ts_tensor *idx = as_f32(im, io->in[0], &st), *v0 = idx ? ts_onnx_as_tensor(im, io->in[2], &st) : NULL, *v = ts_onnx_f32_of(im, v0, &st);
+    if (!v) return st;
+    if (ts_shape_numel(&v->shape) != 2) return ts_onnx_node_error(im, TS_ERR_SHAPE, "its values hold %lld elements; OneHot takes two, [off, on]",
+                                                         (long long)ts_shape_numel(&v->shape));
+    int r = idx->shape.ndim, axis;
+    if (r + 1 > TS_MAX_DIMS) return ts_onnx_node_error(im, TS_ERR_SHAPE, "its output would have more than %d dimensions", TS_MAX_DIMS);
+    if ((st = ts_onnx_attr_axis(im, "axis", -1, r + 1, false, &axis))) return st;
+    ts_graph *g = im->g;
+    ts_tensor *zero = ts_onnx_scalar_constant(im, "Zero", 0.0f), *wrap = ts_onnx_scalar_constant(im, "Depth", (float)n);
+    if (!zero || !wrap) return ts_graph_status(g);
+    idx = ts_add(g, idx, ts_mul(g, ts_binary(g, "Less", idx, zero), wrap));
+    ts_shape s = {.ndim = r + 1};
+    for (int d = 0, k = 0; d <= r; d++) s.d[d] = d == axis ? 1 : idx->shape.d[k++];
+    ts_tensor *pos = ts_onnx_iota_along(im, n, axis, r + 1, &st);
+    if (!pos) return st;
+    v = ts_reshape(g, v, 1, (int64_t[]){2});
+    ts_tensor *y = ts_where(g, ts_binary(g, "Equal", ts_reshape(g, idx, s.ndim, s.d), pos), ts_slice(g, v, 0, 1, 1), ts_slice(g, v, 0, 0, 1));
+    return ts_onnx_built(im, ts_onnx_as_dtype_of(im, y, v0), &io->out[0]);
+}
+
+typedef struct strides_ctx {
+    int q;
+    const int64_t *d; /* the q indexed dims */
+    bool dims;        /* the dims themselves, not their strides */
+} strides_ctx;
+static void fill_strides(const void *ctx, float *v) {
+    const strides_ctx *c = ctx;
+    double stride = 1;
+    for (int j = c->q - 1; j >= 0; j--) {
+        v[j] = c->dims ? (float)c->d[j] : (float)stride;
+        stride *= (double)c->d[j];
+    }
+}
+typedef struct batch_ctx {
+    int64_t n, m;
+} batch_ctx;
+static void fill_batch_offsets(const void *ctx, float *v) {
+    const batch_ctx *c = ctx;
+    for (int64_t i = 0; i < c->n; i++) v[i] = (float)(i * c->m);
+}
+
+/* GatherND with batch_dims b: data [B..., D_b..D_{b+q-1}, tail...] seen as
+ * [prod(B) * prod(D), tail...] and gathered along its first axis at each
+ * index row's flat position (negative indices counted from their dim):
+ * the rows times the constant strides (a MatMul, exact below 2^24), plus
+ * the batch's offset; Gather's gradient reaches the data. */
+ts_status ts_onnx_op_gather_nd(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_graph *g = im->g;
+    ts_tensor *data = as_f32(im, io->in[0], &st), *idx = data ? as_f32(im, io->in[1], &st) : NULL;
+    int64_t b;
+    if (!idx || (st = ts_onnx_attr_int(im, "batch_dims", 0, 0, TS_MAX_DIMS, &b))) return st;
+    int r = data->shape.ndim, mr = idx->shape.ndim;
+    int q = mr ? (int)idx->shape.d[mr - 1] : 0;
+    if (mr < 1 || q < 1 || b >= mr || b + q > r)
+        return ts_onnx_node_error(im, TS_ERR_SHAPE, "indices of %d dims whose last is %d do not index data of %d dims after %lld batch dims", mr, q, r,
+                                  (long long)b);
+    int64_t B = 1, M = 1, rows = ts_shape_numel(&idx->shape) / q;
+    for (int d = 0; d < b; d++) {
+        if (idx->shape.d[d] != data->shape.d[d]) return ts_onnx_node_error(im, TS_ERR_SHAPE, "batch dim %d is %lld in the indices, %lld in the data", d,
+                                                                           (long long)idx->shape.d[d], (long long)data->shape.d[d]);
+        B *= data->shape.d[d];
+    }
+    for (int d = (int)b; d < b + q; d++) M *= data->shape.d[d];
+    const int64_t *dd = data->shape.d + b;
+    ts_tensor *strides = ts_onnx_computed_constant(im, "Strides", &(ts_shape){.ndim = 2, .d = {q, 1}}, fill_strides, &(strides_ctx){q, dd, false}, &st);
+    ts_tensor *dims = strides ? ts_onnx_computed_constant(im, "Dims", &(ts_shape){.ndim = 1, .d = {q}}, fill_strides, &(strides_ctx){q, dd, true}, &st) : NULL;
+    ts_tensor *zero = dims ? ts_onnx_scalar_constant(im, "Zero", 0.0f) : NULL;
+    if (!zero) return st ? st : ts_graph_status(g);
+    idx = ts_add(g, idx, ts_mul(g, ts_binary(g, "Less", idx, zero), dims)); /* -1: the last */
+    ts_tensor *flat = ts_onnx_matmul_2d(im, ts_reshape(g, idx, 2, (int64_t[]){rows, q}), strides, false, &st);
+    if (!flat) return st ? st : ts_graph_status(g);
+    ts_shape fs = idx->shape; /* the index rows' shape */
+    fs.ndim--;
+    if (fs.ndim == 0) fs = (ts_shape){.ndim = 1, .d = {1}};
+    flat = ts_reshape(g, flat, fs.ndim, fs.d);
+    if (b > 0) { /* each batch's first row of the flattened data */
+        ts_shape os = {.ndim = fs.ndim};
+        for (int d = 0; d < os.ndim; d++) os.d[d] = d < b ? fs.d[d] : 1;
+        ts_tensor *off = ts_onnx_computed_constant(im, "BatchOffsets", &os, fill_batch_offsets, &(batch_ctx){B, M}, &st);
+        if (!off) return st;
+        flat = ts_add(g, flat, off);
+    }
+    ts_shape ds = {.ndim = 1 + r - (int)(b + q), .d = {B * M}};
+    for (int d = (int)(b + q); d < r; d++) ds.d[d - (b + q) + 1] = data->shape.d[d];
+    ts_tensor *y = ts_gather(g, ts_reshape(g, data, ds.ndim, ds.d), ts_unary(g, "CastIndex", flat, 0.0f, (float)(B * M - 1)), 0);
+    if (y && mr == 1) { /* one index row: the row's own dim goes */
+        ts_shape ys = y->shape;
+        for (int d = 0; d + 1 < ys.ndim; d++) ys.d[d] = ys.d[d + 1];
+        ys.ndim--;
+        y = ys.ndim ? ts_reshape(g, y, ys.ndim, ys.d) : ts_reshape(g, y, 0, ys.d);
+    }
+    return ts_onnx_built(im, y, &io->out[0]);
+}
+
+/* Compress with a constant condition (input 1): along `axis` (absent: of
+ * the flattened input) the positions where it is true, a Gather of
+ * constant indices (its gradient adds back into them). */
+ts_status ts_onnx_op_compress(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x = ts_onnx_as_tensor(im, io->in[0], &st);
+    if (!x || (st = ts_onnx_decoded(im, io->in[1]))) return st;
+    if (!is_const(io->in[1]) || io->in[1]->c.shape.ndim != 1)
+        return ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "its condition ('%s') must be a constant 1-D list%s", io->in[1]->name, ts_onnx_bind_hint(io->in[1]));
+    const Attr *a = ts_onnx_attr(im, "axis");
+    int axis = 0;
+    if (a && (st = ts_onnx_attr_axis(im, "axis", 0, x->shape.ndim, false, &axis))) return st;
+    if (!a) x = ts_reshape(im->g, x, 1, (int64_t[]){ts_shape_numel(&x->shape)});
+    if (!x) return ts_graph_status(im->g);
+    int64_t n = ts_shape_numel(&io->in[1]->c.shape), dim = x->shape.d[axis], count = 0;
+    if (n > dim) n = dim;
+    if ((st = ts_const_charge((uint64_t)(n ? n : 1) * 4))) return ts_onnx_fold_result(im, st);
+    int32_t *pos = ts_malloc((size_t)(n ? n : 1) * sizeof *pos);
+    for (int64_t i = 0; pos && i < n; i++)
+        if (io->in[1]->c.v[i] != 0) pos[count++] = (int32_t)i;
+    char *name = pos && count ? ts_graph_op_output_name(im->g, "Kept") : NULL;
+    ts_array pa = ts_array_i32(pos, 1, (int64_t[]){count});
+    ts_tensor *c = name ? ts_constant(im->g, name, &pa) : NULL;
+    ts_free(name);
+    ts_free(pos);
+    ts_const_release((uint64_t)(n ? n : 1) * 4);
+    if (!count) return ts_onnx_node_error(im, TS_ERR_SHAPE, "its condition keeps nothing; tensorscope's dimensions are positive");
+    if (!c) return ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
+    return ts_onnx_built(im, ts_gather(im->g, x, c, axis), &io->out[0]);
+}
+
+void ts_onnx_fill_scatter_mask(const void *ctx, float *v) {
+    const scatter_layer_ctx *c = ctx;
+    for (int64_t i = 0; i < c->n; i++) v[i] = c->src[i] >= 0;
+}
+
+/* ScatterND and ScatterElements (and the old Scatter) with constant
+ * indices (input 1): the flat data position each update element goes to
+ * is computed at import; the updates then reach the data in layers, each
+ * a Gather of the updates at the positions it writes and a Where of its
+ * mask, a position written k times in k layers: reduction none keeps the
+ * last write (one layer), add, mul, max and min combine each layer with
+ * the data so far. Gather, Where and the binary ops carry the gradient to
+ * the data and the updates. */
+ts_status ts_onnx_op_scatter(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_graph *g = im->g;
+    bool nd = strcmp(im->node->op_type, "ScatterND") == 0;
+    ts_tensor *x0 = ts_onnx_as_tensor(im, io->in[0], &st), *x = ts_onnx_f32_of(im, x0, &st), *u = x ? as_f32(im, io->in[2], &st) : NULL;
+    if (!u || (st = ts_onnx_decoded(im, io->in[1]))) return st;
+    value *iv = io->in[1];
+    if (!is_const(iv))
+        return ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "its indices ('%s') must be a constant%s", iv->name, ts_onnx_bind_hint(iv));
+    static const char *const reductions[] = {"none", "add", "mul", "max", "min"};
+    const Attr *ra = ts_onnx_attr(im, "reduction");
+    int red = ra ? ts_onnx_attr_choice(ra, reductions, 5) : 0, axis = 0;
+    if (red == 5) return ts_onnx_node_error(im, TS_ERR_FORMAT, "reduction '%.*s' is not none, add, mul, max or min", (int)ra->s.len, (const char *)ra->s.data);
+    const ts_shape *xs = &x->shape, *is = &iv->c.shape, *us = &u->shape;
+    int r = xs->ndim;
+    if (!nd && (st = ts_onnx_attr_axis(im, "axis", 0, r, false, &axis))) return st;
+    int64_t N = ts_shape_numel(xs), U = ts_shape_numel(us);
+    int q = nd ? (is->ndim ? (int)is->d[is->ndim - 1] : 0) : 0;
+    if (nd ? (is->ndim < 1 || q < 1 || q > r || us->ndim != is->ndim - 1 + r - q) : !ts_shape_equal(is, us) || is->ndim != r)
+        return ts_onnx_node_error(im, TS_ERR_SHAPE, "its indices, updates and data do not fit together (%s)", nd ? "ScatterND: updates are indices.shape[:-1] + data.shape[q:]"
+                                                                                                    : "ScatterElements: indices and updates alike, of the data's rank");
+    int64_t inner = 1; /* ScatterND: elements of each indexed slice */
+    for (int d = q; nd && d < r; d++) inner *= xs->d[d];
+    int64_t bytes = (N + 2 * U) * (int64_t)sizeof(int64_t);
+    if ((st = ts_const_charge((uint64_t)bytes))) return ts_onnx_fold_result(im, st);
+    int64_t *dst = ts_malloc((size_t)(U ? U : 1) * sizeof *dst), *src = ts_malloc((size_t)(N ? N : 1) * sizeof *src);
+    int64_t *occ = ts_malloc((size_t)(U ? U : 1) * sizeof *occ); /* update k is the occ[k]-th write to its position */
+    for (int64_t k = 0; dst && src && occ && k < U && !st; k++) { /* where update k goes */
+        int64_t flat = 0, rest = k;
+        if (nd) {
+            int64_t row = k / inner;
+            for (int j = 0; j < q && !st; j++) {
+                double v = iv->c.v[row * q + j];
+                int64_t dim = xs->d[j], at = (int64_t)v < 0 ? (int64_t)v + dim : (int64_t)v;
+                if (v != floor(v) || at < 0 || at >= dim) st = ts_onnx_node_error(im, TS_ERR_FORMAT, "index %g is out of range for a dim of %lld", v, (long long)dim);
+                flat = flat * dim + at;
+            }
+            flat = flat * inner + k % inner;
+        } else {
+            int64_t coord[TS_MAX_DIMS];
+            for (int d = r - 1; d >= 0; d--) coord[d] = rest % us->d[d], rest /= us->d[d];
+            double v = iv->c.v[k];
+            int64_t dim = xs->d[axis], at = (int64_t)v < 0 ? (int64_t)v + dim : (int64_t)v;
+            if (v != floor(v) || at < 0 || at >= dim) st = ts_onnx_node_error(im, TS_ERR_FORMAT, "index %g is out of range for a dim of %lld", v, (long long)dim);
+            coord[axis] = at;
+            for (int d = 0; d < r; d++) flat = flat * xs->d[d] + coord[d];
+        }
+        dst[k] = flat;
+    }
+    for (int64_t i = 0; dst && src && occ && !st && i < N; i++) src[i] = 0;
+    for (int64_t k = 0; dst && src && occ && !st && k < U; k++) occ[k] = src[dst[k]]++;
+    ts_tensor *y = dst && src && occ && !st ? ts_reshape(g, x, 1, (int64_t[]){N}) : NULL, *uf = y ? ts_reshape(g, u, 1, (int64_t[]){U}) : NULL;
+    /* layer l writes the l-th update to each position (none: the last only) */
+    for (int layer = 0; uf && y && !st; layer++) {
+        bool any = false;
+        for (int64_t i = 0; i < N; i++) src[i] = -1;
+        for (int64_t k = 0; k < U; k++)
+            if (red ? occ[k] == layer : layer == 0) src[dst[k]] = k, any = true;
+        if (!any) break;
+        int32_t *idx = ts_malloc((size_t)N * sizeof *idx);
+        char *name = idx ? ts_graph_op_output_name(g, "Sources") : NULL;
+        for (int64_t i = 0; name && i < N; i++) idx[i] = (int32_t)(src[i] < 0 ? 0 : src[i]);
+        ts_array ia = ts_array_i32(idx, 1, (int64_t[]){N});
+        ts_tensor *ic = name ? ts_constant(g, name, &ia) : NULL;
+        ts_free(name);
+        ts_free(idx);
+        ts_tensor *mask = ic ? ts_onnx_computed_constant(im, "Written", &(ts_shape){.ndim = 1, .d = {N}}, ts_onnx_fill_scatter_mask, &(scatter_layer_ctx){src, N}, &st) : NULL;
+        if (!mask) {
+            if (!st) st = ts_graph_status(g) ? ts_graph_status(g) : TS_ERR_OUT_OF_MEMORY;
+            break;
+        }
+        ts_tensor *v = ts_gather(g, uf, ic, 0);
+        if (red == 0 || red == 3 || red == 4) y = ts_where(g, mask, red == 0 ? v : ts_binary(g, red == 3 ? "Max" : "Min", y, v), y);
+        else y = red == 1 ? ts_add(g, y, ts_mul(g, v, mask)) : ts_mul(g, y, ts_where(g, mask, v, ts_onnx_scalar_constant(im, "One", 1.0f)));
+        if (!red) break;
+    }
+    ts_free(dst);
+    ts_free(src);
+    ts_free(occ);
+    ts_const_release((uint64_t)bytes);
+    if (st) return st;
+    if (!y) return ts_graph_status(g) ? ts_graph_status(g) : TS_ERR_OUT_OF_MEMORY;
+    return ts_onnx_built(im, ts_onnx_as_dtype_of(im, ts_reshape(g, y, xs->ndim, xs->d), x0), &io->out[0]);
+}
+
+/* ---------------------------------------------------------- TensorScatter */
+
+/* TensorScatter (opset 24): past_cache with the update written along axis
+ * (after the batch axis) from write_indices[b] on (NULL: 0) in each batch
+ * row, wrapping around in `circular` mode: a Where of a GatherElements of
+ * the update at the positions it lands on; the gradient reaches both. */
+static ts_status ts_onnx_tensor_scatter(ts_graph *g, ts_tensor *past, ts_tensor *update, ts_tensor *index, int axis, bool circular, ts_tensor **out) {
+    *out = NULL;
+    const ts_shape *ps = &past->shape, *us = &update->shape;
+    bool fits = ps->ndim == us->ndim && axis > 0 && axis < ps->ndim;
+    for (int i = 0; fits && i < ps->ndim; i++) fits = i == axis ? us->d[i] <= ps->d[i] : us->d[i] == ps->d[i];
+    if (!fits)
+        return ts_error(TS_ERR_SHAPE, "the update must have past_cache's shape but along axis %d (after the batch axis), where it is no longer", axis);
+    if (index && (index->shape.ndim != 1 || index->shape.d[0] != ps->d[0]))
+        return ts_error(TS_ERR_SHAPE, "write_indices must be [%lld], one per batch row", (long long)ps->d[0]);
+    int64_t S = ps->d[axis], L = us->d[axis];
+    /* rel = s - write_indices[b] over [B,1..S..1] (mod S when circular): where update position rel lands */
+    ts_shape one = {.ndim = ps->ndim};
+    for (int i = 0; i < ps->ndim; i++) one.d[i] = i == axis ? S : 1;
+    float *pos = ts_malloc((size_t)S * sizeof *pos);
+    if (!pos) return ts_error(TS_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int64_t s = 0; s < S; s++) pos[s] = (float)s;
+    char *name = ts_graph_op_output_name(g, "Positions");
+    ts_array pa = {.dtype = TS_F32, .ndim = one.ndim, .data = pos};
+    for (int i = 0; i < one.ndim; i++) pa.shape[i] = one.d[i];
+    ts_tensor *rel = name ? ts_constant(g, name, &pa) : NULL;
+    ts_free(name);
+    ts_free(pos);
+    if (index) {
+        ts_shape bs = {.ndim = ps->ndim};
+        for (int i = 0; i < ps->ndim; i++) bs.d[i] = i ? 1 : ps->d[0];
+        ts_tensor *at = index->dtype == TS_I32 ? ts_unary(g, "CastFloat", index, 0.0f, 0.0f) : index;
+        rel = ts_sub(g, rel, ts_reshape(g, at, bs.ndim, bs.d));
+        if (circular) rel = ts_binary(g, "Mod", rel, ts_onnx_scalar(g, "Length", (float)S));
+    }
+    ts_tensor *written = ts_binary(g, "Less", rel, ts_onnx_scalar(g, "Count", (float)L));
+    if (index && !circular) written = ts_mul(g, written, ts_binary(g, "GreaterOrEqual", rel, ts_onnx_scalar(g, "Zero", 0.0f)));
+    /* the update at rel, on past's shape (rel broadcast by adding past times 0, which has no gradient here) */
+    ts_tensor *at = ts_add(g, rel, ts_scale(g, ts_stop_gradient(g, past), 0.0f));
+    ts_tensor *from = ts_gather_elements(g, update, ts_unary(g, "CastIndex", at, 0.0f, (float)(L - 1)), axis);
+    ts_tensor *y = ts_where(g, written, from, past);
+    ts_status st = ts_onnx_graph_status(g, y);
+    if (!st) *out = y;
+    return st;
+}
+
+/* TensorScatter (opset 24): ts_onnx_tensor_scatter above. */
+ts_status ts_onnx_op_tensor_scatter(importer *im, node_io *io) {
+    static const char *const modes[] = {"linear", "circular"};
+    const Attr *ma = ts_onnx_attr(im, "mode");
+    int mode = ma ? ts_onnx_attr_choice(ma, modes, 2) : 0, axis;
+    if (mode == 2) return ts_onnx_node_error(im, TS_ERR_FORMAT, "mode '%.*s' is not linear or circular", (int)ma->s.len, (const char *)ma->s.data);
+    ts_status st = TS_OK;
+    ts_tensor *past = as_f32(im, io->in[0], &st), *update = past ? as_f32(im, io->in[1], &st) : NULL;
+    ts_tensor *index = update && io->n_in > 2 && io->in[2] ? ts_onnx_as_tensor(im, io->in[2], &st) : NULL, *y;
+    if (!update || st || (st = ts_onnx_attr_axis(im, "axis", -2, past->shape.ndim, false, &axis))) return st;
+    if ((st = ts_onnx_tensor_scatter(im->g, past, update, index, axis, mode == 1, &y))) return ts_onnx_fold_result(im, st);
+    return ts_onnx_built(im, y, &io->out[0]);
+}
