@@ -251,6 +251,27 @@ static float row_lse(const float *x, int64_t n) {
     return (float)((double)mx + log(sum));
 }
 
+/* row_lse of `rows` rows of n into out. Rows shorter than four vectors
+ * (a classifier's few classes) go TS_STATS_VEC at a time, a row a lane,
+ * the sums in double: a row's reductions across lanes would outweigh its
+ * few values. */
+static void rows_lse(const float *x, int64_t rows, int64_t n, float *out) {
+    enum { L = TS_STATS_VEC };
+    int64_t r = 0;
+    for (; n < 4 * L && r + L <= rows; r += L) {
+        const float *b = x + r * n;
+        float m[L];
+        double sum[L];
+        for (int l = 0; l < L; l++) m[l] = -INFINITY, sum[l] = 0;
+        for (int64_t c = 0; c < n; c++)
+            for (int l = 0; l < L; l++) m[l] = max_nan(b[l * n + c], m[l]);
+        for (int64_t c = 0; c < n; c++)
+            for (int l = 0; l < L; l++) sum[l] += (double)ts_vexp(b[l * n + c] - m[l]); /* NaN where m is not finite: not used */
+        for (int l = 0; l < L; l++) out[r + l] = isfinite(m[l]) ? (float)((double)m[l] + log(sum[l])) : m[l];
+    }
+    for (; r < rows; r++) out[r] = row_lse(x + r * n, n);
+}
+
 void ts_stab_observe(ts_prog *p, int64_t runs, int64_t steps, const ts_entry *e) {
     ts_stab *s = p->stab;
     const ts_stab_job *j = &s->jobs[e->stab];
@@ -270,7 +291,7 @@ void ts_stab_observe(ts_prog *p, int64_t runs, int64_t steps, const ts_entry *e)
         return;
     }
     int64_t V = e->shape.ndim ? e->shape.d[e->shape.ndim - 1] : 1, rows = V ? e->numel / V : 0;
-    for (int64_t r = 0; r < rows; r++) s->lse[r] = row_lse(x + r * V, V);
+    rows_lse(x, rows, V, s->lse);
     ts_stats_partial q;
     ts_stats_partial_init(&q, TS_WATCH_STATS);
     ts_stats_partial_add(&q, s->lse, rows);
