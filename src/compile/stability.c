@@ -4,6 +4,7 @@
  * from the summaries (compile/stability.h). */
 #include "compile/stability.h"
 
+#include "backend/vmath.h"
 #include "compile/program.h"
 #include "core/stats.h"
 #include "core/stats_vec.h"
@@ -220,6 +221,57 @@ static void block_max(const float *x, int64_t n, float *mx, bool *nan) {
     *mx = r;
 }
 
+/* The larger of a and m, NaN once either is (the max that a NaN wins). */
+static inline float max_nan(float a, float m) { return a > m || a != a ? a : m; }
+
+/* log(sum(exp(x))) of a row of n, from its max: ts_vexp's lanes (no libm
+ * call; within 2 ulp of expf) summed in float over runs of LSE_RUN
+ * columns (terms in [0, 1], a few dozen a lane), then in double. NaN when
+ * the row has one, its max when that is infinite. */
+#define LSE_RUN (32 * TS_STATS_VEC)
+static float row_lse(const float *x, int64_t n) {
+    enum { L = TS_STATS_VEC };
+    int64_t whole = n / L * L;
+    float m[L], mx = -INFINITY;
+    for (int l = 0; l < L; l++) m[l] = -INFINITY;
+    for (int64_t c = 0; c < whole; c += L)
+        for (int l = 0; l < L; l++) m[l] = max_nan(x[c + l], m[l]);
+    for (int l = 0; l < L; l++) mx = max_nan(m[l], mx);
+    for (int64_t c = whole; c < n; c++) mx = max_nan(x[c], mx);
+    if (!isfinite(mx)) return mx;
+    double sum = 0;
+    for (int64_t r = 0; r < whole; r += LSE_RUN) {
+        int64_t end = whole - r < LSE_RUN ? whole : r + LSE_RUN;
+        float part[L] = {0};
+        for (int64_t c = r; c < end; c += L)
+            for (int l = 0; l < L; l++) part[l] += ts_vexp(x[c + l] - mx);
+        for (int l = 0; l < L; l++) sum += (double)part[l];
+    }
+    for (int64_t c = whole; c < n; c++) sum += (double)ts_vexp(x[c] - mx);
+    return (float)((double)mx + log(sum));
+}
+
+/* row_lse of `rows` rows of n into out. Rows shorter than four vectors
+ * (a classifier's few classes) go TS_STATS_VEC at a time, a row a lane,
+ * the sums in double: a row's reductions across lanes would outweigh its
+ * few values. */
+static void rows_lse(const float *x, int64_t rows, int64_t n, float *out) {
+    enum { L = TS_STATS_VEC };
+    int64_t r = 0;
+    for (; n < 4 * L && r + L <= rows; r += L) {
+        const float *b = x + r * n;
+        float m[L];
+        double sum[L];
+        for (int l = 0; l < L; l++) m[l] = -INFINITY, sum[l] = 0;
+        for (int64_t c = 0; c < n; c++)
+            for (int l = 0; l < L; l++) m[l] = max_nan(b[l * n + c], m[l]);
+        for (int64_t c = 0; c < n; c++)
+            for (int l = 0; l < L; l++) sum[l] += (double)ts_vexp(b[l * n + c] - m[l]); /* NaN where m is not finite: not used */
+        for (int l = 0; l < L; l++) out[r + l] = isfinite(m[l]) ? (float)((double)m[l] + log(sum[l])) : m[l];
+    }
+    for (; r < rows; r++) out[r] = row_lse(x + r * n, n);
+}
+
 void ts_stab_observe(ts_prog *p, int64_t runs, int64_t steps, const ts_entry *e) {
     ts_stab *s = p->stab;
     const ts_stab_job *j = &s->jobs[e->stab];
@@ -239,14 +291,7 @@ void ts_stab_observe(ts_prog *p, int64_t runs, int64_t steps, const ts_entry *e)
         return;
     }
     int64_t V = e->shape.ndim ? e->shape.d[e->shape.ndim - 1] : 1, rows = V ? e->numel / V : 0;
-    for (int64_t r = 0; r < rows; r++) { /* log(sum(exp(x))) of each row, from its max */
-        const float *row = x + r * V;
-        float mx = -INFINITY;
-        for (int64_t c = 0; c < V; c++) mx = row[c] > mx || isnan(row[c]) ? row[c] : mx;
-        double sum = 0;
-        for (int64_t c = 0; isfinite(mx) && c < V; c++) sum += (double)expf(row[c] - mx); /* each term in [0, 1] */
-        s->lse[r] = isfinite(mx) ? (float)((double)mx + log(sum)) : mx;
-    }
+    rows_lse(x, rows, V, s->lse);
     ts_stats_partial q;
     ts_stats_partial_init(&q, TS_WATCH_STATS);
     ts_stats_partial_add(&q, s->lse, rows);

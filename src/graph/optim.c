@@ -102,20 +102,23 @@ static int step_kind(const ts_optimizer *o) {
 /* What every element of a step shares, read once before the loops (the
  * stores into the parameter could otherwise alias the optimizer's fields). */
 typedef struct step_k {
-    float lr, mom, damp, wd, b1, b2, step_size, bc2_sqrt, eps, decay, bc1;
+    float lr, mom, damp, wd, b1, b2, step_size, bc2_sqrt, eps, decay;
+    float rlr, rbc1; /* 1 / lr (0 when lr is 0 or subnormal), 1 / (1 - beta1^t): Adam's direction for a stability watch */
     bool first, nesterov, adamw;
 } step_k;
 
 static step_k step_consts(const ts_optimizer *o, const ts_opt_consts *c) {
     return (step_k){o->lr, o->momentum, 1.0f - o->dampening, o->weight_decay, o->beta1, o->beta2, c->step_size, c->bc2_sqrt, o->eps,
-                    1.0f - o->lr * o->weight_decay, c->bc1, c->first, o->nesterov, o->kind == TS_OPT_ADAMW};
+                    1.0f - o->lr * o->weight_decay, isnormal(o->lr) ? 1.0f / o->lr : 0.0f, c->bc1 != 0.0f ? 1.0f / c->bc1 : 0.0f,
+                    c->first, o->nesterov, o->kind == TS_OPT_ADAMW};
 }
 
 /* The update of TS_STATS_VEC values: g the gradient, w the parameter, *a
  * and *b the state (SGD with momentum: *a the momentum buffer; Adam: the
- * two moments). The one definition of each optimizer's arithmetic, for
+ * two moments, and *q the step it subtracts, lr / (1 - beta1^t) times
+ * its direction). The one definition of each optimizer's arithmetic, for
  * whole vectors and, padded, for the last few values. */
-static inline ts_vfloat opt_step(int kind, const step_k *k, ts_vfloat g, ts_vfloat w, ts_vfloat *a, ts_vfloat *b) {
+static inline ts_vfloat opt_step(int kind, const step_k *k, ts_vfloat g, ts_vfloat w, ts_vfloat *a, ts_vfloat *b, ts_vfloat *q) {
     if (kind != STEP_ADAM) {
         g += k->wd * w;
         if (kind == STEP_SGD) return w - k->lr * g;
@@ -126,7 +129,8 @@ static inline ts_vfloat opt_step(int kind, const step_k *k, ts_vfloat g, ts_vflo
     else g += k->wd * w;
     *a = k->b1 * *a + (1.0f - k->b1) * g;
     *b = k->b2 * *b + (1.0f - k->b2) * g * g;
-    return w - k->step_size * *a / (TS_VSQRT(*b) / k->bc2_sqrt + k->eps);
+    *q = k->step_size * *a / (TS_VSQRT(*b) / k->bc2_sqrt + k->eps);
+    return w - *q;
 }
 
 /* The state arrays the optimizer keeps (NULL: none). */
@@ -142,13 +146,16 @@ typedef struct norm_acc {
 } norm_acc;
 
 /* One vector's squares: g the gradient, w0 and w the parameter before and
- * after, a and b the state after (a padded vector: zeros add nothing). */
+ * after, a and b the state after, q Adam's step (a padded vector: zeros
+ * add nothing). */
 static inline __attribute__((always_inline)) void norm_add(int kind, const step_k *k, ts_vfloat g, ts_vfloat w0, ts_vfloat w, ts_vfloat a,
-                                                            ts_vfloat b, norm_acc *acc) {
+                                                            ts_vfloat b, ts_vfloat q, norm_acc *acc) {
     ts_vfloat d = w - w0;
     acc->g = TS_VFMA(g, g, acc->g), acc->w = TS_VFMA(w0, w0, acc->w), acc->d = TS_VFMA(d, d, acc->d);
     if (kind == STEP_ADAM) { /* opt_step's direction, before the rate: the new moments over their bias corrections */
-        ts_vfloat u = a / k->bc1 / (TS_VSQRT(b) / k->bc2_sqrt + k->eps);
+        ts_vfloat u;
+        if (k->rlr != 0.0f) u = q * k->rlr; /* the step over the rate: a few ulps from the quotient, and no division */
+        else u = a / (TS_VSQRT(b) / k->bc2_sqrt + k->eps) * k->rbc1; /* a rate of 0 (or subnormal): the step says nothing */
         acc->u = TS_VFMA(u, u, acc->u);
     }
 }
@@ -158,16 +165,16 @@ static inline __attribute__((always_inline)) void norm_add(int kind, const step_
 static inline __attribute__((always_inline)) void step_vec(int kind, const step_k *k, float *restrict sa, float *restrict sb,
                                                             float *restrict p, const float *restrict gr, int64_t i, ts_vfloat *g,
                                                             ts_vfloat *w, norm_acc *na) {
-    ts_vfloat a = {0}, b = {0}, w0;
+    ts_vfloat a = {0}, b = {0}, q = {0}, w0;
     memcpy(g, gr + i, sizeof *g);
     memcpy(&w0, p + i, sizeof w0);
     if (sa && !(kind == STEP_MOMENTUM && k->first)) memcpy(&a, sa + i, sizeof a);
     if (sb) memcpy(&b, sb + i, sizeof b);
-    *w = opt_step(kind, k, *g, w0, &a, &b);
+    *w = opt_step(kind, k, *g, w0, &a, &b, &q);
     memcpy(p + i, w, sizeof *w);
     if (sa) memcpy(sa + i, &a, sizeof a);
     if (sb) memcpy(sb + i, &b, sizeof b);
-    if (na) norm_add(kind, k, *g, w0, *w, a, b, na);
+    if (na) norm_add(kind, k, *g, w0, *w, a, b, q, na);
 }
 
 /* Whole vectors [begin, end): the update, each gradient vector summarised
@@ -206,12 +213,12 @@ static void step_tail(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_stat
     float *sa, *sb;
     step_state(kind, s, &sa, &sb);
     size_t bytes = (size_t)n * sizeof(float);
-    ts_vfloat g = {0}, w = {0}, a = {0}, b = {0};
+    ts_vfloat g = {0}, w = {0}, a = {0}, b = {0}, q = {0};
     memcpy(&g, grad + i, bytes);
     memcpy(&w, param + i, bytes);
     if (sa) memcpy(&a, sa + i, bytes);
     if (sb) memcpy(&b, sb + i, bytes);
-    w = opt_step(kind, &k, g, w, &a, &b);
+    w = opt_step(kind, &k, g, w, &a, &b, &q);
     memcpy(param + i, &w, bytes);
     if (sa) memcpy(sa + i, &a, bytes);
     if (sb) memcpy(sb + i, &b, bytes);
@@ -316,22 +323,26 @@ void ts_opt_update_summarised(const ts_optimizer *o, const ts_opt_consts *c, ts_
 /* One vector of the update (a padded one for the tail) and its squares. */
 static inline __attribute__((always_inline)) void norm_vec(int kind, const step_k *k, ts_vfloat g, ts_vfloat *w, ts_vfloat *a, ts_vfloat *b,
                                                             norm_acc *acc) {
-    ts_vfloat w0 = *w;
-    *w = opt_step(kind, k, g, w0, a, b);
-    norm_add(kind, k, g, w0, *w, *a, *b, acc);
+    ts_vfloat w0 = *w, q = {0};
+    *w = opt_step(kind, k, g, w0, a, b, &q);
+    norm_add(kind, k, g, w0, *w, *a, *b, q, acc);
 }
 
-/* The whole vector at i: loaded, updated, stored, its squares added. */
+/* The whole vector at i: loaded, updated, stored, its squares added, and
+ * the gradient zeroed when `clear` (while its line is at hand: no second
+ * pass over it). */
 static inline __attribute__((always_inline)) void norm_whole(int kind, const step_k *k, float *restrict sa, float *restrict sb,
-                                                              float *restrict p, const float *restrict gr, int64_t i, norm_acc *acc) {
-    ts_vfloat g, w;
+                                                              float *restrict p, float *restrict gr, int64_t i, norm_acc *acc, bool clear) {
+    ts_vfloat g, w, zero = {0};
     step_vec(kind, k, sa, sb, p, gr, i, &g, &w, acc);
+    if (clear) memcpy(gr + i, &zero, sizeof zero);
 }
 
-/* Blocks of NORM_BLOCK values summed in float lanes (four sets of
+/* Blocks of NORM_BLOCK values summed in float lanes (two sets of
  * TS_STATS_VEC lanes, so that the sums' latency hides under the update:
- * 16 terms a lane at most), then in double lanes, summed across once at
- * the end: rounding well under 1e-6. */
+ * 32 terms a lane at most; four sets would not fit the registers, and an
+ * accumulator spilled to the stack is a chain through memory), then in
+ * double lanes, summed across once at the end: rounding well under 1e-6. */
 #define NORM_BLOCK (64 * TS_STATS_VEC)
 
 static inline __attribute__((always_inline)) void norm_loop(int kind, const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s,
@@ -341,17 +352,23 @@ static inline __attribute__((always_inline)) void norm_loop(int kind, const ts_o
     const step_k k = step_consts(o, c);
     float *sa, *sb;
     step_state(kind, s, &sa, &sb);
+    /* SGD's update (with or without momentum) leaves the store port idle
+     * enough to zero the gradient as it goes: on the MLP's fc1 the update
+     * with its sums then costs about what the plain update and its memset
+     * do. Adam's stores its two moments too: there the memset after is
+     * as fast. */
+    bool zero_in = clear && kind != STEP_ADAM;
     norm_sum ns = {{{0}}, {{0}}, {{0}}, {{0}}};
     for (int64_t r = begin; r < end; r += NORM_BLOCK) {
         int64_t e = end - r < NORM_BLOCK ? end : r + NORM_BLOCK, i = r;
-        norm_acc acc = {{0}, {0}, {0}, {0}}, acc1 = acc, acc2 = acc, acc3 = acc;
-        for (; i + 4 * V <= e; i += 4 * V) { /* four vectors at a time: independent sums */
-            norm_whole(kind, &k, sa, sb, p, gr, i, &acc);
-            norm_whole(kind, &k, sa, sb, p, gr, i + V, &acc1);
-            norm_whole(kind, &k, sa, sb, p, gr, i + 2 * V, &acc2);
-            norm_whole(kind, &k, sa, sb, p, gr, i + 3 * V, &acc3);
+        norm_acc acc = {{0}, {0}, {0}, {0}}, acc1 = acc;
+        for (; i + 4 * V <= e; i += 4 * V) { /* four vectors at a time, into two sets of sums */
+            norm_whole(kind, &k, sa, sb, p, gr, i, &acc, zero_in);
+            norm_whole(kind, &k, sa, sb, p, gr, i + V, &acc1, zero_in);
+            norm_whole(kind, &k, sa, sb, p, gr, i + 2 * V, &acc, zero_in);
+            norm_whole(kind, &k, sa, sb, p, gr, i + 3 * V, &acc1, zero_in);
         }
-        for (; i + V <= e; i += V) norm_whole(kind, &k, sa, sb, p, gr, i, &acc);
+        for (; i + V <= e; i += V) norm_whole(kind, &k, sa, sb, p, gr, i, &acc, zero_in);
         if (i < e) { /* the last few, padded with zeros */
             size_t bytes = (size_t)(e - i) * sizeof(float);
             ts_vfloat g = {0}, w = {0}, a = {0}, b = {0};
@@ -363,19 +380,23 @@ static inline __attribute__((always_inline)) void norm_loop(int kind, const ts_o
             memcpy(p + i, &w, bytes);
             if (sa) memcpy(sa + i, &a, bytes);
             if (sb) memcpy(sb + i, &b, bytes);
+            if (zero_in) memset(gr + i, 0, bytes);
         }
-        acc.g += acc1.g + acc2.g + acc3.g, acc.w += acc1.w + acc2.w + acc3.w, acc.d += acc1.d + acc2.d + acc3.d, acc.u += acc1.u + acc2.u + acc3.u;
+        acc.g += acc1.g, acc.w += acc1.w, acc.d += acc1.d, acc.u += acc1.u;
         norm_sum_add(&ns, &acc);
     }
     norm_sum_out(&ns, sq);
-    if (clear) memset(gr + begin, 0, (size_t)(end - begin) * sizeof(float));
+    if (clear && !zero_in) memset(gr + begin, 0, (size_t)(end - begin) * sizeof(float));
 }
 
 void ts_opt_update_norms(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, float *grad, int64_t begin, int64_t end,
                          bool clear, double sq[4]) {
+#define TS_NORMS(kind) \
+    clear ? norm_loop(kind, o, c, s, param, grad, begin, end, true, sq) : norm_loop(kind, o, c, s, param, grad, begin, end, false, sq)
     switch (step_kind(o)) {
-    case STEP_SGD: norm_loop(STEP_SGD, o, c, s, param, grad, begin, end, clear, sq); break;
-    case STEP_MOMENTUM: norm_loop(STEP_MOMENTUM, o, c, s, param, grad, begin, end, clear, sq); break;
-    default: norm_loop(STEP_ADAM, o, c, s, param, grad, begin, end, clear, sq); break;
+    case STEP_SGD: TS_NORMS(STEP_SGD); break;
+    case STEP_MOMENTUM: TS_NORMS(STEP_MOMENTUM); break;
+    default: TS_NORMS(STEP_ADAM); break;
     }
+#undef TS_NORMS
 }
