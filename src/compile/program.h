@@ -150,7 +150,7 @@ typedef struct ts_prog {
 #define TS_LANDINGS 7         /* and beside the copies', the buffers the copies after a run land in (exec/device.c's pin_landings) */
     int n_pinned;
     bool pins_tried;          /* the first run locked what the copies after each run land in */
-    float *host_view;         /* an entry copied to the host for its observers */
+    float *host_view;         /* an entry copied to the host for its observers, or the indices a graph computed for their check */
     int64_t host_view_floats;
     struct ts_device_stats *dev_slots; /* per watch: stats reduced on the device this run */
     struct ts_device_hist *dev_hist;   /* per watch with histograms or ranges: their counts, the same way */

@@ -571,14 +571,17 @@ static ts_status check_computed_indices(const ts_run *run, const ts_kctx *k) {
     if (!k->in_int[1] || !ts_exec_computed_indices(run, t)) return TS_OK;
     int64_t n = ts_shape_numel(&k->in_shape[1]);
     if (run->backend->host_addressable) return check_indices(run, t, run->g->t[t->in[1]], k->in_int[1], n);
-    /* a device's: brought to the host first (a wait for the device, paid only by the indices a graph computes) */
-    int32_t *y = ts_malloc((size_t)(n ? n : 1) * sizeof *y);
-    if (!y) return ts_error(TS_ERR_OUT_OF_MEMORY, "run: no memory to check the indices of %s", t->name);
+    /* a device's: brought to the host first, into the program's host view
+     * (made at compile for the largest entry: nothing allocated in the
+     * step), a wait for the device paid only by the indices a graph computes */
+    ts_prog *p = run->prog;
+    if (n > p->host_view_floats)
+        return ts_error(TS_ERR_INTERNAL, "run: the indices of %s (%lld) exceed the host view (%lld values)", t->name, (long long)n,
+                        (long long)p->host_view_floats);
+    int32_t *y = (int32_t *)(void *)p->host_view;
     run->backend->copy_to_host(k->stream, y, k->in_int[1], (size_t)n * sizeof *y);
     ts_status st = run->backend->synchronize(k->stream);
-    if (!st) st = check_indices(run, t, run->g->t[t->in[1]], y, n);
-    ts_free(y);
-    return st;
+    return st ? st : check_indices(run, t, run->g->t[t->in[1]], y, n);
 }
 
 static void record_run_metrics(ts_run *run) {
