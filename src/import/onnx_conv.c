@@ -285,6 +285,17 @@ ts_status ts_onnx_op_lp_pool(importer *im, node_io *io) {
     return ts_onnx_built(im, y, &io->out[0]);
 }
 
+/* The global pools' axes: every one after [N,C] (their count; 0 when x
+ * has none), and the error for an input without spatial axes. */
+static int global_pool_axes(const ts_tensor *x, int ax[TS_MAX_DIMS]) {
+    int n = 0;
+    for (int d = 2; d < x->shape.ndim; d++) ax[n++] = d;
+    return n;
+}
+static ts_status global_pool_rank_error(importer *im, const ts_tensor *x) {
+    return ts_onnx_node_error(im, TS_ERR_SHAPE, "pools an input [N,C,d1,...] of at least 3 dimensions; it has %d", x->shape.ndim);
+}
+
 /* GlobalAveragePool: [N,C,H,W] is the GlobalAvgPool op; [N,C,L] and
  * [N,C,D,H,W] (AdaptiveAvgPool1d(1), AdaptiveAvgPool3d(1)) the mean over
  * the spatial axes, kept. */
@@ -293,9 +304,8 @@ ts_status ts_onnx_op_global_avg_pool(importer *im, node_io *io) {
     ts_tensor *x = ts_onnx_as_tensor(im, io->in[0], &st);
     if (!x) return st;
     if (x->shape.ndim == 4) return ts_onnx_built(im, ts_global_avg_pool2d(im->g, x), &io->out[0]);
-    int ax[TS_MAX_DIMS], n = 0;
-    for (int d = 2; d < x->shape.ndim; d++) ax[n++] = d;
-    if (n == 0) return ts_onnx_node_error(im, TS_ERR_SHAPE, "pools an input [N,C,d1,...] of at least 3 dimensions; it has %d", x->shape.ndim);
+    int ax[TS_MAX_DIMS], n = global_pool_axes(x, ax);
+    if (n == 0) return global_pool_rank_error(im, x);
     return ts_onnx_built(im, ts_reduce_mean(im->g, x, n, ax, 1), &io->out[0]);
 }
 
@@ -304,9 +314,8 @@ ts_status ts_onnx_op_global_max_pool(importer *im, node_io *io) {
     ts_status st = TS_OK;
     ts_tensor *x = as_f32(im, io->in[0], &st);
     if (!x) return st;
-    int ax[TS_MAX_DIMS], n = 0;
-    for (int d = 2; d < x->shape.ndim; d++) ax[n++] = d;
-    if (n == 0) return ts_onnx_node_error(im, TS_ERR_SHAPE, "pools an input [N,C,d1,...] of at least 3 dimensions; it has %d", x->shape.ndim);
+    int ax[TS_MAX_DIMS], n = global_pool_axes(x, ax);
+    if (n == 0) return global_pool_rank_error(im, x);
     return ts_onnx_built(im, ts_reduce_max(im->g, x, n, ax, 1), &io->out[0]);
 }
 
