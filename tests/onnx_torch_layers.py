@@ -285,14 +285,23 @@ def output_alias(path, scalar):
     raise RuntimeError("no Mul by r in the file")
 
 
-def check(name, module, inputs, scalar, exporter, workdir):
+def reference_feeds(module, inputs, scalar):
+    """check()'s seed, mode and draws: the module in its export mode, the
+    inputs and (for a tensor output) the random r the wrapped loss dots it
+    with. Returns (feeds, training, the module's output)."""
+    training = not getattr(module, "eval_export", False)
     torch.manual_seed(1)
-    module.train(not getattr(module, "eval_export", False))
+    module.train(training)
     with torch.no_grad():
-        ref_out = module(*inputs.values())
+        out = module(*inputs.values())
     feeds = dict(inputs)
     if not scalar:
-        feeds["r"] = torch.randn(ref_out.shape)
+        feeds["r"] = torch.randn(out.shape)
+    return feeds, training, out
+
+
+def check(name, module, inputs, scalar, exporter, workdir):
+    feeds, _, ref_out = reference_feeds(module, inputs, scalar)
     wrapped = Wrapped(module, scalar)
     path = os.path.join(workdir, f"{name}.{exporter}.onnx")
     export(wrapped, feeds, path, exporter)

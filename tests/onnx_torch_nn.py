@@ -418,14 +418,7 @@ def train_steps(name, module, inputs, scalar, exporter, workdir):
     """STEPS SGD steps of the file check() exported beside PyTorch's own
     loop on the same wrapped loss (the same r: check's seed), from the
     module's first weights: every step's loss and the final weights."""
-    training = not getattr(module, "eval_export", False)
-    torch.manual_seed(1)
-    module.train(training)
-    feeds = dict(inputs)
-    with torch.no_grad():
-        out = module(*inputs.values())
-    if not scalar:
-        feeds["r"] = torch.randn(out.shape)
+    feeds, training, _ = onnx_torch_layers.reference_feeds(module, inputs, scalar)
     wrapped = Wrapped(module, scalar)
     path = os.path.join(workdir, f"{name}.{exporter}.onnx")
     wrapped.train(training)
@@ -483,15 +476,8 @@ def file_differs(name, module, inputs, scalar, exporter, workdir, state):
     path = os.path.join(workdir, f"{name}.{exporter}.onnx")
     if not os.path.exists(path):
         return None
-    training = not getattr(module, "eval_export", False)
     module.load_state_dict(state)
-    torch.manual_seed(1)  # check()'s seed and draws: the same r
-    module.train(training)
-    with torch.no_grad():
-        out = module(*inputs.values())
-    feeds = dict(inputs)
-    if not scalar:
-        feeds["r"] = torch.randn(out.shape)
+    feeds, training, _ = onnx_torch_layers.reference_feeds(module, inputs, scalar)  # check()'s seed and draws: the same r
     wrapped = Wrapped(module, scalar)
     wrapped.train(training)
     module.load_state_dict(state)
