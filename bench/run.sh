@@ -89,7 +89,11 @@ measure() {
 
 ROWS=() PASSES=0 MISSES=0
 hr() { printf '%.0s-' $(seq 1 96); printf '\n'; }
-HEAD_FMT='%-22s %-16s %9s %-17s %11s %8s %8s\n'
+HEAD_FMT='%-22s %-16s %9s %-17s %11s %8s %6s %8s\n'
+CEIL=   # the GEMM-only ceiling's GFLOP/s, measured below before the rows
+
+# ceil_pct GFLOPS -> the share of the ceiling, "57%" (empty without one)
+ceil_pct() { [ -n "$CEIL" ] && [ -n "$1" ] && awk -v g="$1" -v c="$CEIL" 'BEGIN { if (c > 0) printf "%.0f%%", 100 * g / c }'; }
 
 # show LABEL LINE [SPREAD] -> one table line for a result line (or "failed")
 show() {
@@ -99,7 +103,7 @@ show() {
         local rss
         rss=$(field "$2" peak_rss_mb)
         printf "$HEAD_FMT" "$1" "${2%% *}" "$(field "$2" ms_per_step)" "${3:-}" \
-            "$(field "$2" samples_per_s)" "$(field "$2" gflops)" "${rss:--}"
+            "$(field "$2" samples_per_s)" "$(field "$2" gflops)" "$(ceil_pct "$(field "$2" gflops)")" "${rss:--}"
     fi
 }
 
@@ -326,7 +330,17 @@ cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | 
 cpu_flags=$(sed -n 's/^flags[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -n 1 | tr ' ' '\n' |
             grep -E '^(sse4_2|avx|avx2|fma|f16c|avx512f|avx512bw|avx512vl|avx512_vnni|avx512_bf16|avx512_fp16|amx_tile|amx_bf16|amx_int8)$' | tr '\n' ' ')
 echo "cpu: ${cpu_model:-unknown}; vector flags: ${cpu_flags:-none found}"
-printf "$HEAD_FMT" benchmark impl ms/step "spread(ms)" samples/s GFLOP/s "RSS(MB)"
+# the GEMM-only ceiling (bench_gemm.c): tensorscope's product path on a
+# 1024^3 product at these threads, the fastest of 9 (a limit: the other
+# load only slows a repetition down); each row's GFLOP/s (matmul FLOPs
+# only, see above) is also shown as a share of it ("ceil")
+if ceil_line=$("$BUILD/bench_gemm" 1024 1024 1024 9 "$THREADS" 2>&1); then
+    CEIL=$(field "$ceil_line" best_gflops)
+    echo "gemm ceiling: $CEIL GFLOP/s (median $(field "$ceil_line" gflops); [1024,1024]x[1024,1024], $THREADS threads, fastest of 9)"
+else
+    echo "gemm ceiling: failed ($ceil_line); the rows show no share of it" >&2
+fi
+printf "$HEAD_FMT" benchmark impl ms/step "spread(ms)" samples/s GFLOP/s ceil "RSS(MB)"
 hr
 BENCH=$BUILD/bench_mlp
 
@@ -582,6 +596,6 @@ elif resnet_wanted; then
     echo "resnet18 rows: failed (no venv with PyTorch and onnxruntime: PyPI needed the first time)" >&2
 fi
 
-echo "summary: ${#ROWS[@]} rows, $PASSES PASS, $MISSES MISS (cpu: ${cpu_model:-unknown}; ${cpu_flags:-no vector flags found})"
+echo "summary: ${#ROWS[@]} rows, $PASSES PASS, $MISSES MISS (cpu: ${cpu_model:-unknown}; ${cpu_flags:-no vector flags found}; gemm ceiling ${CEIL:-?} GFLOP/s)"
 for r in "${ROWS[@]}"; do echo "  $r"; done
 exit 0
