@@ -330,7 +330,7 @@ cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | 
 cpu_flags=$(sed -n 's/^flags[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -n 1 | tr ' ' '\n' |
             grep -E '^(sse4_2|avx|avx2|fma|f16c|avx512f|avx512bw|avx512vl|avx512_vnni|avx512_bf16|avx512_fp16|amx_tile|amx_bf16|amx_int8)$' | tr '\n' ' ')
 echo "cpu: ${cpu_model:-unknown}; vector flags: ${cpu_flags:-none found}"
-# the GEMM-only ceiling (bench_gemm.c): tensorscope's product path on a
+# the GEMM-only ceiling (bench_gemm.c): a model of one MatMul on a
 # 1024^3 product at these threads, the fastest of 9 (a limit: the other
 # load only slows a repetition down); each row's GFLOP/s (matmul FLOPs
 # only, see above) is also shown as a share of it ("ceil")
