@@ -96,14 +96,12 @@ static ts_tensor *i32_constant(importer *im, const char *what, const ts_shape *s
     if (!t) *st = ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
     return t;
 }
-static int32_t fill_iota_i32(const void *ctx, int64_t i) {
-    (void)ctx;
-    return (int32_t)i;
-}
-static int32_t fill_times(const void *ctx, int64_t i) { return (int32_t)(i * *(const int64_t *)ctx); }
-static int32_t fill_one(const void *ctx, int64_t i) {
-    (void)i;
-    return (int32_t)*(const int64_t *)ctx;
+typedef struct affine_ctx {
+    int64_t a, b;
+} affine_ctx;
+static int32_t fill_affine(const void *ctx, int64_t i) { /* a + b * i */
+    const affine_ctx *c = ctx;
+    return (int32_t)(c->a + c->b * i);
 }
 typedef struct nd_ctx {
     const double *v; /* the constant index rows */
@@ -167,12 +165,12 @@ ts_status ts_onnx_op_gather_nd(importer *im, node_io *io) {
         for (int j = 0; it && j < q; j++) {
             ts_tensor *col = ts_reshape(g, ts_slice(g, it, mr - 1, j, 1), fs.ndim, fs.d);
             if (col && col->dtype != TS_I32) col = ts_graph_indices(g, col); /* f32 or i64: checked as indices */
-            ts_tensor *pos = col ? i32_constant(im, "Positions", &(ts_shape){.ndim = 1, .d = {dd[j]}}, fill_iota_i32, NULL, &st) : NULL;
+            ts_tensor *pos = col ? i32_constant(im, "Positions", &(ts_shape){.ndim = 1, .d = {dd[j]}}, fill_affine, &(affine_ctx){0, 1}, &st) : NULL;
             ts_tensor *at = pos ? ts_gather(g, pos, col, 0) : NULL; /* in [0, D_j): the run checks col */
             int64_t stride = 1;
             for (int k = j + 1; k < q; k++) stride *= dd[k];
             if (at && stride > 1) {
-                ts_tensor *sc = i32_constant(im, "Stride", &(ts_shape){.ndim = 1, .d = {1}}, fill_one, &stride, &st);
+                ts_tensor *sc = i32_constant(im, "Stride", &(ts_shape){.ndim = 1, .d = {1}}, fill_affine, &(affine_ctx){stride, 0}, &st);
                 at = sc ? ts_binary(g, "Mul", at, sc) : NULL;
             }
             flat = !at ? NULL : flat ? ts_binary(g, "Add", flat, at) : at;
@@ -181,7 +179,7 @@ ts_status ts_onnx_op_gather_nd(importer *im, node_io *io) {
         if (flat && b > 0) { /* each batch's first row of the flattened data */
             ts_shape os = {.ndim = fs.ndim};
             for (int d = 0; d < os.ndim; d++) os.d[d] = d < b ? fs.d[d] : 1;
-            ts_tensor *off = i32_constant(im, "BatchOffsets", &(ts_shape){.ndim = 1, .d = {B}}, fill_times, &M, &st);
+            ts_tensor *off = i32_constant(im, "BatchOffsets", &(ts_shape){.ndim = 1, .d = {B}}, fill_affine, &(affine_ctx){0, M}, &st);
             flat = off ? ts_binary(g, "Add", flat, ts_reshape(g, off, os.ndim, os.d)) : NULL;
         }
     }
