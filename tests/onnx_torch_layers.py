@@ -185,7 +185,6 @@ def cases():
     out["rotary_embedding_folded"] = (Rotary(buffer=False), {"x": torch.randn(2, 5, 8)}, False, both)
     # the TorchScript exporter has no aten::sinh at opset 17
     out["trig_hyperbolic"] = (Trig(), {"x": torch.randn(3, 6)}, False, ("dynamo",))
-    y3w = labels((6,), 5, 1, 2)  # class 1 ignored, two labels of it
     for red in ("mean", "sum", "none"):
         y = labels((6,), 5, -100, 2)
         out[f"cross_entropy_ignore_-100_{red}"] = (
@@ -196,31 +195,6 @@ def cases():
         out[f"nll_ignore_-100_{red}"] = (
             Loss(lambda s, t, r=red: F.nll_loss(s, t, ignore_index=-100, reduction=r), log_softmax=True), {"x": x2, "y": y},
             red != "none", both)
-    # class weights with NLLLoss (NegativeLogLikelihoodLoss with a weight
-    # input), an ignored class, scores [N, C, T] (the composed loss) and
-    # label smoothing: the mean is the weighted mean over the labels kept
-    ys = labels((2, 7), 5, -100, 4)
-    for red in ("mean", "sum", "none"):
-        out[f"nll_weights_ignore_-100_{red}"] = (
-            Loss(torch.nn.NLLLoss(weight=w, ignore_index=-100, reduction=red), log_softmax=True), {"x": x2, "y": y},
-            red != "none", both)
-        out[f"cross_entropy_weights_ignore_class_1_{red}"] = (
-            Loss(torch.nn.CrossEntropyLoss(weight=w, ignore_index=1, reduction=red)), {"x": x2, "y": y3w}, red != "none", both)
-        out[f"cross_entropy_seq_weights_ignore_-100_{red}"] = (
-            Loss(torch.nn.CrossEntropyLoss(weight=w, ignore_index=-100, reduction=red), seq=True), {"x": torch.randn(2, 7, 4), "y": ys},
-            red != "none", both)
-        out[f"nll_seq_weights_ignore_-100_{red}"] = (
-            Loss(torch.nn.NLLLoss(weight=w, ignore_index=-100, reduction=red), seq=True, log_softmax=True),
-            {"x": torch.randn(2, 7, 4), "y": ys}, red != "none", both)
-        # the dynamo exporter drops label_smoothing (its file is the
-        # unsmoothed loss, onnxruntime's value too); tensorscope's exporter
-        # writes PyTorch's formula
-        out[f"cross_entropy_weights_smoothing_ignore_-100_{red}"] = (
-            Loss(torch.nn.CrossEntropyLoss(weight=w, ignore_index=-100, reduction=red, label_smoothing=0.2)), {"x": x2, "y": y},
-            red != "none", ("torchscript",))
-    for name in out:
-        if "weights_" in name and not name.startswith("cross_entropy_weights_ignore_-100_"):
-            out[name][0].check_onnxruntime = True
     y3 = labels((6,), 5, 3, 0)
     out["cross_entropy_ignore_class_3_mean"] = (
         Loss(lambda s, t: F.cross_entropy(s, t, ignore_index=3)), {"x": x2, "y": y3}, True, both)
@@ -280,6 +254,34 @@ def cases():
     skip = BatchNormSkip()
     skip.eval_export = True
     out["batch_norm2d_eval_fresh_skip"] = (skip, {"x": torch.randn(2, 3, 6, 6)}, False, both)
+    # last, so that the cases before draw the same random values: class
+    # weights with NLLLoss (NegativeLogLikelihoodLoss with a weight
+    # input), an ignored class, scores [N, C, T] (the composed loss) and
+    # label smoothing: the mean is the weighted mean over the labels kept
+    ys = labels((2, 7), 5, -100, 4)
+    y3w = labels((6,), 5, 1, 2)  # class 1 ignored, two labels of it
+    y = labels((6,), 5, -100, 2)
+    for red in ("mean", "sum", "none"):
+        out[f"nll_weights_ignore_-100_{red}"] = (
+            Loss(torch.nn.NLLLoss(weight=w, ignore_index=-100, reduction=red), log_softmax=True), {"x": x2, "y": y},
+            red != "none", both)
+        out[f"cross_entropy_weights_ignore_class_1_{red}"] = (
+            Loss(torch.nn.CrossEntropyLoss(weight=w, ignore_index=1, reduction=red)), {"x": x2, "y": y3w}, red != "none", both)
+        out[f"cross_entropy_seq_weights_ignore_-100_{red}"] = (
+            Loss(torch.nn.CrossEntropyLoss(weight=w, ignore_index=-100, reduction=red), seq=True), {"x": torch.randn(2, 7, 4), "y": ys},
+            red != "none", both)
+        out[f"nll_seq_weights_ignore_-100_{red}"] = (
+            Loss(torch.nn.NLLLoss(weight=w, ignore_index=-100, reduction=red), seq=True, log_softmax=True),
+            {"x": torch.randn(2, 7, 4), "y": ys}, red != "none", both)
+        # the dynamo exporter drops label_smoothing (its file is the
+        # unsmoothed loss, onnxruntime's value too); tensorscope's exporter
+        # writes PyTorch's formula
+        out[f"cross_entropy_weights_smoothing_ignore_-100_{red}"] = (
+            Loss(torch.nn.CrossEntropyLoss(weight=w, ignore_index=-100, reduction=red, label_smoothing=0.2)), {"x": x2, "y": y},
+            red != "none", ("torchscript",))
+    for name in out:
+        if "weights_" in name and not name.startswith("cross_entropy_weights_ignore_-100_"):
+            out[name][0].check_onnxruntime = True
     return out
 
 
