@@ -4,7 +4,9 @@ initializers) and, where it can, by the dynamo exporter, imported and
 checked against PyTorch: rotary position embeddings (Sin and Cos of the
 positions, folded) and the trigonometric and hyperbolic functions on graph
 tensors; CrossEntropyLoss and NLLLoss with ignore_index (-100 and a class
-index), class weights and every reduction; Conv1d and the 1-D pools;
+index), class weights and every reduction, on [N, C] and [N, C, T] scores,
+with label smoothing (the weighted cases' files run by onnxruntime too,
+whose loss must agree); Conv1d and the 1-D pools;
 ConvTranspose1d and ConvTranspose2d with strides, padding, output_padding,
 dilation and groups; InstanceNorm and GroupNorm (one GroupNorm op per
 module: one_op_per_module); an eval-mode BatchNorm
@@ -252,6 +254,34 @@ def cases():
     skip = BatchNormSkip()
     skip.eval_export = True
     out["batch_norm2d_eval_fresh_skip"] = (skip, {"x": torch.randn(2, 3, 6, 6)}, False, both)
+    # last, so that the cases before draw the same random values: class
+    # weights with NLLLoss (NegativeLogLikelihoodLoss with a weight
+    # input), an ignored class, scores [N, C, T] (the composed loss) and
+    # label smoothing: the mean is the weighted mean over the labels kept
+    ys = labels((2, 7), 5, -100, 4)
+    y3w = labels((6,), 5, 1, 2)  # class 1 ignored, two labels of it
+    y = labels((6,), 5, -100, 2)
+    for red in ("mean", "sum", "none"):
+        out[f"nll_weights_ignore_-100_{red}"] = (
+            Loss(torch.nn.NLLLoss(weight=w, ignore_index=-100, reduction=red), log_softmax=True), {"x": x2, "y": y},
+            red != "none", both)
+        out[f"cross_entropy_weights_ignore_class_1_{red}"] = (
+            Loss(torch.nn.CrossEntropyLoss(weight=w, ignore_index=1, reduction=red)), {"x": x2, "y": y3w}, red != "none", both)
+        out[f"cross_entropy_seq_weights_ignore_-100_{red}"] = (
+            Loss(torch.nn.CrossEntropyLoss(weight=w, ignore_index=-100, reduction=red), seq=True), {"x": torch.randn(2, 7, 4), "y": ys},
+            red != "none", both)
+        out[f"nll_seq_weights_ignore_-100_{red}"] = (
+            Loss(torch.nn.NLLLoss(weight=w, ignore_index=-100, reduction=red), seq=True, log_softmax=True),
+            {"x": torch.randn(2, 7, 4), "y": ys}, red != "none", both)
+        # the dynamo exporter drops label_smoothing (its file is the
+        # unsmoothed loss, onnxruntime's value too); tensorscope's exporter
+        # writes PyTorch's formula
+        out[f"cross_entropy_weights_smoothing_ignore_-100_{red}"] = (
+            Loss(torch.nn.CrossEntropyLoss(weight=w, ignore_index=-100, reduction=red, label_smoothing=0.2)), {"x": x2, "y": y},
+            red != "none", ("torchscript",))
+    for name in out:
+        if "weights_" in name and not name.startswith("cross_entropy_weights_ignore_-100_"):
+            out[name][0].check_onnxruntime = True
     return out
 
 
@@ -347,6 +377,12 @@ def check(name, module, inputs, scalar, exporter, workdir):
     err = np.max(np.abs(got - want) / (1 + np.abs(want)), initial=0.0)
     if not np.isfinite(got_loss) or abs(got_loss - float(loss.detach())) > OUT_RTOL * (1 + abs(float(loss.detach()))) or not err <= OUT_RTOL:
         return f"output mismatch: max error {err:.3g}, loss {got_loss:.7g} vs PyTorch's {float(loss.detach()):.7g}"
+    if getattr(module, "check_onnxruntime", False):  # the file's loss as onnxruntime computes it, too
+        import onnxruntime
+        sess = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+        ort_loss = float(np.asarray(sess.run(None, {i.name: run[i.name] for i in sess.get_inputs()})[0]).reshape(-1)[0])
+        if abs(got_loss - ort_loss) > OUT_RTOL * (1 + abs(ort_loss)):
+            return f"loss {got_loss:.7g} vs onnxruntime's {ort_loss:.7g}"
     largest = max(float(np.max(np.abs(v))) for v in params.values()) if params else 0.0
     for n, short in anchored.items():
         gg = model.get_anchored_tensor(short).reshape(params[n].shape)

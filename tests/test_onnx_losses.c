@@ -5,7 +5,9 @@
  * in double (loss = -x[n,y,d] * w[y], 0 where y is ignored; mean divides by
  * the weights of the elements counted); the gradient of sum and mean with
  * respect to the scores (an initializer, so a parameter) against central
- * finite differences, as tests/test_ops_grad.c does for the graph ops. */
+ * finite differences, as tests/test_ops_grad.c does for the graph ops; a
+ * label out of range that is not ignore_index (C, -1) an error at the run
+ * naming the labels and the value. */
 /* needs: onnx */
 #include <math.h>
 #include <stdio.h>
@@ -94,6 +96,20 @@ int main(void) {
                 bad = fabs(((const float *)a.data)[i] - (r == 0 ? per[i] : want)) > 1e-5 * (1 + fabs(r == 0 ? per[i] : want));
             CHECK(!bad, "%s %s: the values ONNX defines (%lld of them)%s%s", ops[o], reductions[r], (long long)n, st ? ": " : "",
                   st ? ts_last_error() : "");
+            /* a label out of [0, C) that is not ignore_index: an error naming the labels and the value (as PyTorch and
+             * onnxruntime), never an element whose loss is 0 */
+            int64_t bad_y[NN * ND];
+            memcpy(bad_y, Y, sizeof bad_y);
+            for (int k = 0; k < 2; k++) {
+                bad_y[3] = k ? -1 : NC;
+                ts_array ba = {.dtype = TS_I64, .ndim = 2, .shape = {NN, ND}, .data = bad_y};
+                st = m ? ts_model_run(m, NAMES, &ba, 1) : TS_ERR_STATE;
+                char want_msg[32];
+                snprintf(want_msg, sizeof want_msg, "'y'[3] = %d ", k ? -1 : NC);
+                CHECK(st == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), want_msg) && strstr(ts_last_error(), "[0, 4)"),
+                      "%s %s: the label %d is an error naming the labels and the value: %s", ops[o], reductions[r], k ? -1 : NC,
+                      st ? ts_last_error() : "(ran)");
+            }
             ts_model_free(m);
             ts_options_free(opt);
             if (r == 0) {

@@ -3,8 +3,9 @@
 # of, exported by the current PyTorch's two ONNX exporters and checked
 # against PyTorch (output, loss and every parameter's gradient):
 # rotary embeddings and the trigonometric and hyperbolic functions,
-# CrossEntropyLoss and NLLLoss with ignore_index, class weights and every
-# reduction, Conv1d and the 1-D pools, ConvTranspose1d/2d, InstanceNorm,
+# CrossEntropyLoss and NLLLoss with ignore_index, class weights, label
+# smoothing and every reduction (the weighted ones against onnxruntime's
+# loss too), Conv1d and the 1-D pools, ConvTranspose1d/2d, InstanceNorm,
 # GroupNorm and an eval-mode BatchNorm; and the ONNX ops the importer
 # composes of graph ops, their gradients against finite differences
 # (tests/onnx_torch_layers.py says how). PyTorch and the exporters' packages live in the real-model venv

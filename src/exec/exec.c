@@ -509,6 +509,18 @@ static bool reads_indices(const ts_tensor *t) {
            t->op == TS_OP_GATHER_ELEMENTS;
 }
 
+/* The tensor the indices lab were made of (through ts_cast and
+ * ts_graph_indices, slices and views: GatherND's columns, a slice of the
+ * labels), the first on the way that has a file's name, else where the
+ * walk ends; NULL where lab is made of nothing else. */
+static const ts_tensor *index_origin(const ts_run *run, const ts_tensor *lab) {
+    const ts_tensor *t = lab;
+    while ((t == lab || !ts_graph_alias_of(run->g, t)) &&
+           (t->op == TS_OP_CONVERT || t->op == TS_OP_SLICE || t->op == TS_OP_RESHAPE || t->op == TS_OP_FLATTEN || t->op == TS_OP_PERMUTE))
+        t = run->g->t[t->in[0]];
+    return t == lab ? NULL : t;
+}
+
 /* The n indices y of node t (its input 1, `lab`) inside what they index
  * (an ignore_index label is allowed), else an error naming both. */
 static ts_status check_indices(const ts_run *run, const ts_tensor *t, const ts_tensor *lab, const int32_t *y, int64_t n) {
@@ -516,8 +528,8 @@ static ts_status check_indices(const ts_run *run, const ts_tensor *t, const ts_t
     bool rows = t->op != TS_OP_NLL_LOSS && t->op != TS_OP_CROSS_ENTROPY, gather = rows && t->op != TS_OP_EMBEDDING;
     int64_t C = rows ? s0->d[t->attr[0]] : s0->d[s0->ndim - 1], lo = gather ? -C : 0; /* gathers: negative from the end */
     bool ignore = t->op == TS_OP_CROSS_ENTROPY && t->attr[0];
-    /* indices made of another tensor (ts_cast, ts_graph_indices): that one named too, by its file's name where it has one */
-    const ts_tensor *src = lab->op == TS_OP_CONVERT ? run->g->t[lab->in[0]] : NULL;
+    /* indices made of another tensor: that one named too, by its file's name where it has one */
+    const ts_tensor *src = index_origin(run, lab);
     const char *src_name = src ? ts_graph_alias_of(run->g, src) ? ts_graph_alias_of(run->g, src) : src->name : NULL;
     for (int64_t i = 0; i < n; i++)
         if ((y[i] < lo || y[i] >= C) && !(ignore && y[i] == (int32_t)t->attr[1]))

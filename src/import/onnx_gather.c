@@ -7,6 +7,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The constant indices iv of this node (decoded), element p in
+ * [-dim, dim) for dim = dims[p % q] (GatherND's and ScatterND's index rows
+ * name q dims, the other ops' indices one axis: q = 1), else an error
+ * naming the node, the tensor, the element and its value: ONNX refuses
+ * an index out of range, and none is clamped. */
+static ts_status const_indices_in_range(importer *im, const value *iv, int q, const int64_t *dims) {
+    int64_t n = ts_shape_numel(&iv->c.shape);
+    for (int64_t p = 0; p < n; p++) {
+        double v = iv->c.v[p], d = (double)dims[p % q];
+        if (v != floor(v) || !(v >= -d && v < d))
+            return ts_onnx_node_error(im, TS_ERR_FORMAT, "its indices '%s'[%lld] = %g are out of range: that dim takes [%lld, %lld) (an index "
+                                      "is never clamped; fix the indices)", iv->name, (long long)p, v, (long long)-dims[p % q], (long long)dims[p % q]);
+    }
+    return TS_OK;
+}
+
 /* Gather: of rows of a 2-D table by integer ids an embedding (the table is
  * the parameter under its own name, so a tied weight stays one), along any
  * other axis ts_gather; GatherElements: ts_gather_elements; folded when
@@ -18,6 +34,7 @@ ts_status ts_onnx_op_gather(importer *im, node_io *io) {
     int axis;
     ts_status st = ts_onnx_attr_axis(im, "axis", 0, shape_of(data)->ndim, false, &axis);
     if (st) return st;
+    if (is_const(idx) && ((st = ts_onnx_decoded(im, idx)) || (st = const_indices_in_range(im, idx, 1, &shape_of(data)->d[axis])))) return st;
     ts_tensor *w = as_f32(im, data, &st), *i = w ? ts_onnx_as_tensor(im, idx, &st) : NULL;
     if (!i) return st;
     bool computed = i->dtype != TS_I32;
@@ -62,72 +79,114 @@ ts_status ts_onnx_op_one_hot(importer *im, node_io *io) {
     return ts_onnx_built(im, ts_onnx_as_dtype_of(im, y, v0), &io->out[0]);
 }
 
-typedef struct strides_ctx {
+/* An i32 constant of n values from fill(ctx, i) under an op output name
+ * of `what`. */
+static ts_tensor *i32_constant(importer *im, const char *what, const ts_shape *s, int32_t (*fill)(const void *, int64_t), const void *ctx,
+                               ts_status *st) {
+    int64_t n = ts_shape_numel(s);
+    if ((*st = ts_const_charge((uint64_t)n * 4))) return NULL;
+    int32_t *v = ts_malloc((size_t)(n ? n : 1) * sizeof *v);
+    char *name = v ? ts_graph_op_output_name(im->g, what) : NULL;
+    for (int64_t i = 0; name && i < n; i++) v[i] = fill(ctx, i);
+    ts_array a = ts_array_i32(v, s->ndim, s->d);
+    ts_tensor *t = name ? ts_constant(im->g, name, &a) : NULL;
+    ts_free(name);
+    ts_free(v);
+    ts_const_release((uint64_t)n * 4);
+    if (!t) *st = ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
+    return t;
+}
+typedef struct affine_ctx {
+    int64_t a, b;
+} affine_ctx;
+static int32_t fill_affine(const void *ctx, int64_t i) { /* a + b * i */
+    const affine_ctx *c = ctx;
+    return (int32_t)(c->a + c->b * i);
+}
+typedef struct nd_ctx {
+    const double *v; /* the constant index rows */
     int q;
     const int64_t *d; /* the q indexed dims */
-    bool dims;        /* the dims themselves, not their strides */
-} strides_ctx;
-static void fill_strides(const void *ctx, float *v) {
-    const strides_ctx *c = ctx;
-    double stride = 1;
-    for (int j = c->q - 1; j >= 0; j--) {
-        v[j] = c->dims ? (float)c->d[j] : (float)stride;
-        stride *= (double)c->d[j];
+    int64_t per_batch, m; /* rows per batch, positions per batch */
+} nd_ctx;
+static int32_t fill_nd_flat(const void *ctx, int64_t row) {
+    const nd_ctx *c = ctx;
+    int64_t flat = 0;
+    for (int j = 0; j < c->q; j++) {
+        int64_t at = (int64_t)c->v[row * c->q + j];
+        flat = flat * c->d[j] + (at < 0 ? at + c->d[j] : at);
     }
-}
-typedef struct batch_ctx {
-    int64_t n, m;
-} batch_ctx;
-static void fill_batch_offsets(const void *ctx, float *v) {
-    const batch_ctx *c = ctx;
-    for (int64_t i = 0; i < c->n; i++) v[i] = (float)(i * c->m);
+    return (int32_t)(row / c->per_batch * c->m + flat);
 }
 
 /* GatherND with batch_dims b: data [B..., D_b..D_{b+q-1}, tail...] seen as
  * [prod(B) * prod(D), tail...] and gathered along its first axis at each
- * index row's flat position (negative indices counted from their dim):
- * the rows times the constant strides (a MatMul, exact below 2^24), plus
- * the batch's offset; Gather's gradient reaches the data. */
+ * index row's flat position. Constant indices: each checked at import
+ * (negative ones counted from their dim, one out of range an error naming
+ * the node) and the positions an i32 constant. Indices the graph computes:
+ * each column j a Gather of the positions 0..D_j-1 (that Gather's run
+ * check makes one outside [-D_j, D_j) an error naming the tensor and the
+ * value, never clamped, and counts a negative one from the end), times its
+ * stride, added in i32 with the batch's offset. Gather's gradient reaches
+ * the data. */
 ts_status ts_onnx_op_gather_nd(importer *im, node_io *io) {
     ts_status st = TS_OK;
     ts_graph *g = im->g;
-    ts_tensor *data = as_f32(im, io->in[0], &st), *idx = data ? as_f32(im, io->in[1], &st) : NULL;
+    value *iv = io->in[1];
+    ts_tensor *data = as_f32(im, io->in[0], &st);
     int64_t b;
-    if (!idx || (st = ts_onnx_attr_int(im, "batch_dims", 0, 0, TS_MAX_DIMS, &b))) return st;
-    int r = data->shape.ndim, mr = idx->shape.ndim;
-    int q = mr ? (int)idx->shape.d[mr - 1] : 0;
+    if (!data || (st = ts_onnx_attr_int(im, "batch_dims", 0, 0, TS_MAX_DIMS, &b))) return st;
+    const ts_shape *is = shape_of(iv);
+    int r = data->shape.ndim, mr = is->ndim;
+    int q = mr ? (int)is->d[mr - 1] : 0;
     if (mr < 1 || q < 1 || b >= mr || b + q > r)
         return ts_onnx_node_error(im, TS_ERR_SHAPE, "indices of %d dims whose last is %d do not index data of %d dims after %lld batch dims", mr, q, r,
                                   (long long)b);
-    int64_t B = 1, M = 1, rows = ts_shape_numel(&idx->shape) / q;
+    int64_t B = 1, M = 1, rows = ts_shape_numel(is) / q;
     for (int d = 0; d < b; d++) {
-        if (idx->shape.d[d] != data->shape.d[d]) return ts_onnx_node_error(im, TS_ERR_SHAPE, "batch dim %d is %lld in the indices, %lld in the data", d,
-                                                                           (long long)idx->shape.d[d], (long long)data->shape.d[d]);
+        if (is->d[d] != data->shape.d[d]) return ts_onnx_node_error(im, TS_ERR_SHAPE, "batch dim %d is %lld in the indices, %lld in the data", d,
+                                                                    (long long)is->d[d], (long long)data->shape.d[d]);
         B *= data->shape.d[d];
     }
     for (int d = (int)b; d < b + q; d++) M *= data->shape.d[d];
+    if (B * M > INT32_MAX)
+        return ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "it indexes %lld positions; a GatherND takes at most 2^31 - 1", (long long)(B * M));
     const int64_t *dd = data->shape.d + b;
-    ts_tensor *strides = ts_onnx_computed_constant(im, "Strides", &(ts_shape){.ndim = 2, .d = {q, 1}}, fill_strides, &(strides_ctx){q, dd, false}, &st);
-    ts_tensor *dims = strides ? ts_onnx_computed_constant(im, "Dims", &(ts_shape){.ndim = 1, .d = {q}}, fill_strides, &(strides_ctx){q, dd, true}, &st) : NULL;
-    ts_tensor *zero = dims ? ts_onnx_scalar_constant(im, "Zero", 0.0f) : NULL;
-    if (!zero) return st ? st : ts_graph_status(g);
-    idx = ts_add(g, idx, ts_mul(g, ts_binary(g, "Less", idx, zero), dims)); /* -1: the last */
-    ts_tensor *flat = ts_onnx_matmul_2d(im, ts_reshape(g, idx, 2, (int64_t[]){rows, q}), strides, false, &st);
-    if (!flat) return st ? st : ts_graph_status(g);
-    ts_shape fs = idx->shape; /* the index rows' shape */
+    ts_shape fs = *is; /* the index rows' shape */
     fs.ndim--;
     if (fs.ndim == 0) fs = (ts_shape){.ndim = 1, .d = {1}};
-    flat = ts_reshape(g, flat, fs.ndim, fs.d);
-    if (b > 0) { /* each batch's first row of the flattened data */
-        ts_shape os = {.ndim = fs.ndim};
-        for (int d = 0; d < os.ndim; d++) os.d[d] = d < b ? fs.d[d] : 1;
-        ts_tensor *off = ts_onnx_computed_constant(im, "BatchOffsets", &os, fill_batch_offsets, &(batch_ctx){B, M}, &st);
-        if (!off) return st;
-        flat = ts_add(g, flat, off);
+    ts_tensor *flat;
+    if (is_const(iv)) {
+        if ((st = ts_onnx_decoded(im, iv)) || (st = const_indices_in_range(im, iv, q, dd))) return st;
+        flat = i32_constant(im, "Positions", &fs, fill_nd_flat, &(nd_ctx){iv->c.v, q, dd, rows / B, M}, &st);
+    } else {
+        ts_tensor *it = ts_onnx_as_tensor(im, iv, &st);
+        flat = NULL;
+        for (int j = 0; it && j < q; j++) {
+            ts_tensor *col = ts_reshape(g, ts_slice(g, it, mr - 1, j, 1), fs.ndim, fs.d);
+            if (col && col->dtype != TS_I32) col = ts_graph_indices(g, col); /* f32 or i64: checked as indices */
+            ts_tensor *pos = col ? i32_constant(im, "Positions", &(ts_shape){.ndim = 1, .d = {dd[j]}}, fill_affine, &(affine_ctx){0, 1}, &st) : NULL;
+            ts_tensor *at = pos ? ts_gather(g, pos, col, 0) : NULL; /* in [0, D_j): the run checks col */
+            int64_t stride = 1;
+            for (int k = j + 1; k < q; k++) stride *= dd[k];
+            if (at && stride > 1) {
+                ts_tensor *sc = i32_constant(im, "Stride", &(ts_shape){.ndim = 1, .d = {1}}, fill_affine, &(affine_ctx){stride, 0}, &st);
+                at = sc ? ts_binary(g, "Mul", at, sc) : NULL;
+            }
+            flat = !at ? NULL : flat ? ts_binary(g, "Add", flat, at) : at;
+            if (!flat) break;
+        }
+        if (flat && b > 0) { /* each batch's first row of the flattened data */
+            ts_shape os = {.ndim = fs.ndim};
+            for (int d = 0; d < os.ndim; d++) os.d[d] = d < b ? fs.d[d] : 1;
+            ts_tensor *off = i32_constant(im, "BatchOffsets", &(ts_shape){.ndim = 1, .d = {B}}, fill_affine, &(affine_ctx){0, M}, &st);
+            flat = off ? ts_binary(g, "Add", flat, ts_reshape(g, off, os.ndim, os.d)) : NULL;
+        }
     }
+    if (!flat) return st ? st : ts_graph_status(g);
     ts_shape ds = {.ndim = 1 + r - (int)(b + q), .d = {B * M}};
     for (int d = (int)(b + q); d < r; d++) ds.d[d - (b + q) + 1] = data->shape.d[d];
-    ts_tensor *y = ts_gather(g, ts_reshape(g, data, ds.ndim, ds.d), ts_unary(g, "CastIndex", flat, 0.0f, (float)(B * M - 1)), 0);
+    ts_tensor *y = ts_gather(g, ts_reshape(g, data, ds.ndim, ds.d), flat, 0);
     if (y && mr == 1) { /* one index row: the row's own dim goes */
         ts_shape ys = y->shape;
         for (int d = 0; d + 1 < ys.ndim; d++) ys.d[d] = ys.d[d + 1];
@@ -202,6 +261,7 @@ ts_status ts_onnx_op_scatter(importer *im, node_io *io) {
     if (nd ? (is->ndim < 1 || q < 1 || q > r || us->ndim != is->ndim - 1 + r - q) : !ts_shape_equal(is, us) || is->ndim != r)
         return ts_onnx_node_error(im, TS_ERR_SHAPE, "its indices, updates and data do not fit together (%s)", nd ? "ScatterND: updates are indices.shape[:-1] + data.shape[q:]"
                                                                                                     : "ScatterElements: indices and updates alike, of the data's rank");
+    if ((st = const_indices_in_range(im, iv, nd ? q : 1, nd ? xs->d : &xs->d[axis]))) return st;
     int64_t inner = 1; /* ScatterND: elements of each indexed slice */
     for (int d = q; nd && d < r; d++) inner *= xs->d[d];
     int64_t bytes = (N + 2 * U) * (int64_t)sizeof(int64_t);
@@ -212,20 +272,16 @@ ts_status ts_onnx_op_scatter(importer *im, node_io *io) {
         int64_t flat = 0, rest = k;
         if (nd) {
             int64_t row = k / inner;
-            for (int j = 0; j < q && !st; j++) {
-                double v = iv->c.v[row * q + j];
-                int64_t dim = xs->d[j], at = (int64_t)v < 0 ? (int64_t)v + dim : (int64_t)v;
-                if (v != floor(v) || at < 0 || at >= dim) st = ts_onnx_node_error(im, TS_ERR_FORMAT, "index %g is out of range for a dim of %lld", v, (long long)dim);
-                flat = flat * dim + at;
+            for (int j = 0; j < q; j++) {
+                int64_t dim = xs->d[j], at = (int64_t)iv->c.v[row * q + j];
+                flat = flat * dim + (at < 0 ? at + dim : at);
             }
             flat = flat * inner + k % inner;
         } else {
             int64_t coord[TS_MAX_DIMS];
             for (int d = r - 1; d >= 0; d--) coord[d] = rest % us->d[d], rest /= us->d[d];
-            double v = iv->c.v[k];
-            int64_t dim = xs->d[axis], at = (int64_t)v < 0 ? (int64_t)v + dim : (int64_t)v;
-            if (v != floor(v) || at < 0 || at >= dim) st = ts_onnx_node_error(im, TS_ERR_FORMAT, "index %g is out of range for a dim of %lld", v, (long long)dim);
-            coord[axis] = at;
+            int64_t dim = xs->d[axis], at = (int64_t)iv->c.v[k];
+            coord[axis] = at < 0 ? at + dim : at;
             for (int d = 0; d < r; d++) flat = flat * xs->d[d] + coord[d];
         }
         dst[k] = flat;

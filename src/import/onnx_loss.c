@@ -7,6 +7,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The composed loss compares its labels y with the classes, which would
+ * pass a label out of range as none: a CrossEntropy of zero scores [M,C]
+ * (the one-hot picks [N,C,d1..] times 0, any layout being zeros) reads
+ * them too, so the run checks them as the fused loss's labels (in [0, C)
+ * or ignore_index; one outside is an error naming the labels and the
+ * value, as PyTorch's and onnxruntime's), and its value is selected away
+ * (a Where of a false constant): the loss is unchanged, and so is its
+ * gradient. */
+static ts_tensor *labels_checked(importer *im, ts_tensor *loss, ts_tensor *pick, ts_tensor *y, bool has_ii, int64_t ii, ts_status *st) {
+    ts_graph *g = im->g;
+    int64_t M = ts_shape_numel(&y->shape), C = ts_shape_numel(&pick->shape) / M;
+    ts_tensor *zeros = ts_reshape(g, ts_scale(g, ts_stop_gradient(g, pick), 0.0f), 2, (int64_t[]){M, C});
+    ts_tensor *yr = ts_reshape(g, y, 1, (int64_t[]){M}), *ce;
+    ce = has_ii && ii >= INT32_MIN && ii <= INT32_MAX ? ts_cross_entropy_ignore(g, zeros, yr, (int32_t)ii) : ts_cross_entropy(g, zeros, yr);
+    char *name = ce ? ts_graph_op_output_name(g, "LabelCheck") : NULL; /* what the run's error names */
+    if (ce && (*st = name ? ts_tensor_set_name(ce, name) : TS_ERR_OUT_OF_MEMORY)) ce = NULL;
+    ts_free(name);
+    ts_shape ones = {.ndim = loss->shape.ndim};
+    for (int d = 0; d < ones.ndim; d++) ones.d[d] = 1;
+    ts_tensor *never = ce ? ts_onnx_scalar_constant(im, "Never", 0.0f) : NULL;
+    return never ? ts_where(g, ts_reshape(g, never, ones.ndim, ones.d), ts_reshape(g, ce, ones.ndim, ones.d), loss) : NULL;
+}
+
 /* NegativeLogLikelihoodLoss on log-probabilities [N,C,d1..dk] and labels
  * [N,d1..dk] as ONNX defines it, from graph ops (so its gradient is theirs):
  * each element's loss is -logp[n, y, d] * weight[y], 0 where y is
@@ -59,6 +82,7 @@ static ts_tensor *nll_composed(importer *im, ts_tensor *logp, ts_tensor *y, ts_t
         ts_tensor *counted = ts_reduce_sum(g, ts_reduce_sum(g, pick, 1, &axis1, 0), y->shape.ndim, all, 0);
         loss = counted ? ts_div(g, loss, counted) : NULL;
     }
+    if (loss) loss = labels_checked(im, loss, pick, y, has_ii, ii, st);
     if (!loss) *st = ts_graph_status(g);
     return loss;
 }

@@ -142,9 +142,18 @@ ts_tensor *ts_onnx_arg_extreme(importer *im, ts_tensor *x, int axis, bool min, b
     return y;
 }
 
+/* An axis of n positions whose indices come out of ArgMax, ArgMin or
+ * TopK: the positions are compared in f32, exact below 2^24. */
+static ts_status index_axis_fits(importer *im, int64_t n) {
+    if (n <= (int64_t)1 << 24) return TS_OK;
+    return ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "its axis has %lld positions; the positions it returns are exact up to 2^24 (16777216): "
+                              "split the axis, or reduce it in parts", (long long)n);
+}
+
 /* ArgMax and ArgMin along `axis` (default 0): the first position of the
- * maximum (minimum), or the last with select_last_index; keepdims. Integer
- * results (i32 in the graph, the file's int64 where returned): no gradient. */
+ * maximum (minimum), or the last with select_last_index; keepdims. The
+ * indices are an i64 graph tensor (ONNX's int64), exact: Gather, integer
+ * arithmetic and comparisons read them as they are; no gradient. */
 ts_status ts_onnx_op_arg_extreme(importer *im, node_io *io) {
     ts_status st = TS_OK;
     ts_tensor *x = as_f32(im, io->in[0], &st);
@@ -153,6 +162,7 @@ ts_status ts_onnx_op_arg_extreme(importer *im, node_io *io) {
         (st = ts_onnx_attr_int32(im, "select_last_index", 0, 0, 1, &last)))
         return st;
     if (x->shape.ndim == 0) return ts_onnx_node_error(im, TS_ERR_SHAPE, "takes an input of at least 1 dimension; it is a scalar");
+    if ((st = index_axis_fits(im, x->shape.d[axis]))) return st;
     ts_tensor *y = ts_onnx_arg_extreme(im, x, axis, strcmp(im->node->op_type, "ArgMin") == 0, last != 0, &st);
     if (!y) return st;
     if (!keep) {
@@ -161,7 +171,7 @@ ts_status ts_onnx_op_arg_extreme(importer *im, node_io *io) {
         s.ndim--;
         y = ts_reshape(im->g, y, s.ndim, s.d);
     }
-    return ts_onnx_built(im, ts_unary(im->g, "CastIndex", y, 0.0f, (float)(x->shape.d[axis] - 1)), &io->out[0]);
+    return ts_onnx_built(im, ts_cast(im->g, y, TS_I64), &io->out[0]);
 }
 
 typedef struct cumsum_ctx {
@@ -250,7 +260,8 @@ ts_status ts_onnx_op_cumprod(importer *im, node_io *io) {
  * (default -1) the k largest (largest=0: smallest) values, sorted, the
  * lower position first among equal ones, and their positions: k rounds of
  * ts_onnx_arg_extreme, each taking its pick out of the next; the values gathered
- * at the positions (GatherElements: the gradient reaches x there). */
+ * at the positions (GatherElements: the gradient reaches x there), the
+ * positions an i64 graph tensor (ONNX's int64), exact. */
 ts_status ts_onnx_op_topk(importer *im, node_io *io) {
     ts_status st = TS_OK;
     ts_tensor *x = as_f32(im, io->in[0], &st);
@@ -261,6 +272,7 @@ ts_status ts_onnx_op_topk(importer *im, node_io *io) {
         return st ? st : ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "its k must be a constant%s", io->n_in > 1 ? ts_onnx_bind_hint(io->in[1]) : "");
     int64_t n = x->shape.d[axis], k = (int64_t)kd;
     if (kd != floor(kd) || k < 1 || k > n) return ts_onnx_node_error(im, TS_ERR_FORMAT, "k is %g; it takes 1 to the axis' %lld", kd, (long long)n);
+    if ((st = index_axis_fits(im, n))) return st;
     ts_graph *g = im->g;
     ts_tensor *pos = ts_onnx_iota_along(im, n, axis, x->shape.ndim, &st), *gone = ts_onnx_scalar_constant(im, "Taken", largest ? -INFINITY : INFINITY);
     if (!pos || !gone) return st ? st : ts_graph_status(g);
@@ -274,7 +286,7 @@ ts_status ts_onnx_op_topk(importer *im, node_io *io) {
     ts_tensor *idx = st || !xm ? NULL : k == 1 ? picks[0] : ts_concat(g, picks, (int)k, axis);
     ts_free(picks);
     if (!idx) return st ? st : ts_graph_status(g);
-    idx = ts_unary(g, "CastIndex", idx, 0.0f, (float)(n - 1));
-    if ((st = ts_onnx_built(im, ts_gather_elements(g, x, idx, axis), &io->out[0]))) return st;
-    return io->n_out > 1 ? ts_onnx_built(im, idx, &io->out[1]) : TS_OK;
+    /* the positions (each in [0, n) by construction: CastIndex moves none, and no run checks them) pick the values */
+    if ((st = ts_onnx_built(im, ts_gather_elements(g, x, ts_unary(g, "CastIndex", idx, 0.0f, (float)(n - 1)), axis), &io->out[0]))) return st;
+    return io->n_out > 1 ? ts_onnx_built(im, ts_cast(g, idx, TS_I64), &io->out[1]) : TS_OK;
 }
