@@ -93,6 +93,7 @@ static const struct {
     {"Col2Im", 3, 18, ts_onnx_op_col2im},
     {"Compress", 2, 9, ts_onnx_op_compress},
     {"Concat", 1, 4, ts_onnx_op_concat},
+    {"ConcatFromSequence", 1, 11, ts_onnx_op_concat_from_sequence},
     {"Constant", 0, 1, ts_onnx_op_constant},
     {"ConstantOfShape", 1, 9, ts_onnx_op_fold},
     {"Conv", 2, 1, ts_onnx_op_conv},
@@ -187,6 +188,12 @@ static const struct {
     {"ScatterElements", 3, 11, ts_onnx_op_scatter},
     {"ScatterND", 3, 11, ts_onnx_op_scatter},
     {"Scan", 0, 8, ts_onnx_op_scan},
+    {"SequenceAt", 2, 11, ts_onnx_op_sequence},
+    {"SequenceConstruct", 1, 11, ts_onnx_op_sequence},
+    {"SequenceEmpty", 0, 11, ts_onnx_op_sequence},
+    {"SequenceErase", 1, 11, ts_onnx_op_sequence},
+    {"SequenceInsert", 2, 11, ts_onnx_op_sequence},
+    {"SequenceLength", 1, 11, ts_onnx_op_sequence},
     {"Selu", 1, 6, ts_onnx_op_unary},
     {"Shape", 1, 1, ts_onnx_op_shape},
     {"Shrink", 1, 9, ts_onnx_op_composed_unary},
@@ -531,6 +538,10 @@ ts_status ts_onnx_import_node(importer *im, const Node *n, int index) {
     }
     for (int i = 0; i < required; i++)
         if (i >= io.n_in || !io.in[i]) return ts_onnx_node_error(im, TS_ERR_FORMAT, "input %d is required but missing", i);
+    for (int i = 0; i < io.n_in; i++)
+        if (io.in[i] && io.in[i]->seq && !ts_onnx_takes_sequences(n->op_type))
+            return ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "its input %d ('%s') is a sequence; tensorscope reads sequences in the Sequence ops, "
+                                      "ConcatFromSequence and Loop, and %s takes tensors", i, n->input[i], n->op_type);
     char scope[512]; /* the module a dynamo export's node came from, or the scope of its name (TorchScript's /layer1/0/conv1/Conv) */
     if (!ts_torch_scope(n, scope, sizeof scope)) scope_of(n->name, scope, sizeof scope);
     ts_graph_at(im->g, im->file, im->top_index); /* a body's node: at the node that holds the body */
@@ -561,7 +572,7 @@ ts_status ts_onnx_import_node(importer *im, const Node *n, int index) {
         if (!st && o->t && n->output[i] && *n->output[i]) st = ts_graph_add_alias(im->g, n->output[i], o->t);
         /* an output the op does not compute (Dropout's mask, ...) stays
          * undefined: a node that reads it fails with a clear message */
-        if (!st && n->output[i] && *n->output[i] && (o->t || o->c.v)) st = ts_onnx_define(im, n->output[i], o);
+        if (!st && n->output[i] && *n->output[i] && (o->t || o->c.v || o->seq)) st = ts_onnx_define(im, n->output[i], o);
         else ts_const_free(&o->c);
     }
     for (int i = 0; i < io.n_out && !st; i++) {
@@ -1049,6 +1060,7 @@ ts_status ts_onnx_import_bytes(ts_graph **out, const uint8_t *bytes, size_t n, c
     }
     ts_free(im.v);
     ts_free(im.hash);
+    ts_onnx_seqs_free(&im);
     ts_strmap_free(&im.uses);
     ts_torch_fixes_free(im.fix, im.n_fix);
     ts_free(im.chain);
