@@ -946,6 +946,9 @@ static ts_status import_graph(importer *im, const TensorscopeOnnx__ModelProto *m
             return ts_error(TS_ERR_UNSUPPORTED, "%s: graph output '%s' is an output of a %s node that tensorscope does not compute", im->path,
                             name, op);
         if (!v) return ts_error(TS_ERR_FORMAT, "%s: graph output '%s' is computed by no node", im->path, name ? name : "?");
+        if (v->seq)
+            return ts_error(TS_ERR_UNSUPPORTED, "%s: graph output '%s' is a sequence; tensorscope's graph outputs are tensors (a ConcatFromSequence "
+                            "of it is one)", im->path, name);
         /* an output that folded to a constant is returned as that constant */
         ts_tensor *t = v->t ? v->t : ts_onnx_as_tensor(im, v, &st);
         if (!t) return st;
