@@ -106,6 +106,24 @@ def scatter_nd(workdir, reduction, data_shape, idx, name):
             or close(gu.reshape(want_gu.shape), want_gu, "updates' gradient"))
 
 
+def scatter_nd_outside(workdir, data_shape, idx, name):
+    """A computed index outside its dim (onnxruntime refuses it): an error
+    at run, never a write elsewhere."""
+    idx = np.asarray(idx, np.float32)
+    nodes = [helper.make_node("Cast", ["p"], ["i"], to=TP.INT64), helper.make_node("ScatterND", ["data", "i", "upd"], ["y"])]
+    upd = np.ones(idx.shape[:-1] + tuple(data_shape[idx.shape[-1]:]), np.float32)
+    path = save(nodes, [helper.make_tensor_value_info("p", TP.FLOAT, idx.shape)], [helper.make_tensor_value_info("y", TP.FLOAT, None)],
+                [numpy_helper.from_array(np.zeros(data_shape, np.float32), "data"), numpy_helper.from_array(upd, "upd")], workdir, name)
+    g = ts.Graph.from_onnx(path, {"p": idx.shape})
+    try:
+        y = ts.inference_model(g)(p=idx)
+        return f"no error at run; the output {np.asarray(y).ravel().tolist()}"
+    except ts.errors.InvalidArgumentError as e:
+        return None if "is not an index" in str(e) else f"another error: {e}"
+    finally:
+        g.close()
+
+
 def loop_sequence(workdir):
     """y = ConcatFromSequence over i < 3 of (w[i] * x), built by a Loop whose
     condition the body computes; then the other sequence ops on it."""
@@ -178,6 +196,8 @@ def cases(workdir):
         "scatter_nd_add_1d": lambda: scatter_nd(workdir, "add", (6, 3), [[4], [1], [-1], [1]], "scatter_nd_add_1d"),
         "scatter_nd_none_2d": lambda: scatter_nd(workdir, "none", (3, 4, 2), [[[0, 1], [2, 3]], [[-1, 0], [0, 1]]], "scatter_nd_none_2d"),
         "scatter_nd_add_2d": lambda: scatter_nd(workdir, "add", (3, 4, 2), [[[0, 1], [2, 3]], [[-1, 0], [0, 1]]], "scatter_nd_add_2d"),
+        "scatter_nd_outside_1d": lambda: scatter_nd_outside(workdir, (6, 3), [[4], [-7]], "scatter_nd_outside_1d"),
+        "scatter_nd_outside_2d": lambda: scatter_nd_outside(workdir, (3, 4, 2), [[0, 4], [1, 1]], "scatter_nd_outside_2d"),
         "loop_sequence": lambda: loop_sequence(workdir),
         "max_pool3d_indices": lambda: max_pool3d_indices(workdir, "max_pool3d_indices", kernel_shape=[2, 3, 2], strides=[2, 2, 3]),
         "max_pool3d_indices_pads_ceil": lambda: max_pool3d_indices(workdir, "max_pool3d_indices_pads_ceil", kernel_shape=[3, 2, 3],
