@@ -476,6 +476,14 @@ static ts_status op_group_norm_chain(importer *im, node_io *io) {
     return ts_onnx_built(im, ts_group_norm(im->g, x, w, b, (int)shape_of(io->in[1])->d[0], c->eps), &io->out[0]);
 }
 
+/* The name of the value a MatMul reads in place of its own Linear weight
+ * merged into another's (TS_TORCH_TRANSPOSED_COPY): the file's tensor,
+ * whose twin is the weight; no tensor of the graph is ever so named. */
+static const char *standin_name(const char *name, char *buf, size_t cap) {
+    snprintf(buf, cap, "%s (as the file stores it)", name);
+    return buf;
+}
+
 ts_status ts_onnx_import_node(importer *im, const Node *n, int index) {
     im->node = n;
     im->node_index = index;
@@ -530,8 +538,11 @@ ts_status ts_onnx_import_node(importer *im, const Node *n, int index) {
     }
     for (size_t f = 0; f < im->n_fix && im->depth == 0; f++) { /* a parameter's own copy in place of a merged one, a dropped bias */
         const ts_torch_fix *x = &im->fix[f];
-        if ((x->kind != TS_TORCH_COPY && x->kind != TS_TORCH_ZERO_BIAS) || x->node != (size_t)index || x->input >= MAX_NODE_IO) continue;
-        value *v = ts_onnx_lookup(im, x->name);
+        if ((x->kind != TS_TORCH_COPY && x->kind != TS_TORCH_ZERO_BIAS && x->kind != TS_TORCH_TRANSPOSED_COPY) || x->node != (size_t)index ||
+            x->input >= MAX_NODE_IO)
+            continue;
+        char standin[600];
+        value *v = ts_onnx_lookup(im, x->kind == TS_TORCH_TRANSPOSED_COPY ? standin_name(x->name, standin, sizeof standin) : x->name);
         if (!v) continue;
         io.in[x->input] = v;
         if ((int)x->input >= io.n_in) io.n_in = (int)x->input + 1;
@@ -866,6 +877,19 @@ static ts_status torch_names(importer *im, const TensorscopeOnnx__GraphProto *gp
             const value *w = v->twin; /* an initializer of that name already (tied): of the transposed shape */
             if (w && (!w->param || w->c.shape.ndim != 2 || w->c.shape.d[0] != v->c.shape.d[1] || w->c.shape.d[1] != v->c.shape.d[0]))
                 v->twin = NULL;
+            break;
+        }
+        case TS_TORCH_TRANSPOSED_COPY: { /* the parameter, and the value the MatMul reads: the file's tensor, its twin the parameter */
+            ts_const_attrs at = {.n_perm = -1};
+            const ts_const *in = &v->c;
+            value *w = NULL;
+            if (!(st = ts_onnx_decoded(im, v)) && !(st = ts_const_op("Transpose", &in, 1, &at, &c))) w = torch_param(im, x->name, v->param, &c, &st);
+            ts_const_free(&v->c);
+            char standin[600];
+            const char *kept = w ? ts_graph_keep_string(im->g, standin_name(x->name, standin, sizeof standin)) : NULL;
+            value sv = {.param = v->param, .twin = w, .c = {.dtype = v->c.dtype, .shape = v->c.shape}};
+            if (w && (!w->param || w->c.shape.ndim != 2 || w->c.shape.d[0] != v->c.shape.d[1] || w->c.shape.d[1] != v->c.shape.d[0])) break;
+            if (w && !st) st = kept ? ts_onnx_define(im, kept, &sv) : TS_ERR_OUT_OF_MEMORY;
             break;
         }
         case TS_TORCH_ZERO_BIAS: {
