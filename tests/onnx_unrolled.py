@@ -13,7 +13,8 @@ computes but the import can lay out statically, against onnxruntime.
   sequence (SequenceEmpty, SequenceInsert of a row of a parameter times
   the input), then SequenceConstruct, SequenceInsert at a position,
   SequenceErase, SequenceAt, SequenceLength and ConcatFromSequence with and
-  without a new axis: the output against onnxruntime's, the parameter's
+  without a new axis; SplitToSequence by a list, by a scalar and into
+  single slices: the outputs against onnxruntime's, the parameter's
   gradient against its closed form.
 - MaxPool's Indices output of a 3-D window (strides, padding, ceil_mode)
   against onnxruntime's.
@@ -175,6 +176,36 @@ def loop_sequence(workdir):
             or close(gw, r * x, "w's gradient"))
 
 
+def split_to_sequence(workdir):
+    """SplitToSequence of a parameter w [3,5]: by a list [1,2] along axis 0
+    (its second part times r is the loss: w's gradient is r in rows 1 and
+    2, zeros in row 0), by a scalar 2 along axis 1 (parts 2, 2 and 1, the
+    last read), into single rows without keepdims (the last read)."""
+    rng = np.random.default_rng(11)
+    w = rng.standard_normal((3, 5)).astype(np.float32)
+    r = rng.standard_normal((2, 5)).astype(np.float32)
+    nodes = [helper.make_node("SplitToSequence", ["w", "sizes"], ["rows"], axis=0),
+             helper.make_node("SequenceAt", ["rows", "one"], ["second"]),
+             helper.make_node("Mul", ["second", "r"], ["sr"]),
+             helper.make_node("ReduceSum", ["sr"], ["loss"], keepdims=0),
+             helper.make_node("SplitToSequence", ["w", "two"], ["cols"], axis=1),
+             helper.make_node("SequenceAt", ["cols", "minus1"], ["last_cols"]),
+             helper.make_node("SplitToSequence", ["w"], ["singles"], axis=0, keepdims=0),
+             helper.make_node("SequenceAt", ["singles", "minus1"], ["last_row"])]
+    path = save(nodes, [helper.make_tensor_value_info("r", TP.FLOAT, r.shape)],
+                [helper.make_tensor_value_info("second", TP.FLOAT, None), helper.make_tensor_value_info("loss", TP.FLOAT, None),
+                 helper.make_tensor_value_info("last_cols", TP.FLOAT, None), helper.make_tensor_value_info("last_row", TP.FLOAT, None)],
+                [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.array([1, 2], np.int64), "sizes"),
+                 numpy_helper.from_array(np.array(1, np.int64), "one"), numpy_helper.from_array(np.array(2, np.int64), "two"),
+                 numpy_helper.from_array(np.array(-1, np.int64), "minus1")], workdir, "split_to_sequence")
+    got, (gw,), want = run_both(path, {"r": r}, ["w"], 1)
+    g = ts.Graph.from_onnx(path, {"r": r.shape})
+    outs = ts.inference_model(g)(r=r)
+    g.close()
+    return (close(got, want[0], "output") or close(outs[2], want[2], "the scalar split's last part")
+            or close(outs[3], want[3], "the last single row") or close(gw, np.concatenate([np.zeros((1, 5), np.float32), r]), "w's gradient"))
+
+
 def max_pool3d_indices(workdir, name, **attrs):
     rng = np.random.default_rng(3)
     x = rng.standard_normal((2, 3, 5, 6, 7)).astype(np.float32)
@@ -199,6 +230,7 @@ def cases(workdir):
         "scatter_nd_outside_1d": lambda: scatter_nd_outside(workdir, (6, 3), [[4], [-7]], "scatter_nd_outside_1d"),
         "scatter_nd_outside_2d": lambda: scatter_nd_outside(workdir, (3, 4, 2), [[0, 4], [1, 1]], "scatter_nd_outside_2d"),
         "loop_sequence": lambda: loop_sequence(workdir),
+        "split_to_sequence": lambda: split_to_sequence(workdir),
         "max_pool3d_indices": lambda: max_pool3d_indices(workdir, "max_pool3d_indices", kernel_shape=[2, 3, 2], strides=[2, 2, 3]),
         "max_pool3d_indices_pads_ceil": lambda: max_pool3d_indices(workdir, "max_pool3d_indices_pads_ceil", kernel_shape=[3, 2, 3],
                                                                    strides=[2, 2, 2], pads=[1, 0, 1, 1, 1, 1], ceil_mode=1),

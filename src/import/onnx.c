@@ -209,6 +209,7 @@ static const struct {
     {"Softsign", 1, 1, ts_onnx_op_composed_unary},
     {"SpaceToDepth", 1, 1, ts_onnx_op_depth_space},
     {"Split", 1, 13, ts_onnx_op_split},
+    {"SplitToSequence", 1, 11, ts_onnx_op_split_to_sequence},
     {"Sqrt", 1, 6, ts_onnx_op_unary},
     {"Squeeze", 1, 1, ts_onnx_op_squeeze_unsqueeze},
     {"Sub", 2, 7, ts_onnx_op_binary},

@@ -169,12 +169,13 @@ static ts_status stack(importer *im, value *parts, int64_t n, int64_t axis, bool
     return st;
 }
 
-/* x's slice at `at` along `axis`, without that axis: Scan's inputs. */
-static ts_status slice_at(importer *im, value *x, int axis, int64_t at, value *out) {
+/* x's `len` slices from `at` along `axis`, that axis kept (`keep`) or, of
+ * one slice, dropped: Scan's inputs, SplitToSequence's parts. */
+static ts_status slice_along(importer *im, value *x, int axis, int64_t at, int64_t len, bool keep, value *out) {
     const ts_shape *s = shape_of(x);
-    ts_shape r = {.ndim = s->ndim - 1};
+    ts_shape r = {.ndim = keep ? s->ndim : s->ndim - 1};
     for (int d = 0, k = 0; d < s->ndim; d++)
-        if (d != axis) r.d[k++] = s->d[d];
+        if (keep || d != axis) r.d[k++] = d == axis ? len : s->d[d];
     memset(out, 0, sizeof *out);
     if (is_const(x) && !x->param) {
         int64_t inner = 1, outer = 1;
@@ -184,13 +185,13 @@ static ts_status slice_at(importer *im, value *x, int axis, int64_t at, value *o
         }
         ts_status st = ts_const_fill(&r, x->c.dtype, 0, &out->c);
         for (int64_t o = 0; !st && o < outer; o++)
-            memcpy(out->c.v + o * inner, x->c.v + (o * s->d[axis] + at) * inner, (size_t)inner * sizeof(double));
+            memcpy(out->c.v + o * len * inner, x->c.v + (o * s->d[axis] + at) * inner, (size_t)(len * inner) * sizeof(double));
         return ts_onnx_fold_result(im, st);
     }
     ts_status st = TS_OK;
-    ts_tensor *t = ts_onnx_as_tensor(im, x, &st), *one = t ? ts_slice(im->g, t, axis, at, 1) : NULL;
-    if (t && !one) st = ts_graph_status(im->g);
-    return one ? ts_onnx_built(im, ts_reshape(im->g, one, r.ndim, r.d), out) : st;
+    ts_tensor *t = ts_onnx_as_tensor(im, x, &st), *part = t ? ts_slice(im->g, t, axis, at, len) : NULL;
+    if (t && !part) st = ts_graph_status(im->g);
+    return part ? ts_onnx_built(im, keep ? part : ts_reshape(im->g, part, r.ndim, r.d), out) : st;
 }
 
 ts_status ts_onnx_op_if(importer *im, node_io *io) {
@@ -404,6 +405,42 @@ ts_status ts_onnx_op_sequence(importer *im, node_io *io) {
     return carried(im, &s->items[at], &io->out[0]);
 }
 
+/* SplitToSequence: x's parts along `axis`, of the sizes `split` gives (a
+ * constant: a scalar, every part that long but the last, or a list), or
+ * each one long, the axis dropped unless keepdims. */
+ts_status ts_onnx_op_split_to_sequence(importer *im, node_io *io) {
+    value *x = io->in[0], *sv = io->n_in > 1 ? io->in[1] : NULL;
+    const ts_shape *s = shape_of(x);
+    int axis, keep;
+    ts_status st = ts_onnx_attr_axis(im, "axis", 0, s->ndim, false, &axis);
+    if (st || (st = ts_onnx_attr_int32(im, "keepdims", 1, 0, 1, &keep))) return st;
+    if (sv && (st = ts_onnx_decoded(im, sv))) return st;
+    if (sv && (!is_const(sv) || sv->seq || sv->c.shape.ndim > 1))
+        return ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "its split ('%s') must be a constant scalar or list%s", im->node->input[1], ts_onnx_bind_hint(sv));
+    int64_t dim = s->d[axis], n = sv ? (sv->c.shape.ndim ? sv->c.shape.d[0] : 0) : dim, chunk = 1;
+    if (sv && !sv->c.shape.ndim) { /* a scalar: parts of that length, the last what is left */
+        chunk = (int64_t)sv->c.v[0];
+        if (!(sv->c.v[0] >= 1)) return ts_onnx_node_error(im, TS_ERR_FORMAT, "its split %g is not a positive length", sv->c.v[0]);
+        n = (dim + chunk - 1) / chunk;
+    }
+    value *parts = ts_malloc((size_t)(n ? n : 1) * sizeof *parts);
+    if (!parts) return TS_ERR_OUT_OF_MEMORY;
+    int64_t at = 0, made = 0;
+    for (; !st && made < n; made++) {
+        int64_t len = sv && sv->c.shape.ndim ? (int64_t)sv->c.v[made] : chunk < dim - at ? chunk : dim - at;
+        if (len < 1 || len > dim - at)
+            st = ts_onnx_node_error(im, TS_ERR_FORMAT, "its split does not cut the %lld along axis %d into positive parts", (long long)dim, axis);
+        else st = slice_along(im, x, axis, at, len, sv || keep, &parts[made]);
+        at += len;
+    }
+    if (!st && at != dim)
+        st = ts_onnx_node_error(im, TS_ERR_FORMAT, "its split sums to %lld, not the %lld along axis %d", (long long)at, (long long)dim, axis);
+    if (!st) st = seq_make(im, parts, n, -1, NULL, 0, &io->out[0]);
+    free_values(parts, (int)made);
+    ts_free(parts);
+    return st;
+}
+
 /* ConcatFromSequence: the values joined along `axis`, or stacked along a
  * new one (new_axis 1); values of one shape through stack (constants
  * folded), others a Concat of graph tensors. */
@@ -472,7 +509,7 @@ static ts_status scan_unrolled(importer *im, const TensorscopeOnnx__GraphProto *
         for (int i = 0; i < n_state; i++) in[i] = &state[i];
         for (; !st && sliced < n_seq; sliced++) {
             in[n_state + sliced] = &slices[sliced];
-            st = slice_at(im, seq[sliced], (int)axes[sliced], in_rev[sliced] ? len - 1 - t : t, &slices[sliced]);
+            st = slice_along(im, seq[sliced], (int)axes[sliced], in_rev[sliced] ? len - 1 - t : t, 1, false, &slices[sliced]);
         }
         char what[64];
         snprintf(what, sizeof what, "body (iteration %lld)", (long long)t);
@@ -544,7 +581,7 @@ ts_status ts_onnx_op_scan(importer *im, node_io *io) {
         int k = 0;
         for (; !st && k < io->n_in - first; k++) {
             row_in[k] = &part[k];
-            st = slice_at(im, io->in[first + k], 0, b, &part[k]);
+            st = slice_along(im, io->in[first + k], 0, b, 1, false, &part[k]);
         }
         if (!st) st = scan_unrolled(im, gp, row_in, n_state, row_in + n_state, n_in_scan, in_axes, in_rev, n_out_scan, out_axes, out_rev, outs);
         free_values(part, k);

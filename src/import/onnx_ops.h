@@ -327,6 +327,7 @@ ts_status ts_onnx_op_if(importer *im, node_io *io);
 ts_status ts_onnx_op_loop(importer *im, node_io *io);
 ts_status ts_onnx_op_sequence(importer *im, node_io *io);
 ts_status ts_onnx_op_concat_from_sequence(importer *im, node_io *io);
+ts_status ts_onnx_op_split_to_sequence(importer *im, node_io *io);
 bool ts_onnx_takes_sequences(const char *op_type);
 void ts_onnx_seqs_free(importer *im);
 ts_status ts_onnx_op_scan(importer *im, node_io *io);
