@@ -125,6 +125,21 @@ def scatter_nd_outside(workdir, data_shape, idx, name):
         g.close()
 
 
+def scatter_nd_too_large(workdir):
+    """Computed indices whose comparison would pass the limit (2^13 rows
+    by 2^14 positions): refused at import, saying so."""
+    rows, m = 1 << 13, 1 << 14
+    nodes = [helper.make_node("Cast", ["p"], ["i"], to=TP.INT64), helper.make_node("ScatterND", ["data", "i", "upd"], ["y"])]
+    path = save(nodes, [helper.make_tensor_value_info("p", TP.FLOAT, (rows, 1))], [helper.make_tensor_value_info("y", TP.FLOAT, None)],
+                [numpy_helper.from_array(np.zeros((m,), np.float32), "data"), numpy_helper.from_array(np.ones((rows,), np.float32), "upd")],
+                workdir, "scatter_nd_too_large")
+    try:
+        ts.Graph.from_onnx(path, {"p": (rows, 1)}).close()
+        return "imported"
+    except ts.errors.UnsupportedError as e:
+        return None if "comparisons" in str(e) and "constants" in str(e) else f"another error: {e}"
+
+
 def loop_sequence(workdir):
     """y = ConcatFromSequence over i < 3 of (w[i] * x), built by a Loop whose
     condition the body computes; then the other sequence ops on it."""
@@ -229,6 +244,7 @@ def cases(workdir):
         "scatter_nd_add_2d": lambda: scatter_nd(workdir, "add", (3, 4, 2), [[[0, 1], [2, 3]], [[-1, 0], [0, 1]]], "scatter_nd_add_2d"),
         "scatter_nd_outside_1d": lambda: scatter_nd_outside(workdir, (6, 3), [[4], [-7]], "scatter_nd_outside_1d"),
         "scatter_nd_outside_2d": lambda: scatter_nd_outside(workdir, (3, 4, 2), [[0, 4], [1, 1]], "scatter_nd_outside_2d"),
+        "scatter_nd_too_large": lambda: scatter_nd_too_large(workdir),
         "loop_sequence": lambda: loop_sequence(workdir),
         "split_to_sequence": lambda: split_to_sequence(workdir),
         "max_pool3d_indices": lambda: max_pool3d_indices(workdir, "max_pool3d_indices", kernel_shape=[2, 3, 2], strides=[2, 2, 3]),

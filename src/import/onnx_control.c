@@ -347,8 +347,8 @@ static ts_status seq_position(importer *im, node_io *io, int i, int64_t n, bool 
     if (!ts_onnx_setting_scalar(im, io->in[i], &p, &st))
         return st ? st : ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "its position ('%s') is computed from the graph's tensors; tensorscope "
                                             "builds sequences at import, at constant positions", im->node->input[i]);
-    int64_t at = (int64_t)p < 0 ? (int64_t)p + n : (int64_t)p;
-    if (p != floor(p) || at < 0 || at > (end ? n : n - 1))
+    int64_t at = p != floor(p) || !(fabs(p) <= (double)n) ? -1 : p < 0 ? (int64_t)p + n : (int64_t)p;
+    if (at < 0 || at > (end ? n : n - 1))
         return ts_onnx_node_error(im, TS_ERR_FORMAT, "its position %g is outside the sequence of %lld values", p, (long long)n);
     *out = at;
     return TS_OK;
@@ -419,16 +419,18 @@ ts_status ts_onnx_op_split_to_sequence(importer *im, node_io *io) {
         return ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "its split ('%s') must be a constant scalar or list%s", im->node->input[1], ts_onnx_bind_hint(sv));
     int64_t dim = s->d[axis], n = sv ? (sv->c.shape.ndim ? sv->c.shape.d[0] : 0) : dim, chunk = 1;
     if (sv && !sv->c.shape.ndim) { /* a scalar: parts of that length, the last what is left */
-        chunk = (int64_t)sv->c.v[0];
-        if (!(sv->c.v[0] >= 1)) return ts_onnx_node_error(im, TS_ERR_FORMAT, "its split %g is not a positive length", sv->c.v[0]);
+        double c = sv->c.v[0];
+        if (!(c >= 1) || c != floor(c)) return ts_onnx_node_error(im, TS_ERR_FORMAT, "its split %g is not a positive length", c);
+        chunk = c < (double)dim ? (int64_t)c : dim;
         n = (dim + chunk - 1) / chunk;
     }
     value *parts = ts_malloc((size_t)(n ? n : 1) * sizeof *parts);
     if (!parts) return TS_ERR_OUT_OF_MEMORY;
     int64_t at = 0, made = 0;
     for (; !st && made < n; made++) {
-        int64_t len = sv && sv->c.shape.ndim ? (int64_t)sv->c.v[made] : chunk < dim - at ? chunk : dim - at;
-        if (len < 1 || len > dim - at)
+        double want = sv && sv->c.shape.ndim ? sv->c.v[made] : (double)(chunk < dim - at ? chunk : dim - at);
+        int64_t len = want >= 1 && want <= (double)(dim - at) && want == floor(want) ? (int64_t)want : -1;
+        if (len < 1)
             st = ts_onnx_node_error(im, TS_ERR_FORMAT, "its split does not cut the %lld along axis %d into positive parts", (long long)dim, axis);
         else st = slice_along(im, x, axis, at, len, sv || keep, &parts[made]);
         at += len;

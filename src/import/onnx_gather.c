@@ -209,7 +209,7 @@ static ts_status scatter_nd_computed(importer *im, node_io *io, int red, ts_tens
     if (!fits) return ts_onnx_node_error(im, TS_ERR_SHAPE, "its indices, updates and data do not fit together (ScatterND: updates are indices.shape[:-1] + data.shape[q:])");
     int64_t M = 1, inner = 1, rows = ts_shape_numel(is) / q;
     for (int d = 0; d < r; d++) *(d < q ? &M : &inner) *= xs->d[d];
-    if (rows * (M + (red ? 0 : rows)) > SCATTER_COMPUTED_MAX)
+    if ((double)rows * (double)(M + (red ? 0 : rows)) > (double)SCATTER_COMPUTED_MAX)
         return ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "its indices ('%s') are computed from the graph's tensors, which tensorscope writes by "
                                   "comparing each of the %lld index rows with each of the %lld positions; that is more than %lld comparisons: "
                                   "compute the indices at export (constants), or scatter fewer rows", io->in[1]->name, (long long)rows,
