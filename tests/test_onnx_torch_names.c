@@ -11,7 +11,8 @@
  * Param under its PyTorch name, in PyTorch's layout, with the file's
  * values; nodes are scoped by their module; and the output is the one the
  * same file gives without metadata. Metadata that is malformed changes
- * nothing. */
+ * nothing. Two Linears whose equal weights were merged into one transposed
+ * initializer are two parameters again. */
 /* needs: onnx */
 #include <math.h>
 #include <stdio.h>
@@ -110,14 +111,43 @@ static void build_fused(void) {
     prop(&conv->metadata_props, &conv->n_metadata_props, "pkg.onnxscript.rewriter.rule_name", "FuseBatchNormIntoConv");
 }
 
+/* Two Linears of equal weights (a layer and its fresh copy), the weights
+ * merged by the optimizer into one transposed initializer val_7 that both
+ * MatMuls read, each FX call naming its own weight: y = fc1(x) + fc2(x). */
+static const float FC2_B[3] = {-0.5f, 0.0f, 0.75f};
+static void build_copies(bool meta) {
+    model_begin();
+    input("x", 2, (int64_t[]){2, 4});
+    init_f32("val_7", 2, (int64_t[]){4, 3}, fc_t);
+    init_f32("fc1.bias", 1, (int64_t[]){3}, FC_B);
+    init_f32("fc2.bias", 1, (int64_t[]){3}, FC2_B);
+    Node *mm1 = node("MatMul", "node_MatMul_1", "x,val_7", "val_8");
+    Node *add1 = node("Add", "node_linear", "val_8,fc1.bias", "linear");
+    Node *mm2 = node("MatMul", "node_MatMul_2", "x,val_7", "val_9");
+    Node *add2 = node("Add", "node_linear_1", "val_9,fc2.bias", "linear_1");
+    node("Add", "node_add", "linear,linear_1", "y");
+    output("y");
+    if (!meta) return;
+    prop(&graph->metadata_props, &graph->n_metadata_props, "pkg.torch.export.ExportedProgram.graph_signature",
+         "# inputs\np_fc1_weight: PARAMETER target='fc1.weight'\np_fc1_bias: PARAMETER target='fc1.bias'\n"
+         "p_fc2_weight: PARAMETER target='fc2.weight'\np_fc2_bias: PARAMETER target='fc2.bias'\nx: USER_INPUT\n");
+    value_meta("val_7", "pkg.onnxscript.optimizer.folded_from", "['fc1.weight']");
+    value_meta("fc1.bias", "pkg.torch.onnx.original_node_name", "p_fc1_bias");
+    value_meta("fc2.bias", "pkg.torch.onnx.original_node_name", "p_fc2_bias");
+    fx(mm1, "linear", "linear.default", "%x, %p_fc1_weight, %p_fc1_bias", "fc1");
+    fx(add1, "linear", "linear.default", "%x, %p_fc1_weight, %p_fc1_bias", "fc1");
+    fx(mm2, "linear_1", "linear.default", "%x, %p_fc2_weight, %p_fc2_bias", "fc2");
+    fx(add2, "linear_1", "linear.default", "%x, %p_fc2_weight, %p_fc2_bias", "fc2");
+}
+
 static char warned[2048];
 static void keep_warning(void *user, int level, const char *msg) {
     (void)user;
     if (level == TS_LOG_WARN && !warned[0]) snprintf(warned, sizeof warned, "%s", msg);
 }
 
-/* The graph's output on a fixed x, into y[4]; false on an error. */
-static bool run(ts_graph *g, float y[4]) {
+/* The graph's output on a fixed x, into y[n]; false on an error. */
+static bool run(ts_graph *g, float *y, int64_t n) {
     const float x[8] = {0.5f, -1, 2, 0.25f, -0.75f, 1.5f, 0, 1};
     ts_tensor *out = ts_graph_output_at(g, 0);
     ts_options *opt = ts_options_new();
@@ -128,8 +158,8 @@ static bool run(ts_graph *g, float y[4]) {
     ts_status st = ts_model_inference(&m, g, &out, 1, opt);
     if (!st) st = ts_model_run(m, names, &in, 1);
     if (!st) st = ts_model_anchored(m, ts_tensor_name(out), &o);
-    bool ok = !st && ts_array_numel(&o) == 4;
-    for (int i = 0; ok && i < 4; i++) y[i] = ((const float *)o.data)[i];
+    bool ok = !st && ts_array_numel(&o) == n;
+    for (int64_t i = 0; ok && i < n; i++) y[i] = ((const float *)o.data)[i];
     if (st) printf("  %s\n", ts_last_error());
     ts_model_free(m);
     ts_options_free(opt);
@@ -165,7 +195,7 @@ int main(void) {
     CHECK_OK(import_as("plain", &g), "the model without metadata imports");
     if (g) {
         CHECK(!ts_graph_find(g, "fc.weight") && !ts_graph_find(g, "ln2.weight"), "without metadata the file's names are all there is");
-        CHECK(run(g, plain), "the model without metadata runs");
+        CHECK(run(g, plain, 4), "the model without metadata runs");
         ts_graph_free(g);
     }
 
@@ -191,7 +221,7 @@ int main(void) {
               scale ? ts_tensor_op(scale) : "absent");
         CHECK(ts_graph_find(g, "fc/MatMul:0") && ts_graph_find(g, "ln2/LayerNormalization:0"),
               "nodes are scoped by the module their FX call came from (fc/MatMul:0, ln2/LayerNormalization:0)");
-        CHECK(run(g, named), "the model with metadata runs");
+        CHECK(run(g, named, 4), "the model with metadata runs");
         int bad = 0;
         for (int i = 0; i < 4; i++) bad += fabsf(named[i] - plain[i]) > 1e-6f * (1 + fabsf(plain[i]));
         CHECK(!bad, "its output is the same model's without metadata (%g %g %g %g against %g %g %g %g)", named[0], named[1], named[2],
@@ -205,7 +235,7 @@ int main(void) {
     if (g) {
         CHECK(!ts_graph_find(g, "fc.weight") && !ts_graph_find(g, "ln2.weight") && ts_graph_find(g, "val_3"),
               "malformed metadata renames nothing");
-        CHECK(run(g, odd) && memcmp(odd, plain, sizeof odd) == 0, "and the model computes what it computes without metadata");
+        CHECK(run(g, odd, 4) && memcmp(odd, plain, sizeof odd) == 0, "and the model computes what it computes without metadata");
         ts_graph_free(g);
     }
     build_fused();
@@ -224,6 +254,31 @@ int main(void) {
     CHECK(strstr(warned, "1 BatchNorm of a module in training mode is here in inference mode") && strstr(warned, "'bn'") &&
               strstr(warned, "TorchScript exporter"),
           "the import warns that the file holds the training-mode BatchNorm 'bn' in inference mode, and what to do: %s", warned);
+
+    build_copies(false);
+    g = NULL;
+    float apart[6] = {0}, merged[6] = {0};
+    CHECK_OK(import_as("copies_plain", &g), "two Linears reading one merged weight import without metadata");
+    if (g) {
+        CHECK(run(g, merged, 6), "and run");
+        ts_graph_free(g);
+    }
+    build_copies(true);
+    g = NULL;
+    warned[0] = '\0';
+    ts_set_log_level(TS_LOG_WARN);
+    ts_set_log_callback(keep_warning, NULL);
+    CHECK_OK(import_as("copies", &g), "two Linears whose equal weights the optimizer merged into one transposed initializer import");
+    ts_set_log_callback(NULL, NULL);
+    ts_set_log_level(TS_LOG_OFF);
+    if (g) {
+        CHECK(param_is(g, "fc1.weight", 2, (int64_t[]){3, 4}, fc_w) && param_is(g, "fc2.weight", 2, (int64_t[]){3, 4}, fc_w) &&
+                  ts_graph_find(g, "fc1.weight") != ts_graph_find(g, "fc2.weight") && !ts_graph_find(g, "val_7"),
+              "val_7 is two parameters, fc1.weight and fc2.weight, each in PyTorch's layout with the file's values transposed");
+        CHECK(!warned[0], "no parameter of the module is lost (%s)", warned);
+        CHECK(run(g, apart, 6) && memcmp(apart, merged, sizeof apart) == 0, "and the model computes what the file without metadata computes");
+        ts_graph_free(g);
+    }
 
     remove_dir();
     return check_summary("test_onnx_torch_names");

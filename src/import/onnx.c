@@ -93,6 +93,7 @@ static const struct {
     {"Col2Im", 3, 18, ts_onnx_op_col2im},
     {"Compress", 2, 9, ts_onnx_op_compress},
     {"Concat", 1, 4, ts_onnx_op_concat},
+    {"ConcatFromSequence", 1, 11, ts_onnx_op_concat_from_sequence},
     {"Constant", 0, 1, ts_onnx_op_constant},
     {"ConstantOfShape", 1, 9, ts_onnx_op_fold},
     {"Conv", 2, 1, ts_onnx_op_conv},
@@ -187,6 +188,12 @@ static const struct {
     {"ScatterElements", 3, 11, ts_onnx_op_scatter},
     {"ScatterND", 3, 11, ts_onnx_op_scatter},
     {"Scan", 0, 8, ts_onnx_op_scan},
+    {"SequenceAt", 2, 11, ts_onnx_op_sequence},
+    {"SequenceConstruct", 1, 11, ts_onnx_op_sequence},
+    {"SequenceEmpty", 0, 11, ts_onnx_op_sequence},
+    {"SequenceErase", 1, 11, ts_onnx_op_sequence},
+    {"SequenceInsert", 2, 11, ts_onnx_op_sequence},
+    {"SequenceLength", 1, 11, ts_onnx_op_sequence},
     {"Selu", 1, 6, ts_onnx_op_unary},
     {"Shape", 1, 1, ts_onnx_op_shape},
     {"Shrink", 1, 9, ts_onnx_op_composed_unary},
@@ -202,6 +209,7 @@ static const struct {
     {"Softsign", 1, 1, ts_onnx_op_composed_unary},
     {"SpaceToDepth", 1, 1, ts_onnx_op_depth_space},
     {"Split", 1, 13, ts_onnx_op_split},
+    {"SplitToSequence", 1, 11, ts_onnx_op_split_to_sequence},
     {"Sqrt", 1, 6, ts_onnx_op_unary},
     {"Squeeze", 1, 1, ts_onnx_op_squeeze_unsqueeze},
     {"Sub", 2, 7, ts_onnx_op_binary},
@@ -469,6 +477,14 @@ static ts_status op_group_norm_chain(importer *im, node_io *io) {
     return ts_onnx_built(im, ts_group_norm(im->g, x, w, b, (int)shape_of(io->in[1])->d[0], c->eps), &io->out[0]);
 }
 
+/* The name of the value a MatMul reads in place of its own Linear weight
+ * merged into another's (TS_TORCH_TRANSPOSED_COPY): the file's tensor,
+ * whose twin is the weight; no tensor of the graph is ever so named. */
+static const char *standin_name(const char *name, char *buf, size_t cap) {
+    snprintf(buf, cap, "%s (as the file stores it)", name);
+    return buf;
+}
+
 ts_status ts_onnx_import_node(importer *im, const Node *n, int index) {
     im->node = n;
     im->node_index = index;
@@ -523,14 +539,21 @@ ts_status ts_onnx_import_node(importer *im, const Node *n, int index) {
     }
     for (size_t f = 0; f < im->n_fix && im->depth == 0; f++) { /* a parameter's own copy in place of a merged one, a dropped bias */
         const ts_torch_fix *x = &im->fix[f];
-        if ((x->kind != TS_TORCH_COPY && x->kind != TS_TORCH_ZERO_BIAS) || x->node != (size_t)index || x->input >= MAX_NODE_IO) continue;
-        value *v = ts_onnx_lookup(im, x->name);
+        if ((x->kind != TS_TORCH_COPY && x->kind != TS_TORCH_ZERO_BIAS && x->kind != TS_TORCH_TRANSPOSED_COPY) || x->node != (size_t)index ||
+            x->input >= MAX_NODE_IO)
+            continue;
+        char standin[600];
+        value *v = ts_onnx_lookup(im, x->kind == TS_TORCH_TRANSPOSED_COPY ? standin_name(x->name, standin, sizeof standin) : x->name);
         if (!v) continue;
         io.in[x->input] = v;
         if ((int)x->input >= io.n_in) io.n_in = (int)x->input + 1;
     }
     for (int i = 0; i < required; i++)
         if (i >= io.n_in || !io.in[i]) return ts_onnx_node_error(im, TS_ERR_FORMAT, "input %d is required but missing", i);
+    for (int i = 0; i < io.n_in; i++)
+        if (io.in[i] && io.in[i]->seq && !ts_onnx_takes_sequences(n->op_type))
+            return ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "its input %d ('%s') is a sequence; tensorscope reads sequences in the Sequence ops, "
+                                      "ConcatFromSequence and Loop, and %s takes tensors", i, n->input[i], n->op_type);
     char scope[512]; /* the module a dynamo export's node came from, or the scope of its name (TorchScript's /layer1/0/conv1/Conv) */
     if (!ts_torch_scope(n, scope, sizeof scope)) scope_of(n->name, scope, sizeof scope);
     ts_graph_at(im->g, im->file, im->top_index); /* a body's node: at the node that holds the body */
@@ -561,7 +584,7 @@ ts_status ts_onnx_import_node(importer *im, const Node *n, int index) {
         if (!st && o->t && n->output[i] && *n->output[i]) st = ts_graph_add_alias(im->g, n->output[i], o->t);
         /* an output the op does not compute (Dropout's mask, ...) stays
          * undefined: a node that reads it fails with a clear message */
-        if (!st && n->output[i] && *n->output[i] && (o->t || o->c.v)) st = ts_onnx_define(im, n->output[i], o);
+        if (!st && n->output[i] && *n->output[i] && (o->t || o->c.v || o->seq)) st = ts_onnx_define(im, n->output[i], o);
         else ts_const_free(&o->c);
     }
     for (int i = 0; i < io.n_out && !st; i++) {
@@ -857,6 +880,19 @@ static ts_status torch_names(importer *im, const TensorscopeOnnx__GraphProto *gp
                 v->twin = NULL;
             break;
         }
+        case TS_TORCH_TRANSPOSED_COPY: { /* the parameter, and the value the MatMul reads: the file's tensor, its twin the parameter */
+            ts_const_attrs at = {.n_perm = -1};
+            const ts_const *in = &v->c;
+            value *w = NULL;
+            if (!(st = ts_onnx_decoded(im, v)) && !(st = ts_const_op("Transpose", &in, 1, &at, &c))) w = torch_param(im, x->name, v->param, &c, &st);
+            ts_const_free(&v->c);
+            char standin[600];
+            const char *kept = w ? ts_graph_keep_string(im->g, standin_name(x->name, standin, sizeof standin)) : NULL;
+            value sv = {.param = v->param, .twin = w, .c = {.dtype = v->c.dtype, .shape = v->c.shape}};
+            if (w && (!w->param || w->c.shape.ndim != 2 || w->c.shape.d[0] != v->c.shape.d[1] || w->c.shape.d[1] != v->c.shape.d[0])) break;
+            if (w && !st) st = kept ? ts_onnx_define(im, kept, &sv) : TS_ERR_OUT_OF_MEMORY;
+            break;
+        }
         case TS_TORCH_ZERO_BIAS: {
             ts_shape s = {.ndim = 1, .d = {x->length}};
             if (!(st = ts_const_fill(&s, TS_ONNX_FLOAT, 0.0, &c))) torch_param(im, x->name, v->param, &c, &st);
@@ -935,6 +971,9 @@ static ts_status import_graph(importer *im, const TensorscopeOnnx__ModelProto *m
             return ts_error(TS_ERR_UNSUPPORTED, "%s: graph output '%s' is an output of a %s node that tensorscope does not compute", im->path,
                             name, op);
         if (!v) return ts_error(TS_ERR_FORMAT, "%s: graph output '%s' is computed by no node", im->path, name ? name : "?");
+        if (v->seq)
+            return ts_error(TS_ERR_UNSUPPORTED, "%s: graph output '%s' is a sequence; tensorscope's graph outputs are tensors (a ConcatFromSequence "
+                            "of it is one)", im->path, name);
         /* an output that folded to a constant is returned as that constant */
         ts_tensor *t = v->t ? v->t : ts_onnx_as_tensor(im, v, &st);
         if (!t) return st;
@@ -1049,6 +1088,7 @@ ts_status ts_onnx_import_bytes(ts_graph **out, const uint8_t *bytes, size_t n, c
     }
     ts_free(im.v);
     ts_free(im.hash);
+    ts_onnx_seqs_free(&im);
     ts_strmap_free(&im.uses);
     ts_torch_fixes_free(im.fix, im.n_fix);
     ts_free(im.chain);

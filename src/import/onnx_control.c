@@ -1,6 +1,7 @@
 /* onnx_control.c -- control flow: If (its branch chosen at import), Loop and
  * Scan (their body imported once per iteration, the carried values threaded,
- * the scan outputs stacked). */
+ * the scan outputs stacked), and the sequences a Loop builds (SequenceEmpty,
+ * SequenceInsert, ConcatFromSequence, ...), lists known at import. */
 #include "import/onnx_ops.h"
 
 #include <math.h>
@@ -27,6 +28,10 @@ static const TensorscopeOnnx__GraphProto *attr_graph(const importer *im, const c
  * it: a graph tensor (a parameter's, made now) or a copy of a constant. */
 static ts_status carried(importer *im, value *v, value *out) {
     memset(out, 0, sizeof *out);
+    if (v->seq) { /* a sequence never changes: the same one */
+        out->seq = v->seq;
+        return TS_OK;
+    }
     if (v->t || v->param) {
         ts_status st = TS_OK;
         out->t = ts_onnx_as_tensor(im, v, &st);
@@ -99,7 +104,7 @@ static ts_status import_body(importer *im, const TensorscopeOnnx__GraphProto *gp
     for (size_t o = 0; o < gp->n_output; o++) {
         const char *name = gp->output[o]->name;
         value *v = name && *name ? ts_onnx_lookup(im, name) : NULL;
-        if (!v || (!v->t && !v->param && !v->c.v && ts_shape_numel(&v->c.shape) > 0))
+        if (!v || (!v->t && !v->param && !v->seq && !v->c.v && ts_shape_numel(&v->c.shape) > 0))
             st = ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "output %zu '%s' of its %s is computed by no node tensorscope imports", o,
                                     name ? name : "", what);
         else st = carried(im, v, &out[o]);
@@ -164,12 +169,13 @@ static ts_status stack(importer *im, value *parts, int64_t n, int64_t axis, bool
     return st;
 }
 
-/* x's slice at `at` along `axis`, without that axis: Scan's inputs. */
-static ts_status slice_at(importer *im, value *x, int axis, int64_t at, value *out) {
+/* x's `len` slices from `at` along `axis`, that axis kept (`keep`) or, of
+ * one slice, dropped: Scan's inputs, SplitToSequence's parts. */
+static ts_status slice_along(importer *im, value *x, int axis, int64_t at, int64_t len, bool keep, value *out) {
     const ts_shape *s = shape_of(x);
-    ts_shape r = {.ndim = s->ndim - 1};
+    ts_shape r = {.ndim = keep ? s->ndim : s->ndim - 1};
     for (int d = 0, k = 0; d < s->ndim; d++)
-        if (d != axis) r.d[k++] = s->d[d];
+        if (keep || d != axis) r.d[k++] = d == axis ? len : s->d[d];
     memset(out, 0, sizeof *out);
     if (is_const(x) && !x->param) {
         int64_t inner = 1, outer = 1;
@@ -179,13 +185,13 @@ static ts_status slice_at(importer *im, value *x, int axis, int64_t at, value *o
         }
         ts_status st = ts_const_fill(&r, x->c.dtype, 0, &out->c);
         for (int64_t o = 0; !st && o < outer; o++)
-            memcpy(out->c.v + o * inner, x->c.v + (o * s->d[axis] + at) * inner, (size_t)inner * sizeof(double));
+            memcpy(out->c.v + o * len * inner, x->c.v + (o * s->d[axis] + at) * inner, (size_t)(len * inner) * sizeof(double));
         return ts_onnx_fold_result(im, st);
     }
     ts_status st = TS_OK;
-    ts_tensor *t = ts_onnx_as_tensor(im, x, &st), *one = t ? ts_slice(im->g, t, axis, at, 1) : NULL;
-    if (t && !one) st = ts_graph_status(im->g);
-    return one ? ts_onnx_built(im, ts_reshape(im->g, one, r.ndim, r.d), out) : st;
+    ts_tensor *t = ts_onnx_as_tensor(im, x, &st), *part = t ? ts_slice(im->g, t, axis, at, len) : NULL;
+    if (t && !part) st = ts_graph_status(im->g);
+    return part ? ts_onnx_built(im, keep ? part : ts_reshape(im->g, part, r.ndim, r.d), out) : st;
 }
 
 ts_status ts_onnx_op_if(importer *im, node_io *io) {
@@ -298,6 +304,181 @@ ts_status ts_onnx_op_loop(importer *im, node_io *io) {
     return st;
 }
 
+/* -------------------------------------------------------------- sequences */
+
+/* ONNX's sequences hold the values a Loop's body adds one per iteration
+ * (the dynamo exporter's EmbeddingBag: SequenceEmpty, SequenceInsert in
+ * the body, ConcatFromSequence after). The Loop unrolled, each is a list
+ * known at import: its values are graph tensors or constants, and
+ * ConcatFromSequence is a Concat (or stack) of them. */
+
+bool ts_onnx_takes_sequences(const char *op_type) {
+    return strncmp(op_type, "Sequence", 8) == 0 || strcmp(op_type, "ConcatFromSequence") == 0 || strcmp(op_type, "Loop") == 0;
+}
+
+void ts_onnx_seqs_free(importer *im) {
+    for (size_t i = 0; i < im->n_seqs; i++) {
+        free_values(im->seqs[i].items, (int)im->seqs[i].n);
+        ts_free(im->seqs[i].items);
+    }
+    ts_free(im->seqs);
+    im->seqs = NULL;
+    im->n_seqs = im->cap_seqs = 0;
+}
+
+/* The sequence input `i` is, or an error. */
+static ts_status seq_in(importer *im, node_io *io, int i, ts_onnx_seq **out) {
+    value *v = io->in[i];
+    if (!v || !v->seq || v->seq > im->n_seqs)
+        return ts_onnx_node_error(im, TS_ERR_FORMAT, "its input %d ('%s') is %s; %s takes a sequence there", i, im->node->input[i],
+                                  v ? "a tensor" : "missing", im->node->op_type);
+    *out = &im->seqs[v->seq - 1];
+    return TS_OK;
+}
+
+/* A position in a sequence of n values (input i, a constant scalar;
+ * negative: from the end), in [0, n] where `end` (an insert), [0, n)
+ * otherwise; absent: `def`. */
+static ts_status seq_position(importer *im, node_io *io, int i, int64_t n, bool end, int64_t def, int64_t *out) {
+    *out = def;
+    if (io->n_in <= i || !io->in[i]) return TS_OK;
+    double p;
+    ts_status st = TS_OK;
+    if (!ts_onnx_setting_scalar(im, io->in[i], &p, &st))
+        return st ? st : ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "its position ('%s') is computed from the graph's tensors; tensorscope "
+                                            "builds sequences at import, at constant positions", im->node->input[i]);
+    int64_t at = p != floor(p) || !(fabs(p) <= (double)n) ? -1 : p < 0 ? (int64_t)p + n : (int64_t)p;
+    if (at < 0 || at > (end ? n : n - 1))
+        return ts_onnx_node_error(im, TS_ERR_FORMAT, "its position %g is outside the sequence of %lld values", p, (long long)n);
+    *out = at;
+    return TS_OK;
+}
+
+/* A new sequence into *out: the values from[0..n) but for the one at
+ * `skip` (-1: none), `extra` (NULL: none) placed at `at`. */
+static ts_status seq_make(importer *im, const value *from, int64_t n, int64_t skip, value *extra, int64_t at, value *out) {
+    if (ts_grow((void **)&im->seqs, &im->cap_seqs, im->n_seqs + 1, sizeof *im->seqs)) return TS_ERR_OUT_OF_MEMORY;
+    int64_t total = n - (skip >= 0) + (extra != NULL), k = 0;
+    value *items = ts_malloc((size_t)(total ? total : 1) * sizeof *items);
+    if (!items) return TS_ERR_OUT_OF_MEMORY;
+    ts_status st = TS_OK;
+    for (int64_t i = 0; !st && i <= n; i++) {
+        if (extra && i == at) st = carried(im, extra, &items[k++]);
+        if (!st && i < n && i != skip) st = carried(im, (value *)&from[i], &items[k++]);
+    }
+    if (st) {
+        free_values(items, (int)k);
+        ts_free(items);
+        return st;
+    }
+    im->seqs[im->n_seqs++] = (ts_onnx_seq){items, total};
+    memset(out, 0, sizeof *out);
+    out->seq = im->n_seqs;
+    return TS_OK;
+}
+
+/* SequenceEmpty, SequenceConstruct, SequenceInsert, SequenceErase,
+ * SequenceAt and SequenceLength. */
+ts_status ts_onnx_op_sequence(importer *im, node_io *io) {
+    const char *op = im->node->op_type + 8;
+    ts_onnx_seq *s = NULL;
+    int64_t at;
+    ts_status st;
+    if (strcmp(op, "Empty") == 0) return seq_make(im, NULL, 0, -1, NULL, 0, &io->out[0]);
+    if (strcmp(op, "Construct") == 0) {
+        value parts[MAX_NODE_IO];
+        for (int i = 0; i < io->n_in; i++) {
+            if (!io->in[i] || io->in[i]->seq) return ts_onnx_node_error(im, TS_ERR_FORMAT, "its input %d is %s; it takes tensors", i, io->in[i] ? "a sequence" : "missing");
+            parts[i] = *io->in[i];
+        }
+        return seq_make(im, parts, io->n_in, -1, NULL, 0, &io->out[0]);
+    }
+    if ((st = seq_in(im, io, 0, &s))) return st;
+    if (strcmp(op, "Length") == 0) return scalar_value(im, TS_ONNX_INT64, (double)s->n, &io->out[0]);
+    if (strcmp(op, "Insert") == 0) {
+        if (io->in[1]->seq) return ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "its input 1 is a sequence; tensorscope inserts tensors");
+        return (st = seq_position(im, io, 2, s->n, true, s->n, &at)) ? st : seq_make(im, s->items, s->n, -1, io->in[1], at, &io->out[0]);
+    }
+    if (s->n == 0) return ts_onnx_node_error(im, TS_ERR_FORMAT, "its sequence is empty");
+    if (strcmp(op, "Erase") == 0) return (st = seq_position(im, io, 1, s->n, false, s->n - 1, &at)) ? st : seq_make(im, s->items, s->n, at, NULL, 0, &io->out[0]);
+    if ((st = seq_position(im, io, 1, s->n, false, 0, &at))) return st; /* SequenceAt */
+    return carried(im, &s->items[at], &io->out[0]);
+}
+
+/* SplitToSequence: x's parts along `axis`, of the sizes `split` gives (a
+ * constant: a scalar, every part that long but the last, or a list), or
+ * each one long, the axis dropped unless keepdims. */
+ts_status ts_onnx_op_split_to_sequence(importer *im, node_io *io) {
+    value *x = io->in[0], *sv = io->n_in > 1 ? io->in[1] : NULL;
+    const ts_shape *s = shape_of(x);
+    int axis, keep;
+    ts_status st = ts_onnx_attr_axis(im, "axis", 0, s->ndim, false, &axis);
+    if (st || (st = ts_onnx_attr_int32(im, "keepdims", 1, 0, 1, &keep))) return st;
+    if (sv && (st = ts_onnx_decoded(im, sv))) return st;
+    if (sv && (!is_const(sv) || sv->seq || sv->c.shape.ndim > 1))
+        return ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "its split ('%s') must be a constant scalar or list%s", im->node->input[1], ts_onnx_bind_hint(sv));
+    int64_t dim = s->d[axis], n = sv ? (sv->c.shape.ndim ? sv->c.shape.d[0] : 0) : dim, chunk = 1;
+    if (sv && !sv->c.shape.ndim) { /* a scalar: parts of that length, the last what is left */
+        double c = sv->c.v[0];
+        if (!(c >= 1) || c != floor(c)) return ts_onnx_node_error(im, TS_ERR_FORMAT, "its split %g is not a positive length", c);
+        chunk = c < (double)dim ? (int64_t)c : dim;
+        n = (dim + chunk - 1) / chunk;
+    }
+    value *parts = ts_malloc((size_t)(n ? n : 1) * sizeof *parts);
+    if (!parts) return TS_ERR_OUT_OF_MEMORY;
+    int64_t at = 0, made = 0;
+    for (; !st && made < n; made++) {
+        double want = sv && sv->c.shape.ndim ? sv->c.v[made] : (double)(chunk < dim - at ? chunk : dim - at);
+        int64_t len = want >= 1 && want <= (double)(dim - at) && want == floor(want) ? (int64_t)want : -1;
+        if (len < 1)
+            st = ts_onnx_node_error(im, TS_ERR_FORMAT, "its split does not cut the %lld along axis %d into positive parts", (long long)dim, axis);
+        else st = slice_along(im, x, axis, at, len, sv || keep, &parts[made]);
+        at += len;
+    }
+    if (!st && at != dim)
+        st = ts_onnx_node_error(im, TS_ERR_FORMAT, "its split sums to %lld, not the %lld along axis %d", (long long)at, (long long)dim, axis);
+    if (!st) st = seq_make(im, parts, n, -1, NULL, 0, &io->out[0]);
+    free_values(parts, (int)made);
+    ts_free(parts);
+    return st;
+}
+
+/* ConcatFromSequence: the values joined along `axis`, or stacked along a
+ * new one (new_axis 1); values of one shape through stack (constants
+ * folded), others a Concat of graph tensors. */
+ts_status ts_onnx_op_concat_from_sequence(importer *im, node_io *io) {
+    ts_onnx_seq *s = NULL;
+    int new_axis;
+    ts_status st = seq_in(im, io, 0, &s);
+    if (st || (st = ts_onnx_attr_int32(im, "new_axis", 0, 0, 1, &new_axis))) return st;
+    if (!ts_onnx_attr(im, "axis")) return ts_onnx_node_error(im, TS_ERR_FORMAT, "its attribute 'axis' is missing");
+    if (s->n == 0) return ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "its sequence is empty, so the shape of its result is not known at import");
+    const ts_shape *p = shape_of(&s->items[0]);
+    int axis;
+    if ((st = ts_onnx_attr_axis(im, "axis", 0, p->ndim + new_axis, false, &axis))) return st;
+    if (new_axis) return stack(im, s->items, s->n, axis, false, "its result", &io->out[0]);
+    bool alike = true;
+    for (int64_t i = 1; alike && i < s->n; i++) alike = ts_shape_equal(shape_of(&s->items[i]), p);
+    if (alike) { /* stacked at axis, that axis and the next merged */
+        ts_shape to = *p;
+        to.d[axis] *= s->n;
+        value *out = &io->out[0];
+        if ((st = stack(im, s->items, s->n, axis, false, "its result", out))) return st;
+        if (!out->t) {
+            out->c.shape = to;
+            return TS_OK;
+        }
+        out->t = ts_reshape(im->g, out->t, to.ndim, to.d);
+        return out->t ? TS_OK : ts_graph_status(im->g);
+    }
+    ts_tensor **xs = ts_malloc((size_t)s->n * sizeof *xs);
+    if (!xs) return TS_ERR_OUT_OF_MEMORY;
+    for (int64_t i = 0; !st && i < s->n; i++) xs[i] = ts_onnx_as_tensor(im, &s->items[i], &st);
+    if (!st) st = ts_onnx_built(im, ts_concat(im->g, xs, (int)s->n, axis), &io->out[0]);
+    ts_free(xs);
+    return st;
+}
+
 /* Scan's iterations over seq[0..n_seq) (their sequences along in_axes,
  * from the end where in_rev), the states state[0..n_state) threaded:
  * out[0..n_state) the final states, then n_scan_out scan outputs stacked
@@ -330,7 +511,7 @@ static ts_status scan_unrolled(importer *im, const TensorscopeOnnx__GraphProto *
         for (int i = 0; i < n_state; i++) in[i] = &state[i];
         for (; !st && sliced < n_seq; sliced++) {
             in[n_state + sliced] = &slices[sliced];
-            st = slice_at(im, seq[sliced], (int)axes[sliced], in_rev[sliced] ? len - 1 - t : t, &slices[sliced]);
+            st = slice_along(im, seq[sliced], (int)axes[sliced], in_rev[sliced] ? len - 1 - t : t, 1, false, &slices[sliced]);
         }
         char what[64];
         snprintf(what, sizeof what, "body (iteration %lld)", (long long)t);
@@ -402,7 +583,7 @@ ts_status ts_onnx_op_scan(importer *im, node_io *io) {
         int k = 0;
         for (; !st && k < io->n_in - first; k++) {
             row_in[k] = &part[k];
-            st = slice_at(im, io->in[first + k], 0, b, &part[k]);
+            st = slice_along(im, io->in[first + k], 0, b, 1, false, &part[k]);
         }
         if (!st) st = scan_unrolled(im, gp, row_in, n_state, row_in + n_state, n_in_scan, in_axes, in_rev, n_out_scan, out_axes, out_rev, outs);
         free_values(part, k);

@@ -220,13 +220,24 @@ static ts_status pool_window(importer *im, ts_tensor *x, window *w, bool max, bo
         if (y && idx) idx = ts_reshape(im->g, idx, 3, s3);
     } else if (r == 2) {
         y = pool_axes(im, x, &win, 0, 1, max, exclude, ceil_mode, indices, &idx);
-    } else {
+    } else { /* indices: each row's winner (its flat position in x, [N,C*D,H,W] being x), then D's winner among the rows', read there */
+        ts_tensor *rows = NULL, *at = NULL;
         y = ts_reshape(im->g, x, 4, (int64_t[]){d[0], d[1] * d[2], d[3], d[4]});
-        y = y ? pool_axes(im, y, &win, 1, 2, max, exclude, ceil_mode, 0, NULL) : NULL;
+        y = y ? pool_axes(im, y, &win, 1, 2, max, exclude, ceil_mode, indices ? 1 : 0, &rows) : NULL;
         int64_t OH = y ? y->shape.d[2] : 0, OW = y ? y->shape.d[3] : 0;
         if (y) y = ts_reshape(im->g, y, 4, (int64_t[]){d[0], d[1], d[2], OH * OW});
-        y = y ? pool_axes(im, y, &win, 0, -1, max, exclude, ceil_mode, 0, NULL) : NULL;
-        if (y) y = ts_reshape(im->g, y, 5, (int64_t[]){d[0], d[1], y->shape.d[2], OH, OW});
+        y = y ? pool_axes(im, y, &win, 0, -1, max, exclude, ceil_mode, indices ? 1 : 0, &at) : NULL;
+        int64_t s5[5] = {d[0], d[1], y ? y->shape.d[2] : 0, OH, OW};
+        if (y) y = ts_reshape(im->g, y, 5, s5);
+        if (y && indices) { /* a window of padding only (-1) stays -1 */
+            ts_graph *g = im->g;
+            ts_tensor *none = ts_onnx_scalar_constant(im, "NoWinner", -1.0f);
+            int64_t n = ts_shape_numel(&rows->shape);
+            ts_tensor *from = ts_gather(g, ts_reshape(g, rows, 1, (int64_t[]){n}), ts_unary(g, "CastIndex", at, 0.0f, (float)(n - 1)), 0);
+            idx = none ? ts_where(g, ts_binary(g, "Less", at, ts_onnx_scalar_constant(im, "Zero", 0.0f)), none, from) : NULL;
+            if (idx) idx = ts_reshape(g, idx, 5, s5);
+            if (!idx) y = NULL;
+        }
     }
     *out = y;
     if (out_idx) *out_idx = idx;
@@ -234,11 +245,12 @@ static ts_status pool_window(importer *im, ts_tensor *x, window *w, bool max, bo
 }
 
 /* MaxPool and AveragePool over 1, 2 or 3 spatial axes, MaxPool's Indices
- * (storage_order 0 or 1) over 1 or 2.
+ * (storage_order 0 or 1 over 1 or 2 axes, 0 over 3).
  * 1-D pools [N,C,L] as [N,C,1,L]; 3-D pools H,W of [N,C*D,H,W], then D of
  * [N,C,D,OH*OW]: a box's max is the max of its rows' maxes, and its mean
  * the mean of theirs, the divisors (taps inside the padded input, or inside
- * the input) being products over the axes. */
+ * the input) being products over the axes; its winner is the first row's
+ * (in D) holding the max, at that row's own winner (the first in H, W). */
 ts_status ts_onnx_op_pool(importer *im, node_io *io) {
     bool max = strcmp(im->node->op_type, "MaxPool") == 0, ceil_mode = false, include_pad = false;
     window win;
@@ -251,7 +263,8 @@ ts_status ts_onnx_op_pool(importer *im, node_io *io) {
     if (max && io->n_out > 1 && im->node->output[1] && *im->node->output[1]) {
         bool column_major;
         if ((st = ts_onnx_attr_flag(im, "storage_order", &column_major))) return st;
-        if (win.rank == 3) return ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "MaxPool's indices output is available for 1-D and 2-D windows, not 3-D");
+        if (win.rank == 3 && column_major)
+            return ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "MaxPool's indices of a 3-D window are available in storage_order 0 (row-major), not 1");
         indices = column_major ? 2 : 1;
     }
     ts_tensor *x = as_f32(im, io->in[0], &st), *y = NULL, *idx = NULL; /* integers pooled as f32 */

@@ -232,8 +232,83 @@ void ts_onnx_fill_scatter_mask(const void *ctx, float *v) {
     for (int64_t i = 0; i < c->n; i++) v[i] = c->src[i] >= 0;
 }
 
+/* [n, n]: 1 where the column's index is past the row's */
+static void fill_later(const void *ctx, float *v) {
+    int64_t n = *(const int64_t *)ctx;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < n; j++) v[i * n + j] = j > i;
+}
+
+/* The most elements of the [index rows, positions] comparison by which
+ * ScatterND writes indices the graph computes (256 MiB of f32). */
+#define SCATTER_COMPUTED_MAX ((int64_t)1 << 26)
+
+/* ScatterND of indices the graph computes (MaxUnpool's, from MaxPool's
+ * winners), reduction none or add: each index row's flat position among
+ * the q indexed dims (negative ones counted from their dim; the rows times
+ * the constant strides, exact below 2^24) compared with every position,
+ * hit [rows, M]; with reduction none a row that a later row writes over
+ * is dropped (the last write stays, as with constant indices). The
+ * updates reach the positions by hit^T x updates [rows, inner] (the
+ * gradient flows back to them), the data stays where no row writes (none)
+ * or takes their sum (add). An index outside its dim is an error at run,
+ * as in a Gather. */
+static ts_status scatter_nd_computed(importer *im, node_io *io, int red, ts_tensor *x, ts_tensor *u, ts_tensor **out) {
+    ts_status st = TS_OK;
+    ts_graph *g = im->g;
+    if (red > 1)
+        return ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "its indices ('%s') are computed from the graph's tensors: tensorscope writes those with "
+                                  "reduction none or add, not mul, max or min (constant indices take every reduction)", io->in[1]->name);
+    ts_tensor *idx = as_f32(im, io->in[1], &st);
+    if (!idx) return st;
+    const ts_shape *xs = &x->shape, *is = &idx->shape, *us = &u->shape;
+    int r = xs->ndim, mr = is->ndim, q = mr ? (int)is->d[mr - 1] : 0;
+    bool fits = mr >= 1 && q >= 1 && q <= r && us->ndim == mr - 1 + r - q;
+    for (int d = 0; fits && d < us->ndim; d++) fits = us->d[d] == (d < mr - 1 ? is->d[d] : xs->d[d - (mr - 1) + q]);
+    if (!fits) return ts_onnx_node_error(im, TS_ERR_SHAPE, "its indices, updates and data do not fit together (ScatterND: updates are indices.shape[:-1] + data.shape[q:])");
+    int64_t M = 1, inner = 1, rows = ts_shape_numel(is) / q;
+    for (int d = 0; d < r; d++) *(d < q ? &M : &inner) *= xs->d[d];
+    if ((double)rows * (double)(M + (red ? 0 : rows)) > (double)SCATTER_COMPUTED_MAX)
+        return ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "its indices ('%s') are computed from the graph's tensors, which tensorscope writes by "
+                                  "comparing each of the %lld index rows with each of the %lld positions; that is more than %lld comparisons: "
+                                  "compute the indices at export (constants), or scatter fewer rows", io->in[1]->name, (long long)rows,
+                                  (long long)M, (long long)SCATTER_COMPUTED_MAX);
+    ts_tensor *strides = ts_onnx_computed_constant(im, "Strides", &(ts_shape){.ndim = 2, .d = {q, 1}}, fill_strides, &(strides_ctx){q, xs->d, false}, &st);
+    ts_tensor *dims = strides ? ts_onnx_computed_constant(im, "Dims", &(ts_shape){.ndim = 1, .d = {q}}, fill_strides, &(strides_ctx){q, xs->d, true}, &st) : NULL;
+    ts_tensor *pos = dims ? ts_onnx_iota_along(im, M, 0, 1, &st) : NULL, *zero = pos ? ts_onnx_scalar_constant(im, "Zero", 0.0f) : NULL;
+    if (!zero) return st ? st : ts_graph_status(g);
+    idx = ts_reshape(g, idx, 2, (int64_t[]){rows, q});
+    idx = ts_add(g, idx, ts_mul(g, ts_binary(g, "Less", idx, zero), dims));
+    ts_tensor *flat = idx ? ts_onnx_matmul_2d(im, idx, strides, false, &st) : NULL; /* [rows, 1] */
+    if (!flat) return st ? st : ts_graph_status(g);
+    /* a row with an index outside its dim goes to M, past the positions, which the Gather of
+     * the positions there refuses at run as it refuses any index outside its table */
+    int one = 1;
+    ts_tensor *outside = ts_reduce_max(g, ts_add(g, ts_binary(g, "Less", idx, zero), ts_binary(g, "GreaterOrEqual", idx, dims)), 1, &one, 1);
+    flat = ts_where(g, outside, ts_onnx_scalar_constant(im, "Past", (float)M), flat);
+    flat = flat ? ts_graph_indices(g, ts_reshape(g, flat, 1, (int64_t[]){rows})) : NULL;
+    flat = flat ? ts_reshape(g, ts_gather(g, pos, flat, 0), 2, (int64_t[]){rows, 1}) : NULL;
+    if (!flat) return ts_graph_status(g);
+    ts_tensor *hit = ts_binary(g, "Equal", flat, ts_reshape(g, pos, 2, (int64_t[]){1, M}));
+    if (!red) { /* drop a row that a later one writes over */
+        ts_tensor *later = ts_onnx_computed_constant(im, "Later", &(ts_shape){.ndim = 2, .d = {rows, rows}}, fill_later, &rows, &st);
+        if (!later) return st;
+        ts_tensor *same = ts_binary(g, "Equal", flat, ts_reshape(g, flat, 2, (int64_t[]){1, rows}));
+        ts_tensor *over = ts_reduce_max(g, ts_mul(g, same, later), 1, &one, 1);
+        hit = ts_where(g, over, zero, hit);
+    }
+    int first = 0;
+    ts_tensor *written = ts_reshape(g, ts_reduce_max(g, hit, 1, &first, 1), 2, (int64_t[]){M, 1});
+    ts_tensor *moved = ts_matmul_batched(g, hit, ts_reshape(g, u, 2, (int64_t[]){rows, inner}), 1, 0); /* [M, inner] */
+    ts_tensor *y = ts_reshape(g, x, 2, (int64_t[]){M, inner});
+    y = red ? ts_add(g, y, moved) : ts_where(g, written, moved, y);
+    if ((st = ts_onnx_graph_status(g, y))) return st;
+    *out = y;
+    return TS_OK;
+}
+
 /* ScatterND and ScatterElements (and the old Scatter) with constant
- * indices (input 1): the flat data position each update element goes to
+ * indices (input 1; ScatterND's computed ones: scatter_nd_computed): the flat data position each update element goes to
  * is computed at import; the updates then reach the data in layers, each
  * a Gather of the updates at the positions it writes and a Where of its
  * mask, a position written k times in k layers: reduction none keeps the
@@ -247,12 +322,17 @@ ts_status ts_onnx_op_scatter(importer *im, node_io *io) {
     ts_tensor *x0 = ts_onnx_as_tensor(im, io->in[0], &st), *x = ts_onnx_f32_of(im, x0, &st), *u = x ? as_f32(im, io->in[2], &st) : NULL;
     if (!u || (st = ts_onnx_decoded(im, io->in[1]))) return st;
     value *iv = io->in[1];
-    if (!is_const(iv))
-        return ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "its indices ('%s') must be a constant%s", iv->name, ts_onnx_bind_hint(iv));
     static const char *const reductions[] = {"none", "add", "mul", "max", "min"};
     const Attr *ra = ts_onnx_attr(im, "reduction");
     int red = ra ? ts_onnx_attr_choice(ra, reductions, 5) : 0, axis = 0;
     if (red == 5) return ts_onnx_node_error(im, TS_ERR_FORMAT, "reduction '%.*s' is not none, add, mul, max or min", (int)ra->s.len, (const char *)ra->s.data);
+    if (!is_const(iv) && nd) {
+        ts_tensor *y = NULL;
+        if ((st = scatter_nd_computed(im, io, red, x, u, &y))) return st;
+        return ts_onnx_built(im, ts_onnx_as_dtype_of(im, ts_reshape(g, y, x->shape.ndim, x->shape.d), x0), &io->out[0]);
+    }
+    if (!is_const(iv))
+        return ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "its indices ('%s') must be a constant%s", iv->name, ts_onnx_bind_hint(iv));
     const ts_shape *xs = &x->shape, *is = &iv->c.shape, *us = &u->shape;
     int r = xs->ndim;
     if (!nd && (st = ts_onnx_attr_axis(im, "axis", 0, r, false, &axis))) return st;

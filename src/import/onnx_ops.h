@@ -100,7 +100,17 @@ typedef struct value {
     /* The PyTorch parameter whose transpose this initializer is (a
      * Linear's weight the dynamo exporter stored as MatMul's B). */
     struct value *twin;
+    /* An ONNX sequence (SequenceEmpty, SequenceInsert, ...): 1 + its index
+     * in the importer's `seqs` (onnx_control.c); 0 for a tensor. */
+    size_t seq;
 } value;
+
+/* An ONNX sequence known at import: the values it holds (its own copies),
+ * never changed once made (SequenceInsert makes another). */
+typedef struct ts_onnx_seq {
+    value *items;
+    int64_t n;
+} ts_onnx_seq;
 
 typedef struct importer {
     ts_graph *g;
@@ -124,6 +134,8 @@ typedef struct importer {
     int depth;            /* of the branch or body being imported (0: the model's graph) */
     int top_index;        /* the node of the model's graph that holds it */
     size_t unrolled;      /* nodes imported from branches and bodies so far */
+    ts_onnx_seq *seqs;    /* the sequences made so far (value.seq), freed at the import's end */
+    size_t n_seqs, cap_seqs;
 } importer;
 
 typedef struct node_io {
@@ -313,6 +325,11 @@ ts_status ts_onnx_op_upsample(importer *im, node_io *io);
 /* onnx_control.c */
 ts_status ts_onnx_op_if(importer *im, node_io *io);
 ts_status ts_onnx_op_loop(importer *im, node_io *io);
+ts_status ts_onnx_op_sequence(importer *im, node_io *io);
+ts_status ts_onnx_op_concat_from_sequence(importer *im, node_io *io);
+ts_status ts_onnx_op_split_to_sequence(importer *im, node_io *io);
+bool ts_onnx_takes_sequences(const char *op_type);
+void ts_onnx_seqs_free(importer *im);
 ts_status ts_onnx_op_scan(importer *im, node_io *io);
 
 /* Whether the node's op is read at version `version` or newer: ONNX reads

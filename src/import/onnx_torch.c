@@ -182,7 +182,8 @@ static int merged_into(const plan *p, const struct TensorscopeOnnx__GraphProto *
 }
 
 /* Whether every reader of initializer k is a MatMul's B from aten.linear
- * whose FX call reads placeholder e. */
+ * whose FX call reads placeholder e, or whose call's weight (its first
+ * placeholder) the file holds nowhere (merged into k: equal values). */
 static bool only_linear_weight(const plan *p, const struct TensorscopeOnnx__GraphProto *gp, const char *init, int e) {
     int readers = 0;
     for (size_t i = 0; i < gp->n_node; i++) {
@@ -193,7 +194,7 @@ static bool only_linear_weight(const plan *p, const struct TensorscopeOnnx__Grap
             const char *t = fx_target(fx_of(n), &len);
             static const char linear[] = "torch.ops.aten.linear.default";
             if (j != 1 || !n->op_type || strcmp(n->op_type, "MatMul") != 0 || !t || len != sizeof linear - 1 ||
-                memcmp(t, linear, len) != 0 || index_of(p->params[i], p->n_params[i], e) < 0)
+                memcmp(t, linear, len) != 0 || (index_of(p->params[i], p->n_params[i], e) < 0 && (p->n_params[i] < 1 || p->held[p->params[i][0]])))
                 return false;
             readers++;
         }
@@ -235,7 +236,8 @@ static ts_status zero_bias(plan *p, const struct TensorscopeOnnx__GraphProto *gp
 }
 
 /* Node i's initializer inputs: a Linear weight stored transposed (pass 0;
- * where the file holds the weight too, a tied one, the MatMul reads that),
+ * where the file holds the weight too, a tied one, the MatMul reads that;
+ * another Linear's weight merged into it, its own transposed copy),
  * a merged initializer read in place of the node's own parameter (pass 1):
  * by its place among the FX call's placeholders, or as the one placeholder
  * of the call that nothing else holds. */
@@ -246,10 +248,17 @@ static ts_status plan_inputs(plan *p, const struct TensorscopeOnnx__GraphProto *
         if (k < 0) continue;
         int own = p->orig[k] ? ts_strmap_get(&p->by_ph, p->orig[k]) : -1, e;
         if (own >= 0 && index_of(p->params[i], p->n_params[i], own) >= 0) continue;
-        if (pass == 0 && own < 0 && (e = folded_single(p, p->folded[k])) >= 0 && (!p->taken[e] || p->held[e]) && gp->initializer[k]->n_dims == 2 &&
+        if (pass == 0 && own < 0 && (e = folded_single(p, p->folded[k])) >= 0 && gp->initializer[k]->n_dims == 2 &&
             only_linear_weight(p, gp, n->input[j], e)) {
-            p->taken[e] = true; /* one fix per initializer, however many MatMuls read it */
-            ts_status st = add_fix(p, TS_TORCH_TRANSPOSED, i, j, (size_t)k, 0, p->target[e]);
+            int w = index_of(p->params[i], p->n_params[i], e) >= 0 ? e : p->params[i][0]; /* the weight this MatMul's call reads */
+            ts_status st = TS_OK;
+            if (w == e && (!p->taken[e] || p->held[e])) { /* one fix per initializer, however many MatMuls read it */
+                p->taken[e] = true;
+                st = add_fix(p, TS_TORCH_TRANSPOSED, i, j, (size_t)k, 0, p->target[e]);
+            } else if (w != e && !p->taken[w]) { /* another Linear's weight of equal values, merged into k */
+                p->taken[w] = true;
+                st = add_fix(p, TS_TORCH_TRANSPOSED_COPY, i, j, (size_t)k, 0, p->target[w]);
+            }
             if (st) return st;
         }
         if (pass == 1 && own >= 0 && ((e = merged_into(p, gp, i, own, n->input[j])) >= 0 || (e = untaken(p, i)) >= 0)) {

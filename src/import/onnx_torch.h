@@ -38,6 +38,12 @@ typedef enum ts_torch_fix_kind {
      * of the Linear weight `name` (an initializer too where it is tied:
      * GPT-2's lm_head reads the embedding's) */
     TS_TORCH_TRANSPOSED,
+    /* node `node`, a MatMul of aten.linear, reads at input `input` the
+     * transposed initializer `init` of another Linear's weight in place of
+     * the transpose of its own weight `name` (merged: equal values, the
+     * copies of a fresh layer): name is a parameter of its own, of init's
+     * values transposed */
+    TS_TORCH_TRANSPOSED_COPY,
     /* node `node` (Gemm or Conv) lost its bias `name` of zeros, `length`
      * long, which goes back as its input `input` */
     TS_TORCH_ZERO_BIAS,

@@ -367,6 +367,11 @@ ts_tensor *ts_onnx_sample_of(importer *im, value *v, int64_t batch, ts_status *s
  * class token, token-type ids). */
 ts_tensor *ts_onnx_as_tensor(importer *im, value *v, ts_status *st) {
     if (v->t) return v->t;
+    if (v->seq) {
+        *st = ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "'%s' is a sequence where a tensor is read; tensorscope reads sequences in the Sequence "
+                                 "ops, ConcatFromSequence and Loop (ConcatFromSequence makes one a tensor)", v->name ? v->name : "");
+        return NULL;
+    }
     if (v->made) return v->made;
     const ts_shape *s = &v->c.shape;
     ts_tensor *one = v->sample || (s->ndim > 1 && input_of_batch(im, s->d[0])) ? ts_onnx_sample_of(im, v, s->d[0], st) : NULL;
@@ -387,7 +392,7 @@ const char *ts_onnx_bind_hint(const value *x) {
 
 /* Whether v is a constant scalar (any shape of one element), into *s. */
 bool ts_onnx_const_scalar(const value *v, double *s) {
-    if (!is_const(v) || v->param || ts_shape_numel(&v->c.shape) != 1) return false;
+    if (!is_const(v) || v->param || v->seq || ts_shape_numel(&v->c.shape) != 1) return false;
     *s = v->c.v[0];
     return true;
 }
@@ -470,7 +475,7 @@ ts_tensor *ts_onnx_scalar_constant(importer *im, const char *what, float v) {
  * constant, or an initializer of one element (the dynamo exporter stores
  * its constants so), never a trained parameter. false where it is neither. */
 bool ts_onnx_setting_scalar(importer *im, value *v, double *out, ts_status *st) {
-    if (!v || v->t || ts_shape_numel(&v->c.shape) != 1) return false;
+    if (!v || v->t || v->seq || ts_shape_numel(&v->c.shape) != 1) return false;
     if (v->param && (*st = ts_onnx_decoded(im, v))) return false;
     *out = v->c.v[0];
     return true;
