@@ -232,6 +232,22 @@ void ts_onnx_fill_scatter_mask(const void *ctx, float *v) {
     for (int64_t i = 0; i < c->n; i++) v[i] = c->src[i] >= 0;
 }
 
+/* ScatterND's computed rows: the strides of the q indexed dims as a [q, 1]
+ * column (their flat position a MatMul away), or the dims themselves */
+typedef struct strides_ctx {
+    int q;
+    const int64_t *d; /* the q indexed dims */
+    bool dims;        /* the dims themselves, not their strides */
+} strides_ctx;
+static void fill_strides(const void *ctx, float *v) {
+    const strides_ctx *c = ctx;
+    double stride = 1;
+    for (int j = c->q - 1; j >= 0; j--) {
+        v[j] = c->dims ? (float)c->d[j] : (float)stride;
+        stride *= (double)c->d[j];
+    }
+}
+
 /* [n, n]: 1 where the column's index is past the row's */
 static void fill_later(const void *ctx, float *v) {
     int64_t n = *(const int64_t *)ctx;
