@@ -2,7 +2,8 @@
  * random inputs through both kernel tables, the output, the float inputs
  * after the forward (buffers a forward updates) and the input gradients
  * (accumulated into the same random starting values) compared. Used by
- * tests/test_backend_ops.c with the op cases of tests/support/op_cases_*.c.
+ * tests/test_backend_ops.c with every op's generated cases
+ * (tests/support/op_gen.c) and the hand-written ones of tests/support/op_cases_*.c.
  *
  *     ts_op_checker c = {.dev = dev, .stream = stream};
  *     ts_graph *g = ts_graph_new(); ...build one node t on leaf inputs...
@@ -26,6 +27,7 @@ typedef struct ts_op_checker {
     bool ops_seen[TS_OP_COUNT]; /* ops with at least one case */
     bool ops_fd[TS_OP_COUNT];   /* ops with a case whose gradient was checked against finite differences */
     bool ops_no_fd[TS_OP_COUNT]; /* ops with a case that says why it is not (ts_op_case_opts.no_fd) */
+    bool ops_generated[TS_OP_COUNT]; /* ops with a generated case (ts_op_cases_generated) */
 } ts_op_checker;
 
 typedef struct ts_op_case_opts {
@@ -54,9 +56,13 @@ typedef struct ts_op_case_opts {
  * and are not moved; outputs that are not finite are left out of L. */
 void ts_op_check(ts_op_checker *c, const char *label, const ts_tensor *t, const ts_op_case_opts *opts);
 
-/* The op cases, one function per family (tests/support/op_cases_*.c):
- * each builds its graphs and calls ts_op_check for every op of the family
- * with the shapes and attributes worth checking. */
+/* Every op of the table that computes, from its row's sample (ops.h's
+ * ts_op_sample) at a sweep of sizes (tests/support/op_gen.c); a row none
+ * of whose sizes builds fails, named. A new op needs no case of its own. */
+void ts_op_cases_generated(ts_op_checker *c);
+/* The hand-written cases, one function per family (tests/support/op_cases_*.c):
+ * what the generated ones do not reach (special values, edge attributes
+ * and shapes), each built and run through ts_op_check. */
 void ts_op_cases_core(ts_op_checker *c);
 void ts_op_cases_broadcast(ts_op_checker *c);
 void ts_op_cases_tensor(ts_op_checker *c);
