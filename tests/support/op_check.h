@@ -24,7 +24,6 @@ typedef struct ts_op_checker {
     uint64_t seed;
     int checked;           /* cases run */
     int failures;          /* comparisons that failed (check.h's counters are per file: main checks this) */
-    bool ops_seen[TS_OP_COUNT]; /* ops with at least one case */
     bool ops_fd[TS_OP_COUNT];   /* ops with a case whose gradient was checked against finite differences */
     bool ops_no_fd[TS_OP_COUNT]; /* ops with a case that says why it is not (ts_op_case_opts.no_fd) */
     bool ops_generated[TS_OP_COUNT]; /* ops with a generated case (ts_op_cases_generated) */
