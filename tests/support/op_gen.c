@@ -73,6 +73,7 @@ static bool sample_shapes(ts_op op, int s, int n, size *in, char *label, size_t 
     size x = sweeps[sp->rank][s];
     if (cls == TS_SAMPLE_CHANNELS) x = channels[s];
     if (cls == TS_SAMPLE_LABELS) x = labels[s];
+    if (!x.nd) return false; /* no such size at this rank */
     in[0] = x;
     switch (cls) {
     case TS_SAMPLE_AUTO:
@@ -130,14 +131,12 @@ static bool sample_shapes(ts_op op, int s, int n, size *in, char *label, size_t 
         in[1] = (size){4, {a[0], a[1], a[3], a[4]}};
         in[2] = (size){4, {a[0], a[1], a[3], a[5]}};
         in[3] = (size){2, {a[2], a[3]}};
-        x = in[0];
         break;
     }
     }
-    if (!x.nd && cls != TS_SAMPLE_ATTENTION) return false;
     int o = snprintf(label, cap, "sample");
     for (int j = 0; j < n && o < (int)cap; j++) {
-        o += snprintf(label + o, cap - (size_t)o, "%s[", j ? " " : " ");
+        o += snprintf(label + o, cap - (size_t)o, " [");
         for (int i = 0; i < in[j].nd && o < (int)cap; i++) o += snprintf(label + o, cap - (size_t)o, i ? ",%lld" : "%lld", (long long)in[j].d[i]);
         if (o < (int)cap) o += snprintf(label + o, cap - (size_t)o, "]");
     }
