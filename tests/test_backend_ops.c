@@ -1,5 +1,7 @@
 /* test_backend_ops.c -- every op's forward and backward on a device
- * against the CPU backend (tests/support/op_check.h), the same random
+ * against the CPU backend (tests/support/op_check.h): every row of the op
+ * table built from its sample at a sweep of sizes (tests/support/op_gen.c),
+ * then the hand-written edge cases, the same random
  * inputs through both kernel tables, the CPU's gradients against finite
  * differences of its forward, every optimizer's step and the stats
  * summaries (tests/support/stats_cases.c). The device is TS_TEST_DEVICE
@@ -31,27 +33,28 @@ int main(int argc, char **argv) {
         printf("FAIL %s: no stream: %s\n", device, ts_last_error());
         return 1;
     }
+    ts_op_cases_generated(&c);
     ts_op_cases_core(&c);
     ts_op_cases_broadcast(&c);
     ts_op_cases_tensor(&c);
     ts_op_cases_cnn(&c);
     ts_opt_cases(&c);
     ts_stats_cases(&c);
-    /* every op of the table that computes has a case, and every one with a
-     * gradient a case checked against finite differences (or one saying
-     * why not): a new op fails here, named, until tests/support/op_cases_*.c
-     * has its case */
+    /* every op of the table that computes has a generated case (its row's
+     * sample: a new op fails here, named, until its row says how to build
+     * one) and every one with a gradient a case checked against finite
+     * differences (or one saying why not) */
     const ts_backend *cpu = ts_backend_cpu();
     char no_case[2048] = "", no_fd[2048] = "";
     for (int op = 0; op < TS_OP_COUNT; op++) {
         const ts_op_def *def = ts_op_get((ts_op)op);
         if (!cpu->kernels[op].forward) continue;
-        if (!c.ops_seen[op])
+        if (!c.ops_generated[op])
             snprintf(no_case + strlen(no_case), sizeof no_case - strlen(no_case), " %s", def->name);
         else if (def->has_backward && cpu->kernels[op].backward && !c.ops_fd[op] && !c.ops_no_fd[op])
             snprintf(no_fd + strlen(no_fd), sizeof no_fd - strlen(no_fd), " %s", def->name);
     }
-    CHECK(!*no_case, "every op of the op table has a case%s%s", *no_case ? "; none for:" : "", no_case);
+    CHECK(!*no_case, "every op of the op table has a generated case%s%s", *no_case ? "; fill the row's .sample (src/graph/ops.c) of:" : "", no_case);
     CHECK(!*no_fd, "every op with a gradient has a case against finite differences%s%s", *no_fd ? "; none for:" : "", no_fd);
     CHECK(c.failures == 0, "%d cases on %s: %d comparisons failed", c.checked, dev->name, c.failures);
     if (dev->stream_destroy) dev->stream_destroy(c.stream);

@@ -305,6 +305,19 @@ ts_tensor *ts_graph_add_node(ts_graph *g, ts_op op, const ts_tensor *const *ins,
     return t;
 }
 
+static void set_node_attrs(ts_tensor *t, const void *arg) {
+    const ts_node_attrs *a = arg;
+    memcpy(t->attr, a->attr, sizeof t->attr);
+    memcpy(t->fattr, a->fattr, sizeof t->fattr);
+    t->iparam = a->iparam, t->fparam = a->fparam, t->sparam = a->sparam;
+    if (t->op == TS_OP_PRINT) t->title = ts_strdup(a->title ? a->title : "");
+    if (ts_op_get(t->op)->any_dtype) t->dtype = a->dtype;
+}
+
+ts_tensor *ts_graph_node(ts_graph *g, ts_op op, const ts_tensor *const *ins, int n, const ts_node_attrs *a) {
+    return ts_graph_add_node(g, op, ins, n, NULL, a ? set_node_attrs : NULL, a);
+}
+
 /* A node of arity 0, 1 or 2 (b NULL for unary ops, both NULL for leaves). */
 static ts_tensor *add_node(ts_graph *g, ts_op op, const ts_tensor *a, const ts_tensor *b, const char *name,
                            void (*setup)(ts_tensor *, const void *), const void *arg) {

@@ -253,14 +253,22 @@ const char *ts_shape_str(const ts_shape *s, char *buf, size_t n);
  * (state an op updates, e.g. batch norm running statistics; no gradient). */
 static inline bool ts_op_holds_value(ts_op op) { return op == TS_OP_PARAM || op == TS_OP_BUFFER || op == TS_OP_CONST; }
 
-/* Adds a node of op `op` with n inputs (checked, shape inferred by the op
- * table, named `<scope>/<Op>:<k>` unless `name`); setup(t, arg) fills its
- * attributes before the shape rule runs. NULL on error (sticky). */
-ts_tensor *ts_graph_add_node(ts_graph *g, ts_op op, const ts_tensor *const *ins, int n, const char *name,
-                             void (*setup)(ts_tensor *, const void *), const void *arg);
-/* "enc.block0" from the scope stack ("" at top level). */
-void ts_graph_scope_path(const ts_graph *g, char *buf, size_t n);
+/* A node's attributes as data: what the builders set on the nodes they
+ * make (ts_graph_node), and what an op row's sample gives (ops.h). */
+typedef struct ts_node_attrs {
+    int64_t attr[TS_MAX_ATTRS];
+    float fattr[TS_MAX_ATTRS];
+    int iparam;
+    float fparam;
+    ts_shape sparam;
+    const char *title; /* Print's (copied) */
+    ts_dtype dtype;    /* the output's, for the ops whose builder sets it (any_dtype) */
+} ts_node_attrs;
 
+/* A node of `op` on n inputs with attributes a (NULL: none), through
+ * ts_graph_add_node: every builder that only sets attributes makes its
+ * node with it. NULL on error (sticky). */
+ts_tensor *ts_graph_node(ts_graph *g, ts_op op, const ts_tensor *const *ins, int n, const ts_node_attrs *a);
 
 /* x (f32 values the graph computed, or i64) as i32 indices for a gather
  * or a loss: toward zero, saturated (NaN: INT32_MIN), so that one outside

@@ -8,20 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 
-typedef struct attrs {
-    int64_t attr[TS_MAX_ATTRS];
-    float fattr[TS_MAX_ATTRS];
-} attrs;
+typedef ts_node_attrs attrs;
 
-static void set_attrs(ts_tensor *t, const void *arg) {
-    const attrs *a = arg;
-    memcpy(t->attr, a->attr, sizeof t->attr);
-    memcpy(t->fattr, a->fattr, sizeof t->fattr);
-}
-
-static ts_tensor *node(ts_graph *g, ts_op op, int n, const ts_tensor *const *ins, const attrs *a) {
-    return ts_graph_add_node(g, op, ins, n, NULL, a ? set_attrs : NULL, a);
-}
+static ts_tensor *node(ts_graph *g, ts_op op, int n, const ts_tensor *const *ins, const attrs *a) { return ts_graph_node(g, op, ins, n, a); }
 static ts_tensor *unary(ts_graph *g, ts_op op, ts_tensor *x, const attrs *a) { return node(g, op, 1, (const ts_tensor *[]){x}, a); }
 
 /* dim (may be negative) of x normalised to 0..ndim-1, or -1 after recording an error */
@@ -233,30 +222,18 @@ ts_tensor *ts_transpose(ts_graph *g, ts_tensor *x, int dim0, int dim1) {
     return ts_permute(g, x, perm);
 }
 
-typedef struct pad_args {
-    attrs a;
-    ts_pad_mode mode;
-    float value;
-} pad_args;
-
-static void set_pad(ts_tensor *t, const void *arg) {
-    const pad_args *p = arg;
-    set_attrs(t, &p->a);
-    t->iparam = (int)p->mode, t->fparam = p->value;
-}
-
 ts_tensor *ts_pad(ts_graph *g, ts_tensor *x, const int64_t *pads, ts_pad_mode mode, float value) {
     if (!g || g->sticky) return NULL;
     if (!x || !pads) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_pad: %s is NULL", x ? "pads" : "input (an earlier builder call failed?)");
-    pad_args p = {.mode = mode, .value = value};
+    attrs p = {.iparam = (int)mode, .fparam = value};
     for (int d = 0; d < x->shape.ndim; d++) {
         int64_t b = pads[d], e = pads[x->shape.ndim + d];
         if (b < -x->shape.d[d] || b > TS_MAX_NUMEL || e < -x->shape.d[d] || e > TS_MAX_NUMEL)
             return ts_graph_fail(g, TS_ERR_SHAPE, "ts_pad: pads %lld before and %lld after dim %d of '%s' are out of range", (long long)b,
                                  (long long)e, d, x->name);
-        p.a.attr[d] = b, p.a.attr[TS_MAX_DIMS + d] = e;
+        p.attr[d] = b, p.attr[TS_MAX_DIMS + d] = e;
     }
-    return ts_graph_add_node(g, TS_OP_PAD, (const ts_tensor *[]){x}, 1, NULL, set_pad, &p);
+    return unary(g, TS_OP_PAD, x, &p);
 }
 
 ts_tensor *ts_slice(ts_graph *g, ts_tensor *x, int dim, int64_t start, int64_t length) {

@@ -1,9 +1,11 @@
-/* op_cases_cnn.c -- the op cases of the cnn family (op_check.h): Conv2d,
- * Conv3d, ConvTranspose2d/3d, MaxPool2d (and its indices), AvgPool2d,
- * GlobalAvgPool and BatchNorm, each
- * on leaf inputs with the geometries their kernels treat apart (padding on
- * each side, stride, dilation, ceil_mode, groups, 1x1 direct, several sample chunks, overlapping
- * windows, frozen batch norm). */
+/* op_cases_cnn.c -- the hand-written op cases of the cnn family
+ * (op_check.h), what the rows' generated samples (op_gen.c: a 3x3 or
+ * 2x2x2 kernel at stride 1 with a bias, 2x2 pools at stride 2) do not
+ * reach: Conv2d, Conv3d, ConvTranspose2d/3d, MaxPool2d (and its indices),
+ * AvgPool2d, GlobalAvgPool and BatchNorm with the geometries their kernels
+ * treat apart (padding on each side, stride, dilation, ceil_mode, groups,
+ * 1x1 direct, no bias, several sample chunks, overlapping windows, frozen
+ * batch norm). */
 #include "check.h"
 #include "op_check.h"
 
@@ -145,15 +147,11 @@ void ts_op_cases_cnn(ts_op_checker *c) {
     conv_case(c, "1x1 pad 1 [2,3,4,5]", 2, 3, 4, 5, 2, 1, 1, &(ts_conv2d_params){.pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1},
               true);
     conv_case(c, "kernel = input 4x5 [3,2,4,5]", 3, 2, 4, 5, 3, 4, 5, NULL, true);
-    conv_case(c, "3x3 pad 1 bias [2,16,48,48] (73728 elements)", 2, 16, 48, 48, 16, 3, 3,
-              &(ts_conv2d_params){.pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1}, true);
     /* C*9*OH*OW = 294912 floats a sample: the CUDA workspace takes 28 at a time, so 30 samples are two chunks */
     conv_case(c, "3x3 pad 1 [30,32,32,32] (several sample chunks)", 30, 32, 32, 32, 4, 3, 3,
               &(ts_conv2d_params){.pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1}, true);
 
     /* ---- MaxPool2d (padding at most half the kernel) */
-    pool_case(c, 1, "2x2 stride 2 [2,3,8,8]", 2, 3, 8, 8, &(ts_pool2d_params){.kernel_h = 2, .kernel_w = 2});
-    pool_case(c, 1, "2x2 stride 2 odd [2,3,9,7]", 2, 3, 9, 7, &(ts_pool2d_params){.kernel_h = 2, .kernel_w = 2});
     pool_case(c, 1, "3x3 stride 2 pad 1 [2,3,11,13]", 2, 3, 11, 13,
               &(ts_pool2d_params){.kernel_h = 3, .kernel_w = 3, .stride_h = 2, .stride_w = 2, .pad_top = 1, .pad_bottom = 1, .pad_left = 1,
                                   .pad_right = 1});
@@ -211,18 +209,14 @@ void ts_op_cases_cnn(ts_op_checker *c) {
     }
 
     /* ---- GlobalAvgPool */
-    global_case(c, "[2,3,5,7]", 2, 3, 5, 7);
     global_case(c, "[3,4,1,1]", 3, 4, 1, 1);
-    global_case(c, "[2,5,17,19]", 2, 5, 17, 19);
     global_case(c, "[2,3,150,150] (135000 elements)", 2, 3, 150, 150);
 
     /* ---- BatchNorm */
-    bn_case(c, "[8,5] momentum 0.1", 2, (int64_t[]){8, 5}, 1e-5f, 0.1f, 0);
     bn_case(c, "[4,3,5,7] eps 1e-3 momentum 0.3", 4, (int64_t[]){4, 3, 5, 7}, 1e-3f, 0.3f, 0);
     bn_case(c, "[1,4] one sample (unbiased = biased)", 2, (int64_t[]){1, 4}, 1e-5f, 0.1f, 0);
     bn_case(c, "[1,3,1,1] one element a channel", 4, (int64_t[]){1, 3, 1, 1}, 1e-5f, 1.0f, 0);
     bn_case(c, "[4,3,5,7] frozen (running statistics)", 4, (int64_t[]){4, 3, 5, 7}, 1e-5f, 0.1f, 1);
     bn_case(c, "[6,7] frozen", 2, (int64_t[]){6, 7}, 1e-2f, 0.5f, 1);
-    bn_case(c, "[8,16,24,24] (73728 elements)", 4, (int64_t[]){8, 16, 24, 24}, 1e-5f, 0.1f, 0);
     bn_case(c, "[2,3,300,130] (234000 elements)", 4, (int64_t[]){2, 3, 300, 130}, 1e-5f, 0.1f, 0);
 }

@@ -1,7 +1,13 @@
-/* op_cases_tensor.c -- the op cases of the tensor family (op_check.h):
- * embedding, gather along any axis, layer norm, batched matmul, permute, slice, pad, concat and attention, with
- * sizes off the multiples of 32 and 256, one case each past 65536
- * elements, and every broadcast and attribute the CPU kernels tell apart. */
+/* op_cases_tensor.c -- the hand-written op cases of the tensor family
+ * (op_check.h), what the rows' generated samples (op_gen.c) do not reach:
+ * embedding with every row hit and of one row, gather by negative
+ * indices and gather_elements by fewer or more indices than the data,
+ * layer and group norm over several dims, groupings and eps, batched
+ * matmul with each transpose and broadcast, permutations that merge dims
+ * or move dims of 1, slices at the ends, every pad mode with crops,
+ * concat of one to eight parts along inner and negative dims, and
+ * attention with per-sample and per-head masks, fully masked rows and its
+ * unfused twin. */
 #include "op_check.h"
 
 #include "graph/graph.h"
@@ -25,10 +31,7 @@ static void embedding_case(ts_op_checker *c, int64_t V, int64_t C, int ni, const
 }
 
 static void embedding_cases(ts_op_checker *c) {
-    embedding_case(c, 10, 7, 1, (int64_t[]){5});
-    embedding_case(c, 37, 33, 2, (int64_t[]){3, 50}); /* rows hit many times */
     embedding_case(c, 5, 3, 1, (int64_t[]){600});     /* index tiles past one block, every row hit */
-    embedding_case(c, 300, 260, 2, (int64_t[]){2, 150}); /* C past a block's threads; 78000 outputs */
     embedding_case(c, 1, 1, 3, (int64_t[]){2, 1, 3});    /* one row, one column */
 }
 
@@ -84,14 +87,10 @@ static void layer_norm_case(ts_op_checker *c, int nd, const int64_t *d, int k, f
 }
 
 static void layer_norm_cases(ts_op_checker *c) {
-    layer_norm_case(c, 2, (int64_t[]){4, 10}, 1, 1e-5f);
     layer_norm_case(c, 3, (int64_t[]){3, 5, 6}, 2, 1e-3f);
     layer_norm_case(c, 4, (int64_t[]){2, 3, 4, 5}, 3, 1e-5f);
     layer_norm_case(c, 2, (int64_t[]){5, 40}, 2, 1e-5f);     /* one row */
-    layer_norm_case(c, 2, (int64_t[]){7, 300}, 1, 1e-5f);    /* a row past 256 threads */
     layer_norm_case(c, 2, (int64_t[]){2000, 3}, 1, 0.1f);    /* many short rows */
-    layer_norm_case(c, 2, (int64_t[]){300, 257}, 1, 1e-5f);  /* 77100 elements */
-    layer_norm_case(c, 1, (int64_t[]){33}, 1, 1e-5f);        /* the whole tensor */
 }
 
 /* x of shape d[0..nd) ([N, C, ...]) in G groups of channels */
@@ -107,7 +106,6 @@ static void group_norm_case(ts_op_checker *c, int nd, const int64_t *d, int G, f
 }
 
 static void group_norm_cases(ts_op_checker *c) {
-    group_norm_case(c, 4, (int64_t[]){2, 6, 3, 4}, 3, 1e-5f);    /* 2 channels a group */
     group_norm_case(c, 4, (int64_t[]){2, 4, 3, 3}, 4, 1e-5f);    /* a group per channel: instance norm */
     group_norm_case(c, 3, (int64_t[]){3, 8, 5}, 1, 1e-3f);       /* one group: 1-d, layer norm over [C, L] */
     group_norm_case(c, 2, (int64_t[]){4, 6}, 2, 1e-5f);          /* no positions: [N, C] */
@@ -129,7 +127,6 @@ static void bmm_case(ts_op_checker *c, int na, const int64_t *da, int nb, const 
 
 static void bmm_cases(ts_op_checker *c) {
     /* one batch dim, each transpose */
-    bmm_case(c, 3, (int64_t[]){3, 4, 5}, 3, (int64_t[]){3, 5, 6}, 0, 0);
     bmm_case(c, 3, (int64_t[]){3, 5, 4}, 3, (int64_t[]){3, 5, 6}, 1, 0);
     bmm_case(c, 3, (int64_t[]){3, 4, 5}, 3, (int64_t[]){3, 6, 5}, 0, 1);
     bmm_case(c, 3, (int64_t[]){3, 5, 4}, 3, (int64_t[]){3, 6, 5}, 1, 1);
@@ -148,8 +145,6 @@ static void bmm_cases(ts_op_checker *c) {
     /* vector-like products */
     bmm_case(c, 3, (int64_t[]){3, 1, 7}, 3, (int64_t[]){3, 7, 1}, 0, 0);
     bmm_case(c, 3, (int64_t[]){3, 1, 7}, 2, (int64_t[]){1, 9}, 1, 0); /* K = 1: outer products */
-    /* 72800 outputs, odd sizes */
-    bmm_case(c, 4, (int64_t[]){2, 8, 70, 33}, 4, (int64_t[]){2, 8, 33, 65}, 0, 0);
 }
 
 static void permute_case(ts_op_checker *c, int nd, const int64_t *d, const int *perm) {
@@ -164,13 +159,11 @@ static void permute_case(ts_op_checker *c, int nd, const int64_t *d, const int *
 
 static void permute_cases(ts_op_checker *c) {
     permute_case(c, 2, (int64_t[]){3, 4}, (int[]){1, 0});
-    permute_case(c, 3, (int64_t[]){2, 3, 4}, (int[]){2, 0, 1});
     permute_case(c, 3, (int64_t[]){2, 3, 4}, (int[]){0, 1, 2});         /* identity */
     permute_case(c, 4, (int64_t[]){2, 3, 4, 5}, (int[]){0, 2, 1, 3});   /* dims that merge */
     permute_case(c, 4, (int64_t[]){1, 5, 1, 7}, (int[]){3, 1, 0, 2});   /* size-1 dims */
     permute_case(c, 1, (int64_t[]){5}, (int[]){0});
     permute_case(c, 6, (int64_t[]){2, 1, 3, 2, 2, 3}, (int[]){5, 4, 3, 2, 1, 0});
-    permute_case(c, 3, (int64_t[]){40, 50, 36}, (int[]){1, 2, 0});      /* 72000 elements */
 }
 
 static void slice_case(ts_op_checker *c, int nd, const int64_t *d, int dim, int64_t start, int64_t len) {
@@ -184,7 +177,6 @@ static void slice_case(ts_op_checker *c, int nd, const int64_t *d, int dim, int6
 
 static void slice_cases(ts_op_checker *c) {
     slice_case(c, 2, (int64_t[]){4, 10}, 1, 3, 5);
-    slice_case(c, 3, (int64_t[]){6, 3, 5}, 0, 2, 3);  /* outermost */
     slice_case(c, 3, (int64_t[]){2, 7, 3}, 1, 0, 7);  /* the whole dim */
     slice_case(c, 3, (int64_t[]){2, 7, 3}, 2, 2, 1);  /* the last element of the innermost dim */
     slice_case(c, 3, (int64_t[]){2, 7, 3}, -2, 4, 2); /* a negative dim */
@@ -257,10 +249,8 @@ static void attention_case(ts_op_checker *c, int64_t B, int64_t H, int64_t T, in
 }
 
 static void attention_cases(ts_op_checker *c) {
-    attention_case(c, 2, 3, 5, 7, 4, 6, 2, (int64_t[]){5, 7}, false);          /* one mask for every head */
     attention_case(c, 2, 3, 5, 7, 4, 4, 4, (int64_t[]){2, 1, 1, 7}, false);    /* padding: per sample and key */
     attention_case(c, 1, 2, 3, 3, 5, 2, 4, (int64_t[]){1, 2, 3, 3}, false);    /* per head, rows with every key masked */
-    attention_case(c, 1, 2, 9, 150, 8, 8, 2, (int64_t[]){9, 150}, false);     /* three tiles of keys */
     attention_case(c, 2, 2, 4, 6, 3, 5, 2, (int64_t[]){4, 6}, true);           /* the twin's copy */
 }
 

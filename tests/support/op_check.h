@@ -2,7 +2,8 @@
  * random inputs through both kernel tables, the output, the float inputs
  * after the forward (buffers a forward updates) and the input gradients
  * (accumulated into the same random starting values) compared. Used by
- * tests/test_backend_ops.c with the op cases of tests/support/op_cases_*.c.
+ * tests/test_backend_ops.c with every op's generated cases
+ * (tests/support/op_gen.c) and the hand-written ones of tests/support/op_cases_*.c.
  *
  *     ts_op_checker c = {.dev = dev, .stream = stream};
  *     ts_graph *g = ts_graph_new(); ...build one node t on leaf inputs...
@@ -23,9 +24,9 @@ typedef struct ts_op_checker {
     uint64_t seed;
     int checked;           /* cases run */
     int failures;          /* comparisons that failed (check.h's counters are per file: main checks this) */
-    bool ops_seen[TS_OP_COUNT]; /* ops with at least one case */
     bool ops_fd[TS_OP_COUNT];   /* ops with a case whose gradient was checked against finite differences */
     bool ops_no_fd[TS_OP_COUNT]; /* ops with a case that says why it is not (ts_op_case_opts.no_fd) */
+    bool ops_generated[TS_OP_COUNT]; /* ops with a generated case (ts_op_cases_generated) */
 } ts_op_checker;
 
 typedef struct ts_op_case_opts {
@@ -47,16 +48,23 @@ typedef struct ts_op_case_opts {
  * line per case). opts may be NULL. An op with a backward is also checked
  * against central finite differences of the CPU's forward: the loss
  * L = sum(out * dout), up to 12 elements of each float input moved by
- * +-eps, each difference against the CPU backward's gradient. An element
+ * +-eps, each difference against the CPU backward's gradient. L's change
+ * is summed over the outputs that moved only (the others cancel exactly),
+ * so the float32 rounding allowed for is theirs, not the whole output's:
+ * an elementwise op's wrong gradient fails at 70001 elements as at 20. An element
  * where the two one-sided differences disagree sits on a kink (relu's 0, a
  * pool's tie, a rounding step) and is not counted; a case with every
  * element on one fails. Buffers and constants get no gradient by contract
  * and are not moved; outputs that are not finite are left out of L. */
 void ts_op_check(ts_op_checker *c, const char *label, const ts_tensor *t, const ts_op_case_opts *opts);
 
-/* The op cases, one function per family (tests/support/op_cases_*.c):
- * each builds its graphs and calls ts_op_check for every op of the family
- * with the shapes and attributes worth checking. */
+/* Every op of the table that computes, from its row's sample (ops.h's
+ * ts_op_sample) at a sweep of sizes (tests/support/op_gen.c); a row none
+ * of whose sizes builds fails, named. A new op needs no case of its own. */
+void ts_op_cases_generated(ts_op_checker *c);
+/* The hand-written cases, one function per family (tests/support/op_cases_*.c):
+ * what the generated ones do not reach (special values, edge attributes
+ * and shapes), each built and run through ts_op_check. */
 void ts_op_cases_core(ts_op_checker *c);
 void ts_op_cases_broadcast(ts_op_checker *c);
 void ts_op_cases_tensor(ts_op_checker *c);
