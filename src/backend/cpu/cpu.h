@@ -24,5 +24,8 @@ void ts_cpu_unpack_half(ts_pool *pool, ts_dtype t, float *dst, const uint16_t *h
  * wraps the calls of `be` that work, and fills those entries. */
 struct ts_backend;
 void ts_cpu_staged_recording(struct ts_backend *be);
+/* staged_stream.c: its streams made, and checked on every call that
+ * takes one (ts_cpu_staged_stream_misuse): wraps those calls of `be`. */
+void ts_cpu_staged_streams(struct ts_backend *be);
 
 #endif

@@ -440,8 +440,9 @@ static ts_status cu_replay(void *stream, void *p, bool launch) {
     return TS_OK;
 }
 
-static void cu_opt_update(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, const float *grad,
+static void cu_opt_update(void *stream, const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, const float *grad,
                           int64_t begin, int64_t end) {
+    (void)stream;
     int64_t n = end - begin;
     if (n <= 0) return;
     int kind = o->kind != TS_OPT_SGD ? STEP_ADAM : o->momentum != 0.0f ? STEP_MOMENTUM : STEP_SGD;
