@@ -318,7 +318,9 @@ ts_status ts_backend_host_pool(int n, struct ts_pool **out);
  * device's, so the device path is tested without a GPU. */
 const ts_backend *ts_backend_cpu_staged(void);
 /* Its streams are real (an object each, from its stream_create), and
- * every entry that takes one checks it was given one of those, alive:
+ * every entry that takes one checks it was given one of those, alive
+ * (stricter than a GPU: NULL is counted too, so a test's own calls pass
+ * the stream they made):
  * the calls given anything else (NULL, a thread pool, a stream destroyed)
  * since the last call, and in buf each kind of them once ("fill given
  * NULL; ..."); both cleared. The tests' check that the layers above pass

@@ -581,8 +581,8 @@ static ts_status check_computed_indices(const ts_run *run, const ts_kctx *k) {
         return ts_error(TS_ERR_INTERNAL, "run: the indices of %s (%lld) exceed the host view (%lld values)", t->name, (long long)n,
                         (long long)p->host_view_floats);
     int32_t *y = (int32_t *)(void *)p->host_view;
-    run->dev.backend->copy_to_host(k->stream, y, k->in_int[1], (size_t)n * sizeof *y);
-    ts_status st = run->dev.backend->synchronize(k->stream);
+    run->dev.backend->copy_to_host(run->dev.stream, y, k->in_int[1], (size_t)n * sizeof *y);
+    ts_status st = run->dev.backend->synchronize(run->dev.stream);
     return st ? st : check_indices(run, t, run->g->t[t->in[1]], y, n);
 }
 
