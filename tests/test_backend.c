@@ -88,9 +88,9 @@ static void count_zero(void *s, float *dst, int64_t n) { n_zero++, cpu->zero(s, 
 static void count_accumulate(void *s, float *dst, const float *src, int64_t n) { n_accumulate++, cpu->accumulate(s, dst, src, n); }
 static void count_scale(void *s, float *dst, const float *x, float f, int64_t n) { n_scale++, cpu->scale(s, dst, x, f, n); }
 static void count_copy(void *s, void *dst, const void *src, size_t bytes) { n_copy++, cpu->copy_on_device(s, dst, src, bytes); }
-static void count_update(const ts_optimizer *o, const struct ts_opt_consts *c, struct ts_opt_state *st, float *param, const float *grad,
-                         int64_t begin, int64_t end) {
-    n_update++, cpu->opt_update(o, c, st, param, grad, begin, end);
+static void count_update(void *s, const ts_optimizer *o, const struct ts_opt_consts *c, struct ts_opt_state *st, float *param,
+                         const float *grad, int64_t begin, int64_t end) {
+    n_update++, cpu->opt_update(s, o, c, st, param, grad, begin, end);
 }
 
 static void make_counting(void) {
@@ -125,7 +125,7 @@ static ts_status train(const ts_backend *be, float *loss, float *w, int64_t *fwd
     ts_model *m = NULL;
     ts_status st = ts_graph_status(g);
     if (!st) st = ts_model_training(&m, g, l, o, ts_sgd(0.1f, 0.0f, 0.0f));
-    if (!st) m->run.backend = be;
+    if (!st) m->run.dev.backend = be;
     if (!st) st = ts_model_compile(m);
     if (!st) {
         *fwd_nodes = *bwd_nodes = *fused = 0;

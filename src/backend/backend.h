@@ -11,11 +11,18 @@
  * - Device pointers are opaque outside the backend: float * or void *
  *   values it hands out may not be dereferenced by the host (the CPU's can,
  *   which is why the layers that still do so work today, see docs).
- * - Work goes on a stream: `stream` is the model's queue (the CPU backend's
- *   is its thread pool, ts_pool *, NULL = the calling thread; a GPU's is
- *   its stream). Work and copies are asynchronous: they may return before
- *   they are done, in order on that stream; `synchronize` completes them.
- *   The CPU completes everything before returning.
+ * - Work goes on a stream: every entry that works takes the model's
+ *   stream first, the `stream` of its device handle (ts_device below),
+ *   made once with the model (stream_create; the CPU backend, which has
+ *   none, takes the model's thread pool, ts_pool *). The layers above pass
+ *   that stream and nothing else to every call; every backend honours it
+ *   (a GPU's work, copies, events, reductions and recordings all go on
+ *   it). Two exceptions, by name: TS_STREAM_THIS_THREAD from inside one
+ *   of the host pool's jobs (a host_addressable backend only), and NULL
+ *   outside any model (tests, benchmarks: the device's default stream,
+ *   the CPU's calling thread). Work and copies are asynchronous: they may
+ *   return before they are done, in order on that stream; `synchronize`
+ *   completes them. The CPU completes everything before returning.
  * - Kernels follow the op table (graph/ops.h): one row per ts_op, forward
  *   and backward of fixed meaning; backward kernels ACCUMULATE into the
  *   input gradients (NULL = not wanted).
@@ -30,6 +37,13 @@
 
 struct ts_pool;
 struct ts_opt_consts;
+
+/* The stream of a call made from inside one of the host pool's jobs (the
+ * CPU's optimizer step, split over the model's threads): its work is done
+ * on the calling thread, which is already one of the pool's. Only a
+ * host_addressable backend is given it (its memory is what the host's
+ * jobs work on); no layer above the backends passes a bare NULL. */
+#define TS_STREAM_THIS_THREAD ((void *)(intptr_t)-1)
 struct ts_opt_state;
 struct ts_stats_stream;
 struct ts_stats_partial;
@@ -70,8 +84,8 @@ typedef struct ts_kctx {
     bool tf32;             /* float32 products may round their inputs to TF32 (ts_options_set_allow_tf32; a GPU's tensor cores) */
     bool update_state;     /* forward may update buffers (training, not a diagnostic replay) */
     uint64_t iteration;    /* micro-batches trained before this one (seeds dropout) */
-    struct ts_pool *pool;  /* the CPU's worker threads (NULL elsewhere) */
-    void *stream;          /* the device's stream the kernel runs on (the CPU's: pool) */
+    struct ts_pool *pool;  /* the model's host worker threads (the CPU's kernels split their work over them) */
+    void *stream;          /* the model's stream the kernel runs on (ts_device.stream; the CPU's: pool) */
 } ts_kctx;
 
 typedef void (*ts_kernel_fn)(const ts_kctx *k);
@@ -142,9 +156,10 @@ typedef struct ts_backend {
      * (the CPU's). Where not, the layers that read tensor values on the
      * host go through copy_to_host (docs/backend.md). */
     bool host_addressable;
-    /* The device's stream for a model: *out (CPU: NULL, the model then
-     * passes its thread pool); stream_destroy gives it back. NULL entries:
-     * the device has none. */
+    /* The device's stream for a model: *out, a queue of its own (a GPU's:
+     * a real stream, not shared with other models); stream_destroy
+     * completes and gives it back. NULL entries: the device has none, and
+     * a model's stream is its host thread pool (the CPU). */
     ts_status (*stream_create)(void **out);
     void (*stream_destroy)(void *stream);
 
@@ -209,8 +224,10 @@ typedef struct ts_backend {
      * parameter it writes, and clearing the gradient when `clear`; NULL
      * on a device whose memory the host cannot read (its step's tensors
      * are summarised on the device, stats_reduce_many) */
-    void (*opt_update)(const ts_optimizer *o, const struct ts_opt_consts *c, struct ts_opt_state *s, float *param, const float *grad,
-                       int64_t begin, int64_t end);
+    void (*opt_update)(void *stream, const ts_optimizer *o, const struct ts_opt_consts *c, struct ts_opt_state *s, float *param,
+                       const float *grad, int64_t begin, int64_t end);
+    /* (the two below are the host's: they work on [begin, end) on the
+     * calling thread, one of the pool's jobs, and take no stream) */
     void (*opt_update_summarised)(const ts_optimizer *o, const struct ts_opt_consts *c, struct ts_opt_state *s, float *param,
                                   float *grad, int64_t begin, int64_t end, bool clear, struct ts_stats_stream *gs,
                                   struct ts_stats_partial *gp, struct ts_stats_stream *ps, struct ts_stats_partial *pp, double sq[4]);
@@ -267,8 +284,10 @@ typedef struct ts_backend {
 } ts_backend;
 
 /* A device handle: the backend a model runs on and the stream its work
- * goes on (the CPU backend's: the model's thread pool; another device's:
- * the stream its stream_create made), passed as one. */
+ * goes on (the stream its stream_create made; the CPU backend's, which
+ * has no stream_create: the model's thread pool), made once with the
+ * model and passed as one: every call through the table takes
+ * dev.stream. */
 typedef struct ts_device {
     const ts_backend *backend;
     void *stream;
@@ -298,6 +317,15 @@ ts_status ts_backend_host_pool(int n, struct ts_pool **out);
 /* The CPU run the way a GPU is ("cpu-staged"): its memory treated as a
  * device's, so the device path is tested without a GPU. */
 const ts_backend *ts_backend_cpu_staged(void);
+/* Its streams are real (an object each, from its stream_create), and
+ * every entry that takes one checks it was given one of those, alive
+ * (stricter than a GPU: NULL is counted too, so a test's own calls pass
+ * the stream they made):
+ * the calls given anything else (NULL, a thread pool, a stream destroyed)
+ * since the last call, and in buf each kind of them once ("fill given
+ * NULL; ..."); both cleared. The tests' check that the layers above pass
+ * the model's stream to every call (backend/cpu/staged_stream.c). */
+int ts_cpu_staged_stream_misuse(char *buf, size_t n);
 
 /* The CUDA backend of GPU `ordinal` (backend/cuda/cuda.cu), built as a
  * feature when nvcc is found: *out, or TS_ERR_UNSUPPORTED saying why not

@@ -85,7 +85,7 @@ static uint64_t send_input(ts_run *run, int i, void *dst, const void *src, size_
     }
     if (!p->host_inputs[i]) {
         ts_counter_add("InputsNotStaged", 1);
-        be->copy_to_device(run->stream, dst, src, bytes);
+        be->copy_to_device(run->dev.stream, dst, src, bytes);
         return 0;
     }
     uint64_t staging = 0;
@@ -95,7 +95,7 @@ static uint64_t send_input(ts_run *run, int i, void *dst, const void *src, size_
         uint64_t t0 = ts_now_ns();
         ts_pool_for(run->pool, (int64_t)n, (int64_t)1 << 18, copy_part, &j);
         staging += ts_now_ns() - t0;
-        be->copy_to_device(run->stream, (char *)dst + at, (char *)p->host_inputs[i] + at, n);
+        be->copy_to_device(run->dev.stream, (char *)dst + at, (char *)p->host_inputs[i] + at, n);
     }
     return staging;
 }
@@ -112,11 +112,11 @@ static ts_status fetch_values(void *owner) {
     for (int i = 0; i < p->n_dev_copies; i++) {
         const ts_device_copy *c = &p->dev_copies[i];
         if (c->download) {
-            be->copy_to_host(run->stream, c->host, c->dev, (size_t)c->numel * sizeof(float));
+            be->copy_to_host(run->dev.stream, c->host, c->dev, (size_t)c->numel * sizeof(float));
             bytes += (uint64_t)c->numel * sizeof(float);
         }
     }
-    ts_status st = be->synchronize(run->stream);
+    ts_status st = be->synchronize(run->dev.stream);
     if (st) return ts_error_wrap(st, "bringing the parameters back from %s", be->name);
     ts_metric_record("ValuesToHost", (double)(ts_now_ns() - t0));
     ts_metric_record_value("ValuesToHostBytes", (double)bytes);
@@ -132,7 +132,7 @@ ts_status ts_device_before_run(ts_run *run) {
     }
     if (be->host_addressable) return TS_OK;
     uint64_t t0 = ts_now_ns(), sent = 0, staging = 0;
-    be->event_record(run->stream, &p->marks[0]);
+    be->event_record(run->dev.stream, &p->marks[0]);
     if (!p->pins_tried) pin_landings(p);
     /* what the host wrote since the device's copies were sent: the values
      * (ts_param_set, a restored checkpoint, another model's run), the
@@ -142,7 +142,7 @@ ts_status ts_device_before_run(ts_run *run) {
     for (int i = 0; i < p->n_dev_copies && (values || state); i++) {
         const ts_device_copy *c = &p->dev_copies[i];
         if (c->state ? state : values) {
-            be->copy_to_device(run->stream, c->dev, c->host, (size_t)c->numel * sizeof(float));
+            be->copy_to_device(run->dev.stream, c->dev, c->host, (size_t)c->numel * sizeof(float));
             sent += (uint64_t)c->numel * sizeof(float);
         }
     }
@@ -167,7 +167,7 @@ ts_status ts_device_before_run(ts_run *run) {
         staging += send_input(run, i, p->dev_inputs[i], p->bound[i]->data, bytes, grown);
         sent += bytes;
     }
-    be->event_record(run->stream, &p->marks[1]);
+    be->event_record(run->dev.stream, &p->marks[1]);
     /* the copies are queued: one from page-locked staging overlaps the
      * host's walk of the run (exec/replay.c); one from the caller's memory
      * is done when the call returns */
@@ -188,29 +188,29 @@ ts_status ts_device_after_run(ts_run *run) {
         return TS_OK;
     }
     ts_observe_device_flush(run); /* what a run that stopped early left queued */
-    be->event_record(run->stream, &p->marks[2]);
+    be->event_record(run->dev.stream, &p->marks[2]);
     uint64_t t0 = ts_now_ns(), fetched = 0;
     if (p->dev_anchors) { /* the anchors the run captured on the device: one copy */
-        be->copy_to_host(run->stream, p->arena_anchors, p->dev_anchors, (size_t)p->anchor_local * sizeof(float));
+        be->copy_to_host(run->dev.stream, p->arena_anchors, p->dev_anchors, (size_t)p->anchor_local * sizeof(float));
         p->anchor_bytes += (uint64_t)p->anchor_local * sizeof(float);
         fetched += (uint64_t)p->anchor_local * sizeof(float);
     }
     if (p->dev_lost) { /* what the 16-bit roundings lost: one copy */
-        be->copy_to_host(run->stream, p->host_lost, p->dev_lost, (size_t)p->n_entries * sizeof(ts_half_loss));
+        be->copy_to_host(run->dev.stream, p->host_lost, p->dev_lost, (size_t)p->n_entries * sizeof(ts_half_loss));
         fetched += (uint64_t)p->n_entries * sizeof(ts_half_loss);
     }
     if (p->run_slots.any) { /* the summaries the run reduced on the device: one copy */
-        be->copy_to_host(run->stream, p->run_slots.stats, p->dev_slots, (size_t)p->n_watch * sizeof(ts_device_stats));
+        be->copy_to_host(run->dev.stream, p->run_slots.stats, p->dev_slots, (size_t)p->n_watch * sizeof(ts_device_stats));
         fetched += (uint64_t)p->n_watch * sizeof(ts_device_stats);
     }
     fetched += ts_observe_device_fetch_rows(run); /* the outfeed records and print lines it captured there, not streamed */
     if (p->run_slots.any_hist) { /* and their histograms and range counts */
-        be->copy_to_host(run->stream, p->run_slots.hist, p->dev_hist, (size_t)p->n_hist * sizeof(ts_device_hist));
+        be->copy_to_host(run->dev.stream, p->run_slots.hist, p->dev_hist, (size_t)p->n_hist * sizeof(ts_device_hist));
         fetched += (uint64_t)p->n_hist * sizeof(ts_device_hist);
     }
-    be->event_record(run->stream, &p->marks[3]);
+    be->event_record(run->dev.stream, &p->marks[3]);
     ts_observe_device_results(run); /* the last run's summaries, if nothing read them, while the device works on this one */
-    ts_status st = be->synchronize(run->stream);
+    ts_status st = be->synchronize(run->dev.stream);
     uint64_t t_end = ts_now_ns(); /* marks[3] passed: the kernels' slices on the timeline placed by it */
     /* the host's wait for the run's last work and the copies behind it */
     for (int i = 0; p->dev_lost && !st && i < p->n_entries; i++)

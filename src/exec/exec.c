@@ -42,7 +42,7 @@ static ts_kctx make_ctx(const ts_run *run, int node, int64_t mb) {
     const ts_prog *p = run->prog;
     const ts_tensor *t = run->g->t[node];
     int A = run->training ? run->opts.grad_accum : 1;
-    ts_kctx k = {.node = t, .n_in = t->n_in, .pool = run->pool, .stream = ts_run_device(run).stream, .scratch = p->scratch[node], .workspace = p->workspace,
+    ts_kctx k = {.node = t, .n_in = t->n_in, .pool = run->pool, .stream = run->dev.stream, .scratch = p->scratch[node], .workspace = p->workspace,
                  .cache = p->cache ? p->cache[node] : NULL, .values_gen = run->g->values_gen,
                  .out_shape = p->shape[node], .training = run->training, .tf32 = run->opts.allow_tf32, .update_state = run->training && !run->rerun,
                  /* the micro-batch's number, which random draws follow: a training model's
@@ -226,7 +226,7 @@ static ts_status forward(ts_run *run, int64_t mb) {
         }
         if (ts_op_holds_value(t->op)) continue; /* observed once per step */
         ts_kctx kc = make_ctx(run, i, mb), ac;
-        if (run->backend->kernels[t->op].fuses_bias && bias_fusable(run, k, mb, &kc, &ac)) {
+        if (run->dev.backend->kernels[t->op].fuses_bias && bias_fusable(run, k, mb, &kc, &ac)) {
             kc.bias = ac.in[1], kc.bias_out = ac.out;
             fused = p->order[k + 1];
         }
@@ -234,7 +234,7 @@ static ts_status forward(ts_run *run, int64_t mb) {
         ts_status st = check_computed_indices(run, &kc);
         if (!st) st = ts_op_chain_run(run->chain.before, run->chain.n_before, run, &call);
         if (st) return st;
-        if (i != fused) run->backend->kernels[t->op].forward(&kc); /* the bias Add: done by the MatMul before it */
+        if (i != fused) run->dev.backend->kernels[t->op].forward(&kc); /* the bias Add: done by the MatMul before it */
         st = ts_op_chain_run(run->chain.after, run->chain.n_after, run, &call);
         if (st) return st;
     }
@@ -249,7 +249,7 @@ static ts_status forward(ts_run *run, int64_t mb) {
  * gradient, which no backward adds to). -1: zero it. */
 static int first_store(const ts_run *run, const ts_tensor *t, int ge) {
     const ts_prog *p = run->prog;
-    unsigned can = run->backend->kernels[t->op].stores_din;
+    unsigned can = run->dev.backend->kernels[t->op].stores_din;
     int found = -1;
     for (int j = 0; j < t->n_in; j++) {
         if (p->grad_entry[t->in[j]] != ge) continue;
@@ -271,7 +271,7 @@ static ts_status backward(ts_run *run, int64_t mb) {
             int i = p->order[k];
             if (g->t[i]->op == TS_OP_PARAM && p->needs_grad[i]) {
                 ts_entry *e = &p->entries[p->grad_entry[i]];
-                run->backend->zero(NULL, e->data, e->numel);
+                run->dev.backend->zero(run->dev.stream, e->data, e->numel);
                 p->n_param_grads++;
             }
         }
@@ -284,7 +284,7 @@ static ts_status backward(ts_run *run, int64_t mb) {
         const ts_tensor *t = g->t[i];
         if (i == run->loss) {
             ts_observe_guard(run, &p->entries[p->grad_entry[i]]);
-            run->backend->fill(run->stream, p->entries[p->grad_entry[i]].data, run->scaling ? (float)run->loss_scale : 1.0f, 1);
+            run->dev.backend->fill(run->dev.stream, p->entries[p->grad_entry[i]].data, run->scaling ? (float)run->loss_scale : 1.0f, 1);
         }
         /* the gradients this backward is the first to add to (and its own
          * where none adds to it) start at 0, except an input's that the
@@ -295,15 +295,15 @@ static ts_status backward(ts_run *run, int64_t mb) {
             ts_observe_guard(run, e);
             int j = first_store(run, t, p->zero_before[i][z]);
             if (j >= 0) store |= 1u << j;
-            else run->backend->zero(run->pool, e->data, e->numel);
+            else run->dev.backend->zero(run->dev.stream, e->data, e->numel);
         }
         if (ts_dtype_is_half(t->grid)) { /* a 16-bit tensor's gradient is one too, once every consumer added its part */
             ts_entry *ge = &p->entries[p->grad_entry[i]];
             ts_observe_guard(run, ge);
             ts_half_loss *lost = ts_lost_slot(p, p->grad_entry[i]);
-            if (p->dev_lost) run->backend->zero(run->stream, (float *)(void *)lost, sizeof *lost / sizeof(float)); /* its 16 bytes cleared */
+            if (p->dev_lost) run->dev.backend->zero(run->dev.stream, (float *)(void *)lost, sizeof *lost / sizeof(float)); /* its 16 bytes cleared */
             else *lost = (ts_half_loss){0, 0};
-            run->backend->round_half(ts_run_device(run).stream, t->grid, ge->data, ge->numel, lost);
+            run->dev.backend->round_half(run->dev.stream, t->grid, ge->data, ge->numel, lost);
         }
         OBSERVE(run, p->grad_entry[i], mb); /* every consumer has added its part */
         if (t->op == TS_OP_PARAM && !t->frozen && replicas && !run->rerun) { /* its all-reduce can start */
@@ -317,7 +317,7 @@ static ts_status backward(ts_run *run, int64_t mb) {
         ts_op_call call = {i, true, mb, &kc, 0, 0, ts_trace_live()};
         ts_status st = ts_op_chain_run(run->chain.before, run->chain.n_before, run, &call);
         if (st) return st;
-        run->backend->kernels[t->op].backward(&kc);
+        run->dev.backend->kernels[t->op].backward(&kc);
         st = ts_op_chain_run(run->chain.after, run->chain.n_after, run, &call);
         if (!st && replicas) st = run->coll->allreduce_progress();
         if (st) return st;
@@ -328,6 +328,7 @@ static ts_status backward(ts_run *run, int64_t mb) {
 
 typedef struct update_job {
     const ts_backend *be;
+    void *stream;        /* the model's; TS_STREAM_THIS_THREAD where the host's pool splits the update into jobs (the CPU) */
     const ts_optimizer *opt;
     ts_opt_consts consts;
     ts_opt_state *state;
@@ -344,8 +345,8 @@ static void update_range(void *ctx, int64_t begin, int64_t end) {
     const update_job *u = ctx;
     for (int64_t c = begin; c < end; c += u->chunk) {
         int64_t e = end - c < u->chunk ? end : c + u->chunk;
-        u->be->opt_update(u->opt, &u->consts, u->state, u->param, u->grad, c, e);
-        if (u->clear) u->be->zero(NULL, u->grad + c, e - c);
+        u->be->opt_update(u->stream, u->opt, &u->consts, u->state, u->param, u->grad, c, e);
+        if (u->clear) u->be->zero(u->stream, u->grad + c, e - c);
     }
 }
 
@@ -379,7 +380,7 @@ static ts_status skip_scaled_step(ts_run *run, bool *skip) {
         if (!updated_here(run, s)) continue;
         int node = run->state[s].node;
         const ts_entry *ae = &p->entries[ts_prog_entry_of(p, node, TS_KIND_ACCUM)];
-        bad = run->backend->has_nonfinite(ts_run_device(run).stream, ae->data, ae->numel);
+        bad = run->dev.backend->has_nonfinite(run->dev.stream, ae->data, ae->numel);
     }
     ts_status st = any_rank(run, bad, &bad, "the ranks' gradient overflow flags (loss scaling)");
     if (st) return st;
@@ -409,13 +410,14 @@ static ts_status update_param(ts_run *run, int s, int64_t d, int A) {
     ts_optimizer o = *ts_param_optimizer(&run->opt, t);
     if (t->has_opt) o.lr = (float)ts_lr_at(&run->sched, t->opt.lr, run->steps); /* its own base rate, on the model's schedule */
     ts_opt_consts consts = ts_opt_begin(&o, &run->state[s]); /* the host's step count */
-    update_job u = {run->backend, &o, consts, p->dev_state ? &p->dev_state[s] : &run->state[s], pe->data,
-                    ae->data, A == 1, run->backend->host_addressable ? UPDATE_CHUNK : ae->numel};
-    ts_step_update su = {update_range, update_summarised, &u, u.grad, u.param, run->backend->opt_update_norms ? update_norms : NULL};
+    bool host = run->dev.backend->host_addressable; /* the host's pool splits the update into jobs, each on its own thread */
+    update_job u = {run->dev.backend, host ? TS_STREAM_THIS_THREAD : run->dev.stream, &o, consts, p->dev_state ? &p->dev_state[s] : &run->state[s],
+                    pe->data, ae->data, A == 1, host ? UPDATE_CHUNK : ae->numel};
+    ts_step_update su = {update_range, update_summarised, &u, u.grad, u.param, run->dev.backend->opt_update_norms ? update_norms : NULL};
     ts_observe_guard(run, pe);
     ts_observe_guard(run, ae);
-    if (run->backend->host_addressable) ts_observe_step(run, node, d, &su, ae->numel);
-    else update_range(&u, 0, ae->numel); /* one launch; its observers below */
+    if (host) ts_observe_step(run, node, d, &su, ae->numel);
+    else update_range(&u, 0, ae->numel); /* one launch on the model's stream; its observers below */
     for (int e = acc + 1; e < p->n_entries && p->entries[e].node == node; e++) OBSERVE(run, e, d);
     return TS_OK;
 }
@@ -432,8 +434,8 @@ static ts_status accumulate_and_step(ts_run *run, int a, int64_t d) {
         ts_entry *acc = &p->entries[ts_prog_entry_of(p, node, TS_KIND_ACCUM)];
         if (A > 1) {
             ts_observe_guard(run, acc);
-            if (a == 0) run->backend->copy_on_device(run->pool, acc->data, grad->data, (size_t)acc->numel * sizeof(float));
-            else run->backend->accumulate(run->pool, acc->data, grad->data, acc->numel);
+            if (a == 0) run->dev.backend->copy_on_device(run->dev.stream, acc->data, grad->data, (size_t)acc->numel * sizeof(float));
+            else run->dev.backend->accumulate(run->dev.stream, acc->data, grad->data, acc->numel);
         }
     }
     if (a != A - 1) {
@@ -470,7 +472,7 @@ static ts_status accumulate_and_step(ts_run *run, int a, int64_t d) {
     /* a device: every gradient made ready (and its summary queued) before
      * the first update, whose write flushes the queue (ts_observe_guard): the
      * parameters, activations and gradients summarised in one launch */
-    bool split = !run->backend->host_addressable;
+    bool split = !run->dev.backend->host_addressable;
     int cleared = 0;
     for (int s = 0; s < run->n_state; s++) {
         if (!updated_here(run, s)) continue;
@@ -478,7 +480,7 @@ static ts_status accumulate_and_step(ts_run *run, int a, int64_t d) {
         ts_entry *ae = &p->entries[acc];
         if (A > 1 || unscale != 1.0f) { /* the mean, unscaled */
             ts_observe_guard(run, ae);
-            run->backend->scale(run->pool, ae->data, ae->data, unscale / (float)A, ae->numel);
+            run->dev.backend->scale(run->dev.stream, ae->data, ae->data, unscale / (float)A, ae->numel);
         }
         OBSERVE(run, acc, d);
         if (!split) {
@@ -582,7 +584,7 @@ static ts_status check_computed_indices(const ts_run *run, const ts_kctx *k) {
     const ts_tensor *t = run->g->t[k->node->id];
     if (!k->in_int[1] || !ts_exec_computed_indices(run, t)) return TS_OK;
     int64_t n = ts_shape_numel(&k->in_shape[1]);
-    if (run->backend->host_addressable) return check_indices(run, t, run->g->t[t->in[1]], k->in_int[1], n);
+    if (run->dev.backend->host_addressable) return check_indices(run, t, run->g->t[t->in[1]], k->in_int[1], n);
     /* a device's: brought to the host first, into the program's host view
      * (made at compile for the largest entry: nothing allocated in the
      * step), a wait for the device paid only by the indices a graph computes */
@@ -591,8 +593,8 @@ static ts_status check_computed_indices(const ts_run *run, const ts_kctx *k) {
         return ts_error(TS_ERR_INTERNAL, "run: the indices of %s (%lld) exceed the host view (%lld values)", t->name, (long long)n,
                         (long long)p->host_view_floats);
     int32_t *y = (int32_t *)(void *)p->host_view;
-    run->backend->copy_to_host(k->stream, y, k->in_int[1], (size_t)n * sizeof *y);
-    ts_status st = run->backend->synchronize(k->stream);
+    run->dev.backend->copy_to_host(run->dev.stream, y, k->in_int[1], (size_t)n * sizeof *y);
+    ts_status st = run->dev.backend->synchronize(run->dev.stream);
     return st ? st : check_indices(run, t, run->g->t[t->in[1]], y, n);
 }
 
@@ -810,8 +812,8 @@ ts_status ts_exec_again(ts_run *run, float *const *inputs) {
     if (!st && run->training) st = backward(run, 0);
     run->rerun = false;
     ts_crash_set_current_op(NULL, NULL, NULL);
-    ts_status sy = run->backend->synchronize(run->stream);
-    return st ? st : sy ? ts_error_wrap(TS_ERR_INTERNAL, "rerun: waiting for %s", run->backend->name) : TS_OK;
+    ts_status sy = run->dev.backend->synchronize(run->dev.stream);
+    return st ? st : sy ? ts_error_wrap(TS_ERR_INTERNAL, "rerun: waiting for %s", run->dev.backend->name) : TS_OK;
 }
 
 ts_status ts_exec_run(ts_run *run) {

@@ -72,7 +72,7 @@ static ts_status op_begin(void *ctx, ts_run *run, ts_op_call *c) {
     ts_op_event *e = next_pair(run->prog, c->node);
     if (e) {
         e->mb = c->mb, e->backward = c->backward, e->traced = c->traced;
-        run->backend->event_record(run->stream, &e->start);
+        run->dev.backend->event_record(run->dev.stream, &e->start);
     }
     c->t0 = ts_now_ns();
     return TS_OK;
@@ -88,7 +88,7 @@ static ts_status op_end(void *ctx, ts_run *run, ts_op_call *c) {
         return TS_OK;
     }
     ts_op_event *e = next_pair(p, node);
-    if (e) run->backend->event_record(run->stream, &e->end);
+    if (e) run->dev.backend->event_record(run->dev.stream, &e->end);
     if (p->op_events && !p->recorded) p->op_calls[node < 0 ? p->n_nodes : node]++;
     return TS_OK;
 }

@@ -126,10 +126,10 @@ static void w_backward(const ts_kctx *k) {
 /* The update itself is recorded; its step constants are not part of the
  * fingerprint: a recorded update reads them from the recording's table,
  * which the real table fills on every walk too. */
-static void w_opt_update(const ts_optimizer *o, const struct ts_opt_consts *c, struct ts_opt_state *s, float *param, const float *grad,
-                         int64_t begin, int64_t end) {
+static void w_opt_update(void *st, const ts_optimizer *o, const struct ts_opt_consts *c, struct ts_opt_state *s, float *param,
+                         const float *grad, int64_t begin, int64_t end) {
     mix(12), mix((uint64_t)o->kind), mix(P(s)), mix(P(param)), mix(P(grad)), mix((uint64_t)begin), mix((uint64_t)end);
-    w.real->opt_update(o, c, s, param, grad, begin, end);
+    w.real->opt_update(st, o, c, s, param, grad, begin, end);
 }
 
 static void w_opt_update_summarised(const ts_optimizer *o, const struct ts_opt_consts *c, struct ts_opt_state *s, float *param,
@@ -282,14 +282,14 @@ static ts_status run_steps(ts_run *run, int64_t d0, int64_t n, ts_status (*step)
 /* Those steps walked with the table `walk` in place of the real one. */
 static ts_status walk_steps(ts_run *run, int64_t d0, int64_t n, ts_status (*step)(ts_run *, int64_t), const ts_backend *walk) {
     ts_prog *p = run->prog;
-    const ts_backend *real = run->backend;
-    run->backend = p->backend = walk;
+    const ts_backend *real = run->dev.backend;
+    run->dev.backend = p->backend = walk;
     p->recorded = true;
     p->recorded_from = d0 * (run->training ? run->opts.grad_accum : 1);
     w.hash = 0xcbf29ce484222325ull;
     ts_status st = run_steps(run, d0, n, step);
     p->recorded = false;
-    run->backend = p->backend = real;
+    run->dev.backend = p->backend = real;
     return st;
 }
 
@@ -328,12 +328,12 @@ static ts_status recorded_steps(ts_run *run, int64_t d0, int64_t n, ts_status (*
     ts_status st;
     if (r) { /* replay: the host's walk, then one launch */
         w.work = false;
-        real->walk_begin(run->stream, r->rec);
+        real->walk_begin(run->dev.stream, r->rec);
         uint64_t t0 = ts_now_ns();
         st = walk_steps(run, d0, n, step, &walk);
         ts_metric_record("ReplayWalk", (double)(ts_now_ns() - t0)); /* the host's share of a replayed launch */
         bool same = w.hash == r->calls;
-        ts_status rst = real->replay(run->stream, r->rec, !st && same);
+        ts_status rst = real->replay(run->dev.stream, r->rec, !st && same);
         if (st) return st; /* cancelled before its first micro-batch: nothing to do */
         if (!same) {
             p->replay_off = "RecordingMismatch";
@@ -353,7 +353,7 @@ static ts_status recorded_steps(ts_run *run, int64_t d0, int64_t n, ts_status (*
         return run_steps(run, d0, n, step);
     }
     void *rec = NULL;
-    st = real->capture_begin(run->stream, (int)n * run->n_state, &rec);
+    st = real->capture_begin(run->dev.stream, (int)n * run->n_state, &rec);
     if (st) { /* nothing was recorded: these steps and the later ones call by call */
         p->replay_off = "RecordingFailed";
         ts_logf(TS_LOG_WARN, "%s: steps launched call by call: %s", real->name, ts_last_error());
@@ -361,7 +361,7 @@ static ts_status recorded_steps(ts_run *run, int64_t d0, int64_t n, ts_status (*
     }
     w.work = true;
     st = walk_steps(run, d0, n, step, &walk);
-    ts_status cst = real->capture_end(run->stream, rec);
+    ts_status cst = real->capture_end(run->dev.stream, rec);
     if (st || cst) real->recording_free(rec);
     if (st) return st; /* cancelled before its first micro-batch: the recording is of nothing */
     if (cst) {
@@ -375,7 +375,7 @@ static ts_status recorded_steps(ts_run *run, int64_t d0, int64_t n, ts_status (*
     *r = (ts_recording){key, w.hash, run->runs, rec};
     ts_counter_add_cause("GraphCaptures", !first ? "AnotherKind" : p->recompiled ? "Recompiled" : "FirstRun", 1);
     ts_counter_add("StepsReplayed", n);
-    return real->replay(run->stream, rec, true);
+    return real->replay(run->dev.stream, rec, true);
 }
 
 ts_status ts_exec_recorded(ts_run *run, ts_status (*step)(ts_run *, int64_t)) {

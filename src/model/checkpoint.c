@@ -148,7 +148,7 @@ ts_status ts_checkpoint_save(const char *path, const ts_model *m, const ts_loade
     ts_status st = check_model(m, "ts_checkpoint_save");
     if (st) return st;
     if (!path || !*path) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_checkpoint_save: empty path");
-    if ((st = ts_device_fetch_state(m->run.prog, ts_model_device(m)))) return st; /* a device's optimizer state, brought to the host */
+    if ((st = ts_device_fetch_state(m->run.prog, m->run.dev))) return st; /* a device's optimizer state, brought to the host */
     if ((st = ts_graph_values_current(m->run.g))) return st; /* and its parameters */
     float *steps = ts_calloc((size_t)m->run.n_state + 1, sizeof *steps);
     if (!steps) return TS_ERR_OUT_OF_MEMORY;

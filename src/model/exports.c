@@ -16,7 +16,7 @@ ts_status ts_model_save_graph(ts_model *m, const char *path) {
     ts_status st = m->run.prog ? TS_OK : ts_model_compile(m);
     if (st) return st;
     if ((st = ts_graph_values_current(m->run.g))) return st; /* a device's parameters back on the host */
-    if (m->run.training && (st = ts_device_fetch_state(m->run.prog, ts_model_device(m)))) return st;
+    if (m->run.training && (st = ts_device_fetch_state(m->run.prog, m->run.dev))) return st;
     ts_model_def def = ts_model_definition(m);
     ts_bwd_model bm = ts_bwd_of(&m->run);
     return ts_onnx_export(&def, &bm, path);

@@ -32,9 +32,9 @@ ts_status ts_model_memory_get(const ts_model *m, ts_model_memory *out) {
     out->anchors = (int64_t)p->bytes_anchors;
     out->activations_without_reuse = (int64_t)p->bytes_activations_unplanned;
     if (ts_memory_get(&out->process)) out->process.rss = out->process.pss = out->process.uss = -1; /* model numbers still hold */
-    if (m->run.backend->memory_info) {
+    if (m->run.dev.backend->memory_info) {
         ts_device_memory d;
-        m->run.backend->memory_info(&d);
+        m->run.dev.backend->memory_info(&d);
         out->device_in_use = (int64_t)d.in_use, out->device_peak = (int64_t)d.peak;
         out->device_free = (int64_t)d.free, out->device_total = (int64_t)d.total;
     }
@@ -65,7 +65,7 @@ const char *ts_model_memory_line(const ts_model *m, char *buf, size_t n) {
              bytes_or_na(mm.process.uss, b[8], sizeof b[8]));
     size_t used = strlen(buf);
     if (mm.device_total > 0 && used < n)
-        snprintf(buf + used, n - used, " %s %s (peak %s, free %s of %s)", m->run.backend->name, bytes_or_na(mm.device_in_use, b[0], sizeof b[0]),
+        snprintf(buf + used, n - used, " %s %s (peak %s, free %s of %s)", m->run.dev.backend->name, bytes_or_na(mm.device_in_use, b[0], sizeof b[0]),
                  bytes_or_na(mm.device_peak, b[1], sizeof b[1]), bytes_or_na(mm.device_free, b[2], sizeof b[2]),
                  bytes_or_na(mm.device_total, b[3], sizeof b[3]));
     return buf;

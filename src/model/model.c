@@ -19,6 +19,31 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The run's device handle, made once with the model: the backend the
+ * device string names, the host's worker threads, and the stream the
+ * model's work goes on (the backend's own; where it makes none, the CPU,
+ * those threads). */
+static ts_status open_device(ts_run *run, const char *device) {
+    const ts_backend *be;
+    ts_status st = ts_backend_for(device, &be);
+    if (st) return st;
+    int n = run->opts.threads ? run->opts.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if ((st = ts_backend_host_pool(n < 1 ? 1 : n, &run->pool))) return st;
+    void *stream = run->pool;
+    if (be->stream_create && (st = be->stream_create(&stream))) {
+        ts_pool_free(run->pool);
+        run->pool = NULL;
+        return st;
+    }
+    run->dev = (ts_device){.backend = be, .stream = stream};
+    return TS_OK;
+}
+
+static void close_device(ts_run *run) {
+    if (run->dev.backend->stream_create) run->dev.backend->stream_destroy(run->dev.stream); /* its work completed first */
+    ts_pool_free(run->pool);
+}
+
 static ts_status model_new(ts_model **out, ts_graph *g, const ts_options *o) {
     *out = NULL;
     if (!g) return ts_error(TS_ERR_INVALID_ARGUMENT, "model: graph is NULL");
@@ -27,7 +52,6 @@ static ts_status model_new(ts_model **out, ts_graph *g, const ts_options *o) {
     ts_model *m = ts_calloc(1, sizeof *m);
     if (!m) return TS_ERR_OUT_OF_MEMORY;
     m->run.g = g;
-    m->run.backend = ts_backend_cpu();
     m->run.par = ts_dist_parallel();
     m->run.loss = -1;
     m->run.failed_entry = m->run.failed_op = -1;
@@ -55,8 +79,7 @@ static ts_status model_new(ts_model **out, ts_graph *g, const ts_options *o) {
         return ts_error_wrap(st, "model");
     }
     const char *device = m->run.opts.device[0] ? m->run.opts.device : getenv("TS_DEVICE");
-    st = ts_backend_for(device && *device ? device : "cpu", &m->run.backend);
-    if (!st && m->run.backend->stream_create) st = m->run.backend->stream_create(&m->run.stream);
+    st = open_device(&m->run, device && *device ? device : "cpu");
     if (st) {
         st = ts_error_wrap(st, "model: device %s%s", device && *device ? device : "cpu",
                            m->run.opts.device[0] ? "" : " (from TS_DEVICE)");
@@ -129,8 +152,7 @@ void ts_model_free(ts_model *m) {
     ts_spike_watch_free(m);
     ts_dump_free(m);
     ts_opt_state_free(&m->run.state, &m->run.n_state);
-    ts_pool_free(m->run.pool);
-    if (m->run.stream && m->run.backend->stream_destroy) m->run.backend->stream_destroy(m->run.stream);
+    close_device(&m->run);
     ts_options_clear(&m->run.opts);
     if (m->run.g) m->run.g->n_models--;
     ts_free(m->run.outputs);
@@ -163,7 +185,7 @@ static ts_status compile_ranks(void *model, ts_prog *p) {
 ts_model_def ts_model_definition(ts_model *m) {
     return (ts_model_def){.g = m->run.g, .opts = &m->run.opts, .opt = &m->run.opt, .training = m->run.training, .loss = m->run.loss, .outputs = m->run.outputs,
                           .n_outputs = m->run.n_outputs, .input_override = m->input_override, .n_override = m->n_override, .scaling = m->run.scaling,
-                          .dev = ts_model_device(m), .threads = ts_pool_threads(m->run.pool), .state = &m->run.state, .n_state = &m->run.n_state,
+                          .dev = m->run.dev, .threads = ts_pool_threads(m->run.pool), .state = &m->run.state, .n_state = &m->run.n_state,
                           .ranks = compile_ranks, .ranks_ctx = m};
 }
 
@@ -171,12 +193,6 @@ ts_model_def ts_model_definition(ts_model *m) {
  * (a new micro-batch size), else it and the spare go. */
 static ts_status compile_program(ts_model *m, bool keep) {
     uint64_t t0 = ts_now_ns();
-    if (!m->run.pool) {
-        int n = m->run.opts.threads ? m->run.opts.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-        if (n < 1) n = 1;
-        ts_status st = ts_backend_host_pool(n, &m->run.pool);
-        if (st) return st;
-    }
     ts_model_def def = ts_model_definition(m);
     ts_prog *p;
     ts_status st = ts_prog_build(&def, &p);
@@ -188,7 +204,7 @@ static ts_status compile_program(ts_model *m, bool keep) {
         if (p) ts_prog_free(p);
         return st;
     }
-    if (m->run.prog) st = ts_device_fetch_state(m->run.prog, ts_model_device(m)); /* the new program sends it again */
+    if (m->run.prog) st = ts_device_fetch_state(m->run.prog, m->run.dev); /* the new program sends it again */
     if (!st && m->run.prog && m->run.g->values_owner == &m->run) st = ts_graph_values_current(m->run.g); /* the parameters too */
     if (st) {
         ts_prog_free(p);
@@ -246,7 +262,7 @@ ts_status ts_model_compile_for_shape(ts_model *m, const char *why) {
     ts_logf(TS_LOG_DEBUG, "switching the %s model to its program compiled before: %s (micro-batch size)", kind, why);
     /* the state the current program's device holds back on the host, then
      * the spare sends all of it again before its first run */
-    ts_status st = ts_device_fetch_state(m->run.prog, ts_model_device(m));
+    ts_status st = ts_device_fetch_state(m->run.prog, m->run.dev);
     if (!st && m->run.g->values_owner == &m->run) st = ts_graph_values_current(m->run.g);
     if (st) return st;
     ts_layer_shapes_changed(&m->run, m->run.prog, m->spare, m->stale_cause, true);

@@ -34,9 +34,6 @@ struct ts_model {
     struct ts_spike_watch *spikes;
 };
 
-/* Its device handle (observe/run.h's ts_run_device). */
-static inline ts_device ts_model_device(const ts_model *m) { return ts_run_device(&m->run); }
-
 /* model.c: what compile reads of m (compile/program.h), all it is handed. */
 ts_model_def ts_model_definition(ts_model *m);
 

@@ -105,8 +105,7 @@ ts_status ts_model_rerun(ts_model *m, const char *name, const ts_array *value, t
     void *host = NULL;
     if ((st = convert(te, value, &host))) return st;
 
-    const ts_backend *be = m->run.backend;
-    void *stream = ts_model_device(m).stream;
+    const ts_backend *be = m->run.dev.backend;
     size_t largest = 0;
     for (int e = 0; e < p->n_entries; e++) {
         size_t b = (size_t)p->entries[e].numel * ts_dtype_size(h->t[e].dtype);
@@ -134,10 +133,10 @@ ts_status ts_model_rerun(ts_model *m, const char *name, const ts_array *value, t
             st = ts_error(TS_ERR_OUT_OF_MEMORY, "ts_model_rerun: no memory on %s to set '%s' aside", be->name, en->name);
             break;
         }
-        be->copy_on_device(stream, saved[e], en->data, bytes);
-        be->copy_on_device(stream, en->data, h->t[e].before, bytes);
+        be->copy_on_device(m->run.dev.stream, saved[e], en->data, bytes);
+        be->copy_on_device(m->run.dev.stream, en->data, h->t[e].before, bytes);
     }
-    if (!st) be->copy_to_device(stream, tt->op == TS_OP_INPUT ? changed : te->data, host, tbytes);
+    if (!st) be->copy_to_device(m->run.dev.stream, tt->op == TS_OP_INPUT ? changed : te->data, host, tbytes);
     ts_op_chain chain = m->run.chain;
     int64_t steps = m->run.steps;
     double scale = m->run.loss_scale;
@@ -163,8 +162,8 @@ ts_status ts_model_rerun(ts_model *m, const char *name, const ts_array *value, t
     /* the model's parameters back */
     for (int e = 0; e < p->n_entries; e++)
         if (saved && saved[e]) {
-            be->copy_on_device(stream, p->entries[e].data, saved[e], (size_t)p->entries[e].numel * ts_dtype_size(p->entries[e].dtype));
-            be->synchronize(m->run.stream);
+            be->copy_on_device(m->run.dev.stream, p->entries[e].data, saved[e], (size_t)p->entries[e].numel * ts_dtype_size(p->entries[e].dtype));
+            be->synchronize(m->run.dev.stream);
             be->free(saved[e]);
         }
     if (be->host_addressable) m->run.g->values_gen++;

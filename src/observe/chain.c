@@ -20,7 +20,7 @@ static ts_status observe_entry_now(ts_run *run, int e, int64_t sample) {
     if (ts_dtype_is_half(en->dtype)) { /* 16-bit cells (the CPU's): observed through an f32 view, widened exactly */
         void *cells = en->data;
         ts_dtype t = en->dtype;
-        run->backend->unpack_half(ts_run_device(run).stream, t, run->prog->stage16, cells, en->numel);
+        run->dev.backend->unpack_half(run->dev.stream, t, run->prog->stage16, cells, en->numel);
         en->data = run->prog->stage16, en->dtype = TS_F32;
         ts_hold_capture(run, e, sample);
         ts_status st = ts_hold_comparing(run) ? TS_OK : ts_observe(run, e, sample);
@@ -29,12 +29,12 @@ static ts_status observe_entry_now(ts_run *run, int e, int64_t sample) {
     }
     ts_hold_capture(run, e, sample); /* before its check: a held run keeps the NaN it stops at */
     if (ts_hold_comparing(run)) return TS_OK; /* ts_model_rerun: compared, nothing else observes it */
-    if (run->backend->host_addressable) return ts_observe(run, e, sample);
+    if (run->dev.backend->host_addressable) return ts_observe(run, e, sample);
     if (ts_observe_device(run, e, sample)) return TS_OK; /* nothing the host must read */
     if (en->on_host) return ts_observe(run, e, sample);
     float *dev = en->data;
     const float *h = ts_device_host_view(run, en);
-    if (!h) return ts_error_wrap(TS_ERR_INTERNAL, "run: reading '%s' from %s", en->name, run->backend->name);
+    if (!h) return ts_error_wrap(TS_ERR_INTERNAL, "run: reading '%s' from %s", en->name, run->dev.backend->name);
     en->data = (float *)(uintptr_t)h;
     ts_status st = ts_observe(run, e, sample);
     en->data = dev;

@@ -79,7 +79,7 @@ ts_status ts_hold_prepare(ts_run *run) {
     if (!h || !h->armed) return TS_OK;
     if (!p->hold_ready || h->prog != p) {
         release(h);
-        h->be = run->backend, h->prog = p;
+        h->be = run->dev.backend, h->prog = p;
         h->t = ts_calloc((size_t)p->n_entries, sizeof *h->t);
         h->observed = ts_calloc((size_t)p->n_entries, sizeof *h->observed);
         if (!h->t || !h->observed) return ts_error(TS_ERR_OUT_OF_MEMORY, "ts_model_hold: no memory for %d tensors", p->n_entries);
@@ -96,8 +96,8 @@ ts_status ts_hold_prepare(ts_run *run) {
             bool param = en->kind == TS_KIND_VALUE && run->g->t[en->node]->op == TS_OP_PARAM && !ts_dtype_is_half(en->dtype);
             if (lives_on(run, en) && !param) continue;
             size_t bytes = (size_t)(en->numel ? en->numel : 1) * ts_dtype_size(t->dtype);
-            if (run->backend->alloc(bytes, param ? &t->before : &t->copy))
-                return ts_error(TS_ERR_OUT_OF_MEMORY, "ts_model_hold: no memory on %s for a copy of '%s' (%zu bytes)", run->backend->name,
+            if (run->dev.backend->alloc(bytes, param ? &t->before : &t->copy))
+                return ts_error(TS_ERR_OUT_OF_MEMORY, "ts_model_hold: no memory on %s for a copy of '%s' (%zu bytes)", run->dev.backend->name,
                                 en->name, bytes);
             en->observed = true;
         }
@@ -119,13 +119,12 @@ void ts_hold_capture(ts_run *run, int entry, int64_t sample) {
     }
     if (!h || !h->armed || !run->prog->hold_ready || h->prog != run->prog || entry >= h->n) return;
     const ts_entry *en = &run->prog->entries[entry];
-    void *stream = ts_run_device(run).stream;
     if (h->t[entry].before && en->data && !h->t[entry].before_captured) { /* the first step's, before its update */
-        run->backend->copy_on_device(stream, h->t[entry].before, en->data, (size_t)en->numel * ts_dtype_size(en->dtype));
+        run->dev.backend->copy_on_device(run->dev.stream, h->t[entry].before, en->data, (size_t)en->numel * ts_dtype_size(en->dtype));
         h->t[entry].before_captured = true;
     }
     if (!h->t[entry].copy || !en->data) return;
-    run->backend->copy_on_device(stream, h->t[entry].copy, en->data, (size_t)en->numel * ts_dtype_size(en->dtype));
+    run->dev.backend->copy_on_device(run->dev.stream, h->t[entry].copy, en->data, (size_t)en->numel * ts_dtype_size(en->dtype));
     h->t[entry].captured = true;
     h->t[entry].sample = sample;
     if (!en->per_step && sample > h->last_mb) h->last_mb = sample;
@@ -141,12 +140,12 @@ void ts_rerun_compare(ts_run *run, int e) {
     const void *ref = t->before_captured ? t->before : t->copy && ts_hold_current(h, e) ? t->copy : NULL;
     if (!ref || !en->data) return;
     const void *now = en->data, *was = ref;
-    if (!run->backend->host_addressable) { /* both to the host */
+    if (!run->dev.backend->host_addressable) { /* both to the host */
         size_t bytes = (size_t)en->numel * ts_dtype_size(t->dtype);
-        if (!en->on_host) run->backend->copy_to_host(run->stream, h->cmp_now, en->data, bytes), now = h->cmp_now;
-        run->backend->copy_to_host(run->stream, h->cmp_was, ref, bytes);
+        if (!en->on_host) run->dev.backend->copy_to_host(run->dev.stream, h->cmp_now, en->data, bytes), now = h->cmp_now;
+        run->dev.backend->copy_to_host(run->dev.stream, h->cmp_was, ref, bytes);
         was = h->cmp_was;
-        if (run->backend->synchronize(run->stream)) {
+        if (run->dev.backend->synchronize(run->dev.stream)) {
             h->cmp_failed = true;
             return;
         }
@@ -181,7 +180,7 @@ static int find_held(const ts_hold *h, const char *name) {
 
 /* A tensor read where it lives now: the program's entry of that name. */
 static const ts_entry *live_entry(const ts_run *run, const char *name) {
-    if (!run->prog || !(run->has_run || run->backend->host_addressable)) return NULL; /* a device's copies are sent at the first run */
+    if (!run->prog || !(run->has_run || run->dev.backend->host_addressable)) return NULL; /* a device's copies are sent at the first run */
     int e = ts_prog_find(run->prog, name);
     return e >= 0 && lives_on(run, &run->prog->entries[e]) && ts_in_stage(run, run->prog->entries[e].node) ? &run->prog->entries[e] : NULL;
 }
@@ -205,8 +204,8 @@ static void to_array(const ts_dtype dtype, const ts_shape *s, const void *data, 
  * once, outside the step loop: reading happens between runs). */
 static ts_status to_host(ts_run *run, float **host, const void *src, size_t bytes, const char *name) {
     if (!*host && !(*host = ts_malloc(bytes ? bytes : 1))) return ts_error(TS_ERR_OUT_OF_MEMORY, "reading '%s': no memory", name);
-    run->backend->copy_to_host(run->stream, *host, src, bytes);
-    if (run->backend->synchronize(run->stream)) return ts_error_wrap(TS_ERR_INTERNAL, "reading '%s' from %s", name, run->backend->name);
+    run->dev.backend->copy_to_host(run->dev.stream, *host, src, bytes);
+    if (run->dev.backend->synchronize(run->dev.stream)) return ts_error_wrap(TS_ERR_INTERNAL, "reading '%s' from %s", name, run->dev.backend->name);
     return TS_OK;
 }
 
@@ -220,13 +219,13 @@ ts_status ts_hold_read(ts_run *run, const char *name, ts_array *out) {
     const ts_entry *live = live_entry(run, name);
     int e = find_held(h, name);
     if (live) { /* the current value, after the last run */
-        if (run->backend->host_addressable || live->on_host) {
+        if (run->dev.backend->host_addressable || live->on_host) {
             to_array(live->dtype, &live->shape, live->data, out);
             return TS_OK;
         }
         int k = ts_prog_find(run->prog, name);
         if (!h || k >= h->n || strcmp(h->t[k].name, name) != 0)
-            return ts_error(TS_ERR_STATE, "'%s' lives on %s; arm ts_model_hold before a run to read it", name, run->backend->name);
+            return ts_error(TS_ERR_STATE, "'%s' lives on %s; arm ts_model_hold before a run to read it", name, run->dev.backend->name);
         ts_status st = to_host(run, &h->t[k].host, live->data, (size_t)live->numel * ts_dtype_size(live->dtype), name);
         if (st) return st;
         to_array(live->dtype, &live->shape, h->t[k].host, out);

@@ -27,17 +27,17 @@ static void capture_anchor(ts_run *run, const ts_anchor *a, const ts_entry *e, c
     size_t n = (size_t)ts_entry_cells(e);
     float *rows = p->dev_anchors ? p->dev_anchors + (a->local - p->arena_anchors) : a->local;
     switch (a->mode) {
-    case TS_OUTPUT_ALL: be->copy_on_device(run->stream, rows + (size_t)sample * n, x, n * sizeof(float)); break;
+    case TS_OUTPUT_ALL: be->copy_on_device(run->dev.stream, rows + (size_t)sample * n, x, n * sizeof(float)); break;
     case TS_OUTPUT_EVERY_N:
         if ((sample + 1) % a->period == 0)
-            be->copy_on_device(run->stream, rows + (size_t)((sample + 1) / a->period - 1) * n, x, n * sizeof(float));
+            be->copy_on_device(run->dev.stream, rows + (size_t)((sample + 1) / a->period - 1) * n, x, n * sizeof(float));
         break;
     case TS_OUTPUT_SUM:
-        if (sample == 0) be->copy_on_device(run->stream, rows, x, n * sizeof(float));
-        else be->accumulate(run->stream, rows, x, (int64_t)n);
+        if (sample == 0) be->copy_on_device(run->dev.stream, rows, x, n * sizeof(float));
+        else be->accumulate(run->dev.stream, rows, x, (int64_t)n);
         break;
     default:
-        if (sample == S - 1) be->copy_on_device(run->stream, rows, x, n * sizeof(float));
+        if (sample == S - 1) be->copy_on_device(run->dev.stream, rows, x, n * sizeof(float));
         break;
     }
 }
@@ -161,7 +161,7 @@ static void walk(ts_run *run, walk_job *j) {
 static void note_stored(const ts_run *run, const ts_entry *e, ts_summary *s) {
     s->stored = e->grid;
     if (e->grid == TS_F32) return;
-    bool counted = run->backend->counts_half_loss && e->numel > 0;
+    bool counted = run->dev.backend->counts_half_loss && e->numel > 0;
     s->stored_underflow = counted ? (double)e->lost.underflow / (double)e->numel : NAN;
     s->stored_overflow = counted ? (double)e->lost.overflow / (double)e->numel : NAN;
 }
@@ -249,7 +249,7 @@ static void add(report *r, const char *fmt, ...) {
 static bool queue_lost(ts_run *run, int e) {
     ts_prog *p = run->prog;
     if (!p->dev_lost || p->entries[e].grid == TS_F32) return false;
-    p->backend->copy_to_host(run->stream, &p->entries[e].lost, &p->dev_lost[e], sizeof(ts_half_loss));
+    p->backend->copy_to_host(run->dev.stream, &p->entries[e].lost, &p->dev_lost[e], sizeof(ts_half_loss));
     return true;
 }
 
@@ -259,8 +259,8 @@ const float *ts_device_host_view(ts_run *run, const ts_entry *e) {
     if (be->host_addressable || e->on_host || !e->data) return e->data;
     if (ts_entry_cells(e) > p->host_view_floats) return NULL;
     queue_lost(run, (int)(e - p->entries)); /* for its summary's columns of what rounding lost */
-    be->copy_to_host(run->stream, p->host_view, e->data, (size_t)e->numel * ts_dtype_size(e->dtype));
-    return be->synchronize(run->stream) ? NULL : p->host_view;
+    be->copy_to_host(run->dev.stream, p->host_view, e->data, (size_t)e->numel * ts_dtype_size(e->dtype));
+    return be->synchronize(run->dev.stream) ? NULL : p->host_view;
 }
 
 /* Whether the host reads e->data where it is: memory the host addresses,
@@ -291,8 +291,9 @@ static void add_stats(ts_run *run, report *r, const char *label, const ts_entry 
 static bool entry_nonfinite(ts_run *run, const ts_entry *e) {
     const ts_prog *p = run->prog;
     if (e->dtype != TS_F32 || !e->data) return false;
-    if (host_readable(p, e)) return ts_backend_host()->has_nonfinite(run->pool, e->data, e->numel); /* host memory: the host's scan, split over its threads */
-    return p->backend->has_nonfinite(run->stream, e->data, e->numel);
+    if (host_readable(p, e)) /* host memory: the host's table, whose stream is the run's thread pool (the scan split over it) */
+        return ts_backend_host()->has_nonfinite(run->pool, e->data, e->numel);
+    return p->backend->has_nonfinite(run->dev.stream, e->data, e->numel);
 }
 
 /* "op Log 'block/Log:0', built at file:line" */
@@ -330,7 +331,7 @@ static void add_origin_upstream(ts_run *run, report *r, const ts_entry *const *r
 /* Entry e's count of what its 16-bit rounding lost, brought from the
  * device that counted it (a report's: the host waits). */
 static void fetch_lost(ts_run *run, int e) {
-    if (queue_lost(run, e) && run->prog->backend->synchronize(run->stream)) run->prog->entries[e].lost = (ts_half_loss){0, 0};
+    if (queue_lost(run, e) && run->prog->backend->synchronize(run->dev.stream)) run->prog->entries[e].lost = (ts_half_loss){0, 0};
 }
 
 /* `producer`: the op whose backward kernel just wrote the gradient entry
@@ -426,7 +427,7 @@ void ts_observe_device_flush(ts_run *run) {
     int64_t floats = 0;
     for (int i = 0; i < p->n_queued; i++) floats += p->queued[i].n;
     ts_counter_add("SummaryBytes", floats * (int64_t)sizeof(float)); /* what the device reads for them */
-    p->backend->stats_reduce_many(run->stream, p->queued, p->n_queued); /* queued only where the device reduces (dev_slots) */
+    p->backend->stats_reduce_many(run->dev.stream, p->queued, p->n_queued); /* queued only where the device reduces (dev_slots) */
     p->n_queued = 0;
 }
 
@@ -447,7 +448,7 @@ bool ts_observe_device(ts_run *run, int entry, int64_t sample) {
     bool reduce = due && p->dev_slots && !e->on_host;
     const float *x = e->data;
     if (e->on_host && anchors) { /* sent first, for the anchors arena the device fills */
-        p->backend->copy_to_device(run->stream, p->dev_stage, e->data, (size_t)ts_entry_cells(e) * sizeof(float));
+        p->backend->copy_to_device(run->dev.stream, p->dev_stage, e->data, (size_t)ts_entry_cells(e) * sizeof(float));
         x = p->dev_stage;
     }
     if (anchors) { /* into the device's arena, copied to the host once after the run */
@@ -459,7 +460,7 @@ bool ts_observe_device(ts_run *run, int entry, int64_t sample) {
     if (feeds && p->n_outfed < p->outfed_cap) { /* its record into the run's rows there, copied to the host once after the run and
                                                  * pushed then (an entry's sample comes once a run: the rows hold them all) */
         size_t bytes, at = outfeed_row(p, entry, sample, &bytes);
-        p->backend->copy_on_device(run->stream, p->dev_outfeed + at, x, bytes);
+        p->backend->copy_on_device(run->dev.stream, p->dev_outfeed + at, x, bytes);
         p->outfed[p->n_outfed++] = (struct ts_outfed){entry, sample, false};
     }
     if (reduce) { /* queued for one launch with the others, into its slot, copied to the host once after the run */
@@ -523,9 +524,9 @@ ts_status ts_observe_device_now(ts_run *run) {
     ts_observe_device_flush(run);
     if (!s->any) return TS_OK;
     ts_observe_device_results(run); /* the last run's first: they must not later overwrite these */
-    p->backend->copy_to_host(run->stream, s->stats, p->dev_slots, (size_t)p->n_watch * sizeof(ts_device_stats));
-    if (s->any_hist) p->backend->copy_to_host(run->stream, s->hist, p->dev_hist, (size_t)p->n_hist * sizeof(ts_device_hist));
-    if (p->backend->synchronize(run->stream)) return ts_error_wrap(TS_ERR_INTERNAL, "reading the step's summaries from %s", p->backend->name);
+    p->backend->copy_to_host(run->dev.stream, s->stats, p->dev_slots, (size_t)p->n_watch * sizeof(ts_device_stats));
+    if (s->any_hist) p->backend->copy_to_host(run->dev.stream, s->hist, p->dev_hist, (size_t)p->n_hist * sizeof(ts_device_hist));
+    if (p->backend->synchronize(run->dev.stream)) return ts_error_wrap(TS_ERR_INTERNAL, "reading the step's summaries from %s", p->backend->name);
     publish_slots(run, s, run->runs, true);
     return TS_OK;
 }
@@ -599,7 +600,7 @@ void ts_observe_print(ts_run *run, int node, bool gradient, int64_t sample) {
     const ts_entry *e = &p->entries[entry];
     if (p->recorded && p->outfeed_off && p->outfeed_off[entry] != SIZE_MAX && p->n_outfed < p->outfed_cap) {
         size_t bytes, at = outfeed_row(p, entry, sample, &bytes); /* printed after the run (ts_observe_device_outfeeds) */
-        p->backend->copy_on_device(run->stream, p->dev_outfeed + at, e->data, bytes);
+        p->backend->copy_on_device(run->dev.stream, p->dev_outfeed + at, e->data, bytes);
         p->outfed[p->n_outfed++] = (struct ts_outfed){entry, sample, true};
         return;
     }
@@ -642,7 +643,7 @@ void ts_observe_device_stream(ts_run *run) {
     if (!n) return;
     struct ts_outfeed_point *pt = &p->points[p->n_points++];
     *pt = (struct ts_outfeed_point){run, from, to};
-    p->backend->copy_out_then(run->stream, p->copies, n, push_point, pt);
+    p->backend->copy_out_then(run->dev.stream, p->copies, n, push_point, pt);
 }
 
 /* Whether the run's i-th captured record or line waits for the run's
@@ -653,14 +654,14 @@ uint64_t ts_observe_device_fetch_rows(ts_run *run) {
     ts_prog *p = run->prog;
     if (!p->n_outfed) return 0;
     if (!p->streamed) { /* none went while the run did: one copy */
-        p->backend->copy_to_host(run->stream, p->host_outfeed, p->dev_outfeed, p->outfeed_bytes);
+        p->backend->copy_to_host(run->dev.stream, p->host_outfeed, p->dev_outfeed, p->outfeed_bytes);
         return p->outfeed_bytes;
     }
     uint64_t fetched = 0;
     for (int i = 0; i < p->n_outfed; i++)
         if (waits_for_end(p, i)) {
             size_t bytes, at = outfeed_row(p, p->outfed[i].entry, p->outfed[i].sample, &bytes);
-            p->backend->copy_to_host(run->stream, p->host_outfeed + at, p->dev_outfeed + at, bytes);
+            p->backend->copy_to_host(run->dev.stream, p->host_outfeed + at, p->dev_outfeed + at, bytes);
             fetched += bytes;
         }
     return fetched;

@@ -39,11 +39,10 @@ typedef struct ts_run {
     ts_opt_state *state; /* per trained parameter: made at the first compile, outlives every program */
     int n_state;
     uint64_t state_gen;  /* bumped when the host writes the optimizer state (a checkpoint restored) */
-    /* on what: the device (ts_run_device) and the job's ranks, set by the
-     * model layer as the model is made and compiled */
-    const struct ts_backend *backend; /* the device it runs on */
-    ts_pool *pool;       /* the CPU backend's stream: its worker threads */
-    void *stream;        /* another device's stream (NULL on the CPU) */
+    /* on what: the device and the job's ranks, set by the model layer as
+     * the model is made and compiled */
+    ts_device dev;       /* the device it runs on and its stream (made with the model): every call through the table passes dev.stream */
+    ts_pool *pool;       /* the host's worker threads, for the host's own jobs (ts_pool_for); the CPU backend's stream too */
     const struct ts_parallel *par;    /* its split over a job's ranks (parallel/, through this table) */
     const ts_collective *coll;        /* the job's collectives (NULL without replicas or stages) */
     ts_op_chain chain;   /* the observers around each op of the next run: registered by the model layer, run by the executor */
@@ -113,11 +112,5 @@ static inline int ts_replicas(const ts_run *run) { return ts_opts_replicas(&run-
 static inline int ts_stages(const ts_run *run) { return ts_opts_stages(&run->opts); }
 /* Whether this rank runs `node` (every node without a pipeline). */
 static inline bool ts_in_stage(const ts_run *run, int node) { return !run->prog->stage || run->prog->stage[node] == run->coll->rank; }
-
-/* Its device handle: the backend and the stream its work goes on (the
- * CPU's: the thread pool; another device's: run->stream). */
-static inline ts_device ts_run_device(const ts_run *run) {
-    return (ts_device){.backend = run->backend, .stream = run->backend->host_addressable ? (void *)run->pool : run->stream};
-}
 
 #endif

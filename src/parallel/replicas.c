@@ -148,8 +148,8 @@ ts_status ts_replicas_grad_ready(ts_run *run, int node, int64_t mb) {
     ts_entry *acc = &p->entries[ts_prog_entry_of(p, node, TS_KIND_ACCUM)];
     if (A > 1) { /* without accumulation Accum___ is the gradient's own buffer */
         const ts_entry *grad = &p->entries[p->grad_entry[node]];
-        if (a == 0) run->backend->copy_on_device(run->pool, acc->data, grad->data, (size_t)acc->numel * sizeof(float));
-        else run->backend->accumulate(run->pool, acc->data, grad->data, acc->numel);
+        if (a == 0) run->dev.backend->copy_on_device(run->dev.stream, acc->data, grad->data, (size_t)acc->numel * sizeof(float));
+        else run->dev.backend->accumulate(run->dev.stream, acc->data, grad->data, acc->numel);
     }
     if (a != A - 1) return TS_OK;
     p->allreduce_bytes += (size_t)acc->numel * sizeof(float);

@@ -12,8 +12,11 @@
 #define TS_TEST_CHECK_H
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "tensorscope.h"
+#include "backend/backend.h"
 
 typedef struct check_counts {
     int checks, failures;
@@ -69,6 +72,15 @@ static inline int check_failures(void)
 
 static inline int check_summary(const char *test_name)
 {
+    /* the models on cpu-staged (TS_DEVICE: the NAME_staged tests) passed
+     * their stream to every call through its table (backend.h's contract;
+     * test_stream_contract goes through every path) */
+    const char *device = getenv("TS_DEVICE");
+    if (device && !strcmp(device, "cpu-staged")) {
+        char seen[512];
+        int n = ts_cpu_staged_stream_misuse(seen, sizeof seen);
+        CHECK(n == 0, "every call on cpu-staged passed its model's stream (%d did not: %s)", n, seen);
+    }
     const check_counts *c = check_counts_();
     printf("%s: %d checks, %d failed: %s\n", test_name, c->checks, c->failures,
            c->failures ? "FAIL" : "PASS");

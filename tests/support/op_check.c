@@ -354,8 +354,8 @@ static void opt_case(ts_op_checker *c, const char *label, ts_optimizer o, int st
         if (mom) sc.accl = s1.cpu, sd.accl = s1.dev;
         if (adam) sc.accl1 = s1.cpu, sc.accl2 = s2.cpu, sd.accl1 = s1.dev, sd.accl2 = s2.dev;
         ts_opt_consts k = ts_opt_begin(&o, &sc);
-        cpu->opt_update(&o, &k, &sc, p.cpu, g.cpu, 0, n);
-        c->dev->opt_update(&o, &k, &sd, p.dev, g.dev, 0, n);
+        cpu->opt_update(NULL, &o, &k, &sc, p.cpu, g.cpu, 0, n);
+        c->dev->opt_update(c->stream, &o, &k, &sd, p.dev, g.dev, 0, n);
         double e = compare(c, &p, back);
         OP_CHECK(c, e <= 1e-6, "optimizer %s step %d on %s: parameter, rel. error %.3g", label, step, c->dev->name, e);
         if (mom || adam) {

@@ -1,5 +1,6 @@
 /* cpu.c -- the CPU backend: the device is the host, its memory the heap,
- * its stream the model's thread pool (ts_pool *, NULL = the calling
+ * its stream the model's thread pool (ts_pool *; TS_STREAM_THIS_THREAD
+ * from inside the pool's jobs and NULL outside a model: the calling
  * thread), and every call completes before it returns. The kernel table
  * has one row per op: the rows of the core ops' adapters are here, the
  * others in adapters_tensor.c and adapters_cnn.c. */
@@ -214,6 +215,9 @@ static ts_status cpu_alloc(size_t bytes, void **out) {
 
 static void cpu_free(void *p) { ts_free(p); }
 
+/* The pool a stream names: the model's, or none (the calling thread). */
+static ts_pool *pool_of(void *stream) { return stream == TS_STREAM_THIS_THREAD ? NULL : (ts_pool *)stream; }
+
 /* ------------------------------------------- copies: done on return */
 
 static void cpu_copy(void *stream, void *dst, const void *src, size_t bytes) {
@@ -233,13 +237,13 @@ static void cpu_fill(void *stream, float *dst, float value, int64_t n) {
     for (int64_t i = 0; i < n; i++) dst[i] = value;
 }
 
-static void cpu_zero(void *stream, float *dst, int64_t n) { ts_zero(stream, dst, n); }
-static void cpu_accumulate(void *stream, float *dst, const float *src, int64_t n) { ts_accumulate(stream, dst, src, n); }
-static void cpu_scale(void *stream, float *dst, const float *x, float s, int64_t n) { ts_scale_forward(stream, dst, x, s, n); }
+static void cpu_zero(void *stream, float *dst, int64_t n) { ts_zero(pool_of(stream), dst, n); }
+static void cpu_accumulate(void *stream, float *dst, const float *src, int64_t n) { ts_accumulate(pool_of(stream), dst, src, n); }
+static void cpu_scale(void *stream, float *dst, const float *x, float s, int64_t n) { ts_scale_forward(pool_of(stream), dst, x, s, n); }
 
 /* ------------------------------------------------- 16-bit float grids */
 
-static void cpu_round_half(void *stream, ts_dtype t, float *x, int64_t n, ts_half_loss *lost) { ts_cpu_round_half_pool(stream, t, x, x, n, lost); }
+static void cpu_round_half(void *stream, ts_dtype t, float *x, int64_t n, ts_half_loss *lost) { ts_cpu_round_half_pool(pool_of(stream), t, x, x, n, lost); }
 
 /* --------------------------------------------------------- reductions */
 
@@ -275,16 +279,24 @@ bool ts_cpu_has_nonfinite(ts_pool *pool, const float *x, int64_t n) {
     return atomic_load_explicit(&j.bad, memory_order_relaxed);
 }
 
-static bool cpu_has_nonfinite(void *stream, const float *x, int64_t n) { return ts_cpu_has_nonfinite(stream, x, n); }
+static bool cpu_has_nonfinite(void *stream, const float *x, int64_t n) { return ts_cpu_has_nonfinite(pool_of(stream), x, n); }
 
 static void cpu_unpack_half(void *stream, ts_dtype t, float *dst, const void *src, int64_t n) {
-    ts_cpu_unpack_half(stream, t, dst, src, n);
+    ts_cpu_unpack_half(pool_of(stream), t, dst, src, n);
 }
 
 static void cpu_copy_out_then(void *stream, const ts_copy_out *c, int n, void (*fn)(void *), void *arg) {
     (void)stream;
     for (int i = 0; i < n; i++) memcpy(c[i].dst, c[i].src, c[i].bytes);
     fn(arg);
+}
+
+/* the step of [begin, end) on the calling thread (the executor splits a
+ * parameter's step over the pool itself) */
+static void cpu_opt_update(void *stream, const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, const float *grad,
+                           int64_t begin, int64_t end) {
+    (void)stream;
+    ts_opt_update(o, c, s, param, grad, begin, end);
 }
 
 /* ------------------------------------------------------------- timing */
@@ -314,7 +326,7 @@ static const ts_backend cpu = {
     .unpack_half = cpu_unpack_half,
     .kernels = kernels,
     .attention_one_pass = true,
-    .opt_update = ts_opt_update,
+    .opt_update = cpu_opt_update,
     .opt_update_summarised = ts_opt_update_summarised,
     .opt_update_norms = ts_opt_update_norms,
     .has_nonfinite = cpu_has_nonfinite,
@@ -395,6 +407,7 @@ static void staged_init(void) {
     staged.free = staged_free;
     staged.memory_info = staged_memory_info;
     ts_cpu_staged_recording(&staged);
+    ts_cpu_staged_streams(&staged); /* outermost: every call's stream checked as it comes */
 }
 
 const ts_backend *ts_backend_cpu_staged(void) {

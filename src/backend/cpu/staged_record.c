@@ -78,7 +78,7 @@ static void s_copy(void *stream, void *dst, const void *src, size_t bytes) {
         return;
     }
     call *c = keep(C_COPY);
-    if (c) c->dst = dst, c->src = src, c->bytes = bytes;
+    if (c) c->stream = stream, c->dst = dst, c->src = src, c->bytes = bytes;
 }
 
 static void s_fill(void *stream, float *dst, float value, int64_t n) {
@@ -146,10 +146,10 @@ static void s_backward(const ts_kctx *k) {
 
 /* Recording or walking: the constants into the table's next row, the
  * update (recording) reading that row when replayed. */
-static void s_opt_update(const ts_optimizer *o, const ts_opt_consts *oc, ts_opt_state *s, float *param, const float *grad, int64_t begin,
-                         int64_t end) {
+static void s_opt_update(void *stream, const ts_optimizer *o, const ts_opt_consts *oc, ts_opt_state *s, float *param, const float *grad,
+                         int64_t begin, int64_t end) {
     if (mode == MODE_LAUNCH) {
-        base.opt_update(o, oc, s, param, grad, begin, end);
+        base.opt_update(stream, o, oc, s, param, grad, begin, end);
         return;
     }
     recording *r = cur;
@@ -161,7 +161,7 @@ static void s_opt_update(const ts_optimizer *o, const ts_opt_consts *oc, ts_opt_
     int row = r->used++;
     if (mode == MODE_WALK) return;
     call *c = keep(C_UPDATE);
-    if (c) c->state = s, c->dst = param, c->src = grad, c->begin = begin, c->end = end, c->row = row;
+    if (c) c->stream = stream, c->state = s, c->dst = param, c->src = grad, c->begin = begin, c->end = end, c->row = row;
 }
 
 static void s_stats_reduce_many(void *stream, const ts_stats_job *jobs, int n) {
@@ -193,7 +193,7 @@ static void s_copy_out_then(void *stream, const ts_copy_out *c, int n, void (*fn
 
 static void replay_call(const recording *r, const call *c) {
     switch (c->kind) {
-    case C_COPY: base.copy_on_device(NULL, c->dst, c->src, c->bytes); break;
+    case C_COPY: base.copy_on_device(c->stream, c->dst, c->src, c->bytes); break;
     case C_FILL: base.fill(c->stream, c->dst, c->value, c->n); break;
     case C_ZERO: base.zero(c->stream, c->dst, c->n); break;
     case C_ACCUMULATE: base.accumulate(c->stream, c->dst, c->src, c->n); break;
@@ -203,7 +203,7 @@ static void replay_call(const recording *r, const call *c) {
     case C_BACKWARD: base.kernels[c->k.node->op].backward(&c->k); break;
     case C_UPDATE: {
         const step_row *s = &r->rows[c->row];
-        base.opt_update(&s->o, &s->c, c->state, c->dst, c->src, c->begin, c->end);
+        base.opt_update(c->stream, &s->o, &s->c, c->state, c->dst, c->src, c->begin, c->end);
         break;
     }
     case C_STATS: base.stats_reduce_many(c->stream, &c->job, 1); break;

@@ -1,9 +1,10 @@
-/* cuda.cu -- the CUDA backend: device memory from cudaMalloc, one stream
- * per process on one GPU (cuda:N, the first one asked for), cuBLAS for the
+/* cuda.cu -- the CUDA backend: device memory from cudaMalloc, one GPU per
+ * process (cuda:N, the first one asked for), a stream per model (its
+ * queue, cuda.h: stream_create) that every entry honours, cuBLAS for the
  * GEMMs, and the kernel table (one row per op, the twins of the CPU's in
- * backend/cpu/). Kernels and copies are asynchronous on the stream; the
- * first CUDA error is kept, with the op that raised it, and reported by
- * synchronize. */
+ * backend/cpu/). Kernels and copies are asynchronous on the stream they
+ * are given; the first CUDA error is kept, with the op that raised it,
+ * and reported by synchronize. */
 #include "backend/cuda/adapters.h"
 extern "C" {
 #include "backend/held.h"
@@ -31,6 +32,7 @@ extern "C" {
 static struct {
     void *lib;
     cublasStatus_t (*create)(cublasHandle_t *);
+    cublasStatus_t (*destroy)(cublasHandle_t);
     cublasStatus_t (*set_stream)(cublasHandle_t, cudaStream_t);
     cublasStatus_t (*set_math_mode)(cublasHandle_t, cublasMath_t);
     cublasStatus_t (*set_workspace)(cublasHandle_t, void *, size_t);
@@ -55,6 +57,7 @@ static ts_status load_cublas(int ordinal) {
         void **fn;
         const char *name;
     } want[] = {{(void **)&blas_api.create, "cublasCreate_v2"},
+                {(void **)&blas_api.destroy, "cublasDestroy_v2"},
                 {(void **)&blas_api.set_stream, "cublasSetStream_v2"},
                 {(void **)&blas_api.set_math_mode, "cublasSetMathMode"},
                 {(void **)&blas_api.set_workspace, "cublasSetWorkspace_v2"},
@@ -74,22 +77,14 @@ static struct {
     pthread_mutex_t lock;
     bool ready;
     int ordinal;
-    cudaStream_t stream;
-    cublasHandle_t blas;
     char error[512]; /* the first CUDA error since the last synchronize */
-    float *flag;     /* device word of the NaN/Inf scan */
-    void *blas_space; /* cuBLAS's workspace, ours: a recorded GEMM keeps its pointer */
-    int mode;         /* MODE_*: what the stream's work does now */
-    struct cu_recording *rec; /* the recording being made or walked */
-    cudaStream_t side;        /* copy_out_then's copies and host functions, beside the stream */
-    cudaEvent_t fork, join;   /* the stream's point the side waits for; the side's end the stream waits for */
-    bool side_used;           /* work went to the side since the last synchronize or capture end */
-} g_cu = {PTHREAD_MUTEX_INITIALIZER, false, 0, nullptr, nullptr, "", nullptr, nullptr, 0, nullptr, nullptr, nullptr, nullptr, false};
+    ts_cu_queue own; /* the backend's own queue: work outside a model (a NULL stream) */
+} g_cu = {PTHREAD_MUTEX_INITIALIZER, false, 0, "", {}};
 
-/* MODE_RECORD: the stream's work is captured into a graph, not done;
- * MODE_WALK: the host walks a recorded run and launches nothing (the
- * executor's walk table drops every call that works; the optimizer's
- * update only stages its step constants). */
+/* A queue's mode. MODE_RECORD: its stream's work is captured into a
+ * graph, not done; MODE_WALK: the host walks a recorded run and launches
+ * nothing (the executor's walk table drops every call that works; the
+ * optimizer's update only stages its step constants). */
 enum { MODE_LAUNCH, MODE_RECORD, MODE_WALK };
 #define BLAS_WORKSPACE (32u << 20) /* what cuBLAS asks for on Hopper */
 
@@ -110,19 +105,20 @@ void ts_cu_check_blas(cublasStatus_t e, const char *what) {
              blas_api.status_string(e));
 }
 
-/* Every call goes on the backend's one stream, whatever the caller passed
- * (the executor passes NULL where the CPU takes its calling thread). */
-static cudaStream_t cu_stream(void *stream) {
-    (void)stream;
-    return g_cu.stream;
+ts_cu_queue *ts_cu_queue_of(void *stream) {
+    if (stream == TS_STREAM_THIS_THREAD) {
+        ts_cu_check(cudaErrorInvalidResourceHandle, "a call given the host's TS_STREAM_THIS_THREAD rather than its model's stream");
+        stream = nullptr;
+    }
+    return stream ? (ts_cu_queue *)stream : &g_cu.own;
 }
 
-/* The handle is bound to the one stream once, with our workspace (setting
- * the stream again would put cuBLAS back on a workspace of its own). */
-cublasHandle_t ts_cu_blas(cudaStream_t stream) {
-    (void)stream;
-    return g_cu.blas;
-}
+static cudaStream_t cu_stream(void *stream) { return ts_cu_queue_of(stream)->s; }
+
+/* Each queue's handle is bound to its stream once, when the queue is made
+ * (queue_open), then given its workspace (binding a stream puts cuBLAS
+ * back on a workspace of its own): never bound again. */
+cublasHandle_t ts_cu_blas(const ts_kctx *k) { return ts_cu_queue_of(k->stream)->blas; }
 
 /* ------------------------------------------------------------ GEMMs */
 
@@ -132,7 +128,7 @@ void ts_cu_gemm_strided(const ts_kctx *k, bool ta, bool tb, int64_t M, int64_t N
                         int64_t sb, float beta, float *C, int64_t sc, int64_t count) {
     if (M == 0 || N == 0 || count == 0) return;
     const float one = 1.0f;
-    cublasHandle_t h = ts_cu_blas(ts_cu_stream(k));
+    cublasHandle_t h = ts_cu_blas(k);
     /* the handle's mode for this product: the default keeps fp32's
      * precision (no TF32, as PyTorch unless allow_tf32) and, unlike the
      * pedantic mode, leaves cuBLAS its fastest such kernels */
@@ -184,8 +180,11 @@ static ts_status cu_alloc(size_t bytes, void **out) {
         return ts_error(TS_ERR_OUT_OF_MEMORY, "cuda:%d: no room for %zu bytes (%zu MiB of %zu MiB free): %s", g_cu.ordinal, bytes,
                         free_b >> 20, total_b >> 20, cudaGetErrorString(e));
     }
-    e = cudaMemsetAsync(*out, 0, bytes ? bytes : 1, g_cu.stream);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(g_cu.stream);
+    /* cleared on the backend's own queue, and waited for: allocations come
+     * with no model's stream (compile), and the memory is then ready for
+     * any stream's work */
+    e = cudaMemsetAsync(*out, 0, bytes ? bytes : 1, g_cu.own.s);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(g_cu.own.s);
     if (e != cudaSuccess) {
         cudaFree(*out);
         *out = nullptr;
@@ -232,43 +231,105 @@ static void cu_copy_on_device(void *stream, void *dst, const void *src, size_t b
     if (bytes && dst != src) ts_cu_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cu_stream(stream)), "copy on the device");
 }
 
-/* The side's work so far made part of the stream's: a recorded run's
+/* q's side work so far made part of its stream's: a recorded run's
  * graph then ends with it, and the stream's next work waits for it. */
-static void join_side(cudaStream_t s) {
-    if (!g_cu.side_used) return;
-    ts_cu_check(cudaEventRecord(g_cu.join, g_cu.side), "the host copies' end");
-    ts_cu_check(cudaStreamWaitEvent(s, g_cu.join, 0), "the host copies' end");
-    g_cu.side_used = false;
+static void join_side(ts_cu_queue *q) {
+    if (!q->side_used) return;
+    ts_cu_check(cudaEventRecord(q->join, q->side), "the host copies' end");
+    ts_cu_check(cudaStreamWaitEvent(q->s, q->join, 0), "the host copies' end");
+    q->side_used = false;
 }
 
-/* The copies and fn(arg) on the side stream once the stream's work so far
- * is done: the stream goes on meanwhile. Recording, the fork and join
- * make them a branch of the graph (joined at capture_end). */
+/* The copies and fn(arg) on the queue's side stream once its stream's
+ * work so far is done: the stream goes on meanwhile. Recording, the fork
+ * and join make them a branch of the graph (joined at capture_end). */
 static void cu_copy_out_then(void *stream, const ts_copy_out *c, int n, void (*fn)(void *), void *arg) {
-    cudaStream_t s = cu_stream(stream);
-    ts_cu_check(cudaEventRecord(g_cu.fork, s), "the host copies' start");
-    ts_cu_check(cudaStreamWaitEvent(g_cu.side, g_cu.fork, 0), "the host copies' start");
+    ts_cu_queue *q = ts_cu_queue_of(stream);
+    ts_cu_check(cudaEventRecord(q->fork, q->s), "the host copies' start");
+    ts_cu_check(cudaStreamWaitEvent(q->side, q->fork, 0), "the host copies' start");
     for (int i = 0; i < n; i++)
-        if (c[i].bytes) ts_cu_check(cudaMemcpyAsync(c[i].dst, c[i].src, c[i].bytes, cudaMemcpyDeviceToHost, g_cu.side), "a copy to the host");
-    ts_cu_check(cudaLaunchHostFunc(g_cu.side, fn, arg), "the host's part of the copies");
-    g_cu.side_used = true;
+        if (c[i].bytes) ts_cu_check(cudaMemcpyAsync(c[i].dst, c[i].src, c[i].bytes, cudaMemcpyDeviceToHost, q->side), "a copy to the host");
+    ts_cu_check(cudaLaunchHostFunc(q->side, fn, arg), "the host's part of the copies");
+    q->side_used = true;
 }
 
+/* Everything on the queue's stream done, and its side's (joined first):
+ * the host may then read what they copied. */
 static ts_status cu_synchronize(void *stream) {
-    join_side(cu_stream(stream));
-    ts_cu_check(cudaStreamSynchronize(cu_stream(stream)), "synchronize");
+    ts_cu_queue *q = ts_cu_queue_of(stream);
+    join_side(q);
+    ts_cu_check(cudaStreamSynchronize(q->s), "synchronize");
     if (!g_cu.error[0]) return TS_OK;
     ts_status st = ts_error(TS_ERR_INTERNAL, "%s", g_cu.error);
     g_cu.error[0] = 0;
     return st;
 }
 
-static ts_status cu_stream_create(void **out) {
-    *out = g_cu.stream; /* one stream per process for now */
+static void queue_close(ts_cu_queue *q) {
+    if (q->s) {
+        join_side(q);
+        (void)cudaStreamSynchronize(q->s); /* its work done before what it uses goes */
+    }
+    if (q->blas) blas_api.destroy(q->blas);
+    if (q->blas_space) cudaFree(q->blas_space);
+    ts_cu_stats_free(q);
+    if (q->flag) cudaFree(q->flag);
+    if (q->fork) cudaEventDestroy(q->fork);
+    if (q->join) cudaEventDestroy(q->join);
+    if (q->side) cudaStreamDestroy(q->side);
+    if (q->s) cudaStreamDestroy(q->s);
+    (void)cudaGetLastError();
+    *q = ts_cu_queue{};
+}
+
+/* q made on the backend's GPU: its streams (non-blocking: the legacy
+ * default stream never orders them), events, scan word, and a cuBLAS
+ * handle bound to its stream with its own workspace. */
+static ts_status queue_open(ts_cu_queue *q) {
+    *q = ts_cu_queue{};
+    cudaError_t e;
+    if ((e = cudaSetDevice(g_cu.ordinal)) != cudaSuccess || (e = cudaStreamCreateWithFlags(&q->s, cudaStreamNonBlocking)) != cudaSuccess ||
+        (e = cudaStreamCreateWithFlags(&q->side, cudaStreamNonBlocking)) != cudaSuccess ||
+        (e = cudaEventCreateWithFlags(&q->fork, cudaEventDisableTiming)) != cudaSuccess ||
+        (e = cudaEventCreateWithFlags(&q->join, cudaEventDisableTiming)) != cudaSuccess ||
+        (e = cudaMalloc((void **)&q->flag, sizeof(float))) != cudaSuccess || (e = cudaMalloc(&q->blas_space, BLAS_WORKSPACE)) != cudaSuccess) {
+        (void)cudaGetLastError();
+        queue_close(q);
+        return ts_error(TS_ERR_UNSUPPORTED, "cuda:%d: cannot make a stream: %s", g_cu.ordinal, cudaGetErrorString(e));
+    }
+    cublasStatus_t b = blas_api.create(&q->blas);
+    if (b != CUBLAS_STATUS_SUCCESS) q->blas = nullptr;
+    if (b == CUBLAS_STATUS_SUCCESS) b = blas_api.set_stream(q->blas, q->s);
+    if (b == CUBLAS_STATUS_SUCCESS) b = blas_api.set_workspace(q->blas, q->blas_space, BLAS_WORKSPACE); /* after the stream, which resets it */
+    if (b != CUBLAS_STATUS_SUCCESS) {
+        ts_status st = ts_error(TS_ERR_UNSUPPORTED, "cuda:%d: cannot start cuBLAS on a stream: %s", g_cu.ordinal, blas_api.status_string(b));
+        queue_close(q);
+        return st;
+    }
     return TS_OK;
 }
 
-static void cu_stream_destroy(void *stream) { (void)stream; }
+static ts_status cu_stream_create(void **out) {
+    *out = nullptr;
+    ts_cu_queue *q = (ts_cu_queue *)calloc(1, sizeof *q);
+    if (!q) return ts_error(TS_ERR_OUT_OF_MEMORY, "cuda:%d: no memory for a stream", g_cu.ordinal);
+    ts_status st = queue_open(q);
+    if (st) {
+        free(q);
+        return st;
+    }
+    *out = q;
+    return TS_OK;
+}
+
+/* Its work completed, then the queue given back (the backend's own, or
+ * NULL: nothing). */
+static void cu_stream_destroy(void *stream) {
+    ts_cu_queue *q = (ts_cu_queue *)stream;
+    if (!q || q == &g_cu.own || stream == TS_STREAM_THIS_THREAD) return;
+    queue_close(q);
+    free(q);
+}
 
 /* ----------------------------------------------- fill and accumulate */
 
@@ -364,8 +425,8 @@ typedef struct cu_recording {
 
 /* The update's constants into the recording's next row: the device's
  * address of that row, or nullptr when the table is full (the error kept). */
-static const step_k *stage_step(const step_k *k) {
-    cu_recording *r = g_cu.rec;
+static const step_k *stage_step(ts_cu_queue *q, const step_k *k) {
+    cu_recording *r = q->rec;
     if (!r || r->used >= r->cap) {
         ts_cu_check(cudaErrorInvalidValue, "recorded run: more optimizer updates than planned");
         return nullptr;
@@ -385,31 +446,33 @@ static void cu_recording_free(void *p) {
 
 static ts_status cu_capture_begin(void *stream, int updates, void **out) {
     *out = nullptr;
+    ts_cu_queue *q = ts_cu_queue_of(stream);
     cu_recording *r = (cu_recording *)calloc(1, sizeof *r);
     if (!r) return ts_error(TS_ERR_OUT_OF_MEMORY, "cuda:%d: no memory for a recorded run", g_cu.ordinal);
     r->cap = updates > 0 ? updates : 1;
     cudaError_t e = cudaMallocHost((void **)&r->host, (size_t)r->cap * sizeof *r->host);
     if (e == cudaSuccess) e = cudaMalloc((void **)&r->dev, (size_t)r->cap * sizeof *r->dev);
-    join_side(cu_stream(stream)); /* side work of steps launched before: not part of the recording */
-    if (e == cudaSuccess) e = cudaStreamBeginCapture(cu_stream(stream), cudaStreamCaptureModeRelaxed);
+    join_side(q); /* side work of steps launched before: not part of the recording */
+    if (e == cudaSuccess) e = cudaStreamBeginCapture(q->s, cudaStreamCaptureModeRelaxed);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         cu_recording_free(r);
         return ts_error(TS_ERR_UNSUPPORTED, "cuda:%d: cannot record a run: %s", g_cu.ordinal, cudaGetErrorString(e));
     }
-    g_cu.mode = MODE_RECORD;
-    g_cu.rec = r;
+    q->mode = MODE_RECORD;
+    q->rec = r;
     *out = r;
     return TS_OK;
 }
 
 static ts_status cu_capture_end(void *stream, void *p) {
     cu_recording *r = (cu_recording *)p;
+    ts_cu_queue *q = ts_cu_queue_of(stream);
     cudaGraph_t graph = nullptr;
-    join_side(cu_stream(stream)); /* a capture ends with every stream it forked joined */
-    cudaError_t e = cudaStreamEndCapture(cu_stream(stream), &graph);
-    g_cu.mode = MODE_LAUNCH;
-    g_cu.rec = nullptr;
+    join_side(q); /* a capture ends with every stream it forked joined */
+    cudaError_t e = cudaStreamEndCapture(q->s, &graph);
+    q->mode = MODE_LAUNCH;
+    q->rec = nullptr;
     if (e == cudaSuccess && !g_cu.error[0]) e = cudaGraphInstantiate(&r->exec, graph, 0);
     if (graph) cudaGraphDestroy(graph);
     if (e != cudaSuccess || g_cu.error[0]) {
@@ -423,46 +486,49 @@ static ts_status cu_capture_end(void *stream, void *p) {
 }
 
 static void cu_walk_begin(void *stream, void *p) {
-    (void)stream;
-    g_cu.mode = MODE_WALK;
-    g_cu.rec = (cu_recording *)p;
-    g_cu.rec->used = 0;
+    ts_cu_queue *q = ts_cu_queue_of(stream);
+    q->mode = MODE_WALK;
+    q->rec = (cu_recording *)p;
+    q->rec->used = 0;
 }
 
 static ts_status cu_replay(void *stream, void *p, bool launch) {
     cu_recording *r = (cu_recording *)p;
-    g_cu.mode = MODE_LAUNCH;
-    g_cu.rec = nullptr;
+    ts_cu_queue *q = ts_cu_queue_of(stream);
+    q->mode = MODE_LAUNCH;
+    q->rec = nullptr;
     if (!launch) return TS_OK;
-    cudaStream_t s = cu_stream(stream);
+    cudaStream_t s = q->s;
     if (r->used) ts_cu_check(cudaMemcpyAsync(r->dev, r->host, (size_t)r->used * sizeof *r->host, cudaMemcpyHostToDevice, s), "recorded run's step constants");
     ts_cu_check(cudaGraphLaunch(r->exec, s), "replaying a recorded run");
     return TS_OK;
 }
 
-static void cu_opt_update(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, const float *grad,
+static void cu_opt_update(void *stream, const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, const float *grad,
                           int64_t begin, int64_t end) {
+    ts_cu_queue *q = ts_cu_queue_of(stream);
     int64_t n = end - begin;
     if (n <= 0) return;
     int kind = o->kind != TS_OPT_SGD ? STEP_ADAM : o->momentum != 0.0f ? STEP_MOMENTUM : STEP_SGD;
     step_k k = {o->lr, o->momentum, 1.0f - o->dampening, o->weight_decay, o->beta1, o->beta2, c->step_size, c->bc2_sqrt, o->eps,
                 1.0f - o->lr * o->weight_decay, c->first, o->nesterov != 0, o->kind == TS_OPT_ADAMW};
-    const step_k *kp = g_cu.mode == MODE_LAUNCH ? nullptr : stage_step(&k);
-    if (g_cu.mode == MODE_WALK) return;
+    const step_k *kp = q->mode == MODE_LAUNCH ? nullptr : stage_step(q, &k);
+    if (q->mode == MODE_WALK) return;
     float *p = param + begin;
     const float *g = grad + begin;
     unsigned blocks = ts_cu_blocks(n);
-    if (kind == STEP_SGD) opt_kernel<STEP_SGD><<<blocks, TS_CU_THREADS, 0, g_cu.stream>>>(k, kp, p, g, nullptr, nullptr, n);
-    else if (kind == STEP_MOMENTUM) opt_kernel<STEP_MOMENTUM><<<blocks, TS_CU_THREADS, 0, g_cu.stream>>>(k, kp, p, g, s->accl + begin, nullptr, n);
-    else opt_kernel<STEP_ADAM><<<blocks, TS_CU_THREADS, 0, g_cu.stream>>>(k, kp, p, g, s->accl1 + begin, s->accl2 + begin, n);
+    if (kind == STEP_SGD) opt_kernel<STEP_SGD><<<blocks, TS_CU_THREADS, 0, q->s>>>(k, kp, p, g, nullptr, nullptr, n);
+    else if (kind == STEP_MOMENTUM) opt_kernel<STEP_MOMENTUM><<<blocks, TS_CU_THREADS, 0, q->s>>>(k, kp, p, g, s->accl + begin, nullptr, n);
+    else opt_kernel<STEP_ADAM><<<blocks, TS_CU_THREADS, 0, q->s>>>(k, kp, p, g, s->accl1 + begin, s->accl2 + begin, n);
     ts_cu_check(cudaGetLastError(), "Optimizer");
 }
 
 /* -------------------------------------------------------- reductions */
 
 static void cu_stats_reduce_many(void *stream, const ts_stats_job *jobs, int n) {
-    ts_cu_stats_reduce_many(cu_stream(stream), jobs, n);
-    ts_cu_hist_many(cu_stream(stream), jobs, n);
+    ts_cu_queue *q = ts_cu_queue_of(stream);
+    ts_cu_stats_reduce_many(q, jobs, n);
+    ts_cu_hist_many(q->s, jobs, n);
 }
 
 /* *flag = 1 when x[n] holds a NaN or an Inf (exponent all ones) */
@@ -475,11 +541,12 @@ __global__ static void nonfinite_kernel(const float *x, int64_t n, float *flag) 
 static bool cu_has_nonfinite(void *stream, const float *x, int64_t n) {
     if (n <= 0) return false;
     float h = 0;
-    cudaStream_t s = cu_stream(stream);
-    ts_cu_check(cudaMemsetAsync(g_cu.flag, 0, sizeof(float), s), "NaN/Inf scan");
-    nonfinite_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, s>>>(x, n, g_cu.flag);
+    ts_cu_queue *q = ts_cu_queue_of(stream);
+    cudaStream_t s = q->s; /* after the work queued before it, which wrote x; the host waits for its word */
+    ts_cu_check(cudaMemsetAsync(q->flag, 0, sizeof(float), s), "NaN/Inf scan");
+    nonfinite_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, s>>>(x, n, q->flag);
     ts_cu_check(cudaGetLastError(), "NaN/Inf scan");
-    ts_cu_check(cudaMemcpyAsync(&h, g_cu.flag, sizeof h, cudaMemcpyDeviceToHost, s), "NaN/Inf scan");
+    ts_cu_check(cudaMemcpyAsync(&h, q->flag, sizeof h, cudaMemcpyDeviceToHost, s), "NaN/Inf scan");
     ts_cu_check(cudaStreamSynchronize(s), "NaN/Inf scan");
     return h != 0.0f;
 }
@@ -648,21 +715,14 @@ static ts_status init_locked(int ordinal) {
     ts_status pst = gpu_present(ordinal);
     if (pst) return pst;
     cudaError_t e;
-    if ((e = cudaSetDevice(ordinal)) != cudaSuccess || (e = cudaStreamCreateWithFlags(&g_cu.stream, cudaStreamNonBlocking)) != cudaSuccess ||
-        (e = cudaStreamCreateWithFlags(&g_cu.side, cudaStreamNonBlocking)) != cudaSuccess ||
-        (e = cudaEventCreateWithFlags(&g_cu.fork, cudaEventDisableTiming)) != cudaSuccess ||
-        (e = cudaEventCreateWithFlags(&g_cu.join, cudaEventDisableTiming)) != cudaSuccess ||
-        (e = cudaMalloc((void **)&g_cu.flag, sizeof(float))) != cudaSuccess || (e = ts_cu_hist_init()) != cudaSuccess)
+    /* hist.cu's tables are copied on the legacy default stream, which no
+     * queue's stream waits for: the device is synchronised before any */
+    if ((e = cudaSetDevice(ordinal)) != cudaSuccess || (e = ts_cu_hist_init()) != cudaSuccess || (e = cudaDeviceSynchronize()) != cudaSuccess)
         return ts_error(TS_ERR_UNSUPPORTED, "cuda:%d: cannot start the GPU: %s", ordinal, cudaGetErrorString(e));
     ts_status lst = load_cublas(ordinal);
     if (lst) return lst;
-    cublasStatus_t b = blas_api.create(&g_cu.blas);
-    if (b != CUBLAS_STATUS_SUCCESS) return ts_error(TS_ERR_UNSUPPORTED, "cuda:%d: cannot start cuBLAS: %s", ordinal, blas_api.status_string(b));
-    blas_api.set_stream(g_cu.blas, g_cu.stream);
-    if ((e = cudaMalloc(&g_cu.blas_space, BLAS_WORKSPACE)) != cudaSuccess)
-        return ts_error(TS_ERR_UNSUPPORTED, "cuda:%d: no room for cuBLAS's workspace: %s", ordinal, cudaGetErrorString(e));
-    if ((b = blas_api.set_workspace(g_cu.blas, g_cu.blas_space, BLAS_WORKSPACE)) != CUBLAS_STATUS_SUCCESS)
-        return ts_error(TS_ERR_UNSUPPORTED, "cuda:%d: cuBLAS refused its workspace: %s", ordinal, blas_api.status_string(b));
+    g_cu.ordinal = ordinal;
+    if ((lst = queue_open(&g_cu.own))) return lst;
     fill_kernel_table();
     ts_backend *be = &cuda_backend;
     be->name = "cuda";
@@ -698,7 +758,6 @@ static ts_status init_locked(int ordinal) {
     be->event_free = cu_event_free;
     be->host_pin = cu_host_pin;
     be->host_unpin = cu_host_unpin;
-    g_cu.ordinal = ordinal;
     g_cu.ready = true;
     return TS_OK;
 }

@@ -1,5 +1,5 @@
-/* cuda.h -- what the CUDA backend's files share (backend/cuda/): the
- * stream and cuBLAS handle of a kernel, launch sizes, error capture and the
+/* cuda.h -- what the CUDA backend's files share (backend/cuda/): a
+ * model's stream (its queue) and a kernel's stream and cuBLAS handle, launch sizes, error capture and the
  * row-major GEMMs. Every kernel has a CPU twin in backend/cpu/ of the same
  * meaning (docs/backend.md); the kernel rows' functions are declared in
  * adapters.h. Internal to the backend: compiled by nvcc only. */
@@ -48,7 +48,35 @@ static __device__ __forceinline__ int64_t ts_cu_divmod(int64_t *i, int64_t d, bo
 /* Whether indices below n fit ts_cu_divmod's 32 bits. */
 static inline __host__ __device__ bool ts_cu_narrow(int64_t n) { return n <= (int64_t)UINT32_MAX; }
 
-static inline cudaStream_t ts_cu_stream(const ts_kctx *k) { return (cudaStream_t)k->stream; }
+/* A model's stream (stream_create makes one; the `void *stream` every
+ * entry takes points at it): the CUDA stream its work goes on, and beside
+ * it what its calls use alone, so that the work of two models never
+ * meets: copy_out_then's side stream and its fork and join, the NaN/Inf
+ * scan's word, the summaries' meeting place (stats.cu), a cuBLAS handle
+ * bound to the stream with a workspace of its own (a recorded GEMM keeps
+ * its pointer), and the recording being made or walked on it. */
+struct cu_recording;
+typedef struct ts_cu_queue {
+    cudaStream_t s;            /* the model's work, in order (non-blocking: apart from the legacy default stream) */
+    cudaStream_t side;         /* copy_out_then's copies and host functions, beside s */
+    cudaEvent_t fork, join;    /* s's point the side waits for; the side's end s waits for */
+    bool side_used;            /* work went to the side since the last join */
+    float *flag;               /* device word of the NaN/Inf scan */
+    void *records;             /* stats.cu's meeting place, made at its first launch */
+    cublasHandle_t blas;       /* bound to s */
+    void *blas_space;          /* its workspace */
+    int mode;                  /* MODE_* (cuda.cu): what s's work does now */
+    struct cu_recording *rec;  /* the recording being made or walked on s */
+} ts_cu_queue;
+
+/* The queue a stream argument names: the model's; NULL (work outside a
+ * model: tests, benchmarks, memory cleared at allocation) is the
+ * backend's own, made at start. TS_STREAM_THIS_THREAD, which no GPU is
+ * given, is an error reported by the next synchronize (and the backend's
+ * own queue used). */
+ts_cu_queue *ts_cu_queue_of(void *stream);
+
+static inline cudaStream_t ts_cu_stream(const ts_kctx *k) { return ts_cu_queue_of(k->stream)->s; }
 
 /* Records the first CUDA error (with `what`: the op or entry that raised
  * it); the backend's synchronize reports it as TS_ERR_INTERNAL. Call after
@@ -56,8 +84,8 @@ static inline cudaStream_t ts_cu_stream(const ts_kctx *k) { return (cudaStream_t
 void ts_cu_check(cudaError_t e, const char *what);
 void ts_cu_check_blas(cublasStatus_t e, const char *what);
 
-/* The backend's cuBLAS handle, bound to `stream`. */
-cublasHandle_t ts_cu_blas(cudaStream_t stream);
+/* The cuBLAS handle of kernel call k's queue, bound to its stream. */
+cublasHandle_t ts_cu_blas(const ts_kctx *k);
 
 /* Row-major products as the CPU's ts_gemm_pool, for kernel call k (its
  * stream; fp32, or TF32 where its model allows it: kctx.tf32): C[M,N] =
@@ -70,9 +98,12 @@ void ts_cu_gemm(const ts_kctx *k, bool ta, bool tb, int64_t M, int64_t N, int64_
 void ts_cu_gemm_strided(const ts_kctx *k, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t sa, const float *B,
                         int64_t sb, float beta, float *C, int64_t sc, int64_t count);
 
-/* The jobs' stats into their slots (stats.cu), and the histograms and
- * range counts of those with a hist slot (hist.cu), on stream s. */
-void ts_cu_stats_reduce_many(cudaStream_t s, const ts_stats_job *jobs, int n);
+/* The jobs' stats into their slots (stats.cu), on q's stream, through
+ * its meeting place; and the histograms and range counts of those with a
+ * hist slot (hist.cu), on stream s. */
+void ts_cu_stats_reduce_many(ts_cu_queue *q, const ts_stats_job *jobs, int n);
+/* stats.cu's meeting place of q given back (cudaFree: q's work done) */
+void ts_cu_stats_free(ts_cu_queue *q);
 void ts_cu_hist_many(cudaStream_t s, const ts_stats_job *jobs, int n);
 /* hist.cu's tables on the device, once at start-up */
 cudaError_t ts_cu_hist_init(void);

@@ -233,18 +233,21 @@ __global__ static void stats_many_kernel(const many_args a, sums *records, unsig
     }
 }
 
-static sums *g_records; /* MANY_RECORDS records, then TS_STATS_MANY counters: one launch at a time on the stream */
-
-void ts_cu_stats_reduce_many(cudaStream_t s, const ts_stats_job *jobs, int n) {
-    if (!g_records) {
-        size_t bytes = MANY_RECORDS * sizeof *g_records + TS_STATS_MANY * sizeof(unsigned);
-        if (cudaMalloc((void **)&g_records, bytes) != cudaSuccess ||
-            cudaMemsetAsync(g_records + MANY_RECORDS, 0, TS_STATS_MANY * sizeof(unsigned), s) != cudaSuccess) {
+/* q->records: MANY_RECORDS records, then TS_STATS_MANY counters, one
+ * launch at a time on q's stream */
+void ts_cu_stats_reduce_many(ts_cu_queue *q, const ts_stats_job *jobs, int n) {
+    cudaStream_t s = q->s;
+    if (!q->records) {
+        size_t bytes = MANY_RECORDS * sizeof(sums) + TS_STATS_MANY * sizeof(unsigned);
+        if (cudaMalloc(&q->records, bytes) != cudaSuccess ||
+            cudaMemsetAsync((sums *)q->records + MANY_RECORDS, 0, TS_STATS_MANY * sizeof(unsigned), s) != cudaSuccess) {
             ts_cu_check(cudaErrorMemoryAllocation, "stats summaries");
-            g_records = nullptr;
+            cudaFree(q->records);
+            q->records = nullptr;
             return;
         }
     }
+    sums *records = (sums *)q->records;
     const int64_t quantum = 4 * STATS_THREADS; /* chunks keep a tensor's 16-byte alignment */
     for (int k = 0; k < n; k += TS_STATS_MANY) {
         many_args a;
@@ -261,7 +264,12 @@ void ts_cu_stats_reduce_many(cudaStream_t s, const ts_stats_job *jobs, int n) {
             int64_t parts = j->n > 0 ? (j->n + a.chunk - 1) / a.chunk : 1;
             a.first[t + 1] = a.first[t] + (int)parts;
         }
-        stats_many_kernel<<<a.first[a.count], STATS_THREADS, 0, s>>>(a, g_records, (unsigned *)(void *)(g_records + MANY_RECORDS));
+        stats_many_kernel<<<a.first[a.count], STATS_THREADS, 0, s>>>(a, records, (unsigned *)(void *)(records + MANY_RECORDS));
         ts_cu_check(cudaGetLastError(), "stats summaries");
     }
+}
+
+void ts_cu_stats_free(ts_cu_queue *q) {
+    if (q->records) cudaFree(q->records);
+    q->records = nullptr;
 }
