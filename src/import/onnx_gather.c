@@ -297,7 +297,7 @@ static ts_status ts_onnx_tensor_scatter(ts_graph *g, ts_tensor *past, ts_tensor 
     if (index) {
         ts_shape bs = {.ndim = ps->ndim};
         for (int i = 0; i < ps->ndim; i++) bs.d[i] = i ? 1 : ps->d[0];
-        ts_tensor *at = index->dtype == TS_I32 ? ts_unary(g, "CastFloat", index, 0.0f, 0.0f) : index;
+        ts_tensor *at = index->dtype == TS_F32 ? index : ts_cast(g, index, TS_F32); /* i32 or i64 positions */
         rel = ts_sub(g, rel, ts_reshape(g, at, bs.ndim, bs.d));
         if (circular) rel = ts_binary(g, "Mod", rel, ts_onnx_scalar(g, "Length", (float)S));
     }

@@ -321,6 +321,7 @@ ts_status ts_onnx_op_scan(importer *im, node_io *io);
 static inline bool since(const importer *im, int64_t version) { return im->opset >= version; }
 
 static inline bool is_const(const value *v) { return v && !v->t; }
+static inline bool is_int_tensor(const ts_tensor *t) { return t && (t->dtype == TS_I32 || t->dtype == TS_I64); }
 
 static inline int norm_axis(int64_t axis, int ndim) { return (int)(axis < 0 ? axis + ndim : axis); }
 

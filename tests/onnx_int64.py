@@ -1,0 +1,112 @@
+"""Integer graph tensors of imported ONNX models, exactly, against
+onnxruntime and numpy.
+
+Each model is built here with onnx.helper, run by onnxruntime and by
+tensorscope (ts.Graph.from_onnx, ts.inference_model), fed values beyond
+2^24 and 2^53 that float32 or double would round, and every output must
+equal onnxruntime's exactly, in its type:
+  inputs      int64 graph inputs are i64 tensors, int32 ones i32; an int64
+              id beyond int32 fed to a Gather is an error naming the input
+              and its value (onnxruntime refuses it too), never wrapped
+Run by tests/test_onnx_int64.sh (the real-model venv: onnx, onnxruntime)."""
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+import tensorscope as ts
+
+BIG = 2**53
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def model(nodes, inputs, outputs, inits=(), opset=17):
+    g = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    return m
+
+
+def both(m, feeds):
+    """onnxruntime's outputs and tensorscope's, in the file's output order."""
+    path = tempfile.mktemp(suffix=".onnx")
+    onnx.save(m, path)
+    want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)
+    g = ts.Graph.from_onnx(path)
+    got = ts.inference_model(g, ts.Options())(**feeds)
+    got = got if isinstance(got, (list, tuple)) else [got]
+    return g, want, got
+
+
+def same(name, want, got):
+    ok = got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want)
+    check(ok, f"{name}: {want.dtype}{list(want.shape)} equal to onnxruntime's")
+    if not ok:
+        print(f"     want {want!r}\n     got  {got!r}")
+
+
+def vi(name, t, shape):
+    return helper.make_tensor_value_info(name, t, shape)
+
+
+def test_inputs():
+    x = np.array([[BIG + 1, -(BIG + 3), 2**62 + 5], [2**24 + 1, -7, 2**31 + 9]], np.int64)
+    i32 = np.array([[1, 2, 3], [2**24 + 1, -5, 7]], np.int32)
+    m = model([helper.make_node("Add", ["x", "x"], ["twice"]),
+               helper.make_node("Sub", ["x", "one"], ["less"]),
+               helper.make_node("Mul", ["i", "i"], ["sq"])],
+              [vi("x", TensorProto.INT64, [2, 3]), vi("i", TensorProto.INT32, [2, 3])],
+              [vi("twice", TensorProto.INT64, [2, 3]), vi("less", TensorProto.INT64, [2, 3]),
+               vi("sq", TensorProto.INT32, [2, 3])],
+              [numpy_helper.from_array(np.array(1, np.int64), "one")])
+    g, want, got = both(m, {"x": x, "i": i32})
+    check(g.tensor("x").dtype == np.int64 and g.tensor("i").dtype == np.int32,
+          "an int64 input is an i64 graph tensor, an int32 one i32")
+    for name, w, o in zip(("x + x", "x - 1", "i * i"), want, got):
+        same(name, w, o)
+
+
+def test_gather_ids():
+    table = np.arange(12, dtype=np.float32).reshape(6, 2)
+    m = model([helper.make_node("Gather", ["table", "ids"], ["rows"], axis=0)],
+              [vi("ids", TensorProto.INT64, [4])], [vi("rows", TensorProto.FLOAT, [4, 2])],
+              [numpy_helper.from_array(table, "table")])
+    ids = np.array([0, 5, -1, 2], np.int64)
+    _, want, got = both(m, {"ids": ids})
+    same("Gather by int64 ids", want[0], got[0])
+    bad = ids.copy()
+    bad[1] = 2**32 + 1  # wraps onto row 1 in int32
+    path = tempfile.mktemp(suffix=".onnx")
+    onnx.save(m, path)
+    try:
+        ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"ids": bad})
+        ort_refuses = False
+    except Exception:
+        ort_refuses = True
+    try:
+        ts.inference_model(ts.Graph.from_onnx(path), ts.Options())(ids=bad)
+        msg = ""
+    except ts.TensorscopeError as e:
+        msg = str(e)
+    check(ort_refuses and "'ids'[1] = 4294967297" in msg and "not an index in [-6, 6)" in msg,
+          f"an int64 id beyond int32 is an error naming the input and its value, as onnxruntime refuses it ({msg!r})")
+
+
+if __name__ == "__main__":
+    for t in (test_inputs, test_gather_ids):
+        try:
+            t()
+        except Exception as e:  # one failing model does not hide the others
+            check(False, f"{t.__name__}: {type(e).__name__}: {e}")
+    print(f"onnx_int64: {len(failures)} failure(s)")
+    sys.exit(1 if failures else 0)
