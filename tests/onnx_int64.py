@@ -8,6 +8,8 @@ equal onnxruntime's exactly, in its type:
   inputs      int64 graph inputs are i64 tensors, int32 ones i32; an int64
               id beyond int32 fed to a Gather is an error naming the input
               and its value (onnxruntime refuses it too), never wrapped
+  constants   int64 initializers and Constants beyond 2^53 reach integer
+              arithmetic exactly (a scalar, a vector, value_int(s))
 Run by tests/test_onnx_int64.sh (the real-model venv: onnx, onnxruntime)."""
 import sys
 import tempfile
@@ -102,8 +104,30 @@ def test_gather_ids():
           f"an int64 id beyond int32 is an error naming the input and its value, as onnxruntime refuses it ({msg!r})")
 
 
+def test_constants():
+    c = np.array(BIG + 3, np.int64)
+    v = np.array([BIG + 1, -(2**62) - 1, 2**63 - 2], np.int64)
+    x = np.array([[1, -2, -(2**62)], [BIG, 3, 1]], np.int64)
+    m = model([helper.make_node("Add", ["x", "c"], ["a"]),
+               helper.make_node("Sub", ["x", "v"], ["b"]),
+               helper.make_node("Constant", [], ["k"], value_int=BIG + 7),
+               helper.make_node("Constant", [], ["ks"], value_ints=[BIG + 9, 1, -(BIG + 11)]),
+               helper.make_node("Add", ["x", "k"], ["d"]),
+               helper.make_node("Mul", ["x", "ks"], ["e"]),
+               helper.make_node("Unsqueeze", ["v", "zero"], ["v2"]),
+               helper.make_node("Add", ["x", "v2"], ["f"])],
+              [vi("x", TensorProto.INT64, [2, 3])],
+              [vi(n, TensorProto.INT64, [2, 3]) for n in "abdef"],
+              [numpy_helper.from_array(c, "c"), numpy_helper.from_array(v, "v"),
+               numpy_helper.from_array(np.array([0], np.int64), "zero")])
+    _, want, got = both(m, {"x": x})
+    for name, w, o in zip(("x + initializer 2^53+3", "x - initializer vector", "x + value_int 2^53+7",
+                           "x * value_ints", "x + Unsqueeze(initializer)"), want, got):
+        same(name, w, o)
+
+
 if __name__ == "__main__":
-    for t in (test_inputs, test_gather_ids):
+    for t in (test_inputs, test_gather_ids, test_constants):
         try:
             t()
         except Exception as e:  # one failing model does not hide the others

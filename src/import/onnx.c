@@ -634,6 +634,7 @@ static ts_status bind_input(importer *im, const ValueInfo *vi, int elem, const t
             st = ts_error(TS_ERR_INVALID_ARGUMENT, "%s: the value bound to input '%s' holds %g at [%lld]; the input is %s", im->path, vi->name,
                           v.c.v[i], (long long)i, ts_onnx_dtype_name(elem));
     }
+    if (!st && a->dtype == TS_I64 && elem == TS_ONNX_INT64) st = ts_const_set_exact(&v.c, a->data, n); /* beyond 2^53 too */
     if (!st) st = ts_onnx_define(im, vi->name, &v);
     if (st) ts_const_free(&v.c);
     return st;

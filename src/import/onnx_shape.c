@@ -35,7 +35,7 @@ ts_status ts_onnx_op_identity(importer *im, node_io *io) {
         return t ? ts_onnx_built(im, t, &io->out[0]) : st;
     }
     if (x->param && !ts_onnx_as_tensor(im, x, &st)) return st;
-    if (is_const(io->in[0])) return ts_onnx_fold_result(im, ts_const_copy(&io->in[0]->c, &io->out[0].c));
+    if (is_const(io->in[0])) return ts_onnx_fold_result(im, ts_const_copy_exact(&io->in[0]->c, &io->out[0].c));
     io->out[0] = (value){.t = io->in[0]->t};
     return TS_OK;
 }
@@ -88,7 +88,7 @@ ts_status ts_onnx_op_size(importer *im, node_io *io) {
 
 static ts_status reshape_to(importer *im, value *x, const ts_shape *s, value *out) {
     if (is_const(x) && !x->param) {
-        ts_status st = ts_const_copy(&x->c, &out->c);
+        ts_status st = ts_const_copy_exact(&x->c, &out->c);
         if (!st) out->c.shape = *s;
         return ts_onnx_fold_result(im, st);
     }

@@ -14,12 +14,16 @@ ts_status ts_onnx_op_constant(importer *im, node_io *io) {
     ts_const *c = &io->out[0].c;
     if ((a = ts_onnx_attr(im, "value")) && a->t) return ts_onnx_tensor_to_const(im, a->t, "the Constant's value", c);
     if ((a = ts_onnx_attr(im, "value_float")) && a->has_f) return ts_onnx_fold_result(im, ts_const_fill(&(ts_shape){0}, TS_ONNX_FLOAT, a->f, c));
-    if ((a = ts_onnx_attr(im, "value_int")) && a->has_i) return ts_onnx_fold_result(im, ts_const_fill(&(ts_shape){0}, TS_ONNX_INT64, (double)a->i, c));
+    if ((a = ts_onnx_attr(im, "value_int")) && a->has_i) {
+        ts_status st = ts_const_fill(&(ts_shape){0}, TS_ONNX_INT64, (double)a->i, c);
+        return ts_onnx_fold_result(im, st ? st : ts_const_set_exact(c, &a->i, 1));
+    }
     if ((a = ts_onnx_attr(im, "value_floats")) || (a = ts_onnx_attr(im, "value_ints"))) {
         bool fl = a->n_floats > 0 || strcmp(a->name, "value_floats") == 0;
         size_t n = fl ? a->n_floats : a->n_ints;
         ts_status st = ts_const_fill(&(ts_shape){.ndim = 1, .d = {(int64_t)n}}, fl ? TS_ONNX_FLOAT : TS_ONNX_INT64, 0, c);
         for (size_t i = 0; !st && i < n; i++) c->v[i] = fl ? a->floats[i] : (double)a->ints[i];
+        if (!st && !fl) st = ts_const_set_exact(c, a->ints, (int64_t)n);
         return ts_onnx_fold_result(im, st);
     }
     if ((a = ts_onnx_attr(im, "sparse_value")) || (a = ts_onnx_attr(im, "value_string")) || (a = ts_onnx_attr(im, "value_strings")))
