@@ -10,6 +10,13 @@ equal onnxruntime's exactly, in its type:
               and its value (onnxruntime refuses it too), never wrapped
   constants   int64 initializers and Constants beyond 2^53 reach integer
               arithmetic exactly (a scalar, a vector, value_int(s))
+  compare     Equal, Less, Greater, LessOrEqual, GreaterOrEqual of int64
+              tensors and constants that differ only past 2^53
+  where       Where choosing int64 values (a graph condition, an int64 one)
+  cast        Cast int64 -> int32 (wrapped), int64 -> float, float -> int64,
+              int32 -> int64
+  expand      Expand of an int64 tensor (along a new axis and the batch)
+  onehot      OneHot with int64 values beyond 2^53 and negative indices
 Run by tests/test_onnx_int64.sh (the real-model venv: onnx, onnxruntime)."""
 import sys
 import tempfile
@@ -126,8 +133,80 @@ def test_constants():
         same(name, w, o)
 
 
+def test_comparisons():
+    x = np.array([[BIG, BIG + 1, BIG + 2], [-(BIG + 1), 2**62 + 1, 2**62]], np.int64)
+    y = np.array([[BIG + 1, BIG + 1, BIG + 1], [-BIG, 2**62, 2**62 + 1]], np.int64)
+    ops = ["Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"]
+    nodes = [helper.make_node(op, ["x", "y"], [op]) for op in ops]
+    nodes += [helper.make_node("Equal", ["x", "c"], ["EqualC"]), helper.make_node("Less", ["c", "x"], ["LessC"])]
+    m = model(nodes, [vi("x", TensorProto.INT64, [2, 3]), vi("y", TensorProto.INT64, [2, 3])],
+              [vi(n, TensorProto.BOOL, [2, 3]) for n in ops + ["EqualC", "LessC"]],
+              [numpy_helper.from_array(np.array(BIG + 1, np.int64), "c")])
+    _, want, got = both(m, {"x": x, "y": y})
+    for name, w, o in zip(ops + ["Equal(x, 2^53+1)", "Less(2^53+1, x)"], want, got):
+        same(name, w, o)
+
+
+def test_where_cast_expand():
+    x = np.array([[BIG + 1, -(BIG + 1), 2**40 + 3], [7, 2**62 + 1, -(2**31) - 5]], np.int64)
+    f = np.array([[1.5, -2.5, 2**40], [3e9, -3e9, 0.0]], np.float32)
+    i32 = np.array([[2**31 - 1, -(2**31), 5], [0, 1, -1]], np.int32)
+    m = model([helper.make_node("Greater", ["x", "zero"], ["pos"]),
+               helper.make_node("Where", ["pos", "x", "big"], ["w"]),
+               helper.make_node("Where", ["pos", "big", "x"], ["w2"]),
+               helper.make_node("Cast", ["x"], ["x32"], to=TensorProto.INT32),
+               helper.make_node("Cast", ["x"], ["xf"], to=TensorProto.FLOAT),
+               helper.make_node("Cast", ["f"], ["fi"], to=TensorProto.INT64),
+               helper.make_node("Cast", ["i"], ["i64"], to=TensorProto.INT64),
+               helper.make_node("Add", ["i64", "big"], ["i64big"]),
+               helper.make_node("Expand", ["row", "shape"], ["ex"]),
+               helper.make_node("Expand", ["x", "shape3"], ["ex3"])],
+              [vi("x", TensorProto.INT64, [2, 3]), vi("f", TensorProto.FLOAT, [2, 3]), vi("i", TensorProto.INT32, [2, 3])],
+              [vi("w", TensorProto.INT64, [2, 3]), vi("w2", TensorProto.INT64, [2, 3]), vi("x32", TensorProto.INT32, [2, 3]),
+               vi("xf", TensorProto.FLOAT, [2, 3]), vi("fi", TensorProto.INT64, [2, 3]), vi("i64big", TensorProto.INT64, [2, 3]),
+               vi("ex", TensorProto.INT64, [2, 3]), vi("ex3", TensorProto.INT64, [2, 2, 3])],
+              [numpy_helper.from_array(np.array(0, np.int64), "zero"),
+               numpy_helper.from_array(np.array(-(2**62) - 3, np.int64), "big"),
+               numpy_helper.from_array(np.array([[BIG + 5, -(BIG + 5), 2**63 - 1]], np.int64), "row"),
+               numpy_helper.from_array(np.array([2, 3], np.int64), "shape"),
+               numpy_helper.from_array(np.array([2, 1, 1], np.int64), "shape3")])
+    # the Expand of "row" along the batch: add x's rows so that the result is a graph tensor
+    _, want, got = both(m, {"x": x, "f": f, "i": i32})
+    names = ["Where(x > 0, x, c)", "Where(x > 0, c, x)", "Cast int64 -> int32 (wrapped)", "Cast int64 -> float",
+             "Cast float -> int64", "Cast int32 -> int64, + c", "Expand of an int64 constant", "Expand of an int64 tensor"]
+    for name, w, o in zip(names, want, got):
+        same(name, w, o)
+
+
+def test_where_int_condition():
+    c = np.array([[0, 3, -(2**40)], [BIG + 1, 0, 1]], np.int64)
+    x = np.array([[BIG + 1, 2, 3], [4, 5, -(BIG + 3)]], np.int64)
+    m = model([helper.make_node("Cast", ["c"], ["cb"], to=TensorProto.BOOL),
+               helper.make_node("Where", ["cb", "x", "neg"], ["w"])],
+              [vi("c", TensorProto.INT64, [2, 3]), vi("x", TensorProto.INT64, [2, 3])],
+              [vi("w", TensorProto.INT64, [2, 3])],
+              [numpy_helper.from_array(np.array([-(BIG + 1), 0, BIG + 3], np.int64), "neg")])
+    _, want, got = both(m, {"c": c, "x": x})
+    same("Where(Cast(int64 -> bool), x, v)", want[0], got[0])
+
+
+def test_onehot():
+    idx = np.array([[0, 3, -1], [2, -4, 1]], np.int64)
+    m = model([helper.make_node("OneHot", ["idx", "depth", "values"], ["y"], axis=-1),
+               helper.make_node("OneHot", ["idx", "depth", "fvalues"], ["yf"], axis=1)],
+              [vi("idx", TensorProto.INT64, [2, 3])],
+              [vi("y", TensorProto.INT64, [2, 3, 4]), vi("yf", TensorProto.FLOAT, [2, 4, 3])],
+              [numpy_helper.from_array(np.array(4, np.int64), "depth"),
+               numpy_helper.from_array(np.array([-(BIG + 1), 2**62 + 3], np.int64), "values"),
+               numpy_helper.from_array(np.array([0.5, 2.0], np.float32), "fvalues")])
+    _, want, got = both(m, {"idx": idx})
+    same("OneHot with int64 values", want[0], got[0])
+    same("OneHot with float values", want[1], got[1])
+
+
 if __name__ == "__main__":
-    for t in (test_inputs, test_gather_ids, test_constants):
+    for t in (test_inputs, test_gather_ids, test_constants, test_comparisons, test_where_cast_expand,
+              test_where_int_condition, test_onehot):
         try:
             t()
         except Exception as e:  # one failing model does not hide the others

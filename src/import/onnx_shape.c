@@ -367,7 +367,7 @@ ts_status ts_onnx_op_expand(importer *im, node_io *io) {
     ts_shape one = out;
     one.d[0] = 1;
     bool along0 = out.d[0] > 1 && (xs->ndim < out.ndim || xs->d[0] == 1);
-    ts_tensor *t = as_f32(im, x, &st);
+    ts_tensor *t = x->t && is_int_tensor(x->t) ? x->t : as_f32(im, x, &st); /* integers exactly, in their dtype */
     if (t && along0 && !ts_shape_equal(&t->shape, &one)) t = ts_onnx_broadcast_to(im, t, &one, &st);
     if (t) t = along0 ? ts_onnx_repeated(im, t, &out, &st) : ts_onnx_broadcast_to(im, t, &out, &st);
     return t ? ts_onnx_built(im, t, &io->out[0]) : st;

@@ -86,8 +86,15 @@ static ts_status cast_to(importer *im, node_io *io, int to) {
      * the integer ids (LayerNormalization's stash cast, index casts) */
     const ts_tensor *t = io->in[0] ? io->in[0]->t : NULL;
     if (t && ((t->dtype == TS_F32 && (to == TS_ONNX_FLOAT || to == TS_ONNX_DOUBLE)) ||
-              (t->dtype == TS_I32 && (to == TS_ONNX_INT32 || to == TS_ONNX_INT64))))
+              (t->dtype == TS_I32 && (to == TS_ONNX_INT32 || to == TS_ONNX_INT64)) || (t->dtype == TS_I64 && to == TS_ONNX_INT64)))
         return ts_onnx_op_identity(im, io);
+    /* to int64 and int32 in integers (ts_cast): an int64 exactly, wrapped
+     * to int32 as ONNX's Cast does; a float toward zero */
+    if (t && (t->dtype == TS_I64 || t->dtype == TS_F32) && (to == TS_ONNX_INT64 || to == TS_ONNX_INT32)) {
+        st = ts_onnx_built(im, ts_cast(im->g, io->in[0]->t, to == TS_ONNX_INT64 ? TS_I64 : TS_I32), &io->out[0]);
+        io->out[0].c.dtype = to; /* the integer type the bitwise ops compute in */
+        return st;
+    }
     /* between kinds, the values carried in f32: integers toward zero,
      * bools as 1 where non-zero, integers and bools as floats */
     bool to_int = !ts_onnx_dtype_is_float(to) && !ts_lowbits_is(to) && to != TS_ONNX_BOOL, to_bool = to == TS_ONNX_BOOL, to_float = to == TS_ONNX_FLOAT || to == TS_ONNX_DOUBLE;

@@ -324,19 +324,23 @@ ts_tensor *ts_onnx_broadcast_to(importer *im, ts_tensor *x, const ts_shape *to, 
         zs.d[i] = j < 0 || x->shape.d[j] == 1 ? to->d[i] : 1;
         nz *= zs.d[i];
     }
-    uint64_t bytes = (uint64_t)(nz ? nz : 1) * 4;
+    /* an integer x: its dtype's zeros, added exactly (ts_binary) */
+    bool integer = x->dtype == TS_I32 || x->dtype == TS_I64;
+    size_t es = integer ? ts_dtype_size(x->dtype) : 4;
+    uint64_t bytes = (uint64_t)(nz ? nz : 1) * es;
     if ((*st = ts_const_charge(2 * bytes))) { /* the graph's zeros and the copy they are made from */
         *st = ts_onnx_fold_result(im, *st);
         return NULL;
     }
-    float *zeros = ts_calloc((size_t)(nz ? nz : 1), sizeof *zeros);
+    void *zeros = ts_calloc((size_t)(nz ? nz : 1), es);
     char *name = zeros ? ts_graph_op_output_name(im->g, "ExpandZeros") : NULL;
-    ts_array za = ts_array_f32(zeros, zs.ndim, zs.d);
+    ts_array za = {.dtype = integer ? x->dtype : TS_F32, .ndim = zs.ndim, .data = zeros};
+    for (int d = 0; d < zs.ndim; d++) za.shape[d] = zs.d[d];
     ts_tensor *z = name ? ts_constant(im->g, name, &za) : NULL;
     ts_free(name);
     ts_free(zeros);
     ts_const_release(bytes);
-    ts_tensor *t = z ? ts_add(im->g, x, z) : NULL;
+    ts_tensor *t = z ? integer ? ts_binary(im->g, "Add", x, z) : ts_add(im->g, x, z) : NULL;
     if (!t) *st = ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
     return t;
 }
@@ -356,10 +360,11 @@ static ts_tensor *input_of_batch(const importer *im, int64_t batch) {
  * its values, NaN included), so that the compile gives them the batch
  * that input has at the run; ts_onnx_broadcast_to's constant zeros where no input
  * has that batch. The gradient reaching the sample is summed over the
- * batch. An i32 sample (ids, bools) is repeated in f32 and comes back i32
- * (ts_onnx_sample_of keeps to integers that f32 holds exactly). */
+ * batch. An i32 or i64 sample (ids, bools) is repeated exactly, in its
+ * dtype. */
 ts_tensor *ts_onnx_repeated(importer *im, ts_tensor *sample, const ts_shape *to, ts_status *st) {
-    ts_tensor *in = input_of_batch(im, to->d[0]), *z = in ? ts_onnx_f32_of(im, in, st) : NULL, *x = ts_onnx_f32_of(im, sample, st), *t;
+    bool integer = sample->dtype == TS_I32 || sample->dtype == TS_I64; /* added exactly, in its dtype */
+    ts_tensor *in = input_of_batch(im, to->d[0]), *z = in ? ts_onnx_f32_of(im, in, st) : NULL, *x = integer ? sample : ts_onnx_f32_of(im, sample, st), *t;
     for (int d = 1; z && d < in->shape.ndim; d++)
         if (z->shape.d[d] != 1) z = ts_slice(im->g, z, d, 0, 1);
     z = z ? ts_unary(im->g, "CastIndex", z, 0.0f, 0.0f) : NULL;
@@ -368,8 +373,8 @@ ts_tensor *ts_onnx_repeated(importer *im, ts_tensor *sample, const ts_shape *to,
     for (int d = 1; d < to->ndim; d++) zs.d[d] = 1;
     if (z && !ts_shape_equal(&z->shape, &zs)) z = ts_reshape(im->g, z, zs.ndim, zs.d);
     if (!x) return NULL;
-    t = !in ? ts_onnx_broadcast_to(im, x, to, st) : z ? ts_add(im->g, x, z) : NULL;
-    if (t && sample->dtype == TS_I32) t = ts_unary(im->g, "CastIndex", t, (float)INT32_MIN, 2147483520.0f);
+    if (integer && z) z = ts_cast(im->g, z, sample->dtype);
+    t = !in ? ts_onnx_broadcast_to(im, x, to, st) : !z ? NULL : integer ? ts_binary(im->g, "Add", x, z) : ts_add(im->g, x, z);
     if (!t && !*st) *st = ts_graph_status(im->g);
     return t;
 }
