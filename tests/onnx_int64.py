@@ -9,7 +9,8 @@ equal onnxruntime's exactly, in its type:
               id beyond int32 fed to a Gather is an error naming the input
               and its value (onnxruntime refuses it too), never wrapped
   constants   int64 initializers and Constants beyond 2^53 reach integer
-              arithmetic exactly (a scalar, a vector, value_int(s))
+              arithmetic exactly (a scalar, a vector, value_int(s), and
+              through Unsqueeze, Gather and Concat folded at import)
   compare     Equal, Less, Greater, LessOrEqual, GreaterOrEqual of int64
               tensors and constants that differ only past 2^53
   where       Where choosing int64 values (a graph condition, an int64 one)
@@ -122,14 +123,19 @@ def test_constants():
                helper.make_node("Add", ["x", "k"], ["d"]),
                helper.make_node("Mul", ["x", "ks"], ["e"]),
                helper.make_node("Unsqueeze", ["v", "zero"], ["v2"]),
-               helper.make_node("Add", ["x", "v2"], ["f"])],
+               helper.make_node("Add", ["x", "v2"], ["f"]),
+               helper.make_node("Gather", ["v", "perm"], ["vp"], axis=0),
+               helper.make_node("Unsqueeze", ["vp", "zero"], ["vp2"]),
+               helper.make_node("Concat", ["v2", "vp2"], ["vv"], axis=0),
+               helper.make_node("Sub", ["vv", "x"], ["h"])],
               [vi("x", TensorProto.INT64, [2, 3])],
-              [vi(n, TensorProto.INT64, [2, 3]) for n in "abdef"],
+              [vi(n, TensorProto.INT64, [2, 3]) for n in "abdefh"],
               [numpy_helper.from_array(c, "c"), numpy_helper.from_array(v, "v"),
-               numpy_helper.from_array(np.array([0], np.int64), "zero")])
+               numpy_helper.from_array(np.array([0], np.int64), "zero"),
+               numpy_helper.from_array(np.array([2, 0, 1], np.int64), "perm")])
     _, want, got = both(m, {"x": x})
     for name, w, o in zip(("x + initializer 2^53+3", "x - initializer vector", "x + value_int 2^53+7",
-                           "x * value_ints", "x + Unsqueeze(initializer)"), want, got):
+                           "x * value_ints", "x + Unsqueeze(initializer)", "Concat(v, Gather(v)) folded - x"), want, got):
         same(name, w, o)
 
 

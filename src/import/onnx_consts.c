@@ -628,15 +628,17 @@ static ts_status fold_op(const char *op, const ts_const *const *in, int n_in, co
     return ts_error(TS_ERR_UNSUPPORTED, "%s cannot be folded", op);
 }
 
-/* The inputs whose values op moves (a bit each): an int64 constant's exact
+/* Whether op moves the values of its input k (Concat's every input, the
+ * data of the others, Where's two choices): an int64 constant's exact
  * values (iv) are moved too. */
-static unsigned moved_inputs(const char *op) {
+static bool moves_input(const char *op, int k) {
     static const struct { const char *op; unsigned in; } ops[] = {
-        {"Concat", ~0u}, {"Expand", 1u}, {"Gather", 1u}, {"GatherElements", 1u}, {"Slice", 1u}, {"Transpose", 1u}, {"Where", 6u},
+        {"Expand", 1u}, {"Gather", 1u}, {"GatherElements", 1u}, {"Slice", 1u}, {"Transpose", 1u}, {"Where", 6u},
     };
+    if (strcmp(op, "Concat") == 0) return true;
     for (size_t i = 0; i < TS_ARRAY_LEN(ops); i++)
-        if (strcmp(op, ops[i].op) == 0) return ops[i].in;
-    return 0;
+        if (strcmp(op, ops[i].op) == 0) return k < 32 && ((ops[i].in >> k) & 1u);
+    return false;
 }
 
 /* x's exact int64 values' high (hi) or low 32 bits, each exact in a
@@ -659,16 +661,15 @@ ts_status ts_const_op(const char *op, const ts_const *const *in, int n_in, const
     /* an int64 Cast to int64 keeps the exact values */
     if (strcmp(op, "Cast") == 0 && at->to == TS_ONNX_INT64 && in[0]->dtype == TS_ONNX_INT64 && in[0]->iv)
         return ts_const_set_exact(out, in[0]->iv, n);
-    unsigned moved = moved_inputs(op);
     bool exact = false;
-    for (int k = 0; k < n_in && k < 32; k++) exact = exact || (((moved >> k) & 1u) && in[k] && in[k]->iv);
+    for (int k = 0; k < n_in; k++) exact = exact || (moves_input(op, k) && in[k] && in[k]->iv);
     if (!exact || out->dtype != TS_ONNX_INT64) return TS_OK;
     /* the values moved again as two halves, each exact in a double */
     ts_const half[2][MAX_FOLD_INPUTS] = {{{0}}}, res[2] = {{0}};
     const ts_const *hin[MAX_FOLD_INPUTS];
     for (int h = 0; !st && h < 2; h++) {
         for (int k = 0; !st && k < n_in; k++) {
-            bool mine = k < 32 && ((moved >> k) & 1u) && in[k];
+            bool mine = moves_input(op, k) && in[k];
             if (mine) st = exact_half(in[k], h == 0, &half[h][k]);
             hin[k] = mine ? &half[h][k] : in[k];
         }
