@@ -31,14 +31,16 @@ static void check_output(ts_model *m, ts_graph *g, const char *name, const float
     ts_array a = {0};
     ts_status st = t ? ts_model_anchored(m, ts_tensor_name(t), &a) : TS_ERR_NOT_FOUND;
     int bad = st || ts_array_numel(&a) != N ? 0 : -1;
+    float got[N] = {0}; /* f32 values, or an integer tensor's (Cast to int64: i64) */
     for (int i = 0; bad < 0 && i < N; i++) {
-        float got = ((const float *)a.data)[i];
-        if (!(fabsf(got - want[i]) <= 1e-5f * fabsf(want[i]) || got == want[i]))
+        got[i] = a.dtype == TS_I64 ? (float)((const int64_t *)a.data)[i] : a.dtype == TS_I32 ? (float)((const int32_t *)a.data)[i]
+                                                                                           : ((const float *)a.data)[i];
+        if (!(fabsf(got[i] - want[i]) <= 1e-5f * fabsf(want[i]) || got[i] == want[i]))
             bad = i;
     }
     CHECK(bad < 0, "%s: every value as ONNX defines it%s", name, st ? ts_last_error() : "");
     if (bad >= 0 && !st)
-        printf("     [%d] got %g, want %g\n", bad, (double)((const float *)a.data)[bad], (double)want[bad]);
+        printf("     [%d] got %g, want %g\n", bad, (double)got[bad], (double)want[bad]);
 }
 
 int main(void) {
@@ -265,6 +267,69 @@ int main(void) {
         st = m ? ts_model_run(m, anames, ain, 4) : TS_ERR_STATE;
         CHECK(st == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "[3] = 3") && strstr(ts_last_error(), "class index"),
               "a computed label out of range is an error naming it: %s", ts_last_error());
+        ts_model_free(m);
+        ts_options_free(opt);
+        ts_graph_free(g);
+    }
+    /* int64 all the way: an int64 input is an i64 graph tensor (int32 stays
+     * i32), and comparisons, Where, Cast, Expand and OneHot of it and of
+     * int64 initializers beyond 2^53 compute in integers, where double
+     * would take 2^53 + 1 for 2^53 */
+    {
+        const int64_t B = (int64_t)1 << 53;
+        model_begin();
+        input_typed("x", 7, 1, (int64_t[]){4});
+        input_typed("i", 6, 1, (int64_t[]){4});
+        static const char *const outs64[] = {"lt", "w", "x32", "ex", "oh", "sum"};
+        static const int types64[] = {9, 7, 6, 7, 7, 7};
+        static const int nd64[] = {1, 1, 1, 2, 2, 1};
+        for (int k = 0; k < 6; k++) output_typed(outs64[k], types64[k], nd64[k], k == 3 ? (int64_t[]){2, 4} : k == 4 ? (int64_t[]){4, 3} : (int64_t[]){4});
+        init_i64("c", 1, (const int64_t[]){B + 1});
+        init_i64("v", 2, (const int64_t[]){-(B + 3), B + 5});
+        init_i64("shape", 2, (const int64_t[]){2, 4});
+        init_i64("depth", 1, (const int64_t[]){3});
+        node("Less", "less", "x,c", "lt");
+        node("Where", "where", "lt,x,c", "w");
+        attr_int(node("Cast", "narrow", "x", "x32"), "to", 6);
+        node("Expand", "expand", "x,shape", "ex");
+        node("OneHot", "onehot", "i,depth,v", "oh");
+        attr_int(node("Cast", "widen", "i", "i64"), "to", 7);
+        node("Add", "add", "i64,c", "sum");
+        g = NULL;
+        st = import_as("int64_ops", &g);
+        CHECK(st == TS_OK, "comparisons, Where, Cast, Expand and OneHot of int64 tensors import%s%s", st ? ": " : "", st ? ts_last_error() : "");
+        ts_array info = {0};
+        if (!st) ts_tensor_info(ts_graph_find(g, "x"), &info);
+        CHECK(!st && info.dtype == TS_I64, "the int64 input is an i64 graph tensor (%s)", ts_dtype_name(info.dtype));
+        if (!st) ts_tensor_info(ts_graph_find(g, "i"), &info);
+        CHECK(!st && info.dtype == TS_I32, "the int32 input is an i32 graph tensor (%s)", ts_dtype_name(info.dtype));
+        ts_tensor *oo[6];
+        for (int k = 0; !st && k < 6; k++) oo[k] = ts_graph_output_at(g, (size_t)k);
+        m = NULL;
+        opt = ts_options_new();
+        ts_options_set_output_mode(opt, TS_OUTPUT_FINAL, 0);
+        if (!st) st = ts_model_inference(&m, g, oo, 6, opt);
+        int64_t xv[4] = {B, B + 1, B + 2, -(B + 1)};
+        int32_t iv[4] = {0, 2, -1, 7}; /* -1: the last class; 7: none */
+        ts_array xin[2] = {{.dtype = TS_I64, .ndim = 1, .shape = {4}, .data = xv}, {.dtype = TS_I32, .ndim = 1, .shape = {4}, .data = iv}};
+        const char *xnames[2] = {"x", "i"};
+        if (!st) st = ts_model_run(m, xnames, xin, 2);
+        CHECK(st == TS_OK, "it runs on int64 values beyond 2^53%s%s", st ? ": " : "", st ? ts_last_error() : "");
+        ts_array a[6] = {{0}};
+        for (int k = 0; !st && k < 6; k++) st = ts_model_anchored(m, ts_tensor_name(oo[k]), &a[k]);
+        int bad = st ? -1 : 0;
+        for (int i = 0; !st && i < 4; i++) {
+            bool lt = xv[i] < B + 1;
+            bad += ((const uint8_t *)a[0].data)[i] != lt;
+            bad += ((const int64_t *)a[1].data)[i] != (lt ? xv[i] : B + 1);
+            bad += ((const int32_t *)a[2].data)[i] != (int32_t)(uint32_t)(uint64_t)xv[i]; /* wrapped, as onnxruntime's */
+            bad += ((const int64_t *)a[3].data)[i] != xv[i] || ((const int64_t *)a[3].data)[4 + i] != xv[i];
+            for (int c = 0; c < 3; c++)
+                bad += ((const int64_t *)a[4].data)[3 * i + c] != ((iv[i] + 3) % 3 == c && iv[i] < 3 ? B + 5 : -(B + 3));
+            bad += ((const int64_t *)a[5].data)[i] != iv[i] + B + 1;
+        }
+        CHECK(bad == 0 && a[0].dtype == TS_BOOL && a[1].dtype == TS_I64 && a[2].dtype == TS_I32 && a[4].dtype == TS_I64,
+              "x < 2^53+1, Where, Cast to int32, Expand, OneHot of int64 values and int32 + 2^53+1 are exact (%d wrong)", bad);
         ts_model_free(m);
         ts_options_free(opt);
         ts_graph_free(g);

@@ -256,15 +256,32 @@ static void check_values(void) {
     node("Range", "range", "start,limit,delta", "r");
     expect("a Range of 1e30 elements", import_as("range", NULL), TS_ERR_UNSUPPORTED, "too large to fold");
 
-    /* an int64 constant outside int32 feeding a graph op */
+    /* an int64 constant outside int32 feeding a graph op: an i64 constant,
+     * its ids checked at the run (not wrapped onto row 1) */
     model_begin();
-    input("x", 2, (int64_t[]){2, 4});
-    output("y");
+    input("x", 2, (int64_t[]){3, 4});
+    output("e");
     init_f32("table", 2, (int64_t[]){3, 4}, (const float[12]){0});
     init_i64("ids", 2, (int64_t[]){1, ((int64_t)1 << 32) + 1});
-    node("Gather", "embed", "table,ids", "e");
     node("Relu", "relu", "x", "y");
-    expect("embedding ids of 2^32 + 1", import_as("ids", NULL), TS_ERR_UNSUPPORTED, "int32");
+    node("Add", "add", "y,table", "z");
+    node("Gather", "embed", "z,ids", "e");
+    {
+        ts_graph *g = NULL;
+        st = import_as("ids", &g);
+        CHECK(st == TS_OK, "embedding ids of 2^32 + 1 import as an i64 constant%s%s", st ? ": " : "", st ? ts_last_error() : "");
+        ts_tensor *e = g ? ts_graph_output_at(g, 0) : NULL;
+        ts_model *m = NULL;
+        if (!st) st = ts_model_inference(&m, g, &e, 1, NULL);
+        float xv[12] = {0};
+        ts_array xa = ts_array_f32(xv, 2, (int64_t[]){3, 4});
+        const char *xn = "x";
+        if (!st) st = ts_model_run(m, &xn, &xa, 1);
+        CHECK(st == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "'ids'[1] = 4294967297 is not an index"),
+              "the run refuses the id, naming it and its value: %s", ts_last_error());
+        ts_model_free(m);
+        ts_graph_free(g);
+    }
 
     /* a Conv whose pads make an output beyond any tensor */
     model_begin();

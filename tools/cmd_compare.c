@@ -811,13 +811,15 @@ static int read_map(const char *path, char ***out, int *n) {
 
 /* Converts a NumPy array to what an input of `dtype` takes (f32 or i32);
  * for i32 every value must be an integer within int32, else
- * TS_ERR_INVALID_ARGUMENT with the first other one at *bad, its value *bad_v. */
+ * TS_ERR_INVALID_ARGUMENT with the first other one at *bad, its value *bad_v.
+ * An i64 input takes integer arrays as they are (the run converts them
+ * exactly, naming a value it does not hold). */
 static ts_status convert_input(const ts_array *src, ts_dtype dtype, ts_array *dst, void **buf, int64_t *bad, double *bad_v) {
     int64_t n = ts_array_numel(src);
     *dst = *src;
     *buf = NULL;
-    if (src->dtype == dtype) return TS_OK;
-    void *b = malloc((size_t)(n ? n : 1) * 4);
+    if (src->dtype == dtype || (dtype == TS_I64 && src->dtype != TS_F32 && src->dtype != TS_F64)) return TS_OK;
+    void *b = malloc((size_t)(n ? n : 1) * ts_dtype_size(dtype));
     if (!b) return TS_ERR_OUT_OF_MEMORY;
     for (int64_t i = 0; i < n; i++) {
         double v;
@@ -828,12 +830,14 @@ static ts_status convert_input(const ts_array *src, ts_dtype dtype, ts_array *ds
         case TS_I64: v = (double)((const int64_t *)src->data)[i]; break;
         default: v = ((const uint8_t *)src->data)[i]; break;
         }
-        if (dtype == TS_I32 && !(v == floor(v) && v >= INT32_MIN && v <= INT32_MAX)) { /* ids and labels are never wrapped */
+        bool fits = dtype == TS_I32 ? v >= INT32_MIN && v <= INT32_MAX : v >= -9223372036854775808.0 && v < 9223372036854775808.0;
+        if (dtype != TS_F32 && !(v == floor(v) && fits)) { /* ids and labels are never wrapped */
             free(b);
             *bad = i, *bad_v = v;
             return TS_ERR_INVALID_ARGUMENT;
         }
         if (dtype == TS_F32) ((float *)b)[i] = (float)v;
+        else if (dtype == TS_I64) ((int64_t *)b)[i] = (int64_t)v;
         else ((int32_t *)b)[i] = (int32_t)v;
     }
     dst->dtype = dtype;
@@ -1040,8 +1044,8 @@ static int run_model(const compare_args *a, dump *inputs, dump *ref, row *rows, 
         if (convert_input(v, info.dtype, &arrays[n_in], &bufs[n_in], &bad, &bad_v)) {
             for (int k = 0; k < n_in; k++) free(bufs[k]);
             if (bad < 0) return cli_runtime_error("converting inputs");
-            return cli_usage_error("compare", "--inputs %s: '%s' holds %.17g at [%lld]; the model's input takes int32 ids or labels (they are "
-                                   "not wrapped)", a->inputs, ts_tensor_name(t), bad_v, (long long)bad);
+            return cli_usage_error("compare", "--inputs %s: '%s' holds %.17g at [%lld]; the model's input takes %s ids or labels (they are "
+                                   "not wrapped)", a->inputs, ts_tensor_name(t), bad_v, (long long)bad, info.dtype == TS_I64 ? "int64" : "int32");
         }
         if (info.ndim == 0 && arrays[n_in].ndim == 0) { /* a scalar input: the run's one micro-batch of it */
             arrays[n_in].ndim = 1;

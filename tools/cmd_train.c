@@ -541,7 +541,7 @@ static int check_data(const char *cmd, const cli_model *cm, const ts_dataset *ds
                                "shape, or the model's input shape with --input %s:...", path, ts_array_shape_str(&x, a, sizeof a),
                                ts_tensor_name(cm->x), ts_array_shape_str(&want, b, sizeof b), ts_tensor_name(cm->x));
     }
-    if (want.dtype != TS_F32 && want.dtype != x.dtype)
+    if (want.dtype != TS_F32 && want.dtype != x.dtype && !(want.dtype == TS_I64 && x.dtype == TS_I32)) /* the run widens i32 ids */
         return cli_usage_error(cmd, "the model's input '%s' takes %s values; --data feeds float samples, or i32 ones from integer "
                                "arrays (token ids)", ts_tensor_name(cm->x), ts_dtype_name(want.dtype));
     if (hds) {

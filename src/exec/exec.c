@@ -523,9 +523,10 @@ static const ts_tensor *index_origin(const ts_run *run, const ts_tensor *lab) {
     return t == lab ? NULL : t;
 }
 
-/* The n indices y of node t (its input 1, `lab`) inside what they index
- * (an ignore_index label is allowed), else an error naming both. */
-static ts_status check_indices(const ts_run *run, const ts_tensor *t, const ts_tensor *lab, const int32_t *y, int64_t n) {
+/* The n indices y (i32, or i64: an int64 input's, checked as fed) of node
+ * t (its input 1, `lab`) inside what they index (an ignore_index label is
+ * allowed), else an error naming both. */
+static ts_status check_indices(const ts_run *run, const ts_tensor *t, const ts_tensor *lab, const void *y, ts_dtype dt, int64_t n) {
     const ts_shape *s0 = &run->prog->shape[t->in[0]];
     bool rows = t->op != TS_OP_NLL_LOSS && t->op != TS_OP_CROSS_ENTROPY, gather = rows && t->op != TS_OP_EMBEDDING;
     int64_t C = rows ? s0->d[t->attr[0]] : s0->d[s0->ndim - 1], lo = gather ? -C : 0; /* gathers: negative from the end */
@@ -533,19 +534,32 @@ static ts_status check_indices(const ts_run *run, const ts_tensor *t, const ts_t
     /* indices made of another tensor: that one named too, by its file's name where it has one */
     const ts_tensor *src = index_origin(run, lab);
     const char *src_name = src ? ts_graph_alias_of(run->g, src) ? ts_graph_alias_of(run->g, src) : src->name : NULL;
-    for (int64_t i = 0; i < n; i++)
-        if ((y[i] < lo || y[i] >= C) && !(ignore && y[i] == (int32_t)t->attr[1]))
-            return ts_error(TS_ERR_INVALID_ARGUMENT, "run: '%s'[%lld] = %d%s%s%s is not %s in [%lld, %lld) for %s", lab->name, (long long)i,
-                            (int)y[i], src ? " (made of '" : "", src ? src_name : "", src ? "')" : "",
+    for (int64_t i = 0; i < n; i++) {
+        int64_t v = dt == TS_I64 ? ((const int64_t *)y)[i] : ((const int32_t *)y)[i];
+        if ((v < lo || v >= C) && !(ignore && v == t->attr[1]))
+            return ts_error(TS_ERR_INVALID_ARGUMENT, "run: '%s'[%lld] = %lld%s%s%s is not %s in [%lld, %lld) for %s", lab->name, (long long)i,
+                            (long long)v, src ? " (made of '" : "", src ? src_name : "", src ? "')" : "",
                             gather ? "an index" : rows ? "a row index" : "a class index", (long long)lo, (long long)C, t->name);
+    }
     return TS_OK;
 }
 
+/* An int64 graph input or constant made indices (ts_graph_indices of an
+ * i64 tensor: its values, saturated to i32), whose values are checked
+ * as they are fed or held, exactly. */
+static bool fed_i64_indices(const ts_run *run, const ts_tensor *t) {
+    if (t->op != TS_OP_CONVERT || t->attr[1] != 1) return false;
+    const ts_tensor *x = run->g->t[t->in[0]];
+    return (x->op == TS_OP_INPUT || x->op == TS_OP_CONST) && x->dtype == TS_I64;
+}
+
 /* The tensor whose values t's input 1 holds: through views and
- * permutations (the same values), else itself. */
+ * permutations (the same values) and an int64 input's indices, else
+ * itself. */
 static const ts_tensor *index_source(const ts_run *run, const ts_tensor *t) {
     const ts_tensor *lab = run->g->t[t->in[1]];
-    while (lab->op == TS_OP_RESHAPE || lab->op == TS_OP_FLATTEN || lab->op == TS_OP_PERMUTE) lab = run->g->t[lab->in[0]];
+    while (lab->op == TS_OP_RESHAPE || lab->op == TS_OP_FLATTEN || lab->op == TS_OP_PERMUTE || fed_i64_indices(run, lab))
+        lab = run->g->t[lab->in[0]];
     return lab;
 }
 
@@ -561,9 +575,9 @@ static ts_status check_labels(const ts_run *run, const ts_array *const *bound) {
         const ts_tensor *lab = index_source(run, t);
         ts_status st = TS_OK;
         if (lab->op == TS_OP_INPUT && bound[lab->id])
-            st = check_indices(run, t, lab, bound[lab->id]->data, ts_array_numel(bound[lab->id]));
+            st = check_indices(run, t, lab, bound[lab->id]->data, bound[lab->id]->dtype, ts_array_numel(bound[lab->id]));
         else if (lab->op == TS_OP_CONST)
-            st = check_indices(run, t, lab, (const int32_t *)(const void *)lab->value, ts_shape_numel(&lab->shape));
+            st = check_indices(run, t, lab, lab->value, lab->dtype, ts_shape_numel(&lab->shape));
         if (st) return st;
     }
     return TS_OK;
@@ -584,7 +598,7 @@ static ts_status check_computed_indices(const ts_run *run, const ts_kctx *k) {
     const ts_tensor *t = run->g->t[k->node->id];
     if (!k->in_int[1] || !ts_exec_computed_indices(run, t)) return TS_OK;
     int64_t n = ts_shape_numel(&k->in_shape[1]);
-    if (run->dev.backend->host_addressable) return check_indices(run, t, run->g->t[t->in[1]], k->in_int[1], n);
+    if (run->dev.backend->host_addressable) return check_indices(run, t, run->g->t[t->in[1]], k->in_int[1], TS_I32, n);
     /* a device's: brought to the host first, into the program's host view
      * (made at compile for the largest entry: nothing allocated in the
      * step), a wait for the device paid only by the indices a graph computes */
@@ -595,7 +609,7 @@ static ts_status check_computed_indices(const ts_run *run, const ts_kctx *k) {
     int32_t *y = (int32_t *)(void *)p->host_view;
     run->dev.backend->copy_to_host(run->dev.stream, y, k->in_int[1], (size_t)n * sizeof *y);
     ts_status st = run->dev.backend->synchronize(run->dev.stream);
-    return st ? st : check_indices(run, t, run->g->t[t->in[1]], y, n);
+    return st ? st : check_indices(run, t, run->g->t[t->in[1]], y, TS_I32, n);
 }
 
 static void record_run_metrics(ts_run *run) {

@@ -657,6 +657,7 @@ static ts_status bind_input(importer *im, const ValueInfo *vi, int elem, const t
             st = ts_error(TS_ERR_INVALID_ARGUMENT, "%s: the value bound to input '%s' holds %g at [%lld]; the input is %s", im->path, vi->name,
                           v.c.v[i], (long long)i, ts_onnx_dtype_name(elem));
     }
+    if (!st && a->dtype == TS_I64 && elem == TS_ONNX_INT64) st = ts_const_set_exact(&v.c, a->data, n); /* beyond 2^53 too */
     if (!st) st = ts_onnx_define(im, vi->name, &v);
     if (st) ts_const_free(&v.c);
     return st;
@@ -692,7 +693,8 @@ static ts_status import_inputs(importer *im, const TensorscopeOnnx__GraphProto *
         }
         ts_dtype dt;
         if (ts_onnx_dtype_is_float(elem) || ts_lowbits_is(elem)) dt = TS_F32; /* low precision: the values, exact in f32 */
-        else if (ts_onnx_array_dtype(elem, &dt)) dt = TS_I32; /* ids, labels, masks: integers of any width, exact in i32 */
+        /* int64: exactly, in i64 (ids, positions, counts); the other integers and bools (ids, labels, masks): i32 */
+        else if (ts_onnx_array_dtype(elem, &dt)) dt = elem == TS_ONNX_INT64 ? TS_I64 : TS_I32;
         else return ts_error(TS_ERR_UNSUPPORTED, "%s: input '%s' has data type %s; tensorscope feeds float, bool and integer inputs "
                              "(8 to 64 bits, signed or not)", im->path, vi->name, ts_onnx_dtype_name(elem));
         ts_shape s = {0};
@@ -737,7 +739,7 @@ static ts_status import_inputs(importer *im, const TensorscopeOnnx__GraphProto *
         ts_tensor *t = ts_input(im->g, vi->name, dt, s.ndim, s.d);
         if (!t) return ts_graph_status(im->g);
         /* the type a CastLike reads; an integer input's type, which the bitwise ops compute in */
-        value v = {.t = t, .c.dtype = ts_lowbits_is(elem) || dt == TS_I32 ? elem : 0};
+        value v = {.t = t, .c.dtype = ts_lowbits_is(elem) || dt == TS_I32 || dt == TS_I64 ? elem : 0};
         ts_status st = ts_onnx_define(im, vi->name, &v);
         if (st) return st;
     }

@@ -12,6 +12,7 @@
 #include "core/lowbits.h"
 
 #define CONST_MAX_ELEMS ((int64_t)1 << 26) /* folded tensors stay small */
+#define MAX_FOLD_INPUTS 64 /* Concat's most */
 
 /* The bytes of folded constants alive in this thread's import, and the
  * most they may hold (ts_const_budget). */
@@ -102,6 +103,8 @@ void ts_const_free(ts_const *c) {
     if (!c) return;
     ts_free(c->v);
     c->v = NULL;
+    ts_free(c->iv);
+    c->iv = NULL;
     ts_const_release(c->bytes);
     c->bytes = 0;
 }
@@ -116,6 +119,7 @@ ts_status ts_const_fill(const ts_shape *s, int dtype, double v, ts_const *out) {
     out->dtype = dtype;
     out->shape = *s;
     out->bytes = bytes;
+    out->iv = NULL;
     out->v = ts_malloc((size_t)bytes);
     if (!out->v) {
         budget_live -= bytes;
@@ -130,6 +134,30 @@ ts_status ts_const_copy(const ts_const *a, ts_const *out) {
     ts_status st = ts_const_fill(&a->shape, a->dtype, 0, out);
     if (!st) memcpy(out->v, a->v, (size_t)ts_shape_numel(&a->shape) * sizeof *out->v);
     return st;
+}
+
+ts_status ts_const_copy_exact(const ts_const *a, ts_const *out) {
+    ts_status st = ts_const_copy(a, out);
+    if (!st && a->iv) st = ts_const_set_exact(out, a->iv, ts_shape_numel(&a->shape));
+    if (st) ts_const_free(out);
+    return st;
+}
+
+ts_status ts_const_set_exact(ts_const *c, const int64_t *x, int64_t n) {
+    const int64_t limit = (int64_t)1 << 53;
+    int64_t i = 0;
+    while (i < n && x[i] >= -limit && x[i] <= limit) i++;
+    if (i == n) return TS_OK;
+    uint64_t bytes = (uint64_t)n * sizeof *c->iv;
+    ts_status st = ts_const_charge(bytes);
+    if (st) return st;
+    if (!(c->iv = ts_malloc((size_t)bytes))) {
+        ts_const_release(bytes);
+        return TS_ERR_OUT_OF_MEMORY;
+    }
+    memcpy(c->iv, x, (size_t)bytes);
+    c->bytes += bytes;
+    return TS_OK;
 }
 
 /* v rounded to f32 toward zero with the last bit set when inexact
@@ -577,11 +605,11 @@ static ts_status fold_transpose(const ts_const *x, const int64_t *perm, int64_t 
     return TS_OK;
 }
 
-ts_status ts_const_op(const char *op, const ts_const *const *in, int n_in, const ts_const_attrs *at, ts_const *out) {
+static ts_status fold_op(const char *op, const ts_const *const *in, int n_in, const ts_const_attrs *at, ts_const *out) {
     ts_status st;
     ts_shape s;
     if (strcmp(op, "Cast") == 0) return (st = need_inputs(op, in, n_in, 1, 1)) ? st : fold_cast(in[0], at->to, at->lowbits_mode, out);
-    if (strcmp(op, "Concat") == 0) return (st = need_inputs(op, in, n_in, 1, 64)) ? st : fold_concat(in, n_in, at->axis, out);
+    if (strcmp(op, "Concat") == 0) return (st = need_inputs(op, in, n_in, 1, MAX_FOLD_INPUTS)) ? st : fold_concat(in, n_in, at->axis, out);
     if (strcmp(op, "ConstantOfShape") == 0) {
         if ((st = need_inputs(op, in, n_in, 1, 1)) || (st = shape_from(in[0], &s))) return st;
         return ts_const_fill(&s, at->fill ? at->fill->dtype : TS_ONNX_FLOAT, at->fill && ts_shape_numel(&at->fill->shape) ? at->fill->v[0] : 0, out);
@@ -598,4 +626,64 @@ ts_status ts_const_op(const char *op, const ts_const *const *in, int n_in, const
     if (strcmp(op, "Transpose") == 0) return (st = need_inputs(op, in, n_in, 1, 1)) ? st : fold_transpose(in[0], at->perm, at->n_perm, out);
     if (strcmp(op, "Where") == 0) return (st = need_inputs(op, in, n_in, 3, 3)) ? st : fold_where(in[0], in[1], in[2], out);
     return ts_error(TS_ERR_UNSUPPORTED, "%s cannot be folded", op);
+}
+
+/* Whether op moves the values of its input k (Concat's every input, the
+ * data of the others, Where's two choices): an int64 constant's exact
+ * values (iv) are moved too. */
+static bool moves_input(const char *op, int k) {
+    static const struct { const char *op; unsigned in; } ops[] = {
+        {"Expand", 1u}, {"Gather", 1u}, {"GatherElements", 1u}, {"Slice", 1u}, {"Transpose", 1u}, {"Where", 6u},
+    };
+    if (strcmp(op, "Concat") == 0) return true;
+    for (size_t i = 0; i < TS_ARRAY_LEN(ops); i++)
+        if (strcmp(op, ops[i].op) == 0) return k < 32 && ((ops[i].in >> k) & 1u);
+    return false;
+}
+
+/* x's exact int64 values' high (hi) or low 32 bits, each exact in a
+ * double, as a constant of x's shape (the moving ops fold them twice). */
+static ts_status exact_half(const ts_const *x, bool hi, ts_const *out) {
+    ts_status st = ts_const_fill(&x->shape, TS_ONNX_INT64, 0, out);
+    for (int64_t i = 0; !st && i < ts_shape_numel(&x->shape); i++) {
+        int64_t v = 0;
+        if (x->iv) v = x->iv[i];
+        else if (!ts_onnx_int_value(x->v[i], INT64_MIN, INT64_MAX, &v)) v = x->v[i] > 0 ? INT64_MAX : INT64_MIN; /* NaN: INT64_MIN */
+        out->v[i] = hi ? (double)(v >> 32) : (double)(uint32_t)(uint64_t)v;
+    }
+    return st;
+}
+
+ts_status ts_const_op(const char *op, const ts_const *const *in, int n_in, const ts_const_attrs *at, ts_const *out) {
+    ts_status st = fold_op(op, in, n_in, at, out);
+    if (st) return st;
+    int64_t n = ts_shape_numel(&out->shape);
+    /* an int64 Cast to int64 keeps the exact values */
+    if (strcmp(op, "Cast") == 0 && at->to == TS_ONNX_INT64 && in[0]->dtype == TS_ONNX_INT64 && in[0]->iv)
+        return ts_const_set_exact(out, in[0]->iv, n);
+    bool exact = false;
+    for (int k = 0; k < n_in; k++) exact = exact || (moves_input(op, k) && in[k] && in[k]->iv);
+    if (!exact || out->dtype != TS_ONNX_INT64) return TS_OK;
+    /* the values moved again as two halves, each exact in a double */
+    ts_const half[2][MAX_FOLD_INPUTS] = {{{0}}}, res[2] = {{0}};
+    const ts_const *hin[MAX_FOLD_INPUTS];
+    for (int h = 0; !st && h < 2; h++) {
+        for (int k = 0; !st && k < n_in; k++) {
+            bool mine = moves_input(op, k) && in[k];
+            if (mine) st = exact_half(in[k], h == 0, &half[h][k]);
+            hin[k] = mine ? &half[h][k] : in[k];
+        }
+        if (!st) st = fold_op(op, hin, n_in, at, &res[h]);
+    }
+    int64_t *x = st ? NULL : ts_malloc((size_t)(n ? n : 1) * sizeof *x);
+    if (!st && !x) st = TS_ERR_OUT_OF_MEMORY;
+    for (int64_t i = 0; x && i < n; i++) x[i] = (int64_t)(((uint64_t)(int64_t)res[0].v[i] << 32) | (uint64_t)res[1].v[i]);
+    if (x) st = ts_const_set_exact(out, x, n);
+    ts_free(x);
+    for (int h = 0; h < 2; h++) {
+        ts_const_free(&res[h]);
+        for (int k = 0; k < n_in; k++) ts_const_free(&half[h][k]);
+    }
+    if (st) ts_const_free(out);
+    return st;
 }

@@ -1,8 +1,9 @@
 /* onnx_consts.h -- host constants of an ONNX import and the ops folded on
  * them (shape subgraphs: Shape -> Gather -> Concat -> Reshape, masks, ...).
  * Values are held as doubles whatever their ONNX type (int64 shapes and
- * indices are exact up to 2^53; float results are rounded to float32 like
- * the exporter's own constant folding). Internal: nothing here is API. */
+ * indices are exact up to 2^53, an int64 constant of the file beyond that
+ * also exactly in iv; float results are rounded to float32 like the
+ * exporter's own constant folding). Internal: nothing here is API. */
 #ifndef TS_ONNX_CONSTS_H
 #define TS_ONNX_CONSTS_H
 
@@ -21,6 +22,13 @@ typedef struct ts_const {
     ts_shape shape;
     double *v;      /* numel values, owned */
     uint64_t bytes; /* what v holds against the import's budget (0: file data) */
+    /* An int64 constant of the file with values beyond 2^53, which v holds
+     * rounded: its exact values (owned), kept by reshapes, the ops that
+     * move values (Concat, Expand, Gather, Slice, Transpose, Where) and a
+     * Cast to int64, and read by the integer graph ops (ts_onnx_i64_of);
+     * NULL otherwise, and for the other folds' results (computed in
+     * double). */
+    int64_t *iv;
 } ts_const;
 
 /* The budget of an import's folded constants (TS_LIMIT_IMPORT_BYTES):
@@ -54,8 +62,13 @@ ts_status ts_const_slice_range(int64_t size, double st, double en, int64_t step,
 void ts_onnx_decode_raw(int dt, const uint8_t *b, size_t n, double *out);
 
 void ts_const_free(ts_const *c);
+/* Sets c->iv from n exact int64 values where one is beyond 2^53 (c->v
+ * holds them rounded); nothing otherwise. */
+ts_status ts_const_set_exact(ts_const *c, const int64_t *x, int64_t n);
 ts_status ts_const_fill(const ts_shape *s, int dtype, double v, ts_const *out);
 ts_status ts_const_copy(const ts_const *a, ts_const *out);
+/* A copy with the exact values too (iv): a reshape, an Identity. */
+ts_status ts_const_copy_exact(const ts_const *a, ts_const *out);
 /* Add Sub Mul Div Pow Mod FMod (Mod with fmod=1), the comparisons and And
  * Or Xor, with NumPy broadcasting; an error for another op. */
 ts_status ts_const_binary(const char *op, const ts_const *a, const ts_const *b, ts_const *out);

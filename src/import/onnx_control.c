@@ -37,7 +37,7 @@ static ts_status carried(importer *im, value *v, value *out) {
         out->t = ts_onnx_as_tensor(im, v, &st);
         return out->t ? TS_OK : st;
     }
-    return ts_onnx_fold_result(im, ts_const_copy(&v->c, &out->c));
+    return ts_onnx_fold_result(im, ts_const_copy_exact(&v->c, &out->c));
 }
 
 static void free_values(value *v, int n) {

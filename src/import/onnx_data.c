@@ -198,7 +198,24 @@ ts_status ts_onnx_tensor_check(const importer *im, const TensorProto *tp, const 
     return TS_OK;
 }
 
-/* The values of a checked TensorProto into c->v (allocated here). */
+/* An int64 tensor's n values from little-endian bytes b, exactly, into
+ * c->iv where double does not hold them all. */
+static ts_status exact_int64(ts_const *c, const uint8_t *b, int64_t n) {
+    if (c->dtype != TS_ONNX_INT64 || n == 0) return TS_OK;
+    int64_t *x = ts_malloc((size_t)n * sizeof *x);
+    if (!x) return TS_ERR_OUT_OF_MEMORY;
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t u = 0;
+        for (int k = 0; k < 8; k++) u |= (uint64_t)b[8 * i + k] << (8 * k);
+        x[i] = (int64_t)u;
+    }
+    ts_status st = ts_const_set_exact(c, x, n);
+    ts_free(x);
+    return st;
+}
+
+/* The values of a checked TensorProto into c->v (allocated here); an
+ * int64 one's beyond 2^53 also exactly into c->iv. */
 ts_status ts_onnx_tensor_decode(const importer *im, const TensorProto *tp, const char *what, ts_const *c) {
     int dt = c->dtype;
     int64_t n = ts_shape_numel(&c->shape);
@@ -207,6 +224,7 @@ ts_status ts_onnx_tensor_decode(const importer *im, const TensorProto *tp, const
         ts_status st = read_external(im, tp, what, ts_onnx_data_bytes(dt, (size_t)n), &b);
         if (!st && !(c->v = ts_malloc((size_t)(n ? n : 1) * sizeof *c->v))) st = TS_ERR_OUT_OF_MEMORY;
         if (!st) ts_onnx_decode_raw(dt, b, (size_t)n, c->v);
+        if (!st) st = exact_int64(c, b, n);
         ts_free(b);
         return st;
     }
@@ -214,7 +232,7 @@ ts_status ts_onnx_tensor_decode(const importer *im, const TensorProto *tp, const
     if (!c->v) return TS_ERR_OUT_OF_MEMORY;
     if (tp->has_raw_data) {
         ts_onnx_decode_raw(dt, tp->raw_data.data, (size_t)n, c->v);
-        return TS_OK;
+        return exact_int64(c, tp->raw_data.data, n);
     }
     if (ts_lowbits_is(dt)) { /* int32_data: a code, or a byte of packed codes, each */
         size_t nb = ts_onnx_data_bytes(dt, (size_t)n);
@@ -236,7 +254,7 @@ ts_status ts_onnx_tensor_decode(const importer *im, const TensorProto *tp, const
         default: c->v[i] = tp->int32_data[i]; break;
         }
     }
-    return TS_OK;
+    return dt == TS_ONNX_INT64 ? ts_const_set_exact(c, tp->int64_data, n) : TS_OK;
 }
 
 /* A TensorProto (initializer or attribute) as a host constant. */

@@ -18,6 +18,15 @@ static ts_tensor *as_f32_per_sample(importer *im, value *v, const ts_tensor *oth
     return s ? ts_onnx_f32_of(im, s, st) : *st ? NULL : as_f32(im, v, st);
 }
 
+/* An integer operand whose type has 32 bits or fewer: an i32 graph
+ * tensor of such a declared type (a graph input's, a Cast's), or a
+ * constant of one. */
+static bool narrow_int(const value *v) {
+    int t = v->c.dtype;
+    bool narrow = t == TS_ONNX_INT32 || t == TS_ONNX_INT16 || t == TS_ONNX_INT8 || t == TS_ONNX_UINT16 || t == TS_ONNX_UINT8 || t == TS_ONNX_BOOL;
+    return narrow && (!v->t || v->t->dtype == TS_I32);
+}
+
 /* The elementwise binary family on graph tensors (ts_binary), by the op
  * table's name of the ONNX op type; Sum's links are Adds. */
 static ts_status binary_family(importer *im, const char *op, value *a, value *b, value *out) {
@@ -41,16 +50,21 @@ ts_status ts_onnx_op_binary(importer *im, node_io *io) {
     if (is_const(a) && is_const(b) && !a->param && !b->param)
         return ts_onnx_fold_result(im, ts_const_binary(op, &a->c, &b->c, &io->out[0].c));
     /* integer Div truncates toward zero (ids, counts: i32 tensors and integer constants) */
-    bool int_a = a->t ? a->t->dtype == TS_I32 || a->t->dtype == TS_I64 : !a->param && !ts_onnx_dtype_is_float(a->c.dtype);
-    bool int_b = b->t ? b->t->dtype == TS_I32 || b->t->dtype == TS_I64 : !b->param && !ts_onnx_dtype_is_float(b->c.dtype);
-    /* integer arithmetic of graph tensors (position ids from a mask), exactly in int64 */
-    static const char *const int_ops[] = {"Add", "Sub", "Mul", "Div", "Mod", "FMod"};
+    bool int_a = a->t ? is_int_tensor(a->t) : !a->param && !ts_onnx_dtype_is_float(a->c.dtype);
+    bool int_b = b->t ? is_int_tensor(b->t) : !b->param && !ts_onnx_dtype_is_float(b->c.dtype);
+    /* integer arithmetic and comparisons of graph tensors (position ids
+     * from a mask, ids against a limit), exactly in int64 */
+    static const char *const int_ops[] = {"Add", "Sub", "Mul", "Div", "Mod", "FMod", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"};
     bool int_op = false;
     for (size_t k = 0; k < sizeof int_ops / sizeof *int_ops; k++) int_op = int_op || strcmp(op, int_ops[k]) == 0;
     if (int_a && int_b && int_op && (a->t || b->t)) {
         ts_tensor *ia = ts_onnx_i64_of(im, a, &st), *ib = ia ? ts_onnx_i64_of(im, b, &st) : NULL;
         if (st) return st;
-        if (ib) return ts_onnx_built(im, ts_binary(im->g, op, ia, ib), &io->out[0]);
+        /* int32 operands: the int64 result wrapped back to int32, as ONNX's int32 arithmetic wraps */
+        bool compare = strcmp(op, "Equal") == 0 || strncmp(op, "Less", 4) == 0 || strncmp(op, "Greater", 7) == 0;
+        ts_tensor *r = ib ? ts_binary(im->g, op, ia, ib) : NULL;
+        if (r && !compare && narrow_int(a) && narrow_int(b)) r = ts_cast(im->g, r, TS_I32);
+        if (ib) return ts_onnx_built(im, r, &io->out[0]);
     }
     if (strcmp(op, "Div") == 0 && int_a && int_b) {
         ts_tensor *ta = as_f32(im, a, &st), *tb = ta ? as_f32(im, b, &st) : NULL;
@@ -181,10 +195,32 @@ ts_status ts_onnx_op_where(importer *im, node_io *io) {
         ts_tensor *mask = ts_onnx_as_tensor(im, c, &st);
         return mask ? ts_onnx_built(im, ts_masked_fill(im->g, b->t, mask, (float)s), &io->out[0]) : st;
     }
+    ts_tensor *tc = ts_onnx_as_tensor(im, c, &st);
+    if (!tc) return st;
+    /* integer values (ids, positions, a mask's counts): chosen exactly, in
+     * i32 where both are, else in i64, by an i32 condition */
+    bool int_a = a->t ? is_int_tensor(a->t) : !a->param && !ts_onnx_dtype_is_float(a->c.dtype);
+    bool int_b = b->t ? is_int_tensor(b->t) : !b->param && !ts_onnx_dtype_is_float(b->c.dtype);
+    if (int_a && int_b && (a->t || b->t)) {
+        ts_tensor *ia = ts_onnx_i64_of(im, a, &st), *ib = ia ? ts_onnx_i64_of(im, b, &st) : NULL;
+        if (st) return st;
+        if (ib) {
+            bool i32 = a->t && b->t && a->t->dtype == TS_I32 && b->t->dtype == TS_I32;
+            if (i32) ia = a->t, ib = b->t;
+            ts_graph *g = im->g;
+            if (tc->dtype == TS_F32) tc = ts_cast(g, ts_unary(g, "CastBool", tc, 0.0f, 0.0f), TS_I32);
+            if (tc && tc->dtype == TS_I64) { /* where(c == 0, b, a): non-zero is true */
+                ts_tensor *z = ts_onnx_i64_scalar(im, 0, &st);
+                if (!z) return st;
+                return ts_onnx_built(im, ts_where(g, ts_binary(g, "Equal", tc, z), ib, ia), &io->out[0]);
+            }
+            return ts_onnx_built(im, ts_where(g, tc, ia, ib), &io->out[0]);
+        }
+    }
     /* the condition as it is (i32 bools, or the 1 and 0 of a comparison);
      * the values in f32 */
-    ts_tensor *tc = ts_onnx_as_tensor(im, c, &st), *ta = tc ? as_f32(im, a, &st) : NULL, *tb = ta ? as_f32(im, b, &st) : NULL;
-    if (tc && tc->dtype == TS_I64) tc = ts_onnx_f32_of(im, tc, &st); /* non-zero stays non-zero */
+    ts_tensor *ta = as_f32(im, a, &st), *tb = ta ? as_f32(im, b, &st) : NULL;
+    if (tc->dtype == TS_I64) tc = ts_onnx_f32_of(im, tc, &st); /* non-zero stays non-zero */
     return tb ? ts_onnx_built(im, ts_where(im->g, tc, ta, tb), &io->out[0]) : st;
 }
 

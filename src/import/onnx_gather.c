@@ -59,7 +59,15 @@ ts_status ts_onnx_op_one_hot(importer *im, node_io *io) {
     if (!(depth >= 1 && depth <= (double)INT32_MAX))
         return ts_onnx_node_error(im, TS_ERR_FORMAT, "its depth is %g; OneHot takes a positive depth", depth);
     int64_t n = (int64_t)depth;
-    ts_tensor *idx = as_f32(im, io->in[0], &st), *v0 = idx ? ts_onnx_as_tensor(im, io->in[2], &st) : NULL, *v = ts_onnx_f32_of(im, v0, &st);
+    /* integer indices compared, and integer values chosen, exactly in int64 */
+    value *iv = io->in[0], *vv = io->in[2];
+    bool int_idx = iv->t ? is_int_tensor(iv->t) : !iv->param && !ts_onnx_dtype_is_float(iv->c.dtype);
+    bool int_val = vv->t ? is_int_tensor(vv->t) : !vv->param && !ts_onnx_dtype_is_float(vv->c.dtype);
+    ts_tensor *idx = int_idx ? ts_onnx_i64_of(im, iv, &st) : NULL, *v0 = NULL, *v = NULL;
+    if (!idx && !st) idx = as_f32(im, iv, &st), int_idx = false;
+    int_val = int_val && int_idx; /* chosen by the i32 mask of integer indices */
+    if (idx && int_val && !(v = ts_onnx_i64_of(im, vv, &st)) && !st) int_val = false;
+    if (idx && !int_val) v0 = ts_onnx_as_tensor(im, vv, &st), v = ts_onnx_f32_of(im, v0, &st);
     if (!v) return st;
     if (ts_shape_numel(&v->shape) != 2) return ts_onnx_node_error(im, TS_ERR_SHAPE, "its values hold %lld elements; OneHot takes two, [off, on]",
                                                          (long long)ts_shape_numel(&v->shape));
@@ -67,16 +75,20 @@ ts_status ts_onnx_op_one_hot(importer *im, node_io *io) {
     if (r + 1 > TS_MAX_DIMS) return ts_onnx_node_error(im, TS_ERR_SHAPE, "its output would have more than %d dimensions", TS_MAX_DIMS);
     if ((st = ts_onnx_attr_axis(im, "axis", -1, r + 1, false, &axis))) return st;
     ts_graph *g = im->g;
-    ts_tensor *zero = ts_onnx_scalar_constant(im, "Zero", 0.0f), *wrap = ts_onnx_scalar_constant(im, "Depth", (float)n);
-    if (!zero || !wrap) return ts_graph_status(g);
-    idx = ts_add(g, idx, ts_mul(g, ts_binary(g, "Less", idx, zero), wrap));
+    ts_tensor *zero = int_idx ? ts_onnx_i64_scalar(im, 0, &st) : ts_onnx_scalar_constant(im, "Zero", 0.0f);
+    ts_tensor *wrap = !zero ? NULL : int_idx ? ts_onnx_i64_scalar(im, n, &st) : ts_onnx_scalar_constant(im, "Depth", (float)n);
+    if (!zero || !wrap) return st ? st : ts_graph_status(g);
+    if (int_idx) idx = ts_binary(g, "Add", idx, ts_binary(g, "Mul", ts_cast(g, ts_binary(g, "Less", idx, zero), TS_I64), wrap));
+    else idx = ts_add(g, idx, ts_mul(g, ts_binary(g, "Less", idx, zero), wrap));
+    if (!idx) return ts_graph_status(g);
     ts_shape s = {.ndim = r + 1};
     for (int d = 0, k = 0; d <= r; d++) s.d[d] = d == axis ? 1 : idx->shape.d[k++];
     ts_tensor *pos = ts_onnx_iota_along(im, n, axis, r + 1, &st);
     if (!pos) return st;
+    if (int_idx) pos = ts_cast(g, pos, TS_I64);
     v = ts_reshape(g, v, 1, (int64_t[]){2});
     ts_tensor *y = ts_where(g, ts_binary(g, "Equal", ts_reshape(g, idx, s.ndim, s.d), pos), ts_slice(g, v, 0, 1, 1), ts_slice(g, v, 0, 0, 1));
-    return ts_onnx_built(im, ts_onnx_as_dtype_of(im, y, v0), &io->out[0]);
+    return ts_onnx_built(im, v0 ? ts_onnx_as_dtype_of(im, y, v0) : y, &io->out[0]);
 }
 
 /* An i32 constant of n values from fill(ctx, i) under an op output name
@@ -449,7 +461,7 @@ static ts_status ts_onnx_tensor_scatter(ts_graph *g, ts_tensor *past, ts_tensor 
     if (index) {
         ts_shape bs = {.ndim = ps->ndim};
         for (int i = 0; i < ps->ndim; i++) bs.d[i] = i ? 1 : ps->d[0];
-        ts_tensor *at = index->dtype == TS_I32 ? ts_unary(g, "CastFloat", index, 0.0f, 0.0f) : index;
+        ts_tensor *at = index->dtype == TS_F32 ? index : ts_cast(g, index, TS_F32); /* i32 or i64 positions */
         rel = ts_sub(g, rel, ts_reshape(g, at, bs.ndim, bs.d));
         if (circular) rel = ts_binary(g, "Mod", rel, ts_onnx_scalar(g, "Length", (float)S));
     }

@@ -59,7 +59,7 @@ static ts_tensor *nll_composed(importer *im, ts_tensor *logp, ts_tensor *y, ts_t
     for (int64_t c = 0; c < C; c++) cls[c] = (float)c;
     ts_tensor *classes = ts_onnx_f32_constant(im, "classes", &cs, cls);
     ts_free(cls);
-    ts_tensor *yf = y->dtype == TS_I32 ? ts_unary(g, "CastFloat", y, 0.0f, 0.0f) : y;
+    ts_tensor *yf = ts_onnx_f32_of(im, y, st);
     ts_tensor *yu = ts_reshape(g, yf, ys.ndim, ys.d);
     ts_tensor *pick = ts_binary(g, "Equal", yu, classes); /* one-hot [N,C,d1..] */
     if (pick && w) {

@@ -184,6 +184,7 @@ void ts_onnx_attr_ints(const importer *im, const char *name, const int64_t **v, 
 ts_status ts_onnx_attr_int_list(const importer *im, const char *name, int64_t lo, int64_t hi, int64_t *out, int cap, int *n);
 ts_tensor *ts_onnx_f32_of(importer *im, ts_tensor *t, ts_status *st);
 ts_tensor *ts_onnx_i64_of(importer *im, value *v, ts_status *st);
+ts_tensor *ts_onnx_i64_scalar(importer *im, int64_t k, ts_status *st);
 ts_tensor *ts_onnx_broadcast_to(importer *im, ts_tensor *x, const ts_shape *to, ts_status *st);
 ts_tensor *ts_onnx_repeated(importer *im, ts_tensor *sample, const ts_shape *to, ts_status *st);
 ts_tensor *ts_onnx_sample_of(importer *im, value *v, int64_t batch, ts_status *st);
@@ -338,6 +339,7 @@ ts_status ts_onnx_op_scan(importer *im, node_io *io);
 static inline bool since(const importer *im, int64_t version) { return im->opset >= version; }
 
 static inline bool is_const(const value *v) { return v && !v->t; }
+static inline bool is_int_tensor(const ts_tensor *t) { return t && (t->dtype == TS_I32 || t->dtype == TS_I64); }
 
 static inline int norm_axis(int64_t axis, int ndim) { return (int)(axis < 0 ? axis + ndim : axis); }
 

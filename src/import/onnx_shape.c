@@ -35,7 +35,7 @@ ts_status ts_onnx_op_identity(importer *im, node_io *io) {
         return t ? ts_onnx_built(im, t, &io->out[0]) : st;
     }
     if (x->param && !ts_onnx_as_tensor(im, x, &st)) return st;
-    if (is_const(io->in[0])) return ts_onnx_fold_result(im, ts_const_copy(&io->in[0]->c, &io->out[0].c));
+    if (is_const(io->in[0])) return ts_onnx_fold_result(im, ts_const_copy_exact(&io->in[0]->c, &io->out[0].c));
     io->out[0] = (value){.t = io->in[0]->t};
     return TS_OK;
 }
@@ -88,7 +88,7 @@ ts_status ts_onnx_op_size(importer *im, node_io *io) {
 
 static ts_status reshape_to(importer *im, value *x, const ts_shape *s, value *out) {
     if (is_const(x) && !x->param) {
-        ts_status st = ts_const_copy(&x->c, &out->c);
+        ts_status st = ts_const_copy_exact(&x->c, &out->c);
         if (!st) out->c.shape = *s;
         return ts_onnx_fold_result(im, st);
     }
@@ -367,7 +367,7 @@ ts_status ts_onnx_op_expand(importer *im, node_io *io) {
     ts_shape one = out;
     one.d[0] = 1;
     bool along0 = out.d[0] > 1 && (xs->ndim < out.ndim || xs->d[0] == 1);
-    ts_tensor *t = as_f32(im, x, &st);
+    ts_tensor *t = x->t && is_int_tensor(x->t) ? x->t : as_f32(im, x, &st); /* integers exactly, in their dtype */
     if (t && along0 && !ts_shape_equal(&t->shape, &one)) t = ts_onnx_broadcast_to(im, t, &one, &st);
     if (t) t = along0 ? ts_onnx_repeated(im, t, &out, &st) : ts_onnx_broadcast_to(im, t, &out, &st);
     return t ? ts_onnx_built(im, t, &io->out[0]) : st;

@@ -14,12 +14,16 @@ ts_status ts_onnx_op_constant(importer *im, node_io *io) {
     ts_const *c = &io->out[0].c;
     if ((a = ts_onnx_attr(im, "value")) && a->t) return ts_onnx_tensor_to_const(im, a->t, "the Constant's value", c);
     if ((a = ts_onnx_attr(im, "value_float")) && a->has_f) return ts_onnx_fold_result(im, ts_const_fill(&(ts_shape){0}, TS_ONNX_FLOAT, a->f, c));
-    if ((a = ts_onnx_attr(im, "value_int")) && a->has_i) return ts_onnx_fold_result(im, ts_const_fill(&(ts_shape){0}, TS_ONNX_INT64, (double)a->i, c));
+    if ((a = ts_onnx_attr(im, "value_int")) && a->has_i) {
+        ts_status st = ts_const_fill(&(ts_shape){0}, TS_ONNX_INT64, (double)a->i, c);
+        return ts_onnx_fold_result(im, st ? st : ts_const_set_exact(c, &a->i, 1));
+    }
     if ((a = ts_onnx_attr(im, "value_floats")) || (a = ts_onnx_attr(im, "value_ints"))) {
         bool fl = a->n_floats > 0 || strcmp(a->name, "value_floats") == 0;
         size_t n = fl ? a->n_floats : a->n_ints;
         ts_status st = ts_const_fill(&(ts_shape){.ndim = 1, .d = {(int64_t)n}}, fl ? TS_ONNX_FLOAT : TS_ONNX_INT64, 0, c);
         for (size_t i = 0; !st && i < n; i++) c->v[i] = fl ? a->floats[i] : (double)a->ints[i];
+        if (!st && !fl) st = ts_const_set_exact(c, a->ints, (int64_t)n);
         return ts_onnx_fold_result(im, st);
     }
     if ((a = ts_onnx_attr(im, "sparse_value")) || (a = ts_onnx_attr(im, "value_string")) || (a = ts_onnx_attr(im, "value_strings")))
@@ -82,8 +86,15 @@ static ts_status cast_to(importer *im, node_io *io, int to) {
      * the integer ids (LayerNormalization's stash cast, index casts) */
     const ts_tensor *t = io->in[0] ? io->in[0]->t : NULL;
     if (t && ((t->dtype == TS_F32 && (to == TS_ONNX_FLOAT || to == TS_ONNX_DOUBLE)) ||
-              (t->dtype == TS_I32 && (to == TS_ONNX_INT32 || to == TS_ONNX_INT64))))
+              (t->dtype == TS_I32 && (to == TS_ONNX_INT32 || to == TS_ONNX_INT64)) || (t->dtype == TS_I64 && to == TS_ONNX_INT64)))
         return ts_onnx_op_identity(im, io);
+    /* to int64 and int32 in integers (ts_cast): an int64 exactly, wrapped
+     * to int32 as ONNX's Cast does; a float toward zero */
+    if (t && (t->dtype == TS_I64 || t->dtype == TS_F32) && (to == TS_ONNX_INT64 || to == TS_ONNX_INT32)) {
+        st = ts_onnx_built(im, ts_cast(im->g, io->in[0]->t, to == TS_ONNX_INT64 ? TS_I64 : TS_I32), &io->out[0]);
+        io->out[0].c.dtype = to; /* the integer type the bitwise ops compute in */
+        return st;
+    }
     /* between kinds, the values carried in f32: integers toward zero,
      * bools as 1 where non-zero, integers and bools as floats */
     bool to_int = !ts_onnx_dtype_is_float(to) && !ts_lowbits_is(to) && to != TS_ONNX_BOOL, to_bool = to == TS_ONNX_BOOL, to_float = to == TS_ONNX_FLOAT || to == TS_ONNX_DOUBLE;

@@ -3,6 +3,7 @@
  * made graph tensors (parameters, constants, samples repeated to the batch),
  * and the small graph constants the ops compose with. */
 #include "import/onnx_ops.h"
+#include "core/lowbits.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -75,6 +76,7 @@ ts_status ts_onnx_node_error(const importer *im, ts_status code, const char *fmt
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    if (!im->node) return ts_error(code, "%s: %s", im->path, msg); /* after the nodes: a graph output's */
     return ts_error(code, "%s: node %d '%s' (%s, opset %lld): %s", im->path, im->node_index, node_name(im),
                     im->node->op_type ? im->node->op_type : "?", (long long)im->opset, msg);
 }
@@ -170,6 +172,30 @@ static bool host_little_endian(void) {
     return *(const uint8_t *)&one == 1;
 }
 
+/* An integer constant's values exactly as an i64 graph constant `name`;
+ * NULL without an error where one is no integer. */
+static ts_tensor *i64_constant(importer *im, value *v, const char *name, ts_status *st) {
+    int64_t n = ts_shape_numel(&v->c.shape);
+    uint64_t bytes = (uint64_t)(n ? n : 1) * sizeof(int64_t);
+    if ((*st = ts_const_charge(2 * bytes))) { /* the graph's copy, which stays, and the one it is made from */
+        *st = ts_onnx_fold_result(im, *st);
+        return NULL;
+    }
+    int64_t *k = ts_malloc((size_t)bytes);
+    bool oom = !k, exact = !oom;
+    for (int64_t i = 0; exact && i < n; i++)
+        exact = v->c.iv ? (k[i] = v->c.iv[i], true) : ts_onnx_int_value(v->c.v[i], INT64_MIN, INT64_MAX, &k[i]) && (double)k[i] == v->c.v[i];
+    ts_array a = {.dtype = TS_I64, .ndim = v->c.shape.ndim, .data = k};
+    for (int d = 0; d < a.ndim; d++) a.shape[d] = v->c.shape.d[d];
+    ts_tensor *t = exact ? ts_constant(im->g, name, &a) : NULL;
+    ts_free(k);
+    ts_const_release(bytes);
+    if (!t && exact) *st = ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
+    if (oom) *st = TS_ERR_OUT_OF_MEMORY;
+    if (!t) ts_const_release(bytes);
+    return t;
+}
+
 /* A graph tensor of v's values (ts_onnx_as_tensor): float initializers become
  * parameters under their own names the first time a graph op reads them
  * (float32 raw data is copied as it is, the rest converted). */
@@ -193,12 +219,28 @@ static ts_tensor *made_tensor(importer *im, value *v, ts_status *st) {
         return p;
     }
     /* a constant computed at import (a mask, position ids): a graph
-     * constant, i32 for integer and bool data, else f32; never cached in
+     * constant, i32 for integer and bool data (i64 where int32 does not
+     * hold them: exactly), else f32; never cached in
      * v->t, so later folds still see the host constant, but in v->made:
      * the second graph op that reads it reads the same tensor */
     if (v->made) return v->made;
     int64_t n = ts_shape_numel(&v->c.shape);
-    bool integer = !ts_onnx_dtype_is_float(v->c.dtype);
+    bool integer = !ts_onnx_dtype_is_float(v->c.dtype), wide = false;
+    char name[512];
+    size_t used = 0;
+    for (const char *p = v->name; *p && used + 1 < sizeof name; p++)
+        if (!(used == 0 && *p == '/')) name[used++] = *p == '/' ? '.' : *p;
+    name[used] = '\0';
+    /* a name already taken (a Loop body's constant, made again each iteration): the scope's next free one */
+    char *again = ts_graph_find(im->g, used ? name : "constant") ? ts_graph_op_output_name(im->g, used ? name : "constant") : NULL;
+    const char *cname = again ? again : used ? name : "constant";
+    for (int64_t i = 0; integer && !wide && i < n; i++) wide = v->c.iv || !(v->c.v[i] >= INT32_MIN && v->c.v[i] <= INT32_MAX);
+    if (wide) {
+        v->made = i64_constant(im, v, cname, st);
+        ts_free(again);
+        if (!v->made && !*st) *st = ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "constant '%s' holds a value that is no integer", v->name);
+        return v->made;
+    }
     uint64_t bytes = (uint64_t)(n ? n : 1) * 4;
     /* the graph's copy, which stays, and the f32/i32 values it is made from, while both are alive */
     if ((*st = ts_const_charge(2 * bytes))) {
@@ -216,22 +258,15 @@ static ts_tensor *made_tensor(importer *im, value *v, ts_status *st) {
             ((float *)data)[i] = (float)v->c.v[i];
         } else if (ts_onnx_int_value(v->c.v[i], INT32_MIN, INT32_MAX, &k)) {
             ((int32_t *)data)[i] = (int32_t)k;
-        } else { /* never wrapped */
+        } else { /* never wrapped (not reached: such constants are i64) */
             ts_free(data);
-            *st = ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "constant '%s' holds %.17g at element %lld; tensorscope computes integer tensors in "
-                                     "int32 (%d to %d)", v->name, v->c.v[i], (long long)i, INT32_MIN, INT32_MAX);
+            ts_free(again);
+            *st = ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "constant '%s' holds %.17g at element %lld, no integer", v->name, v->c.v[i], (long long)i);
             return NULL;
         }
     }
-    char name[512];
-    size_t used = 0;
-    for (const char *p = v->name; *p && used + 1 < sizeof name; p++)
-        if (!(used == 0 && *p == '/')) name[used++] = *p == '/' ? '.' : *p;
-    name[used] = '\0';
     ts_array a = integer ? ts_array_i32(data, v->c.shape.ndim, v->c.shape.d) : ts_array_f32(data, v->c.shape.ndim, v->c.shape.d);
-    /* a name already taken (a Loop body's constant, made again each iteration): the scope's next free one */
-    char *again = ts_graph_find(im->g, used ? name : "constant") ? ts_graph_op_output_name(im->g, used ? name : "constant") : NULL;
-    ts_tensor *t = ts_constant(im->g, again ? again : used ? name : "constant", &a);
+    ts_tensor *t = ts_constant(im->g, cname, &a);
     ts_free(again);
     ts_free(data);
     ts_const_release(bytes);
@@ -249,9 +284,10 @@ ts_tensor *ts_onnx_f32_of(importer *im, ts_tensor *t, ts_status *st) {
 }
 
 /* An integer operand as an i64 graph tensor: an i32 or i64 graph tensor,
- * or a one-element integer constant (exact to 2^53, as folding holds
- * constants); NULL where it is neither (no error: the caller computes as
- * before). */
+ * or an integer constant of any shape, exactly (an int64 of the file
+ * beyond 2^53 from its exact values, c.iv; a folded one as folding holds
+ * it, exact to 2^53); NULL where it is neither (no error: the caller
+ * computes as before). */
 ts_tensor *ts_onnx_i64_of(importer *im, value *v, ts_status *st) {
     if (v->t) {
         if (v->t->dtype == TS_I64) return v->t;
@@ -259,12 +295,18 @@ ts_tensor *ts_onnx_i64_of(importer *im, value *v, ts_status *st) {
         if (v->t->dtype == TS_I32 && !t) *st = ts_graph_status(im->g);
         return t;
     }
-    if (v->param || ts_onnx_dtype_is_float(v->c.dtype) || ts_shape_numel(&v->c.shape) != 1 || (*st = ts_onnx_decoded(im, v))) return NULL;
-    int64_t k;
-    if (!ts_onnx_int_value(v->c.v[0], -((int64_t)1 << 53), (int64_t)1 << 53, &k)) return NULL;
+    if (v->param || ts_onnx_dtype_is_float(v->c.dtype) || ts_lowbits_is(v->c.dtype) || (*st = ts_onnx_decoded(im, v))) return NULL;
     char *name = ts_graph_op_output_name(im->g, "Int64");
-    ts_tensor *t = name ? ts_constant(im->g, name, &(ts_array){.dtype = TS_I64, .ndim = v->c.shape.ndim, .shape = {1, 1, 1, 1, 1, 1, 1, 1}, .data = &k})
-                        : NULL;
+    ts_tensor *t = name ? i64_constant(im, v, name, st) : NULL;
+    if (!name) *st = TS_ERR_OUT_OF_MEMORY;
+    ts_free(name);
+    return t;
+}
+
+/* A scalar i64 graph constant `<scope>/Int64:<k>` holding k. */
+ts_tensor *ts_onnx_i64_scalar(importer *im, int64_t k, ts_status *st) {
+    char *name = ts_graph_op_output_name(im->g, "Int64");
+    ts_tensor *t = name ? ts_constant(im->g, name, &(ts_array){.dtype = TS_I64, .ndim = 0, .data = &k}) : NULL;
     ts_free(name);
     if (!t) *st = ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
     return t;
@@ -282,19 +324,23 @@ ts_tensor *ts_onnx_broadcast_to(importer *im, ts_tensor *x, const ts_shape *to, 
         zs.d[i] = j < 0 || x->shape.d[j] == 1 ? to->d[i] : 1;
         nz *= zs.d[i];
     }
-    uint64_t bytes = (uint64_t)(nz ? nz : 1) * 4;
+    /* an integer x: its dtype's zeros, added exactly (ts_binary) */
+    bool integer = x->dtype == TS_I32 || x->dtype == TS_I64;
+    size_t es = integer ? ts_dtype_size(x->dtype) : 4;
+    uint64_t bytes = (uint64_t)(nz ? nz : 1) * es;
     if ((*st = ts_const_charge(2 * bytes))) { /* the graph's zeros and the copy they are made from */
         *st = ts_onnx_fold_result(im, *st);
         return NULL;
     }
-    float *zeros = ts_calloc((size_t)(nz ? nz : 1), sizeof *zeros);
+    void *zeros = ts_calloc((size_t)(nz ? nz : 1), es);
     char *name = zeros ? ts_graph_op_output_name(im->g, "ExpandZeros") : NULL;
-    ts_array za = ts_array_f32(zeros, zs.ndim, zs.d);
+    ts_array za = {.dtype = integer ? x->dtype : TS_F32, .ndim = zs.ndim, .data = zeros};
+    for (int d = 0; d < zs.ndim; d++) za.shape[d] = zs.d[d];
     ts_tensor *z = name ? ts_constant(im->g, name, &za) : NULL;
     ts_free(name);
     ts_free(zeros);
     ts_const_release(bytes);
-    ts_tensor *t = z ? ts_add(im->g, x, z) : NULL;
+    ts_tensor *t = z ? integer ? ts_binary(im->g, "Add", x, z) : ts_add(im->g, x, z) : NULL;
     if (!t) *st = ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
     return t;
 }
@@ -314,10 +360,11 @@ static ts_tensor *input_of_batch(const importer *im, int64_t batch) {
  * its values, NaN included), so that the compile gives them the batch
  * that input has at the run; ts_onnx_broadcast_to's constant zeros where no input
  * has that batch. The gradient reaching the sample is summed over the
- * batch. An i32 sample (ids, bools) is repeated in f32 and comes back i32
- * (ts_onnx_sample_of keeps to integers that f32 holds exactly). */
+ * batch. An i32 or i64 sample (ids, bools) is repeated exactly, in its
+ * dtype. */
 ts_tensor *ts_onnx_repeated(importer *im, ts_tensor *sample, const ts_shape *to, ts_status *st) {
-    ts_tensor *in = input_of_batch(im, to->d[0]), *z = in ? ts_onnx_f32_of(im, in, st) : NULL, *x = ts_onnx_f32_of(im, sample, st), *t;
+    bool integer = sample->dtype == TS_I32 || sample->dtype == TS_I64; /* added exactly, in its dtype */
+    ts_tensor *in = input_of_batch(im, to->d[0]), *z = in ? ts_onnx_f32_of(im, in, st) : NULL, *x = integer ? sample : ts_onnx_f32_of(im, sample, st), *t;
     for (int d = 1; z && d < in->shape.ndim; d++)
         if (z->shape.d[d] != 1) z = ts_slice(im->g, z, d, 0, 1);
     z = z ? ts_unary(im->g, "CastIndex", z, 0.0f, 0.0f) : NULL;
@@ -326,8 +373,8 @@ ts_tensor *ts_onnx_repeated(importer *im, ts_tensor *sample, const ts_shape *to,
     for (int d = 1; d < to->ndim; d++) zs.d[d] = 1;
     if (z && !ts_shape_equal(&z->shape, &zs)) z = ts_reshape(im->g, z, zs.ndim, zs.d);
     if (!x) return NULL;
-    t = !in ? ts_onnx_broadcast_to(im, x, to, st) : z ? ts_add(im->g, x, z) : NULL;
-    if (t && sample->dtype == TS_I32) t = ts_unary(im->g, "CastIndex", t, (float)INT32_MIN, 2147483520.0f);
+    if (integer && z) z = ts_cast(im->g, z, sample->dtype);
+    t = !in ? ts_onnx_broadcast_to(im, x, to, st) : !z ? NULL : integer ? ts_binary(im->g, "Add", x, z) : ts_add(im->g, x, z);
     if (!t && !*st) *st = ts_graph_status(im->g);
     return t;
 }
