@@ -16,9 +16,13 @@ static ts_status const_indices_in_range(importer *im, const value *iv, int q, co
     int64_t n = ts_shape_numel(&iv->c.shape);
     for (int64_t p = 0; p < n; p++) {
         double v = iv->c.v[p], d = (double)dims[p % q];
-        if (v != floor(v) || !(v >= -d && v < d))
-            return ts_onnx_node_error(im, TS_ERR_FORMAT, "its indices '%s'[%lld] = %g are out of range: that dim takes [%lld, %lld) (an index "
-                                      "is never clamped; fix the indices)", iv->name, (long long)p, v, (long long)-dims[p % q], (long long)dims[p % q]);
+        if (v == floor(v) && v >= -d && v < d) continue;
+        char shown[32]; /* an integer as the file holds it (exactly, beyond 2^53 too) */
+        if (iv->c.iv) snprintf(shown, sizeof shown, "%lld", (long long)iv->c.iv[p]);
+        else if (v == floor(v) && fabs(v) < 0x1p63) snprintf(shown, sizeof shown, "%lld", (long long)v);
+        else snprintf(shown, sizeof shown, "%g", v);
+        return ts_onnx_node_error(im, TS_ERR_FORMAT, "its indices '%s'[%lld] = %s are out of range: that dim takes [%lld, %lld) (an index "
+                                  "is never clamped; fix the indices)", iv->name, (long long)p, shown, (long long)-dims[p % q], (long long)dims[p % q]);
     }
     return TS_OK;
 }
