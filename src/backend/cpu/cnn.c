@@ -19,6 +19,7 @@
 
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"
+#include "backend/vmath.h"
 
 #include <math.h>
 #include <string.h>
@@ -1359,12 +1360,7 @@ static void act_slice(void *vj, int64_t begin, int64_t end) {
     switch (j->kind) {
     case TANH_F: for (int64_t i = begin; i < end; i++) o[i] = tanhf(a[i]); break;
     case TANH_B: for (int64_t i = begin; i < end; i++) o[i] += a[i] * (1.0f - b[i] * b[i]); break;
-    case SIGMOID_F: /* never exp of a large positive number */
-        for (int64_t i = begin; i < end; i++) {
-            float e = expf(-fabsf(a[i]));
-            o[i] = a[i] >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
-        }
-        break;
+    case SIGMOID_F: for (int64_t i = begin; i < end; i++) o[i] = ts_vsigmoid(a[i]); break;
     default: for (int64_t i = begin; i < end; i++) o[i] += a[i] * b[i] * (1.0f - b[i]); break;
     }
 }

@@ -225,15 +225,23 @@ typedef struct un_ctx {
 } un_ctx;
 
 /* The unary family of ew_math.h: pw, pb its alpha and beta. */
-/* A loop per kind for the ones models spend time in (GELU, Exp, Sqrt,
- * Abs): the kind is a constant there, so the math inlines and the loop
- * vectorises; the rest share one loop. */
-#define EWU_HOT_KINDS(X) X(TS_EWU_GELU) X(TS_EWU_GELU_TANH) X(TS_EWU_EXP) X(TS_EWU_SQRT) X(TS_EWU_ABS)
+/* A loop per kind for the ones models spend time in (GELU, Erf, Exp,
+ * Sqrt, Abs): the kind is a constant there, so the math inlines and the
+ * loop vectorises; the rest share one loop. Pow 2 (RMSNorm's square, as
+ * exported) is x * x: powf's call per element was the dearest pass of a
+ * small Llama's step. */
+#define EWU_HOT_KINDS(X) X(TS_EWU_GELU) X(TS_EWU_GELU_TANH) X(TS_EWU_ERF) X(TS_EWU_EXP) X(TS_EWU_SQRT) X(TS_EWU_ABS)
+
+static bool ewu_square(const un_ctx *c) { return c->kind == TS_EWU_POW && c->pw == 2.0f; }
 
 static void ewu_fwd_slice(void *vctx, int64_t begin, int64_t end) {
     const un_ctx *c = vctx;
     float *restrict y = c->out;
     const float *restrict x = c->x;
+    if (ewu_square(c)) {
+        for (int64_t i = begin; i < end; i++) y[i] = x[i] * x[i];
+        return;
+    }
     switch (c->kind) {
 #define FWD(K) \
     case K: for (int64_t i = begin; i < end; i++) y[i] = ts_ewu_forward(K, x[i], c->pw, c->pb); break;
@@ -247,6 +255,13 @@ static void ewu_bwd_slice(void *vctx, int64_t begin, int64_t end) {
     const un_ctx *c = vctx;
     float *restrict dx = c->out;
     const float *restrict x = c->x, *restrict d = c->dout;
+    if (ewu_square(c)) {
+        if (c->store)
+            for (int64_t i = begin; i < end; i++) dx[i] = d[i] * (2.0f * x[i]);
+        else
+            for (int64_t i = begin; i < end; i++) dx[i] += d[i] * (2.0f * x[i]);
+        return;
+    }
     switch (c->kind) {
 #define BWD(K) \
     case K: \
