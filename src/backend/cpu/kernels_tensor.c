@@ -148,6 +148,14 @@ static void bin_fwd_row(void *vctx, int64_t o, const int64_t *off, const int64_t
     const float *a = c->a + off[0], *b = c->b + off[1];
     float *y = c->out + o;
     int64_t sa = st[0], sb = st[1];
+    if (sa == 1 && sb == 1 && c->kind == TS_BIN_MUL) { /* contiguous rows: a loop that vectorises */
+        for (int64_t j = 0; j < n; j++) y[j] = a[j] * b[j];
+        return;
+    }
+    if (sa == 1 && sb == 0 && c->kind == TS_BIN_MUL) {
+        for (int64_t j = 0; j < n; j++) y[j] = a[j] * b[0];
+        return;
+    }
     switch (c->kind) {
     case TS_BIN_ADD: for (int64_t j = 0; j < n; j++) y[j] = a[j * sa] + b[j * sb]; break;
     case TS_BIN_SUB: for (int64_t j = 0; j < n; j++) y[j] = a[j * sa] - b[j * sb]; break;
@@ -157,10 +165,50 @@ static void bin_fwd_row(void *vctx, int64_t o, const int64_t *off, const int64_t
     }
 }
 
+/* sum_j d[j] * a[j] (a NULL: sum_j d[j]) in 8 partial sums, which
+ * vectorise where one running sum does not */
+static float dot_row(const float *restrict d, const float *restrict a, int64_t n) {
+    float acc[8] = {0};
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int k = 0; k < 8; k++) acc[k] += d[j + k] * (a ? a[j + k] : 1.0f);
+    float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (; j < n; j++) s += d[j] * (a ? a[j] : 1.0f);
+    return s;
+}
+
+/* Add, Sub and Mul where a's row is contiguous and b's contiguous or one
+ * value (x * rstd of an RMSNorm, q * cos of a rotary embedding): loops
+ * that vectorise. Returns false for the other rows. */
+static bool bin_bwd_row_fast(const bin_ctx *c, int64_t o, const int64_t *off, int64_t sa, int64_t sb, int64_t n) {
+    if (sa != 1 || (sb != 0 && sb != 1) || (c->kind != TS_BIN_ADD && c->kind != TS_BIN_SUB && c->kind != TS_BIN_MUL)) return false;
+    const float *restrict a = c->a + off[0], *restrict b = c->b + off[1], *restrict d = c->dout + o;
+    bool mul = c->kind == TS_BIN_MUL;
+    if (c->da) {
+        float *restrict da = c->da + off[0];
+        if (!mul)
+            for (int64_t j = 0; j < n; j++) da[j] += d[j];
+        else if (sb == 0)
+            for (int64_t j = 0; j < n; j++) da[j] += d[j] * b[0];
+        else
+            for (int64_t j = 0; j < n; j++) da[j] += d[j] * b[j];
+    }
+    if (c->db) {
+        float *restrict db = c->db + off[1], sign = c->kind == TS_BIN_SUB ? -1.0f : 1.0f;
+        if (sb == 0) db[0] += sign * dot_row(d, mul ? a : NULL, n);
+        else if (mul)
+            for (int64_t j = 0; j < n; j++) db[j] += d[j] * a[j];
+        else
+            for (int64_t j = 0; j < n; j++) db[j] += sign * d[j];
+    }
+    return true;
+}
+
 static void bin_bwd_row(void *vctx, int64_t o, const int64_t *off, const int64_t *st, int64_t n) {
     const bin_ctx *c = vctx;
     const float *a = c->a + off[0], *b = c->b + off[1], *d = c->dout + o;
     int64_t sa = st[0], sb = st[1];
+    if (bin_bwd_row_fast(c, o, off, sa, sb, n)) return;
     if (c->da) {
         float *da = c->da + off[0];
         switch (c->kind) {
