@@ -6,6 +6,7 @@
 
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/lane_sum.h"
 #include "backend/vmath.h"
 #include "backend/ew_math.h"
 #include "backend/pad_index.h"
@@ -458,11 +459,11 @@ static void gn_fwd_slice(void *vctx, int64_t begin, int64_t end) {
     int64_t Cg = c->C / c->G, S = c->S, L = Cg * S;
     for (int64_t r = begin; r < end; r++) {
         const float *x = c->x + r * L;
-        double s = 0, v = 0;
-        for (int64_t j = 0; j < L; j++) s += x[j];
-        double mean = L ? s / (double)L : 0;
-        for (int64_t j = 0; j < L; j++) v += ((double)x[j] - mean) * ((double)x[j] - mean);
-        float m = (float)mean, rstd = (float)(1.0 / sqrt((L ? v / (double)L : 0) + (double)c->eps));
+        double mean = L ? ts_lane_sum(x, 0.0f, NULL, 0.0f, L) / (double)L : 0;
+        float m = (float)mean;
+        double v = ts_lane_sum(x, m, x, m, L), d = (double)m - mean; /* about the float mean, then corrected to the exact one */
+        v -= (double)L * d * d;
+        float rstd = (float)(1.0 / sqrt((L && v > 0 ? v / (double)L : 0) + (double)c->eps));
         for (int64_t q = 0, c0 = (r % c->G) * Cg; q < Cg; q++) {
             float w = c->w[c0 + q], b = c->b[c0 + q];
             const float *xq = x + q * S;
@@ -492,12 +493,9 @@ static void gn_bwd_dx_slice(void *vctx, int64_t begin, int64_t end) {
         int64_t c0 = (r % c->G) * Cg;
         double sg = 0, sgx = 0;
         for (int64_t q = 0; q < Cg; q++) {
-            float w = c->w[c0 + q];
-            for (int64_t j = q * S; j < (q + 1) * S; j++) {
-                float gj = d[j] * w;
-                sg += gj;
-                sgx += gj * ((x[j] - m) * rstd);
-            }
+            double w = c->w[c0 + q];
+            sg += w * ts_lane_sum(d + q * S, 0.0f, NULL, 0.0f, S);
+            sgx += w * rstd * ts_lane_sum(d + q * S, 0.0f, x + q * S, m, S);
         }
         float mg = (float)(sg / (double)L), mgx = (float)(sgx / (double)L);
         float *o = c->dx + r * L;
@@ -519,10 +517,8 @@ static void gn_bwd_dwdb_slice(void *vctx, int64_t begin, int64_t end) {
             int64_t r = n * c->G + ch / Cg;
             float m = c->stats[2 * r], rstd = c->stats[2 * r + 1];
             const float *x = c->x + (n * c->C + ch) * S, *d = c->dy + (n * c->C + ch) * S;
-            for (int64_t j = 0; j < S; j++) {
-                sw += d[j] * ((x[j] - m) * rstd);
-                sb += d[j];
-            }
+            sw += rstd * ts_lane_sum(d, 0.0f, x, m, S);
+            sb += ts_lane_sum(d, 0.0f, NULL, 0.0f, S);
         }
         if (c->dw) c->dw[ch] += (float)sw;
         if (c->db) c->db[ch] += (float)sb;
