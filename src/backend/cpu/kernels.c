@@ -71,8 +71,8 @@ static void binary_bwd_a_slice(void *vctx, int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end;) {
         int64_t j = nb == 1 ? 0 : i % nb, run = nb == 1 ? end - i : nb - j;
         if (run > end - i) run = end - i;
-        float *restrict di = e->out + i;
-        const float *restrict gi = dout + i, *restrict bj = b ? b + j : NULL;
+        float *di = e->out + i;
+        const float *gi = dout + i, *bj = b ? b + j : NULL;
         float bv = nb == 1 && b ? b[0] : 0.0f;
         if (e->kind == TS_BIN_ADD || e->kind == TS_BIN_SUB) BWD_A_LOOP(gi[k]);
         else if (e->kind == TS_BIN_DIV && nb == 1) BWD_A_LOOP(gi[k] / bv);

@@ -183,10 +183,10 @@ static float dot_row(const float *restrict d, const float *restrict a, int64_t n
  * that vectorise. Returns false for the other rows. */
 static bool bin_bwd_row_fast(const bin_ctx *c, int64_t o, const int64_t *off, int64_t sa, int64_t sb, int64_t n) {
     if (sa != 1 || (sb != 0 && sb != 1) || (c->kind != TS_BIN_ADD && c->kind != TS_BIN_SUB && c->kind != TS_BIN_MUL)) return false;
-    const float *restrict a = c->a + off[0], *restrict b = c->b + off[1], *restrict d = c->dout + o;
+    const float *a = c->a + off[0], *b = c->b + off[1], *d = c->dout + o;
     bool mul = c->kind == TS_BIN_MUL;
     if (c->da) {
-        float *restrict da = c->da + off[0];
+        float *da = c->da + off[0];
         if (!mul)
             for (int64_t j = 0; j < n; j++) da[j] += d[j];
         else if (sb == 0)
@@ -195,7 +195,7 @@ static bool bin_bwd_row_fast(const bin_ctx *c, int64_t o, const int64_t *off, in
             for (int64_t j = 0; j < n; j++) da[j] += d[j] * b[j];
     }
     if (c->db) {
-        float *restrict db = c->db + off[1], sign = c->kind == TS_BIN_SUB ? -1.0f : 1.0f;
+        float *db = c->db + off[1], sign = c->kind == TS_BIN_SUB ? -1.0f : 1.0f;
         if (sb == 0) db[0] += sign * dot_row(d, mul ? a : NULL, n);
         else if (mul)
             for (int64_t j = 0; j < n; j++) db[j] += d[j] * a[j];
