@@ -9,7 +9,9 @@ with label smoothing (the weighted cases' files run by onnxruntime too,
 whose loss must agree); Conv1d and the 1-D pools;
 ConvTranspose1d and ConvTranspose2d with strides, padding, output_padding,
 dilation and groups; InstanceNorm and GroupNorm (one GroupNorm op per
-module: one_op_per_module); an eval-mode BatchNorm
+module: one_op_per_module); GELU (TorchScript's Div, Erf, Add, Mul, Mul
+one Gelu op, against the same nodes imported one by one:
+gelu_fused_vs_unfused); an eval-mode BatchNorm
 exported with its running statistics as initializers (one BatchNorm op); PReLU, Hardtanh
 and ReLU6 (Clip), CELU, Mish, Softsign, amin, logsumexp, norm, tril, triu
 and repeat (Tile). Then the ONNX ops
@@ -221,6 +223,8 @@ def cases():
     out["group_norm_1d"] = (Seq(torch.nn.Conv1d(2, 4, 3), torch.nn.GroupNorm(2, 4, eps=1e-3)), {"x": torch.randn(3, 2, 8)}, False, both)
     out["group_norm_no_affine"] = (Seq(torch.nn.Conv2d(2, 6, 3), torch.nn.GroupNorm(2, 6, affine=False)), {"x": torch.randn(2, 2, 5, 5)},
                                    False, both)
+    # F.gelu: TorchScript's Div, Erf, Add, Mul, Mul import as one Gelu op
+    out["gelu"] = (Seq(torch.nn.Linear(6, 5), torch.nn.GELU()), {"x": torch.randn(3, 4, 6) * 2}, False, both)
     for name, m, x in (("batch_norm2d_eval", Seq(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU()), torch.randn(2, 3, 6, 6)),
                        ("batch_norm1d_eval", Seq(torch.nn.Linear(5, 4), torch.nn.BatchNorm1d(4)), torch.randn(3, 5)),
                        ("batch_norm2d_eval_first", Seq(torch.nn.BatchNorm2d(3), torch.nn.Conv2d(3, 2, 1)), torch.randn(2, 3, 4, 4)),
@@ -432,7 +436,7 @@ def one_op_per_module(workdir):
     them. The values against PyTorch's are the same cases' check()."""
     all_cases = cases()
     for name, op, scope in (("group_norm", "GroupNorm", "m.1"), ("group_norm_1d", "GroupNorm", "m.1"),
-                            ("group_norm_no_affine", "GroupNorm", "m.1"), ("batch_norm2d_eval", "BatchNorm", "m.1"),
+                            ("group_norm_no_affine", "GroupNorm", "m.1"), ("gelu", "Gelu", "m.1"), ("batch_norm2d_eval", "BatchNorm", "m.1"),
                             ("batch_norm2d_eval_first", "BatchNorm", "m.0")):
         module, inputs, scalar, exporters = all_cases[name]
         for exporter in exporters:
@@ -449,11 +453,51 @@ def one_op_per_module(workdir):
             ops = [t for t in g.tensors() if t.name.startswith(scope + "/") and t.op not in ("Const", "Param", "Buffer")]
             main = [t for t in ops if t.op == op]
             views = [t for t in ops if t.op == "Reshape" and all(i.op == "Param" for i in t.inputs)]
-            if len(main) != 1 or len(ops) != 1 + len(views) or (op == "GroupNorm" and main[0].name != f"{scope}/GroupNorm:0"):
+            if len(main) != 1 or len(ops) != 1 + len(views) or (op in ("GroupNorm", "Gelu") and main[0].name != f"{scope}/{op}:0"):
                 return f"{name} ({exporter}): {scope}'s ops are {[(t.name, t.op) for t in ops]}, not one {op}"
             if op == "BatchNorm" and not all(i.is_buffer for i in main[0].inputs[3:]):
                 return f"{name} ({exporter}): the BatchNorm's running statistics are not buffers"
             g.close()
+    return None
+
+
+def gelu_fused_vs_unfused(workdir):
+    """F.gelu's TorchScript chain imported as one Gelu op against the same
+    file's nodes imported one by one (the Erf's value made a graph output
+    too, so the chain's values are read elsewhere and it is not fused):
+    the loss, the output and the Linear's gradients agree to float
+    rounding, at values across GELU's range."""
+    import onnx
+    module, inputs, scalar, _ = cases()["gelu"]
+    inputs = {"x": torch.linspace(-7, 7, 3 * 4 * 6).reshape(3, 4, 6)}
+    feeds, _, _ = reference_feeds(module, inputs, scalar)
+    path, apart = os.path.join(workdir, "gelu_fused.onnx"), os.path.join(workdir, "gelu_apart.onnx")
+    export(Wrapped(module, scalar), feeds, path, "torchscript")
+    m = onnx.load(path)
+    erf = [n for n in m.graph.node if n.op_type == "Erf"]
+    if len(erf) != 1:
+        return f"the export has {len(erf)} Erf nodes, not one"
+    m.graph.output.append(onnx.helper.make_tensor_value_info(erf[0].output[0], onnx.TensorProto.FLOAT, None))
+    onnx.save(m, apart)
+    run = {k: v.numpy() for k, v in feeds.items()}
+    got = {}
+    for name, p in (("fused", path), ("apart", apart)):
+        g = ts.Graph.from_onnx(p, {k: tuple(v.shape) for k, v in feeds.items()})
+        n_gelu = sum(t.op == "Gelu" for t in g.tensors())
+        if n_gelu != (name == "fused"):
+            return f"the {name} import has {n_gelu} Gelu ops"
+        opts = ts.Options().output_mode("final")
+        opts.anchor_tensor("out", output_alias(path, scalar), "final")
+        for i, w in enumerate(("m.0.weight", "m.0.bias")):
+            opts.anchor_tensor(f"g{i}", "Gradient___" + w, "final")
+        model = ts.training_model(g, opts, optimizer=ts.SGD(lr=0.0), loss=g.outputs[0])
+        loss = float(model(**run))
+        got[name] = [loss] + [np.asarray(model.get_anchored_tensor(k), dtype=np.float64) for k in ("out", "g0", "g1")]
+        g.close()
+    for what, a, b in zip(("loss", "output", "weight gradient", "bias gradient"), got["fused"], got["apart"]):
+        err = float(np.max(np.abs(np.asarray(a) - np.asarray(b)) / (1 + np.abs(np.asarray(b)))))
+        if not err <= 1e-6:
+            return f"{what}: fused and one by one differ by {err:.3g}"
     return None
 
 
@@ -867,6 +911,7 @@ def main():
                 print(f"{'ok  ' if why is None else 'FAIL'} {name} ({exporter}){'' if why is None else ': ' + why}", flush=True)
                 failed += why is not None
         for name, fn in (("group_normalization_opsets", group_normalization_opsets), ("one_op_per_module", one_op_per_module),
+                         ("gelu_fused_vs_unfused", gelu_fused_vs_unfused),
                          ("composed_gradients", composed_gradients),
                          ("composed_refusals", composed_refusals), ("control_flow", control_flow)):
             if only and not only.search(name):

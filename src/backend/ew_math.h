@@ -125,7 +125,12 @@ TS_EW_KIND float ts_ewu_forward(int kind, float x, float alpha, float beta) {
     case TS_EWU_EXP: return expf(x);
     case TS_EWU_SQRT: return sqrtf(x);
     case TS_EWU_POW: return powf(x, alpha);
-    case TS_EWU_ERF: return erff(x);
+    case TS_EWU_ERF:
+#ifdef __CUDA_ARCH__
+        return erff(x);
+#else
+        return ts_verf(x); /* vectorises (backend/vmath.h) */
+#endif
     case TS_EWU_ABS: return fabsf(x);
     case TS_EWU_GELU: {
         float pdf;
@@ -175,7 +180,12 @@ TS_EW_KIND float ts_ewu_derivative(int kind, float v, float alpha, float beta) {
     case TS_EWU_EXP: return v;           /* y */
     case TS_EWU_SQRT: return 0.5f / v;   /* 1 / (2 y) */
     case TS_EWU_POW: return alpha * powf(x, alpha - 1.0f);
-    case TS_EWU_ERF: return 1.12837916709551257390f * expf(-x * x); /* 2/sqrt(pi) e^(-x^2) */
+    case TS_EWU_ERF: /* 2/sqrt(pi) e^(-x^2) */
+#ifdef __CUDA_ARCH__
+        return 1.12837916709551257390f * expf(-x * x);
+#else
+        return 1.12837916709551257390f * ts_vexp(-x * x);
+#endif
     case TS_EWU_ABS: return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : 0.0f;
     case TS_EWU_GELU: { /* d/dx x Phi(x) = Phi(x) + x phi(x) */
         float pdf, cdf = ts_ew_normal_cdf(x, &pdf);

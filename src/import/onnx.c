@@ -394,7 +394,7 @@ static bool folds_unread(importer *im, const Node *n) {
 
 /* ------------------------------------------------ chains imported as one op */
 
-static ts_onnx_group_norm_chain *chain_of(importer *im, int index) {
+static ts_onnx_chain *chain_of(importer *im, int index) {
     for (size_t c = 0; c < im->n_chain; c++)
         for (int k = 0; k < im->chain[c].n_node && !im->chain[c].off; k++)
             if (im->chain[c].node[k] == (size_t)index) return &im->chain[c];
@@ -433,10 +433,26 @@ static ts_tensor *channels_of(importer *im, value *v, int64_t C, const char *wha
     return t;
 }
 
+/* Whether v is one constant value (of any shape that broadcasts to
+ * nothing larger than x's: one element) equal to x as a float */
+static bool const_scalar_is(const value *v, float x) {
+    return v && is_const(v) && !v->param && v->c.v && ts_shape_numel(&v->c.shape) == 1 && (float)v->c.v[0] == x;
+}
+
+/* Whether GELU's chain has its constants: x / sqrt(2), + 1, * 0.5, x f32 */
+static bool gelu_fits(importer *im, const ts_onnx_chain *c) {
+    const value *x = ts_onnx_lookup(im, c->x);
+    return x && x->t && x->t->dtype == TS_F32 && const_scalar_is(ts_onnx_lookup(im, c->root2), 1.41421356237309504880f) &&
+           const_scalar_is(ts_onnx_lookup(im, c->one), 1.0f) && const_scalar_is(ts_onnx_lookup(im, c->half), 0.5f) &&
+           shape_of(ts_onnx_lookup(im, c->root2))->ndim <= x->t->shape.ndim && shape_of(ts_onnx_lookup(im, c->one))->ndim <= x->t->shape.ndim &&
+           shape_of(ts_onnx_lookup(im, c->half))->ndim <= x->t->shape.ndim;
+}
+
 /* Whether the chain's values make it nn.GroupNorm: x [N,C,...] reshaped
  * to [N,G,L], a unit scale and zero bias of G, the Reshape back to x's
  * shape, and C weights and biases. */
-static bool chain_fits(importer *im, const ts_onnx_group_norm_chain *c) {
+static bool chain_fits(importer *im, const ts_onnx_chain *c) {
+    if (c->kind == TS_ONNX_CHAIN_GELU) return gelu_fits(im, c);
     const value *x = ts_onnx_lookup(im, c->x), *s = ts_onnx_lookup(im, c->scale), *b = ts_onnx_lookup(im, c->bias);
     if (!x || !s || !b || !ts_onnx_const_filled(s, 1.0) || !ts_onnx_const_filled(b, 0.0)) return false;
     const ts_shape *xs = shape_of(x);
@@ -449,8 +465,8 @@ static bool chain_fits(importer *im, const ts_onnx_group_norm_chain *c) {
     return per_channel_of(ts_onnx_lookup(im, c->weight), xs->d[1], xs->ndim) && per_channel_of(ts_onnx_lookup(im, c->shift), xs->d[1], xs->ndim);
 }
 
-/* A chain that is not nn.GroupNorm: its nodes but the last, one by one. */
-static ts_status chain_one_by_one(importer *im, ts_onnx_group_norm_chain *c) {
+/* A chain whose values do not make its op: its nodes but the last, one by one. */
+static ts_status chain_one_by_one(importer *im, ts_onnx_chain *c) {
     c->off = true;
     ts_status st = TS_OK;
     for (size_t j = 0; j < im->chain_graph->n_node && !st; j++) /* in the file's order */
@@ -459,16 +475,23 @@ static ts_status chain_one_by_one(importer *im, ts_onnx_group_norm_chain *c) {
     return st;
 }
 
-static void chain_inputs(importer *im, const ts_onnx_group_norm_chain *c, node_io *io) {
+static void chain_inputs(importer *im, const ts_onnx_chain *c, node_io *io) {
     const char *names[5] = {c->x, c->scale, c->bias, c->weight, c->shift};
-    for (int i = 0; i < 5; i++) io->in[i] = ts_onnx_lookup(im, names[i]);
-    io->n_in = 5;
+    io->n_in = c->kind == TS_ONNX_CHAIN_GELU ? 1 : 5;
+    for (int i = 0; i < io->n_in; i++) io->in[i] = ts_onnx_lookup(im, names[i]);
+}
+
+/* F.gelu's chain (onnx_fuse.h) as one GELU op of x */
+static ts_status op_gelu_chain(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x = ts_onnx_as_tensor(im, io->in[0], &st);
+    return x ? ts_onnx_built(im, ts_gelu(im->g, x, 0), &io->out[0]) : st;
 }
 
 /* nn.GroupNorm's chain (onnx_fuse.h) as one group-norm op: x, the G of
  * the InstanceNormalization's scale, and the weight and bias as [C]. */
 static ts_status op_group_norm_chain(importer *im, node_io *io) {
-    const ts_onnx_group_norm_chain *c = chain_of(im, im->node_index);
+    const ts_onnx_chain *c = chain_of(im, im->node_index);
     ts_status st = TS_OK;
     ts_tensor *x = ts_onnx_as_tensor(im, io->in[0], &st);
     int64_t C = x ? x->shape.d[1] : 0;
@@ -507,7 +530,7 @@ ts_status ts_onnx_import_node(importer *im, const Node *n, int index) {
     ts_status vst = check_attr_versions(im);
     if (vst) return vst;
     if (im->depth == 0) im->top_index = index;
-    ts_onnx_group_norm_chain *chain = im->depth == 0 ? chain_of(im, index) : NULL;
+    ts_onnx_chain *chain = im->depth == 0 ? chain_of(im, index) : NULL;
     if (chain && (size_t)index != chain->last) return TS_OK; /* imported with the chain's last node */
     if (chain && !chain_fits(im, chain)) {
         ts_status cst = chain_one_by_one(im, chain);
@@ -515,7 +538,7 @@ ts_status ts_onnx_import_node(importer *im, const Node *n, int index) {
         im->node = n, im->node_index = index;
         chain = NULL;
     }
-    if (chain) fn = op_group_norm_chain, required = 0;
+    if (chain) fn = chain->kind == TS_ONNX_CHAIN_GELU ? op_gelu_chain : op_group_norm_chain, required = 0;
     if (im->depth == 0 && folds_unread(im, n)) {
         ts_logf(TS_LOG_DEBUG, "%s: node %d '%s' (%s) computes constants nothing reads: skipped", im->path, index,
                 n->name ? n->name : "", n->op_type);
@@ -950,7 +973,7 @@ static ts_status import_graph(importer *im, const TensorscopeOnnx__ModelProto *m
     }
     ts_status st = single_writers(im, gp);
     if (!st) st = torch_names(im, gp);
-    if (!st) st = ts_onnx_group_norm_chains(gp, &im->chain, &im->n_chain);
+    if (!st) st = ts_onnx_chains(gp, &im->chain, &im->n_chain);
     im->chain_graph = gp;
     if (!st) st = count_uses(im, gp);
     im->inputs_from = ts_graph_tensor_count(im->g);

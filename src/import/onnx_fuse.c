@@ -32,7 +32,7 @@ static const Node *sole(const scan *s, const char *name, const char *op, size_t 
 
 /* The per-channel operand of the Mul or Add: an Unsqueeze's input (the
  * Unsqueeze joins the chain), or an initializer. */
-static const char *per_channel(const scan *s, const char *name, ts_onnx_group_norm_chain *c) {
+static const char *per_channel(const scan *s, const char *name, ts_onnx_chain *c) {
     size_t k;
     const Node *u = sole(s, name, "Unsqueeze", &k);
     if (u && u->n_input >= 1 && named(u->input[0])) {
@@ -49,7 +49,7 @@ static float eps_of(const Node *n) {
 }
 
 /* The chain ending at Add node `i`, or false. */
-static bool chain_at(const scan *s, size_t i, ts_onnx_group_norm_chain *c) {
+static bool chain_at(const scan *s, size_t i, ts_onnx_chain *c) {
     const Node *add = s->gp->node[i], *mul = NULL, *r2 = NULL, *in = NULL, *r1 = NULL;
     memset(c, 0, sizeof *c);
     if (!is_op(add, "Add") || add->n_input != 2 || add->n_output != 1) return false;
@@ -74,6 +74,40 @@ static bool chain_at(const scan *s, size_t i, ts_onnx_group_norm_chain *c) {
     return named(c->x) && named(c->shape_in) && named(c->scale) && named(c->bias) && named(c->shape_out);
 }
 
+/* The other operand of a two-input node than `name` (NULL where neither
+ * is `name`) */
+static const char *other_input(const Node *n, const char *name) {
+    if (n->n_input != 2 || !named(n->input[0]) || !named(n->input[1])) return NULL;
+    return strcmp(n->input[0], name) == 0 ? n->input[1] : strcmp(n->input[1], name) == 0 ? n->input[0] : NULL;
+}
+
+/* GELU's chain ending at Mul node `i` (by 0.5), or false:
+ * Mul(Mul(x, Add(Erf(Div(x, root2)), one)), half), each Mul's and the
+ * Add's operands in either order. */
+static bool gelu_at(const scan *s, size_t i, ts_onnx_chain *c) {
+    const Node *last = s->gp->node[i], *mul = NULL, *add = NULL, *erf = NULL, *div = NULL;
+    memset(c, 0, sizeof *c);
+    c->kind = TS_ONNX_CHAIN_GELU;
+    if (!is_op(last, "Mul") || last->n_input != 2 || last->n_output != 1) return false;
+    size_t km = 0, ka = 0, ke = 0, kd = 0;
+    int side = 0;
+    for (; side < 2 && !mul; side++) mul = sole(s, last->input[side], "Mul", &km);
+    if (!mul || mul->n_input != 2 || !named(c->half = last->input[2 - side])) return false;
+    int mside = 0;
+    for (; mside < 2 && !add; mside++) add = sole(s, mul->input[mside], "Add", &ka);
+    if (!add || add->n_input != 2 || !named(c->x = mul->input[2 - mside])) return false;
+    int aside = 0;
+    for (; aside < 2 && !erf; aside++) erf = sole(s, add->input[aside], "Erf", &ke);
+    if (!erf || erf->n_input != 1 || !named(c->one = add->input[2 - aside])) return false;
+    if (!(div = sole(s, erf->input[0], "Div", &kd)) || div->n_input != 2 || !named(div->input[0]) || strcmp(div->input[0], c->x) != 0)
+        return false;
+    c->root2 = div->input[1];
+    c->node[c->n_node++] = kd, c->node[c->n_node++] = ke, c->node[c->n_node++] = ka, c->node[c->n_node++] = km;
+    c->node[c->n_node++] = i;
+    c->last = i;
+    return named(c->root2) && other_input(mul, c->x) != NULL;
+}
+
 static ts_status index_graph(scan *s) {
     const struct TensorscopeOnnx__GraphProto *gp = s->gp;
     for (size_t k = 0; k < gp->n_initializer; k++)
@@ -95,14 +129,14 @@ static ts_status index_graph(scan *s) {
     return TS_OK;
 }
 
-ts_status ts_onnx_group_norm_chains(const struct TensorscopeOnnx__GraphProto *gp, ts_onnx_group_norm_chain **out, size_t *n) {
+ts_status ts_onnx_chains(const struct TensorscopeOnnx__GraphProto *gp, ts_onnx_chain **out, size_t *n) {
     *out = NULL, *n = 0;
     scan s = {.gp = gp};
     ts_status st = index_graph(&s);
     size_t cap = 0;
     for (size_t i = 0; i < gp->n_node && !st; i++) {
-        ts_onnx_group_norm_chain c;
-        if (!is_op(gp->node[i], "Add") || !chain_at(&s, i, &c)) continue;
+        ts_onnx_chain c;
+        if (!(is_op(gp->node[i], "Add") && chain_at(&s, i, &c)) && !(is_op(gp->node[i], "Mul") && gelu_at(&s, i, &c))) continue;
         if ((st = ts_grow((void **)out, &cap, *n + 1, sizeof **out))) break;
         (*out)[(*n)++] = c;
     }

@@ -127,7 +127,7 @@ typedef struct importer {
     ts_strmap uses;       /* value name -> node inputs still to read it */
     ts_torch_fix *fix;    /* PyTorch's names the file's metadata gives back */
     size_t n_fix;
-    ts_onnx_group_norm_chain *chain; /* node chains imported as one op (onnx_fuse.h) */
+    ts_onnx_chain *chain; /* node chains imported as one op (onnx_fuse.h) */
     size_t n_chain;
     const TensorscopeOnnx__GraphProto *chain_graph; /* the graph they are of */
     size_t inputs_from, inputs_to; /* the graph tensors import_inputs made */

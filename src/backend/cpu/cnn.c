@@ -19,6 +19,8 @@
 
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/lane_sum.h"
+#include "backend/vmath.h"
 
 #include <math.h>
 #include <string.h>
@@ -398,11 +400,7 @@ static void conv_bwd_slots(void *vj, int64_t begin, int64_t end) {
             const float *dyn = j->dy + n * g->OC * OHW, *xs = j->dw ? conv_sample(j, xp, n) : NULL;
             float *dxn = j->dx ? j->dx + n * g->C * g->H * g->W : NULL, *dxs = padded ? dxp : dxn; /* where col2im adds */
             if (dxn && padded) memset(dxp, 0, (size_t)padded_floats(g) * sizeof(float));
-            for (int64_t oc = 0; j->db && oc < g->OC; oc++) {
-                double s = 0;
-                for (int64_t i = 0; i < OHW; i++) s += dyn[oc * OHW + i];
-                dbp[oc] += (float)s;
-            }
+            for (int64_t oc = 0; j->db && oc < g->OC; oc++) dbp[oc] += (float)ts_lane_sum(dyn + oc * OHW, 0.0f, NULL, 0.0f, OHW);
             for (int64_t oh0 = 0; oh0 < g->OH; oh0 += R) {
                 int64_t oh1 = oh0 + R < g->OH ? oh0 + R : g->OH, P = (oh1 - oh0) * g->OW;
                 const float *dyc = dyn + oh0 * g->OW;
@@ -489,8 +487,7 @@ void ts_conv_transpose2d_backward(ts_pool *p, float *ws, float *dx, float *dw, f
     int64_t HW = g->H * g->W, n = g->N * g->OC * g->OH * g->OW;
     for (int64_t c = 0; db && c < g->C; c++) {
         double s = 0;
-        for (int64_t nn = 0; nn < g->N; nn++)
-            for (int64_t i = 0; i < HW; i++) s += dy[(nn * g->C + c) * HW + i];
+        for (int64_t nn = 0; nn < g->N; nn++) s += ts_lane_sum(dy + (nn * g->C + c) * HW, 0.0f, NULL, 0.0f, HW);
         db[c] += (float)s;
     }
     if (dw) ts_conv2d_backward(p, ws, NULL, dw, NULL, x, dy, w, g);
@@ -1204,30 +1201,6 @@ typedef struct bn_job {
     bool batch, update;
 } bn_job;
 
-/* sum (a[i] - ma) (b[i] - mb) over one plane (b NULL: sum a[i] - ma), in 8
- * float lanes (vectorised) over blocks of LANE_BLOCK elements, each
- * block's total added in double: a lane sums at most LANE_BLOCK / 8 terms
- * in float, so a long plane (112 x 112 of a stem) loses no more than a
- * short one, and the sums over the batch stay in double */
-#define LANE_BLOCK 256
-static double lane_sum(const float *restrict a, float ma, const float *restrict b, float mb, int64_t n) {
-    double t = 0;
-    int64_t i = 0;
-    for (int64_t end = n - n % 8; i < end;) {
-        int64_t stop = end - i > LANE_BLOCK ? i + LANE_BLOCK : end;
-        float acc[8] = {0};
-        if (b)
-            for (; i < stop; i += 8)
-                for (int k = 0; k < 8; k++) acc[k] += (a[i + k] - ma) * (b[i + k] - mb);
-        else
-            for (; i < stop; i += 8)
-                for (int k = 0; k < 8; k++) acc[k] += a[i + k] - ma;
-        for (int k = 0; k < 8; k++) t += acc[k];
-    }
-    for (; i < n; i++) t += (double)(a[i] - ma) * (b ? (double)(b[i] - mb) : 1.0);
-    return t;
-}
-
 static void bn_fwd_channels(void *vj, int64_t begin, int64_t end) {
     const bn_job *j = vj;
     int64_t M = j->N * j->inner;
@@ -1235,11 +1208,11 @@ static void bn_fwd_channels(void *vj, int64_t begin, int64_t end) {
         double mean, var;
         if (j->batch) {
             double s = 0, ss = 0;
-            for (int64_t n = 0; n < j->N; n++) s += lane_sum(j->x + (n * j->C + c) * j->inner, 0.0f, NULL, 0.0f, j->inner);
+            for (int64_t n = 0; n < j->N; n++) s += ts_lane_sum(j->x + (n * j->C + c) * j->inner, 0.0f, NULL, 0.0f, j->inner);
             mean = s / (double)M;
             for (int64_t n = 0; n < j->N; n++) {
                 const float *r = j->x + (n * j->C + c) * j->inner;
-                ss += lane_sum(r, (float)mean, r, (float)mean, j->inner);
+                ss += ts_lane_sum(r, (float)mean, r, (float)mean, j->inner);
             }
             var = ss / (double)M;
             if (j->update) {
@@ -1272,8 +1245,8 @@ static void bn_bwd_channels(void *vj, int64_t begin, int64_t end) {
         double sdy = 0, sdyx = 0;
         for (int64_t n = 0; n < j->N; n++) {
             const float *r = j->x + (n * j->C + c) * j->inner, *d = j->dy + (n * j->C + c) * j->inner;
-            sdy += lane_sum(d, 0.0f, NULL, 0.0f, j->inner);
-            sdyx += lane_sum(d, 0.0f, r, m, j->inner) * invstd;
+            sdy += ts_lane_sum(d, 0.0f, NULL, 0.0f, j->inner);
+            sdyx += ts_lane_sum(d, 0.0f, r, m, j->inner) * invstd;
         }
         if (j->dw) j->dw[c] += (float)sdyx;
         if (j->db) j->db[c] += (float)sdy;
@@ -1359,12 +1332,7 @@ static void act_slice(void *vj, int64_t begin, int64_t end) {
     switch (j->kind) {
     case TANH_F: for (int64_t i = begin; i < end; i++) o[i] = tanhf(a[i]); break;
     case TANH_B: for (int64_t i = begin; i < end; i++) o[i] += a[i] * (1.0f - b[i] * b[i]); break;
-    case SIGMOID_F: /* never exp of a large positive number */
-        for (int64_t i = begin; i < end; i++) {
-            float e = expf(-fabsf(a[i]));
-            o[i] = a[i] >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
-        }
-        break;
+    case SIGMOID_F: for (int64_t i = begin; i < end; i++) o[i] = ts_vsigmoid(a[i]); break;
     default: for (int64_t i = begin; i < end; i++) o[i] += a[i] * b[i] * (1.0f - b[i]); break;
     }
 }

@@ -52,26 +52,37 @@ void ts_binary_forward(ts_pool *p, int kind, float *out, const float *a, const f
     ts_pool_for(p, n, GRAIN, binary_fwd_slice, &e);
 }
 
-/* da: elementwise, parallel */
+/* da: elementwise, parallel; b's runs of nb (one value where nb is 1) as
+ * the forward reads them, so the loops vectorise (an index i % nb per
+ * element did not: Mul's gradient was a tenth of a small Llama's step) */
+#define BWD_A_LOOP(EXPR)                                                                    \
+    do {                                                                                    \
+        if (store)                                                                          \
+            for (int64_t k = 0; k < run; k++) di[k] = (EXPR);                               \
+        else                                                                                \
+            for (int64_t k = 0; k < run; k++) di[k] += (EXPR);                              \
+    } while (0)
+
 static void binary_bwd_a_slice(void *vctx, int64_t begin, int64_t end) {
     const ew *e = vctx;
-    float *da = e->out;
     const float *dout = e->a, *b = e->b;
-    if ((e->kind == TS_BIN_ADD || e->kind == TS_BIN_SUB) && (e->store & 1u)) {
-        memcpy(da + begin, dout + begin, (size_t)(end - begin) * sizeof *da);
-        return;
+    int64_t nb = e->nb;
+    bool store = e->store & 1u;
+    for (int64_t i = begin; i < end;) {
+        int64_t j = nb == 1 ? 0 : i % nb, run = nb == 1 ? end - i : nb - j;
+        if (run > end - i) run = end - i;
+        float *di = e->out + i;
+        const float *gi = dout + i, *bj = b ? b + j : NULL;
+        float bv = nb == 1 && b ? b[0] : 0.0f;
+        if (e->kind == TS_BIN_ADD || e->kind == TS_BIN_SUB) BWD_A_LOOP(gi[k]);
+        else if (e->kind == TS_BIN_DIV && nb == 1) BWD_A_LOOP(gi[k] / bv);
+        else if (e->kind == TS_BIN_DIV) BWD_A_LOOP(gi[k] / bj[k]);
+        else if (nb == 1) BWD_A_LOOP(gi[k] * bv);
+        else BWD_A_LOOP(gi[k] * bj[k]);
+        i += run;
     }
-    if (e->store & 1u) memset(da + begin, 0, (size_t)(end - begin) * sizeof *da);
-    if (e->kind == TS_BIN_ADD || e->kind == TS_BIN_SUB) {
-        for (int64_t i = begin; i < end; i++) da[i] += dout[i];
-        return;
-    }
-    if (e->kind == TS_BIN_DIV) {
-        for (int64_t i = begin; i < end; i++) da[i] += dout[i] / b[i % e->nb];
-        return;
-    }
-    for (int64_t i = begin; i < end; i++) da[i] += dout[i] * b[i % e->nb];
 }
+#undef BWD_A_LOOP
 
 /* Add/Sub: da and db in one pass over dout, split over columns of the
  * broadcast row so each thread owns its slice of db (no partial sums). */

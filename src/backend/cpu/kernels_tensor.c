@@ -6,6 +6,7 @@
 
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/lane_sum.h"
 #include "backend/vmath.h"
 #include "backend/ew_math.h"
 #include "backend/pad_index.h"
@@ -148,6 +149,14 @@ static void bin_fwd_row(void *vctx, int64_t o, const int64_t *off, const int64_t
     const float *a = c->a + off[0], *b = c->b + off[1];
     float *y = c->out + o;
     int64_t sa = st[0], sb = st[1];
+    if (sa == 1 && sb == 1 && c->kind == TS_BIN_MUL) { /* contiguous rows: a loop that vectorises */
+        for (int64_t j = 0; j < n; j++) y[j] = a[j] * b[j];
+        return;
+    }
+    if (sa == 1 && sb == 0 && c->kind == TS_BIN_MUL) {
+        for (int64_t j = 0; j < n; j++) y[j] = a[j] * b[0];
+        return;
+    }
     switch (c->kind) {
     case TS_BIN_ADD: for (int64_t j = 0; j < n; j++) y[j] = a[j * sa] + b[j * sb]; break;
     case TS_BIN_SUB: for (int64_t j = 0; j < n; j++) y[j] = a[j * sa] - b[j * sb]; break;
@@ -157,10 +166,50 @@ static void bin_fwd_row(void *vctx, int64_t o, const int64_t *off, const int64_t
     }
 }
 
+/* sum_j d[j] * a[j] (a NULL: sum_j d[j]) in 8 partial sums, which
+ * vectorise where one running sum does not */
+static float dot_row(const float *restrict d, const float *restrict a, int64_t n) {
+    float acc[8] = {0};
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int k = 0; k < 8; k++) acc[k] += d[j + k] * (a ? a[j + k] : 1.0f);
+    float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (; j < n; j++) s += d[j] * (a ? a[j] : 1.0f);
+    return s;
+}
+
+/* Add, Sub and Mul where a's row is contiguous and b's contiguous or one
+ * value (x * rstd of an RMSNorm, q * cos of a rotary embedding): loops
+ * that vectorise. Returns false for the other rows. */
+static bool bin_bwd_row_fast(const bin_ctx *c, int64_t o, const int64_t *off, int64_t sa, int64_t sb, int64_t n) {
+    if (sa != 1 || (sb != 0 && sb != 1) || (c->kind != TS_BIN_ADD && c->kind != TS_BIN_SUB && c->kind != TS_BIN_MUL)) return false;
+    const float *a = c->a + off[0], *b = c->b + off[1], *d = c->dout + o;
+    bool mul = c->kind == TS_BIN_MUL;
+    if (c->da) {
+        float *da = c->da + off[0];
+        if (!mul)
+            for (int64_t j = 0; j < n; j++) da[j] += d[j];
+        else if (sb == 0)
+            for (int64_t j = 0; j < n; j++) da[j] += d[j] * b[0];
+        else
+            for (int64_t j = 0; j < n; j++) da[j] += d[j] * b[j];
+    }
+    if (c->db) {
+        float *db = c->db + off[1], sign = c->kind == TS_BIN_SUB ? -1.0f : 1.0f;
+        if (sb == 0) db[0] += sign * dot_row(d, mul ? a : NULL, n);
+        else if (mul)
+            for (int64_t j = 0; j < n; j++) db[j] += d[j] * a[j];
+        else
+            for (int64_t j = 0; j < n; j++) db[j] += sign * d[j];
+    }
+    return true;
+}
+
 static void bin_bwd_row(void *vctx, int64_t o, const int64_t *off, const int64_t *st, int64_t n) {
     const bin_ctx *c = vctx;
     const float *a = c->a + off[0], *b = c->b + off[1], *d = c->dout + o;
     int64_t sa = st[0], sb = st[1];
+    if (bin_bwd_row_fast(c, o, off, sa, sb, n)) return;
     if (c->da) {
         float *da = c->da + off[0];
         switch (c->kind) {
@@ -225,15 +274,23 @@ typedef struct un_ctx {
 } un_ctx;
 
 /* The unary family of ew_math.h: pw, pb its alpha and beta. */
-/* A loop per kind for the ones models spend time in (GELU, Exp, Sqrt,
- * Abs): the kind is a constant there, so the math inlines and the loop
- * vectorises; the rest share one loop. */
-#define EWU_HOT_KINDS(X) X(TS_EWU_GELU) X(TS_EWU_GELU_TANH) X(TS_EWU_EXP) X(TS_EWU_SQRT) X(TS_EWU_ABS)
+/* A loop per kind for the ones models spend time in (GELU, Erf, Exp,
+ * Sqrt, Abs): the kind is a constant there, so the math inlines and the
+ * loop vectorises; the rest share one loop. Pow 2 (RMSNorm's square, as
+ * exported) is x * x: powf's call per element was the dearest pass of a
+ * small Llama's step. */
+#define EWU_HOT_KINDS(X) X(TS_EWU_GELU) X(TS_EWU_GELU_TANH) X(TS_EWU_ERF) X(TS_EWU_EXP) X(TS_EWU_SQRT) X(TS_EWU_ABS)
+
+static bool ewu_square(const un_ctx *c) { return c->kind == TS_EWU_POW && c->pw == 2.0f; }
 
 static void ewu_fwd_slice(void *vctx, int64_t begin, int64_t end) {
     const un_ctx *c = vctx;
     float *restrict y = c->out;
     const float *restrict x = c->x;
+    if (ewu_square(c)) {
+        for (int64_t i = begin; i < end; i++) y[i] = x[i] * x[i];
+        return;
+    }
     switch (c->kind) {
 #define FWD(K) \
     case K: for (int64_t i = begin; i < end; i++) y[i] = ts_ewu_forward(K, x[i], c->pw, c->pb); break;
@@ -247,6 +304,13 @@ static void ewu_bwd_slice(void *vctx, int64_t begin, int64_t end) {
     const un_ctx *c = vctx;
     float *restrict dx = c->out;
     const float *restrict x = c->x, *restrict d = c->dout;
+    if (ewu_square(c)) {
+        if (c->store)
+            for (int64_t i = begin; i < end; i++) dx[i] = d[i] * (2.0f * x[i]);
+        else
+            for (int64_t i = begin; i < end; i++) dx[i] += d[i] * (2.0f * x[i]);
+        return;
+    }
     switch (c->kind) {
 #define BWD(K) \
     case K: \
@@ -395,11 +459,11 @@ static void gn_fwd_slice(void *vctx, int64_t begin, int64_t end) {
     int64_t Cg = c->C / c->G, S = c->S, L = Cg * S;
     for (int64_t r = begin; r < end; r++) {
         const float *x = c->x + r * L;
-        double s = 0, v = 0;
-        for (int64_t j = 0; j < L; j++) s += x[j];
-        double mean = L ? s / (double)L : 0;
-        for (int64_t j = 0; j < L; j++) v += ((double)x[j] - mean) * ((double)x[j] - mean);
-        float m = (float)mean, rstd = (float)(1.0 / sqrt((L ? v / (double)L : 0) + (double)c->eps));
+        double mean = L ? ts_lane_sum(x, 0.0f, NULL, 0.0f, L) / (double)L : 0;
+        float m = (float)mean;
+        double v = ts_lane_sum(x, m, x, m, L), d = (double)m - mean; /* about the float mean, then corrected to the exact one */
+        v -= (double)L * d * d;
+        float rstd = (float)(1.0 / sqrt((L && v > 0 ? v / (double)L : 0) + (double)c->eps));
         for (int64_t q = 0, c0 = (r % c->G) * Cg; q < Cg; q++) {
             float w = c->w[c0 + q], b = c->b[c0 + q];
             const float *xq = x + q * S;
@@ -429,12 +493,9 @@ static void gn_bwd_dx_slice(void *vctx, int64_t begin, int64_t end) {
         int64_t c0 = (r % c->G) * Cg;
         double sg = 0, sgx = 0;
         for (int64_t q = 0; q < Cg; q++) {
-            float w = c->w[c0 + q];
-            for (int64_t j = q * S; j < (q + 1) * S; j++) {
-                float gj = d[j] * w;
-                sg += gj;
-                sgx += gj * ((x[j] - m) * rstd);
-            }
+            double w = c->w[c0 + q];
+            sg += w * ts_lane_sum(d + q * S, 0.0f, NULL, 0.0f, S);
+            sgx += w * rstd * ts_lane_sum(d + q * S, 0.0f, x + q * S, m, S);
         }
         float mg = (float)(sg / (double)L), mgx = (float)(sgx / (double)L);
         float *o = c->dx + r * L;
@@ -456,10 +517,8 @@ static void gn_bwd_dwdb_slice(void *vctx, int64_t begin, int64_t end) {
             int64_t r = n * c->G + ch / Cg;
             float m = c->stats[2 * r], rstd = c->stats[2 * r + 1];
             const float *x = c->x + (n * c->C + ch) * S, *d = c->dy + (n * c->C + ch) * S;
-            for (int64_t j = 0; j < S; j++) {
-                sw += d[j] * ((x[j] - m) * rstd);
-                sb += d[j];
-            }
+            sw += rstd * ts_lane_sum(d, 0.0f, x, m, S);
+            sb += ts_lane_sum(d, 0.0f, NULL, 0.0f, S);
         }
         if (c->dw) c->dw[ch] += (float)sw;
         if (c->db) c->db[ch] += (float)sb;
