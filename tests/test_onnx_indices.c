@@ -6,7 +6,9 @@
  * index out of its dim is an error at the run naming the tensor and the
  * value, never clamped into the data; constant indices out of range
  * (Gather, GatherElements, GatherND, ScatterElements, ScatterND) are
- * refused at import naming the node, the tensor and the value. */
+ * refused at import naming the node, the tensor and the value; a linear
+ * TensorScatter's write index past the cache is an error at the run
+ * naming write_indices and the value, as ONNX requires it to fit. */
 /* needs: onnx */
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,6 +205,86 @@ static void constant_indices(void) {
     }
 }
 
+/* TensorScatter of update [2,2,2] into past [2,5,2] along axis 1 from
+ * write_indices the graph computes, in `mode`: the values of ONNX's pseudocode, and in
+ * linear mode, which requires write_indices[b] + 2 <= 5, a write index
+ * outside [0, 3] is an error at the run naming write_indices and the value
+ * (not a write that silently drops the part past the cache or a negative
+ * one counted from its end); in circular mode any index, modulo 5. */
+static ts_model *tensor_scatter_model(const char *mode, ts_graph **g, ts_options **opt) {
+    int64_t keep = model_opset;
+    model_opset = 24;
+    model_begin();
+    input("past", 3, (int64_t[]){2, 5, 2});
+    input("upd", 3, (int64_t[]){2, 2, 2});
+    input_typed("wi", 7, 1, (int64_t[]){2});
+    output("present");
+    init_i64("zero", 1, (const int64_t[]){0});
+    node("Add", "computed", "wi,zero", "wi2");
+    attr_string(node("TensorScatter", "write", "past,upd,wi2", "present"), "mode", mode);
+    attr_int(graph->node[graph->n_node - 1], "axis", 1);
+    ts_status st = import_as("tensor_scatter", g);
+    model_opset = keep;
+    CHECK(st == TS_OK, "TensorScatter (%s) by computed write_indices imports%s%s", mode, st ? ": " : "", st ? ts_last_error() : "");
+    return st ? NULL : infer(*g, opt);
+}
+
+static ts_status tensor_scatter_run(ts_model *m, ts_graph *g, const int64_t wi[2], bool circular) {
+    float past[20], upd[8], want[20];
+    for (int i = 0; i < 20; i++) past[i] = want[i] = (float)i;
+    for (int i = 0; i < 8; i++) upd[i] = (float)(100 + i);
+    for (int b = 0; b < 2; b++) /* ONNX's pseudocode */
+        for (int l = 0; l < 2; l++) {
+            int64_t s = wi[b] + l;
+            if (circular) s = ((s % 5) + 5) % 5;
+            for (int d = 0; d < 2 && s >= 0 && s < 5; d++) want[(b * 5 + s) * 2 + d] = upd[(b * 2 + l) * 2 + d];
+        }
+    int64_t w[2] = {wi[0], wi[1]};
+    ts_array in[3] = {ts_array_f32(past, 3, (int64_t[]){2, 5, 2}), ts_array_f32(upd, 3, (int64_t[]){2, 2, 2}),
+                      {.dtype = TS_I64, .ndim = 1, .shape = {2}, .data = w}};
+    ts_status st = m ? ts_model_run(m, (const char *[]){"past", "upd", "wi"}, in, 3) : TS_ERR_STATE;
+    if (!st) check_f32(m, g, "present", want, 20);
+    return st;
+}
+
+static void tensor_scatter(void) {
+    ts_graph *g = NULL;
+    ts_options *opt = NULL;
+    ts_model *m = tensor_scatter_model("linear", &g, &opt);
+    ts_status st = tensor_scatter_run(m, g, (const int64_t[]){0, 3}, false);
+    CHECK(st == TS_OK, "linear: it runs with write indices 0 and 3 (the last that fits)%s%s", st ? ": " : "", st ? ts_last_error() : "");
+    st = tensor_scatter_run(m, g, (const int64_t[]){0, 4}, false);
+    CHECK(st == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "[1] = 4 (made of 'wi2')") && strstr(ts_last_error(), "[0, 4)"),
+          "linear: a write index whose update runs past the cache is an error naming write_indices and the value: %s",
+          st ? ts_last_error() : "(ran)");
+    st = tensor_scatter_run(m, g, (const int64_t[]){-1, 0}, false);
+    CHECK(st == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "[0] = -1 (made of 'wi2')"),
+          "linear: a negative write index is an error naming write_indices and the value: %s", st ? ts_last_error() : "(ran)");
+    ts_model_free(m);
+    ts_options_free(opt);
+    ts_graph_free(g);
+    m = tensor_scatter_model("circular", &g, &opt);
+    st = tensor_scatter_run(m, g, (const int64_t[]){4, -2}, true);
+    CHECK(st == TS_OK, "circular: write indices 4 and -2 wrap around the cache%s%s", st ? ": " : "", st ? ts_last_error() : "");
+    ts_model_free(m);
+    ts_options_free(opt);
+    ts_graph_free(g);
+    /* constant write_indices: checked at import */
+    int64_t keep = model_opset;
+    model_opset = 24;
+    model_begin();
+    input("past", 3, (int64_t[]){2, 5, 2});
+    input("upd", 3, (int64_t[]){2, 2, 2});
+    init_i64("wi", 2, (const int64_t[]){0, 4});
+    output("present");
+    attr_int(node("TensorScatter", "write", "past,upd,wi", "present"), "axis", 1);
+    st = import_as("tensor_scatter_const", NULL);
+    model_opset = keep;
+    CHECK(st == TS_ERR_FORMAT && strstr(ts_last_error(), "write") && strstr(ts_last_error(), "'wi'[1] = 4") && strstr(ts_last_error(), "[0, 3]"),
+          "linear: a constant write index past the cache is refused at import naming the node, the tensor and the value: %s",
+          st ? ts_last_error() : "(imported)");
+}
+
 int main(void) {
     ts_set_log_level(TS_LOG_OFF);
     snprintf(dir, sizeof dir, "/tmp/ts_onnx_indices_XXXXXX");
@@ -210,6 +292,7 @@ int main(void) {
     arg_extremes();
     gather_nd();
     constant_indices();
+    tensor_scatter();
     remove_dir();
     return check_summary("test_onnx_indices");
 }

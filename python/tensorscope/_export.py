@@ -154,7 +154,7 @@ _ONNX_KIND = {
     "select": "Gather", "index_select": "Gather", "gather": "GatherElements", "expand": "Expand",
     "hardtanh": "Clip", "clamp": "Clip", "mean": "ReduceMean", "sum": "ReduceSum",
     "amax": "ReduceMax", "constant_pad_nd": "Pad", "view": "Reshape", "_unsafe_view": "Reshape",
-    "reshape": "Reshape", "pow": "Pow",
+    "reshape": "Reshape", "pow": "Pow", "argmax": "ArgMax", "argmin": "ArgMin",
 }
 
 # the ONNX ops the exporter writes for a torch function of several (gelu:
@@ -389,8 +389,8 @@ class _Capture:
         self.ep = ep
         self.g = Graph(seed=0)
         self.env: Dict[Any, Any] = {}
-        self.as_float: Dict[int, Tensor] = {}  # i32 tensor -> its f32 copy
-        self.as_index: Dict[Any, Tensor] = {}  # (f32 tensor, range) -> its i32 copy
+        self.as_float: Dict[int, Tensor] = {}  # i32 or i64 tensor -> its f32 copy
+        self.as_index: Dict[Any, Tensor] = {}  # (f32 tensor, range) or (i64 tensor, "i64") -> its i32 copy
         self.input_names = input_names
         self.node = None
         self.n_const = 0
@@ -446,12 +446,13 @@ class _Capture:
         return self.g.constant(name, np.ascontiguousarray(np.asarray(value, dtype=np.float32)))
 
     def f(self, x) -> Tensor:
-        """x as an f32 tensor of the graph."""
+        """x as an f32 tensor of the graph (the values of an i64 one, the
+        positions of argmax and the like, exact below 2^24)."""
         if isinstance(x, Tensor):
-            if x.dtype != np.int32:
+            if x.dtype not in (np.int32, np.int64):
                 return x
             if x._ptr not in self.as_float:
-                self.as_float[x._ptr] = self.g.unary("CastFloat", x)
+                self.as_float[x._ptr] = self.g.unary("CastFloat", x) if x.dtype == np.int32 else self.g.cast(x, "f32")
             return self.as_float[x._ptr]
         if isinstance(x, _Unavailable):
             self.refuse(f"{x.what} is read, which tensorscope does not compute",
@@ -461,10 +462,19 @@ class _Capture:
         raise AssertionError(f"not a tensor: {x!r}")
 
     def i(self, x, lo: float = -2.0 ** 31, hi: float = 2.0 ** 31 - 1) -> Tensor:
-        """x as an i32 tensor (indices): an i32 input as it is, an f32 one
-        through CastIndex (clamped to [lo, hi])."""
+        """x as an i32 tensor (indices): an i32 input as it is, an i64 one
+        (positions of argmax and the like: below 2^24, so exact in i32)
+        cast, both checked by the op that reads them at run (one out of
+        range is an error naming them, as PyTorch's), an f32 one through
+        CastIndex (clamped to [lo, hi])."""
         if isinstance(x, Tensor) and x.dtype == np.int32:
             return x
+        if isinstance(x, Tensor) and x.dtype == np.int64:
+            key = (x._ptr, "i64")
+            if key not in self.as_index:
+                t = self.as_index[key] = self.g.cast(x, "i32")
+                t.name = f"{x.name}@i32"  # the run's index error names the positions
+            return self.as_index[key]
         if isinstance(x, self.torch.Tensor):
             self.n_const += 1
             return self.g.constant(f"{self.node.name}/const:{self.n_const}",
@@ -708,6 +718,8 @@ def _to_copy(c, node, x, *rest, **kw):
         return _expand(c, node, rest[0], None)
     dt = c.dtype(node)
     src = c.dtype(node.args[0])
+    if dt == src and isinstance(x, Tensor) and x.dtype == np.int64:
+        return x  # indices kept as the exact int64 they are
     x = c.f(x)
     if dt.is_floating_point or dt == src:
         return x
@@ -932,12 +944,13 @@ def _any(c, node, x, dims=None, keepdim=False):
 
 @row("max.dim", "min.dim")
 def _max_dim(c, node, x, dim, keepdim=False):
+    """The maximum (minimum) along dim and its first index (_argmax's)."""
     sign = -1.0 if str(node.target).startswith("aten.min") else 1.0
     v = c.f(x) if sign > 0 else c.g.scale(c.f(x), -1.0)
     out = _reduce(c, node, c.g.reduce_max, v, [dim], keepdim) if c.shape(node.args[0]) else v
     if sign < 0:
         out = c.g.scale(out, -1.0)
-    return [out, _Unavailable(f"the indices of {node.target}")]
+    return [out, _argmax(c, node, x, dim, keepdim)]
 
 
 @row("max.default", "min.default")
@@ -1257,8 +1270,8 @@ def _flat_index(c, node, indices, shape):
     flat, stride = None, 1
     for j in reversed(range(m)):
         t, n = indices[k + j], sizes[j]
-        if isinstance(t, Tensor) and t.dtype == np.int32 and m == 1:
-            flat = t  # an i32 input: the gather checks it at run
+        if isinstance(t, Tensor) and t.dtype in (np.int32, np.int64) and m == 1:
+            flat = t  # an i32 input or i64 positions: the gather checks them at run
             break
         t = c.f(t)
         t = c.g.add(t, c.g.scale(c.g.binary("Less", t, c.const(0.0)), float(n)))  # -1: the last
@@ -1524,11 +1537,14 @@ def _atan2(c, node, y, x):
 
 @row("argmax.default", "argmin.default")
 def _argmax(c, node, x, dim=None, keepdim=False):
-    """The first index of the maximum (minimum): the largest of
-    (x == max) * (n - i) over the dim, taken from n."""
+    """The first index of the maximum (minimum; NaN is both, as PyTorch's):
+    the largest of (x == max or x NaN) * (n - i) over the dim, taken from
+    n, as an exact int64 tensor (the ONNX import's ArgMax), which gathers,
+    comparisons and the outputs read as it is. (max.dim and min.dim's
+    indices too.)"""
     shape = c.shape(node.args[0])
     v = c.f(x)
-    if str(node.target).startswith("aten.argmin"):
+    if str(node.target).startswith(("aten.argmin", "aten.min")):
         v = c.g.scale(v, -1.0)
     if dim is None or not shape:
         n = int(np.prod(shape)) if shape else 1
@@ -1537,10 +1553,18 @@ def _argmax(c, node, x, dim=None, keepdim=False):
         rank = len(shape)
         d = _dim(dim, rank)
         n = shape[d]
-    hit = c.g.binary("Equal", v, c.g.reduce_max(v, [d], 1))
+    _positions_fit(c, n)
+    hit = c.g.binary("Or", c.g.binary("Equal", v, c.g.reduce_max(v, [d], 1)), c.g.unary("IsNaN", v))
     score = c.g.mul(hit, c.const(_along(n - np.arange(n), d, rank)))
     first = c.g.sub(c.const(float(n)), c.g.reduce_max(score, [d], 1))
-    return _reshaped(c, node, first)
+    return _reshaped(c, node, c.g.cast(first, "i64"))
+
+
+def _positions_fit(c, n):
+    """The positions argmax, topk and sort compute are f32 values, exact up to 2^24."""
+    if n > 1 << 24:
+        c.refuse(f"its dim has {n} positions; the positions it returns are exact up to 2^24 (16777216)",
+                 "split the dim, or reduce it in parts")
 
 
 @row("prod.default", "prod.dim_int")
@@ -1734,8 +1758,17 @@ def _sort(c, node, x, dim=-1, descending=False, stable=None):
     bitonic sorting network; stable either way."""
     shape = c.shape(node.args[0])
     if shape and int(np.prod(shape)) * shape[_dim(dim, len(shape))] > _PAIRWISE_LIMIT:
-        return list(_bitonic(c, node, x, dim, descending))
-    return list(_ranked(c, node, x, dim, descending))
+        return _int64_indices(c, node, dim, _bitonic(c, node, x, dim, descending))
+    return _int64_indices(c, node, dim, _ranked(c, node, x, dim, descending))
+
+
+def _int64_indices(c, node, dim, pair):
+    """[values, indices] with the indices (f32 positions along dim) an
+    exact int64 tensor, as PyTorch's (the ONNX import's TopK)."""
+    shape = c.shape(node.args[0])
+    _positions_fit(c, shape[_dim(dim, len(shape))] if shape else 1)
+    values, index = pair
+    return [values, c.g.cast(index, "i64")]
 
 
 def _bitonic(c, node, x, d, descending):
@@ -1785,11 +1818,11 @@ def _topk(c, node, x, k, dim=-1, largest=True, sorted=True):
     first k of a bitonic sort for a larger k."""
     shape = c.shape(node.args[0])
     if not shape or int(np.prod(shape)) * shape[_dim(dim, len(shape))] <= _PAIRWISE_LIMIT:
-        return list(_ranked(c, node, x, dim, largest, k))
+        return _int64_indices(c, node, dim, _ranked(c, node, x, dim, largest, k))
     if k <= _ROUNDS:
-        return list(_rounds(c, node, x, dim, largest, k))
+        return _int64_indices(c, node, dim, _rounds(c, node, x, dim, largest, k))
     d = _dim(dim, len(shape))
-    return [c.g.slice(t, d, 0, k) for t in _bitonic(c, node, x, dim, largest)]
+    return _int64_indices(c, node, dim, [c.g.slice(t, d, 0, k) for t in _bitonic(c, node, x, dim, largest)])
 
 
 _ROUNDS = 64  # the most rounds a topk along a long dim takes

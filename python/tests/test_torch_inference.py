@@ -174,7 +174,7 @@ class TopK(torch.nn.Module):
 
     def forward(self, x):
         v, i = torch.topk(self.w * x, self.k, self.dim, self.largest)
-        return v, i.float()
+        return v, i
 
 
 class Sort(torch.nn.Module):
@@ -185,7 +185,7 @@ class Sort(torch.nn.Module):
 
     def forward(self, x):
         v, i = torch.sort(self.w * x, dim=self.dim, descending=self.descending, stable=True)
-        return v, i.float()
+        return v, i
 
 
 @pytest.mark.skipif(not HAS_EXPORT, reason="torch.export capture needs PyTorch 2.5 or later")
@@ -212,6 +212,73 @@ def test_capture_export_sort_and_topk_match_pytorch(way, monkeypatch):
         got = ts.inference_model(net, ts.Options().capture("export"), example_inputs=(x,))(x.numpy())
         for a, w in zip(got, want):
             np.testing.assert_array_equal(np.asarray(a), w.numpy(), err_msg=f"{type(net).__name__} {vars(net)}")
+            assert np.asarray(a).dtype == w.numpy().dtype, type(net).__name__  # the indices int64
+
+
+class ArgIndices(torch.nn.Module):
+    """argmax, argmin, max/min with indices and topk's indices, returned and
+    read by integer consumers: gathers, a comparison, an indexing."""
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randint(0, 3, (4, 7)).float())  # ties: the first index wins
+        self.r = torch.nn.Parameter(torch.randn(4, 7))  # no ties: PyTorch's topk orders tied ones as it likes
+        self.table = torch.nn.Parameter(torch.randn(7, 3))
+
+    def forward(self, x):
+        s = self.w * x
+        i, j = s.argmax(1), s.argmin(dim=0, keepdim=True)
+        v, k = s.max(1)
+        m = torch.min(s, 0).indices
+        t = torch.topk(self.r * x, 2, 1).indices
+        return (i, j, k, m, t, s.argmax(), v, self.table[i], torch.index_select(self.table, 0, k),
+                torch.gather(s, 1, t), (i == k).float(), self.table[t[:, 0]])
+
+
+@pytest.mark.skipif(not HAS_EXPORT, reason="torch.export capture needs PyTorch 2.5 or later")
+def test_capture_export_indices_are_int64_as_pytorchs():
+    """The indices of argmax, argmin, max(dim), min(dim) and topk are exact
+    int64 tensors, returned as numpy int64 and read as they are by gathers,
+    comparisons and indexing; NaN is the extreme, as PyTorch's."""
+    torch.manual_seed(0)
+    net = ArgIndices()
+    with torch.no_grad():
+        net.w[2, 4] = float("nan")
+    x = torch.ones(4, 7)
+    with torch.no_grad():
+        want = net(x)
+    got = ts.inference_model(net, ts.Options().capture("export"), example_inputs=(x,))(x.numpy())
+    assert len(got) == len(want)
+    for n, (a, w) in enumerate(zip(got, want)):
+        a = np.asarray(a)
+        np.testing.assert_array_equal(a, w.numpy(), err_msg=f"output {n}")
+        assert a.dtype == w.numpy().dtype, (n, a.dtype, w.dtype)
+
+
+class ArgRow(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.table = torch.nn.Parameter(torch.randn(3, 2))
+
+    def forward(self, x):
+        return self.table[x.argmax(1)]
+
+
+@pytest.mark.skipif(not HAS_EXPORT, reason="torch.export capture needs PyTorch 2.5 or later")
+def test_capture_export_argmax_out_of_a_table_is_an_error():
+    """argmax's index past the table it picks from is an error naming the
+    indices (PyTorch's IndexError), never clamped to the last row."""
+    net = ArgRow()
+    x = torch.zeros(2, 5)
+    model = ts.inference_model(net, ts.Options().capture("export"), example_inputs=(x,))
+    ok = np.zeros((2, 5), np.float32)
+    ok[:, 1] = 1.0
+    np.testing.assert_array_equal(model(ok), net(torch.from_numpy(ok)).detach().numpy())
+    bad = ok.copy()
+    bad[1] = [0, 0, 0, 0, 1]  # row 4 of a table of 3
+    with pytest.raises(IndexError):
+        net(torch.from_numpy(bad))
+    with pytest.raises(ts.TensorscopeError, match=r"'ArgMax:0@i32'\[1\] = 4 .*not an index in \[-3, 3\)"):
+        model(bad)
 
 
 class Pool3d(torch.nn.Module):

@@ -7,6 +7,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Element p of the constant indices iv (decoded) as the file holds it:
+ * an integer exactly (beyond 2^53 too), else as %g. */
+static const char *index_shown(const value *iv, int64_t p, char *buf, size_t n) {
+    double v = iv->c.v[p];
+    if (iv->c.iv) snprintf(buf, n, "%lld", (long long)iv->c.iv[p]);
+    else if (v == floor(v) && fabs(v) < 0x1p63) snprintf(buf, n, "%lld", (long long)v);
+    else snprintf(buf, n, "%g", v);
+    return buf;
+}
+
 /* The constant indices iv of this node (decoded), element p in
  * [-dim, dim) for dim = dims[p % q] (GatherND's and ScatterND's index rows
  * name q dims, the other ops' indices one axis: q = 1), else an error
@@ -17,12 +27,10 @@ static ts_status const_indices_in_range(importer *im, const value *iv, int q, co
     for (int64_t p = 0; p < n; p++) {
         double v = iv->c.v[p], d = (double)dims[p % q];
         if (v == floor(v) && v >= -d && v < d) continue;
-        char shown[32]; /* an integer as the file holds it (exactly, beyond 2^53 too) */
-        if (iv->c.iv) snprintf(shown, sizeof shown, "%lld", (long long)iv->c.iv[p]);
-        else if (v == floor(v) && fabs(v) < 0x1p63) snprintf(shown, sizeof shown, "%lld", (long long)v);
-        else snprintf(shown, sizeof shown, "%g", v);
+        char shown[32];
         return ts_onnx_node_error(im, TS_ERR_FORMAT, "its indices '%s'[%lld] = %s are out of range: that dim takes [%lld, %lld) (an index "
-                                  "is never clamped; fix the indices)", iv->name, (long long)p, shown, (long long)-dims[p % q], (long long)dims[p % q]);
+                                  "is never clamped; fix the indices)", iv->name, (long long)p, index_shown(iv, p, shown, sizeof shown),
+                                  (long long)-dims[p % q], (long long)dims[p % q]);
     }
     return TS_OK;
 }
@@ -439,7 +447,12 @@ ts_status ts_onnx_op_scatter(importer *im, node_io *io) {
 /* TensorScatter (opset 24): past_cache with the update written along axis
  * (after the batch axis) from write_indices[b] on (NULL: 0) in each batch
  * row, wrapping around in `circular` mode: a Where of a GatherElements of
- * the update at the positions it lands on; the gradient reaches both. */
+ * the update at the positions it lands on; the gradient reaches both.
+ * ONNX's linear mode requires write_indices + sequence_length <=
+ * max_sequence_length: each write index is read as a row of the S - L + 1
+ * starts that fit (an Embedding of the positions), so the run's index
+ * check makes one outside [0, S - L] an error naming write_indices and
+ * the value; none is masked or clamped into the cache. */
 static ts_status ts_onnx_tensor_scatter(ts_graph *g, ts_tensor *past, ts_tensor *update, ts_tensor *index, int axis, bool circular, ts_tensor **out) {
     *out = NULL;
     const ts_shape *ps = &past->shape, *us = &update->shape;
@@ -466,6 +479,14 @@ static ts_status ts_onnx_tensor_scatter(ts_graph *g, ts_tensor *past, ts_tensor 
         ts_shape bs = {.ndim = ps->ndim};
         for (int i = 0; i < ps->ndim; i++) bs.d[i] = i ? 1 : ps->d[0];
         ts_tensor *at = index->dtype == TS_F32 ? index : ts_cast(g, index, TS_F32); /* i32 or i64 positions */
+        if (!circular) {
+            ts_tensor *starts = ts_slice(g, ts_reshape(g, rel, 2, (int64_t[]){S, 1}), 0, 0, S - L + 1);
+            ts_tensor *rows = index->dtype == TS_I32 ? index : ts_graph_indices(g, index);
+            char *rn = rows && rows != index ? ts_graph_op_output_name(g, "WriteIndices") : NULL;
+            if (rn) ts_tensor_set_name(rows, rn);
+            ts_free(rn);
+            at = ts_embedding(g, starts, rows);
+        }
         rel = ts_sub(g, rel, ts_reshape(g, at, bs.ndim, bs.d));
         if (circular) rel = ts_binary(g, "Mod", rel, ts_onnx_scalar(g, "Length", (float)S));
     }
@@ -490,6 +511,21 @@ ts_status ts_onnx_op_tensor_scatter(importer *im, node_io *io) {
     ts_tensor *past = as_f32(im, io->in[0], &st), *update = past ? as_f32(im, io->in[1], &st) : NULL;
     ts_tensor *index = update && io->n_in > 2 && io->in[2] ? ts_onnx_as_tensor(im, io->in[2], &st) : NULL, *y;
     if (!update || st || (st = ts_onnx_attr_axis(im, "axis", -2, past->shape.ndim, false, &axis))) return st;
+    value *wi = io->n_in > 2 ? io->in[2] : NULL;
+    int64_t S = past->shape.d[axis], L = update->shape.ndim > axis ? update->shape.d[axis] : 0;
+    if (mode == 0 && wi && is_const(wi) && L <= S) { /* ONNX's linear mode: write_indices + sequence_length <= max_sequence_length */
+        if ((st = ts_onnx_decoded(im, wi))) return st;
+        for (int64_t p = 0, n = ts_shape_numel(&wi->c.shape); p < n; p++) {
+            double v = wi->c.v[p];
+            if (v == floor(v) && v >= 0 && v <= (double)(S - L) && (!wi->c.iv || wi->c.iv[p] <= S - L)) continue;
+            char shown[32];
+            return ts_onnx_node_error(im, TS_ERR_FORMAT, "its write_indices '%s'[%lld] = %s are out of range: in linear mode an update of %lld "
+                                      "along an axis of %lld is written from [0, %lld] (ONNX requires write_indices + sequence_length <= "
+                                      "max_sequence_length; a write index is never clamped or its update cut: fix the indices, or "
+                                      "use mode 'circular' to wrap around)", wi->name, (long long)p, index_shown(wi, p, shown, sizeof shown),
+                                      (long long)L, (long long)S, (long long)(S - L));
+        }
+    }
     if ((st = ts_onnx_tensor_scatter(im->g, past, update, index, axis, mode == 1, &y))) return ts_onnx_fold_result(im, st);
     return ts_onnx_built(im, y, &io->out[0]);
 }
