@@ -157,11 +157,12 @@ _ONNX_KIND = {
     "reshape": "Reshape", "pow": "Pow", "argmax": "ArgMax", "argmin": "ArgMin",
 }
 
-# the ONNX ops the exporter writes for a torch function of several (gelu:
-# Div, Erf, Add, Mul, Mul): those before the one naming the result are
-# counted in the module's scope, as the ONNX import counts them
+# the ONNX ops the exporter writes for a torch function of several: those
+# before the one naming the result are counted in the module's scope, as
+# the ONNX import counts them (gelu's Div, Erf, Add, Mul, Mul chain imports
+# as one Gelu op)
 _CALL_KIND = {
-    "gelu": (("Div", "Erf", "Add", "Mul"), "Mul"),
+    "gelu": ((), "Gelu"),
     "flatten": ((), "Flatten"),
 }
 
