@@ -32,31 +32,25 @@ static ts_model *infer(ts_graph *g, ts_options **opt) {
     return st ? NULL : m;
 }
 
-/* Output `name` of the run is int64 and holds want[0..n). */
-static void check_i64(ts_model *m, ts_graph *g, const char *name, const int64_t *want, int64_t n) {
+/* Output `name` of the run is of dtype dt (TS_I64 or TS_F32) and holds
+ * want[0..n) exactly: int64 values as ONNX defines them, or the floats
+ * gathered. */
+static void check_values(ts_model *m, ts_graph *g, const char *name, ts_dtype dt, const void *want, int64_t n) {
     ts_tensor *t = ts_graph_find(g, name);
     ts_array a = {0};
     ts_status st = t ? ts_model_anchored(m, ts_tensor_name(t), &a) : TS_ERR_NOT_FOUND;
-    int64_t bad = st || a.dtype != TS_I64 || ts_array_numel(&a) != n ? 0 : -1;
+    bool i64 = dt == TS_I64;
+    int64_t bad = st || a.dtype != dt || ts_array_numel(&a) != n ? 0 : -1;
     for (int64_t i = 0; bad < 0 && i < n; i++)
-        if (((const int64_t *)a.data)[i] != want[i]) bad = i;
-    CHECK(bad < 0, "%s: int64 values as ONNX defines them%s%s", name, st ? ": " : "", st ? ts_last_error() : "");
-    if (bad >= 0 && !st && a.dtype == TS_I64 && bad < ts_array_numel(&a))
-        printf("     [%lld] got %lld, want %lld\n", (long long)bad, (long long)((const int64_t *)a.data)[bad], (long long)want[bad]);
+        if (i64 ? ((const int64_t *)a.data)[i] != ((const int64_t *)want)[i] : ((const float *)a.data)[i] != ((const float *)want)[i]) bad = i;
+    CHECK(bad < 0, "%s: %s%s%s", name, i64 ? "int64 values as ONNX defines them" : "the values gathered", st ? ": " : "", st ? ts_last_error() : "");
+    if (bad >= 0 && !st && a.dtype == dt && bad < ts_array_numel(&a)) {
+        if (i64) printf("     [%lld] got %lld, want %lld\n", (long long)bad, (long long)((const int64_t *)a.data)[bad], (long long)((const int64_t *)want)[bad]);
+        else printf("     [%lld] got %g, want %g\n", (long long)bad, (double)((const float *)a.data)[bad], (double)((const float *)want)[bad]);
+    }
 }
-
-/* Output `name` of the run holds the floats want[0..n) exactly (gathered values). */
-static void check_f32(ts_model *m, ts_graph *g, const char *name, const float *want, int64_t n) {
-    ts_tensor *t = ts_graph_find(g, name);
-    ts_array a = {0};
-    ts_status st = t ? ts_model_anchored(m, ts_tensor_name(t), &a) : TS_ERR_NOT_FOUND;
-    int64_t bad = st || a.dtype != TS_F32 || ts_array_numel(&a) != n ? 0 : -1;
-    for (int64_t i = 0; bad < 0 && i < n; i++)
-        if (((const float *)a.data)[i] != want[i]) bad = i;
-    CHECK(bad < 0, "%s: the values gathered%s%s", name, st ? ": " : "", st ? ts_last_error() : "");
-    if (bad >= 0 && !st && a.dtype == TS_F32 && bad < ts_array_numel(&a))
-        printf("     [%lld] got %g, want %g\n", (long long)bad, (double)((const float *)a.data)[bad], (double)want[bad]);
-}
+static void check_i64(ts_model *m, ts_graph *g, const char *name, const int64_t *want, int64_t n) { check_values(m, g, name, TS_I64, want, n); }
+static void check_f32(ts_model *m, ts_graph *g, const char *name, const float *want, int64_t n) { check_values(m, g, name, TS_F32, want, n); }
 
 /* The graph tensor the file names `name` is `dtype`. */
 static void check_dtype(ts_graph *g, const char *name, ts_dtype dtype) {
