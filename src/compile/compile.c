@@ -1022,6 +1022,13 @@ static int find_entry(const ts_model_def *m, const ts_prog *p, const char *name)
     return e;
 }
 
+/* The 4-byte cells anchor k takes in the anchors' arena: its rows, rounded
+ * up to 8 bytes so that the next anchor's i64 values are aligned. */
+static size_t anchor_span(const ts_prog *p, int k) {
+    size_t cells = (size_t)(p->anchors[k].rows * ts_entry_cells(&p->entries[p->anchors[k].entry]));
+    return (cells + 1) & ~(size_t)1;
+}
+
 static ts_status resolve_anchors(const ts_model_def *m, ts_prog *p) {
     size_t cap = m->opts->n_anchors + (size_t)m->n_outputs + 1;
     for (size_t k = 0; k < m->opts->n_anchors; k++)
@@ -1074,7 +1081,7 @@ static ts_status resolve_anchors(const ts_model_def *m, ts_prog *p) {
     /* each replica's rows, then with R > 1 every replica's rows as gathered
      * (by rank) and the returned arrays (replica axis after the sample axis) */
     size_t local = 0, R = (size_t)ts_opts_replicas(m->opts), K = (size_t)ts_opts_stages(m->opts);
-    for (int k = 0; k < p->n_anchors; k++) local += (size_t)(p->anchors[k].rows * ts_entry_cells(&p->entries[p->anchors[k].entry]));
+    for (int k = 0; k < p->n_anchors; k++) local += anchor_span(p, k);
     size_t total = local * (1 + (R > 1 ? 2 * R : 0) + (K > 1 ? K : 0)); /* pipelines gather every stage's rows */
     p->bytes_anchors = total * sizeof(float);
     p->anchor_local = local;
@@ -1087,7 +1094,7 @@ static ts_status resolve_anchors(const ts_model_def *m, ts_prog *p) {
     for (int k = 0; k < p->n_anchors; k++) {
         p->anchors[k].local = p->arena_anchors + off;
         p->anchors[k].data = R > 1 ? p->arena_anchors + local * (1 + R) + off * R : p->anchors[k].local;
-        off += (size_t)(p->anchors[k].rows * ts_entry_cells(&p->entries[p->anchors[k].entry]));
+        off += anchor_span(p, k);
     }
     return TS_OK;
 }
