@@ -28,7 +28,7 @@ static int64_t py_mod(int64_t a, int64_t b) {
 static const int64_t *anchored(ts_model *m, const ts_tensor *t, ts_dtype want, int64_t n) {
     ts_array a;
     if (ts_model_anchored(m, ts_tensor_name(t), &a) || a.dtype != want || ts_array_numel(&a) != n) return NULL;
-    return a.data;
+    return (uintptr_t)a.data % sizeof(int64_t) ? NULL : a.data; /* an array of int64 is aligned for them */
 }
 
 static ts_tensor *const64(ts_graph *g, const char *name, int64_t v) {
@@ -55,7 +55,10 @@ int main(void) {
     ts_tensor *idx = ts_constant(g, "pick", &pick_a);
     ts_tensor *ga = ts_gather(g, ts_reshape(g, x, 1, (int64_t[]){B * T}), idx, 0);
     ts_tensor *w32 = ts_cast(g, x, TS_I32), *f32 = ts_cast(g, x, TS_F32), *back = ts_cast(g, ts_cast(g, am, TS_F32), TS_I64);
-    ts_tensor *outs[] = {pos, arith, mod, fmod, neg, less, mx, rev, tr, sl, cat, ga, w32, f32, back};
+    /* one f32 value anchored just before the gathered i64 ones: an odd
+     * number of 4-byte cells ahead of them in the anchors' arena */
+    ts_tensor *odd = ts_slice(g, ts_reshape(g, f32, 1, (int64_t[]){B * T}), 0, 0, 1);
+    ts_tensor *outs[] = {pos, arith, mod, fmod, neg, less, mx, rev, tr, sl, cat, odd, ga, w32, f32, back};
     int n_outs = (int)(sizeof outs / sizeof outs[0]);
     bool built = true;
     for (int i = 0; i < n_outs; i++) built = built && outs[i];
