@@ -370,9 +370,10 @@ OBS=$BUILD/bench_observe
 # row_obs MODE BATCH STEPS_PER_PAIR WARMUP PAIRS
 row_obs() { echo "$OBS $1 $2 $3 $4 $THREADS $(steps "$5")"; }
 row_torch() { echo "$TORCH2_PY $SRC/bench/torch_observe.py --batch $1 --steps $(steps "$2") --warmup $3 --threads $THREADS --reps 7"; }
+# (the target of watching every tensor is 3% on every row, b=32 included)
 overhead_row "watch stats b=1000" 3 "$(row_obs watch 1000 2 3 201)"
 overhead_row "torch hooks b=1000" - "$(row_torch 1000 20 3)"
-overhead_row "watch stats b=32" 10 "$(row_obs watch 32 20 20 101)"
+overhead_row "watch stats b=32" 3 "$(row_obs watch 32 20 20 101)"
 overhead_row "torch hooks b=32" - "$(row_torch 32 200 20)"
 overhead_row "check_numerics b=1000" 5 "$(row_obs numerics 1000 2 3 201)"
 # every stability signal of every layer every step (--watch-stability '*',
@@ -384,7 +385,7 @@ overhead_row "mlp stability b=32" 2 "$(row_obs stability 32 20 20 401)"
 # the same on the CNN: every activation, parameter gradient and updated
 # parameter summarised every step; PyTorch hooks doing the same beside it
 cnn_obs() { echo "$BUILD/bench_cnn observe lenet 64 2 2 $THREADS $(steps 101)"; }
-overhead_row "cnn watch stats b=64" 5 "$(cnn_obs)"
+overhead_row "cnn watch stats b=64" 3 "$(cnn_obs)"
 overhead_row "cnn stability b=64" 2 "$BUILD/bench_cnn stability lenet 64 2 2 $THREADS $(steps 301)"
 overhead_row "cnn torch hooks b=64" - "$TORCH2_PY $SRC/bench/torch_cnn.py --mode observe --model lenet --batch 64 --steps $(steps 10) --warmup 2 --threads $THREADS --reps 7"
 # diagnostics off (TS_METRICS_FILE unset) with the crash handler installed
@@ -418,7 +419,7 @@ if wanted "precision quality"; then
     fi
     hr
 fi
-overhead_row "gpt watch stats" 5 "$BUILD/bench_gpt watch 2 $THREADS 4 4 128 64 32 $(steps 31)"
+overhead_row "gpt watch stats" 3 "$BUILD/bench_gpt watch 2 $THREADS 4 4 128 64 32 $(steps 31)"
 overhead_row "gpt stability" 2 "$BUILD/bench_gpt stability 2 $THREADS 4 4 128 64 32 $(steps 31)"
 overhead_row "gpt torch hooks" - "$TORCH2_PY $SRC/bench/torch_gpt.py observe $GPT_ARGS --steps $(steps 4) --warmup 2 --reps 7"
 "$BUILD/bench_compile" 100000 | sed 's/^/compile: /'
