@@ -511,6 +511,9 @@ static bool reads_indices(const ts_tensor *t) {
            t->op == TS_OP_GATHER_ELEMENTS;
 }
 
+/* Whether t holds its input 0's values, reshaped or permuted. */
+static bool same_values(const ts_tensor *t) { return t->op == TS_OP_RESHAPE || t->op == TS_OP_FLATTEN || t->op == TS_OP_PERMUTE; }
+
 /* The tensor the indices lab were made of (through ts_cast and
  * ts_graph_indices, slices and views: GatherND's columns, a slice of the
  * labels), the first on the way that has a file's name, else where the
@@ -518,7 +521,7 @@ static bool reads_indices(const ts_tensor *t) {
 static const ts_tensor *index_origin(const ts_run *run, const ts_tensor *lab) {
     const ts_tensor *t = lab;
     while ((t == lab || !ts_graph_alias_of(run->g, t)) &&
-           (t->op == TS_OP_CONVERT || t->op == TS_OP_SLICE || t->op == TS_OP_RESHAPE || t->op == TS_OP_FLATTEN || t->op == TS_OP_PERMUTE))
+           (t->op == TS_OP_CONVERT || t->op == TS_OP_SLICE || same_values(t)))
         t = run->g->t[t->in[0]];
     return t == lab ? NULL : t;
 }
@@ -558,7 +561,7 @@ static bool fed_i64_indices(const ts_run *run, const ts_tensor *t) {
  * itself. */
 static const ts_tensor *index_source(const ts_run *run, const ts_tensor *t) {
     const ts_tensor *lab = run->g->t[t->in[1]];
-    while (lab->op == TS_OP_RESHAPE || lab->op == TS_OP_FLATTEN || lab->op == TS_OP_PERMUTE || fed_i64_indices(run, lab))
+    while (same_values(lab) || fed_i64_indices(run, lab))
         lab = run->g->t[lab->in[0]];
     return lab;
 }
