@@ -349,7 +349,7 @@ ts_tensor *ts_onnx_as_i32(importer *im, value *v, ts_status *st) {
 /* BitwiseAnd, BitwiseOr, BitwiseXor, BitwiseNot (opset 18) and BitShift
  * (opset 11) on integer tensors (ts_bitwise), computed in the declared
  * integer type of input 0 (a graph input's, a Cast's or a constant's) and
- * wrapped to it. */
+ * wrapped to it; an int64 exactly (uint64 values held as their bits). */
 ts_status ts_onnx_op_bitwise(importer *im, node_io *io) {
     const char *op = im->node->op_type;
     bool shift = strcmp(op, "BitShift") == 0, not_ = strcmp(op, "BitwiseNot") == 0;
@@ -368,8 +368,16 @@ ts_status ts_onnx_op_bitwise(importer *im, node_io *io) {
         return ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "takes integer tensors whose type is known at import (a graph input's, a Cast's or a "
                                   "constant's); input 0 '%s' is %s", io->in[0]->name ? io->in[0]->name : "", type ? ts_onnx_dtype_name(type) : "of a type not known here");
     ts_status st = TS_OK;
-    ts_tensor *a = ts_onnx_as_i32(im, io->in[0], &st), *b = not_ || !a ? NULL : ts_onnx_as_i32(im, io->in[1], &st);
-    if (!a || (!not_ && !b)) return st ? st : ts_graph_status(im->g);
+    /* in i64 where an operand is i64 or the result can leave i32 (Not of
+     * an unsigned 32- or 64-bit type, a left shift in a 64-bit or unsigned
+     * 32-bit one): exactly in the type's whole range; else in i32 */
+    bool uns = dt == TS_U32 || dt == TS_U64, wide = ts_dtype_size(dt) == 8 || (uns && ts_dtype_size(dt) == 4);
+    wide = wide && (not_ ? uns : strcmp(kind, "ShiftLeft") == 0);
+    for (int i = 0; i < io->n_in; i++) wide = wide || (io->in[i] && io->in[i]->t && io->in[i]->t->dtype == TS_I64) || (io->in[i] && io->in[i]->c.iv);
+    ts_tensor *a = wide ? ts_onnx_i64_of(im, io->in[0], &st) : ts_onnx_as_i32(im, io->in[0], &st);
+    ts_tensor *b = not_ || !a ? NULL : wide ? ts_onnx_i64_of(im, io->in[1], &st) : ts_onnx_as_i32(im, io->in[1], &st);
+    if (!a || (!not_ && !b)) return st ? st : ts_graph_status(im->g) ? ts_graph_status(im->g) :
+                               ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "takes integer tensors and integer constants");
     st = ts_onnx_built(im, ts_bitwise(im->g, kind, a, b, dt), &io->out[0]);
     io->out[0].c.dtype = type;
     return st;

@@ -581,21 +581,6 @@ void ts_cu_fwd_cast_index(const ts_kctx *k) {
     ts_cu_check(cudaGetLastError(), op_name(k));
 }
 
-__global__ void bitwise_kernel(int32_t *y, const int32_t *a, const int32_t *b, ts_shape so, ts_shape sa, ts_shape sb, int kind, int bits,
-                               int uns, int64_t n) {
-    TS_CU_FOR(i, n) y[i] = ts_ew_bitwise(kind, bits, uns, a[ts_bcast_offset(&so, &sa, i)], b[ts_bcast_offset(&so, &sb, i)]);
-}
-
-void ts_cu_fwd_bitwise(const ts_kctx *k) {
-    int64_t n = numel_out(k);
-    if (n <= 0) return;
-    const ts_tensor *t = k->node;
-    bitwise_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>((int32_t *)(void *)k->out, k->in_int[0], k->in_int[1], k->out_shape,
-                                                                            k->in_shape[0], k->in_shape[1], (int)t->attr[0], (int)t->attr[1],
-                                                                            (int)t->attr[2], n);
-    ts_cu_check(cudaGetLastError(), op_name(k));
-}
-
 /* ---- integer tensors (backend/ew_math.h's ts_int_*): i32 or i64 cells,
  * by the dtypes the kernel is handed */
 struct int_cells {
@@ -611,13 +596,29 @@ static int_cells int_input(const ts_kctx *k, int j) {
     return k->in_dtype[j] == TS_I64 ? int_cells{k->in[j], true} : int_cells{k->in_int[j], false};
 }
 
-/* from: 0 i32, 1 i64, 2 f32; to: the same; index: i32 indices (ts_index_of_*) */
-__global__ void convert_kernel(void *y, int to, const void *x, int from, bool index, int64_t n) {
+__global__ void bitwise_kernel(void *y, bool wide, int_cells a, int_cells b, ts_shape so, ts_shape sa, ts_shape sb, int kind, int bits, int uns,
+                               int64_t n) {
+    TS_CU_FOR(i, n) int_put(y, wide, i, ts_ew_bitwise(kind, bits, uns, int_at(a, ts_bcast_offset(&so, &sa, i)), int_at(b, ts_bcast_offset(&so, &sb, i))));
+}
+
+void ts_cu_fwd_bitwise(const ts_kctx *k) {
+    int64_t n = numel_out(k);
+    if (n <= 0) return;
+    const ts_tensor *t = k->node;
+    bitwise_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, k->out_dtype == TS_I64, int_input(k, 0), int_input(k, 1),
+                                                                            k->out_shape, k->in_shape[0], k->in_shape[1], (int)t->attr[0],
+                                                                            (int)t->attr[1], (int)t->attr[2], n);
+    ts_cu_check(cudaGetLastError(), op_name(k));
+}
+
+/* from: 0 i32, 1 i64, 2 f32; to: the same; type: the declared type the
+ * values wrap to (ts_int_as_type); index: i32 indices (ts_index_of_*) */
+__global__ void convert_kernel(void *y, int to, int type, const void *x, int from, bool index, int64_t n) {
     TS_CU_FOR(i, n) {
         if (index) ((int32_t *)y)[i] = from == 2 ? ts_index_of_float(((const float *)x)[i]) : ts_index_of_int(int_at(int_cells{x, from == 1}, i));
         else if (to == 2) ((float *)y)[i] = (float)int_at(int_cells{x, from == 1}, i);
-        else if (from == 2) int_put(y, to == 1, i, ts_float_to_int(((const float *)x)[i], to == 1 ? 64 : 32));
-        else int_put(y, to == 1, i, int_at(int_cells{x, from == 1}, i));
+        else if (from == 2) int_put(y, to == 1, i, ts_int_as_type(type, ts_float_to_int(((const float *)x)[i], to == 1 || type != TS_I32 ? 64 : 32)));
+        else int_put(y, to == 1, i, ts_int_as_type(type, int_at(int_cells{x, from == 1}, i)));
     }
 }
 
@@ -626,7 +627,7 @@ void ts_cu_fwd_convert(const ts_kctx *k) {
     if (n <= 0) return;
     int from = k->in_dtype[0] == TS_F32 ? 2 : k->in_dtype[0] == TS_I64, to = k->out_dtype == TS_F32 ? 2 : k->out_dtype == TS_I64;
     const void *x = from == 2 ? (const void *)k->in[0] : int_input(k, 0).p;
-    convert_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, to, x, from, k->node->attr[1] != 0, n);
+    convert_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, to, (int)k->node->attr[0], x, from, k->node->attr[1] != 0, n);
     ts_cu_check(cudaGetLastError(), op_name(k));
 }
 
