@@ -22,12 +22,13 @@ typedef struct ts_const {
     ts_shape shape;
     double *v;      /* numel values, owned */
     uint64_t bytes; /* what v holds against the import's budget (0: file data) */
-    /* An int64 constant of the file with values beyond 2^53, which v holds
-     * rounded: its exact values (owned), kept by reshapes, the ops that
-     * move values (Concat, Expand, Gather, Slice, Transpose, Where) and a
-     * Cast to int64, and read by the integer graph ops (ts_onnx_i64_of);
-     * NULL otherwise, and for the other folds' results (computed in
-     * double). */
+    /* An int64 (or uint64, as its bits) constant with values beyond 2^53,
+     * which v holds rounded: its exact values (owned), kept by reshapes,
+     * the ops that move values (Concat, Expand, Gather, Slice, Transpose,
+     * Where), made by the integer folds (computed exactly in int64: the
+     * arithmetic, comparisons, Neg, Abs, Cast between integer types,
+     * Range, ConstantOfShape), and read by the integer graph ops
+     * (ts_onnx_i64_of); NULL otherwise. */
     int64_t *iv;
 } ts_const;
 
