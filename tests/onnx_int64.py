@@ -18,6 +18,14 @@ equal onnxruntime's exactly, in its type:
               int32 -> int64
   expand      Expand of an int64 tensor (along a new axis and the batch)
   onehot      OneHot with int64 values beyond 2^53 and negative indices
+  bitwise     BitwiseAnd, Or, Xor, Not of int64 values at the ends of
+              int64, and in uint64 (a Cast of them), BitShift in uint64 by
+              0 to 63 and 64, of a uint64 input too
+  narrow      Cast of int64 and int32 values to int8, int16, uint8, uint16,
+              uint32 and uint64 (wrapped: 300 as int8 is 44)
+  folds       integer folds exactly in int64: Add, Sub, Mul (wrapping),
+              Div, Mod, Neg, Abs of int64 constants past 2^53, Range from
+              2^62, ConstantOfShape of 2^62+1, Cast of constants to int8
 Run by tests/test_onnx_int64.sh (the real-model venv: onnx, onnxruntime)."""
 import sys
 import tempfile
@@ -210,9 +218,86 @@ def test_onehot():
     same("OneHot with float values", want[1], got[1])
 
 
+EDGES = np.array([-(2**63), 2**63 - 1, -1, 0, 2**62 + 12345, -(BIG + 3), 0x5555555555555555, 300], np.int64)
+
+
+def test_bitwise():
+    y = np.array([-1, -(2**63) + 7, 2**63 - 1, BIG + 1, 0x0F0F0F0F0F0F0F0F, -2, 0x7A7A7A7A00000001, 44], np.int64)
+    s = np.array([0, 1, 63, 64, 5, 33, 2, 62], np.int64)
+    small = np.array([1, 2, 3, 255, 7, 0, 1, 9], np.uint64)
+    U64 = TensorProto.UINT64
+    m = model([helper.make_node("BitwiseAnd", ["x", "y"], ["and"]),
+               helper.make_node("BitwiseOr", ["x", "y"], ["or"]),
+               helper.make_node("BitwiseXor", ["x", "y"], ["xor"]),
+               helper.make_node("BitwiseNot", ["x"], ["not"]),
+               helper.make_node("Cast", ["x"], ["xu"], to=U64),
+               helper.make_node("Cast", ["s"], ["su"], to=U64),
+               helper.make_node("BitwiseNot", ["xu"], ["notu"]),
+               helper.make_node("BitShift", ["xu", "su"], ["left"], direction="LEFT"),
+               helper.make_node("BitShift", ["xu", "su"], ["right"], direction="RIGHT"),
+               helper.make_node("BitShift", ["small", "su"], ["left_small"], direction="LEFT")],
+              [vi("x", TensorProto.INT64, [8]), vi("y", TensorProto.INT64, [8]), vi("s", TensorProto.INT64, [8]),
+               vi("small", U64, [8])],
+              [vi(n, TensorProto.INT64, [8]) for n in ("and", "or", "xor", "not")] +
+              [vi(n, U64, [8]) for n in ("notu", "left", "right", "left_small")], opset=18)
+    _, want, got = both(m, {"x": EDGES, "y": y, "s": s, "small": small})
+    for name, w, o in zip(("BitwiseAnd int64", "BitwiseOr int64", "BitwiseXor int64", "BitwiseNot int64", "BitwiseNot uint64",
+                           "BitShift LEFT uint64", "BitShift RIGHT uint64", "BitShift LEFT of a uint64 input"), want, got):
+        same(name, w, o)
+
+
+def test_narrow_casts():
+    i32 = np.array([-1, 300, -(2**31), 65535, -32769, 128, 2**31 - 1, -129], np.int32)
+    types = {"int8": TensorProto.INT8, "int16": TensorProto.INT16, "uint8": TensorProto.UINT8, "uint16": TensorProto.UINT16,
+             "uint32": TensorProto.UINT32, "uint64": TensorProto.UINT64}
+    nodes = [helper.make_node("Cast", ["x"], ["x_" + n], to=t) for n, t in types.items()]
+    nodes += [helper.make_node("Cast", ["i"], ["i_" + n], to=t) for n, t in types.items()]
+    m = model(nodes, [vi("x", TensorProto.INT64, [8]), vi("i", TensorProto.INT32, [8])],
+              [vi("x_" + n, t, [8]) for n, t in types.items()] + [vi("i_" + n, t, [8]) for n, t in types.items()])
+    _, want, got = both(m, {"x": EDGES, "i": i32})
+    names = [f"Cast int64 -> {n}" for n in types] + [f"Cast int32 -> {n}" for n in types]
+    for name, w, o in zip(names, want, got):
+        same(name, w, o)
+
+
+def test_folds():
+    I64 = TensorProto.INT64
+
+    def const(name, v):
+        return numpy_helper.from_array(np.array(v, np.int64), name)
+    m = model([helper.make_node("Add", ["c1", "c2"], ["sum"]),
+               helper.make_node("Sub", ["c3", "c1"], ["diff"]),
+               helper.make_node("Mul", ["c1", "four"], ["prod"]),
+               helper.make_node("Div", ["c1", "three"], ["quot"]),
+               helper.make_node("Mod", ["c3", "seven"], ["rem"]),
+               helper.make_node("Neg", ["c3"], ["neg"]),
+               helper.make_node("Abs", ["c3"], ["abs"]),
+               helper.make_node("Neg", ["min"], ["negmin"]),
+               helper.make_node("Concat", ["sum", "diff", "prod", "quot", "rem", "neg", "abs", "negmin"], ["folded"], axis=0),
+               helper.make_node("Add", ["x", "folded"], ["arith"]),
+               helper.make_node("Range", ["start", "limit", "delta"], ["range"]),
+               helper.make_node("Add", ["r", "range"], ["ranged"]),
+               helper.make_node("ConstantOfShape", ["three1"], ["filled"],
+                                value=numpy_helper.from_array(np.array([2**62 + 1], np.int64))),
+               helper.make_node("Add", ["r", "filled"], ["fill"]),
+               helper.make_node("Cast", ["c300"], ["c8"], to=TensorProto.INT8),
+               helper.make_node("Cast", ["c8"], ["c8_64"], to=I64),
+               helper.make_node("Add", ["r", "c8_64"], ["cast8"])],
+              [vi("x", I64, [8]), vi("r", I64, [3])],
+              [vi("arith", I64, [8]), vi("ranged", I64, [3]), vi("fill", I64, [3]), vi("cast8", I64, [3])],
+              [const("c1", [2**62 + 1]), const("c2", [2**61 + 3]), const("c3", [-(BIG + 5)]), const("four", [4]),
+               const("three", [3]), const("seven", [7]), const("min", [-(2**63)]), const("start", 2**62 + 1),
+               const("limit", 2**62 + 7), const("delta", 2), const("three1", [3]), const("c300", [300, -129, 2**40 + 255])])
+    _, want, got = both(m, {"x": np.array([0, 1, 0, 0, 0, 0, 0, 0], np.int64), "r": np.zeros(3, np.int64)})
+    for name, w, o in zip(("Add, Sub, Mul (wrapping), Div, Mod, Neg, Abs of int64 constants, folded",
+                           "Range from 2^62+1 to 2^62+7 by 2, folded", "ConstantOfShape of 2^62+1, folded",
+                           "Cast of int64 constants to int8 and back, folded"), want, got):
+        same(name, w, o)
+
+
 if __name__ == "__main__":
     for t in (test_inputs, test_gather_ids, test_constants, test_comparisons, test_where_cast_expand,
-              test_where_int_condition, test_onehot):
+              test_where_int_condition, test_onehot, test_bitwise, test_narrow_casts, test_folds):
         try:
             t()
         except Exception as e:  # one failing model does not hide the others
