@@ -23,8 +23,9 @@ equal onnxruntime's exactly, in its type:
               0 to 63 and 64, of a uint64 input too
   narrow      Cast of int64 and int32 values to int8, int16, uint8, uint16,
               uint32 and uint64 (wrapped: 300 as int8 is 44)
+  variadic    Max and Min of int64 tensors and constants past 2^53
   folds       integer folds exactly in int64: Add, Sub, Mul (wrapping),
-              Div, Mod, Neg, Abs of int64 constants past 2^53, Range from
+              Div, Mod, Neg, Abs, Max of int64 constants past 2^53, Range from
               2^62, ConstantOfShape of 2^62+1, Cast of constants to int8
 Run by tests/test_onnx_int64.sh (the real-model venv: onnx, onnxruntime)."""
 import sys
@@ -246,6 +247,19 @@ def test_bitwise():
         same(name, w, o)
 
 
+def test_variadic():
+    x = np.array([BIG + 1, -(2**62) - 1, 2**62 + 3, -5], np.int64)
+    y = np.array([BIG, -(2**62), 2**62 + 5, -(BIG + 1)], np.int64)
+    m = model([helper.make_node("Max", ["x", "y"], ["max"]),
+               helper.make_node("Min", ["x", "y", "c"], ["min"])],
+              [vi("x", TensorProto.INT64, [4]), vi("y", TensorProto.INT64, [4])],
+              [vi(n, TensorProto.INT64, [4]) for n in ("max", "min")],
+              [numpy_helper.from_array(np.array([BIG + 3], np.int64), "c")])
+    _, want, got = both(m, {"x": x, "y": y})
+    for name, w, o in zip(("Max of int64 tensors", "Min of int64 tensors and a constant"), want, got):
+        same(name, w, o)
+
+
 def test_narrow_casts():
     i32 = np.array([-1, 300, -(2**31), 65535, -32769, 128, 2**31 - 1, -129], np.int32)
     types = {"int8": TensorProto.INT8, "int16": TensorProto.INT16, "uint8": TensorProto.UINT8, "uint16": TensorProto.UINT16,
@@ -279,6 +293,7 @@ def test_folds():
              ("Neg and Abs of int64 constants, -INT64_MIN",
               [node("Neg", ["c3"], ["n"]), node("Abs", ["c3"], ["a"]), node("Neg", ["min"], ["m"]),
                node("Concat", ["n", "a", "m"], ["k"], axis=0)], 3),
+             ("Max of three int64 constants", [node("Max", ["c1", "c2", "c3"], ["k"])], 1),
              ("Range from 2^62+1 to 2^62+7 by 2", [node("Range", ["start", "limit", "delta"], ["k"])], 3),
              ("ConstantOfShape of 2^62+1",
               [node("ConstantOfShape", ["three1"], ["k"], value=numpy_helper.from_array(np.array([2**62 + 1], np.int64)))], 3),
@@ -297,7 +312,7 @@ def test_folds():
 
 if __name__ == "__main__":
     for t in (test_inputs, test_gather_ids, test_constants, test_comparisons, test_where_cast_expand,
-              test_where_int_condition, test_onehot, test_bitwise, test_narrow_casts, test_folds):
+              test_where_int_condition, test_onehot, test_bitwise, test_variadic, test_narrow_casts, test_folds):
         try:
             t()
         except Exception as e:  # one failing model does not hide the others
