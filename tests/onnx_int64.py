@@ -236,14 +236,18 @@ def test_bitwise():
                helper.make_node("BitwiseNot", ["xu"], ["notu"]),
                helper.make_node("BitShift", ["xu", "su"], ["left"], direction="LEFT"),
                helper.make_node("BitShift", ["xu", "su"], ["right"], direction="RIGHT"),
-               helper.make_node("BitShift", ["small", "su"], ["left_small"], direction="LEFT")],
+               helper.make_node("BitShift", ["small", "su"], ["left_small"], direction="LEFT"),
+               helper.make_node("BitwiseXor", ["xu", "mask"], ["xoru"])],
               [vi("x", TensorProto.INT64, [8]), vi("y", TensorProto.INT64, [8]), vi("s", TensorProto.INT64, [8]),
                vi("small", U64, [8])],
               [vi(n, TensorProto.INT64, [8]) for n in ("and", "or", "xor", "not")] +
-              [vi(n, U64, [8]) for n in ("notu", "left", "right", "left_small")], opset=18)
+              [vi(n, U64, [8]) for n in ("notu", "left", "right", "left_small", "xoru")],
+              [numpy_helper.from_array(np.array([2**64 - 1, 2**63 + 5, 1, 2**53 + 1, 0, 2**63, 7, 2**64 - 2**40], np.uint64), "mask")],
+              opset=18)
     _, want, got = both(m, {"x": EDGES, "y": y, "s": s, "small": small})
     for name, w, o in zip(("BitwiseAnd int64", "BitwiseOr int64", "BitwiseXor int64", "BitwiseNot int64", "BitwiseNot uint64",
-                           "BitShift LEFT uint64", "BitShift RIGHT uint64", "BitShift LEFT of a uint64 input"), want, got):
+                           "BitShift LEFT uint64", "BitShift RIGHT uint64", "BitShift LEFT of a uint64 input",
+                           "BitwiseXor with a uint64 initializer past 2^63"), want, got):
         same(name, w, o)
 
 

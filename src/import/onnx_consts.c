@@ -147,7 +147,7 @@ ts_status ts_const_copy_exact(const ts_const *a, ts_const *out) {
 ts_status ts_const_set_exact(ts_const *c, const int64_t *x, int64_t n) {
     const int64_t limit = (int64_t)1 << 53;
     int64_t i = 0;
-    while (i < n && x[i] >= -limit && x[i] <= limit) i++;
+    while (i < n && x[i] >= -limit && x[i] <= limit && !(c->dtype == TS_ONNX_UINT64 && x[i] < 0)) i++; /* a uint64's bits past 2^63 */
     if (i == n) return TS_OK;
     uint64_t bytes = (uint64_t)n * sizeof *c->iv;
     ts_status st = ts_const_charge(bytes);

@@ -63,8 +63,8 @@ ts_status ts_const_slice_range(int64_t size, double st, double en, int64_t step,
 void ts_onnx_decode_raw(int dt, const uint8_t *b, size_t n, double *out);
 
 void ts_const_free(ts_const *c);
-/* Sets c->iv from n exact int64 values where one is beyond 2^53 (c->v
- * holds them rounded); nothing otherwise. */
+/* Sets c->iv from n exact int64 values (a uint64's: its bits) where one
+ * is beyond 2^53 (c->v holds them rounded); nothing otherwise. */
 ts_status ts_const_set_exact(ts_const *c, const int64_t *x, int64_t n);
 ts_status ts_const_fill(const ts_shape *s, int dtype, double v, ts_const *out);
 ts_status ts_const_copy(const ts_const *a, ts_const *out);
