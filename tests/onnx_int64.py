@@ -25,7 +25,7 @@ equal onnxruntime's exactly, in its type:
               uint32 and uint64 (wrapped: 300 as int8 is 44)
   variadic    Max and Min of int64 tensors and constants past 2^53
   folds       integer folds exactly in int64: Add, Sub, Mul (wrapping),
-              Div, Mod, Neg, Abs, Max of int64 constants past 2^53, Range from
+              Div, Mod, Neg, Abs, Max, CumSum of int64 constants past 2^53, Range from
               2^62, ConstantOfShape of 2^62+1, Cast of constants to int8
 Run by tests/test_onnx_int64.sh (the real-model venv: onnx, onnxruntime)."""
 import sys
@@ -287,7 +287,8 @@ def test_folds():
         return numpy_helper.from_array(np.array(v, np.int64), name)
     inits = [const("c1", [2**62 + 1]), const("c2", [2**61 + 3]), const("c3", [-(BIG + 5)]), const("four", [4]),
              const("three", [3]), const("seven", [7]), const("min", [-(2**63)]), const("start", 2**62 + 1),
-             const("limit", 2**62 + 7), const("delta", 2), const("three1", [3]), const("c300", [300, -129, 2**40 + 255])]
+             const("limit", 2**62 + 7), const("delta", 2), const("three1", [3]), const("c300", [300, -129, 2**40 + 255]),
+             const("axis0", 0), const("cbig", [2**62 + 1, BIG + 1, -(2**62) + 3])]
     node = helper.make_node
     cases = [("Add of two int64 constants", [node("Add", ["c1", "c2"], ["k"])], 1),
              ("Sub of int64 constants", [node("Sub", ["c3", "c1"], ["k"])], 1),
@@ -298,6 +299,7 @@ def test_folds():
               [node("Neg", ["c3"], ["n"]), node("Abs", ["c3"], ["a"]), node("Neg", ["min"], ["m"]),
                node("Concat", ["n", "a", "m"], ["k"], axis=0)], 3),
              ("Max of three int64 constants", [node("Max", ["c1", "c2", "c3"], ["k"])], 1),
+             ("CumSum of int64 constants", [node("CumSum", ["cbig", "axis0"], ["k"])], 3),
              ("Range from 2^62+1 to 2^62+7 by 2", [node("Range", ["start", "limit", "delta"], ["k"])], 3),
              ("ConstantOfShape of 2^62+1",
               [node("ConstantOfShape", ["three1"], ["k"], value=numpy_helper.from_array(np.array([2**62 + 1], np.int64)))], 3),

@@ -330,7 +330,10 @@ ts_status ts_const_binary(const char *op, const ts_const *a, const ts_const *b, 
     int64_t idx[TS_MAX_DIMS] = {0}, n = ts_shape_numel(&s);
     if (kind >= 0) { /* integers: exactly, wrapped to the type */
         int64_t *x = int_room(n, &st);
-        if (!x) return ts_const_free(out), st;
+        if (!x) {
+            ts_const_free(out);
+            return st;
+        }
         for (int64_t i = 0; i < n; i++, next_index(&s, idx)) {
             int64_t v = ts_int_arith(kind, int_at(a, bindex(&a->shape, &s, idx)), int_at(b, bindex(&b->shape, &s, idx)));
             x[i] = dt == TS_ONNX_BOOL ? v : int_wrap(dt, v);
@@ -352,7 +355,10 @@ ts_status ts_const_unary(const char *op, const ts_const *x, ts_const *out) {
     int kind = int_kind(op, x->dtype);
     if (kind == TS_INT_NEG || kind == TS_INT_ABS) { /* integers: exactly, wrapped (-INT64_MIN is INT64_MIN) */
         int64_t *y = int_room(n, &st);
-        if (!y) return ts_const_free(out), st;
+        if (!y) {
+            ts_const_free(out);
+            return st;
+        }
         for (int64_t i = 0; i < n; i++) y[i] = int_wrap(x->dtype, ts_int_arith(kind, int_at(x, i), 0));
         return set_ints(out, y, n);
     }
@@ -483,7 +489,10 @@ static ts_status fold_cast(const ts_const *x, int to, int mode, ts_const *out) {
     int64_t n = ts_shape_numel(&x->shape);
     if (int_type(x->dtype) && int_type(to)) { /* integers: exactly, wrapped to the type (int64 300 as int8 is 44) */
         int64_t *y = int_room(n, &st);
-        if (!y) return ts_const_free(out), st;
+        if (!y) {
+            ts_const_free(out);
+            return st;
+        }
         for (int64_t i = 0; i < n; i++) y[i] = int_wrap(to, int_at(x, i));
         return set_ints(out, y, n);
     }
@@ -613,8 +622,12 @@ static ts_status fold_range_int(const ts_const *a, const ts_const *b, const ts_c
                         (long long)delta);
     ts_shape s = {.ndim = 1, .d = {(int64_t)cnt}};
     ts_status st = ts_const_fill(&s, a->dtype, 0, out);
-    int64_t *x = st ? NULL : int_room(s.d[0], &st);
-    if (!x) return st ? (ts_const_free(out), st) : TS_ERR_OUT_OF_MEMORY;
+    if (st) return st;
+    int64_t *x = int_room(s.d[0], &st);
+    if (!x) {
+        ts_const_free(out);
+        return st;
+    }
     for (int64_t i = 0; i < s.d[0]; i++) x[i] = int_wrap(a->dtype, (int64_t)((uint64_t)start + (uint64_t)i * (uint64_t)delta));
     return set_ints(out, x, s.d[0]);
 }
@@ -720,7 +733,10 @@ static ts_status fold_op(const char *op, const ts_const *const *in, int n_in, co
         st = ts_const_fill(&s, at->fill ? at->fill->dtype : TS_ONNX_FLOAT, at->fill && ts_shape_numel(&at->fill->shape) ? at->fill->v[0] : 0, out);
         if (st || !at->fill || !at->fill->iv) return st;
         int64_t n = ts_shape_numel(&s), *x = int_room(n, &st); /* an int64 fill beyond 2^53: exactly */
-        if (!x) return ts_const_free(out), st;
+        if (!x) {
+            ts_const_free(out);
+            return st;
+        }
         for (int64_t i = 0; i < n; i++) x[i] = at->fill->iv[0];
         return set_ints(out, x, n);
     }
