@@ -131,6 +131,15 @@ TS_API ts_status ts_require_feature(const char *name);
 /* Every feature and whether it is built, in the order above:
  * "plots yes, onnx yes, tensorboard yes, npz yes, ..., cuda no". */
 TS_API const char *ts_features(void);
+/* The CPU's vector instructions and the kernels chosen for them at run
+ * time (docs/backend.md, "Kernels for the CPU at hand"):
+ * "avx avx2 fma f16c; kernels avx2; bf16 products f32". The instruction
+ * sets listed are those the CPU and the OS both enable, of avx, avx2, fma,
+ * f16c, avx512f, avx512bw, avx512vl, avx512dq, avx512_bf16, amx_tile and
+ * amx_bf16; "kernels" names the level the vectorised kernels run (generic,
+ * avx2 or avx512; TS_CPU caps it); "bf16 products" says how a bf16 model's
+ * matmuls multiply (sbgemm: OpenBLAS's bf16 GEMM; f32: widened to f32). */
+TS_API const char *ts_cpu_features(void);
 
 /* ------------------------------------------------------- memory and logs */
 
