@@ -9,8 +9,10 @@
  * sample's output [OC, OH*OW], already NCHW. Each product runs on a
  * one-thread OpenBLAS, so the pool's threads are the only ones working (no
  * second pool fighting for the cores). The backward pass rebuilds the
- * columns (no copy kept between passes), takes dW from one product, then
- * overwrites the columns with W^T dY and scatters them back (col2im). A 1x1
+ * columns (no copy kept between passes) and takes dW from one product. With
+ * stride 1 the input gradient is the forward pass of another convolution
+ * (dgrad_conv: dy with the turned weights); otherwise the columns are
+ * overwritten with W^T dY and scattered back (col2im). A 1x1
  * convolution with stride 1 and no padding uses the input as its columns.
  * With fewer samples than threads (inference at batch 1) the forward pass
  * shares each sample: the threads build a chunk's columns together, then
@@ -173,6 +175,7 @@ typedef struct conv_job {
     bool direct; /* the input is its own columns */
     bool shared; /* fewer samples than threads: the threads share each sample (forward) */
     bool bias_first; /* inference: the bias fills the output and the product adds to it */
+    bool accumulate; /* the product adds to the output (the input gradient as a convolution: dx +=) */
 } conv_job;
 
 /* below this many multiply-adds a convolution runs on the calling thread */
@@ -225,10 +228,47 @@ static size_t shared_floats(const ts_conv_geom *g, int threads) {
 
 static size_t wino_floats(const ts_conv_geom *g);
 
-size_t ts_conv2d_workspace(const ts_conv_geom *g, int threads) {
+/* im2col's workspace: a slot per thread, or the shared forward's columns */
+static size_t cols_floats(const ts_conv_geom *g, int threads) {
     size_t slots = (size_t)conv_slots(g, threads) * slot_floats(g), shared = g->N < threads ? shared_floats(g, threads) : 0;
-    size_t most = slots > shared ? slots : shared, wino = wino_floats(g);
-    return most > wino ? most : wino;
+    return slots > shared ? slots : shared;
+}
+
+/* The input gradient of a convolution with stride 1 and dilation 1 is
+ * itself one: dx = conv(dy, w'), dy padded by K-1-P at the top and left
+ * (and what is left of the bottom and right), w' [C, OC/groups, KH, KW] the
+ * weights with their channel axes swapped and their windows turned by 180
+ * degrees. Its columns are dy's ([OC*KH*KW, positions]) and its product
+ * writes dx's values, where the scatter (col2im) wrote and then added the
+ * 9 times larger columns of a 3x3; the product adds to dx (beta 1), so
+ * OpenBLAS does not zero anything first. Padding wider than the window
+ * (K-1-P < 0) keeps the scatter. */
+static bool dgrad_fits(const ts_conv_geom *g) { /* from the shapes: what stride 1 with that padding implies */
+    return g->H > 0 && g->W > 0 && g->OH + g->KH - 1 >= g->H && g->OW + g->KW - 1 >= g->W && g->groups > 0;
+}
+
+static bool dgrad_conv(const ts_conv_geom *g) {
+    return conv_unit(g) && !conv_direct(g) && g->PT <= g->KH - 1 && g->PL <= g->KW - 1 && dgrad_fits(g);
+}
+
+static ts_conv_geom dgrad_geom(const ts_conv_geom *g) {
+    return (ts_conv_geom){.N = g->N, .C = g->OC, .H = g->OH, .W = g->OW, .OC = g->C, .OH = g->H, .OW = g->W, .KH = g->KH, .KW = g->KW,
+                          .SH = 1, .SW = 1, .PT = g->KH - 1 - g->PT, .PL = g->KW - 1 - g->PL, .DH = 1, .DW = 1, .groups = g->groups};
+}
+
+/* w' first (rounded up to 64 bytes), then its convolution's columns */
+static size_t dgrad_w_floats(const ts_conv_geom *g) { return ((size_t)(g->OC * (g->C / g->groups) * g->KH * g->KW) + 15) / 16 * 16; }
+
+static size_t dgrad_floats(const ts_conv_geom *g, int threads) {
+    if (!dgrad_fits(g)) return 0;
+    ts_conv_geom d = dgrad_geom(g);
+    return dgrad_w_floats(g) + cols_floats(&d, threads);
+}
+
+size_t ts_conv2d_workspace(const ts_conv_geom *g, int threads) {
+    size_t most = cols_floats(g, threads), wino = wino_floats(g), dgrad = dgrad_floats(g, threads);
+    most = most > wino ? most : wino;
+    return most > dgrad ? most : dgrad;
 }
 
 /* Sample n as im2col reads it: padded into xp, or the input itself */
@@ -274,6 +314,7 @@ static void add_bias(float *yn, const float *b, int64_t OHW, int64_t oc0, int64_
  * (beta 1: OpenBLAS then skips its pass zeroing the output, and no second
  * pass adds the bias). Returns the product's beta. */
 static float bias_before(const conv_job *j, float *yn, int64_t OHW, int64_t oc0, int64_t oc1, int64_t p0, int64_t p1) {
+    if (j->accumulate) return 1.0f;
     if (!j->bias_first || !j->b) return 0.0f;
     add_bias(yn, j->b, OHW, oc0, oc1, p0, p1, true);
     return 1.0f;
@@ -454,16 +495,51 @@ void ts_conv2d_forward(ts_pool *p, float *ws, float *y, const float *x, const fl
     conv_forward(p, ws, y, x, w, b, g, false);
 }
 
+typedef struct dgrad_job {
+    const ts_conv_geom *g;
+    float *wt;
+    const float *w;
+} dgrad_job;
+
+/* w'[gi*Cg + c, oc, KH-1-ki, KW-1-kj] = w[gi*OCg + oc, c, ki, kj] for rows [r0, r1) of w' */
+static void dgrad_weights(void *v, int64_t r0, int64_t r1) {
+    const dgrad_job *d = v;
+    const ts_conv_geom *g = d->g;
+    int64_t KK = g->KH * g->KW, Cg = g->C / g->groups, OCg = g->OC / g->groups;
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t gi = r / Cg, c = r % Cg;
+        for (int64_t oc = 0; oc < OCg; oc++) {
+            const float *s = d->w + ((gi * OCg + oc) * Cg + c) * KK;
+            float *t = d->wt + (r * OCg + oc) * KK;
+            for (int64_t k = 0; k < KK; k++) t[KK - 1 - k] = s[k];
+        }
+    }
+}
+
+static void dgrad_by_conv(ts_pool *p, float *ws, float *dx, const float *dy, const float *w, const ts_conv_geom *g) {
+    ts_conv_geom d = dgrad_geom(g);
+    dgrad_job dj = {g, ws, w};
+    ts_pool_for(p, g->C, grain_for(g->OC / g->groups * g->KH * g->KW), dgrad_weights, &dj);
+    conv_job j = conv_job_for(p, ws + dgrad_w_floats(g), &d);
+    j.y = dx, j.x = dy, j.w = dj.wt, j.accumulate = true;
+    if (j.shared) conv_fwd_shared(p, &j);
+    else ts_pool_for(p, j.slots, 1, conv_fwd_slots, &j);
+}
+
 void ts_conv2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
                         const ts_conv_geom *g) {
     if (!dx && !dw && !db) return;
+    bool by_conv = dx && dgrad_conv(g);
     conv_job j = conv_job_for(p, ws, g);
-    j.dx = dx, j.dw = dw, j.db = db, j.dy = dy, j.x = x, j.w = w;
-    ts_pool_for(p, j.slots, 1, conv_bwd_slots, &j);
-    int64_t wn = g->OC * (g->C / g->groups) * g->KH * g->KW;
-    const float *dwp = ws + col_floats(g);
-    if (dw) add_partials(dw, dwp, wn, j.slots, slot_floats(g));
-    if (db) add_partials(db, dwp + wn, g->OC, j.slots, slot_floats(g));
+    j.dx = by_conv ? NULL : dx, j.dw = dw, j.db = db, j.dy = dy, j.x = x, j.w = w;
+    if (j.dx || dw || db) {
+        ts_pool_for(p, j.slots, 1, conv_bwd_slots, &j);
+        int64_t wn = g->OC * (g->C / g->groups) * g->KH * g->KW;
+        const float *dwp = ws + col_floats(g);
+        if (dw) add_partials(dw, dwp, wn, j.slots, slot_floats(g));
+        if (db) add_partials(db, dwp + wn, g->OC, j.slots, slot_floats(g));
+    }
+    if (by_conv) dgrad_by_conv(p, ws, dx, dy, w, g); /* after the partials are read: it reuses the workspace */
 }
 
 /* ------------------------------------------------ transposed convolution */

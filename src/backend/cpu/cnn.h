@@ -22,8 +22,10 @@ typedef struct ts_conv_geom {
 } ts_conv_geom;
 
 /* Workspace floats conv needs on a pool of `threads`: per thread (at most
- * N) the columns of one sample C*KH*KW*OH*OW and partial gradients
- * OC*C/groups*KH*KW + OC. */
+ * N) the columns of a chunk of one sample and partial gradients
+ * OC*C/groups*KH*KW + OC; or the input gradient's convolution (its turned
+ * weights and dy's columns). From the shapes alone: N, C, H, W, OC, OH,
+ * OW, KH, KW, groups (not the strides, padding or dilation). */
 size_t ts_conv2d_workspace(const ts_conv_geom *g, int threads);
 /* y[N,OC,OH,OW] = x[N,C,H,W] (*) w[OC,C/groups,KH,KW] + b[OC] (b may be NULL) */
 void ts_conv2d_forward(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g);
