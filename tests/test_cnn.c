@@ -74,7 +74,7 @@ static void conv_case(ts_pool *pool, int64_t N, int64_t C, int64_t H, int64_t W,
         bad += !(d <= tol);
         worst = fmax(worst, d / tol);
     }
-    ts_conv2d_backward(pool, ws, dx, dw, db, dy, x, w, &g);
+    ts_conv2d_backward(pool, ws, dx, dw, db, dy, x, w, &g, false);
     ts_conv2d_naive_backward(dx0, dw0, db0, dy, x, w, &g);
     double bw = 0, mag = 0;
     for (int64_t i = 0; i < nx; i++)
@@ -91,6 +91,17 @@ static void conv_case(ts_pool *pool, int64_t N, int64_t C, int64_t H, int64_t W,
           (long long)N, (long long)C, (long long)H, (long long)W, (long long)KH, (long long)KW, (long long)SH, (long long)SW, (long long)PT,
           (long long)PB, (long long)PL, (long long)PR, (long long)DH, (long long)DW, (long long)G, (long long)N, (long long)OC,
           (long long)g.OH, (long long)g.OW, pool ? " threads" : "", worst, bw, btol);
+    /* the first backward to write dx stores into it (the executor did not
+     * zero it): every value written, none of the old (NaN) ones read */
+    for (int64_t i = 0; i < nx; i++)
+        dx[i] = NAN;
+    ts_conv2d_backward(pool, ws, dx, NULL, NULL, dy, x, w, &g, true);
+    double sw = 0;
+    for (int64_t i = 0; i < nx; i++)
+        sw = fmax(sw, isnan(dx[i]) ? INFINITY : fabs((double)dx[i] - (dx0[i] - 0.25)));
+    CHECK(sw <= btol, "conv2d backward storing dx == oracle: x[%lld,%lld,%lld,%lld] k%lldx%lld s%lld,%lld g%lld%s max diff %.3g (tol %.3g)",
+          (long long)N, (long long)C, (long long)H, (long long)W, (long long)KH, (long long)KW, (long long)SH, (long long)SW, (long long)G,
+          pool ? " threads" : "", sw, btol);
 done:
     free(x), free(w), free(b), free(dy), free(y), free(y0), free(bound), free(ax), free(aw), free(ab), free(ws);
     free(dx), free(dw), free(db), free(dx0), free(dw0), free(db0);

@@ -519,20 +519,21 @@ static void dgrad_weights(void *v, int64_t r0, int64_t r1) {
     }
 }
 
-static void dgrad_by_conv(ts_pool *p, float *ws, float *dx, const float *dy, const float *w, const ts_conv_geom *g) {
+static void dgrad_by_conv(ts_pool *p, float *ws, float *dx, const float *dy, const float *w, const ts_conv_geom *g, bool store) {
     ts_conv_geom d = dgrad_geom(g);
     dgrad_job dj = {g, ws, w};
     ts_pool_for(p, g->C, grain_for(g->OC / g->groups * g->KH * g->KW), dgrad_weights, &dj);
     conv_job j = conv_job_for(p, ws + dgrad_w_floats(g), &d);
-    j.y = dx, j.x = dy, j.w = dj.wt, j.accumulate = true;
+    j.y = dx, j.x = dy, j.w = dj.wt, j.accumulate = !store; /* storing: the forward's product, beta 0 */
     if (j.shared) conv_fwd_shared(p, &j);
     else ts_pool_for(p, j.slots, 1, conv_fwd_slots, &j);
 }
 
 void ts_conv2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
-                        const ts_conv_geom *g) {
+                        const ts_conv_geom *g, bool dx_store) {
     if (!dx && !dw && !db) return;
     bool by_conv = dx && dgrad_conv(g);
+    if (dx && dx_store && !by_conv) ts_zero(p, dx, g->N * g->C * g->H * g->W); /* the scatter adds */
     conv_job j = conv_job_for(p, ws, g);
     j.dx = by_conv ? NULL : dx, j.dw = dw, j.db = db, j.dy = dy, j.x = x, j.w = w;
     if (j.dx || dw || db) {
@@ -542,7 +543,7 @@ void ts_conv2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, 
         if (dw) add_partials(dw, dwp, wn, j.slots, slot_floats(g));
         if (db) add_partials(db, dwp + wn, g->OC, j.slots, slot_floats(g));
     }
-    if (by_conv) dgrad_by_conv(p, ws, dx, dy, w, g); /* after the partials are read: it reuses the workspace */
+    if (by_conv) dgrad_by_conv(p, ws, dx, dy, w, g, dx_store); /* after the partials are read: it reuses the workspace */
 }
 
 /* ------------------------------------------------ transposed convolution */
@@ -553,8 +554,7 @@ size_t ts_conv_transpose2d_workspace(const ts_conv_geom *g, int threads) {
 
 void ts_conv_transpose2d_forward(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g) {
     int64_t HW = g->H * g->W;
-    memset(y, 0, (size_t)(g->N * g->C * HW) * sizeof(float));
-    ts_conv2d_backward(p, ws, y, NULL, NULL, x, NULL, w, g);
+    ts_conv2d_backward(p, ws, y, NULL, NULL, x, NULL, w, g, true);
     for (int64_t q = 0; b && q < g->N * g->C; q++) {
         float bv = b[q % g->C], *yq = y + q * HW;
         for (int64_t i = 0; i < HW; i++) yq[i] += bv;
@@ -562,15 +562,19 @@ void ts_conv_transpose2d_forward(ts_pool *p, float *ws, float *y, const float *x
 }
 
 void ts_conv_transpose2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
-                                  const ts_conv_geom *g) {
+                                  const ts_conv_geom *g, bool dx_store) {
     int64_t HW = g->H * g->W, n = g->N * g->OC * g->OH * g->OW;
     for (int64_t c = 0; db && c < g->C; c++) {
         double s = 0;
         for (int64_t nn = 0; nn < g->N; nn++) s += ts_lane_sum(dy + (nn * g->C + c) * HW, 0.0f, NULL, 0.0f, HW);
         db[c] += (float)s;
     }
-    if (dw) ts_conv2d_backward(p, ws, NULL, dw, NULL, x, dy, w, g);
+    if (dw) ts_conv2d_backward(p, ws, NULL, dw, NULL, x, dy, w, g, false);
     if (!dx) return;
+    if (dx_store) {
+        ts_conv2d_forward(p, ws, dx, dy, w, NULL, g);
+        return;
+    }
     float *t = ws + ts_conv2d_workspace(g, ts_pool_threads(p));
     ts_conv2d_forward(p, ws, t, dy, w, NULL, g);
     ts_accumulate(p, dx, t, n);
@@ -1277,7 +1281,7 @@ typedef struct bn_job {
     const float *x, *w, *b, *dy;
     int64_t N, C, inner;
     float eps, momentum;
-    bool batch, update;
+    bool batch, update, store; /* store: dx = rather than dx += */
 } bn_job;
 
 static void bn_fwd_channels(void *vj, int64_t begin, int64_t end) {
@@ -1335,7 +1339,10 @@ static void bn_bwd_channels(void *vj, int64_t begin, int64_t end) {
         for (int64_t n = 0; n < j->N; n++) {
             const float *r = j->x + (n * j->C + c) * j->inner, *d = j->dy + (n * j->C + c) * j->inner;
             float *o = j->dx + (n * j->C + c) * j->inner;
-            for (int64_t i = 0; i < j->inner; i++) o[i] += k * (d[i] - mdy - (r[i] - m) * invstd * mdyx);
+            if (j->store)
+                for (int64_t i = 0; i < j->inner; i++) o[i] = k * (d[i] - mdy - (r[i] - m) * invstd * mdyx);
+            else
+                for (int64_t i = 0; i < j->inner; i++) o[i] += k * (d[i] - mdy - (r[i] - m) * invstd * mdyx);
         }
     }
 }
@@ -1348,9 +1355,9 @@ void ts_batch_norm_forward(ts_pool *p, float *y, float *stats, const float *x, c
 }
 
 void ts_batch_norm_backward(ts_pool *p, float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
-                            const float *stats, int64_t N, int64_t C, int64_t inner, bool batch) {
+                            const float *stats, int64_t N, int64_t C, int64_t inner, bool batch, bool dx_store) {
     bn_job j = {.dx = dx, .dw = dw, .db = db, .dy = dy, .x = x, .w = w, .stats = (float *)(uintptr_t)stats, .N = N, .C = C,
-                .inner = inner, .batch = batch};
+                .inner = inner, .batch = batch, .store = dx_store};
     ts_pool_for(p, C, grain_for(2 * N * inner), bn_bwd_channels, &j);
 }
 
