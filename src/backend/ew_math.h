@@ -16,6 +16,7 @@
 
 #include "backend/vmath.h"
 #include "core/lowbits.h"
+#include "graph/int_math.h"
 
 #ifdef __CUDACC__
 #define TS_EW static __host__ __device__ inline
@@ -316,29 +317,6 @@ TS_EW int64_t ts_gather_elements_offset(const ts_shape *sd, const ts_shape *si, 
     return off;
 }
 
-/* v wrapped to an integer type of `bits` bits (unsigned: `uns`), two's
- * complement, as a C cast to it does: int8 300 is 44, uint8 -1 is 255; a
- * uint64 value is held as its bits (2^64-1 as -1) */
-TS_EW int64_t ts_int_wrap_bits(int64_t v, int bits, int uns) {
-    if (bits >= 64) return v;
-    uint64_t mask = ((uint64_t)1 << bits) - 1, r = (uint64_t)v & mask;
-    if (!uns && ((r >> (bits - 1)) & 1u)) r |= ~mask; /* sign-extend */
-    return (int64_t)r;
-}
-
-/* v as the integer dtype `type` holds it (TS_I8, TS_I16, TS_U8, TS_U16,
- * TS_U32 wrapped, ts_int_wrap_bits; any other type: v) */
-TS_EW int64_t ts_int_as_type(int type, int64_t v) {
-    switch (type) {
-    case TS_I8: return ts_int_wrap_bits(v, 8, 0);
-    case TS_I16: return ts_int_wrap_bits(v, 16, 0);
-    case TS_U8: return ts_int_wrap_bits(v, 8, 1);
-    case TS_U16: return ts_int_wrap_bits(v, 16, 1);
-    case TS_U32: return ts_int_wrap_bits(v, 32, 1);
-    default: return v;
-    }
-}
-
 /* ---- Bitwise (TS_OP_BITWISE): ONNX's BitwiseAnd, Or, Xor, Not and
  * BitShift on integers held in i32 or i64, computed in the declared
  * integer type of `bits` bits (unsigned: `uns`) and wrapped to it. A shift
@@ -361,43 +339,6 @@ TS_EW int64_t ts_ew_bitwise(int kind, int bits, int uns, int64_t a, int64_t b) {
     }
     return ts_int_wrap_bits((int64_t)r, bits, uns);
 }
-
-/* ---- integer tensors (TS_OP_INT_ARITH, TS_OP_CONVERT, TS_OP_INT_CUMSUM):
- * computed in int64_t, the sums and products unsigned (so they wrap as
- * two's complement, never overflow), and wrapped to the tensor's width by
- * ts_int_wrap; a division or modulo by 0 gives 0 (numpy's), and
- * INT64_MIN / -1 wraps to INT64_MIN. Comparisons give 1 or 0. */
-TS_EW int64_t ts_int_arith(int kind, int64_t a, int64_t b) {
-    uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
-    bool zero = b == 0, minus1 = b == -1; /* minus1: a / -1 is -a (INT64_MIN / -1 would trap), the remainders 0 */
-    switch (kind) {
-    case TS_INT_ADD: return (int64_t)(ua + ub);
-    case TS_INT_SUB: return (int64_t)(ua - ub);
-    case TS_INT_MUL: return (int64_t)(ua * ub);
-    case TS_INT_DIV: return zero ? 0 : minus1 ? (int64_t)(0 - ua) : a / b;
-    case TS_INT_FLOOR_DIV:
-        if (zero || minus1) return zero ? 0 : (int64_t)(0 - ua);
-        return a / b - (a % b != 0 && (a < 0) != (b < 0));
-    case TS_INT_MOD: {
-        if (zero || minus1) return 0;
-        int64_t r = a % b;
-        return r != 0 && (r < 0) != (b < 0) ? r + b : r;
-    }
-    case TS_INT_FMOD: return zero || minus1 ? 0 : a % b;
-    case TS_INT_MIN: return a < b ? a : b;
-    case TS_INT_MAX: return a > b ? a : b;
-    case TS_INT_EQUAL: return a == b;
-    case TS_INT_LESS: return a < b;
-    case TS_INT_LESS_EQUAL: return a <= b;
-    case TS_INT_GREATER: return a > b;
-    case TS_INT_GREATER_EQUAL: return a >= b;
-    case TS_INT_NEG: return (int64_t)(0 - ua);
-    default: return a < 0 ? (int64_t)(0 - ua) : a; /* Abs */
-    }
-}
-
-/* v wrapped to i32 (two's complement), as a cast of an i64 to i32 does */
-TS_EW int32_t ts_int_wrap32(int64_t v) { return (int32_t)(uint32_t)(uint64_t)v; }
 
 /* A float toward zero as an integer of `bits` (32 or 64) bits: NaN gives
  * 0, values beyond the range the range's nearest end */

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backend/ew_math.h" /* ts_int_arith, ts_int_wrap_bits: the integer graph ops' arithmetic */
+#include "graph/int_math.h" /* ts_int_arith, ts_int_wrap_bits: the integer graph ops' arithmetic */
 #include "core/half.h"
 #include "core/lowbits.h"
 
