@@ -716,8 +716,8 @@ static ts_status import_inputs(importer *im, const TensorscopeOnnx__GraphProto *
         }
         ts_dtype dt;
         if (ts_onnx_dtype_is_float(elem) || ts_lowbits_is(elem)) dt = TS_F32; /* low precision: the values, exact in f32 */
-        /* int64: exactly, in i64 (ids, positions, counts); the other integers and bools (ids, labels, masks): i32 */
-        else if (ts_onnx_array_dtype(elem, &dt)) dt = elem == TS_ONNX_INT64 ? TS_I64 : TS_I32;
+        /* int64: exactly, in i64 (ids, positions, counts); bool: bool (masks); the other integers (ids, labels): i32 */
+        else if (ts_onnx_array_dtype(elem, &dt)) dt = elem == TS_ONNX_INT64 ? TS_I64 : elem == TS_ONNX_BOOL ? TS_BOOL : TS_I32;
         else return ts_error(TS_ERR_UNSUPPORTED, "%s: input '%s' has data type %s; tensorscope feeds float, bool and integer inputs "
                              "(8 to 64 bits, signed or not)", im->path, vi->name, ts_onnx_dtype_name(elem));
         ts_shape s = {0};

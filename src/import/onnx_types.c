@@ -86,11 +86,15 @@ static ts_status cast_to(importer *im, node_io *io, int to) {
      * the integer ids (LayerNormalization's stash cast, index casts) */
     const ts_tensor *t = io->in[0] ? io->in[0]->t : NULL;
     if (t && ((t->dtype == TS_F32 && (to == TS_ONNX_FLOAT || to == TS_ONNX_DOUBLE)) ||
-              (t->dtype == TS_I32 && (to == TS_ONNX_INT32 || to == TS_ONNX_INT64)) || (t->dtype == TS_I64 && to == TS_ONNX_INT64)))
+              (t->dtype == TS_I32 && (to == TS_ONNX_INT32 || to == TS_ONNX_INT64)) || (t->dtype == TS_I64 && to == TS_ONNX_INT64) ||
+              (t->dtype == TS_BOOL && to == TS_ONNX_BOOL)))
         return ts_onnx_op_identity(im, io);
+    /* to bool (ts_cast): true where non-zero, NaN included */
+    if (t && to == TS_ONNX_BOOL && (t->dtype == TS_F32 || t->dtype == TS_I32 || t->dtype == TS_I64))
+        return ts_onnx_built(im, ts_cast(im->g, io->in[0]->t, TS_BOOL), &io->out[0]);
     /* to int64 and int32 in integers (ts_cast): an int64 exactly, wrapped
-     * to int32 as ONNX's Cast does; a float toward zero */
-    if (t && (t->dtype == TS_I64 || t->dtype == TS_F32) && (to == TS_ONNX_INT64 || to == TS_ONNX_INT32)) {
+     * to int32 as ONNX's Cast does; a float toward zero; a bool 1 or 0 */
+    if (t && (t->dtype == TS_I64 || t->dtype == TS_F32 || t->dtype == TS_BOOL) && (to == TS_ONNX_INT64 || to == TS_ONNX_INT32)) {
         st = ts_onnx_built(im, ts_cast(im->g, io->in[0]->t, to == TS_ONNX_INT64 ? TS_I64 : TS_I32), &io->out[0]);
         io->out[0].c.dtype = to; /* the integer type the bitwise ops compute in */
         return st;
@@ -139,7 +143,8 @@ ts_status ts_onnx_op_cast_like(importer *im, node_io *io) {
     if (!like) return ts_onnx_node_error(im, TS_ERR_FORMAT, "input 1 (target_type) is empty");
     if (!like->t || ts_lowbits_is(like->c.dtype)) return cast_to(im, io, like->c.dtype);
     ts_dtype p = ts_tensor_precision(like->t);
-    return cast_to(im, io, p == TS_F16 ? TS_ONNX_FLOAT16 : p == TS_BF16 ? TS_ONNX_BFLOAT16 : like->t->dtype == TS_F32 ? TS_ONNX_FLOAT : TS_ONNX_INT64);
+    return cast_to(im, io, p == TS_F16 ? TS_ONNX_FLOAT16 : p == TS_BF16 ? TS_ONNX_BFLOAT16 : like->t->dtype == TS_F32 ? TS_ONNX_FLOAT
+                                                                                  : like->t->dtype == TS_BOOL ? TS_ONNX_BOOL : TS_ONNX_INT64);
 }
 
 /* Range (folded): from opset 27 on, a stash_type other than 1 (float)
