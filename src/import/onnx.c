@@ -762,7 +762,7 @@ static ts_status import_inputs(importer *im, const TensorscopeOnnx__GraphProto *
         ts_tensor *t = ts_input(im->g, vi->name, dt, s.ndim, s.d);
         if (!t) return ts_graph_status(im->g);
         /* the type a CastLike reads; an integer input's type, which the bitwise ops compute in */
-        value v = {.t = t, .c.dtype = ts_lowbits_is(elem) || dt == TS_I32 || dt == TS_I64 ? elem : 0};
+        value v = {.t = t, .c.dtype = ts_lowbits_is(elem) || dt == TS_I32 || dt == TS_I64 || dt == TS_BOOL ? elem : 0};
         ts_status st = ts_onnx_define(im, vi->name, &v);
         if (st) return st;
     }

@@ -356,6 +356,7 @@ ts_status ts_onnx_op_swish(importer *im, node_io *io) {
 ts_tensor *ts_onnx_as_i32(importer *im, value *v, ts_status *st) {
     ts_tensor *t = ts_onnx_as_tensor(im, v, st);
     if (!t || t->dtype == TS_I32) return t;
+    if (t->dtype == TS_BOOL) return ts_cast(im->g, t, TS_I32); /* 1 or 0 */
     if (t->dtype == TS_I64) return ts_cast(im->g, t, TS_I32); /* its low 32 bits */
     return ts_unary(im->g, "CastIndex", t, -2147483648.0f, 2147483520.0f); /* the largest float below 2^31 */
 }
