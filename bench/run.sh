@@ -88,8 +88,8 @@ measure() {
 }
 
 ROWS=() PASSES=0 MISSES=0
-hr() { printf '%.0s-' $(seq 1 96); printf '\n'; }
-HEAD_FMT='%-22s %-16s %9s %-17s %11s %8s %6s %8s\n'
+hr() { printf '%.0s-' $(seq 1 110); printf '\n'; }
+HEAD_FMT='%-22s %-16s %9s %-17s %11s %8s %6s %8s %-13s\n'
 CEIL=   # the GEMM-only ceiling's GFLOP/s, measured below before the rows
 
 # ceil_pct GFLOPS -> the share of the ceiling, "57%" (empty without one)
@@ -103,7 +103,7 @@ show() {
         local rss
         rss=$(field "$2" peak_rss_mb)
         printf "$HEAD_FMT" "$1" "${2%% *}" "$(field "$2" ms_per_step)" "${3:-}" \
-            "$(field "$2" samples_per_s)" "$(field "$2" gflops)" "$(ceil_pct "$(field "$2" gflops)")" "${rss:--}"
+            "$(field "$2" samples_per_s)" "$(field "$2" gflops)" "$(ceil_pct "$(field "$2" gflops)")" "${rss:--}" "$CPU_TAG"
     fi
 }
 
@@ -330,6 +330,18 @@ cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | 
 cpu_flags=$(sed -n 's/^flags[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -n 1 | tr ' ' '\n' |
             grep -E '^(sse4_2|avx|avx2|fma|f16c|avx512f|avx512bw|avx512vl|avx512_vnni|avx512_bf16|avx512_fp16|amx_tile|amx_bf16|amx_int8)$' | tr '\n' ' ')
 echo "cpu: ${cpu_model:-unknown}; vector flags: ${cpu_flags:-none found}"
+# what tensorscope chose for it at run time (docs/backend.md: the kernel
+# level, TS_CPU; the bf16 products' route, TS_BF16_GEMM)
+ts_cpu=$("$BUILD/tensorscope" --version 2>/dev/null | sed -n 's/^cpu instructions: //p')
+echo "tensorscope on this cpu: ${ts_cpu:-unknown (no $BUILD/tensorscope)}"
+# the "cpu" column beside every row: the widest vector set, and the bf16
+# instructions where there are
+has_flag() { case " $cpu_flags " in *" $1 "*) return 0 ;; esac; return 1; }
+CPU_TAG=generic
+if has_flag avx512f; then CPU_TAG=avx512; elif has_flag avx2; then CPU_TAG=avx2; elif has_flag avx; then CPU_TAG=avx; fi
+has_flag fma && [ "$CPU_TAG" = avx2 ] && CPU_TAG=avx2+fma
+has_flag avx512_bf16 && CPU_TAG=$CPU_TAG+bf16
+has_flag amx_bf16 && CPU_TAG=$CPU_TAG+amx
 # the GEMM-only ceiling (bench_gemm.c): a model of one MatMul on a
 # 1024^3 product at these threads, the fastest of 9 (a limit: the other
 # load only slows a repetition down); each row's GFLOP/s (matmul FLOPs
@@ -340,7 +352,7 @@ if ceil_line=$("$BUILD/bench_gemm" 1024 1024 1024 9 "$THREADS" 2>&1); then
 else
     echo "gemm ceiling: failed ($ceil_line); the rows show no share of it" >&2
 fi
-printf "$HEAD_FMT" benchmark impl ms/step "spread(ms)" samples/s GFLOP/s ceil "RSS(MB)"
+printf "$HEAD_FMT" benchmark impl ms/step "spread(ms)" samples/s GFLOP/s ceil "RSS(MB)" cpu
 hr
 BENCH=$BUILD/bench_mlp
 

@@ -131,6 +131,15 @@ TS_API ts_status ts_require_feature(const char *name);
 /* Every feature and whether it is built, in the order above:
  * "plots yes, onnx yes, tensorboard yes, npz yes, ..., cuda no". */
 TS_API const char *ts_features(void);
+/* The CPU's vector instructions and the kernels chosen for them at run
+ * time (docs/backend.md, "Kernels for the CPU at hand"):
+ * "avx avx2 fma f16c; kernels avx2; bf16 products f32". The instruction
+ * sets listed are those the CPU and the OS both enable, of avx, avx2, fma,
+ * f16c, avx512f, avx512bw, avx512vl, avx512dq, avx512_bf16, amx_tile and
+ * amx_bf16; "kernels" names the level the vectorised kernels run (generic,
+ * avx2 or avx512; TS_CPU caps it); "bf16 products" says how a bf16 model's
+ * matmuls multiply (sbgemm: OpenBLAS's bf16 GEMM; f32: widened to f32). */
+TS_API const char *ts_cpu_features(void);
 
 /* ------------------------------------------------------- memory and logs */
 
@@ -362,15 +371,17 @@ TS_API ts_tensor *ts_unary(ts_graph *g, const char *op, ts_tensor *x, float alph
  * Greater, GreaterOrEqual (bool out). A division or modulo by 0
  * gives 0 (numpy's). No gradient. */
 TS_API ts_tensor *ts_binary(ts_graph *g, const char *op, ts_tensor *a, ts_tensor *b);
-/* Bitwise ops on i32 tensors, broadcast by numpy's rules, computed in the
- * integer type `type` (TS_I8, TS_I16, TS_I32, TS_I64, TS_U8, TS_U16,
- * TS_U32 or TS_U64: the values' declared type) and wrapped to its width:
- * And, Or, Xor, Not (of a; b is NULL), ShiftLeft and ShiftRight (a by b
- * bits; arithmetic for a signed type; a shift by a negative amount or by
- * the width or more shifts every bit out). The output is i32, so the ops
+/* Bitwise ops on two i32 or two i64 tensors, broadcast by numpy's rules,
+ * computed in the integer type `type` (TS_I8, TS_I16, TS_I32, TS_I64,
+ * TS_U8, TS_U16, TS_U32 or TS_U64: the values' declared type) and wrapped
+ * to its width: And, Or, Xor, Not (of a; b is NULL), ShiftLeft and
+ * ShiftRight (a by b bits; arithmetic for a signed type; a shift by a
+ * negative amount or by the width or more shifts every bit out). The
+ * output has a's dtype: on i64 tensors every type is exact over its whole
+ * range (a uint64 held as its bits: 2^64-1 is -1); on i32 ones the ops
  * whose results can leave i32 (Not of an unsigned 32- or 64-bit type,
  * ShiftLeft in a 64-bit or unsigned 32-bit type) are
- * TS_ERR_UNSUPPORTED. No gradient. */
+ * TS_ERR_INVALID_ARGUMENT (ts_cast them to i64). No gradient. */
 TS_API ts_tensor *ts_bitwise(ts_graph *g, const char *op, ts_tensor *a, ts_tensor *b, ts_dtype type);
 /* weight [V,C] gathered by i32 indices [...] -> [...,C]; the backward pass
  * scatter-adds into the weight's gradient (an index out of [0,V) is an
@@ -393,9 +404,14 @@ TS_API ts_tensor *ts_gather_elements(ts_graph *g, ts_tensor *data, ts_tensor *in
  * i64 to the 16-bit floats, through f32), as PyTorch's .to(): floats
  * toward zero (NaN gives 0, values beyond the integer's range its nearest
  * end), i64 to i32 wrapped, integers to f32 rounded to nearest; the
- * result has `dtype` and no gradient flows through. To TS_BOOL from f32,
- * i32 or i64: true where non-zero, NaN included (numpy's astype(bool));
- * from bool to any of them: 1 or 0. The result is a bf16 / f16 tensor of x's
+ * result has `dtype` and no gradient flows through. To the narrow integer
+ * types TS_I8, TS_I16, TS_U8, TS_U16 (held in i32), TS_U32 and TS_U64
+ * (held in i64; a uint64 as its bits, so an i64 is returned as it is):
+ * an integer's value exactly, wrapped to the type (two's complement
+ * truncation, as numpy's and ONNX's Cast: 300 as i8 is 44, -1 as u32 is
+ * 4294967295), a float toward zero to int64 first; no gradient. To
+ * TS_BOOL from f32, i32 or i64: true where non-zero, NaN included
+ * (numpy's astype(bool)); from bool to any of them: 1 or 0. The result is a bf16 / f16 tensor of x's
  * shape; on the CPU its values are held in f32 cells (ts_tensor_info
  * reports dtype f32 and ts_tensor_precision the 16-bit dtype). The
  * gradient flows back unchanged, rounded to the dtype once complete, as
@@ -663,7 +679,8 @@ TS_API const char *ts_tensor_name(const ts_tensor *t);
  * (ts_model_anchored), converted from the dtype it is computed in: every
  * value must be exact in `dtype` (an integer in its range, 0 or 1 for
  * bool), else reading it is TS_ERR_INVALID_ARGUMENT naming the first other
- * one. The ONNX importer declares each graph output's ONNX type this way
+ * one; an i64 tensor's values as TS_U64 are their bits (uint64 values are
+ * held in i64 so: ts_cast). The ONNX importer declares each graph output's ONNX type this way
  * (int64, bool, double, ...). */
 TS_API ts_status ts_tensor_set_output_dtype(ts_tensor *t, ts_dtype dtype);
 /* The ONNX data type an ONNX import declared for this graph output where it

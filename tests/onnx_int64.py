@@ -18,6 +18,15 @@ equal onnxruntime's exactly, in its type:
               int32 -> int64
   expand      Expand of an int64 tensor (along a new axis and the batch)
   onehot      OneHot with int64 values beyond 2^53 and negative indices
+  bitwise     BitwiseAnd, Or, Xor, Not of int64 values at the ends of
+              int64, and in uint64 (a Cast of them), BitShift in uint64 by
+              0 to 63 and 64, of a uint64 input too
+  narrow      Cast of int64 and int32 values to int8, int16, uint8, uint16,
+              uint32 and uint64 (wrapped: 300 as int8 is 44)
+  variadic    Max and Min of int64 tensors and constants past 2^53
+  folds       integer folds exactly in int64: Add, Sub, Mul (wrapping),
+              Div, Mod, Neg, Abs, Max, CumSum of int64 constants past 2^53, Range from
+              2^62, ConstantOfShape of 2^62+1, Cast of constants to int8
 Run by tests/test_onnx_int64.sh (the real-model venv: onnx, onnxruntime)."""
 import sys
 import tempfile
@@ -210,9 +219,106 @@ def test_onehot():
     same("OneHot with float values", want[1], got[1])
 
 
+EDGES = np.array([-(2**63), 2**63 - 1, -1, 0, 2**62 + 12345, -(BIG + 3), 0x5555555555555555, 300], np.int64)
+
+
+def test_bitwise():
+    y = np.array([-1, -(2**63) + 7, 2**63 - 1, BIG + 1, 0x0F0F0F0F0F0F0F0F, -2, 0x7A7A7A7A00000001, 44], np.int64)
+    s = np.array([0, 1, 63, 64, 5, 33, 2, 62], np.int64)
+    small = np.array([1, 2, 3, 255, 7, 0, 1, 9], np.uint64)
+    U64 = TensorProto.UINT64
+    m = model([helper.make_node("BitwiseAnd", ["x", "y"], ["and"]),
+               helper.make_node("BitwiseOr", ["x", "y"], ["or"]),
+               helper.make_node("BitwiseXor", ["x", "y"], ["xor"]),
+               helper.make_node("BitwiseNot", ["x"], ["not"]),
+               helper.make_node("Cast", ["x"], ["xu"], to=U64),
+               helper.make_node("Cast", ["s"], ["su"], to=U64),
+               helper.make_node("BitwiseNot", ["xu"], ["notu"]),
+               helper.make_node("BitShift", ["xu", "su"], ["left"], direction="LEFT"),
+               helper.make_node("BitShift", ["xu", "su"], ["right"], direction="RIGHT"),
+               helper.make_node("BitShift", ["small", "su"], ["left_small"], direction="LEFT"),
+               helper.make_node("BitwiseXor", ["xu", "mask"], ["xoru"])],
+              [vi("x", TensorProto.INT64, [8]), vi("y", TensorProto.INT64, [8]), vi("s", TensorProto.INT64, [8]),
+               vi("small", U64, [8])],
+              [vi(n, TensorProto.INT64, [8]) for n in ("and", "or", "xor", "not")] +
+              [vi(n, U64, [8]) for n in ("notu", "left", "right", "left_small", "xoru")],
+              [numpy_helper.from_array(np.array([2**64 - 1, 2**63 + 5, 1, 2**53 + 1, 0, 2**63, 7, 2**64 - 2**40], np.uint64), "mask")],
+              opset=18)
+    _, want, got = both(m, {"x": EDGES, "y": y, "s": s, "small": small})
+    for name, w, o in zip(("BitwiseAnd int64", "BitwiseOr int64", "BitwiseXor int64", "BitwiseNot int64", "BitwiseNot uint64",
+                           "BitShift LEFT uint64", "BitShift RIGHT uint64", "BitShift LEFT of a uint64 input",
+                           "BitwiseXor with a uint64 initializer past 2^63"), want, got):
+        same(name, w, o)
+
+
+def test_variadic():
+    x = np.array([BIG + 1, -(2**62) - 1, 2**62 + 3, -5], np.int64)
+    y = np.array([BIG, -(2**62), 2**62 + 5, -(BIG + 1)], np.int64)
+    m = model([helper.make_node("Max", ["x", "y"], ["max"]),
+               helper.make_node("Min", ["x", "y", "c"], ["min"])],
+              [vi("x", TensorProto.INT64, [4]), vi("y", TensorProto.INT64, [4])],
+              [vi(n, TensorProto.INT64, [4]) for n in ("max", "min")],
+              [numpy_helper.from_array(np.array([BIG + 3], np.int64), "c")])
+    _, want, got = both(m, {"x": x, "y": y})
+    for name, w, o in zip(("Max of int64 tensors", "Min of int64 tensors and a constant"), want, got):
+        same(name, w, o)
+
+
+def test_narrow_casts():
+    i32 = np.array([-1, 300, -(2**31), 65535, -32769, 128, 2**31 - 1, -129], np.int32)
+    types = {"int8": TensorProto.INT8, "int16": TensorProto.INT16, "uint8": TensorProto.UINT8, "uint16": TensorProto.UINT16,
+             "uint32": TensorProto.UINT32, "uint64": TensorProto.UINT64}
+    nodes = [helper.make_node("Cast", ["x"], ["x_" + n], to=t) for n, t in types.items()]
+    nodes += [helper.make_node("Cast", ["i"], ["i_" + n], to=t) for n, t in types.items()]
+    m = model(nodes, [vi("x", TensorProto.INT64, [8]), vi("i", TensorProto.INT32, [8])],
+              [vi("x_" + n, t, [8]) for n, t in types.items()] + [vi("i_" + n, t, [8]) for n, t in types.items()])
+    _, want, got = both(m, {"x": EDGES, "i": i32})
+    names = [f"Cast int64 -> {n}" for n in types] + [f"Cast int32 -> {n}" for n in types]
+    for name, w, o in zip(names, want, got):
+        same(name, w, o)
+
+
+def test_folds():
+    """Each fold on its own model: its result added to a fed zero vector
+    (so that a graph op reads it), against onnxruntime's."""
+    I64 = TensorProto.INT64
+
+    def const(name, v):
+        return numpy_helper.from_array(np.array(v, np.int64), name)
+    inits = [const("c1", [2**62 + 1]), const("c2", [2**61 + 3]), const("c3", [-(BIG + 5)]), const("four", [4]),
+             const("three", [3]), const("seven", [7]), const("min", [-(2**63)]), const("start", 2**62 + 1),
+             const("limit", 2**62 + 7), const("delta", 2), const("three1", [3]), const("c300", [300, -129, 2**40 + 255]),
+             const("axis0", 0), const("cbig", [2**62 + 1, BIG + 1, -(2**62) + 3])]
+    node = helper.make_node
+    cases = [("Add of two int64 constants", [node("Add", ["c1", "c2"], ["k"])], 1),
+             ("Sub of int64 constants", [node("Sub", ["c3", "c1"], ["k"])], 1),
+             ("Mul of int64 constants (wrapping)", [node("Mul", ["c1", "four"], ["k"])], 1),
+             ("Div of int64 constants", [node("Div", ["c1", "three"], ["k"])], 1),
+             ("Mod of int64 constants", [node("Mod", ["c3", "seven"], ["k"])], 1),
+             ("Neg and Abs of int64 constants, -INT64_MIN",
+              [node("Neg", ["c3"], ["n"]), node("Abs", ["c3"], ["a"]), node("Neg", ["min"], ["m"]),
+               node("Concat", ["n", "a", "m"], ["k"], axis=0)], 3),
+             ("Max of three int64 constants", [node("Max", ["c1", "c2", "c3"], ["k"])], 1),
+             ("CumSum of int64 constants", [node("CumSum", ["cbig", "axis0"], ["k"])], 3),
+             ("Range from 2^62+1 to 2^62+7 by 2", [node("Range", ["start", "limit", "delta"], ["k"])], 3),
+             ("ConstantOfShape of 2^62+1",
+              [node("ConstantOfShape", ["three1"], ["k"], value=numpy_helper.from_array(np.array([2**62 + 1], np.int64)))], 3),
+             ("Cast of int64 constants to int8 and back",
+              [node("Cast", ["c300"], ["c8"], to=TensorProto.INT8), node("Cast", ["c8"], ["k"], to=I64)], 3)]
+    for name, nodes, n in cases:
+        used = {i for nd in nodes for i in nd.input}
+        m = model(nodes + [node("Add", ["r", "k"], ["y"])], [vi("r", I64, [n])], [vi("y", I64, [n])],
+                  [t for t in inits if t.name in used])
+        try:
+            _, want, got = both(m, {"r": np.zeros(n, np.int64)})
+            same(name + ", folded", want[0], got[0])
+        except Exception as e:
+            check(False, f"{name}, folded: {type(e).__name__}: {e}")
+
+
 if __name__ == "__main__":
     for t in (test_inputs, test_gather_ids, test_constants, test_comparisons, test_where_cast_expand,
-              test_where_int_condition, test_onehot):
+              test_where_int_condition, test_onehot, test_bitwise, test_variadic, test_narrow_casts, test_folds):
         try:
             t()
         except Exception as e:  # one failing model does not hide the others

@@ -248,7 +248,7 @@ if needs debug-bundle "debug-run's bundle"; then
     check "debug-run -- names: exit 0, the bundle has output.log, exit.txt, env.txt, sysinfo.txt, gpu.txt${missing:+ (missing:$missing)}" \
         eval '[ $rc -eq 0 ] && [ -z "$missing" ]'
     mkdir -p bundle && tar xzf B.tar.gz -C bundle 2> /dev/null
-    "$BIN" info 2> /dev/null | sed -n '5,$p' | sed 's/ ([0-9.]* free)//' > gpus.txt # free memory moves
+    "$BIN" info 2> /dev/null | sed -n '6,$p' | sed 's/ ([0-9.]* free)//' > gpus.txt # free memory moves
     check "debug-run: gpu.txt begins with the GPUs (or why none) as 'tensorscope info' lists them" \
         eval 'sed -n "1,$(wc -l < gpus.txt)p" bundle/tensorscope-debug/gpu.txt | sed "s/ ([0-9.]* free)//" | cmp -s - gpus.txt' ||
         { show gpus.txt; show bundle/tensorscope-debug/gpu.txt; }

@@ -32,24 +32,26 @@ check "--version: 'features: $want' (configure: '${TS_FEATURES-}')" \
 # none (the build lacks CUDA; the machine a GPU); --device one of them, exit 1
 # when it is not here, 2 for a name that is no device
 run info "$BIN" info
-sed -n 1,3p version.out > version3.out
-check "info: exit 0, begins with --version's lines" eval '[ $rc -eq 0 ] && [ "$(head -n 3 info.out)" = "$(cat version3.out)" ]' || show info.out
+sed -n 1,4p version.out > version4.out
+check "info: exit 0, begins with --version's lines" eval '[ $rc -eq 0 ] && [ "$(head -n 4 info.out)" = "$(cat version4.out)" ]' || show info.out
+check "--version: 'cpu instructions: ...; kernels LEVEL; bf16 products ROUTE'" \
+    has version.out '^cpu instructions: .*kernels (generic|avx2|avx512).*; bf16 products (sbgemm|f32)' || show version.out
 check "info: a line 'cpu: N threads, X GiB memory'" has info.out '^cpu: [1-9][0-9]* threads, [0-9.]+ GiB memory$' || show info.out
 run infogpu "$BIN" info --device cuda
 if ! has_feature cuda; then
-    check "info, built without CUDA: 'cuda: a CUDA device needs tensorscope built with CUDA: ...' after the CPU"         eval 'sed -n 5p info.out | grep -Fq "cuda: a CUDA device needs tensorscope built with CUDA: apt-get install nvidia-cuda-toolkit"' || show info.out
+    check "info, built without CUDA: 'cuda: a CUDA device needs tensorscope built with CUDA: ...' after the CPU"         eval 'sed -n 6p info.out | grep -Fq "cuda: a CUDA device needs tensorscope built with CUDA: apt-get install nvidia-cuda-toolkit"' || show info.out
     check "info --device cuda, built without CUDA: exit 1, saying so"         eval '[ $rc -eq 1 ] && hasf infogpu.err "tensorscope: --device: a CUDA device needs tensorscope built with CUDA" && [ ! -s infogpu.out ]' ||
         show infogpu.err
 elif [ $rc -ne 0 ]; then
-    check "info, no GPU here: 'cuda:0: no usable GPU here (...)' after the CPU"         eval 'sed -n 5p info.out | grep -q "^cuda:0: no usable GPU here (.*): run with --device cpu$"' || show info.out
+    check "info, no GPU here: 'cuda:0: no usable GPU here (...)' after the CPU"         eval 'sed -n 6p info.out | grep -q "^cuda:0: no usable GPU here (.*): run with --device cpu$"' || show info.out
     check "info --device cuda, no GPU here: exit 1, saying so"         eval '[ $rc -eq 1 ] && hasf infogpu.err "tensorscope: --device: cuda:0: no usable GPU here (" && [ ! -s infogpu.out ]' || show infogpu.err
 else
     check "info --device cuda on a GPU: 'cuda:0: NAME, sm_XY, X GiB (Y free), N SMs, driver ..., runtime ..., cuBLAS ...'"         has infogpu.out '^cuda:0: .+, sm_[0-9]+, [0-9.]+ GiB \([0-9.]+ free\), [0-9]+ SMs, driver [0-9.]+, runtime [0-9.]+, cuBLAS ' ||
         show infogpu.out
-    check "info lists cuda:0 after the CPU" eval 'sed -n 5p info.out | grep -q "^cuda:0: .*, sm_[0-9]"' || show info.out
+    check "info lists cuda:0 after the CPU" eval 'sed -n 6p info.out | grep -q "^cuda:0: .*, sm_[0-9]"' || show info.out
 fi
 run infocpu "$BIN" info --device cpu
-check "info --device cpu: exit 0, the CPU's line alone" eval '[ $rc -eq 0 ] && [ "$(cat infocpu.out)" = "$(sed -n 4p info.out)" ]' ||
+check "info --device cpu: exit 0, the CPU's line alone" eval '[ $rc -eq 0 ] && [ "$(cat infocpu.out)" = "$(sed -n 5p info.out)" ]' ||
     show infocpu.out
 run infobad "$BIN" info --device gpu:0
 check "info --device gpu:0: usage error (exit 2) naming the choices" eval '[ $rc -eq 2 ] && hasf infobad.err "cpu, cuda and cuda:N"' ||

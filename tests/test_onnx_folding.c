@@ -6,7 +6,8 @@
  * a folded Mod of a negative axis; and one folded constant read by two
  * graph ops (both read the same graph constant, under its own name); Pow
  * by a float initializer, a constant exponent; GatherElements of int64
- * constants, whose result indexes a Gather. */
+ * constants, whose result indexes a Gather; integer folds exact past 2^53
+ * (Add, Range, Mul wrapping, Neg, Cast to int8), read as int64. */
 /* needs: onnx */
 #include <math.h>
 #include <stdio.h>
@@ -166,6 +167,51 @@ int main(void) {
     if (!st) {
         static const float x[N] = {10, 11, 12, 13, 14, 15, 16};
         check_run(g, x, 1, (const float *const[]){(const float[N]){16, 16, 15, 14, 13, 12, 10}});
+    }
+    ts_graph_free(g);
+
+    /* integer folds exact over int64's range, wrapping as ONNX's int64
+     * arithmetic: Add of two int64 constants past 2^62, a Range from
+     * 2^62+1 by 2, a Mul that wraps, -INT64_MIN, int64 300 cast to int8
+     * (44) and back; added to a fed int64 zero vector, read as int64 */
+    model_begin();
+    input_typed("r", 7, 1, (int64_t[]){N});
+    output_typed("y", 7, 1, (int64_t[]){N});
+    const int64_t p62 = (int64_t)1 << 62, p61 = (int64_t)1 << 61;
+    init_i64("c1", 1, (int64_t[]){p62 + 1});
+    init_i64("c2", 1, (int64_t[]){p61 + 3});
+    init_i64("start", 1, (int64_t[]){p62 + 1});
+    init_i64("limit", 1, (int64_t[]){p62 + 7});
+    init_i64("delta", 1, (int64_t[]){2});
+    init_i64("four", 1, (int64_t[]){4});
+    init_i64("min", 1, (int64_t[]){INT64_MIN});
+    init_i64("c300", 1, (int64_t[]){300});
+    node("Add", "add", "c1,c2", "k0");
+    node("Range", "range", "start,limit,delta", "k1");
+    node("Mul", "mul", "c1,four", "k2");
+    node("Neg", "neg", "min", "k3");
+    attr_int(node("Cast", "to_i8", "c300", "c8"), "to", 3);
+    attr_int(node("Cast", "to_i64", "c8", "k4"), "to", 7);
+    attr_int(node("Concat", "cat", "k0,k1,k2,k3,k4", "folded"), "axis", 0);
+    node("Add", "add_r", "r,folded", "y");
+    st = import_as("int64_folds", &g);
+    CHECK(st == TS_OK, "integer folds past 2^53 import%s%s", st ? ": " : "", st ? ts_last_error() : "");
+    if (!st) {
+        ts_tensor *o = ts_graph_output_at(g, 0);
+        ts_model *m = NULL;
+        CHECK_OK(ts_model_inference(&m, g, &o, 1, NULL), "an inference model of the int64 output");
+        int64_t zero64[N] = {0};
+        ts_array in = {.dtype = TS_I64, .ndim = 1, .shape = {N}, .data = zero64}, a = {0};
+        const char *rn = "r";
+        st = m ? ts_model_run(m, &rn, &in, 1) : TS_ERR_STATE;
+        if (!st) st = ts_model_anchored(m, ts_tensor_name(o), &a);
+        const int64_t want[N] = {p62 + p61 + 4, p62 + 1, p62 + 3, p62 + 5, (int64_t)((uint64_t)(p62 + 1) * 4u), INT64_MIN, 44};
+        int bad = st || a.dtype != TS_I64 || ts_array_numel(&a) != N ? 0 : -1;
+        for (int i = 0; bad < 0 && i < N; i++)
+            if (((const int64_t *)a.data)[i] != want[i]) bad = i;
+        CHECK(bad < 0, "Add, Range, Mul (wrapped), Neg of INT64_MIN and a Cast to int8 folded exactly in int64");
+        if (bad >= 0 && !st) printf("     [%d] got %lld, want %lld\n", bad, (long long)((const int64_t *)a.data)[bad], (long long)want[bad]);
+        ts_model_free(m);
     }
     ts_graph_free(g);
 

@@ -3,7 +3,8 @@
 #include "cli.h"
 
 int cmd_version(void) {
-    printf("tensorscope %s\nfeatures: %s\ninspector line editing: %s\n", ts_version(), ts_features(), cli_line_editing());
+    printf("tensorscope %s\nfeatures: %s\ninspector line editing: %s\ncpu instructions: %s\n", ts_version(), ts_features(),
+           cli_line_editing(), ts_cpu_features());
     return CLI_OK;
 }
 

@@ -274,7 +274,8 @@ _STRUCTS = {"CONV2D": _capi.Conv2dParams, "CONVT2D": _capi.ConvTranspose2dParams
 
 _DTYPE_NAMES = {"f32": 0, "float32": 0, "f64": 1, "float64": 1, "i32": 2, "int32": 2,
                 "i64": 3, "int64": 3, "u8": 4, "uint8": 4, "bf16": 11, "bfloat16": 11,
-                "f16": 12, "float16": 12}
+                "f16": 12, "float16": 12, "i8": 6, "int8": 6, "i16": 7, "int16": 7, "u16": 8, "uint16": 8,
+                "u32": 9, "uint32": 9, "u64": 10, "uint64": 10}
 
 
 def dtype_code(d: DTypeLike) -> int:
@@ -284,7 +285,7 @@ def dtype_code(d: DTypeLike) -> int:
     try:
         return _capi.DTYPES.index(np.dtype(d))
     except (TypeError, ValueError):
-        raise TypeError(f"dtype {d!r}: use one of f32, f64, i32, i64, u8, bool, bf16, f16 "
+        raise TypeError(f"dtype {d!r}: use one of f32, f64, i32, i64, u8, bool, bf16, f16, i8, i16, u16, u32, u64 "
                         "(or the numpy dtypes of the same names)") from None
 
 

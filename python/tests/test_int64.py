@@ -1,7 +1,8 @@
 """int64 graph tensors from Python: fed and returned as numpy int64, every
 value exact (beyond 2^31 and 2^53, the ends of int64), through the integer
-ops (casts, arithmetic with ONNX's and torch's divisions, comparisons,
-running sums) and the ops that move values, each against numpy."""
+ops (casts, to the narrow integer types too, arithmetic with ONNX's and
+torch's divisions, comparisons, running sums, the bitwise ops) and the
+ops that move values, each against numpy."""
 import numpy as np
 import pytest
 
@@ -110,6 +111,33 @@ def test_casts_as_torch():
     np.testing.assert_array_equal(f32, BIG.astype(np.float32))
     np.testing.assert_array_equal(i64, np.array([[3, -3, 5000000000, 0]], np.int64))  # toward zero; NaN 0
     np.testing.assert_array_equal(back, BIG.astype(np.int32).astype(np.int64))
+
+
+@pytest.mark.parametrize("dtype,np_dtype", [("i8", np.int8), ("i16", np.int16), ("u8", np.uint8), ("u16", np.uint16),
+                                            ("u32", np.uint32), ("u64", np.uint64)])
+def test_narrow_casts_wrap_as_numpy(dtype, np_dtype):
+    got, = run(lambda g, x: g.cast(x, dtype), BIG)
+    want = BIG.astype(np_dtype)  # two's complement truncation
+    if dtype == "u64":
+        np.testing.assert_array_equal(got, want.view(np.int64))  # held in int64 as its bits
+    else:
+        np.testing.assert_array_equal(got, want.astype(np.int64))  # held in int32 (8, 16 bits) or int64 (u32)
+
+
+def test_bitwise_in_all_64_bits():
+    shifts = np.array([[0, 1, 63, 64], [5, 33, 2, 62]], np.int64)
+    got = run(lambda g, x, s: [g.bitwise("And", x, s, "i64"), g.bitwise("Xor", x, s, "i64"), g.bitwise("Not", x, None, "i64"),
+                               g.bitwise("ShiftLeft", x, s, "i64"), g.bitwise("ShiftRight", x, s, "i64"),
+                               g.bitwise("ShiftRight", x, s, "u64")], BIG, shifts)
+    inside = shifts < 64
+    s = np.where(inside, shifts, 0).astype(np.uint64)
+    u = BIG.view(np.uint64)
+    np.testing.assert_array_equal(got[0], BIG & shifts)
+    np.testing.assert_array_equal(got[1], BIG ^ shifts)
+    np.testing.assert_array_equal(got[2], ~BIG)
+    np.testing.assert_array_equal(got[3], np.where(inside, (u << s).view(np.int64), 0))
+    np.testing.assert_array_equal(got[4], np.where(inside, BIG >> s.astype(np.int64), np.where(BIG < 0, -1, 0)))
+    np.testing.assert_array_equal(got[5], np.where(inside, (u >> s).view(np.int64), 0))
 
 
 def test_mixed_widths_and_unsigned_overflow_are_refused():

@@ -316,29 +316,50 @@ TS_EW int64_t ts_gather_elements_offset(const ts_shape *sd, const ts_shape *si, 
     return off;
 }
 
+/* v wrapped to an integer type of `bits` bits (unsigned: `uns`), two's
+ * complement, as a C cast to it does: int8 300 is 44, uint8 -1 is 255; a
+ * uint64 value is held as its bits (2^64-1 as -1) */
+TS_EW int64_t ts_int_wrap_bits(int64_t v, int bits, int uns) {
+    if (bits >= 64) return v;
+    uint64_t mask = ((uint64_t)1 << bits) - 1, r = (uint64_t)v & mask;
+    if (!uns && ((r >> (bits - 1)) & 1u)) r |= ~mask; /* sign-extend */
+    return (int64_t)r;
+}
+
+/* v as the integer dtype `type` holds it (TS_I8, TS_I16, TS_U8, TS_U16,
+ * TS_U32 wrapped, ts_int_wrap_bits; any other type: v) */
+TS_EW int64_t ts_int_as_type(int type, int64_t v) {
+    switch (type) {
+    case TS_I8: return ts_int_wrap_bits(v, 8, 0);
+    case TS_I16: return ts_int_wrap_bits(v, 16, 0);
+    case TS_U8: return ts_int_wrap_bits(v, 8, 1);
+    case TS_U16: return ts_int_wrap_bits(v, 16, 1);
+    case TS_U32: return ts_int_wrap_bits(v, 32, 1);
+    default: return v;
+    }
+}
+
 /* ---- Bitwise (TS_OP_BITWISE): ONNX's BitwiseAnd, Or, Xor, Not and
- * BitShift on integers held in i32, computed in the declared integer type
- * of `bits` bits (unsigned: `uns`) and wrapped to it. A shift by a negative
- * amount or by the width or more shifts every bit out (an arithmetic right
- * shift of a negative signed value leaves -1). */
-TS_EW int32_t ts_ew_bitwise(int kind, int bits, int uns, int32_t a, int32_t b) {
-    uint64_t mask = bits >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << bits) - 1;
-    uint64_t ua = (uint64_t)(int64_t)a & mask, ub = (uint64_t)(int64_t)b & mask, r;
-    bool out_of_width = b < 0 || b >= bits;
+ * BitShift on integers held in i32 or i64, computed in the declared
+ * integer type of `bits` bits (unsigned: `uns`) and wrapped to it. A shift
+ * by a negative amount or by the width or more shifts every bit out (an
+ * arithmetic right shift of a negative signed value leaves -1). */
+TS_EW int64_t ts_ew_bitwise(int kind, int bits, int uns, int64_t a, int64_t b) {
+    int64_t sa = ts_int_wrap_bits(a, bits, uns), sb = ts_int_wrap_bits(b, bits, uns);
+    uint64_t ua = (uint64_t)sa, ub = (uint64_t)sb, r;
+    bool out_of_width = uns ? ub >= (uint64_t)bits : sb < 0 || sb >= bits;
     switch (kind) {
     case TS_BITWISE_AND: r = ua & ub; break;
     case TS_BITWISE_OR: r = ua | ub; break;
     case TS_BITWISE_XOR: r = ua ^ ub; break;
     case TS_BITWISE_NOT: r = ~ua; break;
-    case TS_BITWISE_SHIFT_LEFT: r = out_of_width ? 0 : ua << b; break;
+    case TS_BITWISE_SHIFT_LEFT: r = out_of_width ? 0 : ua << sb; break;
     default: /* right */
-        if (!uns && a < 0) r = (uint64_t)(out_of_width ? -1 : (int64_t)a >> b);
-        else r = out_of_width ? 0 : ua >> b;
+        if (!uns && sa < 0) r = (uint64_t)(out_of_width ? -1 : sa >> sb);
+        else r = out_of_width ? 0 : ua >> sb;
         break;
     }
-    r &= mask;
-    if (!uns && bits < 64 && ((r >> (bits - 1)) & 1u)) r |= ~mask; /* sign-extend */
-    return (int32_t)(int64_t)r;
+    return ts_int_wrap_bits((int64_t)r, bits, uns);
 }
 
 /* ---- integer tensors (TS_OP_INT_ARITH, TS_OP_CONVERT, TS_OP_INT_CUMSUM):

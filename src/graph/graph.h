@@ -121,13 +121,14 @@ typedef enum ts_op {
      * over the keys (ts_attention) */
     TS_OP_ATTENTION,
     /* conformance */
-    /* in: a, b i32 (broadcast; Not reads a only); out: i32. attr[0]: the
-     * ts_bitwise_kind, attr[1]: the integer type's bits, attr[2]: 1 when
-     * it is unsigned; the result wraps to that type (ONNX's Bitwise* and
-     * BitShift); no gradient */
+    /* in: a, b of one integer dtype, i32 or i64 (broadcast; Not reads a
+     * only); out: a's dtype. attr[0]: the ts_bitwise_kind, attr[1]: the
+     * integer type's bits, attr[2]: 1 when it is unsigned; the result
+     * wraps to that type (ONNX's Bitwise* and BitShift); no gradient */
     TS_OP_BITWISE,
     /* integer tensors (i32, i64: backend/int_math.h); no gradient */
-    TS_OP_CONVERT,      /* x's values as attr[0]'s dtype (f32, i32, i64, bool): floats toward zero (saturated, NaN 0), i64 to i32 wrapped, as PyTorch's .to();
+    TS_OP_CONVERT,      /* x's values as attr[0]'s dtype (f32, i32, i64; i8, i16, u8, u16 held in i32, u32, u64 in i64: wrapped, ts_int_as_type; bool):
+                         * floats toward zero (saturated, NaN 0), i64 to i32 wrapped, as PyTorch's .to();
                          * to bool: 1 where non-zero (NaN included), from bool: 1 or 0;
                          * attr[1] = 1: indices (i32 out, saturated, NaN INT32_MIN: one out of int32 stays out of any range, for the run's check) */
     TS_OP_INT_ARITH,    /* in: a, b of one integer dtype (broadcast; Neg and Abs read a); attr[0]: the ts_int_kind; out: a's dtype, bool for the comparisons */

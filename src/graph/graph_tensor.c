@@ -143,14 +143,19 @@ ts_tensor *ts_bitwise(ts_graph *g, const char *op, ts_tensor *a, ts_tensor *b, t
     if (!uns && type != TS_I8 && type != TS_I16 && type != TS_I32 && type != TS_I64)
         return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_bitwise: type %s is no integer type; give the values' declared type "
                              "(i8, i16, i32, i64, u8, u16, u32 or u64)", ts_dtype_name(type));
-    int bits = (int)ts_dtype_size(type) * 8;
-    if ((kind == TS_BITWISE_NOT && uns && bits >= 32) || (kind == TS_BITWISE_SHIFT_LEFT && (bits == 64 || (uns && bits == 32))))
-        return ts_graph_fail(g, TS_ERR_UNSUPPORTED, "ts_bitwise: %s in %s can give values an i32 tensor (which holds "
-                             "integers) does not; it is not available yet (a shift left by a constant n is a multiplication by 2^n)",
-                             op, ts_dtype_name(type));
     if ((kind == TS_BITWISE_NOT) != (b == NULL))
         return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_bitwise: %s takes %s", op, kind == TS_BITWISE_NOT ? "one tensor (b NULL)" : "two tensors");
-    return node(g, TS_OP_BITWISE, 2, (const ts_tensor *[]){a, b ? b : a}, &(attrs){.attr = {kind, bits, uns}});
+    if (!b) b = a;
+    if (!is_int(a) || !is_int(b) || a->dtype != b->dtype)
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_bitwise %s: '%s' is %s and '%s' is %s; bitwise ops take i32 or i64 tensors of one dtype "
+                             "(convert one with ts_cast)", op, a ? a->name : "(null)", a ? ts_dtype_name(a->dtype) : "none", b ? b->name : "(null)",
+                             b ? ts_dtype_name(b->dtype) : "none");
+    int bits = (int)ts_dtype_size(type) * 8;
+    if (a->dtype == TS_I32 && ((kind == TS_BITWISE_NOT && uns && bits >= 32) || (kind == TS_BITWISE_SHIFT_LEFT && (bits == 64 || (uns && bits == 32)))))
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_bitwise: %s in %s can give values an i32 tensor does not hold; give i64 tensors "
+                             "(ts_cast), whose results are exact in every integer type", op, ts_dtype_name(type));
+    int64_t arg[4] = {kind, bits, uns, a->dtype};
+    return ts_graph_add_node(g, TS_OP_BITWISE, (const ts_tensor *[]){a, b}, 2, NULL, set_int_node, arg);
 }
 
 ts_tensor *ts_embedding(ts_graph *g, ts_tensor *weight, ts_tensor *indices) {
@@ -180,19 +185,25 @@ ts_tensor *ts_graph_cast_named(ts_graph *g, const ts_tensor *x, ts_dtype dtype, 
 
 ts_tensor *ts_cast(ts_graph *g, ts_tensor *x, ts_dtype dtype) {
     if (!g || g->sticky) return NULL;
-    if (dtype != TS_BF16 && dtype != TS_F16 && dtype != TS_F32 && dtype != TS_I32 && dtype != TS_I64 && dtype != TS_BOOL)
-        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_cast: casts to bf16, f16, f32, i32, i64 or bool, not %s", ts_dtype_name(dtype));
+    /* the narrow integer types: wrapped, held in i32 (8 and 16 bits) or i64 (u32, u64) */
+    bool narrow = dtype == TS_I8 || dtype == TS_I16 || dtype == TS_U8 || dtype == TS_U16 || dtype == TS_U32 || dtype == TS_U64;
+    if (dtype != TS_BF16 && dtype != TS_F16 && dtype != TS_F32 && dtype != TS_I32 && dtype != TS_I64 && !narrow && dtype != TS_BOOL)
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_cast: casts to bf16, f16, f32, i32, i64, i8, i16, u8, u16, u32, u64 or bool, not %s",
+                             ts_dtype_name(dtype));
     /* bool: 1 where non-zero (NaN too), and from bool 1 or 0 */
     if (x && x->dtype == TS_F32 && dtype == TS_BOOL) return unary(g, TS_OP_CAST_BOOL, x, NULL);
     if (x && x->dtype == TS_BOOL && (dtype == TS_BF16 || dtype == TS_F16)) x = ts_cast(g, x, TS_F32);
-    if (x && (is_int(x) || x->dtype == TS_BOOL || dtype == TS_I32 || dtype == TS_I64 || dtype == TS_BOOL)) {
+    if (x && (is_int(x) || x->dtype == TS_BOOL || dtype == TS_I32 || dtype == TS_I64 || narrow || dtype == TS_BOOL)) {
         if (x->dtype != TS_F32 && x->dtype != TS_BOOL && !is_int(x))
             return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_cast: '%s' is %s; integer and bool casts take f32, i32, i64 or bool tensors",
                                  x->name, ts_dtype_name(x->dtype));
         if (dtype == TS_BF16 || dtype == TS_F16) x = ts_cast(g, x, TS_F32); /* the integers' values, then rounded */
         if (!x || x->dtype == dtype) return x;
         if (x->dtype == TS_F32 && (dtype == TS_BF16 || dtype == TS_F16)) return ts_graph_cast_named(g, x, dtype, NULL);
-        return ts_graph_convert(g, x, dtype);
+        ts_dtype held = !narrow ? dtype : dtype == TS_U32 || dtype == TS_U64 ? TS_I64 : TS_I32;
+        if (dtype == TS_U64 && x->dtype == TS_I64) return x; /* the same bits */
+        int64_t arg[4] = {dtype, 0, 0, held};
+        return ts_graph_add_node(g, TS_OP_CONVERT, (const ts_tensor *[]){x}, 1, NULL, set_int_node, arg);
     }
     return ts_graph_cast_named(g, x, dtype, NULL);
 }

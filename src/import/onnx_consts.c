@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/ew_math.h" /* ts_int_arith, ts_int_wrap_bits: the integer graph ops' arithmetic */
 #include "core/half.h"
 #include "core/lowbits.h"
 
@@ -146,7 +147,7 @@ ts_status ts_const_copy_exact(const ts_const *a, ts_const *out) {
 ts_status ts_const_set_exact(ts_const *c, const int64_t *x, int64_t n) {
     const int64_t limit = (int64_t)1 << 53;
     int64_t i = 0;
-    while (i < n && x[i] >= -limit && x[i] <= limit) i++;
+    while (i < n && x[i] >= -limit && x[i] <= limit && !(c->dtype == TS_ONNX_UINT64 && x[i] < 0)) i++; /* a uint64's bits past 2^63 */
     if (i == n) return TS_OK;
     uint64_t bytes = (uint64_t)n * sizeof *c->iv;
     ts_status st = ts_const_charge(bytes);
@@ -192,6 +193,65 @@ static double as_type_mode(int dt, double v, int mode) {
 
 static double as_type(int dt, double v) { return as_type_mode(dt, v, TS_LOWBITS_SATURATE); }
 
+/* ---- integer constants: folded exactly in int64 (the graph's integer
+ * arithmetic, backend/ew_math.h), wrapped to their type as ONNX's integer
+ * ops wrap; a uint64 beyond int64 is held as its bits. */
+
+static bool int_type(int dt) { return !ts_onnx_dtype_is_float(dt) && !ts_lowbits_is(dt) && dt != TS_ONNX_BOOL && ts_onnx_dtype_size(dt) != 0; }
+
+/* Element i of an integer constant exactly: its exact values (iv) where
+ * it has them, else v (NaN as INT64_MIN, beyond the range its end). */
+static int64_t int_at(const ts_const *c, int64_t i) {
+    int64_t k;
+    if (c->iv) return c->iv[i];
+    if (ts_onnx_int_value(c->v[i], INT64_MIN, INT64_MAX, &k)) return k;
+    if (c->v[i] >= 9223372036854775808.0 && c->v[i] < 18446744073709551616.0) return (int64_t)(uint64_t)c->v[i]; /* a uint64's bits */
+    return c->v[i] > 0 ? INT64_MAX : INT64_MIN;
+}
+
+/* x wrapped to the integer type dt: two's complement truncation */
+static int64_t int_wrap(int dt, int64_t x) {
+    bool uns = dt == TS_ONNX_UINT8 || dt == TS_ONNX_UINT16 || dt == TS_ONNX_UINT32 || dt == TS_ONNX_UINT64;
+    return ts_int_wrap_bits(x, (int)ts_onnx_dtype_size(dt) * 8, uns);
+}
+
+/* out's n values, out's type's already: v (a uint64's from its bits) and,
+ * where one is beyond 2^53, iv exactly. x is freed. */
+static ts_status set_ints(ts_const *out, int64_t *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) out->v[i] = out->dtype == TS_ONNX_UINT64 ? (double)(uint64_t)x[i] : (double)x[i];
+    ts_status st = ts_const_set_exact(out, x, n);
+    ts_free(x);
+    ts_const_release((uint64_t)(n ? n : 1) * sizeof *x);
+    if (st) ts_const_free(out);
+    return st;
+}
+
+/* Room for n exact values (charged until set_ints gives it back). */
+static int64_t *int_room(int64_t n, ts_status *st) {
+    uint64_t bytes = (uint64_t)(n ? n : 1) * sizeof(int64_t);
+    if ((*st = ts_const_charge(bytes))) return NULL;
+    int64_t *x = ts_malloc((size_t)bytes);
+    if (!x) {
+        ts_const_release(bytes);
+        *st = TS_ERR_OUT_OF_MEMORY;
+    }
+    return x;
+}
+
+/* The ts_int_kind of an ONNX op folded on integers, -1 for none (a uint64
+ * only adds, subtracts and multiplies exactly: the others read its bits
+ * as int64's). */
+static int int_kind(const char *op, int dt) {
+    static const struct { const char *op; int kind; } kinds[] = {
+        {"Add", TS_INT_ADD}, {"Sub", TS_INT_SUB}, {"Mul", TS_INT_MUL}, {"Div", TS_INT_DIV}, {"Mod", TS_INT_MOD}, {"FMod", TS_INT_FMOD},
+        {"Min", TS_INT_MIN}, {"Max", TS_INT_MAX}, {"Equal", TS_INT_EQUAL}, {"Less", TS_INT_LESS}, {"LessOrEqual", TS_INT_LESS_EQUAL},
+        {"Greater", TS_INT_GREATER}, {"GreaterOrEqual", TS_INT_GREATER_EQUAL}, {"Neg", TS_INT_NEG}, {"Abs", TS_INT_ABS},
+    };
+    for (size_t i = 0; int_type(dt) && i < TS_ARRAY_LEN(kinds); i++)
+        if (strcmp(op, kinds[i].op) == 0) return dt == TS_ONNX_UINT64 && kinds[i].kind > TS_INT_MUL ? -1 : kinds[i].kind;
+    return -1;
+}
+
 static const char *shape_s(const ts_shape *s, char *buf) { return ts_shape_str(s, buf, 96); }
 
 /* NumPy broadcasting of a and b into out. */
@@ -226,8 +286,8 @@ static void next_index(const ts_shape *s, int64_t *idx) {
 }
 
 /* x op y for the binary ops that fold (ONNX's names; FMod is Mod with
- * fmod=1), in double so that int64 shape arithmetic stays exact; false for
- * an op that does not fold. */
+ * fmod=1), in double: floats, bools, and Pow (integers fold exactly by
+ * int_kind); false for an op that does not fold. */
 static bool apply_binary(const char *op, int dt, double x, double y, double *r) {
     if (strcmp(op, "Add") == 0) *r = x + y;
     else if (strcmp(op, "Sub") == 0) *r = x - y;
@@ -259,7 +319,8 @@ static bool bool_result(const char *op) {
 
 ts_status ts_const_binary(const char *op, const ts_const *a, const ts_const *b, ts_const *out) {
     double r;
-    if (!apply_binary(op, a->dtype, 0, 1, &r)) return ts_error(TS_ERR_UNSUPPORTED, "%s cannot be folded", op);
+    int kind = int_type(b->dtype) ? int_kind(op, a->dtype) : -1;
+    if (kind < 0 && !apply_binary(op, a->dtype, 0, 1, &r)) return ts_error(TS_ERR_UNSUPPORTED, "%s cannot be folded", op);
     ts_shape s;
     ts_status st = broadcast(&a->shape, &b->shape, &s);
     if (st) return st;
@@ -267,6 +328,18 @@ ts_status ts_const_binary(const char *op, const ts_const *a, const ts_const *b, 
     st = ts_const_fill(&s, dt, 0, out);
     if (st) return st;
     int64_t idx[TS_MAX_DIMS] = {0}, n = ts_shape_numel(&s);
+    if (kind >= 0) { /* integers: exactly, wrapped to the type */
+        int64_t *x = int_room(n, &st);
+        if (!x) {
+            ts_const_free(out);
+            return st;
+        }
+        for (int64_t i = 0; i < n; i++, next_index(&s, idx)) {
+            int64_t v = ts_int_arith(kind, int_at(a, bindex(&a->shape, &s, idx)), int_at(b, bindex(&b->shape, &s, idx)));
+            x[i] = dt == TS_ONNX_BOOL ? v : int_wrap(dt, v);
+        }
+        return set_ints(out, x, n);
+    }
     for (int64_t i = 0; i < n; i++, next_index(&s, idx)) {
         apply_binary(op, a->dtype, a->v[bindex(&a->shape, &s, idx)], b->v[bindex(&b->shape, &s, idx)], &r);
         out->v[i] = as_type(dt, r);
@@ -279,6 +352,16 @@ ts_status ts_const_unary(const char *op, const ts_const *x, ts_const *out) {
     if (st) return st;
     if (strcmp(op, "Not") == 0) out->dtype = TS_ONNX_BOOL;
     int64_t n = ts_shape_numel(&x->shape);
+    int kind = int_kind(op, x->dtype);
+    if (kind == TS_INT_NEG || kind == TS_INT_ABS) { /* integers: exactly, wrapped (-INT64_MIN is INT64_MIN) */
+        int64_t *y = int_room(n, &st);
+        if (!y) {
+            ts_const_free(out);
+            return st;
+        }
+        for (int64_t i = 0; i < n; i++) y[i] = int_wrap(x->dtype, ts_int_arith(kind, int_at(x, i), 0));
+        return set_ints(out, y, n);
+    }
     for (int64_t i = 0; i < n; i++) {
         double v = x->v[i];
         if (strcmp(op, "Abs") == 0) v = fabs(v);
@@ -403,6 +486,16 @@ static ts_status fold_cast(const ts_const *x, int to, int mode, ts_const *out) {
     ts_status st = ts_const_copy(x, out);
     if (st) return st;
     out->dtype = to;
+    int64_t n = ts_shape_numel(&x->shape);
+    if (int_type(x->dtype) && int_type(to)) { /* integers: exactly, wrapped to the type (int64 300 as int8 is 44) */
+        int64_t *y = int_room(n, &st);
+        if (!y) {
+            ts_const_free(out);
+            return st;
+        }
+        for (int64_t i = 0; i < n; i++) y[i] = int_wrap(to, int_at(x, i));
+        return set_ints(out, y, n);
+    }
     for (int64_t i = 0; i < ts_shape_numel(&x->shape); i++) out->v[i] = as_type_mode(to, x->v[i], mode);
     return TS_OK;
 }
@@ -515,9 +608,34 @@ static ts_status fold_where(const ts_const *c, const ts_const *x, const ts_const
     return TS_OK;
 }
 
+/* Range of integers: exactly, start + i delta for i below
+ * ceil((limit - start) / delta), computed in uint64 (the distance of two
+ * int64s fits). */
+static ts_status fold_range_int(const ts_const *a, const ts_const *b, const ts_const *d, ts_const *out) {
+    int64_t start = int_at(a, 0), limit = int_at(b, 0), delta = int_at(d, 0);
+    if (delta == 0) return ts_error(TS_ERR_SHAPE, "Range with delta 0");
+    bool up = delta > 0;
+    uint64_t span = up ? (limit > start ? (uint64_t)limit - (uint64_t)start : 0) : (start > limit ? (uint64_t)start - (uint64_t)limit : 0);
+    uint64_t step = up ? (uint64_t)delta : 0 - (uint64_t)delta, cnt = span / step + (span % step != 0);
+    if (cnt > (uint64_t)CONST_MAX_ELEMS)
+        return ts_error(TS_ERR_UNSUPPORTED, "a Range from %lld to %lld by %lld is too large to fold at import", (long long)start, (long long)limit,
+                        (long long)delta);
+    ts_shape s = {.ndim = 1, .d = {(int64_t)cnt}};
+    ts_status st = ts_const_fill(&s, a->dtype, 0, out);
+    if (st) return st;
+    int64_t *x = int_room(s.d[0], &st);
+    if (!x) {
+        ts_const_free(out);
+        return st;
+    }
+    for (int64_t i = 0; i < s.d[0]; i++) x[i] = int_wrap(a->dtype, (int64_t)((uint64_t)start + (uint64_t)i * (uint64_t)delta));
+    return set_ints(out, x, s.d[0]);
+}
+
 static ts_status fold_range(const ts_const *a, const ts_const *b, const ts_const *d, ts_const *out) {
     if (ts_shape_numel(&a->shape) != 1 || ts_shape_numel(&b->shape) != 1 || ts_shape_numel(&d->shape) != 1)
         return ts_error(TS_ERR_SHAPE, "Range needs scalar start, limit and delta");
+    if (int_type(a->dtype) && int_type(b->dtype) && int_type(d->dtype)) return fold_range_int(a, b, d, out);
     double start = a->v[0], limit = b->v[0], delta = d->v[0];
     if (delta == 0) return ts_error(TS_ERR_SHAPE, "Range with delta 0");
     double cnt = ceil((limit - start) / delta);
@@ -612,7 +730,15 @@ static ts_status fold_op(const char *op, const ts_const *const *in, int n_in, co
     if (strcmp(op, "Concat") == 0) return (st = need_inputs(op, in, n_in, 1, MAX_FOLD_INPUTS)) ? st : fold_concat(in, n_in, at->axis, out);
     if (strcmp(op, "ConstantOfShape") == 0) {
         if ((st = need_inputs(op, in, n_in, 1, 1)) || (st = shape_from(in[0], &s))) return st;
-        return ts_const_fill(&s, at->fill ? at->fill->dtype : TS_ONNX_FLOAT, at->fill && ts_shape_numel(&at->fill->shape) ? at->fill->v[0] : 0, out);
+        st = ts_const_fill(&s, at->fill ? at->fill->dtype : TS_ONNX_FLOAT, at->fill && ts_shape_numel(&at->fill->shape) ? at->fill->v[0] : 0, out);
+        if (st || !at->fill || !at->fill->iv) return st;
+        int64_t n = ts_shape_numel(&s), *x = int_room(n, &st); /* an int64 fill beyond 2^53: exactly */
+        if (!x) {
+            ts_const_free(out);
+            return st;
+        }
+        for (int64_t i = 0; i < n; i++) x[i] = at->fill->iv[0];
+        return set_ints(out, x, n);
     }
     if (strcmp(op, "Expand") == 0) {
         if ((st = need_inputs(op, in, n_in, 2, 2)) || (st = shape_from(in[1], &s))) return st;
@@ -658,12 +784,10 @@ ts_status ts_const_op(const char *op, const ts_const *const *in, int n_in, const
     ts_status st = fold_op(op, in, n_in, at, out);
     if (st) return st;
     int64_t n = ts_shape_numel(&out->shape);
-    /* an int64 Cast to int64 keeps the exact values */
-    if (strcmp(op, "Cast") == 0 && at->to == TS_ONNX_INT64 && in[0]->dtype == TS_ONNX_INT64 && in[0]->iv)
-        return ts_const_set_exact(out, in[0]->iv, n);
+    if (out->iv) return TS_OK; /* folded exactly (integers) */
     bool exact = false;
     for (int k = 0; k < n_in; k++) exact = exact || (moves_input(op, k) && in[k] && in[k]->iv);
-    if (!exact || out->dtype != TS_ONNX_INT64) return TS_OK;
+    if (!exact || (out->dtype != TS_ONNX_INT64 && out->dtype != TS_ONNX_UINT64)) return TS_OK;
     /* the values moved again as two halves, each exact in a double */
     ts_const half[2][MAX_FOLD_INPUTS] = {{{0}}}, res[2] = {{0}};
     const ts_const *hin[MAX_FOLD_INPUTS];

@@ -22,12 +22,13 @@ typedef struct ts_const {
     ts_shape shape;
     double *v;      /* numel values, owned */
     uint64_t bytes; /* what v holds against the import's budget (0: file data) */
-    /* An int64 constant of the file with values beyond 2^53, which v holds
-     * rounded: its exact values (owned), kept by reshapes, the ops that
-     * move values (Concat, Expand, Gather, Slice, Transpose, Where) and a
-     * Cast to int64, and read by the integer graph ops (ts_onnx_i64_of);
-     * NULL otherwise, and for the other folds' results (computed in
-     * double). */
+    /* An int64 (or uint64, as its bits) constant with values beyond 2^53,
+     * which v holds rounded: its exact values (owned), kept by reshapes,
+     * the ops that move values (Concat, Expand, Gather, Slice, Transpose,
+     * Where), made by the integer folds (computed exactly in int64: the
+     * arithmetic, comparisons, Neg, Abs, Cast between integer types,
+     * Range, ConstantOfShape), and read by the integer graph ops
+     * (ts_onnx_i64_of); NULL otherwise. */
     int64_t *iv;
 } ts_const;
 
@@ -62,8 +63,8 @@ ts_status ts_const_slice_range(int64_t size, double st, double en, int64_t step,
 void ts_onnx_decode_raw(int dt, const uint8_t *b, size_t n, double *out);
 
 void ts_const_free(ts_const *c);
-/* Sets c->iv from n exact int64 values where one is beyond 2^53 (c->v
- * holds them rounded); nothing otherwise. */
+/* Sets c->iv from n exact int64 values (a uint64's: its bits) where one
+ * is beyond 2^53 (c->v holds them rounded); nothing otherwise. */
 ts_status ts_const_set_exact(ts_const *c, const int64_t *x, int64_t n);
 ts_status ts_const_fill(const ts_shape *s, int dtype, double v, ts_const *out);
 ts_status ts_const_copy(const ts_const *a, ts_const *out);

@@ -198,10 +198,10 @@ ts_status ts_onnx_tensor_check(const importer *im, const TensorProto *tp, const 
     return TS_OK;
 }
 
-/* An int64 tensor's n values from little-endian bytes b, exactly, into
- * c->iv where double does not hold them all. */
+/* An int64 (or uint64: its bits) tensor's n values from little-endian
+ * bytes b, exactly, into c->iv where double does not hold them all. */
 static ts_status exact_int64(ts_const *c, const uint8_t *b, int64_t n) {
-    if (c->dtype != TS_ONNX_INT64 || n == 0) return TS_OK;
+    if ((c->dtype != TS_ONNX_INT64 && c->dtype != TS_ONNX_UINT64) || n == 0) return TS_OK;
     int64_t *x = ts_malloc((size_t)n * sizeof *x);
     if (!x) return TS_ERR_OUT_OF_MEMORY;
     for (int64_t i = 0; i < n; i++) {
@@ -254,6 +254,7 @@ ts_status ts_onnx_tensor_decode(const importer *im, const TensorProto *tp, const
         default: c->v[i] = tp->int32_data[i]; break;
         }
     }
+    if (dt == TS_ONNX_UINT64) return ts_const_set_exact(c, (const int64_t *)(const void *)tp->uint64_data, n); /* its bits */
     return dt == TS_ONNX_INT64 ? ts_const_set_exact(c, tp->int64_data, n) : TS_OK;
 }
 

@@ -3,6 +3,7 @@
  * of them, Clip, PRelu, Swish and SwiGLU, Softmax, LogSoftmax and Hardmax,
  * Where, the bitwise ops. */
 #include "import/onnx_ops.h"
+#include "core/lowbits.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -27,12 +28,33 @@ static bool narrow_int(const value *v) {
     return narrow && (!v->t || v->t->dtype == TS_I32);
 }
 
+/* Whether v is an integer graph tensor or an integer constant. */
+static bool int_operand(const value *v) { return v->t ? is_int_tensor(v->t) : !v->param && !ts_onnx_dtype_is_float(v->c.dtype) && !ts_lowbits_is(v->c.dtype); }
+
 /* The elementwise binary family on graph tensors (ts_binary), by the op
- * table's name of the ONNX op type; Sum's links are Adds. Two bools are
- * compared and combined as they are (And, Or, Xor, Equal); else the
- * operands' values in f32. */
-static ts_status binary_family(importer *im, const char *op, value *a, value *b, value *out) {
+ * table's name of the ONNX op type; Sum's links are Adds. Max and Min of
+ * integers (exact_int): exactly, in int64, folded on constants (out may
+ * be a, a constant the loop folded before). Two bools are compared and
+ * combined as they are (And, Or, Xor, Equal); else the operands' values
+ * in f32. */
+static ts_status binary_family(importer *im, const char *op, value *a, value *b, value *out, bool exact_int) {
     ts_status st = TS_OK;
+    const char *iop = strcmp(op, "Sum") == 0 ? "Add" : op;
+    if (exact_int && int_operand(a) && int_operand(b) && !a->t && !b->t) {
+        ts_const r = {0};
+        if ((st = ts_const_binary(iop, &a->c, &b->c, &r))) return ts_onnx_fold_result(im, st);
+        ts_const_free(&out->c);
+        out->c = r;
+        out->made = NULL; /* a graph constant of what it held before */
+        return TS_OK;
+    }
+    if (exact_int && int_operand(a) && int_operand(b)) {
+        ts_tensor *ia = ts_onnx_i64_of(im, a, &st), *ib = ia ? ts_onnx_i64_of(im, b, &st) : NULL;
+        ts_tensor *r = ib ? ts_binary(im->g, iop, ia, ib) : NULL;
+        if (r && narrow_int(a) && narrow_int(b)) r = ts_cast(im->g, r, TS_I32); /* int32 operands: int32's result */
+        if (ib) return ts_onnx_built(im, r, out);
+        if (st) return st;
+    }
     ts_tensor *ta = ts_onnx_as_tensor(im, a, &st), *tb = ta ? ts_onnx_as_tensor(im, b, &st) : NULL;
     if (tb && (ta->dtype != TS_BOOL || tb->dtype != TS_BOOL || strcmp(op, "Sum") == 0)) {
         ta = ts_onnx_f32_of(im, ta, &st);
@@ -93,7 +115,7 @@ ts_status ts_onnx_op_binary(importer *im, node_io *io) {
         if (!ta || (st = ts_onnx_decoded(im, b))) return st;
         return ts_onnx_built(im, ts_pow(im->g, ta, (float)b->c.v[0]), &io->out[0]);
     }
-    if (strcmp(op, "Add") && strcmp(op, "Sub") && strcmp(op, "Mul") && strcmp(op, "Div")) return binary_family(im, op, a, b, &io->out[0]);
+    if (strcmp(op, "Add") && strcmp(op, "Sub") && strcmp(op, "Mul") && strcmp(op, "Div")) return binary_family(im, op, a, b, &io->out[0], false);
     ts_tensor *ta = as_f32_per_sample(im, a, b->t, &st), *tb = ta ? as_f32_per_sample(im, b, a->t, &st) : NULL;
     if (!tb) return st;
     if (strcmp(op, "Div") == 0) return ts_onnx_built(im, ts_div(im->g, ta, tb), &io->out[0]);
@@ -164,10 +186,14 @@ ts_status ts_onnx_op_variadic(importer *im, node_io *io) {
     for (int i = 1; i < io->n_in; i++) {
         if (!io->in[i]) return ts_onnx_node_error(im, TS_ERR_FORMAT, "input %d is empty", i);
         value *out = i + 1 == io->n_in && !mean ? &io->out[0] : &tmp;
-        ts_status st = binary_family(im, mean ? "Sum" : im->node->op_type, acc, io->in[i], out);
-        if (st) return st;
+        ts_status st = binary_family(im, mean ? "Sum" : im->node->op_type, acc, io->in[i], out, !mean);
+        if (st) {
+            ts_const_free(&tmp.c);
+            return st;
+        }
         acc = &tmp;
     }
+    ts_const_free(&tmp.c); /* a folded link's */
     return mean ? ts_onnx_built(im, ts_scale(im->g, tmp.t, 1.0f / (float)io->n_in), &io->out[0]) : TS_OK;
 }
 
@@ -364,7 +390,7 @@ ts_tensor *ts_onnx_as_i32(importer *im, value *v, ts_status *st) {
 /* BitwiseAnd, BitwiseOr, BitwiseXor, BitwiseNot (opset 18) and BitShift
  * (opset 11) on integer tensors (ts_bitwise), computed in the declared
  * integer type of input 0 (a graph input's, a Cast's or a constant's) and
- * wrapped to it. */
+ * wrapped to it; an int64 exactly (uint64 values held as their bits). */
 ts_status ts_onnx_op_bitwise(importer *im, node_io *io) {
     const char *op = im->node->op_type;
     bool shift = strcmp(op, "BitShift") == 0, not_ = strcmp(op, "BitwiseNot") == 0;
@@ -383,8 +409,16 @@ ts_status ts_onnx_op_bitwise(importer *im, node_io *io) {
         return ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "takes integer tensors whose type is known at import (a graph input's, a Cast's or a "
                                   "constant's); input 0 '%s' is %s", io->in[0]->name ? io->in[0]->name : "", type ? ts_onnx_dtype_name(type) : "of a type not known here");
     ts_status st = TS_OK;
-    ts_tensor *a = ts_onnx_as_i32(im, io->in[0], &st), *b = not_ || !a ? NULL : ts_onnx_as_i32(im, io->in[1], &st);
-    if (!a || (!not_ && !b)) return st ? st : ts_graph_status(im->g);
+    /* in i64 where an operand is i64 or the result can leave i32 (Not of
+     * an unsigned 32- or 64-bit type, a left shift in a 64-bit or unsigned
+     * 32-bit one): exactly in the type's whole range; else in i32 */
+    bool uns = dt == TS_U32 || dt == TS_U64, wide = ts_dtype_size(dt) == 8 || (uns && ts_dtype_size(dt) == 4);
+    wide = wide && (not_ ? uns : strcmp(kind, "ShiftLeft") == 0);
+    for (int i = 0; i < io->n_in; i++) wide = wide || (io->in[i] && io->in[i]->t && io->in[i]->t->dtype == TS_I64) || (io->in[i] && io->in[i]->c.iv);
+    ts_tensor *a = wide ? ts_onnx_i64_of(im, io->in[0], &st) : ts_onnx_as_i32(im, io->in[0], &st);
+    ts_tensor *b = not_ || !a ? NULL : wide ? ts_onnx_i64_of(im, io->in[1], &st) : ts_onnx_as_i32(im, io->in[1], &st);
+    if (!a || (!not_ && !b)) return st ? st : ts_graph_status(im->g) ? ts_graph_status(im->g) :
+                               ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "takes integer tensors and integer constants");
     st = ts_onnx_built(im, ts_bitwise(im->g, kind, a, b, dt), &io->out[0]);
     io->out[0].c.dtype = type;
     return st;

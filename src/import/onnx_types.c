@@ -92,10 +92,14 @@ static ts_status cast_to(importer *im, node_io *io, int to) {
     /* to bool (ts_cast): true where non-zero, NaN included */
     if (t && to == TS_ONNX_BOOL && (t->dtype == TS_F32 || t->dtype == TS_I32 || t->dtype == TS_I64))
         return ts_onnx_built(im, ts_cast(im->g, io->in[0]->t, TS_BOOL), &io->out[0]);
-    /* to int64 and int32 in integers (ts_cast): an int64 exactly, wrapped
-     * to int32 as ONNX's Cast does; a float toward zero; a bool 1 or 0 */
-    if (t && (t->dtype == TS_I64 || t->dtype == TS_F32 || t->dtype == TS_BOOL) && (to == TS_ONNX_INT64 || to == TS_ONNX_INT32)) {
-        st = ts_onnx_built(im, ts_cast(im->g, io->in[0]->t, to == TS_ONNX_INT64 ? TS_I64 : TS_I32), &io->out[0]);
+    /* to the integer types in integers (ts_cast): an integer tensor's
+     * values exactly, wrapped to the type as ONNX's Cast does (int64 300
+     * as int8 is 44, -1 as uint32 4294967295, held in i64); a float
+     * toward zero to int64 and int32; a bool 1 or 0 */
+    ts_dtype int_dt;
+    bool int_type = !ts_onnx_dtype_is_float(to) && !ts_lowbits_is(to) && to != TS_ONNX_BOOL && ts_onnx_array_dtype(to, &int_dt);
+    if (t && (((is_int_tensor(t) || t->dtype == TS_BOOL) && int_type) || (t->dtype == TS_F32 && (to == TS_ONNX_INT64 || to == TS_ONNX_INT32)))) {
+        st = ts_onnx_built(im, ts_cast(im->g, io->in[0]->t, t->dtype == TS_F32 ? (to == TS_ONNX_INT64 ? TS_I64 : TS_I32) : int_dt), &io->out[0]);
         io->out[0].c.dtype = to; /* the integer type the bitwise ops compute in */
         return st;
     }
@@ -143,6 +147,7 @@ ts_status ts_onnx_op_cast_like(importer *im, node_io *io) {
     if (!like) return ts_onnx_node_error(im, TS_ERR_FORMAT, "input 1 (target_type) is empty");
     if (!like->t || ts_lowbits_is(like->c.dtype)) return cast_to(im, io, like->c.dtype);
     ts_dtype p = ts_tensor_precision(like->t);
+    if (is_int_tensor(like->t) && like->c.dtype) return cast_to(im, io, like->c.dtype); /* its declared integer type */
     return cast_to(im, io, p == TS_F16 ? TS_ONNX_FLOAT16 : p == TS_BF16 ? TS_ONNX_BFLOAT16 : like->t->dtype == TS_F32 ? TS_ONNX_FLOAT
                                                                                   : like->t->dtype == TS_BOOL ? TS_ONNX_BOOL : TS_ONNX_INT64);
 }
@@ -199,8 +204,9 @@ ts_status ts_onnx_op_bitcast(importer *im, node_io *io) {
                                   ts_onnx_dtype_name(to));
     if ((dt_from == TS_BOOL ? 1 : ts_dtype_size(dt_from)) != ts_dtype_size(dt_to))
         return ts_onnx_node_error(im, TS_ERR_FORMAT, "%s and %s differ in width; BitCast keeps the bits", ts_onnx_dtype_name(from), ts_onnx_dtype_name(to));
-    ts_tensor *a = ts_onnx_as_i32(im, io->in[0], &st);
-    if (!a) return st;
+    bool wide = (io->in[0]->t && io->in[0]->t->dtype == TS_I64) || io->in[0]->c.iv; /* every bit of an int64 */
+    ts_tensor *a = wide ? ts_onnx_i64_of(im, io->in[0], &st) : ts_onnx_as_i32(im, io->in[0], &st);
+    if (!a) return st ? st : ts_graph_status(im->g);
     st = ts_onnx_built(im, ts_bitwise(im->g, "Or", a, a, dt_to), &io->out[0]);
     io->out[0].c.dtype = to;
     return st;

@@ -287,10 +287,9 @@ ts_tensor *ts_onnx_f32_of(importer *im, ts_tensor *t, ts_status *st) {
 }
 
 /* An integer operand as an i64 graph tensor: an i32 or i64 graph tensor,
- * or an integer constant of any shape, exactly (an int64 of the file
- * beyond 2^53 from its exact values, c.iv; a folded one as folding holds
- * it, exact to 2^53); NULL where it is neither (no error: the caller
- * computes as before). */
+ * or an integer constant of any shape, exactly (one beyond 2^53, of the
+ * file or folded, from its exact values, c.iv; a uint64 as its bits);
+ * NULL where it is neither (no error: the caller computes as before). */
 ts_tensor *ts_onnx_i64_of(importer *im, value *v, ts_status *st) {
     if (v->t) {
         if (v->t->dtype == TS_I64) return v->t;

@@ -19,7 +19,8 @@ ts_status ts_model_tensor_names(const ts_model *m, const char *const **names, si
 /* An anchor of a tensor with an output dtype (ts_tensor_set_output_dtype)
  * or of a bool tensor (its f32 cells): its values converted exactly into
  * the anchor's typed buffer as `dtype`, or an error that names the first
- * value the dtype does not hold. */
+ * value the dtype does not hold; an i64 tensor's values as u64 are their
+ * bits (uint64 values are held so). */
 static ts_status typed_copy(ts_anchor *a, const ts_tensor *t, ts_dtype dtype, ts_array *out) {
     int64_t n = ts_array_numel(out);
     if (!a->typed && !(a->typed = ts_malloc((size_t)(n ? n : 1) * ts_dtype_size(dtype)))) return TS_ERR_OUT_OF_MEMORY;
@@ -27,6 +28,10 @@ static ts_status typed_copy(ts_anchor *a, const ts_tensor *t, ts_dtype dtype, ts
     typed.dtype = dtype;
     typed.data = a->typed;
     for (int64_t i = 0; i < n; i++) {
+        if (out->dtype == TS_I64 && dtype == TS_U64) { /* a uint64 is held in i64 as its bits (ts_cast) */
+            ((uint64_t *)typed.data)[i] = (uint64_t)((const int64_t *)out->data)[i];
+            continue;
+        }
         double v = ts_array_value(out, i);
         if (!ts_dtype_holds(dtype, v))
             return ts_error(TS_ERR_INVALID_ARGUMENT, "output '%s' holds %.9g at [%lld], which its declared dtype %s does not hold exactly "

@@ -164,8 +164,9 @@ static ts_tensor *ids64(ts_graph *g, int ndim, const int64_t *d) {
 
 /* Integer tensors: the casts between f32, i32 and i64, the integer
  * arithmetic and comparisons (broadcast, every kind, values beyond 2^53
- * and at the ends), running sums, and the ops that move i64 and i32
- * values (compared exactly; no gradient) */
+ * and at the ends), running sums, the casts to the narrow integer types
+ * and the bitwise ops on i64, and the ops that move i64 and i32 values
+ * (compared exactly; no gradient) */
 static void cases_integer(ts_op_checker *c) {
     ts_graph *g = ts_graph_new(9);
     ts_op_case_opts huge = {.spread = 6e18f}, ints = {.int_hi = 70000}, small = {.i64_bits = 20};
@@ -174,6 +175,19 @@ static void cases_integer(ts_op_checker *c) {
     check(c, "Convert i32 [3,7,11] to i64", ts_cast(g, labels(g, SHAPE(3, 7, 11)), TS_I64), &ints);
     check(c, "Convert i64 [70001] to i32 (wrapped)", ts_cast(g, ids64(g, SHAPE(70001)), TS_I32), NULL);
     check(c, "Convert i64 [3,7,11] to f32", ts_cast(g, ids64(g, SHAPE(3, 7, 11)), TS_F32), NULL);
+    /* the narrow integer types: wrapped (i8 and u16 held in i32, u32 in i64) */
+    check(c, "Convert i64 [70001] to i8 (wrapped)", ts_cast(g, ids64(g, SHAPE(70001)), TS_I8), NULL);
+    check(c, "Convert i64 [3,7,11] to u16 (wrapped)", ts_cast(g, ids64(g, SHAPE(3, 7, 11)), TS_U16), NULL);
+    check(c, "Convert i64 [3,7,11] to u32 (wrapped)", ts_cast(g, ids64(g, SHAPE(3, 7, 11)), TS_U32), NULL);
+    check(c, "Convert i32 [3,7,11] to u8 (wrapped)", ts_cast(g, labels(g, SHAPE(3, 7, 11)), TS_U8), &ints);
+    check(c, "Convert f32 [70001] to i16 (toward zero, wrapped)", ts_cast(g, leaf(g, SHAPE(70001)), TS_I16), &huge);
+    /* Bitwise on i64: every bit, and shifts by amounts around the widths */
+    ts_op_case_opts shift64 = {.i64_bits = 7};
+    check(c, "Bitwise And u64 i64 [5,1] by [1,9]", ts_bitwise(g, "And", ids64(g, SHAPE(5, 1)), ids64(g, SHAPE(1, 9)), TS_U64), NULL);
+    check(c, "Bitwise Not u64 i64 [70001]", ts_bitwise(g, "Not", ids64(g, SHAPE(70001)), NULL, TS_U64), NULL);
+    check(c, "Bitwise ShiftLeft i64 [3,7,11]", ts_bitwise(g, "ShiftLeft", ids64(g, SHAPE(3, 7, 11)), ids64(g, SHAPE(3, 7, 11)), TS_I64), &shift64);
+    check(c, "Bitwise ShiftRight i64 [70001]", ts_bitwise(g, "ShiftRight", ids64(g, SHAPE(70001)), ids64(g, SHAPE(70001)), TS_I64), &shift64);
+    check(c, "Bitwise ShiftLeft u32 i64 [3,7,11]", ts_bitwise(g, "ShiftLeft", ids64(g, SHAPE(3, 7, 11)), ids64(g, SHAPE(3, 7, 11)), TS_U32), &shift64);
     static const char *const kinds[] = {"Add", "Sub", "Mul", "Div", "FloorDiv", "Mod", "FMod", "Min", "Max",
                                         "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"};
     char label[96];

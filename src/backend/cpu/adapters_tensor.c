@@ -47,15 +47,6 @@ void ts_fwd_cast_index(const ts_kctx *k) {
     for (int64_t i = 0; i < n; i++) y[i] = ts_ew_cast_index(k->in[0][i], k->node->fattr[0], k->node->fattr[1]);
 }
 
-void ts_fwd_bitwise(const ts_kctx *k) {
-    int64_t n = numel_out(k);
-    int32_t *y = (int32_t *)(void *)k->out;
-    const ts_tensor *t = k->node;
-    for (int64_t i = 0; i < n; i++)
-        y[i] = ts_ew_bitwise((int)t->attr[0], (int)t->attr[1], (int)t->attr[2], k->in_int[0][ts_bcast_offset(&k->out_shape, &k->in_shape[0], i)],
-                             k->in_int[1][ts_bcast_offset(&k->out_shape, &k->in_shape[1], i)]);
-}
-
 /* ---- integer tensors: i32 cells (in_int) or i64 ones (behind in); a
  * bool tensor's f32 cells hold 1.0 or 0.0 */
 static int64_t int_in(const ts_kctx *k, int j, int64_t i) {
@@ -68,15 +59,24 @@ static void int_out(const ts_kctx *k, int64_t i, int64_t v) {
     else ((int32_t *)(void *)k->out)[i] = ts_int_wrap32(v);
 }
 
+void ts_fwd_bitwise(const ts_kctx *k) {
+    int64_t n = numel_out(k);
+    const ts_tensor *t = k->node;
+    for (int64_t i = 0; i < n; i++)
+        int_out(k, i, ts_ew_bitwise((int)t->attr[0], (int)t->attr[1], (int)t->attr[2], int_in(k, 0, ts_bcast_offset(&k->out_shape, &k->in_shape[0], i)),
+                                    int_in(k, 1, ts_bcast_offset(&k->out_shape, &k->in_shape[1], i))));
+}
+
 void ts_fwd_convert(const ts_kctx *k) {
     int64_t n = numel_out(k);
     bool index = k->node->attr[1] != 0;
+    int type = (int)k->node->attr[0]; /* the declared type the values wrap to (ts_int_as_type) */
     for (int64_t i = 0; i < n; i++) {
         if (index) ((int32_t *)(void *)k->out)[i] = k->in_dtype[0] == TS_F32 ? ts_index_of_float(k->in[0][i]) : ts_index_of_int(int_in(k, 0, i));
         else if (k->out_dtype == TS_F32) k->out[i] = (float)int_in(k, 0, i); /* to nearest */
         else if (k->in_dtype[0] == TS_F32 && k->out_dtype == TS_BOOL) k->out[i] = k->in[0][i] != 0.0f ? 1.0f : 0.0f; /* NaN is true */
-        else if (k->in_dtype[0] == TS_F32) int_out(k, i, ts_float_to_int(k->in[0][i], k->out_dtype == TS_I64 ? 64 : 32));
-        else int_out(k, i, int_in(k, 0, i));
+        else if (k->in_dtype[0] == TS_F32) int_out(k, i, ts_int_as_type(type, ts_float_to_int(k->in[0][i], k->out_dtype == TS_I64 || type != TS_I32 ? 64 : 32)));
+        else int_out(k, i, ts_int_as_type(type, int_in(k, 0, i)));
     }
 }
 

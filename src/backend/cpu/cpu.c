@@ -7,6 +7,7 @@
 #include "backend/cpu/cpu.h"
 
 #include "backend/cpu/adapters.h"
+#include "backend/cpu/bf16_gemm.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"
 #include "backend/held.h"
@@ -39,10 +40,15 @@ const ts_kctx *ts_cpu_widen(const ts_kctx *k, ts_kctx *room) {
 }
 
 static void fwd_matmul(const ts_kctx *k) {
-    ts_kctx room;
-    k = ts_cpu_widen(k, &room);
     bool t = k->node->op == TS_OP_MATMUL_T;
     int64_t M = k->in_shape[0].d[0], K = k->in_shape[0].d[1], N = k->out_shape.d[1];
+    if (k->in_dtype[0] == TS_BF16 && k->in_dtype[1] == TS_BF16 && ts_cpu_bf16_gemm_on()) { /* bf16 cells both: the CPU's bf16 GEMM */
+        ts_cpu_bf16_gemm(k->pool, t, M, N, K, (const uint16_t *)(const void *)k->in[0], (const uint16_t *)(const void *)k->in[1],
+                         k->out, k->bias, k->bias ? k->bias_out : NULL);
+        return;
+    }
+    ts_kctx room;
+    k = ts_cpu_widen(k, &room);
     if (k->bias) ts_gemm_pool_bias(k->pool, false, t, M, N, K, k->in[0], k->in[1], k->out, k->bias, k->bias_out);
     else ts_gemm_pool(k->pool, false, t, M, N, K, k->in[0], k->in[1], 0.0f, k->out);
 }

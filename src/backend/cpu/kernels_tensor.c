@@ -7,6 +7,7 @@
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/lane_sum.h"
+#include "backend/cpu/vk.h"
 #include "backend/vmath.h"
 #include "backend/ew_math.h"
 #include "backend/pad_index.h"
@@ -273,59 +274,16 @@ typedef struct un_ctx {
     bool store; /* the backward stores dx rather than adding to it */
 } un_ctx;
 
-/* The unary family of ew_math.h: pw, pb its alpha and beta. */
-/* A loop per kind for the ones models spend time in (GELU, Erf, Exp,
- * Sqrt, Abs): the kind is a constant there, so the math inlines and the
- * loop vectorises; the rest share one loop. Pow 2 (RMSNorm's square, as
- * exported) is x * x: powf's call per element was the dearest pass of a
- * small Llama's step. */
-#define EWU_HOT_KINDS(X) X(TS_EWU_GELU) X(TS_EWU_GELU_TANH) X(TS_EWU_ERF) X(TS_EWU_EXP) X(TS_EWU_SQRT) X(TS_EWU_ABS)
-
-static bool ewu_square(const un_ctx *c) { return c->kind == TS_EWU_POW && c->pw == 2.0f; }
-
+/* The unary family of ew_math.h: pw, pb its alpha and beta; the loops are
+ * vk.h's, for the CPU at hand. */
 static void ewu_fwd_slice(void *vctx, int64_t begin, int64_t end) {
     const un_ctx *c = vctx;
-    float *restrict y = c->out;
-    const float *restrict x = c->x;
-    if (ewu_square(c)) {
-        for (int64_t i = begin; i < end; i++) y[i] = x[i] * x[i];
-        return;
-    }
-    switch (c->kind) {
-#define FWD(K) \
-    case K: for (int64_t i = begin; i < end; i++) y[i] = ts_ewu_forward(K, x[i], c->pw, c->pb); break;
-        EWU_HOT_KINDS(FWD)
-#undef FWD
-    default: for (int64_t i = begin; i < end; i++) y[i] = ts_ewu_forward(c->kind, x[i], c->pw, c->pb); break;
-    }
+    ts_vk_get()->unary_forward(c->kind, c->out + begin, c->x + begin, c->pw, c->pb, end - begin);
 }
 
 static void ewu_bwd_slice(void *vctx, int64_t begin, int64_t end) {
     const un_ctx *c = vctx;
-    float *restrict dx = c->out;
-    const float *restrict x = c->x, *restrict d = c->dout;
-    if (ewu_square(c)) {
-        if (c->store)
-            for (int64_t i = begin; i < end; i++) dx[i] = d[i] * (2.0f * x[i]);
-        else
-            for (int64_t i = begin; i < end; i++) dx[i] += d[i] * (2.0f * x[i]);
-        return;
-    }
-    switch (c->kind) {
-#define BWD(K) \
-    case K: \
-        if (c->store) \
-            for (int64_t i = begin; i < end; i++) dx[i] = d[i] * ts_ewu_derivative(K, x[i], c->pw, c->pb); \
-        else \
-            for (int64_t i = begin; i < end; i++) dx[i] += d[i] * ts_ewu_derivative(K, x[i], c->pw, c->pb); \
-        break;
-        EWU_HOT_KINDS(BWD)
-#undef BWD
-    default:
-        if (c->store) memset(dx + begin, 0, (size_t)(end - begin) * sizeof *dx);
-        for (int64_t i = begin; i < end; i++) dx[i] += d[i] * ts_ewu_derivative(c->kind, x[i], c->pw, c->pb);
-        break;
-    }
+    ts_vk_get()->unary_backward(c->kind, c->out + begin, c->dout + begin, c->x + begin, c->pw, c->pb, end - begin, c->store);
 }
 
 void ts_ew_unary_forward(ts_pool *p, int kind, float *out, const float *x, float alpha, float beta, int64_t n) {
@@ -834,27 +792,8 @@ void ts_reduce_axes_backward(int kind, float *dx, const float *dout, const float
 
 static void sm_fwd_slice(void *vctx, int64_t begin, int64_t end) {
     const rows_ctx *c = vctx;
-    int64_t n = c->n;
-    for (int64_t r = begin; r < end; r++) {
-        const float *x = c->x + r * n;
-        float *y = c->out + r * n;
-        float mx = -INFINITY;
-        for (int64_t j = 0; j < n; j++) mx = x[j] > mx ? x[j] : mx;
-        if (mx == -INFINITY) { /* fully masked row */
-            for (int64_t j = 0; j < n; j++) y[j] = c->log ? -INFINITY : 0.0f;
-            continue;
-        }
-        float s = 0;
-        if (c->log) {
-            for (int64_t j = 0; j < n; j++) s += ts_vexp(x[j] - mx);
-            float lse = mx + logf(s);
-            for (int64_t j = 0; j < n; j++) y[j] = x[j] - lse;
-        } else {
-            for (int64_t j = 0; j < n; j++) s += (y[j] = ts_vexp(x[j] - mx));
-            float inv = 1.0f / s;
-            for (int64_t j = 0; j < n; j++) y[j] *= inv;
-        }
-    }
+    const ts_vk *vk = ts_vk_get();
+    for (int64_t r = begin; r < end; r++) vk->softmax_row(c->out + r * c->n, c->x + r * c->n, c->n, c->log);
 }
 
 static void sm_bwd_slice(void *vctx, int64_t begin, int64_t end) {

@@ -31,7 +31,7 @@ void ts_cu_fwd_ew_unary(const ts_kctx *k); /* the unary family of backend/ew_mat
 void ts_cu_bwd_ew_unary(const ts_kctx *k);
 void ts_cu_fwd_cast_float(const ts_kctx *k); /* i32 -> f32 */
 void ts_cu_fwd_cast_index(const ts_kctx *k); /* f32 -> i32 indices */
-void ts_cu_fwd_bitwise(const ts_kctx *k);     /* i32 bitwise ops and shifts, in the declared integer type */
+void ts_cu_fwd_bitwise(const ts_kctx *k);     /* bitwise ops and shifts on i32 or i64, in the declared integer type */
 void ts_cu_fwd_convert(const ts_kctx *k);     /* between f32, i32 and i64 */
 void ts_cu_fwd_int_arith(const ts_kctx *k);   /* i32 / i64 arithmetic and comparisons */
 void ts_cu_fwd_int_cumsum(const ts_kctx *k);  /* i32 / i64 running sums */

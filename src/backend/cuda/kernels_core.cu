@@ -581,21 +581,6 @@ void ts_cu_fwd_cast_index(const ts_kctx *k) {
     ts_cu_check(cudaGetLastError(), op_name(k));
 }
 
-__global__ void bitwise_kernel(int32_t *y, const int32_t *a, const int32_t *b, ts_shape so, ts_shape sa, ts_shape sb, int kind, int bits,
-                               int uns, int64_t n) {
-    TS_CU_FOR(i, n) y[i] = ts_ew_bitwise(kind, bits, uns, a[ts_bcast_offset(&so, &sa, i)], b[ts_bcast_offset(&so, &sb, i)]);
-}
-
-void ts_cu_fwd_bitwise(const ts_kctx *k) {
-    int64_t n = numel_out(k);
-    if (n <= 0) return;
-    const ts_tensor *t = k->node;
-    bitwise_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>((int32_t *)(void *)k->out, k->in_int[0], k->in_int[1], k->out_shape,
-                                                                            k->in_shape[0], k->in_shape[1], (int)t->attr[0], (int)t->attr[1],
-                                                                            (int)t->attr[2], n);
-    ts_cu_check(cudaGetLastError(), op_name(k));
-}
-
 /* ---- integer tensors (backend/ew_math.h's ts_int_*): i32 or i64 cells,
  * or a bool tensor's f32 ones (1.0 or 0.0), by the dtypes the kernel is
  * handed. A kind: 0 i32, 1 i64, 2 f32, 3 bool */
@@ -618,22 +603,38 @@ static int_cells int_input(const ts_kctx *k, int j) {
     return int_cells{kind == 0 ? (const void *)k->in_int[j] : (const void *)k->in[j], kind};
 }
 
-/* index: i32 indices (ts_index_of_*) */
-__global__ void convert_kernel(void *y, int to, int_cells x, bool index, int64_t n) {
+__global__ void bitwise_kernel(void *y, int to, int_cells a, int_cells b, ts_shape so, ts_shape sa, ts_shape sb, int kind, int bits, int uns,
+                               int64_t n) {
+    TS_CU_FOR(i, n) int_put(y, to, i, ts_ew_bitwise(kind, bits, uns, int_at(a, ts_bcast_offset(&so, &sa, i)), int_at(b, ts_bcast_offset(&so, &sb, i))));
+}
+
+void ts_cu_fwd_bitwise(const ts_kctx *k) {
+    int64_t n = numel_out(k);
+    if (n <= 0) return;
+    const ts_tensor *t = k->node;
+    bitwise_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, cells_kind(k->out_dtype), int_input(k, 0), int_input(k, 1),
+                                                                            k->out_shape, k->in_shape[0], k->in_shape[1], (int)t->attr[0],
+                                                                            (int)t->attr[1], (int)t->attr[2], n);
+    ts_cu_check(cudaGetLastError(), op_name(k));
+}
+
+/* type: the declared type the values wrap to (ts_int_as_type); index: i32
+ * indices (ts_index_of_*) */
+__global__ void convert_kernel(void *y, int to, int type, int_cells x, bool index, int64_t n) {
     TS_CU_FOR(i, n) {
         float f = x.kind == 2 ? ((const float *)x.p)[i] : 0.0f;
         if (index) ((int32_t *)y)[i] = x.kind == 2 ? ts_index_of_float(f) : ts_index_of_int(int_at(x, i));
         else if (to == 2) ((float *)y)[i] = (float)int_at(x, i);
         else if (x.kind == 2 && to == 3) ((float *)y)[i] = f != 0.0f ? 1.0f : 0.0f; /* NaN is true */
-        else if (x.kind == 2) int_put(y, to, i, ts_float_to_int(f, to == 1 ? 64 : 32));
-        else int_put(y, to, i, int_at(x, i));
+        else if (x.kind == 2) int_put(y, to, i, ts_int_as_type(type, ts_float_to_int(f, to == 1 || type != TS_I32 ? 64 : 32)));
+        else int_put(y, to, i, ts_int_as_type(type, int_at(x, i)));
     }
 }
 
 void ts_cu_fwd_convert(const ts_kctx *k) {
     int64_t n = numel_out(k);
     if (n <= 0) return;
-    convert_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, cells_kind(k->out_dtype), int_input(k, 0),
+    convert_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, cells_kind(k->out_dtype), (int)k->node->attr[0], int_input(k, 0),
                                                                            k->node->attr[1] != 0, n);
     ts_cu_check(cudaGetLastError(), op_name(k));
 }

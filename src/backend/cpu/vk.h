@@ -1,0 +1,29 @@
+/* vk.h -- the vectorised kernels compiled once per kernel level
+ * (cpu_features.h) and picked at run time: vk_body.h is their one source,
+ * vk_generic.c, vk_avx2.c and vk_avx512.c compile it for x86-64's
+ * baseline, AVX2+FMA and AVX-512 (CMake gives each file its -march), and
+ * ts_vk_get() hands out the table of the level chosen. Each row takes a slice
+ * (pointers at its start, n values); the callers split over the pool. */
+#ifndef TS_VK_H
+#define TS_VK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct ts_vk {
+    const char *name;
+    /* ew_math.h's unary family, kind TS_EWU_*: y = f(x; alpha, beta) */
+    void (*unary_forward)(int kind, float *y, const float *x, float alpha, float beta, int64_t n);
+    /* dx (+)= dout * f'(x): stored when store, else added */
+    void (*unary_backward)(int kind, float *dx, const float *dout, const float *x, float alpha, float beta, int64_t n, bool store);
+    /* one row of n: y = softmax(x), or log-softmax when log; a row of
+     * -inf gives 0 (-inf for log) */
+    void (*softmax_row)(float *y, const float *x, int64_t n, bool log);
+} ts_vk;
+
+/* the table of ts_cpu_level() */
+const ts_vk *ts_vk_get(void);
+/* the table of a level, or NULL where this CPU or this build cannot run it */
+const ts_vk *ts_vk_at(int level);
+
+#endif
