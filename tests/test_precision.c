@@ -66,7 +66,7 @@ static void test_cast_values(void) {
     ts_graph_free(bad);
     bad = ts_graph_new(1);
     ts_tensor *bx = ts_input(bad, "x", TS_F32, SHAPE(2));
-    CHECK(ts_cast(bad, bx, TS_U8) == NULL && strstr(ts_last_error(), "bf16, f16, f32, i32, i64 or bool"), "a cast to u8 is refused: %s", ts_last_error());
+    CHECK(ts_cast(bad, bx, TS_F64) == NULL && strstr(ts_last_error(), "casts to bf16, f16, f32"), "a cast to f64 is refused: %s", ts_last_error());
     ts_graph_free(bad);
     ts_options *o = ts_options_new();
     ts_options_anchor(o, "b", ts_tensor_name(outs[0]), TS_OUTPUT_FINAL, 0);
