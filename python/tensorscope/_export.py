@@ -449,12 +449,16 @@ class _Capture:
     def binary(self, op: str, a: Tensor, b: Tensor) -> Tensor:
         """Graph.binary, a bool result (a comparison's, a logical op's) as
         f32 1 and 0: the capture computes with PyTorch's bools as numbers."""
-        return self.f(self.g.binary(op, a, b))
+        return self.numbers(self.g.binary(op, a, b))
 
     def unary(self, op: str, x: Tensor, *args) -> Tensor:
         """Graph.unary, a bool result (a predicate's, Not's, CastBool's) as
-        f32 1 and 0 (see binary)."""
-        return self.f(self.g.unary(op, x, *args))
+        f32 1 and 0 (see binary); another result (CastIndex's) as it is."""
+        return self.numbers(self.g.unary(op, x, *args))
+
+    def numbers(self, t: Tensor) -> Tensor:
+        """A bool tensor as f32 1 and 0; another as it is."""
+        return self.f(t) if t.dtype == np.bool_ else t
 
     def f(self, x) -> Tensor:
         """x as an f32 tensor of the graph (the values of an i64 one, the
