@@ -8,7 +8,12 @@
  *             outputs PyTorch's forward hooks see: Flatten, each Linear, each
  *             ReLU, LogSoftmax), every parameter gradient and every updated
  *             parameter: 7 + 6 + 6 = 19 summaries a step. The peer is
- *             bench/torch_observe.py.
+ *             bench/torch_observe.py. TS_BENCH_WATCH=PATTERN[,PATTERN...]
+ *             watches those names instead (ts_options_watch's globs), to
+ *             see what each tensor costs: e.g.
+ *             "Gradient___fc1.weight,UpdatedVar___fc1.weight" for the
+ *             largest parameter's step alone, "Flatten:?,fc?/Add:?" for
+ *             activations.
  *   stability every stability signal of every layer every run
  *             (ts_options_watch_stability "*": each layer's output RMS and
  *             max |x|, the logits' log-sum-exp, each parameter's gradient
@@ -74,6 +79,38 @@ static const char *const k_watch[] = {"Flatten:?", "fc?/Add:?", "Relu:?", "LogSo
                                       "Gradient___fc?.*", "UpdatedVar___*"};
 #define WATCHED 19
 
+/* The watched patterns: TS_BENCH_WATCH's (read_watch_list), else k_watch. */
+enum { MAX_PATTERNS = 32 };
+static char g_patterns[MAX_PATTERNS][256];
+static int g_n_patterns;
+
+/* TS_BENCH_WATCH=P[,P...] into g_patterns; false (with a message) when a
+ * pattern is empty or too long, or there are too many. */
+static int read_watch_list(void)
+{
+    const char *list = getenv("TS_BENCH_WATCH");
+    for (const char *p = list && *list ? list : ""; *p;) {
+        size_t n = strcspn(p, ",");
+        if (n == 0 || n >= sizeof g_patterns[0] || g_n_patterns == MAX_PATTERNS) {
+            fprintf(stderr, "bench_observe: TS_BENCH_WATCH: up to %d comma-separated patterns of 1 to %zu characters\n",
+                    MAX_PATTERNS, sizeof g_patterns[0] - 1);
+            return 0;
+        }
+        memcpy(g_patterns[g_n_patterns], p, n);
+        g_patterns[g_n_patterns++][n] = 0;
+        p += n + (p[n] == ',');
+    }
+    return 1;
+}
+
+static ts_status watch_all(ts_options *o)
+{
+    ts_status st = TS_OK;
+    for (int i = 0; !st && i < (g_n_patterns ? g_n_patterns : (int)(sizeof k_watch / sizeof *k_watch)); i++)
+        st = ts_options_watch(o, g_n_patterns ? g_patterns[i] : k_watch[i], TS_WATCH_STATS, 1);
+    return st;
+}
+
 typedef struct side {
     ts_graph *g;
     ts_options *o;
@@ -105,8 +142,7 @@ static ts_status side_new(side *s, const data *d, long threads, mode md, int obs
     s->o = ts_options_new();
     ts_status st = ts_options_set_threads(s->o, (int)threads);
     if (observed && md == MODE_WATCH)
-        for (size_t i = 0; !st && i < sizeof k_watch / sizeof *k_watch; i++)
-            st = ts_options_watch(s->o, k_watch[i], TS_WATCH_STATS, 1);
+        st = watch_all(s->o);
     if (!st && observed && md == MODE_STABILITY)
         st = ts_options_watch_stability(s->o, "*", 1);
     if (!st && observed && md == MODE_NUMERICS)
@@ -148,8 +184,8 @@ static int watches_ok(const ts_model *m)
     size_t n;
     if (ts_model_watch_results(m, &r, &n))
         return 0;
-    if (n != WATCHED) {
-        fprintf(stderr, "bench_observe: %zu watched tensors, expected %d\n", n, WATCHED);
+    if (g_n_patterns ? n < 1 : n != WATCHED) { /* TS_BENCH_WATCH's: at least one */
+        fprintf(stderr, "bench_observe: %zu watched tensors, expected %s%d\n", n, g_n_patterns ? "at least " : "", g_n_patterns ? 1 : WATCHED);
         return 0;
     }
     for (size_t i = 0; i < n; i++)
@@ -275,6 +311,8 @@ int main(int argc, char **argv)
                         "[REPS (1..%d)]]]]\n", MAX_REPS);
         return 2;
     }
+    if (md == MODE_WATCH && !read_watch_list())
+        return 2;
     if (md == MODE_CRASH)
         unsetenv("TS_METRICS_FILE"); /* "diagnostics off" */
     const int one_model = md == MODE_CRASH || md == MODE_MEMWATCH;

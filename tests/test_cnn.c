@@ -47,7 +47,7 @@ static void conv_case(ts_pool *pool, int64_t N, int64_t C, int64_t H, int64_t W,
     float *y = calloc((size_t)ny, sizeof(float)), *y0 = calloc((size_t)ny, sizeof(float)), *bound = calloc((size_t)ny, sizeof(float));
     float *ax = malloc(sizeof(float) * (size_t)nx), *aw = malloc(sizeof(float) * (size_t)nw), *ab = malloc(sizeof(float) * (size_t)OC);
     /* the workspace sized as the op table does, from the shapes alone (no strides, padding, dilation) */
-    ts_conv_geom shapes = {.N = N, .C = C, .OC = OC, .OH = g.OH, .OW = g.OW, .KH = KH, .KW = KW, .groups = G};
+    ts_conv_geom shapes = {.N = N, .C = C, .H = H, .W = W, .OC = OC, .OH = g.OH, .OW = g.OW, .KH = KH, .KW = KW, .groups = G};
     float *ws = malloc(sizeof(float) * ts_conv2d_workspace(&shapes, ts_pool_threads(pool)));
     float *dx = calloc((size_t)nx, sizeof(float)), *dw = calloc((size_t)nw, sizeof(float)), *db = calloc((size_t)OC, sizeof(float));
     float *dx0 = calloc((size_t)nx, sizeof(float)), *dw0 = calloc((size_t)nw, sizeof(float)), *db0 = calloc((size_t)OC, sizeof(float));
@@ -74,7 +74,7 @@ static void conv_case(ts_pool *pool, int64_t N, int64_t C, int64_t H, int64_t W,
         bad += !(d <= tol);
         worst = fmax(worst, d / tol);
     }
-    ts_conv2d_backward(pool, ws, dx, dw, db, dy, x, w, &g);
+    ts_conv2d_backward(pool, ws, dx, dw, db, dy, x, w, &g, false);
     ts_conv2d_naive_backward(dx0, dw0, db0, dy, x, w, &g);
     double bw = 0, mag = 0;
     for (int64_t i = 0; i < nx; i++)
@@ -91,6 +91,17 @@ static void conv_case(ts_pool *pool, int64_t N, int64_t C, int64_t H, int64_t W,
           (long long)N, (long long)C, (long long)H, (long long)W, (long long)KH, (long long)KW, (long long)SH, (long long)SW, (long long)PT,
           (long long)PB, (long long)PL, (long long)PR, (long long)DH, (long long)DW, (long long)G, (long long)N, (long long)OC,
           (long long)g.OH, (long long)g.OW, pool ? " threads" : "", worst, bw, btol);
+    /* the first backward to write dx stores into it (the executor did not
+     * zero it): every value written, none of the old (NaN) ones read */
+    for (int64_t i = 0; i < nx; i++)
+        dx[i] = NAN;
+    ts_conv2d_backward(pool, ws, dx, NULL, NULL, dy, x, w, &g, true);
+    double sw = 0;
+    for (int64_t i = 0; i < nx; i++)
+        sw = fmax(sw, isnan(dx[i]) ? INFINITY : fabs((double)dx[i] - (dx0[i] - 0.25)));
+    CHECK(sw <= btol, "conv2d backward storing dx == oracle: x[%lld,%lld,%lld,%lld] k%lldx%lld s%lld,%lld g%lld%s max diff %.3g (tol %.3g)",
+          (long long)N, (long long)C, (long long)H, (long long)W, (long long)KH, (long long)KW, (long long)SH, (long long)SW, (long long)G,
+          pool ? " threads" : "", sw, btol);
 done:
     free(x), free(w), free(b), free(dy), free(y), free(y0), free(bound), free(ax), free(aw), free(ab), free(ws);
     free(dx), free(dw), free(db), free(dx0), free(dw0), free(db0);
@@ -152,7 +163,7 @@ static void infer_case(ts_pool *pool, int64_t N, int64_t C, int64_t H, int64_t W
     g.OH = osize(H, PT, PB, 3, 1, S);
     g.OW = osize(W, PL, PR, 3, 1, S);
     int64_t nx = N * C * H * W, nw = OC * C * 9, ny = N * OC * g.OH * g.OW;
-    ts_conv_geom shapes = {.N = N, .C = C, .OC = OC, .OH = g.OH, .OW = g.OW, .KH = 3, .KW = 3, .groups = 1};
+    ts_conv_geom shapes = {.N = N, .C = C, .H = H, .W = W, .OC = OC, .OH = g.OH, .OW = g.OW, .KH = 3, .KW = 3, .groups = 1};
     size_t kept = ts_conv2d_cache_floats(&g);
     float *x = rand_buf(nx), *w = rand_buf(nw), *w2 = rand_buf(nw), *b = bias ? rand_buf(OC) : NULL, *y = malloc(sizeof(float) * (size_t)ny);
     float *y1 = malloc(sizeof(float) * (size_t)ny), *cache = kept ? calloc(kept, sizeof(float)) : NULL;
@@ -284,6 +295,15 @@ static void kernel_oracles(void)
         conv_case(p, 1, 256, 36, 36, 16, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1);      /* 1x1: the input is its columns, three chunks */
         conv_case(p, 1, 512, 14, 14, 64, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2);      /* 1x1 in two groups, split by channels */
         conv_case(p, 1, 3, 45, 45, 16, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1);        /* the 7x7 stem, stride 2 */
+        /* stride 1: the input gradient as a convolution of dy with the
+         * turned weights, dy padded by K-1-P; padding past K-1 keeps the
+         * scatter (col2im) */
+        conv_case(p, 2, 6, 9, 8, 5, 3, 3, 1, 1, 2, 0, 1, 2, 1, 1, 1);           /* uneven padding: 0 and 2 on dy's sides */
+        conv_case(p, 3, 4, 7, 10, 6, 2, 4, 1, 1, 1, 0, 3, 0, 1, 1, 1);          /* a 2x4 window */
+        conv_case(p, 2, 4, 7, 7, 6, 3, 3, 1, 1, 0, 3, 1, 1, 1, 1, 1);           /* bottom padding past the window: dy cropped */
+        conv_case(p, 2, 4, 7, 7, 6, 3, 3, 1, 1, 3, 0, 1, 4, 1, 1, 1);           /* top and right padding past it: the scatter */
+        conv_case(p, 1, 32, 20, 20, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);       /* one sample: dy's columns shared by the threads */
+        conv_case(p, 4, 12, 9, 9, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4);          /* groups 4, C/groups != OC/groups */
         pool_case(p, 28, 28, 2, 2, 0, 1); /* LeNet's: the vectorised rows */
         pool_case(p, 9, 41, 2, 2, 0, 1);  /* odd sizes: the last row and column unused */
         pool_case(p, 13, 11, 3, 2, 1, 1); /* padding: the general windows */

@@ -2,14 +2,17 @@
  * gradient instead of adding to it (ts_kernel_row.stores_din: the executor
  * then skips zeroing a gradient that backward is the first to write) give
  * exactly what zeroing and adding gives, whatever the buffer held before:
- * the elementwise unary family (GELU among them) and the binary family on
+ * the elementwise unary family (GELU among them), the binary family on
  * each of its paths (Add/Sub's column pass with the bias's sums, the
- * elementwise one, the general broadcast). */
+ * elementwise one, the general broadcast), conv2d's input gradient on each
+ * of its paths (the convolution of dy, the scatter, the 1x1 product),
+ * ConvTranspose2d's and batch norm's. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "backend/cpu/cnn.h"
 #include "backend/ew_math.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/kernels_tensor.h"
@@ -49,6 +52,42 @@ static void binary_case(ts_pool *p, int kind, const char *what, const ts_shape *
     }
 }
 
+/* conv2d's (or, transpose, ConvTranspose2d's) input gradient stored
+ * over garbage against zeroed and added; g: the convolution's geometry */
+static void conv_case(ts_pool *p, const char *what, ts_conv_geom g, bool transpose) {
+    int64_t nx = g.N * g.C * g.H * g.W, nw = g.OC * (g.C / g.groups) * g.KH * g.KW, ny = g.N * g.OC * g.OH * g.OW;
+    int64_t nin = transpose ? ny : nx, nout = transpose ? nx : ny; /* the transpose's input is the convolution's output */
+    size_t nws = transpose ? ts_conv_transpose2d_workspace(&g, ts_pool_threads(p)) : ts_conv2d_workspace(&g, ts_pool_threads(p));
+    float *x = malloc((size_t)nin * sizeof *x), *w = malloc((size_t)nw * sizeof *w), *d = malloc((size_t)nout * sizeof *d);
+    float *dx0 = calloc((size_t)nin, sizeof *dx0), *dx1 = malloc((size_t)nin * sizeof *dx1), *ws = malloc(nws * sizeof *ws);
+    if (!x || !w || !d || !dx0 || !dx1 || !ws) {
+        CHECK(0, "%s: out of memory", what);
+    } else {
+        fill(x, nin, 6), fill(w, nw, 7), fill(d, nout, 8), garbage(dx1, nin);
+        if (transpose) {
+            ts_conv_transpose2d_backward(p, ws, dx0, NULL, NULL, d, x, w, &g, false);
+            ts_conv_transpose2d_backward(p, ws, dx1, NULL, NULL, d, x, w, &g, true);
+        } else {
+            ts_conv2d_backward(p, ws, dx0, NULL, NULL, d, x, w, &g, false);
+            ts_conv2d_backward(p, ws, dx1, NULL, NULL, d, x, w, &g, true);
+        }
+        CHECK(memcmp(dx0, dx1, (size_t)nin * sizeof *dx0) == 0, "%s backward: stored dx equals zeroed and added", what);
+    }
+    free(x), free(w), free(d), free(dx0), free(dx1), free(ws);
+}
+
+static void batch_norm_case(ts_pool *p) {
+    enum { N = 4, C = 6, INNER = 700, NX = N * C * INNER };
+    static float x[NX], d[NX], dx0[NX], dx1[NX];
+    float w[C], stats[2 * C], y[NX], rm[C] = {0}, rv[C] = {1, 1, 1, 1, 1, 1};
+    fill(x, NX, 9), fill(d, NX, 10), fill(w, C, 11);
+    ts_batch_norm_forward(p, y, stats, x, w, NULL, rm, rv, N, C, INNER, 1e-5f, 0.1f, true, false);
+    memset(dx0, 0, sizeof dx0), garbage(dx1, NX);
+    ts_batch_norm_backward(p, dx0, NULL, NULL, d, x, w, stats, N, C, INNER, true, false);
+    ts_batch_norm_backward(p, dx1, NULL, NULL, d, x, w, stats, N, C, INNER, true, true);
+    CHECK(memcmp(dx0, dx1, sizeof dx0) == 0, "batch norm backward: stored dx equals zeroed and added");
+}
+
 int main(void) {
     ts_pool *p = NULL;
     CHECK_OK(ts_pool_new(&p, 2), "a pool of 2 threads");
@@ -86,6 +125,17 @@ int main(void) {
     binary_case(p, TS_BIN_DIV, "Div [300,128] / [128]", &rows, &bias);
     binary_case(p, TS_BIN_ADD, "Add [300,128] + [300,1] (general broadcast)", &rows, &col);
     binary_case(p, TS_BIN_MUL, "Mul [300,128] * [300,1] (general broadcast)", &rows, &col);
+
+    ts_conv_geom same = {.N = 3, .C = 8, .H = 10, .W = 10, .OC = 12, .OH = 10, .OW = 10, .KH = 3, .KW = 3, .SH = 1, .SW = 1, .PT = 1, .PL = 1,
+                         .DH = 1, .DW = 1, .groups = 1};
+    ts_conv_geom strided = same, one = same;
+    strided.SH = strided.SW = 2, strided.OH = strided.OW = 5;
+    one.KH = one.KW = 1, one.PT = one.PL = 0;
+    conv_case(p, "conv2d 3x3 stride 1 (the convolution of dy)", same, false);
+    conv_case(p, "conv2d 3x3 stride 2 (the scatter)", strided, false);
+    conv_case(p, "conv2d 1x1 (the product into dx)", one, false);
+    conv_case(p, "ConvTranspose2d 3x3 stride 2", strided, true);
+    batch_norm_case(p);
     ts_pool_free(p);
     return check_summary("test_grad_store");
 }

@@ -279,8 +279,12 @@ static void test_step(const step_case *c) {
  * (ts_stats_partial_add_relu): the Relu's summary must be one pass over its
  * own output, for negative values, zeros of both signs, NaN and Inf (the
  * Relu passes -0 and NaN), over odd sizes that end in a ragged tail and
- * span blocks, with and without threads, and over two runs. */
-static void test_relu_pair(int64_t cols, int threads, int poison) {
+ * span blocks, with and without threads, and over two runs. Its min, max
+ * and zeros come from x's lanes (x's min where positive, else 0): `sign`
+ * 1 makes every x positive (the Relu's min is x's), -1 every x negative
+ * (every Relu value a zero, its max 0 while x's is negative), 0 mixes
+ * them. */
+static void test_relu_pair(int64_t cols, int threads, int poison, int sign) {
     enum { ROWS = 3 };
     ts_graph *g = ts_graph_new(1);
     ts_tensor *x = ts_input(g, "x", TS_F32, 2, (int64_t[]){ROWS, cols});
@@ -294,7 +298,12 @@ static void test_relu_pair(int64_t cols, int threads, int poison) {
     ts_status st = ts_model_inference(&m, g, &r, 1, o);
     float *xv = malloc(sizeof(float) * ROWS * (size_t)cols);
     for (int run = 0; !st && run < 2; run++) {
-        for (int64_t i = 0; i < ROWS * cols; i++) xv[i] = (i % 7 == 3) ? -0.0f : (i % 11 == 5) ? 0.0f : rnd() * (run ? 3.0f : 1.0f) + 0.25f;
+        for (int64_t i = 0; i < ROWS * cols; i++) {
+            float v = rnd() * (run ? 3.0f : 1.0f) + 0.25f;
+            if (sign > 0) xv[i] = fabsf(v) + 0.5f; /* no zero */
+            else if (sign < 0 && run) xv[i] = -fabsf(v) - 0.5f; /* the run checked: no zero in x */
+            else xv[i] = (i % 7 == 3) ? -0.0f : (i % 11 == 5) ? 0.0f : sign < 0 ? -fabsf(v) - 0.5f : v;
+        }
         if (poison) {
             xv[cols + 17] = NAN;
             xv[2 * cols - 1] = -INFINITY;
@@ -304,7 +313,8 @@ static void test_relu_pair(int64_t cols, int threads, int poison) {
         ts_array in = ts_array_f32(xv, 2, (int64_t[]){ROWS, cols});
         st = ts_model_run(m, names, &in, 1);
     }
-    CHECK_OK(st, "relu pair, %lld columns, %d threads%s: run", (long long)cols, threads, poison ? ", NaN and Inf" : "");
+    const char *signs = sign > 0 ? ", x > 0" : sign < 0 ? ", x <= 0" : "";
+    CHECK_OK(st, "relu pair, %lld columns, %d threads%s%s: run", (long long)cols, threads, poison ? ", NaN and Inf" : "", signs);
     const ts_watch_result *res;
     size_t n = 0;
     ts_array a;
@@ -312,12 +322,19 @@ static void test_relu_pair(int64_t cols, int threads, int poison) {
         for (size_t i = 0; i < n; i++) {
             int is_relu = strcmp(res[i].name, "Relu:0") == 0;
             CHECK(res[i].run == 1 && same_summary(res[i].summary, is_relu ? a.data : xv, ROWS * cols, TS_WATCH_STATS, res[i].name),
-                  "relu pair, %lld columns, %d threads%s: %s = one pass over its values", (long long)cols, threads, poison ? ", NaN and Inf" : "",
-                  res[i].name);
-            if (is_relu)
-                CHECK(res[i].summary->stats.zeros > ROWS * cols / 4 && res[i].summary->stats.nans == poison &&
-                          res[i].summary->stats.neg_infs == 0 && res[i].summary->stats.pos_infs == poison,
-                      "relu pair: the Relu's zeros (%lld), NaN and Inf counted", (long long)res[i].summary->stats.zeros);
+                  "relu pair, %lld columns, %d threads%s%s: %s = one pass over its values", (long long)cols, threads, poison ? ", NaN and Inf" : "",
+                  signs, res[i].name);
+            const ts_stats *rs = &res[i].summary->stats;
+            if (is_relu && sign == 0)
+                CHECK(rs->zeros > ROWS * cols / 4 && rs->nans == poison && rs->neg_infs == 0 && rs->pos_infs == poison,
+                      "relu pair: the Relu's zeros (%lld), NaN and Inf counted", (long long)rs->zeros);
+            if (is_relu && sign > 0)
+                CHECK(rs->zeros == poison && (poison ? rs->min == 0.0 : rs->min >= 0.5),
+                      "relu pair, x > 0: no zero but the -Inf's, the Relu's min is x's (%g)", rs->min);
+            if (is_relu && sign < 0)
+                CHECK(rs->zeros == ROWS * cols - 2 * poison && rs->min == 0.0 && rs->max == 0.0 && rs->std == 0.0,
+                      "relu pair, x <= 0: every finite Relu value a zero (%lld of %lld), min %g, max %g", (long long)rs->zeros,
+                      (long long)(ROWS * cols), rs->min, rs->max);
         }
         CHECK(n == 2, "relu pair: two watch results (%zu)", n);
     }
@@ -329,10 +346,16 @@ static void test_relu_pair(int64_t cols, int threads, int poison) {
 
 int main(void) {
     test_tiny();
-    test_relu_pair(37, 1, 0);
-    test_relu_pair(9001, 2, 0);
-    test_relu_pair(30011, 3, 1);
-    test_relu_pair(30011, 2, 0);
+    test_relu_pair(37, 1, 0, 0);
+    test_relu_pair(9001, 2, 0, 0);
+    test_relu_pair(30011, 3, 1, 0);
+    test_relu_pair(30011, 2, 0, 0);
+    for (int sign = -1; sign <= 1; sign += 2) {
+        test_relu_pair(64, 1, 0, sign); /* whole vectors: no tail's values beside the lanes' */
+        test_relu_pair(37, 1, 0, sign);
+        test_relu_pair(9001, 1, 0, sign);
+        test_relu_pair(30011, 2, 1, sign);
+    }
     static const step_case steps[] = {
         {"SGD, no accumulation, 2 threads, 2 steps a run", {0}, 1, 2, 2, 0, 0},
         {"SGD momentum, accumulation 2, 1 thread", {0}, 2, 1, 1, 0, 0},

@@ -405,21 +405,33 @@ static void stream_sum(ts_stats_stream *s, int64_t n, int64_t zeros, double sum,
     if (max > s->max) s->max = max;
 }
 
-void ts_vacc_finish(const ts_vacc *a, ts_stats_stream *st, ts_stats_partial *p) {
-    if (a->n == 0) return;
-    double ss = 0, qq = 0;
+/* The kept runs' extremes and zeros, over the lanes. */
+static void vacc_extremes(const ts_vacc *a, float *lo, float *hi, int64_t *zeros) {
+    *lo = a->mn[0], *hi = a->mx[0], *zeros = 0;
+    for (int j = 0; j < TS_STATS_VEC; j++) {
+        *lo = a->mn[j] < *lo ? a->mn[j] : *lo;
+        *hi = a->mx[j] > *hi ? a->mx[j] : *hi;
+        *zeros -= a->z[j]; /* counted down */
+    }
+}
+
+/* The double lanes' totals. */
+static void lanes_totals(const ts_vdouble4 *ds, const ts_vdouble4 *dq, double *s, double *q) {
+    *s = *q = 0;
     for (int h = 0; h < TS_STATS_VEC / 4; h++)
         for (int j = 0; j < 4; j++) {
-            ss += a->ds[h][j];
-            qq += a->dq[h][j];
+            *s += ds[h][j];
+            *q += dq[h][j];
         }
-    float lo = a->mn[0], hi = a->mx[0];
-    int64_t zz = 0;
-    for (int j = 0; j < TS_STATS_VEC; j++) {
-        lo = a->mn[j] < lo ? a->mn[j] : lo;
-        hi = a->mx[j] > hi ? a->mx[j] : hi;
-        zz -= a->z[j]; /* counted down */
-    }
+}
+
+void ts_vacc_finish(const ts_vacc *a, ts_stats_stream *st, ts_stats_partial *p) {
+    if (a->n == 0) return;
+    double ss, qq;
+    float lo, hi;
+    int64_t zz;
+    lanes_totals(a->ds, a->dq, &ss, &qq);
+    vacc_extremes(a, &lo, &hi, &zz);
     stream_sum(st, a->n, zz, ss, qq, lo, hi);
     p->count += a->n;
 }
@@ -448,7 +460,46 @@ void ts_stats_stream_flush(ts_stats_stream *s, ts_stats_partial *p) {
 
 static float relu1(float v) { return v < 0.0f ? 0.0f : v; } /* as the Relu kernel: -0 and NaN pass */
 
-static ts_vfloat relu_vec(ts_vfloat v) { return (ts_vfloat)((ts_vint)v & ~(ts_vint)(v < 0.0f)); }
+/* The Relu's side of a run beside x's ts_vacc: the sums of its values'
+ * deviations and squares, and the negative x (counted down), which are its
+ * zeros beside x's own. Its extremes need no lanes of their own: a Relu's
+ * min is x's where x's is positive, else 0; its max likewise. */
+typedef struct relu_acc {
+    ts_vfloat s, q;
+    ts_vint neg;
+    ts_vdouble4 ds[TS_STATS_VEC / 4], dq[TS_STATS_VEC / 4];
+} relu_acc;
+
+/* Relu of v into ay (shifted by c). */
+static inline void relu_add(relu_acc *ay, ts_vfloat v, ts_vfloat c) {
+    ts_vint m = v < 0.0f;
+    ts_vfloat d = (ts_vfloat)((ts_vint)v & ~m) - c;
+    ay->s += d;
+    ay->q = TS_VFMA(d, d, ay->q);
+    ay->neg += m;
+}
+
+static inline void relu_add2(relu_acc *ay, ts_vfloat v0, ts_vfloat v1, ts_vfloat c) {
+    ts_vint m0 = v0 < 0.0f, m1 = v1 < 0.0f;
+    ts_vfloat d0 = (ts_vfloat)((ts_vint)v0 & ~m0) - c, d1 = (ts_vfloat)((ts_vint)v1 & ~m1) - c;
+    ay->s += d0 + d1;
+    ay->q += TS_VFMA(d1, d1, d0 * d0);
+    ay->neg += m0 + m1;
+}
+
+/* The Relu's sums into sy and py over the runs x's ts_vacc kept (the same
+ * values: a run is kept for both or for neither). */
+static void relu_finish(const relu_acc *ay, const ts_vacc *ax, ts_stats_stream *sy, ts_stats_partial *py) {
+    if (ax->n == 0) return;
+    double ss, qq;
+    float lo, hi;
+    int64_t zz, neg = 0;
+    lanes_totals(ay->ds, ay->dq, &ss, &qq);
+    vacc_extremes(ax, &lo, &hi, &zz);
+    for (int j = 0; j < TS_STATS_VEC; j++) neg -= ay->neg[j];
+    stream_sum(sy, ax->n, zz + neg, ss, qq, lo > 0.0f ? lo : 0.0f, hi > 0.0f ? hi : 0.0f);
+    py->count += ax->n;
+}
 
 void ts_stats_partial_add_relu(ts_stats_partial *px, ts_stats_partial *py, const float *x, int64_t n) {
     enum { V = TS_STATS_VEC, RUN = TS_VACC_RUN * TS_STATS_VEC };
@@ -459,34 +510,43 @@ void ts_stats_partial_add_relu(ts_stats_partial *px, ts_stats_partial *py, const
         float ty = relu1(ts_stats_typical(x + b, end - b)); /* the Relu values' typical one (Relu keeps the median) */
         ts_stats_stream sy = {.c = ts_stats_shift(py, &ty, 1), .shifted = true};
         ts_vfloat cx = sx.c - (ts_vfloat){0}, cy = sy.c - (ts_vfloat){0};
-        ts_vacc ax, ay;
+        ts_vacc ax;
+        relu_acc ay = {.neg = {0}};
         ts_vacc_start(&ax);
-        ts_vacc_start(&ay);
         for (int64_t r = b; r < whole; r += RUN) {
             int64_t e = whole - r < RUN ? whole : r + RUN;
-            ts_vacc_mark mx = ts_vacc_run_begin(&ax), my = ts_vacc_run_begin(&ay);
+            ts_vacc_mark mx = ts_vacc_run_begin(&ax);
+            ts_vint neg0 = ay.neg;
+            ay.s = ay.q = (ts_vfloat){0};
             int64_t i = r;
             for (; i + 2 * V <= e; i += 2 * V) {
                 ts_vfloat v0, v1;
                 memcpy(&v0, x + i, sizeof v0);
                 memcpy(&v1, x + i + V, sizeof v1);
                 ts_vacc_add2(&ax, v0, v1, cx);
-                ts_vacc_add2(&ay, relu_vec(v0), relu_vec(v1), cy);
+                relu_add2(&ay, v0, v1, cy);
             }
             if (i < e) {
                 ts_vfloat v;
                 memcpy(&v, x + i, sizeof v);
                 ts_vacc_add(&ax, v, cx);
-                ts_vacc_add(&ay, relu_vec(v), cy);
+                relu_add(&ay, v, cy);
             }
-            ts_vacc_run_close(&ax, mx, px, x + r, e - r);
-            if (!ts_vacc_run_end(&ay, my, e - r)) {
-                for (int64_t k = r; k < e; k++) ys[k - r] = relu1(x[k]);
-                ts_stats_partial_add(py, ys, e - r);
+            if (ts_vsums_finite(ax.s, ax.q) && ts_vsums_finite(ay.s, ay.q)) {
+                ts_vacc_run_keep(&ax, e - r);
+                ts_vsums_keep(ay.ds, ay.dq, ay.s, ay.q);
+                continue;
             }
+            /* NaN or Inf in x, or a square beyond float's range: both runs
+             * summarised from memory */
+            ts_vacc_run_drop(&ax, mx);
+            ay.neg = neg0;
+            ts_stats_partial_add(px, x + r, e - r);
+            for (int64_t k = r; k < e; k++) ys[k - r] = relu1(x[k]);
+            ts_stats_partial_add(py, ys, e - r);
         }
         ts_vacc_finish(&ax, &sx, px);
-        ts_vacc_finish(&ay, &sy, py);
+        relu_finish(&ay, &ax, &sy, py);
         if (whole < end) { /* the last few values */
             for (int64_t i = whole; i < end; i++) ys[i - whole] = relu1(x[i]);
             ts_stats_stream_add(&sx, px, x + whole, end - whole);

@@ -115,30 +115,51 @@ static inline void ts_vacc_add2(ts_vacc *a, ts_vfloat v0, ts_vfloat v1, ts_vfloa
     a->z += (v0 == 0.0f) + (v1 == 0.0f);
 }
 
-/* Keeps the run of n values (true) or, when its sums are not finite (a NaN
- * or Inf in it), drops it (false). */
-static inline bool ts_vacc_run_end(ts_vacc *a, ts_vacc_mark m, int64_t n) {
-    ts_vint bad = (a->s + a->q) * 0.0f != 0.0f; /* Inf * 0 and NaN are NaN */
+/* Whether a run's float sums s and q are finite in every lane (no NaN or
+ * Inf among its values, no square beyond float's range). */
+static inline bool ts_vsums_finite(ts_vfloat s, ts_vfloat q) {
+    ts_vint bad = (s + q) * 0.0f != 0.0f; /* Inf * 0 and NaN are NaN */
 #if TS_STATS_VEC == 8
-    int any = _mm256_movemask_ps((__m256)bad);
+    return !_mm256_movemask_ps((__m256)bad);
 #else
     int any = 0;
     for (int j = 0; j < TS_STATS_VEC; j++) any |= bad[j];
+    return !any;
 #endif
-    if (any) {
-        a->mn = m.mn;
-        a->mx = m.mx;
-        a->z = m.z;
+}
+
+/* Adds a run's float sums to the double lanes ds and dq. */
+static inline void ts_vsums_keep(ts_vdouble4 *ds, ts_vdouble4 *dq, ts_vfloat s, ts_vfloat q) {
+    ts_vfloat4 hs[TS_STATS_VEC / 4], hq[TS_STATS_VEC / 4];
+    __builtin_memcpy(hs, &s, sizeof hs);
+    __builtin_memcpy(hq, &q, sizeof hq);
+    for (int h = 0; h < TS_STATS_VEC / 4; h++) {
+        ds[h] += __builtin_convertvector(hs[h], ts_vdouble4);
+        dq[h] += __builtin_convertvector(hq[h], ts_vdouble4);
+    }
+}
+
+/* A run's sums left out, its extremes and zeros back to the mark. */
+static inline void ts_vacc_run_drop(ts_vacc *a, ts_vacc_mark m) {
+    a->mn = m.mn;
+    a->mx = m.mx;
+    a->z = m.z;
+}
+
+/* A run of n values kept. */
+static inline void ts_vacc_run_keep(ts_vacc *a, int64_t n) {
+    ts_vsums_keep(a->ds, a->dq, a->s, a->q);
+    a->n += n;
+}
+
+/* Keeps the run of n values (true) or, when its sums are not finite (a NaN
+ * or Inf in it), drops it (false). */
+static inline bool ts_vacc_run_end(ts_vacc *a, ts_vacc_mark m, int64_t n) {
+    if (!ts_vsums_finite(a->s, a->q)) {
+        ts_vacc_run_drop(a, m);
         return false;
     }
-    ts_vfloat4 hs[TS_STATS_VEC / 4], hq[TS_STATS_VEC / 4];
-    __builtin_memcpy(hs, &a->s, sizeof hs);
-    __builtin_memcpy(hq, &a->q, sizeof hq);
-    for (int h = 0; h < TS_STATS_VEC / 4; h++) {
-        a->ds[h] += __builtin_convertvector(hs[h], ts_vdouble4);
-        a->dq[h] += __builtin_convertvector(hq[h], ts_vdouble4);
-    }
-    a->n += n;
+    ts_vacc_run_keep(a, n);
     return true;
 }
 

@@ -120,13 +120,13 @@ static step_k step_consts(const ts_optimizer *o, const ts_opt_consts *c) {
  * whole vectors and, padded, for the last few values. */
 static inline ts_vfloat opt_step(int kind, const step_k *k, ts_vfloat g, ts_vfloat w, ts_vfloat *a, ts_vfloat *b, ts_vfloat *q) {
     if (kind != STEP_ADAM) {
-        g += k->wd * w;
+        if (k->wd != 0.0f) g += k->wd * w; /* PyTorch adds it only when set (an infinite weight stays out of g) */
         if (kind == STEP_SGD) return w - k->lr * g;
         *a = k->first ? g : k->mom * *a + k->damp * g;
         return w - k->lr * (k->nesterov ? g + k->mom * *a : *a);
     }
     if (k->adamw) w *= k->decay;
-    else g += k->wd * w;
+    else if (k->wd != 0.0f) g += k->wd * w;
     *a = k->b1 * *a + (1.0f - k->b1) * g;
     *b = k->b2 * *b + (1.0f - k->b2) * g * g;
     *q = k->step_size * *a / (TS_VSQRT(*b) / k->bc2_sqrt + k->eps);

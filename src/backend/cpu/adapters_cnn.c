@@ -45,7 +45,8 @@ void ts_bwd_conv2d(const ts_kctx *k) {
     ts_kctx room;
     k = ts_cpu_widen(k, &room);
     ts_conv_geom g = conv_geom(k);
-    ts_conv2d_backward(k->pool, k->workspace, k->din[0], k->din[1], k->n_in == 3 ? k->din[2] : NULL, k->dout, k->in[0], k->in[1], &g);
+    ts_conv2d_backward(k->pool, k->workspace, k->din[0], k->din[1], k->n_in == 3 ? k->din[2] : NULL, k->dout, k->in[0], k->in[1], &g,
+                       k->din_store & 1u);
 }
 
 /* Conv3d and ConvTranspose3d: the geometry of the convolution (for the
@@ -90,7 +91,7 @@ void ts_fwd_conv_transpose2d(const ts_kctx *k) {
 void ts_bwd_conv_transpose2d(const ts_kctx *k) {
     ts_conv_geom g = transposed_geom(k->node, k->in_shape, &k->out_shape);
     ts_conv_transpose2d_backward(k->pool, k->workspace, k->din[0], k->din[1], k->n_in == 3 ? k->din[2] : NULL, k->dout, k->in[0], k->in[1],
-                                 &g);
+                                 &g, k->din_store & 1u);
 }
 
 void ts_fwd_max_pool2d(const ts_kctx *k) {
@@ -147,7 +148,8 @@ void ts_fwd_batch_norm(const ts_kctx *k) {
 void ts_bwd_batch_norm(const ts_kctx *k) {
     int64_t N, C, inner;
     bn_dims(k, &N, &C, &inner);
-    ts_batch_norm_backward(k->pool, k->din[0], k->din[1], k->din[2], k->dout, k->in[0], k->in[1], k->scratch, N, C, inner, bn_batch(k));
+    ts_batch_norm_backward(k->pool, k->din[0], k->din[1], k->din[2], k->dout, k->in[0], k->in[1], k->scratch, N, C, inner, bn_batch(k),
+                           k->din_store & 1u);
 }
 
 void ts_fwd_dropout_mask(const ts_kctx *k) {
@@ -180,14 +182,14 @@ size_t ts_cpu_cache_conv2d(const ts_tensor *node, const ts_shape *in, const bool
 
 size_t ts_cpu_workspace_conv2d(const ts_shape *in, const ts_shape *out, int threads) {
     int64_t groups = in[0].d[1] / in[1].d[1]; /* w is [OC, C/groups, KH, KW] */
-    ts_conv_geom g = {.N = in[0].d[0], .C = in[0].d[1], .KH = in[1].d[2], .KW = in[1].d[3], .OC = out->d[1], .OH = out->d[2], .OW = out->d[3],
-                      .groups = groups};
+    ts_conv_geom g = {.N = in[0].d[0], .C = in[0].d[1], .H = in[0].d[2], .W = in[0].d[3], .KH = in[1].d[2], .KW = in[1].d[3], .OC = out->d[1],
+                      .OH = out->d[2], .OW = out->d[3], .groups = groups};
     return ts_conv2d_workspace(&g, threads);
 }
 
 size_t ts_cpu_workspace_conv_transpose2d(const ts_shape *in, const ts_shape *out, int threads) {
     int64_t groups = out->d[1] / in[1].d[1]; /* w is [C, OC/groups, KH, KW] */
-    ts_conv_geom g = {.N = in[0].d[0], .C = out->d[1], .KH = in[1].d[2], .KW = in[1].d[3], .OC = in[0].d[1], .OH = in[0].d[2],
-                      .OW = in[0].d[3], .groups = groups};
+    ts_conv_geom g = {.N = in[0].d[0], .C = out->d[1], .H = out->d[2], .W = out->d[3], .KH = in[1].d[2], .KW = in[1].d[3], .OC = in[0].d[1],
+                      .OH = in[0].d[2], .OW = in[0].d[3], .groups = groups};
     return ts_conv_transpose2d_workspace(&g, threads);
 }

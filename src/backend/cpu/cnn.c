@@ -9,8 +9,10 @@
  * sample's output [OC, OH*OW], already NCHW. Each product runs on a
  * one-thread OpenBLAS, so the pool's threads are the only ones working (no
  * second pool fighting for the cores). The backward pass rebuilds the
- * columns (no copy kept between passes), takes dW from one product, then
- * overwrites the columns with W^T dY and scatters them back (col2im). A 1x1
+ * columns (no copy kept between passes) and takes dW from one product. With
+ * stride 1 the input gradient is the forward pass of another convolution
+ * (dgrad_conv: dy with the turned weights); otherwise the columns are
+ * overwritten with W^T dY and scattered back (col2im). A 1x1
  * convolution with stride 1 and no padding uses the input as its columns.
  * With fewer samples than threads (inference at batch 1) the forward pass
  * shares each sample: the threads build a chunk's columns together, then
@@ -173,6 +175,7 @@ typedef struct conv_job {
     bool direct; /* the input is its own columns */
     bool shared; /* fewer samples than threads: the threads share each sample (forward) */
     bool bias_first; /* inference: the bias fills the output and the product adds to it */
+    bool accumulate; /* the product adds to the output (the input gradient as a convolution: dx +=) */
 } conv_job;
 
 /* below this many multiply-adds a convolution runs on the calling thread */
@@ -225,10 +228,50 @@ static size_t shared_floats(const ts_conv_geom *g, int threads) {
 
 static size_t wino_floats(const ts_conv_geom *g);
 
-size_t ts_conv2d_workspace(const ts_conv_geom *g, int threads) {
+/* im2col's workspace: a slot per thread, or the shared forward's columns */
+static size_t cols_floats(const ts_conv_geom *g, int threads) {
     size_t slots = (size_t)conv_slots(g, threads) * slot_floats(g), shared = g->N < threads ? shared_floats(g, threads) : 0;
-    size_t most = slots > shared ? slots : shared, wino = wino_floats(g);
-    return most > wino ? most : wino;
+    return slots > shared ? slots : shared;
+}
+
+/* The input gradient of a convolution with stride 1 and dilation 1 is
+ * itself one: dx = conv(dy, w'), dy padded by K-1-P at the top and left
+ * (and what is left of the bottom and right), w' [C, OC/groups, KH, KW] the
+ * weights with their channel axes swapped and their windows turned by 180
+ * degrees. Its columns are dy's ([OC*KH*KW, positions]) and its product
+ * writes dx's values, where the scatter (col2im) wrote and then added the
+ * 9 times larger columns of a 3x3; the product adds to dx (beta 1), so
+ * OpenBLAS does not zero anything first. It takes C*H*W*OC*KH*KW
+ * multiply-adds where the scatter's product takes OH*OW for H*W: only
+ * where the output is no smaller than the input ("same" padding; a
+ * "valid" 5x5 on 12x12, LeNet's, would take 2.25 times as many and ran
+ * slower). Padding wider than the window (K-1-P < 0) keeps the scatter. */
+static bool dgrad_fits(const ts_conv_geom *g) { /* from the shapes: what stride 1 with that padding implies */
+    return g->H > 0 && g->W > 0 && g->OH + g->KH - 1 >= g->H && g->OW + g->KW - 1 >= g->W && g->groups > 0 && g->H * g->W <= g->OH * g->OW;
+}
+
+static bool dgrad_conv(const ts_conv_geom *g) {
+    return conv_unit(g) && !conv_direct(g) && g->PT <= g->KH - 1 && g->PL <= g->KW - 1 && dgrad_fits(g);
+}
+
+static ts_conv_geom dgrad_geom(const ts_conv_geom *g) {
+    return (ts_conv_geom){.N = g->N, .C = g->OC, .H = g->OH, .W = g->OW, .OC = g->C, .OH = g->H, .OW = g->W, .KH = g->KH, .KW = g->KW,
+                          .SH = 1, .SW = 1, .PT = g->KH - 1 - g->PT, .PL = g->KW - 1 - g->PL, .DH = 1, .DW = 1, .groups = g->groups};
+}
+
+/* w' first (rounded up to 64 bytes), then its convolution's columns */
+static size_t dgrad_w_floats(const ts_conv_geom *g) { return ((size_t)(g->OC * (g->C / g->groups) * g->KH * g->KW) + 15) / 16 * 16; }
+
+static size_t dgrad_floats(const ts_conv_geom *g, int threads) {
+    if (!dgrad_fits(g)) return 0;
+    ts_conv_geom d = dgrad_geom(g);
+    return dgrad_w_floats(g) + cols_floats(&d, threads);
+}
+
+size_t ts_conv2d_workspace(const ts_conv_geom *g, int threads) {
+    size_t most = cols_floats(g, threads), wino = wino_floats(g), dgrad = dgrad_floats(g, threads);
+    most = most > wino ? most : wino;
+    return most > dgrad ? most : dgrad;
 }
 
 /* Sample n as im2col reads it: padded into xp, or the input itself */
@@ -274,6 +317,7 @@ static void add_bias(float *yn, const float *b, int64_t OHW, int64_t oc0, int64_
  * (beta 1: OpenBLAS then skips its pass zeroing the output, and no second
  * pass adds the bias). Returns the product's beta. */
 static float bias_before(const conv_job *j, float *yn, int64_t OHW, int64_t oc0, int64_t oc1, int64_t p0, int64_t p1) {
+    if (j->accumulate) return 1.0f;
     if (!j->bias_first || !j->b) return 0.0f;
     add_bias(yn, j->b, OHW, oc0, oc1, p0, p1, true);
     return 1.0f;
@@ -454,16 +498,52 @@ void ts_conv2d_forward(ts_pool *p, float *ws, float *y, const float *x, const fl
     conv_forward(p, ws, y, x, w, b, g, false);
 }
 
+typedef struct dgrad_job {
+    const ts_conv_geom *g;
+    float *wt;
+    const float *w;
+} dgrad_job;
+
+/* w'[gi*Cg + c, oc, KH-1-ki, KW-1-kj] = w[gi*OCg + oc, c, ki, kj] for rows [r0, r1) of w' */
+static void dgrad_weights(void *v, int64_t r0, int64_t r1) {
+    const dgrad_job *d = v;
+    const ts_conv_geom *g = d->g;
+    int64_t KK = g->KH * g->KW, Cg = g->C / g->groups, OCg = g->OC / g->groups;
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t gi = r / Cg, c = r % Cg;
+        for (int64_t oc = 0; oc < OCg; oc++) {
+            const float *s = d->w + ((gi * OCg + oc) * Cg + c) * KK;
+            float *t = d->wt + (r * OCg + oc) * KK;
+            for (int64_t k = 0; k < KK; k++) t[KK - 1 - k] = s[k];
+        }
+    }
+}
+
+static void dgrad_by_conv(ts_pool *p, float *ws, float *dx, const float *dy, const float *w, const ts_conv_geom *g, bool store) {
+    ts_conv_geom d = dgrad_geom(g);
+    dgrad_job dj = {g, ws, w};
+    ts_pool_for(p, g->C, grain_for(g->OC / g->groups * g->KH * g->KW), dgrad_weights, &dj);
+    conv_job j = conv_job_for(p, ws + dgrad_w_floats(g), &d);
+    j.y = dx, j.x = dy, j.w = dj.wt, j.accumulate = !store; /* storing: the forward's product, beta 0 */
+    if (j.shared) conv_fwd_shared(p, &j);
+    else ts_pool_for(p, j.slots, 1, conv_fwd_slots, &j);
+}
+
 void ts_conv2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
-                        const ts_conv_geom *g) {
+                        const ts_conv_geom *g, bool dx_store) {
     if (!dx && !dw && !db) return;
+    bool by_conv = dx && dgrad_conv(g);
+    if (dx && dx_store && !by_conv) ts_zero(p, dx, g->N * g->C * g->H * g->W); /* the scatter adds */
     conv_job j = conv_job_for(p, ws, g);
-    j.dx = dx, j.dw = dw, j.db = db, j.dy = dy, j.x = x, j.w = w;
-    ts_pool_for(p, j.slots, 1, conv_bwd_slots, &j);
-    int64_t wn = g->OC * (g->C / g->groups) * g->KH * g->KW;
-    const float *dwp = ws + col_floats(g);
-    if (dw) add_partials(dw, dwp, wn, j.slots, slot_floats(g));
-    if (db) add_partials(db, dwp + wn, g->OC, j.slots, slot_floats(g));
+    j.dx = by_conv ? NULL : dx, j.dw = dw, j.db = db, j.dy = dy, j.x = x, j.w = w;
+    if (j.dx || dw || db) {
+        ts_pool_for(p, j.slots, 1, conv_bwd_slots, &j);
+        int64_t wn = g->OC * (g->C / g->groups) * g->KH * g->KW;
+        const float *dwp = ws + col_floats(g);
+        if (dw) add_partials(dw, dwp, wn, j.slots, slot_floats(g));
+        if (db) add_partials(db, dwp + wn, g->OC, j.slots, slot_floats(g));
+    }
+    if (by_conv) dgrad_by_conv(p, ws, dx, dy, w, g, dx_store); /* after the partials are read: it reuses the workspace */
 }
 
 /* ------------------------------------------------ transposed convolution */
@@ -474,8 +554,7 @@ size_t ts_conv_transpose2d_workspace(const ts_conv_geom *g, int threads) {
 
 void ts_conv_transpose2d_forward(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g) {
     int64_t HW = g->H * g->W;
-    memset(y, 0, (size_t)(g->N * g->C * HW) * sizeof(float));
-    ts_conv2d_backward(p, ws, y, NULL, NULL, x, NULL, w, g);
+    ts_conv2d_backward(p, ws, y, NULL, NULL, x, NULL, w, g, true);
     for (int64_t q = 0; b && q < g->N * g->C; q++) {
         float bv = b[q % g->C], *yq = y + q * HW;
         for (int64_t i = 0; i < HW; i++) yq[i] += bv;
@@ -483,15 +562,19 @@ void ts_conv_transpose2d_forward(ts_pool *p, float *ws, float *y, const float *x
 }
 
 void ts_conv_transpose2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
-                                  const ts_conv_geom *g) {
+                                  const ts_conv_geom *g, bool dx_store) {
     int64_t HW = g->H * g->W, n = g->N * g->OC * g->OH * g->OW;
     for (int64_t c = 0; db && c < g->C; c++) {
         double s = 0;
         for (int64_t nn = 0; nn < g->N; nn++) s += ts_lane_sum(dy + (nn * g->C + c) * HW, 0.0f, NULL, 0.0f, HW);
         db[c] += (float)s;
     }
-    if (dw) ts_conv2d_backward(p, ws, NULL, dw, NULL, x, dy, w, g);
+    if (dw) ts_conv2d_backward(p, ws, NULL, dw, NULL, x, dy, w, g, false);
     if (!dx) return;
+    if (dx_store) {
+        ts_conv2d_forward(p, ws, dx, dy, w, NULL, g);
+        return;
+    }
     float *t = ws + ts_conv2d_workspace(g, ts_pool_threads(p));
     ts_conv2d_forward(p, ws, t, dy, w, NULL, g);
     ts_accumulate(p, dx, t, n);
@@ -1198,7 +1281,7 @@ typedef struct bn_job {
     const float *x, *w, *b, *dy;
     int64_t N, C, inner;
     float eps, momentum;
-    bool batch, update;
+    bool batch, update, store; /* store: dx = rather than dx += */
 } bn_job;
 
 static void bn_fwd_channels(void *vj, int64_t begin, int64_t end) {
@@ -1256,7 +1339,10 @@ static void bn_bwd_channels(void *vj, int64_t begin, int64_t end) {
         for (int64_t n = 0; n < j->N; n++) {
             const float *r = j->x + (n * j->C + c) * j->inner, *d = j->dy + (n * j->C + c) * j->inner;
             float *o = j->dx + (n * j->C + c) * j->inner;
-            for (int64_t i = 0; i < j->inner; i++) o[i] += k * (d[i] - mdy - (r[i] - m) * invstd * mdyx);
+            if (j->store)
+                for (int64_t i = 0; i < j->inner; i++) o[i] = k * (d[i] - mdy - (r[i] - m) * invstd * mdyx);
+            else
+                for (int64_t i = 0; i < j->inner; i++) o[i] += k * (d[i] - mdy - (r[i] - m) * invstd * mdyx);
         }
     }
 }
@@ -1269,9 +1355,9 @@ void ts_batch_norm_forward(ts_pool *p, float *y, float *stats, const float *x, c
 }
 
 void ts_batch_norm_backward(ts_pool *p, float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
-                            const float *stats, int64_t N, int64_t C, int64_t inner, bool batch) {
+                            const float *stats, int64_t N, int64_t C, int64_t inner, bool batch, bool dx_store) {
     bn_job j = {.dx = dx, .dw = dw, .db = db, .dy = dy, .x = x, .w = w, .stats = (float *)(uintptr_t)stats, .N = N, .C = C,
-                .inner = inner, .batch = batch};
+                .inner = inner, .batch = batch, .store = dx_store};
     ts_pool_for(p, C, grain_for(2 * N * inner), bn_bwd_channels, &j);
 }
 

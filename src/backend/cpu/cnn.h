@@ -22,8 +22,10 @@ typedef struct ts_conv_geom {
 } ts_conv_geom;
 
 /* Workspace floats conv needs on a pool of `threads`: per thread (at most
- * N) the columns of one sample C*KH*KW*OH*OW and partial gradients
- * OC*C/groups*KH*KW + OC. */
+ * N) the columns of a chunk of one sample and partial gradients
+ * OC*C/groups*KH*KW + OC; or the input gradient's convolution (its turned
+ * weights and dy's columns). From the shapes alone: N, C, H, W, OC, OH,
+ * OW, KH, KW, groups (not the strides, padding or dilation). */
 size_t ts_conv2d_workspace(const ts_conv_geom *g, int threads);
 /* y[N,OC,OH,OW] = x[N,C,H,W] (*) w[OC,C/groups,KH,KW] + b[OC] (b may be NULL) */
 void ts_conv2d_forward(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g);
@@ -44,9 +46,10 @@ int ts_conv2d_winograd_tile(const ts_conv_geom *g, bool cached);
 size_t ts_conv2d_cache_floats(const ts_conv_geom *g);
 void ts_conv2d_infer(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g, float *cache,
                      uint64_t key);
-/* dx += ..., dw += ..., db += ... (each may be NULL) */
+/* dx += ..., dw += ..., db += ... (each may be NULL); dx_store: dx = ...
+ * (its old values not read) */
 void ts_conv2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
-                        const ts_conv_geom *g);
+                        const ts_conv_geom *g, bool dx_store);
 /* The transpose of the convolution of geometry g (its input is y [N, C, H,
  * W], its output x [N, OC, OH, OW], w [OC, C/groups, KH, KW]): y =
  * conv^T(x, w) + b[C] (b may be NULL), the convolution's input gradient;
@@ -56,7 +59,7 @@ void ts_conv2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, 
 size_t ts_conv_transpose2d_workspace(const ts_conv_geom *g, int threads);
 void ts_conv_transpose2d_forward(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g);
 void ts_conv_transpose2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
-                                  const ts_conv_geom *g);
+                                  const ts_conv_geom *g, bool dx_store);
 /* The 3-D convolution and its transpose (backend/conv3d_math.h: one
  * element a call, a direct gather summed in double): g is the
  * convolution's geometry, the transpose's forward pass its input gradient. */
@@ -86,8 +89,9 @@ void ts_avg_pool2d_backward(ts_pool *p, float *dx, const float *dy, const ts_con
  * update the running buffers when update is set), else with the running ones. */
 void ts_batch_norm_forward(ts_pool *p, float *y, float *stats, const float *x, const float *w, const float *b, float *run_mean,
                            float *run_var, int64_t N, int64_t C, int64_t inner, float eps, float momentum, bool batch, bool update);
+/* dx += ... (dx_store: dx = ...), dw += ..., db += ... (each may be NULL) */
 void ts_batch_norm_backward(ts_pool *p, float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
-                            const float *stats, int64_t N, int64_t C, int64_t inner, bool batch);
+                            const float *stats, int64_t N, int64_t C, int64_t inner, bool batch, bool dx_store);
 
 /* mask[n] = 0 with probability p, else 1/(1-p); a pure function of
  * (seed, iteration, n). */

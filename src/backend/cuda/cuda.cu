@@ -391,7 +391,7 @@ __global__ static void opt_kernel(step_k kv, const step_k *kp, float *p, const f
     TS_CU_FOR(i, n) {
         float g = gr[i], w = p[i];
         if (KIND != STEP_ADAM) {
-            g += k.wd * w;
+            if (k.wd != 0.0f) g += k.wd * w; /* as PyTorch: only when set */
             if (KIND == STEP_SGD) {
                 p[i] = w - k.lr * g;
             } else {
@@ -401,7 +401,7 @@ __global__ static void opt_kernel(step_k kv, const step_k *kp, float *p, const f
             }
         } else {
             if (k.adamw) w *= k.decay;
-            else g += k.wd * w;
+            else if (k.wd != 0.0f) g += k.wd * w;
             float a = k.b1 * sa[i] + (1.0f - k.b1) * g;
             float b = k.b2 * sb[i] + (1.0f - k.b2) * g * g;
             sa[i] = a;
