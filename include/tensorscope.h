@@ -212,13 +212,23 @@ TS_API ts_status ts_parse_size(const char *text, uint64_t *bytes);
 
 /* ---------------------------------------------------------------- arrays */
 
-/* Graph tensors are f32, i32 or i64, or bf16 / f16 where a cast (ts_cast)
- * or a model's precision (ts_options_set_precision) makes them. i64
- * tensors hold every int64 value exactly (inputs, constants, ts_cast,
+/* Graph tensors are f32, i32, i64 or bool, or bf16 / f16 where a cast
+ * (ts_cast) or a model's precision (ts_options_set_precision) makes them.
+ * i64 tensors hold every int64 value exactly (inputs, constants, ts_cast,
  * the integer ops of ts_binary and ts_unary, ts_cumsum, and the ops that
  * move values: reshape, flatten, permute, slice, concat, gather's data,
- * where's a and b); comparisons and masks are i32 (1 or 0; there is no
- * bool graph tensor). The other dtypes are those of the arrays a run is
+ * where's a and b). bool tensors hold false and true: inputs (fed
+ * one-byte bool arrays, numpy's bool, or integer arrays of 0 and 1) and
+ * constants (TS_BOOL arrays, a byte an element), the comparisons and
+ * predicates of ts_binary and ts_unary, And, Or, Xor and Not, ts_cast to
+ * bool, and the ops that move values (as for i64) keep bool; ts_where and
+ * ts_masked_fill take them as conditions and masks. Anchors, outfeed
+ * records and saved .npy files of a bool tensor are one-byte bools
+ * (numpy's |b1); a watch summarises its values as 1 and 0 (the mean is
+ * the fraction that is true). bool tensors take no arithmetic (ts_cast
+ * one to f32 or i32 first) and are no indices; no gradient flows through
+ * them. Inside a program a bool element takes a 4-byte cell holding 1.0
+ * or 0.0. The other dtypes are those of the arrays a run is
  * fed (converted exactly to the input's dtype) and of outputs declared
  * with ts_tensor_set_output_dtype (ONNX's typed outputs). Arrays of TS_BF16 and
  * TS_F16 hold the 16-bit patterns (uint16_t: numpy's float16, and bfloat16
@@ -284,9 +294,11 @@ TS_API ts_tensor *ts_scale(ts_graph *g, ts_tensor *x, float s);
 TS_API ts_tensor *ts_relu(ts_graph *g, ts_tensor *x);
 TS_API ts_tensor *ts_log(ts_graph *g, ts_tensor *x);
 /* Ops take f32 tensors, except the integer (i32) inputs each one names
- * (labels, indices, masks). ts_reshape, ts_flatten, ts_permute and
- * ts_transpose take f32 or i32 and keep the dtype: token ids and labels
- * reshaped stay i32 (no gradient flows to them). */
+ * (labels, indices, masks: a mask may be bool). ts_reshape, ts_flatten,
+ * ts_permute and ts_transpose take f32, i32, i64 or bool and keep the
+ * dtype: token ids and labels reshaped stay i32 (no gradient flows to
+ * them). A bool tensor where an op takes numbers is TS_ERR_INVALID_ARGUMENT
+ * saying to ts_cast it. */
 TS_API ts_tensor *ts_reshape(ts_graph *g, ts_tensor *x, int ndim, const int64_t *shape);
 /* Collapses dims start_dim.. into one (PyTorch's flatten(x, start_dim)). */
 TS_API ts_tensor *ts_flatten(ts_graph *g, ts_tensor *x, int start_dim);
@@ -314,8 +326,8 @@ TS_API ts_tensor *ts_print_beside(ts_graph *g, ts_tensor *x, const char *title);
  * numpy's rules (shapes aligned on the right, each pair of dims equal or
  * one of them 1); gradients are summed over the broadcast dims. Negative
  * dims count from the end. */
-/* A named constant (f32, i32 or i64, copied): listed and anchorable, no
- * gradient (masks, position ids). */
+/* A named constant (f32, i32, i64 or bool, copied): listed and
+ * anchorable, no gradient (masks, position ids). */
 TS_API ts_tensor *ts_constant(ts_graph *g, const char *name, const ts_array *value);
 TS_API ts_tensor *ts_div(ts_graph *g, ts_tensor *a, ts_tensor *b);
 TS_API ts_tensor *ts_exp(ts_graph *g, ts_tensor *x);
@@ -339,22 +351,24 @@ TS_API ts_tensor *ts_gelu(ts_graph *g, ts_tensor *x, int tanh_approx);
  * as f32), CastIndex (an i32 tensor: x toward zero, clamped to [alpha,
  * beta], NaN to alpha: indices the graph computes, kept inside the tensor
  * they gather from). alpha and beta are ignored by the ops
- * that take none. Predicates give 1 or 0; they and the rounding ops pass no
- * gradient. An unknown name is TS_ERR_INVALID_ARGUMENT listing the names.
+ * that take none. The predicates (CastBool, Not, IsNaN, IsInf) give bool
+ * tensors (Not and CastBool take a bool or an f32 one, non-zero true);
+ * they and the rounding ops pass no gradient. An unknown name is TS_ERR_INVALID_ARGUMENT listing the names.
  * On an i32 or i64 tensor: Neg and Abs, exact, wrapping as the integer
  * type does (-INT64_MIN is INT64_MIN, as PyTorch's); no gradient. */
 TS_API ts_tensor *ts_unary(ts_graph *g, const char *op, ts_tensor *x, float alpha, float beta);
 /* The elementwise binary family, broadcast by numpy's rules: Pow (a
  * tensor exponent), Max and Min (NaN wins; a tie splits the gradient),
  * Mod (the sign of the divisor), FMod (the sign of the dividend), Equal,
- * Greater, GreaterOrEqual, Less, LessOrEqual, And, Or, Xor (non-zero is
- * true; 1 or 0 out, no gradient).
+ * Greater, GreaterOrEqual, Less, LessOrEqual (of f32 tensors, or of two
+ * bool ones, false below true), And, Or, Xor (of bool tensors, or f32
+ * ones where non-zero is true): a bool tensor out, no gradient.
  * On two integer tensors of one dtype (i32 or i64; a mix is refused:
  * ts_cast one), exactly in that type, wrapping as it does: Add, Sub, Mul,
  * Div (toward zero, as C's and ONNX's integer Div), FloorDiv (rounded
  * down, PyTorch's //), Mod (the divisor's sign, Python's %), FMod (the
  * dividend's), Min, Max (the dtype out), Equal, Less, LessOrEqual,
- * Greater, GreaterOrEqual (i32 1 or 0 out). A division or modulo by 0
+ * Greater, GreaterOrEqual (bool out). A division or modulo by 0
  * gives 0 (numpy's). No gradient. */
 TS_API ts_tensor *ts_binary(ts_graph *g, const char *op, ts_tensor *a, ts_tensor *b);
 /* Bitwise ops on two i32 or two i64 tensors, broadcast by numpy's rules,
@@ -395,7 +409,9 @@ TS_API ts_tensor *ts_gather_elements(ts_graph *g, ts_tensor *data, ts_tensor *in
  * (held in i64; a uint64 as its bits, so an i64 is returned as it is):
  * an integer's value exactly, wrapped to the type (two's complement
  * truncation, as numpy's and ONNX's Cast: 300 as i8 is 44, -1 as u32 is
- * 4294967295), a float toward zero to int64 first; no gradient. The result is a bf16 / f16 tensor of x's
+ * 4294967295), a float toward zero to int64 first; no gradient. To
+ * TS_BOOL from f32, i32 or i64: true where non-zero, NaN included
+ * (numpy's astype(bool)); from bool to any of them: 1 or 0. The result is a bf16 / f16 tensor of x's
  * shape; on the CPU its values are held in f32 cells (ts_tensor_info
  * reports dtype f32 and ts_tensor_precision the 16-bit dtype). The
  * gradient flows back unchanged, rounded to the dtype once complete, as
@@ -445,11 +461,12 @@ typedef enum ts_pad_mode { TS_PAD_CONSTANT = 0, TS_PAD_REFLECT, TS_PAD_EDGE, TS_
  * the border in TS_PAD_CONSTANT and is ignored otherwise. The gradient of
  * each element of x sums the output elements that read it. */
 TS_API ts_tensor *ts_pad(ts_graph *g, ts_tensor *x, const int64_t *pads, ts_pad_mode mode, float value);
-/* cond (i32 or f32, non-zero = true) ? a : b, all three broadcast together
- * (an f32 cond: the 1 or 0 of ts_binary's comparisons, say). */
+/* cond (bool, or i32 or f32 where non-zero is true) ? a : b, all three
+ * broadcast together; a and b of one dtype (f32, i32, i64 or bool), the
+ * output's. */
 TS_API ts_tensor *ts_where(ts_graph *g, ts_tensor *cond, ts_tensor *a, ts_tensor *b);
-/* x with `value` (may be -INFINITY) where the i32 mask, broadcast to x, is
- * non-zero. */
+/* x with `value` (may be -INFINITY) where the mask (bool, or i32 non-zero),
+ * broadcast to x, is true. */
 TS_API ts_tensor *ts_masked_fill(ts_graph *g, ts_tensor *x, ts_tensor *mask, float value);
 /* Reductions over the n_axes given axes (keepdim: they stay as 1). Max's
  * gradient goes to every element equal to the maximum. */

@@ -31,10 +31,12 @@ static void check_output(ts_model *m, ts_graph *g, const char *name, const float
     ts_array a = {0};
     ts_status st = t ? ts_model_anchored(m, ts_tensor_name(t), &a) : TS_ERR_NOT_FOUND;
     int bad = st || ts_array_numel(&a) != N ? 0 : -1;
-    float got[N] = {0}; /* f32 values, or an integer tensor's (Cast to int64: i64) */
+    float got[N] = {0}; /* f32 values, or an integer or bool tensor's (Cast to int64: i64) */
     for (int i = 0; bad < 0 && i < N; i++) {
-        got[i] = a.dtype == TS_I64 ? (float)((const int64_t *)a.data)[i] : a.dtype == TS_I32 ? (float)((const int32_t *)a.data)[i]
-                                                                                           : ((const float *)a.data)[i];
+        got[i] = a.dtype == TS_I64    ? (float)((const int64_t *)a.data)[i]
+                 : a.dtype == TS_I32  ? (float)((const int32_t *)a.data)[i]
+                 : a.dtype == TS_BOOL ? (float)((const uint8_t *)a.data)[i]
+                                      : ((const float *)a.data)[i];
         if (!(fabsf(got[i] - want[i]) <= 1e-5f * fabsf(want[i]) || got[i] == want[i]))
             bad = i;
     }

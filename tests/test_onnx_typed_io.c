@@ -203,8 +203,8 @@ int main(void) {
         ts_options_anchor(opt, "y", ts_tensor_name(y), TS_OUTPUT_FINAL, 0);
         ts_options_anchor(opt, "mask", ts_tensor_name(mk), TS_OUTPUT_FINAL, 0);
         ts_model *m = NULL;
-        /* the loss reads the mask too, so that the training model computes it */
-        ts_tensor *loss = ts_add(g, ts_sum(g, y), ts_scale(g, ts_sum(g, mk), 0.0f));
+        /* the loss reads the mask (bool: cast to numbers) too, so that the training model computes it */
+        ts_tensor *loss = ts_add(g, ts_sum(g, y), ts_scale(g, ts_sum(g, ts_cast(g, mk, TS_F32)), 0.0f));
         CHECK_OK(ts_model_training(&m, g, loss, opt, ts_sgd(0.0f, 0.0f, 0.0f)), "a training model over it");
         static float xv[4000];
         for (int i = 0; i < 4000; i++) xv[i] = 1.0f + (float)(i % 7);

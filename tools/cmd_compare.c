@@ -812,13 +812,13 @@ static int read_map(const char *path, char ***out, int *n) {
 /* Converts a NumPy array to what an input of `dtype` takes (f32 or i32);
  * for i32 every value must be an integer within int32, else
  * TS_ERR_INVALID_ARGUMENT with the first other one at *bad, its value *bad_v.
- * An i64 input takes integer arrays as they are (the run converts them
- * exactly, naming a value it does not hold). */
+ * An i64 input takes integer arrays as they are, and a bool input every
+ * array (the run converts them exactly, naming a value it does not hold). */
 static ts_status convert_input(const ts_array *src, ts_dtype dtype, ts_array *dst, void **buf, int64_t *bad, double *bad_v) {
     int64_t n = ts_array_numel(src);
     *dst = *src;
     *buf = NULL;
-    if (src->dtype == dtype || (dtype == TS_I64 && src->dtype != TS_F32 && src->dtype != TS_F64)) return TS_OK;
+    if (src->dtype == dtype || dtype == TS_BOOL || (dtype == TS_I64 && src->dtype != TS_F32 && src->dtype != TS_F64)) return TS_OK;
     void *b = malloc((size_t)(n ? n : 1) * ts_dtype_size(dtype));
     if (!b) return TS_ERR_OUT_OF_MEMORY;
     for (int64_t i = 0; i < n; i++) {

@@ -446,11 +446,26 @@ class _Capture:
         name = f"{self.node.name if self.node is not None else 'capture'}/const:{self.n_const}"
         return self.g.constant(name, np.ascontiguousarray(np.asarray(value, dtype=np.float32)))
 
+    def binary(self, op: str, a: Tensor, b: Tensor) -> Tensor:
+        """Graph.binary, a bool result (a comparison's, a logical op's) as
+        f32 1 and 0: the capture computes with PyTorch's bools as numbers."""
+        return self.numbers(self.g.binary(op, a, b))
+
+    def unary(self, op: str, x: Tensor, *args) -> Tensor:
+        """Graph.unary, a bool result (a predicate's, Not's, CastBool's) as
+        f32 1 and 0 (see binary); another result (CastIndex's) as it is."""
+        return self.numbers(self.g.unary(op, x, *args))
+
+    def numbers(self, t: Tensor) -> Tensor:
+        """A bool tensor as f32 1 and 0; another as it is."""
+        return self.f(t) if t.dtype == np.bool_ else t
+
     def f(self, x) -> Tensor:
         """x as an f32 tensor of the graph (the values of an i64 one, the
-        positions of argmax and the like, exact below 2^24)."""
+        positions of argmax and the like, exact below 2^24; a bool one's 1
+        and 0)."""
         if isinstance(x, Tensor):
-            if x.dtype not in (np.int32, np.int64):
+            if x.dtype not in (np.int32, np.int64, np.bool_):
                 return x
             if x._ptr not in self.as_float:
                 self.as_float[x._ptr] = self.g.unary("CastFloat", x) if x.dtype == np.int32 else self.g.cast(x, "f32")
@@ -487,10 +502,10 @@ class _Capture:
         return self.as_index[key]
 
     def cond(self, x) -> Tensor:
-        """x (a bool tensor) as where's i32 condition."""
-        if isinstance(x, Tensor) and x.dtype == np.int32:
+        """x (a bool tensor, held as f32 1 and 0) as where's bool condition."""
+        if isinstance(x, Tensor) and x.dtype in (np.int32, np.bool_):
             return x
-        return self.g.unary("CastIndex", self.g.unary("CastBool", self.f(x)), 0.0, 1.0)
+        return self.g.cast(self.f(x), "bool")
 
     def arg(self, a):
         from torch.fx import Node
@@ -522,7 +537,7 @@ class _Capture:
                 if not isinstance(val, torch.Tensor):
                     self.env[node] = val  # a number passed to forward: fixed by the capture
                     continue
-                dt = "f32" if val.dtype.is_floating_point else "i32"
+                dt = "f32" if val.dtype.is_floating_point else "bool" if val.dtype == torch.bool else "i32"
                 if val.dtype not in (torch.float32,) and val.dtype.is_floating_point:
                     self.refuse(f"input '{names.get(node.name, node.name)}' is {val.dtype}",
                                 "tensorscope trains float32: pass float32 inputs")
@@ -579,7 +594,10 @@ class _Capture:
             self.node = a if hasattr(a, "meta") else None
             value = self.arg(a)
             if spec.kind == OutputKind.USER_OUTPUT:
-                outputs.append(value if isinstance(value, Tensor) else self.f(value))
+                value = value if isinstance(value, Tensor) else self.f(value)
+                if hasattr(a, "meta") and "val" in a.meta and self.dtype(a) == self.torch.bool and value.dtype != np.bool_:
+                    value = self.g.cast(value, "bool")  # PyTorch's bools, held as 1 and 0: returned as bool
+                outputs.append(value)
             elif spec.kind == OutputKind.BUFFER_MUTATION:
                 if isinstance(value, Tensor) and value.is_buffer and value.name == spec.target:
                     continue  # batch norm's statistics: the op updates them
@@ -725,9 +743,9 @@ def _to_copy(c, node, x, *rest, **kw):
     if dt.is_floating_point or dt == src:
         return x
     if dt == torch.bool:
-        return c.g.unary("CastBool", x)
+        return c.unary("CastBool", x)
     if src.is_floating_point:
-        return c.g.unary("CastInt", x)  # toward zero, held in f32
+        return c.unary("CastInt", x)  # toward zero, held in f32
     return x
 
 
@@ -746,12 +764,12 @@ def _unary(c, node, x):
         c.unmapped(str(node.target) + " of integers")
     if op in ("Ceil", "Floor", "Round", "CastInt") and not c.dtype(node.args[0]).is_floating_point:
         return x
-    return c.g.unary(op, c.f(x))
+    return c.unary(op, c.f(x))
 
 
 @row("isinf.default")
 def _isinf(c, node, x):
-    return c.g.unary("IsInf", c.f(x), 1.0, 1.0)
+    return c.unary("IsInf", c.f(x), 1.0, 1.0)
 
 
 _SIMPLE = {"relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh", "exp": "exp", "log": "log",
@@ -798,7 +816,7 @@ def _log_base(c, node, x):
 def _sign(c, node, x):
     x = c.f(x)
     zero = c.const(0.0)
-    return c.g.sub(c.g.binary("Greater", x, zero), c.g.binary("Less", x, zero))
+    return c.g.sub(c.binary("Greater", x, zero), c.binary("Less", x, zero))
 
 
 @row("gelu.default")
@@ -808,7 +826,7 @@ def _gelu(c, node, x, approximate="none"):
 
 @row("leaky_relu.default")
 def _leaky(c, node, x, slope=0.01):
-    return c.g.unary("LeakyRelu", c.f(x), float(slope))
+    return c.unary("LeakyRelu", c.f(x), float(slope))
 
 
 @row("elu.default")
@@ -816,8 +834,8 @@ def _elu(c, node, x, alpha=1.0, scale=1.0, input_scale=1.0):
     if input_scale != 1.0:
         c.unmapped("elu.default with input_scale")
     if scale == 1.0:
-        return c.g.unary("Elu", c.f(x), float(alpha))
-    return c.g.unary("Selu", c.f(x), float(alpha), float(scale))
+        return c.unary("Elu", c.f(x), float(alpha))
+    return c.unary("Selu", c.f(x), float(alpha), float(scale))
 
 
 @row("hardtanh.default", "clamp.default", "clamp.Tensor", "clamp_min.default", "clamp_max.default")
@@ -832,9 +850,9 @@ def _clamp(c, node, x, lo=None, hi=None):
             lo, hi = math.trunc(lo), math.trunc(hi)
     y = c.f(x)
     if lo is not None:
-        y = c.g.binary("Max", y, c.f(lo))
+        y = c.binary("Max", y, c.f(lo))
     if hi is not None:
-        y = c.g.binary("Min", y, c.f(hi))
+        y = c.binary("Min", y, c.f(hi))
     return y
 
 
@@ -866,9 +884,9 @@ def _div(c, node, a, b, rounding_mode=None):
     else:
         q = c.g.div(c.f(a), c.f(b))
     if rounding_mode == "floor":
-        return c.g.unary("Floor", q)
+        return c.unary("Floor", q)
     if rounding_mode == "trunc":
-        return c.g.unary("CastInt", q)
+        return c.unary("CastInt", q)
     return q
 
 
@@ -890,8 +908,8 @@ def _binary(c, node, a, b):
             return c.g.mul(x, x)
         return c.g.pow(c.f(a), float(b))
     if base == "ne":
-        return c.g.unary("Not", c.g.binary("Equal", c.f(a), c.f(b)))
-    return c.g.binary(_BINARY[base], c.f(a), c.f(b))
+        return c.unary("Not", c.binary("Equal", c.f(a), c.f(b)))
+    return c.binary(_BINARY[base], c.f(a), c.f(b))
 
 
 @row("where.self", "where.ScalarOther", "where.ScalarSelf", "where.Scalar")
@@ -940,7 +958,7 @@ def _amin(c, node, x, dims=(), keepdim=False):
 
 @row("any.default", "any.dim", "any.dims")
 def _any(c, node, x, dims=None, keepdim=False):
-    return _reduce(c, node, c.g.reduce_max, c.g.unary("CastBool", c.f(x)), dims, keepdim)
+    return _reduce(c, node, c.g.reduce_max, c.unary("CastBool", c.f(x)), dims, keepdim)
 
 
 @row("max.dim", "min.dim")
@@ -964,7 +982,7 @@ def _max_all(c, node, x):
 @row("round.decimals")
 def _round_decimals(c, node, x, decimals=0):
     scale = 10.0 ** decimals  # as PyTorch: round(x * 10^d) / 10^d, half to even
-    return c.g.scale(c.g.unary("Round", c.g.scale(c.f(x), scale)), 1.0 / scale)
+    return c.g.scale(c.unary("Round", c.g.scale(c.f(x), scale)), 1.0 / scale)
 
 
 @row("var.correction", "var.dim")
@@ -1275,7 +1293,7 @@ def _flat_index(c, node, indices, shape):
             flat = t  # an i32 input or i64 positions: the gather checks them at run
             break
         t = c.f(t)
-        t = c.g.add(t, c.g.scale(c.g.binary("Less", t, c.const(0.0)), float(n)))  # -1: the last
+        t = c.g.add(t, c.g.scale(c.binary("Less", t, c.const(0.0)), float(n)))  # -1: the last
         t = c.g.scale(t, float(stride)) if stride != 1 else t
         flat = t if flat is None else c.g.add(flat, t)
         stride *= n
@@ -1293,7 +1311,7 @@ def _embedding(c, node, weight, indices, padding_idx=-1, scale_grad_by_freq=Fals
     if padding_idx is None or padding_idx < 0:
         return out
     # the rows gathered at padding positions pass through a StopGradient
-    mask = c.g.binary("Equal", c.f(indices), c.const(float(padding_idx)))
+    mask = c.binary("Equal", c.f(indices), c.const(float(padding_idx)))
     mask = c.g.reshape(mask, list(mask.shape) + [1])
     return c.g.add(out, c.g.mul(c.g.sub(c.g.stop_gradient(out), out), mask))
 
@@ -1529,10 +1547,10 @@ def _atan2(c, node, y, x):
     """atan(y / x), moved by pi to x's half plane (+pi where y >= 0, -pi
     below); atan2(0, 0) = 0 as PyTorch's."""
     y, x = c.f(y), c.f(x)
-    r = c.g.unary("Atan", c.g.div(y, x))
-    half = c.g.where(c.cond(c.g.binary("GreaterOrEqual", y, c.const(0.0))), c.const(np.pi), c.const(-np.pi))
-    r = c.g.add(r, c.g.mul(c.g.binary("Less", x, c.const(0.0)), half))
-    both = c.g.binary("And", c.g.binary("Equal", x, c.const(0.0)), c.g.binary("Equal", y, c.const(0.0)))
+    r = c.unary("Atan", c.g.div(y, x))
+    half = c.g.where(c.cond(c.binary("GreaterOrEqual", y, c.const(0.0))), c.const(np.pi), c.const(-np.pi))
+    r = c.g.add(r, c.g.mul(c.binary("Less", x, c.const(0.0)), half))
+    both = c.binary("And", c.binary("Equal", x, c.const(0.0)), c.binary("Equal", y, c.const(0.0)))
     return _reshaped(c, node, c.g.where(c.cond(both), c.const(0.0), r))
 
 
@@ -1555,7 +1573,7 @@ def _argmax(c, node, x, dim=None, keepdim=False):
         d = _dim(dim, rank)
         n = shape[d]
     _positions_fit(c, n)
-    hit = c.g.binary("Or", c.g.binary("Equal", v, c.g.reduce_max(v, [d], 1)), c.g.unary("IsNaN", v))
+    hit = c.binary("Or", c.binary("Equal", v, c.g.reduce_max(v, [d], 1)), c.unary("IsNaN", v))
     score = c.g.mul(hit, c.const(_along(n - np.arange(n), d, rank)))
     first = c.g.sub(c.const(float(n)), c.g.reduce_max(score, [d], 1))
     return _reshaped(c, node, c.g.cast(first, "i64"))
@@ -1670,7 +1688,7 @@ def _scatter_parts(c, node, dim, index, src):
     n = shape[d]
     lifted = list(ishape[:d + 1]) + [1] + list(ishape[d + 1:])
     idx = c.g.reshape(c.f(index), lifted)
-    onehot = c.g.binary("Equal", idx, c.const(_along(np.arange(n), d + 1, rank + 1)))
+    onehot = c.binary("Equal", idx, c.const(_along(np.arange(n), d + 1, rank + 1)))
     if isinstance(src, (Tensor, c.torch.Tensor)):
         sshape = c.shape(node.args[3]) if isinstance(src, Tensor) else tuple(src.shape)
         s = c.f(src)
@@ -1735,18 +1753,18 @@ def _ranked(c, node, x, d, descending, k=None, shape=None):
     lead = list(y.shape[:-1])
     xi = c.g.reshape(y, lead + [n, 1])  # the entry ranked
     xj = c.g.reshape(y, lead + [1, n])  # the entries it is compared with
-    nan_i, nan_j = c.g.unary("IsNaN", xi), c.g.unary("IsNaN", xj)
+    nan_i, nan_j = c.unary("IsNaN", xi), c.unary("IsNaN", xj)
     if descending:  # j before i: x_j > x_i, or x_j NaN and x_i not
-        before = c.g.binary("Or", c.g.binary("Greater", xj, xi),
-                            c.g.binary("And", nan_j, c.g.unary("Not", nan_i)))
+        before = c.binary("Or", c.binary("Greater", xj, xi),
+                            c.binary("And", nan_j, c.unary("Not", nan_i)))
     else:  # x_j < x_i, or x_i NaN and x_j not
-        before = c.g.binary("Or", c.g.binary("Less", xj, xi),
-                            c.g.binary("And", nan_i, c.g.unary("Not", nan_j)))
-    tie = c.g.binary("Or", c.g.binary("Equal", xj, xi), c.g.binary("And", nan_i, nan_j))
+        before = c.binary("Or", c.binary("Less", xj, xi),
+                            c.binary("And", nan_i, c.unary("Not", nan_j)))
+    tie = c.binary("Or", c.binary("Equal", xj, xi), c.binary("And", nan_i, nan_j))
     earlier = c.const(np.tril(np.ones((n, n), np.float32), -1))  # [i, j]: j < i
     ahead = c.g.add(before, c.g.mul(tie, earlier))
     r = c.g.reduce_sum(ahead, [rank], 1)  # [..., n, 1]: each entry's rank
-    pick = c.g.binary("Equal", r, c.const(np.arange(k, dtype=np.float32)))  # [..., n(i), k]
+    pick = c.binary("Equal", r, c.const(np.arange(k, dtype=np.float32)))  # [..., n(i), k]
     values = c.g.reduce_sum(c.g.where(c.cond(pick), xi, c.const(0.0)), [rank - 1], 0)
     index = c.g.reduce_sum(c.g.mul(pick, c.const(np.arange(n, dtype=np.float32).reshape(n, 1))), [rank - 1], 0)
     values, index = _swap_last(c, values, d, rank), _swap_last(c, index, d, rank)
@@ -1780,7 +1798,7 @@ def _bitonic(c, node, x, d, descending):
     NaN goes last (first descending), as PyTorch's."""
     y, d, rank, n = _along_last(c, c.shape(node.args[0]), x, d)
     p = 1 << max(n - 1, 1).bit_length()
-    nan = c.g.unary("IsNaN", y)
+    nan = c.unary("IsNaN", y)
     key = c.g.where(c.cond(nan), c.const(0.0), y if not descending else c.g.scale(y, -1.0))
     flag = nan if not descending else c.g.scale(nan, -1.0)  # NaN after (before) the numbers
     lead = list(y.shape[:-1])
@@ -1799,9 +1817,9 @@ def _bitonic(c, node, x, d, descending):
             want_min = c.const((((pos & k) == 0) == (pos < q)).astype(np.float32))
             partner = _index_const(c, node, q)
             fb, kb, ab, yb = (c.g.gather(t, partner, rank - 1) for t in (flag, key, at, y))
-            less = c.g.binary("Or", c.g.binary("Less", flag, fb), c.g.binary("And", c.g.binary("Equal", flag, fb), c.g.binary(
-                "Or", c.g.binary("Less", key, kb), c.g.binary("And", c.g.binary("Equal", key, kb), c.g.binary("Less", at, ab)))))
-            keep = c.cond(c.g.binary("Equal", less, want_min))
+            less = c.binary("Or", c.binary("Less", flag, fb), c.binary("And", c.binary("Equal", flag, fb), c.binary(
+                "Or", c.binary("Less", key, kb), c.binary("And", c.binary("Equal", key, kb), c.binary("Less", at, ab)))))
+            keep = c.cond(c.binary("Equal", less, want_min))
             flag, key, at, y = (c.g.where(keep, a, b) for a, b in ((flag, fb), (key, kb), (at, ab), (y, yb)))
             j //= 2
         k *= 2
@@ -1834,15 +1852,15 @@ def _rounds(c, node, x, d, largest, k):
     largest entry (NaN the largest, as PyTorch's) and putting it out of
     the next rounds' reach."""
     y, d, rank, n = _along_last(c, c.shape(node.args[0]), x, d)
-    nan = c.cond(c.g.unary("IsNaN", y))
+    nan = c.cond(c.unary("IsNaN", y))
     v = c.g.where(nan, c.const(np.inf if largest else -np.inf), y if largest else c.g.scale(y, -1.0))
     at = c.const(np.arange(n, dtype=np.float32))
     values, index = [], []
     for _ in range(k):
-        hit = c.g.binary("Equal", v, c.g.reduce_max(v, [rank - 1], 1))
+        hit = c.binary("Equal", v, c.g.reduce_max(v, [rank - 1], 1))
         first = c.g.sub(c.const(float(n)), c.g.reduce_max(c.g.mul(hit, c.const(n - np.arange(n, dtype=np.float32))),
                                                          [rank - 1], 1))
-        pick = c.cond(c.g.binary("Equal", at, first))
+        pick = c.cond(c.binary("Equal", at, first))
         values.append(c.g.reduce_sum(c.g.where(pick, y, c.const(0.0)), [rank - 1], 1))
         index.append(first)
         v = c.g.where(pick, c.const(-np.inf), v)
@@ -1873,7 +1891,7 @@ def _index_put(c, node, x, indices, values, accumulate=False):
         v = c.g.add(v, c.const(np.zeros(want, np.float32)))
     v = c.g.reshape(v, [pre, ni, 1, post])
     f = c.g.add(c.f(flat), c.const(np.zeros(ishape, np.float32))) if tuple(c.f(flat).shape) != ishape else c.f(flat)
-    onehot = c.g.binary("Equal", c.g.reshape(f, [ni, 1, 1]), c.const(np.arange(total, dtype=np.float32).reshape(total, 1)))
+    onehot = c.binary("Equal", c.g.reshape(f, [ni, 1, 1]), c.const(np.arange(total, dtype=np.float32).reshape(total, 1)))
     added = c.g.reduce_sum(c.g.where(c.cond(onehot), v, c.const(0.0)), [1], 0)  # [pre, total, post]
     added = c.g.reshape(added, list(shape))
     if accumulate:
@@ -1915,10 +1933,10 @@ def _scatter_reduce(c, node, x, dim, index, src, reduce, include_self=True):
             out = c.g.add(out, x)
         if reduce == "mean":
             count = spread(c.g.reduce_sum(onehot, [d], 0))
-            count = c.g.add(count, c.const(1.0)) if include_self else c.g.binary("Max", count, c.const(1.0))
+            count = c.g.add(count, c.const(1.0)) if include_self else c.binary("Max", count, c.const(1.0))
             out = c.g.div(out, count)
             if not c.dtype(node).is_floating_point:
-                out = c.g.unary("Floor", out)  # PyTorch's integer mean: rounded down
+                out = c.unary("Floor", out)  # PyTorch's integer mean: rounded down
     elif reduce == "prod":
         n = c.shape(node.args[2])[d]
         out = spread(c.g.reshape(_product(c, c.g.where(picked, s, c.const(1.0)), d, n),
@@ -1929,7 +1947,7 @@ def _scatter_reduce(c, node, x, dim, index, src, reduce, include_self=True):
         sign = 1.0 if reduce == "amax" else -1.0
         out = spread(c.g.reduce_max(c.g.where(picked, c.g.scale(s, sign), c.const(-np.inf)), [d], 0))
         if include_self:
-            out = c.g.binary("Max", out, c.g.scale(x, sign))
+            out = c.binary("Max", out, c.g.scale(x, sign))
         out = c.g.scale(out, sign)
     else:
         c.unmapped(f"scatter_reduce.two with reduce={reduce!r}")
@@ -1944,7 +1962,7 @@ def _masked_scatter(c, node, x, mask, source):
     shape = c.shape(node)
     n = int(np.prod(shape))
     ns = int(np.prod(c.shape(node.args[2])))
-    m = c.g.unary("CastBool", c.f(mask))
+    m = c.unary("CastBool", c.f(mask))
     if tuple(m.shape) != tuple(shape):
         m = c.g.add(m, c.const(np.zeros(shape, np.float32)))
     pos = _prefix_sum(c, c.g.reshape(m, [n]))  # the number of true entries up to each
@@ -1992,13 +2010,13 @@ def _pnorm(c, diff, p, axis):
     zero is zero, as PyTorch's."""
     a = c.g.abs(diff)
     if p == 0:
-        return c.g.reduce_sum(c.g.unary("Not", c.g.binary("Equal", a, c.const(0.0))), [axis], 0)
+        return c.g.reduce_sum(c.unary("Not", c.binary("Equal", a, c.const(0.0))), [axis], 0)
     if p == 1:
         return c.g.reduce_sum(a, [axis], 0)
     if math.isinf(p):
         return c.g.reduce_max(a, [axis], 0)
     s = c.g.reduce_sum(c.g.mul(a, a) if p == 2 else c.g.pow(a, float(p)), [axis], 0)
-    zero = c.cond(c.g.binary("Equal", s, c.const(0.0)))
+    zero = c.cond(c.binary("Equal", s, c.const(0.0)))
     safe = c.g.where(zero, c.const(1.0), s)  # no 1/0 in the gradient of the root at 0
     root = c.g.sqrt(safe) if p == 2 else c.g.pow(safe, 1.0 / float(p))
     return c.g.where(zero, c.const(0.0), root)
@@ -2051,19 +2069,19 @@ def _embedding_bag(c, node, weight, indices, offsets, scale_grad_by_freq=False, 
         ends = c.g.concat([c.g.slice(off, 0, 1, nb - 1), ends], 0) if nb > 1 else ends
     ends = c.g.reshape(ends, [nb, 1])
     j = c.const(np.arange(n, dtype=np.float32).reshape(1, n))
-    member = c.g.binary("And", c.g.binary("GreaterOrEqual", j, starts), c.g.binary("Less", j, ends))
+    member = c.binary("And", c.binary("GreaterOrEqual", j, starts), c.binary("Less", j, ends))
     if padding_idx is not None and padding_idx >= 0:
-        kept = c.g.unary("Not", c.g.binary("Equal", c.f(indices), c.const(float(padding_idx))))
-        member = c.g.binary("And", member, c.g.reshape(kept, [1, n]))
+        kept = c.unary("Not", c.binary("Equal", c.f(indices), c.const(float(padding_idx))))
+        member = c.binary("And", member, c.g.reshape(kept, [1, n]))
     count = c.g.reduce_sum(member, [1], 1)  # [B, 1]
     if mode == 2:
         m3 = c.cond(c.g.reshape(member, [nb, n, 1]))
         top = c.g.reduce_max(c.g.where(m3, c.g.reshape(rows, [1] + list(rows.shape)), c.const(-np.inf)), [1], 0)
-        out = c.g.where(c.cond(c.g.binary("Greater", count, c.const(0.0))), top, c.const(0.0))
+        out = c.g.where(c.cond(c.binary("Greater", count, c.const(0.0))), top, c.const(0.0))
     else:
         out = c.g.matmul(member, rows)
         if mode == 1:
-            out = c.g.div(out, c.g.binary("Max", count, c.const(1.0)))
+            out = c.g.div(out, c.binary("Max", count, c.const(1.0)))
     what = "embedding_bag's"
     return [out] + [_Unavailable(f"{what} {k}") for k in ("offset2bag", "bag sizes", "max indices")]
 
@@ -2110,24 +2128,24 @@ def _grid_sampler(c, node, x, grid, interpolation_mode, padding_mode, align_corn
         t = c.g.scale(c.g.add(t, c.const(1.0)), (size - 1) / 2.0) if align_corners else \
             c.g.scale(c.g.sub(c.g.scale(c.g.add(t, c.const(1.0)), float(size)), c.const(1.0)), 0.5)
         if padding_mode == 1:  # border: clipped to the edge
-            t = c.g.binary("Min", c.g.binary("Max", t, c.const(0.0)), c.const(float(size - 1)))
+            t = c.binary("Min", c.binary("Max", t, c.const(0.0)), c.const(float(size - 1)))
         return t
     ix, iy = coord(0, w), coord(1, h)
     flat = c.g.reshape(c.f(x), [n, ch, h * w])
     spread = c.const(np.zeros((n, ch, ho * wo), np.float32))
 
     def corner(cx, cy, weight):
-        inside = c.g.binary("And", c.g.binary("And", c.g.binary("GreaterOrEqual", cx, c.const(0.0)),
-                                                 c.g.binary("LessOrEqual", cx, c.const(w - 1.0))),
-                            c.g.binary("And", c.g.binary("GreaterOrEqual", cy, c.const(0.0)),
-                                       c.g.binary("LessOrEqual", cy, c.const(h - 1.0))))
+        inside = c.binary("And", c.binary("And", c.binary("GreaterOrEqual", cx, c.const(0.0)),
+                                                 c.binary("LessOrEqual", cx, c.const(w - 1.0))),
+                            c.binary("And", c.binary("GreaterOrEqual", cy, c.const(0.0)),
+                                       c.binary("LessOrEqual", cy, c.const(h - 1.0))))
         at = c.g.add(c.g.add(c.g.scale(cy, float(w)), cx), spread)
-        v = c.g.gather_elements(flat, c.g.unary("CastIndex", at, 0.0, float(h * w - 1)), 2)
+        v = c.g.gather_elements(flat, c.unary("CastIndex", at, 0.0, float(h * w - 1)), 2)
         return c.g.mul(v, c.g.mul(weight, inside) if weight is not None else inside)
     if interpolation_mode == 1:  # nearest: half to even, as PyTorch's
-        out = corner(c.g.unary("Round", ix), c.g.unary("Round", iy), None)
+        out = corner(c.unary("Round", ix), c.unary("Round", iy), None)
     else:
-        x0, y0 = c.g.unary("Floor", ix), c.g.unary("Floor", iy)
+        x0, y0 = c.unary("Floor", ix), c.unary("Floor", iy)
         x1, y1 = c.g.add(x0, c.const(1.0)), c.g.add(y0, c.const(1.0))
         wx1, wy1 = c.g.sub(ix, x0), c.g.sub(iy, y0)
         wx0, wy0 = c.g.sub(c.const(1.0), wx1), c.g.sub(c.const(1.0), wy1)

@@ -199,7 +199,8 @@ OP_DOCS = {
             "even as torch's .to(); held in float32 on the CPU. The gradient passes through, rounded "
             "to the same dtype; what the rounding loses shows in watches (Summary.stored_underflow). "
             "Between f32, i32 and i64 as torch's .to(): floats toward zero (NaN 0, beyond the range "
-            "its nearest end), int64 to int32 wrapped, integers to float rounded; no gradient.",
+            "its nearest end), int64 to int32 wrapped, integers to float rounded; to \"bool\" True where "
+            "non-zero (NaN too), from bool 1 or 0; no gradient.",
     "cumsum": "The running sum of an int32 or int64 tensor along `axis`, exactly (wrapping as the type "
               "does); exclusive leaves each element out of its own sum, reverse sums from the end "
               "(ONNX's CumSum). No gradient.",
@@ -216,15 +217,15 @@ OP_DOCS = {
              "counts, beta: -inf), HardSwish, HardSigmoid (max(0, min(1, alpha x + beta))), "
              "LeakyRelu (alpha x below 0), Elu (alpha (e^x - 1) below 0), Selu (beta x, or beta "
              "alpha (e^x - 1) at or below 0), Softplus, CastLowbits, CastFloat, CastIndex; `alpha` "
-             "and `beta` are ignored by the ops that take none. Predicates give 1 or 0; they and the "
-             "rounding ops pass no gradient. An unknown name raises, listing the names. On an int32 "
+             "and `beta` are ignored by the ops that take none. The predicates (CastBool, Not, IsNaN, "
+             "IsInf) give bool tensors; they and the rounding ops pass no gradient. An unknown name raises, listing the names. On an int32 "
              "or int64 tensor: Neg and Abs, exact, wrapping as the type does; no gradient.",
     "binary": "The elementwise op named `op` on a and b, with NumPy broadcasting: Pow, Max, Min, Mod "
               "(the divisor's sign, Python's %), FMod (the dividend's, torch.fmod), Equal, Greater, "
-              "GreaterOrEqual, Less, LessOrEqual, And, Or, Xor (1 or 0 out, no gradient). On two "
+              "GreaterOrEqual, Less, LessOrEqual, And, Or, Xor (a bool tensor out, no gradient). On two "
               "integer tensors of one dtype (int32 or int64; a mix raises: cast one), exactly in that "
               "type, wrapping as it does: Add, Sub, Mul, Div (toward zero, ONNX's), FloorDiv (torch's "
-              "//), Mod, FMod, Min, Max, and the comparisons (int32 1 or 0 out); a division by 0 "
+              "//), Mod, FMod, Min, Max, and the comparisons (bool out); a division by 0 "
               "gives 0 (numpy's). No gradient.",
     "bitwise": "The bitwise op named `op` on int32 tensors, computed in the integer `dtype` (the "
                "values' type: int8 to int64, uint8 to uint64) and wrapped to its width: And, Or, "
@@ -242,8 +243,8 @@ OP_DOCS = {
     "transpose": "x with dimensions dim0 and dim1 swapped.",
     "slice": "x[..., start:start + length, ...] along `dim`.",
     "concat": "The tensors `xs` joined along `dim` (torch.cat).",
-    "where": "a where cond (int32, non-zero) is true, else b; all three broadcast.",
-    "masked_fill": "x with `value` (may be -inf) where the int32 mask, broadcast to x, is non-zero.",
+    "where": "a where cond (bool, or int32 or float32 non-zero) is true, else b; all three broadcast.",
+    "masked_fill": "x with `value` (may be -inf) where the mask (bool, or int32 non-zero), broadcast to x, is true.",
     "reduce_sum": "The sum over `axes` (keepdim=1 keeps them as size 1).",
     "reduce_mean": "The mean over `axes` (keepdim=1 keeps them as size 1).",
     "reduce_max": "The maximum over `axes` (keepdim=1 keeps them as size 1); its gradient goes "
@@ -284,7 +285,7 @@ def dtype_code(d: DTypeLike) -> int:
     try:
         return _capi.DTYPES.index(np.dtype(d))
     except (TypeError, ValueError):
-        raise TypeError(f"dtype {d!r}: use one of f32, f64, i32, i64, u8, bf16, f16, i8, i16, u16, u32, u64 "
+        raise TypeError(f"dtype {d!r}: use one of f32, f64, i32, i64, u8, bool, bf16, f16, i8, i16, u16, u32, u64 "
                         "(or the numpy dtypes of the same names)") from None
 
 

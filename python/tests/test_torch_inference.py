@@ -383,3 +383,31 @@ def test_a_training_call_returns_forwards_outputs_then_the_loss():
     g = ts.Graph.from_torch(OnlyLoss(), (x, y))
     m = ts.training_model(g, optimizer=ts.SGD(lr=0.1), loss=g.outputs[-1])
     assert not isinstance(m(x.numpy(), y.numpy().astype(np.int32)), tuple)
+
+
+class BoolMasks(torch.nn.Module):
+    def forward(self, x, keep):
+        pos = x > 0
+        both = pos & keep
+        causal = torch.ones(x.shape[1], x.shape[1], dtype=torch.bool).tril()
+        seen = (x.unsqueeze(1) * causal).sum(-1)
+        return both, x.masked_fill(~both, -1.0), torch.logical_or(~pos, keep), torch.isnan(x / x), seen
+
+
+@pytest.mark.skipif(not HAS_EXPORT, reason="torch.export capture needs PyTorch 2.5 or later")
+def test_capture_export_bools_are_pytorchs():
+    """A bool input (a mask) is fed numpy bools; comparisons, logic and
+    masks computed by the module come back as numpy bool, as PyTorch's."""
+    torch.manual_seed(3)
+    x = torch.randn(4, 6)
+    x[0, 0] = 0.0
+    keep = torch.rand(4, 6) > 0.3
+    net = BoolMasks().eval()
+    with torch.no_grad():
+        want = net(x, keep)
+    got = ts.inference_model(net, ts.Options().capture("export"), example_inputs=(x, keep))(x.numpy(), keep.numpy())
+    assert len(got) == len(want)
+    for n, (a, w) in enumerate(zip(got, want)):
+        a = np.asarray(a)
+        assert a.dtype == w.numpy().dtype, (n, a.dtype, w.dtype)
+        np.testing.assert_allclose(a, w.numpy(), rtol=1e-6, err_msg=f"output {n}")

@@ -983,7 +983,7 @@ static ts_status attach_anchor(const ts_model_def *m, ts_prog *p, const char *sh
                             m->opts->device_iterations, m->opts->grad_accum, (long long)S);
         rows = S / period;
     }
-    if (mode == TS_OUTPUT_SUM && ts_entry_view_dtype(en) != TS_F32) /* the sum is taken in f32 cells */
+    if (mode == TS_OUTPUT_SUM && (ts_entry_view_dtype(en) != TS_F32 || en->dtype == TS_BOOL)) /* the sum is taken in f32 cells */
         return ts_error(TS_ERR_INVALID_ARGUMENT, "anchor '%s' (%s): the sum output mode takes float tensors; '%s' is %s (anchor it with "
                         "all, final or every_n)", short_name, en->name, en->name, ts_dtype_name(en->dtype));
     for (int k = 0; k < p->n_anchors; k++)

@@ -57,7 +57,7 @@ static ts_status bind_outfeeds(const ts_model_def *m, ts_prog *p) {
         if (!lines && !feeds) continue;
         int64_t S = e->per_step ? p->samples_step : p->samples_mb;
         p->outfeed_off[i] = total;
-        total += (size_t)S * (size_t)e->numel * ts_dtype_size(e->dtype);
+        total += (size_t)S * (size_t)e->numel * ts_dtype_cell_bytes(e->dtype);
         rows += (int)S * (lines + feeds);
     }
     if (!total) {

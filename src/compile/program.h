@@ -75,7 +75,7 @@ typedef struct ts_entry {
 
 /* The dtype e's observers, anchors and outfeeds see: f32 for a tensor
  * held in 16-bit cells (they read it widened), else its own. */
-static inline ts_dtype ts_entry_view_dtype(const ts_entry *e) { return ts_dtype_is_half(e->dtype) ? TS_F32 : e->dtype; }
+static inline ts_dtype ts_entry_view_dtype(const ts_entry *e) { return ts_dtype_is_half(e->dtype) || e->dtype == TS_BOOL ? TS_F32 : e->dtype; }
 /* The 4-byte cells e's values take in a program's memory and in its
  * anchors and outfeeds (i64: two per element; 16-bit cells count whole,
  * as the host's f32 views of them do). */

@@ -232,8 +232,9 @@ static bool owned(const ts_graph *g, const ts_tensor *t) { return t && t->g == g
 
 /* Adds a node with n inputs: checks them (ownership, dtype: f32 except the
  * op's integer inputs, which are i32, and input 0 of the ops that keep it,
- * which is either), infers its shape by the op table's rule, names it. */
-ts_tensor *ts_graph_add_node(ts_graph *g, ts_op op, const ts_tensor *const *ins, int n, const char *name,
+ * which is either; bool where the op takes it, a bool mask converted to
+ * i32 first), infers its shape by the op table's rule, names it. */
+ts_tensor *ts_graph_add_node(ts_graph *g, ts_op op, const ts_tensor *const *given, int n, const char *name,
                              void (*setup)(ts_tensor *, const void *), const void *arg) {
     if (!g) return NULL;
     if (g->sticky) return NULL;
@@ -241,8 +242,10 @@ ts_tensor *ts_graph_add_node(ts_graph *g, ts_op op, const ts_tensor *const *ins,
     if (n < 0 || n > TS_MAX_INPUTS || (def->arity != TS_ARITY_VARIADIC && n != def->arity) ||
         (def->arity == TS_ARITY_VARIADIC && n < 1))
         return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: takes %d inputs, got %d", def->name, def->arity, n);
+    const ts_tensor *ins[TS_MAX_INPUTS];
     int data = -1; /* the first data input of an op that keeps integers: the output's dtype */
     for (int i = 0; i < n; i++) {
+        ins[i] = given[i];
         if (!ins[i]) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: input %d is NULL (an earlier builder call failed?)", def->name, i + 1);
         if (!owned(g, ins[i])) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: input %d belongs to another graph", def->name, i + 1);
         if (def->any_dtype) continue;
@@ -253,7 +256,14 @@ ts_tensor *ts_graph_add_node(ts_graph *g, ts_op op, const ts_tensor *const *ins,
                                  ins[i]->name, ts_dtype_name(ins[i]->dtype));
         if (moved && data < 0) data = i;
         ts_dtype want = ts_op_int_input(op, i) ? TS_I32 : TS_F32;
-        if (ins[i]->dtype != want && !(moved && (ins[i]->dtype == TS_I32 || ins[i]->dtype == TS_I64)))
+        bool takes_bool = (def->bool_inputs >> i) & 1u;
+        if (ins[i]->dtype == TS_BOOL && takes_bool && want == TS_I32 && !(ins[i] = ts_graph_convert(g, ins[i], TS_I32))) return NULL;
+        if (ins[i]->dtype == TS_BOOL && !takes_bool && !moved)
+            return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: input %d '%s' is bool; this input takes %s tensors (bool tensors take "
+                                 "comparisons, And, Or, Xor, Not, Where and the ops that move values; ts_cast it to %s first)", def->name,
+                                 i + 1, ins[i]->name, ts_dtype_name(want), ts_dtype_name(want));
+        if (ins[i]->dtype != want && !(takes_bool && ins[i]->dtype == TS_BOOL) &&
+            !(moved && (ins[i]->dtype == TS_I32 || ins[i]->dtype == TS_I64 || ins[i]->dtype == TS_BOOL)))
             return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: input %d '%s' is %s; this input takes %s tensors%s", def->name, i + 1,
                                  ins[i]->name, ts_dtype_name(ins[i]->dtype), ts_dtype_name(want),
                                  want == TS_F32 ? " (integer tensors such as labels or token ids cannot be used here; ts_cast converts them)" : "");
@@ -265,7 +275,7 @@ ts_tensor *ts_graph_add_node(ts_graph *g, ts_op op, const ts_tensor *const *ins,
     t->id = (int)g->n;
     t->op = op;
     t->n_in = n;
-    t->dtype = data >= 0 ? ins[data]->dtype : def->int_output ? TS_I32 : TS_F32;
+    t->dtype = data >= 0 ? ins[data]->dtype : def->int_output ? TS_I32 : def->bool_output ? TS_BOOL : TS_F32;
     t->file = g->file;
     t->line = g->line;
     t->origin = g->origin;
@@ -346,8 +356,8 @@ static ts_tensor *add_leaf(ts_graph *g, ts_op op, const char *name, ts_dtype dty
     if (ts_shape_numel(&s) > TS_MAX_NUMEL)
         return ts_graph_fail(g, TS_ERR_SHAPE, "%s '%s' has more than 2^34 elements", what, name);
     bool ints = op == TS_OP_INPUT || op == TS_OP_CONST;
-    if (dtype != TS_F32 && !(ints && (dtype == TS_I32 || dtype == TS_I64)))
-        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s '%s': dtype must be f32%s", what, name, ints ? ", i32 or i64" : "");
+    if (dtype != TS_F32 && !(ints && (dtype == TS_I32 || dtype == TS_I64 || dtype == TS_BOOL)))
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s '%s': dtype must be f32%s", what, name, ints ? ", i32, i64 or bool" : "");
     ts_tensor *t = add_node(g, op, NULL, NULL, name, set_shape, &s);
     if (!t) return NULL;
     t->dtype = dtype;
@@ -371,7 +381,9 @@ ts_tensor *ts_constant(ts_graph *g, const char *name, const ts_array *value) {
     if (!value || !value->data || value->ndim < 0 || value->ndim > TS_MAX_DIMS)
         return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_constant '%s': a value array with data is required", name ? name : "?");
     ts_tensor *t = add_leaf(g, TS_OP_CONST, name, value->dtype, value->ndim, value->shape);
-    if (t) memcpy(t->value, value->data, (size_t)ts_tensor_cells(t) * sizeof(float));
+    if (t && value->dtype == TS_BOOL) /* a byte an element, held in f32 cells */
+        for (int64_t i = 0; i < ts_tensor_cells(t); i++) t->value[i] = ((const uint8_t *)value->data)[i] ? 1.0f : 0.0f;
+    else if (t) memcpy(t->value, value->data, (size_t)ts_tensor_cells(t) * sizeof(float));
     return t;
 }
 
@@ -513,7 +525,7 @@ ts_status ts_tensor_info(const ts_tensor *t, ts_array *out) {
     out->dtype = t->dtype;
     out->ndim = t->shape.ndim;
     for (int i = 0; i < t->shape.ndim; i++) out->shape[i] = t->shape.d[i];
-    out->data = t->value;
+    out->data = t->dtype == TS_BOOL ? NULL : t->value; /* a bool constant's f32 cells are no bool array */
     return TS_OK;
 }
 
@@ -538,7 +550,7 @@ ts_status ts_param_set(ts_tensor *p, const ts_array *v) {
 ts_status ts_outfeed_add(ts_graph *g, ts_outfeed *q, const char *key, ts_tensor *t) {
     if (!g || !q || !key || !*key) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_outfeed_add needs a graph, a queue and a key");
     if (!owned(g, t)) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_outfeed_add '%s': the tensor is NULL or not of this graph", key);
-    if (t->dtype != TS_F32 && t->dtype != TS_I32 && t->dtype != TS_I64) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_outfeed_add '%s': unsupported dtype", key);
+    if (t->dtype != TS_F32 && t->dtype != TS_I32 && t->dtype != TS_I64 && t->dtype != TS_BOOL) return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_outfeed_add '%s': unsupported dtype", key);
     for (size_t i = 0; i < g->n_marks; i++)
         if (g->marks[i].q == q && strcmp(g->marks[i].key, key) == 0)
             return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_outfeed_add: key '%s' is already used on this queue", key);

@@ -43,8 +43,8 @@ typedef enum ts_op {
     TS_OP_PERMUTE,      /* attr[0..ndim): the permutation */
     TS_OP_SLICE,        /* attr[0] dim, attr[1] start, attr[2] length */
     TS_OP_CONCAT,       /* attr[0] dim */
-    TS_OP_WHERE,        /* in: cond i32, a, b */
-    TS_OP_MASKED_FILL,  /* in: x, mask i32; fattr[0]: the fill value */
+    TS_OP_WHERE,        /* in: cond i32 (a bool one converted), a, b */
+    TS_OP_MASKED_FILL,  /* in: x, mask i32 (a bool one converted); fattr[0]: the fill value */
     TS_OP_REDUCE_SUM_AXES, /* attr[0]: axis bit mask, attr[1]: keepdim */
     TS_OP_REDUCE_MEAN_AXES,
     TS_OP_REDUCE_MAX_AXES,
@@ -127,10 +127,11 @@ typedef enum ts_op {
      * wraps to that type (ONNX's Bitwise* and BitShift); no gradient */
     TS_OP_BITWISE,
     /* integer tensors (i32, i64: backend/int_math.h); no gradient */
-    TS_OP_CONVERT,      /* x's values as attr[0]'s dtype (f32, i32, i64; i8, i16, u8, u16 held in i32, u32, u64 in i64: wrapped, ts_int_as_type):
+    TS_OP_CONVERT,      /* x's values as attr[0]'s dtype (f32, i32, i64; i8, i16, u8, u16 held in i32, u32, u64 in i64: wrapped, ts_int_as_type; bool):
                          * floats toward zero (saturated, NaN 0), i64 to i32 wrapped, as PyTorch's .to();
+                         * to bool: 1 where non-zero (NaN included), from bool: 1 or 0;
                          * attr[1] = 1: indices (i32 out, saturated, NaN INT32_MIN: one out of int32 stays out of any range, for the run's check) */
-    TS_OP_INT_ARITH,    /* in: a, b of one integer dtype (broadcast; Neg and Abs read a); attr[0]: the ts_int_kind; out: a's dtype, i32 0/1 for the comparisons */
+    TS_OP_INT_ARITH,    /* in: a, b of one integer dtype (broadcast; Neg and Abs read a); attr[0]: the ts_int_kind; out: a's dtype, bool for the comparisons */
     TS_OP_INT_CUMSUM,   /* in: x i32 or i64; attr[0]: the axis, attr[1]: exclusive, attr[2]: reverse */
     TS_OP_COUNT
 } ts_op;
@@ -240,8 +241,14 @@ static inline int64_t ts_shape_numel(const ts_shape *s) {
     return n;
 }
 /* The 4-byte cells one element of a graph tensor of dtype t takes: 2 for
- * i64, else 1 (16-bit tensors are held in f32 cells outside a program). */
+ * i64, else 1 (16-bit tensors are held in f32 cells outside a program; a
+ * bool tensor's cells are f32 holding 1.0 or 0.0, so that the float
+ * kernels that move, select and compare read them as they are and a
+ * watch's mean is the fraction that is true). */
 static inline int64_t ts_dtype_cells(ts_dtype t) { return t == TS_I64 ? 2 : 1; }
+/* The bytes one element of a program's entry of dtype t takes: a bool's
+ * f32 cell, a 16-bit copy's 2, else the dtype's size. */
+static inline size_t ts_dtype_cell_bytes(ts_dtype t) { return t == TS_BOOL ? sizeof(float) : ts_dtype_size(t); }
 /* The 4-byte cells t's value takes (its elements times ts_dtype_cells). */
 static inline int64_t ts_tensor_cells(const ts_tensor *t) { return ts_shape_numel(&t->shape) * ts_dtype_cells(t->dtype); }
 bool ts_shape_equal(const ts_shape *a, const ts_shape *b);
@@ -276,6 +283,10 @@ ts_tensor *ts_graph_node(ts_graph *g, ts_op op, const ts_tensor *const *ins, int
  * int32 stays outside the table and the run's check before the op that
  * reads them names it (exec.c), rather than wrapping or clamping into it. */
 ts_tensor *ts_graph_indices(ts_graph *g, ts_tensor *x);
+
+/* A Convert node (TS_OP_CONVERT) of x, f32, i32, i64 or bool, to `to`
+ * (f32, i32, i64 or bool), as ts_cast converts; the caller checks. */
+ts_tensor *ts_graph_convert(ts_graph *g, const ts_tensor *x, ts_dtype to);
 
 /* A Cast node of x onto dtype's values (ts_cast's node), named `name`
  * (NULL: `<scope>/Cast:<k>`); dtype is checked by the caller. */

@@ -84,7 +84,7 @@ static ts_tensor *int_arith(ts_graph *g, const char *what, const char *op, ts_te
         return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s %s: '%s' is %s and '%s' is %s; convert one with ts_cast (integers of two widths "
                              "are not mixed silently)", what, op, a->name, ts_dtype_name(a->dtype), b->name, ts_dtype_name(b->dtype));
     bool compare = kind >= TS_INT_EQUAL && kind <= TS_INT_GREATER_EQUAL;
-    int64_t arg[4] = {kind, 0, 0, compare ? TS_I32 : a->dtype};
+    int64_t arg[4] = {kind, 0, 0, compare ? TS_BOOL : a->dtype};
     return ts_graph_add_node(g, TS_OP_INT_ARITH, (const ts_tensor *[]){a, b}, 2, NULL, set_int_node, arg);
 }
 
@@ -94,6 +94,11 @@ ts_tensor *ts_graph_indices(ts_graph *g, ts_tensor *x) {
         return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "indices of '%s': f32 or i64 values are made indices", x ? x->name : "(null)");
     int64_t arg[4] = {TS_I32, 1, 0, TS_I32};
     return ts_graph_add_node(g, TS_OP_CONVERT, (const ts_tensor *[]){x}, 1, NULL, set_int_node, arg);
+}
+
+ts_tensor *ts_graph_convert(ts_graph *g, const ts_tensor *x, ts_dtype to) {
+    int64_t arg[4] = {to, 0, 0, to};
+    return ts_graph_add_node(g, TS_OP_CONVERT, &x, 1, NULL, set_int_node, arg);
 }
 
 ts_tensor *ts_cumsum(ts_graph *g, ts_tensor *x, int axis, int exclusive, int reverse) {
@@ -182,12 +187,16 @@ ts_tensor *ts_cast(ts_graph *g, ts_tensor *x, ts_dtype dtype) {
     if (!g || g->sticky) return NULL;
     /* the narrow integer types: wrapped, held in i32 (8 and 16 bits) or i64 (u32, u64) */
     bool narrow = dtype == TS_I8 || dtype == TS_I16 || dtype == TS_U8 || dtype == TS_U16 || dtype == TS_U32 || dtype == TS_U64;
-    if (dtype != TS_BF16 && dtype != TS_F16 && dtype != TS_F32 && dtype != TS_I32 && dtype != TS_I64 && !narrow)
-        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_cast: casts to bf16, f16, f32, i32, i64, i8, i16, u8, u16, u32 or u64, not %s",
+    if (dtype != TS_BF16 && dtype != TS_F16 && dtype != TS_F32 && dtype != TS_I32 && dtype != TS_I64 && !narrow && dtype != TS_BOOL)
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_cast: casts to bf16, f16, f32, i32, i64, i8, i16, u8, u16, u32, u64 or bool, not %s",
                              ts_dtype_name(dtype));
-    if (x && (is_int(x) || dtype == TS_I32 || dtype == TS_I64 || narrow)) {
-        if (x->dtype != TS_F32 && !is_int(x))
-            return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_cast: '%s' is %s; integer casts take f32, i32 or i64 tensors", x->name, ts_dtype_name(x->dtype));
+    /* bool: 1 where non-zero (NaN too), and from bool 1 or 0 */
+    if (x && x->dtype == TS_F32 && dtype == TS_BOOL) return unary(g, TS_OP_CAST_BOOL, x, NULL);
+    if (x && x->dtype == TS_BOOL && (dtype == TS_BF16 || dtype == TS_F16)) x = ts_cast(g, x, TS_F32);
+    if (x && (is_int(x) || x->dtype == TS_BOOL || dtype == TS_I32 || dtype == TS_I64 || narrow || dtype == TS_BOOL)) {
+        if (x->dtype != TS_F32 && x->dtype != TS_BOOL && !is_int(x))
+            return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_cast: '%s' is %s; integer and bool casts take f32, i32, i64 or bool tensors",
+                                 x->name, ts_dtype_name(x->dtype));
         if (dtype == TS_BF16 || dtype == TS_F16) x = ts_cast(g, x, TS_F32); /* the integers' values, then rounded */
         if (!x || x->dtype == dtype) return x;
         if (x->dtype == TS_F32 && (dtype == TS_BF16 || dtype == TS_F16)) return ts_graph_cast_named(g, x, dtype, NULL);
@@ -276,7 +285,9 @@ ts_tensor *ts_concat(ts_graph *g, ts_tensor *const *xs, int n, int dim) {
 }
 
 ts_tensor *ts_where(ts_graph *g, ts_tensor *cond, ts_tensor *a, ts_tensor *b) {
-    return node(g, cond && cond->dtype == TS_F32 ? TS_OP_SELECT : TS_OP_WHERE, 3, (const ts_tensor *[]){cond, a, b}, NULL);
+    /* an f32 condition, or a bool one choosing f32 values: Select reads its cells; else Where (a bool condition made i32) */
+    bool select = cond && (cond->dtype == TS_F32 || (cond->dtype == TS_BOOL && a && a->dtype == TS_F32));
+    return node(g, select ? TS_OP_SELECT : TS_OP_WHERE, 3, (const ts_tensor *[]){cond, a, b}, NULL);
 }
 
 ts_tensor *ts_masked_fill(ts_graph *g, ts_tensor *x, ts_tensor *mask, float value) {

@@ -77,6 +77,13 @@ typedef struct ts_op_def {
      * integer ops: ts_cast, ts_binary, ts_unary and ts_cumsum on integers) */
     bool any_dtype;
     bool int_output;        /* its output is i32 (indices computed by the graph); no gradient */
+    /* its output is bool: f32 cells holding 1 or 0 (a comparison, a
+     * predicate, a logical op); no gradient */
+    bool bool_output;
+    /* bit j: input j takes a bool tensor: an integer input (a mask) gets
+     * it as i32 1/0 (ts_graph_add_node converts it), a float one reads its
+     * cells' 1 or 0 */
+    unsigned bool_inputs;
     /* a gradient flows through: every backend has a backward kernel for
      * it (false: none, e.g. a dropout mask or a leaf) */
     bool has_backward;

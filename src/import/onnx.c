@@ -716,8 +716,8 @@ static ts_status import_inputs(importer *im, const TensorscopeOnnx__GraphProto *
         }
         ts_dtype dt;
         if (ts_onnx_dtype_is_float(elem) || ts_lowbits_is(elem)) dt = TS_F32; /* low precision: the values, exact in f32 */
-        /* int64: exactly, in i64 (ids, positions, counts); the other integers and bools (ids, labels, masks): i32 */
-        else if (ts_onnx_array_dtype(elem, &dt)) dt = elem == TS_ONNX_INT64 ? TS_I64 : TS_I32;
+        /* int64: exactly, in i64 (ids, positions, counts); bool: bool (masks); the other integers (ids, labels): i32 */
+        else if (ts_onnx_array_dtype(elem, &dt)) dt = elem == TS_ONNX_INT64 ? TS_I64 : elem == TS_ONNX_BOOL ? TS_BOOL : TS_I32;
         else return ts_error(TS_ERR_UNSUPPORTED, "%s: input '%s' has data type %s; tensorscope feeds float, bool and integer inputs "
                              "(8 to 64 bits, signed or not)", im->path, vi->name, ts_onnx_dtype_name(elem));
         ts_shape s = {0};
@@ -762,7 +762,7 @@ static ts_status import_inputs(importer *im, const TensorscopeOnnx__GraphProto *
         ts_tensor *t = ts_input(im->g, vi->name, dt, s.ndim, s.d);
         if (!t) return ts_graph_status(im->g);
         /* the type a CastLike reads; an integer input's type, which the bitwise ops compute in */
-        value v = {.t = t, .c.dtype = ts_lowbits_is(elem) || dt == TS_I32 || dt == TS_I64 ? elem : 0};
+        value v = {.t = t, .c.dtype = ts_lowbits_is(elem) || dt == TS_I32 || dt == TS_I64 || dt == TS_BOOL ? elem : 0};
         ts_status st = ts_onnx_define(im, vi->name, &v);
         if (st) return st;
     }

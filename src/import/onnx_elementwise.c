@@ -34,7 +34,9 @@ static bool int_operand(const value *v) { return v->t ? is_int_tensor(v->t) : !v
 /* The elementwise binary family on graph tensors (ts_binary), by the op
  * table's name of the ONNX op type; Sum's links are Adds. Max and Min of
  * integers (exact_int): exactly, in int64, folded on constants (out may
- * be a, a constant the loop folded before). */
+ * be a, a constant the loop folded before). Two bools are compared and
+ * combined as they are (And, Or, Xor, Equal); else the operands' values
+ * in f32. */
 static ts_status binary_family(importer *im, const char *op, value *a, value *b, value *out, bool exact_int) {
     ts_status st = TS_OK;
     const char *iop = strcmp(op, "Sum") == 0 ? "Add" : op;
@@ -53,7 +55,11 @@ static ts_status binary_family(importer *im, const char *op, value *a, value *b,
         if (ib) return ts_onnx_built(im, r, out);
         if (st) return st;
     }
-    ts_tensor *ta = as_f32(im, a, &st), *tb = ta ? as_f32(im, b, &st) : NULL;
+    ts_tensor *ta = ts_onnx_as_tensor(im, a, &st), *tb = ta ? ts_onnx_as_tensor(im, b, &st) : NULL;
+    if (tb && (ta->dtype != TS_BOOL || tb->dtype != TS_BOOL || strcmp(op, "Sum") == 0)) {
+        ta = ts_onnx_f32_of(im, ta, &st);
+        tb = ta ? ts_onnx_f32_of(im, tb, &st) : NULL;
+    }
     if (!tb) return st;
     return ts_onnx_built(im, strcmp(op, "Sum") == 0 ? ts_add(im->g, ta, tb) : ts_binary(im->g, op, ta, tb), out);
 }
@@ -127,7 +133,8 @@ ts_status ts_onnx_op_unary(importer *im, node_io *io) {
     value *x = io->in[0];
     if (is_const(x) && !x->param) return ts_onnx_fold_result(im, ts_const_unary(op, &x->c, &io->out[0].c));
     ts_status st = TS_OK;
-    ts_tensor *t = as_f32(im, x, &st);
+    ts_tensor *t = ts_onnx_as_tensor(im, x, &st);
+    if (t && !(t->dtype == TS_BOOL && strcmp(op, "Not") == 0)) t = ts_onnx_f32_of(im, t, &st); /* Not of a bool: as it is */
     if (!t) return st;
     if (strcmp(op, "Relu") == 0) return ts_onnx_built(im, ts_relu(im->g, t), &io->out[0]);
     if (strcmp(op, "Log") == 0) return ts_onnx_built(im, ts_log(im->g, t), &io->out[0]);
@@ -223,6 +230,14 @@ ts_status ts_onnx_op_where(importer *im, node_io *io) {
     }
     ts_tensor *tc = ts_onnx_as_tensor(im, c, &st);
     if (!tc) return st;
+    /* bools (masks combined): chosen as they are */
+    bool bool_a = a->t ? a->t->dtype == TS_BOOL : !a->param && a->c.dtype == TS_ONNX_BOOL;
+    bool bool_b = b->t ? b->t->dtype == TS_BOOL : !b->param && b->c.dtype == TS_ONNX_BOOL;
+    if (bool_a && bool_b && (a->t || b->t)) {
+        ts_tensor *ta = ts_onnx_as_tensor(im, a, &st), *tb = ta ? ts_onnx_as_tensor(im, b, &st) : NULL;
+        if (tb && tc->dtype != TS_BOOL && tc->dtype != TS_I32) tc = ts_cast(im->g, tc, TS_BOOL);
+        return tb ? ts_onnx_built(im, ts_where(im->g, tc, ta, tb), &io->out[0]) : st;
+    }
     /* integer values (ids, positions, a mask's counts): chosen exactly, in
      * i32 where both are, else in i64, by an i32 condition */
     bool int_a = a->t ? is_int_tensor(a->t) : !a->param && !ts_onnx_dtype_is_float(a->c.dtype);
@@ -234,7 +249,7 @@ ts_status ts_onnx_op_where(importer *im, node_io *io) {
             bool i32 = a->t && b->t && a->t->dtype == TS_I32 && b->t->dtype == TS_I32;
             if (i32) ia = a->t, ib = b->t;
             ts_graph *g = im->g;
-            if (tc->dtype == TS_F32) tc = ts_cast(g, ts_unary(g, "CastBool", tc, 0.0f, 0.0f), TS_I32);
+            if (tc->dtype == TS_F32) tc = ts_cast(g, tc, TS_BOOL);
             if (tc && tc->dtype == TS_I64) { /* where(c == 0, b, a): non-zero is true */
                 ts_tensor *z = ts_onnx_i64_scalar(im, 0, &st);
                 if (!z) return st;
@@ -243,8 +258,7 @@ ts_status ts_onnx_op_where(importer *im, node_io *io) {
             return ts_onnx_built(im, ts_where(g, tc, ia, ib), &io->out[0]);
         }
     }
-    /* the condition as it is (i32 bools, or the 1 and 0 of a comparison);
-     * the values in f32 */
+    /* the condition as it is (a bool, a comparison's); the values in f32 */
     ts_tensor *ta = as_f32(im, a, &st), *tb = ta ? as_f32(im, b, &st) : NULL;
     if (tc->dtype == TS_I64) tc = ts_onnx_f32_of(im, tc, &st); /* non-zero stays non-zero */
     return tb ? ts_onnx_built(im, ts_where(im->g, tc, ta, tb), &io->out[0]) : st;
@@ -285,7 +299,7 @@ ts_status ts_onnx_op_composed_unary(importer *im, node_io *io) {
         y = ts_where(g, ts_binary(g, "Less", x, ts_onnx_scalar_constant(im, "NegLambd", -lambd)), ts_add(g, x, b), above);
     } else { /* Sign */
         ts_tensor *zero = ts_onnx_scalar_constant(im, "Zero", 0.0f);
-        y = ts_sub(g, ts_binary(g, "Greater", x, zero), ts_binary(g, "Less", x, zero));
+        y = ts_sub(g, num(g, ts_binary(g, "Greater", x, zero)), num(g, ts_binary(g, "Less", x, zero)));
         y = ts_where(g, ts_unary(g, "IsNaN", x, 0.0f, 0.0f), x, y); /* NaN stays NaN, as torch.sign's */
     }
     return ts_onnx_built(im, y, &io->out[0]);
@@ -341,7 +355,7 @@ ts_status ts_onnx_op_hardmax(importer *im, node_io *io) {
                                       "coerced to 2-D), which is available only where the dims after the axis are 1 (here dim %d is %lld); "
                                       "re-export with opset 13 or later", axis, d, (long long)x->shape.d[d]);
     ts_tensor *at = ts_onnx_arg_extreme(im, x, axis, false, false, &st), *pos = at ? ts_onnx_iota_along(im, x->shape.d[axis], axis, x->shape.ndim, &st) : NULL;
-    return pos ? ts_onnx_built(im, ts_binary(im->g, "Equal", pos, at), &io->out[0]) : st;
+    return pos ? ts_onnx_built(im, num(im->g, ts_binary(im->g, "Equal", pos, at)), &io->out[0]) : st;
 }
 
 /* Swish (opset 24): x sigmoid(alpha x); SwiGLU (opset 28): Swish(A) * B,
@@ -368,6 +382,7 @@ ts_status ts_onnx_op_swish(importer *im, node_io *io) {
 ts_tensor *ts_onnx_as_i32(importer *im, value *v, ts_status *st) {
     ts_tensor *t = ts_onnx_as_tensor(im, v, st);
     if (!t || t->dtype == TS_I32) return t;
+    if (t->dtype == TS_BOOL) return ts_cast(im->g, t, TS_I32); /* 1 or 0 */
     if (t->dtype == TS_I64) return ts_cast(im->g, t, TS_I32); /* its low 32 bits */
     return ts_unary(im->g, "CastIndex", t, -2147483648.0f, 2147483520.0f); /* the largest float below 2^31 */
 }

@@ -47,7 +47,9 @@ ts_status ts_onnx_op_gather(importer *im, node_io *io) {
     ts_status st = ts_onnx_attr_axis(im, "axis", 0, shape_of(data)->ndim, false, &axis);
     if (st) return st;
     if (is_const(idx) && ((st = ts_onnx_decoded(im, idx)) || (st = const_indices_in_range(im, idx, 1, &shape_of(data)->d[axis])))) return st;
-    ts_tensor *w = as_f32(im, data, &st), *i = w ? ts_onnx_as_tensor(im, idx, &st) : NULL;
+    ts_tensor *w = ts_onnx_as_tensor(im, data, &st), *i = NULL;
+    if (w && !(w->dtype == TS_BOOL && !elements)) w = ts_onnx_f32_of(im, w, &st); /* bools (a mask's rows) gathered as they are */
+    if (w) i = ts_onnx_as_tensor(im, idx, &st);
     if (!i) return st;
     bool computed = i->dtype != TS_I32;
     /* integer values the graph computed in f32 (or i64): indices, checked
@@ -55,7 +57,7 @@ ts_status ts_onnx_op_gather(importer *im, node_io *io) {
      * it, as ONNX says, never clamped into it) */
     if (computed && !(i = ts_graph_indices(im->g, i))) return ts_graph_status(im->g);
     if (elements) return ts_onnx_built(im, ts_gather_elements(im->g, w, i, axis), &io->out[0]);
-    if (axis == 0 && w->shape.ndim == 2 && !computed) return ts_onnx_built(im, ts_embedding(im->g, w, i), &io->out[0]);
+    if (axis == 0 && w->shape.ndim == 2 && !computed && w->dtype == TS_F32) return ts_onnx_built(im, ts_embedding(im->g, w, i), &io->out[0]);
     return ts_onnx_built(im, ts_gather(im->g, w, i, axis), &io->out[0]);
 }
 
@@ -91,7 +93,7 @@ ts_status ts_onnx_op_one_hot(importer *im, node_io *io) {
     ts_tensor *wrap = !zero ? NULL : int_idx ? ts_onnx_i64_scalar(im, n, &st) : ts_onnx_scalar_constant(im, "Depth", (float)n);
     if (!zero || !wrap) return st ? st : ts_graph_status(g);
     if (int_idx) idx = ts_binary(g, "Add", idx, ts_binary(g, "Mul", ts_cast(g, ts_binary(g, "Less", idx, zero), TS_I64), wrap));
-    else idx = ts_add(g, idx, ts_mul(g, ts_binary(g, "Less", idx, zero), wrap));
+    else idx = ts_add(g, idx, ts_mul(g, num(g, ts_binary(g, "Less", idx, zero)), wrap));
     if (!idx) return ts_graph_status(g);
     ts_shape s = {.ndim = r + 1};
     for (int d = 0, k = 0; d <= r; d++) s.d[d] = d == axis ? 1 : idx->shape.d[k++];
@@ -318,23 +320,23 @@ static ts_status scatter_nd_computed(importer *im, node_io *io, int red, ts_tens
     ts_tensor *pos = dims ? ts_onnx_iota_along(im, M, 0, 1, &st) : NULL, *zero = pos ? ts_onnx_scalar_constant(im, "Zero", 0.0f) : NULL;
     if (!zero) return st ? st : ts_graph_status(g);
     idx = ts_reshape(g, idx, 2, (int64_t[]){rows, q});
-    idx = ts_add(g, idx, ts_mul(g, ts_binary(g, "Less", idx, zero), dims));
+    idx = ts_add(g, idx, ts_mul(g, num(g, ts_binary(g, "Less", idx, zero)), dims));
     ts_tensor *flat = idx ? ts_onnx_matmul_2d(im, idx, strides, false, &st) : NULL; /* [rows, 1] */
     if (!flat) return st ? st : ts_graph_status(g);
     /* a row with an index outside its dim goes to M, past the positions, which the Gather of
      * the positions there refuses at run as it refuses any index outside its table */
     int one = 1;
-    ts_tensor *outside = ts_reduce_max(g, ts_add(g, ts_binary(g, "Less", idx, zero), ts_binary(g, "GreaterOrEqual", idx, dims)), 1, &one, 1);
+    ts_tensor *outside = ts_reduce_max(g, num(g, ts_binary(g, "Or", ts_binary(g, "Less", idx, zero), ts_binary(g, "GreaterOrEqual", idx, dims))), 1, &one, 1);
     flat = ts_where(g, outside, ts_onnx_scalar_constant(im, "Past", (float)M), flat);
     flat = flat ? ts_graph_indices(g, ts_reshape(g, flat, 1, (int64_t[]){rows})) : NULL;
     flat = flat ? ts_reshape(g, ts_gather(g, pos, flat, 0), 2, (int64_t[]){rows, 1}) : NULL;
     if (!flat) return ts_graph_status(g);
-    ts_tensor *hit = ts_binary(g, "Equal", flat, ts_reshape(g, pos, 2, (int64_t[]){1, M}));
+    ts_tensor *hit = num(g, ts_binary(g, "Equal", flat, ts_reshape(g, pos, 2, (int64_t[]){1, M})));
     if (!red) { /* drop a row that a later one writes over */
         ts_tensor *later = ts_onnx_computed_constant(im, "Later", &(ts_shape){.ndim = 2, .d = {rows, rows}}, fill_later, &rows, &st);
         if (!later) return st;
         ts_tensor *same = ts_binary(g, "Equal", flat, ts_reshape(g, flat, 2, (int64_t[]){1, rows}));
-        ts_tensor *over = ts_reduce_max(g, ts_mul(g, same, later), 1, &one, 1);
+        ts_tensor *over = ts_reduce_max(g, ts_mul(g, num(g, same), later), 1, &one, 1);
         hit = ts_where(g, over, zero, hit);
     }
     int first = 0;
@@ -491,7 +493,7 @@ static ts_status ts_onnx_tensor_scatter(ts_graph *g, ts_tensor *past, ts_tensor 
         if (circular) rel = ts_binary(g, "Mod", rel, ts_onnx_scalar(g, "Length", (float)S));
     }
     ts_tensor *written = ts_binary(g, "Less", rel, ts_onnx_scalar(g, "Count", (float)L));
-    if (index && !circular) written = ts_mul(g, written, ts_binary(g, "GreaterOrEqual", rel, ts_onnx_scalar(g, "Zero", 0.0f)));
+    if (index && !circular) written = ts_binary(g, "And", written, ts_binary(g, "GreaterOrEqual", rel, ts_onnx_scalar(g, "Zero", 0.0f)));
     /* the update at rel, on past's shape (rel broadcast by adding past times 0, which has no gradient here) */
     ts_tensor *at = ts_add(g, rel, ts_scale(g, ts_stop_gradient(g, past), 0.0f));
     ts_tensor *from = ts_gather_elements(g, update, ts_unary(g, "CastIndex", at, 0.0f, (float)(L - 1)), axis);

@@ -61,7 +61,7 @@ static ts_tensor *nll_composed(importer *im, ts_tensor *logp, ts_tensor *y, ts_t
     ts_free(cls);
     ts_tensor *yf = ts_onnx_f32_of(im, y, st);
     ts_tensor *yu = ts_reshape(g, yf, ys.ndim, ys.d);
-    ts_tensor *pick = ts_binary(g, "Equal", yu, classes); /* one-hot [N,C,d1..] */
+    ts_tensor *pick = num(g, ts_binary(g, "Equal", yu, classes)); /* one-hot [N,C,d1..] */
     if (pick && w) {
         ts_tensor *wr = ts_reshape(g, w, cs.ndim, cs.d);
         pick = wr ? ts_mul(g, pick, wr) : NULL;
@@ -69,7 +69,7 @@ static ts_tensor *nll_composed(importer *im, ts_tensor *logp, ts_tensor *y, ts_t
     if (pick && has_ii) {
         const float one = 1.0f, ignored = (float)ii;
         ts_shape ts_onnx_scalar = {0};
-        ts_tensor *is_ii = ts_binary(g, "Equal", yu, ts_onnx_f32_constant(im, "ignore_index", &ts_onnx_scalar, &ignored));
+        ts_tensor *is_ii = num(g, ts_binary(g, "Equal", yu, ts_onnx_f32_constant(im, "ignore_index", &ts_onnx_scalar, &ignored)));
         ts_tensor *keep = is_ii ? ts_sub(g, ts_onnx_f32_constant(im, "one", &ts_onnx_scalar, &one), is_ii) : NULL;
         pick = keep ? ts_mul(g, pick, keep) : NULL;
     }

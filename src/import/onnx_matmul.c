@@ -149,7 +149,7 @@ static ts_tensor *einsum_reduce(importer *im, ts_tensor *x, int *lab, int *n, co
             offsets_ctx oc = {d, d, 0}; /* i - j: 0 on the diagonal */
             ts_tensor *off = ts_onnx_computed_constant(im, "Diagonal", &(ts_shape){.ndim = 2, .d = {d, d}}, ts_onnx_fill_offsets, &oc, st);
             if (!off) return NULL;
-            ts_tensor *eye = ts_reshape(g, ts_binary(g, "Equal", off, ts_onnx_scalar_constant(im, "Zero", 0.0f)), ms.ndim, ms.d);
+            ts_tensor *eye = ts_reshape(g, num(g, ts_binary(g, "Equal", off, ts_onnx_scalar_constant(im, "Zero", 0.0f))), ms.ndim, ms.d);
             x = ts_reduce_sum(g, ts_mul(g, x, eye), 1, &q, 0);
             for (int k = q; k + 1 < *n; k++) lab[k] = lab[k + 1];
             (*n)--;

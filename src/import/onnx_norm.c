@@ -253,7 +253,7 @@ ts_status ts_onnx_op_lp_norm(importer *im, node_io *io) {
     if (p != 1 && p != 2) return ts_onnx_node_error(im, TS_ERR_FORMAT, "attribute 'p' is %d; LpNormalization takes 1 or 2", p);
     ts_graph *g = im->g;
     ts_tensor *norm = p == 1 ? ts_reduce_sum(g, ts_abs(g, x), 1, &axis, 1) : ts_sqrt(g, ts_reduce_sum(g, ts_mul(g, x, x), 1, &axis, 1));
-    norm = ts_add(g, norm, ts_binary(g, "Equal", norm, ts_onnx_scalar_constant(im, "Zero", 0.0f)));
+    norm = ts_add(g, norm, num(g, ts_binary(g, "Equal", norm, ts_onnx_scalar_constant(im, "Zero", 0.0f))));
     return ts_onnx_built(im, ts_div(g, x, norm), &io->out[0]);
 }
 

@@ -349,5 +349,8 @@ static inline const ts_shape *shape_of(const value *v) { return v->t ? &v->t->sh
  * tensor (integer ids, bools) through CastFloat, a constant as a graph
  * constant first. */
 static inline ts_tensor *as_f32(importer *im, value *v, ts_status *st) { return ts_onnx_f32_of(im, ts_onnx_as_tensor(im, v, st), st); }
+/* A bool tensor (a comparison's) as the numbers 1 and 0 in f32, for the
+ * arithmetic an op is composed of; another tensor as it is. */
+static inline ts_tensor *num(ts_graph *g, ts_tensor *t) { return t && t->dtype == TS_BOOL ? ts_cast(g, t, TS_F32) : t; }
 
 #endif

@@ -307,8 +307,8 @@ static ts_status ts_onnx_grid_sample(ts_graph *g, ts_tensor *x, ts_tensor *grid,
             ts_tensor *idx = add_c(g, base, mode == TS_GRID_CUBIC ? (float)(j - 1) : (float)j), *w;
             w = mode == TS_GRID_NEAREST ? NULL : mode == TS_GRID_LINEAR ? (j ? t : add_c(g, ts_scale(g, t, -1.0f), 1.0f)) : cubic_weight(g, t, j);
             if (padding == TS_GRID_ZEROS) { /* a tap outside reads 0 */
-                ts_tensor *in = ts_mul(g, ts_binary(g, "GreaterOrEqual", idx, ts_onnx_scalar(g, "Low", 0.0f)),
-                                       ts_binary(g, "LessOrEqual", idx, ts_onnx_scalar(g, "High", d - 1.0f)));
+                ts_tensor *in = num(g, ts_binary(g, "And", ts_binary(g, "GreaterOrEqual", idx, ts_onnx_scalar(g, "Low", 0.0f)),
+                                                 ts_binary(g, "LessOrEqual", idx, ts_onnx_scalar(g, "High", d - 1.0f))));
                 w = w ? ts_mul(g, w, in) : in;
             } else if (padding == TS_GRID_REFLECTION) {
                 idx = reflect_c(g, idx, lo, hi); /* an integer reflects onto an integer */

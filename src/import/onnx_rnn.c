@@ -283,7 +283,7 @@ static ts_tensor *length_mask(rnn *r, ts_status *st) {
     ts_const_free(&steps);
     if (!tcol) return NULL;
     ts_tensor *row = ts_reshape(g, len, 2, (int64_t[]){1, r->B});
-    ts_tensor *m = row ? ts_binary(g, "Greater", row, tcol) : NULL; /* [T, B] */
+    ts_tensor *m = row ? ts_cast(g, ts_binary(g, "Greater", row, tcol), TS_F32) : NULL; /* [T, B]: 1 or 0 */
     m = m ? ts_reshape(g, m, 2, (int64_t[]){r->T * r->B, 1}) : NULL;
     if (!m) *st = failed(g);
     return m;

@@ -125,7 +125,7 @@ ts_status ts_onnx_op_attention(importer *im, node_io *io) {
     if (io->n_in > 3 && io->in[3]) {
         ts_tensor *m = ts_onnx_as_tensor(im, io->in[3], &st);
         if (!m) return st;
-        bool boolean = m->dtype == TS_I32;
+        bool boolean = m->dtype == TS_BOOL || m->dtype == TS_I32;
         if (boolean) m = ts_where(g, m, zero, masked);
         else m = ts_binary(g, "Max", m, masked); /* -inf as the finite mask */
         int64_t have = m ? m->shape.d[m->shape.ndim - 1] : 0;
@@ -155,7 +155,7 @@ ts_status ts_onnx_op_attention(importer *im, node_io *io) {
         if (left >= 0) cond[1] = ts_binary(g, "LessOrEqual", diff, ts_onnx_scalar_constant(im, "Left", (float)left));
         if (right >= 0) cond[2] = ts_binary(g, "GreaterOrEqual", diff, ts_onnx_scalar_constant(im, "Right", (float)-right));
         for (int c = 0; c < 3; c++)
-            if (cond[c]) allowed = allowed ? ts_mul(g, allowed, cond[c]) : cond[c];
+            if (cond[c]) allowed = allowed ? ts_binary(g, "And", allowed, cond[c]) : cond[c];
         ts_tensor *b = ts_where(g, allowed, zero, masked);
         bias = bias ? ts_add(g, bias, b) : b;
     }

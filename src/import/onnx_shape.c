@@ -286,8 +286,9 @@ ts_status ts_onnx_op_slice(importer *im, node_io *io) {
     if (is_const(io->in[0]) && !io->in[0]->param) return ts_onnx_op_fold(im, io);
     ts_status st = TS_OK;
     /* integers (an EmbeddingBag's bag of ids) sliced as f32 values, exact
-     * to 2^24: a Gather reads them as indices */
-    ts_tensor *x = as_f32(im, io->in[0], &st);
+     * to 2^24: a Gather reads them as indices; bools as they are */
+    ts_tensor *x = ts_onnx_as_tensor(im, io->in[0], &st);
+    if (x && x->dtype != TS_BOOL) x = ts_onnx_f32_of(im, x, &st);
     if (!x) return st;
     int64_t starts[TS_MAX_DIMS], ends[TS_MAX_DIMS], axes[TS_MAX_DIMS], steps[TS_MAX_DIMS];
     int n = 0, ne = 0, na = 0, ns = 0;
@@ -367,7 +368,7 @@ ts_status ts_onnx_op_expand(importer *im, node_io *io) {
     ts_shape one = out;
     one.d[0] = 1;
     bool along0 = out.d[0] > 1 && (xs->ndim < out.ndim || xs->d[0] == 1);
-    ts_tensor *t = x->t && is_int_tensor(x->t) ? x->t : as_f32(im, x, &st); /* integers exactly, in their dtype */
+    ts_tensor *t = x->t && (is_int_tensor(x->t) || x->t->dtype == TS_BOOL) ? x->t : as_f32(im, x, &st); /* integers and bools exactly, in their dtype */
     if (t && along0 && !ts_shape_equal(&t->shape, &one)) t = ts_onnx_broadcast_to(im, t, &one, &st);
     if (t) t = along0 ? ts_onnx_repeated(im, t, &out, &st) : ts_onnx_broadcast_to(im, t, &out, &st);
     return t ? ts_onnx_built(im, t, &io->out[0]) : st;

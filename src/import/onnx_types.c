@@ -86,15 +86,19 @@ static ts_status cast_to(importer *im, node_io *io, int to) {
      * the integer ids (LayerNormalization's stash cast, index casts) */
     const ts_tensor *t = io->in[0] ? io->in[0]->t : NULL;
     if (t && ((t->dtype == TS_F32 && (to == TS_ONNX_FLOAT || to == TS_ONNX_DOUBLE)) ||
-              (t->dtype == TS_I32 && (to == TS_ONNX_INT32 || to == TS_ONNX_INT64)) || (t->dtype == TS_I64 && to == TS_ONNX_INT64)))
+              (t->dtype == TS_I32 && (to == TS_ONNX_INT32 || to == TS_ONNX_INT64)) || (t->dtype == TS_I64 && to == TS_ONNX_INT64) ||
+              (t->dtype == TS_BOOL && to == TS_ONNX_BOOL)))
         return ts_onnx_op_identity(im, io);
+    /* to bool (ts_cast): true where non-zero, NaN included */
+    if (t && to == TS_ONNX_BOOL && (t->dtype == TS_F32 || t->dtype == TS_I32 || t->dtype == TS_I64))
+        return ts_onnx_built(im, ts_cast(im->g, io->in[0]->t, TS_BOOL), &io->out[0]);
     /* to the integer types in integers (ts_cast): an integer tensor's
      * values exactly, wrapped to the type as ONNX's Cast does (int64 300
      * as int8 is 44, -1 as uint32 4294967295, held in i64); a float
-     * toward zero to int64 and int32 */
+     * toward zero to int64 and int32; a bool 1 or 0 */
     ts_dtype int_dt;
     bool int_type = !ts_onnx_dtype_is_float(to) && !ts_lowbits_is(to) && to != TS_ONNX_BOOL && ts_onnx_array_dtype(to, &int_dt);
-    if (t && ((is_int_tensor(t) && int_type) || (t->dtype == TS_F32 && (to == TS_ONNX_INT64 || to == TS_ONNX_INT32)))) {
+    if (t && (((is_int_tensor(t) || t->dtype == TS_BOOL) && int_type) || (t->dtype == TS_F32 && (to == TS_ONNX_INT64 || to == TS_ONNX_INT32)))) {
         st = ts_onnx_built(im, ts_cast(im->g, io->in[0]->t, t->dtype == TS_F32 ? (to == TS_ONNX_INT64 ? TS_I64 : TS_I32) : int_dt), &io->out[0]);
         io->out[0].c.dtype = to; /* the integer type the bitwise ops compute in */
         return st;
@@ -144,7 +148,8 @@ ts_status ts_onnx_op_cast_like(importer *im, node_io *io) {
     if (!like->t || ts_lowbits_is(like->c.dtype)) return cast_to(im, io, like->c.dtype);
     ts_dtype p = ts_tensor_precision(like->t);
     if (is_int_tensor(like->t) && like->c.dtype) return cast_to(im, io, like->c.dtype); /* its declared integer type */
-    return cast_to(im, io, p == TS_F16 ? TS_ONNX_FLOAT16 : p == TS_BF16 ? TS_ONNX_BFLOAT16 : like->t->dtype == TS_F32 ? TS_ONNX_FLOAT : TS_ONNX_INT64);
+    return cast_to(im, io, p == TS_F16 ? TS_ONNX_FLOAT16 : p == TS_BF16 ? TS_ONNX_BFLOAT16 : like->t->dtype == TS_F32 ? TS_ONNX_FLOAT
+                                                                                  : like->t->dtype == TS_BOOL ? TS_ONNX_BOOL : TS_ONNX_INT64);
 }
 
 /* Range (folded): from opset 27 on, a stash_type other than 1 (float)

@@ -219,13 +219,13 @@ static ts_tensor *made_tensor(importer *im, value *v, ts_status *st) {
         return p;
     }
     /* a constant computed at import (a mask, position ids): a graph
-     * constant, i32 for integer and bool data (i64 where int32 does not
-     * hold them: exactly), else f32; never cached in
+     * constant, bool for bool data, i32 for integers (i64 where int32 does
+     * not hold them: exactly), else f32; never cached in
      * v->t, so later folds still see the host constant, but in v->made:
      * the second graph op that reads it reads the same tensor */
     if (v->made) return v->made;
     int64_t n = ts_shape_numel(&v->c.shape);
-    bool integer = !ts_onnx_dtype_is_float(v->c.dtype), wide = false;
+    bool integer = !ts_onnx_dtype_is_float(v->c.dtype), boolean = v->c.dtype == TS_ONNX_BOOL, wide = false;
     char name[512];
     size_t used = 0;
     for (const char *p = v->name; *p && used + 1 < sizeof name; p++)
@@ -234,7 +234,7 @@ static ts_tensor *made_tensor(importer *im, value *v, ts_status *st) {
     /* a name already taken (a Loop body's constant, made again each iteration): the scope's next free one */
     char *again = ts_graph_find(im->g, used ? name : "constant") ? ts_graph_op_output_name(im->g, used ? name : "constant") : NULL;
     const char *cname = again ? again : used ? name : "constant";
-    for (int64_t i = 0; integer && !wide && i < n; i++) wide = v->c.iv || !(v->c.v[i] >= INT32_MIN && v->c.v[i] <= INT32_MAX);
+    for (int64_t i = 0; integer && !boolean && !wide && i < n; i++) wide = v->c.iv || !(v->c.v[i] >= INT32_MIN && v->c.v[i] <= INT32_MAX);
     if (wide) {
         v->made = i64_constant(im, v, cname, st);
         ts_free(again);
@@ -254,7 +254,9 @@ static ts_tensor *made_tensor(importer *im, value *v, ts_status *st) {
     }
     for (int64_t i = 0; i < n; i++) {
         int64_t k = 0;
-        if (!integer) {
+        if (boolean) {
+            ((uint8_t *)data)[i] = v->c.v[i] != 0.0;
+        } else if (!integer) {
             ((float *)data)[i] = (float)v->c.v[i];
         } else if (ts_onnx_int_value(v->c.v[i], INT32_MIN, INT32_MAX, &k)) {
             ((int32_t *)data)[i] = (int32_t)k;
@@ -266,6 +268,7 @@ static ts_tensor *made_tensor(importer *im, value *v, ts_status *st) {
         }
     }
     ts_array a = integer ? ts_array_i32(data, v->c.shape.ndim, v->c.shape.d) : ts_array_f32(data, v->c.shape.ndim, v->c.shape.d);
+    if (boolean) a.dtype = TS_BOOL; /* a byte an element */
     ts_tensor *t = ts_constant(im->g, cname, &a);
     ts_free(again);
     ts_free(data);
@@ -275,11 +278,11 @@ static ts_tensor *made_tensor(importer *im, value *v, ts_status *st) {
     return t;
 }
 
-/* A graph tensor of f32 values: an i32 one through CastFloat, an i64 one
- * through ts_cast. */
+/* A graph tensor of f32 values: an i32 one through CastFloat, an i64 or
+ * bool one (1 or 0) through ts_cast. */
 ts_tensor *ts_onnx_f32_of(importer *im, ts_tensor *t, ts_status *st) {
     if (t && t->dtype == TS_I32 && !(t = ts_unary(im->g, "CastFloat", t, 0.0f, 0.0f))) *st = ts_graph_status(im->g);
-    if (t && t->dtype == TS_I64 && !(t = ts_cast(im->g, t, TS_F32))) *st = ts_graph_status(im->g);
+    if (t && (t->dtype == TS_I64 || t->dtype == TS_BOOL) && !(t = ts_cast(im->g, t, TS_F32))) *st = ts_graph_status(im->g);
     return t;
 }
 
@@ -323,8 +326,9 @@ ts_tensor *ts_onnx_broadcast_to(importer *im, ts_tensor *x, const ts_shape *to, 
         zs.d[i] = j < 0 || x->shape.d[j] == 1 ? to->d[i] : 1;
         nz *= zs.d[i];
     }
-    /* an integer x: its dtype's zeros, added exactly (ts_binary) */
-    bool integer = x->dtype == TS_I32 || x->dtype == TS_I64;
+    /* an integer x: its dtype's zeros, added exactly (ts_binary); a bool
+     * one: falses, or-ed */
+    bool integer = x->dtype == TS_I32 || x->dtype == TS_I64, boolean = x->dtype == TS_BOOL;
     size_t es = integer ? ts_dtype_size(x->dtype) : 4;
     uint64_t bytes = (uint64_t)(nz ? nz : 1) * es;
     if ((*st = ts_const_charge(2 * bytes))) { /* the graph's zeros and the copy they are made from */
@@ -333,13 +337,13 @@ ts_tensor *ts_onnx_broadcast_to(importer *im, ts_tensor *x, const ts_shape *to, 
     }
     void *zeros = ts_calloc((size_t)(nz ? nz : 1), es);
     char *name = zeros ? ts_graph_op_output_name(im->g, "ExpandZeros") : NULL;
-    ts_array za = {.dtype = integer ? x->dtype : TS_F32, .ndim = zs.ndim, .data = zeros};
+    ts_array za = {.dtype = integer ? x->dtype : boolean ? TS_BOOL : TS_F32, .ndim = zs.ndim, .data = zeros};
     for (int d = 0; d < zs.ndim; d++) za.shape[d] = zs.d[d];
     ts_tensor *z = name ? ts_constant(im->g, name, &za) : NULL;
     ts_free(name);
     ts_free(zeros);
     ts_const_release(bytes);
-    ts_tensor *t = z ? integer ? ts_binary(im->g, "Add", x, z) : ts_add(im->g, x, z) : NULL;
+    ts_tensor *t = !z ? NULL : integer ? ts_binary(im->g, "Add", x, z) : boolean ? ts_binary(im->g, "Or", x, z) : ts_add(im->g, x, z);
     if (!t) *st = ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
     return t;
 }
@@ -359,11 +363,12 @@ static ts_tensor *input_of_batch(const importer *im, int64_t batch) {
  * its values, NaN included), so that the compile gives them the batch
  * that input has at the run; ts_onnx_broadcast_to's constant zeros where no input
  * has that batch. The gradient reaching the sample is summed over the
- * batch. An i32 or i64 sample (ids, bools) is repeated exactly, in its
- * dtype. */
+ * batch. An i32, i64 or bool sample (ids, masks) is repeated exactly, in
+ * its dtype. */
 ts_tensor *ts_onnx_repeated(importer *im, ts_tensor *sample, const ts_shape *to, ts_status *st) {
-    bool integer = sample->dtype == TS_I32 || sample->dtype == TS_I64; /* added exactly, in its dtype */
-    ts_tensor *in = input_of_batch(im, to->d[0]), *z = in ? ts_onnx_f32_of(im, in, st) : NULL, *x = integer ? sample : ts_onnx_f32_of(im, sample, st), *t;
+    bool integer = sample->dtype == TS_I32 || sample->dtype == TS_I64, boolean = sample->dtype == TS_BOOL; /* exactly, in its dtype */
+    ts_tensor *in = input_of_batch(im, to->d[0]), *z = in ? ts_onnx_f32_of(im, in, st) : NULL,
+              *x = integer || boolean ? sample : ts_onnx_f32_of(im, sample, st), *t;
     for (int d = 1; z && d < in->shape.ndim; d++)
         if (z->shape.d[d] != 1) z = ts_slice(im->g, z, d, 0, 1);
     z = z ? ts_unary(im->g, "CastIndex", z, 0.0f, 0.0f) : NULL;
@@ -372,8 +377,12 @@ ts_tensor *ts_onnx_repeated(importer *im, ts_tensor *sample, const ts_shape *to,
     for (int d = 1; d < to->ndim; d++) zs.d[d] = 1;
     if (z && !ts_shape_equal(&z->shape, &zs)) z = ts_reshape(im->g, z, zs.ndim, zs.d);
     if (!x) return NULL;
-    if (integer && z) z = ts_cast(im->g, z, sample->dtype);
-    t = !in ? ts_onnx_broadcast_to(im, x, to, st) : !z ? NULL : integer ? ts_binary(im->g, "Add", x, z) : ts_add(im->g, x, z);
+    if ((integer || boolean) && z) z = ts_cast(im->g, z, sample->dtype); /* bool: false */
+    t = !in       ? ts_onnx_broadcast_to(im, x, to, st)
+        : !z      ? NULL
+        : integer ? ts_binary(im->g, "Add", x, z)
+        : boolean ? ts_binary(im->g, "Or", x, z)
+                  : ts_add(im->g, x, z);
     if (!t && !*st) *st = ts_graph_status(im->g);
     return t;
 }

@@ -170,7 +170,7 @@ static void log_template(const ts_model *m, const ts_prog *p) {
         char b[96];
         ts_logf(TS_LOG_DEBUG, "  %-28s %-12s %-18s %-5s %12lld", t->name, ts_op_get(t->op)->name,
                 ts_shape_str(&p->shape[t->id], b, sizeof b), ts_dtype_name(t->dtype),
-                (long long)ts_shape_numel(&p->shape[t->id]) * (long long)ts_dtype_size(t->dtype));
+                (long long)ts_shape_numel(&p->shape[t->id]) * (long long)ts_dtype_cell_bytes(t->dtype));
     }
     ts_logf(TS_LOG_DEBUG, "arenas: activations %zu bytes (%zu without reuse), gradients %zu, anchors %zu", p->bytes_activations,
             p->bytes_activations_unplanned, p->bytes_grads, p->bytes_anchors);

@@ -53,7 +53,7 @@ static ts_status convert(const ts_entry *en, const ts_array *value, void **out) 
         return ts_error(TS_ERR_SHAPE, "ts_model_rerun: the new value of '%s' is %s; it must have the tensor's shape, %s", en->name,
                         ts_array_shape_str(value, got, sizeof got), ts_array_shape_str(&shape, want, sizeof want));
     int64_t n = en->numel;
-    void *buf = ts_malloc((size_t)(n ? n : 1) * ts_dtype_size(en->dtype));
+    void *buf = ts_malloc((size_t)(n ? n : 1) * ts_dtype_cell_bytes(en->dtype));
     if (!buf) return ts_error(TS_ERR_OUT_OF_MEMORY, "ts_model_rerun: no memory for the new value of '%s'", en->name);
     if (en->dtype == TS_I64 && value->dtype == TS_I64) { /* exact, not through a double */
         memcpy(buf, value->data, (size_t)n * sizeof(int64_t));
@@ -76,8 +76,12 @@ static ts_status convert(const ts_entry *en, const ts_array *value, void **out) 
                                 (long long)i);
             }
             ((int32_t *)buf)[i] = (int32_t)v;
+        } else if (en->dtype == TS_BOOL && v != 0.0 && v != 1.0) {
+            ts_free(buf);
+            return ts_error(TS_ERR_INVALID_ARGUMENT, "ts_model_rerun: '%s' is bool; the new value has %g at [%lld] (give 0/1 or bool values)",
+                            en->name, v, (long long)i);
         } else {
-            ((float *)buf)[i] = (float)v;
+            ((float *)buf)[i] = (float)v; /* a bool's cells: 1.0 or 0.0 */
         }
     }
     *out = buf;
@@ -108,7 +112,7 @@ ts_status ts_model_rerun(ts_model *m, const char *name, const ts_array *value, t
     const ts_backend *be = m->run.dev.backend;
     size_t largest = 0;
     for (int e = 0; e < p->n_entries; e++) {
-        size_t b = (size_t)p->entries[e].numel * ts_dtype_size(h->t[e].dtype);
+        size_t b = (size_t)p->entries[e].numel * ts_dtype_cell_bytes(h->t[e].dtype);
         if (b > largest) largest = b;
     }
     float **inputs = ts_calloc((size_t)p->n_nodes, sizeof *inputs);
@@ -118,7 +122,7 @@ ts_status ts_model_rerun(ts_model *m, const char *name, const ts_array *value, t
     if (d) h->diffs = d;
     if (!be->host_addressable && !h->cmp_now) h->cmp_now = ts_malloc(largest ? largest : 1), h->cmp_was = ts_malloc(largest ? largest : 1);
     void *changed = NULL;
-    size_t tbytes = (size_t)te->numel * ts_dtype_size(te->dtype);
+    size_t tbytes = (size_t)te->numel * ts_dtype_cell_bytes(te->dtype);
     if (!inputs || !saved || !observed || !d || (!be->host_addressable && (!h->cmp_now || !h->cmp_was)) ||
         (tt->op == TS_OP_INPUT && be->alloc(tbytes ? tbytes : 1, &changed)))
         st = ts_error(TS_ERR_OUT_OF_MEMORY, "ts_model_rerun: no memory");
@@ -128,7 +132,7 @@ ts_status ts_model_rerun(ts_model *m, const char *name, const ts_array *value, t
         ts_entry *en = &p->entries[e];
         if (m->run.g->t[i]->op == TS_OP_INPUT) inputs[i] = e == target ? changed : h->t[e].copy;
         if (m->run.g->t[i]->op != TS_OP_PARAM) continue;
-        size_t bytes = (size_t)en->numel * ts_dtype_size(en->dtype);
+        size_t bytes = (size_t)en->numel * ts_dtype_cell_bytes(en->dtype);
         if (be->alloc(bytes ? bytes : 1, &saved[e])) {
             st = ts_error(TS_ERR_OUT_OF_MEMORY, "ts_model_rerun: no memory on %s to set '%s' aside", be->name, en->name);
             break;
@@ -162,7 +166,7 @@ ts_status ts_model_rerun(ts_model *m, const char *name, const ts_array *value, t
     /* the model's parameters back */
     for (int e = 0; e < p->n_entries; e++)
         if (saved && saved[e]) {
-            be->copy_on_device(m->run.dev.stream, p->entries[e].data, saved[e], (size_t)p->entries[e].numel * ts_dtype_size(p->entries[e].dtype));
+            be->copy_on_device(m->run.dev.stream, p->entries[e].data, saved[e], (size_t)p->entries[e].numel * ts_dtype_cell_bytes(p->entries[e].dtype));
             be->synchronize(m->run.dev.stream);
             be->free(saved[e]);
         }

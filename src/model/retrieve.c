@@ -16,25 +16,26 @@ ts_status ts_model_tensor_names(const ts_model *m, const char *const **names, si
     return TS_OK;
 }
 
-/* An anchor of a tensor with an output dtype (ts_tensor_set_output_dtype):
- * its values converted exactly into the anchor's typed buffer, or an error
- * that names the first value the dtype does not hold; an i64 tensor's
- * values as u64 are their bits (uint64 values are held so). */
-static ts_status typed_copy(ts_anchor *a, const ts_tensor *t, ts_array *out) {
+/* An anchor of a tensor with an output dtype (ts_tensor_set_output_dtype)
+ * or of a bool tensor (its f32 cells): its values converted exactly into
+ * the anchor's typed buffer as `dtype`, or an error that names the first
+ * value the dtype does not hold; an i64 tensor's values as u64 are their
+ * bits (uint64 values are held so). */
+static ts_status typed_copy(ts_anchor *a, const ts_tensor *t, ts_dtype dtype, ts_array *out) {
     int64_t n = ts_array_numel(out);
-    if (!a->typed && !(a->typed = ts_malloc((size_t)(n ? n : 1) * ts_dtype_size(t->out_dtype)))) return TS_ERR_OUT_OF_MEMORY;
+    if (!a->typed && !(a->typed = ts_malloc((size_t)(n ? n : 1) * ts_dtype_size(dtype)))) return TS_ERR_OUT_OF_MEMORY;
     ts_array typed = *out;
-    typed.dtype = t->out_dtype;
+    typed.dtype = dtype;
     typed.data = a->typed;
     for (int64_t i = 0; i < n; i++) {
-        if (out->dtype == TS_I64 && t->out_dtype == TS_U64) { /* a uint64 is held in i64 as its bits (ts_cast) */
+        if (out->dtype == TS_I64 && dtype == TS_U64) { /* a uint64 is held in i64 as its bits (ts_cast) */
             ((uint64_t *)typed.data)[i] = (uint64_t)((const int64_t *)out->data)[i];
             continue;
         }
         double v = ts_array_value(out, i);
-        if (!ts_dtype_holds(t->out_dtype, v))
+        if (!ts_dtype_holds(dtype, v))
             return ts_error(TS_ERR_INVALID_ARGUMENT, "output '%s' holds %.9g at [%lld], which its declared dtype %s does not hold exactly "
-                            "(the model computes it as %s)", ts_tensor_alias(t) ? ts_tensor_alias(t) : t->name, v, (long long)i, ts_dtype_name(t->out_dtype), ts_dtype_name(out->dtype));
+                            "(the model computes it as %s)", ts_tensor_alias(t) ? ts_tensor_alias(t) : t->name, v, (long long)i, ts_dtype_name(dtype), ts_dtype_name(out->dtype));
         ts_array_set_value(&typed, i, v);
     }
     *out = typed;
@@ -65,7 +66,8 @@ ts_status ts_model_anchored(const ts_model *m, const char *short_name, ts_array 
     for (int i = 0; i < e->shape.ndim && d < TS_MAX_DIMS; i++) out->shape[d++] = e->shape.d[i];
     out->ndim = d;
     const ts_tensor *t = e->kind == TS_KIND_VALUE ? m->run.g->t[e->node] : NULL;
-    return t && t->typed && t->out_dtype != ts_entry_view_dtype(e) ? typed_copy(a, t, out) : TS_OK;
+    ts_dtype dtype = !t ? out->dtype : t->typed ? t->out_dtype : t->dtype == TS_BOOL ? TS_BOOL : out->dtype;
+    return dtype != out->dtype ? typed_copy(a, t, dtype, out) : TS_OK;
 }
 
 ts_status ts_model_watch_results(const ts_model *m, const ts_watch_result **out, size_t *n) {

@@ -34,33 +34,43 @@ static bool exact_int(const ts_array *a, int64_t i, int64_t *v) {
 }
 
 /* An array of another dtype for an input (int64 token ids or labels, bools
- * as uint8, f64 and 16-bit float values, integers of any width for an i32,
+ * as uint8, numpy bools for a bool input (held in f32 cells), f64 and 16-bit float values, integers of any width for an i32,
  * i64 or f32 input) converted to the input's dtype into the program's
  * buffer for the node: every value must be representable (an integer in
  * i32's or i64's range; for f32 a finite f64 within f32's range, an
  * infinity or NaN, an integer within 2^24), else an error that names the
  * first one; never wrapped. */
 static ts_status convert_input(ts_prog *p, const ts_tensor *t, const ts_array *a, const ts_array **out) {
-    bool to_int = (t->dtype == TS_I32 || t->dtype == TS_I64) && ts_dtype_is_integer(a->dtype);
+    bool to_bool = t->dtype == TS_BOOL && ts_dtype_is_integer(a->dtype);
+    bool to_int = (t->dtype == TS_I32 || t->dtype == TS_I64 || to_bool) && ts_dtype_is_integer(a->dtype);
     bool to_f32 = t->dtype == TS_F32 && (a->dtype == TS_F64 || ts_dtype_is_half(a->dtype) || ts_dtype_is_integer(a->dtype));
     if (!to_int && !to_f32)
         return ts_error(TS_ERR_INVALID_ARGUMENT, "run: input '%s' must be %s data, got %s%s", t->name, ts_dtype_name(t->dtype),
-                        ts_dtype_name(a->dtype), t->dtype != TS_F32 ? " (integer inputs also take integer and bool data of any width)"
-                                                                   : " (f32 inputs also take f64, f16, bf16 and integer data)");
+                        ts_dtype_name(a->dtype), t->dtype == TS_BOOL ? " (bool inputs also take integer data holding only 0 and 1)"
+                                                 : t->dtype != TS_F32 ? " (integer inputs also take integer and bool data of any width)"
+                                                                      : " (f32 inputs also take f64, f16, bf16 and integer data)");
     if (!p->converted && !(p->converted = ts_calloc((size_t)p->n_nodes, sizeof *p->converted))) return TS_ERR_OUT_OF_MEMORY;
     ts_array *c = &p->converted[t->id];
+    ts_dtype held = t->dtype == TS_BOOL ? TS_F32 : t->dtype; /* a bool input's cells: f32 1.0 or 0.0 */
     int64_t n = ts_array_numel(a);
-    if (ts_array_numel(c) < n || !c->data || c->dtype != t->dtype) {
+    if (ts_array_numel(c) < n || !c->data || c->dtype != held) {
         ts_free(c->data);
-        c->data = ts_malloc((size_t)(n ? n : 1) * ts_dtype_size(t->dtype));
+        c->data = ts_malloc((size_t)(n ? n : 1) * ts_dtype_size(held));
         if (!c->data) return TS_ERR_OUT_OF_MEMORY;
     }
     void *data = c->data;
     *c = *a;
-    c->dtype = t->dtype;
+    c->dtype = held;
     c->data = data;
     for (int64_t i = 0; i < n; i++) {
         int64_t iv;
+        if (to_bool) {
+            if (!exact_int(a, i, &iv) || (iv != 0 && iv != 1))
+                return ts_error(TS_ERR_INVALID_ARGUMENT, "run: input '%s' holds %.17g at [%lld]; this bool input takes bool data, or integers "
+                                "0 and 1 (give x != 0 for a truth value)", t->name, ts_array_value(a, i), (long long)i);
+            ((float *)data)[i] = (float)iv;
+            continue;
+        }
         if (to_int && !exact_int(a, i, &iv))
             return ts_error(TS_ERR_INVALID_ARGUMENT, "run: input '%s' holds %llu at [%lld]; this i64 input takes integers up to 2^63-1 "
                             "(not wrapped)", t->name, (unsigned long long)((const uint64_t *)a->data)[i], (long long)i);
@@ -111,7 +121,7 @@ static ts_status bind_inputs(ts_model *m, const char *const *names, const ts_arr
         if (!a->data)
             return ts_error(TS_ERR_INVALID_ARGUMENT, "run: input '%s' must be %s data, got %s with no data", t->name, ts_dtype_name(t->dtype),
                             ts_dtype_name(a->dtype));
-        if (a->dtype != t->dtype) {
+        if (a->dtype != t->dtype || t->dtype == TS_BOOL) { /* a bool input's bytes become f32 cells */
             ts_status st = convert_input(m->run.prog, t, a, &bound[i]);
             if (st) return st;
             a = bound[i];
@@ -194,7 +204,7 @@ static void blank_unreached_anchors(ts_model *m, int64_t mbs_done) {
         case TS_OUTPUT_SUM: first = done > 0 ? 1 : 0; break;
         default: first = done == S ? 1 : 0; break;
         }
-        float blank = ts_entry_view_dtype(e) == TS_F32 ? NAN : 0.0f; /* 0.0f has the bits of integer 0 */
+        float blank = ts_entry_view_dtype(e) == TS_F32 && e->dtype != TS_BOOL ? NAN : 0.0f; /* 0.0f has the bits of integer 0, and is false */
         for (int64_t i = first * e->numel; i < an->rows * e->numel; i++) an->local[i] = blank;
     }
 }

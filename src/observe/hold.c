@@ -95,7 +95,7 @@ ts_status ts_hold_prepare(ts_run *run) {
             /* a parameter as the run's first step reads it, for ts_model_rerun (its copy in 16-bit cells is not one) */
             bool param = en->kind == TS_KIND_VALUE && run->g->t[en->node]->op == TS_OP_PARAM && !ts_dtype_is_half(en->dtype);
             if (lives_on(run, en) && !param) continue;
-            size_t bytes = (size_t)(en->numel ? en->numel : 1) * ts_dtype_size(t->dtype);
+            size_t bytes = (size_t)(en->numel ? en->numel : 1) * ts_dtype_cell_bytes(t->dtype);
             if (run->dev.backend->alloc(bytes, param ? &t->before : &t->copy))
                 return ts_error(TS_ERR_OUT_OF_MEMORY, "ts_model_hold: no memory on %s for a copy of '%s' (%zu bytes)", run->dev.backend->name,
                                 en->name, bytes);
@@ -120,11 +120,11 @@ void ts_hold_capture(ts_run *run, int entry, int64_t sample) {
     if (!h || !h->armed || !run->prog->hold_ready || h->prog != run->prog || entry >= h->n) return;
     const ts_entry *en = &run->prog->entries[entry];
     if (h->t[entry].before && en->data && !h->t[entry].before_captured) { /* the first step's, before its update */
-        run->dev.backend->copy_on_device(run->dev.stream, h->t[entry].before, en->data, (size_t)en->numel * ts_dtype_size(en->dtype));
+        run->dev.backend->copy_on_device(run->dev.stream, h->t[entry].before, en->data, (size_t)en->numel * ts_dtype_cell_bytes(en->dtype));
         h->t[entry].before_captured = true;
     }
     if (!h->t[entry].copy || !en->data) return;
-    run->dev.backend->copy_on_device(run->dev.stream, h->t[entry].copy, en->data, (size_t)en->numel * ts_dtype_size(en->dtype));
+    run->dev.backend->copy_on_device(run->dev.stream, h->t[entry].copy, en->data, (size_t)en->numel * ts_dtype_cell_bytes(en->dtype));
     h->t[entry].captured = true;
     h->t[entry].sample = sample;
     if (!en->per_step && sample > h->last_mb) h->last_mb = sample;
@@ -141,7 +141,7 @@ void ts_rerun_compare(ts_run *run, int e) {
     if (!ref || !en->data) return;
     const void *now = en->data, *was = ref;
     if (!run->dev.backend->host_addressable) { /* both to the host */
-        size_t bytes = (size_t)en->numel * ts_dtype_size(t->dtype);
+        size_t bytes = (size_t)en->numel * ts_dtype_cell_bytes(t->dtype);
         if (!en->on_host) run->dev.backend->copy_to_host(run->dev.stream, h->cmp_now, en->data, bytes), now = h->cmp_now;
         run->dev.backend->copy_to_host(run->dev.stream, h->cmp_was, ref, bytes);
         was = h->cmp_was;
@@ -194,7 +194,7 @@ int ts_hold_is_held(const ts_run *run, const char *name) {
 
 static void to_array(const ts_dtype dtype, const ts_shape *s, const void *data, ts_array *out) {
     memset(out, 0, sizeof *out);
-    out->dtype = dtype;
+    out->dtype = dtype == TS_BOOL ? TS_F32 : dtype; /* a bool's cells: f32 1.0 or 0.0 */
     out->ndim = s->ndim;
     for (int i = 0; i < s->ndim; i++) out->shape[i] = s->d[i];
     out->data = (void *)(uintptr_t)data;
@@ -226,7 +226,7 @@ ts_status ts_hold_read(ts_run *run, const char *name, ts_array *out) {
         int k = ts_prog_find(run->prog, name);
         if (!h || k >= h->n || strcmp(h->t[k].name, name) != 0)
             return ts_error(TS_ERR_STATE, "'%s' lives on %s; arm ts_model_hold before a run to read it", name, run->dev.backend->name);
-        ts_status st = to_host(run, &h->t[k].host, live->data, (size_t)live->numel * ts_dtype_size(live->dtype), name);
+        ts_status st = to_host(run, &h->t[k].host, live->data, (size_t)live->numel * ts_dtype_cell_bytes(live->dtype), name);
         if (st) return st;
         to_array(live->dtype, &live->shape, h->t[k].host, out);
         return TS_OK;
@@ -237,7 +237,7 @@ ts_status ts_hold_read(ts_run *run, const char *name, ts_array *out) {
             to_array(t->dtype, &t->shape, t->copy, out);
             return TS_OK;
         }
-        ts_status st = to_host(run, &t->host, t->copy, (size_t)t->numel * ts_dtype_size(t->dtype), name);
+        ts_status st = to_host(run, &t->host, t->copy, (size_t)t->numel * ts_dtype_cell_bytes(t->dtype), name);
         if (st) return st;
         to_array(t->dtype, &t->shape, t->host, out);
         return TS_OK;
@@ -258,7 +258,7 @@ ts_status ts_hold_read_before(ts_run *run, const char *name, ts_array *out) {
     if (e < 0 || e >= h->n || !h->t[e].before_captured) return ts_hold_read(run, name, out);
     held *t = &h->t[e];
     if (!h->be->host_addressable) {
-        ts_status st = to_host(run, &t->host, t->before, (size_t)t->numel * ts_dtype_size(t->dtype), name);
+        ts_status st = to_host(run, &t->host, t->before, (size_t)t->numel * ts_dtype_cell_bytes(t->dtype), name);
         if (st) return st;
     }
     to_array(t->dtype, &t->shape, h->be->host_addressable ? t->before : t->host, out);

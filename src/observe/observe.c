@@ -259,7 +259,7 @@ const float *ts_device_host_view(ts_run *run, const ts_entry *e) {
     if (be->host_addressable || e->on_host || !e->data) return e->data;
     if (ts_entry_cells(e) > p->host_view_floats) return NULL;
     queue_lost(run, (int)(e - p->entries)); /* for its summary's columns of what rounding lost */
-    be->copy_to_host(run->dev.stream, p->host_view, e->data, (size_t)e->numel * ts_dtype_size(e->dtype));
+    be->copy_to_host(run->dev.stream, p->host_view, e->data, (size_t)e->numel * ts_dtype_cell_bytes(e->dtype));
     return be->synchronize(run->dev.stream) ? NULL : p->host_view;
 }
 
@@ -435,7 +435,7 @@ void ts_observe_device_flush(ts_run *run) {
  * and its size */
 static size_t outfeed_row(const ts_prog *p, int entry, int64_t sample, size_t *bytes) {
     const ts_entry *e = &p->entries[entry];
-    *bytes = (size_t)e->numel * ts_dtype_size(e->dtype);
+    *bytes = (size_t)e->numel * ts_dtype_cell_bytes(e->dtype);
     return p->outfeed_off[entry] + (size_t)sample * *bytes;
 }
 
@@ -552,12 +552,16 @@ static ts_status push_outfeeds(ts_run *run, int entry, int64_t sample, void *dat
     const ts_entry *e = &run->prog->entries[entry];
     ts_array a = {.dtype = e->dtype, .ndim = e->shape.ndim, .data = data};
     for (int i = 0; i < e->shape.ndim; i++) a.shape[i] = e->shape.d[i];
-    for (int k = 0; k < e->n_outfeeds; k++) {
-        ts_status st = ts_outfeed_push_from(e->outfeeds[k].q, run->runs, sample, e->outfeeds[k].key, &a, run->par->outfeed_replica(run), run->par->outfeed_stage(run));
+    uint8_t *bools = NULL; /* a bool tensor's f32 cells as numpy's bools, a byte each */
+    if (e->dtype == TS_BOOL && !(a.data = bools = ts_malloc((size_t)(e->numel ? e->numel : 1)))) return TS_ERR_OUT_OF_MEMORY;
+    for (int64_t i = 0; bools && i < e->numel; i++) bools[i] = ((const float *)data)[i] != 0.0f;
+    ts_status st = TS_OK;
+    for (int k = 0; k < e->n_outfeeds && !st; k++) {
+        st = ts_outfeed_push_from(e->outfeeds[k].q, run->runs, sample, e->outfeeds[k].key, &a, run->par->outfeed_replica(run), run->par->outfeed_stage(run));
         if (!st) st = run->par->outfeed_keep(run, entry, k, sample, &a);
-        if (st) return st;
     }
-    return TS_OK;
+    ts_free(bools);
+    return st;
 }
 
 ts_status ts_observe(ts_run *run, int entry, int64_t sample) {

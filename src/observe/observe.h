@@ -70,7 +70,7 @@ void ts_observe_device_guard(ts_run *run, const void *dst, size_t bytes);
  * queue is empty (always on the CPU). A view of an input shares its buffer
  * and writes nothing. */
 static inline void ts_observe_guard(ts_run *run, const ts_entry *e) {
-    if (run->prog->n_queued && !e->view) ts_observe_device_guard(run, e->data, (size_t)e->numel * ts_dtype_size(e->dtype));
+    if (run->prog->n_queued && !e->view) ts_observe_device_guard(run, e->data, (size_t)e->numel * ts_dtype_cell_bytes(e->dtype));
 }
 /* After the run's wait, its slots copied to the host (completed) or not
  * (a failed run's): they become the summaries to finish, when read

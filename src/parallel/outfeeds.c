@@ -103,7 +103,8 @@ static ts_status push_from(ts_run *run, int r, size_t at, size_t n) {
         ts_array a = {.dtype = (ts_dtype)h.dtype, .ndim = h.ndim, .data = p->fwd + off + sizeof h};
         memcpy(a.shape, h.shape, sizeof a.shape);
         int64_t numel = ts_array_numel(&a);
-        if (h.dtype != (int32_t)ts_entry_view_dtype(&p->entries[h.entry]) || numel < 0 || (size_t)numel * ts_dtype_size(a.dtype) != (size_t)h.bytes)
+        const ts_entry *he = &p->entries[h.entry];
+        if (h.dtype != (int32_t)(he->dtype == TS_BOOL ? TS_BOOL : ts_entry_view_dtype(he)) || numel < 0 || (size_t)numel * ts_dtype_size(a.dtype) != (size_t)h.bytes)
             return ts_error(TS_ERR_DIST, "outfeeds: rank %d sent a record of '%s' whose dtype or shape does not match its %lld bytes: every rank must build the same model and outfeeds",
                             r, l->key, (long long)h.bytes);
         ts_status st = ts_outfeed_push_from(l->q, h.run, h.sample, l->key, &a, p->stage ? 0 : r, p->stage ? r : 0);

@@ -47,12 +47,15 @@ void ts_fwd_cast_index(const ts_kctx *k) {
     for (int64_t i = 0; i < n; i++) y[i] = ts_ew_cast_index(k->in[0][i], k->node->fattr[0], k->node->fattr[1]);
 }
 
-/* ---- integer tensors: i32 cells (in_int) or i64 ones (behind in) */
+/* ---- integer tensors: i32 cells (in_int) or i64 ones (behind in); a
+ * bool tensor's f32 cells hold 1.0 or 0.0 */
 static int64_t int_in(const ts_kctx *k, int j, int64_t i) {
+    if (k->in_dtype[j] == TS_BOOL) return k->in[j][i] != 0.0f;
     return k->in_dtype[j] == TS_I64 ? ((const int64_t *)(const void *)k->in[j])[i] : k->in_int[j][i];
 }
 static void int_out(const ts_kctx *k, int64_t i, int64_t v) {
     if (k->out_dtype == TS_I64) ((int64_t *)(void *)k->out)[i] = v;
+    else if (k->out_dtype == TS_BOOL) k->out[i] = v != 0 ? 1.0f : 0.0f;
     else ((int32_t *)(void *)k->out)[i] = ts_int_wrap32(v);
 }
 
@@ -71,6 +74,7 @@ void ts_fwd_convert(const ts_kctx *k) {
     for (int64_t i = 0; i < n; i++) {
         if (index) ((int32_t *)(void *)k->out)[i] = k->in_dtype[0] == TS_F32 ? ts_index_of_float(k->in[0][i]) : ts_index_of_int(int_in(k, 0, i));
         else if (k->out_dtype == TS_F32) k->out[i] = (float)int_in(k, 0, i); /* to nearest */
+        else if (k->in_dtype[0] == TS_F32 && k->out_dtype == TS_BOOL) k->out[i] = k->in[0][i] != 0.0f ? 1.0f : 0.0f; /* NaN is true */
         else if (k->in_dtype[0] == TS_F32) int_out(k, i, ts_int_as_type(type, ts_float_to_int(k->in[0][i], k->out_dtype == TS_I64 || type != TS_I32 ? 64 : 32)));
         else int_out(k, i, ts_int_as_type(type, int_in(k, 0, i)));
     }

@@ -582,75 +582,83 @@ void ts_cu_fwd_cast_index(const ts_kctx *k) {
 }
 
 /* ---- integer tensors (backend/ew_math.h's ts_int_*): i32 or i64 cells,
- * by the dtypes the kernel is handed */
+ * or a bool tensor's f32 ones (1.0 or 0.0), by the dtypes the kernel is
+ * handed. A kind: 0 i32, 1 i64, 2 f32, 3 bool */
 struct int_cells {
     const void *p;
-    bool wide; /* i64 */
+    int kind;
 };
-__device__ inline int64_t int_at(int_cells c, int64_t i) { return c.wide ? ((const int64_t *)c.p)[i] : ((const int32_t *)c.p)[i]; }
-__device__ inline void int_put(void *y, bool wide, int64_t i, int64_t v) {
-    if (wide) ((int64_t *)y)[i] = v;
+static int cells_kind(ts_dtype t) { return t == TS_I64 ? 1 : t == TS_F32 ? 2 : t == TS_BOOL ? 3 : 0; }
+__device__ inline int64_t int_at(int_cells c, int64_t i) {
+    if (c.kind == 3) return ((const float *)c.p)[i] != 0.0f;
+    return c.kind == 1 ? ((const int64_t *)c.p)[i] : ((const int32_t *)c.p)[i];
+}
+__device__ inline void int_put(void *y, int kind, int64_t i, int64_t v) {
+    if (kind == 1) ((int64_t *)y)[i] = v;
+    else if (kind == 3) ((float *)y)[i] = v != 0 ? 1.0f : 0.0f;
     else ((int32_t *)y)[i] = ts_int_wrap32(v);
 }
 static int_cells int_input(const ts_kctx *k, int j) {
-    return k->in_dtype[j] == TS_I64 ? int_cells{k->in[j], true} : int_cells{k->in_int[j], false};
+    int kind = cells_kind(k->in_dtype[j]);
+    return int_cells{kind == 0 ? (const void *)k->in_int[j] : (const void *)k->in[j], kind};
 }
 
-__global__ void bitwise_kernel(void *y, bool wide, int_cells a, int_cells b, ts_shape so, ts_shape sa, ts_shape sb, int kind, int bits, int uns,
+__global__ void bitwise_kernel(void *y, int to, int_cells a, int_cells b, ts_shape so, ts_shape sa, ts_shape sb, int kind, int bits, int uns,
                                int64_t n) {
-    TS_CU_FOR(i, n) int_put(y, wide, i, ts_ew_bitwise(kind, bits, uns, int_at(a, ts_bcast_offset(&so, &sa, i)), int_at(b, ts_bcast_offset(&so, &sb, i))));
+    TS_CU_FOR(i, n) int_put(y, to, i, ts_ew_bitwise(kind, bits, uns, int_at(a, ts_bcast_offset(&so, &sa, i)), int_at(b, ts_bcast_offset(&so, &sb, i))));
 }
 
 void ts_cu_fwd_bitwise(const ts_kctx *k) {
     int64_t n = numel_out(k);
     if (n <= 0) return;
     const ts_tensor *t = k->node;
-    bitwise_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, k->out_dtype == TS_I64, int_input(k, 0), int_input(k, 1),
+    bitwise_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, cells_kind(k->out_dtype), int_input(k, 0), int_input(k, 1),
                                                                             k->out_shape, k->in_shape[0], k->in_shape[1], (int)t->attr[0],
                                                                             (int)t->attr[1], (int)t->attr[2], n);
     ts_cu_check(cudaGetLastError(), op_name(k));
 }
 
-/* from: 0 i32, 1 i64, 2 f32; to: the same; type: the declared type the
- * values wrap to (ts_int_as_type); index: i32 indices (ts_index_of_*) */
-__global__ void convert_kernel(void *y, int to, int type, const void *x, int from, bool index, int64_t n) {
+/* type: the declared type the values wrap to (ts_int_as_type); index: i32
+ * indices (ts_index_of_*) */
+__global__ void convert_kernel(void *y, int to, int type, int_cells x, bool index, int64_t n) {
     TS_CU_FOR(i, n) {
-        if (index) ((int32_t *)y)[i] = from == 2 ? ts_index_of_float(((const float *)x)[i]) : ts_index_of_int(int_at(int_cells{x, from == 1}, i));
-        else if (to == 2) ((float *)y)[i] = (float)int_at(int_cells{x, from == 1}, i);
-        else if (from == 2) int_put(y, to == 1, i, ts_int_as_type(type, ts_float_to_int(((const float *)x)[i], to == 1 || type != TS_I32 ? 64 : 32)));
-        else int_put(y, to == 1, i, ts_int_as_type(type, int_at(int_cells{x, from == 1}, i)));
+        float f = x.kind == 2 ? ((const float *)x.p)[i] : 0.0f;
+        if (index) ((int32_t *)y)[i] = x.kind == 2 ? ts_index_of_float(f) : ts_index_of_int(int_at(x, i));
+        else if (to == 2) ((float *)y)[i] = (float)int_at(x, i);
+        else if (x.kind == 2 && to == 3) ((float *)y)[i] = f != 0.0f ? 1.0f : 0.0f; /* NaN is true */
+        else if (x.kind == 2) int_put(y, to, i, ts_int_as_type(type, ts_float_to_int(f, to == 1 || type != TS_I32 ? 64 : 32)));
+        else int_put(y, to, i, ts_int_as_type(type, int_at(x, i)));
     }
 }
 
 void ts_cu_fwd_convert(const ts_kctx *k) {
     int64_t n = numel_out(k);
     if (n <= 0) return;
-    int from = k->in_dtype[0] == TS_F32 ? 2 : k->in_dtype[0] == TS_I64, to = k->out_dtype == TS_F32 ? 2 : k->out_dtype == TS_I64;
-    const void *x = from == 2 ? (const void *)k->in[0] : int_input(k, 0).p;
-    convert_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, to, (int)k->node->attr[0], x, from, k->node->attr[1] != 0, n);
+    convert_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, cells_kind(k->out_dtype), (int)k->node->attr[0], int_input(k, 0),
+                                                                           k->node->attr[1] != 0, n);
     ts_cu_check(cudaGetLastError(), op_name(k));
 }
 
-__global__ void int_arith_kernel(void *y, bool wide, int_cells a, int_cells b, ts_shape so, ts_shape sa, ts_shape sb, int kind, int64_t n) {
-    TS_CU_FOR(i, n) int_put(y, wide, i, ts_int_arith(kind, int_at(a, ts_bcast_offset(&so, &sa, i)), int_at(b, ts_bcast_offset(&so, &sb, i))));
+__global__ void int_arith_kernel(void *y, int to, int_cells a, int_cells b, ts_shape so, ts_shape sa, ts_shape sb, int kind, int64_t n) {
+    TS_CU_FOR(i, n) int_put(y, to, i, ts_int_arith(kind, int_at(a, ts_bcast_offset(&so, &sa, i)), int_at(b, ts_bcast_offset(&so, &sb, i))));
 }
 
 void ts_cu_fwd_int_arith(const ts_kctx *k) {
     int64_t n = numel_out(k);
     if (n <= 0) return;
-    int_arith_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, k->out_dtype == TS_I64, int_input(k, 0), int_input(k, 1),
+    int_arith_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, cells_kind(k->out_dtype), int_input(k, 0), int_input(k, 1),
                                                                               k->out_shape, k->in_shape[0], k->in_shape[1], (int)k->node->attr[0], n);
     ts_cu_check(cudaGetLastError(), op_name(k));
 }
 
 /* one thread a line [outer, n, inner] around the axis, summed in order */
-__global__ void int_cumsum_kernel(void *y, bool wide, int_cells x, int64_t outer, int64_t n, int64_t inner, bool exclusive, bool reverse) {
+__global__ void int_cumsum_kernel(void *y, int to, int_cells x, int64_t outer, int64_t n, int64_t inner, bool exclusive, bool reverse) {
     TS_CU_FOR(l, outer * inner) {
         int64_t o = l / inner, c = l % inner, sum = 0;
         for (int64_t s = 0; s < n; s++) {
             int64_t at = (o * n + (reverse ? n - 1 - s : s)) * inner + c, v = int_at(x, at);
             if (!exclusive) sum = ts_int_arith(TS_INT_ADD, sum, v);
-            int_put(y, wide, at, sum);
+            int_put(y, to, at, sum);
             if (exclusive) sum = ts_int_arith(TS_INT_ADD, sum, v);
         }
     }
@@ -661,7 +669,7 @@ void ts_cu_fwd_int_cumsum(const ts_kctx *k) {
     for (int64_t i = 0; i < d; i++) outer *= k->out_shape.d[i];
     for (int64_t i = d + 1; i < k->out_shape.ndim; i++) inner *= k->out_shape.d[i];
     if (outer * inner <= 0 || n <= 0) return;
-    int_cumsum_kernel<<<ts_cu_blocks(outer * inner), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, k->out_dtype == TS_I64, int_input(k, 0), outer, n,
+    int_cumsum_kernel<<<ts_cu_blocks(outer * inner), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, cells_kind(k->out_dtype), int_input(k, 0), outer, n,
                                                                                          inner, k->node->attr[1] != 0, k->node->attr[2] != 0);
     ts_cu_check(cudaGetLastError(), op_name(k));
 }
