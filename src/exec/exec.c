@@ -209,14 +209,15 @@ static bool bias_fusable(const ts_run *run, int k, int64_t mb, const ts_kctx *mk
 
 /* Whether nothing but the fused Add a reads the product i of a fused
  * Linear: unobserved, not the loss nor a graph output, no other node's
- * input (a MatMul's backward and an Add's read no output). Then the product
+ * input (a MatMul's backward and an Add's read no output), no numeric
+ * check (whose report reads a failed output's inputs). Then the product
  * is not kept: the kernel writes the sum alone, in the Add's output, over
  * the bias it writes first (gemm.c), one pass over the output where
  * keeping the product took three. */
 static bool product_unread(const ts_run *run, int i, int a) {
     const ts_prog *p = run->prog;
     const ts_graph *g = run->g;
-    if (p->entries[p->value_entry[i]].observed || i == run->loss) return false;
+    if (p->entries[p->value_entry[i]].observed || i == run->loss || run->opts.check != TS_CHECK_OFF) return false;
     for (size_t o = 0; o < g->n_outputs; o++)
         if (g->outputs[o] == i) return false;
     for (int k = 0; k < p->n_order; k++) {
