@@ -127,6 +127,12 @@ int main(void) {
     kernel_case(p, false, 300, 64, 40, "split by rows");
     kernel_case(p, true, 40, 2000, 20, "split by columns, B transposed");
     kernel_case(p, false, 40, 2000, 20, "split by columns");
+    /* a GPT's Linear layers: K = 128 (the bias written first, the product
+     * added to it) and K = 512 (the bias added after the product) */
+    kernel_case(p, false, 512, 384, 128, "the bias first, K = 128");
+    kernel_case(p, true, 512, 384, 256, "the bias first, K = 256, B transposed");
+    kernel_case(p, false, 512, 128, 512, "the bias after, K = 512");
+    kernel_case(p, true, 2000, 40, 200, "the bias first, a narrow product split by rows");
     ts_pool_free(p);
 
     fill(xs, BATCH * IN, 11);

@@ -16,6 +16,7 @@
 #include "backend/cpu/kernels_tensor.h"
 
 #include "backend/cpu/gemm.h"
+#include "backend/cpu/lane_sum.h"
 #include "backend/pool.h"
 #include "backend/vmath.h"
 
@@ -63,28 +64,64 @@ static int64_t row_end(const ts_attn_geom *g, const int32_t *m) {
 }
 
 /* The row's n scores of tile j0 (raw products in s) scaled, the masked
- * ones -inf; returns their max. */
-static float scale_mask(const ts_attn_geom *g, float *restrict s, const int32_t *m, int64_t end, int64_t j0, int64_t n) {
-    float mx = -INFINITY;
-    for (int64_t j = 0; j < n; j++) {
-        float x = j0 + j >= end || m[(j0 + j) * g->ms[3]] ? -INFINITY : s[j] * g->scale;
-        s[j] = x;
-        mx = x > mx ? x : mx;
+ * ones -inf; returns their max. A mask stored with unit stride along the
+ * keys (every mask but a broadcast one) is read as a row, so the loop
+ * vectorises; the max in eight lanes, which a single running max does not
+ * (each compare waits on the one before). */
+static float scale_mask(const ts_attn_geom *g, float *restrict s, const int32_t *restrict m, int64_t end, int64_t j0, int64_t n) {
+    int64_t live = end - j0 < n ? end - j0 : n, j = 0;
+    float sc = g->scale;
+    if (g->ms[3] == 1) {
+        const int32_t *restrict mj = m + j0;
+        for (; j < live; j++) s[j] = mj[j] ? -INFINITY : s[j] * sc;
+    } else {
+        for (; j < live; j++) s[j] = m[(j0 + j) * g->ms[3]] ? -INFINITY : s[j] * sc;
     }
+    for (; j < n; j++) s[j] = -INFINITY;
+    float acc[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    for (j = 0; j + 8 <= n; j += 8)
+        for (int l = 0; l < 8; l++) acc[l] = s[j + l] > acc[l] ? s[j + l] : acc[l];
+    float mx = -INFINITY;
+    for (int l = 0; l < 8; l++) mx = acc[l] > mx ? acc[l] : mx;
+    for (; j < n; j++) mx = s[j] > mx ? s[j] : mx;
     return mx;
 }
 
+/* s[j] = e^(s[j] - m) for the n entries; returns their sum (eight lanes) */
+static float exp_sum(float *restrict s, int64_t n, float m) {
+    for (int64_t j = 0; j < n; j++) s[j] = ts_vexp(s[j] - m);
+    float acc[8] = {0};
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int l = 0; l < 8; l++) acc[l] += s[j + l];
+    float t = 0.0f;
+    for (int l = 0; l < 8; l++) t += acc[l];
+    for (; j < n; j++) t += s[j];
+    return t;
+}
+
+/* The key ends of a block's rows: what end holds, the mask rows it was
+ * computed from (their first row and count). A mask broadcast over the
+ * batch and heads (a causal one) gives every pair the same rows, so a
+ * slot computes them once rather than once a pair. */
+typedef struct ends_held {
+    const int32_t *rows;
+    int64_t n;
+} ends_held;
+
 /* queries [i0, i0 + qb) of pair bh: the rows' key ends into end, their max */
-static int64_t block_ends(const ts_attn_geom *g, int64_t b, int64_t h, int64_t i0, int64_t qb, int32_t *end) {
-    int64_t last = 0;
-    for (int64_t i = 0; i < qb; i++) {
-        end[i] = (int32_t)row_end(g, mask_row(g, b, h, i0 + i));
-        last = end[i] > last ? end[i] : last;
+static int64_t block_ends(const ts_attn_geom *g, int64_t b, int64_t h, int64_t i0, int64_t qb, int32_t *end, ends_held *held) {
+    const int32_t *rows = mask_row(g, b, h, i0);
+    if (held->rows != rows || held->n != qb) {
+        for (int64_t i = 0; i < qb; i++) end[i] = (int32_t)row_end(g, mask_row(g, b, h, i0 + i));
+        *held = (ends_held){rows, qb};
     }
+    int64_t last = 0;
+    for (int64_t i = 0; i < qb; i++) last = end[i] > last ? end[i] : last;
     return last;
 }
 
-static void fwd_pair(const att_job *a, float *ws, int64_t bh) {
+static void fwd_pair(const att_job *a, float *ws, int64_t bh, ends_held *held) {
     const ts_attn_geom *g = a->g;
     int64_t b = bh / g->H, h = bh % g->H, T = g->T, S = g->S, D = g->D, Dv = g->Dv;
     const float *q = a->q + bh * T * D, *k = a->k + bh * S * D, *v = a->v + bh * S * Dv;
@@ -93,7 +130,7 @@ static void fwd_pair(const att_job *a, float *ws, int64_t bh) {
     int32_t *end = (int32_t *)(void *)(sum + 2 * ATT_TILE);
     for (int64_t i0 = 0; i0 < T; i0 += ATT_TILE) {
         int64_t qb = T - i0 < ATT_TILE ? T - i0 : ATT_TILE;
-        int64_t last = block_ends(g, b, h, i0, qb, end);
+        int64_t last = block_ends(g, b, h, i0, qb, end, held);
         float *ob = out + i0 * Dv;
         for (int64_t i = 0; i < qb; i++) mrow[i] = -INFINITY, sum[i] = 0.0f;
         memset(ob, 0, (size_t)(qb * Dv) * sizeof *ob);
@@ -113,9 +150,7 @@ static void fwd_pair(const att_job *a, float *ws, int64_t bh) {
                     for (int64_t d = 0; d < Dv; d++) oi[d] *= c;
                     mrow[i] = mx;
                 }
-                float m = mrow[i], l = 0.0f;
-                for (int64_t j = 0; j < n; j++) l += (s[j] = ts_vexp(s[j] - m));
-                sum[i] += l;
+                sum[i] += exp_sum(s, n, mrow[i]);
             }
             ts_gemm_serial(false, false, qb, Dv, n, sc, ATT_TILE, v + j0 * Dv, Dv, 1.0f, ob, Dv);
         }
@@ -136,7 +171,7 @@ static void fwd_pair(const att_job *a, float *ws, int64_t bh) {
     }
 }
 
-static void bwd_pair(const att_job *a, float *ws, int64_t bh) {
+static void bwd_pair(const att_job *a, float *ws, int64_t bh, ends_held *held) {
     const ts_attn_geom *g = a->g;
     int64_t b = bh / g->H, h = bh % g->H, T = g->T, S = g->S, D = g->D, Dv = g->Dv;
     const float *q = a->q + bh * T * D, *k = a->k + bh * S * D, *v = a->v + bh * S * Dv;
@@ -151,16 +186,15 @@ static void bwd_pair(const att_job *a, float *ws, int64_t bh) {
     if (dv && (a->store & 4u)) memset(dv, 0, (size_t)(S * Dv) * sizeof *dv);
     for (int64_t i0 = 0; i0 < T; i0 += ATT_TILE) {
         int64_t qb = T - i0 < ATT_TILE ? T - i0 : ATT_TILE;
-        block_ends(g, b, h, i0, qb, end);
+        block_ends(g, b, h, i0, qb, end, held);
         const float *gb = dout + i0 * Dv;
         int64_t last = 0;
         for (int64_t i = 0; i < qb; i++) {
             const float *oi = o + (i0 + i) * Dv, *gi = gb + i * Dv;
-            float x = 0.0f;
-            for (int64_t d = 0; d < Dv; d++) x += gi[d] * oi[d];
-            dd[i] = x;
+            dd[i] = (float)ts_lane_sum(gi, 0.0f, oi, 0.0f, Dv);
             if (lse[i0 + i] == INFINITY) { /* every key masked: the mean's gradient, to v alone */
                 end[i] = 0;
+                held->rows = NULL; /* end no longer the mask's alone */
                 for (int64_t j = 0; dv && j < S; j++)
                     for (int64_t d = 0; d < Dv; d++) dv[j * Dv + d] += gi[d] / (float)S;
             }
@@ -190,15 +224,21 @@ static void bwd_pair(const att_job *a, float *ws, int64_t bh) {
 static void fwd_slots(void *ctx, int64_t begin, int64_t end) {
     const att_job *a = ctx;
     int64_t bh = a->g->B * a->g->H;
-    for (int64_t slot = begin; slot < end; slot++)
-        for (int64_t p = bh * slot / a->slots; p < bh * (slot + 1) / a->slots; p++) fwd_pair(a, a->ws + (size_t)slot * slot_floats(a->g), p);
+    for (int64_t slot = begin; slot < end; slot++) {
+        ends_held held = {NULL, 0};
+        for (int64_t p = bh * slot / a->slots; p < bh * (slot + 1) / a->slots; p++)
+            fwd_pair(a, a->ws + (size_t)slot * slot_floats(a->g), p, &held);
+    }
 }
 
 static void bwd_slots(void *ctx, int64_t begin, int64_t end) {
     const att_job *a = ctx;
     int64_t bh = a->g->B * a->g->H;
-    for (int64_t slot = begin; slot < end; slot++)
-        for (int64_t p = bh * slot / a->slots; p < bh * (slot + 1) / a->slots; p++) bwd_pair(a, a->ws + (size_t)slot * slot_floats(a->g), p);
+    for (int64_t slot = begin; slot < end; slot++) {
+        ends_held held = {NULL, 0};
+        for (int64_t p = bh * slot / a->slots; p < bh * (slot + 1) / a->slots; p++)
+            bwd_pair(a, a->ws + (size_t)slot * slot_floats(a->g), p, &held);
+    }
 }
 
 void ts_attention_forward(ts_pool *p, float *ws, float *out, float *lse, const float *q, const float *k, const float *v, const ts_attn_geom *g) {

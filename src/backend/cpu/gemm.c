@@ -13,6 +13,7 @@
 
 #include <cblas.h>
 #include <stdatomic.h>
+#include <string.h>
 
 void openblas_set_num_threads(int num_threads);
 
@@ -64,18 +65,38 @@ static void add_bias(const gemm_job *j, int64_t r0, int64_t r1, int64_t c0, int6
     }
 }
 
+/* The bias written first and the product added to it (beta 1) where that
+ * gives the Add's bits: the sum over the product (out = C) with K no
+ * longer than this. OpenBLAS adds a product to C once per block of K
+ * (GEMM_Q, 256 or more on every target it tunes), each block's sum formed
+ * in registers: with one block, bias + sum is the one rounding the Add
+ * makes. Then C is written once, where a product with beta 0 clears C (a
+ * pass) and the Add reads and writes it again (another). */
+#define BIAS_FIRST_MAX_K 256
+
+/* rows [r0, r1), columns [c0, c1) of out = bias */
+static void fill_bias(const gemm_job *j, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    for (int64_t r = r0; r < r1; r++) memcpy(j->out + r * j->N + c0, j->bias + c0, (size_t)(c1 - c0) * sizeof(float));
+}
+
 /* C[begin:end, :] (rows) or C[:, begin:end] (columns) */
 static void gemm_slice(void *ctx, int64_t begin, int64_t end) {
     const gemm_job *j = ctx;
     int64_t lda = j->ta ? j->M : j->K, ldb = j->tb ? j->K : j->N;
+    bool first = j->bias && j->out == j->C && j->K <= BIAS_FIRST_MAX_K;
+    float beta = first ? 1.0f : j->beta;
+    if (first) {
+        if (j->by_rows) fill_bias(j, begin, end, 0, j->N);
+        else fill_bias(j, 0, j->M, begin, end);
+    }
     if (j->by_rows) {
-        sgemm(j->ta, j->tb, end - begin, j->N, j->K, j->ta ? j->A + begin : j->A + begin * j->K, lda, j->B, ldb, j->beta,
+        sgemm(j->ta, j->tb, end - begin, j->N, j->K, j->ta ? j->A + begin : j->A + begin * j->K, lda, j->B, ldb, beta,
               j->C + begin * j->N, j->N);
-        if (j->bias) add_bias(j, begin, end, 0, j->N);
+        if (j->bias && !first) add_bias(j, begin, end, 0, j->N);
     } else {
-        sgemm(j->ta, j->tb, j->M, end - begin, j->K, j->A, lda, j->tb ? j->B + begin * j->K : j->B + begin, ldb, j->beta,
+        sgemm(j->ta, j->tb, j->M, end - begin, j->K, j->A, lda, j->tb ? j->B + begin * j->K : j->B + begin, ldb, beta,
               j->C + begin, j->N);
-        if (j->bias) add_bias(j, 0, j->M, begin, end);
+        if (j->bias && !first) add_bias(j, 0, j->M, begin, end);
     }
 }
 
