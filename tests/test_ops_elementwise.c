@@ -30,7 +30,10 @@ static int run(const char *label, const char *op, int binary, const float *a, co
     int ok = t && !ts_model_inference(&m, g, &t, 1, NULL) && !ts_model_run(m, names, in, binary ? 2 : 1) &&
              !ts_model_anchored(m, ts_tensor_name(t), &out) && ts_array_numel(&out) == N;
     CHECK(ok, "%s runs: %s", label, ok ? "" : ts_last_error());
-    if (ok)
+    if (ok && out.dtype == TS_BOOL) /* comparisons, predicates and logic: bool tensors, read as 1 and 0 */
+        for (int i = 0; i < N; i++)
+            y[i] = ((const uint8_t *)out.data)[i] ? 1.0f : 0.0f;
+    else if (ok)
         memcpy(y, out.data, sizeof(float) * N);
     ts_model_free(m);
     ts_graph_free(g);

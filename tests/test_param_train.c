@@ -157,7 +157,7 @@ static void test_no_backward_reader(void) {
     CHECK_OK(ts_param_set(p, &pa), "set p");
     int ax = 1;
     ts_tensor *max = ts_reduce_max(n.g, p, 1, &ax, 1);
-    n.loss = ts_sum(n.g, ts_mul(n.g, p, ts_binary(n.g, "Greater", max, ts_constant(n.g, "zero", &za))));
+    n.loss = ts_sum(n.g, ts_mul(n.g, p, ts_cast(n.g, ts_binary(n.g, "Greater", max, ts_constant(n.g, "zero", &za)), TS_F32)));
     CHECK(n.loss != NULL, "graph: %s", ts_last_error());
     ts_options *o = ts_options_new();
     ts_options_anchor(o, NULL, "Gradient___p", TS_OUTPUT_FINAL, 0);
