@@ -15,14 +15,13 @@ equal onnxruntime's exactly, in its type (numpy bool for ONNX's bool):
               export's masked_fill does
 Run by tests/test_onnx_bool.sh (the real-model venv: onnx, onnxruntime)."""
 import sys
-import tempfile
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 import tensorscope as ts
+from onnx_int64 import both  # onnxruntime's outputs and ours
 
 failures = []
 B, N = 2, 5
@@ -46,13 +45,7 @@ def run_both(nodes, inputs, outputs, inits, feeds):
     g = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(inits))
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 8
-    path = tempfile.mktemp(suffix=".onnx")
-    onnx.save(m, path)
-    want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)
-    tg = ts.Graph.from_onnx(path)
-    got = ts.inference_model(tg, ts.Options())(**feeds)
-    got = got if isinstance(got, (list, tuple)) else [got]
-    return tg, want, got
+    return both(m, feeds)
 
 
 def same(name, want, got):

@@ -5,20 +5,10 @@ import numpy as np
 import pytest
 
 import tensorscope as ts
+from graph_run import run
 
 X = np.array([[0.25, -1.0, 0.0, np.nan, 3.0], [0.75, 0.5, -0.0, np.inf, 0.1]], np.float32)
 MASK = np.array([[True, False, False, True, True], [False, True, False, False, True]])
-
-
-def run(build, *arrays):
-    g = ts.Graph()
-    ins = [g.input(f"x{i}", a.dtype, list(a.shape)) for i, a in enumerate(arrays)]
-    outs = build(g, *ins)
-    outs = outs if isinstance(outs, (list, tuple)) else [outs]
-    m = ts.inference_model(g, ts.Options(), outputs=list(outs))
-    m.compile()
-    got = m(*arrays)
-    return got if isinstance(got, (list, tuple)) else [got]
 
 
 def test_comparisons_and_logic_are_numpy_bools():

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import tensorscope as ts
+from graph_run import run
 
 BIG = np.array([[2**40 + 1, -(2**53) - 1, 2**63 - 1, -(2**63) + 1],
                 [2**62 + 7, -7, 0, 123456789012345]], np.int64)
@@ -18,17 +19,6 @@ def has(cname):
 
 
 pytestmark = pytest.mark.skipif(not has("ts_cumsum"), reason="this library has no int64 graph tensors")
-
-
-def run(build, *arrays):
-    g = ts.Graph()
-    ins = [g.input(f"x{i}", "i64", list(a.shape)) for i, a in enumerate(arrays)]
-    outs = build(g, *ins)
-    outs = outs if isinstance(outs, (list, tuple)) else [outs]
-    m = ts.inference_model(g, ts.Options(), outputs=list(outs))
-    m.compile()
-    got = m(*arrays)
-    return got if isinstance(got, (list, tuple)) else [got]
 
 
 def const(g, name, v):
