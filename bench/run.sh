@@ -369,7 +369,7 @@ precision_row "mlp b1000 precision" "$BENCH 1000 $(steps 30) 5 $THREADS" \
 # torch_cnn.py): the LeNet+BN of --model cnn, and a 3-stage ResNet on
 # 3x32x32 random inputs
 cnn_row "lenet+bn train b=64" 1.0 lenet 64 20 3
-cnn_row "resnet3 train b=64" 1.0 resnet 64 5 1
+cnn_row "resnet3 train b=64" 1.3 resnet 64 5 1
 
 # what observing costs: tensorscope plain vs observed in one process, many
 # short interleaved pairs (a few steps of each side back to back, PAIRS of
@@ -414,7 +414,7 @@ overhead_row "watch memory 10ms b=32" 3 "$(row_obs memwatch 32 20 20 201)"
 # gradient and every updated parameter costs; PyTorch 2.x's hooks (every
 # module's output, .grad, the updated parameters) beside it
 GPT_ARGS="--layers 4 --heads 4 --embd 128 --block-size 64 --batch-size 32 --threads $THREADS"
-peer_row "gpt train 4x128 T=64" 1.0 "$BUILD/bench_gpt train $(steps 10) $THREADS" \
+peer_row "gpt train 4x128 T=64" 1.3 "$BUILD/bench_gpt train $(steps 10) $THREADS" \
     "$SRC/bench/torch_gpt.py bench $GPT_ARGS --steps $(steps 10)"
 # the same GPT in f32 and bf16 against PyTorch 2.x's CPU autocast
 precision_row "gpt 4x128 precision" "$BUILD/bench_gpt train $(steps 10) $THREADS" \
