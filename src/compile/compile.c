@@ -117,6 +117,7 @@ void ts_prog_free(ts_prog *p) {
     ts_free(p->grad_shared);
     ts_free(p->fusions);
     ts_free(p->skip);
+    ts_free(p->readers);
     ts_free(p->reaches);
     ts_free(p->value_entry);
     ts_free(p->grad_entry);
@@ -1379,9 +1380,10 @@ ts_status ts_prog_build(const ts_model_def *m, ts_prog **out) {
     p->n_zero_before = ts_calloc((size_t)n, sizeof *p->n_zero_before);
     p->scratch = ts_calloc((size_t)n, sizeof *p->scratch);
     p->op_ns = ts_calloc((size_t)n, sizeof *p->op_ns);
+    p->readers = ts_calloc((size_t)n, sizeof *p->readers);
     p->bound = ts_calloc((size_t)n + 1, sizeof *p->bound);
     if (!p->bound || !requested || !p->shape || !p->order || !p->live || !p->needs_grad || !p->grad_shared || !p->reaches || !p->value_entry ||
-        !p->grad_entry || !p->zero_before || !p->n_zero_before || !p->scratch || !p->op_ns) {
+        !p->grad_entry || !p->zero_before || !p->n_zero_before || !p->scratch || !p->op_ns || !p->readers) {
         st = TS_ERR_OUT_OF_MEMORY;
         goto fail;
     }
@@ -1412,6 +1414,8 @@ ts_status ts_prog_build(const ts_model_def *m, ts_prog **out) {
     if ((st = m->ranks(m->ranks_ctx, p))) goto fail; /* the job's ranks (parallel/) */
     mark_checks(m, p);
     if ((st = find_fusions(m, p))) goto fail;
+    for (int k = 0; k < p->n_order; k++)
+        for (int j = 0; j < g->t[p->order[k]]->n_in; j++) p->readers[g->t[p->order[k]]->in[j]]++;
     for (int k = 0; m->opts->log_layer_shapes && k < p->n_order; k++) { /* what ts_options_set_log_layer_shapes logs */
         if (!p->layer_outs && !(p->layer_outs = ts_calloc((size_t)p->n_order, sizeof *p->layer_outs))) {
             st = TS_ERR_OUT_OF_MEMORY;

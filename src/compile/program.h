@@ -223,6 +223,7 @@ typedef struct ts_prog {
     struct ts_fusion *fusions;
     int n_fusions;
     bool *skip;          /* per node: the current micro-batch's forward and backward skip it (a fused twin's op) */
+    int *readers;        /* per node: the input slots of the order's nodes that read its output (exec.c: a fused Linear's product read by its Add alone is not kept) */
     int **zero_before;   /* per node: grads to zero before its backward */
     int *n_zero_before;
     float **scratch;     /* per node */

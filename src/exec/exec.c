@@ -207,24 +207,19 @@ static bool bias_fusable(const ts_run *run, int k, int64_t mb, const ts_kctx *mk
            !overlaps(out, M * N, ac->in[1], N);
 }
 
-/* Whether nothing but the fused Add a reads the product i of a fused
+/* Whether nothing but the fused Add reads the product i of a fused
  * Linear: unobserved, not the loss nor a graph output, no other node's
- * input (a MatMul's backward and an Add's read no output), no numeric
- * check (whose report reads a failed output's inputs). Then the product
- * is not kept: the kernel writes the sum alone, in the Add's output, over
- * the bias it writes first (gemm.c), one pass over the output where
- * keeping the product took three. */
-static bool product_unread(const ts_run *run, int i, int a) {
+ * input (the Add its one reader, compile's count; a MatMul's backward and
+ * an Add's read no output), no numeric check (whose report reads a failed
+ * output's inputs). Then the product is not kept: the kernel writes the
+ * sum alone, in the Add's output, over the bias it writes first (gemm.c),
+ * one pass over the output where keeping the product took three. */
+static bool product_unread(const ts_run *run, int i) {
     const ts_prog *p = run->prog;
     const ts_graph *g = run->g;
-    if (p->entries[p->value_entry[i]].observed || i == run->loss || run->opts.check != TS_CHECK_OFF) return false;
+    if (p->entries[p->value_entry[i]].observed || i == run->loss || run->opts.check != TS_CHECK_OFF || p->readers[i] != 1) return false;
     for (size_t o = 0; o < g->n_outputs; o++)
         if (g->outputs[o] == i) return false;
-    for (int k = 0; k < p->n_order; k++) {
-        const ts_tensor *t = g->t[p->order[k]];
-        for (int j = 0; p->order[k] != a && j < t->n_in; j++)
-            if (t->in[j] == i) return false;
-    }
     return true;
 }
 
@@ -249,7 +244,7 @@ static ts_status forward(ts_run *run, int64_t mb) {
         ts_kctx kc = make_ctx(run, i, mb), ac;
         if (run->dev.backend->kernels[t->op].fuses_bias && bias_fusable(run, k, mb, &kc, &ac)) {
             kc.bias = ac.in[1], kc.bias_out = ac.out;
-            if (kc.out != ac.out && product_unread(run, i, p->order[k + 1])) kc.out = ac.out;
+            if (kc.out != ac.out && product_unread(run, i)) kc.out = ac.out;
             fused = p->order[k + 1];
         }
         ts_op_call call = {i, false, mb, &kc, 0, 0, tr};
