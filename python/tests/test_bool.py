@@ -65,8 +65,9 @@ def test_a_torch_modules_bool_outputs_and_mask_input():
             causal = torch.ones(x.shape[1], x.shape[1], dtype=torch.bool).tril()
             seen = (x.unsqueeze(1) * causal).sum(-1)
             return both, x.masked_fill(~both, -1.0), torch.logical_or(~pos, keep), seen
-    x = torch.randn(4, 6)
-    keep = torch.rand(4, 6) > 0.3
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(4, 6, generator=gen)
+    keep = torch.rand(4, 6, generator=gen) > 0.3
     net = Masks().eval()
     with torch.no_grad():
         want = net(x, keep)
@@ -74,4 +75,5 @@ def test_a_torch_modules_bool_outputs_and_mask_input():
     for n, (a, w) in enumerate(zip(got, want)):
         a = np.asarray(a)
         assert a.dtype == w.numpy().dtype, (n, a.dtype, w.dtype)
-        np.testing.assert_allclose(a, w.numpy(), rtol=1e-6, err_msg=f"output {n}")
+        # the masked sums may add in another order than PyTorch's: a float's rounding of the O(1) terms
+        np.testing.assert_allclose(a, w.numpy(), rtol=1e-6, atol=1e-6, err_msg=f"output {n}")
