@@ -134,6 +134,14 @@ ts_status ts_onnx_op_unary(importer *im, node_io *io) {
     if (is_const(x) && !x->param) return ts_onnx_fold_result(im, ts_const_unary(op, &x->c, &io->out[0].c));
     ts_status st = TS_OK;
     ts_tensor *t = ts_onnx_as_tensor(im, x, &st);
+    /* integers: Neg, Abs (wrapping: -INT64_MIN is INT64_MIN) and Relu
+     * (Max with 0) exactly, in their dtype */
+    if (t && is_int_tensor(t) && (strcmp(op, "Neg") == 0 || strcmp(op, "Abs") == 0))
+        return ts_onnx_built(im, ts_unary(im->g, op, t, 0.0f, 0.0f), &io->out[0]);
+    if (t && is_int_tensor(t) && strcmp(op, "Relu") == 0) {
+        ts_tensor *zero = ts_onnx_int_scalar_like(im, t, 0, &st);
+        return zero ? ts_onnx_built(im, ts_binary(im->g, "Max", t, zero), &io->out[0]) : st;
+    }
     if (t && !(t->dtype == TS_BOOL && strcmp(op, "Not") == 0)) t = ts_onnx_f32_of(im, t, &st); /* Not of a bool: as it is */
     if (!t) return st;
     if (strcmp(op, "Relu") == 0) return ts_onnx_built(im, ts_relu(im->g, t), &io->out[0]);
@@ -277,9 +285,16 @@ ts_status ts_onnx_op_where(importer *im, node_io *io) {
 ts_status ts_onnx_op_composed_unary(importer *im, node_io *io) {
     const char *op = im->node->op_type;
     ts_status st = TS_OK;
-    ts_tensor *x = as_f32(im, io->in[0], &st), *y;
-    if (!x) return st;
     ts_graph *g = im->g;
+    ts_tensor *x = ts_onnx_as_tensor(im, io->in[0], &st), *y;
+    if (x && is_int_tensor(x) && strcmp(op, "Sign") == 0) { /* integers: (x > 0) - (x < 0) in their dtype */
+        ts_tensor *zero = ts_onnx_int_scalar_like(im, x, 0, &st);
+        if (!zero) return st;
+        y = ts_binary(g, "Sub", ts_cast(g, ts_binary(g, "Greater", x, zero), x->dtype), ts_cast(g, ts_binary(g, "Less", x, zero), x->dtype));
+        return ts_onnx_built(im, y, &io->out[0]);
+    }
+    x = ts_onnx_f32_of(im, x, &st);
+    if (!x) return st;
     if (strcmp(op, "Celu") == 0) {
         float a = (float)ts_onnx_attr_f(im, "alpha", 1.0);
         if (!(a != 0.0f) || !isfinite(a)) return ts_onnx_node_error(im, TS_ERR_FORMAT, "attribute 'alpha' is %g; Celu needs a finite non-zero alpha", a);
@@ -312,9 +327,20 @@ ts_status ts_onnx_op_composed_unary(importer *im, node_io *io) {
  * the bounds, ends included. */
 ts_status ts_onnx_op_clip(importer *im, node_io *io) {
     ts_status st = TS_OK;
-    ts_tensor *y = as_f32(im, io->in[0], &st), *b[2] = {NULL, NULL};
-    if (!y) return st;
+    ts_tensor *y = ts_onnx_as_tensor(im, io->in[0], &st), *b[2] = {NULL, NULL};
     static const char *const names[2] = {"min", "max"};
+    if (y && is_int_tensor(y) && since(im, 11)) { /* integers within integer bounds (Max, then Min), exactly in their dtype */
+        for (int k = 0; k < 2 && y; k++) {
+            if (io->n_in <= k + 1 || !io->in[k + 1]) continue;
+            if (!(b[k] = ts_onnx_int_like(im, io->in[k + 1], y, &st)))
+                return st ? st : ts_onnx_node_error(im, TS_ERR_FORMAT, "its %s ('%s') is no integer; an integer input takes bounds of its type",
+                                                    names[k], io->in[k + 1]->name);
+            y = ts_binary(im->g, k ? "Min" : "Max", y, b[k]);
+        }
+        return ts_onnx_built(im, y, &io->out[0]);
+    }
+    y = ts_onnx_f32_of(im, y, &st);
+    if (!y) return st;
     for (int k = 0; k < 2; k++) {
         double v;
         if (!since(im, 11)) {
