@@ -39,8 +39,8 @@ equal onnxruntime's exactly, in its type:
               adds int64 in double: it agrees where that is exact, which
               the test checks too); ArgMax, ArgMin and TopK of values
               that differ by 1 past 2^53
-  elementwise Abs, Neg, Sign, Relu and Clip with int64 bounds of int64
-              tensors
+  elementwise Abs, Neg, Sign, Relu, Clip with int64 bounds, Pow by
+              constant exponents and PRelu of int64 tensors
 Run by tests/test_onnx_int64.sh (the real-model venv: onnx, onnxruntime)."""
 import sys
 import tempfile
@@ -81,9 +81,9 @@ def both(m, feeds):
     return g, want, got
 
 
-def same(name, want, got):
+def same(name, want, got, whose="onnxruntime's"):
     ok = got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want)
-    check(ok, f"{name}: {want.dtype}{list(want.shape)} equal to onnxruntime's")
+    check(ok, f"{name}: {want.dtype}{list(want.shape)} equal to {whose}")
     if not ok:
         print(f"     want {want!r}\n     got  {got!r}")
 
@@ -388,7 +388,7 @@ def test_movers():
                   node("SpaceToDepth", ["d2s"], ["s2d"], blocksize=2)], [vi("d", I64, [1, 4, 2, 2])], ["d2s", "crd", "s2d"], [])
     got = ts.inference_model(ts.Graph.from_onnx(save(m)), ts.Options())(d=d)
     for name, w, o in zip(["DepthToSpace", "DepthToSpace CRD", "SpaceToDepth"], reference(m, {"d": d}), got):
-        same(name + " of int64 (ONNX's reference)", w, o)
+        same(name + " of int64", w, o, "ONNX's reference")
     # the Scatter reductions, each combining int64 values exactly (a position written twice)
     reds = ["add", "mul", "max", "min"]
     m = inferred([node("ScatterElements", ["x", "si", "su"], ["r_" + r], axis=1, reduction=r) for r in reds],
@@ -431,9 +431,9 @@ def test_reductions():
     got = ts.inference_model(g, ts.Options())(x=X)
     want = reference(m, {"x": X})
     for name, w, o in list(zip(names, want, got))[:-2]:
-        same(name + " of int64 (ONNX's reference, wrapping)", w, o)
-    same("ReduceMean of int64 over axis 1 (exact, toward zero)", exact_mean(X, 1), got[-2])
-    same("ReduceMean of int64 over axis 0 (exact, toward zero)", exact_mean(X, 0).reshape(1, 4), got[-1])
+        same(name + " of int64 (wrapping)", w, o, "ONNX's reference")
+    same("ReduceMean of int64 over axis 1", exact_mean(X, 1), got[-2], "the exact mean toward zero")
+    same("ReduceMean of int64 over axis 0", exact_mean(X, 0).reshape(1, 4), got[-1], "the exact mean toward zero")
     # where onnxruntime's double sums are exact (below 2^53, no overflow) it agrees
     small = np.array([[-7, 1, 1, 2**20], [3, -(2**25), 5, 9], [2**21 + 3, 2, -2, 0]], np.int64)
     _, want, got = both(m, {"x": small})
@@ -466,6 +466,17 @@ def test_elementwise():
     _, want, got = both(m, {"x": X})
     for name, w, o in zip(names, want, got):
         same(name + " of int64", w, o)
+    # Pow by constant whole exponents (onnxruntime's integer power wraps, as numpy's)
+    m = inferred([node("Pow", ["x", "three"], ["cube"]), node("Pow", ["x", "two"], ["square"]), node("Pow", ["x", "zero"], ["ones"])],
+                 [vi("x", I64, [3, 4])], ["cube", "square", "ones"],
+                 ints(three=3, zero=0) + [numpy_helper.from_array(np.array(2.0, np.float32), "two")])
+    _, want, got = both(m, {"x": X})
+    for name, w, o in zip(["Pow x^3", "Pow x^2.0", "Pow x^0"], want, got):
+        same(name + " of int64 (wrapping)", w, o)
+    # PRelu (onnxruntime's int64 PRelu goes through floats): against ONNX's reference
+    m = inferred([node("PRelu", ["x", "slope"], ["prelu"])], [vi("x", I64, [3, 4])], ["prelu"], ints(slope=[3, -1, 2**40, 1]))
+    got = ts.inference_model(ts.Graph.from_onnx(save(m)), ts.Options())(x=X)
+    same("PRelu of int64", reference(m, {"x": X})[0], got[0] if isinstance(got, (list, tuple)) else got, "ONNX's reference")
 
 
 def save(m):
