@@ -31,8 +31,8 @@ equal onnxruntime's exactly, in its type:
               GatherElements, GatherND, ScatterElements (none, add, mul,
               max, min), ScatterND, DepthToSpace, SpaceToDepth, Split,
               Squeeze, Unsqueeze, Identity, Trilu, Compress, Slice with a
-              step, of int64 tensors at the ends of int64; Resize nearest
-              of int32 values past 2^24
+              step, TensorScatter, of int64 tensors at the ends of int64;
+              Resize nearest of int32 values past 2^24
   reductions  ReduceSum, Max, Min, Prod, SumSquare, L1 and Mean of int64
               tensors past 2^53 against ONNX's reference (numpy's int64
               arithmetic, wrapping) and an exact mean (onnxruntime 1.32
@@ -397,6 +397,14 @@ def test_movers():
     _, want, got = both(m, {"x": X})
     for r, w, o in zip(reds, want, got):
         same(f"ScatterElements reduction={r} of int64", w, o)
+    # TensorScatter (opset 24): a cache of int64 values written at fed write indices, linear and circular
+    past = X[:2, :, None].repeat(2, axis=2)  # [2, 4, 2]
+    upd = np.array([[[MAX64, -(2**63)], [BIG + 1, -(BIG + 1)]], [[2**62 + 3, 7], [-(2**62) - 5, BIG + 9]]], np.int64)
+    m = inferred([node("TensorScatter", ["past", "upd", "wi"], ["lin"]), node("TensorScatter", ["past", "upd", "wi"], ["circ"], mode="circular")],
+                 [vi("past", I64, [2, 4, 2]), vi("upd", I64, [2, 2, 2]), vi("wi", I64, [2])], ["lin", "circ"], [], opset=24)
+    _, want, got = both(m, {"past": past, "upd": upd, "wi": np.array([2, 1], np.int64)})
+    for name, w, o in zip(["TensorScatter linear", "TensorScatter circular"], want, got):
+        same(name + " of int64", w, o)
     # Resize nearest (onnxruntime has no int64 Resize): int32 values past 2^24
     x32 = np.array([[2**24 + 1, -(2**24) - 3, 2**31 - 1, 5], [-7, 2**30 + 1, -(2**31), 2**25 + 1]], np.int32)
     m = inferred([node("Resize", ["x", "", "scales"], ["y"], mode="nearest")], [vi("x", TensorProto.INT32, [2, 4])],

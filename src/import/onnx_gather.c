@@ -503,7 +503,7 @@ static ts_status ts_onnx_tensor_scatter(ts_graph *g, ts_tensor *past, ts_tensor 
     ts_tensor *written = ts_binary(g, "Less", rel, ts_onnx_scalar(g, "Count", (float)L));
     if (index && !circular) written = ts_binary(g, "And", written, ts_binary(g, "GreaterOrEqual", rel, ts_onnx_scalar(g, "Zero", 0.0f)));
     /* the update at rel, on past's shape (rel broadcast by adding past times 0, which has no gradient here) */
-    ts_tensor *at = ts_add(g, rel, ts_scale(g, ts_stop_gradient(g, past), 0.0f));
+    ts_tensor *at = ts_add(g, rel, ts_scale(g, past->dtype == TS_F32 ? ts_stop_gradient(g, past) : ts_cast(g, past, TS_F32), 0.0f));
     ts_tensor *from = ts_gather_elements(g, update, ts_unary(g, "CastIndex", at, 0.0f, (float)(L - 1)), axis);
     ts_tensor *y = ts_where(g, written, from, past);
     ts_status st = ts_onnx_graph_status(g, y);
@@ -518,7 +518,10 @@ ts_status ts_onnx_op_tensor_scatter(importer *im, node_io *io) {
     int mode = ma ? ts_onnx_attr_choice(ma, modes, 2) : 0, axis;
     if (mode == 2) return ts_onnx_node_error(im, TS_ERR_FORMAT, "mode '%.*s' is not linear or circular", (int)ma->s.len, (const char *)ma->s.data);
     ts_status st = TS_OK;
-    ts_tensor *past = as_f32(im, io->in[0], &st), *update = past ? as_f32(im, io->in[1], &st) : NULL;
+    /* integers (a cache of ids) written exactly, in their dtype; else in f32 */
+    ts_tensor *past = ts_onnx_as_tensor(im, io->in[0], &st), *update = past ? ts_onnx_as_tensor(im, io->in[1], &st) : NULL;
+    if (update && !(is_int_tensor(past) && update->dtype == past->dtype))
+        past = ts_onnx_f32_of(im, past, &st), update = past ? ts_onnx_f32_of(im, update, &st) : NULL;
     ts_tensor *index = update && io->n_in > 2 && io->in[2] ? ts_onnx_as_tensor(im, io->in[2], &st) : NULL, *y;
     if (!update || st || (st = ts_onnx_attr_axis(im, "axis", -2, past->shape.ndim, false, &axis))) return st;
     value *wi = io->n_in > 2 ? io->in[2] : NULL;
