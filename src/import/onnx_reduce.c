@@ -56,7 +56,9 @@ static ts_status reduce_empty(importer *im, node_io *io, const int64_t *axes, in
  * -max(-x), ReduceL1 sum|x|, ReduceL2 sqrt(sum x^2), ReduceSumSquare
  * sum x^2, ReduceLogSum log(sum x), ReduceProd product_along each axis,
  * ReduceLogSumExp m + log(sum e^(x-m))
- * with m the maximum (no gradient through m: its terms cancel). */
+ * with m the maximum (no gradient through m: its terms cancel). Of an
+ * integer tensor, Sum, Mean, Max, Min, Prod, SumSquare and L1 are
+ * ts_reduce_int, exactly in its dtype. */
 ts_status ts_onnx_op_reduce(importer *im, node_io *io) {
     const char *op = im->node->op_type;
     int input_since = strcmp(op, "ReduceSum") == 0 ? 13 : 18; /* ReduceProd's too: 18 */
@@ -285,7 +287,9 @@ ts_status ts_onnx_op_cumprod(importer *im, node_io *io) {
  * lower position first among equal ones, and their positions: k rounds of
  * ts_onnx_arg_extreme, each taking its pick out of the next; the values gathered
  * at the positions (GatherElements: the gradient reaches x there), the
- * positions an i64 graph tensor (ONNX's int64), exact. */
+ * positions an i64 graph tensor (ONNX's int64), exact. An integer x is
+ * compared exactly, each pick left out of the next by a bool mask (a
+ * value equal to the lowest one is never taken twice). */
 ts_status ts_onnx_op_topk(importer *im, node_io *io) {
     ts_status st = TS_OK;
     ts_tensor *x = ts_onnx_as_tensor(im, io->in[0], &st);
