@@ -40,7 +40,7 @@ equal onnxruntime's exactly, in its type:
               the test checks too); ArgMax, ArgMin and TopK of values
               that differ by 1 past 2^53
   elementwise Abs, Neg, Sign, Relu, Clip with int64 bounds, Pow by
-              constant exponents and PRelu of int64 tensors
+              constant exponents, CumProd and PRelu of int64 tensors
 Run by tests/test_onnx_int64.sh (the real-model venv: onnx, onnxruntime)."""
 import sys
 import tempfile
@@ -480,6 +480,16 @@ def test_elementwise():
                  ints(three=3, zero=0) + [numpy_helper.from_array(np.array(2.0, np.float32), "two")])
     _, want, got = both(m, {"x": X})
     for name, w, o in zip(["Pow x^3", "Pow x^2.0", "Pow x^0"], want, got):
+        same(name + " of int64 (wrapping)", w, o)
+    # CumProd (opset 26), wrapping as onnxruntime's
+    nodes = [node("CumProd", ["x", "one"], ["cumprod"]), node("CumProd", ["x", "one"], ["cumprod_er"], exclusive=1, reverse=1)]
+    g = helper.make_graph(nodes, "g", [vi("x", I64, [3, 4])], [], initializer=ints(one=1))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 26)])
+    m.ir_version = 10
+    infos = {v.name: v for v in onnx.shape_inference.infer_shapes(m).graph.value_info}
+    m.graph.output.extend([infos["cumprod"], infos["cumprod_er"]])
+    _, want, got = both(m, {"x": X})
+    for name, w, o in zip(["CumProd", "CumProd exclusive reverse"], want, got):
         same(name + " of int64 (wrapping)", w, o)
     # PRelu (onnxruntime's int64 PRelu goes through floats): against ONNX's reference
     m = inferred([node("PRelu", ["x", "slope"], ["prelu"])], [vi("x", I64, [3, 4])], ["prelu"], ints(slope=[3, -1, 2**40, 1]))

@@ -261,25 +261,32 @@ void ts_onnx_fill_value(const void *ctx, float *v) {
  * each multiplying in the products `shift` places back (ones shifted in),
  * after x is shifted by one (exclusive) and flipped (reverse, a Gather of
  * the reversed positions, flipped back after). Muls, slices and concats:
- * the gradient is theirs. */
+ * the gradient is theirs. An integer x: the same with integer Muls,
+ * exactly, wrapping as its type does. */
 ts_status ts_onnx_op_cumprod(importer *im, node_io *io) {
     ts_tensor *x0, *x;
     int axis = 0, exclusive, reverse;
     ts_status st = cum_args(im, io, &x0, &x, &axis, &exclusive, &reverse);
     if (st) return st;
+    bool integer = is_int_tensor(x0); /* integers: exactly, wrapping in their dtype (integer Muls, ones of it) */
+    if (integer) x = x0;
     int64_t n = x->shape.d[axis];
     ts_graph *g = im->g;
     ts_shape os = x->shape;
     os.d[axis] = n;
-    ts_tensor *ones = ts_onnx_computed_constant(im, "Ones", &os, ts_onnx_fill_value, &(value_ctx){ts_shape_numel(&os), 1.0f}, &st);
-    if (!ones) return st;
+    ts_tensor *one = integer ? ts_onnx_int_scalar_like(im, x, 1, &st) : NULL;
+    ts_tensor *ones = integer ? (one ? ts_binary(g, "Add", ts_binary(g, "Sub", x, x), one) : NULL)
+                              : ts_onnx_computed_constant(im, "Ones", &os, ts_onnx_fill_value, &(value_ctx){ts_shape_numel(&os), 1.0f}, &st);
+    if (!ones) return st ? st : ts_graph_status(g);
     if (reverse && n > 1 && !(x = ts_onnx_strided(im, x, axis, n - 1, n, -1, &st))) return st;
     if (exclusive) x = n == 1 ? ones : ts_concat(g, (ts_tensor *[]){ts_slice(g, ones, axis, 0, 1), ts_slice(g, x, axis, 0, n - 1)}, 2, axis);
-    for (int64_t shift = 1; x && shift < n; shift *= 2)
-        x = ts_mul(g, x, ts_concat(g, (ts_tensor *[]){ts_slice(g, ones, axis, 0, shift), ts_slice(g, x, axis, 0, n - shift)}, 2, axis));
+    for (int64_t shift = 1; x && shift < n; shift *= 2) {
+        ts_tensor *back = ts_concat(g, (ts_tensor *[]){ts_slice(g, ones, axis, 0, shift), ts_slice(g, x, axis, 0, n - shift)}, 2, axis);
+        x = integer ? ts_binary(g, "Mul", x, back) : ts_mul(g, x, back);
+    }
     if (!x) return ts_graph_status(g);
     if (reverse && n > 1 && !(x = ts_onnx_strided(im, x, axis, n - 1, n, -1, &st))) return st;
-    return ts_onnx_built(im, ts_onnx_as_dtype_of(im, x, x0), &io->out[0]);
+    return ts_onnx_built(im, integer ? x : ts_onnx_as_dtype_of(im, x, x0), &io->out[0]);
 }
 
 /* TopK with a constant k (input 1; opset 1's attribute): along `axis`
