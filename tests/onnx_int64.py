@@ -40,7 +40,8 @@ equal onnxruntime's exactly, in its type:
               the test checks too); ArgMax, ArgMin and TopK of values
               that differ by 1 past 2^53
   elementwise Abs, Neg, Sign, Relu, Clip with int64 bounds, Pow by
-              constant exponents, CumProd and PRelu of int64 tensors
+              constant exponents, MatMul, CumProd and PRelu of int64
+              tensors
 Run by tests/test_onnx_int64.sh (the real-model venv: onnx, onnxruntime)."""
 import sys
 import tempfile
@@ -481,6 +482,16 @@ def test_elementwise():
     _, want, got = both(m, {"x": X})
     for name, w, o in zip(["Pow x^3", "Pow x^2.0", "Pow x^0"], want, got):
         same(name + " of int64 (wrapping)", w, o)
+    # MatMul of int64 tensors (2-D, batched with broadcast batch dims, 1-D), wrapping as onnxruntime's
+    w = np.array([[3, -1], [2**40 + 1, 7], [-(BIG + 1), 1]], np.int64)
+    m = inferred([node("MatMul", ["x3", "w"], ["mm"]), node("MatMul", ["xb", "w"], ["mm_batched"]), node("MatMul", ["v", "w"], ["mm_vec"]),
+                  node("MatMul", ["x3", "v"], ["mm_mat_vec"])],
+                 [vi("x3", I64, [2, 3]), vi("xb", I64, [2, 2, 3]), vi("v", I64, [3])], ["mm", "mm_batched", "mm_vec", "mm_mat_vec"],
+                 [numpy_helper.from_array(w, "w")])
+    feeds = {"x3": X[:2, :3].copy(), "xb": X[:, :3][[0, 1, 2, 0]].reshape(2, 2, 3), "v": X[2, 1:].copy()}
+    _, want, got = both(m, feeds)
+    for name, w_, o in zip(["MatMul", "MatMul batched", "MatMul of a vector", "MatMul by a vector"], want, got):
+        same(name + " of int64 (wrapping)", w_, o)
     # CumProd (opset 26), wrapping as onnxruntime's
     nodes = [node("CumProd", ["x", "one"], ["cumprod"]), node("CumProd", ["x", "one"], ["cumprod_er"], exclusive=1, reverse=1)]
     g = helper.make_graph(nodes, "g", [vi("x", I64, [3, 4])], [], initializer=ints(one=1))
