@@ -215,9 +215,11 @@ TS_API ts_status ts_parse_size(const char *text, uint64_t *bytes);
 /* Graph tensors are f32, i32, i64 or bool, or bf16 / f16 where a cast
  * (ts_cast) or a model's precision (ts_options_set_precision) makes them.
  * i64 tensors hold every int64 value exactly (inputs, constants, ts_cast,
- * the integer ops of ts_binary and ts_unary, ts_cumsum, and the ops that
- * move values: reshape, flatten, permute, slice, concat, gather's data,
- * where's a and b). bool tensors hold false and true: inputs (fed
+ * the integer ops of ts_binary and ts_unary, ts_cumsum, ts_reduce_int
+ * (and ts_reduce_sum, _mean, _max of them), and the ops that move values:
+ * reshape, flatten, permute, slice, concat, gather's data,
+ * gather_elements' data, pad (its constant border 0), where's a and
+ * b). bool tensors hold false and true: inputs (fed
  * one-byte bool arrays, numpy's bool, or integer arrays of 0 and 1) and
  * constants (TS_BOOL arrays, a byte an element), the comparisons and
  * predicates of ts_binary and ts_unary, And, Or, Xor and Not, ts_cast to
@@ -456,10 +458,12 @@ TS_API ts_tensor *ts_concat(ts_graph *g, ts_tensor *const *xs, int n, int dim);
  * `value`, x mirrored without repeating its edge, x's edge repeated, x
  * wrapped around. */
 typedef enum ts_pad_mode { TS_PAD_CONSTANT = 0, TS_PAD_REFLECT, TS_PAD_EDGE, TS_PAD_WRAP } ts_pad_mode;
-/* x (f32) padded along each dim d by pads[d] elements before and
+/* x padded along each dim d by pads[d] elements before and
  * pads[ndim + d] after (ONNX's order; a negative pad crops); `value` fills
  * the border in TS_PAD_CONSTANT and is ignored otherwise. The gradient of
- * each element of x sums the output elements that read it. */
+ * each element of x sums the output elements that read it. x may be i32,
+ * i64 or bool, kept exactly, its constant border 0 (another value is
+ * TS_ERR_INVALID_ARGUMENT: pad x - v and add v back with ts_binary). */
 TS_API ts_tensor *ts_pad(ts_graph *g, ts_tensor *x, const int64_t *pads, ts_pad_mode mode, float value);
 /* cond (bool, or i32 or f32 where non-zero is true) ? a : b, all three
  * broadcast together; a and b of one dtype (f32, i32, i64 or bool), the
@@ -469,10 +473,18 @@ TS_API ts_tensor *ts_where(ts_graph *g, ts_tensor *cond, ts_tensor *a, ts_tensor
  * broadcast to x, is true. */
 TS_API ts_tensor *ts_masked_fill(ts_graph *g, ts_tensor *x, ts_tensor *mask, float value);
 /* Reductions over the n_axes given axes (keepdim: they stay as 1). Max's
- * gradient goes to every element equal to the maximum. */
+ * gradient goes to every element equal to the maximum. Of an i32 or i64
+ * tensor they are ts_reduce_int's Sum, Mean and Max. */
 TS_API ts_tensor *ts_reduce_sum(ts_graph *g, ts_tensor *x, int n_axes, const int *axes, int keepdim);
 TS_API ts_tensor *ts_reduce_mean(ts_graph *g, ts_tensor *x, int n_axes, const int *axes, int keepdim);
 TS_API ts_tensor *ts_reduce_max(ts_graph *g, ts_tensor *x, int n_axes, const int *axes, int keepdim);
+/* A reduction of an i32 or i64 tensor over the n_axes given axes, exactly,
+ * in its dtype: op "Sum", "Mean", "Max", "Min", "Prod", "SumSquare" (the
+ * sum of squares) or "L1" (of absolute values), computed in int64 and
+ * wrapped as the integer type wraps (numpy's, and ONNX's reference
+ * reductions); Mean is the exact mean truncated toward zero (it never
+ * overflows). No gradient. */
+TS_API ts_tensor *ts_reduce_int(ts_graph *g, const char *op, ts_tensor *x, int n_axes, const int *axes, int keepdim);
 /* ts_cross_entropy over logits [N,...,V] and labels [N,...]; labels equal
  * to ignore_index count neither in the loss nor in the mean. */
 TS_API ts_tensor *ts_cross_entropy_ignore(ts_graph *g, ts_tensor *logits, ts_tensor *labels, int32_t ignore_index);
@@ -530,6 +542,7 @@ TS_API ts_tensor *ts_cross_entropy_ignore(ts_graph *g, ts_tensor *logits, ts_ten
 #define ts_reduce_sum(g, ...) ts_reduce_sum(TS_AT_(g), __VA_ARGS__)
 #define ts_reduce_mean(g, ...) ts_reduce_mean(TS_AT_(g), __VA_ARGS__)
 #define ts_reduce_max(g, ...) ts_reduce_max(TS_AT_(g), __VA_ARGS__)
+#define ts_reduce_int(g, ...) ts_reduce_int(TS_AT_(g), __VA_ARGS__)
 #define ts_cross_entropy_ignore(g, ...) ts_cross_entropy_ignore(TS_AT_(g), __VA_ARGS__)
 #endif
 

@@ -115,6 +115,7 @@ OPS = {
     "reduce_sum": ("ts_reduce_sum", "x:T axes:NI keepdim:I=0"),
     "reduce_mean": ("ts_reduce_mean", "x:T axes:NI keepdim:I=0"),
     "reduce_max": ("ts_reduce_max", "x:T axes:NI keepdim:I=0"),
+    "reduce_int": ("ts_reduce_int", "op:S x:T axes:NI keepdim:I=0"),
     "cross_entropy_ignore": ("ts_cross_entropy_ignore",
                              "logits:T labels:T ignore_index:I32=-100"),
     "stop_gradient": ("ts_stop_gradient", "x:T"),
@@ -249,6 +250,10 @@ OP_DOCS = {
     "reduce_mean": "The mean over `axes` (keepdim=1 keeps them as size 1).",
     "reduce_max": "The maximum over `axes` (keepdim=1 keeps them as size 1); its gradient goes "
                   "to every element equal to the maximum.",
+    "reduce_int": "The reduction `op` (Sum, Mean, Max, Min, Prod, SumSquare, L1) of an int32 or "
+                  "int64 tensor over `axes`, exactly in its dtype (wrapping as numpy's int64 does; "
+                  "Mean the exact mean toward zero); no gradient. reduce_sum, reduce_mean and "
+                  "reduce_max of an integer tensor are its Sum, Mean and Max.",
     "cross_entropy_ignore": "cross_entropy over logits [N, ..., V] and labels [N, ...], where "
                             "labels equal to ignore_index count neither in the loss nor in the mean.",
 }
@@ -776,7 +781,8 @@ class Graph:
         a negative pad crops); `mode` "constant" (filled with `value`),
         "reflect" (mirrored without repeating the edge), "edge" (the edge
         repeated) or "wrap". Each element's gradient sums the outputs that
-        read it."""
+        read it. An int32, int64 or bool x keeps its dtype and values, its
+        constant border 0 (pad x - v and add v back for another)."""
         if not isinstance(x, Tensor):
             raise TypeError(f"pad: expected a tensorscope Tensor, got {type(x).__name__}")
         if mode not in self._PAD_MODES:

@@ -133,6 +133,7 @@ typedef enum ts_op {
                          * attr[1] = 1: indices (i32 out, saturated, NaN INT32_MIN: one out of int32 stays out of any range, for the run's check) */
     TS_OP_INT_ARITH,    /* in: a, b of one integer dtype (broadcast; Neg and Abs read a); attr[0]: the ts_int_kind; out: a's dtype, bool for the comparisons */
     TS_OP_INT_CUMSUM,   /* in: x i32 or i64; attr[0]: the axis, attr[1]: exclusive, attr[2]: reverse */
+    TS_OP_INT_REDUCE,   /* in: x i32 or i64; attr[0]: the axes (bit d: dim d), attr[1]: keepdim, attr[2]: the ts_int_reduce_kind; out: x's dtype */
     TS_OP_COUNT
 } ts_op;
 
@@ -144,6 +145,14 @@ typedef enum ts_int_kind {
     TS_INT_ADD, TS_INT_SUB, TS_INT_MUL, TS_INT_DIV, TS_INT_FLOOR_DIV, TS_INT_MOD, TS_INT_FMOD, TS_INT_MIN, TS_INT_MAX,
     TS_INT_EQUAL, TS_INT_LESS, TS_INT_LESS_EQUAL, TS_INT_GREATER, TS_INT_GREATER_EQUAL, TS_INT_NEG, TS_INT_ABS, TS_INT_COUNT
 } ts_int_kind;
+
+/* TS_OP_INT_REDUCE's attr[2] (ts_reduce_int's names, in this order):
+ * computed in int64, sums and products wrapping, the result wrapped to
+ * the tensor's width; Mean the exact mean truncated toward zero
+ * (graph/int_math.h) */
+typedef enum ts_int_reduce_kind {
+    TS_INT_RED_SUM, TS_INT_RED_MEAN, TS_INT_RED_MAX, TS_INT_RED_MIN, TS_INT_RED_PROD, TS_INT_RED_SUM_SQUARE, TS_INT_RED_L1, TS_INT_RED_COUNT
+} ts_int_reduce_kind;
 
 /* TS_OP_BITWISE's attr[0] (ts_bitwise's op names, in this order) */
 typedef enum ts_bitwise_kind {

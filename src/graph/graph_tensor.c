@@ -244,6 +244,10 @@ ts_tensor *ts_transpose(ts_graph *g, ts_tensor *x, int dim0, int dim1) {
 ts_tensor *ts_pad(ts_graph *g, ts_tensor *x, const int64_t *pads, ts_pad_mode mode, float value) {
     if (!g || g->sticky) return NULL;
     if (!x || !pads) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_pad: %s is NULL", x ? "pads" : "input (an earlier builder call failed?)");
+    /* an integer tensor's cells are moved as they are, the border's too: its constant is 0 */
+    if ((is_int(x) || x->dtype == TS_BOOL) && mode == TS_PAD_CONSTANT && value != 0.0f)
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_pad: '%s' is %s, whose constant border is 0, not %g (pad x - v and add v "
+                             "back with ts_binary: exact, as the integer type wraps)", x->name, ts_dtype_name(x->dtype), (double)value);
     attrs p = {.iparam = (int)mode, .fparam = value};
     for (int d = 0; d < x->shape.ndim; d++) {
         int64_t b = pads[d], e = pads[x->shape.ndim + d];
@@ -298,7 +302,11 @@ ts_tensor *ts_attention(ts_graph *g, ts_tensor *q, ts_tensor *k, ts_tensor *v, t
     return node(g, TS_OP_ATTENTION, unfused ? 5 : 4, (const ts_tensor *[]){q, k, v, mask, unfused}, &(attrs){.fattr = {scale}});
 }
 
-static ts_tensor *reduce(ts_graph *g, ts_op op, const char *what, ts_tensor *x, int n_axes, const int *axes, int keepdim) {
+static const char *const int_reduce_kinds[TS_INT_RED_COUNT] = {"Sum", "Mean", "Max", "Min", "Prod", "SumSquare", "L1"};
+
+/* op over the axes (bit d of the mask: dim d); an i32 or i64 x:
+ * TS_OP_INT_REDUCE of `kind` (ts_int_reduce_kind) */
+static ts_tensor *reduce(ts_graph *g, ts_op op, int kind, const char *what, ts_tensor *x, int n_axes, const int *axes, int keepdim) {
     if (!g || g->sticky) return NULL;
     if (n_axes < 1 || !axes) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: give at least one axis (ts_sum / ts_mean reduce everything)", what);
     int64_t mask = 0;
@@ -308,17 +316,34 @@ static ts_tensor *reduce(ts_graph *g, ts_op op, const char *what, ts_tensor *x, 
         if ((mask >> d) & 1) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: axis %d is given twice", what, axes[i]);
         mask |= (int64_t)1 << d;
     }
+    if (is_int(x)) {
+        int64_t arg[4] = {mask, keepdim != 0, kind, x->dtype};
+        return ts_graph_add_node(g, TS_OP_INT_REDUCE, (const ts_tensor *[]){x}, 1, NULL, set_int_node, arg);
+    }
+    if (op == TS_OP_COUNT)
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: '%s' is %s; %s reduces i32 and i64 tensors (ts_reduce_sum, ts_reduce_mean "
+                             "and ts_reduce_max take f32)", what, x->name, ts_dtype_name(x->dtype), what);
     return unary(g, op, x, &(attrs){.attr = {mask, keepdim != 0}});
 }
 
 ts_tensor *ts_reduce_sum(ts_graph *g, ts_tensor *x, int n, const int *axes, int keepdim) {
-    return reduce(g, TS_OP_REDUCE_SUM_AXES, "ts_reduce_sum", x, n, axes, keepdim);
+    return reduce(g, TS_OP_REDUCE_SUM_AXES, TS_INT_RED_SUM, "ts_reduce_sum", x, n, axes, keepdim);
 }
 ts_tensor *ts_reduce_mean(ts_graph *g, ts_tensor *x, int n, const int *axes, int keepdim) {
-    return reduce(g, TS_OP_REDUCE_MEAN_AXES, "ts_reduce_mean", x, n, axes, keepdim);
+    return reduce(g, TS_OP_REDUCE_MEAN_AXES, TS_INT_RED_MEAN, "ts_reduce_mean", x, n, axes, keepdim);
 }
 ts_tensor *ts_reduce_max(ts_graph *g, ts_tensor *x, int n, const int *axes, int keepdim) {
-    return reduce(g, TS_OP_REDUCE_MAX_AXES, "ts_reduce_max", x, n, axes, keepdim);
+    return reduce(g, TS_OP_REDUCE_MAX_AXES, TS_INT_RED_MAX, "ts_reduce_max", x, n, axes, keepdim);
+}
+ts_tensor *ts_reduce_int(ts_graph *g, const char *op, ts_tensor *x, int n, const int *axes, int keepdim) {
+    if (!g || g->sticky) return NULL;
+    int kind = 0;
+    while (kind < TS_INT_RED_COUNT && (!op || strcmp(op, int_reduce_kinds[kind]) != 0)) kind++;
+    if (kind == TS_INT_RED_COUNT)
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_reduce_int: '%s' is no integer reduction; use Sum, Mean, Max, Min, Prod, "
+                             "SumSquare or L1", op ? op : "(null)");
+    if (!x) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_reduce_int: input is NULL (an earlier builder call failed?)");
+    return reduce(g, TS_OP_COUNT, kind, "ts_reduce_int", x, n, axes, keepdim);
 }
 
 ts_tensor *ts_cross_entropy_ignore(ts_graph *g, ts_tensor *logits, ts_tensor *labels, int32_t ignore_index) {

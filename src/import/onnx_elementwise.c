@@ -64,6 +64,24 @@ static ts_status binary_family(importer *im, const char *op, value *a, value *b,
     return ts_onnx_built(im, strcmp(op, "Sum") == 0 ? ts_add(im->g, ta, tb) : ts_binary(im->g, op, ta, tb), out);
 }
 
+/* x^e of an integer graph tensor x by a constant whole exponent e >= 0
+ * (a one-element initializer too, a setting), exactly in x's dtype, wrapping as onnxruntime's and numpy's integer
+ * power: square and multiply, log2(e) integer Muls. NULL (no error) where
+ * e is none such. */
+static ts_tensor *int_pow(importer *im, ts_tensor *x, value *e, ts_status *st) {
+    double d;
+    if (!is_int_tensor(x) || !ts_onnx_setting_scalar(im, e, &d, st) || !(d >= 0 && d <= 0x1p62 && d == floor(d))) return NULL;
+    ts_graph *g = im->g;
+    ts_tensor *y = ts_onnx_int_scalar_like(im, x, 1, st), *sq = x;
+    for (uint64_t k = (uint64_t)d; y && sq && k; k >>= 1) {
+        if (k & 1u) y = ts_binary(g, "Mul", y, sq);
+        if (k > 1) sq = ts_binary(g, "Mul", sq, sq);
+    }
+    if (y && y->shape.ndim < x->shape.ndim) y = ts_binary(g, "Add", y, ts_binary(g, "Sub", x, x)); /* x^0: ones of x's shape */
+    if ((!y || !sq) && !*st) *st = ts_graph_status(g);
+    return y;
+}
+
 /* Elementwise binary ops: folded on constants; Add/Sub/Mul on graph
  * tensors when one side's shape is a suffix of the other's (the rest of
  * NumPy broadcasting comes with the broadcasting ops). */
@@ -104,6 +122,8 @@ ts_status ts_onnx_op_binary(importer *im, node_io *io) {
     if (strcmp(op, "Mul") == 0 && ts_onnx_const_scalar(a, &s) && b->t) return ts_onnx_built(im, ts_scale(im->g, b->t, (float)s), &io->out[0]);
     if (strcmp(op, "Div") == 0 && ts_onnx_const_scalar(b, &s) && a->t && s != 0.0)
         return ts_onnx_built(im, ts_scale(im->g, a->t, (float)(1.0 / s)), &io->out[0]);
+    ts_tensor *p = strcmp(op, "Pow") == 0 && a->t ? int_pow(im, a->t, b, &st) : NULL;
+    if (p || st) return p ? ts_onnx_built(im, p, &io->out[0]) : st;
     if (strcmp(op, "Pow") == 0 && ts_onnx_const_scalar(b, &s) && a->t && a->t->dtype == TS_F32)
         return ts_onnx_built(im, ts_pow(im->g, a->t, (float)s), &io->out[0]);
     /* x ** c with c a one-element float initializer: a constant exponent,
@@ -134,6 +154,14 @@ ts_status ts_onnx_op_unary(importer *im, node_io *io) {
     if (is_const(x) && !x->param) return ts_onnx_fold_result(im, ts_const_unary(op, &x->c, &io->out[0].c));
     ts_status st = TS_OK;
     ts_tensor *t = ts_onnx_as_tensor(im, x, &st);
+    /* integers: Neg, Abs (wrapping: -INT64_MIN is INT64_MIN) and Relu
+     * (Max with 0) exactly, in their dtype */
+    if (t && is_int_tensor(t) && (strcmp(op, "Neg") == 0 || strcmp(op, "Abs") == 0))
+        return ts_onnx_built(im, ts_unary(im->g, op, t, 0.0f, 0.0f), &io->out[0]);
+    if (t && is_int_tensor(t) && strcmp(op, "Relu") == 0) {
+        ts_tensor *zero = ts_onnx_int_scalar_like(im, t, 0, &st);
+        return zero ? ts_onnx_built(im, ts_binary(im->g, "Max", t, zero), &io->out[0]) : st;
+    }
     if (t && !(t->dtype == TS_BOOL && strcmp(op, "Not") == 0)) t = ts_onnx_f32_of(im, t, &st); /* Not of a bool: as it is */
     if (!t) return st;
     if (strcmp(op, "Relu") == 0) return ts_onnx_built(im, ts_relu(im->g, t), &io->out[0]);
@@ -277,9 +305,16 @@ ts_status ts_onnx_op_where(importer *im, node_io *io) {
 ts_status ts_onnx_op_composed_unary(importer *im, node_io *io) {
     const char *op = im->node->op_type;
     ts_status st = TS_OK;
-    ts_tensor *x = as_f32(im, io->in[0], &st), *y;
-    if (!x) return st;
     ts_graph *g = im->g;
+    ts_tensor *x = ts_onnx_as_tensor(im, io->in[0], &st), *y;
+    if (x && is_int_tensor(x) && strcmp(op, "Sign") == 0) { /* integers: (x > 0) - (x < 0) in their dtype */
+        ts_tensor *zero = ts_onnx_int_scalar_like(im, x, 0, &st);
+        if (!zero) return st;
+        y = ts_binary(g, "Sub", ts_cast(g, ts_binary(g, "Greater", x, zero), x->dtype), ts_cast(g, ts_binary(g, "Less", x, zero), x->dtype));
+        return ts_onnx_built(im, y, &io->out[0]);
+    }
+    x = ts_onnx_f32_of(im, x, &st);
+    if (!x) return st;
     if (strcmp(op, "Celu") == 0) {
         float a = (float)ts_onnx_attr_f(im, "alpha", 1.0);
         if (!(a != 0.0f) || !isfinite(a)) return ts_onnx_node_error(im, TS_ERR_FORMAT, "attribute 'alpha' is %g; Celu needs a finite non-zero alpha", a);
@@ -312,9 +347,20 @@ ts_status ts_onnx_op_composed_unary(importer *im, node_io *io) {
  * the bounds, ends included. */
 ts_status ts_onnx_op_clip(importer *im, node_io *io) {
     ts_status st = TS_OK;
-    ts_tensor *y = as_f32(im, io->in[0], &st), *b[2] = {NULL, NULL};
-    if (!y) return st;
+    ts_tensor *y = ts_onnx_as_tensor(im, io->in[0], &st), *b[2] = {NULL, NULL};
     static const char *const names[2] = {"min", "max"};
+    if (y && is_int_tensor(y) && since(im, 11)) { /* integers within integer bounds (Max, then Min), exactly in their dtype */
+        for (int k = 0; k < 2 && y; k++) {
+            if (io->n_in <= k + 1 || !io->in[k + 1]) continue;
+            if (!(b[k] = ts_onnx_int_like(im, io->in[k + 1], y, &st)))
+                return st ? st : ts_onnx_node_error(im, TS_ERR_FORMAT, "its %s ('%s') is no integer; an integer input takes bounds of its type",
+                                                    names[k], io->in[k + 1]->name);
+            y = ts_binary(im->g, k ? "Min" : "Max", y, b[k]);
+        }
+        return ts_onnx_built(im, y, &io->out[0]);
+    }
+    y = ts_onnx_f32_of(im, y, &st);
+    if (!y) return st;
     for (int k = 0; k < 2; k++) {
         double v;
         if (!since(im, 11)) {
@@ -332,12 +378,21 @@ ts_status ts_onnx_op_clip(importer *im, node_io *io) {
 }
 
 /* PRelu: relu(x) - slope relu(-x), slope broadcast to x (numpy's rules);
- * an initializer slope is a parameter that trains. */
+ * an initializer slope is a parameter that trains. An integer x with an
+ * integer slope: Max(x, 0) + Min(x, 0) * slope, exactly in its dtype. */
 ts_status ts_onnx_op_prelu(importer *im, node_io *io) {
     ts_status st = TS_OK;
-    ts_tensor *x = as_f32(im, io->in[0], &st), *slope = x ? as_f32(im, io->in[1], &st) : NULL;
-    if (!slope) return st;
     ts_graph *g = im->g;
+    ts_tensor *x = ts_onnx_as_tensor(im, io->in[0], &st), *slope = NULL;
+    if (x && is_int_tensor(x) && !io->in[1]->param && (slope = ts_onnx_int_like(im, io->in[1], x, &st))) {
+        ts_tensor *zero = ts_onnx_int_scalar_like(im, x, 0, &st);
+        if (!zero) return st;
+        return ts_onnx_built(im, ts_binary(g, "Add", ts_binary(g, "Max", x, zero), ts_binary(g, "Mul", ts_binary(g, "Min", x, zero), slope)),
+                             &io->out[0]);
+    }
+    if (st) return st;
+    x = ts_onnx_f32_of(im, x, &st), slope = x ? as_f32(im, io->in[1], &st) : NULL;
+    if (!slope) return st;
     return ts_onnx_built(im, ts_sub(g, ts_relu(g, x), ts_mul(g, ts_relu(g, ts_scale(g, x, -1.0f)), slope)), &io->out[0]);
 }
 

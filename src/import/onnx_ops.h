@@ -185,6 +185,8 @@ ts_status ts_onnx_attr_int_list(const importer *im, const char *name, int64_t lo
 ts_tensor *ts_onnx_f32_of(importer *im, ts_tensor *t, ts_status *st);
 ts_tensor *ts_onnx_i64_of(importer *im, value *v, ts_status *st);
 ts_tensor *ts_onnx_i64_scalar(importer *im, int64_t k, ts_status *st);
+ts_tensor *ts_onnx_int_scalar_like(importer *im, const ts_tensor *like, int64_t k, ts_status *st);
+ts_tensor *ts_onnx_int_like(importer *im, value *v, const ts_tensor *like, ts_status *st);
 ts_tensor *ts_onnx_broadcast_to(importer *im, ts_tensor *x, const ts_shape *to, ts_status *st);
 ts_tensor *ts_onnx_repeated(importer *im, ts_tensor *sample, const ts_shape *to, ts_status *st);
 ts_tensor *ts_onnx_sample_of(importer *im, value *v, int64_t batch, ts_status *st);

@@ -11,6 +11,7 @@
 
 extern "C" {
 #include "graph/ops.h"
+#include "graph/ops_tensor.h"
 }
 
 #include <cuda_bf16.h>
@@ -671,6 +672,24 @@ void ts_cu_fwd_int_cumsum(const ts_kctx *k) {
     if (outer * inner <= 0 || n <= 0) return;
     int_cumsum_kernel<<<ts_cu_blocks(outer * inner), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, cells_kind(k->out_dtype), int_input(k, 0), outer, n,
                                                                                          inner, k->node->attr[1] != 0, k->node->attr[2] != 0);
+    ts_cu_check(cudaGetLastError(), op_name(k));
+}
+
+/* one thread an output element, folding its reduced elements in the CPU's order */
+__global__ void int_reduce_kernel(void *y, int to, int_cells x, ts_shape in, ts_shape kept, int kind, int64_t n, int64_t m) {
+    TS_CU_FOR(o, n) {
+        ts_int_fold f = ts_int_reduce_first(kind);
+        for (int64_t j = 0; j < m; j++) f = ts_int_reduce_step(kind, f, int_at(x, ts_int_reduce_at(&in, &kept, o, j)), m);
+        int_put(y, to, o, ts_int_reduce_last(kind, f, to == 0));
+    }
+}
+
+void ts_cu_fwd_int_reduce(const ts_kctx *k) {
+    ts_shape r = ts_reduce_kept_shape(k->node, &k->in_shape[0]);
+    int64_t n = ts_shape_numel(&r), m = n ? numel_in0(k) / n : 0;
+    if (n <= 0) return;
+    int_reduce_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, cells_kind(k->out_dtype), int_input(k, 0), k->in_shape[0], r,
+                                                                             (int)k->node->attr[2], n, m);
     ts_cu_check(cudaGetLastError(), op_name(k));
 }
 
