@@ -76,8 +76,8 @@ TS_INT_FN int64_t ts_int_arith(int kind, int64_t a, int64_t b) {
 }
 
 /* ts_int_arith in the declared integer type `type` (a ts_dtype: the
- * values' type, as TS_OP_INT_ARITH's attr[1] gives it; TS_I32, TS_I64 or
- * TS_F32, 0, for none: the held values as they are). A uint64's bits are
+ * values' type, as TS_OP_INT_ARITH's attr[1] gives it; TS_I64 or TS_F32,
+ * 0, for none: the held values as they are). A uint64's bits are
  * read unsigned by Div, FloorDiv, Mod, FMod, Min, Max and the comparisons
  * (2^64-1 is past 2^63, not -1); Abs of an unsigned type is the value;
  * every other result is ts_int_arith's, Add, Sub, Mul and Neg being the
