@@ -217,7 +217,9 @@ TS_API ts_status ts_parse_size(const char *text, uint64_t *bytes);
  * i64 tensors hold every int64 value exactly (inputs, constants, ts_cast,
  * the integer ops of ts_binary and ts_unary, ts_cumsum, and the ops that
  * move values: reshape, flatten, permute, slice, concat, gather's data,
- * where's a and b). bool tensors hold false and true: inputs (fed
+ * where's a and b), and every uint32 and uint64 value (a uint64 as its
+ * bits, 2^64-1 as -1: TS_U32 and TS_U64 inputs, ts_cast to them), which
+ * ts_binary_typed and ts_cast_typed compute on as unsigned. bool tensors hold false and true: inputs (fed
  * one-byte bool arrays, numpy's bool, or integer arrays of 0 and 1) and
  * constants (TS_BOOL arrays, a byte an element), the comparisons and
  * predicates of ts_binary and ts_unary, And, Or, Xor and Not, ts_cast to
