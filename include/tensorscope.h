@@ -219,7 +219,9 @@ TS_API ts_status ts_parse_size(const char *text, uint64_t *bytes);
  * (and ts_reduce_sum, _mean, _max of them), and the ops that move values:
  * reshape, flatten, permute, slice, concat, gather's data,
  * gather_elements' data, pad (its constant border 0), where's a and
- * b). bool tensors hold false and true: inputs (fed
+ * b), and every uint32 and uint64 value (a uint64 as its bits, 2^64-1 as
+ * -1: TS_U32 and TS_U64 inputs, ts_cast to them), which ts_binary_typed
+ * and ts_cast_typed compute on as unsigned. bool tensors hold false and true: inputs (fed
  * one-byte bool arrays, numpy's bool, or integer arrays of 0 and 1) and
  * constants (TS_BOOL arrays, a byte an element), the comparisons and
  * predicates of ts_binary and ts_unary, And, Or, Xor and Not, ts_cast to
@@ -278,6 +280,11 @@ TS_API ts_status ts_scope_pop(ts_graph *g);
  * it with __FILE__/__LINE__ so every node knows where it was built. */
 TS_API ts_graph *ts_graph_at(ts_graph *g, const char *file, int line);
 
+/* A graph input of `dtype`: TS_F32, TS_I32, TS_I64, TS_BOOL, or TS_U32
+ * or TS_U64, held in i64 (ts_tensor_info says i64; a uint64 as its bits,
+ * 2^64-1 as -1): a run takes every value of the type (4294967295 for
+ * u32; a u64 array's values as their bits) and refuses any other, and
+ * its anchored values come back in the type. */
 TS_API ts_tensor *ts_input(ts_graph *g, const char *name, ts_dtype dtype, int ndim,
                            const int64_t *shape);
 /* A trainable parameter, zero-initialised; `name` is used as given. */
@@ -373,6 +380,17 @@ TS_API ts_tensor *ts_unary(ts_graph *g, const char *op, ts_tensor *x, float alph
  * Greater, GreaterOrEqual (bool out). A division or modulo by 0
  * gives 0 (numpy's). No gradient. */
 TS_API ts_tensor *ts_binary(ts_graph *g, const char *op, ts_tensor *a, ts_tensor *b);
+/* ts_binary's integer ops on two i32 or two i64 tensors whose values are
+ * of the integer type `type` (TS_I8, TS_I16, TS_I32, TS_I64, TS_U8,
+ * TS_U16, TS_U32 or TS_U64: their declared type; u32 and u64 values are
+ * held in i64, so i32 tensors of them are refused): a uint64's bits are
+ * read as the unsigned value by Div, FloorDiv, Mod, FMod, Min, Max and the
+ * comparisons (2^64-1 is greater than 1, 2^64-1 / 2 is 2^63-1); Abs of an
+ * unsigned type is the value; Add, Sub, Mul, Div, ... are wrapped to the
+ * type's width (uint32 4294967295 + 1 is 0, int8 100 + 100 is -56), as
+ * ONNX's integer ops wrap. The output has a's dtype (bool for the
+ * comparisons). No gradient. */
+TS_API ts_tensor *ts_binary_typed(ts_graph *g, const char *op, ts_tensor *a, ts_tensor *b, ts_dtype type);
 /* Bitwise ops on two i32 or two i64 tensors, broadcast by numpy's rules,
  * computed in the integer type `type` (TS_I8, TS_I16, TS_I32, TS_I64,
  * TS_U8, TS_U16, TS_U32 or TS_U64: the values' declared type) and wrapped
@@ -411,7 +429,8 @@ TS_API ts_tensor *ts_gather_elements(ts_graph *g, ts_tensor *data, ts_tensor *in
  * (held in i64; a uint64 as its bits, so an i64 is returned as it is):
  * an integer's value exactly, wrapped to the type (two's complement
  * truncation, as numpy's and ONNX's Cast: 300 as i8 is 44, -1 as u32 is
- * 4294967295), a float toward zero to int64 first; no gradient. To
+ * 4294967295), a float toward zero to int64 first (to u64, one in
+ * [2^63, 2^64) to its value's bits, one beyond to 2^64-1); no gradient. To
  * TS_BOOL from f32, i32 or i64: true where non-zero, NaN included
  * (numpy's astype(bool)); from bool to any of them: 1 or 0. The result is a bf16 / f16 tensor of x's
  * shape; on the CPU its values are held in f32 cells (ts_tensor_info
@@ -420,6 +439,13 @@ TS_API ts_tensor *ts_gather_elements(ts_graph *g, ts_tensor *data, ts_tensor *in
  * a 16-bit tensor's gradient is. What the rounding loses (values that
  * became 0 or Inf) is counted per run and shown by watches. */
 TS_API ts_tensor *ts_cast(ts_graph *g, ts_tensor *x, ts_dtype dtype);
+/* ts_cast of an i32 or i64 tensor whose values are of the integer type
+ * `from` (as ts_binary_typed's type): from TS_U64 to TS_F32, TS_BF16 or
+ * TS_F16 the bits are read as the unsigned value (2^64-1 is
+ * 1.8446744e19, rounded to nearest); every other cast is ts_cast's, the
+ * values as held being the values (a uint64's bits to i64, i32 or a
+ * narrower type wrap as ts_cast wraps). */
+TS_API ts_tensor *ts_cast_typed(ts_graph *g, ts_tensor *x, ts_dtype from, ts_dtype dtype);
 /* The running sum of an i32 or i64 tensor along `axis` (negative counts
  * from the end), exactly, wrapping as the type does: exclusive leaves
  * each element out of its own sum, reverse sums from the end (ONNX's
@@ -522,9 +548,11 @@ TS_API ts_tensor *ts_cross_entropy_ignore(ts_graph *g, ts_tensor *logits, ts_ten
 #define ts_gather(g, ...) ts_gather(TS_AT_(g), __VA_ARGS__)
 #define ts_gather_elements(g, ...) ts_gather_elements(TS_AT_(g), __VA_ARGS__)
 #define ts_cast(g, ...) ts_cast(TS_AT_(g), __VA_ARGS__)
+#define ts_cast_typed(g, ...) ts_cast_typed(TS_AT_(g), __VA_ARGS__)
 #define ts_cumsum(g, ...) ts_cumsum(TS_AT_(g), __VA_ARGS__)
 #define ts_unary(g, ...) ts_unary(TS_AT_(g), __VA_ARGS__)
 #define ts_binary(g, ...) ts_binary(TS_AT_(g), __VA_ARGS__)
+#define ts_binary_typed(g, ...) ts_binary_typed(TS_AT_(g), __VA_ARGS__)
 #define ts_bitwise(g, ...) ts_bitwise(TS_AT_(g), __VA_ARGS__)
 #define ts_gelu(g, ...) ts_gelu(TS_AT_(g), __VA_ARGS__)
 #define ts_embedding(g, ...) ts_embedding(TS_AT_(g), __VA_ARGS__)

@@ -24,6 +24,13 @@ equal onnxruntime's exactly, in its type:
   narrow      Cast of int64 and int32 values to int8, int16, uint8, uint16,
               uint32 and uint64 (wrapped: 300 as int8 is 44)
   variadic    Max and Min of int64 tensors and constants past 2^53
+  uint64      Div, Mod, the comparisons, Max, Min and Cast to float, double,
+              int64 and int32 of uint64 inputs and initializers past 2^63
+              (2^64-1, 2^63+5: read unsigned, not as negative int64), also
+              after a Reshape; the same folded on uint64 constants
+  uint32      uint32 inputs of every value (4294967295) through Add, Sub,
+              Mul (wrapping mod 2^32), Div, the comparisons, Max, Cast and
+              BitwiseNot; a fed -1 refused
   folds       integer folds exactly in int64: Add, Sub, Mul (wrapping),
               Div, Mod, Neg, Abs, Max, CumSum of int64 constants past 2^53, Range from
               2^62, ConstantOfShape of 2^62+1, Cast of constants to int8
@@ -279,6 +286,104 @@ def test_variadic():
         same(name, w, o)
 
 
+U64_EDGES = np.array([2**64 - 1, 2**63 + 5, 2**63, 7, 2**63 - 1, 0, 2**64 - 2**40, 3], np.uint64)
+
+
+def test_uint64():
+    """uint64 values past 2^63 (held in i64 as their bits) read unsigned."""
+    y = np.array([2, 2**63 + 5, 2**64 - 1, 2**63 + 1, 2**63, 5, 3, 2**64 - 2], np.uint64)
+    U64 = TensorProto.UINT64
+    ops = ["Div", "Mod", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Equal", "Max", "Min"]
+    nodes = [helper.make_node(op, ["x", "y"], [op.lower()]) for op in ops]
+    nodes += [helper.make_node("Cast", ["x"], ["f"], to=TensorProto.FLOAT),
+              helper.make_node("Cast", ["x"], ["d"], to=TensorProto.DOUBLE),
+              helper.make_node("Cast", ["x"], ["i"], to=TensorProto.INT64),
+              helper.make_node("Cast", ["x"], ["i32"], to=TensorProto.INT32),
+              helper.make_node("Div", ["x", "c"], ["divc"]),
+              helper.make_node("Less", ["c", "x"], ["lessc"]),
+              helper.make_node("Max", ["x", "y", "c"], ["max3"]),
+              helper.make_node("Reshape", ["x", "shape"], ["xr"]),
+              helper.make_node("Reshape", ["y", "shape"], ["yr"]),
+              helper.make_node("Greater", ["xr", "yr"], ["greater_moved"])]
+    outs = [vi(op.lower(), TensorProto.BOOL if op in ("Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Equal") else U64, [8])
+            for op in ops]
+    outs += [vi("f", TensorProto.FLOAT, [8]), vi("d", TensorProto.DOUBLE, [8]), vi("i", TensorProto.INT64, [8]),
+             vi("i32", TensorProto.INT32, [8]), vi("divc", U64, [8]), vi("lessc", TensorProto.BOOL, [8]),
+             vi("max3", U64, [8]), vi("greater_moved", TensorProto.BOOL, [2, 4])]
+    inits = [numpy_helper.from_array(np.array([2**63 + 3], np.uint64), "c"),
+             numpy_helper.from_array(np.array([2, 4], np.int64), "shape")]
+    m = model(nodes, [vi("x", U64, [8]), vi("y", U64, [8])], outs, inits, opset=13)
+    g, want, got = both(m, {"x": U64_EDGES, "y": y})
+    check(g.tensor("x").dtype == np.int64, "a uint64 input is an i64 graph tensor (its bits)")
+    names = [f"{op} of uint64 past 2^63" for op in ops] + ["Cast uint64 -> float", "Cast uint64 -> double",
+                                                          "Cast uint64 -> int64 (its bits)", "Cast uint64 -> int32 (wrapped)",
+                                                          "Div by a uint64 initializer past 2^63", "Less of a uint64 initializer",
+                                                          "Max of uint64 tensors and an initializer",
+                                                          "Greater of uint64 tensors after a Reshape"]
+    for name, w, o in zip(names, want, got):
+        same(name, w, o)
+
+
+def test_uint64_folds():
+    """uint64 constants past 2^63 folded at import: unsigned, as onnxruntime."""
+    U64 = TensorProto.UINT64
+    a = numpy_helper.from_array(np.array([2**64 - 1, 2**63 + 5, 6, 2**63], np.uint64), "a")
+    b = numpy_helper.from_array(np.array([2, 2**63 + 6, 2**63, 3], np.uint64), "b")
+    for op in ("Div", "Mod", "Min", "Max", "Less", "Greater"):
+        out_t = TensorProto.BOOL if op in ("Less", "Greater") else U64
+        nodes = [helper.make_node(op, ["a", "b"], ["k"])]
+        if out_t == U64:
+            nodes.append(helper.make_node("Add", ["r", "k"], ["y"]))
+        else:
+            nodes.append(helper.make_node("And", ["r", "k"], ["y"]))
+        m = model(nodes, [vi("r", out_t, [4])], [vi("y", out_t, [4])], [a, b], opset=13)
+        r = np.zeros(4, np.uint64) if out_t == U64 else np.ones(4, bool)
+        try:
+            _, want, got = both(m, {"r": r})
+            same(f"{op} of uint64 constants past 2^63, folded", want[0], got[0])
+        except Exception as e:
+            check(False, f"{op} of uint64 constants, folded: {type(e).__name__}: {e}")
+
+
+def test_uint32():
+    """uint32 inputs take every uint32 value and wrap mod 2^32."""
+    U32 = TensorProto.UINT32
+    x = np.array([4294967295, 2**31, 0, 7, 2**31 - 1, 4294967290], np.uint32)
+    y = np.array([1, 2**31, 5, 4294967295, 1, 10], np.uint32)
+    m = model([helper.make_node("Add", ["x", "y"], ["add"]),
+               helper.make_node("Sub", ["x", "y"], ["sub"]),
+               helper.make_node("Mul", ["x", "y"], ["mul"]),
+               helper.make_node("Div", ["x", "y"], ["div"]),
+               helper.make_node("Less", ["x", "y"], ["less"]),
+               helper.make_node("Greater", ["x", "y"], ["greater"]),
+               helper.make_node("Max", ["x", "y"], ["max"]),
+               helper.make_node("Cast", ["x"], ["f"], to=TensorProto.FLOAT),
+               helper.make_node("Cast", ["x"], ["i32"], to=TensorProto.INT32),
+               helper.make_node("Cast", ["x"], ["i64"], to=TensorProto.INT64),
+               helper.make_node("BitwiseNot", ["x"], ["not"]),
+               helper.make_node("Identity", ["x"], ["same"])],
+              [vi("x", U32, [6]), vi("y", U32, [6])],
+              [vi(n, U32, [6]) for n in ("add", "sub", "mul", "div")] +
+              [vi(n, TensorProto.BOOL, [6]) for n in ("less", "greater")] +
+              [vi("max", U32, [6]), vi("f", TensorProto.FLOAT, [6]), vi("i32", TensorProto.INT32, [6]),
+               vi("i64", TensorProto.INT64, [6]), vi("not", U32, [6]), vi("same", U32, [6])], opset=18)
+    g, want, got = both(m, {"x": x, "y": y})
+    check(g.tensor("x").dtype == np.int64, "a uint32 input is an i64 graph tensor")
+    names = ["Add of uint32 (wraps)", "Sub of uint32 (wraps)", "Mul of uint32 (wraps)", "Div of uint32", "Less of uint32",
+             "Greater of uint32", "Max of uint32", "Cast uint32 -> float", "Cast uint32 -> int32 (wrapped)",
+             "Cast uint32 -> int64", "BitwiseNot of uint32", "a uint32 input returned as it is"]
+    for name, w, o in zip(names, want, got):
+        same(name, w, o)
+    path = tempfile.mktemp(suffix=".onnx")
+    onnx.save(m, path)
+    try:
+        ts.inference_model(ts.Graph.from_onnx(path), ts.Options())(x=np.array([-1, 0, 0, 0, 0, 0], np.int64), y=y)
+        msg = ""
+    except ts.TensorscopeError as e:
+        msg = str(e)
+    check("'x'" in msg and "-1" in msg and "4294967295" in msg, f"a uint32 input fed -1 is refused, naming its range: {msg}")
+
+
 def test_narrow_casts():
     i32 = np.array([-1, 300, -(2**31), 65535, -32769, 128, 2**31 - 1, -129], np.int32)
     types = {"int8": TensorProto.INT8, "int16": TensorProto.INT16, "uint8": TensorProto.UINT8, "uint16": TensorProto.UINT16,
@@ -516,8 +621,8 @@ def save(m):
 
 if __name__ == "__main__":
     for t in (test_inputs, test_gather_ids, test_constants, test_comparisons, test_where_cast_expand,
-              test_where_int_condition, test_onehot, test_bitwise, test_variadic, test_narrow_casts, test_folds,
-              test_movers, test_reductions, test_elementwise):
+              test_where_int_condition, test_onehot, test_bitwise, test_variadic, test_uint64, test_uint64_folds, test_uint32,
+              test_narrow_casts, test_folds, test_movers, test_reductions, test_elementwise):
         try:
             t()
         except Exception as e:  # one failing model does not hide the others

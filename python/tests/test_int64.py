@@ -174,3 +174,28 @@ def test_mixed_widths_and_unsigned_overflow_are_refused():
     m.compile()
     with pytest.raises(ts.TensorscopeError, match="2\\^63-1"):
         m(np.array([1, 2**63], np.uint64))
+
+
+@pytest.mark.skipif(not has("ts_binary_typed"), reason="this library has no unsigned integer ops")
+def test_unsigned_inputs_and_ops_against_numpy():
+    u = np.array([2**64 - 1, 2**63 + 5, 2**63, 7], np.uint64)
+    v = np.array([2, 2**63 + 6, 3, 2**64 - 1], np.uint64)
+    p = np.array([4294967295, 2**31, 0, 9], np.uint32)
+    q = np.array([1, 2**31, 5, 4294967295], np.uint32)
+    got = run(lambda g, a, b, c, d: [g.binary_typed("Div", a, b, "u64"), g.binary_typed("Mod", a, b, "u64"),
+                                     g.binary_typed("Less", a, b, "u64"), g.binary_typed("Max", a, b, "u64"),
+                                     g.cast_typed(a, "u64", "f32"), g.binary_typed("Add", c, d, "u32"),
+                                     g.binary_typed("Greater", c, d, "u32"), a], u, v, p, q)
+    with np.errstate(over="ignore"):
+        want = [u // v, u % v, u < v, np.maximum(u, v), u.astype(np.float32), p + q, p > q, u]
+    for w, o in zip(want, got[:4]):
+        np.testing.assert_array_equal(o.view(np.uint64) if o.dtype == np.int64 else o, w)
+    np.testing.assert_array_equal(got[4], want[4])  # 2**64-1 as 1.8446744e19, not -1
+    assert got[5].dtype == np.int64  # uint32 values are held in int64
+    np.testing.assert_array_equal(got[5], want[5].astype(np.int64))  # wrapped mod 2**32: 4294967295 + 1 is 0
+    np.testing.assert_array_equal(got[6], want[6])
+    assert got[7].dtype == np.uint64 and np.array_equal(got[7], u)  # a u64 input comes back as its values
+    with pytest.raises(ts.TensorscopeError, match="u32"):
+        g = ts.Graph()
+        x = g.input("x", "u32", [2])
+        ts.inference_model(g, ts.Options(), outputs=[g.binary_typed("Add", x, x, "u32")])(np.array([-1, 0], np.int64))

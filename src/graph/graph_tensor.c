@@ -63,10 +63,30 @@ static void set_int_node(ts_tensor *t, const void *arg) {
     t->dtype = (ts_dtype)a[3];
 }
 
+/* Whether `type` is an integer type values can be declared of (i8 to
+ * u64), as ts_bitwise, ts_binary_typed and ts_cast_typed take it; else an
+ * error that says which. On i32 tensors a uint32 or uint64 is refused:
+ * their values are held in i64 (ts_cast to TS_U32, TS_U64). */
+static bool declared_type(ts_graph *g, const char *what, ts_dtype type, const ts_tensor *x) {
+    bool uns = type == TS_U8 || type == TS_U16 || type == TS_U32 || type == TS_U64;
+    if (!uns && type != TS_I8 && type != TS_I16 && type != TS_I32 && type != TS_I64) {
+        ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: type %s is no integer type; give the values' declared type (i8, i16, i32, i64, u8, "
+                      "u16, u32 or u64)", what, ts_dtype_name(type));
+        return false;
+    }
+    if (x && x->dtype == TS_I32 && (type == TS_U32 || type == TS_U64)) {
+        ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: '%s' is i32, which holds no %s values; they are held in i64 (ts_cast the tensor to %s)",
+                      what, x->name, ts_dtype_name(type), ts_dtype_name(type));
+        return false;
+    }
+    return true;
+}
+
 /* The integer op `op` (int_kinds) of a, b (b: a for Neg and Abs), both of
- * one integer dtype; NULL where op is none of them (the caller's family
+ * one integer dtype, computed in the declared integer type `type` (a's
+ * dtype: as held); NULL where op is none of them (the caller's family
  * then says which names it has). */
-static ts_tensor *int_arith(ts_graph *g, const char *what, const char *op, ts_tensor *a, ts_tensor *b, bool unary_op) {
+static ts_tensor *int_arith(ts_graph *g, const char *what, const char *op, ts_tensor *a, ts_tensor *b, bool unary_op, ts_dtype type) {
     int kind = 0;
     while (kind < TS_INT_COUNT && (!op || strcmp(op, int_kinds[kind]) != 0)) kind++;
     bool unary_kind = kind == TS_INT_NEG || kind == TS_INT_ABS;
@@ -84,7 +104,7 @@ static ts_tensor *int_arith(ts_graph *g, const char *what, const char *op, ts_te
         return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s %s: '%s' is %s and '%s' is %s; convert one with ts_cast (integers of two widths "
                              "are not mixed silently)", what, op, a->name, ts_dtype_name(a->dtype), b->name, ts_dtype_name(b->dtype));
     bool compare = kind >= TS_INT_EQUAL && kind <= TS_INT_GREATER_EQUAL;
-    int64_t arg[4] = {kind, 0, 0, compare ? TS_BOOL : a->dtype};
+    int64_t arg[4] = {kind, type, 0, compare ? TS_BOOL : a->dtype};
     return ts_graph_add_node(g, TS_OP_INT_ARITH, (const ts_tensor *[]){a, b}, 2, NULL, set_int_node, arg);
 }
 
@@ -112,7 +132,7 @@ ts_tensor *ts_cumsum(ts_graph *g, ts_tensor *x, int axis, int exclusive, int rev
 }
 
 ts_tensor *ts_unary(ts_graph *g, const char *op, ts_tensor *x, float alpha, float beta) {
-    if (g && !g->sticky && is_int(x) && op && (strcmp(op, "Neg") == 0 || strcmp(op, "Abs") == 0)) return int_arith(g, "ts_unary", op, x, x, true);
+    if (g && !g->sticky && is_int(x) && op && (strcmp(op, "Neg") == 0 || strcmp(op, "Abs") == 0)) return int_arith(g, "ts_unary", op, x, x, true, x->dtype);
     ts_op o = family_op(g, "ts_unary", op, TS_OP_CEIL, TS_OP_CAST_INDEX);
     if (o == TS_OP_CAST_LOWBITS && (!ts_lowbits_is((int)alpha) || alpha != (float)(int)alpha || !(beta >= 0.0f && beta <= 7.0f) ||
                                     beta != (float)(int)beta))
@@ -126,9 +146,17 @@ ts_tensor *ts_unary(ts_graph *g, const char *op, ts_tensor *x, float alpha, floa
 }
 
 ts_tensor *ts_binary(ts_graph *g, const char *op, ts_tensor *a, ts_tensor *b) {
-    if (g && !g->sticky && is_int(a)) return int_arith(g, "ts_binary", op, a, b, false);
+    if (g && !g->sticky && is_int(a)) return int_arith(g, "ts_binary", op, a, b, false, a->dtype);
     ts_op o = family_op(g, "ts_binary", op, TS_OP_POWER, TS_OP_XOR);
     return o == TS_OP_COUNT ? NULL : node(g, o, 2, (const ts_tensor *[]){a, b}, NULL);
+}
+
+ts_tensor *ts_binary_typed(ts_graph *g, const char *op, ts_tensor *a, ts_tensor *b, ts_dtype type) {
+    if (!g || g->sticky) return NULL;
+    if (!is_int(a))
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_binary_typed %s: '%s' is %s; it takes integer tensors (i32 or i64; ts_binary "
+                             "takes the others)", op ? op : "(null)", a ? a->name : "(null)", a ? ts_dtype_name(a->dtype) : "none");
+    return declared_type(g, "ts_binary_typed", type, a) ? int_arith(g, "ts_binary_typed", op, a, b, false, type) : NULL;
 }
 
 ts_tensor *ts_bitwise(ts_graph *g, const char *op, ts_tensor *a, ts_tensor *b, ts_dtype type) {
@@ -140,9 +168,7 @@ ts_tensor *ts_bitwise(ts_graph *g, const char *op, ts_tensor *a, ts_tensor *b, t
         return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_bitwise: '%s' is no bitwise op; use And, Or, Xor, Not, ShiftLeft or ShiftRight",
                              op ? op : "(null)");
     bool uns = type == TS_U8 || type == TS_U16 || type == TS_U32 || type == TS_U64;
-    if (!uns && type != TS_I8 && type != TS_I16 && type != TS_I32 && type != TS_I64)
-        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_bitwise: type %s is no integer type; give the values' declared type "
-                             "(i8, i16, i32, i64, u8, u16, u32 or u64)", ts_dtype_name(type));
+    if (!declared_type(g, "ts_bitwise", type, NULL)) return NULL;
     if ((kind == TS_BITWISE_NOT) != (b == NULL))
         return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_bitwise: %s takes %s", op, kind == TS_BITWISE_NOT ? "one tensor (b NULL)" : "two tensors");
     if (!b) b = a;
@@ -206,6 +232,19 @@ ts_tensor *ts_cast(ts_graph *g, ts_tensor *x, ts_dtype dtype) {
         return ts_graph_add_node(g, TS_OP_CONVERT, (const ts_tensor *[]){x}, 1, NULL, set_int_node, arg);
     }
     return ts_graph_cast_named(g, x, dtype, NULL);
+}
+
+ts_tensor *ts_cast_typed(ts_graph *g, ts_tensor *x, ts_dtype from, ts_dtype dtype) {
+    if (!g || g->sticky) return NULL;
+    if (!is_int(x))
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_cast_typed: '%s' is %s; it casts integer tensors (i32 or i64; ts_cast casts "
+                             "the others)", x ? x->name : "(null)", x ? ts_dtype_name(x->dtype) : "none");
+    if (!declared_type(g, "ts_cast_typed", from, x)) return NULL;
+    bool to_float = dtype == TS_F32 || dtype == TS_BF16 || dtype == TS_F16;
+    if (from != TS_U64 || !to_float) return ts_cast(g, x, dtype); /* the values as held are the values */
+    int64_t arg[4] = {TS_F32, 0, from, TS_F32}; /* a uint64's bits read unsigned */
+    ts_tensor *f = ts_graph_add_node(g, TS_OP_CONVERT, (const ts_tensor *[]){x}, 1, NULL, set_int_node, arg);
+    return dtype == TS_F32 || !f ? f : ts_cast(g, f, dtype);
 }
 
 ts_dtype ts_tensor_precision(const ts_tensor *t) { return t ? t->grid : TS_F32; }

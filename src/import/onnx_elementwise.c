@@ -28,6 +28,33 @@ static bool narrow_int(const value *v) {
     return narrow && (!v->t || v->t->dtype == TS_I32);
 }
 
+/* The declared integer type of an integer op's operands, ONNX's (a's,
+ * else b's: a graph input's, a Cast's, an integer op's result or a
+ * constant's), into *dt as a ts_dtype; int64 where neither is known. */
+static int declared_int(const value *a, const value *b, ts_dtype *dt) {
+    for (int k = 0; k < 2; k++) {
+        int t = (k ? b : a)->c.dtype;
+        if (t && !ts_onnx_dtype_is_float(t) && t != TS_ONNX_BOOL && !ts_lowbits_is(t) && ts_onnx_array_dtype(t, dt)) return t;
+    }
+    *dt = TS_I64;
+    return TS_ONNX_INT64;
+}
+
+/* The integer op `op` of a and b, i64 graph tensors of values of the
+ * declared type of the operands va, vb (declared_int): ts_binary_typed,
+ * the result wrapped to the type; int32 and narrower operands' result an
+ * i32 tensor, as they are held. The result's value records the type. */
+static ts_status int_binary(importer *im, const char *op, value *va, value *vb, ts_tensor *a, ts_tensor *b, value *out) {
+    ts_dtype dt;
+    int type = declared_int(va, vb, &dt);
+    bool compare = strcmp(op, "Equal") == 0 || strncmp(op, "Less", 4) == 0 || strncmp(op, "Greater", 7) == 0;
+    ts_tensor *r = ts_binary_typed(im->g, op, a, b, dt);
+    if (r && !compare && narrow_int(va) && narrow_int(vb)) r = ts_cast(im->g, r, TS_I32);
+    ts_status st = ts_onnx_built(im, r, out);
+    if (!st && !compare) out->c.dtype = type;
+    return st;
+}
+
 /* Whether v is an integer graph tensor or an integer constant. */
 static bool int_operand(const value *v) { return v->t ? is_int_tensor(v->t) : !v->param && !ts_onnx_dtype_is_float(v->c.dtype) && !ts_lowbits_is(v->c.dtype); }
 
@@ -50,9 +77,7 @@ static ts_status binary_family(importer *im, const char *op, value *a, value *b,
     }
     if (exact_int && int_operand(a) && int_operand(b)) {
         ts_tensor *ia = ts_onnx_i64_of(im, a, &st), *ib = ia ? ts_onnx_i64_of(im, b, &st) : NULL;
-        ts_tensor *r = ib ? ts_binary(im->g, iop, ia, ib) : NULL;
-        if (r && narrow_int(a) && narrow_int(b)) r = ts_cast(im->g, r, TS_I32); /* int32 operands: int32's result */
-        if (ib) return ts_onnx_built(im, r, out);
+        if (ib) return int_binary(im, iop, a, b, ia, ib, out); /* int32 operands: int32's result */
         if (st) return st;
     }
     ts_tensor *ta = ts_onnx_as_tensor(im, a, &st), *tb = ta ? ts_onnx_as_tensor(im, b, &st) : NULL;
@@ -106,11 +131,9 @@ ts_status ts_onnx_op_binary(importer *im, node_io *io) {
     if (int_a && int_b && int_op && (a->t || b->t)) {
         ts_tensor *ia = ts_onnx_i64_of(im, a, &st), *ib = ia ? ts_onnx_i64_of(im, b, &st) : NULL;
         if (st) return st;
-        /* int32 operands: the int64 result wrapped back to int32, as ONNX's int32 arithmetic wraps */
-        bool compare = strcmp(op, "Equal") == 0 || strncmp(op, "Less", 4) == 0 || strncmp(op, "Greater", 7) == 0;
-        ts_tensor *r = ib ? ts_binary(im->g, op, ia, ib) : NULL;
-        if (r && !compare && narrow_int(a) && narrow_int(b)) r = ts_cast(im->g, r, TS_I32);
-        if (ib) return ts_onnx_built(im, r, &io->out[0]);
+        /* in the operands' declared type (a uint64 unsigned), wrapped to it as ONNX's integer arithmetic
+         * wraps; int32 operands: an i32 result */
+        if (ib) return int_binary(im, op, a, b, ia, ib, &io->out[0]);
     }
     if (strcmp(op, "Div") == 0 && int_a && int_b) {
         ts_tensor *ta = as_f32(im, a, &st), *tb = ta ? as_f32(im, b, &st) : NULL;

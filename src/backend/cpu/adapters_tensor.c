@@ -71,21 +71,22 @@ void ts_fwd_convert(const ts_kctx *k) {
     int64_t n = numel_out(k);
     bool index = k->node->attr[1] != 0;
     int type = (int)k->node->attr[0]; /* the declared type the values wrap to (ts_int_as_type) */
+    int from = (int)k->node->attr[2]; /* the declared type of x's values (a uint64's bits read unsigned) */
     for (int64_t i = 0; i < n; i++) {
         if (index) ((int32_t *)(void *)k->out)[i] = k->in_dtype[0] == TS_F32 ? ts_index_of_float(k->in[0][i]) : ts_index_of_int(int_in(k, 0, i));
-        else if (k->out_dtype == TS_F32) k->out[i] = (float)int_in(k, 0, i); /* to nearest */
+        else if (k->out_dtype == TS_F32) k->out[i] = ts_int_to_float(from, int_in(k, 0, i)); /* to nearest */
         else if (k->in_dtype[0] == TS_F32 && k->out_dtype == TS_BOOL) k->out[i] = k->in[0][i] != 0.0f ? 1.0f : 0.0f; /* NaN is true */
-        else if (k->in_dtype[0] == TS_F32) int_out(k, i, ts_int_as_type(type, ts_float_to_int(k->in[0][i], k->out_dtype == TS_I64 || type != TS_I32 ? 64 : 32)));
+        else if (k->in_dtype[0] == TS_F32) int_out(k, i, ts_float_to_type(k->in[0][i], type));
         else int_out(k, i, ts_int_as_type(type, int_in(k, 0, i)));
     }
 }
 
 void ts_fwd_int_arith(const ts_kctx *k) {
     int64_t n = numel_out(k);
-    int kind = (int)k->node->attr[0];
+    int kind = (int)k->node->attr[0], type = (int)k->node->attr[1];
     for (int64_t i = 0; i < n; i++)
-        int_out(k, i, ts_int_arith(kind, int_in(k, 0, ts_bcast_offset(&k->out_shape, &k->in_shape[0], i)),
-                                   int_in(k, 1, ts_bcast_offset(&k->out_shape, &k->in_shape[1], i))));
+        int_out(k, i, ts_int_arith_in(type, kind, int_in(k, 0, ts_bcast_offset(&k->out_shape, &k->in_shape[0], i)),
+                                      int_in(k, 1, ts_bcast_offset(&k->out_shape, &k->in_shape[1], i))));
 }
 
 /* [outer, n, inner] around dim attr[0]: each line summed in order */
