@@ -85,28 +85,39 @@ static void binary_bwd_a_slice(void *vctx, int64_t begin, int64_t end) {
 #undef BWD_A_LOOP
 
 /* Add/Sub: da and db in one pass over dout, split over columns of the
- * broadcast row so each thread owns its slice of db (no partial sums). */
+ * broadcast row so each thread owns its slice of db (no partial sums).
+ * The slice's sums stay in a local block of columns across the rows and
+ * are written once at the end: the same additions in the same order as
+ * adding into db row by row, without a store to db per row (which, with
+ * the two threads' slices of db sharing a cache line, bounced that line
+ * between the cores on every row). */
+#define COL_BLOCK 256
+
 static void binary_bwd_add_cols(void *vctx, int64_t j0, int64_t j1) {
     const ew *e = vctx;
     float *da = e->out, *db = e->out2;
     const float *dout = e->a;
     int64_t nb = e->nb, rows = e->rows;
     float sign = e->s;
-    for (int64_t r = 0; r < rows; r++) {
-        const float *d = dout + r * nb;
-        if (da) {
+    if (da)
+        for (int64_t r = 0; r < rows; r++) {
+            const float *d = dout + r * nb;
             float *dar = da + r * nb;
-            if (e->store & 1u)
-                for (int64_t j = j0; j < j1; j++) dar[j] = d[j];
+            if (e->store & 1u) memcpy(dar + j0, d + j0, (size_t)(j1 - j0) * sizeof *dar);
             else
                 for (int64_t j = j0; j < j1; j++) dar[j] += d[j];
         }
-        if (db) {
-            if (r == 0 && (e->store & 2u))
-                for (int64_t j = j0; j < j1; j++) db[j] = sign * d[j];
-            else
-                for (int64_t j = j0; j < j1; j++) db[j] += sign * d[j];
+    if (!db || rows <= 0) return;
+    for (int64_t c0 = j0; c0 < j1; c0 += COL_BLOCK) {
+        int64_t w = j1 - c0 < COL_BLOCK ? j1 - c0 : COL_BLOCK;
+        float acc[COL_BLOCK];
+        bool store = e->store & 2u;
+        for (int64_t j = 0; j < w; j++) acc[j] = store ? sign * dout[c0 + j] : db[c0 + j] + sign * dout[c0 + j];
+        for (int64_t r = 1; r < rows; r++) {
+            const float *d = dout + r * nb + c0;
+            for (int64_t j = 0; j < w; j++) acc[j] += sign * d[j];
         }
+        memcpy(db + c0, acc, (size_t)w * sizeof *db);
     }
 }
 

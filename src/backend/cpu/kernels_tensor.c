@@ -375,18 +375,33 @@ static void ln_bwd_dx_slice(void *vctx, int64_t begin, int64_t end) {
 }
 
 /* dw += sum over rows of dy * xhat, db += sum of dy: columns split over
- * the pool, so each thread owns its part of dw and db */
+ * the pool, so each thread owns its part of dw and db. A block of columns'
+ * sums stays local across the rows and is written once: the same
+ * additions in the same order as adding into dw and db row by row, without
+ * a store per row to lines the two threads' slices share. */
+#define LN_COL_BLOCK 128
+
 static void ln_bwd_dwdb_cols(void *vctx, int64_t j0, int64_t j1) {
     const rows_ctx *c = vctx;
     int64_t D = c->n, rows = c->rows;
     float *dw = c->out, *db = c->aux;
-    for (int64_t r = 0; r < rows; r++) {
-        const float *xr = c->x + r * D, *d = c->dout + r * D;
-        float mean = c->y[2 * r], rstd = c->y[2 * r + 1];
-        if (dw)
-            for (int64_t j = j0; j < j1; j++) dw[j] += d[j] * ((xr[j] - mean) * rstd);
-        if (db)
-            for (int64_t j = j0; j < j1; j++) db[j] += d[j];
+    for (int64_t c0 = j0; c0 < j1; c0 += LN_COL_BLOCK) {
+        int64_t w = j1 - c0 < LN_COL_BLOCK ? j1 - c0 : LN_COL_BLOCK;
+        float aw[LN_COL_BLOCK], ab[LN_COL_BLOCK];
+        for (int64_t j = 0; j < w; j++) {
+            aw[j] = dw ? dw[c0 + j] : 0.0f;
+            ab[j] = db ? db[c0 + j] : 0.0f;
+        }
+        for (int64_t r = 0; r < rows; r++) {
+            const float *xr = c->x + r * D + c0, *d = c->dout + r * D + c0;
+            float mean = c->y[2 * r], rstd = c->y[2 * r + 1];
+            if (dw)
+                for (int64_t j = 0; j < w; j++) aw[j] += d[j] * ((xr[j] - mean) * rstd);
+            if (db)
+                for (int64_t j = 0; j < w; j++) ab[j] += d[j];
+        }
+        if (dw) memcpy(dw + c0, aw, (size_t)w * sizeof *dw);
+        if (db) memcpy(db + c0, ab, (size_t)w * sizeof *db);
     }
 }
 
