@@ -99,25 +99,22 @@ static void binary_bwd_add_cols(void *vctx, int64_t j0, int64_t j1) {
     const float *dout = e->a;
     int64_t nb = e->nb, rows = e->rows;
     float sign = e->s;
-    if (da)
-        for (int64_t r = 0; r < rows; r++) {
-            const float *d = dout + r * nb;
-            float *dar = da + r * nb;
-            if (e->store & 1u) memcpy(dar + j0, d + j0, (size_t)(j1 - j0) * sizeof *dar);
-            else
-                for (int64_t j = j0; j < j1; j++) dar[j] += d[j];
-        }
-    if (!db || rows <= 0) return;
+    bool store_a = e->store & 1u, store_b = e->store & 2u;
     for (int64_t c0 = j0; c0 < j1; c0 += COL_BLOCK) {
         int64_t w = j1 - c0 < COL_BLOCK ? j1 - c0 : COL_BLOCK;
         float acc[COL_BLOCK];
-        bool store = e->store & 2u;
-        for (int64_t j = 0; j < w; j++) acc[j] = store ? sign * dout[c0 + j] : db[c0 + j] + sign * dout[c0 + j];
-        for (int64_t r = 1; r < rows; r++) {
+        for (int64_t j = 0; j < w; j++) acc[j] = db && !store_b ? db[c0 + j] : 0.0f;
+        for (int64_t r = 0; r < rows; r++) {
             const float *d = dout + r * nb + c0;
-            for (int64_t j = 0; j < w; j++) acc[j] += sign * d[j];
+            if (da && store_a) memcpy(da + r * nb + c0, d, (size_t)w * sizeof *da);
+            else if (da)
+                for (int64_t j = 0; j < w; j++) da[r * nb + c0 + j] += d[j];
+            if (db && r == 0 && store_b)
+                for (int64_t j = 0; j < w; j++) acc[j] = sign * d[j];
+            else if (db)
+                for (int64_t j = 0; j < w; j++) acc[j] += sign * d[j];
         }
-        memcpy(db + c0, acc, (size_t)w * sizeof *db);
+        if (db && rows > 0) memcpy(db + c0, acc, (size_t)w * sizeof *db);
     }
 }
 
