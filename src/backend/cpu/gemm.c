@@ -113,13 +113,8 @@ static void gemm_pool(struct ts_pool *p, gemm_job j) {
         gemm_slice(&j, 0, M);
         return;
     }
-    /* Each slice packs its part of one operand and the whole of the other:
-     * split by rows, every thread packs all of B (K x N); by columns, all
-     * of A (M x K). The split packs the smaller one twice: rows where M >=
-     * N (a batch of activations), columns where N > M (a weight's
-     * gradient, [in, out] summed over the batch, with out > in) or where
-     * there are too few rows. */
-    j.by_rows = M >= 2 * GEMM_MIN_SPLIT && (M >= N || N < 2 * GEMM_MIN_SPLIT);
+    j.by_rows = M >= 2 * GEMM_MIN_SPLIT; /* rows share B's packing least badly; columns when the batch is small (splitting a
+                                          * weight's gradient [in, out] by columns where out > in measured slower) */
     ts_pool_for(p, j.by_rows ? M : N, GEMM_MIN_SPLIT, gemm_slice, &j);
 }
 

@@ -647,17 +647,37 @@ void ts_permute_backward(ts_pool *p, float *dx, const float *dout, const ts_shap
     bview_rows_pool(p, &v, permute_bwd_row, &c);
 }
 
-void ts_slice_forward(float *out, const float *x, int64_t outer, int64_t dim_in, int64_t inner, int64_t start, int64_t len) {
-    for (int64_t o = 0; o < outer; o++)
-        memcpy(out + o * len * inner, x + (o * dim_in + start) * inner, (size_t)(len * inner) * sizeof(float));
+/* A slice's rows: outer blocks of len * inner values, split over the pool
+ * (each thread its own rows of out, or of dx's slice). */
+typedef struct slice_ctx {
+    float *out;
+    const float *x;
+    int64_t dim_in, inner, start, len;
+    bool backward;
+} slice_ctx;
+
+static void slice_rows(void *vctx, int64_t o0, int64_t o1) {
+    const slice_ctx *c = vctx;
+    int64_t w = c->len * c->inner;
+    for (int64_t o = o0; o < o1; o++) {
+        if (!c->backward) {
+            memcpy(c->out + o * w, c->x + (o * c->dim_in + c->start) * c->inner, (size_t)w * sizeof(float));
+            continue;
+        }
+        float *r = c->out + (o * c->dim_in + c->start) * c->inner;
+        const float *d = c->x + o * w;
+        for (int64_t j = 0; j < w; j++) r[j] += d[j];
+    }
 }
 
-void ts_slice_backward(float *dx, const float *dout, int64_t outer, int64_t dim_in, int64_t inner, int64_t start, int64_t len) {
-    for (int64_t o = 0; o < outer; o++) {
-        float *r = dx + (o * dim_in + start) * inner;
-        const float *d = dout + o * len * inner;
-        for (int64_t j = 0; j < len * inner; j++) r[j] += d[j];
-    }
+void ts_slice_forward(ts_pool *p, float *out, const float *x, int64_t outer, int64_t dim_in, int64_t inner, int64_t start, int64_t len) {
+    slice_ctx c = {out, x, dim_in, inner, start, len, false};
+    ts_pool_for(p, outer, 1 + GRAIN / (len * inner + 1), slice_rows, &c);
+}
+
+void ts_slice_backward(ts_pool *p, float *dx, const float *dout, int64_t outer, int64_t dim_in, int64_t inner, int64_t start, int64_t len) {
+    slice_ctx c = {dx, dout, dim_in, inner, start, len, true};
+    ts_pool_for(p, outer, 1 + GRAIN / (len * inner + 1), slice_rows, &c);
 }
 
 void ts_pad_forward(float *out, const float *x, const ts_pad_geom *g, int64_t n_out) {
