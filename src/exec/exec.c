@@ -328,8 +328,10 @@ static ts_status backward(ts_run *run, int64_t mb) {
             if (st) return st;
         }
         const ts_op_def *def = ts_op_get(t->op);
-        if (!def->has_backward || p->grad_shared[i]) continue; /* a view whose input's gradient is its own: nothing to add */
+        bool shared = p->grad_shared[i]; /* its input's gradient is its own: a view adds nothing, a bias Add only to the bias's */
+        if (!def->has_backward || (shared && (t->op != TS_OP_ADD || p->grad_entry[t->in[1]] < 0))) continue;
         ts_kctx kc = make_ctx(run, i, mb);
+        if (shared) kc.din[0] = NULL;
         kc.din_store = store;
         ts_op_call call = {i, true, mb, &kc, 0, 0, ts_trace_live()};
         ts_status st = ts_op_chain_run(run->chain.before, run->chain.n_before, run, &call);
