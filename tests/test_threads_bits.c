@@ -8,11 +8,12 @@
  * ts_pool_for returns (the claim of a late worker never reaches the next
  * job).
  *
- * The kernels split over rows or columns: layer norm forward and backward
- * (its weight and bias gradients summed over the rows, column slices),
+ * The kernels split over rows: layer norm forward and backward (its
+ * weight and bias gradients summed over the rows),
  * GELU forward and backward, a bias Add's backward (the bias gradient's
- * column slices): on a pool of 2 the bits of a pool of 1, and the column
- * sums the bits of adding the rows one after another.
+ * sums over the rows): on a pool of 2 the bits of a pool of 1, and the
+ * sums over the rows the bits of ts_sum_rows's fixed parts (each part's
+ * rows added in order, the parts added in order).
  *
  * The model: a character GPT large enough that every op splits over 2
  * threads, trained with AdamW for a few steps. Twice on 2 threads: every
@@ -81,13 +82,30 @@ static void pool_cases(void) {
 static void fill(float *x, int64_t n, unsigned seed) {
     for (int64_t i = 0; i < n; i++) {
         seed = seed * 1664525u + 1013904223u;
-        x[i] = (float)((seed >> 8) & 0xffff) / 16384.0f - 2.0f;
+        x[i] = ((float)((seed >> 8) & 0xffff) / 16384.0f - 2.0f) * 1.1f; /* not a multiple of a power of 2: sums round */
     }
 }
 
 static bool same(const float *a, const float *b, int64_t n) { return memcmp(a, b, (size_t)n * sizeof *a) == 0; }
 
 enum { ROWS = 2048, D = 128, WIDE = 512 };
+
+/* out[j] += the sum over the rows of [ROWS, n] the way kernels.h's
+ * ts_sum_rows says: each of TS_SUM_PARTS fixed parts of the rows summed
+ * in order from 0, the parts added to out in order. x and stats set: of
+ * dy * (x - mean) * rstd (layer norm's weight gradient), else of dy. */
+static void sum_parts_ref(float *out, int64_t n, bool xhat, const float *x, const float *stats, const float *dy) {
+    for (int64_t j = 0; j < n; j++) {
+        float s = out[j];
+        for (int k = 0; k < TS_SUM_PARTS; k++) {
+            float part = 0.0f;
+            for (int64_t r = ROWS * k / TS_SUM_PARTS; r < ROWS * (k + 1) / TS_SUM_PARTS; r++)
+                part += xhat ? dy[r * n + j] * ((x[r * n + j] - stats[2 * r]) * stats[2 * r + 1]) : dy[r * n + j];
+            s += part;
+        }
+        out[j] = s;
+    }
+}
 
 static void kernel_cases(void) {
     ts_pool *p1 = NULL, *p2 = NULL;
@@ -117,12 +135,9 @@ static void kernel_cases(void) {
     CHECK(same(dw[0], dw[1], D) && same(db[0], db[1], D), "layer norm's weight and bias gradients: the same bits on 1 and 2 threads");
     float rw[D], rb[D];
     fill(rw, D, 5), fill(rb, D, 6);
-    for (int64_t r = 0; r < ROWS; r++) /* the rows added one after another */
-        for (int64_t j = 0; j < D; j++) {
-            rw[j] += dy[r * D + j] * ((x[r * D + j] - st[0][2 * r]) * st[0][2 * r + 1]);
-            rb[j] += dy[r * D + j];
-        }
-    CHECK(same(rw, dw[1], D) && same(rb, db[1], D), "layer norm's weight and bias gradients: the bits of adding the rows in order");
+    sum_parts_ref(rw, D, true, x, st[0], dy);
+    sum_parts_ref(rb, D, false, x, st[0], dy);
+    CHECK(same(rw, dw[1], D) && same(rb, db[1], D), "layer norm's weight and bias gradients: the bits of the rows' fixed parts added in order");
     /* GELU over [ROWS, WIDE] */
     for (int k = 0; k < 2; k++) {
         ts_ew_unary_forward(pools[k], TS_EWU_GELU, y[k], x, 0.0f, 0.0f, ROWS * WIDE);
@@ -140,10 +155,10 @@ static void kernel_cases(void) {
             }
             float ref[WIDE];
             fill(ref, n, 8);
-            for (int64_t r = 0; r < ROWS; r++)
-                for (int64_t j = 0; j < n; j++) ref[j] = (r == 0 && (store & 2u) ? 0.0f : ref[j]) + dy[r * n + j];
+            if (store & 2u) memset(ref, 0, sizeof ref);
+            sum_parts_ref(ref, n, false, NULL, NULL, dy);
             CHECK(same(dx[0], dx[1], ROWS * n) && same(db[0], db[1], n) && same(ref, db[1], n),
-                  "a bias Add's backward over %lld columns (store %u): the same bits on 1 and 2 threads, the bias's the rows added in order",
+                  "a bias Add's backward over %lld columns (store %u): the same bits on 1 and 2 threads, the bias's those of the rows' parts",
                   (long long)n, store);
         }
     for (int k = 0; k < 2; k++) free(y[k]), free(st[k]), free(dx[k]), free(dw[k]), free(db[k]);

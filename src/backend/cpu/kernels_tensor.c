@@ -374,35 +374,26 @@ static void ln_bwd_dx_slice(void *vctx, int64_t begin, int64_t end) {
     }
 }
 
-/* dw += sum over rows of dy * xhat, db += sum of dy: columns split over
- * the pool, so each thread owns its part of dw and db. A block of columns'
- * sums stays local across the rows and is written once: the same
- * additions in the same order as adding into dw and db row by row, without
- * a store per row to lines the two threads' slices share. */
-#define LN_COL_BLOCK 128
+static void ln_bwd_db_rows(void *vctx, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float *ab, float *unused);
 
-static void ln_bwd_dwdb_cols(void *vctx, int64_t j0, int64_t j1) {
+/* dw += sum over rows of dy * xhat, db += sum of dy: ts_sum_rows's
+ * parts, each thread summing the rows it has in cache */
+static void ln_bwd_dwdb_rows(void *vctx, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float *aw, float *ab) {
     const rows_ctx *c = vctx;
-    int64_t D = c->n, rows = c->rows;
-    float *dw = c->out, *db = c->aux;
-    for (int64_t c0 = j0; c0 < j1; c0 += LN_COL_BLOCK) {
-        int64_t w = j1 - c0 < LN_COL_BLOCK ? j1 - c0 : LN_COL_BLOCK;
-        float aw[LN_COL_BLOCK], ab[LN_COL_BLOCK];
-        for (int64_t j = 0; j < w; j++) {
-            aw[j] = dw ? dw[c0 + j] : 0.0f;
-            ab[j] = db ? db[c0 + j] : 0.0f;
-        }
-        for (int64_t r = 0; r < rows; r++) {
-            const float *xr = c->x + r * D + c0, *d = c->dout + r * D + c0;
-            float mean = c->y[2 * r], rstd = c->y[2 * r + 1];
-            if (dw)
-                for (int64_t j = 0; j < w; j++) aw[j] += d[j] * ((xr[j] - mean) * rstd);
-            if (db)
-                for (int64_t j = 0; j < w; j++) ab[j] += d[j];
-        }
-        if (dw) memcpy(dw + c0, aw, (size_t)w * sizeof *dw);
-        if (db) memcpy(db + c0, ab, (size_t)w * sizeof *db);
+    int64_t D = c->n, w = c1 - c0;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *xr = c->x + r * D + c0, *d = c->dout + r * D + c0;
+        float mean = c->y[2 * r], rstd = c->y[2 * r + 1];
+        if (aw)
+            for (int64_t j = 0; j < w; j++) aw[j] += d[j] * ((xr[j] - mean) * rstd);
+        if (ab)
+            for (int64_t j = 0; j < w; j++) ab[j] += d[j];
     }
+}
+
+static void ln_bwd_db_rows(void *vctx, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float *ab, float *unused) {
+    (void)unused;
+    ln_bwd_dwdb_rows(vctx, r0, r1, c0, c1, NULL, ab);
 }
 
 void ts_layer_norm_backward(ts_pool *p, float *dx, float *dw, float *db, const float *dy, const float *x, const float *stats,
@@ -411,11 +402,9 @@ void ts_layer_norm_backward(ts_pool *p, float *dx, float *dw, float *db, const f
         rows_ctx c = {.out = dx, .x = x, .w = w, .dout = dy, .y = stats, .n = D};
         ts_pool_for(p, rows, GRAIN / (D > 0 ? D : 1) + 1, ln_bwd_dx_slice, &c);
     }
-    if (dw || db) {
-        rows_ctx c = {.out = dw, .aux = db, .x = x, .dout = dy, .y = stats, .n = D, .rows = rows};
-        int64_t grain = GRAIN / (rows > 0 ? rows : 1);
-        ts_pool_for(p, D, grain > 16 ? grain : 16, ln_bwd_dwdb_cols, &c);
-    }
+    rows_ctx c = {.x = x, .dout = dy, .y = stats, .n = D};
+    if (dw && db) ts_sum_rows(p, rows, D, ln_bwd_dwdb_rows, &c, dw, db, 0);
+    else if (dw || db) ts_sum_rows(p, rows, D, dw ? ln_bwd_dwdb_rows : ln_bwd_db_rows, &c, dw ? dw : db, NULL, 0);
 }
 
 /* -------------------------------------------------------------- group norm */
