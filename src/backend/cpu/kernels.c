@@ -126,12 +126,11 @@ void ts_sum_rows(ts_pool *p, int64_t rows, int64_t cols, ts_rows_sum_fn fn, void
 }
 
 /* Add/Sub over few rows (a same-shape Add: one row): da and db in one
- * pass over dout, split over columns of the broadcast row so each thread owns its slice of db (no partial sums).
- * The slice's sums stay in a local block of columns across the rows and
- * are written once at the end: the same additions in the same order as
- * adding into db row by row, without a store to db per row (which, with
- * the two threads' slices of db sharing a cache line, bounced that line
- * between the cores on every row). */
+ * pass over dout, split over columns of the broadcast row so each thread
+ * owns its slice of db. The slice's sums stay in a local block of columns
+ * across the rows and are written once at the end: the same additions in
+ * the same order as adding into db row by row, without a store to db per
+ * row to a cache line the two threads' slices may share. */
 #define COL_BLOCK 256
 
 static void binary_bwd_add_cols(void *vctx, int64_t j0, int64_t j1) {
