@@ -1,12 +1,23 @@
-/* pool.c -- fork-join over slices; the caller runs slice 0 itself.
+/* pool.c -- fork-join over slices; the caller runs slice 0 itself, then
+ * any slice no worker has claimed yet.
  *
- * Waiting (a worker for the next job, the caller for the workers) first
- * yields the CPU for a while, then sleeps on a condition variable. A step
- * hands out jobs every few microseconds and a sleeping thread takes ~10-20
- * us to wake (longer in a VM): yielding keeps the hand-off cheap without
- * taking the core from anyone who has work -- OpenBLAS's threads wait the
- * same way. The job itself is always read under the mutex; the atomics only
- * say when to stop yielding. */
+ * Slices are claimed, not assigned: a worker takes the next unclaimed
+ * slice of the current job (a compare-and-swap on the job's generation and
+ * slice number), and so does the caller once its own slice is done. On a
+ * loaded machine a worker the scheduler has not run yet no longer holds up
+ * the step: the caller runs its slice too, and waits only for slices a
+ * worker has started. The slices' bounds depend only on n, grain and the
+ * pool's size, never on who runs them, so the results are the same bits
+ * either way.
+ *
+ * Waiting (a worker for the next job, the caller for the workers' slices)
+ * first yields the CPU for a while, then sleeps on a condition variable. A
+ * step hands out jobs every few microseconds and a sleeping thread takes
+ * ~10-20 us to wake (longer in a VM): yielding keeps the hand-off cheap
+ * without taking the core from anyone who has work -- OpenBLAS's threads
+ * wait the same way. The job itself is always read under the mutex; the
+ * atomics say which slices are claimed and done, and when to stop
+ * yielding. */
 #include "backend/pool.h"
 #include "core/trace.h"
 
@@ -16,6 +27,9 @@
 
 /* sched_yield calls before sleeping: about a millisecond */
 #define YIELDS 2000
+/* the claim word: a job's generation above, its next unclaimed slice below */
+#define SLICE_BITS 16
+#define SLICE_MASK ((1u << SLICE_BITS) - 1u)
 
 typedef struct worker_arg worker_arg;
 struct ts_pool {
@@ -25,7 +39,8 @@ struct ts_pool {
     pthread_mutex_t mu;
     pthread_cond_t go, done;
     _Atomic uint64_t generation; /* bumped for every job */
-    _Atomic int pending;   /* workers still running the current job */
+    _Atomic uint64_t claim;      /* generation << SLICE_BITS | next slice to claim */
+    _Atomic int finished;        /* slices of the current job done */
     bool stop;
     ts_pool_fn fn;
     void *ctx;
@@ -43,11 +58,39 @@ static void slice_bounds(int64_t n, int slices, int i, int64_t *b, int64_t *e) {
     *e = n * (i + 1) / slices;
 }
 
+/* The next unclaimed slice of job `gen`, or -1 when none is left (or the
+ * pool has moved on to a later job). */
+static int claim_slice(ts_pool *p, uint64_t gen, int slices) {
+    uint64_t c = atomic_load(&p->claim);
+    for (;;) {
+        if (c >> SLICE_BITS != gen || (int)(c & SLICE_MASK) >= slices) return -1;
+        if (atomic_compare_exchange_weak(&p->claim, &c, c + 1)) return (int)(c & SLICE_MASK);
+    }
+}
+
+/* Runs slice i of the job and counts it done; the last one wakes a
+ * sleeping caller. */
+static void run_slice(ts_pool *p, ts_pool_fn fn, void *ctx, int64_t n, int slices, int i, bool worker) {
+    int64_t b, e;
+    slice_bounds(n, slices, i, &b, &e);
+    if (e > b && worker && ts_trace_live()) { /* a worker's slice of the op, on its own track */
+        uint64_t t0 = ts_now_ns();
+        fn(ctx, b, e);
+        ts_trace_slice(TS_TRACE_WORKER, NULL, ts_trace_op(), NULL, 0, 0, t0, ts_now_ns());
+    } else if (e > b) {
+        fn(ctx, b, e);
+    }
+    if (atomic_fetch_add(&p->finished, 1) + 1 == slices && worker) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_signal(&p->done);
+        pthread_mutex_unlock(&p->mu);
+    }
+}
+
 static void *worker_main(void *arg) {
     const worker_arg *w = arg; /* the pool's own: a worker frees nothing, so a later ts_set_allocator never meets it */
     ts_pool *p = w->p;
-    int me = w->index;
-    ts_trace_name_thread("cpu worker", me, NULL);
+    ts_trace_name_thread("cpu worker", w->index, NULL);
     uint64_t seen = 0;
     pthread_mutex_lock(&p->mu);
     for (;;) {
@@ -62,19 +105,8 @@ static void *worker_main(void *arg) {
         int slices = p->slices;
         int64_t n = p->n_items;
         pthread_mutex_unlock(&p->mu);
-        if (me < slices) {
-            int64_t b, e;
-            slice_bounds(n, slices, me, &b, &e);
-            if (e > b && ts_trace_live()) { /* its slice of the op, on its own track */
-                uint64_t t0 = ts_now_ns();
-                fn(ctx, b, e);
-                ts_trace_slice(TS_TRACE_WORKER, NULL, ts_trace_op(), NULL, 0, 0, t0, ts_now_ns());
-            } else if (e > b) {
-                fn(ctx, b, e);
-            }
-        }
+        for (int i; (i = claim_slice(p, seen, slices)) >= 0;) run_slice(p, fn, ctx, n, slices, i, true);
         pthread_mutex_lock(&p->mu);
-        if (--p->pending == 0) pthread_cond_signal(&p->done);
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;
@@ -141,15 +173,16 @@ void ts_pool_for(ts_pool *p, int64_t n, int64_t grain, ts_pool_fn fn, void *ctx)
     p->ctx = ctx;
     p->n_items = n;
     p->slices = slices;
-    p->pending = p->n - 1;
-    p->generation++;
+    atomic_store(&p->finished, 0);
+    uint64_t gen = atomic_load(&p->generation) + 1;
+    atomic_store(&p->claim, gen << SLICE_BITS | 1u); /* slice 0 is the caller's */
+    atomic_store(&p->generation, gen);
     pthread_cond_broadcast(&p->go);
     pthread_mutex_unlock(&p->mu);
-    int64_t b, e;
-    slice_bounds(n, slices, 0, &b, &e);
-    fn(ctx, b, e);
-    for (int y = 0; y < YIELDS && atomic_load_explicit(&p->pending, memory_order_relaxed) > 0; y++) sched_yield();
+    run_slice(p, fn, ctx, n, slices, 0, false);
+    for (int i; (i = claim_slice(p, gen, slices)) >= 0;) run_slice(p, fn, ctx, n, slices, i, false); /* the ones no worker took yet */
+    for (int y = 0; y < YIELDS && atomic_load_explicit(&p->finished, memory_order_acquire) < slices; y++) sched_yield();
     pthread_mutex_lock(&p->mu);
-    while (p->pending > 0) pthread_cond_wait(&p->done, &p->mu);
+    while (atomic_load(&p->finished) < slices) pthread_cond_wait(&p->done, &p->mu);
     pthread_mutex_unlock(&p->mu);
 }

@@ -653,17 +653,31 @@ static void plan_liveness(mem_plan *mp) {
     }
 }
 
+/* A bias Add, x + b with b a parameter (or a tensor without a gradient)
+ * and x of the output's shape: x's gradient is the Add's own, so where the
+ * Add alone adds to it the two can share a buffer (grad_shared) and the
+ * Add's backward computes b's gradient only. A Linear's bias Add then no
+ * longer copies its output's gradient to the product's. */
+static bool bias_add(const ts_prog *p, const ts_graph *g, const ts_tensor *c) {
+    if (c->op != TS_OP_ADD || c->n_in != 2 || c->in[0] == c->in[1]) return false;
+    const ts_tensor *b = g->t[c->in[1]];
+    const ts_shape *sx = &p->shape[c->in[0]], *so = &p->shape[c->id];
+    return (b->op == TS_OP_PARAM || !p->needs_grad[b->id]) && sx->ndim == so->ndim &&
+           memcmp(sx->d, so->d, (size_t)so->ndim * sizeof so->d[0]) == 0;
+}
+
 /* A view (Reshape, Flatten) that is the only op adding to its input's
  * gradient: that gradient is the view's own, reshaped, so the two share
- * one buffer and the view's backward (a copy) is skipped. Activations
- * only, f32 gradients, one pipeline stage. */
+ * one buffer and the view's backward (a copy) is skipped; a bias Add
+ * likewise shares its input's (bias_add). Activations only, f32
+ * gradients, one pipeline stage. */
 static void plan_view_gradients(mem_plan *mp) {
     const ts_model_def *m = mp->m;
     ts_prog *p = mp->p;
     const ts_graph *g = mp->g;
     for (int k = 0; k < mp->L && m->training && ts_opts_stages(m->opts) == 1; k++) {
         const ts_tensor *c = g->t[p->order[k]];
-        if (!ts_op_get(c->op)->view || !p->needs_grad[c->id] || c->id == m->loss || ts_dtype_is_half(c->grid)) continue;
+        if (!(ts_op_get(c->op)->view || bias_add(p, g, c)) || !p->needs_grad[c->id] || c->id == m->loss || ts_dtype_is_half(c->grid)) continue;
         const ts_tensor *in = g->t[c->in[0]];
         bool activation = !ts_op_holds_value(in->op) && in->op != TS_OP_INPUT;
         p->grad_shared[c->id] = activation && p->needs_grad[in->id] && mp->grad_users[in->id] == 1 && !ts_dtype_is_half(in->grid) &&

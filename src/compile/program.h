@@ -213,7 +213,7 @@ typedef struct ts_prog {
     int *layer_outs;     /* with log_layer_shapes: the layer outputs, in order */
     int n_layer_outs;
     bool *live, *needs_grad, *reaches;
-    bool *grad_shared;   /* per node: a view (Reshape, Flatten) whose input's gradient is its own gradient's buffer, so its backward does nothing (plan_memory) */
+    bool *grad_shared;   /* per node: a view (Reshape, Flatten) or a bias Add whose input's (in[0]'s) gradient is its own gradient's buffer, so its backward does nothing (a bias Add's: the bias's gradient only) (plan_memory) */
     int *value_entry;    /* per node */
     int *grad_entry;     /* per node, -1 if no gradient */
     /* Attention nodes that carry their unfused twin (TS_OP_ATTENTION with 5

@@ -328,8 +328,10 @@ static ts_status backward(ts_run *run, int64_t mb) {
             if (st) return st;
         }
         const ts_op_def *def = ts_op_get(t->op);
-        if (!def->has_backward || p->grad_shared[i]) continue; /* a view whose input's gradient is its own: nothing to add */
+        bool shared = p->grad_shared[i]; /* its input's gradient is its own: a view adds nothing, a bias Add only to the bias's */
+        if (!def->has_backward || (shared && (t->op != TS_OP_ADD || p->grad_entry[t->in[1]] < 0))) continue;
         ts_kctx kc = make_ctx(run, i, mb);
+        if (shared) kc.din[0] = NULL;
         kc.din_store = store;
         ts_op_call call = {i, true, mb, &kc, 0, 0, ts_trace_live()};
         ts_status st = ts_op_chain_run(run->chain.before, run->chain.n_before, run, &call);
@@ -346,7 +348,8 @@ static ts_status backward(ts_run *run, int64_t mb) {
 typedef struct update_job {
     const ts_backend *be;
     void *stream;        /* the model's; TS_STREAM_THIS_THREAD where the host's pool splits the update into jobs (the CPU) */
-    const ts_optimizer *opt;
+    ts_optimizer opt_copy; /* the parameter's optimizer this step (its own rate on the schedule) */
+    const ts_optimizer *opt; /* &opt_copy, set where the job stays put */
     ts_opt_consts consts;
     ts_opt_state *state;
     float *param;
@@ -416,10 +419,9 @@ static ts_status skip_scaled_step(ts_run *run, bool *skip) {
     return TS_OK;
 }
 
-/* Parameter state[s]'s update from its ready gradient, and the observers
- * of what it writes: one launch on a device; on the CPU in chunks, with
- * the summaries fused into the same pass. */
-static ts_status update_param(ts_run *run, int s, int64_t d, int A) {
+/* Parameter state[s]'s update job (its step's constants taken: once per
+ * step), its value and gradient guarded for the writes to come. */
+static update_job update_begin(ts_run *run, int s, int A) {
     ts_prog *p = run->prog;
     int node = run->state[s].node, acc = ts_prog_entry_of(p, node, TS_KIND_ACCUM);
     ts_entry *ae = &p->entries[acc], *pe = &p->entries[p->value_entry[node]];
@@ -428,15 +430,80 @@ static ts_status update_param(ts_run *run, int s, int64_t d, int A) {
     if (t->has_opt) o.lr = (float)ts_lr_at(&run->sched, t->opt.lr, run->steps); /* its own base rate, on the model's schedule */
     ts_opt_consts consts = ts_opt_begin(&o, &run->state[s]); /* the host's step count */
     bool host = run->dev.backend->host_addressable; /* the host's pool splits the update into jobs, each on its own thread */
-    update_job u = {run->dev.backend, host ? TS_STREAM_THIS_THREAD : run->dev.stream, &o, consts, p->dev_state ? &p->dev_state[s] : &run->state[s],
-                    pe->data, ae->data, A == 1, host ? UPDATE_CHUNK : ae->numel};
-    ts_step_update su = {update_range, update_summarised, &u, u.grad, u.param, run->dev.backend->opt_update_norms ? update_norms : NULL};
+    update_job u = {.be = run->dev.backend, .stream = host ? TS_STREAM_THIS_THREAD : run->dev.stream, .opt_copy = o, .consts = consts,
+                    .state = p->dev_state ? &p->dev_state[s] : &run->state[s], .param = pe->data, .grad = ae->data, .clear = A == 1,
+                    .chunk = host ? UPDATE_CHUNK : ae->numel};
     ts_observe_guard(run, pe);
     ts_observe_guard(run, ae);
-    if (host) ts_observe_step(run, node, d, &su, ae->numel);
-    else update_range(&u, 0, ae->numel); /* one launch on the model's stream; its observers below */
-    for (int e = acc + 1; e < p->n_entries && p->entries[e].node == node; e++) OBSERVE(run, e, d);
+    return u;
+}
+
+/* The observers of what state[s]'s update wrote: the parameter and the
+ * optimizer's state. */
+static ts_status update_end(ts_run *run, int s, int64_t d) {
+    ts_prog *p = run->prog;
+    int node = run->state[s].node;
+    for (int e = ts_prog_entry_of(p, node, TS_KIND_ACCUM) + 1; e < p->n_entries && p->entries[e].node == node; e++) OBSERVE(run, e, d);
     return TS_OK;
+}
+
+/* Parameter state[s]'s update from its ready gradient, and the observers
+ * of what it writes: one launch on a device; on the CPU in chunks, with
+ * the summaries fused into the same pass. */
+static ts_status update_param(ts_run *run, int s, int64_t d, int A) {
+    ts_prog *p = run->prog;
+    int node = run->state[s].node;
+    update_job u = update_begin(run, s, A);
+    u.opt = &u.opt_copy;
+    ts_step_update su = {update_range, update_summarised, &u, u.grad, u.param, run->dev.backend->opt_update_norms ? update_norms : NULL};
+    if (run->dev.backend->host_addressable) ts_observe_step(run, node, d, &su, p->entries[ts_prog_entry_of(p, node, TS_KIND_ACCUM)].numel);
+    else update_range(&u, 0, p->entries[ts_prog_entry_of(p, node, TS_KIND_ACCUM)].numel); /* one launch on the model's stream; its observers below */
+    return update_end(run, s, d);
+}
+
+/* Parameters whose update nothing watches (no summary in the step, no
+ * stability sums) on the host: their updates are one job over the pool,
+ * each thread a run of their values, where one at a time left the small
+ * ones on one thread and gave each large one a hand-off of its own. Each
+ * value's update is the same arithmetic either way (the optimizers are
+ * elementwise): the same bits. */
+#define UPDATE_BATCH 64
+
+typedef struct update_batch {
+    update_job u[UPDATE_BATCH];
+    int state[UPDATE_BATCH];
+    int64_t start[UPDATE_BATCH + 1]; /* each one's first value in the batch's numbering */
+    int n;
+} update_batch;
+
+static bool update_plain(const ts_run *run, int s) {
+    const ts_prog *p = run->prog;
+    int node = run->state[s].node;
+    if (!run->dev.backend->host_addressable || p->stab) return false; /* stability signals: the update sums its squares */
+    for (int e = p->grad_entry[node]; e >= 0 && e < p->n_entries && p->entries[e].node == node; e++)
+        if (p->entries[e].watch_in_step) return false;
+    return true;
+}
+
+static void update_batch_slice(void *ctx, int64_t begin, int64_t end) {
+    update_batch *b = ctx;
+    int k = 0;
+    while (b->start[k + 1] <= begin) k++;
+    for (; k < b->n && b->start[k] < end; k++) {
+        int64_t lo = begin > b->start[k] ? begin - b->start[k] : 0, hi = (end < b->start[k + 1] ? end : b->start[k + 1]) - b->start[k];
+        update_range(&b->u[k], lo, hi);
+    }
+}
+
+/* Runs the batch's updates, then their observers in order. */
+static ts_status update_batch_run(ts_run *run, update_batch *b, int64_t d) {
+    if (!b->n) return TS_OK;
+    for (int k = 0; k < b->n; k++) b->u[k].opt = &b->u[k].opt_copy;
+    ts_pool_for(run->pool, b->start[b->n], UPDATE_CHUNK, update_batch_slice, b);
+    ts_status st = TS_OK;
+    for (int k = 0; k < b->n && !st; k++) st = update_end(run, b->state[k], d);
+    b->n = 0;
+    return st;
 }
 
 static ts_status accumulate_and_step(ts_run *run, int a, int64_t d) {
@@ -491,6 +558,9 @@ static ts_status accumulate_and_step(ts_run *run, int a, int64_t d) {
      * parameters, activations and gradients summarised in one launch */
     bool split = !run->dev.backend->host_addressable;
     int cleared = 0;
+    update_batch batch;
+    batch.n = 0;
+    batch.start[0] = 0;
     for (int s = 0; s < run->n_state; s++) {
         if (!updated_here(run, s)) continue;
         int acc = ts_prog_entry_of(p, run->state[s].node, TS_KIND_ACCUM);
@@ -500,12 +570,24 @@ static ts_status accumulate_and_step(ts_run *run, int a, int64_t d) {
             run->dev.backend->scale(run->dev.stream, ae->data, ae->data, unscale / (float)A, ae->numel);
         }
         OBSERVE(run, acc, d);
-        if (!split) {
-            ts_status st = update_param(run, s, d, A);
-            if (st) return st;
-            cleared += A == 1;
+        if (split) continue;
+        cleared += A == 1;
+        if (update_plain(run, s)) { /* into the batch, run when full or when a watched one comes */
+            batch.u[batch.n] = update_begin(run, s, A);
+            batch.state[batch.n] = s;
+            batch.start[batch.n + 1] = batch.start[batch.n] + ae->numel;
+            if (++batch.n == UPDATE_BATCH) {
+                ts_status st = update_batch_run(run, &batch, d);
+                if (st) return st;
+            }
+            continue;
         }
+        ts_status st = update_batch_run(run, &batch, d);
+        if (!st) st = update_param(run, s, d, A);
+        if (st) return st;
     }
+    ts_status bst = update_batch_run(run, &batch, d);
+    if (bst) return bst;
     for (int s = 0; split && s < run->n_state; s++) {
         if (!updated_here(run, s)) continue;
         ts_status st = update_param(run, s, d, A);

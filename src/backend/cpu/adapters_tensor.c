@@ -191,12 +191,12 @@ static void around(const ts_shape *s, int64_t d, int64_t *outer, int64_t *inner)
 void ts_fwd_slice(const ts_kctx *k) {
     int64_t o, in, d = k->node->attr[0];
     around(&k->in_shape[0], d, &o, &in);
-    ts_slice_forward(k->out, k->in[0], o, k->in_shape[0].d[d], in, k->node->attr[1], k->node->attr[2]);
+    ts_slice_forward(k->pool, k->out, k->in[0], o, k->in_shape[0].d[d], in, k->node->attr[1], k->node->attr[2]);
 }
 void ts_bwd_slice(const ts_kctx *k) {
     int64_t o, in, d = k->node->attr[0];
     around(&k->in_shape[0], d, &o, &in);
-    ts_slice_backward(k->din[0], k->dout, o, k->in_shape[0].d[d], in, k->node->attr[1], k->node->attr[2]);
+    ts_slice_backward(k->pool, k->din[0], k->dout, o, k->in_shape[0].d[d], in, k->node->attr[1], k->node->attr[2]);
 }
 
 void ts_fwd_concat(const ts_kctx *k) {

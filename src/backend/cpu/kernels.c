@@ -84,29 +84,94 @@ static void binary_bwd_a_slice(void *vctx, int64_t begin, int64_t end) {
 }
 #undef BWD_A_LOOP
 
-/* Add/Sub: da and db in one pass over dout, split over columns of the
- * broadcast row so each thread owns its slice of db (no partial sums). */
+/* ---- sums over rows (kernels.h) */
+
+#define SUM_COLS 512 /* columns per block: the parts' sums fit on the stack */
+
+typedef struct sum_job {
+    ts_rows_sum_fn fn;
+    void *ctx;
+    int64_t rows, c0, c1;
+    float (*part0)[SUM_COLS], (*part1)[SUM_COLS];
+} sum_job;
+
+static void sum_parts(void *vctx, int64_t k0, int64_t k1) {
+    const sum_job *j = vctx;
+    int64_t w = j->c1 - j->c0;
+    for (int64_t k = k0; k < k1; k++) {
+        memset(j->part0[k], 0, (size_t)w * sizeof(float));
+        if (j->part1) memset(j->part1[k], 0, (size_t)w * sizeof(float));
+        j->fn(j->ctx, j->rows * k / TS_SUM_PARTS, j->rows * (k + 1) / TS_SUM_PARTS, j->c0, j->c1, j->part0[k], j->part1 ? j->part1[k] : NULL);
+    }
+}
+
+static void sum_combine(float *out, float (*part)[SUM_COLS], int64_t c0, int64_t w, bool store) {
+    for (int64_t j = 0; j < w; j++) {
+        float s = store ? part[0][j] : out[c0 + j] + part[0][j];
+        for (int k = 1; k < TS_SUM_PARTS; k++) s += part[k][j];
+        out[c0 + j] = s;
+    }
+}
+
+void ts_sum_rows(ts_pool *p, int64_t rows, int64_t cols, ts_rows_sum_fn fn, void *ctx, float *out0, float *out1, unsigned store) {
+    float part0[TS_SUM_PARTS][SUM_COLS], part1[TS_SUM_PARTS][SUM_COLS];
+    int64_t per_part = rows / TS_SUM_PARTS + 1;
+    for (int64_t c0 = 0; c0 < cols; c0 += SUM_COLS) {
+        int64_t w = cols - c0 < SUM_COLS ? cols - c0 : SUM_COLS;
+        sum_job j = {fn, ctx, rows, c0, c0 + w, part0, out1 ? part1 : NULL};
+        ts_pool_for(p, TS_SUM_PARTS, 1 + GRAIN / (per_part * w), sum_parts, &j); /* parts per slice: at least GRAIN values */
+        sum_combine(out0, part0, c0, w, store & 1u);
+        if (out1) sum_combine(out1, part1, c0, w, store & 2u);
+    }
+}
+
+/* Add/Sub over few rows (a same-shape Add: one row): da and db in one
+ * pass over dout, split over columns of the broadcast row so each thread
+ * owns its slice of db. The slice's sums stay in a local block of columns
+ * across the rows and are written once at the end: the same additions in
+ * the same order as adding into db row by row, without a store to db per
+ * row to a cache line the two threads' slices may share. */
+#define COL_BLOCK 256
+
 static void binary_bwd_add_cols(void *vctx, int64_t j0, int64_t j1) {
     const ew *e = vctx;
     float *da = e->out, *db = e->out2;
     const float *dout = e->a;
     int64_t nb = e->nb, rows = e->rows;
     float sign = e->s;
-    for (int64_t r = 0; r < rows; r++) {
-        const float *d = dout + r * nb;
-        if (da) {
-            float *dar = da + r * nb;
-            if (e->store & 1u)
-                for (int64_t j = j0; j < j1; j++) dar[j] = d[j];
-            else
-                for (int64_t j = j0; j < j1; j++) dar[j] += d[j];
+    bool store_a = e->store & 1u, store_b = e->store & 2u;
+    for (int64_t c0 = j0; c0 < j1; c0 += COL_BLOCK) {
+        int64_t w = j1 - c0 < COL_BLOCK ? j1 - c0 : COL_BLOCK;
+        float acc[COL_BLOCK];
+        for (int64_t j = 0; j < w; j++) acc[j] = db && !store_b ? db[c0 + j] : 0.0f;
+        for (int64_t r = 0; r < rows; r++) {
+            const float *d = dout + r * nb + c0;
+            if (da && store_a) memcpy(da + r * nb + c0, d, (size_t)w * sizeof *da);
+            else if (da)
+                for (int64_t j = 0; j < w; j++) da[r * nb + c0 + j] += d[j];
+            if (db && r == 0 && store_b)
+                for (int64_t j = 0; j < w; j++) acc[j] = sign * d[j];
+            else if (db)
+                for (int64_t j = 0; j < w; j++) acc[j] += sign * d[j];
         }
-        if (db) {
-            if (r == 0 && (e->store & 2u))
-                for (int64_t j = j0; j < j1; j++) db[j] = sign * d[j];
-            else
-                for (int64_t j = j0; j < j1; j++) db[j] += sign * d[j];
-        }
+        if (db && rows > 0) memcpy(db + c0, acc, (size_t)w * sizeof *db);
+    }
+}
+
+/* Add/Sub with a bias row: db = +-(sum of dout's rows) and da (+)= dout
+ * in the same pass over each part's rows (ts_sum_rows) */
+static void binary_bwd_add_rows(void *vctx, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float *acc, float *unused) {
+    (void)unused;
+    const ew *e = vctx;
+    float *da = e->out;
+    int64_t nb = e->nb, w = c1 - c0;
+    float sign = e->s;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *d = e->a + r * nb + c0;
+        if (da && (e->store & 1u)) memcpy(da + r * nb + c0, d, (size_t)w * sizeof *da);
+        else if (da)
+            for (int64_t j = 0; j < w; j++) da[r * nb + c0 + j] += d[j];
+        for (int64_t j = 0; j < w; j++) acc[j] += sign * d[j];
     }
 }
 
@@ -121,6 +186,10 @@ void ts_binary_backward_store(ts_pool *p, int kind, float *da, float *db, const 
     if ((kind == TS_BIN_ADD || kind == TS_BIN_SUB) && db && nb >= 64) { /* Add/Sub only: their gradients do not read a or b */
         ew e = {.kind = kind, .out = da, .out2 = db, .a = dout, .s = kind == TS_BIN_SUB ? -1.0f : 1.0f, .nb = nb, .rows = rows,
                 .store = store};
+        if (rows >= 8 * TS_SUM_PARTS) { /* a bias row over a batch: each thread sums its own rows */
+            ts_sum_rows(p, rows, nb, binary_bwd_add_rows, &e, db, NULL, store >> 1 & 1u);
+            return;
+        }
         int64_t grain = GRAIN / rows > 16 ? GRAIN / rows : 16; /* columns per slice: at least GRAIN values */
         ts_pool_for(p, nb, grain, binary_bwd_add_cols, &e);
         return;

@@ -17,6 +17,20 @@ void ts_binary_backward_store(ts_pool *p, int kind, float *da, float *db, const 
                               const float *b, int64_t n, int64_t nb, unsigned store);
 enum { TS_BIN_ADD = 0, TS_BIN_SUB, TS_BIN_MUL, TS_BIN_DIV };
 
+/* Sums over the rows of a [rows, cols] operand, one or two at a time (a
+ * bias's gradient; layer norm's weight and bias gradients): the rows in
+ * TS_SUM_PARTS fixed parts, each part's sums formed by fn over its own
+ * rows (split over the pool, each thread reading the rows it has in
+ * cache), then out[j] (+)= part 0 + part 1 + ... in order. The parts
+ * depend only on rows, so any thread count gives the same bits. fn(ctx,
+ * r0, r1, c0, c1, acc0, acc1) adds rows [r0, r1), columns [c0, c1) into
+ * acc0[0 .. c1 - c0) (and acc1 where out1 is set), which start at 0; it
+ * may also write elementwise results of those rows and columns. store
+ * bit 0 (out0) or bit 1 (out1): written, not added to. */
+enum { TS_SUM_PARTS = 8 };
+typedef void (*ts_rows_sum_fn)(void *ctx, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float *acc0, float *acc1);
+void ts_sum_rows(ts_pool *p, int64_t rows, int64_t cols, ts_rows_sum_fn fn, void *ctx, float *out0, float *out1, unsigned store);
+
 /* out[n] = s * x[n];  dx[n] += s * dout[n] */
 void ts_scale_forward(ts_pool *p, float *out, const float *x, float s, int64_t n);
 void ts_scale_backward(ts_pool *p, float *dx, const float *dout, float s, int64_t n);

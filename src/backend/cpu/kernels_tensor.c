@@ -374,20 +374,26 @@ static void ln_bwd_dx_slice(void *vctx, int64_t begin, int64_t end) {
     }
 }
 
-/* dw += sum over rows of dy * xhat, db += sum of dy: columns split over
- * the pool, so each thread owns its part of dw and db */
-static void ln_bwd_dwdb_cols(void *vctx, int64_t j0, int64_t j1) {
+static void ln_bwd_db_rows(void *vctx, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float *ab, float *unused);
+
+/* dw += sum over rows of dy * xhat, db += sum of dy: ts_sum_rows's
+ * parts, each thread summing the rows it has in cache */
+static void ln_bwd_dwdb_rows(void *vctx, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float *aw, float *ab) {
     const rows_ctx *c = vctx;
-    int64_t D = c->n, rows = c->rows;
-    float *dw = c->out, *db = c->aux;
-    for (int64_t r = 0; r < rows; r++) {
-        const float *xr = c->x + r * D, *d = c->dout + r * D;
+    int64_t D = c->n, w = c1 - c0;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *xr = c->x + r * D + c0, *d = c->dout + r * D + c0;
         float mean = c->y[2 * r], rstd = c->y[2 * r + 1];
-        if (dw)
-            for (int64_t j = j0; j < j1; j++) dw[j] += d[j] * ((xr[j] - mean) * rstd);
-        if (db)
-            for (int64_t j = j0; j < j1; j++) db[j] += d[j];
+        if (aw)
+            for (int64_t j = 0; j < w; j++) aw[j] += d[j] * ((xr[j] - mean) * rstd);
+        if (ab)
+            for (int64_t j = 0; j < w; j++) ab[j] += d[j];
     }
+}
+
+static void ln_bwd_db_rows(void *vctx, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float *ab, float *unused) {
+    (void)unused;
+    ln_bwd_dwdb_rows(vctx, r0, r1, c0, c1, NULL, ab);
 }
 
 void ts_layer_norm_backward(ts_pool *p, float *dx, float *dw, float *db, const float *dy, const float *x, const float *stats,
@@ -396,11 +402,9 @@ void ts_layer_norm_backward(ts_pool *p, float *dx, float *dw, float *db, const f
         rows_ctx c = {.out = dx, .x = x, .w = w, .dout = dy, .y = stats, .n = D};
         ts_pool_for(p, rows, GRAIN / (D > 0 ? D : 1) + 1, ln_bwd_dx_slice, &c);
     }
-    if (dw || db) {
-        rows_ctx c = {.out = dw, .aux = db, .x = x, .dout = dy, .y = stats, .n = D, .rows = rows};
-        int64_t grain = GRAIN / (rows > 0 ? rows : 1);
-        ts_pool_for(p, D, grain > 16 ? grain : 16, ln_bwd_dwdb_cols, &c);
-    }
+    rows_ctx c = {.x = x, .dout = dy, .y = stats, .n = D};
+    if (dw && db) ts_sum_rows(p, rows, D, ln_bwd_dwdb_rows, &c, dw, db, 0);
+    else if (dw || db) ts_sum_rows(p, rows, D, dw ? ln_bwd_dwdb_rows : ln_bwd_db_rows, &c, dw ? dw : db, NULL, 0);
 }
 
 /* -------------------------------------------------------------- group norm */
@@ -632,17 +636,37 @@ void ts_permute_backward(ts_pool *p, float *dx, const float *dout, const ts_shap
     bview_rows_pool(p, &v, permute_bwd_row, &c);
 }
 
-void ts_slice_forward(float *out, const float *x, int64_t outer, int64_t dim_in, int64_t inner, int64_t start, int64_t len) {
-    for (int64_t o = 0; o < outer; o++)
-        memcpy(out + o * len * inner, x + (o * dim_in + start) * inner, (size_t)(len * inner) * sizeof(float));
+/* A slice's rows: outer blocks of len * inner values, split over the pool
+ * (each thread its own rows of out, or of dx's slice). */
+typedef struct slice_ctx {
+    float *out;
+    const float *x;
+    int64_t dim_in, inner, start, len;
+    bool backward;
+} slice_ctx;
+
+static void slice_rows(void *vctx, int64_t o0, int64_t o1) {
+    const slice_ctx *c = vctx;
+    int64_t w = c->len * c->inner;
+    for (int64_t o = o0; o < o1; o++) {
+        if (!c->backward) {
+            memcpy(c->out + o * w, c->x + (o * c->dim_in + c->start) * c->inner, (size_t)w * sizeof(float));
+            continue;
+        }
+        float *r = c->out + (o * c->dim_in + c->start) * c->inner;
+        const float *d = c->x + o * w;
+        for (int64_t j = 0; j < w; j++) r[j] += d[j];
+    }
 }
 
-void ts_slice_backward(float *dx, const float *dout, int64_t outer, int64_t dim_in, int64_t inner, int64_t start, int64_t len) {
-    for (int64_t o = 0; o < outer; o++) {
-        float *r = dx + (o * dim_in + start) * inner;
-        const float *d = dout + o * len * inner;
-        for (int64_t j = 0; j < len * inner; j++) r[j] += d[j];
-    }
+void ts_slice_forward(ts_pool *p, float *out, const float *x, int64_t outer, int64_t dim_in, int64_t inner, int64_t start, int64_t len) {
+    slice_ctx c = {out, x, dim_in, inner, start, len, false};
+    ts_pool_for(p, outer, 1 + GRAIN / (len * inner + 1), slice_rows, &c);
+}
+
+void ts_slice_backward(ts_pool *p, float *dx, const float *dout, int64_t outer, int64_t dim_in, int64_t inner, int64_t start, int64_t len) {
+    slice_ctx c = {dx, dout, dim_in, inner, start, len, true};
+    ts_pool_for(p, outer, 1 + GRAIN / (len * inner + 1), slice_rows, &c);
 }
 
 void ts_pad_forward(float *out, const float *x, const ts_pad_geom *g, int64_t n_out) {

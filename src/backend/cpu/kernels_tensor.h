@@ -63,8 +63,8 @@ void ts_bmm_backward(ts_pool *p, float *da, float *db, const float *dc, const fl
 void ts_permute_forward(ts_pool *p, float *out, const float *x, const ts_shape *sx, const int64_t *perm);
 void ts_permute_backward(ts_pool *p, float *dx, const float *dout, const ts_shape *sx, const int64_t *perm);
 /* out = x[..., start:start+len, ...] along dim; outer/inner around dim */
-void ts_slice_forward(float *out, const float *x, int64_t outer, int64_t dim_in, int64_t inner, int64_t start, int64_t len);
-void ts_slice_backward(float *dx, const float *dout, int64_t outer, int64_t dim_in, int64_t inner, int64_t start, int64_t len);
+void ts_slice_forward(ts_pool *p, float *out, const float *x, int64_t outer, int64_t dim_in, int64_t inner, int64_t start, int64_t len);
+void ts_slice_backward(ts_pool *p, float *dx, const float *dout, int64_t outer, int64_t dim_in, int64_t inner, int64_t start, int64_t len);
 /* Pad (backend/pad_index.h): out = x padded; dx += the sum of dout over
  * the output elements that read each element of x */
 struct ts_pad_geom;
