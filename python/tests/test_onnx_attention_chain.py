@@ -1,8 +1,9 @@
 """Attention as PyTorch's TorchScript exporter writes it (MatMul by the
 transposed keys, the scale, the additive causal mask, Softmax, MatMul by
 the values; grouped-query keys and values expanded before) is imported as
-one Attention node per layer with those ops as its unfused twin
-(docs/onnx.md, "Attention chains"). The one pass trains as the unfused
+one Attention node per layer with those ops as its unfused twin, reading
+the key and value heads before their repeat (docs/onnx.md, "Attention
+chains"). The one pass trains as the unfused
 ops do (the same model with each layer's probabilities anchored runs
 them; the one without runs no Softmax) and as PyTorch does: the losses of four AdamW steps, the first
 step's gradients, and the anchored probabilities against PyTorch's."""
@@ -100,6 +101,7 @@ def test_attention_chain_one_pass(divide):
     att = [t for t in fused_g.tensors() if t.op == "Attention"]
     assert len(att) == LAYERS, f"the exported attention is not one Attention node per layer: {[t.name for t in att]}"
     assert att[0].inputs[-1].op == "MatMul"  # its twin: the unfused ops, the last the product by the values
+    assert [att[0].inputs[j].shape[1] for j in range(3)] == [HEADS, KV_HEADS, KV_HEADS]  # k and v before their repeat
     params = sorted(fused_g.parameters())
     grads = lambda o: [o.anchor_tensor(f"g{i}", f"Gradient___{p}", "final") for i, p in enumerate(params)]
     fused_opts, twin_opts = ts.Options(), ts.Options()

@@ -546,6 +546,20 @@ static ts_status attention_note(importer *im, ts_onnx_chain *c, int index) {
     return c->mask_t || !fits ? TS_OK : ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
 }
 
+/* k or v (j 0 or 1) of attention's chain before grouped-query's repeat:
+ * x [B,Hk,S,D] unsqueezed to [B,Hk,1,S,D], expanded to [B,Hk,r,S,D] and
+ * reshaped to `repeated` [B,Hk*r,S,D]; `repeated` itself where the values
+ * are not so. */
+static ts_tensor *heads_before_repeat(importer *im, const ts_onnx_chain *c, int j, ts_tensor *repeated) {
+    const value *x = ts_onnx_lookup(im, c->kv_src[j]), *u = ts_onnx_lookup(im, c->kv_unsq[j]), *e = ts_onnx_lookup(im, c->kv_exp[j]);
+    if (!x || !u || !e || !x->t || !u->t || !e->t || x->t->dtype != TS_F32 || x->t->shape.ndim != 4) return repeated;
+    const int64_t *d = x->t->shape.d, *r = repeated->shape.d;
+    ts_shape us = {5, {d[0], d[1], 1, d[2], d[3]}}, es = {5, {d[0], d[1], d[1] ? r[1] / d[1] : 0, d[2], d[3]}};
+    bool fits = d[1] > 0 && r[1] % d[1] == 0 && r[0] == d[0] && r[2] == d[2] && r[3] == d[3] && ts_shape_equal(&u->t->shape, &us) &&
+                ts_shape_equal(&e->t->shape, &es);
+    return fits ? x->t : repeated;
+}
+
 /* Attention's chain at its last MatMul, whose result `out` holds: that
  * result made the one-pass Attention node with the chain's ops as its
  * unfused twin (ts_attention; docs/onnx.md, "Attention chains"), where q,
@@ -575,7 +589,11 @@ static ts_status attention_chain(importer *im, const ts_onnx_chain *c, value *ou
     }
     ts_shape scores = {4, {tq->shape.d[0], tq->shape.d[1], tq->shape.d[2], tk->shape.d[2]}}, bc;
     if (mask && (!ts_broadcast_shape(&scores, &mask->shape, &bc) || !ts_shape_equal(&bc, &scores))) return TS_OK; /* the twin's Add broadcasts it to more */
-    ts_tensor *att = mask ? ts_attention(im->g, q->t, k->t, v->t, mask, c->scale_by ? c->att_scale : 1.0f, out->t) : NULL;
+    ts_tensor *kv[2] = {k->t, v->t};
+    for (int j = 0; j < 2; j++) /* grouped-query: the keys and values before their repeat */
+        if (c->kv_src[j]) kv[j] = heads_before_repeat(im, c, j, kv[j]);
+    if (kv[0]->shape.d[1] != kv[1]->shape.d[1]) kv[0] = k->t, kv[1] = v->t;
+    ts_tensor *att = mask ? ts_attention(im->g, q->t, kv[0], kv[1], mask, c->scale_by ? c->att_scale : 1.0f, out->t) : NULL;
     if (!att) return ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
     out->t = att;
     return TS_OK;

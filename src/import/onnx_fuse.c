@@ -129,6 +129,18 @@ static bool last_axis(const Node *n) {
     return false;
 }
 
+/* Whether value `name` (k or v, side 0 or 1) is another's repeated for
+ * the query heads, Reshape(Expand(Unsqueeze(x))), each read once: its
+ * nodes join c (the shapes are checked at import). */
+static void repeated_heads(const scan *s, const char *name, int side, ts_onnx_chain *c) {
+    size_t kr, ke, ku;
+    const Node *r = sole(s, name, "Reshape", &kr), *e = r && r->n_input == 2 ? sole(s, r->input[0], "Expand", &ke) : NULL;
+    const Node *u = e && e->n_input == 2 ? sole(s, e->input[0], "Unsqueeze", &ku) : NULL;
+    if (!u || u->n_input < 1 || !named(u->input[0])) return;
+    c->kv_src[side] = u->input[0], c->kv_unsq[side] = e->input[0], c->kv_exp[side] = r->input[0];
+    c->node[c->n_node++] = ku, c->node[c->n_node++] = ke, c->node[c->n_node++] = kr;
+}
+
 /* Attention's chain ending at MatMul node `i` (by v), or false:
  * MatMul(Softmax(Add(Mul(MatMul(q, Transpose(k)), scale), mask)), v), the
  * Mul a Div by the scale, the Mul and the Add each optional, the Mul's
@@ -167,6 +179,8 @@ static bool attention_at(const scan *s, size_t i, ts_onnx_chain *c) {
         !ints_attr_is(tr, "perm", (const int64_t[]){0, 1, 3, 2}, 4))
         return false;
     c->node[c->n_node++] = kx, c->node[c->n_node++] = kt;
+    repeated_heads(s, c->k, 0, c);
+    repeated_heads(s, c->v, 1, c);
     c->node[c->n_node++] = i;
     c->last = i;
     return true;

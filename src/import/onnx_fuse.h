@@ -22,7 +22,10 @@
  * the last MatMul's result becomes the one-pass Attention node with those
  * ops as its unfused twin (ts_attention), where the mask is a constant of
  * 0 and -inf (or at most -1e30: what `masked_fill(-inf)` or
- * `finfo.min` write), the scale a constant and q, k and v 4-D. */
+ * `finfo.min` write), the scale a constant and q, k and v 4-D. Keys and
+ * values that grouped-query attention repeats for the query heads
+ * (Llama's repeat_kv: Unsqueeze at axis 2, Expand, Reshape to the query
+ * heads) join the chain: the node reads them before the repeat. */
 #ifndef TS_ONNX_FUSE_H
 #define TS_ONNX_FUSE_H
 
@@ -33,7 +36,7 @@
 
 struct TensorscopeOnnx__GraphProto;
 
-#define TS_ONNX_CHAIN_NODES 7
+#define TS_ONNX_CHAIN_NODES 12
 
 enum { TS_ONNX_CHAIN_GROUP_NORM, TS_ONNX_CHAIN_GELU, TS_ONNX_CHAIN_ATTENTION };
 
@@ -42,7 +45,8 @@ typedef struct ts_onnx_chain {
     /* the chain's nodes in the file's order: Reshape, InstanceNormalization,
      * Reshape, Mul, Add and the Unsqueezes of the weight and bias (the Add
      * is the last); GELU's Div, Erf, Add, Mul, Mul; attention's Transpose,
-     * MatMul, Mul or Div (or none), Add (or none), Softmax, MatMul */
+     * MatMul, Mul or Div (or none), Add (or none), Softmax, MatMul, and
+     * the Unsqueeze, Expand and Reshape of k and of v where they repeat */
     size_t node[TS_ONNX_CHAIN_NODES];
     int n_node;
     size_t last;
@@ -55,6 +59,9 @@ typedef struct ts_onnx_chain {
     /* attention's q, k (the Transpose's input), v, the scale's operand and
      * the mask's (NULL where the chain has none); scale_div: a Div */
     const char *q, *k, *v, *scale_by, *mask;
+    /* each repeated for the query heads: k's and v's values before the
+     * repeat, unsqueezed and expanded (NULL where k or v is not one) */
+    const char *kv_src[2], *kv_unsq[2], *kv_exp[2];
     bool scale_div;
     size_t scale_node, mask_node;
     /* attention, noted by the import as it reaches the scale's and the

@@ -1,7 +1,10 @@
 /* attention.c -- attention in one pass over the keys (TS_OP_ATTENTION):
  * softmax(scale q k^T, masked keys left out) v without the [T, S] scores
- * or probabilities in memory. Each (batch, head) pair is one thread's
- * work, by blocks of ATT_QB queries against tiles of ATT_TILE keys: a
+ * or probabilities in memory. Each (batch, key head) group, the query
+ * heads that share that key and value head (one where there are as many
+ * key heads as query heads), is one thread's work, so that the
+ * backward's sums into dk and dv are one thread's; each (batch, head)
+ * pair of it by blocks of ATT_QB queries against tiles of ATT_TILE keys: a
  * block's scores against a tile, and what they give back, are products on
  * a one-thread OpenBLAS into the thread's workspace slot (one tile of
  * scores, and in the backward one of their gradients: 32 KB). The forward
@@ -38,7 +41,7 @@ static size_t slot_floats(const ts_attn_geom *g) {
 }
 
 static int64_t slots(const ts_attn_geom *g, int threads) {
-    int64_t bh = g->B * g->H;
+    int64_t bh = g->B * g->Hk;
     return bh < threads ? (bh > 0 ? bh : 1) : threads;
 }
 
@@ -129,8 +132,8 @@ static int32_t *group_ends(const ts_attn_geom *g, int64_t b, int64_t h, int64_t 
 
 static void fwd_pair(const att_job *a, float *ws, int64_t bh, ends_held *held) {
     const ts_attn_geom *g = a->g;
-    int64_t b = bh / g->H, h = bh % g->H, T = g->T, S = g->S, D = g->D, Dv = g->Dv;
-    const float *q = a->q + bh * T * D, *k = a->k + bh * S * D, *v = a->v + bh * S * Dv;
+    int64_t b = bh / g->H, h = bh % g->H, T = g->T, S = g->S, D = g->D, Dv = g->Dv, kh = b * g->Hk + h / (g->H / g->Hk);
+    const float *q = a->q + bh * T * D, *k = a->k + kh * S * D, *v = a->v + kh * S * Dv;
     float *out = a->out + bh * T * Dv, *lse = a->lse + bh * T;
     float *sc = ws, *mrow = sc + 2 * ATT_TILE * ATT_TILE, *sum = mrow + ATT_TILE;
     int32_t *end = (int32_t *)(void *)(sum + 2 * ATT_TILE);
@@ -180,17 +183,18 @@ static void fwd_pair(const att_job *a, float *ws, int64_t bh, ends_held *held) {
 
 static void bwd_pair(const att_job *a, float *ws, int64_t bh, ends_held *held) {
     const ts_attn_geom *g = a->g;
-    int64_t b = bh / g->H, h = bh % g->H, T = g->T, S = g->S, D = g->D, Dv = g->Dv;
-    const float *q = a->q + bh * T * D, *k = a->k + bh * S * D, *v = a->v + bh * S * Dv;
+    int64_t b = bh / g->H, h = bh % g->H, T = g->T, S = g->S, D = g->D, Dv = g->Dv, kh = b * g->Hk + h / (g->H / g->Hk);
+    const float *q = a->q + bh * T * D, *k = a->k + kh * S * D, *v = a->v + kh * S * Dv;
     const float *o = a->o + bh * T * Dv, *dout = a->dout + bh * T * Dv, *lse = a->lse_in + bh * T;
-    float *dq = a->dq ? a->dq + bh * T * D : NULL, *dk = a->dk ? a->dk + bh * S * D : NULL, *dv = a->dv ? a->dv + bh * S * Dv : NULL;
+    float *dq = a->dq ? a->dq + bh * T * D : NULL, *dk = a->dk ? a->dk + kh * S * D : NULL, *dv = a->dv ? a->dv + kh * S * Dv : NULL;
+    bool first = h % (g->H / g->Hk) == 0; /* the group's first query head: dk and dv start here */
     float *pt = ws, *ds = pt + ATT_TILE * ATT_TILE, *dd = ds + ATT_TILE * ATT_TILE;
     int32_t *end = (int32_t *)(void *)(dd + 3 * ATT_TILE);
     /* the first writer of a gradient clears it here, while the pair's
      * slice is about to be in cache anyway, rather than in a pass before */
     if (dq && (a->store & 1u)) memset(dq, 0, (size_t)(T * D) * sizeof *dq);
-    if (dk && (a->store & 2u)) memset(dk, 0, (size_t)(S * D) * sizeof *dk);
-    if (dv && (a->store & 4u)) memset(dv, 0, (size_t)(S * Dv) * sizeof *dv);
+    if (dk && first && (a->store & 2u)) memset(dk, 0, (size_t)(S * D) * sizeof *dk);
+    if (dv && first && (a->store & 4u)) memset(dv, 0, (size_t)(S * Dv) * sizeof *dv);
     for (int64_t i0 = 0; i0 < T; i0 += ATT_QB) {
         int64_t qb = T - i0 < ATT_QB ? T - i0 : ATT_QB;
         int32_t *e = group_ends(g, b, h, i0, end, held);
@@ -230,20 +234,20 @@ static void bwd_pair(const att_job *a, float *ws, int64_t bh, ends_held *held) {
 
 static void fwd_slots(void *ctx, int64_t begin, int64_t end) {
     const att_job *a = ctx;
-    int64_t bh = a->g->B * a->g->H;
+    int64_t groups = a->g->B * a->g->Hk, per = a->g->H / a->g->Hk;
     for (int64_t slot = begin; slot < end; slot++) {
         ends_held held = {NULL, 0};
-        for (int64_t p = bh * slot / a->slots; p < bh * (slot + 1) / a->slots; p++)
+        for (int64_t p = groups * slot / a->slots * per; p < groups * (slot + 1) / a->slots * per; p++)
             fwd_pair(a, a->ws + (size_t)slot * slot_floats(a->g), p, &held);
     }
 }
 
 static void bwd_slots(void *ctx, int64_t begin, int64_t end) {
     const att_job *a = ctx;
-    int64_t bh = a->g->B * a->g->H;
+    int64_t groups = a->g->B * a->g->Hk, per = a->g->H / a->g->Hk;
     for (int64_t slot = begin; slot < end; slot++) {
         ends_held held = {NULL, 0};
-        for (int64_t p = bh * slot / a->slots; p < bh * (slot + 1) / a->slots; p++)
+        for (int64_t p = groups * slot / a->slots * per; p < groups * (slot + 1) / a->slots * per; p++)
             bwd_pair(a, a->ws + (size_t)slot * slot_floats(a->g), p, &held);
     }
 }
