@@ -1,5 +1,5 @@
 """Attention as PyTorch's TorchScript exporter writes it (MatMul by the
-transposed keys, the scale, the additive causal mask, Softmax, MatMul by
+transposed keys, the scale, the causal mask added or filled in, Softmax, MatMul by
 the values; grouped-query keys and values expanded before) is imported as
 one Attention node per layer with those ops as its unfused twin, reading
 the key and value heads before their repeat (docs/onnx.md, "Attention
@@ -44,23 +44,25 @@ class Attention(nn.Module):
         v = v[:, :, None].expand(b, KV_HEADS, rep, t, self.hd).reshape(b, HEADS, t, self.hd)
         s = q @ k.transpose(-2, -1)
         s = s / math.sqrt(self.hd) if self.divide else s * (1.0 / math.sqrt(self.hd))
-        p = torch.softmax(s + mask, dim=-1)
+        p = torch.softmax(s + mask if mask.dtype.is_floating_point else s.masked_fill(mask, float("-inf")), dim=-1)
         self.probs = p.detach()
         return self.o((p @ v).transpose(1, 2).reshape(b, t, DIM))
 
 
 class Decoder(nn.Module):
     """Pre-norm blocks of causal grouped-query attention and a tanh MLP;
-    `divide`: the scale as a Div (else a Mul by its inverse)."""
+    `divide`: the scale as a Div (else a Mul by its inverse); `fill`: the
+    mask a bool one, masked_fill (a Where), else an additive -inf one."""
 
-    def __init__(self, divide=False):
+    def __init__(self, divide=False, fill=False):
         super().__init__()
         self.embed = nn.Embedding(VOCAB, DIM)
         self.norms = nn.ModuleList(nn.LayerNorm(DIM) for _ in range(LAYERS))
         self.attn = nn.ModuleList(Attention(divide) for _ in range(LAYERS))
         self.mlp = nn.ModuleList(nn.Linear(DIM, DIM) for _ in range(LAYERS))
         self.head = nn.Linear(DIM, VOCAB, bias=False)
-        self.register_buffer("mask", torch.full((SEQ, SEQ), float("-inf")).triu(1), persistent=False)
+        causal = torch.ones(SEQ, SEQ, dtype=torch.bool).triu(1)
+        self.register_buffer("mask", causal if fill else torch.zeros(SEQ, SEQ).masked_fill(causal, float("-inf")), persistent=False)
 
     def forward(self, ids, targets):
         x = self.embed(ids)
@@ -93,10 +95,10 @@ def imported(module):
         return ts.Graph.from_onnx(path, {"ids": tuple(ids.shape), "targets": tuple(targets.shape)})
 
 
-@pytest.mark.parametrize("divide", [False, True])
-def test_attention_chain_one_pass(divide):
+@pytest.mark.parametrize("divide,fill", [(False, False), (True, False), (False, True)])
+def test_attention_chain_one_pass(divide, fill):
     torch.manual_seed(0)
-    module = Decoder(divide)
+    module = Decoder(divide, fill)
     fused_g, twin_g = imported(module), imported(module)
     att = [t for t in fused_g.tensors() if t.op == "Attention"]
     assert len(att) == LAYERS, f"the exported attention is not one Attention node per layer: {[t.name for t in att]}"

@@ -504,9 +504,10 @@ static ts_status op_group_norm_chain(importer *im, node_io *io) {
  * scale's node and the mask's (their constants are freed once read): the
  * scale a constant scalar (never a trained parameter), the mask a
  * constant, at most 4-D, of 0 (the key kept) and values at most -1e30
- * (left out: -inf, or finfo.min), none of its rows all masked (a softmax
- * of -inf gives NaN there, the one pass an average), made an i32 graph
- * constant in the node's scope. */
+ * (left out: -inf, or finfo.min), or a Where's of non-zero (left out:
+ * filled with a constant at most -1e30), none of its rows all masked (a
+ * softmax of -inf gives NaN there, the one pass an average), made an i32
+ * graph constant in the node's scope. */
 static ts_status attention_note(importer *im, ts_onnx_chain *c, int index) {
     if ((size_t)index == c->scale_node && c->scale_by) {
         const value *v = ts_onnx_lookup(im, c->scale_by);
@@ -516,8 +517,10 @@ static ts_status attention_note(importer *im, ts_onnx_chain *c, int index) {
     }
     if ((size_t)index != c->mask_node || !c->mask) return TS_OK;
     const value *v = ts_onnx_lookup(im, c->mask);
+    double fill = 0.0;
     c->mask_bad = true;
-    if (!v || !is_const(v) || v->param || !v->c.v || v->c.shape.ndim > 4 || !ts_onnx_dtype_is_float(v->c.dtype)) return TS_OK;
+    if (!v || !is_const(v) || v->param || !v->c.v || v->c.shape.ndim > 4) return TS_OK;
+    if (c->fill ? !ts_onnx_const_scalar(ts_onnx_lookup(im, c->fill), &fill) || !(fill <= -1e30) : !ts_onnx_dtype_is_float(v->c.dtype)) return TS_OK;
     const ts_shape *ms = &v->c.shape;
     int64_t n = ts_shape_numel(ms), row = ms->ndim ? ms->d[ms->ndim - 1] : 1;
     if (n < 1 || row < 1) return TS_OK;
@@ -530,7 +533,7 @@ static ts_status attention_note(importer *im, ts_onnx_chain *c, int index) {
             double x = v->c.v[r * row + j];
             m[r * row + j] = x != 0.0;
             kept = kept || x == 0.0;
-            fits = x == 0.0 || x <= -1e30;
+            fits = x == 0.0 || x <= -1e30 || c->fill; /* a Where's mask: non-zero is masked */
         }
         fits = fits && kept;
     }
@@ -575,7 +578,7 @@ static ts_status attention_chain(importer *im, const ts_onnx_chain *c, value *ou
              tk->shape.d[0] != tv->shape.d[0] || tk->shape.d[1] != tv->shape.d[1] || tk->shape.d[2] != tv->shape.d[2] || tq->shape.d[3] != tk->shape.d[3])
         why = "q, k and v are not [B,H,T,D], [B,H,S,D] and [B,H,S,Dv]";
     else if (c->scale_bad) why = "its scale is not a constant";
-    else if (c->mask_bad) why = "its mask is not a constant of 0 and -inf with a key kept in each row";
+    else if (c->mask_bad) why = "its mask is not a constant of 0 and -inf (or a masked fill of -inf) with a key kept in each row";
     if (why) {
         ts_logf(TS_LOG_DEBUG, "%s: node %d '%s': attention imported as its unfused ops: %s", im->path, im->node_index, im->node->name ? im->node->name : "", why);
         return TS_OK;

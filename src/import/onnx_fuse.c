@@ -143,8 +143,9 @@ static void repeated_heads(const scan *s, const char *name, int side, ts_onnx_ch
 
 /* Attention's chain ending at MatMul node `i` (by v), or false:
  * MatMul(Softmax(Add(Mul(MatMul(q, Transpose(k)), scale), mask)), v), the
- * Mul a Div by the scale, the Mul and the Add each optional, the Mul's
- * and the Add's operands in either order. */
+ * Mul a Div by the scale, the Add a Where(mask, fill, scores), the Mul and
+ * the Add each optional, the Mul's and the Add's operands in either
+ * order. */
 static bool attention_at(const scan *s, size_t i, ts_onnx_chain *c) {
     const Node *out = s->gp->node[i], *sm, *x, *scores, *tr;
     memset(c, 0, sizeof *c);
@@ -163,6 +164,10 @@ static bool attention_at(const scan *s, size_t i, ts_onnx_chain *c) {
         if (!y || !named(c->mask = x->input[1 - side])) return false;
         c->node[c->n_node++] = c->mask_node = kx;
         in = x->input[side];
+    } else if ((x = sole(s, in, "Where", &kx)) && x->n_input == 3 && named(x->input[0]) && named(x->input[1]) && named(x->input[2])) {
+        c->mask = x->input[0], c->fill = x->input[1]; /* masked_fill(mask, fill) */
+        c->node[c->n_node++] = c->mask_node = kx;
+        in = x->input[2];
     }
     if ((x = sole(s, in, "Mul", &km)) || (x = sole(s, in, "Div", &km))) { /* the scale */
         if (x->n_input != 2) return false;

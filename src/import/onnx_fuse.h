@@ -16,8 +16,9 @@
  *
  * Attention as the TorchScript exporter writes softmax(q k^T * scale +
  * mask) v: MatMul(q, Transpose(k, last two dims swapped)), a Mul or Div by
- * the scale (or none), an Add of the additive mask (or none), Softmax on
- * the last axis, MatMul by v. Unlike the chains above, its nodes are
+ * the scale (or none), an Add of the additive mask or a Where of a
+ * boolean one (masked_fill(mask, -inf)), or neither, Softmax on the last
+ * axis, MatMul by v. Unlike the chains above, its nodes are
  * imported one by one as ever (every name the file gives still resolves);
  * the last MatMul's result becomes the one-pass Attention node with those
  * ops as its unfused twin (ts_attention), where the mask is a constant of
@@ -45,7 +46,7 @@ typedef struct ts_onnx_chain {
     /* the chain's nodes in the file's order: Reshape, InstanceNormalization,
      * Reshape, Mul, Add and the Unsqueezes of the weight and bias (the Add
      * is the last); GELU's Div, Erf, Add, Mul, Mul; attention's Transpose,
-     * MatMul, Mul or Div (or none), Add (or none), Softmax, MatMul, and
+     * MatMul, Mul or Div (or none), Add or Where (or none), Softmax, MatMul, and
      * the Unsqueeze, Expand and Reshape of k and of v where they repeat */
     size_t node[TS_ONNX_CHAIN_NODES];
     int n_node;
@@ -59,6 +60,7 @@ typedef struct ts_onnx_chain {
     /* attention's q, k (the Transpose's input), v, the scale's operand and
      * the mask's (NULL where the chain has none); scale_div: a Div */
     const char *q, *k, *v, *scale_by, *mask;
+    const char *fill; /* a Where's value where the mask is true (masked_fill), else NULL: an additive mask */
     /* each repeated for the query heads: k's and v's values before the
      * repeat, unsqueezed and expanded (NULL where k or v is not one) */
     const char *kv_src[2], *kv_unsq[2], *kv_exp[2];
